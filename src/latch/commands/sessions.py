@@ -1,0 +1,124 @@
+"""``latch import``, ``latch sessions``, ``latch show``, ``latch search``."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..cli import pass_app
+
+
+def _console() -> Console:
+    return Console(highlight=False, soft_wrap=False)
+
+
+def _excerpt(text: str, width: int = 100) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= width else one[: width - 1] + "…"
+
+
+def event_line(ev) -> str:
+    """One-line human rendering of an event (for ``show`` and ``search``)."""
+    e = ev.event
+    k = ev.kind
+    if k == "user_message":
+        return f"user: {_excerpt(e.text)}"
+    if k == "assistant_message":
+        calls = ", ".join(c.name for c in e.tool_calls)
+        txt = _excerpt(e.text) if e.text else ""
+        return f"assistant: {txt}" + (f" [calls: {calls}]" if calls else "")
+    if k == "tool_result":
+        flag = " ERROR" if e.is_error else ""
+        flag += " ORPHAN" if e.orphan else ""
+        flag += " MISSING" if e.missing else ""
+        return f"tool_result({e.call_id}){flag}: {_excerpt(e.content)}"
+    text = e.searchable_text() if hasattr(e, "searchable_text") else ""
+    return f"{k}: {_excerpt(text)}" if text else k
+
+
+def _visible_sessions(store):
+    try:
+        from ..kernel.tombstones import tombstoned_sessions
+    except ImportError:
+        dead = set()
+    else:
+        dead = tombstoned_sessions(store)
+    return [s for s in store.sessions() if s.id not in dead]
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("import")
+    @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+    @click.option("--format", "fmt", default=None, help="Transcript format (default: auto-detect).")
+    @pass_app
+    def import_cmd(app, files, fmt):
+        """Import transcript FILES into the store (idempotent)."""
+        from ..importers import import_file
+
+        store = app.store()
+        con = _console()
+        for f in files:
+            sid, parsed, seqs = import_file(store, f, fmt)
+            con.print(f"{f}: session [bold]{sid}[/bold] ({parsed.format}), {len(seqs)} new events")
+
+    @cli.command("sessions")
+    @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+    @pass_app
+    def sessions_cmd(app, as_json):
+        """List sessions (tombstoned ones are omitted)."""
+        store = app.store()
+        rows = _visible_sessions(store)
+        if as_json:
+            click.echo(json.dumps([
+                {"id": s.id, "source": s.source, "format": s.format, "events": s.events, "parent": s.parent_id,
+                 "workspace": s.workspace, "created_at": s.created_at} for s in rows], ensure_ascii=False, indent=2))
+            return
+        t = Table("id", "format", "events", "source", title=f"{len(rows)} sessions")
+        for s in rows:
+            t.add_row(s.id, s.format or "", str(s.events), s.source or "")
+        _console().print(t)
+
+    @cli.command("show")
+    @click.argument("session")
+    @click.option("--limit", type=int, default=None, help="Show at most this many events.")
+    @pass_app
+    def show_cmd(app, session, limit):
+        """Show the events of SESSION (id or unique prefix)."""
+        store = app.store()
+        try:
+            info = store.session(session)
+        except KeyError as exc:
+            raise click.ClickException(str(exc.args[0])) from None
+        con = _console()
+        con.print(f"session [bold]{info.id}[/bold] format={info.format} source={info.source} events={info.events}")
+        for ev in store.events(info.id, limit=limit):
+            con.print(f"{ev.seq:>7}  {event_line(ev)}", markup=False)
+
+    @cli.command("search")
+    @click.argument("query")
+    @click.option("--session", default=None, help="Restrict to one session (id or prefix).")
+    @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+    @click.option("--json", "as_json", is_flag=True)
+    @pass_app
+    def search_cmd(app, query, session, limit, as_json):
+        """Full-text search over every event (newest first). Any string is a valid query."""
+        store = app.store()
+        sid = None
+        if session:
+            try:
+                sid = store.session(session).id
+            except KeyError as exc:
+                raise click.ClickException(str(exc.args[0])) from None
+        hits = store.search(query, session_id=sid, limit=limit)
+        if as_json:
+            click.echo(json.dumps([{"seq": h.seq, "session": h.session_id, "kind": h.kind,
+                                    "text": h.event.searchable_text()} for h in hits], ensure_ascii=False))
+            return
+        con = _console()
+        if not hits:
+            con.print("no matches")
+        for h in hits:
+            con.print(f"{h.session_id} {h.seq:>7}  {event_line(h)}", markup=False)

@@ -1,0 +1,311 @@
+"""Event kinds as typed records, and the one canonical JSON encoding.
+
+Every durable fact in Latch is an *event*: an immutable record appended to the
+session's log (spec: "Sessions & continuity", L3 raw store). This module defines
+the conversation kinds importers and the agent loop append, and the single
+canonical encoding used for storage, hashing, prefix comparison and tests:
+JSON with sorted keys, compact separators, UTF-8, no ASCII escaping. Lone
+surrogates (possible in Python ``str``) are escaped as ``\\udXXX`` so the bytes
+are always valid UTF-8.
+
+Shapes follow the OpenAI/Anthropic message vocabulary:
+
+* :class:`UserMessage`       a ``user`` turn (text plus optional :class:`MediaRef`)
+* :class:`AssistantMessage`  an ``assistant`` turn: text, ``reasoning_reported``
+  (never its text), and :class:`ToolCall` s
+* :class:`ToolResult`        the answer to one tool call, linked by ``call_id``
+* :class:`SystemNote`        harness/system notes (``subtype`` names the source)
+* :class:`Usage`             provider-reported token usage of one request
+* :class:`CompactionMarker`  a compaction imported from a foreign transcript
+* :class:`SubagentMarker`    a sub-agent spawned through a tool call
+* :class:`MediaRef`          a content-addressed artifact reference (image, file)
+
+Kernel kinds (state updates, evidence, kernel context, epochs, tombstones) are
+registered by their own modules through :func:`register_kind`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping
+
+__all__ = [
+    "Event",
+    "UserMessage",
+    "AssistantMessage",
+    "ToolCall",
+    "ToolResult",
+    "SystemNote",
+    "Usage",
+    "CompactionMarker",
+    "SubagentMarker",
+    "MediaRef",
+    "canonical_json",
+    "canonical_bytes",
+    "decode_event",
+    "register_kind",
+    "EVENT_KINDS",
+]
+
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def canonical_json(obj: Any) -> str:
+    """Return the canonical JSON text of ``obj``.
+
+    Sorted keys, ``(",", ":")`` separators, non-ASCII kept as-is, lone
+    surrogates escaped as ``\\uXXXX`` so that :func:`canonical_bytes` is always
+    valid UTF-8. ``NaN``/``Infinity`` are rejected (``ValueError``).
+    """
+    text = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    if _SURROGATE_RE.search(text):
+        text = _SURROGATE_RE.sub(lambda m: "\\u%04x" % ord(m.group()), text)
+    return text
+
+
+def canonical_bytes(obj: Any) -> bytes:
+    """The canonical encoding as UTF-8 bytes (see :func:`canonical_json`)."""
+    return canonical_json(obj).encode("utf-8")
+
+
+EVENT_KINDS: dict[str, type["Event"]] = {}
+
+
+def register_kind(cls: type["Event"]) -> type["Event"]:
+    """Class decorator: register ``cls`` under its ``KIND`` for :func:`decode_event`.
+
+    Raises ``ValueError`` when another class already owns the kind.
+    """
+    kind = cls.KIND
+    other = EVENT_KINDS.get(kind)
+    if other is not None and other is not cls:
+        raise ValueError(f"event kind {kind!r} registered twice: {other.__module__}.{other.__qualname__} and {cls.__module__}.{cls.__qualname__}")
+    EVENT_KINDS[kind] = cls
+    return cls
+
+
+class Event:
+    """Base of every event record. Subclasses are frozen dataclasses with ``KIND``."""
+
+    KIND: ClassVar[str] = ""
+
+    def to_payload(self) -> dict[str, Any]:
+        """The JSON-ready payload (no ``kind``); ``None`` fields are kept (unknown ≠ 0)."""
+        return _to_plain(self)
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> "Event":
+        return _from_plain(cls, payload)
+
+    def encode(self) -> bytes:
+        """Canonical bytes of ``{"kind": KIND, **payload}``."""
+        return canonical_bytes({"kind": self.KIND, **self.to_payload()})
+
+    def searchable_text(self) -> str:
+        """Text indexed by FTS5 (never reasoning text, signatures or base64)."""
+        return ""
+
+
+def _to_plain(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [_to_plain(x) for x in obj]
+    if isinstance(obj, dict):
+        return {str(k): _to_plain(v) for k, v in obj.items()}
+    return obj
+
+
+def _from_plain(cls: type, data: Mapping[str, Any]) -> Any:
+    kwargs = {}
+    hints = {f.name: f for f in dataclasses.fields(cls)}
+    for name, f in hints.items():
+        if name not in data:
+            continue
+        value = data[name]
+        sub = _NESTED.get((cls.__name__, name))
+        if sub is not None and value is not None:
+            if isinstance(value, list):
+                value = tuple(_from_plain(sub, v) for v in value)
+            else:
+                value = _from_plain(sub, value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
+@dataclass(frozen=True, slots=True)
+class MediaRef:
+    """A reference to a content-addressed artifact (bytes live in the store).
+
+    ``sha256`` is the hex digest of the bytes; ``width``/``height`` are pixels
+    (``None`` when unknown: estimators then use a conservative fallback).
+    """
+
+    sha256: str
+    media_type: str
+    byte_size: int
+    width: int | None = None
+    height: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call: ``id`` links it to its :class:`ToolResult`; ``arguments`` is a JSON string."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@register_kind
+@dataclass(frozen=True, slots=True)
+class UserMessage(Event):
+    """A ``user`` turn. ``is_meta`` marks harness-injected text (still a user turn)."""
+
+    KIND: ClassVar[str] = "user_message"
+    text: str
+    media: tuple[MediaRef, ...] = ()
+    is_meta: bool = False
+
+    def searchable_text(self) -> str:
+        return self.text
+
+
+@register_kind
+@dataclass(frozen=True, slots=True)
+class AssistantMessage(Event):
+    """An ``assistant`` turn: visible text, whether reasoning was reported, tool calls."""
+
+    KIND: ClassVar[str] = "assistant_message"
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    reasoning_reported: bool = False
+    model: str | None = None
+
+    def searchable_text(self) -> str:
+        parts = [self.text] if self.text else []
+        for c in self.tool_calls:
+            parts.append(f"{c.name} {c.arguments}")
+        return "\n".join(parts)
+
+
+@register_kind
+@dataclass(frozen=True, slots=True)
+class ToolResult(Event):
+    """The result of one tool call.
+
+    ``orphan`` marks a result whose call is missing from the transcript;
+    ``missing`` marks a placeholder appended by an importer for a call whose
+    result never came (an aborted turn). Both are kept, never dropped.
+    """
+
+    KIND: ClassVar[str] = "tool_result"
+    call_id: str
+    content: str
+    is_error: bool = False
+    name: str | None = None
+    orphan: bool = False
+    missing: bool = False
+    media: tuple[MediaRef, ...] = ()
+    exit_code: int | None = None
+
+    def searchable_text(self) -> str:
+        return self.content
+
+
+@register_kind
+@dataclass(frozen=True, slots=True)
+class SystemNote(Event):
+    """A harness/system note (``subtype`` e.g. ``api_error``, ``instructions``, ``cost``)."""
+
+    KIND: ClassVar[str] = "system_note"
+    text: str
+    subtype: str = "note"
+
+    def searchable_text(self) -> str:
+        return self.text
+
+
+@register_kind
+@dataclass(frozen=True, slots=True)
+class Usage(Event):
+    """Provider-reported usage of one model request, normalized to Anthropic semantics.
+
+    ``input_tokens`` is the *uncached* input; ``cache_read_tokens`` and
+    ``cache_write_tokens`` are disjoint from it, so the prompt size is their
+    sum (:attr:`prompt_tokens`). Unknown categories stay ``None``, never 0.
+    """
+
+    KIND: ClassVar[str] = "usage"
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    model: str | None = None
+    request_id: str | None = None
+
+    @property
+    def prompt_tokens(self) -> int | None:
+        """input + cache_read + cache_write, or ``None`` when input is unknown."""
+        if self.input_tokens is None:
+            return None
+        return self.input_tokens + (self.cache_read_tokens or 0) + (self.cache_write_tokens or 0)
+
+
+@register_kind
+@dataclass(frozen=True, slots=True)
+class CompactionMarker(Event):
+    """A compaction that happened in a foreign harness (imported, never Latch's own)."""
+
+    KIND: ClassVar[str] = "compaction_marker"
+    trigger: str | None = None
+    pre_tokens: int | None = None
+    post_tokens: int | None = None
+    summary: str = ""
+
+    def searchable_text(self) -> str:
+        return self.summary
+
+
+@register_kind
+@dataclass(frozen=True, slots=True)
+class SubagentMarker(Event):
+    """A sub-agent spawned by the tool call ``call_id`` (its report is that call's result)."""
+
+    KIND: ClassVar[str] = "subagent_marker"
+    call_id: str
+    agent_id: str | None = None
+    agent_type: str | None = None
+    description: str = ""
+
+    def searchable_text(self) -> str:
+        return self.description
+
+
+_NESTED: dict[tuple[str, str], type] = {
+    ("UserMessage", "media"): MediaRef,
+    ("ToolResult", "media"): MediaRef,
+    ("AssistantMessage", "tool_calls"): ToolCall,
+}
+
+
+def decode_event(kind: str, payload: Mapping[str, Any] | str | bytes) -> Event:
+    """Rebuild an event from its ``kind`` and payload (dict or canonical JSON).
+
+    Raises ``KeyError`` for an unknown kind.
+    """
+    if isinstance(payload, (str, bytes)):
+        payload = json.loads(payload)
+    cls = EVENT_KINDS[kind]
+    payload = {k: v for k, v in payload.items() if k != "kind"}
+    return cls.from_payload(payload)
+
+
+def register_nested(owner: str, field_name: str, cls: type) -> None:
+    """Declare that ``owner.field_name`` holds dataclass(es) of ``cls`` (for decoding)."""
+    _NESTED[(owner, field_name)] = cls

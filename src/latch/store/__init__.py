@@ -1,0 +1,449 @@
+"""EventStore: the durable L3 raw store (spec: "Sessions & continuity").
+
+One SQLite database per workspace (standard library ``sqlite3``, WAL mode).
+Sessions (with parent and workspace), an append-only event log with a global
+monotonic ``seq``, a contentless FTS5 index over each event's searchable text
+written in the same transaction as the append, content-addressed artifacts
+(SHA-256 → bytes), and engine-owned kernel records. There is no API that updates
+or deletes an event, and triggers make the database refuse it too.
+
+Default location: ``$LATCH_HOME/workspaces/<name>-<hash>.db`` when ``LATCH_HOME``
+is set, else the platformdirs user data folder for ``latch``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..events import Event, MediaRef, canonical_json, decode_event
+from .fts import build_match_query, prepare_text
+from .migrations import MIGRATIONS
+
+__all__ = [
+    "EventStore",
+    "StoredEvent",
+    "SessionInfo",
+    "PendingEvent",
+    "data_dir",
+    "default_db_path",
+    "StoreError",
+]
+
+
+class StoreError(Exception):
+    """A store operation failed; the store is unchanged."""
+
+
+def data_dir() -> Path:
+    """The Latch data folder: ``$LATCH_HOME`` or platformdirs' user data dir."""
+    home = os.environ.get("LATCH_HOME")
+    if home:
+        return Path(home).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("latch", appauthor=False))
+
+
+def default_db_path(workspace: str | os.PathLike[str] | None = None) -> Path:
+    """The database of ``workspace`` (default: the current directory), one per workspace."""
+    ws = Path(workspace or os.getcwd()).resolve()
+    digest = hashlib.sha256(str(ws).encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    name = "".join(c if c.isalnum() or c in "-_" else "-" for c in (ws.name or "root"))[:40]
+    return data_dir() / "workspaces" / f"{name}-{digest}.db"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True, slots=True)
+class PendingEvent:
+    """An event about to be appended: ``source_ref`` (e.g. ``"line:12"``) makes re-imports idempotent."""
+
+    event: Event
+    source_ref: str | None = None
+    ts: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """An event as stored: global ``seq``, its session, the decoded record and provenance."""
+
+    seq: int
+    session_id: str
+    kind: str
+    event: Event
+    source_ref: str | None
+    ts: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    id: str
+    parent_id: str | None
+    workspace: str | None
+    source: str | None
+    format: str | None
+    external_key: str | None
+    created_at: str
+    meta: dict[str, Any]
+    events: int = 0
+
+
+class EventStore:
+    """The durable event log of one workspace.
+
+    Thread safety: one connection per store object, guarded by a lock; open
+    another ``EventStore`` on the same path for another process or thread.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, workspace: str | None = None):
+        if path is None:
+            path = default_db_path(workspace)
+        self.path = Path(path) if str(path) != ":memory:" else Path(":memory:")
+        if str(self.path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        self._db.execute("PRAGMA busy_timeout=10000")
+        self._migrate()
+
+    # ------------------------------------------------------------------ schema
+    def _migrate(self) -> None:
+        db = self._db
+        db.execute("CREATE TABLE IF NOT EXISTS _latch_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+        done = {r[0] for r in db.execute("SELECT name FROM _latch_migrations")}
+        for name, fn in MIGRATIONS:
+            if name in done:
+                continue
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                fn(db)
+                db.execute("INSERT INTO _latch_migrations(name, applied_at) VALUES (?, ?)", (name, _now()))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    def applied_migrations(self) -> list[str]:
+        return [r[0] for r in self._db.execute("SELECT name FROM _latch_migrations ORDER BY rowid")]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> "EventStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------- sessions
+    @staticmethod
+    def session_id_for(external_key: str) -> str:
+        """Deterministic 12-hex-digit session id for an external key (import identity)."""
+        return hashlib.sha256(external_key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+    def _insert_session(self, *, session_id: str, external_key: str | None, source: str | None, format: str | None,
+                        workspace: str | None, parent_id: str | None, meta: dict[str, Any] | None) -> None:
+        self._db.execute(
+            "INSERT INTO sessions(id, parent_id, workspace, source, format, external_key, created_at, meta) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (session_id, parent_id, workspace, source, format, external_key, _now(), canonical_json(meta or {})),
+        )
+
+    def create_session(self, *, external_key: str | None = None, source: str | None = None, format: str | None = None,
+                       workspace: str | None = None, parent_id: str | None = None,
+                       meta: dict[str, Any] | None = None) -> str:
+        """Create a session (or return the existing one with the same ``external_key``)."""
+        with self._lock:
+            if external_key is not None:
+                row = self._db.execute("SELECT id FROM sessions WHERE external_key = ?", (external_key,)).fetchone()
+                if row:
+                    return row[0]
+                sid = self.session_id_for(external_key)
+            else:
+                sid = uuid.uuid4().hex[:12]
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._insert_session(session_id=sid, external_key=external_key, source=source, format=format,
+                                     workspace=workspace, parent_id=parent_id, meta=meta)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            return sid
+
+    def _row_to_session(self, r: Sequence[Any]) -> SessionInfo:
+        return SessionInfo(id=r[0], parent_id=r[1], workspace=r[2], source=r[3], format=r[4], external_key=r[5],
+                           created_at=r[6], meta=json.loads(r[7]), events=r[8] if len(r) > 8 else 0)
+
+    def sessions(self) -> list[SessionInfo]:
+        """All sessions (tombstoned ones included; selectors filter them), oldest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT s.id, s.parent_id, s.workspace, s.source, s.format, s.external_key, s.created_at, s.meta, "
+                "(SELECT count(*) FROM events e WHERE e.session_id = s.id) FROM sessions s ORDER BY s.rowid"
+            ).fetchall()
+        return [self._row_to_session(r) for r in rows]
+
+    def session(self, session_id: str) -> SessionInfo:
+        """One session by id or unique id prefix; ``KeyError`` when none or ambiguous."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT s.id, s.parent_id, s.workspace, s.source, s.format, s.external_key, s.created_at, s.meta, "
+                "(SELECT count(*) FROM events e WHERE e.session_id = s.id) FROM sessions s "
+                "WHERE s.id = ? OR s.id LIKE ? ESCAPE '\\' ORDER BY s.id = ? DESC",
+                (session_id, session_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%", session_id),
+            ).fetchall()
+        if not rows:
+            raise KeyError(f"no session {session_id!r}")
+        if rows[0][0] != session_id and len(rows) > 1:
+            raise KeyError(f"session prefix {session_id!r} is ambiguous ({len(rows)} sessions)")
+        return self._row_to_session(rows[0])
+
+    def children(self, session_id: str) -> list[SessionInfo]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id, parent_id, workspace, source, format, external_key, created_at, meta FROM sessions "
+                "WHERE parent_id = ? ORDER BY rowid", (session_id,)).fetchall()
+        return [self._row_to_session(r) for r in rows]
+
+    # ------------------------------------------------------------------ append
+    def _append_locked(self, session_id: str, events: Iterable[PendingEvent | Event]) -> list[int]:
+        db = self._db
+        seqs: list[int] = []
+        for pe in events:
+            if isinstance(pe, Event):
+                pe = PendingEvent(pe)
+            ev = pe.event
+            payload = canonical_json(ev.to_payload())
+            cur = db.execute(
+                "INSERT INTO events(session_id, kind, payload, source_ref, ts) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT(session_id, source_ref) DO NOTHING",
+                (session_id, ev.KIND, payload, pe.source_ref, pe.ts),
+            )
+            if cur.rowcount == 0:
+                continue  # already imported (same source_ref)
+            seq = cur.lastrowid
+            seqs.append(seq)
+            text = ev.searchable_text()
+            if text:
+                db.execute("INSERT INTO events_fts(rowid, text) VALUES (?, ?)", (seq, prepare_text(text)))
+        return seqs
+
+    def append(self, session_id: str, events: Iterable[PendingEvent | Event]) -> list[int]:
+        """Append a batch in one transaction; return the new seqs (skipped duplicates excluded).
+
+        Readers never see half a batch. Raises ``StoreError`` (store unchanged)
+        when the session does not exist or an event cannot be encoded.
+        """
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                if not db.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+                    raise StoreError(f"no session {session_id!r}")
+                seqs = self._append_locked(session_id, events)
+                db.execute("COMMIT")
+            except BaseException as exc:
+                db.execute("ROLLBACK")
+                if isinstance(exc, (ValueError, TypeError)):
+                    raise StoreError(f"cannot append to session {session_id}: {exc}") from exc
+                raise
+            return seqs
+
+    def import_session(self, *, external_key: str, source: str | None, format: str | None,
+                       workspace: str | None, events: Sequence[PendingEvent], meta: dict[str, Any] | None = None,
+                       parent_id: str | None = None, artifacts: Sequence[tuple[bytes, str, int | None, int | None]] = ()
+                       ) -> tuple[str, list[int]]:
+        """Create-or-reuse the session for ``external_key`` and append ``events``, all in one transaction.
+
+        Events whose ``source_ref`` is already stored are skipped, so importing
+        the same file twice adds nothing. Returns ``(session_id, new_seqs)``.
+        """
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                row = db.execute("SELECT id FROM sessions WHERE external_key = ?", (external_key,)).fetchone()
+                if row:
+                    sid = row[0]
+                else:
+                    sid = self.session_id_for(external_key)
+                    self._insert_session(session_id=sid, external_key=external_key, source=source, format=format,
+                                         workspace=workspace, parent_id=parent_id, meta=meta)
+                for data, media_type, w, h in artifacts:
+                    self._put_artifact_locked(data, media_type, w, h)
+                seqs = self._append_locked(sid, events)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            return sid, seqs
+
+    # ------------------------------------------------------------------- reads
+    def _decode_row(self, r: Sequence[Any]) -> StoredEvent:
+        return StoredEvent(seq=r[0], session_id=r[1], kind=r[2], event=decode_event(r[2], r[3]), source_ref=r[4], ts=r[5])
+
+    def events(self, session_id: str | None = None, *, after_seq: int = 0, until_seq: int | None = None,
+               kinds: Sequence[str] | None = None, limit: int | None = None) -> Iterator[StoredEvent]:
+        """Events in ``seq`` order: ``after_seq < seq <= until_seq``, optionally of ``kinds``."""
+        sql = "SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq > ?"
+        args: list[Any] = [after_seq]
+        if session_id is not None:
+            sql += " AND session_id = ?"
+            args.append(session_id)
+        if until_seq is not None:
+            sql += " AND seq <= ?"
+            args.append(until_seq)
+        if kinds:
+            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+            args.extend(kinds)
+        sql += " ORDER BY seq"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        with self._lock:
+            rows = self._db.execute(sql, args).fetchall()
+        for r in rows:
+            yield self._decode_row(r)
+
+    def get(self, seq: int) -> StoredEvent:
+        with self._lock:
+            r = self._db.execute("SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq = ?",
+                                 (seq,)).fetchone()
+        if r is None:
+            raise KeyError(seq)
+        return self._decode_row(r)
+
+    def count_events(self, session_id: str | None = None) -> int:
+        with self._lock:
+            if session_id is None:
+                return self._db.execute("SELECT count(*) FROM events").fetchone()[0]
+            return self._db.execute("SELECT count(*) FROM events WHERE session_id = ?", (session_id,)).fetchone()[0]
+
+    def max_seq(self, session_id: str | None = None) -> int:
+        with self._lock:
+            if session_id is None:
+                r = self._db.execute("SELECT max(seq) FROM events").fetchone()
+            else:
+                r = self._db.execute("SELECT max(seq) FROM events WHERE session_id = ?", (session_id,)).fetchone()
+        return r[0] or 0
+
+    def search(self, query: str, *, session_id: str | None = None, limit: int = 20, mode: str = "and",
+               before_seq: int | None = None, until_seq: int | None = None) -> list[StoredEvent]:
+        """Full-text search, newest first. Any string is a valid query; no token → ``[]``.
+
+        ``before_seq`` restricts to ``seq < before_seq`` (the archival region);
+        ``until_seq`` to ``seq <= until_seq``.
+        """
+        match = build_match_query(query, mode=mode)
+        if match is None or limit <= 0:
+            return []
+        sql = ("SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts FROM events_fts f "
+               "JOIN events e ON e.seq = f.rowid WHERE events_fts MATCH ?")
+        args: list[Any] = [match]
+        if session_id is not None:
+            sql += " AND e.session_id = ?"
+            args.append(session_id)
+        if before_seq is not None:
+            sql += " AND f.rowid < ?"
+            args.append(before_seq)
+        if until_seq is not None:
+            sql += " AND f.rowid <= ?"
+            args.append(until_seq)
+        sql += " ORDER BY f.rowid DESC LIMIT ?"
+        args.append(limit)
+        with self._lock:
+            rows = self._db.execute(sql, args).fetchall()
+        return [self._decode_row(r) for r in rows]
+
+    # --------------------------------------------------------------- artifacts
+    def _put_artifact_locked(self, data: bytes, media_type: str, width: int | None, height: int | None) -> MediaRef:
+        sha = hashlib.sha256(data).hexdigest()
+        self._db.execute(
+            "INSERT INTO artifacts(sha256, media_type, byte_size, width, height, data, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(sha256) DO NOTHING",
+            (sha, media_type, len(data), width, height, sqlite3.Binary(data), _now()),
+        )
+        return MediaRef(sha256=sha, media_type=media_type, byte_size=len(data), width=width, height=height)
+
+    def put_artifact(self, data: bytes, media_type: str, *, width: int | None = None,
+                     height: int | None = None) -> MediaRef:
+        """Store ``data`` content-addressed (SHA-256); storing the same bytes twice is a no-op."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                ref = self._put_artifact_locked(data, media_type, width, height)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            return ref
+
+    def get_artifact(self, sha256: str) -> tuple[MediaRef, bytes]:
+        """The artifact's reference and exact bytes; ``KeyError`` when unknown."""
+        with self._lock:
+            r = self._db.execute("SELECT sha256, media_type, byte_size, width, height, data FROM artifacts "
+                                 "WHERE sha256 = ?", (sha256,)).fetchone()
+        if r is None:
+            raise KeyError(sha256)
+        return MediaRef(sha256=r[0], media_type=r[1], byte_size=r[2], width=r[3], height=r[4]), bytes(r[5])
+
+    # ---------------------------------------------------------- kernel records
+    def append_kernel_records(self, session_id: str, stream: str,
+                              records: Sequence[tuple[str, int, dict[str, Any]]]) -> list[int]:
+        """Append engine-owned records ``(kind, at_seq, payload)`` to ``stream`` in one transaction."""
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                ids = []
+                for kind, at_seq, payload in records:
+                    cur = db.execute(
+                        "INSERT INTO kernel_records(session_id, stream, kind, at_seq, payload) VALUES (?, ?, ?, ?, ?)",
+                        (session_id, stream, kind, at_seq, canonical_json(payload)))
+                    ids.append(cur.lastrowid)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            return ids
+
+    def kernel_records(self, session_id: str, stream: str, *, kinds: Sequence[str] | None = None,
+                       after_id: int = 0) -> list[tuple[int, str, int, dict[str, Any]]]:
+        """Records of ``stream`` as ``(id, kind, at_seq, payload)`` in append order."""
+        sql = "SELECT id, kind, at_seq, payload FROM kernel_records WHERE session_id = ? AND stream = ? AND id > ?"
+        args: list[Any] = [session_id, stream, after_id]
+        if kinds:
+            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+            args.extend(kinds)
+        sql += " ORDER BY id"
+        with self._lock:
+            rows = self._db.execute(sql, args).fetchall()
+        return [(r[0], r[1], r[2], json.loads(r[3])) for r in rows]
+
+    def sqlite_version(self) -> str:
+        return sqlite3.sqlite_version
+
+    def has_fts5(self) -> bool:
+        with self._lock:
+            try:
+                self._db.execute("SELECT count(*) FROM events_fts WHERE events_fts MATCH '\"x\"'").fetchone()
+                return True
+            except sqlite3.Error:
+                return False

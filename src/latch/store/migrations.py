@@ -1,0 +1,114 @@
+"""Named, ordered schema migrations for the EventStore.
+
+Each migration is a function registered with :func:`migration`; they run in
+registration order, each in its own transaction, and their names are recorded
+in ``_latch_migrations`` so a database is never migrated twice. Add new
+migrations at the end; never edit one that has shipped.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Callable
+
+MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = []
+
+
+def migration(fn: Callable[[sqlite3.Connection], None]) -> Callable[[sqlite3.Connection], None]:
+    MIGRATIONS.append((fn.__name__, fn))
+    return fn
+
+
+@migration
+def m001_sessions_events(db: sqlite3.Connection) -> None:
+    db.execute(
+        """
+        CREATE TABLE sessions (
+            id           TEXT PRIMARY KEY,
+            parent_id    TEXT REFERENCES sessions(id),
+            workspace    TEXT,
+            source       TEXT,
+            format       TEXT,
+            external_key TEXT UNIQUE,
+            created_at   TEXT NOT NULL,
+            meta         TEXT NOT NULL DEFAULT '{}'
+        )
+        """
+    )
+    db.execute(
+        """
+        CREATE TABLE events (
+            seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            kind       TEXT NOT NULL,
+            payload    TEXT NOT NULL,
+            source_ref TEXT,
+            ts         TEXT,
+            UNIQUE (session_id, source_ref)
+        )
+        """
+    )
+    db.execute("CREATE INDEX events_session_seq ON events(session_id, seq)")
+    db.execute("CREATE INDEX events_kind ON events(kind, session_id)")
+    # Append-only: the database itself refuses updates and deletes of events.
+    db.execute(
+        "CREATE TRIGGER events_no_update BEFORE UPDATE ON events "
+        "BEGIN SELECT RAISE(ABORT, 'events are append-only'); END"
+    )
+    db.execute(
+        "CREATE TRIGGER events_no_delete BEFORE DELETE ON events "
+        "BEGIN SELECT RAISE(ABORT, 'events are append-only'); END"
+    )
+
+
+@migration
+def m002_events_fts(db: sqlite3.Connection) -> None:
+    # Contentless FTS5 index, rowid = events.seq; text is prepared by store.fts.prepare_text.
+    db.execute(
+        "CREATE VIRTUAL TABLE events_fts USING fts5(text, content='', "
+        "tokenize='unicode61 remove_diacritics 2')"
+    )
+
+
+@migration
+def m003_artifacts(db: sqlite3.Connection) -> None:
+    db.execute(
+        """
+        CREATE TABLE artifacts (
+            sha256     TEXT PRIMARY KEY,
+            media_type TEXT NOT NULL,
+            byte_size  INTEGER NOT NULL,
+            width      INTEGER,
+            height     INTEGER,
+            data       BLOB NOT NULL,
+            created_at TEXT NOT NULL
+        )
+        """
+    )
+
+
+@migration
+def m004_kernel_records(db: sqlite3.Connection) -> None:
+    # Engine-owned durable records (kernel context snapshots/deltas, epochs,
+    # materialization metrics). Written only through the narrow KernelWriter.
+    db.execute(
+        """
+        CREATE TABLE kernel_records (
+            id         INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            stream     TEXT NOT NULL,
+            kind       TEXT NOT NULL,
+            at_seq     INTEGER NOT NULL,
+            payload    TEXT NOT NULL
+        )
+        """
+    )
+    db.execute("CREATE INDEX kernel_records_stream ON kernel_records(session_id, stream, id)")
+    db.execute(
+        "CREATE TRIGGER kernel_records_no_update BEFORE UPDATE ON kernel_records "
+        "BEGIN SELECT RAISE(ABORT, 'kernel records are append-only'); END"
+    )
+    db.execute(
+        "CREATE TRIGGER kernel_records_no_delete BEFORE DELETE ON kernel_records "
+        "BEGIN SELECT RAISE(ABORT, 'kernel records are append-only'); END"
+    )
