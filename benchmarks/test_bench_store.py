@@ -1,0 +1,67 @@
+"""Append throughput: EventStore (canonical JSON + FTS5 in the same transaction) vs a raw
+SQLite + FTS5 insert loop doing the same work with no Latch code, measured in the same run.
+
+Run: ``python -m pytest benchmarks/test_bench_store.py --benchmark-only``; the ratio is in
+``extra_info["ratio_to_raw"]`` of the EventStore row (CI runs it once with --benchmark-disable).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import statistics
+
+import pytest
+
+from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
+from latch.store import EventStore
+
+N = 2000  # events per batch
+
+
+def _events():
+    out = []
+    for i in range(N // 4):
+        out.append(UserMessage(f"please look at src/module_{i}.py and fix the failing test number {i}"))
+        out.append(AssistantMessage(f"Reading module {i}.", (ToolCall(f"c{i}", "Read", json.dumps({"file_path": f"src/module_{i}.py"})),)))
+        out.append(ToolResult(f"c{i}", "def f(x):\n    return x + 1\n" * 8))
+        out.append(AssistantMessage(f"The function in module {i} returns x + 1; the test expects x + 2."))
+    return out
+
+
+EVENTS = _events()
+_results: dict[str, float] = {}
+
+
+def _raw_loop(db: sqlite3.Connection, sid: str) -> None:
+    db.execute("BEGIN")
+    for ev in EVENTS:
+        payload = json.dumps(ev.to_payload(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        cur = db.execute("INSERT INTO events(session_id, kind, payload) VALUES (?, ?, ?)", (sid, ev.KIND, payload))
+        db.execute("INSERT INTO fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, ev.searchable_text()))
+    db.execute("COMMIT")
+
+
+def test_append_raw_sqlite_fts5(benchmark, tmp_path):
+    db = sqlite3.connect(tmp_path / "raw.db", isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("CREATE TABLE events(seq INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT, kind TEXT, payload TEXT)")
+    db.execute("CREATE VIRTUAL TABLE fts USING fts5(text, content='')")
+    benchmark.pedantic(_raw_loop, args=(db, "s"), rounds=3, iterations=1)
+    if benchmark.stats is not None:
+        _results["raw"] = benchmark.stats.stats.median
+    benchmark.extra_info["events_per_round"] = N
+
+
+def test_append_eventstore(benchmark, tmp_path):
+    store = EventStore(tmp_path / "latch.db")
+    sid = store.create_session(external_key="bench")
+    benchmark.pedantic(store.append, args=(sid, EVENTS), rounds=3, iterations=1)
+    assert store.count_events(sid) >= N
+    benchmark.extra_info["events_per_round"] = N
+    if benchmark.stats is not None:
+        med = benchmark.stats.stats.median
+        benchmark.extra_info["events_per_second"] = round(N / med)
+        if "raw" in _results:
+            benchmark.extra_info["ratio_to_raw"] = round(med / _results["raw"], 3)

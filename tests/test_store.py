@@ -1,0 +1,242 @@
+"""EventStore: canonical bytes, append-only log, batches, FTS query battery, artifacts, migrations."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+
+import pytest
+
+from latch.events import (AssistantMessage, CompactionMarker, MediaRef, SubagentMarker, SystemNote, ToolCall,
+                          ToolResult, Usage, UserMessage, canonical_bytes, decode_event)
+from latch.store import EventStore, PendingEvent, StoreError
+from latch.store.fts import build_match_query
+from latch.store.migrations import MIGRATIONS
+
+
+def test_canonical_bytes_are_pinned():
+    ev = AssistantMessage(text="héllo", tool_calls=(ToolCall("c1", "Bash", '{"command":"ls"}'),), reasoning_reported=True)
+    assert ev.encode() == (
+        b'{"kind":"assistant_message","model":null,"reasoning_reported":true,'
+        b'"text":"h\xc3\xa9llo","tool_calls":[{"arguments":"{\\"command\\":\\"ls\\"}","id":"c1","name":"Bash"}]}'
+    )
+    assert canonical_bytes({"b": 1, "a": [1.5, None, "日本"]}) == '{"a":[1.5,null,"日本"],"b":1}'.encode()
+
+
+def test_canonical_bytes_escape_lone_surrogates_and_stay_utf8():
+    data = canonical_bytes({"t": "a\udc80b"})
+    assert data == b'{"t":"a\\udc80b"}'
+    data.decode("utf-8")  # valid UTF-8
+
+
+def test_canonical_rejects_nan():
+    with pytest.raises(ValueError):
+        canonical_bytes({"x": float("nan")})
+
+
+@pytest.mark.parametrize("event", [
+    UserMessage("hi", media=(MediaRef("ab" * 32, "image/png", 10, 4, 3),), is_meta=True),
+    AssistantMessage("x", (ToolCall("1", "Read", "{}"),), True, "claude-x"),
+    ToolResult("1", "out", is_error=True, name="Read", orphan=True, exit_code=2),
+    ToolResult("2", "", missing=True, is_error=True),
+    SystemNote("retry", "api_error"),
+    Usage(input_tokens=3, output_tokens=None, cache_read_tokens=10, cache_write_tokens=0),
+    CompactionMarker("auto", 1000, 100, "summary"),
+    SubagentMarker("c9", "a1", "Explore", "map"),
+])
+def test_every_kind_round_trips(event):
+    assert decode_event(event.KIND, event.encode()) == event
+
+
+def test_usage_unknown_stays_none():
+    u = Usage(input_tokens=None, cache_read_tokens=5)
+    assert u.prompt_tokens is None
+    assert Usage(input_tokens=3, cache_read_tokens=5).prompt_tokens == 8
+    assert decode_event("usage", u.encode()).output_tokens is None
+
+
+def test_append_assigns_monotonic_seq_across_sessions(store):
+    a = store.create_session(external_key="a")
+    b = store.create_session(external_key="b")
+    s1 = store.append(a, [UserMessage("one"), UserMessage("two")])
+    s2 = store.append(b, [UserMessage("three")])
+    s3 = store.append(a, [UserMessage("four")])
+    assert s1 == [1, 2] and s2 == [3] and s3 == [4]
+    assert [e.event.text for e in store.events(a)] == ["one", "two", "four"]
+    assert store.max_seq(a) == 4 and store.max_seq(b) == 3
+
+
+def test_database_refuses_update_and_delete(store):
+    sid = store.create_session(external_key="a")
+    store.append(sid, [UserMessage("keep me")])
+    raw = sqlite3.connect(store.path)
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        raw.execute("UPDATE events SET payload = '{}'")
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        raw.execute("DELETE FROM events")
+    raw.close()
+    assert [e.event.text for e in store.events(sid)] == ["keep me"]
+    assert not any(hasattr(store, name) for name in ("delete", "update", "delete_event", "update_event"))
+
+
+def test_failed_batch_leaves_store_unchanged(store):
+    sid = store.create_session(external_key="a")
+    store.append(sid, [UserMessage("before")])
+
+    class Broken(UserMessage):
+        def to_payload(self):
+            return {"text": float("nan")}
+
+    with pytest.raises(StoreError):
+        store.append(sid, [UserMessage("first of batch"), Broken("x")])
+    assert [e.event.text for e in store.events(sid)] == ["before"]
+    assert store.search("batch") == []
+    with pytest.raises(StoreError, match="no session"):
+        store.append("nope", [UserMessage("x")])
+
+
+def test_readers_never_see_half_a_batch(tmp_path):
+    writer = EventStore(tmp_path / "w.db")
+    sid = writer.create_session(external_key="s")
+    reader = EventStore(tmp_path / "w.db")
+    sizes = []
+    stop = threading.Event()
+
+    def read():
+        while not stop.is_set():
+            sizes.append(reader.count_events(sid))
+
+    t = threading.Thread(target=read)
+    t.start()
+    for i in range(40):
+        writer.append(sid, [UserMessage(f"m{i}-{j}") for j in range(25)])
+    stop.set()
+    t.join()
+    assert sizes and all(n % 25 == 0 for n in sizes)
+    assert reader.count_events(sid) == 1000
+
+
+def test_reimport_by_source_ref_adds_nothing(store):
+    evs = [PendingEvent(UserMessage("a"), "line:1"), PendingEvent(UserMessage("b"), "line:2")]
+    sid, seqs = store.import_session(external_key="fmt:x", source="f", format="fmt", workspace=None, events=evs)
+    sid2, seqs2 = store.import_session(external_key="fmt:x", source="f", format="fmt", workspace=None, events=evs)
+    assert sid == sid2 and len(seqs) == 2 and seqs2 == []
+    grown = evs + [PendingEvent(UserMessage("c"), "line:3")]
+    _, seqs3 = store.import_session(external_key="fmt:x", source="f", format="fmt", workspace=None, events=grown)
+    assert len(seqs3) == 1 and store.count_events(sid) == 3
+    assert len(store.sessions()) == 1
+
+
+QUERY_BATTERY = [
+    "fix-the-bug", '"quoted', 'say "hi"', "key:value", "#123", "src/main.py", "don't", "50%",
+    "ann@example.com", "AND", "OR", "NOT", "NEAR(", "NEAR(a b)", "(", ")", "[", "]", "{", "*", "a*", "**",
+    "^start", "col:umn", "-", "--", "+", "'", "\\", "''", "\"\"", "数据", "日本語", "\udc80", "", "   ",
+    "x" * 2000, "😀", "a AND (b OR", "\x00", "SELECT * FROM events;", "%_%",
+]
+
+
+@pytest.mark.parametrize("query", QUERY_BATTERY)
+def test_any_user_string_is_a_valid_query(store, query):
+    sid = store.create_session(external_key="q")
+    store.append(sid, [UserMessage("unrelated text")])
+    hits = store.search(query)  # must not raise
+    assert isinstance(hits, list)
+
+
+def test_query_battery_finds_what_it_should(store):
+    sid = store.create_session(external_key="q")
+    texts = {
+        1: "the fix-the-bug branch",
+        2: "see issue #123 in src/main.py",
+        3: "I don't know; coverage is 50% now",
+        4: "mail ann@example.com please",
+        5: "keywords AND OR NEAR( are literal here",
+        6: "大数据库的查询很慢",
+        7: "key:value pairs",
+        8: 'he said "hi" loudly',
+    }
+    store.append(sid, [UserMessage(t) for t in texts.values()])
+
+    def seqs(q):
+        return sorted(h.seq for h in store.search(q))
+
+    assert seqs("fix-the-bug") == [1]
+    assert seqs("#123") == [2]
+    assert seqs("src/main.py") == [2]
+    assert seqs("don't") == [3]
+    assert seqs("50%") == [3]
+    assert seqs("ann@example.com") == [4]
+    assert seqs("AND") == [5]
+    assert seqs("NEAR(") == [5]
+    assert seqs("数据") == [6]
+    assert seqs("查询") == [6]
+    assert seqs("数库") == []  # not adjacent in the text
+    assert seqs("key:value") == [7]
+    assert seqs('"hi"') == [8]
+    assert seqs("[") == [] and seqs("*") == []
+
+
+def test_search_newest_first_and_scoped(store):
+    a = store.create_session(external_key="a")
+    b = store.create_session(external_key="b")
+    store.append(a, [UserMessage("needle one")])
+    store.append(b, [UserMessage("needle two")])
+    store.append(a, [UserMessage("needle three")])
+    assert [h.seq for h in store.search("needle")] == [3, 2, 1]
+    assert [h.seq for h in store.search("needle", session_id=a)] == [3, 1]
+    assert [h.seq for h in store.search("needle", limit=1)] == [3]
+    assert [h.seq for h in store.search("needle", before_seq=3)] == [2, 1]
+
+
+def test_build_match_query_quotes_everything():
+    assert build_match_query("src/main.py") == '"src" + "main" + "py"'
+    assert build_match_query('a"b') == '"a" + "b"'
+    assert build_match_query("NEAR(") == '"NEAR"'
+    assert build_match_query("数据 x", mode="or") == '"数" + "据" OR "x"'
+    assert build_match_query("*** [ ]") is None
+
+
+def test_reasoning_text_is_not_indexed(store):
+    sid = store.create_session(external_key="r")
+    store.append(sid, [AssistantMessage(text="visible", reasoning_reported=True)])
+    assert store.search("visible")
+    ev = next(store.events(sid)).event
+    assert ev.reasoning_reported is True and not hasattr(ev, "reasoning")
+
+
+def test_artifacts_are_content_addressed(store):
+    ref = store.put_artifact(b"\x89PNG fake", "image/png", width=4, height=3)
+    again = store.put_artifact(b"\x89PNG fake", "image/png", width=4, height=3)
+    assert ref == again
+    assert ref.sha256 == hashlib.sha256(b"\x89PNG fake").hexdigest()
+    got_ref, data = store.get_artifact(ref.sha256)
+    assert data == b"\x89PNG fake" and got_ref.width == 4 and got_ref.byte_size == 9
+    with pytest.raises(KeyError):
+        store.get_artifact("0" * 64)
+
+
+def test_migrations_are_named_ordered_and_run_once(tmp_path):
+    s = EventStore(tmp_path / "m.db")
+    names = [n for n, _ in MIGRATIONS]
+    assert s.applied_migrations() == names
+    assert names == sorted(names)
+    s.close()
+    s2 = EventStore(tmp_path / "m.db")
+    assert s2.applied_migrations() == names
+    assert s2.has_fts5()
+
+
+def test_session_prefix_lookup(store):
+    sid = store.create_session(external_key="abc")
+    assert store.session(sid[:6]).id == sid
+    with pytest.raises(KeyError):
+        store.session("zzzz")
+
+
+def test_kernel_records_append_only(store):
+    sid = store.create_session(external_key="k")
+    ids = store.append_kernel_records(sid, "continuity:1", [("snapshot", 0, {"r": 1}), ("delta", 3, {"r": 2})])
+    assert ids == [1, 2]
+    assert store.kernel_records(sid, "continuity:1") == [(1, "snapshot", 0, {"r": 1}), (2, "delta", 3, {"r": 2})]
+    assert store.kernel_records(sid, "other") == []
