@@ -2,37 +2,13 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-CORPUS = (REPO.parent / "shared" / "corpus").resolve()
-
-
-def corpus_available() -> bool:
-    return CORPUS.is_dir() and any(CORPUS.rglob("*.*"))
-
-
-def require_corpus() -> Path:
-    """Return the corpus folder; skip when absent, fail when ``CI`` is set."""
-    if corpus_available():
-        return CORPUS
-    if os.environ.get("CI"):
-        pytest.fail(f"CI is set but the corpus folder {CORPUS} is missing")
-    pytest.skip(f"corpus folder {CORPUS} is absent (it lives beside the repository)")
-
-
-def corpus_files() -> list[Path]:
-    """Every transcript in the corpus (empty when absent)."""
-    if not CORPUS.is_dir():
-        return []
-    return sorted(p for p in CORPUS.rglob("*") if p.is_file() and p.name not in ("README.md", "FORMATS.md"))
+from corpus_support import CORPUS, REPO, corpus_available, corpus_files, require_corpus  # noqa: F401
 
 
 @pytest.fixture
-def corpus_dir() -> Path:
+def corpus_dir():
     return require_corpus()
 
 

@@ -55,7 +55,7 @@ class ContextBudget:
     """
 
     context_window_tokens: int = 256_000
-    reserve_tokens: int = 16_000
+    reserve_tokens: int = 32_000
     recent_tokens: int = 64_000
 
     @property
@@ -203,11 +203,21 @@ class SessionReader(Protocol):
 
 @runtime_checkable
 class KernelWriter(Protocol):
-    """The only write path an engine has: its own records in its own stream."""
+    """The only write path an engine has: its own records in its own stream.
+
+    A record is ``(kind, at_seq, payload)``: ``at_seq`` anchors it to the event
+    log (the last event the engine had seen), ``payload`` is JSON-ready.
+    ``append_many`` writes a batch in one transaction (all or nothing);
+    ``records`` returns ``(id, kind, at_seq, payload)`` in append order, only
+    ids above ``after_id``.
+    """
 
     def append(self, kind: str, at_seq: int, payload: Mapping[str, Any]) -> int: ...
 
-    def records(self, kinds: Sequence[str] | None = None) -> list[tuple[int, str, int, dict[str, Any]]]: ...
+    def append_many(self, records: Sequence[tuple[str, int, Mapping[str, Any]]]) -> list[int]: ...
+
+    def records(self, kinds: Sequence[str] | None = None, *,
+                after_id: int = 0) -> list[tuple[int, str, int, dict[str, Any]]]: ...
 
 
 @runtime_checkable

@@ -4,10 +4,15 @@
 ``ImportError`` when the extension is missing; ``python`` forces the reference;
 ``auto`` prefers native. :data:`BACKEND` names the backend actually loaded.
 
-Public entries (identical answers on both backends):
+Public entries (identical answers on both backends; ``tests/test_parity.py``):
 
 * :func:`estimate_tokens` ``(text: str, profile: str = "openai") -> int`` tokens
-* :func:`suffix_fit` ``(unit_tokens: Sequence[int], budget: int) -> int`` start index
+* :func:`estimate_tokens_batch` ``(texts: Iterable[str], profile: str = "openai") -> numpy int64 array``
+* :func:`suffix_start` ``(prefix_sums, budget_tokens) -> int`` start index of the fitting suffix
+* :func:`score_episodes` ``(CSR arrays..., now_seq, k) -> list[int]`` top-k episode indices
+
+Array arguments accept numpy int64 arrays or sequences of ``int``. The C ABI
+over the same kernels is :mod:`latch.hotpaths.cabi`.
 """
 
 from __future__ import annotations
@@ -33,7 +38,12 @@ if IMPL in ("auto", "native"):
         BACKEND = "native"
 
 PROFILES = _py.PROFILES
-estimate_tokens = _impl.estimate_tokens
-suffix_fit = _impl.suffix_fit
+# TEMPORARY: the reference estimator until the native port of the calibrated tables lands.
+estimate_tokens = _py.estimate_tokens
+estimate_tokens_batch = _py.estimate_tokens_batch
+suffix_start = _impl.suffix_start
+score_episodes = _impl.score_episodes
+MARKER_BITS = _py.MARKER_BITS
 
-__all__ = ["BACKEND", "IMPL", "PROFILES", "estimate_tokens", "suffix_fit"]
+__all__ = ["BACKEND", "IMPL", "PROFILES", "estimate_tokens", "estimate_tokens_batch", "suffix_start",
+           "score_episodes", "MARKER_BITS"]

@@ -1,0 +1,91 @@
+"""Episode selection latency at 10^3 / 10^4 (/ 10^5, marked stress) episodes, and the native kernel's
+speed-up over the pure-Python reference on the same index.
+
+Run: ``python -m pytest benchmarks/test_bench_episodes.py --benchmark-only`` (add ``-m ''`` for 10^5).
+The native/reference ratio is in ``extra_info["ratio_to_reference"]`` of the 10^4 row.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+
+import pytest
+
+from latch import hotpaths
+from latch.engine.episodes import EpisodeIndex
+from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
+from latch.hotpaths import _py
+from latch.store import StoredEvent
+
+QUERY = "why does the parser cache token store fail"
+FILES = ["/repo/src/pkg7/mod3.py"]
+
+
+def _events(n_episodes: int):
+    """Three events per episode (prompt, test call, result) over a 5,100-word vocabulary."""
+    rng = random.Random(7)
+    stems = ("parse", "cache", "token", "store", "index", "route", "query", "build", "merge", "split")
+    vocab = [s + t for s in stems for t in ("r", "er", "ing", "ed", "or", "al", "ion", "ment", "ness", "ity")]
+    vocab += [f"word{i}" for i in range(5000)]
+    seq = 0
+    for e in range(n_episodes):
+        words = " ".join(rng.choice(vocab) for _ in range(12))
+        path = f"src/pkg{rng.randrange(300)}/mod{rng.randrange(50)}.py"
+        for ev in (UserMessage(f"fix {words} in {path}"),
+                   AssistantMessage(f"Looking at {path}: {words}",
+                                    (ToolCall(f"c{e}", "Bash", json.dumps({"command": f"pytest {path}"})),)),
+                   ToolResult(f"c{e}", f"{rng.choice(vocab)} failed", is_error=rng.random() < 0.3,
+                              exit_code=rng.choice((0, 1)))):
+            seq += 1
+            yield StoredEvent(seq=seq, session_id="bench", kind=ev.KIND, event=ev, source_ref=None, ts=None)
+
+
+_INDEXES: dict[int, EpisodeIndex] = {}
+
+
+def _index(n: int) -> EpisodeIndex:
+    if n not in _INDEXES:
+        idx = EpisodeIndex()
+        idx.extend(_events(n))
+        _INDEXES[n] = idx
+    return _INDEXES[n]
+
+
+def _select(idx: EpisodeIndex):
+    now = idx.watermark
+    return idx.select(QUERY, FILES, now_seq=now, k=16, before_seq=now - 30)
+
+
+@pytest.mark.parametrize("n", [1_000, 10_000, pytest.param(100_000, marks=pytest.mark.stress)])
+def test_select_latency(benchmark, n, monkeypatch):
+    idx = _index(n)
+    benchmark.extra_info.update(episodes=n, backend=hotpaths.BACKEND)
+    if n == 10_000 and hotpaths.BACKEND == "native":
+        def p50(fn) -> float:
+            times = []
+            for _ in range(7):
+                t = time.perf_counter()
+                fn(idx)
+                times.append(time.perf_counter() - t)
+            return sorted(times)[3]
+
+        native, native_picks = p50(_select), [e.number for e in _select(idx)]
+        with monkeypatch.context() as m:
+            m.setattr(hotpaths, "score_episodes", _py.score_episodes)
+            reference, reference_picks = p50(_select), [e.number for e in _select(idx)]
+        assert native_picks == reference_picks
+        benchmark.extra_info["ratio_to_reference"] = round(native / reference, 4)
+    picked = benchmark(_select, idx)
+    assert len(picked) == 16
+
+
+def test_extend_per_event(benchmark):
+    events = list(_events(2_000))
+
+    def build():
+        EpisodeIndex().extend(events)
+
+    benchmark.extra_info.update(events=len(events))
+    benchmark(build)

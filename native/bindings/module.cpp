@@ -1,0 +1,240 @@
+// latch._native: the only file that sees Python. It reads arguments (str code
+// points straight from PEP 393 storage, int64 arrays through the buffer
+// protocol), allocates every output, then releases the GIL around each loop
+// and touches no Python object until it takes the GIL back.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "latch/budget.hpp"
+#include "latch/estimate.hpp"
+#include "latch/latch.h"
+#include "latch/scoring.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+using Int64Array = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
+
+// A str's PEP 393 storage (valid while the str is alive).
+struct Text {
+    int kind;
+    const void* data;
+    std::size_t len;
+};
+
+Text text_of(PyObject* s, const char* what) {
+    if (!PyUnicode_Check(s)) {
+        throw py::type_error(std::string(what) + " must be str, not " + Py_TYPE(s)->tp_name);
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(s) != 0) {
+        throw py::error_already_set();
+    }
+#endif
+    return Text{static_cast<int>(PyUnicode_KIND(s)), PyUnicode_DATA(s),
+                static_cast<std::size_t>(PyUnicode_GET_LENGTH(s))};
+}
+
+std::int64_t estimate_text(const Text& t, latch::Profile p) noexcept {
+    switch (t.kind) {
+        case PyUnicode_1BYTE_KIND: return latch::estimate_latin1(static_cast<const std::uint8_t*>(t.data), t.len, p);
+        case PyUnicode_2BYTE_KIND: return latch::estimate_ucs2(static_cast<const std::uint16_t*>(t.data), t.len, p);
+        default: return latch::estimate_ucs4(static_cast<const std::uint32_t*>(t.data), t.len, p);
+    }
+}
+
+// The same ValueError as the reference for anything but a known profile name.
+latch::Profile profile_of(const py::handle& profile) {
+    if (PyUnicode_Check(profile.ptr())) {
+        Py_ssize_t n = 0;
+        const char* name = PyUnicode_AsUTF8AndSize(profile.ptr(), &n);
+        latch::Profile p;
+        if (name != nullptr && latch::parse_profile(name, static_cast<std::size_t>(n), &p)) {
+            return p;
+        }
+        PyErr_Clear();
+    }
+    std::string known;
+    for (const char* name : latch::kProfileNames) {
+        known += known.empty() ? name : std::string(", ") + name;
+    }
+    throw py::value_error("unknown estimator profile " + py::repr(profile).cast<std::string>() + "; known: " + known);
+}
+
+std::int64_t estimate_tokens(const py::handle& text, const py::handle& profile) {
+    const latch::Profile p = profile_of(profile);
+    const Text t = text_of(text.ptr(), "estimate_tokens: text");
+    py::gil_scoped_release release;
+    return estimate_text(t, p);
+}
+
+py::array_t<std::int64_t> estimate_tokens_batch(const py::handle& texts, const py::handle& profile) {
+    const latch::Profile p = profile_of(profile);
+    // PySequence_Fast keeps every item alive (a list or tuple as is, any other iterable copied).
+    const py::object seq = py::reinterpret_steal<py::object>(
+        PySequence_Fast(texts.ptr(), "estimate_tokens_batch: texts must be an iterable of str"));
+    if (!seq) {
+        throw py::error_already_set();
+    }
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
+    PyObject** items = PySequence_Fast_ITEMS(seq.ptr());
+    std::vector<Text> views;
+    views.reserve(static_cast<std::size_t>(n));
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        views.push_back(text_of(items[i], ("estimate_tokens_batch: item " + std::to_string(i)).c_str()));
+    }
+    py::array_t<std::int64_t> out(n);
+    std::int64_t* dst = out.mutable_data();
+    {
+        py::gil_scoped_release release;
+        for (std::size_t i = 0; i < views.size(); ++i) {
+            dst[i] = estimate_text(views[i], p);
+        }
+    }
+    return out;
+}
+
+// A Python int as a 128-bit value; ints beyond int64 become +-2^100, which
+// orders exactly like the true value against any int64 difference.
+latch::wide_t wide_of(PyObject* v, bool* failed) {
+    int overflow = 0;
+    const long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow != 0) {
+        return static_cast<latch::wide_t>(overflow) << 100;
+    }
+    if (x == -1 && PyErr_Occurred()) {
+        *failed = true;
+    }
+    return x;
+}
+
+bool is_int64_buffer(const Py_buffer& view) {
+    if (view.ndim != 1 || view.itemsize != 8 || view.format == nullptr) {
+        return false;
+    }
+    std::string f(view.format);
+    if (!f.empty() && (f[0] == '<' || f[0] == '=' || f[0] == '@')) {
+        f.erase(0, 1);
+    }
+    return f == "q" || f == "l";
+}
+
+std::int64_t suffix_start(const py::handle& prefix_sums, const py::handle& budget_obj) {
+    bool failed = false;
+    const latch::wide_t budget = wide_of(budget_obj.ptr(), &failed);
+    if (failed) {
+        throw py::error_already_set();
+    }
+    PyObject* obj = prefix_sums.ptr();
+    if (PyList_CheckExact(obj) || PyTuple_CheckExact(obj)) {
+        // O(log n) probes straight into the list; reading items needs the GIL.
+        PyObject** items = PySequence_Fast_ITEMS(obj);
+        const auto len = static_cast<std::size_t>(PySequence_Fast_GET_SIZE(obj));
+        const std::int64_t i = latch::suffix_start_with(
+            [&](std::size_t j) { return failed ? latch::wide_t(0) : wide_of(items[j], &failed); }, len, budget);
+        if (failed) {
+            throw py::error_already_set();
+        }
+        return i;
+    }
+    Py_buffer view;
+    if (PyObject_CheckBuffer(obj) && PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) == 0) {
+        if (is_int64_buffer(view)) {
+            const auto* data = static_cast<const std::int64_t*>(view.buf);
+            const auto len = static_cast<std::size_t>(view.shape[0]);
+            std::int64_t i;
+            {
+                py::gil_scoped_release release;
+                i = latch::suffix_start(data, len, budget);
+            }
+            PyBuffer_Release(&view);
+            return i;
+        }
+        PyBuffer_Release(&view);
+    }
+    PyErr_Clear();
+    const Int64Array arr = Int64Array::ensure(prefix_sums);
+    if (!arr || arr.ndim() != 1) {
+        throw py::type_error("suffix_start: prefix_sums must be a 1-D sequence of int");
+    }
+    const std::int64_t* data = arr.data();
+    const auto len = static_cast<std::size_t>(arr.size());
+    py::gil_scoped_release release;
+    return latch::suffix_start(data, len, budget);
+}
+
+Int64Array int64_array(const py::handle& h, const char* name) {
+    Int64Array arr = Int64Array::ensure(h);
+    if (!arr || arr.ndim() != 1) {
+        throw py::type_error(std::string("score_episodes: ") + name + " must be a 1-D sequence of int64");
+    }
+    return arr;
+}
+
+py::list score_episodes(const py::handle& term_indptr_h, const py::handle& term_ids_h, const py::handle& file_indptr_h,
+                        const py::handle& file_ids_h, const py::handle& markers_h, const py::handle& last_seq_h,
+                        const py::handle& query_terms_h, const py::handle& current_files_h, std::int64_t now_seq,
+                        std::int64_t k) {
+    const Int64Array term_indptr = int64_array(term_indptr_h, "term_indptr");
+    const Int64Array term_ids = int64_array(term_ids_h, "term_ids");
+    const Int64Array file_indptr = int64_array(file_indptr_h, "file_indptr");
+    const Int64Array file_ids = int64_array(file_ids_h, "file_ids");
+    const Int64Array markers = int64_array(markers_h, "markers");
+    const Int64Array last_seq = int64_array(last_seq_h, "last_seq");
+    const Int64Array query = int64_array(query_terms_h, "query_terms");
+    const Int64Array files = int64_array(current_files_h, "current_files");
+    const auto n = static_cast<std::size_t>(markers.size());
+    if (static_cast<std::size_t>(term_indptr.size()) != n + 1 || static_cast<std::size_t>(file_indptr.size()) != n + 1 ||
+        static_cast<std::size_t>(last_seq.size()) != n) {
+        throw py::value_error("score_episodes: term_indptr/file_indptr need n+1 entries and last_seq n entries");
+    }
+    const latch::Episodes eps{term_indptr.data(), term_ids.data(), static_cast<std::size_t>(term_ids.size()),
+                              file_indptr.data(), file_ids.data(), static_cast<std::size_t>(file_ids.size()),
+                              markers.data(),     last_seq.data(), n};
+    const std::size_t want = k > 0 ? static_cast<std::size_t>(k) : 0;
+    std::vector<std::int64_t> top(want < n ? want : n);
+    std::size_t count = 0;
+    latch::ScoreStatus st;
+    {
+        py::gil_scoped_release release;
+        st = latch::score_episodes(eps, query.data(), static_cast<std::size_t>(query.size()), files.data(),
+                                   static_cast<std::size_t>(files.size()), now_seq, want, top.data(), &count);
+    }
+    if (st != latch::ScoreStatus::ok) {
+        const char* which = st == latch::ScoreStatus::term_indptr_out_of_range ? "term" : "file";
+        throw py::value_error(std::string("score_episodes: a ") + which + "_indptr slice lies outside " + which +
+                              "_ids");
+    }
+    py::list out(count);
+    for (std::size_t i = 0; i < count; ++i) {
+        out[i] = py::int_(top[i]);
+    }
+    return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_native, m) {
+    m.doc() = "Latch hot paths in C++ (same answers as latch.hotpaths._py; see latch.hotpaths).";
+    m.attr("ABI_VERSION") = LATCH_ABI_VERSION;
+    py::tuple profiles(latch::kProfileCount);
+    for (int i = 0; i < latch::kProfileCount; ++i) {
+        profiles[i] = py::str(latch::kProfileNames[i]);
+    }
+    m.attr("PROFILES") = profiles;
+    m.def("estimate_tokens", &estimate_tokens, py::arg("text"), py::arg("profile") = "openai",
+          "Conservative token estimate of ``text`` (tokens). ValueError on unknown profile.");
+    m.def("estimate_tokens_batch", &estimate_tokens_batch, py::arg("texts"), py::arg("profile") = "openai",
+          "Token estimates of every str in ``texts`` as a numpy int64 array.");
+    m.def("suffix_start", &suffix_start, py::arg("prefix_sums"), py::arg("budget"),
+          "Start index of the largest suffix of whole units fitting ``budget`` tokens (O(log n)).");
+    m.def("score_episodes", &score_episodes, py::arg("term_indptr"), py::arg("term_ids"), py::arg("file_indptr"),
+          py::arg("file_ids"), py::arg("markers"), py::arg("last_seq"), py::arg("query_terms"),
+          py::arg("current_files"), py::arg("now_seq"), py::arg("k"),
+          "Indices of the k best episodes, best first (see latch.hotpaths._py.score_episodes).");
+}

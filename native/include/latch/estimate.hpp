@@ -1,0 +1,34 @@
+// Conservative token estimator (spec: "Bounded materialization"). Pure C++17, no Python.
+//
+// Reference: latch/hotpaths/_py.py `estimate_tokens` (its docstring is the definition);
+// counts are identical for every profile and every code-point sequence, lone
+// surrogates included.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace latch {
+
+enum class Profile : std::uint8_t { openai = 0, anthropic = 1, cjk = 2 };
+constexpr int kProfileCount = 3;
+extern const char* const kProfileNames[kProfileCount];
+
+// Profile by name ("openai", "anthropic", "cjk"); false when unknown.
+bool parse_profile(const char* name, std::size_t len, Profile* out) noexcept;
+
+// Tokens of a code-point sequence stored with 1, 2 or 4 bytes per code point
+// (CPython's PEP 393 kinds; latin1 = code points 0..255). Pure and reentrant.
+std::int64_t estimate_latin1(const std::uint8_t* text, std::size_t len, Profile profile) noexcept;
+std::int64_t estimate_ucs2(const std::uint16_t* text, std::size_t len, Profile profile) noexcept;
+// Every value must be <= 0x10FFFF (callers validate foreign input).
+std::int64_t estimate_ucs4(const std::uint32_t* text, std::size_t len, Profile profile) noexcept;
+
+// Tokens of UTF-8 bytes. Encoded surrogates (ED A0 80..ED BF BF, as Python's
+// "surrogatepass" writes them) count as those code points. Returns false and
+// sets `*error_offset` to the first bad byte on any other malformed sequence.
+// Non-ASCII input is decoded into scratch memory (std::bad_alloc on exhaustion).
+bool estimate_utf8(const char* text, std::size_t len, Profile profile, std::int64_t* out,
+                   std::size_t* error_offset);
+
+}  // namespace latch

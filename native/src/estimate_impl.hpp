@@ -1,0 +1,180 @@
+// Internals of the token estimator shared by estimate.cpp and estimate_ascii.cpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "latch/estimate.hpp"
+
+namespace latch {
+namespace tables {
+#include "cp_class_table.inc"
+}  // namespace tables
+
+namespace detail {
+
+using wide_units = __int128;
+
+inline int class_of(std::uint32_t cp) noexcept { return tables::STAGE2[tables::STAGE1[cp >> 8] * 256 + (cp & 255)]; }
+
+// Class of code points 0..255 (256 entries).
+const std::uint8_t* latin1_classes() noexcept;
+
+// ceil(units * num / (den * UNIT)) for the profile's scale.
+std::int64_t tokens_from_units(std::int64_t units, Profile p) noexcept;
+
+// run(off, n) of the reference.
+inline std::int64_t run_cost(const int* w, int off, std::size_t n) noexcept {
+    return n <= 16 ? w[off + n] : w[off + 16] + static_cast<std::int64_t>(n - 16) * w[off + 17];
+}
+
+inline bool is_word(int k) noexcept { return k == tables::LOWER || k == tables::UPPER || k == tables::LETTER; }
+inline bool joins_space(int k) noexcept { return is_word(k) || k == tables::PUNCT; }
+inline bool is_ws(int k) noexcept { return k == tables::SPACE || k == tables::NEWLINE; }
+
+// The reference's piece walk over any text, with `src.cls(i)` (class of code point i) and
+// `src.cp(i)` (code point i). Step for step the loops of _py._pieces / _py._units.
+template <class Src>
+struct Walker {
+    Src src;
+    std::size_t n;  // text length (lookahead never passes it)
+    const int* w;
+
+    int cls(std::size_t i) const { return src.cls(i); }
+
+    // Units of the pieces starting in [from, to); `from` must start a run (0, or the
+    // position after a run of another kind). The last run may end after `to`;
+    // `*end` receives where it ended.
+    std::int64_t units(std::size_t from, std::size_t to, std::size_t* end = nullptr) const {
+        using namespace tables;
+        std::int64_t u = 0;
+        std::size_t i = from;
+        while (i < to) {
+            const int k = cls(i);
+            std::size_t j = i + 1;
+            if (is_word(k)) {
+                while (j < n && is_word(cls(j))) {
+                    ++j;
+                }
+                u += word_run(i, j);
+            } else if (k == DIGIT) {
+                while (j < n && cls(j) == DIGIT) {
+                    ++j;
+                }
+                u += static_cast<std::int64_t>(w[OFF_DIGIT]) * static_cast<std::int64_t>((j - i + 2) / 3);
+            } else if (k == PUNCT) {
+                bool same = true;
+                while (j < n && cls(j) == PUNCT) {
+                    same = same && src.cp(j) == src.cp(i);
+                    ++j;
+                }
+                if (j - i == 1 && j < n && is_word(cls(j))) {
+                    u += w[OFF_PUNCT_JOIN];
+                } else {
+                    u += run_cost(w, same && j - i >= 2 ? OFF_PUNCT_SAME : OFF_PUNCT, j - i);
+                }
+            } else if (is_ws(k)) {
+                std::size_t after_nl = k == NEWLINE ? i + 1 : i;  // one past the last NEWLINE so far
+                while (j < n && is_ws(cls(j))) {
+                    if (cls(j) == NEWLINE) {
+                        after_nl = j + 1;
+                    }
+                    ++j;
+                }
+                if (after_nl > i) {
+                    const bool after_punct = i > 0 && cls(i - 1) == PUNCT;
+                    u += run_cost(w, after_punct ? OFF_NEWLINE_PUNCT : OFF_NEWLINE, after_nl - i);
+                }
+                std::size_t h = j - after_nl;
+                if (h != 0 && src.cp(j - 1) == 0x20 && j < n && joins_space(cls(j))) {
+                    --h;
+                }
+                if (h != 0) {
+                    u += run_cost(w, OFF_SPACE, h);
+                }
+            } else {
+                u += w[OFF_CHAR + k];
+            }
+            i = j;
+        }
+        if (end != nullptr) {
+            *end = i;
+        }
+        return u;
+    }
+
+    // A word run [i, j): LETTER parts and ASCII parts.
+    std::int64_t word_run(std::size_t i, std::size_t j) const {
+        using namespace tables;
+        std::int64_t u = 0;
+        std::size_t p = i;
+        while (p < j) {
+            std::size_t q = p + 1;
+            if (cls(p) == LETTER) {
+                while (q < j && cls(q) == LETTER) {
+                    ++q;
+                }
+                u += run_cost(w, OFF_WORD_NARROW, q - p);
+            } else {
+                while (q < j && cls(q) != LETTER) {
+                    ++q;
+                }
+                u += ascii_subwords(p, q);
+            }
+            p = q;
+        }
+        return u;
+    }
+
+    // Sub-words of the ASCII letter part [a, b): _py._ascii_subwords plus the bigram charges.
+    std::int64_t ascii_subwords(std::size_t a, std::size_t b) const {
+        using namespace tables;
+        std::int64_t u = 0;
+        std::size_t p = a;
+        while (p < b) {
+            std::size_t q = p;
+            while (q < b && cls(q) == UPPER) {
+                ++q;
+            }
+            int off;
+            std::size_t r;
+            if (q - p >= 2 || q == b) {
+                if (q < b) {  // the last capital starts the next sub-word ("HTTP|Server")
+                    --q;
+                }
+                off = OFF_WORD_CAPS;
+                r = q;
+            } else {
+                r = q;
+                while (r < b && cls(r) == LOWER) {
+                    ++r;
+                }
+                off = q > p ? OFF_WORD_CAPITAL : OFF_WORD_LOWER;
+            }
+            u += run_cost(w, off, r - p) + bigrams(p, r);
+            p = r;
+        }
+        return u;
+    }
+
+    // Bigram charges of the adjacent letter pairs inside the ASCII sub-word [a, b).
+    std::int64_t bigrams(std::size_t a, std::size_t b) const {
+        std::int64_t u = 0;
+        for (std::size_t m = a; m + 1 < b; ++m) {
+            const std::uint32_t x = (src.cp(m) | 32) - 97;
+            const std::uint32_t y = (src.cp(m + 1) | 32) - 97;
+            u += w[tables::OFF_BIGRAM + tables::BIGRAM[x * 26 + y]];
+        }
+        return u;
+    }
+};
+
+// Units of pieces in latin-1 text [from, to) (scalar walker; `from` starts a run).
+std::int64_t units_latin1_scalar(const std::uint8_t* text, std::size_t len, std::size_t from, std::size_t to,
+                                 const int* w) noexcept;
+
+// Units of a whole latin-1 text (vectorized over ASCII stretches where available).
+std::int64_t units_latin1(const std::uint8_t* text, std::size_t len, const int* w) noexcept;
+
+}  // namespace detail
+}  // namespace latch

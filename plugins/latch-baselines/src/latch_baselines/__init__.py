@@ -1,0 +1,28 @@
+"""Latch engine plugin: the context strategies agent harnesses use today, behind Latch's port.
+
+* ``sliding-window`` (:class:`SlidingWindowEngine`): drop the oldest whole units until it fits;
+* ``observation-masking`` (:class:`ObservationMaskingEngine`): tool outputs older than the last
+  M turns become a placeholder (M = 10 by default, as in SWE-agent), then drop oldest if needed;
+* ``summary`` (:class:`SummaryEngine`): history beyond a threshold becomes one summary message
+  from a pluggable summarizer (default: deterministic, extractive).
+
+Each may lose facts; none ever produces a protocol-invalid or over-budget request. Select one
+with ``latch replay --engine NAME`` or ``[engine] name = "NAME"``.
+"""
+
+from __future__ import annotations
+
+from latch.hookspecs import hookimpl
+
+from .base import BaselineEngine
+from .observation_masking import ObservationMaskingEngine
+from .sliding_window import SlidingWindowEngine
+from .summary import SummaryEngine, extractive_summary
+
+__all__ = ["BaselineEngine", "SlidingWindowEngine", "ObservationMaskingEngine", "SummaryEngine",
+           "extractive_summary"]
+
+
+@hookimpl
+def latch_register_engines() -> list[type]:
+    return [SlidingWindowEngine, ObservationMaskingEngine, SummaryEngine]

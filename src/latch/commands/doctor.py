@@ -1,0 +1,111 @@
+"""``latch doctor``: what this installation actually runs on."""
+
+from __future__ import annotations
+
+import json
+import platform
+import sqlite3
+import sys
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from .. import __version__
+from ..cli import pass_app
+
+
+def _fts5_available() -> bool:
+    con = sqlite3.connect(":memory:")
+    try:
+        con.execute("CREATE VIRTUAL TABLE probe USING fts5(body)")
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        con.close()
+    return True
+
+
+def diagnose(db: str | None = None) -> dict[str, Any]:
+    """The facts ``latch doctor`` prints, as a JSON-ready dict.
+
+    ``backend`` is the hot-path backend actually loaded (``native`` or
+    ``python``), or ``None`` with ``backend_error`` set when ``LATCH_IMPL``
+    cannot be honoured (the C-ABI library is then not looked up). Paths are
+    strings (``None`` when absent).
+    """
+    from ..store import data_dir, default_db_path
+
+    info: dict[str, Any] = {
+        "latch": __version__,
+        "python": platform.python_version(),
+        "python_executable": sys.executable,
+        "sqlite": sqlite3.sqlite_version,
+        "fts5": _fts5_available(),
+        "backend": None,
+        "backend_error": None,
+        "impl": None,
+        "native_module": None,
+        "native_library": None,
+        "abi_version": None,
+        "data_dir": str(data_dir()),
+        "db": str(db) if db else str(default_db_path()),
+    }
+    try:
+        from .. import hotpaths
+    except ImportError as exc:
+        info["backend_error"] = str(exc)
+    else:
+        from ..hotpaths.cabi import default_library_path
+
+        info["backend"], info["impl"] = hotpaths.BACKEND, hotpaths.IMPL
+        lib = default_library_path()
+        info["native_library"] = str(lib) if lib else None
+    try:
+        from .. import _native  # type: ignore[attr-defined]
+    except ImportError:
+        pass
+    else:
+        info["native_module"] = _native.__file__
+        info["abi_version"] = _native.ABI_VERSION
+    return info
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("doctor")
+    @click.option("--json", "as_json", is_flag=True, help="Print the facts as one JSON object.")
+    @pass_app
+    def doctor_cmd(app, as_json):
+        """Versions, SQLite and FTS5, the hot-path backend, the native library and the data folder.
+
+        Exits with status 1 when the requested hot-path backend (LATCH_IMPL) cannot load
+        or SQLite lacks FTS5.
+        """
+        info = diagnose(app.db)
+        ok = info["backend"] is not None and info["fts5"]
+        if as_json:
+            click.echo(json.dumps(info, indent=2))
+        else:
+            t = Table(show_header=False, box=None)
+            t.add_column(style="bold", no_wrap=True)
+            t.add_column(overflow="fold")
+            backend = (f"{info['backend']} (LATCH_IMPL={info['impl']})" if info["backend"]
+                       else f"[red]unavailable: {info['backend_error']}[/red]")
+            rows = [
+                ("latch", info["latch"]),
+                ("python", f"{info['python']} ({info['python_executable']})"),
+                ("sqlite", info["sqlite"]),
+                ("fts5", "yes" if info["fts5"] else "[red]no[/red]"),
+                ("hot-path backend", backend),
+                ("native module", info["native_module"] or "not built (pure-Python install)"),
+                ("C-ABI library", (f"{info['native_library']} (ABI v{info['abi_version']})"
+                                   if info["native_library"] else "not installed")),
+                ("data folder", info["data_dir"]),
+                ("database", info["db"]),
+            ]
+            for k, v in rows:
+                t.add_row(k, str(v))
+            Console(highlight=False, soft_wrap=True).print(t)
+        if not ok:
+            sys.exit(1)

@@ -1,0 +1,50 @@
+"""``latch plugins``: every loaded plugin, the hooks it implements and what it registered."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+
+def plugins_report() -> list[dict]:
+    """JSON-ready rows, in load order: built-ins first, then entry points by name.
+
+    Each row: ``name``, ``module``, ``builtin``, ``distribution``, ``version``,
+    ``entry_point``, ``hooks`` (sorted) and ``registered`` (``{kind: [PLUGIN_NAME, ...]}``,
+    only kinds with entries).
+    """
+    from ..plugins import iter_plugins
+
+    return [{"name": info.name, "module": info.module, "builtin": info.builtin, "distribution": info.distribution,
+             "version": info.version, "entry_point": info.entry_point, "hooks": hooks, "registered": registered}
+            for info, hooks, registered in iter_plugins()]
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("plugins")
+    @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of plugins.")
+    def plugins_cmd(as_json: bool) -> None:
+        """List plugins, their hooks and what they registered (engines, estimators, ...).
+
+        LATCH_LOAD_PLUGINS (allowlist), LATCH_DISABLE_PLUGINS (blocklist) and
+        LATCH_TRACE_PLUGINS (trace hook calls to stderr) apply.
+        """
+        from ..plugins import PluginError
+
+        try:
+            rows = plugins_report()
+        except PluginError as exc:
+            raise click.ClickException(str(exc)) from None
+        if as_json:
+            click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+            return
+        table = Table("plugin", "source", "hooks", "registered", title=f"{len(rows)} plugins")
+        for row in rows:
+            source = "built-in" if row["builtin"] else f"{row['distribution'] or row['module']} {row['version'] or ''}"
+            registered = "\n".join(f"{kind}: {', '.join(names)}" for kind, names in row["registered"].items())
+            hooks = "\n".join(h.removeprefix("latch_") for h in row["hooks"])
+            table.add_row(row["name"], source.strip(), hooks, registered or "-")
+        Console(highlight=False, soft_wrap=False).print(table)

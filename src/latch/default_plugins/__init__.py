@@ -1,0 +1,7 @@
+"""Built-in plugins, registered by :func:`latch.plugins.get_plugin_manager` through the same hooks as any other.
+
+* :mod:`.engines`    ``latch_register_engines``: the continuity engine (the default)
+* :mod:`.estimators` ``latch_register_estimators`` and ``latch_select_estimator``: the
+  heuristic estimators, and the C-ABI estimator when its module is importable
+* :mod:`.importers`  ``latch_register_importers``: the transcript importers shipped with Latch
+"""

@@ -1,0 +1,58 @@
+"""Built-in plugin: the heuristic estimators, the C-ABI estimator, and the default estimator choice.
+
+* ``heuristic-openai``, ``heuristic-anthropic``, ``heuristic-cjk``: :class:`latch.estimators.HeuristicEstimator`
+  for each profile (the hot-path estimator, native or pure Python);
+* ``cabi``: :class:`latch.hotpaths.cabi.AbiEstimator` (any shared library implementing ``latch.h``),
+  registered when that module imports;
+* ``latch_select_estimator`` (``trylast``): the heuristic estimator of the model's profile
+  (:func:`latch.estimators.estimator_for_model`), so any plugin that answers wins.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ..estimators import HeuristicEstimator, estimator_for_model
+from ..hookspecs import hookimpl
+
+
+class HeuristicOpenAIEstimator(HeuristicEstimator):
+    PLUGIN_NAME = "heuristic-openai"
+    DESCRIPTION = "Conservative heuristic calibrated on cl100k (GPT models)."
+
+    def __init__(self) -> None:
+        super().__init__("openai")
+
+
+class HeuristicAnthropicEstimator(HeuristicEstimator):
+    PLUGIN_NAME = "heuristic-anthropic"
+    DESCRIPTION = "Conservative heuristic for Claude models (4/3 of the openai profile)."
+
+    def __init__(self) -> None:
+        super().__init__("anthropic")
+
+
+class HeuristicCJKEstimator(HeuristicEstimator):
+    PLUGIN_NAME = "heuristic-cjk"
+    DESCRIPTION = "Heuristic for CJK-optimized tokenizers (one token per CJK character)."
+
+    def __init__(self) -> None:
+        super().__init__("cjk")
+
+
+def _abi_estimator() -> list[type]:
+    try:
+        cabi = importlib.import_module("latch.hotpaths.cabi")
+    except ImportError:  # cffi missing: no C-ABI estimator
+        return []
+    return [cabi.AbiEstimator]
+
+
+@hookimpl
+def latch_register_estimators() -> list[type]:
+    return [HeuristicOpenAIEstimator, HeuristicAnthropicEstimator, HeuristicCJKEstimator, *_abi_estimator()]
+
+
+@hookimpl(trylast=True)
+def latch_select_estimator(model: str | None) -> HeuristicEstimator:
+    return estimator_for_model(model)

@@ -1,0 +1,664 @@
+"""L2 episodic index: scored, bounded entries over user-intent event ranges (spec: "Episodes").
+
+An :class:`Episode` covers a contiguous range of one session's events
+(``first_seq``..``last_seq``, inclusive) and carries its topic, file entities,
+tool names, structural markers and lexical term ids. Episodes are indexes, not
+truth: every rendered line points at its raw seq range, and exact recall stays
+with FTS (spec: "Summaries are indexes, not truth").
+
+Segmentation
+    A non-meta :class:`~latch.events.UserMessage` (a new user intent) closes the
+    open episode and starts a new one whose topic is that message. Events before
+    the first user prompt form an episode with the topic ``"(session start)"``.
+    A volume cap splits long intents: before accepting an event that can start
+    a unit (anything except a ``ToolResult`` or ``Usage``), the open episode is
+    closed when it already holds :data:`MAX_EPISODE_EVENTS` events or
+    :data:`MAX_EPISODE_CHARS` characters of event text; the continuation keeps
+    the topic and counts ``part`` up. The cap is in characters (≈ 4 per token
+    for ASCII text), not estimated tokens, so segmentation never depends on the
+    configured estimator and a ``set_estimator`` never moves episode boundaries.
+
+Markers (a bitmask over :data:`latch.hotpaths.MARKER_BITS`)
+    * ``validation_passed`` / ``validation_failed``: the result of a test-like
+      command (pytest, cargo test/check/clippy, go test, npm test, tox, make
+      check, mypy, ruff, tsc, ...): ``exit_code == 0`` passes, a non-zero exit
+      code or ``is_error`` fails (an aborted call's ``missing`` placeholder is no
+      validation).
+    * ``mutation``: a successful result of an edit/write/patch call (tool names
+      such as Edit, Write, apply_patch, str_replace_editor create/str_replace/
+      insert, or a command carrying ``*** Begin Patch``, ``apply_patch``,
+      ``sed -i``, ``git apply``).
+    * ``evidence``: a successful result of a read/search call (Read, Grep, Glob,
+      open, find_file, str_replace_editor view, or a ``cat``/``sed -n``/``rg``/
+      ``grep``/``ls``/``find`` command) or an event kind naming evidence.
+    * ``failure``: an ``is_error`` tool result or an ``api_error`` note.
+    * ``reground``: a foreign :class:`~latch.events.CompactionMarker`, a
+      ``reground``/``compact_boundary``/``manual_compact`` note, or an event
+      kind naming a compaction or re-ground.
+
+Terms and files
+    Terms are lower-cased words of 3 to 32 characters starting with a letter
+    (Unicode-aware, minus a small English stop list); runs of CJK characters
+    contribute their character bigrams, so CJK terms of two or more characters
+    match. Each text field is scanned up to :data:`SCAN_CHARS` characters. An
+    episode keeps at most :data:`TERMS_PER_EPISODE` terms: those of its opening
+    prompt first, then the most frequent (ties: first seen). File entities are
+    paths found in tool call arguments (kept first), results and text, at most
+    :data:`FILES_PER_EPISODE`. Term and file ids come from dictionaries owned by
+    the index, assigned in order of first sighting, so an incremental build and
+    a full rebuild assign identical ids.
+
+Incremental building
+    :class:`EpisodeIndex` keeps the closed episodes, the open trailing segment
+    and a seq watermark. :meth:`EpisodeIndex.extend` accepts events past the
+    watermark; :meth:`EpisodeIndex.rebuild` is the deterministic full rebuild.
+    Both run the same accumulation code, so ``extend`` at any prefix equals a
+    rebuild of that prefix (pinned by tests over the corpus).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from .. import hotpaths
+from ..events import (AssistantMessage, CompactionMarker, Event, SubagentMarker, SystemNote, ToolResult, Usage,
+                      UserMessage)
+
+__all__ = [
+    "Episode",
+    "EpisodeIndex",
+    "MAX_EPISODE_EVENTS",
+    "MAX_EPISODE_CHARS",
+    "TERMS_PER_EPISODE",
+    "FILES_PER_EPISODE",
+    "SCAN_CHARS",
+    "TOPIC_CHARS",
+    "extract_terms",
+    "normalize_path",
+]
+
+MAX_EPISODE_EVENTS = 128
+"""Volume cap: an episode holding this many events is split at the next unit start."""
+MAX_EPISODE_CHARS = 64_000
+"""Volume cap in characters of event text (≈ 16,000 tokens of ASCII text)."""
+TERMS_PER_EPISODE = 64
+FILES_PER_EPISODE = 24
+SCAN_CHARS = 16_384
+"""Characters of each text field scanned for terms and paths."""
+TOPIC_CHARS = 96
+"""Topic bound in characters (the opening prompt's first words, whitespace collapsed)."""
+
+_BIT = {name: 1 << i for i, name in enumerate(hotpaths.MARKER_BITS)}
+VALIDATION_PASSED = _BIT["validation_passed"]
+VALIDATION_FAILED = _BIT["validation_failed"]
+REGROUND = _BIT["reground"]
+MUTATION = _BIT["mutation"]
+EVIDENCE = _BIT["evidence"]
+FAILURE = _BIT["failure"]
+
+
+@dataclass(frozen=True, slots=True)
+class Episode:
+    """One episode: a contiguous raw event range and what it is about.
+
+    ``number`` is its 1-based position in the index; ``part`` counts volume-cap
+    continuations of one intent (1 = the segment the prompt opened). ``events``
+    is the number of events in ``first_seq..last_seq``. ``files`` and ``tools``
+    are in order of first mention; ``markers`` is a bitmask over
+    :data:`latch.hotpaths.MARKER_BITS`; ``term_ids`` index the owning
+    :class:`EpisodeIndex`'s term dictionary. ``closed`` is ``False`` only for
+    the open trailing segment, which later events may still extend.
+    """
+
+    number: int
+    part: int
+    first_seq: int
+    last_seq: int
+    events: int
+    topic: str
+    files: tuple[str, ...]
+    tools: tuple[str, ...]
+    markers: int
+    term_ids: tuple[int, ...]
+    closed: bool
+
+    @property
+    def marker_names(self) -> tuple[str, ...]:
+        """The set markers' names, in :data:`latch.hotpaths.MARKER_BITS` order."""
+        return tuple(name for name, bit in _BIT.items() if self.markers & bit)
+
+
+# --------------------------------------------------------------------------- text features
+_STOP = frozenset("""
+the and for with this that you are was were from have has had not but can will what all any its our out use
+into then than some just also been there their they them which when where would should could about after before
+more most other such only over very your yours let lets here how why who whom does did done doing get got make
+made need needs want like one two now new yes okay please thanks thank i'm it's don't can't we're you're
+""".split())
+_WORD_RE = re.compile(r"\b[^\W\d_]\w{2,31}\b")
+_CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+_EXTS = ("py|pyi|ipynb|rs|go|c|h|cc|cpp|cxx|hpp|hh|cs|java|kt|kts|scala|swift|m|mm|rb|php|pl|lua|r|jl|dart|ex|exs|erl|"
+         "hs|ml|clj|js|mjs|cjs|jsx|ts|tsx|vue|svelte|css|scss|sass|less|html|htm|xml|svg|json|jsonl|yaml|yml|toml|"
+         "ini|cfg|conf|env|lock|md|rst|txt|csv|tsv|sql|sh|bash|zsh|fish|ps1|bat|gradle|cmake|mk|proto|graphql|"
+         "tf|nix|dockerfile|patch|diff|log|traj|pem|wasm|sol|zig|nim|v|sv|vhd")
+_PATH_RE = re.compile(
+    r"(?<![\w:/.\\@-])"
+    r"((?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]+"
+    r"|[\w+-][\w.@+-]*\.(?:" + _EXTS + r"))"
+    r"(?![\w/])",
+    re.IGNORECASE,
+)
+_EXT_RE = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,9}$")
+
+
+def extract_terms(text: str) -> list[str]:
+    """The lexical terms of ``text``, duplicates kept: CJK terms, then words, each in text order.
+
+    CJK runs yield their character bigrams (a lone CJK character yields
+    itself); the rest yields lower-cased words of 3-32 characters starting
+    with a letter, minus stop words (longer words are skipped). Only the first
+    :data:`SCAN_CHARS` characters are read.
+    """
+    text = text[:SCAN_CHARS].lower()
+    out: list[str] = []
+    if _CJK_RE.search(text):
+        for run in _CJK_RE.findall(text):
+            out.extend(run[i:i + 2] for i in range(max(len(run) - 1, 1)))
+        text = _CJK_RE.sub(" ", text)
+    out.extend(w for w in _WORD_RE.findall(text) if w not in _STOP)
+    return out
+
+
+def normalize_path(path: str) -> str:
+    """A file entity as stored: quotes, ``./`` and trailing punctuation stripped."""
+    p = path.strip().strip("'\"`").rstrip(".,:;)")
+    while p.startswith("./"):
+        p = p[2:]
+    return p
+
+
+def _paths(text: str) -> list[str]:
+    found: list[str] = []
+    for m in _PATH_RE.finditer(text[:SCAN_CHARS]):
+        p = normalize_path(m.group(1))
+        if not p or len(p) > 240 or "//" in p:
+            continue
+        last = p.rsplit("/", 1)[-1]
+        if "/" in p and not _EXT_RE.search(last) and not p.startswith(("/", "~/", "../")):
+            continue  # "and/or", "input/output": a relative path needs an extension
+        if not any(ch.isalpha() for ch in last):
+            continue
+        found.append(p)
+    return found
+
+
+# Call classes, by precedence: a mutating call, a validation (test-like) command, a read/search.
+_MUTATE, _VALIDATE, _READ, _OTHER = 1, 2, 3, 0
+_MUTATING_TOOLS = frozenset("""edit multiedit write write_file edit_file create create_file insert apply_patch patch
+str_replace replace delete_file notebookedit notebook_edit""".split())
+_READ_TOOLS = frozenset("""read read_file view open cat grep glob search search_file search_dir find find_file ls
+list list_files list_dir webfetch web_fetch websearch web_search""".split())
+_MUTATING_CMD_RE = re.compile(r"\*\*\* Begin Patch|\bapply_patch\b|\bsed -i\b|\bgit apply\b")
+_EDITOR_CMD_RE = re.compile(r'"command"\s*:\s*"(create|str_replace|insert|undo_edit|write|view)"')
+_TEST_CMD_RE = re.compile(
+    r"\b(?:pytest|py\.test|unittest|tox|nox|jest|vitest|mocha|ctest|phpunit|rspec|mypy|pyright|ruff|flake8|pylint|"
+    r"eslint|tsc|cargo (?:test|check|clippy|build|nextest)|go (?:test|vet|build)|(?:npm|yarn|pnpm|bun) (?:run )?"
+    r"(?:test|lint|typecheck|build)|make (?:test|check)|mvn (?:test|verify)|gradle(?:w)? (?:test|check)|"
+    r"dotnet test|swift test|zig build test)\b")
+_READ_CMD_RE = re.compile(r'(?:^|["\s;&|(])(?:cat|head|tail|sed -n|rg|grep|ls|find|nl|wc|less|tree)\s')
+
+
+def _classify_call(name: str, arguments: str) -> int:
+    lname = name.lower()
+    args = arguments[:SCAN_CHARS]
+    if lname in _MUTATING_TOOLS:
+        return _MUTATE
+    editor = _EDITOR_CMD_RE.search(args) if "editor" in lname or lname in ("str_replace_based_edit_tool",) else None
+    if editor:
+        return _READ if editor.group(1) == "view" else _MUTATE
+    if _MUTATING_CMD_RE.search(args):
+        return _MUTATE
+    if _TEST_CMD_RE.search(args):
+        return _VALIDATE
+    if lname in _READ_TOOLS or _READ_CMD_RE.search(args):
+        return _READ
+    return _OTHER
+
+
+@dataclass(frozen=True, slots=True)
+class _Features:
+    """What one event contributes (a pure function of the event)."""
+
+    intent: str | None          # topic of a new user intent (non-meta UserMessage), else None
+    unit_start: bool            # a volume-cap split may happen before this event
+    chars: int                  # text volume
+    terms: tuple[str, ...]      # in order of occurrence
+    call_files: tuple[str, ...]
+    text_files: tuple[str, ...]
+    tools: tuple[str, ...]
+    calls: tuple[tuple[str, int], ...]   # (call id, call class)
+    result: tuple[str, bool, int | None, bool] | None  # (call id, is_error, exit_code, missing)
+    markers: int
+
+
+def _topic(text: str) -> str:
+    words = " ".join(text.split())
+    if not words:
+        return "(empty prompt)"
+    if len(words) <= TOPIC_CHARS:
+        return words
+    cut = words[:TOPIC_CHARS - 1]
+    space = cut.rfind(" ")
+    if space >= TOPIC_CHARS // 2:
+        cut = cut[:space]
+    return cut + "…"
+
+
+def _features(event: Event) -> _Features:
+    """Features of one event, a pure function of its value (cached: rebuilds re-read the same events)."""
+    try:
+        hash(event)
+    except TypeError:  # a registered kind with unhashable fields
+        return _compute_features(event)
+    return _cached_features(event)
+
+
+def _compute_features(event: Event) -> _Features:
+    none: tuple[Any, ...] = ()
+    if isinstance(event, UserMessage):
+        if event.is_meta:
+            return _Features(None, True, len(event.text), none, none, none, none, none, None, 0)
+        text = event.text if event.text.strip() or not event.media else "(image)"
+        return _Features(_topic(text), True, len(event.text), tuple(extract_terms(event.text)), none,
+                         tuple(_paths(event.text)), none, none, None, 0)
+    if isinstance(event, AssistantMessage):
+        terms = extract_terms(event.text)
+        call_files: list[str] = []
+        calls = []
+        chars = len(event.text)
+        for c in event.tool_calls:
+            chars += len(c.arguments)
+            args = _argument_text(c.arguments)
+            terms.extend(extract_terms(f"{c.name} {args}"))
+            call_files.extend(_paths(args))
+            calls.append((c.id, _classify_call(c.name, c.arguments)))
+        return _Features(None, True, chars, tuple(terms), tuple(call_files), tuple(_paths(event.text)),
+                         tuple(c.name for c in event.tool_calls), tuple(calls), None, 0)
+    if isinstance(event, ToolResult):
+        markers = FAILURE if event.is_error else 0
+        return _Features(None, False, len(event.content), tuple(extract_terms(event.content[:2048])), none,
+                         tuple(_paths(event.content)), none, none,
+                         (event.call_id, event.is_error, event.exit_code, event.missing), markers)
+    if isinstance(event, Usage):
+        return _Features(None, False, 0, none, none, none, none, none, None, 0)
+    if isinstance(event, SystemNote):
+        sub = event.subtype.lower()
+        markers = (FAILURE if "error" in sub else 0) | (REGROUND if sub in ("reground", "compact_boundary",
+                                                                           "manual_compact") else 0)
+        return _Features(None, True, len(event.text), tuple(extract_terms(event.text[:2048])), none,
+                         tuple(_paths(event.text)), none, none, None, markers)
+    if isinstance(event, CompactionMarker):
+        return _Features(None, True, len(event.summary), tuple(extract_terms(event.summary)), none,
+                         tuple(_paths(event.summary)), none, none, None, REGROUND)
+    if isinstance(event, SubagentMarker):
+        return _Features(None, True, len(event.description), tuple(extract_terms(event.description)), none,
+                         tuple(_paths(event.description)), none, none, None, 0)
+    kind = event.KIND.lower()
+    text = event.searchable_text()
+    markers = (REGROUND if ("compact" in kind or "reground" in kind) else 0) | (EVIDENCE if "evidence" in kind else 0)
+    return _Features(None, True, len(text), tuple(extract_terms(text)), none, tuple(_paths(text)), none, none,
+                     None, markers)
+
+
+_cached_features = lru_cache(maxsize=2048)(_compute_features)
+
+
+_LOCATION_KEYS = frozenset(("workdir", "cwd", "working_dir", "working_directory"))
+
+
+def _argument_text(arguments: str) -> str:
+    """Tool call arguments as text: JSON string values joined (unescaped; the working-directory
+    keys every call repeats are left out), else the raw string."""
+    raw = arguments[:SCAN_CHARS]
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return raw
+    parts: list[str] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, str):
+            parts.append(v)
+        elif isinstance(v, dict):
+            for key, x in v.items():
+                if key not in _LOCATION_KEYS:
+                    walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    walk(value)
+    return "\n".join(parts)[:SCAN_CHARS]
+
+
+# --------------------------------------------------------------------------- accumulation
+class _Open:
+    """The open trailing segment being accumulated."""
+
+    __slots__ = ("number", "part", "topic", "first_seq", "last_seq", "events", "chars", "topic_terms",
+                 "term_counts", "call_files", "text_files", "tools", "markers")
+
+    def __init__(self, number: int, part: int, topic: str, seq: int):
+        self.number = number
+        self.part = part
+        self.topic = topic
+        self.first_seq = seq
+        self.last_seq = seq
+        self.events = 0
+        self.chars = 0
+        self.topic_terms: dict[int, None] = {}
+        self.term_counts: dict[int, int] = {}
+        self.call_files: dict[int, None] = {}
+        self.text_files: dict[int, None] = {}
+        self.tools: dict[str, None] = {}
+        self.markers = 0
+
+    def full(self) -> bool:
+        return self.events >= MAX_EPISODE_EVENTS or self.chars >= MAX_EPISODE_CHARS
+
+
+class _Growable:
+    """An int64 array with amortized O(1) append (numpy, capacity doubling)."""
+
+    __slots__ = ("data", "size")
+
+    def __init__(self, initial: Sequence[int] = ()):
+        self.data = np.zeros(max(16, 2 * len(initial)), dtype=np.int64)
+        self.data[: len(initial)] = initial
+        self.size = len(initial)
+
+    def reserve(self, extra: int) -> None:
+        need = self.size + extra
+        if need > len(self.data):
+            grown = np.zeros(max(need, 2 * len(self.data)), dtype=np.int64)
+            grown[: self.size] = self.data[: self.size]
+            self.data = grown
+
+    def extend(self, values: Sequence[int]) -> None:
+        self.stage(values)
+        self.size += len(values)
+
+    def stage(self, values: Sequence[int]) -> None:
+        """Write ``values`` right after the committed entries without committing them."""
+        self.reserve(len(values))
+        self.data[self.size: self.size + len(values)] = values
+
+    def view(self) -> np.ndarray:
+        """The committed entries."""
+        return self.data[: self.size]
+
+
+class EpisodeIndex:
+    """The incremental episode builder and selector of one session.
+
+    State: closed episodes, the open trailing segment, the seq watermark (the
+    last accepted seq), term and file dictionaries (string → id, first sighting
+    order) and CSR arrays (numpy int64) over the closed episodes for
+    :func:`latch.hotpaths.score_episodes`.
+    """
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self.session_id: str | None = None
+        self.watermark = 0
+        self._closed: list[Episode] = []
+        self._open: _Open | None = None
+        self._terms: dict[str, int] = {}
+        self._files: dict[str, int] = {}
+        self._file_names: list[str] = []
+        self._by_basename: dict[str, list[int]] = {}
+        self._pending: dict[str, int] = {}  # call id -> call class, until its result arrives
+        self._term_indptr = _Growable([0])
+        self._term_ids = _Growable()
+        self._file_indptr = _Growable([0])
+        self._file_ids = _Growable()
+        self._markers = _Growable()
+        self._last_seq = _Growable()
+
+    # ------------------------------------------------------------ building
+    def extend(self, stored_events: Iterable[Any]) -> int:
+        """Accept events with ``seq`` above the watermark, in seq order.
+
+        ``stored_events`` are :class:`latch.store.StoredEvent` (anything with
+        ``seq``, ``session_id`` and ``event``). Events at or below the
+        watermark are skipped, so overlapping feeds are harmless. Returns the
+        number of events accepted. Raises ``ValueError`` for an event of
+        another session (a session change needs :meth:`rebuild`).
+        """
+        accepted = 0
+        for stored in stored_events:
+            if stored.seq <= self.watermark:
+                continue
+            if self.session_id is None:
+                self.session_id = stored.session_id
+            elif stored.session_id != self.session_id:
+                raise ValueError(f"episode index of session {self.session_id} got event seq {stored.seq} of session "
+                                 f"{stored.session_id}; a session change needs rebuild()")
+            self._accept(stored.seq, _features(stored.event))
+            self.watermark = stored.seq
+            accepted += 1
+        return accepted
+
+    def rebuild(self, stored_events: Iterable[Any]) -> int:
+        """Discard everything and build from ``stored_events`` (the whole log, in seq order).
+
+        Deterministic: the same events always give the same episodes, term ids
+        and file ids. Returns the number of events accepted.
+        """
+        self._reset()
+        return self.extend(stored_events)
+
+    def _accept(self, seq: int, f: _Features) -> None:
+        op = self._open
+        if f.intent is not None:
+            if op is not None:
+                self._close()
+            op = self._open = _Open(len(self._closed) + 1, 1, f.intent, seq)
+        elif op is None:
+            op = self._open = _Open(len(self._closed) + 1, 1, "(session start)", seq)
+        elif f.unit_start and op.full():
+            self._close()
+            op = self._open = _Open(len(self._closed) + 1, op.part + 1, op.topic, seq)
+        op.last_seq = seq
+        op.events += 1
+        op.chars += f.chars
+        term_ids = [self._term_id(t) for t in f.terms]
+        if f.intent is not None:
+            op.topic_terms.update(dict.fromkeys(term_ids))
+        counts = op.term_counts
+        for t in term_ids:
+            counts[t] = counts.get(t, 0) + 1
+        for p in f.call_files:
+            op.call_files[self._file_id(p)] = None
+        for p in f.text_files:
+            op.text_files[self._file_id(p)] = None
+        for name in f.tools:
+            op.tools[name] = None
+        for call_id, cls in f.calls:
+            self._pending[call_id] = cls
+        markers = f.markers
+        if f.result is not None:
+            call_id, is_error, exit_code, missing = f.result
+            cls = self._pending.pop(call_id, _OTHER)
+            if cls == _VALIDATE and not missing:
+                ok = exit_code == 0 if exit_code is not None else not is_error
+                markers |= VALIDATION_PASSED if ok else VALIDATION_FAILED
+            elif cls == _MUTATE and not is_error:
+                markers |= MUTATION
+            elif cls == _READ and not is_error:
+                markers |= EVIDENCE
+        op.markers |= markers
+
+    def _term_id(self, term: str) -> int:
+        tid = self._terms.get(term)
+        if tid is None:
+            tid = self._terms[term] = len(self._terms)
+        return tid
+
+    def _file_id(self, path: str) -> int:
+        fid = self._files.get(path)
+        if fid is None:
+            fid = self._files[path] = len(self._files)
+            self._file_names.append(path)
+            self._by_basename.setdefault(path.rsplit("/", 1)[-1], []).append(fid)
+        return fid
+
+    def _snapshot(self, op: _Open, closed: bool) -> Episode:
+        terms = list(op.topic_terms)[:TERMS_PER_EPISODE]
+        if len(terms) < TERMS_PER_EPISODE:
+            chosen = set(terms)
+            # most frequent first; dicts keep first-sighting order, and sorted() is stable
+            ranked = sorted((t for t in op.term_counts if t not in chosen), key=lambda t: -op.term_counts[t])
+            terms.extend(ranked[: TERMS_PER_EPISODE - len(terms)])
+        files = list(op.call_files)[:FILES_PER_EPISODE]
+        if len(files) < FILES_PER_EPISODE:
+            seen = set(files)
+            files.extend([x for x in op.text_files if x not in seen][: FILES_PER_EPISODE - len(files)])
+        return Episode(number=op.number, part=op.part, first_seq=op.first_seq, last_seq=op.last_seq,
+                       events=op.events, topic=op.topic, files=tuple(self._file_names[i] for i in files),
+                       tools=tuple(op.tools), markers=op.markers, term_ids=tuple(terms), closed=closed)
+
+    def _close(self) -> None:
+        op = self._open
+        assert op is not None
+        ep = self._snapshot(op, closed=True)
+        self._closed.append(ep)
+        self._open = None
+        self._term_ids.extend(ep.term_ids)
+        self._term_indptr.extend([self._term_ids.size])
+        file_ids = [self._files[p] for p in ep.files]
+        self._file_ids.extend(file_ids)
+        self._file_indptr.extend([self._file_ids.size])
+        self._markers.extend([ep.markers])
+        self._last_seq.extend([ep.last_seq])
+
+    # ------------------------------------------------------------ reading
+    @property
+    def episodes(self) -> list[Episode]:
+        """Closed episodes then the open trailing segment (if any), in seq order."""
+        if self._open is None:
+            return list(self._closed)
+        return [*self._closed, self._snapshot(self._open, closed=False)]
+
+    def __len__(self) -> int:
+        return len(self._closed) + (self._open is not None)
+
+    def term_id(self, term: str) -> int | None:
+        """The dictionary id of ``term`` (``None`` when no episode has seen it)."""
+        return self._terms.get(term)
+
+    def _current_file_ids(self, current_files: Sequence[str]) -> list[int]:
+        """Ids of known files naming the same file as ``current_files`` (equal, or one a path
+        suffix of the other at a ``/`` boundary: ``src/a.py`` matches ``/repo/src/a.py``)."""
+        out: dict[int, None] = {}
+        for raw in current_files:
+            path = normalize_path(raw)
+            for fid in self._by_basename.get(path.rsplit("/", 1)[-1], ()):
+                known = self._file_names[fid]
+                if known == path or known.endswith("/" + path) or path.endswith("/" + known):
+                    out[fid] = None
+        return list(out)
+
+    def select(self, query_text: str, current_files: Sequence[str], now_seq: int, k: int = 16,
+               before_seq: int | None = None) -> list[Episode]:
+        """The ``k`` best episodes for a request, best first.
+
+        Scores with :func:`latch.hotpaths.score_episodes` (lexical overlap of
+        ``query_text``'s terms, overlap with ``current_files``, marker weights,
+        recency relative to ``now_seq``; ties by later ``last_seq``). With
+        ``before_seq``, only episodes entirely in the archival region
+        (``last_seq < before_seq``) are candidates. The open segment competes
+        like a closed one.
+        """
+        if k <= 0:
+            return []
+        n = len(self._closed) if before_seq is None else int(np.searchsorted(self._last_seq.view(), before_seq))
+        op = self._open
+        snap = None
+        if op is not None and (before_seq is None or op.last_seq < before_seq):
+            snap = self._snapshot(op, closed=False)
+        if n == 0 and snap is None:
+            return []
+        arrays = (self._term_indptr, self._term_ids, self._file_indptr, self._file_ids, self._markers, self._last_seq)
+        lengths = [n + 1, int(self._term_indptr.data[n]), n + 1, int(self._file_indptr.data[n]), n, n]
+        if snap is not None:
+            # scored as episode n; then every closed episode is a candidate, so n == len(self._closed)
+            # and staging past each array's committed size appends without committing
+            file_ids = [self._files[p] for p in snap.files]
+            staged = ([lengths[1] + len(snap.term_ids)], snap.term_ids, [lengths[3] + len(file_ids)], file_ids,
+                      [snap.markers], [snap.last_seq])
+            for i, (arr, values) in enumerate(zip(arrays, staged)):
+                arr.stage(values)
+                lengths[i] += len(values)
+        query_terms = sorted({tid for t in extract_terms(query_text) if (tid := self._terms.get(t)) is not None})
+        picked = hotpaths.score_episodes(
+            *(arr.data[:m] for arr, m in zip(arrays, lengths)),
+            np.asarray(query_terms, dtype=np.int64),
+            np.asarray(self._current_file_ids(current_files), dtype=np.int64), int(now_seq), int(k))
+        return [snap if (snap is not None and i == n) else self._closed[i] for i in map(int, picked)]
+
+    # ------------------------------------------------------------ rendering
+    @staticmethod
+    def render(entries: Sequence[Episode], estimate: Callable[[str], int], budget_tokens: int) -> str:
+        """The episode index section: one line per entry, never above ``budget_tokens``.
+
+        ``entries`` are in priority order (as :meth:`select` returns them);
+        ``estimate(text) -> tokens`` is the request's estimator. Entries are
+        taken best first while the text fits, then printed in seq order::
+
+            archival episodes (raw events by seq range; recall finds exact text):
+            episode #3 seq 120–188: fix the parser crash · files src/p.py · tools Bash, Edit · mutation
+
+        Returns ``""`` when not even one entry fits.
+        """
+        header = "archival episodes (raw events by seq range; recall finds exact text):"
+        if budget_tokens <= 0 or not entries:
+            return ""
+        used = estimate(header + "\n")
+        chosen: list[tuple[Episode, str]] = []
+        for ep in entries:
+            line = _render_line(ep)
+            cost = estimate(line + "\n")
+            if used + cost <= budget_tokens:
+                chosen.append((ep, line))
+                used += cost
+        while chosen:
+            ordered = sorted(chosen, key=lambda e: e[0].first_seq)
+            text = "\n".join([header, *(line for _, line in ordered)])
+            if estimate(text) <= budget_tokens:
+                return text
+            chosen.pop()  # a non-additive estimator: drop the lowest-priority entry and re-check
+        return ""
+
+
+def _render_line(ep: Episode) -> str:
+    topic = ep.topic if ep.part == 1 else f"{ep.topic} (part {ep.part})"
+    parts = [f"episode #{ep.number} seq {ep.first_seq}–{ep.last_seq}: {topic}"]
+    if ep.files:
+        shown = ", ".join(ep.files[:4])
+        parts.append(f"files {shown}" + (f" +{len(ep.files) - 4}" if len(ep.files) > 4 else ""))
+    if ep.tools:
+        shown = ", ".join(ep.tools[:6])
+        parts.append(f"tools {shown}" + (f" +{len(ep.tools) - 6}" if len(ep.tools) > 6 else ""))
+    if ep.markers:
+        parts.append(", ".join(ep.marker_names))
+    return " · ".join(parts)

@@ -1,0 +1,173 @@
+"""Deterministic recall of original events by FTS (spec: "Summaries are indexes, not truth").
+
+:func:`query_terms` turns request text (the latest user turn, the goal, open files, recent errors,
+an explicit query) into a bounded list of search terms: identifiers, paths, numbers and error
+codes first (*specific* terms), then content words of four or more characters (a small English
+stop list removed), then CJK bigrams (two-character CJK terms must match). :func:`recall` searches
+the archival region only (``seq < before_seq``: material no longer in the provider-visible epoch)
+with ``mode="or"``. A row *matches* when it holds a specific term or at least two of the other
+terms (one when the query has only one), so a lone common word never pulls a row in. It takes the
+newest matching rows first (a later revision wins over an older turn that repeats a term), at most
+:data:`RECALL_ROWS`, follows tool call ↔ result links so a recalled call brings its results and a
+recalled result its call, stops at the token bound, and returns the selection in chronological
+order. No embeddings; the same store and query always give the same events.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..events import AssistantMessage, ToolResult
+from .port import RecalledEvent, SessionReader
+
+__all__ = ["MAX_TERMS", "SEARCH_ROWS", "RECALL_ROWS", "PARTNER_WINDOW", "query_terms", "render_recalled", "recall"]
+
+MAX_TERMS = 24
+"""Search terms per query (OR-ed phrases)."""
+SEARCH_ROWS = 64
+"""FTS rows fetched per recall, newest first."""
+RECALL_ROWS = 12
+"""Matching rows recalled at most per recall (their call/result partners come on top)."""
+PARTNER_WINDOW = 512
+"""How far (in seq) a call and its result may lie apart and still be linked."""
+
+_STOP = frozenset("""
+about above after again against also been before being below between both could does doing down during each
+either else even ever every from have having here hers herself himself into itself just more most much must
+myself never only other ought ours ourselves over same shall should some such than that their theirs them
+themselves then there these they this those through under until very want what when where which while whom
+whose will with within without would your yours yourself yourselves please thanks thank okay sure done make
+made need needs like look looks using used file files code line lines work works working still again maybe
+""".split())
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_TOKEN = re.compile(r"[^\s\"'`()\[\]{}<>,;!?|=*]+")
+_WORD = re.compile(r"[^\W\d_]{4,32}")
+
+
+def _specific(tok: str) -> bool:
+    """Identifier-like: a path, dotted name, snake_case, an error code or a number of 3+ digits."""
+    core = tok.strip(".:-/#")
+    if len(core) < 3 or len(core) > 120:
+        return False
+    has_digit = any(c.isdigit() for c in core)
+    has_alpha = any(c.isalpha() for c in core)
+    if "/" in core or "_" in core or ("." in core and has_alpha):
+        return True
+    return has_digit and (has_alpha or len(core) >= 3)
+
+
+def query_terms(texts: Iterable[str], max_terms: int = MAX_TERMS) -> list[str]:
+    """Search terms from ``texts`` (in priority order), deduplicated case-insensitively, at most ``max_terms``."""
+    specific: list[str] = []
+    words: list[str] = []
+    cjk: list[str] = []
+    for text in texts:
+        if not text:
+            continue
+        text = text[:8192]
+        for run in _CJK_RUN.findall(text):
+            cjk.extend(run[i:i + 2] for i in range(len(run) - 1))
+        plain = _CJK_RUN.sub(" ", text)
+        for tok in _TOKEN.findall(plain):
+            tok = tok.strip(".:-#")
+            if _specific(tok):
+                specific.append(tok)
+        words.extend(w for w in _WORD.findall(plain) if w.lower() not in _STOP)
+    out: list[str] = []
+    seen: set[str] = set()
+    for t in (*specific, *words, *cjk):
+        k = t.lower()
+        if k not in seen:
+            seen.add(k)
+            out.append(t)
+            if len(out) >= max_terms:
+                break
+    return out
+
+
+def render_recalled(stored: Any) -> str:
+    """One recalled original as text: ``[seq N · kind] content`` (tool calls as ``name(arguments)``)."""
+    e, seq = stored.event, stored.seq
+    if stored.kind == "user_message":
+        body = e.text
+        head = "user (meta)" if e.is_meta else "user"
+    elif isinstance(e, AssistantMessage):
+        head = "assistant"
+        calls = [f"call {c.id} {c.name}({c.arguments})" for c in e.tool_calls]
+        body = "\n".join([e.text, *calls] if e.text else calls)
+    elif isinstance(e, ToolResult):
+        flags = "".join((" error" if e.is_error else "", " orphan" if e.orphan else "",
+                         " missing" if e.missing else ""))
+        head = f"tool result {e.call_id}{flags}"
+        body = e.content
+    else:
+        sub = getattr(e, "subtype", None)
+        head = f"{stored.kind} {sub}" if sub else stored.kind
+        body = e.searchable_text()
+    media = getattr(e, "media", ()) or ()
+    if media:
+        body += "".join(f"\n[{r.media_type} {r.sha256[:12]} {r.width or '?'}x{r.height or '?'}]" for r in media)
+    return f"[seq {seq} · {head}] {body}"
+
+
+def _partners(reader: SessionReader, stored: Any, before_seq: int) -> list[Any]:
+    """The linked events of ``stored`` inside the archival region (a call's results, a result's call)."""
+    e, seq = stored.event, stored.seq
+    if isinstance(e, AssistantMessage) and e.tool_calls:
+        ids = {c.id for c in e.tool_calls}
+        hi = min(seq + PARTNER_WINDOW, before_seq - 1)
+        found = [s for s in reader.events(after_seq=seq, until_seq=hi, kinds=("tool_result",))
+                 if s.event.call_id in ids and not s.event.orphan]
+        first: dict[str, Any] = {}
+        for s in found:
+            first.setdefault(s.event.call_id, s)
+        return sorted(first.values(), key=lambda s: s.seq)
+    if isinstance(e, ToolResult) and not e.orphan:
+        lo = max(0, seq - PARTNER_WINDOW)
+        calls = [s for s in reader.events(after_seq=lo, until_seq=seq - 1, kinds=("assistant_message",))
+                 if any(c.id == e.call_id for c in s.event.tool_calls)]
+        return calls[-1:]
+    return []
+
+
+def recall(reader: SessionReader, counter: Any, terms: Sequence[str], *, before_seq: int, limit_tokens: int,
+           until_seq: int | None = None, exclude: Iterable[int] = ()) -> list[RecalledEvent]:
+    """Recalled originals for ``terms`` from the archival region ``seq < before_seq``, chronological.
+
+    Newest matching rows first; a row is taken together with its call/result partners, or not at
+    all, while the total stays within ``limit_tokens`` (tokens of :func:`render_recalled` text by
+    ``counter.text``). Seqs in ``exclude`` (already recalled) are skipped.
+    """
+    if not terms or limit_tokens <= 0 or before_seq <= 1:
+        return []
+    hits = reader.search(" ".join(terms), limit=SEARCH_ROWS, before_seq=before_seq, until_seq=until_seq, mode="or")
+    specific = [t.lower() for t in terms if _specific(t)]
+    words = [t.lower() for t in terms if not _specific(t)]
+    need = min(2, len(words))
+    taken: dict[int, RecalledEvent] = {}
+    skip = set(exclude)
+    used = rows = 0
+    for hit in hits:
+        if rows >= RECALL_ROWS:
+            break
+        if hit.seq in taken or hit.seq in skip or hit.kind == "compaction_marker":
+            continue
+        text = hit.event.searchable_text().lower()
+        if not any(t in text for t in specific) and (not need or sum(w in text for w in words) < need):
+            continue
+        group = [hit, *(p for p in _partners(reader, hit, before_seq) if p.seq not in taken and p.seq not in skip)]
+        items = []
+        for s in group:
+            text = render_recalled(s)
+            items.append(RecalledEvent(seq=s.seq, kind=s.kind, text=text, tokens=counter.text(text + "\n")))
+        cost = sum(r.tokens for r in items)
+        if used + cost > limit_tokens:
+            continue
+        used += cost
+        rows += 1
+        for r in items:
+            taken[r.seq] = r
+    return [taken[s] for s in sorted(taken)]

@@ -1,0 +1,359 @@
+"""Conversation units, their provider-neutral rendering and token cost (spec: "Bounded materialization").
+
+A *unit* is the smallest piece of conversation a view may hold or drop:
+
+* a user message (``UserMessage``, meta or not);
+* an assistant message without tool calls (one with neither text nor calls is not provider-visible);
+* an assistant tool-call turn together with ALL its results, rendered as the assistant message and
+  then one ``tool`` message per call, in call order. User messages and orphan results that arrive
+  while the turn still waits for results are absorbed into it (rendered after the results), so a
+  provider never sees text between a call and its result. When the next assistant message arrives
+  before every result, the turn is closed with a ``[no result ...]`` error result per missing call;
+* a result whose call is unknown (``ToolResult.orphan``, an unknown ``call_id``, or a result that
+  arrives after its turn closed) becomes its own unit rendered as a user-role note, since a provider
+  rejects a tool message without its call.
+
+System notes, usage, markers and kernel events are not provider-visible conversation.
+
+A unit is *complete as of seq S* when its ``close_seq <= S``; units close in order, so the units
+complete as of any S are a prefix of the unit list. Token costs are estimated once per unit
+(:class:`TokenCounter`): message text, tool call names/arguments/ids, and image tokens from the
+:class:`~latch.events.MediaRef` dimensions.
+
+:func:`request_lines` is Latch's canonical serialization of a view (one canonical-JSON line for the
+system field, one for the tools, one per message): "each request is the previous one plus a new
+tail, byte for byte" is checked on these bytes. :func:`view_violations` is the protocol validator
+used by ``latch replay`` and the tests.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .. import hotpaths
+from ..events import AssistantMessage, MediaRef, ToolResult, UserMessage, canonical_bytes
+from .port import ContextView, ViewMessage, ViewToolCall
+
+__all__ = [
+    "MESSAGE_OVERHEAD_TOKENS",
+    "TOOL_CALL_OVERHEAD_TOKENS",
+    "UNKNOWN_IMAGE_TOKENS",
+    "HotpathEstimator",
+    "TokenCounter",
+    "resolve_estimator",
+    "Unit",
+    "UnitBuilder",
+    "message_line",
+    "request_lines",
+    "view_violations",
+]
+
+MESSAGE_OVERHEAD_TOKENS = 4
+"""Role and delimiters of one message (OpenAI's chat format spends 3-4 tokens per message)."""
+TOOL_CALL_OVERHEAD_TOKENS = 8
+"""Structure of one tool call or tool result (type, id/name/arguments keys)."""
+UNKNOWN_IMAGE_TOKENS = 1_600
+"""Fallback for an image without dimensions: the most a provider bills for one downscaled image."""
+
+
+class HotpathEstimator:
+    """Estimator on :func:`latch.hotpaths.estimate_tokens`, used when no estimator plugin is available.
+
+    ``image_tokens(width, height)`` takes the larger of Anthropic's ``w*h/750`` (capped at
+    :data:`UNKNOWN_IMAGE_TOKENS`) and OpenAI's high-detail tiling (85 + 170 per 512-px tile after
+    downscaling to 2048 and then 768 on the short side); unknown dimensions cost
+    :data:`UNKNOWN_IMAGE_TOKENS`.
+    """
+
+    def __init__(self, profile: str = "openai"):
+        self.profile = profile
+
+    def estimate(self, text: str) -> int:
+        return hotpaths.estimate_tokens(text, self.profile)
+
+    def image_tokens(self, width: int | None, height: int | None) -> int:
+        if not width or not height:
+            return UNKNOWN_IMAGE_TOKENS
+        anthropic = min(UNKNOWN_IMAGE_TOKENS, math.ceil(width * height / 750))
+        w, h = float(width), float(height)
+        if max(w, h) > 2048:
+            s = 2048 / max(w, h)
+            w, h = w * s, h * s
+        if min(w, h) > 768:
+            s = 768 / min(w, h)
+            w, h = w * s, h * s
+        openai = 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
+        return max(anthropic, openai)
+
+
+def resolve_estimator(model: str | None, estimator: Any = None) -> Any:
+    """``estimator`` if given, else ``latch.estimators.estimator_for_model(model)``, else :class:`HotpathEstimator`."""
+    if estimator is not None:
+        return estimator
+    try:
+        from ..estimators import estimator_for_model
+    except ImportError:
+        return HotpathEstimator()
+    return estimator_for_model(model)
+
+
+class TokenCounter:
+    """Uniform token costs over an estimator (tokens everywhere).
+
+    Accepts both estimator shapes in use: text via ``estimate(text)`` or ``count(text)``, images via
+    ``image_tokens(width, height)`` or ``image_tokens(media_ref)``. A non-image media reference
+    (a document) costs one token per 2 bytes, a conservative stand-in until the provider reports.
+    """
+
+    def __init__(self, estimator: Any):
+        self.estimator = estimator
+        text = getattr(estimator, "estimate", None) or getattr(estimator, "count", None)
+        if text is None or not hasattr(estimator, "image_tokens"):
+            raise TypeError(f"estimator {estimator!r} needs estimate(text)/count(text) and image_tokens(...)")
+        self.text = text
+        try:
+            arity = len(inspect.signature(estimator.image_tokens).parameters)
+        except (TypeError, ValueError):  # builtins without a signature: assume (width, height)
+            arity = 2
+        self._image_by_dims = arity >= 2
+
+    def media(self, ref: MediaRef) -> int:
+        if not ref.media_type.startswith("image/"):
+            return max(1, (ref.byte_size + 1) // 2)
+        if self._image_by_dims:
+            return int(self.estimator.image_tokens(ref.width, ref.height))
+        return int(self.estimator.image_tokens(ref))
+
+    def message(self, m: ViewMessage) -> int:
+        """Tokens of one provider-visible message (content, calls, ids, media, overhead)."""
+        t = MESSAGE_OVERHEAD_TOKENS + self.text(m.content)
+        for c in m.tool_calls:
+            t += TOOL_CALL_OVERHEAD_TOKENS + self.text(c.id) + self.text(c.name) + self.text(c.arguments)
+        if m.tool_call_id is not None:
+            t += TOOL_CALL_OVERHEAD_TOKENS + self.text(m.tool_call_id)
+        for ref in m.media:
+            t += self.media(ref)
+        return t
+
+    def image_tokens(self, m: ViewMessage) -> tuple[int, int]:
+        """``(image_count, image_tokens)`` of one message."""
+        refs = [r for r in m.media if r.media_type.startswith("image/")]
+        return len(refs), sum(self.media(r) for r in refs)
+
+    def tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
+        """Tokens of the tool schemas as serialized by :func:`request_lines`."""
+        return self.text(canonical_bytes(list(tools)).decode("utf-8")) if tools else 0
+
+
+class Unit:
+    """One conversation unit: ``messages`` (provider-neutral), the visible event ``seqs``, ``close_seq``.
+
+    ``user_turn`` is True for a non-meta user message (a user turn for span metrics).
+    ``tokens``/``msg_tokens``/``images`` are filled by :meth:`cost` (lazily: a long history is segmented without
+    estimating units that never reach a view).
+    """
+
+    __slots__ = ("first_seq", "close_seq", "seqs", "messages", "user_turn", "tokens", "msg_tokens", "images")
+
+    def __init__(self, first_seq: int, close_seq: int, seqs: tuple[int, ...], messages: tuple[ViewMessage, ...],
+                 user_turn: bool = False):
+        self.first_seq = first_seq
+        self.close_seq = close_seq
+        self.seqs = seqs
+        self.messages = messages
+        self.user_turn = user_turn
+        self.tokens = -1
+        self.msg_tokens: tuple[int, ...] = ()
+        self.images = (0, 0)
+
+    def cost(self, counter: TokenCounter) -> int:
+        """Estimated tokens of the unit (cached; ``msg_tokens`` per message), image tokens included."""
+        if self.tokens < 0:
+            self.msg_tokens = tuple(counter.message(m) for m in self.messages)
+            self.tokens = sum(self.msg_tokens)
+            n = t = 0
+            for m in self.messages:
+                c, k = counter.image_tokens(m)
+                n, t = n + c, t + k
+            self.images = (n, t)
+        return self.tokens
+
+    def __repr__(self) -> str:
+        return f"Unit(seqs={self.seqs}, close_seq={self.close_seq}, messages={len(self.messages)})"
+
+
+def _orphan_message(seq: int, r: ToolResult) -> ViewMessage:
+    name = f" ({r.name})" if r.name else ""
+    head = f"[result of tool call {r.call_id}{name}, whose call is not in this conversation]"
+    return ViewMessage(role="user", content=f"{head}\n{r.content}", media=r.media, seq=seq)
+
+
+def _tool_message(seq: int | None, call_id: str, r: ToolResult | None) -> ViewMessage:
+    if r is None:
+        return ViewMessage(role="tool", content="[no result: the turn ended before this call returned]",
+                           tool_call_id=call_id, is_error=True, seq=None)
+    return ViewMessage(role="tool", content=r.content, tool_call_id=call_id, is_error=r.is_error, media=r.media,
+                       seq=seq)
+
+
+def _user_message(seq: int, u: UserMessage) -> ViewMessage:
+    return ViewMessage(role="user", content=u.text, media=u.media, seq=seq)
+
+
+class _Turn:
+    """An assistant tool-call turn waiting for its results."""
+
+    __slots__ = ("seq", "msg", "results", "waiting", "absorbed", "seqs")
+
+    def __init__(self, seq: int, msg: AssistantMessage):
+        self.seq = seq
+        self.msg = msg
+        self.results: dict[str, tuple[int, ToolResult]] = {}
+        self.waiting = {c.id for c in msg.tool_calls}
+        self.absorbed: list[ViewMessage] = []
+        self.seqs = [seq]
+
+    def close(self, close_seq: int) -> Unit:
+        m = self.msg
+        msgs = [ViewMessage(role="assistant", content=m.text, seq=self.seq,
+                            tool_calls=tuple(ViewToolCall(c.id, c.name, c.arguments) for c in m.tool_calls))]
+        for c in m.tool_calls:
+            got = self.results.get(c.id)
+            msgs.append(_tool_message(got[0] if got else None, c.id, got[1] if got else None))
+        msgs.extend(self.absorbed)
+        return Unit(self.seq, close_seq, tuple(self.seqs), tuple(msgs))
+
+
+class UnitBuilder:
+    """Streaming segmentation of events into units (a deterministic state machine).
+
+    :meth:`feed` takes events in seq order and returns the units they complete. The state at a
+    unit boundary is empty, so segmenting from any unit's first seq gives the same units as
+    segmenting from the start (resume loads only the current cache epoch).
+    """
+
+    def __init__(self) -> None:
+        self._turn: _Turn | None = None
+
+    @property
+    def pending_seq(self) -> int | None:
+        """First seq of the tool-call turn still waiting for results, or ``None``."""
+        return self._turn.seq if self._turn is not None else None
+
+    def feed(self, stored: Any) -> list[Unit]:
+        """Accept one stored event (``seq``, ``event``); return the units it completes (0, 1 or 2)."""
+        seq, ev = stored.seq, stored.event
+        turn = self._turn
+        if isinstance(ev, AssistantMessage):
+            out: list[Unit] = []
+            if turn is not None:  # the next response came before every result: close with placeholders
+                out.append(turn.close(seq))
+                self._turn = None
+            if ev.tool_calls:
+                self._turn = _Turn(seq, ev)
+            elif ev.text:
+                out.append(Unit(seq, seq, (seq,), (ViewMessage(role="assistant", content=ev.text, seq=seq),)))
+            return out
+        if isinstance(ev, ToolResult):
+            if turn is not None and not ev.orphan and ev.call_id in turn.waiting:
+                turn.waiting.discard(ev.call_id)
+                turn.results[ev.call_id] = (seq, ev)
+                turn.seqs.append(seq)
+                if not turn.waiting:
+                    self._turn = None
+                    return [turn.close(seq)]
+                return []
+            if turn is not None:
+                turn.absorbed.append(_orphan_message(seq, ev))
+                turn.seqs.append(seq)
+                return []
+            return [Unit(seq, seq, (seq,), (_orphan_message(seq, ev),))]
+        if isinstance(ev, UserMessage):
+            if turn is not None:
+                turn.absorbed.append(_user_message(seq, ev))
+                turn.seqs.append(seq)
+                return []
+            return [Unit(seq, seq, (seq,), (_user_message(seq, ev),), user_turn=not ev.is_meta)]
+        return []
+
+    def feed_all(self, stored_events: Iterable[Any]) -> list[Unit]:
+        out: list[Unit] = []
+        for s in stored_events:
+            out.extend(self.feed(s))
+        return out
+
+
+# ------------------------------------------------------------------ canonical serialization
+def message_line(m: ViewMessage) -> bytes:
+    """Canonical JSON of the provider-visible fields of one message (no ``kind``/``seq``)."""
+    d: dict[str, Any] = {"role": m.role, "content": m.content}
+    if m.tool_calls:
+        d["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls]
+    if m.tool_call_id is not None:
+        d["tool_call_id"] = m.tool_call_id
+    if m.is_error:
+        d["is_error"] = True
+    if m.media:
+        d["media"] = [{"sha256": r.sha256, "media_type": r.media_type, "byte_size": r.byte_size,
+                       "width": r.width, "height": r.height} for r in m.media]
+    return canonical_bytes(d)
+
+
+def header_lines(system: str, tools: Sequence[Mapping[str, Any]]) -> list[bytes]:
+    return [canonical_bytes({"system": system}), canonical_bytes({"tools": list(tools)})]
+
+
+def request_lines(view: ContextView) -> list[bytes]:
+    """Latch's canonical serialization of a request: system line, tools line, one line per message.
+
+    ``b"\\n".join(lines) + b"\\n"`` is the request's byte string; within a cache epoch each
+    request's bytes start with the previous request's bytes.
+    """
+    return header_lines(view.system, view.tools) + [message_line(m) for m in view.messages]
+
+
+# ------------------------------------------------------------------ protocol validation
+def view_violations(messages: Sequence[ViewMessage], units: Mapping[int, Unit] | None = None) -> list[str]:
+    """Pairing, ordering and whole-unit violations of a view's messages (``[]`` when valid).
+
+    * every assistant tool call is answered by the ``tool`` messages right after it, in call order;
+    * no ``tool`` message without its call (an orphan), no duplicate answer;
+    * with ``units`` (``{seq: unit}`` over the session), every unit that has a conversation message
+      in the view has all of them (no split unit).
+    """
+    out: list[str] = []
+    i, n = 0, len(messages)
+    while i < n:
+        m = messages[i]
+        if m.role == "tool":
+            out.append(f"message {i}: tool result {m.tool_call_id!r} without its call (orphan)")
+            i += 1
+            continue
+        if m.role == "assistant" and m.tool_calls:
+            for j, call in enumerate(m.tool_calls):
+                k = i + 1 + j
+                if k >= n or messages[k].role != "tool":
+                    out.append(f"message {i}: tool call {call.id!r} ({call.name}) is not answered (orphan call)")
+                    break
+                if messages[k].tool_call_id != call.id:
+                    out.append(f"message {k}: result {messages[k].tool_call_id!r} where call {call.id!r} "
+                               f"was expected (call order)")
+            i += 1 + len(m.tool_calls)
+            continue
+        i += 1
+    if units is not None:
+        present: dict[int, set[int]] = {}
+        for m in messages:
+            if m.kind == "conversation" and m.seq is not None and m.seq in units:
+                u = units[m.seq]
+                present.setdefault(id(u), set()).add(m.seq)
+        by_id = {id(u): u for u in units.values()}
+        for uid, seen in present.items():
+            u = by_id[uid]
+            missing = [s for s in u.seqs if s not in seen]
+            if missing:
+                out.append(f"unit seq {u.first_seq}..{u.close_seq} is split: seqs {missing} missing from the view")
+    return out

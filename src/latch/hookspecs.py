@@ -1,0 +1,104 @@
+"""Every ``latch_*`` hook a plugin can implement (pluggy project name ``"latch"``).
+
+A plugin is a module (or object) whose functions are marked with
+:data:`hookimpl` and named after a hook below; it is found through the
+entry-point group ``latch`` (see :mod:`latch.plugins`). Built-ins register
+through these same hooks. ``docs/plugins.md`` has one section per hook.
+
+The ``latch_register_*`` hooks return a list of *classes*, each carrying a
+``PLUGIN_NAME`` (a non-empty ``str``) unique within its kind; a duplicate name
+is a :class:`latch.plugins.PluginError` naming both plugins. What a class must
+provide besides ``PLUGIN_NAME`` depends on the kind (see each hook).
+
+Example::
+
+    from latch.hookspecs import hookimpl
+
+    @hookimpl
+    def latch_register_engines():
+        return [KeepLastUnits]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:  # pragma: no cover
+    import click
+
+__all__ = ["PROJECT_NAME", "hookspec", "hookimpl"]
+
+PROJECT_NAME = "latch"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+@hookspec
+def latch_register_engines() -> list[type]:
+    """Context engines (spec: "Port boundary").
+
+    Each class has ``PLUGIN_NAME`` (the name ``--engine`` and ``[engine] name``
+    select) and a classmethod ``factory(profile: EngineProfile) -> ContextEngine``
+    that builds the engine for one session; that bound classmethod is the
+    engine's :data:`~latch.engine.port.ContextEngineFactory`. Optional
+    ``DESCRIPTION`` (one line).
+    """
+
+
+@hookspec
+def latch_register_estimators() -> list[type]:
+    """Token estimators.
+
+    Each class has ``PLUGIN_NAME``, a no-argument constructor, ``count(text: str)
+    -> int`` (tokens) and ``image_tokens(media: MediaRef) -> int`` (tokens).
+    Optional ``DESCRIPTION``.
+    """
+
+
+@hookspec
+def latch_register_providers() -> list[type]:
+    """Provider adapters (wire formats such as ``openai`` and ``anthropic``).
+
+    Each class has ``PLUGIN_NAME``; the rest of the contract is
+    :mod:`latch.providers`'. Optional ``DESCRIPTION``.
+    """
+
+
+@hookspec
+def latch_register_importers() -> list[type]:
+    """Transcript importers (the contract is :class:`latch.importers.base.Importer`).
+
+    ``PLUGIN_NAME`` is the format name ``--format`` selects.
+    """
+
+
+@hookspec
+def latch_register_uis() -> list[type]:
+    """User interfaces (terminal, web, ...). Each class has ``PLUGIN_NAME`` and optional ``DESCRIPTION``."""
+
+
+@hookspec
+def latch_register_commands(cli: "click.Group") -> None:
+    """Add subcommands to the ``latch`` click group ``cli`` (``cli.command()`` / ``cli.add_command``)."""
+
+
+@hookspec(firstresult=True)
+def latch_select_estimator(model: str | None) -> Any | None:
+    """Pick the estimator *instance* for ``model`` (a provider model id, or ``None``).
+
+    The first non-``None`` answer wins; return ``None`` to pass. The built-in
+    implementation runs last and always answers with the heuristic estimator for
+    the model's profile.
+    """
+
+
+@hookspec(historic=True)
+def latch_configure(config: Mapping[str, Any]) -> None:
+    """Receive the effective configuration (the parsed ``latch.toml`` as a mapping).
+
+    Historic: a plugin registered after the host called it is still called once.
+    """

@@ -1,0 +1,423 @@
+"""Aider ``.aider.chat.history.md`` importer (FORMATS.md §8, §13).
+
+One file → ONE Latch session. Aider appends every run to the same file; each
+``# aider chat started at <local time>`` header becomes
+``SystemNote(subtype="session_start")`` (``ts`` = the header's time, the only
+timestamp in the format), so one import keeps the whole project history in
+order, and re-importing an unchanged file adds nothing. (``import_file`` takes
+one ``ParsedSession`` per file.) The file has no ids: ``external_key`` is
+``"aider:sha256:<content hash>"``, so a file that grew since its last import
+imports as a new session.
+
+How aider writes the file (``aider/io.py``) drives the parse, line by line
+(``source_ref`` ``"line:<n>"``, 1-based):
+
+* ``#### <text>  ``: user input, one prefixed line per input line. Consecutive
+  ``####`` lines are ONE ``UserMessage`` (slash commands such as ``/add``,
+  ``/run``, ``/undo`` included: the user typed them).
+* ``> <text>  ``: aider/tool output. A multi-line message is prefixed on its first
+  line only and ends at the line carrying the two trailing spaces (e.g. the
+  "SEARCH/REPLACE block failed to match" report).
+* everything else is assistant text; each block between user/output lines is ONE
+  ``AssistantMessage`` (architect and editor replies are separate blocks).
+  ``<thinking-content-…>`` … ``</thinking-content-…>`` sets
+  ``reasoning_reported`` and its text is dropped.
+
+Output lines are classified:
+
+* ``Tokens: 9.7k sent[, 1.2k cache write][, 5k cache hit], 85 received. …`` →
+  the ``Usage`` of the preceding response (a line with no response text before
+  it gets an empty ``AssistantMessage``: it still was a model request). The
+  values are aider's rounded display (``9.7k`` = 9,650–9,749; ``12k`` =
+  11,500–12,499; under 1,000 exact). "sent" is the whole prompt (aider adds the
+  cache writes to LiteLLM's ``prompt_tokens``, which holds the cache reads), so
+  ``input_tokens = sent - cache hit - cache write`` (floored at 0: rounding).
+  ``model`` is ``None`` and ``meta["usage_rounded"]`` is true: the figures are
+  approximate (±5% at most) and, when the provider returned no usage, aider's
+  own token count.
+* ``Applied edit to <path>`` and the edit-failure report answer the preceding
+  response's edits. Every SEARCH/REPLACE block whose outcome aider reported
+  becomes ``ToolCall(name="edit", arguments={path, search, replace})`` (id
+  ``"edit-L<n>"``, ``n`` = the ``<<<<<<< SEARCH`` line); its result is the
+  ``Applied edit to …`` line, or the failure report (``is_error=True``) for a
+  block that failed to match. Blocks that passed in a partly failed batch are
+  applied by aider but only mentioned in the report: their result reads
+  ``Applied edit to <path>``. An applied file with no SEARCH/REPLACE block
+  (``whole`` format) gets ``arguments={path, content}`` from the fenced block
+  aider took it from (``{path}`` alone when that block cannot be found). The
+  blocks that became calls are cut from the assistant text (the call carries
+  them); blocks with no reported outcome (ask mode, declined, interrupted) stay
+  text.
+* ``litellm.…Error: …`` → ``SystemNote(subtype="api_error")``.
+* anything else → ``SystemNote(subtype="aider_output")`` (consecutive lines
+  joined). ``/run`` output is not in the file (aider prints it only to the
+  terminal), so ``/run`` and its "Add … tokens of command output to the chat?"
+  confirmation stay a user message and an ``aider_output`` note: no model
+  request issued that command, so no tool call is invented.
+
+``workspace`` is the first ``Cur working dir:`` (else ``Git working dir:``)
+reported; ``AssistantMessage.model`` is the session's ``Model:``/``Main model:``.
+Malformed input: an empty file, binary junk, invalid UTF-8, or text with
+neither a session header nor a ``####`` line raises ``TranscriptError``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..events import SystemNote, ToolCall, Usage, UserMessage
+from .base import Importer, ParsedSession, TranscriptError, content_key, decode_text
+from ._common import SessionBuilder, head_text
+
+__all__ = ["AiderImporter", "IMPORTERS"]
+
+_HEADER = "# aider chat started at "
+_THINK_OPEN = re.compile(r"^\s*<thinking-content-([0-9a-f]+)>")
+_TOKENS = re.compile(r"^Tokens: (?P<sent>[\d.]+[kM]?) sent"
+                     r"(?:, (?P<write>[\d.]+[kM]?) cache write)?(?:, (?P<hit>[\d.]+[kM]?) cache hit)?"
+                     r", (?P<received>[\d.]+[kM]?) received\.")
+_APPLIED = "Applied edit to "
+_FAILED = re.compile(r"^# \d+ SEARCH/REPLACE blocks? failed to match!")
+_NO_MATCH = re.compile(r"^## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in (.+)$")
+_API_ERROR = re.compile(r"^litellm\.\w*(Error|Exception)\b")
+_MODEL = re.compile(r"^(?:Main model|Model): (\S+) with ")
+_SEARCH = re.compile(r"^<{5,9} SEARCH\s*$")
+_DIVIDER = re.compile(r"^={5,9}\s*$")
+_REPLACE = re.compile(r"^>{5,9} REPLACE\s*$")
+_FENCE = ("```", "````")
+
+
+@dataclass
+class _Item:
+    """One block of the file: ``kind`` is header, user, output or assistant; lines are 0-based, inclusive."""
+
+    kind: str
+    start: int
+    end: int
+    text: str
+    reasoning: bool = False
+    rows: list[tuple[int, str]] = field(default_factory=list)  # assistant: (file line index, text), thinking cut
+
+
+@dataclass
+class _Block:
+    """One edit block in an assistant reply (lines relative to the reply's text)."""
+
+    path: str
+    args: dict
+    first: int
+    last: int
+    line_no: int          # 1-based file line of the block's marker (call id)
+
+
+@dataclass
+class _Turn:
+    """A response and the output lines that follow it, until the next user/assistant/header block."""
+
+    reply: _Item | None
+    outputs: list[_Item] = field(default_factory=list)
+
+
+def _is_user(line: str) -> bool:
+    return line.startswith("####") and (len(line) == 4 or line[4] == " ") and line.endswith("  ")
+
+
+def _is_output(line: str) -> bool:
+    return line.startswith("> ") or line.rstrip() == ">"
+
+
+def _boundary(line: str) -> bool:
+    """A line that ends an assistant block: a session header, user input or (single-line-terminated) output."""
+    return line.startswith(_HEADER) or _is_user(line) or (_is_output(line) and line.endswith("  "))
+
+
+def _tokens(value: str) -> int:
+    scale = {"k": 1_000, "M": 1_000_000}.get(value[-1], 1)
+    return round(float(value.rstrip("kM")) * scale)
+
+
+def _norm(path: str) -> str:
+    p = path.strip().replace("\\", "/")
+    while p.startswith("./"):
+        p = p[2:]
+    return p
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Paths equal, or one is a suffix of the other on a path boundary (cwd vs repo-root relative)."""
+    a, b = _norm(a), _norm(b)
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+def _clean_name(line: str) -> str:
+    """A file name line as aider reads it (``strip_filename``: markdown decoration removed)."""
+    name = line.strip()
+    for fence in _FENCE[::-1]:
+        if name.startswith(fence):
+            name = name[len(fence):]
+            break
+    return name.rstrip(":").lstrip("#").strip().strip("`").strip("*").strip()
+
+
+def _scan(path: Path, lines: list[str]) -> list[_Item]:
+    """Split the file into header, user, output and assistant blocks."""
+    items: list[_Item] = []
+    n, i = len(lines), 0
+    while i < n:
+        line = lines[i]
+        if line.startswith(_HEADER):
+            items.append(_Item("header", i, i, line[2:].strip()))
+            i += 1
+        elif _is_user(line):
+            start = i
+            while i < n and _is_user(lines[i]):
+                i += 1
+            items.append(_Item("user", start, i - 1, "\n".join(u[5:].rstrip() for u in lines[start:i])))
+        elif _is_output(line) and (line.endswith("  ") or (items and items[-1].kind == "output"
+                                                            and items[-1].end == i - 1)):
+            start, body = i, [line[2:]]
+            while not lines[i].endswith("  ") and i + 1 < n and not lines[i + 1].startswith(_HEADER):
+                i += 1
+                body.append(lines[i])
+            items.append(_Item("output", start, i, "\n".join(body).strip()))
+            i += 1
+        else:
+            start, rows, reasoning = None, [], False  # start: the first line holding text or thinking
+            while i < n and not _boundary(lines[i]):
+                if start is None and lines[i].strip():
+                    start = i
+                m = _THINK_OPEN.match(lines[i])
+                if m:  # skip to the closing tag, or to the block's end when the reply was interrupted
+                    close, reasoning = f"</thinking-content-{m.group(1)}>", True
+                    while i < n and not _boundary(lines[i]) and close not in lines[i]:
+                        i += 1
+                    i += i < n and close in lines[i]
+                    continue
+                rows.append((i, lines[i]))
+                i += 1
+            while rows and not rows[-1][1].strip():
+                rows.pop()
+            while rows and not rows[0][1].strip():
+                rows.pop(0)
+            if start is not None:
+                items.append(_Item("assistant", start, i - 1, "\n".join(t for _, t in rows), reasoning, rows))
+    if not any(it.kind in ("header", "user") for it in items):
+        raise TranscriptError(path, "line 1", "not an aider chat history: no '# aider chat started at' header "
+                                              "and no '#### ' user lines")
+    return items
+
+
+def _search_replace_blocks(rows: list[tuple[int, str]]) -> list[_Block]:
+    """SEARCH/REPLACE blocks of a reply's rows (aider's ``find_original_update_blocks`` reading)."""
+    lines = [t for _, t in rows]
+    blocks: list[_Block] = []
+    i, last_path = 0, None
+    while i < len(lines):
+        if not _SEARCH.match(lines[i]):
+            i += 1
+            continue
+        div = next((j for j in range(i + 1, len(lines)) if _DIVIDER.match(lines[j])), None)
+        end = None if div is None else next((j for j in range(div + 1, len(lines)) if _REPLACE.match(lines[j])), None)
+        if end is None:
+            break
+        first, name = i, None
+        for back in (1, 2):
+            if i - back < 0:
+                break
+            prev = lines[i - back]
+            if prev.startswith(_FENCE):
+                first = i - back
+                continue
+            if prev.strip():
+                name, first = _clean_name(prev), i - back
+                if i - back - 1 >= 0 and lines[i - back - 1].startswith(_FENCE) and back == 1:
+                    first = i - back - 1
+            break
+        name = name or last_path
+        last = end + 1 if end + 1 < len(lines) and lines[end + 1].startswith(_FENCE) else end
+        if name:
+            search, replace = "\n".join(lines[i + 1:div]), "\n".join(lines[div + 1:end])
+            blocks.append(_Block(name, {"path": name, "search": search, "replace": replace}, first, last,
+                                 rows[i][0] + 1))
+            last_path = name
+        i = end + 1
+    return blocks
+
+
+def _whole_file_blocks(rows: list[tuple[int, str]]) -> list[_Block]:
+    """Fenced blocks preceded by a file name line (aider's ``whole`` edit format: fences toggle)."""
+    lines = [t for _, t in rows]
+    blocks: list[_Block] = []
+    opened: tuple[str, int] | None = None
+    for i, line in enumerate(lines):
+        if not line.startswith(_FENCE):
+            continue
+        if opened is not None:
+            name, start = opened
+            blocks.append(_Block(name, {"path": name, "content": "\n".join(lines[start + 2:i])}, start, i,
+                                 rows[start + 1][0] + 1))
+            opened = None
+        elif i > 0 and (name := _clean_name(lines[i - 1])):
+            opened = (name, i - 1)
+    return blocks
+
+
+def _failed_blocks(report: str) -> list[tuple[str, str]]:
+    """``(path, search text)`` of each block an edit-failure report names."""
+    out, lines = [], report.split("\n")
+    for i, line in enumerate(lines):
+        m = _NO_MATCH.match(line)
+        if m and i + 1 < len(lines) and _SEARCH.match(lines[i + 1]):
+            end = next((j for j in range(i + 2, len(lines)) if _DIVIDER.match(lines[j])), len(lines))
+            out.append((m.group(1).strip(), "\n".join(lines[i + 2:end])))
+    return out
+
+
+class AiderImporter(Importer):
+    """Aider chat history markdown (``.aider.chat.history.md``)."""
+
+    PLUGIN_NAME = "aider"
+    DESCRIPTION = "Aider chat history markdown (.aider.chat.history.md), all sessions of the file"
+
+    def sniff(self, path: Path, head: bytes) -> int:
+        text = head_text(head)
+        if text.lstrip("\n").startswith(_HEADER) or path.name.endswith(".aider.chat.history.md"):
+            return 95
+        if "\n" + _HEADER in text:
+            return 80
+        if path.suffix in (".md", ".markdown", ".txt") and any(_is_user(u) for u in text.split("\n")):
+            return 60
+        return 0
+
+    def parse(self, path: Path, data: bytes) -> ParsedSession:
+        lines = decode_text(path, data).replace("\r\n", "\n").split("\n")
+        items = _scan(path, lines)
+        b = SessionBuilder(path, self.PLUGIN_NAME)
+        model: str | None = None
+        workspace: dict[str, str] = {}
+        turn: _Turn | None = None
+        for item in items:
+            ref = f"line:{item.start + 1}"
+            if item.kind == "output":
+                m = _MODEL.match(item.text)
+                if m:
+                    model = m.group(1)
+                for key in ("Cur working dir: ", "Git working dir: "):
+                    if item.text.startswith(key):
+                        workspace.setdefault(key, item.text[len(key):].strip())
+                if turn is None:
+                    turn = _Turn(None)
+                turn.outputs.append(item)
+                continue
+            self._flush(b, turn, model)
+            turn = None
+            if item.kind == "assistant":
+                turn = _Turn(item)
+            elif item.kind == "user":
+                b.close_open("the next user message arrived first")
+                b.add(UserMessage(text=item.text), ref, None)
+            else:
+                model = None
+                b.close_open("aider restarted before the result")
+                b.add(SystemNote(text=item.text, subtype="session_start"), ref,
+                      item.text.removeprefix(_HEADER[2:]).strip())
+        self._flush(b, turn, model)
+        ws = workspace.get("Cur working dir: ") or workspace.get("Git working dir: ")
+        meta = {"sessions": sum(it.kind == "header" for it in items), "usage_rounded": True}
+        return b.finish(external_key=f"{self.PLUGIN_NAME}:sha256:{content_key(data)}", workspace=ws, meta=meta)
+
+    def _flush(self, b: SessionBuilder, turn: _Turn | None, model: str | None) -> None:
+        """Emit one turn: the response (with its edit calls), its usage, edit results, then notes."""
+        if turn is None:
+            return
+        reply, outputs = turn.reply, turn.outputs
+        usage_lines = [o for o in outputs if _TOKENS.match(o.text)]
+        used: set[int] = set()
+        slot = None
+        if reply is not None or usage_lines:
+            text, calls, results = reply.text if reply else "", [], []
+            if reply is not None:
+                text, calls, results, used = _edits(reply, outputs)
+            b.close_open("the next model request started first")
+            slot = b.assistant(f"line:{(reply or usage_lines[0]).start + 1}", None, text=text, calls=calls,
+                               reasoning=bool(reply and reply.reasoning), model=model)
+            for call_id, content, is_error, ref in results:
+                b.result(call_id, content, ref, None, is_error=is_error)
+        notes: list[_Item] = []
+
+        def flush_notes() -> None:
+            if notes:
+                b.add(SystemNote(text="\n".join(o.text for o in notes), subtype="aider_output"),
+                      f"line:{notes[0].start + 1}", None)
+                notes.clear()
+
+        for o in outputs:
+            m = _TOKENS.match(o.text)
+            if m:
+                sent, received = _tokens(m["sent"]), _tokens(m["received"])
+                hit = _tokens(m["hit"]) if m["hit"] else None
+                write = _tokens(m["write"]) if m["write"] else None
+                usage = Usage(input_tokens=max(sent - (hit or 0) - (write or 0), 0), output_tokens=received,
+                              cache_read_tokens=hit, cache_write_tokens=write)
+                if slot is None or slot.usage is not None:  # a further request with no reply text
+                    flush_notes()
+                    b.close_open("the next model request started first")
+                    slot = b.assistant(f"line:{o.start + 1}#request", None, model=model)
+                b.set_usage(slot, usage, f"line:{o.start + 1}", None)
+            elif id(o) in used:
+                continue
+            elif _API_ERROR.match(o.text):
+                flush_notes()
+                b.add(SystemNote(text=o.text, subtype="api_error"), f"line:{o.start + 1}", None)
+            else:
+                notes.append(o)
+        flush_notes()
+
+
+def _edits(reply: _Item,
+           outputs: list[_Item]) -> tuple[str, list[ToolCall], list[tuple[str, str, bool, str]], set[int]]:
+    """Edit calls of ``reply`` whose outcome ``outputs`` report.
+
+    Returns the reply text without the blocks that became calls, the calls,
+    their results ``(call id, content, is_error, source_ref)`` and the ``id()``
+    of the output items consumed as results.
+    """
+    applied = [o for o in outputs if o.text.startswith(_APPLIED)]
+    failure = next((o for o in outputs if _FAILED.match(o.text)), None)
+    if not applied and failure is None:
+        return reply.text, [], [], set()
+    blocks = _search_replace_blocks(reply.rows)
+    failed = _failed_blocks(failure.text) if failure else []
+    chosen: list[tuple[_Block, _Item, bool, str]] = []   # block, outcome line, is_error, result content
+    for blk in blocks:
+        hit = next((o for o in applied if _same_file(o.text[len(_APPLIED):], blk.path)), None)
+        if failure is not None and (not failed or any(
+                _same_file(p, blk.path) and srch.strip() == blk.args["search"].strip() for p, srch in failed)):
+            chosen.append((blk, failure, True, failure.text))
+        elif hit is not None:
+            chosen.append((blk, hit, False, hit.text))
+        elif failure is not None:  # passed in a partly failed batch: applied, reported only in the failure
+            chosen.append((blk, failure, False, f"{_APPLIED}{blk.path}"))
+    whole = _whole_file_blocks(reply.rows)
+    for o in applied:
+        target = o.text[len(_APPLIED):]
+        if any(_same_file(target, blk.path) for blk in blocks):
+            continue
+        blk = next((w for w in whole if _same_file(w.path, target)), None)
+        chosen.append((blk or _Block(target, {"path": target}, -1, -2, o.start + 1), o, False, o.text))
+    chosen.sort(key=lambda c: c[0].line_no)
+    drop = {i for blk, *_ in chosen for i in range(blk.first, blk.last + 1)}
+    kept = "\n".join(t for i, (_, t) in enumerate(reply.rows) if i not in drop)
+    calls, results = [], []
+    for blk, outcome, is_error, content in chosen:
+        call = ToolCall(id=f"edit-L{blk.line_no}", name="edit", arguments=json.dumps(blk.args, ensure_ascii=False))
+        calls.append(call)
+        results.append((call.id, content, is_error, f"line:{outcome.start + 1}"))
+    used = {id(o) for _, o, _, _ in chosen}
+    return re.sub(r"\n{3,}", "\n\n", kept).strip("\n"), calls, results, used
+
+
+IMPORTERS = [AiderImporter]

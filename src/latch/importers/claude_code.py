@@ -1,0 +1,400 @@
+"""Claude Code session JSONL (``~/.claude/projects/<cwd>/<sessionId>.jsonl``), FORMATS.md section 1.
+
+Conversation order is the ``uuid``/``parentUuid`` tree, not file order: the
+importer keeps the *active branch*, the path from the last conversational line
+back to the root, continuing across ``compact_boundary`` lines through
+``logicalParentUuid``. Results of parallel tool calls hang off their own
+``tool_use`` line (a side branch), so an off-branch ``tool_result`` line that
+answers a call on the branch is kept too. Sidechain lines (``isSidechain``) are a
+sub-agent's own transcript, not the main conversation; a file holding only
+sidechain lines (``subagents/agent-<id>.jsonl``) imports as that sub-agent.
+
+Mapping:
+
+* assistant lines sharing ``message.id`` → one :class:`AssistantMessage`
+  (``thinking`` blocks set ``reasoning_reported``); the usage of the group's last
+  line → one :class:`Usage` (never summed; an all-zero usage, as written by
+  third-party models behind a proxy, is treated as not reported);
+* ``tool_result`` blocks → :class:`ToolResult` (``is_error``; ``exit_code`` from
+  ``Exit code N``); ``Task``/``Agent`` calls → :class:`SubagentMarker`;
+* user text → :class:`UserMessage` (``isMeta``, interrupt notices, local-command
+  output and task notifications are ``is_meta``); images → artifacts;
+* ``system/compact_boundary`` (+ its ``isCompactSummary`` line) →
+  :class:`CompactionMarker`; ``system/api_error`` and synthetic
+  ``isApiErrorMessage`` assistant lines → ``SystemNote(subtype="api_error")``;
+  ``turn_duration`` is telemetry and skipped; other system lines with text →
+  ``SystemNote(subtype=<subtype>)``;
+* ``attachment`` lines the model saw as injected context (``file``,
+  ``edited_text_file``) → ``UserMessage(is_meta=True)``; a ``queued_command`` is a
+  prompt the user typed while the agent was busy → ``UserMessage``; other
+  attachments and bookkeeping lines (``progress``, ``file-history-snapshot``,
+  ``queue-operation``, ``permission-mode``...) are not conversation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..events import CompactionMarker, MediaRef, SubagentMarker, SystemNote, ToolCall, UserMessage
+from .base import Importer, ParsedSession, TranscriptError, decode_text, iter_jsonl
+from ._common import (AssistantSlot, Loc, SessionBuilder, anthropic_usage, content_hash_key, decode_base64, dump_json,
+                      head_jsonl, head_text)
+
+__all__ = ["ClaudeCodeImporter", "IMPORTERS"]
+
+FORMAT = "claude-code"
+_CONVERSATION = ("user", "assistant", "system")
+_TREE_TYPES = _CONVERSATION + ("attachment", "progress")
+_BOOKKEEPING = ("file-history-snapshot", "queue-operation", "permission-mode", "mode", "last-prompt", "ai-title",
+                "summary", "custom-title")
+_SUBAGENT_TOOLS = ("Task", "Agent")
+_META_PREFIXES = ("<local-command-stdout>", "<local-command-stderr>", "<local-command-caveat>", "<task-notification>",
+                  "<system-reminder>", "[Request interrupted by user")
+_EXIT_CODE = re.compile(r"\AExit code (-?\d+)")
+_PARTIAL_LINE = (re.compile(r'"sessionId"\s*:\s*"'), re.compile(r'"uuid"\s*:\s*"'),
+                 re.compile(r'"type"\s*:\s*"(user|assistant|system)"'))
+
+
+@dataclass
+class _Line:
+    n: int
+    type: str
+    obj: dict
+    uuid: str | None
+    parent: str | None
+    logical_parent: str | None
+    sidechain: bool
+    ts: str | None
+    content: Any = None  # user/assistant message.content (validated)
+
+
+class ClaudeCodeImporter(Importer):
+    """Claude Code session JSONL → Latch events (active branch only)."""
+
+    PLUGIN_NAME = FORMAT
+    DESCRIPTION = "Claude Code session JSONL (~/.claude/projects/<project>/<session>.jsonl)"
+
+    def sniff(self, path: Path, head: bytes) -> int:
+        """95 for JSONL lines with ``type``/``uuid``/``sessionId``/``message``; 60 for only bookkeeping lines.
+
+        A first line longer than the head (lines reach 84 KB) scores 70 when it reads like a conversation line.
+        """
+        lines = head_jsonl(head)
+        if not lines:
+            first = head_text(head).lstrip()
+            return 70 if first.startswith("{") and all(m.search(first) for m in _PARTIAL_LINE) else 0
+        if any("payload" in o for o in lines):
+            return 0
+        if any(o.get("type") in ("user", "assistant") and "uuid" in o and "sessionId" in o and "message" in o
+               for o in lines):
+            return 95
+        if all(o.get("type") in _BOOKKEEPING + _TREE_TYPES and ("sessionId" in o or "messageId" in o or "leafUuid" in o)
+               for o in lines):
+            return 60
+        return 0
+
+    def parse(self, path: Path, data: bytes) -> ParsedSession:
+        """Parse the whole file; ``TranscriptError`` names the line and field of the first problem."""
+        text = decode_text(path, data)
+        lines: list[_Line] = []
+        session_id = cwd = version = branch = None
+        for n, obj in iter_jsonl(path, text):
+            line = _read_line(Loc(path, f"line {n}"), n, obj)
+            lines.append(line)
+            if line.type in _TREE_TYPES:
+                session_id = session_id or obj.get("sessionId")
+                cwd = cwd or obj.get("cwd")
+                version = version or obj.get("version")
+                branch = branch or obj.get("gitBranch")
+        main = [ln for ln in lines if ln.uuid and not ln.sidechain and ln.type in _TREE_TYPES]
+        key = f"{FORMAT}:{session_id}" if isinstance(session_id, str) else None
+        agent = None
+        if not any(ln.type in _CONVERSATION for ln in main):
+            # a sub-agent file: its sidechain is the conversation
+            main = [ln for ln in lines if ln.uuid and ln.sidechain and ln.type in _TREE_TYPES]
+            agent = next((ln.obj.get("agentId") for ln in main if isinstance(ln.obj.get("agentId"), str)), None)
+            if key and agent:
+                key = f"{key}:agent-{agent}"
+        if not any(ln.type in _CONVERSATION for ln in main):
+            raise TranscriptError(path, None, "no conversation lines (user/assistant/system with a uuid)")
+        chosen = _active_branch(main)
+        builder = SessionBuilder(path, FORMAT)
+        _emit(builder, path, chosen)
+        skipped = len([ln for ln in lines if ln.type in _CONVERSATION]) - len(
+            [ln for ln in chosen if ln.type in _CONVERSATION])
+        meta = {k: v for k, v in (("session_id", session_id), ("version", version), ("git_branch", branch),
+                                  ("agent_id", agent)) if isinstance(v, str)}
+        meta["lines_not_on_active_branch"] = skipped
+        return builder.finish(external_key=key or content_hash_key(FORMAT, text),
+                              workspace=cwd if isinstance(cwd, str) else None, meta=meta)
+
+
+def _read_line(loc: Loc, n: int, obj: dict) -> _Line:
+    """Validate the envelope and the message fields the importer reads."""
+    typ = loc.str(obj, "type", required=True)
+    line = _Line(n=n, type=typ, obj=obj, uuid=loc.str(obj, "uuid"), parent=loc.str(obj, "parentUuid"),
+                 logical_parent=loc.str(obj, "logicalParentUuid"), sidechain=loc.bool(obj, "isSidechain"),
+                 ts=loc.str(obj, "timestamp"))
+    if typ in ("user", "assistant"):
+        msg = loc.obj(obj, "message", required=True)
+        content = loc.text_or_list(msg, "content", "message", required=True)
+        if isinstance(content, list):
+            for i in range(len(content)):
+                _check_block(loc, loc.item_obj(content, i, "message.content"), f"message.content[{i}]")
+        if typ == "assistant":
+            loc.str(msg, "id", "message")
+            loc.str(msg, "model", "message")
+            usage = loc.obj(msg, "usage", "message")
+            if usage is not None:
+                anthropic_usage(loc, usage, "message.usage")
+        line.content = content
+    elif typ == "system":
+        loc.str(obj, "subtype")
+        cm = loc.obj(obj, "compactMetadata")
+        if cm is not None:
+            loc.str(cm, "trigger", "compactMetadata")
+            loc.int(cm, "preTokens", "compactMetadata")
+            loc.int(cm, "postTokens", "compactMetadata")
+    elif typ == "attachment":
+        att = loc.obj(obj, "attachment", required=True)
+        loc.str(att, "type", "attachment", required=True)
+    return line
+
+
+def _check_block(loc: Loc, block: dict, label: str) -> None:
+    kind = loc.str(block, "type", label, required=True)
+    if kind == "text":
+        loc.str(block, "text", label, required=True)
+    elif kind == "tool_use":
+        loc.str(block, "id", label, required=True)
+        loc.str(block, "name", label, required=True)
+        loc.obj(block, "input", label)
+    elif kind == "tool_result":
+        loc.str(block, "tool_use_id", label, required=True)
+        loc.bool(block, "is_error", label)
+        inner = loc.text_or_list(block, "content", label)
+        if isinstance(inner, list):
+            for j in range(len(inner)):
+                _check_block(loc, loc.item_obj(inner, j, f"{label}.content"), f"{label}.content[{j}]")
+    elif kind == "image":
+        source = loc.obj(block, "source", label, required=True)
+        if loc.str(source, "type", f"{label}.source") == "base64":
+            loc.str(source, "data", f"{label}.source", required=True)
+            loc.str(source, "media_type", f"{label}.source")
+
+
+def _active_branch(lines: list[_Line]) -> list[_Line]:
+    """Lines of the active branch in file order, plus off-branch results of calls made on it."""
+    by_uuid = {ln.uuid: ln for ln in lines}
+    leaf = next(ln for ln in reversed(lines) if ln.type in _CONVERSATION)
+    on: set[str] = set()
+    cur: _Line | None = leaf
+    while cur is not None and cur.uuid not in on:
+        on.add(cur.uuid)
+        nxt = cur.parent if cur.parent is not None else cur.logical_parent
+        cur = by_uuid.get(nxt) if nxt else None
+    branch = [ln for ln in lines if ln.uuid in on]
+    msg_ids = {ln.obj["message"].get("id") for ln in branch if ln.type == "assistant"} - {None}
+    calls = {b["id"] for ln in branch if ln.type == "assistant" and isinstance(ln.content, list)
+             for b in ln.content if b["type"] == "tool_use"}
+    calls -= {b["tool_use_id"] for ln in branch if ln.type == "user" and isinstance(ln.content, list)
+              for b in ln.content if b["type"] == "tool_result"}
+    keep = set(on)
+    for ln in lines:
+        if ln.uuid in on:
+            continue
+        if ln.type == "assistant" and ln.obj["message"].get("id") in msg_ids:
+            keep.add(ln.uuid)  # another block of a response on the branch
+        elif ln.type == "user" and isinstance(ln.content, list) and any(
+                b["type"] == "tool_result" and b["tool_use_id"] in calls for b in ln.content):
+            keep.add(ln.uuid)  # result of a parallel call, chained to its own tool_use line
+    return [ln for ln in lines if ln.uuid in keep]
+
+
+def _emit(b: SessionBuilder, path: Path, lines: list[_Line]) -> None:
+    slots: dict[str, AssistantSlot] = {}
+    subagents: dict[str, tuple[AssistantSlot, dict, str, str | None]] = {}
+    agent_results: dict[str, dict] = {}
+    boundaries = {ln.uuid for ln in lines if ln.type == "system" and ln.obj.get("subtype") == "compact_boundary"}
+    summaries = {ln.parent: ln for ln in lines
+                 if ln.type == "user" and ln.obj.get("isCompactSummary") is True and ln.parent in boundaries}
+    for ln in lines:
+        loc = Loc(path, f"line {ln.n}")
+        ref = f"line:{ln.n}"
+        obj = ln.obj
+        if ln.type == "assistant":
+            msg = obj["message"]
+            model = msg.get("model")
+            if model == "<synthetic>" or obj.get("isApiErrorMessage") is True:
+                subtype = "api_error" if obj.get("isApiErrorMessage") is True else "synthetic"
+                b.add(SystemNote(text=_blocks_text(ln.content), subtype=subtype), ref, ln.ts)
+                continue
+            text, calls, reasoning = _assistant_blocks(loc, ln.content)
+            key = msg.get("id") or ln.uuid
+            slot = slots.get(key)
+            if slot is None:
+                slot = slots[key] = b.assistant(ref, ln.ts, text=text, calls=calls, reasoning=reasoning, model=model)
+            else:
+                b.extend(slot, text=text, calls=calls, reasoning=reasoning)
+            for block in ln.content if isinstance(ln.content, list) else ():
+                if block["type"] == "tool_use" and block["name"] in _SUBAGENT_TOOLS:
+                    subagents[block["id"]] = (slot, block.get("input") or {}, ref, ln.ts)
+            usage = msg.get("usage")
+            if usage and any(v for k, v in usage.items() if k.endswith("_tokens") and isinstance(v, int)):
+                b.set_usage(slot, anthropic_usage(loc, usage, "message.usage", model=model,
+                                                  request_id=obj.get("requestId")), f"{slot.ref}#usage", ln.ts)
+        elif ln.type == "user":
+            if summaries.get(ln.parent) is ln:
+                continue  # folded into the CompactionMarker of its boundary
+            _user_line(b, loc, ln, ref, agent_results)
+        elif ln.type == "system":
+            _system_line(b, loc, ln, ref, summaries.get(ln.uuid))
+        elif ln.type == "attachment":
+            _attachment(b, ln, ref)
+    for call_id, (slot, inp, ref, ts) in subagents.items():
+        result = agent_results.get(call_id, {})
+        agent_type = inp.get("subagent_type") if isinstance(inp.get("subagent_type"), str) else None
+        b.after_results(slot, SubagentMarker(
+            call_id=call_id, agent_id=result.get("agentId") if isinstance(result.get("agentId"), str) else None,
+            agent_type=agent_type or (result.get("agentType") if isinstance(result.get("agentType"), str) else None),
+            description=inp.get("description") if isinstance(inp.get("description"), str) else ""),
+            f"{ref}#subagent", ts)
+
+
+def _assistant_blocks(loc: Loc, content: Any) -> tuple[str, list[ToolCall], bool]:
+    if isinstance(content, str):
+        return content, [], False
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    reasoning = False
+    for i, block in enumerate(content):
+        kind = block["type"]
+        if kind == "text":
+            texts.append(block["text"])
+        elif kind in ("thinking", "redacted_thinking"):
+            reasoning = True
+        elif kind == "tool_use":
+            arguments = dump_json(loc, block.get("input") or {}, f"message.content[{i}].input")
+            calls.append(ToolCall(id=block["id"], name=block["name"], arguments=arguments))
+        else:
+            texts.append(f"[{kind}]")
+    return "\n".join(t for t in texts if t), calls, reasoning
+
+
+def _blocks_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(b["text"] for b in content if b["type"] == "text")
+
+
+def _media(b: SessionBuilder, loc: Loc, block: dict, label: str) -> MediaRef | None:
+    source = block["source"]
+    if source.get("type") != "base64":
+        return None
+    return b.media(decode_base64(loc, source["data"], f"{label}.source.data"), source.get("media_type"))
+
+
+def _user_line(b: SessionBuilder, loc: Loc, ln: _Line, ref: str, agent_results: dict[str, dict]) -> None:
+    obj = ln.obj
+    content = ln.content
+    texts: list[str] = []
+    media: list[MediaRef] = []
+    if isinstance(content, str):
+        texts.append(content)
+    else:
+        for i, block in enumerate(content):
+            kind = block["type"]
+            label = f"message.content[{i}]"
+            if kind == "tool_result":
+                rtext, rmedia = _result_content(b, loc, block.get("content"), label)
+                is_error = block.get("is_error") is True
+                m = _EXIT_CODE.match(rtext) if is_error else None
+                tur = obj.get("toolUseResult")
+                if isinstance(tur, dict) and tur.get("agentId"):
+                    agent_results[block["tool_use_id"]] = tur
+                b.result(block["tool_use_id"], rtext, ref, ln.ts, is_error=is_error, media=tuple(rmedia),
+                         exit_code=int(m.group(1)) if m else None)
+            elif kind == "text":
+                texts.append(block["text"])
+            elif kind == "image":
+                ref_ = _media(b, loc, block, label)
+                if ref_ is not None:
+                    media.append(ref_)
+                else:
+                    texts.append("[image]")
+            else:
+                texts.append(f"[{kind}]")
+    text = "\n".join(texts)
+    if not text and not media:
+        return
+    is_meta = (obj.get("isMeta") is True or obj.get("isCompactSummary") is True
+               or text.lstrip().startswith(_META_PREFIXES))
+    if not is_meta:
+        b.close_open("the user sent a new prompt before the tool returned", ln.ts)
+    b.add(UserMessage(text=text, media=tuple(media), is_meta=is_meta), ref, ln.ts)
+
+
+def _result_content(b: SessionBuilder, loc: Loc, content: Any, label: str) -> tuple[str, list[MediaRef]]:
+    if content is None:
+        return "", []
+    if isinstance(content, str):
+        return content, []
+    texts: list[str] = []
+    media: list[MediaRef] = []
+    for j, item in enumerate(content):
+        if item["type"] == "text":
+            texts.append(item["text"])
+        elif item["type"] == "image":
+            ref = _media(b, loc, item, f"{label}.content[{j}]")
+            if ref is not None:
+                media.append(ref)
+            else:
+                texts.append("[image]")
+        else:
+            texts.append(f"[{item['type']}]")
+    return "\n".join(texts), media
+
+
+def _system_line(b: SessionBuilder, loc: Loc, ln: _Line, ref: str, summary: _Line | None) -> None:
+    obj = ln.obj
+    subtype = obj.get("subtype") or "note"
+    if subtype == "compact_boundary":
+        cm = obj.get("compactMetadata") or {}
+        b.add(CompactionMarker(trigger=cm.get("trigger"), pre_tokens=cm.get("preTokens"),
+                               post_tokens=cm.get("postTokens"),
+                               summary=_blocks_text(summary.content) if summary is not None else ""), ref, ln.ts)
+    elif subtype == "api_error":
+        err = obj.get("error")
+        detail = err if isinstance(err, str) else dump_json(loc, err, "error") if err is not None else ""
+        text = obj["content"] if isinstance(obj.get("content"), str) else "API error"
+        retry = obj.get("retryAttempt"), obj.get("maxRetries")
+        if all(isinstance(x, int) for x in retry):
+            text += f" (retry {retry[0]}/{retry[1]})"
+        b.add(SystemNote(text=f"{text}: {detail}" if detail else text, subtype="api_error"), ref, ln.ts)
+    elif subtype != "turn_duration" and isinstance(obj.get("content"), str) and obj["content"]:
+        b.add(SystemNote(text=obj["content"], subtype=subtype), ref, ln.ts)
+
+
+def _attachment(b: SessionBuilder, ln: _Line, ref: str) -> None:
+    att = ln.obj["attachment"]
+    kind = att["type"]
+    name = att.get("filename") or att.get("displayPath") or ""
+    if kind == "file":
+        body = att.get("content")
+        if isinstance(body, dict):  # {type:"text", file:{content}} in some versions
+            body = (body.get("file") or {}).get("content") if isinstance(body.get("file"), dict) else None
+        if isinstance(body, str):
+            b.add(UserMessage(text=f"[file {name}]\n{body}", is_meta=True), ref, ln.ts)
+    elif kind == "edited_text_file" and isinstance(att.get("snippet"), str):
+        b.add(UserMessage(text=f"[edited {name}]\n{att['snippet']}", is_meta=True), ref, ln.ts)
+    elif kind == "queued_command" and isinstance(att.get("prompt"), str):
+        is_meta = att.get("commandMode") not in (None, "prompt")
+        if not is_meta:
+            b.close_open("the user sent a new prompt before the tool returned", ln.ts)
+        b.add(UserMessage(text=att["prompt"], is_meta=is_meta), ref, ln.ts)
+
+
+IMPORTERS = [ClaudeCodeImporter]

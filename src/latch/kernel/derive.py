@@ -1,0 +1,731 @@
+"""Derivation rules: kernel facts read from the conversation of every imported format.
+
+A :class:`DerivationRule` is small and named: ``matches(call) -> bool`` picks
+the tool calls it understands and ``derive(call, result, ctx) -> list[facts]``
+turns one call and its :class:`~latch.events.ToolResult` into facts. Facts are
+kernel records (:class:`~latch.kernel.events.FileObservation`,
+:class:`~latch.kernel.events.Mutation`, :class:`~latch.kernel.events.ValidationEvidence`,
+:class:`~latch.kernel.events.ProcessStarted`/``Exited``) or the derived-only
+:class:`ToolFailure`, :class:`ToolSuccess` and :class:`ActionsReplaced`.
+Derivation reads conversation events and never writes them: derived facts exist
+only inside the reduction (:mod:`latch.kernel.ledger`).
+
+Rules are tried in registry order and the first match derives; a plugin adds
+one for another harness's tool names with :func:`register_rule` (placed before
+the built-ins, so it can also override them). When a rule reports neither a
+failure nor a success, the call's ``is_error`` decides (spec: "Episodes",
+failure supervision: same tool + same error signature form one lineage).
+
+Built-in rules cover Claude Code (Read, Edit, MultiEdit, Write, NotebookEdit,
+Bash with background shells, BashOutput/KillShell, TodoWrite), Codex
+(exec_command/shell with ``cmd``/``command`` arrays, write_stdin, apply_patch,
+update_plan and the ``exec`` JavaScript cell calling ``tools.*``, ``wait``),
+SWE-agent (str_replace_editor view/create/str_replace/insert/undo_edit, open,
+create, edit, insert, bash), OpenHands (execute_bash, str_replace_editor, edit,
+read, write, run) and Aider (synthesized ``edit`` calls with a ``path``).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ..events import AssistantMessage, Event, ToolCall, ToolResult
+from .events import (ExternalChange, FileObservation, Mutation, ProcessExited, ProcessStarted, StateUpdate,
+                     Tombstone, ValidationEvidence, WriterBlocker)
+from .shell import classify_command, command_text
+
+__all__ = [
+    "ToolFailure",
+    "ToolSuccess",
+    "ActionsReplaced",
+    "DerivationContext",
+    "DerivationRule",
+    "register_rule",
+    "registered_rules",
+    "rules_version",
+    "SessionDeriver",
+    "call_arguments",
+    "error_signature",
+    "patch_paths",
+]
+
+
+# ----------------------------------------------------------------------------- derived-only facts
+@dataclass(frozen=True, slots=True)
+class ToolFailure:
+    """A failed tool call: lineage key ``(tool, signature)``; ``actions`` name what was attempted
+    (the command, its validation segments, or the file)."""
+
+    tool: str
+    signature: str
+    actions: tuple[str, ...]
+    excerpt: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSuccess:
+    """A successful call of ``tool`` on ``actions``: closes lineages that failed on one of them."""
+
+    tool: str
+    actions: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ActionsReplaced:
+    """A plan/todo tool replaced the action list: ``items`` are ``(text, status)`` pairs."""
+
+    items: tuple[tuple[str, str], ...]
+    source: str
+
+
+ERROR_FLAG_FORMATS = frozenset({"claude-code"})
+"""Formats whose tool results set ``is_error`` for every non-zero exit, so a clean result means exit 0."""
+
+
+class DerivationContext:
+    """What rules may know about the session being derived, and update as they go.
+
+    ``workspace``/``cwd`` make paths workspace-relative; ``open_file`` is
+    SWE-agent's current file; ``running`` maps a managed process id to the
+    command it runs and the validation requirements waiting for its exit.
+    """
+
+    def __init__(self, session_id: str, format: str | None, workspace: str | None):
+        self.session_id = session_id
+        self.format = format
+        self.workspace = workspace.rstrip("/") if workspace else None
+        self.cwd = self.workspace
+        self.open_file: str | None = None
+        self.running: dict[str, tuple[str, tuple[str, ...]]] = {}
+
+    @property
+    def error_flag_reliable(self) -> bool:
+        return self.format in ERROR_FLAG_FORMATS
+
+    def path(self, raw: str) -> str:
+        """``raw`` normalized: workspace-relative when inside the workspace (or SWE-agent's cwd)."""
+        p = raw.strip()
+        if not p:
+            return p
+        base = self.workspace or self.cwd
+        if base and p.startswith(base + "/"):
+            p = p[len(base) + 1:]
+        elif base and p == base:
+            return "."
+        return posixpath.normpath(p)
+
+
+class DerivationRule:
+    """One named rule. Subclasses set ``name`` and ``tools`` (or override :meth:`matches`)."""
+
+    name: ClassVar[str] = ""
+    tools: ClassVar[frozenset[str]] = frozenset()
+
+    def matches(self, call: ToolCall) -> bool:
+        return call.name in self.tools
+
+    def derive(self, call: ToolCall, result: ToolResult, ctx: DerivationContext) -> list[Any]:  # pragma: no cover
+        raise NotImplementedError
+
+
+_RULES: list[DerivationRule] = []
+_VERSION = [0]
+
+
+def register_rule(rule: DerivationRule, *, first: bool = True) -> DerivationRule:
+    """Add ``rule`` (before the built-ins unless ``first=False``); ``ValueError`` on a duplicate name."""
+    if not rule.name:
+        raise ValueError(f"derivation rule {type(rule).__name__} has no name")
+    if any(r.name == rule.name for r in _RULES):
+        raise ValueError(f"derivation rule {rule.name!r} is already registered")
+    _RULES.insert(0, rule) if first else _RULES.append(rule)
+    _VERSION[0] += 1
+    return rule
+
+
+def registered_rules() -> tuple[DerivationRule, ...]:
+    return tuple(_RULES)
+
+
+def rules_version() -> int:
+    """Changes whenever the registry changes (cached reductions rebuild)."""
+    return _VERSION[0]
+
+
+# ------------------------------------------------------------------------------------- helpers
+def call_arguments(call: ToolCall) -> dict[str, Any]:
+    """The call's arguments as a dict; a non-object or non-JSON string becomes ``{"input": value}``."""
+    try:
+        value = json.loads(call.arguments) if call.arguments else {}
+    except (json.JSONDecodeError, TypeError):
+        return {"input": call.arguments}
+    return value if isinstance(value, dict) else {"input": value}
+
+
+_HEADER_RE = re.compile(r"^(Script (completed|failed)|Wall time [\d.]+ seconds|Output:|Script error:|Chunk ID: \S+|"
+                        r"Process exited with code -?\d+|Original token count: \d+|Total output lines: \d+)$")
+_ERRORISH_RE = re.compile(r"error|fail|exception|not found|denied|invalid|cannot|can't|unable|refused|\btimed out\b|"
+                          r"no such|panic|fatal|abort|reject|does not exist|unexpected", re.I)
+
+
+_ANSI_RE = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|[()][A-Za-z0-9]|[@-Z\\-_])")
+_LEADING_ERROR_RE = re.compile(r"^(?:error|fatal|panic|exception|traceback|failed|fail\b|npm err|[\w.]*(?:Error|Exception)\b)",
+                               re.I)
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without terminal escape sequences (colors, cursor moves)."""
+    return _ANSI_RE.sub("", text) if "\x1b" in text else text
+
+
+def _meaningful_lines(text: str) -> list[str]:
+    return [s for s in (line.strip() for line in strip_ansi(text).splitlines()) if s and not _HEADER_RE.match(s)]
+
+
+def _error_line(lines: list[str]) -> str:
+    """The line that best names the error: one starting like an error, else one mentioning one, else the first."""
+    return next((s for s in lines if _LEADING_ERROR_RE.match(s)),
+                next((s for s in lines if _ERRORISH_RE.search(s)), lines[0] if lines else ""))
+
+
+def error_signature(text: str) -> str:
+    """A normalized one-line signature of an error text (same failure → same signature).
+
+    The first line that looks like an error (else the first line), with quoted
+    strings, paths, hex and numbers replaced by placeholders, at most 160 characters.
+    """
+    lines = _meaningful_lines(text)
+    if not lines:
+        return "(no output)"
+    line = _error_line(lines)
+    sig = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", "<q>", line)
+    sig = re.sub(r"(?:[A-Za-z]:)?(?:[\w.\-~]*/)+[\w.\-]*", "<path>", sig)
+    sig = re.sub(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8,}\b", "<hex>", sig)
+    sig = re.sub(r"\d+", "<n>", sig)
+    sig = re.sub(r"\s+", " ", sig).strip()
+    return sig[:160]
+
+
+def _excerpt(text: str, width: int = 200) -> str:
+    line = _error_line(_meaningful_lines(text))
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _action(call: ToolCall, args: dict[str, Any]) -> tuple[str, ...]:
+    for key in ("command", "cmd", "file_path", "notebook_path", "path", "filename", "cell_id", "session_id"):
+        value = args.get(key)
+        if value is not None:
+            text = command_text(value) if key in ("command", "cmd") else str(value)
+            if text:
+                return (_one_line(text),)
+    return (call.arguments[:300],)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:300]
+
+
+_EXIT_RES = (
+    re.compile(r"^(?:Process exited with code|Exit code:?|exit code:?|Exit status:?|exit status:?)\s*(-?\d+)\b", re.M),
+    re.compile(r"executed with exit code (-?\d+)"),
+    re.compile(r"<exit_code>(-?\d+)</exit_code>"),
+)
+_FAIL_RE = re.compile(
+    r"test result: FAILED|^FAILED\b|\b[1-9]\d* (?:failed|failing|errors?)\b|^error(?:\[E\d+\])?:|^ERROR\b|"
+    r"Traceback \(most recent call last\)|npm ERR!|^npm error\b|BUILD FAILURE|BUILD FAILED|^FAIL\b|^--- FAIL|make: \*\*\*|"
+    r"panicked at|Segmentation fault|^Diff in \S+", re.M)
+_PASS_RE = re.compile(
+    r"test result: ok|\b\d+ passed\b|^OK\b|^PASS\b|BUILD SUCCESS|All tests passed|no issues found|"
+    r"Compiled successfully|^\s*Finished\b|^ok\s", re.M)
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """What a command run produced: output text and what the harness said about its exit."""
+
+    output: str
+    exit_code: int | None = None
+    is_error: bool = False
+    missing: bool = False
+
+
+def _exit_code(output: str) -> int | None:
+    for rx in _EXIT_RES:
+        m = rx.search(output)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def _status(run: Run, ctx: DerivationContext, validation: bool) -> tuple[str, int | None]:
+    """``(passed|failed|unknown, exit_code)`` of a run."""
+    if run.missing:
+        return "unknown", None
+    output = strip_ansi(run.output)
+    code = run.exit_code if run.exit_code is not None else _exit_code(output)
+    if code is not None:
+        return ("passed" if code == 0 else "failed"), code
+    if validation and _FAIL_RE.search(output):
+        return "failed", None
+    if run.is_error:
+        return "failed", None
+    if validation and _PASS_RE.search(output):
+        return "passed", None
+    if ctx.error_flag_reliable:
+        return "passed", None
+    return "unknown", None
+
+
+def _summary(output: str) -> str:
+    lines = _meaningful_lines(output)
+    marked = [s for s in lines if _FAIL_RE.search(s) or _PASS_RE.search(s)]
+    line = (marked or lines or [""])[-1]
+    return line if len(line) <= 200 else line[:199] + "…"
+
+
+def shell_facts(tool: str, script: str, run: Run, ctx: DerivationContext, *, process_id: str | None = None) -> list[Any]:
+    """Facts of one shell command: mutations (in order around the validation set), the
+    validation set (deferred to the exit when ``process_id`` is still running), reads,
+    and the call's failure or success.
+    """
+    segments = classify_command(script)
+    validations = tuple(s.text for s in segments if s.kind == "validate")
+    status, code = _status(run, ctx, bool(validations))
+    facts: list[Any] = []
+    placed = False
+    for seg in segments:
+        if seg.kind == "mutate":
+            paths = tuple(ctx.path(p) for p in seg.paths)
+            if facts and isinstance(facts[-1], Mutation) and facts[-1].paths and paths:
+                facts[-1] = Mutation(paths=tuple(dict.fromkeys(facts[-1].paths + paths)), tool=tool)
+            else:
+                facts.append(Mutation(paths=paths, tool=tool))
+        elif seg.kind == "validate" and not placed:
+            placed = True
+            if process_id is not None:
+                ctx.running[process_id] = (script, validations)
+            else:
+                facts.append(ValidationEvidence(command=script, status=status, requirements=validations,
+                                                exit_code=code, summary=_summary(run.output)))
+        elif seg.kind == "read" and status != "failed" and not run.missing and process_id is None:
+            facts.extend(FileObservation(path=ctx.path(p)) for p in seg.paths)
+    if run.missing or process_id is not None:
+        return facts
+    # a passing validation of a program (cargo, npm, pytest...) closes that program's validation failures
+    families = tuple(dict.fromkeys(f"validation:{v.split()[0]}" for v in validations))
+    actions = (_one_line(script),) + validations
+    if status == "failed":
+        facts.append(ToolFailure(tool, error_signature(run.output), actions + families, _excerpt(run.output)))
+    else:
+        facts.append(ToolSuccess(tool, actions + (families if status == "passed" else ())))
+    return facts
+
+
+def process_exit_facts(process_id: str, run: Run, ctx: DerivationContext) -> list[Any]:
+    """``ProcessExited`` plus the validation set that waited for this exit (if any)."""
+    command, validations = ctx.running.pop(process_id, ("", ()))
+    status, code = _status(run, ctx, bool(validations))
+    facts: list[Any] = [ProcessExited(process_id=process_id, exit_code=code)]
+    if validations:
+        facts.append(ValidationEvidence(command=command, status=status, requirements=validations, exit_code=code,
+                                        summary=_summary(run.output)))
+    return facts
+
+
+_PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M)
+
+
+def patch_paths(patch: str) -> tuple[str, ...]:
+    """Files named by an ``*** Begin Patch`` text (Add/Update/Delete File, Move to), in order."""
+    if "\n" not in patch and "\\n" in patch:
+        patch = patch.replace("\\n", "\n")
+    seen: dict[str, None] = {}
+    for m in _PATCH_FILE_RE.finditer(patch):
+        seen[m.group(1) or m.group(2)] = None
+    return tuple(seen)
+
+
+def _unwrap_output(content: str) -> Run:
+    """Codex ``shell`` results are JSON ``{"output", "metadata": {"exit_code"}}``; unwrap them."""
+    if content.startswith("{") and '"metadata"' in content:
+        try:
+            obj = json.loads(content)
+        except json.JSONDecodeError:
+            return Run(content)
+        if isinstance(obj, dict) and isinstance(obj.get("output"), str):
+            meta = obj.get("metadata")
+            code = meta.get("exit_code") if isinstance(meta, dict) else None
+            return Run(obj["output"], code if isinstance(code, int) else None)
+    return Run(content)
+
+
+# --------------------------------------------------------------------------------------- rules
+class ShellRule(DerivationRule):
+    """Shell tools: validation sets, possible mutations, reads, background processes."""
+
+    name = "shell"
+    tools = frozenset({"Bash", "bash", "shell", "exec_command", "execute_bash", "run", "run_command",
+                       "execute_command", "terminal", "local_shell"})
+
+    def derive(self, call, result, ctx):
+        args = call_arguments(call)
+        script = command_text(args.get("command", args.get("cmd")))
+        if script is None:
+            return []
+        run = _unwrap_output(result.content)
+        run = Run(run.output, result.exit_code if result.exit_code is not None else run.exit_code,
+                  result.is_error, result.missing)
+        process_id = None
+        facts: list[Any] = []
+        started = re.search(r"Command running in background with ID: (\S+)|Process running with session ID (\d+)",
+                            run.output)
+        if started and not result.is_error:
+            process_id = started.group(1) or f"session:{started.group(2)}"
+        elif args.get("run_in_background") is True and not result.is_error and not result.missing:
+            process_id = call.id
+        if process_id is not None:
+            facts.append(ProcessStarted(process_id=process_id, command=script))
+            ctx.running[process_id] = (script, ())
+        return facts + shell_facts(call.name, script, run, ctx, process_id=process_id)
+
+
+class ProcessPollRule(DerivationRule):
+    """Polls of managed processes: Codex ``wait``/``write_stdin``, Claude Code ``BashOutput``/``KillShell``."""
+
+    name = "process_poll"
+    tools = frozenset({"wait", "write_stdin", "BashOutput", "KillShell", "KillBash"})
+
+    def derive(self, call, result, ctx):
+        args = call_arguments(call)
+        if result.missing or result.is_error:
+            return []
+        run = Run(result.content, result.exit_code)
+        if call.name == "wait" and "cell_id" in args:
+            return _cell_poll(f"cell:{args['cell_id']}", result.content, ctx)
+        if call.name == "write_stdin" and "session_id" in args:
+            return _stdin_facts(args, result.content, call.arguments, ctx)
+        pid = str(args.get("bash_id") or args.get("shell_id") or "")
+        if pid not in ctx.running:
+            return []
+        if call.name in ("KillShell", "KillBash"):
+            return process_exit_facts(pid, Run(result.content, None, True), ctx)
+        m = re.search(r"<status>(\w+)</status>", result.content)
+        if m and m.group(1) != "running":
+            return process_exit_facts(pid, run, ctx)
+        return []
+
+
+def _cell_poll(pid: str, content: str, ctx: DerivationContext) -> list[Any]:
+    if content.startswith("Script running") or pid not in ctx.running:
+        return []
+    body = content.split("Output:\n", 1)[1] if "Output:\n" in content else content
+    return process_exit_facts(pid, Run(body, None, content.startswith("Script failed")), ctx) + _session_ids(body, ctx)
+
+
+def _session_ids(body: str, ctx: DerivationContext) -> list[Any]:
+    """Codex cells print ``SESSION_ID=N`` for an exec session still running after the yield."""
+    facts = []
+    for sid in dict.fromkeys(re.findall(r"^SESSION_ID=(\d+)\s*$", body, re.M)):
+        pid = f"session:{sid}"
+        if pid not in ctx.running:
+            ctx.running[pid] = ("", ())
+            facts.append(ProcessStarted(process_id=pid, command=""))
+    return facts
+
+
+def _stdin_facts(args: dict[str, Any], body: str, code: str, ctx: DerivationContext) -> list[Any]:
+    pid = f"session:{args['session_id']}"
+    if pid not in ctx.running:
+        return []
+    m = re.search(r"Process exited with code (-?\d+)", body)
+    still = f"SESSION_ID={args['session_id']}" in body or "Process running with session ID" in body
+    if m:
+        return process_exit_facts(pid, Run(body, int(m.group(1))), ctx)
+    if not still and ("\x03" in str(args.get("chars", "")) or "SESSION_ID=" in code):
+        return process_exit_facts(pid, Run(body, None, True), ctx)
+    return []
+
+
+class CodexExecRule(DerivationRule):
+    """Codex's ``exec`` JavaScript cell: each ``tools.NAME(...)`` it calls is derived in order.
+
+    The cell's result starts ``Script completed``, ``Script failed`` or
+    ``Script running with cell ID N`` (a managed process until a ``wait`` says it ended).
+    """
+
+    name = "codex_exec"
+    tools = frozenset({"exec"})
+
+    def derive(self, call, result, ctx):
+        code = str(call_arguments(call).get("input", call.arguments))
+        content = result.content
+        failed = content.startswith("Script failed") or (result.is_error and not result.missing)
+        running = re.match(r"Script running with cell ID (\d+)", content)
+        pid = f"cell:{running.group(1)}" if running else None
+        body = content.split("Output:\n", 1)[1] if "Output:\n" in content else content
+        run = Run(body, None, failed, result.missing)
+        facts: list[Any] = [ProcessStarted(process_id=pid, command=code[:300])] if pid else []
+        for fn, arg in _nested_calls(code):
+            if fn == "exec_command" and isinstance(arg, dict):
+                script = command_text(arg.get("cmd", arg.get("command")))
+                if script is not None:
+                    facts += shell_facts("exec_command", script, run, ctx, process_id=pid)
+            elif fn == "apply_patch":
+                facts += _patch_facts(arg if isinstance(arg, str) else code, body, failed, result.missing, ctx)
+            elif fn == "update_plan" and isinstance(arg, dict) and not failed:
+                facts += _plan_facts(arg.get("plan"), "update_plan")
+            elif fn == "write_stdin" and isinstance(arg, dict) and "session_id" in arg and not pid:
+                facts += _stdin_facts(arg, body, code, ctx)
+        if pid:
+            ctx.running.setdefault(pid, (code[:300], ()))
+        else:
+            facts += _session_ids(body, ctx)
+        if not result.missing and not pid and not any(isinstance(f, (ToolFailure, ToolSuccess)) for f in facts):
+            actions = (_one_line(code),)
+            facts.append(ToolFailure("exec", error_signature(body), actions, _excerpt(body)) if failed
+                         else ToolSuccess("exec", actions))
+        return facts
+
+
+_NESTED_RE = re.compile(r"tools\.(\w+)\(\s*")
+_CONST_RE = r"(?:const|let|var)\s+{}\s*=\s*(\"(?:[^\"\\]|\\.)*\")"
+
+
+def _balanced_object(code: str, start: int) -> str | None:
+    depth, i, quote = 0, start, None
+    while i < len(code):
+        ch = code[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = None
+        elif ch in "\"'`":
+            quote = ch
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return code[start:i + 1]
+        i += 1
+    return None
+
+
+def _nested_calls(code: str) -> list[tuple[str, Any]]:
+    """``(tool name, argument)`` of each ``tools.NAME(ARG)`` in a JavaScript cell, in order.
+
+    ARG is a dict (a JSON object literal), a str (a string literal or a ``const``
+    string it names) or ``None`` when it cannot be read statically.
+    """
+    out: list[tuple[str, Any]] = []
+    for m in _NESTED_RE.finditer(code):
+        start = m.end()
+        arg: Any = None
+        if start < len(code) and code[start] == "{":
+            text = _balanced_object(code, start)
+            try:
+                arg = json.loads(text) if text else None
+            except json.JSONDecodeError:
+                arg = None
+        elif start < len(code) and code[start] == '"':
+            lit = re.match(r"\"(?:[^\"\\]|\\.)*\"", code[start:])
+            arg = json.loads(lit.group()) if lit else None
+        else:
+            ident = re.match(r"[A-Za-z_$][\w$]*", code[start:])
+            const = re.search(_CONST_RE.format(re.escape(ident.group())), code) if ident else None
+            if const:
+                try:
+                    arg = json.loads(const.group(1))
+                except json.JSONDecodeError:
+                    arg = None
+        out.append((m.group(1), arg))
+    return out
+
+
+_STATUS_WORDS = {"completed": "done", "complete": "done", "done": "done", "in_progress": "in_progress",
+                 "pending": "pending", "cancelled": "cancelled", "canceled": "cancelled"}
+
+
+def _plan_facts(items: Any, source: str) -> list[Any]:
+    if not isinstance(items, list):
+        return []
+    out = []
+    for item in items:
+        if isinstance(item, dict):
+            text = item.get("content") or item.get("step") or item.get("text")
+            if isinstance(text, str) and text.strip():
+                out.append((" ".join(text.split()), _STATUS_WORDS.get(str(item.get("status", "pending")), "pending")))
+    return [ActionsReplaced(items=tuple(out), source=source)]
+
+
+class PlanRule(DerivationRule):
+    """Plan/todo tools replace the action list: Claude Code ``TodoWrite``, Codex ``update_plan``."""
+
+    name = "plan"
+    tools = frozenset({"TodoWrite", "update_plan"})
+
+    def derive(self, call, result, ctx):
+        if result.is_error or result.missing:
+            return []
+        args = call_arguments(call)
+        return _plan_facts(args.get("todos", args.get("plan")), call.name)
+
+
+class ApplyPatchRule(DerivationRule):
+    """Codex ``apply_patch`` (function or custom tool): the files its patch names."""
+
+    name = "apply_patch"
+    tools = frozenset({"apply_patch"})
+
+    def derive(self, call, result, ctx):
+        args = call_arguments(call)
+        patch = args.get("input", args.get("patch", ""))
+        return _patch_facts(patch if isinstance(patch, str) else "", result.content, result.is_error, result.missing,
+                            ctx)
+
+
+_PATCH_REJECTED_RE = re.compile(r"verification failed|Invalid patch|Failed to find expected lines in (\S+?):?$",
+                                re.M | re.I)
+
+
+def _patch_facts(patch: str, output: str, failed: bool, missing: bool, ctx: DerivationContext) -> list[Any]:
+    """A patch that applied (or may have: no result) is one Mutation of its files; a rejected
+    one is an ``apply_patch`` failure on the file it names, and a success closes such failures."""
+    paths = tuple(ctx.path(p) for p in patch_paths(patch))
+    rejected = _PATCH_REJECTED_RE.search(output)
+    if missing or not (failed or rejected):
+        return [Mutation(paths=paths, tool="apply_patch")] + ([] if missing else [ToolSuccess("apply_patch", paths)])
+    if rejected:
+        target = rejected.group(1)
+        return [ToolFailure("apply_patch", error_signature(output), (ctx.path(target),) if target else paths,
+                            _excerpt(output))]
+    return [Mutation(paths=paths, tool="apply_patch")]
+
+
+_PATH_KEYS = ("file_path", "notebook_path", "path", "filename", "file", "target_file")
+_EDIT_REJECTED_RE = re.compile(r"No replacement was performed|did not appear verbatim|have NOT been applied|"
+                               r"^ERROR:|^Error:|^Invalid `path`|is not a file|does not exist", re.M)
+
+
+def _path_arg(args: dict[str, Any]) -> str | None:
+    for key in _PATH_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+def _swe_trailer(content: str, ctx: DerivationContext) -> str | None:
+    """SWE-agent appends ``(Open file: X)`` and ``(Current directory: D)``; update ``ctx``."""
+    cwd = re.findall(r"\(Current directory: ([^)\n]+)\)", content)
+    if cwd and ctx.workspace is None:
+        ctx.cwd = cwd[-1].strip().rstrip("/")
+    opened = re.findall(r"\(Open file: ([^)\n]+)\)", content)
+    if opened and opened[-1].strip() not in ("n/a", ""):
+        ctx.open_file = opened[-1].strip()
+    return ctx.open_file
+
+
+class FileToolRule(DerivationRule):
+    """File tools of every format: reads → observations, edits/writes/creates → mutations.
+
+    ``str_replace_editor`` decides by its ``command`` (``view`` reads; ``create``,
+    ``str_replace``, ``insert``, ``undo_edit`` write). SWE-agent's ``edit``/``insert``
+    have no path: they act on the open file. A mutation counts when the call
+    succeeded or its result never came (it may have happened).
+    """
+
+    name = "file_tools"
+    READS = frozenset({"Read", "read", "read_file", "view_file", "open", "View"})
+    WRITES = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit", "write", "write_file", "write_to_file", "create",
+                        "create_file", "edit", "edit_file", "insert", "replace_in_file", "apply_diff"})
+    tools = READS | WRITES | {"str_replace_editor"}
+
+    def derive(self, call, result, ctx):
+        args = call_arguments(call)
+        open_file = _swe_trailer(result.content, ctx)
+        raw = _path_arg(args)
+        writes = call.name in self.WRITES
+        if call.name == "str_replace_editor":
+            command = args.get("command")
+            if command not in ("view", "create", "str_replace", "insert", "undo_edit"):
+                return []
+            writes = command != "view"
+        elif raw is None and call.name in ("edit", "insert"):
+            raw = open_file
+        rejected = result.is_error or bool(_EDIT_REJECTED_RE.search(result.content))
+        if not writes:
+            if rejected or result.missing or raw is None or result.content.startswith("Here's the files and directories"):
+                return []
+            if call.name == "open":
+                ctx.open_file = raw
+            return [FileObservation(path=ctx.path(raw))]
+        if call.name == "create" and raw and not rejected:
+            ctx.open_file = raw
+        facts: list[Any] = []
+        if not rejected or result.missing:
+            facts.append(Mutation(paths=(ctx.path(raw),) if raw else (), tool=call.name))
+        if rejected and not result.missing and not result.is_error:
+            facts.append(ToolFailure(call.name, error_signature(result.content), (ctx.path(raw) if raw else call.name,),
+                                     _excerpt(result.content)))
+        return facts
+
+
+for _rule in (FileToolRule(), ApplyPatchRule(), PlanRule(), CodexExecRule(), ProcessPollRule(), ShellRule()):
+    register_rule(_rule, first=False)
+
+
+# ------------------------------------------------------------------------------------ deriver
+KERNEL_RECORDS = (StateUpdate, FileObservation, Mutation, ExternalChange, ValidationEvidence, ProcessStarted,
+                  ProcessExited, WriterBlocker, Tombstone)
+
+class SessionDeriver:
+    """Feeds one session's events in ``seq`` order and returns the facts each produces.
+
+    Kernel records (explicit :mod:`latch.kernel.events`) pass through unchanged;
+    an :class:`~latch.events.AssistantMessage` registers its calls; a
+    :class:`~latch.events.ToolResult` runs the first matching rule on its call.
+    """
+
+    def __init__(self, ctx: DerivationContext):
+        self.ctx = ctx
+        self._pending: dict[str, ToolCall] = {}
+
+    def feed(self, event: Event) -> list[Any]:
+        if isinstance(event, AssistantMessage):
+            for call in event.tool_calls:
+                self._pending[call.id] = call
+            return []
+        if isinstance(event, ToolResult):
+            return self._result(event)
+        if isinstance(event, KERNEL_RECORDS):
+            return [event]
+        return []
+
+    def _result(self, result: ToolResult) -> list[Any]:
+        call = self._pending.pop(result.call_id, None)
+        if call is None:
+            if result.is_error and not result.missing:
+                tool = result.name or "unknown"
+                return [ToolFailure(tool, error_signature(result.content), (tool,), _excerpt(result.content))]
+            return []
+        facts: list[Any] = []
+        for rule in _RULES:
+            if rule.matches(call):
+                facts = list(rule.derive(call, result, self.ctx))
+                break
+        if result.missing or any(isinstance(f, (ToolFailure, ToolSuccess)) for f in facts):
+            return facts
+        if any(isinstance(f, ProcessStarted) for f in facts):
+            return facts
+        actions = _action(call, call_arguments(call))
+        if result.is_error:
+            facts.append(ToolFailure(call.name, error_signature(result.content), actions, _excerpt(result.content)))
+        else:
+            facts.append(ToolSuccess(call.name, actions))
+        return facts

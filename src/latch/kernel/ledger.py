@@ -1,0 +1,227 @@
+"""The ledger: every session's derived facts, and the workspace-wide mutation and disproof records.
+
+One :class:`Ledger` per store (cached by database path) scans the log once and
+then only the events appended since its ``seq`` watermark. For each session it
+keeps the facts derived from its events (see :mod:`latch.kernel.derive`) at
+their position ``(seq, n)`` (``n`` orders several facts of one event). For each
+*workspace* (sessions sharing ``sessions.workspace``; a session without one
+belongs to its parent's, else to itself) it keeps the mutations, which define
+the workspace generation, and the disproofs, which every session of the
+workspace and every descendant of the recording session sees.
+
+Tombstoned sessions stay in the ledger: their mutations still advance the
+generation and their disproofs still count (spec: "Sessions & continuity").
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
+from typing import Any
+
+from .derive import DerivationContext, SessionDeriver, rules_version
+from .events import Mutation, StateUpdate
+
+__all__ = ["Ledger", "Disproof", "ledger_for", "END"]
+
+END = 1 << 62
+"""Sub-position after every fact of an event: ``(seq, END)`` is "after everything at ``seq``"."""
+
+Pos = tuple[int, int]
+
+
+@dataclass
+class Disproof:
+    """A durable disproof: ``claim`` is not a real problem because ``reason``.
+
+    ``files`` are workspace-relative; ``stale_pos`` is the first mutation that
+    touched one of them (or an unknown set of files) after it was recorded.
+    """
+
+    pos: Pos
+    session_id: str
+    claim: str
+    reason: str
+    evidence: tuple[str, ...]
+    files: tuple[str, ...]
+    generation: int
+    stale_pos: Pos | None = None
+    stale_path: str | None = None
+
+    @property
+    def id(self) -> str:
+        return f"X{self.pos[0]}"
+
+
+@dataclass
+class Workspace:
+    """Mutations and disproofs of one workspace, in log order."""
+
+    key: str
+    mutations: list[Pos] = field(default_factory=list)
+    by_path: dict[str, list[Pos]] = field(default_factory=dict)
+    pathless: list[Pos] = field(default_factory=list)
+    disproofs: list[Disproof] = field(default_factory=list)
+
+    def generation(self, pos: Pos) -> int:
+        """The generation at ``pos``: mutations strictly before it (``(seq, END)``: through ``seq``)."""
+        return bisect_left(self.mutations, pos)
+
+    def changed_after(self, path: str, pos: Pos, until: Pos) -> Pos | None:
+        """The first mutation in ``(pos, until]`` touching ``path``, else ``None``.
+
+        A mutation of unknown files touches every workspace-relative path (never an absolute one,
+        which lies outside the workspace)."""
+        best: Pos | None = None
+        for positions in (self.by_path.get(path, ()), () if path.startswith("/") else self.pathless):
+            i = bisect_right(positions, pos)
+            if i < len(positions) and positions[i] <= until and (best is None or positions[i] < best):
+                best = positions[i]
+        return best
+
+    def add_mutation(self, pos: Pos, mutation: Mutation) -> None:
+        self.mutations.append(pos)
+        if mutation.paths:
+            for p in mutation.paths:
+                self.by_path.setdefault(p, []).append(pos)
+        else:
+            self.pathless.append(pos)
+        for d in self.disproofs:
+            inside = any(not p.startswith("/") for p in d.files)
+            if d.stale_pos is None and (not mutation.paths and inside or set(d.files) & set(mutation.paths)):
+                d.stale_pos = pos
+                d.stale_path = next((p for p in d.files if p in mutation.paths), None)
+
+
+class Ledger:
+    """Derived facts of one store, extended incrementally (thread-safe)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.watermark = 0
+        self.watermark_session: str | None = None
+        self.version = rules_version()
+        self.facts: dict[str, list[tuple[Pos, Any]]] = {}
+        self.info: dict[str, Any] = {}
+        self.workspace_of: dict[str, str] = {}
+        self.workspaces: dict[str, Workspace] = {}
+        self.derivers: dict[str, SessionDeriver] = {}
+        self.reducers: dict[str, Any] = {}
+
+    # ----------------------------------------------------------------- sessions
+    def _session(self, store, sid: str):
+        info = self.info.get(sid)
+        if info is None:
+            info = self.info[sid] = store.session(sid)
+        return info
+
+    def workspace_key(self, store, sid: str) -> str:
+        key = self.workspace_of.get(sid)
+        if key is None:
+            info = self._session(store, sid)
+            if info.workspace:
+                key = "ws:" + info.workspace.rstrip("/")
+            elif info.parent_id:
+                key = self.workspace_key(store, info.parent_id)
+            else:
+                key = "session:" + sid
+            self.workspace_of[sid] = key
+        return key
+
+    def workspace(self, store, sid: str) -> Workspace:
+        key = self.workspace_key(store, sid)
+        ws = self.workspaces.get(key)
+        if ws is None:
+            ws = self.workspaces[key] = Workspace(key)
+        return ws
+
+    def ancestors(self, store, sid: str) -> list[str]:
+        out = []
+        parent = self._session(store, sid).parent_id
+        while parent and parent not in out:
+            out.append(parent)
+            parent = self._session(store, parent).parent_id
+        return out
+
+    # ------------------------------------------------------------------ refresh
+    def refresh(self, store) -> None:
+        """Derive the events appended since the watermark (rebuild if the log was replaced or rules changed)."""
+        with self.lock:
+            top = store.max_seq()
+            if self.version != rules_version() or top < self.watermark or not self._same_log(store):
+                self._reset()
+            if top == self.watermark:
+                return
+            for ev in store.events(after_seq=self.watermark, until_seq=top):
+                self._derive(store, ev)
+                self.watermark, self.watermark_session = ev.seq, ev.session_id
+
+    def _same_log(self, store) -> bool:
+        if not self.watermark:
+            return True
+        try:
+            return store.get(self.watermark).session_id == self.watermark_session
+        except KeyError:
+            return False
+
+    def _derive(self, store, ev) -> None:
+        sid = ev.session_id
+        deriver = self.derivers.get(sid)
+        if deriver is None:
+            info = self._session(store, sid)
+            ws_key = self.workspace_key(store, sid)
+            workspace = info.workspace or (ws_key[3:] if ws_key.startswith("ws:") else None)
+            deriver = self.derivers[sid] = SessionDeriver(DerivationContext(sid, info.format, workspace))
+        facts = deriver.feed(ev.event)
+        if not facts:
+            return
+        bucket = self.facts.setdefault(sid, [])
+        ws = self.workspace(store, sid)
+        for n, fact in enumerate(facts):
+            pos = (ev.seq, n)
+            bucket.append((pos, fact))
+            if isinstance(fact, Mutation):
+                ws.add_mutation(pos, fact)
+            elif isinstance(fact, StateUpdate) and fact.tool == "record_disproof":
+                args = fact.arguments
+                ws.disproofs.append(Disproof(
+                    pos=pos, session_id=sid, claim=str(args.get("claim", "")), reason=str(args.get("reason", "")),
+                    evidence=tuple(str(x) for x in args.get("evidence", ()) or ()),
+                    files=tuple(deriver.ctx.path(str(x)) for x in args.get("files", ()) or ()),
+                    generation=ws.generation(pos)))
+
+    # -------------------------------------------------------------------- reads
+    def session_facts(self, sid: str) -> list[tuple[Pos, Any]]:
+        return self.facts.get(sid, [])
+
+    def visible_disproofs(self, store, sid: str, until: int) -> list[Disproof]:
+        """Disproofs recorded at or before ``until`` in ``sid``'s workspace or by one of its ancestors."""
+        keys = {self.workspace_key(store, sid)} | {self.workspace_key(store, a) for a in self.ancestors(store, sid)}
+        out = [d for k in keys if k in self.workspaces for d in self.workspaces[k].disproofs if d.pos[0] <= until]
+        return sorted(out, key=lambda d: d.pos)
+
+
+_LEDGERS: dict[str, Ledger] = {}
+_MEMORY: "weakref.WeakKeyDictionary[Any, Ledger]" = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def ledger_for(store) -> Ledger:
+    """The cached ledger of ``store`` (by database path; per object for ``:memory:``), refreshed."""
+    with _LOCK:
+        path = str(getattr(store, "path", ":memory:"))
+        if path == ":memory:":
+            ledger = _MEMORY.get(store)
+            if ledger is None:
+                ledger = _MEMORY[store] = Ledger()
+        else:
+            ledger = _LEDGERS.get(path)
+            if ledger is None:
+                ledger = _LEDGERS[path] = Ledger()
+    ledger.refresh(store)
+    return ledger

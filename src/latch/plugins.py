@@ -1,0 +1,436 @@
+"""The plugin host: one pluggy manager per process, built-ins and entry points alike.
+
+:func:`get_plugin_manager` builds the manager on first use (nothing happens at
+import time) and caches it; :func:`reset_plugin_manager` drops the cache (tests,
+or after changing the environment). Loading order:
+
+1. the built-in plugins :data:`DEFAULT_PLUGINS` (modules of
+   :mod:`latch.default_plugins`), registered under their module names through
+   the same hooks as everyone else;
+2. every entry point of the group ``latch`` (:data:`ENTRY_POINT_GROUP`),
+   registered under its entry-point name, in name order.
+
+Environment (read when the manager is built):
+
+* ``LATCH_LOAD_PLUGINS``: comma-separated allowlist of entry-point names. Unset
+  loads every installed plugin; set but empty loads none (built-ins only). A
+  listed name that is not installed is a :class:`PluginError`.
+* ``LATCH_DISABLE_PLUGINS``: comma-separated names never registered (entry-point
+  names or built-in module names).
+* ``LATCH_TRACE_PLUGINS``: any value but ``""``/``0`` traces every hook call
+  (arguments and results) to stderr through pluggy's tracer.
+
+Every hookimpl must match a hook of :mod:`latch.hookspecs`
+(``PluginManager.check_pending``); functions named ``latch_*`` count as
+hookimpls even without the marker, so a misspelled or unmarked hook is a
+:class:`PluginError` naming the plugin, never silently ignored.
+
+The ``latch_register_*`` hooks are collected per kind into ``{PLUGIN_NAME: class}``
+(:func:`registered_engines`, :func:`registered_estimators`,
+:func:`registered_importers`, :func:`registered_providers`,
+:func:`registered_uis`); a name registered twice in one kind is a
+:class:`PluginError` naming both plugins. Engines are built only through
+:func:`get_engine_factory`, which never substitutes the default engine for an
+unknown one (spec: "Port boundary").
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from . import hookspecs
+from .hookspecs import PROJECT_NAME
+
+if TYPE_CHECKING:  # pragma: no cover
+    import click
+
+    from .engine.port import ContextEngineFactory
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "DEFAULT_PLUGINS",
+    "DEFAULT_ENGINE",
+    "KINDS",
+    "PluginError",
+    "PluginInfo",
+    "Registration",
+    "LatchPluginManager",
+    "get_plugin_manager",
+    "reset_plugin_manager",
+    "registered",
+    "registered_engines",
+    "registered_estimators",
+    "registered_importers",
+    "registered_providers",
+    "registered_uis",
+    "get_engine_factory",
+    "engine_name",
+    "select_estimator",
+    "configure",
+    "register_plugin_commands",
+    "iter_plugins",
+]
+
+ENTRY_POINT_GROUP = "latch"
+DEFAULT_ENGINE = "continuity"
+DEFAULT_PLUGINS = (
+    "latch.default_plugins.engines",
+    "latch.default_plugins.estimators",
+    "latch.default_plugins.importers",
+)
+KINDS = ("engines", "estimators", "providers", "importers", "uis")
+
+# What each kind's classes must have besides PLUGIN_NAME (checked at collection); a tuple inside
+# means "one of". Estimators: latch.estimators.Estimator (estimate); count is the older spelling.
+_REQUIRED_ATTRS: dict[str, tuple[str | tuple[str, ...], ...]] = {
+    "engines": ("factory",),
+    "estimators": (("estimate", "count"), "image_tokens"),
+    "importers": ("sniff", "parse"),
+    "providers": (),
+    "uis": (),
+}
+
+
+class PluginError(Exception):
+    """A plugin cannot be loaded or used; the message names the plugin (and module)."""
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """One registered plugin. ``name`` is the entry-point name, or the module name of a built-in."""
+
+    name: str
+    module: str
+    builtin: bool
+    distribution: str | None = None
+    version: str | None = None
+    entry_point: str | None = None
+
+    @property
+    def source(self) -> str:
+        """``"built-in"`` or ``"<distribution> <version>"``."""
+        if self.builtin:
+            return "built-in"
+        return f"{self.distribution} {self.version}" if self.distribution else self.module
+
+
+@dataclass(frozen=True)
+class Registration:
+    """A class registered under ``name`` in ``kind`` by the plugin ``plugin``."""
+
+    kind: str
+    name: str
+    cls: type
+    plugin: PluginInfo
+
+    @property
+    def description(self) -> str:
+        doc = getattr(self.cls, "DESCRIPTION", "") or (self.cls.__doc__ or "").strip().split("\n")[0]
+        return str(doc)
+
+
+def _truthy(value: str | None) -> bool:
+    return value is not None and value.strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _names(value: str | None) -> list[str]:
+    return [n.strip() for n in (value or "").split(",") if n.strip()]
+
+
+def _describe(plugin: PluginInfo) -> str:
+    origin = "built-in" if plugin.builtin else (f"from {plugin.distribution}" if plugin.distribution else "entry point")
+    return f"plugin {plugin.name!r} ({plugin.module}, {origin})"
+
+
+class LatchPluginManager(pluggy.PluginManager):
+    """pluggy's manager plus Latch's plugin metadata and per-kind registries."""
+
+    def __init__(self) -> None:
+        super().__init__(PROJECT_NAME)
+        self.add_hookspecs(hookspecs)
+        self.infos: dict[str, PluginInfo] = {}
+        self._registries: dict[str, dict[str, Registration]] = {}
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str):  # type: ignore[override]
+        """Marked functions, and also unmarked routines named ``latch_*`` (so a forgotten marker fails loudly)."""
+        opts = super().parse_hookimpl_opts(plugin, name)
+        if opts is None and name.startswith(PROJECT_NAME + "_"):
+            if inspect.isroutine(getattr(plugin, name)):
+                opts = {"wrapper": False, "hookwrapper": False, "optionalhook": False,
+                        "tryfirst": False, "trylast": False, "specname": None}
+        return opts
+
+    def add_plugin(self, obj: Any, info: PluginInfo) -> None:
+        """Register ``obj`` under ``info.name``; errors become :class:`PluginError` naming it."""
+        other = self.infos.get(info.name)
+        if other is not None:
+            raise PluginError(f"two plugins are named {info.name!r}: {_describe(other)} and {_describe(info)}")
+        try:
+            self.register(obj, name=info.name)
+        except pluggy.PluginValidationError as exc:
+            raise PluginError(f"{_describe(info)}: {exc}") from None
+        self.infos[info.name] = info
+
+    def info_for(self, plugin: Any) -> PluginInfo:
+        return self.infos[self.get_name(plugin)]
+
+    def check_hooks(self) -> None:
+        """``check_pending`` with a message naming the plugin and the closest real hook."""
+        known = sorted(n for n in self.hook.__dict__ if not n.startswith("_") and getattr(self.hook, n).has_spec())
+        for name, caller in vars(self.hook).items():
+            if name.startswith("_") or caller.has_spec():
+                continue
+            for impl in caller.get_hookimpls():
+                if impl.optionalhook:
+                    continue
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f"did you mean {close[0]!r}?" if close else f"known hooks: {', '.join(known)}"
+                raise PluginError(f"{_describe(self.infos[impl.plugin_name])} implements unknown hook {name!r}; {hint}")
+
+    def registry(self, kind: str) -> dict[str, Registration]:
+        """``{PLUGIN_NAME: Registration}`` of ``kind`` (one of :data:`KINDS`), collected once."""
+        if kind not in KINDS:
+            raise ValueError(f"unknown plugin kind {kind!r}; known: {', '.join(KINDS)}")
+        if kind not in self._registries:
+            self._registries[kind] = self._collect(kind)
+        return self._registries[kind]
+
+    def _collect(self, kind: str) -> dict[str, Registration]:
+        hook_name = f"latch_register_{kind}"
+        everyone = self.get_plugins()
+        found: dict[str, Registration] = {}
+        for impl in getattr(self.hook, hook_name).get_hookimpls():
+            info = self.infos[impl.plugin_name]
+            # One plugin at a time (through pluggy, so tracing sees it) to know who registered what.
+            caller = self.subset_hook_caller(hook_name, [p for p in everyone if p is not impl.plugin])
+            for result in caller():
+                if not isinstance(result, (list, tuple)):
+                    raise PluginError(f"{_describe(info)}: {hook_name}() must return a list of classes, "
+                                      f"got {type(result).__name__}")
+                for cls in result:
+                    reg = _registration(kind, cls, info, hook_name)
+                    prior = found.get(reg.name)
+                    if prior is not None:
+                        raise PluginError(
+                            f"{kind[:-1]} name {reg.name!r} is registered twice: by {_describe(prior.plugin)} "
+                            f"({_qualname(prior.cls)}) and by {_describe(info)} ({_qualname(cls)})")
+                    found[reg.name] = reg
+        return found
+
+    def hooks_of(self, plugin_name: str) -> list[str]:
+        """Names of the hooks the plugin implements, sorted."""
+        plugin = self.get_plugin(plugin_name)
+        return sorted(c.name for c in (self.get_hookcallers(plugin) or ()))
+
+
+def _qualname(cls: Any) -> str:
+    return f"{getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', repr(cls))}"
+
+
+def _registration(kind: str, cls: Any, info: PluginInfo, hook_name: str) -> Registration:
+    if not isinstance(cls, type):
+        raise PluginError(f"{_describe(info)}: {hook_name}() returned {cls!r}, which is not a class")
+    name = getattr(cls, "PLUGIN_NAME", None)
+    if not isinstance(name, str) or not name.strip():
+        raise PluginError(f"{_describe(info)}: {_qualname(cls)} from {hook_name}() has no PLUGIN_NAME string")
+    missing = [" or ".join(need) if isinstance(need, tuple) else need for need in _REQUIRED_ATTRS[kind]
+               if not any(callable(getattr(cls, a, None)) for a in (need if isinstance(need, tuple) else (need,)))]
+    if missing:
+        raise PluginError(f"{_describe(info)}: {kind[:-1]} {name!r} ({_qualname(cls)}) lacks {', '.join(missing)}")
+    return Registration(kind, name, cls, info)
+
+
+def _build(environ: Mapping[str, str]) -> LatchPluginManager:
+    pm = LatchPluginManager()
+    if _truthy(environ.get("LATCH_TRACE_PLUGINS")):
+        pm.trace.root.setwriter(sys.stderr.write)
+        pm.enable_tracing()
+    blocked = set(_names(environ.get("LATCH_DISABLE_PLUGINS")))
+    for module_name in DEFAULT_PLUGINS:
+        if module_name not in blocked:
+            module = importlib.import_module(module_name)
+            pm.add_plugin(module, PluginInfo(name=module_name, module=module_name, builtin=True))
+
+    allow_raw = environ.get("LATCH_LOAD_PLUGINS")
+    eps = sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+    if allow_raw is not None:
+        allowed = set(_names(allow_raw))
+        unknown = sorted(allowed - {ep.name for ep in eps})
+        if unknown:
+            installed = ", ".join(sorted({ep.name for ep in eps})) or "none"
+            raise PluginError(f"LATCH_LOAD_PLUGINS names {', '.join(map(repr, unknown))}, which no installed "
+                              f"distribution provides in the entry-point group {ENTRY_POINT_GROUP!r} "
+                              f"(installed: {installed})")
+        eps = [ep for ep in eps if ep.name in allowed]
+    for ep in eps:
+        if ep.name in blocked:
+            continue
+        dist = getattr(ep, "dist", None)
+        info = PluginInfo(name=ep.name, module=ep.module, builtin=False,
+                          distribution=dist.name if dist else None, version=dist.version if dist else None,
+                          entry_point=f"{ep.name} = {ep.value}")
+        try:
+            obj = ep.load()
+        except Exception as exc:  # a broken plugin must name itself, whatever it raised
+            raise PluginError(f"{_describe(info)} failed to load ({info.entry_point}): "
+                              f"{type(exc).__name__}: {exc}") from exc
+        pm.add_plugin(obj, info)
+    pm.check_hooks()
+    return pm
+
+
+_MANAGER: LatchPluginManager | None = None
+
+
+def get_plugin_manager(environ: Mapping[str, str] | None = None) -> LatchPluginManager:
+    """The process-wide manager, built on first call from ``environ`` (default ``os.environ``).
+
+    Passing ``environ`` builds a fresh, uncached manager (tests). Raises
+    :class:`PluginError` when a plugin fails to load, implements an unknown hook,
+    or shares a name with another plugin.
+    """
+    global _MANAGER
+    if environ is not None:
+        return _build(environ)
+    if _MANAGER is None:
+        _MANAGER = _build(os.environ)
+    return _MANAGER
+
+
+def reset_plugin_manager() -> None:
+    """Forget the cached manager; the next :func:`get_plugin_manager` rebuilds it."""
+    global _MANAGER
+    _MANAGER = None
+
+
+def registered(kind: str) -> dict[str, Registration]:
+    """``{PLUGIN_NAME: Registration}`` of ``kind`` in the process-wide manager."""
+    return get_plugin_manager().registry(kind)
+
+
+def _classes(kind: str) -> dict[str, type]:
+    return {name: reg.cls for name, reg in registered(kind).items()}
+
+
+def registered_engines() -> dict[str, type]:
+    """``{PLUGIN_NAME: engine class}``; each class has ``factory(profile) -> ContextEngine``."""
+    return _classes("engines")
+
+
+def registered_estimators() -> dict[str, type]:
+    """``{PLUGIN_NAME: estimator class}``; instances have ``count(text)`` and ``image_tokens(media)``."""
+    return _classes("estimators")
+
+
+def registered_importers() -> dict[str, type]:
+    """``{PLUGIN_NAME (format name): importer class}``."""
+    return _classes("importers")
+
+
+def registered_providers() -> dict[str, type]:
+    """``{PLUGIN_NAME: provider adapter class}``."""
+    return _classes("providers")
+
+
+def registered_uis() -> dict[str, type]:
+    """``{PLUGIN_NAME: UI class}``."""
+    return _classes("uis")
+
+
+def get_engine_factory(name: str) -> "ContextEngineFactory":
+    """The :data:`~latch.engine.port.ContextEngineFactory` of the engine registered as ``name``.
+
+    That is the engine class's ``factory`` classmethod. An unknown name raises
+    :class:`PluginError` listing the registered engines; there is no fallback to
+    ``continuity`` (spec: "Port boundary").
+    """
+    engines = registered("engines")
+    reg = engines.get(name)
+    if reg is None:
+        close = difflib.get_close_matches(name, list(engines), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise PluginError(f"unknown engine {name!r}{hint}; registered engines: "
+                          f"{', '.join(sorted(engines)) or 'none'} (install the plugin that provides it, "
+                          f"or check LATCH_LOAD_PLUGINS / LATCH_DISABLE_PLUGINS)")
+    return reg.cls.factory
+
+
+def engine_name(cli_engine: str | None = None, config: Mapping[str, Any] | None = None) -> str:
+    """The engine to use: ``--engine`` if given, else ``[engine] name`` of ``config``, else ``continuity``.
+
+    ``config`` defaults to :func:`latch.config.load_config` when that module
+    exists. A non-string ``[engine] name`` raises :class:`PluginError`.
+    """
+    if cli_engine:
+        return cli_engine
+    if config is None:
+        config = _load_config()
+    section = config.get("engine", {}) if isinstance(config, Mapping) else {}
+    name = section.get("name") if isinstance(section, Mapping) else None
+    if name is None:
+        return DEFAULT_ENGINE
+    if not isinstance(name, str) or not name.strip():
+        raise PluginError(f"config [engine] name must be a non-empty string, got {name!r}")
+    return name.strip()
+
+
+def _load_config() -> Mapping[str, Any]:
+    try:
+        from . import config as config_module  # written alongside; optional until then
+    except ImportError:
+        return {}
+    return config_module.load_config()
+
+
+def select_estimator(model: str | None) -> Any:
+    """The estimator instance for ``model``: the first plugin answer of ``latch_select_estimator``.
+
+    The built-in implementation answers last with the heuristic estimator, so
+    this never returns ``None`` unless that built-in is disabled, which raises
+    :class:`PluginError`.
+    """
+    chosen = get_plugin_manager().hook.latch_select_estimator(model=model)
+    if chosen is None:
+        raise PluginError(f"no plugin selected an estimator for model {model!r} "
+                          f"(is latch.default_plugins.estimators disabled?)")
+    return chosen
+
+
+def configure(config: Mapping[str, Any]) -> None:
+    """Call ``latch_configure(config)`` on every plugin, now and on plugins registered later (historic)."""
+    get_plugin_manager().hook.latch_configure.call_historic(kwargs={"config": config})
+
+
+def register_plugin_commands(cli: "click.Group") -> None:
+    """Let plugins add subcommands to ``cli``.
+
+    Called by :mod:`latch.cli` before parsing arguments: a :class:`PluginError`
+    here is a user-facing problem (bad environment, broken plugin), so it prints
+    one line to stderr and exits with status 2.
+    """
+    try:
+        get_plugin_manager().hook.latch_register_commands(cli=cli)
+    except PluginError as exc:
+        sys.stderr.write(f"latch: plugin error: {exc}\n")
+        raise SystemExit(2) from None
+
+
+def iter_plugins(pm: LatchPluginManager | None = None) -> Iterable[tuple[PluginInfo, list[str], dict[str, list[str]]]]:
+    """``(info, hooks, {kind: [PLUGIN_NAME, ...]})`` for every registered plugin, in load order."""
+    pm = pm or get_plugin_manager()
+    by_plugin: dict[str, dict[str, list[str]]] = {name: {} for name in pm.infos}
+    for kind in KINDS:
+        for name, reg in pm.registry(kind).items():
+            by_plugin[reg.plugin.name].setdefault(kind, []).append(name)
+    for name, info in pm.infos.items():
+        yield info, pm.hooks_of(name), by_plugin[name]

@@ -1,0 +1,31 @@
+"""Providers: the protocol, wire formats and the canonical request serialization.
+
+* :class:`Provider` / :class:`ScriptedProvider` (:mod:`.base`);
+* :func:`to_openai_chat` / :func:`validate_openai_chat`: a
+  :class:`~latch.engine.port.ContextView` as a chat-completions request body and
+  its rule checker (:mod:`.openai_chat`);
+* :func:`to_anthropic_messages` / :func:`validate_anthropic_messages`: the same
+  for the Messages API (:mod:`.anthropic_messages`);
+* :func:`canonical_request_bytes` / :func:`common_prefix_tokens`: the
+  provider-neutral bytes cacheability is measured on (:mod:`.canonical`).
+"""
+
+from __future__ import annotations
+
+from .anthropic_messages import to_anthropic_messages, validate_anthropic_messages
+from .base import Provider, ProviderError, ScriptedProvider
+from .canonical import canonical_request_bytes, common_prefix_bytes, common_prefix_tokens
+from .openai_chat import to_openai_chat, validate_openai_chat
+
+__all__ = [
+    "Provider",
+    "ProviderError",
+    "ScriptedProvider",
+    "to_openai_chat",
+    "validate_openai_chat",
+    "to_anthropic_messages",
+    "validate_anthropic_messages",
+    "canonical_request_bytes",
+    "common_prefix_bytes",
+    "common_prefix_tokens",
+]

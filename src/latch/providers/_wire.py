@@ -1,0 +1,118 @@
+"""Shared pieces of the wire-format adapters: message grouping, tool schemas, images."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..engine.port import ContextView, ViewMessage
+from ..events import MediaRef
+
+ArtifactLoader = Callable[[str], bytes]
+"""``artifact_loader(sha256) -> bytes`` of a content-addressed artifact (e.g. ``store.get_artifact(h)[1]``)."""
+
+ROLES = ("user", "assistant", "tool")
+EMPTY_RESULT = "(no output)"
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """An assistant tool-call message and the results answering it, in call order."""
+
+    call: ViewMessage
+    results: tuple[ViewMessage, ...]
+
+
+def group(view: ContextView) -> list[ViewMessage | Turn]:
+    """The view's messages with each tool-call turn gathered with its results.
+
+    A ``tool`` message belongs to a turn when it directly follows that turn's
+    assistant message (after other results) and answers one of its calls not
+    answered yet; results are put in call order. Any other ``tool`` message is
+    an orphan and stays a bare ``ViewMessage`` (rendered as a user-role note),
+    after the turn it interrupted. Calls left unanswered stay unanswered (the
+    validators report them). ``ValueError`` names a message with an unknown role.
+    """
+    msgs = view.messages
+    out: list[ViewMessage | Turn] = []
+    i = 0
+    while i < len(msgs):
+        m = msgs[i]
+        if m.role not in ROLES:
+            raise ValueError(f"view message {i}: unknown role {m.role!r} (expected one of {', '.join(ROLES)})")
+        i += 1
+        if m.role != "assistant" or not m.tool_calls:
+            out.append(m)
+            continue
+        ids = [c.id for c in m.tool_calls]
+        answered: dict[str, ViewMessage] = {}
+        orphans: list[ViewMessage] = []
+        while i < len(msgs) and msgs[i].role == "tool":
+            t = msgs[i]
+            if t.tool_call_id in ids and t.tool_call_id not in answered:
+                answered[t.tool_call_id] = t
+            else:
+                orphans.append(t)
+            i += 1
+        out.append(Turn(m, tuple(answered[c] for c in ids if c in answered)))
+        out.extend(orphans)
+    return out
+
+
+def orphan_note(m: ViewMessage) -> str:
+    """The user-role note carrying a tool result whose call is not in the view."""
+    flag = " (error)" if m.is_error else ""
+    return f"[tool result for call {m.tool_call_id} whose call is not in this view{flag}]\n{m.content}"
+
+
+def tool_schema(schema: Mapping[str, Any], index: int) -> tuple[str, str, dict[str, Any]]:
+    """``(name, description, JSON schema)`` of a tool in OpenAI, Anthropic or neutral shape.
+
+    Accepted: ``{"type": "function", "function": {name, description, parameters}}``,
+    ``{name, description, input_schema}`` and ``{name, description, parameters}``.
+    ``ValueError`` names the tool index when there is no name.
+    """
+    spec = schema.get("function") if schema.get("type") == "function" else schema
+    if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str) or not spec["name"]:
+        raise ValueError(f"tool {index}: a tool schema needs a non-empty string 'name'")
+    params = spec.get("parameters", spec.get("input_schema"))
+    if params is None:
+        params = {"type": "object", "properties": {}}
+    return spec["name"], str(spec.get("description") or ""), _plain(params)
+
+
+def _plain(obj: Any) -> Any:
+    """Mappings and sequences as dicts and lists (JSON-ready copies)."""
+    if isinstance(obj, Mapping):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def image_data(ref: MediaRef, loader: ArtifactLoader | None) -> str | None:
+    """Base64 of the artifact's bytes, or ``None`` without a loader."""
+    if loader is None:
+        return None
+    return base64.b64encode(loader(ref.sha256)).decode("ascii")
+
+
+def image_placeholder(ref: MediaRef) -> str:
+    """Deterministic text standing in for an image whose bytes were not loaded."""
+    size = f" {ref.width}x{ref.height}" if ref.width and ref.height else ""
+    return f"[image {ref.media_type}{size}, {ref.byte_size} bytes, sha256 {ref.sha256[:16]}: not loaded]"
+
+
+def is_image(ref: MediaRef) -> bool:
+    return ref.media_type.startswith("image/")
+
+
+def result_text(m: ViewMessage) -> str:
+    return m.content if m.content else ("" if m.media else EMPTY_RESULT)
+
+
+def nonempty(text: str) -> bool:
+    return bool(text and text.strip())
+

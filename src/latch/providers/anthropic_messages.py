@@ -1,0 +1,290 @@
+"""A view as an Anthropic Messages request body, and its validator (issue #4 item 8).
+
+Shape of :func:`to_anthropic_messages`::
+
+    {"model": ..., "max_tokens": ...,              # only when given
+     "system": view.system,                        # when non-empty
+     "messages": [{"role": "user", "content": [blocks]},
+                  {"role": "assistant", "content": [text?, {"type": "tool_use", "id", "name", "input"}, ...]},
+                  {"role": "user", "content": [{"type": "tool_result", "tool_use_id", "content": [blocks],
+                                                "is_error": bool}, ..., later user blocks]}, ...],
+     "tools": [{"name", "description", "input_schema"}]}                  # when any
+
+Rules:
+
+* roles alternate: consecutive same-role messages are merged into one
+  message's content blocks (a ``tool`` message is user-role); a view that
+  would start with the assistant gets a first user message
+  :data:`CONTINUATION_NOTE`;
+* each tool-call turn's ``tool_use`` blocks are in the assistant message and
+  ALL their ``tool_result`` blocks open the immediately following user message,
+  in call order, each with ``is_error``; an empty result is ``(no output)``;
+* a ``tool`` message whose call is not in the view becomes a user text note;
+* tool call ids outside ``[A-Za-z0-9_-]`` (e.g. ``call_1#2``) are rewritten
+  deterministically (invalid characters → ``_`` plus 8 hex digits of the
+  id's SHA-256) in both the ``tool_use`` and its ``tool_result``;
+* arguments that are not a JSON object become ``{"arguments": <the string>}``;
+* images (png, jpeg, gif, webp) are ``image`` blocks with a base64 source when
+  ``artifact_loader`` is given, else text placeholders; other media are placeholders;
+* messages without visible content are left out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ..engine.port import ContextView, ViewMessage
+from ..events import MediaRef
+from ._wire import (ArtifactLoader, Turn, group, image_data, image_placeholder, is_image, nonempty, orphan_note,
+                    result_text, tool_schema)
+
+__all__ = ["to_anthropic_messages", "validate_anthropic_messages", "wire_tool_id", "CONTINUATION_NOTE"]
+
+CONTINUATION_NOTE = "(earlier conversation is not shown; it continues below)"
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+_ID_RE = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def wire_tool_id(call_id: str) -> str:
+    """``call_id`` if it is a valid Anthropic tool id, else its deterministic rewrite."""
+    if _ID_RE.fullmatch(call_id):
+        return call_id
+    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return re.sub(r"[^A-Za-z0-9_-]", "_", call_id)[:56] + "_" + digest
+
+
+def _media_block(ref: MediaRef, loader: ArtifactLoader | None) -> dict[str, Any]:
+    data = image_data(ref, loader) if is_image(ref) and ref.media_type in IMAGE_TYPES else None
+    if data is None:
+        return {"type": "text", "text": image_placeholder(ref)}
+    return {"type": "image", "source": {"type": "base64", "media_type": ref.media_type, "data": data}}
+
+
+def _blocks(text: str, media: tuple[MediaRef, ...], loader: ArtifactLoader | None) -> list[dict[str, Any]]:
+    blocks = [{"type": "text", "text": text}] if nonempty(text) else []
+    return blocks + [_media_block(ref, loader) for ref in media]
+
+
+def _tool_input(arguments: str) -> dict[str, Any]:
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        value = None
+    return value if isinstance(value, dict) else {"arguments": arguments}
+
+
+def _turn(turn: Turn, loader: ArtifactLoader | None) -> list[tuple[str, list[dict[str, Any]]]]:
+    call: ViewMessage = turn.call
+    uses = [{"type": "tool_use", "id": wire_tool_id(c.id), "name": c.name, "input": _tool_input(c.arguments)}
+            for c in call.tool_calls]
+    out = [("assistant", _blocks(call.content, (), loader) + uses)]
+    results = [{"type": "tool_result", "tool_use_id": wire_tool_id(r.tool_call_id or ""),
+                "content": _blocks(result_text(r), r.media, loader), "is_error": bool(r.is_error)}
+               for r in turn.results]
+    if results:
+        out.append(("user", results))
+    return out
+
+
+def to_anthropic_messages(view: ContextView, artifact_loader: ArtifactLoader | None = None, *,
+                          model: str | None = None, max_tokens: int | None = None) -> dict[str, Any]:
+    """The Messages API request body of ``view`` (see the module docstring for the shape).
+
+    ``artifact_loader(sha256) -> bytes`` supplies image bytes (its errors
+    propagate). ``ValueError`` for a message with an unknown role or a tool
+    schema without a name.
+    """
+    parts: list[tuple[str, list[dict[str, Any]]]] = []
+    for item in group(view):
+        if isinstance(item, Turn):
+            parts.extend(_turn(item, artifact_loader))
+        elif item.role == "tool":
+            parts.append(("user", _blocks(orphan_note(item), item.media, artifact_loader)))
+        else:
+            parts.append((item.role, _blocks(item.content, item.media if item.role == "user" else (),
+                                             artifact_loader)))
+    messages: list[dict[str, Any]] = []
+    for role, blocks in parts:
+        if not blocks:
+            continue
+        if messages and messages[-1]["role"] == role:
+            messages[-1]["content"].extend(blocks)
+        else:
+            messages.append({"role": role, "content": blocks})
+    if messages and messages[0]["role"] == "assistant":
+        messages.insert(0, {"role": "user", "content": [{"type": "text", "text": CONTINUATION_NOTE}]})
+    body: dict[str, Any] = {}
+    if model is not None:
+        body["model"] = model
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
+    if nonempty(view.system):
+        body["system"] = view.system
+    body["messages"] = messages
+    if view.tools:
+        tools = []
+        for i, schema in enumerate(view.tools):
+            name, description, params = tool_schema(schema, i)
+            tool: dict[str, Any] = {"name": name}
+            if description:
+                tool["description"] = description
+            tool["input_schema"] = params
+            tools.append(tool)
+        body["tools"] = tools
+    return body
+
+
+# ------------------------------------------------------------------------------------------ validation
+def _block_problem(b: Any, role: str, where: str) -> str | None:
+    if not isinstance(b, Mapping):
+        return f"{where}: not an object"
+    kind = b.get("type")
+    if kind == "text":
+        if not isinstance(b.get("text"), str) or not b["text"].strip():
+            return f"{where}: text blocks must be non-empty"
+    elif kind == "image":
+        src = b.get("source")
+        if not isinstance(src, Mapping) or src.get("type") not in ("base64", "url"):
+            return f"{where}: image needs a base64 or url source"
+        if src["type"] == "base64" and (src.get("media_type") not in IMAGE_TYPES or not src.get("data")):
+            return f"{where}: base64 image needs media_type in {', '.join(IMAGE_TYPES)} and data"
+    elif kind == "tool_use":
+        if role != "assistant":
+            return f"{where}: tool_use outside an assistant message"
+        if not isinstance(b.get("id"), str) or not _ID_RE.fullmatch(b["id"]):
+            return f"{where}: tool_use id must match [A-Za-z0-9_-]+"
+        if not isinstance(b.get("name"), str) or not b["name"]:
+            return f"{where}: tool_use needs a name"
+        if not isinstance(b.get("input"), Mapping):
+            return f"{where}: tool_use input must be an object"
+    elif kind == "tool_result":
+        if role != "user":
+            return f"{where}: tool_result outside a user message"
+        if not isinstance(b.get("tool_use_id"), str):
+            return f"{where}: tool_result needs a tool_use_id"
+        if "is_error" in b and not isinstance(b["is_error"], bool):
+            return f"{where}: is_error must be a boolean"
+        content = b.get("content")
+        if isinstance(content, list):
+            for j, inner in enumerate(content):
+                if not isinstance(inner, Mapping) or inner.get("type") not in ("text", "image"):
+                    return f"{where}.content[{j}]: tool_result content holds text and image blocks only"
+                problem = _block_problem(inner, role, f"{where}.content[{j}]")
+                if problem:
+                    return problem
+        elif content is not None and not isinstance(content, str):
+            return f"{where}: tool_result content must be a string or a list of blocks"
+    elif kind not in ("thinking", "redacted_thinking", "document"):
+        return f"{where}: unknown block type {kind!r}"
+    return None
+
+
+def validate_anthropic_messages(body: Mapping[str, Any]) -> list[str]:
+    """Violations of Messages API rules in ``body`` (``[]`` when valid).
+
+    Checked: ``messages`` is a non-empty list starting with a user message;
+    roles are user/assistant and alternate; content is a non-empty string or
+    list of well-formed blocks (no empty text); ``tool_use`` only in assistant
+    and ``tool_result`` only in user messages; tool ids valid and unique in the
+    request; every ``tool_use`` is answered in the immediately following user
+    message, each once, in call order, with its ``tool_result`` blocks before
+    any other block; no ``tool_result`` without its ``tool_use`` in the
+    preceding assistant message; ``system`` is a string or text blocks; ``tools``
+    entries are unique names with an ``input_schema`` object.
+    """
+    out: list[str] = []
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return ["messages: must be a non-empty list"]
+    system = body.get("system")
+    if system is not None and not isinstance(system, (str, list)):
+        out.append("system: must be a string or a list of text blocks")
+    seen_ids: set[str] = set()
+    pending: list[tuple[str, str]] = []  # (id, name) of the previous assistant message's tool_use blocks
+    prev_role = None
+    for i, m in enumerate(messages):
+        role = m.get("role") if isinstance(m, Mapping) else None
+        if role not in ("user", "assistant"):
+            out.append(f"messages[{i}]: role must be user or assistant, not {role!r}")
+            continue
+        if i == 0 and role != "user":
+            out.append("messages[0]: the first message must be a user message")
+        if role == prev_role:
+            out.append(f"messages[{i}]: two {role} messages in a row (roles must alternate)")
+        prev_role = role
+        content = m.get("content")
+        if isinstance(content, str):
+            blocks: list[Any] = []
+            if not content.strip():
+                out.append(f"messages[{i}]: empty content")
+        elif isinstance(content, list) and content:
+            blocks = content
+        else:
+            out.append(f"messages[{i}]: content must be a non-empty string or list of blocks")
+            blocks = []
+        for j, b in enumerate(blocks):
+            problem = _block_problem(b, role, f"messages[{i}].content[{j}]")
+            if problem:
+                out.append(problem)
+        results = [(j, b) for j, b in enumerate(blocks) if isinstance(b, Mapping) and b.get("type") == "tool_result"]
+        if role == "user":
+            expected = [cid for cid, _ in pending]
+            got: list[str] = []
+            for j, b in results:
+                rid = b.get("tool_use_id")
+                if rid not in expected:
+                    out.append(f"messages[{i}].content[{j}]: tool_result for {rid!r} without its tool_use in the "
+                               "preceding assistant message (orphan)")
+                elif rid in got:
+                    out.append(f"messages[{i}].content[{j}]: second tool_result for {rid!r}")
+                else:
+                    got.append(rid)
+            if got != [cid for cid in expected if cid in got]:
+                out.append(f"messages[{i}]: tool_result blocks {got} do not follow tool_use order {expected}")
+            for cid, name in pending:
+                if cid not in got:
+                    out.append(f"messages[{i}]: tool_use {cid!r} ({name}) has no tool_result in this message")
+            first_other = next((j for j, b in enumerate(blocks)
+                                if not (isinstance(b, Mapping) and b.get("type") == "tool_result")), len(blocks))
+            if any(j > first_other for j, _ in results):
+                out.append(f"messages[{i}]: tool_result blocks must come before other content")
+            pending = []
+        else:
+            if pending:
+                out.append(f"messages[{i}]: tool_use {[c for c, _ in pending]} not answered before this assistant "
+                           "message")
+            pending = []
+            for j, b in enumerate(blocks):
+                if isinstance(b, Mapping) and b.get("type") == "tool_use" and isinstance(b.get("id"), str):
+                    if b["id"] in seen_ids:
+                        out.append(f"messages[{i}].content[{j}]: duplicate tool_use id {b['id']!r}")
+                    seen_ids.add(b["id"])
+                    pending.append((b["id"], str(b.get("name"))))
+    if pending:
+        out.append(f"messages[{len(messages) - 1}]: tool_use {[c for c, _ in pending]} never answered "
+                   "(the request ends after the assistant message)")
+    out.extend(_tools_problems(body.get("tools")))
+    return out
+
+
+def _tools_problems(tools: Any) -> list[str]:
+    if tools is None:
+        return []
+    if not isinstance(tools, list):
+        return ["tools: must be a list"]
+    out, seen = [], set()
+    for i, t in enumerate(tools):
+        name = t.get("name") if isinstance(t, Mapping) else None
+        if not isinstance(name, str) or not name:
+            out.append(f"tools[{i}]: needs a name")
+        elif name in seen:
+            out.append(f"tools[{i}]: duplicate tool name {name!r}")
+        else:
+            seen.add(name)
+            if not isinstance(t.get("input_schema"), Mapping):
+                out.append(f"tools[{i}]: input_schema must be a JSON schema object")
+    return out

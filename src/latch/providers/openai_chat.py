@@ -1,0 +1,230 @@
+"""A view as an OpenAI chat-completions request body, and its validator (issue #4 item 8).
+
+Shape of :func:`to_openai_chat`::
+
+    {"model": ...,                                   # only when given
+     "messages": [{"role": "system", "content": view.system},          # when non-empty
+                  {"role": "user", "content": "..." | [parts]},
+                  {"role": "assistant", "content": "..." | None,
+                   "tool_calls": [{"id", "type": "function", "function": {"name", "arguments"}}]},
+                  {"role": "tool", "tool_call_id": "...", "content": "..."}, ...],
+     "tools": [{"type": "function", "function": {"name", "description", "parameters"}}]}   # when any
+
+Rules:
+
+* each tool-call turn is the assistant message then one ``tool`` message per
+  call, in call order; images a tool returned follow in one ``user`` message
+  (tool messages carry text only);
+* an error result's content starts with ``[error] `` (the format has no error
+  flag); an empty result is ``(no output)``;
+* a ``tool`` message whose call is not in the view becomes a ``user`` note;
+* images are ``image_url`` parts with a ``data:`` URL when ``artifact_loader``
+  is given, else a deterministic text placeholder; other media are placeholders;
+* messages without visible content (blank text, no calls, no media) are left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..engine.port import ContextView, ViewMessage
+from ..events import MediaRef
+from ._wire import (ArtifactLoader, Turn, group, image_data, image_placeholder, is_image, nonempty, orphan_note,
+                    result_text, tool_schema)
+
+__all__ = ["to_openai_chat", "validate_openai_chat"]
+
+
+def _media_part(ref: MediaRef, loader: ArtifactLoader | None) -> dict[str, Any]:
+    data = image_data(ref, loader) if is_image(ref) else None
+    if data is None:
+        return {"type": "text", "text": image_placeholder(ref)}
+    return {"type": "image_url", "image_url": {"url": f"data:{ref.media_type};base64,{data}"}}
+
+
+def _user_content(text: str, media: tuple[MediaRef, ...], loader: ArtifactLoader | None) -> str | list[dict[str, Any]]:
+    if not media:
+        return text
+    parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if nonempty(text) else []
+    return parts + [_media_part(ref, loader) for ref in media]
+
+
+def to_openai_chat(view: ContextView, artifact_loader: ArtifactLoader | None = None, *,
+                   model: str | None = None) -> dict[str, Any]:
+    """The chat-completions request body of ``view`` (see the module docstring for the shape).
+
+    ``artifact_loader(sha256) -> bytes`` supplies image bytes (its errors
+    propagate). ``ValueError`` for a message with an unknown role or a tool
+    schema without a name.
+    """
+    messages: list[dict[str, Any]] = []
+    if nonempty(view.system):
+        messages.append({"role": "system", "content": view.system})
+    for item in group(view):
+        if isinstance(item, Turn):
+            messages.append(_assistant(item.call))
+            images: list[tuple[str, MediaRef]] = []
+            for r in item.results:
+                text = result_text(r) or "(image output)"
+                messages.append({"role": "tool", "tool_call_id": r.tool_call_id,
+                                 "content": f"[error] {text}" if r.is_error else text})
+                images.extend((r.tool_call_id or "", ref) for ref in r.media)
+            if images:
+                ids = ", ".join(dict.fromkeys(cid for cid, _ in images))
+                parts = [{"type": "text", "text": f"[media returned by tool call {ids}]"}]
+                messages.append({"role": "user", "content": parts + [_media_part(ref, artifact_loader)
+                                                                      for _, ref in images]})
+        elif item.role == "tool":
+            messages.append({"role": "user", "content": _user_content(orphan_note(item), item.media, artifact_loader)})
+        elif item.role == "user":
+            if nonempty(item.content) or item.media:
+                messages.append({"role": "user", "content": _user_content(item.content, item.media, artifact_loader)})
+        elif nonempty(item.content):
+            messages.append({"role": "assistant", "content": item.content})
+    body: dict[str, Any] = {}
+    if model is not None:
+        body["model"] = model
+    body["messages"] = messages
+    if view.tools:
+        tools = []
+        for i, schema in enumerate(view.tools):
+            name, description, params = tool_schema(schema, i)
+            fn: dict[str, Any] = {"name": name}
+            if description:
+                fn["description"] = description
+            fn["parameters"] = params
+            tools.append({"type": "function", "function": fn})
+        body["tools"] = tools
+    return body
+
+
+def _assistant(m: ViewMessage) -> dict[str, Any]:
+    return {"role": "assistant", "content": m.content if nonempty(m.content) else None,
+            "tool_calls": [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                           for c in m.tool_calls]}
+
+
+# ------------------------------------------------------------------------------------------ validation
+def _content_problem(content: Any) -> str | None:
+    if isinstance(content, str):
+        return None if content.strip() else "empty content"
+    if not isinstance(content, list) or not content:
+        return "content must be a non-empty string or a non-empty list of parts"
+    for j, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind == "text":
+            if not isinstance(part.get("text"), str) or not part["text"].strip():
+                return f"part {j}: empty text"
+        elif kind == "image_url":
+            url = part.get("image_url", {}).get("url") if isinstance(part.get("image_url"), Mapping) else None
+            if not isinstance(url, str) or not url.startswith(("data:", "http://", "https://")):
+                return f"part {j}: image_url needs a data: or http(s) url"
+        else:
+            return f"part {j}: unknown part type {kind!r}"
+    return None
+
+
+def validate_openai_chat(body: Mapping[str, Any]) -> list[str]:
+    """Violations of chat-completions rules in ``body`` (``[]`` when valid).
+
+    Checked: ``messages`` is a non-empty list; roles are system/developer/user/
+    assistant/tool; user and system content non-empty; an assistant message has
+    content or tool calls; tool calls have an id, ``type: "function"``, a name
+    and string arguments, ids unique within the message; every call is answered
+    by the ``tool`` messages directly following its assistant message, each
+    once and in call order; no ``tool`` message without its call; tool messages
+    have string content; ``tools`` entries are unique named functions.
+    """
+    out: list[str] = []
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return ["messages: must be a non-empty list"]
+    expected: list[str] = []   # call ids of the last assistant message, in call order
+    names: dict[str, str] = {}
+    answered: set[str] = set()
+    owner = -1
+
+    def close(at: int) -> None:
+        for cid in expected:
+            if cid not in answered:
+                out.append(f"messages[{owner}]: tool call {cid!r} ({names[cid]}) is not answered by the tool "
+                           f"messages that follow it (next non-tool message: {at})")
+        expected.clear()
+        answered.clear()
+
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping):
+            out.append(f"messages[{i}]: not an object")
+            continue
+        role = m.get("role")
+        if role != "tool":
+            close(i)
+        if role in ("system", "developer", "user"):
+            problem = _content_problem(m.get("content"))
+            if problem:
+                out.append(f"messages[{i}] ({role}): {problem}")
+        elif role == "assistant":
+            calls = m.get("tool_calls") or []
+            content = m.get("content")
+            if not calls and (content is None or _content_problem(content)):
+                out.append(f"messages[{i}] (assistant): neither content nor tool_calls")
+            for j, c in enumerate(calls):
+                fn = c.get("function") if isinstance(c, Mapping) else None
+                cid = c.get("id") if isinstance(c, Mapping) else None
+                if not isinstance(cid, str) or not cid:
+                    out.append(f"messages[{i}].tool_calls[{j}]: missing id")
+                    continue
+                if c.get("type") != "function" or not isinstance(fn, Mapping):
+                    out.append(f"messages[{i}].tool_calls[{j}]: type must be 'function' with a function object")
+                    continue
+                if not isinstance(fn.get("name"), str) or not fn["name"]:
+                    out.append(f"messages[{i}].tool_calls[{j}]: function.name missing")
+                if not isinstance(fn.get("arguments"), str):
+                    out.append(f"messages[{i}].tool_calls[{j}]: function.arguments must be a JSON string")
+                if cid in expected:
+                    out.append(f"messages[{i}].tool_calls[{j}]: duplicate call id {cid!r}")
+                    continue
+                expected.append(cid)
+                names[cid] = str(fn.get("name"))
+            owner = i
+        elif role == "tool":
+            cid = m.get("tool_call_id")
+            if not isinstance(m.get("content"), (str, list)):
+                out.append(f"messages[{i}] (tool): content must be a string")
+            if cid not in expected:
+                out.append(f"messages[{i}] (tool): result for {cid!r} without its call in the preceding "
+                           "assistant message (orphan)")
+            elif cid in answered:
+                out.append(f"messages[{i}] (tool): second result for call {cid!r}")
+            else:
+                first_open = next(x for x in expected if x not in answered)
+                if cid != first_open:
+                    out.append(f"messages[{i}] (tool): result for {cid!r} before the result for {first_open!r} "
+                               "(parallel results must follow call order)")
+                answered.add(cid)
+        else:
+            out.append(f"messages[{i}]: unknown role {role!r}")
+    close(len(messages))
+    out.extend(_tools_problems(body.get("tools")))
+    return out
+
+
+def _tools_problems(tools: Any) -> list[str]:
+    if tools is None:
+        return []
+    if not isinstance(tools, list):
+        return ["tools: must be a list"]
+    out, seen = [], set()
+    for i, t in enumerate(tools):
+        fn = t.get("function") if isinstance(t, Mapping) and t.get("type") == "function" else None
+        name = fn.get("name") if isinstance(fn, Mapping) else None
+        if not isinstance(name, str) or not name:
+            out.append(f"tools[{i}]: must be {{'type': 'function', 'function': {{'name': ...}}}}")
+        elif name in seen:
+            out.append(f"tools[{i}]: duplicate tool name {name!r}")
+        else:
+            seen.add(name)
+            if not isinstance(fn.get("parameters", {}), Mapping):
+                out.append(f"tools[{i}]: parameters must be a JSON schema object")
+    return out

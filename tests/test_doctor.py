@@ -1,0 +1,65 @@
+"""``latch doctor``: the facts it reports are the ones this process actually runs on."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+from click.testing import CliRunner
+
+import latch
+from latch import hotpaths
+from latch.cli import cli
+from latch.commands import doctor
+from latch.hotpaths import cabi
+from latch.store import data_dir, default_db_path
+
+
+doctor.register(cli)
+
+
+def _doctor(*args, env=None):
+    return CliRunner().invoke(cli, ["doctor", *args], env=env, catch_exceptions=False)
+
+
+def test_doctor_json_reports_this_installation(tmp_path):
+    res = _doctor("--json", env={"LATCH_HOME": str(tmp_path)})
+    assert res.exit_code == 0, res.output
+    info = json.loads(res.output)
+    assert info["latch"] == latch.__version__
+    assert info["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert info["sqlite"] == sqlite3.sqlite_version
+    assert info["fts5"] is True
+    assert (info["backend"], info["impl"], info["backend_error"]) == (hotpaths.BACKEND, hotpaths.IMPL, None)
+    assert info["data_dir"] == str(tmp_path)
+    assert data_dir() != tmp_path  # the env override was local to the invocation
+    assert info["db"].startswith(str(tmp_path / "workspaces"))
+    lib = cabi.default_library_path()
+    assert info["native_library"] == (str(lib) if lib else None)
+    if hotpaths.BACKEND == "native":
+        from latch import _native
+
+        assert info["native_module"] == _native.__file__
+        assert info["abi_version"] == 1
+
+
+def test_doctor_db_option_and_table(tmp_path):
+    db = tmp_path / "x.db"
+    res = CliRunner().invoke(cli, ["--db", str(db), "doctor"], env={"LATCH_HOME": str(tmp_path), "COLUMNS": "400"})
+    assert res.exit_code == 0, res.output
+    assert "hot-path backend" in res.output and f"{hotpaths.BACKEND} (LATCH_IMPL={hotpaths.IMPL})" in res.output
+    assert f"database          {db}" in res.output
+    assert default_db_path() != db
+
+
+def test_doctor_exits_1_when_the_backend_cannot_load():
+    env = {**os.environ, "LATCH_IMPL": "turbo"}
+    out = subprocess.run([sys.executable, "-m", "latch.cli", "doctor", "--json"], env=env,
+                         capture_output=True, text=True)
+    assert out.returncode == 1, out.stderr
+    info = json.loads(out.stdout)
+    assert info["backend"] is None
+    assert "LATCH_IMPL must be auto, native or python, not 'turbo'" in info["backend_error"]

@@ -1,0 +1,257 @@
+"""Codex CLI rollout JSONL importer: corpus counts checked by hand, response grouping, usage, malformed input."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+from _importer_checks import (assert_idempotent, assert_shape, check_jsonl_corruptions, check_utf16_variant,
+                              tiny_png)
+
+from latch.events import AssistantMessage, CompactionMarker, SystemNote, ToolResult, Usage, UserMessage
+from latch.importers import TranscriptError, detect, import_file, parse_file
+
+EDGERUNNER = "codex/edgerunner_codex-session.jsonl"
+
+# Counts checked by hand over the raw file with jq, independently of the importer (f = the file):
+#   user messages  jq 'select(.type=="response_item" and .payload.type=="message" and .payload.role=="user")'
+#                  → 7, of which 2 start with <environment_context> (meta); event_msg/user_message has the
+#                  other 5 (the duplicated text is not imported twice)
+#   assistant      one per model response = maximal runs of output items (reasoning, assistant message,
+#                  *_call) between other response_items, keeping runs with a message or call:
+#                  jq -r 'select(.type=="response_item") | if <output item> then "o" else "|" end' | tr -d '\n'
+#                  | tr '|' '\n' | grep -c o  → 174; cross-check: 173 distinct token_count reports plus the
+#                  last response (line 866-867), which the file ends before reporting
+#   tool calls     function_call 18 + custom_tool_call 153 = 171; outputs 18 + 152 = 170
+#   missing        call_j6mVdtsVii0CfgU26MVX5jdU on the last line (867) has no output: 1; orphans: 0
+#   tool errors    outputs whose text starts with "Script failed" (5, apply_patch verification failures)
+#                  or "aborted by user" (1, the interrupted turn): 6. No "Process exited with code"
+#                  appears in this file; all 41 patch_apply_end events have success: true
+#   usage          jq -c '.payload.info' of token_count events, | uniq (2 consecutive repeats, lines 164
+#                  and 220; no info:null) → 173 requests; sum(last.input - last.cached) = 1646437,
+#                  sum(cached) = 34132736, sum(output) = 98116. The last event's cumulative
+#                  total_token_usage is exactly input 35779173 = 1646437 + 34132736, cached 34132736,
+#                  output 98116, which confirms the de-duplication.
+EXPECTED = dict(user_messages=7, assistant_messages=174, tool_calls=171, tool_results=170, tool_errors=6,
+                orphan_results=0, missing_results=1,
+                usage=dict(input_tokens=1646437, output_tokens=98116, cache_read_tokens=34132736,
+                           cache_write_tokens=None, requests=173))
+
+
+@pytest.mark.corpus
+def test_corpus_counts(corpus_dir):
+    path = corpus_dir / EDGERUNNER
+    assert detect(path, path.read_bytes()).PLUGIN_NAME == "codex"
+    parsed = parse_file(path)
+    assert parsed.stats == EXPECTED
+    assert parsed.external_key == "codex:019f4ce9-5831-7e71-ab0a-24a9d7358aab"
+    assert parsed.workspace == "/Users/user/Desktop/new"
+    assert_shape(parsed.events)
+    events = [pe.event for pe in parsed.events]
+    assert sum(isinstance(e, UserMessage) and e.is_meta for e in events) == 2
+    notes = [e for e in events if isinstance(e, SystemNote)]
+    assert [n.subtype for n in notes] == ["system_prompt"] + ["developer"] * 7
+    assert notes[0].text.startswith("You are Codex, a coding agent")
+    # every response but the last is followed by its usage
+    assert sum(isinstance(e, AssistantMessage) and e.reasoning_reported for e in events) > 150
+
+
+@pytest.mark.corpus
+def test_corpus_first_response(corpus_dir):
+    parsed = parse_file(corpus_dir / EDGERUNNER)
+    refs = {pe.source_ref: pe.event for pe in parsed.events}
+    # lines 11-14: reasoning + assistant message + custom_tool_call exec = one response; usage on line 16
+    first = refs["line:11"]
+    assert first.reasoning_reported and first.text.startswith("I’ll first pull the hackathon brief")
+    assert first.model == "gpt-5.6-sol"
+    (call,) = first.tool_calls
+    assert call.id == "call_UZKUyTF5KFRtKCgmWb5QumB9" and call.name == "exec"
+    assert json.loads(call.arguments)["input"].startswith("const r = await tools.exec_command(")
+    assert refs["line:16"] == Usage(input_tokens=22727 - 11008, output_tokens=299, cache_read_tokens=11008,
+                                    model="gpt-5.6-sol")
+    order = [pe.source_ref for pe in parsed.events]
+    assert order[order.index("line:11"):order.index("line:11") + 3] == ["line:11", "line:16", "line:15"]
+    # line 496: the interrupted exec cell
+    aborted = refs["line:496"]
+    assert aborted.is_error and aborted.content.startswith("aborted by user after 77.1s")
+    last = parsed.events[-1]
+    assert last.source_ref == "missing:call_j6mVdtsVii0CfgU26MVX5jdU" and last.event.missing
+
+
+@pytest.mark.corpus
+def test_import_twice_keeps_one_copy(corpus_dir, store):
+    assert_idempotent(store, corpus_dir / EDGERUNNER)
+
+
+@pytest.mark.corpus
+def test_malformed_copies(corpus_dir, store, tmp_path):
+    # line 18 is a function_call (wait); its arguments must be a JSON string
+    def wrong(obj):
+        obj["payload"]["arguments"] = {"cell_id": "1"}
+
+    check_jsonl_corruptions(store, tmp_path, corpus_dir / EDGERUNNER, middle=18, wrong_type=wrong,
+                            wrong_type_reason="field 'payload.arguments' must be a string, got object", fmt="codex")
+
+
+@pytest.mark.corpus
+def test_message_content_as_number(corpus_dir, store, tmp_path):
+    data = (corpus_dir / EDGERUNNER).read_text(encoding="utf-8").split("\n")
+    obj = json.loads(data[122])  # line 123: the user message "Implement the plan."
+    obj["payload"]["content"] = 5
+    data[122] = json.dumps(obj)
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(data), encoding="utf-8")
+    with pytest.raises(TranscriptError, match=r"bad\.jsonl:line 123: field 'payload\.content' must be a string "
+                                              r"or an array, got number"):
+        import_file(store, path)
+    assert store.count_events() == 0
+
+
+@pytest.mark.corpus
+def test_utf16_bom_crlf_copy_imports(corpus_dir, tmp_path):
+    assert check_utf16_variant(tmp_path, corpus_dir / EDGERUNNER, "codex").stats == EXPECTED
+
+
+# --------------------------------------------------------------------------- synthetic rollout
+def _row(kind: str, payload: dict, second: int = 0) -> dict:
+    return {"timestamp": f"2026-02-01T09:00:{second:02d}.000Z", "type": kind, "payload": payload}
+
+
+def _item(**payload) -> dict:
+    return _row("response_item", payload)
+
+
+def _event(**payload) -> dict:
+    return _row("event_msg", payload)
+
+
+def _tokens(inp: int, cached: int, out: int, total: int) -> dict:
+    last = {"input_tokens": inp, "cached_input_tokens": cached, "output_tokens": out, "reasoning_output_tokens": 0,
+            "total_tokens": inp + out}
+    info = {"last_token_usage": last, "total_token_usage": {**last, "total_tokens": total},
+            "model_context_window": 258400}
+    return _event(type="token_count", info=info, rate_limits={})
+
+
+def synthetic_rows() -> list[dict]:
+    png = base64.b64encode(tiny_png(4, 5)).decode()
+    text = lambda s: [{"type": "input_text", "text": s}]  # noqa: E731
+    return [
+        _row("session_meta", {"id": "0190-aaaa", "cwd": "/home/user/app", "cli_version": "0.130.0",
+                              "base_instructions": {"text": "You are Codex."}}),
+        _event(type="task_started", turn_id="t1"),
+        _row("turn_context", {"turn_id": "t1", "model": "gpt-5.x"}),
+        _item(type="message", role="developer", content=text("<permissions instructions>sandboxed")),
+        _item(type="message", role="user", content=text("<environment_context>\n<cwd>/home/user/app</cwd>")),
+        _item(type="message", role="user", content=text("what is on this screenshot? then run the tests")
+              + [{"type": "input_image", "image_url": f"data:image/png;base64,{png}"}]),  # line 6
+        _event(type="user_message", message="what is on this screenshot? then run the tests", images=[]),
+        _item(type="reasoning", summary=[], content=None, encrypted_content="gAAA"),  # line 8
+        _item(type="message", role="assistant", content=[{"type": "output_text", "text": "Running the tests."}]),
+        _event(type="agent_message", message="Running the tests."),
+        _item(type="function_call", name="exec_command", arguments='{"cmd":"npm test"}', call_id="call_1"),
+        _item(type="custom_tool_call", name="apply_patch", input="*** Begin Patch\n*** End Patch\n",
+              call_id="call_2", status="completed"),
+        _tokens(9000, 6000, 120, 9120),  # line 13
+        _tokens(9000, 6000, 120, 9120),  # line 14: the same report again
+        _item(type="function_call_output", call_id="call_1", output="Process exited with code 1\nOutput:\n2 failing"),
+        _event(type="patch_apply_end", call_id="call_2", success=False, stdout="", stderr="rejected", changes={}),
+        _item(type="custom_tool_call_output", call_id="call_2",
+              output='{"output":"patch rejected","metadata":{"exit_code":1,"duration_seconds":0.1}}'),
+        _event(type="token_count", info=None, rate_limits={"primary": {}}),  # line 18
+        _item(type="web_search_call", status="completed", action={"type": "search", "query": "npm retry"}),
+        _event(type="web_search_end", call_id="ws_1", query="npm retry", action={"type": "search"}),
+        _item(type="message", role="assistant", content=[{"type": "output_text", "text": "Found the docs."}]),
+        _tokens(10000, 9000, 50, 19170),  # line 22
+        _item(type="function_call", name="shell", arguments='{"command":["sleep","99"]}', call_id="call_3"),
+        _tokens(10100, 9900, 30, 29300),  # line 24
+        _event(type="turn_aborted", turn_id="t1", reason="interrupted"),  # line 25
+        _event(type="task_started", turn_id="t2"),
+        _item(type="message", role="user", content=text("thanks")),  # line 27
+        _item(type="function_call_output", call_id="call_999", output="stray"),  # line 28
+        _item(type="reasoning", summary=[], encrypted_content="gAAB"),
+        _item(type="message", role="assistant", content=[{"type": "output_text", "text": "You're welcome."}]),
+        _tokens(10200, 10000, 5, 39505),  # line 31
+        _row("compacted", {"message": "Summary of the work so far.", "replacement_history": []}),
+        _event(type="task_complete", turn_id="t2", last_agent_message="You're welcome."),
+    ]
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_synthetic_rollout(tmp_path, store):
+    path = write_jsonl(tmp_path / "rollout-2026-02-01T09-00-00-0190-aaaa.jsonl", synthetic_rows())
+    assert detect(path, path.read_bytes()).PLUGIN_NAME == "codex"
+    parsed = parse_file(path)
+    assert_shape(parsed.events)
+    got = [(pe.source_ref, pe.event) for pe in parsed.events]
+    assert [(r, type(e).__name__) for r, e in got] == [
+        ("line:1", "SystemNote"), ("line:4", "SystemNote"), ("line:5", "UserMessage"), ("line:6", "UserMessage"),
+        ("line:8", "AssistantMessage"), ("line:13", "Usage"), ("line:15", "ToolResult"), ("line:17", "ToolResult"),
+        ("line:19", "AssistantMessage"), ("line:22", "Usage"), ("line:20", "ToolResult"),
+        ("line:23", "AssistantMessage"), ("line:24", "Usage"), ("missing:call_3", "ToolResult"),
+        ("line:27", "UserMessage"), ("line:28", "ToolResult"),
+        ("line:29", "AssistantMessage"), ("line:31", "Usage"),
+        ("line:32", "CompactionMarker"),
+    ]
+    ev = dict(got)
+    assert ev["line:1"] == SystemNote(text="You are Codex.", subtype="system_prompt")
+    assert ev["line:5"].is_meta and not ev["line:6"].is_meta
+    (img,) = ev["line:6"].media
+    assert (img.media_type, img.width, img.height) == ("image/png", 4, 5)
+    first = ev["line:8"]
+    assert first.text == "Running the tests." and first.reasoning_reported and first.model == "gpt-5.x"
+    assert [(c.id, c.name, c.arguments) for c in first.tool_calls] == [
+        ("call_1", "exec_command", '{"cmd":"npm test"}'),
+        ("call_2", "apply_patch", '{"input":"*** Begin Patch\\n*** End Patch\\n"}')]
+    assert ev["line:13"] == Usage(input_tokens=3000, output_tokens=120, cache_read_tokens=6000, model="gpt-5.x")
+    assert (ev["line:15"].is_error, ev["line:15"].exit_code) == (True, 1)
+    assert ev["line:17"] == ToolResult(call_id="call_2", content="patch rejected", is_error=True, name="apply_patch",
+                                       exit_code=1)
+    search = ev["line:19"]
+    assert search.text == "Found the docs." and not search.reasoning_reported
+    assert json.loads(search.tool_calls[0].arguments) == {"type": "search", "query": "npm retry"}
+    assert ev["line:20"] == ToolResult(call_id="web_search:line:19", content="web search completed: npm retry",
+                                       name="web_search")
+    assert ev["missing:call_3"] == ToolResult(call_id="call_3", is_error=True, name="shell", missing=True,
+                                              content="[no result: the turn was aborted (interrupted)]")
+    assert ev["line:28"] == ToolResult(call_id="call_999", content="stray", orphan=True)
+    assert ev["line:29"].reasoning_reported
+    assert ev["line:32"] == CompactionMarker(trigger="manual", summary="Summary of the work so far.")
+    assert parsed.stats == dict(user_messages=3, assistant_messages=4, tool_calls=4, tool_results=4, tool_errors=2,
+                                orphan_results=1, missing_results=1,
+                                usage=dict(input_tokens=3000 + 1000 + 200 + 200, output_tokens=205,
+                                           cache_read_tokens=6000 + 9000 + 9900 + 10000, cache_write_tokens=None,
+                                           requests=4))
+    assert_idempotent(store, path)
+
+
+@pytest.mark.parametrize("line, change, reason", [
+    (13, lambda p: p["info"]["last_token_usage"].update(input_tokens="9000"),
+     "field 'payload.info.last_token_usage.input_tokens' must be a non-negative integer, got string"),
+    (13, lambda p: p["info"]["last_token_usage"].update(cached_input_tokens=9500),
+     "cached input tokens (9500) exceed input tokens (9000)"),
+    (12, lambda p: p.update(input=None), "missing field 'payload.input' (a string)"),
+    (15, lambda p: p.update(output={"text": "x"}), "field 'payload.output' must be a string or an array, got object"),
+    (4, lambda p: p.pop("role"), "missing field 'payload.role' (a string)"),
+])
+def test_wrong_field_types(tmp_path, store, line, change, reason):
+    rows = synthetic_rows()
+    change(rows[line - 1]["payload"])
+    path = write_jsonl(tmp_path / "bad.jsonl", rows)
+    with pytest.raises(TranscriptError) as info:
+        import_file(store, path)
+    assert f"{path}:line {line}: {reason}" in str(info.value)
+    assert store.count_events() == 0 and store.sessions() == []
+
+
+def test_envelope_without_payload_is_rejected(tmp_path):
+    rows = synthetic_rows()
+    rows[2] = {"timestamp": "2026-02-01T09:00:00.000Z", "type": "turn_context"}
+    with pytest.raises(TranscriptError, match=r"line 3: missing field 'payload' \(an object\)"):
+        parse_file(write_jsonl(tmp_path / "bad.jsonl", rows))

@@ -1,0 +1,175 @@
+"""Parity: the C++ module ``latch._native`` gives exactly the reference's answers (``latch.hotpaths._py``).
+
+Runs under any ``LATCH_IMPL`` (both modules are imported directly); skips when the
+native module is not built (a ``LATCH_PURE_BUILD=1`` install).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from latch.hotpaths import _py
+
+native = pytest.importorskip("latch._native", reason="latch._native is not built (pure-Python install)")
+
+PROFILES = _py.PROFILES
+ANY_CHAR = st.characters(exclude_categories=())  # every code point, lone surrogates included
+
+# Structured text: runs of one character class, long enough to cross 16-byte blocks and run caps.
+_ALPHABETS = (
+    "abcxyz", "ABCXYZ", "0123456789", " ", "\t\v\f", "\n\r", ".,;:!?-_()[]{}<>/\\\"'`~@#$%^&*+=|",
+    "\x00\x01\x1b\x7f", "éüßñ", "абвгдЯ", "αβγ", "漢字仮名한글", "😀🎉", "\ud800\udfff", "\u200b\ufeff",
+)
+_run = st.builds(lambda alpha, n, seed: "".join(alpha[(seed + i * 7) % len(alpha)] for i in range(n)),
+                 st.sampled_from(_ALPHABETS), st.integers(1, 40), st.integers(0, 1000))
+STRUCTURED = st.lists(_run, max_size=30).map("".join)
+TEXTS = st.one_of(
+    st.text(alphabet=ANY_CHAR, max_size=300),
+    st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=300),   # PEP 393 kind 1 (ASCII)
+    st.text(alphabet=st.characters(max_codepoint=0xFF), max_size=300),   # kind 1 (latin-1)
+    st.text(alphabet=st.characters(max_codepoint=0xFFFF, exclude_categories=()), max_size=300),  # kind 2
+    STRUCTURED,
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=TEXTS, profile=st.sampled_from(PROFILES))
+def test_estimate_tokens_matches_reference(text, profile):
+    assert native.estimate_tokens(text, profile) == _py.estimate_tokens(text, profile)
+
+
+@settings(max_examples=100, deadline=None)
+@given(texts=st.lists(TEXTS, max_size=12), profile=st.sampled_from(PROFILES))
+def test_estimate_tokens_batch_matches_reference(texts, profile):
+    got = native.estimate_tokens_batch(texts, profile)
+    assert got.dtype == np.int64 and got.shape == (len(texts),)
+    assert got.tolist() == [_py.estimate_tokens(t, profile) for t in texts]
+    assert got.tolist() == _py.estimate_tokens_batch(texts, profile).tolist()
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_estimate_long_ascii_crosses_every_block_boundary(profile):
+    # Lengths around the 16/32/64-byte strides of the vectorized ASCII path, each offset.
+    base = "The quick brown Fox, 12345 HTTPServer\tjumps.\n  over_the-lazy dog!! " * 8
+    for n in range(len(base)):
+        assert native.estimate_tokens(base[:n], profile) == _py.estimate_tokens(base[:n], profile), n
+
+
+def test_estimate_errors_match_reference():
+    with pytest.raises(ValueError, match="unknown estimator profile 'gpt'"):
+        native.estimate_tokens("x", "gpt")
+    with pytest.raises(ValueError, match="unknown estimator profile 'gpt'"):
+        _py.estimate_tokens("x", "gpt")
+    with pytest.raises(TypeError, match="must be str, not bytes"):
+        native.estimate_tokens(b"x")
+    with pytest.raises(TypeError, match="item 1 must be str, not int"):
+        native.estimate_tokens_batch(["a", 3])
+
+
+def _prefix(units):
+    return list(itertools.accumulate(units, initial=0))
+
+
+BUDGETS = st.one_of(st.integers(-10, 3_000_000), st.integers(-(2**70), 2**70))
+
+
+@settings(max_examples=400, deadline=None)
+@given(units=st.lists(st.integers(0, 100_000), max_size=200), budget=BUDGETS)
+def test_suffix_start_matches_reference(units, budget):
+    prefix = _prefix(units)
+    want = _py.suffix_start(prefix, budget)
+    assert native.suffix_start(prefix, budget) == want
+    assert native.suffix_start(tuple(prefix), budget) == want
+    if -(2**63) <= budget < 2**63:
+        assert native.suffix_start(np.asarray(prefix, dtype=np.int64), budget) == want
+        assert native.suffix_start(np.asarray(prefix, dtype=np.int32), budget) == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.integers(-(2**63), 2**63 - 1), max_size=50), budget=BUDGETS)
+def test_suffix_start_same_probes_on_unsorted_input(values, budget):
+    # Not a valid prefix-sum array, but both sides run CPython's bisect loop, so they still agree.
+    assert native.suffix_start(values, budget) == _py.suffix_start(values, budget)
+
+
+def test_suffix_start_rejects_non_integers():
+    with pytest.raises(TypeError):
+        native.suffix_start([0, "5", 10], 3)
+    with pytest.raises(TypeError):
+        native.suffix_start([0, 5, 10], 2.5)
+
+
+@st.composite
+def episode_sets(draw):
+    n = draw(st.integers(0, 40))
+    seq_ints = st.one_of(st.integers(-50, 10_000), st.integers(-(2**62), 2**62))
+    terms = [draw(st.lists(st.integers(0, 25), unique=True, max_size=8)) for _ in range(n)]
+    files = [draw(st.lists(st.integers(0, 8), unique=True, max_size=4)) for _ in range(n)]
+    return dict(
+        term_indptr=_prefix(len(t) for t in terms),
+        term_ids=[x for t in terms for x in t],
+        file_indptr=_prefix(len(f) for f in files),
+        file_ids=[x for f in files for x in f],
+        markers=draw(st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(0, 63), min_size=n, max_size=n)),
+        last_seq=draw(st.lists(seq_ints | st.sampled_from([7, 7, 7]), min_size=n, max_size=n)),
+        query_terms=draw(st.lists(st.integers(0, 25), max_size=10)),
+        current_files=draw(st.lists(st.integers(0, 8), max_size=4)),
+        now_seq=draw(seq_ints),
+        k=draw(st.integers(-2, 45)),
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(case=episode_sets(), as_numpy=st.booleans())
+def test_score_episodes_matches_reference(case, as_numpy):
+    want = _py.score_episodes(**case)
+    args = {k: (np.asarray(v, dtype=np.int64) if as_numpy and isinstance(v, list) else v) for k, v in case.items()}
+    assert native.score_episodes(**args) == want
+
+
+def test_score_episodes_ties_break_by_seq_then_index():
+    # Five episodes with identical scores except the recency term; 2 and 4 share last_seq 30.
+    case = dict(term_indptr=[0] * 6, term_ids=[], file_indptr=[0] * 6, file_ids=[],
+                markers=[0] * 5, last_seq=[10, 20, 30, 20, 30], query_terms=[], current_files=[], now_seq=10**9, k=5)
+    assert _py.score_episodes(**case) == [4, 2, 3, 1, 0]
+    assert native.score_episodes(**case) == [4, 2, 3, 1, 0]
+
+
+def test_score_episodes_errors():
+    with pytest.raises(ValueError, match="need n\\+1 entries"):
+        native.score_episodes([0], [], [0, 0], [], [0], [1], [], [], 1, 1)
+    with pytest.raises(ValueError, match="term_indptr slice lies outside term_ids"):
+        native.score_episodes([0, 3], [1, 2], [0, 0], [], [0], [1], [1], [], 1, 1)
+
+
+def _corpus_texts(corpus_dir):
+    from latch.importers import builtin_importers, parse_file
+
+    importers = builtin_importers()
+    if not importers:
+        pytest.skip("no transcript importers are installed yet")
+    from corpus_support import corpus_files
+
+    texts = []
+    for path in corpus_files():
+        parsed = parse_file(path, importers=importers)
+        for pe in parsed.events:
+            texts.append(pe.event.searchable_text())
+            texts.append(pe.event.encode().decode("utf-8"))
+        texts.append(path.read_bytes().decode("utf-8", "surrogateescape"))
+    return texts
+
+
+@pytest.mark.corpus
+def test_every_corpus_event_text_matches_reference(corpus_dir):
+    texts = _corpus_texts(corpus_dir)
+    assert len(texts) > 1000
+    for profile in PROFILES:
+        want = [_py.estimate_tokens(t, profile) for t in texts]
+        assert [native.estimate_tokens(t, profile) for t in texts] == want, profile
+        assert native.estimate_tokens_batch(texts, profile).tolist() == want, profile

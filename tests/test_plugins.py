@@ -1,0 +1,382 @@
+"""The plugin host: loading, environment switches, hook validation, registries, engine selection."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from latch import hookspecs, plugins
+from latch.plugins import DEFAULT_PLUGINS, PluginError, get_plugin_manager
+
+REPO = Path(__file__).resolve().parents[1]
+BUILTINS_ONLY = {"LATCH_LOAD_PLUGINS": ""}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_manager():
+    plugins.reset_plugin_manager()
+    yield
+    plugins.reset_plugin_manager()
+
+
+_counter = iter(range(10**6))
+
+
+def install_fake_plugin(monkeypatch, tmp_path: Path, source: str, *, entry_name: str = "fake",
+                        dist: str = "latch-fake", version: str = "0.3") -> str:
+    """Write a module plus a ``*.dist-info`` (METADATA, entry_points.txt) on ``sys.path``.
+
+    ``importlib.metadata`` then finds the entry point exactly as one installed by
+    pip. Returns the (unique) module name.
+    """
+    module = f"latch_fake_plugin_{next(_counter)}"
+    root = tmp_path / f"site-{module}"
+    root.mkdir()
+    (root / f"{module}.py").write_text(textwrap.dedent(source), encoding="utf-8")
+    info = root / f"{dist.replace('-', '_')}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(f"[latch]\n{entry_name} = {module}\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(root))
+    importlib.invalidate_caches()
+    return module
+
+
+ENGINE_PLUGIN = """
+    from latch.hookspecs import hookimpl
+
+    class NothingEngine:
+        PLUGIN_NAME = "{name}"
+        DESCRIPTION = "Keeps nothing."
+
+        def __init__(self, profile):
+            self.profile = profile
+
+        @classmethod
+        def factory(cls, profile):
+            return cls(profile)
+
+    @hookimpl
+    def latch_register_engines():
+        return [NothingEngine]
+"""
+
+
+# ---------------------------------------------------------------- loading and the environment
+
+def test_set_but_empty_allowlist_leaves_only_the_builtins(monkeypatch, tmp_path):
+    install_fake_plugin(monkeypatch, tmp_path, ENGINE_PLUGIN.format(name="nothing"))
+    pm = get_plugin_manager(BUILTINS_ONLY)
+    assert list(pm.infos) == list(DEFAULT_PLUGINS)
+    assert all(info.builtin for info in pm.infos.values())
+    assert list(pm.registry("engines")) == ["continuity"]
+    assert pm.registry("engines")["continuity"].plugin.name == "latch.default_plugins.engines"
+
+
+def test_builtin_importers_are_registered_through_the_hook():
+    from latch.importers import builtin_importers
+
+    pm = get_plugin_manager(BUILTINS_ONLY)
+    expected = {cls.PLUGIN_NAME: cls for cls in builtin_importers()}
+    assert expected, "latch ships importers"
+    assert {n: r.cls for n, r in pm.registry("importers").items()} == expected
+    assert {r.plugin.name for r in pm.registry("importers").values()} == {"latch.default_plugins.importers"}
+
+
+def test_entry_point_plugin_is_loaded_with_its_distribution(monkeypatch, tmp_path):
+    module = install_fake_plugin(monkeypatch, tmp_path, ENGINE_PLUGIN.format(name="nothing"),
+                                 entry_name="nothing-plugin", dist="latch-nothing", version="1.2.3")
+    pm = get_plugin_manager({"LATCH_LOAD_PLUGINS": "nothing-plugin"})
+    reg = pm.registry("engines")["nothing"]
+    assert reg.plugin.name == "nothing-plugin"
+    assert (reg.plugin.distribution, reg.plugin.version, reg.plugin.module) == ("latch-nothing", "1.2.3", module)
+    assert reg.plugin.entry_point == f"nothing-plugin = {module}"
+    assert not reg.plugin.builtin
+    assert pm.hooks_of("nothing-plugin") == ["latch_register_engines"]
+    assert sorted(pm.registry("engines")) == ["continuity", "nothing"]
+
+
+def test_allowlist_excludes_unlisted_and_rejects_unknown_names(monkeypatch, tmp_path):
+    install_fake_plugin(monkeypatch, tmp_path, ENGINE_PLUGIN.format(name="nothing"), entry_name="nothing-plugin")
+    install_fake_plugin(monkeypatch, tmp_path, ENGINE_PLUGIN.format(name="other"), entry_name="other-plugin",
+                        dist="latch-other")
+    pm = get_plugin_manager({"LATCH_LOAD_PLUGINS": " other-plugin , "})
+    assert sorted(pm.registry("engines")) == ["continuity", "other"]
+    with pytest.raises(PluginError, match=r"LATCH_LOAD_PLUGINS names 'nothng-plugin'.*installed: .*nothing-plugin"):
+        get_plugin_manager({"LATCH_LOAD_PLUGINS": "nothng-plugin"})
+
+
+def test_disable_blocks_entry_points_and_builtins_without_fallback(monkeypatch, tmp_path):
+    install_fake_plugin(monkeypatch, tmp_path, ENGINE_PLUGIN.format(name="nothing"), entry_name="nothing-plugin")
+    pm = get_plugin_manager({"LATCH_LOAD_PLUGINS": "nothing-plugin", "LATCH_DISABLE_PLUGINS": "nothing-plugin"})
+    assert "nothing-plugin" not in pm.infos
+    monkeypatch.setenv("LATCH_LOAD_PLUGINS", "nothing-plugin")
+    monkeypatch.setenv("LATCH_DISABLE_PLUGINS", "latch.default_plugins.engines")
+    assert sorted(plugins.registered_engines()) == ["nothing"]
+    with pytest.raises(PluginError, match=r"unknown engine 'continuity'; registered engines: nothing"):
+        plugins.get_engine_factory("continuity")
+
+
+def test_trace_writes_hook_calls_to_stderr(capsys):
+    pm = get_plugin_manager({**BUILTINS_ONLY, "LATCH_TRACE_PLUGINS": "1"})
+    pm.registry("engines")
+    err = capsys.readouterr().err
+    assert "latch_register_engines [hook]" in err
+    assert "finish latch_register_engines --> [[<class" in err
+    pm = get_plugin_manager({**BUILTINS_ONLY, "LATCH_TRACE_PLUGINS": "0"})
+    pm.registry("engines")
+    assert capsys.readouterr().err == ""
+
+
+def test_a_plugin_that_fails_to_import_is_named(monkeypatch, tmp_path):
+    install_fake_plugin(monkeypatch, tmp_path, "import does_not_exist_anywhere\n", entry_name="broken",
+                        dist="latch-broken", version="0.0.1")
+    with pytest.raises(PluginError, match=r"plugin 'broken' \(latch_fake_plugin_\d+, from latch-broken\) failed to "
+                                          r"load .*ModuleNotFoundError: No module named 'does_not_exist_anywhere'"):
+        get_plugin_manager({"LATCH_LOAD_PLUGINS": "broken"})
+
+
+# ---------------------------------------------------------------- hook validation
+
+def test_a_misspelled_hookimpl_fails_loudly(monkeypatch, tmp_path):
+    install_fake_plugin(monkeypatch, tmp_path, """
+        from latch.hookspecs import hookimpl
+
+        @hookimpl
+        def latch_register_engine():
+            return []
+    """, entry_name="typo")
+    with pytest.raises(PluginError) as err:
+        get_plugin_manager({"LATCH_LOAD_PLUGINS": "typo"})
+    assert re.search(r"plugin 'typo' \(latch_fake_plugin_\d+, from latch-fake\) implements unknown hook "
+                     r"'latch_register_engine'; did you mean 'latch_register_engines'\?", str(err.value))
+
+
+def test_an_unmarked_latch_function_counts_as_a_hookimpl(monkeypatch, tmp_path):
+    install_fake_plugin(monkeypatch, tmp_path, """
+        def latch_select_estimators(model):
+            return None
+    """, entry_name="unmarked")
+    with pytest.raises(PluginError, match="unknown hook 'latch_select_estimators'; did you mean 'latch_select_estimator'"):
+        get_plugin_manager({"LATCH_LOAD_PLUGINS": "unmarked"})
+
+
+def test_a_hookimpl_with_an_unknown_argument_is_named(monkeypatch, tmp_path):
+    install_fake_plugin(monkeypatch, tmp_path, """
+        from latch.hookspecs import hookimpl
+
+        @hookimpl
+        def latch_register_commands(cli, extra):
+            pass
+    """, entry_name="badargs")
+    with pytest.raises(PluginError, match=r"plugin 'badargs' .*latch_register_commands.*extra"):
+        get_plugin_manager({"LATCH_LOAD_PLUGINS": "badargs"})
+
+
+def test_duplicate_name_error_names_both_sources(monkeypatch, tmp_path):
+    module = install_fake_plugin(monkeypatch, tmp_path, ENGINE_PLUGIN.format(name="continuity"),
+                                 entry_name="impostor", dist="latch-impostor")
+    pm = get_plugin_manager({"LATCH_LOAD_PLUGINS": "impostor"})
+    with pytest.raises(PluginError) as err:
+        pm.registry("engines")
+    msg = str(err.value)
+    assert msg.startswith("engine name 'continuity' is registered twice: by plugin 'latch.default_plugins.engines' "
+                          "(latch.default_plugins.engines, built-in) (")
+    assert msg.endswith(f"and by plugin 'impostor' ({module}, from latch-impostor) ({module}.NothingEngine)")
+
+
+def test_duplicate_between_two_third_party_plugins(monkeypatch, tmp_path):
+    install_fake_plugin(monkeypatch, tmp_path, ENGINE_PLUGIN.format(name="same"), entry_name="first", dist="latch-a")
+    install_fake_plugin(monkeypatch, tmp_path, ENGINE_PLUGIN.format(name="same"), entry_name="second", dist="latch-b")
+    pm = get_plugin_manager({"LATCH_LOAD_PLUGINS": "first,second"})
+    with pytest.raises(PluginError, match=r"'same' is registered twice: by plugin 'first' .*latch-a.* by plugin "
+                                          r"'second' .*latch-b"):
+        pm.registry("engines")
+    assert len(pm.registry("importers")) > 0  # other kinds are unaffected
+
+
+@pytest.mark.parametrize("body, message", [
+    ("return NothingEngine", r"latch_register_engines\(\) must return a list of classes, got type"),
+    ("return [NothingEngine()]", r"returned <.*NothingEngine object .*>, which is not a class"),
+    ("NothingEngine.PLUGIN_NAME = ''; return [NothingEngine]", r"NothingEngine from latch_register_engines\(\) has "
+                                                               r"no PLUGIN_NAME string"),
+    ("del NothingEngine.factory; return [NothingEngine]", r"engine 'nothing' \(.*NothingEngine\) lacks factory"),
+])
+def test_malformed_registrations_are_named(monkeypatch, tmp_path, body, message):
+    install_fake_plugin(monkeypatch, tmp_path, f"""
+        from latch.hookspecs import hookimpl
+
+        class NothingEngine:
+            PLUGIN_NAME = "nothing"
+
+            @classmethod
+            def factory(cls, profile):
+                return cls()
+
+        @hookimpl
+        def latch_register_engines():
+            {body}
+    """, entry_name="malformed")
+    pm = get_plugin_manager({"LATCH_LOAD_PLUGINS": "malformed"})
+    with pytest.raises(PluginError, match=r"plugin 'malformed' .*: " + message):
+        pm.registry("engines")
+
+
+def test_unknown_kind_is_a_value_error():
+    with pytest.raises(ValueError, match="unknown plugin kind 'engine'"):
+        get_plugin_manager(BUILTINS_ONLY).registry("engine")
+
+
+# ---------------------------------------------------------------- engines
+
+def test_get_engine_factory_returns_the_class_factory_and_never_falls_back(monkeypatch, tmp_path):
+    install_fake_plugin(monkeypatch, tmp_path, ENGINE_PLUGIN.format(name="nothing"), entry_name="nothing-plugin")
+    monkeypatch.setenv("LATCH_LOAD_PLUGINS", "nothing-plugin")
+    engines = plugins.registered_engines()
+    assert plugins.get_engine_factory("nothing") == engines["nothing"].factory
+    with pytest.raises(PluginError) as err:
+        plugins.get_engine_factory("nothng")
+    assert str(err.value).startswith("unknown engine 'nothng' (did you mean 'nothing'?); "
+                                     "registered engines: continuity, nothing")
+
+
+def test_engine_name_precedence():
+    assert plugins.engine_name(None, {}) == "continuity"
+    assert plugins.engine_name(None, {"engine": {"name": "summary"}}) == "summary"
+    assert plugins.engine_name("sliding-window", {"engine": {"name": "summary"}}) == "sliding-window"
+    with pytest.raises(PluginError, match=r"config \[engine\] name must be a non-empty string, got 3"):
+        plugins.engine_name(None, {"engine": {"name": 3}})
+
+
+# ---------------------------------------------------------------- other hooks
+
+def test_select_estimator_first_plugin_answer_wins(monkeypatch, tmp_path):
+    install_fake_plugin(monkeypatch, tmp_path, """
+        from latch.hookspecs import hookimpl
+
+        class Fixed:
+            PLUGIN_NAME = "fixed"
+            def count(self, text): return 7
+            def image_tokens(self, media): return 1
+
+        @hookimpl
+        def latch_register_estimators():
+            return [Fixed]
+
+        @hookimpl
+        def latch_select_estimator(model):
+            return Fixed() if model == "fixed-1" else None
+    """, entry_name="fixed-plugin")
+    monkeypatch.setenv("LATCH_LOAD_PLUGINS", "fixed-plugin")
+    assert plugins.select_estimator("fixed-1").count("anything at all") == 7
+    default = plugins.select_estimator("gpt-4o")
+    assert type(default).__name__ != "Fixed"
+    assert default.count("hello world") == plugins.select_estimator(None).count("hello world") > 0
+    assert "fixed" in plugins.registered_estimators()
+
+
+def test_configure_is_historic(monkeypatch, tmp_path):
+    monkeypatch.setenv("LATCH_LOAD_PLUGINS", "")
+    seen = []
+
+    class Late:
+        @hookspecs.hookimpl
+        def latch_configure(self, config):
+            seen.append(dict(config))
+
+    plugins.configure({"engine": {"name": "summary"}})
+    get_plugin_manager().register(Late(), name="late")
+    assert seen == [{"engine": {"name": "summary"}}]
+
+
+def test_plugins_add_cli_commands(monkeypatch, tmp_path):
+    install_fake_plugin(monkeypatch, tmp_path, """
+        import click
+        from latch.hookspecs import hookimpl
+
+        @hookimpl
+        def latch_register_commands(cli):
+            @cli.command("hello")
+            def hello():
+                click.echo("hello from a plugin")
+    """, entry_name="hello-plugin")
+    monkeypatch.setenv("LATCH_LOAD_PLUGINS", "hello-plugin")
+    group = click.Group("latch")
+    plugins.register_plugin_commands(group)
+    result = CliRunner().invoke(group, ["hello"])
+    assert result.output == "hello from a plugin\n"
+
+
+def test_register_plugin_commands_exits_2_on_a_plugin_error(monkeypatch, capsys):
+    monkeypatch.setenv("LATCH_LOAD_PLUGINS", "no-such-plugin")
+    with pytest.raises(SystemExit) as exc:
+        plugins.register_plugin_commands(click.Group("latch"))
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.startswith("latch: plugin error: LATCH_LOAD_PLUGINS names 'no-such-plugin'")
+
+
+# ---------------------------------------------------------------- `latch plugins`
+
+def _cli():
+    from latch.cli import _load_commands, cli
+
+    _load_commands()
+    return cli
+
+
+def test_latch_plugins_json_lists_builtins_hooks_and_registrations(monkeypatch):
+    monkeypatch.setenv("LATCH_LOAD_PLUGINS", "")
+    result = CliRunner().invoke(_cli(), ["plugins", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)
+    assert [r["name"] for r in rows] == list(DEFAULT_PLUGINS)
+    engines = rows[0]
+    assert engines["builtin"] is True and engines["distribution"] is None
+    assert engines["hooks"] == ["latch_register_engines"]
+    assert engines["registered"] == {"engines": ["continuity"]}
+    estimators = next(r for r in rows if r["name"] == "latch.default_plugins.estimators")
+    assert estimators["hooks"] == ["latch_register_estimators", "latch_select_estimator"]
+    importers = next(r for r in rows if r["name"] == "latch.default_plugins.importers")
+    from latch.importers import builtin_importers
+
+    assert importers["registered"] == {"importers": [c.PLUGIN_NAME for c in builtin_importers()]}
+
+
+def test_latch_plugins_table(monkeypatch):
+    monkeypatch.setenv("LATCH_LOAD_PLUGINS", "")
+    monkeypatch.setenv("COLUMNS", "200")
+    result = CliRunner().invoke(_cli(), ["plugins"])
+    assert result.exit_code == 0, result.output
+    assert f"{len(DEFAULT_PLUGINS)} plugins" in result.output
+    assert "engines: continuity" in result.output
+    assert "built-in" in result.output
+
+
+def test_latch_plugins_reports_a_plugin_error_without_traceback(monkeypatch, tmp_path):
+    install_fake_plugin(monkeypatch, tmp_path, ENGINE_PLUGIN.format(name="continuity"), entry_name="impostor")
+    monkeypatch.setenv("LATCH_LOAD_PLUGINS", "impostor")
+    result = CliRunner().invoke(_cli(), ["plugins", "--json"])
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: engine name 'continuity' is registered twice")
+    assert "Traceback" not in result.output
+
+
+# ---------------------------------------------------------------- docs
+
+def test_every_hook_has_a_section_in_docs():
+    doc = (REPO / "docs" / "plugins.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^## `(latch_\w+)", doc, flags=re.M))
+    hooks = {n for n in vars(hookspecs) if n.startswith("latch_")}
+    assert hooks == {"latch_register_engines", "latch_register_estimators", "latch_register_providers",
+                     "latch_register_importers", "latch_register_uis", "latch_register_commands",
+                     "latch_select_estimator", "latch_configure"}
+    missing = hooks - documented
+    assert not missing, f"hooks without a section in docs/plugins.md: {sorted(missing)}"
+    assert documented <= hooks, f"docs/plugins.md documents hooks that do not exist: {sorted(documented - hooks)}"
