@@ -20,15 +20,15 @@ from latch.importers import TranscriptError, detect, import_file
 JUNK = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xd8\xff\xe0"
 
 
-def tiny_png(width: int = 3, height: int = 2) -> bytes:
-    """A real ``width``x``height`` RGB PNG (IHDR, IDAT, IEND with CRCs)."""
+def tiny_png(width: int = 3, height: int = 2, level: int = 9) -> bytes:
+    """A real ``width``x``height`` RGB PNG (IHDR, IDAT, IEND with CRCs); ``level=0`` keeps it big."""
 
     def chunk(kind: bytes, body: bytes) -> bytes:
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
     raw = b"".join(b"\x00" + bytes([200, 30, 30]) * width for _ in range(height))
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+            + chunk(b"IDAT", zlib.compress(raw, level)) + chunk(b"IEND", b""))
 
 
 def snapshot(store) -> tuple[int, list[str]]:

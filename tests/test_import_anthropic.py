@@ -13,8 +13,8 @@ from latch.events import AssistantMessage, SystemNote, ToolResult, Usage, UserMe
 from latch.importers import TranscriptError, detect, import_file, parse_file
 
 
-def _png_block(width: int, height: int) -> dict:
-    data = base64.b64encode(tiny_png(width, height)).decode()
+def _png_block(width: int, height: int, level: int = 9) -> dict:
+    data = base64.b64encode(tiny_png(width, height, level)).decode()
     return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
 
 
@@ -161,3 +161,15 @@ def test_malformed_copies(tmp_path, store):
     with pytest.raises(TranscriptError, match=r"messages\[0\]: unknown role 'system'"):
         parse_file(write_json(tmp_path / "role.json", [{"role": "system", "content": "x"}]),
                    format="anthropic-messages")
+
+
+def test_first_message_longer_than_the_sniffed_head(tmp_path):
+    doc = fixture_doc()
+    doc["messages"][0]["content"].reverse()  # the image first: ~96 KB of base64 before any complete message
+    doc["messages"][0]["content"][0] = _png_block(200, 120, level=0)
+    path = write_json(tmp_path / "big.json", doc["messages"])
+    assert path.stat().st_size > 65536
+    assert detect(path, path.read_bytes()).PLUGIN_NAME == "anthropic-messages"
+    assert parse_file(path).stats == EXPECTED
+    with pytest.raises(TranscriptError, match=r"messages\[0\]: content\[0\] is an Anthropic 'image' block"):
+        parse_file(path, format="openai-chat")

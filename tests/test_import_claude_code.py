@@ -294,3 +294,11 @@ def test_wrong_field_types_name_line_and_field(tmp_path, store, change, reason):
         import_file(store, path)
     assert f"{path}:line 4: {reason}" in str(info.value)
     assert store.count_events() == 0 and store.sessions() == []
+
+
+def test_first_line_longer_than_the_sniffed_head(tmp_path):
+    lines = synthetic_lines()[1:]
+    lines[0]["message"]["content"] = "x" * 70_000  # the detector sees only the first 64 KiB
+    path = write_jsonl(tmp_path / "long.jsonl", lines)
+    assert detect(path, path.read_bytes()).PLUGIN_NAME == "claude-code"
+    assert parse_file(path).stats["user_messages"] == 5

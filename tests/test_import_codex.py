@@ -255,3 +255,11 @@ def test_envelope_without_payload_is_rejected(tmp_path):
     rows[2] = {"timestamp": "2026-02-01T09:00:00.000Z", "type": "turn_context"}
     with pytest.raises(TranscriptError, match=r"line 3: missing field 'payload' \(an object\)"):
         parse_file(write_jsonl(tmp_path / "bad.jsonl", rows))
+
+
+def test_session_meta_longer_than_the_sniffed_head(tmp_path):
+    rows = synthetic_rows()
+    rows[0]["payload"]["base_instructions"]["text"] = "You are Codex. " * 5000  # 75 KB > the 64 KiB head
+    path = write_jsonl(tmp_path / "long.jsonl", rows)
+    assert detect(path, path.read_bytes()).PLUGIN_NAME == "codex"
+    assert parse_file(path).stats["assistant_messages"] == 4

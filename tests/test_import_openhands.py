@@ -146,6 +146,40 @@ def test_missing_and_orphan_results_are_kept(tmp_path, raw):
     assert results["toolu_unknown"].orphan
 
 
+def test_finish_is_a_text_reply_not_a_tool_call(tmp_path, raw):
+    doc = copy.deepcopy(raw)
+    doc[15].update(action="finish", message="All done",
+                   args={"final_thought": "The todo app is ready.", "outputs": {}, "thought": ""})
+    finish_call = {"id": "toolu_fin", "type": "function",
+                   "function": {"name": "finish", "arguments": '{"message": "The todo app is ready."}'}}
+    doc[15]["tool_call_metadata"] = {
+        "function_name": "finish", "tool_call_id": "toolu_fin", "total_calls_in_response": 1,
+        "model_response": {"id": "chatcmpl-fin", "model": "claude-x", "choices": [{"message": {
+            "role": "assistant", "content": "Finishing up.", "tool_calls": [finish_call]}}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 90}}}}
+    parsed = _parse(tmp_path, doc)
+    msg = next(pe.event for pe in parsed.events if pe.source_ref == "event:15")
+    assert msg == AssistantMessage(text="Finishing up.\n\nThe todo app is ready.", model="claude-x")
+    usage = next(pe.event for pe in parsed.events if pe.source_ref == "event:15#usage")
+    assert (usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens) == (10, 90, None)
+    assert parsed.stats["missing_results"] == 0 and parsed.stats["tool_calls"] == 4
+    del doc[15]["tool_call_metadata"]  # a non-function-calling agent: the final thought alone
+    msg = next(pe.event for pe in _parse(tmp_path, doc).events if pe.source_ref == "event:15")
+    assert msg == AssistantMessage(text="The todo app is ready.")
+
+
+def test_user_images(tmp_path, raw):
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+    doc = copy.deepcopy(raw)
+    doc[4]["args"]["image_urls"] = [f"data:image/png;base64,{png}", "https://example.com/mock.png"]
+    parsed = _parse(tmp_path, doc)
+    user = next(pe.event for pe in parsed.events if isinstance(pe.event, UserMessage))
+    (ref,) = user.media
+    assert (ref.media_type, ref.width, ref.height, ref.byte_size) == ("image/png", 1, 1, 70)
+    assert user.text.endswith("\n[image: https://example.com/mock.png]")
+    assert [(len(a[0]), a[1]) for a in parsed.artifacts] == [(70, "image/png")]
+
+
 def test_reimport_adds_nothing(src, store):
     sid, parsed = assert_reimport_adds_nothing(store, src)
     assert parsed.external_key.startswith("openhands:sha256:")

@@ -108,13 +108,14 @@ def test_suffix_start_rejects_non_integers():
 def episode_sets(draw):
     n = draw(st.integers(0, 40))
     seq_ints = st.one_of(st.integers(-50, 10_000), st.integers(-(2**62), 2**62))
-    terms = [draw(st.lists(st.integers(0, 25), unique=True, max_size=8)) for _ in range(n)]
-    files = [draw(st.lists(st.integers(0, 8), unique=True, max_size=4)) for _ in range(n)]
+    term_counts = draw(st.lists(st.integers(0, 8), min_size=n, max_size=n))
+    file_counts = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    n_terms, n_files = sum(term_counts), sum(file_counts)
     return dict(
-        term_indptr=_prefix(len(t) for t in terms),
-        term_ids=[x for t in terms for x in t],
-        file_indptr=_prefix(len(f) for f in files),
-        file_ids=[x for f in files for x in f],
+        term_indptr=_prefix(term_counts),
+        term_ids=draw(st.lists(st.integers(0, 25), min_size=n_terms, max_size=n_terms)),
+        file_indptr=_prefix(file_counts),
+        file_ids=draw(st.lists(st.integers(0, 8), min_size=n_files, max_size=n_files)),
         markers=draw(st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(0, 63), min_size=n, max_size=n)),
         last_seq=draw(st.lists(seq_ints | st.sampled_from([7, 7, 7]), min_size=n, max_size=n)),
         query_terms=draw(st.lists(st.integers(0, 25), max_size=10)),
@@ -155,14 +156,8 @@ def _corpus_texts(corpus_dir):
         pytest.skip("no transcript importers are installed yet")
     from corpus_support import corpus_files
 
-    texts = []
-    for path in corpus_files():
-        parsed = parse_file(path, importers=importers)
-        for pe in parsed.events:
-            texts.append(pe.event.searchable_text())
-            texts.append(pe.event.encode().decode("utf-8"))
-        texts.append(path.read_bytes().decode("utf-8", "surrogateescape"))
-    return texts
+    return [pe.event.searchable_text() for path in corpus_files()
+            for pe in parse_file(path, importers=importers).events]
 
 
 @pytest.mark.corpus

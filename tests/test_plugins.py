@@ -204,9 +204,9 @@ def test_duplicate_between_two_third_party_plugins(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("body, message", [
     ("return NothingEngine", r"latch_register_engines\(\) must return a list of classes, got type"),
-    ("return [NothingEngine()]", r"returned <.*NothingEngine object .*>, which is not a class"),
-    ("NothingEngine.PLUGIN_NAME = ''; return [NothingEngine]", r"NothingEngine from latch_register_engines\(\) has "
-                                                               r"no PLUGIN_NAME string"),
+    ("return [NothingEngine()]", r"latch_register_engines\(\) returned <.*NothingEngine object .*>, which is not a class"),
+    ("NothingEngine.PLUGIN_NAME = ''; return [NothingEngine]", r"latch_fake_plugin_\d+\.NothingEngine from "
+                                                               r"latch_register_engines\(\) has no PLUGIN_NAME string"),
     ("del NothingEngine.factory; return [NothingEngine]", r"engine 'nothing' \(.*NothingEngine\) lacks factory"),
 ])
 def test_malformed_registrations_are_named(monkeypatch, tmp_path, body, message):
@@ -263,8 +263,8 @@ def test_select_estimator_first_plugin_answer_wins(monkeypatch, tmp_path):
 
         class Fixed:
             PLUGIN_NAME = "fixed"
-            def count(self, text): return 7
-            def image_tokens(self, media): return 1
+            def estimate(self, text): return 7
+            def image_tokens(self, width, height): return 1
 
         @hookimpl
         def latch_register_estimators():
@@ -275,11 +275,15 @@ def test_select_estimator_first_plugin_answer_wins(monkeypatch, tmp_path):
             return Fixed() if model == "fixed-1" else None
     """, entry_name="fixed-plugin")
     monkeypatch.setenv("LATCH_LOAD_PLUGINS", "fixed-plugin")
-    assert plugins.select_estimator("fixed-1").count("anything at all") == 7
+    assert plugins.select_estimator("fixed-1").estimate("anything at all") == 7
+    from latch.estimators import HeuristicEstimator
+
     default = plugins.select_estimator("gpt-4o")
-    assert type(default).__name__ != "Fixed"
-    assert default.count("hello world") == plugins.select_estimator(None).count("hello world") > 0
-    assert "fixed" in plugins.registered_estimators()
+    assert isinstance(default, HeuristicEstimator) and default.profile == "openai"
+    assert plugins.select_estimator("claude-sonnet-4").profile == "anthropic"
+    assert plugins.select_estimator(None).profile == "anthropic"  # unknown model: the most conservative
+    assert sorted(plugins.registered_estimators()) == ["cabi", "fixed", "heuristic-anthropic", "heuristic-cjk",
+                                                       "heuristic-openai"]
 
 
 def test_configure_is_historic(monkeypatch, tmp_path):

@@ -8,11 +8,10 @@ import pytest
 
 from latch.engine.port import ComponentTokens, ContextBudget, ContextView, ViewMessage, ViewToolCall
 from latch.events import MediaRef
-from latch.providers.anthropic_messages import (CONTINUATION_NOTE, to_anthropic_messages, validate_anthropic_messages,
-                                                wire_tool_id)
-from latch.providers.base import Provider, ProviderError, ScriptedProvider
-from latch.providers.canonical import canonical_request_bytes, common_prefix_bytes, common_prefix_tokens
-from latch.providers.openai_chat import to_openai_chat, validate_openai_chat
+from latch.providers import (Provider, ProviderError, ScriptedProvider, canonical_request_bytes, common_prefix_bytes,
+                             common_prefix_tokens, to_anthropic_messages, to_openai_chat,
+                             validate_anthropic_messages, validate_openai_chat)
+from latch.providers.anthropic_messages import CONTINUATION_NOTE, wire_tool_id
 
 
 def view(*messages, system="You are Latch.", tools=()):

@@ -221,7 +221,13 @@ class ToolResult(Event):
 @register_kind
 @dataclass(frozen=True, slots=True)
 class SystemNote(Event):
-    """A harness/system note (``subtype`` e.g. ``api_error``, ``instructions``, ``cost``)."""
+    """A harness/system note.
+
+    ``subtype`` vocabulary used by the importers: ``system_prompt`` (the
+    harness's system prompt), ``developer`` (OpenAI/Codex developer messages),
+    ``system`` (later system messages), ``api_error``, ``session_start``,
+    ``aider_output``, ``cost``, ``note``.
+    """
 
     KIND: ClassVar[str] = "system_note"
     text: str
@@ -301,6 +307,10 @@ def decode_event(kind: str, payload: Mapping[str, Any] | str | bytes) -> Event:
     """
     if isinstance(payload, (str, bytes)):
         payload = json.loads(payload)
+    if kind not in EVENT_KINDS:  # kernel kinds register on import; load them before giving up
+        import importlib
+
+        importlib.import_module("latch.kernel.events")
     cls = EVENT_KINDS[kind]
     payload = {k: v for k, v in payload.items() if k != "kind"}
     return cls.from_payload(payload)

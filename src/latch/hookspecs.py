@@ -53,9 +53,11 @@ def latch_register_engines() -> list[type]:
 def latch_register_estimators() -> list[type]:
     """Token estimators.
 
-    Each class has ``PLUGIN_NAME``, a no-argument constructor, ``count(text: str)
-    -> int`` (tokens) and ``image_tokens(media: MediaRef) -> int`` (tokens).
-    Optional ``DESCRIPTION``.
+    Each class has ``PLUGIN_NAME``, a no-argument constructor, and instances
+    following :class:`latch.estimators.Estimator`: ``estimate(text: str) -> int``
+    (tokens), ``image_tokens(width: int | None, height: int | None) -> int``
+    (tokens, from pixels; conservative when unknown), optional
+    ``estimate_batch(texts) -> numpy int64 array``. Optional ``DESCRIPTION``.
     """
 
 

@@ -178,7 +178,8 @@ class LatchPluginManager(pluggy.PluginManager):
         try:
             self.register(obj, name=info.name)
         except pluggy.PluginValidationError as exc:
-            raise PluginError(f"{_describe(info)}: {exc}") from None
+            detail = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+            raise PluginError(f"{_describe(info)}: {detail}") from None
         self.infos[info.name] = info
 
     def info_for(self, plugin: Any) -> PluginInfo:

@@ -520,6 +520,16 @@ def chat_features(head: bytes) -> tuple[set[str], dict[str, Any]]:
                     found.add("openai")
                 elif kind in _ANTHROPIC_BLOCKS or (kind == "image" and "source" in part):
                     found.add("anthropic")
-    elif top == "object" and (keys.get("messages") is ... or keys.get("messages") == []):
-        found.add("chat")  # a messages array whose first element is cut by the end of the head
+    elif top == "array" and not items or top == "object" and keys.get("messages") in (..., []):
+        # the first message is longer than the head (a large image, a long paste): look at its start
+        text = head_text(head)
+        if _ROLE.search(text):
+            found.add("chat")
+            found.update(kind for kind, pattern in _TRAITS if pattern.search(text))
     return found, keys
+
+
+_ROLE = re.compile(r'"role"\s*:\s*"')
+_TRAITS = (("openai", re.compile(r'"(tool_calls|tool_call_id|image_url)"\s*:|"role"\s*:\s*"(tool|system|developer)"')),
+           ("anthropic", re.compile(r'"type"\s*:\s*"(tool_use|tool_result|thinking|redacted_thinking)"'
+                                    r'|"source"\s*:\s*\{\s*"type"\s*:\s*"(base64|url)"')))

@@ -104,6 +104,8 @@ def load_json(path: str | Path, text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise TranscriptError(path, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise TranscriptError(path, None, "JSON nested too deeply") from None
 
 
 def iter_jsonl(path: str | Path, text: str):
@@ -116,6 +118,8 @@ def iter_jsonl(path: str | Path, text: str):
             obj = json.loads(s)
         except json.JSONDecodeError as exc:
             raise TranscriptError(path, f"line {n}", f"invalid JSON (column {exc.colno}: {exc.msg})") from None
+        except RecursionError:
+            raise TranscriptError(path, f"line {n}", "JSON nested too deeply") from None
         if not isinstance(obj, dict):
             raise TranscriptError(path, f"line {n}", f"expected a JSON object, got {type(obj).__name__}")
         yield n, obj

@@ -54,8 +54,7 @@ _SUBAGENT_TOOLS = ("Task", "Agent")
 _META_PREFIXES = ("<local-command-stdout>", "<local-command-stderr>", "<local-command-caveat>", "<task-notification>",
                   "<system-reminder>", "[Request interrupted by user")
 _EXIT_CODE = re.compile(r"\AExit code (-?\d+)")
-_PARTIAL_LINE = (re.compile(r'"sessionId"\s*:\s*"'), re.compile(r'"uuid"\s*:\s*"'),
-                 re.compile(r'"type"\s*:\s*"(user|assistant|system)"'))
+_PARTIAL_LINE = (re.compile(r'"sessionId"\s*:\s*"'), re.compile(r'"(parentUuid|uuid)"\s*:'))
 
 
 @dataclass
@@ -123,8 +122,7 @@ class ClaudeCodeImporter(Importer):
         chosen = _active_branch(main)
         builder = SessionBuilder(path, FORMAT)
         _emit(builder, path, chosen)
-        skipped = len([ln for ln in lines if ln.type in _CONVERSATION]) - len(
-            [ln for ln in chosen if ln.type in _CONVERSATION])
+        skipped = sum(ln.type in _CONVERSATION for ln in lines) - sum(ln.type in _CONVERSATION for ln in chosen)
         meta = {k: v for k, v in (("session_id", session_id), ("version", version), ("git_branch", branch),
                                   ("agent_id", agent)) if isinstance(v, str)}
         meta["lines_not_on_active_branch"] = skipped
@@ -245,7 +243,7 @@ def _emit(b: SessionBuilder, path: Path, lines: list[_Line]) -> None:
             usage = msg.get("usage")
             if usage and any(v for k, v in usage.items() if k.endswith("_tokens") and isinstance(v, int)):
                 b.set_usage(slot, anthropic_usage(loc, usage, "message.usage", model=model,
-                                                  request_id=obj.get("requestId")), f"{slot.ref}#usage", ln.ts)
+                                                  request_id=loc.str(obj, "requestId")), f"{slot.ref}#usage", ln.ts)
         elif ln.type == "user":
             if summaries.get(ln.parent) is ln:
                 continue  # folded into the CompactionMarker of its boundary

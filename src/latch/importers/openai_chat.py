@@ -36,6 +36,7 @@ __all__ = ["OpenAIChatImporter", "IMPORTERS"]
 FORMAT = "openai-chat"
 _THINKING = re.compile(r"\A\s*<thinking>.*?</thinking>\s*", re.S)
 _COMPACT = "[compact_boundary]"
+_ANTHROPIC_BLOCKS = ("tool_use", "tool_result", "thinking", "redacted_thinking")
 
 
 class OpenAIChatImporter(Importer):
@@ -156,6 +157,9 @@ def _text(b: SessionBuilder, loc: Loc, msg: dict) -> tuple[str, tuple[MediaRef, 
                 texts.append(f"[image: {url}]")
             else:
                 media.append(b.media(*decoded))
+        elif kind in _ANTHROPIC_BLOCKS or (kind == "image" and "source" in part):
+            raise loc.fail(f"content[{j}] is an Anthropic {kind!r} block, not an OpenAI part "
+                           f"(import with --format anthropic-messages)")
         else:
             texts.append(f"[{kind}]")
     return "\n".join(texts), tuple(media)

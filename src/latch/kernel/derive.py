@@ -90,7 +90,8 @@ class DerivationContext:
     """What rules may know about the session being derived, and update as they go.
 
     ``workspace``/``cwd`` make paths workspace-relative; ``open_file`` is
-    SWE-agent's current file; ``running`` maps a managed process id to the
+    SWE-agent's current file; ``foreground`` is OpenHands' still-running shell
+    command; ``running`` maps a managed process id to the
     command it runs and the validation requirements waiting for its exit.
     """
 
@@ -101,6 +102,7 @@ class DerivationContext:
         self.cwd = self.workspace
         self.open_file: str | None = None
         self.running: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self.foreground: str | None = None  # OpenHands: the command still holding the shell
 
     @property
     def error_flag_reliable(self) -> bool:
@@ -364,8 +366,18 @@ def _unwrap_output(content: str) -> Run:
 
 
 # --------------------------------------------------------------------------------------- rules
+_KEYS = {"", "C-c", "C-d", "C-z"}
+_STILL_RUNNING_RE = re.compile(r"The command has no new output after \d+ seconds|command is still running")
+
+
 class ShellRule(DerivationRule):
-    """Shell tools: validation sets, possible mutations, reads, background processes."""
+    """Shell tools: validation sets, possible mutations, reads, background processes.
+
+    A command still running when its result came (Claude Code ``run_in_background``,
+    Codex ``Process running with session ID N``, OpenHands exit code -1 with "no new
+    output") is a managed process; OpenHands' next command with a real exit code
+    means it ended, and empty/``C-c`` input goes to it.
+    """
 
     name = "shell"
     tools = frozenset({"Bash", "bash", "shell", "exec_command", "execute_bash", "run", "run_command",
@@ -379,14 +391,21 @@ class ShellRule(DerivationRule):
         run = _unwrap_output(result.content)
         run = Run(run.output, result.exit_code if result.exit_code is not None else run.exit_code,
                   result.is_error, result.missing)
-        process_id = None
         facts: list[Any] = []
+        if ctx.foreground is not None and result.exit_code not in (None, -1):
+            facts += process_exit_facts(ctx.foreground, Run(run.output, result.exit_code), ctx)
+            ctx.foreground = None
+        if ctx.foreground is not None and (script.strip() in _KEYS or args.get("is_input")):
+            return facts  # input to the running foreground process
+        process_id = None
         started = re.search(r"Command running in background with ID: (\S+)|Process running with session ID (\d+)",
                             run.output)
         if started and not result.is_error:
             process_id = started.group(1) or f"session:{started.group(2)}"
         elif args.get("run_in_background") is True and not result.is_error and not result.missing:
             process_id = call.id
+        elif result.exit_code == -1 and _STILL_RUNNING_RE.search(run.output):
+            process_id = ctx.foreground = call.id
         if process_id is not None:
             facts.append(ProcessStarted(process_id=process_id, command=script))
             ctx.running[process_id] = (script, ())
@@ -423,18 +442,30 @@ def _cell_poll(pid: str, content: str, ctx: DerivationContext) -> list[Any]:
     if content.startswith("Script running") or pid not in ctx.running:
         return []
     body = content.split("Output:\n", 1)[1] if "Output:\n" in content else content
-    return process_exit_facts(pid, Run(body, None, content.startswith("Script failed")), ctx) + _session_ids(body, ctx)
+    command = ctx.running[pid][0]
+    return (process_exit_facts(pid, Run(body, None, content.startswith("Script failed")), ctx)
+            + _session_ids(body, command, ctx))
 
 
-def _session_ids(body: str, ctx: DerivationContext) -> list[Any]:
+def _session_ids(body: str, command: str, ctx: DerivationContext) -> list[Any]:
     """Codex cells print ``SESSION_ID=N`` for an exec session still running after the yield."""
     facts = []
-    for sid in dict.fromkeys(re.findall(r"^SESSION_ID=(\d+)\s*$", body, re.M)):
+    for sid in dict.fromkeys(re.findall(r"SESSION_ID=(\d+)\s*$", body, re.M)):
         pid = f"session:{sid}"
         if pid not in ctx.running:
-            ctx.running[pid] = ("", ())
-            facts.append(ProcessStarted(process_id=pid, command=""))
+            ctx.running[pid] = (command, ())
+            facts.append(ProcessStarted(process_id=pid, command=command))
     return facts
+
+
+def _cell_command(code: str) -> str:
+    """The first ``exec_command`` script of a cell (what a session it started runs), else the code."""
+    for fn, arg in _nested_calls(code):
+        if fn == "exec_command" and isinstance(arg, dict):
+            script = command_text(arg.get("cmd", arg.get("command")))
+            if script:
+                return script
+    return _one_line(code)
 
 
 def _stdin_facts(args: dict[str, Any], body: str, code: str, ctx: DerivationContext) -> list[Any]:
@@ -468,7 +499,8 @@ class CodexExecRule(DerivationRule):
         pid = f"cell:{running.group(1)}" if running else None
         body = content.split("Output:\n", 1)[1] if "Output:\n" in content else content
         run = Run(body, None, failed, result.missing)
-        facts: list[Any] = [ProcessStarted(process_id=pid, command=code[:300])] if pid else []
+        command = _cell_command(code)
+        facts: list[Any] = [ProcessStarted(process_id=pid, command=command)] if pid else []
         for fn, arg in _nested_calls(code):
             if fn == "exec_command" and isinstance(arg, dict):
                 script = command_text(arg.get("cmd", arg.get("command")))
@@ -481,9 +513,9 @@ class CodexExecRule(DerivationRule):
             elif fn == "write_stdin" and isinstance(arg, dict) and "session_id" in arg and not pid:
                 facts += _stdin_facts(arg, body, code, ctx)
         if pid:
-            ctx.running.setdefault(pid, (code[:300], ()))
+            ctx.running.setdefault(pid, (command, ()))
         else:
-            facts += _session_ids(body, ctx)
+            facts += _session_ids(body, command, ctx)
         if not result.missing and not pid and not any(isinstance(f, (ToolFailure, ToolSuccess)) for f in facts):
             actions = (_one_line(code),)
             facts.append(ToolFailure("exec", error_signature(body), actions, _excerpt(body)) if failed
@@ -631,6 +663,16 @@ def _swe_trailer(content: str, ctx: DerivationContext) -> str | None:
     return ctx.open_file
 
 
+def _legacy_path(call: ToolCall, args: dict[str, Any]) -> str | None:
+    """SWE-agent legacy actions keep the whole command line (``{"command": "create x.py"}``)."""
+    command = args.get("command")
+    if isinstance(command, str):
+        words = command.split("\n", 1)[0].split()
+        if len(words) >= 2 and words[0] == call.name:
+            return words[1]
+    return None
+
+
 class FileToolRule(DerivationRule):
     """File tools of every format: reads → observations, edits/writes/creates → mutations.
 
@@ -656,8 +698,10 @@ class FileToolRule(DerivationRule):
             if command not in ("view", "create", "str_replace", "insert", "undo_edit"):
                 return []
             writes = command != "view"
-        elif raw is None and call.name in ("edit", "insert"):
-            raw = open_file
+        elif raw is None:
+            raw = _legacy_path(call, args) if call.name in ("open", "create") else None
+            if raw is None and call.name in ("edit", "insert", "create", "open"):
+                raw = open_file
         rejected = result.is_error or bool(_EDIT_REJECTED_RE.search(result.content))
         if not writes:
             if rejected or result.missing or raw is None or result.content.startswith("Here's the files and directories"):

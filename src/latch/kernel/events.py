@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..events import Event, canonical_json, register_kind
+from ..events import Event, register_kind
 
 __all__ = [
     "StateUpdate",
@@ -195,7 +195,3 @@ class Tombstone(Event):
     KIND: ClassVar[str] = "tombstone"
     reason: str = ""
 
-
-def arguments_text(arguments: dict[str, Any]) -> str:
-    """Canonical JSON of kernel tool arguments (stable across runs)."""
-    return canonical_json(arguments)

@@ -70,7 +70,8 @@ class SessionReducer:
         self.observations: dict[str, dict[str, Any]] = {}
         self.validation_runs = 0
         self.mutations = 0
-        self.failures: dict[tuple[str, str], dict[str, Any]] = {}
+        self.failures: list[dict[str, Any]] = []  # every streak, in the order it started
+        self.streak: dict[tuple[str, str], dict[str, Any]] = {}  # the latest streak of each (tool, signature)
         self.processes: dict[str, dict[str, Any]] = {}
         self.blockers: list[dict[str, Any]] = []
         self.last_set: tuple[int, int] | None = None
@@ -127,10 +128,11 @@ class SessionReducer:
             return True
         if isinstance(fact, ToolFailure):
             key = (fact.tool, fact.signature)
-            lin = self.failures.get(key)
+            lin = self.streak.get(key)
             if lin is None or not lin["active"]:
-                lin = self.failures[key] = {"tool": fact.tool, "signature": fact.signature, "count": 0,
-                                            "first_seq": pos[0], "actions": [], "active": True}
+                lin = self.streak[key] = {"tool": fact.tool, "signature": fact.signature, "count": 0,
+                                          "first_seq": pos[0], "actions": [], "active": True}
+                self.failures.append(lin)
             lin["count"] += 1
             lin["last_seq"] = pos[0]
             lin["excerpt"] = fact.excerpt
@@ -138,7 +140,7 @@ class SessionReducer:
             return True
         if isinstance(fact, ToolSuccess):
             closed = False
-            for lin in self.failures.values():
+            for lin in self.streak.values():
                 if lin["active"] and lin["tool"] == fact.tool and any(a in lin["actions"] for a in fact.actions):
                     lin["active"], lin["closed_seq"] = False, pos[0]
                     closed = True
@@ -395,7 +397,7 @@ def snapshot(ledger: Ledger, store, red: SessionReducer, ws: Workspace, until: i
                   "exited_seq": p["exited"][0] if p["exited"] else None, "exit_code": p["exit_code"],
                   "running": p["exited"] is None} for p in red.processes.values()]
     attempts, blocker = _blocker_streak(red, generation)
-    failures = [dict(lin, actions=list(lin["actions"])) for lin in red.failures.values()]
+    failures = [dict(lin, actions=list(lin["actions"])) for lin in red.failures]
     if blocker is not None:
         failures.append({"tool": "writer_blocker", "signature": blocker["signature"], "count": attempts,
                          "first_seq": red.blockers[-attempts]["seq"], "last_seq": blocker["seq"],
@@ -435,8 +437,8 @@ def canonical_state(store, session_id: str, until_seq: int | None = None) -> Can
     facts; an ``until_seq`` earlier than its watermark rebuilds it. Raises
     ``KeyError`` for an unknown session.
     """
-    sid = store.session(session_id).id
     ledger = ledger_for(store)
+    sid = session_id if session_id in ledger.info else store.session(session_id).id
     with ledger.lock:
         until = ledger.watermark if until_seq is None else until_seq
         red = ledger.reducers.get(sid)

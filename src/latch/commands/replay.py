@@ -1,0 +1,310 @@
+"""``latch replay FILE``: materialize the view before every model request of a transcript.
+
+The file is imported once (idempotent), then every ``AssistantMessage`` of the session counts as
+one model request: the engine materializes the view as of the event just before it (``until_seq``)
+into a fresh kernel-record stream (``<engine>:replay-<id>``), so replays never interfere with each
+other or with a live session. Each view is checked independently of the engine's own accounting:
+
+* budget: the reported total and a recount with the replay's estimator stay within
+  ``window - reserve``;
+* protocol: no orphaned tool call or result, results right after their call in call order
+  (:func:`latch.engine.units.view_violations`), no split unit;
+* cache epochs: within one epoch each request's canonical bytes start with the previous request's
+  (``prefix_breaks_within_epoch`` must be 0); rotations stay within
+  ``conversation_tokens / (0.25 * recent_tokens) + 1``;
+* no automatic compaction record in the stream.
+
+A request the engine refuses with :class:`~latch.engine.port.ContextOverflow` is listed (status
+``overflow``), never an over-budget view. The exit status is 1 when any violation exists.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..cli import pass_app
+from ..engine.port import ContextOverflow, ContextRequest, EngineProfile, SessionContext
+from ..engine.reader import StoreKernelWriter, StoreSessionReader
+from ..engine.report import COMPONENTS
+from ..engine.units import TokenCounter, Unit, UnitBuilder, header_lines, message_line, resolve_estimator, \
+    view_violations
+from ..events import AssistantMessage, Usage
+
+__all__ = ["resolve_engine_factory", "run_replay", "register"]
+
+PROGRESS_MIN_REQUESTS = 40
+
+
+def resolve_engine_factory(name: str | None, config: Mapping[str, Any] | None = None) -> tuple[str, Callable]:
+    """``(engine name, ContextEngineFactory)`` through :func:`latch.plugins.get_engine_factory`.
+
+    ``name`` ``None`` means ``[engine] name`` of the config, else ``continuity``. Raises
+    ``click.UsageError`` for an unknown engine (there is no fallback to another engine).
+    """
+    try:
+        from .. import plugins
+    except ImportError:  # pragma: no cover - the plugin host is optional while it is written
+        if name not in (None, "continuity"):
+            raise click.UsageError(f"unknown engine {name!r}; only 'continuity' is available") from None
+        from ..engine import continuity_context_engine_factory
+
+        return "continuity", continuity_context_engine_factory
+    try:
+        chosen = plugins.engine_name(name, config if config is not None else {})
+        return chosen, plugins.get_engine_factory(chosen)
+    except plugins.PluginError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def _transcript_model(events: list[Any]) -> str | None:
+    for s in events:
+        m = getattr(s.event, "model", None)
+        if m:
+            return m
+    return None
+
+
+def _requests(events: list[Any]) -> list[tuple[int, int, Usage | None]]:
+    """``(assistant seq, until_seq, provider usage of that request)`` for every model request."""
+    out: list[tuple[int, int, Usage | None]] = []
+    prev_seq = 0
+    for s in events:
+        if isinstance(s.event, AssistantMessage):
+            out.append((s.seq, prev_seq, None))
+        elif isinstance(s.event, Usage) and out and out[-1][2] is None:
+            out[-1] = (out[-1][0], out[-1][1], s.event)
+        prev_seq = s.seq
+    return out
+
+
+def run_replay(store: Any, session_id: str, *, engine: str | None = None, model: str | None = None,
+               config: Mapping[str, Any] | None = None, window: int | None = None, reserve: int | None = None,
+               recent: int | None = None, progress: Callable[[int, int], None] | None = None,
+               keep_views: bool = False) -> tuple[dict[str, Any], list[Any]]:
+    """Replay ``session_id`` of ``store``; return ``(document, views)`` (views only with ``keep_views``).
+
+    The document is ``{"session", "engine", "stream", "model", "budget", "requests": [...],
+    "summary": {...}}`` as written by ``latch replay --json``. ``progress(done, total)`` is called
+    after each request.
+    """
+    config = dict(config or {})
+    engine_name, factory = resolve_engine_factory(engine, config)
+    events = list(store.events(session_id))
+    model = model or _transcript_model(events)
+    estimator = resolve_estimator(model)
+    counter = TokenCounter(estimator)
+    stream = f"{engine_name}:replay-{uuid.uuid4().hex[:12]}"
+    reader = StoreSessionReader(store, session_id)
+    writer = StoreKernelWriter(store, session_id, stream)
+    eng = factory(EngineProfile(session_id=session_id, model=model, reader=reader, writer=writer, config=config,
+                                estimator=estimator))
+    budget = eng.default_budget()
+    overrides = {k: v for k, v in (("context_window_tokens", window), ("reserve_tokens", reserve),
+                                   ("recent_tokens", recent)) if v is not None}
+    budget = replace(budget, **overrides)
+    if budget.reserve_tokens >= budget.context_window_tokens:
+        raise click.UsageError(f"--reserve ({budget.reserve_tokens}) must be below --window "
+                               f"({budget.context_window_tokens})")
+    hard = budget.hard_limit_tokens
+    info = store.session(session_id)
+    ctx = SessionContext(workspace=info.workspace)
+    requests = _requests(events)
+
+    builder = UnitBuilder()
+    units: dict[int, Unit] = {}
+    history = 0
+    pos = 0
+    rows: list[dict[str, Any]] = []
+    views: list[Any] = []
+    violations: list[str] = []
+    prev: tuple[int, bytes, list[bytes], list[int]] | None = None  # epoch, bytes, lines, line tokens
+    rotations = breaks = overflows = 0
+    for k, (a_seq, until, usage) in enumerate(requests, 1):
+        while pos < len(events) and events[pos].seq <= until:
+            for u in builder.feed(events[pos]):
+                history += u.cost(counter)
+                for s in u.seqs:
+                    units[s] = u
+            pos += 1
+        row: dict[str, Any] = {"request": k, "seq": a_seq, "until_seq": until, "events": pos,
+                               "history_tokens": history,
+                               "provider_prompt_tokens": usage.prompt_tokens if usage else None,
+                               "provider_cache_read_tokens": usage.cache_read_tokens if usage else None}
+        try:
+            view = eng.materialize(ContextRequest(session_id=session_id, session_context=ctx, until_seq=until,
+                                                  budget=budget))
+        except ContextOverflow as exc:
+            overflows += 1
+            rows.append({**row, "status": "overflow", "error": str(exc), "total_tokens": None})
+            if progress:
+                progress(k, len(requests))
+            continue
+        if keep_views:
+            views.append(view)
+        head = header_lines(view.system, view.tools)
+        lines = head + [message_line(m) for m in view.messages]
+        line_tokens = [counter.text(view.system) if view.system else 0, counter.tools(view.tools)]
+        line_tokens += [counter.message(m) for m in view.messages]
+        recount = sum(line_tokens)
+        data = b"\n".join(lines) + b"\n"
+        total = view.tokens.total_tokens
+        where = f"request {k} (seq {a_seq})"
+        if total > hard or recount > hard:
+            violations.append(f"{where}: {max(total, recount)} tokens over the hard limit {hard}")
+        violations.extend(f"{where}: {v}" for v in view_violations(view.messages, units))
+        common = 0
+        if prev is not None:
+            if view.epoch != prev[0]:
+                rotations += 1
+            elif not data.startswith(prev[1]):
+                breaks += 1
+                violations.append(f"{where}: not an append-only extension of the previous request in epoch "
+                                  f"{view.epoch}")
+            i = 0
+            while i < min(len(lines), len(prev[2])) and lines[i] == prev[2][i]:
+                common += line_tokens[i]
+                i += 1
+        rows.append({
+            **row, "status": view.status, "total_tokens": total, "recounted_tokens": recount,
+            **{c: getattr(view.tokens, c) for c in COMPONENTS},
+            "epoch": view.epoch, "first_retained_seq": view.first_retained_seq,
+            "common_prefix_tokens": common, "cacheability": common / recount if recount else 0.0,
+            "left_tokens": view.metrics.get("left_tokens"), "rotation_reason": view.metrics.get("rotation_reason"),
+            "image_count": view.metrics.get("image_count"), "image_tokens": view.metrics.get("image_tokens"),
+            "headroom_tokens": hard - total, "messages": len(view.messages),
+        })
+        prev = (view.epoch, data, lines, line_tokens)
+        if progress:
+            progress(k, len(requests))
+    compactions = sum(1 for r in writer.records() if "compact" in r[1])
+    if compactions:
+        violations.append(f"{compactions} compaction record(s) in the replay stream (never automatic)")
+    bound = history / (0.25 * budget.recent_tokens) + 1
+    if rotations > bound:
+        violations.append(f"{rotations} rotations exceed the hysteresis bound {bound:.1f} "
+                          f"(conversation {history} tokens, recent {budget.recent_tokens})")
+    done = [r for r in rows if r["total_tokens"] is not None]
+    summary = {
+        "requests": len(rows), "violations": violations, "rotations": rotations,
+        "prefix_breaks_within_epoch": breaks, "automatic_compactions": compactions, "overflows": overflows,
+        "rotation_bound": round(bound, 2), "conversation_tokens": history,
+        "max_total_tokens": max((r["total_tokens"] for r in done), default=0), "hard_limit_tokens": hard,
+        "mean_cacheability": (sum(r["cacheability"] for r in done[1:]) / (len(done) - 1)) if len(done) > 1 else None,
+        "epochs": len({r["epoch"] for r in done}),
+    }
+    doc = {"session": session_id, "engine": engine_name, "stream": stream, "model": model,
+           "budget": {"context_window_tokens": budget.context_window_tokens,
+                      "reserve_tokens": budget.reserve_tokens, "recent_tokens": budget.recent_tokens},
+           "requests": rows, "summary": summary}
+    return doc, views
+
+
+def _fmt(v: Any) -> str:
+    return "–" if v is None else f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def _print(con: Console, doc: dict[str, Any], source: str) -> None:
+    b = doc["budget"]
+    t = Table(title=f"{source} · session {doc['session']} · engine {doc['engine']} · window {b['context_window_tokens']:,} "
+                    f"reserve {b['reserve_tokens']:,} recent {b['recent_tokens']:,} (tokens ≈)",
+              title_justify="left", show_lines=False, pad_edge=False)
+    for col in ("#", "seq", "events", "instr", "state", "recent", "recall", "tools", "ext", "total", "history",
+                "epoch", "first", "prefix", "cache", "provider"):
+        t.add_column(col, justify="right" if col not in ("epoch",) else "center", no_wrap=True)
+    for r in doc["requests"]:
+        if r["total_tokens"] is None:
+            t.add_row(str(r["request"]), str(r["seq"]), str(r["events"]), *["–"] * 6, "[red]overflow[/red]",
+                      _fmt(r["history_tokens"]), "", "", "", "", _fmt(r["provider_prompt_tokens"]))
+            continue
+        recall = _fmt(r["recall_tokens"]) + (f" ({r['episode_tokens']:,})" if r["episode_tokens"] else "")
+        t.add_row(str(r["request"]), str(r["seq"]), str(r["events"]), _fmt(r["instructions_tokens"]),
+                  _fmt(r["state_tokens"]), _fmt(r["recent_tokens"]), recall, _fmt(r["tools_tokens"]),
+                  _fmt(r["extension_tokens"]), _fmt(r["total_tokens"]), _fmt(r["history_tokens"]),
+                  str(r["epoch"]), _fmt(r["first_retained_seq"]), _fmt(r["common_prefix_tokens"]),
+                  f"{r['cacheability']:.0%}", _fmt(r["provider_prompt_tokens"]))
+    con.print(t)
+    s = doc["summary"]
+
+    def check(ok: bool, text: str) -> None:
+        con.print(("[green]✓[/green] " if ok else "[red]✗[/red] ") + text)
+
+    con.print(f"\n[bold]{s['requests']} requests[/bold], {s['epochs']} cache epoch(s), {s['rotations']} rotation(s), "
+              f"max {s['max_total_tokens']:,} of {s['hard_limit_tokens']:,} tokens, conversation "
+              f"{s['conversation_tokens']:,} tokens"
+              + (f", mean cacheability {s['mean_cacheability']:.0%}" if s["mean_cacheability"] is not None else ""))
+    v = s["violations"]
+    check(not any("hard limit" in x for x in v), "budget never exceeded (window − reserve)")
+    check(not any("orphan" in x or "call order" in x for x in v), "no orphaned tool call or result")
+    check(not any("split" in x for x in v), "no split unit")
+    check(s["prefix_breaks_within_epoch"] == 0,
+          f"append-only within each epoch ({s['prefix_breaks_within_epoch']} prefix breaks)")
+    check(s["automatic_compactions"] == 0, f"no automatic compaction ({s['automatic_compactions']})")
+    check(not any("hysteresis" in x for x in v), f"rotations within the hysteresis bound ({s['rotation_bound']})")
+    if s["overflows"]:
+        con.print(f"[yellow]![/yellow] {s['overflows']} request(s) refused with ContextOverflow "
+                  f"(a unit larger than the hard budget)")
+    for x in v[:20]:
+        con.print(f"  [red]{x}[/red]")
+    if len(v) > 20:
+        con.print(f"  … {len(v) - 20} more violations")
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("replay")
+    @click.argument("file", type=click.Path(exists=True, dir_okay=False))
+    @click.option("--format", "fmt", default=None, help="Transcript format (default: auto-detect).")
+    @click.option("--model", default=None, help="Model id for budgets and the estimator (default: the transcript's).")
+    @click.option("--window", type=click.IntRange(min=1), default=None, help="context_window_tokens override.")
+    @click.option("--reserve", type=click.IntRange(min=0), default=None, help="reserve_tokens override.")
+    @click.option("--recent", type=click.IntRange(min=1), default=None, help="recent_tokens override.")
+    @click.option("--engine", "engine", default=None, help="Context engine plugin (default: [engine] name, "
+                                                            "else continuity).")
+    @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+                  help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder).")
+    @click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+                  help="Write the per-request report as JSON to this file ('-' for stdout).")
+    @pass_app
+    def replay_cmd(app, file, fmt, model, window, reserve, recent, engine, config_path, json_out):
+        """Replay FILE: materialize the view before every model request and check the invariants."""
+        from ..config import ConfigError, load_config
+        from ..importers import import_file
+
+        try:
+            config = load_config(config_path)
+        except ConfigError as exc:
+            raise click.UsageError(str(exc)) from None
+        store = app.store()
+        sid, parsed, _ = import_file(store, file, fmt)
+        n_requests = len(_requests(list(store.events(sid, kinds=["assistant_message", "usage"]))))
+        err = Console(stderr=True)
+        if n_requests >= PROGRESS_MIN_REQUESTS:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            with Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                          console=err, transient=True) as bar:
+                task = bar.add_task("replay", total=n_requests)
+                doc, _ = run_replay(store, sid, engine=engine, model=model, config=config, window=window,
+                                    reserve=reserve, recent=recent,
+                                    progress=lambda done, total: bar.update(task, completed=done))
+        else:
+            doc, _ = run_replay(store, sid, engine=engine, model=model, config=config, window=window,
+                                reserve=reserve, recent=recent)
+        if json_out == "-":
+            click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+        else:
+            _print(Console(highlight=False), doc, file)
+            if json_out:
+                with open(json_out, "w", encoding="utf-8") as f:
+                    json.dump(doc, f, ensure_ascii=False, indent=2)
+                    f.write("\n")
+        if doc["summary"]["violations"]:
+            sys.exit(1)

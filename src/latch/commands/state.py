@@ -1,0 +1,116 @@
+"""``latch state``, ``latch evidence``, ``latch forget`` (spec: "Sessions & continuity")."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..cli import pass_app
+
+
+def _session_id(store, session: str) -> str:
+    try:
+        return store.session(session).id
+    except KeyError as exc:
+        raise click.ClickException(str(exc.args[0])) from None
+
+
+def summary_line(state) -> str:
+    """The derived-state counts of one session, on one line."""
+    files = state.files
+    observed = sum(1 for f in files if f["reads"])
+    written = sum(1 for f in files if f["writes"])
+    current = sum(1 for o in state.evidence if o["current"])
+    active = sum(1 for f in state.failures if f["active"])
+    running = sum(1 for p in state.processes if p["running"])
+    return (f"files {len(files)} ({observed} observed, {written} written) · mutations {state.mutations} · "
+            f"generation {state.generation} · validations {state.validation_runs} runs, {len(state.evidence)} "
+            f"requirements ({current} current) · failures {len(state.failures)} lineages ({active} active) · "
+            f"processes {len(state.processes)} ({running} running)")
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("state")
+    @click.argument("session")
+    @click.option("--json", "as_json", is_flag=True, help="Print the whole state as JSON.")
+    @click.option("--until", "until_seq", type=click.IntRange(min=0), default=None,
+                  help="Reduce the log only up to this global seq.")
+    @click.option("--budget", type=click.IntRange(min=1), default=None,
+                  help="Render within this many estimated tokens (default: everything).")
+    @pass_app
+    def state_cmd(app, session, as_json, until_seq, budget):
+        """Show the canonical state (L1) of SESSION: derived files, mutations, generation, evidence, failures."""
+        from ..hotpaths import estimate_tokens
+        from ..kernel import StateOverflow, canonical_state
+
+        store = app.store()
+        state = canonical_state(store, _session_id(store, session), until_seq)
+        if as_json:
+            click.echo(json.dumps(state.to_json(), ensure_ascii=False, indent=2))
+            return
+        con = Console(highlight=False, soft_wrap=True)
+        head = f"session {state.session_id} · revision {state.revision}"
+        con.print(head + (" · TOMBSTONED" if state.tombstoned else ""), markup=False)
+        con.print(summary_line(state), markup=False)
+        try:
+            text = state.render(budget or 10**9, estimate_tokens)
+        except StateOverflow as exc:
+            raise click.ClickException(str(exc)) from None
+        con.print(text or "(empty state)", markup=False)
+
+    @cli.command("evidence")
+    @click.argument("session")
+    @click.option("--json", "as_json", is_flag=True, help="Print evidence and the verdict as JSON.")
+    @pass_app
+    def evidence_cmd(app, session, as_json):
+        """Show SESSION's validation evidence (current and stale) and the certification verdict."""
+        from ..kernel import canonical_state
+
+        store = app.store()
+        state = canonical_state(store, _session_id(store, session))
+        if as_json:
+            click.echo(json.dumps({"generation": state.generation, "evidence": list(state.evidence),
+                                   "processes": list(state.processes), "certification": state.certification},
+                                  ensure_ascii=False, indent=2))
+            return
+        con = Console(highlight=False, soft_wrap=True)
+        t = Table("requirement", "status", "generation", "state", "set",
+                  title=f"evidence · workspace generation {state.generation}")
+        sets: dict[int, str] = {}
+        for o in reversed(state.evidence):
+            t.add_row(o["requirement"], o["status"], str(o["generation"]), "current" if o["current"] else "STALE",
+                      str(o["seq"]))
+            sets.setdefault(o["seq"], o["command"])
+        con.print(t)
+        for seq, command in sorted(sets.items()):
+            con.print(f"set {seq} proved by: {' '.join(command.split())}", markup=False)
+        running = [p for p in state.processes if p["running"]]
+        for p in running:
+            con.print(f"managed process {p['process_id']} running since seq {p['started_seq']}: {p['command']}",
+                      markup=False)
+        cert = state.certification
+        if cert["certified"]:
+            con.print("verdict: CERTIFIED (every required validation passed at the current generation)", markup=False)
+        else:
+            con.print("verdict: NOT CERTIFIED", markup=False)
+            for reason in cert["reasons"]:
+                con.print(f"  - {reason}", markup=False)
+
+    @cli.command("forget")
+    @click.argument("session")
+    @click.option("--reason", default="", help="Why (kept in the tombstone).")
+    @pass_app
+    def forget_cmd(app, session, reason):
+        """Tombstone SESSION: history and resume omit it; its events, children and artifacts stay."""
+        from ..kernel.tombstones import forget_session
+
+        store = app.store()
+        sid, seq = forget_session(store, _session_id(store, session), reason)
+        if seq is None:
+            click.echo(f"session {sid} was already tombstoned; nothing appended")
+        else:
+            click.echo(f"session {sid} tombstoned (seq {seq}): `latch sessions` omits it and its children; "
+                       "events, artifacts and workspace generation are unchanged")

@@ -1,0 +1,149 @@
+"""Token estimator: pinned counts, profiles, surrogates, batch API, image tokens, model mapping.
+
+Pinned counts are derived by hand from the rules in ``latch/hotpaths/_py.py`` and the weight
+table in ``tools/gen_tables.py`` (UNIT = 256 units per token); a refit changes them on purpose.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from latch import hotpaths
+from latch.estimators import (
+    Estimator,
+    HeuristicEstimator,
+    anthropic_image_tokens,
+    estimator_for_model,
+    openai_image_tokens,
+    profile_for_model,
+)
+from latch.hotpaths import _py
+from latch.hotpaths import _tables as T
+
+W = T.PROFILE_TABLES["openai"][0]
+
+# text -> (openai, anthropic, cjk)
+PINNED = {
+    "": (0, 0, 0),
+    # "Hello": Capitalized sub-word of 5 (425; its pairs he, el, ll, lo are class 0: 0); ",": PUNCT
+    # run of 1 before a space (257); " world": the space joins the word; lowercase sub-word of 5
+    # (363) + pairs wo, rl, ld of class 1 (3 x 45); "!" (257). 1437 units = 5.6 tokens -> 6;
+    # anthropic ceil(1437 * 4 / (3 * 256)) = 8.
+    "Hello, world!": (6, 8, 6),
+    # two CJK1 characters: 2 x 267 = 534 units -> 3; cjk profile 2 x 256 -> 2.
+    "你好": (3, 3, 2),
+    # a lone surrogate is OTHER3 (791) + "x" (256) = 1047 -> 5; anthropic ceil(4188 / 768) = 6.
+    "\ud800x": (5, 6, 5),
+    # two digit groups (123|45): 2 x 296 = 592 -> 3; anthropic ceil(2368 / 768) = 4.
+    "12345": (3, 4, 3),
+    # whitespace run: "  \n\n" (run(OFF_NEWLINE, 4) = 334), then 3 spaces of which the last joins
+    # "x" (run(OFF_SPACE, 2) = 314), "x" (256): 904 -> 4; anthropic ceil(3616 / 768) = 5.
+    "  \n\n   x": (4, 5, 4),
+}
+
+
+def test_weights_used_by_the_pinned_derivations():
+    assert T.UNIT == 256
+    assert (W[T.OFF_WORD_CAPITAL + 5], W[T.OFF_PUNCT + 1], W[T.OFF_WORD_LOWER + 5]) == (425, 257, 363)
+    assert (W[T.OFF_BIGRAM], W[T.OFF_BIGRAM + 1], W[T.OFF_DIGIT]) == (0, 45, 296)
+    assert (W[T.OFF_CHAR + T.CJK1], W[T.OFF_CHAR + T.OTHER3], W[T.OFF_WORD_LOWER + 1]) == (267, 791, 256)
+    assert (W[T.OFF_NEWLINE + 4], W[T.OFF_SPACE + 2]) == (334, 314)
+    assert T.PROFILE_TABLES["anthropic"][1] == (4, 3)
+
+
+@pytest.mark.parametrize("text", list(PINNED))
+def test_pinned_counts(text):
+    expected = dict(zip(_py.PROFILES, PINNED[text], strict=True))
+    for profile in _py.PROFILES:
+        assert _py.estimate_tokens(text, profile) == expected[profile], profile
+        assert hotpaths.estimate_tokens(text, profile) == expected[profile], profile
+
+
+def test_pieces_follow_the_documented_segmentation():
+    assert [p for p in _py._pieces("HTTPServer fooBar") if p[0] < T.OFF_DIGIT] == [
+        (T.OFF_WORD_CAPS, 4), (T.OFF_WORD_CAPITAL, 6), (T.OFF_WORD_LOWER, 3), (T.OFF_WORD_CAPITAL, 3)]
+    assert list(_py._pieces("a(b")) == [(T.OFF_WORD_LOWER, 1), (T.OFF_PUNCT_JOIN, 1), (T.OFF_WORD_LOWER, 1)]
+    assert list(_py._pieces("----")) == [(T.OFF_PUNCT_SAME, 4)]
+    assert list(_py._pieces("):\n  x")) == [(T.OFF_PUNCT, 2), (T.OFF_NEWLINE_PUNCT, 1), (T.OFF_SPACE, 1),
+                                            (T.OFF_WORD_LOWER, 1)]
+    assert list(_py._pieces("привет")) == [(T.OFF_WORD_NARROW, 6)]
+    assert list(_py._pieces("1234567")) == [(T.OFF_DIGIT, 3)]
+
+
+def test_unknown_profile_names_the_known_ones():
+    with pytest.raises(ValueError, match="known: openai, anthropic, cjk"):
+        _py.estimate_tokens("x", "gpt2")
+    with pytest.raises(ValueError, match="unknown estimator profile 'gpt2'"):
+        HeuristicEstimator("gpt2")
+
+
+def test_every_single_character_costs_at_least_one_token():
+    chars = [chr(c) for c in range(0, 0x3000)] + ["\ud800", "\udfff", "\U0010ffff", "\U0001f600", "\ufffd"]
+    got = _py.estimate_tokens_batch(chars, "openai")
+    assert got.min() >= 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(exclude_categories=()), max_size=200))
+def test_any_string_profiles_ordered_and_batch_matches(text):
+    o, a, c = (_py.estimate_tokens(text, p) for p in ("openai", "anthropic", "cjk"))
+    assert a >= o >= c >= 0
+    assert (o == 0) == (text == "")
+    batch = _py.estimate_tokens_batch([text, text + text], "openai")
+    assert batch.dtype == np.int64
+    assert batch[0] == o
+
+
+def test_batch_equals_single():
+    texts = ["", "Hello, world!", "你好", "\ud800x", "def f(x):\n    return x + 1\n", "a" * 50]
+    for profile in _py.PROFILES:
+        batch = hotpaths.estimate_tokens_batch(texts, profile)
+        assert batch.dtype == np.int64 and batch.shape == (len(texts),)
+        assert batch.tolist() == [_py.estimate_tokens(t, profile) for t in texts]
+
+
+def test_heuristic_estimator_satisfies_the_protocol():
+    est = HeuristicEstimator("openai")
+    assert isinstance(est, Estimator)
+    assert est.name == "heuristic-openai"
+    assert est.estimate("Hello, world!") == 6
+    assert est.estimate_batch(iter(["Hello, world!", ""])).tolist() == [6, 0]
+
+
+def test_anthropic_image_tokens():
+    assert anthropic_image_tokens(200, 200) == 54  # 40000 / 750 = 53.3
+    assert anthropic_image_tokens(1000, 1000) == 1334  # 1e6 / 750 = 1333.3
+    # long edge 2000 -> 1568 x 784 = 1229312 px -> 1640, capped at 1600
+    assert anthropic_image_tokens(2000, 1000) == 1600
+    assert anthropic_image_tokens(None, 500) == 1600
+    with pytest.raises(ValueError, match="positive"):
+        anthropic_image_tokens(0, 10)
+
+
+def test_openai_image_tokens():
+    assert openai_image_tokens(512, 512) == 255  # one tile
+    assert openai_image_tokens(1024, 1024) == 765  # -> 768 x 768, 4 tiles (OpenAI's worked example)
+    assert openai_image_tokens(2048, 4096) == 1105  # -> 1024 x 2048 -> 768 x 1536, 6 tiles
+    assert openai_image_tokens(None, None) == 1445  # 768 x 2048: 8 tiles, the maximum
+    assert HeuristicEstimator("openai").image_tokens(1024, 1024) == 765
+    assert HeuristicEstimator("cjk").image_tokens(1000, 1000) == 1334
+    assert HeuristicEstimator("anthropic").image_tokens(None, None) == 1600
+
+
+@pytest.mark.parametrize(("model", "profile"), [
+    ("claude-sonnet-4-5", "anthropic"),
+    ("vertex_ai/claude-sonnet-4@20250514", "anthropic"),
+    ("gpt-4o", "openai"),
+    ("openai/gpt-5-codex", "openai"),
+    ("o3-mini", "openai"),
+    ("lm_studio/qwen3.6-35b-a3b", "cjk"),
+    ("deepseek-chat", "cjk"),
+    ("llama-3.1-70b", "anthropic"),
+    (None, "anthropic"),
+])
+def test_profile_for_model(model, profile):
+    assert profile_for_model(model) == profile
+    assert estimator_for_model(model).profile == profile
