@@ -125,7 +125,7 @@ def episode_sets(draw):
     )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(case=episode_sets(), as_numpy=st.booleans())
 def test_score_episodes_matches_reference(case, as_numpy):
     want = _py.score_episodes(**case)

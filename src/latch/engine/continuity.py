@@ -61,6 +61,10 @@ INDEX_ENTRIES = 16
 EPOCH, KERNEL, MATERIALIZATION, COMPACT = "epoch", "kernel_context", "materialization", "manual_compact"
 RECORD_KINDS = (EPOCH, KERNEL, MATERIALIZATION, COMPACT)
 _COMPONENTS = ("state", "extension", "episode", "recall")
+STATE_REFRESH_SHARE = 8
+"""A changed canonical state is re-sent on a new user turn, or once the epoch's conversation grew by
+``recent_tokens // STATE_REFRESH_SHARE`` since the state was last sent (the verbatim results in
+between already show the change)."""
 STATE_SHARE = 4
 """The canonical state renders within 1/STATE_SHARE of what instructions, tools and extension leave."""
 _READ_CHUNK = 50_000  # seqs per read while loading a long history
@@ -164,6 +168,8 @@ class _Epoch:
         self.kernel: list[_KernelMessage] = []
         self.kernel_tokens = dict.fromkeys(_COMPONENTS, 0)
         self.state_revision = 0
+        self.state_text = ""
+        self.state_mark = 0  # units shown when the state was last rendered into this epoch
         self.extension = ""
         self.anchor = 0
         self.query: str | None = None
@@ -222,7 +228,10 @@ class _Epoch:
         self._push(km.message, km.total)
         for c in _COMPONENTS:
             self.kernel_tokens[c] += km.tokens[c]
-        self.state_revision = max(self.state_revision, km.state_revision)
+        if km.state_revision:
+            self.state_revision = max(self.state_revision, km.state_revision)
+            self.state_text = next(t for c, t in km.parts if c == "state" and t.startswith("<canonical-state"))
+            self.state_mark = self.shown
         if km.extension is not None:
             self.extension = km.extension
         self.anchor = max(self.anchor, km.anchor)
@@ -607,7 +616,9 @@ class ContinuityEngine:
         """The delta to append to ``ep`` (or ``None``), and whether the request would exceed the hard budget."""
         ext = r.request.extension
         sections: list[tuple[str, str]] = []
-        if r.state_body and r.state_rev > ep.state_revision:
+        new_user = self._last_user[0] > ep.anchor or (r.request.query is not None and r.request.query != ep.query)
+        if r.state_body and r.state_rev > ep.state_revision and r.state_sec != ep.state_text \
+                and (new_user or ep.conv_tokens - ep.prefix[ep.state_mark] >= r.recent_eff // STATE_REFRESH_SHARE):
             sections.append(("state", r.state_sec))
         if ext != ep.extension:
             sections.append(("extension", r.ext_sec or _section("extension", "(none)")))
@@ -618,7 +629,6 @@ class ContinuityEngine:
         if fixed + (cost if sections else 0) > r.hard:
             return None, True
         items: list[RecalledEvent] = []
-        new_user = self._last_user[0] > ep.anchor or (r.request.query is not None and r.request.query != ep.query)
         if new_user:
             limit = min(r.recall_cap - ep.recall_used, r.hard - fixed - (cost if sections else wrapper))
             items, text = self._recall(r, ep.start_seq, limit, ep.recalled)

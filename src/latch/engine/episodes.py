@@ -40,10 +40,13 @@ Terms and files
     Terms are lower-cased words of 3 to 32 characters starting with a letter
     (Unicode-aware, minus a small English stop list); runs of CJK characters
     contribute their character bigrams, so CJK terms of two or more characters
-    match. Each text field is scanned up to :data:`SCAN_CHARS` characters. An
+    match. Each text field is scanned up to :data:`SCAN_CHARS` characters; tool
+    results and notes contribute terms from their first :data:`RESULT_TERM_CHARS`
+    characters only (output is noisier than intent). An
     episode keeps at most :data:`TERMS_PER_EPISODE` terms: those of its opening
     prompt first, then the most frequent (ties: first seen). File entities are
-    paths found in tool call arguments (kept first), results and text, at most
+    paths found in tool call arguments (kept first; working-directory arguments
+    such as ``workdir`` are skipped), results and text, at most
     :data:`FILES_PER_EPISODE`. Term and file ids come from dictionaries owned by
     the index, assigned in order of first sighting, so an incremental build and
     a full rebuild assign identical ids.
@@ -79,6 +82,7 @@ __all__ = [
     "TERMS_PER_EPISODE",
     "FILES_PER_EPISODE",
     "SCAN_CHARS",
+    "RESULT_TERM_CHARS",
     "TOPIC_CHARS",
     "extract_terms",
     "normalize_path",
@@ -92,6 +96,8 @@ TERMS_PER_EPISODE = 64
 FILES_PER_EPISODE = 24
 SCAN_CHARS = 16_384
 """Characters of each text field scanned for terms and paths."""
+RESULT_TERM_CHARS = 2_048
+"""Characters of a tool result or note scanned for terms."""
 TOPIC_CHARS = 96
 """Topic bound in characters (the opening prompt's first words, whitespace collapsed)."""
 
@@ -293,8 +299,8 @@ def _compute_features(event: Event) -> _Features:
                          tuple(c.name for c in event.tool_calls), tuple(calls), None, 0)
     if isinstance(event, ToolResult):
         markers = FAILURE if event.is_error else 0
-        return _Features(None, False, len(event.content), tuple(extract_terms(event.content[:2048])), none,
-                         tuple(_paths(event.content)), none, none,
+        terms = tuple(extract_terms(event.content[:RESULT_TERM_CHARS]))
+        return _Features(None, False, len(event.content), terms, none, tuple(_paths(event.content)), none, none,
                          (event.call_id, event.is_error, event.exit_code, event.missing), markers)
     if isinstance(event, Usage):
         return _Features(None, False, 0, none, none, none, none, none, None, 0)
@@ -302,7 +308,7 @@ def _compute_features(event: Event) -> _Features:
         sub = event.subtype.lower()
         markers = (FAILURE if "error" in sub else 0) | (REGROUND if sub in ("reground", "compact_boundary",
                                                                            "manual_compact") else 0)
-        return _Features(None, True, len(event.text), tuple(extract_terms(event.text[:2048])), none,
+        return _Features(None, True, len(event.text), tuple(extract_terms(event.text[:RESULT_TERM_CHARS])), none,
                          tuple(_paths(event.text)), none, none, None, markers)
     if isinstance(event, CompactionMarker):
         return _Features(None, True, len(event.summary), tuple(extract_terms(event.summary)), none,

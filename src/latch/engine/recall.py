@@ -10,7 +10,8 @@ terms (one when the query has only one), so a lone common word never pulls a row
 newest matching rows first (a later revision wins over an older turn that repeats a term), at most
 :data:`RECALL_ROWS`, follows tool call ↔ result links so a recalled call brings its results and a
 recalled result its call, stops at the token bound, and returns the selection in chronological
-order. No embeddings; the same store and query always give the same events.
+order. Foreign compaction summaries (indexes, not truth) and harness notes other than API errors
+are never recalled. No embeddings; the same store and query always give the same events.
 """
 
 from __future__ import annotations
@@ -133,6 +134,15 @@ def _partners(reader: SessionReader, stored: Any, before_seq: int) -> list[Any]:
     return []
 
 
+def _recallable(stored: Any) -> bool:
+    """Conversation, sub-agent and kernel facts; not foreign summaries or harness notes (API errors excepted)."""
+    if stored.kind == "compaction_marker":
+        return False
+    if stored.kind == "system_note":
+        return getattr(stored.event, "subtype", "") == "api_error"
+    return True
+
+
 def recall(reader: SessionReader, counter: Any, terms: Sequence[str], *, before_seq: int, limit_tokens: int,
            until_seq: int | None = None, exclude: Iterable[int] = ()) -> list[RecalledEvent]:
     """Recalled originals for ``terms`` from the archival region ``seq < before_seq``, chronological.
@@ -153,7 +163,7 @@ def recall(reader: SessionReader, counter: Any, terms: Sequence[str], *, before_
     for hit in hits:
         if rows >= RECALL_ROWS:
             break
-        if hit.seq in taken or hit.seq in skip or hit.kind == "compaction_marker":
+        if hit.seq in taken or hit.seq in skip or not _recallable(hit):
             continue
         text = hit.event.searchable_text().lower()
         if not any(t in text for t in specific) and (not need or sum(w in text for w in words) < need):

@@ -175,7 +175,7 @@ _ERRORISH_RE = re.compile(r"error|fail|exception|not found|denied|invalid|cannot
 
 
 _ANSI_RE = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|[()][A-Za-z0-9]|[@-Z\\-_])")
-_LEADING_ERROR_RE = re.compile(r"^(?:error|fatal|panic|exception|traceback|failed|fail\b|npm err|[\w.]*(?:Error|Exception)\b)",
+_LEADING_ERROR_RE = re.compile(r"^(?:error|fatal|panic|exception|failed|fail\b|npm err|[\w.]*(?:Error|Exception)\b)",
                                re.I)
 
 

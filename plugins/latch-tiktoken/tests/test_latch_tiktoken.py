@@ -1,0 +1,67 @@
+"""latch-tiktoken: exact cl100k counts offline, selected for cl100k models only."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+from latch.estimators import HeuristicEstimator
+from latch_tiktoken import TiktokenEstimator, is_cl100k_model, latch_select_estimator
+
+
+def test_exact_counts():
+    est = TiktokenEstimator()
+    # OpenAI cookbook example: "tiktoken is great!" -> [83, 1609, 5963, 374, 2294, 0] in cl100k_base.
+    assert est.encoding.encode("tiktoken is great!") == [83, 1609, 5963, 374, 2294, 0]
+    assert est.estimate("tiktoken is great!") == 6
+    assert est.estimate("") == 0
+    assert est.estimate("<|endoftext|>") > 1  # special-token text is ordinary text, never an error
+    assert list(est.estimate_batch(["tiktoken is great!", "", "hello world"])) == [6, 0, 2]
+
+
+def test_images_use_the_openai_heuristic():
+    est = TiktokenEstimator()
+    heuristic = HeuristicEstimator("openai")
+    assert est.image_tokens(1024, 1024) == heuristic.image_tokens(1024, 1024) == 765  # 85 + 170 * 4 tiles
+    assert est.image_tokens(None, None) == heuristic.image_tokens(None, None)
+
+
+def test_selected_for_cl100k_models_only():
+    assert is_cl100k_model("gpt-4") and is_cl100k_model("gpt-4-0613") and is_cl100k_model("openai/gpt-3.5-turbo")
+    assert is_cl100k_model("text-embedding-3-small")
+    assert not is_cl100k_model("gpt-4o")  # o200k_base
+    assert not is_cl100k_model("claude-sonnet-4") and not is_cl100k_model(None)
+    assert isinstance(latch_select_estimator("gpt-4-turbo"), TiktokenEstimator)
+    assert latch_select_estimator("gpt-4o") is None
+
+
+def test_through_the_plugin_host(monkeypatch):
+    from latch import plugins
+
+    monkeypatch.setenv("LATCH_LOAD_PLUGINS", "tiktoken")
+    plugins.reset_plugin_manager()
+    try:
+        assert plugins.registered_estimators()["tiktoken"] is TiktokenEstimator
+        assert isinstance(plugins.select_estimator("gpt-4"), TiktokenEstimator)
+        assert isinstance(plugins.select_estimator("gpt-4o"), HeuristicEstimator)
+    finally:
+        plugins.reset_plugin_manager()
+
+
+def test_no_network_needed(tmp_path):
+    """A fresh process with sockets disabled and an empty tiktoken cache still counts."""
+    code = textwrap.dedent("""
+        import socket
+        def refuse(*a, **k):
+            raise OSError("network disabled in this test")
+        socket.socket = refuse
+        socket.create_connection = refuse
+        from latch_tiktoken import TiktokenEstimator
+        print(TiktokenEstimator().estimate("tiktoken is great!"))
+    """)
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path / "empty-cache")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "6"
