@@ -87,7 +87,8 @@ def test_volume_cap_splits_on_event_count_at_unit_starts_only():
 
 def test_volume_cap_splits_on_characters():
     big = "x " * 20_000  # 40,000 characters
-    eps = built([UserMessage("write docs"), AssistantMessage(big), AssistantMessage(big), AssistantMessage("done")]).episodes
+    eps = built([UserMessage("write docs"), AssistantMessage(big), AssistantMessage(big),
+                 AssistantMessage("done")]).episodes
     # 10 + 40,000 chars < 64,000 accepts the second message; then 80,010 >= 64,000 splits before the third
     assert [(e.part, e.first_seq, e.last_seq) for e in eps] == [(1, 1, 3), (2, 4, 4)]
 
@@ -102,7 +103,7 @@ def test_volume_cap_splits_on_characters():
     ([AssistantMessage("", tool_calls=(call("a", "Bash", command="pytest"),)),
       ToolResult("a", "[no result: turn aborted]", is_error=True, missing=True)], ("failure",)),
     # Codex patches travel inside a generic exec call
-    ([AssistantMessage("", tool_calls=(ToolCall("a", "exec", json.dumps({"input": "*** Begin Patch\n*** Add File: a.rs"})),)),
+    ([AssistantMessage("", tool_calls=(ToolCall("a", "exec", json.dumps({"input": "*** Begin Patch\n+x"})),)),
       ToolResult("a", "Success")], ("mutation",)),
     # a failed edit is a failure, not a mutation
     ([AssistantMessage("", tool_calls=(call("a", "Write", file_path="a.py", content="x"),)),

@@ -636,11 +636,12 @@ class ContinuityEngine:
                 sections.append(("recall", text))
         if not sections:
             return None, False
+        with_state = any(c == "state" for c, _ in sections)
         delta = _KernelMessage(r.until, "delta", revision,
                                self._kernel_parts("delta", ep.generation, revision, r.until, sections), self._counter,
                                recalled=[i.seq for i in items],
                                anchor=self._last_user[0] if new_user else 0, query=r.request.query,
-                               state_revision=r.state_rev if r.state_body else 0,
+                               state_revision=r.state_rev if with_state else 0,
                                extension=ext if ext != ep.extension else None)
         assert fixed + delta.total <= r.hard, "recall was sized to the room left"
         return delta, False

@@ -135,25 +135,27 @@ def render_state(state: "CanonicalState", budget_tokens: int, estimate: Callable
             "goal_tokens": estimate(head[1]), "constraints_tokens": estimate("\n".join(constraints)),
             "budget_tokens": budget_tokens})
     sections = _sections(state)
-    dropped = [0] * len(sections)
-    costs = [[estimate(line) + 1 for line in sec.lines] for sec in sections]
-    total = fixed_tokens + sum(estimate(sec.title) + 2 + sum(c) for sec, c in zip(sections, costs))
-    by_tier = sorted(range(len(sections)), key=lambda i: sections[i].tier)
+    # the drop order: lowest tier first, oldest line first within a section
+    order = [i for i in sorted(range(len(sections)), key=lambda i: sections[i].tier) for _ in sections[i].lines]
 
-    def drop_one() -> bool:
-        nonlocal total
-        for i in by_tier:
-            if dropped[i] < len(sections[i].lines):
-                total -= costs[i][dropped[i]]
-                dropped[i] += 1
-                return True
-        return False
+    def text_for(k: int, with_omitted: bool = True) -> str:
+        dropped = [0] * len(sections)
+        for i in order[:k]:
+            dropped[i] += 1
+        return _compose(head, constraints, sections, dropped, with_omitted)
 
-    while total > budget_tokens and drop_one():
-        pass
-    while True:
-        text = _compose(head, constraints, sections, dropped, True)
-        if estimate(text) <= budget_tokens:
-            return text
-        if not drop_one():
-            return _compose(head, constraints, sections, dropped, False)
+    def fits(k: int) -> bool:
+        return estimate(text_for(k)) <= budget_tokens
+
+    if fits(0):
+        return text_for(0)
+    if not fits(len(order)):
+        return text_for(len(order), with_omitted=False)  # head + constraints, which fit
+    lo, hi = 0, len(order)  # fits(lo) is false, fits(hi) is true: find the fewest drops that fit
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            hi = mid
+        else:
+            lo = mid
+    return text_for(hi)

@@ -1,0 +1,200 @@
+"""Canonical state: kernel tools, reduction, revisions, rendering under a budget (spec: "Sessions & continuity")."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from latch.engine.port import ContextOverflow
+from latch.events import AssistantMessage, UserMessage
+from latch.hotpaths import estimate_tokens
+from latch.kernel import KERNEL_TOOLS, KernelToolError, StateOverflow, apply_kernel_tool, canonical_state
+from latch.kernel.events import StateUpdate
+from latch.kernel.ledger import _LEDGERS
+from latch.kernel.tools import openai_tools
+
+from kernel_support import chatter, session, state, turn
+
+TOOL_NAMES = ["set_goal", "add_constraint", "record_decision", "propose_hypothesis", "reject_hypothesis", "add_note",
+              "ask_question", "plan_action", "set_criterion", "require_validation", "record_disproof"]
+
+
+def test_kernel_tool_schemas_are_provider_ready():
+    assert [t["name"] for t in KERNEL_TOOLS] == TOOL_NAMES
+    for tool in KERNEL_TOOLS:
+        schema = tool["input_schema"]
+        assert schema["type"] == "object" and schema["additionalProperties"] is False
+        assert set(schema["required"]) <= set(schema["properties"]) and tool["description"]
+    first = openai_tools()[0]
+    assert first == {"type": "function", "function": {"name": "set_goal", "description": KERNEL_TOOLS[0]["description"],
+                                                      "parameters": KERNEL_TOOLS[0]["input_schema"]}}
+    json.dumps(KERNEL_TOOLS)  # JSON-ready
+
+
+@pytest.mark.parametrize("name, args, message", [
+    ("set_goal", {}, "set_goal: field 'goal' is required"),
+    ("set_goal", {"goal": 3}, "set_goal: field 'goal' must be a string, got int"),
+    ("set_goal", {"goal": "  "}, "set_goal: field 'goal' must not be empty"),
+    ("set_goal", {"goal": "x", "owner": "me"}, "set_goal: unknown field 'owner'"),
+    ("set_goal", '{"goal": ', "set_goal: arguments are not valid JSON"),
+    ("set_goal", ["x"], "set_goal: arguments must be a JSON object, got list"),
+    ("plan_action", {"action": "x", "status": "later"}, "plan_action: field 'status' must be one of pending"),
+    ("plan_action", {}, "plan_action: field 'action' is required (or 'id'"),
+    ("plan_action", {"id": "A9", "status": "done"}, "plan_action: field 'id': no such id 'A9'"),
+    ("record_disproof", {"claim": "c", "reason": "r", "files": ["a", 2]},
+     "record_disproof: field 'files[1]' must be a string, got int"),
+    ("reject_hypothesis", {"hypothesis": "H1", "reason": "no"}, "reject_hypothesis: field 'hypothesis': no hypothesis"),
+    ("record_decision", {"decision": "d", "supersedes": "D4"}, "record_decision: field 'supersedes': no such id 'D4'"),
+    ("make_coffee", {}, "unknown kernel tool 'make_coffee'"),
+])
+def test_kernel_tool_errors_name_the_field_and_leave_the_store_unchanged(store, name, args, message):
+    sid = session(store)
+    before = store.count_events()
+    with pytest.raises(KernelToolError, match=message.replace("(", r"\(").replace("[", r"\[")):
+        apply_kernel_tool(store, sid, name, args)
+    assert store.count_events() == before
+
+
+def test_kernel_tools_build_the_state(store):
+    sid = session(store)
+    apply_kernel_tool(store, sid, "set_goal", {"goal": "Port the parser to Rust"})
+    apply_kernel_tool(store, sid, "add_constraint", {"constraint": "Never change the public API"})
+    apply_kernel_tool(store, sid, "add_constraint", {"constraint": "Keep the API; additive changes only",
+                                                     "replaces": "C1"})
+    apply_kernel_tool(store, sid, "record_decision", {"decision": "Use nom", "rationale": "zero-copy"})
+    apply_kernel_tool(store, sid, "record_decision", {"decision": "Use winnow", "supersedes": "D1"})
+    apply_kernel_tool(store, sid, "propose_hypothesis", {"hypothesis": "The lexer leaks"})
+    ev = apply_kernel_tool(store, sid, "reject_hypothesis", '{"hypothesis": "H1", "reason": "valgrind is clean"}')
+    apply_kernel_tool(store, sid, "ask_question", {"question": "Which MSRV?"})
+    apply_kernel_tool(store, sid, "ask_question", {"id": "Q1", "answer": "1.75"})
+    apply_kernel_tool(store, sid, "plan_action", {"action": "Write the lexer"})
+    apply_kernel_tool(store, sid, "plan_action", {"id": "A1", "status": "done"})
+    apply_kernel_tool(store, sid, "set_criterion", {"criterion": "All fixtures parse"})
+    apply_kernel_tool(store, sid, "set_criterion", {"id": "K1", "met": True})
+    apply_kernel_tool(store, sid, "require_validation", {"requirement": "unit tests pass", "command": "cargo test"})
+    apply_kernel_tool(store, sid, "add_note", {"note": "fixtures live in tests/data"})
+    assert isinstance(ev.event, StateUpdate) and ev.event.arguments["reason"] == "valgrind is clean"
+    with pytest.raises(KernelToolError, match="H1 is already rejected"):
+        apply_kernel_tool(store, sid, "reject_hypothesis", {"hypothesis": "The lexer leaks", "reason": "again"})
+    s = state(store, sid)
+    assert s.goal == "Port the parser to Rust"
+    assert [(c["id"], c["active"]) for c in s.constraints] == [("C1", False), ("C2", True)]
+    assert [(d["id"], d["active"]) for d in s.decisions] == [("D1", False), ("D2", True)]
+    assert [(h["id"], h["status"], h["reason"]) for h in s.hypotheses] == [("H1", "rejected", "valgrind is clean")]
+    assert [(q["text"], q["answer"]) for q in s.questions] == [("Which MSRV?", "1.75")]
+    assert [(a["text"], a["status"]) for a in s.actions] == [("Write the lexer", "done")]
+    assert [(k["text"], k["met"]) for k in s.criteria] == [("All fixtures parse", True)]
+    assert [(r["id"], r["requirement"], r["command"]) for r in s.requirements] == [("V1", "unit tests pass", "cargo test")]
+    text = s.render(10_000, estimate_tokens)
+    assert "- [C2] Keep the API; additive changes only" in text and "Never change" not in text
+    assert "- [D2] Use winnow" in text and "Use nom" not in text
+    assert "- [H1] REJECTED: The lexer leaks (valgrind is clean)" in text
+    assert "- [Q1] Which MSRV? → answered: 1.75" in text
+    assert "- [V1] unit tests pass (command: cargo test)" in text
+    assert "not certified: V1 cargo test: never validated" in text
+    assert store.search("valgrind clean")[0].seq == ev.seq  # kernel records are found by exact recall
+
+
+def test_early_constraint_decision_and_rejection_survive_5000_events(store):
+    sid = session(store)
+    apply_kernel_tool(store, sid, "set_goal", {"goal": "Make the importer streaming"})
+    apply_kernel_tool(store, sid, "add_constraint", {"constraint": "Never load a whole transcript into memory"})
+    apply_kernel_tool(store, sid, "record_decision", {"decision": "Parse with ijson", "rationale": "it streams"})
+    apply_kernel_tool(store, sid, "propose_hypothesis", {"hypothesis": "The leak is in the FTS writer"})
+    apply_kernel_tool(store, sid, "reject_hypothesis", {"hypothesis": "H1", "reason": "heap profile is flat"})
+    diag = turn(store, sid, "Bash", {"command": "python -X importtime x.py"}, "diagnostic ZX-4471: import took 9s")
+    chatter(store, sid, 5000)
+    assert store.count_events(sid) == 5 + 2 + 5000
+    s = state(store, sid)
+    assert s.constraints[0]["text"] == "Never load a whole transcript into memory" and s.constraints[0]["active"]
+    assert s.decisions[0]["text"] == "Parse with ijson" and s.decisions[0]["active"]
+    assert s.hypotheses[0]["status"] == "rejected"
+    text = s.render(200, estimate_tokens)
+    assert "Never load a whole transcript into memory" in text and "Parse with ijson" in text
+    assert "REJECTED: The leak is in the FTS writer" in text and "- [H1] The leak" not in text
+    assert store.search("ZX-4471")[0].seq == diag  # exact raw recall of the early diagnostic
+
+
+def test_incremental_reduction_equals_a_rebuild_at_every_prefix(store):
+    sid = session(store, fmt="claude-code")
+    apply_kernel_tool(store, sid, "set_goal", {"goal": "g"})
+    turn(store, sid, "Read", {"file_path": "/ws/a.py"}, "1 a")
+    turn(store, sid, "Bash", {"command": "pytest"}, "1 failed", is_error=True)
+    turn(store, sid, "Edit", {"file_path": "/ws/a.py", "old_string": "a", "new_string": "b"}, "ok")
+    turn(store, sid, "Bash", {"command": "pytest"}, "3 passed")
+    apply_kernel_tool(store, sid, "record_decision", {"decision": "d"})
+    top = store.max_seq()
+    forward = [canonical_state(store, sid, seq).to_json() for seq in range(1, top + 1)]
+    revisions = [f["revision"] for f in forward]
+    assert revisions == sorted(revisions) and revisions[-1] > revisions[0]
+    for seq in range(top, 0, -1):  # backwards: every call rebuilds from the log
+        _LEDGERS.clear()
+        assert canonical_state(store, sid, seq).to_json() == forward[seq - 1]
+
+
+def test_revision_moves_only_when_the_state_changes(store):
+    sid = session(store)
+    apply_kernel_tool(store, sid, "set_goal", {"goal": "g"})
+    r1 = state(store, sid).revision
+    store.append(sid, [UserMessage(text="hello"), AssistantMessage(text="hi")])
+    assert state(store, sid).revision == r1
+    apply_kernel_tool(store, sid, "add_note", {"note": "n"})
+    assert state(store, sid).revision == r1 + 1
+    assert canonical_state(store, sid, 1).revision == r1  # an earlier seq is the earlier truth
+
+
+def test_empty_state(store):
+    sid = session(store)
+    store.append(sid, [UserMessage(text="hi")])
+    s = state(store, sid)
+    assert s.is_empty and s.render(100, estimate_tokens) == ""
+    assert {"revision", "generation", "files", "evidence", "failures", "constraints", "decisions", "hypotheses",
+            "goal", "actions", "questions", "criteria", "notes", "disproofs"} <= set(s.to_json())
+
+
+def _full(store):
+    sid = session(store)
+    apply_kernel_tool(store, sid, "set_goal", {"goal": "Ship v2"})
+    apply_kernel_tool(store, sid, "add_constraint", {"constraint": "No network in tests"})
+    for i in range(3):
+        apply_kernel_tool(store, sid, "record_decision", {"decision": f"decision number {i}"})
+        apply_kernel_tool(store, sid, "propose_hypothesis", {"hypothesis": f"hypothesis number {i}"})
+        apply_kernel_tool(store, sid, "add_note", {"note": f"note number {i}"})
+    return state(store, sid)
+
+
+def test_render_drops_notes_then_hypotheses_then_decisions(store):
+    s = _full(store)
+    full = s.render(10_000, estimate_tokens)
+    assert full.endswith("Notes:\n- [N1] note number 0\n- [N2] note number 1\n- [N3] note number 2")
+    tight = s.render(estimate_tokens(full) - 1, estimate_tokens)
+    assert "Notes (1 older omitted):" in tight and "note number 0" not in tight and "note number 2" in tight
+    head = full.splitlines()[:4]
+    seen = []
+    for budget in range(estimate_tokens(full), estimate_tokens("\n".join(head)) - 1, -1):
+        text = s.render(budget, estimate_tokens)
+        assert estimate_tokens(text) <= budget and text.splitlines()[:4] == head
+        kept = {kind: sum(f"{kind} number" in line for line in text.splitlines())
+                for kind in ("note", "hypothesis", "decision")}
+        if kept["hypothesis"] < 3:
+            assert kept["note"] == 0, (budget, text)
+        if kept["decision"] < 3:
+            assert kept["hypothesis"] == 0, (budget, text)
+        seen.append(tuple(kept.values()))
+    assert seen[0] == (3, 3, 3) and seen[-1] == (0, 0, 0)
+    assert {(0, 3, 3), (0, 0, 3), (0, 0, 1)} <= set(seen)  # each tier empties before the next is touched
+    assert "Omitted for budget: 3 notes, 3 hypotheses" in s.render(estimate_tokens(full) // 2 + 12, estimate_tokens)
+
+
+def test_goal_and_constraints_never_drop_and_overflow_is_a_clear_error(store):
+    s = _full(store)
+    head = "\n".join(s.render(10_000, estimate_tokens).splitlines()[:4])
+    assert head.endswith("Goal: Ship v2\nConstraints:\n- [C1] No network in tests")
+    with pytest.raises(StateOverflow) as err:
+        s.render(estimate_tokens(head) - 1, estimate_tokens)
+    assert isinstance(err.value, ContextOverflow)
+    assert err.value.breakdown == {"goal_tokens": estimate_tokens("Goal: Ship v2"),
+                                   "constraints_tokens": estimate_tokens("Constraints:\n- [C1] No network in tests"),
+                                   "budget_tokens": estimate_tokens(head) - 1}
+    assert "goal and constraints alone exceed the state budget" in str(err.value)
