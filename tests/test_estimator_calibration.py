@@ -21,7 +21,7 @@ from latch.estimators.calibration import (
     windows,
 )
 
-from conftest import require_corpus
+from corpus_support import require_corpus
 
 tiktoken = pytest.importorskip("tiktoken")
 

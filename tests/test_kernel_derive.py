@@ -7,8 +7,8 @@ import json
 import pytest
 
 from latch.events import ToolCall, ToolResult
-from latch.kernel.derive import (DerivationContext, DerivationRule, Mutation, error_signature, patch_paths,
-                                 register_rule, registered_rules)
+from latch.kernel.derive import (DerivationContext, DerivationRule, Mutation, ToolSuccess, error_signature,
+                                 patch_paths, register_rule, registered_rules, unregister_rule)
 from latch.kernel.shell import classify_command, command_text
 
 from kernel_support import by, session, state, turn
@@ -95,14 +95,16 @@ def test_claude_code_read_edit_bash_todo(store):
     lineages = {(f["tool"], f["active"]) for f in s.failures}
     assert lineages == {("Edit", True), ("Bash", True)}
     assert [(a["text"], a["status"]) for a in s.actions] == [("Fix x", "done"), ("Ship", "in_progress")]
+    turn(store, sid, "Edit", {"file_path": "/home/u/app/src/y.py", "old_string": "p", "new_string": "r"}, "updated")
+    assert {(f["tool"], f["active"]) for f in state(store, sid).failures} == {("Edit", False), ("Bash", True)}
 
 
 def test_claude_code_clean_bash_result_means_exit_zero(store):
     sid = session(store, fmt="claude-code")
-    turn(store, sid, "Bash", {"command": "npm run build"}, "built in 2s")
+    turn(store, sid, "Bash", {"command": "npm run build"}, "done")
     assert state(store, sid).evidence[0]["status"] == "passed"
     other = session(store)  # a format that does not flag every non-zero exit
-    turn(store, other, "bash", {"command": "npm run build"}, "built in 2s")
+    turn(store, other, "bash", {"command": "npm run build"}, "done")
     assert state(store, other).evidence[0]["status"] == "unknown"
 
 
@@ -209,6 +211,12 @@ def test_openhands_still_running_command_is_a_process(store):
     s = state(store, sid)
     assert [p["running"] for p in s.processes] == [False]
     assert [(o["requirement"], o["status"]) for o in s.evidence] == [("pytest", "passed")]
+    turn(store, sid, "execute_bash", {"command": "npm test"}, "[The command has no new output after 30 seconds.]",
+         exit_code=-1)
+    turn(store, sid, "execute_bash", {"command": "", "is_input": True}, "Tests: 1 failed", exit_code=1)
+    s = state(store, sid)
+    assert [p["running"] for p in s.processes] == [False, False]
+    assert by(s.evidence, "requirement")["npm test"]["status"] == "failed"  # its output came with the poll
 
 
 def test_aider_synthesized_edits(store):
@@ -256,10 +264,8 @@ def test_a_plugin_rule_extends_and_invalidates_cached_reductions(store):
         with pytest.raises(ValueError, match="already registered"):
             register_rule(_DeployRule())
     finally:
-        from latch.kernel import derive
-
-        derive._RULES.remove(rule)
-        derive._VERSION[0] += 1
+        assert unregister_rule("test_deploy") is rule
+    assert state(store, sid).generation == 0
 
 
 def test_rules_see_context_paths():
@@ -269,4 +275,5 @@ def test_rules_see_context_paths():
     assert ctx.path("./a.py") == "a.py"
     rule = next(r for r in registered_rules() if r.name == "file_tools")
     call = ToolCall("c", "Write", json.dumps({"file_path": "/home/u/app/w.txt", "content": "z"}))
-    assert rule.derive(call, ToolResult(call_id="c", content="ok"), ctx) == [Mutation(paths=("w.txt",), tool="Write")]
+    assert rule.derive(call, ToolResult(call_id="c", content="ok"), ctx) == [
+        Mutation(paths=("w.txt",), tool="Write"), ToolSuccess("Write", ("w.txt",))]

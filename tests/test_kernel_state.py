@@ -11,7 +11,7 @@ from latch.events import AssistantMessage, UserMessage
 from latch.hotpaths import estimate_tokens
 from latch.kernel import KERNEL_TOOLS, KernelToolError, StateOverflow, apply_kernel_tool, canonical_state
 from latch.kernel.events import StateUpdate
-from latch.kernel.ledger import _LEDGERS
+from latch.kernel.ledger import clear_cache
 from latch.kernel.tools import openai_tools
 
 from kernel_support import chatter, session, state, turn
@@ -129,7 +129,7 @@ def test_incremental_reduction_equals_a_rebuild_at_every_prefix(store):
     revisions = [f["revision"] for f in forward]
     assert revisions == sorted(revisions) and revisions[-1] > revisions[0]
     for seq in range(top, 0, -1):  # backwards: every call rebuilds from the log
-        _LEDGERS.clear()
+        clear_cache()
         assert canonical_state(store, sid, seq).to_json() == forward[seq - 1]
 
 
@@ -184,7 +184,9 @@ def test_render_drops_notes_then_hypotheses_then_decisions(store):
         seen.append(tuple(kept.values()))
     assert seen[0] == (3, 3, 3) and seen[-1] == (0, 0, 0)
     assert {(0, 3, 3), (0, 0, 3), (0, 0, 1)} <= set(seen)  # each tier empties before the next is touched
-    assert "Omitted for budget: 3 notes, 3 hypotheses" in s.render(estimate_tokens(full) // 2 + 12, estimate_tokens)
+    assert s.render(estimate_tokens(full) // 2 + 12, estimate_tokens).endswith(
+        "Decisions (1 older omitted):\n- [D2] decision number 1\n- [D3] decision number 2\n"
+        "Omitted for budget: 3 hypotheses, 3 notes")
 
 
 def test_goal_and_constraints_never_drop_and_overflow_is_a_clear_error(store):

@@ -128,6 +128,7 @@ def test_trace_writes_hook_calls_to_stderr(capsys):
     pm = get_plugin_manager({**BUILTINS_ONLY, "LATCH_TRACE_PLUGINS": "1"})
     pm.registry("engines")
     err = capsys.readouterr().err
+    assert "latch_register_engines from plugin 'latch.default_plugins.engines' [pluginmanage]\n" in err
     assert "latch_register_engines [hook]" in err
     assert "finish latch_register_engines --> [[<class" in err
     pm = get_plugin_manager({**BUILTINS_ONLY, "LATCH_TRACE_PLUGINS": "0"})
@@ -342,7 +343,7 @@ def test_latch_plugins_json_lists_builtins_hooks_and_registrations(monkeypatch):
     rows = json.loads(result.output)
     assert [r["name"] for r in rows] == list(DEFAULT_PLUGINS)
     engines = rows[0]
-    assert engines["builtin"] is True and engines["distribution"] is None
+    assert engines["builtin"] is True and engines["distribution"] is None and engines["source"] == "built-in"
     assert engines["hooks"] == ["latch_register_engines"]
     assert engines["registered"] == {"engines": ["continuity"]}
     estimators = next(r for r in rows if r["name"] == "latch.default_plugins.estimators")
@@ -384,3 +385,17 @@ def test_every_hook_has_a_section_in_docs():
     missing = hooks - documented
     assert not missing, f"hooks without a section in docs/plugins.md: {sorted(missing)}"
     assert documented <= hooks, f"docs/plugins.md documents hooks that do not exist: {sorted(documented - hooks)}"
+
+
+def test_a_raising_register_hook_is_named(monkeypatch, tmp_path):
+    install_fake_plugin(monkeypatch, tmp_path, """
+        from latch.hookspecs import hookimpl
+
+        @hookimpl
+        def latch_register_uis():
+            raise RuntimeError("no display")
+    """, entry_name="crashy", dist="latch-crashy")
+    pm = get_plugin_manager({"LATCH_LOAD_PLUGINS": "crashy"})
+    with pytest.raises(PluginError, match=r"plugin 'crashy' \(.*from latch-crashy\): latch_register_uis\(\) raised "
+                                          r"RuntimeError: no display"):
+        pm.registry("uis")

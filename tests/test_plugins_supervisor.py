@@ -94,6 +94,26 @@ def test_default_root_governs_children_without_a_policy():
     assert sup.child_factory == default
 
 
+def test_default_root_spawns_and_resumes_continuity_children(store):
+    from latch.engine.continuity import ContinuityEngine
+    from latch.engine.reader import StoreKernelWriter, StoreSessionReader
+
+    root_id = store.create_session(source="root")
+    child_id = store.create_session(source="child", parent_id=root_id)
+
+    def real(session_id, parent=None):
+        return EngineProfile(session_id=session_id, model="claude-sonnet-4", parent_session_id=parent,
+                             reader=StoreSessionReader(store, session_id),
+                             writer=StoreKernelWriter(store, session_id, "continuity:main"))
+
+    sup = Supervisor.for_engine("continuity")
+    root = sup.build_root(real(root_id))
+    child = sup.spawn_child(real(child_id, parent=root_id))
+    resumed = sup.resume(real(child_id, parent=root_id))
+    assert type(root) is type(child) is type(resumed) is ContinuityEngine
+    assert child.default_budget() == resumed.default_budget() == ContextBudget()
+
+
 def test_spawn_requires_a_parent():
     sup = Supervisor(RecordingEngine.factory, child_policy=RecordingEngine.factory)
     with pytest.raises(ValueError, match="child profile for session 'orphan' has no parent_session_id"):

@@ -84,8 +84,8 @@ std::int64_t estimate_ucs4(const std::uint32_t* text, std::size_t len, Profile p
 namespace detail {
 
 std::int64_t units_latin1_scalar(const std::uint8_t* text, std::size_t len, std::size_t from, std::size_t to,
-                                 const int* w) noexcept {
-    return Walker<Latin1Text>{{text, latin1_classes()}, len, w}.units(from, to);
+                                 const int* w, std::size_t* end) noexcept {
+    return Walker<Latin1Text>{{text, latin1_classes()}, len, w}.units(from, to, end);
 }
 
 }  // namespace detail

@@ -169,12 +169,16 @@ struct Walker {
     }
 };
 
-// Units of pieces in latin-1 text [from, to) (scalar walker; `from` starts a run).
+// Units of the pieces of latin-1 text starting in [from, to) (scalar walker; `from` starts a
+// run); `*end` (optional) receives where the last run ended.
 std::int64_t units_latin1_scalar(const std::uint8_t* text, std::size_t len, std::size_t from, std::size_t to,
-                                 const int* w) noexcept;
+                                 const int* w, std::size_t* end) noexcept;
 
-// Units of a whole latin-1 text (vectorized over ASCII stretches where available).
+// Units of a whole latin-1 text (AVX-512 kernel over ASCII stretches when the CPU has it).
 std::int64_t units_latin1(const std::uint8_t* text, std::size_t len, const int* w) noexcept;
+
+// Whether units_latin1 uses the AVX-512 kernel on this CPU.
+bool ascii_kernel_active() noexcept;
 
 }  // namespace detail
 }  // namespace latch

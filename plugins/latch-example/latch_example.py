@@ -84,6 +84,10 @@ class KeepLastUnits:
             tokens=ComponentTokens(instructions_tokens=fixed - count.tools(request.tools),
                                    tools_tokens=count.tools(request.tools), recent_tokens=recent),
             budget=budget,
+            # A cache epoch is named by its first unit: while that stays, each request is the previous
+            # one plus new units (append-only, so the provider's prompt cache holds); when the window
+            # slides, a new epoch starts.
+            epoch=units[0].first_seq if units else 0,
             first_retained_seq=units[0].first_seq if units else None,
         )
 

@@ -63,10 +63,12 @@ def latch_register_estimators() -> list[type]:
 
 @hookspec
 def latch_register_providers() -> list[type]:
-    """Provider adapters (wire formats such as ``openai`` and ``anthropic``).
+    """Model providers (network endpoints speaking a wire format such as OpenAI chat or Anthropic Messages).
 
-    Each class has ``PLUGIN_NAME``; the rest of the contract is
-    :mod:`latch.providers`'. Optional ``DESCRIPTION``.
+    Each class has ``PLUGIN_NAME``; instances follow :class:`latch.providers.Provider`
+    (``name`` and ``complete(request_body) -> response body``, bodies built by
+    :func:`latch.providers.to_openai_chat` / :func:`latch.providers.to_anthropic_messages`).
+    Optional ``DESCRIPTION``.
     """
 
 
@@ -100,7 +102,7 @@ def latch_select_estimator(model: str | None) -> Any | None:
 
 @hookspec(historic=True)
 def latch_configure(config: Mapping[str, Any]) -> None:
-    """Receive the effective configuration (the parsed ``latch.toml`` as a mapping).
+    """Receive the effective configuration (the parsed config file, ``$LATCH_HOME/config.toml``, as a mapping; see :mod:`latch.config`).
 
     Historic: a plugin registered after the host called it is still called once.
     """

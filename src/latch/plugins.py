@@ -90,12 +90,13 @@ DEFAULT_PLUGINS = (
 )
 KINDS = ("engines", "estimators", "providers", "importers", "uis")
 
-# What each kind's classes must have besides PLUGIN_NAME (checked at collection); a tuple inside
-# means "one of". Estimators: latch.estimators.Estimator (estimate); count is the older spelling.
-_REQUIRED_ATTRS: dict[str, tuple[str | tuple[str, ...], ...]] = {
-    "engines": ("factory",),
-    "estimators": (("estimate", "count"), "image_tokens"),
-    "importers": ("sniff", "parse"),
+# What each kind's classes must have besides PLUGIN_NAME (checked at collection): each entry is a
+# tuple of alternatives. Estimators follow latch.estimators.Estimator; ``count`` is the older
+# spelling that latch.engine.units.TokenCounter also accepts.
+_REQUIRED_ATTRS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "engines": (("factory",),),
+    "estimators": (("estimate", "count"), ("image_tokens",)),
+    "importers": (("sniff",), ("parse",)),
     "providers": (),
     "uis": (),
 }
@@ -132,11 +133,6 @@ class Registration:
     name: str
     cls: type
     plugin: PluginInfo
-
-    @property
-    def description(self) -> str:
-        doc = getattr(self.cls, "DESCRIPTION", "") or (self.cls.__doc__ or "").strip().split("\n")[0]
-        return str(doc)
 
 
 def _truthy(value: str | None) -> bool:
@@ -182,9 +178,6 @@ class LatchPluginManager(pluggy.PluginManager):
             raise PluginError(f"{_describe(info)}: {detail}") from None
         self.infos[info.name] = info
 
-    def info_for(self, plugin: Any) -> PluginInfo:
-        return self.infos[self.get_name(plugin)]
-
     def check_hooks(self) -> None:
         """``check_pending`` with a message naming the plugin and the closest real hook."""
         known = sorted(n for n in self.hook.__dict__ if not n.startswith("_") and getattr(self.hook, n).has_spec())
@@ -214,7 +207,12 @@ class LatchPluginManager(pluggy.PluginManager):
             info = self.infos[impl.plugin_name]
             # One plugin at a time (through pluggy, so tracing sees it) to know who registered what.
             caller = self.subset_hook_caller(hook_name, [p for p in everyone if p is not impl.plugin])
-            for result in caller():
+            self.trace(f"{hook_name} from plugin {info.name!r}")
+            try:
+                results = caller()
+            except Exception as exc:  # a plugin bug must name the plugin, whatever it raised
+                raise PluginError(f"{_describe(info)}: {hook_name}() raised {type(exc).__name__}: {exc}") from exc
+            for result in results:
                 if not isinstance(result, (list, tuple)):
                     raise PluginError(f"{_describe(info)}: {hook_name}() must return a list of classes, "
                                       f"got {type(result).__name__}")
@@ -244,8 +242,8 @@ def _registration(kind: str, cls: Any, info: PluginInfo, hook_name: str) -> Regi
     name = getattr(cls, "PLUGIN_NAME", None)
     if not isinstance(name, str) or not name.strip():
         raise PluginError(f"{_describe(info)}: {_qualname(cls)} from {hook_name}() has no PLUGIN_NAME string")
-    missing = [" or ".join(need) if isinstance(need, tuple) else need for need in _REQUIRED_ATTRS[kind]
-               if not any(callable(getattr(cls, a, None)) for a in (need if isinstance(need, tuple) else (need,)))]
+    missing = [" or ".join(alternatives) for alternatives in _REQUIRED_ATTRS[kind]
+               if not any(callable(getattr(cls, a, None)) for a in alternatives)]
     if missing:
         raise PluginError(f"{_describe(info)}: {kind[:-1]} {name!r} ({_qualname(cls)}) lacks {', '.join(missing)}")
     return Registration(kind, name, cls, info)
@@ -426,12 +424,12 @@ def register_plugin_commands(cli: "click.Group") -> None:
         raise SystemExit(2) from None
 
 
-def iter_plugins(pm: LatchPluginManager | None = None) -> Iterable[tuple[PluginInfo, list[str], dict[str, list[str]]]]:
-    """``(info, hooks, {kind: [PLUGIN_NAME, ...]})`` for every registered plugin, in load order."""
+def iter_plugins(pm: LatchPluginManager | None = None) -> Iterable[tuple[PluginInfo, list[str], dict[str, list[Registration]]]]:
+    """``(info, hooks, {kind: [Registration, ...]})`` for every registered plugin, in load order."""
     pm = pm or get_plugin_manager()
-    by_plugin: dict[str, dict[str, list[str]]] = {name: {} for name in pm.infos}
+    by_plugin: dict[str, dict[str, list[Registration]]] = {name: {} for name in pm.infos}
     for kind in KINDS:
-        for name, reg in pm.registry(kind).items():
-            by_plugin[reg.plugin.name].setdefault(kind, []).append(name)
+        for reg in pm.registry(kind).values():
+            by_plugin[reg.plugin.name].setdefault(kind, []).append(reg)
     for name, info in pm.infos.items():
         yield info, pm.hooks_of(name), by_plugin[name]

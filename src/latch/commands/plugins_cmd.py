@@ -12,14 +12,18 @@ from rich.table import Table
 def plugins_report() -> list[dict]:
     """JSON-ready rows, in load order: built-ins first, then entry points by name.
 
-    Each row: ``name``, ``module``, ``builtin``, ``distribution``, ``version``,
-    ``entry_point``, ``hooks`` (sorted) and ``registered`` (``{kind: [PLUGIN_NAME, ...]}``,
-    only kinds with entries).
+    Each row: ``name``, ``source`` (``"built-in"`` or ``"<distribution> <version>"``),
+    ``module``, ``builtin``, ``distribution``, ``version``, ``entry_point``, ``hooks``
+    (sorted), ``registered`` (``{kind: [PLUGIN_NAME, ...]}``, only kinds with entries) and
+    ``descriptions`` (``{PLUGIN_NAME: DESCRIPTION}`` of what it registered, ``""`` when absent).
     """
     from ..plugins import iter_plugins
 
-    return [{"name": info.name, "module": info.module, "builtin": info.builtin, "distribution": info.distribution,
-             "version": info.version, "entry_point": info.entry_point, "hooks": hooks, "registered": registered}
+    return [{"name": info.name, "source": info.source, "module": info.module, "builtin": info.builtin,
+             "distribution": info.distribution, "version": info.version, "entry_point": info.entry_point,
+             "hooks": hooks, "registered": {kind: [r.name for r in regs] for kind, regs in registered.items()},
+             "descriptions": {r.name: str(getattr(r.cls, "DESCRIPTION", "") or "")
+                              for regs in registered.values() for r in regs}}
             for info, hooks, registered in iter_plugins()]
 
 
@@ -43,8 +47,7 @@ def register(cli: click.Group) -> None:
             return
         table = Table("plugin", "source", "hooks", "registered", title=f"{len(rows)} plugins")
         for row in rows:
-            source = "built-in" if row["builtin"] else f"{row['distribution'] or row['module']} {row['version'] or ''}"
             registered = "\n".join(f"{kind}: {', '.join(names)}" for kind, names in row["registered"].items())
             hooks = "\n".join(h.removeprefix("latch_") for h in row["hooks"])
-            table.add_row(row["name"], source.strip(), hooks, registered or "-")
+            table.add_row(row["name"], row["source"], hooks, registered or "-")
         Console(highlight=False, soft_wrap=False).print(table)

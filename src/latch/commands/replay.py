@@ -128,6 +128,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     violations: list[str] = []
     prev: tuple[int, bytes, list[bytes], list[int]] | None = None  # epoch, bytes, lines, line tokens
     rotations = breaks = overflows = 0
+    seen: dict[int, tuple[Any, bytes, int]] = {}  # id(message) -> (message, line, tokens): views share messages
     for k, (a_seq, until, usage) in enumerate(requests, 1):
         while pos < len(events) and events[pos].seq <= until:
             for u in builder.feed(events[pos]):
@@ -151,9 +152,13 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         if keep_views:
             views.append(view)
         head = header_lines(view.system, view.tools)
-        lines = head + [message_line(m) for m in view.messages]
-        line_tokens = [counter.text(view.system) if view.system else 0, counter.tools(view.tools)]
-        line_tokens += [counter.message(m) for m in view.messages]
+        lines, line_tokens = head, [counter.fixed(view.system) if view.system else 0, counter.tools(view.tools)]
+        for m in view.messages:
+            got = seen.get(id(m))
+            if got is None or got[0] is not m:
+                got = seen[id(m)] = (m, message_line(m), counter.message(m))
+            lines.append(got[1])
+            line_tokens.append(got[2])
         recount = sum(line_tokens)
         data = b"\n".join(lines) + b"\n"
         total = view.tokens.total_tokens
@@ -282,6 +287,9 @@ def register(cli: click.Group) -> None:
             config = load_config(config_path)
         except ConfigError as exc:
             raise click.UsageError(str(exc)) from None
+        resolve_engine_factory(engine, config)  # bad options fail before anything is imported
+        if window is not None and reserve is not None and reserve >= window:
+            raise click.UsageError(f"--reserve ({reserve}) must be below --window ({window})")
         store = app.store()
         sid, parsed, _ = import_file(store, file, fmt)
         n_requests = len(_requests(list(store.events(sid, kinds=["assistant_message", "usage"]))))

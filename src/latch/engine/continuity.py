@@ -24,8 +24,9 @@ and rotation deletes nothing.
 Budget (tokens), allocated in the spec's priority order: tools and extension are reserved first,
 then the instructions (system prompt and session context) and the canonical state; the hard
 budget lowers ``recent_tokens`` when needed; recalled originals and the episode index share what
-is left after ``recent_tokens``, at most ``[context] recall_tokens`` per epoch (the index at most a
-quarter of it, ``episode_tokens`` inside ``recall_tokens``). ``instructions + state + recent +
+is left after ``recent_tokens``, at most ``[context] recall_tokens`` per epoch: half for the
+snapshot (the episode index at most a quarter of that), the rest for recall deltas of later user
+turns (``episode_tokens`` is inside ``recall_tokens``). ``instructions + state + recent +
 recall + tools + extension <= window - reserve`` always holds; a single unit that cannot fit
 raises :class:`~latch.engine.port.ContextOverflow` with the breakdown.
 
@@ -347,6 +348,7 @@ class ContinuityEngine:
         self._prev: _Prev | None = None
         self._compact: int | None = None  # start seq of a pending manual compaction
         self._revision = 0  # last KernelContext revision of this stream
+        self._recall_cache = recall_mod.RecallCache(self._counter)
 
     def _ensure_loaded(self) -> None:
         if not self._loaded:
@@ -482,7 +484,7 @@ class ContinuityEngine:
         return [("state", head), *sections, ("state", "</kernel-context>")]
 
     def _parts_cost(self, parts: Sequence[tuple[str, str]]) -> int:
-        return MESSAGE_OVERHEAD_TOKENS + sum(self._counter.text(t) for _, t in parts)
+        return MESSAGE_OVERHEAD_TOKENS + sum(self._counter.fixed(t) for _, t in parts)
 
     def _recall_section(self, items: Sequence[RecalledEvent], before_seq: int) -> str:
         body = "Original events from earlier in this session, found by exact search (oldest first):"
@@ -495,7 +497,7 @@ class ContinuityEngine:
         budget = limit - self._counter.text(self._recall_section((), before_seq))
         if budget <= 0:
             return [], ""
-        items = recall_mod.recall(self._reader, self._counter, recall_mod.query_terms(r.query_texts),
+        items = recall_mod.recall(self._reader, self._recall_cache, recall_mod.query_terms(r.query_texts),
                                   before_seq=before_seq, limit_tokens=budget, until_seq=r.until, exclude=exclude)
         return (items, self._recall_section(items, before_seq)) if items else ([], "")
 
@@ -583,19 +585,20 @@ class ContinuityEngine:
         head = header_lines(request.system_prompt, request.tools)
         header = (_digest(head[0]), _digest(head[1]))
         fingerprint = _digest(b"\n".join([*head, message_line(session_msg)]))
-        system_t = (c.text(request.system_prompt) + MESSAGE_OVERHEAD_TOKENS) if request.system_prompt else 0
+        system_t = (c.fixed(request.system_prompt) + MESSAGE_OVERHEAD_TOKENS) if request.system_prompt else 0
         tools_t = c.tools(request.tools)
         state = self._reader.canonical_state(until)
         state_rev = int(getattr(state, "revision", 0) or 0)
-        ext_t = c.text(request.extension)
-        state_budget = (hard - system_t - tools_t - c.message(session_msg) - ext_t) // STATE_SHARE
+        ext_t = c.fixed(request.extension)
+        state_budget = (hard - system_t - tools_t - MESSAGE_OVERHEAD_TOKENS - c.fixed(session_msg.content)
+                        - ext_t) // STATE_SHARE
         state_body = "" if getattr(state, "is_empty", False) else (state.render(state_budget, c.text) or "")
         state_sec = _section("canonical-state", state_body or "(no canonical state recorded yet)",
                              f' revision="{state_rev}"')
         ext_sec = _section("extension", request.extension) if request.extension else ""
         snap = self._kernel_parts("snapshot", self._epoch.generation + 1, self._revision + 1, until,
                                   [("state", state_sec), *([("extension", ext_sec)] if ext_sec else [])])
-        session_t = c.message(session_msg)
+        session_t = MESSAGE_OVERHEAD_TOKENS + c.fixed(session_msg.content)
         base = system_t + session_t + tools_t + self._parts_cost(snap)
         breakdown = {"instructions_tokens": system_t + session_t, "tools_tokens": tools_t,
                      "state_and_extension_tokens": base - system_t - session_t - tools_t, "hard_limit_tokens": hard}
@@ -673,7 +676,7 @@ class ContinuityEngine:
             raise ContextOverflow(f"conversation unit seq {u.first_seq}..{u.close_seq} does not fit the hard budget "
                                   f"even alone", {**r.breakdown, "unit_tokens": u.tokens})
         generation, revision = old.generation + 1, self._revision + 1
-        limit = min(r.recall_cap, room)
+        limit = min(r.recall_cap // 2, room)  # the other half serves the epoch's later user turns
         index_text = self._index(r, start_seq, limit // 4)
         index_t = self._counter.text(index_text) if index_text else 0
         items, recall_text = self._recall(r, start_seq, limit - index_t, set())
@@ -726,7 +729,7 @@ class ContinuityEngine:
         first = ep.units[0].first_seq if ep.units else None
         user_turns = ep.user_turns + sum(u.user_turn for u in pending)
         images = (ep.images[0] + sum(u.images[0] for u in pending), ep.images[1] + sum(u.images[1] for u in pending))
-        status = "oversized_unit" if conv_t > r.recent_eff else ("rotated" if ep is not self._epoch else "ok")
+        status = "oversized_unit" if conv_t > r.recent_eff else ("new_epoch" if ep is not self._epoch else "ok")
         metrics = {
             "generation": ep.generation,
             "epoch_start_seq": ep.start_seq,
@@ -797,5 +800,5 @@ class ContinuityEngine:
         """
         self._ensure_loaded()
         before = self._epoch.start_seq if self._epoch.generation > 0 else 1
-        return recall_mod.recall(self._reader, self._counter, recall_mod.query_terms([query]), before_seq=before,
+        return recall_mod.recall(self._reader, self._recall_cache, recall_mod.query_terms([query]), before_seq=before,
                                  limit_tokens=limit_tokens, until_seq=until_seq)

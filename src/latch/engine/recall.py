@@ -23,7 +23,8 @@ from typing import Any
 from ..events import AssistantMessage, ToolResult
 from .port import RecalledEvent, SessionReader
 
-__all__ = ["MAX_TERMS", "SEARCH_ROWS", "RECALL_ROWS", "PARTNER_WINDOW", "query_terms", "render_recalled", "recall"]
+__all__ = ["MAX_TERMS", "SEARCH_ROWS", "RECALL_ROWS", "PARTNER_WINDOW", "RecallCache", "query_terms",
+           "render_recalled", "recall"]
 
 MAX_TERMS = 24
 """Search terms per query (OR-ed phrases)."""
@@ -114,24 +115,64 @@ def render_recalled(stored: Any) -> str:
     return f"[seq {seq} · {head}] {body}"
 
 
-def _partners(reader: SessionReader, stored: Any, before_seq: int) -> list[Any]:
-    """The linked events of ``stored`` inside the archival region (a call's results, a result's call)."""
-    e, seq = stored.event, stored.seq
-    if isinstance(e, AssistantMessage) and e.tool_calls:
+def _linked(reader: SessionReader, stored: Any, lo: int, hi: int) -> list[Any]:
+    e = stored.event
+    if isinstance(e, AssistantMessage):
         ids = {c.id for c in e.tool_calls}
-        hi = min(seq + PARTNER_WINDOW, before_seq - 1)
-        found = [s for s in reader.events(after_seq=seq, until_seq=hi, kinds=("tool_result",))
-                 if s.event.call_id in ids and not s.event.orphan]
         first: dict[str, Any] = {}
-        for s in found:
-            first.setdefault(s.event.call_id, s)
+        for s in reader.events(after_seq=lo, until_seq=hi, kinds=("tool_result",)):
+            if s.event.call_id in ids and not s.event.orphan:
+                first.setdefault(s.event.call_id, s)
         return sorted(first.values(), key=lambda s: s.seq)
-    if isinstance(e, ToolResult) and not e.orphan:
-        lo = max(0, seq - PARTNER_WINDOW)
-        calls = [s for s in reader.events(after_seq=lo, until_seq=seq - 1, kinds=("assistant_message",))
-                 if any(c.id == e.call_id for c in s.event.tool_calls)]
-        return calls[-1:]
-    return []
+    calls = [s for s in reader.events(after_seq=lo, until_seq=hi, kinds=("assistant_message",))
+             if any(c.id == e.call_id for c in s.event.tool_calls)]
+    return calls[-1:]
+
+
+class RecallCache:
+    """Rendered originals and call ↔ result links by seq, so an archival event is rendered,
+    estimated and linked once per engine (events never change). Cleared past :data:`MAX` entries."""
+
+    MAX = 16_384
+
+    def __init__(self, counter: Any):
+        self.counter = counter
+        self._items: dict[int, RecalledEvent] = {}
+        self._links: dict[tuple[int, int], list[Any]] = {}
+
+    def item(self, stored: Any) -> RecalledEvent:
+        got = self._items.get(stored.seq)
+        if got is None:
+            if len(self._items) >= self.MAX:
+                self._items.clear()
+            text = render_recalled(stored)
+            got = self._items[stored.seq] = RecalledEvent(seq=stored.seq, kind=stored.kind, text=text,
+                                                          tokens=self.counter.text(text + "\n"))
+        return got
+
+    def partners(self, reader: SessionReader, stored: Any, before_seq: int) -> list[Any]:
+        """The linked events of ``stored`` inside the archival region (a call's results, a result's call),
+        looked up in a short window first, then up to :data:`PARTNER_WINDOW` seqs away."""
+        e, seq = stored.event, stored.seq
+        if isinstance(e, AssistantMessage) and e.tool_calls:
+            windows = [(seq, min(seq + w, before_seq - 1)) for w in (16, PARTNER_WINDOW)]
+            want = len({c.id for c in e.tool_calls})
+        elif isinstance(e, ToolResult) and not e.orphan:
+            windows = [(max(0, seq - w - 1), seq - 1) for w in (16, PARTNER_WINDOW)]
+            want = 1
+        else:
+            return []
+        found: list[Any] = []
+        for lo, hi in windows:
+            key = (seq, hi)
+            if key not in self._links:
+                if len(self._links) >= self.MAX:
+                    self._links.clear()
+                self._links[key] = _linked(reader, stored, lo, hi)
+            found = self._links[key]
+            if len(found) >= want:
+                break
+        return found
 
 
 def _recallable(stored: Any) -> bool:
@@ -143,13 +184,13 @@ def _recallable(stored: Any) -> bool:
     return True
 
 
-def recall(reader: SessionReader, counter: Any, terms: Sequence[str], *, before_seq: int, limit_tokens: int,
+def recall(reader: SessionReader, cache: RecallCache, terms: Sequence[str], *, before_seq: int, limit_tokens: int,
            until_seq: int | None = None, exclude: Iterable[int] = ()) -> list[RecalledEvent]:
     """Recalled originals for ``terms`` from the archival region ``seq < before_seq``, chronological.
 
     Newest matching rows first; a row is taken together with its call/result partners, or not at
-    all, while the total stays within ``limit_tokens`` (tokens of :func:`render_recalled` text by
-    ``counter.text``). Seqs in ``exclude`` (already recalled) are skipped.
+    all, while the total stays within ``limit_tokens`` (tokens of :func:`render_recalled` text plus
+    a newline, by the cache's counter). Seqs in ``exclude`` (already recalled) are skipped.
     """
     if not terms or limit_tokens <= 0 or before_seq <= 1:
         return []
@@ -168,11 +209,8 @@ def recall(reader: SessionReader, counter: Any, terms: Sequence[str], *, before_
         text = hit.event.searchable_text().lower()
         if not any(t in text for t in specific) and (not need or sum(w in text for w in words) < need):
             continue
-        group = [hit, *(p for p in _partners(reader, hit, before_seq) if p.seq not in taken and p.seq not in skip)]
-        items = []
-        for s in group:
-            text = render_recalled(s)
-            items.append(RecalledEvent(seq=s.seq, kind=s.kind, text=text, tokens=counter.text(text + "\n")))
+        group = [hit, *(p for p in cache.partners(reader, hit, before_seq) if p.seq not in taken and p.seq not in skip)]
+        items = [cache.item(s) for s in group]
         cost = sum(r.tokens for r in items)
         if used + cost > limit_tokens:
             continue

@@ -119,6 +119,17 @@ class TokenCounter:
         except (TypeError, ValueError):  # builtins without a signature: assume (width, height)
             arity = 2
         self._image_by_dims = arity >= 2
+        self._memo: dict[str, int] = {}
+
+    def fixed(self, text: str) -> int:
+        """:meth:`text` memoized, for strings sent again on every request (system prompt, tools,
+        canonical state): estimated once, not once per request."""
+        got = self._memo.get(text)
+        if got is None:
+            if len(self._memo) >= 256:
+                self._memo.clear()
+            got = self._memo[text] = self.text(text)
+        return got
 
     def media(self, ref: MediaRef) -> int:
         if not ref.media_type.startswith("image/"):
@@ -145,7 +156,7 @@ class TokenCounter:
 
     def tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
         """Tokens of the tool schemas as serialized by :func:`request_lines`."""
-        return self.text(canonical_bytes(list(tools)).decode("utf-8")) if tools else 0
+        return self.fixed(canonical_bytes(list(tools)).decode("utf-8")) if tools else 0
 
 
 class Unit:

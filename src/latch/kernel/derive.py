@@ -45,6 +45,7 @@ __all__ = [
     "DerivationContext",
     "DerivationRule",
     "register_rule",
+    "unregister_rule",
     "registered_rules",
     "rules_version",
     "SessionDeriver",
@@ -91,8 +92,8 @@ class DerivationContext:
 
     ``workspace``/``cwd`` make paths workspace-relative; ``open_file`` is
     SWE-agent's current file; ``foreground`` is OpenHands' still-running shell
-    command; ``running`` maps a managed process id to the
-    command it runs and the validation requirements waiting for its exit.
+    command; ``running`` maps a managed process id to ``(tool, command,
+    validation requirements waiting for its exit)``.
     """
 
     def __init__(self, session_id: str, format: str | None, workspace: str | None):
@@ -101,7 +102,7 @@ class DerivationContext:
         self.workspace = workspace.rstrip("/") if workspace else None
         self.cwd = self.workspace
         self.open_file: str | None = None
-        self.running: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self.running: dict[str, tuple[str, str, tuple[str, ...]]] = {}
         self.foreground: str | None = None  # OpenHands: the command still holding the shell
 
     @property
@@ -144,9 +145,22 @@ def register_rule(rule: DerivationRule, *, first: bool = True) -> DerivationRule
         raise ValueError(f"derivation rule {type(rule).__name__} has no name")
     if any(r.name == rule.name for r in _RULES):
         raise ValueError(f"derivation rule {rule.name!r} is already registered")
-    _RULES.insert(0, rule) if first else _RULES.append(rule)
+    if first:
+        _RULES.insert(0, rule)
+    else:
+        _RULES.append(rule)
     _VERSION[0] += 1
     return rule
+
+
+def unregister_rule(name: str) -> DerivationRule:
+    """Remove the rule called ``name`` and return it; ``KeyError`` when there is none."""
+    for rule in _RULES:
+        if rule.name == name:
+            _RULES.remove(rule)
+            _VERSION[0] += 1
+            return rule
+    raise KeyError(f"no derivation rule {name!r}")
 
 
 def registered_rules() -> tuple[DerivationRule, ...]:
@@ -189,9 +203,13 @@ def _meaningful_lines(text: str) -> list[str]:
 
 
 def _error_line(lines: list[str]) -> str:
-    """The line that best names the error: one starting like an error, else one mentioning one, else the first."""
-    return next((s for s in lines if _LEADING_ERROR_RE.match(s)),
-                next((s for s in lines if _ERRORISH_RE.search(s)), lines[0] if lines else ""))
+    """The line that best names the error: one starting like an error, else a test/build failure
+    marker, else one mentioning an error, else the first."""
+    for pick in (_LEADING_ERROR_RE.match, _FAIL_RE.search, _ERRORISH_RE.search):
+        line = next((s for s in lines if pick(s)), None)
+        if line is not None:
+            return line
+    return lines[0] if lines else ""
 
 
 def error_signature(text: str) -> str:
@@ -239,10 +257,10 @@ _EXIT_RES = (
 _FAIL_RE = re.compile(
     r"test result: FAILED|^FAILED\b|\b[1-9]\d* (?:failed|failing|errors?)\b|^error(?:\[E\d+\])?:|^ERROR\b|"
     r"Traceback \(most recent call last\)|npm ERR!|^npm error\b|BUILD FAILURE|BUILD FAILED|^FAIL\b|^--- FAIL|make: \*\*\*|"
-    r"panicked at|Segmentation fault|^Diff in \S+", re.M)
+    r"panicked at|Segmentation fault|^Diff in \S+|\berror TS\d+:", re.M)
 _PASS_RE = re.compile(
     r"test result: ok|\b\d+ passed\b|^OK\b|^PASS\b|BUILD SUCCESS|All tests passed|no issues found|"
-    r"Compiled successfully|^\s*Finished\b|^ok\s", re.M)
+    r"Compiled successfully|^\s*Finished\b|^ok\s|\bbuilt in [\d.]+m?s\b", re.M)
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,7 +327,7 @@ def shell_facts(tool: str, script: str, run: Run, ctx: DerivationContext, *, pro
         elif seg.kind == "validate" and not placed:
             placed = True
             if process_id is not None:
-                ctx.running[process_id] = (script, validations)
+                ctx.running[process_id] = (tool, script, validations)
             else:
                 facts.append(ValidationEvidence(command=script, status=status, requirements=validations,
                                                 exit_code=code, summary=_summary(run.output)))
@@ -317,25 +335,30 @@ def shell_facts(tool: str, script: str, run: Run, ctx: DerivationContext, *, pro
             facts.extend(FileObservation(path=ctx.path(p)) for p in seg.paths)
     if run.missing or process_id is not None:
         return facts
-    # a passing validation of a program (cargo, npm, pytest...) closes that program's validation failures
-    families = tuple(dict.fromkeys(f"validation:{v.split()[0]}" for v in validations))
-    actions = (_one_line(script),) + validations
-    if status == "failed":
-        facts.append(ToolFailure(tool, error_signature(run.output), actions + families, _excerpt(run.output)))
-    else:
-        facts.append(ToolSuccess(tool, actions + (families if status == "passed" else ())))
+    facts.append(_outcome(tool, script, validations, status, run.output))
     return facts
 
 
 def process_exit_facts(process_id: str, run: Run, ctx: DerivationContext) -> list[Any]:
-    """``ProcessExited`` plus the validation set that waited for this exit (if any)."""
-    command, validations = ctx.running.pop(process_id, ("", ()))
+    """``ProcessExited`` plus the validation set that waited for this exit, with its failure or success."""
+    tool, command, validations = ctx.running.pop(process_id, ("", "", ()))
     status, code = _status(run, ctx, bool(validations))
     facts: list[Any] = [ProcessExited(process_id=process_id, exit_code=code)]
     if validations:
         facts.append(ValidationEvidence(command=command, status=status, requirements=validations, exit_code=code,
                                         summary=_summary(run.output)))
+        facts.append(_outcome(tool, command, validations, status, run.output))
     return facts
+
+
+def _outcome(tool: str, script: str, validations: tuple[str, ...], status: str, output: str) -> Any:
+    """The failure or success of a command: its text and validation segments are the lineage actions;
+    a passing validation of a program (cargo, npm, pytest...) also closes that program's validation failures."""
+    families = tuple(dict.fromkeys(f"validation:{v.split()[0]}" for v in validations))
+    actions = tuple(dict.fromkeys((_one_line(script),) + validations))
+    if status == "failed":
+        return ToolFailure(tool, error_signature(output), actions + families, _excerpt(output))
+    return ToolSuccess(tool, actions + (families if status == "passed" else ()))
 
 
 _PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M)
@@ -343,7 +366,7 @@ _PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\
 
 def patch_paths(patch: str) -> tuple[str, ...]:
     """Files named by an ``*** Begin Patch`` text (Add/Update/Delete File, Move to), in order."""
-    if "\n" not in patch and "\\n" in patch:
+    if "*** Begin Patch\n" not in patch:  # a patch inside a JavaScript string literal: newlines escaped
         patch = patch.replace("\\n", "\n")
     seen: dict[str, None] = {}
     for m in _PATCH_FILE_RE.finditer(patch):
@@ -392,11 +415,16 @@ class ShellRule(DerivationRule):
         run = Run(run.output, result.exit_code if result.exit_code is not None else run.exit_code,
                   result.is_error, result.missing)
         facts: list[Any] = []
-        if ctx.foreground is not None and result.exit_code not in (None, -1):
-            facts += process_exit_facts(ctx.foreground, Run(run.output, result.exit_code), ctx)
-            ctx.foreground = None
-        if ctx.foreground is not None and (script.strip() in _KEYS or args.get("is_input")):
-            return facts  # input to the running foreground process
+        if ctx.foreground is not None:
+            ended = result.exit_code not in (None, -1)
+            if script.strip() in _KEYS or args.get("is_input"):  # input to the still-running command
+                if ended:
+                    facts = process_exit_facts(ctx.foreground, Run(run.output, result.exit_code), ctx)
+                    ctx.foreground = None
+                return facts
+            if ended:  # a new command ran, so the previous one had ended (its outcome unseen)
+                facts = process_exit_facts(ctx.foreground, Run("", missing=True), ctx)
+                ctx.foreground = None
         process_id = None
         started = re.search(r"Command running in background with ID: (\S+)|Process running with session ID (\d+)",
                             run.output)
@@ -408,7 +436,7 @@ class ShellRule(DerivationRule):
             process_id = ctx.foreground = call.id
         if process_id is not None:
             facts.append(ProcessStarted(process_id=process_id, command=script))
-            ctx.running[process_id] = (script, ())
+            ctx.running[process_id] = (call.name, script, ())
         return facts + shell_facts(call.name, script, run, ctx, process_id=process_id)
 
 
@@ -431,7 +459,7 @@ class ProcessPollRule(DerivationRule):
         if pid not in ctx.running:
             return []
         if call.name in ("KillShell", "KillBash"):
-            return process_exit_facts(pid, Run(result.content, None, True), ctx)
+            return process_exit_facts(pid, Run(result.content, missing=True), ctx)  # killed: outcome unknown
         m = re.search(r"<status>(\w+)</status>", result.content)
         if m and m.group(1) != "running":
             return process_exit_facts(pid, run, ctx)
@@ -442,7 +470,7 @@ def _cell_poll(pid: str, content: str, ctx: DerivationContext) -> list[Any]:
     if content.startswith("Script running") or pid not in ctx.running:
         return []
     body = content.split("Output:\n", 1)[1] if "Output:\n" in content else content
-    command = ctx.running[pid][0]
+    command = ctx.running[pid][1]
     return (process_exit_facts(pid, Run(body, None, content.startswith("Script failed")), ctx)
             + _session_ids(body, command, ctx))
 
@@ -453,7 +481,7 @@ def _session_ids(body: str, command: str, ctx: DerivationContext) -> list[Any]:
     for sid in dict.fromkeys(re.findall(r"SESSION_ID=(\d+)\s*$", body, re.M)):
         pid = f"session:{sid}"
         if pid not in ctx.running:
-            ctx.running[pid] = (command, ())
+            ctx.running[pid] = ("exec_command", command, ())
             facts.append(ProcessStarted(process_id=pid, command=command))
     return facts
 
@@ -477,7 +505,7 @@ def _stdin_facts(args: dict[str, Any], body: str, code: str, ctx: DerivationCont
     if m:
         return process_exit_facts(pid, Run(body, int(m.group(1))), ctx)
     if not still and ("\x03" in str(args.get("chars", "")) or "SESSION_ID=" in code):
-        return process_exit_facts(pid, Run(body, None, True), ctx)
+        return process_exit_facts(pid, Run(body, missing=True), ctx)  # interrupted or gone: outcome unknown
     return []
 
 
@@ -513,7 +541,7 @@ class CodexExecRule(DerivationRule):
             elif fn == "write_stdin" and isinstance(arg, dict) and "session_id" in arg and not pid:
                 facts += _stdin_facts(arg, body, code, ctx)
         if pid:
-            ctx.running.setdefault(pid, (command, ()))
+            ctx.running.setdefault(pid, ("exec", command, ()))
         else:
             facts += _session_ids(body, command, ctx)
         if not result.missing and not pid and not any(isinstance(f, (ToolFailure, ToolSuccess)) for f in facts):
@@ -621,8 +649,8 @@ class ApplyPatchRule(DerivationRule):
                             ctx)
 
 
-_PATCH_REJECTED_RE = re.compile(r"verification failed|Invalid patch|Failed to find expected lines in (\S+?):?$",
-                                re.M | re.I)
+_PATCH_REJECTED_RE = re.compile(r"verification failed|Invalid patch", re.I)
+_PATCH_TARGET_RE = re.compile(r"Failed to find expected lines in (\S+?):?$", re.M)
 
 
 def _patch_facts(patch: str, output: str, failed: bool, missing: bool, ctx: DerivationContext) -> list[Any]:
@@ -633,15 +661,16 @@ def _patch_facts(patch: str, output: str, failed: bool, missing: bool, ctx: Deri
     if missing or not (failed or rejected):
         return [Mutation(paths=paths, tool="apply_patch")] + ([] if missing else [ToolSuccess("apply_patch", paths)])
     if rejected:
-        target = rejected.group(1)
+        target = _PATCH_TARGET_RE.search(output)
+        target = target.group(1) if target else None
         return [ToolFailure("apply_patch", error_signature(output), (ctx.path(target),) if target else paths,
                             _excerpt(output))]
     return [Mutation(paths=paths, tool="apply_patch")]
 
 
 _PATH_KEYS = ("file_path", "notebook_path", "path", "filename", "file", "target_file")
-_EDIT_REJECTED_RE = re.compile(r"No replacement was performed|did not appear verbatim|have NOT been applied|"
-                               r"^ERROR:|^Error:|^Invalid `path`|is not a file|does not exist", re.M)
+_EDIT_REJECTED_RE = re.compile(r"^(?:No replacement was performed|ERROR:|Error:|Invalid `path`|The path \S+ does not exist|"
+                               r"Your proposed edit has introduced new syntax error)", re.M)
 
 
 def _path_arg(args: dict[str, Any]) -> str | None:
@@ -702,22 +731,24 @@ class FileToolRule(DerivationRule):
             raw = _legacy_path(call, args) if call.name in ("open", "create") else None
             if raw is None and call.name in ("edit", "insert", "create", "open"):
                 raw = open_file
-        rejected = result.is_error or bool(_EDIT_REJECTED_RE.search(result.content))
+        rejected = result.is_error or bool(_EDIT_REJECTED_RE.search(result.content[:500]))
         if not writes:
-            if rejected or result.missing or raw is None or result.content.startswith("Here's the files and directories"):
+            if result.missing or raw is None or result.content.startswith("Here's the files and directories"):
                 return []
+            if rejected:
+                return [ToolFailure(call.name, error_signature(result.content), (ctx.path(raw),),
+                                    _excerpt(result.content))]
             if call.name == "open":
                 ctx.open_file = raw
-            return [FileObservation(path=ctx.path(raw))]
+            return [FileObservation(path=ctx.path(raw)), ToolSuccess(call.name, (ctx.path(raw),))]
         if call.name == "create" and raw and not rejected:
             ctx.open_file = raw
-        facts: list[Any] = []
-        if not rejected or result.missing:
-            facts.append(Mutation(paths=(ctx.path(raw),) if raw else (), tool=call.name))
-        if rejected and not result.missing and not result.is_error:
-            facts.append(ToolFailure(call.name, error_signature(result.content), (ctx.path(raw) if raw else call.name,),
-                                     _excerpt(result.content)))
-        return facts
+        if result.missing:
+            return [Mutation(paths=(ctx.path(raw),) if raw else (), tool=call.name)]
+        actions = (ctx.path(raw) if raw else call.name,)
+        if rejected:
+            return [ToolFailure(call.name, error_signature(result.content), actions, _excerpt(result.content))]
+        return [Mutation(paths=(ctx.path(raw),) if raw else (), tool=call.name), ToolSuccess(call.name, actions)]
 
 
 for _rule in (FileToolRule(), ApplyPatchRule(), PlanRule(), CodexExecRule(), ProcessPollRule(), ShellRule()):
@@ -727,6 +758,7 @@ for _rule in (FileToolRule(), ApplyPatchRule(), PlanRule(), CodexExecRule(), Pro
 # ------------------------------------------------------------------------------------ deriver
 KERNEL_RECORDS = (StateUpdate, FileObservation, Mutation, ExternalChange, ValidationEvidence, ProcessStarted,
                   ProcessExited, WriterBlocker, Tombstone)
+
 
 class SessionDeriver:
     """Feeds one session's events in ``seq`` order and returns the facts each produces.

@@ -24,7 +24,7 @@ from typing import Any
 from .derive import DerivationContext, SessionDeriver, rules_version
 from .events import Mutation, StateUpdate
 
-__all__ = ["Ledger", "Disproof", "ledger_for", "END"]
+__all__ = ["Ledger", "Disproof", "ledger_for", "clear_cache", "END"]
 
 END = 1 << 62
 """Sub-position after every fact of an event: ``(seq, END)`` is "after everything at ``seq``"."""
@@ -225,3 +225,10 @@ def ledger_for(store) -> Ledger:
                 ledger = _LEDGERS[path] = Ledger()
     ledger.refresh(store)
     return ledger
+
+
+def clear_cache() -> None:
+    """Drop every cached ledger (and its reducers): the next reduction rebuilds from the log, as a new process would."""
+    with _LOCK:
+        _LEDGERS.clear()
+        _MEMORY.clear()

@@ -2,7 +2,7 @@
 
 Sections, top to bottom: title, goal, constraints (never dropped), success
 criteria and required validations, validation evidence, certification, active
-failure lineages, disproofs, decisions, plan, open questions, files (least
+failure lineages, disproofs, decisions, plan, questions, files (least
 recently touched first), hypotheses, notes. When the text exceeds the budget, lines drop lowest
 priority first (notes, hypotheses, files, questions, plan, decisions,
 disproofs, failures, evidence, certification, then criteria and requirements),
@@ -75,7 +75,7 @@ def _sections(s: "CanonicalState") -> list[_Section]:
             f"- [{d['id']}] {_text(d['text'])}" + (f" (because {_text(d['rationale'])})" if d.get("rationale") else "")
             for d in s.decisions if d["active"]]),
         _Section(3, "Plan", "plan items", [f"- [{a['status']}] {_text(a['text'])}" for a in s.actions]),
-        _Section(2, "Open questions", "questions", [
+        _Section(2, "Questions", "questions", [
             f"- [{q['id']}] {_text(q['text'])}" + (f" → answered: {_text(q['answer'])}" if q["answer"] else "")
             for q in s.questions]),
         _Section(1, "Files", "files", [_file_line(f) for f in sorted(s.files, key=_last_touch)]),

@@ -176,7 +176,7 @@ class SessionReducer:
         f = self.files.get(path)
         if f is None:
             f = self.files[path] = {"path": path, "reads": 0, "writes": 0, "first_seq": pos[0], "last_read": None,
-                                    "last_write": None, "sha256": None, "size": None}
+                                    "last_write": None, "sha256": None, "size": None, "written_generation": None}
         return f
 
     def _tool(self, pos, tool: str, args: dict[str, Any]) -> bool:
@@ -320,9 +320,9 @@ class CanonicalState:
         """Deterministic text of the canonical core within ``budget_tokens`` (as counted by ``estimate``).
 
         Lines drop lowest priority first: notes, hypotheses, files, questions,
-        actions, decisions, disproofs, failure lineages, evidence, then
-        validation requirements and criteria, oldest line first within a
-        section. Goal and constraints never drop: when they alone exceed the
+        plan, decisions, disproofs, failure lineages, evidence, certification,
+        then validation requirements and criteria, oldest line first within a
+        section (:mod:`latch.kernel.render`). Goal and constraints never drop: when they alone exceed the
         budget, :class:`StateOverflow` is raised. An empty state renders ``""``.
         """
         from .render import render_state

@@ -18,6 +18,12 @@ Request layout (every baseline)::
               [strategy-specific]   e.g. the summary message         (state_tokens)
               unit, unit, ...       the strategy's conversation      (recent_tokens)
 
+Cache epochs: the baselines rewrite their prefix (dropping, masking, summarizing), which breaks a
+provider's prompt cache. They report it honestly: ``view.epoch`` counts up whenever a request's
+canonical bytes (:func:`latch.engine.units.request_lines`) are not the previous request's plus a
+tail, with ``metrics["rotation_reason"]`` saying why, so replay shows how often each engine
+invalidates the cache. (Epochs are tracked in memory, per engine instance.)
+
 Budget: everything above is at most ``budget.hard_limit_tokens`` (window - reserve). When even
 the fixed part plus the newest whole unit cannot fit, ``materialize`` raises
 :class:`~latch.engine.port.ContextOverflow` with the breakdown: never an over-budget request.
@@ -45,10 +51,12 @@ from latch.engine.port import (
     SessionContext,
     ViewMessage,
 )
-from latch.engine.units import TokenCounter, Unit, UnitBuilder, resolve_estimator
+from latch.engine.units import TokenCounter, Unit, UnitBuilder, header_lines, message_line, resolve_estimator
 
 __all__ = ["BaselineEngine", "Selection", "session_context_text", "MANUAL_COMPACT"]
 
+RECALL_ROWS = 64
+"""FTS rows :meth:`BaselineEngine.recall` looks at, newest first."""
 MANUAL_COMPACT = "manual_compact"
 """Kind of the record ``manual_compact`` appends through the writer (payload: ``{"reason": str}``)."""
 
@@ -149,6 +157,7 @@ class BaselineEngine:
         self._builder = UnitBuilder()
         self._units: list[Unit] = []
         self._fed_seq = 0
+        self._prev: tuple[int, int, int | None, list[bytes]] | None = None  # until, epoch, first seq, lines
 
     def units(self, until_seq: int) -> list[Unit]:
         """Every unit complete as of ``until_seq`` (incremental while requests move forward)."""
@@ -223,6 +232,9 @@ class BaselineEngine:
         if state + recent > available:  # a strategy bug must never reach a provider
             raise AssertionError(f"{self.PLUGIN_NAME} selected {state + recent} tokens for {available} available")
         messages = (*head, *extension, *chosen.prefix, *(m for u in chosen.units for m in u.messages))
+        first = chosen.units[0].first_seq if chosen.units else None
+        epoch, reason = self._epoch(until, first, header_lines(request.system_prompt, request.tools)
+                                    + [message_line(m) for m in messages])
         images = [u.images for u in chosen.units]
         kept = len(chosen.units)
         metrics = {
@@ -233,6 +245,7 @@ class BaselineEngine:
             "manual_compact_seq": boundary or None,
             "image_count": sum(n for n, _ in images),
             "image_tokens": sum(t for _, t in images),
+            "rotation_reason": reason,
             **chosen.metrics,
         }
         return ContextView(
@@ -243,9 +256,24 @@ class BaselineEngine:
             tokens=ComponentTokens(instructions_tokens=instructions, state_tokens=state, recent_tokens=recent,
                                    tools_tokens=tools, extension_tokens=extension_tokens),
             budget=budget,
-            first_retained_seq=chosen.units[0].first_seq if chosen.units else None,
+            epoch=epoch,
+            first_retained_seq=first,
             metrics=metrics,
         )
+
+    def _epoch(self, until: int, first: int | None, lines: list[bytes]) -> tuple[int, str | None]:
+        """``(epoch, rotation reason)``: a new epoch whenever ``lines`` do not extend the previous request's."""
+        prev = self._prev
+        epoch, reason = 0, None
+        if prev is not None:
+            p_until, epoch, p_first, p_lines = prev
+            if until < p_until or lines[:len(p_lines)] != p_lines:
+                epoch += 1
+                reason = ("earlier request" if until < p_until else
+                          "dropped oldest units" if p_first is not None and (first is None or first > p_first) else
+                          "rewrote earlier messages")
+        self._prev = (until, epoch, first, lines)
+        return epoch, reason
 
     def manual_compact(self, reason: str = "manual") -> None:
         """Drop everything up to the current last event from future views (a ``manual_compact`` record).
@@ -258,7 +286,7 @@ class BaselineEngine:
         """FTS matches for ``query`` (newest first until ``limit_tokens``), returned in seq order."""
         out: list[RecalledEvent] = []
         used = 0
-        for stored in self._reader.search(query, limit=64, until_seq=until_seq):
+        for stored in self._reader.search(query, limit=RECALL_ROWS, until_seq=until_seq):
             text = stored.event.searchable_text()
             tokens = self._counter.text(text)
             if used + tokens > limit_tokens:

@@ -1,0 +1,76 @@
+"""Canonical state per request: the cached reducer extended by one new event vs a rebuild from the log.
+
+A 5,000-event session (tool turns with reads, edits, test runs and failures, plus kernel tool calls) is
+reduced once; each timed round appends one tool turn and asks for the state again, as the engine does
+before every request. ``extra_info["ratio_to_rebuild"]`` is incremental time / full-rebuild time.
+
+Run: ``python -m pytest benchmarks/test_bench_kernel.py --benchmark-only``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+
+from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
+from latch.hotpaths import estimate_tokens
+from latch.kernel import apply_kernel_tool, canonical_state
+from latch.kernel.ledger import clear_cache
+from latch.store import EventStore
+
+_ids = itertools.count()
+
+
+def _turn(i: int):
+    cid = f"c{next(_ids)}"
+    kind = i % 4
+    if kind == 0:
+        call, result = ToolCall(cid, "Read", json.dumps({"file_path": f"/ws/src/m{i % 97}.py"})), ToolResult(cid, "x = 1")
+    elif kind == 1:
+        call = ToolCall(cid, "Edit", json.dumps({"file_path": f"/ws/src/m{i % 97}.py", "old_string": "1", "new_string": "2"}))
+        result = ToolResult(cid, "The file has been updated.")
+    elif kind == 2:
+        call, result = ToolCall(cid, "Bash", json.dumps({"command": "pytest -q"})), ToolResult(cid, f"{i % 3} failed",
+                                                                                              is_error=i % 3 > 0)
+    else:
+        return [UserMessage(text=f"next step {i}"), AssistantMessage(text="ok")]
+    return [AssistantMessage(tool_calls=(call,)), result]
+
+
+def _session(tmp_path):
+    store = EventStore(tmp_path / "bench.db")
+    sid = store.create_session(workspace="/ws", format="claude-code")
+    apply_kernel_tool(store, sid, "set_goal", {"goal": "keep the tests green"})
+    apply_kernel_tool(store, sid, "add_constraint", {"constraint": "no network"})
+    batch = [ev for i in range(2_500) for ev in _turn(i)]
+    store.append(sid, batch)
+    return store, sid
+
+
+def test_state_per_request(benchmark, tmp_path):
+    store, sid = _session(tmp_path)
+    canonical_state(store, sid)
+    step = itertools.count(10_000)
+
+    def request():
+        store.append(sid, _turn(next(step)))
+        return canonical_state(store, sid).render(4_000, estimate_tokens)
+
+    times = []
+    for _ in range(5):
+        t = time.perf_counter()
+        request()
+        times.append(time.perf_counter() - t)
+    incremental = sorted(times)[2]
+    times = []
+    for _ in range(3):
+        clear_cache()
+        t = time.perf_counter()
+        canonical_state(store, sid).render(4_000, estimate_tokens)
+        times.append(time.perf_counter() - t)
+    rebuild = sorted(times)[1]
+    benchmark.extra_info.update(events=store.count_events(sid), ratio_to_rebuild=round(incremental / rebuild, 4))
+    text = benchmark(request)
+    assert text.startswith("Canonical state") and incremental < rebuild
+    store.close()

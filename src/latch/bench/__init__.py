@@ -1,0 +1,7 @@
+"""Workflows Latch's users run at volume: the stress runner and the engine benchmark harness.
+
+* :mod:`latch.bench.scenario`: the scenario shape measured on real transcripts
+  (:data:`~latch.bench.scenario.CORPUS_SHAPE`) and the seeded generator of realistic sessions;
+* :mod:`latch.bench.stress`: ``latch stress`` (spec: "Stress guarantees");
+* :mod:`latch.bench.harness`: ``latch bench`` (every engine over every session under every budget).
+"""

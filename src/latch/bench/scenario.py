@@ -1,0 +1,463 @@
+"""Scenario model: the shape of real agent sessions, measured, and a seeded generator of sessions of that shape.
+
+:func:`measure_shape` reduces transcripts to a :class:`ScenarioShape`: how often the model calls
+tools, how many calls a turn makes, how often the user speaks, how large texts and tool results
+are per kind of call, and how often each kind fails. The kind of a call is what the kernel's
+derivation rules (:mod:`latch.kernel.derive`) make of it, so every transcript format is classified
+the same way:
+
+* ``read``  a file observation (Read, ``cat``, ``sed -n``, an editor ``view``...);
+* ``edit``  a workspace mutation (Edit, Write, ``apply_patch``, ``sed -i``...);
+* ``test``  validation evidence (pytest, cargo test, npm test...);
+* ``other`` anything else (git, search, planning tools, inline scripts...).
+
+A call *fails* when its result is an error or its validation evidence failed.
+
+:data:`CORPUS_SHAPE` holds the figures measured on the project's corpus (``../shared/corpus``, 8
+real sessions); ``python -m latch.bench.scenario [CORPUS_DIR]`` recomputes them and
+``tests/test_stress.py`` pins that the constants equal a fresh measurement.
+
+:class:`ScenarioModel` generates an endless, deterministic (seeded) session of that shape in Claude
+Code's tool vocabulary (Read, Edit, Bash), so the kernel derives file observations, mutations and
+validation evidence from it exactly as from an imported Claude Code transcript. Text comes from
+seeded pools (English prose, code, logs, CJK prose); sizes are drawn from a log-normal fitted to
+each measured (median, p90). Two inputs the corpus cannot measure are stated assumptions:
+:data:`SCREENSHOT_SHARE` (the corpus holds no image) and CJK as the stand-in for every non-Latin
+script the corpus shows (Cyrillic).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import random
+import statistics
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..events import AssistantMessage, Event, MediaRef, SystemNote, ToolCall, ToolResult, Usage, UserMessage
+
+__all__ = [
+    "KINDS",
+    "Spread",
+    "CallKind",
+    "ScenarioShape",
+    "CORPUS_SHAPE",
+    "SCREENSHOT_SHARE",
+    "measure_shape",
+    "measure_files",
+    "ScenarioModel",
+    "png_bytes",
+]
+
+KINDS = ("read", "edit", "test", "other")
+SCREENSHOT_SHARE = 0.02
+"""Share of user turns carrying a screenshot: an assumption (the corpus holds no image)."""
+_Z90 = 1.2815515655446004  # standard normal quantile of 0.9
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """A size distribution in characters: median, 90th percentile and maximum seen."""
+
+    median: int
+    p90: int
+    max: int
+
+    def sample(self, rng: random.Random) -> int:
+        """A log-normal draw with this median and p90, clamped to ``1..max`` characters."""
+        if self.median <= 0:
+            return 0
+        sigma = math.log(max(self.p90, self.median) / self.median) / _Z90
+        return max(1, min(self.max, int(rng.lognormvariate(math.log(self.median), sigma))))
+
+
+@dataclass(frozen=True, slots=True)
+class CallKind:
+    """One kind of tool call: its ``share`` of all calls, ``error_rate``, argument and result sizes."""
+
+    share: float
+    error_rate: float
+    args_chars: Spread
+    result_chars: Spread
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioShape:
+    """Measured shape of agent sessions (see the module docstring). Rates are per model request
+    (one :class:`~latch.events.AssistantMessage`); sizes are characters."""
+
+    sessions: int
+    requests: int
+    text_only_share: float
+    """Share of requests answered with text and no tool call."""
+    calls_per_tool_turn: float
+    """Mean tool calls of a request that calls tools."""
+    tool_turn_text_share: float
+    """Share of tool-calling requests whose answer also carries visible text."""
+    assistant_text_chars: Spread
+    user_turns_per_request: float
+    """Real (non-meta) user messages per request."""
+    user_text_chars: Spread
+    non_latin_user_share: float
+    """Share of user turns mostly in a non-Latin script."""
+    usage_per_request: float
+    notes_per_request: float
+    kinds: Mapping[str, CallKind] = field(default_factory=dict)
+
+
+# Measured on ../shared/corpus (8 sessions, 1,089 events) by measure_files(); recompute with
+# `python -m latch.bench.scenario`; tests/test_stress.py pins these against a fresh measurement.
+CORPUS_SHAPE = ScenarioShape(
+    sessions=8,
+    requests=314,
+    text_only_share=0.108,
+    calls_per_tool_turn=1.046,
+    tool_turn_text_share=0.418,
+    assistant_text_chars=Spread(median=325, p90=1120, max=7220),
+    user_turns_per_request=0.182,
+    user_text_chars=Spread(median=66, p90=324, max=45979),
+    non_latin_user_share=0.14,
+    usage_per_request=0.857,
+    notes_per_request=0.484,
+    kinds={
+        "read": CallKind(share=0.075, error_rate=0.0, args_chars=Spread(median=229, p90=532, max=792),
+                         result_chars=Spread(median=5678, p90=18146, max=40122)),
+        "edit": CallKind(share=0.339, error_rate=0.0, args_chars=Spread(median=1278, p90=6432, max=33969),
+                         result_chars=Spread(median=50, p90=146, max=4399)),
+        "test": CallKind(share=0.096, error_rate=0.464, args_chars=Spread(median=216, p90=311, max=407),
+                         result_chars=Spread(median=1633, p90=10038, max=16962)),
+        "other": CallKind(share=0.49, error_rate=0.098, args_chars=Spread(median=281, p90=1064, max=28053),
+                          result_chars=Spread(median=318, p90=6445, max=40153)),
+    },
+)
+
+
+# ------------------------------------------------------------------------------------------ measuring
+def _spread(values: Sequence[int]) -> Spread:
+    if not values:
+        return Spread(0, 0, 0)
+    v = sorted(values)
+    n = len(v)
+    return Spread(median=v[(n - 1) // 2], p90=v[min(n - 1, int(0.9 * n))], max=v[-1])
+
+
+def _non_latin(text: str) -> bool:
+    letters = [c for c in text if c.isalpha()]
+    return bool(letters) and sum(ord(c) > 0x24F for c in letters) * 2 > len(letters)
+
+
+def _kind_of(facts: Sequence[Any]) -> tuple[str, bool]:
+    """``(kind, evidence failed)`` of one result from the kernel facts derived from it."""
+    from ..kernel.events import FileObservation, Mutation, ValidationEvidence
+
+    evidence = [f for f in facts if isinstance(f, ValidationEvidence)]
+    if evidence:
+        return "test", any(f.status == "failed" for f in evidence)
+    if any(isinstance(f, Mutation) for f in facts):
+        return "edit", False
+    if any(isinstance(f, FileObservation) for f in facts):
+        return "read", False
+    return "other", False
+
+
+def measure_shape(sessions: Iterable[tuple[str | None, str | None, Iterable[Event]]]) -> ScenarioShape:
+    """The :class:`ScenarioShape` of ``sessions``: ``(format, workspace, events)`` each, events in log order.
+
+    Calls are classified by the kernel's derivation rules; an aborted call's placeholder result
+    (``missing``) and results without a call are not counted.
+    """
+    from ..kernel.derive import DerivationContext, SessionDeriver
+
+    n_sessions = requests = text_only = tool_turns = calls = tool_text = users = non_latin = usage = notes = 0
+    assistant_chars: list[int] = []
+    user_chars: list[int] = []
+    per_kind: dict[str, dict[str, list[int]]] = {k: {"args": [], "result": [], "errors": []} for k in KINDS}
+    for fmt, workspace, events in sessions:
+        n_sessions += 1
+        deriver = SessionDeriver(DerivationContext("measure", fmt, workspace))
+        pending: dict[str, ToolCall] = {}
+        for ev in events:
+            facts = deriver.feed(ev)
+            if isinstance(ev, AssistantMessage):
+                requests += 1
+                if ev.text.strip():
+                    assistant_chars.append(len(ev.text))
+                if ev.tool_calls:
+                    tool_turns += 1
+                    calls += len(ev.tool_calls)
+                    tool_text += bool(ev.text.strip())
+                    pending.update((c.id, c) for c in ev.tool_calls)
+                else:
+                    text_only += 1
+            elif isinstance(ev, UserMessage) and not ev.is_meta:
+                users += 1
+                user_chars.append(len(ev.text))
+                non_latin += _non_latin(ev.text)
+            elif isinstance(ev, ToolResult):
+                call = pending.pop(ev.call_id, None)
+                if call is None or ev.missing:
+                    continue
+                kind, failed = _kind_of(facts)
+                per_kind[kind]["args"].append(len(call.arguments))
+                per_kind[kind]["result"].append(len(ev.content))
+                per_kind[kind]["errors"].append(int(ev.is_error or failed))
+            elif isinstance(ev, Usage):
+                usage += 1
+            elif isinstance(ev, SystemNote):
+                notes += 1
+    n_calls = sum(len(k["result"]) for k in per_kind.values())
+
+    def rate(a: int, b: int) -> float:
+        return round(a / b, 3) if b else 0.0
+
+    kinds = {k: CallKind(share=rate(len(v["result"]), n_calls),
+                         error_rate=round(statistics.fmean(v["errors"]), 3) if v["errors"] else 0.0,
+                         args_chars=_spread(v["args"]), result_chars=_spread(v["result"]))
+             for k, v in per_kind.items()}
+    return ScenarioShape(
+        sessions=n_sessions, requests=requests, text_only_share=rate(text_only, requests),
+        calls_per_tool_turn=rate(calls, tool_turns), tool_turn_text_share=rate(tool_text, tool_turns),
+        assistant_text_chars=_spread(assistant_chars), user_turns_per_request=rate(users, requests),
+        user_text_chars=_spread(user_chars), non_latin_user_share=rate(non_latin, users),
+        usage_per_request=rate(usage, requests), notes_per_request=rate(notes, requests), kinds=kinds)
+
+
+def measure_files(paths: Iterable[str | Path]) -> ScenarioShape:
+    """:func:`measure_shape` of transcript files, parsed by Latch's importers (formats auto-detected)."""
+    from ..importers import parse_file
+
+    def sessions() -> Iterator[tuple[str | None, str | None, list[Event]]]:
+        for p in paths:
+            parsed = parse_file(p)
+            yield parsed.format, parsed.workspace, [pe.event for pe in parsed.events]
+
+    return measure_shape(sessions())
+
+
+# ------------------------------------------------------------------------------------------ generating
+_WORDS = """the a to of and in is for that this it with on as be by not are we should can will from if
+when then value error test cache request response token budget session event context window state
+function module class method return config parse handle retry timeout buffer stream queue worker
+server client index query record field schema migration user account invoice payment order total
+rounding currency amount decimal line item tax discount report export import file path directory
+build release deploy version branch commit merge review patch change fix bug issue regression
+check assert expected actual mismatch failing passes works broken slow fast memory leak thread lock
+""".split()
+_IDENTS = """handler parser loader writer reader client manager service registry factory adapter
+resolver builder encoder decoder validator scheduler dispatcher tracker monitor""".split()
+_CJK_PHRASES = """请检查这个函数的返回值 测试又失败了 数据库连接超时 修复缓存的问题 这个字段不能为空 金额的四舍五入不对
+请不要修改公共接口 先运行单元测试 日志里有一个错误 配置文件在哪里 这个补丁可以合并吗 性能比以前慢了很多
+ファイルを読み込めません テストが通りました 設定を確認してください 변경 사항을 검토해 주세요""".split()
+_ERRORS = (
+    "fatal: not a git repository (or any of the parent directories): .git",
+    "bash: line 1: jq: command not found",
+    "Error: connect ECONNREFUSED 127.0.0.1:5432",
+    "ModuleNotFoundError: No module named 'yaml'",
+    "error: pathspec 'feature/rounding' did not match any file(s) known to git",
+    "PermissionError: [Errno 13] Permission denied: '/var/log/app.log'",
+    "TimeoutError: request to http://localhost:8080/health timed out after 30s",
+    "Traceback (most recent call last):\n  File \"scripts/seed.py\", line 41, in <module>\nKeyError: 'currency'",
+)
+_OTHER_COMMANDS = ("git status --short", "git log --oneline -8", "git diff --stat", "git branch --show-current",
+                   "python -m pip list --format=freeze", "docker compose ps", "env | sort", "which python3")
+_MODULES = tuple(f"{pkg}/{name}" for pkg in ("billing", "core", "api", "storage", "reports", "auth")
+                 for name in ("models", "service", "views", "utils", "rounding", "tax", "export", "cache", "client",
+                              "parser", "schema", "tasks"))
+
+
+def _pool(rng: random.Random, size: int, line: Any) -> str:
+    parts: list[str] = []
+    total = 0
+    while total < size:
+        s = line(rng)
+        parts.append(s)
+        total += len(s)
+    return "".join(parts)
+
+
+def _prose_line(rng: random.Random) -> str:
+    n = rng.randrange(6, 22)
+    return " ".join(rng.choice(_WORDS) for _ in range(n)).capitalize() + ". " + ("\n" if rng.random() < 0.2 else "")
+
+
+def _code_line(rng: random.Random) -> str:
+    w, v, i = rng.choice(_WORDS), rng.choice(_WORDS), rng.choice(_IDENTS)
+    return rng.choice((
+        f"def {w}_{i}(self, {v}_{rng.randrange(9)}):\n",
+        f"    return self.{i}.{w}({v}, {rng.randrange(1000)})\n",
+        f"    if {v} is None:\n        raise ValueError(\"{w} {v} missing\")\n",
+        f"class {i.capitalize()}{w.capitalize()}:\n",
+        f"    {v}_{w} = Decimal(\"{rng.randrange(100)}.{rng.randrange(100):02d}\")\n",
+        f"# {w} {v} {i}\n",
+        f"from .{w} import {i}_{v}\n",
+        "\n",
+    ))
+
+
+def _log_line(rng: random.Random) -> str:
+    return (f"2025-03-{rng.randrange(1, 29):02d} 10:{rng.randrange(60):02d}:{rng.randrange(60):02d} "
+            f"{rng.choice(('INFO', 'DEBUG', 'WARN'))} {rng.choice(_IDENTS)}: {rng.choice(_WORDS)} "
+            f"{rng.choice(_WORDS)} in {rng.randrange(999)}ms\n")
+
+
+def _cjk_line(rng: random.Random) -> str:
+    return "，".join(rng.choice(_CJK_PHRASES) for _ in range(rng.randrange(2, 6))) + "。"
+
+
+def png_bytes(width: int, height: int, rgb: tuple[int, int, int] = (40, 90, 160)) -> bytes:
+    """A valid single-colour PNG of ``width`` x ``height`` pixels (a few kilobytes at screen sizes)."""
+    import struct
+    import zlib
+
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
+
+    row = b"\x00" + bytes(rgb) * width
+    raw = zlib.compress(row * height, 9)
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", raw) + chunk(b"IEND", b"")
+
+
+class ScenarioModel:
+    """A seeded, endless session of ``shape`` (default :data:`CORPUS_SHAPE`) in Claude Code's vocabulary.
+
+    ``workspace`` prefixes file paths (sessions are imported with that workspace); ``images`` are
+    :class:`~latch.events.MediaRef` s of artifacts already in the store, attached to
+    :data:`SCREENSHOT_SHARE` of the user turns (none when empty). The same seed gives the same events.
+    """
+
+    POOL_CHARS = 1 << 20
+
+    def __init__(self, seed: int, *, shape: ScenarioShape = CORPUS_SHAPE, workspace: str = "/work/shop",
+                 images: Sequence[MediaRef] = ()):
+        self.shape = shape
+        self.workspace = workspace.rstrip("/")
+        self.images = tuple(images)
+        self._rng = random.Random(seed)
+        pools = random.Random(f"pools:{seed}")
+        self._prose = _pool(pools, self.POOL_CHARS, _prose_line)
+        self._code = _pool(pools, self.POOL_CHARS, _code_line)
+        self._logs = _pool(pools, self.POOL_CHARS // 4, _log_line)
+        self._cjk = _pool(pools, self.POOL_CHARS // 8, _cjk_line)
+        self._kinds = list(shape.kinds)
+        self._weights = list(itertools.accumulate(shape.kinds[k].share for k in self._kinds))
+        self._ids = itertools.count(1)
+
+    def _slice(self, pool: str, n: int) -> str:
+        n = min(n, len(pool) - 1)
+        start = self._rng.randrange(len(pool) - n)
+        return pool[start:start + n]
+
+    def _path(self) -> str:
+        return f"src/{self._rng.choice(_MODULES)}.py"
+
+    def events(self) -> Iterator[Event]:
+        """The endless event stream (one model request after another)."""
+        while True:
+            yield from self.request()
+
+    def request(self) -> list[Event]:
+        """One model request: maybe a user turn, the assistant answer, its usage, its results, maybe a note."""
+        rng, shape = self._rng, self.shape
+        out: list[Event] = []
+        cjk = False
+        if rng.random() < shape.user_turns_per_request:
+            cjk = rng.random() < shape.non_latin_user_share
+            n = shape.user_text_chars.sample(rng)
+            text = self._slice(self._cjk, max(4, n // 2)) if cjk else self._slice(self._prose, n)
+            media = (rng.choice(self.images),) if self.images and rng.random() < SCREENSHOT_SHARE else ()
+            out.append(UserMessage(text=text, media=media))
+        pool = self._cjk if cjk else self._prose
+        if rng.random() < shape.text_only_share:
+            out.append(AssistantMessage(text=self._slice(pool, shape.assistant_text_chars.sample(rng)),
+                                        model="claude-sonnet-4-5"))
+            return self._tail(out, [])
+        n_calls = 1
+        extra = shape.calls_per_tool_turn - 1
+        while extra > 0 and rng.random() < extra / (1 + extra):
+            n_calls += 1
+        calls = [self._call(self._kind()) for _ in range(n_calls)]
+        text = (self._slice(pool, shape.assistant_text_chars.sample(rng))
+                if rng.random() < shape.tool_turn_text_share else "")
+        out.append(AssistantMessage(text=text, tool_calls=tuple(c for c, _ in calls), model="claude-sonnet-4-5"))
+        return self._tail(out, calls)
+
+    def _tail(self, out: list[Event], calls: list[tuple[ToolCall, ToolResult]]) -> list[Event]:
+        rng = self._rng
+        if rng.random() < self.shape.usage_per_request:
+            cached = rng.randrange(2_000, 90_000)
+            out.append(Usage(input_tokens=rng.randrange(50, 4_000), output_tokens=rng.randrange(20, 1_500),
+                             cache_read_tokens=cached, cache_write_tokens=rng.randrange(0, 3_000),
+                             model="claude-sonnet-4-5"))
+        out.extend(r for _, r in calls)
+        if rng.random() < self.shape.notes_per_request:
+            out.append(SystemNote(text=f"Tokens: {rng.randrange(2, 90)}k sent, {rng.randrange(1, 30) / 10}k "
+                                       f"received.", subtype="cost"))
+        return out
+
+    def _kind(self) -> str:
+        x = self._rng.random() * self._weights[-1]
+        for k, w in zip(self._kinds, self._weights):
+            if x < w:
+                return k
+        return self._kinds[-1]
+
+    def _call(self, kind: str) -> tuple[ToolCall, ToolResult]:
+        rng, shape = self._rng, self.shape.kinds[kind]
+        cid = f"toolu_{next(self._ids):08d}"
+        fails = rng.random() < shape.error_rate
+        size = shape.result_chars.sample(rng)
+        path = self._path()
+        if kind == "read":
+            args = {"file_path": f"{self.workspace}/{path}"}
+            call, result = ToolCall(cid, "Read", json.dumps(args)), ToolResult(cid, self._slice(self._code, size),
+                                                                               name="Read")
+        elif kind == "edit":
+            n = shape.args_chars.sample(rng)
+            args = {"file_path": f"{self.workspace}/{path}", "old_string": self._slice(self._code, n // 2),
+                    "new_string": self._slice(self._code, n - n // 2)}
+            head = f"The file {self.workspace}/{path} has been updated."
+            body = head if size <= len(head) else head + "\n" + self._slice(self._code, size - len(head) - 1)
+            call, result = ToolCall(cid, "Edit", json.dumps(args)), ToolResult(cid, body, name="Edit")
+        elif kind == "test":
+            test = path.replace("src/", "tests/test_").replace("/", "_", 1)
+            cmd = f"python -m pytest -q {test}"
+            if fails:
+                tail = (f"FAILED {test}::test_{rng.choice(_WORDS)}_{rng.choice(_IDENTS)} - AssertionError: "
+                        f"assert Decimal('{rng.randrange(100)}.{rng.randrange(100):02d}') == Decimal('0.05')\n"
+                        f"1 failed, {rng.randrange(3, 80)} passed in {rng.randrange(10, 900) / 100}s")
+            else:
+                tail = f"{rng.randrange(3, 80)} passed in {rng.randrange(10, 900) / 100}s"
+            body = self._slice(self._logs, max(0, size - len(tail) - 1)) + "\n" + tail
+            call = ToolCall(cid, "Bash", json.dumps({"command": cmd, "description": "Run the tests"}))
+            result = ToolResult(cid, body, is_error=fails, name="Bash", exit_code=1 if fails else 0)
+        else:
+            n = shape.args_chars.sample(rng)
+            cmd = rng.choice(_OTHER_COMMANDS)
+            if n > 120:
+                cmd = f"python3 - <<'EOF'\n{self._slice(self._code, n - 30)}\nEOF"
+            if fails:
+                body = rng.choice(_ERRORS)
+            else:
+                body = self._slice(self._logs, size)
+            call = ToolCall(cid, "Bash", json.dumps({"command": cmd}))
+            result = ToolResult(cid, body, is_error=fails, name="Bash", exit_code=1 if fails else 0)
+        return call, result
+
+
+def _main(argv: Sequence[str]) -> None:
+    """Print the shape of the transcripts under a folder (default: the corpus beside the repository)."""
+    root = Path(argv[0]) if argv else Path(__file__).resolve().parents[3].parent / "shared" / "corpus"
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.name not in ("README.md", "FORMATS.md"))
+    if not files:
+        raise SystemExit(f"no transcripts under {root}")
+    print(measure_files(files))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    _main(sys.argv[1:])

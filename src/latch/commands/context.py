@@ -1,0 +1,102 @@
+"""``latch context SESSION``: the /context report of the session's next view.
+
+The configured engine materializes the view as of now on the session's main record stream
+(``<engine>:main``, the stream an agent resuming the session continues), and the report shows the
+token breakdown per component (≈: no provider usage exists for a fresh view), the first retained
+seq, the tokens that left working memory since the previous request on that stream, reserve,
+headroom, event and episode counts, and status (spec: "Bounded materialization").
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..cli import pass_app
+from ..engine.port import ContextOverflow, ContextRequest, EngineProfile, SessionContext
+from ..engine.reader import StoreKernelWriter, StoreSessionReader
+from ..engine.report import context_report
+from .replay import resolve_engine_factory
+
+__all__ = ["register"]
+
+_LABELS = (("instructions_tokens", "instructions"), ("state_tokens", "canonical state"),
+           ("recent_tokens", "recent conversation"), ("recall_tokens", "recall + episode index"),
+           ("tools_tokens", "tools"), ("extension_tokens", "extension"))
+
+
+def _n(v) -> str:
+    return "–" if v is None else f"{v:,}"
+
+
+def _print(con: Console, rep: dict, engine: str) -> None:
+    approx = "≈ " if rep["approximate"] else ""
+    t = Table(title=f"/context · session {rep['session']} · engine {engine} · epoch {rep['epoch']} "
+                    f"({rep['rotation_reason'] or 'n/a'}) · status {rep['status']}", title_justify="left")
+    t.add_column("component")
+    t.add_column("tokens", justify="right")
+    t.add_column("note")
+    c = rep["components"]
+    for key, label in _LABELS:
+        note = ""
+        if key == "recent_tokens":
+            note = f"first retained seq {_n(rep['first_retained_seq'])}; limit {_n(rep['recent_limit_tokens'])}"
+        elif key == "recall_tokens":
+            note = f"episode index {approx}{_n(c['episode_tokens'])}"
+        t.add_row(label, approx + _n(c[key]), note)
+    t.add_row("[bold]total[/bold]", f"[bold]{approx}{_n(rep['total_tokens'])}[/bold]",
+              f"of {_n(rep['hard_limit_tokens'])} = window {_n(rep['context_window_tokens'])} − reserve "
+              f"{_n(rep['reserve_tokens'])}")
+    t.add_row("headroom", approx + _n(rep["headroom_tokens"]), "")
+    t.add_row("left working memory", approx + _n(rep["left_tokens"]), "since the previous request")
+    con.print(t)
+    cache = rep["cacheability"]
+    con.print(f"events {_n(rep['events'])} · episodes {_n(rep['episodes'])} · messages {_n(rep['messages'])} · "
+              f"span {_n(rep['span_user_turns'])} user turn(s) · images {_n(rep['image_count'])} "
+              f"({approx}{_n(rep['image_tokens'])} tokens)"
+              + (f" · estimated cacheability {cache:.0%}" if cache is not None else ""))
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("context")
+    @click.argument("session")
+    @click.option("--engine", "engine", default=None, help="Context engine plugin (default: [engine] name, "
+                                                            "else continuity).")
+    @click.option("--model", default=None, help="Model id for budgets and the estimator (default: the session's).")
+    @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+                  help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder).")
+    @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+    @pass_app
+    def context_cmd(app, session, engine, model, config_path, as_json):
+        """The /context report of SESSION's next view: token breakdown, retention, headroom, status."""
+        from ..config import ConfigError, load_config
+
+        try:
+            config = load_config(config_path)
+        except ConfigError as exc:
+            raise click.UsageError(str(exc)) from None
+        store = app.store()
+        try:
+            info = store.session(session)
+        except KeyError as exc:
+            raise click.UsageError(str(exc.args[0])) from None
+        name, factory = resolve_engine_factory(engine, config)
+        if model is None:
+            model = next((e.event.model for e in store.events(info.id, kinds=["assistant_message"])
+                          if e.event.model), None)
+        reader = StoreSessionReader(store, info.id)
+        writer = StoreKernelWriter(store, info.id, f"{name}:main")
+        eng = factory(EngineProfile(session_id=info.id, model=model, reader=reader, writer=writer, config=config))
+        try:
+            view = eng.materialize(ContextRequest(session_id=info.id,
+                                                  session_context=SessionContext(workspace=info.workspace)))
+        except ContextOverflow as exc:
+            raise click.ClickException(f"context overflow: {exc}") from None
+        rep = context_report(view)
+        if as_json:
+            click.echo(json.dumps({"engine": name, **rep}, ensure_ascii=False, indent=2))
+        else:
+            _print(Console(highlight=False), rep, name)

@@ -1,0 +1,88 @@
+"""Every baseline engine replays every corpus file under ``latch replay``'s
+invariant checks: the budget is never exceeded, no view holds an orphaned or split tool pair, and
+every view is a valid OpenAI chat-completions and Anthropic Messages request.
+
+The baselines may lose facts and may break the provider's prompt cache (they report each break as
+a new cache epoch); the one continuity-only check they are exempt from is its rotation hysteresis
+bound (``rotations <= conversation_tokens / (0.25 * recent_tokens) + 1``): observation masking, for
+one, rewrites an old tool output on nearly every turn, by design.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from corpus_support import corpus_files
+from latch import plugins
+from latch.commands.replay import run_replay
+from latch.importers import import_file
+from latch.providers import (to_anthropic_messages, to_openai_chat, validate_anthropic_messages,
+                             validate_openai_chat)
+from latch.store import EventStore
+
+pytestmark = pytest.mark.corpus
+
+TINY = {"window": 32_000, "reserve": 4_000, "recent": 4_000}
+DEFAULT: dict[str, int] = {}  # 256,000 / 32,000 / 64,000 tokens
+CASES = [(engine, budget) for engine in ("sliding-window", "observation-masking", "summary")
+         for budget in ("tiny", "default")]
+CODEX = "edgerunner_codex-session.jsonl"  # the longest file: 174 requests, ~370k tokens of conversation
+
+
+@pytest.fixture(autouse=True)
+def _baselines_plugin(monkeypatch):
+    if not _installed("latch-baselines"):
+        if os.environ.get("CI"):
+            pytest.fail("CI is set but latch-baselines is not installed (pip install ./plugins/latch-baselines)")
+        pytest.skip("latch-baselines is not installed (pip install -e ./plugins/latch-baselines)")
+    monkeypatch.setenv("LATCH_LOAD_PLUGINS", "baselines")
+    plugins.reset_plugin_manager()
+    yield
+    plugins.reset_plugin_manager()
+
+
+def _installed(dist: str) -> bool:
+    from importlib import metadata
+
+    try:
+        metadata.distribution(dist)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("engine, budget", CASES, ids=[f"{e}-{b}" for e, b in CASES])
+@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_baseline_replays_within_budget_and_valid(path, engine, budget, corpus_dir):
+    with EventStore(":memory:") as store:
+        sid, _, _ = import_file(store, path)
+        doc, views = run_replay(store, sid, engine=engine, keep_views=True, **(TINY if budget == "tiny" else DEFAULT))
+        summary = doc["summary"]
+        assert doc["engine"] == engine
+        hard = summary["hard_limit_tokens"]
+        assert hard == (28_000 if budget == "tiny" else 224_000)
+        assert [v for v in summary["violations"] if "hysteresis bound" not in v] == []
+        assert summary["prefix_breaks_within_epoch"] == 0
+        assert summary["automatic_compactions"] == 0
+        assert summary["overflows"] == 0  # no unit of the corpus is larger than 28,000 tokens
+        assert len(views) == summary["requests"] > 0
+        assert summary["max_total_tokens"] <= hard
+        loader = lambda sha256: store.get_artifact(sha256)[1]  # noqa: E731
+        for n, view in enumerate(views, 1):
+            where = f"{path.name} {engine} view {n}"
+            assert view.tokens.total_tokens <= hard, where
+            assert validate_openai_chat(to_openai_chat(view, loader)) == [], where
+            assert validate_anthropic_messages(to_anthropic_messages(view, loader)) == [], where
+
+        if path.name == CODEX and budget == "tiny":  # the strategy really engaged on the longest session
+            last = views[-1]
+            assert summary["conversation_tokens"] > 10 * hard
+            assert last.first_retained_seq > views[0].first_retained_seq
+            if engine == "observation-masking":
+                assert last.metrics["masked_turns"] > 0
+                assert any(m.content.startswith("[tool output omitted: ") for m in last.messages)
+            if engine == "summary":
+                assert last.metrics["summarized_units"] > 0 and last.tokens.state_tokens > 0
+                assert last.messages[1].kind == "summary"

@@ -1,0 +1,120 @@
+"""Derived canonical state of every corpus transcript, with counts checked by hand against the raw files.
+
+How each count was checked (FORMATS.md names the fields):
+
+* monochromatic (Aider): 30 ``Applied edit to`` outcomes over 7 distinct paths (one call per applied
+  SEARCH/REPLACE block), 7 blocks that ``failed to match``: two on iterable.filter.ts (closed by the next
+  applied edit of it), two on CONVENTIONS.md and one on iterables.intersection.ts (one streak, closed by an
+  applied edit of iterables.intersection.ts), then two single failures each followed by a success.
+* mozgoslav (Aider): 3 ``Applied edit to`` lines (aider took a diagram line as a file name: kept as is).
+* bastion (Claude Code): one Read and one Edit of skills-lock.json, three Bash calls (git push,
+  sha256sum, git commit), no ``is_error``.
+* claude-reliability (Claude Code): mutations = cargo init, 1 Edit, 6 Writes, 1 Write of Justfile, three
+  ``rm`` commands and ``just format`` (13); validations = cargo test, two cargo llvm-cov, just check, just
+  lint (5, all passed, stale after just format); files = 17 paths (3 of them Read); last TodoWrite has 9 items.
+* edgerunner (Codex): 46 exec cells call apply_patch, 5 of them end ``Script failed`` with ``apply_patch
+  verification failed`` (41 applied = the 41 ``patch_apply_end`` events) + 10 ``cargo fmt --all`` runs
+  without ``--check`` = 51 mutations; 23 exec_command runs of cargo/npm checks (4 finished after a
+  ``wait``), 14 with error output (rustc/rustfmt/tsc/npm), 9 clean; 14 cells returned ``Script running``
+  and all were waited, 7 ``SESSION_ID=`` sessions of which 4 ended (Ctrl-C or no session id after
+  write_stdin), leaving 3 running; 20 paths read with sed -n/cat, 42 named by applied patches, 54 in all.
+* basic_gui_mode (OpenHands): mkdir + two str_replace_editor creates; ``python3 -m http.server`` returned
+  exit code -1 with "no new output after 30 seconds": still running at the end.
+* ctf (SWE-agent legacy): ``create printenv.pl`` and ``edit 1:1`` on the open file; the rest is curl.
+* marshmallow (SWE-agent): open setup.py, create + insert + rm reproduce.py, open + edit fields.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from latch.cli import _load_commands, cli
+from latch.importers import builtin_importers, import_file
+from latch.kernel import canonical_state
+from latch.kernel.ledger import clear_cache
+from latch.store import EventStore
+
+from corpus_support import CORPUS, corpus_files
+
+pytestmark = pytest.mark.corpus
+
+#         files observed written mutations generation runs reqs passed failed lineages active procs running actions
+EXPECTED = {
+    "aider/monochromatic.aider.chat.history.md": (7, 0, 7, 30, 30, 0, 0, 0, 0, 4, 0, 0, 0, 0),
+    "aider/mozgoslav.aider.chat.history.md": (3, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+    "claude-code/bastion_claude-session.jsonl": (1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+    "claude-code/claude-reliability_python-to-rust-port.jsonl": (17, 3, 17, 13, 13, 5, 5, 5, 0, 0, 0, 0, 0, 9),
+    "codex/edgerunner_codex-session.jsonl": (54, 20, 42, 51, 51, 23, 7, 4, 3, 19, 2, 21, 3, 5),
+    "openhands/basic_gui_mode.json": (3, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 1, 1, 0),
+    "swe-agent/ctf_i_got_id_demo.traj": (1, 0, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+    "swe-agent/marshmallow-1867_function_calling.traj": (3, 2, 2, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+}
+
+
+def counts(s) -> tuple[int, ...]:
+    return (len(s.files), sum(1 for f in s.files if f["reads"]), sum(1 for f in s.files if f["writes"]), s.mutations,
+            s.generation, s.validation_runs, len(s.evidence), sum(o["status"] == "passed" for o in s.evidence),
+            sum(o["status"] == "failed" for o in s.evidence), len(s.failures), sum(f["active"] for f in s.failures),
+            len(s.processes), sum(p["running"] for p in s.processes), len(s.actions))
+
+
+def imported(tmp_path, path):
+    fmt = path.parent.name
+    importers = builtin_importers()
+    if fmt not in {c.PLUGIN_NAME for c in importers}:
+        pytest.skip(f"no {fmt} importer yet")
+    store = EventStore(tmp_path / "corpus.db")
+    sid, _, _ = import_file(store, path, fmt, importers=importers)
+    return store, sid
+
+
+def test_every_corpus_file_has_expected_counts(corpus_dir):
+    assert sorted(EXPECTED) == sorted(str(p.relative_to(CORPUS)) for p in corpus_files())
+
+
+@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_derived_state_counts(path, corpus_dir, tmp_path):
+    store, sid = imported(tmp_path, path)
+    try:
+        s = canonical_state(store, sid)
+        assert counts(s) == EXPECTED[str(path.relative_to(CORPUS))]
+        assert all(not o["current"] for o in s.evidence)  # every session ends with edits after its last check
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_incremental_state_equals_a_rebuild(path, corpus_dir, tmp_path):
+    store, sid = imported(tmp_path, path)
+    try:
+        seqs = [ev.seq for ev in store.events(sid)]
+        sample = sorted(set(seqs[:: max(1, len(seqs) // 12)] + [seqs[-1]]))
+        forward = [canonical_state(store, sid, seq).to_json() for seq in sample]
+        for seq, expected in zip(sample, forward):
+            clear_cache()
+            assert canonical_state(store, sid, seq).to_json() == expected, f"{path.name} at seq {seq}"
+    finally:
+        store.close()
+
+
+def test_codex_session_verdict_and_cli(corpus_dir, tmp_path):
+    path = corpus_dir / "codex" / "edgerunner_codex-session.jsonl"
+    store, sid = imported(tmp_path, path)
+    s = canonical_state(store, sid)
+    store.close()
+    assert not s.certification["certified"]
+    assert s.certification["reasons"][-3:] == [f"managed process session:{n} is running" for n in (95469, 85147, 89726)]
+    assert [(f["tool"], f["signature"]) for f in s.failures if f["active"]] == [
+        ("exec_command", "npm error audit endpoint returned an error"),
+        ("exec_command", "aborted by user after <n>.<n>s")]
+    _load_commands()
+    db = str(tmp_path / "corpus.db")
+    text = CliRunner().invoke(cli, ["--db", db, "state", sid])
+    assert text.exit_code == 0, text.output
+    assert ("files 54 (20 observed, 42 written) · mutations 51 · generation 51 · validations 23 runs, 7 requirements "
+            "(0 current) · failures 19 lineages (2 active) · processes 21 (3 running)") in text.output
+    data = json.loads(CliRunner().invoke(cli, ["--db", db, "state", sid, "--json"]).output)
+    assert (data["revision"], data["generation"], len(data["files"])) == (s.revision, 51, 54)

@@ -1,0 +1,137 @@
+"""Conversation units: segmentation, rendering, token costs, canonical lines, the protocol validator."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from latch.engine.port import ViewMessage, ViewToolCall
+from latch.engine.units import (MESSAGE_OVERHEAD_TOKENS, TOOL_CALL_OVERHEAD_TOKENS, HotpathEstimator, TokenCounter,
+                                UnitBuilder, message_line, view_violations)
+from latch.events import AssistantMessage, MediaRef, SystemNote, ToolCall, ToolResult, Usage, UserMessage
+
+
+class CharEstimator:
+    """One token per character; images cost width*height/1000 (1000 when unknown)."""
+
+    def estimate(self, text: str) -> int:
+        return len(text)
+
+    def image_tokens(self, width, height) -> int:
+        return 1000 if width is None or height is None else width * height // 1000
+
+
+def stored(seq, event):
+    return SimpleNamespace(seq=seq, event=event, kind=event.KIND)
+
+
+def call(cid, name="Read", args='{"path": "a.py"}'):
+    return ToolCall(id=cid, name=name, arguments=args)
+
+
+def segment(events):
+    b = UnitBuilder()
+    units = []
+    for i, e in enumerate(events, 1):
+        units.extend(b.feed(stored(i, e)))
+    return units, b
+
+
+def test_segmentation_keeps_tool_turns_whole_and_notes_out():
+    units, b = segment([
+        UserMessage("fix it"),                                              # 1
+        AssistantMessage("", (call("c1"), call("c2"))),                     # 2
+        Usage(input_tokens=5),                                              # 3 not visible
+        ToolResult("c2", "two"),                                            # 4
+        UserMessage("<env>", is_meta=True),                                 # 5 absorbed by the open turn
+        ToolResult("c1", "one", is_error=True),                             # 6 closes the turn
+        SystemNote("api down", subtype="api_error"),                        # 7 not visible
+        AssistantMessage("done"),                                           # 8
+        ToolResult("c9", "late", orphan=True),                              # 9 own unit
+        AssistantMessage("", (call("c3"),)),                                # 10
+        AssistantMessage("next"),                                           # 11 closes c3 with a placeholder
+        AssistantMessage(""),                                               # 12 nothing visible
+    ])
+    assert [u.seqs for u in units] == [(1,), (2, 4, 5, 6), (8,), (9,), (10,), (11,)]
+    assert [u.close_seq for u in units] == [1, 6, 8, 9, 11, 11]
+    turn = units[1].messages
+    assert [(m.role, m.tool_call_id) for m in turn] == [("assistant", None), ("tool", "c1"), ("tool", "c2"),
+                                                         ("user", None)]
+    assert turn[1].is_error and turn[1].content == "one" and turn[3].content == "<env>"
+    assert units[3].messages[0].role == "user"
+    assert units[3].messages[0].content.startswith("[result of tool call c9, whose call is not in this conversation]")
+    placeholder = units[4].messages[1]
+    assert (placeholder.role, placeholder.tool_call_id, placeholder.is_error, placeholder.seq) == ("tool", "c3", True,
+                                                                                                   None)
+    assert units[0].user_turn and not units[1].user_turn
+    assert b.pending_seq is None
+
+
+def test_open_turn_is_pending_until_all_results():
+    units, b = segment([UserMessage("go"), AssistantMessage("", (call("c1"), call("c2"))), ToolResult("c1", "x")])
+    assert [u.seqs for u in units] == [(1,)]
+    assert b.pending_seq == 2
+
+
+def test_costs_count_text_calls_ids_and_images():
+    c = TokenCounter(CharEstimator())
+    img = MediaRef("ab" * 32, "image/png", 10, width=2000, height=1000)
+    units, _ = segment([UserMessage("hello", media=(img,)),
+                        AssistantMessage("ok", (ToolCall("id1", "Read", "{}"),)), ToolResult("id1", "data")])
+    u0, u1 = units
+    assert u0.cost(c) == MESSAGE_OVERHEAD_TOKENS + 5 + 2000
+    assert u0.images == (1, 2000)
+    call_t = MESSAGE_OVERHEAD_TOKENS + 2 + TOOL_CALL_OVERHEAD_TOKENS + 3 + 4 + 2
+    result_t = MESSAGE_OVERHEAD_TOKENS + 4 + TOOL_CALL_OVERHEAD_TOKENS + 3
+    assert u1.cost(c) == call_t + result_t
+    assert u1.msg_tokens == (call_t, result_t)
+
+
+def test_counter_accepts_both_estimator_shapes():
+    class MediaShape:
+        def count(self, text):
+            return 2 * len(text)
+
+        def image_tokens(self, media):
+            return 7 if media.width is None else 9
+
+    c = TokenCounter(MediaShape())
+    assert c.text("abc") == 6
+    assert c.media(MediaRef("0" * 64, "image/jpeg", 5)) == 7
+    assert c.media(MediaRef("0" * 64, "application/pdf", 1001)) == 501  # documents: a token per 2 bytes
+    h = HotpathEstimator()
+    assert h.image_tokens(None, None) == 1600
+    assert h.image_tokens(512, 512) == 350  # max(512*512/750 → 350, 85 + 170 * 1 tile = 255)
+
+
+def test_message_line_is_provider_fields_only():
+    m = ViewMessage(role="tool", content="x", tool_call_id="c1", is_error=True, seq=9, kind="conversation")
+    assert message_line(m) == b'{"content":"x","is_error":true,"role":"tool","tool_call_id":"c1"}'
+
+
+def _msgs(*spec):
+    out = []
+    for s in spec:
+        if s[0] == "a":
+            out.append(ViewMessage(role="assistant", content="", tool_calls=tuple(ViewToolCall(i, "f", "{}")
+                                                                                  for i in s[1:])))
+        elif s[0] == "t":
+            out.append(ViewMessage(role="tool", content="", tool_call_id=s[1]))
+        else:
+            out.append(ViewMessage(role="user", content=""))
+    return out
+
+
+def test_validator_pairing_rules():
+    assert view_violations(_msgs(("u",), ("a", "1", "2"), ("t", "1"), ("t", "2"), ("u",))) == []
+    assert view_violations(_msgs(("u",), ("t", "9")))[0].endswith("without its call (orphan)")
+    assert "not answered" in view_violations(_msgs(("a", "1", "2"), ("t", "1"), ("u",)))[0]
+    assert "call order" in view_violations(_msgs(("a", "1", "2"), ("t", "2"), ("t", "1")))[0]
+
+
+def test_validator_finds_split_units():
+    units, _ = segment([UserMessage("q"), AssistantMessage("", (call("c1"),)), ToolResult("c1", "r")])
+    by_seq = {s: u for u in units for s in u.seqs}
+    whole = [*units[0].messages, *units[1].messages]
+    assert view_violations(whole, by_seq) == []
+    half = [units[1].messages[0], ViewMessage(role="tool", content="r", tool_call_id="c1")]  # result seq missing
+    assert any("split" in v for v in view_violations(half, by_seq))
