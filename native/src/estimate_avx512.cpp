@@ -275,7 +275,7 @@ LATCH_AVX512 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size
                 stopped = true;
             }
             std::uint64_t nl_type = 0;
-            if (cur.N) {
+            if (cur.N | nxt.N) {
                 std::uint64_t r_lo, r_hi, rn_lo, rn_hi, unused;
                 reverse128(WS, WSn, &r_lo, &r_hi);
                 reverse128(cur.N, nxt.N, &rn_lo, &rn_hi);
