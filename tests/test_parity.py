@@ -27,7 +27,10 @@ _ALPHABETS = (
 )
 _run = st.builds(lambda alpha, n, seed: "".join(alpha[(seed + i * 7) % len(alpha)] for i in range(n)),
                  st.sampled_from(_ALPHABETS), st.integers(1, 40), st.integers(0, 1000))
-STRUCTURED = st.lists(_run, max_size=30).map("".join)
+# One character repeated across the vectorized path's limits (16 per piece, 64 per block).
+_long_run = st.builds(lambda ch, n: ch * n, st.sampled_from(" \n\t=-.a A0\x01é"),
+                      st.sampled_from([15, 16, 17, 18, 63, 64, 65, 66, 127, 128, 129, 200]))
+STRUCTURED = st.lists(_run | _long_run, max_size=30).map("".join)
 TEXTS = st.one_of(
     st.text(alphabet=ANY_CHAR, max_size=300),
     st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=300),   # PEP 393 kind 1 (ASCII)

@@ -319,12 +319,28 @@ def test_plugins_add_cli_commands(monkeypatch, tmp_path):
     assert result.output == "hello from a plugin\n"
 
 
-def test_register_plugin_commands_exits_2_on_a_plugin_error(monkeypatch, capsys):
+def test_a_plugin_error_at_startup_is_one_warning_and_later_a_clear_error(monkeypatch, capsys):
     monkeypatch.setenv("LATCH_LOAD_PLUGINS", "no-such-plugin")
-    with pytest.raises(SystemExit) as exc:
-        plugins.register_plugin_commands(click.Group("latch"))
-    assert exc.value.code == 2
-    assert capsys.readouterr().err.startswith("latch: plugin error: LATCH_LOAD_PLUGINS names 'no-such-plugin'")
+    plugins.register_plugin_commands(click.Group("latch"))
+    assert capsys.readouterr().err.startswith("latch: warning: plugin commands unavailable: LATCH_LOAD_PLUGINS "
+                                              "names 'no-such-plugin'")
+    result = CliRunner().invoke(_cli(), ["plugins"])
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: LATCH_LOAD_PLUGINS names 'no-such-plugin'")
+
+
+def test_a_builtin_that_cannot_load_is_named(monkeypatch):
+    real = importlib.import_module
+
+    def import_module(name, *args):
+        if name == "latch.default_plugins.estimators":
+            raise ImportError("LATCH_IMPL must be auto, native or python, not 'turbo'")
+        return real(name, *args)
+
+    monkeypatch.setattr(importlib, "import_module", import_module)
+    with pytest.raises(PluginError, match=r"plugin 'latch.default_plugins.estimators' \(latch.default_plugins."
+                                          r"estimators, built-in\) failed to load: ImportError: LATCH_IMPL must be"):
+        get_plugin_manager(BUILTINS_ONLY)
 
 
 # ---------------------------------------------------------------- `latch plugins`

@@ -40,10 +40,11 @@ pass_app = click.make_pass_decorator(AppContext)
 class LatchGroup(click.Group):
     def invoke(self, ctx):
         from .importers.base import TranscriptError
+        from .plugins import PluginError
 
         try:
             return super().invoke(ctx)
-        except TranscriptError as exc:
+        except (TranscriptError, PluginError) as exc:
             raise click.ClickException(str(exc)) from None
 
 

@@ -7,6 +7,7 @@ the defaults. Known keys (spec: "Bounded materialization", "Cache epochs and wor
     [context]
     recent_tokens = 64000      # conversation high-water mark of a cache epoch (tokens)
     recall_tokens = 16000      # recalled originals + episode index per cache epoch (default recent_tokens / 4)
+    state_tokens = 8000        # canonical state rendering (default max(2000, recent_tokens / 8))
 
     [models."claude-sonnet-4"] # exact model id, or the longest key that prefixes the model id
     context_window_tokens = 200000
@@ -43,6 +44,7 @@ __all__ = [
     "model_settings",
     "budget_for_model",
     "recall_tokens",
+    "state_tokens",
 ]
 
 DEFAULT_CONTEXT_WINDOW_TOKENS = 256_000
@@ -107,7 +109,7 @@ def validate_config(data: Mapping[str, Any], source: str = "<config>") -> dict[s
     context = out.get("context", {})
     if not isinstance(context, Mapping):
         raise ConfigError(f"{source}: [context] must be a table, got {type(context).__name__}")
-    for key in ("recent_tokens", "recall_tokens"):
+    for key in ("recent_tokens", "recall_tokens", "state_tokens"):
         if key in context:
             _positive(context[key], f"{source}: context.{key}", allow_zero=key == "recall_tokens")
     models = out.get("models", {})
@@ -157,3 +159,10 @@ def recall_tokens(config: Mapping[str, Any] | None, recent_tokens: int) -> int:
     else ``recent_tokens // RECALL_SHARE``."""
     value = ((config or {}).get("context", {}) or {}).get("recall_tokens")
     return int(value) if value is not None else recent_tokens // RECALL_SHARE
+
+
+def state_tokens(config: Mapping[str, Any] | None, recent_tokens: int) -> int:
+    """Tokens the canonical state may render into: ``[context] state_tokens``, else
+    ``max(2000, recent_tokens // 8)``."""
+    value = ((config or {}).get("context", {}) or {}).get("state_tokens")
+    return int(value) if value is not None else max(2_000, recent_tokens // 8)

@@ -256,9 +256,14 @@ def _build(environ: Mapping[str, str]) -> LatchPluginManager:
         pm.enable_tracing()
     blocked = set(_names(environ.get("LATCH_DISABLE_PLUGINS")))
     for module_name in DEFAULT_PLUGINS:
-        if module_name not in blocked:
+        if module_name in blocked:
+            continue
+        info = PluginInfo(name=module_name, module=module_name, builtin=True)
+        try:
             module = importlib.import_module(module_name)
-            pm.add_plugin(module, PluginInfo(name=module_name, module=module_name, builtin=True))
+        except Exception as exc:  # e.g. LATCH_IMPL names no backend: say which built-in and why
+            raise PluginError(f"{_describe(info)} failed to load: {type(exc).__name__}: {exc}") from exc
+        pm.add_plugin(module, info)
 
     allow_raw = environ.get("LATCH_LOAD_PLUGINS")
     eps = sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
@@ -413,15 +418,15 @@ def configure(config: Mapping[str, Any]) -> None:
 def register_plugin_commands(cli: "click.Group") -> None:
     """Let plugins add subcommands to ``cli``.
 
-    Called by :mod:`latch.cli` before parsing arguments: a :class:`PluginError`
-    here is a user-facing problem (bad environment, broken plugin), so it prints
-    one line to stderr and exits with status 2.
+    Called by :mod:`latch.cli` before parsing arguments. A :class:`PluginError` here
+    (bad environment, broken plugin) must not stop the commands that need no plugin,
+    such as ``latch doctor``: it is reported as one warning line on stderr, and the
+    commands that need plugins report the error themselves.
     """
     try:
         get_plugin_manager().hook.latch_register_commands(cli=cli)
     except PluginError as exc:
-        sys.stderr.write(f"latch: plugin error: {exc}\n")
-        raise SystemExit(2) from None
+        sys.stderr.write(f"latch: warning: plugin commands unavailable: {exc}\n")
 
 
 def iter_plugins(pm: LatchPluginManager | None = None) -> Iterable[tuple[PluginInfo, list[str], dict[str, list[Registration]]]]:

@@ -139,7 +139,7 @@ class StressConfig:
     """Events between materialization bursts."""
     burst: int = 4
     """Consecutive requests materialized per burst."""
-    batch: int = 20_000
+    batch: int = 5_000
     """Events per append transaction."""
     budget: ContextBudget | None = None
     """Default: the model's budget (256k window, 32k reserve, 64k recent)."""

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import hotpaths
-from ..config import budget_for_model, recall_tokens as config_recall_tokens, validate_config
+from ..config import budget_for_model, recall_tokens as config_recall_tokens, state_tokens, validate_config
 from ..events import AssistantMessage, SystemNote, ToolResult, Usage, UserMessage
 from . import recall as recall_mod
 from .port import (ComponentTokens, ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile,
@@ -67,7 +67,8 @@ STATE_REFRESH_SHARE = 8
 ``recent_tokens // STATE_REFRESH_SHARE`` since the state was last sent (the verbatim results in
 between already show the change)."""
 STATE_SHARE = 4
-"""The canonical state renders within 1/STATE_SHARE of what instructions, tools and extension leave."""
+"""The canonical state renders within ``[context] state_tokens`` and at most 1/STATE_SHARE of what
+instructions, tools and extension leave."""
 _READ_CHUNK = 50_000  # seqs per read while loading a long history
 _PATH_KEYS = ("path", "file_path", "filename", "file", "notebook_path")
 
@@ -265,9 +266,9 @@ class _Request:
     session_t: int
     system_t: int
     tools_t: int
+    state: Any
     state_rev: int
-    state_body: str
-    state_sec: str
+    state_budget: int
     ext_sec: str
     base: int
     recent_eff: int
@@ -349,6 +350,7 @@ class ContinuityEngine:
         self._compact: int | None = None  # start seq of a pending manual compaction
         self._revision = 0  # last KernelContext revision of this stream
         self._recall_cache = recall_mod.RecallCache(self._counter)
+        self._state_memo: tuple[tuple[int, int], str, bool] | None = None
 
     def _ensure_loaded(self) -> None:
         if not self._loaded:
@@ -589,20 +591,18 @@ class ContinuityEngine:
         tools_t = c.tools(request.tools)
         state = self._reader.canonical_state(until)
         state_rev = int(getattr(state, "revision", 0) or 0)
-        ext_t = c.fixed(request.extension)
-        state_budget = (hard - system_t - tools_t - MESSAGE_OVERHEAD_TOKENS - c.fixed(session_msg.content)
-                        - ext_t) // STATE_SHARE
-        state_body = "" if getattr(state, "is_empty", False) else (state.render(state_budget, c.text) or "")
-        state_sec = _section("canonical-state", state_body or "(no canonical state recorded yet)",
-                             f' revision="{state_rev}"')
-        ext_sec = _section("extension", request.extension) if request.extension else ""
-        snap = self._kernel_parts("snapshot", self._epoch.generation + 1, self._revision + 1, until,
-                                  [("state", state_sec), *([("extension", ext_sec)] if ext_sec else [])])
         session_t = MESSAGE_OVERHEAD_TOKENS + c.fixed(session_msg.content)
-        base = system_t + session_t + tools_t + self._parts_cost(snap)
+        ext_sec = _section("extension", request.extension) if request.extension else ""
+        state_budget = min((hard - system_t - session_t - tools_t - c.fixed(ext_sec)) // STATE_SHARE,
+                           state_tokens(self._config, budget.recent_tokens))
+        # reserve the state's whole budget: the state is rendered only when it will be sent
+        snap = self._kernel_parts("snapshot", self._epoch.generation + 1, self._revision + 1, until,
+                                  [("state", self._state_placeholder(state_rev)),
+                                   *([("extension", ext_sec)] if ext_sec else [])])
+        base = system_t + session_t + tools_t + self._parts_cost(snap) + max(state_budget, 0)
         breakdown = {"instructions_tokens": system_t + session_t, "tools_tokens": tools_t,
                      "state_and_extension_tokens": base - system_t - session_t - tools_t, "hard_limit_tokens": hard}
-        if base > hard:
+        if base > hard or state_budget <= 0:
             raise ContextOverflow("instructions, tools, extension and canonical state alone exceed the hard budget",
                                   breakdown)
         recent_eff = min(budget.recent_tokens, hard - base)
@@ -612,17 +612,35 @@ class ContinuityEngine:
         query_texts = [request.query or "", self._last_user[1], goal if isinstance(goal, str) else "",
                        " ".join(files), *self._errors]
         return _Request(request, until, hard, fingerprint, header, session_msg, session_t, system_t, tools_t,
-                        state_rev, state_body, state_sec, ext_sec, base, recent_eff, recall_cap, query_texts, files,
+                        state, state_rev, state_budget, ext_sec, base, recent_eff, recall_cap, query_texts, files,
                         breakdown)
+
+    @staticmethod
+    def _state_placeholder(revision: int) -> str:
+        return _section("canonical-state", "(no canonical state recorded yet)", f' revision="{revision}"')
+
+    def _state_section(self, r: _Request) -> tuple[str, bool]:
+        """``(canonical-state section, has content)``, rendered within ``r.state_budget`` tokens
+        (memoized per revision and budget: rendering costs as much as the state is long)."""
+        key = (r.state_rev, r.state_budget)
+        if self._state_memo is None or self._state_memo[0] != key:
+            empty = bool(getattr(r.state, "is_empty", False))
+            body = "" if empty else (r.state.render(r.state_budget, self._counter.text) or "")
+            sec = _section("canonical-state", body, f' revision="{r.state_rev}"') if body \
+                else self._state_placeholder(r.state_rev)
+            self._state_memo = (key, sec, bool(body))
+        return self._state_memo[1], self._state_memo[2]
 
     def _plan_delta(self, r: _Request, ep: _Epoch) -> tuple[_KernelMessage | None, bool]:
         """The delta to append to ``ep`` (or ``None``), and whether the request would exceed the hard budget."""
         ext = r.request.extension
         sections: list[tuple[str, str]] = []
         new_user = self._last_user[0] > ep.anchor or (r.request.query is not None and r.request.query != ep.query)
-        if r.state_body and r.state_rev > ep.state_revision and r.state_sec != ep.state_text \
+        if r.state_rev > ep.state_revision \
                 and (new_user or ep.conv_tokens - ep.prefix[ep.state_mark] >= r.recent_eff // STATE_REFRESH_SHARE):
-            sections.append(("state", r.state_sec))
+            state_sec, has_state = self._state_section(r)
+            if has_state and state_sec != ep.state_text:
+                sections.append(("state", state_sec))
         if ext != ep.extension:
             sections.append(("extension", r.ext_sec or _section("extension", "(none)")))
         fixed = r.instr_t + r.tools_t + ep.kernel_total + ep.conv_tokens
@@ -670,7 +688,10 @@ class ContinuityEngine:
             start_seq = self._compact
         else:
             start_seq = self._builder.pending_seq or r.until + 1
-        room = r.hard - r.base - kept_t
+        state_sec, has_state = self._state_section(r)
+        fixed = [("state", state_sec), *([("extension", r.ext_sec)] if r.ext_sec else [])]
+        room = r.hard - r.instr_t - r.tools_t - kept_t - self._parts_cost(
+            self._kernel_parts("snapshot", old.generation + 1, self._revision + 1, r.until, fixed))
         if room < 0:
             u = kept[-1]
             raise ContextOverflow(f"conversation unit seq {u.first_seq}..{u.close_seq} does not fit the hard budget "
@@ -680,9 +701,7 @@ class ContinuityEngine:
         index_text = self._index(r, start_seq, limit // 4)
         index_t = self._counter.text(index_text) if index_text else 0
         items, recall_text = self._recall(r, start_seq, limit - index_t, set())
-        sections: list[tuple[str, str]] = [("state", r.state_sec)]
-        if r.ext_sec:
-            sections.append(("extension", r.ext_sec))
+        sections = list(fixed)
         if index_text:
             sections.append(("episode", index_text))
         if recall_text:
@@ -690,7 +709,7 @@ class ContinuityEngine:
         snap = _KernelMessage(r.until, "snapshot", revision,
                               self._kernel_parts("snapshot", generation, revision, r.until, sections), self._counter,
                               recalled=[i.seq for i in items], anchor=self._last_user[0], query=r.request.query,
-                              state_revision=r.state_rev if r.state_body else 0, extension=r.request.extension)
+                              state_revision=r.state_rev if has_state else 0, extension=r.request.extension)
         new = _Epoch(generation, start_seq, reason, kept_t, r.fingerprint)
         new.push_session(r.session_msg, r.session_t)
         new.push_kernel(snap)

@@ -38,9 +38,8 @@ if IMPL in ("auto", "native"):
         BACKEND = "native"
 
 PROFILES = _py.PROFILES
-# TEMPORARY: the reference estimator until the native port of the calibrated tables lands.
-estimate_tokens = _py.estimate_tokens
-estimate_tokens_batch = _py.estimate_tokens_batch
+estimate_tokens = _impl.estimate_tokens
+estimate_tokens_batch = _impl.estimate_tokens_batch
 suffix_start = _impl.suffix_start
 score_episodes = _impl.score_episodes
 MARKER_BITS = _py.MARKER_BITS

@@ -1,0 +1,95 @@
+"""``latch stress --events N --seed S [--json OUT]``: the spec's stress guarantees at volume.
+
+Runs :func:`latch.bench.stress.run_stress` in a fresh temporary store (or ``--db``), shows a
+progress bar, then the report: every check with its evidence, throughput (events/s,
+materializations/s), materialize p50/p99 by history size, peak memory. Exit status 1 when a check
+fails.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["register", "print_report"]
+
+
+def print_report(con: Console, doc: dict) -> None:
+    """The human-readable report of a :meth:`~latch.bench.stress.StressReport.to_json` document."""
+    cfg = doc["config"]
+    con.print(f"[bold]latch stress[/bold] · {doc['events']:,} events · seed {cfg['seed']} · a burst of "
+              f"{cfg['burst']} views every {cfg['every']:,} events · "
+              f"{'producer process' if cfg['parallel'] else 'inline appends'}")
+    checks = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    checks.add_column("")
+    checks.add_column("check")
+    checks.add_column("evidence")
+    for name, c in doc["checks"].items():
+        checks.add_row("[green]✓[/green]" if c["ok"] else "[red]✗[/red]", name.replace("_", " "),
+                       c["detail"] + (f" ({c['failures']} failures)" if c["failures"] > 1 else ""))
+    con.print(checks)
+    con.print(f"\n{doc['seconds']:,.1f} s total · {doc['events_per_second']:,} events/s · appends "
+              f"{doc['append_seconds']:,.1f} s · {doc['materializations']:,} views in {doc['materialize_seconds']:,.1f} s "
+              f"({doc['materializations_per_second']:,.2f}/s, {doc['rotations']:,} rotations) · p50 "
+              f"{doc['materialize_p50_ms']} ms, p99 {doc['materialize_p99_ms']} ms")
+    producer = (f", producer {doc['producer_peak_rss_mb']:,.0f} MB" if doc["producer_peak_rss_mb"] is not None
+                else "")
+    con.print(f"peak memory {doc['peak_rss_mb']:,.0f} MB (max RSS{producer}) · database {doc['db_mb']:,.0f} MB · "
+              f"largest view {doc['max_total_tokens']:,} of {doc['hard_limit_tokens']:,} tokens")
+    t = Table(title="materialize latency by history size (a rotation includes ingesting the events since the "
+                    "previous view)", title_justify="left", box=None, pad_edge=False, header_style="bold")
+    for col in ("history (events)", "kind", "views", "p50 ms", "p99 ms"):
+        t.add_column(col, justify="left" if col in ("history (events)", "kind") else "right")
+    for b in doc["by_history"]:
+        t.add_row(b["history_events"], b["kind"], f"{b['count']:,}", f"{b['p50_ms']:,}", f"{b['p99_ms']:,}")
+    con.print(t)
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("stress")
+    @click.option("--events", type=click.IntRange(min=1), default=1_000_000, show_default=True,
+                  help="Scenario events to push after the planted facts.")
+    @click.option("--seed", type=int, default=0, show_default=True, help="Scenario seed (same seed, same events).")
+    @click.option("--every", type=click.IntRange(min=1), default=5_000, show_default=True,
+                  help="Events between bursts of materializations.")
+    @click.option("--burst", type=click.IntRange(min=1), default=4, show_default=True,
+                  help="Consecutive model requests materialized per burst.")
+    @click.option("--batch", type=click.IntRange(min=1), default=5_000, show_default=True,
+                  help="Events per append transaction.")
+    @click.option("--inline/--producer", "inline", default=None,
+                  help="Append in this process, or from a producer process (default: a producer from 50,000 events).")
+    @click.option("--db", type=click.Path(dir_okay=False), default=None,
+                  help="Keep the run's database at this new path (default: a temporary one, removed).")
+    @click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+                  help="Write the report as JSON to this file ('-' for stdout).")
+    def stress_cmd(events, seed, every, burst, batch, inline, db, json_out):
+        """Plant early facts, push EVENTS realistic events, verify every stress guarantee."""
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from ..bench.stress import StressConfig, run_stress
+
+        cfg = StressConfig(events=events, seed=seed, every=every, burst=burst, batch=batch, db=db,
+                           parallel=None if inline is None else not inline)
+        err = Console(stderr=True)
+        try:
+            with Progress(TextColumn("stress"), BarColumn(), MofNCompleteColumn(), TextColumn("events"),
+                          TimeElapsedColumn(), console=err, transient=True) as bar:
+                task = bar.add_task("events", total=events)
+                report = run_stress(cfg, progress=lambda done, total: bar.update(task, completed=done))
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+        doc = report.to_json()
+        if json_out == "-":
+            click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+        else:
+            print_report(Console(highlight=False), doc)
+            if json_out:
+                with open(json_out, "w", encoding="utf-8") as f:
+                    json.dump(doc, f, ensure_ascii=False, indent=2)
+                    f.write("\n")
+        if not report.ok:
+            sys.exit(1)
