@@ -7,8 +7,10 @@ timing is the per-request cost an agent pays: ingesting the new events, canonica
 query for the new user turn, the epoch bookkeeping and the durable records.
 
 Goal: p50 at 10^6 events no more than 1.5x p50 at 10^3 (cost independent of history length). The
-ratio is ``extra_info["ratio_to_1e3"]`` of the larger sizes. Default sizes: 10^3 and 10^4;
-``LATCH_BENCH_FULL=1`` adds 10^5 and 10^6 (building 10^6 events takes a few minutes).
+ratio is ``extra_info["ratio_to_1e3"]`` of the larger sizes. ``state="kernel"`` is the real path
+(the kernel's canonical state, :func:`latch.kernel.canonical_state`); ``state="none"`` gives the
+engine an empty state, isolating the engine's own cost from the kernel's. Default sizes: 10^3 and
+10^4; ``LATCH_BENCH_FULL=1`` adds 10^5 and 10^6 (building 10^6 events takes a few minutes).
 
 Run: ``LATCH_BENCH_FULL=1 python -m pytest benchmarks/test_bench_materialize.py --benchmark-only``
 """
@@ -25,7 +27,7 @@ import pytest
 from latch import hotpaths
 from latch.engine import continuity_context_engine_factory
 from latch.engine.port import ContextRequest, EngineProfile
-from latch.engine.reader import StoreKernelWriter, StoreSessionReader
+from latch.engine.reader import EmptyState, StoreKernelWriter, StoreSessionReader
 from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
 from latch.store import EventStore
 
@@ -35,7 +37,7 @@ BATCH = 20_000
 ROUNDS = 40
 _VOCAB = [f"{s}{t}" for s in ("parse", "cache", "token", "store", "index", "route", "query", "build", "merge", "split")
           for t in ("r", "er", "ing", "ed", "or", "al", "ion", "ment")] + [f"word{i}" for i in range(5_000)]
-_P50: dict[int, float] = {}
+_P50: dict[tuple[str, int], float] = {}
 
 
 def _turn(rng: random.Random, i: int):
@@ -49,12 +51,20 @@ def _turn(rng: random.Random, i: int):
             AssistantMessage(f"The failure comes from {words}.")]
 
 
+class _NoStateReader(StoreSessionReader):
+    def canonical_state(self, until_seq=None):
+        return EmptyState()
+
+
 class _Session:
+    """One synthetic session of ``n_events`` and a warm engine per state variant."""
+
     def __init__(self, path, n_events: int):
         self.store = EventStore(path)
         self.sid = self.store.create_session(external_key=f"bench:{n_events}")
         self.rng = random.Random(11)
         self.turns = 0
+        self.engines: dict[str, object] = {}
         batch = []
         while self.turns * 4 < n_events:
             batch.extend(_turn(self.rng, self.turns))
@@ -64,18 +74,21 @@ class _Session:
                 batch = []
         if batch:
             self.store.append(self.sid, batch)
-        self.engine = continuity_context_engine_factory(EngineProfile(
-            session_id=self.sid, model=None, reader=StoreSessionReader(self.store, self.sid),
-            writer=StoreKernelWriter(self.store, self.sid, "continuity:bench")))
-        self.engine.materialize(ContextRequest(session_id=self.sid))  # cold start, not timed
 
-    def add_turn(self):
+    def engine(self, state: str):
+        if state not in self.engines:
+            reader = (StoreSessionReader if state == "kernel" else _NoStateReader)(self.store, self.sid)
+            eng = self.engines[state] = continuity_context_engine_factory(EngineProfile(
+                session_id=self.sid, model=None, reader=reader,
+                writer=StoreKernelWriter(self.store, self.sid, f"continuity:bench-{state}")))
+            eng.materialize(ContextRequest(session_id=self.sid))  # cold start, not timed
+        return self.engines[state]
+
+    def add_turn(self, request: ContextRequest):
+        """pytest-benchmark setup: one more turn in the log, then the request to time."""
         self.store.append(self.sid, _turn(self.rng, self.turns))
         self.turns += 1
-        return (), {}
-
-    def materialize(self):
-        return self.engine.materialize(ContextRequest(session_id=self.sid))
+        return (request,), {}
 
 
 _SESSIONS: dict[int, _Session] = {}
@@ -95,21 +108,24 @@ def sessions(tmp_path_factory):
 
 
 @pytest.mark.parametrize("n", SIZES)
-def test_materialize_p50(benchmark, sessions, n):
+@pytest.mark.parametrize("state", ["kernel", "none"])
+def test_materialize_p50(benchmark, sessions, state, n):
     s = sessions(n)
-    view = benchmark.pedantic(s.materialize, setup=s.add_turn, rounds=ROUNDS, iterations=1)
+    eng = s.engine(state)
+    request = ContextRequest(session_id=s.sid)
+    view = benchmark.pedantic(eng.materialize, setup=lambda: s.add_turn(request), rounds=ROUNDS, iterations=1)
     assert view.tokens.total_tokens <= view.budget.hard_limit_tokens
-    benchmark.extra_info.update(events=n, backend=hotpaths.BACKEND, epoch=view.epoch)
+    benchmark.extra_info.update(events=n, state=state, backend=hotpaths.BACKEND, epoch=view.epoch)
     if benchmark.stats is not None:
-        _P50[n] = statistics.median(benchmark.stats.stats.data)
-        if n != SIZES[0] and SIZES[0] in _P50:
-            benchmark.extra_info["ratio_to_1e3"] = round(_P50[n] / _P50[SIZES[0]], 3)
+        _P50[state, n] = statistics.median(benchmark.stats.stats.data)
+        if n != SIZES[0] and (state, SIZES[0]) in _P50:
+            benchmark.extra_info["ratio_to_1e3"] = round(_P50[state, n] / _P50[state, SIZES[0]], 3)
 
 
 @pytest.mark.parametrize("n", [SIZES[-1]])
 def test_recall_latency(benchmark, sessions, n):
-    s = sessions(n)
+    eng = sessions(n).engine("none")
     query = "why does parseing fail in src/pkg7/mod3.py with word4242"
-    got = benchmark(s.engine.recall, query, limit_tokens=4_000)
+    got = benchmark(eng.recall, query, limit_tokens=4_000)
     assert got, "the archival region holds matching turns"
     benchmark.extra_info.update(events=n, backend=hotpaths.BACKEND, recalled=len(got))

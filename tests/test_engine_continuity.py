@@ -255,21 +255,25 @@ def test_extension_changes_append_a_delta(sess):
     assert views[2].tokens.extension_tokens == section + len("<extension>\nbeta\n</extension>\n")
 
 
-def test_state_revision_appends_a_full_state_delta_on_a_new_user_turn(sess):
+def test_a_higher_state_revision_appends_the_full_state(sess):
     eng = sess.engine(config=NO_RECALL)
     budget = ContextBudget(100_000, 0, 10_000)
     sess.reader.state = FakeState(1, "Goal: ship v1")
     s = sess.add(UserMessage("start"))[0]
     v1 = eng.materialize(sess.request(s, budget))
     assert '<canonical-state revision="1">\nGoal: ship v1\n</canonical-state>' in v1.messages[1].content
-    sess.reader.state = FakeState(2, "Goal: ship v1\nDecision: use sqlite")
+    sess.reader.state = FakeState(2, "Goal: ship v1")  # a higher revision, same text: nothing to send
     s = sess.add(AssistantMessage("noted"))[0]
-    v2 = eng.materialize(sess.request(s, budget))  # no new user turn, little conversation: no delta yet
+    v2 = eng.materialize(sess.request(s, budget))
     assert v2.metrics["kernel_messages"] == 1
-    s = sess.add(UserMessage("next"))[0]
+    sess.reader.state = FakeState(3, "Goal: ship v1\nDecision: use sqlite")
+    s = sess.add(AssistantMessage("decided"))[0]
     v3 = eng.materialize(sess.request(s, budget))
-    assert v3.messages[-1].content.count('<canonical-state revision="2">') == 1
-    assert v3.tokens.state_tokens > v1.tokens.state_tokens and as_bytes(v3).startswith(as_bytes(v2))
+    assert v3.messages[-1].content.count('<canonical-state revision="3">\nGoal: ship v1\nDecision: use sqlite') == 1
+    section = len('<canonical-state revision="3">\nGoal: ship v1\nDecision: use sqlite\n</canonical-state>\n')
+    assert v3.tokens.state_tokens - v2.tokens.state_tokens == section + len(
+        f'<kernel-context type="delta" generation="1" revision="2" at-seq="{s}">\n') + len("</kernel-context>") + 4
+    assert as_bytes(v3).startswith(as_bytes(v2))
 
 
 def test_provider_usage_metrics_unknown_stays_none(sess):
@@ -374,3 +378,25 @@ def test_default_factory_is_for_model(sess):
     req = sess.request(s, None)
     assert via_factory.materialize(req) == direct.materialize(req)
     assert direct.default_budget() == ContextBudget(256_000, 32_000, 64_000)
+
+
+def test_cold_start_on_a_long_history_keeps_three_quarters(sess):
+    seqs = [s for _ in range(300) for s in sess.add(UserMessage(FILL))]
+    v = sess.engine(config=NO_RECALL).materialize(sess.request(seqs[-1], ContextBudget(100_000, 0, 1_000)))
+    assert v.first_retained_seq == seqs[-7] and v.tokens.recent_tokens == 700
+    assert v.metrics["rotation_reason"] == "initial" and v.metrics["events"] == 300
+
+
+def test_set_estimator_reestimates_from_durable_records(sess):
+    class Double(CharEstimator):
+        def estimate(self, text):
+            return 2 * len(text)
+
+    eng = sess.engine(config=NO_RECALL)
+    budget = ContextBudget(100_000, 0, 10_000)
+    s = sess.add(UserMessage("abcd"))[0]
+    assert eng.materialize(sess.request(s, budget)).tokens.recent_tokens == 4 + 4
+    eng.set_estimator(Double())
+    s = sess.add(UserMessage("efgh"))[0]
+    v = eng.materialize(sess.request(s, budget))
+    assert v.epoch == 1 and v.tokens.recent_tokens == 2 * (4 + 8)

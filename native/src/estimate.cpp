@@ -7,7 +7,9 @@
 // ASCII stretches, which reports the same units.
 #include "latch/estimate.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "estimate_impl.hpp"
@@ -66,19 +68,103 @@ struct WideText {
 
 }  // namespace
 
+namespace {
+
+// Large texts are split across threads. A cut at c is exact when text[c-1] is an ASCII letter
+// or digit and text[c] is whitespace: no piece rule looks across that boundary (a word or digit
+// run ends at c-1 whatever follows, and a whitespace run only asks whether the character before
+// it is PUNCT), so units(text) = units(text[:c]) + units(text[c:]).
+constexpr std::size_t kParallelMin = std::size_t{1} << 20;  // characters per thread, at least
+constexpr unsigned kMaxThreads = 8;
+
+template <class CharT>
+bool safe_cut(const CharT* text, std::size_t c) {
+    const std::uint32_t before = text[c - 1], at = text[c];
+    if (before >= 0x80 || at >= 0x80) {
+        return false;
+    }
+    const int kb = detail::latin1_classes()[before], ka = detail::latin1_classes()[at];
+    return (kb == tables::LOWER || kb == tables::UPPER || kb == tables::DIGIT) &&
+           (ka == tables::SPACE || ka == tables::NEWLINE);
+}
+
+// Cuts near len*i/parts (searching forward up to 64 KiB); fewer parts when none is found.
+template <class CharT>
+std::vector<std::size_t> cuts_for(const CharT* text, std::size_t len, unsigned parts) {
+    std::vector<std::size_t> cuts{0};
+    for (unsigned i = 1; i < parts; ++i) {
+        const std::size_t target = len / parts * i;
+        const std::size_t limit = target + (std::size_t{1} << 16) < len ? target + (std::size_t{1} << 16) : len;
+        for (std::size_t c = target > cuts.back() + 1 ? target : cuts.back() + 1; c < limit; ++c) {
+            if (safe_cut(text, c)) {
+                cuts.push_back(c);
+                break;
+            }
+        }
+    }
+    cuts.push_back(len);
+    return cuts;
+}
+
+// units(text) computed by `one(text, n)` on up to kMaxThreads parts in parallel.
+template <class CharT, class One>
+std::int64_t units_parallel(const CharT* text, std::size_t len, One one) noexcept {
+    const unsigned hw = std::thread::hardware_concurrency();
+    const std::size_t by_size = len / kParallelMin;
+    const unsigned parts = static_cast<unsigned>(std::min<std::size_t>({hw ? hw : 1, by_size, kMaxThreads}));
+    if (parts < 2) {
+        return one(text, len);
+    }
+    const std::vector<std::size_t> cuts = cuts_for(text, len, parts);
+    const std::size_t n = cuts.size() - 1;
+    std::vector<std::int64_t> units(n, 0);
+    std::vector<std::thread> threads;
+    std::size_t done = 1;  // part 0 runs on the calling thread
+    try {
+        for (; done < n; ++done) {
+            threads.emplace_back([&, done] { units[done] = one(text + cuts[done], cuts[done + 1] - cuts[done]); });
+        }
+    } catch (...) {  // no thread available: the remaining parts run here
+    }
+    units[0] = one(text, cuts[1]);
+    for (std::size_t i = done; i < n; ++i) {
+        units[i] = one(text + cuts[i], cuts[i + 1] - cuts[i]);
+    }
+    for (std::thread& t : threads) {
+        t.join();
+    }
+    std::int64_t total = 0;
+    for (const std::int64_t u : units) {
+        total += u;
+    }
+    return total;
+}
+
+}  // namespace
+
 std::int64_t estimate_latin1(const std::uint8_t* text, std::size_t len, Profile profile) noexcept {
     const int* w = tables::PROFILE_WEIGHTS[static_cast<int>(profile)];
-    return detail::tokens_from_units(detail::units_latin1(text, len, w), profile);
+    return detail::tokens_from_units(
+        units_parallel(text, len, [w](const std::uint8_t* t, std::size_t n) { return detail::units_latin1(t, n, w); }),
+        profile);
 }
 
 std::int64_t estimate_ucs2(const std::uint16_t* text, std::size_t len, Profile profile) noexcept {
     const int* w = tables::PROFILE_WEIGHTS[static_cast<int>(profile)];
-    return detail::tokens_from_units(Walker<WideText<std::uint16_t>>{{text}, len, w}.units(0, len), profile);
+    return detail::tokens_from_units(
+        units_parallel(text, len, [w](const std::uint16_t* t, std::size_t n) {
+            return Walker<WideText<std::uint16_t>>{{t}, n, w}.units(0, n);
+        }),
+        profile);
 }
 
 std::int64_t estimate_ucs4(const std::uint32_t* text, std::size_t len, Profile profile) noexcept {
     const int* w = tables::PROFILE_WEIGHTS[static_cast<int>(profile)];
-    return detail::tokens_from_units(Walker<WideText<std::uint32_t>>{{text}, len, w}.units(0, len), profile);
+    return detail::tokens_from_units(
+        units_parallel(text, len, [w](const std::uint32_t* t, std::size_t n) {
+            return Walker<WideText<std::uint32_t>>{{t}, n, w}.units(0, n);
+        }),
+        profile);
 }
 
 namespace detail {

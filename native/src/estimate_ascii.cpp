@@ -1,8 +1,6 @@
 // Latin-1 driver: pure-ASCII stretches go to the AVX-512 kernel when the CPU has it; every
 // other run (non-ASCII characters, and runs the kernel hands back) goes to the scalar walker.
 // Each call starts at a run boundary, so the pieces the two see never overlap.
-#include <cstring>
-
 #include "estimate_impl.hpp"
 
 namespace latch {
@@ -11,28 +9,12 @@ namespace detail {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 bool avx512_kernel_supported() noexcept;
 bool avx512_kernel_usable(const int* w) noexcept;  // the profile's piece prices fit the kernel's int16 table
-std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size_t len, std::size_t from, std::size_t end,
-                                const int* w, std::size_t* stop);
+std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size_t len, std::size_t from, const int* w,
+                                std::size_t* stop);
 #define LATCH_HAVE_KERNEL 1
 #endif
 
 namespace {
-
-// First byte >= 0x80 in [from, len), 8 bytes at a time.
-std::size_t ascii_end(const std::uint8_t* text, std::size_t from, std::size_t len) {
-    std::size_t i = from;
-    for (; i + 8 <= len; i += 8) {
-        std::uint64_t chunk;
-        std::memcpy(&chunk, text + i, 8);
-        if (chunk & 0x8080808080808080ull) {
-            break;
-        }
-    }
-    while (i < len && text[i] < 0x80) {
-        ++i;
-    }
-    return i;
-}
 
 #ifdef LATCH_HAVE_KERNEL
 const bool kKernel = avx512_kernel_supported();
@@ -56,14 +38,10 @@ std::int64_t units_latin1(const std::uint8_t* text, std::size_t len, const int* 
         while (pos < len) {
             std::size_t run = pos;
             if (text[pos] < 0x80) {
-                const std::size_t end = ascii_end(text, pos, len);
-                std::size_t stop = end;
-                units += units_ascii_avx512(text, len, pos, end, w, &stop);
-                if (stop == end) {
-                    pos = end;
-                    continue;
+                units += units_ascii_avx512(text, len, pos, w, &run);  // stops at a run start
+                if (run == len) {
+                    break;
                 }
-                run = stop;
             }
             units += units_latin1_scalar(text, len, run, run + 1, w, &pos);  // exactly one run
         }

@@ -1,18 +1,27 @@
 // AVX-512 kernel for pure-ASCII stretches of the token estimator (x86-64 with AVX-512 BW,
-// VBMI, VBMI2 and GFNI, e.g. Ice Lake and later, Zen 4; chosen at run time, see
+// VBMI, VBMI2, VPOPCNTDQ and GFNI, e.g. Ice Lake and later, Zen 4; chosen at run time, see
 // estimate_ascii.cpp; every other CPU uses the scalar walker).
 //
-// The reference walks pieces one by one (_py._pieces). Here 64 bytes at a time become
-// bitmasks (bit i = byte i): one per character class, then B, the first character of every
-// piece, and four bit planes of the piece's type at that character. Every character belongs
-// to exactly one piece (an absorbed space, a joined PUNCT and a CTRL character are pieces of
-// their own), so a piece's length is the distance to the next start: VPCOMPRESSB packs the
-// start offsets and types, and VPERMI2W looks up f[type][min(len, 16)] for all of them.
-// Run-level decisions use carry propagation (a + b spreads a seed along a run of ones) and,
-// for "a NEWLINE follows in this whitespace run", the same trick on bit-reversed masks over
-// this block and the next. Rare cases take exact scalar paths: pieces longer than 16, PUNCT
-// runs of one repeated character (priced as PUNCT, corrected at their end), and whitespace
-// runs longer than 64 (handed back to the scalar walker).
+// The reference walks pieces one by one (_py._pieces). Here text is cut into 64-byte blocks
+// and every block becomes 64-bit masks (bit i = byte i). Every character belongs to exactly
+// one piece (an absorbed space, a joined PUNCT and a CTRL character are pieces of their own),
+// so a piece's length is the distance from its start to the next start.
+//
+//   1. classify: one mask per character class for each block of a chunk (up to 32 blocks);
+//   2. pieces: the starts of all pieces (B) and four bit planes of each piece's type, for 8
+//      blocks at once (one block per 64-bit lane; the neighbouring blocks' masks, for "previous
+//      character" and "next character", are the same arrays loaded one element off). Facts
+//      that depend on what follows ("a NEWLINE follows in this whitespace run", "a different
+//      character follows in this PUNCT run") use carry propagation (r + s clears the ones of a
+//      run above each seed) on bit-reversed masks of a block and the next one;
+//   3. prices: per block, VPCOMPRESSB packs the start offsets and types of its pieces, and
+//      VPERMI2B looks up f[type][min(length, 16)] (two byte tables: low and high byte).
+//   4. bigrams: the class of every adjacent byte pair (two bit planes of the BIGRAM table,
+//      VPERMI2B, in step 1), counted with VPOPCNTQ over the pairs inside sub-words (step 2).
+//
+// Exact scalar paths cover the rare cases: pieces longer than 16 characters (the table prices
+// 16, the rest is added), and whitespace or PUNCT runs longer than 64, which are handed back
+// to the scalar walker.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
 #include <immintrin.h>
@@ -21,7 +30,7 @@
 
 #include "estimate_impl.hpp"
 
-#define LATCH_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,gfni,bmi,bmi2,popcnt,lzcnt")))
+#define LATCH_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx512vpopcntdq,gfni,bmi,bmi2,popcnt,lzcnt")))
 
 namespace latch {
 namespace detail {
@@ -29,20 +38,22 @@ namespace {
 
 using namespace tables;
 
-// Piece types as the kernel numbers them (at most 11: four bit planes, 17 table slots each).
+// Piece types as the kernel numbers them (at most 12: four bit planes, 16 table slots each).
 enum PieceType {
-    T_LOWER, T_CAPITAL, T_PUNCT, T_NEWLINE, T_SPACE, T_JOIN, T_ABSORBED, T_CAPS, T_DIGIT, T_NLPUNCT, T_CTRL,
+    T_LOWER, T_CAPITAL, T_PUNCT, T_NEWLINE, T_SPACE, T_JOIN, T_ABSORBED, T_CAPS, T_DIGIT, T_NLPUNCT, T_CTRL, T_SAME,
     N_TYPES
 };
-constexpr int kSlots = 17;  // f[type][n] for n = 0..16
+constexpr int kSlots = 16;  // f[type * 16 + n - 1] for n = 1..16
 
 // Per-profile weights laid out for the kernel (built once per profile).
 struct KernelWeights {
-    alignas(64) std::int16_t f[192];  // f[type * 17 + n]: units of a piece of n <= 16 characters
+    alignas(64) std::uint8_t f_lo[192];  // low and high byte of f[type * 16 + n - 1], the units
+    alignas(64) std::uint8_t f_hi[192];  // of a piece of n <= 16 characters
+    std::uint16_t f[192];
     std::int64_t bigram[4];
     alignas(64) std::uint8_t bigram_plane[2][128];  // bit planes of BIGRAM: byte a*4 + b/8, bit b%8
     const int* w;
-    bool usable;  // every f fits int16
+    bool usable;  // every f fits 0..65535
 };
 
 // Exact units of a piece of `n` characters (any n) of kernel type `t`.
@@ -52,6 +63,7 @@ std::int64_t piece_cost(const int* w, int t, std::size_t n) {
         case T_CAPITAL: return run_cost(w, OFF_WORD_CAPITAL, n);
         case T_CAPS: return run_cost(w, OFF_WORD_CAPS, n);
         case T_PUNCT: return run_cost(w, OFF_PUNCT, n);
+        case T_SAME: return run_cost(w, OFF_PUNCT_SAME, n);
         case T_NEWLINE: return run_cost(w, OFF_NEWLINE, n);
         case T_NLPUNCT: return run_cost(w, OFF_NEWLINE_PUNCT, n);
         case T_SPACE: return run_cost(w, OFF_SPACE, n);
@@ -67,10 +79,13 @@ void build_weights(KernelWeights* kw, const int* w) {
     kw->w = w;
     kw->usable = true;
     for (int t = 0; t < N_TYPES; ++t) {
-        for (int n = 1; n < kSlots; ++n) {
+        for (int n = 1; n <= kSlots; ++n) {
             const std::int64_t v = piece_cost(w, t, static_cast<std::size_t>(n));
-            kw->usable = kw->usable && v >= -32768 && v <= 32767;
-            kw->f[t * kSlots + n] = static_cast<std::int16_t>(v);
+            kw->usable = kw->usable && v >= 0 && v <= 65535;
+            const int i = t * kSlots + n - 1;
+            kw->f[i] = static_cast<std::uint16_t>(v);
+            kw->f_lo[i] = static_cast<std::uint8_t>(v & 0xFF);
+            kw->f_hi[i] = static_cast<std::uint8_t>((v >> 8) & 0xFF);
         }
     }
     for (int i = 0; i < 4; ++i) {
@@ -107,332 +122,404 @@ const KernelWeights& weights_for(const int* w) {
     return all.kw[0];  // unreachable: w always comes from PROFILE_WEIGHTS
 }
 
-struct Classes {
-    std::uint64_t L, U, D, P, S, N, SP20, C;
+// Units of a piece of kernel type t and n >= 1 characters, from the table when n <= 16.
+std::int64_t price(const KernelWeights& kw, int t, std::size_t n) {
+    return n <= 16 ? kw.f[t * kSlots + n - 1] : piece_cost(kw.w, t, n);
+}
+
+constexpr int kChunk = 32;           // blocks per chunk
+constexpr int kArr = kChunk + 16;    // [0] previous block, [1..nb] chunk, [nb+1] lookahead, zero padding
+
+// Per-block masks of one chunk, one array per class (index = block, see kArr).
+struct ChunkMasks {
+    alignas(64) std::uint64_t L[kArr], U[kArr], D[kArr], P[kArr], S[kArr], N[kArr], SP[kArr], C[kArr];
+    alignas(64) std::uint64_t EQ[kArr];  // byte equals the byte before it
+    alignas(64) std::uint64_t LA[kArr];  // the stretch's successor when it is a LETTER (one bit)
+    alignas(64) std::uint64_t BG0[kArr], BG1[kArr];  // bigram class bits of (byte i-1, byte i)
+    // Outputs of step 2.
+    alignas(64) std::uint64_t B[kArr], plane[4][kArr], pairs[kArr], NL[kArr];
 };
 
 LATCH_AVX512 inline __mmask64 in_range(__m512i x, char lo, char hi) {
     return _mm512_cmple_epu8_mask(_mm512_sub_epi8(x, _mm512_set1_epi8(lo)), _mm512_set1_epi8(static_cast<char>(hi - lo)));
 }
 
-// Classes of 64 ASCII bytes; bits outside `valid` are 0.
-LATCH_AVX512 inline Classes classify(__m512i x, std::uint64_t valid) {
-    Classes c;
-    const std::uint64_t ctl_ws = _cvtmask64_u64(in_range(x, 9, 13));  // \t \n \v \f \r
-    c.L = _cvtmask64_u64(in_range(x, 'a', 'z')) & valid;
-    c.U = _cvtmask64_u64(in_range(x, 'A', 'Z')) & valid;
-    c.D = _cvtmask64_u64(in_range(x, '0', '9')) & valid;
-    c.SP20 = _cvtmask64_u64(_mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(' '))) & valid;
-    c.N = (_cvtmask64_u64(_mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('\n'))) |
-           _cvtmask64_u64(_mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('\r')))) & valid;
-    c.S = (c.SP20 | ctl_ws) & ~c.N & valid;
-    c.C = ((_cvtmask64_u64(_mm512_cmplt_epu8_mask(x, _mm512_set1_epi8(0x20))) & ~ctl_ws) |
-           _cvtmask64_u64(_mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(0x7F)))) & valid;
-    c.P = valid & ~(c.L | c.U | c.D | c.S | c.N | c.C);
-    return c;
-}
-
-// Spread each seed upward along its run of ones in `run` (seeds must lie in `run`).
-// `carry` links consecutive blocks.
-LATCH_AVX512 inline std::uint64_t fill(std::uint64_t seeds, std::uint64_t run, unsigned char* carry) {
-    unsigned long long sum;
-    *carry = _addcarry_u64(*carry, run, seeds, &sum);
-    return (run & ~sum) | seeds;
-}
-
-// 128-bit bit reversal of (hi:lo) via GFNI (bits within bytes) and a byte shuffle.
-LATCH_AVX512 inline void reverse128(std::uint64_t lo, std::uint64_t hi, std::uint64_t* rlo, std::uint64_t* rhi) {
-    const __m128i v = _mm_set_epi64x(static_cast<long long>(hi), static_cast<long long>(lo));
-    const __m128i bits = _mm_gf2p8affine_epi64_epi8(v, _mm_set1_epi64x(0x8040201008040201LL), 0);
-    const __m128i r = _mm_shuffle_epi8(bits, _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
-    *rlo = static_cast<std::uint64_t>(_mm_cvtsi128_si64(r));
-    *rhi = static_cast<std::uint64_t>(_mm_extract_epi64(r, 1));
-}
-
 inline std::uint64_t valid_bits(std::size_t avail) { return avail >= 64 ? ~0ull : (1ull << avail) - 1; }
+
+// Step 1 for block j of the chunk: the 64 bytes at `at`. Full blocks (all 64 bytes belong to
+// the stretch) take a specialized path: a constant `valid` keeps the masks out of k-registers.
+template <bool Full>
+LATCH_AVX512 inline void classify_block(ChunkMasks& m, int j, const KernelWeights& kw, const std::uint8_t* text,
+                                        std::size_t len, std::size_t at, std::uint64_t valid_in) {
+    const std::uint64_t valid = Full ? ~0ull : valid_in;
+    const bool whole = Full || at + 64 <= len;  // plain loads: much cheaper than masked ones
+    const __m512i x = whole ? _mm512_loadu_si512(text + at)
+                            : _mm512_maskz_loadu_epi8(static_cast<__mmask64>(valid), text + at);
+    const __m512i prev_byte = at > 0 ? (whole ? _mm512_loadu_si512(text + at - 1)
+                                              : _mm512_maskz_loadu_epi8(static_cast<__mmask64>(valid << 1 | 1),
+                                                                        text + at - 1))
+                                     : _mm512_maskz_permutexvar_epi8(
+        static_cast<__mmask64>(~1ull), _mm512_set_epi8(62, 61, 60, 59, 58, 57, 56, 55, 54, 53, 52, 51, 50, 49, 48, 47,
+                                                       46, 45, 44, 43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31,
+                                                       30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15,
+                                                       14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0), x);
+    const std::uint64_t ctl_ws = _cvtmask64_u64(in_range(x, 9, 13));  // \t \n \v \f \r
+    const std::uint64_t L = _cvtmask64_u64(in_range(x, 'a', 'z')) & valid;
+    const std::uint64_t U = _cvtmask64_u64(in_range(x, 'A', 'Z')) & valid;
+    const std::uint64_t D = _cvtmask64_u64(in_range(x, '0', '9')) & valid;
+    const std::uint64_t SP = _cvtmask64_u64(_mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(' '))) & valid;
+    const std::uint64_t N = (_cvtmask64_u64(_mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('\n'))) |
+                             _cvtmask64_u64(_mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('\r')))) & valid;
+    const std::uint64_t S = (SP | ctl_ws) & ~N & valid;
+    const std::uint64_t C = ((_cvtmask64_u64(_mm512_cmplt_epu8_mask(x, _mm512_set1_epi8(0x20))) & ~ctl_ws) |
+                             _cvtmask64_u64(_mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(0x7F)))) & valid;
+    m.L[j] = L;
+    m.U[j] = U;
+    m.D[j] = D;
+    m.SP[j] = SP;
+    m.N[j] = N;
+    m.S[j] = S;
+    m.C[j] = C;
+    m.P[j] = valid & ~(L | U | D | S | N | C);
+    m.EQ[j] = _cvtmask64_u64(_mm512_cmpeq_epi8_mask(x, prev_byte)) & valid;
+
+    // Bigram class of every (previous byte, byte) as if both were letters (step 2 keeps the
+    // pairs inside sub-words): BIGRAM plane bits at byte a*4 + b/8, bit b%8.
+    const __m512i case_bit = _mm512_set1_epi8(0x20);
+    const __m512i a = _mm512_sub_epi8(_mm512_or_si512(prev_byte, case_bit), _mm512_set1_epi8('a'));
+    const __m512i b = _mm512_sub_epi8(_mm512_or_si512(x, case_bit), _mm512_set1_epi8('a'));
+    const __m512i a2 = _mm512_add_epi8(a, a);
+    const __m512i idx =
+        _mm512_add_epi8(_mm512_add_epi8(a2, a2), _mm512_and_si512(_mm512_srli_epi16(b, 3), _mm512_set1_epi8(0x1F)));
+    const __m512i bit = _mm512_shuffle_epi8(
+        _mm512_broadcast_i32x4(_mm_set_epi8(0, 0, 0, 0, 0, 0, 0, 0, -128, 64, 32, 16, 8, 4, 2, 1)),
+        _mm512_and_si512(b, _mm512_set1_epi8(7)));
+    m.BG0[j] = _cvtmask64_u64(_mm512_test_epi8_mask(
+        _mm512_permutex2var_epi8(_mm512_load_si512(kw.bigram_plane[0]), idx, _mm512_load_si512(kw.bigram_plane[0] + 64)),
+        bit));
+    m.BG1[j] = _cvtmask64_u64(_mm512_test_epi8_mask(
+        _mm512_permutex2var_epi8(_mm512_load_si512(kw.bigram_plane[1]), idx, _mm512_load_si512(kw.bigram_plane[1] + 64)),
+        bit));
+}
+
+// Bit reversal of each 64-bit lane: GFNI reverses the bits of every byte, a shuffle the bytes.
+LATCH_AVX512 inline __m512i reverse64(__m512i v) {
+    const __m512i bits = _mm512_gf2p8affine_epi64_epi8(v, _mm512_set1_epi64(0x8040201008040201LL), 0);
+    return _mm512_shuffle_epi8(bits, _mm512_broadcast_i32x4(_mm_set_epi8(8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3,
+                                                                         4, 5, 6, 7)));
+}
+
+// For each lane (block k, next block k+1): the characters of each `run` of block k that have
+// a seed at or after them in the same run, looking into block k+1. Seeds lie in runs.
+LATCH_AVX512 inline __m512i seed_at_or_after(__m512i run, __m512i seeds, __m512i run_n, __m512i seeds_n) {
+    // Reversed, the pair (k, k+1) is a 128-bit number with block k+1 in the low half.
+    const __m512i r_hi = reverse64(run), s_hi = reverse64(seeds);
+    const __m512i r_lo = reverse64(run_n), s_lo = reverse64(seeds_n);
+    const __m512i lo = _mm512_add_epi64(r_lo, s_lo);
+    const __mmask8 carry = _mm512_cmplt_epu64_mask(lo, r_lo);
+    const __m512i hi = _mm512_mask_add_epi64(_mm512_add_epi64(r_hi, s_hi), carry, _mm512_add_epi64(r_hi, s_hi),
+                                             _mm512_set1_epi64(1));
+    return reverse64(_mm512_or_si512(_mm512_andnot_si512(hi, r_hi), s_hi));
+}
+
+LATCH_AVX512 inline __m512i ld(const std::uint64_t* p) { return _mm512_loadu_si512(p); }
+LATCH_AVX512 inline __m512i shl1(__m512i x, __m512i xp) {  // previous character's bit, across blocks
+    return _mm512_or_si512(_mm512_slli_epi64(x, 1), _mm512_srli_epi64(xp, 63));
+}
+LATCH_AVX512 inline __m512i shr1(__m512i x, __m512i xn) {  // next character's bit, across blocks
+    return _mm512_or_si512(_mm512_srli_epi64(x, 1), _mm512_slli_epi64(xn, 63));
+}
+
+// Step 2 for blocks j..j+7 (lanes); `nl_before` holds the NEWLINE-part mask of block j-1 in lane 7.
+// Sets bit k of *long_runs when block j+k ends inside a whitespace or PUNCT run that also
+// fills block j+k+1 (longer than 64 characters).
+LATCH_AVX512 inline __m512i pieces8(ChunkMasks& m, int j, __m512i nl_before, std::uint64_t* long_runs) {
+    const __m512i L = ld(m.L + j), Lp = ld(m.L + j - 1), Ln = ld(m.L + j + 1);
+    const __m512i U = ld(m.U + j), Up = ld(m.U + j - 1), Un = ld(m.U + j + 1);
+    const __m512i D = ld(m.D + j), Dp = ld(m.D + j - 1);
+    const __m512i P = ld(m.P + j), Pp = ld(m.P + j - 1), Pn = ld(m.P + j + 1), Pnn_prev = P;
+    const __m512i WS = _mm512_or_si512(ld(m.S + j), ld(m.N + j));
+    const __m512i WSp = _mm512_or_si512(ld(m.S + j - 1), ld(m.N + j - 1));
+    const __m512i WSn = _mm512_or_si512(ld(m.S + j + 1), ld(m.N + j + 1));
+    const __m512i N = ld(m.N + j), Nn = ld(m.N + j + 1);
+    const __m512i LA = ld(m.LA + j), LAn = ld(m.LA + j + 1);
+    const __m512i A = _mm512_or_si512(L, U), Ap = _mm512_or_si512(Lp, Up), An = _mm512_or_si512(Ln, Un);
+    const __m512i ones = _mm512_set1_epi64(-1);
+    const __mmask8 long_run =
+        _mm512_mask_cmpeq_epi64_mask(_mm512_cmplt_epi64_mask(WS, _mm512_setzero_si512()), WSn, ones) |
+        _mm512_mask_cmpeq_epi64_mask(_mm512_cmplt_epi64_mask(P, _mm512_setzero_si512()), Pn, ones);
+    *long_runs |= static_cast<std::uint64_t>(long_run) << (j - 1);
+
+    const __m512i next_wa = shr1(_mm512_or_si512(A, LA), _mm512_or_si512(An, LAn));
+    const __m512i next_j = _mm512_or_si512(next_wa, shr1(P, Pn));
+
+    // Words: sub-word starts; the type is decided at the start.
+    const __m512i prev_a = shl1(A, Ap);
+    const __m512i part_start = _mm512_andnot_si512(prev_a, A);
+    const __m512i next_l = shr1(L, Ln);
+    const __m512i s_capital = _mm512_and_si512(U, next_l);
+    const __m512i s_caps = _mm512_and_si512(_mm512_andnot_si512(next_l, U), _mm512_or_si512(part_start, shl1(L, Lp)));
+    const __m512i s_lower = _mm512_and_si512(L, part_start);
+
+    // Digits and punctuation.
+    const __m512i s_digit = _mm512_andnot_si512(shl1(D, Dp), D);
+    const __m512i prev_p = shl1(P, Pp);
+    const __m512i p_start = _mm512_andnot_si512(prev_p, P);
+    const __m512i p_end = _mm512_andnot_si512(shr1(P, Pn), P);
+    const __m512i s_join = _mm512_and_si512(_mm512_and_si512(p_start, p_end), next_wa);
+    const __m512i neq = _mm512_andnot_si512(ld(m.EQ + j), _mm512_and_si512(P, prev_p));
+    const __m512i neq_n = _mm512_andnot_si512(ld(m.EQ + j + 1), _mm512_and_si512(Pn, shl1(Pn, Pnn_prev)));
+    const __m512i mixed = seed_at_or_after(P, neq, Pn, neq_n);
+    const __m512i s_same = _mm512_andnot_si512(_mm512_or_si512(p_end, mixed), p_start);
+    const __m512i s_punct = _mm512_andnot_si512(_mm512_or_si512(s_join, s_same), p_start);
+
+    // Whitespace: the NEWLINE part (a NEWLINE at or after, in the run), then the space part.
+    const __m512i nl = seed_at_or_after(WS, N, WSn, Nn);
+    const __m512i nl_prev = shl1(nl, _mm512_alignr_epi64(nl, nl_before, 7));
+    const __m512i ws_start = _mm512_andnot_si512(shl1(WS, WSp), WS);
+    const __m512i ws_end = _mm512_andnot_si512(shr1(WS, WSn), WS);
+    const __m512i s_absorbed = _mm512_and_si512(_mm512_and_si512(ws_end, ld(m.SP + j)), next_j);
+    const __m512i sp_part = _mm512_andnot_si512(nl, WS);
+    const __m512i s_space = _mm512_andnot_si512(
+        s_absorbed, _mm512_or_si512(_mm512_and_si512(ws_start, sp_part), _mm512_and_si512(sp_part, nl_prev)));
+    const __m512i nl_start = _mm512_and_si512(ws_start, nl);
+    const __m512i s_newline = _mm512_andnot_si512(prev_p, nl_start);
+    const __m512i s_nlpunct = _mm512_and_si512(prev_p, nl_start);
+    const __m512i C = ld(m.C + j);
+
+    _mm512_storeu_si512(m.NL + j, nl);
+    _mm512_storeu_si512(m.B + j, _mm512_or_si512(
+        _mm512_or_si512(_mm512_or_si512(s_lower, s_capital), _mm512_or_si512(s_punct, s_newline)),
+        _mm512_or_si512(_mm512_or_si512(_mm512_or_si512(s_space, s_join), _mm512_or_si512(s_absorbed, s_caps)),
+                        _mm512_or_si512(_mm512_or_si512(s_digit, s_nlpunct), _mm512_or_si512(C, s_same)))));
+    // Bit planes of the type (see PieceType).
+    _mm512_storeu_si512(m.plane[0] + j, _mm512_or_si512(_mm512_or_si512(_mm512_or_si512(s_capital, s_newline),
+                                                                        _mm512_or_si512(s_join, s_caps)),
+                                                        _mm512_or_si512(s_nlpunct, s_same)));
+    _mm512_storeu_si512(m.plane[1] + j, _mm512_or_si512(_mm512_or_si512(_mm512_or_si512(s_punct, s_newline),
+                                                                        _mm512_or_si512(s_absorbed, s_caps)),
+                                                        _mm512_or_si512(C, s_same)));
+    _mm512_storeu_si512(m.plane[2] + j, _mm512_or_si512(_mm512_or_si512(s_space, s_join),
+                                                        _mm512_or_si512(s_absorbed, s_caps)));
+    _mm512_storeu_si512(m.plane[3] + j, _mm512_or_si512(_mm512_or_si512(s_digit, s_nlpunct), _mm512_or_si512(C, s_same)));
+    _mm512_storeu_si512(m.pairs + j, _mm512_andnot_si512(_mm512_or_si512(_mm512_or_si512(s_capital, s_caps), s_lower),
+                                                         _mm512_and_si512(A, prev_a)));
+    return nl;
+}
 
 }  // namespace
 
 bool avx512_kernel_usable(const int* w) noexcept { return weights_for(w).usable; }
 
-// Masks of one block that the second pass needs.
-struct BlockMasks {
-    std::uint64_t starts;     // B: first character of every piece
-    std::uint64_t plane[4];   // bit planes of the type of the piece starting there
-    std::uint64_t pairs;      // letters whose predecessor is in the same ASCII sub-word
+// Each step is its own function so that each gets the whole register file for its constants.
+#define LATCH_STEP LATCH_AVX512 __attribute__((noinline))
+
+// Step 1: classify blocks 1..nb of the chunk at `base` and the lookahead block nb+1.
+LATCH_STEP void classify_chunk(ChunkMasks& m, const KernelWeights& kw, const std::uint8_t* text, std::size_t len,
+                               std::size_t base, std::size_t end, int nb, bool la_word) {
+    for (int j = 1; j <= nb + 1; ++j) {
+        const std::size_t at = base + 64 * static_cast<std::size_t>(j - 1);
+        if (at + 64 <= end) {
+            classify_block<true>(m, j, kw, text, len, at, ~0ull);
+        } else {
+            classify_block<false>(m, j, kw, text, len, at < end ? at : base, at < end ? valid_bits(end - at) : 0);
+        }
+        m.LA[j] = la_word && at <= end && end - at < 64 ? 1ull << (end - at) : 0;
+    }
+    for (int j = nb + 2; j < nb + 10; ++j) {
+        m.L[j] = m.U[j] = m.D[j] = m.P[j] = m.S[j] = m.N[j] = m.SP[j] = m.C[j] = m.EQ[j] = m.LA[j] = 0;
+    }
+}
+
+// Step 2 for blocks 1..nb; returns the blocks that end inside a run longer than 64 (bit j-1).
+LATCH_STEP std::uint64_t pieces_chunk(ChunkMasks& m, int nb, std::uint64_t* nl_before) {
+    std::uint64_t long_runs = 0;
+    __m512i nl = _mm512_set1_epi64(static_cast<long long>(*nl_before));
+    for (int j = 1; j <= nb; j += 8) {
+        nl = pieces8(m, j, nl, &long_runs);
+    }
+    *nl_before = m.NL[nb];
+    return long_runs & (nb >= 64 ? ~0ull : (1ull << nb) - 1);
+}
+
+// What step 3 carries from block to block and adds up.
+struct PriceState {
+    std::size_t open_start;  // the piece still open at the block boundary
+    int open_type;
+    std::int64_t units;
+    std::int64_t pairs, classed[3];  // letter pairs in sub-words, and those of bigram class 1..3
 };
 
-// Units of the pure-ASCII stretch text[from, end) (end = len or a non-ASCII character); `from`
-// starts a run. Stops early at the start of a whitespace run longer than 64 characters and
-// reports it in *stop (the caller walks that run); otherwise *stop = end.
-//
-// Works in chunks of up to 32 blocks: pass 1 turns bytes into piece masks (carries between
-// blocks are single bits), pass 2 prices the pieces and bigrams; short independent loops keep
-// the out-of-order core busy and the register pressure low.
-LATCH_AVX512 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size_t len, std::size_t from,
-                                             std::size_t end, const int* w, std::size_t* stop) {
-    const KernelWeights& kw = weights_for(w);
-    // The character after the stretch: a LETTER joins a preceding single PUNCT or space.
-    const bool la_word = end < len && class_of(text[end]) == LETTER;
-    auto prev = [](std::uint64_t x, std::uint64_t p) { return (x << 1) | p; };
-    auto next = [](std::uint64_t x, std::uint64_t n) { return (x >> 1) | (n << 63); };
-
-    // Pass-1 state: the previous character's classes (one bit each), fill carry, last start.
-    std::uint64_t pA = 0, pL = 0, pP = 0, pD = 0, pWS = 0, pNL = 0;
-    if (from > 0 && text[from - 1] < 0x80) {
-        const int k = latin1_classes()[text[from - 1]];
-        pA = k == LOWER || k == UPPER;
-        pL = k == LOWER;
-        pP = k == PUNCT;
-        pD = k == DIGIT;
-        pWS = k == SPACE || k == NEWLINE;
-    }
-    unsigned char mix_carry = 0;
-    std::size_t last_start = from;
-    // Pass-2 state: the piece still open at the block boundary (absolute start, kernel type).
-    std::size_t open_start = from;
-    int open_type = T_ABSORBED;  // a zero-length placeholder before the first piece
-    std::int64_t units = 0;
-    std::uint64_t n_bigram[4] = {};
-    __m512i acc = _mm512_setzero_si512();  // 16 x int32 partial sums of f, flushed every chunk
-
+// Steps 3 and 4 for blocks 1..last of the chunk at `base`.
+LATCH_STEP void price_chunk(const ChunkMasks& m, const KernelWeights& kw, std::size_t base, int last, PriceState& st) {
     const __m512i iota = _mm512_set_epi8(63, 62, 61, 60, 59, 58, 57, 56, 55, 54, 53, 52, 51, 50, 49, 48, 47, 46, 45,
                                          44, 43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26,
                                          25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6,
                                          5, 4, 3, 2, 1, 0);
-    const __m512i shift1 = _mm512_set_epi8(62, 61, 60, 59, 58, 57, 56, 55, 54, 53, 52, 51, 50, 49, 48, 47, 46, 45,
-                                           44, 43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26,
-                                           25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6,
-                                           5, 4, 3, 2, 1, 0, 0);
-    const __m512i up1w = _mm512_set_epi16(30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13,
-                                          12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0);
-
-    constexpr int kChunk = 32;
-    BlockMasks blk[kChunk];
-    std::size_t base = from;
-    std::uint64_t vcur = valid_bits(end - base);
-    Classes cur = classify(_mm512_maskz_loadu_epi8(static_cast<__mmask64>(vcur), text + base), vcur);
-    *stop = end;
-    bool stopped = false;
-
-    while (base < end && !stopped) {
-        // ---- pass 1: piece masks of up to kChunk blocks --------------------------------------
-        const std::size_t chunk_base = base;
-        int nb = 0;
-        while (nb < kChunk && base < end) {
-            const std::size_t nbase = base + 64;
-            const std::uint64_t vnxt = nbase < end ? valid_bits(end - nbase) : 0;
-            const Classes nxt =
-                classify(_mm512_maskz_loadu_epi8(static_cast<__mmask64>(vnxt), text + (vnxt ? nbase : base)), vnxt);
-            std::uint64_t la_cur = 0, la_nxt = 0;  // the stretch's successor, when it is a LETTER
-            if (la_word) {
-                if (end - base < 64) {
-                    la_cur = 1ull << (end - base);
-                } else if (end - nbase < 64) {
-                    la_nxt = 1ull << (end - nbase);
-                }
-            }
-            const std::uint64_t A = cur.L | cur.U, An = nxt.L | nxt.U;
-            const std::uint64_t WS = cur.S | cur.N, WSn = nxt.S | nxt.N;
-            const std::uint64_t nextWA = next(A | la_cur, An | la_nxt);
-            const std::uint64_t nextJ = next(A | la_cur | cur.P, An | la_nxt | nxt.P);
-
-            // Words: sub-word starts; the type is decided at the start.
-            const std::uint64_t prevA = prev(A, pA);
-            const std::uint64_t part_start = A & ~prevA;
-            const std::uint64_t nextL = next(cur.L, nxt.L);
-            const std::uint64_t s_capital = cur.U & nextL;
-            const std::uint64_t s_caps = cur.U & ~nextL & (part_start | prev(cur.L, pL));
-            const std::uint64_t s_lower = cur.L & part_start;
-
-            // Digits and punctuation.
-            const std::uint64_t s_digit = cur.D & ~prev(cur.D, pD);
-            const std::uint64_t prevP = prev(cur.P, pP);
-            const std::uint64_t p_start = cur.P & ~prevP;
-            const std::uint64_t p_end = cur.P & ~next(cur.P, nxt.P);
-            const std::uint64_t s_join = p_start & p_end & nextWA;
-            std::uint64_t same_end = 0;
-            if (cur.P & prevP) {  // PUNCT runs of 2+: do all their characters repeat the first?
-                const __m512i xcur = _mm512_maskz_loadu_epi8(static_cast<__mmask64>(vcur), text + base);
-                const __m512i xprev =
-                    base > 0 ? _mm512_maskz_loadu_epi8(static_cast<__mmask64>((vcur << 1) | 1), text + base - 1)
-                             : _mm512_maskz_permutexvar_epi8(static_cast<__mmask64>(~1ull), shift1, xcur);
-                const std::uint64_t eq = _cvtmask64_u64(_mm512_cmpeq_epi8_mask(xcur, xprev));
-                const std::uint64_t mixed = fill(cur.P & prevP & ~eq, cur.P, &mix_carry);
-                same_end = p_end & ~p_start & ~mixed;
-            } else {
-                mix_carry = 0;
-            }
-
-            // Whitespace: the NEWLINE part is every character with a NEWLINE at or after it in
-            // its run (a carry-propagation fill on bit-reversed masks of this block and the next).
-            std::uint64_t limit = ~0ull;
-            if ((WS >> 63) && WSn == ~0ull) {  // a whitespace run longer than 64: walk it in scalar
-                const std::uint64_t non_ws = ~WS & vcur;
-                const unsigned s = non_ws ? 64 - static_cast<unsigned>(_lzcnt_u64(non_ws)) : 0;
-                limit = valid_bits(s);
-                *stop = base + s;
-                stopped = true;
-            }
-            std::uint64_t nl_type = 0;
-            if (cur.N | nxt.N) {
-                std::uint64_t r_lo, r_hi, rn_lo, rn_hi, unused;
-                reverse128(WS, WSn, &r_lo, &r_hi);
-                reverse128(cur.N, nxt.N, &rn_lo, &rn_hi);
-                unsigned long long f_lo, f_hi;
-                _addcarry_u64(_addcarry_u64(0, r_lo, rn_lo, &f_lo), r_hi, rn_hi, &f_hi);
-                reverse128((r_lo & ~f_lo) | rn_lo, (r_hi & ~f_hi) | rn_hi, &nl_type, &unused);
-            }
-            const std::uint64_t ws_start = WS & ~prev(WS, pWS);
-            const std::uint64_t s_absorbed = WS & ~next(WS, WSn) & cur.SP20 & nextJ;
-            const std::uint64_t s_space =
-                ((ws_start & ~nl_type) | (WS & ~nl_type & prev(nl_type, pNL))) & ~s_absorbed;
-            const std::uint64_t s_newline = ws_start & nl_type & ~prevP;
-            const std::uint64_t s_nlpunct = ws_start & nl_type & prevP;
-            const std::uint64_t s_punct = p_start & ~s_join;
-
-            std::uint64_t B = s_lower | s_capital | s_punct | s_newline | s_space | s_join | s_absorbed | s_caps |
-                              s_digit | s_nlpunct | cur.C;
-            if (stopped) {
-                B = (B & limit) | (limit + 1);  // close the pieces before the long run at its start
-            }
-            BlockMasks& m = blk[nb++];
-            m.starts = B;
-            m.plane[0] = s_capital | s_newline | s_join | s_caps | s_nlpunct;  // see PieceType
-            m.plane[1] = s_punct | s_newline | s_absorbed | s_caps | cur.C;
-            m.plane[2] = s_space | s_join | s_absorbed | s_caps;
-            m.plane[3] = s_digit | s_nlpunct | cur.C;
-            m.pairs = A & prevA & ~(s_capital | s_caps | s_lower) & limit;
-
-            // PUNCT runs of one repeated character: priced as PUNCT in pass 2, corrected here.
-            for (std::uint64_t k = same_end & limit; k; k &= k - 1) {
+    const __m512i up1 = _mm512_set_epi8(62, 61, 60, 59, 58, 57, 56, 55, 54, 53, 52, 51, 50, 49, 48, 47, 46, 45, 44,
+                                        43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25,
+                                        24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4,
+                                        3, 2, 1, 0, 0);
+    const __m512i flo_a = _mm512_load_si512(kw.f_lo), flo_b = _mm512_load_si512(kw.f_lo + 64),
+                  flo_c = _mm512_load_si512(kw.f_lo + 128);
+    const __m512i fhi_a = _mm512_load_si512(kw.f_hi), fhi_b = _mm512_load_si512(kw.f_hi + 64),
+                  fhi_c = _mm512_load_si512(kw.f_hi + 128);
+    const __m512i zero = _mm512_setzero_si512();
+    __m512i sum_lo = zero, sum_hi = zero;
+    std::size_t open_start = st.open_start;
+    int open_type = st.open_type;
+    std::int64_t units = 0;
+    for (int j = 1; j <= last; ++j) {
+        const std::size_t at = base + 64 * static_cast<std::size_t>(j - 1);
+        const std::uint64_t B = m.B[j];
+        if (!B) {
+            continue;
+        }
+        const unsigned first = static_cast<unsigned>(_tzcnt_u64(B));
+        if (at + first > open_start) {  // the piece open since an earlier block closes here
+            units += price(kw, open_type, at + first - open_start);
+        }
+        const unsigned count = static_cast<unsigned>(_mm_popcnt_u64(B));
+        // Types of the pieces in start order (the planes' bits at the starts, packed), times 16.
+        __m512i types = _mm512_maskz_mov_epi8(static_cast<__mmask64>(_pext_u64(m.plane[0][j], B)),
+                                              _mm512_set1_epi8(1 << 4));
+        types = _mm512_mask_add_epi8(types, static_cast<__mmask64>(_pext_u64(m.plane[1][j], B)), types,
+                                     _mm512_set1_epi8(2 << 4));
+        types = _mm512_mask_add_epi8(types, static_cast<__mmask64>(_pext_u64(m.plane[2][j], B)), types,
+                                     _mm512_set1_epi8(4 << 4));
+        types = _mm512_mask_add_epi8(types, static_cast<__mmask64>(_pext_u64(m.plane[3][j], B)), types,
+                                     _mm512_set1_epi8(static_cast<char>(8 << 4)));
+        const __m512i starts = _mm512_maskz_compress_epi8(static_cast<__mmask64>(B), iota);
+        // Lane i >= 1: the piece from start i-1 to start i.
+        const __m512i length = _mm512_sub_epi8(starts, _mm512_permutexvar_epi8(up1, starts));
+        const __m512i ptypes = _mm512_permutexvar_epi8(up1, types);
+        const __m512i idx = _mm512_add_epi8(
+            ptypes, _mm512_sub_epi8(_mm512_min_epu8(length, _mm512_set1_epi8(16)), _mm512_set1_epi8(1)));
+        const std::uint64_t closed = (count >= 64 ? ~0ull : (1ull << count) - 1) & ~1ull;
+        const __mmask64 high = _mm512_movepi8_mask(idx);  // idx >= 128
+        const __m512i lo = _mm512_mask_blend_epi8(high, _mm512_permutex2var_epi8(flo_a, idx, flo_b),
+                                                  _mm512_permutexvar_epi8(idx, flo_c));
+        const __m512i hi = _mm512_mask_blend_epi8(high, _mm512_permutex2var_epi8(fhi_a, idx, fhi_b),
+                                                  _mm512_permutexvar_epi8(idx, fhi_c));
+        sum_lo = _mm512_add_epi64(sum_lo, _mm512_sad_epu8(_mm512_maskz_mov_epi8(closed, lo), zero));
+        sum_hi = _mm512_add_epi64(sum_hi, _mm512_sad_epu8(_mm512_maskz_mov_epi8(closed, hi), zero));
+        // Pieces over 16 characters (length 17..63 here): the table priced 16 of them.
+        const std::uint64_t longer =
+            _cvtmask64_u64(_mm512_movepi8_mask(_mm512_add_epi8(length, _mm512_set1_epi8(111)))) & closed;
+        if (longer) {
+            alignas(64) std::uint8_t ls[64], ts[64];
+            _mm512_store_si512(ls, length);
+            _mm512_store_si512(ts, ptypes);
+            for (std::uint64_t k = longer; k; k &= k - 1) {
                 const unsigned i = static_cast<unsigned>(_tzcnt_u64(k));
-                const std::uint64_t below = B & (i == 63 ? ~0ull : (2ull << i) - 1);
-                const std::size_t s0 = below ? base + 63 - static_cast<unsigned>(_lzcnt_u64(below)) : last_start;
-                const std::size_t n = base + i - s0 + 1;
-                units += run_cost(w, OFF_PUNCT_SAME, n) - run_cost(w, OFF_PUNCT, n);
+                const int t = ts[i] >> 4;
+                units += piece_cost(kw.w, t, ls[i]) - piece_cost(kw.w, t, 16);
             }
-            if (stopped) {
-                break;
-            }
-            if (B) {
-                last_start = base + 63 - static_cast<unsigned>(_lzcnt_u64(B));
-            }
-            pA = A >> 63;
-            pL = cur.L >> 63;
-            pP = cur.P >> 63;
-            pD = cur.D >> 63;
-            pWS = WS >> 63;
-            pNL = nl_type >> 63;
-            base = nbase;
-            cur = nxt;
-            vcur = vnxt;
         }
+        const unsigned top = 63 - static_cast<unsigned>(_lzcnt_u64(B));
+        open_start = at + top;
+        open_type = static_cast<int>(((m.plane[0][j] >> top) & 1) | ((m.plane[1][j] >> top) & 1) << 1 |
+                                     ((m.plane[2][j] >> top) & 1) << 2 | ((m.plane[3][j] >> top) & 1) << 3);
+    }
+    // Bigrams of the pairs inside sub-words, 8 blocks per step.
+    __m512i n_pairs = zero, n1 = zero, n2 = zero, n3 = zero;
+    for (int j = 1; j <= last; j += 8) {
+        const __mmask8 lanes = static_cast<__mmask8>(last - j >= 7 ? 0xFF : (1u << (last - j + 1)) - 1);
+        const __m512i pr = _mm512_maskz_loadu_epi64(lanes, m.pairs + j);
+        const __m512i k0 = _mm512_loadu_si512(m.BG0 + j), k1 = _mm512_loadu_si512(m.BG1 + j);
+        n_pairs = _mm512_add_epi64(n_pairs, _mm512_popcnt_epi64(pr));
+        n1 = _mm512_add_epi64(n1, _mm512_popcnt_epi64(_mm512_and_si512(pr, _mm512_andnot_si512(k1, k0))));
+        n2 = _mm512_add_epi64(n2, _mm512_popcnt_epi64(_mm512_and_si512(pr, _mm512_andnot_si512(k0, k1))));
+        n3 = _mm512_add_epi64(n3, _mm512_popcnt_epi64(_mm512_and_si512(pr, _mm512_and_si512(k0, k1))));
+    }
+    st.open_start = open_start;
+    st.open_type = open_type;
+    st.units += units + _mm512_reduce_add_epi64(sum_lo) + 256 * _mm512_reduce_add_epi64(sum_hi);
+    st.pairs += _mm512_reduce_add_epi64(n_pairs);
+    st.classed[0] += _mm512_reduce_add_epi64(n1);
+    st.classed[1] += _mm512_reduce_add_epi64(n2);
+    st.classed[2] += _mm512_reduce_add_epi64(n3);
+}
 
-        // ---- pass 2: piece lengths and prices, bigrams ----------------------------------------
-        const __m512i f0a = _mm512_load_si512(kw.f), f0b = _mm512_load_si512(kw.f + 32);
-        const __m512i f1a = _mm512_load_si512(kw.f + 64), f1b = _mm512_load_si512(kw.f + 96);
-        const __m512i f2a = _mm512_load_si512(kw.f + 128), f2b = _mm512_load_si512(kw.f + 160);
-        for (int bi = 0; bi < nb; ++bi) {
-            const BlockMasks& m = blk[bi];
-            const std::size_t b0 = chunk_base + 64 * static_cast<std::size_t>(bi);
-            const std::uint64_t B = m.starts;
-            if (B) {
-                __m512i tcode = _mm512_maskz_mov_epi8(static_cast<__mmask64>(m.plane[0]), _mm512_set1_epi8(1));
-                tcode = _mm512_mask_add_epi8(tcode, static_cast<__mmask64>(m.plane[1]), tcode, _mm512_set1_epi8(2));
-                tcode = _mm512_mask_add_epi8(tcode, static_cast<__mmask64>(m.plane[2]), tcode, _mm512_set1_epi8(4));
-                tcode = _mm512_mask_add_epi8(tcode, static_cast<__mmask64>(m.plane[3]), tcode, _mm512_set1_epi8(8));
-                const __m512i starts8 = _mm512_maskz_compress_epi8(static_cast<__mmask64>(B), iota);
-                const __m512i types8 = _mm512_maskz_compress_epi8(static_cast<__mmask64>(B), tcode);
-                const unsigned count = static_cast<unsigned>(_mm_popcnt_u64(B));
-                const long long rel = static_cast<long long>(open_start) - static_cast<long long>(b0);
-                short prev_start = static_cast<short>(rel < -1000 ? -1000 : rel);
-                short prev_type = static_cast<short>(open_type);
-                for (unsigned half = 0; half * 32 < count; ++half) {
-                    const __m512i st = _mm512_cvtepu8_epi16(half ? _mm512_extracti64x4_epi64(starts8, 1)
-                                                                 : _mm512_castsi512_si256(starts8));
-                    const __m512i ty = _mm512_cvtepu8_epi16(half ? _mm512_extracti64x4_epi64(types8, 1)
-                                                                 : _mm512_castsi512_si256(types8));
-                    const __m512i pst = _mm512_mask_set1_epi16(_mm512_permutexvar_epi16(up1w, st), 1, prev_start);
-                    const __m512i pty = _mm512_mask_set1_epi16(_mm512_permutexvar_epi16(up1w, ty), 1, prev_type);
-                    const unsigned lanes = count - half * 32 < 32 ? count - half * 32 : 32;
-                    const __mmask32 valid = static_cast<__mmask32>(lanes == 32 ? ~0u : (1u << lanes) - 1);
-                    const __m512i length = _mm512_sub_epi16(st, pst);
-                    const __mmask32 longer = _mm512_mask_cmpgt_epi16_mask(valid, length, _mm512_set1_epi16(16));
-                    const __m512i code = _mm512_add_epi16(_mm512_add_epi16(_mm512_slli_epi16(pty, 4), pty),
-                                                          _mm512_min_epi16(length, _mm512_set1_epi16(16)));
-                    __m512i f = _mm512_permutex2var_epi16(f0a, code, f0b);
-                    f = _mm512_mask_blend_epi16(_mm512_cmpge_epi16_mask(code, _mm512_set1_epi16(64)), f,
-                                                _mm512_permutex2var_epi16(f1a, code, f1b));
-                    f = _mm512_mask_blend_epi16(_mm512_cmpge_epi16_mask(code, _mm512_set1_epi16(128)), f,
-                                                _mm512_permutex2var_epi16(f2a, code, f2b));
-                    acc = _mm512_add_epi32(acc,
-                                           _mm512_madd_epi16(_mm512_maskz_mov_epi16(valid, f), _mm512_set1_epi16(1)));
-                    if (longer) {  // pieces over 16 characters: the table priced 16 of them
-                        alignas(64) std::int16_t ls[32], ps[32], ts[32];
-                        _mm512_store_si512(ls, length);
-                        _mm512_store_si512(ps, pst);
-                        _mm512_store_si512(ts, pty);
-                        for (std::uint32_t k = longer; k; k &= k - 1) {
-                            const unsigned j = static_cast<unsigned>(_tzcnt_u32(k));
-                            const std::size_t s0 =
-                                (half == 0 && j == 0) ? open_start : b0 + static_cast<std::size_t>(ps[j]);
-                            const std::size_t n = b0 + static_cast<std::size_t>(ps[j] + ls[j]) - s0;
-                            units += piece_cost(w, ts[j], n) - piece_cost(w, ts[j], 16);
-                        }
-                    }
-                    if (lanes == 32 && count > 32) {  // the second half continues from lane 31
-                        alignas(64) std::int16_t last[32];
-                        _mm512_store_si512(last, st);
-                        prev_start = last[31];
-                        _mm512_store_si512(last, ty);
-                        prev_type = last[31];
-                    }
-                }
-                const unsigned top = 63 - static_cast<unsigned>(_lzcnt_u64(B));
-                open_start = b0 + top;
-                open_type = static_cast<int>(((m.plane[0] >> top) & 1) | ((m.plane[1] >> top) & 1) << 1 |
-                                             ((m.plane[2] >> top) & 1) << 2 | ((m.plane[3] >> top) & 1) << 3);
-            }
-            if (m.pairs) {  // bigram class of (previous letter, letter) from two bit planes of BIGRAM
-                const __m512i cur_bytes =
-                    _mm512_maskz_loadu_epi8(static_cast<__mmask64>(m.pairs | m.pairs >> 1), text + b0);
-                const __m512i prev_bytes =  // pairs never include bit 0 at the start of the text
-                    b0 > 0 ? _mm512_maskz_loadu_epi8(static_cast<__mmask64>(m.pairs), text + b0 - 1)
-                           : _mm512_maskz_permutexvar_epi8(static_cast<__mmask64>(~1ull), shift1, cur_bytes);
-                const __m512i case_bit = _mm512_set1_epi8(0x20);
-                const __m512i a = _mm512_sub_epi8(_mm512_or_si512(prev_bytes, case_bit), _mm512_set1_epi8('a'));
-                const __m512i b = _mm512_sub_epi8(_mm512_or_si512(cur_bytes, case_bit), _mm512_set1_epi8('a'));
-                const __m512i a2 = _mm512_add_epi8(a, a);
-                const __m512i idx = _mm512_add_epi8(_mm512_add_epi8(a2, a2),
-                                                    _mm512_and_si512(_mm512_srli_epi16(b, 3), _mm512_set1_epi8(0x1F)));
-                const __m512i pow2 =
-                    _mm512_broadcast_i32x4(_mm_set_epi8(0, 0, 0, 0, 0, 0, 0, 0, -128, 64, 32, 16, 8, 4, 2, 1));
-                const __m512i bit = _mm512_shuffle_epi8(pow2, _mm512_and_si512(b, _mm512_set1_epi8(7)));
-                const std::uint64_t k0 = _cvtmask64_u64(_mm512_test_epi8_mask(
-                    _mm512_permutex2var_epi8(_mm512_load_si512(kw.bigram_plane[0]), idx,
-                                             _mm512_load_si512(kw.bigram_plane[0] + 64)), bit));
-                const std::uint64_t k1 = _cvtmask64_u64(_mm512_test_epi8_mask(
-                    _mm512_permutex2var_epi8(_mm512_load_si512(kw.bigram_plane[1]), idx,
-                                             _mm512_load_si512(kw.bigram_plane[1] + 64)), bit));
-                const std::uint64_t pr = m.pairs;
-                const std::uint64_t c1n = static_cast<std::uint64_t>(_mm_popcnt_u64(pr & k0 & ~k1));
-                const std::uint64_t c2n = static_cast<std::uint64_t>(_mm_popcnt_u64(pr & ~k0 & k1));
-                const std::uint64_t c3n = static_cast<std::uint64_t>(_mm_popcnt_u64(pr & k0 & k1));
-                n_bigram[1] += c1n;
-                n_bigram[2] += c2n;
-                n_bigram[3] += c3n;
-                n_bigram[0] += static_cast<std::uint64_t>(_mm_popcnt_u64(pr)) - c1n - c2n - c3n;
+// First byte >= 0x80 in [from, to), or `to`.
+LATCH_AVX512 inline std::size_t ascii_end(const std::uint8_t* text, std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; i += 64) {
+        const __m512i x = i + 64 <= to ? _mm512_loadu_si512(text + i)
+                                       : _mm512_maskz_loadu_epi8(static_cast<__mmask64>(valid_bits(to - i)), text + i);
+        const std::uint64_t high = _cvtmask64_u64(_mm512_movepi8_mask(x));
+        if (high) {
+            return i + _tzcnt_u64(high);
+        }
+    }
+    return to;
+}
+
+// Units of the pure-ASCII stretch that starts at `from` (a run start) and ends at the first
+// non-ASCII byte or at `len`. Sets *stop to where it stopped: the stretch's end, or the start
+// of a whitespace or PUNCT run longer than 64 characters (the caller walks that run).
+LATCH_AVX512 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size_t len, std::size_t from,
+                                             const int* w, std::size_t* stop) {
+    const KernelWeights& kw = weights_for(w);
+    std::size_t end = len;  // the stretch's end once found; until then len
+    bool la_word = false;   // the stretch's successor is a LETTER (it joins a PUNCT or space)
+    ChunkMasks m;  // every entry is written before it is read
+    // Block 0: the character before `from` as its bit 63 (none at a stretch's start).
+    const int k_before = from > 0 && text[from - 1] < 0x80 ? latin1_classes()[text[from - 1]] : -1;
+    const std::uint64_t top = 1ull << 63;
+    m.L[0] = k_before == LOWER ? top : 0;
+    m.U[0] = k_before == UPPER ? top : 0;
+    m.D[0] = k_before == DIGIT ? top : 0;
+    m.P[0] = k_before == PUNCT ? top : 0;
+    m.S[0] = k_before == SPACE ? top : 0;
+    m.N[0] = k_before == NEWLINE ? top : 0;
+    std::uint64_t nl_before = 0;  // NEWLINE-part mask of the block before the chunk
+    PriceState st{from, T_ABSORBED, 0, 0, {0, 0, 0}};  // a zero-length placeholder piece first
+
+    std::size_t base = from;  // first byte of the chunk
+    *stop = len;
+    while (base < end) {
+        // Look for the stretch's end in this chunk's window (it also brings the window into L1).
+        const std::size_t window = base + 64 * (kChunk + 1) < len ? base + 64 * (kChunk + 1) : len;
+        if (end == len) {
+            end = ascii_end(text, base, window);
+            if (end == window) {
+                end = len;
+            } else {
+                la_word = class_of(text[end]) == LETTER;
             }
         }
-        units += _mm512_reduce_add_epi32(acc);  // <= 32 blocks x 4 pieces x 32767 per lane: no overflow
-        acc = _mm512_setzero_si512();
+        *stop = end;
+        const int nb = static_cast<int>((end - base + 63) / 64 < kChunk ? (end - base + 63) / 64 : kChunk);
+        classify_chunk(m, kw, text, len, base, end, nb, la_word);
+        const std::uint64_t long_runs = pieces_chunk(m, nb, &nl_before);
+        int last = nb;
+        if (long_runs) {  // stop at the long run's start; the scalar walker prices it
+            const int j = 1 + static_cast<int>(_tzcnt_u64(long_runs));
+            const std::size_t at = base + 64 * static_cast<std::size_t>(j - 1);
+            const std::uint64_t ws = m.S[j] | m.N[j];
+            const std::uint64_t other = ~((ws >> 63) ? ws : m.P[j]) & valid_bits(end - at);
+            const unsigned s = other ? 64 - static_cast<unsigned>(_lzcnt_u64(other)) : 0;
+            const std::uint64_t below = valid_bits(s);
+            m.B[j] = (m.B[j] & below) | (below + 1);  // the long run's start closes the piece before
+            m.pairs[j] &= below;
+            *stop = at + s;
+            last = j;
+        }
+        price_chunk(m, kw, base, last, st);
+        if (*stop != end) {
+            break;
+        }
+        // The chunk's last block becomes block 0 of the next chunk.
+        m.L[0] = m.L[nb], m.U[0] = m.U[nb], m.D[0] = m.D[nb], m.P[0] = m.P[nb];
+        m.S[0] = m.S[nb], m.N[0] = m.N[nb], m.SP[0] = m.SP[nb], m.C[0] = m.C[nb];
+        base += 64 * static_cast<std::size_t>(nb);
     }
-    if (!stopped) {  // close the last piece at the end of the stretch
-        units += piece_cost(w, open_type, end - open_start);
+    if (*stop == end) {  // the last piece closes at the end of the stretch
+        st.units += price(kw, st.open_type, end - st.open_start);
     }
-    for (int i = 0; i < 4; ++i) {
-        units += static_cast<std::int64_t>(n_bigram[i]) * kw.bigram[i];
+    std::int64_t units = st.units + (st.pairs - st.classed[0] - st.classed[1] - st.classed[2]) * kw.bigram[0];
+    for (int c = 1; c <= 3; ++c) {
+        units += st.classed[c - 1] * kw.bigram[c];
     }
     return units;
 }
@@ -441,7 +528,8 @@ bool avx512_kernel_supported() noexcept {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
-           __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("gfni") &&
+           __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("avx512vpopcntdq") &&
+           __builtin_cpu_supports("gfni") &&
            __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt");
 }
 

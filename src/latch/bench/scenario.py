@@ -129,7 +129,7 @@ CORPUS_SHAPE = ScenarioShape(
                          result_chars=Spread(median=5678, p90=18146, max=40122)),
         "edit": CallKind(share=0.339, error_rate=0.0, args_chars=Spread(median=1278, p90=6432, max=33969),
                          result_chars=Spread(median=50, p90=146, max=4399)),
-        "test": CallKind(share=0.096, error_rate=0.464, args_chars=Spread(median=216, p90=311, max=407),
+        "test": CallKind(share=0.096, error_rate=0.5, args_chars=Spread(median=216, p90=311, max=407),
                          result_chars=Spread(median=1633, p90=10038, max=16962)),
         "other": CallKind(share=0.49, error_rate=0.098, args_chars=Spread(median=281, p90=1064, max=28053),
                           result_chars=Spread(median=318, p90=6445, max=40153)),
@@ -441,10 +441,10 @@ class ScenarioModel:
             cmd = rng.choice(_OTHER_COMMANDS)
             if n > 120:
                 cmd = f"python3 - <<'EOF'\n{self._slice(self._code, n - 30)}\nEOF"
-            if fails:
-                body = rng.choice(_ERRORS)
-            else:
-                body = self._slice(self._logs, size)
+            body = self._slice(self._logs, size)
+            if fails:  # the error first (its signature names the failure), then the rest of the output
+                error = rng.choice(_ERRORS)
+                body = error if size <= len(error) else error + "\n" + self._slice(self._logs, size - len(error) - 1)
             call = ToolCall(cid, "Bash", json.dumps({"command": cmd}))
             result = ToolResult(cid, body, is_error=fails, name="Bash", exit_code=1 if fails else 0)
         return call, result

@@ -239,11 +239,14 @@ def _batches(seed: int, images: tuple[MediaRef, ...], total: int, batch: int) ->
 
 
 def _produce(db: str, sid: str, seed: int, images: tuple[MediaRef, ...], total: int, batch: int,
-             appended: Any, seconds: Any) -> None:
-    """Producer process: generate and append ``total`` events; publish progress in ``appended``."""
+             appended: Any, wanted: Any, seconds: Any) -> None:
+    """Producer process: generate and append ``total`` events, never more than ``wanted`` ahead of
+    need (so its transactions do not starve the engine's record writes); publish progress in ``appended``."""
     store = EventStore(db)
     try:
         for chunk in _batches(seed, images, total, batch):
+            while appended.value >= wanted.value:
+                time.sleep(0.002)
             t = time.perf_counter()
             store.append(sid, chunk)
             seconds.value += time.perf_counter() - t
@@ -262,10 +265,11 @@ class _Appender:
         if parallel:
             ctx = mp.get_context("spawn")
             self._appended = ctx.Value("q", 0, lock=False)
+            self._wanted = ctx.Value("q", 0, lock=False)
             self._secs = ctx.Value("d", 0.0, lock=False)
             self._proc = ctx.Process(target=_produce, name="latch-stress-producer", daemon=True,
-                                     args=(str(store.path), sid, cfg.seed, images, cfg.events, cfg.batch,
-                                           self._appended, self._secs))
+                                     args=(str(store.path), sid, cfg.seed, images, cfg.events,
+                                           min(cfg.batch, cfg.every), self._appended, self._wanted, self._secs))
             self._proc.start()
         else:
             self._gen = _batches(cfg.seed, images, cfg.events, cfg.batch)
@@ -275,8 +279,9 @@ class _Appender:
     def appended(self) -> int:
         return self._appended.value if self._proc is not None else self._count
 
-    def ensure(self, n: int) -> int:
-        """Block until at least ``min(n, events)`` scenario events are stored; return how many are."""
+    def ensure(self, n: int, ahead: int = 0) -> int:
+        """Block until at least ``min(n, events)`` scenario events are stored (a producer may then
+        go on to ``n + ahead`` while the caller works); return how many are stored."""
         n = min(n, self.cfg.events)
         if self._proc is None:
             while self._count < n:
@@ -286,12 +291,19 @@ class _Appender:
                 self.seconds += time.perf_counter() - t
                 self._count += len(chunk)
             return self._count
+        self._wanted.value = max(self._wanted.value, n + ahead)
         while self._appended.value < n:
             if not self._proc.is_alive() and self._appended.value < n:
                 raise RuntimeError(f"stress producer exited with code {self._proc.exitcode} after "
                                    f"{self._appended.value:,} of {self.cfg.events:,} events")
-            time.sleep(0.005)
+            time.sleep(0.002)
         return self._appended.value
+
+    def abort(self) -> None:
+        """Stop the producer (after an error in this process)."""
+        if self._proc is not None and self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join()
 
     def finish(self) -> float | None:
         """Wait for every event; return the producer's peak RSS in MB (``None`` inline)."""
@@ -312,7 +324,7 @@ class _Verifier:
     """Per-view checks against the durable records (see the module docstring)."""
 
     def __init__(self, report: StressReport, counter: TokenCounter, writer: StoreKernelWriter, hard: int):
-        self.r, self.counter, self.writer, self.hard = report, counter, writer, hard
+        self.counter, self.writer, self.hard = counter, writer, hard
         c = report.checks
         for name in ("canonical_survival", "rejection_preserved", "exact_raw_recall", "recent_verbatim",
                      "bounded_tokens", "component_sums", "append_only_epochs", "bounded_episode_index",
@@ -401,7 +413,8 @@ class _Verifier:
 
 
 def _last_unit_lines(store: EventStore, sid: str, until: int) -> list[bytes] | None:
-    """The provider-visible lines of the newest unit complete as of ``until`` (from the raw log)."""
+    """The provider-visible lines of the newest unit complete as of ``until``, segmented independently
+    from the raw log's last 400 events (units starting in the first 20 may lack their opening event)."""
     lo = max(0, until - 400)
     units = UnitBuilder().feed_all(store.events(sid, after_seq=lo, until_seq=until))
     units = [u for u in units if u.first_seq > lo + 20]
@@ -474,6 +487,7 @@ def _run(store: EventStore, cfg: StressConfig, parallel: bool, report: StressRep
     planted, diag_seq = _plant(store, sid)
     planted_bytes = [store.get(s).event.encode() for s in planted]
     base = store.max_seq(sid)
+    first = planted[0]
 
     estimator = resolve_estimator(MODEL)
     counter = TokenCounter(estimator)
@@ -495,7 +509,7 @@ def _run(store: EventStore, cfg: StressConfig, parallel: bool, report: StressRep
         report.materialize_seconds += dt
         report.materializations += 1
         report.rotations += rotated
-        report.timings.append((v.metrics.get("until_seq", until or 0) - base + len(planted), dt, rotated))
+        report.timings.append((v.metrics["until_seq"] - first + 1, dt, rotated))
         verify.view(v, where)
         return v
 
@@ -503,7 +517,7 @@ def _run(store: EventStore, cfg: StressConfig, parallel: bool, report: StressRep
     try:
         last_until = 0
         for target in range(cfg.every, cfg.events + 1, cfg.every):
-            appender.ensure(target + 200)
+            appender.ensure(target + 200, ahead=cfg.every)
             nexts = list(store.events(sid, after_seq=base + target, kinds=("assistant_message",), limit=cfg.burst))
             for k, a in enumerate(nexts):
                 until = a.seq - 1
@@ -521,8 +535,7 @@ def _run(store: EventStore, cfg: StressConfig, parallel: bool, report: StressRep
                 progress(appender.appended, cfg.events)
         producer_rss = appender.finish()
     except BaseException:
-        if appender._proc is not None and appender._proc.is_alive():
-            appender._proc.kill()
+        appender.abort()
         raise
     report.append_seconds = appender.seconds
     report.producer_peak_rss_mb = producer_rss

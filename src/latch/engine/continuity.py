@@ -11,8 +11,8 @@ Every request gets a view built from the durable log, shaped as one *cache epoch
 
 Within an epoch each request is the previous request plus a new tail, byte for byte on
 :func:`~latch.engine.units.request_lines`: newly completed units are appended, then a delta when
-something changed (the canonical state revision went up, the extension changed, a new user turn
-recalled archival originals). Recall and the episode index only reach the archival region
+something changed (a higher canonical state revision whose text differs: the full current state;
+a changed extension; archival originals recalled for a new user turn). Recall and the episode index only reach the archival region
 (``seq < epoch start``). Rotation starts a new epoch (a fresh snapshot, then the newest whole units
 up to three quarters of the effective ``recent_tokens``) when the epoch's conversation exceeds
 ``recent_tokens`` (reason ``"recent_tokens"``), when kernel deltas would push the request over the
@@ -22,13 +22,25 @@ hard budget (``"hard_budget"``), when system/tools/session context change
 and rotation deletes nothing.
 
 Budget (tokens), allocated in the spec's priority order: tools and extension are reserved first,
-then the instructions (system prompt and session context) and the canonical state; the hard
+then the instructions (system prompt and session context) and the canonical state (its whole
+render budget, ``[context] state_tokens``, is reserved; it is rendered only when sent); the hard
 budget lowers ``recent_tokens`` when needed; recalled originals and the episode index share what
 is left after ``recent_tokens``, at most ``[context] recall_tokens`` per epoch: half for the
 snapshot (the episode index at most a quarter of that), the rest for recall deltas of later user
 turns (``episode_tokens`` is inside ``recall_tokens``). ``instructions + state + recent +
 recall + tools + extension <= window - reserve`` always holds; a single unit that cannot fit
 raises :class:`~latch.engine.port.ContextOverflow` with the breakdown.
+
+Metrics (``view.metrics`` and the ``materialization`` record): ``generation``,
+``epoch_start_seq``, ``first_retained_seq``, ``until_seq``, ``events``, ``episodes``, ``units``,
+``span_user_turns``, ``rotated``, ``rotation_reason`` and ``retained_tokens`` (of the epoch's
+start), ``left_tokens`` (left working memory since the previous request), ``request_tokens``,
+``common_prefix_tokens`` and ``cacheability`` (their ratio, on the canonical serialization),
+``hard_limit_tokens``, ``reserve_tokens``, ``recent_limit_tokens`` (effective), ``recall_limit_tokens``,
+``headroom_tokens``, ``kernel_messages``, ``recalled_events``, ``image_count``, ``image_tokens``,
+``components`` and ``provider``: the latest provider usage with ``prefix_utilization``
+(cache_read / the previous request's common prefix) and ``cache_hit_rate`` (cache_read /
+(cache_read + input + cache_write)); unknown stays ``None``.
 
 Durable records, written only through the :class:`~latch.engine.port.KernelWriter` in one
 transaction per request: ``epoch``, ``kernel_context`` (the exact text as component ``parts``),
@@ -62,10 +74,6 @@ INDEX_ENTRIES = 16
 EPOCH, KERNEL, MATERIALIZATION, COMPACT = "epoch", "kernel_context", "materialization", "manual_compact"
 RECORD_KINDS = (EPOCH, KERNEL, MATERIALIZATION, COMPACT)
 _COMPONENTS = ("state", "extension", "episode", "recall")
-STATE_REFRESH_SHARE = 8
-"""A changed canonical state is re-sent on a new user turn, or once the epoch's conversation grew by
-``recent_tokens // STATE_REFRESH_SHARE`` since the state was last sent (the verbatim results in
-between already show the change)."""
 STATE_SHARE = 4
 """The canonical state renders within ``[context] state_tokens`` and at most 1/STATE_SHARE of what
 instructions, tools and extension leave."""
@@ -97,6 +105,11 @@ def _arg_paths(arguments: str) -> list[str]:
 
 def _section(tag: str, body: str, attrs: str = "") -> str:
     return f"<{tag}{attrs}>\n{body}\n</{tag}>\n"
+
+
+def _state_body(section: str) -> str:
+    """The rendered state inside a ``<canonical-state revision="N">`` section."""
+    return section.split("\n", 1)[1].rsplit("\n</canonical-state>", 1)[0]
 
 
 def _digest(line: bytes) -> str:
@@ -170,8 +183,7 @@ class _Epoch:
         self.kernel: list[_KernelMessage] = []
         self.kernel_tokens = dict.fromkeys(_COMPONENTS, 0)
         self.state_revision = 0
-        self.state_text = ""
-        self.state_mark = 0  # units shown when the state was last rendered into this epoch
+        self.state_text = ""  # body of the newest state section in this epoch
         self.extension = ""
         self.anchor = 0
         self.query: str | None = None
@@ -232,8 +244,8 @@ class _Epoch:
             self.kernel_tokens[c] += km.tokens[c]
         if km.state_revision:
             self.state_revision = max(self.state_revision, km.state_revision)
-            self.state_text = next(t for c, t in km.parts if c == "state" and t.startswith("<canonical-state"))
-            self.state_mark = self.shown
+            sec = next(t for c, t in km.parts if c == "state" and t.startswith("<canonical-state"))
+            self.state_text = _state_body(sec)
         if km.extension is not None:
             self.extension = km.extension
         self.anchor = max(self.anchor, km.anchor)
@@ -522,8 +534,8 @@ class ContinuityEngine:
         """Build the view before one model request (see the module docstring).
 
         Raises ``ValueError`` for another session or for an ``until_seq`` before this stream's last
-        materialization, and :class:`ContextOverflow` when even the hard budget cannot hold the
-        request (nothing is written then).
+        materialization, and :class:`ContextOverflow` (the kernel's ``StateOverflow`` included)
+        when even the hard budget cannot hold the request; nothing is written then.
         """
         if request.session_id != self._reader.session_id:
             raise ValueError(f"request for session {request.session_id} sent to the engine of session "
@@ -636,10 +648,9 @@ class ContinuityEngine:
         ext = r.request.extension
         sections: list[tuple[str, str]] = []
         new_user = self._last_user[0] > ep.anchor or (r.request.query is not None and r.request.query != ep.query)
-        if r.state_rev > ep.state_revision \
-                and (new_user or ep.conv_tokens - ep.prefix[ep.state_mark] >= r.recent_eff // STATE_REFRESH_SHARE):
+        if r.state_rev > ep.state_revision:
             state_sec, has_state = self._state_section(r)
-            if has_state and state_sec != ep.state_text:
+            if has_state and _state_body(state_sec) != ep.state_text:
                 sections.append(("state", state_sec))
         if ext != ep.extension:
             sections.append(("extension", r.ext_sec or _section("extension", "(none)")))

@@ -148,7 +148,13 @@ class ComponentTokens:
 
 @dataclass(frozen=True, slots=True)
 class ContextView:
-    """The materialized request: system field, tools, messages, and its accounting."""
+    """The materialized request: system field, tools, messages, and its accounting.
+
+    ``epoch`` is the cache epoch generation (within one epoch each request extends the previous
+    one byte for byte); ``metrics`` holds the engine's durable per-request metrics (spec: "Context
+    metrics"); ``status`` is ``"ok"``, ``"new_epoch"`` (this request started an epoch) or
+    ``"oversized_unit"`` (a single unit larger than ``recent_tokens`` is kept whole).
+    """
 
     session_id: str
     system: str

@@ -1,0 +1,523 @@
+"""``latch bench``: every engine over every session under every budget, side by side.
+
+A *job* is one (engine, session, budget). It runs in a worker process (a fresh one per job, so its
+peak memory is its own) on an in-memory store: the session is imported (a transcript through
+Latch's importers, or a generated scenario), then, like ``latch replay``, the engine materializes
+the view before every model request (every :class:`~latch.events.AssistantMessage`; ``until_seq``
+= the event before it) through its registered factory. Per request it records:
+
+* tokens sent: the view's total (the cost proxy) and a recount with the session's estimator;
+* estimated cacheability: the tokens of the longest common line prefix with the previous request
+  over the recount, on Latch's canonical serialization (:func:`latch.engine.units.request_lines`),
+  the same measure for every engine (spec: "Context metrics");
+* protocol validity: :func:`latch.engine.units.view_violations` plus both wire validators
+  (:func:`latch.providers.validate_openai_chat`, :func:`latch.providers.validate_anthropic_messages`);
+* budget violations (total or recount above ``window - reserve``) and refusals
+  (:class:`~latch.engine.port.ContextOverflow`, never an over-budget request);
+* materialize latency.
+
+*Needles* are facts each session holds early on: for the generated scenario the planted
+constraint, decision and exact diagnostic (:mod:`latch.bench.stress`); for a transcript, picked
+deterministically from its first quarter (the first error line, the first file path a tool call
+names, the first user request's opening words). At checkpoints after a needle's event (eight,
+evenly spaced, and the last request) a needle *survives* when its text is in the view or the
+engine's ``recall(needle)`` returns it.
+
+Peak memory is the job's RSS high-water mark above the worker's RSS at the job's start (MB).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import math
+import multiprocessing as mp
+import os
+import re
+import resource
+import statistics
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..engine.port import ContextBudget
+
+__all__ = ["Budget", "SessionSource", "Needle", "parse_budgets", "discover_sessions", "run_job", "run_bench",
+           "summarize", "write_report", "DEFAULT_BUDGETS", "CHECKPOINTS"]
+
+DEFAULT_BUDGETS = "256k:32k:64k,32k:4k:8k"
+CHECKPOINTS = 8
+SCENARIO_EVENTS = 3_000
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A named :class:`~latch.engine.port.ContextBudget` (tokens): ``window:reserve:recent``."""
+
+    name: str
+    context_window_tokens: int
+    reserve_tokens: int
+    recent_tokens: int
+
+    def budget(self) -> ContextBudget:
+        return ContextBudget(self.context_window_tokens, self.reserve_tokens, self.recent_tokens)
+
+
+def _tokens(text: str, where: str) -> int:
+    m = re.fullmatch(r"(\d+)([kKmM]?)", text.strip())
+    if not m:
+        raise ValueError(f"{where}: {text!r} is not a token count (e.g. 32000, 32k, 1m)")
+    return int(m.group(1)) * {"": 1, "k": 1000, "m": 1_000_000}[m.group(2).lower()]
+
+
+def parse_budgets(spec: str) -> list[Budget]:
+    """``"256k:32k:64k,32k:4k:8k"`` → budgets (window:reserve:recent, tokens; ``k``/``m`` suffixes).
+
+    ``ValueError`` naming the item for a malformed item, a reserve not below the window, or a
+    recent budget above ``window - reserve``.
+    """
+    out = []
+    for item in (s for s in spec.split(",") if s.strip()):
+        parts = item.strip().split(":")
+        if len(parts) != 3:
+            raise ValueError(f"budget {item!r}: expected WINDOW:RESERVE:RECENT (e.g. 256k:32k:64k)")
+        window, reserve, recent = (_tokens(p, f"budget {item!r}") for p in parts)
+        if not 0 <= reserve < window or not 0 < recent <= window - reserve:
+            raise ValueError(f"budget {item!r}: need reserve < window and 0 < recent <= window - reserve")
+        out.append(Budget(item.strip(), window, reserve, recent))
+    if not out:
+        raise ValueError("no budget given")
+    return out
+
+
+@dataclass(frozen=True)
+class SessionSource:
+    """A session to bench: a transcript ``path`` or a generated scenario (``seed``, ``events``)."""
+
+    name: str
+    path: str | None = None
+    seed: int | None = None
+    events: int = 0
+
+    @property
+    def weight(self) -> int:
+        """Rough cost, to start the biggest jobs first."""
+        return os.path.getsize(self.path) if self.path else self.events * 1000
+
+
+@dataclass(frozen=True)
+class Needle:
+    """A fact held by event ``seq``: ``text`` must stay visible or recallable."""
+
+    label: str
+    text: str
+    seq: int
+
+
+def discover_sessions(corpus: str | os.PathLike[str] | None, examples: str | os.PathLike[str] | None = None, *,
+                      scenario_events: int = SCENARIO_EVENTS, scenario_seed: int = 0) -> list[SessionSource]:
+    """Transcripts under ``corpus`` (README/FORMATS documents skipped), ``examples/*.jsonl``, and one
+    generated scenario of ``scenario_events`` events (0: none). ``ValueError`` for a missing folder."""
+    out: list[SessionSource] = []
+    for root, pattern in ((corpus, "*"), (examples, "*.jsonl")):
+        if root is None:
+            continue
+        base = Path(root)
+        if not base.is_dir():
+            raise ValueError(f"no such folder: {base}")
+        for p in sorted(base.rglob(pattern)):
+            if p.is_file() and p.name not in ("README.md", "FORMATS.md") and not p.name.startswith("."):
+                out.append(SessionSource(name=str(p.relative_to(base)), path=str(p)))
+    if scenario_events:
+        out.append(SessionSource(name=f"scenario-{scenario_seed}-{scenario_events}", seed=scenario_seed,
+                                 events=scenario_events))
+    return out
+
+
+# ------------------------------------------------------------------------------------------ one job
+def _load(store: Any, source: SessionSource) -> tuple[str, str | None, list[Needle]]:
+    """Import ``source`` into ``store``; return ``(session id, model, needles)``."""
+    if source.path is not None:
+        from ..importers import import_file
+
+        sid, _, _ = import_file(store, source.path)
+        events = list(store.events(sid))
+        model = next((m for s in events if (m := getattr(s.event, "model", None))), None)
+        return sid, model, corpus_needles(events)
+    from .scenario import ScenarioModel
+    from .stress import CONSTRAINT, DECISION, DIAGNOSTIC, MODEL, WORKSPACE, _plant, _screenshots
+
+    sid = store.create_session(external_key=source.name, workspace=WORKSPACE, format="claude-code",
+                               source="latch bench")
+    planted, diag_seq = _plant(store, sid)
+    gen = ScenarioModel(source.seed or 0, workspace=WORKSPACE, images=_screenshots(store)).events()
+    batch: list[Any] = []
+    for _ in range(source.events):
+        batch.append(next(gen))
+    store.append(sid, batch)
+    needles = [Needle("constraint", CONSTRAINT, planted[2]), Needle("decision", DECISION, planted[3]),
+               Needle("diagnostic", DIAGNOSTIC, diag_seq)]
+    return sid, MODEL, needles
+
+
+_ERRORISH = re.compile(r"error|fail|exception|traceback|not found|denied|invalid|cannot|panic", re.I)
+
+
+def corpus_needles(events: Sequence[Any]) -> list[Needle]:
+    """Needles of a transcript, from its first quarter, in a fixed order: the first error line said only once
+    in the session, the first file path a tool call names, the first line of the first user request (at
+    most 80 characters, cut at a word)."""
+    from ..events import AssistantMessage, ToolResult, UserMessage
+
+    early = events[:max(1, len(events) // 4)]
+    texts = [s.event.searchable_text() for s in events]
+    out: list[Needle] = []
+    for s in early:
+        e = s.event
+        if isinstance(e, ToolResult) and e.is_error and not e.missing:
+            lines = [ln.strip() for ln in e.content.splitlines() if 12 <= len(ln.strip()) <= 160]
+            unique = [ln for ln in lines if sum(ln in t for t in texts) == 1]  # said once: a real needle
+            line = next((ln for ln in unique if _ERRORISH.search(ln)), unique[0] if unique else None)
+            if line:
+                out.append(Needle("error line", line, s.seq))
+                break
+    path = next(((p, s.seq) for s in early if isinstance(s.event, AssistantMessage)
+                 for c in s.event.tool_calls if (p := _call_path(c.arguments))), None)
+    if path:
+        out.append(Needle("file path", *path))
+    for s in early:
+        e = s.event
+        if isinstance(e, UserMessage) and not e.is_meta:
+            line = next((ln.strip() for ln in e.text.splitlines() if len(ln.strip()) >= 12), "")
+            words = line if len(line) <= 80 else line[:80].rsplit(" ", 1)[0]
+            if len(words) >= 12:
+                out.append(Needle("user request", words, s.seq))
+                break
+    return out
+
+
+def _call_path(arguments: str) -> str | None:
+    try:
+        args = json.loads(arguments)
+    except ValueError:
+        return None
+    if not isinstance(args, dict):
+        return None
+    return next((v for k in ("file_path", "path", "filename")
+                 if isinstance(v := args.get(k), str) and "/" in v and len(v) < 200), None)
+
+
+def _requests(events: Sequence[Any]) -> list[tuple[int, int]]:
+    """``(assistant seq, until_seq)`` of every model request: the view before each assistant message."""
+    from ..events import AssistantMessage
+
+    out, prev = [], 0
+    for s in events:
+        if isinstance(s.event, AssistantMessage):
+            out.append((s.seq, prev))
+        prev = s.seq
+    return out
+
+
+def _visible(view: Any, text: str) -> bool:
+    for m in view.messages:
+        if text in m.content or any(text in c.arguments for c in m.tool_calls):
+            return True
+    return False
+
+
+def _rss_now_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def run_job(engine_name: str, source: SessionSource, budget: Budget) -> dict[str, Any]:
+    """Run one job (see the module docstring); a JSON-ready result with per-request series."""
+    from ..engine.port import ContextOverflow, ContextRequest, EngineProfile, SessionContext
+    from ..engine.reader import StoreKernelWriter, StoreSessionReader
+    from ..engine.units import TokenCounter, UnitBuilder, header_lines, message_line, resolve_estimator, \
+        view_violations
+    from ..plugins import get_engine_factory
+    from ..providers import (to_anthropic_messages, to_openai_chat, validate_anthropic_messages,
+                             validate_openai_chat)
+    from ..store import EventStore
+    from .stress import SYSTEM_PROMPT, TOOLS
+
+    try:
+        rss0 = _rss_now_mb()
+    except OSError:  # pragma: no cover - not Linux
+        rss0 = None
+    store = EventStore(":memory:")
+    sid, model, needles = _load(store, source)
+    events = list(store.events(sid))
+    estimator = resolve_estimator(model)
+    counter = TokenCounter(estimator)
+    factory = get_engine_factory(engine_name)
+    engine = factory(EngineProfile(session_id=sid, model=model, reader=StoreSessionReader(store, sid),
+                                   writer=StoreKernelWriter(store, sid, f"{engine_name}:bench"), estimator=estimator))
+    info = store.session(sid)
+    ctx = SessionContext(workspace=info.workspace)
+    b = budget.budget()
+    hard = b.hard_limit_tokens
+    requests = _requests(events)
+    checkpoints = _checkpoints(len(requests))
+
+    builder = UnitBuilder()
+    units: dict[int, Any] = {}
+    pos = 0
+    tokens: list[int | None] = []
+    cache: list[float | None] = []
+    seconds: list[float] = []
+    invalid: list[str] = []
+    over: list[str] = []
+    refused = 0
+    survival: dict[str, list[bool]] = {n.label: [] for n in needles}
+    prev_lines: list[bytes] | None = None
+    last_view = None
+    for k, (_, until) in enumerate(requests):
+        while pos < len(events) and events[pos].seq <= until:
+            for u in builder.feed(events[pos]):
+                for s in u.seqs:
+                    units[s] = u
+            pos += 1
+        t = time.perf_counter()
+        try:
+            view = engine.materialize(ContextRequest(session_id=sid, system_prompt=SYSTEM_PROMPT,
+                                                     session_context=ctx, tools=TOOLS, until_seq=until, budget=b))
+        except ContextOverflow:
+            seconds.append(time.perf_counter() - t)
+            refused += 1
+            tokens.append(None)
+            cache.append(None)
+            prev_lines = None
+            continue
+        seconds.append(time.perf_counter() - t)
+        last_view = view
+        lines = header_lines(view.system, view.tools) + [message_line(m) for m in view.messages]
+        line_tokens = [counter.text(view.system) if view.system else 0, counter.tools(view.tools)]
+        line_tokens += [counter.message(m) for m in view.messages]
+        recount = sum(line_tokens)
+        total = view.tokens.total_tokens
+        tokens.append(total)
+        common = 0
+        if prev_lines is not None:
+            i = 0
+            while i < min(len(lines), len(prev_lines)) and lines[i] == prev_lines[i]:
+                common += line_tokens[i]
+                i += 1
+            cache.append(common / recount if recount else 0.0)
+        else:
+            cache.append(None)
+        prev_lines = lines
+        if total > hard or recount > hard:
+            over.append(f"request {k + 1}: {max(total, recount)} > {hard}")
+        problems = view_violations(view.messages, units)
+        problems += validate_openai_chat(to_openai_chat(view))
+        problems += validate_anthropic_messages(to_anthropic_messages(view, max_tokens=max(1, b.reserve_tokens)))
+        if problems:
+            invalid.append(f"request {k + 1}: {problems[0]}")
+        if k in checkpoints:
+            for n in needles:
+                if n.seq <= until:
+                    survival[n.label].append(_survives(engine, view, n, until))
+    store.close()
+    peak = None
+    if rss0 is not None:
+        peak = max(0.0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - rss0)
+    return {
+        "engine": engine_name, "session": source.name, "budget": budget.name, "model": model,
+        "events": len(events), "requests": len(requests), "hard_limit_tokens": hard,
+        "tokens": tokens, "cacheability": cache, "seconds": seconds,
+        "protocol_invalid": invalid, "budget_violations": over, "refused": refused,
+        "needles": [asdict(n) for n in needles],
+        "survival": {label: [sum(v), len(v)] for label, v in survival.items()},
+        "final_view_messages": len(last_view.messages) if last_view is not None else 0,
+        "peak_mb": round(peak, 1) if peak is not None else None,
+    }
+
+
+def _checkpoints(n: int) -> set[int]:
+    if n == 0:
+        return set()
+    return {min(n - 1, (n * i) // CHECKPOINTS) for i in range(1, CHECKPOINTS)} | {n - 1}
+
+
+def _survives(engine: Any, view: Any, needle: Needle, until: int) -> bool:
+    if _visible(view, needle.text):
+        return True
+    try:
+        found = engine.recall(needle.text, until_seq=until)
+    except Exception:  # noqa: BLE001 - an engine whose recall fails loses the needle, the bench goes on
+        return False
+    return any(needle.text in r.text for r in found)
+
+
+# ------------------------------------------------------------------------------------------ all jobs
+def run_bench(engines: Sequence[str], sessions: Sequence[SessionSource], budgets: Sequence[Budget], *,
+              jobs: int = 2, progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+    """Every (engine, session, budget) job in a process pool of ``jobs`` workers, each job in a fresh
+    worker; results in (engine, session, budget) order. Unknown engines raise
+    :class:`latch.plugins.PluginError` before anything runs."""
+    from ..plugins import get_engine_factory
+
+    for name in engines:
+        get_engine_factory(name)
+    plan = [(e, s, b) for e in engines for s in sessions for b in budgets]
+    order = sorted(range(len(plan)), key=lambda i: -plan[i][1].weight)
+    if "forkserver" in mp.get_all_start_methods():  # fresh workers forked from a server that imported Latch
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(["latch.bench.harness", "latch.engine", "latch.plugins", "latch.importers"])
+    else:  # pragma: no cover - Windows
+        ctx = mp.get_context("spawn")
+    results: list[dict[str, Any] | None] = [None] * len(plan)
+    done = 0
+    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, max_tasks_per_child=1) as pool:
+        futures = {pool.submit(run_job, *plan[i]): i for i in order}
+        for fut in cf.as_completed(futures):
+            i = futures[fut]
+            e, s, b = plan[i]
+            try:
+                results[i] = fut.result()
+            except Exception as exc:  # noqa: BLE001 - one broken job is reported, the others still count
+                results[i] = {"engine": e, "session": s.name, "budget": b.name, "error": f"{type(exc).__name__}: {exc}"}
+            done += 1
+            if progress:
+                progress(done, len(plan))
+    return [r for r in results if r is not None]
+
+
+def _pct(values: Sequence[float], q: float) -> float | None:
+    if not values:
+        return None
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, math.ceil(q * len(v)) - 1))]
+
+
+def summarize(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (engine, budget): the figures of the report table (see the module docstring)."""
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for r in results:
+        groups.setdefault((r["engine"], r["budget"]), []).append(r)
+    rows = []
+    for (engine, budget), rs in groups.items():
+        ok = [r for r in rs if "error" not in r]
+        toks = [t for r in ok for t in r["tokens"] if t is not None]
+        cache = [c for r in ok for c in r["cacheability"] if c is not None]
+        secs = [s for r in ok for s in r["seconds"]]
+        got = sum(r["survival"][k][0] for r in ok for k in r["survival"])
+        checked = sum(r["survival"][k][1] for r in ok for k in r["survival"])
+        peaks = [r["peak_mb"] for r in ok if r.get("peak_mb") is not None]
+        rows.append({
+            "engine": engine, "budget": budget, "sessions": len(ok), "errors": len(rs) - len(ok),
+            "requests": sum(r["requests"] for r in ok),
+            "tokens_per_request": round(statistics.fmean(toks)) if toks else None,
+            "tokens_total": sum(toks),
+            "cacheability_median": round(statistics.median(cache), 3) if cache else None,
+            "cacheability_p10": round(_pct(cache, 0.10), 3) if cache else None,
+            "needle_survival": round(got / checked, 3) if checked else None,
+            "needle_checks": checked,
+            "protocol_invalid": sum(len(r["protocol_invalid"]) for r in ok),
+            "budget_violations": sum(len(r["budget_violations"]) for r in ok),
+            "refused": sum(r["refused"] for r in ok),
+            "materialize_p50_ms": round(1000 * _pct(secs, 0.5), 2) if secs else None,
+            "materialize_p99_ms": round(1000 * _pct(secs, 0.99), 2) if secs else None,
+            "peak_mb": max(peaks) if peaks else None,
+        })
+    return rows
+
+
+_COLUMNS = (("engine", "engine"), ("budget", "budget (window:reserve:recent)"), ("sessions", "sessions"),
+            ("requests", "requests"), ("tokens_per_request", "tokens/request (mean)"), ("tokens_total", "tokens total"),
+            ("cacheability_median", "cacheability median"), ("cacheability_p10", "cacheability p10"),
+            ("needle_survival", "needle survival"), ("protocol_invalid", "protocol-invalid requests"),
+            ("budget_violations", "budget violations"), ("refused", "refused (overflow)"),
+            ("materialize_p50_ms", "materialize p50 ms"), ("materialize_p99_ms", "materialize p99 ms"),
+            ("peak_mb", "peak MB"))
+
+
+def _cell(key: str, v: Any) -> str:
+    if v is None:
+        return "–"
+    if key in ("cacheability_median", "cacheability_p10", "needle_survival"):
+        return f"{100 * v:.1f}%"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def markdown_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    head = "| " + " | ".join(t for _, t in _COLUMNS) + " |"
+    sep = "|" + "|".join("---" if k in ("engine", "budget") else "---:" for k, _ in _COLUMNS) + "|"
+    body = ["| " + " | ".join(_cell(k, r[k]) for k, _ in _COLUMNS) + " |" for r in rows]
+    return "\n".join([head, sep, *body])
+
+
+def write_report(out: str | os.PathLike[str], results: Sequence[Mapping[str, Any]], *, engines: Sequence[str],
+                 sessions: Sequence[SessionSource], budgets: Sequence[Budget], seconds: float) -> dict[str, Path]:
+    """Write ``report.md``, ``report.json`` and the PNG plots into ``out``; return their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = summarize(results)
+    doc = {"engines": list(engines), "budgets": [asdict(b) for b in budgets],
+           "sessions": [asdict(s) for s in sessions], "seconds": round(seconds, 1), "summary": rows,
+           "jobs": list(results)}
+    paths = {"json": folder / "report.json", "markdown": folder / "report.md"}
+    paths["json"].write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+
+    errors = [r for r in results if "error" in r]
+    notes = [f"- {r['engine']} on {r['session']} ({r['budget']}): {r['error']}" for r in errors]
+    md = [f"# latch bench", "",
+          f"{len(engines)} engines × {len(sessions)} sessions × {len(budgets)} budgets in {seconds:,.0f} s. "
+          "Tokens are Latch's estimate of each request as sent; cacheability is the common prefix with the previous "
+          "request over the request, on the canonical serialization; needle survival counts checkpoints where an "
+          "early fact was in the view or returned by the engine's recall.", "", markdown_table(rows), ""]
+    if notes:
+        md += ["Failed jobs:", *notes, ""]
+    by_budget: dict[str, list[Mapping[str, Any]]] = {}
+    for r in results:
+        if "error" not in r:
+            by_budget.setdefault(r["budget"], []).append(r)
+    for budget, rs in by_budget.items():
+        slug = re.sub(r"[^A-Za-z0-9]+", "-", budget).strip("-")
+        names = sorted({r["session"] for r in rs}, key=lambda n: -max(x["requests"] for x in rs if x["session"] == n))
+        cols = min(3, len(names))
+        nrows = math.ceil(len(names) / cols)
+        fig, axes = plt.subplots(nrows, cols, figsize=(5.2 * cols, 3.2 * nrows), squeeze=False)
+        for ax, name in zip(axes.flat, names):
+            for r in sorted((x for x in rs if x["session"] == name), key=lambda x: x["engine"]):
+                ax.plot(range(1, len(r["tokens"]) + 1), [t if t is not None else float("nan") for t in r["tokens"]],
+                        label=r["engine"], linewidth=1)
+            ax.set_title(name, fontsize=8)
+            ax.set_xlabel("request", fontsize=7)
+            ax.set_ylabel("tokens sent", fontsize=7)
+            ax.tick_params(labelsize=6)
+        for ax in list(axes.flat)[len(names):]:
+            ax.axis("off")
+        axes.flat[0].legend(fontsize=7)
+        fig.suptitle(f"tokens per request along each session · budget {budget}", fontsize=10)
+        fig.tight_layout()
+        paths[f"tokens {budget}"] = folder / f"tokens_{slug}.png"
+        fig.savefig(paths[f"tokens {budget}"], dpi=110)
+        plt.close(fig)
+
+        fig, ax = plt.subplots(figsize=(1.6 + 1.5 * len(engines), 3.6))
+        data = [[c for r in rs if r["engine"] == e for c in r["cacheability"] if c is not None] for e in engines]
+        ax.boxplot([d or [float("nan")] for d in data], showfliers=False)
+        ax.set_xticks(range(1, len(engines) + 1), list(engines), fontsize=8)
+        ax.set_ylabel("estimated cacheability", fontsize=8)
+        ax.set_ylim(0, 1.02)
+        ax.set_title(f"cacheability per request · budget {budget}", fontsize=9)
+        fig.tight_layout()
+        paths[f"cacheability {budget}"] = folder / f"cacheability_{slug}.png"
+        fig.savefig(paths[f"cacheability {budget}"], dpi=110)
+        plt.close(fig)
+    md += ["Plots: " + ", ".join(f"[{p.name}]({p.name})" for k, p in paths.items() if p.suffix == ".png"), ""]
+    paths["markdown"].write_text("\n".join(md), encoding="utf-8")
+    return paths

@@ -1,0 +1,87 @@
+"""``latch bench``: compare context engines on the same sessions under the same budgets.
+
+``latch bench [--engines a,b,c] [--corpus DIR] [--budgets ...] [--out DIR] [--jobs N]`` runs every
+engine over every session (the corpus transcripts, ``examples/*.jsonl``, a generated stress
+scenario) under every budget in a process pool (:mod:`latch.bench.harness`), then writes
+``report.md`` (the table), ``report.json`` (every job, with per-request series) and PNG plots
+(tokens per request along each session per engine; cacheability per engine) into ``--out``.
+matplotlib is required (``pip install 'latch[bench]'``).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+__all__ = ["register"]
+
+
+def _default_examples() -> Path | None:
+    here = Path.cwd() / "examples"
+    return here if here.is_dir() else None
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("bench")
+    @click.option("--engines", default=None,
+                  help="Comma-separated engine names (default: every registered engine).")
+    @click.option("--corpus", type=click.Path(file_okay=False), default=None,
+                  help="Folder of transcripts, searched recursively (default: none).")
+    @click.option("--examples", type=click.Path(file_okay=False), default=None,
+                  help="Folder whose *.jsonl sessions are included (default: ./examples when present).")
+    @click.option("--scenario-events", type=click.IntRange(min=0), default=3_000, show_default=True,
+                  help="Events of the generated stress scenario session (0: none).")
+    @click.option("--budgets", default="256k:32k:64k,32k:4k:8k", show_default=True,
+                  help="Comma-separated WINDOW:RESERVE:RECENT token budgets (k/m suffixes).")
+    @click.option("--out", "out", type=click.Path(file_okay=False), default="bench-out", show_default=True,
+                  help="Output folder for report.md, report.json and the plots.")
+    @click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True, help="Worker processes.")
+    def bench_cmd(engines, corpus, examples, scenario_events, budgets, out, jobs):
+        """Run every engine over every session under every budget; write a table, JSON and plots."""
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise click.ClickException("latch bench draws its plots with matplotlib, which is not installed; "
+                                       "install it with: pip install 'latch[bench]'") from None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from ..bench.harness import discover_sessions, markdown_table, parse_budgets, run_bench, summarize, \
+            write_report
+        from ..plugins import PluginError, registered_engines
+
+        try:
+            chosen_budgets = parse_budgets(budgets)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--budgets") from None
+        names = [e.strip() for e in engines.split(",") if e.strip()] if engines else sorted(registered_engines())
+        if not names:
+            raise click.BadParameter("no engine named", param_hint="--engines")
+        try:
+            sessions = discover_sessions(corpus, examples if examples is not None else _default_examples(),
+                                         scenario_events=scenario_events)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+        if not sessions:
+            raise click.UsageError("no session to bench: pass --corpus, --examples or --scenario-events")
+        err = Console(stderr=True)
+        start = time.perf_counter()
+        try:
+            with Progress(TextColumn("bench"), BarColumn(), MofNCompleteColumn(), TextColumn("jobs"),
+                          TimeElapsedColumn(), console=err, transient=True) as bar:
+                task = bar.add_task("jobs", total=len(names) * len(sessions) * len(chosen_budgets))
+                results = run_bench(names, sessions, chosen_budgets, jobs=jobs,
+                                    progress=lambda done, total: bar.update(task, completed=done))
+        except PluginError as exc:
+            raise click.UsageError(str(exc)) from None
+        seconds = time.perf_counter() - start
+        paths = write_report(out, results, engines=names, sessions=sessions, budgets=chosen_budgets,
+                             seconds=seconds)
+        click.echo(markdown_table(summarize(results)))
+        con = Console(highlight=False)
+        failed = [r for r in results if "error" in r]
+        for r in failed:
+            con.print(f"[red]✗[/red] {r['engine']} on {r['session']} ({r['budget']}): {r['error']}")
+        con.print(f"\n{len(results)} jobs in {seconds:,.0f} s → " + ", ".join(str(p) for p in paths.values()))

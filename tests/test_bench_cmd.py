@@ -1,0 +1,110 @@
+"""``latch bench``: budgets, session discovery, needles, one real run end to end, clear errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from corpus_support import REPO
+from latch.bench.harness import (Budget, SessionSource, corpus_needles, discover_sessions, markdown_table,
+                                 parse_budgets, run_job, summarize)
+from latch.cli import _load_commands, cli
+from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
+
+EXAMPLES = REPO / "examples"
+
+
+def test_budgets_parse_with_suffixes_and_reject_nonsense():
+    assert parse_budgets("256k:32k:64k, 32000:4000:8k") == [Budget("256k:32k:64k", 256_000, 32_000, 64_000),
+                                                              Budget("32000:4000:8k", 32_000, 4_000, 8_000)]
+    for bad, message in (("256k:32k", "expected WINDOW:RESERVE:RECENT"), ("32k:40k:8k", "reserve < window"),
+                         ("32k:4k:30k", "recent <= window - reserve"), ("3x:1:1", "not a token count"),
+                         ("", "no budget")):
+        with pytest.raises(ValueError, match=message):
+            parse_budgets(bad)
+
+
+def test_sessions_are_discovered_in_a_fixed_order(tmp_path):
+    (tmp_path / "b").mkdir()
+    for name in ("b/two.jsonl", "one.traj", "README.md", "FORMATS.md", ".hidden"):
+        (tmp_path / name).write_text("x")
+    found = discover_sessions(tmp_path, EXAMPLES, scenario_events=500, scenario_seed=4)
+    assert [s.name for s in found] == ["b/two.jsonl", "one.traj", "invoice-rounding.claude.jsonl",
+                                       "scenario-4-500"]
+    assert found[-1] == SessionSource(name="scenario-4-500", seed=4, events=500)
+    with pytest.raises(ValueError, match="no such folder"):
+        discover_sessions(tmp_path / "missing")
+
+
+def test_corpus_needles_come_from_the_first_quarter(store):
+    sid = store.create_session()
+    store.append(sid, [
+        UserMessage("Please fix the flaky export job.\nIt fails on Mondays."),
+        AssistantMessage(tool_calls=(ToolCall("c1", "Bash", json.dumps({"command": "make export"})),)),
+        ToolResult("c1", "building...\nError: export.csv: permission denied (errno 13)\ndone", is_error=True),
+        AssistantMessage(tool_calls=(ToolCall("c2", "Read", json.dumps({"file_path": "/srv/app/export.py"})),)),
+        ToolResult("c2", "def export(): ..."),
+        *[UserMessage(f"filler {i}") for i in range(16)],
+    ])
+    needles = corpus_needles(list(store.events(sid)))
+    assert [(n.label, n.text, n.seq) for n in needles] == [
+        ("error line", "Error: export.csv: permission denied (errno 13)", 3),
+        ("file path", "/srv/app/export.py", 4),
+        ("user request", "Please fix the flaky export job.", 1),
+    ]
+
+
+def test_one_job_on_the_example_session():
+    source = SessionSource(name="invoice", path=str(EXAMPLES / "invoice-rounding.claude.jsonl"))
+    r = run_job("continuity", source, Budget("32k:4k:8k", 32_000, 4_000, 8_000))
+    assert r["requests"] == 28 and len(r["tokens"]) == 28  # 28 assistant messages in the example
+    assert r["protocol_invalid"] == [] and r["budget_violations"] == [] and r["refused"] == 0
+    assert r["cacheability"][0] is None and all(0 <= c <= 1 for c in r["cacheability"][1:])
+    assert all(t <= r["hard_limit_tokens"] for t in r["tokens"])
+    row = summarize([r])[0]
+    assert row["engine"] == "continuity" and row["requests"] == 28 and row["tokens_total"] == sum(r["tokens"])
+    assert markdown_table([row]).splitlines()[2].startswith("| continuity | 32k:4k:8k | 1 | 28 |")
+
+
+def test_latch_bench_writes_table_json_and_plots(tmp_path):
+    _load_commands()
+    out = tmp_path / "out"
+    res = CliRunner().invoke(cli, ["bench", "--engines", "continuity", "--examples", str(EXAMPLES),
+                                   "--scenario-events", "400", "--budgets", "32k:4k:8k", "--out", str(out),
+                                   "--jobs", "2"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((out / "report.json").read_text())
+    assert [s["name"] for s in doc["sessions"]] == ["invoice-rounding.claude.jsonl", "scenario-0-400"]
+    assert len(doc["jobs"]) == 2 and not any("error" in j for j in doc["jobs"])
+    (row,) = doc["summary"]
+    assert row["protocol_invalid"] == 0 and row["budget_violations"] == 0
+    scenario = next(j for j in doc["jobs"] if j["session"] == "scenario-0-400")
+    assert {n["label"] for n in scenario["needles"]} == {"constraint", "decision", "diagnostic"}
+    assert scenario["survival"]["constraint"][0] == scenario["survival"]["constraint"][1] > 0
+    md = (out / "report.md").read_text()
+    assert "| continuity | 32k:4k:8k | 2 |" in md
+    for png in ("tokens_32k-4k-8k.png", "cacheability_32k-4k-8k.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_missing_matplotlib_is_a_clear_error(tmp_path, monkeypatch):
+    _load_commands()
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    res = CliRunner().invoke(cli, ["bench", "--examples", str(EXAMPLES), "--out", str(tmp_path)])
+    assert res.exit_code == 1
+    assert "pip install 'latch[bench]'" in res.output and "Traceback" not in res.output
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--engines", "no-such-engine"], "unknown engine 'no-such-engine'"),
+    (["--budgets", "32k:64k:8k"], "reserve < window"),
+    (["--corpus", "/no/such/folder"], "no such folder"),
+])
+def test_user_mistakes_exit_2_without_a_traceback(tmp_path, args, message):
+    _load_commands()
+    res = CliRunner().invoke(cli, ["bench", "--scenario-events", "50", "--out", str(tmp_path), *args])
+    assert res.exit_code == 2, res.output
+    assert message in res.output and "Traceback" not in res.output

@@ -1,0 +1,145 @@
+"""``latch stress`` and its scenario model (spec: "Stress guarantees").
+
+The unmarked tests run in CI in seconds: the scenario constants against a fresh corpus measurement,
+the generator against the constants, a 3,000-event smoke run with every check, a check that really
+fails when recall breaks, and the CLI. ``-m stress`` runs the full 10^6-event run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import struct
+
+import pytest
+from click.testing import CliRunner
+
+from corpus_support import corpus_files, require_corpus
+from latch.bench import stress as stress_mod
+from latch.bench.scenario import CORPUS_SHAPE, KINDS, ScenarioModel, measure_files, measure_shape, png_bytes
+from latch.bench.stress import StressConfig, run_stress
+from latch.cli import _load_commands, cli
+
+CHECKS = {"canonical_survival", "rejection_preserved", "exact_raw_recall", "recent_verbatim", "bounded_tokens",
+          "component_sums", "append_only_epochs", "bounded_episode_index", "no_automatic_compact", "raw_retention"}
+
+
+def test_corpus_shape_constants_match_a_fresh_measurement():
+    require_corpus()
+    measured = measure_files(corpus_files())
+    assert measured == CORPUS_SHAPE, f"update CORPUS_SHAPE (python -m latch.bench.scenario): {measured}"
+
+
+def test_corpus_shape_values_checked_by_hand():
+    # 314 assistant messages over 8 sessions; 339 tool calls with results (edgerunner alone: 171).
+    assert (CORPUS_SHAPE.sessions, CORPUS_SHAPE.requests) == (8, 314)
+    assert set(CORPUS_SHAPE.kinds) == set(KINDS)
+    assert sum(k.share for k in CORPUS_SHAPE.kinds.values()) == pytest.approx(1.0, abs=0.002)
+    assert CORPUS_SHAPE.kinds["read"].result_chars.median > CORPUS_SHAPE.kinds["edit"].result_chars.median
+
+
+def test_generated_sessions_have_the_measured_shape():
+    model = ScenarioModel(3)
+    events = list(itertools.islice(model.events(), 30_000))
+    got = measure_shape([("claude-code", model.workspace, events)])
+    want = CORPUS_SHAPE
+    for name in ("text_only_share", "tool_turn_text_share", "user_turns_per_request", "usage_per_request",
+                 "notes_per_request", "non_latin_user_share"):
+        assert getattr(got, name) == pytest.approx(getattr(want, name), abs=0.03), name
+    assert got.calls_per_tool_turn == pytest.approx(want.calls_per_tool_turn, abs=0.02)
+    for kind in KINDS:
+        g, w = got.kinds[kind], want.kinds[kind]
+        assert g.share == pytest.approx(w.share, abs=0.02), kind
+        assert g.error_rate == pytest.approx(w.error_rate, abs=0.04), kind
+        assert g.result_chars.median == pytest.approx(w.result_chars.median, rel=0.25), kind
+    assert got.kinds["edit"].args_chars.median == pytest.approx(want.kinds["edit"].args_chars.median, rel=0.25)
+    # The same seed gives the same events.
+    again = list(itertools.islice(ScenarioModel(3).events(), 300))
+    assert [e.encode() for e in again] == [e.encode() for e in events[:300]]
+
+
+def test_png_bytes_is_a_png_with_the_requested_dimensions():
+    data = png_bytes(1280, 800)
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    assert struct.unpack(">II", data[16:24]) == (1280, 800)
+    assert len(data) < 8_000
+
+
+def test_smoke_run_passes_every_check():
+    report = run_stress(StressConfig(events=3_000, every=500, burst=3, parallel=False))
+    doc = report.to_json()
+    assert report.ok, {k: v for k, v in doc["checks"].items() if not v["ok"]}
+    assert set(doc["checks"]) == CHECKS
+    assert doc["stored_events"] == 3_000 + 8 + 2  # planted facts, scenario, final turn and answer
+    assert doc["materializations"] == 5 * 3 + 1  # bursts at 500..2,500 (none after the last event), final view
+    assert doc["rotations"] >= 2
+    assert doc["max_total_tokens"] <= doc["hard_limit_tokens"] == 224_000
+    assert doc["checks"]["raw_retention"]["detail"].startswith("3,010 events, seqs 1..3010 gapless")
+    assert sum(b["count"] for b in doc["by_history"]) == doc["materializations"]
+
+
+def test_a_broken_recall_fails_the_run(monkeypatch):
+    from latch.engine.continuity import ContinuityEngine
+
+    monkeypatch.setattr(ContinuityEngine, "recall", lambda self, query, **kw: [])
+    report = run_stress(StressConfig(events=1_000, every=500, burst=2, parallel=False))
+    assert not report.ok
+    assert [k for k, c in report.checks.items() if not c.ok] == ["exact_raw_recall"]
+    assert "did not return seq 7 verbatim" in report.checks["exact_raw_recall"].detail
+
+
+def test_bad_parameters_are_clear_errors(tmp_path):
+    with pytest.raises(ValueError, match="every must be a positive integer"):
+        run_stress(StressConfig(events=10, every=0))
+    db = tmp_path / "kept.db"
+    db.write_bytes(b"")
+    with pytest.raises(ValueError, match="already exists"):
+        run_stress(StressConfig(events=10, db=str(db)))
+
+
+def test_cli_writes_the_report_and_exits_0(tmp_path):
+    _load_commands()
+    out = tmp_path / "stress.json"
+    res = CliRunner().invoke(cli, ["stress", "--events", "2000", "--every", "1000", "--burst", "2", "--inline",
+                                   "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(out.read_text())
+    assert doc["ok"] and doc["events"] == 2_000 and doc["config"]["parallel"] is False
+    assert "exact raw recall" in res.output and "events/s" in res.output
+
+
+def test_cli_exits_1_when_a_check_fails(tmp_path, monkeypatch):
+    from latch.engine.continuity import ContinuityEngine
+
+    _load_commands()
+    monkeypatch.setattr(ContinuityEngine, "recall", lambda self, query, **kw: [])
+    res = CliRunner().invoke(cli, ["stress", "--events", "1000", "--every", "500", "--inline"])
+    assert res.exit_code == 1
+    assert "✗" in res.output
+
+
+@pytest.mark.stress
+def test_a_million_events():
+    """The full run (``pytest -m stress``); ``LATCH_STRESS_EVENTS`` overrides the size."""
+    events = int(os.environ.get("LATCH_STRESS_EVENTS", "1000000"))
+    report = run_stress(StressConfig(events=events))
+    doc = report.to_json()
+    print(json.dumps({k: v for k, v in doc.items() if k != "checks"}, indent=1))
+    assert report.ok, {k: v for k, v in doc["checks"].items() if not v["ok"]}
+    assert doc["stored_events"] == events + 10
+
+
+def test_parallel_producer_matches_inline_appends(tmp_path):
+    a = run_stress(StressConfig(events=1_500, every=500, burst=2, parallel=False, db=str(tmp_path / "a.db")))
+    b = run_stress(StressConfig(events=1_500, every=500, burst=2, parallel=True, db=str(tmp_path / "b.db")))
+    assert a.ok and b.ok
+    assert b.producer_peak_rss_mb is not None and a.producer_peak_rss_mb is None
+    from latch.store import EventStore
+
+    rows = []
+    for name in ("a.db", "b.db"):
+        with EventStore(tmp_path / name) as s:
+            rows.append([(e.seq, e.event.encode()) for e in s.events()])
+    assert rows[0] == rows[1]
+    assert stress_mod.PARALLEL_MIN_EVENTS == 50_000
