@@ -98,6 +98,17 @@ def test_pure_install_has_no_default_library(monkeypatch):
         cabi.load()
 
 
+def test_our_library_as_estimator_plugin(lib):
+    from latch.estimators import Estimator
+
+    est = cabi.AbiEstimator(lib, profile="openai")
+    assert isinstance(est, Estimator)
+    text = "Estimate this: 漢字, \ud800 and HTTPServer."
+    assert est.estimate(text) == _py.estimate_tokens(text, "openai")
+    assert est.estimate_batch([text, ""]).tolist() == [_py.estimate_tokens(text, "openai"), 0]
+    assert est.image_tokens(512, 512) == 85 + 170 * 1  # OpenAI's rule: one 512-px tile
+
+
 def test_loader_errors(tmp_path, monkeypatch):
     with pytest.raises(cabi.CabiError, match="cannot load shared library"):
         cabi.load(tmp_path / "missing.so")
@@ -143,10 +154,13 @@ def test_third_party_library_as_estimator_plugin(tmp_path, monkeypatch):
     est = cabi.AbiEstimator()
     assert est.PLUGIN_NAME == "cabi"
     assert est.library.path == path and est.library.profiles == ()
-    assert est.count("abcdefg") == 3          # 7 bytes
-    assert est.count("漢字") == 2              # 6 UTF-8 bytes
-    assert est.count("\ud800") == 1            # surrogatepass: 3 bytes
-    assert est.count_batch(["", "abcd"]).tolist() == [0, 2]  # no batch symbol: one call per text
+    assert est.name == "cabi:bytes3"
+    assert est.estimate("abcdefg") == 3          # 7 bytes
+    assert est.estimate("漢字") == 2              # 6 UTF-8 bytes
+    assert est.estimate("\ud800") == 1            # surrogatepass: 3 bytes
+    assert est.estimate_batch(["", "abcd"]).tolist() == [0, 2]  # no batch symbol: one call per text
+    # images: the heuristic's Anthropic rule for a non-openai profile: ceil(1000*500/750) = 667
+    assert (est.image_tokens(1000, 500), est.image_tokens(None, 500)) == (667, 1600)
     assert not est.library.has("latch_suffix_start")
     with pytest.raises(ValueError, match="unknown estimator profile 'openai'"):
         est.library.estimate("x", "openai")

@@ -65,3 +65,32 @@ def test_doctor_reports_a_backend_that_cannot_load():
     assert info["backend"] is None and info["native_library"] is None
     assert "LATCH_IMPL must be auto, native or python, not 'turbo'" in info["backend_error"]
     assert info["fts5"] is True
+
+
+LATCH = [sys.executable, "-c", "from latch.cli import main; main()"]
+BAD_IMPL = "LATCH_IMPL must be auto, native or python, not 'turbo'"
+
+
+def _latch_with_bad_impl(tmp_path, *args):
+    env = {**os.environ, "LATCH_IMPL": "turbo", "LATCH_HOME": str(tmp_path), "COLUMNS": "200"}
+    return subprocess.run([*LATCH, *args], env=env, capture_output=True, text=True, cwd=tmp_path)
+
+
+def test_doctor_exits_1_when_the_backend_cannot_load(tmp_path):
+    out = _latch_with_bad_impl(tmp_path, "doctor")
+    assert out.returncode == 1
+    assert f"hot-path backend  unavailable: {BAD_IMPL}" in out.stdout
+    assert "fts5              yes" in out.stdout
+    assert out.stderr == ""  # no traceback, no plugin warning: the report says it all
+    out = _latch_with_bad_impl(tmp_path, "doctor", "--json")
+    assert out.returncode == 1 and json.loads(out.stdout)["backend_error"] == BAD_IMPL
+
+
+def test_every_other_command_stops_with_one_line_when_the_backend_cannot_load(tmp_path):
+    transcript = tmp_path / "chat.json"
+    transcript.write_text('{"messages": [{"role": "user", "content": "hi"}]}', encoding="utf-8")
+    for args in (["replay", str(transcript)], ["context", "abc"], ["sessions"], ["plugins"]):
+        out = _latch_with_bad_impl(tmp_path, *args)
+        assert out.returncode == 1, args
+        assert out.stderr == f"Error: the hot-path backend cannot load: {BAD_IMPL} (see `latch doctor`)\n", args
+        assert out.stdout == ""

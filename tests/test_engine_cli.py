@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from latch.cli import _load_commands, cli
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "invoice-rounding.claude.jsonl"
 
 TRANSCRIPT = {"messages": [
     {"role": "system", "content": "You are a careful coding agent."},
@@ -25,9 +31,9 @@ TRANSCRIPT = {"messages": [
 def run(tmp_path):
     _load_commands()
     db = tmp_path / "latch.db"
-    env = {"LATCH_HOME": str(tmp_path), "COLUMNS": "200"}
 
-    def invoke(*args):
+    def invoke(*args, columns=200):
+        env = {"LATCH_HOME": str(tmp_path), "COLUMNS": str(columns)}
         return CliRunner().invoke(cli, ["--db", str(db), *args], env=env, catch_exceptions=False)
 
     return invoke
@@ -92,3 +98,81 @@ def test_context_report(run, transcript):
     table = run("context", sid)
     assert "recent conversation" in table.output and "≈" in table.output
     assert run("context", "zzzz").exit_code == 2
+
+
+def _table(output: str) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the per-request table of ``latch replay`` output."""
+    lines = output.splitlines()
+    h = next(i for i, line in enumerate(lines) if line.split()[:2] == ["#", "events"])
+    rows = []
+    for line in lines[h + 2:]:
+        if not line.strip() or not line.split()[0].isdigit():
+            break
+        rows.append(line.split())
+    return lines[h].split(), rows
+
+
+def test_replay_table_shows_the_canonical_state_per_request(run, transcript):
+    res = run("replay", str(transcript), "--json", "-")
+    doc = json.loads(res.output)
+    table = run("replay", str(transcript))
+    assert table.exit_code == 0, table.output
+    header, rows = _table(table.output)
+    assert header == ["#", "events", "instr", "state", "recent", "recall", "total", "history", "epoch", "first",
+                      "prefix", "cache"]  # no tools, extension or provider usage here: those columns are left out
+    assert [r[header.index("state")] for r in rows] == [f"{q['state_tokens']:,}" for q in doc["requests"]]
+    assert [r[header.index("total")] for r in rows] == [f"{q['total_tokens']:,}" for q in doc["requests"]]
+    # the unknown model gets the most conservative heuristic; its empty-state snapshot is 164 tokens
+    assert doc["estimator"] == "heuristic-anthropic"
+    assert [q["state_tokens"] for q in doc["requests"]] == [164, 164, 164]
+    assert "state = canonical state" in table.output
+
+
+def test_readme_first_command_fits_100_columns(run):
+    res = run("replay", str(EXAMPLE), "--window", "16000", "--reserve", "2000", "--recent", "3000", columns=100)
+    assert res.exit_code == 0, res.output
+    assert max(len(line) for line in res.output.splitlines()) <= 100
+    header, rows = _table(res.output)
+    assert header[-1] == "provider" and len(rows) == 28
+    assert "…" not in res.output  # nothing truncated
+    assert "engine continuity · estimator heuristic-anthropic" in res.output
+    assert "✓ rotations within the hysteresis bound (10.95)" in res.output and "✗" not in res.output
+
+
+def test_estimator_option_forces_a_plugin_by_name(run, transcript):
+    res = run("replay", str(transcript), "--estimator", "heuristic-cj")
+    assert res.exit_code == 2 and "unknown estimator 'heuristic-cj' (did you mean 'heuristic-cjk'?)" in res.output
+    assert json.loads(run("sessions", "--json").output) == []  # refused before anything was imported
+    default = json.loads(run("replay", str(transcript), "--json", "-").output)
+    forced = json.loads(run("replay", str(transcript), "--estimator", "heuristic-openai", "--json", "-").output)
+    assert (default["estimator"], forced["estimator"]) == ("heuristic-anthropic", "heuristic-openai")
+    # the anthropic profile prices text at about 4/3 of the openai one (plus 4 tokens per message in both)
+    assert [r["recent_tokens"] for r in forced["requests"]] == [14, 61, 85]
+    assert [r["recent_tokens"] for r in default["requests"]] == [17, 71, 99]
+    assert forced["summary"]["violations"] == []
+    sid = default["session"]
+    ctx = json.loads(run("context", sid, "--estimator", "heuristic-openai", "--json").output)
+    assert ctx["estimator"] == "heuristic-openai"
+    assert json.loads(run("context", sid, "--json").output)["estimator"] == "heuristic-anthropic"
+
+
+def test_config_is_read_once_and_reaches_the_engine(run, transcript, tmp_path, monkeypatch):
+    from latch import plugins
+
+    (tmp_path / "config.toml").write_text("[context]\nrecent_tokens = 5000\n", encoding="utf-8")
+    seen = []
+    monkeypatch.setattr(plugins, "configure", lambda config: seen.append(config))
+    doc = json.loads(run("replay", str(transcript), "--json", "-").output)
+    assert seen == [{"context": {"recent_tokens": 5000}}]  # latch_configure, once per invocation
+    assert doc["budget"]["recent_tokens"] == 5000  # the engine's default budget came from EngineProfile.config
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[context]\nrecent_tokens = -1\n", encoding="utf-8")
+    res = run("replay", str(transcript), "--config", str(bad))
+    assert res.exit_code == 2 and "bad.toml: context.recent_tokens must be a positive integer" in res.output
+
+
+def test_command_modules_import_no_engine():
+    code = ("import sys, latch.commands.replay, latch.commands.context; "
+            "print(sorted(m for m in sys.modules if m.startswith(('latch.engine', 'latch.hotpaths', 'latch.plugins'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout == "[]\n"

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from latch.engine.port import ViewMessage, ViewToolCall
-from latch.engine.units import (MESSAGE_OVERHEAD_TOKENS, TOOL_CALL_OVERHEAD_TOKENS, HotpathEstimator, TokenCounter,
+from latch.engine.units import (MESSAGE_OVERHEAD_TOKENS, TOOL_CALL_OVERHEAD_TOKENS, TokenCounter,
                                 UnitBuilder, message_line, view_violations)
 from latch.events import AssistantMessage, MediaRef, SystemNote, ToolCall, ToolResult, Usage, UserMessage
 
@@ -86,21 +88,19 @@ def test_costs_count_text_calls_ids_and_images():
     assert u1.msg_tokens == (call_t, result_t)
 
 
-def test_counter_accepts_both_estimator_shapes():
-    class MediaShape:
+def test_counter_needs_the_estimator_interface_and_prices_documents():
+    class CountOnly:  # the retired spelling: count(text), image_tokens(media)
         def count(self, text):
             return 2 * len(text)
 
         def image_tokens(self, media):
-            return 7 if media.width is None else 9
+            return 7
 
-    c = TokenCounter(MediaShape())
-    assert c.text("abc") == 6
-    assert c.media(MediaRef("0" * 64, "image/jpeg", 5)) == 7
+    with pytest.raises(TypeError, match=r"needs estimate\(text\) and image_tokens\(width, height\)"):
+        TokenCounter(CountOnly())
+    c = TokenCounter(CharEstimator())
+    assert c.media(MediaRef("0" * 64, "image/jpeg", 5)) == 1000  # unknown dimensions: the estimator's fallback
     assert c.media(MediaRef("0" * 64, "application/pdf", 1001)) == 501  # documents: a token per 2 bytes
-    h = HotpathEstimator()
-    assert h.image_tokens(None, None) == 1600
-    assert h.image_tokens(512, 512) == 350  # max(512*512/750 → 350, 85 + 170 * 1 tile = 255)
 
 
 def test_message_line_is_provider_fields_only():

@@ -32,8 +32,8 @@ def test_passed_at_g_is_stale_at_g_plus_1_and_does_not_certify(store):
     (obs,) = s.evidence
     assert (obs["status"], obs["generation"], obs["current"], obs["seq"]) == ("passed", 1, False, proof)
     assert not s.certification["certified"]
-    assert s.certification["reasons"] == ["pytest -q: passed at generation 1, stale at generation 2"]
-    assert "- passed: pytest -q at generation 1 (STALE: workspace is at generation 2)" in s.render(10_000, len)
+    assert s.certification["reasons"] == ["pytest -q: passed, but the workspace changed since"]
+    assert "- passed: pytest -q (STALE: the workspace changed since)" in s.render(10_000, len)
     assert store.get(proof).event.status == "passed"  # the historical entry stays in the log
     # resume: a fresh reduction (new process) agrees
     clear_cache()
@@ -75,7 +75,7 @@ def test_explicit_requirements_need_a_current_pass_each(store):
     s = state(store, sid)
     assert s.certification["reasons"] == ["V2 mypy src: never validated"]
     store.append(sid, [ValidationEvidence(command="mypy src", status="failed", exit_code=1)])
-    assert state(store, sid).certification["reasons"] == ["V2 mypy src: failed at generation 0"]
+    assert state(store, sid).certification["reasons"] == ["V2 mypy src: failed"]
     store.append(sid, [passed("mypy src")])
     assert state(store, sid).certification["certified"]
 
@@ -146,7 +146,7 @@ def test_cli_evidence_shows_stale_entries_and_the_verdict(store, tmp_path):
     out = CliRunner().invoke(cli, ["--db", str(tmp_path / "latch.db"), "evidence", sid[:6]])
     assert out.exit_code == 0, out.output
     assert "STALE" in out.output and "verdict: NOT CERTIFIED" in out.output
-    assert "pytest -q: passed at generation 0, stale at generation 1" in out.output
+    assert "pytest -q: passed, but the workspace changed since" in out.output
     json_out = CliRunner().invoke(cli, ["--db", str(tmp_path / "latch.db"), "evidence", sid, "--json"])
     assert '"certified": false' in json_out.output
 

@@ -40,14 +40,15 @@ def test_guarded_edit_is_rejected_after_an_out_of_band_change(store, ws):
                                     actual_sha256=sha(b"x = 1  # edited by a human\n"))
     s = state(store, sid)
     assert s.generation == 0 and by(s.files, "path")["app.py"]["external_change"]
-    assert "app.py: read ×1 (sha256 " in s.render(10_000, estimate_tokens)
-    assert "EXTERNAL CHANGE: re-read before editing" in s.render(10_000, estimate_tokens)
+    assert s.render(10_000, estimate_tokens) == ("Canonical state\nGoal: (not set)\n"
+                                                 "Files changed outside the agent (re-read before editing):\n- app.py")
     # the model re-reads, then the write goes through
     again = read_file(store, sid, root / "app.py")
     result = guarded_write(store, sid, "app.py", b"x = 2\n", again.sha256)
     assert result.changed and (root / "app.py").read_bytes() == b"x = 2\n"
     s = state(store, sid)
     assert s.generation == 1 and not by(s.files, "path")["app.py"]["external_change"]
+    assert s.is_empty and s.render(10_000, estimate_tokens) == ""  # files are in to_json(), not in the view
 
 
 def test_touch_with_identical_bytes_is_not_a_change(store, ws):

@@ -7,6 +7,7 @@ native module is not built (a ``LATCH_PURE_BUILD=1`` install).
 from __future__ import annotations
 
 import itertools
+import random
 
 import numpy as np
 import pytest
@@ -61,6 +62,26 @@ def test_estimate_long_ascii_crosses_every_block_boundary(profile):
     base = "The quick brown Fox, 12345 HTTPServer\tjumps.\n  over_the-lazy dog!! " * 8
     for n in range(len(base)):
         assert native.estimate_tokens(base[:n], profile) == _py.estimate_tokens(base[:n], profile), n
+
+
+@pytest.mark.parametrize("wide", ["", "é", "漢", "😀"], ids=["ascii", "latin1", "ucs2", "ucs4"])
+def test_estimate_large_text_split_across_threads(wide):
+    # Over 2 MiB characters: the native side may cut it at letter/whitespace boundaries and
+    # estimate the parts on several threads; the sum must equal the reference's single walk.
+    rng = random.Random(3)
+    words = ["alpha", "Beta", "HTTPServer", "x1", "4096", "--", "==", "a.b", "\n\n  ", "\t", wide or "z", "(", ")"]
+    text = " ".join(rng.choice(words) for _ in range(560_000))
+    assert len(text) > 2 * 1024 * 1024
+    assert native.estimate_tokens(text, "openai") == _py.estimate_tokens(text, "openai")
+
+
+def test_estimate_large_batch_split_across_threads():
+    # Over 2 MiB characters in total: the batch may be shared out across threads, in order.
+    rng = random.Random(4)
+    words = ["alpha", "Beta", "x1", "4096", "--", "\n", "é", "漢字", "😀", "("]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randrange(0, 400))) for _ in range(3600)]
+    assert sum(map(len, texts)) > 2 * 1024 * 1024
+    assert native.estimate_tokens_batch(texts, "cjk").tolist() == _py.estimate_tokens_batch(texts, "cjk").tolist()
 
 
 def test_estimate_errors_match_reference():

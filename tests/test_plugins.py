@@ -256,6 +256,91 @@ def test_engine_name_precedence():
         plugins.engine_name(None, {"engine": {"name": 3}})
 
 
+# An engine that sends the whole conversation; STRATEGY "rotate" starts a new epoch on every request
+# (append-only bytes, but a cache rewrite each time), "rewrite" keeps epoch 1 and sends only the newest
+# unit (a prefix break within the epoch).
+ROTATING_ENGINE = """
+    from latch.config import budget_for_model
+    from latch.engine.port import ComponentTokens, ContextView
+    from latch.engine.units import TokenCounter, UnitBuilder, render_session_context, resolve_estimator
+    from latch.hookspecs import hookimpl
+
+    class Rotating:
+        PLUGIN_NAME = "rotating"
+        DECLARATION
+
+        def __init__(self, profile):
+            self.profile, self.n = profile, 0
+            self.counter = TokenCounter(resolve_estimator(profile.model, profile.estimator))
+
+        @classmethod
+        def factory(cls, profile):
+            return cls(profile)
+
+        def default_budget(self):
+            return budget_for_model(self.profile.config, self.profile.model)
+
+        def materialize(self, request):
+            self.n += 1
+            units = UnitBuilder().feed_all(self.profile.reader.events(until_seq=request.until_seq))
+            if "STRATEGY" == "rewrite":
+                units = units[-1:]
+            head = render_session_context(request.session_context)
+            return ContextView(
+                session_id=request.session_id, system="", tools=(),
+                messages=(head, *(m for u in units for m in u.messages)),
+                tokens=ComponentTokens(instructions_tokens=self.counter.message(head),
+                                       recent_tokens=sum(u.cost(self.counter) for u in units)),
+                budget=request.budget, epoch=self.n if "STRATEGY" == "rotate" else 1)
+
+    @hookimpl
+    def latch_register_engines():
+        return [Rotating]
+"""
+CHAT = {"messages": [{"role": "user", "content": "list the files"},
+                     {"role": "assistant", "content": "a.py and b.py"},
+                     {"role": "user", "content": "and the tests?"},
+                     {"role": "assistant", "content": "tests/test_a.py"},
+                     {"role": "user", "content": "thanks"},
+                     {"role": "assistant", "content": "You're welcome."}]}
+
+
+def _replay_with(monkeypatch, tmp_path, strategy: str, declaration: str) -> dict:
+    from latch.commands.replay import run_replay
+    from latch.importers import import_file
+    from latch.store import EventStore
+
+    source = ROTATING_ENGINE.replace("STRATEGY", strategy).replace("DECLARATION", declaration)
+    install_fake_plugin(monkeypatch, tmp_path, source, entry_name="rotating")
+    monkeypatch.setenv("LATCH_LOAD_PLUGINS", "rotating")
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(CHAT), encoding="utf-8")
+    with EventStore(":memory:") as store:
+        sid, _, _ = import_file(store, path)
+        doc, _ = run_replay(store, sid, engine="rotating")
+    return doc["summary"]
+
+
+def test_rotations_are_information_for_an_engine_without_hysteresis(monkeypatch, tmp_path):
+    s = _replay_with(monkeypatch, tmp_path, "rotate", "")
+    assert (s["requests"], s["rotations"], s["epochs"]) == (3, 2, 3)
+    assert (s["hysteretic_epochs"], s["rotation_bound"], s["violations"]) == (False, None, [])
+
+
+def test_an_engine_declaring_hysteretic_epochs_is_held_to_the_bound(monkeypatch, tmp_path):
+    s = _replay_with(monkeypatch, tmp_path, "rotate", "HYSTERETIC_EPOCHS = True")
+    assert s["hysteretic_epochs"] is True and s["rotation_bound"] == 1.0  # ~30 tokens / (0.25 * 64,000) + 1
+    assert len(s["violations"]) == 1
+    assert s["violations"][0].startswith("2 rotations exceed the hysteresis bound 1.0 (conversation ")
+
+
+def test_a_prefix_break_within_an_epoch_is_a_violation_for_every_engine(monkeypatch, tmp_path):
+    s = _replay_with(monkeypatch, tmp_path, "rewrite", "")
+    assert (s["rotations"], s["prefix_breaks_within_epoch"]) == (0, 2)
+    assert [v.split(": ", 1)[1] for v in s["violations"]] == [
+        "not an append-only extension of the previous request in epoch 1"] * 2
+
+
 # ---------------------------------------------------------------- other hooks
 
 def test_select_estimator_first_plugin_answer_wins(monkeypatch, tmp_path):
@@ -265,6 +350,7 @@ def test_select_estimator_first_plugin_answer_wins(monkeypatch, tmp_path):
         class Fixed:
             PLUGIN_NAME = "fixed"
             def estimate(self, text): return 7
+            def estimate_batch(self, texts): return [7 for _ in texts]
             def image_tokens(self, width, height): return 1
 
         @hookimpl
@@ -287,6 +373,61 @@ def test_select_estimator_first_plugin_answer_wins(monkeypatch, tmp_path):
                                                        "heuristic-openai"]
 
 
+def test_select_estimator_falls_back_to_the_heuristic_when_nobody_answers(monkeypatch):
+    monkeypatch.setenv("LATCH_LOAD_PLUGINS", "")
+    monkeypatch.setenv("LATCH_DISABLE_PLUGINS", "latch.default_plugins.estimators")
+    chosen = plugins.select_estimator("gpt-4o")
+    assert (type(chosen).__name__, chosen.profile) == ("HeuristicEstimator", "openai")
+
+
+def test_get_estimator_builds_one_by_plugin_name(monkeypatch, tmp_path):
+    monkeypatch.setenv("LATCH_LOAD_PLUGINS", "")
+    est = plugins.get_estimator("heuristic-cjk")
+    assert (est.PLUGIN_NAME, est.name, est.estimate("漢字漢字")) == ("heuristic-cjk", "heuristic-cjk", 4)
+    with pytest.raises(PluginError, match=r"unknown estimator 'heuristic-cj' \(did you mean 'heuristic-cjk'\?\); "
+                                          r"registered estimators: cabi, heuristic-anthropic, heuristic-cjk"):
+        plugins.get_estimator("heuristic-cj")
+    monkeypatch.setenv("LATCH_CABI_LIBRARY", str(tmp_path / "missing.so"))
+    with pytest.raises(PluginError, match=r"estimator 'cabi' \(plugin 'latch.default_plugins.estimators' .*\) "
+                                          r"cannot be created: CabiError: .*missing.so"):
+        plugins.get_estimator("cabi")
+
+
+def test_an_estimator_lacking_part_of_the_interface_is_named(monkeypatch, tmp_path):
+    install_fake_plugin(monkeypatch, tmp_path, """
+        from latch.hookspecs import hookimpl
+
+        class Counting:  # the retired spelling
+            PLUGIN_NAME = "counting"
+            def count(self, text): return 1
+            def image_tokens(self, media): return 1
+
+        @hookimpl
+        def latch_register_estimators():
+            return [Counting]
+    """, entry_name="counting")
+    pm = get_plugin_manager({"LATCH_LOAD_PLUGINS": "counting"})
+    with pytest.raises(PluginError, match=r"plugin 'counting' .*: estimator 'counting' \(.*Counting\) lacks "
+                                          r"estimate, estimate_batch$"):
+        pm.registry("estimators")
+
+
+def test_every_builtin_estimator_follows_the_estimator_protocol(monkeypatch):
+    from latch.estimators import Estimator
+    from latch.hotpaths.cabi import default_library_path
+
+    monkeypatch.setenv("LATCH_LOAD_PLUGINS", "")
+    monkeypatch.delenv("LATCH_CABI_LIBRARY", raising=False)
+    names = ["heuristic-openai", "heuristic-anthropic", "heuristic-cjk"]
+    if default_library_path() is not None:  # a native build ships Latch's own C-ABI library
+        names.append("cabi")
+    for name in names:
+        est = plugins.get_estimator(name)
+        assert isinstance(est, Estimator), name
+        assert est.estimate_batch(["ab", ""]).tolist() == [est.estimate("ab"), 0], name
+        assert est.image_tokens(512, 512) > 0 and est.image_tokens(None, None) >= est.image_tokens(512, 512), name
+
+
 def test_configure_is_historic(monkeypatch, tmp_path):
     monkeypatch.setenv("LATCH_LOAD_PLUGINS", "")
     seen = []
@@ -299,6 +440,30 @@ def test_configure_is_historic(monkeypatch, tmp_path):
     plugins.configure({"engine": {"name": "summary"}})
     get_plugin_manager().register(Late(), name="late")
     assert seen == [{"engine": {"name": "summary"}}]
+
+
+def test_the_cli_reads_the_config_once_and_calls_latch_configure_with_it(monkeypatch, tmp_path):
+    module = install_fake_plugin(monkeypatch, tmp_path, """
+        from latch.hookspecs import hookimpl
+
+        SEEN = []
+
+        @hookimpl
+        def latch_configure(config):
+            SEEN.append(config)
+    """, entry_name="config-reader")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text('[context]\nrecent_tokens = 6000\n\n[config-reader]\ncolour = "blue"\n',
+                                      encoding="utf-8")
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps(CHAT), encoding="utf-8")
+    env = {"LATCH_HOME": str(home), "LATCH_LOAD_PLUGINS": "config-reader"}
+    result = CliRunner().invoke(_cli(), ["--db", str(tmp_path / "x.db"), "replay", str(chat), "--json", "-"], env=env)
+    assert result.exit_code == 0, result.output
+    expected = {"context": {"recent_tokens": 6000}, "config-reader": {"colour": "blue"}}
+    assert importlib.import_module(module).SEEN == [expected]
+    assert json.loads(result.output)["budget"]["recent_tokens"] == 6000  # the same mapping reached the engine
 
 
 def test_plugins_add_cli_commands(monkeypatch, tmp_path):

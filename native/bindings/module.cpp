@@ -1,7 +1,10 @@
 // latch._native: the only file that sees Python. It reads arguments (str code
-// points straight from PEP 393 storage, int64 arrays through the buffer
-// protocol), allocates every output, then releases the GIL around each loop
-// and touches no Python object until it takes the GIL back.
+// points straight from PEP 393 storage, so lone surrogates need no special case;
+// int64 arrays through the buffer protocol), allocates every output, then
+// releases the GIL around each loop and touches no Python object until it takes
+// the GIL back. One exception: suffix_start on a list or tuple bisects the items
+// in place (O(log n) reads of Python ints, which need the GIL) instead of
+// copying the whole list.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
@@ -20,32 +23,20 @@ namespace {
 
 using Int64Array = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
 
-// A str's PEP 393 storage (valid while the str is alive).
-struct Text {
-    int kind;
-    const void* data;
-    std::size_t len;
-};
-
-Text text_of(PyObject* s, const char* what) {
+// A str's PEP 393 storage (valid while the str is alive). `what` names the argument
+// in the TypeError; `item` >= 0 adds its index.
+latch::TextView text_of(PyObject* s, const char* what, Py_ssize_t item = -1) {
     if (!PyUnicode_Check(s)) {
-        throw py::type_error(std::string(what) + " must be str, not " + Py_TYPE(s)->tp_name);
+        const std::string where = item >= 0 ? " " + std::to_string(item) : std::string();
+        throw py::type_error(std::string(what) + where + " must be str, not " + Py_TYPE(s)->tp_name);
     }
 #if PY_VERSION_HEX < 0x030C0000
     if (PyUnicode_READY(s) != 0) {
         throw py::error_already_set();
     }
 #endif
-    return Text{static_cast<int>(PyUnicode_KIND(s)), PyUnicode_DATA(s),
-                static_cast<std::size_t>(PyUnicode_GET_LENGTH(s))};
-}
-
-std::int64_t estimate_text(const Text& t, latch::Profile p) noexcept {
-    switch (t.kind) {
-        case PyUnicode_1BYTE_KIND: return latch::estimate_latin1(static_cast<const std::uint8_t*>(t.data), t.len, p);
-        case PyUnicode_2BYTE_KIND: return latch::estimate_ucs2(static_cast<const std::uint16_t*>(t.data), t.len, p);
-        default: return latch::estimate_ucs4(static_cast<const std::uint32_t*>(t.data), t.len, p);
-    }
+    return latch::TextView{PyUnicode_DATA(s), static_cast<std::size_t>(PyUnicode_GET_LENGTH(s)),
+                           static_cast<unsigned>(PyUnicode_KIND(s))};
 }
 
 // The same ValueError as the reference for anything but a known profile name.
@@ -68,9 +59,9 @@ latch::Profile profile_of(const py::handle& profile) {
 
 std::int64_t estimate_tokens(const py::handle& text, const py::handle& profile) {
     const latch::Profile p = profile_of(profile);
-    const Text t = text_of(text.ptr(), "estimate_tokens: text");
+    const latch::TextView t = text_of(text.ptr(), "estimate_tokens: text");
     py::gil_scoped_release release;
-    return estimate_text(t, p);
+    return latch::estimate_view(t, p);
 }
 
 py::array_t<std::int64_t> estimate_tokens_batch(const py::handle& texts, const py::handle& profile) {
@@ -83,18 +74,16 @@ py::array_t<std::int64_t> estimate_tokens_batch(const py::handle& texts, const p
     }
     const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
     PyObject** items = PySequence_Fast_ITEMS(seq.ptr());
-    std::vector<Text> views;
+    std::vector<latch::TextView> views;
     views.reserve(static_cast<std::size_t>(n));
     for (Py_ssize_t i = 0; i < n; ++i) {
-        views.push_back(text_of(items[i], ("estimate_tokens_batch: item " + std::to_string(i)).c_str()));
+        views.push_back(text_of(items[i], "estimate_tokens_batch: item", i));
     }
     py::array_t<std::int64_t> out(n);
     std::int64_t* dst = out.mutable_data();
     {
         py::gil_scoped_release release;
-        for (std::size_t i = 0; i < views.size(); ++i) {
-            dst[i] = estimate_text(views[i], p);
-        }
+        latch::estimate_batch(views.data(), views.size(), p, dst);
     }
     return out;
 }

@@ -44,6 +44,7 @@ enum PieceType {
     N_TYPES
 };
 constexpr int kSlots = 16;  // f[type * 16 + n - 1] for n = 1..16
+static_assert(N_TYPES <= 12, "a table index type * 16 + n - 1 must stay below 192 (three 64-byte tables)");
 
 // Per-profile weights laid out for the kernel (built once per profile).
 struct KernelWeights {

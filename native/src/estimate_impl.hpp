@@ -1,4 +1,5 @@
-// Internals of the token estimator shared by estimate.cpp and estimate_ascii.cpp.
+// Internals of the token estimator shared by estimate.cpp, estimate_ascii.cpp and
+// estimate_avx512.cpp: the generated tables, the reference's piece walk, the kernel's entry.
 #pragma once
 
 #include <cstddef>

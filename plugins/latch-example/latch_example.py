@@ -21,8 +21,8 @@ from typing import Any
 
 from latch.config import budget_for_model
 from latch.engine.port import (ComponentTokens, ContextBudget, ContextOverflow, ContextRequest, ContextView,
-                               EngineProfile, RecalledEvent, ViewMessage)
-from latch.engine.units import TokenCounter, UnitBuilder, resolve_estimator
+                               EngineProfile, RecalledEvent)
+from latch.engine.units import TokenCounter, UnitBuilder, render_session_context, resolve_estimator
 from latch.hookspecs import hookimpl
 
 
@@ -65,9 +65,8 @@ class KeepLastUnits:
         every = UnitBuilder().feed_all(reader.events(until_seq=until))
         units = every[-keep:]
 
-        # The first message is the session context (a user message: Anthropic wants one first).
-        head = ViewMessage(role="user", content=f"workspace: {request.session_context.workspace or '(unknown)'}",
-                           kind="session_context")
+        # The first message is the session context, rendered as every Latch engine renders it.
+        head = render_session_context(request.session_context)
         fixed = count.text(request.system_prompt) + count.tools(request.tools) + count.message(head)
         room = budget.hard_limit_tokens - fixed
         while units and sum(u.cost(count) for u in units) > room:

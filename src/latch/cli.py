@@ -3,14 +3,20 @@
 Subcommands live in :mod:`latch.commands` (one module each, registered through
 ``register(cli)``) and in plugins (hook ``latch_register_commands``). User
 mistakes exit with status 2 and a one-line message, never a traceback.
+
+Command modules import the engine, estimators and plugins inside their command
+functions, so the command line always loads. When the hot-path backend cannot
+load (e.g. an invalid ``LATCH_IMPL``), every command but ``latch doctor`` stops
+with one line naming the reason (status 1); ``latch doctor`` reports it and
+exits 1. The configuration is read once per invocation
+(:meth:`AppContext.config`), which also hands it to the plugins' historic
+``latch_configure`` hook.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
-import sys
-from pathlib import Path
+from typing import Any
 
 import click
 
@@ -19,12 +25,40 @@ from . import __version__
 COMMAND_MODULES = ("sessions", "doctor", "replay", "context", "state", "plugins_cmd", "bench", "stress")
 
 
+def backend_error() -> str | None:
+    """Why the hot-path backend (:mod:`latch.hotpaths`) cannot load, or ``None`` when it loads."""
+    try:
+        from . import hotpaths  # noqa: F401
+    except ImportError as exc:
+        return str(exc)
+    return None
+
+
 class AppContext:
-    """Shared CLI state: the ``--db`` path, lazily opened store."""
+    """Shared CLI state: the ``--db`` path, the lazily opened store and configuration."""
 
     def __init__(self, db: str | None):
         self.db = db
         self._store = None
+        self._config: dict[str, Any] | None = None
+
+    def config(self, path: str | None = None) -> dict[str, Any]:
+        """Latch's configuration (:func:`latch.config.load_config` of ``path``), read once per invocation.
+
+        The first read also calls :func:`latch.plugins.configure` (hook ``latch_configure``) with
+        it. A bad file is a ``click.UsageError`` naming the file, key and problem.
+        """
+        if self._config is None:
+            from . import plugins
+            from .config import ConfigError, load_config
+
+            try:
+                config = load_config(path)
+            except ConfigError as exc:
+                raise click.UsageError(str(exc)) from None
+            plugins.configure(config)
+            self._config = config
+        return self._config
 
     def store(self):
         if self._store is None:
@@ -55,6 +89,10 @@ class LatchGroup(click.Group):
 @click.pass_context
 def cli(ctx: click.Context, db: str | None) -> None:
     """Latch: a context window that never forgets and never overflows."""
+    if ctx.invoked_subcommand != "doctor":
+        reason = backend_error()
+        if reason is not None:
+            raise click.ClickException(f"the hot-path backend cannot load: {reason} (see `latch doctor`)")
     ctx.obj = AppContext(db)
 
 
@@ -67,11 +105,10 @@ def _load_commands() -> None:
                 continue
             raise
         mod.register(cli)
-    try:
+    if backend_error() is None:  # otherwise no built-in plugin loads, and every command but doctor stops
         from .plugins import register_plugin_commands
-    except ImportError:
-        return
-    register_plugin_commands(cli)
+
+        register_plugin_commands(cli)
 
 
 def main(argv: list[str] | None = None) -> None:

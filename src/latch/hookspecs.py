@@ -53,11 +53,13 @@ def latch_register_engines() -> list[type]:
 def latch_register_estimators() -> list[type]:
     """Token estimators.
 
-    Each class has ``PLUGIN_NAME``, a no-argument constructor, and instances
-    following :class:`latch.estimators.Estimator`: ``estimate(text: str) -> int``
-    (tokens), ``image_tokens(width: int | None, height: int | None) -> int``
-    (tokens, from pixels; conservative when unknown), optional
-    ``estimate_batch(texts) -> numpy int64 array``. Optional ``DESCRIPTION``.
+    Each class has ``PLUGIN_NAME`` (what ``--estimator`` selects), a no-argument
+    constructor, and instances following :class:`latch.estimators.Estimator`, all
+    three methods required: ``estimate(text: str) -> int`` (tokens),
+    ``estimate_batch(texts: Iterable[str]) -> numpy int64 array`` (tokens per
+    text), ``image_tokens(width: int | None, height: int | None) -> int``
+    (tokens of one image from its pixels; conservative when a dimension is
+    unknown, never from the encoded size). Optional ``DESCRIPTION``.
     """
 
 
@@ -94,15 +96,20 @@ def latch_register_commands(cli: "click.Group") -> None:
 def latch_select_estimator(model: str | None) -> Any | None:
     """Pick the estimator *instance* for ``model`` (a provider model id, or ``None``).
 
-    The first non-``None`` answer wins; return ``None`` to pass. The built-in
-    implementation runs last and always answers with the heuristic estimator for
-    the model's profile.
+    The first non-``None`` answer wins; return ``None`` to pass. The answer
+    follows :class:`latch.estimators.Estimator` (see :func:`latch_register_estimators`).
+    The built-in implementation runs last and always answers with the heuristic
+    estimator for the model's profile. ``latch replay`` and ``latch context`` ask
+    this hook unless ``--estimator NAME`` forces one.
     """
 
 
 @hookspec(historic=True)
 def latch_configure(config: Mapping[str, Any]) -> None:
-    """Receive the effective configuration (the parsed config file, ``$LATCH_HOME/config.toml``, as a mapping; see :mod:`latch.config`).
+    """Receive the effective configuration: the parsed config file (``--config``, else
+    ``$LATCH_HOME/config.toml``, else the user config folder's) as a mapping; see :mod:`latch.config`.
 
-    Historic: a plugin registered after the host called it is still called once.
+    The ``latch`` command calls it once per invocation, before building any engine (which then
+    gets the same mapping as ``EngineProfile.config``). Historic: a plugin registered after the
+    host called it is still called once with it.
     """

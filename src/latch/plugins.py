@@ -31,7 +31,11 @@ The ``latch_register_*`` hooks are collected per kind into ``{PLUGIN_NAME: class
 :func:`registered_uis`); a name registered twice in one kind is a
 :class:`PluginError` naming both plugins. Engines are built only through
 :func:`get_engine_factory`, which never substitutes the default engine for an
-unknown one (spec: "Port boundary").
+unknown one (spec: "Port boundary"). Estimators: :func:`select_estimator`
+(hook ``latch_select_estimator`` for a model) and :func:`get_estimator` (by
+``PLUGIN_NAME``, ``--estimator``). :func:`configure` passes the configuration to
+the historic ``latch_configure`` hook; the ``latch`` command calls it once per
+invocation, when a command first needs the config (``latch.cli.AppContext.config``).
 """
 
 from __future__ import annotations
@@ -76,6 +80,7 @@ __all__ = [
     "get_engine_factory",
     "engine_name",
     "select_estimator",
+    "get_estimator",
     "configure",
     "register_plugin_commands",
     "iter_plugins",
@@ -90,13 +95,12 @@ DEFAULT_PLUGINS = (
 )
 KINDS = ("engines", "estimators", "providers", "importers", "uis")
 
-# What each kind's classes must have besides PLUGIN_NAME (checked at collection): each entry is a
-# tuple of alternatives. Estimators follow latch.estimators.Estimator; ``count`` is the older
-# spelling that latch.engine.units.TokenCounter also accepts.
-_REQUIRED_ATTRS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "engines": (("factory",),),
-    "estimators": (("estimate", "count"), ("image_tokens",)),
-    "importers": (("sniff",), ("parse",)),
+# What each kind's classes must have besides PLUGIN_NAME (checked at collection). Estimators
+# follow latch.estimators.Estimator.
+_REQUIRED_ATTRS: dict[str, tuple[str, ...]] = {
+    "engines": ("factory",),
+    "estimators": ("estimate", "estimate_batch", "image_tokens"),
+    "importers": ("sniff", "parse"),
     "providers": (),
     "uis": (),
 }
@@ -242,8 +246,7 @@ def _registration(kind: str, cls: Any, info: PluginInfo, hook_name: str) -> Regi
     name = getattr(cls, "PLUGIN_NAME", None)
     if not isinstance(name, str) or not name.strip():
         raise PluginError(f"{_describe(info)}: {_qualname(cls)} from {hook_name}() has no PLUGIN_NAME string")
-    missing = [" or ".join(alternatives) for alternatives in _REQUIRED_ATTRS[kind]
-               if not any(callable(getattr(cls, a, None)) for a in alternatives)]
+    missing = [a for a in _REQUIRED_ATTRS[kind] if not callable(getattr(cls, a, None))]
     if missing:
         raise PluginError(f"{_describe(info)}: {kind[:-1]} {name!r} ({_qualname(cls)}) lacks {', '.join(missing)}")
     return Registration(kind, name, cls, info)
@@ -332,7 +335,9 @@ def registered_engines() -> dict[str, type]:
 
 
 def registered_estimators() -> dict[str, type]:
-    """``{PLUGIN_NAME: estimator class}``; instances have ``count(text)`` and ``image_tokens(media)``."""
+    """``{PLUGIN_NAME: estimator class}``; each class has a no-argument constructor and its instances
+    follow :class:`latch.estimators.Estimator` (``estimate(text)``, ``estimate_batch(texts)``,
+    ``image_tokens(width, height)``)."""
     return _classes("estimators")
 
 
@@ -372,13 +377,15 @@ def get_engine_factory(name: str) -> "ContextEngineFactory":
 def engine_name(cli_engine: str | None = None, config: Mapping[str, Any] | None = None) -> str:
     """The engine to use: ``--engine`` if given, else ``[engine] name`` of ``config``, else ``continuity``.
 
-    ``config`` defaults to :func:`latch.config.load_config` when that module
-    exists. A non-string ``[engine] name`` raises :class:`PluginError`.
+    ``config`` defaults to :func:`latch.config.load_config`. A non-string
+    ``[engine] name`` raises :class:`PluginError`.
     """
     if cli_engine:
         return cli_engine
     if config is None:
-        config = _load_config()
+        from .config import load_config
+
+        config = load_config()
     section = config.get("engine", {}) if isinstance(config, Mapping) else {}
     name = section.get("name") if isinstance(section, Mapping) else None
     if name is None:
@@ -388,26 +395,41 @@ def engine_name(cli_engine: str | None = None, config: Mapping[str, Any] | None 
     return name.strip()
 
 
-def _load_config() -> Mapping[str, Any]:
-    try:
-        from . import config as config_module  # written alongside; optional until then
-    except ImportError:
-        return {}
-    return config_module.load_config()
-
-
 def select_estimator(model: str | None) -> Any:
-    """The estimator instance for ``model``: the first plugin answer of ``latch_select_estimator``.
+    """The estimator instance for ``model`` (a provider model id, or ``None``).
 
-    The built-in implementation answers last with the heuristic estimator, so
-    this never returns ``None`` unless that built-in is disabled, which raises
-    :class:`PluginError`.
+    The first non-``None`` answer of ``latch_select_estimator`` (e.g. ``latch-tiktoken`` for cl100k
+    models); the built-in implementation answers last with
+    :func:`latch.estimators.estimator_for_model`, which is also the answer when no plugin answers
+    (the built-in disabled). Raises :class:`PluginError` when the plugins cannot load.
     """
     chosen = get_plugin_manager().hook.latch_select_estimator(model=model)
     if chosen is None:
-        raise PluginError(f"no plugin selected an estimator for model {model!r} "
-                          f"(is latch.default_plugins.estimators disabled?)")
+        from .estimators import estimator_for_model
+
+        return estimator_for_model(model)
     return chosen
+
+
+def get_estimator(name: str) -> Any:
+    """A new instance of the estimator registered as ``name`` (its ``PLUGIN_NAME``).
+
+    An unknown name raises :class:`PluginError` listing the registered estimators; a constructor
+    that fails (e.g. ``cabi`` without a library) raises :class:`PluginError` naming the estimator
+    and the reason.
+    """
+    estimators = registered("estimators")
+    reg = estimators.get(name)
+    if reg is None:
+        close = difflib.get_close_matches(name, list(estimators), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise PluginError(f"unknown estimator {name!r}{hint}; registered estimators: "
+                          f"{', '.join(sorted(estimators)) or 'none'}")
+    try:
+        return reg.cls()
+    except Exception as exc:  # the estimator's own reason, on one line
+        raise PluginError(f"estimator {name!r} ({_describe(reg.plugin)}) cannot be created: "
+                          f"{type(exc).__name__}: {exc}") from exc
 
 
 def configure(config: Mapping[str, Any]) -> None:

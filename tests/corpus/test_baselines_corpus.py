@@ -2,10 +2,11 @@
 invariant checks: the budget is never exceeded, no view holds an orphaned or split tool pair, and
 every view is a valid OpenAI chat-completions and Anthropic Messages request.
 
-The baselines may lose facts and may break the provider's prompt cache (they report each break as
-a new cache epoch); the one continuity-only check they are exempt from is its rotation hysteresis
-bound (``rotations <= conversation_tokens / (0.25 * recent_tokens) + 1``): observation masking, for
-one, rewrites an old tool output on nearly every turn, by design.
+The baselines may lose facts and may break the provider's prompt cache: each break is a new cache
+epoch, so within an epoch every request still extends the previous one byte for byte. Their
+rotations are reported, not held to the continuity engine's hysteresis bound
+(``rotations <= conversation_tokens / (0.25 * recent_tokens) + 1``): observation masking, for one,
+rewrites an old tool output on nearly every turn, by design.
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ def test_baseline_replays_within_budget_and_valid(path, engine, budget, corpus_d
         assert doc["engine"] == engine
         hard = summary["hard_limit_tokens"]
         assert hard == (28_000 if budget == "tiny" else 224_000)
-        assert [v for v in summary["violations"] if "hysteresis bound" not in v] == []
+        assert summary["violations"] == []
+        assert (summary["hysteretic_epochs"], summary["rotation_bound"]) == (False, None)
         assert summary["prefix_breaks_within_epoch"] == 0
         assert summary["automatic_compactions"] == 0
         assert summary["overflows"] == 0  # no unit of the corpus is larger than 28,000 tokens
@@ -76,6 +78,10 @@ def test_baseline_replays_within_budget_and_valid(path, engine, budget, corpus_d
             assert validate_openai_chat(to_openai_chat(view, loader)) == [], where
             assert validate_anthropic_messages(to_anthropic_messages(view, loader)) == [], where
 
+        if path.name == CODEX and engine == "observation-masking" and budget == "default":
+            # masking rewrites an old tool output on almost every turn: rotations far above the continuity
+            # engine's bound (159 against 24.1 with the openai heuristic), reported, not a violation
+            assert summary["rotations"] > 3 * (summary["conversation_tokens"] / (0.25 * 64_000) + 1)
         if path.name == CODEX and budget == "tiny":  # the strategy really engaged on the longest session
             last = views[-1]
             assert summary["conversation_tokens"] > 10 * hard

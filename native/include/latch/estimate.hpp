@@ -24,6 +24,19 @@ std::int64_t estimate_ucs2(const std::uint16_t* text, std::size_t len, Profile p
 // Every value must be <= 0x10FFFF (callers validate foreign input).
 std::int64_t estimate_ucs4(const std::uint32_t* text, std::size_t len, Profile profile) noexcept;
 
+// A text as stored by its owner: `len` code points of `width` bytes each (1 = latin-1, 2 = UCS-2,
+// 4 = UCS-4; CPython's PEP 393 kinds).
+struct TextView {
+    const void* data;
+    std::size_t len;
+    unsigned width;
+};
+
+// Tokens of one text / of each of `n` texts into out[0..n). Texts of 2 MiB characters or more,
+// and batches that large in total, are split across threads (exactly: see estimate.cpp).
+std::int64_t estimate_view(const TextView& text, Profile profile) noexcept;
+void estimate_batch(const TextView* texts, std::size_t n, Profile profile, std::int64_t* out) noexcept;
+
 // Tokens of UTF-8 bytes. Encoded surrogates (ED A0 80..ED BF BF, as Python's
 // "surrogatepass" writes them) count as those code points. Returns false and
 // sets `*error_offset` to the first bad byte on any other malformed sequence.

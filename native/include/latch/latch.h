@@ -21,8 +21,10 @@
  *   caller must free, never keeps a pointer after returning, and never writes
  *   outside the output buffers described below.
  *
- * Thread safety: every function is pure and reentrant (no global state, no
- *   locks); any number of threads may call any function concurrently.
+ * Thread safety: every function is pure and reentrant (no global mutable state,
+ *   no locks); any number of threads may call any function concurrently. (Our
+ *   library may itself estimate texts of 2 MiB characters or more on a few
+ *   worker threads, joined before returning.)
  *
  * Errors: every function except `latch_abi_version` and `latch_strerror`
  *   returns LATCH_OK (0) or a negative LATCH_E_* code; on error the outputs

@@ -4,7 +4,10 @@ The configured engine materializes the view as of now on the session's main reco
 (``<engine>:main``, the stream an agent resuming the session continues), and the report shows the
 token breakdown per component (≈: no provider usage exists for a fresh view), the first retained
 seq, the tokens that left working memory since the previous request on that stream, reserve,
-headroom, event and episode counts, and status (spec: "Bounded materialization").
+headroom, event and episode counts, and status (spec: "Bounded materialization"). The estimator
+is the plugins' choice for the model (``latch_select_estimator``) unless ``--estimator NAME``
+forces one; the engine gets it and the configuration through its ``EngineProfile``. The engine
+is imported when the command runs, never at module import.
 """
 
 from __future__ import annotations
@@ -16,10 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..cli import pass_app
-from ..engine.port import ContextOverflow, ContextRequest, EngineProfile, SessionContext
-from ..engine.reader import StoreKernelWriter, StoreSessionReader
-from ..engine.report import context_report
-from .replay import resolve_engine_factory
+from .replay import estimator_name, resolve_engine_factory, resolve_estimator_choice
 
 __all__ = ["register"]
 
@@ -32,10 +32,11 @@ def _n(v) -> str:
     return "–" if v is None else f"{v:,}"
 
 
-def _print(con: Console, rep: dict, engine: str) -> None:
+def _print(con: Console, rep: dict, engine: str, estimator: str) -> None:
     approx = "≈ " if rep["approximate"] else ""
-    t = Table(title=f"/context · session {rep['session']} · engine {engine} · epoch {rep['epoch']} "
-                    f"({rep['rotation_reason'] or 'n/a'}) · status {rep['status']}", title_justify="left")
+    t = Table(title=f"/context · session {rep['session']} · engine {engine} · estimator {estimator} · epoch "
+                    f"{rep['epoch']} ({rep['rotation_reason'] or 'n/a'}) · status {rep['status']}",
+              title_justify="left")
     t.add_column("component")
     t.add_column("tokens", justify="right")
     t.add_column("note")
@@ -66,18 +67,20 @@ def register(cli: click.Group) -> None:
     @click.option("--engine", "engine", default=None, help="Context engine plugin (default: [engine] name, "
                                                             "else continuity).")
     @click.option("--model", default=None, help="Model id for budgets and the estimator (default: the session's).")
+    @click.option("--estimator", "estimator", default=None,
+                  help="Estimator plugin by name, e.g. tiktoken, heuristic-openai, cabi (default: the one the "
+                       "plugins select for the model).")
     @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
                   help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder).")
     @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
     @pass_app
-    def context_cmd(app, session, engine, model, config_path, as_json):
+    def context_cmd(app, session, engine, model, estimator, config_path, as_json):
         """The /context report of SESSION's next view: token breakdown, retention, headroom, status."""
-        from ..config import ConfigError, load_config
+        from ..engine.port import ContextOverflow, ContextRequest, EngineProfile, SessionContext
+        from ..engine.reader import StoreKernelWriter, StoreSessionReader
+        from ..engine.report import context_report
 
-        try:
-            config = load_config(config_path)
-        except ConfigError as exc:
-            raise click.UsageError(str(exc)) from None
+        config = app.config(config_path)
         store = app.store()
         try:
             info = store.session(session)
@@ -87,9 +90,11 @@ def register(cli: click.Group) -> None:
         if model is None:
             model = next((e.event.model for e in store.events(info.id, kinds=["assistant_message"])
                           if e.event.model), None)
+        chosen = resolve_estimator_choice(estimator, model)
         reader = StoreSessionReader(store, info.id)
         writer = StoreKernelWriter(store, info.id, f"{name}:main")
-        eng = factory(EngineProfile(session_id=info.id, model=model, reader=reader, writer=writer, config=config))
+        eng = factory(EngineProfile(session_id=info.id, model=model, reader=reader, writer=writer, config=config,
+                                    estimator=chosen))
         try:
             view = eng.materialize(ContextRequest(session_id=info.id,
                                                   session_context=SessionContext(workspace=info.workspace)))
@@ -97,6 +102,7 @@ def register(cli: click.Group) -> None:
             raise click.ClickException(f"context overflow: {exc}") from None
         rep = context_report(view)
         if as_json:
-            click.echo(json.dumps({"engine": name, **rep}, ensure_ascii=False, indent=2))
+            click.echo(json.dumps({"engine": name, "estimator": estimator_name(chosen), **rep}, ensure_ascii=False,
+                                  indent=2))
         else:
-            _print(Console(highlight=False), rep, name)
+            _print(Console(highlight=False), rep, name, estimator_name(chosen))

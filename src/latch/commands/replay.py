@@ -3,24 +3,36 @@
 The file is imported once (idempotent), then every ``AssistantMessage`` of the session counts as
 one model request: the engine materializes the view as of the event just before it (``until_seq``)
 into a fresh kernel-record stream (``<engine>:replay-<id>``), so replays never interfere with each
-other or with a live session. Each view is checked independently of the engine's own accounting:
+other or with a live session. The estimator is the ``latch_select_estimator`` plugins' choice for
+the model (``latch.plugins.select_estimator``), or the one ``--estimator NAME`` forces; the engine
+prices with it too (``EngineProfile.estimator``). Each view is checked independently of the
+engine's own accounting, for every engine:
 
 * budget: the reported total and a recount with the replay's estimator stay within
   ``window - reserve``;
 * protocol: no orphaned tool call or result, results right after their call in call order
   (:func:`latch.engine.units.view_violations`), no split unit;
-* cache epochs: within one epoch each request's canonical bytes start with the previous request's
-  (``prefix_breaks_within_epoch`` must be 0); rotations stay within
-  ``conversation_tokens / (0.25 * recent_tokens) + 1``;
+* cache epochs, as the engine numbers them (``view.epoch``): within one epoch each request's
+  canonical bytes start with the previous request's (``prefix_breaks_within_epoch`` must be 0);
 * no automatic compaction record in the stream.
+
+Rotations (epoch changes, i.e. cache rewrites) are reported for every engine. Only an engine with
+hysteretic epochs (``continuity``, or a class declaring ``HYSTERETIC_EPOCHS = True``) is held to
+its bound ``rotations <= conversation_tokens / (0.25 * recent_tokens) + 1``; other strategies
+(sliding windows, observation masking) rewrite their prefix by design.
 
 A request the engine refuses with :class:`~latch.engine.port.ContextOverflow` is listed (status
 ``overflow``), never an over-budget view. The exit status is 1 when any violation exists.
+
+The engine, the estimators and the plugin host are imported when a command runs, never when this
+module is imported, so ``latch`` starts (and ``latch doctor`` reports) even when the hot-path
+backend cannot load.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import uuid
 from collections.abc import Callable, Mapping
@@ -28,18 +40,14 @@ from dataclasses import replace
 from typing import Any
 
 import click
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from ..cli import pass_app
-from ..engine.port import ContextOverflow, ContextRequest, EngineProfile, SessionContext
-from ..engine.reader import StoreKernelWriter, StoreSessionReader
-from ..engine.report import COMPONENTS
-from ..engine.units import TokenCounter, Unit, UnitBuilder, header_lines, message_line, resolve_estimator, \
-    view_violations
 from ..events import AssistantMessage, Usage
 
-__all__ = ["resolve_engine_factory", "run_replay", "register"]
+__all__ = ["resolve_engine_factory", "resolve_estimator_choice", "estimator_name", "run_replay", "register"]
 
 PROGRESS_MIN_REQUESTS = 40
 
@@ -50,19 +58,40 @@ def resolve_engine_factory(name: str | None, config: Mapping[str, Any] | None = 
     ``name`` ``None`` means ``[engine] name`` of the config, else ``continuity``. Raises
     ``click.UsageError`` for an unknown engine (there is no fallback to another engine).
     """
-    try:
-        from .. import plugins
-    except ImportError:  # pragma: no cover - the plugin host is optional while it is written
-        if name not in (None, "continuity"):
-            raise click.UsageError(f"unknown engine {name!r}; only 'continuity' is available") from None
-        from ..engine import continuity_context_engine_factory
+    from .. import plugins
 
-        return "continuity", continuity_context_engine_factory
     try:
         chosen = plugins.engine_name(name, config if config is not None else {})
         return chosen, plugins.get_engine_factory(chosen)
     except plugins.PluginError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+def resolve_estimator_choice(name: str | None, model: str | None) -> Any:
+    """The estimator instance: ``--estimator NAME`` (a registered ``PLUGIN_NAME``, e.g. ``tiktoken``,
+    ``heuristic-openai``, ``cabi``) when given, else :func:`latch.plugins.select_estimator` of
+    ``model``. Raises ``click.UsageError`` for an unknown or unusable ``name``."""
+    from .. import plugins
+
+    if name is None:
+        return plugins.select_estimator(model)
+    try:
+        return plugins.get_estimator(name)
+    except plugins.PluginError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def estimator_name(estimator: Any) -> str:
+    """The name a report shows for ``estimator``: its ``name``, else its class's ``PLUGIN_NAME`` or name."""
+    cls = type(estimator)
+    return getattr(estimator, "name", None) or getattr(cls, "PLUGIN_NAME", None) or cls.__name__
+
+
+def _hysteretic(engine_name: str, engine: Any) -> bool:
+    """Whether ``engine`` rotates with hysteresis (and is therefore held to the rotation bound)."""
+    from ..plugins import DEFAULT_ENGINE
+
+    return bool(getattr(engine, "HYSTERETIC_EPOCHS", engine_name == DEFAULT_ENGINE))
 
 
 def _transcript_model(events: list[Any]) -> str | None:
@@ -87,26 +116,37 @@ def _requests(events: list[Any]) -> list[tuple[int, int, Usage | None]]:
 
 
 def run_replay(store: Any, session_id: str, *, engine: str | None = None, model: str | None = None,
-               config: Mapping[str, Any] | None = None, window: int | None = None, reserve: int | None = None,
-               recent: int | None = None, progress: Callable[[int, int], None] | None = None,
+               estimator: str | None = None, config: Mapping[str, Any] | None = None, window: int | None = None,
+               reserve: int | None = None, recent: int | None = None,
+               progress: Callable[[int, int], None] | None = None,
                keep_views: bool = False) -> tuple[dict[str, Any], list[Any]]:
     """Replay ``session_id`` of ``store``; return ``(document, views)`` (views only with ``keep_views``).
 
-    The document is ``{"session", "engine", "stream", "model", "budget", "requests": [...],
-    "summary": {...}}`` as written by ``latch replay --json``. ``progress(done, total)`` is called
-    after each request.
+    ``engine`` and ``estimator`` are plugin names (``None``: the configured engine, the model's
+    estimator); ``config`` is Latch's configuration, passed to the engine as
+    ``EngineProfile.config``. The document is ``{"session", "engine", "estimator", "stream",
+    "model", "budget", "requests": [...], "summary": {...}}`` as written by ``latch replay
+    --json``; each request has the component tokens (``state_tokens`` is the canonical state's
+    size), ``total_tokens``, ``epoch``, ``first_retained_seq``, ``cacheability``. ``progress(done,
+    total)`` is called after each request.
     """
+    from ..engine.port import ContextOverflow, ContextRequest, EngineProfile, SessionContext
+    from ..engine.reader import StoreKernelWriter, StoreSessionReader
+    from ..engine.report import COMPONENTS
+    from ..engine.units import TokenCounter, Unit, UnitBuilder, header_lines, message_line, view_violations
+
     config = dict(config or {})
     engine_name, factory = resolve_engine_factory(engine, config)
     events = list(store.events(session_id))
     model = model or _transcript_model(events)
-    estimator = resolve_estimator(model)
-    counter = TokenCounter(estimator)
+    chosen = resolve_estimator_choice(estimator, model)
+    counter = TokenCounter(chosen)
     stream = f"{engine_name}:replay-{uuid.uuid4().hex[:12]}"
     reader = StoreSessionReader(store, session_id)
     writer = StoreKernelWriter(store, session_id, stream)
     eng = factory(EngineProfile(session_id=session_id, model=model, reader=reader, writer=writer, config=config,
-                                estimator=estimator))
+                                estimator=chosen))
+    hysteretic = _hysteretic(engine_name, eng)
     budget = eng.default_budget()
     overrides = {k: v for k, v in (("context_window_tokens", window), ("reserve_tokens", reserve),
                                    ("recent_tokens", recent)) if v is not None}
@@ -193,20 +233,24 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     compactions = sum(1 for r in writer.records() if "compact" in r[1])
     if compactions:
         violations.append(f"{compactions} compaction record(s) in the replay stream (never automatic)")
-    bound = history / (0.25 * budget.recent_tokens) + 1
-    if rotations > bound:
-        violations.append(f"{rotations} rotations exceed the hysteresis bound {bound:.1f} "
-                          f"(conversation {history} tokens, recent {budget.recent_tokens})")
+    bound = None
+    if hysteretic:
+        bound = history / (0.25 * budget.recent_tokens) + 1
+        if rotations > bound:
+            violations.append(f"{rotations} rotations exceed the hysteresis bound {bound:.1f} "
+                              f"(conversation {history} tokens, recent {budget.recent_tokens})")
     done = [r for r in rows if r["total_tokens"] is not None]
     summary = {
         "requests": len(rows), "violations": violations, "rotations": rotations,
         "prefix_breaks_within_epoch": breaks, "automatic_compactions": compactions, "overflows": overflows,
-        "rotation_bound": round(bound, 2), "conversation_tokens": history,
+        "hysteretic_epochs": hysteretic, "rotation_bound": round(bound, 2) if bound is not None else None,
+        "conversation_tokens": history,
         "max_total_tokens": max((r["total_tokens"] for r in done), default=0), "hard_limit_tokens": hard,
         "mean_cacheability": (sum(r["cacheability"] for r in done[1:]) / (len(done) - 1)) if len(done) > 1 else None,
         "epochs": len({r["epoch"] for r in done}),
     }
-    doc = {"session": session_id, "engine": engine_name, "stream": stream, "model": model,
+    doc = {"session": session_id, "engine": engine_name, "estimator": estimator_name(chosen), "stream": stream,
+           "model": model,
            "budget": {"context_window_tokens": budget.context_window_tokens,
                       "reserve_tokens": budget.reserve_tokens, "recent_tokens": budget.recent_tokens},
            "requests": rows, "summary": summary}
@@ -217,35 +261,52 @@ def _fmt(v: Any) -> str:
     return "–" if v is None else f"{v:,}" if isinstance(v, int) else str(v)
 
 
+# (header, request key) of the per-request table, in the spec's component order; a column whose
+# key is None in every row (tools, extension: replay sends none; provider: no usage reported)
+# or 0 in every row is left out so the table fits a 100-column terminal.
+_COLUMNS = (("#", "request"), ("events", "events"), ("instr", "instructions_tokens"), ("state", "state_tokens"),
+            ("recent", "recent_tokens"), ("recall", "recall_tokens"), ("tools", "tools_tokens"),
+            ("ext", "extension_tokens"), ("total", "total_tokens"), ("history", "history_tokens"),
+            ("epoch", "epoch"), ("first", "first_retained_seq"), ("prefix", "common_prefix_tokens"),
+            ("cache", "cacheability"), ("provider", "provider_prompt_tokens"))
+_OPTIONAL = ("tools_tokens", "extension_tokens", "provider_prompt_tokens")
+_LEGEND = {"instr": "system + session context", "state": "canonical state", "history": "whole conversation",
+           "first": "first retained seq", "prefix": "tokens shared with the previous request",
+           "cache": "prefix/total", "provider": "prompt tokens the provider reported"}
+
+
+def _cell(r: dict[str, Any], key: str) -> str:
+    if r["total_tokens"] is None and key not in ("request", "events", "history_tokens", "provider_prompt_tokens"):
+        return "[red]overflow[/red]" if key == "total_tokens" else ""
+    if key == "cacheability":
+        return f"{r[key]:.0%}"
+    return _fmt(r[key])
+
+
 def _print(con: Console, doc: dict[str, Any], source: str) -> None:
     b = doc["budget"]
-    t = Table(title=f"{source} · session {doc['session']} · engine {doc['engine']} · window {b['context_window_tokens']:,} "
-                    f"reserve {b['reserve_tokens']:,} recent {b['recent_tokens']:,} (tokens ≈)",
-              title_justify="left", show_lines=False, pad_edge=False)
-    for col in ("#", "seq", "events", "instr", "state", "recent", "recall", "tools", "ext", "total", "history",
-                "epoch", "first", "prefix", "cache", "provider"):
-        t.add_column(col, justify="right" if col not in ("epoch",) else "center", no_wrap=True)
-    for r in doc["requests"]:
-        if r["total_tokens"] is None:
-            t.add_row(str(r["request"]), str(r["seq"]), str(r["events"]), *["–"] * 6, "[red]overflow[/red]",
-                      _fmt(r["history_tokens"]), "", "", "", "", _fmt(r["provider_prompt_tokens"]))
-            continue
-        recall = _fmt(r["recall_tokens"]) + (f" ({r['episode_tokens']:,})" if r["episode_tokens"] else "")
-        t.add_row(str(r["request"]), str(r["seq"]), str(r["events"]), _fmt(r["instructions_tokens"]),
-                  _fmt(r["state_tokens"]), _fmt(r["recent_tokens"]), recall, _fmt(r["tools_tokens"]),
-                  _fmt(r["extension_tokens"]), _fmt(r["total_tokens"]), _fmt(r["history_tokens"]),
-                  str(r["epoch"]), _fmt(r["first_retained_seq"]), _fmt(r["common_prefix_tokens"]),
-                  f"{r['cacheability']:.0%}", _fmt(r["provider_prompt_tokens"]))
+    rows = doc["requests"]
+    con.print(f"[bold]{source}[/bold] · session {doc['session']} · model {doc['model'] or 'unknown'}")
+    con.print(f"engine [bold]{doc['engine']}[/bold] · estimator {doc['estimator']}")
+    con.print(f"window {b['context_window_tokens']:,} · reserve {b['reserve_tokens']:,} · recent "
+              f"{b['recent_tokens']:,} tokens")
+    columns = [(h, k) for h, k in _COLUMNS if k not in _OPTIONAL or any(r.get(k) for r in rows)]
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
+    for header, _ in columns:
+        t.add_column(header, justify="right", no_wrap=True)
+    for r in rows:
+        t.add_row(*(_cell(r, k) for _, k in columns))
     con.print(t)
+    con.print("[dim]tokens ≈; " + ", ".join(f"{h} = {_LEGEND[h]}" for h, _ in columns if h in _LEGEND) + "[/dim]")
     s = doc["summary"]
 
     def check(ok: bool, text: str) -> None:
         con.print(("[green]✓[/green] " if ok else "[red]✗[/red] ") + text)
 
-    con.print(f"\n[bold]{s['requests']} requests[/bold], {s['epochs']} cache epoch(s), {s['rotations']} rotation(s), "
-              f"max {s['max_total_tokens']:,} of {s['hard_limit_tokens']:,} tokens, conversation "
-              f"{s['conversation_tokens']:,} tokens"
-              + (f", mean cacheability {s['mean_cacheability']:.0%}" if s["mean_cacheability"] is not None else ""))
+    con.print(f"\n[bold]{s['requests']} requests[/bold] · {s['epochs']} cache epoch(s), {s['rotations']} rotation(s) · "
+              f"max {s['max_total_tokens']:,} of {s['hard_limit_tokens']:,} tokens")
+    con.print(f"conversation {s['conversation_tokens']:,} tokens"
+              + (f" · mean cacheability {s['mean_cacheability']:.0%}" if s["mean_cacheability"] is not None else ""))
     v = s["violations"]
     check(not any("hard limit" in x for x in v), "budget never exceeded (window − reserve)")
     check(not any("orphan" in x or "call order" in x for x in v), "no orphaned tool call or result")
@@ -253,7 +314,11 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
     check(s["prefix_breaks_within_epoch"] == 0,
           f"append-only within each epoch ({s['prefix_breaks_within_epoch']} prefix breaks)")
     check(s["automatic_compactions"] == 0, f"no automatic compaction ({s['automatic_compactions']})")
-    check(not any("hysteresis" in x for x in v), f"rotations within the hysteresis bound ({s['rotation_bound']})")
+    if s["hysteretic_epochs"]:
+        check(not any("hysteresis" in x for x in v), f"rotations within the hysteresis bound ({s['rotation_bound']})")
+    else:
+        con.print(f"[blue]i[/blue] {s['rotations']} cache rewrite(s) (no rotation bound: {doc['engine']} does not "
+                  f"rotate with hysteresis)")
     if s["overflows"]:
         con.print(f"[yellow]![/yellow] {s['overflows']} request(s) refused with ContextOverflow "
                   f"(a unit larger than the hard budget)")
@@ -261,6 +326,13 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
         con.print(f"  [red]{x}[/red]")
     if len(v) > 20:
         con.print(f"  … {len(v) - 20} more violations")
+
+
+def _stdout_console() -> Console:
+    """Rich console for the report: the terminal's width, or 120 columns when piped (rich's 80
+    would squeeze the table) unless ``COLUMNS`` says otherwise."""
+    piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
+    return Console(highlight=False, width=120 if piped else None)
 
 
 def register(cli: click.Group) -> None:
@@ -273,43 +345,44 @@ def register(cli: click.Group) -> None:
     @click.option("--recent", type=click.IntRange(min=1), default=None, help="recent_tokens override.")
     @click.option("--engine", "engine", default=None, help="Context engine plugin (default: [engine] name, "
                                                             "else continuity).")
+    @click.option("--estimator", "estimator", default=None,
+                  help="Estimator plugin by name, e.g. tiktoken, heuristic-openai, cabi (default: the one the "
+                       "plugins select for the model).")
     @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
                   help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder).")
     @click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
                   help="Write the per-request report as JSON to this file ('-' for stdout).")
     @pass_app
-    def replay_cmd(app, file, fmt, model, window, reserve, recent, engine, config_path, json_out):
+    def replay_cmd(app, file, fmt, model, window, reserve, recent, engine, estimator, config_path, json_out):
         """Replay FILE: materialize the view before every model request and check the invariants."""
-        from ..config import ConfigError, load_config
         from ..importers import import_file
 
-        try:
-            config = load_config(config_path)
-        except ConfigError as exc:
-            raise click.UsageError(str(exc)) from None
-        resolve_engine_factory(engine, config)  # bad options fail before anything is imported
+        config = app.config(config_path)
+        # bad options fail before anything is imported
+        resolve_engine_factory(engine, config)
+        if estimator is not None:
+            resolve_estimator_choice(estimator, model)
         if window is not None and reserve is not None and reserve >= window:
             raise click.UsageError(f"--reserve ({reserve}) must be below --window ({window})")
         store = app.store()
-        sid, parsed, _ = import_file(store, file, fmt)
+        sid, _, _ = import_file(store, file, fmt)
         n_requests = len(_requests(list(store.events(sid, kinds=["assistant_message", "usage"]))))
-        err = Console(stderr=True)
+        options = dict(engine=engine, model=model, estimator=estimator, config=config, window=window,
+                       reserve=reserve, recent=recent)
         if n_requests >= PROGRESS_MIN_REQUESTS:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             with Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                          console=err, transient=True) as bar:
+                          console=Console(stderr=True), transient=True) as bar:
                 task = bar.add_task("replay", total=n_requests)
-                doc, _ = run_replay(store, sid, engine=engine, model=model, config=config, window=window,
-                                    reserve=reserve, recent=recent,
+                doc, _ = run_replay(store, sid, **options,
                                     progress=lambda done, total: bar.update(task, completed=done))
         else:
-            doc, _ = run_replay(store, sid, engine=engine, model=model, config=config, window=window,
-                                reserve=reserve, recent=recent)
+            doc, _ = run_replay(store, sid, **options)
         if json_out == "-":
             click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
         else:
-            _print(Console(highlight=False), doc, file)
+            _print(_stdout_console(), doc, file)
             if json_out:
                 with open(json_out, "w", encoding="utf-8") as f:
                     json.dump(doc, f, ensure_ascii=False, indent=2)

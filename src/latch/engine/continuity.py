@@ -63,9 +63,9 @@ from ..config import budget_for_model, recall_tokens as config_recall_tokens, st
 from ..events import AssistantMessage, SystemNote, ToolResult, Usage, UserMessage
 from . import recall as recall_mod
 from .port import (ComponentTokens, ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile,
-                   KernelWriter, RecalledEvent, SessionContext, SessionReader, ViewMessage)
+                   KernelWriter, RecalledEvent, SessionReader, ViewMessage)
 from .units import (MESSAGE_OVERHEAD_TOKENS, TokenCounter, Unit, UnitBuilder, header_lines, message_line,
-                    resolve_estimator)
+                    render_session_context, resolve_estimator)
 
 __all__ = ["ContinuityEngine", "ENGINE_NAME", "INDEX_ENTRIES", "RECORD_KINDS"]
 
@@ -474,17 +474,12 @@ class ContinuityEngine:
         }
 
     # ------------------------------------------------------------ rendering helpers
-    @staticmethod
-    def _session_message(ctx: SessionContext) -> ViewMessage:
-        lines = ["<session-context>", f"workspace: {ctx.workspace or '(unknown)'}", f"mode: {ctx.mode}"]
-        if ctx.repository_instructions:
-            lines += ["<repository-instructions>", ctx.repository_instructions, "</repository-instructions>"]
-        lines.append("</session-context>")
-        return ViewMessage(role="user", content="\n".join(lines), kind="session_context")
-
     def _files(self, state: Any) -> list[str]:
-        """Open files: the canonical state's newest file entries, else paths of recent tool calls."""
-        files = [f.get("path") if isinstance(f, Mapping) else f for f in (getattr(state, "files", None) or ())]
+        """Open files: the canonical state's newest file entries, else paths of recent tool calls.
+        The kernel's ``recent_files(n)`` costs O(n); its ``files`` tuple costs O(files) per revision."""
+        recent = getattr(state, "recent_files", None)
+        entries = recent(8) if callable(recent) else (getattr(state, "files", None) or ())
+        files = [f.get("path") if isinstance(f, Mapping) else f for f in entries]
         files = [f for f in files if isinstance(f, str) and f]
         return files[-8:] or list(self._paths)
 
@@ -595,7 +590,7 @@ class ContinuityEngine:
         """Fixed costs, reservations and effective limits of one request."""
         c = self._counter
         hard = budget.hard_limit_tokens
-        session_msg = self._session_message(request.session_context)
+        session_msg = render_session_context(request.session_context)
         head = header_lines(request.system_prompt, request.tools)
         header = (_digest(head[0]), _digest(head[1]))
         fingerprint = _digest(b"\n".join([*head, message_line(session_msg)]))

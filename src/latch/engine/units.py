@@ -28,22 +28,19 @@ used by ``latch replay`` and the tests.
 
 from __future__ import annotations
 
-import inspect
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .. import hotpaths
+from ..estimators import estimator_for_model
 from ..events import AssistantMessage, MediaRef, ToolResult, UserMessage, canonical_bytes
-from .port import ContextView, ViewMessage, ViewToolCall
+from .port import ContextView, SessionContext, ViewMessage, ViewToolCall
 
 __all__ = [
     "MESSAGE_OVERHEAD_TOKENS",
     "TOOL_CALL_OVERHEAD_TOKENS",
-    "UNKNOWN_IMAGE_TOKENS",
-    "HotpathEstimator",
     "TokenCounter",
     "resolve_estimator",
+    "render_session_context",
     "Unit",
     "UnitBuilder",
     "message_line",
@@ -55,70 +52,55 @@ MESSAGE_OVERHEAD_TOKENS = 4
 """Role and delimiters of one message (OpenAI's chat format spends 3-4 tokens per message)."""
 TOOL_CALL_OVERHEAD_TOKENS = 8
 """Structure of one tool call or tool result (type, id/name/arguments keys)."""
-UNKNOWN_IMAGE_TOKENS = 1_600
-"""Fallback for an image without dimensions: the most a provider bills for one downscaled image."""
-
-
-class HotpathEstimator:
-    """Estimator on :func:`latch.hotpaths.estimate_tokens`, used when no estimator plugin is available.
-
-    ``image_tokens(width, height)`` takes the larger of Anthropic's ``w*h/750`` (capped at
-    :data:`UNKNOWN_IMAGE_TOKENS`) and OpenAI's high-detail tiling (85 + 170 per 512-px tile after
-    downscaling to 2048 and then 768 on the short side); unknown dimensions cost
-    :data:`UNKNOWN_IMAGE_TOKENS`.
-    """
-
-    def __init__(self, profile: str = "openai"):
-        self.profile = profile
-
-    def estimate(self, text: str) -> int:
-        return hotpaths.estimate_tokens(text, self.profile)
-
-    def image_tokens(self, width: int | None, height: int | None) -> int:
-        if not width or not height:
-            return UNKNOWN_IMAGE_TOKENS
-        anthropic = min(UNKNOWN_IMAGE_TOKENS, math.ceil(width * height / 750))
-        w, h = float(width), float(height)
-        if max(w, h) > 2048:
-            s = 2048 / max(w, h)
-            w, h = w * s, h * s
-        if min(w, h) > 768:
-            s = 768 / min(w, h)
-            w, h = w * s, h * s
-        openai = 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
-        return max(anthropic, openai)
 
 
 def resolve_estimator(model: str | None, estimator: Any = None) -> Any:
-    """``estimator`` if given, else ``latch.estimators.estimator_for_model(model)``, else :class:`HotpathEstimator`."""
-    if estimator is not None:
-        return estimator
-    try:
-        from ..estimators import estimator_for_model
-    except ImportError:
-        return HotpathEstimator()
-    return estimator_for_model(model)
+    """``estimator`` if given, else :func:`latch.estimators.estimator_for_model` of ``model``.
+
+    The engine-side default for an engine built without one; hosts choose through
+    :func:`latch.plugins.select_estimator` (the ``latch_select_estimator`` hook) and pass the
+    result in :attr:`~latch.engine.port.EngineProfile.estimator`.
+    """
+    return estimator if estimator is not None else estimator_for_model(model)
+
+
+def render_session_context(ctx: SessionContext) -> ViewMessage:
+    """The session context as the first provider-visible message (spec: "Port boundary").
+
+    Every engine sends this exact message first, so engine comparisons start from the same bytes::
+
+        <session-context>
+        workspace: /path/or/(unknown)
+        mode: default
+        <repository-instructions>        (only when the session has some)
+        ...
+        </repository-instructions>
+        </session-context>
+
+    A ``user``-role message of ``kind="session_context"`` (Anthropic requires a user message first).
+    """
+    lines = ["<session-context>", f"workspace: {ctx.workspace or '(unknown)'}", f"mode: {ctx.mode}"]
+    if ctx.repository_instructions:
+        lines += ["<repository-instructions>", ctx.repository_instructions, "</repository-instructions>"]
+    lines.append("</session-context>")
+    return ViewMessage(role="user", content="\n".join(lines), kind="session_context")
 
 
 class TokenCounter:
     """Uniform token costs over an estimator (tokens everywhere).
 
-    Accepts both estimator shapes in use: text via ``estimate(text)`` or ``count(text)``, images via
-    ``image_tokens(width, height)`` or ``image_tokens(media_ref)``. A non-image media reference
-    (a document) costs one token per 2 bytes, a conservative stand-in until the provider reports.
+    ``estimator`` follows :class:`latch.estimators.Estimator`: ``estimate(text) -> int`` and
+    ``image_tokens(width, height) -> int`` (``TypeError`` when either is missing). A non-image
+    media reference (a document) costs one token per 2 bytes, a conservative stand-in until the
+    provider reports.
     """
 
     def __init__(self, estimator: Any):
+        if not callable(getattr(estimator, "estimate", None)) or not callable(getattr(estimator, "image_tokens", None)):
+            raise TypeError(f"estimator {estimator!r} needs estimate(text) and image_tokens(width, height) "
+                            f"(latch.estimators.Estimator)")
         self.estimator = estimator
-        text = getattr(estimator, "estimate", None) or getattr(estimator, "count", None)
-        if text is None or not hasattr(estimator, "image_tokens"):
-            raise TypeError(f"estimator {estimator!r} needs estimate(text)/count(text) and image_tokens(...)")
-        self.text = text
-        try:
-            arity = len(inspect.signature(estimator.image_tokens).parameters)
-        except (TypeError, ValueError):  # builtins without a signature: assume (width, height)
-            arity = 2
-        self._image_by_dims = arity >= 2
+        self.text = estimator.estimate
         self._memo: dict[str, int] = {}
 
     def fixed(self, text: str) -> int:
@@ -134,9 +116,7 @@ class TokenCounter:
     def media(self, ref: MediaRef) -> int:
         if not ref.media_type.startswith("image/"):
             return max(1, (ref.byte_size + 1) // 2)
-        if self._image_by_dims:
-            return int(self.estimator.image_tokens(ref.width, ref.height))
-        return int(self.estimator.image_tokens(ref))
+        return int(self.estimator.image_tokens(ref.width, ref.height))
 
     def message(self, m: ViewMessage) -> int:
         """Tokens of one provider-visible message (content, calls, ids, media, overhead)."""

@@ -204,11 +204,13 @@ def load(path: str | os.PathLike[str] | None = None) -> AbiLibrary:
 
 
 class AbiEstimator:
-    """Estimator plugin backed by a C-ABI library (``PLUGIN_NAME = "cabi"``).
+    """Estimator plugin backed by a C-ABI library (``PLUGIN_NAME = "cabi"``), following
+    :class:`latch.estimators.Estimator`.
 
-    The library is ``LATCH_CABI_LIBRARY`` or Latch's own; the profile is
-    ``LATCH_CABI_PROFILE`` (default ``openai``). ``count(text)`` returns tokens;
-    ``image_tokens(media)`` uses Latch's built-in dimension-based image estimate.
+    The library is ``LATCH_CABI_LIBRARY`` or Latch's own; the profile name passed to it is
+    ``LATCH_CABI_PROFILE`` (default ``openai``). :class:`CabiError` when no library can be
+    loaded. Images use Latch's dimension-based rules: OpenAI's for the ``openai`` profile, else
+    Anthropic's (the more conservative).
     """
 
     PLUGIN_NAME = "cabi"
@@ -217,17 +219,22 @@ class AbiEstimator:
     def __init__(self, library: AbiLibrary | str | os.PathLike[str] | None = None, profile: str | None = None):
         self.library = library if isinstance(library, AbiLibrary) else load(library)
         self.profile = profile or os.environ.get(ENV_PROFILE) or "openai"
+        self.name = f"cabi:{self.profile}"
 
-    def count(self, text: str) -> int:
+    def __repr__(self) -> str:
+        return f"AbiEstimator({str(self.library.path)!r}, profile={self.profile!r})"
+
+    def estimate(self, text: str) -> int:
         """Estimated tokens of ``text``."""
         return self.library.estimate(text, self.profile)
 
-    def count_batch(self, texts: Iterable[str]) -> np.ndarray:
+    def estimate_batch(self, texts: Iterable[str]) -> np.ndarray:
         """Estimated tokens of every text (numpy int64 array)."""
         return self.library.estimate_batch(texts, self.profile)
 
-    def image_tokens(self, media: Any) -> int:
-        """Tokens of an image, from its dimensions (Latch's built-in rule)."""
-        from latch.estimators import image_tokens
+    def image_tokens(self, width: int | None, height: int | None) -> int:
+        """Tokens of one image of ``width`` x ``height`` pixels (conservative when unknown)."""
+        from latch.estimators import anthropic_image_tokens, openai_image_tokens
 
-        return image_tokens(media)
+        rule = openai_image_tokens if self.profile == "openai" else anthropic_image_tokens
+        return rule(width, height)

@@ -24,7 +24,7 @@ from typing import Any
 from .derive import DerivationContext, SessionDeriver, rules_version
 from .events import Mutation, StateUpdate
 
-__all__ = ["Ledger", "Disproof", "ledger_for", "clear_cache", "END"]
+__all__ = ["Ledger", "Disproof", "Workspace", "Pos", "ledger_for", "clear_cache", "END"]
 
 END = 1 << 62
 """Sub-position after every fact of an event: ``(seq, END)`` is "after everything at ``seq``"."""
@@ -64,6 +64,8 @@ class Workspace:
     by_path: dict[str, list[Pos]] = field(default_factory=dict)
     pathless: list[Pos] = field(default_factory=list)
     disproofs: list[Disproof] = field(default_factory=list)
+    open_disproofs: list[Disproof] = field(default_factory=list)  # not stale yet
+    staled: list[Pos] = field(default_factory=list)  # where each stale disproof went stale, in log order
 
     def generation(self, pos: Pos) -> int:
         """The generation at ``pos``: mutations strictly before it (``(seq, END)``: through ``seq``)."""
@@ -88,11 +90,20 @@ class Workspace:
                 self.by_path.setdefault(p, []).append(pos)
         else:
             self.pathless.append(pos)
-        for d in self.disproofs:
+        still = []
+        for d in self.open_disproofs:
             inside = any(not p.startswith("/") for p in d.files)
-            if d.stale_pos is None and (not mutation.paths and inside or set(d.files) & set(mutation.paths)):
+            if not mutation.paths and inside or set(d.files) & set(mutation.paths):
                 d.stale_pos = pos
                 d.stale_path = next((p for p in d.files if p in mutation.paths), None)
+                self.staled.append(pos)
+            else:
+                still.append(d)
+        self.open_disproofs = still
+
+    def add_disproof(self, d: Disproof) -> None:
+        self.disproofs.append(d)
+        self.open_disproofs.append(d)
 
 
 class Ledger:
@@ -189,7 +200,7 @@ class Ledger:
                 ws.add_mutation(pos, fact)
             elif isinstance(fact, StateUpdate) and fact.tool == "record_disproof":
                 args = fact.arguments
-                ws.disproofs.append(Disproof(
+                ws.add_disproof(Disproof(
                     pos=pos, session_id=sid, claim=str(args.get("claim", "")), reason=str(args.get("reason", "")),
                     evidence=tuple(str(x) for x in args.get("evidence", ()) or ()),
                     files=tuple(deriver.ctx.path(str(x)) for x in args.get("files", ()) or ()),
@@ -199,11 +210,30 @@ class Ledger:
     def session_facts(self, sid: str) -> list[tuple[Pos, Any]]:
         return self.facts.get(sid, [])
 
-    def visible_disproofs(self, store, sid: str, until: int) -> list[Disproof]:
-        """Disproofs recorded at or before ``until`` in ``sid``'s workspace or by one of its ancestors."""
+    def _visible(self, store, sid: str) -> list[Workspace]:
         keys = {self.workspace_key(store, sid)} | {self.workspace_key(store, a) for a in self.ancestors(store, sid)}
-        out = [d for k in keys if k in self.workspaces for d in self.workspaces[k].disproofs if d.pos[0] <= until]
-        return sorted(out, key=lambda d: d.pos)
+        return [self.workspaces[k] for k in sorted(keys) if k in self.workspaces]
+
+    def visible_disproofs(self, store, sid: str, until: int) -> list[Disproof]:
+        """Disproofs recorded at or before ``until`` in ``sid``'s workspace or one of its ancestors'."""
+        end = (until, END)
+        out = [d for ws in self._visible(store, sid) for d in ws.disproofs[:bisect_right(ws.disproofs, end,
+                                                                                          key=_pos)]]
+        return sorted(out, key=_pos)
+
+    def disproof_counts(self, store, sid: str, until: int) -> tuple[int, int]:
+        """``(visible, stale)``: how many disproofs :meth:`visible_disproofs` returns and how many of them
+        are stale as of ``until`` (O(log n) per workspace)."""
+        end = (until, END)
+        visible = stale = 0
+        for ws in self._visible(store, sid):
+            visible += bisect_right(ws.disproofs, end, key=_pos)
+            stale += bisect_right(ws.staled, end)
+        return visible, stale
+
+
+def _pos(d: Disproof) -> Pos:
+    return d.pos
 
 
 _LEDGERS: dict[str, Ledger] = {}

@@ -1,161 +1,186 @@
-"""Deterministic text rendering of the canonical core under a token budget.
+"""Deterministic text rendering of the canonical core under a token budget (spec: "Bounded materialization").
 
 Sections, top to bottom: title, goal, constraints (never dropped), success
 criteria and required validations, validation evidence, certification, active
-failure lineages, disproofs, decisions, plan, questions, files (least
-recently touched first), hypotheses, notes. When the text exceeds the budget, lines drop lowest
-priority first (notes, hypotheses, files, questions, plan, decisions,
-disproofs, failures, evidence, certification, then criteria and requirements),
-oldest line first within a section; a section header says how many lines it
-lost, and a section that lost every line is named on a final ``Omitted`` line.
+failure lineages, files changed outside the agent, disproofs, decisions, plan,
+questions, hypotheses, notes. Files are not listed (they change on every read
+and edit; ``to_json()`` and ``latch state --json`` have them), and the text
+names no revision or generation number: evidence says ``current`` or ``STALE``,
+so the text changes only when what it says does, and the provider's prompt
+cache is not broken by bookkeeping.
+
+When the text exceeds the budget, lines drop lowest priority first (notes,
+hypotheses, questions, plan, decisions, disproofs, externally changed files,
+failures, evidence, certification, then criteria and requirements), oldest line
+first within a section; a section header says how many lines it lost, and a
+section that lost every line is named on a final ``Omitted`` line.
+
+Cost: the kept lines are taken highest priority, newest first, and formatted
+only as they are taken; the number kept is found by a galloping then binary
+search on the exact estimate of the composed text, so rendering costs
+O(kept lines × log) whatever the history holds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .state import CanonicalState
+    from .state import _Core
 
 __all__ = ["render_state"]
-
-
-@dataclass
-class _Section:
-    tier: int
-    title: str
-    noun: str
-    lines: list[str]
 
 
 def _text(value: str) -> str:
     return value.strip().replace("\n", "\n  ")
 
 
-def _fixed(state: "CanonicalState") -> tuple[list[str], list[str]]:
-    head = [f"Canonical state (revision {state.revision}, workspace generation {state.generation})",
-            f"Goal: {_text(state.goal) if state.goal else '(not set)'}"]
-    active = [c for c in state.constraints if c["active"]]
-    constraints = (["Constraints:"] + [f"- [{c['id']}] {_text(c['text'])}" for c in active]) if active else []
-    return head, constraints
+class _Section:
+    """One section: ``count`` lines, formatted lazily newest first."""
+
+    def __init__(self, tier: int, title: str, noun: str, count: int, newest: Iterator[str]):
+        self.tier, self.title, self.noun, self.count = tier, title, noun, count
+        self._newest = newest
+        self._taken: list[str] = []
+
+    def newest(self, n: int) -> list[str]:
+        """The newest ``n`` lines, oldest first."""
+        while len(self._taken) < n:
+            self._taken.append(next(self._newest))
+        return self._taken[n - 1::-1] if n else []
 
 
-def _sections(s: "CanonicalState") -> list[_Section]:
-    g = s.generation
-    sections = [
-        _Section(9, "Success criteria", "criteria",
-                 [f"- [{k['id']}] [{'met' if k['met'] else ' '}] {_text(k['text'])}" for k in s.criteria]),
-        _Section(9, "Required validations", "requirements",
-                 [f"- [{r['id']}] {r['requirement']}" + (f" (command: {r['command']})"
-                                                         if r["command"] and r["command"] != r["requirement"] else "")
-                  for r in s.requirements]),
-        _Section(7, f"Validation evidence (workspace at generation {g})", "evidence lines", [
-            f"- {o['status']}: {o['requirement']} at generation {o['generation']}"
-            + (" (current)" if o["current"] else f" (STALE: workspace is at generation {g})")
-            + (f" — {o['summary']}" if o["status"] != "passed" and o["summary"] else "")
-            for o in s.evidence]),
-        _Section(8, "Certification", "certification lines",
-                 ["- certified" if s.certification.get("certified") else
-                  "- not certified: " + "; ".join(s.certification.get("reasons", []))]
-                 if s.evidence or s.requirements or s.processes or s.blockers else []),
-        _Section(6, "Active failure lineages", "failure lineages", [
-            f"- {f['tool']} ×{f['count']}: {f['signature']}"
-            + (f" — last: {f['excerpt']}" if f.get("excerpt") and f["excerpt"] != f["signature"] else "")
-            for f in s.failures if f["active"]]),
-        _Section(5, "Disproofs", "disproofs", [
-            f"- [{d['id']}] {_text(d['claim'])} — not a real problem: {_text(d['reason'])}"
+def _lines(core: "_Core", name: str, fmt: Callable[[dict[str, Any]], str]) -> tuple[int, Iterator[str]]:
+    count, items = core.section(name)
+    return count, (fmt(x) for x in items)
+
+
+def _evidence_line(g: int) -> Callable[[dict[str, Any]], str]:
+    return lambda o: (f"- {o['status']}: {o['requirement']}"
+                      + (" (current)" if o["generation"] == g else " (STALE: the workspace changed since)")
+                      + (f" — {o['summary']}" if o["status"] != "passed" and o["summary"] else ""))
+
+
+def _requirement_line(r: dict[str, Any]) -> str:
+    command = r["command"]
+    return f"- [{r['id']}] {r['requirement']}" + (f" (command: {command})"
+                                                   if command and command != r["requirement"] else "")
+
+
+def _failure_line(f: dict[str, Any]) -> str:
+    return (f"- {f['tool']} ×{f['count']}: {f['signature']}"
+            + (f" — last: {f['excerpt']}" if f.get("excerpt") and f["excerpt"] != f["signature"] else ""))
+
+
+def _disproof_line(d: dict[str, Any]) -> str:
+    return (f"- [{d['id']}] {_text(d['claim'])} — not a real problem: {_text(d['reason'])}"
             + (f" (files: {', '.join(d['files'])})" if d["files"] else "")
             + (f" (evidence: {', '.join(d['evidence'])})" if d["evidence"] else "")
-            + f" at generation {d['generation']}"
-            + (f" — STALE: {d['stale_path'] or 'the workspace'} changed since" if d["stale"] else "")
-            for d in s.disproofs]),
-        _Section(4, "Decisions", "decisions", [
-            f"- [{d['id']}] {_text(d['text'])}" + (f" (because {_text(d['rationale'])})" if d.get("rationale") else "")
-            for d in s.decisions if d["active"]]),
-        _Section(3, "Plan", "plan items", [f"- [{a['status']}] {_text(a['text'])}" for a in s.actions]),
-        _Section(2, "Questions", "questions", [
-            f"- [{q['id']}] {_text(q['text'])}" + (f" → answered: {_text(q['answer'])}" if q["answer"] else "")
-            for q in s.questions]),
-        _Section(1, "Files", "files", [_file_line(f) for f in sorted(s.files, key=_last_touch)]),
-        _Section(0, "Hypotheses", "hypotheses", [
-            f"- [{h['id']}] {_text(h['text'])}" if h["status"] == "active" else
-            f"- [{h['id']}] REJECTED: {_text(h['text'])}" + (f" ({_text(h['reason'])})" if h.get("reason") else "")
-            for h in s.hypotheses]),
-        _Section(-1, "Notes", "notes", [f"- [{n['id']}] {_text(n['text'])}" for n in s.notes]),
+            + (f" — STALE: {d['stale_path'] or 'the workspace'} changed since" if d["stale"] else ""))
+
+
+def _hypothesis_line(h: dict[str, Any]) -> str:
+    if h["status"] == "active":
+        return f"- [{h['id']}] {_text(h['text'])}"
+    return f"- [{h['id']}] REJECTED: {_text(h['text'])}" + (f" ({_text(h['reason'])})" if h.get("reason") else "")
+
+
+def _sections(core: "_Core") -> list[_Section]:
+    cert = core.certification
+    cert_lines: tuple[int, Iterator[str]] = (0, iter(()))
+    if core.show_certification:
+        cert_lines = (1, iter(["- certified" if cert["certified"] else "- not certified: " + "; ".join(cert["reasons"])]))
+    sections = [
+        _Section(10, "Success criteria", "criteria", *_lines(
+            core, "criteria", lambda k: f"- [{k['id']}] [{'met' if k['met'] else ' '}] {_text(k['text'])}")),
+        _Section(10, "Required validations", "requirements", *_lines(core, "requirements", _requirement_line)),
+        _Section(8, "Validation evidence", "evidence lines", *_lines(core, "evidence", _evidence_line(core.generation))),
+        _Section(9, "Certification", "certification lines", *cert_lines),
+        _Section(7, "Active failure lineages", "failure lineages", *_lines(core, "failures", _failure_line)),
+        _Section(6, "Files changed outside the agent (re-read before editing)", "files",
+                 *_lines(core, "external", lambda path: f"- {path}")),
+        _Section(5, "Disproofs", "disproofs", *_lines(core, "disproofs", _disproof_line)),
+        _Section(4, "Decisions", "decisions", *_lines(
+            core, "decisions", lambda d: f"- [{d['id']}] {_text(d['text'])}"
+            + (f" (because {_text(d['rationale'])})" if d.get("rationale") else ""))),
+        _Section(3, "Plan", "plan items", *_lines(core, "actions", lambda a: f"- [{a['status']}] {_text(a['text'])}")),
+        _Section(2, "Questions", "questions", *_lines(
+            core, "questions", lambda q: f"- [{q['id']}] {_text(q['text'])}"
+            + (f" → answered: {_text(q['answer'])}" if q["answer"] else ""))),
+        _Section(1, "Hypotheses", "hypotheses", *_lines(core, "hypotheses", _hypothesis_line)),
+        _Section(0, "Notes", "notes", *_lines(core, "notes", lambda n: f"- [{n['id']}] {_text(n['text'])}")),
     ]
-    return [sec for sec in sections if sec.lines]
+    return [sec for sec in sections if sec.count]
 
 
-def _last_touch(f: dict) -> int:
-    return max(f["last_read_seq"] or 0, f["last_write_seq"] or 0)
-
-
-def _file_line(f: dict) -> str:
-    parts = []
-    if f["reads"]:
-        parts.append(f"read ×{f['reads']}" + (f" (sha256 {f['sha256'][:12]}, {f['size']} bytes)"
-                                               if f["sha256"] and f["size"] is not None else ""))
-    if f["writes"]:
-        parts.append(f"written ×{f['writes']}")
-    if f["external_change"]:
-        parts.append("EXTERNAL CHANGE: re-read before editing")
-    elif f["changed_since_read"]:
-        parts.append("changed since last read")
-    return f"- {f['path']}: " + "; ".join(parts)
-
-
-def _compose(head: list[str], constraints: list[str], sections: list[_Section], dropped: list[int],
-             with_omitted: bool) -> str:
-    out = head + constraints
+def _compose(fixed: list[str], sections: list[_Section], kept: list[int], with_omitted: bool) -> str:
+    out = list(fixed)
     gone = []
-    for sec, n in zip(sections, dropped):
-        kept = sec.lines[n:]
-        if not kept:
-            gone.append(f"{len(sec.lines)} {sec.noun}")
+    for sec, n in zip(sections, kept):
+        if not n:
+            gone.append(f"{sec.count} {sec.noun}")
             continue
-        out.append(f"{sec.title} ({n} older omitted):" if n else f"{sec.title}:")
-        out.extend(kept)
+        dropped = sec.count - n
+        out.append(f"{sec.title} ({dropped} older omitted):" if dropped else f"{sec.title}:")
+        out.extend(sec.newest(n))
     if gone and with_omitted:
         out.append("Omitted for budget: " + ", ".join(gone))
     return "\n".join(out)
 
 
-def render_state(state: "CanonicalState", budget_tokens: int, estimate: Callable[[str], int]) -> str:
-    """See :meth:`latch.kernel.state.CanonicalState.render`."""
+def _allot(sections: list[_Section], keep_order: list[int], k: int) -> list[int]:
+    """Lines kept per section when the ``k`` highest-priority lines are kept."""
+    kept = [0] * len(sections)
+    for i in keep_order:
+        kept[i] = min(sections[i].count, k)
+        k -= kept[i]
+        if not k:
+            break
+    return kept
+
+
+def render_state(core: "_Core", budget_tokens: int, estimate: Callable[[str], int]) -> str:
+    """See :meth:`latch.kernel.state.CanonicalState.render` (call under the ledger lock)."""
     from .state import StateOverflow
 
-    if state.is_empty:
+    if core.is_empty:
         return ""
-    head, constraints = _fixed(state)
-    fixed_tokens = estimate("\n".join(head + constraints))
-    if fixed_tokens > budget_tokens:
+    count, newest = core.section("constraints")
+    constraints = [f"- [{c['id']}] {_text(c['text'])}" for c in reversed(list(newest))]
+    head = ["Canonical state", f"Goal: {_text(core.goal) if core.goal else '(not set)'}"]
+    fixed = head + (["Constraints:", *constraints] if count else [])
+    if estimate("\n".join(fixed)) > budget_tokens:
         raise StateOverflow("goal and constraints alone exceed the state budget", {
-            "goal_tokens": estimate(head[1]), "constraints_tokens": estimate("\n".join(constraints)),
+            "goal_tokens": estimate(head[1]), "constraints_tokens": estimate("\n".join(fixed[2:])),
             "budget_tokens": budget_tokens})
-    sections = _sections(state)
-    # the drop order: lowest tier first, oldest line first within a section
-    order = [i for i in sorted(range(len(sections)), key=lambda i: sections[i].tier) for _ in sections[i].lines]
+    sections = _sections(core)
+    total = sum(sec.count for sec in sections)
+    # the keep order: highest tier first (later sections first among equals), newest line first
+    keep_order = sorted(reversed(range(len(sections))), key=lambda i: -sections[i].tier)
 
     def text_for(k: int, with_omitted: bool = True) -> str:
-        dropped = [0] * len(sections)
-        for i in order[:k]:
-            dropped[i] += 1
-        return _compose(head, constraints, sections, dropped, with_omitted)
+        return _compose(fixed, sections, _allot(sections, keep_order, k), with_omitted)
 
     def fits(k: int) -> bool:
         return estimate(text_for(k)) <= budget_tokens
 
-    if fits(0):
-        return text_for(0)
-    if not fits(len(order)):
-        return text_for(len(order), with_omitted=False)  # head + constraints, which fit
-    lo, hi = 0, len(order)  # fits(lo) is false, fits(hi) is true: find the fewest drops that fit
+    if not fits(0):
+        return text_for(0, with_omitted=False)  # goal and constraints, which fit
+    lo, hi = 0, None  # fits(lo); hi is the smallest known k that does not fit
+    step = 1
+    while hi is None:  # gallop: never composes more than twice the lines that fit
+        k = min(lo + step, total)
+        if k == lo:
+            return text_for(lo)  # everything fits
+        if fits(k):
+            lo, step = k, step * 2
+        else:
+            hi = k
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if fits(mid):
-            hi = mid
-        else:
             lo = mid
-    return text_for(hi)
+        else:
+            hi = mid
+    return text_for(lo)

@@ -4,12 +4,21 @@
 (goal, constraints, decisions, hypotheses, notes, questions, actions, criteria,
 validation requirements, files, evidence, failure lineages, managed processes,
 writer blockers) together with its workspace's generation and disproofs into a
-:class:`CanonicalState` snapshot. Each snapshot is the complete current state
-at its ``revision``; a higher revision is current truth.
+:class:`CanonicalState`. Each state is the complete current state at its
+``revision``; a higher revision is current truth.
 
-Incremental: one :class:`SessionReducer` per (store path, session) is cached
-with a ``seq`` watermark and only extended by newer facts; asking for an
-earlier ``until_seq`` rebuilds it from the log.
+Incremental (spec: "Bounded materialization"): one :class:`SessionReducer` per
+(store path, session) is cached with a ``seq`` watermark and only extended by
+newer facts, at a cost per fact that does not grow with history; asking for an
+earlier ``until_seq`` rebuilds it from the log. The reducer keeps every
+collection in the order it renders in (active constraints, decisions and
+failure lineages apart; observations ordered by their latest run), so a state
+costs O(1) to take: its JSON collections are built on first access (O(state),
+for ``latch state``) and :meth:`CanonicalState.render` reads only the newest
+lines that fit its budget. One state object is shared per revision and caches
+its renderings per (budget, estimator). A state reads its reducer lazily: before
+the reducer changes, every state still referenced is frozen (its collections
+are copied out), so an older state never shows newer facts.
 
 Certification (spec: "Sessions & continuity", "Port boundary"): only a Passed
 observation at the *current* workspace generation certifies a requirement;
@@ -21,15 +30,18 @@ text, no mutation since) is a failed certification attempt whatever its command 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import weakref
+from bisect import bisect_right
+from collections.abc import Callable, Iterable
+from itertools import chain, islice
+from operator import itemgetter
 from typing import Any
 
 from ..engine.port import ContextOverflow
 from .derive import ActionsReplaced, ToolFailure, ToolSuccess
 from .events import (ExternalChange, FileObservation, Mutation, ProcessExited, ProcessStarted, StateUpdate,
                      Tombstone, ValidationEvidence, WriterBlocker)
-from .ledger import END, Disproof, Ledger, Workspace, ledger_for
+from .ledger import END, Disproof, Ledger, Pos, Workspace, ledger_for
 
 __all__ = ["CanonicalState", "StateOverflow", "SessionReducer", "canonical_state", "requirement_key"]
 
@@ -48,7 +60,13 @@ def _sig(text: str) -> str:
 
 
 class SessionReducer:
-    """The accumulated state of one session through ``self.until`` (a global seq)."""
+    """The accumulated state of one session through ``self.until`` (a global seq).
+
+    Every dict keeps insertion order; ``active_*`` hold the same entries as
+    their full collection, minus the superseded, replaced or closed ones;
+    ``observations`` (requirement key → latest observation) is ordered by
+    latest run, so the current ones are its newest suffix.
+    """
 
     def __init__(self, session_id: str):
         self.session_id = session_id
@@ -59,35 +77,62 @@ class SessionReducer:
         self.counters: dict[str, int] = {}
         self.goal: dict[str, Any] | None = None
         self.constraints: dict[str, dict[str, Any]] = {}
+        self.active_constraints: dict[str, dict[str, Any]] = {}
         self.decisions: dict[str, dict[str, Any]] = {}
+        self.active_decisions: dict[str, dict[str, Any]] = {}
         self.hypotheses: dict[str, dict[str, Any]] = {}
         self.notes: dict[str, dict[str, Any]] = {}
         self.questions: dict[str, dict[str, Any]] = {}
         self.actions: dict[str, dict[str, Any]] = {}
+        self.plan_sources: dict[str, list[str]] = {}  # plan/todo tool → ids of the actions it listed last
         self.criteria: dict[str, dict[str, Any]] = {}
         self.requirements: dict[str, dict[str, Any]] = {}
+        self.requirement_keys: set[str] = set()
         self.files: dict[str, dict[str, Any]] = {}
+        self.external: dict[str, Pos] = {}  # paths changed outside the agent and not re-read since
         self.observations: dict[str, dict[str, Any]] = {}
+        self.last_set_keys: tuple[str, ...] = ()
         self.validation_runs = 0
         self.mutations = 0
         self.failures: list[dict[str, Any]] = []  # every streak, in the order it started
-        self.streak: dict[tuple[str, str], dict[str, Any]] = {}  # the latest streak of each (tool, signature)
+        self.active_failures: dict[tuple[str, str], dict[str, Any]] = {}  # (tool, signature) → its open streak
         self.processes: dict[str, dict[str, Any]] = {}
+        self.running: dict[str, dict[str, Any]] = {}
+        self.exits: list[tuple[Pos, str]] = []  # (exit position, process id), in log order
         self.blockers: list[dict[str, Any]] = []
-        self.last_set: tuple[int, int] | None = None
+        self.blocker_streak = 0  # consecutive blockers with the last one's text and generation
+        self.core: _Core | None = None  # what the current revision shows
+        self._issued: list[weakref.ref[_Core]] = []
 
     def _id(self, prefix: str) -> str:
         self.counters[prefix] = self.counters.get(prefix, 0) + 1
         return f"{prefix}{self.counters[prefix]}"
 
-    def advance(self, facts: list[tuple[tuple[int, int], Any]], ws: Workspace, until: int) -> None:
+    def advance(self, facts: list[tuple[Pos, Any]], ws: Workspace, until: int) -> None:
         """Apply the facts with ``seq <= until`` not applied yet."""
-        while self.index < len(facts) and facts[self.index][0][0] <= until:
-            pos, fact = facts[self.index]
-            if self._apply(pos, fact, ws):
-                self.changes += 1
-            self.index += 1
+        if self.index < len(facts) and facts[self.index][0][0] <= until:
+            self._detach()
+            while self.index < len(facts) and facts[self.index][0][0] <= until:
+                pos, fact = facts[self.index]
+                if self._apply(pos, fact, ws):
+                    self.changes += 1
+                self.index += 1
         self.until = max(self.until, until)
+
+    def issue(self, core: "_Core") -> "_Core":
+        """Make ``core`` the current revision's; it reads this reducer until :meth:`_detach`."""
+        self.core = core
+        self._issued = [r for r in self._issued if r() is not None] + [weakref.ref(core)]
+        return core
+
+    def _detach(self) -> None:
+        """Before the reducer changes: freeze every state that still reads it."""
+        self.core = None
+        for ref in self._issued:
+            core = ref()
+            if core is not None:
+                core.freeze()
+        self._issued = []
 
     # ------------------------------------------------------------------- apply
     def _apply(self, pos, fact, ws: Workspace) -> bool:
@@ -100,6 +145,7 @@ class SessionReducer:
             if fact.sha256 is not None:
                 f["sha256"], f["size"] = fact.sha256, fact.size
             f.pop("external_change", None)
+            self.external.pop(fact.path, None)
             return True
         if isinstance(fact, Mutation):
             self.mutations += 1
@@ -113,59 +159,70 @@ class SessionReducer:
             return True
         if isinstance(fact, ExternalChange):
             self._file(fact.path, pos)["external_change"] = pos
+            self.external[fact.path] = pos
             return True
         if isinstance(fact, ValidationEvidence):
             self.validation_runs += 1
             generation = ws.generation(pos)
-            for req in fact.requirements or (fact.command,):
-                key = requirement_key(req)
-                prev = self.observations.get(key)
+            keys = [requirement_key(req) for req in fact.requirements or (fact.command,)]
+            for key in keys:
+                prev = self.observations.pop(key, None)  # re-inserted: the newest run is last
                 self.observations[key] = {
                     "requirement": key, "command": fact.command, "status": fact.status, "exit_code": fact.exit_code,
                     "generation": generation, "seq": pos[0], "pos": pos, "summary": fact.summary,
                     "attempts": (prev["attempts"] if prev else 0) + 1}
-            self.last_set = pos
+            self.last_set_keys = tuple(dict.fromkeys(keys))
             return True
         if isinstance(fact, ToolFailure):
             key = (fact.tool, fact.signature)
-            lin = self.streak.get(key)
-            if lin is None or not lin["active"]:
-                lin = self.streak[key] = {"tool": fact.tool, "signature": fact.signature, "count": 0,
-                                          "first_seq": pos[0], "actions": [], "active": True}
+            lin = self.active_failures.get(key)
+            if lin is None:
+                lin = self.active_failures[key] = {"tool": fact.tool, "signature": fact.signature, "count": 0,
+                                                   "first_seq": pos[0], "actions": {}, "active": True}
                 self.failures.append(lin)
             lin["count"] += 1
             lin["last_seq"] = pos[0]
             lin["excerpt"] = fact.excerpt
-            lin["actions"].extend(a for a in fact.actions if a not in lin["actions"])
+            lin["actions"].update(dict.fromkeys(fact.actions))  # an ordered set
             return True
         if isinstance(fact, ToolSuccess):
-            closed = False
-            for lin in self.streak.values():
-                if lin["active"] and lin["tool"] == fact.tool and any(a in lin["actions"] for a in fact.actions):
-                    lin["active"], lin["closed_seq"] = False, pos[0]
-                    closed = True
-            return closed
+            closed = [k for k, lin in self.active_failures.items()
+                      if lin["tool"] == fact.tool and any(a in lin["actions"] for a in fact.actions)]
+            for k in closed:
+                lin = self.active_failures.pop(k)
+                lin["active"], lin["closed_seq"] = False, pos[0]
+            return bool(closed)
         if isinstance(fact, ActionsReplaced):
-            for key in [k for k, a in self.actions.items() if a["source"] == fact.source]:
-                del self.actions[key]
+            for aid in self.plan_sources.pop(fact.source, ()):
+                del self.actions[aid]
+            ids = self.plan_sources[fact.source] = []
             for text, status in fact.items:
                 aid = self._id("A")
                 self.actions[aid] = {"id": aid, "text": text, "status": status, "source": fact.source, "seq": pos[0]}
+                ids.append(aid)
             return True
         if isinstance(fact, ProcessStarted):
-            self.processes[fact.process_id] = {"process_id": fact.process_id, "command": fact.command,
-                                               "started": pos, "exited": None, "exit_code": None}
+            old = self.processes.get(fact.process_id)
+            proc = self.processes[fact.process_id] = {
+                "process_id": fact.process_id, "command": fact.command, "started": pos, "exited": None,
+                "exit_code": None, "order": old["order"] if old else len(self.processes)}
+            self.running[fact.process_id] = proc
             return True
         if isinstance(fact, ProcessExited):
-            proc = self.processes.get(fact.process_id)
-            if proc is None or proc["exited"] is not None:
+            proc = self.running.pop(fact.process_id, None)
+            if proc is None:
                 return False
             proc["exited"], proc["exit_code"] = pos, fact.exit_code
+            self.exits.append((pos, fact.process_id))
             return True
         if isinstance(fact, WriterBlocker):
-            self.blockers.append({"blocker": fact.blocker, "signature": _sig(fact.blocker), "command": fact.command,
-                                  "command_passed": fact.command_passed, "generation": ws.generation(pos),
-                                  "seq": pos[0]})
+            blocker = {"blocker": fact.blocker, "signature": _sig(fact.blocker), "command": fact.command,
+                       "command_passed": fact.command_passed, "generation": ws.generation(pos), "seq": pos[0]}
+            last = self.blockers[-1] if self.blockers else None
+            same = last is not None and (last["signature"], last["generation"]) == (blocker["signature"],
+                                                                                     blocker["generation"])
+            self.blocker_streak = self.blocker_streak + 1 if same else 1
+            self.blockers.append(blocker)
             return True
         if isinstance(fact, Tombstone):
             self.tombstoned = True
@@ -184,16 +241,18 @@ class SessionReducer:
         if tool == "set_goal":
             self.goal = {"text": args.get("goal", ""), "seq": seq}
         elif tool == "add_constraint":
-            old = self.constraints.get(args.get("replaces", ""))
+            old = self.active_constraints.pop(args.get("replaces", ""), None)
             cid = self._id("C")
-            self.constraints[cid] = {"id": cid, "text": args.get("constraint", ""), "seq": seq, "active": True}
+            self.constraints[cid] = self.active_constraints[cid] = {
+                "id": cid, "text": args.get("constraint", ""), "seq": seq, "active": True}
             if old:
                 old["active"], old["replaced_by"] = False, cid
         elif tool == "record_decision":
-            old = self.decisions.get(args.get("supersedes", ""))
+            old = self.active_decisions.pop(args.get("supersedes", ""), None)
             did = self._id("D")
-            self.decisions[did] = {"id": did, "text": args.get("decision", ""), "rationale": args.get("rationale"),
-                                   "seq": seq, "active": True}
+            self.decisions[did] = self.active_decisions[did] = {
+                "id": did, "text": args.get("decision", ""), "rationale": args.get("rationale"), "seq": seq,
+                "active": True}
             if old:
                 old["active"], old["superseded_by"] = False, did
         elif tool == "propose_hypothesis":
@@ -234,8 +293,9 @@ class SessionReducer:
                 k["met"] = bool(args["met"])
         elif tool == "require_validation":
             req = requirement_key(args.get("requirement", ""))
-            if any(r["requirement"] == req for r in self.requirements.values()):
+            if req in self.requirement_keys:
                 return False
+            self.requirement_keys.add(req)
             vid = self._id("V")
             command = args.get("command")
             self.requirements[vid] = {"id": vid, "requirement": req, "seq": seq,
@@ -252,113 +312,40 @@ class SessionReducer:
         return h
 
 
-# --------------------------------------------------------------------------- snapshot
+# --------------------------------------------------------------------------- one revision
 def _strip(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if k != "pos"}
 
 
-@dataclass(frozen=True)
-class CanonicalState:
-    """The complete canonical state of one session at ``revision`` (see :func:`canonical_state`).
-
-    ``generation`` is the workspace generation at ``until_seq``. Collections are
-    JSON-ready dicts/lists in first-seen order; :meth:`to_json` returns them,
-    :meth:`render` the deterministic text of the canonical core.
-    """
-
-    session_id: str
-    until_seq: int
-    revision: int
-    generation: int
-    tombstoned: bool = False
-    goal: str | None = None
-    constraints: tuple[dict[str, Any], ...] = ()
-    decisions: tuple[dict[str, Any], ...] = ()
-    hypotheses: tuple[dict[str, Any], ...] = ()
-    notes: tuple[dict[str, Any], ...] = ()
-    questions: tuple[dict[str, Any], ...] = ()
-    actions: tuple[dict[str, Any], ...] = ()
-    criteria: tuple[dict[str, Any], ...] = ()
-    requirements: tuple[dict[str, Any], ...] = ()
-    files: tuple[dict[str, Any], ...] = ()
-    evidence: tuple[dict[str, Any], ...] = ()
-    failures: tuple[dict[str, Any], ...] = ()
-    processes: tuple[dict[str, Any], ...] = ()
-    blockers: tuple[dict[str, Any], ...] = ()
-    disproofs: tuple[dict[str, Any], ...] = ()
-    certification: dict[str, Any] = field(default_factory=dict)
-    mutations: int = 0
-    validation_runs: int = 0
-
-    @property
-    def is_empty(self) -> bool:
-        """True when there is nothing to render (no goal and every collection empty)."""
-        return self.goal is None and not any((self.constraints, self.decisions, self.hypotheses, self.notes,
-                                              self.questions, self.actions, self.criteria, self.requirements,
-                                              self.files, self.evidence, self.failures, self.processes,
-                                              self.blockers, self.disproofs))
-
-    @property
-    def active_failures(self) -> list[dict[str, Any]]:
-        return [f for f in self.failures if f["active"]]
-
-    def to_json(self) -> dict[str, Any]:
-        """Everything as JSON-ready data (keys include revision, generation, files, evidence, failures, ...)."""
-        return {
-            "session_id": self.session_id, "until_seq": self.until_seq, "revision": self.revision,
-            "generation": self.generation, "tombstoned": self.tombstoned, "goal": self.goal,
-            "constraints": list(self.constraints), "decisions": list(self.decisions),
-            "hypotheses": list(self.hypotheses), "notes": list(self.notes), "questions": list(self.questions),
-            "actions": list(self.actions), "criteria": list(self.criteria), "requirements": list(self.requirements),
-            "files": list(self.files), "evidence": list(self.evidence), "failures": list(self.failures),
-            "processes": list(self.processes), "blockers": list(self.blockers), "disproofs": list(self.disproofs),
-            "certification": dict(self.certification), "mutations": self.mutations,
-            "validation_runs": self.validation_runs,
-        }
-
-    def render(self, budget_tokens: int, estimate: Callable[[str], int]) -> str:
-        """Deterministic text of the canonical core within ``budget_tokens`` (as counted by ``estimate``).
-
-        Lines drop lowest priority first: notes, hypotheses, files, questions,
-        plan, decisions, disproofs, failure lineages, evidence, certification,
-        then validation requirements and criteria, oldest line first within a
-        section (:mod:`latch.kernel.render`). Goal and constraints never drop: when they alone exceed the
-        budget, :class:`StateOverflow` is raised. An empty state renders ``""``.
-        """
-        from .render import render_state
-
-        return render_state(self, budget_tokens, estimate)
-
-
-def _certification(red: SessionReducer, generation: int, blockers: tuple[int, dict[str, Any] | None]) -> dict[str, Any]:
+def _certification(red: SessionReducer, generation: int, attempts: int,
+                   blocker: dict[str, Any] | None) -> dict[str, Any]:
     """The verdict: certified only when every required observation passed at ``generation`` after
-    every managed process exited, and no writer blocker is unchanged."""
+    every managed process exited, and no writer blocker is unchanged. Reasons name no generation
+    number, so the rendered verdict changes only when the verdict does."""
     if red.requirements:
         keys = [(r["id"], r["command"] or r["requirement"]) for r in red.requirements.values()]
-    elif red.last_set is not None:
-        keys = [(None, k) for k, o in red.observations.items() if o["pos"] == red.last_set]
     else:
-        keys = []
+        keys = [(None, k) for k in red.last_set_keys]
     reasons: list[str] = [] if keys else ["no validation evidence"]
-    blocking: set[str] = set()
+    since: Pos | None = None  # the oldest current pass: a process that ran at or after it blocks
     for rid, key in keys:
         obs = red.observations.get(key)
         label = f"{rid} {key}" if rid else key
         if obs is None:
             reasons.append(f"{label}: never validated")
         elif obs["status"] != "passed":
-            reasons.append(f"{label}: {obs['status']} at generation {obs['generation']}")
+            reasons.append(f"{label}: {obs['status']}")
         elif obs["generation"] != generation:
-            reasons.append(f"{label}: passed at generation {obs['generation']}, stale at generation {generation}")
-        else:
-            blocking.update(p["process_id"] for p in red.processes.values()
-                            if p["exited"] is None or p["exited"] > obs["pos"])
-    for p in red.processes.values():
-        if p["exited"] is None:
-            reasons.append(f"managed process {p['process_id']} is running")
-        elif p["process_id"] in blocking:
-            reasons.append(f"managed process {p['process_id']} exited after the validation; rerun it")
-    attempts, blocker = blockers
+            reasons.append(f"{label}: passed, but the workspace changed since")
+        elif since is None or obs["pos"] < since:
+            since = obs["pos"]
+    procs = list(red.running.values())
+    if since is not None:
+        later = red.exits[bisect_right(red.exits, since, key=itemgetter(0)):]
+        procs += [red.processes[pid] for pos, pid in later if red.processes[pid]["exited"] == pos]
+    for p in sorted(procs, key=itemgetter("order")):
+        reasons.append(f"managed process {p['process_id']} is running" if p["exited"] is None
+                       else f"managed process {p['process_id']} exited after the validation; rerun it")
     if blocker is not None:
         reasons.append(f"writer blocker unchanged ({attempts} failed certification attempt"
                        f"{'s' if attempts != 1 else ''}): {blocker['blocker']}")
@@ -366,63 +353,7 @@ def _certification(red: SessionReducer, generation: int, blockers: tuple[int, di
             "failed_attempts": attempts}
 
 
-def _blocker_streak(red: SessionReducer, generation: int) -> tuple[int, dict[str, Any] | None]:
-    """``(attempts, blocker)`` of the unchanged writer-blocker streak still active at ``generation``."""
-    if not red.blockers or red.blockers[-1]["generation"] != generation:
-        return 0, None
-    last = red.blockers[-1]
-    attempts = 0
-    for b in reversed(red.blockers):
-        if b["signature"] != last["signature"] or b["generation"] != generation:
-            break
-        attempts += 1
-    return attempts, last
-
-
-def snapshot(ledger: Ledger, store, red: SessionReducer, ws: Workspace, until: int) -> CanonicalState:
-    generation = ws.generation((until, END))
-    end = (until, END)
-    files = []
-    for f in red.files.values():
-        entry = {k: v for k, v in f.items() if k not in ("last_read", "last_write", "external_change")}
-        entry["last_read_seq"] = f["last_read"][0] if f["last_read"] else None
-        entry["last_write_seq"] = f["last_write"][0] if f["last_write"] else None
-        changed = ws.changed_after(f["path"], f["last_read"], end) if f["last_read"] else None
-        entry["changed_since_read"] = changed is not None
-        entry["external_change"] = "external_change" in f
-        files.append(entry)
-    evidence = sorted((dict(_strip(o), current=o["generation"] == generation) for o in red.observations.values()),
-                      key=lambda o: (o["current"], o["seq"]))
-    processes = [{"process_id": p["process_id"], "command": p["command"], "started_seq": p["started"][0],
-                  "exited_seq": p["exited"][0] if p["exited"] else None, "exit_code": p["exit_code"],
-                  "running": p["exited"] is None} for p in red.processes.values()]
-    attempts, blocker = _blocker_streak(red, generation)
-    failures = [dict(lin, actions=list(lin["actions"])) for lin in red.failures]
-    if blocker is not None:
-        failures.append({"tool": "writer_blocker", "signature": blocker["signature"], "count": attempts,
-                         "first_seq": red.blockers[-attempts]["seq"], "last_seq": blocker["seq"],
-                         "actions": [blocker["command"]] if blocker["command"] else [], "active": True,
-                         "excerpt": blocker["blocker"]})
-    disproofs = [_disproof_json(d, end, ws) for d in ledger.visible_disproofs(store, red.session_id, until)]
-    revision = red.changes + generation + len(disproofs)
-    return CanonicalState(
-        session_id=red.session_id, until_seq=until, revision=revision, generation=generation,
-        tombstoned=red.tombstoned, goal=red.goal["text"] if red.goal else None,
-        constraints=tuple(dict(c) for c in red.constraints.values()),
-        decisions=tuple(dict(d) for d in red.decisions.values()),
-        hypotheses=tuple(dict(h) for h in red.hypotheses.values()),
-        notes=tuple(dict(n) for n in red.notes.values()),
-        questions=tuple(dict(q) for q in red.questions.values()),
-        actions=tuple(dict(a) for a in red.actions.values()),
-        criteria=tuple(dict(k) for k in red.criteria.values()),
-        requirements=tuple(dict(r) for r in red.requirements.values()),
-        files=tuple(files), evidence=tuple(evidence), failures=tuple(failures), processes=tuple(processes),
-        blockers=tuple(dict(b) for b in red.blockers), disproofs=tuple(disproofs),
-        certification=_certification(red, generation, (attempts, blocker)),
-        mutations=red.mutations, validation_runs=red.validation_runs)
-
-
-def _disproof_json(d: Disproof, end, ws: Workspace) -> dict[str, Any]:
+def _disproof_json(d: Disproof, end: Pos) -> dict[str, Any]:
     stale = d.stale_pos is not None and d.stale_pos <= end
     return {"id": d.id, "claim": d.claim, "reason": d.reason, "evidence": list(d.evidence), "files": list(d.files),
             "generation": d.generation, "session_id": d.session_id, "seq": d.pos[0], "stale": stale,
@@ -430,12 +361,231 @@ def _disproof_json(d: Disproof, end, ws: Workspace) -> dict[str, Any]:
             "stale_path": d.stale_path if stale else None}
 
 
+_COLLECTIONS = ("constraints", "decisions", "hypotheses", "notes", "questions", "actions", "criteria", "requirements",
+                "files", "evidence", "failures", "processes", "blockers", "disproofs")
+
+# What each rendered section lists, read from the live reducer (oldest first) ...
+_LIVE: dict[str, Callable[[SessionReducer], Any]] = {
+    "constraints": lambda r: r.active_constraints.values(), "decisions": lambda r: r.active_decisions.values(),
+    "evidence": lambda r: r.observations.values(), "failures": lambda r: r.active_failures.values(),
+    "external": lambda r: sorted(r.external), "criteria": lambda r: r.criteria.values(),
+    "requirements": lambda r: r.requirements.values(), "actions": lambda r: r.actions.values(),
+    "questions": lambda r: r.questions.values(), "hypotheses": lambda r: r.hypotheses.values(),
+    "notes": lambda r: r.notes.values()}
+# ... or from the collections of a frozen state.
+_FROZEN: dict[str, Callable[[dict[str, tuple]], Any]] = {
+    "constraints": lambda d: [c for c in d["constraints"] if c["active"]],
+    "decisions": lambda d: [x for x in d["decisions"] if x["active"]],
+    "failures": lambda d: [f for f in d["failures"] if f["active"]],
+    "external": lambda d: sorted(f["path"] for f in d["files"] if f["external_change"])}
+
+
+class _Core:
+    """What one revision of a session's state shows (shared by every :class:`CanonicalState` of it).
+
+    Scalars, the certification and the disproofs are taken at creation; the
+    collections are read from the reducer when first needed, or copied out by
+    :meth:`freeze` before the reducer changes.
+    """
+
+    def __init__(self, ledger: Ledger, store, red: SessionReducer, ws: Workspace, until: int, generation: int,
+                 revision: int):
+        self.lock = ledger.lock
+        self.red: SessionReducer | None = red
+        self.ws = ws
+        self.session_id = red.session_id
+        self.revision = revision
+        self.generation = generation
+        self.end: Pos = (until, END)
+        self.tombstoned = red.tombstoned
+        self.goal = red.goal["text"] if red.goal else None
+        self.mutations = red.mutations
+        self.validation_runs = red.validation_runs
+        last = red.blockers[-1] if red.blockers else None
+        self.blocker = last if last is not None and last["generation"] == generation else None
+        attempts = red.blocker_streak if self.blocker else 0
+        self.blocker_lineage = None if self.blocker is None else {
+            "tool": "writer_blocker", "signature": last["signature"], "count": attempts,
+            "first_seq": red.blockers[-attempts]["seq"], "last_seq": last["seq"],
+            "actions": [last["command"]] if last["command"] else [], "active": True, "excerpt": last["blocker"]}
+        self.certification = _certification(red, generation, attempts, self.blocker)
+        self.disproofs = tuple(_disproof_json(d, self.end) for d in ledger.visible_disproofs(store, red.session_id,
+                                                                                              until))
+        self.show_certification = bool(red.observations or red.requirements or red.processes or red.blockers)
+        self.is_empty = self.goal is None and not (
+            red.active_constraints or red.active_decisions or red.hypotheses or red.notes or red.questions
+            or red.actions or red.criteria or red.requirements or red.observations or red.active_failures
+            or red.external or self.show_certification or self.disproofs)
+        self._data: dict[str, tuple] | None = None
+        self._renders: dict[tuple[int, Any], str] = {}
+
+    def freeze(self) -> None:
+        """Copy the collections out of the reducer (called before it changes)."""
+        with self.lock:
+            self.collections()
+            self.red = None
+
+    def collections(self) -> dict[str, tuple]:
+        """Every collection as a tuple of JSON-ready dicts (O(state), once per revision)."""
+        if self._data is None:
+            with self.lock:
+                if self._data is None:
+                    self._data = self._realize()
+        return self._data
+
+    def _realize(self) -> dict[str, tuple]:
+        red, ws, end, g = self.red, self.ws, self.end, self.generation
+        assert red is not None, "a frozen state has its collections"
+        files = []
+        for f in red.files.values():
+            entry = {k: v for k, v in f.items() if k not in ("last_read", "last_write", "external_change")}
+            entry["last_read_seq"] = f["last_read"][0] if f["last_read"] else None
+            entry["last_write_seq"] = f["last_write"][0] if f["last_write"] else None
+            entry["changed_since_read"] = bool(f["last_read"]) and ws.changed_after(f["path"], f["last_read"],
+                                                                                    end) is not None
+            entry["external_change"] = "external_change" in f
+            files.append(entry)
+        failures = [dict(lin, actions=list(lin["actions"])) for lin in red.failures]
+        if self.blocker_lineage is not None:
+            failures.append(dict(self.blocker_lineage, actions=list(self.blocker_lineage["actions"])))
+        processes = [{"process_id": p["process_id"], "command": p["command"], "started_seq": p["started"][0],
+                      "exited_seq": p["exited"][0] if p["exited"] else None, "exit_code": p["exit_code"],
+                      "running": p["exited"] is None} for p in red.processes.values()]
+        copies = {name: tuple(dict(x) for x in getattr(red, name).values())
+                  for name in ("constraints", "decisions", "hypotheses", "notes", "questions", "actions", "criteria",
+                               "requirements")}
+        return {**copies, "files": tuple(files), "processes": tuple(processes),
+                "evidence": tuple(dict(_strip(o), current=o["generation"] == g) for o in red.observations.values()),
+                "failures": tuple(failures), "blockers": tuple(dict(b) for b in red.blockers),
+                "disproofs": tuple(dict(d) for d in self.disproofs)}
+
+    def section(self, name: str) -> tuple[int, Iterable[dict[str, Any]]]:
+        """``(count, entries newest first)`` of what rendered section ``name`` lists (call under ``lock``)."""
+        if name == "disproofs":
+            items: Any = self.disproofs
+        elif self.red is not None:
+            items = _LIVE[name](self.red)
+        else:
+            data = self.collections()
+            items = _FROZEN[name](data) if name in _FROZEN else data[name]
+        if name == "failures" and self.red is not None and self.blocker_lineage is not None:
+            return len(items) + 1, chain((self.blocker_lineage,), reversed(items))
+        return len(items), reversed(items)
+
+    def recent_files(self, n: int) -> list[str]:
+        """The ``n`` newest file paths (first-seen order), oldest first: O(n)."""
+        with self.lock:
+            if self.red is not None:
+                return list(islice(reversed(self.red.files), n))[::-1]
+            return [f["path"] for f in self.collections()["files"][-n:]] if n > 0 else []
+
+    def render(self, budget_tokens: int, estimate: Callable[[str], int]) -> str:
+        key = (budget_tokens, estimate)
+        text = self._renders.get(key)
+        if text is None:
+            from .render import render_state
+
+            with self.lock:
+                text = render_state(self, budget_tokens, estimate)
+            if len(self._renders) >= 8:
+                self._renders.clear()
+            self._renders[key] = text
+        return text
+
+
+def _collection(name: str) -> property:
+    return property(lambda self: self._core.collections()[name],
+                    doc=f"``{name}``: a tuple of JSON-ready dicts (built on first access, O(state)).")
+
+
+class CanonicalState:
+    """The complete canonical state of one session at ``revision`` (see :func:`canonical_state`).
+
+    ``generation`` is the workspace generation at ``until_seq``. The collections
+    (``constraints``, ``decisions``, ``hypotheses``, ``notes``, ``questions``,
+    ``actions``, ``criteria``, ``requirements``, ``files``, ``evidence``,
+    ``failures``, ``processes``, ``blockers``, ``disproofs``) are tuples of
+    JSON-ready dicts in first-seen order (``evidence`` by latest run, stale
+    first); :meth:`to_json` returns everything, :meth:`render` the
+    deterministic text of the canonical core.
+    """
+
+    __slots__ = ("_core", "until_seq")
+
+    def __init__(self, core: _Core, until_seq: int):
+        self._core = core
+        self.until_seq = until_seq
+
+    session_id = property(lambda self: self._core.session_id)
+    revision = property(lambda self: self._core.revision)
+    generation = property(lambda self: self._core.generation)
+    tombstoned = property(lambda self: self._core.tombstoned)
+    goal = property(lambda self: self._core.goal)
+    mutations = property(lambda self: self._core.mutations)
+    validation_runs = property(lambda self: self._core.validation_runs)
+    certification = property(lambda self: self._core.certification,
+                             doc="``{certified, requirements, reasons, failed_attempts}``.")
+    constraints = _collection("constraints")
+    decisions = _collection("decisions")
+    hypotheses = _collection("hypotheses")
+    notes = _collection("notes")
+    questions = _collection("questions")
+    actions = _collection("actions")
+    criteria = _collection("criteria")
+    requirements = _collection("requirements")
+    files = _collection("files")
+    evidence = _collection("evidence")
+    failures = _collection("failures")
+    processes = _collection("processes")
+    blockers = _collection("blockers")
+    disproofs = property(lambda self: self._core.disproofs)
+
+    @property
+    def is_empty(self) -> bool:
+        """True when the canonical core has nothing to render (no goal, and no line in any section)."""
+        return self._core.is_empty
+
+    @property
+    def active_failures(self) -> list[dict[str, Any]]:
+        return [f for f in self.failures if f["active"]]
+
+    def recent_files(self, n: int = 8) -> list[str]:
+        """The paths of the ``n`` files seen last (first-seen order, oldest first), in O(n)."""
+        return self._core.recent_files(n)
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything as JSON-ready data (keys include revision, generation, files, evidence, failures, ...)."""
+        data = self._core.collections()
+        return {"session_id": self.session_id, "until_seq": self.until_seq, "revision": self.revision,
+                "generation": self.generation, "tombstoned": self.tombstoned, "goal": self.goal,
+                **{name: list(data[name]) for name in _COLLECTIONS},
+                "certification": dict(self.certification), "mutations": self.mutations,
+                "validation_runs": self.validation_runs}
+
+    def render(self, budget_tokens: int, estimate: Callable[[str], int]) -> str:
+        """Deterministic text of the canonical core within ``budget_tokens`` (as counted by ``estimate``).
+
+        The text names no revision or generation number, so it changes only when
+        what it says does. Lines drop lowest priority first: notes, hypotheses,
+        questions, plan, decisions, disproofs, externally changed files, failure
+        lineages, evidence, certification, then validation requirements and
+        criteria, oldest line first within a section (:mod:`latch.kernel.render`).
+        Goal and constraints never drop: when they alone exceed the budget,
+        :class:`StateOverflow` is raised. An empty state renders ``""``. Cached
+        per (budget, estimator); the cost is bounded by the rendered text, not by
+        the history.
+        """
+        return self._core.render(budget_tokens, estimate)
+
+
 def canonical_state(store, session_id: str, until_seq: int | None = None) -> CanonicalState:
     """The canonical state of ``session_id`` (id or unique prefix) as of global ``until_seq`` (``None``: now).
 
     Incremental: the cached reducer of (store path, session) is extended by new
-    facts; an ``until_seq`` earlier than its watermark rebuilds it. Raises
-    ``KeyError`` for an unknown session.
+    facts; an ``until_seq`` earlier than its watermark rebuilds it. The revision
+    is the number of state changes plus the workspace generation plus the
+    visible and the stale disproofs, all as of ``until_seq``; states of equal
+    revision share one :class:`_Core`. Raises ``KeyError`` for an unknown session.
     """
     ledger = ledger_for(store)
     sid = session_id if session_id in ledger.info else store.session(session_id).id
@@ -446,4 +596,10 @@ def canonical_state(store, session_id: str, until_seq: int | None = None) -> Can
             red = ledger.reducers[sid] = SessionReducer(sid)
         ws = ledger.workspace(store, sid)
         red.advance(ledger.session_facts(sid), ws, until)
-        return snapshot(ledger, store, red, ws, until)
+        generation = ws.generation((until, END))
+        visible, stale = ledger.disproof_counts(store, sid, until)
+        revision = red.changes + generation + visible + stale
+        core = red.core
+        if core is None or core.revision != revision:
+            core = red.issue(_Core(ledger, store, red, ws, until, generation, revision))
+        return CanonicalState(core, until)

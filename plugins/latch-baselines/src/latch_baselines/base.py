@@ -18,6 +18,9 @@ Request layout (every baseline)::
               [strategy-specific]   e.g. the summary message         (state_tokens)
               unit, unit, ...       the strategy's conversation      (recent_tokens)
 
+The session context is :func:`latch.engine.units.render_session_context`, the same first message
+every engine sends.
+
 Cache epochs: the baselines rewrite their prefix (dropping, masking, summarizing), which breaks a
 provider's prompt cache. They report it honestly: ``view.epoch`` counts up whenever a request's
 canonical bytes (:func:`latch.engine.units.request_lines`) are not the previous request's plus a
@@ -48,27 +51,17 @@ from latch.engine.port import (
     ContextView,
     EngineProfile,
     RecalledEvent,
-    SessionContext,
     ViewMessage,
 )
-from latch.engine.units import TokenCounter, Unit, UnitBuilder, header_lines, message_line, resolve_estimator
+from latch.engine.units import (TokenCounter, Unit, UnitBuilder, header_lines, message_line, render_session_context,
+                                resolve_estimator)
 
-__all__ = ["BaselineEngine", "Selection", "session_context_text", "MANUAL_COMPACT"]
+__all__ = ["BaselineEngine", "Selection", "MANUAL_COMPACT"]
 
 RECALL_ROWS = 64
 """FTS rows :meth:`BaselineEngine.recall` looks at, newest first."""
 MANUAL_COMPACT = "manual_compact"
 """Kind of the record ``manual_compact`` appends through the writer (payload: ``{"reason": str}``)."""
-
-
-def session_context_text(ctx: SessionContext) -> str:
-    """The first provider-visible message, in the continuity engine's format (so engine
-    comparisons start from the same bytes): workspace, mode, repository instructions."""
-    lines = ["<session-context>", f"workspace: {ctx.workspace or '(unknown)'}", f"mode: {ctx.mode}"]
-    if ctx.repository_instructions:
-        lines += ["<repository-instructions>", ctx.repository_instructions, "</repository-instructions>"]
-    lines.append("</session-context>")
-    return "\n".join(lines)
 
 
 class Selection:
@@ -144,7 +137,7 @@ class BaselineEngine:
         self._reset_units()
 
     def set_estimator(self, estimator: Any) -> None:
-        """Price everything with ``estimator`` from now on (``count``/``estimate`` + ``image_tokens``)."""
+        """Price everything with ``estimator`` (a :class:`latch.estimators.Estimator`) from now on."""
         self._counter = TokenCounter(estimator)
         self._reset_units()
 
@@ -205,8 +198,7 @@ class BaselineEngine:
         budget = request.budget or self.default_budget()
         until = request.until_seq if request.until_seq is not None else self._reader.max_seq()
         counter = self._counter
-        head = [ViewMessage(role="user", content=session_context_text(request.session_context),
-                            kind="session_context")]
+        head = [render_session_context(request.session_context)]
         extension: list[ViewMessage] = []
         if request.extension:
             extension.append(ViewMessage(role="user", content=request.extension, kind="extension"))
