@@ -103,13 +103,13 @@ def test_context_report(run, transcript):
 def _table(output: str) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the per-request table of ``latch replay`` output."""
     lines = output.splitlines()
-    h = next(i for i, line in enumerate(lines) if line.split()[:2] == ["#", "events"])
+    h = next(i for i, line in enumerate(lines) if line.split()[:2] == ["req", "events"])
     rows = []
     for line in lines[h + 2:]:
         if not line.strip() or not line.split()[0].isdigit():
             break
         rows.append(line.split())
-    return lines[h].split(), rows
+    return lines[h].replace("first seq", "first-seq").split(), rows
 
 
 def test_replay_table_shows_the_canonical_state_per_request(run, transcript):
@@ -118,14 +118,14 @@ def test_replay_table_shows_the_canonical_state_per_request(run, transcript):
     table = run("replay", str(transcript))
     assert table.exit_code == 0, table.output
     header, rows = _table(table.output)
-    assert header == ["#", "events", "instr", "state", "recent", "recall", "total", "history", "epoch", "first",
-                      "prefix", "cache"]  # no tools, extension or provider usage here: those columns are left out
+    assert header == ["req", "events", "instr", "state", "recent", "recall", "view", "raw", "first-seq", "prefix",
+                      "epoch"]  # no tools, extension or provider usage here: those columns are left out
     assert [r[header.index("state")] for r in rows] == [f"{q['state_tokens']:,}" for q in doc["requests"]]
-    assert [r[header.index("total")] for r in rows] == [f"{q['total_tokens']:,}" for q in doc["requests"]]
+    assert [r[header.index("view")] for r in rows] == [f"{q['total_tokens']:,}" for q in doc["requests"]]
     # the unknown model gets the most conservative heuristic; its empty-state snapshot is 164 tokens
     assert doc["estimator"] == "heuristic-anthropic"
     assert [q["state_tokens"] for q in doc["requests"]] == [164, 164, 164]
-    assert "state = canonical state" in table.output
+    assert "state: canonical state" in table.output
 
 
 def test_readme_first_command_fits_100_columns(run):

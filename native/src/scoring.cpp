@@ -66,6 +66,15 @@ public:
         if (empty_) {
             return 0;
         }
+        if (!bits_.empty()) {  // the common case, branch-free per id
+            const std::uint64_t base = static_cast<std::uint64_t>(lo_);
+            for (std::int64_t j = lo; j < hi; ++j) {
+                const std::uint64_t off = static_cast<std::uint64_t>(ids[j]) - base;
+                const std::uint64_t word = off <= span_ ? bits_[off / 64] : 0;
+                c += static_cast<std::int64_t>((word >> (off % 64)) & 1);
+            }
+            return c;
+        }
         for (std::int64_t j = lo; j < hi; ++j) {
             c += contains(ids[j]);
         }

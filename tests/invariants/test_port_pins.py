@@ -14,8 +14,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from invariant_helpers import (CONTEXT, MODEL, SYSTEM, TOOLS, grow, kernel_streams, new_session, profile, request,
-                               wire)
+from invariant_helpers import CONTEXT, MODEL, SYSTEM, TOOLS, grow, kernel_streams, new_session, profile, wire
 
 from latch.agent.loop import AgentLoop
 from latch.agent.supervisor import ChildPolicyError, Supervisor

@@ -29,6 +29,7 @@ Peak memory is the job's RSS high-water mark above the worker's RSS at the job's
 from __future__ import annotations
 
 import concurrent.futures as cf
+import itertools
 import json
 import math
 import multiprocessing as mp
@@ -38,7 +39,7 @@ import resource
 import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -153,10 +154,7 @@ def _load(store: Any, source: SessionSource) -> tuple[str, str | None, list[Need
                                source="latch bench")
     planted, diag_seq = _plant(store, sid)
     gen = ScenarioModel(source.seed or 0, workspace=WORKSPACE, images=_screenshots(store)).events()
-    batch: list[Any] = []
-    for _ in range(source.events):
-        batch.append(next(gen))
-    store.append(sid, batch)
+    store.append(sid, list(itertools.islice(gen, source.events)))
     needles = [Needle("constraint", CONSTRAINT, planted[2]), Needle("decision", DECISION, planted[3]),
                Needle("diagnostic", DIAGNOSTIC, diag_seq)]
     return sid, MODEL, needles
@@ -473,7 +471,7 @@ def write_report(out: str | os.PathLike[str], results: Sequence[Mapping[str, Any
 
     errors = [r for r in results if "error" in r]
     notes = [f"- {r['engine']} on {r['session']} ({r['budget']}): {r['error']}" for r in errors]
-    md = [f"# latch bench", "",
+    md = ["# latch bench", "",
           f"{len(engines)} engines × {len(sessions)} sessions × {len(budgets)} budgets in {seconds:,.0f} s. "
           "Tokens are Latch's estimate of each request as sent; cacheability is the common prefix with the previous "
           "request over the request, on the canonical serialization; needle survival counts checkpoints where an "

@@ -48,7 +48,6 @@ import os
 import re
 import resource
 import shutil
-import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -56,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..engine.port import ContextBudget, ContextRequest, ContextView, EngineProfile, SessionContext, ViewMessage
+from ..engine.port import ContextBudget, ContextRequest, ContextView, EngineProfile, SessionContext
 from ..engine.reader import StoreKernelWriter, StoreSessionReader
 from ..engine.units import MESSAGE_OVERHEAD_TOKENS, TokenCounter, UnitBuilder, message_line, resolve_estimator
 from ..events import AssistantMessage, Event, MediaRef, ToolCall, ToolResult, UserMessage
@@ -478,7 +477,6 @@ def run_stress(cfg: StressConfig, progress: Callable[[int, int], None] | None = 
 
 def _run(store: EventStore, cfg: StressConfig, parallel: bool, report: StressReport,
          progress: Callable[[int, int], None] | None) -> None:
-    from ..kernel import canonical_state
     from ..plugins import get_engine_factory
 
     sid = store.create_session(workspace=WORKSPACE, format="claude-code", source="latch stress",
@@ -548,8 +546,7 @@ def _run(store: EventStore, cfg: StressConfig, parallel: bool, report: StressRep
     if [(m.role, m.content, m.seq) for m in tail] != [("user", FINAL_USER, final[0]),
                                                       ("assistant", FINAL_ANSWER, final[1])]:
         report.checks["recent_verbatim"].fail("final view: the last user turn and answer are not its verbatim end")
-    _final_checks(store, sid, engine, writer, report, planted, planted_bytes, diag_seq, cfg.events + len(planted) + 2,
-                  canonical_state)
+    _final_checks(store, sid, engine, writer, report, planted, planted_bytes, diag_seq, cfg.events + len(planted) + 2)
     report.events = cfg.events
     report.max_total_tokens = verify.max_total
     report.peak_rss_mb = _rss_mb()
@@ -567,8 +564,9 @@ def _run(store: EventStore, cfg: StressConfig, parallel: bool, report: StressRep
 
 
 def _final_checks(store: EventStore, sid: str, engine: Any, writer: StoreKernelWriter, report: StressReport,
-                  planted: list[int], planted_bytes: list[bytes], diag_seq: int, expected: int,
-                  canonical_state: Callable[..., Any]) -> None:
+                  planted: list[int], planted_bytes: list[bytes], diag_seq: int, expected: int) -> None:
+    from ..kernel import canonical_state
+
     c = report.checks
     state = canonical_state(store, sid)
     cons = [x for x in state.constraints if x["text"] == CONSTRAINT and x["active"]]

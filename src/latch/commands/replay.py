@@ -42,6 +42,7 @@ from typing import Any
 import click
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..cli import pass_app
@@ -261,33 +262,33 @@ def _fmt(v: Any) -> str:
     return "–" if v is None else f"{v:,}" if isinstance(v, int) else str(v)
 
 
-# (header, request key) of the per-request table, in the spec's component order; a column whose
-# key is None in every row (tools, extension: replay sends none; provider: no usage reported)
-# or 0 in every row is left out so the table fits a 100-column terminal.
-_COLUMNS = (("#", "request"), ("events", "events"), ("instr", "instructions_tokens"), ("state", "state_tokens"),
+# (header, request key) of the per-request table (the README's tour names them), components in the
+# spec's order. Optional columns that are None or 0 in every row (tools, extension: replay sends
+# none; provider: no usage reported) are left out, so the table fits a 100-column terminal; the
+# per-request cacheability is in --json and its mean in the summary.
+_COLUMNS = (("req", "request"), ("events", "events"), ("instr", "instructions_tokens"), ("state", "state_tokens"),
             ("recent", "recent_tokens"), ("recall", "recall_tokens"), ("tools", "tools_tokens"),
-            ("ext", "extension_tokens"), ("total", "total_tokens"), ("history", "history_tokens"),
-            ("epoch", "epoch"), ("first", "first_retained_seq"), ("prefix", "common_prefix_tokens"),
-            ("cache", "cacheability"), ("provider", "provider_prompt_tokens"))
+            ("ext", "extension_tokens"), ("view", "total_tokens"), ("raw", "history_tokens"),
+            ("first seq", "first_retained_seq"), ("prefix", "common_prefix_tokens"), ("epoch", "epoch"),
+            ("provider", "provider_prompt_tokens"))
 _OPTIONAL = ("tools_tokens", "extension_tokens", "provider_prompt_tokens")
-_LEGEND = {"instr": "system + session context", "state": "canonical state", "history": "whole conversation",
-           "first": "first retained seq", "prefix": "tokens shared with the previous request",
-           "cache": "prefix/total", "provider": "prompt tokens the provider reported"}
+_LEGEND = {"instr": "system + session context", "state": "canonical state", "view": "tokens sent",
+           "raw": "whole conversation so far", "first seq": "first event still in the view",
+           "prefix": "tokens shared with the previous request (cacheable)",
+           "provider": "prompt tokens the provider reported"}
 
 
 def _cell(r: dict[str, Any], key: str) -> str:
     if r["total_tokens"] is None and key not in ("request", "events", "history_tokens", "provider_prompt_tokens"):
         return "[red]overflow[/red]" if key == "total_tokens" else ""
-    if key == "cacheability":
-        return f"{r[key]:.0%}"
     return _fmt(r[key])
 
 
 def _print(con: Console, doc: dict[str, Any], source: str) -> None:
     b = doc["budget"]
     rows = doc["requests"]
-    con.print(f"[bold]{source}[/bold] · session {doc['session']} · model {doc['model'] or 'unknown'}")
-    con.print(f"engine [bold]{doc['engine']}[/bold] · estimator {doc['estimator']}")
+    con.print(f"[bold]{escape(source)}[/bold] · session {doc['session']} · model {escape(doc['model'] or 'unknown')}")
+    con.print(f"engine [bold]{escape(doc['engine'])}[/bold] · estimator {escape(doc['estimator'])}")
     con.print(f"window {b['context_window_tokens']:,} · reserve {b['reserve_tokens']:,} · recent "
               f"{b['recent_tokens']:,} tokens")
     columns = [(h, k) for h, k in _COLUMNS if k not in _OPTIONAL or any(r.get(k) for r in rows)]
@@ -297,7 +298,7 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
     for r in rows:
         t.add_row(*(_cell(r, k) for _, k in columns))
     con.print(t)
-    con.print("[dim]tokens ≈; " + ", ".join(f"{h} = {_LEGEND[h]}" for h, _ in columns if h in _LEGEND) + "[/dim]")
+    con.print("[dim]tokens ≈; " + "; ".join(f"{h}: {_LEGEND[h]}" for h, _ in columns if h in _LEGEND) + "[/dim]")
     s = doc["summary"]
 
     def check(ok: bool, text: str) -> None:
@@ -323,7 +324,7 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
         con.print(f"[yellow]![/yellow] {s['overflows']} request(s) refused with ContextOverflow "
                   f"(a unit larger than the hard budget)")
     for x in v[:20]:
-        con.print(f"  [red]{x}[/red]")
+        con.print(f"  [red]{escape(x)}[/red]")
     if len(v) > 20:
         con.print(f"  … {len(v) - 20} more violations")
 
@@ -372,8 +373,9 @@ def register(cli: click.Group) -> None:
         if n_requests >= PROGRESS_MIN_REQUESTS:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+            err = Console(stderr=True)
             with Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                          console=Console(stderr=True), transient=True) as bar:
+                          console=err, transient=True, disable=not err.is_terminal) as bar:
                 task = bar.add_task("replay", total=n_requests)
                 doc, _ = run_replay(store, sid, **options,
                                     progress=lambda done, total: bar.update(task, completed=done))

@@ -15,14 +15,15 @@ failures, evidence, certification, then criteria and requirements), oldest line
 first within a section; a section header says how many lines it lost, and a
 section that lost every line is named on a final ``Omitted`` line.
 
-Cost: the kept lines are taken highest priority, newest first, and formatted
-only as they are taken; the number kept is found by a galloping then binary
-search on the exact estimate of the composed text, so rendering costs
-O(kept lines × log) whatever the history holds.
+Cost: lines are taken highest priority, newest first, and formatted only as
+they are taken. How many fit is guessed from their characters, then settled by
+a galloping and binary search on the exact estimate of the composed text (a few
+estimates), so rendering costs O(kept lines) whatever the history holds.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -37,18 +38,48 @@ def _text(value: str) -> str:
 
 
 class _Section:
-    """One section: ``count`` lines, formatted lazily newest first."""
+    """One section: ``count`` lines, formatted lazily newest first as they are taken."""
 
     def __init__(self, tier: int, title: str, noun: str, count: int, newest: Iterator[str]):
         self.tier, self.title, self.noun, self.count = tier, title, noun, count
         self._newest = newest
         self._taken: list[str] = []
 
+    def take(self) -> str:
+        """The next newest line not taken yet."""
+        line = next(self._newest)
+        self._taken.append(line)
+        return line
+
     def newest(self, n: int) -> list[str]:
-        """The newest ``n`` lines, oldest first."""
-        while len(self._taken) < n:
-            self._taken.append(next(self._newest))
+        """The newest ``n`` lines (already taken), oldest first."""
         return self._taken[n - 1::-1] if n else []
+
+
+class _Keep:
+    """Every section line in keep order (highest priority first, newest first), taken lazily,
+    with the prefix sums of their lengths in characters."""
+
+    def __init__(self, sections: list[_Section], order: list[int]):
+        self._lines = (sections[i].take() for i in order for _ in range(sections[i].count))
+        self.chars = [0]
+
+    def most_within(self, limit: int) -> int:
+        """The most lines whose characters (plus one newline each) sum to at most ``limit``."""
+        while self.chars[-1] <= limit and self._pull():
+            pass
+        return bisect_right(self.chars, limit) - 1
+
+    def ensure(self, k: int) -> None:
+        """Take the first ``k`` lines (``k`` at most the number of lines)."""
+        while len(self.chars) <= k:
+            self._pull()
+
+    def _pull(self) -> bool:
+        line = next(self._lines, None)
+        if line is not None:
+            self.chars.append(self.chars[-1] + len(line) + 1)
+        return line is not None
 
 
 def _lines(core: "_Core", name: str, fmt: Callable[[dict[str, Any]], str]) -> tuple[int, Iterator[str]]:
@@ -140,6 +171,38 @@ def _allot(sections: list[_Section], keep_order: list[int], k: int) -> list[int]
     return kept
 
 
+def _search(fits: Callable[[int], bool], total: int, guess: int) -> int:
+    """The largest ``k`` in ``[0, total]`` with ``fits(k)`` (``fits(0)`` holds; ``fits`` is monotone),
+    galloping from ``guess`` then bisecting: O(log |answer - guess|) calls."""
+    k = min(max(guess, 0), total)
+    step = 1
+    if k == 0 or fits(k):
+        lo, hi = k, total + 1
+        while lo < total:
+            k = min(lo + step, total)
+            if not fits(k):
+                hi = k
+                break
+            lo, step = k, step * 2
+        else:
+            return lo
+    else:
+        lo, hi = 0, k
+        while hi - step > 0:
+            k = hi - step
+            if fits(k):
+                lo = k
+                break
+            hi, step = k, step * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 def render_state(core: "_Core", budget_tokens: int, estimate: Callable[[str], int]) -> str:
     """See :meth:`latch.kernel.state.CanonicalState.render` (call under the ledger lock)."""
     from .state import StateOverflow
@@ -158,29 +221,23 @@ def render_state(core: "_Core", budget_tokens: int, estimate: Callable[[str], in
     total = sum(sec.count for sec in sections)
     # the keep order: highest tier first (later sections first among equals), newest line first
     keep_order = sorted(reversed(range(len(sections))), key=lambda i: -sections[i].tier)
+    keep = _Keep(sections, keep_order)
+    tokens: dict[int, int] = {}
 
     def text_for(k: int, with_omitted: bool = True) -> str:
+        keep.ensure(k)
         return _compose(fixed, sections, _allot(sections, keep_order, k), with_omitted)
 
-    def fits(k: int) -> bool:
-        return estimate(text_for(k)) <= budget_tokens
+    def cost(k: int) -> int:
+        if k not in tokens:
+            tokens[k] = estimate(text_for(k))
+        return tokens[k]
 
-    if not fits(0):
+    room = budget_tokens - cost(0)
+    if room < 0:
         return text_for(0, with_omitted=False)  # goal and constraints, which fit
-    lo, hi = 0, None  # fits(lo); hi is the smallest known k that does not fit
-    step = 1
-    while hi is None:  # gallop: never composes more than twice the lines that fit
-        k = min(lo + step, total)
-        if k == lo:
-            return text_for(lo)  # everything fits
-        if fits(k):
-            lo, step = k, step * 2
-        else:
-            hi = k
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid
-    return text_for(lo)
+    # guess how many lines fit from their characters: at 4 per token, then at the density measured there
+    guess = keep.most_within(4 * room)
+    if guess and cost(guess) > cost(0):
+        guess = keep.most_within(room * keep.chars[guess] // (cost(guess) - cost(0)))
+    return text_for(_search(lambda k: cost(k) <= budget_tokens, total, guess))
