@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
-from latch.engine.port import ContextOverflow
+from latch.engine import continuity_context_engine_factory
+from latch.engine.port import ContextOverflow, ContextRequest, EngineProfile
+from latch.engine.reader import StoreKernelWriter, StoreSessionReader
 from latch.events import AssistantMessage, UserMessage
 from latch.hotpaths import estimate_tokens
 from latch.kernel import KERNEL_TOOLS, KernelToolError, StateOverflow, apply_kernel_tool, canonical_state
-from latch.kernel.events import StateUpdate
+from latch.kernel.events import StateUpdate, ValidationEvidence
 from latch.kernel.ledger import clear_cache
 from latch.kernel.tools import openai_tools
 
@@ -201,3 +204,104 @@ def test_goal_and_constraints_never_drop_and_overflow_is_a_clear_error(store):
                                    "constraints_tokens": estimate_tokens("Constraints:\n- [C1] No network in tests"),
                                    "budget_tokens": estimate_tokens(head) - 1}
     assert "goal and constraints alone exceed the state budget" in str(err.value)
+
+
+def test_a_state_taken_earlier_is_unchanged_by_later_facts(store):
+    sid = session(store, fmt="claude-code")
+    apply_kernel_tool(store, sid, "set_goal", {"goal": "g"})
+    turn(store, sid, "Bash", {"command": "pytest"}, "1 failed", is_error=True)
+    early = state(store, sid)  # nothing read from it yet: it still reads the reducer
+    apply_kernel_tool(store, sid, "add_note", {"note": "a later note"})
+    turn(store, sid, "Bash", {"command": "pytest"}, "3 passed")
+    late = state(store, sid)
+    assert late.revision > early.revision
+    text = early.render(1_000, estimate_tokens)
+    assert "- failed: pytest (current) — 1 failed" in text and "later" not in text
+    assert "- passed: pytest (current)" in late.render(1_000, estimate_tokens)
+    data = early.to_json()
+    clear_cache()
+    rebuilt = canonical_state(store, sid, early.until_seq)
+    assert rebuilt.to_json() == data and rebuilt.render(1_000, estimate_tokens) == text
+
+
+def test_states_of_one_revision_share_their_rendering(store):
+    sid = session(store)
+    apply_kernel_tool(store, sid, "set_goal", {"goal": "g"})
+    first = state(store, sid)
+    text = first.render(500, estimate_tokens)
+    store.append(sid, [UserMessage(text="hello")])  # no state change: the same revision at a later seq
+    again = state(store, sid)
+    assert (again.revision, again.until_seq) == (first.revision, first.until_seq + 1)
+    assert again.render(500, estimate_tokens) is text  # rendered once per (revision, budget, estimator)
+
+
+def test_render_formats_only_the_newest_lines_that_fit(store):
+    sid = session(store)
+    apply_kernel_tool(store, sid, "set_goal", {"goal": "keep the suite green"})
+    store.append(sid, [ValidationEvidence(command=f"pytest tests/test_{i}.py", status="passed", exit_code=0)
+                       for i in range(5_000)])
+    estimated: list[str] = []
+
+    def estimate(text: str) -> int:
+        estimated.append(text)
+        return estimate_tokens(text)
+
+    lines = state(store, sid).render(300, estimate).splitlines()
+    kept = lines[3:-2]
+    assert lines[:2] == ["Canonical state", "Goal: keep the suite green"]
+    assert lines[2] == f"Validation evidence ({5_000 - len(kept)} older omitted):" and len(kept) > 10
+    assert kept == [f"- passed: pytest tests/test_{i}.py (current)" for i in range(5_000 - len(kept), 5_000)]
+    assert lines[-2:] == ["Certification:", "- certified"]
+    # a few estimates of texts about the budget's size, never the 5,000 lines
+    assert len(estimated) <= 8 and max(map(len, estimated)) < 5 * 4 * 300
+
+
+def test_reads_and_edits_change_the_text_only_when_evidence_goes_stale(store):
+    sid = session(store, fmt="claude-code")
+    apply_kernel_tool(store, sid, "set_goal", {"goal": "fix the parser"})
+    turn(store, sid, "Bash", {"command": "pytest -q"}, "5 passed")
+    passed = state(store, sid)
+    text = passed.render(2_000, estimate_tokens)
+    assert text == ("Canonical state\nGoal: fix the parser\nValidation evidence:\n- passed: pytest -q (current)\n"
+                    "Certification:\n- certified")
+    turn(store, sid, "Read", {"file_path": "/ws/parser.py"}, "1 def parse(): ...")
+    read = state(store, sid)
+    assert read.revision > passed.revision and read.render(2_000, estimate_tokens) == text
+    turn(store, sid, "Edit", {"file_path": "/ws/parser.py", "old_string": "...", "new_string": "pass"}, "ok")
+    stale = state(store, sid).render(2_000, estimate_tokens)
+    assert stale == ("Canonical state\nGoal: fix the parser\nValidation evidence:\n"
+                     "- passed: pytest -q (STALE: the workspace changed since)\n"
+                     "Certification:\n- not certified: pytest -q: passed, but the workspace changed since")
+    turn(store, sid, "Edit", {"file_path": "/ws/lexer.py", "old_string": "a", "new_string": "b"}, "ok")
+    turn(store, sid, "Read", {"file_path": "/ws/lexer.py"}, "1 b")
+    later = state(store, sid)
+    assert later.generation == 2 and [f["path"] for f in later.files] == ["parser.py", "lexer.py"]
+    assert later.render(2_000, estimate_tokens) == stale
+
+
+def test_the_engine_appends_a_state_delta_only_when_the_text_changes(store):
+    sid = session(store, fmt="claude-code")
+    engine = continuity_context_engine_factory(EngineProfile(
+        session_id=sid, model=None, reader=StoreSessionReader(store, sid),
+        writer=StoreKernelWriter(store, sid, "continuity:test")))
+
+    def state_sections() -> list[str]:
+        store.append(sid, [UserMessage(text="go on")])
+        view = engine.materialize(ContextRequest(session_id=sid))
+        return [m.content for m in view.messages if m.kind == "kernel_context" and "<canonical-state" in m.content]
+
+    apply_kernel_tool(store, sid, "set_goal", {"goal": "fix the parser"})
+    turn(store, sid, "Bash", {"command": "pytest -q"}, "5 passed")
+    counts = [len(state_sections())]
+    turn(store, sid, "Read", {"file_path": "/ws/parser.py"}, "1 def parse(): ...")
+    counts.append(len(state_sections()))  # a new revision, the same text: no delta
+    turn(store, sid, "Edit", {"file_path": "/ws/parser.py", "old_string": "...", "new_string": "pass"}, "ok")
+    counts.append(len(state_sections()))  # the evidence went stale: one delta
+    turn(store, sid, "Edit", {"file_path": "/ws/lexer.py", "old_string": "a", "new_string": "b"}, "ok")
+    sections = state_sections()  # generation 2, the same text: no delta
+    counts.append(len(sections))
+    assert counts == [1, 1, 2, 2]
+    body = re.search(r'<canonical-state revision="\d+">\n(.*?)\n</canonical-state>', sections[-1], re.S).group(1)
+    assert body == state(store, sid).render(engine.default_budget().recent_tokens, estimate_tokens) or body.endswith(
+        "- passed: pytest -q (STALE: the workspace changed since)\n"
+        "Certification:\n- not certified: pytest -q: passed, but the workspace changed since")

@@ -75,6 +75,19 @@ def test_estimate_large_text_split_across_threads(wide):
     assert native.estimate_tokens(text, "openai") == _py.estimate_tokens(text, "openai")
 
 
+def test_estimate_wide_text_with_long_ascii_stretches():
+    # UCS-2/UCS-4 strings: ASCII stretches of 64+ characters are narrowed to bytes for the
+    # vectorized path; the neighbours (LETTER or not) must keep their meaning.
+    rng = random.Random(5)
+    ascii_runs = ["alpha Beta HTTPServer x1 4096 ", "== -- ... ", "\n\n    ", "a" * 70, "=" * 70, " " * 70]
+    wide = ["д", "Ж", "漢", "😀", "\ud800", "\u2500", "\u00a0"]
+    for _ in range(300):
+        text = "".join(rng.choice(ascii_runs) * rng.randrange(1, 5) + rng.choice(wide) * rng.randrange(0, 3)
+                       for _ in range(rng.randrange(1, 6)))
+        for profile in PROFILES:
+            assert native.estimate_tokens(text, profile) == _py.estimate_tokens(text, profile), (text, profile)
+
+
 def test_estimate_large_batch_split_across_threads():
     # Over 2 MiB characters in total: the batch may be shared out across threads, in order.
     rng = random.Random(4)

@@ -62,12 +62,6 @@ struct Latin1Text {
     std::uint32_t cp(std::size_t i) const { return text[i]; }
 };
 
-template <class CharT>
-struct WideText {
-    const CharT* text;
-    int cls(std::size_t i) const { return detail::class_of(text[i]); }
-    std::uint32_t cp(std::size_t i) const { return text[i]; }
-};
 
 // Large texts are split across threads. A cut at c is exact when text[c-1] is an ASCII letter
 // or digit and text[c] is whitespace: no piece rule looks across that boundary (a word or digit
@@ -146,14 +140,8 @@ std::int64_t units_parallel(const CharT* text, std::size_t len, One one) noexcep
 std::int64_t units_serial(const TextView& t, const int* w) {
     switch (t.width) {
         case 1: return detail::units_latin1(static_cast<const std::uint8_t*>(t.data), t.len, w);
-        case 2: {
-            const auto* p = static_cast<const std::uint16_t*>(t.data);
-            return Walker<WideText<std::uint16_t>>{{p}, t.len, w}.units(0, t.len);
-        }
-        default: {
-            const auto* p = static_cast<const std::uint32_t*>(t.data);
-            return Walker<WideText<std::uint32_t>>{{p}, t.len, w}.units(0, t.len);
-        }
+        case 2: return detail::units_wide(static_cast<const std::uint16_t*>(t.data), t.len, w);
+        default: return detail::units_wide(static_cast<const std::uint32_t*>(t.data), t.len, w);
     }
 }
 

@@ -1,6 +1,9 @@
-// Latin-1 driver: pure-ASCII stretches go to the AVX-512 kernel when the CPU has it; every
-// other run (non-ASCII characters, and runs the kernel hands back) goes to the scalar walker.
-// Each call starts at a run boundary, so the pieces the two see never overlap.
+// Drivers: pure-ASCII stretches go to the AVX-512 kernel when the CPU has it; every other run
+// (non-ASCII characters, and runs the kernel hands back) goes to the scalar walker. Each call
+// starts at a run boundary, so the pieces the two see never overlap.
+#include <new>
+#include <vector>
+
 #include "estimate_impl.hpp"
 
 namespace latch {
@@ -50,6 +53,103 @@ std::int64_t units_latin1(const std::uint8_t* text, std::size_t len, const int* 
 #endif
     return units_latin1_scalar(text, len, 0, len, w, nullptr);
 }
+
+#ifdef LATCH_HAVE_KERNEL
+namespace {
+
+// Stretches shorter than this stay with the walker (narrowing would cost more than it saves).
+constexpr std::size_t kNarrowMin = 64;
+
+// A latin-1 stand-in for a non-ASCII code point: the kernel only asks whether the character
+// after a stretch is a LETTER, and whether the one before it is ASCII.
+std::uint8_t stand_in(std::uint32_t cp) {
+    static const std::uint8_t letter = [] {
+        for (int b = 0x80; b < 0x100; ++b) {
+            if (latin1_classes()[b] == tables::LETTER) {
+                return static_cast<std::uint8_t>(b);
+            }
+        }
+        return std::uint8_t{0};
+    }();
+    static const std::uint8_t other = [] {
+        for (int b = 0x80; b < 0x100; ++b) {
+            if (latin1_classes()[b] != tables::LETTER) {
+                return static_cast<std::uint8_t>(b);
+            }
+        }
+        return std::uint8_t{0};
+    }();
+    return class_of(cp) == tables::LETTER ? letter : other;
+}
+
+template <class CharT>
+std::int64_t units_wide_kernel(const CharT* text, std::size_t len, const int* w) {
+    const Walker<WideText<CharT>> walker{{text}, len, w};
+    // text[lo, hi) as bytes: the ASCII stretch that ends at `end`, and its neighbours.
+    std::vector<std::uint8_t> narrow;
+    std::size_t lo = 0, hi = 0, end = 0;
+    std::int64_t units = 0;
+    std::size_t pos = 0;
+    while (pos < len) {
+        std::size_t run = pos;
+        if (text[pos] < 0x80) {
+            if (pos >= end || pos < lo) {  // a new stretch
+                end = pos;
+                while (end < len && text[end] < 0x80) {
+                    ++end;
+                }
+                if (end - pos < kNarrowMin) {
+                    units += walker.units(pos, end, &pos);  // whole runs; the last may go past `end`
+                    continue;
+                }
+                lo = pos > 0 ? pos - 1 : 0;
+                hi = end < len ? end + 1 : end;
+                narrow.resize(hi - lo);
+                for (std::size_t i = lo; i < hi; ++i) {
+                    narrow[i - lo] = text[i] < 0x80 ? static_cast<std::uint8_t>(text[i]) : stand_in(text[i]);
+                }
+            }
+            std::size_t stop = 0;
+            units += units_ascii_avx512(narrow.data(), narrow.size(), pos - lo, w, &stop);
+            run = lo + stop;
+            if (run == len) {
+                break;
+            }
+        }
+        units += walker.units(run, run + 1, &pos);  // exactly one run
+    }
+    return units;
+}
+
+template <class CharT>
+std::int64_t units_wide_any(const CharT* text, std::size_t len, const int* w) noexcept {
+    if (kKernel && avx512_kernel_usable(w)) {
+        try {
+            return units_wide_kernel(text, len, w);
+        } catch (const std::bad_alloc&) {  // no scratch memory: the walker needs none
+        }
+    }
+    return Walker<WideText<CharT>>{{text}, len, w}.units(0, len);
+}
+
+}  // namespace
+
+std::int64_t units_wide(const std::uint16_t* text, std::size_t len, const int* w) noexcept {
+    return units_wide_any(text, len, w);
+}
+
+std::int64_t units_wide(const std::uint32_t* text, std::size_t len, const int* w) noexcept {
+    return units_wide_any(text, len, w);
+}
+#else
+std::int64_t units_wide(const std::uint16_t* text, std::size_t len, const int* w) noexcept {
+    return Walker<WideText<std::uint16_t>>{{text}, len, w}.units(0, len);
+}
+
+std::int64_t units_wide(const std::uint32_t* text, std::size_t len, const int* w) noexcept {
+    return Walker<WideText<std::uint32_t>>{{text}, len, w}.units(0, len);
+}
+#endif
 
 }  // namespace detail
 }  // namespace latch

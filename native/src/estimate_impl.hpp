@@ -170,6 +170,13 @@ struct Walker {
     }
 };
 
+template <class CharT>
+struct WideText {
+    const CharT* text;
+    int cls(std::size_t i) const { return class_of(text[i]); }
+    std::uint32_t cp(std::size_t i) const { return text[i]; }
+};
+
 // Units of the pieces of latin-1 text starting in [from, to) (scalar walker; `from` starts a
 // run); `*end` (optional) receives where the last run ended.
 std::int64_t units_latin1_scalar(const std::uint8_t* text, std::size_t len, std::size_t from, std::size_t to,
@@ -177,6 +184,11 @@ std::int64_t units_latin1_scalar(const std::uint8_t* text, std::size_t len, std:
 
 // Units of a whole latin-1 text (AVX-512 kernel over ASCII stretches when the CPU has it).
 std::int64_t units_latin1(const std::uint8_t* text, std::size_t len, const int* w) noexcept;
+
+// Units of a whole UCS-2 / UCS-4 text (long ASCII stretches narrowed into bytes for the
+// kernel when the CPU has it). Scratch memory; std::bad_alloc falls back to the walker.
+std::int64_t units_wide(const std::uint16_t* text, std::size_t len, const int* w) noexcept;
+std::int64_t units_wide(const std::uint32_t* text, std::size_t len, const int* w) noexcept;
 
 // Whether units_latin1 uses the AVX-512 kernel on this CPU.
 bool ascii_kernel_active() noexcept;

@@ -302,6 +302,7 @@ class ContinuityEngine:
     """
 
     PLUGIN_NAME = ENGINE_NAME
+    HYSTERETIC_EPOCHS = True  # replay checks rotations <= conversation / (0.25 x recent) + 1
     DESCRIPTION = "Cache epochs over the durable log: canonical state, whole-unit recent memory, FTS recall, episodes."
 
     def __init__(self, model: str | None, *, reader: SessionReader, writer: KernelWriter,

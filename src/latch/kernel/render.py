@@ -121,7 +121,8 @@ def _sections(core: "_Core") -> list[_Section]:
     cert = core.certification
     cert_lines: tuple[int, Iterator[str]] = (0, iter(()))
     if core.show_certification:
-        cert_lines = (1, iter(["- certified" if cert["certified"] else "- not certified: " + "; ".join(cert["reasons"])]))
+        cert_lines = (1, iter(["- certified" if cert["certified"] else
+                               "- not certified: " + "; ".join(core.shown_reasons)]))
     sections = [
         _Section(10, "Success criteria", "criteria", *_lines(
             core, "criteria", lambda k: f"- [{k['id']}] [{'met' if k['met'] else ' '}] {_text(k['text'])}")),

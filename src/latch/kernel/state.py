@@ -318,10 +318,16 @@ def _strip(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def _certification(red: SessionReducer, generation: int, attempts: int,
-                   blocker: dict[str, Any] | None) -> dict[str, Any]:
-    """The verdict: certified only when every required observation passed at ``generation`` after
-    every managed process exited, and no writer blocker is unchanged. Reasons name no generation
-    number, so the rendered verdict changes only when the verdict does."""
+                   blocker: dict[str, Any] | None) -> tuple[dict[str, Any], list[str]]:
+    """The verdict and the reasons the view shows.
+
+    Certified only when every required observation passed at ``generation``
+    after every managed process exited, and no writer blocker is unchanged.
+    Reasons name no generation number. The view shows a managed process only
+    when it is what blocks certification (every requirement has a current
+    pass): a process started and waited on while the evidence fails anyway
+    does not change what the model must do, and would change the text twice.
+    """
     if red.requirements:
         keys = [(r["id"], r["command"] or r["requirement"]) for r in red.requirements.values()]
     else:
@@ -343,14 +349,17 @@ def _certification(red: SessionReducer, generation: int, attempts: int,
     if since is not None:
         later = red.exits[bisect_right(red.exits, since, key=itemgetter(0)):]
         procs += [red.processes[pid] for pos, pid in later if red.processes[pid]["exited"] == pos]
-    for p in sorted(procs, key=itemgetter("order")):
-        reasons.append(f"managed process {p['process_id']} is running" if p["exited"] is None
-                       else f"managed process {p['process_id']} exited after the validation; rerun it")
+    process_reasons = [f"managed process {p['process_id']} is running" if p["exited"] is None
+                       else f"managed process {p['process_id']} exited after the validation; rerun it"
+                       for p in sorted(procs, key=itemgetter("order"))]
+    shown = list(reasons or process_reasons)
+    reasons += process_reasons
     if blocker is not None:
         reasons.append(f"writer blocker unchanged ({attempts} failed certification attempt"
                        f"{'s' if attempts != 1 else ''}): {blocker['blocker']}")
-    return {"certified": not reasons, "requirements": [k for _, k in keys], "reasons": reasons,
-            "failed_attempts": attempts}
+        shown = [*shown, reasons[-1]]
+    return ({"certified": not reasons, "requirements": [k for _, k in keys], "reasons": reasons,
+             "failed_attempts": attempts}, shown)
 
 
 def _disproof_json(d: Disproof, end: Pos) -> dict[str, Any]:
@@ -408,7 +417,7 @@ class _Core:
             "tool": "writer_blocker", "signature": last["signature"], "count": attempts,
             "first_seq": red.blockers[-attempts]["seq"], "last_seq": last["seq"],
             "actions": [last["command"]] if last["command"] else [], "active": True, "excerpt": last["blocker"]}
-        self.certification = _certification(red, generation, attempts, self.blocker)
+        self.certification, self.shown_reasons = _certification(red, generation, attempts, self.blocker)
         self.disproofs = tuple(_disproof_json(d, self.end) for d in ledger.visible_disproofs(store, red.session_id,
                                                                                               until))
         self.show_certification = bool(red.observations or red.requirements or red.processes or red.blockers)
