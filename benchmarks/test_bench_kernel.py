@@ -1,8 +1,13 @@
-"""Canonical state per request: the cached reducer extended by one new event vs a rebuild from the log.
+"""Canonical state per request: the cached reducer extended by one new event vs a rebuild from the log,
+and against the length of the history.
 
 A 5,000-event session (tool turns with reads, edits, test runs and failures, plus kernel tool calls) is
-reduced once; each timed round appends one tool turn and asks for the state again, as the engine does
-before every request. ``extra_info["ratio_to_rebuild"]`` is incremental time / full-rebuild time.
+reduced once; each timed round appends one tool turn and asks for the state and its rendering again, as
+the engine does before every request. ``extra_info["ratio_to_rebuild"]`` is incremental time /
+full-rebuild time. ``test_state_per_request_against_history`` does the same on sessions of 10^3 and 10^4
+events (``LATCH_BENCH_FULL=1`` adds 10^5) where every turn also runs a new failing test file, so the
+evidence grows with the history; the goal is ``extra_info["ratio_to_1e3"]`` <= 1.5 (the per-request
+cost does not grow with history: only new facts are reduced and only the lines that fit are rendered).
 
 Run: ``python -m pytest benchmarks/test_bench_kernel.py --benchmark-only``.
 """
@@ -11,7 +16,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import statistics
 import time
+
+import pytest
 
 from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
 from latch.hotpaths import estimate_tokens
@@ -73,4 +82,45 @@ def test_state_per_request(benchmark, tmp_path):
     benchmark.extra_info.update(events=store.count_events(sid), ratio_to_rebuild=round(incremental / rebuild, 4))
     text = benchmark(request)
     assert text.startswith("Canonical state") and incremental < rebuild
+    store.close()
+
+
+FULL = os.environ.get("LATCH_BENCH_FULL", "") not in ("", "0")
+SIZES = [1_000, 10_000] + ([100_000] if FULL else [])
+_P50: dict[int, float] = {}
+
+
+def _growing_turn(i: int):
+    cid = f"g{next(_ids)}"
+    call = ToolCall(cid, "Bash", json.dumps({"command": f"pytest tests/test_{i % 5_000}.py"}))
+    return [UserMessage(text=f"step {i}"), AssistantMessage(tool_calls=(call,)),
+            ToolResult(cid, f"FAILED tests/test_{i % 5_000}.py::test_case - assert 0\n1 failed", is_error=True)]
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_state_per_request_against_history(benchmark, tmp_path, n):
+    store = EventStore(tmp_path / "history.db")
+    sid = store.create_session(workspace="/ws", format="claude-code")
+    apply_kernel_tool(store, sid, "set_goal", {"goal": "keep the tests green"})
+    step = itertools.count()
+    batch = []
+    while len(batch) < n:
+        batch.extend(_growing_turn(next(step)))
+    store.append(sid, batch)
+    canonical_state(store, sid).render(8_000, estimate_tokens)
+
+    def setup():
+        store.append(sid, _growing_turn(next(step)))
+        return (), {}
+
+    def request():
+        return canonical_state(store, sid).render(8_000, estimate_tokens)
+
+    text = benchmark.pedantic(request, setup=setup, rounds=40, iterations=1)
+    assert text.startswith("Canonical state") and estimate_tokens(text) <= 8_000
+    benchmark.extra_info.update(events=store.count_events(sid))
+    if benchmark.stats is not None:
+        _P50[n] = statistics.median(benchmark.stats.stats.data)
+        if n != SIZES[0] and SIZES[0] in _P50:
+            benchmark.extra_info["ratio_to_1e3"] = round(_P50[n] / _P50[SIZES[0]], 3)
     store.close()

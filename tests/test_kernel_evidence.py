@@ -166,3 +166,16 @@ def test_state_json_has_the_derived_counts(store, tmp_path):
     bad = CliRunner().invoke(cli, ["--db", str(tmp_path / "latch.db"), "state", "nosuch"])
     assert bad.exit_code != 0 and "no session 'nosuch'" in bad.output and "Traceback" not in bad.output
     assert by(data["files"], "path")["a.py"]["reads"] == 1
+
+
+def test_the_view_names_a_managed_process_only_when_it_is_what_blocks(store):
+    sid = session(store)
+    store.append(sid, [ValidationEvidence(command="pytest -q", status="failed", exit_code=1),
+                       ProcessStarted(process_id="p1", command="npm run dev")])
+    s = state(store, sid)
+    assert s.certification["reasons"] == ["pytest -q: failed", "managed process p1 is running"]
+    assert s.render(1_000, len).endswith("Certification:\n- not certified: pytest -q: failed")
+    store.append(sid, [passed("pytest -q")])
+    s = state(store, sid)
+    assert s.certification["reasons"] == ["managed process p1 is running"]
+    assert s.render(1_000, len).endswith("Certification:\n- not certified: managed process p1 is running")

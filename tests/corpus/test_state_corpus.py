@@ -32,6 +32,7 @@ import pytest
 from click.testing import CliRunner
 
 from latch.cli import _load_commands, cli
+from latch.hotpaths import estimate_tokens
 from latch.importers import builtin_importers, import_file
 from latch.kernel import canonical_state
 from latch.kernel.ledger import clear_cache
@@ -107,6 +108,15 @@ def test_codex_session_verdict_and_cli(corpus_dir, tmp_path):
     store.close()
     assert not s.certification["certified"]
     assert s.certification["reasons"][-3:] == [f"managed process session:{n} is running" for n in (95469, 85147, 89726)]
+    # the view: 7 stale evidence lines, a verdict naming the stale passes (not the processes), no file
+    lines = s.render(8_000, estimate_tokens).splitlines()
+    assert lines[:3] == ["Canonical state", "Goal: (not set)", "Validation evidence:"]
+    assert sum("(STALE: the workspace changed since)" in line for line in lines) == 7
+    assert lines[11] == ("- not certified: " + "; ".join(
+        f"{c}: passed, but the workspace changed since"
+        for c in ("cargo fmt --all -- --check", "cargo clippy --workspace --all-targets -- -D warnings",
+                  "cargo test --workspace")))
+    assert not any(f["path"] in line for f in s.files for line in lines)
     assert [(f["tool"], f["signature"]) for f in s.failures if f["active"]] == [
         ("exec_command", "npm error audit endpoint returned an error"),
         ("exec_command", "aborted by user after <n>.<n>s")]

@@ -5,8 +5,9 @@ Public entry points (spec: "Sessions & continuity", "Port boundary", "Episodes",
 
 * :func:`canonical_state` ``(store, session_id, until_seq=None) -> CanonicalState``
   (``.revision``, ``.generation``, ``.render(budget_tokens, estimate)``,
-  ``.to_json()``, ``.is_empty``); :class:`StateOverflow` when goal and
-  constraints alone exceed the budget;
+  ``.to_json()``, ``.is_empty``, ``.recent_files(n)``), O(1) per request and
+  shared per revision; :class:`StateOverflow` when goal and constraints alone
+  exceed the budget;
 * :mod:`latch.kernel.tools`: ``KERNEL_TOOLS`` schemas and ``apply_kernel_tool``;
 * :mod:`latch.kernel.derive`: derivation rules (``register_rule`` for plugins);
 * :mod:`latch.kernel.files`: ``read_file``/``read_artifact`` (bounded pages) and

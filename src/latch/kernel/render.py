@@ -6,8 +6,9 @@ failure lineages, files changed outside the agent, disproofs, decisions, plan,
 questions, hypotheses, notes. Files are not listed (they change on every read
 and edit; ``to_json()`` and ``latch state --json`` have them), and the text
 names no revision or generation number: evidence says ``current`` or ``STALE``,
-so the text changes only when what it says does, and the provider's prompt
-cache is not broken by bookkeeping.
+and the verdict names a managed process only when it is what blocks
+certification, so the text changes only when what the model must know does,
+and the provider's prompt cache is not broken by bookkeeping.
 
 When the text exceeds the budget, lines drop lowest priority first (notes,
 hypotheses, questions, plan, decisions, disproofs, externally changed files,
@@ -18,7 +19,8 @@ section that lost every line is named on a final ``Omitted`` line.
 Cost: lines are taken highest priority, newest first, and formatted only as
 they are taken. How many fit is guessed from their characters, then settled by
 a galloping and binary search on the exact estimate of the composed text (a few
-estimates), so rendering costs O(kept lines) whatever the history holds.
+estimates), so rendering costs O(lines that fit the budget) whatever the
+history holds.
 """
 
 from __future__ import annotations
@@ -127,7 +129,8 @@ def _sections(core: "_Core") -> list[_Section]:
         _Section(10, "Success criteria", "criteria", *_lines(
             core, "criteria", lambda k: f"- [{k['id']}] [{'met' if k['met'] else ' '}] {_text(k['text'])}")),
         _Section(10, "Required validations", "requirements", *_lines(core, "requirements", _requirement_line)),
-        _Section(8, "Validation evidence", "evidence lines", *_lines(core, "evidence", _evidence_line(core.generation))),
+        _Section(8, "Validation evidence", "evidence lines",
+                 *_lines(core, "evidence", _evidence_line(core.generation))),
         _Section(9, "Certification", "certification lines", *cert_lines),
         _Section(7, "Active failure lineages", "failure lineages", *_lines(core, "failures", _failure_line)),
         _Section(6, "Files changed outside the agent (re-read before editing)", "files",
