@@ -54,7 +54,8 @@ def test_replay_json_report(run, transcript, tmp_path):
     assert "3 requests" in res.output and "✓ budget never exceeded" in res.output
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert doc["engine"] == "continuity" and doc["stream"].startswith("continuity:replay-")
-    assert doc["budget"] == {"context_window_tokens": 32_000, "reserve_tokens": 4_000, "recent_tokens": 4_000}
+    assert doc["budget"] == {"context_window_tokens": 32_000, "reserve_tokens": 4_000, "recent_tokens": 4_000,
+                             "requested_recent_tokens": 4_000, "window_source": "--window"}
     reqs = doc["requests"]
     assert [r["seq"] - r["until_seq"] for r in reqs] == [1, 1, 1]
     assert [r["events"] for r in reqs] == [2, 4, 6]  # system note + user; + call and result; + answer + user

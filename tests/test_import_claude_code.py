@@ -271,12 +271,34 @@ def test_subagent_file_imports_its_sidechain(tmp_path):
     assert [type(pe.event).__name__ for pe in parsed.events] == ["UserMessage", "AssistantMessage", "Usage"]
 
 
-def test_unanswered_call_at_end_is_missing(tmp_path):
-    lines = synthetic_lines()[:4]  # u1, then msg_A's thinking and first tool_use
+def test_unanswered_call_at_end_is_pending(tmp_path):
+    lines = synthetic_lines()[:4]  # u1, then msg_A's thinking and first tool_use, with stop_reason "tool_use"
     parsed = parse_file(write_jsonl(tmp_path / "cut.jsonl", lines))
-    last = parsed.events[-1].event
-    assert last == ToolResult(call_id="toolu_1", content="[no result: the transcript ends before the tool result]",
-                              is_error=True, name="Bash", missing=True)
+    assert [(pe.source_ref, type(pe.event).__name__) for pe in parsed.events] == [
+        ("line:2", "UserMessage"), ("line:3", "AssistantMessage"), ("line:3#usage", "Usage")]
+    assert [c.id for c in parsed.events[1].event.tool_calls] == ["toolu_1"]  # no placeholder: it may still return
+    assert parsed.stats["missing_results"] == 0
+    assert parsed.settled is None  # the stop_reason says the response is complete: all settled
+
+
+def test_streamed_response_at_end_is_the_open_tail(tmp_path):
+    lines = synthetic_lines()[:4]
+    for line in lines[2:]:
+        line["message"]["stop_reason"] = None  # streamed, as 2.1.14/2.1.17 write it
+    parsed = parse_file(write_jsonl(tmp_path / "cut.jsonl", lines))
+    # nothing follows the response yet (msg_A's second tool_use would be the next line): it is the open tail
+    assert len(parsed.events) == 3 and parsed.settled == 1
+
+
+def test_pending_call_after_a_closed_response(tmp_path):
+    lines = synthetic_lines()[:5]  # + msg_A's second tool_use, then the results have not been written yet
+    lines.append(_line(type="system", subtype="local_command", content="hook ran", uuid="h1", parentUuid="a2"))
+    parsed = parse_file(write_jsonl(tmp_path / "cut.jsonl", lines))
+    refs = [pe.source_ref for pe in parsed.events]
+    # the system line closes msg_A: it is settled with its usage; the calls are pending, so the note (which the
+    # one-shot order puts after the results) waits in the open tail
+    assert refs == ["line:2", "line:3", "line:3#usage", "line:6"]
+    assert parsed.settled == 3
 
 
 @pytest.mark.parametrize("change, reason", [

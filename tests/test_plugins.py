@@ -124,6 +124,24 @@ def test_disable_blocks_entry_points_and_builtins_without_fallback(monkeypatch, 
         plugins.get_engine_factory("continuity")
 
 
+def test_disable_warns_once_about_names_that_match_no_plugin(monkeypatch, tmp_path, capsys):
+    install_fake_plugin(monkeypatch, tmp_path, ENGINE_PLUGIN.format(name="nothing"), entry_name="nothing-plugin")
+    monkeypatch.setattr(plugins, "_WARNED_DISABLED", set())
+    env = {"LATCH_DISABLE_PLUGINS": "nothing-plugn, latch.default_plugins.engines, ghost"}
+    pm = get_plugin_manager(env)
+    assert "latch.default_plugins.engines" not in pm.infos and "nothing-plugin" in pm.infos
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(
+        "latch: warning: LATCH_DISABLE_PLUGINS names 'ghost', 'nothing-plugn' (did you mean 'nothing-plugin'?), "
+        "which match no plugin; known plugins: latch.default_plugins.engines, latch.default_plugins.estimators, "
+        "latch.default_plugins.importers, ")
+    assert "nothing-plugin" in err.split("known plugins: ")[1]
+    get_plugin_manager(env)  # once per process
+    assert capsys.readouterr().err == ""
+    get_plugin_manager({"LATCH_DISABLE_PLUGINS": "latch.default_plugins.engines, nothing-plugin"})
+    assert capsys.readouterr().err == ""  # every name known: silent
+
+
 def test_trace_writes_hook_calls_to_stderr(capsys):
     pm = get_plugin_manager({**BUILTINS_ONLY, "LATCH_TRACE_PLUGINS": "1"})
     pm.registry("engines")

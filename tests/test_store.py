@@ -5,13 +5,15 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+import unicodedata
 
 import pytest
 
 from latch.events import (AssistantMessage, CompactionMarker, MediaRef, SubagentMarker, SystemNote, ToolCall,
                           ToolResult, Usage, UserMessage, canonical_bytes, decode_event)
 from latch.store import EventStore, PendingEvent, StoreError
-from latch.store.fts import build_match_query
+from latch.store import fts
+from latch.store.fts import build_match_query, prepare_text, query_tokens
 from latch.store.migrations import MIGRATIONS
 
 
@@ -133,6 +135,8 @@ QUERY_BATTERY = [
     "ann@example.com", "AND", "OR", "NOT", "NEAR(", "NEAR(a b)", "(", ")", "[", "]", "{", "*", "a*", "**",
     "^start", "col:umn", "-", "--", "+", "'", "\\", "''", "\"\"", "数据", "日本語", "\udc80", "", "   ",
     "x" * 2000, "😀", "a AND (b OR", "\x00", "SELECT * FROM events;", "%_%",
+    "🔥", "📊", "fix 🔥 now", "fix🔥now", "👩\u200d💻", "❤\ufe0f", "\ufe0f", "👍🏽", "🇫🇷", "™", "\u166d", "e\u0301",
+    "→", "✓ done", "🔥" * 500,
 ]
 
 
@@ -175,6 +179,63 @@ def test_query_battery_finds_what_it_should(store):
     assert seqs("key:value") == [7]
     assert seqs('"hi"') == [8]
     assert seqs("[") == [] and seqs("*") == []
+
+
+def test_emoji_and_symbols_are_searchable(store):
+    sid = store.create_session(external_key="emoji")
+    texts = {
+        1: "deploy is on 🔥 again",
+        2: "fix🔥now, then report 📊 numbers",
+        3: "pairing with a 👩\u200d💻 today",
+        4: "Latch™ ships ✓ and ❤\ufe0f it",
+        5: "thumbs 👍🏽 from the team",
+        6: "nothing special here",
+    }
+    store.append(sid, [UserMessage(t) for t in texts.values()])
+
+    def seqs(q):
+        return sorted(h.seq for h in store.search(q))
+
+    assert seqs("🔥") == [1, 2]
+    assert seqs("📊") == [2]
+    assert seqs("fix 🔥 now") == [2]  # three chunks, all present
+    assert seqs("fix🔥now") == [2]  # one chunk: the phrase "fix" "🔥" "now"
+    assert seqs("🔥 again") == [1]
+    assert seqs("👩\u200d💻") == [3] and seqs("💻") == [3]
+    assert seqs("latch") == [4] and seqs("™") == [4]  # a symbol never glues to the word before it
+    assert seqs("✓") == [4] and seqs("❤\ufe0f") == [4] and seqs("❤") == [4]
+    assert seqs("👍🏽") == [5] and seqs("👍") == [5]
+    assert seqs("🎉") == [] and seqs("→") == []  # absent; an arrow (Sm) is no token at all
+
+
+def test_query_tokens_agree_with_prepare_text():
+    assert query_tokens("fix🔥now") == ["fix", "🔥", "now"]
+    assert query_tokens("👩\u200d💻") == ["👩", "💻"]  # the zero-width joiner separates
+    assert query_tokens("❤\ufe0f!") == ["❤"]  # a variation selector after a symbol is no token
+    assert query_tokens("cafe\u0301") == ["cafe\u0301"]  # an accent belongs to its letter
+    assert query_tokens("数据🔥") == ["数", "据", "🔥"]
+    assert prepare_text("fix🔥now") == "fix 🔥 now"
+    assert build_match_query("fix 🔥 now") == '"fix" AND "🔥" AND "now"'
+
+
+def test_symbol_table_is_every_other_symbol_and_sqlite_agrees():
+    ranges = fts._SYMBOL_RANGES
+    inside = {cp for a, b in ranges for cp in range(a, b + 1)}
+    assert all(a <= b < c for (a, b), (c, _) in zip(ranges, ranges[1:]))  # sorted, disjoint
+    cats = {unicodedata.category(chr(cp)) for cp in inside}
+    assert cats <= {"So", "Cn", "Sk"}, cats  # never a letter or a number: words stay whole
+    if unicodedata.unidata_version == "14.0.0":  # the table's version (Python 3.11)
+        so = {cp for cp in range(0x110000) if unicodedata.category(chr(cp)) == "So"} - {0x166D}
+        assert so <= inside
+    # SQLite's unicode61 with TOKENIZE makes each assigned table character a token of its own
+    db = sqlite3.connect(":memory:")
+    db.execute(f"CREATE VIRTUAL TABLE t USING fts5(text, tokenize=\"{fts.TOKENIZE}\")")
+    db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+    chars = [chr(cp) for cp in sorted(inside) if unicodedata.category(chr(cp)) != "Cn"]
+    db.execute("INSERT INTO t(text) VALUES (?)", ("x".join(chars),))  # glued to letters: must still split
+    db.execute("INSERT INTO t(text) VALUES (?)", (prepare_text("x".join(chars)),))
+    per_doc = dict(db.execute("SELECT doc, count(*) FROM v GROUP BY doc").fetchall())
+    assert per_doc[2] == 2 * len(chars) - 1 and per_doc[1] < len(chars)  # prepared: symbol, x, symbol, ..., symbol
 
 
 def test_search_newest_first_and_scoped(store):

@@ -2,7 +2,10 @@
 
 Subcommands live in :mod:`latch.commands` (one module each, registered through
 ``register(cli)``) and in plugins (hook ``latch_register_commands``). User
-mistakes exit with status 2 and a one-line message, never a traceback.
+mistakes exit with status 2 and a one-line message, never a traceback; a bad
+transcript (``TranscriptError``), a plugin failure (``PluginError``) or a store
+that cannot be opened or is locked (``StoreError``) exits with status 1 and one
+line. Output goes through :mod:`latch.textsafe` (lone surrogates print as U+FFFD).
 
 Command modules import the engine, estimators and plugins inside their command
 functions, so the command line always loads. When the hot-path backend cannot
@@ -16,6 +19,7 @@ exits 1. The configuration is read once per invocation
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 import click
@@ -72,14 +76,21 @@ pass_app = click.make_pass_decorator(AppContext)
 
 
 class LatchGroup(click.Group):
+    """Turns the user-facing errors (bad transcript, plugin, store) into one line on stderr, status 1."""
+
     def invoke(self, ctx):
         from .importers.base import TranscriptError
         from .plugins import PluginError
+        from .store import StoreError
+        from .textsafe import printable
 
         try:
             return super().invoke(ctx)
-        except (TranscriptError, PluginError) as exc:
-            raise click.ClickException(str(exc)) from None
+        except (TranscriptError, PluginError, StoreError) as exc:
+            raise click.ClickException(printable(str(exc))) from None
+        except click.ClickException as exc:
+            exc.message = printable(exc.message)
+            raise
 
 
 @click.group(cls=LatchGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -112,6 +123,12 @@ def _load_commands() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    # a character the terminal's encoding lacks (or a plugin command's lone surrogate) prints as '?',
+    # never a UnicodeEncodeError; latch's own commands already print through latch.textsafe
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="replace")
     _load_commands()
     cli.main(args=argv, prog_name="latch")
 

@@ -16,9 +16,11 @@ the defaults. Known keys (spec: "Bounded materialization", "Cache epochs and wor
     [engine]
     name = "continuity"        # read by latch.plugins.engine_name
 
-Other tables are left to their owners. Every value checked here must be a positive integer
-(``reserve_tokens`` may be 0 and must stay below the window); a bad file raises
-:class:`ConfigError` naming the file, the key and the problem.
+Other tables are left to their owners. Every value checked here must be a positive integer of at
+most :data:`MAX_TOKENS` (``reserve_tokens`` and ``recall_tokens`` may be 0; ``reserve_tokens`` must
+stay below the window); a bad file raises :class:`ConfigError` naming the file, the key and the
+problem. A ``recent_tokens`` above a model's ``context_window_tokens - reserve_tokens`` is legal:
+the hard budget lowers the effective value (spec: "Bounded materialization").
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ __all__ = [
     "DEFAULT_CONTEXT_WINDOW_TOKENS",
     "DEFAULT_RESERVE_TOKENS",
     "DEFAULT_RECENT_TOKENS",
+    "MAX_TOKENS",
     "RECALL_SHARE",
     "config_path",
     "load_config",
@@ -53,6 +56,8 @@ DEFAULT_CONTEXT_WINDOW_TOKENS = 256_000
 # calibrated never to undercount, so the view's estimate is already an upper bound of its real size.
 DEFAULT_RESERVE_TOKENS = 32_000
 DEFAULT_RECENT_TOKENS = 64_000
+MAX_TOKENS = 100_000_000
+"""Upper bound of every token budget (config keys, ``--window``/``--reserve``/``--recent``): 100x today's largest windows."""
 RECALL_SHARE = 4
 """Without ``[context] recall_tokens``, recall + index get ``recent_tokens // RECALL_SHARE`` per epoch."""
 
@@ -100,6 +105,8 @@ def _positive(value: Any, where: str, *, allow_zero: bool = False) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < (0 if allow_zero else 1):
         kind = "a non-negative" if allow_zero else "a positive"
         raise ConfigError(f"{where} must be {kind} integer (tokens), got {value!r}")
+    if value > MAX_TOKENS:
+        raise ConfigError(f"{where} must be at most {MAX_TOKENS:,} tokens, got {value:,}")
     return value
 
 

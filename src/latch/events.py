@@ -202,6 +202,8 @@ class ToolResult(Event):
     ``orphan`` marks a result whose call is missing from the transcript;
     ``missing`` marks a placeholder appended by an importer for a call whose
     result never came (an aborted turn). Both are kept, never dropped.
+    :attr:`eof_placeholder` tells apart the one kind of placeholder a later
+    event may supersede.
     """
 
     KIND: ClassVar[str] = "tool_result"
@@ -216,6 +218,19 @@ class ToolResult(Event):
 
     def searchable_text(self) -> str:
         return self.content
+
+    @property
+    def eof_placeholder(self) -> bool:
+        """True for the ``missing`` placeholder earlier importers stored for a call still pending at
+        the end of a growing transcript. The real result may be stored later (after a re-import of
+        the grown file), so readers treat such a placeholder as "no result yet" and never as a failure.
+        Importers no longer write it: a call pending at the end of the file simply has no result yet.
+        """
+        return self.missing and self.content == EOF_PLACEHOLDER_TEXT
+
+
+EOF_PLACEHOLDER_TEXT = "[no result: the transcript ends before the tool result]"
+"""Content of the legacy end-of-file placeholder (see :attr:`ToolResult.eof_placeholder`)."""
 
 
 @register_kind

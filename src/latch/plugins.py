@@ -16,7 +16,8 @@ Environment (read when the manager is built):
   loads every installed plugin; set but empty loads none (built-ins only). A
   listed name that is not installed is a :class:`PluginError`.
 * ``LATCH_DISABLE_PLUGINS``: comma-separated names never registered (entry-point
-  names or built-in module names).
+  names or built-in module names). A name that matches no plugin is reported once
+  per process on stderr, with the known names (a typo must not pass silently).
 * ``LATCH_TRACE_PLUGINS``: any value but ``""``/``0`` traces every hook call
   (arguments and results) to stderr through pluggy's tracer.
 
@@ -258,6 +259,8 @@ def _build(environ: Mapping[str, str]) -> LatchPluginManager:
         pm.trace.root.setwriter(sys.stderr.write)
         pm.enable_tracing()
     blocked = set(_names(environ.get("LATCH_DISABLE_PLUGINS")))
+    eps = sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+    _warn_unknown_disabled(blocked, [*DEFAULT_PLUGINS, *(ep.name for ep in eps)])
     for module_name in DEFAULT_PLUGINS:
         if module_name in blocked:
             continue
@@ -269,7 +272,6 @@ def _build(environ: Mapping[str, str]) -> LatchPluginManager:
         pm.add_plugin(module, info)
 
     allow_raw = environ.get("LATCH_LOAD_PLUGINS")
-    eps = sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
     if allow_raw is not None:
         allowed = set(_names(allow_raw))
         unknown = sorted(allowed - {ep.name for ep in eps})
@@ -294,6 +296,22 @@ def _build(environ: Mapping[str, str]) -> LatchPluginManager:
         pm.add_plugin(obj, info)
     pm.check_hooks()
     return pm
+
+
+_WARNED_DISABLED: set[str] = set()
+
+
+def _warn_unknown_disabled(blocked: set[str], known: list[str]) -> None:
+    """One stderr line per process for LATCH_DISABLE_PLUGINS names that match no plugin."""
+    unknown = sorted(blocked - set(known) - _WARNED_DISABLED)
+    if not unknown:
+        return
+    _WARNED_DISABLED.update(unknown)
+    hints = [f"{name!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(name, known, n=1))
+             else repr(name) for name in unknown]
+    verb = "matches" if len(unknown) == 1 else "match"
+    sys.stderr.write(f"latch: warning: LATCH_DISABLE_PLUGINS names {', '.join(hints)}, which {verb} no plugin; "
+                     f"known plugins: {', '.join(known)}\n")
 
 
 _MANAGER: LatchPluginManager | None = None

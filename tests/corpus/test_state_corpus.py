@@ -68,7 +68,8 @@ def imported(tmp_path, path):
     if fmt not in {c.PLUGIN_NAME for c in importers}:
         pytest.skip(f"no {fmt} importer yet")
     store = EventStore(tmp_path / "corpus.db")
-    sid, _, _ = import_file(store, path, fmt, importers=importers)
+    # finished sessions: their open tail (Aider's last turn with its edit results) is part of the counts
+    sid, _, _ = import_file(store, path, fmt, importers=importers, final=True)
     return store, sid
 
 

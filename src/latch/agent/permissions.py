@@ -69,7 +69,7 @@ def _normalize(arguments: str | Mapping[str, object]) -> str:
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deeply
             return " ".join(arguments.replace('"', "").replace("'", "").split()).lower()
     parts: list[str] = []
 

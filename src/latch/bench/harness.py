@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.port import ContextBudget
+from ..textsafe import dumps, printable
 
 __all__ = ["Budget", "SessionSource", "Needle", "parse_budgets", "discover_sessions", "run_job", "run_bench",
            "summarize", "write_report", "DEFAULT_BUDGETS", "CHECKPOINTS"]
@@ -199,7 +200,7 @@ def corpus_needles(events: Sequence[Any]) -> list[Needle]:
 def _call_path(arguments: str) -> str | None:
     try:
         args = json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply
         return None
     if not isinstance(args, dict):
         return None
@@ -467,7 +468,7 @@ def write_report(out: str | os.PathLike[str], results: Sequence[Mapping[str, Any
            "sessions": [asdict(s) for s in sessions], "seconds": round(seconds, 1), "summary": rows,
            "jobs": list(results)}
     paths = {"json": folder / "report.json", "markdown": folder / "report.md"}
-    paths["json"].write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    paths["json"].write_text(dumps(doc, indent=1) + "\n", encoding="utf-8")
 
     errors = [r for r in results if "error" in r]
     notes = [f"- {r['engine']} on {r['session']} ({r['budget']}): {r['error']}" for r in errors]
@@ -517,5 +518,5 @@ def write_report(out: str | os.PathLike[str], results: Sequence[Mapping[str, Any
         fig.savefig(paths[f"cacheability {budget}"], dpi=110)
         plt.close(fig)
     md += ["Plots: " + ", ".join(f"[{p.name}]({p.name})" for k, p in paths.items() if p.suffix == ".png"), ""]
-    paths["markdown"].write_text("\n".join(md), encoding="utf-8")
+    paths["markdown"].write_text(printable("\n".join(md)), encoding="utf-8")
     return paths

@@ -14,7 +14,10 @@ import time
 from pathlib import Path
 
 import click
-from rich.console import Console
+from rich.markup import escape
+
+from ..textsafe import console, echo
+from . import output_folder
 
 __all__ = ["register"]
 
@@ -37,7 +40,7 @@ def register(cli: click.Group) -> None:
     @click.option("--budgets", default="256k:32k:64k,32k:4k:8k", show_default=True,
                   help="Comma-separated WINDOW:RESERVE:RECENT token budgets (k/m suffixes).")
     @click.option("--out", "out", type=click.Path(file_okay=False), default="bench-out", show_default=True,
-                  help="Output folder for report.md, report.json and the plots.")
+                  callback=output_folder, help="Output folder for report.md, report.json and the plots.")
     @click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True, help="Worker processes.")
     def bench_cmd(engines, corpus, examples, scenario_events, budgets, out, jobs):
         """Run every engine over every session under every budget; write a table, JSON and plots."""
@@ -66,7 +69,7 @@ def register(cli: click.Group) -> None:
             raise click.UsageError(str(exc)) from None
         if not sessions:
             raise click.UsageError("no session to bench: pass --corpus, --examples or --scenario-events")
-        err = Console(stderr=True)
+        err = console(stderr=True)
         start = time.perf_counter()
         try:
             with Progress(TextColumn("bench"), BarColumn(), MofNCompleteColumn(), TextColumn("jobs"),
@@ -79,9 +82,10 @@ def register(cli: click.Group) -> None:
         seconds = time.perf_counter() - start
         paths = write_report(out, results, engines=names, sessions=sessions, budgets=chosen_budgets,
                              seconds=seconds)
-        click.echo(markdown_table(summarize(results)))
-        con = Console(highlight=False)
+        echo(markdown_table(summarize(results)))
+        con = console(highlight=False)
         failed = [r for r in results if "error" in r]
         for r in failed:
-            con.print(f"[red]✗[/red] {r['engine']} on {r['session']} ({r['budget']}): {r['error']}")
-        con.print(f"\n{len(results)} jobs in {seconds:,.0f} s → " + ", ".join(str(p) for p in paths.values()))
+            what = f"{r['engine']} on {r['session']} ({r['budget']}): {r['error']}"
+            con.print(f"[red]✗[/red] {escape(what)}")
+        con.print(f"\n{len(results)} jobs in {seconds:,.0f} s → " + escape(", ".join(str(p) for p in paths.values())))

@@ -6,19 +6,21 @@ token breakdown per component (≈: no provider usage exists for a fresh view), 
 seq, the tokens that left working memory since the previous request on that stream, reserve,
 headroom, event and episode counts, and status (spec: "Bounded materialization"). The estimator
 is the plugins' choice for the model (``latch_select_estimator``) unless ``--estimator NAME``
-forces one; the engine gets it and the configuration through its ``EngineProfile``. The engine
-is imported when the command runs, never at module import.
+forces one; the engine gets it and the configuration through its ``EngineProfile``. A model
+without a ``[models.NAME]`` entry in the configuration gets Latch's default window, and the report
+says so (``window_source``: ``"config"`` or ``"default"`` in ``--json``). The engine is imported
+when the command runs, never at module import.
 """
 
 from __future__ import annotations
 
-import json
-
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..cli import pass_app
+from ..textsafe import console, dumps
 from .replay import estimator_name, resolve_engine_factory, resolve_estimator_choice
 
 __all__ = ["register"]
@@ -32,7 +34,7 @@ def _n(v) -> str:
     return "–" if v is None else f"{v:,}"
 
 
-def _print(con: Console, rep: dict, engine: str, estimator: str) -> None:
+def _print(con: Console, rep: dict, engine: str, estimator: str, model: str | None, window_source: str) -> None:
     approx = "≈ " if rep["approximate"] else ""
     t = Table(title=f"/context · session {rep['session']} · engine {engine} · estimator {estimator} · epoch "
                     f"{rep['epoch']} ({rep['rotation_reason'] or 'n/a'}) · status {rep['status']}",
@@ -54,6 +56,9 @@ def _print(con: Console, rep: dict, engine: str, estimator: str) -> None:
     t.add_row("headroom", approx + _n(rep["headroom_tokens"]), "")
     t.add_row("left working memory", approx + _n(rep["left_tokens"]), "since the previous request")
     con.print(t)
+    if window_source == "default":
+        whose = f"model {escape(model)} has no \\[models] entry" if model else "the model is unknown"
+        con.print(f"[dim]window: Latch's default ({whose} in the config)[/dim]")
     cache = rep["cacheability"]
     con.print(f"events {_n(rep['events'])} · episodes {_n(rep['episodes'])} · messages {_n(rep['messages'])} · "
               f"span {_n(rep['span_user_turns'])} user turn(s) · images {_n(rep['image_count'])} "
@@ -76,6 +81,7 @@ def register(cli: click.Group) -> None:
     @pass_app
     def context_cmd(app, session, engine, model, estimator, config_path, as_json):
         """The /context report of SESSION's next view: token breakdown, retention, headroom, status."""
+        from ..config import model_settings
         from ..engine.port import ContextOverflow, ContextRequest, EngineProfile, SessionContext
         from ..engine.reader import StoreKernelWriter, StoreSessionReader
         from ..engine.report import context_report
@@ -101,8 +107,9 @@ def register(cli: click.Group) -> None:
         except ContextOverflow as exc:
             raise click.ClickException(f"context overflow: {exc}") from None
         rep = context_report(view)
+        window_source = "config" if "context_window_tokens" in model_settings(config, model) else "default"
         if as_json:
-            click.echo(json.dumps({"engine": name, "estimator": estimator_name(chosen), **rep}, ensure_ascii=False,
-                                  indent=2))
+            click.echo(dumps({"engine": name, "estimator": estimator_name(chosen), "model": model,
+                              "window_source": window_source, **rep}, indent=2))
         else:
-            _print(Console(highlight=False), rep, name, estimator_name(chosen))
+            _print(console(highlight=False), rep, name, estimator_name(chosen), model, window_source)

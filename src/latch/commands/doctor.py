@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import platform
 import sqlite3
 import sys
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from .. import __version__
 from ..cli import pass_app
+from ..textsafe import console, dumps
 
 
 def _fts5_available() -> bool:
@@ -85,7 +84,7 @@ def register(cli: click.Group) -> None:
         info = diagnose(app.db)
         ok = info["backend"] is not None and info["fts5"]
         if as_json:
-            click.echo(json.dumps(info, indent=2))
+            click.echo(dumps(info, indent=2))
         else:
             t = Table(show_header=False, box=None)
             t.add_column(style="bold", no_wrap=True)
@@ -106,6 +105,6 @@ def register(cli: click.Group) -> None:
             ]
             for k, v in rows:
                 t.add_row(k, str(v))
-            Console(highlight=False, soft_wrap=True).print(t)
+            console(highlight=False, soft_wrap=True).print(t)
         if not ok:
             sys.exit(1)

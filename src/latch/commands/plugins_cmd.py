@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import click
-from rich.console import Console
 from rich.table import Table
+
+from ..textsafe import console, dumps
 
 
 def plugins_report() -> list[dict]:
@@ -43,11 +42,11 @@ def register(cli: click.Group) -> None:
         except PluginError as exc:
             raise click.ClickException(str(exc)) from None
         if as_json:
-            click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+            click.echo(dumps(rows, indent=2))
             return
         table = Table("plugin", "source", "hooks", "registered", title=f"{len(rows)} plugins")
         for row in rows:
             registered = "\n".join(f"{kind}: {', '.join(names)}" for kind, names in row["registered"].items())
             hooks = "\n".join(h.removeprefix("latch_") for h in row["hooks"])
             table.add_row(row["name"], row["source"], hooks, registered or "-")
-        Console(highlight=False, soft_wrap=False).print(table)
+        console(highlight=False, soft_wrap=False).print(table)

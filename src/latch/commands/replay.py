@@ -19,7 +19,10 @@ engine's own accounting, for every engine:
 Rotations (epoch changes, i.e. cache rewrites) are reported for every engine. Only an engine with
 hysteretic epochs (``continuity``, or a class declaring ``HYSTERETIC_EPOCHS = True``) is held to
 its bound ``rotations <= conversation_tokens / (0.25 * recent_tokens) + 1``; other strategies
-(sliding windows, observation masking) rewrite their prefix by design.
+(sliding windows, observation masking) rewrite their prefix by design. ``recent_tokens`` here is
+the effective value: the hard budget lowers it (spec: "the hard request budget can lower the
+effective limit"), to ``window - reserve`` at most and to the smallest ``recent_limit_tokens`` the
+engine reports in a view's metrics.
 
 A request the engine refuses with :class:`~latch.engine.port.ContextOverflow` is listed (status
 ``overflow``), never an over-budget view. The exit status is 1 when any violation exists.
@@ -31,7 +34,6 @@ backend cannot load.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import uuid
@@ -46,7 +48,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..cli import pass_app
+from ..config import MAX_TOKENS
 from ..events import AssistantMessage, Usage
+from ..textsafe import console, dumps
+from . import output_file
 
 __all__ = ["resolve_engine_factory", "resolve_estimator_choice", "estimator_name", "run_replay", "register"]
 
@@ -127,14 +132,20 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     estimator); ``config`` is Latch's configuration, passed to the engine as
     ``EngineProfile.config``. The document is ``{"session", "engine", "estimator", "stream",
     "model", "budget", "requests": [...], "summary": {...}}`` as written by ``latch replay
-    --json``; each request has the component tokens (``state_tokens`` is the canonical state's
-    size), ``total_tokens``, ``epoch``, ``first_retained_seq``, ``cacheability``. ``progress(done,
-    total)`` is called after each request.
+    --json``; ``budget`` holds ``context_window_tokens``, ``reserve_tokens``, ``recent_tokens``
+    (effective: at most ``window - reserve``), ``requested_recent_tokens`` (as configured or
+    passed) and ``window_source`` (``"--window"``, ``"config"``: a ``[models.NAME]`` entry, or
+    ``"default"``: Latch's default window, no entry matches the model); each request has the
+    component tokens (``state_tokens`` is the canonical state's size), ``total_tokens``,
+    ``epoch``, ``first_retained_seq``, ``cacheability``, ``recent_limit_tokens`` (the engine's
+    effective limit, when it reports one). ``progress(done, total)`` is called after each request.
     """
     from ..engine.port import ContextOverflow, ContextRequest, EngineProfile, SessionContext
     from ..engine.reader import StoreKernelWriter, StoreSessionReader
     from ..engine.report import COMPONENTS
     from ..engine.units import TokenCounter, Unit, UnitBuilder, header_lines, message_line, view_violations
+
+    from ..config import model_settings
 
     config = dict(config or {})
     engine_name, factory = resolve_engine_factory(engine, config)
@@ -156,6 +167,14 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         raise click.UsageError(f"--reserve ({budget.reserve_tokens}) must be below --window "
                                f"({budget.context_window_tokens})")
     hard = budget.hard_limit_tokens
+    requested_recent = budget.recent_tokens
+    budget = replace(budget, recent_tokens=min(requested_recent, hard))
+    if window is not None:
+        window_source = "--window"
+    elif "context_window_tokens" in model_settings(config, model):
+        window_source = "config"
+    else:
+        window_source = "default"
     info = store.session(session_id)
     ctx = SessionContext(workspace=info.workspace)
     requests = _requests(events)
@@ -226,6 +245,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
             "common_prefix_tokens": common, "cacheability": common / recount if recount else 0.0,
             "left_tokens": view.metrics.get("left_tokens"), "rotation_reason": view.metrics.get("rotation_reason"),
             "image_count": view.metrics.get("image_count"), "image_tokens": view.metrics.get("image_tokens"),
+            "recent_limit_tokens": view.metrics.get("recent_limit_tokens"),
             "headroom_tokens": hard - total, "messages": len(view.messages),
         })
         prev = (view.epoch, data, lines, line_tokens)
@@ -234,17 +254,21 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     compactions = sum(1 for r in writer.records() if "compact" in r[1])
     if compactions:
         violations.append(f"{compactions} compaction record(s) in the replay stream (never automatic)")
-    bound = None
+    done = [r for r in rows if r["total_tokens"] is not None]
+    bound = recent_eff = None
     if hysteretic:
-        bound = history / (0.25 * budget.recent_tokens) + 1
+        recent_eff = min([budget.recent_tokens, *(r["recent_limit_tokens"] for r in done
+                                                   if isinstance(r["recent_limit_tokens"], int)
+                                                   and r["recent_limit_tokens"] > 0)])
+        bound = history / (0.25 * recent_eff) + 1
         if rotations > bound:
             violations.append(f"{rotations} rotations exceed the hysteresis bound {bound:.1f} "
-                              f"(conversation {history} tokens, recent {budget.recent_tokens})")
-    done = [r for r in rows if r["total_tokens"] is not None]
+                              f"(conversation {history} tokens, effective recent {recent_eff})")
     summary = {
         "requests": len(rows), "violations": violations, "rotations": rotations,
         "prefix_breaks_within_epoch": breaks, "automatic_compactions": compactions, "overflows": overflows,
         "hysteretic_epochs": hysteretic, "rotation_bound": round(bound, 2) if bound is not None else None,
+        "rotation_bound_recent_tokens": recent_eff,
         "conversation_tokens": history,
         "max_total_tokens": max((r["total_tokens"] for r in done), default=0), "hard_limit_tokens": hard,
         "mean_cacheability": (sum(r["cacheability"] for r in done[1:]) / (len(done) - 1)) if len(done) > 1 else None,
@@ -253,7 +277,8 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     doc = {"session": session_id, "engine": engine_name, "estimator": estimator_name(chosen), "stream": stream,
            "model": model,
            "budget": {"context_window_tokens": budget.context_window_tokens,
-                      "reserve_tokens": budget.reserve_tokens, "recent_tokens": budget.recent_tokens},
+                      "reserve_tokens": budget.reserve_tokens, "recent_tokens": budget.recent_tokens,
+                      "requested_recent_tokens": requested_recent, "window_source": window_source},
            "requests": rows, "summary": summary}
     return doc, views
 
@@ -289,8 +314,13 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
     rows = doc["requests"]
     con.print(f"[bold]{escape(source)}[/bold] · session {doc['session']} · model {escape(doc['model'] or 'unknown')}")
     con.print(f"engine [bold]{escape(doc['engine'])}[/bold] · estimator {escape(doc['estimator'])}")
-    con.print(f"window {b['context_window_tokens']:,} · reserve {b['reserve_tokens']:,} · recent "
-              f"{b['recent_tokens']:,} tokens")
+    recent = f"{b['recent_tokens']:,}"
+    if b["requested_recent_tokens"] != b["recent_tokens"]:
+        recent = f"{b['requested_recent_tokens']:,} → {b['recent_tokens']:,} (limited by window − reserve)"
+    con.print(f"window {b['context_window_tokens']:,} · reserve {b['reserve_tokens']:,} · recent {recent} tokens")
+    if b["window_source"] == "default":
+        whose = f"model {escape(doc['model'])} has no \\[models] entry" if doc["model"] else "the model is unknown"
+        con.print(f"[dim]window: Latch's default ({whose} in the config)[/dim]")
     columns = [(h, k) for h, k in _COLUMNS if k not in _OPTIONAL or any(r.get(k) for r in rows)]
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
     for header, _ in columns:
@@ -333,17 +363,20 @@ def _stdout_console() -> Console:
     """Rich console for the report: the terminal's width, or 120 columns when piped (rich's 80
     would squeeze the table) unless ``COLUMNS`` says otherwise."""
     piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
-    return Console(highlight=False, width=120 if piped else None)
+    return console(highlight=False, width=120 if piped else None)
 
 
 def register(cli: click.Group) -> None:
     @cli.command("replay")
-    @click.argument("file", type=click.Path(exists=True, dir_okay=False))
+    @click.argument("file", type=click.Path(dir_okay=False))
     @click.option("--format", "fmt", default=None, help="Transcript format (default: auto-detect).")
     @click.option("--model", default=None, help="Model id for budgets and the estimator (default: the transcript's).")
-    @click.option("--window", type=click.IntRange(min=1), default=None, help="context_window_tokens override.")
-    @click.option("--reserve", type=click.IntRange(min=0), default=None, help="reserve_tokens override.")
-    @click.option("--recent", type=click.IntRange(min=1), default=None, help="recent_tokens override.")
+    @click.option("--window", type=click.IntRange(min=1, max=MAX_TOKENS), default=None,
+                  help="context_window_tokens override.")
+    @click.option("--reserve", type=click.IntRange(min=0, max=MAX_TOKENS), default=None,
+                  help="reserve_tokens override.")
+    @click.option("--recent", type=click.IntRange(min=1, max=MAX_TOKENS), default=None,
+                  help="recent_tokens override (lowered to window − reserve when larger).")
     @click.option("--engine", "engine", default=None, help="Context engine plugin (default: [engine] name, "
                                                             "else continuity).")
     @click.option("--estimator", "estimator", default=None,
@@ -352,7 +385,7 @@ def register(cli: click.Group) -> None:
     @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
                   help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder).")
     @click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
-                  help="Write the per-request report as JSON to this file ('-' for stdout).")
+                  callback=output_file, help="Write the per-request report as JSON to this file ('-' for stdout).")
     @pass_app
     def replay_cmd(app, file, fmt, model, window, reserve, recent, engine, estimator, config_path, json_out):
         """Replay FILE: materialize the view before every model request and check the invariants."""
@@ -373,7 +406,7 @@ def register(cli: click.Group) -> None:
         if n_requests >= PROGRESS_MIN_REQUESTS:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            err = Console(stderr=True)
+            err = console(stderr=True)
             with Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                           console=err, transient=True, disable=not err.is_terminal) as bar:
                 task = bar.add_task("replay", total=n_requests)
@@ -382,12 +415,11 @@ def register(cli: click.Group) -> None:
         else:
             doc, _ = run_replay(store, sid, **options)
         if json_out == "-":
-            click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+            click.echo(dumps(doc, indent=2))
         else:
             _print(_stdout_console(), doc, file)
             if json_out:
                 with open(json_out, "w", encoding="utf-8") as f:
-                    json.dump(doc, f, ensure_ascii=False, indent=2)
-                    f.write("\n")
+                    f.write(dumps(doc, indent=2) + "\n")
         if doc["summary"]["violations"]:
             sys.exit(1)

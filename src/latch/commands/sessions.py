@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..cli import pass_app
+from ..textsafe import console, dumps
 
 
 def _console() -> Console:
-    return Console(highlight=False, soft_wrap=False)
+    return console(highlight=False, soft_wrap=False)
 
 
 def _excerpt(text: str, width: int = 100) -> str:
@@ -40,12 +40,9 @@ def event_line(ev) -> str:
 
 
 def _visible_sessions(store):
-    try:
-        from ..kernel.tombstones import tombstoned_sessions
-    except ImportError:
-        dead = set()
-    else:
-        dead = tombstoned_sessions(store)
+    from ..kernel.tombstones import tombstoned_sessions
+
+    dead = tombstoned_sessions(store)
     return [s for s in store.sessions() if s.id not in dead]
 
 
@@ -55,14 +52,18 @@ def register(cli: click.Group) -> None:
     @click.option("--format", "fmt", default=None, help="Transcript format (default: auto-detect).")
     @pass_app
     def import_cmd(app, files, fmt):
-        """Import transcript FILES into the store (idempotent)."""
-        from ..importers import import_file
+        """Import transcript FILES into the store (idempotent; a forgotten session takes no new events)."""
+        from ..importers import SessionForgotten, import_file
 
         store = app.store()
         con = _console()
         for f in files:
-            sid, parsed, seqs = import_file(store, f, fmt)
-            con.print(f"{f}: session [bold]{sid}[/bold] ({parsed.format}), {len(seqs)} new events")
+            try:
+                sid, parsed, seqs = import_file(store, f, fmt)
+            except SessionForgotten as exc:
+                con.print(f"{escape(str(exc))}", style="yellow")
+                continue
+            con.print(f"{escape(f)}: session [bold]{sid}[/bold] ({escape(parsed.format)}), {len(seqs)} new events")
 
     @cli.command("sessions")
     @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
@@ -72,9 +73,9 @@ def register(cli: click.Group) -> None:
         store = app.store()
         rows = _visible_sessions(store)
         if as_json:
-            click.echo(json.dumps([
+            click.echo(dumps([
                 {"id": s.id, "source": s.source, "format": s.format, "events": s.events, "parent": s.parent_id,
-                 "workspace": s.workspace, "created_at": s.created_at} for s in rows], ensure_ascii=False, indent=2))
+                 "workspace": s.workspace, "created_at": s.created_at} for s in rows], indent=2))
             return
         t = Table("id", "format", "events", "source", title=f"{len(rows)} sessions")
         for s in rows:
@@ -83,7 +84,7 @@ def register(cli: click.Group) -> None:
 
     @cli.command("show")
     @click.argument("session")
-    @click.option("--limit", type=int, default=None, help="Show at most this many events.")
+    @click.option("--limit", type=click.IntRange(min=1), default=None, help="Show at most this many events.")
     @pass_app
     def show_cmd(app, session, limit):
         """Show the events of SESSION (id or unique prefix)."""
@@ -93,7 +94,8 @@ def register(cli: click.Group) -> None:
         except KeyError as exc:
             raise click.ClickException(str(exc.args[0])) from None
         con = _console()
-        con.print(f"session [bold]{info.id}[/bold] format={info.format} source={info.source} events={info.events}")
+        con.print(f"session [bold]{info.id}[/bold] format={escape(str(info.format))} source={escape(str(info.source))} "
+                  f"events={info.events}")
         for ev in store.events(info.id, limit=limit):
             con.print(f"{ev.seq:>7}  {event_line(ev)}", markup=False)
 
@@ -101,10 +103,17 @@ def register(cli: click.Group) -> None:
     @click.argument("query")
     @click.option("--session", default=None, help="Restrict to one session (id or prefix).")
     @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+    @click.option("--include-forgotten", is_flag=True,
+                  help="Also search tombstoned sessions (`latch forget`) and their children.")
     @click.option("--json", "as_json", is_flag=True)
     @pass_app
-    def search_cmd(app, query, session, limit, as_json):
-        """Full-text search over every event (newest first). Any string is a valid query."""
+    def search_cmd(app, query, session, limit, include_forgotten, as_json):
+        """Full-text search over every event (newest first). Any string is a valid query.
+
+        Forgotten (tombstoned) sessions are left out unless --include-forgotten, or --session names one.
+        """
+        from ..kernel.tombstones import tombstoned_sessions
+
         store = app.store()
         sid = None
         if session:
@@ -112,10 +121,11 @@ def register(cli: click.Group) -> None:
                 sid = store.session(session).id
             except KeyError as exc:
                 raise click.ClickException(str(exc.args[0])) from None
-        hits = store.search(query, session_id=sid, limit=limit)
+        hidden = () if include_forgotten or sid else tombstoned_sessions(store)
+        hits = store.search(query, session_id=sid, limit=limit, exclude_sessions=hidden)
         if as_json:
-            click.echo(json.dumps([{"seq": h.seq, "session": h.session_id, "kind": h.kind,
-                                    "text": h.event.searchable_text()} for h in hits], ensure_ascii=False))
+            click.echo(dumps([{"seq": h.seq, "session": h.session_id, "kind": h.kind,
+                               "text": h.event.searchable_text()} for h in hits]))
             return
         con = _console()
         if not hits:

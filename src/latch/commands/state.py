@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import click
-from rich.console import Console
 from rich.table import Table
 
 from ..cli import pass_app
+from ..textsafe import console, dumps, echo
 
 
 def _session_id(store, session: str) -> str:
@@ -16,6 +14,27 @@ def _session_id(store, session: str) -> str:
         return store.session(session).id
     except KeyError as exc:
         raise click.ClickException(str(exc.args[0])) from None
+
+
+def _forget_target(store, session: str) -> str:
+    """The session ``forget`` means: an exact id, else the one visible (not yet forgotten) session the
+    prefix names, else the one forgotten session it names. ``ClickException`` when empty, none or ambiguous."""
+    from ..kernel.tombstones import tombstoned_sessions
+
+    if not session.strip():
+        raise click.ClickException("empty session id")
+    ids = [s.id for s in store.sessions() if s.id.startswith(session)]
+    if session in ids:
+        return session
+    if not ids:
+        raise click.ClickException(f"no session {session!r}")
+    dead = tombstoned_sessions(store)
+    visible = [i for i in ids if i not in dead]
+    if len(visible) == 1 or len(ids) == 1:
+        return (visible or ids)[0]
+    if visible:
+        raise click.ClickException(f"session prefix {session!r} is ambiguous ({len(visible)} sessions)")
+    raise click.ClickException(f"session prefix {session!r} names {len(ids)} sessions, all already forgotten")
 
 
 def summary_line(state) -> str:
@@ -49,9 +68,9 @@ def register(cli: click.Group) -> None:
         store = app.store()
         state = canonical_state(store, _session_id(store, session), until_seq)
         if as_json:
-            click.echo(json.dumps(state.to_json(), ensure_ascii=False, indent=2))
+            click.echo(dumps(state.to_json(), indent=2))
             return
-        con = Console(highlight=False, soft_wrap=True)
+        con = console(highlight=False, soft_wrap=True)
         head = f"session {state.session_id} · revision {state.revision}"
         con.print(head + (" · TOMBSTONED" if state.tombstoned else ""), markup=False)
         con.print(summary_line(state), markup=False)
@@ -72,11 +91,10 @@ def register(cli: click.Group) -> None:
         store = app.store()
         state = canonical_state(store, _session_id(store, session))
         if as_json:
-            click.echo(json.dumps({"generation": state.generation, "evidence": list(state.evidence),
-                                   "processes": list(state.processes), "certification": state.certification},
-                                  ensure_ascii=False, indent=2))
+            click.echo(dumps({"generation": state.generation, "evidence": list(state.evidence),
+                              "processes": list(state.processes), "certification": state.certification}, indent=2))
             return
-        con = Console(highlight=False, soft_wrap=True)
+        con = console(highlight=False, soft_wrap=True)
         t = Table("requirement", "status", "generation", "state", "set",
                   title=f"evidence · workspace generation {state.generation}")
         sets: dict[int, str] = {}
@@ -108,9 +126,9 @@ def register(cli: click.Group) -> None:
         from ..kernel.tombstones import forget_session
 
         store = app.store()
-        sid, seq = forget_session(store, _session_id(store, session), reason)
+        sid, seq = forget_session(store, _forget_target(store, session), reason)
         if seq is None:
-            click.echo(f"session {sid} was already tombstoned; nothing appended")
+            echo(f"session {sid} was already tombstoned; nothing appended")
         else:
-            click.echo(f"session {sid} tombstoned (seq {seq}): `latch sessions` omits it and its children; "
-                       "events, artifacts and workspace generation are unchanged")
+            echo(f"session {sid} tombstoned (seq {seq}): `latch sessions` and `latch search` omit it and its "
+                 "children; events, artifacts and workspace generation are unchanged")

@@ -8,12 +8,14 @@ fails.
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 from rich.console import Console
 from rich.table import Table
+
+from ..textsafe import console, dumps
+from . import output_file
 
 __all__ = ["register", "print_report"]
 
@@ -65,7 +67,7 @@ def register(cli: click.Group) -> None:
     @click.option("--db", type=click.Path(dir_okay=False), default=None,
                   help="Keep the run's database at this new path (default: a temporary one, removed).")
     @click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
-                  help="Write the report as JSON to this file ('-' for stdout).")
+                  callback=output_file, help="Write the report as JSON to this file ('-' for stdout).")
     def stress_cmd(events, seed, every, burst, batch, inline, db, json_out):
         """Plant early facts, push EVENTS realistic events, verify every stress guarantee."""
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -74,7 +76,7 @@ def register(cli: click.Group) -> None:
 
         cfg = StressConfig(events=events, seed=seed, every=every, burst=burst, batch=batch, db=db,
                            parallel=None if inline is None else not inline)
-        err = Console(stderr=True)
+        err = console(stderr=True)
         try:
             with Progress(TextColumn("stress"), BarColumn(), MofNCompleteColumn(), TextColumn("events"),
                           TimeElapsedColumn(), console=err, transient=True) as bar:
@@ -84,12 +86,11 @@ def register(cli: click.Group) -> None:
             raise click.UsageError(str(exc)) from None
         doc = report.to_json()
         if json_out == "-":
-            click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+            click.echo(dumps(doc, indent=2))
         else:
-            print_report(Console(highlight=False), doc)
+            print_report(console(highlight=False), doc)
             if json_out:
                 with open(json_out, "w", encoding="utf-8") as f:
-                    json.dump(doc, f, ensure_ascii=False, indent=2)
-                    f.write("\n")
+                    f.write(dumps(doc, indent=2) + "\n")
         if not report.ok:
             sys.exit(1)

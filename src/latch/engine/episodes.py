@@ -63,9 +63,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import filterfalse, islice
 from typing import Any
 
 import numpy as np
@@ -148,19 +150,15 @@ into then than some just also been there their they them which when where would 
 more most other such only over very your yours let lets here how why who whom does did done doing get got make
 made need needs want like one two now new yes okay please thanks thank i'm it's don't can't we're you're
 """.split())
-_WORD_RE = re.compile(r"\b[^\W\d_]\w{2,31}\b")
 _CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _EXTS = ("py|pyi|ipynb|rs|go|c|h|cc|cpp|cxx|hpp|hh|cs|java|kt|kts|scala|swift|m|mm|rb|php|pl|lua|r|jl|dart|ex|exs|erl|"
          "hs|ml|clj|js|mjs|cjs|jsx|ts|tsx|vue|svelte|css|scss|sass|less|html|htm|xml|svg|json|jsonl|yaml|yml|toml|"
          "ini|cfg|conf|env|lock|md|rst|txt|csv|tsv|sql|sh|bash|zsh|fish|ps1|bat|gradle|cmake|mk|proto|graphql|"
          "tf|nix|dockerfile|patch|diff|log|traj|pem|wasm|sol|zig|nim|v|sv|vhd")
-_PATH_RE = re.compile(
-    r"(?<![\w:/.\\@-])"
-    r"((?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]+"
-    r"|[\w+-][\w.@+-]*\.(?:" + _EXTS + r"))"
-    r"(?![\w/])",
-    re.IGNORECASE,
-)
+_PATH = (r"(?<![\w:/.\\@-])"
+         r"((?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]+"
+         r"|[\w+-][\w.@+-]*\.(?:" + _EXTS + r"))"
+         r"(?![\w/])")
 _EXT_RE = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,9}$")
 
 
@@ -174,11 +172,11 @@ def extract_terms(text: str) -> list[str]:
     """
     text = text[:SCAN_CHARS].lower()
     out: list[str] = []
-    if _CJK_RE.search(text):
+    if not text.isascii() and _CJK_RE.search(text):
         for run in _CJK_RE.findall(text):
             out.extend(run[i:i + 2] for i in range(max(len(run) - 1, 1)))
         text = _CJK_RE.sub(" ", text)
-    out.extend(w for w in _WORD_RE.findall(text) if w not in _STOP)
+    out.extend(filterfalse(_STOP.__contains__, _scanner(text).word.findall(text)))
     return out
 
 
@@ -191,17 +189,26 @@ def normalize_path(path: str) -> str:
 
 
 def _paths(text: str) -> list[str]:
+    text = text[:SCAN_CHARS]
+    sc = _scanner(text)
     found: list[str] = []
-    for m in _PATH_RE.finditer(text[:SCAN_CHARS]):
-        p = normalize_path(m.group(1))
-        if not p or len(p) > 240 or "//" in p:
-            continue
-        last = p.rsplit("/", 1)[-1]
-        if "/" in p and not _EXT_RE.search(last) and not p.startswith(("/", "~/", "../")):
-            continue  # "and/or", "input/output": a relative path needs an extension
-        if not any(ch.isalpha() for ch in last):
-            continue
-        found.append(p)
+    backwards = ""
+    last = len(text) - 1
+    for hint in sc.hint.finditer(text):
+        if not backwards:
+            backwards = text[::-1]
+        i = hint.start()
+        start = i + 1 - (sc.run.match(backwards, last - i).end() - (last - i))
+        for m in sc.path.finditer(text, start, hint.end()):
+            p = normalize_path(m.group(1))
+            if not p or len(p) > 240 or "//" in p:
+                continue
+            name = p.rsplit("/", 1)[-1]
+            if "/" in p and not _EXT_RE.search(name) and not p.startswith(("/", "~/", "../")):
+                continue  # "and/or", "input/output": a relative path needs an extension
+            if not any(ch.isalpha() for ch in name):
+                continue
+            found.append(p)
     return found
 
 
@@ -211,14 +218,55 @@ _MUTATING_TOOLS = frozenset("""edit multiedit write write_file edit_file create 
 str_replace replace delete_file notebookedit notebook_edit""".split())
 _READ_TOOLS = frozenset("""read read_file view open cat grep glob search search_file search_dir find find_file ls
 list list_files list_dir webfetch web_fetch websearch web_search""".split())
+_MUTATING_CMDS = ("*** Begin Patch", "apply_patch", "sed -i", "git apply")
+"""Literals of :data:`_MUTATING_CMD_RE`, one in each alternative: a substring test rules most calls out."""
 _MUTATING_CMD_RE = re.compile(r"\*\*\* Begin Patch|\bapply_patch\b|\bsed -i\b|\bgit apply\b")
 _EDITOR_CMD_RE = re.compile(r'"command"\s*:\s*"(create|str_replace|insert|undo_edit|write|view)"')
-_TEST_CMD_RE = re.compile(
+_TEST_CMD = (
     r"\b(?:pytest|py\.test|unittest|tox|nox|jest|vitest|mocha|ctest|phpunit|rspec|mypy|pyright|ruff|flake8|pylint|"
     r"eslint|tsc|cargo (?:test|check|clippy|build|nextest)|go (?:test|vet|build)|(?:npm|yarn|pnpm|bun) (?:run )?"
     r"(?:test|lint|typecheck|build)|make (?:test|check)|mvn (?:test|verify)|gradle(?:w)? (?:test|check)|"
     r"dotnet test|swift test|zig build test)\b")
-_READ_CMD_RE = re.compile(r'(?:^|["\s;&|(])(?:cat|head|tail|sed -n|rg|grep|ls|find|nl|wc|less|tree)\s')
+_READ_CMD = r'(?:^|["\s;&|(])(?:cat|head|tail|sed -n|rg|grep|ls|find|nl|wc|less|tree)[\s]'
+_ASCII_SPACE = r"\t-\r\x1c-\x20"
+"""The ASCII characters Unicode whitespace holds (``re.ASCII`` whitespace leaves out 0x1C-0x1F)."""
+
+
+class _Scanner:
+    """The text regexes, compiled once with Unicode semantics and once with ``re.ASCII``.
+
+    On text that :meth:`str.isascii` accepts both compilations match exactly the same spans (Unicode
+    word, digit and boundary classes and case folding agree with their ASCII forms on ASCII
+    characters; the ASCII ``read_cmd`` spells whitespace out as :data:`_ASCII_SPACE`), and the
+    ASCII one runs about twice as fast, so :func:`_scanner` picks it for such text.
+
+    ``path`` is the file-entity pattern. Every character a path can hold is in ``run`` (word
+    characters and ``~ . / @ + -``), so every path match lies inside one maximal run of them, and
+    the pattern's one-character look-behind and look-ahead see the same verdict at a run's edges
+    whether the run is scanned alone or inside the whole text. A match needs a ``/`` or a known
+    extension ending a name (``.py`` followed by neither a word character nor ``/``): ``hint``
+    finds those (and runs on to the run's end) far faster than ``path`` tries every position, and
+    ``path`` then scans only the runs ``hint`` found. ``test_cmd`` and ``read_cmd`` classify tool
+    calls (:func:`_classify_call`).
+    """
+
+    __slots__ = ("word", "path", "run", "hint", "test_cmd", "read_cmd")
+
+    def __init__(self, flags: int):
+        self.word = re.compile(r"\b[^\W\d_]\w{2,31}\b", flags)
+        self.path = re.compile(_PATH, flags | re.IGNORECASE)
+        self.run = re.compile(r"[\w.@+~/-]+", flags | re.IGNORECASE)
+        self.hint = re.compile(r"(?:/|\.(?:" + _EXTS + r")(?![\w/]))[\w.@+~/-]*", flags | re.IGNORECASE)
+        self.test_cmd = re.compile(_TEST_CMD, flags)
+        self.read_cmd = re.compile(_READ_CMD.replace(r"\s", _ASCII_SPACE) if flags & re.ASCII else _READ_CMD, flags)
+
+
+_UNICODE = _Scanner(0)
+_ASCII = _Scanner(re.ASCII)
+
+
+def _scanner(text: str) -> _Scanner:
+    return _ASCII if text.isascii() else _UNICODE
 
 
 def _classify_call(name: str, arguments: str) -> int:
@@ -229,11 +277,12 @@ def _classify_call(name: str, arguments: str) -> int:
     editor = _EDITOR_CMD_RE.search(args) if "editor" in lname or lname in ("str_replace_based_edit_tool",) else None
     if editor:
         return _READ if editor.group(1) == "view" else _MUTATE
-    if _MUTATING_CMD_RE.search(args):
+    if any(cmd in args for cmd in _MUTATING_CMDS) and _MUTATING_CMD_RE.search(args):
         return _MUTATE
-    if _TEST_CMD_RE.search(args):
+    sc = _scanner(args)
+    if sc.test_cmd.search(args):
         return _VALIDATE
-    if lname in _READ_TOOLS or _READ_CMD_RE.search(args):
+    if lname in _READ_TOOLS or sc.read_cmd.search(args):
         return _READ
     return _OTHER
 
@@ -335,7 +384,7 @@ def _argument_text(arguments: str) -> str:
     raw = arguments[:SCAN_CHARS]
     try:
         value = json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply
         return raw
     parts: list[str] = []
 
@@ -369,8 +418,8 @@ class _Open:
         self.last_seq = seq
         self.events = 0
         self.chars = 0
-        self.topic_terms: dict[int, None] = {}
-        self.term_counts: dict[int, int] = {}
+        self.topic_terms: tuple[str, ...] = ()
+        self.term_counts: Counter[str] = Counter()  # first-sighting order, like the term dictionary
         self.call_files: dict[int, None] = {}
         self.text_files: dict[int, None] = {}
         self.tools: dict[str, None] = {}
@@ -487,12 +536,16 @@ class EpisodeIndex:
         op.last_seq = seq
         op.events += 1
         op.chars += f.chars
-        term_ids = [self._term_id(t) for t in f.terms]
         if f.intent is not None:
-            op.topic_terms.update(dict.fromkeys(term_ids))
+            op.topic_terms = f.terms
         counts = op.term_counts
-        for t in term_ids:
-            counts[t] = counts.get(t, 0) + 1
+        known = len(counts)
+        counts.update(f.terms)
+        if len(counts) > known:  # a term new to the index is new to its episode: ids in first-sighting order
+            ids = self._terms
+            for t in islice(counts, known, None):
+                if t not in ids:
+                    ids[t] = len(ids)
         for p in f.call_files:
             op.call_files[self._file_id(p)] = None
         for p in f.text_files:
@@ -514,12 +567,6 @@ class EpisodeIndex:
                 markers |= EVIDENCE
         op.markers |= markers
 
-    def _term_id(self, term: str) -> int:
-        tid = self._terms.get(term)
-        if tid is None:
-            tid = self._terms[term] = len(self._terms)
-        return tid
-
     def _file_id(self, path: str) -> int:
         fid = self._files.get(path)
         if fid is None:
@@ -529,19 +576,21 @@ class EpisodeIndex:
         return fid
 
     def _snapshot(self, op: _Open, closed: bool) -> Episode:
-        terms = list(op.topic_terms)[:TERMS_PER_EPISODE]
+        terms = list(dict.fromkeys(op.topic_terms))[:TERMS_PER_EPISODE]
         if len(terms) < TERMS_PER_EPISODE:
             chosen = set(terms)
-            # most frequent first; dicts keep first-sighting order, and sorted() is stable
-            ranked = sorted((t for t in op.term_counts if t not in chosen), key=lambda t: -op.term_counts[t])
+            # most frequent first, ties in first-sighting order (most_common sorts stably); the
+            # TERMS_PER_EPISODE most common hold every term that can still be picked
+            ranked = [t for t, _ in op.term_counts.most_common(TERMS_PER_EPISODE) if t not in chosen]
             terms.extend(ranked[: TERMS_PER_EPISODE - len(terms)])
+        term_ids = tuple(map(self._terms.__getitem__, terms))
         files = list(op.call_files)[:FILES_PER_EPISODE]
         if len(files) < FILES_PER_EPISODE:
             seen = set(files)
             files.extend([x for x in op.text_files if x not in seen][: FILES_PER_EPISODE - len(files)])
         return Episode(number=op.number, part=op.part, first_seq=op.first_seq, last_seq=op.last_seq,
                        events=op.events, topic=op.topic, files=tuple(self._file_names[i] for i in files),
-                       tools=tuple(op.tools), markers=op.markers, term_ids=tuple(terms), closed=closed)
+                       tools=tuple(op.tools), markers=op.markers, term_ids=term_ids, closed=closed)
 
     def _close(self) -> None:
         op = self._open

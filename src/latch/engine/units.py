@@ -8,7 +8,13 @@ A *unit* is the smallest piece of conversation a view may hold or drop:
   then one ``tool`` message per call, in call order. User messages and orphan results that arrive
   while the turn still waits for results are absorbed into it (rendered after the results), so a
   provider never sees text between a call and its result. When the next assistant message arrives
-  before every result, the turn is closed with a ``[no result ...]`` error result per missing call;
+  before every result, the turn is closed with a ``[no result ...]`` error result per missing call.
+  Until then the turn is *pending* and is no unit yet: a view never holds it, so a provider never
+  gets a call without its result, and the turn enters the views whole, rendered once, when it
+  closes (rendering it early and differently would break the cache-epoch byte-prefix rule). A
+  legacy end-of-file placeholder (:attr:`~latch.events.ToolResult.eof_placeholder`, stored by
+  earlier importers for a call still running) counts as no result yet: the real result stored
+  after it closes the turn;
 * a result whose call is unknown (``ToolResult.orphan``, an unknown ``call_id``, or a result that
   arrives after its turn closed) becomes its own unit rendered as a user-role note, since a provider
   rejects a tool message without its call.
@@ -249,6 +255,8 @@ class UnitBuilder:
                 out.append(Unit(seq, seq, (seq,), (ViewMessage(role="assistant", content=ev.text, seq=seq),)))
             return out
         if isinstance(ev, ToolResult):
+            if ev.eof_placeholder:
+                return []  # superseded by the real result when one is stored later
             if turn is not None and not ev.orphan and ev.call_id in turn.waiting:
                 turn.waiting.discard(ev.call_id)
                 turn.results[ev.call_id] = (seq, ev)

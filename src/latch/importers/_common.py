@@ -7,7 +7,8 @@
   importer conventions: one :class:`~latch.events.AssistantMessage` per provider
   response, immediately followed by its :class:`~latch.events.Usage`, then the
   :class:`~latch.events.ToolResult` s answering its calls in call order; orphan
-  results and missing-result placeholders are kept and marked; ``stats`` counts.
+  results and missing-result placeholders are kept and marked; ``stats`` counts;
+  the *open tail* a growing file may still change is marked (``settled``).
 * :func:`image_size` / :func:`head_text` / :func:`peek_json`: image dimensions
   from PNG/JPEG/GIF/WebP headers, and cheap sniffing over a file's first bytes.
 """
@@ -26,11 +27,11 @@ from typing import Any
 
 from ..events import AssistantMessage, Event, MediaRef, ToolCall, ToolResult, Usage, UserMessage, canonical_json
 from ..store import PendingEvent
-from .base import ParsedSession, TranscriptError
+from .base import JSONNestingError, ParsedSession, TranscriptError, json_decode, json_loads
 
 __all__ = ["Loc", "SessionBuilder", "AssistantSlot", "image_size", "sniff_media_type", "head_text", "peek_json",
            "json_type", "openai_usage", "anthropic_usage", "data_url_bytes", "decode_base64", "compute_stats",
-           "content_hash_key", "head_jsonl", "chat_features", "dump_json"]
+           "content_hash_key", "head_key", "head_jsonl", "chat_features", "dump_json"]
 
 
 def json_type(value: Any) -> str:
@@ -238,8 +239,8 @@ def head_jsonl(head: bytes, limit: int = 8) -> list[dict]:
         if not s:
             continue
         try:
-            obj = json.loads(s)
-        except ValueError:
+            obj = json_loads(s)
+        except (ValueError, JSONNestingError):  # the parser names the line
             break
         if not isinstance(obj, dict):
             break
@@ -258,10 +259,10 @@ def peek_json(head: bytes, list_key: str = "messages") -> tuple[str | None, dict
     Returns ``(top, keys, items)``: ``top`` is ``"object"``, ``"array"`` or ``None``;
     ``keys`` maps the top-level keys read so far to their values (a value cut by
     the end of ``head`` is ``...``); ``items`` are the complete leading elements of
-    the top-level array, or of the object's ``list_key`` array.
+    the top-level array, or of the object's ``list_key`` array. Raises
+    :class:`~latch.importers.base.JSONNestingError` when a value is nested too deeply to parse.
     """
     text = head_text(head)
-    dec = json.JSONDecoder()
 
     def ws(i: int) -> int:
         return _WS.match(text, i).end()
@@ -271,7 +272,7 @@ def peek_json(head: bytes, list_key: str = "messages") -> tuple[str | None, dict
         i = ws(i + 1)
         while i < len(text) and text[i] != "]":
             try:
-                value, i = dec.raw_decode(text, i)
+                value, i = json_decode(text, i)
             except ValueError:
                 break
             items.append(value)
@@ -290,7 +291,7 @@ def peek_json(head: bytes, list_key: str = "messages") -> tuple[str | None, dict
     i = ws(i + 1)
     while i < len(text) and text[i] == '"':
         try:
-            key, i = dec.raw_decode(text, i)
+            key, i = json_decode(text, i)
         except ValueError:
             break
         i = ws(i)
@@ -300,7 +301,7 @@ def peek_json(head: bytes, list_key: str = "messages") -> tuple[str | None, dict
         if key == list_key and text.startswith("[", i):
             items = array_items(i)
         try:
-            keys[key], i = dec.raw_decode(text, i)
+            keys[key], i = json_decode(text, i)
         except ValueError:
             keys[key] = ...
             break
@@ -324,6 +325,7 @@ class AssistantSlot:
     usage: PendingEvent | None = None
     results: list[tuple[int, PendingEvent]] = field(default_factory=list)
     after: list[PendingEvent] = field(default_factory=list)
+    hold: str | None = None  # "message" or "usage": not settled yet (SessionBuilder.hold)
 
 
 class SessionBuilder:
@@ -332,7 +334,16 @@ class SessionBuilder:
     Results answering an open call are placed right after that call's assistant
     message, in call order, whatever came in between; a result answering no open
     call is kept in place with ``orphan=True``; :meth:`close_open` appends a
-    ``missing=True`` placeholder for every call still unanswered.
+    ``missing=True`` placeholder for every call still unanswered, which an
+    importer calls only when the transcript proves the result will never come
+    (the turn ended or was aborted, the next prompt or request came first).
+
+    A call still unanswered at the end of the file is *pending*: no placeholder,
+    its result may follow when the file grows. For such files
+    (``finish(growing=True)``) the builder also computes the open tail: the
+    events from the first unanswered call's result position, from a slot the
+    importer marked with :meth:`hold`, or from :meth:`open_here` on, whichever
+    comes first; everything before it is settled.
     """
 
     def __init__(self, path: str | Path, fmt: str):
@@ -342,6 +353,7 @@ class SessionBuilder:
         self._open: dict[str, tuple[AssistantSlot, int]] = {}
         self._refs: set[str] = set()
         self._artifacts: dict[str, tuple[bytes, str, int | None, int | None]] = {}
+        self._open_at: int | None = None  # index in _items where open_here() started the open tail
 
     # -- references
     def ref(self, base: str) -> str:
@@ -388,6 +400,19 @@ class SessionBuilder:
     def is_open(self, call_id: str) -> bool:
         return call_id in self._open
 
+    def hold(self, slot: AssistantSlot, part: str = "message") -> None:
+        """Mark ``slot`` as not settled yet by a growing file: ``"message"`` when more blocks of the
+        response may still be written (the slot and all after it are the open tail), ``"usage"``
+        when its usage may still be reported (all after its message is)."""
+        if part not in ("message", "usage"):
+            raise ValueError(f"hold part must be 'message' or 'usage', not {part!r}")
+        slot.hold = part
+
+    def open_here(self) -> None:
+        """Start the open tail at the next event added (a block the file may still extend)."""
+        if self._open_at is None:
+            self._open_at = len(self._items)
+
     def result(self, call_id: str, content: str, ref: str, ts: str | None, *, is_error: bool = False,
                name: str | None = None, media: tuple[MediaRef, ...] = (), exit_code: int | None = None) -> None:
         """Record a tool result: linked to its open call, else kept in place as an orphan."""
@@ -423,30 +448,46 @@ class SessionBuilder:
         return MediaRef(sha256=sha, media_type=media_type, byte_size=len(data), width=width, height=height)
 
     # -- output
-    def events(self) -> list[PendingEvent]:
+    def events(self) -> tuple[list[PendingEvent], int]:
+        """``(events, settled)``: all events in order, and how many leading ones are settled."""
         out: list[PendingEvent] = []
-        for item in self._items:
+        settled: int | None = None
+        for i, item in enumerate(self._items):
+            if i == self._open_at and settled is None:
+                settled = len(out)
             if isinstance(item, PendingEvent):
                 out.append(item)
                 continue
+            if item.hold == "message" and settled is None:
+                settled = len(out)
             msg = AssistantMessage(text="\n".join(item.text_parts), tool_calls=tuple(item.calls),
                                    reasoning_reported=item.reasoning, model=item.model)
             out.append(PendingEvent(msg, item.ref, item.ts))
             if item.usage is not None:
                 out.append(item.usage)
-            out.extend(pe for _, pe in sorted(item.results, key=lambda r: r[0]))
+            elif item.hold == "usage" and settled is None:
+                settled = len(out)
+            answered = dict(item.results)
+            for index in range(len(item.calls)):
+                if index in answered:
+                    out.append(answered[index])
+                elif settled is None:  # pending: the results after it may still change order
+                    settled = len(out)
             out.extend(item.after)
-        return out
+        return out, len(out) if settled is None else settled
 
-    def finish(self, *, external_key: str, workspace: str | None = None,
-               meta: dict[str, Any] | None = None) -> ParsedSession:
-        """The parsed session; unanswered calls must have been closed by the importer."""
-        if self._open:
-            self.close_open("the transcript ends before the tool result")
-        events = self.events()
+    def finish(self, *, external_key: str, workspace: str | None = None, meta: dict[str, Any] | None = None,
+               growing: bool = False) -> ParsedSession:
+        """The parsed session. Calls still unanswered stay pending (no placeholder).
+
+        ``growing=True`` for formats that agents append to: ``ParsedSession.settled`` then marks the
+        open tail (see the class docstring); whole-document formats leave it ``None``.
+        """
+        events, settled = self.events()
         return ParsedSession(external_key=external_key, format=self.format, source=str(self.path.resolve()),
                              events=events, workspace=workspace, meta=meta or {},
-                             artifacts=list(self._artifacts.values()), stats=compute_stats(events))
+                             artifacts=list(self._artifacts.values()), stats=compute_stats(events),
+                             settled=settled if growing and settled < len(events) else None)
 
 
 def compute_stats(events: list[PendingEvent]) -> dict[str, Any]:
@@ -486,9 +527,22 @@ def compute_stats(events: list[PendingEvent]) -> dict[str, Any]:
 
 
 def content_hash_key(fmt: str, doc: Any) -> str:
-    """``"<format>:sha256:<hex>"`` over the sorted-key JSON of a parsed document (encoding-independent)."""
+    """``"<format>:sha256:<hex>"`` over the sorted-key JSON of a parsed document (encoding-independent).
+
+    For whole-document formats only: the hash changes with any change of the document.
+    """
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
     return f"{fmt}:sha256:{hashlib.sha256(text.encode('ascii')).hexdigest()}"
+
+
+def head_key(fmt: str, text: str) -> str:
+    """``"<format>:sha256:<hex>"`` over the first non-blank line of a decoded transcript.
+
+    The identity of a file that grows by appended lines and has no session id of its own: the first
+    line is written once and never changes, so every prefix of the file has the same key.
+    """
+    first = next((ln.strip() for ln in text.split("\n") if ln.strip()), "")
+    return f"{fmt}:sha256:{hashlib.sha256(first.encode('utf-8', 'surrogatepass')).hexdigest()}"
 
 
 _OPENAI_ROLES = ("tool", "function", "developer", "system")

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import ast
-import json
 from typing import Any
+
+from .base import JSONNestingError, json_loads
 
 __all__ = ["literal_mapping"]
 
@@ -20,7 +21,9 @@ def literal_mapping(value: Any) -> dict[str, Any] | None:
     if not isinstance(value, str) or not value.strip():
         return None
     try:
-        parsed = json.loads(value)
+        parsed = json_loads(value)
+    except JSONNestingError:
+        return None
     except ValueError:
         try:
             parsed = ast.literal_eval(value.strip())

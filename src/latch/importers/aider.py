@@ -5,9 +5,16 @@ One file → ONE Latch session. Aider appends every run to the same file; each
 ``SystemNote(subtype="session_start")`` (``ts`` = the header's time, the only
 timestamp in the format), so one import keeps the whole project history in
 order, and re-importing an unchanged file adds nothing. (``import_file`` takes
-one ``ParsedSession`` per file.) The file has no ids: ``external_key`` is
-``"aider:sha256:<content hash>"``, so a file that grew since its last import
-imports as a new session.
+one ``ParsedSession`` per file.)
+
+The file has no ids and grows with every run, so the identity is the one part
+that never changes: ``external_key`` is ``"aider:sha256:<hash of the first
+non-blank line>"``, the first session's header with its start time to the
+second (:func:`~latch.importers._common.head_key`). A grown file imports into the
+same session and appends only the new events. Aider writes a turn's output lines
+(usage, edit results, commits) after the reply, some only after the user answers
+a confirmation, so the last turn, or a user block the file ends with, is the
+open tail (``ParsedSession.settled``) until the next block starts.
 
 How aider writes the file (``aider/io.py``) drives the parse, line by line
 (``source_ref`` ``"line:<n>"``, 1-based):
@@ -69,8 +76,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage
-from .base import Importer, ParsedSession, TranscriptError, content_key, decode_text
-from ._common import SessionBuilder, head_text
+from .base import Importer, ParsedSession, TranscriptError, decode_text
+from ._common import SessionBuilder, head_key, head_text
 
 __all__ = ["AiderImporter", "IMPORTERS"]
 
@@ -293,7 +300,8 @@ class AiderImporter(Importer):
         return 0
 
     def parse(self, path: Path, data: bytes) -> ParsedSession:
-        lines = decode_text(path, data).replace("\r\n", "\n").split("\n")
+        text = decode_text(path, data).replace("\r\n", "\n")
+        lines = text.split("\n")
         items = _scan(path, lines)
         b = SessionBuilder(path, self.PLUGIN_NAME)
         model: str | None = None
@@ -318,16 +326,19 @@ class AiderImporter(Importer):
                 turn = _Turn(item)
             elif item.kind == "user":
                 b.close_open("the next user message arrived first")
+                if item is items[-1]:
+                    b.open_here()  # more lines of the prompt may follow
                 b.add(UserMessage(text=item.text), ref, None)
             else:
                 model = None
                 b.close_open("aider restarted before the result")
                 b.add(SystemNote(text=item.text, subtype="session_start"), ref,
                       item.text.removeprefix(_HEADER[2:]).strip())
+        b.open_here()  # the last turn: its output lines may still follow
         self._flush(b, turn, model)
         ws = workspace.get("Cur working dir: ") or workspace.get("Git working dir: ")
         meta = {"sessions": sum(it.kind == "header" for it in items), "usage_rounded": True}
-        return b.finish(external_key=f"{self.PLUGIN_NAME}:sha256:{content_key(data)}", workspace=ws, meta=meta)
+        return b.finish(external_key=head_key(self.PLUGIN_NAME, text), workspace=ws, meta=meta, growing=True)
 
     def _flush(self, b: SessionBuilder, turn: _Turn | None, model: str | None) -> None:
         """Emit one turn: the response (with its edit calls), its usage, edit results, then notes."""

@@ -16,7 +16,13 @@ Response-log style: an assistant element may be a whole Messages API response
 ``cache_creation_input_tokens`` are disjoint from it).
 
 ``system`` → ``SystemNote(subtype="system_prompt")``. A call still unanswered when
-the next assistant message starts (or at the end) gets a ``missing`` result.
+the next assistant message starts gets a ``missing`` result; one unanswered at the
+end of the document is pending (no result: the conversation stops before it).
+
+``external_key`` is ``"anthropic-messages:sha256:<hash of the parsed document>"``.
+A whole JSON document, written at once and rewritten rather than appended to, so a
+content hash is a sound identity (a re-saved, longer document is another session;
+growth-stable identities are for the JSONL/markdown logs agents append to).
 """
 
 from __future__ import annotations

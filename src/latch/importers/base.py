@@ -20,7 +20,8 @@ from typing import Any, ClassVar
 
 from ..store import PendingEvent
 
-__all__ = ["TranscriptError", "ParsedSession", "Importer", "decode_text", "load_json", "iter_jsonl", "content_key"]
+__all__ = ["TranscriptError", "ParsedSession", "Importer", "decode_text", "load_json", "iter_jsonl", "content_key",
+           "JSONNestingError", "json_loads", "json_decode"]
 
 
 class TranscriptError(Exception):
@@ -41,7 +42,17 @@ class ParsedSession:
     ``external_key`` is the import identity (format + the transcript's own
     session id, or a content hash) that makes re-imports idempotent; every
     event's ``source_ref`` is unique within the session. ``stats`` holds the
-    importer's counts (messages, tool calls, tool errors, usage totals).
+    importer's counts (messages, tool calls, tool errors, usage totals) over
+    all ``events``.
+
+    ``settled`` is how many leading events the transcript has settled: a file
+    that agents append to (Claude Code, Codex, Aider) may still change its
+    *open tail* ``events[settled:]`` when it grows (a response whose next block
+    or usage is not written yet, results after a call still running, an Aider
+    turn whose edit results may follow). ``None`` means every event is settled.
+    Appending only :attr:`settled_events` makes imports of a growing file
+    append-only: importing a prefix and then the grown file stores exactly
+    what one import of the grown file stores.
     """
 
     external_key: str
@@ -52,6 +63,12 @@ class ParsedSession:
     meta: dict[str, Any] = field(default_factory=dict)
     artifacts: list[tuple[bytes, str, int | None, int | None]] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
+    settled: int | None = None
+
+    @property
+    def settled_events(self) -> list[PendingEvent]:
+        """The events no later growth of the file can change (``events[:settled]``)."""
+        return self.events if self.settled is None else self.events[:self.settled]
 
 
 class Importer:
@@ -98,28 +115,62 @@ def decode_text(path: str | Path, data: bytes) -> str:
     return text
 
 
-def load_json(path: str | Path, text: str) -> Any:
-    """Parse one JSON document; errors name the line and column."""
+class JSONNestingError(Exception):
+    """A JSON value nested deeper than the parser can follow (Python's recursion limit).
+
+    Not a ``ValueError``: a sniffer that treats unparseable text as "not mine" lets it reach
+    :func:`latch.importers.detect`, which then names the real problem.
+    """
+
+
+_DECODER = json.JSONDecoder()
+
+
+def json_loads(text: str) -> Any:
+    """``json.loads`` for transcript text: ``json.JSONDecodeError`` as usual, :class:`JSONNestingError`
+    instead of ``RecursionError``. Every importer and sniffer parses JSON through this or :func:`json_decode`."""
     try:
         return json.loads(text)
+    except RecursionError:
+        raise JSONNestingError("JSON nested too deeply") from None
+
+
+def json_decode(text: str, start: int = 0) -> tuple[Any, int]:
+    """``(value, end index)`` of the JSON value at ``text[start:]`` (``JSONDecoder.raw_decode``), with
+    :func:`json_loads`' errors."""
+    try:
+        return _DECODER.raw_decode(text, start)
+    except RecursionError:
+        raise JSONNestingError("JSON nested too deeply") from None
+
+
+def load_json(path: str | Path, text: str) -> Any:
+    """Parse one JSON document; errors name the line and column (``FILE:line N column C: invalid JSON: MSG``)."""
+    try:
+        return json_loads(text)
     except json.JSONDecodeError as exc:
         raise TranscriptError(path, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise TranscriptError(path, None, "JSON nested too deeply") from None
+    except JSONNestingError as exc:
+        raise TranscriptError(path, None, str(exc)) from None
 
 
 def iter_jsonl(path: str | Path, text: str):
-    """Yield ``(line_number, object)`` for each non-blank JSONL line; errors name the line."""
+    """Yield ``(line_number, object)`` for each non-blank JSONL line.
+
+    Errors name the line like :func:`load_json`: ``FILE:line N column C: invalid JSON: MSG``,
+    ``FILE:line N: JSON nested too deeply``, ``FILE:line N: expected a JSON object, got list``.
+    """
     for n, line in enumerate(text.split("\n"), 1):
         s = line.strip()
         if not s:
             continue
         try:
-            obj = json.loads(s)
+            obj = json_loads(s)
         except json.JSONDecodeError as exc:
-            raise TranscriptError(path, f"line {n}", f"invalid JSON (column {exc.colno}: {exc.msg})") from None
-        except RecursionError:
-            raise TranscriptError(path, f"line {n}", "JSON nested too deeply") from None
+            column = exc.colno + len(line) - len(line.lstrip())
+            raise TranscriptError(path, f"line {n} column {column}", f"invalid JSON: {exc.msg}") from None
+        except JSONNestingError as exc:
+            raise TranscriptError(path, f"line {n}", str(exc)) from None
         if not isinstance(obj, dict):
             raise TranscriptError(path, f"line {n}", f"expected a JSON object, got {type(obj).__name__}")
         yield n, obj

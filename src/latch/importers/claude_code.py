@@ -29,6 +29,17 @@ Mapping:
   prompt the user typed while the agent was busy → ``UserMessage``; other
   attachments and bookkeeping lines (``progress``, ``file-history-snapshot``,
   ``queue-operation``, ``permission-mode``...) are not conversation.
+
+Claude Code appends one line per content block while a response streams, then
+the results, so the file grows under the importer. A call whose result is not
+written yet is pending (no placeholder; a ``missing`` result only when a later
+prompt proves it will never come). The last response is the open tail
+(``ParsedSession.settled``) while its next block may still be written: until a
+user, system or attachment line or another response follows it, unless its
+last line carries a ``stop_reason`` (newer versions write the lines of a
+response once it is complete, with its final ``stop_reason`` and usage; 2.1.14
+and 2.1.17 stream them with ``stop_reason: null``). ``external_key`` is
+``"claude-code:<sessionId>"`` (else a hash of the first line).
 """
 
 from __future__ import annotations
@@ -40,8 +51,8 @@ from typing import Any
 
 from ..events import CompactionMarker, MediaRef, SubagentMarker, SystemNote, ToolCall, UserMessage
 from .base import Importer, ParsedSession, TranscriptError, decode_text, iter_jsonl
-from ._common import (AssistantSlot, Loc, SessionBuilder, anthropic_usage, content_hash_key, decode_base64, dump_json,
-                      head_jsonl, head_text)
+from ._common import (AssistantSlot, Loc, SessionBuilder, anthropic_usage, decode_base64, dump_json, head_jsonl,
+                      head_key, head_text)
 
 __all__ = ["ClaudeCodeImporter", "IMPORTERS"]
 
@@ -121,13 +132,19 @@ class ClaudeCodeImporter(Importer):
             raise TranscriptError(path, None, "no conversation lines (user/assistant/system with a uuid)")
         chosen = _active_branch(main)
         builder = SessionBuilder(path, FORMAT)
-        _emit(builder, path, chosen)
+        slots = _emit(builder, path, chosen)
+        last = next(ln for ln in reversed(main) if ln.type != "progress")
+        if last.type == "assistant" and last.obj["message"].get("stop_reason") is None:
+            # nothing after the last response yet and no stop_reason: its next block may follow
+            slot = slots.get(last.obj["message"].get("id") or last.uuid)
+            if slot is not None:
+                builder.hold(slot)
         skipped = sum(ln.type in _CONVERSATION for ln in lines) - sum(ln.type in _CONVERSATION for ln in chosen)
         meta = {k: v for k, v in (("session_id", session_id), ("version", version), ("git_branch", branch),
                                   ("agent_id", agent)) if isinstance(v, str)}
         meta["lines_not_on_active_branch"] = skipped
-        return builder.finish(external_key=key or content_hash_key(FORMAT, text),
-                              workspace=cwd if isinstance(cwd, str) else None, meta=meta)
+        return builder.finish(external_key=key or head_key(FORMAT, text),
+                              workspace=cwd if isinstance(cwd, str) else None, meta=meta, growing=True)
 
 
 def _read_line(loc: Loc, n: int, obj: dict) -> _Line:
@@ -145,6 +162,7 @@ def _read_line(loc: Loc, n: int, obj: dict) -> _Line:
         if typ == "assistant":
             loc.str(msg, "id", "message")
             loc.str(msg, "model", "message")
+            loc.str(msg, "stop_reason", "message")
             usage = loc.obj(msg, "usage", "message")
             if usage is not None:
                 anthropic_usage(loc, usage, "message.usage")
@@ -212,7 +230,8 @@ def _active_branch(lines: list[_Line]) -> list[_Line]:
     return [ln for ln in lines if ln.uuid in keep]
 
 
-def _emit(b: SessionBuilder, path: Path, lines: list[_Line]) -> None:
+def _emit(b: SessionBuilder, path: Path, lines: list[_Line]) -> dict[str, AssistantSlot]:
+    """Emit the chosen lines; returns the response slots by ``message.id`` (else line uuid)."""
     slots: dict[str, AssistantSlot] = {}
     subagents: dict[str, tuple[AssistantSlot, dict, str, str | None]] = {}
     agent_results: dict[str, dict] = {}
@@ -260,6 +279,7 @@ def _emit(b: SessionBuilder, path: Path, lines: list[_Line]) -> None:
             agent_type=agent_type or (result.get("agentType") if isinstance(result.get("agentType"), str) else None),
             description=inp.get("description") if isinstance(inp.get("description"), str) else ""),
             f"{ref}#subagent", ts)
+    return slots
 
 
 def _assistant_blocks(loc: Loc, content: Any) -> tuple[str, list[ToolCall], bool]:

@@ -22,8 +22,17 @@ Every line is ``{timestamp, type, payload}``. The conversation is built from
   ``SystemNote(subtype="developer")``; ``session_meta.base_instructions`` →
   ``SystemNote(subtype="system_prompt")``; ``compacted`` →
   :class:`CompactionMarker`; ``event_msg/error`` → ``SystemNote(subtype="error")``;
-* ``turn_aborted``, ``task_complete``, the next user prompt and the end of the
-  file close the turn: calls still unanswered get a ``missing`` result.
+* ``turn_aborted``, ``task_complete`` and the next user prompt close the turn:
+  calls still unanswered get a ``missing`` result. At the end of the file the
+  turn is still running: an unanswered call is pending (no placeholder).
+
+The file grows while Codex works, so the importer marks what a later line may
+still change (``ParsedSession.settled``): a response whose items are still being
+written (no ``token_count``, call output or turn event after it), and a response
+whose ``token_count`` is not written yet (Codex writes it after the call outputs,
+and the usage goes right after the message). A ``token_count`` attaches to the
+previous response only until the next response starts or the turn ends.
+``external_key`` is ``"codex:<session id>"`` (else a hash of the first line).
 """
 
 from __future__ import annotations
@@ -34,8 +43,8 @@ from pathlib import Path
 
 from ..events import CompactionMarker, MediaRef, SystemNote, ToolCall, UserMessage
 from .base import Importer, ParsedSession, decode_text, iter_jsonl
-from ._common import (AssistantSlot, Loc, SessionBuilder, content_hash_key, data_url_bytes, dump_json, head_jsonl,
-                      head_text, json_type, openai_usage)
+from ._common import (AssistantSlot, Loc, SessionBuilder, data_url_bytes, dump_json, head_jsonl, head_key, head_text,
+                      json_type, openai_usage)
 
 __all__ = ["CodexImporter", "IMPORTERS"]
 
@@ -96,7 +105,7 @@ class _Rollout:
         self.model: str | None = None
         self.group: list[tuple[int, Loc, dict, str | None]] = []  # output items of the open response
         self.carry_reasoning = False
-        self.last_slot: AssistantSlot | None = None
+        self.last_slot: AssistantSlot | None = None  # the last response, while a token_count may still be its usage
         self.last_info: object = None
         self.searches: list[str] = []  # web_search_call ids awaiting their web_search_end
         self.search_ends: list[tuple[str, str | None, str]] = []  # web_search_end seen while the response is open
@@ -127,14 +136,20 @@ class _Rollout:
                 self.close_group()
                 summary = loc.str(payload, "message", "payload") or ""
                 b.add(CompactionMarker(trigger="manual", summary=summary), ref, ts)
-        self.close_group()
-        b.close_open("the transcript ends before the tool result")
+        # the end of the file: the turn is still running
+        if self.group:
+            before = self.last_slot
+            self.close_group()
+            if self.last_slot is not before:
+                b.hold(self.last_slot, "message")  # more items of this response may follow
+        elif self.last_slot is not None and self.last_slot.usage is None:
+            b.hold(self.last_slot, "usage")  # its token_count may follow
         if session_id:
             meta["session_id"] = session_id
         if self.unattached_usage:
             meta["unattached_token_counts"] = self.unattached_usage
-        key = f"{FORMAT}:{session_id}" if session_id else content_hash_key(FORMAT, text)
-        return b.finish(external_key=key, workspace=cwd, meta=meta)
+        key = f"{FORMAT}:{session_id}" if session_id else head_key(FORMAT, text)
+        return b.finish(external_key=key, workspace=cwd, meta=meta, growing=True)
 
     # -- response items
     def response_item(self, n: int, loc: Loc, ptype: str, payload: dict, ts: str | None) -> None:
@@ -144,6 +159,7 @@ class _Rollout:
         if ptype in _OUTPUT_ITEMS or role == "assistant":
             self.check_output_item(loc, ptype, payload)
             self.group.append((n, loc, payload, ts))
+            self.last_slot = None  # a new response started: the next token_count is its usage
             return
         self.close_group()
         if ptype == "message":
@@ -307,6 +323,7 @@ class _Rollout:
                 self.attach_usage(self.last_slot, n, last, ts, loc)
             else:
                 self.unattached_usage += 1
+            self.last_slot = None
         elif ptype == "web_search_end":
             # pairs with a web_search_call item; ends without one come from inside a tool (an exec cell)
             query = loc.str(payload, "query", "payload") or ""
@@ -327,6 +344,7 @@ class _Rollout:
 
     def close_turn(self, reason: str, ts: str | None) -> None:
         self.b.close_open(reason, ts)
+        self.last_slot = None
         self.carry_reasoning = False
         self.searches.clear()
         self.search_ends.clear()

@@ -17,7 +17,13 @@ Reasoning: ``reasoning_content``/``reasoning`` fields and a leading
 carry ``usage`` (``prompt_tokens`` includes ``prompt_tokens_details.cached_tokens``),
 and an element may be a whole ``chat.completion`` response object (its first
 choice's message and its usage). A call still unanswered when the next user or
-assistant message arrives (or at the end) gets a ``missing`` result.
+assistant message arrives gets a ``missing`` result; one unanswered at the end of
+the document is pending (no result: the conversation stops before it).
+
+``external_key`` is ``"openai-chat:sha256:<hash of the parsed document>"``.
+A whole JSON document, written at once and rewritten rather than appended to, so a
+content hash is a sound identity (a re-saved, longer document is another session;
+growth-stable identities are for the JSONL/markdown logs agents append to).
 """
 
 from __future__ import annotations

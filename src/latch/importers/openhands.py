@@ -38,6 +38,10 @@ provider that excludes writes) only ``cached`` is subtracted.
 
 The export has no session id: ``external_key`` is ``"openhands:sha256:<content
 hash>"``. ``workspace`` is the first ``metadata.working_dir`` reported.
+A whole JSON document, written at once and rewritten rather than appended to, so a
+content hash is a sound identity (a re-saved, longer document is another session;
+growth-stable identities are for the JSONL/markdown logs agents append to).
+A call unanswered at the end of the document is pending (no result).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ record per message, ``source_ref`` ``"history:<index>"``:
   text is the ``thought`` (the fenced command moves into the call).
 * A call still open at the end is answered by ``trajectory[k].observation``
   when the trajectory recorded one (the legacy file's final ``submit``),
-  ``source_ref`` ``"trajectory:<k>"``; otherwise it gets a missing placeholder.
+  ``source_ref`` ``"trajectory:<k>"``; otherwise it stays pending (no result).
 
 SWE-agent reports no exit codes or error flags, no timestamps (``ts`` is None)
 and only per-run token totals (``info.model_stats``), which cannot be attributed
@@ -28,6 +28,9 @@ to a request: no ``Usage`` events are emitted and the totals go to
 ``SystemNote(subtype="exit_status")``. ``workspace`` is the first step's
 ``state.working_dir`` (a dict, JSON or Python-repr string). The file has no
 session id: ``external_key`` is ``"swe-agent:sha256:<content hash>"``.
+A whole JSON document, written at once and rewritten rather than appended to, so a
+content hash is a sound identity (a re-saved, longer document is another session;
+growth-stable identities are for the JSONL/markdown logs agents append to).
 """
 
 from __future__ import annotations

@@ -784,6 +784,8 @@ class SessionDeriver:
         return []
 
     def _result(self, result: ToolResult) -> list[Any]:
+        if result.eof_placeholder:
+            return []  # a legacy "no result yet": the call stays pending for its real result
         call = self._pending.pop(result.call_id, None)
         if call is None:
             if result.is_error and not result.missing:

@@ -17,10 +17,10 @@ first within a section; a section header says how many lines it lost, and a
 section that lost every line is named on a final ``Omitted`` line.
 
 Cost: lines are taken highest priority, newest first, and formatted only as
-they are taken. How many fit is guessed from their characters, then settled by
-a galloping and binary search on the exact estimate of the composed text (a few
-estimates), so rendering costs O(lines that fit the budget) whatever the
-history holds.
+they are taken. How many fit is guessed from their characters (at the tokens
+per character of the first few), then settled by a galloping and binary search
+on the exact estimate of the composed text (a few estimates), so rendering
+costs O(lines that fit the budget) whatever the history holds.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ class _Keep:
 
     def __init__(self, sections: list[_Section], order: list[int]):
         self._lines = (sections[i].take() for i in order for _ in range(sections[i].count))
+        self.lines: list[str] = []
         self.chars = [0]
 
     def most_within(self, limit: int) -> int:
@@ -80,6 +81,7 @@ class _Keep:
     def _pull(self) -> bool:
         line = next(self._lines, None)
         if line is not None:
+            self.lines.append(line)
             self.chars.append(self.chars[-1] + len(line) + 1)
         return line is not None
 
@@ -175,6 +177,10 @@ def _allot(sections: list[_Section], keep_order: list[int], k: int) -> list[int]
     return kept
 
 
+_SAMPLE_LINES = 32
+"""Lines whose estimate sets the characters-per-token of the first guess."""
+
+
 def _search(fits: Callable[[int], bool], total: int, guess: int) -> int:
     """The largest ``k`` in ``[0, total]`` with ``fits(k)`` (``fits(0)`` holds; ``fits`` is monotone),
     galloping from ``guess`` then bisecting: O(log |answer - guess|) calls."""
@@ -240,8 +246,8 @@ def render_state(core: "_Core", budget_tokens: int, estimate: Callable[[str], in
     room = budget_tokens - cost(0)
     if room < 0:
         return text_for(0, with_omitted=False)  # goal and constraints, which fit
-    # guess how many lines fit from their characters: at 4 per token, then at the density measured there
-    guess = keep.most_within(4 * room)
-    if guess and cost(guess) > cost(0):
-        guess = keep.most_within(room * keep.chars[guess] // (cost(guess) - cost(0)))
+    # guess how many lines fit from their characters, at the tokens per character of the first few
+    keep.ensure(min(total, _SAMPLE_LINES))
+    sample = estimate("\n".join(keep.lines)) if keep.lines else 0
+    guess = keep.most_within(room * keep.chars[-1] // sample) if sample else 0
     return text_for(_search(lambda k: cost(k) <= budget_tokens, total, guess))

@@ -72,7 +72,7 @@ def _blocks(text: str, media: tuple[MediaRef, ...], loader: ArtifactLoader | Non
 def _tool_input(arguments: str) -> dict[str, Any]:
     try:
         value = json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply
         value = None
     return value if isinstance(value, dict) else {"arguments": arguments}
 

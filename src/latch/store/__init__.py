@@ -9,6 +9,11 @@ or deletes an event, and triggers make the database refuse it too.
 
 Default location: ``$LATCH_HOME/workspaces/<name>-<hash>.db`` when ``LATCH_HOME``
 is set, else the platformdirs user data folder for ``latch``.
+
+Failures reach callers as :class:`StoreError` with one readable line: a path that
+cannot hold a database (``cannot open the Latch store at PATH: REASON``) and a
+database another process keeps locked past ``busy_timeout_ms`` (``the store at PATH
+is busy (locked by another process); try again``), on open, every write and every read.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -41,7 +47,15 @@ __all__ = [
 
 
 class StoreError(Exception):
-    """A store operation failed; the store is unchanged."""
+    """A store operation failed; the store is unchanged. ``str()`` is one line naming the database."""
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    """SQLITE_BUSY / SQLITE_LOCKED (another connection holds the lock past the busy timeout)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc)
 
 
 def data_dir() -> Path:
@@ -105,21 +119,80 @@ class EventStore:
 
     Thread safety: one connection per store object, guarded by a lock; open
     another ``EventStore`` on the same path for another process or thread.
+    ``busy_timeout_ms`` is how long an operation waits for another process's lock
+    before raising the "busy" :class:`StoreError`.
+
+    Raises :class:`StoreError` when ``path`` cannot hold a Latch database (not a
+    regular file, not a database, an unwritable folder or file system) or is busy.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, workspace: str | None = None):
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, workspace: str | None = None,
+                 busy_timeout_ms: int = 10_000):
         if path is None:
             path = default_db_path(workspace)
         self.path = Path(path) if str(path) != ":memory:" else Path(":memory:")
-        if str(self.path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self._db.execute("PRAGMA busy_timeout=10000")
-        self._migrate()
+        self._db: sqlite3.Connection | None = None
+        try:
+            if str(self.path) != ":memory:":
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                if self.path.exists() and not self.path.is_file():
+                    raise StoreError(f"cannot open the Latch store at {self.path}: not a regular file")
+            self._db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+            self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except (OSError, sqlite3.Error, StoreError) as exc:
+            if self._db is not None:
+                self._db.close()
+            if isinstance(exc, StoreError):
+                raise
+            if isinstance(exc, sqlite3.Error) and _busy(exc):
+                raise self._error(exc) from None
+            if isinstance(exc, (FileExistsError, NotADirectoryError)):  # a file where a folder must be
+                blocker = next((q for q in self.path.parents if q.exists() and not q.is_dir()), exc.filename)
+                reason = f"{blocker} is not a folder"
+            elif isinstance(exc, OSError):
+                reason = (exc.strerror or str(exc)) + (f" ({exc.filename})" if exc.filename else "")
+            else:
+                reason = str(exc)
+            raise StoreError(f"cannot open the Latch store at {self.path}: {reason}") from None
+
+    def _error(self, exc: sqlite3.Error) -> StoreError:
+        """The :class:`StoreError` for a failed SQLite operation (busy, I/O, disk full, read-only)."""
+        if _busy(exc):
+            return StoreError(f"the store at {self.path} is busy (locked by another process); try again")
+        return StoreError(f"the Latch store at {self.path} failed: {exc}")
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``) under the lock; any exception rolls
+        it back, and SQLite operational errors (busy, I/O) become :class:`StoreError`."""
+        with self._lock:
+            db = self._db
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise self._error(exc) from None
+            try:
+                yield db
+                db.execute("COMMIT")
+            except BaseException as exc:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.OperationalError):
+                    raise self._error(exc) from None
+                raise
+
+    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        """``fetchall`` of one read under the lock; SQLite operational errors become :class:`StoreError`."""
+        with self._lock:
+            try:
+                return self._db.execute(sql, args).fetchall()
+            except sqlite3.OperationalError as exc:
+                raise self._error(exc) from None
 
     # ------------------------------------------------------------------ schema
     def _migrate(self) -> None:
@@ -129,17 +202,12 @@ class EventStore:
         for name, fn in MIGRATIONS:
             if name in done:
                 continue
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with self._write():
                 fn(db)
                 db.execute("INSERT INTO _latch_migrations(name, applied_at) VALUES (?, ?)", (name, _now()))
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
 
     def applied_migrations(self) -> list[str]:
-        return [r[0] for r in self._db.execute("SELECT name FROM _latch_migrations ORDER BY rowid")]
+        return [r[0] for r in self._rows("SELECT name FROM _latch_migrations ORDER BY rowid")]
 
     def close(self) -> None:
         with self._lock:
@@ -169,23 +237,17 @@ class EventStore:
                        workspace: str | None = None, parent_id: str | None = None,
                        meta: dict[str, Any] | None = None) -> str:
         """Create a session (or return the existing one with the same ``external_key``)."""
-        with self._lock:
+        with self._write() as db:
             if external_key is not None:
-                row = self._db.execute("SELECT id FROM sessions WHERE external_key = ?", (external_key,)).fetchone()
+                row = db.execute("SELECT id FROM sessions WHERE external_key = ?", (external_key,)).fetchone()
                 if row:
                     return row[0]
                 sid = self.session_id_for(external_key)
             else:
                 sid = uuid.uuid4().hex[:12]
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                self._insert_session(session_id=sid, external_key=external_key, source=source, format=format,
-                                     workspace=workspace, parent_id=parent_id, meta=meta)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            return sid
+            self._insert_session(session_id=sid, external_key=external_key, source=source, format=format,
+                                 workspace=workspace, parent_id=parent_id, meta=meta)
+        return sid
 
     def _row_to_session(self, r: Sequence[Any]) -> SessionInfo:
         return SessionInfo(id=r[0], parent_id=r[1], workspace=r[2], source=r[3], format=r[4], external_key=r[5],
@@ -193,22 +255,20 @@ class EventStore:
 
     def sessions(self) -> list[SessionInfo]:
         """All sessions (tombstoned ones included; selectors filter them), oldest first."""
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT s.id, s.parent_id, s.workspace, s.source, s.format, s.external_key, s.created_at, s.meta, "
-                "(SELECT count(*) FROM events e WHERE e.session_id = s.id) FROM sessions s ORDER BY s.rowid"
-            ).fetchall()
+        rows = self._rows(
+            "SELECT s.id, s.parent_id, s.workspace, s.source, s.format, s.external_key, s.created_at, s.meta, "
+            "(SELECT count(*) FROM events e WHERE e.session_id = s.id) FROM sessions s ORDER BY s.rowid")
         return [self._row_to_session(r) for r in rows]
 
     def session(self, session_id: str) -> SessionInfo:
-        """One session by id or unique id prefix; ``KeyError`` when none or ambiguous."""
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT s.id, s.parent_id, s.workspace, s.source, s.format, s.external_key, s.created_at, s.meta, "
-                "(SELECT count(*) FROM events e WHERE e.session_id = s.id) FROM sessions s "
-                "WHERE s.id = ? OR s.id LIKE ? ESCAPE '\\' ORDER BY s.id = ? DESC",
-                (session_id, session_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%", session_id),
-            ).fetchall()
+        """One session by id or unique id prefix; ``KeyError`` when empty, none or ambiguous."""
+        if not session_id.strip():
+            raise KeyError("empty session id")
+        rows = self._rows(
+            "SELECT s.id, s.parent_id, s.workspace, s.source, s.format, s.external_key, s.created_at, s.meta, "
+            "(SELECT count(*) FROM events e WHERE e.session_id = s.id) FROM sessions s "
+            "WHERE s.id = ? OR s.id LIKE ? ESCAPE '\\' ORDER BY s.id = ? DESC",
+            (session_id, session_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%", session_id))
         if not rows:
             raise KeyError(f"no session {session_id!r}")
         if rows[0][0] != session_id and len(rows) > 1:
@@ -216,10 +276,8 @@ class EventStore:
         return self._row_to_session(rows[0])
 
     def children(self, session_id: str) -> list[SessionInfo]:
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT id, parent_id, workspace, source, format, external_key, created_at, meta FROM sessions "
-                "WHERE parent_id = ? ORDER BY rowid", (session_id,)).fetchall()
+        rows = self._rows("SELECT id, parent_id, workspace, source, format, external_key, created_at, meta FROM sessions "
+                          "WHERE parent_id = ? ORDER BY rowid", (session_id,))
         return [self._row_to_session(r) for r in rows]
 
     # ------------------------------------------------------------------ append
@@ -251,20 +309,13 @@ class EventStore:
         Readers never see half a batch. Raises ``StoreError`` (store unchanged)
         when the session does not exist or an event cannot be encoded.
         """
-        with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
+        try:
+            with self._write() as db:
                 if not db.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
                     raise StoreError(f"no session {session_id!r}")
-                seqs = self._append_locked(session_id, events)
-                db.execute("COMMIT")
-            except BaseException as exc:
-                db.execute("ROLLBACK")
-                if isinstance(exc, (ValueError, TypeError)):
-                    raise StoreError(f"cannot append to session {session_id}: {exc}") from exc
-                raise
-            return seqs
+                return self._append_locked(session_id, events)
+        except (ValueError, TypeError) as exc:
+            raise StoreError(f"cannot append to session {session_id}: {exc}") from exc
 
     def import_session(self, *, external_key: str, source: str | None, format: str | None,
                        workspace: str | None, events: Sequence[PendingEvent], meta: dict[str, Any] | None = None,
@@ -275,25 +326,18 @@ class EventStore:
         Events whose ``source_ref`` is already stored are skipped, so importing
         the same file twice adds nothing. Returns ``(session_id, new_seqs)``.
         """
-        with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                row = db.execute("SELECT id FROM sessions WHERE external_key = ?", (external_key,)).fetchone()
-                if row:
-                    sid = row[0]
-                else:
-                    sid = self.session_id_for(external_key)
-                    self._insert_session(session_id=sid, external_key=external_key, source=source, format=format,
-                                         workspace=workspace, parent_id=parent_id, meta=meta)
-                for data, media_type, w, h in artifacts:
-                    self._put_artifact_locked(data, media_type, w, h)
-                seqs = self._append_locked(sid, events)
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            return sid, seqs
+        with self._write() as db:
+            row = db.execute("SELECT id FROM sessions WHERE external_key = ?", (external_key,)).fetchone()
+            if row:
+                sid = row[0]
+            else:
+                sid = self.session_id_for(external_key)
+                self._insert_session(session_id=sid, external_key=external_key, source=source, format=format,
+                                     workspace=workspace, parent_id=parent_id, meta=meta)
+            for data, media_type, w, h in artifacts:
+                self._put_artifact_locked(data, media_type, w, h)
+            seqs = self._append_locked(sid, events)
+        return sid, seqs
 
     # ------------------------------------------------------------------- reads
     def _decode_row(self, r: Sequence[Any]) -> StoredEvent:
@@ -317,39 +361,33 @@ class EventStore:
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
-        with self._lock:
-            rows = self._db.execute(sql, args).fetchall()
-        for r in rows:
+        for r in self._rows(sql, args):
             yield self._decode_row(r)
 
     def get(self, seq: int) -> StoredEvent:
-        with self._lock:
-            r = self._db.execute("SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq = ?",
-                                 (seq,)).fetchone()
-        if r is None:
+        rows = self._rows("SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq = ?", (seq,))
+        if not rows:
             raise KeyError(seq)
-        return self._decode_row(r)
+        return self._decode_row(rows[0])
 
     def count_events(self, session_id: str | None = None) -> int:
-        with self._lock:
-            if session_id is None:
-                return self._db.execute("SELECT count(*) FROM events").fetchone()[0]
-            return self._db.execute("SELECT count(*) FROM events WHERE session_id = ?", (session_id,)).fetchone()[0]
+        if session_id is None:
+            return self._rows("SELECT count(*) FROM events")[0][0]
+        return self._rows("SELECT count(*) FROM events WHERE session_id = ?", (session_id,))[0][0]
 
     def max_seq(self, session_id: str | None = None) -> int:
-        with self._lock:
-            if session_id is None:
-                r = self._db.execute("SELECT max(seq) FROM events").fetchone()
-            else:
-                r = self._db.execute("SELECT max(seq) FROM events WHERE session_id = ?", (session_id,)).fetchone()
-        return r[0] or 0
+        if session_id is None:
+            return self._rows("SELECT max(seq) FROM events")[0][0] or 0
+        return self._rows("SELECT max(seq) FROM events WHERE session_id = ?", (session_id,))[0][0] or 0
 
     def search(self, query: str, *, session_id: str | None = None, limit: int = 20, mode: str = "and",
-               before_seq: int | None = None, until_seq: int | None = None) -> list[StoredEvent]:
+               before_seq: int | None = None, until_seq: int | None = None,
+               exclude_sessions: Iterable[str] = ()) -> list[StoredEvent]:
         """Full-text search, newest first. Any string is a valid query; no token → ``[]``.
 
         ``before_seq`` restricts to ``seq < before_seq`` (the archival region);
-        ``until_seq`` to ``seq <= until_seq``.
+        ``until_seq`` to ``seq <= until_seq``; ``exclude_sessions`` leaves those
+        sessions' events out (e.g. tombstoned ones), before ``limit`` applies.
         """
         match = build_match_query(query, mode=mode)
         if match is None or limit <= 0:
@@ -366,11 +404,13 @@ class EventStore:
         if until_seq is not None:
             sql += " AND f.rowid <= ?"
             args.append(until_seq)
+        excluded = sorted(set(exclude_sessions))
+        if excluded:
+            sql += f" AND e.session_id NOT IN ({','.join('?' * len(excluded))})"
+            args.extend(excluded)
         sql += " ORDER BY f.rowid DESC LIMIT ?"
         args.append(limit)
-        with self._lock:
-            rows = self._db.execute(sql, args).fetchall()
-        return [self._decode_row(r) for r in rows]
+        return [self._decode_row(r) for r in self._rows(sql, args)]
 
     # --------------------------------------------------------------- artifacts
     def _put_artifact_locked(self, data: bytes, media_type: str, width: int | None, height: int | None) -> MediaRef:
@@ -385,44 +425,30 @@ class EventStore:
     def put_artifact(self, data: bytes, media_type: str, *, width: int | None = None,
                      height: int | None = None) -> MediaRef:
         """Store ``data`` content-addressed (SHA-256); storing the same bytes twice is a no-op."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                ref = self._put_artifact_locked(data, media_type, width, height)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            return ref
+        with self._write():
+            return self._put_artifact_locked(data, media_type, width, height)
 
     def get_artifact(self, sha256: str) -> tuple[MediaRef, bytes]:
         """The artifact's reference and exact bytes; ``KeyError`` when unknown."""
-        with self._lock:
-            r = self._db.execute("SELECT sha256, media_type, byte_size, width, height, data FROM artifacts "
-                                 "WHERE sha256 = ?", (sha256,)).fetchone()
-        if r is None:
+        rows = self._rows("SELECT sha256, media_type, byte_size, width, height, data FROM artifacts WHERE sha256 = ?",
+                          (sha256,))
+        if not rows:
             raise KeyError(sha256)
+        r = rows[0]
         return MediaRef(sha256=r[0], media_type=r[1], byte_size=r[2], width=r[3], height=r[4]), bytes(r[5])
 
     # ---------------------------------------------------------- kernel records
     def append_kernel_records(self, session_id: str, stream: str,
                               records: Sequence[tuple[str, int, dict[str, Any]]]) -> list[int]:
         """Append engine-owned records ``(kind, at_seq, payload)`` to ``stream`` in one transaction."""
-        with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                ids = []
-                for kind, at_seq, payload in records:
-                    cur = db.execute(
-                        "INSERT INTO kernel_records(session_id, stream, kind, at_seq, payload) VALUES (?, ?, ?, ?, ?)",
-                        (session_id, stream, kind, at_seq, canonical_json(payload)))
-                    ids.append(cur.lastrowid)
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            return ids
+        with self._write() as db:
+            ids = []
+            for kind, at_seq, payload in records:
+                cur = db.execute(
+                    "INSERT INTO kernel_records(session_id, stream, kind, at_seq, payload) VALUES (?, ?, ?, ?, ?)",
+                    (session_id, stream, kind, at_seq, canonical_json(payload)))
+                ids.append(cur.lastrowid)
+        return ids
 
     def kernel_records(self, session_id: str, stream: str, *, kinds: Sequence[str] | None = None,
                        after_id: int = 0) -> list[tuple[int, str, int, dict[str, Any]]]:
@@ -433,9 +459,7 @@ class EventStore:
             sql += f" AND kind IN ({','.join('?' * len(kinds))})"
             args.extend(kinds)
         sql += " ORDER BY id"
-        with self._lock:
-            rows = self._db.execute(sql, args).fetchall()
-        return [(r[0], r[1], r[2], json.loads(r[3])) for r in rows]
+        return [(r[0], r[1], r[2], json.loads(r[3])) for r in self._rows(sql, args)]
 
     def sqlite_version(self) -> str:
         return sqlite3.sqlite_version

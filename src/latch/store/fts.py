@@ -1,17 +1,22 @@
 """FTS5 text preparation and safe query building.
 
-SQLite's ``unicode61`` tokenizer keeps a run of CJK characters as one token, so
-a two-character CJK word inside a longer run would never match. Latch therefore
-indexes a *prepared* text in which every CJK/kana/hangul character stands alone
-(separated by spaces), and turns a CJK run in a query into a phrase of single
-characters: ``"数 据"`` matches the word 数据 anywhere in 大数据库.
+The index uses :data:`TOKENIZE`: ``unicode61`` whose token characters are letters,
+numbers, private-use characters and other symbols (``So``: emoji, dingbats, ✓ ★ ©),
+so emoji are searchable. ``unicode61`` keeps a run of token characters as one
+token, so a two-character CJK word inside a longer run would never match and an
+emoji glued to a word (``fix🔥``) would hide the word. Latch therefore indexes a
+*prepared* text in which every CJK/kana/hangul character and every symbol of
+:data:`_SYMBOL_RANGES` stands alone (separated by spaces), and a query goes
+through the same preparation: ``"数 据"`` matches the word 数据 anywhere in 大数据库,
+``🔥`` matches ``fix🔥now``, and 👩‍💻 (woman, zero-width joiner, laptop) is the
+phrase ``"👩" + "💻"``.
 
 Queries: any user string is valid. :func:`build_match_query` extracts the same
-tokens ``unicode61`` would (letters, digits, marks), quotes every token, so FTS
-keywords (``AND``, ``NEAR``), brackets, ``*``, ``:`` and quotes are literal, and
-joins the tokens of one whitespace-separated chunk as a phrase (``src/main.py``
-→ ``"src" + "main" + "py"``). It returns ``None`` when the query holds no
-token: the caller then returns no rows, never an SQL error.
+tokens ``unicode61`` would (letters, digits, symbols, marks glued to them), quotes
+every token, so FTS keywords (``AND``, ``NEAR``), brackets, ``*``, ``:`` and quotes
+are literal, and joins the tokens of one whitespace-separated chunk as a phrase
+(``src/main.py`` → ``"src" + "main" + "py"``). It returns ``None`` when the query
+holds no token: the caller then returns no rows, never an SQL error.
 """
 
 from __future__ import annotations
@@ -19,7 +24,10 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["prepare_text", "query_tokens", "build_match_query", "is_cjk"]
+__all__ = ["TOKENIZE", "prepare_text", "query_tokens", "build_match_query", "is_cjk", "is_symbol"]
+
+TOKENIZE = "unicode61 remove_diacritics 2 categories 'L* N* Co So'"
+"""The FTS5 tokenizer of ``events_fts`` (migration ``m002_events_fts``)."""
 
 # CJK Unified Ideographs (+ext A), compatibility ideographs, kana, hangul, bopomofo.
 _CJK_RANGES = (
@@ -35,47 +43,95 @@ _CJK_RANGES = (
     (0x20000, 0x3134F),
 )
 
-_CJK_CLASS = "".join(f"{chr(a)}-{chr(b)}" for a, b in _CJK_RANGES)
-_CJK_RE = re.compile(f"([{_CJK_CLASS}])")
+# Other symbols (So) of Unicode 14.0, each range extended over the unassigned code points around it,
+# plus the emoji skin-tone modifiers (Sk, U+1F3FB-U+1F3FF), minus U+166D (a separator for SQLite).
+# A fixed table (not unicodedata at run time) keeps the index identical across Python versions.
+_SYMBOL_RANGES = (
+    (0xA6, 0xA6), (0xA9, 0xA9), (0xAE, 0xAE), (0xB0, 0xB0), (0x482, 0x482), (0x58D, 0x58E), (0x60E, 0x60F),
+    (0x6DE, 0x6DE), (0x6E9, 0x6E9), (0x6FD, 0x6FE), (0x7F6, 0x7F6), (0x9FA, 0x9FA), (0xB70, 0xB70), (0xBF3, 0xBF8),
+    (0xBFA, 0xBFA), (0xC7F, 0xC7F), (0xD4F, 0xD4F), (0xD79, 0xD79), (0xF01, 0xF03), (0xF13, 0xF13), (0xF15, 0xF17),
+    (0xF1A, 0xF1F), (0xF34, 0xF34), (0xF36, 0xF36), (0xF38, 0xF38), (0xFBE, 0xFC5), (0xFC7, 0xFCF), (0xFD5, 0xFD8),
+    (0x109E, 0x109F), (0x1390, 0x1399), (0x1940, 0x1940), (0x19DE, 0x19FF), (0x1B61, 0x1B6A), (0x1B74, 0x1B7C),
+    (0x2100, 0x2101), (0x2103, 0x2106), (0x2108, 0x2109), (0x2114, 0x2114), (0x2116, 0x2117), (0x211E, 0x2123),
+    (0x2125, 0x2125), (0x2127, 0x2127), (0x2129, 0x2129), (0x212E, 0x212E), (0x213A, 0x213B), (0x214A, 0x214A),
+    (0x214C, 0x214D), (0x214F, 0x214F), (0x218A, 0x218B), (0x2195, 0x2199), (0x219C, 0x219F), (0x21A1, 0x21A2),
+    (0x21A4, 0x21A5), (0x21A7, 0x21AD), (0x21AF, 0x21CD), (0x21D0, 0x21D1), (0x21D3, 0x21D3), (0x21D5, 0x21F3),
+    (0x2300, 0x2307), (0x230C, 0x231F), (0x2322, 0x2328), (0x232B, 0x237B), (0x237D, 0x239A), (0x23B4, 0x23DB),
+    (0x23E2, 0x244A), (0x249C, 0x24E9), (0x2500, 0x25B6), (0x25B8, 0x25C0), (0x25C2, 0x25F7), (0x2600, 0x266E),
+    (0x2670, 0x2767), (0x2794, 0x27BF), (0x2800, 0x28FF), (0x2B00, 0x2B2F), (0x2B45, 0x2B46), (0x2B4D, 0x2BFF),
+    (0x2CE5, 0x2CEA), (0x2E50, 0x2E51), (0x2E80, 0x2FFB), (0x3004, 0x3004), (0x3012, 0x3013), (0x3020, 0x3020),
+    (0x3036, 0x3037), (0x303E, 0x303F), (0x3190, 0x3191), (0x3196, 0x319F), (0x31C0, 0x31E3), (0x3200, 0x321E),
+    (0x322A, 0x3247), (0x3250, 0x3250), (0x3260, 0x327F), (0x328A, 0x32B0), (0x32C0, 0x33FF), (0x4DC0, 0x4DFF),
+    (0xA490, 0xA4C6), (0xA828, 0xA82B), (0xA836, 0xA837), (0xA839, 0xA839), (0xAA77, 0xAA79), (0xFD40, 0xFD4F),
+    (0xFDCF, 0xFDCF), (0xFDFD, 0xFDFF), (0xFFE4, 0xFFE4), (0xFFE8, 0xFFE8), (0xFFED, 0xFFEE), (0xFFFC, 0xFFFD),
+    (0x10137, 0x1013F), (0x10179, 0x10189), (0x1018C, 0x101FC), (0x10877, 0x10878), (0x10AC8, 0x10AC8),
+    (0x1173F, 0x1173F), (0x11FD5, 0x11FDC), (0x11FE1, 0x11FF1), (0x16B3C, 0x16B3F), (0x16B45, 0x16B45),
+    (0x1BC9C, 0x1BC9C), (0x1CF50, 0x1D164), (0x1D16A, 0x1D16C), (0x1D183, 0x1D184), (0x1D18C, 0x1D1A9),
+    (0x1D1AE, 0x1D241), (0x1D245, 0x1D245), (0x1D300, 0x1D356), (0x1D800, 0x1D9FF), (0x1DA37, 0x1DA3A),
+    (0x1DA6D, 0x1DA74), (0x1DA76, 0x1DA83), (0x1DA85, 0x1DA86), (0x1E14F, 0x1E14F), (0x1ECAC, 0x1ECAC),
+    (0x1ED2E, 0x1ED2E), (0x1F000, 0x1F0F5), (0x1F10D, 0x1FBCA),
+)
+
+_STANDALONE = sorted(_CJK_RANGES + _SYMBOL_RANGES)
+# Two classes: re tests a character class's astral ranges one by one, so the astral class runs only on
+# text that holds an astral character at all (emoji), keeping plain text at the BMP class's speed.
+_BMP_RE = re.compile("([" + "".join(f"{chr(a)}-{chr(min(b, 0xFFFF))}" for a, b in _STANDALONE if a <= 0xFFFF) + "])")
+_ASTRAL_RE = re.compile("(?=[\U00010000-\U0010FFFF])(["
+                        + "".join(f"{chr(max(a, 0x10000))}-{chr(b)}" for a, b in _STANDALONE if b > 0xFFFF) + "])")
+_ANY_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
 _SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def _in(ch: str, ranges: tuple[tuple[int, int], ...]) -> bool:
+    cp = ord(ch)
+    return any(a <= cp <= b for a, b in ranges)
 
 
 def is_cjk(ch: str) -> bool:
     """True when ``ch`` is one CJK/kana/hangul code point indexed as its own token."""
-    cp = ord(ch)
-    return any(a <= cp <= b for a, b in _CJK_RANGES)
+    return _in(ch, _CJK_RANGES)
+
+
+def is_symbol(ch: str) -> bool:
+    """True when ``ch`` is one symbol code point (emoji, dingbat, ©, ✓) indexed as its own token."""
+    return _in(ch, _SYMBOL_RANGES)
+
+
+def _standalone(ch: str) -> bool:
+    return _in(ch, _STANDALONE)
 
 
 def prepare_text(text: str) -> str:
-    """Text as stored in the FTS5 index: CJK characters split apart; lone surrogates dropped."""
+    """Text as stored in the FTS5 index: CJK characters and symbols split apart; lone surrogates dropped."""
+    if text.isascii():
+        return text
     if _SURROGATES.search(text):
         text = _SURROGATES.sub(" ", text)
-    if not _CJK_RE.search(text):
-        return text
-    return _CJK_RE.sub(r" \1 ", text)
-
-
-def _token_char(ch: str) -> bool:
-    # unicode61 token characters: letters, numbers, and (by default) marks glued to them;
-    # '_' is a separator in unicode61 (category Pc).
-    cat = unicodedata.category(ch)
-    return cat[0] in "LN" or cat[0] == "M" or cat == "Co"
+    text = _BMP_RE.sub(r" \1 ", text)
+    return _ASTRAL_RE.sub(r" \1 ", text) if _ANY_ASTRAL.search(text) else text
 
 
 def query_tokens(chunk: str) -> list[str]:
-    """Tokens of one query chunk as ``unicode61`` sees them (CJK characters one each)."""
-    chunk = prepare_text(chunk)
+    """Tokens of one query chunk as ``unicode61`` (:data:`TOKENIZE`) sees them in a prepared text.
+
+    CJK characters and symbols are one token each; letters, numbers and private-use characters
+    form tokens, and a mark (accent, variation selector) belongs to the token before it; a mark
+    with no token before it, like every other character ('_' included), separates tokens.
+    """
     out: list[str] = []
     cur: list[str] = []
-    for ch in chunk:
-        if _token_char(ch) and not is_cjk(ch):
-            cur.append(ch)
-        else:
+    for ch in prepare_text(chunk):
+        cat = unicodedata.category(ch)
+        if _standalone(ch):
             if cur:
                 out.append("".join(cur))
                 cur = []
-            if is_cjk(ch):
-                out.append(ch)
+            out.append(ch)
+        elif cat[0] in "LN" or cat == "Co" or (cat[0] == "M" and cur):
+            cur.append(ch)
+        elif cur:
+            out.append("".join(cur))
+            cur = []
     if cur:
         out.append("".join(cur))
     return out

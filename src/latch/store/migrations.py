@@ -64,9 +64,10 @@ def m001_sessions_events(db: sqlite3.Connection) -> None:
 @migration
 def m002_events_fts(db: sqlite3.Connection) -> None:
     # Contentless FTS5 index, rowid = events.seq; text is prepared by store.fts.prepare_text.
+    # Token characters: letters, numbers, private use and other symbols (So: emoji), i.e. store.fts.TOKENIZE.
     db.execute(
         "CREATE VIRTUAL TABLE events_fts USING fts5(text, content='', "
-        "tokenize='unicode61 remove_diacritics 2')"
+        "tokenize=\"unicode61 remove_diacritics 2 categories 'L* N* Co So'\")"
     )
 
 
