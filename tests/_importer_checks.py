@@ -103,7 +103,7 @@ def check_jsonl_corruptions(store, tmp_path: Path, original: Path, *, middle: in
     nul = replace_line(data, middle, line[:40] + b"\x00\x00\x00" + line[40:])
     assert_rejected(store, tmp_path / f"{name}.nul.jsonl", nul, where=f"line {middle}", reason="NUL byte")
     assert_rejected(store, tmp_path / f"{name}.empty.jsonl", b"", where=None, reason="file is empty", fmt=fmt)
-    assert_rejected(store, tmp_path / f"{name}.empty2.jsonl", b"\n \n", where=None, reason="unrecognized")
+    assert_rejected(store, tmp_path / f"{name}.empty2.jsonl", b"\n \n", where=None, reason="file is empty")
 
 
 def check_utf16_variant(tmp_path: Path, original: Path, expected_format: str):

@@ -9,7 +9,8 @@ import pytest
 from latch.engine.port import ViewMessage, ViewToolCall
 from latch.engine.units import (MESSAGE_OVERHEAD_TOKENS, TOOL_CALL_OVERHEAD_TOKENS, TokenCounter,
                                 UnitBuilder, message_line, view_violations)
-from latch.events import AssistantMessage, MediaRef, SystemNote, ToolCall, ToolResult, Usage, UserMessage
+from latch.events import (EOF_PLACEHOLDER_TEXT, AssistantMessage, MediaRef, SystemNote, ToolCall, ToolResult, Usage,
+                          UserMessage)
 
 
 class CharEstimator:
@@ -135,3 +136,23 @@ def test_validator_finds_split_units():
     assert view_violations(whole, by_seq) == []
     half = [units[1].messages[0], ViewMessage(role="tool", content="r", tool_call_id="c1")]  # result seq missing
     assert any("split" in v for v in view_violations(half, by_seq))
+
+
+def test_a_pending_turn_is_no_unit_and_a_legacy_end_of_file_placeholder_is_no_result():
+    legacy = ToolResult("c1", EOF_PLACEHOLDER_TEXT, is_error=True, name="Read", missing=True)
+    assert legacy.eof_placeholder
+    units, b = segment([
+        UserMessage("fix it"),                                              # 1
+        AssistantMessage("", (call("c1"),)),                                # 2 its result is not stored yet
+    ])
+    assert [u.seqs for u in units] == [(1,)] and b.pending_seq == 2  # never in a view while pending
+    units, b = segment([
+        UserMessage("fix it"),                                              # 1
+        AssistantMessage("", (call("c1"),)),                                # 2
+        legacy,                                                             # 3 an earlier importer's guess
+        Usage(input_tokens=5),                                              # 4 appended by the grown file
+        ToolResult("c1", "the real result"),                                # 5
+        ToolResult("c1", "[no result: the turn was aborted]", is_error=True, missing=True),  # 6 a real one
+    ])
+    assert [u.seqs for u in units] == [(1,), (2, 5), (6,)] and b.pending_seq is None
+    assert [(m.role, m.content) for m in units[1].messages][1] == ("tool", "the real result")

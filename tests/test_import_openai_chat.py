@@ -164,6 +164,6 @@ def test_malformed_copies(tmp_path, store):
     junk = b"\n".join(lines[:5] + [lines[5][:10] + JUNK + lines[5][10:]] + lines[6:])
     assert_rejected(store, tmp_path / "junk.json", junk, where="line 6", reason="not UTF-8 text")
     assert_rejected(store, tmp_path / "empty.json", b"", where=None, reason="file is empty", fmt="openai-chat")
-    assert_rejected(store, tmp_path / "empty2.json", b"  \n", where=None, reason="unrecognized")
+    assert_rejected(store, tmp_path / "empty2.json", b"  \n", where=None, reason="file is empty")
     with pytest.raises(TranscriptError, match="expected an object with 'messages' or an array, got string"):
         parse_file(write_json(tmp_path / "str.json", "hello"), format="openai-chat")

@@ -29,7 +29,7 @@ TINY = {"window": 32_000, "reserve": 4_000, "recent": 4_000}
 DEFAULT: dict[str, int] = {}  # 256,000 / 32,000 / 64,000 tokens
 CASES = [(engine, budget) for engine in ("sliding-window", "observation-masking", "summary")
          for budget in ("tiny", "default")]
-CODEX = "edgerunner_codex-session.jsonl"  # the longest file: 174 requests, ~370k tokens of conversation
+CODEX = "edgerunner_codex-session.jsonl"  # the longest file: 173 requests imported (+1 still open at its end), ~370k tokens
 
 
 @pytest.fixture(autouse=True)

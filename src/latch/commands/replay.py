@@ -50,7 +50,7 @@ from rich.table import Table
 from ..cli import pass_app
 from ..config import MAX_TOKENS
 from ..events import AssistantMessage, Usage
-from ..textsafe import console, dumps
+from ..textsafe import console, dumps, printable
 from . import output_file
 
 __all__ = ["resolve_engine_factory", "resolve_estimator_choice", "estimator_name", "run_replay", "register"]
@@ -389,7 +389,7 @@ def register(cli: click.Group) -> None:
     @pass_app
     def replay_cmd(app, file, fmt, model, window, reserve, recent, engine, estimator, config_path, json_out):
         """Replay FILE: materialize the view before every model request and check the invariants."""
-        from ..importers import import_file
+        from ..importers import SessionForgotten, import_file
 
         config = app.config(config_path)
         # bad options fail before anything is imported
@@ -399,7 +399,11 @@ def register(cli: click.Group) -> None:
         if window is not None and reserve is not None and reserve >= window:
             raise click.UsageError(f"--reserve ({reserve}) must be below --window ({window})")
         store = app.store()
-        sid, _, _ = import_file(store, file, fmt)
+        try:
+            sid, _, _ = import_file(store, file, fmt)
+        except SessionForgotten as exc:
+            raise click.ClickException(f"{printable(file)}: session {exc.session_id} is forgotten (tombstoned by "
+                                       "`latch forget`); forgotten sessions are not replayed") from None
         n_requests = len(_requests(list(store.events(sid, kinds=["assistant_message", "usage"]))))
         options = dict(engine=engine, model=model, estimator=estimator, config=config, window=window,
                        reserve=reserve, recent=recent)

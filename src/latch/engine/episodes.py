@@ -579,9 +579,10 @@ class EpisodeIndex:
         terms = list(dict.fromkeys(op.topic_terms))[:TERMS_PER_EPISODE]
         if len(terms) < TERMS_PER_EPISODE:
             chosen = set(terms)
-            # most frequent first, ties in first-sighting order (most_common sorts stably); the
-            # TERMS_PER_EPISODE most common hold every term that can still be picked
-            ranked = [t for t, _ in op.term_counts.most_common(TERMS_PER_EPISODE) if t not in chosen]
+            counts = op.term_counts
+            # most frequent first, ties in first-sighting order (the counter keeps it; a reverse sort is stable)
+            ranked = [t for t in sorted(counts, key=counts.__getitem__, reverse=True)[:TERMS_PER_EPISODE]
+                      if t not in chosen]  # the TERMS_PER_EPISODE most frequent hold every term still picked
             terms.extend(ranked[: TERMS_PER_EPISODE - len(terms)])
         term_ids = tuple(map(self._terms.__getitem__, terms))
         files = list(op.call_files)[:FILES_PER_EPISODE]
