@@ -134,6 +134,28 @@ def test_terms_cjk_bigrams_and_stop_words():
     assert extract_terms("Исправь парсер") == ["исправь", "парсер"]
 
 
+@pytest.mark.parametrize("text, paths", [
+    ("see src/a.py, then C:/x/y.rs and http://h/p.py", ["src/a.py"]),  # after ":" no path starts
+    ("edit ~/cfg/app.toml and ../up/z.md; a+b/c.py", ["~/cfg/app.toml", "../up/z.md", "a+b/c.py"]),
+    ("x\\y.py and:q.py fine.py", ["fine.py"]),
+    ("and/or input/output /etc/hosts", ["/etc/hosts"]),  # a relative path needs an extension
+    ("self.handler.parse(x) README.MD v1.2.3 foo.pyx", ["README.MD"]),
+    ("café/naïve.py 修复/a.py", ["café/naïve.py", "修复/a.py"]),
+])
+def test_file_entities_found_in_text(text, paths, monkeypatch):
+    assert E._paths(text) == paths
+    monkeypatch.setattr(E, "_scanner", lambda text: E._UNICODE)  # the ASCII patterns are a shortcut, not a change
+    assert E._paths(text) == paths
+
+
+def test_call_classes_agree_on_ascii_control_whitespace():
+    assert E._classify_call("Bash", "\x1ccat notes.txt") == E._READ  # U+001C is whitespace to Unicode patterns
+    assert E._classify_call("Bash", "concat notes.txt") == E._OTHER
+    assert E._classify_call("Bash", "python -m pytest -q") == E._VALIDATE
+    assert E._classify_call("Bash", "git apply fix.patch") == E._MUTATE
+    assert E._classify_call("Bash", "git applyx") == E._OTHER
+
+
 def test_incremental_equals_rebuild_at_every_prefix_and_batch_split():
     events = stored(SESSION)
     inc = EpisodeIndex()

@@ -42,7 +42,8 @@ class PrintableStream:
     """A text stream that writes :func:`printable` text to ``sys.stdout`` (or ``sys.stderr``).
 
     The target is looked up on every call, so a swapped ``sys.stdout`` (click's ``CliRunner``,
-    pytest's capture) is honoured like rich's own default.
+    pytest's capture) is honoured like rich's own default, and so is a rich ``Live`` display's
+    proxy (``rich_proxied_file``: the stream behind it, else writing would loop through the proxy).
     """
 
     def __init__(self, stderr: bool = False):
@@ -50,7 +51,8 @@ class PrintableStream:
 
     @property
     def target(self) -> Any:
-        return sys.stderr if self._stderr else sys.stdout
+        stream = sys.stderr if self._stderr else sys.stdout
+        return getattr(stream, "rich_proxied_file", stream)
 
     def write(self, text: str) -> int:
         return self.target.write(printable(text))

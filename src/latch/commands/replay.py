@@ -1,9 +1,10 @@
 """``latch replay FILE``: materialize the view before every model request of a transcript.
 
-The file is imported once (idempotent), then every ``AssistantMessage`` of the session counts as
-one model request: the engine materializes the view as of the event just before it (``until_seq``)
-into a fresh kernel-record stream (``<engine>:replay-<id>``), so replays never interfere with each
-other or with a live session. The estimator is the ``latch_select_estimator`` plugins' choice for
+The file is imported once (idempotent; a forgotten session, see ``latch forget``, is refused with
+one line), then every ``AssistantMessage`` of the session counts as one model request: the engine
+materializes the view as of the event just before it (``until_seq``) into a fresh kernel-record
+stream (``<engine>:replay-<id>``), so replays never interfere with each other or with a live
+session. The estimator is the ``latch_select_estimator`` plugins' choice for
 the model (``latch.plugins.select_estimator``), or the one ``--estimator NAME`` forces; the engine
 prices with it too (``EngineProfile.estimator``). Each view is checked independently of the
 engine's own accounting, for every engine:

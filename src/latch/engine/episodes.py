@@ -192,14 +192,13 @@ def _paths(text: str) -> list[str]:
     text = text[:SCAN_CHARS]
     sc = _scanner(text)
     found: list[str] = []
-    backwards = ""
-    last = len(text) - 1
+    backwards = ""  # the text reversed, to find where the run around a hint starts
     for hint in sc.hint.finditer(text):
         if not backwards:
             backwards = text[::-1]
-        i = hint.start()
-        start = i + 1 - (sc.run.match(backwards, last - i).end() - (last - i))
-        for m in sc.path.finditer(text, start, hint.end()):
+        j = len(text) - 1 - hint.start()  # the hint's first character, counted from the end
+        start = hint.start() + 1 - (sc.run.match(backwards, j).end() - j)
+        for m in sc.path.finditer(text, start, hint.end()):  # one run: the hint ends where the run does
             p = normalize_path(m.group(1))
             if not p or len(p) > 240 or "//" in p:
                 continue

@@ -1,13 +1,17 @@
 """Deterministic recall of original events by FTS (spec: "Summaries are indexes, not truth").
 
 :func:`query_terms` turns request text (the latest user turn, the goal, open files, recent errors,
-an explicit query) into a bounded list of search terms: identifiers, paths, numbers and error
-codes first (*specific* terms), then content words of four or more characters (a small English
-stop list removed), then CJK bigrams (two-character CJK terms must match). :func:`recall` searches
-the archival region only (``seq < before_seq``: material no longer in the provider-visible epoch)
-with ``mode="or"``. A row *matches* when it holds a specific term or at least two of the other
-terms (one when the query has only one), so a lone common word never pulls a row in. It takes the
-newest matching rows first (a later revision wins over an older turn that repeats a term), at most
+an explicit query) into a bounded list of search terms: identifiers first (*specific* terms: paths,
+dotted, dashed and snake_case names, CamelCase, numbers, hashes and error codes), then content words
+of four or more characters (a small English stop list removed), then CJK bigrams (two-character CJK
+terms must match). :func:`recall` searches the archival region only (``seq < before_seq``: material
+no longer in the provider-visible epoch), identifiers before words, so an old event holding the
+exact identifiers is not crowded out by newer rows that merely repeat common words: first the rows
+holding every identifier (an FTS AND of identifier phrases), then rows holding any identifier, then
+rows holding the other terms. A row *matches* when it holds a specific term or at least two of the
+other terms (one when the query has only one), so a lone common word never pulls a row in. Each
+search lists the newest rows first (a later revision wins over an older turn that repeats a term),
+at most :data:`SEARCH_ROWS`; recall takes matching rows in that order, at most
 :data:`RECALL_ROWS`, follows tool call ↔ result links so a recalled call brings its results and a
 recalled result its call, stops at the token bound, and returns the selection in chronological
 order. Foreign compaction summaries (indexes, not truth) and harness notes other than API errors
@@ -27,9 +31,9 @@ __all__ = ["MAX_TERMS", "SEARCH_ROWS", "RECALL_ROWS", "PARTNER_WINDOW", "RecallC
            "render_recalled", "recall"]
 
 MAX_TERMS = 24
-"""Search terms per query (OR-ed phrases)."""
+"""Search terms per query (each an FTS phrase)."""
 SEARCH_ROWS = 64
-"""FTS rows fetched per recall, newest first."""
+"""FTS rows fetched per search, newest first (a recall runs up to three searches)."""
 RECALL_ROWS = 12
 """Matching rows recalled at most per recall (their call/result partners come on top)."""
 PARTNER_WINDOW = 512
@@ -47,16 +51,21 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 _TOKEN = re.compile(r"[^\s\"'`()\[\]{}<>,;!?|=*]+")
 _WORD = re.compile(r"[^\W\d_]{4,32}")
+_CAMEL = re.compile(r"[a-z][A-Z]")  # CamelCase: "ValueError", "EventStore", "iOS"
 
 
 def _specific(tok: str) -> bool:
-    """Identifier-like: a path, dotted name, snake_case, an error code or a number of 3+ digits."""
+    """Identifier-like: a path, a dotted, dashed or snake_case name, CamelCase, an error code or a number of
+    3+ digits (``src/a.py``, ``billing.tax``, ``read-only``, ``ROUND_HALF_EVEN``, ``ValueError``,
+    ``E0425``, ``7f3a9c1e``, ``1043.36``)."""
     core = tok.strip(".:-/#")
     if len(core) < 3 or len(core) > 120:
         return False
     has_digit = any(c.isdigit() for c in core)
     has_alpha = any(c.isalpha() for c in core)
-    if "/" in core or "_" in core or ("." in core and has_alpha):
+    if "/" in core or "_" in core or ("." in core and has_alpha) or ("-" in core and has_alpha):
+        return True
+    if _CAMEL.search(core):
         return True
     return has_digit and (has_alpha or len(core) >= 3)
 
@@ -188,34 +197,48 @@ def recall(reader: SessionReader, cache: RecallCache, terms: Sequence[str], *, b
            until_seq: int | None = None, exclude: Iterable[int] = ()) -> list[RecalledEvent]:
     """Recalled originals for ``terms`` from the archival region ``seq < before_seq``, chronological.
 
-    Newest matching rows first; a row is taken together with its call/result partners, or not at
-    all, while the total stays within ``limit_tokens`` (tokens of :func:`render_recalled` text plus
-    a newline, by the cache's counter). Seqs in ``exclude`` (already recalled) are skipped.
+    Rows holding every identifier of ``terms`` first, then rows holding any identifier, then rows
+    holding the other terms (see the module docstring), each search newest first; a row is taken
+    together with its call/result partners, or not at all, while the total stays within
+    ``limit_tokens`` (tokens of :func:`render_recalled` text plus a newline, by the cache's counter).
+    Seqs in ``exclude`` (already recalled) are skipped.
     """
     if not terms or limit_tokens <= 0 or before_seq <= 1:
         return []
-    hits = reader.search(" ".join(terms), limit=SEARCH_ROWS, before_seq=before_seq, until_seq=until_seq, mode="or")
-    specific = [t.lower() for t in terms if _specific(t)]
-    words = [t.lower() for t in terms if not _specific(t)]
+    ids = [t for t in terms if _specific(t)]
+    others = [t for t in terms if not _specific(t)]
+    searches = [(ids, "and")] if len(ids) > 1 else []  # every identifier, any identifier, any other term
+    searches += [(group, "or") for group in (ids, others) if group]
+    specific = [t.lower() for t in ids]
+    words = [t.lower() for t in others]
     need = min(2, len(words))
     taken: dict[int, RecalledEvent] = {}
     skip = set(exclude)
+    judged: set[int] = set()  # rows an earlier search already offered
     used = rows = 0
-    for hit in hits:
+    for group_terms, mode in searches:
         if rows >= RECALL_ROWS:
             break
-        if hit.seq in taken or hit.seq in skip or not _recallable(hit):
-            continue
-        text = hit.event.searchable_text().lower()
-        if not any(t in text for t in specific) and (not need or sum(w in text for w in words) < need):
-            continue
-        group = [hit, *(p for p in cache.partners(reader, hit, before_seq) if p.seq not in taken and p.seq not in skip)]
-        items = [cache.item(s) for s in group]
-        cost = sum(r.tokens for r in items)
-        if used + cost > limit_tokens:
-            continue
-        used += cost
-        rows += 1
-        for r in items:
-            taken[r.seq] = r
+        hits = reader.search(" ".join(group_terms), limit=SEARCH_ROWS, before_seq=before_seq, until_seq=until_seq,
+                             mode=mode)
+        for hit in hits:
+            if rows >= RECALL_ROWS:
+                break
+            if hit.seq in judged or hit.seq in taken or hit.seq in skip:
+                continue
+            judged.add(hit.seq)
+            if not _recallable(hit):
+                continue
+            text = hit.event.searchable_text().lower()
+            if not any(t in text for t in specific) and (not need or sum(w in text for w in words) < need):
+                continue
+            partners = cache.partners(reader, hit, before_seq)
+            items = [cache.item(s) for s in (hit, *partners) if s is hit or (s.seq not in taken and s.seq not in skip)]
+            cost = sum(r.tokens for r in items)
+            if used + cost > limit_tokens:
+                continue
+            used += cost
+            rows += 1
+            for r in items:
+                taken[r.seq] = r
     return [taken[s] for s in sorted(taken)]
