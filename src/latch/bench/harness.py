@@ -144,7 +144,7 @@ def _load(store: Any, source: SessionSource) -> tuple[str, str | None, list[Need
     if source.path is not None:
         from ..importers import import_file
 
-        sid, _, _ = import_file(store, source.path)
+        sid, _, _ = import_file(store, source.path, final=True)
         events = list(store.events(sid))
         model = next((m for s in events if (m := getattr(s.event, "model", None))), None)
         return sid, model, corpus_needles(events)

@@ -387,8 +387,11 @@ def register(cli: click.Group) -> None:
                   help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder).")
     @click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
                   callback=output_file, help="Write the per-request report as JSON to this file ('-' for stdout).")
+    @click.option("--live", is_flag=True,
+                  help="The transcript is still being written: store only its settled events; the open tail "
+                       "(e.g. a response still streaming) waits for the next import.")
     @pass_app
-    def replay_cmd(app, file, fmt, model, window, reserve, recent, engine, estimator, config_path, json_out):
+    def replay_cmd(app, file, fmt, model, window, reserve, recent, engine, estimator, config_path, json_out, live):
         """Replay FILE: materialize the view before every model request and check the invariants."""
         from ..importers import SessionForgotten, import_file
 
@@ -401,7 +404,7 @@ def register(cli: click.Group) -> None:
             raise click.UsageError(f"--reserve ({reserve}) must be below --window ({window})")
         store = app.store()
         try:
-            sid, _, _ = import_file(store, file, fmt)
+            sid, _, _ = import_file(store, file, fmt, final=not live)
         except SessionForgotten as exc:
             raise click.ClickException(f"{printable(file)}: session {exc.session_id} is forgotten (tombstoned by "
                                        "`latch forget`); forgotten sessions are not replayed") from None

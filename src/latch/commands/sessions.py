@@ -50,8 +50,11 @@ def register(cli: click.Group) -> None:
     @cli.command("import")
     @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
     @click.option("--format", "fmt", default=None, help="Transcript format (default: auto-detect).")
+    @click.option("--live", is_flag=True,
+                  help="The transcript is still being written: store only its settled events; the open tail "
+                       "(e.g. a response still streaming) waits for the next import.")
     @pass_app
-    def import_cmd(app, files, fmt):
+    def import_cmd(app, files, fmt, live):
         """Import transcript FILES into the store (idempotent; a forgotten session takes no new events)."""
         from ..importers import SessionForgotten, import_file
 
@@ -59,7 +62,7 @@ def register(cli: click.Group) -> None:
         con = _console()
         for f in files:
             try:
-                sid, parsed, seqs = import_file(store, f, fmt)
+                sid, parsed, seqs = import_file(store, f, fmt, final=not live)
             except SessionForgotten as exc:
                 con.print(f"{escape(str(exc))}", style="yellow")
                 continue

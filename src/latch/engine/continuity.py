@@ -96,7 +96,7 @@ def _arg_paths(arguments: str) -> list[str]:
 
     try:
         args = json.loads(arguments)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):  # not JSON, or nested too deeply
         return []
     if not isinstance(args, dict):
         return []

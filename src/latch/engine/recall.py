@@ -207,7 +207,8 @@ def recall(reader: SessionReader, cache: RecallCache, terms: Sequence[str], *, b
         return []
     ids = [t for t in terms if _specific(t)]
     others = [t for t in terms if not _specific(t)]
-    searches = [(ids, "and")] if len(ids) > 1 else []  # every identifier, any identifier, any other term
+    # every term, every identifier, any identifier, any other term (an AND of one term is its OR)
+    searches = [(group, "and") for group in ((*ids, *others), ids) if len(group) > 1]
     searches += [(group, "or") for group in (ids, others) if group]
     specific = [t.lower() for t in ids]
     words = [t.lower() for t in others]

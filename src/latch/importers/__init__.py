@@ -182,5 +182,6 @@ def _new_events(store, path: Path, external_key: str, events: list) -> list:
         elif old != pe.event:
             raise TranscriptError(path, pe.source_ref, "reads differently from when it was imported: the file "
                                                        "was edited, or another transcript has the same identity "
-                                                       f"({external_key})")
+                                                       f"({external_key}); import a transcript that is still "
+                                                       "being written with --live")
     return [pe for pe in events if pe.source_ref not in stored]

@@ -289,7 +289,7 @@ class _Rollout:
             if text.startswith("{") and payload["type"] == "custom_tool_call_output":
                 try:
                     wrapped = json.loads(text)
-                except ValueError:
+                except (ValueError, RecursionError):  # not JSON, or nested too deeply
                     wrapped = None
                 if isinstance(wrapped, dict) and isinstance(wrapped.get("output"), str):
                     text = wrapped["output"]

@@ -177,7 +177,7 @@ def call_arguments(call: ToolCall) -> dict[str, Any]:
     """The call's arguments as a dict; a non-object or non-JSON string becomes ``{"input": value}``."""
     try:
         value = json.loads(call.arguments) if call.arguments else {}
-    except (json.JSONDecodeError, TypeError):
+    except (ValueError, TypeError, RecursionError):  # not JSON, or nested too deeply
         return {"input": call.arguments}
     return value if isinstance(value, dict) else {"input": value}
 
@@ -379,7 +379,7 @@ def _unwrap_output(content: str) -> Run:
     if content.startswith("{") and '"metadata"' in content:
         try:
             obj = json.loads(content)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deeply
             return Run(content)
         if isinstance(obj, dict) and isinstance(obj.get("output"), str):
             meta = obj.get("metadata")
@@ -590,18 +590,21 @@ def _nested_calls(code: str) -> list[tuple[str, Any]]:
             text = _balanced_object(code, start)
             try:
                 arg = json.loads(text) if text else None
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):
                 arg = None
         elif start < len(code) and code[start] == '"':
             lit = re.match(r"\"(?:[^\"\\]|\\.)*\"", code[start:])
-            arg = json.loads(lit.group()) if lit else None
+            try:
+                arg = json.loads(lit.group()) if lit else None
+            except ValueError:  # a JS escape JSON does not know (e.g. "\x41")
+                arg = None
         else:
             ident = re.match(r"[A-Za-z_$][\w$]*", code[start:])
             const = re.search(_CONST_RE.format(re.escape(ident.group())), code) if ident else None
             if const:
                 try:
                     arg = json.loads(const.group(1))
-                except json.JSONDecodeError:
+                except (ValueError, RecursionError):
                     arg = None
         out.append((m.group(1), arg))
     return out

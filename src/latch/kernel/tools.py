@@ -122,6 +122,8 @@ def validate_arguments(name: str, arguments: Any) -> dict[str, Any]:
             arguments = json.loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
             raise KernelToolError(f"{name}: arguments are not valid JSON ({exc.msg} at column {exc.colno})") from None
+        except RecursionError:
+            raise KernelToolError(f"{name}: arguments are nested too deeply") from None
     if not isinstance(arguments, dict):
         raise KernelToolError(f"{name}: arguments must be a JSON object, got {type(arguments).__name__}")
     for field in schema["required"]:
