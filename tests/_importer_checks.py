@@ -1,23 +1,29 @@
-"""Checks shared by the importer tests: idempotent re-import and malformed copies.
+"""Checks shared by the importer tests: event shape, idempotent re-import, clean rejection of malformed copies.
 
-Every malformed copy must raise ``TranscriptError`` naming the file (and the line
-where there is one) and leave the store exactly as it was.
+Every malformed copy must raise ``TranscriptError`` naming the file (and the line or record where
+there is one) and leave the store exactly as it was (:func:`snapshot`).
 """
 
 from __future__ import annotations
 
+import copy
 import json
-import re
 import struct
 import zlib
 from pathlib import Path
 
 import pytest
 
-from latch.importers import TranscriptError, detect, import_file
+from latch.events import AssistantMessage, ToolResult, Usage
+from latch.importers import ParsedSession, TranscriptError, detect, import_file, parse_file
 
-# bytes that are not UTF-8 text: a PNG signature and a JPEG marker
+# bytes that are not UTF-8 text, to insert into a line: a PNG signature and a JPEG marker
 JUNK = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xd8\xff\xe0"
+
+# (data, where, reason) of malformed whole files, for assert_rejected
+EMPTY_FILE = (b"", None, "file is empty")
+# every byte value four times: the first byte that is not UTF-8 (0x80, offset 128) is on line 2
+BINARY_FILE = (bytes(range(256)) * 4, "line 2", "not UTF-8 text")
 
 
 def tiny_png(width: int = 3, height: int = 2, level: int = 9) -> bytes:
@@ -31,34 +37,78 @@ def tiny_png(width: int = 3, height: int = 2, level: int = 9) -> bytes:
             + chunk(b"IDAT", zlib.compress(raw, level)) + chunk(b"IEND", b""))
 
 
-def snapshot(store) -> tuple[int, list[str]]:
-    return store.count_events(), [s.id for s in store.sessions()]
+def detected(path: Path) -> str:
+    """The format that content detection picks for ``path`` (the importer's ``PLUGIN_NAME``)."""
+    return detect(path, path.read_bytes()).PLUGIN_NAME
 
 
-def assert_idempotent(store, path: Path, fmt: str | None = None) -> str:
-    """Import ``path`` twice: one session, no new seqs, event count unchanged. Returns the session id."""
+def ref_kinds(events) -> list[tuple[str, str]]:
+    """``[(source_ref, event class name)]`` of parsed events, in order."""
+    return [(pe.source_ref, type(pe.event).__name__) for pe in events]
+
+
+def write_json(path: Path, doc) -> Path:
+    """``doc`` written to ``path`` as UTF-8 JSON, one item a line (``indent=1``)."""
+    path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    return path
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    """``rows`` written to ``path`` as UTF-8 JSON Lines, each line ending in a newline."""
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def mutated_json(doc, change) -> bytes:
+    """A copy of ``doc`` passed through ``change(copy)``, as JSON bytes (``indent=2``); ``doc`` is untouched."""
+    doc = copy.deepcopy(doc)
+    change(doc)
+    return json.dumps(doc, indent=2).encode()
+
+
+def snapshot(store) -> tuple[int, list[tuple[str, int]]]:
+    """(event count, [(session id, events)] oldest first): what a failed import must leave unchanged."""
+    return store.count_events(), [(s.id, s.events) for s in store.sessions()]
+
+
+def assert_reimport_adds_nothing(store, path: Path, fmt: str | None = None) -> tuple[str, ParsedSession]:
+    """Import ``path`` twice; returns ``(session id, parsed)``.
+
+    The first import adds one session holding the settled events (at least one); the second
+    returns the same session id and no new seqs, and leaves the store unchanged.
+    """
+    sessions_before = snapshot(store)[1]
     sid, parsed, seqs = import_file(store, path, fmt)
     assert len(seqs) == len(parsed.settled_events) > 0  # the open tail waits for the file to grow
-    count = store.count_events()
+    after = snapshot(store)
+    assert after[1] == [*sessions_before, (sid, len(seqs))]
     sid2, _, seqs2 = import_file(store, path, fmt)
-    assert sid2 == sid
-    assert seqs2 == []
-    assert store.count_events() == count
-    assert [s.id for s in store.sessions()].count(sid) == 1
-    return sid
+    assert (sid2, seqs2) == (sid, [])
+    assert snapshot(store) == after
+    return sid, parsed
 
 
-def assert_rejected(store, path: Path, data: bytes, *, where: str | None, reason: str, fmt: str | None = None) -> None:
-    """Writing ``data`` to ``path`` and importing it raises ``TranscriptError`` and changes nothing."""
-    path.write_bytes(data)
+def assert_rejected(store, path: Path, data: bytes | None = None, *, where: str | None, reason: str,
+                    fmt: str | None = None) -> None:
+    """Importing ``path`` (first written with ``data`` when given) raises ``TranscriptError`` and changes nothing.
+
+    The error names ``path``, then ``where``: the line or record (``"line 7"``, ``"messages[2]"``,
+    ``"record 7 (event id 7)"``; ``"line 7"`` also accepts ``"line 7 column 3"``, as JSON errors
+    name the column), or ``None`` when the error names no place (an empty file). Its reason
+    contains ``reason``.
+    """
+    if data is not None:
+        path.write_bytes(data)
     before = snapshot(store)
     with pytest.raises(TranscriptError) as info:
         import_file(store, path, fmt)
-    message = str(info.value)
-    assert str(path) in message
-    if where is not None:  # "line 7" matches "line 7:" and "line 7 column 3:", never "line 70"
-        assert re.search(re.escape(f"{path}:{where}") + r"[: ]", message), message
-    assert reason in message, message
+    err = info.value
+    assert err.path == str(path) and str(err).startswith(f"{path}:"), str(err)
+    if where is None:
+        assert err.location is None, str(err)
+    else:
+        assert err.location == where or str(err.location).startswith(f"{where} column "), str(err)
+    assert reason in err.reason, str(err)
     assert snapshot(store) == before
 
 
@@ -106,16 +156,32 @@ def check_jsonl_corruptions(store, tmp_path: Path, original: Path, *, middle: in
     assert_rejected(store, tmp_path / f"{name}.empty2.jsonl", b"\n \n", where=None, reason="file is empty")
 
 
-def check_utf16_variant(tmp_path: Path, original: Path, expected_format: str):
-    """A UTF-16LE copy with BOM and CRLF (as PowerShell writes it) is detected and parses identically."""
-    from latch.importers import parse_file
+def json_document_corruptions(data: bytes) -> dict[str, tuple[bytes, str | None, str]]:
+    """Malformed copies of the JSON document ``data``: case -> (data, where, reason) for :func:`assert_rejected`.
 
+    ``cut``: the first half of the bytes; ``garbage``: a non-JSON line inserted mid-file;
+    ``empty`` and ``binary``: :data:`EMPTY_FILE` and :data:`BINARY_FILE`.
+    """
+    lines = data.split(b"\n")
+    mid = len(lines) // 2
+    half = data[: len(data) // 2]
+    last_line = half.count(b"\n") + 1
+    return {
+        "cut": (half, f"line {last_line}", "invalid JSON"),
+        "garbage": (b"\n".join(lines[:mid] + [b"@@ not json @@"] + lines[mid:]), f"line {mid + 1} column 1",
+                    "invalid JSON"),
+        "empty": EMPTY_FILE,
+        "binary": BINARY_FILE,
+    }
+
+
+def check_utf16_variant(tmp_path: Path, original: Path, expected_format: str) -> ParsedSession:
+    """A UTF-16LE copy with BOM and CRLF (as PowerShell writes it) is detected and parses identically."""
     text = original.read_bytes().decode("utf-8")
     variant = tmp_path / (original.stem + ".utf16" + original.suffix)
     variant.write_bytes(text.replace("\n", "\r\n").encode("utf-16"))
-    data = variant.read_bytes()
-    assert data[:2] == b"\xff\xfe"
-    assert detect(variant, data).PLUGIN_NAME == expected_format
+    assert variant.read_bytes()[:2] == b"\xff\xfe"
+    assert detected(variant) == expected_format
     a, b = parse_file(original), parse_file(variant)
     assert b.stats == a.stats
     assert b.external_key == a.external_key
@@ -132,8 +198,6 @@ def assert_shape(events) -> None:
     any other result is an orphan whose call id no assistant message made;
     source refs are unique.
     """
-    from latch.events import AssistantMessage, ToolResult, Usage
-
     refs = [pe.source_ref for pe in events]
     assert len(refs) == len(set(refs)), "source_ref must be unique"
     all_calls = {c.id for pe in events if isinstance(pe.event, AssistantMessage) for c in pe.event.tool_calls}

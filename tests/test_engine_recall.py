@@ -79,6 +79,17 @@ def test_identifier_hits_come_newest_first_within_the_token_bound(session):
     assert result in got and repeat in got and len(got) <= 2 * RECALL_ROWS
 
 
+def test_a_query_of_words_only_finds_the_row_holding_all_of_them_first(store):
+    sid = store.create_session(external_key="test:words")
+    line = "Port this Python project to Rust. Create a standalone Rust library (no Python bindings)"
+    first = store.append(sid, [UserMessage(line)])[0]
+    store.append(sid, [AssistantMessage(f"the python {w} and the rust {w} of the project, step {i}")
+                       for i, w in enumerate(("library", "bindings", "port", "crate") * 100)])
+    got = recaller(store, sid)(line)
+    assert got[0].seq == first and got[0].text == f"[seq {first} · user] {line}"
+    assert len(got) <= RECALL_ROWS  # then the newest rows holding two or more of the words
+
+
 def test_query_terms_put_identifiers_first():
     terms = query_terms(["AssertionError in read-only mode: INV-2024-0917 at src/billing/tax.py, ledger shard"])
     # CamelCase, dashed, coded and path tokens; then words of 4+ letters ("only" is a stop word)

@@ -10,9 +10,9 @@ import json
 import pytest
 
 from latch.events import AssistantMessage, SystemNote, ToolResult, Usage, UserMessage
-from latch.importers import detect, parse_file
+from latch.importers import parse_file
 
-from import_checks import BINARY_JUNK, assert_rejected, assert_reimport_adds_nothing
+from _importer_checks import BINARY_FILE, EMPTY_FILE, assert_rejected, assert_reimport_adds_nothing, detected, ref_kinds
 
 MONO = "monochromatic.aider.chat.history.md"
 MOZG = "mozgoslav.aider.chat.history.md"
@@ -33,8 +33,7 @@ def _notes(events, subtype):
 
 @pytest.mark.parametrize("name", [MONO, MOZG])
 def test_detect_picks_aider(aider_dir, name):
-    path = aider_dir / name
-    assert detect(path, path.read_bytes()).PLUGIN_NAME == "aider"
+    assert detected(aider_dir / name) == "aider"
 
 
 def test_monochromatic_counts(aider_dir):
@@ -155,17 +154,15 @@ def test_malformed_is_rejected_and_store_unchanged(aider_dir, store, tmp_path, c
     data = (aider_dir / MOZG).read_bytes()
     mid = data.index("мозгослав".encode())  # line 81, a Cyrillic user prompt
     variants = {
-        "empty": (b"", r"file is empty", None),
-        "binary": (BINARY_JUNK, r"binary data|not UTF-8", r"line \d+"),
-        "invalid_utf8": (data[:mid] + b"\xff" + data[mid:], r"not UTF-8 text", "line 81"),
-        "cut_in_utf8": (data[:mid + 1], r"not UTF-8 text", "line 81"),  # cut inside a 2-byte character
-        "no_structure": ("# Notes\n\nJust a markdown file.\n> a quote  \n".encode(),
-                         r"not an aider chat history", "line 1"),
+        "empty": EMPTY_FILE,
+        "binary": BINARY_FILE,
+        "invalid_utf8": (data[:mid] + b"\xff" + data[mid:], "line 81", "not UTF-8 text"),
+        "cut_in_utf8": (data[:mid + 1], "line 81", "not UTF-8 text"),  # cut inside a 2-byte character
+        "no_structure": ("# Notes\n\nJust a markdown file.\n> a quote  \n".encode(), "line 1",
+                         "not an aider chat history"),
     }
-    blob, reason, location = variants[case]
-    bad = tmp_path / MOZG
-    bad.write_bytes(blob)
-    assert_rejected(store, bad, "aider", reason, location)
+    blob, where, reason = variants[case]
+    assert_rejected(store, tmp_path / MOZG, blob, where=where, reason=reason, fmt="aider")
 
 
 SYNTHETIC = """
@@ -205,8 +202,7 @@ def test_synthetic_history_edge_cases(tmp_path):
     path = tmp_path / ".aider.chat.history.md"
     path.write_text(SYNTHETIC, "utf-8")
     events = parse_file(path).events
-    kinds = [(pe.source_ref, type(pe.event).__name__) for pe in events]
-    assert kinds == [
+    assert ref_kinds(events) == [
         ("line:2", "SystemNote"), ("line:4", "SystemNote"),
         ("line:7", "UserMessage"), ("line:8", "SystemNote"),          # /run: user input + aider output note
         ("line:10", "UserMessage"),
@@ -215,7 +211,7 @@ def test_synthetic_history_edge_cases(tmp_path):
         ("line:29#request", "AssistantMessage"), ("line:29", "Usage"),  # a request with no reply text
         ("line:30", "SystemNote"),
     ]
-    ev = {ref: pe.event for pe, (ref, _) in zip(events, kinds)}
+    ev = {pe.source_ref: pe.event for pe in events}
     assert ev["line:7"].text == "/run pytest -q"
     assert ev["line:10"].text == "rename foo to bar in util.py\n\nkeep the docstring"
     reply = ev["line:14"]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 
 import pytest
-from _importer_checks import JUNK, assert_idempotent, assert_rejected, assert_shape, tiny_png
+from _importer_checks import (JUNK, assert_rejected, assert_reimport_adds_nothing, assert_shape, check_utf16_variant,
+                              detected, ref_kinds, tiny_png, write_json)
 
 from latch.events import AssistantMessage, SystemNote, ToolResult, Usage, UserMessage
-from latch.importers import TranscriptError, detect, import_file, parse_file
+from latch.importers import TranscriptError, import_file, parse_file
 
 
 def _png_block(width: int, height: int, level: int = 9) -> dict:
@@ -50,11 +50,6 @@ def fixture_doc() -> dict:
     }
 
 
-def write_json(path: Path, doc) -> Path:
-    path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
-    return path
-
-
 # Counts by hand from fixture_doc(): 2 user messages (the chart prompt, "Stop..."; the tool-result-only
 # message is not a user message), 3 assistant messages, 3 tool_use blocks, 3 tool_result blocks of which
 # 1 is_error (toolu_1) and 1 orphan (toolu_9), 1 missing (toolu_3: the next assistant message came first),
@@ -67,12 +62,11 @@ EXPECTED = dict(user_messages=2, assistant_messages=3, tool_calls=3, tool_result
 
 def test_fixture_events(tmp_path, store):
     path = write_json(tmp_path / "messages.json", fixture_doc())
-    assert detect(path, path.read_bytes()).PLUGIN_NAME == "anthropic-messages"
+    assert detected(path) == "anthropic-messages"
     parsed = parse_file(path)
     assert parsed.stats == EXPECTED
     assert_shape(parsed.events)
-    got = [(pe.source_ref, pe.event) for pe in parsed.events]
-    assert [(r, type(e).__name__) for r, e in got] == [
+    assert ref_kinds(parsed.events) == [
         ("system", "SystemNote"), ("messages[0]", "UserMessage"),
         ("messages[1]", "AssistantMessage"), ("messages[1]#usage", "Usage"),
         ("messages[2]#1", "ToolResult"), ("messages[2]", "ToolResult"),  # call order: toolu_1, toolu_2
@@ -81,7 +75,7 @@ def test_fixture_events(tmp_path, store):
         ("messages[4]", "UserMessage"),
         ("messages[5]", "AssistantMessage"), ("messages[5]#usage", "Usage"),
     ]
-    ev = dict(got)
+    ev = {pe.source_ref: pe.event for pe in parsed.events}
     assert ev["system"] == SystemNote(text="You are a careful coding agent.", subtype="system_prompt")
     (chart,) = ev["messages[0]"].media
     assert (chart.width, chart.height) == (8, 8)
@@ -100,27 +94,25 @@ def test_fixture_events(tmp_path, store):
     assert ev["missing:toolu_3"].missing and ev["missing:toolu_3"].name == "Edit"
     assert ev["messages[5]"] == AssistantMessage(text="OK.", model="claude-x-2")
     assert ev["messages[5]#usage"].prompt_tokens == 5
-    text = json.dumps([e.to_payload() for _, e in got])
+    text = json.dumps([e.to_payload() for e in ev.values()])
     assert "The axis is inverted" not in text and "c2lnbmF0dXJl" not in text
-    assert_idempotent(store, path)
+    assert_reimport_adds_nothing(store, path)
     assert store.get_artifact(plot.sha256)[1] == tiny_png(2, 3)
 
 
 def test_bare_list_and_utf16(tmp_path):
     doc = fixture_doc()
     bare = write_json(tmp_path / "bare.json", doc["messages"])
-    assert detect(bare, bare.read_bytes()).PLUGIN_NAME == "anthropic-messages"
+    assert detected(bare) == "anthropic-messages"
     assert parse_file(bare).stats == EXPECTED  # the same counts without the system prompt
-    wide = tmp_path / "wide.json"
-    wide.write_bytes(json.dumps(doc, indent=1).replace("\n", "\r\n").encode("utf-16"))
-    assert detect(wide, wide.read_bytes()).PLUGIN_NAME == "anthropic-messages"
-    assert parse_file(wide).stats == EXPECTED
+    wide = check_utf16_variant(tmp_path, write_json(tmp_path / "messages.json", doc), "anthropic-messages")
+    assert wide.stats == EXPECTED
 
 
 def test_plain_request_with_system_is_anthropic(tmp_path):
     path = write_json(tmp_path / "req.json", {"model": "claude-x", "system": "Be brief.",
                                               "messages": [{"role": "user", "content": "hi"}]})
-    assert detect(path, path.read_bytes()).PLUGIN_NAME == "anthropic-messages"
+    assert detected(path) == "anthropic-messages"
     assert [type(pe.event) for pe in parse_file(path).events] == [SystemNote, UserMessage]
 
 
@@ -169,7 +161,7 @@ def test_first_message_longer_than_the_sniffed_head(tmp_path):
     doc["messages"][0]["content"][0] = _png_block(200, 120, level=0)
     path = write_json(tmp_path / "big.json", doc["messages"])
     assert path.stat().st_size > 65536
-    assert detect(path, path.read_bytes()).PLUGIN_NAME == "anthropic-messages"
+    assert detected(path) == "anthropic-messages"
     assert parse_file(path).stats == EXPECTED
     with pytest.raises(TranscriptError, match=r"messages\[0\]: content\[0\] is an Anthropic 'image' block"):
         parse_file(path, format="openai-chat")

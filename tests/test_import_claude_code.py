@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 
 import pytest
-from _importer_checks import (assert_idempotent, assert_shape, check_jsonl_corruptions, check_utf16_variant,
-                              tiny_png)
+from _importer_checks import (assert_rejected, assert_reimport_adds_nothing, assert_shape, check_jsonl_corruptions,
+                              check_utf16_variant, detected, ref_kinds, tiny_png, write_jsonl)
 
 from latch.events import (AssistantMessage, CompactionMarker, SubagentMarker, SystemNote, ToolResult, Usage,
                           UserMessage)
-from latch.importers import TranscriptError, detect, import_file, parse_file
+from latch.importers import parse_file
 
 BASTION = "claude-code/bastion_claude-session.jsonl"
 RELIABILITY = "claude-code/claude-reliability_python-to-rust-port.jsonl"
@@ -49,7 +48,7 @@ SESSION_IDS = {BASTION: "3065c678-2605-4707-9a03-a9c2b0cf758e", RELIABILITY: "c7
 @pytest.mark.parametrize("name", [BASTION, RELIABILITY])
 def test_corpus_counts(corpus_dir, name):
     path = corpus_dir / name
-    assert detect(path, path.read_bytes()).PLUGIN_NAME == "claude-code"
+    assert detected(path) == "claude-code"
     parsed = parse_file(path)
     assert parsed.stats == EXPECTED[name]
     assert parsed.external_key == f"claude-code:{SESSION_IDS[name]}"
@@ -94,7 +93,7 @@ def test_bastion_reasoning_and_no_usage(corpus_dir):
 @pytest.mark.corpus
 @pytest.mark.parametrize("name", [BASTION, RELIABILITY])
 def test_import_twice_keeps_one_copy(corpus_dir, store, name):
-    assert_idempotent(store, corpus_dir / name)
+    assert_reimport_adds_nothing(store, corpus_dir / name)
 
 
 @pytest.mark.corpus
@@ -203,19 +202,12 @@ def synthetic_lines() -> list[dict]:
     ]
 
 
-def write_jsonl(path: Path, lines: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
-    return path
-
-
 def test_synthetic_branches_compaction_subagent_errors(tmp_path, store):
     path = write_jsonl(tmp_path / "s-1.jsonl", synthetic_lines())
-    assert detect(path, path.read_bytes()).PLUGIN_NAME == "claude-code"
+    assert detected(path) == "claude-code"
     parsed = parse_file(path)
     assert_shape(parsed.events)
-    got = [(pe.source_ref, pe.event) for pe in parsed.events]
-    kinds = [(ref, type(e).__name__) for ref, e in got]
-    assert kinds == [
+    assert ref_kinds(parsed.events) == [
         ("line:2", "UserMessage"),
         ("line:3", "AssistantMessage"), ("line:3#usage", "Usage"),
         ("line:6", "ToolResult"), ("line:7", "ToolResult"),  # r1 is off the strict path (parallel call)
@@ -232,7 +224,7 @@ def test_synthetic_branches_compaction_subagent_errors(tmp_path, store):
         ("line:25", "ToolResult"),
         ("line:26", "AssistantMessage"), ("line:26#usage", "Usage"),
     ]
-    ev = dict(got)
+    ev = {pe.source_ref: pe.event for pe in parsed.events}
     first = ev["line:3"]
     assert first.reasoning_reported and first.text == "" and [c.id for c in first.tool_calls] == ["toolu_1", "toolu_2"]
     assert ev["line:3#usage"] == Usage(input_tokens=3, output_tokens=95, cache_read_tokens=12000,
@@ -252,14 +244,14 @@ def test_synthetic_branches_compaction_subagent_errors(tmp_path, store):
                                              summary="This session is being continued. Summary: retry added.")
     assert ev["line:24"] == UserMessage(text="Now add tests")
     assert ev["line:25"] == ToolResult(call_id="toolu_zzz", content="late output", orphan=True)
-    text = json.dumps([e.to_payload() for _, e in got])
+    text = json.dumps([e.to_payload() for e in ev.values()])
     assert "abandoned reply" not in text and "sidechain work" not in text and "c2ln" not in text
     assert parsed.stats == dict(user_messages=5, assistant_messages=5, tool_calls=4, tool_results=4, tool_errors=1,
                                 orphan_results=1, missing_results=1,
                                 usage=dict(input_tokens=7, output_tokens=175, cache_read_tokens=64000,
                                            cache_write_tokens=1200, requests=5))
     assert parsed.meta["lines_not_on_active_branch"] == 4
-    assert_idempotent(store, path)
+    assert_reimport_adds_nothing(store, path)
     ref, data = store.get_artifact(media.sha256)
     assert data == tiny_png(3, 2) and (ref.width, ref.height) == (3, 2)
 
@@ -274,7 +266,7 @@ def test_subagent_file_imports_its_sidechain(tmp_path):
 def test_unanswered_call_at_end_is_pending(tmp_path):
     lines = synthetic_lines()[:4]  # u1, then msg_A's thinking and first tool_use, with stop_reason "tool_use"
     parsed = parse_file(write_jsonl(tmp_path / "cut.jsonl", lines))
-    assert [(pe.source_ref, type(pe.event).__name__) for pe in parsed.events] == [
+    assert ref_kinds(parsed.events) == [
         ("line:2", "UserMessage"), ("line:3", "AssistantMessage"), ("line:3#usage", "Usage")]
     assert [c.id for c in parsed.events[1].event.tool_calls] == ["toolu_1"]  # no placeholder: it may still return
     assert parsed.stats["missing_results"] == 0
@@ -311,16 +303,12 @@ def test_pending_call_after_a_closed_response(tmp_path):
 def test_wrong_field_types_name_line_and_field(tmp_path, store, change, reason):
     lines = synthetic_lines()
     change(lines[3])  # line 4: an assistant tool_use line
-    path = write_jsonl(tmp_path / "bad.jsonl", lines)
-    with pytest.raises(TranscriptError) as info:
-        import_file(store, path)
-    assert f"{path}:line 4: {reason}" in str(info.value)
-    assert store.count_events() == 0 and store.sessions() == []
+    assert_rejected(store, write_jsonl(tmp_path / "bad.jsonl", lines), where="line 4", reason=reason)
 
 
 def test_first_line_longer_than_the_sniffed_head(tmp_path):
     lines = synthetic_lines()[1:]
     lines[0]["message"]["content"] = "x" * 70_000  # the detector sees only the first 64 KiB
     path = write_jsonl(tmp_path / "long.jsonl", lines)
-    assert detect(path, path.read_bytes()).PLUGIN_NAME == "claude-code"
+    assert detected(path) == "claude-code"
     assert parse_file(path).stats["user_messages"] == 5

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 
 import pytest
-from _importer_checks import (assert_idempotent, assert_shape, check_jsonl_corruptions, check_utf16_variant,
-                              tiny_png)
+from _importer_checks import (assert_rejected, assert_reimport_adds_nothing, assert_shape, check_jsonl_corruptions,
+                              check_utf16_variant, detected, mutate_line, ref_kinds, tiny_png, write_jsonl)
 
 from latch.events import AssistantMessage, CompactionMarker, SystemNote, ToolResult, Usage, UserMessage
-from latch.importers import TranscriptError, detect, import_file, parse_file
+from latch.importers import TranscriptError, parse_file
 
 EDGERUNNER = "codex/edgerunner_codex-session.jsonl"
 
@@ -46,7 +45,7 @@ EXPECTED = dict(user_messages=7, assistant_messages=174, tool_calls=171, tool_re
 @pytest.mark.corpus
 def test_corpus_counts(corpus_dir):
     path = corpus_dir / EDGERUNNER
-    assert detect(path, path.read_bytes()).PLUGIN_NAME == "codex"
+    assert detected(path) == "codex"
     parsed = parse_file(path)
     assert parsed.stats == EXPECTED
     assert parsed.external_key == "codex:019f4ce9-5831-7e71-ab0a-24a9d7358aab"
@@ -88,7 +87,7 @@ def test_corpus_first_response(corpus_dir):
 
 @pytest.mark.corpus
 def test_import_twice_keeps_one_copy(corpus_dir, store):
-    assert_idempotent(store, corpus_dir / EDGERUNNER)
+    assert_reimport_adds_nothing(store, corpus_dir / EDGERUNNER)
 
 
 @pytest.mark.corpus
@@ -103,16 +102,10 @@ def test_malformed_copies(corpus_dir, store, tmp_path):
 
 @pytest.mark.corpus
 def test_message_content_as_number(corpus_dir, store, tmp_path):
-    data = (corpus_dir / EDGERUNNER).read_text(encoding="utf-8").split("\n")
-    obj = json.loads(data[122])  # line 123: the user message "Implement the plan."
-    obj["payload"]["content"] = 5
-    data[122] = json.dumps(obj)
-    path = tmp_path / "bad.jsonl"
-    path.write_text("\n".join(data), encoding="utf-8")
-    with pytest.raises(TranscriptError, match=r"bad\.jsonl:line 123: field 'payload\.content' must be a string "
-                                              r"or an array, got number"):
-        import_file(store, path)
-    assert store.count_events() == 0
+    # line 123: the user message "Implement the plan."
+    data = mutate_line((corpus_dir / EDGERUNNER).read_bytes(), 123, lambda obj: obj["payload"].update(content=5))
+    assert_rejected(store, tmp_path / "bad.jsonl", data, where="line 123",
+                    reason="field 'payload.content' must be a string or an array, got number")
 
 
 @pytest.mark.corpus
@@ -185,18 +178,12 @@ def synthetic_rows() -> list[dict]:
     ]
 
 
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
 def test_synthetic_rollout(tmp_path, store):
     path = write_jsonl(tmp_path / "rollout-2026-02-01T09-00-00-0190-aaaa.jsonl", synthetic_rows())
-    assert detect(path, path.read_bytes()).PLUGIN_NAME == "codex"
+    assert detected(path) == "codex"
     parsed = parse_file(path)
     assert_shape(parsed.events)
-    got = [(pe.source_ref, pe.event) for pe in parsed.events]
-    assert [(r, type(e).__name__) for r, e in got] == [
+    assert ref_kinds(parsed.events) == [
         ("line:1", "SystemNote"), ("line:4", "SystemNote"), ("line:5", "UserMessage"), ("line:6", "UserMessage"),
         ("line:8", "AssistantMessage"), ("line:13", "Usage"), ("line:15", "ToolResult"), ("line:17", "ToolResult"),
         ("line:19", "AssistantMessage"), ("line:22", "Usage"), ("line:20", "ToolResult"),
@@ -205,7 +192,7 @@ def test_synthetic_rollout(tmp_path, store):
         ("line:29", "AssistantMessage"), ("line:31", "Usage"),
         ("line:32", "CompactionMarker"),
     ]
-    ev = dict(got)
+    ev = {pe.source_ref: pe.event for pe in parsed.events}
     assert ev["line:1"] == SystemNote(text="You are Codex.", subtype="system_prompt")
     assert ev["line:5"].is_meta and not ev["line:6"].is_meta
     (img,) = ev["line:6"].media
@@ -234,7 +221,7 @@ def test_synthetic_rollout(tmp_path, store):
                                 usage=dict(input_tokens=3000 + 1000 + 200 + 200, output_tokens=205,
                                            cache_read_tokens=6000 + 9000 + 9900 + 10000, cache_write_tokens=None,
                                            requests=4))
-    assert_idempotent(store, path)
+    assert_reimport_adds_nothing(store, path)
 
 
 @pytest.mark.parametrize("line, change, reason", [
@@ -249,11 +236,7 @@ def test_synthetic_rollout(tmp_path, store):
 def test_wrong_field_types(tmp_path, store, line, change, reason):
     rows = synthetic_rows()
     change(rows[line - 1]["payload"])
-    path = write_jsonl(tmp_path / "bad.jsonl", rows)
-    with pytest.raises(TranscriptError) as info:
-        import_file(store, path)
-    assert f"{path}:line {line}: {reason}" in str(info.value)
-    assert store.count_events() == 0 and store.sessions() == []
+    assert_rejected(store, write_jsonl(tmp_path / "bad.jsonl", rows), where=f"line {line}", reason=reason)
 
 
 def test_envelope_without_payload_is_rejected(tmp_path):
@@ -267,5 +250,5 @@ def test_session_meta_longer_than_the_sniffed_head(tmp_path):
     rows = synthetic_rows()
     rows[0]["payload"]["base_instructions"]["text"] = "You are Codex. " * 5000  # 75 KB > the 64 KiB head
     path = write_jsonl(tmp_path / "long.jsonl", rows)
-    assert detect(path, path.read_bytes()).PLUGIN_NAME == "codex"
+    assert detected(path) == "codex"
     assert parse_file(path).stats["assistant_messages"] == 4

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 
 import pytest
-from _importer_checks import JUNK, assert_idempotent, assert_rejected, assert_shape, tiny_png
+from _importer_checks import (JUNK, assert_rejected, assert_reimport_adds_nothing, assert_shape, check_utf16_variant,
+                              detected, ref_kinds, tiny_png, write_json)
 
 from latch.events import AssistantMessage, CompactionMarker, SystemNote, ToolResult, Usage, UserMessage
-from latch.importers import TranscriptError, detect, import_file, parse_file
+from latch.importers import TranscriptError, import_file, parse_file
 
 
 def fixture_doc() -> dict:
@@ -49,11 +49,6 @@ def fixture_doc() -> dict:
     }
 
 
-def write_json(path: Path, doc) -> Path:
-    path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
-    return path
-
-
 # Counts by hand from fixture_doc(): 2 user messages (the image prompt, "never mind"), 3 assistant
 # messages (messages[2], the chat.completion object [6], [9]), 3 tool calls (a, b, c), 3 results
 # (b, a, the orphan call_zzz), 0 errors (the format has no error flag), 1 orphan, 1 missing (call_c:
@@ -66,12 +61,11 @@ EXPECTED = dict(user_messages=2, assistant_messages=3, tool_calls=3, tool_result
 
 def test_fixture_events(tmp_path, store):
     path = write_json(tmp_path / "chat.json", fixture_doc())
-    assert detect(path, path.read_bytes()).PLUGIN_NAME == "openai-chat"
+    assert detected(path) == "openai-chat"
     parsed = parse_file(path)
     assert parsed.stats == EXPECTED
     assert_shape(parsed.events)
-    got = [(pe.source_ref, pe.event) for pe in parsed.events]
-    assert [(r, type(e).__name__) for r, e in got] == [
+    assert ref_kinds(parsed.events) == [
         ("messages[0]", "SystemNote"), ("messages[1]", "UserMessage"),
         ("messages[2]", "AssistantMessage"), ("messages[2]#usage", "Usage"),
         ("messages[4]", "ToolResult"), ("messages[3]", "ToolResult"),  # call order, not arrival order
@@ -79,7 +73,7 @@ def test_fixture_events(tmp_path, store):
         ("messages[6]", "AssistantMessage"), ("messages[6]#usage", "Usage"), ("missing:call_c", "ToolResult"),
         ("messages[7]", "CompactionMarker"), ("messages[8]", "UserMessage"), ("messages[9]", "AssistantMessage"),
     ]
-    ev = dict(got)
+    ev = {pe.source_ref: pe.event for pe in parsed.events}
     assert ev["messages[0]"] == SystemNote(text="You are a coding agent. Use the tools.", subtype="system_prompt")
     (img,) = ev["messages[1]"].media
     assert (img.media_type, img.width, img.height, img.byte_size) == ("image/png", 6, 4, len(tiny_png(6, 4)))
@@ -99,9 +93,9 @@ def test_fixture_events(tmp_path, store):
     assert ev["missing:call_c"].missing
     assert ev["messages[7]"] == CompactionMarker(summary="Conversation compacted")
     assert ev["messages[8]"] == UserMessage(text="never mind, thanks")
-    assert "retries=0 means no retry" not in json.dumps([e.to_payload() for _, e in got])
+    assert "retries=0 means no retry" not in json.dumps([e.to_payload() for e in ev.values()])
     assert parsed.external_key.startswith("openai-chat:sha256:")
-    sid = assert_idempotent(store, path)
+    sid, _ = assert_reimport_adds_nothing(store, path)
     ref, data = store.get_artifact(img.sha256)
     assert data == tiny_png(6, 4) and (ref.width, ref.height) == (6, 4)
     assert store.session(sid).format == "openai-chat"
@@ -110,19 +104,16 @@ def test_fixture_events(tmp_path, store):
 def test_bare_list_and_utf16(tmp_path):
     doc = fixture_doc()
     bare = write_json(tmp_path / "bare.json", doc["messages"])
-    assert detect(bare, bare.read_bytes()).PLUGIN_NAME == "openai-chat"
+    assert detected(bare) == "openai-chat"
     assert parse_file(bare).stats == EXPECTED
-    wide = tmp_path / "wide.json"
-    wide.write_bytes(json.dumps(doc, indent=1).replace("\n", "\r\n").encode("utf-16"))
-    assert detect(wide, wide.read_bytes()).PLUGIN_NAME == "openai-chat"
-    a, b = parse_file(write_json(tmp_path / "chat.json", doc)), parse_file(wide)
-    assert b.stats == EXPECTED and b.external_key == a.external_key
+    wide = check_utf16_variant(tmp_path, write_json(tmp_path / "chat.json", doc), "openai-chat")
+    assert wide.stats == EXPECTED  # and the same external key and events as the UTF-8 file
 
 
 def test_plain_chat_is_openai(tmp_path):
     path = write_json(tmp_path / "plain.json", {"messages": [{"role": "user", "content": "hi"},
                                                               {"role": "assistant", "content": "hello"}]})
-    assert detect(path, path.read_bytes()).PLUGIN_NAME == "openai-chat"
+    assert detected(path) == "openai-chat"
 
 
 def test_legacy_function_call(tmp_path):

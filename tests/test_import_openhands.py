@@ -11,9 +11,10 @@ import json
 import pytest
 
 from latch.events import AssistantMessage, SystemNote, ToolResult, Usage, UserMessage
-from latch.importers import detect, parse_file
+from latch.importers import parse_file
 
-from import_checks import BINARY_JUNK, assert_rejected, assert_reimport_adds_nothing
+from _importer_checks import (assert_rejected, assert_reimport_adds_nothing, detected, json_document_corruptions,
+                              mutated_json)
 
 NAME = "basic_gui_mode.json"
 
@@ -35,7 +36,7 @@ def _parse(tmp_path, doc, name="case.json"):
 
 
 def test_detect_picks_openhands(src):
-    assert detect(src, src.read_bytes()).PLUGIN_NAME == "openhands"
+    assert detected(src) == "openhands"
 
 
 def test_counts(src):
@@ -185,36 +186,21 @@ def test_reimport_adds_nothing(src, store):
     assert parsed.external_key.startswith("openhands:sha256:")
 
 
-def _mutate(raw, fn):
-    doc = copy.deepcopy(raw)
-    fn(doc)
-    return json.dumps(doc, indent=2).encode()
-
-
 @pytest.mark.parametrize("case", ["cut", "garbage", "object", "args_string", "content_number", "id_string",
                                   "event_string", "empty", "binary"])
 def test_malformed_is_rejected_and_store_unchanged(src, raw, store, tmp_path, case):
     assert_reimport_adds_nothing(store, src)  # a non-empty store
-    data = src.read_bytes()
-    lines = data.split(b"\n")
-    mid = len(lines) // 2
     variants = {
-        "cut": (data[: len(data) // 2], r"invalid JSON", r"line \d+ column \d+"),
-        "garbage": (b"\n".join(lines[:mid] + [b"@@ not json @@"] + lines[mid:]), r"invalid JSON",
-                    rf"line {mid + 1} column \d+"),
-        "object": (json.dumps({"events": raw}).encode(), r"expected a JSON array of events, got object", "top level"),
-        "args_string": (_mutate(raw, lambda d: d[7].update(args="mkdir")),
-                        r"field 'args' must be an object, got string", r"record 7 \(event id 7\)"),
-        "content_number": (_mutate(raw, lambda d: d[8].update(content=3)),
-                           r"field 'content' must be a string, got number", r"record 8 \(event id 8\)"),
-        "id_string": (_mutate(raw, lambda d: d[4].update(id="4")), r"field 'id' must be an integer, got string",
-                      r"record 4"),
-        "event_string": (_mutate(raw, lambda d: d.__setitem__(2, "oops")),
-                         r"field 'events\[2\]' must be an object, got string", r"record 2"),
-        "empty": (b"", r"file is empty", None),
-        "binary": (BINARY_JUNK, r"binary data|not UTF-8", r"line \d+"),
+        **json_document_corruptions(src.read_bytes()),
+        "object": (json.dumps({"events": raw}).encode(), "top level", "expected a JSON array of events, got object"),
+        "args_string": (mutated_json(raw, lambda d: d[7].update(args="mkdir")), "record 7 (event id 7)",
+                        "field 'args' must be an object, got string"),
+        "content_number": (mutated_json(raw, lambda d: d[8].update(content=3)), "record 8 (event id 8)",
+                           "field 'content' must be a string, got number"),
+        "id_string": (mutated_json(raw, lambda d: d[4].update(id="4")), "record 4",
+                      "field 'id' must be an integer, got string"),
+        "event_string": (mutated_json(raw, lambda d: d.__setitem__(2, "oops")), "record 2",
+                         "field 'events[2]' must be an object, got string"),
     }
-    blob, reason, location = variants[case]
-    bad = tmp_path / NAME
-    bad.write_bytes(blob)
-    assert_rejected(store, bad, "openhands", reason, location)
+    blob, where, reason = variants[case]
+    assert_rejected(store, tmp_path / NAME, blob, where=where, reason=reason, fmt="openhands")

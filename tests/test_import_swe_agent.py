@@ -11,9 +11,10 @@ from collections import Counter
 import pytest
 
 from latch.events import AssistantMessage, SystemNote, ToolResult, UserMessage
-from latch.importers import detect, parse_file
+from latch.importers import parse_file
 
-from import_checks import BINARY_JUNK, assert_rejected, assert_reimport_adds_nothing
+from _importer_checks import (assert_rejected, assert_reimport_adds_nothing, detected, json_document_corruptions,
+                              mutated_json)
 
 LEGACY = "ctf_i_got_id_demo.traj"
 V1 = "marshmallow-1867_function_calling.traj"
@@ -28,8 +29,7 @@ def swe(corpus_dir):
 
 @pytest.mark.parametrize("name", [LEGACY, V1])
 def test_detect_picks_swe_agent(swe, name):
-    path = swe / name
-    assert detect(path, path.read_bytes()).PLUGIN_NAME == "swe-agent"
+    assert detected(swe / name) == "swe-agent"
 
 
 def test_legacy_counts(swe):
@@ -108,12 +108,6 @@ def test_reimport_adds_nothing(swe, store, name):
     assert store.count_events(sid) == len(parsed.events)
 
 
-def _mutate(path, fn):
-    doc = json.loads(path.read_text("utf-8"))
-    fn(doc)
-    return json.dumps(doc, indent=2).encode()
-
-
 @pytest.mark.parametrize("name", [LEGACY, V1])
 @pytest.mark.parametrize("case", ["cut", "garbage", "history_string", "content_number", "role_number",
                                   "tool_call_ids_string", "empty", "binary"])
@@ -121,27 +115,20 @@ def test_malformed_is_rejected_and_store_unchanged(swe, store, tmp_path, name, c
     src = swe / name
     assert_reimport_adds_nothing(store, swe / (V1 if name == LEGACY else LEGACY))  # a non-empty store
     data = src.read_bytes()
-    lines = data.split(b"\n")
-    mid = len(lines) // 2
+    doc = json.loads(data)
     variants = {
-        "cut": (data[: len(data) // 2], r"invalid JSON", r"line \d+ column \d+"),
-        "garbage": (b"\n".join(lines[:mid] + [b"@@ not json @@"] + lines[mid:]), r"invalid JSON",
-                    rf"line {mid + 1} column \d+"),
-        "history_string": (_mutate(src, lambda d: d.update(history="oops")),
-                           r"field 'history' must be an array, got string", "top level"),
-        "content_number": (_mutate(src, lambda d: d["history"][3].update(content=42)),
-                           r"field 'content' must be a string or an array, got number", r"history\[3\]"),
-        "role_number": (_mutate(src, lambda d: d["history"][2].update(role=7)),
-                        r"field 'role' must be a string, got number", r"history\[2\]"),
-        "tool_call_ids_string": (_mutate(src, lambda d: d["history"][3].update(role="tool", tool_call_ids="x")),
-                                 r"field 'tool_call_ids' must be an array, got string", r"history\[3\]"),
-        "empty": (b"", r"file is empty", None),
-        "binary": (BINARY_JUNK, r"binary data|not UTF-8", r"line \d+"),
+        **json_document_corruptions(data),
+        "history_string": (mutated_json(doc, lambda d: d.update(history="oops")), "top level",
+                           "field 'history' must be an array, got string"),
+        "content_number": (mutated_json(doc, lambda d: d["history"][3].update(content=42)), "history[3]",
+                           "field 'content' must be a string or an array, got number"),
+        "role_number": (mutated_json(doc, lambda d: d["history"][2].update(role=7)), "history[2]",
+                        "field 'role' must be a string, got number"),
+        "tool_call_ids_string": (mutated_json(doc, lambda d: d["history"][3].update(role="tool", tool_call_ids="x")),
+                                 "history[3]", "field 'tool_call_ids' must be an array, got string"),
     }
-    blob, reason, location = variants[case]
-    bad = tmp_path / name
-    bad.write_bytes(blob)
-    assert_rejected(store, bad, "swe-agent", reason, location)
+    blob, where, reason = variants[case]
+    assert_rejected(store, tmp_path / name, blob, where=where, reason=reason, fmt="swe-agent")
 
 
 def test_missing_and_orphan_results_are_kept(swe, tmp_path):

@@ -7,43 +7,23 @@ from __future__ import annotations
 
 import pytest
 
-from corpus_support import corpus_files
 from latch.commands.replay import _requests, run_replay
 from latch.engine import continuity_context_engine_factory
 from latch.engine.port import ContextBudget, ContextRequest, EngineProfile, SessionContext
 from latch.engine.reader import StoreKernelWriter, StoreSessionReader
 from latch.engine.recall import query_terms
 from latch.engine.units import TokenCounter, header_lines, message_line, resolve_estimator
-from latch.importers import builtin_importers, import_file
-from latch.store import EventStore
 
+# the corpus_session fixture (conftest.py) runs each test on every corpus file, imported into a new store
 pytestmark = pytest.mark.corpus
 
 TINY = ContextBudget(32_000, 4_000, 4_000)
 BUDGETS = {"tiny": TINY, "medium": ContextBudget(128_000, 8_000, 16_000), "default": None}
-FILES = corpus_files()
 
 
-def _ids(p):
-    return f"{p.parent.name}/{p.name}"
-
-
-@pytest.fixture
-def imported(request, corpus_dir):
-    path = request.param
-    importers = builtin_importers()
-    fmt = path.parent.name
-    if fmt not in {c.PLUGIN_NAME for c in importers}:
-        pytest.skip(f"no {fmt} importer yet")
-    with EventStore(":memory:") as store:
-        sid, _, _ = import_file(store, path, format=fmt, importers=importers)
-        yield store, sid
-
-
-@pytest.mark.parametrize("imported", FILES, ids=_ids, indirect=True)
 @pytest.mark.parametrize("budget_name", list(BUDGETS))
-def test_replay_holds_every_invariant(imported, budget_name):
-    store, sid = imported
+def test_replay_holds_every_invariant(corpus_session, budget_name):
+    _, store, sid = corpus_session
     b = BUDGETS[budget_name]
     kw = {} if b is None else {"window": b.context_window_tokens, "reserve": b.reserve_tokens,
                                "recent": b.recent_tokens}
@@ -86,9 +66,8 @@ def _engine(store, sid, stream):
         writer=StoreKernelWriter(store, sid, stream), estimator=resolve_estimator(model)))
 
 
-@pytest.mark.parametrize("imported", FILES, ids=_ids, indirect=True)
-def test_early_fact_is_recalled_after_it_left_the_epoch(imported):
-    store, sid = imported
+def test_early_fact_is_recalled_after_it_left_the_epoch(corpus_session):
+    _, store, sid = corpus_session
     fact = term = None
     for e in store.events(sid, kinds=["user_message"]):
         if e.event.is_meta:
@@ -107,9 +86,8 @@ def test_early_fact_is_recalled_after_it_left_the_epoch(imported):
     assert next(r for r in got if r.seq == fact.seq).text.endswith(fact.event.text)
 
 
-@pytest.mark.parametrize("imported", FILES, ids=_ids, indirect=True)
-def test_resumed_engine_produces_identical_next_views(imported):
-    store, sid = imported
+def test_resumed_engine_produces_identical_next_views(corpus_session):
+    _, store, sid = corpus_session
     info = store.session(sid)
     reqs = _requests(list(store.events(sid)))
 

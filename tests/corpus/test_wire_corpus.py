@@ -5,41 +5,33 @@ from __future__ import annotations
 
 import pytest
 
-from corpus_support import corpus_files
 from latch.commands.replay import run_replay
-from latch.importers import builtin_importers, import_file
 from latch.providers import (to_anthropic_messages, to_openai_chat, validate_anthropic_messages,
                              validate_openai_chat)
-from latch.store import EventStore
 
+# the corpus_session fixture (conftest.py) runs each test on every corpus file, imported into a new store
 pytestmark = pytest.mark.corpus
 
 
-@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_every_view_is_a_valid_request_in_both_formats(path, corpus_dir):
-    importers = builtin_importers()
-    fmt = path.parent.name
-    if fmt not in {c.PLUGIN_NAME for c in importers}:
-        pytest.skip(f"no {fmt} importer yet")
-    with EventStore(":memory:") as store:
-        sid, _, _ = import_file(store, path, format=fmt, importers=importers)
-        doc, views = run_replay(store, sid, window=32_000, reserve=4_000, recent=4_000, keep_views=True)
-        summary = doc["summary"]
-        assert len(views) == summary["requests"] - summary["overflows"] > 0
-        if summary["conversation_tokens"] > 2 * 4_000:
-            assert summary["rotations"] > 0
-        loader = lambda sha256: store.get_artifact(sha256)[1]  # noqa: E731
-        for n, view in enumerate(views, 1):
-            where = f"{path.name} view {n} (epoch {view.epoch})"
-            openai = to_openai_chat(view, loader)
-            anthropic = to_anthropic_messages(view, loader)
-            assert validate_openai_chat(openai) == [], where
-            assert validate_anthropic_messages(anthropic) == [], where
-            # nothing silently dropped: every call and every result of the view reaches both bodies
-            calls = sum(len(m.tool_calls) for m in view.messages)
-            results = sum(1 for m in view.messages if m.role == "tool")
-            assert sum(len(m.get("tool_calls") or ()) for m in openai["messages"]) == calls, where
-            assert sum(1 for m in openai["messages"] if m["role"] == "tool") == results, where
-            blocks = [b for m in anthropic["messages"] for b in m["content"]]
-            assert sum(1 for b in blocks if b["type"] == "tool_use") == calls, where
-            assert sum(1 for b in blocks if b["type"] == "tool_result") == results, where
+def test_every_view_is_a_valid_request_in_both_formats(corpus_session):
+    path, store, sid = corpus_session
+    doc, views = run_replay(store, sid, window=32_000, reserve=4_000, recent=4_000, keep_views=True)
+    summary = doc["summary"]
+    assert len(views) == summary["requests"] - summary["overflows"] > 0
+    if summary["conversation_tokens"] > 2 * 4_000:
+        assert summary["rotations"] > 0
+    loader = lambda sha256: store.get_artifact(sha256)[1]  # noqa: E731
+    for n, view in enumerate(views, 1):
+        where = f"{path.name} view {n} (epoch {view.epoch})"
+        openai = to_openai_chat(view, loader)
+        anthropic = to_anthropic_messages(view, loader)
+        assert validate_openai_chat(openai) == [], where
+        assert validate_anthropic_messages(anthropic) == [], where
+        # nothing silently dropped: every call and every result of the view reaches both bodies
+        calls = sum(len(m.tool_calls) for m in view.messages)
+        results = sum(1 for m in view.messages if m.role == "tool")
+        assert sum(len(m.get("tool_calls") or ()) for m in openai["messages"]) == calls, where
+        assert sum(1 for m in openai["messages"] if m["role"] == "tool") == results, where
+        blocks = [b for m in anthropic["messages"] for b in m["content"]]
+        assert sum(1 for b in blocks if b["type"] == "tool_use") == calls, where
+        assert sum(1 for b in blocks if b["type"] == "tool_result") == results, where

@@ -7,8 +7,8 @@ of four or more characters (a small English stop list removed), then CJK bigrams
 terms must match). :func:`recall` searches the archival region only (``seq < before_seq``: material
 no longer in the provider-visible epoch), identifiers before words, so an old event holding the
 exact identifiers is not crowded out by newer rows that merely repeat common words: first the rows
-holding every identifier (an FTS AND of identifier phrases), then rows holding any identifier, then
-rows holding the other terms. A row *matches* when it holds a specific term or at least two of the
+holding every identifier (an FTS AND of identifier phrases; for a query without identifiers, every
+word), then rows holding any identifier, then rows holding any other term. A row *matches* when it holds a specific term or at least two of the
 other terms (one when the query has only one), so a lone common word never pulls a row in. Each
 search lists the newest rows first (a later revision wins over an older turn that repeats a term),
 at most :data:`SEARCH_ROWS`; recall takes matching rows in that order, at most
@@ -197,8 +197,8 @@ def recall(reader: SessionReader, cache: RecallCache, terms: Sequence[str], *, b
            until_seq: int | None = None, exclude: Iterable[int] = ()) -> list[RecalledEvent]:
     """Recalled originals for ``terms`` from the archival region ``seq < before_seq``, chronological.
 
-    Rows holding every identifier of ``terms`` first, then rows holding any identifier, then rows
-    holding the other terms (see the module docstring), each search newest first; a row is taken
+    Rows holding every identifier of ``terms`` (without identifiers: every term) first, then rows
+    holding any identifier, then rows holding any other term, each search newest first; a row is taken
     together with its call/result partners, or not at all, while the total stays within
     ``limit_tokens`` (tokens of :func:`render_recalled` text plus a newline, by the cache's counter).
     Seqs in ``exclude`` (already recalled) are skipped.
@@ -207,8 +207,8 @@ def recall(reader: SessionReader, cache: RecallCache, terms: Sequence[str], *, b
         return []
     ids = [t for t in terms if _specific(t)]
     others = [t for t in terms if not _specific(t)]
-    # every term, every identifier, any identifier, any other term (an AND of one term is its OR)
-    searches = [(group, "and") for group in ((*ids, *others), ids) if len(group) > 1]
+    every = ids or others  # every identifier (a query without one: every other term), then any of each
+    searches = [(every, "and")] if len(every) > 1 else []  # (an AND of one term is its OR)
     searches += [(group, "or") for group in (ids, others) if group]
     specific = [t.lower() for t in ids]
     words = [t.lower() for t in others]
