@@ -183,9 +183,13 @@ class ContextOverflow(Exception):
     """Raised when even the hard budget cannot hold the request; ``breakdown`` has the tokens."""
 
     def __init__(self, message: str, breakdown: Mapping[str, int]):
+        self.message = message
         self.breakdown = dict(breakdown)
         parts = ", ".join(f"{k}={v}" for k, v in self.breakdown.items())
         super().__init__(f"{message} ({parts})")
+
+    def __reduce__(self):  # picklable across process pools (bench workers)
+        return type(self), (self.message, self.breakdown), self.__dict__
 
 
 @runtime_checkable

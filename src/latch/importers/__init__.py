@@ -148,6 +148,9 @@ class SessionForgotten(TranscriptError):
         super().__init__(path, None, f"session {session_id} is forgotten (tombstoned by `latch forget`); "
                                      "nothing imported")
 
+    def __reduce__(self):
+        return type(self), (self.path, self.session_id), self.__dict__
+
 
 def _refuse_forgotten(store, path: Path, external_key: str) -> None:
     from ..kernel.tombstones import tombstoned_sessions

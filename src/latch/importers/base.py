@@ -34,6 +34,9 @@ class TranscriptError(Exception):
         where = f"{self.path}:{location}" if location else self.path
         super().__init__(f"{where}: {reason}")
 
+    def __reduce__(self):  # picklable across process pools (bench workers)
+        return type(self), (self.path, self.location, self.reason), self.__dict__
+
 
 @dataclass
 class ParsedSession:

@@ -35,10 +35,10 @@ the results, so the file grows under the importer. A call whose result is not
 written yet is pending (no placeholder; a ``missing`` result only when a later
 prompt proves it will never come). The last response is the open tail
 (``ParsedSession.settled``) while its next block may still be written: until a
-user, system or attachment line or another response follows it, unless its
-last line carries a ``stop_reason`` (newer versions write the lines of a
-response once it is complete, with its final ``stop_reason`` and usage; 2.1.14
-and 2.1.17 stream them with ``stop_reason: null``). ``external_key`` is
+user, system or attachment line or another response follows it, whatever its
+``stop_reason`` (2.1.14 and 2.1.17 stream blocks with ``stop_reason: null``;
+2.1.109+ repeats the final ``stop_reason`` and usage on every line of a
+response, so only a later line proves the response complete). ``external_key`` is
 ``"claude-code:<sessionId>"`` (else a hash of the first line).
 """
 
@@ -134,8 +134,9 @@ class ClaudeCodeImporter(Importer):
         builder = SessionBuilder(path, FORMAT)
         slots = _emit(builder, path, chosen)
         last = next(ln for ln in reversed(main) if ln.type != "progress")
-        if last.type == "assistant" and last.obj["message"].get("stop_reason") is None:
-            # nothing after the last response yet and no stop_reason: its next block may follow
+        if last.type == "assistant":
+            # nothing after the last response yet: its next block may follow, whatever its stop_reason
+            # (2.1.109+ repeats the final stop_reason and usage on every line of a response)
             slot = slots.get(last.obj["message"].get("id") or last.uuid)
             if slot is not None:
                 builder.hold(slot)

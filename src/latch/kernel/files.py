@@ -46,6 +46,9 @@ class StaleFileError(Exception):
         was = f"sha256 {expected[:12]}" if expected else "absent"
         super().__init__(f"{path}: changed outside the agent (expected {was}, {now}); re-read it before editing")
 
+    def __reduce__(self):
+        return type(self), (self.path, self.expected, self.actual), self.__dict__
+
 
 @dataclass(frozen=True, slots=True)
 class Page:

@@ -256,7 +256,7 @@ class BaselineEngine:
     def _epoch(self, until: int, first: int | None, lines: list[bytes]) -> tuple[int, str | None]:
         """``(epoch, rotation reason)``: a new epoch whenever ``lines`` do not extend the previous request's."""
         prev = self._prev
-        epoch, reason = 0, None
+        epoch, reason = 1, None  # epochs count from 1, as ContinuityEngine's generations do
         if prev is not None:
             p_until, epoch, p_first, p_lines = prev
             if until < p_until or lines[:len(p_lines)] != p_lines:
