@@ -90,7 +90,9 @@ def assert_reimport_adds_nothing(store, path: Path, fmt: str | None = None) -> t
 
 def assert_rejected(store, path: Path, data: bytes | None = None, *, where: str | None, reason: str,
                     fmt: str | None = None) -> None:
-    """Importing ``path`` (first written with ``data`` when given) raises ``TranscriptError`` and changes nothing.
+    """Importing ``path`` (first written with ``data`` when given) as a finished file (``final=True``: a
+    half-written last line is an error, not the open tail of a live file) raises ``TranscriptError`` and
+    changes nothing.
 
     The error names ``path``, then ``where``: the line or record (``"line 7"``, ``"messages[2]"``,
     ``"record 7 (event id 7)"``; ``"line 7"`` also accepts ``"line 7 column 3"``, as JSON errors
@@ -101,7 +103,7 @@ def assert_rejected(store, path: Path, data: bytes | None = None, *, where: str 
         path.write_bytes(data)
     before = snapshot(store)
     with pytest.raises(TranscriptError) as info:
-        import_file(store, path, fmt)
+        import_file(store, path, fmt, final=True)
     err = info.value
     assert err.path == str(path) and str(err).startswith(f"{path}:"), str(err)
     if where is None:

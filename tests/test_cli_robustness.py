@@ -73,7 +73,8 @@ def test_lone_surrogates_print_as_replacement_characters(run, tmp_path):
 
     hits = json.loads(run("search", "--json", "zebra").output)
     assert [h["kind"] for h in hits] == ["assistant_message", "tool_result", "assistant_message", "user_message"]
-    assert hits[2]["text"] == 'bash {"command": "echo zebra \\ud800"}'  # arguments: a JSON string, kept verbatim
+    # arguments are indexed decoded (so escaped CJK is searchable): the lone surrogate prints as U+FFFD
+    assert hits[2]["text"] == 'bash {"command": "echo zebra \ufffd"}'
     assert hits[0]["text"] == "zebra deployed \ufffd" and hits[3]["text"] == "deploy \ufffd the zebra service"
 
     for args in (("state", sid), ("state", "--json", sid), ("context", sid), ("context", "--json", sid),

@@ -98,7 +98,7 @@ def test_context_report(run, transcript):
     assert rep["left_tokens"] == 0 and rep["status"] == "new_epoch"
     table = run("context", sid)
     assert "recent conversation" in table.output and "≈" in table.output
-    assert run("context", "zzzz").exit_code == 2
+    assert run("context", "zzzz").exit_code == 1  # unknown session: one line, status 1 (like show)
 
 
 def _table(output: str) -> tuple[list[str], list[list[str]]]:

@@ -229,7 +229,7 @@ def test_an_edited_prefix_is_refused(corpus_dir, tmp_path):
     before = store.count_events()
     text = src.read_text(encoding="utf-8").replace("#### Про что проект мозгослав", "#### Про что проект", 1)
     live.write_text(text, encoding="utf-8")  # line 81, a user prompt imported before
-    with pytest.raises(TranscriptError, match=r":line:81: reads differently from when it was imported"):
+    with pytest.raises(TranscriptError, match=r":line 81: reads differently from when it was imported"):
         import_file(store, live)
     assert store.count_events() == before
 
@@ -251,3 +251,30 @@ def test_a_rewound_claude_code_branch_stays_and_the_new_one_follows(corpus_dir, 
     refs = [e.source_ref for e in store.events(sid)]
     assert len(second) == 1 and refs[-1] == "line:13" and len(refs) == len(first) + 1
     assert isinstance(store.get(second[0]).event, UserMessage)
+
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "invoice-rounding.claude.jsonl"
+
+
+@pytest.mark.parametrize("keep", range(1, 61))
+def test_example_cut_at_every_line(tmp_path, keep):
+    """The tester's report: every line of the example repeats its response's final ``stop_reason`` (as
+    Claude Code 2.1.109+ writes them), so a cut between two lines of one response (after lines 3, 11, 15,
+    18, 27, 30) once stored the response's first half as complete. The last response is open until a
+    later line follows it; a prefix of only the permission-mode line (keep=1) has nothing to store yet."""
+    live = tmp_path / "live.jsonl"
+    _write_prefix(EXAMPLE, live, keep)
+    grown = EventStore(tmp_path / "grown.db")
+    _, _, first = import_file(grown, live, final=False)
+    assert bool(first) == (keep > 1)
+    live.write_bytes(EXAMPLE.read_bytes())
+    sid, _, second = import_file(grown, live, final=False)
+    one, one_sid = _one_shot(tmp_path, live)
+    assert _log(grown, sid) == _log(one, one_sid)
+    assert first + second == [e.seq for e in one.events(one_sid)]
+
+
+def test_example_last_response_is_the_open_tail():
+    parsed = parse_file(EXAMPLE)
+    # line 60, the final answer msg_01Ex0028 (stop_reason end_turn), is the last line: nothing proves it complete
+    assert [pe.source_ref for pe in parsed.events[parsed.settled:]] == ["line:60", "line:60#usage"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -39,35 +40,65 @@ def backend_error() -> str | None:
 
 
 class AppContext:
-    """Shared CLI state: the ``--db`` path, the lazily opened store and configuration."""
+    """Shared CLI state: the ``--db`` path, the lazily opened store and configuration.
 
-    def __init__(self, db: str | None):
+    ``db_source`` names where an explicit ``db`` came from (``"--db"`` or ``"LATCH_DB"``) for errors.
+    """
+
+    def __init__(self, db: str | None, db_source: str = "--db"):
         self.db = db
+        self.db_source = db_source
         self._store = None
         self._config: dict[str, Any] | None = None
+        self.config_file: str | None = None
 
     def config(self, path: str | None = None) -> dict[str, Any]:
         """Latch's configuration (:func:`latch.config.load_config` of ``path``), read once per invocation.
 
         The first read also calls :func:`latch.plugins.configure` (hook ``latch_configure``) with
-        it. A bad file is a ``click.UsageError`` naming the file, key and problem.
+        it. A bad file is a ``click.UsageError`` naming the file, key and problem; each unknown table
+        or key is one warning line on stderr (:func:`latch.config.unknown_keys`). ``config_file`` is
+        then the file read (``None`` when the default file is absent).
         """
         if self._config is None:
             from . import plugins
-            from .config import ConfigError, load_config
+            from .config import ConfigError, config_path, load_config, unknown_keys
+            from .textsafe import printable
 
             try:
                 config = load_config(path)
             except ConfigError as exc:
                 raise click.UsageError(str(exc)) from None
+            self.config_file = str(config_path(path)) if config or path is not None else None
             plugins.configure(config)
+            for line in unknown_keys(config, self.config_file or "config", owned=plugins.get_plugin_manager().infos):
+                click.echo(f"warning: {printable(line)}", err=True)
             self._config = config
         return self._config
 
-    def store(self):
-        if self._store is None:
-            from .store import EventStore
+    def db_problem(self) -> str | None:
+        """Why the explicit database path cannot be used (its parent folder is missing or a file), or ``None``.
 
+        Folders are never created for an explicit path; the default path under the data folder is.
+        """
+        if not self.db or self.db == ":memory:":
+            return None
+        path = Path(self.db)
+        if not path.parent.is_dir():
+            blocker = next((q for q in path.parents if q.exists() and not q.is_dir()), None)
+            if blocker is not None:
+                return f"{path}: {blocker} is not a folder ({self.db_source})"
+            return f"{path}: folder {path.parent} does not exist ({self.db_source}; create it first)"
+        return None
+
+    def store(self):
+        """The :class:`~latch.store.EventStore`, opened once; :class:`~latch.store.StoreError` when it cannot be."""
+        if self._store is None:
+            from .store import EventStore, StoreError
+
+            problem = self.db_problem()
+            if problem:
+                raise StoreError(f"cannot open the Latch store at {problem}")
             self._store = EventStore(self.db) if self.db else EventStore()
         return self._store
 
@@ -95,7 +126,7 @@ class LatchGroup(click.Group):
 
 @click.group(cls=LatchGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="latch")
-@click.option("--db", type=click.Path(dir_okay=False), envvar="LATCH_DB",
+@click.option("--db", metavar="PATH", envvar="LATCH_DB",
               help="SQLite database (default: one per workspace under the Latch data folder; LATCH_HOME overrides).")
 @click.pass_context
 def cli(ctx: click.Context, db: str | None) -> None:
@@ -104,7 +135,13 @@ def cli(ctx: click.Context, db: str | None) -> None:
         reason = backend_error()
         if reason is not None:
             raise click.ClickException(f"the hot-path backend cannot load: {reason} (see `latch doctor`)")
-    ctx.obj = AppContext(db)
+    from_env = ctx.get_parameter_source("db") is click.core.ParameterSource.ENVIRONMENT
+    if db is not None and not db.strip():
+        raise click.UsageError("empty LATCH_DB" if from_env else "empty --db: give a database file path")
+    if db is not None and Path(db).is_dir():
+        where = f"LATCH_DB={db}" if from_env else f"--db {db}"
+        raise click.UsageError(f"{where} is a directory; give a database file path")
+    ctx.obj = AppContext(db, "LATCH_DB" if from_env else "--db")
 
 
 def _load_commands() -> None:

@@ -16,7 +16,8 @@ the defaults. Known keys (spec: "Bounded materialization", "Cache epochs and wor
     [engine]
     name = "continuity"        # read by latch.plugins.engine_name
 
-Other tables are left to their owners. Every value checked here must be a positive integer of at
+``[engines.<name>]`` and tables named after a plugin are left to their owners; any other table or
+key is reported by :func:`unknown_keys` (the CLI prints one warning line each). Every value checked here must be a positive integer of at
 most :data:`MAX_TOKENS` (``reserve_tokens`` and ``recall_tokens`` may be 0; ``reserve_tokens`` must
 stay below the window); a bad file raises :class:`ConfigError` naming the file, the key and the
 problem. A ``recent_tokens`` above a model's ``context_window_tokens - reserve_tokens`` is legal:
@@ -25,9 +26,10 @@ the hard budget lowers the effective value (spec: "Bounded materialization").
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +46,7 @@ __all__ = [
     "config_path",
     "load_config",
     "validate_config",
+    "unknown_keys",
     "model_settings",
     "budget_for_model",
     "recall_tokens",
@@ -134,7 +137,50 @@ def validate_config(data: Mapping[str, Any], source: str = "<config>") -> dict[s
         reserve = table.get("reserve_tokens", DEFAULT_RESERVE_TOKENS)
         if reserve >= window:
             raise ConfigError(f"{where}: reserve_tokens ({reserve}) must be below context_window_tokens ({window})")
+    engine = out.get("engine", {})
+    if not isinstance(engine, Mapping):
+        raise ConfigError(f"{source}: [engine] must be a table, got {type(engine).__name__}")
+    name = engine.get("name")
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise ConfigError(f"{source}: [engine] name must be a non-empty string, got {name!r}")
     return out
+
+
+KNOWN_KEYS: dict[str, tuple[str, ...]] = {
+    "context": ("recent_tokens", "recall_tokens", "state_tokens"),
+    "engine": ("name",),
+    "models": (),  # [models.<model id>] tables, each with MODEL_KEYS
+    "engines": (),  # [engines.<engine name>] tables, owned by each engine
+}
+MODEL_KEYS = ("context_window_tokens", "reserve_tokens")
+
+
+def _unknown(key: str, known: Iterable[str], what: str, source: str) -> str:
+    close = difflib.get_close_matches(key, list(known), n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"{source}: unknown {what}{hint}; ignored"
+
+
+def unknown_keys(data: Mapping[str, Any], source: str = "<config>", owned: Iterable[str] = ()) -> list[str]:
+    """One warning line (``FILE: unknown KEY (did you mean ...?); ignored``) per table or key Latch does not
+    know, with the closest known name as a hint. ``owned`` names top-level tables a plugin reads."""
+    owned = set(owned)
+    lines = []
+    for table, body in data.items():
+        if table in owned:
+            continue
+        if table not in KNOWN_KEYS:
+            lines.append(_unknown(table, KNOWN_KEYS, f"table [{table}]", source))
+            continue
+        if not isinstance(body, Mapping):
+            continue
+        if table == "models":
+            lines += [_unknown(k, MODEL_KEYS, f"key models.{name}.{k}", source)
+                      for name, t in body.items() if isinstance(t, Mapping) for k in t if k not in MODEL_KEYS]
+        elif KNOWN_KEYS[table]:
+            lines += [_unknown(k, KNOWN_KEYS[table], f"key [{table}] {k}", source)
+                      for k in body if k not in KNOWN_KEYS[table]]
+    return lines
 
 
 def model_settings(config: Mapping[str, Any] | None, model: str | None) -> Mapping[str, Any]:

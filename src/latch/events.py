@@ -190,8 +190,17 @@ class AssistantMessage(Event):
     def searchable_text(self) -> str:
         parts = [self.text] if self.text else []
         for c in self.tool_calls:
-            parts.append(f"{c.name} {c.arguments}")
+            parts.append(f"{c.name} {_readable_arguments(c.arguments)}")
         return "\n".join(parts)
+
+
+def _readable_arguments(arguments: str) -> str:
+    """Tool-call ``arguments`` as FTS5 should see them: JSON re-serialized with its ``\\u`` escapes
+    decoded (``"\\u8fde\\u63a5"`` indexes as ``"连接"``); text that is not JSON stays as it is."""
+    try:
+        return json.dumps(json.loads(arguments), ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return arguments
 
 
 @register_kind

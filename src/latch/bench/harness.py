@@ -354,6 +354,16 @@ def _survives(engine: Any, view: Any, needle: Needle, until: int) -> bool:
 
 
 # ------------------------------------------------------------------------------------------ all jobs
+def _pooled_job(engine_name: str, source: SessionSource, budget: Budget) -> dict[str, Any]:
+    """:func:`run_job` in a worker: a failure comes back as the job's ``error`` string, so an exception the
+    parent could not unpickle never breaks the pool and the other jobs."""
+    try:
+        return run_job(engine_name, source, budget)
+    except Exception as exc:  # noqa: BLE001 - one broken job is reported, the others still count
+        return {"engine": engine_name, "session": source.name, "budget": budget.name,
+                "error": f"{type(exc).__name__}: {exc}"}
+
+
 def run_bench(engines: Sequence[str], sessions: Sequence[SessionSource], budgets: Sequence[Budget], *,
               jobs: int = 2, progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
     """Every (engine, session, budget) job in a process pool of ``jobs`` workers, each job in a fresh
@@ -373,13 +383,13 @@ def run_bench(engines: Sequence[str], sessions: Sequence[SessionSource], budgets
     results: list[dict[str, Any] | None] = [None] * len(plan)
     done = 0
     with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, max_tasks_per_child=1) as pool:
-        futures = {pool.submit(run_job, *plan[i]): i for i in order}
+        futures = {pool.submit(_pooled_job, *plan[i]): i for i in order}
         for fut in cf.as_completed(futures):
             i = futures[fut]
             e, s, b = plan[i]
             try:
                 results[i] = fut.result()
-            except Exception as exc:  # noqa: BLE001 - one broken job is reported, the others still count
+            except Exception as exc:  # noqa: BLE001 - a crashed worker (BrokenProcessPool)
                 results[i] = {"engine": e, "session": s.name, "budget": b.name, "error": f"{type(exc).__name__}: {exc}"}
             done += 1
             if progress:

@@ -6,6 +6,7 @@ scenario) under every budget in a process pool (:mod:`latch.bench.harness`), the
 ``report.md`` (the table), ``report.json`` (every job, with per-request series) and PNG plots
 (tokens per request along each session per engine; cacheability per engine) into ``--out``.
 matplotlib is required (``pip install 'latch[bench]'``).
+A job that fails (e.g. a malformed transcript) is listed with its error; the command then exits 1.
 """
 
 from __future__ import annotations
@@ -89,3 +90,6 @@ def register(cli: click.Group) -> None:
             what = f"{r['engine']} on {r['session']} ({r['budget']}): {r['error']}"
             con.print(f"[red]✗[/red] {escape(what)}")
         con.print(f"\n{len(results)} jobs in {seconds:,.0f} s → " + escape(", ".join(str(p) for p in paths.values())))
+        if failed:
+            err.print(f"[red]{len(failed)} of {len(results)} jobs failed[/red]")
+            raise SystemExit(1)

@@ -91,8 +91,8 @@ def register(cli: click.Group) -> None:
         try:
             info = store.session(session)
         except KeyError as exc:
-            raise click.UsageError(str(exc.args[0])) from None
-        name, factory = resolve_engine_factory(engine, config)
+            raise click.ClickException(str(exc.args[0])) from None
+        name, factory = resolve_engine_factory(engine, config, app.config_file)
         if model is None:
             model = next((e.event.model for e in store.events(info.id, kinds=["assistant_message"])
                           if e.event.model), None)

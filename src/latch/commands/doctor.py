@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from .. import __version__
@@ -78,11 +79,19 @@ def register(cli: click.Group) -> None:
     def doctor_cmd(app, as_json):
         """Versions, SQLite and FTS5, the hot-path backend, the native library and the data folder.
 
-        Exits with status 1 when the requested hot-path backend (LATCH_IMPL) cannot load
-        or SQLite lacks FTS5.
+        Exits with status 1 when the requested hot-path backend (LATCH_IMPL) cannot load,
+        SQLite lacks FTS5 or the store (``--db``/``LATCH_DB``, else the default) cannot be opened.
         """
+        from ..store import StoreError
+
         info = diagnose(app.db)
-        ok = info["backend"] is not None and info["fts5"]
+        try:
+            app.store()
+        except StoreError as exc:
+            info["store_error"] = str(exc)
+        else:
+            info["store_error"] = None
+        ok = info["backend"] is not None and info["fts5"] and info["store_error"] is None
         if as_json:
             click.echo(dumps(info, indent=2))
         else:
@@ -102,6 +111,7 @@ def register(cli: click.Group) -> None:
                                    if info["native_library"] else "not installed")),
                 ("data folder", info["data_dir"]),
                 ("database", info["db"]),
+                ("store", f"[red]{escape(info['store_error'])}[/red]" if info["store_error"] else "opens"),
             ]
             for k, v in rows:
                 t.add_row(k, str(v))

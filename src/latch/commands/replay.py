@@ -59,11 +59,13 @@ __all__ = ["resolve_engine_factory", "resolve_estimator_choice", "estimator_name
 PROGRESS_MIN_REQUESTS = 40
 
 
-def resolve_engine_factory(name: str | None, config: Mapping[str, Any] | None = None) -> tuple[str, Callable]:
+def resolve_engine_factory(name: str | None, config: Mapping[str, Any] | None = None,
+                           config_file: str | None = None) -> tuple[str, Callable]:
     """``(engine name, ContextEngineFactory)`` through :func:`latch.plugins.get_engine_factory`.
 
-    ``name`` ``None`` means ``[engine] name`` of the config, else ``continuity``. Raises
-    ``click.UsageError`` for an unknown engine (there is no fallback to another engine).
+    ``name`` ``None`` means ``[engine] name`` of the config (read from ``config_file``, named in
+    errors), else ``continuity``. Raises ``click.UsageError`` for an unknown engine (there is no
+    fallback to another engine).
     """
     from .. import plugins
 
@@ -71,7 +73,9 @@ def resolve_engine_factory(name: str | None, config: Mapping[str, Any] | None = 
         chosen = plugins.engine_name(name, config if config is not None else {})
         return chosen, plugins.get_engine_factory(chosen)
     except plugins.PluginError as exc:
-        raise click.UsageError(str(exc)) from None
+        by_config = name is None and ((config or {}).get("engine") or {}).get("name") is not None
+        where = f" (chosen by [engine] name in {config_file or 'the config'})" if by_config else ""
+        raise click.UsageError(f"{exc}{where}") from None
 
 
 def resolve_estimator_choice(name: str | None, model: str | None) -> Any:
@@ -397,7 +401,7 @@ def register(cli: click.Group) -> None:
 
         config = app.config(config_path)
         # bad options fail before anything is imported
-        resolve_engine_factory(engine, config)
+        resolve_engine_factory(engine, config, app.config_file)
         if estimator is not None:
             resolve_estimator_choice(estimator, model)
         if window is not None and reserve is not None and reserve >= window:

@@ -8,7 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..cli import pass_app
-from ..textsafe import console, dumps
+from ..textsafe import console, dumps, printable
 
 
 def _console() -> Console:
@@ -55,18 +55,32 @@ def register(cli: click.Group) -> None:
                        "(e.g. a response still streaming) waits for the next import.")
     @pass_app
     def import_cmd(app, files, fmt, live):
-        """Import transcript FILES into the store (idempotent; a forgotten session takes no new events)."""
+        """Import transcript FILES into the store (idempotent; a forgotten session takes no new events).
+
+        Every file is tried; each one that cannot be imported is one line on stderr and leaves the
+        store unchanged; the command then exits 1.
+        """
         from ..importers import SessionForgotten, import_file
+        from ..importers.base import TranscriptError
 
         store = app.store()
-        con = _console()
+        con, err = _console(), Console(stderr=True, highlight=False)
+        failed = 0
         for f in files:
             try:
                 sid, parsed, seqs = import_file(store, f, fmt, final=not live)
             except SessionForgotten as exc:
-                con.print(f"{escape(str(exc))}", style="yellow")
+                con.print(f"{escape(printable(str(exc)))}", style="yellow")
+                continue
+            except TranscriptError as exc:
+                failed += 1
+                err.print(f"Error: {escape(printable(str(exc)))}", soft_wrap=True)
                 continue
             con.print(f"{escape(f)}: session [bold]{sid}[/bold] ({escape(parsed.format)}), {len(seqs)} new events")
+        if failed and len(files) > 1:
+            err.print(f"{failed} of {len(files)} files not imported")
+        if failed:
+            raise SystemExit(1)
 
     @cli.command("sessions")
     @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
@@ -96,9 +110,15 @@ def register(cli: click.Group) -> None:
             info = store.session(session)
         except KeyError as exc:
             raise click.ClickException(str(exc.args[0])) from None
+        from ..kernel.events import Tombstone
+        from ..kernel.tombstones import tombstoned_sessions
+
+        tombstones = sum(1 for _ in store.events(info.id, kinds=[Tombstone.KIND]))
+        forgotten = " [yellow]forgotten (tombstoned by `latch forget`)[/yellow]" \
+            if info.id in tombstoned_sessions(store) else ""
         con = _console()
         con.print(f"session [bold]{info.id}[/bold] format={escape(str(info.format))} source={escape(str(info.source))} "
-                  f"events={info.events}")
+                  f"events={info.events - tombstones}{forgotten}")
         for ev in store.events(info.id, limit=limit):
             con.print(f"{ev.seq:>7}  {event_line(ev)}", markup=False)
 
@@ -119,7 +139,7 @@ def register(cli: click.Group) -> None:
 
         store = app.store()
         sid = None
-        if session:
+        if session is not None:
             try:
                 sid = store.session(session).id
             except KeyError as exc:

@@ -79,8 +79,10 @@ def detect(path: Path, data: bytes, importers: list[type[Importer]] | None = Non
     return best[1]
 
 
-def parse_file(path: str | Path, format: str | None = None, importers: list[type[Importer]] | None = None) -> ParsedSession:
-    """Parse ``path`` without touching any store.
+def parse_file(path: str | Path, format: str | None = None, importers: list[type[Importer]] | None = None, *,
+               live: bool = False) -> ParsedSession:
+    """Parse ``path`` without touching any store; ``live=True`` when the file is still being written
+    (:attr:`Importer.live`: a half-written last JSONL line is open tail, no conversation yet is no events).
 
     Raises :class:`TranscriptError` (``FILE: cannot read: REASON``, ``FILE: file is empty`` for a file
     of only whitespace, whatever the format, an unknown or undetectable format, or the importer's
@@ -100,6 +102,7 @@ def parse_file(path: str | Path, format: str | None = None, importers: list[type
         imp = classes[format]()
     else:
         imp = detect(p, data, importers)
+    imp.live = live
     return imp.parse(p, data)
 
 
@@ -123,7 +126,9 @@ def import_file(store, path: str | Path, format: str | None = None,
     unless ``final`` is true: the caller declares that the file will not grow
     (a finished session), so its open tail (for example a last answer that no
     later line confirms as complete) is stored too; a file that grows after a
-    final import may then disagree with the store.
+    final import may then disagree with the store. Without ``final`` the file is parsed ``live``
+    (:func:`parse_file`): a half-written last line waits, and a file with nothing to store yet (only
+    metadata lines) creates no session and returns no seqs.
 
     Raises :class:`TranscriptError` (store unchanged) when the file cannot be
     parsed, or when an event stored by an earlier import of the same session
@@ -131,9 +136,11 @@ def import_file(store, path: str | Path, format: str | None = None,
     :class:`SessionForgotten` (a ``TranscriptError``) when the file's session
     was tombstoned (``latch forget``): a forgotten session takes no new events.
     """
-    parsed = parse_file(path, format, importers)
+    parsed = parse_file(path, format, importers, live=not final)
     _refuse_forgotten(store, Path(path), parsed.external_key)
     events = _new_events(store, Path(path), parsed.external_key, parsed.events if final else parsed.settled_events)
+    if not events and not final and not _stored(store, parsed.external_key):
+        return store.session_id_for(parsed.external_key), parsed, []  # nothing settled yet: no empty session
     sid, seqs = store.import_session(
         external_key=parsed.external_key, source=parsed.source, format=parsed.format,
         workspace=parsed.workspace, events=events, meta=parsed.meta, artifacts=parsed.artifacts)
@@ -160,6 +167,20 @@ def _refuse_forgotten(store, path: Path, external_key: str) -> None:
         raise SessionForgotten(path, sid)
 
 
+def _where(source_ref: str) -> str:
+    """A ``source_ref`` as an error location like the parsers': ``line:30#usage`` → ``line 30#usage``."""
+    kind, _, rest = source_ref.partition(":")
+    return f"{kind} {rest}" if rest else kind
+
+
+def _stored(store, external_key: str) -> bool:
+    try:
+        store.session(store.session_id_for(external_key))
+    except KeyError:
+        return False
+    return True
+
+
 def _new_events(store, path: Path, external_key: str, events: list) -> list:
     """The ``events`` not stored yet for this session, after checking that the stored ones are a prefix.
 
@@ -180,11 +201,10 @@ def _new_events(store, path: Path, external_key: str, events: list) -> list:
         if old is None:
             first_new = first_new or pe.source_ref
         elif first_new is not None:
-            raise TranscriptError(path, pe.source_ref, f"already imported, but it now comes after {first_new}, "
-                                                       "which is new: the file changed before its end")
+            raise TranscriptError(path, _where(pe.source_ref), f"already imported, but it now comes after "
+                                  f"{_where(first_new)}, which is new: the file changed before its end")
         elif old != pe.event:
-            raise TranscriptError(path, pe.source_ref, "reads differently from when it was imported: the file "
-                                                       "was edited, or another transcript has the same identity "
-                                                       f"({external_key}); import a transcript that is still "
-                                                       "being written with --live")
+            raise TranscriptError(path, _where(pe.source_ref), "reads differently from when it was imported: the "
+                                  "file was edited, or another transcript has the same identity "
+                                  f"({external_key}); import a transcript that is still being written with --live")
     return [pe for pe in events if pe.source_ref not in stored]

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -79,6 +81,10 @@ class Importer:
 
     PLUGIN_NAME: ClassVar[str] = ""
     DESCRIPTION: ClassVar[str] = ""
+    #: Set by ``parse_file(live=True)``: the file is still being written. A JSONL importer then reads a
+    #: half-written last line as open tail (``iter_jsonl(live=True)``) and a file with no conversation
+    #: yet as no events, rather than as errors.
+    live: bool = False
 
     def sniff(self, path: Path, head: bytes) -> int:  # pragma: no cover - interface
         raise NotImplementedError
@@ -129,11 +135,24 @@ class JSONNestingError(Exception):
 _DECODER = json.JSONDecoder()
 
 
+def _integer_too_long(text: str, start: int) -> json.JSONDecodeError:
+    """The ``JSONDecodeError`` for an integer longer than Python converts (``sys.get_int_max_str_digits()``),
+    placed at the first such digit run."""
+    limit = sys.get_int_max_str_digits()
+    run = re.compile(r"\d{%d,}" % (limit + 1)).search(text, start) if limit else None
+    return json.JSONDecodeError("integer too long", text, run.start() if run else start)
+
+
 def json_loads(text: str) -> Any:
-    """``json.loads`` for transcript text: ``json.JSONDecodeError`` as usual, :class:`JSONNestingError`
-    instead of ``RecursionError``. Every importer and sniffer parses JSON through this or :func:`json_decode`."""
+    """``json.loads`` for transcript text: ``json.JSONDecodeError`` as usual (also ``integer too long`` for
+    an integer of more digits than Python converts), :class:`JSONNestingError` instead of ``RecursionError``.
+    Every importer and sniffer parses JSON through this or :func:`json_decode`."""
     try:
         return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:
+        raise _integer_too_long(text, 0) from None
     except RecursionError:
         raise JSONNestingError("JSON nested too deeply") from None
 
@@ -143,6 +162,10 @@ def json_decode(text: str, start: int = 0) -> tuple[Any, int]:
     :func:`json_loads`' errors."""
     try:
         return _DECODER.raw_decode(text, start)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:
+        raise _integer_too_long(text, start) from None
     except RecursionError:
         raise JSONNestingError("JSON nested too deeply") from None
 
@@ -157,19 +180,24 @@ def load_json(path: str | Path, text: str) -> Any:
         raise TranscriptError(path, None, str(exc)) from None
 
 
-def iter_jsonl(path: str | Path, text: str):
+def iter_jsonl(path: str | Path, text: str, *, live: bool = False):
     """Yield ``(line_number, object)`` for each non-blank JSONL line.
 
     Errors name the line like :func:`load_json`: ``FILE:line N column C: invalid JSON: MSG``,
     ``FILE:line N: JSON nested too deeply``, ``FILE:line N: expected a JSON object, got list``.
+    ``live=True`` (the file is still being written, :attr:`Importer.live`): a last line without its
+    newline that is not valid JSON yet is half-written, the open tail, and is skipped instead.
     """
-    for n, line in enumerate(text.split("\n"), 1):
+    lines = text.split("\n")
+    for n, line in enumerate(lines, 1):
         s = line.strip()
         if not s:
             continue
         try:
             obj = json_loads(s)
         except json.JSONDecodeError as exc:
+            if live and n == len(lines):
+                return  # half-written: the rest of the line is not in the file yet
             column = exc.colno + len(line) - len(line.lstrip())
             raise TranscriptError(path, f"line {n} column {column}", f"invalid JSON: {exc.msg}") from None
         except JSONNestingError as exc:

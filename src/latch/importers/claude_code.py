@@ -51,8 +51,8 @@ from typing import Any
 
 from ..events import CompactionMarker, MediaRef, SubagentMarker, SystemNote, ToolCall, UserMessage
 from .base import Importer, ParsedSession, TranscriptError, decode_text, iter_jsonl
-from ._common import (AssistantSlot, Loc, SessionBuilder, anthropic_usage, decode_base64, dump_json, head_jsonl,
-                      head_key, head_text)
+from ._common import (AssistantSlot, Loc, SessionBuilder, anthropic_usage, compute_stats, decode_base64, dump_json,
+                      head_jsonl, head_key, head_text)
 
 __all__ = ["ClaudeCodeImporter", "IMPORTERS"]
 
@@ -111,8 +111,13 @@ class ClaudeCodeImporter(Importer):
         text = decode_text(path, data)
         lines: list[_Line] = []
         session_id = cwd = version = branch = None
-        for n, obj in iter_jsonl(path, text):
+        seen: set[str] = set()
+        for n, obj in iter_jsonl(path, text, live=self.live):
             line = _read_line(Loc(path, f"line {n}"), n, obj)
+            if line.uuid is not None:
+                if line.uuid in seen:
+                    continue  # a line written twice (same uuid): the first copy is the line
+                seen.add(line.uuid)
             lines.append(line)
             if line.type in _TREE_TYPES:
                 session_id = session_id or obj.get("sessionId")
@@ -129,6 +134,9 @@ class ClaudeCodeImporter(Importer):
             if key and agent:
                 key = f"{key}:agent-{agent}"
         if not any(ln.type in _CONVERSATION for ln in main):
+            if self.live:  # only metadata written so far: nothing to store yet
+                return ParsedSession(external_key=key or head_key(FORMAT, text), format=FORMAT,
+                                     source=str(path.resolve()), events=[], stats=compute_stats([]), settled=0)
             raise TranscriptError(path, None, "no conversation lines (user/assistant/system with a uuid)")
         chosen = _active_branch(main)
         builder = SessionBuilder(path, FORMAT)
@@ -154,6 +162,7 @@ def _read_line(loc: Loc, n: int, obj: dict) -> _Line:
     line = _Line(n=n, type=typ, obj=obj, uuid=loc.str(obj, "uuid"), parent=loc.str(obj, "parentUuid"),
                  logical_parent=loc.str(obj, "logicalParentUuid"), sidechain=loc.bool(obj, "isSidechain"),
                  ts=loc.str(obj, "timestamp"))
+    loc.str(obj, "sessionId")
     if typ in ("user", "assistant"):
         msg = loc.obj(obj, "message", required=True)
         content = loc.text_or_list(msg, "content", "message", required=True)

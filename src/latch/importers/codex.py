@@ -82,7 +82,7 @@ class CodexImporter(Importer):
         rows = []
         failed_calls: set[str] = set()
         exit_codes: dict[str, int] = {}
-        for n, obj in iter_jsonl(path, text):
+        for n, obj in iter_jsonl(path, text, live=self.live):
             loc = Loc(path, f"line {n}")
             kind = loc.str(obj, "type", required=True)
             payload = loc.obj(obj, "payload", required=True)
