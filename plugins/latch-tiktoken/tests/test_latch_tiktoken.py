@@ -65,3 +65,19 @@ def test_no_network_needed(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "6"
+
+
+def test_long_runs_are_counted_piecewise_in_linear_time():
+    from latch_tiktoken import LONG_RUN, TiktokenEstimator
+
+    est = TiktokenEstimator()
+    enc = est.encoding
+    normal = "def f(x):\n    return x + 1\n" * 500  # no long run: exact
+    assert est.estimate(normal) == len(enc.encode(normal, disallowed_special=()))
+    blob = "QUJD" * 250_000  # a 1,000,000-character base64-like run
+    pieces = [blob[i:i + LONG_RUN] for i in range(0, len(blob), LONG_RUN)]
+    expected = sum(len(enc.encode(p, disallowed_special=())) for p in pieces)
+    text = "header " + blob + " trailer"
+    assert est.estimate(text) == len(enc.encode("header ", disallowed_special=())) + expected + len(
+        enc.encode(" trailer", disallowed_special=()))
+    assert list(est.estimate_batch([normal, text])) == [est.estimate(normal), est.estimate(text)]
