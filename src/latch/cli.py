@@ -162,6 +162,7 @@ def _load_commands() -> None:
 def main(argv: list[str] | None = None) -> None:
     # a character the terminal's encoding lacks (or a plugin command's lone surrogate) prints as '?',
     # never a UnicodeEncodeError; latch's own commands already print through latch.textsafe
+    """Entry point of the ``latch`` command: load built-in and plugin commands, then run click."""
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:

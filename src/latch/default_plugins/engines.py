@@ -12,4 +12,5 @@ from ..hookspecs import hookimpl
 
 @hookimpl
 def latch_register_engines() -> list[type]:
+    """Register the built-in ``continuity`` engine (ContinuityEngine) through the same hook as plugins."""
     return [ContinuityEngine]

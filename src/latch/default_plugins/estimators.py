@@ -17,6 +17,7 @@ from ..hookspecs import hookimpl
 
 
 class HeuristicOpenAIEstimator(HeuristicEstimator):
+    """Built-in heuristic estimator, ``openai`` profile (cl100k-calibrated, never under the exact count)."""
     PLUGIN_NAME = "heuristic-openai"
     DESCRIPTION = "Conservative heuristic calibrated on cl100k (GPT models)."
 
@@ -25,6 +26,7 @@ class HeuristicOpenAIEstimator(HeuristicEstimator):
 
 
 class HeuristicAnthropicEstimator(HeuristicEstimator):
+    """Built-in heuristic estimator, ``anthropic`` profile (the openai estimate × 4/3)."""
     PLUGIN_NAME = "heuristic-anthropic"
     DESCRIPTION = "Conservative heuristic for Claude models (4/3 of the openai profile)."
 
@@ -33,6 +35,7 @@ class HeuristicAnthropicEstimator(HeuristicEstimator):
 
 
 class HeuristicCJKEstimator(HeuristicEstimator):
+    """Built-in heuristic estimator, ``cjk`` profile (one token per CJK character) for CJK-optimized models."""
     PLUGIN_NAME = "heuristic-cjk"
     DESCRIPTION = "Heuristic for CJK-optimized tokenizers (one token per CJK character)."
 
@@ -50,9 +53,11 @@ def _abi_estimator() -> list[type]:
 
 @hookimpl
 def latch_register_estimators() -> list[type]:
+    """Register the built-in estimators (heuristic profiles and the C-ABI loader) through the same hook as plugins."""
     return [HeuristicOpenAIEstimator, HeuristicAnthropicEstimator, HeuristicCJKEstimator, *_abi_estimator()]
 
 
 @hookimpl(trylast=True)
 def latch_select_estimator(model: str | None) -> HeuristicEstimator:
+    """Last-resort answer of the firstresult hook: the heuristic estimator for ``model``'s profile."""
     return estimator_for_model(model)

@@ -102,6 +102,7 @@ class ContextRequest:
 
 @dataclass(frozen=True, slots=True)
 class ViewToolCall:
+    """One tool call in a view: ``id`` links it to its tool message; ``arguments`` is a JSON string."""
     id: str
     name: str
     arguments: str  # JSON string
@@ -173,6 +174,7 @@ MaterializedContext = ContextView
 
 @dataclass(frozen=True, slots=True)
 class RecalledEvent:
+    """One original event returned by ``recall``: its ``seq``, ``kind``, text and estimated ``tokens``."""
     seq: int
     kind: str
     text: str

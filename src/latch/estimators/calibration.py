@@ -30,6 +30,7 @@ GENERATED_CATEGORIES = ("cjk", "emoji", "hex", "uuid", "base64", "ids")
 
 @dataclass(frozen=True)
 class Window:
+    """One calibration window: ``text`` cut at character ``offset`` of its ``category`` stream, ``size`` characters requested."""
     category: str
     size: int  # characters requested (the stream may be shorter)
     offset: int  # character offset in the category stream

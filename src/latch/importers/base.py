@@ -94,6 +94,7 @@ class Importer:
 
 
 def content_key(data: bytes) -> str:
+    """Hex SHA-256 of ``data`` (bytes): the import identity of a transcript with no session id of its own."""
     return hashlib.sha256(data).hexdigest()
 
 

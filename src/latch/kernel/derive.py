@@ -164,6 +164,7 @@ def unregister_rule(name: str) -> DerivationRule:
 
 
 def registered_rules() -> tuple[DerivationRule, ...]:
+    """The derivation rules in force, in application order (built-ins and ``register_rule`` additions)."""
     return tuple(_RULES)
 
 

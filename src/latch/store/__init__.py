@@ -103,6 +103,7 @@ class StoredEvent:
 
 @dataclass(frozen=True, slots=True)
 class SessionInfo:
+    """One session row: ids, workspace, imported ``source`` path and ``format``, import identity (``external_key``), ``meta`` and its event count."""
     id: str
     parent_id: str | None
     workspace: str | None

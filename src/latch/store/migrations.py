@@ -15,12 +15,14 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = []
 
 
 def migration(fn: Callable[[sqlite3.Connection], None]) -> Callable[[sqlite3.Connection], None]:
+    """Decorator: register ``fn`` as the next named migration (its function name is recorded once applied)."""
     MIGRATIONS.append((fn.__name__, fn))
     return fn
 
 
 @migration
 def m001_sessions_events(db: sqlite3.Connection) -> None:
+    """Sessions and the append-only event log (triggers refuse UPDATE and DELETE)."""
     db.execute(
         """
         CREATE TABLE sessions (
@@ -65,6 +67,7 @@ def m001_sessions_events(db: sqlite3.Connection) -> None:
 def m002_events_fts(db: sqlite3.Connection) -> None:
     # Contentless FTS5 index, rowid = events.seq; text is prepared by store.fts.prepare_text.
     # Token characters: letters, numbers, private use and other symbols (So: emoji), i.e. store.fts.TOKENIZE.
+    """Contentless FTS5 index over each event's prepared searchable text (rowid = seq)."""
     db.execute(
         "CREATE VIRTUAL TABLE events_fts USING fts5(text, content='', "
         "tokenize=\"unicode61 remove_diacritics 2 categories 'L* N* Co So'\")"
@@ -73,6 +76,7 @@ def m002_events_fts(db: sqlite3.Connection) -> None:
 
 @migration
 def m003_artifacts(db: sqlite3.Connection) -> None:
+    """Content-addressed artifacts: SHA-256 → bytes, media type, image width/height."""
     db.execute(
         """
         CREATE TABLE artifacts (
@@ -92,6 +96,7 @@ def m003_artifacts(db: sqlite3.Connection) -> None:
 def m004_kernel_records(db: sqlite3.Connection) -> None:
     # Engine-owned durable records (kernel context snapshots/deltas, epochs,
     # materialization metrics). Written only through the narrow KernelWriter.
+    """Engine-owned append-only records (kernel context, epochs, materializations) per stream."""
     db.execute(
         """
         CREATE TABLE kernel_records (
