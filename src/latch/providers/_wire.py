@@ -116,3 +116,28 @@ def result_text(m: ViewMessage) -> str:
 def nonempty(text: str) -> bool:
     return bool(text and text.strip())
 
+
+def tools_problems(tools: Any, schema_of: Callable[[Any], tuple[str | None, Any]], shape: str,
+                   schema_field: str) -> list[str]:
+    """Violations of a request's ``tools`` list (shared by both validators).
+
+    ``schema_of(tool)`` returns ``(name, schema)`` in the provider's shape (``None`` name when the
+    entry is malformed); ``shape`` is the message for a malformed entry and ``schema_field`` names
+    the schema key in messages. Checks: a list, a non-empty unique name each, a schema object each.
+    """
+    if tools is None:
+        return []
+    if not isinstance(tools, list):
+        return ["tools: must be a list"]
+    out, seen = [], set()
+    for i, t in enumerate(tools):
+        name, schema = schema_of(t)
+        if not isinstance(name, str) or not name:
+            out.append(f"tools[{i}]: {shape}")
+        elif name in seen:
+            out.append(f"tools[{i}]: duplicate tool name {name!r}")
+        else:
+            seen.add(name)
+            if not isinstance(schema, Mapping):
+                out.append(f"tools[{i}]: {schema_field} must be a JSON schema object")
+    return out

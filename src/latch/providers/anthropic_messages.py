@@ -39,7 +39,7 @@ from typing import Any
 
 from ..engine.port import ContextView, ViewMessage
 from ..events import MediaRef
-from ._wire import (ArtifactLoader, Turn, group, image_data, image_placeholder, is_image, nonempty, orphan_note,
+from ._wire import (tools_problems, ArtifactLoader, Turn, group, image_data, image_placeholder, is_image, nonempty, orphan_note,
                     result_text, tool_schema)
 
 __all__ = ["to_anthropic_messages", "validate_anthropic_messages", "wire_tool_id", "CONTINUATION_NOTE"]
@@ -271,20 +271,9 @@ def validate_anthropic_messages(body: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _tool_schema(t: Any) -> tuple[str | None, Any]:
+    return (t.get("name"), t.get("input_schema")) if isinstance(t, Mapping) else (None, None)
+
+
 def _tools_problems(tools: Any) -> list[str]:
-    if tools is None:
-        return []
-    if not isinstance(tools, list):
-        return ["tools: must be a list"]
-    out, seen = [], set()
-    for i, t in enumerate(tools):
-        name = t.get("name") if isinstance(t, Mapping) else None
-        if not isinstance(name, str) or not name:
-            out.append(f"tools[{i}]: needs a name")
-        elif name in seen:
-            out.append(f"tools[{i}]: duplicate tool name {name!r}")
-        else:
-            seen.add(name)
-            if not isinstance(t.get("input_schema"), Mapping):
-                out.append(f"tools[{i}]: input_schema must be a JSON schema object")
-    return out
+    return tools_problems(tools, _tool_schema, "needs a name", "input_schema")

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..engine.port import ContextView, ViewMessage
 from ..events import MediaRef
-from ._wire import (ArtifactLoader, Turn, group, image_data, image_placeholder, is_image, nonempty, orphan_note,
+from ._wire import (tools_problems, ArtifactLoader, Turn, group, image_data, image_placeholder, is_image, nonempty, orphan_note,
                     result_text, tool_schema)
 
 __all__ = ["to_openai_chat", "validate_openai_chat"]
@@ -210,21 +210,11 @@ def validate_openai_chat(body: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _function_schema(t: Any) -> tuple[str | None, Any]:
+    fn = t.get("function") if isinstance(t, Mapping) and t.get("type") == "function" else None
+    return (fn.get("name"), fn.get("parameters", {})) if isinstance(fn, Mapping) else (None, None)
+
+
 def _tools_problems(tools: Any) -> list[str]:
-    if tools is None:
-        return []
-    if not isinstance(tools, list):
-        return ["tools: must be a list"]
-    out, seen = [], set()
-    for i, t in enumerate(tools):
-        fn = t.get("function") if isinstance(t, Mapping) and t.get("type") == "function" else None
-        name = fn.get("name") if isinstance(fn, Mapping) else None
-        if not isinstance(name, str) or not name:
-            out.append(f"tools[{i}]: must be {{'type': 'function', 'function': {{'name': ...}}}}")
-        elif name in seen:
-            out.append(f"tools[{i}]: duplicate tool name {name!r}")
-        else:
-            seen.add(name)
-            if not isinstance(fn.get("parameters", {}), Mapping):
-                out.append(f"tools[{i}]: parameters must be a JSON schema object")
-    return out
+    return tools_problems(tools, _function_schema,
+                          "must be {'type': 'function', 'function': {'name': ...}}", "parameters")
