@@ -314,3 +314,48 @@ def test_first_line_longer_than_the_sniffed_head(tmp_path):
     path = write_jsonl(tmp_path / "long.jsonl", lines)
     assert detected(path) == "claude-code"
     assert parse_file(path).stats["user_messages"] == 5
+
+
+def test_parallel_result_off_the_chain_is_kept(tmp_path):
+    """Three parallel calls streamed as three lines of one response; the conversation chain runs through the
+    second call's result, so the third call's tool_use line and its result are both off the parent chain.
+    Spotter (8463c716…, lines 33-50) has this shape: the third result was dropped, and as a pending call
+    it held everything after it as the open tail of a file that had finished (12 of 467 events settled)."""
+    use = lambda cid, name: {"type": "tool_use", "id": cid, "name": name, "input": {"file_path": f"/w/{cid}"}}  # noqa: E731
+    lines = [
+        _user("u1", None, "read the three files"),
+        _assistant("a1", "u1", "msg_P", use("t1", "Read"), USAGE_A),
+        _assistant("a2", "a1", "msg_P", use("t2", "Read"), USAGE_A),
+        _assistant("a3", "a2", "msg_P", use("t3", "Read"), USAGE_A),
+        _user("r1", "a1", [_result("t1", "one")]),
+        _user("r3", "a3", [_result("t3", "three")]),   # off the chain: its parent a3 is not an ancestor of the leaf
+        _user("r2", "a2", [_result("t2", "two")]),
+        _assistant("a4", "r2", "msg_Q", {"type": "text", "text": "done"}, USAGE_S),
+        _user("u2", "a4", "thanks"),
+    ]
+    parsed = parse_file(write_jsonl(tmp_path / "parallel.jsonl", lines))
+    results = [pe.event for pe in parsed.events if isinstance(pe.event, ToolResult)]
+    assert sorted((r.call_id, r.content) for r in results) == [("t1", "one"), ("t2", "two"), ("t3", "three")]
+    assert not any(r.orphan for r in results)
+    assert parsed.settled is None  # a later prompt: everything is settled
+    assert parsed.stats["missing_results"] == 0
+    assert parsed.meta["lines_not_on_active_branch"] == 0
+
+
+def test_dangling_parent_continues_at_the_line_before(tmp_path):
+    """A line whose ``parentUuid`` no line of the file has (entire-image line 121, a ``hook_progress`` line)
+    does not cut the session: the chain continues at the line written just before it. Before, the 17
+    responses above that line were dropped as off the active branch."""
+    lines = [
+        _user("u1", None, "first prompt"),
+        _assistant("a1", "u1", "msg_A", {"type": "text", "text": "first answer"}, USAGE_A),
+        _line(type="progress", uuid="p1", parentUuid="gone-0000", data={"type": "hook_progress"}),
+        _user("u2", "p1", "second prompt"),
+        _assistant("a2", "u2", "msg_B", {"type": "text", "text": "second answer"}, USAGE_S),
+        _user("u3", "a2", "thanks"),
+    ]
+    parsed = parse_file(write_jsonl(tmp_path / "dangling.jsonl", lines))
+    assert [(pe.source_ref, type(pe.event).__name__) for pe in parsed.events if pe.source_ref.count("#") == 0] == [
+        ("line:1", "UserMessage"), ("line:2", "AssistantMessage"), ("line:4", "UserMessage"),
+        ("line:5", "AssistantMessage"), ("line:6", "UserMessage")]
+    assert parsed.meta["lines_not_on_active_branch"] == 0

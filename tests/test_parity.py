@@ -191,10 +191,10 @@ def _corpus_texts(corpus_dir):
     importers = builtin_importers()
     if not importers:
         pytest.skip("no transcript importers are installed yet")
-    from corpus_support import corpus_files
+    from corpus_support import corpus_format, importable_corpus_files
 
-    return [pe.event.searchable_text() for path in corpus_files()
-            for pe in parse_file(path, importers=importers).events]
+    return [pe.event.searchable_text() for path in importable_corpus_files()
+            for pe in parse_file(path, corpus_format(path), importers=importers).events]
 
 
 @pytest.mark.corpus

@@ -15,7 +15,7 @@ import struct
 import pytest
 from click.testing import CliRunner
 
-from corpus_support import corpus_files, require_corpus
+from corpus_support import importable_corpus_files, require_corpus
 from latch.bench import stress as stress_mod
 from latch.bench.scenario import CORPUS_SHAPE, KINDS, ScenarioModel, measure_files, measure_shape, png_bytes
 from latch.bench.stress import StressConfig, run_stress
@@ -27,7 +27,7 @@ CHECKS = {"canonical_survival", "rejection_preserved", "exact_raw_recall", "rece
 
 def test_corpus_shape_constants_match_a_fresh_measurement():
     require_corpus()
-    measured = measure_files(corpus_files())
+    measured = measure_files(importable_corpus_files())
     assert measured == CORPUS_SHAPE, f"update CORPUS_SHAPE (python -m latch.bench.scenario): {measured}"
 
 

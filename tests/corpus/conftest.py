@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import pytest
 
-from corpus_support import corpus_files
+from corpus_support import corpus_files, corpus_id, require_importer
 from latch.importers import builtin_importers, import_file
 from latch.store import EventStore
 
@@ -18,15 +18,14 @@ class CorpusSession(NamedTuple):
     sid: str
 
 
-@pytest.fixture(params=corpus_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.fixture(params=corpus_files(), ids=corpus_id)
 def corpus_session(request, corpus_dir):
-    """Each corpus file imported by its folder's importer into an in-memory store (skips a format with no
-    importer yet); the store closes after the test."""
+    """Each corpus file imported by its folder's importer into an in-memory store (skips a format in
+    ``corpus_support.NO_IMPORTER_YET``); the store closes after the test."""
     path = request.param
     importers = builtin_importers()
-    fmt = path.parent.name
-    if fmt not in {c.PLUGIN_NAME for c in importers}:
-        pytest.skip(f"no {fmt} importer yet")
+    fmt = require_importer(path)
     with EventStore(":memory:") as store:
-        sid, _, _ = import_file(store, path, format=fmt, importers=importers)
+        # corpus files are finished sessions, taken whole (a compaction agent's file is one request and its answer)
+        sid, _, _ = import_file(store, path, format=fmt, importers=importers, final=True)
         yield CorpusSession(path, store, sid)

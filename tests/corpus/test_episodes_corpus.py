@@ -11,7 +11,7 @@ from latch.events import canonical_bytes
 from latch.importers import builtin_importers, parse_file
 from latch.store import EventStore
 
-from corpus_support import corpus_files
+from corpus_support import corpus_files, corpus_id, require_importer
 
 pytestmark = pytest.mark.corpus
 
@@ -19,9 +19,7 @@ pytestmark = pytest.mark.corpus
 def corpus_events(path):
     """The file parsed by its folder's importer into an in-memory store; skips formats without an importer yet."""
     importers = builtin_importers()
-    fmt = path.parent.name
-    if fmt not in {c.PLUGIN_NAME for c in importers}:
-        pytest.skip(f"no {fmt} importer yet")
+    fmt = require_importer(path)
     parsed = parse_file(path, format=fmt, importers=importers)
     store = EventStore(":memory:")
     sid, _ = store.import_session(external_key=parsed.external_key, source=parsed.source, format=parsed.format,
@@ -38,7 +36,7 @@ def episodes_digest(index: EpisodeIndex) -> str:
     return hashlib.sha256(canonical_bytes([index.watermark, rows])).hexdigest()
 
 
-@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", corpus_files(), ids=corpus_id)
 def test_incremental_equals_rebuild_at_every_prefix(path, corpus_dir):
     events = corpus_events(path)
     assert events, "the importer produced no events"

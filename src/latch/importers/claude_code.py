@@ -215,26 +215,33 @@ def _check_block(loc: Loc, block: dict, label: str) -> None:
 def _active_branch(lines: list[_Line]) -> list[_Line]:
     """Lines of the active branch in file order, plus off-branch results of calls made on it."""
     by_uuid = {ln.uuid: ln for ln in lines}
+    position = {ln.uuid: i for i, ln in enumerate(lines)}
     leaf = next(ln for ln in reversed(lines) if ln.type in _CONVERSATION)
     on: set[str] = set()
     cur: _Line | None = leaf
     while cur is not None and cur.uuid not in on:
         on.add(cur.uuid)
         nxt = cur.parent if cur.parent is not None else cur.logical_parent
-        cur = by_uuid.get(nxt) if nxt else None
-    branch = [ln for ln in lines if ln.uuid in on]
-    msg_ids = {ln.obj["message"].get("id") for ln in branch if ln.type == "assistant"} - {None}
-    calls = {b["id"] for ln in branch if ln.type == "assistant" and isinstance(ln.content, list)
-             for b in ln.content if b["type"] == "tool_use"}
-    calls -= {b["tool_use_id"] for ln in branch if ln.type == "user" and isinstance(ln.content, list)
-              for b in ln.content if b["type"] == "tool_result"}
-    keep = set(on)
-    for ln in lines:
-        if ln.uuid in on:
+        if nxt and nxt not in by_uuid and position[cur.uuid] > 0:
+            # a dangling parent (a uuid no line of the file has: entire-image line 121, a hook_progress line):
+            # the file is append-only, so the chain continues at the line written just before
+            cur = lines[position[cur.uuid] - 1]
             continue
-        if ln.type == "assistant" and ln.obj["message"].get("id") in msg_ids:
-            keep.add(ln.uuid)  # another block of a response on the branch
-        elif ln.type == "user" and isinstance(ln.content, list) and any(
+        cur = by_uuid.get(nxt) if nxt else None
+    msg_ids = {ln.obj["message"].get("id") for ln in lines if ln.uuid in on and ln.type == "assistant"} - {None}
+    keep = set(on)
+    for ln in lines:  # first every block of a response on the branch (a later block may chain off it) ...
+        if ln.uuid not in on and ln.type == "assistant" and ln.obj["message"].get("id") in msg_ids:
+            keep.add(ln.uuid)
+    kept = [ln for ln in lines if ln.uuid in keep]
+    # ... then the calls of all those blocks, so that the result of a parallel call whose tool_use block
+    # is off the chain (the chain runs through a sibling block's result) is kept too
+    calls = {b["id"] for ln in kept if ln.type == "assistant" and isinstance(ln.content, list)
+             for b in ln.content if b["type"] == "tool_use"}
+    calls -= {b["tool_use_id"] for ln in kept if ln.type == "user" and isinstance(ln.content, list)
+              for b in ln.content if b["type"] == "tool_result"}
+    for ln in lines:
+        if ln.uuid not in keep and ln.type == "user" and isinstance(ln.content, list) and any(
                 b["type"] == "tool_result" and b["tool_use_id"] in calls for b in ln.content):
             keep.add(ln.uuid)  # result of a parallel call, chained to its own tool_use line
     return [ln for ln in lines if ln.uuid in keep]
