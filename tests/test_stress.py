@@ -32,8 +32,11 @@ def test_corpus_shape_constants_match_a_fresh_measurement():
 
 
 def test_corpus_shape_values_checked_by_hand():
-    # 314 assistant messages over 8 sessions; 339 tool calls with results (edgerunner alone: 171).
-    assert (CORPUS_SHAPE.sessions, CORPUS_SHAPE.requests) == (8, 314)
+    # 560 assistant messages over the 12 importable sessions: the first 8 files' 314 (339 tool calls with results,
+    # edgerunner alone: 171), plus distinct message.ids of the new Claude Code files (jq -r 'select(.type ==
+    # "assistant") | .message.id' | sort -u | wc -l): spotter 143, its sub-agent 13, its compaction agent 1,
+    # entire-image 89.
+    assert (CORPUS_SHAPE.sessions, CORPUS_SHAPE.requests) == (12, 560)
     assert set(CORPUS_SHAPE.kinds) == set(KINDS)
     assert sum(k.share for k in CORPUS_SHAPE.kinds.values()) == pytest.approx(1.0, abs=0.002)
     assert CORPUS_SHAPE.kinds["read"].result_chars.median > CORPUS_SHAPE.kinds["edit"].result_chars.median

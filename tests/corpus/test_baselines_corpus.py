@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from corpus_support import corpus_files, corpus_id, corpus_name, require_importer
+from corpus_support import OVERSIZED_AT_28K, corpus_files, corpus_id, corpus_name, require_importer
 from latch import plugins
 from latch.commands.replay import run_replay
 from latch.importers import import_file
@@ -29,11 +29,6 @@ TINY = {"window": 32_000, "reserve": 4_000, "recent": 4_000}
 DEFAULT: dict[str, int] = {}  # 256,000 / 32,000 / 64,000 tokens
 CASES = [(engine, budget) for engine in ("sliding-window", "observation-masking", "summary")
          for budget in ("tiny", "default")]
-# Units larger than the tiny hard budget (28,000 tokens) even alone: refused with ContextOverflow, a refusal,
-# not a violation. Checked against the replay's refusal message: spotter's seq 17..21 is a Read of an
-# 86 KB source file (line 66 of the JSONL, 14,269 cl100k tokens of JSON-escaped content) with the
-# tool turn around it, 31,150 estimated tokens under the openai heuristic. Every other unit fits.
-OVERSIZED_TINY = {"claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl": 1}
 CODEX = "edgerunner_codex-session.jsonl"  # the longest file: 174 requests (taken whole), ~370k tokens
 
 
@@ -75,7 +70,7 @@ def test_baseline_replays_within_budget_and_valid(path, engine, budget, corpus_d
         assert (summary["hysteretic_epochs"], summary["rotation_bound"]) == (False, None)
         assert summary["prefix_breaks_within_epoch"] == 0
         assert summary["automatic_compactions"] == 0
-        assert summary["overflows"] == (OVERSIZED_TINY.get(corpus_name(path), 0) if budget == "tiny" else 0)
+        assert summary["overflows"] == (OVERSIZED_AT_28K.get(corpus_name(path), 0) if budget == "tiny" else 0)
         assert len(views) + summary["overflows"] == summary["requests"] > 0  # a refused request has no view
         assert summary["max_total_tokens"] <= hard
         loader = lambda sha256: store.get_artifact(sha256)[1]  # noqa: E731

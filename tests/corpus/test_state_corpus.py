@@ -22,6 +22,22 @@ How each count was checked (FORMATS.md names the fields):
   exit code -1 with "no new output after 30 seconds": still running at the end.
 * ctf (SWE-agent legacy): ``create printenv.pl`` and ``edit 1:1`` on the open file; the rest is curl.
 * marshmallow (SWE-agent): open setup.py, create + insert + rm reproduce.py, open + edit fields.py.
+* spotter 8463c716 (Claude Code 2.1.39; raw counts by scripts over the JSONL that do not use latch, parallel
+  results included): mutations = 5 Writes + 22 Edits over 11 paths, no Bash mutator (npm install, mix
+  deps.get, git commit are not guessed) (27); validations = 11 ``mix test`` (one in the background as task
+  ``be613ab``, closed by its ``TaskOutput`` poll with ``<exit_code>0``), 4 ``mix compile``, 2 ``npx vitest
+  run`` (17) over 6 requirements; ``mix credo`` and ``mise run`` are not checks; 13 ``is_error`` form 12
+  lineages (two ``Assertion with =~ failed`` share one), 5 open (Skill, git add, node assets/build.js,
+  python3 -c, git push); files = 28 paths, 25 observed (one a ``tail`` of the task output); two pieces of
+  evidence are current (``mix test`` and ``mix test …session_live_test.exs`` passed at lines 1405 and 1423,
+  after the last edit at 1394).
+* its sub-agent agent-a7be2f0: 7 Reads of 6 paths plus find/grep/ls (no checks); two lineages, both open:
+  ``Sibling tool call errored`` of find and the EISDIR Read of test/support.
+* its compaction agent agent-acompact-f46190: meta lines, the summary prompt and one text answer: nothing.
+* entire-image (Claude Code 2.1.29; the chain through the dangling parent of line 121 bridged): mutations =
+  1 Write + 18 Edits over 11 paths (19); validations = 4 ``go build`` + 1 ``go test`` (5 runs, 4
+  requirements, all passed, stale); one ``File does not exist`` Read lineage, open; files = 12, all observed
+  (geminicli/hooks.go read only at line 34); 5 TaskCreate items, all completed by TaskUpdate = 5 actions.
 """
 
 from __future__ import annotations
@@ -48,11 +64,20 @@ EXPECTED = {
     "aider/mozgoslav.aider.chat.history.md": (3, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0),
     "claude-code/bastion_claude-session.jsonl": (1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0),
     "claude-code/claude-reliability_python-to-rust-port.jsonl": (17, 3, 17, 13, 13, 5, 5, 5, 0, 0, 0, 0, 0, 9),
+    "claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl": (28, 25, 11, 27, 27, 17, 6, 5, 1, 12, 5, 1, 0, 0),
+    "claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20/subagents/agent-a7be2f0.jsonl":
+        (6, 6, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 0, 0),
+    "claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20/subagents/agent-acompact-f46190.jsonl":
+        (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+    "claude-code/entire-image_session.jsonl": (12, 12, 11, 19, 19, 5, 4, 4, 0, 1, 1, 0, 0, 5),
     "codex/edgerunner_codex-session.jsonl": (54, 20, 42, 51, 51, 23, 7, 4, 3, 19, 2, 21, 3, 5),
     "openhands/basic_gui_mode.json": (3, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 1, 1, 0),
     "swe-agent/ctf_i_got_id_demo.traj": (1, 0, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0),
     "swe-agent/marshmallow-1867_function_calling.traj": (3, 2, 2, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0),
 }
+
+# pieces of evidence still current at the end (no edit after the check): checked in the docstring
+CURRENT_EVIDENCE = {"claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl": 2}
 
 
 def counts(s) -> tuple[int, ...]:
@@ -81,7 +106,8 @@ def test_derived_state_counts(path, corpus_dir, tmp_path):
     try:
         s = canonical_state(store, sid)
         assert counts(s) == EXPECTED[corpus_name(path)]
-        assert all(not o["current"] for o in s.evidence)  # every session ends with edits after its last check
+        # sessions end with edits after their last check, except where the docstring says otherwise
+        assert sum(o["current"] for o in s.evidence) == CURRENT_EVIDENCE.get(corpus_name(path), 0)
     finally:
         store.close()
 

@@ -13,8 +13,8 @@ the same way:
 
 A call *fails* when its result is an error or its validation evidence failed.
 
-:data:`CORPUS_SHAPE` holds the figures measured on the project's corpus (``../shared/corpus``, 8
-real sessions); ``python -m latch.bench.scenario [CORPUS_DIR]`` recomputes them and
+:data:`CORPUS_SHAPE` holds the figures measured on the project's corpus (``../shared/corpus``: its
+12 sessions in formats with an importer); ``python -m latch.bench.scenario [CORPUS_DIR]`` recomputes them and
 ``tests/test_stress.py`` pins that the constants equal a fresh measurement.
 
 :class:`ScenarioModel` generates an endless, deterministic (seeded) session of that shape in Claude
@@ -113,26 +113,26 @@ class ScenarioShape:
 # Measured on ../shared/corpus (8 sessions, 1,089 events) by measure_files(); recompute with
 # `python -m latch.bench.scenario`; tests/test_stress.py pins these against a fresh measurement.
 CORPUS_SHAPE = ScenarioShape(
-    sessions=8,
-    requests=314,
-    text_only_share=0.108,
-    calls_per_tool_turn=1.046,
-    tool_turn_text_share=0.418,
-    assistant_text_chars=Spread(median=325, p90=1120, max=7220),
-    user_turns_per_request=0.182,
-    user_text_chars=Spread(median=66, p90=324, max=45979),
-    non_latin_user_share=0.14,
-    usage_per_request=0.857,
-    notes_per_request=0.484,
+    sessions=12,
+    requests=560,
+    text_only_share=0.102,
+    calls_per_tool_turn=1.119,
+    tool_turn_text_share=0.475,
+    assistant_text_chars=Spread(median=186, p90=993, max=11619),
+    user_turns_per_request=0.145,
+    user_text_chars=Spread(median=69, p90=306, max=45979),
+    non_latin_user_share=0.099,
+    usage_per_request=0.92,
+    notes_per_request=0.271,
     kinds={
-        "read": CallKind(share=0.075, error_rate=0.0, args_chars=Spread(median=229, p90=532, max=792),
-                         result_chars=Spread(median=5678, p90=18146, max=40122)),
-        "edit": CallKind(share=0.339, error_rate=0.0, args_chars=Spread(median=1278, p90=6432, max=33969),
-                         result_chars=Spread(median=50, p90=146, max=4399)),
-        "test": CallKind(share=0.096, error_rate=0.5, args_chars=Spread(median=216, p90=311, max=407),
-                         result_chars=Spread(median=1633, p90=10038, max=16962)),
-        "other": CallKind(share=0.49, error_rate=0.098, args_chars=Spread(median=281, p90=1064, max=28053),
-                          result_chars=Spread(median=318, p90=6445, max=40153)),
+        "read": CallKind(share=0.155, error_rate=0.0, args_chars=Spread(median=109, p90=274, max=792),
+                         result_chars=Spread(median=4404, p90=18599, max=45496)),
+        "edit": CallKind(share=0.258, error_rate=0.0, args_chars=Spread(median=1243, p90=6187, max=33969),
+                         result_chars=Spread(median=62, p90=140, max=16511)),
+        "test": CallKind(share=0.089, error_rate=0.42, args_chars=Spread(median=143, p90=283, max=407),
+                         result_chars=Spread(median=894, p90=10039, max=16962)),
+        "other": CallKind(share=0.498, error_rate=0.082, args_chars=Spread(median=144, p90=859, max=28053),
+                          result_chars=Spread(median=202, p90=3381, max=40153)),
     },
 )
 
@@ -453,7 +453,16 @@ class ScenarioModel:
 def _main(argv: Sequence[str]) -> None:
     """Print the shape of the transcripts under a folder (default: the corpus beside the repository)."""
     root = Path(argv[0]) if argv else Path(__file__).resolve().parents[3].parent / "shared" / "corpus"
-    files = sorted(p for p in root.rglob("*") if p.is_file() and p.name not in ("README.md", "FORMATS.md"))
+    from ..importers import TranscriptError, detect
+
+    files = []
+    for p in sorted(p for p in root.rglob("*") if p.is_file() and p.name not in ("README.md", "FORMATS.md")):
+        try:
+            detect(p, p.read_bytes())
+        except TranscriptError as exc:  # a format no importer reads yet: not part of the shape
+            print(f"skipped: {exc}", file=sys.stderr)
+            continue
+        files.append(p)
     if not files:
         raise SystemExit(f"no transcripts under {root}")
     print(measure_files(files))

@@ -6,7 +6,7 @@ turns one call and its :class:`~latch.events.ToolResult` into facts. Facts are
 kernel records (:class:`~latch.kernel.events.FileObservation`,
 :class:`~latch.kernel.events.Mutation`, :class:`~latch.kernel.events.ValidationEvidence`,
 :class:`~latch.kernel.events.ProcessStarted`/``Exited``) or the derived-only
-:class:`ToolFailure`, :class:`ToolSuccess` and :class:`ActionsReplaced`.
+:class:`ToolFailure`, :class:`ToolSuccess`, :class:`ActionsReplaced` and :class:`ActionChanged`.
 Derivation reads conversation events and never writes them: derived facts exist
 only inside the reduction (:mod:`latch.kernel.ledger`).
 
@@ -17,7 +17,8 @@ failure nor a success, the call's ``is_error`` decides (spec: "Episodes",
 failure supervision: same tool + same error signature form one lineage).
 
 Built-in rules cover Claude Code (Read, Edit, MultiEdit, Write, NotebookEdit,
-Bash with background shells, BashOutput/KillShell, TodoWrite), Codex
+Bash with background shells, BashOutput/KillShell/KillBash and 2.1.x TaskOutput/TaskStop, TodoWrite and
+2.1.x TaskCreate/TaskUpdate), Codex
 (exec_command/shell with ``cmd``/``command`` arrays, write_stdin, apply_patch,
 update_plan and the ``exec`` JavaScript cell calling ``tools.*``, ``wait``),
 SWE-agent (str_replace_editor view/create/str_replace/insert/undo_edit, open,
@@ -42,6 +43,7 @@ __all__ = [
     "ToolFailure",
     "ToolSuccess",
     "ActionsReplaced",
+    "ActionChanged",
     "DerivationContext",
     "DerivationRule",
     "register_rule",
@@ -52,6 +54,8 @@ __all__ = [
     "call_arguments",
     "error_signature",
     "patch_paths",
+    "process_id_text",
+    "TASK_SOURCE",
 ]
 
 
@@ -81,6 +85,25 @@ class ActionsReplaced:
 
     items: tuple[tuple[str, str], ...]
     source: str
+
+
+@dataclass(frozen=True, slots=True)
+class ActionChanged:
+    """A task tool created, updated or deleted one action of ``source``'s list (Claude Code 2.1.x
+    ``TaskCreate``/``TaskUpdate``), keyed by the harness's task id ``key`` (``"1"`` for ``Task #1``).
+
+    ``created`` starts a new action (``text`` set, ``status`` ``pending`` unless given; it replaces
+    an earlier action of the same key). Otherwise it updates the action of ``key``: ``text`` and
+    ``status`` are ``None`` when unchanged; ``status == "deleted"`` removes it. An update of an
+    unknown key changes nothing. Statuses are the action statuses (``pending``, ``in_progress``,
+    ``done``, ``cancelled``) or ``deleted``.
+    """
+
+    source: str
+    key: str
+    text: str | None = None
+    status: str | None = None
+    created: bool = False
 
 
 ERROR_FLAG_FORMATS = frozenset({"claude-code"})
@@ -391,6 +414,19 @@ def _unwrap_output(content: str) -> Run:
 
 # --------------------------------------------------------------------------------------- rules
 _KEYS = {"", "C-c", "C-d", "C-z"}
+_KILL_TOOLS = frozenset({"KillShell", "KillBash", "TaskStop"})
+_ENDED_STATUSES = frozenset({"completed", "failed"})
+_STOPPED_STATUSES = frozenset({"killed", "stopped", "cancelled", "canceled"})  # ended with an unknown outcome
+_BACKGROUND_RE = re.compile(r"Command running in background with ID: (\S+)|Process running with session ID (\d+)")
+_ID_PUNCTUATION = ".,;:!?)]}>'\"`"
+
+
+def process_id_text(raw: str) -> str:
+    """A managed-process id as a harness printed it or an agent passed it back: surrounding whitespace
+    and trailing punctuation dropped (``"be613ab."`` of "...with ID: be613ab. Output is..." → ``"be613ab"``).
+    """
+    return raw.strip().rstrip(_ID_PUNCTUATION)
+
 _STILL_RUNNING_RE = re.compile(r"The command has no new output after \d+ seconds|command is still running")
 
 
@@ -427,10 +463,10 @@ class ShellRule(DerivationRule):
                 facts = process_exit_facts(ctx.foreground, Run("", missing=True), ctx)
                 ctx.foreground = None
         process_id = None
-        started = re.search(r"Command running in background with ID: (\S+)|Process running with session ID (\d+)",
-                            run.output)
+        started = _BACKGROUND_RE.search(run.output)
         if started and not result.is_error:
-            process_id = started.group(1) or f"session:{started.group(2)}"
+            process_id = (process_id_text(started.group(1)) or call.id if started.group(1) is not None
+                          else f"session:{started.group(2)}")
         elif args.get("run_in_background") is True and not result.is_error and not result.missing:
             process_id = call.id
         elif result.exit_code == -1 and _STILL_RUNNING_RE.search(run.output):
@@ -442,29 +478,59 @@ class ShellRule(DerivationRule):
 
 
 class ProcessPollRule(DerivationRule):
-    """Polls of managed processes: Codex ``wait``/``write_stdin``, Claude Code ``BashOutput``/``KillShell``."""
+    """Polls of managed processes: Codex ``wait``/``write_stdin``; Claude Code ``BashOutput`` (``bash_id``),
+    ``KillShell``/``KillBash`` (``shell_id``) and, from 2.1.x, ``TaskOutput``/``TaskStop`` (``task_id``).
+
+    A Claude Code poll result tells ``<status>running|completed|failed|killed</status>`` and, once the
+    process ended, ``<exit_code>N</exit_code>`` before its ``<output>`` (``TaskOutput``) or
+    ``<stdout>``/``<stderr>`` (``BashOutput``). ``completed``/``failed`` close the process with that exit
+    code and land the validation set that waited for it; ``killed`` and a kill call close it with an
+    unknown outcome; ``running`` (a ``TaskOutput`` that timed out) changes nothing.
+    """
 
     name = "process_poll"
-    tools = frozenset({"wait", "write_stdin", "BashOutput", "KillShell", "KillBash"})
+    tools = frozenset({"wait", "write_stdin", "BashOutput", "TaskOutput", *_KILL_TOOLS})
 
     def derive(self, call, result, ctx):
         args = call_arguments(call)
         if result.missing or result.is_error:
             return []
-        run = Run(result.content, result.exit_code)
         if call.name == "wait" and "cell_id" in args:
             return _cell_poll(f"cell:{args['cell_id']}", result.content, ctx)
         if call.name == "write_stdin" and "session_id" in args:
             return _stdin_facts(args, result.content, call.arguments, ctx)
-        pid = str(args.get("bash_id") or args.get("shell_id") or "")
+        pid = process_id_text(str(args.get("task_id") or args.get("bash_id") or args.get("shell_id") or ""))
         if pid not in ctx.running:
             return []
-        if call.name in ("KillShell", "KillBash"):
+        if call.name in _KILL_TOOLS:
             return process_exit_facts(pid, Run(result.content, missing=True), ctx)  # killed: outcome unknown
-        m = re.search(r"<status>(\w+)</status>", result.content)
-        if m and m.group(1) != "running":
-            return process_exit_facts(pid, run, ctx)
+        return _poll_facts(pid, result, ctx)
+
+
+def _tag_body(content: str, tag: str) -> str | None:
+    """The text of ``<tag>...</tag>`` (to the last closing tag, or to the end when it was cut off)."""
+    start = content.find(f"<{tag}>")
+    if start < 0:
+        return None
+    start += len(tag) + 2
+    end = content.rfind(f"</{tag}>")
+    return content[start:end if end >= start else len(content)].strip("\n")
+
+
+def _poll_facts(pid: str, result: ToolResult, ctx: DerivationContext) -> list[Any]:
+    """A Claude Code ``BashOutput``/``TaskOutput`` result: the exit of ``pid`` once its status ended."""
+    content = result.content
+    m = re.search(r"<status>(\w+)</status>", content)
+    status = m.group(1) if m else None
+    if status in _STOPPED_STATUSES:
+        return process_exit_facts(pid, Run(content, missing=True), ctx)
+    if status not in _ENDED_STATUSES:
         return []
+    code = re.search(r"<exit_code>(-?\d+)</exit_code>", content)
+    parts = [body for body in (_tag_body(content, t) for t in ("output", "stdout", "stderr")) if body is not None]
+    output = "\n".join(parts) if parts else content
+    return process_exit_facts(pid, Run(output, int(code.group(1)) if code else result.exit_code,
+                                       status == "failed"), ctx)
 
 
 def _cell_poll(pid: str, content: str, ctx: DerivationContext) -> list[Any]:
@@ -628,16 +694,60 @@ def _plan_facts(items: Any, source: str) -> list[Any]:
 
 
 class PlanRule(DerivationRule):
-    """Plan/todo tools replace the action list: Claude Code ``TodoWrite``, Codex ``update_plan``."""
+    """Plan/todo tools: Claude Code ``TodoWrite`` and Codex ``update_plan`` replace their action list
+    (:class:`ActionsReplaced`); Claude Code 2.1.x tasks change one action at a time (:class:`ActionChanged`).
+
+    ``TaskCreate`` (``{"subject", "description", "activeForm"}``) adds an action with the ``subject``
+    text, keyed by the id its result names (``Task #1 created successfully: ...``); ``TaskUpdate``
+    (``{"taskId", "status": "pending"|"in_progress"|"completed"|"deleted", "subject"?}``) updates that
+    action's status (``completed`` → ``done``) or text, and ``deleted`` removes it. Failed calls and
+    calls without a result change nothing.
+    """
 
     name = "plan"
-    tools = frozenset({"TodoWrite", "update_plan"})
+    tools = frozenset({"TodoWrite", "update_plan", "TaskCreate", "TaskUpdate"})
 
     def derive(self, call, result, ctx):
         if result.is_error or result.missing:
             return []
         args = call_arguments(call)
+        if call.name == "TaskCreate":
+            return _task_created(call, args, result.content)
+        if call.name == "TaskUpdate":
+            return _task_updated(args)
         return _plan_facts(args.get("todos", args.get("plan")), call.name)
+
+
+TASK_SOURCE = "TaskCreate"
+"""The ``source`` of the actions Claude Code's ``TaskCreate``/``TaskUpdate`` maintain."""
+_TASK_CREATED_RE = re.compile(r"\bTask #?([A-Za-z0-9][\w-]*) created\b")
+
+
+def _task_key(value: Any) -> str:
+    return process_id_text(str(value)).lstrip("#") if isinstance(value, (str, int)) else ""
+
+
+def _task_created(call: ToolCall, args: dict[str, Any], content: str) -> list[Any]:
+    text = args.get("subject") or args.get("description")
+    if not isinstance(text, str) or not text.strip():
+        return []
+    m = _TASK_CREATED_RE.search(content)
+    key = m.group(1) if m else f"call:{call.id}"  # no id in the result: the action cannot be updated
+    status = _STATUS_WORDS.get(str(args.get("status", "pending")), "pending")
+    return [ActionChanged(TASK_SOURCE, key, " ".join(text.split()), status, created=True)]
+
+
+def _task_updated(args: dict[str, Any]) -> list[Any]:
+    key = _task_key(args.get("taskId", args.get("task_id", args.get("id"))))
+    if not key:
+        return []
+    raw = args.get("status")
+    status = "deleted" if raw == "deleted" else _STATUS_WORDS.get(str(raw)) if raw is not None else None
+    subject = args.get("subject")
+    text = " ".join(subject.split()) if isinstance(subject, str) and subject.strip() else None
+    if status is None and text is None:
+        return []
+    return [ActionChanged(TASK_SOURCE, key, text, status)]
 
 
 class ApplyPatchRule(DerivationRule):

@@ -38,7 +38,7 @@ from operator import itemgetter
 from typing import Any
 
 from ..engine.port import ContextOverflow
-from .derive import ActionsReplaced, ToolFailure, ToolSuccess
+from .derive import ActionChanged, ActionsReplaced, ToolFailure, ToolSuccess
 from .events import (ExternalChange, FileObservation, Mutation, ProcessExited, ProcessStarted, StateUpdate,
                      Tombstone, ValidationEvidence, WriterBlocker)
 from .ledger import END, Disproof, Ledger, Pos, Workspace, ledger_for
@@ -85,6 +85,7 @@ class SessionReducer:
         self.questions: dict[str, dict[str, Any]] = {}
         self.actions: dict[str, dict[str, Any]] = {}
         self.plan_sources: dict[str, list[str]] = {}  # plan/todo tool → ids of the actions it listed last
+        self.task_actions: dict[tuple[str, str], str] = {}  # (task tool source, harness task id) → action id
         self.criteria: dict[str, dict[str, Any]] = {}
         self.requirements: dict[str, dict[str, Any]] = {}
         self.requirement_keys: set[str] = set()
@@ -201,6 +202,8 @@ class SessionReducer:
                 self.actions[aid] = {"id": aid, "text": text, "status": status, "source": fact.source, "seq": pos[0]}
                 ids.append(aid)
             return True
+        if isinstance(fact, ActionChanged):
+            return self._task_action(pos, fact)
         if isinstance(fact, ProcessStarted):
             old = self.processes.get(fact.process_id)
             proc = self.processes[fact.process_id] = {
@@ -228,6 +231,32 @@ class SessionReducer:
             self.tombstoned = True
             return True
         return False
+
+    def _task_action(self, pos, fact: ActionChanged) -> bool:
+        """Create, update or remove the action a task tool keyed ``(source, key)``; ``False`` when nothing changed."""
+        ref = (fact.source, fact.key)
+        aid = self.task_actions.get(ref)
+        if fact.created:
+            if fact.status == "deleted":
+                return False
+            if aid is not None:  # the harness reused the id: the new task replaces the old one
+                self.actions.pop(aid, None)
+            aid = self.task_actions[ref] = self._id("A")
+            self.actions[aid] = {"id": aid, "text": fact.text or "", "status": fact.status or "pending",
+                                 "source": fact.source, "seq": pos[0]}
+            return True
+        action = self.actions.get(aid) if aid is not None else None
+        if action is None:
+            return False
+        if fact.status == "deleted":
+            del self.actions[aid], self.task_actions[ref]
+            return True
+        changed = False
+        for field, value in (("text", fact.text), ("status", fact.status)):
+            if value is not None and action[field] != value:
+                action[field] = value
+                changed = True
+        return changed
 
     def _file(self, path: str, pos) -> dict[str, Any]:
         f = self.files.get(path)
