@@ -19,6 +19,7 @@ exits 1. The configuration is read once per invocation
 from __future__ import annotations
 
 import importlib
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,11 @@ class LatchGroup(click.Group):
             return super().invoke(ctx)
         except (TranscriptError, PluginError, StoreError) as exc:
             raise click.ClickException(printable(str(exc))) from None
+        except sqlite3.DatabaseError as exc:  # a damaged page read outside the store's own error mapping
+            if type(exc) is not sqlite3.DatabaseError:
+                raise
+            where = ctx.obj.db if isinstance(ctx.obj, AppContext) and ctx.obj.db else "the Latch store"
+            raise click.ClickException(printable(f"{where} is damaged ({exc}); run `latch doctor`")) from None
         except click.ClickException as exc:
             exc.message = printable(exc.message)
             raise

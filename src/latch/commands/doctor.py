@@ -86,12 +86,14 @@ def register(cli: click.Group) -> None:
 
         info = diagnose(app.db)
         try:
-            app.store()
+            problems = app.store().quick_check()
         except StoreError as exc:
-            info["store_error"] = str(exc)
+            info["store_error"], info["store_problems"] = str(exc), []
         else:
             info["store_error"] = None
-        ok = info["backend"] is not None and info["fts5"] and info["store_error"] is None
+            info["store_problems"] = problems  # PRAGMA quick_check + the FTS5 index check; [] when intact
+        ok = (info["backend"] is not None and info["fts5"] and info["store_error"] is None
+              and not info["store_problems"])
         if as_json:
             click.echo(dumps(info, indent=2))
         else:
@@ -111,7 +113,11 @@ def register(cli: click.Group) -> None:
                                    if info["native_library"] else "not installed")),
                 ("data folder", info["data_dir"]),
                 ("database", info["db"]),
-                ("store", f"[red]{escape(info['store_error'])}[/red]" if info["store_error"] else "opens"),
+                ("store", f"[red]{escape(info['store_error'])}[/red]" if info["store_error"] else
+                 f"[red]damaged: {escape(' '.join(info['store_problems'][0].split()))}"
+                 f" ({len(info['store_problems'])} problem(s) found by PRAGMA quick_check); restore it from a"
+                 f" backup or move it aside and re-import[/red]"
+                 if info["store_problems"] else "opens, intact (PRAGMA quick_check)"),
             ]
             for k, v in rows:
                 t.add_row(k, str(v))

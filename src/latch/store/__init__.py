@@ -23,8 +23,9 @@ import json
 import os
 import sqlite3
 import threading
+import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -43,11 +44,16 @@ __all__ = [
     "data_dir",
     "default_db_path",
     "StoreError",
+    "StoreBusyError",
 ]
 
 
 class StoreError(Exception):
     """A store operation failed; the store is unchanged. ``str()`` is one line naming the database."""
+
+
+class StoreBusyError(StoreError):
+    """Another process held the database's lock past the busy timeout (a :class:`StoreError`)."""
 
 
 def _busy(exc: sqlite3.Error) -> bool:
@@ -56,6 +62,35 @@ def _busy(exc: sqlite3.Error) -> bool:
     if code is not None:
         return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
     return "locked" in str(exc)
+
+
+def _until_not_busy(op: Callable[[], object], deadline: float) -> None:
+    """Run ``op``, retrying while SQLite reports busy, until ``deadline`` (``time.monotonic()`` seconds).
+
+    SQLite's busy handler does not wait for every lock: switching a brand-new file to WAL, or a write
+    transaction that would deadlock with another process's, returns SQLITE_BUSY at once. A short
+    back-off loop makes two processes that create the same store at once both succeed.
+    """
+    delay = 0.005
+    while True:
+        try:
+            op()
+            return
+        except (sqlite3.OperationalError, StoreError) as exc:
+            busy = isinstance(exc, StoreBusyError) or isinstance(exc, sqlite3.OperationalError) and _busy(exc)
+            if not busy or time.monotonic() >= deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
+def _damaged(exc: BaseException) -> bool:
+    """SQLITE_CORRUPT / SQLITE_NOTADB: a page of the file is not what SQLite wrote (``database disk image is
+    malformed``, ``file is not a database``, a broken FTS5 table)."""
+    if type(exc) is not sqlite3.DatabaseError:  # the bare class: not an IntegrityError, ProgrammingError...
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is None or code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_ERROR)
 
 
 def data_dir() -> Path:
@@ -141,10 +176,11 @@ class EventStore:
                     raise StoreError(f"cannot open the Latch store at {self.path}: not a regular file")
             self._db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
             self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-            self._db.execute("PRAGMA journal_mode=WAL")
+            deadline = time.monotonic() + busy_timeout_ms / 1000
+            _until_not_busy(lambda: self._db.execute("PRAGMA journal_mode=WAL"), deadline)
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
+            _until_not_busy(self._migrate, deadline)
         except (OSError, sqlite3.Error, StoreError) as exc:
             if self._db is not None:
                 self._db.close()
@@ -164,7 +200,9 @@ class EventStore:
     def _error(self, exc: sqlite3.Error) -> StoreError:
         """The :class:`StoreError` for a failed SQLite operation (busy, I/O, disk full, read-only)."""
         if _busy(exc):
-            return StoreError(f"the store at {self.path} is busy (locked by another process); try again")
+            return StoreBusyError(f"the store at {self.path} is busy (locked by another process); try again")
+        if _damaged(exc):
+            return StoreError(f"the Latch store at {self.path} is damaged ({exc}); run `latch doctor`")
         return StoreError(f"the Latch store at {self.path} failed: {exc}")
 
     @contextmanager
@@ -183,7 +221,7 @@ class EventStore:
             except BaseException as exc:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.OperationalError):
+                if isinstance(exc, sqlite3.OperationalError) or _damaged(exc):
                     raise self._error(exc) from None
                 raise
 
@@ -192,18 +230,44 @@ class EventStore:
         with self._lock:
             try:
                 return self._db.execute(sql, args).fetchall()
-            except sqlite3.OperationalError as exc:
-                raise self._error(exc) from None
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) or _damaged(exc):
+                    raise self._error(exc) from None
+                raise
+
+    def quick_check(self) -> list[str]:
+        """``PRAGMA quick_check`` of the database (pages, b-trees, FTS5 index): ``[]`` when intact, else
+        SQLite's problem lines (at most 20), one per damaged spot. Never raises for damage."""
+        with self._lock:
+            try:
+                rows = [r[0] for r in self._db.execute("PRAGMA quick_check(20)").fetchall()]
+                if rows == ["ok"]:
+                    self._db.execute("INSERT INTO events_fts(events_fts) VALUES ('integrity-check')")
+                    return []
+                return rows
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) and _busy(exc):
+                    raise self._error(exc) from None
+                return [str(exc)]
 
     # ------------------------------------------------------------------ schema
     def _migrate(self) -> None:
+        """Apply the pending named migrations, each in its own write transaction. Another process may be
+        migrating the same new file at the same moment: each migration is re-checked under the write lock,
+        so it runs exactly once whoever gets there first."""
         db = self._db
-        db.execute("CREATE TABLE IF NOT EXISTS _latch_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+        has_table = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_latch_migrations'")
+        if not has_table.fetchone():  # a new file: the write lock only when there is something to write
+            with self._write():
+                db.execute("CREATE TABLE IF NOT EXISTS _latch_migrations "
+                           "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
         done = {r[0] for r in db.execute("SELECT name FROM _latch_migrations")}
         for name, fn in MIGRATIONS:
             if name in done:
                 continue
             with self._write():
+                if db.execute("SELECT 1 FROM _latch_migrations WHERE name = ?", (name,)).fetchone():
+                    continue  # another process applied it while we waited for the lock
                 fn(db)
                 db.execute("INSERT INTO _latch_migrations(name, applied_at) VALUES (?, ?)", (name, _now()))
 
