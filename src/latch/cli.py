@@ -63,7 +63,7 @@ class AppContext:
         if self._config is None:
             from . import plugins
             from .config import ConfigError, config_path, load_config, unknown_keys
-            from .textsafe import printable
+            from .textsafe import warn
 
             try:
                 config = load_config(path)
@@ -72,7 +72,7 @@ class AppContext:
             self.config_file = str(config_path(path)) if config or path is not None else None
             plugins.configure(config)
             for line in unknown_keys(config, self.config_file or "config", owned=plugins.get_plugin_manager().infos):
-                click.echo(f"warning: {printable(line)}", err=True)
+                warn(line)
             self._config = config
         return self._config
 
@@ -113,14 +113,14 @@ class LatchGroup(click.Group):
         from .importers.base import TranscriptError
         from .plugins import PluginError
         from .store import StoreError
-        from .textsafe import printable
+        from .textsafe import safe
 
         try:
             return super().invoke(ctx)
         except (TranscriptError, PluginError, StoreError) as exc:
-            raise click.ClickException(printable(str(exc))) from None
+            raise click.ClickException(safe(str(exc))) from None
         except click.ClickException as exc:
-            exc.message = printable(exc.message)
+            exc.message = safe(exc.message, multiline=True)
             raise
 
 
