@@ -184,7 +184,9 @@ def test_import_show_search_replay_escape_controls(run, nasty_file):
     assert replay.exit_code == 0, replay.output
     _assert_escaped(replay.output, ESCAPED_NAME, "model claude\\x1b[2J\\x1b]0;pwned\\x07\\x07\\u202ex")
 
-    assert run("replay", str(nasty_file), "--json", "-").output.count("\\u001b") > 0  # JSON keeps the data
+    hits = run("search", "--json", "zebra").output
+    _assert_escaped(hits, "\\u001b", "\\u202e")  # JSON: the same strings, escaped
+    assert any(NASTY in h["text"] for h in json.loads(hits))
 
 
 def test_errors_echoing_a_file_name_escape_it(run, tmp_path):

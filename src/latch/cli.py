@@ -5,7 +5,10 @@ Subcommands live in :mod:`latch.commands` (one module each, registered through
 mistakes exit with status 2 and a one-line message, never a traceback; a bad
 transcript (``TranscriptError``), a plugin failure (``PluginError``) or a store
 that cannot be opened or is locked (``StoreError``) exits with status 1 and one
-line. Output goes through :mod:`latch.textsafe` (lone surrogates print as U+FFFD).
+line. Output goes through :mod:`latch.textsafe`: lone surrogates print as U+FFFD, and every
+transcript- or file-derived string (error messages included) passes its one escape
+(:func:`~latch.textsafe.safe`: control characters and bidi overrides shown as ``\\x1b``, ``\\u202e``);
+warnings are ``warning: ...`` lines on stderr (:func:`~latch.textsafe.warn`).
 
 Command modules import the engine, estimators and plugins inside their command
 functions, so the command line always loads. When the hot-path backend cannot

@@ -90,9 +90,17 @@ def warn(message: str) -> None:
     click.echo(f"warning: {safe(message)}", err=True)
 
 
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
 def dumps(value: Any, **kwargs: Any) -> str:
-    """``json.dumps(value, ensure_ascii=False, **kwargs)`` made printable (see :func:`printable`)."""
-    return printable(json.dumps(value, ensure_ascii=False, **kwargs))
+    """``json.dumps(value, ensure_ascii=False, **kwargs)`` made printable (see :func:`printable`).
+
+    JSON already escapes C0 controls; DEL, C1 controls and bidi controls (which it leaves raw) are
+    written as ``\\uNNNN`` too: the same JSON value, but nothing that can drive a terminal.
+    """
+    text = printable(json.dumps(value, ensure_ascii=False, **kwargs))
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _JSON_UNSAFE.search(text) else text
 
 
 def echo(text: str, *, err: bool = False) -> None:
