@@ -5,7 +5,10 @@ Subcommands live in :mod:`latch.commands` (one module each, registered through
 mistakes exit with status 2 and a one-line message, never a traceback; a bad
 transcript (``TranscriptError``), a plugin failure (``PluginError``) or a store
 that cannot be opened or is locked (``StoreError``) exits with status 1 and one
-line. Output goes through :mod:`latch.textsafe` (lone surrogates print as U+FFFD).
+line. Output goes through :mod:`latch.textsafe`: lone surrogates print as U+FFFD, and every
+transcript- or file-derived string (error messages included) passes its one escape
+(:func:`~latch.textsafe.safe`: control characters and bidi overrides shown as ``\\x1b``, ``\\u202e``);
+warnings are ``warning: ...`` lines on stderr (:func:`~latch.textsafe.warn`).
 
 Command modules import the engine, estimators and plugins inside their command
 functions, so the command line always loads. When the hot-path backend cannot
@@ -64,7 +67,7 @@ class AppContext:
         if self._config is None:
             from . import plugins
             from .config import ConfigError, config_path, load_config, unknown_keys
-            from .textsafe import printable
+            from .textsafe import warn
 
             try:
                 config = load_config(path)
@@ -73,7 +76,7 @@ class AppContext:
             self.config_file = str(config_path(path)) if config or path is not None else None
             plugins.configure(config)
             for line in unknown_keys(config, self.config_file or "config", owned=plugins.get_plugin_manager().infos):
-                click.echo(f"warning: {printable(line)}", err=True)
+                warn(line)
             self._config = config
         return self._config
 
@@ -114,19 +117,19 @@ class LatchGroup(click.Group):
         from .importers.base import TranscriptError
         from .plugins import PluginError
         from .store import StoreError
-        from .textsafe import printable
+        from .textsafe import safe
 
         try:
             return super().invoke(ctx)
         except (TranscriptError, PluginError, StoreError) as exc:
-            raise click.ClickException(printable(str(exc))) from None
+            raise click.ClickException(safe(str(exc))) from None
         except sqlite3.DatabaseError as exc:  # a damaged page read outside the store's own error mapping
             if type(exc) is not sqlite3.DatabaseError:
                 raise
             where = ctx.obj.db if isinstance(ctx.obj, AppContext) and ctx.obj.db else "the Latch store"
-            raise click.ClickException(printable(f"{where} is damaged ({exc}); run `latch doctor`")) from None
+            raise click.ClickException(safe(f"{where} is damaged ({exc}); run `latch doctor`")) from None
         except click.ClickException as exc:
-            exc.message = printable(exc.message)
+            exc.message = safe(exc.message, multiline=True)
             raise
 
 

@@ -1,4 +1,4 @@
-"""Text that can always be written to a terminal, a pipe or a UTF-8 file.
+"""Text that can always be written to a terminal, a pipe or a UTF-8 file: the CLI's one output module.
 
 JSON allows lone UTF-16 surrogates (``"\\ud800"``), and file names with undecodable bytes reach
 Python as surrogate escapes, so stored text can hold code points that UTF-8 cannot encode
@@ -6,21 +6,48 @@ Python as surrogate escapes, so stored text can hold code points that UTF-8 cann
 :func:`console` (whose stream applies :func:`printable` to everything written), plain lines through
 :func:`echo`, JSON through :func:`dumps`. Each lone surrogate becomes U+FFFD REPLACEMENT CHARACTER;
 stored events keep their original text, only what is printed changes.
+
+On top of that, for the commands (``latch.commands``):
+
+* :func:`safe` is the one escape for every string that comes from a transcript, a file name or a
+  plugin: control characters and bidi overrides become visible escapes (``\\x1b``, ``\\u202e``), so no
+  ANSI/OSC sequence, bell or right-to-left override reaches the terminal. :func:`markup` is
+  :func:`safe` plus rich's markup escape, for strings embedded in rich markup (``[bold]`` in a
+  transcript prints literally); a table cell takes :func:`cell` (a rich ``Text``, never parsed).
+* :func:`warn` is the one warning format: ``warning: MESSAGE`` on stderr.
+* :class:`Table` never ellipsizes: every column folds (``overflow="fold"``), and on a narrow console
+  the widths keep every word of every cell whole while they can (a number is one word); only a
+  console too narrow for the longest words folds them.
+* :func:`console` is full width without hard wraps when its stream is not a terminal (a pipe, a
+  file, click's ``CliRunner``), unless ``COLUMNS`` or ``width`` says otherwise; rich emoji codes
+  (``:smile:``) are never replaced.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from typing import Any
 
 import click
-from rich.console import Console
+import rich.table
+from rich.console import Console, ConsoleOptions
+from rich.markup import escape as _markup_escape
+from rich.text import Text
 
-__all__ = ["printable", "dumps", "echo", "console", "PrintableStream"]
+__all__ = ["printable", "safe", "markup", "cell", "warn", "dumps", "echo", "console", "Table", "PrintableStream",
+           "PIPE_WIDTH"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# C0 controls but \n and \t, DEL, C1 controls, ALM, LRM/RLM, LRE..RLO, LRI..PDI
+_UNSAFE_BODY = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+PIPE_WIDTH = 32_768
+"""Console width when output is not a terminal and ``COLUMNS`` is unset: wide enough that nothing wraps."""
 
 
 def printable(text: str) -> str:
@@ -28,9 +55,52 @@ def printable(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
 
 
+def _visible(match: re.Match[str]) -> str:
+    ch = match.group()
+    return _NAMED.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+
+
+def safe(text: Any, *, multiline: bool = False) -> str:
+    """``str(text)`` that cannot drive a terminal: :func:`printable`, then each unsafe character escaped.
+
+    Escaped (as ``\\xNN``, or ``\\uNNNN`` above U+00FF; ``\\n``, ``\\t``, ``\\r`` by name): C0 controls
+    U+0000-U+001F (NUL, BEL, ESC and so every ANSI CSI/OSC sequence), DEL, C1 controls U+0080-U+009F, and
+    the bidi controls U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069. With ``multiline`` (a message
+    body printed over several lines) ``\\n`` and ``\\t`` are kept; ``\\r`` never is. Lone surrogates become
+    U+FFFD. Backslashes are not doubled (a path stays readable), so the escape is for display only.
+    Idempotent; ``None`` gives ``"None"`` (callers substitute their own placeholder first).
+    """
+    s = printable(text if isinstance(text, str) else str(text))
+    pattern = _UNSAFE_BODY if multiline else _UNSAFE_LINE
+    return pattern.sub(_visible, s) if pattern.search(s) else s
+
+
+def markup(text: Any, *, multiline: bool = False) -> str:
+    """:func:`safe` ``text`` with rich markup escaped, for embedding in a string rich parses as markup."""
+    return _markup_escape(safe(text, multiline=multiline))
+
+
+def cell(text: Any, *, multiline: bool = False, style: str = "") -> Text:
+    """:func:`safe` ``text`` as a rich ``Text`` (a table cell or a printable that is never parsed as markup)."""
+    return Text(safe(text, multiline=multiline), style=style)
+
+
+def warn(message: str) -> None:
+    """The one warning format of the CLI: ``warning: MESSAGE`` (made :func:`safe`) as one line on stderr."""
+    click.echo(f"warning: {safe(message)}", err=True)
+
+
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
 def dumps(value: Any, **kwargs: Any) -> str:
-    """``json.dumps(value, ensure_ascii=False, **kwargs)`` made printable (see :func:`printable`)."""
-    return printable(json.dumps(value, ensure_ascii=False, **kwargs))
+    """``json.dumps(value, ensure_ascii=False, **kwargs)`` made printable (see :func:`printable`).
+
+    JSON already escapes C0 controls; DEL, C1 controls and bidi controls (which it leaves raw) are
+    written as ``\\uNNNN`` too: the same JSON value, but nothing that can drive a terminal.
+    """
+    text = printable(json.dumps(value, ensure_ascii=False, **kwargs))
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _JSON_UNSAFE.search(text) else text
 
 
 def echo(text: str, *, err: bool = False) -> None:
@@ -72,5 +142,50 @@ class PrintableStream:
 
 
 def console(*, stderr: bool = False, **kwargs: Any) -> Console:
-    """A rich ``Console`` (``kwargs`` as rich takes them) on a :class:`PrintableStream`."""
-    return Console(file=PrintableStream(stderr), **kwargs)
+    """A rich ``Console`` (``kwargs`` as rich takes them) on a :class:`PrintableStream`.
+
+    Emoji codes are left alone (``emoji=False`` unless given). When the stream is not a terminal
+    and neither ``width`` nor ``COLUMNS`` is given, the console is :data:`PIPE_WIDTH` wide with
+    ``soft_wrap=True``: tables print at their natural width and lines are never hard-wrapped.
+    """
+    stream = PrintableStream(stderr)
+    kwargs.setdefault("emoji", False)
+    if "width" not in kwargs and not kwargs.get("force_terminal") and "COLUMNS" not in os.environ:
+        try:
+            piped = not stream.isatty()
+        except (AttributeError, ValueError):  # a closed or exotic stream
+            piped = True
+        if piped:
+            kwargs.update(width=PIPE_WIDTH, soft_wrap=True)
+    return Console(file=stream, **kwargs)
+
+
+class Table(rich.table.Table):
+    """A rich ``Table`` that never ellipsizes a cell.
+
+    Columns default to ``overflow="fold"``. When the natural widths do not fit the console, each
+    column first gets its longest word (so ``12,345`` or a path stays whole and headers wrap
+    between words), and the room left is shared in proportion to what each column still lacks;
+    rich's own shrinking (folding inside words) happens only when even the longest words do not fit.
+    """
+
+    def add_column(self, *args: Any, **kwargs: Any) -> None:  # noqa: D102 (rich's signature)
+        kwargs.setdefault("overflow", "fold")
+        super().add_column(*args, **kwargs)
+
+    def _calculate_column_widths(self, console: Console, options: ConsoleOptions) -> list[int]:
+        # rich's private width hook (stable since rich 10): widths include padding, exclude borders
+        if self.expand or any(c.width is not None for c in self.columns):
+            return super()._calculate_column_widths(console, options)
+        ranges = [self._measure_column(console, options.update_width(PIPE_WIDTH), c) for c in self.columns]
+        lows, highs = [r.minimum for r in ranges], [r.maximum for r in ranges]
+        room = options.max_width
+        if sum(highs) <= room or sum(lows) > room:
+            return super()._calculate_column_widths(console, options)
+        spare, lacking = room - sum(lows), sum(highs) - sum(lows)
+        widths = [lo + (hi - lo) * spare // lacking for lo, hi in zip(lows, highs)]
+        for i in sorted(range(len(widths)), key=lambda i: widths[i] - highs[i]):  # rounding leftovers
+            if sum(widths) >= room:
+                break
+            widths[i] += 1 if widths[i] < highs[i] else 0
+        return widths

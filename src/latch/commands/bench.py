@@ -15,9 +15,8 @@ import time
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
-from ..textsafe import console, echo
+from ..textsafe import console, echo, markup, safe
 from . import output_folder
 
 __all__ = ["register"]
@@ -83,13 +82,13 @@ def register(cli: click.Group) -> None:
         seconds = time.perf_counter() - start
         paths = write_report(out, results, engines=names, sessions=sessions, budgets=chosen_budgets,
                              seconds=seconds)
-        echo(markdown_table(summarize(results)))
+        echo(safe(markdown_table(summarize(results)), multiline=True))
         con = console(highlight=False)
         failed = [r for r in results if "error" in r]
         for r in failed:
             what = f"{r['engine']} on {r['session']} ({r['budget']}): {r['error']}"
-            con.print(f"[red]✗[/red] {escape(what)}")
-        con.print(f"\n{len(results)} jobs in {seconds:,.0f} s → " + escape(", ".join(str(p) for p in paths.values())))
+            con.print(f"[red]✗[/red] {markup(what)}")
+        con.print(f"\n{len(results)} jobs in {seconds:,.0f} s → " + markup(", ".join(str(p) for p in paths.values())))
         if failed:
             err.print(f"[red]{len(failed)} of {len(results)} jobs failed[/red]")
             raise SystemExit(1)

@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import click
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from ..cli import pass_app
-from ..textsafe import console, dumps
+from ..textsafe import Table, console, dumps, markup
 from .replay import estimator_name, resolve_engine_factory, resolve_estimator_choice
 
 __all__ = ["register"]
@@ -36,8 +34,9 @@ def _n(v) -> str:
 
 def _print(con: Console, rep: dict, engine: str, estimator: str, model: str | None, window_source: str) -> None:
     approx = "≈ " if rep["approximate"] else ""
-    t = Table(title=f"/context · session {rep['session']} · engine {engine} · estimator {estimator} · epoch "
-                    f"{rep['epoch']} ({rep['rotation_reason'] or 'n/a'}) · status {rep['status']}",
+    t = Table(title=f"/context · session {markup(rep['session'])} · engine {markup(engine)} · estimator "
+                    f"{markup(estimator)} · epoch {rep['epoch']} ({markup(rep['rotation_reason'] or 'n/a')}) · "
+                    f"status {markup(rep['status'])}",
               title_justify="left")
     t.add_column("component")
     t.add_column("tokens", justify="right")
@@ -57,7 +56,7 @@ def _print(con: Console, rep: dict, engine: str, estimator: str, model: str | No
     t.add_row("left working memory", approx + _n(rep["left_tokens"]), "since the previous request")
     con.print(t)
     if window_source == "default":
-        whose = f"model {escape(model)} has no \\[models] entry" if model else "the model is unknown"
+        whose = f"model {markup(model)} has no \\[models] entry" if model else "the model is unknown"
         con.print(f"[dim]window: Latch's default ({whose} in the config)[/dim]")
     cache = rep["cacheability"]
     con.print(f"events {_n(rep['events'])} · episodes {_n(rep['episodes'])} · messages {_n(rep['messages'])} · "

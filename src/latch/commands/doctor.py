@@ -8,12 +8,10 @@ import sys
 from typing import Any
 
 import click
-from rich.markup import escape
-from rich.table import Table
 
 from .. import __version__
 from ..cli import pass_app
-from ..textsafe import console, dumps
+from ..textsafe import Table, console, dumps, markup
 
 
 def _fts5_available() -> bool:
@@ -101,20 +99,20 @@ def register(cli: click.Group) -> None:
             t.add_column(style="bold", no_wrap=True)
             t.add_column(overflow="fold")
             backend = (f"{info['backend']} (LATCH_IMPL={info['impl']})" if info["backend"]
-                       else f"[red]unavailable: {info['backend_error']}[/red]")
+                       else f"[red]unavailable: {markup(info['backend_error'])}[/red]")
             rows = [
                 ("latch", info["latch"]),
-                ("python", f"{info['python']} ({info['python_executable']})"),
+                ("python", f"{info['python']} ({markup(info['python_executable'])})"),
                 ("sqlite", info["sqlite"]),
                 ("fts5", "yes" if info["fts5"] else "[red]no[/red]"),
                 ("hot-path backend", backend),
-                ("native module", info["native_module"] or "not built (pure-Python install)"),
-                ("C-ABI library", (f"{info['native_library']} (ABI v{info['abi_version']})"
+                ("native module", markup(info["native_module"] or "not built (pure-Python install)")),
+                ("C-ABI library", (f"{markup(info['native_library'])} (ABI v{info['abi_version']})"
                                    if info["native_library"] else "not installed")),
-                ("data folder", info["data_dir"]),
-                ("database", info["db"]),
-                ("store", f"[red]{escape(info['store_error'])}[/red]" if info["store_error"] else
-                 f"[red]damaged: {escape(' '.join(info['store_problems'][0].split()))}"
+                ("data folder", markup(info["data_dir"])),
+                ("database", markup(info["db"])),
+                ("store", f"[red]{markup(info['store_error'])}[/red]" if info["store_error"] else
+                 f"[red]damaged: {markup(' '.join(info['store_problems'][0].split()))}"
                  f" ({len(info['store_problems'])} problem(s) found by PRAGMA quick_check); restore it from a"
                  f" backup or move it aside and re-import[/red]"
                  if info["store_problems"] else "opens, intact (PRAGMA quick_check)"),

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import click
-from rich.table import Table
-
-from ..textsafe import console, dumps
+from ..textsafe import Table, cell, console, dumps
 
 
 def plugins_report() -> list[dict]:
@@ -48,5 +46,6 @@ def register(cli: click.Group) -> None:
         for row in rows:
             registered = "\n".join(f"{kind}: {', '.join(names)}" for kind, names in row["registered"].items())
             hooks = "\n".join(h.removeprefix("latch_") for h in row["hooks"])
-            table.add_row(row["name"], row["source"], hooks, registered or "-")
+            table.add_row(cell(row["name"]), cell(row["source"]), cell(hooks, multiline=True),
+                          cell(registered or "-", multiline=True))
         console(highlight=False, soft_wrap=False).print(table)

@@ -35,7 +35,6 @@ backend cannot load.
 
 from __future__ import annotations
 
-import os
 import sys
 import uuid
 from collections.abc import Callable, Mapping
@@ -45,13 +44,12 @@ from typing import Any
 import click
 from rich import box
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
+from rich.measure import Measurement
 
 from ..cli import pass_app
 from ..config import MAX_TOKENS
 from ..events import AssistantMessage, Usage
-from ..textsafe import console, dumps, printable
+from ..textsafe import PIPE_WIDTH, Table, console, dumps, markup, safe
 from . import output_file
 
 __all__ = ["resolve_engine_factory", "resolve_estimator_choice", "estimator_name", "run_replay", "register"]
@@ -317,21 +315,23 @@ def _cell(r: dict[str, Any], key: str) -> str:
 def _print(con: Console, doc: dict[str, Any], source: str) -> None:
     b = doc["budget"]
     rows = doc["requests"]
-    con.print(f"[bold]{escape(source)}[/bold] · session {doc['session']} · model {escape(doc['model'] or 'unknown')}")
-    con.print(f"engine [bold]{escape(doc['engine'])}[/bold] · estimator {escape(doc['estimator'])}")
+    con.print(f"[bold]{markup(source)}[/bold] · session {doc['session']} · model {markup(doc['model'] or 'unknown')}")
+    con.print(f"engine [bold]{markup(doc['engine'])}[/bold] · estimator {markup(doc['estimator'])}")
     recent = f"{b['recent_tokens']:,}"
     if b["requested_recent_tokens"] != b["recent_tokens"]:
         recent = f"{b['requested_recent_tokens']:,} → {b['recent_tokens']:,} (limited by window − reserve)"
     con.print(f"window {b['context_window_tokens']:,} · reserve {b['reserve_tokens']:,} · recent {recent} tokens")
     if b["window_source"] == "default":
-        whose = f"model {escape(doc['model'])} has no \\[models] entry" if doc["model"] else "the model is unknown"
+        whose = f"model {markup(doc['model'])} has no \\[models] entry" if doc["model"] else "the model is unknown"
         con.print(f"[dim]window: Latch's default ({whose} in the config)[/dim]")
     columns = [(h, k) for h, k in _COLUMNS if k not in _OPTIONAL or any(r.get(k) for r in rows)]
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
     for header, _ in columns:
-        t.add_column(header, justify="right", no_wrap=True)
+        t.add_column(header, justify="right")  # numbers stay whole: see Table
     for r in rows:
         t.add_row(*(_cell(r, k) for _, k in columns))
+    if Measurement.get(con, con.options.update_width(PIPE_WIDTH), t).maximum > con.options.max_width:
+        t.padding = (0, 0, 0, 0)  # one space between columns: the example's 12 columns fit 80
     con.print(t)
     con.print("[dim]tokens ≈; " + "; ".join(f"{h}: {_LEGEND[h]}" for h, _ in columns if h in _LEGEND) + "[/dim]")
     s = doc["summary"]
@@ -359,16 +359,14 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
         con.print(f"[yellow]![/yellow] {s['overflows']} request(s) refused with ContextOverflow "
                   f"(a unit larger than the hard budget)")
     for x in v[:20]:
-        con.print(f"  [red]{escape(x)}[/red]")
+        con.print(f"  [red]{markup(x)}[/red]")
     if len(v) > 20:
         con.print(f"  … {len(v) - 20} more violations")
 
 
 def _stdout_console() -> Console:
-    """Rich console for the report: the terminal's width, or 120 columns when piped (rich's 80
-    would squeeze the table) unless ``COLUMNS`` says otherwise."""
-    piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
-    return console(highlight=False, width=120 if piped else None)
+    """Rich console for the report: the terminal's width; full width when piped (see :func:`console`)."""
+    return console(highlight=False)
 
 
 def register(cli: click.Group) -> None:
@@ -410,7 +408,7 @@ def register(cli: click.Group) -> None:
         try:
             sid, _, _ = import_file(store, file, fmt, final=not live)
         except SessionForgotten as exc:
-            raise click.ClickException(f"{printable(file)}: session {exc.session_id} is forgotten (tombstoned by "
+            raise click.ClickException(f"{safe(file)}: session {exc.session_id} is forgotten (tombstoned by "
                                        "`latch forget`); forgotten sessions are not replayed") from None
         n_requests = len(_requests(list(store.events(sid, kinds=["assistant_message", "usage"]))))
         options = dict(engine=engine, model=model, estimator=estimator, config=config, window=window,

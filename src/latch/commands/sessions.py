@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import click
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from ..cli import pass_app
-from ..textsafe import console, dumps, printable
+from ..textsafe import Table, cell, console, dumps, markup, safe
 
 
 def _console() -> Console:
@@ -21,7 +19,11 @@ def _excerpt(text: str, width: int = 100) -> str:
 
 
 def event_line(ev) -> str:
-    """One-line human rendering of an event (for ``show`` and ``search``)."""
+    """One-line human rendering of an event (for ``show`` and ``search``), made :func:`~latch.textsafe.safe`."""
+    return safe(_event_line(ev))
+
+
+def _event_line(ev) -> str:
     e = ev.event
     k = ev.kind
     if k == "user_message":
@@ -64,19 +66,19 @@ def register(cli: click.Group) -> None:
         from ..importers.base import TranscriptError
 
         store = app.store()
-        con, err = _console(), Console(stderr=True, highlight=False)
+        con, err = _console(), console(stderr=True, highlight=False)
         failed = 0
         for f in files:
             try:
                 sid, parsed, seqs = import_file(store, f, fmt, final=not live)
             except SessionForgotten as exc:
-                con.print(f"{escape(printable(str(exc)))}", style="yellow")
+                con.print(markup(str(exc)), style="yellow")
                 continue
             except TranscriptError as exc:
                 failed += 1
-                err.print(f"Error: {escape(printable(str(exc)))}", soft_wrap=True)
+                err.print(f"Error: {markup(str(exc))}", soft_wrap=True)
                 continue
-            con.print(f"{escape(f)}: session [bold]{sid}[/bold] ({escape(parsed.format)}), {len(seqs)} new events")
+            con.print(f"{markup(f)}: session [bold]{markup(sid)}[/bold] ({markup(parsed.format)}), {len(seqs)} new events")
         if failed and len(files) > 1:
             err.print(f"{failed} of {len(files)} files not imported")
         if failed:
@@ -96,7 +98,7 @@ def register(cli: click.Group) -> None:
             return
         t = Table("id", "format", "events", "source", title=f"{len(rows)} sessions")
         for s in rows:
-            t.add_row(s.id, s.format or "", str(s.events), s.source or "")
+            t.add_row(cell(s.id), cell(s.format or ""), str(s.events), cell(s.source or ""))
         _console().print(t)
 
     @cli.command("show")
@@ -117,7 +119,7 @@ def register(cli: click.Group) -> None:
         forgotten = " [yellow]forgotten (tombstoned by `latch forget`)[/yellow]" \
             if info.id in tombstoned_sessions(store) else ""
         con = _console()
-        con.print(f"session [bold]{info.id}[/bold] format={escape(str(info.format))} source={escape(str(info.source))} "
+        con.print(f"session [bold]{markup(info.id)}[/bold] format={markup(info.format)} source={markup(info.source)} "
                   f"events={info.events - tombstones}{forgotten}")
         for ev in store.events(info.id, limit=limit):
             con.print(f"{ev.seq:>7}  {event_line(ev)}", markup=False)
@@ -154,4 +156,4 @@ def register(cli: click.Group) -> None:
         if not hits:
             con.print("no matches")
         for h in hits:
-            con.print(f"{h.session_id} {h.seq:>7}  {event_line(h)}", markup=False)
+            con.print(f"{safe(h.session_id)} {h.seq:>7}  {event_line(h)}", markup=False)

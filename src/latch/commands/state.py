@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import click
-from rich.table import Table
-
 from ..cli import pass_app
-from ..textsafe import console, dumps, echo
+from ..textsafe import Table, cell, console, dumps, echo, safe
 
 
 def _session_id(store, session: str) -> str:
@@ -78,7 +76,7 @@ def register(cli: click.Group) -> None:
             text = state.render(budget or 10**9, estimate_tokens)
         except StateOverflow as exc:
             raise click.ClickException(str(exc)) from None
-        con.print(text or "(empty state)", markup=False)
+        con.print(safe(text, multiline=True) or "(empty state)", markup=False)
 
     @cli.command("evidence")
     @click.argument("session")
@@ -99,15 +97,15 @@ def register(cli: click.Group) -> None:
                   title=f"evidence · workspace generation {state.generation}")
         sets: dict[int, str] = {}
         for o in reversed(state.evidence):
-            t.add_row(o["requirement"], o["status"], str(o["generation"]), "current" if o["current"] else "STALE",
-                      str(o["seq"]))
+            t.add_row(cell(o["requirement"]), cell(o["status"]), str(o["generation"]),
+                      "current" if o["current"] else "STALE", str(o["seq"]))
             sets.setdefault(o["seq"], o["command"])
         con.print(t)
         for seq, command in sorted(sets.items()):
-            con.print(f"set {seq} proved by: {' '.join(command.split())}", markup=False)
+            con.print(f"set {seq} proved by: {safe(' '.join(command.split()))}", markup=False)
         running = [p for p in state.processes if p["running"]]
         for p in running:
-            con.print(f"managed process {p['process_id']} running since seq {p['started_seq']}: {p['command']}",
+            con.print(f"managed process {p['process_id']} running since seq {p['started_seq']}: {safe(p['command'])}",
                       markup=False)
         cert = state.certification
         if cert["certified"]:
@@ -115,7 +113,7 @@ def register(cli: click.Group) -> None:
         else:
             con.print("verdict: NOT CERTIFIED", markup=False)
             for reason in cert["reasons"]:
-                con.print(f"  - {reason}", markup=False)
+                con.print(f"  - {safe(reason)}", markup=False)
 
     @cli.command("forget")
     @click.argument("session")

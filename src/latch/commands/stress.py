@@ -12,9 +12,8 @@ import sys
 
 import click
 from rich.console import Console
-from rich.table import Table
 
-from ..textsafe import console, dumps
+from ..textsafe import Table, console, dumps
 from . import output_file
 
 __all__ = ["register", "print_report"]

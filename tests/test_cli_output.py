@@ -1,0 +1,209 @@
+"""Terminal output (issue 10, item 6): tables never ellipsize, piped output is never hard-wrapped, and
+transcript- or file-derived text cannot drive the terminal (ESC/OSC sequences, BEL, NUL, bidi overrides).
+
+Every test runs the real CLI (click's ``CliRunner``, which is not a terminal) with ``--db``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from rich.console import Console
+
+from latch.cli import _load_commands, cli
+from latch.textsafe import Table, safe
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "invoice-rounding.claude.jsonl"
+README_ARGS = ("--window", "16000", "--reserve", "2000", "--recent", "3000")
+
+ESC_CLEAR = "\x1b[2J"
+OSC_TITLE = "\x1b]0;pwned\x07"
+RLO = "\u202e"
+NASTY = f"zebra{ESC_CLEAR}{OSC_TITLE}ring\x07{RLO}evil"  # + NUL in texts (file names cannot hold one)
+RAW = ("\x1b", "\x07", "\x00", RLO)
+
+
+@pytest.fixture
+def run(tmp_path):
+    _load_commands()
+    db = tmp_path / "latch.db"
+
+    def invoke(*args, columns: int | None = None):
+        # COLUMNS None: removed, as when a user pipes into `cat` (the shell does not export it)
+        env = {"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": None if columns is None else str(columns)}
+        return CliRunner().invoke(cli, ["--db", str(db), *args], env=env, catch_exceptions=False)
+
+    return invoke
+
+
+def _replay_rows(output: str) -> list[list[str]]:
+    lines = output.splitlines()
+    h = next(i for i, line in enumerate(lines) if line.split()[:2] == ["req", "events"])
+    rows = []
+    for line in lines[h + 2:]:
+        if not line.strip() or not line.split()[0].isdigit():
+            break
+        rows.append(line.split())
+    return rows
+
+
+def _expected_rows(doc: dict) -> list[list[str]]:
+    keys = ["request", "events", "instructions_tokens", "state_tokens", "recent_tokens", "recall_tokens",
+            "total_tokens", "history_tokens", "first_retained_seq", "common_prefix_tokens", "epoch",
+            "provider_prompt_tokens"]
+    return [[f"{r[k]:,}" for k in keys] for r in doc["requests"]]
+
+
+# ----------------------------------------------------------------------------- tables
+def test_readme_first_command_at_80_columns_keeps_every_number_whole(run):
+    doc = json.loads(run("replay", str(EXAMPLE), *README_ARGS, "--json", "-").output)
+    res = run("replay", str(EXAMPLE), *README_ARGS, columns=80)
+    assert res.exit_code == 0, res.output
+    assert "…" not in res.output
+    assert max(len(line) for line in res.output.splitlines()) <= 80
+    assert _replay_rows(res.output) == _expected_rows(doc)  # every cell of the JSON's numbers, whole
+
+
+def test_replay_table_on_an_80_column_terminal(run):
+    from latch.commands.replay import _print
+
+    doc = json.loads(run("replay", str(EXAMPLE), *README_ARGS, "--json", "-").output)
+    con = Console(width=80, force_terminal=True, color_system=None)
+    with con.capture() as cap:
+        _print(con, doc, str(EXAMPLE))
+    out = cap.get()
+    assert "…" not in out and max(len(line) for line in out.splitlines()) <= 80
+    assert _replay_rows(out) == _expected_rows(doc)
+
+
+def test_narrow_table_wraps_between_words_then_folds_never_ellipsizes():
+    t = Table("name", "count")
+    t.add_row("observation-masking heuristic-openai", "1,234,567")
+    con = Console(width=40, color_system=None)
+    with con.capture() as cap:
+        con.print(t)
+    out = cap.get()
+    assert "…" not in out and "1,234,567" in out  # the number stays whole, the name wraps between words
+    assert "observation-masking" in out and "heuristic-openai" in out
+    con = Console(width=12, color_system=None)
+    with con.capture() as cap:
+        con.print(t)
+    assert "…" not in cap.get()  # too narrow for the words: folded, never cut
+
+
+def test_plugins_piped_print_full_names(run):
+    rows = json.loads(run("plugins", "--json").output)
+    res = run("plugins")
+    assert res.exit_code == 0, res.output
+    assert "…" not in res.output
+    for row in rows:
+        assert row["name"] in res.output and row["source"] in res.output
+        for names in row["registered"].values():
+            assert ", ".join(names) in res.output  # e.g. observation-masking, heuristic-openai on one line
+
+
+def test_sessions_piped_print_full_paths(run, tmp_path):
+    deep = tmp_path / ("a-folder-with-a-rather-long-name-" * 3) / "and-another-one-below-it"
+    deep.mkdir(parents=True)
+    f = deep / "invoice-rounding session with spaces.claude.jsonl"
+    f.write_bytes(EXAMPLE.read_bytes())
+    assert run("import", str(f)).exit_code == 0
+    res = run("sessions")
+    assert res.exit_code == 0, res.output
+    assert "…" not in res.output
+    assert str(f) in res.output  # one line, not cut and not wrapped (the path is far wider than 80)
+    assert len(str(f)) > 120
+    line = next(line for line in res.output.splitlines() if str(f) in line)
+    assert json.loads(run("sessions", "--json").output)[0]["id"] in line
+
+
+# ----------------------------------------------------------------------------- escapes
+def _claude_code_lines() -> list[dict]:
+    def line(**kw):
+        return {"isSidechain": False, "sessionId": "s-esc", "cwd": "/home/user/app", "version": "2.1.112",
+                "userType": "external", "timestamp": "2026-01-02T10:00:00.000Z", **kw}
+
+    def assistant(uuid, parent, msg_id, text):
+        return line(type="assistant", uuid=uuid, parentUuid=parent, requestId=f"req_{msg_id}",
+                    message={"id": msg_id, "model": f"claude{ESC_CLEAR}{OSC_TITLE}\x07{RLO}x", "role": "assistant",
+                             "type": "message", "content": [{"type": "text", "text": text}],
+                             "stop_reason": "end_turn",
+                             "usage": {"input_tokens": 3, "output_tokens": 5}})
+
+    def user(uuid, parent, text):
+        return line(type="user", uuid=uuid, parentUuid=parent, message={"role": "user", "content": text})
+
+    return [user("u1", None, f"user {NASTY} nul\x00here [bold]literal[/bold] :smile:"),
+            assistant("a1", "u1", "msg_A", f"assistant {NASTY} nul\x00here"),
+            user("u2", "a1", "thanks zebra"),
+            assistant("a2", "u2", "msg_B", "done zebra")]
+
+
+def _assert_escaped(output: str, *visible: str) -> None:
+    for raw in RAW:
+        assert raw not in output, (raw, output)
+    for v in visible:
+        assert v in output, (v, output)
+
+
+@pytest.fixture
+def nasty_file(tmp_path) -> Path:
+    f = tmp_path / f"evil{ESC_CLEAR}{OSC_TITLE}bell\x07{RLO}lmth.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in _claude_code_lines()), encoding="utf-8")
+    return f
+
+
+ESCAPED_NAME = "evil\\x1b[2J\\x1b]0;pwned\\x07bell\\x07\\u202elmth.jsonl"
+ESCAPED_TEXT = "zebra\\x1b[2J\\x1b]0;pwned\\x07ring\\x07\\u202eevil"
+
+
+def test_import_show_search_replay_escape_controls(run, nasty_file):
+    res = run("import", str(nasty_file))
+    assert res.exit_code == 0, res.output
+    _assert_escaped(res.output, ESCAPED_NAME, "(claude-code)")
+    sid = json.loads(run("sessions", "--json").output)[0]["id"]
+
+    show = run("show", sid)
+    assert show.exit_code == 0, show.output
+    _assert_escaped(show.output, ESCAPED_NAME, f"user: user {ESCAPED_TEXT} nul\\x00here",
+                    f"assistant: assistant {ESCAPED_TEXT} nul\\x00here")
+    assert "[bold]literal[/bold] :smile:" in show.output  # neither markup nor an emoji code
+
+    search = run("search", "zebra")
+    assert search.exit_code == 0, search.output
+    _assert_escaped(search.output, ESCAPED_TEXT, "nul\\x00here")
+
+    sessions = run("sessions")
+    _assert_escaped(sessions.output, ESCAPED_NAME)
+
+    replay = run("replay", str(nasty_file))
+    assert replay.exit_code == 0, replay.output
+    _assert_escaped(replay.output, ESCAPED_NAME, "model claude\\x1b[2J\\x1b]0;pwned\\x07\\x07\\u202ex")
+
+    hits = run("search", "--json", "zebra").output
+    _assert_escaped(hits, "\\u001b", "\\u202e")  # JSON: the same strings, escaped
+    assert any(NASTY in h["text"] for h in json.loads(hits))
+
+
+def test_errors_echoing_a_file_name_escape_it(run, tmp_path):
+    broken = tmp_path / f"broken{ESC_CLEAR}{RLO}.jsonl"
+    broken.write_text("{not json\n", encoding="utf-8")
+    for args in (("import", str(broken)), ("replay", str(broken)), ("replay", str(broken) + "-missing")):
+        res = run(*args)
+        assert res.exit_code != 0, res.output
+        _assert_escaped(res.output, "broken\\x1b[2J\\u202e")
+
+
+def test_safe_escapes_every_terminal_control():
+    assert safe("a\x00b\x07c\x1b[2Jd\x7fe\x85f\x9bg") == "a\\x00b\\x07c\\x1b[2Jd\\x7fe\\x85f\\x9bg"
+    bidi = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+    assert safe(bidi) == "".join(f"\\u{ord(c):04x}" for c in bidi)
+    assert safe("a\nb\tc\rd") == "a\\nb\\tc\\rd"
+    assert safe("a\nb\tc\rd", multiline=True) == "a\nb\tc\\rd"
+    assert safe("lone \ud800") == "lone \ufffd"
+    assert safe(safe("\x1b\u202e")) == safe("\x1b\u202e")
+    assert safe("C:\\path ünïcode 日本") == "C:\\path ünïcode 日本"
