@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .engine.port import ContextBudget
+    from .port import ContextBudget
 
 __all__ = [
     "ConfigError",
@@ -195,8 +195,8 @@ def model_settings(config: Mapping[str, Any] | None, model: str | None) -> Mappi
 
 
 def budget_for_model(config: Mapping[str, Any] | None, model: str | None) -> "ContextBudget":
-    """The :class:`~latch.engine.port.ContextBudget` of ``model`` under ``config`` (defaults where a key is absent)."""
-    from .engine.port import ContextBudget
+    """The :class:`~latch.port.ContextBudget` of ``model`` under ``config`` (defaults where a key is absent)."""
+    from .port import ContextBudget
 
     m = model_settings(config, model)
     context = (config or {}).get("context", {}) or {}

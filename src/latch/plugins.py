@@ -59,7 +59,7 @@ from .hookspecs import PROJECT_NAME
 if TYPE_CHECKING:  # pragma: no cover
     import click
 
-    from .engine.port import ContextEngineFactory
+    from .port import ContextEngineFactory
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -375,7 +375,7 @@ def registered_uis() -> dict[str, type]:
 
 
 def get_engine_factory(name: str) -> "ContextEngineFactory":
-    """The :data:`~latch.engine.port.ContextEngineFactory` of the engine registered as ``name``.
+    """The :data:`~latch.port.ContextEngineFactory` of the engine registered as ``name``.
 
     That is the engine class's ``factory`` classmethod. An unknown name raises
     :class:`PluginError` listing the registered engines; there is no fallback to

@@ -1,8 +1,8 @@
 """The root supervisor's child-engine policy (spec: "Port boundary", child sessions).
 
-The root supervisor holds one :data:`~latch.engine.port.ContextEngineFactory`.
+The root supervisor holds one :data:`~latch.port.ContextEngineFactory`.
 Every child spawn, worker reconstruction and resume builds its engine through a
-factory, from the child's durable profile (:class:`~latch.engine.port.EngineProfile`):
+factory, from the child's durable profile (:class:`~latch.port.EngineProfile`):
 
 * the root session is built and resumed with ``root_factory``;
 * a child is built and resumed with the *child policy*: ``child_policy`` when
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..engine.port import ContextEngine
+from ..port import ContextEngine
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.port import ContextEngineFactory, EngineProfile
+    from ..port import ContextEngineFactory, EngineProfile
 
 __all__ = ["ChildPolicyError", "Supervisor", "is_default_factory"]
 

@@ -13,7 +13,7 @@ the view before every model request (every :class:`~latch.events.AssistantMessag
 * protocol validity: :func:`latch.engine.units.view_violations` plus both wire validators
   (:func:`latch.providers.validate_openai_chat`, :func:`latch.providers.validate_anthropic_messages`);
 * budget violations (total or recount above ``window - reserve``) and refusals
-  (:class:`~latch.engine.port.ContextOverflow`, never an over-budget request);
+  (:class:`~latch.port.ContextOverflow`, never an over-budget request);
 * materialize latency.
 
 *Needles* are facts each session holds early on: for the generated scenario the planted
@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..engine.port import ContextBudget
+from ..port import ContextBudget
 from ..textsafe import dumps, printable
 
 __all__ = ["Budget", "SessionSource", "Needle", "parse_budgets", "discover_sessions", "run_job", "run_bench",
@@ -56,7 +56,7 @@ SCENARIO_EVENTS = 3_000
 
 @dataclass(frozen=True)
 class Budget:
-    """A named :class:`~latch.engine.port.ContextBudget` (tokens): ``window:reserve:recent``."""
+    """A named :class:`~latch.port.ContextBudget` (tokens): ``window:reserve:recent``."""
 
     name: str
     context_window_tokens: int
@@ -234,7 +234,7 @@ def _rss_now_mb() -> float:
 
 def run_job(engine_name: str, source: SessionSource, budget: Budget) -> dict[str, Any]:
     """Run one job (see the module docstring); a JSON-ready result with per-request series."""
-    from ..engine.port import ContextOverflow, ContextRequest, EngineProfile, SessionContext
+    from ..port import ContextOverflow, ContextRequest, EngineProfile, SessionContext
     from ..engine.reader import StoreKernelWriter, StoreSessionReader
     from ..engine.units import TokenCounter, UnitBuilder, header_lines, message_line, resolve_estimator, \
         view_violations

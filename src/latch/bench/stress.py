@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..engine.port import ContextBudget, ContextRequest, ContextView, EngineProfile, SessionContext
+from ..port import ContextBudget, ContextRequest, ContextView, EngineProfile, SessionContext
 from ..engine.reader import StoreKernelWriter, StoreSessionReader
 from ..engine.units import MESSAGE_OVERHEAD_TOKENS, TokenCounter, UnitBuilder, message_line, resolve_estimator
 from ..events import AssistantMessage, Event, MediaRef, ToolCall, ToolResult, UserMessage

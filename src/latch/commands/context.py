@@ -82,7 +82,7 @@ def register(cli: click.Group) -> None:
     def context_cmd(app, session, engine, model, estimator, config_path, as_json):
         """The /context report of SESSION's next view: token breakdown, retention, headroom, status."""
         from ..config import model_settings
-        from ..engine.port import ContextOverflow, ContextRequest, EngineProfile, SessionContext
+        from ..port import ContextOverflow, ContextRequest, EngineProfile, SessionContext
         from ..engine.reader import StoreKernelWriter, StoreSessionReader
         from ..engine.report import context_report
 

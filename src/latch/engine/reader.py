@@ -1,7 +1,7 @@
 """Host-side adapters of the port: an :class:`~latch.store.EventStore` seen as one session.
 
-The engine only sees the protocols :class:`~latch.engine.port.SessionReader` and
-:class:`~latch.engine.port.KernelWriter`; these two classes are what the host (the
+The engine only sees the protocols :class:`~latch.port.SessionReader` and
+:class:`~latch.port.KernelWriter`; these two classes are what the host (the
 agent loop, ``latch replay``, ``latch context``) builds for it. Neither exposes the
 store or an SQLite handle.
 """
@@ -35,7 +35,7 @@ class EmptyState:
 
 
 class StoreSessionReader:
-    """Read-only :class:`~latch.engine.port.SessionReader` over one session of ``store``."""
+    """Read-only :class:`~latch.port.SessionReader` over one session of ``store``."""
 
     def __init__(self, store: EventStore, session_id: str):
         self._store = store
@@ -73,7 +73,7 @@ class StoreSessionReader:
 
 
 class StoreKernelWriter:
-    """:class:`~latch.engine.port.KernelWriter` appending to ``stream`` of one session's kernel records.
+    """:class:`~latch.port.KernelWriter` appending to ``stream`` of one session's kernel records.
 
     ``stream`` is chosen by the host: the engine name plus a run id (``"continuity:main"``,
     ``"continuity:replay-<uuid>"``), so replays never interfere with a live session.

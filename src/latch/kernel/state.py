@@ -37,7 +37,7 @@ from itertools import chain, islice
 from operator import itemgetter
 from typing import Any
 
-from ..engine.port import ContextOverflow
+from ..port import ContextOverflow
 from .derive import ActionsReplaced, ToolFailure, ToolSuccess
 from .events import (ExternalChange, FileObservation, Mutation, ProcessExited, ProcessStarted, StateUpdate,
                      Tombstone, ValidationEvidence, WriterBlocker)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.port import ContextView, ViewMessage
+from ..port import ContextView, ViewMessage
 from ..events import MediaRef
 
 ArtifactLoader = Callable[[str], bytes]

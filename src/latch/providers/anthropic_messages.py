@@ -37,7 +37,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..engine.port import ContextView, ViewMessage
+from ..port import ContextView, ViewMessage
 from ..events import MediaRef
 from ._wire import (tools_problems, ArtifactLoader, Turn, group, image_data, image_placeholder, is_image, nonempty, orphan_note,
                     result_text, tool_schema)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..engine.port import ContextView
+from ..port import ContextView
 from ..engine.units import request_lines
 
 __all__ = ["canonical_request_bytes", "common_prefix_bytes", "common_prefix_tokens"]
