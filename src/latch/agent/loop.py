@@ -32,9 +32,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..port import ContextEngine, ContextRequest, ContextView, EngineProfile, SessionContext
 from ..engine.reader import StoreKernelWriter, StoreSessionReader
 from ..events import AssistantMessage, Event, ToolCall, ToolResult, Usage, UserMessage
+from ..port import ContextEngine, ContextRequest, ContextView, EngineProfile, SessionContext
+from ..providers import to_anthropic_messages, to_openai_chat
 from ..store import EventStore
 from .permissions import PermissionPolicy
 from .steering import SteeringInbox
@@ -183,8 +184,6 @@ class AgentLoop:
 
     def render(self, view: ContextView) -> dict[str, Any]:
         """The wire body of ``view`` (images inlined from the store's artifacts)."""
-        from ..providers import to_anthropic_messages, to_openai_chat
-
         def loader(sha256: str) -> bytes:
             return self.store.get_artifact(sha256)[1]
 

@@ -16,12 +16,8 @@ factory, from the child's durable profile (:class:`~latch.port.EngineProfile`):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from ..port import ContextEngine
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..port import ContextEngineFactory, EngineProfile
+from ..plugins import DEFAULT_ENGINE, PluginError, get_engine_factory
+from ..port import ContextEngine, ContextEngineFactory, EngineProfile
 
 __all__ = ["ChildPolicyError", "Supervisor", "is_default_factory"]
 
@@ -32,8 +28,6 @@ class ChildPolicyError(Exception):
 
 def is_default_factory(factory: "ContextEngineFactory") -> bool:
     """``True`` when ``factory`` is the registered default engine's factory (``continuity``)."""
-    from ..plugins import DEFAULT_ENGINE, PluginError, get_engine_factory
-
     try:
         return factory == get_engine_factory(DEFAULT_ENGINE)
     except PluginError:  # the default engine is disabled: nothing is the default
@@ -68,8 +62,6 @@ class Supervisor:
 
         Unknown names raise :class:`latch.plugins.PluginError`.
         """
-        from ..plugins import get_engine_factory
-
         return cls(get_engine_factory(name), get_engine_factory(child_engine) if child_engine else None)
 
     @property

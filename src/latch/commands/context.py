@@ -83,7 +83,7 @@ def register(cli: click.Group) -> None:
         """The /context report of SESSION's next view: token breakdown, retention, headroom, status."""
         from ..config import model_settings
         from ..port import ContextOverflow, ContextRequest, EngineProfile, SessionContext
-        from ..engine.reader import StoreKernelWriter, StoreSessionReader
+        from ..host.session import StoreKernelWriter, StoreSessionReader
         from ..engine.report import context_report
 
         config = app.config(config_path)

@@ -11,8 +11,10 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from .. import __version__
+from .. import __version__, hotpaths
 from ..cli import pass_app
+from ..hotpaths.cabi import default_library_path
+from ..store import StoreError, data_dir, default_db_path
 from ..textsafe import console, dumps
 
 
@@ -35,8 +37,6 @@ def diagnose(db: str | None = None) -> dict[str, Any]:
     cannot be honoured (the C-ABI library is then not looked up). Paths are
     strings (``None`` when absent).
     """
-    from ..store import data_dir, default_db_path
-
     info: dict[str, Any] = {
         "latch": __version__,
         "python": platform.python_version(),
@@ -52,18 +52,13 @@ def diagnose(db: str | None = None) -> dict[str, Any]:
         "data_dir": str(data_dir()),
         "db": str(db) if db else str(default_db_path()),
     }
-    try:
-        from .. import hotpaths
-    except ImportError as exc:
-        info["backend_error"] = str(exc)
-    else:
-        from ..hotpaths.cabi import default_library_path
-
+    info["backend_error"] = hotpaths.backend_error()
+    if info["backend_error"] is None:
         info["backend"], info["impl"] = hotpaths.BACKEND, hotpaths.IMPL
         lib = default_library_path()
         info["native_library"] = str(lib) if lib else None
     try:
-        from .. import _native  # type: ignore[attr-defined]
+        from .. import _native  # type: ignore[attr-defined]  # the optional C++ extension
     except ImportError:
         pass
     else:
@@ -82,8 +77,6 @@ def register(cli: click.Group) -> None:
         Exits with status 1 when the requested hot-path backend (LATCH_IMPL) cannot load,
         SQLite lacks FTS5 or the store (``--db``/``LATCH_DB``, else the default) cannot be opened.
         """
-        from ..store import StoreError
-
         info = diagnose(app.db)
         try:
             app.store()

@@ -146,7 +146,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     effective limit, when it reports one). ``progress(done, total)`` is called after each request.
     """
     from ..port import ContextOverflow, ContextRequest, EngineProfile, SessionContext
-    from ..engine.reader import StoreKernelWriter, StoreSessionReader
+    from ..host.session import StoreKernelWriter, StoreSessionReader
     from ..engine.report import COMPONENTS
     from ..engine.units import TokenCounter, Unit, UnitBuilder, header_lines, message_line, view_violations
 
@@ -397,7 +397,7 @@ def register(cli: click.Group) -> None:
     @pass_app
     def replay_cmd(app, file, fmt, model, window, reserve, recent, engine, estimator, config_path, json_out, live):
         """Replay FILE: materialize the view before every model request and check the invariants."""
-        from ..importers import SessionForgotten, import_file
+        from ..host.ingest import SessionForgotten, import_file
 
         config = app.config(config_path)
         # bad options fail before anything is imported

@@ -8,10 +8,10 @@ and never construct an engine themselves.
 
 from __future__ import annotations
 
-from .continuity import ContinuityEngine
 from ..port import (ComponentTokens, ContextBudget, ContextEngine, ContextEngineFactory, ContextOverflow,
                     ContextRequest, ContextView, EngineProfile, KernelWriter, MaterializeBudget, MaterializedContext,
                     RecalledEvent, SessionContext, SessionReader, ViewMessage, ViewToolCall)
+from .continuity import ContinuityEngine
 
 __all__ = [
     "ContinuityEngine",

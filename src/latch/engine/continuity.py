@@ -61,9 +61,10 @@ from typing import Any
 from .. import hotpaths
 from ..config import budget_for_model, recall_tokens as config_recall_tokens, state_tokens, validate_config
 from ..events import AssistantMessage, SystemNote, ToolResult, Usage, UserMessage
-from . import recall as recall_mod
 from ..port import (ComponentTokens, ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile,
                     KernelWriter, RecalledEvent, SessionReader, ViewMessage)
+from . import recall as recall_mod
+from .episodes import EpisodeIndex
 from .units import (MESSAGE_OVERHEAD_TOKENS, TokenCounter, Unit, UnitBuilder, header_lines, message_line,
                     render_session_context, resolve_estimator)
 
@@ -82,11 +83,7 @@ _PATH_KEYS = ("path", "file_path", "filename", "file", "notebook_path")
 
 
 def _episode_index() -> Any:
-    """A fresh :class:`latch.engine.episodes.EpisodeIndex`, or ``None`` while that module is absent."""
-    try:
-        from .episodes import EpisodeIndex
-    except ImportError:  # pragma: no cover - the episode module is written alongside
-        return None
+    """A fresh :class:`latch.engine.episodes.EpisodeIndex`."""
     return EpisodeIndex()
 
 
