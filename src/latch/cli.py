@@ -7,8 +7,10 @@ transcript (``TranscriptError``), a plugin failure (``PluginError``) or a store
 that cannot be opened or is locked (``StoreError``) exits with status 1 and one
 line. Output goes through :mod:`latch.textsafe` (lone surrogates print as U+FFFD).
 
-Importing never fails on a bad ``LATCH_IMPL``: :mod:`latch.hotpaths` chooses its
-backend at first use, so the command line always loads. When the hot-path backend cannot
+Command modules import the engine, kernel, estimators, bench and plugins inside their command
+functions: every command module is imported when ``latch`` starts, so these lazy imports keep
+``latch --help`` fast (``tests/test_engine_cli.py`` pins it). :mod:`latch.hotpaths` never fails
+to import (its backend is chosen at first use). When the hot-path backend cannot
 load (e.g. an invalid ``LATCH_IMPL``), every command but ``latch doctor`` stops
 with one line naming the reason (status 1); ``latch doctor`` reports it and
 exits 1. The configuration is read once per invocation
@@ -26,17 +28,13 @@ from typing import Any
 import click
 
 from . import __version__
-from .config import ConfigError, config_path, load_config, unknown_keys
-from .importers.base import TranscriptError
-from .store import EventStore, StoreError
-from .textsafe import printable
 
 COMMAND_MODULES = ("sessions", "doctor", "replay", "context", "state", "plugins_cmd", "bench", "stress")
 
 
 def backend_error() -> str | None:
     """Why the hot-path backend (:mod:`latch.hotpaths`) cannot load, or ``None`` when it loads."""
-    from . import hotpaths  # lazy, like every engine, hot-path and plugin import here: CLI start-up
+    from . import hotpaths  # importing it never fails; the backend is chosen at first use
 
     return hotpaths.backend_error()
 
@@ -63,7 +61,10 @@ class AppContext:
         then the file read (``None`` when the default file is absent).
         """
         if self._config is None:
-            from . import plugins  # lazy: command modules import no engine, hot path or plugin manager
+            from . import plugins
+            from .config import ConfigError, config_path, load_config, unknown_keys
+            from .textsafe import printable
+
             try:
                 config = load_config(path)
             except ConfigError as exc:
@@ -93,6 +94,8 @@ class AppContext:
     def store(self):
         """The :class:`~latch.store.EventStore`, opened once; :class:`~latch.store.StoreError` when it cannot be."""
         if self._store is None:
+            from .store import EventStore, StoreError
+
             problem = self.db_problem()
             if problem:
                 raise StoreError(f"cannot open the Latch store at {problem}")
@@ -107,7 +110,10 @@ class LatchGroup(click.Group):
     """Turns the user-facing errors (bad transcript, plugin, store) into one line on stderr, status 1."""
 
     def invoke(self, ctx):
-        from .plugins import PluginError  # lazy (see AppContext.config)
+        from .importers.base import TranscriptError
+        from .plugins import PluginError
+        from .store import StoreError
+        from .textsafe import printable
 
         try:
             return super().invoke(ctx)
@@ -153,8 +159,7 @@ def _load_commands() -> None:
             raise
         mod.register(cli)
     if backend_error() is None:  # otherwise no built-in plugin loads, and every command but doctor stops
-
-        from .plugins import register_plugin_commands  # lazy (see AppContext.config)
+        from .plugins import register_plugin_commands
 
         register_plugin_commands(cli)
 

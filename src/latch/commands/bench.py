@@ -17,8 +17,6 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from ..bench.harness import discover_sessions, markdown_table, parse_budgets, run_bench, summarize, write_report
-from ..plugins import PluginError, registered_engines
 from ..textsafe import console, echo
 from . import output_folder
 
@@ -53,6 +51,10 @@ def register(cli: click.Group) -> None:
             raise click.ClickException("latch bench draws its plots with matplotlib, which is not installed; "
                                        "install it with: pip install 'latch[bench]'") from None
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from ..bench.harness import discover_sessions, markdown_table, parse_budgets, run_bench, summarize, \
+            write_report
+        from ..plugins import PluginError, registered_engines
 
         try:
             chosen_budgets = parse_budgets(budgets)

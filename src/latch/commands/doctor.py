@@ -11,10 +11,8 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from .. import __version__, hotpaths
+from .. import __version__
 from ..cli import pass_app
-from ..hotpaths.cabi import default_library_path
-from ..store import StoreError, data_dir, default_db_path
 from ..textsafe import console, dumps
 
 
@@ -37,6 +35,8 @@ def diagnose(db: str | None = None) -> dict[str, Any]:
     cannot be honoured (the C-ABI library is then not looked up). Paths are
     strings (``None`` when absent).
     """
+    from ..store import data_dir, default_db_path
+
     info: dict[str, Any] = {
         "latch": __version__,
         "python": platform.python_version(),
@@ -52,8 +52,12 @@ def diagnose(db: str | None = None) -> dict[str, Any]:
         "data_dir": str(data_dir()),
         "db": str(db) if db else str(default_db_path()),
     }
+    from .. import hotpaths  # lazy, like the other command modules' imports (CLI start-up)
+
     info["backend_error"] = hotpaths.backend_error()
     if info["backend_error"] is None:
+        from ..hotpaths.cabi import default_library_path  # lazy: cffi
+
         info["backend"], info["impl"] = hotpaths.BACKEND, hotpaths.IMPL
         lib = default_library_path()
         info["native_library"] = str(lib) if lib else None
@@ -77,6 +81,8 @@ def register(cli: click.Group) -> None:
         Exits with status 1 when the requested hot-path backend (LATCH_IMPL) cannot load,
         SQLite lacks FTS5 or the store (``--db``/``LATCH_DB``, else the default) cannot be opened.
         """
+        from ..store import StoreError
+
         info = diagnose(app.db)
         try:
             app.store()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from ..plugins import PluginError, iter_plugins
 from ..textsafe import console, dumps
 
 
@@ -17,6 +16,8 @@ def plugins_report() -> list[dict]:
     (sorted), ``registered`` (``{kind: [PLUGIN_NAME, ...]}``, only kinds with entries) and
     ``descriptions`` (``{PLUGIN_NAME: DESCRIPTION}`` of what it registered, ``""`` when absent).
     """
+    from ..plugins import iter_plugins
+
     return [{"name": info.name, "source": info.source, "module": info.module, "builtin": info.builtin,
              "distribution": info.distribution, "version": info.version, "entry_point": info.entry_point,
              "hooks": hooks, "registered": {kind: [r.name for r in regs] for kind, regs in registered.items()},
@@ -34,6 +35,8 @@ def register(cli: click.Group) -> None:
         LATCH_LOAD_PLUGINS (allowlist), LATCH_DISABLE_PLUGINS (blocklist) and
         LATCH_TRACE_PLUGINS (trace hook calls to stderr) apply.
         """
+        from ..plugins import PluginError
+
         try:
             rows = plugins_report()
         except PluginError as exc:

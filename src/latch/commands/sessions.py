@@ -8,10 +8,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..cli import pass_app
-from ..host.ingest import SessionForgotten, import_file
-from ..importers.base import TranscriptError
-from ..kernel.events import Tombstone
-from ..kernel.tombstones import tombstoned_sessions
 from ..textsafe import console, dumps, printable
 
 
@@ -44,6 +40,8 @@ def event_line(ev) -> str:
 
 
 def _visible_sessions(store):
+    from ..kernel.tombstones import tombstoned_sessions
+
     dead = tombstoned_sessions(store)
     return [s for s in store.sessions() if s.id not in dead]
 
@@ -62,6 +60,9 @@ def register(cli: click.Group) -> None:
         Every file is tried; each one that cannot be imported is one line on stderr and leaves the
         store unchanged; the command then exits 1.
         """
+        from ..host.ingest import SessionForgotten, import_file
+        from ..importers.base import TranscriptError
+
         store = app.store()
         con, err = _console(), Console(stderr=True, highlight=False)
         failed = 0
@@ -109,6 +110,8 @@ def register(cli: click.Group) -> None:
             info = store.session(session)
         except KeyError as exc:
             raise click.ClickException(str(exc.args[0])) from None
+        from ..kernel.events import Tombstone
+        from ..kernel.tombstones import tombstoned_sessions
 
         tombstones = sum(1 for _ in store.events(info.id, kinds=[Tombstone.KIND]))
         forgotten = " [yellow]forgotten (tombstoned by `latch forget`)[/yellow]" \
@@ -132,6 +135,8 @@ def register(cli: click.Group) -> None:
 
         Forgotten (tombstoned) sessions are left out unless --include-forgotten, or --session names one.
         """
+        from ..kernel.tombstones import tombstoned_sessions
+
         store = app.store()
         sid = None
         if session is not None:

@@ -5,10 +5,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from .. import hotpaths
 from ..cli import pass_app
-from ..kernel import StateOverflow, canonical_state
-from ..kernel.tombstones import forget_session, tombstoned_sessions
 from ..textsafe import console, dumps, echo
 
 
@@ -22,6 +19,8 @@ def _session_id(store, session: str) -> str:
 def _forget_target(store, session: str) -> str:
     """The session ``forget`` means: an exact id, else the one visible (not yet forgotten) session the
     prefix names, else the one forgotten session it names. ``ClickException`` when empty, none or ambiguous."""
+    from ..kernel.tombstones import tombstoned_sessions
+
     if not session.strip():
         raise click.ClickException("empty session id")
     ids = [s.id for s in store.sessions() if s.id.startswith(session)]
@@ -63,6 +62,9 @@ def register(cli: click.Group) -> None:
     @pass_app
     def state_cmd(app, session, as_json, until_seq, budget):
         """Show the canonical state (L1) of SESSION: derived files, mutations, generation, evidence, failures."""
+        from ..hotpaths import estimate_tokens
+        from ..kernel import StateOverflow, canonical_state
+
         store = app.store()
         state = canonical_state(store, _session_id(store, session), until_seq)
         if as_json:
@@ -73,7 +75,7 @@ def register(cli: click.Group) -> None:
         con.print(head + (" · TOMBSTONED" if state.tombstoned else ""), markup=False)
         con.print(summary_line(state), markup=False)
         try:
-            text = state.render(budget or 10**9, hotpaths.estimate_tokens)
+            text = state.render(budget or 10**9, estimate_tokens)
         except StateOverflow as exc:
             raise click.ClickException(str(exc)) from None
         con.print(text or "(empty state)", markup=False)
@@ -84,6 +86,8 @@ def register(cli: click.Group) -> None:
     @pass_app
     def evidence_cmd(app, session, as_json):
         """Show SESSION's validation evidence (current and stale) and the certification verdict."""
+        from ..kernel import canonical_state
+
         store = app.store()
         state = canonical_state(store, _session_id(store, session))
         if as_json:
@@ -119,6 +123,8 @@ def register(cli: click.Group) -> None:
     @pass_app
     def forget_cmd(app, session, reason):
         """Tombstone SESSION: history and resume omit it; its events, children and artifacts stay."""
+        from ..kernel.tombstones import forget_session
+
         store = app.store()
         sid, seq = forget_session(store, _forget_target(store, session), reason)
         if seq is None:

@@ -14,7 +14,6 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ..bench.stress import StressConfig, run_stress
 from ..textsafe import console, dumps
 from . import output_file
 
@@ -72,6 +71,8 @@ def register(cli: click.Group) -> None:
     def stress_cmd(events, seed, every, burst, batch, inline, db, json_out):
         """Plant early facts, push EVENTS realistic events, verify every stress guarantee."""
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from ..bench.stress import StressConfig, run_stress
 
         cfg = StressConfig(events=events, seed=seed, every=every, burst=burst, batch=batch, db=db,
                            parallel=None if inline is None else not inline)
