@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from latch.config import budget_for_model
-from latch.engine.port import (ComponentTokens, ContextBudget, ContextOverflow, ContextRequest, ContextView,
+from latch.port import (ComponentTokens, ContextBudget, ContextOverflow, ContextRequest, ContextView,
                                EngineProfile, RecalledEvent)
 from latch.engine.units import TokenCounter, UnitBuilder, render_session_context, resolve_estimator
 from latch.hookspecs import hookimpl

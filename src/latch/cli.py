@@ -10,8 +10,10 @@ transcript- or file-derived string (error messages included) passes its one esca
 (:func:`~latch.textsafe.safe`: control characters and bidi overrides shown as ``\\x1b``, ``\\u202e``);
 warnings are ``warning: ...`` lines on stderr (:func:`~latch.textsafe.warn`).
 
-Command modules import the engine, estimators and plugins inside their command
-functions, so the command line always loads. When the hot-path backend cannot
+Command modules import the engine, kernel, estimators, bench and plugins inside their command
+functions: every command module is imported when ``latch`` starts, so these lazy imports keep
+``latch --help`` fast (``tests/test_engine_cli.py`` pins it). :mod:`latch.hotpaths` never fails
+to import (its backend is chosen at first use). When the hot-path backend cannot
 load (e.g. an invalid ``LATCH_IMPL``), every command but ``latch doctor`` stops
 with one line naming the reason (status 1); ``latch doctor`` reports it and
 exits 1. The configuration is read once per invocation
@@ -36,11 +38,9 @@ COMMAND_MODULES = ("sessions", "doctor", "replay", "context", "state", "plugins_
 
 def backend_error() -> str | None:
     """Why the hot-path backend (:mod:`latch.hotpaths`) cannot load, or ``None`` when it loads."""
-    try:
-        from . import hotpaths  # noqa: F401
-    except ImportError as exc:
-        return str(exc)
-    return None
+    from . import hotpaths  # importing it never fails; the backend is chosen at first use
+
+    return hotpaths.backend_error()
 
 
 class AppContext:
@@ -128,6 +128,11 @@ class LatchGroup(click.Group):
                 raise
             where = ctx.obj.db if isinstance(ctx.obj, AppContext) and ctx.obj.db else "the Latch store"
             raise click.ClickException(safe(f"{where} is damaged ({exc}); run `latch doctor`")) from None
+        except ImportError as exc:  # a hot path's first use under a bad LATCH_IMPL is a hotpaths.BackendError
+            hotpaths = sys.modules.get("latch.hotpaths")
+            if hotpaths is None or not isinstance(exc, hotpaths.BackendError):
+                raise
+            raise click.ClickException(f"the hot-path backend cannot load: {exc} (see `latch doctor`)") from None
         except click.ClickException as exc:
             exc.message = safe(exc.message, multiline=True)
             raise

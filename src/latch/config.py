@@ -31,10 +31,9 @@ import os
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .engine.port import ContextBudget
+from .port import ContextBudget
 
 __all__ = [
     "ConfigError",
@@ -195,9 +194,7 @@ def model_settings(config: Mapping[str, Any] | None, model: str | None) -> Mappi
 
 
 def budget_for_model(config: Mapping[str, Any] | None, model: str | None) -> "ContextBudget":
-    """The :class:`~latch.engine.port.ContextBudget` of ``model`` under ``config`` (defaults where a key is absent)."""
-    from .engine.port import ContextBudget
-
+    """The :class:`~latch.port.ContextBudget` of ``model`` under ``config`` (defaults where a key is absent)."""
     m = model_settings(config, model)
     context = (config or {}).get("context", {}) or {}
     return ContextBudget(

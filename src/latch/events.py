@@ -29,10 +29,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
 __all__ = [
+    "PendingEvent",
     "Event",
     "UserMessage",
     "AssistantMessage",
@@ -107,6 +108,15 @@ class Event:
     def searchable_text(self) -> str:
         """Text indexed by FTS5 (never reasoning text, signatures or base64)."""
         return ""
+
+
+@dataclass(frozen=True, slots=True)
+class PendingEvent:
+    """An event about to be appended: ``source_ref`` (e.g. ``"line:12"``) makes re-imports idempotent."""
+
+    event: Event
+    source_ref: str | None = None
+    ts: str | None = None
 
 
 def _to_plain(obj: Any) -> Any:

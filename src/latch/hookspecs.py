@@ -44,7 +44,7 @@ def latch_register_engines() -> list[type]:
     Each class has ``PLUGIN_NAME`` (the name ``--engine`` and ``[engine] name``
     select) and a classmethod ``factory(profile: EngineProfile) -> ContextEngine``
     that builds the engine for one session; that bound classmethod is the
-    engine's :data:`~latch.engine.port.ContextEngineFactory`. Optional
+    engine's :data:`~latch.port.ContextEngineFactory`. Optional
     ``DESCRIPTION`` (one line).
     """
 

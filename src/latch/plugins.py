@@ -54,12 +54,14 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from . import hookspecs
+from .config import load_config
+from .estimators import estimator_for_model
 from .hookspecs import PROJECT_NAME
 
 if TYPE_CHECKING:  # pragma: no cover
     import click
 
-    from .engine.port import ContextEngineFactory
+from .port import ContextEngineFactory
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -375,7 +377,7 @@ def registered_uis() -> dict[str, type]:
 
 
 def get_engine_factory(name: str) -> "ContextEngineFactory":
-    """The :data:`~latch.engine.port.ContextEngineFactory` of the engine registered as ``name``.
+    """The :data:`~latch.port.ContextEngineFactory` of the engine registered as ``name``.
 
     That is the engine class's ``factory`` classmethod. An unknown name raises
     :class:`PluginError` listing the registered engines; there is no fallback to
@@ -401,8 +403,6 @@ def engine_name(cli_engine: str | None = None, config: Mapping[str, Any] | None 
     if cli_engine:
         return cli_engine
     if config is None:
-        from .config import load_config
-
         config = load_config()
     section = config.get("engine", {}) if isinstance(config, Mapping) else {}
     name = section.get("name") if isinstance(section, Mapping) else None
@@ -423,8 +423,6 @@ def select_estimator(model: str | None) -> Any:
     """
     chosen = get_plugin_manager().hook.latch_select_estimator(model=model)
     if chosen is None:
-        from .estimators import estimator_for_model
-
         return estimator_for_model(model)
     return chosen
 

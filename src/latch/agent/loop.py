@@ -19,7 +19,7 @@ Each :meth:`AgentLoop.step`:
    others go to ``tool_runner(call) -> ToolResult`` (no runner: an error result saying so).
 
 The loop writes conversation events only; kernel-context records are the engine's own, written
-through the :class:`~latch.engine.port.KernelWriter` the loop hands it (stream
+through the :class:`~latch.port.KernelWriter` the loop hands it (stream
 ``"<engine>:main"``), so a replacement engine never gets default-engine kernel context behind its
 back. :meth:`AgentLoop.spawn_child` starts a child session from a compact delegation brief; its
 engine comes from the supervisor's child policy, as does a resumed child's.
@@ -32,9 +32,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.port import ContextEngine, ContextRequest, ContextView, EngineProfile, SessionContext
 from ..engine.reader import StoreKernelWriter, StoreSessionReader
 from ..events import AssistantMessage, Event, ToolCall, ToolResult, Usage, UserMessage
+from ..port import ContextEngine, ContextRequest, ContextView, EngineProfile, SessionContext
+from ..providers import to_anthropic_messages, to_openai_chat
 from ..store import EventStore
 from .permissions import PermissionPolicy
 from .steering import SteeringInbox
@@ -183,8 +184,6 @@ class AgentLoop:
 
     def render(self, view: ContextView) -> dict[str, Any]:
         """The wire body of ``view`` (images inlined from the store's artifacts)."""
-        from ..providers import to_anthropic_messages, to_openai_chat
-
         def loader(sha256: str) -> bytes:
             return self.store.get_artifact(sha256)[1]
 

@@ -1,8 +1,8 @@
 """The root supervisor's child-engine policy (spec: "Port boundary", child sessions).
 
-The root supervisor holds one :data:`~latch.engine.port.ContextEngineFactory`.
+The root supervisor holds one :data:`~latch.port.ContextEngineFactory`.
 Every child spawn, worker reconstruction and resume builds its engine through a
-factory, from the child's durable profile (:class:`~latch.engine.port.EngineProfile`):
+factory, from the child's durable profile (:class:`~latch.port.EngineProfile`):
 
 * the root session is built and resumed with ``root_factory``;
 * a child is built and resumed with the *child policy*: ``child_policy`` when
@@ -16,12 +16,8 @@ factory, from the child's durable profile (:class:`~latch.engine.port.EngineProf
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from ..engine.port import ContextEngine
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.port import ContextEngineFactory, EngineProfile
+from ..plugins import DEFAULT_ENGINE, PluginError, get_engine_factory
+from ..port import ContextEngine, ContextEngineFactory, EngineProfile
 
 __all__ = ["ChildPolicyError", "Supervisor", "is_default_factory"]
 
@@ -32,8 +28,6 @@ class ChildPolicyError(Exception):
 
 def is_default_factory(factory: "ContextEngineFactory") -> bool:
     """``True`` when ``factory`` is the registered default engine's factory (``continuity``)."""
-    from ..plugins import DEFAULT_ENGINE, PluginError, get_engine_factory
-
     try:
         return factory == get_engine_factory(DEFAULT_ENGINE)
     except PluginError:  # the default engine is disabled: nothing is the default
@@ -68,8 +62,6 @@ class Supervisor:
 
         Unknown names raise :class:`latch.plugins.PluginError`.
         """
-        from ..plugins import get_engine_factory
-
         return cls(get_engine_factory(name), get_engine_factory(child_engine) if child_engine else None)
 
     @property

@@ -13,7 +13,7 @@ the view before every model request (every :class:`~latch.events.AssistantMessag
 * protocol validity: :func:`latch.engine.units.view_violations` plus both wire validators
   (:func:`latch.providers.validate_openai_chat`, :func:`latch.providers.validate_anthropic_messages`);
 * budget violations (total or recount above ``window - reserve``) and refusals
-  (:class:`~latch.engine.port.ContextOverflow`, never an over-budget request);
+  (:class:`~latch.port.ContextOverflow`, never an over-budget request);
 * materialize latency.
 
 *Needles* are facts each session holds early on: for the generated scenario the planted
@@ -43,8 +43,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..engine.port import ContextBudget
+from ..engine.reader import StoreKernelWriter, StoreSessionReader
+from ..engine.units import TokenCounter, UnitBuilder, header_lines, message_line, resolve_estimator, view_violations
+from ..events import AssistantMessage, ToolResult, UserMessage
+from ..host.ingest import import_file
+from ..plugins import get_engine_factory
+from ..port import ContextBudget, ContextOverflow, ContextRequest, EngineProfile, SessionContext
+from ..providers import to_anthropic_messages, to_openai_chat, validate_anthropic_messages, validate_openai_chat
+from ..store import EventStore
 from ..textsafe import dumps, printable
+from .scenario import ScenarioModel
+from .stress import CONSTRAINT, DECISION, DIAGNOSTIC, MODEL, SYSTEM_PROMPT, TOOLS, WORKSPACE, _plant, _screenshots
 
 __all__ = ["Budget", "SessionSource", "Needle", "parse_budgets", "discover_sessions", "run_job", "run_bench",
            "summarize", "write_report", "DEFAULT_BUDGETS", "CHECKPOINTS"]
@@ -56,7 +65,7 @@ SCENARIO_EVENTS = 3_000
 
 @dataclass(frozen=True)
 class Budget:
-    """A named :class:`~latch.engine.port.ContextBudget` (tokens): ``window:reserve:recent``."""
+    """A named :class:`~latch.port.ContextBudget` (tokens): ``window:reserve:recent``."""
 
     name: str
     context_window_tokens: int
@@ -142,14 +151,10 @@ def discover_sessions(corpus: str | os.PathLike[str] | None, examples: str | os.
 def _load(store: Any, source: SessionSource) -> tuple[str, str | None, list[Needle]]:
     """Import ``source`` into ``store``; return ``(session id, model, needles)``."""
     if source.path is not None:
-        from ..importers import import_file
-
         sid, _, _ = import_file(store, source.path, final=True)
         events = list(store.events(sid))
         model = next((m for s in events if (m := getattr(s.event, "model", None))), None)
         return sid, model, corpus_needles(events)
-    from .scenario import ScenarioModel
-    from .stress import CONSTRAINT, DECISION, DIAGNOSTIC, MODEL, WORKSPACE, _plant, _screenshots
 
     sid = store.create_session(external_key=source.name, workspace=WORKSPACE, format="claude-code",
                                source="latch bench")
@@ -168,8 +173,6 @@ def corpus_needles(events: Sequence[Any]) -> list[Needle]:
     """Needles of a transcript, from its first quarter, in a fixed order: the first error line said only once
     in the session, the first file path a tool call names, the first line of the first user request (at
     most 80 characters, cut at a word)."""
-    from ..events import AssistantMessage, ToolResult, UserMessage
-
     early = events[:max(1, len(events) // 4)]
     texts = [s.event.searchable_text() for s in events]
     out: list[Needle] = []
@@ -210,8 +213,6 @@ def _call_path(arguments: str) -> str | None:
 
 def _requests(events: Sequence[Any]) -> list[tuple[int, int]]:
     """``(assistant seq, until_seq)`` of every model request: the view before each assistant message."""
-    from ..events import AssistantMessage
-
     out, prev = [], 0
     for s in events:
         if isinstance(s.event, AssistantMessage):
@@ -234,16 +235,6 @@ def _rss_now_mb() -> float:
 
 def run_job(engine_name: str, source: SessionSource, budget: Budget) -> dict[str, Any]:
     """Run one job (see the module docstring); a JSON-ready result with per-request series."""
-    from ..engine.port import ContextOverflow, ContextRequest, EngineProfile, SessionContext
-    from ..engine.reader import StoreKernelWriter, StoreSessionReader
-    from ..engine.units import TokenCounter, UnitBuilder, header_lines, message_line, resolve_estimator, \
-        view_violations
-    from ..plugins import get_engine_factory
-    from ..providers import (to_anthropic_messages, to_openai_chat, validate_anthropic_messages,
-                             validate_openai_chat)
-    from ..store import EventStore
-    from .stress import SYSTEM_PROMPT, TOOLS
-
     try:
         rss0 = _rss_now_mb()
     except OSError:  # pragma: no cover - not Linux
@@ -369,8 +360,6 @@ def run_bench(engines: Sequence[str], sessions: Sequence[SessionSource], budgets
     """Every (engine, session, budget) job in a process pool of ``jobs`` workers, each job in a fresh
     worker; results in (engine, session, budget) order. Unknown engines raise
     :class:`latch.plugins.PluginError` before anything runs."""
-    from ..plugins import get_engine_factory
-
     for name in engines:
         get_engine_factory(name)
     plan = [(e, s, b) for e in engines for s in sessions for b in budgets]

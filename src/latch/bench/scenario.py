@@ -40,6 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from ..events import AssistantMessage, Event, MediaRef, SystemNote, ToolCall, ToolResult, Usage, UserMessage
+from ..importers import parse_file
+from ..kernel.derive import DerivationContext, SessionDeriver
+from ..kernel.events import FileObservation, Mutation, ValidationEvidence
 
 __all__ = [
     "KINDS",
@@ -153,8 +156,6 @@ def _non_latin(text: str) -> bool:
 
 def _kind_of(facts: Sequence[Any]) -> tuple[str, bool]:
     """``(kind, evidence failed)`` of one result from the kernel facts derived from it."""
-    from ..kernel.events import FileObservation, Mutation, ValidationEvidence
-
     evidence = [f for f in facts if isinstance(f, ValidationEvidence)]
     if evidence:
         return "test", any(f.status == "failed" for f in evidence)
@@ -171,8 +172,6 @@ def measure_shape(sessions: Iterable[tuple[str | None, str | None, Iterable[Even
     Calls are classified by the kernel's derivation rules; an aborted call's placeholder result
     (``missing``) and results without a call are not counted.
     """
-    from ..kernel.derive import DerivationContext, SessionDeriver
-
     n_sessions = requests = text_only = tool_turns = calls = tool_text = users = non_latin = usage = notes = 0
     assistant_chars: list[int] = []
     user_chars: list[int] = []
@@ -229,8 +228,6 @@ def measure_shape(sessions: Iterable[tuple[str | None, str | None, Iterable[Even
 
 def measure_files(paths: Iterable[str | Path]) -> ScenarioShape:
     """:func:`measure_shape` of transcript files, parsed by Latch's importers (formats auto-detected)."""
-    from ..importers import parse_file
-
     def sessions() -> Iterator[tuple[str | None, str | None, list[Event]]]:
         for p in paths:
             parsed = parse_file(p)

@@ -55,10 +55,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..engine.port import ContextBudget, ContextRequest, ContextView, EngineProfile, SessionContext
 from ..engine.reader import StoreKernelWriter, StoreSessionReader
 from ..engine.units import MESSAGE_OVERHEAD_TOKENS, TokenCounter, UnitBuilder, message_line, resolve_estimator
 from ..events import AssistantMessage, Event, MediaRef, ToolCall, ToolResult, UserMessage
+from ..kernel import canonical_state
+from ..kernel.tools import KERNEL_TOOLS, apply_kernel_tool
+from ..plugins import get_engine_factory
+from ..port import ContextBudget, ContextRequest, ContextView, EngineProfile, SessionContext
 from ..store import EventStore
 from .scenario import ScenarioModel, png_bytes
 
@@ -96,8 +99,6 @@ def _tool(name: str, description: str, props: dict[str, Any], required: list[str
 
 
 def _tools() -> tuple[dict[str, Any], ...]:
-    from ..kernel.tools import KERNEL_TOOLS
-
     s = {"type": "string"}
     agent = [
         _tool("Read", "Read a file (numbered lines).", {"file_path": s, "offset": {"type": "integer"}}, ["file_path"]),
@@ -423,8 +424,6 @@ def _last_unit_lines(store: EventStore, sid: str, until: int) -> list[bytes] | N
 # ------------------------------------------------------------------------------------------ running
 def _plant(store: EventStore, sid: str) -> tuple[list[int], int]:
     """The early facts (see the module docstring); returns ``(planted seqs, diagnostic seq)``."""
-    from ..kernel.tools import apply_kernel_tool
-
     seqs = store.append(sid, [UserMessage("The invoice totals are off by a cent against the ledger; please fix "
                                           "the rounding in the billing package.")])
     for name, args in (("set_goal", {"goal": GOAL}), ("add_constraint", {"constraint": CONSTRAINT}),
@@ -477,8 +476,6 @@ def run_stress(cfg: StressConfig, progress: Callable[[int, int], None] | None = 
 
 def _run(store: EventStore, cfg: StressConfig, parallel: bool, report: StressReport,
          progress: Callable[[int, int], None] | None) -> None:
-    from ..plugins import get_engine_factory
-
     sid = store.create_session(workspace=WORKSPACE, format="claude-code", source="latch stress",
                                meta={"seed": cfg.seed})
     images = _screenshots(store)
@@ -565,8 +562,6 @@ def _run(store: EventStore, cfg: StressConfig, parallel: bool, report: StressRep
 
 def _final_checks(store: EventStore, sid: str, engine: Any, writer: StoreKernelWriter, report: StressReport,
                   planted: list[int], planted_bytes: list[bytes], diag_seq: int, expected: int) -> None:
-    from ..kernel import canonical_state
-
     c = report.checks
     state = canonical_state(store, sid)
     cons = [x for x in state.constraints if x["text"] == CONSTRAINT and x["active"]]

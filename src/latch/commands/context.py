@@ -81,8 +81,8 @@ def register(cli: click.Group) -> None:
     def context_cmd(app, session, engine, model, estimator, config_path, as_json):
         """The /context report of SESSION's next view: token breakdown, retention, headroom, status."""
         from ..config import model_settings
-        from ..engine.port import ContextOverflow, ContextRequest, EngineProfile, SessionContext
-        from ..engine.reader import StoreKernelWriter, StoreSessionReader
+        from ..port import ContextOverflow, ContextRequest, EngineProfile, SessionContext
+        from ..host.session import StoreKernelWriter, StoreSessionReader
         from ..engine.report import context_report
 
         config = app.config(config_path)

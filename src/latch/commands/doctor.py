@@ -50,18 +50,17 @@ def diagnose(db: str | None = None) -> dict[str, Any]:
         "data_dir": str(data_dir()),
         "db": str(db) if db else str(default_db_path()),
     }
-    try:
-        from .. import hotpaths
-    except ImportError as exc:
-        info["backend_error"] = str(exc)
-    else:
-        from ..hotpaths.cabi import default_library_path
+    from .. import hotpaths  # lazy, like the other command modules' imports (CLI start-up)
+
+    info["backend_error"] = hotpaths.backend_error()
+    if info["backend_error"] is None:
+        from ..hotpaths.cabi import default_library_path  # lazy: cffi
 
         info["backend"], info["impl"] = hotpaths.BACKEND, hotpaths.IMPL
         lib = default_library_path()
         info["native_library"] = str(lib) if lib else None
     try:
-        from .. import _native  # type: ignore[attr-defined]
+        from .. import _native  # type: ignore[attr-defined]  # the optional C++ extension
     except ImportError:
         pass
     else:

@@ -25,7 +25,7 @@ the effective value: the hard budget lowers it (spec: "the hard request budget c
 effective limit"), to ``window - reserve`` at most and to the smallest ``recent_limit_tokens`` the
 engine reports in a view's metrics.
 
-A request the engine refuses with :class:`~latch.engine.port.ContextOverflow` is listed (status
+A request the engine refuses with :class:`~latch.port.ContextOverflow` is listed (status
 ``overflow``), never an over-budget view. The exit status is 1 when any violation exists.
 
 The engine, the estimators and the plugin host are imported when a command runs, never when this
@@ -143,8 +143,8 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     ``epoch``, ``first_retained_seq``, ``cacheability``, ``recent_limit_tokens`` (the engine's
     effective limit, when it reports one). ``progress(done, total)`` is called after each request.
     """
-    from ..engine.port import ContextOverflow, ContextRequest, EngineProfile, SessionContext
-    from ..engine.reader import StoreKernelWriter, StoreSessionReader
+    from ..port import ContextOverflow, ContextRequest, EngineProfile, SessionContext
+    from ..host.session import StoreKernelWriter, StoreSessionReader
     from ..engine.report import COMPONENTS
     from ..engine.units import TokenCounter, Unit, UnitBuilder, header_lines, message_line, view_violations
 
@@ -395,7 +395,7 @@ def register(cli: click.Group) -> None:
     @pass_app
     def replay_cmd(app, file, fmt, model, window, reserve, recent, engine, estimator, config_path, json_out, live):
         """Replay FILE: materialize the view before every model request and check the invariants."""
-        from ..importers import SessionForgotten, import_file
+        from ..host.ingest import SessionForgotten, import_file
 
         config = app.config(config_path)
         # bad options fail before anything is imported

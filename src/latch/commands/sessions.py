@@ -62,7 +62,7 @@ def register(cli: click.Group) -> None:
         Every file is tried; each one that cannot be imported is one line on stderr and leaves the
         store unchanged; the command then exits 1.
         """
-        from ..importers import SessionForgotten, import_file
+        from ..host.ingest import SessionForgotten, import_file
         from ..importers.base import TranscriptError
 
         store = app.store()

@@ -1,17 +1,17 @@
 """The context engine: the port (:mod:`.port`) and the default :class:`ContinuityEngine`.
 
 :func:`continuity_context_engine_factory` is the default
-:data:`~latch.engine.port.ContextEngineFactory`; it is exactly ``ContinuityEngine.for_model(...)``
+:data:`~latch.port.ContextEngineFactory`; it is exactly ``ContinuityEngine.for_model(...)``
 (spec: "Port boundary"). Hosts obtain factories through :func:`latch.plugins.get_engine_factory`
 and never construct an engine themselves.
 """
 
 from __future__ import annotations
 
+from ..port import (ComponentTokens, ContextBudget, ContextEngine, ContextEngineFactory, ContextOverflow,
+                    ContextRequest, ContextView, EngineProfile, KernelWriter, MaterializeBudget, MaterializedContext,
+                    RecalledEvent, SessionContext, SessionReader, ViewMessage, ViewToolCall)
 from .continuity import ContinuityEngine
-from .port import (ComponentTokens, ContextBudget, ContextEngine, ContextEngineFactory, ContextOverflow,
-                   ContextRequest, ContextView, EngineProfile, KernelWriter, MaterializeBudget, MaterializedContext,
-                   RecalledEvent, SessionContext, SessionReader, ViewMessage, ViewToolCall)
 
 __all__ = [
     "ContinuityEngine",

@@ -1,4 +1,4 @@
-"""ContinuityEngine: the default :class:`~latch.engine.port.ContextEngine` (spec: "Bounded
+"""ContinuityEngine: the default :class:`~latch.port.ContextEngine` (spec: "Bounded
 materialization", "Cache epochs and working memory", "Context metrics").
 
 Every request gets a view built from the durable log, shaped as one *cache epoch*::
@@ -29,7 +29,7 @@ is left after ``recent_tokens``, at most ``[context] recall_tokens`` per epoch: 
 snapshot (the episode index at most a quarter of that), the rest for recall deltas of later user
 turns (``episode_tokens`` is inside ``recall_tokens``). ``instructions + state + recent +
 recall + tools + extension <= window - reserve`` always holds; a single unit that cannot fit
-raises :class:`~latch.engine.port.ContextOverflow` with the breakdown.
+raises :class:`~latch.port.ContextOverflow` with the breakdown.
 
 Metrics (``view.metrics`` and the ``materialization`` record): ``generation``,
 ``epoch_start_seq``, ``first_retained_seq``, ``until_seq``, ``events``, ``episodes``, ``units``,
@@ -42,7 +42,7 @@ start), ``left_tokens`` (left working memory since the previous request), ``requ
 (cache_read / the previous request's common prefix) and ``cache_hit_rate`` (cache_read /
 (cache_read + input + cache_write)); unknown stays ``None``.
 
-Durable records, written only through the :class:`~latch.engine.port.KernelWriter` in one
+Durable records, written only through the :class:`~latch.port.KernelWriter` in one
 transaction per request: ``epoch``, ``kernel_context`` (the exact text as component ``parts``),
 ``manual_compact`` and ``materialization`` (the metrics). A new engine on the same stream loads
 the last ``epoch`` record, every ``kernel_context`` revision after it and the epoch's events, and
@@ -61,9 +61,10 @@ from typing import Any
 from .. import hotpaths
 from ..config import budget_for_model, recall_tokens as config_recall_tokens, state_tokens, validate_config
 from ..events import AssistantMessage, SystemNote, ToolResult, Usage, UserMessage
+from ..port import (ComponentTokens, ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile,
+                    KernelWriter, RecalledEvent, SessionReader, ViewMessage)
 from . import recall as recall_mod
-from .port import (ComponentTokens, ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile,
-                   KernelWriter, RecalledEvent, SessionReader, ViewMessage)
+from .episodes import EpisodeIndex
 from .units import (MESSAGE_OVERHEAD_TOKENS, TokenCounter, Unit, UnitBuilder, header_lines, message_line,
                     render_session_context, resolve_estimator)
 
@@ -82,11 +83,7 @@ _PATH_KEYS = ("path", "file_path", "filename", "file", "notebook_path")
 
 
 def _episode_index() -> Any:
-    """A fresh :class:`latch.engine.episodes.EpisodeIndex`, or ``None`` while that module is absent."""
-    try:
-        from .episodes import EpisodeIndex
-    except ImportError:  # pragma: no cover - the episode module is written alongside
-        return None
+    """A fresh :class:`latch.engine.episodes.EpisodeIndex`."""
     return EpisodeIndex()
 
 
@@ -323,7 +320,7 @@ class ContinuityEngine:
 
     @classmethod
     def factory(cls, profile: EngineProfile) -> "ContinuityEngine":
-        """This engine's :data:`~latch.engine.port.ContextEngineFactory`: exactly :meth:`for_model`."""
+        """This engine's :data:`~latch.port.ContextEngineFactory`: exactly :meth:`for_model`."""
         return cls.for_model(profile.model, reader=profile.reader, writer=profile.writer, config=profile.config,
                              estimator=profile.estimator)
 

@@ -1,98 +1,11 @@
-"""Host-side adapters of the port: an :class:`~latch.store.EventStore` seen as one session.
+"""Compatibility re-export: the store adapters of the port live in :mod:`latch.host.session`.
 
-The engine only sees the protocols :class:`~latch.engine.port.SessionReader` and
-:class:`~latch.engine.port.KernelWriter`; these two classes are what the host (the
-agent loop, ``latch replay``, ``latch context``) builds for it. Neither exposes the
-store or an SQLite handle.
+``from latch.engine.reader import StoreSessionReader, StoreKernelWriter, EmptyState`` keeps working;
+nothing in ``latch.engine`` imports this module (the engine never sees the store; issue 10 item 2).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
-
-from ..events import MediaRef
-from ..store import EventStore, StoredEvent
-
-try:  # kernel event kinds must be registered before their rows can be decoded
-    from ..kernel import events as _kernel_events  # noqa: F401
-except ImportError:  # pragma: no cover - the kernel package is optional while it is written
-    pass
+from ..host.session import EmptyState, StoreKernelWriter, StoreSessionReader
 
 __all__ = ["StoreSessionReader", "StoreKernelWriter", "EmptyState"]
-
-
-@dataclass(frozen=True, slots=True)
-class EmptyState:
-    """The canonical state of a session the kernel knows nothing about (revision 0)."""
-
-    revision: int = 0
-    is_empty: bool = True
-
-    def render(self, *args: Any, **kwargs: Any) -> str:
-        return ""
-
-
-class StoreSessionReader:
-    """Read-only :class:`~latch.engine.port.SessionReader` over one session of ``store``."""
-
-    def __init__(self, store: EventStore, session_id: str):
-        self._store = store
-        self.session_id = session_id
-
-    def events(self, *, after_seq: int = 0, until_seq: int | None = None,
-               kinds: Sequence[str] | None = None) -> Iterator[StoredEvent]:
-        """This session's events with ``after_seq < seq <= until_seq``, in seq order."""
-        return self._store.events(self.session_id, after_seq=after_seq, until_seq=until_seq, kinds=kinds)
-
-    def search(self, query: str, *, limit: int = 20, before_seq: int | None = None,
-               until_seq: int | None = None, mode: str = "or") -> list[StoredEvent]:
-        """FTS over this session, newest first; any string is a valid query (no token → ``[]``)."""
-        return self._store.search(query, session_id=self.session_id, limit=limit, mode=mode,
-                                  before_seq=before_seq, until_seq=until_seq)
-
-    def max_seq(self) -> int:
-        """The newest seq of this session (0 when it has no events)."""
-        return self._store.max_seq(self.session_id)
-
-    def get_artifact(self, sha256: str) -> tuple[MediaRef, bytes]:
-        """An artifact's reference and exact bytes; ``KeyError`` when unknown."""
-        return self._store.get_artifact(sha256)
-
-    def canonical_state(self, until_seq: int | None = None) -> Any:
-        """The kernel's canonical state as of ``until_seq`` (an :class:`EmptyState` before the kernel exists).
-
-        The result has ``revision`` (int), ``is_empty`` (bool) and ``render() -> str``.
-        """
-        try:
-            from ..kernel import canonical_state
-        except ImportError:
-            return EmptyState()
-        return canonical_state(self._store, self.session_id, until_seq)
-
-
-class StoreKernelWriter:
-    """:class:`~latch.engine.port.KernelWriter` appending to ``stream`` of one session's kernel records.
-
-    ``stream`` is chosen by the host: the engine name plus a run id (``"continuity:main"``,
-    ``"continuity:replay-<uuid>"``), so replays never interfere with a live session.
-    """
-
-    def __init__(self, store: EventStore, session_id: str, stream: str):
-        self._store = store
-        self.session_id = session_id
-        self.stream = stream
-
-    def append(self, kind: str, at_seq: int, payload: Mapping[str, Any]) -> int:
-        return self.append_many([(kind, at_seq, payload)])[0]
-
-    def append_many(self, records: Sequence[tuple[str, int, Mapping[str, Any]]]) -> list[int]:
-        """Append ``(kind, at_seq, payload)`` records in one transaction; return their ids."""
-        return self._store.append_kernel_records(self.session_id, self.stream,
-                                                 [(k, s, dict(p)) for k, s, p in records])
-
-    def records(self, kinds: Sequence[str] | None = None, *,
-                after_id: int = 0) -> list[tuple[int, str, int, dict[str, Any]]]:
-        """``(id, kind, at_seq, payload)`` of this stream with ``id > after_id``, in append order."""
-        return self._store.kernel_records(self.session_id, self.stream, kinds=kinds, after_id=after_id)

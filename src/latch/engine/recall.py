@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..events import AssistantMessage, ToolResult
-from .port import RecalledEvent, SessionReader
+from ..port import RecalledEvent, SessionReader
 
 __all__ = ["MAX_TERMS", "SEARCH_ROWS", "RECALL_ROWS", "PARTNER_WINDOW", "RecallCache", "query_terms",
            "render_recalled", "recall"]

@@ -1,6 +1,6 @@
 """The /context report of one view (spec: "Bounded materialization", "Context metrics").
 
-:func:`context_report` turns a :class:`~latch.engine.port.ContextView` into JSON-ready data: the
+:func:`context_report` turns a :class:`~latch.port.ContextView` into JSON-ready data: the
 token breakdown per component (approximate, ``≈``, until the provider reports usage for that very
 request), the first retained seq, the tokens that left working memory since the previous request,
 reserve, headroom, event and episode counts, the cache epoch and the status. It reads only the
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .port import ContextView
+from ..port import ContextView
 
 __all__ = ["COMPONENTS", "context_report"]
 

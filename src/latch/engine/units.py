@@ -39,7 +39,7 @@ from typing import Any
 
 from ..estimators import estimator_for_model
 from ..events import AssistantMessage, MediaRef, ToolResult, UserMessage, canonical_bytes
-from .port import ContextView, SessionContext, ViewMessage, ViewToolCall
+from ..port import ContextView, SessionContext, ViewMessage, ViewToolCall
 
 __all__ = [
     "MESSAGE_OVERHEAD_TOKENS",
@@ -65,7 +65,7 @@ def resolve_estimator(model: str | None, estimator: Any = None) -> Any:
 
     The engine-side default for an engine built without one; hosts choose through
     :func:`latch.plugins.select_estimator` (the ``latch_select_estimator`` hook) and pass the
-    result in :attr:`~latch.engine.port.EngineProfile.estimator`.
+    result in :attr:`~latch.port.EngineProfile.estimator`.
     """
     return estimator if estimator is not None else estimator_for_model(model)
 

@@ -1,8 +1,13 @@
 """Hot-path dispatcher: native C++ (``latch._native``) or the pure-Python reference.
 
-``LATCH_IMPL=auto|native|python`` (default ``auto``): ``native`` raises
-``ImportError`` when the extension is missing; ``python`` forces the reference;
-``auto`` prefers native. :data:`BACKEND` names the backend actually loaded.
+``LATCH_IMPL=auto|native|python`` (default ``auto``): ``native`` requires the
+extension; ``python`` forces the reference; ``auto`` prefers native. The backend
+is chosen at first use, not at import: importing this module never fails. The
+first use of a dispatched entry (or of :data:`BACKEND`) with an invalid
+``LATCH_IMPL``, or with ``LATCH_IMPL=native`` and no extension, raises
+:class:`BackendError` (a ``ValueError`` and an ``ImportError``) with a one-line
+message; every later use raises it again. :func:`backend_error` returns that
+message without raising. :data:`BACKEND` names the backend actually loaded.
 
 Public entries (identical answers on both backends; ``tests/test_parity.py``):
 
@@ -18,31 +23,67 @@ over the same kernels is :mod:`latch.hotpaths.cabi`.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Any
 
 from . import _py
 
+__all__ = ["BACKEND", "IMPL", "PROFILES", "BackendError", "backend_error", "estimate_tokens",
+           "estimate_tokens_batch", "suffix_start", "score_episodes", "MARKER_BITS"]
+
 IMPL = os.environ.get("LATCH_IMPL", "auto").strip().lower() or "auto"
-if IMPL not in ("auto", "native", "python"):
-    raise ImportError(f"LATCH_IMPL must be auto, native or python, not {IMPL!r}")
-
-_impl = _py
-BACKEND = "python"
-if IMPL in ("auto", "native"):
-    try:
-        from .. import _native  # type: ignore[attr-defined]
-    except ImportError as exc:  # pragma: no cover - depends on build
-        if IMPL == "native":
-            raise ImportError("LATCH_IMPL=native but the native module latch._native is not built") from exc
-    else:
-        _impl = _native
-        BACKEND = "native"
-
+ALLOWED = ("auto", "native", "python")
 PROFILES = _py.PROFILES
-estimate_tokens = _impl.estimate_tokens
-estimate_tokens_batch = _impl.estimate_tokens_batch
-suffix_start = _impl.suffix_start
-score_episodes = _impl.score_episodes
 MARKER_BITS = _py.MARKER_BITS
 
-__all__ = ["BACKEND", "IMPL", "PROFILES", "estimate_tokens", "estimate_tokens_batch", "suffix_start",
-           "score_episodes", "MARKER_BITS"]
+# Resolved on first use by __getattr__, then bound as plain module globals (no per-call cost).
+_DISPATCHED = ("estimate_tokens", "estimate_tokens_batch", "suffix_start", "score_episodes")
+_error: str | None = None
+
+if TYPE_CHECKING:  # what __getattr__ binds (same signatures on both backends)
+    from ._py import estimate_tokens, estimate_tokens_batch, score_episodes, suffix_start
+
+    BACKEND: str
+
+
+class BackendError(ImportError, ValueError):
+    """The hot-path backend cannot load: an invalid ``LATCH_IMPL`` or ``LATCH_IMPL=native`` without the module."""
+
+
+def _resolve() -> None:
+    """Choose the backend once; bind ``BACKEND`` and the dispatched entries, or remember why not."""
+    global _error
+    if _error is not None or "BACKEND" in globals():
+        return
+    if IMPL not in ALLOWED:
+        _error = f"LATCH_IMPL must be auto, native or python, not {IMPL!r}"
+        return
+    impl: Any = _py
+    backend = "python"
+    if IMPL in ("auto", "native"):
+        try:
+            from .. import _native  # type: ignore[attr-defined]  # the optional C++ extension
+        except ImportError:  # pragma: no cover - depends on build
+            if IMPL == "native":
+                _error = "LATCH_IMPL=native but the native module latch._native is not built"
+                return
+        else:
+            impl, backend = _native, "native"
+    g = globals()
+    for name in _DISPATCHED:
+        g[name] = getattr(impl, name)
+    g["BACKEND"] = backend
+
+
+def backend_error() -> str | None:
+    """Why the hot-path backend cannot load (one line), or ``None`` when it loads."""
+    _resolve()
+    return _error
+
+
+def __getattr__(name: str) -> Any:
+    if name == "BACKEND" or name in _DISPATCHED:
+        _resolve()
+        if _error is not None:
+            raise BackendError(_error)
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

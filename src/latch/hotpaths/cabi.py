@@ -23,6 +23,9 @@ from typing import Any
 import cffi
 import numpy as np
 
+import latch
+from latch.estimators import anthropic_image_tokens, openai_image_tokens
+
 __all__ = ["ABI_VERSION", "CDEF", "CabiError", "AbiLibrary", "AbiEstimator", "default_library_path", "load"]
 
 ABI_VERSION = 1
@@ -69,11 +72,9 @@ def _library_filename() -> str:
 
 def default_library_path() -> Path | None:
     """Latch's own ``latch/_lib/liblatch_core`` (beside the package or beside ``latch._native``), or None."""
-    import latch
-
     folders = [Path(latch.__file__).parent]
     try:
-        from latch import _native  # type: ignore[attr-defined]
+        from latch import _native  # type: ignore[attr-defined]  # the optional C++ extension
     except ImportError:
         pass
     else:
@@ -234,7 +235,5 @@ class AbiEstimator:
 
     def image_tokens(self, width: int | None, height: int | None) -> int:
         """Tokens of one image of ``width`` x ``height`` pixels (conservative when unknown)."""
-        from latch.estimators import anthropic_image_tokens, openai_image_tokens
-
         rule = openai_image_tokens if self.profile == "openai" else anthropic_image_tokens
         return rule(width, height)

@@ -1,8 +1,10 @@
 """Transcript importers, auto-detected (see :mod:`latch.importers.base` for the contract).
 
-:func:`import_file` reads a file, picks the importer (``format=`` or the highest
-``sniff`` score), parses it completely, then appends the session in one
-transaction. Errors raise :class:`TranscriptError` and leave the store unchanged.
+Parse-only: nothing here touches the store, the kernel or the plugin manager. :func:`parse_file`
+reads a file, picks the importer (``format=`` or the highest ``sniff`` score) and parses it
+completely. Appending to the store is the host's job: :func:`latch.host.ingest.import_file`
+(re-exported here as ``import_file`` for existing callers) appends the session in one transaction.
+Errors raise :class:`TranscriptError` and leave the store unchanged.
 
 Agents append to their transcripts, and importing a grown file again appends
 only its new events to the same session: the store then holds exactly what one
@@ -18,9 +20,11 @@ or it is another transcript with the same identity) is a ``TranscriptError``.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import Any
 
-from .base import Importer, JSONNestingError, ParsedSession, TranscriptError
+from .base import Importer, JSONNestingError, ParsedSession, SessionForgotten, TranscriptError
 
 __all__ = ["Importer", "ParsedSession", "TranscriptError", "SessionForgotten", "builtin_importers", "detect",
            "parse_file", "import_file"]
@@ -29,8 +33,6 @@ __all__ = ["Importer", "ParsedSession", "TranscriptError", "SessionForgotten", "
 def builtin_importers() -> list[type[Importer]]:
     """The importer classes shipped with Latch (registered as plugins by default_plugins)."""
     found: list[type[Importer]] = []
-    import importlib
-
     for mod in ("claude_code", "codex", "openai_chat", "anthropic", "swe_agent", "openhands", "aider"):
         try:
             m = importlib.import_module(f"{__name__}.{mod}")
@@ -43,13 +45,9 @@ def builtin_importers() -> list[type[Importer]]:
 
 
 def _available(importers: list[type[Importer]] | None) -> list[type[Importer]]:
-    if importers is not None:
-        return importers
-    try:
-        from ..plugins import registered_importers
-    except ImportError:
-        return builtin_importers()
-    return list(registered_importers().values())
+    """``importers``, or the built-in ones when ``None`` (the host passes the registered importers in:
+    :func:`latch.host.ingest.parse_file`)."""
+    return builtin_importers() if importers is None else importers
 
 
 def detect(path: Path, data: bytes, importers: list[type[Importer]] | None = None) -> Importer:
@@ -115,96 +113,11 @@ def _decoded_text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-def import_file(store, path: str | Path, format: str | None = None,
-                importers: list[type[Importer]] | None = None, *,
-                final: bool = False) -> tuple[str, ParsedSession, list[int]]:
-    """Parse and append ``path`` to ``store`` in one transaction.
+def __getattr__(name: str) -> Any:
+    # Compatibility: ``from latch.importers import import_file`` keeps working. The function lives in
+    # the host (latch.host.ingest imports this package, so a module-level import here would be a cycle).
+    if name == "import_file":
+        from ..host.ingest import import_file
 
-    Returns ``(session_id, parsed, new_seqs)``; importing the same file again
-    returns the same session id and no new seqs, and importing it after it grew
-    appends only the new events. Only ``parsed.settled_events`` are stored
-    unless ``final`` is true: the caller declares that the file will not grow
-    (a finished session), so its open tail (for example a last answer that no
-    later line confirms as complete) is stored too; a file that grows after a
-    final import may then disagree with the store. Without ``final`` the file is parsed ``live``
-    (:func:`parse_file`): a half-written last line waits, and a file with nothing to store yet (only
-    metadata lines) creates no session and returns no seqs.
-
-    Raises :class:`TranscriptError` (store unchanged) when the file cannot be
-    parsed, or when an event stored by an earlier import of the same session
-    reads differently now or the new events would not come after it;
-    :class:`SessionForgotten` (a ``TranscriptError``) when the file's session
-    was tombstoned (``latch forget``): a forgotten session takes no new events.
-    """
-    parsed = parse_file(path, format, importers, live=not final)
-    _refuse_forgotten(store, Path(path), parsed.external_key)
-    events = _new_events(store, Path(path), parsed.external_key, parsed.events if final else parsed.settled_events)
-    if not events and not final and not _stored(store, parsed.external_key):
-        return store.session_id_for(parsed.external_key), parsed, []  # nothing settled yet: no empty session
-    sid, seqs = store.import_session(
-        external_key=parsed.external_key, source=parsed.source, format=parsed.format,
-        workspace=parsed.workspace, events=events, meta=parsed.meta, artifacts=parsed.artifacts)
-    return sid, parsed, seqs
-
-
-class SessionForgotten(TranscriptError):
-    """The transcript's session is tombstoned (``latch forget``); ``session_id`` names it."""
-
-    def __init__(self, path: str | Path, session_id: str):
-        self.session_id = session_id
-        super().__init__(path, None, f"session {session_id} is forgotten (tombstoned by `latch forget`); "
-                                     "nothing imported")
-
-    def __reduce__(self):
-        return type(self), (self.path, self.session_id), self.__dict__
-
-
-def _refuse_forgotten(store, path: Path, external_key: str) -> None:
-    from ..kernel.tombstones import tombstoned_sessions
-
-    sid = store.session_id_for(external_key)
-    if sid in tombstoned_sessions(store):
-        raise SessionForgotten(path, sid)
-
-
-def _where(source_ref: str) -> str:
-    """A ``source_ref`` as an error location like the parsers': ``line:30#usage`` → ``line 30#usage``."""
-    kind, _, rest = source_ref.partition(":")
-    return f"{kind} {rest}" if rest else kind
-
-
-def _stored(store, external_key: str) -> bool:
-    try:
-        store.session(store.session_id_for(external_key))
-    except KeyError:
-        return False
-    return True
-
-
-def _new_events(store, path: Path, external_key: str, events: list) -> list:
-    """The ``events`` not stored yet for this session, after checking that the stored ones are a prefix.
-
-    Each event stored earlier must read the same and come before every new one. Stored events the
-    parse no longer has (a Claude Code branch abandoned by a rewind, a legacy end-of-file
-    placeholder) are allowed: the store keeps them. Only new events go to the store, so a re-import
-    spends no ``seq`` on duplicates and the seqs match those of a single import.
-    """
-    stored = {e.source_ref: e.event for e in store.events(store.session_id_for(external_key))
-              if e.source_ref is not None}
-    if not stored:
-        return events
-    first_new = None
-    for pe in events:
-        old = stored.get(pe.source_ref)
-        if old is not None and getattr(old, "eof_placeholder", False):
-            old = None  # superseded: the parse places its own event (a result or a placeholder) here
-        if old is None:
-            first_new = first_new or pe.source_ref
-        elif first_new is not None:
-            raise TranscriptError(path, _where(pe.source_ref), f"already imported, but it now comes after "
-                                  f"{_where(first_new)}, which is new: the file changed before its end")
-        elif old != pe.event:
-            raise TranscriptError(path, _where(pe.source_ref), "reads differently from when it was imported: the "
-                                  "file was edited, or another transcript has the same identity "
-                                  f"({external_key}); import a transcript that is still being written with --live")
-    return [pe for pe in events if pe.source_ref not in stored]
+        return import_file
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -76,8 +76,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage
-from .base import Importer, ParsedSession, TranscriptError, decode_text
 from ._common import SessionBuilder, head_key, head_text
+from .base import Importer, ParsedSession, TranscriptError, decode_text
 
 __all__ = ["AiderImporter", "IMPORTERS"]
 

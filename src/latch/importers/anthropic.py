@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from ..events import MediaRef, SystemNote, ToolCall, UserMessage
+from ._common import (Loc, SessionBuilder, anthropic_usage, chat_features, content_hash_key, decode_base64, dump_json,
+                      json_type)
 from .base import Importer, ParsedSession, decode_text, load_json
-from ._common import (Loc, SessionBuilder, anthropic_usage, chat_features, content_hash_key, decode_base64,
-                      dump_json, json_type)
 
 __all__ = ["AnthropicMessagesImporter", "IMPORTERS"]
 

@@ -3,7 +3,7 @@
 An importer is a class with ``PLUGIN_NAME`` (its format name), ``DESCRIPTION``,
 ``sniff(path, head) -> int`` (a confidence 0-100 from the path and the first
 64 KiB of bytes) and ``parse(path, data) -> ParsedSession``. Parsing never
-touches the store: :func:`latch.importers.import_file` appends the whole parsed
+touches the store: :func:`latch.host.ingest.import_file` appends the whole parsed
 session in one transaction, so a malformed file leaves the store unchanged.
 
 Malformed input raises :class:`TranscriptError` naming the file, the line or
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..store import PendingEvent
+from ..events import PendingEvent
 
 __all__ = ["TranscriptError", "ParsedSession", "Importer", "decode_text", "load_json", "iter_jsonl", "content_key",
            "JSONNestingError", "json_loads", "json_decode"]
@@ -206,3 +206,15 @@ def iter_jsonl(path: str | Path, text: str, *, live: bool = False):
         if not isinstance(obj, dict):
             raise TranscriptError(path, f"line {n}", f"expected a JSON object, got {type(obj).__name__}")
         yield n, obj
+
+
+class SessionForgotten(TranscriptError):
+    """The transcript's session is tombstoned (``latch forget``); ``session_id`` names it."""
+
+    def __init__(self, path: str | Path, session_id: str):
+        self.session_id = session_id
+        super().__init__(path, None, f"session {session_id} is forgotten (tombstoned by `latch forget`); "
+                                     "nothing imported")
+
+    def __reduce__(self):
+        return type(self), (self.path, self.session_id), self.__dict__

@@ -42,9 +42,9 @@ import re
 from pathlib import Path
 
 from ..events import CompactionMarker, MediaRef, SystemNote, ToolCall, UserMessage
-from .base import Importer, ParsedSession, decode_text, iter_jsonl
 from ._common import (AssistantSlot, Loc, SessionBuilder, data_url_bytes, dump_json, head_jsonl, head_key, head_text,
                       json_type, openai_usage)
+from .base import Importer, ParsedSession, decode_text, iter_jsonl
 
 __all__ = ["CodexImporter", "IMPORTERS"]
 

@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from ..events import CompactionMarker, MediaRef, SystemNote, ToolCall, UserMessage
-from .base import Importer, ParsedSession, decode_text, load_json
 from ._common import (Loc, SessionBuilder, chat_features, content_hash_key, data_url_bytes, dump_json, json_type,
                       openai_usage)
+from .base import Importer, ParsedSession, decode_text, load_json
 
 __all__ = ["OpenAIChatImporter", "IMPORTERS"]
 

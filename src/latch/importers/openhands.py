@@ -52,9 +52,9 @@ from pathlib import Path
 from typing import Any
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage
-from .base import Importer, ParsedSession, content_key, decode_text, load_json
 from ._common import Loc, SessionBuilder, data_url_bytes, json_type, peek_json
 from ._pyrepr import literal_mapping
+from .base import Importer, ParsedSession, content_key, decode_text, load_json
 
 __all__ = ["OpenHandsImporter", "IMPORTERS"]
 

@@ -40,9 +40,9 @@ import re
 from pathlib import Path
 
 from ..events import SystemNote, ToolCall, UserMessage
-from .base import Importer, ParsedSession, content_key, decode_text, load_json
 from ._common import Loc, SessionBuilder, json_type
 from ._pyrepr import literal_mapping
+from .base import Importer, ParsedSession, content_key, decode_text, load_json
 
 __all__ = ["SweAgentImporter", "IMPORTERS"]
 

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..events import AssistantMessage, Event, ToolCall, ToolResult
-from .events import (ExternalChange, FileObservation, Mutation, ProcessExited, ProcessStarted, StateUpdate,
-                     Tombstone, ValidationEvidence, WriterBlocker)
+from .events import (ExternalChange, FileObservation, Mutation, ProcessExited, ProcessStarted, StateUpdate, Tombstone,
+                     ValidationEvidence, WriterBlocker)
 from .shell import classify_command, command_text
 
 __all__ = [

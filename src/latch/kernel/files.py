@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import hotpaths
 from .events import ExternalChange, FileObservation, Mutation
 
 __all__ = ["HASH_LIMIT_BYTES", "PAGE_LIMIT_BYTES", "PAGE_LIMIT_TOKENS", "Page", "WriteResult", "StaleFileError",
@@ -76,9 +77,7 @@ class WriteResult:
 
 
 def _default_estimate() -> Callable[[str], int]:
-    from ..hotpaths import estimate_tokens
-
-    return estimate_tokens
+    return hotpaths.estimate_tokens
 
 
 def bounded_page(data: bytes, offset: int = 0, estimate: Callable[[str], int] | None = None,

@@ -29,10 +29,17 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from ..port import ContextOverflow
+
 if TYPE_CHECKING:  # pragma: no cover
     from .state import _Core
 
 __all__ = ["render_state"]
+
+
+
+class StateOverflow(ContextOverflow):
+    """Goal and constraints alone exceed the state budget; ``breakdown`` has their tokens."""
 
 
 def _text(value: str) -> str:
@@ -215,8 +222,6 @@ def _search(fits: Callable[[int], bool], total: int, guess: int) -> int:
 
 def render_state(core: "_Core", budget_tokens: int, estimate: Callable[[str], int]) -> str:
     """See :meth:`latch.kernel.state.CanonicalState.render` (call under the ledger lock)."""
-    from .state import StateOverflow
-
     if core.is_empty:
         return ""
     count, newest = core.section("constraints")

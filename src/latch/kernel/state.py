@@ -37,17 +37,13 @@ from itertools import chain, islice
 from operator import itemgetter
 from typing import Any
 
-from ..engine.port import ContextOverflow
 from .derive import ActionChanged, ActionsReplaced, ToolFailure, ToolSuccess
-from .events import (ExternalChange, FileObservation, Mutation, ProcessExited, ProcessStarted, StateUpdate,
-                     Tombstone, ValidationEvidence, WriterBlocker)
+from .events import (ExternalChange, FileObservation, Mutation, ProcessExited, ProcessStarted, StateUpdate, Tombstone,
+                     ValidationEvidence, WriterBlocker)
 from .ledger import END, Disproof, Ledger, Pos, Workspace, ledger_for
+from .render import StateOverflow, render_state
 
 __all__ = ["CanonicalState", "StateOverflow", "SessionReducer", "canonical_state", "requirement_key"]
-
-
-class StateOverflow(ContextOverflow):
-    """Goal and constraints alone exceed the state budget; ``breakdown`` has their tokens."""
 
 
 def requirement_key(text: str) -> str:
@@ -521,8 +517,6 @@ class _Core:
         key = (budget_tokens, estimate)
         text = self._renders.get(key)
         if text is None:
-            from .render import render_state
-
             with self.lock:
                 text = render_state(self, budget_tokens, estimate)
             if len(self._renders) >= 8:

@@ -18,6 +18,7 @@ import json
 from typing import Any
 
 from .events import StateUpdate
+from .state import canonical_state
 
 __all__ = ["KERNEL_TOOLS", "KernelToolError", "apply_kernel_tool", "openai_tools", "tool_schema"]
 
@@ -164,8 +165,6 @@ def apply_kernel_tool(store, session_id: str, name: str, arguments: Any):
     ``seq``). Raises :class:`KernelToolError` (store unchanged) for an unknown
     tool, invalid JSON, a missing/unknown/mistyped field or an unknown id.
     """
-    from .state import canonical_state
-
     args = validate_arguments(name, arguments)
     sid = store.session(session_id).id
     _check_ids(name, args, canonical_state(store, sid))

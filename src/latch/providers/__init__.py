@@ -2,7 +2,7 @@
 
 * :class:`Provider` / :class:`ScriptedProvider` (:mod:`.base`);
 * :func:`to_openai_chat` / :func:`validate_openai_chat`: a
-  :class:`~latch.engine.port.ContextView` as a chat-completions request body and
+  :class:`~latch.port.ContextView` as a chat-completions request body and
   its rule checker (:mod:`.openai_chat`);
 * :func:`to_anthropic_messages` / :func:`validate_anthropic_messages`: the same
   for the Messages API (:mod:`.anthropic_messages`);

@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.port import ContextView, ViewMessage
 from ..events import MediaRef
+from ..port import ContextView, ViewMessage
 
 ArtifactLoader = Callable[[str], bytes]
 """``artifact_loader(sha256) -> bytes`` of a content-addressed artifact (e.g. ``store.get_artifact(h)[1]``)."""

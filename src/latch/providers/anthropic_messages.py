@@ -37,10 +37,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..engine.port import ContextView, ViewMessage
 from ..events import MediaRef
-from ._wire import (tools_problems, ArtifactLoader, Turn, group, image_data, image_placeholder, is_image, nonempty, orphan_note,
-                    result_text, tool_schema)
+from ..port import ContextView, ViewMessage
+from ._wire import (ArtifactLoader, Turn, group, image_data, image_placeholder, is_image, nonempty, orphan_note,
+                    result_text, tool_schema, tools_problems)
 
 __all__ = ["to_anthropic_messages", "validate_anthropic_messages", "wire_tool_id", "CONTINUATION_NOTE"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..engine.port import ContextView
 from ..engine.units import request_lines
+from ..port import ContextView
 
 __all__ = ["canonical_request_bytes", "common_prefix_bytes", "common_prefix_tokens"]
 

@@ -28,10 +28,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..engine.port import ContextView, ViewMessage
 from ..events import MediaRef
-from ._wire import (tools_problems, ArtifactLoader, Turn, group, image_data, image_placeholder, is_image, nonempty, orphan_note,
-                    result_text, tool_schema)
+from ..port import ContextView, ViewMessage
+from ._wire import (ArtifactLoader, Turn, group, image_data, image_placeholder, is_image, nonempty, orphan_note,
+                    result_text, tool_schema, tools_problems)
 
 __all__ = ["to_openai_chat", "validate_openai_chat"]
 

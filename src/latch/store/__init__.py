@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..events import Event, MediaRef, canonical_json, decode_event
+from ..events import Event, MediaRef, PendingEvent, canonical_json, decode_event
 from .fts import build_match_query, prepare_text
 from .migrations import MIGRATIONS
 
@@ -113,15 +113,6 @@ def default_db_path(workspace: str | os.PathLike[str] | None = None) -> Path:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-@dataclass(frozen=True, slots=True)
-class PendingEvent:
-    """An event about to be appended: ``source_ref`` (e.g. ``"line:12"``) makes re-imports idempotent."""
-
-    event: Event
-    source_ref: str | None = None
-    ts: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """What the three baseline engines share: port plumbing, units, accounting and the budget check.
 
-A baseline engine is built from an :class:`~latch.engine.port.EngineProfile`. It reads the
+A baseline engine is built from an :class:`~latch.port.EngineProfile`. It reads the
 session only through ``profile.reader`` and writes only ``manual_compact`` records through
 ``profile.writer``. Conversation units (a user message, an assistant message, or an assistant
 tool-call turn with all of its results) come from :class:`latch.engine.units.UnitBuilder`, the
@@ -29,7 +29,7 @@ invalidates the cache. (Epochs are tracked in memory, per engine instance.)
 
 Budget: everything above is at most ``budget.hard_limit_tokens`` (window - reserve). When even
 the fixed part plus the newest whole unit cannot fit, ``materialize`` raises
-:class:`~latch.engine.port.ContextOverflow` with the breakdown: never an over-budget request.
+:class:`~latch.port.ContextOverflow` with the breakdown: never an over-budget request.
 
 Configuration: the profile's config is Latch's whole configuration; an engine reads its own
 table ``[engines.<PLUGIN_NAME>]`` (e.g. ``[engines.observation-masking] keep_turns = 5``), and
@@ -43,7 +43,7 @@ from typing import Any, ClassVar
 
 from latch import hotpaths
 from latch.config import budget_for_model
-from latch.engine.port import (
+from latch.port import (
     ComponentTokens,
     ContextBudget,
     ContextOverflow,
@@ -97,7 +97,7 @@ class BaselineEngine:
 
     @classmethod
     def factory(cls, profile: EngineProfile) -> "BaselineEngine":
-        """The :data:`~latch.engine.port.ContextEngineFactory` of this engine."""
+        """The :data:`~latch.port.ContextEngineFactory` of this engine."""
         return cls(profile)
 
     # ------------------------------------------------------------------ configuration

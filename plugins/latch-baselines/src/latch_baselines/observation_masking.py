@@ -15,7 +15,7 @@ from dataclasses import replace
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from latch.engine.port import ContextBudget
+from latch.port import ContextBudget
 from latch.engine.units import Unit
 
 from .base import BaselineEngine, Selection

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from latch.engine.port import ContextBudget
+from latch.port import ContextBudget
 from latch.engine.units import Unit
 
 from .base import BaselineEngine, Selection

@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from latch.engine.port import ContextBudget, ViewMessage
+from latch.port import ContextBudget, ViewMessage
 from latch.engine.units import Unit
 
 from .base import BaselineEngine, Selection

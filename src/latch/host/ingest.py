@@ -1,0 +1,111 @@
+"""Ingest: append a parsed transcript to the store (the host side of :mod:`latch.importers`).
+
+:func:`import_file` reads a file, picks the importer (``format=`` or the highest ``sniff`` score
+among the registered importers), parses it completely, then appends the session in one
+transaction. Errors raise :class:`~latch.importers.TranscriptError` and leave the store unchanged.
+See :mod:`latch.importers` for how a grown transcript is re-imported.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import importers as _importers
+from ..importers.base import Importer, ParsedSession, SessionForgotten, TranscriptError
+from ..kernel.tombstones import tombstoned_sessions
+from ..plugins import registered_importers
+
+__all__ = ["import_file", "parse_file", "available_importers", "SessionForgotten"]
+
+
+def available_importers(importers: list[type[Importer]] | None = None) -> list[type[Importer]]:
+    """``importers``, or the importers registered with the plugin manager when ``None``."""
+    return list(registered_importers().values()) if importers is None else importers
+
+
+def parse_file(path: str | Path, format: str | None = None, importers: list[type[Importer]] | None = None, *,
+               live: bool = False) -> ParsedSession:
+    """:func:`latch.importers.parse_file` over the registered importers (when ``importers`` is ``None``)."""
+    return _importers.parse_file(path, format, available_importers(importers), live=live)
+
+
+def import_file(store, path: str | Path, format: str | None = None,
+                importers: list[type[Importer]] | None = None, *,
+                final: bool = False) -> tuple[str, ParsedSession, list[int]]:
+    """Parse and append ``path`` to ``store`` in one transaction.
+
+    Returns ``(session_id, parsed, new_seqs)``; importing the same file again
+    returns the same session id and no new seqs, and importing it after it grew
+    appends only the new events. Only ``parsed.settled_events`` are stored
+    unless ``final`` is true: the caller declares that the file will not grow
+    (a finished session), so its open tail (for example a last answer that no
+    later line confirms as complete) is stored too; a file that grows after a
+    final import may then disagree with the store. Without ``final`` the file is parsed ``live``
+    (:func:`parse_file`): a half-written last line waits, and a file with nothing to store yet (only
+    metadata lines) creates no session and returns no seqs.
+
+    Raises :class:`TranscriptError` (store unchanged) when the file cannot be
+    parsed, or when an event stored by an earlier import of the same session
+    reads differently now or the new events would not come after it;
+    :class:`SessionForgotten` (a ``TranscriptError``) when the file's session
+    was tombstoned (``latch forget``): a forgotten session takes no new events.
+    """
+    parsed = parse_file(path, format, importers, live=not final)
+    _refuse_forgotten(store, Path(path), parsed.external_key)
+    events = _new_events(store, Path(path), parsed.external_key, parsed.events if final else parsed.settled_events)
+    if not events and not final and not _stored(store, parsed.external_key):
+        return store.session_id_for(parsed.external_key), parsed, []  # nothing settled yet: no empty session
+    sid, seqs = store.import_session(
+        external_key=parsed.external_key, source=parsed.source, format=parsed.format,
+        workspace=parsed.workspace, events=events, meta=parsed.meta, artifacts=parsed.artifacts)
+    return sid, parsed, seqs
+
+
+def _refuse_forgotten(store, path: Path, external_key: str) -> None:
+
+    sid = store.session_id_for(external_key)
+    if sid in tombstoned_sessions(store):
+        raise SessionForgotten(path, sid)
+
+
+def _where(source_ref: str) -> str:
+    """A ``source_ref`` as an error location like the parsers': ``line:30#usage`` → ``line 30#usage``."""
+    kind, _, rest = source_ref.partition(":")
+    return f"{kind} {rest}" if rest else kind
+
+
+def _stored(store, external_key: str) -> bool:
+    try:
+        store.session(store.session_id_for(external_key))
+    except KeyError:
+        return False
+    return True
+
+
+def _new_events(store, path: Path, external_key: str, events: list) -> list:
+    """The ``events`` not stored yet for this session, after checking that the stored ones are a prefix.
+
+    Each event stored earlier must read the same and come before every new one. Stored events the
+    parse no longer has (a Claude Code branch abandoned by a rewind, a legacy end-of-file
+    placeholder) are allowed: the store keeps them. Only new events go to the store, so a re-import
+    spends no ``seq`` on duplicates and the seqs match those of a single import.
+    """
+    stored = {e.source_ref: e.event for e in store.events(store.session_id_for(external_key))
+              if e.source_ref is not None}
+    if not stored:
+        return events
+    first_new = None
+    for pe in events:
+        old = stored.get(pe.source_ref)
+        if old is not None and getattr(old, "eof_placeholder", False):
+            old = None  # superseded: the parse places its own event (a result or a placeholder) here
+        if old is None:
+            first_new = first_new or pe.source_ref
+        elif first_new is not None:
+            raise TranscriptError(path, _where(pe.source_ref), f"already imported, but it now comes after "
+                                  f"{_where(first_new)}, which is new: the file changed before its end")
+        elif old != pe.event:
+            raise TranscriptError(path, _where(pe.source_ref), "reads differently from when it was imported: the "
+                                  "file was edited, or another transcript has the same identity "
+                                  f"({external_key}); import a transcript that is still being written with --live")
+    return [pe for pe in events if pe.source_ref not in stored]
