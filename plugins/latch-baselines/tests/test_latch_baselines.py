@@ -61,7 +61,7 @@ def view(eng, hard_limit, until_seq=None, recent=64_000):
     budget = ContextBudget(context_window_tokens=hard_limit + 100, reserve_tokens=100, recent_tokens=recent)
     v = eng.materialize(ContextRequest(session_id=eng.profile.session_id, system_prompt="You fix bugs.",
                                        until_seq=until_seq, budget=budget))
-    recount = COUNTER.text(v.system) + COUNTER.tools(v.tools) + sum(COUNTER.message(m) for m in v.messages)
+    recount = COUNTER.system(v.system) + COUNTER.tools(v.tools) + sum(COUNTER.message(m) for m in v.messages)
     assert v.tokens.total_tokens == recount <= hard_limit
     assert view_violations(v.messages) == []
     return v

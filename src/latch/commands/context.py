@@ -19,7 +19,7 @@ from rich.console import Console
 
 from ..cli import pass_app
 from ..textsafe import Table, console, dumps, markup
-from .replay import estimator_name, resolve_engine_factory, resolve_estimator_choice
+from .replay import resolve_engine_factory
 
 __all__ = ["register"]
 
@@ -81,9 +81,8 @@ def register(cli: click.Group) -> None:
     def context_cmd(app, session, engine, model, estimator, config_path, as_json):
         """The /context report of SESSION's next view: token breakdown, retention, headroom, status."""
         from ..config import model_settings
-        from ..port import ContextOverflow, ContextRequest, EngineProfile, SessionContext
-        from ..host.session import StoreKernelWriter, StoreSessionReader
         from ..engine.report import context_report
+        from ..host.loop import HostError, RequestLoop, build_engine
 
         config = app.config(config_path)
         store = app.store()
@@ -91,24 +90,21 @@ def register(cli: click.Group) -> None:
             info = store.session(session)
         except KeyError as exc:
             raise click.ClickException(str(exc.args[0])) from None
-        name, factory = resolve_engine_factory(engine, config, app.config_file)
-        if model is None:
-            model = next((e.event.model for e in store.events(info.id, kinds=["assistant_message"])
-                          if e.event.model), None)
-        chosen = resolve_estimator_choice(estimator, model)
-        reader = StoreSessionReader(store, info.id)
-        writer = StoreKernelWriter(store, info.id, f"{name}:main")
-        eng = factory(EngineProfile(session_id=info.id, model=model, reader=reader, writer=writer, config=config,
-                                    estimator=chosen))
+        resolve_engine_factory(engine, config, app.config_file)  # an unknown engine names its option or config
         try:
-            view = eng.materialize(ContextRequest(session_id=info.id,
-                                                  session_context=SessionContext(workspace=info.workspace)))
-        except ContextOverflow as exc:
-            raise click.ClickException(f"context overflow: {exc}") from None
+            setup = build_engine(store, info.id, stream=lambda name: f"{name}:main", engine=engine, model=model,
+                                 estimator=estimator, config=config)
+        except HostError as exc:
+            raise click.UsageError(str(exc)) from None
+        name, model = setup.engine_name, setup.model
+        res = RequestLoop(store, info.id, setup, setup.engine.default_budget()).run(None)
+        if res.view is None:
+            raise click.ClickException(f"context overflow: {res.overflow}")
+        view = res.view
         rep = context_report(view)
         window_source = "config" if "context_window_tokens" in model_settings(config, model) else "default"
         if as_json:
-            click.echo(dumps({"engine": name, "estimator": estimator_name(chosen), "model": model,
+            click.echo(dumps({"engine": name, "estimator": setup.estimator_name, "model": model,
                               "window_source": window_source, **rep}, indent=2))
         else:
-            _print(console(highlight=False), rep, name, estimator_name(chosen), model, window_source)
+            _print(console(highlight=False), rep, name, setup.estimator_name, model, window_source)

@@ -48,7 +48,7 @@ from rich.measure import Measurement
 
 from ..cli import pass_app
 from ..config import MAX_TOKENS
-from ..events import AssistantMessage, Usage
+from ..events import Usage
 from ..textsafe import PIPE_WIDTH, Table, console, dumps, markup, safe
 from . import output_file
 
@@ -63,7 +63,7 @@ def resolve_engine_factory(name: str | None, config: Mapping[str, Any] | None = 
 
     ``name`` ``None`` means ``[engine] name`` of the config (read from ``config_file``, named in
     errors), else ``continuity``. Raises ``click.UsageError`` for an unknown engine (there is no
-    fallback to another engine).
+    fallback to another engine). Commands call it before importing anything, so a typo costs nothing.
     """
     from .. import plugins
 
@@ -91,37 +91,18 @@ def resolve_estimator_choice(name: str | None, model: str | None) -> Any:
 
 
 def estimator_name(estimator: Any) -> str:
-    """The name a report shows for ``estimator``: its ``name``, else its class's ``PLUGIN_NAME`` or name."""
-    cls = type(estimator)
-    return getattr(estimator, "name", None) or getattr(cls, "PLUGIN_NAME", None) or cls.__name__
+    """The name a report shows for ``estimator`` (:func:`latch.host.loop.estimator_name`)."""
+    from ..host.loop import estimator_name as name_of  # lazy: the CLI starts without the engine
 
-
-def _hysteretic(engine_name: str, engine: Any) -> bool:
-    """Whether ``engine`` rotates with hysteresis (and is therefore held to the rotation bound)."""
-    from ..plugins import DEFAULT_ENGINE
-
-    return bool(getattr(engine, "HYSTERETIC_EPOCHS", engine_name == DEFAULT_ENGINE))
-
-
-def _transcript_model(events: list[Any]) -> str | None:
-    for s in events:
-        m = getattr(s.event, "model", None)
-        if m:
-            return m
-    return None
+    return name_of(estimator)
 
 
 def _requests(events: list[Any]) -> list[tuple[int, int, Usage | None]]:
-    """``(assistant seq, until_seq, provider usage of that request)`` for every model request."""
-    out: list[tuple[int, int, Usage | None]] = []
-    prev_seq = 0
-    for s in events:
-        if isinstance(s.event, AssistantMessage):
-            out.append((s.seq, prev_seq, None))
-        elif isinstance(s.event, Usage) and out and out[-1][2] is None:
-            out[-1] = (out[-1][0], out[-1][1], s.event)
-        prev_seq = s.seq
-    return out
+    """``(assistant seq, until_seq, provider usage of that request)`` for every model request
+    (:func:`latch.host.loop.model_requests`, as tuples)."""
+    from ..host.loop import model_requests
+
+    return [(r.seq, r.until_seq, r.usage) for r in model_requests(events)]
 
 
 def run_replay(store: Any, session_id: str, *, engine: str | None = None, model: str | None = None,
@@ -142,27 +123,23 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     component tokens (``state_tokens`` is the canonical state's size), ``total_tokens``,
     ``epoch``, ``first_retained_seq``, ``cacheability``, ``recent_limit_tokens`` (the engine's
     effective limit, when it reports one). ``progress(done, total)`` is called after each request.
+    The views come from the host's one request loop (:class:`latch.host.loop.RequestLoop`).
     """
-    from ..port import ContextOverflow, ContextRequest, EngineProfile, SessionContext
-    from ..host.session import StoreKernelWriter, StoreSessionReader
-    from ..engine.report import COMPONENTS
-    from ..engine.units import TokenCounter, Unit, UnitBuilder, header_lines, message_line, view_violations
-
     from ..config import model_settings
+    from ..engine.report import COMPONENTS
+    from ..host.loop import HostError, RequestLoop, build_engine, model_requests
 
     config = dict(config or {})
-    engine_name, factory = resolve_engine_factory(engine, config)
+    resolve_engine_factory(engine, config)  # an unknown engine is a usage error naming the option
     events = list(store.events(session_id))
-    model = model or _transcript_model(events)
-    chosen = resolve_estimator_choice(estimator, model)
-    counter = TokenCounter(chosen)
-    stream = f"{engine_name}:replay-{uuid.uuid4().hex[:12]}"
-    reader = StoreSessionReader(store, session_id)
-    writer = StoreKernelWriter(store, session_id, stream)
-    eng = factory(EngineProfile(session_id=session_id, model=model, reader=reader, writer=writer, config=config,
-                                estimator=chosen))
-    hysteretic = _hysteretic(engine_name, eng)
-    budget = eng.default_budget()
+    replay_id = uuid.uuid4().hex[:12]
+    try:
+        setup = build_engine(store, session_id, stream=lambda name: f"{name}:replay-{replay_id}", engine=engine,
+                             model=model, estimator=estimator, config=config)
+    except HostError as exc:
+        raise click.UsageError(str(exc)) from None
+    model = setup.model
+    budget = setup.engine.default_budget()
     overrides = {k: v for k, v in (("context_window_tokens", window), ("reserve_tokens", reserve),
                                    ("recent_tokens", recent)) if v is not None}
     budget = replace(budget, **overrides)
@@ -178,88 +155,46 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         window_source = "config"
     else:
         window_source = "default"
-    info = store.session(session_id)
-    ctx = SessionContext(workspace=info.workspace)
-    requests = _requests(events)
+    requests = model_requests(events)
+    loop = RequestLoop(store, session_id, setup, budget)
 
-    builder = UnitBuilder()
-    units: dict[int, Unit] = {}
-    history = 0
-    pos = 0
     rows: list[dict[str, Any]] = []
     views: list[Any] = []
     violations: list[str] = []
-    prev: tuple[int, bytes, list[bytes], list[int]] | None = None  # epoch, bytes, lines, line tokens
-    rotations = breaks = overflows = 0
-    seen: dict[int, tuple[Any, bytes, int]] = {}  # id(message) -> (message, line, tokens): views share messages
-    for k, (a_seq, until, usage) in enumerate(requests, 1):
-        while pos < len(events) and events[pos].seq <= until:
-            for u in builder.feed(events[pos]):
-                history += u.cost(counter)
-                for s in u.seqs:
-                    units[s] = u
-            pos += 1
-        row: dict[str, Any] = {"request": k, "seq": a_seq, "until_seq": until, "events": pos,
-                               "history_tokens": history,
+    for res in loop.replay(requests, progress):
+        req = res.request
+        usage = req.usage
+        row: dict[str, Any] = {"request": req.number, "seq": req.seq, "until_seq": req.until_seq,
+                               "events": res.events, "history_tokens": res.history_tokens,
                                "provider_prompt_tokens": usage.prompt_tokens if usage else None,
                                "provider_cache_read_tokens": usage.cache_read_tokens if usage else None}
-        try:
-            view = eng.materialize(ContextRequest(session_id=session_id, session_context=ctx, until_seq=until,
-                                                  budget=budget))
-        except ContextOverflow as exc:
-            overflows += 1
-            rows.append({**row, "status": "overflow", "error": str(exc), "total_tokens": None})
-            if progress:
-                progress(k, len(requests))
+        view = res.view
+        if view is None:
+            rows.append({**row, "status": "overflow", "error": res.overflow, "total_tokens": None})
             continue
         if keep_views:
             views.append(view)
-        head = header_lines(view.system, view.tools)
-        lines, line_tokens = head, [counter.fixed(view.system) if view.system else 0, counter.tools(view.tools)]
-        for m in view.messages:
-            got = seen.get(id(m))
-            if got is None or got[0] is not m:
-                got = seen[id(m)] = (m, message_line(m), counter.message(m))
-            lines.append(got[1])
-            line_tokens.append(got[2])
-        recount = sum(line_tokens)
-        data = b"\n".join(lines) + b"\n"
+        violations.extend(res.violations)
         total = view.tokens.total_tokens
-        where = f"request {k} (seq {a_seq})"
-        if total > hard or recount > hard:
-            violations.append(f"{where}: {max(total, recount)} tokens over the hard limit {hard}")
-        violations.extend(f"{where}: {v}" for v in view_violations(view.messages, units))
-        common = 0
-        if prev is not None:
-            if view.epoch != prev[0]:
-                rotations += 1
-            elif not data.startswith(prev[1]):
-                breaks += 1
-                violations.append(f"{where}: not an append-only extension of the previous request in epoch "
-                                  f"{view.epoch}")
-            i = 0
-            while i < min(len(lines), len(prev[2])) and lines[i] == prev[2][i]:
-                common += line_tokens[i]
-                i += 1
         rows.append({
-            **row, "status": view.status, "total_tokens": total, "recounted_tokens": recount,
+            **row, "status": view.status, "total_tokens": total, "recounted_tokens": res.recounted_tokens,
             **{c: getattr(view.tokens, c) for c in COMPONENTS},
             "epoch": view.epoch, "first_retained_seq": view.first_retained_seq,
-            "common_prefix_tokens": common, "cacheability": common / recount if recount else 0.0,
+            "common_prefix_tokens": res.common_prefix_tokens,
+            "cacheability": res.cacheability if res.cacheability is not None else 0.0,
             "left_tokens": view.metrics.get("left_tokens"), "rotation_reason": view.metrics.get("rotation_reason"),
             "image_count": view.metrics.get("image_count"), "image_tokens": view.metrics.get("image_tokens"),
             "recent_limit_tokens": view.metrics.get("recent_limit_tokens"),
             "headroom_tokens": hard - total, "messages": len(view.messages),
         })
-        prev = (view.epoch, data, lines, line_tokens)
-        if progress:
-            progress(k, len(requests))
-    compactions = sum(1 for r in writer.records() if "compact" in r[1])
+    history = loop.history_tokens
+    compactions = sum(1 for r in setup.writer.records() if "compact" in r[1])
     if compactions:
         violations.append(f"{compactions} compaction record(s) in the replay stream (never automatic)")
     done = [r for r in rows if r["total_tokens"] is not None]
     bound = recent_eff = None
-    if hysteretic:
+    rotations = loop.rotations
+    if setup.hysteretic:
         recent_eff = min([budget.recent_tokens, *(r["recent_limit_tokens"] for r in done
                                                    if isinstance(r["recent_limit_tokens"], int)
                                                    and r["recent_limit_tokens"] > 0)])
@@ -269,15 +204,16 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
                               f"(conversation {history} tokens, effective recent {recent_eff})")
     summary = {
         "requests": len(rows), "violations": violations, "rotations": rotations,
-        "prefix_breaks_within_epoch": breaks, "automatic_compactions": compactions, "overflows": overflows,
-        "hysteretic_epochs": hysteretic, "rotation_bound": round(bound, 2) if bound is not None else None,
+        "prefix_breaks_within_epoch": loop.prefix_breaks, "automatic_compactions": compactions,
+        "overflows": loop.overflows,
+        "hysteretic_epochs": setup.hysteretic, "rotation_bound": round(bound, 2) if bound is not None else None,
         "rotation_bound_recent_tokens": recent_eff,
         "conversation_tokens": history,
-        "max_total_tokens": max((r["total_tokens"] for r in done), default=0), "hard_limit_tokens": hard,
+        "max_total_tokens": loop.max_total_tokens, "hard_limit_tokens": hard,
         "mean_cacheability": (sum(r["cacheability"] for r in done[1:]) / (len(done) - 1)) if len(done) > 1 else None,
         "epochs": len({r["epoch"] for r in done}),
     }
-    doc = {"session": session_id, "engine": engine_name, "estimator": estimator_name(chosen), "stream": stream,
+    doc = {"session": session_id, "engine": setup.engine_name, "estimator": setup.estimator_name, "stream": setup.writer.stream,
            "model": model,
            "budget": {"context_window_tokens": budget.context_window_tokens,
                       "reserve_tokens": budget.reserve_tokens, "recent_tokens": budget.recent_tokens,

@@ -592,7 +592,7 @@ class ContinuityEngine:
         head = header_lines(request.system_prompt, request.tools)
         header = (_digest(head[0]), _digest(head[1]))
         fingerprint = _digest(b"\n".join([*head, message_line(session_msg)]))
-        system_t = (c.fixed(request.system_prompt) + MESSAGE_OVERHEAD_TOKENS) if request.system_prompt else 0
+        system_t = c.system(request.system_prompt)
         tools_t = c.tools(request.tools)
         state = self._reader.canonical_state(until)
         state_rev = int(getattr(state, "revision", 0) or 0)

@@ -119,6 +119,12 @@ class TokenCounter:
             got = self._memo[text] = self.text(text)
         return got
 
+    def system(self, text: str) -> int:
+        """Tokens of the system prompt: its text plus one message's overhead (it is a message in OpenAI's
+        chat format and a block in Anthropic's), 0 when empty. The one rule every engine and every
+        recount uses for it (issue 10: the baselines and the bench recount used to price no overhead)."""
+        return self.fixed(text) + MESSAGE_OVERHEAD_TOKENS if text else 0
+
     def media(self, ref: MediaRef) -> int:
         if not ref.media_type.startswith("image/"):
             return max(1, (ref.byte_size + 1) // 2)

@@ -202,7 +202,7 @@ class BaselineEngine:
         extension: list[ViewMessage] = []
         if request.extension:
             extension.append(ViewMessage(role="user", content=request.extension, kind="extension"))
-        instructions = counter.text(request.system_prompt) + sum(counter.message(m) for m in head)
+        instructions = counter.system(request.system_prompt) + sum(counter.message(m) for m in head)
         tools = counter.tools(request.tools)
         extension_tokens = sum(counter.message(m) for m in extension)
         available = budget.hard_limit_tokens - instructions - tools - extension_tokens

@@ -1,0 +1,270 @@
+"""The one request loop: for a session and an engine, per model request, the view and what a host checks.
+
+``latch replay``, ``latch context``, ``latch bench`` and ``latch stress`` build their engine with
+:func:`build_engine` and materialize through :class:`RequestLoop`; no other recount, common-prefix or
+request-listing code exists (issue 10, item 2). The agent runtime is meant to drive the same loop.
+
+Per request (:meth:`RequestLoop.run`) the loop:
+
+* feeds the session's new events (``seq <= until_seq``) to one :class:`~latch.engine.units.UnitBuilder`
+  (the conversation units, and their tokens: ``history_tokens``, the whole raw conversation so far);
+* asks the engine for the view (a :class:`~latch.port.ContextOverflow` is a refusal, recorded, never an
+  over-budget view);
+* recounts the provider-visible request with the host's estimator, one rule for the system prompt
+  (:meth:`~latch.engine.units.TokenCounter.system`: its text plus one message overhead, for every
+  engine), the tool schemas and every message;
+* checks it (spec: "Bounded materialization", "Cache epochs"): the reported total and the recount
+  within ``window - reserve``; no orphaned or reordered tool call/result and no split unit
+  (:func:`~latch.engine.units.view_violations`); within one cache epoch, every request's canonical
+  lines start with the previous sent request's lines (append-only);
+* measures the common prefix with the previous request that was actually sent (a refused request
+  is not sent, so the cache still holds the one before it), in tokens of whole leading lines.
+
+Units: tokens everywhere; ``seconds`` is wall time of ``materialize`` only.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import plugins
+from ..engine.units import TokenCounter, Unit, UnitBuilder, header_lines, message_line, view_violations
+from ..events import AssistantMessage, Usage
+from ..port import ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile, SessionContext
+from .session import StoreKernelWriter, StoreSessionReader
+
+__all__ = ["HostError", "EngineSetup", "ModelRequest", "RequestResult", "RequestLoop", "build_engine",
+           "model_requests", "transcript_model", "estimator_name"]
+
+
+class HostError(ValueError):
+    """A host choice cannot be honoured: an unknown engine or estimator (one line, naming it)."""
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One model request of a transcript: the ``number``-th assistant message (1-based) at ``seq``; the
+    view is materialized as of ``until_seq`` (the event just before it); ``usage`` is the provider's
+    report for that request when the transcript has one."""
+
+    number: int
+    seq: int
+    until_seq: int
+    usage: Usage | None = None
+
+
+def model_requests(events: Iterable[Any]) -> list[ModelRequest]:
+    """Every model request of a session's stored events (in ``seq`` order): one per ``AssistantMessage``,
+    with the first ``Usage`` that follows it before the next assistant message."""
+    out: list[ModelRequest] = []
+    prev_seq = 0
+    for s in events:
+        if isinstance(s.event, AssistantMessage):
+            out.append(ModelRequest(len(out) + 1, s.seq, prev_seq))
+        elif isinstance(s.event, Usage) and out and out[-1].usage is None:
+            last = out[-1]
+            out[-1] = ModelRequest(last.number, last.seq, last.until_seq, s.event)
+        prev_seq = s.seq
+    return out
+
+
+def transcript_model(events: Iterable[Any]) -> str | None:
+    """The first model id an event of the session names, else ``None``."""
+    for s in events:
+        m = getattr(s.event, "model", None)
+        if m:
+            return m
+    return None
+
+
+def estimator_name(estimator: Any) -> str:
+    """The name a report shows for ``estimator``: its ``name``, else its class's ``PLUGIN_NAME`` or name."""
+    cls = type(estimator)
+    return getattr(estimator, "name", None) or getattr(cls, "PLUGIN_NAME", None) or cls.__name__
+
+
+@dataclass
+class EngineSetup:
+    """An engine built for one session, with the choices the host made once: ``engine_name`` (the plugin),
+    ``estimator`` (instance) and its ``counter``, ``model``, ``config`` (Latch's configuration, also in
+    ``EngineProfile.config``), the kernel-record ``writer`` and ``hysteretic`` (held to the rotation bound)."""
+
+    engine_name: str
+    engine: Any
+    estimator: Any
+    counter: TokenCounter
+    model: str | None
+    config: dict[str, Any]
+    writer: StoreKernelWriter
+    hysteretic: bool
+
+    @property
+    def estimator_name(self) -> str:
+        return estimator_name(self.estimator)
+
+
+def build_engine(store: Any, session_id: str, *, stream: str | Callable[[str], str], engine: str | None = None,
+                 model: str | None = None, estimator: str | None = None,
+                 config: Mapping[str, Any] | None = None) -> EngineSetup:
+    """Build the session's engine through the plugin host, resolving every choice once.
+
+    ``engine``: a registered engine plugin name (``None``: ``[engine] name`` of ``config``, else
+    ``continuity``); ``estimator``: a registered estimator ``PLUGIN_NAME`` forced by the user (``None``:
+    the ``latch_select_estimator`` hook's choice for ``model``); ``model`` ``None`` means the model the
+    session's events name. Kernel records go to ``stream`` (or ``stream(engine name)``). Raises :class:`HostError` for an unknown
+    engine or estimator (there is no fallback to another one).
+    """
+    cfg = dict(config or {})
+    try:
+        name = plugins.engine_name(engine, cfg)
+        factory = plugins.get_engine_factory(name)
+        if model is None:
+            model = transcript_model(store.events(session_id, kinds=["assistant_message"]))
+        chosen = plugins.select_estimator(model) if estimator is None else plugins.get_estimator(estimator)
+    except plugins.PluginError as exc:
+        raise HostError(str(exc)) from None
+    writer = StoreKernelWriter(store, session_id, stream(name) if callable(stream) else stream)
+    eng = factory(EngineProfile(session_id=session_id, model=model, reader=StoreSessionReader(store, session_id),
+                                writer=writer, config=cfg, estimator=chosen))
+    hysteretic = bool(getattr(eng, "HYSTERETIC_EPOCHS", name == plugins.DEFAULT_ENGINE))
+    return EngineSetup(name, eng, chosen, TokenCounter(chosen), model, cfg, writer, hysteretic)
+
+
+@dataclass
+class RequestResult:
+    """What the loop saw at one request.
+
+    ``view`` is ``None`` when the engine refused (``overflow`` holds the one-line reason). ``events`` is the
+    number of the session's events with ``seq <= until_seq``; ``history_tokens`` the whole conversation's
+    units so far. ``line_tokens`` is aligned with ``[system, tools, *view.messages]`` (the recount, term by
+    term); ``recounted_tokens`` their sum. ``common_prefix_tokens`` / ``cacheability`` compare with the
+    previous sent request (``cacheability`` is ``None`` for the first). ``rotated``: a new cache epoch;
+    ``prefix_break``: same epoch but not an append-only extension. ``violations``: one line each, prefixed
+    with ``where``.
+    """
+
+    until_seq: int | None
+    request: ModelRequest | None
+    view: ContextView | None
+    overflow: str | None
+    seconds: float
+    events: int
+    history_tokens: int
+    recounted_tokens: int | None = None
+    line_tokens: list[int] = field(default_factory=list)
+    common_prefix_tokens: int = 0
+    cacheability: float | None = None
+    rotated: bool = False
+    prefix_break: bool = False
+    violations: list[str] = field(default_factory=list)
+
+
+class RequestLoop:
+    """Materialize and check views of one session, request after request (see the module docstring).
+
+    ``budget`` is the request budget (its ``hard_limit_tokens`` is the checked limit); ``system_prompt``,
+    ``tools`` and ``session_context`` go into every request. Views must be asked for in non-decreasing
+    ``until_seq`` order (a session is replayed forwards; the events appended meanwhile are read as they come).
+    Counters over the run: ``requests``, ``rotations``, ``prefix_breaks``, ``overflows``, ``max_total_tokens``.
+    """
+
+    def __init__(self, store: Any, session_id: str, setup: EngineSetup, budget: ContextBudget, *,
+                 session_context: SessionContext | None = None, system_prompt: str = "",
+                 tools: Sequence[Mapping[str, Any]] = ()):
+        self.store, self.session_id, self.setup, self.budget = store, session_id, setup, budget
+        self.hard = budget.hard_limit_tokens
+        if session_context is None:
+            session_context = SessionContext(workspace=store.session(session_id).workspace)
+        self.session_context = session_context
+        self.system_prompt, self.tools = system_prompt, tuple(tools)
+        self.counter = setup.counter
+        self._builder = UnitBuilder()
+        self.units: dict[int, Unit] = {}
+        self.history_tokens = 0
+        self._fed_seq = 0
+        self._events = 0
+        self._prev: tuple[int, list[bytes], list[int]] | None = None  # epoch, lines, line tokens of the last sent
+        self._seen: dict[int, tuple[Any, bytes, int]] = {}  # id(message) -> (message, line, tokens)
+        self.requests = self.rotations = self.prefix_breaks = self.overflows = self.max_total_tokens = 0
+
+    def _feed(self, until: int | None) -> None:
+        if until is not None and until <= self._fed_seq:
+            return
+        for ev in self.store.events(self.session_id, after_seq=self._fed_seq, until_seq=until):
+            for u in self._builder.feed(ev):
+                self.history_tokens += u.cost(self.counter)
+                for s in u.seqs:
+                    self.units[s] = u
+            self._fed_seq = ev.seq
+            self._events += 1
+
+    def _line(self, m: Any) -> tuple[bytes, int]:
+        got = self._seen.get(id(m))
+        if got is None or got[0] is not m:  # views of one epoch share message objects: line and tokens once
+            if len(self._seen) > 65_536:
+                self._seen.clear()
+            got = self._seen[id(m)] = (m, message_line(m), self.counter.message(m))
+        return got[1], got[2]
+
+    def run(self, until_seq: int | None = None, *, request: ModelRequest | None = None,
+            where: str | None = None) -> RequestResult:
+        """The view as of ``until_seq`` (``None``: the whole session), checked; see :class:`RequestResult`.
+        ``where`` names the request in violation lines (default ``request N (seq S)`` or ``view at seq S``)."""
+        self._feed(until_seq)
+        self.requests += 1
+        if where is None:
+            where = (f"request {request.number} (seq {request.seq})" if request is not None
+                     else f"view at seq {until_seq}" if until_seq is not None else "view")
+        t = time.perf_counter()
+        try:
+            view = self.setup.engine.materialize(ContextRequest(
+                session_id=self.session_id, system_prompt=self.system_prompt, session_context=self.session_context,
+                tools=self.tools, until_seq=until_seq, budget=self.budget))
+        except ContextOverflow as exc:
+            self.overflows += 1
+            return RequestResult(until_seq, request, None, str(exc), time.perf_counter() - t, self._events,
+                                 self.history_tokens)
+        seconds = time.perf_counter() - t
+        lines = header_lines(view.system, view.tools)
+        line_tokens = [self.counter.system(view.system), self.counter.tools(view.tools)]
+        for m in view.messages:
+            line, tok = self._line(m)
+            lines.append(line)
+            line_tokens.append(tok)
+        recount = sum(line_tokens)
+        total = view.tokens.total_tokens
+        self.max_total_tokens = max(self.max_total_tokens, total)
+        res = RequestResult(until_seq, request, view, None, seconds, self._events, self.history_tokens, recount,
+                            line_tokens)
+        if total > self.hard or recount > self.hard:
+            res.violations.append(f"{where}: {max(total, recount)} tokens over the hard limit {self.hard}")
+        res.violations.extend(f"{where}: {v}" for v in view_violations(view.messages, self.units))
+        prev = self._prev
+        if prev is not None:
+            p_epoch, p_lines, p_tokens = prev
+            n = 0
+            while n < min(len(lines), len(p_lines)) and lines[n] == p_lines[n]:
+                n += 1
+            res.common_prefix_tokens = sum(line_tokens[:n])
+            res.cacheability = res.common_prefix_tokens / recount if recount else 0.0
+            if view.epoch != p_epoch:
+                res.rotated = True
+                self.rotations += 1
+            elif n < len(p_lines):
+                res.prefix_break = True
+                self.prefix_breaks += 1
+                res.violations.append(f"{where}: not an append-only extension of the previous request in epoch "
+                                      f"{view.epoch}")
+        self._prev = (view.epoch, lines, line_tokens)
+        return res
+
+    def replay(self, requests: Sequence[ModelRequest],
+               progress: Callable[[int, int], None] | None = None) -> Iterator[RequestResult]:
+        """:meth:`run` for each of ``requests`` in order; ``progress(done, total)`` after each."""
+        for k, r in enumerate(requests, 1):
+            yield self.run(r.until_seq, request=r)
+            if progress:
+                progress(k, len(requests))
