@@ -27,7 +27,7 @@ import pytest
 from latch import hotpaths
 from latch.engine import continuity_context_engine_factory
 from latch.engine.port import ContextRequest, EngineProfile
-from latch.engine.reader import EmptyState, StoreKernelWriter, StoreSessionReader
+from latch.host.session import EmptyState, StoreKernelWriter, StoreSessionReader
 from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
 from latch.store import EventStore
 

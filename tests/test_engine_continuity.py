@@ -10,7 +10,7 @@ import pytest
 
 from latch.engine import ContinuityEngine, continuity_context_engine_factory
 from latch.engine.port import ContextBudget, ContextOverflow, ContextRequest, EngineProfile
-from latch.engine.reader import EmptyState, StoreKernelWriter, StoreSessionReader
+from latch.host.session import EmptyState, StoreKernelWriter, StoreSessionReader
 from latch.engine.units import MESSAGE_OVERHEAD_TOKENS, TokenCounter, request_lines
 from latch.events import AssistantMessage, MediaRef, ToolCall, ToolResult, Usage, UserMessage
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from latch.engine.reader import StoreSessionReader
+from latch.host.session import StoreSessionReader
 from latch.engine.recall import RECALL_ROWS, RecallCache, query_terms, recall
 from latch.engine.units import TokenCounter
 from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage

@@ -9,7 +9,7 @@ import pytest
 
 from latch.engine import continuity_context_engine_factory
 from latch.engine.port import ContextOverflow, ContextRequest, EngineProfile
-from latch.engine.reader import StoreKernelWriter, StoreSessionReader
+from latch.host.session import StoreKernelWriter, StoreSessionReader
 from latch.events import AssistantMessage, UserMessage
 from latch.hotpaths import estimate_tokens
 from latch.kernel import KERNEL_TOOLS, KernelToolError, StateOverflow, apply_kernel_tool, canonical_state

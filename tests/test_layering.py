@@ -78,9 +78,6 @@ PLUGIN_USERS = ("latch.cli", "latch.commands", "latch.host", "latch.agent", "lat
 
 # (module, forbidden import): why. Each is deliberate; fix it and delete the entry (issue 10 item 2).
 EXCEPTIONS = {
-    ("latch.engine.reader", "latch.host.session"):
-        "compatibility re-export of the store adapters, now in latch.host.session (issue 10 item 2); "
-        "nothing in latch.engine imports latch.engine.reader",
     ("latch.importers", "latch.host.ingest"):
         "compatibility re-export of import_file, now in latch.host.ingest (issue 10 item 2), through a lazy "
         "module __getattr__ (latch.host.ingest imports latch.importers)",

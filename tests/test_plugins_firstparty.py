@@ -83,7 +83,7 @@ def test_the_example_engine_replays_through_the_cli(tmp_path, budget):
 
 def test_every_engine_sends_the_same_session_context_first(tmp_path):
     from latch.engine.port import ContextBudget, ContextRequest, EngineProfile, SessionContext
-    from latch.engine.reader import StoreKernelWriter, StoreSessionReader
+    from latch.host.session import StoreKernelWriter, StoreSessionReader
     from latch.engine.units import render_session_context
     from latch.events import AssistantMessage, UserMessage
     from latch.store import EventStore

@@ -96,7 +96,7 @@ def test_default_root_governs_children_without_a_policy():
 
 def test_default_root_spawns_and_resumes_continuity_children(store):
     from latch.engine.continuity import ContinuityEngine
-    from latch.engine.reader import StoreKernelWriter, StoreSessionReader
+    from latch.host.session import StoreKernelWriter, StoreSessionReader
 
     root_id = store.create_session(source="root")
     child_id = store.create_session(source="child", parent_id=root_id)

@@ -11,7 +11,7 @@ from corpus_support import OVERSIZED_AT_28K, corpus_name
 from latch.commands.replay import _requests, run_replay
 from latch.engine import continuity_context_engine_factory
 from latch.engine.port import ContextBudget, ContextOverflow, ContextRequest, EngineProfile, SessionContext
-from latch.engine.reader import StoreKernelWriter, StoreSessionReader
+from latch.host.session import StoreKernelWriter, StoreSessionReader
 from latch.engine.recall import query_terms
 from latch.engine.units import TokenCounter, header_lines, message_line, resolve_estimator
 

@@ -11,7 +11,7 @@ import sqlite3
 
 from latch.bench.scenario import ScenarioModel
 from latch.engine import ContextBudget, ContextRequest, EngineProfile, SessionContext
-from latch.engine.reader import StoreKernelWriter, StoreSessionReader
+from latch.host.session import StoreKernelWriter, StoreSessionReader
 from latch.plugins import get_engine_factory
 from latch.providers import canonical_request_bytes
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from latch.engine.port import ContextBudget, ContextOverflow, ContextRequest, EngineProfile
-from latch.engine.reader import StoreKernelWriter, StoreSessionReader
+from latch.host.session import StoreKernelWriter, StoreSessionReader
 from latch.engine.units import TokenCounter, view_violations
 from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
 from latch.store import EventStore

@@ -2,7 +2,7 @@
 
 from latch import plugins
 from latch.engine.port import ContextBudget, ContextRequest, EngineProfile, SessionContext
-from latch.engine.reader import StoreKernelWriter, StoreSessionReader
+from latch.host.session import StoreKernelWriter, StoreSessionReader
 from latch.engine.units import render_session_context, view_violations
 from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
 from latch.providers import to_anthropic_messages, validate_anthropic_messages

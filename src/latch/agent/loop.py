@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.reader import StoreKernelWriter, StoreSessionReader
+from ..host.session import StoreKernelWriter, StoreSessionReader
 from ..events import AssistantMessage, Event, ToolCall, ToolResult, Usage, UserMessage
 from ..port import ContextEngine, ContextRequest, ContextView, EngineProfile, SessionContext
 from ..providers import to_anthropic_messages, to_openai_chat

@@ -37,18 +37,16 @@ import os
 import re
 import resource
 import statistics
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..engine.reader import StoreKernelWriter, StoreSessionReader
-from ..engine.units import TokenCounter, UnitBuilder, header_lines, message_line, resolve_estimator, view_violations
 from ..events import AssistantMessage, ToolResult, UserMessage
 from ..host.ingest import import_file
+from ..host.loop import RequestLoop, build_engine, model_requests
 from ..plugins import get_engine_factory
-from ..port import ContextBudget, ContextOverflow, ContextRequest, EngineProfile, SessionContext
+from ..port import ContextBudget, SessionContext
 from ..providers import to_anthropic_messages, to_openai_chat, validate_anthropic_messages, validate_openai_chat
 from ..store import EventStore
 from ..textsafe import dumps, printable
@@ -211,16 +209,6 @@ def _call_path(arguments: str) -> str | None:
                  if isinstance(v := args.get(k), str) and "/" in v and len(v) < 200), None)
 
 
-def _requests(events: Sequence[Any]) -> list[tuple[int, int]]:
-    """``(assistant seq, until_seq)`` of every model request: the view before each assistant message."""
-    out, prev = [], 0
-    for s in events:
-        if isinstance(s.event, AssistantMessage):
-            out.append((s.seq, prev))
-        prev = s.seq
-    return out
-
-
 def _visible(view: Any, text: str) -> bool:
     for m in view.messages:
         if text in m.content or any(text in c.arguments for c in m.tool_calls):
@@ -233,8 +221,14 @@ def _rss_now_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
-def run_job(engine_name: str, source: SessionSource, budget: Budget) -> dict[str, Any]:
-    """Run one job (see the module docstring); a JSON-ready result with per-request series."""
+def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: str | None = None,
+            config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Run one job (see the module docstring); a JSON-ready result with per-request series.
+
+    The engine, the estimator (``estimator`` forces a registered one; else the ``latch_select_estimator``
+    hook's choice for the session's model) and ``config`` go through the host exactly as in ``latch
+    replay`` (:func:`latch.host.loop.build_engine`), and every view through its request loop; the bench
+    adds the wire-format validation and the needle probes."""
     try:
         rss0 = _rss_now_mb()
     except OSError:  # pragma: no cover - not Linux
@@ -242,85 +236,55 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget) -> dict[str
     store = EventStore(":memory:")
     sid, model, needles = _load(store, source)
     events = list(store.events(sid))
-    estimator = resolve_estimator(model)
-    counter = TokenCounter(estimator)
-    factory = get_engine_factory(engine_name)
-    engine = factory(EngineProfile(session_id=sid, model=model, reader=StoreSessionReader(store, sid),
-                                   writer=StoreKernelWriter(store, sid, f"{engine_name}:bench"), estimator=estimator))
-    info = store.session(sid)
-    ctx = SessionContext(workspace=info.workspace)
+    setup = build_engine(store, sid, stream=f"{engine_name}:bench", engine=engine_name, model=model,
+                         estimator=estimator, config=config)
+    engine = setup.engine
     b = budget.budget()
     hard = b.hard_limit_tokens
-    requests = _requests(events)
+    loop = RequestLoop(store, sid, setup, b, session_context=SessionContext(workspace=store.session(sid).workspace),
+                       system_prompt=SYSTEM_PROMPT, tools=TOOLS)
+    requests = model_requests(events)
     checkpoints = _checkpoints(len(requests))
 
-    builder = UnitBuilder()
-    units: dict[int, Any] = {}
-    pos = 0
     tokens: list[int | None] = []
     cache: list[float | None] = []
     seconds: list[float] = []
     invalid: list[str] = []
     over: list[str] = []
-    refused = 0
     survival: dict[str, list[bool]] = {n.label: [] for n in needles}
-    prev_lines: list[bytes] | None = None
     last_view = None
-    for k, (_, until) in enumerate(requests):
-        while pos < len(events) and events[pos].seq <= until:
-            for u in builder.feed(events[pos]):
-                for s in u.seqs:
-                    units[s] = u
-            pos += 1
-        t = time.perf_counter()
-        try:
-            view = engine.materialize(ContextRequest(session_id=sid, system_prompt=SYSTEM_PROMPT,
-                                                     session_context=ctx, tools=TOOLS, until_seq=until, budget=b))
-        except ContextOverflow:
-            seconds.append(time.perf_counter() - t)
-            refused += 1
+    for k, res in enumerate(loop.replay(requests)):
+        seconds.append(res.seconds)
+        view = res.view
+        if view is None:
             tokens.append(None)
             cache.append(None)
-            prev_lines = None
             continue
-        seconds.append(time.perf_counter() - t)
         last_view = view
-        lines = header_lines(view.system, view.tools) + [message_line(m) for m in view.messages]
-        line_tokens = [counter.text(view.system) if view.system else 0, counter.tools(view.tools)]
-        line_tokens += [counter.message(m) for m in view.messages]
-        recount = sum(line_tokens)
-        total = view.tokens.total_tokens
-        tokens.append(total)
-        common = 0
-        if prev_lines is not None:
-            i = 0
-            while i < min(len(lines), len(prev_lines)) and lines[i] == prev_lines[i]:
-                common += line_tokens[i]
-                i += 1
-            cache.append(common / recount if recount else 0.0)
-        else:
-            cache.append(None)
-        prev_lines = lines
-        if total > hard or recount > hard:
-            over.append(f"request {k + 1}: {max(total, recount)} > {hard}")
-        problems = view_violations(view.messages, units)
+        tokens.append(view.tokens.total_tokens)
+        cache.append(res.cacheability)
+        where = f"request {k + 1}"
+        if res.budget_violations:
+            over.append(f"{where}: {max(view.tokens.total_tokens, res.recounted_tokens or 0)} > {hard}")
+        problems = [v.split(": ", 1)[1] for v in res.protocol_violations]
         problems += validate_openai_chat(to_openai_chat(view))
         problems += validate_anthropic_messages(to_anthropic_messages(view, max_tokens=max(1, b.reserve_tokens)))
         if problems:
-            invalid.append(f"request {k + 1}: {problems[0]}")
+            invalid.append(f"{where}: {problems[0]}")
         if k in checkpoints:
             for n in needles:
-                if n.seq <= until:
-                    survival[n.label].append(_survives(engine, view, n, until))
+                if n.seq <= res.until_seq:
+                    survival[n.label].append(_survives(engine, view, n, res.until_seq))
     store.close()
     peak = None
     if rss0 is not None:
         peak = max(0.0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - rss0)
     return {
         "engine": engine_name, "session": source.name, "budget": budget.name, "model": model,
+        "estimator": setup.estimator_name,
         "events": len(events), "requests": len(requests), "hard_limit_tokens": hard,
         "tokens": tokens, "cacheability": cache, "seconds": seconds,
-        "protocol_invalid": invalid, "budget_violations": over, "refused": refused,
+        "protocol_invalid": invalid, "budget_violations": over, "refused": loop.overflows,
         "needles": [asdict(n) for n in needles],
         "survival": {label: [sum(v), len(v)] for label, v in survival.items()},
         "final_view_messages": len(last_view.messages) if last_view is not None else 0,
@@ -345,23 +309,31 @@ def _survives(engine: Any, view: Any, needle: Needle, until: int) -> bool:
 
 
 # ------------------------------------------------------------------------------------------ all jobs
-def _pooled_job(engine_name: str, source: SessionSource, budget: Budget) -> dict[str, Any]:
+def _pooled_job(engine_name: str, source: SessionSource, budget: Budget, estimator: str | None = None,
+                config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """:func:`run_job` in a worker: a failure comes back as the job's ``error`` string, so an exception the
     parent could not unpickle never breaks the pool and the other jobs."""
     try:
-        return run_job(engine_name, source, budget)
+        return run_job(engine_name, source, budget, estimator, config)
     except Exception as exc:  # noqa: BLE001 - one broken job is reported, the others still count
         return {"engine": engine_name, "session": source.name, "budget": budget.name,
                 "error": f"{type(exc).__name__}: {exc}"}
 
 
 def run_bench(engines: Sequence[str], sessions: Sequence[SessionSource], budgets: Sequence[Budget], *,
-              jobs: int = 2, progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+              jobs: int = 2, progress: Callable[[int, int], None] | None = None, estimator: str | None = None,
+              config: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """Every (engine, session, budget) job in a process pool of ``jobs`` workers, each job in a fresh
-    worker; results in (engine, session, budget) order. Unknown engines raise
-    :class:`latch.plugins.PluginError` before anything runs."""
+    worker; results in (engine, session, budget) order. ``estimator`` (a registered estimator name)
+    forces the estimator of every job, else each session's model picks it through the
+    ``latch_select_estimator`` hook; ``config`` is Latch's configuration for every engine. Unknown
+    engines or estimators raise :class:`latch.plugins.PluginError` before anything runs."""
+    from .. import plugins
+
     for name in engines:
         get_engine_factory(name)
+    if estimator is not None:
+        plugins.get_estimator(estimator)
     plan = [(e, s, b) for e in engines for s in sessions for b in budgets]
     order = sorted(range(len(plan)), key=lambda i: -plan[i][1].weight)
     if "forkserver" in mp.get_all_start_methods():  # fresh workers forked from a server that imported Latch
@@ -372,7 +344,7 @@ def run_bench(engines: Sequence[str], sessions: Sequence[SessionSource], budgets
     results: list[dict[str, Any] | None] = [None] * len(plan)
     done = 0
     with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, max_tasks_per_child=1) as pool:
-        futures = {pool.submit(_pooled_job, *plan[i]): i for i in order}
+        futures = {pool.submit(_pooled_job, *plan[i], estimator, dict(config or {})): i for i in order}
         for fut in cf.as_completed(futures):
             i = futures[fut]
             e, s, b = plan[i]
@@ -408,7 +380,9 @@ def summarize(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         checked = sum(r["survival"][k][1] for r in ok for k in r["survival"])
         peaks = [r["peak_mb"] for r in ok if r.get("peak_mb") is not None]
         rows.append({
-            "engine": engine, "budget": budget, "sessions": len(ok), "errors": len(rs) - len(ok),
+            "engine": engine, "budget": budget,
+            "estimators": ", ".join(sorted({r["estimator"] for r in ok if r.get("estimator")})) or None,
+            "sessions": len(ok), "errors": len(rs) - len(ok),
             "requests": sum(r["requests"] for r in ok),
             "tokens_per_request": round(statistics.fmean(toks)) if toks else None,
             "tokens_total": sum(toks),
@@ -432,7 +406,7 @@ _COLUMNS = (("engine", "engine"), ("budget", "budget (window:reserve:recent)"), 
             ("needle_survival", "needle survival"), ("protocol_invalid", "protocol-invalid requests"),
             ("budget_violations", "budget violations"), ("refused", "refused (overflow)"),
             ("materialize_p50_ms", "materialize p50 ms"), ("materialize_p99_ms", "materialize p99 ms"),
-            ("peak_mb", "peak MB"))
+            ("peak_mb", "peak MB"), ("estimators", "estimator(s)"))
 
 
 def _cell(key: str, v: Any) -> str:

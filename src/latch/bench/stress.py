@@ -55,13 +55,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..engine.reader import StoreKernelWriter, StoreSessionReader
-from ..engine.units import MESSAGE_OVERHEAD_TOKENS, TokenCounter, UnitBuilder, message_line, resolve_estimator
+from ..host.loop import RequestLoop, RequestResult, build_engine
+from ..host.session import StoreKernelWriter
+from ..engine.units import MESSAGE_OVERHEAD_TOKENS, TokenCounter, UnitBuilder, message_line
 from ..events import AssistantMessage, Event, MediaRef, ToolCall, ToolResult, UserMessage
 from ..kernel import canonical_state
 from ..kernel.tools import KERNEL_TOOLS, apply_kernel_tool
-from ..plugins import get_engine_factory
-from ..port import ContextBudget, ContextRequest, ContextView, EngineProfile, SessionContext
+from ..port import ContextBudget, ContextOverflow, ContextView, SessionContext
 from ..store import EventStore
 from .scenario import ScenarioModel, png_bytes
 
@@ -333,7 +333,6 @@ class _Verifier:
         self.c = c
         self._records_after = 0
         self._parts: dict[str, list[tuple[str, str]]] = {}
-        self._prev: tuple[int, list[bytes], list[int]] | None = None  # epoch, lines, line tokens
         self.max_index_entries = 0
         self.max_total = 0
 
@@ -347,25 +346,20 @@ class _Verifier:
                     self._parts["".join(t for _, t in p["parts"])] = [(c, t) for c, t in p["parts"]]
         return self._parts.get(content)
 
-    def view(self, v: ContextView, where: str) -> None:
+    def view(self, res: RequestResult, where: str) -> None:
+        """Check one result of the host's request loop: its budget and append-only verdicts, then every
+        component recounted from the view's messages and the durable kernel records."""
+        v = res.view
         c, counter, t = self.c, self.counter, v.tokens
         total = t.total_tokens
         self.max_total = max(self.max_total, total)
-        lines = [message_line(m) for m in v.messages]
-        head = (counter.text(v.system) + MESSAGE_OVERHEAD_TOKENS) if v.system else 0
-        prev = self._prev
-        if prev is not None and prev[0] == v.epoch:
-            n = len(prev[1])
-            if lines[:n] != prev[1]:
-                c["append_only_epochs"].fail(f"{where}: epoch {v.epoch} rewrote an earlier message")
-                n = 0
-        else:
-            n = 0
-        line_tokens = (prev[2][:n] if n else []) + [counter.message(m) for m in v.messages[n:]]
-        self._prev = (v.epoch, lines, line_tokens)
-        recount = head + counter.tools(v.tools) + sum(line_tokens)
-        if total > self.hard or recount > self.hard:
-            c["bounded_tokens"].fail(f"{where}: total {total}, recount {recount} > hard limit {self.hard}")
+        for line in res.budget_violations:
+            c["bounded_tokens"].fail(line)
+        for line in res.epoch_violations:
+            c["append_only_epochs"].fail(line)
+        for line in res.protocol_violations:
+            c["component_sums"].fail(line)
+        head, line_tokens = res.line_tokens[0], res.line_tokens[2:]
 
         sums = dict.fromkeys(("instructions", "conversation", "state", "recall", "episode", "extension"), 0)
         sums["instructions"] = head
@@ -484,28 +478,25 @@ def _run(store: EventStore, cfg: StressConfig, parallel: bool, report: StressRep
     base = store.max_seq(sid)
     first = planted[0]
 
-    estimator = resolve_estimator(MODEL)
-    counter = TokenCounter(estimator)
-    reader = StoreSessionReader(store, sid)
-    writer = StoreKernelWriter(store, sid, STREAM)
-    engine = get_engine_factory("continuity")(EngineProfile(session_id=sid, model=MODEL, reader=reader,
-                                                            writer=writer, estimator=estimator))
+    setup = build_engine(store, sid, stream=STREAM, engine="continuity", model=MODEL)
+    engine, writer = setup.engine, setup.writer
     budget = cfg.budget or engine.default_budget()
     report.hard_limit_tokens = budget.hard_limit_tokens
-    verify = _Verifier(report, counter, writer, budget.hard_limit_tokens)
+    verify = _Verifier(report, setup.counter, writer, budget.hard_limit_tokens)
     ctx = SessionContext(workspace=WORKSPACE, repository_instructions="Run `python -m pytest -q` before committing.")
+    loop = RequestLoop(store, sid, setup, budget, session_context=ctx, system_prompt=SYSTEM_PROMPT, tools=TOOLS)
 
     def materialize(until: int | None, where: str) -> ContextView:
-        t = time.perf_counter()
-        v = engine.materialize(ContextRequest(session_id=sid, system_prompt=SYSTEM_PROMPT, session_context=ctx,
-                                              tools=TOOLS, until_seq=until, budget=budget))
-        dt = time.perf_counter() - t
+        res = loop.run(until, where=where)
+        if res.view is None:
+            raise ContextOverflow(res.overflow or "refused")
+        v = res.view
         rotated = bool(v.metrics.get("rotated"))
-        report.materialize_seconds += dt
+        report.materialize_seconds += res.seconds
         report.materializations += 1
         report.rotations += rotated
-        report.timings.append((v.metrics["until_seq"] - first + 1, dt, rotated))
-        verify.view(v, where)
+        report.timings.append((v.metrics["until_seq"] - first + 1, res.seconds, rotated))
+        verify.view(res, where)
         return v
 
     appender = _Appender(store, sid, cfg, images, parallel)

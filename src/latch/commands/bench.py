@@ -16,6 +16,7 @@ from pathlib import Path
 
 import click
 
+from ..cli import pass_app
 from ..textsafe import console, echo, markup, safe
 from . import output_folder
 
@@ -42,7 +43,14 @@ def register(cli: click.Group) -> None:
     @click.option("--out", "out", type=click.Path(file_okay=False), default="bench-out", show_default=True,
                   callback=output_folder, help="Output folder for report.md, report.json and the plots.")
     @click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True, help="Worker processes.")
-    def bench_cmd(engines, corpus, examples, scenario_events, budgets, out, jobs):
+    @click.option("--estimator", "estimator", default=None,
+                  help="Estimator plugin by name for every job, e.g. tiktoken, heuristic-openai (default: the one "
+                       "the plugins select for each session's model).")
+    @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+                  help="Config TOML passed to every engine (default: $LATCH_HOME/config.toml or the user config "
+                       "folder).")
+    @pass_app
+    def bench_cmd(app, engines, corpus, examples, scenario_events, budgets, out, jobs, estimator, config_path):
         """Run every engine over every session under every budget; write a table, JSON and plots."""
         try:
             import matplotlib  # noqa: F401
@@ -55,6 +63,7 @@ def register(cli: click.Group) -> None:
             write_report
         from ..plugins import PluginError, registered_engines
 
+        config = app.config(config_path)
         try:
             chosen_budgets = parse_budgets(budgets)
         except ValueError as exc:
@@ -75,7 +84,7 @@ def register(cli: click.Group) -> None:
             with Progress(TextColumn("bench"), BarColumn(), MofNCompleteColumn(), TextColumn("jobs"),
                           TimeElapsedColumn(), console=err, transient=True) as bar:
                 task = bar.add_task("jobs", total=len(names) * len(sessions) * len(chosen_budgets))
-                results = run_bench(names, sessions, chosen_budgets, jobs=jobs,
+                results = run_bench(names, sessions, chosen_budgets, jobs=jobs, estimator=estimator, config=config,
                                     progress=lambda done, total: bar.update(task, completed=done))
         except PluginError as exc:
             raise click.UsageError(str(exc)) from None

@@ -142,8 +142,8 @@ class RequestResult:
     units so far. ``line_tokens`` is aligned with ``[system, tools, *view.messages]`` (the recount, term by
     term); ``recounted_tokens`` their sum. ``common_prefix_tokens`` / ``cacheability`` compare with the
     previous sent request (``cacheability`` is ``None`` for the first). ``rotated``: a new cache epoch;
-    ``prefix_break``: same epoch but not an append-only extension. ``violations``: one line each, prefixed
-    with ``where``.
+    ``prefix_break``: same epoch but not an append-only extension. The violation lists hold one line each,
+    prefixed with ``where``.
     """
 
     until_seq: int | None
@@ -159,7 +159,14 @@ class RequestResult:
     cacheability: float | None = None
     rotated: bool = False
     prefix_break: bool = False
-    violations: list[str] = field(default_factory=list)
+    budget_violations: list[str] = field(default_factory=list)
+    protocol_violations: list[str] = field(default_factory=list)
+    epoch_violations: list[str] = field(default_factory=list)
+
+    @property
+    def violations(self) -> list[str]:
+        """Every violation line: over budget, protocol (orphans, order, split units), append-only breaks."""
+        return [*self.budget_violations, *self.protocol_violations, *self.epoch_violations]
 
 
 class RequestLoop:
@@ -240,8 +247,8 @@ class RequestLoop:
         res = RequestResult(until_seq, request, view, None, seconds, self._events, self.history_tokens, recount,
                             line_tokens)
         if total > self.hard or recount > self.hard:
-            res.violations.append(f"{where}: {max(total, recount)} tokens over the hard limit {self.hard}")
-        res.violations.extend(f"{where}: {v}" for v in view_violations(view.messages, self.units))
+            res.budget_violations.append(f"{where}: {max(total, recount)} tokens over the hard limit {self.hard}")
+        res.protocol_violations.extend(f"{where}: {v}" for v in view_violations(view.messages, self.units))
         prev = self._prev
         if prev is not None:
             p_epoch, p_lines, p_tokens = prev
@@ -256,7 +263,7 @@ class RequestLoop:
             elif n < len(p_lines):
                 res.prefix_break = True
                 self.prefix_breaks += 1
-                res.violations.append(f"{where}: not an append-only extension of the previous request in epoch "
+                res.epoch_violations.append(f"{where}: not an append-only extension of the previous request in epoch "
                                       f"{view.epoch}")
         self._prev = (view.epoch, lines, line_tokens)
         return res
