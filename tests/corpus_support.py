@@ -25,7 +25,6 @@ DOCS = ("README.md", "FORMATS.md")
 # Each entry: corpus folder -> why it is allowed to be skipped. Remove an entry when its
 # importer lands; the corpus tests then run its files like every other.
 NO_IMPORTER_YET: dict[str, str] = {
-    "gemini-cli": "Gemini CLI chat sessions (JSON and JSONL layouts): importer not written yet (issue 17)",
     "goose": "Goose sessions.db (SQLite): importer not written yet (issue 17)",
     "opencode": "OpenCode SQLite storage: importer not written yet (issue 17)",
     "copilot-cli": "GitHub Copilot CLI events.jsonl: importer not written yet (issue 17)",

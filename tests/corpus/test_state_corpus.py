@@ -38,6 +38,16 @@ How each count was checked (FORMATS.md names the fields):
   1 Write + 18 Edits over 11 paths (19); validations = 4 ``go build`` + 1 ``go test`` (5 runs, 4
   requirements, all passed, stale); one ``File does not exist`` Read lineage, open; files = 12, all observed
   (geminicli/hooks.go read only at line 34); 5 TaskCreate items, all completed by TaskUpdate = 5 actions.
+* gemini-cli entire_session (JSON document; a script over ``messages[].toolCalls[]`` that does not use
+  latch): 1 write_file (docs/blue.md) and 2 read_file of docs/color.md = 2 files, 1 read, 1 written, 1
+  mutation; the 6 run_shell_command calls (ls, git status ×2, rm, echo >>, git add) are not a shell tool
+  the kernel knows, so no validations, processes or failures; every call ``status: success``.
+* gemini-cli vibecodingtracker_session.json: 3 read_file (README.md, README.zh-CN.md, README.zh-TW.md),
+  then 4 write_file (those three + CONTRIBUTING.md) = 4 files, 3 read, 4 written, 4 mutations.
+* gemini-cli vibecodingtracker_session.jsonl (messages upserted by id as Gemini CLI's loader does: 11
+  messages from 18 message lines): 7 read_file of 7 paths, 1 write_file (GEMINI.md) = 8 files, 7 read,
+  1 written, 1 mutation; the later ``replace`` of GEMINI.md and 3 ``update_topic`` calls are tools the
+  kernel does not know.
 """
 
 from __future__ import annotations
@@ -74,6 +84,9 @@ EXPECTED = {
     "openhands/basic_gui_mode.json": (3, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 1, 1, 0),
     "swe-agent/ctf_i_got_id_demo.traj": (1, 0, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0),
     "swe-agent/marshmallow-1867_function_calling.traj": (3, 2, 2, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+    "gemini-cli/entire_session.json": (2, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+    "gemini-cli/vibecodingtracker_session.json": (4, 3, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+    "gemini-cli/vibecodingtracker_session.jsonl": (8, 7, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0),
 }
 
 # pieces of evidence still current at the end (no edit after the check): checked in the docstring
