@@ -31,7 +31,7 @@ def builtin_importers() -> list[type[Importer]]:
     found: list[type[Importer]] = []
     import importlib
 
-    for mod in ("claude_code", "codex", "openai_chat", "anthropic", "swe_agent", "openhands", "aider"):
+    for mod in ("claude_code", "codex", "openai_chat", "anthropic", "swe_agent", "openhands", "aider", "copilot_cli"):
         try:
             m = importlib.import_module(f"{__name__}.{mod}")
         except ModuleNotFoundError as exc:
