@@ -35,7 +35,8 @@ Mapping (``source_ref`` ``"line:N"``, ``ts`` = the event's ``timestamp``):
   ``success`` is false or the content ends ``<exited with exit code N>`` with N ≠ 0 (``exit_code``);
   ``result.binaryResultsForLlm`` images → media. ``tool.execution_start`` only checks its fields.
 * ``subagent.started`` → :class:`SubagentMarker` after the results of the ``task`` call it runs for
-  (the sub-agent's own messages, tagged ``parentToolCallId``, stay inline in file order).
+  (the sub-agent's own messages, tagged ``parentToolCallId``, stay inline in file order);
+  ``subagent.completed``/``failed`` only end it (the ``task`` call's result carries the outcome).
 * ``session.compaction_complete`` (successful) → :class:`CompactionMarker` (``trigger``,
   ``preCompactionTokens``, ``postCompactionTokens``, ``summaryContent``); ``session.truncation`` →
   ``CompactionMarker(trigger="truncation")`` with its token counts.
@@ -52,11 +53,12 @@ Mapping (``source_ref`` ``"line:N"``, ``ts`` = the event's ``timestamp``):
   schema does not name (a newer Copilot CLI's) is skipped too, counted in ``meta["unknown_events"]``
   (both ``{type: count}``), so a newer log still imports. Only the events imported are checked.
 
-Turns: ``assistant.turn_end``, ``abort``, ``session.shutdown``, ``session.resume`` and a new
-user prompt delivered while the agent was idle close the turn: calls still unanswered get a
-``missing`` result. At the end of the file a call still executing is pending (no result), and the
-open tail (``ParsedSession.settled``) starts at its result; a model call whose chunks are not all
-written yet (``chunkIndex < chunkCount - 1``) is held as well.
+Turns: ``assistant.turn_end`` (unless a sub-agent is running: the schema does not say whose turn
+ended), ``abort``, ``session.shutdown``, ``session.resume`` and a new user prompt not delivered as
+``steering``/``queued`` close the turn: calls still unanswered get a ``missing`` result. At the end
+of the file a call still executing is pending (no result), and the open tail
+(``ParsedSession.settled``) starts at its result; a model call whose chunks are not all written yet
+(``chunkIndex < chunkCount - 1``) is held as well.
 
 Errors: :class:`TranscriptError` ``FILE:line N: REASON`` for invalid JSON, a line that is not an
 object, or a known event whose field has the wrong type (``field 'data.toolRequests' must be an
@@ -101,10 +103,10 @@ assistant.fusion_phase_started assistant.fusion_phase_completed assistant.fusion
 assistant.server_tool_progress assistant.reasoning_delta assistant.tool_call_delta assistant.streaming_delta
 assistant.message_start assistant.message_delta assistant.idle assistant.usage model.call_failure
 model.call_finished tool.user_requested tool.execution_partial_result tool.execution_progress
-tool_search.activated skill.invoked subagent.configured subagent.completed subagent.failed subagent.selected
-subagent.deselected hook.start hook.end hook.progress permission.requested permission.completed
-user_input.requested user_input.completed elicitation.requested elicitation.completed sampling.requested
-sampling.completed external_tool.requested external_tool.completed
+tool_search.activated skill.invoked subagent.configured subagent.selected subagent.deselected hook.start
+hook.end hook.progress permission.requested permission.completed user_input.requested user_input.completed
+elicitation.requested elicitation.completed sampling.requested sampling.completed external_tool.requested
+external_tool.completed
 """.split())
 
 
@@ -154,6 +156,8 @@ class _Log:
         self.reasoning = False  # an assistant.reasoning event came before the next message
         self.chunked: tuple[str, AssistantSlot, int, int] | None = None  # (apiCallId, slot, index, count)
         self.call_slots: dict[str, AssistantSlot] = {}
+        self.open_calls: dict[str, str | None] = {}  # unanswered call id -> the parentToolCallId of its message
+        self.subagents: set[str] = set()  # task call ids whose sub-agent started and has not finished
         self.assets: dict[str, tuple[str, str]] = {}  # assetId -> (base64 data, mime type)
 
     def run(self, rows, text: str) -> ParsedSession:
@@ -310,8 +314,10 @@ class _Log:
             self.b.extend(slot, text=content, calls=calls, reasoning=reasoning)
         else:
             slot = self.b.assistant(ref, ts, text=content, calls=calls, reasoning=reasoning, model=model)
+        parent = loc.str(data, "parentToolCallId", "data")
         for call in calls:
             self.call_slots[call.id] = slot
+            self.open_calls[call.id] = parent
         self.chunked = (api_call, slot, index, count) if api_call and index is not None and count else None
         if output is not None:
             self.b.set_usage(slot, Usage(output_tokens=output, model=model, request_id=api_call), f"{ref}#usage", ts)
@@ -344,6 +350,7 @@ class _Log:
         if error is not None:
             message = loc.str(error, "message", "data.error") or ""
             content = f"{content}\n{message}" if content else message
+        self.open_calls.pop(call_id, None)
         m = _EXIT.search(content)
         exit_code = int(m.group(1)) if m else None
         is_error = not success or exit_code not in (None, 0)
@@ -369,11 +376,15 @@ class _Log:
         call_id = loc.str(data, "toolCallId", "data", required=True)
         marker = SubagentMarker(call_id=call_id, agent_id=None, agent_type=loc.str(data, "agentName", "data"),
                                 description=loc.str(data, "agentDescription", "data") or "")
+        self.subagents.add(call_id)
         slot = self.call_slots.get(call_id)
         if slot is not None:
             self.b.after_results(slot, marker, ref, ts)
         else:
             self.b.add(marker, ref, ts)
+
+    def subagent_finished(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
+        self.subagents.discard(loc.str(data, "toolCallId", "data", required=True))
 
     # -- notes and markers
     def notification(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
@@ -385,7 +396,10 @@ class _Log:
         self.close_turn(f"the turn was aborted ({reason})", ts)
 
     def turn_end(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
-        self.close_turn("the turn ended without it", ts)
+        # the schema gives turns no parentToolCallId: while a sub-agent runs (or one of its calls is open) the
+        # turn that ends may be the sub-agent's, so its calls are left open for a later close
+        if not self.subagents and not any(self.open_calls.values()):
+            self.close_turn("the turn ended without it", ts)
 
     def compaction(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
         success = data.get("success")
@@ -406,6 +420,8 @@ class _Log:
 
     def close_turn(self, reason: str, ts: str | None) -> None:
         self.b.close_open(reason, ts)
+        self.open_calls.clear()
+        self.subagents.clear()
         self.chunked = None
         self.reasoning = False
 
@@ -445,6 +461,8 @@ _HANDLERS = {
     "tool.execution_start": _Log.tool_start,
     "tool.execution_complete": _Log.tool_complete,
     "subagent.started": _Log.subagent_started,
+    "subagent.completed": _Log.subagent_finished,
+    "subagent.failed": _Log.subagent_finished,
 }
 
 IMPORTERS = [CopilotCliImporter]
