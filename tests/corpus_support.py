@@ -27,7 +27,6 @@ DOCS = ("README.md", "FORMATS.md")
 NO_IMPORTER_YET: dict[str, str] = {
     "goose": "Goose sessions.db (SQLite): importer not written yet (issue 17)",
     "opencode": "OpenCode SQLite storage: importer not written yet (issue 17)",
-    "copilot-cli": "GitHub Copilot CLI events.jsonl: importer not written yet (issue 17)",
 }
 
 # Units larger than a 28,000-token hard budget (window 32,000 - reserve 4,000) even alone, per corpus file:

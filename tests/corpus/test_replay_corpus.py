@@ -81,7 +81,14 @@ def test_early_fact_is_recalled_after_it_left_the_epoch(corpus_session):
     assert fact is not None, "no user message with a distinctive term"
     eng = _engine(store, sid, "continuity:fact")
     view = eng.materialize(ContextRequest(session_id=sid, budget=TINY))
-    assert view.metrics["epoch_start_seq"] > fact.seq, "the early message is still in the epoch"
+    if view.metrics["epoch_start_seq"] <= fact.seq:
+        # allowed only when the whole conversation fits in the tiny recent window (copilot-cli/lantern_events.jsonl:
+        # 154 tokens, two requests of a small local model): nothing can leave the epoch, the fact stays in the view
+        doc, _ = run_replay(store, sid, window=TINY.context_window_tokens, reserve=TINY.reserve_tokens,
+                            recent=TINY.recent_tokens)
+        assert doc["summary"]["conversation_tokens"] <= TINY.recent_tokens, "the early message is still in the epoch"
+        assert doc["summary"]["rotations"] == 0 and fact.seq in {m.seq for m in view.messages}
+        return
     assert fact.seq not in {m.seq for m in view.messages}
     got = eng.recall(term, limit_tokens=200_000)
     assert fact.seq in [r.seq for r in got]

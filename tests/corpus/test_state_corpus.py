@@ -48,6 +48,11 @@ How each count was checked (FORMATS.md names the fields):
   messages from 18 message lines): 7 read_file of 7 paths, 1 write_file (GEMINI.md) = 8 files, 7 read,
   1 written, 1 mutation; the later ``replace`` of GEMINI.md and 3 ``update_topic`` calls are tools the
   kernel does not know.
+* lantern_events (Copilot CLI 1.0.78; a Python script over the raw lines that does not import latch): 15
+  events, 2 ``tool.execution_start`` of ``view`` (both ``src/orders.py``) and 2 ``tool.execution_complete``
+  with ``success: false`` and the same ``error.message`` (``"path": Required``), linked by ``toolCallId``:
+  one failure lineage (two occurrences), active (no later ``view`` succeeds); no file is read or written
+  (both views failed), no shell command, check, process or plan: every other count is 0.
 """
 
 from __future__ import annotations
@@ -81,6 +86,7 @@ EXPECTED = {
         (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
     "claude-code/entire-image_session.jsonl": (12, 12, 11, 19, 19, 5, 4, 4, 0, 1, 1, 0, 0, 5),
     "codex/edgerunner_codex-session.jsonl": (54, 20, 42, 51, 51, 23, 7, 4, 3, 19, 2, 21, 3, 5),
+    "copilot-cli/lantern_events.jsonl": (0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0),
     "openhands/basic_gui_mode.json": (3, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 1, 1, 0),
     "swe-agent/ctf_i_got_id_demo.traj": (1, 0, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0),
     "swe-agent/marshmallow-1867_function_calling.traj": (3, 2, 2, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0),
