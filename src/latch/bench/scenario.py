@@ -14,7 +14,7 @@ the same way:
 A call *fails* when its result is an error or its validation evidence failed.
 
 :data:`CORPUS_SHAPE` holds the figures measured on the project's corpus (``../shared/corpus``: its
-12 sessions in formats with an importer); ``python -m latch.bench.scenario [CORPUS_DIR]`` recomputes them and
+16 sessions in formats with an importer); ``python -m latch.bench.scenario [CORPUS_DIR]`` recomputes them and
 ``tests/test_stress.py`` pins that the constants equal a fresh measurement.
 
 :class:`ScenarioModel` generates an endless, deterministic (seeded) session of that shape in Claude
@@ -22,7 +22,7 @@ Code's tool vocabulary (Read, Edit, Bash), so the kernel derives file observatio
 validation evidence from it exactly as from an imported Claude Code transcript. Text comes from
 seeded pools (English prose, code, logs, CJK prose); sizes are drawn from a log-normal fitted to
 each measured (median, p90). Two inputs the corpus cannot measure are stated assumptions:
-:data:`SCREENSHOT_SHARE` (the corpus holds no image) and CJK as the stand-in for every non-Latin
+:data:`SCREENSHOT_SHARE` (one pasted image in the corpus is too few to measure) and CJK as the stand-in for every non-Latin
 script the corpus shows (Cyrillic).
 """
 
@@ -116,26 +116,26 @@ class ScenarioShape:
 # Measured on ../shared/corpus (8 sessions, 1,089 events) by measure_files(); recompute with
 # `python -m latch.bench.scenario`; tests/test_stress.py pins these against a fresh measurement.
 CORPUS_SHAPE = ScenarioShape(
-    sessions=12,
-    requests=560,
-    text_only_share=0.102,
-    calls_per_tool_turn=1.119,
-    tool_turn_text_share=0.475,
-    assistant_text_chars=Spread(median=186, p90=993, max=11619),
-    user_turns_per_request=0.145,
-    user_text_chars=Spread(median=69, p90=306, max=45979),
-    non_latin_user_share=0.099,
-    usage_per_request=0.92,
-    notes_per_request=0.271,
+    sessions=16,
+    requests=582,
+    text_only_share=0.107,
+    calls_per_tool_turn=1.14,
+    tool_turn_text_share=0.477,
+    assistant_text_chars=Spread(median=183, p90=960, max=11619),
+    user_turns_per_request=0.148,
+    user_text_chars=Spread(median=69, p90=324, max=45979),
+    non_latin_user_share=0.116,
+    usage_per_request=0.921,
+    notes_per_request=0.268,
     kinds={
-        "read": CallKind(share=0.155, error_rate=0.0, args_chars=Spread(median=109, p90=274, max=792),
-                         result_chars=Spread(median=4404, p90=18599, max=45496)),
-        "edit": CallKind(share=0.258, error_rate=0.0, args_chars=Spread(median=1243, p90=6187, max=33969),
-                         result_chars=Spread(median=62, p90=140, max=16511)),
-        "test": CallKind(share=0.089, error_rate=0.42, args_chars=Spread(median=143, p90=283, max=407),
+        "read": CallKind(share=0.167, error_rate=0.0, args_chars=Spread(median=105, p90=244, max=792),
+                         result_chars=Spread(median=4457, p90=21011, max=45496)),
+        "edit": CallKind(share=0.255, error_rate=0.0, args_chars=Spread(median=1279, p90=6637, max=33969),
+                         result_chars=Spread(median=64, p90=146, max=16511)),
+        "test": CallKind(share=0.084, error_rate=0.42, args_chars=Spread(median=143, p90=283, max=407),
                          result_chars=Spread(median=894, p90=10039, max=16962)),
-        "other": CallKind(share=0.498, error_rate=0.082, args_chars=Spread(median=144, p90=859, max=28053),
-                          result_chars=Spread(median=202, p90=3381, max=40153)),
+        "other": CallKind(share=0.493, error_rate=0.086, args_chars=Spread(median=143, p90=809, max=28053),
+                          result_chars=Spread(median=200, p90=2976, max=40153)),
     },
 )
 
