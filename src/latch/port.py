@@ -190,7 +190,7 @@ class ContextOverflow(Exception):
         parts = ", ".join(f"{k}={v}" for k, v in self.breakdown.items())
         super().__init__(f"{message} ({parts})")
 
-    def __reduce__(self):  # picklable across process pools (bench workers)
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable across process pools (bench workers)
         return type(self), (self.message, self.breakdown), self.__dict__
 
 

@@ -477,8 +477,8 @@ class ContinuityEngine:
         The kernel's ``recent_files(n)`` costs O(n); its ``files`` tuple costs O(files) per revision."""
         recent = getattr(state, "recent_files", None)
         entries = recent(8) if callable(recent) else (getattr(state, "files", None) or ())
-        files = [f.get("path") if isinstance(f, Mapping) else f for f in entries]
-        files = [f for f in files if isinstance(f, str) and f]
+        found = [f.get("path") if isinstance(f, Mapping) else f for f in entries]
+        files = [f for f in found if isinstance(f, str) and f]
         return files[-8:] or list(self._paths)
 
     def _kernel_parts(self, type_: str, generation: int, revision: int, at_seq: int,
@@ -676,9 +676,10 @@ class ContinuityEngine:
         old = self._epoch
         units, prefix = old.units, old.prefix
         n = len(units)
+        compact = self._compact if self._compact is not None else 0
         if reason == "manual_compact":
             i = n
-            while i > 0 and units[i - 1].first_seq >= self._compact:
+            while i > 0 and units[i - 1].first_seq >= compact:
                 i -= 1
         elif reason in ("initial", "instructions_changed") and not old.dropped and prefix[n] <= r.recent_eff:
             i = 0
@@ -689,7 +690,7 @@ class ContinuityEngine:
         if kept:
             start_seq = kept[0].first_seq
         elif reason == "manual_compact":
-            start_seq = self._compact
+            start_seq = compact
         else:
             start_seq = self._builder.pending_seq or r.until + 1
         state_sec, has_state = self._state_section(r)

@@ -197,7 +197,8 @@ def _paths(text: str) -> list[str]:
         if not backwards:
             backwards = text[::-1]
         j = len(text) - 1 - hint.start()  # the hint's first character, counted from the end
-        start = hint.start() + 1 - (sc.run.match(backwards, j).end() - j)
+        run = sc.run.match(backwards, j)
+        start = hint.start() + 1 - ((run.end() if run else j) - j)
         for m in sc.path.finditer(text, start, hint.end()):  # one run: the hint ends where the run does
             p = normalize_path(m.group(1))
             if not p or len(p) > 240 or "//" in p:
@@ -347,8 +348,8 @@ def _compute_features(event: Event) -> _Features:
                          tuple(c.name for c in event.tool_calls), tuple(calls), None, 0)
     if isinstance(event, ToolResult):
         markers = FAILURE if event.is_error else 0
-        terms = tuple(extract_terms(event.content[:RESULT_TERM_CHARS]))
-        return _Features(None, False, len(event.content), terms, none, tuple(_paths(event.content)), none, none,
+        result_terms = tuple(extract_terms(event.content[:RESULT_TERM_CHARS]))
+        return _Features(None, False, len(event.content), result_terms, none, tuple(_paths(event.content)), none, none,
                          (event.call_id, event.is_error, event.exit_code, event.missing), markers)
     if isinstance(event, Usage):
         return _Features(None, False, 0, none, none, none, none, none, None, 0)
@@ -665,8 +666,9 @@ class EpisodeIndex:
                 arr.stage(values)
                 lengths[i] += len(values)
         query_terms = sorted({tid for t in extract_terms(query_text) if (tid := self._terms.get(t)) is not None})
+        a_terms_at, a_terms, a_files_at, a_files, a_markers, a_last = (arr.data[:m] for arr, m in zip(arrays, lengths))
         picked = hotpaths.score_episodes(
-            *(arr.data[:m] for arr, m in zip(arrays, lengths)),
+            a_terms_at, a_terms, a_files_at, a_files, a_markers, a_last,
             np.asarray(query_terms, dtype=np.int64),
             np.asarray(self._current_file_ids(current_files), dtype=np.int64), int(now_seq), int(k))
         return [snap if (snap is not None and i == n) else self._closed[i] for i in map(int, picked)]

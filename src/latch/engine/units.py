@@ -34,7 +34,7 @@ used by ``latch replay`` and the tests.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..estimators import estimator_for_model
@@ -106,7 +106,7 @@ class TokenCounter:
             raise TypeError(f"estimator {estimator!r} needs estimate(text) and image_tokens(width, height) "
                             f"(latch.estimators.Estimator)")
         self.estimator = estimator
-        self.text = estimator.estimate
+        self.text: Callable[[str], int] = estimator.estimate
         self._memo: dict[str, int] = {}
 
     def fixed(self, text: str) -> int:

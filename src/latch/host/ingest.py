@@ -14,6 +14,7 @@ from .. import importers as _importers
 from ..importers.base import Importer, ParsedSession, SessionForgotten, TranscriptError
 from ..kernel.tombstones import tombstoned_sessions
 from ..plugins import registered_importers
+from ..store import EventStore, PendingEvent
 
 __all__ = ["import_file", "parse_file", "available_importers", "SessionForgotten"]
 
@@ -29,7 +30,7 @@ def parse_file(path: str | Path, format: str | None = None, importers: list[type
     return _importers.parse_file(path, format, available_importers(importers), live=live)
 
 
-def import_file(store, path: str | Path, format: str | None = None,
+def import_file(store: EventStore, path: str | Path, format: str | None = None,
                 importers: list[type[Importer]] | None = None, *,
                 final: bool = False) -> tuple[str, ParsedSession, list[int]]:
     """Parse and append ``path`` to ``store`` in one transaction.
@@ -61,20 +62,20 @@ def import_file(store, path: str | Path, format: str | None = None,
     return sid, parsed, seqs
 
 
-def _refuse_forgotten(store, path: Path, external_key: str) -> None:
+def _refuse_forgotten(store: EventStore, path: Path, external_key: str) -> None:
 
     sid = store.session_id_for(external_key)
     if sid in tombstoned_sessions(store):
         raise SessionForgotten(path, sid)
 
 
-def _where(source_ref: str) -> str:
+def _where(source_ref: str | None) -> str:
     """A ``source_ref`` as an error location like the parsers': ``line:30#usage`` → ``line 30#usage``."""
-    kind, _, rest = source_ref.partition(":")
+    kind, _, rest = (source_ref or "event").partition(":")
     return f"{kind} {rest}" if rest else kind
 
 
-def _stored(store, external_key: str) -> bool:
+def _stored(store: EventStore, external_key: str) -> bool:
     try:
         store.session(store.session_id_for(external_key))
     except KeyError:
@@ -82,7 +83,7 @@ def _stored(store, external_key: str) -> bool:
     return True
 
 
-def _new_events(store, path: Path, external_key: str, events: list) -> list:
+def _new_events(store: EventStore, path: Path, external_key: str, events: list[PendingEvent]) -> list[PendingEvent]:
     """The ``events`` not stored yet for this session, after checking that the stored ones are a prefix.
 
     Each event stored earlier must read the same and come before every new one. Stored events the
@@ -96,7 +97,7 @@ def _new_events(store, path: Path, external_key: str, events: list) -> list:
         return events
     first_new = None
     for pe in events:
-        old = stored.get(pe.source_ref)
+        old = stored.get(pe.source_ref) if pe.source_ref is not None else None
         if old is not None and getattr(old, "eof_placeholder", False):
             old = None  # superseded: the parse places its own event (a result or a placeholder) here
         if old is None:

@@ -75,7 +75,7 @@ def transcript_model(events: Iterable[Any]) -> str | None:
     """The first model id an event of the session names, else ``None``."""
     for s in events:
         m = getattr(s.event, "model", None)
-        if m:
+        if isinstance(m, str) and m:
             return m
     return None
 

@@ -215,9 +215,13 @@ def _overlap(ids: Sequence[int], lo: int, hi: int, wanted: set[int]) -> int:
     return sum(1 for j in range(lo, hi) if ids[j] in wanted)
 
 
-def score_episodes(term_indptr: Sequence[int], term_ids: Sequence[int], file_indptr: Sequence[int],
-                   file_ids: Sequence[int], markers: Sequence[int], last_seq: Sequence[int],
-                   query_terms: Sequence[int], current_files: Sequence[int], now_seq: int, k: int) -> list[int]:
+IntArray = Sequence[int] | np.ndarray
+"""An int64 numpy array or any sequence of ints (the score arrays' element type)."""
+
+
+def score_episodes(term_indptr: IntArray, term_ids: IntArray, file_indptr: IntArray,
+                   file_ids: IntArray, markers: IntArray, last_seq: IntArray,
+                   query_terms: IntArray, current_files: IntArray, now_seq: int, k: int) -> list[int]:
     """Indices of the ``k`` best episodes (CSR layout: episode ``i`` owns
     ``term_ids[term_indptr[i]:term_indptr[i+1]]``, ids unique within an episode).
 

@@ -56,7 +56,7 @@ class StoreBusyError(StoreError):
     """Another process held the database's lock past the busy timeout (a :class:`StoreError`)."""
 
 
-def _busy(exc: sqlite3.Error) -> bool:
+def _busy(exc: BaseException) -> bool:
     """SQLITE_BUSY / SQLITE_LOCKED (another connection holds the lock past the busy timeout)."""
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None:
@@ -159,13 +159,13 @@ class EventStore:
             path = default_db_path(workspace)
         self.path = Path(path) if str(path) != ":memory:" else Path(":memory:")
         self._lock = threading.RLock()
-        self._db: sqlite3.Connection | None = None
+        self._conn: sqlite3.Connection | None = None
         try:
             if str(self.path) != ":memory:":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 if self.path.exists() and not self.path.is_file():
                     raise StoreError(f"cannot open the Latch store at {self.path}: not a regular file")
-            self._db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+            self._conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
             self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             deadline = time.monotonic() + busy_timeout_ms / 1000
             _until_not_busy(lambda: self._db.execute("PRAGMA journal_mode=WAL"), deadline)
@@ -173,8 +173,8 @@ class EventStore:
             self._db.execute("PRAGMA foreign_keys=ON")
             _until_not_busy(self._migrate, deadline)
         except (OSError, sqlite3.Error, StoreError) as exc:
-            if self._db is not None:
-                self._db.close()
+            if self._conn is not None:
+                self._conn.close()
             if isinstance(exc, StoreError):
                 raise
             if isinstance(exc, sqlite3.Error) and _busy(exc):
@@ -188,7 +188,14 @@ class EventStore:
                 reason = str(exc)
             raise StoreError(f"cannot open the Latch store at {self.path}: {reason}") from None
 
-    def _error(self, exc: sqlite3.Error) -> StoreError:
+    @property
+    def _db(self) -> sqlite3.Connection:
+        """The open connection (``StoreError`` if the store failed to open)."""
+        if self._conn is None:
+            raise StoreError(f"the Latch store at {self.path} is not open")
+        return self._conn
+
+    def _error(self, exc: BaseException) -> StoreError:
         """The :class:`StoreError` for a failed SQLite operation (busy, I/O, disk full, read-only)."""
         if _busy(exc):
             return StoreBusyError(f"the store at {self.path} is busy (locked by another process); try again")
@@ -297,7 +304,7 @@ class EventStore:
             if external_key is not None:
                 row = db.execute("SELECT id FROM sessions WHERE external_key = ?", (external_key,)).fetchone()
                 if row:
-                    return row[0]
+                    return str(row[0])
                 sid = self.session_id_for(external_key)
             else:
                 sid = uuid.uuid4().hex[:12]
@@ -352,7 +359,7 @@ class EventStore:
             )
             if cur.rowcount == 0:
                 continue  # already imported (same source_ref)
-            seq = cur.lastrowid
+            seq = int(cur.lastrowid or 0)
             seqs.append(seq)
             text = ev.searchable_text()
             if text:
@@ -428,8 +435,8 @@ class EventStore:
 
     def count_events(self, session_id: str | None = None) -> int:
         if session_id is None:
-            return self._rows("SELECT count(*) FROM events")[0][0]
-        return self._rows("SELECT count(*) FROM events WHERE session_id = ?", (session_id,))[0][0]
+            return int(self._rows("SELECT count(*) FROM events")[0][0])
+        return int(self._rows("SELECT count(*) FROM events WHERE session_id = ?", (session_id,))[0][0])
 
     def max_seq(self, session_id: str | None = None) -> int:
         if session_id is None:
@@ -503,7 +510,7 @@ class EventStore:
                 cur = db.execute(
                     "INSERT INTO kernel_records(session_id, stream, kind, at_seq, payload) VALUES (?, ?, ?, ?, ?)",
                     (session_id, stream, kind, at_seq, canonical_json(payload)))
-                ids.append(cur.lastrowid)
+                ids.append(int(cur.lastrowid or 0))
         return ids
 
     def kernel_records(self, session_id: str, stream: str, *, kinds: Sequence[str] | None = None,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 
 __all__ = ["TOKENIZE", "prepare_text", "query_tokens", "build_match_query", "is_cjk", "is_symbol"]
 
@@ -82,7 +83,7 @@ _ANY_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
-def _in(ch: str, ranges: tuple[tuple[int, int], ...]) -> bool:
+def _in(ch: str, ranges: Sequence[tuple[int, int]]) -> bool:
     cp = ord(ch)
     return any(a <= cp <= b for a, b in ranges)
 
