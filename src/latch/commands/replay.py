@@ -324,12 +324,17 @@ def register(cli: click.Group) -> None:
     @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
                   help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder).")
     @click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
-                  callback=output_file, help="Write the per-request report as JSON to this file ('-' for stdout).")
+                  is_flag=False, flag_value="-", metavar="[FILE]", callback=output_file,
+                  help="Print the per-request report as JSON to stdout instead of the table (like every command's --json); "
+                       "`--json FILE` is kept as an alias of --json-out FILE.")
+    @click.option("-o", "--json-out", "json_file", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+                  callback=output_file, help="Also write the per-request report as JSON to this file ('-': stdout).")
     @click.option("--live", is_flag=True,
                   help="The transcript is still being written: store only its settled events; the open tail "
                        "(e.g. a response still streaming) waits for the next import.")
     @pass_app
-    def replay_cmd(app, file, fmt, model, window, reserve, recent, engine, estimator, config_path, json_out, live):
+    def replay_cmd(app, file, fmt, model, window, reserve, recent, engine, estimator, config_path, json_out, json_file,
+                   live):
         """Replay FILE: materialize the view before every model request and check the invariants."""
         from ..host.ingest import SessionForgotten, import_file
 
@@ -360,12 +365,15 @@ def register(cli: click.Group) -> None:
                                     progress=lambda done, total: bar.update(task, completed=done))
         else:
             doc, _ = run_replay(store, sid, **options)
-        if json_out == "-":
+        if json_out not in (None, "-"):  # `--json FILE`: the alias of --json-out FILE
+            json_out, json_file = None, json_file or json_out
+        if "-" in (json_out, json_file):
             click.echo(dumps(doc, indent=2))
+            json_file = None if json_file == "-" else json_file
         else:
             _print(_stdout_console(), doc, file)
-            if json_out:
-                with open(json_out, "w", encoding="utf-8") as f:
-                    f.write(dumps(doc, indent=2) + "\n")
+        if json_file:
+            with open(json_file, "w", encoding="utf-8") as f:
+                f.write(dumps(doc, indent=2) + "\n")
         if doc["summary"]["violations"]:
             sys.exit(1)

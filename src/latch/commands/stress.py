@@ -66,8 +66,12 @@ def register(cli: click.Group) -> None:
     @click.option("--db", type=click.Path(dir_okay=False), default=None,
                   help="Keep the run's database at this new path (default: a temporary one, removed).")
     @click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
-                  callback=output_file, help="Write the report as JSON to this file ('-' for stdout).")
-    def stress_cmd(events, seed, every, burst, batch, inline, db, json_out):
+                  is_flag=False, flag_value="-", metavar="[FILE]", callback=output_file,
+                  help="Print the report as JSON to stdout instead of the table (like every command's --json); "
+                       "`--json FILE` is kept as an alias of --json-out FILE.")
+    @click.option("-o", "--json-out", "json_file", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+                  callback=output_file, help="Also write the report as JSON to this file ('-': stdout).")
+    def stress_cmd(events, seed, every, burst, batch, inline, db, json_out, json_file):
         """Plant early facts, push EVENTS realistic events, verify every stress guarantee."""
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -84,12 +88,15 @@ def register(cli: click.Group) -> None:
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
         doc = report.to_json()
-        if json_out == "-":
+        if json_out not in (None, "-"):  # `--json FILE`: the alias of --json-out FILE
+            json_out, json_file = None, json_file or json_out
+        if "-" in (json_out, json_file):
             click.echo(dumps(doc, indent=2))
+            json_file = None if json_file == "-" else json_file
         else:
             print_report(console(highlight=False), doc)
-            if json_out:
-                with open(json_out, "w", encoding="utf-8") as f:
-                    f.write(dumps(doc, indent=2) + "\n")
+        if json_file:
+            with open(json_file, "w", encoding="utf-8") as f:
+                f.write(dumps(doc, indent=2) + "\n")
         if not report.ok:
             sys.exit(1)
