@@ -108,3 +108,30 @@ def test_user_mistakes_exit_2_without_a_traceback(tmp_path, args, message):
     res = CliRunner().invoke(cli, ["bench", "--scenario-events", "50", "--out", str(tmp_path), *args])
     assert res.exit_code == 2, res.output
     assert message in res.output and "Traceback" not in res.output
+
+
+def test_bench_uses_the_hosts_estimator_choice(tmp_path, monkeypatch):
+    """``latch bench`` resolves the estimator like ``latch replay`` (issue 10): ``--estimator NAME`` for every
+    job, else the ``latch_select_estimator`` hook's choice for each session's model (on main it called
+    ``resolve_estimator(model)`` and never asked the hook, so an installed latch-tiktoken was ignored)."""
+    pytest.importorskip("latch_tiktoken")
+    from latch import plugins
+
+    monkeypatch.setenv("LATCH_LOAD_PLUGINS", "tiktoken")
+    plugins.reset_plugin_manager()
+    try:
+        example = SessionSource(name="invoice", path=str(EXAMPLES / "invoice-rounding.claude.jsonl"))
+        budget = Budget("32k:4k:8k", 32_000, 4_000, 8_000)
+        forced = run_job("continuity", example, budget, "tiktoken")
+        hooked = run_job("continuity", example, budget)
+        assert forced["estimator"] == "tiktoken"
+        assert hooked["estimator"] == plugins.select_estimator(hooked["model"]).name  # the hook's choice
+        gpt = tmp_path / "gpt.json"
+        gpt.write_text(json.dumps({"model": "gpt-4", "messages": [
+            {"role": "user", "content": "Round 2.675 to cents."}, {"role": "assistant", "content": "2.68"}]}))
+        on_gpt = run_job("continuity", SessionSource(name="gpt", path=str(gpt)), budget)
+        assert on_gpt["estimator"] == "tiktoken"  # latch-tiktoken answers the hook for cl100k models (gpt-4)
+        assert summarize([forced])[0]["estimators"] == "tiktoken"
+        assert "| tiktoken |" in markdown_table(summarize([forced]))
+    finally:
+        plugins.reset_plugin_manager()
