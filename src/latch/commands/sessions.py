@@ -59,15 +59,20 @@ def register(cli: click.Group) -> None:
     def import_cmd(app, files, fmt, live):
         """Import transcript FILES into the store (idempotent; a forgotten session takes no new events).
 
+        A Claude Code session file brings its sub-agent files (``<sessionId>/subagents/agent-*.jsonl``):
+        they import as child sessions of it (``latch sessions`` shows the parent).
+
         Every file is tried; each one that cannot be imported is one line on stderr and leaves the
         store unchanged; the command then exits 1.
         """
-        from ..host.ingest import SessionForgotten, import_file
+        from ..host.ingest import SessionForgotten, companion_files, import_file
         from ..importers.base import TranscriptError
 
         store = app.store()
         con, err = _console(), console(stderr=True, highlight=False)
         failed = 0
+        # a Claude Code session brings its sub-agent files (<sessionId>/subagents/agent-*.jsonl) with it
+        files = tuple(dict.fromkeys(str(q) for f in files for q in (f, *companion_files(f))))
         for f in files:
             try:
                 sid, parsed, seqs = import_file(store, f, fmt, final=not live)

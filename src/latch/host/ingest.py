@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import importers as _importers
+from ..events import SubagentMarker
 from ..importers.base import Importer, ParsedSession, SessionForgotten, TranscriptError
 from ..kernel.tombstones import tombstoned_sessions
 from ..plugins import registered_importers
@@ -58,8 +59,32 @@ def import_file(store: EventStore, path: str | Path, format: str | None = None,
         return store.session_id_for(parsed.external_key), parsed, []  # nothing settled yet: no empty session
     sid, seqs = store.import_session(
         external_key=parsed.external_key, source=parsed.source, format=parsed.format,
-        workspace=parsed.workspace, events=events, meta=parsed.meta, artifacts=parsed.artifacts)
+        workspace=parsed.workspace, events=events, meta=parsed.meta, artifacts=parsed.artifacts,
+        parent_key=parsed.parent_key)
     return sid, parsed, seqs
+
+
+def companion_files(path: str | Path) -> list[Path]:
+    """Transcripts that belong with ``path`` and are imported with it: a Claude Code session
+    ``<sessionId>.jsonl``'s sub-agent files ``<sessionId>/subagents/agent-*.jsonl`` (sorted), else ``[]``."""
+    p = Path(path)
+    folder = p.with_suffix("") / "subagents"
+    if p.suffix != ".jsonl" or not folder.is_dir():
+        return []
+    return sorted(q for q in folder.glob("agent-*.jsonl") if q.is_file())
+
+
+def subagent_call(store: EventStore, session_id: str) -> str | None:
+    """The parent's tool call that spawned sub-agent session ``session_id``: the ``call_id`` of the parent's
+    :class:`~latch.events.SubagentMarker` whose ``agent_id`` is the child's (``meta.agent_id``), else ``None``."""
+    info = store.session(session_id)
+    agent = info.meta.get("agent_id")
+    if info.parent_id is None or not isinstance(agent, str):
+        return None
+    for e in store.events(info.parent_id, kinds=["subagent_marker"]):
+        if isinstance(e.event, SubagentMarker) and e.event.agent_id == agent:
+            return e.event.call_id
+    return None
 
 
 def _refuse_forgotten(store: EventStore, path: Path, external_key: str) -> None:

@@ -69,6 +69,9 @@ class ParsedSession:
     artifacts: list[tuple[bytes, str, int | None, int | None]] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     settled: int | None = None
+    parent_key: str | None = None
+    """The ``external_key`` of the session that spawned this one (a Claude Code sub-agent file's parent
+    session), or ``None``; the host links the two in the store (``SessionInfo.parent_id``)."""
 
     @property
     def settled_events(self) -> list[PendingEvent]:

@@ -152,8 +152,13 @@ class ClaudeCodeImporter(Importer):
         meta = {k: v for k, v in (("session_id", session_id), ("version", version), ("git_branch", branch),
                                   ("agent_id", agent)) if isinstance(v, str)}
         meta["lines_not_on_active_branch"] = skipped
-        return builder.finish(external_key=key or head_key(FORMAT, text),
-                              workspace=cwd if isinstance(cwd, str) else None, meta=meta, growing=True)
+        if agent:  # agent-acompact-<id>.jsonl is the thread of the auto-compaction agent, not a Task sub-agent
+            meta["agent_kind"] = "compaction" if agent.startswith("acompact") else "subagent"
+        parsed = builder.finish(external_key=key or head_key(FORMAT, text),
+                                workspace=cwd if isinstance(cwd, str) else None, meta=meta, growing=True)
+        if agent and isinstance(session_id, str):
+            parsed.parent_key = f"{FORMAT}:{session_id}"  # subagents/agent-<id>.jsonl of <sessionId>.jsonl
+        return parsed
 
 
 def _read_line(loc: Loc, n: int, obj: dict) -> _Line:

@@ -382,21 +382,35 @@ class EventStore:
 
     def import_session(self, *, external_key: str, source: str | None, format: str | None,
                        workspace: str | None, events: Sequence[PendingEvent], meta: dict[str, Any] | None = None,
-                       parent_id: str | None = None, artifacts: Sequence[tuple[bytes, str, int | None, int | None]] = ()
-                       ) -> tuple[str, list[int]]:
+                       parent_id: str | None = None, artifacts: Sequence[tuple[bytes, str, int | None, int | None]] = (),
+                       parent_key: str | None = None) -> tuple[str, list[int]]:
         """Create-or-reuse the session for ``external_key`` and append ``events``, all in one transaction.
 
         Events whose ``source_ref`` is already stored are skipped, so importing
         the same file twice adds nothing. Returns ``(session_id, new_seqs)``.
+
+        ``parent_key`` is the external key of the session that spawned this one (a sub-agent's parent),
+        kept in the session's meta as ``parent_key``: the child links to the parent (``parent_id``) as soon
+        as both are stored, whichever is imported first.
         """
         with self._write() as db:
-            row = db.execute("SELECT id FROM sessions WHERE external_key = ?", (external_key,)).fetchone()
+            if parent_key is not None:
+                meta = {**(meta or {}), "parent_key": parent_key}
+                if parent_id is None:
+                    got = db.execute("SELECT id FROM sessions WHERE external_key = ?", (parent_key,)).fetchone()
+                    parent_id = got[0] if got else None
+            row = db.execute("SELECT id, parent_id FROM sessions WHERE external_key = ?", (external_key,)).fetchone()
             if row:
                 sid = row[0]
+                if row[1] is None and parent_id is not None:
+                    db.execute("UPDATE sessions SET parent_id = ? WHERE id = ?", (parent_id, sid))
             else:
                 sid = self.session_id_for(external_key)
                 self._insert_session(session_id=sid, external_key=external_key, source=source, format=format,
                                      workspace=workspace, parent_id=parent_id, meta=meta)
+            # children imported before their parent (meta.parent_key names this session) link to it now
+            db.execute("UPDATE sessions SET parent_id = ? WHERE parent_id IS NULL AND id != ? "
+                       "AND json_extract(meta, '$.parent_key') = ?", (sid, sid, external_key))
             for data, media_type, w, h in artifacts:
                 self._put_artifact_locked(data, media_type, w, h)
             seqs = self._append_locked(sid, events)

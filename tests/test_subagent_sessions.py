@@ -1,0 +1,79 @@
+"""Claude Code sub-agent files import as child sessions of their parent (issue 17, item 3).
+
+The corpus session spotter (``8463c716….jsonl``) has ``subagents/agent-a7be2f0.jsonl`` (an Explore
+sub-agent spawned by the Task call whose result names ``agentId: a7be2f0``) and
+``subagents/agent-acompact-f46190.jsonl`` (the auto-compaction agent's thread). ``latch import`` of the
+session file brings both; each is its own session (its own L0-L3) with ``parent_id`` = the parent's id,
+whichever file is imported first; ``latch forget`` of the parent hides the children too.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from corpus_support import CORPUS, require_corpus
+from latch.cli import _load_commands, cli
+from latch.host.ingest import companion_files, import_file, subagent_call
+from latch.store import EventStore
+
+SESSION = "claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"
+CHILDREN = ("agent-a7be2f0.jsonl", "agent-acompact-f46190.jsonl")
+
+
+def _paths():
+    require_corpus()
+    parent = CORPUS / SESSION
+    return parent, [parent.with_suffix("") / "subagents" / c for c in CHILDREN]
+
+
+def test_import_brings_the_subagent_files_as_children(tmp_path):
+    parent, children = _paths()
+    assert companion_files(parent) == children
+    _load_commands()
+    db = str(tmp_path / "l.db")
+    r = CliRunner().invoke(cli, ["--db", db, "import", str(parent)])
+    assert r.exit_code == 0, r.output
+    assert r.output.count(": session ") == 3
+    rows = json.loads(CliRunner().invoke(cli, ["--db", db, "sessions", "--json"]).output)
+    by_source = {row["source"].rsplit("/", 1)[-1]: row for row in rows}
+    top = by_source[parent.name]
+    assert top["parent"] is None
+    assert [by_source[c]["parent"] for c in CHILDREN] == [top["id"], top["id"]]
+    with EventStore(db) as store:
+        explore = store.session(by_source[CHILDREN[0]]["id"])
+        compact = store.session(by_source[CHILDREN[1]]["id"])
+        assert (explore.meta["agent_kind"], compact.meta["agent_kind"]) == ("subagent", "compaction")
+        # checked by hand: the Task call on line 947 of the parent file (subagent_type Explore), whose
+        # result on line 988 carries toolUseResult.agentId "a7be2f0"
+        call = subagent_call(store, explore.id)
+        assert call == "toolu_017SvvKc8KLbhGMG3tXkf21Z"
+        markers = [e.event for e in store.events(top["id"], kinds=["subagent_marker"])]
+        assert [m.call_id for m in markers if m.agent_id == "a7be2f0"] == [call]
+        assert subagent_call(store, compact.id) is None  # no Task call spawned the compaction agent
+
+
+@pytest.mark.parametrize("order", ["children first", "parent first"])
+def test_link_holds_whichever_file_comes_first(tmp_path, order):
+    parent, children = _paths()
+    files = [*children, parent] if order == "children first" else [parent, *children]
+    with EventStore(tmp_path / "l.db") as store:
+        ids = {p: import_file(store, p, final=True)[0] for p in files}
+        assert sorted(s.id for s in store.children(ids[parent])) == sorted(ids[c] for c in children)
+        again = [import_file(store, p, final=True)[2] for p in files]
+        assert again == [[], [], []]  # idempotent, links kept
+        assert {s.parent_id for s in store.sessions() if s.id != ids[parent]} == {ids[parent]}
+
+
+def test_forgetting_the_parent_hides_its_children(tmp_path):
+    parent, _ = _paths()
+    _load_commands()
+    db = str(tmp_path / "l.db")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["--db", db, "import", str(parent)]).exit_code == 0
+    top = next(r for r in json.loads(runner.invoke(cli, ["--db", db, "sessions", "--json"]).output)
+               if r["parent"] is None)
+    assert runner.invoke(cli, ["--db", db, "forget", top["id"]]).exit_code == 0
+    assert json.loads(runner.invoke(cli, ["--db", db, "sessions", "--json"]).output) == []
