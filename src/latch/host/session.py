@@ -14,7 +14,6 @@ from typing import Any
 
 from ..events import MediaRef
 from ..kernel import canonical_state
-from ..kernel import events as _kernel_events  # noqa: F401  # registers the kernel event kinds before rows are decoded
 from ..store import EventStore, StoredEvent
 
 __all__ = ["StoreSessionReader", "StoreKernelWriter", "EmptyState"]

@@ -18,7 +18,7 @@ Public entry points (spec: "Sessions & continuity", "Port boundary", "Episodes",
 
 from __future__ import annotations
 
-from . import events  # noqa: F401  (registers the kernel event kinds)
+from . import events  # noqa: F401  (the kernel event kinds, declared in latch.events)
 from .state import CanonicalState, StateOverflow, canonical_state
 from .tools import KERNEL_TOOLS, KernelToolError, apply_kernel_tool
 
