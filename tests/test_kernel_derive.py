@@ -7,8 +7,10 @@ import json
 import pytest
 
 from latch.events import ToolCall, ToolResult
-from latch.kernel.derive import (DerivationContext, DerivationRule, Mutation, ToolSuccess, error_signature,
-                                 patch_paths, register_rule, registered_rules, unregister_rule)
+from latch.kernel import canonical_state
+from latch.kernel.derive import (DerivationContext, DerivationRule, Mutation, ToolSuccess, builtin_rules,
+                                 error_signature, patch_paths, register_rule, unregister_rule)
+from latch.kernel.ledger import KernelCache
 from latch.kernel.shell import classify_command, command_text
 
 from kernel_support import by, session, state, turn
@@ -246,26 +248,29 @@ def test_orphan_error_result_is_a_failure(store):
 
 # ------------------------------------------------------------------ plugin rules
 class _DeployRule(DerivationRule):
-    name = "test_deploy"
+    PLUGIN_NAME = "test_deploy"
     tools = frozenset({"deploy_site"})
 
     def derive(self, call, result, ctx):
         return [Mutation(paths=("public/index.html",), tool=call.name)]
 
 
-def test_a_plugin_rule_extends_and_invalidates_cached_reductions(store):
+def test_a_plugin_rule_extends_the_cache_it_is_given(store):
+    # was test_a_plugin_rule_extends_and_invalidates_cached_reductions (register_rule, a process-wide
+    # registry, is gone: rules belong to the KernelCache the host builds from the hook; issue 10 item 4)
     sid = session(store)
     turn(store, sid, "deploy_site", {"target": "prod"}, "ok")
     assert state(store, sid).generation == 0
-    rule = register_rule(_DeployRule())
-    try:
-        assert registered_rules()[0] is rule
-        assert state(store, sid).generation == 1  # the ledger rebuilt with the new rule
-        with pytest.raises(ValueError, match="already registered"):
-            register_rule(_DeployRule())
-    finally:
-        assert unregister_rule("test_deploy") is rule
-    assert state(store, sid).generation == 0
+    cache = KernelCache([_DeployRule(), *builtin_rules()])
+    assert cache.rules[0].name == "test_deploy"
+    assert canonical_state(store, sid, cache=cache).generation == 1  # this cache derives with the rule
+    assert state(store, sid).generation == 0  # the default cache never sees it
+    with pytest.raises(ValueError, match="'test_deploy' is used twice"):
+        KernelCache([_DeployRule(), _DeployRule()])
+    with pytest.raises(RuntimeError, match="latch_register_derivation_rules"):
+        register_rule(_DeployRule())
+    with pytest.raises(RuntimeError, match="latch_register_derivation_rules"):
+        unregister_rule("test_deploy")
 
 
 def test_rules_see_context_paths():
@@ -273,7 +278,7 @@ def test_rules_see_context_paths():
     assert ctx.path("/home/u/app/src/../lib/x.py") == "lib/x.py"
     assert ctx.path("/etc/hosts") == "/etc/hosts"
     assert ctx.path("./a.py") == "a.py"
-    rule = next(r for r in registered_rules() if r.name == "file_tools")
+    rule = next(r for r in builtin_rules() if r.name == "file_tools")
     call = ToolCall("c", "Write", json.dumps({"file_path": "/home/u/app/w.txt", "content": "z"}))
     assert rule.derive(call, ToolResult(call_id="c", content="ok"), ctx) == [
         Mutation(paths=("w.txt",), tool="Write"), ToolSuccess("Write", ("w.txt",))]

@@ -580,7 +580,7 @@ def test_every_hook_has_a_section_in_docs():
     hooks = {n for n in vars(hookspecs) if n.startswith("latch_")}
     assert hooks == {"latch_register_engines", "latch_register_estimators", "latch_register_providers",
                      "latch_register_importers", "latch_register_uis", "latch_register_commands",
-                     "latch_select_estimator", "latch_configure"}
+                     "latch_select_estimator", "latch_configure", "latch_register_derivation_rules"}
     missing = hooks - documented
     assert not missing, f"hooks without a section in docs/plugins.md: {sorted(missing)}"
     assert documented <= hooks, f"docs/plugins.md documents hooks that do not exist: {sorted(documented - hooks)}"
@@ -598,3 +598,59 @@ def test_a_raising_register_hook_is_named(monkeypatch, tmp_path):
     with pytest.raises(PluginError, match=r"plugin 'crashy' \(.*from latch-crashy\): latch_register_uis\(\) raised "
                                           r"RuntimeError: no display"):
         pm.registry("uis")
+
+
+# ---------------------------------------------------------------- derivation rules (issue 10 item 4)
+RULE_PLUGIN = """
+    from latch.hookspecs import hookimpl
+    from latch.kernel.derive import DerivationRule
+    from latch.kernel.events import Mutation
+
+    class DeployRule(DerivationRule):
+        PLUGIN_NAME = "{name}"
+        tools = frozenset({{"deploy_site", "Bash"}})
+
+        def derive(self, call, result, ctx):
+            return [Mutation(paths=("public/index.html",), tool=call.name)]
+
+    @hookimpl
+    def latch_register_derivation_rules():
+        return [DeployRule]
+"""
+
+
+def test_builtin_derivation_rules_come_through_the_hook_in_their_fixed_order():
+    pm = get_plugin_manager(BUILTINS_ONLY)
+    assert [c.PLUGIN_NAME for c in plugins.registered_derivation_rules(pm)] == [
+        "file_tools", "apply_patch", "plan", "codex_exec", "process_poll", "shell"]
+    assert pm.registry("derivation_rules")["shell"].plugin.name == "latch.default_plugins.derivation"
+
+
+def test_a_plugin_rule_runs_before_the_builtins_in_the_host_cache(monkeypatch, tmp_path):
+    from kernel_support import session, turn
+    from latch.host.kernel import kernel_cache
+    from latch.kernel import canonical_state
+    from latch.store import EventStore
+
+    install_fake_plugin(monkeypatch, tmp_path, RULE_PLUGIN.format(name="deploy"), entry_name="deploy")
+    pm = get_plugin_manager({"LATCH_LOAD_PLUGINS": "deploy"})
+    names = [c.PLUGIN_NAME for c in plugins.registered_derivation_rules(pm)]
+    assert names == ["deploy", "file_tools", "apply_patch", "plan", "codex_exec", "process_poll", "shell"]
+    store = EventStore(tmp_path / "rules.db")
+    sid = session(store)
+    turn(store, sid, "deploy_site", {"target": "prod"}, "ok")
+    turn(store, sid, "Bash", {"command": "ls"}, "a.py")  # the plugin took Bash over from the shell rule
+    cache = kernel_cache(pm)
+    assert kernel_cache(pm) is cache and [r.name for r in cache.rules] == names
+    assert canonical_state(store, sid, cache=cache).generation == 2
+    assert canonical_state(store, sid).generation == 0  # the kernel alone: built-in rules only
+    store.close()
+
+
+def test_a_derivation_rule_name_taken_twice_is_named(monkeypatch, tmp_path):
+    install_fake_plugin(monkeypatch, tmp_path, RULE_PLUGIN.format(name="shell"), entry_name="myshell",
+                        dist="latch-myshell")
+    pm = get_plugin_manager({"LATCH_LOAD_PLUGINS": "myshell"})
+    with pytest.raises(PluginError, match=r"derivation_rule name 'shell' is registered twice: by plugin "
+                                          r"'latch.default_plugins.derivation' .* and by plugin 'myshell'"):
+        plugins.registered_derivation_rules(pm)

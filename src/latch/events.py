@@ -20,8 +20,15 @@ Shapes follow the OpenAI/Anthropic message vocabulary:
 * :class:`SubagentMarker`    a sub-agent spawned through a tool call
 * :class:`MediaRef`          a content-addressed artifact reference (image, file)
 
-Kernel kinds (state updates, evidence, kernel context, epochs, tombstones) are
-registered by their own modules through :func:`register_kind`.
+The kernel's records (:class:`StateUpdate`, :class:`FileObservation`, :class:`Mutation`,
+:class:`ExternalChange`, :class:`ValidationEvidence`, :class:`ProcessStarted`,
+:class:`ProcessExited`, :class:`WriterBlocker`, :class:`Tombstone`; documented and
+re-exported by :mod:`latch.kernel.events`) and the agent's steering markers
+(:class:`SteeringQueued`, :class:`SteeringDelivered`; re-exported by
+:mod:`latch.agent.steering`) are declared here too, so :data:`EVENT_KINDS` is one
+explicit table of every kind Latch writes, complete as soon as this module is
+imported: a process decodes any stored event without importing the kernel or the
+agent (and this module imports nothing from ``latch``).
 """
 
 from __future__ import annotations
@@ -49,6 +56,19 @@ __all__ = [
     "decode_event",
     "register_kind",
     "EVENT_KINDS",
+    "BUILTIN_KINDS",
+    "EVIDENCE_STATUSES",
+    "StateUpdate",
+    "FileObservation",
+    "Mutation",
+    "ExternalChange",
+    "ValidationEvidence",
+    "ProcessStarted",
+    "ProcessExited",
+    "WriterBlocker",
+    "Tombstone",
+    "SteeringQueued",
+    "SteeringDelivered",
 ]
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
@@ -73,12 +93,16 @@ def canonical_bytes(obj: Any) -> bytes:
 
 
 EVENT_KINDS: dict[str, type["Event"]] = {}
+"""``{KIND: class}`` for :func:`decode_event`: every class of :data:`BUILTIN_KINDS`, filled when this
+module is imported (no lazy import, no import of the kernel), plus any :func:`register_kind` additions."""
 
 
 def register_kind(cls: type["Event"]) -> type["Event"]:
-    """Class decorator: register ``cls`` under its ``KIND`` for :func:`decode_event`.
+    """Register ``cls`` (an :class:`Event` subclass with a ``KIND``) for :func:`decode_event`; returns ``cls``.
 
-    Raises ``ValueError`` when another class already owns the kind.
+    Every kind Latch writes is already in :data:`BUILTIN_KINDS`; this is for an event kind defined
+    outside Latch, whose module must then be imported before such an event is decoded. Raises
+    ``ValueError`` when another class already owns the kind.
     """
     kind = cls.KIND
     other = EVENT_KINDS.get(kind)
@@ -172,7 +196,6 @@ class ToolCall:
     arguments: str
 
 
-@register_kind
 @dataclass(frozen=True, slots=True)
 class UserMessage(Event):
     """A ``user`` turn. ``is_meta`` marks harness-injected text (still a user turn)."""
@@ -186,7 +209,6 @@ class UserMessage(Event):
         return self.text
 
 
-@register_kind
 @dataclass(frozen=True, slots=True)
 class AssistantMessage(Event):
     """An ``assistant`` turn: visible text, whether reasoning was reported, tool calls."""
@@ -213,7 +235,6 @@ def _readable_arguments(arguments: str) -> str:
         return arguments
 
 
-@register_kind
 @dataclass(frozen=True, slots=True)
 class ToolResult(Event):
     """The result of one tool call.
@@ -252,7 +273,6 @@ EOF_PLACEHOLDER_TEXT = "[no result: the transcript ends before the tool result]"
 """Content of the legacy end-of-file placeholder (see :attr:`ToolResult.eof_placeholder`)."""
 
 
-@register_kind
 @dataclass(frozen=True, slots=True)
 class SystemNote(Event):
     """A harness/system note.
@@ -271,7 +291,6 @@ class SystemNote(Event):
         return self.text
 
 
-@register_kind
 @dataclass(frozen=True, slots=True)
 class Usage(Event):
     """Provider-reported usage of one model request, normalized to Anthropic semantics.
@@ -297,7 +316,6 @@ class Usage(Event):
         return self.input_tokens + (self.cache_read_tokens or 0) + (self.cache_write_tokens or 0)
 
 
-@register_kind
 @dataclass(frozen=True, slots=True)
 class CompactionMarker(Event):
     """A compaction that happened in a foreign harness (imported, never Latch's own)."""
@@ -312,7 +330,6 @@ class CompactionMarker(Event):
         return self.summary
 
 
-@register_kind
 @dataclass(frozen=True, slots=True)
 class SubagentMarker(Event):
     """A sub-agent spawned by the tool call ``call_id`` (its report is that call's result)."""
@@ -327,6 +344,186 @@ class SubagentMarker(Event):
         return self.description
 
 
+# ------------------------------------------------------------------- kernel kinds (latch.kernel.events)
+EVIDENCE_STATUSES = ("passed", "failed", "unknown")
+"""``passed`` / ``failed`` from an exit status or unambiguous output; ``unknown`` otherwise."""
+
+
+@dataclass(frozen=True, slots=True)
+class StateUpdate(Event):
+    """One kernel tool call: ``tool`` (a name in ``KERNEL_TOOLS``) and its validated ``arguments``.
+
+    The text FTS indexes is ``"<tool>: <the argument values>"``, so decisions,
+    constraints and disproofs are found by exact recall.
+    """
+
+    KIND: ClassVar[str] = "state_update"
+    tool: str
+    arguments: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def searchable_text(self) -> str:
+        parts: list[str] = []
+        for key in sorted(self.arguments):
+            value = self.arguments[key]
+            if isinstance(value, str):
+                parts.append(value)
+            elif isinstance(value, (list, tuple)):
+                parts.extend(str(v) for v in value)
+        return f"{self.tool}: " + " | ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class FileObservation(Event):
+    """A read of ``path`` (workspace-relative when inside the workspace).
+
+    ``sha256``/``size`` (bytes) describe the whole file and are set only when it
+    is at most 64 KiB; larger files are read in pages (``offset``/``length`` in
+    bytes) with no whole-file hash.
+    """
+
+    KIND: ClassVar[str] = "file_observation"
+    path: str
+    sha256: str | None = None
+    size: int | None = None
+    offset: int = 0
+    length: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Mutation(Event):
+    """A change to the workspace; every mutation advances the workspace generation by one.
+
+    ``paths`` empty means the changed files are unknown (a formatter run over
+    the tree): it stales everything a file-scoped record relies on.
+    ``sha256_before``/``sha256_after`` are set by guarded writes of one file.
+    """
+
+    KIND: ClassVar[str] = "mutation"
+    paths: tuple[str, ...] = ()
+    tool: str = ""
+    sha256_before: str | None = None
+    sha256_after: str | None = None
+
+    def searchable_text(self) -> str:
+        return "mutation " + " ".join(self.paths) if self.paths else ""
+
+
+@dataclass(frozen=True, slots=True)
+class ExternalChange(Event):
+    """``path`` changed outside the agent: its bytes no longer hash to ``expected_sha256``.
+
+    ``actual_sha256`` is ``None`` when the file is gone. The model must re-read it.
+    """
+
+    KIND: ClassVar[str] = "external_change"
+    path: str
+    expected_sha256: str | None = None
+    actual_sha256: str | None = None
+
+    def searchable_text(self) -> str:
+        return f"external change {self.path}"
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationEvidence(Event):
+    """The outcome of one proving ``command`` for its exact ``requirements`` (a validation set).
+
+    ``status`` is one of :data:`EVIDENCE_STATUSES`. The workspace generation it
+    checked is the generation at this event's ``seq`` (computed by replay, never
+    trusted from the payload). ``requirements`` empty means the command itself.
+    """
+
+    KIND: ClassVar[str] = "validation_evidence"
+    command: str
+    status: str
+    requirements: tuple[str, ...] = ()
+    exit_code: int | None = None
+    summary: str = ""
+
+    def searchable_text(self) -> str:
+        return f"validation {self.status}: {self.command}\n{self.summary}".rstrip()
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessStarted(Event):
+    """A managed process ``process_id`` started running ``command``; it blocks certification until it exits."""
+
+    KIND: ClassVar[str] = "process_started"
+    process_id: str
+    command: str = ""
+
+    def searchable_text(self) -> str:
+        return f"process {self.process_id} started: {self.command}"
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessExited(Event):
+    """Managed process ``process_id`` exited (``exit_code`` ``None`` when killed or unknown)."""
+
+    KIND: ClassVar[str] = "process_exited"
+    process_id: str
+    exit_code: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WriterBlocker(Event):
+    """The writer reported ``blocker`` instead of finishing.
+
+    Repeats of the same blocker with no workspace change in between are failed
+    certification attempts, whatever ``command`` and ``command_passed`` say.
+    """
+
+    KIND: ClassVar[str] = "writer_blocker"
+    blocker: str
+    command: str | None = None
+    command_passed: bool | None = None
+
+    def searchable_text(self) -> str:
+        return f"writer blocker: {self.blocker}"
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstone(Event):
+    """The session's history was deleted: normal history and resume selectors omit it.
+
+    Raw events, child sessions, artifacts, mutations and the generation are untouched.
+    """
+
+    KIND: ClassVar[str] = "tombstone"
+    reason: str = ""
+
+
+# ------------------------------------------------------------- agent kinds (latch.agent.steering)
+@dataclass(frozen=True, slots=True)
+class SteeringQueued(Event):
+    """A user message waiting for the next safe boundary (not provider-visible)."""
+
+    KIND: ClassVar[str] = "steering_queued"
+    message_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class SteeringDelivered(Event):
+    """Dedupe marker: ``message_id`` was delivered as the preceding ``UserMessage``."""
+
+    KIND: ClassVar[str] = "steering_delivered"
+    message_id: str
+
+
+BUILTIN_KINDS: tuple[type[Event], ...] = (
+    UserMessage, AssistantMessage, ToolResult, SystemNote, Usage, CompactionMarker, SubagentMarker,
+    StateUpdate, FileObservation, Mutation, ExternalChange, ValidationEvidence, ProcessStarted, ProcessExited,
+    WriterBlocker, Tombstone,
+    SteeringQueued, SteeringDelivered,
+)
+"""Every event kind Latch writes, in one explicit list: conversation, kernel, agent."""
+
+for _cls in BUILTIN_KINDS:
+    register_kind(_cls)
+del _cls
+
+
 _NESTED: dict[tuple[str, str], type] = {
     ("UserMessage", "media"): MediaRef,
     ("ToolResult", "media"): MediaRef,
@@ -337,15 +534,13 @@ _NESTED: dict[tuple[str, str], type] = {
 def decode_event(kind: str, payload: Mapping[str, Any] | str | bytes) -> Event:
     """Rebuild an event from its ``kind`` and payload (dict or canonical JSON).
 
-    Raises ``KeyError`` for an unknown kind.
+    Raises ``KeyError`` naming the known kinds for a kind not in :data:`EVENT_KINDS`.
     """
     if isinstance(payload, (str, bytes)):
         payload = json.loads(payload)
-    if kind not in EVENT_KINDS:  # kernel kinds register on import; load them before giving up
-        import importlib
-
-        importlib.import_module("latch.kernel.events")
-    cls = EVENT_KINDS[kind]
+    cls = EVENT_KINDS.get(kind)
+    if cls is None:
+        raise KeyError(f"unknown event kind {kind!r}; known: {', '.join(sorted(EVENT_KINDS))}")
     payload = {k: v for k, v in payload.items() if k != "kind"}
     return cls.from_payload(payload)
 

@@ -83,6 +83,27 @@ def latch_register_importers() -> list[type]:
 
 
 @hookspec
+def latch_register_derivation_rules() -> list[type]:
+    """Derivation rules: kernel facts read from the tool calls of a harness (:mod:`latch.kernel.derive`).
+
+    Each class subclasses :class:`latch.kernel.derive.DerivationRule`: ``PLUGIN_NAME`` (unique
+    among all rules), a no-argument constructor, ``tools`` (the tool names it handles) or an
+    override of ``matches(call: ToolCall) -> bool``, and ``derive(call: ToolCall, result:
+    ToolResult, ctx: DerivationContext) -> list`` returning facts: kernel records
+    (``FileObservation``, ``Mutation``, ``ValidationEvidence``, ``ProcessStarted``/``Exited``)
+    or the derived-only ``ToolFailure``, ``ToolSuccess``, ``ActionsReplaced``, ``ActionChanged``.
+
+    For each tool result the first rule whose ``matches`` is true derives (later rules are not
+    asked). Order: rules of third-party plugins first, plugin by plugin in load order
+    (entry-point name order), each plugin's in the order it returns them, so a plugin can
+    override a built-in for a tool name; then the built-in rules
+    (:data:`latch.kernel.derive.BUILTIN_RULES`, registered by
+    :mod:`latch.default_plugins.derivation`). The host derives canonical state with exactly these
+    rules (:func:`latch.host.kernel.kernel_cache`).
+    """
+
+
+@hookspec
 def latch_register_uis() -> list[type]:
     """User interfaces (terminal, web, ...). Each class has ``PLUGIN_NAME`` and optional ``DESCRIPTION``."""
 

@@ -29,7 +29,7 @@ hookimpls even without the marker, so a misspelled or unmarked hook is a
 The ``latch_register_*`` hooks are collected per kind into ``{PLUGIN_NAME: class}``
 (:func:`registered_engines`, :func:`registered_estimators`,
 :func:`registered_importers`, :func:`registered_providers`,
-:func:`registered_uis`); a name registered twice in one kind is a
+:func:`registered_uis`, :func:`registered_derivation_rules`); a name registered twice in one kind is a
 :class:`PluginError` naming both plugins. Engines are built only through
 :func:`get_engine_factory`, which never substitutes the default engine for an
 unknown one (spec: "Port boundary"). Estimators: :func:`select_estimator`
@@ -80,6 +80,7 @@ __all__ = [
     "registered_importers",
     "registered_providers",
     "registered_uis",
+    "registered_derivation_rules",
     "get_engine_factory",
     "engine_name",
     "select_estimator",
@@ -95,8 +96,9 @@ DEFAULT_PLUGINS = (
     "latch.default_plugins.engines",
     "latch.default_plugins.estimators",
     "latch.default_plugins.importers",
+    "latch.default_plugins.derivation",
 )
-KINDS = ("engines", "estimators", "providers", "importers", "uis")
+KINDS = ("engines", "estimators", "providers", "importers", "derivation_rules", "uis")
 
 # What each kind's classes must have besides PLUGIN_NAME (checked at collection). Estimators
 # follow latch.estimators.Estimator.
@@ -104,6 +106,7 @@ _REQUIRED_ATTRS: dict[str, tuple[str, ...]] = {
     "engines": ("factory",),
     "estimators": ("estimate", "estimate_batch", "image_tokens"),
     "importers": ("sniff", "parse"),
+    "derivation_rules": ("matches", "derive"),
     "providers": (),
     "uis": (),
 }
@@ -374,6 +377,17 @@ def registered_providers() -> dict[str, type]:
 def registered_uis() -> dict[str, type]:
     """``{PLUGIN_NAME: UI class}``."""
     return _classes("uis")
+
+
+def registered_derivation_rules(pm: LatchPluginManager | None = None) -> list[type]:
+    """The derivation rule classes of ``pm`` (default: the process-wide manager) in the order they are tried.
+
+    Third-party plugins' rules first, plugin by plugin in load order (entry-point name order), each
+    plugin's in the order its ``latch_register_derivation_rules`` returned them; then the built-in
+    rules. A rule name registered twice is a :class:`PluginError` naming both plugins.
+    """
+    regs = list((pm or get_plugin_manager()).registry("derivation_rules").values())
+    return [r.cls for r in sorted(regs, key=lambda r: r.plugin.builtin)]  # stable: load order within each group
 
 
 def get_engine_factory(name: str) -> "ContextEngineFactory":

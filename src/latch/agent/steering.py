@@ -12,32 +12,14 @@ and delivery is FIFO.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
-from typing import ClassVar
 
-from ..events import AssistantMessage, Event, ToolResult, UserMessage, register_kind
+from ..events import AssistantMessage, SteeringDelivered, SteeringQueued, ToolResult, UserMessage
 from ..store import EventStore, PendingEvent
 
 __all__ = ["SteeringQueued", "SteeringDelivered", "SteeringInbox", "pending_tool_calls"]
 
-
-@register_kind
-@dataclass(frozen=True, slots=True)
-class SteeringQueued(Event):
-    """A user message waiting for the next safe boundary (not provider-visible)."""
-
-    KIND: ClassVar[str] = "steering_queued"
-    message_id: str
-    text: str
-
-
-@register_kind
-@dataclass(frozen=True, slots=True)
-class SteeringDelivered(Event):
-    """Dedupe marker: ``message_id`` was delivered as the preceding ``UserMessage``."""
-
-    KIND: ClassVar[str] = "steering_delivered"
-    message_id: str
+# SteeringQueued and SteeringDelivered are declared in latch.events (its explicit table of kinds), so any
+# process decodes a stored steering event without importing the agent.
 
 
 def pending_tool_calls(store: EventStore, session_id: str) -> list[str]:

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from ..host.loop import RequestLoop, RequestResult, build_engine
+from ..host.kernel import kernel_cache
 from ..host.session import StoreKernelWriter
 from ..engine.units import MESSAGE_OVERHEAD_TOKENS, TokenCounter, UnitBuilder, message_line
 from ..events import AssistantMessage, Event, MediaRef, ToolCall, ToolResult, UserMessage
@@ -423,7 +424,7 @@ def _plant(store: EventStore, sid: str) -> tuple[list[int], int]:
     for name, args in (("set_goal", {"goal": GOAL}), ("add_constraint", {"constraint": CONSTRAINT}),
                        ("record_decision", {"decision": DECISION, "rationale": DECISION_RATIONALE}),
                        ("propose_hypothesis", {"hypothesis": HYPOTHESIS})):
-        seqs.append(apply_kernel_tool(store, sid, name, args).seq)
+        seqs.append(apply_kernel_tool(store, sid, name, args, cache=kernel_cache()).seq)
     call = ToolCall("toolu_plant_1", "Bash", '{"command": "python -m pytest -q tests/test_billing_rounding.py"}')
     run = store.append(sid, [
         AssistantMessage(text="Running the rounding tests first.", tool_calls=(call,), model=MODEL),
@@ -431,7 +432,8 @@ def _plant(store: EventStore, sid: str) -> tuple[list[int], int]:
                             f"{DIAGNOSTIC}\n1 failed, 1 passed in 0.08s", is_error=True, name="Bash", exit_code=1),
     ])
     seqs += run
-    seqs.append(apply_kernel_tool(store, sid, "reject_hypothesis", {"hypothesis": "H1", "reason": REJECTION}).seq)
+    seqs.append(apply_kernel_tool(store, sid, "reject_hypothesis", {"hypothesis": "H1", "reason": REJECTION},
+                                  cache=kernel_cache()).seq)
     return seqs, run[1]
 
 
@@ -554,7 +556,7 @@ def _run(store: EventStore, cfg: StressConfig, parallel: bool, report: StressRep
 def _final_checks(store: EventStore, sid: str, engine: Any, writer: StoreKernelWriter, report: StressReport,
                   planted: list[int], planted_bytes: list[bytes], diag_seq: int, expected: int) -> None:
     c = report.checks
-    state = canonical_state(store, sid)
+    state = canonical_state(store, sid, cache=kernel_cache())
     cons = [x for x in state.constraints if x["text"] == CONSTRAINT and x["active"]]
     decs = [x for x in state.decisions if x["text"] == DECISION and x["active"]]
     hyps = [x for x in state.hypotheses if x["text"] == HYPOTHESIS]

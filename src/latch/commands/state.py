@@ -60,11 +60,12 @@ def register(cli: click.Group) -> None:
     @pass_app
     def state_cmd(app, session, as_json, until_seq, budget):
         """Show the canonical state (L1) of SESSION: derived files, mutations, generation, evidence, failures."""
+        from ..host.kernel import kernel_cache
         from ..hotpaths import estimate_tokens
         from ..kernel import StateOverflow, canonical_state
 
         store = app.store()
-        state = canonical_state(store, _session_id(store, session), until_seq)
+        state = canonical_state(store, _session_id(store, session), until_seq, cache=kernel_cache())
         if as_json:
             click.echo(dumps(state.to_json(), indent=2))
             return
@@ -84,10 +85,11 @@ def register(cli: click.Group) -> None:
     @pass_app
     def evidence_cmd(app, session, as_json):
         """Show SESSION's validation evidence (current and stale) and the certification verdict."""
+        from ..host.kernel import kernel_cache
         from ..kernel import canonical_state
 
         store = app.store()
-        state = canonical_state(store, _session_id(store, session))
+        state = canonical_state(store, _session_id(store, session), cache=kernel_cache())
         if as_json:
             click.echo(dumps({"generation": state.generation, "evidence": list(state.evidence),
                               "processes": list(state.processes), "certification": state.certification}, indent=2))

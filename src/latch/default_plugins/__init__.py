@@ -4,4 +4,5 @@
 * :mod:`.estimators` ``latch_register_estimators`` and ``latch_select_estimator``: the
   heuristic estimators, and the C-ABI estimator when its module is importable
 * :mod:`.importers`  ``latch_register_importers``: the transcript importers shipped with Latch
+* :mod:`.derivation` ``latch_register_derivation_rules``: the kernel's built-in derivation rules
 """

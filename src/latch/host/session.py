@@ -14,8 +14,9 @@ from typing import Any
 
 from ..events import MediaRef
 from ..kernel import canonical_state
-from ..kernel import events as _kernel_events  # noqa: F401  # registers the kernel event kinds before rows are decoded
+from ..kernel.ledger import KernelCache
 from ..store import EventStore, StoredEvent
+from .kernel import kernel_cache
 
 __all__ = ["StoreSessionReader", "StoreKernelWriter", "EmptyState"]
 
@@ -32,11 +33,16 @@ class EmptyState:
 
 
 class StoreSessionReader:
-    """Read-only :class:`~latch.port.SessionReader` over one session of ``store``."""
+    """Read-only :class:`~latch.port.SessionReader` over one session of ``store``.
 
-    def __init__(self, store: EventStore, session_id: str):
+    ``cache`` holds the derived canonical state (default: the host's, :func:`~latch.host.kernel.kernel_cache`,
+    with every plugin's derivation rules; resolved at the first :meth:`canonical_state`).
+    """
+
+    def __init__(self, store: EventStore, session_id: str, *, cache: KernelCache | None = None):
         self._store = store
         self.session_id = session_id
+        self._cache = cache
 
     def events(self, *, after_seq: int = 0, until_seq: int | None = None,
                kinds: Sequence[str] | None = None) -> Iterator[StoredEvent]:
@@ -62,7 +68,9 @@ class StoreSessionReader:
 
         The result has ``revision`` (int), ``is_empty`` (bool) and ``render() -> str``.
         """
-        return canonical_state(self._store, self.session_id, until_seq)
+        if self._cache is None:
+            self._cache = kernel_cache()
+        return canonical_state(self._store, self.session_id, until_seq, cache=self._cache)
 
 
 class StoreKernelWriter:

@@ -9,7 +9,8 @@ Public entry points (spec: "Sessions & continuity", "Port boundary", "Episodes",
   shared per revision; :class:`StateOverflow` when goal and constraints alone
   exceed the budget;
 * :mod:`latch.kernel.tools`: ``KERNEL_TOOLS`` schemas and ``apply_kernel_tool``;
-* :mod:`latch.kernel.derive`: derivation rules (``register_rule`` for plugins);
+* :mod:`latch.kernel.derive`: derivation rules (plugins add theirs through the
+  ``latch_register_derivation_rules`` hook; :class:`~latch.kernel.ledger.KernelCache` holds them);
 * :mod:`latch.kernel.files`: ``read_file``/``read_artifact`` (bounded pages) and
   ``guarded_write``;
 * :mod:`latch.kernel.tombstones`: ``forget_session``, ``tombstoned_sessions``;
@@ -18,7 +19,7 @@ Public entry points (spec: "Sessions & continuity", "Port boundary", "Episodes",
 
 from __future__ import annotations
 
-from . import events  # noqa: F401  (registers the kernel event kinds)
+from . import events  # noqa: F401  (the kernel event kinds, declared in latch.events)
 from .state import CanonicalState, StateOverflow, canonical_state
 from .tools import KERNEL_TOOLS, KernelToolError, apply_kernel_tool
 

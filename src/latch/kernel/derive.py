@@ -10,9 +10,13 @@ kernel records (:class:`~latch.kernel.events.FileObservation`,
 Derivation reads conversation events and never writes them: derived facts exist
 only inside the reduction (:mod:`latch.kernel.ledger`).
 
-Rules are tried in registry order and the first match derives; a plugin adds
-one for another harness's tool names with :func:`register_rule` (placed before
-the built-ins, so it can also override them). When a rule reports neither a
+Rules are tried in order and the first match derives. A plugin adds rules for
+another harness's tool names through the ``latch_register_derivation_rules``
+hook (:mod:`latch.hookspecs`); the host (:func:`latch.host.kernel.kernel_cache`) tries
+third-party rules first, so they can also override the built-ins, then
+:data:`BUILTIN_RULES`, which the built-in plugin registers through the same hook.
+The kernel itself never asks the plugin manager: it derives with the rules its
+caller passes (:class:`latch.kernel.ledger.KernelCache`), else with the built-ins. When a rule reports neither a
 failure nor a success, the call's ``is_error`` decides (spec: "Episodes",
 failure supervision: same tool + same error signature form one lineage).
 
@@ -32,6 +36,7 @@ import json
 import posixpath
 import re
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ..events import AssistantMessage, Event, ToolCall, ToolResult
@@ -46,10 +51,9 @@ __all__ = [
     "ActionChanged",
     "DerivationContext",
     "DerivationRule",
-    "register_rule",
-    "unregister_rule",
-    "registered_rules",
-    "rules_version",
+    "BUILTIN_RULES",
+    "builtin_rules",
+    "check_rules",
     "SessionDeriver",
     "call_arguments",
     "error_signature",
@@ -146,54 +150,57 @@ class DerivationContext:
 
 
 class DerivationRule:
-    """One named rule. Subclasses set ``name`` and ``tools`` (or override :meth:`matches`)."""
+    """One named rule, registered through the ``latch_register_derivation_rules`` hook (a class).
 
-    name: ClassVar[str] = ""
+    Subclasses set ``PLUGIN_NAME`` (unique among all rules) and ``tools`` (or override
+    :meth:`matches`), have a no-argument constructor, and implement :meth:`derive`.
+    """
+
+    PLUGIN_NAME: ClassVar[str] = ""
     tools: ClassVar[frozenset[str]] = frozenset()
 
+    @property
+    def name(self) -> str:
+        """The rule's ``PLUGIN_NAME``."""
+        return type(self).PLUGIN_NAME
+
     def matches(self, call: ToolCall) -> bool:
+        """Whether this rule derives ``call`` (default: ``call.name`` is in ``tools``)."""
         return call.name in self.tools
 
     def derive(self, call: ToolCall, result: ToolResult, ctx: DerivationContext) -> list[Any]:  # pragma: no cover
+        """The facts of ``call`` and its ``result`` (kernel records or derived-only facts; may be empty)."""
         raise NotImplementedError
 
 
-_RULES: list[DerivationRule] = []
-_VERSION = [0]
+def check_rules(rules: Sequence[DerivationRule]) -> tuple[DerivationRule, ...]:
+    """``rules`` as a tuple, after checking each has a non-empty name and no name repeats.
+
+    Raises ``ValueError`` naming the offending rule(s).
+    """
+    seen: dict[str, DerivationRule] = {}
+    for rule in rules:
+        if not isinstance(rule.name, str) or not rule.name:
+            raise ValueError(f"derivation rule {type(rule).__qualname__} has no PLUGIN_NAME")
+        prior = seen.get(rule.name)
+        if prior is not None:
+            raise ValueError(f"derivation rule name {rule.name!r} is used twice: {type(prior).__qualname__} and "
+                             f"{type(rule).__qualname__}")
+        seen[rule.name] = rule
+    return tuple(rules)
 
 
-def register_rule(rule: DerivationRule, *, first: bool = True) -> DerivationRule:
-    """Add ``rule`` (before the built-ins unless ``first=False``); ``ValueError`` on a duplicate name."""
-    if not rule.name:
-        raise ValueError(f"derivation rule {type(rule).__name__} has no name")
-    if any(r.name == rule.name for r in _RULES):
-        raise ValueError(f"derivation rule {rule.name!r} is already registered")
-    if first:
-        _RULES.insert(0, rule)
-    else:
-        _RULES.append(rule)
-    _VERSION[0] += 1
-    return rule
+def _removed(name: str):
+    def removed(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"latch.kernel.derive.{name}() was removed: derivation rules are registered by a plugin "
+                           "through the latch_register_derivation_rules hook (docs/plugins.md)")
+    removed.__name__ = removed.__qualname__ = name
+    removed.__doc__ = "Removed: raises ``RuntimeError`` (use the ``latch_register_derivation_rules`` hook)."
+    return removed
 
 
-def unregister_rule(name: str) -> DerivationRule:
-    """Remove the rule called ``name`` and return it; ``KeyError`` when there is none."""
-    for rule in _RULES:
-        if rule.name == name:
-            _RULES.remove(rule)
-            _VERSION[0] += 1
-            return rule
-    raise KeyError(f"no derivation rule {name!r}")
-
-
-def registered_rules() -> tuple[DerivationRule, ...]:
-    """The derivation rules in force, in application order (built-ins and ``register_rule`` additions)."""
-    return tuple(_RULES)
-
-
-def rules_version() -> int:
-    """Changes whenever the registry changes (cached reductions rebuild)."""
-    return _VERSION[0]
+register_rule = _removed("register_rule")
+unregister_rule = _removed("unregister_rule")
 
 
 # ------------------------------------------------------------------------------------- helpers
@@ -439,7 +446,7 @@ class ShellRule(DerivationRule):
     means it ended, and empty/``C-c`` input goes to it.
     """
 
-    name = "shell"
+    PLUGIN_NAME = "shell"
     tools = frozenset({"Bash", "bash", "shell", "exec_command", "execute_bash", "run", "run_command",
                        "execute_command", "terminal", "local_shell"})
 
@@ -488,7 +495,7 @@ class ProcessPollRule(DerivationRule):
     unknown outcome; ``running`` (a ``TaskOutput`` that timed out) changes nothing.
     """
 
-    name = "process_poll"
+    PLUGIN_NAME = "process_poll"
     tools = frozenset({"wait", "write_stdin", "BashOutput", "TaskOutput", *_KILL_TOOLS})
 
     def derive(self, call, result, ctx):
@@ -583,7 +590,7 @@ class CodexExecRule(DerivationRule):
     ``Script running with cell ID N`` (a managed process until a ``wait`` says it ended).
     """
 
-    name = "codex_exec"
+    PLUGIN_NAME = "codex_exec"
     tools = frozenset({"exec"})
 
     def derive(self, call, result, ctx):
@@ -704,7 +711,7 @@ class PlanRule(DerivationRule):
     calls without a result change nothing.
     """
 
-    name = "plan"
+    PLUGIN_NAME = "plan"
     tools = frozenset({"TodoWrite", "update_plan", "TaskCreate", "TaskUpdate"})
 
     def derive(self, call, result, ctx):
@@ -753,7 +760,7 @@ def _task_updated(args: dict[str, Any]) -> list[Any]:
 class ApplyPatchRule(DerivationRule):
     """Codex ``apply_patch`` (function or custom tool): the files its patch names."""
 
-    name = "apply_patch"
+    PLUGIN_NAME = "apply_patch"
     tools = frozenset({"apply_patch"})
 
     def derive(self, call, result, ctx):
@@ -825,7 +832,7 @@ class FileToolRule(DerivationRule):
     succeeded or its result never came (it may have happened).
     """
 
-    name = "file_tools"
+    PLUGIN_NAME = "file_tools"
     READS = frozenset({"Read", "read", "read_file", "view_file", "open", "View"})
     WRITES = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit", "write", "write_file", "write_to_file", "create",
                         "create_file", "edit", "edit_file", "insert", "replace_in_file", "apply_diff"})
@@ -865,8 +872,14 @@ class FileToolRule(DerivationRule):
         return [Mutation(paths=(ctx.path(raw),) if raw else (), tool=call.name), ToolSuccess(call.name, actions)]
 
 
-for _rule in (FileToolRule(), ApplyPatchRule(), PlanRule(), CodexExecRule(), ProcessPollRule(), ShellRule()):
-    register_rule(_rule, first=False)
+BUILTIN_RULES: tuple[type[DerivationRule], ...] = (FileToolRule, ApplyPatchRule, PlanRule, CodexExecRule,
+                                                   ProcessPollRule, ShellRule)
+"""The built-in rule classes in the order they are tried (registered by :mod:`latch.default_plugins.derivation`)."""
+
+
+def builtin_rules() -> tuple[DerivationRule, ...]:
+    """New instances of :data:`BUILTIN_RULES`, in order: the rules used when the caller passes none."""
+    return tuple(cls() for cls in BUILTIN_RULES)
 
 
 # ------------------------------------------------------------------------------------ deriver
@@ -879,11 +892,13 @@ class SessionDeriver:
 
     Kernel records (explicit :mod:`latch.kernel.events`) pass through unchanged;
     an :class:`~latch.events.AssistantMessage` registers its calls; a
-    :class:`~latch.events.ToolResult` runs the first matching rule on its call.
+    :class:`~latch.events.ToolResult` runs the first matching rule of ``rules`` (a sequence of
+    :class:`DerivationRule` instances, tried in order; default :func:`builtin_rules`) on its call.
     """
 
-    def __init__(self, ctx: DerivationContext):
+    def __init__(self, ctx: DerivationContext, rules: Sequence[DerivationRule] | None = None):
         self.ctx = ctx
+        self.rules = builtin_rules() if rules is None else tuple(rules)
         self._pending: dict[str, ToolCall] = {}
 
     def feed(self, event: Event) -> list[Any]:
@@ -907,7 +922,7 @@ class SessionDeriver:
                 return [ToolFailure(tool, error_signature(result.content), (tool,), _excerpt(result.content))]
             return []
         facts: list[Any] = []
-        for rule in _RULES:
+        for rule in self.rules:
             if rule.matches(call):
                 facts = list(rule.derive(call, result, self.ctx))
                 break

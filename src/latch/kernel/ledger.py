@@ -1,7 +1,12 @@
 """The ledger: every session's derived facts, and the workspace-wide mutation and disproof records.
 
-One :class:`Ledger` per store (cached by database path) scans the log once and
-then only the events appended since its ``seq`` watermark. For each session it
+One :class:`Ledger` per store *object* scans the log once and then only the events
+appended since its ``seq`` watermark. Ledgers live in a :class:`KernelCache`, an
+object its owner passes to :func:`ledger_for` and
+:func:`~latch.kernel.state.canonical_state` (the host keeps one per plugin
+manager, :func:`latch.host.kernel.kernel_cache`); a cache keys ledgers by store object,
+never by database path, so two stores opened on one path, or a store deleted and
+recreated at the same path, never share derived state. For each session it
 keeps the facts derived from its events (see :mod:`latch.kernel.derive`) at
 their position ``(seq, n)`` (``n`` orders several facts of one event). For each
 *workspace* (sessions sharing ``sessions.workspace``; a session without one
@@ -18,13 +23,14 @@ from __future__ import annotations
 import threading
 import weakref
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .derive import DerivationContext, SessionDeriver, rules_version
+from .derive import DerivationContext, DerivationRule, SessionDeriver, builtin_rules, check_rules
 from .events import Mutation, StateUpdate
 
-__all__ = ["Ledger", "Disproof", "Workspace", "Pos", "ledger_for", "clear_cache", "END"]
+__all__ = ["Ledger", "Disproof", "Workspace", "Pos", "KernelCache", "ledger_for", "clear_cache", "END"]
 
 END = 1 << 62
 """Sub-position after every fact of an event: ``(seq, END)`` is "after everything at ``seq``"."""
@@ -107,16 +113,16 @@ class Workspace:
 
 
 class Ledger:
-    """Derived facts of one store, extended incrementally (thread-safe)."""
+    """Derived facts of one store, extended incrementally (thread-safe); ``rules`` are tried in order."""
 
-    def __init__(self) -> None:
+    def __init__(self, rules: Sequence[DerivationRule] | None = None) -> None:
         self.lock = threading.RLock()
+        self.rules = builtin_rules() if rules is None else tuple(rules)
         self._reset()
 
     def _reset(self) -> None:
         self.watermark = 0
         self.watermark_session: str | None = None
-        self.version = rules_version()
         self.facts: dict[str, list[tuple[Pos, Any]]] = {}
         self.info: dict[str, Any] = {}
         self.workspace_of: dict[str, str] = {}
@@ -161,10 +167,10 @@ class Ledger:
 
     # ------------------------------------------------------------------ refresh
     def refresh(self, store) -> None:
-        """Derive the events appended since the watermark (rebuild if the log was replaced or rules changed)."""
+        """Derive the events appended since the watermark (rebuild if the log was replaced)."""
         with self.lock:
             top = store.max_seq()
-            if self.version != rules_version() or top < self.watermark or not self._same_log(store):
+            if top < self.watermark or not self._same_log(store):
                 self._reset()
             if top == self.watermark:
                 return
@@ -187,7 +193,8 @@ class Ledger:
             info = self._session(store, sid)
             ws_key = self.workspace_key(store, sid)
             workspace = info.workspace or (ws_key[3:] if ws_key.startswith("ws:") else None)
-            deriver = self.derivers[sid] = SessionDeriver(DerivationContext(sid, info.format, workspace))
+            deriver = self.derivers[sid] = SessionDeriver(DerivationContext(sid, info.format, workspace),
+                                                          self.rules)
         facts = deriver.feed(ev.event)
         if not facts:
             return
@@ -236,29 +243,55 @@ def _pos(d: Disproof) -> Pos:
     return d.pos
 
 
-_LEDGERS: dict[str, Ledger] = {}
-_MEMORY: "weakref.WeakKeyDictionary[Any, Ledger]" = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
+class KernelCache:
+    """The derived kernel state (one :class:`Ledger` and its reducers per store object) of its owner.
+
+    ``rules`` are the :class:`~latch.kernel.derive.DerivationRule` instances every ledger of this
+    cache derives with, tried in order (default: :func:`~latch.kernel.derive.builtin_rules`);
+    ``ValueError`` when a name is missing or repeated. A ledger is keyed by the store *object*
+    (weakly: it is dropped with the store), never by its path. Thread-safe.
+    """
+
+    def __init__(self, rules: Sequence[DerivationRule] | None = None) -> None:
+        self.rules = check_rules(builtin_rules() if rules is None else rules)
+        self._ledgers: "weakref.WeakKeyDictionary[Any, Ledger]" = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+        _CACHES.add(self)
+
+    def ledger(self, store) -> Ledger:
+        """The ledger of ``store`` in this cache, refreshed to the store's newest event."""
+        with self._lock:
+            ledger = self._ledgers.get(store)
+            if ledger is None:
+                ledger = self._ledgers[store] = Ledger(self.rules)
+        ledger.refresh(store)
+        return ledger
+
+    def clear(self) -> None:
+        """Drop every ledger: the next reduction rebuilds from the log."""
+        with self._lock:
+            self._ledgers.clear()
 
 
-def ledger_for(store) -> Ledger:
-    """The cached ledger of ``store`` (by database path; per object for ``:memory:``), refreshed."""
-    with _LOCK:
-        path = str(getattr(store, "path", ":memory:"))
-        if path == ":memory:":
-            ledger = _MEMORY.get(store)
-            if ledger is None:
-                ledger = _MEMORY[store] = Ledger()
-        else:
-            ledger = _LEDGERS.get(path)
-            if ledger is None:
-                ledger = _LEDGERS[path] = Ledger()
-    ledger.refresh(store)
-    return ledger
+_CACHES: "weakref.WeakSet[KernelCache]" = weakref.WeakSet()
+_DEFAULT: KernelCache | None = None
+
+
+def default_cache() -> KernelCache:
+    """The cache used when a caller passes none: the built-in rules, ledgers keyed by store object."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = KernelCache()
+    return _DEFAULT
+
+
+def ledger_for(store, cache: KernelCache | None = None) -> Ledger:
+    """The ledger of ``store`` in ``cache`` (default :func:`default_cache`), refreshed."""
+    return (cache or default_cache()).ledger(store)
 
 
 def clear_cache() -> None:
-    """Drop every cached ledger (and its reducers): the next reduction rebuilds from the log, as a new process would."""
-    with _LOCK:
-        _LEDGERS.clear()
-        _MEMORY.clear()
+    """Drop every ledger (and its reducers) of every live :class:`KernelCache`: the next reduction
+    rebuilds from the log, as a new process would."""
+    for cache in list(_CACHES):
+        cache.clear()

@@ -40,7 +40,7 @@ from typing import Any
 from .derive import ActionChanged, ActionsReplaced, ToolFailure, ToolSuccess
 from .events import (ExternalChange, FileObservation, Mutation, ProcessExited, ProcessStarted, StateUpdate, Tombstone,
                      ValidationEvidence, WriterBlocker)
-from .ledger import END, Disproof, Ledger, Pos, Workspace, ledger_for
+from .ledger import END, Disproof, KernelCache, Ledger, Pos, Workspace, ledger_for
 from .render import StateOverflow, render_state
 
 __all__ = ["CanonicalState", "StateOverflow", "SessionReducer", "canonical_state", "requirement_key"]
@@ -610,16 +610,20 @@ class CanonicalState:
         return self._core.render(budget_tokens, estimate)
 
 
-def canonical_state(store, session_id: str, until_seq: int | None = None) -> CanonicalState:
+def canonical_state(store, session_id: str, until_seq: int | None = None, *,
+                    cache: KernelCache | None = None) -> CanonicalState:
     """The canonical state of ``session_id`` (id or unique prefix) as of global ``until_seq`` (``None``: now).
 
-    Incremental: the cached reducer of (store path, session) is extended by new
+    ``cache`` is the :class:`~latch.kernel.ledger.KernelCache` holding the derived facts and the
+    rules they are derived with (default: :func:`~latch.kernel.ledger.default_cache`, the
+    built-in rules; the host passes :func:`latch.host.kernel.kernel_cache`, which adds the plugins'
+    rules). Incremental: the cached reducer of (store object, session) is extended by new
     facts; an ``until_seq`` earlier than its watermark rebuilds it. The revision
     is the number of state changes plus the workspace generation plus the
     visible and the stale disproofs, all as of ``until_seq``; states of equal
     revision share one :class:`_Core`. Raises ``KeyError`` for an unknown session.
     """
-    ledger = ledger_for(store)
+    ledger = ledger_for(store, cache)
     sid = session_id if session_id in ledger.info else store.session(session_id).id
     with ledger.lock:
         until = ledger.watermark if until_seq is None else until_seq

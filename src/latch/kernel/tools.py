@@ -158,15 +158,16 @@ def _check_ids(name: str, args: dict[str, Any], state) -> None:
             raise KernelToolError(f"{name}: field 'hypothesis': {match[0]['id']} is already rejected")
 
 
-def apply_kernel_tool(store, session_id: str, name: str, arguments: Any):
+def apply_kernel_tool(store, session_id: str, name: str, arguments: Any, *, cache: Any = None):
     """Validate a kernel tool call and append its :class:`StateUpdate` to ``session_id``.
 
-    ``arguments`` is a dict or its JSON text. Returns the stored event (with its
+    ``arguments`` is a dict or its JSON text; ids are checked against the canonical state in
+    ``cache`` (a :class:`~latch.kernel.ledger.KernelCache`, default the built-in one). Returns the stored event (with its
     ``seq``). Raises :class:`KernelToolError` (store unchanged) for an unknown
     tool, invalid JSON, a missing/unknown/mistyped field or an unknown id.
     """
     args = validate_arguments(name, arguments)
     sid = store.session(session_id).id
-    _check_ids(name, args, canonical_state(store, sid))
+    _check_ids(name, args, canonical_state(store, sid, cache=cache))
     (seq,) = store.append(sid, [StateUpdate(tool=name, arguments=args)])
     return store.get(seq)
