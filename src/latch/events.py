@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
@@ -53,6 +54,14 @@ __all__ = [
     "MediaRef",
     "canonical_json",
     "canonical_bytes",
+    "canonical_arguments",
+    "json_loads",
+    "JSONNestingError",
+    "RawArguments",
+    "parse_arguments",
+    "argument_paths",
+    "PATH_KEYS",
+    "same_event",
     "decode_event",
     "register_kind",
     "EVENT_KINDS",
@@ -90,6 +99,97 @@ def canonical_json(obj: Any) -> str:
 def canonical_bytes(obj: Any) -> bytes:
     """The canonical encoding as UTF-8 bytes (see :func:`canonical_json`)."""
     return canonical_json(obj).encode("utf-8")
+
+
+def canonical_arguments(obj: Any) -> str:
+    """The ``arguments`` text of a :class:`ToolCall` that Latch builds from a parsed object: its
+    :func:`canonical_json` (sorted keys, compact, non-ASCII kept). Raises ``ValueError`` for NaN/Infinity.
+
+    The rule for every stored tool argument: an importer that finds the model's arguments as a *string*
+    in the transcript (OpenAI ``function.arguments``, Codex ``function_call.arguments``, ...) stores that
+    string verbatim, never re-encoded (the raw store keeps what the model sent); arguments the importer,
+    the agent loop or a kernel tool builds or receives as an *object* (Anthropic ``input``, an OpenHands
+    action's ``args``, an Aider edit block, a synthesized ``{"command": ...}``) are stored as
+    ``canonical_arguments(obj)``, so the same arguments are the same bytes whatever the source.
+    Stores written before this rule hold some objects in other encodings; :func:`same_event` compares
+    tool calls by their parsed arguments so that a re-import of such a transcript still matches.
+    """
+    return canonical_json(obj)
+
+
+class JSONNestingError(Exception):
+    """A JSON value nested deeper than the parser can follow (Python's recursion limit).
+
+    Not a ``ValueError``: a sniffer that treats unparseable text as "not mine" lets it reach
+    :func:`latch.importers.detect`, which then names the real problem.
+    """
+
+
+def _integer_too_long(text: str, start: int) -> json.JSONDecodeError:
+    """The ``JSONDecodeError`` for an integer longer than Python converts (``sys.get_int_max_str_digits()``),
+    placed at the first such digit run."""
+    limit = sys.get_int_max_str_digits()
+    run = re.compile(r"\d{%d,}" % (limit + 1)).search(text, start) if limit else None
+    return json.JSONDecodeError("integer too long", text, run.start() if run else start)
+
+
+def json_loads(text: str | bytes) -> Any:
+    """``json.loads`` for transcript text: ``json.JSONDecodeError`` as usual (also ``integer too long`` for
+    an integer of more digits than Python converts), :class:`JSONNestingError` instead of ``RecursionError``.
+    The one safe JSON loader: importers, sniffers and :func:`parse_arguments` parse through it."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:
+        raise _integer_too_long(text if isinstance(text, str) else text.decode("utf-8", "replace"), 0) from None
+    except RecursionError:
+        raise JSONNestingError("JSON nested too deeply") from None
+
+
+class RawArguments(str):
+    """The fallback of :func:`parse_arguments`: the ``arguments`` text itself (a ``str``), returned when it
+    is not JSON. Tell it apart from a JSON string value with ``isinstance(value, RawArguments)``."""
+
+    __slots__ = ()
+
+
+def parse_arguments(arguments: str) -> Any:
+    """A tool call's ``arguments`` text parsed with :func:`json_loads`: ``dict``, ``list``, ``str``, ``int``,
+    ``float``, ``bool`` or ``None`` as the JSON says.
+
+    Never raises: text that is not JSON (also empty or blank text, JSON nested deeper than the parser
+    follows, an integer too long to convert, a value that is not a ``str`` at all) comes back as
+    :class:`RawArguments` holding the text unchanged (``str(arguments)``). The result may be shared (see
+    :meth:`ToolCall.args`): do not mutate it.
+    """
+    if not isinstance(arguments, str):
+        return RawArguments(arguments)
+    try:
+        return json_loads(arguments)
+    except (ValueError, JSONNestingError):  # JSONDecodeError is a ValueError
+        return RawArguments(arguments)
+
+
+PATH_KEYS: tuple[str, ...] = ("file_path", "notebook_path", "path", "filename", "file", "target_file")
+"""The argument keys that name a file, in priority order (:func:`argument_paths`): the union of the key
+lists the kernel, the engine, the bench and the baselines used before ``ToolCall.paths`` (Claude Code
+``file_path``/``notebook_path``, OpenHands/SWE-agent ``path``, Aider ``path``, Gemini/Cline ``file``/
+``target_file``/``filename``). Only string values count: list forms (``paths``, ``edits``) are not read."""
+
+
+def argument_paths(value: Any, keys: tuple[str, ...] = PATH_KEYS) -> tuple[str, ...]:
+    """The file paths a parsed arguments ``value`` names: for each of ``keys`` in order, its value when
+    that is a string that is not blank, unchanged (not stripped), without repeats; ``()`` when ``value``
+    is not a ``dict``."""
+    if not isinstance(value, dict):
+        return ()
+    found: dict[str, None] = {}
+    for key in keys:
+        v = value.get(key)
+        if isinstance(v, str) and v.strip():
+            found[v] = None
+    return tuple(found)
 
 
 EVENT_KINDS: dict[str, type["Event"]] = {}
@@ -187,13 +287,41 @@ class MediaRef:
     height: int | None = None
 
 
+class _ParsedSlot:
+    """A slot outside the dataclass fields for :meth:`ToolCall.args`' cache: not compared, hashed,
+    pickled, copied, printed or encoded (those all go through the fields only)."""
+
+    __slots__ = ("_parsed",)
+
+
+_UNSET: Any = object()
+
+
 @dataclass(frozen=True, slots=True)
-class ToolCall:
-    """One tool call: ``id`` links it to its :class:`ToolResult`; ``arguments`` is a JSON string."""
+class ToolCall(_ParsedSlot):
+    """One tool call: ``id`` links it to its :class:`ToolResult`; ``arguments`` is a JSON string
+    (stored as the transcript had it, or :func:`canonical_arguments` when built from an object)."""
 
     id: str
     name: str
     arguments: str
+
+    def args(self) -> Any:
+        """The parsed :attr:`arguments` (:func:`parse_arguments`: a ``dict`` usually; :class:`RawArguments`,
+        the text itself, when it is not JSON), parsed on first use and kept on this instance. The value
+        is shared between calls: do not mutate it (copy it first)."""
+        try:
+            return self._parsed
+        except AttributeError:
+            value = parse_arguments(self.arguments)
+            object.__setattr__(self, "_parsed", value)
+            return value
+
+    def paths(self, keys: tuple[str, ...] = PATH_KEYS) -> tuple[str, ...]:
+        """The file paths the arguments name: :func:`argument_paths` of :meth:`args` (the non-blank string
+        values of :data:`PATH_KEYS`, in that order, unchanged, no repeats); ``()`` for arguments that are
+        not a JSON object. ``keys`` narrows or reorders the list for a caller that must."""
+        return argument_paths(self.args(), keys)
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,17 +350,20 @@ class AssistantMessage(Event):
     def searchable_text(self) -> str:
         parts = [self.text] if self.text else []
         for c in self.tool_calls:
-            parts.append(f"{c.name} {_readable_arguments(c.arguments)}")
+            parts.append(f"{c.name} {_readable_arguments(c)}")
         return "\n".join(parts)
 
 
-def _readable_arguments(arguments: str) -> str:
+def _readable_arguments(call: ToolCall) -> str:
     """Tool-call ``arguments`` as FTS5 should see them: JSON re-serialized with its ``\\u`` escapes
     decoded (``"\\u8fde\\u63a5"`` indexes as ``"连接"``); text that is not JSON stays as it is."""
+    value = call.args()
+    if isinstance(value, RawArguments):
+        return call.arguments
     try:
-        return json.dumps(json.loads(arguments), ensure_ascii=False)
+        return json.dumps(value, ensure_ascii=False)
     except (ValueError, RecursionError):
-        return arguments
+        return call.arguments
 
 
 @dataclass(frozen=True, slots=True)
@@ -548,3 +679,34 @@ def decode_event(kind: str, payload: Mapping[str, Any] | str | bytes) -> Event:
 def register_nested(owner: str, field_name: str, cls: type) -> None:
     """Declare that ``owner.field_name`` holds dataclass(es) of ``cls`` (for decoding)."""
     _NESTED[(owner, field_name)] = cls
+
+
+def same_event(a: Event, b: Event) -> bool:
+    """Whether ``a`` and ``b`` are the same event, reading tool-call ``arguments`` by value.
+
+    ``a == b``, or both are :class:`AssistantMessage` s equal but for the bytes of their tool calls'
+    arguments, each pair having the same ``id`` and ``name`` and arguments that parse to the same JSON
+    (equal :func:`canonical_json`). An import identity must not depend on the argument encoding: a store
+    written before :func:`canonical_arguments` holds some arguments unsorted or ASCII-escaped, and a
+    re-import of the same transcript must still match them. Text that is not JSON compares as bytes.
+    """
+    if a == b:
+        return True
+    if not (isinstance(a, AssistantMessage) and isinstance(b, AssistantMessage)):
+        return False
+    if len(a.tool_calls) != len(b.tool_calls) or dataclasses.replace(a, tool_calls=()) != dataclasses.replace(
+            b, tool_calls=()):
+        return False
+    return all(x.id == y.id and x.name == y.name and _same_arguments(x, y) for x, y in zip(a.tool_calls, b.tool_calls))
+
+
+def _same_arguments(x: ToolCall, y: ToolCall) -> bool:
+    if x.arguments == y.arguments:
+        return True
+    u, v = x.args(), y.args()
+    if isinstance(u, RawArguments) or isinstance(v, RawArguments):
+        return False
+    try:
+        return canonical_json(u) == canonical_json(v)
+    except (ValueError, RecursionError):  # NaN/Infinity, or too deep to encode
+        return False

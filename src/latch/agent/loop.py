@@ -27,13 +27,12 @@ engine comes from the supervisor's child policy, as does a resumed child's.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..host.session import StoreKernelWriter, StoreSessionReader
-from ..events import AssistantMessage, Event, ToolCall, ToolResult, Usage, UserMessage
+from ..events import AssistantMessage, Event, ToolCall, ToolResult, Usage, UserMessage, canonical_arguments
 from ..port import ContextEngine, ContextRequest, ContextView, EngineProfile, SessionContext
 from ..providers import to_anthropic_messages, to_openai_chat
 from ..store import EventStore
@@ -118,7 +117,11 @@ def parse_response(wire: str, response: Mapping[str, Any]) -> tuple[AssistantMes
             elif kind == "tool_use":
                 if not isinstance(b.get("id"), str) or not isinstance(b.get("name"), str):
                     raise ValueError(f"provider response: content[{i}] tool_use needs id and name")
-                calls.append(ToolCall(b["id"], b["name"], json.dumps(b.get("input", {}), ensure_ascii=False)))
+                try:
+                    arguments = canonical_arguments(b.get("input", {}))
+                except ValueError:
+                    raise ValueError(f"provider response: content[{i}] tool_use input holds NaN or Infinity") from None
+                calls.append(ToolCall(b["id"], b["name"], arguments))
             elif kind in ("thinking", "redacted_thinking"):
                 reasoning = True
         text = "".join(texts)

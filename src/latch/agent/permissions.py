@@ -10,10 +10,11 @@ so trivial obfuscation (``rm  -rf   /``, ``'rm' -rf /``) is still caught.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from ..events import RawArguments, parse_arguments
 
 __all__ = ["Rule", "Decision", "PermissionPolicy", "DEFAULT_HARD_DENY", "MODES"]
 
@@ -67,9 +68,8 @@ class Decision:
 
 def _normalize(arguments: str | Mapping[str, object]) -> str:
     if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except (ValueError, RecursionError):  # not JSON, or nested too deeply
+        arguments = parse_arguments(arguments)
+        if isinstance(arguments, RawArguments):  # not JSON, or nested too deeply
             return " ".join(arguments.replace('"', "").replace("'", "").split()).lower()
     parts: list[str] = []
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import itertools
-import json
 import math
 import multiprocessing as mp
 import os
@@ -42,7 +41,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..events import AssistantMessage, ToolResult, UserMessage
+from ..events import AssistantMessage, ToolCall, ToolResult, UserMessage
 from ..host.ingest import import_file
 from ..host.loop import RequestLoop, build_engine, model_requests
 from ..plugins import get_engine_factory
@@ -184,7 +183,7 @@ def corpus_needles(events: Sequence[Any]) -> list[Needle]:
                 out.append(Needle("error line", line, s.seq))
                 break
     path = next(((p, s.seq) for s in early if isinstance(s.event, AssistantMessage)
-                 for c in s.event.tool_calls if (p := _call_path(c.arguments))), None)
+                 for c in s.event.tool_calls if (p := _call_path(c))), None)
     if path:
         out.append(Needle("file path", *path))
     for s in early:
@@ -198,15 +197,9 @@ def corpus_needles(events: Sequence[Any]) -> list[Needle]:
     return out
 
 
-def _call_path(arguments: str) -> str | None:
-    try:
-        args = json.loads(arguments)
-    except (ValueError, RecursionError):  # not JSON, or nested too deeply
-        return None
-    if not isinstance(args, dict):
-        return None
-    return next((v for k in ("file_path", "path", "filename")
-                 if isinstance(v := args.get(k), str) and "/" in v and len(v) < 200), None)
+def _call_path(call: ToolCall) -> str | None:
+    """The first path of :meth:`ToolCall.paths` with a ``/`` in it, shorter than 200 characters."""
+    return next((p for p in call.paths() if "/" in p and len(p) < 200), None)
 
 
 def _visible(view: Any, text: str) -> bool:

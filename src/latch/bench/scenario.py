@@ -29,7 +29,6 @@ script the corpus shows (Cyrillic).
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import random
 import statistics
@@ -39,7 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..events import AssistantMessage, Event, MediaRef, SystemNote, ToolCall, ToolResult, Usage, UserMessage
+from ..events import (AssistantMessage, Event, MediaRef, SystemNote, ToolCall, ToolResult, Usage, UserMessage,
+                      canonical_arguments)
 from ..importers import parse_file
 from ..kernel.derive import DerivationContext, SessionDeriver
 from ..kernel.events import FileObservation, Mutation, ValidationEvidence
@@ -412,7 +412,7 @@ class ScenarioModel:
         path = self._path()
         if kind == "read":
             args = {"file_path": f"{self.workspace}/{path}"}
-            call, result = ToolCall(cid, "Read", json.dumps(args)), ToolResult(cid, self._slice(self._code, size),
+            call, result = ToolCall(cid, "Read", canonical_arguments(args)), ToolResult(cid, self._slice(self._code, size),
                                                                                name="Read")
         elif kind == "edit":
             n = shape.args_chars.sample(rng)
@@ -420,7 +420,7 @@ class ScenarioModel:
                     "new_string": self._slice(self._code, n - n // 2)}
             head = f"The file {self.workspace}/{path} has been updated."
             body = head if size <= len(head) else head + "\n" + self._slice(self._code, size - len(head) - 1)
-            call, result = ToolCall(cid, "Edit", json.dumps(args)), ToolResult(cid, body, name="Edit")
+            call, result = ToolCall(cid, "Edit", canonical_arguments(args)), ToolResult(cid, body, name="Edit")
         elif kind == "test":
             test = path.replace("src/", "tests/test_").replace("/", "_", 1)
             cmd = f"python -m pytest -q {test}"
@@ -431,7 +431,7 @@ class ScenarioModel:
             else:
                 tail = f"{rng.randrange(3, 80)} passed in {rng.randrange(10, 900) / 100}s"
             body = self._slice(self._logs, max(0, size - len(tail) - 1)) + "\n" + tail
-            call = ToolCall(cid, "Bash", json.dumps({"command": cmd, "description": "Run the tests"}))
+            call = ToolCall(cid, "Bash", canonical_arguments({"command": cmd, "description": "Run the tests"}))
             result = ToolResult(cid, body, is_error=fails, name="Bash", exit_code=1 if fails else 0)
         else:
             n = shape.args_chars.sample(rng)
@@ -442,7 +442,7 @@ class ScenarioModel:
             if fails:  # the error first (its signature names the failure), then the rest of the output
                 error = rng.choice(_ERRORS)
                 body = error if size <= len(error) else error + "\n" + self._slice(self._logs, size - len(error) - 1)
-            call = ToolCall(cid, "Bash", json.dumps({"command": cmd}))
+            call = ToolCall(cid, "Bash", canonical_arguments({"command": cmd}))
             result = ToolResult(cid, body, is_error=fails, name="Bash", exit_code=1 if fails else 0)
         return call, result
 

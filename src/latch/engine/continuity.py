@@ -60,7 +60,7 @@ from typing import Any
 
 from .. import hotpaths
 from ..config import budget_for_model, recall_tokens as config_recall_tokens, state_tokens, validate_config
-from ..events import AssistantMessage, SystemNote, ToolResult, Usage, UserMessage
+from ..events import AssistantMessage, SystemNote, ToolCall, ToolResult, Usage, UserMessage
 from ..port import (ComponentTokens, ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile,
                     KernelWriter, RecalledEvent, SessionReader, ViewMessage)
 from . import recall as recall_mod
@@ -79,7 +79,6 @@ STATE_SHARE = 4
 """The canonical state renders within ``[context] state_tokens`` and at most 1/STATE_SHARE of what
 instructions, tools and extension leave."""
 _READ_CHUNK = 50_000  # seqs per read while loading a long history
-_PATH_KEYS = ("path", "file_path", "filename", "file", "notebook_path")
 
 
 def _episode_index() -> Any:
@@ -87,17 +86,9 @@ def _episode_index() -> Any:
     return EpisodeIndex()
 
 
-def _arg_paths(arguments: str) -> list[str]:
-    """File paths named by a tool call's JSON arguments (``path``, ``file_path``, ...)."""
-    import json
-
-    try:
-        args = json.loads(arguments)
-    except (ValueError, TypeError, RecursionError):  # not JSON, or nested too deeply
-        return []
-    if not isinstance(args, dict):
-        return []
-    return [v for k in _PATH_KEYS if isinstance(v := args.get(k), str) and v and len(v) < 300]
+def _arg_paths(call: ToolCall) -> list[str]:
+    """File paths named by a tool call's JSON arguments (:meth:`ToolCall.paths`), shorter than 300 characters."""
+    return [p for p in call.paths() if len(p) < 300]
 
 
 def _section(tag: str, body: str, attrs: str = "") -> str:
@@ -437,7 +428,7 @@ class ContinuityEngine:
                     self._errors.append(ev.content[:300])
             elif isinstance(ev, AssistantMessage):
                 for c in ev.tool_calls:
-                    for p in _arg_paths(c.arguments):
+                    for p in _arg_paths(c):
                         if p in self._paths:
                             self._paths.remove(p)
                         self._paths.append(p)

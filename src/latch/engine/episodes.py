@@ -61,7 +61,6 @@ Incremental building
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -73,8 +72,8 @@ from typing import Any
 import numpy as np
 
 from .. import hotpaths
-from ..events import (AssistantMessage, CompactionMarker, Event, SubagentMarker, SystemNote, ToolResult, Usage,
-                      UserMessage)
+from ..events import (AssistantMessage, CompactionMarker, Event, RawArguments, SubagentMarker, SystemNote, ToolCall,
+                      ToolResult, Usage, UserMessage)
 
 __all__ = [
     "Episode",
@@ -340,7 +339,7 @@ def _compute_features(event: Event) -> _Features:
         chars = len(event.text)
         for c in event.tool_calls:
             chars += len(c.arguments)
-            args = _argument_text(c.arguments)
+            args = _argument_text(c)
             terms.extend(extract_terms(f"{c.name} {args}"))
             call_files.extend(_paths(args))
             calls.append((c.id, _classify_call(c.name, c.arguments)))
@@ -378,14 +377,12 @@ _cached_features = lru_cache(maxsize=2048)(_compute_features)
 _LOCATION_KEYS = frozenset(("workdir", "cwd", "working_dir", "working_directory"))
 
 
-def _argument_text(arguments: str) -> str:
+def _argument_text(call: ToolCall) -> str:
     """Tool call arguments as text: JSON string values joined (unescaped; the working-directory
     keys every call repeats are left out), else the raw string."""
-    raw = arguments[:SCAN_CHARS]
-    try:
-        value = json.loads(arguments)
-    except (ValueError, RecursionError):  # not JSON, or nested too deeply
-        return raw
+    value = call.args()
+    if isinstance(value, RawArguments):
+        return call.arguments[:SCAN_CHARS]
     parts: list[str] = []
 
     def walk(v: Any) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..events import same_event
 from .. import importers as _importers
 from ..events import SubagentMarker
 from ..importers.base import Importer, ParsedSession, SessionForgotten, TranscriptError
@@ -111,7 +112,9 @@ def _stored(store: EventStore, external_key: str) -> bool:
 def _new_events(store: EventStore, path: Path, external_key: str, events: list[PendingEvent]) -> list[PendingEvent]:
     """The ``events`` not stored yet for this session, after checking that the stored ones are a prefix.
 
-    Each event stored earlier must read the same and come before every new one. Stored events the
+    Each event stored earlier must read the same (:func:`latch.events.same_event`: tool-call arguments
+    compare by their parsed value, so a store written before :func:`latch.events.canonical_arguments`
+    still matches) and come before every new one. Stored events the
     parse no longer has (a Claude Code branch abandoned by a rewind, a legacy end-of-file
     placeholder) are allowed: the store keeps them. Only new events go to the store, so a re-import
     spends no ``seq`` on duplicates and the seqs match those of a single import.
@@ -130,7 +133,7 @@ def _new_events(store: EventStore, path: Path, external_key: str, events: list[P
         elif first_new is not None:
             raise TranscriptError(path, _where(pe.source_ref), f"already imported, but it now comes after "
                                   f"{_where(first_new)}, which is new: the file changed before its end")
-        elif old != pe.event:
+        elif not same_event(old, pe.event):  # arguments by value: stores predate canonical_arguments
             raise TranscriptError(path, _where(pe.source_ref), "reads differently from when it was imported: the "
                                   "file was edited, or another transcript has the same identity "
                                   f"({external_key}); import a transcript that is still being written with --live")

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..events import (AssistantMessage, Event, MediaRef, PendingEvent, ToolCall, ToolResult, Usage, UserMessage,
-                      canonical_json)
+                      canonical_arguments)
 from .base import JSONNestingError, ParsedSession, TranscriptError, json_decode, json_loads
 
 __all__ = ["Loc", "SessionBuilder", "AssistantSlot", "image_size", "sniff_media_type", "head_text", "peek_json",
@@ -104,9 +104,11 @@ class Loc:
 
 
 def dump_json(loc: Loc, value: Any, label: str) -> str:
-    """``value`` as canonical JSON text (a tool call's ``arguments``); NaN/Infinity are a ``TranscriptError``."""
+    """``value`` as a tool call's ``arguments`` text (:func:`latch.events.canonical_arguments`, whose docstring
+    says when an importer encodes and when it keeps the transcript's string); NaN/Infinity are a
+    ``TranscriptError``."""
     try:
-        return canonical_json(value)
+        return canonical_arguments(value)
     except ValueError:
         raise loc.fail(f"field {label!r} holds NaN or Infinity, which JSON cannot carry") from None
 

@@ -70,12 +70,11 @@ neither a session header nor a ``####`` line raises ``TranscriptError``.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..events import SystemNote, ToolCall, Usage, UserMessage
+from ..events import SystemNote, ToolCall, Usage, UserMessage, canonical_arguments
 from ._common import SessionBuilder, head_key, head_text
 from .base import Importer, ParsedSession, TranscriptError, decode_text
 
@@ -424,7 +423,7 @@ def _edits(reply: _Item,
     kept = "\n".join(t for i, (_, t) in enumerate(reply.rows) if i not in drop)
     calls, results = [], []
     for blk, outcome, is_error, content in chosen:
-        call = ToolCall(id=f"edit-L{blk.line_no}", name="edit", arguments=json.dumps(blk.args, ensure_ascii=False))
+        call = ToolCall(id=f"edit-L{blk.line_no}", name="edit", arguments=canonical_arguments(blk.args))
         calls.append(call)
         results.append((call.id, content, is_error, f"line:{outcome.start + 1}"))
     used = {id(o) for _, o, _, _ in chosen}

@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..events import PendingEvent
+from ..events import JSONNestingError, PendingEvent, _integer_too_long, json_loads
 
 __all__ = ["TranscriptError", "ParsedSession", "Importer", "decode_text", "load_json", "iter_jsonl", "content_key",
            "JSONNestingError", "json_loads", "json_decode"]
@@ -128,37 +126,7 @@ def decode_text(path: str | Path, data: bytes) -> str:
     return text
 
 
-class JSONNestingError(Exception):
-    """A JSON value nested deeper than the parser can follow (Python's recursion limit).
-
-    Not a ``ValueError``: a sniffer that treats unparseable text as "not mine" lets it reach
-    :func:`latch.importers.detect`, which then names the real problem.
-    """
-
-
 _DECODER = json.JSONDecoder()
-
-
-def _integer_too_long(text: str, start: int) -> json.JSONDecodeError:
-    """The ``JSONDecodeError`` for an integer longer than Python converts (``sys.get_int_max_str_digits()``),
-    placed at the first such digit run."""
-    limit = sys.get_int_max_str_digits()
-    run = re.compile(r"\d{%d,}" % (limit + 1)).search(text, start) if limit else None
-    return json.JSONDecodeError("integer too long", text, run.start() if run else start)
-
-
-def json_loads(text: str) -> Any:
-    """``json.loads`` for transcript text: ``json.JSONDecodeError`` as usual (also ``integer too long`` for
-    an integer of more digits than Python converts), :class:`JSONNestingError` instead of ``RecursionError``.
-    Every importer and sniffer parses JSON through this or :func:`json_decode`."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        raise
-    except ValueError:
-        raise _integer_too_long(text, 0) from None
-    except RecursionError:
-        raise JSONNestingError("JSON nested too deeply") from None
 
 
 def json_decode(text: str, start: int = 0) -> tuple[Any, int]:

@@ -46,13 +46,12 @@ A call unanswered at the end of the document is pending (no result).
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage
-from ._common import Loc, SessionBuilder, data_url_bytes, json_type, peek_json
+from ._common import Loc, SessionBuilder, data_url_bytes, dump_json, json_type, peek_json
 from ._pyrepr import literal_mapping
 from .base import Importer, ParsedSession, content_key, decode_text, load_json
 
@@ -248,7 +247,7 @@ class OpenHandsImporter(Importer):
             text, calls, reasoning = _response_message(loc, response)
             if action not in _TEXT_ACTIONS and call_id is not None and all(c.id != call_id for c in calls):
                 calls.append(ToolCall(id=call_id, name=loc.str(tcm, "function_name", "tool_call_metadata") or action,
-                                      arguments=json.dumps(_call_args(args), ensure_ascii=False)))
+                                      arguments=dump_json(loc, _call_args(args), "args")))
             calls = [c for c in calls if c.name != "finish"]
             if action == "finish" and thought and thought not in (text or ""):
                 text = f"{text}\n\n{thought}" if text else thought
@@ -265,7 +264,7 @@ class OpenHandsImporter(Importer):
             return
         call_id = f"event-{eid}"
         call_of_action[eid] = call_id
-        arguments = json.dumps(_call_args(args), ensure_ascii=False)
+        arguments = dump_json(loc, _call_args(args), "args")
         b.assistant(ref, ts, text=thought, calls=[ToolCall(id=call_id, name=action, arguments=arguments)])
 
 

@@ -35,12 +35,11 @@ growth-stable identities are for the JSONL/markdown logs agents append to).
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
-from ..events import SystemNote, ToolCall, UserMessage
-from ._common import Loc, SessionBuilder, json_type
+from ..events import SystemNote, ToolCall, UserMessage, canonical_arguments
+from ._common import Loc, SessionBuilder, dump_json, json_type
 from ._pyrepr import literal_mapping
 from .base import Importer, ParsedSession, content_key, decode_text, load_json
 
@@ -74,7 +73,7 @@ def _calls(loc: Loc, m: dict) -> list[tuple[str, str, str]]:
         fn = loc.obj(tc, "function", prefix, required=True)
         args = fn.get("arguments", "{}")
         if isinstance(args, dict):
-            args = json.dumps(args, ensure_ascii=False)
+            args = dump_json(loc, args, f"{prefix}.function.arguments")
         elif not isinstance(args, str):
             raise loc.fail(f"field '{prefix}.function.arguments' must be a JSON string or an object, "
                            f"got {json_type(args)}")
@@ -157,7 +156,7 @@ class SweAgentImporter(Importer):
                     command = action.rstrip("\n")
                     first = command.split(maxsplit=1)[0]
                     calls = [(f"step-{step}", first if first in commands else "bash",
-                              json.dumps({"command": command}, ensure_ascii=False))]
+                              canonical_arguments({"command": command}))]
                     positional = calls[0][0]
                     if thought is not None and text.startswith(thought):
                         text = thought.rstrip()

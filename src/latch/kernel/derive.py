@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ..events import AssistantMessage, Event, ToolCall, ToolResult
+from ..events import AssistantMessage, Event, RawArguments, ToolCall, ToolResult, argument_paths
 from .events import (ExternalChange, FileObservation, Mutation, ProcessExited, ProcessStarted, StateUpdate, Tombstone,
                      ValidationEvidence, WriterBlocker)
 from .shell import classify_command, command_text
@@ -205,12 +205,12 @@ unregister_rule = _removed("unregister_rule")
 
 # ------------------------------------------------------------------------------------- helpers
 def call_arguments(call: ToolCall) -> dict[str, Any]:
-    """The call's arguments as a dict; a non-object or non-JSON string becomes ``{"input": value}``."""
-    try:
-        value = json.loads(call.arguments) if call.arguments else {}
-    except (ValueError, TypeError, RecursionError):  # not JSON, or nested too deeply
-        return {"input": call.arguments}
-    return value if isinstance(value, dict) else {"input": value}
+    """The call's arguments as a dict (:meth:`ToolCall.args`; shared, do not mutate): empty text is ``{}``,
+    a non-object or non-JSON string becomes ``{"input": value}`` (a fresh dict)."""
+    if not call.arguments:
+        return {}
+    value = call.args()
+    return value if isinstance(value, dict) else {"input": str(value) if isinstance(value, RawArguments) else value}
 
 
 _HEADER_RE = re.compile(r"^(Script (completed|failed)|Wall time [\d.]+ seconds|Output:|Script error:|Chunk ID: \S+|"
@@ -789,17 +789,13 @@ def _patch_facts(patch: str, output: str, failed: bool, missing: bool, ctx: Deri
     return [Mutation(paths=paths, tool="apply_patch")]
 
 
-_PATH_KEYS = ("file_path", "notebook_path", "path", "filename", "file", "target_file")
 _EDIT_REJECTED_RE = re.compile(r"^(?:No replacement was performed|ERROR:|Error:|Invalid `path`|The path \S+ does not exist|"
                                r"Your proposed edit has introduced new syntax error)", re.M)
 
 
 def _path_arg(args: dict[str, Any]) -> str | None:
-    for key in _PATH_KEYS:
-        value = args.get(key)
-        if isinstance(value, str) and value.strip():
-            return value
-    return None
+    """The first file path the arguments name (:data:`latch.events.PATH_KEYS` order)."""
+    return next(iter(argument_paths(args)), None)
 
 
 def _swe_trailer(content: str, ctx: DerivationContext) -> str | None:

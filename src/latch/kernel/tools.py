@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..events import JSONNestingError, json_loads
 from .events import StateUpdate
 from .state import canonical_state
 
@@ -120,10 +121,10 @@ def validate_arguments(name: str, arguments: Any) -> dict[str, Any]:
     schema = tool_schema(name)["input_schema"]
     if isinstance(arguments, (str, bytes)):
         try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
+            arguments = json_loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
             raise KernelToolError(f"{name}: arguments are not valid JSON ({exc.msg} at column {exc.colno})") from None
-        except RecursionError:
+        except JSONNestingError:
             raise KernelToolError(f"{name}: arguments are nested too deeply") from None
     if not isinstance(arguments, dict):
         raise KernelToolError(f"{name}: arguments must be a JSON object, got {type(arguments).__name__}")

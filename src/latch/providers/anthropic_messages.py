@@ -32,12 +32,11 @@ Rules:
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..events import MediaRef
+from ..events import MediaRef, parse_arguments
 from ..port import ContextView, ViewMessage
 from ._wire import (ArtifactLoader, Turn, group, image_data, image_placeholder, is_image, nonempty, orphan_note,
                     result_text, tool_schema, tools_problems)
@@ -70,10 +69,7 @@ def _blocks(text: str, media: tuple[MediaRef, ...], loader: ArtifactLoader | Non
 
 
 def _tool_input(arguments: str) -> dict[str, Any]:
-    try:
-        value = json.loads(arguments)
-    except (ValueError, RecursionError):  # not JSON, or nested too deeply
-        value = None
+    value = parse_arguments(arguments)  # a fresh value (not ToolCall.args' shared one): the payload may be edited
     return value if isinstance(value, dict) else {"arguments": arguments}
 
 

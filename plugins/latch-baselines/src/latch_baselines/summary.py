@@ -22,11 +22,11 @@ the files edited, and the last error lines, bounded.
 from __future__ import annotations
 
 import importlib
-import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
+from latch.events import argument_paths, parse_arguments
 from latch.port import ContextBudget, ViewMessage
 from latch.engine.units import Unit
 
@@ -43,7 +43,6 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
 _EDIT_TOOLS = frozenset("""edit multiedit write write_file edit_file create create_file insert apply_patch
 str_replace replace notebookedit notebook_edit""".split())
 _EDITOR_WRITE = frozenset(("create", "str_replace", "insert", "write"))
-_PATH_KEYS = ("file_path", "path", "filename", "target_file", "notebook_path")
 _PATCH_FILE = re.compile(r"\*\*\* (?:Update|Add|Delete) File: ([^\s\"\\]+)")
 
 
@@ -62,14 +61,11 @@ def edited_files(name: str, arguments: str) -> list[str]:
     """Paths an edit/write/patch call touches (from its JSON arguments or ``*** Update File:`` lines)."""
     found = _PATCH_FILE.findall(arguments)
     lname = name.lower()
-    try:
-        args = json.loads(arguments)
-    except ValueError:
-        args = None
+    args = parse_arguments(arguments)
     if isinstance(args, dict):
         editor_write = "editor" in lname and args.get("command") in _EDITOR_WRITE
         if lname in _EDIT_TOOLS or editor_write:
-            found += [v for k in _PATH_KEYS if isinstance(v := args.get(k), str) and v]
+            found += argument_paths(args)
     return found
 
 
