@@ -37,8 +37,12 @@ from latch.store import EventStore
 assert latch.__file__.startswith(sys.argv[1]), latch.__file__
 store = EventStore(sys.argv[2])
 counts = {}
+from latch.importers.base import TranscriptError
 for path in sys.argv[3:]:
-    sid, parsed, seqs = import_file(store, path, final=True)
+    try:
+        sid, parsed, seqs = import_file(store, path, final=True)
+    except TranscriptError:  # a format the old release had no importer for: not part of its stores
+        continue
     counts[path] = len(seqs)
 store.close()
 print(json.dumps(counts))
@@ -80,7 +84,7 @@ def test_reimport_into_an_old_store_adds_nothing(old_store):
     store = EventStore(db)
     try:
         added = {}
-        for path in files:
+        for path in counts:  # the files the old release could import
             _, _, seqs = import_file(store, path, final=True)  # a TranscriptError here fails the test
             added[corpus_name_of(path)] = len(seqs)
     finally:
@@ -91,11 +95,11 @@ def test_reimport_into_an_old_store_adds_nothing(old_store):
 
 def test_the_old_store_holds_arguments_in_another_encoding(old_store):
     """The check above is not vacuous: some stored tool calls read equal only by value."""
-    db, files, _ = old_store
+    db, files, counts = old_store
     store = EventStore(db)
     by_value = {}
     try:
-        for path in files:
+        for path in counts:
             parsed = parse_file(path, live=False)
             stored = {e.source_ref: e.event for e in store.events(store.session_id_for(parsed.external_key))}
             n = sum(1 for pe in parsed.events if isinstance(pe.event, AssistantMessage)
