@@ -382,18 +382,32 @@ class EventStore:
         Events whose ``source_ref`` is already stored are skipped, so importing
         the same file twice adds nothing. Returns ``(session_id, new_seqs)``.
         """
-        with self._write() as db:
-            row = db.execute("SELECT id FROM sessions WHERE external_key = ?", (external_key,)).fetchone()
-            if row:
-                sid = row[0]
-            else:
-                sid = self.session_id_for(external_key)
-                self._insert_session(session_id=sid, external_key=external_key, source=source, format=format,
-                                     workspace=workspace, parent_id=parent_id, meta=meta)
-            for data, media_type, w, h in artifacts:
-                self._put_artifact_locked(data, media_type, w, h)
-            seqs = self._append_locked(sid, events)
-        return sid, seqs
+        with self._write():
+            return self._import_locked(external_key=external_key, source=source, format=format, workspace=workspace,
+                                       events=events, meta=meta, parent_id=parent_id, artifacts=artifacts)
+
+    def import_sessions(self, sessions: Sequence[dict[str, Any]]) -> list[tuple[str, list[int]]]:
+        """:meth:`import_session` for several sessions (each a dict of its keyword arguments), all in ONE
+        transaction: every session is stored, or (on any error) none. Returns ``[(session_id, new_seqs)]``
+        in the order given. Raises what :meth:`import_session` raises; the store is then unchanged."""
+        with self._write():
+            return [self._import_locked(**kw) for kw in sessions]
+
+    def _import_locked(self, *, external_key: str, source: str | None, format: str | None,
+                       workspace: str | None, events: Sequence[PendingEvent], meta: dict[str, Any] | None = None,
+                       parent_id: str | None = None, artifacts: Sequence[tuple[bytes, str, int | None, int | None]] = ()
+                       ) -> tuple[str, list[int]]:
+        db = self._db
+        row = db.execute("SELECT id FROM sessions WHERE external_key = ?", (external_key,)).fetchone()
+        if row:
+            sid = row[0]
+        else:
+            sid = self.session_id_for(external_key)
+            self._insert_session(session_id=sid, external_key=external_key, source=source, format=format,
+                                 workspace=workspace, parent_id=parent_id, meta=meta)
+        for data, media_type, w, h in artifacts:
+            self._put_artifact_locked(data, media_type, w, h)
+        return sid, self._append_locked(sid, events)
 
     # ------------------------------------------------------------------- reads
     def _decode_row(self, r: Sequence[Any]) -> StoredEvent:
