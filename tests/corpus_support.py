@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -25,7 +26,6 @@ DOCS = ("README.md", "FORMATS.md")
 # Each entry: corpus folder -> why it is allowed to be skipped. Remove an entry when its
 # importer lands; the corpus tests then run its files like every other.
 NO_IMPORTER_YET: dict[str, str] = {
-    "goose": "Goose sessions.db (SQLite): importer not written yet (issue 17)",
     "opencode": "OpenCode SQLite storage: importer not written yet (issue 17)",
 }
 
@@ -89,3 +89,83 @@ def require_importer(path: Path) -> str:
     if fmt in NO_IMPORTER_YET:
         pytest.skip(f"{corpus_name(path)}: {NO_IMPORTER_YET[fmt]}")
     return fmt
+
+
+# Formats whose files are containers of several sessions (SQLite databases): the corpus tests run on each
+# session of such a file (:func:`corpus_items`), not on the one session ``parse`` returns.
+CONTAINER_FORMATS = ("goose", "opencode")
+
+
+class CorpusItem(NamedTuple):
+    """One session of the corpus: ``path`` and, for a container file, the ``external_key`` of one of its
+    sessions (``None``: the file's only session)."""
+
+    path: Path
+    session: str | None = None
+
+
+def _container_keys(path: Path) -> list[str]:
+    from latch.importers import TranscriptError, builtin_importers, parse_all_file
+
+    try:
+        return [s.external_key for s in parse_all_file(path, corpus_format(path), builtin_importers())]
+    except TranscriptError:
+        return []  # the tests of the whole file then report the error
+
+
+def corpus_items() -> list[CorpusItem]:
+    """Every session of the corpus, sorted by path: one item per ordinary file, one per session of a
+    container file whose format has an importer (in the file's order). Empty when the corpus is absent."""
+    items: list[CorpusItem] = []
+    for p in corpus_files():
+        fmt = corpus_format(p)
+        keys = _container_keys(p) if fmt in CONTAINER_FORMATS and fmt not in NO_IMPORTER_YET else []
+        if keys:
+            items.extend(CorpusItem(p, k) for k in keys)
+        else:
+            items.append(CorpusItem(p))
+    return items
+
+
+def importable_corpus_items() -> list[CorpusItem]:
+    """The :func:`corpus_items` whose format has an importer."""
+    return [i for i in corpus_items() if corpus_format(i.path) not in NO_IMPORTER_YET]
+
+
+def item_name(item: CorpusItem) -> str:
+    """``format/relative/path`` of the item's file, then ``#<the format's session id>`` for a session of a
+    container (``goose/lantern_sessions.db#20260805_1``): the key of per-session expectations and the test id."""
+    name = corpus_name(item.path)
+    return name if item.session is None else f"{name}#{item.session.partition(':')[2]}"
+
+
+def item_id(item: CorpusItem) -> str:
+    """Test id of a corpus item (:func:`item_name`)."""
+    return item_name(item)
+
+
+def import_item(store, item: CorpusItem, importers=None) -> str:
+    """Import ``item`` into ``store`` as a finished session (``final=True``) and return its session id: the
+    whole container file in one transaction (:func:`latch.host.ingest.import_all`), else the file.
+    Skips (like :func:`require_importer`) when the format has no importer yet."""
+    from latch.host.ingest import import_all, import_file
+
+    fmt = require_importer(item.path)
+    if item.session is None:
+        sid, _, _ = import_file(store, item.path, fmt, importers=importers, final=True)
+        return sid
+    for sid, parsed, _ in import_all(store, item.path, fmt, importers=importers, final=True):
+        if parsed.external_key == item.session:
+            return sid
+    raise AssertionError(f"{item_name(item)}: the file no longer holds this session")
+
+
+def parse_item(item: CorpusItem, importers=None):
+    """The :class:`~latch.importers.ParsedSession` of ``item`` (skips a format without an importer)."""
+    from latch.importers import builtin_importers, parse_all_file, parse_file
+
+    fmt = require_importer(item.path)
+    importers = builtin_importers() if importers is None else importers
+    if item.session is None:
+        return parse_file(item.path, format=fmt, importers=importers)
+    return next(s for s in parse_all_file(item.path, fmt, importers) if s.external_key == item.session)

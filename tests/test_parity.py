@@ -186,15 +186,15 @@ def test_score_episodes_errors():
 
 
 def _corpus_texts(corpus_dir):
-    from latch.importers import builtin_importers, parse_file
+    from latch.importers import builtin_importers
 
     importers = builtin_importers()
     if not importers:
         pytest.skip("no transcript importers are installed yet")
-    from corpus_support import corpus_format, importable_corpus_files
+    from corpus_support import importable_corpus_items, parse_item
 
-    return [pe.event.searchable_text() for path in importable_corpus_files()
-            for pe in parse_file(path, corpus_format(path), importers=importers).events]
+    return [pe.event.searchable_text() for item in importable_corpus_items()
+            for pe in parse_item(item, importers).events]
 
 
 @pytest.mark.corpus

@@ -32,12 +32,13 @@ def test_corpus_shape_constants_match_a_fresh_measurement():
 
 
 def test_corpus_shape_values_checked_by_hand():
-    # 582 assistant messages over the 16 importable sessions: the first 8 files' 314 (339 tool calls with results,
+    # 592 assistant messages over the 20 importable sessions: the first 8 files' 314 (339 tool calls with results,
     # edgerunner alone: 171), plus distinct message.ids of the new Claude Code files (jq -r 'select(.type ==
     # "assistant") | .message.id' | sort -u | wc -l): spotter 143, its sub-agent 13, its compaction agent 1,
     # entire-image 89; Gemini CLI gemini messages (upserted by id): entire 11, vibecodingtracker .json 3 and
-    # .jsonl 6; Copilot CLI assistant.message model calls: 2 (see test_import_gemini_cli / _copilot_cli).
-    assert (CORPUS_SHAPE.sessions, CORPUS_SHAPE.requests) == (16, 582)
+    # .jsonl 6; Copilot CLI assistant.message model calls: 2 (see test_import_gemini_cli / _copilot_cli); the Goose
+    # database's 4 sessions, assistant rows per session (SQL over messages, test_import_goose): 2, 2, 4, 2.
+    assert (CORPUS_SHAPE.sessions, CORPUS_SHAPE.requests) == (20, 592)
     assert set(CORPUS_SHAPE.kinds) == set(KINDS)
     assert sum(k.share for k in CORPUS_SHAPE.kinds.values()) == pytest.approx(1.0, abs=0.002)
     assert CORPUS_SHAPE.kinds["read"].result_chars.median > CORPUS_SHAPE.kinds["edit"].result_chars.median

@@ -7,8 +7,8 @@ from typing import NamedTuple
 
 import pytest
 
-from corpus_support import corpus_files, corpus_id, require_importer
-from latch.importers import builtin_importers, import_file
+from corpus_support import corpus_items, import_item, item_id
+from latch.importers import builtin_importers
 from latch.store import EventStore
 
 
@@ -18,14 +18,14 @@ class CorpusSession(NamedTuple):
     sid: str
 
 
-@pytest.fixture(params=corpus_files(), ids=corpus_id)
+@pytest.fixture(params=corpus_items(), ids=item_id)
 def corpus_session(request, corpus_dir):
-    """Each corpus file imported by its folder's importer into an in-memory store (skips a format in
-    ``corpus_support.NO_IMPORTER_YET``); the store closes after the test."""
-    path = request.param
+    """Each corpus session (each file, each session of a container file: ``corpus_support.corpus_items``)
+    imported by its folder's importer into an in-memory store (skips a format in
+    ``corpus_support.NO_IMPORTER_YET``); the store closes after the test. ``path`` is the file."""
+    item = request.param
     importers = builtin_importers()
-    fmt = require_importer(path)
     with EventStore(":memory:") as store:
         # corpus files are finished sessions, taken whole (a compaction agent's file is one request and its answer)
-        sid, _, _ = import_file(store, path, format=fmt, importers=importers, final=True)
-        yield CorpusSession(path, store, sid)
+        sid = import_item(store, item, importers)
+        yield CorpusSession(item.path, store, sid)

@@ -15,10 +15,9 @@ import os
 
 import pytest
 
-from corpus_support import OVERSIZED_AT_28K, corpus_files, corpus_id, corpus_name, require_importer
+from corpus_support import OVERSIZED_AT_28K, corpus_items, corpus_name, import_item, item_id
 from latch import plugins
 from latch.commands.replay import run_replay
-from latch.importers import import_file
 from latch.providers import (to_anthropic_messages, to_openai_chat, validate_anthropic_messages,
                              validate_openai_chat)
 from latch.store import EventStore
@@ -55,12 +54,12 @@ def _installed(dist: str) -> bool:
 
 
 @pytest.mark.parametrize("engine, budget", CASES, ids=[f"{e}-{b}" for e, b in CASES])
-@pytest.mark.parametrize("path", corpus_files(), ids=corpus_id)
-def test_baseline_replays_within_budget_and_valid(path, engine, budget, corpus_dir):
-    fmt = require_importer(path)
+@pytest.mark.parametrize("item", corpus_items(), ids=item_id)
+def test_baseline_replays_within_budget_and_valid(item, engine, budget, corpus_dir):
+    path = item.path
     with EventStore(":memory:") as store:
         # corpus files are finished sessions: the last response is settled (a compaction agent's file is one request)
-        sid, _, _ = import_file(store, path, fmt, final=True)
+        sid = import_item(store, item)
         doc, views = run_replay(store, sid, engine=engine, keep_views=True, **(TINY if budget == "tiny" else DEFAULT))
         summary = doc["summary"]
         assert doc["engine"] == engine

@@ -8,19 +8,17 @@ import pytest
 
 from latch.engine.episodes import EpisodeIndex
 from latch.events import canonical_bytes
-from latch.importers import builtin_importers, parse_file
 from latch.store import EventStore
 
-from corpus_support import corpus_files, corpus_id, require_importer
+from corpus_support import corpus_items, item_id, parse_item
 
 pytestmark = pytest.mark.corpus
 
 
-def corpus_events(path):
-    """The file parsed by its folder's importer into an in-memory store; skips formats without an importer yet."""
-    importers = builtin_importers()
-    fmt = require_importer(path)
-    parsed = parse_file(path, format=fmt, importers=importers)
+def corpus_events(item):
+    """The corpus session (a file, or one session of a container file) parsed by its folder's importer into an
+    in-memory store; skips formats without an importer yet."""
+    parsed = parse_item(item)
     store = EventStore(":memory:")
     sid, _ = store.import_session(external_key=parsed.external_key, source=parsed.source, format=parsed.format,
                                   workspace=parsed.workspace, events=parsed.events, meta=parsed.meta,
@@ -36,9 +34,10 @@ def episodes_digest(index: EpisodeIndex) -> str:
     return hashlib.sha256(canonical_bytes([index.watermark, rows])).hexdigest()
 
 
-@pytest.mark.parametrize("path", corpus_files(), ids=corpus_id)
-def test_incremental_equals_rebuild_at_every_prefix(path, corpus_dir):
-    events = corpus_events(path)
+@pytest.mark.parametrize("item", corpus_items(), ids=item_id)
+def test_incremental_equals_rebuild_at_every_prefix(item, corpus_dir):
+    path = item.path
+    events = corpus_events(item)
     assert events, "the importer produced no events"
     incremental = EpisodeIndex()
     for i in range(1, len(events) + 1):

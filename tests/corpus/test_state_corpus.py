@@ -53,6 +53,14 @@ How each count was checked (FORMATS.md names the fields):
   with ``success: false`` and the same ``error.message`` (``"path": Required``), linked by ``toolCallId``:
   one failure lineage (two occurrences), active (no later ``view`` succeeds); no file is read or written
   (both views failed), no shell command, check, process or plan: every other count is 0.
+* goose/lantern_sessions.db (Goose 1.45.0; one entry per session, ``#<sessions.id>``; a Python script
+  with ``sqlite3`` over ``messages.content_json`` in ``id`` order, ``mode=ro&immutable=1``, no latch):
+  every tool call failed or touched no file (``read``/``average_item_price`` are ``Tool ... not found``
+  errors, ``read_image`` of a missing file, ``load`` of unknown sources), so files, checks, processes and
+  plans are 0; failure lineages = distinct (tool, error text with numbers and quoted names normalized):
+  ``_1`` 1 (average_item_price), ``_2`` 2 (read, read_image), ``_3`` 1 (the two ``load`` errors for
+  'src/orders.py' and 'gdrive' share one; the later argument-less ``load`` succeeds but names no source,
+  so it closes nothing), ``_4`` 1 (read); all active.
 """
 
 from __future__ import annotations
@@ -64,12 +72,12 @@ from click.testing import CliRunner
 
 from latch.cli import _load_commands, cli
 from latch.hotpaths import estimate_tokens
-from latch.importers import builtin_importers, import_file
+from latch.importers import builtin_importers
 from latch.kernel import canonical_state
 from latch.kernel.ledger import clear_cache
 from latch.store import EventStore
 
-from corpus_support import corpus_files, corpus_id, corpus_name, importable_corpus_files, require_importer
+from corpus_support import CorpusItem, corpus_items, import_item, importable_corpus_items, item_id, item_name
 
 pytestmark = pytest.mark.corpus
 
@@ -93,6 +101,10 @@ EXPECTED = {
     "gemini-cli/entire_session.json": (2, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0),
     "gemini-cli/vibecodingtracker_session.json": (4, 3, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0),
     "gemini-cli/vibecodingtracker_session.jsonl": (8, 7, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+    "goose/lantern_sessions.db#20260805_1": (0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0),
+    "goose/lantern_sessions.db#20260805_2": (0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 0, 0),
+    "goose/lantern_sessions.db#20260805_3": (0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0),
+    "goose/lantern_sessions.db#20260805_4": (0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0),
 }
 
 # pieces of evidence still current at the end (no edit after the check): checked in the docstring
@@ -106,34 +118,39 @@ def counts(s) -> tuple[int, ...]:
             len(s.processes), sum(p["running"] for p in s.processes), len(s.actions))
 
 
-def imported(tmp_path, path):
-    fmt = require_importer(path)
+def imported(tmp_path, item):
+    """A corpus item (a file, or one session of a container: ``corpus_support.corpus_items``) in a new store."""
     importers = builtin_importers()
     store = EventStore(tmp_path / "corpus.db")
     # finished sessions: their open tail (Aider's last turn with its edit results) is part of the counts
-    sid, _, _ = import_file(store, path, fmt, importers=importers, final=True)
+    try:
+        sid = import_item(store, item, importers)
+    except BaseException:
+        store.close()
+        raise
     return store, sid
 
 
 def test_every_corpus_file_has_expected_counts(corpus_dir):
-    assert sorted(EXPECTED) == sorted(corpus_name(p) for p in importable_corpus_files())
+    assert sorted(EXPECTED) == sorted(item_name(i) for i in importable_corpus_items())
 
 
-@pytest.mark.parametrize("path", corpus_files(), ids=corpus_id)
-def test_derived_state_counts(path, corpus_dir, tmp_path):
-    store, sid = imported(tmp_path, path)
+@pytest.mark.parametrize("item", corpus_items(), ids=item_id)
+def test_derived_state_counts(item, corpus_dir, tmp_path):
+    store, sid = imported(tmp_path, item)
     try:
         s = canonical_state(store, sid)
-        assert counts(s) == EXPECTED[corpus_name(path)]
+        assert counts(s) == EXPECTED[item_name(item)]
         # sessions end with edits after their last check, except where the docstring says otherwise
-        assert sum(o["current"] for o in s.evidence) == CURRENT_EVIDENCE.get(corpus_name(path), 0)
+        assert sum(o["current"] for o in s.evidence) == CURRENT_EVIDENCE.get(item_name(item), 0)
     finally:
         store.close()
 
 
-@pytest.mark.parametrize("path", corpus_files(), ids=corpus_id)
-def test_incremental_state_equals_a_rebuild(path, corpus_dir, tmp_path):
-    store, sid = imported(tmp_path, path)
+@pytest.mark.parametrize("item", corpus_items(), ids=item_id)
+def test_incremental_state_equals_a_rebuild(item, corpus_dir, tmp_path):
+    path = item.path
+    store, sid = imported(tmp_path, item)
     try:
         seqs = [ev.seq for ev in store.events(sid)]
         sample = sorted(set(seqs[:: max(1, len(seqs) // 12)] + [seqs[-1]]))
@@ -147,7 +164,7 @@ def test_incremental_state_equals_a_rebuild(path, corpus_dir, tmp_path):
 
 def test_codex_session_verdict_and_cli(corpus_dir, tmp_path):
     path = corpus_dir / "codex" / "edgerunner_codex-session.jsonl"
-    store, sid = imported(tmp_path, path)
+    store, sid = imported(tmp_path, CorpusItem(path))
     s = canonical_state(store, sid)
     store.close()
     assert not s.certification["certified"]

@@ -14,7 +14,7 @@ the same way:
 A call *fails* when its result is an error or its validation evidence failed.
 
 :data:`CORPUS_SHAPE` holds the figures measured on the project's corpus (``../shared/corpus``: its
-16 sessions in formats with an importer); ``python -m latch.bench.scenario [CORPUS_DIR]`` recomputes them and
+20 sessions in formats with an importer); ``python -m latch.bench.scenario [CORPUS_DIR]`` recomputes them and
 ``tests/test_stress.py`` pins that the constants equal a fresh measurement.
 
 :class:`ScenarioModel` generates an endless, deterministic (seeded) session of that shape in Claude
@@ -40,7 +40,7 @@ from typing import Any
 
 from ..events import (AssistantMessage, Event, MediaRef, SystemNote, ToolCall, ToolResult, Usage, UserMessage,
                       canonical_arguments)
-from ..importers import parse_file
+from ..importers import parse_all_file
 from ..kernel.derive import DerivationContext, SessionDeriver
 from ..kernel.events import FileObservation, Mutation, ValidationEvidence
 
@@ -116,26 +116,26 @@ class ScenarioShape:
 # Measured on ../shared/corpus (8 sessions, 1,089 events) by measure_files(); recompute with
 # `python -m latch.bench.scenario`; tests/test_stress.py pins these against a fresh measurement.
 CORPUS_SHAPE = ScenarioShape(
-    sessions=16,
-    requests=582,
-    text_only_share=0.107,
-    calls_per_tool_turn=1.14,
-    tool_turn_text_share=0.477,
-    assistant_text_chars=Spread(median=183, p90=960, max=11619),
-    user_turns_per_request=0.148,
-    user_text_chars=Spread(median=69, p90=324, max=45979),
-    non_latin_user_share=0.116,
+    sessions=20,
+    requests=592,
+    text_only_share=0.108,
+    calls_per_tool_turn=1.138,
+    tool_turn_text_share=0.47,
+    assistant_text_chars=Spread(median=186, p90=993, max=11619),
+    user_turns_per_request=0.152,
+    user_text_chars=Spread(median=71, p90=324, max=45979),
+    non_latin_user_share=0.111,
     usage_per_request=0.921,
-    notes_per_request=0.268,
+    notes_per_request=0.264,
     kinds={
-        "read": CallKind(share=0.167, error_rate=0.0, args_chars=Spread(median=105, p90=244, max=792),
+        "read": CallKind(share=0.165, error_rate=0.0, args_chars=Spread(median=105, p90=244, max=792),
                          result_chars=Spread(median=4457, p90=21011, max=45496)),
-        "edit": CallKind(share=0.255, error_rate=0.0, args_chars=Spread(median=1279, p90=6637, max=33969),
+        "edit": CallKind(share=0.252, error_rate=0.0, args_chars=Spread(median=1279, p90=6637, max=33969),
                          result_chars=Spread(median=64, p90=146, max=16511)),
-        "test": CallKind(share=0.084, error_rate=0.42, args_chars=Spread(median=143, p90=283, max=407),
+        "test": CallKind(share=0.083, error_rate=0.42, args_chars=Spread(median=143, p90=283, max=407),
                          result_chars=Spread(median=894, p90=10039, max=16962)),
-        "other": CallKind(share=0.493, error_rate=0.086, args_chars=Spread(median=143, p90=809, max=28053),
-                          result_chars=Spread(median=200, p90=2976, max=40153)),
+        "other": CallKind(share=0.5, error_rate=0.103, args_chars=Spread(median=139, p90=809, max=28053),
+                          result_chars=Spread(median=202, p90=2976, max=40153)),
     },
 )
 
@@ -227,11 +227,12 @@ def measure_shape(sessions: Iterable[tuple[str | None, str | None, Iterable[Even
 
 
 def measure_files(paths: Iterable[str | Path]) -> ScenarioShape:
-    """:func:`measure_shape` of transcript files, parsed by Latch's importers (formats auto-detected)."""
+    """:func:`measure_shape` of transcript files, parsed by Latch's built-in importers (formats auto-detected);
+    every session of a file that holds several (a Goose database) counts."""
     def sessions() -> Iterator[tuple[str | None, str | None, list[Event]]]:
         for p in paths:
-            parsed = parse_file(p)
-            yield parsed.format, parsed.workspace, [pe.event for pe in parsed.events]
+            for parsed in parse_all_file(p):
+                yield parsed.format, parsed.workspace, [pe.event for pe in parsed.events]
 
     return measure_shape(sessions())
 

@@ -65,7 +65,7 @@ def register(cli: click.Group) -> None:
         Every file is tried; each one that cannot be imported is one line on stderr and leaves the
         store unchanged; the command then exits 1.
         """
-        from ..host.ingest import SessionForgotten, companion_files, import_file
+        from ..host.ingest import SessionForgotten, companion_files, import_all
         from ..importers.base import TranscriptError
 
         store = app.store()
@@ -74,8 +74,10 @@ def register(cli: click.Group) -> None:
         # a Claude Code session brings its sub-agent files (<sessionId>/subagents/agent-*.jsonl) with it
         files = tuple(dict.fromkeys(str(q) for f in files for q in (f, *companion_files(f))))
         for f in files:
+            forgotten: list[str] = []
             try:
-                sid, parsed, seqs = import_file(store, f, fmt, final=not live)
+                # every session of the file (a Goose or OpenCode database holds several), in one transaction
+                imported = import_all(store, f, fmt, final=not live, forgotten=forgotten)
             except SessionForgotten as exc:
                 con.print(markup(str(exc)), style="yellow")
                 continue
@@ -83,7 +85,12 @@ def register(cli: click.Group) -> None:
                 failed += 1
                 err.print(f"Error: {markup(str(exc))}", soft_wrap=True)
                 continue
-            con.print(f"{markup(f)}: session [bold]{markup(sid)}[/bold] ({markup(parsed.format)}), {len(seqs)} new events")
+            for sid in forgotten:
+                con.print(f"{markup(f)}: session {markup(sid)} is forgotten (tombstoned by `latch forget`); "
+                          "nothing imported", style="yellow")
+            for sid, parsed, seqs in imported:
+                con.print(f"{markup(f)}: session [bold]{markup(sid)}[/bold] ({markup(parsed.format)}), "
+                          f"{len(seqs)} new events")
         if failed and len(files) > 1:
             err.print(f"{failed} of {len(files)} files not imported")
         if failed:

@@ -9,16 +9,16 @@ See :mod:`latch.importers` for how a grown transcript is re-imported.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from ..events import same_event
 from .. import importers as _importers
-from ..events import SubagentMarker
+from ..events import SubagentMarker, same_event
 from ..importers.base import Importer, ParsedSession, SessionForgotten, TranscriptError
 from ..kernel.tombstones import tombstoned_sessions
 from ..plugins import registered_importers
 from ..store import EventStore, PendingEvent
 
-__all__ = ["import_file", "parse_file", "available_importers", "SessionForgotten"]
+__all__ = ["import_file", "import_all", "parse_file", "parse_all_file", "available_importers", "SessionForgotten"]
 
 
 def available_importers(importers: list[type[Importer]] | None = None) -> list[type[Importer]]:
@@ -30,6 +30,12 @@ def parse_file(path: str | Path, format: str | None = None, importers: list[type
                live: bool = False) -> ParsedSession:
     """:func:`latch.importers.parse_file` over the registered importers (when ``importers`` is ``None``)."""
     return _importers.parse_file(path, format, available_importers(importers), live=live)
+
+
+def parse_all_file(path: str | Path, format: str | None = None, importers: list[type[Importer]] | None = None, *,
+                   live: bool = False) -> list[ParsedSession]:
+    """:func:`latch.importers.parse_all_file` over the registered importers (when ``importers`` is ``None``)."""
+    return _importers.parse_all_file(path, format, available_importers(importers), live=live)
 
 
 def import_file(store: EventStore, path: str | Path, format: str | None = None,
@@ -52,17 +58,65 @@ def import_file(store: EventStore, path: str | Path, format: str | None = None,
     reads differently now or the new events would not come after it;
     :class:`SessionForgotten` (a ``TranscriptError``) when the file's session
     was tombstoned (``latch forget``): a forgotten session takes no new events.
+    A file holding several sessions (a Goose or OpenCode database) imports only the session its
+    importer's ``parse`` returns; :func:`import_all` imports every one.
     """
     parsed = parse_file(path, format, importers, live=not final)
-    _refuse_forgotten(store, Path(path), parsed.external_key)
-    events = _new_events(store, Path(path), parsed.external_key, parsed.events if final else parsed.settled_events)
-    if not events and not final and not _stored(store, parsed.external_key):
+    plan = _plan(store, Path(path), parsed, final)
+    if plan is None:
         return store.session_id_for(parsed.external_key), parsed, []  # nothing settled yet: no empty session
-    sid, seqs = store.import_session(
-        external_key=parsed.external_key, source=parsed.source, format=parsed.format,
-        workspace=parsed.workspace, events=events, meta=parsed.meta, artifacts=parsed.artifacts,
-        parent_key=parsed.parent_key)
+    sid, seqs = store.import_session(**plan)
     return sid, parsed, seqs
+
+
+def import_all(store: EventStore, path: str | Path, format: str | None = None,
+               importers: list[type[Importer]] | None = None, *,
+               final: bool = False, forgotten: list[str] | None = None) -> list[tuple[str, ParsedSession, list[int]]]:
+    """Parse and append EVERY session of ``path`` to ``store`` in one transaction (all or nothing).
+
+    Returns ``[(session_id, parsed, new_seqs)]``, one per session of the file in the file's order
+    (:meth:`~latch.importers.base.Importer.parse_all`: one for most formats, each session of a Goose
+    or OpenCode database). Each session is checked and appended as :func:`import_file` does (``final``,
+    ``live`` parsing, re-imports append only new events); a session with nothing to store yet creates
+    none and has no seqs. Raises :class:`TranscriptError` or :class:`SessionForgotten` (store
+    unchanged: no session of the file is stored) for the first session that cannot be imported.
+    Given a ``forgotten`` list, a tombstoned session is skipped instead (left out of the result, its
+    session id appended to the list), so forgetting one session of a database does not block the rest.
+    """
+    p = Path(path)
+    sessions = parse_all_file(p, format, importers, live=not final)
+    if forgotten is not None:
+        dead = tombstoned_sessions(store)
+        keep = []
+        for parsed in sessions:
+            sid = store.session_id_for(parsed.external_key)
+            if sid in dead:
+                forgotten.append(sid)
+            else:
+                keep.append(parsed)
+        sessions = keep
+    plans = [_plan(store, p, parsed, final) for parsed in sessions]
+    stored = iter(store.import_sessions([plan for plan in plans if plan is not None]))
+    out: list[tuple[str, ParsedSession, list[int]]] = []
+    for parsed, plan in zip(sessions, plans):
+        if plan is None:
+            out.append((store.session_id_for(parsed.external_key), parsed, []))
+        else:
+            sid, seqs = next(stored)
+            out.append((sid, parsed, seqs))
+    return out
+
+
+def _plan(store: EventStore, path: Path, parsed: ParsedSession, final: bool) -> dict[str, Any] | None:
+    """The :meth:`EventStore.import_session` arguments for ``parsed`` (only its new events), or ``None``
+    when there is nothing to store and no session yet. Raises like :func:`import_file`."""
+    _refuse_forgotten(store, path, parsed.external_key)
+    events = _new_events(store, path, parsed.external_key, parsed.events if final else parsed.settled_events)
+    if not events and not final and not _stored(store, parsed.external_key):
+        return None
+    return dict(external_key=parsed.external_key, source=parsed.source, format=parsed.format,
+                workspace=parsed.workspace, events=events, meta=parsed.meta, artifacts=parsed.artifacts,
+                parent_key=parsed.parent_key)
 
 
 def companion_files(path: str | Path) -> list[Path]:

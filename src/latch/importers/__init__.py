@@ -27,14 +27,14 @@ from typing import Any
 from .base import Importer, JSONNestingError, ParsedSession, SessionForgotten, TranscriptError
 
 __all__ = ["Importer", "ParsedSession", "TranscriptError", "SessionForgotten", "builtin_importers", "detect",
-           "parse_file", "import_file"]
+           "parse_file", "parse_all_file", "import_file"]
 
 
 def builtin_importers() -> list[type[Importer]]:
     """The importer classes shipped with Latch (registered as plugins by default_plugins)."""
     found: list[type[Importer]] = []
     for mod in ("claude_code", "codex", "openai_chat", "anthropic", "swe_agent", "openhands", "aider", "gemini_cli",
-                "copilot_cli"):
+                "copilot_cli", "goose"):
         try:
             m = importlib.import_module(f"{__name__}.{mod}")
         except ModuleNotFoundError as exc:
@@ -82,11 +82,28 @@ def parse_file(path: str | Path, format: str | None = None, importers: list[type
                live: bool = False) -> ParsedSession:
     """Parse ``path`` without touching any store; ``live=True`` when the file is still being written
     (:attr:`Importer.live`: a half-written last JSONL line is open tail, no conversation yet is no events).
+    For a container of several sessions (a Goose or OpenCode database) this is the importer's ``parse``:
+    one of them (see :func:`parse_all_file` for every one).
 
     Raises :class:`TranscriptError` (``FILE: cannot read: REASON``, ``FILE: file is empty`` for a file
     of only whitespace, whatever the format, an unknown or undetectable format, or the importer's
     own error).
     """
+    p, data, imp = _prepare(path, format, importers, live)
+    return imp.parse(p, data)
+
+
+def parse_all_file(path: str | Path, format: str | None = None, importers: list[type[Importer]] | None = None, *,
+                   live: bool = False) -> list[ParsedSession]:
+    """Every session of ``path`` (:meth:`Importer.parse_all`): one for most formats, one per session of a
+    container. Raises :class:`TranscriptError` like :func:`parse_file`."""
+    p, data, imp = _prepare(path, format, importers, live)
+    return imp.parse_all(p, data)
+
+
+def _prepare(path: str | Path, format: str | None, importers: list[type[Importer]] | None,
+             live: bool) -> tuple[Path, bytes, Importer]:
+    """``(path, bytes, importer)`` for :func:`parse_file` / :func:`parse_all_file`."""
     p = Path(path)
     try:
         data = p.read_bytes()
@@ -102,7 +119,7 @@ def parse_file(path: str | Path, format: str | None = None, importers: list[type
     else:
         imp = detect(p, data, importers)
     imp.live = live
-    return imp.parse(p, data)
+    return p, data, imp
 
 
 def _decoded_text(data: bytes) -> str:

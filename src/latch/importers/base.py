@@ -2,7 +2,10 @@
 
 An importer is a class with ``PLUGIN_NAME`` (its format name), ``DESCRIPTION``,
 ``sniff(path, head) -> int`` (a confidence 0-100 from the path and the first
-64 KiB of bytes) and ``parse(path, data) -> ParsedSession``. Parsing never
+64 KiB of bytes) and ``parse(path, data) -> ParsedSession``. A *container*
+format (one file holding several sessions: Goose's ``sessions.db``, OpenCode's
+SQLite store) also implements ``parse_all(path, data) -> list[ParsedSession]``,
+one per session; the default is ``[self.parse(path, data)]``. Parsing never
 touches the store: :func:`latch.host.ingest.import_file` appends the whole parsed
 session in one transaction, so a malformed file leaves the store unchanged.
 
@@ -92,6 +95,13 @@ class Importer:
 
     def parse(self, path: Path, data: bytes) -> ParsedSession:  # pragma: no cover - interface
         raise NotImplementedError
+
+    def parse_all(self, path: Path, data: bytes) -> list[ParsedSession]:
+        """Every session in ``data``, in the file's order: ``[self.parse(path, data)]`` for a one-session
+        format. A container importer overrides it (one ``ParsedSession`` per session, each with its own
+        ``external_key``) and its ``parse`` returns one of them (documented by the importer).
+        Raises :class:`TranscriptError` like :meth:`parse`: all or nothing, for the whole file."""
+        return [self.parse(path, data)]
 
 
 def content_key(data: bytes) -> str:

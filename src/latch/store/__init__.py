@@ -393,28 +393,43 @@ class EventStore:
         kept in the session's meta as ``parent_key``: the child links to the parent (``parent_id``) as soon
         as both are stored, whichever is imported first.
         """
-        with self._write() as db:
-            if parent_key is not None:
-                meta = {**(meta or {}), "parent_key": parent_key}
-                if parent_id is None:
-                    got = db.execute("SELECT id FROM sessions WHERE external_key = ?", (parent_key,)).fetchone()
-                    parent_id = got[0] if got else None
-            row = db.execute("SELECT id, parent_id FROM sessions WHERE external_key = ?", (external_key,)).fetchone()
-            if row:
-                sid = row[0]
-                if row[1] is None and parent_id is not None:
-                    db.execute("UPDATE sessions SET parent_id = ? WHERE id = ?", (parent_id, sid))
-            else:
-                sid = self.session_id_for(external_key)
-                self._insert_session(session_id=sid, external_key=external_key, source=source, format=format,
-                                     workspace=workspace, parent_id=parent_id, meta=meta)
-            # children imported before their parent (meta.parent_key names this session) link to it now
-            db.execute("UPDATE sessions SET parent_id = ? WHERE parent_id IS NULL AND id != ? "
-                       "AND json_extract(meta, '$.parent_key') = ?", (sid, sid, external_key))
-            for data, media_type, w, h in artifacts:
-                self._put_artifact_locked(data, media_type, w, h)
-            seqs = self._append_locked(sid, events)
-        return sid, seqs
+        with self._write():
+            return self._import_locked(external_key=external_key, source=source, format=format, workspace=workspace,
+                                       events=events, meta=meta, parent_id=parent_id, artifacts=artifacts,
+                                       parent_key=parent_key)
+
+    def import_sessions(self, sessions: Sequence[dict[str, Any]]) -> list[tuple[str, list[int]]]:
+        """:meth:`import_session` for several sessions (each a dict of its keyword arguments), all in ONE
+        transaction: every session is stored, or (on any error) none. Returns ``[(session_id, new_seqs)]``
+        in the order given. Raises what :meth:`import_session` raises; the store is then unchanged."""
+        with self._write():
+            return [self._import_locked(**kw) for kw in sessions]
+
+    def _import_locked(self, *, external_key: str, source: str | None, format: str | None,
+                       workspace: str | None, events: Sequence[PendingEvent], meta: dict[str, Any] | None = None,
+                       parent_id: str | None = None, artifacts: Sequence[tuple[bytes, str, int | None, int | None]] = (),
+                       parent_key: str | None = None) -> tuple[str, list[int]]:
+        db = self._db
+        if parent_key is not None:
+            meta = {**(meta or {}), "parent_key": parent_key}
+            if parent_id is None:
+                got = db.execute("SELECT id FROM sessions WHERE external_key = ?", (parent_key,)).fetchone()
+                parent_id = got[0] if got else None
+        row = db.execute("SELECT id, parent_id FROM sessions WHERE external_key = ?", (external_key,)).fetchone()
+        if row:
+            sid = str(row[0])
+            if row[1] is None and parent_id is not None:
+                db.execute("UPDATE sessions SET parent_id = ? WHERE id = ?", (parent_id, sid))
+        else:
+            sid = self.session_id_for(external_key)
+            self._insert_session(session_id=sid, external_key=external_key, source=source, format=format,
+                                 workspace=workspace, parent_id=parent_id, meta=meta)
+        # children imported before their parent (meta.parent_key names this session) link to it now
+        db.execute("UPDATE sessions SET parent_id = ? WHERE parent_id IS NULL AND id != ? "
+                   "AND json_extract(meta, '$.parent_key') = ?", (sid, sid, external_key))
+        for data, media_type, w, h in artifacts:
+            self._put_artifact_locked(data, media_type, w, h)
+        return sid, self._append_locked(sid, events)
 
     # ------------------------------------------------------------------- reads
     def _decode_row(self, r: Sequence[Any]) -> StoredEvent:

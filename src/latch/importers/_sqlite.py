@@ -1,0 +1,105 @@
+"""Reading a harness's SQLite database from bytes (Goose ``sessions.db``, OpenCode ``opencode.db``).
+
+Parsing never opens or locks the user's file: :func:`open_bytes` loads the bytes the host read into
+a private in-memory database (``sqlite3.Connection.deserialize``, Python 3.11+). A database in WAL
+mode keeps its most recent transactions in a ``-wal`` sidecar until a checkpoint copies them into the
+main file, so the main file's bytes alone may lack the newest sessions or messages. When a non-empty
+``FILE-wal`` exists beside ``path``, :func:`open_bytes` reads ``path`` itself instead, read-only
+(``mode=ro``: SQLite applies the WAL, writes nothing to the database; it may create the ``-shm``
+index beside it); when that fails (a read-only folder, a file that is not the same database) it
+falls back to the bytes, whose committed, checkpointed content is still a consistent database.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from .base import TranscriptError
+
+__all__ = ["SQLITE_MAGIC", "is_sqlite", "schema_mentions", "open_bytes", "table_columns", "row_text"]
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def is_sqlite(head: bytes) -> bool:
+    """``head`` (a file's first bytes) starts with the SQLite 3 header string."""
+    return head.startswith(SQLITE_MAGIC)
+
+
+def schema_mentions(head: bytes, table: str, *columns: str) -> bool:
+    """Whether the ``CREATE TABLE`` text of ``table`` (quoted or not) with every one of ``columns``
+    appears in ``head``. The schema table lives on page 1 and its first overflow pages, which the
+    64 KiB head of :func:`latch.importers.detect` holds for these harnesses' schemas."""
+    m = re.search(rb"CREATE TABLE [`\"']?" + re.escape(table.encode()) + rb"[`\"']?\s*\(", head)
+    if not m:
+        return False
+    body = head[m.end():m.end() + 4096]
+    end = body.find(b"CREATE ")
+    body = body if end < 0 else body[:end]
+    return all(re.search(rb"[`\"'\s(,]" + re.escape(c.encode()) + rb"[`\"'\s]", body) for c in columns)
+
+
+def _wal_sidecar(path: Path) -> bool:
+    try:
+        wal = Path(f"{path}-wal")
+        return wal.is_file() and wal.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def open_bytes(path: Path, data: bytes, *, required: tuple[str, ...], what: str) -> sqlite3.Connection:
+    """A read-only connection to the database held in ``data`` (see the module docstring for WAL).
+
+    Raises :class:`TranscriptError` ``FILE: not a SQLite database`` (no SQLite header),
+    ``FILE: unreadable SQLite database: REASON`` (truncated or damaged), or ``FILE:table T: missing
+    table (not WHAT)`` when one of the ``required`` tables is absent.
+    """
+    if not is_sqlite(data):
+        raise TranscriptError(path, None, f"not a SQLite database (no 'SQLite format 3' header): not {what}")
+    db: sqlite3.Connection | None = None
+    if _wal_sidecar(path):
+        try:
+            db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.Error:
+            db = None
+    if db is None:
+        buf = bytearray(data)
+        if len(buf) >= 20 and buf[18:20] == b"\x02\x02":
+            buf[18:20] = b"\x01\x01"  # WAL mode: an in-memory copy has no -wal to read, read it as a rollback db
+        db = sqlite3.connect(":memory:")
+        try:
+            db.deserialize(bytes(buf))
+        except (sqlite3.Error, OverflowError) as exc:
+            raise TranscriptError(path, None, f"unreadable SQLite database: {exc}") from None
+    try:
+        db.execute("PRAGMA query_only = ON")
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        db.execute("PRAGMA quick_check(1)").fetchone()
+    except sqlite3.Error as exc:
+        raise TranscriptError(path, None, f"unreadable SQLite database: {exc}") from None
+    for t in required:
+        if t not in tables:
+            raise TranscriptError(path, f"table {t}", f"missing table (not {what})")
+    return db
+
+
+def table_columns(db: sqlite3.Connection, table: str) -> set[str]:
+    """The column names of ``table``."""
+    return {r[1] for r in db.execute(f'PRAGMA table_info("{table}")')}
+
+
+def row_text(where: str, path: Path, value: Any, column: str, *, required: bool = True) -> str | None:
+    """``value`` of ``column`` as text: ``None`` allowed unless ``required``; any other SQLite type
+    (integer, real, blob) is a :class:`TranscriptError` naming ``where`` and the column."""
+    if value is None:
+        if required:
+            raise TranscriptError(path, where, f"column {column!r} is NULL (expected text)")
+        return None
+    if not isinstance(value, str):
+        kind = {int: "integer", float: "real", bytes: "blob"}.get(type(value), type(value).__name__)
+        raise TranscriptError(path, where, f"column {column!r} must be text, got {kind}")
+    return value
