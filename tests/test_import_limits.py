@@ -125,3 +125,30 @@ def test_a_numeric_session_id_is_rejected(tmp_path):
     p.write_bytes(LINES[0] + (json.dumps({**second, "sessionId": 42}) + "\n").encode() + b"".join(LINES[2:]))
     with pytest.raises(TranscriptError, match=r"num\.jsonl:line 2: field 'sessionId' must be a string, got number"):
         parse_file(p)
+
+
+def test_fifo_device_and_folder_are_refused_at_once(tmp_path):
+    """A FIFO made ``latch import`` block forever and ``/dev/zero`` ran out of memory: anything but a regular
+    file is one TranscriptError before a byte is read (found by a new-user trial, issue 12 item 6)."""
+    import os
+
+    from latch.importers import parse_file
+    from latch.importers.base import TranscriptError
+
+    fifo = tmp_path / "live.jsonl"
+    os.mkfifo(fifo)
+    for path, reason in ((fifo, "not a regular file"), ("/dev/zero", "not a regular file"),
+                         (tmp_path, "is a folder")):
+        with pytest.raises(TranscriptError, match=reason):
+            parse_file(path)
+
+
+def test_size_cap_names_the_limit(tmp_path, monkeypatch):
+    from latch import importers
+    from latch.importers.base import TranscriptError
+
+    big = tmp_path / "big.json"
+    big.write_text('{"messages": []}' + " " * 100)
+    monkeypatch.setattr(importers, "MAX_TRANSCRIPT_BYTES", 64)
+    with pytest.raises(TranscriptError, match="116 bytes, over the 64-byte limit"):
+        importers.parse_file(big)

@@ -24,6 +24,7 @@ exits 1. The configuration is read once per invocation
 from __future__ import annotations
 
 import importlib
+import os
 import sqlite3
 import sys
 from pathlib import Path
@@ -95,16 +96,59 @@ class AppContext:
             return f"{path}: folder {path.parent} does not exist ({self.db_source}; create it first)"
         return None
 
-    def store(self):
-        """The :class:`~latch.store.EventStore`, opened once; :class:`~latch.store.StoreError` when it cannot be."""
+    def db_path(self) -> Path:
+        """The database this invocation uses: ``--db``/``LATCH_DB``, else the workspace's default."""
+        from .store import default_db_path
+
+        return Path(self.db) if self.db else default_db_path()
+
+    def store_exists(self) -> bool:
+        """Whether something exists at the database path (``:memory:`` always does)."""
+        return self.db == ":memory:" or self.db_path().exists()
+
+    def store(self, *, create: bool = True):
+        """The :class:`~latch.store.EventStore`, opened once; :class:`~latch.store.StoreError` when it cannot be.
+
+        ``create=False`` is for read-only commands (``sessions``, ``show``, ``search``, ``state``, ``evidence``,
+        ``context``, ``doctor``): when no database exists yet they read an empty in-memory store instead of
+        creating a file (a mistyped ``--db`` or a new folder leaves nothing behind)."""
         if self._store is None:
             from .store import EventStore, StoreError
 
             problem = self.db_problem()
             if problem:
                 raise StoreError(f"cannot open the Latch store at {problem}")
-            self._store = EventStore(self.db) if self.db else EventStore()
+            if not create and not self.store_exists():
+                _check_creatable(self.db_path())  # a path that could never hold one is still an error
+                self._store = EventStore(":memory:")
+            else:
+                self._store = EventStore(self.db) if self.db else EventStore()
         return self._store
+
+
+def _check_creatable(path: Path) -> None:
+    """Raise :class:`~latch.store.StoreError` when no database could be created at ``path`` (its folder is
+    missing or refuses files); probes by creating and removing the file, so nothing is left behind."""
+    from .store import StoreError
+
+    if not path.parent.is_dir():
+        blocker = next((q for q in path.parents if q.exists() and not q.is_dir()), None)
+        if blocker is not None:
+            raise StoreError(f"cannot open the Latch store at {path}: {blocker} is not a folder")
+        missing = next(q for q in reversed(path.parents) if not q.exists())
+        if not os.access(missing.parent, os.W_OK):  # the first import could not create the folders either
+            raise StoreError(f"cannot open the Latch store at {path}: Permission denied ({missing})")
+        return  # the default path's folders are created by the first import
+    try:  # the same open SQLite would do (it creates the file at the first write), so errors read alike
+        probe = sqlite3.connect(str(path))
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+            probe.rollback()
+        finally:
+            probe.close()
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open the Latch store at {path}: {exc}") from None
+    path.unlink(missing_ok=True)
 
 
 pass_app = click.make_pass_decorator(AppContext)

@@ -85,7 +85,7 @@ def register(cli: click.Group) -> None:
         from ..host.loop import HostError, RequestLoop, build_engine
 
         config = app.config(config_path)
-        store = app.store()
+        store = app.store(create=False)
         try:
             info = store.session(session)
         except KeyError as exc:

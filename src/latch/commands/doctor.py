@@ -82,8 +82,9 @@ def register(cli: click.Group) -> None:
         from ..store import StoreError
 
         info = diagnose(app.db)
+        info["store_exists"] = app.store_exists()
         try:
-            problems = app.store().quick_check()
+            problems = app.store(create=False).quick_check()
         except StoreError as exc:
             info["store_error"], info["store_problems"] = str(exc), []
         else:
@@ -114,7 +115,8 @@ def register(cli: click.Group) -> None:
                  f"[red]damaged: {markup(' '.join(info['store_problems'][0].split()))}"
                  f" ({len(info['store_problems'])} problem(s) found by PRAGMA quick_check); restore it from a"
                  f" backup or move it aside and re-import[/red]"
-                 if info["store_problems"] else "opens, intact (PRAGMA quick_check)"),
+                 if info["store_problems"] else "opens, intact (PRAGMA quick_check)" if info["store_exists"]
+                 else "none yet (the first `latch import` creates it)"),
             ]
             for k, v in rows:
                 t.add_row(k, str(v))

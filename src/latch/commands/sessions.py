@@ -101,7 +101,7 @@ def register(cli: click.Group) -> None:
     @pass_app
     def sessions_cmd(app, as_json):
         """List sessions (tombstoned ones are omitted)."""
-        store = app.store()
+        store = app.store(create=False)
         rows = _visible_sessions(store)
         if as_json:
             click.echo(dumps([
@@ -119,7 +119,7 @@ def register(cli: click.Group) -> None:
     @pass_app
     def show_cmd(app, session, limit):
         """Show the events of SESSION (id or unique prefix)."""
-        store = app.store()
+        store = app.store(create=False)
         try:
             info = store.session(session)
         except KeyError as exc:
@@ -151,7 +151,7 @@ def register(cli: click.Group) -> None:
         """
         from ..kernel.tombstones import tombstoned_sessions
 
-        store = app.store()
+        store = app.store(create=False)
         sid = None
         if session is not None:
             try:

@@ -64,7 +64,7 @@ def register(cli: click.Group) -> None:
         from ..hotpaths import estimate_tokens
         from ..kernel import StateOverflow, canonical_state
 
-        store = app.store()
+        store = app.store(create=False)
         state = canonical_state(store, _session_id(store, session), until_seq, cache=kernel_cache())
         if as_json:
             click.echo(dumps(state.to_json(), indent=2))
@@ -88,7 +88,7 @@ def register(cli: click.Group) -> None:
         from ..host.kernel import kernel_cache
         from ..kernel import canonical_state
 
-        store = app.store()
+        store = app.store(create=False)
         state = canonical_state(store, _session_id(store, session), cache=kernel_cache())
         if as_json:
             click.echo(dumps({"generation": state.generation, "evidence": list(state.evidence),

@@ -21,6 +21,8 @@ or it is another transcript with the same identity) is a ``TranscriptError``.
 from __future__ import annotations
 
 import importlib
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,16 @@ from .base import Importer, JSONNestingError, ParsedSession, SessionForgotten, T
 
 __all__ = ["Importer", "ParsedSession", "TranscriptError", "SessionForgotten", "builtin_importers", "detect",
            "parse_file", "parse_all_file", "import_file"]
+
+
+def _max_transcript_bytes() -> int:
+    raw = os.environ.get("LATCH_MAX_TRANSCRIPT_BYTES", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else 2 << 30
+
+
+MAX_TRANSCRIPT_BYTES = _max_transcript_bytes()
+"""Largest transcript file read (bytes): 2 GiB, ``LATCH_MAX_TRANSCRIPT_BYTES`` overrides it. The corpus's largest
+file is 2.9 MB; the cap keeps a runaway file from exhausting memory before the parser can say anything."""
 
 
 def builtin_importers() -> list[type[Importer]]:
@@ -106,6 +118,14 @@ def _prepare(path: str | Path, format: str | None, importers: list[type[Importer
     """``(path, bytes, importer)`` for :func:`parse_file` / :func:`parse_all_file`."""
     p = Path(path)
     try:
+        st = os.stat(p)
+        if stat.S_ISDIR(st.st_mode):
+            raise TranscriptError(p, None, "is a folder, not a transcript file")
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would block forever, /dev/zero never ends
+            raise TranscriptError(p, None, "not a regular file (FIFOs, devices and sockets are not read)")
+        if st.st_size > MAX_TRANSCRIPT_BYTES:
+            raise TranscriptError(p, None, f"file is {st.st_size:,} bytes, over the {MAX_TRANSCRIPT_BYTES:,}-byte "
+                                           "limit (LATCH_MAX_TRANSCRIPT_BYTES raises it)")
         data = p.read_bytes()
     except OSError as exc:
         raise TranscriptError(p, None, f"cannot read: {exc.strerror or exc}") from None
