@@ -94,9 +94,11 @@ def register(cli: click.Group) -> None:
         echo(safe(markdown_table(summarize(results)), multiline=True))
         con = console(highlight=False)
         failed = [r for r in results if "error" in r]
+        grouped: dict[tuple[str, str], list[str]] = {}  # one line per (session, error): a bad file fails every job
         for r in failed:
-            what = f"{r['engine']} on {r['session']} ({r['budget']}): {r['error']}"
-            con.print(f"[red]✗[/red] {markup(what)}")
+            grouped.setdefault((r["session"], r["error"]), []).append(f"{r['engine']} ({r['budget']})")
+        for (session, error), jobs in grouped.items():
+            con.print(f"[red]✗[/red] {markup(f'{session}: {error}')} [dim]{markup('; '.join(jobs))}[/dim]")
         con.print(f"\n{len(results)} jobs in {seconds:,.0f} s → " + markup(", ".join(str(p) for p in paths.values())))
         if failed:
             err.print(f"[red]{len(failed)} of {len(results)} jobs failed[/red]")
