@@ -39,23 +39,24 @@ How each count was checked (FORMATS.md names the fields):
   requirements, all passed, stale); one ``File does not exist`` Read lineage, open; files = 12, all observed
   (geminicli/hooks.go read only at line 34); 5 TaskCreate items, all completed by TaskUpdate = 5 actions.
 * gemini-cli entire_session (JSON document; a script over ``messages[].toolCalls[]`` that does not use
-  latch): 1 write_file (docs/blue.md) and 2 read_file of docs/color.md = 2 files, 1 read, 1 written, 1
-  mutation; the 6 run_shell_command calls (ls, git status ×2, rm, echo >>, git add) are not a shell tool
-  the kernel knows, so no validations, processes or failures; every call ``status: success``.
+  latch): 1 write_file (docs/blue.md) and 2 read_file of docs/color.md; of the 6 run_shell_command calls
+  (ls, git status ×2, rm, echo >>, git add; all ``Exit Code: 0``) ``rm docs/blue.md`` and ``echo … >>
+  docs/color.md`` change files = 2 files, 1 read, 2 written, 3 mutations; none is a check, so no
+  validations, processes or failures; every call ``status: success``.
 * gemini-cli vibecodingtracker_session.json: 3 read_file (README.md, README.zh-CN.md, README.zh-TW.md),
   then 4 write_file (those three + CONTRIBUTING.md) = 4 files, 3 read, 4 written, 4 mutations.
 * gemini-cli vibecodingtracker_session.jsonl (messages upserted by id as Gemini CLI's loader does: 11
-  messages from 18 message lines): 7 read_file of 7 paths, 1 write_file (GEMINI.md) = 8 files, 7 read,
-  1 written, 1 mutation; the later ``replace`` of GEMINI.md and 3 ``update_topic`` calls are tools the
-  kernel does not know.
+  messages from 18 message lines): 7 read_file of 7 paths, 1 write_file and the later ``replace`` of
+  GEMINI.md = 8 files, 7 read, 1 written, 2 mutations; the 3 ``update_topic`` calls are not file, shell
+  or plan tools.
 * lantern_events (Copilot CLI 1.0.78; a Python script over the raw lines that does not import latch): 15
   events, 2 ``tool.execution_start`` of ``view`` (both ``src/orders.py``) and 2 ``tool.execution_complete``
   with ``success: false`` and the same ``error.message`` (``"path": Required``), linked by ``toolCallId``:
-  one failure lineage (two occurrences), active (no later ``view`` succeeds); no file is read or written
-  (both views failed), no shell command, check, process or plan: every other count is 0.
+  one failure lineage (two occurrences; ``view`` is Copilot's read tool), active (no later ``view``
+  succeeds); no file is read or written (both views failed), no shell command, check, process or plan: every other count is 0.
 * goose/lantern_sessions.db (Goose 1.45.0; one entry per session, ``#<sessions.id>``; a Python script
   with ``sqlite3`` over ``messages.content_json`` in ``id`` order, ``mode=ro&immutable=1``, no latch):
-  every tool call failed or touched no file (``read``/``average_item_price`` are ``Tool ... not found``
+  no call uses the developer tools (``shell``, ``write``, ``edit``) or ``todo__todo_write``; every tool call failed or touched no file (``read``/``average_item_price`` are ``Tool ... not found``
   errors, ``read_image`` of a missing file, ``load`` of unknown sources), so files, checks, processes and
   plans are 0; failure lineages = distinct (tool, error text with numbers and quoted names normalized):
   ``_1`` 1 (average_item_price), ``_2`` 2 (read, read_image), ``_3`` 1 (the two ``load`` errors for
@@ -98,9 +99,9 @@ EXPECTED = {
     "openhands/basic_gui_mode.json": (3, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 1, 1, 0),
     "swe-agent/ctf_i_got_id_demo.traj": (1, 0, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0),
     "swe-agent/marshmallow-1867_function_calling.traj": (3, 2, 2, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0),
-    "gemini-cli/entire_session.json": (2, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+    "gemini-cli/entire_session.json": (2, 1, 2, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0),
     "gemini-cli/vibecodingtracker_session.json": (4, 3, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0),
-    "gemini-cli/vibecodingtracker_session.jsonl": (8, 7, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+    "gemini-cli/vibecodingtracker_session.jsonl": (8, 7, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0),
     "goose/lantern_sessions.db#20260805_1": (0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0),
     "goose/lantern_sessions.db#20260805_2": (0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 0, 0),
     "goose/lantern_sessions.db#20260805_3": (0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0),

@@ -130,11 +130,11 @@ CORPUS_SHAPE = ScenarioShape(
     kinds={
         "read": CallKind(share=0.165, error_rate=0.0, args_chars=Spread(median=105, p90=244, max=792),
                          result_chars=Spread(median=4457, p90=21011, max=45496)),
-        "edit": CallKind(share=0.252, error_rate=0.0, args_chars=Spread(median=1279, p90=6637, max=33969),
-                         result_chars=Spread(median=64, p90=146, max=16511)),
+        "edit": CallKind(share=0.257, error_rate=0.0, args_chars=Spread(median=1243, p90=6637, max=33969),
+                         result_chars=Spread(median=64, p90=374, max=16511)),
         "test": CallKind(share=0.083, error_rate=0.42, args_chars=Spread(median=143, p90=283, max=407),
                          result_chars=Spread(median=894, p90=10039, max=16962)),
-        "other": CallKind(share=0.5, error_rate=0.103, args_chars=Spread(median=139, p90=809, max=28053),
+        "other": CallKind(share=0.495, error_rate=0.104, args_chars=Spread(median=139, p90=809, max=28053),
                           result_chars=Spread(median=202, p90=2976, max=40153)),
     },
 )

@@ -27,7 +27,10 @@ Bash with background shells, BashOutput/KillShell/KillBash and 2.1.x TaskOutput/
 update_plan and the ``exec`` JavaScript cell calling ``tools.*``, ``wait``),
 SWE-agent (str_replace_editor view/create/str_replace/insert/undo_edit, open,
 create, edit, insert, bash), OpenHands (execute_bash, str_replace_editor, edit,
-read, write, run) and Aider (synthesized ``edit`` calls with a ``path``).
+read, write, run), Aider (synthesized ``edit`` calls with a ``path``), Gemini CLI (read_file, write_file,
+replace, run_shell_command with its ``Exit Code: N`` report, write_todos), GitHub Copilot CLI (view, edit,
+create, bash with its ``<exited with exit code N>`` trailer, update_todo) and Goose (developer ``shell``,
+``write``, ``edit`` and ``developer__shell``/``developer__text_editor``, ``todo__todo_write``).
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ __all__ = [
     "call_arguments",
     "error_signature",
     "patch_paths",
+    "checklist_items",
     "process_id_text",
     "TASK_SOURCE",
 ]
@@ -110,8 +114,9 @@ class ActionChanged:
     created: bool = False
 
 
-ERROR_FLAG_FORMATS = frozenset({"claude-code"})
-"""Formats whose tool results set ``is_error`` for every non-zero exit, so a clean result means exit 0."""
+ERROR_FLAG_FORMATS = frozenset({"claude-code", "goose"})
+"""Formats whose tool results set ``is_error`` for every non-zero exit, so a clean result means exit 0
+(Goose's developer shell returns an MCP error exactly when the exit code is non-zero or the command timed out)."""
 
 
 class DerivationContext:
@@ -281,9 +286,11 @@ def _one_line(text: str) -> str:
 
 
 _EXIT_RES = (
-    re.compile(r"^(?:Process exited with code|Exit code:?|exit code:?|Exit status:?|exit status:?)\s*(-?\d+)\b", re.M),
+    re.compile(r"^(?:Process exited with code|Command exited with code|Exit code:?|exit code:?|Exit Code:|"
+               r"Exit status:?|exit status:?)\s*(-?\d+)\b", re.M),
     re.compile(r"executed with exit code (-?\d+)"),
     re.compile(r"<exit_code>(-?\d+)</exit_code>"),
+    re.compile(r"<exited with exit code (-?\d+)>\s*$"),
 )
 _FAIL_RE = re.compile(
     r"test result: FAILED|^FAILED\b|\b[1-9]\d* (?:failed|failing|errors?)\b|^error(?:\[E\d+\])?:|^ERROR\b|"
@@ -443,12 +450,14 @@ class ShellRule(DerivationRule):
     A command still running when its result came (Claude Code ``run_in_background``,
     Codex ``Process running with session ID N``, OpenHands exit code -1 with "no new
     output") is a managed process; OpenHands' next command with a real exit code
-    means it ended, and empty/``C-c`` input goes to it.
+    means it ended, and empty/``C-c`` input goes to it. Gemini CLI ``run_shell_command``, Copilot CLI
+    ``bash`` and Goose ``shell``/``developer__shell`` take ``command`` like the others; their exit codes
+    come from the result (``Exit Code: N``, ``<exited with exit code N>``, ``Command exited with code N``).
     """
 
     PLUGIN_NAME = "shell"
     tools = frozenset({"Bash", "bash", "shell", "exec_command", "execute_bash", "run", "run_command",
-                       "execute_command", "terminal", "local_shell"})
+                       "execute_command", "terminal", "local_shell", "run_shell_command", "developer__shell"})
 
     def derive(self, call, result, ctx):
         args = call_arguments(call)
@@ -688,21 +697,36 @@ _STATUS_WORDS = {"completed": "done", "complete": "done", "done": "done", "in_pr
                  "pending": "pending", "cancelled": "cancelled", "canceled": "cancelled"}
 
 
+_CHECKLIST_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[([ xX~>-])\]\s+(.+?)\s*$", re.M)
+_CHECK_MARKS = {" ": "pending", "x": "done", "X": "done", "-": "in_progress", "~": "in_progress", ">": "in_progress"}
+
+
+def checklist_items(text: str) -> list[dict[str, str]]:
+    """The items of a markdown checklist (``- [ ] task``, ``- [x] done``, ``- [-]``/``[~]``/``[>]`` in
+    progress; nested items included, other lines ignored) as ``{"content", "status"}`` dicts, in order."""
+    return [{"content": m.group(2), "status": _CHECK_MARKS[m.group(1)]} for m in _CHECKLIST_RE.finditer(text)]
+
+
 def _plan_facts(items: Any, source: str) -> list[Any]:
+    if isinstance(items, str):  # a markdown checklist (Goose todo_write, Copilot CLI update_todo)
+        items = checklist_items(items)
     if not isinstance(items, list):
         return []
     out = []
     for item in items:
         if isinstance(item, dict):
-            text = item.get("content") or item.get("step") or item.get("text")
+            text = item.get("content") or item.get("step") or item.get("text") or item.get("description")
             if isinstance(text, str) and text.strip():
                 out.append((" ".join(text.split()), _STATUS_WORDS.get(str(item.get("status", "pending")), "pending")))
     return [ActionsReplaced(items=tuple(out), source=source)]
 
 
 class PlanRule(DerivationRule):
-    """Plan/todo tools: Claude Code ``TodoWrite`` and Codex ``update_plan`` replace their action list
-    (:class:`ActionsReplaced`); Claude Code 2.1.x tasks change one action at a time (:class:`ActionChanged`).
+    """Plan/todo tools: Claude Code ``TodoWrite``, Codex ``update_plan``, Gemini CLI ``write_todos``
+    (``{"todos": [{"description", "status"}]}``), Goose ``todo__todo_write`` (``{"content": checklist}``)
+    and Copilot CLI ``update_todo`` (``{"todos": checklist}``, a markdown checklist: :func:`checklist_items`)
+    replace their action list (:class:`ActionsReplaced`); Claude Code 2.1.x tasks change one action at a
+    time (:class:`ActionChanged`).
 
     ``TaskCreate`` (``{"subject", "description", "activeForm"}``) adds an action with the ``subject``
     text, keyed by the id its result names (``Task #1 created successfully: ...``); ``TaskUpdate``
@@ -712,7 +736,8 @@ class PlanRule(DerivationRule):
     """
 
     PLUGIN_NAME = "plan"
-    tools = frozenset({"TodoWrite", "update_plan", "TaskCreate", "TaskUpdate"})
+    tools = frozenset({"TodoWrite", "update_plan", "TaskCreate", "TaskUpdate", "write_todos", "todo__todo_write",
+                       "update_todo"})
 
     def derive(self, call, result, ctx):
         if result.is_error or result.missing:
@@ -722,7 +747,7 @@ class PlanRule(DerivationRule):
             return _task_created(call, args, result.content)
         if call.name == "TaskUpdate":
             return _task_updated(args)
-        return _plan_facts(args.get("todos", args.get("plan")), call.name)
+        return _plan_facts(args.get("todos", args.get("plan", args.get("content"))), call.name)
 
 
 TASK_SOURCE = "TaskCreate"
@@ -822,26 +847,30 @@ def _legacy_path(call: ToolCall, args: dict[str, Any]) -> str | None:
 class FileToolRule(DerivationRule):
     """File tools of every format: reads → observations, edits/writes/creates → mutations.
 
-    ``str_replace_editor`` decides by its ``command`` (``view`` reads; ``create``,
-    ``str_replace``, ``insert``, ``undo_edit`` write). SWE-agent's ``edit``/``insert``
+    ``str_replace_editor`` and Goose's ``developer__text_editor`` decide by their ``command`` (``view``
+    reads; ``create``, ``write``, ``str_replace``, ``insert``, ``undo_edit`` write). Gemini CLI's
+    ``read_file``/``write_file``/``replace``, Copilot CLI's ``view``/``edit``/``create`` and Goose's
+    ``write``/``edit`` name their file in ``file_path`` or ``path``. SWE-agent's ``edit``/``insert``
     have no path: they act on the open file. A mutation counts when the call
     succeeded or its result never came (it may have happened).
     """
 
     PLUGIN_NAME = "file_tools"
-    READS = frozenset({"Read", "read", "read_file", "view_file", "open", "View"})
+    READS = frozenset({"Read", "read", "read_file", "view_file", "open", "View", "view"})
     WRITES = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit", "write", "write_file", "write_to_file", "create",
-                        "create_file", "edit", "edit_file", "insert", "replace_in_file", "apply_diff"})
-    tools = READS | WRITES | {"str_replace_editor"}
+                        "create_file", "edit", "edit_file", "insert", "replace_in_file", "apply_diff", "replace"})
+    EDITORS = frozenset({"str_replace_editor", "developer__text_editor"})
+    EDITOR_COMMANDS = frozenset({"view", "create", "write", "str_replace", "insert", "undo_edit"})
+    tools = READS | WRITES | EDITORS
 
     def derive(self, call, result, ctx):
         args = call_arguments(call)
         open_file = _swe_trailer(result.content, ctx)
         raw = _path_arg(args)
         writes = call.name in self.WRITES
-        if call.name == "str_replace_editor":
+        if call.name in self.EDITORS:
             command = args.get("command")
-            if command not in ("view", "create", "str_replace", "insert", "undo_edit"):
+            if command not in self.EDITOR_COMMANDS:
                 return []
             writes = command != "view"
         elif raw is None:
