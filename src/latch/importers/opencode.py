@@ -26,7 +26,8 @@ order, as OpenCode itself loads them; ``source_ref`` ``"message:<id>"``, ``ts`` 
   ``pending`` / ``running`` → no result yet (a missing-result placeholder when the next user message
   comes first, pending at the end of the session). ``step-finish.tokens`` → ``Usage``: OpenCode's
   ``tokens.input`` is already the uncached input, disjoint from ``cache.read`` / ``cache.write``
-  (``Session.getUsage``); the message's own ``tokens`` are used only when it has no ``step-finish``.
+  (``Session.getUsage``); the message's own ``tokens`` are used only when it has no ``step-finish``
+  and is complete (``time.completed``).
   ``patch`` parts (files a step changed) → ``SystemNote(subtype="opencode_patch")`` listing them;
   ``retry`` parts and the message's ``error`` → ``SystemNote(subtype="api_error")``. ``step-start``
   snapshots, ``snapshot`` and ``agent`` parts carry no conversation and are not imported.
@@ -290,7 +291,8 @@ class OpenCodeImporter(Importer):
                 steps[-1]["parts"].append(item)  # a patch follows its step's step-finish
         if not any(s["finish"] for s in steps):
             tokens = loc.obj(doc, "tokens", "data")
-            if tokens:
+            done = (loc.obj(doc, "time", "data") or {}).get("completed") is not None
+            if tokens and done:  # an unfinished message's tokens are still OpenCode's zeros
                 steps[-1]["finish"] = (loc, {"tokens": tokens}, "message-tokens")
         for k, step in enumerate(steps):
             sref = ref if k == 0 else f"{ref}#step:{k}"
