@@ -37,8 +37,10 @@ def test_corpus_shape_values_checked_by_hand():
     # "assistant") | .message.id' | sort -u | wc -l): spotter 143, its sub-agent 13, its compaction agent 1,
     # entire-image 89; Gemini CLI gemini messages (upserted by id): entire 11, vibecodingtracker .json 3 and
     # .jsonl 6; Copilot CLI assistant.message model calls: 2 (see test_import_gemini_cli / _copilot_cli); the Goose
-    # database's 4 sessions, assistant rows per session (SQL over messages, test_import_goose): 2, 2, 4, 2.
-    assert (CORPUS_SHAPE.sessions, CORPUS_SHAPE.requests) == (20, 592)
+    # database's 4 sessions, assistant rows per session (SQL over messages, test_import_goose): 2, 2, 4, 2; the
+    # OpenCode database's 3 sessions, step-finish parts (one per request) per session (SQL over part.data,
+    # test_import_opencode): 1, 1, 2.
+    assert (CORPUS_SHAPE.sessions, CORPUS_SHAPE.requests) == (23, 596)
     assert set(CORPUS_SHAPE.kinds) == set(KINDS)
     assert sum(k.share for k in CORPUS_SHAPE.kinds.values()) == pytest.approx(1.0, abs=0.002)
     assert CORPUS_SHAPE.kinds["read"].result_chars.median > CORPUS_SHAPE.kinds["edit"].result_chars.median

@@ -14,7 +14,7 @@ the same way:
 A call *fails* when its result is an error or its validation evidence failed.
 
 :data:`CORPUS_SHAPE` holds the figures measured on the project's corpus (``../shared/corpus``: its
-20 sessions in formats with an importer); ``python -m latch.bench.scenario [CORPUS_DIR]`` recomputes them and
+23 sessions in formats with an importer); ``python -m latch.bench.scenario [CORPUS_DIR]`` recomputes them and
 ``tests/test_stress.py`` pins that the constants equal a fresh measurement.
 
 :class:`ScenarioModel` generates an endless, deterministic (seeded) session of that shape in Claude
@@ -116,25 +116,25 @@ class ScenarioShape:
 # Measured on ../shared/corpus (8 sessions, 1,089 events) by measure_files(); recompute with
 # `python -m latch.bench.scenario`; tests/test_stress.py pins these against a fresh measurement.
 CORPUS_SHAPE = ScenarioShape(
-    sessions=20,
-    requests=592,
-    text_only_share=0.108,
+    sessions=23,
+    requests=596,
+    text_only_share=0.112,
     calls_per_tool_turn=1.138,
-    tool_turn_text_share=0.47,
-    assistant_text_chars=Spread(median=186, p90=993, max=11619),
-    user_turns_per_request=0.152,
-    user_text_chars=Spread(median=71, p90=324, max=45979),
-    non_latin_user_share=0.111,
+    tool_turn_text_share=0.469,
+    assistant_text_chars=Spread(median=183, p90=960, max=11619),
+    user_turns_per_request=0.156,
+    user_text_chars=Spread(median=77, p90=306, max=45979),
+    non_latin_user_share=0.108,
     usage_per_request=0.921,
-    notes_per_request=0.264,
+    notes_per_request=0.263,
     kinds={
         "read": CallKind(share=0.165, error_rate=0.0, args_chars=Spread(median=105, p90=244, max=792),
                          result_chars=Spread(median=4457, p90=21011, max=45496)),
-        "edit": CallKind(share=0.257, error_rate=0.0, args_chars=Spread(median=1243, p90=6637, max=33969),
+        "edit": CallKind(share=0.258, error_rate=0.0, args_chars=Spread(median=1243, p90=6637, max=33969),
                          result_chars=Spread(median=64, p90=374, max=16511)),
         "test": CallKind(share=0.083, error_rate=0.42, args_chars=Spread(median=143, p90=283, max=407),
                          result_chars=Spread(median=894, p90=10039, max=16962)),
-        "other": CallKind(share=0.495, error_rate=0.104, args_chars=Spread(median=139, p90=809, max=28053),
+        "other": CallKind(share=0.494, error_rate=0.104, args_chars=Spread(median=139, p90=809, max=28053),
                           result_chars=Spread(median=202, p90=2976, max=40153)),
     },
 )

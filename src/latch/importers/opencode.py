@@ -1,0 +1,362 @@
+"""OpenCode SQLite storage importer (sst/opencode ``packages/opencode/src/session/``: ``session.sql.ts``
+tables, ``message-v2.ts`` schemas; OpenCode 1.18.13 in the corpus, ``~/.local/share/opencode/opencode.db``).
+
+A container: one SQLite file holds every OpenCode session. :meth:`OpenCodeImporter.parse_all` returns
+one :class:`ParsedSession` per row of ``session`` that has messages (ordered by ``time_created``, then
+``id``); :meth:`OpenCodeImporter.parse` returns the one with the most events (ties: the earliest).
+
+Per session: ``external_key`` ``"opencode:<session.id>"`` (``ses_…``), ``workspace`` = ``directory``,
+``parent_key`` ``"opencode:<parent_id>"`` for a sub-agent session (``parent_session_id`` in ``meta``
+too, with ``title``, ``slug``, ``version``, ``agent``, the model and the session's token and cost
+totals). Messages (table ``message``, ``data`` a JSON ``MessageV2.Info`` without its ids) are read in
+``(time_created, id)`` order, their parts (table ``part``, ``data`` a JSON ``MessageV2.Part``) in ``id``
+order, as OpenCode itself loads them; ``source_ref`` ``"message:<id>"``, ``ts`` from ``time_created``
+(Unix milliseconds) as ISO 8601 UTC.
+
+* a ``user`` message: its ``text`` parts (``ignored`` ones left out; only ``synthetic`` text, which
+  OpenCode wrote, makes an ``is_meta`` message) → one ``UserMessage``; ``file`` parts with a ``data:``
+  URL → media artifacts (``text/plain`` files and directories are already synthetic text parts), other
+  files → ``[file: NAME]``; a ``compaction`` part → ``CompactionMarker(trigger="auto"|"manual")``; a
+  ``subtask`` part → ``SystemNote(subtype="opencode_subtask")``.
+* an ``assistant`` message → one ``AssistantMessage`` per step (``step-start`` … ``step-finish``: one
+  model request each; a message without step parts is one step): ``text`` parts joined, ``reasoning``
+  sets ``reasoning_reported``, ``tool`` parts are calls (``callID``, ``tool``, ``state.input``) and hold
+  their own result: ``completed`` → ``output`` (``attachments`` with ``data:`` URLs as media),
+  ``error`` → ``error`` with ``is_error`` (an interrupted call's partial ``metadata.output`` first),
+  ``pending`` / ``running`` → no result yet (a missing-result placeholder when the next user message
+  comes first, pending at the end of the session). ``step-finish.tokens`` → ``Usage``: OpenCode's
+  ``tokens.input`` is already the uncached input, disjoint from ``cache.read`` / ``cache.write``
+  (``Session.getUsage``); the message's own ``tokens`` are used only when it has no ``step-finish``
+  and is complete (``time.completed``).
+  ``patch`` parts (files a step changed) → ``SystemNote(subtype="opencode_patch")`` listing them;
+  ``retry`` parts and the message's ``error`` → ``SystemNote(subtype="api_error")``. ``step-start``
+  snapshots, ``snapshot`` and ``agent`` parts carry no conversation and are not imported.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..events import CompactionMarker, SystemNote, ToolCall, Usage, UserMessage
+from ._common import Loc, SessionBuilder, data_url_bytes, dump_json, json_type
+from ._sqlite import is_sqlite, open_bytes, row_text, schema_mentions, table_columns
+from .base import Importer, JSONNestingError, ParsedSession, TranscriptError, json_loads
+
+__all__ = ["OpenCodeImporter", "IMPORTERS"]
+
+_WHAT = "an OpenCode database"
+_TABLES = {"session": ("id", "directory", "slug"), "message": ("id", "session_id", "time_created", "data"),
+           "part": ("id", "message_id", "session_id", "data")}
+
+
+def _iso_ms(ms: Any) -> str | None:
+    if isinstance(ms, bool) or not isinstance(ms, (int, float)):
+        return None
+    try:
+        return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _json_object(path: Path, where: str, value: Any, column: str, *, required: bool = True) -> dict:
+    text = row_text(where, path, value, column, required=required)
+    if text is None or (not required and not text.strip()):
+        return {}
+    try:
+        doc = json_loads(text)
+    except json.JSONDecodeError as exc:
+        raise TranscriptError(path, where, f"column {column!r}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+    except JSONNestingError as exc:
+        raise TranscriptError(path, where, f"column {column!r}: {exc}") from None
+    if not isinstance(doc, dict):
+        raise TranscriptError(path, where, f"column {column!r} must hold a JSON object, got {json_type(doc)}")
+    return doc
+
+
+def _count(loc: Loc, obj: dict, key: str, prefix: str) -> int | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != int(value):
+        raise loc.fail(f"field '{prefix}.{key}' must be a non-negative integer, got {json_type(value)}")
+    return int(value)
+
+
+def _usage(loc: Loc, tokens: dict, prefix: str, model: str | None, request_id: str) -> Usage:
+    cache = loc.obj(tokens, "cache", prefix) or {}
+    return Usage(input_tokens=_count(loc, tokens, "input", prefix), output_tokens=_count(loc, tokens, "output", prefix),
+                 cache_read_tokens=_count(loc, cache, "read", f"{prefix}.cache"),
+                 cache_write_tokens=_count(loc, cache, "write", f"{prefix}.cache"), model=model, request_id=request_id)
+
+
+def _media(loc: Loc, b: SessionBuilder, files: list, label: str) -> list:
+    out = []
+    for j in range(len(files)):
+        f = loc.item_obj(files, j, label)
+        url = loc.str(f, "url", f"{label}[{j}]") or ""
+        decoded = data_url_bytes(loc, url, f"{label}[{j}].url")
+        if decoded is not None:
+            out.append(b.media(decoded[0], loc.str(f, "mime", f"{label}[{j}]") or decoded[1]))
+    return out
+
+
+def _schema_tables(path: Path) -> dict[str, set[str]]:
+    """Table -> columns of the database at ``path``, read without locks or sidecar files (``immutable``)."""
+    try:
+        db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+    except (sqlite3.Error, OSError, ValueError):
+        return {}
+    try:
+        names = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {n: table_columns(db, n) for n in names if n in _TABLES}
+    except sqlite3.Error:
+        return {}
+    finally:
+        db.close()
+
+
+class OpenCodeImporter(Importer):
+    """OpenCode ``opencode.db`` (SQLite): every session of the file (see the module docstring)."""
+
+    PLUGIN_NAME = "opencode"
+    DESCRIPTION = "OpenCode opencode.db (SQLite: session, message and part tables; every session of the file)"
+
+    def sniff(self, path: Path, head: bytes) -> int:
+        if not is_sqlite(head):
+            return 0
+        if all(schema_mentions(head, t, *cols) for t, cols in _TABLES.items()):
+            return 95
+        # OpenCode's schema grows by migrations: its table definitions may lie past the head's pages
+        try:
+            if not Path(path).is_file():
+                return 0
+        except OSError:
+            return 0
+        tables = _schema_tables(path)
+        if all(t in tables and set(cols) <= tables[t] for t, cols in _TABLES.items()):
+            return 95
+        return 0
+
+    def parse(self, path: Path, data: bytes) -> ParsedSession:
+        """The session of the file with the most events (the earliest of equals); see :meth:`parse_all`.
+        Raises :class:`TranscriptError` when the file holds no session with messages."""
+        sessions = self.parse_all(path, data)
+        if not sessions:
+            raise TranscriptError(path, "table message", "no session has any message")
+        return max(sessions, key=lambda s: len(s.events))
+
+    def parse_all(self, path: Path, data: bytes) -> list[ParsedSession]:
+        """One :class:`ParsedSession` per session with messages, in ``time_created`` order.
+
+        Raises :class:`TranscriptError` naming the file, ``table T row id ID`` and the reason (a column
+        of the wrong SQLite type, invalid JSON in ``data``, a field of the wrong shape, a message or
+        part naming no session or message), or the file alone when it is not a readable OpenCode database.
+        """
+        db = open_bytes(path, data, required=tuple(_TABLES), what=_WHAT)
+        try:
+            return self._parse_all(path, db)
+        except sqlite3.Error as exc:
+            raise TranscriptError(path, None, f"unreadable SQLite database: {exc}") from None
+        finally:
+            db.close()
+
+    def _parse_all(self, path: Path, db: sqlite3.Connection) -> list[ParsedSession]:
+        for table, needed in _TABLES.items():
+            missing = [c for c in needed if c not in table_columns(db, table)]
+            if missing:
+                raise TranscriptError(path, f"table {table}", f"missing column {missing[0]!r} (not {_WHAT})")
+        scols = table_columns(db, "session")
+        opt = [c for c in ("parent_id", "title", "version", "agent", "model", "cost", "tokens_input",
+                           "tokens_output", "tokens_reasoning", "tokens_cache_read", "tokens_cache_write",
+                           "time_created") if c in scols]
+        order = "time_created, id" if "time_created" in scols else "rowid"
+        sessions = []
+        for r in db.execute(f"SELECT id, directory, slug, {', '.join(opt) or 'NULL'} FROM session "
+                            f"ORDER BY {order}").fetchall():
+            where = f"table session row id {r[0]!r}"
+            sid = row_text(where, path, r[0], "id")
+            info = dict(zip(opt, r[3:]))
+            info["directory"] = row_text(where, path, r[1], "directory", required=False)
+            info["slug"] = row_text(where, path, r[2], "slug", required=False)
+            if info.get("parent_id") is not None:
+                info["parent_id"] = row_text(where, path, info["parent_id"], "parent_id")
+            sessions.append((sid, where, info))
+        known = {s[0] for s in sessions}
+        messages: dict[str, list] = {}
+        owner: dict[str, str] = {}
+        for m in db.execute("SELECT id, session_id, time_created, data FROM message ORDER BY time_created, id"):
+            where = f"table message row id {m[0]!r}"
+            mid = row_text(where, path, m[0], "id")
+            sess = row_text(where, path, m[1], "session_id")
+            if sess not in known:
+                raise TranscriptError(path, where, f"session_id {sess!r} names no row of table session")
+            messages.setdefault(sess, []).append(m)
+            owner[mid] = sess
+        parts: dict[str, list] = {}
+        for p in db.execute("SELECT id, message_id, data FROM part ORDER BY message_id, id"):
+            where = f"table part row id {p[0]!r}"
+            row_text(where, path, p[0], "id")
+            msg = row_text(where, path, p[1], "message_id")
+            if msg not in owner:
+                raise TranscriptError(path, where, f"message_id {msg!r} names no row of table message")
+            parts.setdefault(msg, []).append(p)
+        return [self._session(path, sid, where, info, messages[sid], parts)
+                for sid, where, info in sessions if sid in messages]
+
+    def _session(self, path: Path, sid: str, where: str, info: dict, rows: list, parts: dict) -> ParsedSession:
+        model_doc = _json_object(path, where, info.pop("model", None), "model", required=False)
+        session_model = model_doc.get("id") if isinstance(model_doc.get("id"), str) else None
+        b = SessionBuilder(path, self.PLUGIN_NAME)
+        models = []
+        for mid, _, created, data in rows:
+            mwhere = f"table message row id {mid!r}"
+            loc = Loc(path, mwhere)
+            doc = _json_object(path, mwhere, data, "data")
+            if isinstance(created, bool) or not isinstance(created, (int, float)):
+                raise loc.fail("column 'time_created' must be an integer, got "
+                               f"{'NULL' if created is None else type(created).__name__}")
+            items = []
+            for pid, _, pdata in parts.get(mid, []):
+                pwhere = f"table part row id {pid!r}"
+                part = _json_object(path, pwhere, pdata, "data")
+                items.append((Loc(path, pwhere), part, Loc(path, pwhere).str(part, "type", "data", required=True)))
+            role = loc.str(doc, "role", "data", required=True)
+            ts, ref = _iso_ms(created), f"message:{mid}"
+            if role == "user":
+                self._user(b, items, ref, ts)
+            elif role == "assistant":
+                model = loc.str(doc, "modelID", "data") or session_model
+                if model and model not in models:
+                    models.append(model)
+                self._assistant(b, loc, doc, items, mid, ref, ts, model)
+            else:
+                raise loc.fail(f"field 'data.role' must be 'user' or 'assistant', got {role!r}")
+        parent = info.get("parent_id")
+        meta = {k: v for k, v in info.items() if k not in ("directory", "parent_id", "time_created") and v is not None}
+        meta.update(opencode_session_id=sid, model=session_model or (models[0] if models else None),
+                    messages=len(rows))
+        if parent:
+            meta["parent_session_id"] = parent
+        parsed = b.finish(external_key=f"{self.PLUGIN_NAME}:{sid}", workspace=info.get("directory") or None, meta=meta)
+        if parent:
+            parsed.parent_key = f"{self.PLUGIN_NAME}:{parent}"
+        return parsed
+
+    @staticmethod
+    def _user(b: SessionBuilder, items: list, ref: str, ts: str | None) -> None:
+        texts, media, synthetic_only = [], [], True
+        later = []
+        for ploc, part, kind in items:
+            if kind == "text":
+                if ploc.bool(part, "ignored", "data"):
+                    continue
+                texts.append(ploc.str(part, "text", "data") or "")
+                synthetic_only = synthetic_only and ploc.bool(part, "synthetic", "data")
+            elif kind == "file":
+                mime = ploc.str(part, "mime", "data") or ""
+                got = _media(ploc, b, [part], "data")
+                if got:
+                    media.extend(got)
+                elif mime not in ("text/plain", "application/x-directory"):
+                    texts.append(f"[file: {ploc.str(part, 'filename', 'data') or ploc.str(part, 'url', 'data')}]")
+                    synthetic_only = False
+            elif kind == "compaction":
+                later.append(CompactionMarker(trigger="auto" if ploc.bool(part, "auto", "data") else "manual"))
+            elif kind == "subtask":
+                later.append(SystemNote(text=f"{ploc.str(part, 'agent', 'data') or ''}: "
+                                             f"{ploc.str(part, 'prompt', 'data') or ''}", subtype="opencode_subtask"))
+        if texts or media:
+            b.close_open("the next user message arrived first")
+            b.add(UserMessage(text="\n".join(texts), media=tuple(media), is_meta=bool(texts) and synthetic_only),
+                  ref, ts)
+        for n, ev in enumerate(later):
+            b.add(ev, f"{ref}#{ev.KIND}:{n}", ts)
+
+    def _assistant(self, b: SessionBuilder, loc: Loc, doc: dict, items: list, mid: str, ref: str, ts: str | None,
+                   model: str | None) -> None:
+        steps: list[dict] = [{"parts": [], "finish": None}]
+        for item in items:
+            kind = item[2]
+            if kind == "step-start" and (steps[-1]["parts"] or steps[-1]["finish"] is not None):
+                steps.append({"parts": [], "finish": None})
+            elif kind == "step-finish":
+                steps[-1]["finish"] = item
+            elif kind != "step-start":
+                if steps[-1]["finish"] is not None and kind in ("text", "reasoning", "tool"):
+                    steps.append({"parts": [], "finish": None})  # content after a step-finish: a new step
+                steps[-1]["parts"].append(item)  # a patch follows its step's step-finish
+        if not any(s["finish"] for s in steps):
+            tokens = loc.obj(doc, "tokens", "data")
+            done = (loc.obj(doc, "time", "data") or {}).get("completed") is not None
+            if tokens and done:  # an unfinished message's tokens are still OpenCode's zeros
+                steps[-1]["finish"] = (loc, {"tokens": tokens}, "message-tokens")
+        for k, step in enumerate(steps):
+            sref = ref if k == 0 else f"{ref}#step:{k}"
+            self._step(b, step, sref, ts, model, mid if k == 0 else f"{mid}#{k}")
+        error = loc.obj(doc, "error", "data")
+        if error:
+            name = error.get("name") if isinstance(error.get("name"), str) else "error"
+            data = error.get("data") if isinstance(error.get("data"), dict) else {}
+            msg = data.get("message") if isinstance(data.get("message"), str) else ""
+            b.add(SystemNote(text=f"{name}: {msg}" if msg else name, subtype="api_error"), f"{ref}#error", ts)
+
+    @staticmethod
+    def _step(b: SessionBuilder, step: dict, ref: str, ts: str | None, model: str | None, request_id: str) -> None:
+        texts, calls, results, notes, reasoning = [], [], [], [], False
+        for ploc, part, kind in step["parts"]:
+            if kind == "text":
+                if not ploc.bool(part, "ignored", "data"):
+                    texts.append(ploc.str(part, "text", "data") or "")
+            elif kind == "reasoning":
+                reasoning = True
+            elif kind == "tool":
+                call_id = ploc.str(part, "callID", "data", required=True)
+                state = ploc.obj(part, "state", "data", required=True)
+                status = ploc.str(state, "status", "data.state", required=True)
+                if status not in ("pending", "running", "completed", "error"):
+                    raise ploc.fail("field 'data.state.status' must be 'pending', 'running', 'completed' or "
+                                    f"'error', got {status!r}")
+                args = state.get("input")
+                if args is not None and not isinstance(args, dict):
+                    raise ploc.fail(f"field 'data.state.input' must be an object, got {json_type(args)}")
+                calls.append(ToolCall(id=call_id, name=ploc.str(part, "tool", "data", required=True),
+                                      arguments=dump_json(ploc, args or {}, "data.state.input")))
+                times = ploc.obj(state, "time", "data.state") or {}
+                rts = _iso_ms(times.get("end")) or ts
+                if status == "completed":
+                    media = _media(ploc, b, ploc.list(state, "attachments", "data.state") or [], "data.state.attachments")
+                    results.append((call_id, ploc.str(state, "output", "data.state") or "", False, tuple(media), rts))
+                elif status == "error":
+                    meta = ploc.obj(state, "metadata", "data.state") or {}
+                    error = ploc.str(state, "error", "data.state") or ""
+                    partial = meta.get("output") if meta.get("interrupted") is True else None
+                    content = f"{partial}\n{error}" if isinstance(partial, str) and partial else error
+                    results.append((call_id, content, True, (), rts))
+            elif kind == "patch":
+                files = ploc.list(part, "files", "data") or []
+                names = [f for f in files if isinstance(f, str)]
+                notes.append(SystemNote(text="files changed: " + ", ".join(names), subtype="opencode_patch"))
+            elif kind == "retry":
+                err = ploc.obj(part, "error", "data") or {}
+                data = err.get("data") if isinstance(err.get("data"), dict) else {}
+                msg = data.get("message") if isinstance(data.get("message"), str) else ""
+                notes.append(SystemNote(text=f"retry {part.get('attempt')}: {msg}".rstrip(": "), subtype="api_error"))
+        finish = step["finish"]
+        if texts or calls or reasoning:
+            slot = b.assistant(ref, ts, text="\n".join(texts), calls=calls, reasoning=reasoning, model=model)
+            if finish is not None:
+                floc, fpart, fkind = finish
+                prefix = "data.tokens"
+                tokens = floc.obj(fpart, "tokens", "data", required=True)
+                b.set_usage(slot, _usage(floc, tokens, prefix, model, request_id), f"{ref}#usage", ts)
+            for call_id, content, is_error, media, rts in results:
+                b.result(call_id, content, f"{ref}#result:{call_id}", rts, is_error=is_error, media=media)
+        for n, note in enumerate(notes):
+            b.add(note, f"{ref}#note:{n}", ts)
+
+
+IMPORTERS = [OpenCodeImporter]
