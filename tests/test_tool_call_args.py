@@ -43,7 +43,9 @@ def test_a_json_string_value_is_not_the_fallback():
 
 
 def test_paths_one_key_list():
-    assert PATH_KEYS == ("file_path", "notebook_path", "path", "filename", "file", "target_file")
+    assert PATH_KEYS == ("file_path", "filePath", "notebook_path", "path", "filename", "file", "target_file")
+    assert ToolCall("c", "write", json.dumps({"filePath": "src/orders.py", "content": "x"})).paths() == (
+        "src/orders.py",)  # OpenCode's camelCase key
     call = ToolCall("c", "Edit", json.dumps({"path": "b.py", "target_file": "c.py", "file_path": "a.py",
                                              "filename": "a.py", "file": "  ", "notebook_path": 7}))
     assert call.paths() == ("a.py", "b.py", "c.py")  # key order, no repeats, blank and non-strings skipped

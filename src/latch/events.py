@@ -171,11 +171,11 @@ def parse_arguments(arguments: str) -> Any:
         return RawArguments(arguments)
 
 
-PATH_KEYS: tuple[str, ...] = ("file_path", "notebook_path", "path", "filename", "file", "target_file")
+PATH_KEYS: tuple[str, ...] = ("file_path", "filePath", "notebook_path", "path", "filename", "file", "target_file")
 """The argument keys that name a file, in priority order (:func:`argument_paths`): the union of the key
 lists the kernel, the engine, the bench and the baselines used before ``ToolCall.paths`` (Claude Code
-``file_path``/``notebook_path``, OpenHands/SWE-agent ``path``, Aider ``path``, Gemini/Cline ``file``/
-``target_file``/``filename``). Only string values count: list forms (``paths``, ``edits``) are not read."""
+``file_path``/``notebook_path``, OpenCode ``filePath``, OpenHands/SWE-agent ``path``, Aider ``path``,
+Gemini/Cline ``file``/``target_file``/``filename``). Only string values count: list forms (``paths``, ``edits``) are not read."""
 
 
 def argument_paths(value: Any, keys: tuple[str, ...] = PATH_KEYS) -> tuple[str, ...]:

@@ -65,8 +65,8 @@ How each count was checked (FORMATS.md names the fields):
 * opencode/lantern_opencode.db (OpenCode 1.18.13; one entry per session, ``#<session.id>``; a Python
   script with ``sqlite3`` over ``part.data`` per message in ``(time_created, id)`` order,
   ``mode=ro&immutable=1``, no latch): the only tool part is one ``write`` (``completed``) in
-  ``ses_031541…``, a mutation; its path is in ``state.input.filePath``, a key the kernel's
-  ``PATH_KEYS`` does not list, so it names no file (files 0); no part has ``state.status == "error"``,
+  ``ses_031541…``, a mutation of ``src/orders.py`` (``state.input.filePath``, OpenCode's camelCase key, in
+  ``PATH_KEYS``): 1 file, written, not read; no part has ``state.status == "error"``,
   no shell, check, process or plan. The three sessions share the workspace ``/work`` and the file
   imports in one transaction, so the workspace generation (mutations of the workspace) is 1 in each.
 """
@@ -115,7 +115,7 @@ EXPECTED = {
     "goose/lantern_sessions.db#20260805_4": (0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0),
     "opencode/lantern_opencode.db#ses_03156b771ffeANj3CiDnYkqmmr": (0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0),
     "opencode/lantern_opencode.db#ses_031559a74ffe4reBgr5U6MnTO4": (0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0),
-    "opencode/lantern_opencode.db#ses_031541bf9ffeMiy2LOFii47rch": (0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+    "opencode/lantern_opencode.db#ses_031541bf9ffeMiy2LOFii47rch": (1, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0),
 }
 
 # pieces of evidence still current at the end (no edit after the check): checked in the docstring
