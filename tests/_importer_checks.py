@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from latch.events import AssistantMessage, ToolResult, Usage
-from latch.importers import ParsedSession, TranscriptError, detect, import_file, parse_file
+from latch.importers import ParsedSession, TranscriptError, detect, parse_file
+from latch.host.ingest import import_file
 
 # bytes that are not UTF-8 text, to insert into a line: a PNG signature and a JPEG marker
 JUNK = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xd8\xff\xe0"

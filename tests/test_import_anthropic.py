@@ -10,7 +10,8 @@ from _importer_checks import (JUNK, assert_rejected, assert_reimport_adds_nothin
                               detected, ref_kinds, tiny_png, write_json)
 
 from latch.events import AssistantMessage, SystemNote, ToolResult, Usage, UserMessage
-from latch.importers import TranscriptError, import_file, parse_file
+from latch.importers import TranscriptError, parse_file
+from latch.host.ingest import import_file
 
 
 def _png_block(width: int, height: int, level: int = 9) -> dict:

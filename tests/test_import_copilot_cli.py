@@ -13,7 +13,8 @@ from _importer_checks import (assert_rejected, assert_reimport_adds_nothing, ass
 from corpus_support import corpus_files, corpus_format, corpus_name
 from latch.events import (AssistantMessage, CompactionMarker, SubagentMarker, SystemNote, ToolCall, ToolResult, Usage,
                           UserMessage, canonical_json)
-from latch.importers import TranscriptError, import_file, parse_file
+from latch.importers import TranscriptError, parse_file
+from latch.host.ingest import import_file
 from latch.importers.copilot_cli import CopilotCliImporter
 from latch.store import EventStore
 

@@ -11,7 +11,8 @@ from _importer_checks import (assert_rejected, assert_reimport_adds_nothing, ass
                               tiny_png, write_jsonl)
 
 from latch.events import AssistantMessage, SystemNote, ToolResult, Usage, UserMessage
-from latch.importers import import_file, parse_file
+from latch.importers import parse_file
+from latch.host.ingest import import_file
 
 ENTIRE = "gemini-cli/entire_session.json"
 VCT_JSON = "gemini-cli/vibecodingtracker_session.json"

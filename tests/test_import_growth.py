@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from latch.events import EOF_PLACEHOLDER_TEXT, AssistantMessage, ToolResult, UserMessage, canonical_json
-from latch.importers import TranscriptError, import_file, parse_file
+from latch.importers import TranscriptError, parse_file
+from latch.host.ingest import import_file
 from latch.kernel import canonical_state
 from latch.kernel.derive import DerivationContext, SessionDeriver
 from latch.engine.units import UnitBuilder

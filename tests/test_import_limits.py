@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from latch.events import AssistantMessage
-from latch.importers import TranscriptError, import_file, parse_file
+from latch.importers import TranscriptError, parse_file
+from latch.host.ingest import import_file
 from latch.store import EventStore
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "invoice-rounding.claude.jsonl"

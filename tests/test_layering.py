@@ -77,11 +77,7 @@ PLUGIN_USERS = ("latch.cli", "latch.commands", "latch.host", "latch.agent", "lat
                 "latch.default_plugins", "latch.hookspecs")
 
 # (module, forbidden import): why. Each is deliberate; fix it and delete the entry (issue 10 item 2).
-EXCEPTIONS = {
-    ("latch.importers", "latch.host.ingest"):
-        "compatibility re-export of import_file, now in latch.host.ingest (issue 10 item 2), through a lazy "
-        "module __getattr__ (latch.host.ingest imports latch.importers)",
-}
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def _violations() -> set[tuple[str, str]]:
@@ -99,7 +95,7 @@ def _violations() -> set[tuple[str, str]]:
 
 
 def test_the_parser_sees_function_level_and_relative_imports():
-    assert "latch.host.ingest" in IMPORTS["latch.importers"]  # inside a function, relative, two dots
+    assert "latch.host.loop" in IMPORTS["latch.commands.replay"]  # inside a function, relative, two dots
     assert "latch.events" in IMPORTS["latch.port"]
     assert "latch.store" in IMPORTS["latch.host.session"]
 
@@ -129,7 +125,6 @@ def _subpackage(module: str) -> str:
 KNOWN_SUBPACKAGE_CYCLES = {
     frozenset({"latch.estimators", "latch.hotpaths"}):
         "latch.hotpaths.cabi uses the image-token rules of latch.estimators, which wraps latch.hotpaths",
-    frozenset({"latch.host", "latch.importers"}): "the import_file compatibility re-export (see EXCEPTIONS)",
 }
 
 

@@ -26,7 +26,7 @@ def _transcript(folder: Path, n: int) -> Path:
 
 
 def _worker(barrier, dbs: list[str], transcript: str, out) -> None:
-    from latch.importers import import_file
+    from latch.host.ingest import import_file
     from latch.store import EventStore, StoreError
 
     results = []

@@ -3,7 +3,7 @@
 Parse-only: nothing here touches the store, the kernel or the plugin manager. :func:`parse_file`
 reads a file, picks the importer (``format=`` or the highest ``sniff`` score) and parses it
 completely. Appending to the store is the host's job: :func:`latch.host.ingest.import_file`
-(re-exported here as ``import_file`` for existing callers) appends the session in one transaction.
+appends the session in one transaction; this package never imports the store, the kernel or the host.
 Errors raise :class:`TranscriptError` and leave the store unchanged.
 
 Agents append to their transcripts, and importing a grown file again appends
@@ -24,12 +24,11 @@ import importlib
 import os
 import stat
 from pathlib import Path
-from typing import Any
 
 from .base import Importer, JSONNestingError, ParsedSession, SessionForgotten, TranscriptError
 
 __all__ = ["Importer", "ParsedSession", "TranscriptError", "SessionForgotten", "builtin_importers", "detect",
-           "parse_file", "parse_all_file", "import_file"]
+           "parse_file", "parse_all_file"]
 
 
 def _max_transcript_bytes() -> int:
@@ -149,13 +148,3 @@ def _decoded_text(data: bytes) -> str:
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return data.decode("utf-16", "replace")
     return data.decode("utf-8", "replace")
-
-
-def __getattr__(name: str) -> Any:
-    # Compatibility: ``from latch.importers import import_file`` keeps working. The function lives in
-    # the host (latch.host.ingest imports this package, so a module-level import here would be a cycle).
-    if name == "import_file":
-        from ..host.ingest import import_file
-
-        return import_file
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
