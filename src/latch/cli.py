@@ -226,7 +226,22 @@ def main(argv: list[str] | None = None) -> None:
         if reconfigure is not None:
             reconfigure(errors="replace")
     _load_commands()
-    cli.main(args=argv, prog_name="latch")
+    try:
+        rv = cli.main(args=argv, prog_name="latch", standalone_mode=False)
+    except click.exceptions.Abort:  # Ctrl-C (or EOF at a prompt): the shell convention, 128 + SIGINT
+        click.echo("Aborted!", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except SystemExit as exc:
+        # click turns a closed pipe it meets itself into exit 1 after muting the streams (latch's own
+        # output goes through latch.textsafe, whose console exits 0 there); a reader that stopped reading
+        # is not an error
+        if exc.code == 1 and type(sys.stdout).__name__ == "_PacifyFlushWrapper":
+            sys.exit(0)
+        raise
+    sys.exit(rv if isinstance(rv, int) else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -157,7 +157,19 @@ def console(*, stderr: bool = False, **kwargs: Any) -> Console:
             piped = True
         if piped:
             kwargs.update(width=PIPE_WIDTH, soft_wrap=True)
-    return Console(file=stream, **kwargs)
+    return _Console(file=stream, **kwargs)
+
+
+class _Console(Console):
+    """rich's ``Console``, except that a reader closing the pipe (``latch show S | head -1``) ends the
+    command with status 0, like other CLI tools, instead of rich's ``SystemExit(1)``."""
+
+    def on_broken_pipe(self) -> None:
+        if self.quiet:
+            return
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # later writes (and the interpreter's flush) go nowhere
+        raise SystemExit(0)
 
 
 class Table(rich.table.Table):
