@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -122,23 +123,24 @@ def register(cli: click.Group) -> None:
                     scan = True
                 else:
                     candidates.append(f)
-        explicit = set() if discover else {f for f in files if not os.path.isdir(f)}
-        for f in (str(q) for q in with_companions(candidates)):
+        explicit = set() if discover else {str(Path(f)) for f in files if not os.path.isdir(f)}
+        for f in (str(q) for q in with_companions(candidates)):  # a parent's sub-agent files come right after it
             if f in explicit or fmt:
                 todo.append((f, fmt))
                 continue
             try:
                 found = claimed_format(f)
-            except TranscriptError as exc:
+            except TranscriptError as exc:  # unreadable
                 errors.append(str(exc))
                 continue
             if found is None:
                 skipped.append(f)
             else:
                 todo.append((f, found))
+        unreadable = len(errors)
         if dry_run:
             for f, found in todo:
-                con.print(f"{markup(f)}\t{markup(found or 'auto-detect')}", soft_wrap=True, highlight=False)
+                click.echo(f"{safe(f)}\t{safe(found or 'auto-detect')}")  # PATH<TAB>FORMAT, one a line
             con.print(f"{len(todo)} files would be imported")
         else:
             store = app.store()
@@ -166,7 +168,7 @@ def register(cli: click.Group) -> None:
             con.print("no transcripts found", style="yellow")
         for message in errors:
             err.print(f"Error: {markup(message)}", soft_wrap=True)
-        total = len(todo) + len(errors)
+        total = len(todo) + unreadable
         if errors and total > 1:
             err.print(f"{len(errors)} of {total} files not imported")
         if errors:
