@@ -165,11 +165,10 @@ def claimed_format(path: str | Path, importers: list[type[Importer]] | None = No
 def with_companions(paths: Iterable[str | Path]) -> list[Path]:
     """``paths`` in order with each Claude Code session's sub-agent files (:func:`companion_files`) right after
     it, every path once: a sub-agent file also listed on its own goes after its parent, not before."""
-    paths = [Path(p) for p in paths]
-    listed = set(paths)
-    companions = {c for p in paths for c in companion_files(p) if p in listed}
+    items = [Path(p) for p in paths]
+    companions = {c for p in items for c in companion_files(p)}
     out: dict[Path, None] = {}
-    for p in paths:
+    for p in items:
         if p in companions:
             continue
         out.setdefault(p)
