@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import click
 from rich.console import Console
 
@@ -11,6 +14,21 @@ from ..textsafe import Table, cell, console, dumps, markup, safe
 
 def _console() -> Console:
     return console(highlight=False, soft_wrap=False)
+
+
+def _progress(items: list, err: Console, threshold: int = 2):
+    """``items``, with a transient rich progress bar on ``err`` when it is a terminal and there are at
+    least ``threshold`` of them (never in a pipe or a test)."""
+    if len(items) < threshold or not err.is_terminal:
+        yield from items
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("import", total=len(items))
+        for item in items:
+            yield item
+            bar.advance(task)
 
 
 def _excerpt(text: str, width: int = 100) -> str:
@@ -50,50 +68,110 @@ def _visible_sessions(store):
 
 def register(cli: click.Group) -> None:
     @cli.command("import")
-    @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+    @click.argument("files", nargs=-1, type=click.Path())
     @click.option("--format", "fmt", default=None, help="Transcript format (default: auto-detect).")
     @click.option("--live", is_flag=True,
                   help="The transcript is still being written: store only its settled events; the open tail "
                        "(e.g. a response still streaming) waits for the next import.")
+    @click.option("--discover", is_flag=True,
+                  help="Find the logs in each harness's default place (~/.claude/projects, ~/.codex/sessions, "
+                       "~/.gemini/tmp, Goose's and OpenCode's data folders, ~/.copilot/session-state).")
+    @click.option("--since", type=click.DateTime(formats=["%Y-%m-%d"]), default=None,
+                  help="With --discover: only files modified on or after this day (YYYY-MM-DD, local time).")
+    @click.option("--project", default=None, metavar="SUBSTRING",
+                  help="With --discover: only files whose path contains SUBSTRING.")
+    @click.option("--dry-run", is_flag=True,
+                  help="List what would be imported (path and detected format); import nothing, create no store.")
     @pass_app
-    def import_cmd(app, files, fmt, live):
+    def import_cmd(app, files, fmt, live, discover, since, project, dry_run):
         """Import transcript FILES into the store (idempotent; a forgotten session takes no new events).
+
+        A FILES entry that is a folder is walked: every regular file under it that an importer
+        recognizes is imported, in path order (hidden folders are not entered); the others are
+        counted and listed as skipped. ``--discover`` finds the logs in each harness's default place.
 
         A Claude Code session file brings its sub-agent files (``<sessionId>/subagents/agent-*.jsonl``):
         they import as child sessions of it (``latch sessions`` shows the parent).
 
-        Every file is tried; each one that cannot be imported is one line on stderr and leaves the
-        store unchanged; the command then exits 1.
+        Every file is tried; each one that cannot be imported leaves the store unchanged and is one
+        line on stderr at the end; the command then exits 1.
         """
-        from ..host.ingest import SessionForgotten, companion_files, import_all
+        from ..host.discover import claimed_format, walk, with_companions
+        from ..host.discover import discover as find_logs
+        from ..host.ingest import SessionForgotten, import_all
         from ..importers.base import TranscriptError
 
-        store = app.store()
+        if discover and files:
+            raise click.UsageError("give FILES or --discover, not both")
+        if not discover and not files:
+            raise click.UsageError("give FILES (or folders) to import, or --discover")
+        if not discover and (since is not None or project is not None):
+            raise click.UsageError("--since and --project go with --discover")
         con, err = _console(), console(stderr=True, highlight=False)
-        failed = 0
-        # a Claude Code session brings its sub-agent files (<sessionId>/subagents/agent-*.jsonl) with it
-        files = tuple(dict.fromkeys(str(q) for f in files for q in (f, *companion_files(f))))
-        for f in files:
-            forgotten: list[str] = []
+        errors: list[str] = []
+        skipped: list[str] = []
+        # (path, format or None when the importer is picked at import time)
+        todo: list[tuple[str, str | None]] = []
+        if discover:
+            candidates = [str(f.path) for f in find_logs(since=since, project=project)]
+            scan = True
+        else:
+            candidates, scan = [], False
+            for f in files:
+                if os.path.isdir(f):
+                    candidates.extend(str(q) for q in walk(f))
+                    scan = True
+                else:
+                    candidates.append(f)
+        explicit = set() if discover else {str(Path(f)) for f in files if not os.path.isdir(f)}
+        for f in (str(q) for q in with_companions(candidates)):  # a parent's sub-agent files come right after it
+            if f in explicit or fmt:
+                todo.append((f, fmt))
+                continue
             try:
-                # every session of the file (a Goose or OpenCode database holds several), in one transaction
-                imported = import_all(store, f, fmt, final=not live, forgotten=forgotten)
-            except SessionForgotten as exc:
-                con.print(markup(str(exc)), style="yellow")
+                found = claimed_format(f)
+            except TranscriptError as exc:  # unreadable
+                errors.append(str(exc))
                 continue
-            except TranscriptError as exc:
-                failed += 1
-                err.print(f"Error: {markup(str(exc))}", soft_wrap=True)
-                continue
-            for sid in forgotten:
-                con.print(f"{markup(f)}: session {markup(sid)} is forgotten (tombstoned by `latch forget`); "
-                          "nothing imported", style="yellow")
-            for sid, parsed, seqs in imported:
-                con.print(f"{markup(f)}: session [bold]{markup(sid)}[/bold] ({markup(parsed.format)}), "
-                          f"{len(seqs)} new events")
-        if failed and len(files) > 1:
-            err.print(f"{failed} of {len(files)} files not imported")
-        if failed:
+            if found is None:
+                skipped.append(f)
+            else:
+                todo.append((f, found))
+        unreadable = len(errors)
+        if dry_run:
+            for f, found in todo:
+                click.echo(f"{safe(f)}\t{safe(found or 'auto-detect')}")  # PATH<TAB>FORMAT, one a line
+            con.print(f"{len(todo)} files would be imported")
+        else:
+            store = app.store()
+            for f, _found in _progress(todo, err):
+                forgotten: list[str] = []
+                try:
+                    # every session of the file (a Goose or OpenCode database holds several), in one transaction
+                    imported = import_all(store, f, fmt, final=not live, forgotten=forgotten)
+                except SessionForgotten as exc:
+                    con.print(markup(str(exc)), style="yellow")
+                    continue
+                except TranscriptError as exc:
+                    errors.append(str(exc))
+                    continue
+                for sid in forgotten:
+                    con.print(f"{markup(f)}: session {markup(sid)} is forgotten (tombstoned by `latch forget`); "
+                              "nothing imported", style="yellow")
+                for sid, parsed, seqs in imported:
+                    con.print(f"{markup(f)}: session [bold]{markup(sid)}[/bold] ({markup(parsed.format)}), "
+                              f"{len(seqs)} new events")
+        if scan and skipped:
+            con.print(f"{len(skipped)} files skipped (no importer recognizes them): "
+                      + ", ".join(markup(s) for s in skipped), soft_wrap=True, highlight=False)
+        elif scan and not todo and not errors:
+            con.print("no transcripts found", style="yellow")
+        for message in errors:
+            err.print(f"Error: {markup(message)}", soft_wrap=True)
+        total = len(todo) + unreadable
+        if errors and total > 1:
+            err.print(f"{len(errors)} of {total} files not imported")
+        if errors:
             raise SystemExit(1)
 
     @cli.command("sessions")
