@@ -224,3 +224,27 @@ def assert_shape(events) -> None:
             assert ev.orphan and not ev.missing and ev.call_id not in all_calls, ev
         else:
             assert not isinstance(ev, Usage), "a Usage must follow its AssistantMessage"
+
+
+def assert_all_rejected(store, path: Path, where: str | None, reason: str, fmt: str | None) -> None:
+    """Importing every session of ``path`` (``import_all``, a container such as a Goose or OpenCode database)
+    raises one ``TranscriptError`` line naming ``path``, exactly ``where`` and a reason containing ``reason``,
+    and changes nothing in ``store``."""
+    from latch.host.ingest import import_all
+
+    before = snapshot(store)
+    with pytest.raises(TranscriptError) as info:
+        import_all(store, path, fmt, final=True)
+    err = info.value
+    assert err.path == str(path) and err.location == where and reason in err.reason, str(err)
+    assert "\n" not in str(err)
+    assert snapshot(store) == before
+
+
+def sqlite_mutated(path: Path, sql: str, args: tuple = ()) -> Path:
+    """``path`` (a copy of a SQLite transcript) after running ``sql`` with ``args`` on it."""
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        db.execute(sql, args)
+    return path

@@ -15,15 +15,14 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
-from _importer_checks import snapshot, tiny_png
+from _importer_checks import assert_all_rejected, sqlite_mutated, snapshot, tiny_png
 from corpus_support import CORPUS, corpus_files, corpus_format, corpus_name
 from latch.cli import _load_commands, cli
 from latch.events import AssistantMessage, SystemNote, ToolResult, Usage, UserMessage
 from latch.host.ingest import import_all, import_file
-from latch.importers import TranscriptError, detect, parse_all_file
+from latch.importers import detect, parse_all_file
 from latch.importers.goose import GooseImporter
 from latch.store import EventStore
 
@@ -161,20 +160,11 @@ def test_sniff_claims_only_goose_databases(corpus_dir):
 
 # ----------------------------------------------------------------------------- malformed databases
 def _rejected(store, path: Path, where: str | None, reason: str, fmt: str | None = "goose") -> None:
-    before = snapshot(store)
-    with pytest.raises(TranscriptError) as info:
-        import_all(store, path, fmt, final=True)
-    err = info.value
-    assert err.path == str(path) and err.location == where and reason in err.reason, str(err)
-    assert "\n" not in str(err)
-    assert snapshot(store) == before
+    assert_all_rejected(store, path, where, reason, fmt)
 
 
 def _mutated(tmp_path: Path, name: str, sql: str, args: tuple = ()) -> Path:
-    path = _copy(tmp_path, name)
-    with sqlite3.connect(path) as db:
-        db.execute(sql, args)
-    return path
+    return sqlite_mutated(_copy(tmp_path, name), sql, args)
 
 
 def test_malformed_databases_are_rejected_and_change_nothing(corpus_dir, tmp_path):

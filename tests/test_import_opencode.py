@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from _importer_checks import snapshot, tiny_png
+from _importer_checks import assert_all_rejected, sqlite_mutated, snapshot, tiny_png
 from corpus_support import CORPUS, corpus_files, corpus_format, corpus_name
 from latch.cli import _load_commands, cli
 from latch.events import AssistantMessage, CompactionMarker, SystemNote, ToolResult, Usage, UserMessage
@@ -129,20 +129,11 @@ def test_sniff_claims_only_opencode_databases(corpus_dir):
 
 # ----------------------------------------------------------------------------- malformed databases
 def _rejected(store, path: Path, where: str | None, reason: str, fmt: str | None = "opencode") -> None:
-    before = snapshot(store)
-    with pytest.raises(TranscriptError) as info:
-        import_all(store, path, fmt, final=True)
-    err = info.value
-    assert err.path == str(path) and err.location == where and reason in err.reason, str(err)
-    assert "\n" not in str(err)
-    assert snapshot(store) == before
+    assert_all_rejected(store, path, where, reason, fmt)
 
 
 def _mutated(tmp_path: Path, name: str, sql: str, args: tuple = ()) -> Path:
-    path = _copy(tmp_path, name)
-    with sqlite3.connect(path) as db:
-        db.execute(sql, args)
-    return path
+    return sqlite_mutated(_copy(tmp_path, name), sql, args)
 
 
 TOOL_PART = "prt_fceade4fe001i8331hPTf7U9h2"

@@ -90,7 +90,9 @@ class AppContext:
             return None
         path = Path(self.db)
         if not path.parent.is_dir():
-            blocker = next((q for q in path.parents if q.exists() and not q.is_dir()), None)
+            from .store import non_folder_parent
+
+            blocker = non_folder_parent(path)
             if blocker is not None:
                 return f"{path}: {blocker} is not a folder ({self.db_source})"
             return f"{path}: folder {path.parent} does not exist ({self.db_source}; create it first)"
@@ -129,10 +131,10 @@ class AppContext:
 def _check_creatable(path: Path) -> None:
     """Raise :class:`~latch.store.StoreError` when no database could be created at ``path`` (its folder is
     missing or refuses files); probes by creating and removing the file, so nothing is left behind."""
-    from .store import StoreError
+    from .store import StoreError, non_folder_parent
 
     if not path.parent.is_dir():
-        blocker = next((q for q in path.parents if q.exists() and not q.is_dir()), None)
+        blocker = non_folder_parent(path)
         if blocker is not None:
             raise StoreError(f"cannot open the Latch store at {path}: {blocker} is not a folder")
         missing = next(q for q in reversed(path.parents) if not q.exists())

@@ -52,7 +52,7 @@ from ..events import Usage
 from ..textsafe import PIPE_WIDTH, Table, console, dumps, markup, safe
 from . import output_file
 
-__all__ = ["resolve_engine_factory", "resolve_estimator_choice", "estimator_name", "run_replay", "register"]
+__all__ = ["resolve_engine_factory", "resolve_estimator_choice", "run_replay", "register"]
 
 PROGRESS_MIN_REQUESTS = 40
 
@@ -88,13 +88,6 @@ def resolve_estimator_choice(name: str | None, model: str | None) -> Any:
         return plugins.get_estimator(name)
     except plugins.PluginError as exc:
         raise click.UsageError(str(exc)) from None
-
-
-def estimator_name(estimator: Any) -> str:
-    """The name a report shows for ``estimator`` (:func:`latch.host.loop.estimator_name`)."""
-    from ..host.loop import estimator_name as name_of  # lazy: the CLI starts without the engine
-
-    return name_of(estimator)
 
 
 def _requests(events: list[Any]) -> list[tuple[int, int, Usage | None]]:

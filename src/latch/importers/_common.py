@@ -118,7 +118,9 @@ def _dotted(prefix: str, key: str) -> str:
 
 
 # ----------------------------------------------------------------------------- usage
-def _count(loc: Loc, obj: dict, key: str, prefix: str) -> int | None:
+def count_field(loc: Loc, obj: dict, key: str, prefix: str) -> int | None:
+    """``obj[key]`` as a token/row count: ``None`` when absent, else a non-negative int; anything else is a
+    ``TranscriptError`` at ``loc`` naming the field (``'prefix.key' must be a non-negative integer``)."""
     value = obj.get(key)
     if value is None:
         return None
@@ -130,10 +132,10 @@ def _count(loc: Loc, obj: dict, key: str, prefix: str) -> int | None:
 def anthropic_usage(loc: Loc, usage: dict, prefix: str, *, model: str | None = None,
                     request_id: str | None = None) -> Usage:
     """Anthropic/Claude Code ``usage``: ``input_tokens`` is already uncached, cache fields disjoint."""
-    return Usage(input_tokens=_count(loc, usage, "input_tokens", prefix),
-                 output_tokens=_count(loc, usage, "output_tokens", prefix),
-                 cache_read_tokens=_count(loc, usage, "cache_read_input_tokens", prefix),
-                 cache_write_tokens=_count(loc, usage, "cache_creation_input_tokens", prefix),
+    return Usage(input_tokens=count_field(loc, usage, "input_tokens", prefix),
+                 output_tokens=count_field(loc, usage, "output_tokens", prefix),
+                 cache_read_tokens=count_field(loc, usage, "cache_read_input_tokens", prefix),
+                 cache_write_tokens=count_field(loc, usage, "cache_creation_input_tokens", prefix),
                  model=model, request_id=request_id)
 
 

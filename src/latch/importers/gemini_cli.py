@@ -63,7 +63,7 @@ from typing import Any
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage
 from .base import Importer, JSONNestingError, ParsedSession, decode_text, iter_jsonl, json_loads, load_json
-from ._common import (Loc, SessionBuilder, decode_base64, dump_json, head_jsonl, head_key, head_text, json_type,
+from ._common import (Loc, SessionBuilder, count_field, decode_base64, dump_json, head_jsonl, head_key, head_text, json_type,
                       peek_json)
 
 __all__ = ["GeminiCliImporter", "IMPORTERS", "PLUGIN_gemini_cli"]
@@ -174,12 +174,7 @@ def _function_response(loc: Loc, part: dict, where: str, media: list[_Media] | N
 
 
 def _count(loc: Loc, obj: dict, key: str, prefix: str) -> int:
-    value = obj.get(key)
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise loc.fail(f"field '{prefix}.{key}' must be a non-negative integer, got {json_type(value)}")
-    return value
+    return count_field(loc, obj, key, prefix) or 0  # an absent Gemini token count is 0
 
 
 def _usage(loc: Loc, msg: dict, prefix: str, model: str | None) -> Usage | None:

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage
-from ._common import Loc, SessionBuilder, dump_json, json_type
+from ._common import Loc, SessionBuilder, count_field, dump_json, json_type
 from ._sqlite import is_sqlite, open_bytes, row_text, schema_mentions, table_columns
 from .base import Importer, JSONNestingError, ParsedSession, TranscriptError, json_loads
 
@@ -88,29 +88,21 @@ def _json_column(path: Path, where: str, value: Any, column: str, kind: type, *,
     return doc
 
 
-def _count(loc: Loc, obj: dict, key: str, prefix: str) -> int | None:
-    value = obj.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise loc.fail(f"field '{prefix}.{key}' must be a non-negative integer, got {json_type(value)}")
-    return value
-
 
 def _usage(loc: Loc, meta: dict, model: str | None, request_id: str | None) -> Usage | None:
     usage = loc.obj(meta, "usage", "metadata_json")
     if not usage:
         return None
     p = "metadata_json.usage"
-    total_in = _count(loc, usage, "inputTokens", p)
-    read = _count(loc, usage, "cacheReadInputTokens", p)
-    write = _count(loc, usage, "cacheWriteInputTokens", p)
+    total_in = count_field(loc, usage, "inputTokens", p)
+    read = count_field(loc, usage, "cacheReadInputTokens", p)
+    write = count_field(loc, usage, "cacheWriteInputTokens", p)
     uncached = total_in
     if total_in is not None:
         uncached = total_in - (read or 0) - (write or 0)
         if uncached < 0:
             uncached = max(total_in - (read or 0), 0)
-    return Usage(input_tokens=uncached, output_tokens=_count(loc, usage, "outputTokens", p),
+    return Usage(input_tokens=uncached, output_tokens=count_field(loc, usage, "outputTokens", p),
                  cache_read_tokens=read, cache_write_tokens=write, model=model, request_id=request_id)
 
 

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage
-from ._common import Loc, SessionBuilder, data_url_bytes, dump_json, json_type, peek_json
+from ._common import Loc, SessionBuilder, count_field, data_url_bytes, dump_json, json_type, peek_json
 from ._pyrepr import literal_mapping
 from .base import Importer, ParsedSession, content_key, decode_text, load_json
 
@@ -61,14 +61,6 @@ _EXIT_RE = re.compile(r"""['"]exit_code['"]\s*:\s*(-?\d+)""")
 _TEXT_ACTIONS = ("message", "finish")
 
 
-def _count(loc: Loc, obj: dict, key: str, prefix: str) -> int | None:
-    value = obj.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise loc.fail(f"field '{prefix}.{key}' must be a non-negative integer, got {json_type(value)}")
-    return value
-
 
 def _usage(loc: Loc, response: dict) -> Usage | None:
     """Normalized usage of a LiteLLM ``model_response`` (see the module docstring)."""
@@ -76,12 +68,12 @@ def _usage(loc: Loc, response: dict) -> Usage | None:
     usage = loc.obj(response, "usage", "tool_call_metadata.model_response")
     if usage is None:
         return None
-    prompt = _count(loc, usage, "prompt_tokens", prefix)
+    prompt = count_field(loc, usage, "prompt_tokens", prefix)
     details = loc.obj(usage, "prompt_tokens_details", prefix) or {}
-    cached = _count(loc, details, "cached_tokens", f"{prefix}.prompt_tokens_details")
+    cached = count_field(loc, details, "cached_tokens", f"{prefix}.prompt_tokens_details")
     if cached is None:
-        cached = _count(loc, usage, "cache_read_input_tokens", prefix)
-    written = _count(loc, usage, "cache_creation_input_tokens", prefix)
+        cached = count_field(loc, usage, "cache_read_input_tokens", prefix)
+    written = count_field(loc, usage, "cache_creation_input_tokens", prefix)
     uncached = prompt
     if prompt is not None:
         uncached = prompt - (cached or 0) - (written or 0)
@@ -89,7 +81,7 @@ def _usage(loc: Loc, response: dict) -> Usage | None:
             uncached = prompt - (cached or 0)
         if uncached < 0:
             raise loc.fail(f"cached prompt tokens ({cached}) exceed prompt tokens ({prompt})")
-    return Usage(input_tokens=uncached, output_tokens=_count(loc, usage, "completion_tokens", prefix),
+    return Usage(input_tokens=uncached, output_tokens=count_field(loc, usage, "completion_tokens", prefix),
                  cache_read_tokens=cached, cache_write_tokens=written,
                  model=loc.str(response, "model", "tool_call_metadata.model_response"),
                  request_id=loc.str(response, "id", "tool_call_metadata.model_response"))

@@ -45,6 +45,7 @@ __all__ = [
     "default_db_path",
     "StoreError",
     "StoreBusyError",
+    "non_folder_parent",
 ]
 
 
@@ -91,6 +92,12 @@ def _damaged(exc: BaseException) -> bool:
         return False
     code = getattr(exc, "sqlite_errorcode", None)
     return code is None or code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_ERROR)
+
+
+def non_folder_parent(path: Path) -> Path | None:
+    """The first of ``path``'s parents that exists but is not a folder (a file where a folder must be), else
+    ``None``: why no database can ever be created at ``path``."""
+    return next((q for q in path.parents if q.exists() and not q.is_dir()), None)
 
 
 def data_dir() -> Path:
@@ -180,7 +187,7 @@ class EventStore:
             if isinstance(exc, sqlite3.Error) and _busy(exc):
                 raise self._error(exc) from None
             if isinstance(exc, (FileExistsError, NotADirectoryError)):  # a file where a folder must be
-                blocker = next((q for q in self.path.parents if q.exists() and not q.is_dir()), exc.filename)
+                blocker = non_folder_parent(self.path) or exc.filename
                 reason = f"{blocker} is not a folder"
             elif isinstance(exc, OSError):
                 reason = (exc.strerror or str(exc)) + (f" ({exc.filename})" if exc.filename else "")
