@@ -16,6 +16,13 @@ the defaults. Known keys (spec: "Bounded materialization", "Cache epochs and wor
     [engine]
     name = "continuity"        # read by latch.plugins.engine_name
 
+    [provider]                 # defaults of ``latch run`` (its flags win)
+    name = "openai"            # a provider plugin: openai, anthropic, openai-compatible
+    model = "gpt-4.1"
+    base_url = "http://127.0.0.1:8080/v1"   # openai-compatible servers (llama.cpp, Ollama, vLLM)
+    api_key_env = "OPENAI_API_KEY"          # the environment variable holding the key (never the key)
+    max_turns = 50
+
 ``[engines.<name>]`` and tables named after a plugin are left to their owners; any other table or
 key is reported by :func:`unknown_keys` (the CLI prints one warning line each). Every value checked here must be a positive integer of at
 most :data:`MAX_TOKENS` (``reserve_tokens`` and ``recall_tokens`` may be 0; ``reserve_tokens`` must
@@ -142,12 +149,24 @@ def validate_config(data: Mapping[str, Any], source: str = "<config>") -> dict[s
     name = engine.get("name")
     if name is not None and (not isinstance(name, str) or not name.strip()):
         raise ConfigError(f"{source}: [engine] name must be a non-empty string, got {name!r}")
+    provider = out.get("provider", {})
+    if not isinstance(provider, Mapping):
+        raise ConfigError(f"{source}: [provider] must be a table, got {type(provider).__name__}")
+    for key in ("name", "model", "base_url", "api_key_env"):
+        value = provider.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise ConfigError(f"{source}: [provider] {key} must be a non-empty string, got {value!r}")
+    if "max_turns" in provider:
+        turns = provider["max_turns"]
+        if isinstance(turns, bool) or not isinstance(turns, int) or not 1 <= turns <= 10_000:
+            raise ConfigError(f"{source}: [provider] max_turns must be an integer from 1 to 10000, got {turns!r}")
     return out
 
 
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "context": ("recent_tokens", "recall_tokens", "state_tokens"),
     "engine": ("name",),
+    "provider": ("name", "model", "base_url", "api_key_env", "max_turns"),
     "models": (),  # [models.<model id>] tables, each with MODEL_KEYS
     "engines": (),  # [engines.<engine name>] tables, owned by each engine
 }

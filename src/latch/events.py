@@ -78,6 +78,8 @@ __all__ = [
     "Tombstone",
     "SteeringQueued",
     "SteeringDelivered",
+    "ToolStarted",
+    "EstimateCorrection",
 ]
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
@@ -642,11 +644,38 @@ class SteeringDelivered(Event):
     message_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class ToolStarted(Event):
+    """The agent began executing tool call ``call_id`` (after its permission ``decision``: ``allow``, or
+    ``ask`` answered yes). Appended before the tool runs, after the assistant message that holds the call:
+    a ``ToolStarted`` with no :class:`ToolResult` after it is a call interrupted mid-execution (spec:
+    "commit before execution"). Not provider-visible."""
+
+    KIND: ClassVar[str] = "tool_started"
+    call_id: str
+    name: str = ""
+    decision: str = "allow"
+
+
+@dataclass(frozen=True, slots=True)
+class EstimateCorrection(Event):
+    """The provider counted ``provider_tokens`` for a request Latch estimated at ``estimated_tokens``
+    (spec: "Bounded materialization": provider usage is authoritative). Later views of the session are
+    budgeted with the largest such ratio, so the same shape of text never overflows twice. ``source`` is
+    ``usage`` (a reported prompt size) or ``overflow`` (the provider refused the request). Not
+    provider-visible."""
+
+    KIND: ClassVar[str] = "estimate_correction"
+    provider_tokens: int
+    estimated_tokens: int
+    source: str = "usage"
+
+
 BUILTIN_KINDS: tuple[type[Event], ...] = (
     UserMessage, AssistantMessage, ToolResult, SystemNote, Usage, CompactionMarker, SubagentMarker,
     StateUpdate, FileObservation, Mutation, ExternalChange, ValidationEvidence, ProcessStarted, ProcessExited,
     WriterBlocker, Tombstone,
-    SteeringQueued, SteeringDelivered,
+    SteeringQueued, SteeringDelivered, ToolStarted, EstimateCorrection,
 )
 """Every event kind Latch writes, in one explicit list: conversation, kernel, agent."""
 

@@ -1,61 +1,56 @@
-"""The agent loop: one model request after another, through the configured context engine (spec:
-"Port boundary").
+"""The agent loop: model requests through the host's one request loop, tools committed before they run
+(spec: "Port boundary", "Sessions & continuity", "Agent Skills and MCP": commit before execution).
 
-Each :meth:`AgentLoop.step`:
+One :meth:`AgentLoop.turn`:
 
-1. delivers queued steering messages when the session is at a safe boundary
-   (:class:`~latch.agent.steering.SteeringInbox`);
-2. asks the session's engine for the view (``materialize``); the engine was built by the
-   :class:`~latch.agent.supervisor.Supervisor`'s factory, never constructed here, and there is no
-   fallback to the default engine;
-3. renders exactly that view in the provider's wire format (:func:`latch.providers.to_openai_chat`
-   or :func:`latch.providers.to_anthropic_messages`) and sends it: the provider sees the view the
-   engine returned, byte for byte, with nothing added;
-4. appends the response as ONE :class:`~latch.events.AssistantMessage` and its
-   :class:`~latch.events.Usage` (normalized: ``input_tokens`` uncached, ``cache_read_tokens`` and
-   ``cache_write_tokens`` disjoint; unknown stays ``None``), then one
-   :class:`~latch.events.ToolResult` per call, in call order: a call a hard-deny rule refuses
-   (:class:`~latch.agent.permissions.PermissionPolicy`) gets an error result and never runs; the
-   others go to ``tool_runner(call) -> ToolResult`` (no runner: an error result saying so).
+1. delivers queued steering messages (the session is at a safe boundary between turns);
+2. materializes the view through :class:`latch.host.loop.RequestLoop` (the loop ``latch replay``,
+   ``bench`` and ``stress`` use), which recounts and checks it: a view over the hard budget, with an
+   orphaned call or a split unit is never sent (:class:`AgentError`);
+3. renders exactly that view in the provider's wire format and sends it (``provider.complete``,
+   streaming text to the observer);
+4. appends the assistant message and its usage durably, in one transaction, before anything runs;
+5. for each tool call, in call order: the permission decision (hard-deny always refuses; ``ask`` asks the
+   ``approve`` callback on a terminal, is allowed by ``assume_yes``, and otherwise refuses with a result
+   telling the model why) -> a durable :class:`~latch.events.ToolStarted` -> the tool runs -> its
+   :class:`~latch.events.ToolResult` is appended as soon as it completes.
 
-The loop writes conversation events only; kernel-context records are the engine's own, written
-through the :class:`~latch.port.KernelWriter` the loop hands it (stream
-``"<engine>:main"``), so a replacement engine never gets default-engine kernel context behind its
-back. :meth:`AgentLoop.spawn_child` starts a child session from a compact delegation brief; its
-engine comes from the supervisor's child policy, as does a resumed child's.
+A process killed mid-tool leaves a call with a ``ToolStarted`` and no result. :func:`repair_interrupted`
+(run when a session resumes) appends, for each call without a result, a marked placeholder result
+(``missing=True``, ``is_error=True``) that says the outcome is unknown: never an invented outcome.
+
+Provider usage is authoritative: when the provider counts more prompt tokens than the view's estimate,
+or refuses a request as too long, an :class:`~latch.events.EstimateCorrection` is appended and the
+budget of every later view is shrunk by the largest ratio seen (:func:`correction_ratio`), so the same
+shape of text never overflows twice. Units: tokens everywhere.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..host.session import StoreKernelWriter, StoreSessionReader
-from ..events import AssistantMessage, Event, ToolCall, ToolResult, Usage, UserMessage, canonical_arguments
-from ..port import ContextEngine, ContextRequest, ContextView, EngineProfile, SessionContext
-from ..providers import to_anthropic_messages, to_openai_chat
-from ..store import EventStore
-from .permissions import PermissionPolicy
+from ..events import (AssistantMessage, EstimateCorrection, Event, ToolCall, ToolResult, ToolStarted, Usage,
+                      UserMessage, canonical_arguments)
+from ..host.loop import EngineSetup, RequestLoop, RequestResult
+from ..port import ContextBudget, ContextView, SessionContext
+from ..providers import ProviderError, ProviderOverflow, to_anthropic_messages, to_openai_chat
+from .context import SYSTEM_PROMPT
+from .permissions import Decision, PermissionPolicy
 from .steering import SteeringInbox
-from .supervisor import Supervisor
+from .tools import Tool, ToolContext, ToolOutcome, run_tool
 
-__all__ = ["AgentLoop", "Step", "WIRE_FORMATS", "parse_response", "engine_stream"]
+__all__ = ["AgentError", "AgentLoop", "Observer", "Step", "RunOutcome", "WIRE_FORMATS", "parse_response",
+           "repair_interrupted", "correction_ratio", "provider_prompt_tokens", "engine_stream"]
 
 WIRE_FORMATS = ("openai-chat", "anthropic-messages")
-ToolRunner = Callable[[ToolCall], ToolResult]
+OVERFLOW_RETRIES = 2
+"""How many times one turn is re-materialized under a corrected budget after the provider refused it as too long."""
 
 
-@dataclass(frozen=True)
-class Step:
-    """One request: the engine's ``view``, the wire ``body`` sent, the provider's ``response`` and the
-    seqs of the events appended (assistant message, usage, results)."""
-
-    view: ContextView
-    body: Mapping[str, Any]
-    response: Mapping[str, Any]
-    seqs: tuple[int, ...]
-    message: AssistantMessage
+class AgentError(Exception):
+    """The turn cannot be sent: the view is over budget or invalid, or the provider refused it (one line)."""
 
 
 def engine_stream(factory: Callable[..., Any]) -> str:
@@ -76,7 +71,9 @@ def _int(value: Any, where: str) -> int | None:
 def parse_response(wire: str, response: Mapping[str, Any]) -> tuple[AssistantMessage, Usage | None]:
     """The assistant message and usage of a chat-completions or Messages API response body.
 
-    ``ValueError`` naming the field for a malformed response (nothing is appended then).
+    Usage is normalized: ``input_tokens`` uncached, ``cache_read_tokens`` and ``cache_write_tokens``
+    disjoint from it; unknown stays ``None``. ``ValueError`` naming the field for a malformed response
+    (nothing is appended then).
     """
     if not isinstance(response, Mapping):
         raise ValueError(f"provider response must be a JSON object, got {type(response).__name__}")
@@ -141,92 +138,307 @@ def parse_response(wire: str, response: Mapping[str, Any]) -> tuple[AssistantMes
     return AssistantMessage(text=text, tool_calls=tuple(calls), reasoning_reported=reasoning, model=model), usage
 
 
+def provider_prompt_tokens(usage: Usage | None) -> int | None:
+    """The whole prompt the provider counted: uncached input + cache read + cache write (``None`` if unknown)."""
+    if usage is None or usage.input_tokens is None:
+        return None
+    return usage.input_tokens + (usage.cache_read_tokens or 0) + (usage.cache_write_tokens or 0)
+
+
+def correction_ratio(store: Any, session_id: str) -> tuple[int, int] | None:
+    """The largest ``(provider_tokens, estimated_tokens)`` ratio of the session's
+    :class:`~latch.events.EstimateCorrection` events, or ``None`` when there is none above 1."""
+    best: tuple[int, int] | None = None
+    for s in store.events(session_id, kinds=[EstimateCorrection.KIND]):
+        e = s.event
+        if e.estimated_tokens > 0 and e.provider_tokens > e.estimated_tokens and (
+                best is None or e.provider_tokens * best[1] > best[0] * e.estimated_tokens):
+            best = (e.provider_tokens, e.estimated_tokens)
+    return best
+
+
+def corrected_budget(budget: ContextBudget, ratio: tuple[int, int] | None) -> ContextBudget:
+    """``budget`` with its hard limit divided by ``provider/estimated`` (the reserve stays whole), so a view
+    estimated within the new limit is within the original limit in the provider's own tokens."""
+    if ratio is None:
+        return budget
+    provider, estimated = ratio
+    hard = budget.hard_limit_tokens * estimated // provider
+    return replace(budget, context_window_tokens=budget.reserve_tokens + hard,
+                   recent_tokens=min(budget.recent_tokens, hard))
+
+
+def repair_interrupted(store: Any, session_id: str) -> list[ToolCall]:
+    """Close every tool call of the session that has no result: append a marked placeholder result per call
+    (``missing=True``, ``is_error=True``; the text says whether the call had started and that its outcome is
+    unknown). Returns the calls repaired, in order (empty when nothing was interrupted)."""
+    calls: dict[str, ToolCall] = {}
+    started: set[str] = set()
+    for s in store.events(session_id, kinds=["assistant_message", "tool_result", ToolStarted.KIND]):
+        e = s.event
+        if isinstance(e, AssistantMessage):
+            for c in e.tool_calls:
+                calls[c.id] = c
+        elif isinstance(e, ToolStarted):
+            started.add(e.call_id)
+        elif isinstance(e, ToolResult) and not e.eof_placeholder:
+            calls.pop(e.call_id, None)
+    if not calls:
+        return []
+    out = []
+    for c in calls.values():
+        what = ("the agent stopped while this call was running; its outcome is unknown (it may have partly run)"
+                if c.id in started else "the agent stopped before running this call; it did not run")
+        out.append(ToolResult(c.id, f"[interrupted: {what}]", is_error=True, name=c.name, missing=True))
+    store.append(session_id, out)
+    return list(calls.values())
+
+
+class Observer:
+    """What a front end sees of a turn (all methods optional no-ops; never called with raw provider bytes)."""
+
+    def on_request(self, number: int, result: RequestResult) -> None:
+        """The view of request ``number`` was materialized and checked; it is about to be sent."""
+
+    def on_text(self, delta: str) -> None:
+        """A streamed piece of the assistant's text."""
+
+    def on_response(self, number: int, message: AssistantMessage, usage: Usage | None, view: ContextView) -> None:
+        """The assistant message of request ``number`` was committed."""
+
+    def on_tool_call(self, call: ToolCall, decision: Decision, allowed: bool) -> None:
+        """A call was decided (``allowed``: it is about to run)."""
+
+    def on_tool_result(self, call: ToolCall, outcome: ToolOutcome) -> None:
+        """A call finished and its result was committed."""
+
+    def on_correction(self, correction: EstimateCorrection) -> None:
+        """The provider counted more than the estimate; later views are budgeted smaller."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One request: its number, the checked ``result`` (view and recount), the wire ``body`` sent, the
+    committed ``message`` and ``usage``, and the tool ``results`` appended, in call order."""
+
+    number: int
+    result: RequestResult
+    body: Mapping[str, Any]
+    message: AssistantMessage
+    usage: Usage | None
+    results: tuple[ToolResult, ...] = ()
+
+    @property
+    def view(self) -> ContextView:
+        assert self.result.view is not None
+        return self.result.view
+
+
+@dataclass
+class RunOutcome:
+    """How :meth:`AgentLoop.run` ended: ``stopped`` is ``"done"`` (an answer without tool calls) or
+    ``"max_turns"``; ``steps`` are the turns taken."""
+
+    stopped: str
+    steps: list[Step] = field(default_factory=list)
+
+
 class AgentLoop:
     """The loop of one session (see the module docstring).
 
-    ``supervisor`` holds the engine factories; the session's engine is built (root) or resumed
-    (``parent_id`` set: the child policy) from its profile. ``wire`` is one of :data:`WIRE_FORMATS`.
+    ``setup`` is the engine the host built (:func:`latch.host.loop.build_engine`); ``budget`` the request
+    budget; ``provider`` follows :class:`latch.providers.Provider` (``wire``, ``complete``); ``tools`` the
+    tools offered (their schemas go into every request, in this order); ``approve(call, decision) -> bool``
+    answers ``ask`` decisions (a terminal prompt), ``assume_yes`` allows them (``--yes``; a hard deny still
+    refuses). ``tool_choice`` (``"auto"``, ``"required"``, or a tool name to force that tool) is passed to the provider
+    when set. ``max_output_tokens``
+    defaults to the budget's reserve.
     """
 
-    def __init__(self, store: EventStore, session_id: str, supervisor: Supervisor, provider: Any, *,
-                 model: str | None = None, wire: str = "openai-chat", system_prompt: str = "",
-                 tools: Sequence[Mapping[str, Any]] = (), session_context: SessionContext | None = None,
-                 config: Mapping[str, Any] | None = None, estimator: Any = None,
-                 policy: PermissionPolicy | None = None, tool_runner: ToolRunner | None = None,
-                 _spawn: bool = False):
+    def __init__(self, store: Any, session_id: str, provider: Any, *, setup: EngineSetup, budget: ContextBudget,
+                 tools: Sequence[Tool], tool_context: ToolContext, session_context: SessionContext,
+                 policy: PermissionPolicy | None = None, approve: Callable[[ToolCall, Decision], bool] | None = None,
+                 assume_yes: bool = False, system_prompt: str = SYSTEM_PROMPT, observer: Observer | None = None,
+                 tool_choice: str | None = None, max_output_tokens: int | None = None):
+        wire = getattr(provider, "wire", None)
         if wire not in WIRE_FORMATS:
-            raise ValueError(f"unknown wire format {wire!r} (known: {', '.join(WIRE_FORMATS)})")
-        self.store, self.session_id, self.supervisor, self.provider = store, session_id, supervisor, provider
-        self.model, self.wire, self.system_prompt, self.tools = model, wire, system_prompt, tuple(tools)
-        self.config, self.estimator = dict(config or {}), estimator
+            raise ValueError(f"provider {getattr(provider, 'name', provider)!r} speaks an unknown wire format "
+                             f"{wire!r} (known: {', '.join(WIRE_FORMATS)})")
+        self.store, self.session_id, self.provider, self.wire = store, session_id, provider, wire
+        self.setup, self.base_budget = setup, budget
+        self.tools = tuple(tools)
+        self.tool_context = tool_context
         self.policy = policy or PermissionPolicy()
-        self.tool_runner = tool_runner
-        info = store.session(session_id)
-        self.parent_id = info.parent_id
-        self.session_context = session_context or SessionContext(workspace=info.workspace)
+        self.approve, self.assume_yes = approve, assume_yes
+        self.observer = observer or Observer()
+        self.tool_choice, self.max_output_tokens = tool_choice, max_output_tokens
         self.inbox = SteeringInbox(store, session_id)
-        self.engine = self._build(_spawn)
+        self._by_name = {t.NAME: t for t in self.tools}
+        self.requests = RequestLoop(store, session_id, setup, self.budget(), session_context=session_context,
+                                    system_prompt=system_prompt, tools=[dict(t.SCHEMA) for t in self.tools])
+        self.turns = 0
 
-    def _profile(self) -> EngineProfile:
-        factory = self.supervisor.root_factory if self.parent_id is None else self.supervisor.child_factory
-        stream = engine_stream(factory) if factory is not None else "engine:main"
-        return EngineProfile(session_id=self.session_id, model=self.model,
-                             reader=StoreSessionReader(self.store, self.session_id),
-                             writer=StoreKernelWriter(self.store, self.session_id, stream), config=self.config,
-                             estimator=self.estimator, parent_session_id=self.parent_id)
+    # ------------------------------------------------------------------ budget
+    def budget(self) -> ContextBudget:
+        """The request budget after the session's provider corrections (:func:`corrected_budget`)."""
+        return corrected_budget(self.base_budget, correction_ratio(self.store, self.session_id))
 
-    def _build(self, spawn: bool) -> ContextEngine:
-        profile = self._profile()
-        if self.parent_id is None:
-            return self.supervisor.build_root(profile)
-        return self.supervisor.spawn_child(profile) if spawn else self.supervisor.resume(profile)
+    def _correct(self, provider_tokens: int, estimated: int, source: str) -> None:
+        if estimated <= 0 or provider_tokens <= estimated:
+            return
+        current = correction_ratio(self.store, self.session_id)
+        if current is not None and provider_tokens * current[1] <= current[0] * estimated:
+            return
+        ev = EstimateCorrection(provider_tokens, estimated, source)
+        self.store.append(self.session_id, [ev])
+        self.observer.on_correction(ev)
 
-    def request(self) -> ContextRequest:
-        return ContextRequest(session_id=self.session_id, system_prompt=self.system_prompt,
-                              session_context=self.session_context, tools=self.tools)
+    # ------------------------------------------------------------------ one request
+    def view(self) -> RequestResult:
+        """Materialize and check the next view (nothing is sent). Raises :class:`AgentError` when the engine
+        refuses or the view would break the budget or the tool-call protocol."""
+        budget = self.budget()
+        self.requests.budget, self.requests.hard = budget, budget.hard_limit_tokens
+        res = self.requests.run(None, where=f"request {self.turns + 1}")
+        if res.view is None:
+            raise AgentError(f"the context cannot hold the next request: {res.overflow}")
+        bad = res.budget_violations + res.protocol_violations
+        if bad:
+            raise AgentError(f"refusing to send an invalid view: {bad[0]}")
+        return res
 
     def render(self, view: ContextView) -> dict[str, Any]:
-        """The wire body of ``view`` (images inlined from the store's artifacts)."""
+        """The wire body of ``view`` (images inlined from the store's artifacts), with the output cap and
+        ``tool_choice`` when set."""
         def loader(sha256: str) -> bytes:
             return self.store.get_artifact(sha256)[1]
 
+        model = getattr(self.provider, "model", None) or self.setup.model
+        out_cap = self.max_output_tokens or view.budget.reserve_tokens
         if self.wire == "openai-chat":
-            return to_openai_chat(view, loader, model=self.model)
-        return to_anthropic_messages(view, loader, model=self.model, max_tokens=view.budget.reserve_tokens)
+            body = to_openai_chat(view, loader, model=model)
+            body["max_tokens"] = out_cap
+            if self.tool_choice and view.tools:
+                body["tool_choice"] = (self.tool_choice if self.tool_choice in ("auto", "required", "none") else
+                                       {"type": "function", "function": {"name": self.tool_choice}})
+            return body
+        body = to_anthropic_messages(view, loader, model=model, max_tokens=out_cap)
+        if self.tool_choice and view.tools:
+            body["tool_choice"] = ({"type": {"required": "any"}.get(self.tool_choice, self.tool_choice)}
+                                   if self.tool_choice in ("auto", "required", "none") else
+                                   {"type": "tool", "name": self.tool_choice})
+        return body
 
-    def step(self) -> Step:
-        """One model request and its tool results (see the module docstring)."""
+    def turn(self) -> Step:
+        """One model request and its tool calls (see the module docstring). Raises :class:`AgentError` (view
+        refused, provider refused after corrections) or :class:`latch.providers.ProviderError`."""
         self.inbox.deliver()
-        view = self.engine.materialize(self.request())
-        body = self.render(view)
-        response = self.provider.complete(body)
-        message, usage = parse_response(self.wire, response)
+        number = self.turns + 1
+        for attempt in range(OVERFLOW_RETRIES + 1):
+            res = self.view()
+            view = res.view
+            assert view is not None
+            body = self.render(view)
+            self.observer.on_request(number, res)
+            try:
+                response = self.provider.complete(body, on_text=self.observer.on_text)
+                break
+            except ProviderOverflow as exc:
+                estimate = max(view.tokens.total_tokens, res.recounted_tokens or 0)
+                counted = exc.prompt_tokens if exc.prompt_tokens else estimate + estimate // 4 + 1
+                self._correct(max(counted, estimate + 1), estimate, "overflow")
+                if attempt == OVERFLOW_RETRIES:
+                    raise AgentError(f"the provider refused the request as too long {OVERFLOW_RETRIES + 1} times "
+                                     f"({exc})") from None
+        try:
+            message, usage = parse_response(self.wire, response)
+        except ValueError as exc:
+            raise ProviderError(f"{getattr(self.provider, 'name', 'provider')}: {exc}") from None
         events: list[Event] = [message] + ([usage] if usage is not None else [])
-        events.extend(self._run(call) for call in message.tool_calls)
-        seqs = self.store.append(self.session_id, events)
-        return Step(view, body, response, tuple(seqs), message)
+        self.store.append(self.session_id, events)  # committed before any tool runs
+        self.turns = number
+        self.observer.on_response(number, message, usage, view)
+        counted = provider_prompt_tokens(usage)
+        if counted is not None:
+            self._correct(counted, max(view.tokens.total_tokens, res.recounted_tokens or 0), "usage")
+        results = tuple(self._call(c) for c in message.tool_calls)
+        return Step(number, res, body, message, usage, results)
 
-    def _run(self, call: ToolCall) -> ToolResult:
+    def _decide(self, call: ToolCall) -> tuple[Decision, bool, str]:
         decision = self.policy.decide(call.name, call.arguments)
+        tool = self._by_name.get(call.name)
+        if decision.action == "ask" and tool is not None and not tool.MUTATES:
+            decision = Decision("allow", "does not change the workspace")
+        if decision.action == "allow":
+            return decision, True, ""
         if decision.action == "deny":
-            return ToolResult(call.id, f"[denied: {decision.reason}]", is_error=True, name=call.name)
-        if self.tool_runner is None:
-            return ToolResult(call.id, "[no tool runner: the call was not executed]", is_error=True, name=call.name)
-        return self.tool_runner(call)
+            return decision, False, f"[denied: {decision.reason}]"
+        if self.assume_yes:
+            return decision, True, ""
+        if self.approve is not None:
+            if self.approve(call, decision):
+                return decision, True, ""
+            return decision, False, "[not run: the user declined this call]"
+        return decision, False, ("[not run: this call needs the user's approval and the session is not "
+                                 "interactive; the user can allow such calls with --yes]")
 
+    def _call(self, call: ToolCall) -> ToolResult:
+        decision, allowed, refusal = self._decide(call)
+        self.observer.on_tool_call(call, decision, allowed)
+        if not allowed:
+            outcome = ToolOutcome(refusal, is_error=True)
+        else:
+            self.store.append(self.session_id, [ToolStarted(call.id, call.name, decision.action)])
+            try:
+                outcome = run_tool(self.tools, call, self.tool_context)
+            except Exception as exc:  # a tool's own bug must not lose the turn: the model sees it as an error
+                outcome = ToolOutcome(f"[tool {call.name} failed: {type(exc).__name__}: {exc}]", is_error=True)
+        result = ToolResult(call.id, self._bound(outcome.content), is_error=outcome.is_error, name=call.name,
+                            exit_code=outcome.exit_code)
+        self.store.append(self.session_id, [result])
+        self.observer.on_tool_result(call, outcome)
+        return result
+
+    def result_cap_tokens(self) -> int:
+        """The most tokens one tool result may hold: a quarter of the (corrected) hard limit, so a result
+        always fits beside the state and the turn that asked for it (``read_file`` pages are 8,000 tokens at
+        most anyway)."""
+        return max(64, self.budget().hard_limit_tokens // 4)
+
+    def _bound(self, content: str) -> str:
+        cap = self.result_cap_tokens()
+        estimate = self.setup.counter.text
+        if estimate(content) <= cap:
+            return content
+        lo, hi = 0, len(content)  # the longest head that fits with the note
+        note = "\n[output cut to {} of {} characters to fit the context; narrow the command or read by offset]"
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if estimate(content[:mid] + note.format(mid, len(content))) <= cap:
+                lo = mid
+            else:
+                hi = mid
+        return content[:lo] + note.format(lo, len(content))
+
+    # ------------------------------------------------------------------ the session
     def say(self, text: str) -> int:
-        """Append a user turn now (between steps the session is at a safe boundary); returns its seq."""
+        """Append a user turn now (between turns the session is at a safe boundary); returns its seq."""
         (seq,) = self.store.append(self.session_id, [UserMessage(text)])
         return seq
 
-    def spawn_child(self, brief: str, provider: Any, **options: Any) -> "AgentLoop":
-        """A child session (same workspace) that starts from ``brief`` only, with an engine from the
-        supervisor's child policy (:class:`~latch.agent.supervisor.ChildPolicyError` when there is none).
-        ``options`` override this loop's model, wire, system prompt, tools and so on."""
-        info = self.store.session(self.session_id)
-        child = self.store.create_session(workspace=info.workspace, parent_id=self.session_id, source="latch agent")
-        self.store.append(child, [UserMessage(brief)])
-        kwargs = {"model": self.model, "wire": self.wire, "system_prompt": self.system_prompt, "tools": self.tools,
-                  "config": self.config, "estimator": self.estimator, "policy": self.policy,
-                  "tool_runner": self.tool_runner, **options}
-        return AgentLoop(self.store, child, self.supervisor, provider, _spawn=True, **kwargs)
+    def run(self, max_turns: int) -> RunOutcome:
+        """Turns until the assistant answers without a tool call (``"done"``) or ``max_turns`` requests
+        were made (``"max_turns"``)."""
+        out = RunOutcome("max_turns")
+        for _ in range(max_turns):
+            step = self.turn()
+            out.steps.append(step)
+            if not step.message.tool_calls:
+                out.stopped = "done"
+                break
+        return out
+
+    def compact(self, reason: str = "manual") -> None:
+        """``/compact`` (R26): the next request starts a fresh cache epoch without earlier conversation;
+        nothing is deleted (state and recall keep it)."""
+        self.setup.engine.manual_compact(reason)

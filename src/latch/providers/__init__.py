@@ -13,13 +13,14 @@
 from __future__ import annotations
 
 from .anthropic_messages import to_anthropic_messages, validate_anthropic_messages
-from .base import Provider, ProviderError, ScriptedProvider
+from .base import Provider, ProviderError, ProviderOverflow, ScriptedProvider
 from .canonical import canonical_request_bytes, common_prefix_bytes, common_prefix_tokens
 from .openai_chat import to_openai_chat, validate_openai_chat
 
 __all__ = [
     "Provider",
     "ProviderError",
+    "ProviderOverflow",
     "ScriptedProvider",
     "to_openai_chat",
     "validate_openai_chat",

@@ -1,0 +1,341 @@
+"""``latch run``: an agent session in the current workspace, on a real model provider (issue 13).
+
+``latch run "TASK" --provider openai|anthropic|openai-compatible --model M`` creates a session in the
+workspace's store, appends TASK as the first user message and runs :class:`latch.agent.loop.AgentLoop`
+until the model answers without a tool call or ``--max-turns`` requests were made. It prints the
+assistant's text as it streams, each tool call and a one-line result summary, and a status line per
+request (context use, tokens, cache read). ``--resume SESSION`` continues a session (a forgotten one
+refuses); calls a killed run left without a result are closed as interrupted first. Without TASK on a
+terminal, an interactive prompt reads tasks and the commands ``/context``, ``/compact``, ``/state``,
+``/evidence``, ``/search QUERY`` and ``/quit``.
+
+Defaults come from the ``[provider]`` table of the config (``name``, ``model``, ``base_url``,
+``api_key_env``, ``max_turns``); flags win. The session's profile (provider, model, engine, estimator,
+base URL, mode; never a key) is stored in the session's metadata, so ``--resume`` needs no flags.
+API keys are read from the environment only (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY`` or
+``--api-key-env NAME``) and are never written to the store, the output or an error.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..cli import pass_app
+from ..config import MAX_TOKENS
+from ..textsafe import console, safe
+
+__all__ = ["register"]
+
+DEFAULT_MAX_TURNS = 50
+SLASH_COMMANDS = ("/context", "/compact", "/state", "/evidence", "/search QUERY", "/quit")
+
+
+def _summary(content: str, is_error: bool) -> str:
+    lines = content.splitlines() or [""]
+    head = lines[0].strip()
+    if len(head) > 100:
+        head = head[:99] + "…"
+    more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+    return f"{'error' if is_error else 'ok'}: {head}{more}"
+
+
+def _call_line(call: Any) -> str:
+    args = call.args() if hasattr(call, "args") else {}
+    if isinstance(args, dict):
+        first = next((v for k, v in args.items() if k in ("command", "path", "query", "goal", "decision")), None)
+        if first is None and args:
+            first = next(iter(args.values()))
+    else:
+        first = str(args)
+    text = str(first) if first is not None else ""
+    text = " ".join(text.split())
+    if len(text) > 100:
+        text = text[:99] + "…"
+    return f"{call.name}: {text}" if text else call.name
+
+
+class _Printer:
+    """The terminal observer of a run: streamed text, tool lines, a status line per request (all escaped)."""
+
+    def __init__(self, con: Any, budget_limit: int):
+        self.con, self.limit = con, budget_limit
+        self._streaming = False
+
+    def on_request(self, number: int, result: Any) -> None:
+        self._streaming = False
+
+    def on_text(self, delta: str) -> None:
+        if delta:
+            self._streaming = True
+            sys.stdout.write(safe(delta, multiline=True))
+            sys.stdout.flush()
+
+    def _end_text(self) -> None:
+        if self._streaming:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            self._streaming = False
+
+    def on_response(self, number: int, message: Any, usage: Any, view: Any) -> None:
+        self._end_text()
+        total = view.tokens.total_tokens
+        hard = view.budget.hard_limit_tokens
+        parts = [f"request {number}", f"context {total / hard:.0%} of {hard:,}" if hard else f"{total:,}",
+                 f"view {total:,} tokens (estimated)", f"epoch {view.epoch}"]
+        if usage is not None:
+            if usage.input_tokens is not None:
+                prompt = usage.input_tokens + (usage.cache_read_tokens or 0) + (usage.cache_write_tokens or 0)
+                parts.append(f"provider prompt {prompt:,}")
+            if usage.cache_read_tokens is not None:
+                parts.append(f"cache read {usage.cache_read_tokens:,}")
+            if usage.output_tokens is not None:
+                parts.append(f"output {usage.output_tokens:,}")
+        self.con.print("[dim]" + " · ".join(parts) + "[/dim]", highlight=False)
+
+    def on_tool_call(self, call: Any, decision: Any, allowed: bool) -> None:
+        mark = "→" if allowed else "✗"
+        self.con.print(f"[cyan]{mark} {_markup(_call_line(call))}[/cyan]", highlight=False)
+
+    def on_tool_result(self, call: Any, outcome: Any) -> None:
+        style = "red" if outcome.is_error else "green"
+        self.con.print(f"  [{style}]{_markup(_summary(outcome.content, outcome.is_error))}[/{style}]",
+                       highlight=False)
+
+    def on_correction(self, correction: Any) -> None:
+        self.con.print(f"[yellow]the provider counted {correction.provider_tokens:,} tokens for a view estimated "
+                       f"at {correction.estimated_tokens:,}; later views are budgeted smaller[/yellow]",
+                       highlight=False)
+
+
+def _markup(text: str) -> str:
+    from ..textsafe import markup
+
+    return markup(text)
+
+
+def _approve_on_tty(con: Any):
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return None
+
+    def approve(call: Any, decision: Any) -> bool:
+        con.print(f"[yellow]allow {_markup(_call_line(call))}? ({_markup(decision.reason)})[/yellow] [y/N] ", end="")
+        try:
+            answer = input()
+        except EOFError:
+            return False
+        return answer.strip().lower() in ("y", "yes")
+    return approve
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("run")
+    @click.argument("task", required=False)
+    @click.option("--provider", "provider_name", default=None,
+                  help="Provider plugin: openai, anthropic, openai-compatible (default: [provider] name).")
+    @click.option("--model", default=None, help="Model id (default: [provider] model).")
+    @click.option("--base-url", default=None, help="Provider base URL (openai-compatible servers: llama.cpp, "
+                                                   "Ollama, vLLM, LM Studio).")
+    @click.option("--api-key-env", default=None, metavar="NAME",
+                  help="Environment variable holding the API key (default: OPENAI_API_KEY / ANTHROPIC_API_KEY).")
+    @click.option("--max-turns", type=click.IntRange(1, 10_000), default=None,
+                  help=f"Most model requests of this run (default: [provider] max_turns, else {DEFAULT_MAX_TURNS}).")
+    @click.option("--yes", "assume_yes", is_flag=True, help="Allow calls that ask for approval (hard denies still "
+                                                            "refuse).")
+    @click.option("--mode", type=click.Choice(["default", "accept_edits", "bypass", "read_only"]), default=None,
+                  help="Permission mode (default: default).")
+    @click.option("--resume", "resume", default=None, metavar="SESSION", help="Continue SESSION (id or prefix).")
+    @click.option("--engine", "engine", default=None, help="Context engine plugin (default: [engine] name, "
+                                                            "else continuity).")
+    @click.option("--estimator", "estimator", default=None, help="Estimator plugin by name.")
+    @click.option("--window", type=click.IntRange(min=1, max=MAX_TOKENS), default=None,
+                  help="context_window_tokens override.")
+    @click.option("--reserve", type=click.IntRange(min=0, max=MAX_TOKENS), default=None,
+                  help="reserve_tokens override (the model's output cap).")
+    @click.option("--recent", type=click.IntRange(min=1, max=MAX_TOKENS), default=None,
+                  help="recent_tokens override.")
+    @click.option("--tool-choice", default=None, metavar="auto|required|TOOL",
+                  help="Ask the provider to force tool calls (required, or one TOOL by name) or leave it to the "
+                       "model (auto).")
+    @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+                  help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder).")
+    @pass_app
+    def run_cmd(app, task, provider_name, model, base_url, api_key_env, max_turns, assume_yes, mode, resume,
+                engine, estimator, window, reserve, recent, tool_choice, config_path):
+        """Run an agent on TASK in the current workspace (or continue one with --resume)."""
+        if window is not None and reserve is not None and reserve >= window:
+            raise click.UsageError(f"--reserve ({reserve}) must be below --window ({window})")
+        if task is not None and not task.strip():
+            raise click.UsageError("TASK is empty")
+        config = app.config(config_path)
+        if tool_choice is not None and tool_choice not in ("auto", "required", "none"):
+            from ..agent.tools import builtin_tools as _tools
+
+            names = [t.NAME for t in _tools()]
+            if tool_choice not in names:
+                raise click.UsageError(f"--tool-choice {tool_choice!r}: not auto, required, none or a tool "
+                                       f"({', '.join(names)})")
+        section = config.get("provider", {}) or {}
+        from .. import plugins
+        from ..agent.context import SYSTEM_PROMPT, session_context
+        from ..agent.loop import AgentError, AgentLoop, repair_interrupted
+        from ..agent.permissions import PermissionPolicy
+        from ..agent.tools import ToolContext, builtin_tools
+        from ..agent.tools.processes import ProcessManager
+        from ..host.loop import HostError, build_engine
+        from ..kernel.tombstones import tombstoned_sessions
+        from ..providers import ProviderError
+
+        store = app.store()
+        profile: dict[str, Any] = {}
+        if resume is not None:
+            try:
+                info = store.session(resume)
+            except KeyError as exc:
+                raise click.ClickException(str(exc.args[0])) from None
+            if info.id in tombstoned_sessions(store):
+                raise click.ClickException(f"session {info.id} was forgotten (latch forget); it cannot be resumed")
+            profile = dict((info.meta or {}).get("agent") or {})
+            if not profile:
+                raise click.ClickException(f"session {info.id} was imported, not run by latch run; it cannot be "
+                                           "resumed")
+            session_id, workspace = info.id, Path(info.workspace or os.getcwd())
+        name = provider_name or profile.get("provider") or section.get("name")
+        model = model or profile.get("model") or section.get("model")
+        base_url = base_url or profile.get("base_url") or section.get("base_url")
+        api_key_env = api_key_env or profile.get("api_key_env") or section.get("api_key_env")
+        mode = mode or profile.get("mode") or "default"
+        engine = engine or profile.get("engine")
+        estimator = estimator or profile.get("estimator")
+        max_turns = max_turns or section.get("max_turns") or DEFAULT_MAX_TURNS
+        if not name:
+            raise click.UsageError("no provider: pass --provider openai|anthropic|openai-compatible "
+                                   "(or set [provider] name in the config)")
+        if not model:
+            raise click.UsageError("no model: pass --model (or set [provider] model in the config)")
+        try:
+            provider_cls = plugins.get_provider(name)
+        except plugins.PluginError as exc:
+            raise click.UsageError(str(exc)) from None
+        try:
+            provider = provider_cls.from_options(model, base_url=base_url, api_key_env=api_key_env)
+        except ProviderError as exc:
+            raise click.ClickException(str(exc)) from None
+        interactive = task is None and resume is None
+        if interactive and not sys.stdin.isatty():
+            raise click.UsageError("no TASK: give one, or run on a terminal for the interactive prompt")
+        if resume is None:
+            workspace = Path(os.getcwd()).resolve()
+            profile = {"provider": name, "model": model, "base_url": base_url, "api_key_env": api_key_env,
+                       "mode": mode, "engine": engine, "estimator": estimator}
+            session_id = store.create_session(workspace=str(workspace), source="latch run", format="latch",
+                                              meta={"agent": {k: v for k, v in profile.items() if v is not None}})
+        con = console(highlight=False)
+        err = console(stderr=True, highlight=False)
+        ctx_obj, warnings = session_context(workspace, mode)
+        for w in warnings:
+            err.print(f"[yellow]latch: warning: {_markup(w)}[/yellow]")
+        try:
+            setup = build_engine(store, session_id, stream=lambda n: f"{n}:main", engine=engine, model=model,
+                                 estimator=estimator, config=config)
+        except HostError as exc:
+            raise click.UsageError(str(exc)) from None
+        from dataclasses import replace as _replace
+
+        budget = setup.engine.default_budget()
+        overrides = {k: v for k, v in (("context_window_tokens", window), ("reserve_tokens", reserve),
+                                        ("recent_tokens", recent)) if v is not None}
+        budget = _replace(budget, **overrides)
+        if budget.reserve_tokens >= budget.context_window_tokens:
+            raise click.UsageError(f"the reserve ({budget.reserve_tokens:,}) must be below the window "
+                                   f"({budget.context_window_tokens:,}); pass --window or --reserve")
+        processes = ProcessManager(store, session_id, workspace)
+        tools = builtin_tools()
+        tool_ctx = ToolContext(workspace=workspace, store=store, session_id=session_id, processes=processes,
+                               estimate=setup.counter.text)
+        loop = AgentLoop(store, session_id, provider, setup=setup, budget=budget, tools=tools, tool_context=tool_ctx,
+                         session_context=ctx_obj, policy=PermissionPolicy(mode=mode), approve=_approve_on_tty(con),
+                         assume_yes=assume_yes, system_prompt=SYSTEM_PROMPT,
+                         observer=_Printer(con, budget.hard_limit_tokens), tool_choice=tool_choice)
+        if resume is not None:
+            for call in repair_interrupted(store, session_id):
+                con.print(f"[yellow]interrupted: {_markup(_call_line(call))} (no result was recorded)[/yellow]")
+        con.print(f"[dim]session {session_id} · {_markup(name)} {_markup(model)} · engine {setup.engine_name} · "
+                  f"window {budget.context_window_tokens:,} · reserve {budget.reserve_tokens:,}[/dim]",
+                  highlight=False)
+        code = 0
+        try:
+            if interactive:
+                code = _interactive(con, loop, store, session_id, max_turns, cli)
+            else:
+                if task is not None:
+                    loop.say(task)
+                code = _run_task(con, loop, max_turns)
+        except KeyboardInterrupt:
+            raise
+        finally:
+            processes.close()
+        sys.exit(code)
+
+
+def _run_task(con: Any, loop: Any, max_turns: int) -> int:
+    from ..agent.loop import AgentError
+    from ..providers import ProviderError
+
+    try:
+        outcome = loop.run(max_turns)
+    except (AgentError, ProviderError) as exc:
+        con.print(f"[red]latch: error: {_markup(str(exc))}[/red]", highlight=False)
+        return 1
+    if outcome.stopped == "max_turns":
+        con.print(f"[yellow]stopped after {max_turns} requests (--max-turns); continue with "
+                  f"latch run --resume {loop.session_id}[/yellow]")
+        return 3
+    return 0
+
+
+def _interactive(con: Any, loop: Any, store: Any, session_id: str, max_turns: int, cli: click.Group) -> int:
+    con.print(f"[dim]type a task, or one of {', '.join(SLASH_COMMANDS)}[/dim]")
+    while True:
+        try:
+            line = input("latch> ")
+        except EOFError:
+            return 0
+        text = line.strip()
+        if not text:
+            continue
+        if text in ("/quit", "/exit"):
+            return 0
+        if text.startswith("/"):
+            _slash(con, loop, store, session_id, text, cli)
+            continue
+        loop.say(text)
+        _run_task(con, loop, max_turns)
+
+
+def _slash(con: Any, loop: Any, store: Any, session_id: str, text: str, cli: click.Group) -> None:
+    cmd, _, arg = text.partition(" ")
+    if cmd == "/compact":
+        loop.compact("manual")
+        con.print("[dim]compacted: the next request starts a new cache epoch (nothing is deleted)[/dim]")
+    elif cmd == "/context":
+        from ..engine.report import context_report
+
+        res = loop.view()
+        rep = context_report(res.view)
+        con.print_json(data={k: v for k, v in rep.items() if not isinstance(v, (list, dict))})
+    elif cmd in ("/state", "/evidence"):
+        click.get_current_context().invoke(cli.commands[cmd[1:]], session=session_id)
+    elif cmd == "/search":
+        if not arg.strip():
+            con.print("usage: /search QUERY")
+            return
+        for hit in reversed(store.search(arg, session_id=session_id, limit=10, mode="or")):
+            text = " ".join(hit.event.searchable_text().split())
+            con.print(safe(f"seq {hit.seq} {hit.event.KIND}: {text[:200]}"), markup=False)
+    else:
+        con.print(f"unknown command {_markup(cmd)}; known: {', '.join(SLASH_COMMANDS)}")

@@ -1,0 +1,246 @@
+"""The agent loop (issue 13 items 2 and 4): commit before execution, permissions, kernel tools, interrupted
+calls, provider corrections, the stable system prompt. The model is a scripted provider answering in the
+real wire shapes; the tools, the store, the engine and the request loop are the real ones."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from latch.agent.context import SYSTEM_PROMPT, session_context
+from latch.agent.loop import AgentError, AgentLoop, Observer, correction_ratio, repair_interrupted
+from latch.agent.permissions import PermissionPolicy
+from latch.agent.tools import ToolContext, builtin_tools
+from latch.agent.tools.processes import ProcessManager
+from latch.events import AssistantMessage, EstimateCorrection, ToolCall, ToolResult, ToolStarted, UserMessage
+from latch.host.loop import build_engine
+from latch.kernel.state import canonical_state
+from latch.port import ContextBudget
+from latch.providers import ProviderOverflow, ScriptedProvider
+from latch.store import EventStore
+
+
+def oa(text: str = "", calls=(), usage=None) -> dict:
+    """A chat-completions response body: ``calls`` are ``(id, name, arguments dict)``."""
+    msg: dict = {"role": "assistant", "content": text or None}
+    if calls:
+        msg["tool_calls"] = [{"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+                             for i, n, a in calls]
+    body = {"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4.1",
+            "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if calls else "stop"}]}
+    if usage is not None:
+        body["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}
+    return body
+
+
+class Agent:
+    def __init__(self, tmp_path: Path, responses, *, budget=ContextBudget(64_000, 4_000, 16_000), name="ws", **kw):
+        self.ws = tmp_path / name
+        self.ws.mkdir(exist_ok=True)
+        self.store = EventStore(tmp_path / f"{name}.db")
+        self.sid = self.store.create_session(workspace=str(self.ws), source="latch run", format="latch")
+        self.setup = build_engine(self.store, self.sid, stream="continuity:main", model="gpt-4.1")
+        self.processes = ProcessManager(self.store, self.sid, self.ws)
+        ctx = ToolContext(workspace=self.ws, store=self.store, session_id=self.sid, processes=self.processes,
+                          estimate=self.setup.counter.text)
+        self.provider = ScriptedProvider(responses, model="gpt-4.1")
+        sc, _ = session_context(self.ws)
+        self.loop = AgentLoop(self.store, self.sid, self.provider, setup=self.setup, budget=budget,
+                              tools=builtin_tools(), tool_context=ctx, session_context=sc, **kw)
+
+    def kinds(self) -> list[str]:
+        return [s.event.KIND for s in self.store.events(self.sid)]
+
+    def results(self) -> list[ToolResult]:
+        return [s.event for s in self.store.events(self.sid, kinds=["tool_result"])]
+
+    def close(self):
+        self.processes.close()
+        self.store.close()
+
+
+@pytest.fixture
+def agent(tmp_path):
+    made = []
+
+    def make(responses, **kw):
+        a = Agent(tmp_path, responses, **kw)
+        made.append(a)
+        return a
+    yield make
+    for a in made:
+        a.close()
+
+
+def test_the_call_is_committed_before_the_tool_runs(agent):
+    probe = ("import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); "
+             "print(' '.join(k for (k,) in db.execute('select kind from events order by seq')))")
+    a = agent([])
+    cmd = f"{sys.executable} -c \"{probe}\" {a.store.path}"
+    a.provider._responses += [oa(calls=[("c1", "shell", {"command": cmd})]), oa("done")]
+    out = a.loop.run(5)
+    assert out.stopped == "done" and len(out.steps) == 2
+    (res,) = a.results()
+    assert not res.is_error, res.content
+    seen = res.content.split()
+    # what the tool saw on disk while it ran: the user task? (none here), the assistant call, ToolStarted
+    assert seen.index("assistant_message") < seen.index("tool_started")
+    assert "tool_result" not in seen
+    kinds = a.kinds()
+    assert kinds.index("assistant_message") < kinds.index("tool_started") < kinds.index("tool_result")
+
+
+def test_ask_refuses_when_not_interactive_unless_yes(agent, tmp_path):
+    call = [("c1", "shell", {"command": "rm -rf build/"})]
+    a = agent([oa(calls=call), oa("ok")])
+    (a.ws / "build").mkdir()
+    (a.ws / "build" / "x.o").write_text("obj")
+    a.loop.run(3)
+    (res,) = a.results()
+    assert res.is_error and "needs the user's approval" in res.content and "--yes" in res.content
+    assert (a.ws / "build" / "x.o").exists()  # "ask" never ran the command
+    assert "tool_started" not in a.kinds()
+
+    b = agent([oa(calls=call), oa("ok")], name="ws2", assume_yes=True)
+    (b.ws / "build").mkdir()
+    b.loop.run(3)
+    (res,) = b.results()
+    assert not res.is_error and not (b.ws / "build").exists()
+
+    asked = []
+    c = agent([oa(calls=call), oa("ok")], name="ws3", approve=lambda call, d: asked.append(call.name) or False)
+    (c.ws / "build").mkdir()
+    c.loop.run(3)
+    (res,) = c.results()
+    assert asked == ["shell"] and res.is_error and "declined" in res.content and (c.ws / "build").exists()
+
+
+def test_hard_deny_is_never_overridden(agent):
+    asked = []
+    a = agent([oa(calls=[("c1", "shell", {"command": "rm  -rf   /"})]), oa("ok")], assume_yes=True,
+              policy=PermissionPolicy(mode="bypass"), approve=lambda c, d: asked.append(c) or True)
+    a.loop.run(3)
+    (res,) = a.results()
+    assert res.is_error and "hard-deny rm-root" in res.content
+    assert asked == [] and "tool_started" not in a.kinds()
+
+
+def test_kernel_tools_are_applied(agent):
+    a = agent([oa(calls=[("c1", "set_goal", {"goal": "Fix the rounding bug"}),
+                         ("c2", "record_decision", {"decision": "Use Decimal", "rationale": "exact cents"})]),
+               oa("recorded")])
+    a.loop.run(3)
+    st = canonical_state(a.store, a.sid)
+    assert st.goal == "Fix the rounding bug"
+    assert [d["text"] if isinstance(d, dict) else d.text for d in st.decisions] == ["Use Decimal"]
+    assert all(not r.is_error for r in a.results())
+    # the next request's view renders the canonical state with both
+    view = a.loop.view().view
+    assert "Use Decimal" in "\n".join(m.content for m in view.messages)
+
+
+def test_interrupted_call_is_closed_with_a_marked_result_and_the_view_is_valid(agent):
+    a = agent([oa("resumed fine")])
+    a.store.append(a.sid, [UserMessage("run the slow job"),
+                           AssistantMessage("", tool_calls=(ToolCall("c1", "shell", '{"command":"sleep 60"}'),
+                                                            ToolCall("c2", "shell", '{"command":"echo next"}'))),
+                           ToolStarted("c1", "shell")])
+    before = a.loop.view().view  # the pending turn is not provider-visible: no orphan call is ever sent
+    assert not any(m.tool_calls for m in before.messages)
+    repaired = repair_interrupted(a.store, a.sid)
+    assert [c.id for c in repaired] == ["c1", "c2"]
+    r1, r2 = a.results()
+    assert r1.missing and r1.is_error and "while this call was running; its outcome is unknown" in r1.content
+    assert r2.missing and "before running this call; it did not run" in r2.content
+    assert repair_interrupted(a.store, a.sid) == []  # idempotent
+    step = a.loop.turn()
+    tool_msgs = [m for m in step.body["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_msgs] == ["c1", "c2"]
+    assert "[interrupted:" in tool_msgs[0]["content"]
+    assert step.result.protocol_violations == []
+
+
+def _bulk_session(a, pairs: int, words: int = 120):
+    events = []
+    for i in range(pairs):
+        events.append(UserMessage(f"question {i}: " + " ".join(f"alpha{i}x{j}" for j in range(words))))
+        events.append(AssistantMessage(f"answer {i}: " + " ".join(f"beta{i}y{j}" for j in range(words))))
+    a.store.append(a.sid, events)
+
+
+def test_provider_usage_above_the_estimate_shrinks_later_budgets(agent):
+    a = agent([])
+    _bulk_session(a, 4)
+    first = a.loop.view().view.tokens.total_tokens
+    a.provider._responses += [oa("one", usage=(first * 3, 5)), oa("two", usage=(10, 5))]
+    a.loop.turn()
+    (corr,) = [s.event for s in a.store.events(a.sid, kinds=[EstimateCorrection.KIND])]
+    assert corr.provider_tokens == first * 3 and corr.source == "usage"
+    assert corr.estimated_tokens >= first
+    assert correction_ratio(a.store, a.sid) == (corr.provider_tokens, corr.estimated_tokens)
+    hard = a.loop.budget().hard_limit_tokens
+    assert hard == 60_000 * corr.estimated_tokens // corr.provider_tokens
+    a.loop.turn()  # a smaller provider figure records nothing new
+    assert len(list(a.store.events(a.sid, kinds=[EstimateCorrection.KIND]))) == 1
+
+
+def test_provider_overflow_is_corrected_and_retried_within_the_real_limit(agent):
+    a = agent([], budget=ContextBudget(6_000, 1_000, 5_000))
+    _bulk_session(a, 20)
+    sent = []
+
+    def refuse(body):
+        sent.append(body)
+        raise ProviderOverflow("openai: 400 maximum context length is 6000 tokens; you requested 9000",
+                               prompt_tokens=9000, limit_tokens=6000)
+    views = []
+
+    class Spy(Observer):
+        def on_request(self, number, result):
+            views.append(result.view.tokens.total_tokens)
+    a.loop.observer = Spy()
+    a.provider._responses += [refuse, oa("fits now")]
+    step = a.loop.turn()
+    assert step.message.text == "fits now"
+    assert len(views) == 2
+    corr = correction_ratio(a.store, a.sid)
+    assert corr is not None and corr[0] > corr[1]
+    assert views[1] <= 5_000 * corr[1] // corr[0] < views[0]
+    # three refusals in a row: a clear error, nothing half-appended
+    b = agent([refuse, refuse, refuse], name="ws2", budget=ContextBudget(6_000, 1_000, 5_000))
+    _bulk_session(b, 20)
+    n = len(b.kinds())
+    with pytest.raises(AgentError, match="refused the request as too long 3 times"):
+        b.loop.turn()
+    assert [k for k in b.kinds()[n:]] == ["estimate_correction"] * len(b.kinds()[n:])
+
+
+def test_system_prompt_and_tools_are_byte_identical_across_sessions(agent):
+    a = agent([oa("a")], name="one")
+    b = agent([oa("b")], name="two")
+    (b.ws / "AGENTS.md").write_text("Always run make test.\n")
+    sb, _ = session_context(b.ws)
+    b.loop.requests.session_context = sb
+    a.loop.say("task one")
+    b.loop.say("task two")
+    body_a, body_b = a.loop.turn().body, b.loop.turn().body
+    assert body_a["messages"][0] == body_b["messages"][0] == {"role": "system", "content": SYSTEM_PROMPT}
+    assert json.dumps(body_a["tools"]) == json.dumps(body_b["tools"])
+    first_a, first_b = body_a["messages"][1]["content"], body_b["messages"][1]["content"]
+    assert str(a.ws.resolve()) in first_a and "Always run make test." in first_b and first_a != first_b
+    assert "Always run make test." not in body_b["messages"][0]["content"]
+
+
+def test_compact_starts_a_new_epoch_and_keeps_the_log(agent):
+    a = agent([oa("one"), oa("two")])
+    _bulk_session(a, 3)
+    e1 = a.loop.turn().view.epoch
+    n = len(a.kinds())
+    a.loop.compact()
+    step = a.loop.turn()
+    assert step.view.epoch == e1 + 1
+    assert len(a.kinds()) > n  # nothing deleted; the log only grew
+    assert not any("alpha0x1" in m.content for m in step.view.messages if m.kind == "conversation")
