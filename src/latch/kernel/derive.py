@@ -64,6 +64,8 @@ __all__ = [
     "checklist_items",
     "process_id_text",
     "TASK_SOURCE",
+    "AGENT_FORMAT",
+    "AGENT_EXPLICIT_TOOLS",
 ]
 
 
@@ -113,6 +115,16 @@ class ActionChanged:
     status: str | None = None
     created: bool = False
 
+
+AGENT_FORMAT = "latch"
+"""The session format of Latch's own agent (``latch run``). Its built-in tools write their kernel facts
+explicitly when they happen (:mod:`latch.agent.tools`), so derivation never adds a second copy:
+see :data:`AGENT_EXPLICIT_TOOLS` and :class:`ShellRule` (``background: true``)."""
+
+AGENT_EXPLICIT_TOOLS = frozenset({"read_file", "write_file", "edit_file"})
+"""Tools of :data:`AGENT_FORMAT` sessions that append their own FileObservation/Mutation/ExternalChange
+(:func:`latch.kernel.files.read_file`, :func:`latch.kernel.files.guarded_write`): derivation keeps only the
+derived-only facts (failure/success) of their calls."""
 
 ERROR_FLAG_FORMATS = frozenset({"claude-code", "goose"})
 """Formats whose tool results set ``is_error`` for every non-zero exit, so a clean result means exit 0
@@ -176,6 +188,17 @@ class DerivationRule:
     def derive(self, call: ToolCall, result: ToolResult, ctx: DerivationContext) -> list[Any]:  # pragma: no cover
         """The facts of ``call`` and its ``result`` (kernel records or derived-only facts; may be empty)."""
         raise NotImplementedError
+
+    def may_mutate(self, call: ToolCall, ctx: DerivationContext) -> bool:
+        """Whether ``call`` may change the workspace before its result is known (spec: possible external
+        mutations commit before execution): while the call has no result, the current workspace generation
+        counts it once (:meth:`latch.kernel.ledger.Workspace.pending`). Default: :meth:`derive` with a
+        missing result, on a scratch copy of ``ctx``, yields a :class:`Mutation`."""
+        scratch = DerivationContext(ctx.session_id, ctx.format, ctx.workspace)
+        scratch.cwd, scratch.open_file, scratch.foreground = ctx.cwd, ctx.open_file, ctx.foreground
+        scratch.running = dict(ctx.running)
+        facts = self.derive(call, ToolResult(call.id, "", missing=True), scratch)
+        return any(isinstance(f, Mutation) for f in facts)
 
 
 def check_rules(rules: Sequence[DerivationRule]) -> tuple[DerivationRule, ...]:
@@ -459,11 +482,20 @@ class ShellRule(DerivationRule):
     tools = frozenset({"Bash", "bash", "shell", "exec_command", "execute_bash", "run", "run_command",
                        "execute_command", "terminal", "local_shell", "run_shell_command", "developer__shell"})
 
+    def may_mutate(self, call, ctx):
+        args = call_arguments(call)
+        script = command_text(args.get("command", args.get("cmd")))
+        return script is not None and any(s.kind == "mutate" for s in classify_command(script))
+
     def derive(self, call, result, ctx):
         args = call_arguments(call)
         script = command_text(args.get("command", args.get("cmd")))
         if script is None:
             return []
+        if ctx.format == AGENT_FORMAT and args.get("background") is True:
+            # Latch's own managed process: its ProcessStarted, ProcessExited and validation evidence are
+            # appended by latch.agent.tools.processes when they happen; only its possible mutations derive here
+            return [f for f in shell_facts(call.name, script, Run("", missing=True), ctx) if isinstance(f, Mutation)]
         run = _unwrap_output(result.content)
         run = Run(run.output, result.exit_code if result.exit_code is not None else run.exit_code,
                   result.is_error, result.missing)
@@ -788,6 +820,9 @@ class ApplyPatchRule(DerivationRule):
     PLUGIN_NAME = "apply_patch"
     tools = frozenset({"apply_patch"})
 
+    def may_mutate(self, call, ctx):
+        return True
+
     def derive(self, call, result, ctx):
         args = call_arguments(call)
         patch = args.get("input", args.get("patch", ""))
@@ -863,7 +898,19 @@ class FileToolRule(DerivationRule):
     EDITOR_COMMANDS = frozenset({"view", "create", "write", "str_replace", "insert", "undo_edit"})
     tools = READS | WRITES | EDITORS
 
+    def may_mutate(self, call, ctx):
+        if call.name in self.EDITORS:
+            command = call_arguments(call).get("command")
+            return command in self.EDITOR_COMMANDS and command != "view"
+        return call.name in self.WRITES
+
     def derive(self, call, result, ctx):
+        facts = self._derive(call, result, ctx)
+        if ctx.format == AGENT_FORMAT and call.name in AGENT_EXPLICIT_TOOLS:
+            return [f for f in facts if not isinstance(f, KERNEL_RECORDS)]  # the tool appended them itself
+        return facts
+
+    def _derive(self, call, result, ctx):
         args = call_arguments(call)
         open_file = _swe_trailer(result.content, ctx)
         raw = _path_arg(args)
@@ -925,11 +972,26 @@ class SessionDeriver:
         self.ctx = ctx
         self.rules = builtin_rules() if rules is None else tuple(rules)
         self._pending: dict[str, ToolCall] = {}
+        self._possible: set[str] = set()  # pending calls that may mutate (rule.may_mutate)
+        self.opened = 0  # of the last feed: calls that may mutate and have no result yet
+        self.closed = 0  # of the last feed: such calls whose result came
+
+    def _rule(self, call: ToolCall) -> DerivationRule | None:
+        return next((rule for rule in self.rules if rule.matches(call)), None)
 
     def feed(self, event: Event) -> list[Any]:
+        """The facts of ``event``; afterwards :attr:`opened`/:attr:`closed` count the possibly-mutating calls
+        it registered (no result yet) and resolved."""
+        self.opened = self.closed = 0
         if isinstance(event, AssistantMessage):
             for call in event.tool_calls:
                 self._pending[call.id] = call
+                if call.id in self._possible:
+                    continue  # a repeated call id still pending: counted once
+                rule = self._rule(call)
+                if rule is not None and rule.may_mutate(call, self.ctx):
+                    self._possible.add(call.id)
+                    self.opened += 1
             return []
         if isinstance(event, ToolResult):
             return self._result(event)
@@ -941,6 +1003,9 @@ class SessionDeriver:
         if result.eof_placeholder:
             return []  # a legacy "no result yet": the call stays pending for its real result
         call = self._pending.pop(result.call_id, None)
+        if call is not None and call.id in self._possible:
+            self._possible.discard(call.id)
+            self.closed += 1
         if call is None:
             if result.is_error and not result.missing:
                 tool = result.name or "unknown"

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,10 +72,19 @@ class Workspace:
     disproofs: list[Disproof] = field(default_factory=list)
     open_disproofs: list[Disproof] = field(default_factory=list)  # not stale yet
     staled: list[Pos] = field(default_factory=list)  # where each stale disproof went stale, in log order
+    pending_starts: list[int] = field(default_factory=list)  # seq of each possibly-mutating call, in log order
+    pending_ends: list[int] = field(default_factory=list)  # seq of the result of each one resolved, sorted
 
     def generation(self, pos: Pos) -> int:
         """The generation at ``pos``: mutations strictly before it (``(seq, END)``: through ``seq``)."""
         return bisect_left(self.mutations, pos)
+
+    def pending(self, until: int) -> int:
+        """How many possibly-mutating tool calls had no result yet as of seq ``until`` (called at or before
+        it, resolved after it). The *current* generation counts each once (spec: possible external mutations
+        commit before execution), so a crash mid-call can only over-count; facts keep :meth:`generation`
+        (a validation that ran while a mutation was pending is never current after it lands)."""
+        return bisect_right(self.pending_starts, until) - bisect_right(self.pending_ends, until)
 
     def changed_after(self, path: str, pos: Pos, until: Pos) -> Pos | None:
         """The first mutation in ``(pos, until]`` touching ``path``, else ``None``.
@@ -196,6 +205,11 @@ class Ledger:
             deriver = self.derivers[sid] = SessionDeriver(DerivationContext(sid, info.format, workspace),
                                                           self.rules)
         facts = deriver.feed(ev.event)
+        if deriver.opened or deriver.closed:
+            pws = self.workspace(store, sid)
+            pws.pending_starts.extend([ev.seq] * deriver.opened)
+            for _ in range(deriver.closed):
+                insort(pws.pending_ends, ev.seq)
         if not facts:
             return
         bucket = self.facts.setdefault(sid, [])

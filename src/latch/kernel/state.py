@@ -533,7 +533,8 @@ def _collection(name: str) -> property:
 class CanonicalState:
     """The complete canonical state of one session at ``revision`` (see :func:`canonical_state`).
 
-    ``generation`` is the workspace generation at ``until_seq``. The collections
+    ``generation`` is the workspace generation at ``until_seq``, counting once each possibly-mutating tool
+    call that has no result yet at ``until_seq`` (a crash mid-call can only over-count). The collections
     (``constraints``, ``decisions``, ``hypotheses``, ``notes``, ``questions``,
     ``actions``, ``criteria``, ``requirements``, ``files``, ``evidence``,
     ``failures``, ``processes``, ``blockers``, ``disproofs``) are tuples of
@@ -632,7 +633,7 @@ def canonical_state(store, session_id: str, until_seq: int | None = None, *,
             red = ledger.reducers[sid] = SessionReducer(sid)
         ws = ledger.workspace(store, sid)
         red.advance(ledger.session_facts(sid), ws, until)
-        generation = ws.generation((until, END))
+        generation = ws.generation((until, END)) + ws.pending(until)
         visible, stale = ledger.disproof_counts(store, sid, until)
         revision = red.changes + generation + visible + stale
         core = red.core
