@@ -30,7 +30,8 @@ The ``latch_register_*`` hooks are collected per kind into ``{PLUGIN_NAME: class
 (:func:`registered_engines`, :func:`registered_estimators`,
 :func:`registered_importers`, :func:`registered_providers`,
 :func:`registered_uis`, :func:`registered_derivation_rules`); a name registered twice in one kind is a
-:class:`PluginError` naming both plugins. Engines are built only through
+:class:`PluginError` naming both plugins. Providers: :func:`get_provider` (by ``PLUGIN_NAME``,
+``--provider``) and :func:`provider_names`. Engines are built only through
 :func:`get_engine_factory`, which never substitutes the default engine for an
 unknown one (spec: "Port boundary"). Estimators: :func:`select_estimator`
 (hook ``latch_select_estimator`` for a model) and :func:`get_estimator` (by
@@ -83,6 +84,8 @@ __all__ = [
     "registered_derivation_rules",
     "get_engine_factory",
     "engine_name",
+    "get_provider",
+    "provider_names",
     "select_estimator",
     "get_estimator",
     "configure",
@@ -97,6 +100,7 @@ DEFAULT_PLUGINS = (
     "latch.default_plugins.estimators",
     "latch.default_plugins.importers",
     "latch.default_plugins.derivation",
+    "latch.default_plugins.providers",
 )
 KINDS = ("engines", "estimators", "providers", "importers", "derivation_rules", "uis")
 
@@ -107,7 +111,7 @@ _REQUIRED_ATTRS: dict[str, tuple[str, ...]] = {
     "estimators": ("estimate", "estimate_batch", "image_tokens"),
     "importers": ("sniff", "parse"),
     "derivation_rules": ("matches", "derive"),
-    "providers": (),
+    "providers": ("from_options", "complete"),
     "uis": (),
 }
 
@@ -370,8 +374,32 @@ def registered_importers() -> dict[str, type]:
 
 
 def registered_providers() -> dict[str, type]:
-    """``{PLUGIN_NAME: provider adapter class}``."""
+    """``{PLUGIN_NAME: provider class}``; each class has ``from_options(model, *, base_url, api_key_env,
+    timeout, max_retries)`` building a :class:`latch.providers.Provider`."""
     return _classes("providers")
+
+
+def provider_names() -> list[str]:
+    """The ``PLUGIN_NAME`` of every registered provider, sorted (built-ins: ``anthropic``, ``openai``,
+    ``openai-compatible``)."""
+    return sorted(registered("providers"))
+
+
+def get_provider(name: str) -> type:
+    """The provider class registered as ``name`` (build one with ``cls.from_options(model, ...)``).
+
+    An unknown name raises :class:`PluginError` listing the registered providers (with the closest
+    name when there is one).
+    """
+    providers = registered("providers")
+    reg = providers.get(name)
+    if reg is None:
+        close = difflib.get_close_matches(name, list(providers), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise PluginError(f"unknown provider {name!r}{hint}; registered providers: "
+                          f"{', '.join(sorted(providers)) or 'none'} (install the plugin that provides it, "
+                          f"or check LATCH_LOAD_PLUGINS / LATCH_DISABLE_PLUGINS)")
+    return reg.cls
 
 
 def registered_uis() -> dict[str, type]:

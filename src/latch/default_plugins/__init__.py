@@ -5,4 +5,6 @@
   heuristic estimators, and the C-ABI estimator when its module is importable
 * :mod:`.importers`  ``latch_register_importers``: the transcript importers shipped with Latch
 * :mod:`.derivation` ``latch_register_derivation_rules``: the kernel's built-in derivation rules
+* :mod:`.providers`  ``latch_register_providers``: the ``openai``, ``openai-compatible`` and
+  ``anthropic`` providers on the official SDKs
 """

@@ -31,6 +31,7 @@ Rules:
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import re
 from collections.abc import Mapping
@@ -41,7 +42,8 @@ from ..port import ContextView, ViewMessage
 from ._wire import (ArtifactLoader, Turn, group, image_data, image_placeholder, is_image, nonempty, orphan_note,
                     result_text, tool_schema, tools_problems)
 
-__all__ = ["to_anthropic_messages", "validate_anthropic_messages", "wire_tool_id", "CONTINUATION_NOTE"]
+__all__ = ["to_anthropic_messages", "validate_anthropic_messages", "wire_tool_id", "add_cache_breakpoints",
+           "CONTINUATION_NOTE", "MAX_CACHE_BREAKPOINTS"]
 
 CONTINUATION_NOTE = "(earlier conversation is not shown; it continues below)"
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
@@ -132,6 +134,90 @@ def to_anthropic_messages(view: ContextView, artifact_loader: ArtifactLoader | N
             tools.append(tool)
         body["tools"] = tools
     return body
+
+
+# ------------------------------------------------------------------------------------------ prompt caching
+MAX_CACHE_BREAKPOINTS = 4
+"""Anthropic's limit on ``cache_control`` breakpoints in one request."""
+_EPHEMERAL = {"type": "ephemeral"}
+_UNCACHEABLE = ("thinking", "redacted_thinking")
+
+
+def _strip_cache_control(blocks: Any) -> None:
+    for b in blocks if isinstance(blocks, list) else ():
+        if isinstance(b, dict):
+            b.pop("cache_control", None)
+            if b.get("type") == "tool_result":
+                _strip_cache_control(b.get("content"))
+
+
+def _as_blocks(holder: dict[str, Any], key: str) -> list[Any]:
+    """``holder[key]`` as a list of blocks (a string becomes one text block; ``[]`` when blank)."""
+    value = holder.get(key)
+    if isinstance(value, str):
+        value = [{"type": "text", "text": value}] if value.strip() else []
+        holder[key] = value
+    return value if isinstance(value, list) else []
+
+
+def _mark_last(blocks: list[Any]) -> bool:
+    for b in reversed(blocks):
+        if isinstance(b, dict) and b.get("type") not in _UNCACHEABLE:
+            b["cache_control"] = dict(_EPHEMERAL)
+            return True
+    return False
+
+
+def add_cache_breakpoints(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of the Messages request ``body`` with ``cache_control: {"type": "ephemeral"}`` breakpoints
+    where Latch's cache epochs make the prompt stable (at most :data:`MAX_CACHE_BREAKPOINTS`):
+
+    1. the last ``tools`` entry and 2. the last ``system`` block (a string system becomes one text
+       block): the end of the stable prefix (tools, then system, in Anthropic's prompt order);
+    3. the last block of the last message: the epoch's growing end, which the next request of the
+       same epoch extends and so reads from the cache;
+    4. the last block of the latest user message before the last assistant message: where the
+       previous request of the epoch ended, so it is read even when the newest turn added more
+       blocks than the cache looks back over (20).
+
+    ``cache_control`` already in ``body`` is removed first; a message whose last block is
+    ``thinking`` puts the breakpoint on its last other block. The result still passes
+    :func:`validate_anthropic_messages` when ``body`` did; ``body`` is not modified.
+    """
+    out = copy.deepcopy(dict(body))
+    tools = out.get("tools") if isinstance(out.get("tools"), list) else []
+    _strip_cache_control(tools)
+    system = _as_blocks(out, "system") if "system" in out else []
+    if "system" in out and not system:
+        del out["system"]
+    _strip_cache_control(system)
+    messages = out.get("messages") if isinstance(out.get("messages"), list) else []
+    for m in messages:
+        if isinstance(m, dict):
+            _strip_cache_control(m.get("content"))
+    used = 0
+    if tools and isinstance(tools[-1], dict):
+        tools[-1]["cache_control"] = dict(_EPHEMERAL)
+        used += 1
+    if system and _mark_last(system):
+        used += 1
+    targets: list[int] = []
+    if messages:
+        targets.append(len(messages) - 1)
+        last_assistant = next((i for i in range(len(messages) - 1, -1, -1)
+                               if isinstance(messages[i], Mapping) and messages[i].get("role") == "assistant"), None)
+        if last_assistant is not None:
+            prev_user = next((i for i in range(last_assistant - 1, -1, -1)
+                              if isinstance(messages[i], Mapping) and messages[i].get("role") == "user"), None)
+            if prev_user is not None and prev_user not in targets:
+                targets.append(prev_user)
+    for i in targets:
+        if used >= MAX_CACHE_BREAKPOINTS:
+            break
+        m = messages[i]
+        if isinstance(m, dict) and _mark_last(_as_blocks(m, "content")):
+            used += 1
+    return out
 
 
 # ------------------------------------------------------------------------------------------ validation

@@ -3,8 +3,9 @@
 A provider turns one wire-format request body (see
 :func:`latch.providers.to_openai_chat` and
 :func:`latch.providers.to_anthropic_messages`) into the provider's response
-body. Network providers live in plugins; :class:`ScriptedProvider` serves tests
-and replays.
+body. The network providers (on the official SDKs) are :mod:`.openai_sdk` and
+:mod:`.anthropic_sdk`, registered as plugins by :mod:`latch.default_plugins.providers`;
+:class:`ScriptedProvider` serves tests and replays.
 """
 
 from __future__ import annotations
@@ -12,45 +13,91 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Provider", "ProviderError", "ProviderOverflow", "ScriptedProvider"]
+__all__ = ["Provider", "ProviderError", "ProviderOverflow", "ScriptedProvider", "response_text"]
 
 Response = Mapping[str, Any]
 
 
 class ProviderError(Exception):
-    """A provider could not answer a request (the message says which and why)."""
+    """A provider could not answer a request; the message is one line naming the provider, the HTTP
+    status when there was one, and the provider's own message (never an API key).
+
+    ``provider`` is the provider's name and ``status`` the HTTP status code (``None`` for a connection
+    failure, a timeout or a malformed stream).
+    """
+
+    def __init__(self, message: str, *, provider: str | None = None, status: int | None = None):
+        super().__init__(message)
+        self.provider = provider
+        self.status = status
 
 
 class ProviderOverflow(ProviderError):
-    """The provider refused the request as longer than the model's context: ``prompt_tokens`` (what it
-    counted) and ``limit_tokens`` (the model's window) when its message says them, else ``None``."""
+    """The request did not fit the model's context window (context length exceeded).
 
-    def __init__(self, message: str, prompt_tokens: int | None = None, limit_tokens: int | None = None):
-        super().__init__(message)
-        self.prompt_tokens, self.limit_tokens = prompt_tokens, limit_tokens
+    ``prompt_tokens`` is the request's size and ``limit_tokens`` the window, both in the provider's
+    own tokens as its error message reported them (``None`` when it did not say).
+    """
+
+    def __init__(self, message: str, *, provider: str | None = None, status: int | None = None,
+                 prompt_tokens: int | None = None, limit_tokens: int | None = None):
+        super().__init__(message, provider=provider, status=status)
+        self.prompt_tokens = prompt_tokens
+        self.limit_tokens = limit_tokens
 
 
 @runtime_checkable
 class Provider(Protocol):
-    """One model endpoint: ``name`` and ``complete(request_body) -> response body``."""
+    """One model endpoint (the agent runtime contract, issue 13).
+
+    ``name`` (the registered ``PLUGIN_NAME``), ``wire`` (``"openai-chat"`` or
+    ``"anthropic-messages"``: the request and response shapes), ``model`` (the model id), and
+    ``complete(request_body, *, on_text=None) -> response body``: the request body is a view
+    rendered by :func:`latch.providers.to_openai_chat` / :func:`latch.providers.to_anthropic_messages`;
+    the answer is the wire's NON-streaming response body (a ``chat.completion`` / a Messages
+    ``message`` object, plain dicts) that :func:`latch.agent.loop.parse_response` reads;
+    ``on_text(delta)`` is called with each streamed text delta. Errors: :class:`ProviderError`,
+    :class:`ProviderOverflow` for context length exceeded.
+    """
 
     name: str
+    wire: str
+    model: str
 
-    def complete(self, request_body: Mapping[str, Any]) -> Response: ...
+    def complete(self, request_body: Mapping[str, Any], *,
+                 on_text: Callable[[str], None] | None = None) -> Response: ...
+
+
+def response_text(wire: str, response: Mapping[str, Any]) -> str:
+    """The assistant text of a ``wire`` response body (``""`` when it has none or is not that shape)."""
+    try:
+        if wire == "anthropic-messages":
+            return "".join(str(b.get("text", "")) for b in response.get("content") or ()
+                           if isinstance(b, Mapping) and b.get("type") == "text")
+        content = response["choices"][0]["message"].get("content")
+        return content if isinstance(content, str) else ""
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return ""
 
 
 class ScriptedProvider:
     """Answers each request with the next canned response, in order.
 
     ``responses`` are response bodies, or callables ``(request_body) -> response
-    body`` for answers that depend on the request. Every request is kept in
+    body`` for answers that depend on the request; a response that is an exception instance is
+    raised instead (e.g. a :class:`ProviderOverflow`). Every request is kept in
     :attr:`requests`. A request past the end raises :class:`ProviderError`
-    naming how many responses the script had.
+    naming how many responses the script had. ``wire`` is the format the responses are in;
+    ``on_text`` gets the whole text of each response as one delta (when it has text).
     """
 
-    def __init__(self, responses: Iterable[Response | Callable[[Mapping[str, Any]], Response]],
-                 name: str = "scripted", wire: str = "openai-chat", model: str | None = None):
-        self.name, self.wire, self.model = name, wire, model
+    PLUGIN_NAME = "scripted"
+
+    def __init__(self, responses: Iterable[Response | BaseException | Callable[[Mapping[str, Any]], Response]],
+                 name: str = "scripted", *, wire: str = "openai-chat", model: str = "scripted"):
+        self.name = name
+        self.wire = wire
+        self.model = model
         self._responses = list(responses)
         self.requests: list[Mapping[str, Any]] = []
 
@@ -64,23 +111,13 @@ class ScriptedProvider:
         i = len(self.requests)
         if i >= len(self._responses):
             raise ProviderError(f"{self.name}: request {i + 1} has no scripted response "
-                                f"(the script has {len(self._responses)})")
+                                f"(the script has {len(self._responses)})", provider=self.name)
         self.requests.append(request_body)
         answer = self._responses[i]
-        body = answer(request_body) if callable(answer) else answer
-        if on_text is not None:
-            text = _text_of(body)
-            if text:
-                on_text(text)
-        return body
-
-
-def _text_of(body: Response) -> str:
-    choices = body.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
-        msg = choices[0].get("message")
-        return str(msg.get("content") or "") if isinstance(msg, Mapping) else ""
-    blocks = body.get("content")
-    if isinstance(blocks, list):
-        return "".join(str(b.get("text", "")) for b in blocks if isinstance(b, Mapping) and b.get("type") == "text")
-    return ""
+        if isinstance(answer, BaseException):
+            raise answer
+        response = answer(request_body) if callable(answer) else answer
+        text = response_text(self.wire, response) if on_text is not None else ""
+        if text and on_text is not None:
+            on_text(text)
+        return response

@@ -1,0 +1,213 @@
+"""Shared pieces of the SDK-backed providers (:mod:`.openai_sdk`, :mod:`.anthropic_sdk`).
+
+* :func:`api_key_from_env`: the API key, only ever from an environment variable;
+* :func:`create_kwargs`: a request body as keyword arguments of an SDK ``create`` method (keys the
+  method does not name go in ``extra_body``, so the server receives the body unchanged);
+* :func:`sdk_error`: an SDK exception as one :class:`~.base.ProviderError` line (or a
+  :class:`~.base.ProviderOverflow` for context length exceeded), with the API key redacted;
+* :func:`overflow_numbers`: ``(prompt_tokens, limit_tokens)`` of a context-length-exceeded error.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .base import ProviderError, ProviderOverflow
+
+__all__ = ["Secret", "api_key_from_env", "check_options", "create_kwargs", "sdk_error", "overflow_numbers",
+           "is_overflow", "RETRYABLE"]
+
+REDACTED = "[redacted]"
+
+
+class Secret:
+    """A string that never shows itself: ``repr``/``str`` are ``[redacted]``; ``.value`` holds it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str | None):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return REDACTED
+
+    __str__ = __repr__
+
+    def redact(self, text: str) -> str:
+        """``text`` with every occurrence of the secret replaced by ``[redacted]``."""
+        return text.replace(self.value, REDACTED) if self.value else text
+
+
+def api_key_from_env(provider: str, variable: str, *, required: bool) -> Secret:
+    """The API key in the environment variable ``variable`` (a :class:`Secret`; ``.value`` is ``None``
+    when the variable is unset or empty and ``required`` is false).
+
+    Missing and required: :class:`ProviderError` naming the variable (never a value).
+    """
+    value = os.environ.get(variable, "").strip()
+    if not value and required:
+        raise ProviderError(f"{provider}: no API key: the environment variable {variable} is not set "
+                            f"(keys are read only from the environment)", provider=provider)
+    return Secret(value or None)
+
+
+def check_options(provider: str, model: Any, timeout: Any, max_retries: Any) -> None:
+    """:class:`ProviderError` for an empty model id, a non-positive ``timeout`` (seconds) or a
+    negative / non-integer ``max_retries``."""
+    if not isinstance(model, str) or not model.strip():
+        raise ProviderError(f"{provider}: the model must be a non-empty string, got {model!r}", provider=provider)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ProviderError(f"{provider}: timeout must be a positive number of seconds, got {timeout!r}",
+                            provider=provider)
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise ProviderError(f"{provider}: max_retries must be a non-negative integer, got {max_retries!r}",
+                            provider=provider)
+
+
+_PARAMS: dict[Any, frozenset[str]] = {}
+
+
+def _params(create: Callable[..., Any]) -> frozenset[str]:
+    key = getattr(create, "__func__", create)
+    names = _PARAMS.get(key)
+    if names is None:
+        names = frozenset(p for p in inspect.signature(create).parameters if p != "self")
+        _PARAMS[key] = names
+    return names
+
+
+def create_kwargs(create: Callable[..., Any], body: Mapping[str, Any], **fixed: Any) -> dict[str, Any]:
+    """Keyword arguments for the SDK method ``create`` carrying ``body``, then ``fixed`` (which win).
+
+    Keys of ``body`` that ``create`` does not name go in ``extra_body`` (merged into the JSON the
+    SDK sends), so a body key the SDK does not know still reaches the server, unchanged.
+    """
+    known = _params(create)
+    kwargs: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for k, v in body.items():
+        if k in fixed:
+            continue
+        (kwargs if k in known and k not in ("extra_body", "extra_headers", "extra_query", "timeout") else extra)[k] = v
+    kwargs.update(fixed)
+    if extra:
+        kwargs["extra_body"] = extra
+    return kwargs
+
+
+RETRYABLE = frozenset({408, 409, 429})  # and every status >= 500: what the SDKs retry
+
+_INT = r"(\d[\d,]*)"
+_OVERFLOW_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # Anthropic: "prompt is too long: 208310 tokens > 200000 maximum"
+    (re.compile(rf"prompt is too long:\s*{_INT}\s*tokens\s*>\s*{_INT}", re.I), "pl"),
+    # Anthropic: "input length and `max_tokens` exceed context limit: 197626 + 21333 > 200000"
+    (re.compile(rf"exceed context limit:\s*{_INT}\s*\+\s*{_INT}\s*>\s*{_INT}", re.I), "p_l"),
+    # llama.cpp server: "request (4476 tokens) exceeds the available context size (4096 tokens)"
+    (re.compile(rf"request \({_INT} tokens\) exceeds the available context size \({_INT} tokens\)", re.I), "pl"),
+)
+_LIMIT = re.compile(rf"maximum context length is {_INT} tokens", re.I)
+_PROMPT = (  # OpenAI and llama-cpp-python wordings after "maximum context length is N tokens"
+    re.compile(rf"resulted in {_INT} tokens", re.I),
+    re.compile(rf"{_INT} in the messages", re.I),
+    re.compile(rf"{_INT} in your prompt", re.I),
+    re.compile(rf"requested {_INT} tokens", re.I),
+)
+_OVERFLOW_WORDS = re.compile(r"context[_ ]length[_ ]exceeded|exceeds? the (available )?context (size|window)|"
+                             r"maximum context length|prompt is too long|exceed context limit|"
+                             r"context window exceeded|input exceeds the context window", re.I)
+_OVERFLOW_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error", "context_window_exceeded",
+                             "model_context_window_exceeded", "request_too_large_for_context"})
+
+
+def _num(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def is_overflow(message: str, error: Mapping[str, Any] | None = None) -> bool:
+    """Whether an error (its message and the provider's error object) says the context length was exceeded."""
+    error = error or {}
+    codes = {str(error.get(k)) for k in ("code", "type") if error.get(k) is not None}
+    return bool(codes & _OVERFLOW_CODES) or bool(_OVERFLOW_WORDS.search(message))
+
+
+def overflow_numbers(message: str, error: Mapping[str, Any] | None = None) -> tuple[int | None, int | None]:
+    """``(prompt_tokens, limit_tokens)`` of a context-length-exceeded error, each ``None`` when not stated.
+
+    Read from llama.cpp's ``n_prompt_tokens`` / ``n_ctx`` fields of the error object, else from the
+    message: OpenAI ("maximum context length is N tokens ... resulted in M tokens"), llama-cpp-python
+    ("... you requested T tokens (P in the messages, C in the completion)"), llama.cpp ("request (P
+    tokens) exceeds the available context size (N tokens)") and Anthropic ("prompt is too long: P
+    tokens > N maximum"; "exceed context limit: P + C > N").
+    """
+    error = error or {}
+    prompt, limit = error.get("n_prompt_tokens"), error.get("n_ctx")
+    prompt = prompt if isinstance(prompt, int) and not isinstance(prompt, bool) else None
+    limit = limit if isinstance(limit, int) and not isinstance(limit, bool) else None
+    for pattern, shape in _OVERFLOW_PATTERNS:
+        m = pattern.search(message)
+        if m:
+            if shape == "pl":
+                return prompt if prompt is not None else _num(m[1]), limit if limit is not None else _num(m[2])
+            return prompt if prompt is not None else _num(m[1]), limit if limit is not None else _num(m[3])
+    m = _LIMIT.search(message)
+    if m and limit is None:
+        limit = _num(m[1])
+    if prompt is None:
+        for pattern in _PROMPT:
+            m = pattern.search(message)
+            if m:
+                prompt = _num(m[1])
+                break
+    return prompt, limit
+
+
+def _inner_error(body: Any) -> Any:
+    """The provider's error object: ``body["error"]`` when the body wraps one (OpenAI, Anthropic, llama.cpp)."""
+    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
+        return body["error"]
+    return body
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def sdk_error(provider: str, exc: BaseException, key: Secret, *, max_retries: int) -> ProviderError:
+    """One :class:`ProviderError` line for an SDK exception (raise it ``from None``: the SDK's
+    exception holds the request, headers included).
+
+    ``"<provider>: HTTP <status>: <the provider's message>"``, plus ``(gave up after N retries)``
+    when the status is one the SDK retries; ``"<provider>: connection failed|timed out: <reason>"``
+    without a response. Context length exceeded is a :class:`ProviderOverflow` with the numbers.
+    The API key is redacted from the text.
+    """
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
+    error = _inner_error(getattr(exc, "body", None))
+    if isinstance(error, Mapping) and isinstance(error.get("message"), str) and error["message"].strip():
+        message = error["message"]
+    elif isinstance(error, str) and error.strip():
+        message = error
+    else:
+        message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    name = type(exc).__name__
+    if status is None and ("Timeout" in name or "Connection" in name):
+        cause = exc.__cause__ or exc.__context__
+        reason = f"{message} ({type(cause).__name__}: {cause})" if cause is not None and str(cause) else message
+        what = "timed out" if "Timeout" in name else "connection failed"
+        text = f"{provider}: {what}: {_one_line(reason)} (gave up after {max_retries} retries)"
+        return ProviderError(key.redact(text), provider=provider)
+    mapping = error if isinstance(error, Mapping) else None
+    head = f"{provider}: HTTP {status}: " if status is not None else f"{provider}: "
+    text = key.redact(head + _one_line(message))
+    if is_overflow(message, mapping):
+        prompt, limit = overflow_numbers(message, mapping)
+        return ProviderOverflow(text, provider=provider, status=status, prompt_tokens=prompt, limit_tokens=limit)
+    if status is not None and (status in RETRYABLE or status >= 500) and max_retries:
+        text += f" (gave up after {max_retries} retries)"
+    return ProviderError(text, provider=provider, status=status)
