@@ -161,30 +161,40 @@ def register(cli: click.Group) -> None:
     @click.option("--tool-choice", default=None, metavar="auto|required|TOOL",
                   help="Ask the provider to force tool calls (required, or one TOOL by name) or leave it to the "
                        "model (auto).")
+    @click.option("--tools", "tool_names", default=None, metavar="NAME,...",
+                  help="Offer only these built-in tools (comma-separated; default: all).")
     @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
                   help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder).")
     @pass_app
     def run_cmd(app, task, provider_name, model, base_url, api_key_env, max_turns, assume_yes, mode, resume,
-                engine, estimator, window, reserve, recent, tool_choice, config_path):
+                engine, estimator, window, reserve, recent, tool_choice, tool_names, config_path):
         """Run an agent on TASK in the current workspace (or continue one with --resume)."""
         if window is not None and reserve is not None and reserve >= window:
             raise click.UsageError(f"--reserve ({reserve}) must be below --window ({window})")
         if task is not None and not task.strip():
             raise click.UsageError("TASK is empty")
         config = app.config(config_path)
-        if tool_choice is not None and tool_choice not in ("auto", "required", "none"):
-            from ..agent.tools import builtin_tools as _tools
+        from ..agent.tools import builtin_tools
 
-            names = [t.NAME for t in _tools()]
-            if tool_choice not in names:
-                raise click.UsageError(f"--tool-choice {tool_choice!r}: not auto, required, none or a tool "
-                                       f"({', '.join(names)})")
+        known = {t.NAME: t for t in builtin_tools()}
+        chosen_tools = tuple(known.values())
+        if tool_names is not None:
+            wanted = [n.strip() for n in tool_names.split(",") if n.strip()]
+            unknown = [n for n in wanted if n not in known]
+            if unknown or not wanted:
+                raise click.UsageError(f"--tools: unknown tool {unknown[0]!r} (known: {', '.join(known)})" if unknown
+                                       else "--tools: give at least one tool name")
+            chosen_tools = tuple(t for t in known.values() if t.NAME in wanted)  # the fixed order, always
+        if tool_choice is not None and tool_choice not in ("auto", "required", "none"):
+            if tool_choice not in {t.NAME for t in chosen_tools}:
+                raise click.UsageError(f"--tool-choice {tool_choice!r}: not auto, required, none or an offered tool "
+                                       f"({', '.join(t.NAME for t in chosen_tools)})")
         section = config.get("provider", {}) or {}
         from .. import plugins
         from ..agent.context import SYSTEM_PROMPT, session_context
         from ..agent.loop import AgentError, AgentLoop, repair_interrupted
         from ..agent.permissions import PermissionPolicy
-        from ..agent.tools import ToolContext, builtin_tools
+        from ..agent.tools import ToolContext
         from ..agent.tools.processes import ProcessManager
         from ..host.loop import HostError, build_engine
         from ..kernel.tombstones import tombstoned_sessions
@@ -204,6 +214,8 @@ def register(cli: click.Group) -> None:
                 raise click.ClickException(f"session {info.id} was imported, not run by latch run; it cannot be "
                                            "resumed")
             session_id, workspace = info.id, Path(info.workspace or os.getcwd())
+        if tool_names is None and profile.get("tools"):  # a resumed session keeps its tools, byte for byte
+            chosen_tools = tuple(t for t in known.values() if t.NAME in profile["tools"])
         name = provider_name or profile.get("provider") or section.get("name")
         model = model or profile.get("model") or section.get("model")
         base_url = base_url or profile.get("base_url") or section.get("base_url")
@@ -231,7 +243,8 @@ def register(cli: click.Group) -> None:
         if resume is None:
             workspace = Path(os.getcwd()).resolve()
             profile = {"provider": name, "model": model, "base_url": base_url, "api_key_env": api_key_env,
-                       "mode": mode, "engine": engine, "estimator": estimator}
+                       "mode": mode, "engine": engine, "estimator": estimator,
+                       "tools": [t.NAME for t in chosen_tools] if tool_names is not None else None}
             session_id = store.create_session(workspace=str(workspace), source="latch run", format="latch",
                                               meta={"agent": {k: v for k, v in profile.items() if v is not None}})
         con = console(highlight=False)
@@ -254,7 +267,7 @@ def register(cli: click.Group) -> None:
             raise click.UsageError(f"the reserve ({budget.reserve_tokens:,}) must be below the window "
                                    f"({budget.context_window_tokens:,}); pass --window or --reserve")
         processes = ProcessManager(store, session_id, workspace)
-        tools = builtin_tools()
+        tools = chosen_tools
         tool_ctx = ToolContext(workspace=workspace, store=store, session_id=session_id, processes=processes,
                                estimate=setup.counter.text)
         loop = AgentLoop(store, session_id, provider, setup=setup, budget=budget, tools=tools, tool_context=tool_ctx,

@@ -1,0 +1,174 @@
+"""``latch run`` end to end (issue 13 items 5 and 6): the real CLI in a subprocess, the official SDKs, and
+loopback servers speaking the OpenAI and Anthropic wire formats (tests/fake_providers.py); a real SIGKILL
+mid-tool and ``--resume``; the API key never in the store or the output."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fake_providers import Reply, ToolUse, serve_anthropic, serve_openai
+
+KEY = "sk-test-LATCHSECRET-0123456789abcdef"
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LATCH_"))}
+    env.update({"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200", **extra})
+    return env
+
+
+def latch(tmp_path: Path, *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120):
+    return subprocess.run([sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), *args], cwd=cwd,
+                          env=env or _env(tmp_path), capture_output=True, text=True, timeout=timeout)
+
+
+def kinds(tmp_path: Path) -> list[str]:
+    with sqlite3.connect(tmp_path / "latch.db") as db:
+        return [k for (k,) in db.execute("SELECT kind FROM events ORDER BY seq")]
+
+
+def session_id(tmp_path: Path) -> str:
+    with sqlite3.connect(tmp_path / "latch.db") as db:
+        (sid,) = db.execute("SELECT id FROM sessions WHERE source = 'latch run'").fetchone()
+    return sid
+
+
+@pytest.fixture
+def ws(tmp_path):
+    w = tmp_path / "ws"
+    w.mkdir()
+    (w / "AGENTS.md").write_text("Run the tests with `python -m pytest`.\n")
+    return w
+
+
+def _task_script(wire: str):
+    return [Reply(tool_calls=(ToolUse("c1", "write_file", json.dumps({"path": "hello.txt", "content": "hi\n"})),),
+                  usage=_usage(wire, 900)),
+            Reply(tool_calls=(ToolUse("c2", "read_file", json.dumps({"path": "hello.txt"})),),
+                  usage=_usage(wire, 950, cached=900)),
+            Reply("Wrote hello.txt and checked it.", usage=_usage(wire, 1000, cached=950))]
+
+
+def _usage(wire: str, prompt: int, cached: int = 0) -> dict:
+    if wire == "openai":
+        return {"prompt_tokens": prompt, "completion_tokens": 12, "prompt_tokens_details": {"cached_tokens": cached}}
+    return {"input_tokens": prompt - cached, "output_tokens": 12, "cache_read_input_tokens": cached,
+            "cache_creation_input_tokens": 0}
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_latch_run_completes_a_task_against_the_real_sdks(tmp_path, ws, wire):
+    serve = serve_openai if wire == "openai" else serve_anthropic
+    key_env = "OPENAI_API_KEY" if wire == "openai" else "ANTHROPIC_API_KEY"
+    model = "gpt-4.1" if wire == "openai" else "claude-sonnet-4-5"
+    with serve(_task_script(wire)) as server:
+        r = latch(tmp_path, "run", "write hello.txt", "--provider", wire, "--model", model, "--base-url",
+                  server.base_url, "--yes", cwd=ws, env=_env(tmp_path, **{key_env: KEY}))
+        bodies = server.bodies
+        auth = [req.headers.get("authorization", "") + req.headers.get("x-api-key", "") for req in server.requests]
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert (ws / "hello.txt").read_text() == "hi\n"
+    assert "Wrote hello.txt and checked it." in r.stdout
+    assert "→ write_file: hello.txt" in r.stdout and "→ read_file: hello.txt" in r.stdout
+    assert r.stdout.count("request ") >= 3 and "cache read 950" in r.stdout
+    assert len(bodies) == 3 and all(KEY in a for a in auth)
+    # the provider saw the stable system prompt, the tools, the repository instructions, the results
+    first = bodies[0]
+    text = json.dumps(first)
+    assert "Run the tests with" in text and "write hello.txt" in text
+    assert [t.get("name") or t["function"]["name"] for t in first["tools"]][:4] == \
+        ["read_file", "write_file", "edit_file", "shell"]
+    assert "hi" in json.dumps(bodies[2])
+    # the key is nowhere but in the Authorization / x-api-key header
+    db_bytes = (tmp_path / "latch.db").read_bytes()
+    assert KEY.encode() not in db_bytes and KEY not in r.stdout + r.stderr
+    k = kinds(tmp_path)
+    assert k.count("assistant_message") == 3 and k.count("usage") == 3 and k.count("tool_started") == 2
+
+
+def test_killed_mid_tool_resumes_with_the_call_interrupted(tmp_path, ws):
+    marker = ws / "started.txt"
+    slow = f"echo $$ > {marker}; sleep 60"
+    with serve_openai([Reply(tool_calls=(ToolUse("c1", "shell", json.dumps({"command": slow, "timeout": 120})),))]) \
+            as server:
+        proc = subprocess.Popen([sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), "run", "slow job",
+                                 "--provider", "openai-compatible", "--model", "local", "--base-url", server.base_url,
+                                 "--yes"], cwd=ws, env=_env(tmp_path), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marker.exists(), "the shell call never started"
+        assert kinds(tmp_path)[-1] == "tool_started"  # the call and its start are durable before it ran
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        try:  # the tool's own process group outlives the SIGKILLed agent; end it like an OS reboot would
+            os.killpg(int(marker.read_text().strip()), signal.SIGKILL)
+        except (ProcessLookupError, ValueError, PermissionError):
+            pass
+    before = kinds(tmp_path)
+    assert before.count("tool_result") == 0
+    sid = session_id(tmp_path)
+    with serve_openai([Reply("The slow job was interrupted; I will not assume it finished.")]) as server:
+        r = latch(tmp_path, "run", "--resume", sid[:6], "--base-url", server.base_url, cwd=ws)
+        bodies = server.bodies
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert "interrupted: shell:" in r.stdout
+    after = kinds(tmp_path)
+    assert after[:len(before)] == before  # nothing lost, nothing rewritten
+    (tool_msg,) = [m for m in bodies[0]["messages"] if m["role"] == "tool"]
+    assert tool_msg["tool_call_id"] == "c1" and "[interrupted:" in tool_msg["content"]
+    assert "outcome is unknown" in tool_msg["content"]
+    # the resumed request is a valid, budgeted view with the same system prompt and tools
+    assert bodies[0]["messages"][0]["role"] == "system"
+
+
+def test_resume_refuses_forgotten_and_imported_sessions(tmp_path, ws):
+    with serve_openai([Reply("done")]) as server:
+        r = latch(tmp_path, "run", "say done", "--provider", "openai-compatible", "--model", "local",
+                  "--base-url", server.base_url, cwd=ws)
+    assert r.returncode == 0, r.stderr
+    sid = session_id(tmp_path)
+    assert latch(tmp_path, "forget", sid, cwd=ws).returncode == 0
+    r = latch(tmp_path, "run", "--resume", sid, cwd=ws)
+    assert r.returncode == 1 and "forgotten" in r.stderr and "Traceback" not in r.stderr
+    example = Path(__file__).resolve().parents[1] / "examples" / "invoice-rounding.claude.jsonl"
+    assert latch(tmp_path, "import", str(example), cwd=ws).returncode == 0
+    with sqlite3.connect(tmp_path / "latch.db") as db:
+        (imported,) = db.execute("SELECT id FROM sessions WHERE source != 'latch run'").fetchone()
+    r = latch(tmp_path, "run", "--resume", imported, cwd=ws)
+    assert r.returncode == 1 and "not run by latch run" in r.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "x", "--model", "m"], "no provider"),
+    (["run", "x", "--provider", "openai"], "no model"),
+    (["run", "x", "--provider", "nosuch", "--model", "m"], "nosuch"),
+    (["run", "x", "--provider", "openai", "--model", "m"], "OPENAI_API_KEY"),
+    (["run", "x", "--provider", "openai-compatible", "--model", "m"], "base"),
+    (["run", "x", "--provider", "openai-compatible", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+      "--tools", "shell,nosuch"], "nosuch"),
+    (["run", "  ", "--provider", "openai", "--model", "m"], "TASK is empty"),
+])
+def test_run_option_errors_are_one_line(tmp_path, ws, args, message):
+    r = latch(tmp_path, *args, cwd=ws)
+    assert r.returncode in (1, 2), r.stdout
+    assert message in r.stderr and "Traceback" not in r.stderr
+    assert len([ln for ln in r.stderr.splitlines() if ln.strip()]) <= 3
+
+
+def test_unreachable_provider_is_one_line_and_the_task_is_kept(tmp_path, ws):
+    r = latch(tmp_path, "run", "the task", "--provider", "openai-compatible", "--model", "m", "--base-url",
+              "http://127.0.0.1:9/v1", cwd=ws)
+    assert r.returncode == 1 and "Traceback" not in r.stderr + r.stdout
+    assert "latch: error:" in r.stdout + r.stderr
+    assert kinds(tmp_path) == ["user_message"]  # the task is durable; nothing was invented
