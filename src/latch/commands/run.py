@@ -192,7 +192,7 @@ def register(cli: click.Group) -> None:
         section = config.get("provider", {}) or {}
         from .. import plugins
         from ..agent.context import SYSTEM_PROMPT, session_context
-        from ..agent.loop import AgentError, AgentLoop, repair_interrupted
+        from ..agent.loop import AgentLoop, repair_interrupted
         from ..agent.permissions import PermissionPolicy
         from ..agent.tools import ToolContext
         from ..agent.tools.processes import ProcessManager
