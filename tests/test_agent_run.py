@@ -172,3 +172,20 @@ def test_unreachable_provider_is_one_line_and_the_task_is_kept(tmp_path, ws):
     assert r.returncode == 1 and "Traceback" not in r.stderr + r.stdout
     assert "latch: error:" in r.stdout + r.stderr
     assert kinds(tmp_path) == ["user_message"]  # the task is durable; nothing was invented
+
+
+def test_provider_defaults_come_from_the_config_and_flags_win(tmp_path, ws):
+    with serve_openai([Reply("from config"), Reply("from flag")]) as server:
+        home = tmp_path / "home"
+        home.mkdir()
+        (home / "config.toml").write_text(f'[provider]\nname = "openai-compatible"\nmodel = "local-model"\n'
+                                          f'base_url = "{server.base_url}"\nmax_turns = 2\n')
+        r = latch(tmp_path, "run", "use the config", cwd=ws)
+        assert r.returncode == 0, r.stderr
+        assert "from config" in r.stdout and "openai-compatible local-model" in r.stdout
+        r = latch(tmp_path, "run", "use a flag", "--model", "other-model", cwd=ws)
+        assert r.returncode == 0, r.stderr
+        assert [b["model"] for b in server.bodies] == ["local-model", "other-model"]
+        (home / "config.toml").write_text('[provider]\nmax_turns = 0\n')
+        r = latch(tmp_path, "run", "bad config", cwd=ws)
+        assert r.returncode != 0 and "max_turns" in r.stderr and "Traceback" not in r.stderr
