@@ -68,7 +68,7 @@ def import_file(store: EventStore, path: str | Path, format: str | None = None,
     records (:data:`HEAD_RECORDS` events). A file at another path whose id is stored but whose first
     records differ is a different transcript reusing the id: :class:`TranscriptError` naming both files
     (store unchanged), or with ``as_new`` its own session (key ``<id>#<hash of its first record>``; later
-    imports of that file find it again). A copy at another path that reads the same once line endings and
+    imports of that file find it again, with or without ``as_new``; ``as_new`` changes nothing else). A copy at another path that reads the same once line endings and
     trailing whitespace are set aside (:func:`same_record`: a BOM, CRLF, UTF-16, re-indented JSON) is the same
     session, and a format with no id of its own (a content hash) finds the stored copy by its first
     records. ``parsed.external_key`` is set to the key the session is stored under.
@@ -302,14 +302,16 @@ def _identity(store: EventStore, path: Path, parsed: ParsedSession, as_new: bool
     if not events:
         return key
     alias = f"{key}#{_first_record_hash(events)}"
-    if as_new or _session_for_key(store, alias) is not None:
-        return alias
+    if _session_for_key(store, alias) is not None:
+        return alias  # imported with as_new before
     info = _session_for_key(store, key)
     if info is not None:
         if info.source is not None and Path(info.source) == Path(parsed.source):
             return key  # the same file: grown, or edited (an edit is refused by _new_events)
         if _head_holds(store, info.id, events):
             return key  # a copy of it (moved, re-encoded)
+        if as_new:
+            return alias
         raise TranscriptError(path, None, f"a different transcript with the id of session {info.id} ({key}), "
                               f"imported from {info.source}: its first records differ; nothing imported "
                               "(--as-new imports it as its own session)")
