@@ -4,7 +4,9 @@ The file is imported once (idempotent; a forgotten session, see ``latch forget``
 one line), then every ``AssistantMessage`` of the session counts as one model request: the engine
 materializes the view as of the event just before it (``until_seq``) into a fresh kernel-record
 stream (``<engine>:replay-<id>``), so replays never interfere with each other or with a live
-session. The estimator is the ``latch_select_estimator`` plugins' choice for
+session. The stream is a run of the scratch database beside the store (:mod:`latch.store.replays`),
+not the store: ``--keep`` promotes the finished run into the store, ``latch prune-replays`` drops
+the scratch's runs (finished and killed ones) and reports the bytes freed. The estimator is the ``latch_select_estimator`` plugins' choice for
 the model (``latch.plugins.select_estimator``), or the one ``--estimator NAME`` forces; the engine
 prices with it too (``EngineProfile.estimator``). Each view is checked independently of the
 engine's own accounting, for every engine:

@@ -77,7 +77,8 @@ class StoreKernelWriter:
     """:class:`~latch.port.KernelWriter` appending to ``stream`` of one session's kernel records.
 
     ``stream`` is chosen by the host: the engine name plus a run id (``"continuity:main"``,
-    ``"continuity:replay-<uuid>"``), so replays never interfere with a live session.
+    ``"continuity:bench"``), so runs never interfere with a live session. A replay writes through
+    :class:`ReplayKernelWriter` (the scratch database beside the store) instead.
     """
 
     def __init__(self, store: EventStore, session_id: str, stream: str):
