@@ -9,6 +9,7 @@ and a replay killed with SIGKILL leaves nothing that a later command shows or ke
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -112,6 +113,9 @@ def test_the_cli_keep_flag_and_prune(tmp_path):
     assert not db.exists() and not replay_scratch_path(db).exists()  # nothing created
     assert subprocess.run([*LATCH, "replay", str(EXAMPLE)], capture_output=True, env=env).returncode == 0
     assert _kernel_rows(db) == []
+    doctor = json.loads(subprocess.run([*LATCH, "doctor", "--json"], capture_output=True, text=True, env=env).stdout)
+    assert doctor["replay_scratch"] == str(replay_scratch_path(db))
+    assert doctor["replay_scratch_bytes"] == _size(replay_scratch_path(db)) > 0
     assert subprocess.run([*LATCH, "replay", str(EXAMPLE), "--keep"], capture_output=True, env=env).returncode == 0
     [(stream, n)] = _kernel_rows(db)
     assert stream.startswith("continuity:replay-") and n > 10

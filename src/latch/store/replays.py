@@ -33,6 +33,9 @@ from ._sqlite import StoreBusyError, StoreError, _busy, _damaged, _now, _until_n
 __all__ = ["ReplayScratch", "ReplayRun", "replay_scratch_path", "SCRATCH_SUFFIX"]
 
 SCRATCH_SUFFIX = ".replays.sqlite"
+SCHEMA_VERSION = 1
+"""``PRAGMA user_version`` of the scratch schema (a scratch only holds disposable runs: a future schema may
+drop and recreate its tables)."""
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, "
@@ -120,8 +123,13 @@ class ReplayScratch:
 
             def schema() -> None:
                 with self._write() as db:
+                    version = db.execute("PRAGMA user_version").fetchone()[0]
+                    if version > SCHEMA_VERSION:
+                        raise StoreError(f"the replay scratch database {self.path} was written by a newer Latch "
+                                         f"(schema {version}); run `latch prune-replays` with that version")
                     for sql in _SCHEMA:
                         db.execute(sql)
+                    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
             _until_not_busy(schema, deadline)
         except (OSError, sqlite3.Error, StoreError) as exc:
