@@ -301,7 +301,7 @@ def _identity(store: EventStore, path: Path, parsed: ParsedSession, as_new: bool
     key, events = parsed.external_key, parsed.events
     if not events:
         return key
-    alias = f"{key}#{_first_record_hash(events)}"
+    alias = f"{key}#{_first_record_hash(parsed.settled_events or events)}"  # settled: the same as the file grows
     if _session_for_key(store, alias) is not None:
         return alias  # imported with as_new before
     info = _session_for_key(store, key)
