@@ -90,6 +90,12 @@ def register(cli: click.Group) -> None:
         else:
             info["store_error"] = None
             info["store_problems"] = problems  # PRAGMA quick_check + the FTS5 index check; [] when intact
+        from ..store import replay_scratch_path
+        from ..store.replays import scratch_bytes
+
+        scratch = replay_scratch_path(info["db"]) if app.db != ":memory:" else None
+        info["replay_scratch"] = str(scratch) if scratch is not None and scratch.is_file() else None
+        info["replay_scratch_bytes"] = scratch_bytes(scratch)  # kernel records of past replays (`latch prune-replays`)
         ok = (info["backend"] is not None and info["fts5"] and info["store_error"] is None
               and not info["store_problems"])
         if as_json:
@@ -117,6 +123,8 @@ def register(cli: click.Group) -> None:
                  f" backup or move it aside and re-import[/red]"
                  if info["store_problems"] else "opens, intact (PRAGMA quick_check)" if info["store_exists"]
                  else "none yet (the first `latch import` creates it)"),
+                ("replay scratch", f"{markup(info['replay_scratch'])} ({info['replay_scratch_bytes']:,} bytes; "
+                 "`latch prune-replays` empties it)" if info["replay_scratch"] else "none (no replay has run)"),
             ]
             for k, v in rows:
                 t.add_row(k, str(v))

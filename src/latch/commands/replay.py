@@ -4,7 +4,9 @@ The file is imported once (idempotent; a forgotten session, see ``latch forget``
 one line), then every ``AssistantMessage`` of the session counts as one model request: the engine
 materializes the view as of the event just before it (``until_seq``) into a fresh kernel-record
 stream (``<engine>:replay-<id>``), so replays never interfere with each other or with a live
-session. The estimator is the ``latch_select_estimator`` plugins' choice for
+session. The stream is a run of the scratch database beside the store (:mod:`latch.store.replays`),
+not the store: ``--keep`` promotes the finished run into the store, ``latch prune-replays`` drops
+the scratch's runs (finished and killed ones) and reports the bytes freed. The estimator is the ``latch_select_estimator`` plugins' choice for
 the model (``latch.plugins.select_estimator``), or the one ``--estimator NAME`` forces; the engine
 prices with it too (``EngineProfile.estimator``). Each view is checked independently of the
 engine's own accounting, for every engine:
@@ -102,7 +104,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
                estimator: str | None = None, config: Mapping[str, Any] | None = None, window: int | None = None,
                reserve: int | None = None, recent: int | None = None,
                progress: Callable[[int, int], None] | None = None,
-               keep_views: bool = False) -> tuple[dict[str, Any], list[Any]]:
+               keep_views: bool = False, keep: bool = False) -> tuple[dict[str, Any], list[Any]]:
     """Replay ``session_id`` of ``store``; return ``(document, views)`` (views only with ``keep_views``).
 
     ``engine`` and ``estimator`` are plugin names (``None``: the configured engine, the model's
@@ -117,6 +119,12 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     ``epoch``, ``first_retained_seq``, ``cacheability``, ``recent_limit_tokens`` (the engine's
     effective limit, when it reports one). ``progress(done, total)`` is called after each request.
     The views come from the host's one request loop (:class:`latch.host.loop.RequestLoop`).
+
+    The engine's kernel records go to a run of the store's replay scratch database
+    (:mod:`latch.store.replays`), never to the store itself, unless ``keep``: the finished run is then
+    promoted into the store's kernel records (stream ``document["stream"]``, one transaction);
+    ``document["kept"]`` says which. Raises ``click.UsageError`` for a bad engine, estimator or budget
+    and :class:`~latch.store.StoreError` when the scratch cannot be written.
     """
     from ..config import model_settings
     from ..engine.report import COMPONENTS
@@ -128,7 +136,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     replay_id = uuid.uuid4().hex[:12]
     try:
         setup = build_engine(store, session_id, stream=lambda name: f"{name}:replay-{replay_id}", engine=engine,
-                             model=model, estimator=estimator, config=config)
+                             model=model, estimator=estimator, config=config, scratch=True)
     except HostError as exc:
         raise click.UsageError(str(exc)) from None
     model = setup.model
@@ -184,6 +192,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     compactions = sum(1 for r in setup.writer.records() if "compact" in r[1])
     if compactions:
         violations.append(f"{compactions} compaction record(s) in the replay stream (never automatic)")
+    setup.writer.finish(keep=keep)
     done = [r for r in rows if r["total_tokens"] is not None]
     bound = recent_eff = None
     rotations = loop.rotations
@@ -207,7 +216,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         "epochs": len({r["epoch"] for r in done}),
     }
     doc = {"session": session_id, "engine": setup.engine_name, "estimator": setup.estimator_name, "stream": setup.writer.stream,
-           "model": model,
+           "model": model, "kept": keep,
            "budget": {"context_window_tokens": budget.context_window_tokens,
                       "reserve_tokens": budget.reserve_tokens, "recent_tokens": budget.recent_tokens,
                       "requested_recent_tokens": requested_recent, "window_source": window_source},
@@ -325,9 +334,12 @@ def register(cli: click.Group) -> None:
     @click.option("--live", is_flag=True,
                   help="The transcript is still being written: store only its settled events; the open tail "
                        "(e.g. a response still streaming) waits for the next import.")
+    @click.option("--keep", is_flag=True,
+                  help="Keep the replay's kernel records in the store (stream <engine>:replay-<id>); by default "
+                       "they go to the scratch database beside it, which `latch prune-replays` empties.")
     @pass_app
     def replay_cmd(app, file, fmt, model, window, reserve, recent, engine, estimator, config_path, json_out, json_file,
-                   live):
+                   live, keep):
         """Replay FILE: materialize the view before every model request and check the invariants."""
         from ..host.ingest import SessionForgotten, import_file
 
@@ -346,7 +358,7 @@ def register(cli: click.Group) -> None:
                                        "`latch forget`); forgotten sessions are not replayed") from None
         n_requests = len(_requests(list(store.events(sid, kinds=["assistant_message", "usage"]))))
         options = dict(engine=engine, model=model, estimator=estimator, config=config, window=window,
-                       reserve=reserve, recent=recent)
+                       reserve=reserve, recent=recent, keep=keep)
         if n_requests >= PROGRESS_MIN_REQUESTS:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -370,3 +382,35 @@ def register(cli: click.Group) -> None:
                 f.write(dumps(doc, indent=2) + "\n")
         if doc["summary"]["violations"]:
             sys.exit(1)
+
+    @cli.command("prune-replays")
+    @pass_app
+    def prune_replays_cmd(app):
+        """Drop the kernel records of past replays (the scratch database beside the store) and say how many
+        bytes that freed. Runs kept with `latch replay --keep` are in the store and stay; a replay still
+        running is left alone; a killed one is dropped."""
+        from ..store import ReplayScratch, StoreError, replay_scratch_path
+        from ..store.replays import scratch_bytes
+
+        problem = app.db_problem()
+        if problem:
+            raise StoreError(f"cannot open the Latch store at {problem}")
+        path = replay_scratch_path(app.db_path()) if app.db != ":memory:" else None
+        con = console(highlight=False)
+        if path is None or not path.is_file():
+            con.print(f"no replay records to prune (no {markup(safe(str(path)) if path else 'scratch database')})")
+            return
+        before = scratch_bytes(path)
+        scratch = ReplayScratch(path)
+        try:
+            dropped, kept = scratch.prune()
+        finally:
+            scratch.close()
+        freed = max(0, before - scratch_bytes(path))
+        killed = sum(1 for r in dropped if not r.finished)
+        records = sum(r.records for r in dropped)
+        con.print(f"dropped {len(dropped)} replay run(s) ({records:,} kernel records"
+                  + (f"; {killed} unfinished: killed" if killed else "") + f"), freed {freed:,} bytes "
+                  f"({markup(safe(str(path)))})")
+        if kept:
+            con.print(f"[yellow]![/yellow] {len(kept)} replay run(s) still running, kept")

@@ -82,8 +82,11 @@ def register(cli: click.Group) -> None:
                   help="With --discover: only files whose path contains SUBSTRING.")
     @click.option("--dry-run", is_flag=True,
                   help="List what would be imported (path and detected format); import nothing, create no store.")
+    @click.option("--as-new", "as_new", is_flag=True,
+                  help="Import a transcript that reuses the id of a stored session from another file (its first "
+                       "records differ) as its own session, instead of refusing it.")
     @pass_app
-    def import_cmd(app, files, fmt, live, discover, since, project, dry_run):
+    def import_cmd(app, files, fmt, live, discover, since, project, dry_run, as_new):
         """Import transcript FILES into the store (idempotent; a forgotten session takes no new events).
 
         A FILES entry that is a folder is walked: every regular file under it that an importer
@@ -92,6 +95,10 @@ def register(cli: click.Group) -> None:
 
         A Claude Code session file brings its sub-agent files (``<sessionId>/subagents/agent-*.jsonl``):
         they import as child sessions of it (``latch sessions`` shows the parent).
+
+        A session is its format's own id, its source path and its first records: a copy of a stored
+        transcript (moved, or saved with a BOM, CRLF, UTF-16 or other whitespace) imports as that session
+        (nothing new); a different file that reuses a stored id is refused (``--as-new``: its own session).
 
         Every file is tried; each one that cannot be imported leaves the store unchanged and is one
         line on stderr at the end; the command then exits 1.
@@ -148,7 +155,7 @@ def register(cli: click.Group) -> None:
                 forgotten: list[str] = []
                 try:
                     # every session of the file (a Goose or OpenCode database holds several), in one transaction
-                    imported = import_all(store, f, fmt, final=not live, forgotten=forgotten)
+                    imported = import_all(store, f, fmt, final=not live, forgotten=forgotten, as_new=as_new)
                 except SessionForgotten as exc:
                     con.print(markup(str(exc)), style="yellow")
                     continue

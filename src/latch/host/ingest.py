@@ -8,17 +8,22 @@ See :mod:`latch.importers` for how a grown transcript is re-imported.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
 from .. import importers as _importers
-from ..events import SubagentMarker, same_event
+from ..events import Event, JSONNestingError, SubagentMarker, canonical_json, json_loads, same_event
 from ..importers.base import Importer, ParsedSession, SessionForgotten, TranscriptError
 from ..kernel.tombstones import tombstoned_sessions
 from ..plugins import registered_importers
 from ..store import EventStore, PendingEvent
 
-__all__ = ["import_file", "import_all", "parse_file", "parse_all_file", "available_importers", "SessionForgotten"]
+__all__ = ["import_file", "import_all", "parse_file", "parse_all_file", "available_importers", "SessionForgotten",
+           "same_record", "HEAD_RECORDS"]
+
+HEAD_RECORDS = 4
+"""How many of a session's first records identify it (with its format's own id and its source path)."""
 
 
 def available_importers(importers: list[type[Importer]] | None = None) -> list[type[Importer]]:
@@ -40,7 +45,7 @@ def parse_all_file(path: str | Path, format: str | None = None, importers: list[
 
 def import_file(store: EventStore, path: str | Path, format: str | None = None,
                 importers: list[type[Importer]] | None = None, *,
-                final: bool = False) -> tuple[str, ParsedSession, list[int]]:
+                final: bool = False, as_new: bool = False) -> tuple[str, ParsedSession, list[int]]:
     """Parse and append ``path`` to ``store`` in one transaction.
 
     Returns ``(session_id, parsed, new_seqs)``; importing the same file again
@@ -58,11 +63,20 @@ def import_file(store: EventStore, path: str | Path, format: str | None = None,
     reads differently now or the new events would not come after it;
     :class:`SessionForgotten` (a ``TranscriptError``) when the file's session
     was tombstoned (``latch forget``): a forgotten session takes no new events.
+
+    Identity: a session is its format's own id (``parsed.external_key``), its source path and its first
+    records (:data:`HEAD_RECORDS` events). A file at another path whose id is stored but whose first
+    records differ is a different transcript reusing the id: :class:`TranscriptError` naming both files
+    (store unchanged), or with ``as_new`` its own session (key ``<id>#<hash of its first record>``; later
+    imports of that file find it again, with or without ``as_new``; ``as_new`` changes nothing else). A copy at another path that reads the same once line endings and
+    trailing whitespace are set aside (:func:`same_record`: a BOM, CRLF, UTF-16, re-indented JSON) is the same
+    session, and a format with no id of its own (a content hash) finds the stored copy by its first
+    records. ``parsed.external_key`` is set to the key the session is stored under.
     A file holding several sessions (a Goose or OpenCode database) imports only the session its
     importer's ``parse`` returns; :func:`import_all` imports every one.
     """
     parsed = parse_file(path, format, importers, live=not final)
-    plan = _plan(store, Path(path), parsed, final)
+    plan = _plan(store, Path(path), parsed, final, as_new)
     if plan is None:
         return store.session_id_for(parsed.external_key), parsed, []  # nothing settled yet: no empty session
     sid, seqs = store.import_session(**plan)
@@ -71,13 +85,14 @@ def import_file(store: EventStore, path: str | Path, format: str | None = None,
 
 def import_all(store: EventStore, path: str | Path, format: str | None = None,
                importers: list[type[Importer]] | None = None, *,
-               final: bool = False, forgotten: list[str] | None = None) -> list[tuple[str, ParsedSession, list[int]]]:
+               final: bool = False, forgotten: list[str] | None = None,
+               as_new: bool = False) -> list[tuple[str, ParsedSession, list[int]]]:
     """Parse and append EVERY session of ``path`` to ``store`` in one transaction (all or nothing).
 
     Returns ``[(session_id, parsed, new_seqs)]``, one per session of the file in the file's order
     (:meth:`~latch.importers.base.Importer.parse_all`: one for most formats, each session of a Goose
     or OpenCode database). Each session is checked and appended as :func:`import_file` does (``final``,
-    ``live`` parsing, re-imports append only new events); a session with nothing to store yet creates
+    ``live`` parsing, identity and ``as_new``, re-imports append only new events); a session with nothing to store yet creates
     none and has no seqs. Raises :class:`TranscriptError` or :class:`SessionForgotten` (store
     unchanged: no session of the file is stored) for the first session that cannot be imported.
     Given a ``forgotten`` list, a tombstoned session is skipped instead (left out of the result, its
@@ -95,7 +110,7 @@ def import_all(store: EventStore, path: str | Path, format: str | None = None,
             else:
                 keep.append(parsed)
         sessions = keep
-    plans = [_plan(store, p, parsed, final) for parsed in sessions]
+    plans = [_plan(store, p, parsed, final, as_new) for parsed in sessions]
     stored = iter(store.import_sessions([plan for plan in plans if plan is not None]))
     out: list[tuple[str, ParsedSession, list[int]]] = []
     for parsed, plan in zip(sessions, plans):
@@ -107,9 +122,11 @@ def import_all(store: EventStore, path: str | Path, format: str | None = None,
     return out
 
 
-def _plan(store: EventStore, path: Path, parsed: ParsedSession, final: bool) -> dict[str, Any] | None:
+def _plan(store: EventStore, path: Path, parsed: ParsedSession, final: bool,
+          as_new: bool = False) -> dict[str, Any] | None:
     """The :meth:`EventStore.import_session` arguments for ``parsed`` (only its new events), or ``None``
     when there is nothing to store and no session yet. Raises like :func:`import_file`."""
+    parsed.external_key = _identity(store, path, parsed, as_new)
     _refuse_forgotten(store, path, parsed.external_key)
     events = _new_events(store, path, parsed.external_key, parsed.events if final else parsed.settled_events)
     if not events and not final and not _stored(store, parsed.external_key):
@@ -187,8 +204,117 @@ def _new_events(store: EventStore, path: Path, external_key: str, events: list[P
         elif first_new is not None:
             raise TranscriptError(path, _where(pe.source_ref), f"already imported, but it now comes after "
                                   f"{_where(first_new)}, which is new: the file changed before its end")
-        elif not same_event(old, pe.event):  # arguments by value: stores predate canonical_arguments
+        elif not same_record(old, pe.event):  # arguments by value: stores predate canonical_arguments
             raise TranscriptError(path, _where(pe.source_ref), "reads differently from when it was imported: the "
                                   "file was edited, or another transcript has the same identity "
                                   f"({external_key}); import a transcript that is still being written with --live")
     return [pe for pe in events if pe.source_ref not in stored]
+
+
+def _normalized(value: Any) -> Any:
+    """``value`` with every string's line endings made ``\\n``, each line's trailing whitespace removed, runs
+    of blank lines made one and leading/trailing blank lines dropped, recursively (dicts, lists; tool-call
+    ``arguments`` that are JSON by their parsed value)."""
+    if isinstance(value, str):
+        lines = [line.rstrip() for line in value.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+        # a run of blank lines counts as one: a reader may keep a whitespace-only line that it drops when empty
+        return "\n".join(line for i, line in enumerate(lines) if line or i == 0 or lines[i - 1]).strip("\n")
+    if isinstance(value, dict):
+        return {k: _normalized(_arguments(v) if k == "arguments" else v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_normalized(v) for v in value]
+    return value
+
+
+def _arguments(value: Any) -> Any:
+    """A tool call's ``arguments``: the parsed JSON value when it parses, else ``value`` itself."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json_loads(value)
+    except (ValueError, JSONNestingError):
+        return value
+
+
+def same_record(old: Event, new: Event) -> bool:
+    """Whether a stored event and a re-parsed one are the same record of a transcript: :func:`same_event`
+    (tool-call arguments by value), or equal once line endings and trailing whitespace in every string are
+    set aside (the same transcript saved with CRLF or with trailing whitespace)."""
+    if same_event(old, new):
+        return True
+    if old.KIND != new.KIND:
+        return False
+    return canonical_json(_normalized(old.to_payload())) == canonical_json(_normalized(new.to_payload()))
+
+
+def _first_record_hash(events: list[PendingEvent]) -> str:
+    """12 hex digits of SHA-256 over the first event's ``source_ref``, kind and normalized payload."""
+    pe = events[0]
+    text = canonical_json([pe.source_ref, pe.event.KIND, _normalized(pe.event.to_payload())])
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def _session_for_key(store: EventStore, key: str) -> Any:
+    """The stored session whose ``external_key`` is ``key``, else ``None``."""
+    try:
+        info = store.session(store.session_id_for(key))
+    except KeyError:
+        return None
+    return info if info.external_key == key else None
+
+
+def _head(store: EventStore, session_id: str) -> list[Any]:
+    """The session's first :data:`HEAD_RECORDS` stored events (legacy end-of-file placeholders left out)."""
+    stored = store.events(session_id, limit=HEAD_RECORDS * 4)
+    return [e for e in stored if not getattr(e.event, "eof_placeholder", False)][:HEAD_RECORDS]
+
+
+def _head_holds(store: EventStore, session_id: str, events: list[PendingEvent]) -> bool:
+    """Whether the parse still holds the stored session's first records: each of them that the parse has
+    (an abandoned Claude Code branch is not in it) reads the same (:func:`same_record`), and at least one is."""
+    head = _head(store, session_id)
+    if not head:
+        return True
+    parsed = {pe.source_ref: pe.event for pe in events if pe.source_ref is not None}
+    shared = [(e.event, parsed[e.source_ref]) for e in head if e.source_ref in parsed]
+    return bool(shared) and all(same_record(old, new) for old, new in shared)
+
+
+def _stored_copy(store: EventStore, fmt: str, events: list[PendingEvent]) -> str | None:
+    """The ``external_key`` of a stored session of format ``fmt`` with no id of its own (a content hash key)
+    whose first records are the parse's first records, one for one (a re-encoded copy), else ``None``."""
+    want = events[:HEAD_RECORDS]
+    for info in store.sessions():
+        if info.format != fmt or not info.external_key or ":sha256:" not in info.external_key:
+            continue
+        head = _head(store, info.id)
+        if len(head) != len(want):
+            continue
+        if all(e.source_ref == pe.source_ref and same_record(e.event, pe.event) for e, pe in zip(head, want)):
+            return info.external_key
+    return None
+
+
+def _identity(store: EventStore, path: Path, parsed: ParsedSession, as_new: bool) -> str:
+    """The ``external_key`` ``parsed`` is stored under (see :func:`import_file`, "Identity"); raises
+    :class:`TranscriptError` for a different transcript that reuses a stored id (without ``as_new``)."""
+    key, events = parsed.external_key, parsed.events
+    if not events:
+        return key
+    alias = f"{key}#{_first_record_hash(parsed.settled_events or events)}"  # settled: the same as the file grows
+    if _session_for_key(store, alias) is not None:
+        return alias  # imported with as_new before
+    info = _session_for_key(store, key)
+    if info is not None:
+        if info.source is not None and Path(info.source) == Path(parsed.source):
+            return key  # the same file: grown, or edited (an edit is refused by _new_events)
+        if _head_holds(store, info.id, events):
+            return key  # a copy of it (moved, re-encoded)
+        if as_new:
+            return alias
+        raise TranscriptError(path, None, f"a different transcript with the id of session {info.id} ({key}), "
+                              f"imported from {info.source}: its first records differ; nothing imported "
+                              "(--as-new imports it as its own session)")
+    if ":sha256:" in key:  # no id of its own: a re-encoded copy of a stored transcript is that session
+        return _stored_copy(store, parsed.format, events) or key
+    return key

@@ -34,7 +34,7 @@ from .. import plugins
 from ..engine.units import TokenCounter, Unit, UnitBuilder, header_lines, message_line, view_violations
 from ..events import AssistantMessage, Usage
 from ..port import ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile, SessionContext
-from .session import StoreKernelWriter, StoreSessionReader
+from .session import ReplayKernelWriter, StoreKernelWriter, StoreSessionReader
 
 __all__ = ["HostError", "EngineSetup", "ModelRequest", "RequestResult", "RequestLoop", "build_engine",
            "model_requests", "transcript_model", "estimator_name"]
@@ -108,13 +108,15 @@ class EngineSetup:
 
 def build_engine(store: Any, session_id: str, *, stream: str | Callable[[str], str], engine: str | None = None,
                  model: str | None = None, estimator: str | None = None,
-                 config: Mapping[str, Any] | None = None) -> EngineSetup:
+                 config: Mapping[str, Any] | None = None, scratch: bool = False) -> EngineSetup:
     """Build the session's engine through the plugin host, resolving every choice once.
 
     ``engine``: a registered engine plugin name (``None``: ``[engine] name`` of ``config``, else
     ``continuity``); ``estimator``: a registered estimator ``PLUGIN_NAME`` forced by the user (``None``:
     the ``latch_select_estimator`` hook's choice for ``model``); ``model`` ``None`` means the model the
-    session's events name. Kernel records go to ``stream`` (or ``stream(engine name)``). Raises :class:`HostError` for an unknown
+    session's events name. Kernel records go to ``stream`` (or ``stream(engine name)``): with ``scratch``, a
+    run of the store's replay scratch database (:class:`~latch.host.session.ReplayKernelWriter`; a replay),
+    else the store's own kernel records. Raises :class:`HostError` for an unknown
     engine or estimator (there is no fallback to another one).
     """
     cfg = dict(config or {})
@@ -126,7 +128,8 @@ def build_engine(store: Any, session_id: str, *, stream: str | Callable[[str], s
         chosen = plugins.select_estimator(model) if estimator is None else plugins.get_estimator(estimator)
     except plugins.PluginError as exc:
         raise HostError(str(exc)) from None
-    writer = StoreKernelWriter(store, session_id, stream(name) if callable(stream) else stream)
+    writer_class = ReplayKernelWriter if scratch else StoreKernelWriter
+    writer = writer_class(store, session_id, stream(name) if callable(stream) else stream)
     eng = factory(EngineProfile(session_id=session_id, model=model, reader=StoreSessionReader(store, session_id),
                                 writer=writer, config=cfg, estimator=chosen))
     hysteretic = bool(getattr(eng, "HYSTERETIC_EPOCHS", name == plugins.DEFAULT_ENGINE))

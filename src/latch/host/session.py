@@ -18,7 +18,7 @@ from ..kernel.ledger import KernelCache
 from ..store import EventStore, StoredEvent
 from .kernel import kernel_cache
 
-__all__ = ["StoreSessionReader", "StoreKernelWriter", "EmptyState"]
+__all__ = ["StoreSessionReader", "StoreKernelWriter", "ReplayKernelWriter", "EmptyState"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +77,8 @@ class StoreKernelWriter:
     """:class:`~latch.port.KernelWriter` appending to ``stream`` of one session's kernel records.
 
     ``stream`` is chosen by the host: the engine name plus a run id (``"continuity:main"``,
-    ``"continuity:replay-<uuid>"``), so replays never interfere with a live session.
+    ``"continuity:bench"``), so runs never interfere with a live session. A replay writes through
+    :class:`ReplayKernelWriter` (the scratch database beside the store) instead.
     """
 
     def __init__(self, store: EventStore, session_id: str, stream: str):
@@ -97,3 +98,36 @@ class StoreKernelWriter:
                 after_id: int = 0) -> list[tuple[int, str, int, dict[str, Any]]]:
         """``(id, kind, at_seq, payload)`` of this stream with ``id > after_id``, in append order."""
         return self._store.kernel_records(self.session_id, self.stream, kinds=kinds, after_id=after_id)
+
+
+class ReplayKernelWriter(StoreKernelWriter):
+    """:class:`~latch.port.KernelWriter` of a replay: a run of the store's replay scratch database
+    (:meth:`~latch.store.EventStore.replay_scratch`), not the store's own kernel records.
+
+    Every batch is one scratch transaction; :meth:`finish` marks the run complete and, with ``keep``,
+    promotes it into the store (:meth:`~latch.store.EventStore.keep_replay`, one transaction). A replay
+    that never finishes (killed) leaves an unfinished run that nothing promotes and ``latch prune-replays``
+    drops. Raises :class:`~latch.store.StoreError` when the scratch cannot be written.
+    """
+
+    def __init__(self, store: EventStore, session_id: str, stream: str):
+        super().__init__(store, session_id, stream)
+        self._scratch = store.replay_scratch()
+        self.run_id = self._scratch.start(session_id, stream)
+        self.kept = False
+
+    def append_many(self, records: Sequence[tuple[str, int, Mapping[str, Any]]]) -> list[int]:
+        """Append ``(kind, at_seq, payload)`` records to the run in one transaction; return their ids."""
+        return self._scratch.append(self.run_id, [(k, s, dict(p)) for k, s, p in records])
+
+    def records(self, kinds: Sequence[str] | None = None, *,
+                after_id: int = 0) -> list[tuple[int, str, int, dict[str, Any]]]:
+        """``(id, kind, at_seq, payload)`` of this run with ``id > after_id``, in append order."""
+        return self._scratch.records(self.run_id, kinds=kinds, after_id=after_id)
+
+    def finish(self, *, keep: bool = False) -> None:
+        """Mark the run finished; with ``keep``, move its records into the store's kernel records."""
+        self._scratch.finish(self.run_id)
+        if keep:
+            self._store.keep_replay(self.run_id)
+            self.kept = True

@@ -39,7 +39,7 @@ import re
 from pathlib import Path
 
 from ..events import SystemNote, ToolCall, UserMessage, canonical_arguments
-from ._common import Loc, SessionBuilder, dump_json, json_type
+from ._common import Loc, SessionBuilder, dump_json, head_text, json_type
 from ._pyrepr import literal_mapping
 from .base import Importer, ParsedSession, content_key, decode_text, load_json
 
@@ -110,11 +110,12 @@ class SweAgentImporter(Importer):
     DESCRIPTION = "SWE-agent .traj trajectory JSON (v1.x function calling and legacy/EnIGMA layouts)"
 
     def sniff(self, path: Path, head: bytes) -> int:
-        if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] != b"{":
+        text = head_text(head)  # UTF-8 (with or without a BOM) or UTF-16 with a BOM, like decode_text
+        if text.lstrip(" \t\r\n")[:1] != "{":
             return 0
         if path.suffix == ".traj":
-            return 95 if (b'"trajectory"' in head or b'"history"' in head) else 60
-        return 70 if (b'"trajectory"' in head and b'"history"' in head) else 0
+            return 95 if ('"trajectory"' in text or '"history"' in text) else 60
+        return 70 if ('"trajectory"' in text and '"history"' in text) else 0
 
     def parse(self, path: Path, data: bytes) -> ParsedSession:
         doc = load_json(path, decode_text(path, data))

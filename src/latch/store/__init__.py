@@ -25,16 +25,19 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ..events import Event, MediaRef, PendingEvent, canonical_json, decode_event
+from ._sqlite import StoreBusyError, StoreError, _busy, _damaged, _now, _until_not_busy, non_folder_parent
 from .fts import build_match_query, prepare_text
 from .migrations import MIGRATIONS
+from .replays import ReplayRun, ReplayScratch, replay_scratch_path
+
+StoreError.__module__ = StoreBusyError.__module__ = __name__  # their public home
 
 __all__ = [
     "EventStore",
@@ -46,58 +49,10 @@ __all__ = [
     "StoreError",
     "StoreBusyError",
     "non_folder_parent",
+    "ReplayScratch",
+    "ReplayRun",
+    "replay_scratch_path",
 ]
-
-
-class StoreError(Exception):
-    """A store operation failed; the store is unchanged. ``str()`` is one line naming the database."""
-
-
-class StoreBusyError(StoreError):
-    """Another process held the database's lock past the busy timeout (a :class:`StoreError`)."""
-
-
-def _busy(exc: BaseException) -> bool:
-    """SQLITE_BUSY / SQLITE_LOCKED (another connection holds the lock past the busy timeout)."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-    return "locked" in str(exc)
-
-
-def _until_not_busy(op: Callable[[], object], deadline: float) -> None:
-    """Run ``op``, retrying while SQLite reports busy, until ``deadline`` (``time.monotonic()`` seconds).
-
-    SQLite's busy handler does not wait for every lock: switching a brand-new file to WAL, or a write
-    transaction that would deadlock with another process's, returns SQLITE_BUSY at once. A short
-    back-off loop makes two processes that create the same store at once both succeed.
-    """
-    delay = 0.005
-    while True:
-        try:
-            op()
-            return
-        except (sqlite3.OperationalError, StoreError) as exc:
-            busy = isinstance(exc, StoreBusyError) or isinstance(exc, sqlite3.OperationalError) and _busy(exc)
-            if not busy or time.monotonic() >= deadline:
-                raise
-        time.sleep(delay)
-        delay = min(delay * 2, 0.1)
-
-
-def _damaged(exc: BaseException) -> bool:
-    """SQLITE_CORRUPT / SQLITE_NOTADB: a page of the file is not what SQLite wrote (``database disk image is
-    malformed``, ``file is not a database``, a broken FTS5 table)."""
-    if type(exc) is not sqlite3.DatabaseError:  # the bare class: not an IntegrityError, ProgrammingError...
-        return False
-    code = getattr(exc, "sqlite_errorcode", None)
-    return code is None or code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_ERROR)
-
-
-def non_folder_parent(path: Path) -> Path | None:
-    """The first of ``path``'s parents that exists but is not a folder (a file where a folder must be), else
-    ``None``: why no database can ever be created at ``path``."""
-    return next((q for q in path.parents if q.exists() and not q.is_dir()), None)
 
 
 def data_dir() -> Path:
@@ -116,10 +71,6 @@ def default_db_path(workspace: str | os.PathLike[str] | None = None) -> Path:
     digest = hashlib.sha256(str(ws).encode("utf-8", "surrogatepass")).hexdigest()[:12]
     name = "".join(c if c.isalnum() or c in "-_" else "-" for c in (ws.name or "root"))[:40]
     return data_dir() / "workspaces" / f"{name}-{digest}.db"
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +118,8 @@ class EventStore:
         self.path = Path(path) if str(path) != ":memory:" else Path(":memory:")
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
+        self._scratch: ReplayScratch | None = None
+        self._busy_timeout_ms = busy_timeout_ms
         try:
             if str(self.path) != ":memory:":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -281,6 +234,9 @@ class EventStore:
 
     def close(self) -> None:
         with self._lock:
+            if self._scratch is not None:
+                self._scratch.close()
+                self._scratch = None
             self._db.close()
 
     def __enter__(self) -> "EventStore":
@@ -559,6 +515,39 @@ class EventStore:
             args.extend(kinds)
         sql += " ORDER BY id"
         return [(r[0], r[1], r[2], json.loads(r[3])) for r in self._rows(sql, args)]
+
+    # ---------------------------------------------------------- replay scratch
+    @property
+    def replay_scratch_path(self) -> Path | None:
+        """Where this store's replay runs are written (``<store>.replays.sqlite``); ``None`` in memory."""
+        return replay_scratch_path(self.path)
+
+    def replay_scratch(self) -> ReplayScratch:
+        """The replay scratch database beside this store (see :mod:`latch.store.replays`), opened (and created)
+        once; an in-memory store has an in-memory one. Raises :class:`StoreError` when it cannot be opened."""
+        with self._lock:
+            if self._scratch is None:
+                where = self.replay_scratch_path
+                self._scratch = ReplayScratch(":memory:" if where is None else where,
+                                              busy_timeout_ms=self._busy_timeout_ms)
+            return self._scratch
+
+    def keep_replay(self, run_id: int) -> list[int]:
+        """Promote finished replay run ``run_id`` from the scratch into this store's kernel records (its own
+        stream, one transaction: all of it or nothing), then drop it from the scratch. Returns the new
+        record ids. Raises :class:`StoreError` when the run is unknown or unfinished (a killed replay is
+        never promoted); the store is then unchanged."""
+        scratch = self.replay_scratch()
+        try:
+            run = scratch.run(run_id)
+        except KeyError:
+            raise StoreError(f"replay run {run_id} is not in {scratch.path}") from None
+        if not run.finished:
+            raise StoreError(f"replay run {run_id} ({run.stream}) did not finish; it is not kept")
+        records = [(kind, at_seq, payload) for _, kind, at_seq, payload in scratch.records(run_id)]
+        ids = self.append_kernel_records(run.session_id, run.stream, records)
+        scratch.discard(run_id)
+        return ids
 
     def sqlite_version(self) -> str:
         return sqlite3.sqlite_version
