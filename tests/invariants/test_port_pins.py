@@ -155,8 +155,9 @@ def test_the_provider_sees_exactly_the_engine_view(store, wire_format, reply, re
         ran.append(call.id)
         return ToolResult(call.id, f"output of {call.id}", name=call.name, exit_code=0)
 
-    loop = AgentLoop(store, sid, Supervisor(factory, child_policy=factory), provider, model=MODEL, wire=wire_format,
-                     system_prompt=SYSTEM, tools=TOOLS, session_context=CONTEXT, tool_runner=runner)
+    loop = AgentLoop.from_supervisor(store, sid, Supervisor(factory, child_policy=factory), provider, model=MODEL,
+                                     wire=wire_format, system_prompt=SYSTEM, tools=TOOLS, session_context=CONTEXT,
+                                     tool_runner=runner, assume_yes=True)  # "ask" calls run; hard deny never
     for i in range(5):
         step = loop.step()
         view = spies[0].views[i]
@@ -218,7 +219,7 @@ def test_no_default_engine_kernel_context_behind_a_replacement(store, no_continu
     for _ in range(5):
         store.append(sid, model.request())
     provider = ScriptedProvider([_openai_reply(i) for i in range(6)])
-    loop = AgentLoop(store, sid, Supervisor(TailEngine.factory, child_policy=TailEngine.child_factory), provider,
+    loop = AgentLoop.from_supervisor(store, sid, Supervisor(TailEngine.factory, child_policy=TailEngine.child_factory), provider,
                      model=MODEL, system_prompt=SYSTEM, tools=TOOLS)
     for i in range(6):
         loop.say(f"next {i}")
@@ -228,7 +229,9 @@ def test_no_default_engine_kernel_context_behind_a_replacement(store, no_continu
     for body in provider.requests:
         assert "<kernel-context" not in json.dumps(body, ensure_ascii=False)
     kinds = {e.kind for e in store.events(sid)}
-    assert kinds <= {"user_message", "assistant_message", "tool_result", "usage", "system_note"}
+    # conversation kinds plus the host's own bookkeeping (estimate corrections, tool starts): no kernel context
+    assert kinds <= {"user_message", "assistant_message", "tool_result", "usage", "system_note",
+                     "estimate_correction", "tool_started"}
 
 
 def test_replay_through_a_replacement_writes_only_its_own_stream(store, no_continuity):
@@ -250,13 +253,13 @@ def test_the_configured_factory_governs_spawned_and_resumed_children(store, no_c
     root = new_session(store)
     sup = Supervisor(TailEngine.factory, child_policy=TailEngine.child_factory)
     provider = ScriptedProvider([_openai_reply(i) for i in range(4)])
-    loop = AgentLoop(store, root, sup, provider, model=MODEL)
+    loop = AgentLoop.from_supervisor(store, root, sup, provider, model=MODEL)
     child = loop.spawn_child("Brief: rename the tax module.", provider)
     child.step()
     assert [e.event.text for e in store.events(child.session_id, kinds=("user_message",))] == \
         ["Brief: rename the tax module."]  # the parent's history does not seed the child
-    resumed_child = AgentLoop(store, child.session_id, sup, provider, model=MODEL)
-    resumed_root = AgentLoop(store, root, sup, provider, model=MODEL)
+    resumed_child = AgentLoop.from_supervisor(store, child.session_id, sup, provider, model=MODEL)
+    resumed_root = AgentLoop.from_supervisor(store, root, sup, provider, model=MODEL)
     assert isinstance(resumed_child.engine, TailEngine) and isinstance(resumed_root.engine, TailEngine)
     assert TailEngine.built == [("root", root), ("child", child.session_id), ("child", child.session_id),
                                 ("root", root)]
@@ -264,9 +267,9 @@ def test_the_configured_factory_governs_spawned_and_resumed_children(store, no_c
 
     without_policy = Supervisor(TailEngine.factory)
     with pytest.raises(ChildPolicyError, match="no child policy"):
-        AgentLoop(store, root, without_policy, provider, model=MODEL).spawn_child("Brief", provider)
+        AgentLoop.from_supervisor(store, root, without_policy, provider, model=MODEL).spawn_child("Brief", provider)
     with pytest.raises(ChildPolicyError):
-        AgentLoop(store, child.session_id, without_policy, provider, model=MODEL)
+        AgentLoop.from_supervisor(store, child.session_id, without_policy, provider, model=MODEL)
 
 
 def test_a_default_root_governs_its_children_with_the_default_factory(store):
@@ -274,7 +277,7 @@ def test_a_default_root_governs_its_children_with_the_default_factory(store):
     store.append(root, [UserMessage("hello")])
     sup = Supervisor(get_engine_factory("continuity"))
     provider = ScriptedProvider([_openai_reply(i) for i in range(2)])
-    loop = AgentLoop(store, root, sup, provider, model=MODEL)
+    loop = AgentLoop.from_supervisor(store, root, sup, provider, model=MODEL)
     child = loop.spawn_child("Brief: check the docs.", provider)
     assert type(loop.engine) is ContinuityEngine and type(child.engine) is ContinuityEngine
     child.step()

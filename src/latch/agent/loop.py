@@ -33,12 +33,16 @@ from typing import Any
 
 from ..events import (AssistantMessage, EstimateCorrection, Event, ToolCall, ToolResult, ToolStarted, Usage,
                       UserMessage, canonical_arguments)
+from .. import plugins
+from ..engine.units import TokenCounter
 from ..host.loop import EngineSetup, RequestLoop, RequestResult
-from ..port import ContextBudget, ContextView, SessionContext
+from ..host.session import StoreKernelWriter, StoreSessionReader
+from ..port import ContextBudget, ContextView, EngineProfile, SessionContext
 from ..providers import ProviderError, ProviderOverflow, to_anthropic_messages, to_openai_chat
 from .context import SYSTEM_PROMPT
 from .permissions import Decision, PermissionPolicy
 from .steering import SteeringInbox
+from .supervisor import Supervisor
 from .tools import Tool, ToolContext, ToolOutcome, run_tool
 
 __all__ = ["AgentError", "AgentLoop", "Observer", "Step", "RunOutcome", "WIRE_FORMATS", "parse_response",
@@ -256,27 +260,83 @@ class AgentLoop:
     """
 
     def __init__(self, store: Any, session_id: str, provider: Any, *, setup: EngineSetup, budget: ContextBudget,
-                 tools: Sequence[Tool], tool_context: ToolContext, session_context: SessionContext,
-                 policy: PermissionPolicy | None = None, approve: Callable[[ToolCall, Decision], bool] | None = None,
-                 assume_yes: bool = False, system_prompt: str = SYSTEM_PROMPT, observer: Observer | None = None,
-                 tool_choice: str | None = None, max_output_tokens: int | None = None):
-        wire = getattr(provider, "wire", None)
+                 tools: Sequence[Tool | Mapping[str, Any]], tool_context: ToolContext | None,
+                 session_context: SessionContext, policy: PermissionPolicy | None = None,
+                 approve: Callable[[ToolCall, Decision], bool] | None = None, assume_yes: bool = False,
+                 system_prompt: str = SYSTEM_PROMPT, observer: Observer | None = None, tool_choice: str | None = None,
+                 max_output_tokens: int | None = None, tool_runner: Callable[[ToolCall], ToolResult] | None = None,
+                 wire: str | None = None, supervisor: Supervisor | None = None):
+        wire = wire or getattr(provider, "wire", None)
         if wire not in WIRE_FORMATS:
             raise ValueError(f"provider {getattr(provider, 'name', provider)!r} speaks an unknown wire format "
                              f"{wire!r} (known: {', '.join(WIRE_FORMATS)})")
         self.store, self.session_id, self.provider, self.wire = store, session_id, provider, wire
         self.setup, self.base_budget = setup, budget
-        self.tools = tuple(tools)
-        self.tool_context = tool_context
+        self.tools = tuple(t for t in tools if not isinstance(t, Mapping))
+        self.tool_context, self.tool_runner, self.supervisor = tool_context, tool_runner, supervisor
         self.policy = policy or PermissionPolicy()
         self.approve, self.assume_yes = approve, assume_yes
         self.observer = observer or Observer()
         self.tool_choice, self.max_output_tokens = tool_choice, max_output_tokens
         self.inbox = SteeringInbox(store, session_id)
         self._by_name = {t.NAME: t for t in self.tools}
+        schemas = [dict(t) if isinstance(t, Mapping) else dict(t.SCHEMA) for t in tools]
         self.requests = RequestLoop(store, session_id, setup, self.budget(), session_context=session_context,
-                                    system_prompt=system_prompt, tools=[dict(t.SCHEMA) for t in self.tools])
+                                    system_prompt=system_prompt, tools=schemas)
         self.turns = 0
+
+    @classmethod
+    def from_supervisor(cls, store: Any, session_id: str, supervisor: Supervisor, provider: Any, *,
+                        model: str | None = None, config: Mapping[str, Any] | None = None, estimator: Any = None,
+                        session_context: SessionContext | None = None, system_prompt: str = "",
+                        tools: Sequence[Tool | Mapping[str, Any]] = (), _spawn: bool = False,
+                        **options: Any) -> "AgentLoop":
+        """The loop of a session whose engine the supervisor builds (spec: "Port boundary", child sessions):
+        the root through its root factory, a child (the session has a parent) through the child policy,
+        spawned (``_spawn``) or resumed, from the session's profile; there is no fallback to the default
+        engine (:class:`~latch.agent.supervisor.ChildPolicyError`). ``estimator`` ``None`` is the
+        ``latch_select_estimator`` choice for ``model``. ``options`` are :class:`AgentLoop`'s (``wire``,
+        ``tool_runner``, ``policy``, ``assume_yes``, ...); the budget is the engine's default unless given."""
+        info = store.session(session_id)
+        factory = supervisor.root_factory if info.parent_id is None else supervisor.child_factory
+        chosen = estimator if estimator is not None else plugins.select_estimator(model)
+        writer = StoreKernelWriter(store, session_id, engine_stream(factory) if factory is not None else "engine:main")
+        profile = EngineProfile(session_id=session_id, model=model, reader=StoreSessionReader(store, session_id),
+                                writer=writer, config=dict(config or {}), estimator=chosen,
+                                parent_session_id=info.parent_id)
+        if info.parent_id is None:
+            engine = supervisor.build_root(profile)
+        else:
+            engine = supervisor.spawn_child(profile) if _spawn else supervisor.resume(profile)
+        name = getattr(type(engine), "PLUGIN_NAME", None) or type(engine).__name__
+        setup = EngineSetup(name, engine, chosen, TokenCounter(chosen), model, dict(config or {}), writer,
+                            bool(getattr(engine, "HYSTERETIC_EPOCHS", name == plugins.DEFAULT_ENGINE)))
+        budget = options.pop("budget", None) or engine.default_budget()
+        loop = cls(store, session_id, provider, setup=setup, budget=budget, tools=tools,
+                   tool_context=options.pop("tool_context", None),
+                   session_context=session_context or SessionContext(workspace=info.workspace),
+                   system_prompt=system_prompt, supervisor=supervisor, **options)
+        loop._child_options = dict(model=model, config=config, estimator=estimator, session_context=session_context,
+                                   system_prompt=system_prompt, tools=tools, **options)
+        return loop
+
+    @property
+    def engine(self) -> Any:
+        """The session's context engine (built once, by the host or the supervisor)."""
+        return self.setup.engine
+
+    def spawn_child(self, brief: str, provider: Any, **options: Any) -> "AgentLoop":
+        """A child session (same workspace) that starts from ``brief`` only, with an engine from the
+        supervisor's child policy (:class:`~latch.agent.supervisor.ChildPolicyError` when there is none).
+        ``options`` override this loop's (``model``, ``tools``, ``system_prompt``, ...)."""
+        if self.supervisor is None:
+            raise ValueError("spawn_child needs a loop built with AgentLoop.from_supervisor")
+        info = self.store.session(self.session_id)
+        child = self.store.create_session(workspace=info.workspace, parent_id=self.session_id, source="latch agent")
+        self.store.append(child, [UserMessage(brief)])
+        kwargs = {**getattr(self, "_child_options", {}), **options}
+        kwargs.pop("session_context", None)  # the child's own workspace context, never the parent's
+        return AgentLoop.from_supervisor(self.store, child, self.supervisor, provider, _spawn=True, **kwargs)
 
     # ------------------------------------------------------------------ budget
     def budget(self) -> ContextBudget:
@@ -313,11 +373,12 @@ class AgentLoop:
         def loader(sha256: str) -> bytes:
             return self.store.get_artifact(sha256)[1]
 
-        model = getattr(self.provider, "model", None) or self.setup.model
+        model = self.setup.model or getattr(self.provider, "model", None)
         out_cap = self.max_output_tokens or view.budget.reserve_tokens
         if self.wire == "openai-chat":
             body = to_openai_chat(view, loader, model=model)
-            body["max_tokens"] = out_cap
+            if self.max_output_tokens is not None:
+                body["max_tokens"] = self.max_output_tokens
             if self.tool_choice and view.tools:
                 body["tool_choice"] = (self.tool_choice if self.tool_choice in ("auto", "required", "none") else
                                        {"type": "function", "function": {"name": self.tool_choice}})
@@ -367,7 +428,7 @@ class AgentLoop:
     def _decide(self, call: ToolCall) -> tuple[Decision, bool, str]:
         decision = self.policy.decide(call.name, call.arguments)
         tool = self._by_name.get(call.name)
-        if decision.action == "ask" and tool is not None and not tool.MUTATES:
+        if decision.action == "ask" and tool is not None and not getattr(tool, "MUTATES", True):
             decision = Decision("allow", "does not change the workspace")
         if decision.action == "allow":
             return decision, True, ""
@@ -390,7 +451,13 @@ class AgentLoop:
         else:
             self.store.append(self.session_id, [ToolStarted(call.id, call.name, decision.action)])
             try:
-                outcome = run_tool(self.tools, call, self.tool_context)
+                if call.name not in self._by_name and self.tool_runner is not None:
+                    ran = self.tool_runner(call)
+                    outcome = ToolOutcome(ran.content, is_error=ran.is_error, exit_code=ran.exit_code)
+                elif self.tool_context is None:
+                    outcome = ToolOutcome(f"[not run: no tool {call.name!r} is available]", is_error=True)
+                else:
+                    outcome = run_tool(self.tools, call, self.tool_context)
             except Exception as exc:  # a tool's own bug must not lose the turn: the model sees it as an error
                 outcome = ToolOutcome(f"[tool {call.name} failed: {type(exc).__name__}: {exc}]", is_error=True)
         result = ToolResult(call.id, self._bound(outcome.content), is_error=outcome.is_error, name=call.name,
@@ -425,6 +492,10 @@ class AgentLoop:
         """Append a user turn now (between turns the session is at a safe boundary); returns its seq."""
         (seq,) = self.store.append(self.session_id, [UserMessage(text)])
         return seq
+
+    def step(self) -> Step:
+        """:meth:`turn` (the name the port-pin tests and earlier callers use)."""
+        return self.turn()
 
     def run(self, max_turns: int) -> RunOutcome:
         """Turns until the assistant answers without a tool call (``"done"``) or ``max_turns`` requests

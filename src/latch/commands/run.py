@@ -273,7 +273,8 @@ def register(cli: click.Group) -> None:
         loop = AgentLoop(store, session_id, provider, setup=setup, budget=budget, tools=tools, tool_context=tool_ctx,
                          session_context=ctx_obj, policy=PermissionPolicy(mode=mode), approve=_approve_on_tty(con),
                          assume_yes=assume_yes, system_prompt=SYSTEM_PROMPT,
-                         observer=_Printer(con, budget.hard_limit_tokens), tool_choice=tool_choice)
+                         observer=_Printer(con, budget.hard_limit_tokens), tool_choice=tool_choice,
+                         max_output_tokens=budget.reserve_tokens)
         if resume is not None:
             for call in repair_interrupted(store, session_id):
                 con.print(f"[yellow]interrupted: {_markup(_call_line(call))} (no result was recorded)[/yellow]")
