@@ -34,7 +34,7 @@ import click
 
 from . import __version__
 
-COMMAND_MODULES = ("sessions", "doctor", "replay", "context", "state", "plugins_cmd", "bench", "stress")
+COMMAND_MODULES = ("sessions", "doctor", "replay", "view", "context", "state", "plugins_cmd", "bench", "stress")
 
 
 def backend_error() -> str | None:
