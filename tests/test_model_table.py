@@ -119,7 +119,13 @@ def test_replay_and_context_headers_say_where_the_window_came_from(run, tmp_path
     res = run("replay", str(EXAMPLE), "--config", str(cfg))
     assert "window 1,000,000 · reserve 32,000" in res.output
     assert "window: the config's [models.claude-sonnet] entry" in res.output
-    assert "window: --window" in run("replay", str(EXAMPLE), "--window", "50000").output
+    assert "window: set by --window" in run("replay", str(EXAMPLE), "--window", "50000").output
+    bad = tmp_path / "bad.toml"  # valid alone (no table key prefixes "llama"), too big for llama-3's 8k window
+    bad.write_text('[models."llama"]\nreserve_tokens = 10000\n', encoding="utf-8")
+    res = run("replay", str(EXAMPLE), "--model", "llama-3-8b", "--config", str(bad))
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "models.llama: reserve_tokens (10000) must be below the context window of llama-3-8b (8192, from " \
+           "Latch's model table (llama-3))" in res.output
     sid = doc["session"]
     rep = json.loads(run("context", sid, "--json").output)
     assert (rep["window_source"], rep["window_entry"], rep["context_window_tokens"]) == ("model-table", "claude",

@@ -267,7 +267,7 @@ def window_line(source: str, entry: str | None, model: str | None) -> str:
     if source == "default":
         whose = f"model {markup(model)} has no \\[models] entry" if model else "the model is unknown"
         return f"[dim]window: Latch's default ({whose} in the config)[/dim]"
-    where = {"--window": "--window", "engine": "the engine's own default budget",
+    where = {"--window": "set by --window", "engine": "the engine's own default budget",
              "config": f"the config's \\[models.{markup(entry)}] entry",
              "model-table": f"Latch's model table (entry {markup(entry)})"}.get(source, markup(source))
     return f"[dim]window: {where}[/dim]"
