@@ -197,6 +197,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     views: list[Any] = []
     violations: list[str] = []
     last_sent = None
+    parsed: dict[int, Any] = {}  # request_changes' cache of parsed KernelContext messages, for this replay
     for res in loop.replay(plan.requests, progress):
         req = res.request
         usage = req.usage
@@ -211,7 +212,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         if keep_views:
             views.append(view)
         violations.extend(res.violations)
-        changes = request_changes(last_sent, res, loop.units)
+        changes = request_changes(last_sent, res, loop.units, parsed)
         last_sent = res
         total = view.tokens.total_tokens
         rows.append({

@@ -37,7 +37,7 @@ from ..engine.recall import recalled_seqs
 from ..engine.units import Unit
 from .loop import RequestResult
 
-__all__ = ["request_changes", "seq_ranges"]
+__all__ = ["Parsed", "request_changes", "seq_ranges"]
 
 _KERNEL_HEAD = re.compile(r'<kernel-context type="([\w-]+)" generation="\d+" revision="(\d+)"')
 _SECTION = re.compile(r"^<([a-z][a-z0-9-]*)[ >]", re.M)
@@ -54,35 +54,54 @@ def _units(res: RequestResult, units: Mapping[int, Unit]) -> list[int]:
     return list(seen)
 
 
-def _recalled(res: RequestResult) -> list[int]:
+Parsed = dict[int, tuple[Any, list[int], str | None, int | None, list[str]]]
+"""A caller's cache of parsed messages: ``id(message) -> (message, recalled seqs, kernel type, revision, sections)``
+(the views of one epoch share message objects, so each is parsed once)."""
+
+
+def _parse(m: Any, cache: Parsed) -> tuple[list[int], str | None, int | None, list[str]]:
+    got = cache.get(id(m))
+    if got is None or got[0] is not m:
+        if len(cache) > 65_536:
+            cache.clear()
+        head = _KERNEL_HEAD.search(m.content) if m.kind == "kernel_context" else None
+        sections = ([t for t in dict.fromkeys(_SECTION.findall(m.content)) if t != "kernel-context"]
+                    if m.kind == "kernel_context" else [])
+        got = cache[id(m)] = (m, recalled_seqs(m.content), head.group(1) if head else None,
+                              int(head.group(2)) if head else None, sections)
+    return got[1], got[2], got[3], got[4]
+
+
+def _recalled(res: RequestResult, cache: Parsed) -> list[int]:
     out: dict[int, None] = {}
     for m in res.view.messages if res.view is not None else ():
         if m.kind in ("kernel_context", "recall"):
-            out.update(dict.fromkeys(recalled_seqs(m.content)))
+            out.update(dict.fromkeys(_parse(m, cache)[0]))
     return list(out)
 
 
-def _kernel(res: RequestResult) -> list[tuple[bytes, dict[str, Any]]]:
+def _kernel(res: RequestResult, cache: Parsed) -> list[tuple[bytes, dict[str, Any]]]:
     out = []
     for i, m in enumerate(res.view.messages if res.view is not None else ()):
         if m.kind != "kernel_context":
             continue
-        head = _KERNEL_HEAD.search(m.content)
-        sections = [t for t in dict.fromkeys(_SECTION.findall(m.content)) if t != "kernel-context"]
-        out.append((res.lines[HEADER_LINES + i], {
-            "message": i, "type": head.group(1) if head else None, "revision": int(head.group(2)) if head else None,
-            "sections": sections, "tokens": res.line_tokens[HEADER_LINES + i]}))
+        _, kind, revision, sections = _parse(m, cache)
+        out.append((res.lines[HEADER_LINES + i], {"message": i, "type": kind, "revision": revision,
+                                                  "sections": sections, "tokens": res.line_tokens[HEADER_LINES + i]}))
     return out
 
 
-def request_changes(prev: RequestResult | None, cur: RequestResult, units: Mapping[int, Unit]) -> dict[str, Any]:
+def request_changes(prev: RequestResult | None, cur: RequestResult, units: Mapping[int, Unit],
+                    cache: Parsed | None = None) -> dict[str, Any]:
     """The changes from ``prev`` (the previous sent request, ``None`` for the first) to ``cur`` (see the module
-    docstring for the shape). ``units`` maps a seq to its conversation unit (:attr:`RequestLoop.units`).
-    Raises ``ValueError`` when ``cur`` (or ``prev``) was refused (it has no view)."""
+    docstring for the shape). ``units`` maps a seq to its conversation unit (:attr:`RequestLoop.units`);
+    ``cache`` (:data:`Parsed`, owned by the caller and passed to every call of one replay) saves parsing the
+    same KernelContext messages again. Raises ``ValueError`` when ``cur`` (or ``prev``) was refused (no view)."""
+    cache = {} if cache is None else cache
     if cur.view is None or (prev is not None and prev.view is None):
         raise ValueError("a refused request (ContextOverflow) has no view to compare")
     total = cur.view.tokens.total_tokens
-    now_units, now_recall, now_kernel = _units(cur, units), _recalled(cur), _kernel(cur)
+    now_units, now_recall, now_kernel = _units(cur, units), _recalled(cur, cache), _kernel(cur, cache)
     if prev is None:
         return {"previous": None, "cache": "first", "rotation_reason": None, "prefix_break": None,
                 "common_prefix_messages": 0, "common_prefix_tokens": 0, "tokens": total, "tokens_delta": total,
@@ -95,16 +114,16 @@ def request_changes(prev: RequestResult | None, cur: RequestResult, units: Mappi
         at = "system" if n == 0 else "tools" if n == 1 else "message"
         i = n - HEADER_LINES if at == "message" else None
         broke = {"line": n, "at": at, "message": i, "kind": prev.view.messages[i].kind if i is not None else None}
-    cache = "rotated" if cur.rotated else "broken" if cur.prefix_break or broke else "kept"
-    before_units, before_recall = _units(prev, units), _recalled(prev)
-    before_kernel = {line for line, _ in _kernel(prev)}
+    status = "rotated" if cur.rotated else "broken" if cur.prefix_break or broke else "kept"
+    before_units, before_recall = _units(prev, units), _recalled(prev, cache)
+    before_kernel = {line for line, _ in _kernel(prev, cache)}
     now_lines = {line for line, _ in now_kernel}
     had_units, has_units, had_recall, has_recall = (set(before_units), set(now_units), set(before_recall),
                                                     set(now_recall))
     return {
         "previous": prev.request.number if prev.request is not None else None,
-        "cache": cache,
-        "rotation_reason": cur.view.metrics.get("rotation_reason") if cache == "rotated" else None,
+        "cache": status,
+        "rotation_reason": cur.view.metrics.get("rotation_reason") if status == "rotated" else None,
         "prefix_break": broke,
         "common_prefix_messages": max(0, n - HEADER_LINES),
         "common_prefix_tokens": cur.common_prefix_tokens,
