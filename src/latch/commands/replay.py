@@ -17,7 +17,10 @@ engine's own accounting, for every engine:
   canonical bytes start with the previous request's (``prefix_breaks_within_epoch`` must be 0);
 * no automatic compaction record in the stream.
 
-Rotations (epoch changes, i.e. cache rewrites) are reported for every engine. Only an engine with
+Rotations (epoch changes, i.e. cache rewrites) are reported for every engine: the table's ``cache``
+column marks each rotation with the engine's reason and each prefix break (left out, and listed under
+the table, when the terminal is too narrow), and every request of the JSON has ``changes`` since the
+previous sent request (:func:`latch.host.changes.request_changes`, as ``latch view --diff`` prints it). Only an engine with
 hysteretic epochs (``continuity``, or a class declaring ``HYSTERETIC_EPOCHS = True``) is held to
 its bound ``rotations <= conversation_tokens / (0.25 * recent_tokens) + 1``; other strategies
 (sliding windows, observation masking) rewrite their prefix by design. ``recent_tokens`` here is
