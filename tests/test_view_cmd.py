@@ -134,3 +134,36 @@ def test_seq_ranges():
     assert seq_ranges([]) == "none"
     assert seq_ranges([9, 3, 4, 5, 4]) == "3..5, 9"
     assert seq_ranges(list(range(0, 40, 2)), limit=3) == "0, 2, 4, … (+17 more)"
+
+
+def _result(number, messages, *, system="", epoch=1, common=0, rotated=False, prefix_break=False, reason=None):
+    from latch.engine.units import request_lines
+    from latch.host.loop import ModelRequest, RequestResult
+    from latch.port import ComponentTokens, ContextBudget, ContextView
+
+    view = ContextView(session_id="s", system=system, tools=(), messages=tuple(messages),
+                       tokens=ComponentTokens(recent_tokens=10 * len(messages)), budget=ContextBudget(), epoch=epoch,
+                       metrics={"rotation_reason": reason})
+    lines = request_lines(view)
+    return RequestResult(None, ModelRequest(number, number, number - 1), view, None, 0.0, 0, 0, 10 * len(messages),
+                         [1] * len(lines), lines=lines, common_prefix_lines=common, rotated=rotated,
+                         prefix_break=prefix_break)
+
+
+def test_request_changes_names_a_broken_prefix_and_a_changed_system_field():
+    from latch.host.changes import request_changes
+    from latch.port import ViewMessage
+
+    a, b, c = (ViewMessage("user", t, seq=i) for i, t in enumerate(("one", "two", "three"), 1))
+    b2 = ViewMessage("user", "two, rewritten", seq=2)
+    prev = _result(1, [a, b])
+    broken = request_changes(prev, _result(2, [a, b2, c], common=3, prefix_break=True), {})
+    assert (broken["cache"], broken["prefix_break"]) == ("broken", {"line": 3, "at": "message", "message": 1,
+                                                                    "kind": "conversation"})
+    assert (broken["units_appended"], broken["units_evicted"], broken["common_prefix_messages"]) == ([3], [], 1)
+    system = request_changes(prev, _result(2, [a, b], system="new rules", epoch=2, rotated=True,
+                                           reason="instructions_changed"), {})
+    assert (system["cache"], system["rotation_reason"], system["prefix_break"]["at"]) == \
+        ("rotated", "instructions_changed", "system")
+    kept = request_changes(prev, _result(2, [a, b, c], common=4), {})
+    assert (kept["cache"], kept["prefix_break"], kept["units_appended"], kept["tokens_delta"]) == ("kept", None, [3], 10)
