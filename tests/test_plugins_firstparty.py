@@ -112,7 +112,10 @@ def test_tiktoken_is_selected_for_cl100k_models(tmp_path):
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert (doc["model"], doc["estimator"]) == ("gpt-4", "tiktoken")
-    forced = run_latch("replay", str(example), "--estimator", "tiktoken", "--json", "-", tmp_path=tmp_path)
+    # issue 12 item 3: the example's Claude model has a 200k window (model table), gpt-4 Latch's default 256k;
+    # --window gives both replays the same budget, so the rows (headroom included) compare
+    forced = run_latch("replay", str(example), "--estimator", "tiktoken", "--window", "256000", "--json", "-",
+                       tmp_path=tmp_path)
     assert json.loads(forced.stdout)["estimator"] == "tiktoken"  # forced for a Claude model too
     assert json.loads(forced.stdout)["requests"] == doc["requests"]
     # request 1 holds the first user message (a plain string) alone: 4 tokens of message overhead + its

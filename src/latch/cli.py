@@ -34,7 +34,8 @@ import click
 
 from . import __version__
 
-COMMAND_MODULES = ("sessions", "doctor", "replay", "context", "state", "plugins_cmd", "bench", "stress", "run")
+COMMAND_MODULES = ("sessions", "doctor", "replay", "view", "context", "state", "plugins_cmd", "bench", "stress",
+                   "run")
 
 
 def backend_error() -> str | None:
@@ -157,9 +158,11 @@ pass_app = click.make_pass_decorator(AppContext)
 
 
 class LatchGroup(click.Group):
-    """Turns the user-facing errors (bad transcript, plugin, store) into one line on stderr, status 1."""
+    """Turns the user-facing errors (bad transcript, plugin, store) into one line on stderr, status 1 (a config
+    error: status 2)."""
 
     def invoke(self, ctx):
+        from .config import ConfigError
         from .importers.base import TranscriptError
         from .plugins import PluginError
         from .store import StoreError
@@ -169,6 +172,8 @@ class LatchGroup(click.Group):
             return super().invoke(ctx)
         except (TranscriptError, PluginError, StoreError) as exc:
             raise click.ClickException(safe(str(exc))) from None
+        except ConfigError as exc:  # a [models] entry that only conflicts with the model table at use
+            raise click.UsageError(safe(str(exc))) from None
         except sqlite3.DatabaseError as exc:  # a damaged page read outside the store's own error mapping
             if type(exc) is not sqlite3.DatabaseError:
                 raise

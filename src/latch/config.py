@@ -23,6 +23,11 @@ the defaults. Known keys (spec: "Bounded materialization", "Cache epochs and wor
     api_key_env = "OPENAI_API_KEY"          # the environment variable holding the key (never the key)
     max_turns = 50
 
+A model's window and reserve are chosen in one place, :func:`model_window`: the config's
+``[models.NAME]`` entry, else Latch's model table (``latch/data/models.toml``, a data file: current
+Claude, GPT, Gemini, Qwen, GLM, DeepSeek and Llama families, matched by the longest prefix), else the
+defaults; :func:`budget_for_model` (every engine's ``default_budget``) builds on it.
+
 ``[engines.<name>]`` and tables named after a plugin are left to their owners; any other table or
 key is reported by :func:`unknown_keys` (the CLI prints one warning line each). Every value checked here must be a positive integer of at
 most :data:`MAX_TOKENS` (``reserve_tokens`` and ``recall_tokens`` may be 0; ``reserve_tokens`` must
@@ -34,9 +39,12 @@ the hard budget lowers the effective value (spec: "Bounded materialization").
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import tomllib
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +62,10 @@ __all__ = [
     "validate_config",
     "unknown_keys",
     "model_settings",
+    "ModelWindow",
+    "model_table",
+    "model_table_entry",
+    "model_window",
     "budget_for_model",
     "recall_tokens",
     "state_tokens",
@@ -143,6 +155,12 @@ def validate_config(data: Mapping[str, Any], source: str = "<config>") -> dict[s
         reserve = table.get("reserve_tokens", DEFAULT_RESERVE_TOKENS)
         if reserve >= window:
             raise ConfigError(f"{where}: reserve_tokens ({reserve}) must be below context_window_tokens ({window})")
+        if "reserve_tokens" in table and "context_window_tokens" not in table:
+            key, known = model_table_entry(str(name))  # the window this entry's models get from the table
+            if known and reserve >= known["context_window_tokens"]:
+                raise ConfigError(f"{where}: reserve_tokens ({reserve}) must be below the context window of "
+                                  f"{name} ({known['context_window_tokens']}, Latch's model table entry {key}); "
+                                  f"set context_window_tokens too")
     engine = out.get("engine", {})
     if not isinstance(engine, Mapping):
         raise ConfigError(f"{source}: [engine] must be a table, got {type(engine).__name__}")
@@ -202,23 +220,120 @@ def unknown_keys(data: Mapping[str, Any], source: str = "<config>", owned: Itera
 
 
 def model_settings(config: Mapping[str, Any] | None, model: str | None) -> Mapping[str, Any]:
-    """The ``[models.<name>]`` table for ``model``: exact id, else the longest key prefixing it, else ``{}``."""
+    """The config's ``[models.<name>]`` table for ``model``: exact id, else the longest key prefixing it, else ``{}``
+    (Latch's model table is not consulted: see :func:`model_window`)."""
+    return _config_entry(config, model)[1]
+
+
+MODEL_TABLE = "models.toml"
+"""Latch's model table, package data of ``latch/data`` (see the file's header for its rules)."""
+
+
+@functools.lru_cache(maxsize=1)
+def model_table() -> dict[str, dict[str, int]]:
+    """Latch's model table: ``{key: {"context_window_tokens": int, "reserve_tokens": int}}``, keys lower case.
+
+    Read once from the package data file :data:`MODEL_TABLE` and validated like a config's ``[models]``
+    (a broken table raises :class:`ConfigError` naming the file: a packaging bug, never user input).
+    """
+    source = f"latch/data/{MODEL_TABLE}"
+    data = tomllib.loads((resources.files("latch") / "data" / MODEL_TABLE).read_text(encoding="utf-8"))
+    table = validate_config({"models": data.get("models", {})}, source)["models"]
+    out: dict[str, dict[str, int]] = {}
+    for key, entry in table.items():
+        if set(entry) != set(MODEL_KEYS):
+            raise ConfigError(f"{source}: models.{key} must set exactly {', '.join(MODEL_KEYS)}")
+        out[key.lower()] = {k: int(entry[k]) for k in MODEL_KEYS}
+    return out
+
+
+def model_table_entry(model: str | None) -> tuple[str | None, Mapping[str, int]]:
+    """``(key, entry)`` of Latch's model table for ``model``, else ``(None, {})``.
+
+    Matching is case-insensitive by the longest key prefixing the id; an id with a provider route
+    (``anthropic/claude-sonnet-4-5``, ``openrouter/qwen/qwen3-coder``) is tried without it (the part after
+    the last ``/``) when the whole id matches nothing.
+    """
+    if not model:
+        return None, {}
+    table = model_table()
+    for candidate in dict.fromkeys((model.lower(), model.lower().rpartition("/")[2])):
+        keys = [k for k in table if candidate.startswith(k)]
+        if keys:
+            key = max(keys, key=len)
+            return key, table[key]
+    return None, {}
+
+
+def _config_entry(config: Mapping[str, Any] | None, model: str | None) -> tuple[str | None, Mapping[str, Any]]:
     models = (config or {}).get("models", {}) or {}
     if not model:
-        return {}
+        return None, {}
     if model in models:
-        return models[model]
+        return model, models[model]
     prefixes = [k for k in models if model.startswith(k)]
-    return models[max(prefixes, key=len)] if prefixes else {}
+    if prefixes:
+        key = max(prefixes, key=len)
+        return key, models[key]
+    return None, {}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelWindow:
+    """Where ``model``'s window and reserve (tokens) come from: ``source`` (and ``reserve_source``) is
+    ``"config"`` (a ``[models.NAME]`` entry: ``entry`` is its NAME), ``"model-table"`` (Latch's model table:
+    ``entry`` is its key) or ``"default"`` (:data:`DEFAULT_CONTEXT_WINDOW_TOKENS`, :data:`DEFAULT_RESERVE_TOKENS`)."""
+
+    context_window_tokens: int
+    reserve_tokens: int
+    source: str
+    entry: str | None = None
+    reserve_source: str = "default"
+    reserve_entry: str | None = None
+
+    def describe(self) -> str:
+        """One line for a report header: where the window came from (plain text, model ids unescaped)."""
+        if self.source == "config":
+            return f"config [models.{self.entry}]"
+        if self.source == "model-table":
+            return f"Latch's model table ({self.entry})"
+        return "Latch's default"
+
+
+def model_window(config: Mapping[str, Any] | None, model: str | None) -> ModelWindow:
+    """The context window and reserve of ``model`` (tokens), each from the first that has it: the config's
+    ``[models.NAME]`` entry (:func:`model_settings`), Latch's model table (:func:`model_table_entry`), the
+    defaults. A table reserve that does not fit under a configured window is replaced by the default one.
+    Raises :class:`ConfigError` when a configured reserve is not below the window the table gives.
+    """
+    ckey, conf = _config_entry(config, model)
+    tkey, known = model_table_entry(model)
+    if "context_window_tokens" in conf:
+        window, source, entry = int(conf["context_window_tokens"]), "config", ckey
+    elif known:
+        window, source, entry = known["context_window_tokens"], "model-table", tkey
+    else:
+        window, source, entry = DEFAULT_CONTEXT_WINDOW_TOKENS, "default", None
+    if "reserve_tokens" in conf:
+        reserve, r_source, r_entry = int(conf["reserve_tokens"]), "config", ckey
+    elif known and known["reserve_tokens"] < window:
+        reserve, r_source, r_entry = known["reserve_tokens"], "model-table", tkey
+    else:
+        reserve, r_source, r_entry = DEFAULT_RESERVE_TOKENS, "default", None
+    if reserve >= window:
+        raise ConfigError(f"models.{ckey}: reserve_tokens ({reserve}) must be below the context window of {model} "
+                          f"({window}, from {ModelWindow(window, reserve, source, entry).describe()})")
+    return ModelWindow(window, reserve, source, entry, r_source, r_entry)
 
 
 def budget_for_model(config: Mapping[str, Any] | None, model: str | None) -> "ContextBudget":
-    """The :class:`~latch.port.ContextBudget` of ``model`` under ``config`` (defaults where a key is absent)."""
-    m = model_settings(config, model)
+    """The :class:`~latch.port.ContextBudget` of ``model`` under ``config``: window and reserve from
+    :func:`model_window` (config entry, model table, defaults), ``recent_tokens`` from ``[context]``."""
+    m = model_window(config, model)
     context = (config or {}).get("context", {}) or {}
     return ContextBudget(
-        context_window_tokens=int(m.get("context_window_tokens", DEFAULT_CONTEXT_WINDOW_TOKENS)),
-        reserve_tokens=int(m.get("reserve_tokens", DEFAULT_RESERVE_TOKENS)),
+        context_window_tokens=m.context_window_tokens,
+        reserve_tokens=m.reserve_tokens,
         recent_tokens=int(context.get("recent_tokens", DEFAULT_RECENT_TOKENS)),
     )
 

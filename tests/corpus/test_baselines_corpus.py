@@ -17,6 +17,7 @@ import pytest
 
 from corpus_support import OVERSIZED_AT_28K, corpus_items, corpus_name, import_item, item_id
 from latch import plugins
+from latch.config import model_window
 from latch.commands.replay import run_replay
 from latch.providers import (to_anthropic_messages, to_openai_chat, validate_anthropic_messages,
                              validate_openai_chat)
@@ -25,7 +26,7 @@ from latch.store import EventStore
 pytestmark = pytest.mark.corpus
 
 TINY = {"window": 32_000, "reserve": 4_000, "recent": 4_000}
-DEFAULT: dict[str, int] = {}  # 256,000 / 32,000 / 64,000 tokens
+DEFAULT: dict[str, int] = {}  # the model's window and reserve (latch.config.model_window) / 64,000 tokens
 CASES = [(engine, budget) for engine in ("sliding-window", "observation-masking", "summary")
          for budget in ("tiny", "default")]
 CODEX = "edgerunner_codex-session.jsonl"  # the longest file: 174 requests (taken whole), ~370k tokens
@@ -64,7 +65,9 @@ def test_baseline_replays_within_budget_and_valid(item, engine, budget, corpus_d
         summary = doc["summary"]
         assert doc["engine"] == engine
         hard = summary["hard_limit_tokens"]
-        assert hard == (28_000 if budget == "tiny" else 224_000)
+        # issue 12 item 3: the default budget is the model's (model table), no longer 256,000 - 32,000 for all
+        window = model_window({}, doc["model"])
+        assert hard == (28_000 if budget == "tiny" else window.context_window_tokens - window.reserve_tokens)
         assert summary["violations"] == []
         assert (summary["hysteretic_epochs"], summary["rotation_bound"]) == (False, None)
         assert summary["prefix_breaks_within_epoch"] == 0

@@ -143,7 +143,7 @@ class StressConfig:
     batch: int = 5_000
     """Events per append transaction."""
     budget: ContextBudget | None = None
-    """Default: the model's budget (256k window, 32k reserve, 64k recent)."""
+    """Default: the model's budget (:func:`latch.config.budget_for_model`: Claude's 200k window, 32k reserve, 64k recent)."""
     parallel: bool | None = None
     """Producer process; default: ``events >= PARALLEL_MIN_EVENTS``."""
     db: str | None = None

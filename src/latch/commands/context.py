@@ -6,9 +6,10 @@ token breakdown per component (≈: no provider usage exists for a fresh view), 
 seq, the tokens that left working memory since the previous request on that stream, reserve,
 headroom, event and episode counts, and status (spec: "Bounded materialization"). The estimator
 is the plugins' choice for the model (``latch_select_estimator``) unless ``--estimator NAME``
-forces one; the engine gets it and the configuration through its ``EngineProfile``. A model
-without a ``[models.NAME]`` entry in the configuration gets Latch's default window, and the report
-says so (``window_source``: ``"config"`` or ``"default"`` in ``--json``). The engine is imported
+forces one; the engine gets it and the configuration through its ``EngineProfile``. The window
+comes from the configuration's ``[models.NAME]`` entry, else Latch's model table, else Latch's
+default (:func:`latch.config.model_window`), and the report says which (``window_source``:
+``"config"``, ``"model-table"``, ``"engine"`` or ``"default"`` and ``window_entry`` in ``--json``). The engine is imported
 when the command runs, never at module import.
 """
 
@@ -19,7 +20,7 @@ from rich.console import Console
 
 from ..cli import pass_app
 from ..textsafe import Table, console, dumps, markup
-from .replay import resolve_engine_factory
+from .replay import resolve_engine_factory, window_line, window_origin
 
 __all__ = ["register"]
 
@@ -32,7 +33,8 @@ def _n(v) -> str:
     return "–" if v is None else f"{v:,}"
 
 
-def _print(con: Console, rep: dict, engine: str, estimator: str, model: str | None, window_source: str) -> None:
+def _print(con: Console, rep: dict, engine: str, estimator: str, model: str | None, window_source: str,
+           window_entry: str | None = None) -> None:
     approx = "≈ " if rep["approximate"] else ""
     t = Table(title=f"/context · session {markup(rep['session'])} · engine {markup(engine)} · estimator "
                     f"{markup(estimator)} · epoch {rep['epoch']} ({markup(rep['rotation_reason'] or 'n/a')}) · "
@@ -55,9 +57,7 @@ def _print(con: Console, rep: dict, engine: str, estimator: str, model: str | No
     t.add_row("headroom", approx + _n(rep["headroom_tokens"]), "")
     t.add_row("left working memory", approx + _n(rep["left_tokens"]), "since the previous request")
     con.print(t)
-    if window_source == "default":
-        whose = f"model {markup(model)} has no \\[models] entry" if model else "the model is unknown"
-        con.print(f"[dim]window: Latch's default ({whose} in the config)[/dim]")
+    con.print(window_line(window_source, window_entry, model))
     cache = rep["cacheability"]
     con.print(f"events {_n(rep['events'])} · episodes {_n(rep['episodes'])} · messages {_n(rep['messages'])} · "
               f"span {_n(rep['span_user_turns'])} user turn(s) · images {_n(rep['image_count'])} "
@@ -80,7 +80,6 @@ def register(cli: click.Group) -> None:
     @pass_app
     def context_cmd(app, session, engine, model, estimator, config_path, as_json):
         """The /context report of SESSION's next view: token breakdown, retention, headroom, status."""
-        from ..config import model_settings
         from ..engine.report import context_report
         from ..host.loop import HostError, RequestLoop, build_engine
 
@@ -102,9 +101,9 @@ def register(cli: click.Group) -> None:
             raise click.ClickException(f"context overflow: {res.overflow}")
         view = res.view
         rep = context_report(view)
-        window_source = "config" if "context_window_tokens" in model_settings(config, model) else "default"
+        window_source, window_entry = window_origin(config, model, view.budget.context_window_tokens, None)
         if as_json:
             click.echo(dumps({"engine": name, "estimator": setup.estimator_name, "model": model,
-                              "window_source": window_source, **rep}, indent=2))
+                              "window_source": window_source, "window_entry": window_entry, **rep}, indent=2))
         else:
-            _print(console(highlight=False), rep, name, setup.estimator_name, model, window_source)
+            _print(console(highlight=False), rep, name, setup.estimator_name, model, window_source, window_entry)

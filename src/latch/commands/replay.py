@@ -19,7 +19,10 @@ engine's own accounting, for every engine:
   canonical bytes start with the previous request's (``prefix_breaks_within_epoch`` must be 0);
 * no automatic compaction record in the stream.
 
-Rotations (epoch changes, i.e. cache rewrites) are reported for every engine. Only an engine with
+Rotations (epoch changes, i.e. cache rewrites) are reported for every engine: the table's ``cache``
+column marks each rotation with the engine's reason and each prefix break (left out, and listed under
+the table, when the terminal is too narrow), and every request of the JSON has ``changes`` since the
+previous sent request (:func:`latch.host.changes.request_changes`, as ``latch view --diff`` prints it). Only an engine with
 hysteretic epochs (``continuity``, or a class declaring ``HYSTERETIC_EPOCHS = True``) is held to
 its bound ``rotations <= conversation_tokens / (0.25 * recent_tokens) + 1``; other strategies
 (sliding windows, observation masking) rewrite their prefix by design. ``recent_tokens`` here is
@@ -40,7 +43,7 @@ from __future__ import annotations
 import sys
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import click
@@ -51,10 +54,11 @@ from rich.measure import Measurement
 from ..cli import pass_app
 from ..config import MAX_TOKENS
 from ..events import Usage
-from ..textsafe import PIPE_WIDTH, Table, console, dumps, markup, safe
+from ..textsafe import PIPE_WIDTH, Table, cell, console, dumps, markup, safe
 from . import output_file
 
-__all__ = ["resolve_engine_factory", "resolve_estimator_choice", "run_replay", "register"]
+__all__ = ["resolve_engine_factory", "resolve_estimator_choice", "ReplayPlan", "plan_replay", "run_replay",
+           "window_origin", "window_line", "replay_options", "register"]
 
 PROGRESS_MIN_REQUESTS = 40
 
@@ -100,6 +104,68 @@ def _requests(events: list[Any]) -> list[tuple[int, int, Usage | None]]:
     return [(r.seq, r.until_seq, r.usage) for r in model_requests(events)]
 
 
+@dataclass
+class ReplayPlan:
+    """A replay ready to run: the engine ``setup``, the checked ``budget`` (``recent_tokens`` effective),
+    ``requested_recent`` (as configured or passed), where the window came from (``window_source``:
+    ``"--window"``, ``"config"``, ``"model-table"``, ``"engine"`` (the engine's own default budget differs
+    from :func:`latch.config.model_window`) or ``"default"``; ``window_entry``: the ``[models.NAME]`` or
+    model-table key), the session's model ``requests`` and the one request ``loop``."""
+
+    setup: Any
+    budget: Any
+    requested_recent: int
+    window_source: str
+    window_entry: str | None
+    requests: list[Any]
+    loop: Any
+
+
+def window_origin(config: Mapping[str, Any], model: str | None, window: int, flag: int | None) -> tuple[str, str | None]:
+    """``(window_source, window_entry)`` of a budget whose window is ``window`` tokens (see :class:`ReplayPlan`);
+    ``flag`` is the ``--window`` value (``None``: not given)."""
+    from ..config import model_window
+
+    if flag is not None:
+        return "--window", None
+    chosen = model_window(config, model)
+    if chosen.context_window_tokens != window:
+        return "engine", None
+    return chosen.source, chosen.entry
+
+
+def plan_replay(store: Any, session_id: str, *, engine: str | None = None, model: str | None = None,
+                estimator: str | None = None, config: Mapping[str, Any] | None = None, window: int | None = None,
+                reserve: int | None = None, recent: int | None = None, scratch: bool = True) -> ReplayPlan:
+    """Build the engine (stream ``<engine>:replay-<id>``, a run of the replay scratch database unless
+    ``scratch`` is false), the budget and the request loop of a replay of ``session_id`` (options as
+    :func:`run_replay`). Raises ``click.UsageError`` for an unknown engine or estimator or a reserve not
+    below the window."""
+    from ..host.loop import HostError, RequestLoop, build_engine, model_requests
+
+    config = dict(config or {})
+    resolve_engine_factory(engine, config)  # an unknown engine is a usage error naming the option
+    replay_id = uuid.uuid4().hex[:12]
+    try:
+        setup = build_engine(store, session_id, stream=lambda name: f"{name}:replay-{replay_id}", engine=engine,
+                             model=model, estimator=estimator, config=config, scratch=scratch)
+    except HostError as exc:
+        raise click.UsageError(str(exc)) from None
+    budget = setup.engine.default_budget()
+    overrides = {k: v for k, v in (("context_window_tokens", window), ("reserve_tokens", reserve),
+                                   ("recent_tokens", recent)) if v is not None}
+    budget = replace(budget, **overrides)
+    if budget.reserve_tokens >= budget.context_window_tokens:
+        raise click.UsageError(f"--reserve ({budget.reserve_tokens}) must be below --window "
+                               f"({budget.context_window_tokens})")
+    requested_recent = budget.recent_tokens
+    budget = replace(budget, recent_tokens=min(requested_recent, budget.hard_limit_tokens))
+    source, entry = window_origin(config, setup.model, budget.context_window_tokens, window)
+    requests = model_requests(store.events(session_id))
+    return ReplayPlan(setup, budget, requested_recent, source, entry, requests,
+                      RequestLoop(store, session_id, setup, budget))
+
+
 def run_replay(store: Any, session_id: str, *, engine: str | None = None, model: str | None = None,
                estimator: str | None = None, config: Mapping[str, Any] | None = None, window: int | None = None,
                reserve: int | None = None, recent: int | None = None,
@@ -110,14 +176,18 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     ``engine`` and ``estimator`` are plugin names (``None``: the configured engine, the model's
     estimator); ``config`` is Latch's configuration, passed to the engine as
     ``EngineProfile.config``. The document is ``{"session", "engine", "estimator", "stream",
-    "model", "budget", "requests": [...], "summary": {...}}`` as written by ``latch replay
+    "model", "budget", "window_entry", "requests": [...], "summary": {...}}`` as written by ``latch replay
     --json``; ``budget`` holds ``context_window_tokens``, ``reserve_tokens``, ``recent_tokens``
     (effective: at most ``window - reserve``), ``requested_recent_tokens`` (as configured or
-    passed) and ``window_source`` (``"--window"``, ``"config"``: a ``[models.NAME]`` entry, or
-    ``"default"``: Latch's default window, no entry matches the model); each request has the
+    passed) and ``window_source`` (``"--window"``, ``"config"``: a ``[models.NAME]`` entry,
+    ``"model-table"``: Latch's model table, ``"engine"``: the engine's own default budget, or
+    ``"default"``: Latch's default window, nothing matches the model; ``window_entry`` names the entry
+    or key); each request has the
     component tokens (``state_tokens`` is the canonical state's size), ``total_tokens``,
     ``epoch``, ``first_retained_seq``, ``cacheability``, ``recent_limit_tokens`` (the engine's
-    effective limit, when it reports one). ``progress(done, total)`` is called after each request.
+    effective limit, when it reports one) and ``changes`` (since the previous sent request:
+    :func:`latch.host.changes.request_changes`; ``None`` for a refused request).
+    ``progress(done, total)`` is called after each request.
     The views come from the host's one request loop (:class:`latch.host.loop.RequestLoop`).
 
     The engine's kernel records go to a run of the store's replay scratch database
@@ -126,43 +196,21 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     ``document["kept"]`` says which. Raises ``click.UsageError`` for a bad engine, estimator or budget
     and :class:`~latch.store.StoreError` when the scratch cannot be written.
     """
-    from ..config import model_settings
     from ..engine.report import COMPONENTS
-    from ..host.loop import HostError, RequestLoop, build_engine, model_requests
+    from ..host.changes import request_changes
 
-    config = dict(config or {})
-    resolve_engine_factory(engine, config)  # an unknown engine is a usage error naming the option
-    events = list(store.events(session_id))
-    replay_id = uuid.uuid4().hex[:12]
-    try:
-        setup = build_engine(store, session_id, stream=lambda name: f"{name}:replay-{replay_id}", engine=engine,
-                             model=model, estimator=estimator, config=config, scratch=True)
-    except HostError as exc:
-        raise click.UsageError(str(exc)) from None
+    plan = plan_replay(store, session_id, engine=engine, model=model, estimator=estimator, config=config,
+                       window=window, reserve=reserve, recent=recent)
+    setup, budget, loop = plan.setup, plan.budget, plan.loop
     model = setup.model
-    budget = setup.engine.default_budget()
-    overrides = {k: v for k, v in (("context_window_tokens", window), ("reserve_tokens", reserve),
-                                   ("recent_tokens", recent)) if v is not None}
-    budget = replace(budget, **overrides)
-    if budget.reserve_tokens >= budget.context_window_tokens:
-        raise click.UsageError(f"--reserve ({budget.reserve_tokens}) must be below --window "
-                               f"({budget.context_window_tokens})")
     hard = budget.hard_limit_tokens
-    requested_recent = budget.recent_tokens
-    budget = replace(budget, recent_tokens=min(requested_recent, hard))
-    if window is not None:
-        window_source = "--window"
-    elif "context_window_tokens" in model_settings(config, model):
-        window_source = "config"
-    else:
-        window_source = "default"
-    requests = model_requests(events)
-    loop = RequestLoop(store, session_id, setup, budget)
 
     rows: list[dict[str, Any]] = []
     views: list[Any] = []
     violations: list[str] = []
-    for res in loop.replay(requests, progress):
+    last_sent = None
+    parsed: dict[int, Any] = {}  # request_changes' cache of parsed KernelContext messages, for this replay
+    for res in loop.replay(plan.requests, progress):
         req = res.request
         usage = req.usage
         row: dict[str, Any] = {"request": req.number, "seq": req.seq, "until_seq": req.until_seq,
@@ -171,11 +219,13 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
                                "provider_cache_read_tokens": usage.cache_read_tokens if usage else None}
         view = res.view
         if view is None:
-            rows.append({**row, "status": "overflow", "error": res.overflow, "total_tokens": None})
+            rows.append({**row, "status": "overflow", "error": res.overflow, "total_tokens": None, "changes": None})
             continue
         if keep_views:
             views.append(view)
         violations.extend(res.violations)
+        changes = request_changes(last_sent, res, loop.units, parsed)
+        last_sent = res
         total = view.tokens.total_tokens
         rows.append({
             **row, "status": view.status, "total_tokens": total, "recounted_tokens": res.recounted_tokens,
@@ -186,7 +236,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
             "left_tokens": view.metrics.get("left_tokens"), "rotation_reason": view.metrics.get("rotation_reason"),
             "image_count": view.metrics.get("image_count"), "image_tokens": view.metrics.get("image_tokens"),
             "recent_limit_tokens": view.metrics.get("recent_limit_tokens"),
-            "headroom_tokens": hard - total, "messages": len(view.messages),
+            "headroom_tokens": hard - total, "messages": len(view.messages), "changes": changes,
         })
     history = loop.history_tokens
     compactions = sum(1 for r in setup.writer.records() if "compact" in r[1])
@@ -219,9 +269,22 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
            "model": model, "kept": keep,
            "budget": {"context_window_tokens": budget.context_window_tokens,
                       "reserve_tokens": budget.reserve_tokens, "recent_tokens": budget.recent_tokens,
-                      "requested_recent_tokens": requested_recent, "window_source": window_source},
+                      "requested_recent_tokens": plan.requested_recent, "window_source": plan.window_source},
+           "window_entry": plan.window_entry,
            "requests": rows, "summary": summary}
     return doc, views
+
+
+def window_line(source: str, entry: str | None, model: str | None) -> str:
+    """The report header's rich-markup line saying where the window came from (``source``/``entry`` as
+    :func:`window_origin` gives them; the model id escaped)."""
+    if source == "default":
+        whose = f"model {markup(model)} has no \\[models] entry" if model else "the model is unknown"
+        return f"[dim]window: Latch's default ({whose} in the config)[/dim]"
+    where = {"--window": "set by --window", "engine": "the engine's own default budget",
+             "config": f"the config's \\[models.{markup(entry)}] entry",
+             "model-table": f"Latch's model table (entry {markup(entry)})"}.get(source, markup(source))
+    return f"[dim]window: {where}[/dim]"
 
 
 def _fmt(v: Any) -> str:
@@ -244,6 +307,44 @@ _LEGEND = {"instr": "system + session context", "state": "canonical state", "vie
            "provider": "prompt tokens the provider reported"}
 
 
+_LEGEND["cache"] = ("rotated: a new cache epoch (the engine's reason); broken: the cached prefix broke "
+                    "within an epoch (see `latch view --diff`)")
+
+
+def _cache_mark(changes: Mapping[str, Any] | None) -> str:
+    """The cache column's cell: ``rotated (REASON)``, ``broken (at …)`` or ``""`` (prefix kept, first request)."""
+    if not changes or changes["cache"] in ("first", "kept"):
+        return ""
+    if changes["cache"] == "rotated":
+        return f"rotated ({changes['rotation_reason'] or 'no reason given'})"
+    brk = changes.get("prefix_break") or {}
+    at = f"message {brk['message']}" if brk.get("at") == "message" else brk.get("at", "?")
+    return f"broken (at {at})"
+
+
+def _table(con: Console, columns: list[tuple[str, str]], rows: list[dict[str, Any]],
+           marks: Mapping[int, str] | None, *, force: bool = False) -> Table | None:
+    """The per-request table (with the ``cache`` column when ``marks`` is given): one space of padding, or none
+    when that does not fit the console; ``None`` when even that does not fit, unless ``force``."""
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
+    for header, _ in columns:
+        t.add_column(header, justify="right")  # numbers stay whole: see Table
+    if marks is not None:
+        t.add_column("cache", justify="left")
+    for r in rows:
+        cells: list[Any] = [_cell(r, k) for _, k in columns]
+        if marks is not None:
+            cells.append(cell(marks.get(r["request"], "")))
+        t.add_row(*cells)
+    width = con.options.max_width
+    if Measurement.get(con, con.options.update_width(PIPE_WIDTH), t).maximum > width:
+        t.padding = (0, 0, 0, 0)  # one space between columns: the example's 12 columns fit 80
+        if marks is not None and not force and Measurement.get(con, con.options.update_width(PIPE_WIDTH),
+                                                               t).maximum > width:
+            return None
+    return t
+
+
 def _cell(r: dict[str, Any], key: str) -> str:
     if r["total_tokens"] is None and key not in ("request", "events", "history_tokens", "provider_prompt_tokens"):
         return "[red]overflow[/red]" if key == "total_tokens" else ""
@@ -259,19 +360,24 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
     if b["requested_recent_tokens"] != b["recent_tokens"]:
         recent = f"{b['requested_recent_tokens']:,} → {b['recent_tokens']:,} (limited by window − reserve)"
     con.print(f"window {b['context_window_tokens']:,} · reserve {b['reserve_tokens']:,} · recent {recent} tokens")
-    if b["window_source"] == "default":
-        whose = f"model {markup(doc['model'])} has no \\[models] entry" if doc["model"] else "the model is unknown"
-        con.print(f"[dim]window: Latch's default ({whose} in the config)[/dim]")
+    con.print(window_line(b["window_source"], doc.get("window_entry"), doc["model"]))
     columns = [(h, k) for h, k in _COLUMNS if k not in _OPTIONAL or any(r.get(k) for r in rows)]
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
-    for header, _ in columns:
-        t.add_column(header, justify="right")  # numbers stay whole: see Table
-    for r in rows:
-        t.add_row(*(_cell(r, k) for _, k in columns))
-    if Measurement.get(con, con.options.update_width(PIPE_WIDTH), t).maximum > con.options.max_width:
-        t.padding = (0, 0, 0, 0)  # one space between columns: the example's 12 columns fit 80
+    marks = {r["request"]: _cache_mark(r.get("changes")) for r in rows}
+    marked = [(n, m) for n, m in marks.items() if m]
+    t = _table(con, columns, rows, marks if marked else None)
+    dropped = False
+    if marked and t is None:  # the cache column does not fit: the table without it, the marks in a footer
+        dropped = True
+    if t is None:
+        t = _table(con, columns, rows, None, force=True)
     con.print(t)
-    con.print("[dim]tokens ≈; " + "; ".join(f"{h}: {_LEGEND[h]}" for h, _ in columns if h in _LEGEND) + "[/dim]")
+    legend = [f"{h}: {_LEGEND[h]}" for h, _ in columns if h in _LEGEND]
+    if marked and not dropped:
+        legend.append(f"cache: {_LEGEND['cache']}")
+    con.print("[dim]tokens ≈; " + "; ".join(legend) + "[/dim]")
+    if dropped:
+        con.print("[dim]cache column left out (too narrow); per request: "
+                  + ", ".join(f"{n} {markup(m)}" for n, m in marked) + "[/dim]")
     s = doc["summary"]
 
     def check(ok: bool, text: str) -> None:
@@ -307,24 +413,47 @@ def _stdout_console() -> Console:
     return console(highlight=False)
 
 
+def replay_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The engine, estimator, config and budget options of ``latch replay`` (and ``latch view``): ``model``,
+    ``window``, ``reserve``, ``recent``, ``engine``, ``estimator``, ``config_path`` keyword arguments."""
+    decorators = [
+        click.option("--model", default=None, help="Model id for budgets and the estimator (default: the "
+                                                   "transcript's)."),
+        click.option("--window", type=click.IntRange(min=1, max=MAX_TOKENS), default=None,
+                     help="context_window_tokens override."),
+        click.option("--reserve", type=click.IntRange(min=0, max=MAX_TOKENS), default=None,
+                     help="reserve_tokens override."),
+        click.option("--recent", type=click.IntRange(min=1, max=MAX_TOKENS), default=None,
+                     help="recent_tokens override (lowered to window − reserve when larger)."),
+        click.option("--engine", "engine", default=None, help="Context engine plugin (default: [engine] name, "
+                                                               "else continuity)."),
+        click.option("--estimator", "estimator", default=None,
+                     help="Estimator plugin by name, e.g. tiktoken, heuristic-openai, cabi (default: the one the "
+                          "plugins select for the model)."),
+        click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+                     help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder)."),
+    ]
+    for d in reversed(decorators):
+        f = d(f)
+    return f
+
+
+def check_replay_options(app: Any, config: Mapping[str, Any], *, engine: str | None, estimator: str | None,
+                         model: str | None, window: int | None, reserve: int | None) -> None:
+    """Fail on a bad engine, estimator or ``--reserve``/``--window`` pair before anything is imported
+    (``click.UsageError``)."""
+    resolve_engine_factory(engine, config, app.config_file)
+    if estimator is not None:
+        resolve_estimator_choice(estimator, model)
+    if window is not None and reserve is not None and reserve >= window:
+        raise click.UsageError(f"--reserve ({reserve}) must be below --window ({window})")
+
+
 def register(cli: click.Group) -> None:
     @cli.command("replay")
     @click.argument("file", type=click.Path(dir_okay=False))
     @click.option("--format", "fmt", default=None, help="Transcript format (default: auto-detect).")
-    @click.option("--model", default=None, help="Model id for budgets and the estimator (default: the transcript's).")
-    @click.option("--window", type=click.IntRange(min=1, max=MAX_TOKENS), default=None,
-                  help="context_window_tokens override.")
-    @click.option("--reserve", type=click.IntRange(min=0, max=MAX_TOKENS), default=None,
-                  help="reserve_tokens override.")
-    @click.option("--recent", type=click.IntRange(min=1, max=MAX_TOKENS), default=None,
-                  help="recent_tokens override (lowered to window − reserve when larger).")
-    @click.option("--engine", "engine", default=None, help="Context engine plugin (default: [engine] name, "
-                                                            "else continuity).")
-    @click.option("--estimator", "estimator", default=None,
-                  help="Estimator plugin by name, e.g. tiktoken, heuristic-openai, cabi (default: the one the "
-                       "plugins select for the model).")
-    @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
-                  help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder).")
+    @replay_options
     @click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
                   is_flag=False, flag_value="-", metavar="[FILE]", callback=output_file,
                   help="Print the per-request report as JSON to stdout instead of the table (like every command's --json); "
@@ -345,11 +474,8 @@ def register(cli: click.Group) -> None:
 
         config = app.config(config_path)
         # bad options fail before anything is imported
-        resolve_engine_factory(engine, config, app.config_file)
-        if estimator is not None:
-            resolve_estimator_choice(estimator, model)
-        if window is not None and reserve is not None and reserve >= window:
-            raise click.UsageError(f"--reserve ({reserve}) must be below --window ({window})")
+        check_replay_options(app, config, engine=engine, estimator=estimator, model=model, window=window,
+                             reserve=reserve)
         store = app.store()
         try:
             sid, _, _ = import_file(store, file, fmt, final=not live)

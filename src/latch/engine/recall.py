@@ -28,7 +28,7 @@ from ..events import AssistantMessage, ToolResult
 from ..port import RecalledEvent, SessionReader
 
 __all__ = ["MAX_TERMS", "SEARCH_ROWS", "RECALL_ROWS", "PARTNER_WINDOW", "RecallCache", "query_terms",
-           "render_recalled", "recall"]
+           "render_recalled", "recalled_seqs", "recall"]
 
 MAX_TERMS = 24
 """Search terms per query (each an FTS phrase)."""
@@ -122,6 +122,21 @@ def render_recalled(stored: Any) -> str:
     if media:
         body += "".join(f"\n[{r.media_type} {r.sha256[:12]} {r.width or '?'}x{r.height or '?'}]" for r in media)
     return f"[seq {seq} · {head}] {body}"
+
+
+_RECALLED_LINE = re.compile(r"^\[seq (\d+) · ", re.M)
+_RECALL_SECTION = re.compile(r"<recalled-originals[^>\n]*>\n(.*?)\n</recalled-originals>", re.S)
+
+
+def recalled_seqs(text: str) -> list[int]:
+    """Seqs of the originals :func:`render_recalled` quoted in ``text``, in order, each once.
+
+    Inside a ``<recalled-originals>`` section (the continuity engine's KernelContext) only that section is
+    read; a text without one (a ``recall``-kind view message) is read whole. A quoted body line that itself
+    starts with ``[seq N · `` would be counted too (the rendering has no closing marker).
+    """
+    sections = _RECALL_SECTION.findall(text) if "<recalled-originals" in text else [text]
+    return list(dict.fromkeys(int(m) for body in sections for m in _RECALLED_LINE.findall(body)))
 
 
 def _linked(reader: SessionReader, stored: Any, lo: int, hi: int) -> list[Any]:

@@ -145,8 +145,9 @@ class RequestResult:
     units so far. ``line_tokens`` is aligned with ``[system, tools, *view.messages]`` (the recount, term by
     term); ``recounted_tokens`` their sum. ``common_prefix_tokens`` / ``cacheability`` compare with the
     previous sent request (``cacheability`` is ``None`` for the first). ``rotated``: a new cache epoch;
-    ``prefix_break``: same epoch but not an append-only extension. The violation lists hold one line each,
-    prefixed with ``where``.
+    ``prefix_break``: same epoch but not an append-only extension. ``lines`` are the request's canonical
+    lines (aligned with ``line_tokens``) and ``common_prefix_lines`` how many of them open the previous sent
+    request too (0 for the first). The violation lists hold one line each, prefixed with ``where``.
     """
 
     until_seq: int | None
@@ -162,6 +163,8 @@ class RequestResult:
     cacheability: float | None = None
     rotated: bool = False
     prefix_break: bool = False
+    lines: list[bytes] = field(default_factory=list)
+    common_prefix_lines: int = 0
     budget_violations: list[str] = field(default_factory=list)
     protocol_violations: list[str] = field(default_factory=list)
     epoch_violations: list[str] = field(default_factory=list)
@@ -248,7 +251,7 @@ class RequestLoop:
         total = view.tokens.total_tokens
         self.max_total_tokens = max(self.max_total_tokens, total)
         res = RequestResult(until_seq, request, view, None, seconds, self._events, self.history_tokens, recount,
-                            line_tokens)
+                            line_tokens, lines=lines)
         if total > self.hard or recount > self.hard:
             res.budget_violations.append(f"{where}: {max(total, recount)} tokens over the hard limit {self.hard}")
         res.protocol_violations.extend(f"{where}: {v}" for v in view_violations(view.messages, self.units))
@@ -258,6 +261,7 @@ class RequestLoop:
             n = 0
             while n < min(len(lines), len(p_lines)) and lines[n] == p_lines[n]:
                 n += 1
+            res.common_prefix_lines = n
             res.common_prefix_tokens = sum(line_tokens[:n])
             res.cacheability = res.common_prefix_tokens / recount if recount else 0.0
             if view.epoch != p_epoch:

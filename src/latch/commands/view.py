@@ -1,0 +1,236 @@
+"""``latch view SESSION_OR_FILE --request N``: the exact request Latch would send before model request N.
+
+The session (an id or unique prefix of a stored session, or a transcript file, imported first like ``latch
+replay`` does) is replayed through the host's one request loop (:class:`latch.host.loop.RequestLoop`, built by
+:func:`latch.commands.replay.plan_replay` with the same engine, estimator, config and budget options as
+``latch replay``) up to request N, and request N's view is printed:
+
+* ``--format openai``: the chat-completions request body (:func:`latch.providers.to_openai_chat`, with the
+  model), JSON on stdout; it passes :func:`latch.providers.validate_openai_chat`;
+* ``--format anthropic``: the Messages API body (:func:`latch.providers.to_anthropic_messages`, with the model
+  and ``max_tokens`` = the reserve), JSON on stdout; it passes :func:`latch.providers.validate_anthropic_messages`;
+* ``--format text`` (default): a readable rendering: the request's header (engine, epoch, tokens per
+  component), the system field, the tools, then every message with its role, kind, seq and tokens. Every
+  string from the transcript passes :func:`latch.textsafe.safe` (control and bidi characters shown escaped).
+
+Images are included as the wire formats carry them (base64 of the stored artifact). ``--diff`` prints what
+changed since the previous sent request instead (:func:`latch.host.changes.request_changes`: units appended
+and evicted, recall added and dropped, KernelContext messages added, whether the cached prefix held, and where
+and why it broke), as text followed by the messages after the shared prefix, or with ``--format
+openai|anthropic`` as JSON ``{"session", "request", "changes"}``.
+
+Errors: ``--request`` outside ``1..(number of model requests)`` is one line naming the range, exit 2; a
+request the engine refuses (:class:`~latch.port.ContextOverflow`) is one line, exit 1. Like ``latch replay``,
+the replay's kernel records go to a fresh ``<engine>:replay-<id>`` stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.text import Text
+
+from ..cli import pass_app
+from ..textsafe import cell, console, dumps, safe
+from .replay import check_replay_options, replay_options
+
+__all__ = ["RequestOutOfRange", "render_view_text", "render_changes_text", "register"]
+
+FORMATS = ("text", "openai", "anthropic")
+
+
+class RequestOutOfRange(click.ClickException):
+    """``--request N`` outside the session's requests: one line, exit status 2 (a usage error)."""
+
+    exit_code = 2
+
+
+def _n(v: Any) -> str:
+    return "–" if v is None else f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def _rule(con: Console, title: str) -> None:
+    con.print(Text(f"── {title} ──", style="bold"))
+
+
+def _body(con: Console, text: str, empty: str = "(empty)") -> None:
+    con.print(cell(text, multiline=True) if text.strip() else Text(empty, style="dim"))
+
+
+def _message_title(i: int, m: Any, tokens: int | None) -> str:
+    parts = [f"[{i}] {safe(m.role)}", safe(m.kind)]
+    if m.role == "tool":
+        parts.append(f"result for {safe(m.tool_call_id)}" + (" (error)" if m.is_error else ""))
+    if m.seq is not None:
+        parts.append(f"seq {m.seq}")
+    if tokens is not None:
+        parts.append(f"{tokens:,} tokens")
+    return " · ".join(parts)
+
+
+def _print_message(con: Console, i: int, m: Any, tokens: int | None) -> None:
+    _rule(con, _message_title(i, m, tokens))
+    if m.content.strip() or not (m.tool_calls or m.media):
+        _body(con, m.content)
+    for c in m.tool_calls:
+        con.print(cell(f"→ call {c.id} {c.name} {c.arguments}", multiline=True))
+    for ref in m.media:
+        size = f" {ref.width}x{ref.height}" if ref.width and ref.height else ""
+        con.print(cell(f"[{ref.media_type}{size}, {ref.byte_size:,} bytes, sha256 {ref.sha256[:16]}]"), style="dim")
+
+
+def render_view_text(con: Console, res: Any, *, total_requests: int, session: str, engine: str, estimator: str,
+                     model: str | None, window: str) -> None:
+    """Print request ``res`` (a :class:`~latch.host.loop.RequestResult` with a view) as readable text: header,
+    system, tools, every message (index, role, kind, seq, tokens), transcript text escaped."""
+    view = res.view
+    tok = view.tokens
+    req = res.request
+    con.print(cell(f"request {req.number} of {total_requests} · seq {req.seq} · session {session} · "
+                   f"model {model or 'unknown'}"), style="bold")
+    con.print(cell(f"engine {engine} · estimator {estimator} · epoch {view.epoch} ({view.status}) · "
+                   f"{tok.total_tokens:,} of {view.budget.hard_limit_tokens:,} tokens (instructions "
+                   f"{tok.instructions_tokens:,}, state {tok.state_tokens:,}, recent {tok.recent_tokens:,}, "
+                   f"recall {tok.recall_tokens:,}, tools {tok.tools_tokens:,}, extension {tok.extension_tokens:,})"))
+    con.print(cell(f"window {view.budget.context_window_tokens:,} ({window}) · reserve "
+                   f"{view.budget.reserve_tokens:,} · {len(view.messages)} messages · first retained seq "
+                   f"{_n(view.first_retained_seq)}"), style="dim")
+    _rule(con, f"system · {res.line_tokens[0]:,} tokens")
+    _body(con, view.system, "(empty: no system prompt in this request)")
+    _rule(con, f"tools · {len(view.tools)} · {res.line_tokens[1]:,} tokens")
+    if not view.tools:
+        con.print(Text("(none)", style="dim"))
+    for t in view.tools:
+        spec = t.get("function") if t.get("type") == "function" else t
+        spec = spec if isinstance(spec, Mapping) else {}
+        con.print(cell(f"{spec.get('name', '?')}: {spec.get('description') or ''}".rstrip(": "), multiline=True))
+    for i, m in enumerate(view.messages):
+        _print_message(con, i, m, res.line_tokens[2 + i])
+
+
+def render_changes_text(con: Console, res: Any, changes: Mapping[str, Any]) -> None:
+    """Print ``changes`` (:func:`latch.host.changes.request_changes` of ``res``) as readable lines, then the
+    messages of ``res`` after the prefix it shares with the previous request."""
+    from ..host.changes import seq_ranges
+
+    n = res.request.number
+    prev = changes["previous"]
+    cache = changes["cache"]
+    if cache == "first":
+        con.print(cell(f"request {n}: the first request of the session (nothing cached before it)"), style="bold")
+    else:
+        line = f"request {n} vs request {prev}: cache {cache}"
+        if cache == "rotated":
+            line += f" (new epoch {res.view.epoch}, reason: {changes['rotation_reason'] or 'not given'})"
+        brk = changes["prefix_break"]
+        if brk is not None:
+            where = (f"message {brk['message']} ({brk['kind']})" if brk["at"] == "message"
+                     else f"the {brk['at']} field")
+            line += f"; the cached prefix broke at {where} of request {prev}"
+        elif cache == "kept":
+            line += " (an append-only extension: the provider's prefix cache holds)"
+        con.print(cell(line), style="bold")
+        delta = changes["tokens_delta"]
+        con.print(cell(f"shared prefix {changes['common_prefix_messages']:,} message(s), "
+                       f"{changes['common_prefix_tokens']:,} tokens · tokens {changes['tokens'] - delta:,} → "
+                       f"{changes['tokens']:,} ({delta:+,})"))
+    def seqs(key: str, what: str) -> str:
+        xs = changes[key]
+        return f"{len(xs)}" + (f" ({what} {seq_ranges(xs)})" if xs else "")
+
+    con.print(cell(f"units appended {seqs('units_appended', 'first seqs')} · evicted "
+                   f"{seqs('units_evicted', 'first seqs')}"))
+    con.print(cell(f"recall added {seqs('recall_added', 'seqs')} · dropped {seqs('recall_dropped', 'seqs')}"))
+    kernel = [f"{k['type'] or 'message'}" + (f" r{k['revision']}" if k["revision"] is not None else "")
+              + (f" [{', '.join(k['sections'])}]" if k["sections"] else "") + f" {k['tokens']:,} tokens"
+              for k in changes["kernel_added"]]
+    con.print(cell(f"kernel context: added {'; '.join(kernel) if kernel else 'nothing'} · dropped "
+                   f"{changes['kernel_dropped']} message(s)"))
+    start = changes["common_prefix_messages"]
+    messages = res.view.messages
+    _rule(con, f"messages {start}..{len(messages) - 1} (after the shared prefix)" if start < len(messages)
+          else "no message after the shared prefix")
+    for i in range(start, len(messages)):
+        _print_message(con, i, messages[i], res.line_tokens[2 + i])
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("view")
+    @click.argument("target", metavar="SESSION_OR_FILE")
+    @click.option("--request", "number", type=int, required=True, help="Model request number (1-based, as in "
+                                                                        "`latch replay`).")
+    @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+                  help="openai / anthropic: the wire request body as JSON; text: a readable rendering.")
+    @click.option("--diff", is_flag=True, help="Show what changed since the previous request instead.")
+    @click.option("--from", "transcript_format", default=None,
+                  help="Transcript format of a FILE (default: auto-detect).")
+    @replay_options
+    @pass_app
+    def view_cmd(app, target, number, fmt, diff, transcript_format, model, window, reserve, recent, engine,
+                 estimator, config_path):
+        """The exact request Latch would send at model request N of SESSION_OR_FILE (system, tools, messages)."""
+        from ..host.changes import request_changes
+        from ..host.ingest import SessionForgotten, import_file
+        from ..host.loop import model_requests
+        from ..providers import to_anthropic_messages, to_openai_chat
+        from .replay import plan_replay, window_line
+
+        config = app.config(config_path)
+        check_replay_options(app, config, engine=engine, estimator=estimator, model=model, window=window,
+                             reserve=reserve)
+        if Path(target).is_file():
+            store = app.store()
+            try:
+                sid, _, _ = import_file(store, target, transcript_format, final=True)
+            except SessionForgotten as exc:
+                raise click.ClickException(f"{safe(target)}: session {exc.session_id} is forgotten (tombstoned by "
+                                           "`latch forget`)") from None
+        else:
+            store = app.store(create=False)
+            try:
+                sid = store.session(target).id
+            except KeyError as exc:
+                raise click.ClickException(f"{exc.args[0]} (and no file {safe(target)})") from None
+        count = len(model_requests(store.events(sid, kinds=["assistant_message", "usage"])))
+        if count == 0:
+            raise RequestOutOfRange(f"--request {number}: session {sid} has no model request (nothing to view)")
+        if not 1 <= number <= count:
+            raise RequestOutOfRange(f"--request {number} is out of range: session {sid} has {count} model "
+                                    f"request(s), 1..{count}")
+        plan = plan_replay(store, sid, engine=engine, model=model, estimator=estimator, config=config,
+                           window=window, reserve=reserve, recent=recent)
+        last_sent = cur = None
+        for res in plan.loop.replay(plan.requests[:number]):
+            if res.request.number < number:
+                last_sent = res if res.view is not None else last_sent
+            cur = res
+        assert cur is not None
+        setup = plan.setup
+        finish = getattr(setup.writer, "finish", None)
+        if finish is not None:  # the scratch run is complete (and dropped by the next prune-replays)
+            finish(keep=False)
+        if cur.view is None:
+            raise click.ClickException(f"request {number} was refused by the engine: {cur.overflow}")
+        if diff:
+            changes = request_changes(last_sent, cur, plan.loop.units)
+            if fmt == "text":
+                render_changes_text(console(highlight=False), cur, changes)
+            else:
+                click.echo(dumps({"session": sid, "request": number, "changes": changes}, indent=2))
+            return
+        loader = lambda sha256: store.get_artifact(sha256)[1]  # noqa: E731
+        if fmt == "openai":
+            click.echo(dumps(to_openai_chat(cur.view, loader, model=setup.model), indent=2))
+        elif fmt == "anthropic":
+            reserve_tokens = plan.budget.reserve_tokens
+            click.echo(dumps(to_anthropic_messages(cur.view, loader, model=setup.model,
+                                                   max_tokens=reserve_tokens or None), indent=2))
+        else:
+            where = Text.from_markup(window_line(plan.window_source, plan.window_entry, setup.model)).plain
+            render_view_text(console(highlight=False), cur, total_requests=count, session=sid,
+                             engine=setup.engine_name, estimator=setup.estimator_name, model=setup.model,
+                             window=where.removeprefix("window: "))
