@@ -236,9 +236,27 @@ def anthropic_events(reply: Reply, body: Mapping[str, Any]) -> list[bytes]:
     return out
 
 
+def openai_completion(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
+    """The non-streaming ``chat.completion`` of ``reply`` (for a request with ``stream`` false)."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None, "refusal": None}
+    if reply.tool_calls:
+        message["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                                 for c in reply.tool_calls]
+    if reply.reasoning:
+        message["reasoning_content"] = reply.reasoning
+    usage = dict(reply.usage or {"prompt_tokens": 0, "completion_tokens": 0})
+    usage.setdefault("total_tokens", usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
+    return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 1_700_000_000,
+            "model": reply.model or body.get("model") or "fake-model",
+            "choices": [{"index": 0, "message": message, "logprobs": None,
+                         "finish_reason": reply.stop or ("tool_calls" if reply.tool_calls else "stop")}],
+            "usage": usage}
+
+
 # ------------------------------------------------------------------------ server
 def _app(script: list[Any], requests: list[Recorded], path: str,
-         events: Callable[[Reply, Mapping[str, Any]], list[bytes]]) -> Starlette:
+         events: Callable[[Reply, Mapping[str, Any]], list[bytes]],
+         whole: Callable[[Reply, Mapping[str, Any]], dict[str, Any]] | None = None) -> Starlette:
     lock = threading.Lock()
 
     async def endpoint(request: Request) -> Any:
@@ -263,7 +281,10 @@ def _app(script: list[Any], requests: list[Recorded], path: str,
             raise TypeError(f"script entry {i} is {entry!r}, not a Reply or Fail")
         if entry.delay:
             await asyncio.sleep(entry.delay)
-        chunks = events(entry, body if isinstance(body, Mapping) else {})
+        request_body = body if isinstance(body, Mapping) else {}
+        if whole is not None and not request_body.get("stream"):
+            return JSONResponse(whole(entry, request_body), headers={"x-request-id": f"req_{i + 1}"})
+        chunks = events(entry, request_body)
 
         async def stream() -> Any:
             for c in chunks:
@@ -302,9 +323,10 @@ def _serve(app: Starlette, prefix: str, script: list[Any], requests: list[Record
 @contextmanager
 def serve_openai(script: Sequence[Any]) -> Iterator[FakeServer]:
     """A fake OpenAI Chat Completions server: ``POST /v1/chat/completions``; ``base_url`` ends in ``/v1``
-    (give it to ``openai.OpenAI(base_url=...)`` or the providers)."""
+    (give it to ``openai.OpenAI(base_url=...)`` or the providers). A request without ``"stream": true``
+    gets the non-streaming ``chat.completion`` JSON."""
     script, requests = list(script), []
-    with _serve(_app(script, requests, "/v1/chat/completions", openai_events), "/v1", script, requests) as s:
+    with _serve(_app(script, requests, "/v1/chat/completions", openai_events, openai_completion), "/v1", script, requests) as s:
         yield s
 
 

@@ -89,6 +89,21 @@ def test_openai_reasoning_deltas_and_body_keys_the_sdk_does_not_name_reach_the_s
     assert usage is not None and usage.input_tokens == 0 and usage.cache_read_tokens is None
 
 
+def test_openai_compatible_without_streaming_returns_the_servers_completion():
+    body = to_openai_chat(a_view(), model="local")
+    deltas: list[str] = []
+    reply = Reply("all done", tool_calls=[ToolUse("call_9", "shell", '{"cmd": "ls"}')],
+                  usage={"prompt_tokens": 321, "completion_tokens": 9})
+    with serve_openai([reply]) as server:
+        provider = OpenAICompatibleProvider("local", base_url=server.base_url, stream=False)
+        response = provider.complete(body, on_text=deltas.append)
+    assert server.requests[0].body == {**body, "stream": False}
+    assert deltas == ["all done"]
+    message, usage = parse_response("openai-chat", response)
+    assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == [("call_9", "shell", '{"cmd": "ls"}')]
+    assert (usage.input_tokens, usage.output_tokens) == (321, 9)
+
+
 def test_openai_429_then_success_honours_retry_after():
     with serve_openai([rate_limited("openai", retry_after="1"), Reply("ok")]) as server:
         provider = OpenAIProvider.from_options("gpt-test", base_url=server.base_url, max_retries=2)
