@@ -271,6 +271,7 @@ def test_the_api_key_reaches_the_server_and_nothing_else(wire, monkeypatch, capl
     texts = [repr(provider), str(vars(provider)), caplog.text]
     for exc in errors:
         texts += [str(exc), repr(exc), "".join(traceback.format_exception(exc))]
+        assert exc.__context__ is None and exc.__cause__ is None  # the SDK's exception (request headers) is not kept
     leaks = [t for t in texts if key in t]
     assert leaks == []
 

@@ -178,8 +178,8 @@ def _one_line(text: str) -> str:
 
 
 def sdk_error(provider: str, exc: BaseException, key: Secret, *, max_retries: int) -> ProviderError:
-    """One :class:`ProviderError` line for an SDK exception (raise it ``from None``: the SDK's
-    exception holds the request, headers included).
+    """One :class:`ProviderError` line for an SDK exception (raise it outside the ``except`` block, so
+    it carries no ``__context__``: the SDK's exception holds the request, headers included).
 
     ``"<provider>: HTTP <status>: <the provider's message>"``, plus ``(gave up after N retries)``
     when the status is one the SDK retries; ``"<provider>: connection failed|timed out: <reason>"``

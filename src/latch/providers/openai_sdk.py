@@ -164,9 +164,10 @@ class OpenAIProvider:
             with create(**kwargs) as stream:
                 return assemble_chat_completion((chunk.to_dict() for chunk in stream), on_text)
         except self._sdk.APIError as exc:
-            raise _sdk.sdk_error(self.name, exc, self._key, max_retries=self.max_retries) from None
+            error = _sdk.sdk_error(self.name, exc, self._key, max_retries=self.max_retries)
         except json.JSONDecodeError as exc:
-            raise ProviderError(f"{self.name}: malformed stream from the server: {exc}", provider=self.name) from None
+            error = ProviderError(f"{self.name}: malformed stream from the server: {exc}", provider=self.name)
+        raise error  # outside the handler: no __context__ holding the SDK's request (and its headers)
 
 
 class OpenAICompatibleProvider(OpenAIProvider):
