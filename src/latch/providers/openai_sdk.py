@@ -156,7 +156,7 @@ class OpenAIProvider:
         kwargs = _sdk.create_kwargs(create, request_body, **fixed)
         try:
             if not self.stream:
-                response = create(**kwargs).to_dict()
+                response: dict[str, Any] = create(**kwargs).to_dict()
                 text = response_text(self.wire, response)
                 if text and on_text is not None:
                     on_text(text)
