@@ -61,7 +61,9 @@ class Reply:
     asked ``stream_options.include_usage``); Anthropic ``{"input_tokens", "output_tokens",
     "cache_creation_input_tokens", "cache_read_input_tokens"}`` (input and cache counts in
     ``message_start``, ``output_tokens`` in ``message_delta``). ``delay`` (seconds) passes before
-    the response starts (timeouts). ``stop`` overrides the finish / stop reason.
+    the response starts (timeouts). ``stop`` overrides the finish / stop reason. ``stream_error``
+    (the provider's error object, e.g. ``{"type": "overloaded_error", "message": "Overloaded"}``)
+    ends the stream after the content with an error event (HTTP status stays 200).
     """
 
     text: str = ""
@@ -72,6 +74,7 @@ class Reply:
     delay: float = 0.0
     stop: str | None = None
     reasoning: str = ""
+    stream_error: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -189,6 +192,8 @@ def openai_events(reply: Reply, body: Mapping[str, Any]) -> list[bytes]:
                                           "function": {"name": call.name, "arguments": ""}}]}))
         out += [chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]})
                 for p in _pieces(call.arguments, reply.chunk)]
+    if reply.stream_error is not None:
+        return out + [_sse({"error": dict(reply.stream_error)})]
     out.append(chunk({}, reply.stop or ("tool_calls" if reply.tool_calls else "stop")))
     if (body.get("stream_options") or {}).get("include_usage"):
         usage = dict(reply.usage or {"prompt_tokens": 0, "completion_tokens": 0})
@@ -228,6 +233,8 @@ def anthropic_events(reply: Reply, body: Mapping[str, Any]) -> list[bytes]:
                 for p in _pieces(call.arguments, reply.chunk)]
         out.append(_sse({"type": "content_block_stop", "index": index}, "content_block_stop"))
         index += 1
+    if reply.stream_error is not None:
+        return out + [_sse({"type": "error", "error": dict(reply.stream_error)}, "error")]
     out.append(_sse({"type": "message_delta",
                      "delta": {"stop_reason": reply.stop or ("tool_use" if reply.tool_calls else "end_turn"),
                                "stop_sequence": None},

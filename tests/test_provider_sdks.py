@@ -228,6 +228,24 @@ def test_anthropic_429_then_success_and_529_until_a_clear_error():
     assert len(server.requests) == 2 and info.value.status == 529
 
 
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_an_error_inside_the_stream_is_a_clear_error_and_not_retried(wire):
+    if wire == "openai":
+        serve, cls, body = serve_openai, OpenAIProvider, to_openai_chat(a_view(), model="m")
+        error = {"message": "The server had an error processing your request.", "type": "server_error"}
+    else:
+        serve, cls, body = serve_anthropic, AnthropicProvider, to_anthropic_messages(a_view(), model="m")
+        error = {"type": "overloaded_error", "message": "Overloaded"}
+    deltas: list[str] = []
+    with serve([Reply("partial answer", stream_error=error)]) as server:
+        provider = cls.from_options("m", base_url=server.base_url, max_retries=3)
+        with pytest.raises(ProviderError) as info:
+            provider.complete(body, on_text=deltas.append)
+    assert str(info.value) == f"{wire}: error in the response stream: {error['message']}"
+    assert info.value.status is None and len(server.requests) == 1
+    assert "".join(deltas) == "partial answer"  # streamed before the error
+
+
 @pytest.mark.parametrize("fail, prompt, limit", [
     (anthropic_overflow(208310, 200000), 208310, 200000),
     (anthropic_error(400, "invalid_request_error", "input length and `max_tokens` exceed context limit: "
