@@ -61,7 +61,9 @@ class Reply:
     asked ``stream_options.include_usage``); Anthropic ``{"input_tokens", "output_tokens",
     "cache_creation_input_tokens", "cache_read_input_tokens"}`` (input and cache counts in
     ``message_start``, ``output_tokens`` in ``message_delta``). ``delay`` (seconds) passes before
-    the response starts (timeouts). ``stop`` overrides the finish / stop reason.
+    the response starts (timeouts). ``stop`` overrides the finish / stop reason. ``stream_error``
+    (the provider's error object, e.g. ``{"type": "overloaded_error", "message": "Overloaded"}``)
+    ends the stream after the content with an error event (HTTP status stays 200).
     """
 
     text: str = ""
@@ -72,6 +74,7 @@ class Reply:
     delay: float = 0.0
     stop: str | None = None
     reasoning: str = ""
+    stream_error: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -189,6 +192,8 @@ def openai_events(reply: Reply, body: Mapping[str, Any]) -> list[bytes]:
                                           "function": {"name": call.name, "arguments": ""}}]}))
         out += [chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]})
                 for p in _pieces(call.arguments, reply.chunk)]
+    if reply.stream_error is not None:
+        return out + [_sse({"error": dict(reply.stream_error)})]
     out.append(chunk({}, reply.stop or ("tool_calls" if reply.tool_calls else "stop")))
     if (body.get("stream_options") or {}).get("include_usage"):
         usage = dict(reply.usage or {"prompt_tokens": 0, "completion_tokens": 0})
@@ -228,6 +233,8 @@ def anthropic_events(reply: Reply, body: Mapping[str, Any]) -> list[bytes]:
                 for p in _pieces(call.arguments, reply.chunk)]
         out.append(_sse({"type": "content_block_stop", "index": index}, "content_block_stop"))
         index += 1
+    if reply.stream_error is not None:
+        return out + [_sse({"type": "error", "error": dict(reply.stream_error)}, "error")]
     out.append(_sse({"type": "message_delta",
                      "delta": {"stop_reason": reply.stop or ("tool_use" if reply.tool_calls else "end_turn"),
                                "stop_sequence": None},
@@ -236,9 +243,27 @@ def anthropic_events(reply: Reply, body: Mapping[str, Any]) -> list[bytes]:
     return out
 
 
+def openai_completion(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
+    """The non-streaming ``chat.completion`` of ``reply`` (for a request with ``stream`` false)."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None, "refusal": None}
+    if reply.tool_calls:
+        message["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                                 for c in reply.tool_calls]
+    if reply.reasoning:
+        message["reasoning_content"] = reply.reasoning
+    usage = dict(reply.usage or {"prompt_tokens": 0, "completion_tokens": 0})
+    usage.setdefault("total_tokens", usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
+    return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 1_700_000_000,
+            "model": reply.model or body.get("model") or "fake-model",
+            "choices": [{"index": 0, "message": message, "logprobs": None,
+                         "finish_reason": reply.stop or ("tool_calls" if reply.tool_calls else "stop")}],
+            "usage": usage}
+
+
 # ------------------------------------------------------------------------ server
 def _app(script: list[Any], requests: list[Recorded], path: str,
-         events: Callable[[Reply, Mapping[str, Any]], list[bytes]]) -> Starlette:
+         events: Callable[[Reply, Mapping[str, Any]], list[bytes]],
+         whole: Callable[[Reply, Mapping[str, Any]], dict[str, Any]] | None = None) -> Starlette:
     lock = threading.Lock()
 
     async def endpoint(request: Request) -> Any:
@@ -263,7 +288,10 @@ def _app(script: list[Any], requests: list[Recorded], path: str,
             raise TypeError(f"script entry {i} is {entry!r}, not a Reply or Fail")
         if entry.delay:
             await asyncio.sleep(entry.delay)
-        chunks = events(entry, body if isinstance(body, Mapping) else {})
+        request_body = body if isinstance(body, Mapping) else {}
+        if whole is not None and not request_body.get("stream"):
+            return JSONResponse(whole(entry, request_body), headers={"x-request-id": f"req_{i + 1}"})
+        chunks = events(entry, request_body)
 
         async def stream() -> Any:
             for c in chunks:
@@ -302,9 +330,10 @@ def _serve(app: Starlette, prefix: str, script: list[Any], requests: list[Record
 @contextmanager
 def serve_openai(script: Sequence[Any]) -> Iterator[FakeServer]:
     """A fake OpenAI Chat Completions server: ``POST /v1/chat/completions``; ``base_url`` ends in ``/v1``
-    (give it to ``openai.OpenAI(base_url=...)`` or the providers)."""
+    (give it to ``openai.OpenAI(base_url=...)`` or the providers). A request without ``"stream": true``
+    gets the non-streaming ``chat.completion`` JSON."""
     script, requests = list(script), []
-    with _serve(_app(script, requests, "/v1/chat/completions", openai_events), "/v1", script, requests) as s:
+    with _serve(_app(script, requests, "/v1/chat/completions", openai_events, openai_completion), "/v1", script, requests) as s:
         yield s
 
 

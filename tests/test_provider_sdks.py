@@ -89,6 +89,21 @@ def test_openai_reasoning_deltas_and_body_keys_the_sdk_does_not_name_reach_the_s
     assert usage is not None and usage.input_tokens == 0 and usage.cache_read_tokens is None
 
 
+def test_openai_compatible_without_streaming_returns_the_servers_completion():
+    body = to_openai_chat(a_view(), model="local")
+    deltas: list[str] = []
+    reply = Reply("all done", tool_calls=[ToolUse("call_9", "shell", '{"cmd": "ls"}')],
+                  usage={"prompt_tokens": 321, "completion_tokens": 9})
+    with serve_openai([reply]) as server:
+        provider = OpenAICompatibleProvider("local", base_url=server.base_url, stream=False)
+        response = provider.complete(body, on_text=deltas.append)
+    assert server.requests[0].body == {**body, "stream": False}
+    assert deltas == ["all done"]
+    message, usage = parse_response("openai-chat", response)
+    assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == [("call_9", "shell", '{"cmd": "ls"}')]
+    assert (usage.input_tokens, usage.output_tokens) == (321, 9)
+
+
 def test_openai_429_then_success_honours_retry_after():
     with serve_openai([rate_limited("openai", retry_after="1"), Reply("ok")]) as server:
         provider = OpenAIProvider.from_options("gpt-test", base_url=server.base_url, max_retries=2)
@@ -213,6 +228,24 @@ def test_anthropic_429_then_success_and_529_until_a_clear_error():
     assert len(server.requests) == 2 and info.value.status == 529
 
 
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_an_error_inside_the_stream_is_a_clear_error_and_not_retried(wire):
+    if wire == "openai":
+        serve, cls, body = serve_openai, OpenAIProvider, to_openai_chat(a_view(), model="m")
+        error = {"message": "The server had an error processing your request.", "type": "server_error"}
+    else:
+        serve, cls, body = serve_anthropic, AnthropicProvider, to_anthropic_messages(a_view(), model="m")
+        error = {"type": "overloaded_error", "message": "Overloaded"}
+    deltas: list[str] = []
+    with serve([Reply("partial answer", stream_error=error)]) as server:
+        provider = cls.from_options("m", base_url=server.base_url, max_retries=3)
+        with pytest.raises(ProviderError) as info:
+            provider.complete(body, on_text=deltas.append)
+    assert str(info.value) == f"{wire}: error in the response stream: {error['message']}"
+    assert info.value.status is None and len(server.requests) == 1
+    assert "".join(deltas) == "partial answer"  # streamed before the error
+
+
 @pytest.mark.parametrize("fail, prompt, limit", [
     (anthropic_overflow(208310, 200000), 208310, 200000),
     (anthropic_error(400, "invalid_request_error", "input length and `max_tokens` exceed context limit: "
@@ -256,6 +289,7 @@ def test_the_api_key_reaches_the_server_and_nothing_else(wire, monkeypatch, capl
     texts = [repr(provider), str(vars(provider)), caplog.text]
     for exc in errors:
         texts += [str(exc), repr(exc), "".join(traceback.format_exception(exc))]
+        assert exc.__context__ is None and exc.__cause__ is None  # the SDK's exception (request headers) is not kept
     leaks = [t for t in texts if key in t]
     assert leaks == []
 

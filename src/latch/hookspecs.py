@@ -67,10 +67,13 @@ def latch_register_estimators() -> list[type]:
 def latch_register_providers() -> list[type]:
     """Model providers (network endpoints speaking a wire format such as OpenAI chat or Anthropic Messages).
 
-    Each class has ``PLUGIN_NAME``; instances follow :class:`latch.providers.Provider`
-    (``name`` and ``complete(request_body) -> response body``, bodies built by
-    :func:`latch.providers.to_openai_chat` / :func:`latch.providers.to_anthropic_messages`).
-    Optional ``DESCRIPTION``.
+    Each class has ``PLUGIN_NAME`` and a classmethod ``from_options(model, *, base_url=None,
+    api_key_env=None, timeout=600.0, max_retries=4)``; instances follow
+    :class:`latch.providers.Provider` (``name``, ``wire``, ``model`` and
+    ``complete(request_body, *, on_text=None) -> response body``, request bodies built by
+    :func:`latch.providers.to_openai_chat` / :func:`latch.providers.to_anthropic_messages`,
+    errors :class:`latch.providers.ProviderError` / ``ProviderOverflow``). Built-ins: ``openai``,
+    ``openai-compatible``, ``anthropic`` (:mod:`latch.default_plugins.providers`). Optional ``DESCRIPTION``.
     """
 
 

@@ -178,12 +178,13 @@ def _one_line(text: str) -> str:
 
 
 def sdk_error(provider: str, exc: BaseException, key: Secret, *, max_retries: int) -> ProviderError:
-    """One :class:`ProviderError` line for an SDK exception (raise it ``from None``: the SDK's
-    exception holds the request, headers included).
+    """One :class:`ProviderError` line for an SDK exception (raise it outside the ``except`` block, so
+    it carries no ``__context__``: the SDK's exception holds the request, headers included).
 
     ``"<provider>: HTTP <status>: <the provider's message>"``, plus ``(gave up after N retries)``
     when the status is one the SDK retries; ``"<provider>: connection failed|timed out: <reason>"``
-    without a response. Context length exceeded is a :class:`ProviderOverflow` with the numbers.
+    without a response; ``"<provider>: error in the response stream: <message>"`` for an error
+    event after the stream started (``status`` ``None``; not retried). Context length exceeded is a :class:`ProviderOverflow` with the numbers.
     The API key is redacted from the text.
     """
     status = getattr(exc, "status_code", None)
@@ -203,6 +204,9 @@ def sdk_error(provider: str, exc: BaseException, key: Secret, *, max_retries: in
         text = f"{provider}: {what}: {_one_line(reason)} (gave up after {max_retries} retries)"
         return ProviderError(key.redact(text), provider=provider)
     mapping = error if isinstance(error, Mapping) else None
+    if status is None or status < 400:  # an error event inside a stream that started with 200
+        status = None
+        message = f"error in the response stream: {message}"
     head = f"{provider}: HTTP {status}: " if status is not None else f"{provider}: "
     text = key.redact(head + _one_line(message))
     if is_overflow(message, mapping):

@@ -177,6 +177,7 @@ class AnthropicProvider:
             with create(**kwargs) as stream:
                 return assemble_message((event.to_dict() for event in stream), on_text, provider=self.name)
         except self._sdk.APIError as exc:
-            raise _sdk.sdk_error(self.name, exc, self._key, max_retries=self.max_retries) from None
+            error = _sdk.sdk_error(self.name, exc, self._key, max_retries=self.max_retries)
         except json.JSONDecodeError as exc:
-            raise ProviderError(f"{self.name}: malformed stream from the server: {exc}", provider=self.name) from None
+            error = ProviderError(f"{self.name}: malformed stream from the server: {exc}", provider=self.name)
+        raise error  # outside the handler: no __context__ holding the SDK's request (and its headers)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar
 
 from . import _sdk
-from .base import ProviderError
+from .base import ProviderError, response_text
 
 __all__ = ["OpenAIProvider", "OpenAICompatibleProvider", "assemble_chat_completion"]
 
@@ -99,7 +99,10 @@ class OpenAIProvider:
     SDK's (``OPENAI_BASE_URL`` or api.openai.com/v1); the key is read from the environment variable
     ``api_key_env`` (default ``OPENAI_API_KEY``) once, here: missing is :class:`ProviderError`
     naming the variable. ``timeout`` is seconds per request (connect, and each read of the stream);
-    ``max_retries`` the SDK's retry budget. The key appears in no repr, error or log line.
+    ``max_retries`` the SDK's retry budget. ``stream=False`` (constructor only) sends non-streaming
+    requests instead (for servers that report usage only then, e.g. llama-cpp-python's), returning
+    the server's ``chat.completion`` as is and passing its whole text to ``on_text`` once. The key
+    appears in no repr, error or log line.
     """
 
     PLUGIN_NAME: ClassVar[str] = "openai"
@@ -110,8 +113,9 @@ class OpenAIProvider:
     wire: str = "openai-chat"
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str | None = None,
-                 timeout: float = 600.0, max_retries: int = 4):
+                 timeout: float = 600.0, max_retries: int = 4, stream: bool = True):
         self.name = self.PLUGIN_NAME
+        self.stream = stream
         _sdk.check_options(self.name, model, timeout, max_retries)
         self.model, self.base_url, self.timeout, self.max_retries = model, base_url, float(timeout), max_retries
         self.api_key_env = api_key_env or self.KEY_ENV
@@ -144,19 +148,26 @@ class OpenAIProvider:
         request fails after the retries; :class:`ProviderOverflow` for context length exceeded.
         """
         create = self._client.chat.completions.create
-        fixed: dict[str, Any] = {"stream": True}
-        if self.STREAM_OPTIONS:
+        fixed: dict[str, Any] = {"stream": self.stream}
+        if self.STREAM_OPTIONS and self.stream:
             fixed["stream_options"] = dict(self.STREAM_OPTIONS)
         if "model" not in request_body:
             fixed["model"] = self.model
         kwargs = _sdk.create_kwargs(create, request_body, **fixed)
         try:
+            if not self.stream:
+                response: dict[str, Any] = create(**kwargs).to_dict()
+                text = response_text(self.wire, response)
+                if text and on_text is not None:
+                    on_text(text)
+                return response
             with create(**kwargs) as stream:
                 return assemble_chat_completion((chunk.to_dict() for chunk in stream), on_text)
         except self._sdk.APIError as exc:
-            raise _sdk.sdk_error(self.name, exc, self._key, max_retries=self.max_retries) from None
+            error = _sdk.sdk_error(self.name, exc, self._key, max_retries=self.max_retries)
         except json.JSONDecodeError as exc:
-            raise ProviderError(f"{self.name}: malformed stream from the server: {exc}", provider=self.name) from None
+            error = ProviderError(f"{self.name}: malformed stream from the server: {exc}", provider=self.name)
+        raise error  # outside the handler: no __context__ holding the SDK's request (and its headers)
 
 
 class OpenAICompatibleProvider(OpenAIProvider):
@@ -172,8 +183,9 @@ class OpenAICompatibleProvider(OpenAIProvider):
     KEY_REQUIRED: ClassVar[bool] = False
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str | None = None,
-                 timeout: float = 600.0, max_retries: int = 4):
+                 timeout: float = 600.0, max_retries: int = 4, stream: bool = True):
         if not isinstance(base_url, str) or not base_url.strip():
             raise ProviderError(f"{self.PLUGIN_NAME}: a base_url is required (e.g. http://127.0.0.1:8080/v1)",
                                 provider=self.PLUGIN_NAME)
-        super().__init__(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, max_retries=max_retries)
+        super().__init__(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, max_retries=max_retries,
+                         stream=stream)
