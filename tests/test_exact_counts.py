@@ -259,3 +259,18 @@ def test_a_kernel_message_is_counted_whole_where_its_parts_merge():
     heuristic = _KernelMessage(5, "delta", 1, [("state", "11"), ("recall", "1")],
                                TokenCounter(HeuristicEstimator("openai")))
     assert heuristic.tokens["recall"] == HeuristicEstimator("openai").estimate("1")  # priced per part, as before
+
+
+def test_context_report_of_an_exact_view_is_not_approximate(tmp_path):
+    """``latch context`` / ``context_report``: no ``≈`` when the engine counted with an exact tokenizer."""
+    pytest.importorskip("latch_tiktoken")
+    from latch.engine.report import context_report
+
+    with EventStore(tmp_path / "c.db") as store:
+        sid = store.create_session(external_key="ctx")
+        store.append(sid, [UserMessage(text="Fix the rounding bug in invoice totals, please.")])
+        for estimator, exact in (("tiktoken", True), ("heuristic-openai", False)):
+            setup = build_engine(store, sid, stream=f"continuity:{estimator}", estimator=estimator)
+            rep = context_report(RequestLoop(store, sid, setup, BUDGET).run(None).view)
+            assert rep["approximate"] is (not exact)
+            assert rep["exact_tokenizer"] == (setup.estimator.TOKENIZER if exact else None)

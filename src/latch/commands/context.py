@@ -55,6 +55,8 @@ def _print(con: Console, rep: dict, engine: str, estimator: str, model: str | No
     t.add_row("headroom", approx + _n(rep["headroom_tokens"]), "")
     t.add_row("left working memory", approx + _n(rep["left_tokens"]), "since the previous request")
     con.print(t)
+    if rep.get("exact_tokenizer"):
+        con.print(f"[dim]tokens exact: {markup(rep['exact_tokenizer'])} (images by the provider's size rule)[/dim]")
     if window_source == "default":
         whose = f"model {markup(model)} has no \\[models] entry" if model else "the model is unknown"
         con.print(f"[dim]window: Latch's default ({whose} in the config)[/dim]")

@@ -108,7 +108,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     ``engine`` and ``estimator`` are plugin names (``None``: the configured engine, the model's
     estimator); ``config`` is Latch's configuration, passed to the engine as
     ``EngineProfile.config``. The document is ``{"session", "engine", "estimator", "stream",
-    "model", "budget", "requests": [...], "summary": {...}}`` as written by ``latch replay
+    "exact_tokenizer", "model", "budget", "requests": [...], "summary": {...}}`` as written by ``latch replay
     --json``; ``budget`` holds ``context_window_tokens``, ``reserve_tokens``, ``recent_tokens``
     (effective: at most ``window - reserve``), ``requested_recent_tokens`` (as configured or
     passed) and ``window_source`` (``"--window"``, ``"config"``: a ``[models.NAME]`` entry, or
@@ -207,7 +207,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         "epochs": len({r["epoch"] for r in done}),
     }
     doc = {"session": session_id, "engine": setup.engine_name, "estimator": setup.estimator_name, "stream": setup.writer.stream,
-           "model": model,
+           "exact_tokenizer": setup.counter.tokenizer, "model": model,
            "budget": {"context_window_tokens": budget.context_window_tokens,
                       "reserve_tokens": budget.reserve_tokens, "recent_tokens": budget.recent_tokens,
                       "requested_recent_tokens": requested_recent, "window_source": window_source},
@@ -262,7 +262,9 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
     if Measurement.get(con, con.options.update_width(PIPE_WIDTH), t).maximum > con.options.max_width:
         t.padding = (0, 0, 0, 0)  # one space between columns: the example's 12 columns fit 80
     con.print(t)
-    con.print("[dim]tokens ≈; " + "; ".join(f"{h}: {_LEGEND[h]}" for h, _ in columns if h in _LEGEND) + "[/dim]")
+    exact = doc.get("exact_tokenizer")
+    tokens = f"tokens exact ({markup(exact)})" if exact else "tokens ≈"
+    con.print(f"[dim]{tokens}; " + "; ".join(f"{h}: {_LEGEND[h]}" for h, _ in columns if h in _LEGEND) + "[/dim]")
     s = doc["summary"]
 
     def check(ok: bool, text: str) -> None:

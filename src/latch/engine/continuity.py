@@ -783,6 +783,7 @@ class ContinuityEngine:
                            "episode_tokens": tokens.episode_tokens, "tools_tokens": tokens.tools_tokens,
                            "extension_tokens": tokens.extension_tokens},
             "provider": dict(self._provider) if self._provider else None,
+            "exact_tokenizer": self._counter.tokenizer,  # None: heuristic estimates
         }
         view = ContextView(session_id=r.request.session_id, system=r.request.system_prompt,
                            tools=tuple(r.request.tools), messages=tuple(msgs), tokens=tokens, budget=budget,
