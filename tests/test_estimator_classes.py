@@ -60,15 +60,22 @@ def _counter(tokenizer: str):
 
 
 _MEMO: dict[str, dict[str, list[tuple[int, int]]]] = {}
+_ESTIMATES: list = []
+
+
+def _estimated():
+    """Every window and its ``openai`` estimate, once per process (shared by both tokenizers)."""
+    if not _ESTIMATES:
+        wins = class_windows() + (corpus_file_windows(CORPUS) if corpus_available() else [])
+        _ESTIMATES.extend([wins, hotpaths.estimate_tokens_batch([w.text for w in wins], "openai").tolist()])
+    return _ESTIMATES
 
 
 def _pairs(tokenizer: str) -> dict[str, list[tuple[int, int]]]:
     """``{class: [(estimate, exact), ...]}`` over every window, computed once per tokenizer."""
     if tokenizer not in _MEMO:
-        wins = class_windows() + (corpus_file_windows(CORPUS) if corpus_available() else [])
-        texts = [w.text for w in wins]
-        exact = _counter(tokenizer)(texts)
-        est = hotpaths.estimate_tokens_batch(texts, "openai").tolist()
+        wins, est = _estimated()
+        exact = _counter(tokenizer)([w.text for w in wins])
         by: dict[str, list[tuple[int, int]]] = {}
         for w, e, x in zip(wins, est, exact, strict=True):
             by.setdefault(w.category, []).append((int(e), int(x)))
