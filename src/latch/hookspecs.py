@@ -59,7 +59,11 @@ def latch_register_estimators() -> list[type]:
     ``estimate_batch(texts: Iterable[str]) -> numpy int64 array`` (tokens per
     text), ``image_tokens(width: int | None, height: int | None) -> int``
     (tokens of one image from its pixels; conservative when a dimension is
-    unknown, never from the encoded size). Optional ``DESCRIPTION``.
+    unknown, never from the encoded size). Optional ``DESCRIPTION``. An estimator
+    whose counts are a provider's exact tokenizer sets ``EXACT = True`` and
+    ``TOKENIZER`` (a name unique to the tokenizer and its counting rule, e.g.
+    ``"quicktok:o200k_base"``): the host then caches each event's count durably
+    under that name, and the engine reports exact totals.
     """
 
 

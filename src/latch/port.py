@@ -5,7 +5,9 @@
 whole contract between the host and a context engine. The port exposes no
 EventStore or SQLite handle: an engine reads its session through a read-only
 :class:`SessionReader` and writes only its own kernel-context, epoch and
-materialization records through a narrow :class:`KernelWriter`.
+materialization records through a narrow :class:`KernelWriter`. With an exact
+estimator, the host may also hand it a :class:`TokenCountCache`: the durable
+per-event exact token counts, so an event is tokenized once, not per request.
 
 A :data:`ContextEngineFactory` builds the engine for one session from its
 durable profile (:class:`EngineProfile`); the default factory,
@@ -39,6 +41,7 @@ __all__ = [
     "ContextEngine",
     "SessionReader",
     "KernelWriter",
+    "TokenCountCache",
     "EngineProfile",
     "ContextEngineFactory",
 ]
@@ -233,6 +236,23 @@ class KernelWriter(Protocol):
 
 
 @runtime_checkable
+class TokenCountCache(Protocol):
+    """Durable exact token counts of one session's events, per tokenizer (issue 11 item 3).
+
+    A count is that of one provider-visible message rendered from event ``seq`` (content, calls, ids,
+    media and message overhead, as :meth:`latch.engine.units.TokenCounter.message` prices it);
+    ``digest`` identifies the rendering (the same event may be rendered differently by another
+    engine), so a count is only reused for the same bytes. ``tokenizer`` is the exact estimator's
+    ``TOKENIZER`` name. ``get`` returns ``None`` when nothing was recorded; ``put`` records (it may
+    buffer; the host makes it durable) and never replaces a recorded count.
+    """
+
+    def get(self, tokenizer: str, seq: int, digest: str) -> int | None: ...
+
+    def put(self, tokenizer: str, seq: int, digest: str, tokens: int) -> None: ...
+
+
+@runtime_checkable
 class ContextEngine(Protocol):
     """The port every context engine implements."""
 
@@ -263,6 +283,7 @@ class EngineProfile:
     config: Mapping[str, Any] = field(default_factory=dict)
     estimator: Any = None
     parent_session_id: str | None = None
+    token_counts: TokenCountCache | None = None  # exact per-event counts; used only with an exact estimator
 
 
 ContextEngineFactory = Callable[[EngineProfile], ContextEngine]

@@ -58,6 +58,8 @@ def _print(con: Console, rep: dict, engine: str, estimator: str, model: str | No
     t.add_row("left working memory", approx + _n(rep["left_tokens"]), "since the previous request")
     con.print(t)
     con.print(window_line(window_source, window_entry, model))
+    if rep.get("exact_tokenizer"):
+        con.print(f"[dim]tokens exact: {markup(rep['exact_tokenizer'])} (images by the provider's size rule)[/dim]")
     cache = rep["cacheability"]
     con.print(f"events {_n(rep['events'])} · episodes {_n(rep['episodes'])} · messages {_n(rep['messages'])} · "
               f"span {_n(rep['span_user_turns'])} user turn(s) · images {_n(rep['image_count'])} "

@@ -176,7 +176,8 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     ``engine`` and ``estimator`` are plugin names (``None``: the configured engine, the model's
     estimator); ``config`` is Latch's configuration, passed to the engine as
     ``EngineProfile.config``. The document is ``{"session", "engine", "estimator", "stream",
-    "model", "budget", "window_entry", "requests": [...], "summary": {...}}`` as written by ``latch replay
+    "exact_tokenizer" (the tokenizer when the estimator is exact, else ``None``), "model", "kept", "budget",
+    "window_entry", "requests": [...], "summary": {...}}`` as written by ``latch replay
     --json``; ``budget`` holds ``context_window_tokens``, ``reserve_tokens``, ``recent_tokens``
     (effective: at most ``window - reserve``), ``requested_recent_tokens`` (as configured or
     passed) and ``window_source`` (``"--window"``, ``"config"``: a ``[models.NAME]`` entry,
@@ -266,7 +267,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         "epochs": len({r["epoch"] for r in done}),
     }
     doc = {"session": session_id, "engine": setup.engine_name, "estimator": setup.estimator_name, "stream": setup.writer.stream,
-           "model": model, "kept": keep,
+           "model": model, "kept": keep, "exact_tokenizer": setup.counter.tokenizer,
            "budget": {"context_window_tokens": budget.context_window_tokens,
                       "reserve_tokens": budget.reserve_tokens, "recent_tokens": budget.recent_tokens,
                       "requested_recent_tokens": plan.requested_recent, "window_source": plan.window_source},
@@ -374,7 +375,9 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
     legend = [f"{h}: {_LEGEND[h]}" for h, _ in columns if h in _LEGEND]
     if marked and not dropped:
         legend.append(f"cache: {_LEGEND['cache']}")
-    con.print("[dim]tokens ≈; " + "; ".join(legend) + "[/dim]")
+    exact = doc.get("exact_tokenizer")
+    tokens = f"tokens exact ({markup(exact)})" if exact else "tokens ≈"
+    con.print(f"[dim]{tokens}; " + "; ".join(legend) + "[/dim]")
     if dropped:
         con.print("[dim]cache column left out (too narrow); per request: "
                   + ", ".join(f"{n} {markup(m)}" for n, m in marked) + "[/dim]")

@@ -122,6 +122,8 @@ class _KernelMessage:
         tokens["state"] = MESSAGE_OVERHEAD_TOKENS
         for c, t in self.parts:
             tokens[c] += counter.text(t)
+        if counter.exact:  # parts tokenized apart can merge at their seams: the whole message is the count
+            tokens["state"] += counter.message(self.message) - sum(tokens.values())
         self.tokens = tokens
         self.recalled = tuple(recalled)
         self.anchor = anchor
@@ -294,26 +296,29 @@ class ContinuityEngine:
     DESCRIPTION = "Cache epochs over the durable log: canonical state, whole-unit recent memory, FTS recall, episodes."
 
     def __init__(self, model: str | None, *, reader: SessionReader, writer: KernelWriter,
-                 config: Mapping[str, Any] | None = None, estimator: Any = None):
+                 config: Mapping[str, Any] | None = None, estimator: Any = None, token_counts: Any = None):
         self.model = model
         self._reader = reader
         self._writer = writer
         self._config: dict[str, Any] = validate_config(config or {}, "engine config")
-        self._counter = TokenCounter(resolve_estimator(model, estimator))
+        self._token_counts = token_counts
+        self._counter = TokenCounter(resolve_estimator(model, estimator), token_counts)
         self._loaded = False
 
     @classmethod
     def for_model(cls, model: str | None, *, reader: SessionReader, writer: KernelWriter,
-                  config: Mapping[str, Any] | None = None, estimator: Any = None) -> "ContinuityEngine":
+                  config: Mapping[str, Any] | None = None, estimator: Any = None,
+                  token_counts: Any = None) -> "ContinuityEngine":
         """The engine of one session for ``model``: budget from ``config`` (``[models.<model>]``,
-        ``[context]``), estimator ``estimator`` or the model's own."""
-        return cls(model, reader=reader, writer=writer, config=config, estimator=estimator)
+        ``[context]``), estimator ``estimator`` or the model's own; ``token_counts`` (a
+        :class:`~latch.port.TokenCountCache`) holds the durable per-event counts of an exact estimator."""
+        return cls(model, reader=reader, writer=writer, config=config, estimator=estimator, token_counts=token_counts)
 
     @classmethod
     def factory(cls, profile: EngineProfile) -> "ContinuityEngine":
         """This engine's :data:`~latch.port.ContextEngineFactory`: exactly :meth:`for_model`."""
         return cls.for_model(profile.model, reader=profile.reader, writer=profile.writer, config=profile.config,
-                             estimator=profile.estimator)
+                             estimator=profile.estimator, token_counts=profile.token_counts)
 
     # ------------------------------------------------------------ port: configuration
     @property
@@ -326,7 +331,7 @@ class ContinuityEngine:
 
     def set_estimator(self, estimator: Any) -> None:
         """Estimate with ``estimator`` from now on; the epoch is reloaded from durable records and re-estimated."""
-        self._counter = TokenCounter(estimator)
+        self._counter = TokenCounter(estimator, self._token_counts)
         self._loaded = False
 
     @property
@@ -482,7 +487,10 @@ class ContinuityEngine:
         return [("state", head), *sections, ("state", "</kernel-context>")]
 
     def _parts_cost(self, parts: Sequence[tuple[str, str]]) -> int:
-        return MESSAGE_OVERHEAD_TOKENS + sum(self._counter.fixed(t) for _, t in parts)
+        """Tokens of a kernel message of ``parts``, an upper bound when they are priced apart: with an exact
+        tokenizer, joining two parts can cost up to one more token at their seam (BPE is not additive)."""
+        seams = len(parts) - 1 if self._counter.exact and parts else 0
+        return MESSAGE_OVERHEAD_TOKENS + sum(self._counter.fixed(t) for _, t in parts) + seams
 
     def _recall_section(self, items: Sequence[RecalledEvent], before_seq: int) -> str:
         body = "Original events from earlier in this session, found by exact search (oldest first):"
@@ -775,6 +783,7 @@ class ContinuityEngine:
                            "episode_tokens": tokens.episode_tokens, "tools_tokens": tokens.tools_tokens,
                            "extension_tokens": tokens.extension_tokens},
             "provider": dict(self._provider) if self._provider else None,
+            "exact_tokenizer": self._counter.tokenizer,  # None: heuristic estimates
         }
         view = ContextView(session_id=r.request.session_id, system=r.request.system_prompt,
                            tools=tuple(r.request.tools), messages=tuple(msgs), tokens=tokens, budget=budget,

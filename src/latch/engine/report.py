@@ -24,14 +24,16 @@ def context_report(view: ContextView, *, provider_prompt_tokens: int | None = No
     """JSON-ready /context data of ``view``.
 
     ``provider_prompt_tokens`` is the provider-reported prompt size of this exact request when
-    known; without it every token figure is an estimate (``approximate`` is True).
+    known; without it every token figure is an estimate (``approximate`` is True), unless the engine
+    counted with an exact tokenizer (``exact_tokenizer`` in its metrics, e.g. ``"tiktoken:cl100k_base…"``).
     """
     m = view.metrics
     total = view.tokens.total_tokens
     hard = view.budget.hard_limit_tokens
     return {
         "session": view.session_id,
-        "approximate": provider_prompt_tokens is None,
+        "approximate": provider_prompt_tokens is None and not m.get("exact_tokenizer"),
+        "exact_tokenizer": m.get("exact_tokenizer"),
         "components": {k: getattr(view.tokens, k) for k in COMPONENTS},
         "total_tokens": total,
         "provider_prompt_tokens": provider_prompt_tokens,

@@ -34,6 +34,7 @@ used by ``latch replay`` and the tests.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -50,6 +51,7 @@ __all__ = [
     "Unit",
     "UnitBuilder",
     "message_line",
+    "line_digest",
     "request_lines",
     "view_violations",
 ]
@@ -99,15 +101,27 @@ class TokenCounter:
     ``image_tokens(width, height) -> int`` (``TypeError`` when either is missing). A non-image
     media reference (a document) costs one token per 2 bytes, a conservative stand-in until the
     provider reports.
+
+    An *exact* estimator (class or instance attribute ``EXACT = True`` and a non-empty ``TOKENIZER``
+    name, e.g. ``"tiktoken:cl100k_base"``) makes :attr:`exact` true: its counts are the provider's, so
+    the engine reports them without a margin. With ``counts`` (a :class:`~latch.port.TokenCountCache`)
+    and an exact estimator, :meth:`message` of a conversation message (one with a ``seq``) is looked
+    up by ``(TOKENIZER, seq, digest of its canonical line)`` and counted (then recorded) only when
+    missing: an event is tokenized once per tokenizer, at first use, not once per request.
+    ``counts`` is ignored for a heuristic estimator.
     """
 
-    def __init__(self, estimator: Any):
+    def __init__(self, estimator: Any, counts: Any = None):
         if not callable(getattr(estimator, "estimate", None)) or not callable(getattr(estimator, "image_tokens", None)):
             raise TypeError(f"estimator {estimator!r} needs estimate(text) and image_tokens(width, height) "
                             f"(latch.estimators.Estimator)")
         self.estimator = estimator
         self.text: Callable[[str], int] = estimator.estimate
         self._memo: dict[str, int] = {}
+        tokenizer = getattr(estimator, "TOKENIZER", None)
+        self.exact = bool(getattr(estimator, "EXACT", False)) and isinstance(tokenizer, str) and bool(tokenizer)
+        self.tokenizer: str | None = tokenizer if self.exact else None
+        self.counts = counts if self.exact else None
 
     def fixed(self, text: str) -> int:
         """:meth:`text` memoized, for strings sent again on every request (system prompt, tools,
@@ -131,7 +145,19 @@ class TokenCounter:
         return int(self.estimator.image_tokens(ref.width, ref.height))
 
     def message(self, m: ViewMessage) -> int:
-        """Tokens of one provider-visible message (content, calls, ids, media, overhead)."""
+        """Tokens of one provider-visible message (content, calls, ids, media, overhead); from the durable
+        per-event cache when there is one (see the class docstring)."""
+        counts = self.counts
+        if counts is None or m.seq is None or m.kind != "conversation":
+            return self._message(m)
+        digest = line_digest(message_line(m))
+        got = counts.get(self.tokenizer, m.seq, digest)
+        if got is None:
+            got = self._message(m)
+            counts.put(self.tokenizer, m.seq, digest, got)
+        return int(got)
+
+    def _message(self, m: ViewMessage) -> int:
         t = MESSAGE_OVERHEAD_TOKENS + self.text(m.content)
         for c in m.tool_calls:
             t += TOOL_CALL_OVERHEAD_TOKENS + self.text(c.id) + self.text(c.name) + self.text(c.arguments)
@@ -292,6 +318,12 @@ class UnitBuilder:
 
 
 # ------------------------------------------------------------------ canonical serialization
+def line_digest(line: bytes) -> str:
+    """The rendering digest a :class:`~latch.port.TokenCountCache` keys a message by: 32 hex digits of
+    BLAKE2b over its canonical line (:func:`message_line`)."""
+    return hashlib.blake2b(line, digest_size=16).hexdigest()
+
+
 def message_line(m: ViewMessage) -> bytes:
     """Canonical JSON of the provider-visible fields of one message (no ``kind``/``seq``)."""
     d: dict[str, Any] = {"role": m.role, "content": m.content}

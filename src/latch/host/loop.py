@@ -34,7 +34,7 @@ from .. import plugins
 from ..engine.units import TokenCounter, Unit, UnitBuilder, header_lines, message_line, view_violations
 from ..events import AssistantMessage, Usage
 from ..port import ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile, SessionContext
-from .session import ReplayKernelWriter, StoreKernelWriter, StoreSessionReader
+from .session import ReplayKernelWriter, StoreKernelWriter, StoreSessionReader, StoreTokenCounts
 
 __all__ = ["HostError", "EngineSetup", "ModelRequest", "RequestResult", "RequestLoop", "build_engine",
            "model_requests", "transcript_model", "estimator_name"]
@@ -90,7 +90,9 @@ def estimator_name(estimator: Any) -> str:
 class EngineSetup:
     """An engine built for one session, with the choices the host made once: ``engine_name`` (the plugin),
     ``estimator`` (instance) and its ``counter``, ``model``, ``config`` (Latch's configuration, also in
-    ``EngineProfile.config``), the kernel-record ``writer`` and ``hysteretic`` (held to the rotation bound)."""
+    ``EngineProfile.config``), the kernel-record ``writer`` and ``hysteretic`` (held to the rotation bound).
+    ``token_counts`` is the session's durable exact-count cache, shared by the engine and the recount, when
+    the estimator is exact (:attr:`~latch.engine.units.TokenCounter.exact`), else ``None``."""
 
     engine_name: str
     engine: Any
@@ -100,6 +102,7 @@ class EngineSetup:
     config: dict[str, Any]
     writer: StoreKernelWriter
     hysteretic: bool
+    token_counts: StoreTokenCounts | None = None
 
     @property
     def estimator_name(self) -> str:
@@ -117,7 +120,8 @@ def build_engine(store: Any, session_id: str, *, stream: str | Callable[[str], s
     session's events name. Kernel records go to ``stream`` (or ``stream(engine name)``): with ``scratch``, a
     run of the store's replay scratch database (:class:`~latch.host.session.ReplayKernelWriter`; a replay),
     else the store's own kernel records. Raises :class:`HostError` for an unknown
-    engine or estimator (there is no fallback to another one).
+    engine or estimator (there is no fallback to another one). With an exact estimator the engine's profile
+    carries the session's :class:`~latch.host.session.StoreTokenCounts` (``EngineSetup.token_counts``).
     """
     cfg = dict(config or {})
     try:
@@ -130,10 +134,11 @@ def build_engine(store: Any, session_id: str, *, stream: str | Callable[[str], s
         raise HostError(str(exc)) from None
     writer_class = ReplayKernelWriter if scratch else StoreKernelWriter
     writer = writer_class(store, session_id, stream(name) if callable(stream) else stream)
+    counts = StoreTokenCounts(store, session_id) if TokenCounter(chosen).exact else None
     eng = factory(EngineProfile(session_id=session_id, model=model, reader=StoreSessionReader(store, session_id),
-                                writer=writer, config=cfg, estimator=chosen))
+                                writer=writer, config=cfg, estimator=chosen, token_counts=counts))
     hysteretic = bool(getattr(eng, "HYSTERETIC_EPOCHS", name == plugins.DEFAULT_ENGINE))
-    return EngineSetup(name, eng, chosen, TokenCounter(chosen), model, cfg, writer, hysteretic)
+    return EngineSetup(name, eng, chosen, TokenCounter(chosen, counts), model, cfg, writer, hysteretic, counts)
 
 
 @dataclass
@@ -238,6 +243,8 @@ class RequestLoop:
                 tools=self.tools, until_seq=until_seq, budget=self.budget))
         except ContextOverflow as exc:
             self.overflows += 1
+            if self.setup.token_counts is not None:
+                self.setup.token_counts.flush()
             return RequestResult(until_seq, request, None, str(exc), time.perf_counter() - t, self._events,
                                  self.history_tokens)
         seconds = time.perf_counter() - t
@@ -273,6 +280,8 @@ class RequestLoop:
                 res.epoch_violations.append(f"{where}: not an append-only extension of the previous request in epoch "
                                       f"{view.epoch}")
         self._prev = (view.epoch, lines, line_tokens)
+        if self.setup.token_counts is not None:
+            self.setup.token_counts.flush()  # counts of the events first seen in this request become durable
         return res
 
     def replay(self, requests: Sequence[ModelRequest],

@@ -1,8 +1,9 @@
 """Host-side adapters of the port: an :class:`~latch.store.EventStore` seen as one session.
 
-The engine only sees the protocols :class:`~latch.port.SessionReader` and
-:class:`~latch.port.KernelWriter`; these two classes are what the host (the
-agent loop, ``latch replay``, ``latch context``) builds for it. Neither exposes the
+The engine only sees the protocols :class:`~latch.port.SessionReader`,
+:class:`~latch.port.KernelWriter` and (with an exact estimator)
+:class:`~latch.port.TokenCountCache`; these classes are what the host (the
+agent loop, ``latch replay``, ``latch context``) builds for it. None exposes the
 store or an SQLite handle.
 """
 
@@ -19,6 +20,9 @@ from ..store import EventStore, StoredEvent
 from .kernel import kernel_cache
 
 __all__ = ["StoreSessionReader", "StoreKernelWriter", "ReplayKernelWriter", "EmptyState"]
+
+
+__all__ = ["StoreSessionReader", "StoreKernelWriter", "StoreTokenCounts", "EmptyState"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,3 +135,55 @@ class ReplayKernelWriter(StoreKernelWriter):
         if keep:
             self._store.keep_replay(self.run_id)
             self.kept = True
+
+
+class StoreTokenCounts:
+    """:class:`~latch.port.TokenCountCache` over the store's ``token_counts`` table for one session.
+
+    A tokenizer's recorded counts are read once (at its first :meth:`get`) into memory; :meth:`put` adds to
+    memory at once and to the store in batches: when ``flush_every`` counts are waiting, and at every
+    :meth:`flush` (the request loop flushes after each request). ``puts`` / ``hits`` count the calls that
+    missed (were tokenized) and hit. ``StoreError`` from the store on a failed write.
+    """
+
+    def __init__(self, store: EventStore, session_id: str, *, flush_every: int = 512):
+        self._store = store
+        self.session_id = session_id
+        self.flush_every = flush_every
+        self._known: dict[str, dict[tuple[int, str], int]] = {}
+        self._pending: dict[str, list[tuple[int, str, int]]] = {}
+        self.puts = self.hits = 0
+
+    def _table(self, tokenizer: str) -> dict[tuple[int, str], int]:
+        got = self._known.get(tokenizer)
+        if got is None:
+            got = self._known[tokenizer] = self._store.token_counts(self.session_id, tokenizer)
+        return got
+
+    def get(self, tokenizer: str, seq: int, digest: str) -> int | None:
+        """The recorded count of the rendering ``digest`` of event ``seq`` (tokens), else ``None``."""
+        got = self._table(tokenizer).get((seq, digest))
+        if got is not None:
+            self.hits += 1
+        return got
+
+    def put(self, tokenizer: str, seq: int, digest: str, tokens: int) -> None:
+        """Record ``tokens`` for that rendering (a count already recorded is kept)."""
+        table = self._table(tokenizer)
+        if (seq, digest) in table:
+            return
+        table[(seq, digest)] = tokens
+        self.puts += 1
+        pending = self._pending.setdefault(tokenizer, [])
+        pending.append((seq, digest, tokens))
+        if len(pending) >= self.flush_every:
+            self.flush()
+
+    def flush(self) -> int:
+        """Write the waiting counts (one transaction per tokenizer); returns the rows added."""
+        added = 0
+        for tokenizer in list(self._pending):
+            rows = self._pending.pop(tokenizer)
+            if rows:
+                added += self._store.put_token_counts(self.session_id, tokenizer, rows)
+        return added

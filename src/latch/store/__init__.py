@@ -549,6 +549,50 @@ class EventStore:
         scratch.discard(run_id)
         return ids
 
+    # ------------------------------------------------------------- token counts
+    def token_counts(self, session_id: str, tokenizer: str) -> dict[tuple[int, str], int]:
+        """Cached exact token counts of ``session_id`` for ``tokenizer``: ``{(seq, digest): tokens}``
+        (``{}`` when none were recorded). ``digest`` names the rendering of event ``seq`` that was counted."""
+        rows = self._rows("SELECT seq, digest, tokens FROM token_counts WHERE session_id = ? AND tokenizer = ?",
+                          (session_id, tokenizer))
+        return {(int(r[0]), str(r[1])): int(r[2]) for r in rows}
+
+    def put_token_counts(self, session_id: str, tokenizer: str, counts: Sequence[tuple[int, str, int]]) -> int:
+        """Record exact counts ``(seq, digest, tokens)`` of ``session_id``'s events for ``tokenizer`` in one
+        transaction; a ``(seq, digest)`` already recorded keeps its count. Returns the rows added.
+
+        ``ValueError`` (one line, nothing written) on an empty ``tokenizer``, a non-integer or negative
+        ``tokens``, an empty ``digest``, or a ``seq`` that is not an event of ``session_id``."""
+        if not isinstance(tokenizer, str) or not tokenizer:
+            raise ValueError(f"token counts need a tokenizer name, got {tokenizer!r}")
+        rows = []
+        for item in counts:
+            seq, digest, tokens = item
+            if isinstance(seq, bool) or not isinstance(seq, int) or seq <= 0:
+                raise ValueError(f"token count for seq {seq!r}: seq must be a positive integer")
+            if not isinstance(digest, str) or not digest:
+                raise ValueError(f"token count for seq {seq}: digest must be a non-empty string")
+            if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+                raise ValueError(f"token count for seq {seq}: tokens must be a non-negative integer, got {tokens!r}")
+            rows.append((session_id, tokenizer, seq, digest, tokens))
+        if not rows:
+            return 0
+        with self._write() as db:
+            seqs = sorted({r[2] for r in rows})
+            known: set[int] = set()
+            for i in range(0, len(seqs), 500):
+                part = seqs[i:i + 500]
+                known.update(r[0] for r in db.execute(
+                    f"SELECT seq FROM events WHERE session_id = ? AND seq IN ({','.join('?' * len(part))})",
+                    (session_id, *part)))
+            missing = [s for s in seqs if s not in known]
+            if missing:
+                raise ValueError(f"token counts for seq {missing[0]}: not an event of session {session_id}")
+            before = db.total_changes
+            db.executemany("INSERT OR IGNORE INTO token_counts(session_id, tokenizer, seq, digest, tokens) "
+                           "VALUES (?, ?, ?, ?, ?)", rows)
+            return db.total_changes - before
+
     def sqlite_version(self) -> str:
         return sqlite3.sqlite_version
 

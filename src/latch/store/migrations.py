@@ -118,3 +118,24 @@ def m004_kernel_records(db: sqlite3.Connection) -> None:
         "CREATE TRIGGER kernel_records_no_delete BEFORE DELETE ON kernel_records "
         "BEGIN SELECT RAISE(ABORT, 'kernel records are append-only'); END"
     )
+
+
+@migration
+def m005_token_counts(db: sqlite3.Connection) -> None:
+    # A cache, not history: exact token counts of provider-visible messages rendered from one event, per
+    # tokenizer (issue 11 item 3). ``digest`` identifies the rendering (an event can be rendered more than
+    # one way, e.g. by a masking engine), so a count is only ever reused for the same bytes. Rows are only
+    # inserted (INSERT OR IGNORE); dropping the table loses nothing the log cannot rebuild.
+    """Exact per-event token counts: (session, tokenizer, event seq, rendering digest) → tokens."""
+    db.execute(
+        """
+        CREATE TABLE token_counts (
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            tokenizer  TEXT NOT NULL,
+            seq        INTEGER NOT NULL REFERENCES events(seq),
+            digest     TEXT NOT NULL,
+            tokens     INTEGER NOT NULL CHECK (tokens >= 0),
+            PRIMARY KEY (session_id, tokenizer, seq, digest)
+        ) WITHOUT ROWID
+        """
+    )

