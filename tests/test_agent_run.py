@@ -189,3 +189,49 @@ def test_provider_defaults_come_from_the_config_and_flags_win(tmp_path, ws):
         (home / "config.toml").write_text('[provider]\nmax_turns = 0\n')
         r = latch(tmp_path, "run", "bad config", cwd=ws)
         assert r.returncode != 0 and "max_turns" in r.stderr and "Traceback" not in r.stderr
+
+
+def _on_a_terminal(tmp_path: Path, args: list[str], lines: list[str], cwd: Path, timeout: float = 60) -> str:
+    """Run ``latch ARGS`` with a pseudo-terminal as stdin/stdout, typing each of ``lines`` at a ``latch>`` prompt."""
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), *args], cwd=cwd,
+                            env=_env(tmp_path), stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    out = b""
+    todo = list(lines)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        if todo and out.rstrip().endswith(b"latch>"):
+            os.write(master, (todo.pop(0) + "\n").encode())
+            out += b"\n"
+        if proc.poll() is not None and not ready:
+            break
+    proc.wait(timeout=10)
+    os.close(master)
+    return out.decode("utf-8", "replace")
+
+
+def test_interactive_prompt_runs_tasks_and_slash_commands(tmp_path, ws):
+    with serve_openai([Reply(tool_calls=(ToolUse("k1", "set_goal", json.dumps({"goal": "Greet the user"})),)),
+                       Reply("Hello there, user."), Reply("Second answer.")]) as server:
+        out = _on_a_terminal(tmp_path, ["run", "--provider", "openai-compatible", "--model", "local", "--base-url",
+                                        server.base_url],
+                             ["please greet me", "/state", "/search greet", "/compact", "/context", "another task",
+                              "/nosuch", "/quit"], ws)
+    assert "Hello there, user." in out and "Second answer." in out
+    assert "Greet the user" in out  # /state shows the goal the kernel tool set
+    assert "seq " in out and "please greet me" in out  # /search found the task
+    assert "compacted" in out and "unknown command /nosuch" in out
+    assert "Traceback" not in out

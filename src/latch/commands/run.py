@@ -82,6 +82,8 @@ class _Printer:
             self._streaming = False
 
     def on_response(self, number: int, message: Any, usage: Any, view: Any) -> None:
+        if not self._streaming and message.text:  # a provider that answered whole (--no-stream)
+            self.on_text(message.text)
         self._end_text()
         total = view.tokens.total_tokens
         hard = view.budget.hard_limit_tokens
@@ -161,13 +163,16 @@ def register(cli: click.Group) -> None:
     @click.option("--tool-choice", default=None, metavar="auto|required|TOOL",
                   help="Ask the provider to force tool calls (required, or one TOOL by name) or leave it to the "
                        "model (auto).")
+    @click.option("--no-stream", "no_stream", is_flag=True,
+                  help="Ask for whole answers instead of a stream (llama.cpp's server reports token usage only "
+                       "then).")
     @click.option("--tools", "tool_names", default=None, metavar="NAME,...",
                   help="Offer only these built-in tools (comma-separated; default: all).")
     @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
                   help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder).")
     @pass_app
     def run_cmd(app, task, provider_name, model, base_url, api_key_env, max_turns, assume_yes, mode, resume,
-                engine, estimator, window, reserve, recent, tool_choice, tool_names, config_path):
+                engine, estimator, window, reserve, recent, tool_choice, no_stream, tool_names, config_path):
         """Run an agent on TASK in the current workspace (or continue one with --resume)."""
         if window is not None and reserve is not None and reserve >= window:
             raise click.UsageError(f"--reserve ({reserve}) must be below --window ({window})")
@@ -237,6 +242,10 @@ def register(cli: click.Group) -> None:
             provider = provider_cls.from_options(model, base_url=base_url, api_key_env=api_key_env)
         except ProviderError as exc:
             raise click.ClickException(str(exc)) from None
+        if no_stream:
+            if not hasattr(provider, "stream"):
+                raise click.UsageError(f"--no-stream: provider {name} always streams")
+            provider.stream = False
         interactive = task is None and resume is None
         if interactive and not sys.stdin.isatty():
             raise click.UsageError("no TASK: give one, or run on a terminal for the interactive prompt")
