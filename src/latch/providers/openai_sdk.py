@@ -182,6 +182,19 @@ class OpenAICompatibleProvider(OpenAIProvider):
     KEY_ENV: ClassVar[str | None] = None
     KEY_REQUIRED: ClassVar[bool] = False
 
+    def complete(self, request_body: Mapping[str, Any], *,
+                 on_text: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """As :meth:`OpenAIProvider.complete`, except that an assistant message with ``content: null`` (a
+        tool-call-only turn, valid for OpenAI) is sent with ``content: ""``: llama-cpp-python's server rejects
+        null content with HTTP 500, and every compatible server accepts the empty string."""
+        messages = request_body.get("messages")
+        if isinstance(messages, list) and any(isinstance(m, Mapping) and m.get("role") == "assistant"
+                                              and m.get("content") is None for m in messages):
+            fixed = [dict(m, content="") if isinstance(m, Mapping) and m.get("role") == "assistant"
+                     and m.get("content") is None else m for m in messages]
+            request_body = {**request_body, "messages": fixed}
+        return super().complete(request_body, on_text=on_text)
+
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str | None = None,
                  timeout: float = 600.0, max_retries: int = 4, stream: bool = True):
         if not isinstance(base_url, str) or not base_url.strip():

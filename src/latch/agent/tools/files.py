@@ -86,7 +86,7 @@ class ReadFile:
             page = read_file(ctx.store, ctx.session_id, absolute, offset=args.get("offset", 0),
                              estimate=ctx.estimate)
         except FileNotFoundError:
-            raise ToolError(f"{rel}: no such file") from None
+            raise ToolError(f"{rel}: no such file{_nearby(ctx, absolute)}") from None
         except (OSError, ValueError) as exc:
             raise ToolError(f"{rel}: {getattr(exc, 'strerror', None) or exc}") from None
         if page.total_bytes == 0:
@@ -178,3 +178,26 @@ class EditFile:
 
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+NEARBY_NAMES = 200
+"""At most this many names of the nearest existing folder are listed when a path does not exist."""
+
+
+def _nearby(ctx: ToolContext, absolute: Path) -> str:
+    """``"; <folder> holds: a, b/, ..."`` for the nearest existing folder inside the workspace (sorted names,
+    folders with a trailing ``/``, hidden ones left out, at most :data:`NEARBY_NAMES`), so the model can pick
+    a real path; ``""`` when that folder cannot be listed."""
+    root = Path(ctx.workspace)
+    folder = absolute.parent
+    while folder != root and not folder.is_dir() and root in folder.parents:
+        folder = folder.parent
+    try:
+        entries = sorted(e.name + ("/" if e.is_dir() else "") for e in folder.iterdir() if not e.name.startswith("."))
+    except OSError:
+        return ""
+    if not entries:
+        return ""
+    where = "the workspace" if folder == root else str(folder.relative_to(root)) + "/"
+    more = f", ... ({len(entries) - NEARBY_NAMES} more)" if len(entries) > NEARBY_NAMES else ""
+    return f"; {where} holds: " + ", ".join(entries[:NEARBY_NAMES]) + more
