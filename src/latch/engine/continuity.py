@@ -119,7 +119,7 @@ class _KernelMessage:
         self.parts = [(c, t) for c, t in parts]
         self.message = ViewMessage(role="user", content="".join(t for _, t in self.parts), kind="kernel_context")
         tokens = dict.fromkeys(_COMPONENTS, 0)
-        tokens["state"] = MESSAGE_OVERHEAD_TOKENS
+        tokens["state"] = counter.overhead
         for c, t in self.parts:
             tokens[c] += counter.text(t)
         self.tokens = tokens
@@ -482,7 +482,7 @@ class ContinuityEngine:
         return [("state", head), *sections, ("state", "</kernel-context>")]
 
     def _parts_cost(self, parts: Sequence[tuple[str, str]]) -> int:
-        return MESSAGE_OVERHEAD_TOKENS + sum(self._counter.fixed(t) for _, t in parts)
+        return self._counter.overhead + sum(self._counter.fixed(t) for _, t in parts)
 
     def _recall_section(self, items: Sequence[RecalledEvent], before_seq: int) -> str:
         body = "Original events from earlier in this session, found by exact search (oldest first):"
@@ -587,7 +587,7 @@ class ContinuityEngine:
         tools_t = c.tools(request.tools)
         state = self._reader.canonical_state(until)
         state_rev = int(getattr(state, "revision", 0) or 0)
-        session_t = MESSAGE_OVERHEAD_TOKENS + c.fixed(session_msg.content)
+        session_t = c.message(session_msg) if c.framing is not None else MESSAGE_OVERHEAD_TOKENS + c.fixed(session_msg.content)
         ext_sec = _section("extension", request.extension) if request.extension else ""
         state_budget = min((hard - system_t - session_t - tools_t - c.fixed(ext_sec)) // STATE_SHARE,
                            state_tokens(self._config, budget.recent_tokens))
