@@ -218,3 +218,23 @@ def test_thirty_forced_tool_turns_never_exceed_n_ctx(store, gguf, llama_server, 
         print(f"\n30 forced tool turns: rotations={loop.rotations} largest request={largest} server tokens "
               f"(n_ctx {N_CTX}, hard limit {budget.hard_limit_tokens})")
     assert loop.rotations >= 3 and largest <= budget.hard_limit_tokens
+
+
+def test_streaming_reports_no_usage(llama_server):
+    """A streamed answer carries no ``usage`` at all, even with ``stream_options.include_usage`` (llama-cpp-python
+    0.3.36), forced tool call or text: the server's count of a request comes only from a non-streamed call
+    (or from ``LlamaCppEstimator.count_request``, which equals it)."""
+    import urllib.request
+
+    tools = [{"type": "function", "function": {"name": "read_file", "parameters": READ_FILE["input_schema"]}}]
+    for extra in ({"tool_choice": {"type": "function", "function": {"name": "read_file"}}}, {}):
+        body = {"messages": [{"role": "user", "content": "Read a.py"}], "tools": tools, "max_tokens": 16,
+                "stream": True, "stream_options": {"include_usage": True}, **extra}
+        req = urllib.request.Request(f"{llama_server}/chat/completions", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=600) as resp:
+            lines = [raw.decode().strip() for raw in resp if raw.strip()]
+        assert lines[-1] == "data: [DONE]"
+        chunks = [json.loads(line.removeprefix("data: ")) for line in lines[:-1]]
+        assert chunks and all(c["object"] == "chat.completion.chunk" for c in chunks)
+        assert all(c.get("usage") is None for c in chunks)
