@@ -35,6 +35,7 @@ cost 0 prompt tokens; a call-only assistant message is its 6 framing tokens).
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -125,6 +126,8 @@ class LlamaCppEstimator:
             quiet = nullcontext()
         with quiet:
             self._llama = Llama(model_path=str(path), vocab_only=True, verbose=False)
+        # freed before interpreter teardown: Llama.__del__ at shutdown finds llama.cpp's bindings gone
+        atexit.register(self._llama.close)
         template = self._llama.metadata.get("tokenizer.chat_template")
         if not template:
             raise ValueError(f"latch-llamacpp: {path.name} has no tokenizer.chat_template; the server would use "
