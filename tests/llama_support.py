@@ -197,6 +197,7 @@ def llama_server_factory() -> Iterator[Callable[[int], str]]:
     finally:
         for s in servers.values():
             s.stop()
+            s.log_path.unlink(missing_ok=True)  # a failure's message already holds the log's tail
 
 
 @pytest.fixture(scope="session")
