@@ -1,10 +1,12 @@
-"""Shared fixtures: the real corpus (../shared/corpus) and a temporary store."""
+"""Shared fixtures: the real corpus (../shared/corpus), a temporary store, and the llama.cpp server
+(``llama_server``, ``llama_server_factory``: tests/llama_support.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from corpus_support import CORPUS, REPO, corpus_available, corpus_files, require_corpus  # noqa: F401
+from llama_support import llama_server, llama_server_factory  # noqa: F401 (session fixtures)
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 from latch import plugins
 
 REPO = Path(__file__).resolve().parents[1]
-DISTRIBUTIONS = ("latch-tiktoken", "latch-baselines", "latch-example")
+DISTRIBUTIONS = ("latch-tiktoken", "latch-baselines", "latch-example", "latch-llamacpp")
 LATCH = [sys.executable, "-c", "from latch.cli import main; main()"]
 
 
@@ -54,6 +54,8 @@ def test_latch_plugins_lists_every_first_party_registration(tmp_path):
         "keep-last-units": "Example engine: the newest N whole units (default 20) that fit the budget."}
     assert rows["tiktoken"]["registered"] == {"estimators": ["tiktoken"]}
     assert rows["tiktoken"]["hooks"] == ["latch_register_estimators", "latch_select_estimator"]
+    assert rows["llamacpp"]["registered"] == {"estimators": ["llamacpp"]}
+    assert rows["llamacpp"]["hooks"] == ["latch_register_estimators", "latch_select_estimator"]
     engines = [e for row in rows.values() for e in row["registered"].get("engines", [])]
     assert {"continuity", "sliding-window", "observation-masking", "summary", "keep-last-units"} <= set(engines)
 

@@ -58,7 +58,7 @@ from typing import Any
 from ..host.loop import RequestLoop, RequestResult, build_engine
 from ..host.kernel import kernel_cache
 from ..host.session import StoreKernelWriter
-from ..engine.units import MESSAGE_OVERHEAD_TOKENS, TokenCounter, UnitBuilder, message_line
+from ..engine.units import TokenCounter, UnitBuilder, message_line
 from ..events import AssistantMessage, Event, MediaRef, ToolCall, ToolResult, UserMessage
 from ..kernel import canonical_state
 from ..kernel.tools import KERNEL_TOOLS, apply_kernel_tool
@@ -375,7 +375,7 @@ class _Verifier:
                 if parts is None or "".join(x for _, x in parts) != m.content:
                     c["component_sums"].fail(f"{where}: a kernel message is not the concatenation of a durable record")
                     continue
-                sums["state"] += MESSAGE_OVERHEAD_TOKENS
+                sums["state"] += counter.overhead
                 for comp, text in parts:
                     sums[comp] += counter.text(text)
                     if comp == "state" and text.startswith("<canonical-state"):

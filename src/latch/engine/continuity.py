@@ -119,7 +119,7 @@ class _KernelMessage:
         self.parts = [(c, t) for c, t in parts]
         self.message = ViewMessage(role="user", content="".join(t for _, t in self.parts), kind="kernel_context")
         tokens = dict.fromkeys(_COMPONENTS, 0)
-        tokens["state"] = MESSAGE_OVERHEAD_TOKENS
+        tokens["state"] = counter.overhead
         for c, t in self.parts:
             tokens[c] += counter.text(t)
         if counter.exact:  # parts tokenized apart can merge at their seams: the whole message is the count
@@ -490,7 +490,7 @@ class ContinuityEngine:
         """Tokens of a kernel message of ``parts``, an upper bound when they are priced apart: with an exact
         tokenizer, joining two parts can cost up to one more token at their seam (BPE is not additive)."""
         seams = len(parts) - 1 if self._counter.exact and parts else 0
-        return MESSAGE_OVERHEAD_TOKENS + sum(self._counter.fixed(t) for _, t in parts) + seams
+        return self._counter.overhead + sum(self._counter.fixed(t) for _, t in parts) + seams
 
     def _recall_section(self, items: Sequence[RecalledEvent], before_seq: int) -> str:
         body = "Original events from earlier in this session, found by exact search (oldest first):"
@@ -595,7 +595,7 @@ class ContinuityEngine:
         tools_t = c.tools(request.tools)
         state = self._reader.canonical_state(until)
         state_rev = int(getattr(state, "revision", 0) or 0)
-        session_t = MESSAGE_OVERHEAD_TOKENS + c.fixed(session_msg.content)
+        session_t = c.message(session_msg) if c.framing is not None else MESSAGE_OVERHEAD_TOKENS + c.fixed(session_msg.content)
         ext_sec = _section("extension", request.extension) if request.extension else ""
         state_budget = min((hard - system_t - session_t - tools_t - c.fixed(ext_sec)) // STATE_SHARE,
                            state_tokens(self._config, budget.recent_tokens))

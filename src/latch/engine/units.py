@@ -38,7 +38,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..estimators import estimator_for_model
+from ..estimators import ChatFraming, estimator_for_model
 from ..events import AssistantMessage, MediaRef, ToolResult, UserMessage, canonical_bytes
 from ..port import ContextView, SessionContext, ViewMessage, ViewToolCall
 
@@ -109,6 +109,12 @@ class TokenCounter:
     up by ``(TOKENIZER, seq, digest of its canonical line)`` and counted (then recorded) only when
     missing: an event is tokenized once per tokenizer, at first use, not once per request.
     ``counts`` is ignored for a heuristic estimator.
+
+    An estimator that also follows :class:`latch.estimators.ChatFraming` (it knows its model's chat
+    template, e.g. ``latch-llamacpp``) prices whole messages, the system prompt and the tools itself
+    (:meth:`message`, :meth:`system`, :meth:`tools` delegate to it) and gives the per-message
+    framing (:attr:`overhead`); otherwise the generic rule below applies (:data:`MESSAGE_OVERHEAD_TOKENS`
+    per message, :data:`TOOL_CALL_OVERHEAD_TOKENS` per call or result).
     """
 
     def __init__(self, estimator: Any, counts: Any = None):
@@ -122,6 +128,11 @@ class TokenCounter:
         self.exact = bool(getattr(estimator, "EXACT", False)) and isinstance(tokenizer, str) and bool(tokenizer)
         self.tokenizer: str | None = tokenizer if self.exact else None
         self.counts = counts if self.exact else None
+        self._system_memo: dict[str, int] = {}
+        self.framing: ChatFraming | None = estimator if isinstance(estimator, ChatFraming) else None
+        self.overhead: int = (int(self.framing.message_overhead_tokens) if self.framing is not None
+                              else MESSAGE_OVERHEAD_TOKENS)
+        """Tokens of one user message's framing around its text (role and delimiters)."""
 
     def fixed(self, text: str) -> int:
         """:meth:`text` memoized, for strings sent again on every request (system prompt, tools,
@@ -136,7 +147,16 @@ class TokenCounter:
     def system(self, text: str) -> int:
         """Tokens of the system prompt: its text plus one message's overhead (it is a message in OpenAI's
         chat format and a block in Anthropic's), 0 when empty. The one rule every engine and every
-        recount uses for it (issue 10: the baselines and the bench recount used to price no overhead)."""
+        recount uses for it (issue 10: the baselines and the bench recount used to price no overhead).
+        With a :class:`~latch.estimators.ChatFraming` estimator: its ``system_tokens(text)``, which also
+        holds the request's fixed cost (e.g. the generation prompt), memoized."""
+        if self.framing is not None:
+            got = self._system_memo.get(text)
+            if got is None:
+                if len(self._system_memo) >= 16:
+                    self._system_memo.clear()
+                got = self._system_memo[text] = int(self.framing.system_tokens(text))
+            return got
         return self.fixed(text) + MESSAGE_OVERHEAD_TOKENS if text else 0
 
     def media(self, ref: MediaRef) -> int:
@@ -158,6 +178,8 @@ class TokenCounter:
         return int(got)
 
     def _message(self, m: ViewMessage) -> int:
+        if self.framing is not None:
+            return int(self.framing.message_tokens(m))
         t = MESSAGE_OVERHEAD_TOKENS + self.text(m.content)
         for c in m.tool_calls:
             t += TOOL_CALL_OVERHEAD_TOKENS + self.text(c.id) + self.text(c.name) + self.text(c.arguments)
@@ -173,7 +195,10 @@ class TokenCounter:
         return len(refs), sum(self.media(r) for r in refs)
 
     def tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
-        """Tokens of the tool schemas as serialized by :func:`request_lines`."""
+        """Tokens of the tool schemas as serialized by :func:`request_lines` (with a
+        :class:`~latch.estimators.ChatFraming` estimator: as its ``tools_tokens(tools)`` prices them)."""
+        if self.framing is not None:
+            return int(self.framing.tools_tokens(tools)) if tools else 0
         return self.fixed(canonical_bytes(list(tools)).decode("utf-8")) if tools else 0
 
 

@@ -19,8 +19,8 @@ Every estimate is approximate until the provider reports real usage, which is au
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Protocol, runtime_checkable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -58,6 +58,33 @@ class Estimator(Protocol):
     def image_tokens(self, width: int | None, height: int | None) -> int:
         """Tokens of one image of ``width`` x ``height`` pixels; a conservative fallback when either
         is unknown (``None``). Never derived from the encoded size."""
+        ...
+
+
+@runtime_checkable
+class ChatFraming(Protocol):
+    """Optional, on top of :class:`Estimator`: an estimator that knows its model's chat template.
+
+    :class:`latch.engine.units.TokenCounter` then prices whole messages with it instead of the
+    generic text-plus-overhead rule, so a view's total can equal the server's own prompt count
+    (``latch-llamacpp`` does this for a llama.cpp server's GGUF template). All values are tokens.
+    """
+
+    message_overhead_tokens: int
+    """Framing of one user message around its text (role and delimiters)."""
+
+    def message_tokens(self, message: Any) -> int:
+        """Tokens of one :class:`latch.port.ViewMessage` as the provider renders and frames it
+        (its wire text, tool calls, the template's delimiters); 0 for a message the wire leaves out."""
+        ...
+
+    def system_tokens(self, text: str) -> int:
+        """Tokens of the system prompt ``text`` (``""``: none sent) plus the request's fixed cost
+        (what the template adds once per request, e.g. the generation prompt or a default system)."""
+        ...
+
+    def tools_tokens(self, tools: Sequence[Mapping[str, Any]]) -> int:
+        """Tokens the template spends on the tool schemas ``tools`` (neutral or OpenAI shape)."""
         ...
 
 
@@ -153,6 +180,6 @@ def estimator_for_model(model: str | None) -> HeuristicEstimator:
 
 
 __all__ = [
-    "Estimator", "HeuristicEstimator", "estimator_for_model", "profile_for_model",
+    "ChatFraming", "Estimator", "HeuristicEstimator", "estimator_for_model", "profile_for_model",
     "anthropic_image_tokens", "openai_image_tokens",
 ]
