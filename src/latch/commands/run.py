@@ -62,8 +62,8 @@ def _call_line(call: Any) -> str:
 class _Printer:
     """The terminal observer of a run: streamed text, tool lines, a status line per request (all escaped)."""
 
-    def __init__(self, con: Any, budget_limit: int):
-        self.con, self.limit = con, budget_limit
+    def __init__(self, con: Any, budget_limit: int, exact: bool = False):
+        self.con, self.limit, self.exact = con, budget_limit, exact
         self._streaming = False
 
     def on_request(self, number: int, result: Any) -> None:
@@ -88,7 +88,7 @@ class _Printer:
         total = view.tokens.total_tokens
         hard = view.budget.hard_limit_tokens
         parts = [f"request {number}", f"context {total / hard:.0%} of {hard:,}" if hard else f"{total:,}",
-                 f"view {total:,} tokens (estimated)", f"epoch {view.epoch}"]
+                 f"view {total:,} tokens ({'exact' if self.exact else 'estimated'})", f"epoch {view.epoch}"]
         if usage is not None:
             if usage.input_tokens is not None:
                 prompt = usage.input_tokens + (usage.cache_read_tokens or 0) + (usage.cache_write_tokens or 0)
@@ -282,7 +282,7 @@ def register(cli: click.Group) -> None:
         loop = AgentLoop(store, session_id, provider, setup=setup, budget=budget, tools=tools, tool_context=tool_ctx,
                          session_context=ctx_obj, policy=PermissionPolicy(mode=mode), approve=_approve_on_tty(con),
                          assume_yes=assume_yes, system_prompt=SYSTEM_PROMPT,
-                         observer=_Printer(con, budget.hard_limit_tokens), tool_choice=tool_choice,
+                         observer=_Printer(con, budget.hard_limit_tokens, setup.counter.exact), tool_choice=tool_choice,
                          max_output_tokens=budget.reserve_tokens)
         if resume is not None:
             for call in repair_interrupted(store, session_id):

@@ -1,0 +1,64 @@
+"""``latch run`` on a real local model (issue 13 item 6): llama-cpp-python's server on SmolLM2-135M-Instruct
+with ``n_ctx 2048``, 30 requests with the model forced to call ``read_file`` (``--tool-choice``), whose results
+are large (a missing path lists the 160-name workspace, cut to a quarter of the window), under ``--window 2048
+--reserve 256``. The server's own tokenizer is the judge: it never refuses a request for length, and with the
+``llamacpp`` estimator (picked for the GGUF path as model id) every view Latch reports equals the server's
+``prompt_tokens``. The 135M model's text is nonsense; this is a protocol and budget test."""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from llama_support import require_llama
+
+N_CTX, RESERVE, TURNS = 2048, 256, 30
+STATUS = re.compile(r"request (\d+) · context \d+% of ([\d,]+) · view ([\d,]+) tokens \((exact|estimated)\) · "
+                    r"epoch (\d+) · provider prompt ([\d,]+)")
+
+
+def _n(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def test_thirty_turns_of_latch_run_never_overflow_a_real_local_model(tmp_path, llama_server, capsys):
+    gguf = require_llama()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for i in range(160):
+        (ws / f"module_{i}_request_handlers_and_helpers.py").write_text(f"def handler_{i}(request):\n"
+                                                                         f"    return {i}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LATCH_"))}
+    env.update(LATCH_HOME=str(tmp_path / "home"), COLUMNS="240")
+    r = subprocess.run([sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), "run",
+                        "Read module_0_request_handlers_and_helpers.py, then the next module, one file per turn.",
+                        "--provider", "openai-compatible", "--base-url", llama_server, "--model", str(gguf),
+                        "--window", str(N_CTX), "--reserve", str(RESERVE), "--recent", "1200",
+                        "--max-turns", str(TURNS), "--yes", "--tool-choice", "read_file", "--tools", "read_file",
+                        "--no-stream"], cwd=ws, env=env, capture_output=True, text=True, timeout=3600)
+    assert r.returncode == 3, r.stdout[-3000:] + r.stderr[-3000:]  # 3: stopped by --max-turns, nothing refused
+    assert "Traceback" not in r.stderr and "error:" not in r.stdout.replace("  error:", "")
+    rows = [m.groups() for m in STATUS.finditer(r.stdout)]
+    assert [int(n) for n, *_ in rows] == list(range(1, TURNS + 1))
+    hard = N_CTX - RESERVE
+    views = [_n(v) for _, _, v, *_ in rows]
+    server = [_n(p) for *_, p in rows]
+    assert {h for _, h, *_ in rows} == {f"{hard:,}"} and {e for *_, e, _, _ in rows} == {"exact"}
+    assert views == server  # the server's tokenizer agrees with every view, request by request
+    assert max(server) <= hard  # never above window - reserve, so never refused for length
+    epochs = [int(e) for *_, e, _ in rows]
+    rotations = sum(1 for a, b in zip(epochs, epochs[1:]) if b != a)
+    with sqlite3.connect(tmp_path / "latch.db") as db:
+        kinds = [k for (k,) in db.execute("SELECT kind FROM events ORDER BY seq")]
+        results = [p for (p,) in db.execute("SELECT payload FROM events WHERE kind = 'tool_result'")]
+    assert kinds.count("assistant_message") == TURNS and kinds.count("tool_result") == TURNS
+    assert "estimate_correction" not in kinds  # exact counts: nothing for the provider to correct
+    assert max(len(p) for p in results) > 1_000  # the tools really returned large outputs
+    assert rotations >= 2  # the window forced the engine to rotate epochs, not to overflow
+    with capsys.disabled():
+        print(f"\nlatch run, {TURNS} requests on SmolLM2 (n_ctx {N_CTX}, hard limit {hard}): rotations {rotations}, "
+              f"largest request {max(server)} server tokens, views == server counts on every request")
