@@ -12,7 +12,6 @@ import re
 import sqlite3
 import subprocess
 import sys
-from pathlib import Path
 
 from llama_support import require_llama
 
