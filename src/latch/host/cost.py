@@ -210,11 +210,16 @@ def usd(value: Decimal | None) -> float | None:
 
 
 def format_usd(value: Decimal | float | None) -> str:
-    """``$1.2346`` (4 decimals; 6 below a cent), or :data:`UNPRICED` for ``None``."""
+    """``$12.35`` from a dollar up, four significant digits below (``$0.004751``, ``$0.01100``), eight decimals
+    below a ten-thousandth; :data:`UNPRICED` for ``None``."""
     if value is None:
         return UNPRICED
     v = float(value)
-    return f"${v:,.4f}" if v == 0 or abs(v) >= 0.01 else f"${v:,.6f}"
+    if v == 0:
+        return "$0.00"
+    if abs(v) >= 1:
+        return f"${v:,.2f}"
+    return f"${v:#.4g}" if abs(v) >= 0.0001 else f"${v:.8f}"
 
 
 @dataclass
