@@ -189,3 +189,21 @@ def test_provider_defaults_come_from_the_config_and_flags_win(tmp_path, ws):
         (home / "config.toml").write_text('[provider]\nmax_turns = 0\n')
         r = latch(tmp_path, "run", "bad config", cwd=ws)
         assert r.returncode != 0 and "max_turns" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_status_line_shows_each_requests_cost_where_priced(tmp_path, ws):
+    """issue 13 item 5: the per-request status line carries the request's cost (latch.host.cost)."""
+    with serve_openai(_task_script("openai")) as server:
+        r = latch(tmp_path, "run", "write hello.txt", "--provider", "openai", "--model", "gpt-4.1", "--base-url",
+                  server.base_url, "--yes", cwd=ws, env=_env(tmp_path, OPENAI_API_KEY=KEY))
+    assert r.returncode == 0, r.stderr + r.stdout
+    # gpt-4.1: input $2, cached $0.50, output $8 per million tokens (genai-prices)
+    # request 1: 900 x 2 + 12 x 8 = 1,800 + 96 = 1,896 µ$
+    # request 2: 50 x 2 + 900 x 0.50 + 12 x 8 = 100 + 450 + 96 = 646 µ$ (run 2,542 µ$)
+    assert "cost $0.001896 (run $0.001896)" in r.stdout
+    assert "cost $0.0006460 (run $0.002542)" in r.stdout
+    with serve_openai(_task_script("openai")) as server:
+        local = latch(tmp_path, "run", "write hello.txt", "--provider", "openai-compatible", "--model",
+                      "my-local-model-7b", "--base-url", server.base_url, "--yes", cwd=ws, env=_env(tmp_path))
+    assert local.returncode == 0, local.stderr + local.stdout
+    assert local.stdout.count("unpriced") >= 3 and "cost $" not in local.stdout
