@@ -187,7 +187,12 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     component tokens (``state_tokens`` is the canonical state's size), ``total_tokens``,
     ``epoch``, ``first_retained_seq``, ``cacheability``, ``recent_limit_tokens`` (the engine's
     effective limit, when it reports one) and ``changes`` (since the previous sent request:
-    :func:`latch.host.changes.request_changes`; ``None`` for a refused request).
+    :func:`latch.host.changes.request_changes`; ``None`` for a refused request) and ``cost``
+    (``{"original_usd": what the transcript's request cost from its provider usage, "view_usd": what this view
+    would cost, cache-aware, with the transcript's output tokens, "priced_model"}``, dollars, ``None`` where
+    unpriced: :mod:`latch.host.cost`); ``summary["cost"]`` totals them (see :func:`_cost_summary`). The
+    Both are priced as the model that answered the request in the transcript (``--model`` changes the budget
+    and the estimator, not the price), else as ``model``.
     ``progress(done, total)`` is called after each request.
     The views come from the host's one request loop (:class:`latch.host.loop.RequestLoop`).
 
@@ -204,7 +209,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     plan = plan_replay(store, session_id, engine=engine, model=model, estimator=estimator, config=config,
                        window=window, reserve=reserve, recent=recent)
     setup, budget, loop = plan.setup, plan.budget, plan.loop
-    model_flag, model = model, setup.model
+    model = setup.model
     hard = budget.hard_limit_tokens
 
     rows: list[dict[str, Any]] = []
@@ -232,7 +237,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
             continue
         would = pricing.view_cost(res.recounted_tokens or 0, res.common_prefix_tokens,
                                   usage.output_tokens if usage else None,
-                                  model if model_flag is not None else (req.model or model), at=at)
+                                  req.model or model, at=at)
         viewed.add(would)
         row["cost"]["view_usd"] = pricing.usd(would.usd) if would else None
         row["cost"]["priced_model"] = row["cost"]["priced_model"] or (would.model_id if would else None)
