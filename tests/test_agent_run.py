@@ -235,3 +235,21 @@ def test_interactive_prompt_runs_tasks_and_slash_commands(tmp_path, ws):
     assert "seq " in out and "please greet me" in out  # /search found the task
     assert "compacted" in out and "unknown command /nosuch" in out
     assert "Traceback" not in out
+
+
+def test_status_line_shows_each_requests_cost_where_priced(tmp_path, ws):
+    """issue 13 item 5: the per-request status line carries the request's cost (latch.host.cost)."""
+    with serve_openai(_task_script("openai")) as server:
+        r = latch(tmp_path, "run", "write hello.txt", "--provider", "openai", "--model", "gpt-4.1", "--base-url",
+                  server.base_url, "--yes", cwd=ws, env=_env(tmp_path, OPENAI_API_KEY=KEY))
+    assert r.returncode == 0, r.stderr + r.stdout
+    # gpt-4.1: input $2, cached $0.50, output $8 per million tokens (genai-prices)
+    # request 1: 900 x 2 + 12 x 8 = 1,800 + 96 = 1,896 µ$
+    # request 2: 50 x 2 + 900 x 0.50 + 12 x 8 = 100 + 450 + 96 = 646 µ$ (run 2,542 µ$)
+    assert "cost $0.001896 (run $0.001896)" in r.stdout
+    assert "cost $0.0006460 (run $0.002542)" in r.stdout
+    with serve_openai(_task_script("openai")) as server:
+        local = latch(tmp_path, "run", "write hello.txt", "--provider", "openai-compatible", "--model",
+                      "my-local-model-7b", "--base-url", server.base_url, "--yes", cwd=ws, env=_env(tmp_path))
+    assert local.returncode == 0, local.stderr + local.stdout
+    assert local.stdout.count("unpriced") >= 3 and "cost $" not in local.stdout

@@ -104,8 +104,10 @@ def test_replay_table_marks_rotations_in_a_cache_column(run):
         _print(con, doc, str(EXAMPLE))
     lines = cap.get().splitlines()
     assert lines[4].split()[-1] == "cache"
-    marked = {int(line.split()[0]): line.split(maxsplit=12)[12].strip() for line in lines[6:34]
-              if len(line.split()) > 12}
+    # 13 cells before the cache column: the example is priced, so the table has the cost column too
+    assert lines[4].split()[-3:-1] == ["cost", "provider"]
+    marked = {int(line.split()[0]): line.split(maxsplit=13)[13].strip() for line in lines[6:34]
+              if len(line.split()) > 13}
     assert marked == dict.fromkeys([8, 13, 15, 21], "rotated (recent_tokens)")
     narrow = Console(width=80, force_terminal=True, color_system=None)
     with narrow.capture() as cap:

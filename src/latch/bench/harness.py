@@ -14,7 +14,13 @@ the view before every model request (every :class:`~latch.events.AssistantMessag
   (:func:`latch.providers.validate_openai_chat`, :func:`latch.providers.validate_anthropic_messages`);
 * budget violations (total or recount above ``window - reserve``) and refusals
   (:class:`~latch.port.ContextOverflow`, never an over-budget request);
-* materialize latency.
+* materialize latency;
+* cost in dollars (issue 18 item 1; :func:`latch.host.cost.view_cost`, the same genai-prices table as
+  ``latch replay``): each view's recounted prompt priced cache-aware, its common prefix with the previous
+  request of the same engine (the request loop's ``common_prefix_tokens``) at the cache-read rate and the
+  rest at the cache-write rate (Anthropic) or the uncached rate (OpenAI, Gemini), plus the output tokens the
+  transcript's usage reports for that request; per job the total (``cost_usd``, ``None`` when the model has no
+  price), per request (``cost``), and the cache-read share (cache-read tokens over priced prompt tokens).
 
 *Needles* are facts each session holds early on: for the generated scenario the planted
 constraint, decision and exact diagnostic (:mod:`latch.bench.stress`); for a transcript, picked
@@ -42,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from ..events import AssistantMessage, ToolCall, ToolResult, UserMessage
+from ..host import cost as pricing
 from ..host.ingest import import_file
 from ..host.loop import RequestLoop, build_engine, model_requests
 from ..plugins import get_engine_factory
@@ -53,7 +60,7 @@ from .scenario import ScenarioModel
 from .stress import CONSTRAINT, DECISION, DIAGNOSTIC, MODEL, SYSTEM_PROMPT, TOOLS, WORKSPACE, _plant, _screenshots
 
 __all__ = ["Budget", "SessionSource", "Needle", "parse_budgets", "discover_sessions", "run_job", "run_bench",
-           "summarize", "write_report", "DEFAULT_BUDGETS", "CHECKPOINTS"]
+           "summarize", "write_report", "cost_table", "DEFAULT_BUDGETS", "CHECKPOINTS"]
 
 DEFAULT_BUDGETS = "256k:32k:64k,32k:4k:8k"
 CHECKPOINTS = 8
@@ -245,6 +252,8 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
     invalid: list[str] = []
     over: list[str] = []
     survival: dict[str, list[bool]] = {n.label: [] for n in needles}
+    costs: list[float | None] = []
+    priced = pricing.CostTotals()
     last_view = None
     for k, res in enumerate(loop.replay(requests)):
         seconds.append(res.seconds)
@@ -252,7 +261,15 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
         if view is None:
             tokens.append(None)
             cache.append(None)
+            costs.append(None)
             continue
+        req = res.request
+        would = pricing.view_cost(res.recounted_tokens or 0, res.common_prefix_tokens,
+                                  req.usage.output_tokens if req is not None and req.usage is not None else None,
+                                  (req.model if req is not None else None) or model,
+                                  at=pricing.parse_timestamp(req.ts if req is not None else None))
+        priced.add(would)
+        costs.append(pricing.usd(would.usd) if would is not None else None)
         last_view = view
         tokens.append(view.tokens.total_tokens)
         cache.append(res.cacheability)
@@ -281,8 +298,16 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
         "needles": [asdict(n) for n in needles],
         "survival": {label: [sum(v), len(v)] for label, v in survival.items()},
         "final_view_messages": len(last_view.messages) if last_view is not None else 0,
+        "cost": costs, "cost_usd": pricing.usd(priced.usd),
+        "cost_cache_read_tokens": priced.cache_read, "cost_input_tokens": priced.input_tokens,
+        "cost_output_tokens": priced.output, "cache_read_share": _round(priced.cache_read_share),
+        "priced_model": max(priced.models, key=lambda m: priced.models[m].priced) if priced.models else None,
         "peak_mb": round(peak, 1) if peak is not None else None,
     }
+
+
+def _round(v: float | None, digits: int = 4) -> float | None:
+    return None if v is None else round(v, digits)
 
 
 def _checkpoints(n: int) -> set[int]:
@@ -372,6 +397,10 @@ def summarize(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         got = sum(r["survival"][k][0] for r in ok for k in r["survival"])
         checked = sum(r["survival"][k][1] for r in ok for k in r["survival"])
         peaks = [r["peak_mb"] for r in ok if r.get("peak_mb") is not None]
+        paid = [r for r in ok if r.get("cost_usd") is not None]
+        usd_total = sum(r["cost_usd"] for r in paid) if paid else None
+        reads = sum(r["cost_cache_read_tokens"] for r in paid)
+        prompt = sum(r["cost_input_tokens"] for r in paid)
         rows.append({
             "engine": engine, "budget": budget,
             "estimators": ", ".join(sorted({r["estimator"] for r in ok if r.get("estimator")})) or None,
@@ -389,6 +418,10 @@ def summarize(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "materialize_p50_ms": round(1000 * _pct(secs, 0.5), 2) if secs else None,
             "materialize_p99_ms": round(1000 * _pct(secs, 0.99), 2) if secs else None,
             "peak_mb": max(peaks) if peaks else None,
+            "cost_usd_total": round(usd_total, 6) if usd_total is not None else None,
+            "cost_usd_per_session": round(usd_total / len(paid), 6) if usd_total is not None else None,
+            "cache_read_share": round(reads / prompt, 4) if prompt else None,
+            "priced_sessions": len(paid),
         })
     return rows
 
@@ -399,14 +432,18 @@ _COLUMNS = (("engine", "engine"), ("budget", "budget (window:reserve:recent)"), 
             ("needle_survival", "needle survival"), ("protocol_invalid", "protocol-invalid requests"),
             ("budget_violations", "budget violations"), ("refused", "refused (overflow)"),
             ("materialize_p50_ms", "materialize p50 ms"), ("materialize_p99_ms", "materialize p99 ms"),
-            ("peak_mb", "peak MB"), ("estimators", "estimator(s)"))
+            ("peak_mb", "peak MB"), ("cost_usd_total", "cost $ total"),
+            ("cost_usd_per_session", "cost $/session (priced)"), ("cache_read_share", "cache-read share"),
+            ("estimators", "estimator(s)"))
 
 
 def _cell(key: str, v: Any) -> str:
     if v is None:
         return "–"
-    if key in ("cacheability_median", "cacheability_p10", "needle_survival"):
+    if key in ("cacheability_median", "cacheability_p10", "needle_survival", "cache_read_share"):
         return f"{100 * v:.1f}%"
+    if key in ("cost_usd_total", "cost_usd_per_session"):
+        return pricing.format_usd(v)
     if isinstance(v, int):
         return f"{v:,}"
     return str(v)
@@ -417,6 +454,26 @@ def markdown_table(rows: Sequence[Mapping[str, Any]]) -> str:
     sep = "|" + "|".join("---" if k in ("engine", "budget") else "---:" for k, _ in _COLUMNS) + "|"
     body = ["| " + " | ".join(_cell(k, r[k]) for k, _ in _COLUMNS) + " |" for r in rows]
     return "\n".join([head, sep, *body])
+
+
+def cost_table(results: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Markdown lines: what each engine's views of each session would cost (USD, cache-aware; one column per
+    engine and budget, "unpriced" where the session's model has no price), with the rule in one sentence."""
+    ok = [r for r in results if "error" not in r]
+    keys = sorted({(r["engine"], r["budget"]) for r in ok})
+    sessions = sorted({r["session"] for r in ok})
+    if not keys:
+        return []
+    got = {(r["session"], r["engine"], r["budget"]): r.get("cost_usd") for r in ok}
+    lines = ["Cost per session (USD): each view's prompt at the cache-read rate for its common prefix with the "
+             "engine's previous request and the cache-write (Anthropic) or uncached (OpenAI, Gemini) rate for the "
+             "rest, plus the transcript's output tokens; genai-prices' bundled table.", "",
+             "| session | " + " | ".join(f"{e} ({b})" for e, b in keys) + " |",
+             "|---|" + "---:|" * len(keys)]
+    for name in sessions:
+        cells = [pricing.format_usd(got[(name, e, b)]) if (name, e, b) in got else "–" for e, b in keys]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def write_report(out: str | os.PathLike[str], results: Sequence[Mapping[str, Any]], *, engines: Sequence[str],
@@ -443,6 +500,7 @@ def write_report(out: str | os.PathLike[str], results: Sequence[Mapping[str, Any
           "Tokens are Latch's estimate of each request as sent; cacheability is the common prefix with the previous "
           "request over the request, on the canonical serialization; needle survival counts checkpoints where an "
           "early fact was in the view or returned by the engine's recall.", "", markdown_table(rows), ""]
+    md += [*cost_table(results), ""]
     if notes:
         md += ["Failed jobs:", *notes, ""]
     by_budget: dict[str, list[Mapping[str, Any]]] = {}

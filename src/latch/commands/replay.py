@@ -187,7 +187,12 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     component tokens (``state_tokens`` is the canonical state's size), ``total_tokens``,
     ``epoch``, ``first_retained_seq``, ``cacheability``, ``recent_limit_tokens`` (the engine's
     effective limit, when it reports one) and ``changes`` (since the previous sent request:
-    :func:`latch.host.changes.request_changes`; ``None`` for a refused request).
+    :func:`latch.host.changes.request_changes`; ``None`` for a refused request) and ``cost``
+    (``{"original_usd": what the transcript's request cost from its provider usage, "view_usd": what this view
+    would cost, cache-aware, with the transcript's output tokens, "priced_model"}``, dollars, ``None`` where
+    unpriced: :mod:`latch.host.cost`); ``summary["cost"]`` totals them (see :func:`_cost_summary`). The
+    Both are priced as the model that answered the request in the transcript (``--model`` changes the budget
+    and the estimator, not the price), else as ``model``.
     ``progress(done, total)`` is called after each request.
     The views come from the host's one request loop (:class:`latch.host.loop.RequestLoop`).
 
@@ -198,6 +203,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     and :class:`~latch.store.StoreError` when the scratch cannot be written.
     """
     from ..engine.report import COMPONENTS
+    from ..host import cost as pricing
     from ..host.changes import request_changes
 
     plan = plan_replay(store, session_id, engine=engine, model=model, estimator=estimator, config=config,
@@ -211,17 +217,30 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     violations: list[str] = []
     last_sent = None
     parsed: dict[int, Any] = {}  # request_changes' cache of parsed KernelContext messages, for this replay
+    original, viewed = pricing.CostTotals(), pricing.CostTotals()
     for res in loop.replay(plan.requests, progress):
         req = res.request
         usage = req.usage
+        at = pricing.parse_timestamp(req.ts)
+        paid = pricing.price_usage(usage, req.model or model, at=at)  # what the transcript's request cost
+        original.add(paid)
         row: dict[str, Any] = {"request": req.number, "seq": req.seq, "until_seq": req.until_seq,
                                "events": res.events, "history_tokens": res.history_tokens,
                                "provider_prompt_tokens": usage.prompt_tokens if usage else None,
-                               "provider_cache_read_tokens": usage.cache_read_tokens if usage else None}
+                               "provider_cache_read_tokens": usage.cache_read_tokens if usage else None,
+                               "cost": {"original_usd": pricing.usd(paid.usd) if paid else None, "view_usd": None,
+                                        "priced_model": paid.model_id if paid else None}}
         view = res.view
         if view is None:
+            viewed.add(None)
             rows.append({**row, "status": "overflow", "error": res.overflow, "total_tokens": None, "changes": None})
             continue
+        would = pricing.view_cost(res.recounted_tokens or 0, res.common_prefix_tokens,
+                                  usage.output_tokens if usage else None,
+                                  req.model or model, at=at)
+        viewed.add(would)
+        row["cost"]["view_usd"] = pricing.usd(would.usd) if would else None
+        row["cost"]["priced_model"] = row["cost"]["priced_model"] or (would.model_id if would else None)
         if keep_views:
             views.append(view)
         violations.extend(res.violations)
@@ -265,6 +284,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         "max_total_tokens": loop.max_total_tokens, "hard_limit_tokens": hard,
         "mean_cacheability": (sum(r["cacheability"] for r in done[1:]) / (len(done) - 1)) if len(done) > 1 else None,
         "epochs": len({r["epoch"] for r in done}),
+        "cost": _cost_summary(original, viewed),
     }
     doc = {"session": session_id, "engine": setup.engine_name, "estimator": setup.estimator_name, "stream": setup.writer.stream,
            "model": model, "kept": keep, "exact_tokenizer": setup.counter.tokenizer,
@@ -274,6 +294,25 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
            "window_entry": plan.window_entry,
            "requests": rows, "summary": summary}
     return doc, views
+
+
+def _cost_summary(original: Any, viewed: Any) -> dict[str, Any]:
+    """``summary.cost``: ``original_usd`` (the transcript's own usage, priced), ``view_usd`` (Latch's views,
+    cache-aware: :func:`latch.host.cost.view_cost`), ``priced_model`` (the genai-prices model id that priced
+    most requests), the cache-read share of each (reads over prompt tokens, 0..1) and the priced/unpriced
+    request counts; a total is ``None`` when no request of its kind was priced."""
+    from ..host.cost import usd as pricing_usd
+
+    models = {**viewed.models, **original.models}
+    top = max(models, key=lambda m: (models[m].priced, m)) if models else None
+    share = original.cache_read_share
+    vshare = viewed.cache_read_share
+    return {"original_usd": pricing_usd(original.usd), "view_usd": pricing_usd(viewed.usd), "priced_model": top,
+            "original_cache_read_share": round(share, 4) if share is not None else None,
+            "view_cache_read_share": round(vshare, 4) if vshare is not None else None,
+            "original_priced_requests": original.priced, "view_priced_requests": viewed.priced,
+            "unpriced_requests": original.unpriced,
+            "models": {m: t.as_dict() for m, t in sorted(original.models.items())}}
 
 
 def window_line(source: str, entry: str | None, model: str | None) -> str:
@@ -308,6 +347,7 @@ _LEGEND = {"instr": "system + session context", "state": "canonical state", "vie
            "provider": "prompt tokens the provider reported"}
 
 
+_LEGEND["cost"] = "what the transcript's request cost (its provider usage, genai-prices)"
 _LEGEND["cache"] = ("rotated: a new cache epoch (the engine's reason); broken: the cached prefix broke "
                     "within an epoch (see `latch view --diff`)")
 
@@ -347,6 +387,11 @@ def _table(con: Console, columns: list[tuple[str, str]], rows: list[dict[str, An
 
 
 def _cell(r: dict[str, Any], key: str) -> str:
+    if key == "original_usd":  # the optional cost column: what the transcript's request cost
+        from ..host.cost import format_usd
+
+        got = (r.get("cost") or {}).get("original_usd")
+        return format_usd(got) if got is not None else "–"
     if r["total_tokens"] is None and key not in ("request", "events", "history_tokens", "provider_prompt_tokens"):
         return "[red]overflow[/red]" if key == "total_tokens" else ""
     return _fmt(r[key])
@@ -365,12 +410,21 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
     columns = [(h, k) for h, k in _COLUMNS if k not in _OPTIONAL or any(r.get(k) for r in rows)]
     marks = {r["request"]: _cache_mark(r.get("changes")) for r in rows}
     marked = [(n, m) for n, m in marks.items() if m]
-    t = _table(con, columns, rows, marks if marked else None)
-    dropped = False
-    if marked and t is None:  # the cache column does not fit: the table without it, the marks in a footer
-        dropped = True
-    if t is None:
-        t = _table(con, columns, rows, None, force=True)
+    priced = any((r.get("cost") or {}).get("original_usd") is not None for r in rows)
+    # the cost column is optional too: shown only when a request is priced and the table still fits (the cache
+    # column first); when it does not fit, the footer says so and the summary keeps the session's cost
+    at = next((i for i, (_, k) in enumerate(columns) if k == "provider_prompt_tokens"), len(columns))
+    costed = [*columns[:at], ("cost", "original_usd"), *columns[at:]]  # "provider" stays the last column
+    options: list[tuple[list[tuple[str, str]], Mapping[int, str] | None]] = []
+    if marked:
+        options += [(costed, marks)] if priced else []
+        options.append((columns, marks))
+    if priced:
+        options.append((costed, None))
+    columns, shown = next(((c, m) for c, m in options if _fits(con, c, rows, m)), (columns, None))
+    t = _table(con, columns, rows, shown, force=True)
+    dropped = bool(marked) and shown is None  # the cache column does not fit: its marks go in a footer
+    cost_dropped = priced and columns is not costed
     con.print(t)
     legend = [f"{h}: {_LEGEND[h]}" for h, _ in columns if h in _LEGEND]
     if marked and not dropped:
@@ -381,6 +435,9 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
     if dropped:
         con.print("[dim]cache column left out (too narrow); per request: "
                   + ", ".join(f"{n} {markup(m)}" for n, m in marked) + "[/dim]")
+    if cost_dropped:
+        con.print("[dim]cost column left out (too narrow); the session's cost is in the summary and each "
+                  "request's in --json[/dim]")
     s = doc["summary"]
 
     def check(ok: bool, text: str) -> None:
@@ -390,6 +447,7 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
               f"max {s['max_total_tokens']:,} of {s['hard_limit_tokens']:,} tokens")
     con.print(f"conversation {s['conversation_tokens']:,} tokens"
               + (f" · mean cacheability {s['mean_cacheability']:.0%}" if s["mean_cacheability"] is not None else ""))
+    con.print(_cost_line(s.get("cost"), doc["model"]))
     v = s["violations"]
     check(not any("hard limit" in x for x in v), "budget never exceeded (window − reserve)")
     check(not any("orphan" in x or "call order" in x for x in v), "no orphaned tool call or result")
@@ -409,6 +467,34 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
         con.print(f"  [red]{markup(x)}[/red]")
     if len(v) > 20:
         con.print(f"  … {len(v) - 20} more violations")
+
+
+def _fits(con: Console, columns: list[tuple[str, str]], rows: list[dict[str, Any]],
+          marks: Mapping[int, str] | None) -> bool:
+    """Whether the table of ``columns`` (and the cache column with ``marks``) fits the console."""
+    t = _table(con, columns, rows, marks, force=True)
+    return t is not None and Measurement.get(con, con.options.update_width(PIPE_WIDTH), t).maximum <= \
+        con.options.max_width
+
+
+def _cost_line(c: Mapping[str, Any] | None, model: str | None) -> str:
+    """The summary's cost line (rich markup): the transcript's cost and cache-read share, Latch's views' cost."""
+    from ..host.cost import format_usd
+
+    if not c or (c["original_usd"] is None and c["view_usd"] is None):
+        return f"cost: {'unpriced'} [dim](no genai-prices price for model {markup(model or 'unknown')})[/dim]"
+    parts = []
+    if c["original_usd"] is not None:
+        share = c["original_cache_read_share"]
+        parts.append(f"cost {format_usd(c['original_usd'])} as the transcript ran it ({c['original_priced_requests']} "
+                     f"priced request(s)" + (f"; cache reads {share:.0%} of input" if share is not None else "") + ")")
+    else:
+        parts.append("cost of the transcript: unpriced (no provider usage)")
+    if c["view_usd"] is not None:
+        vshare = c["view_cache_read_share"]
+        parts.append(f"Latch's views would cost {format_usd(c['view_usd'])}"
+                     + (f" (cache reads {vshare:.0%})" if vshare is not None else ""))
+    return " · ".join(parts) + f" [dim]· priced as {markup(c['priced_model'] or '')} (genai-prices)[/dim]"
 
 
 def _stdout_console() -> Console:

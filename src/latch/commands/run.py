@@ -4,7 +4,8 @@
 workspace's store, appends TASK as the first user message and runs :class:`latch.agent.loop.AgentLoop`
 until the model answers without a tool call or ``--max-turns`` requests were made. It prints the
 assistant's text as it streams, each tool call and a one-line result summary, and a status line per
-request (context use, tokens, cache read). ``--resume SESSION`` continues a session (a forgotten one
+request (context use, tokens, cache read, and the request's cost in dollars where genai-prices prices the model,
+"unpriced" otherwise; :mod:`latch.host.cost`). ``--resume SESSION`` continues a session (a forgotten one
 refuses); calls a killed run left without a result are closed as interrupted first. Without TASK on a
 terminal, an interactive prompt reads tasks and the commands ``/context``, ``/compact``, ``/state``,
 ``/evidence``, ``/search QUERY`` and ``/quit``.
@@ -62,9 +63,12 @@ def _call_line(call: Any) -> str:
 class _Printer:
     """The terminal observer of a run: streamed text, tool lines, a status line per request (all escaped)."""
 
-    def __init__(self, con: Any, budget_limit: int, exact: bool = False):
+    def __init__(self, con: Any, budget_limit: int, model: str | None = None, provider: str | None = None,
+                 exact: bool = False):
         self.con, self.limit, self.exact = con, budget_limit, exact
+        self.model, self.provider = model, provider  # what a request is priced as (latch.host.cost)
         self._streaming = False
+        self.spent: Any = None  # the run's priced total so far (Decimal), None until a request is priced
 
     def on_request(self, number: int, result: Any) -> None:
         self._streaming = False
@@ -97,7 +101,19 @@ class _Printer:
                 parts.append(f"cache read {usage.cache_read_tokens:,}")
             if usage.output_tokens is not None:
                 parts.append(f"output {usage.output_tokens:,}")
+        parts.append(self._cost(message, usage))
         self.con.print("[dim]" + " · ".join(parts) + "[/dim]", highlight=False)
+
+    def _cost(self, message: Any, usage: Any) -> str:
+        """``cost $0.004751 (run $0.01234)`` from the provider's usage, or ``unpriced`` (no usage, or a model
+        genai-prices does not price, e.g. a local llama.cpp model)."""
+        from ..host.cost import format_usd, price_usage
+
+        got = price_usage(usage, getattr(message, "model", None) or self.model, provider=self.provider)
+        if got is None:
+            return "unpriced"
+        self.spent = got.usd if self.spent is None else self.spent + got.usd
+        return f"cost {format_usd(got.usd)} (run {format_usd(self.spent)})"
 
     def on_tool_call(self, call: Any, decision: Any, allowed: bool) -> None:
         mark = "→" if allowed else "✗"
@@ -282,7 +298,8 @@ def register(cli: click.Group) -> None:
         loop = AgentLoop(store, session_id, provider, setup=setup, budget=budget, tools=tools, tool_context=tool_ctx,
                          session_context=ctx_obj, policy=PermissionPolicy(mode=mode), approve=_approve_on_tty(con),
                          assume_yes=assume_yes, system_prompt=SYSTEM_PROMPT,
-                         observer=_Printer(con, budget.hard_limit_tokens, setup.counter.exact), tool_choice=tool_choice,
+                         observer=_Printer(con, budget.hard_limit_tokens, model, name, setup.counter.exact),
+                         tool_choice=tool_choice,
                          max_output_tokens=budget.reserve_tokens)
         if resume is not None:
             for call in repair_interrupted(store, session_id):

@@ -48,12 +48,16 @@ class HostError(ValueError):
 class ModelRequest:
     """One model request of a transcript: the ``number``-th assistant message (1-based) at ``seq``; the
     view is materialized as of ``until_seq`` (the event just before it); ``usage`` is the provider's
-    report for that request when the transcript has one."""
+    report for that request when the transcript has one; ``ts`` the assistant message's stored timestamp
+    (ISO 8601, or ``None``) and ``model`` the model that answered (the usage's, else the message's, else
+    ``None``)."""
 
     number: int
     seq: int
     until_seq: int
     usage: Usage | None = None
+    ts: str | None = None
+    model: str | None = None
 
 
 def model_requests(events: Iterable[Any]) -> list[ModelRequest]:
@@ -63,10 +67,12 @@ def model_requests(events: Iterable[Any]) -> list[ModelRequest]:
     prev_seq = 0
     for s in events:
         if isinstance(s.event, AssistantMessage):
-            out.append(ModelRequest(len(out) + 1, s.seq, prev_seq))
+            out.append(ModelRequest(len(out) + 1, s.seq, prev_seq, ts=getattr(s, "ts", None),
+                                    model=s.event.model or None))
         elif isinstance(s.event, Usage) and out and out[-1].usage is None:
             last = out[-1]
-            out[-1] = ModelRequest(last.number, last.seq, last.until_seq, s.event)
+            out[-1] = ModelRequest(last.number, last.seq, last.until_seq, s.event, last.ts,
+                                   s.event.model or last.model)
         prev_seq = s.seq
     return out
 

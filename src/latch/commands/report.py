@@ -1,0 +1,184 @@
+"""``latch report SESSION_OR_FILE...``: what sessions cost, like ccusage: requests, tokens by kind, dollars.
+
+Each argument is a transcript file (imported first, idempotently, like ``latch replay``) or a stored session
+(id or unique prefix). A session's sub-agent sessions (its children in the store, e.g. Claude Code's
+``subagents/`` files) count with it. Every model request (:func:`latch.host.loop.model_requests`) counts
+once; its provider usage gives the tokens by kind (uncached input, cache read, cache write, output: Latch's
+normalized :class:`~latch.events.Usage`) and its price (:func:`latch.host.cost.price_usage`, genai-prices'
+bundled table, at the request's timestamp). A request without usage, or of a model genai-prices has no price
+for, is counted as *unpriced*; its tokens still count. The cache-read share is cache-read tokens over all
+prompt tokens (uncached + cache read + cache write) of the rows' requests.
+
+Output: one row per model and a total (and one row per session when there are several); ``--json`` prints
+``{"sessions": [...], "models": {MODEL: ROW}, "by_session": {ID: ROW}, "total": ROW}`` where a ROW is
+``{"requests", "with_usage", "priced", "unpriced", "uncached_input_tokens", "cache_read_tokens",
+"cache_write_tokens", "output_tokens", "usd" (None when nothing was priced), "cache_read_share"}``. A forgotten
+session, an unknown id or an unreadable file is one error line (exit 1) and nothing is reported.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..cli import pass_app
+from ..textsafe import Table, console, dumps, markup, safe
+
+__all__ = ["register", "session_report"]
+
+
+def _row() -> dict[str, Any]:
+    return {"requests": 0, "with_usage": 0, "priced": 0, "unpriced": 0, "uncached_input_tokens": 0,
+            "cache_read_tokens": 0, "cache_write_tokens": 0, "output_tokens": 0, "usd": None}
+
+
+def _add(row: dict[str, Any], usage: Any, cost: Any) -> None:
+    row["requests"] += 1
+    if usage is not None:
+        row["with_usage"] += 1
+        row["uncached_input_tokens"] += usage.input_tokens or 0
+        row["cache_read_tokens"] += usage.cache_read_tokens or 0
+        row["cache_write_tokens"] += usage.cache_write_tokens or 0
+        row["output_tokens"] += usage.output_tokens or 0
+    if cost is None:
+        row["unpriced"] += 1
+    else:
+        row["priced"] += 1
+        row["usd"] = (row["usd"] or Decimal(0)) + cost.usd
+
+
+def _finish(row: dict[str, Any]) -> dict[str, Any]:
+    from ..host.cost import usd
+
+    prompt = row["uncached_input_tokens"] + row["cache_read_tokens"] + row["cache_write_tokens"]
+    return {**row, "usd": usd(row["usd"]),
+            "cache_read_share": round(row["cache_read_tokens"] / prompt, 4) if prompt else None}
+
+
+def session_report(store: Any, session_ids: list[str]) -> dict[str, Any]:
+    """The report document (see the module docstring) of ``session_ids`` and their sub-agent sessions."""
+    from ..host import cost as pricing
+    from ..host.loop import model_requests
+
+    children: dict[str, list[str]] = {}
+    for s in store.sessions():
+        if s.parent_id:
+            children.setdefault(s.parent_id, []).append(s.id)
+    order: list[str] = []
+    todo = list(session_ids)
+    while todo:
+        sid = todo.pop(0)
+        if sid not in order:
+            order.append(sid)
+            todo.extend(sorted(children.get(sid, ())))
+    models: dict[str, dict[str, Any]] = {}
+    by_session: dict[str, dict[str, Any]] = {}
+    total = _row()
+    for sid in order:
+        srow = by_session.setdefault(sid, _row())
+        for req in model_requests(store.events(sid, kinds=["assistant_message", "usage"])):
+            usage = req.usage
+            cost = pricing.price_usage(usage, req.model, at=pricing.parse_timestamp(req.ts))
+            name = cost.model_id if cost is not None else (req.model or "unknown")
+            for row in (models.setdefault(name, _row()), srow, total):
+                _add(row, usage, cost)
+    return {"sessions": order, "models": {m: _finish(r) for m, r in sorted(models.items())},
+            "by_session": {s: _finish(r) for s, r in by_session.items()}, "total": _finish(total)}
+
+
+def _resolve(app: Any, store: Any, arg: str) -> str:
+    from ..host.ingest import SessionForgotten, import_file
+    from ..kernel.tombstones import tombstoned_sessions
+
+    if Path(arg).is_file():
+        try:
+            sid, _, _ = import_file(store, arg, None, final=True)
+        except SessionForgotten as exc:
+            raise click.ClickException(f"{safe(arg)}: session {exc.session_id} is forgotten (tombstoned by "
+                                       "`latch forget`); forgotten sessions are not reported") from None
+        return str(sid)
+    try:
+        sid = store.session(arg).id
+    except KeyError as exc:
+        raise click.ClickException(f"{safe(str(exc.args[0]))} (and no such file)") from None
+    if sid in tombstoned_sessions(store):
+        raise click.ClickException(f"session {sid} is forgotten (tombstoned by `latch forget`); forgotten sessions "
+                                   "are not reported")
+    return str(sid)
+
+
+_HEAD = (("requests", "requests"), ("priced", "priced"), ("uncached_input_tokens", "input"),
+         ("cache_read_tokens", "cache read"), ("cache_write_tokens", "cache write"), ("output_tokens", "output"),
+         ("usd", "cost"), ("cache_read_share", "cache-read share"))
+
+
+def _cells(row: dict[str, Any]) -> list[str]:
+    from ..host.cost import format_usd
+
+    out = []
+    for key, _ in _HEAD:
+        v = row[key]
+        if key == "usd":
+            out.append(format_usd(v))
+        elif key == "cache_read_share":
+            out.append("–" if v is None else f"{v:.1%}")
+        else:
+            out.append(f"{v:,}")
+    return out
+
+
+def _print(con: Any, doc: dict[str, Any]) -> None:
+    t = Table(title=None)
+    t.add_column("model", justify="left")
+    for _, h in _HEAD:
+        t.add_column(h, justify="right")
+    for m, r in doc["models"].items():
+        t.add_row(markup(m), *_cells(r))
+    t.add_row("[bold]total[/bold]", *_cells(doc["total"]))
+    con.print(t)
+    if len(doc["by_session"]) > 1:
+        s = Table()
+        s.add_column("session", justify="left")
+        for _, h in _HEAD:
+            s.add_column(h, justify="right")
+        for sid, r in doc["by_session"].items():
+            s.add_row(sid, *_cells(r))
+        con.print(s)
+    tot = doc["total"]
+    if tot["unpriced"]:
+        bare = tot["requests"] - tot["with_usage"]
+        why = [f"{bare:,} without provider usage"] if bare else []
+        if tot["unpriced"] - bare:
+            why.append(f"{tot['unpriced'] - bare:,} of a model genai-prices has no price for, or without input or "
+                       "output counts")
+        con.print(f"[dim]{tot['unpriced']:,} of {tot['requests']:,} request(s) unpriced ({'; '.join(why)}); their "
+                  "tokens still count[/dim]")
+    con.print("[dim]input: uncached prompt tokens; cache-read share: cache reads over all prompt tokens; "
+              "prices: genai-prices' bundled table (offline)[/dim]")
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("report")
+    @click.argument("targets", nargs=-1, required=True, metavar="SESSION_OR_FILE...")
+    @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+    @pass_app
+    def report_cmd(app, targets, as_json):
+        """What sessions cost: requests, tokens by kind, dollars and cache-read share, per model (like ccusage).
+        SESSION_OR_FILE is a stored session (id or prefix) or a transcript file (imported first)."""
+        store = app.store()
+        ids: list[str] = []
+        for arg in targets:
+            sid = _resolve(app, store, arg)
+            if sid not in ids:
+                ids.append(sid)
+        doc = session_report(store, ids)
+        if as_json:
+            click.echo(dumps(doc, indent=2))
+            return
+        con = console(highlight=False)
+        con.print(f"[bold]{len(doc['sessions'])} session(s)[/bold] · {doc['total']['requests']:,} requests · "
+                  f"{markup(', '.join(doc['sessions']))}")
+        _print(con, doc)

@@ -1,0 +1,244 @@
+"""Dollar costs (issue 17 item 5, issue 18 item 1, issue 13 item 5): :mod:`latch.host.cost` on genai-prices.
+
+Every expected dollar figure below is computed by hand from genai-prices' published rates (USD per million
+tokens, the bundled table of genai-prices 0.2.3), the arithmetic in a comment:
+
+* claude-sonnet-4-5: input $3, cache read $0.30, cache write (5 min) $3.75, output $15; above 200,000 prompt
+  tokens every token at input $6, output $22.50;
+* claude-opus-4-5: input $5, cache read $0.50, cache write $6.25, output $25;
+* gpt-5: input $1.25, cached input $0.125, output $10, no cache-write price;
+* gpt-4.1: input $2, cached input $0.50, output $8;
+* gemini-2.5-flash: input $0.30, cached input $0.03, output $2.50.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from corpus_support import require_corpus
+from latch.cli import _load_commands, cli
+from latch.events import Usage
+from latch.host import cost
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "invoice-rounding.claude.jsonl"
+AT = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
+
+
+def _rates(model: str) -> dict[str, Decimal | None]:
+    _, info = cost._lookup(model, None)
+    p = info.get_prices(AT)
+    base = {k: getattr(p, k) for k in ("input_mtok", "cache_read_mtok", "cache_write_mtok", "output_mtok")}
+    return {k: (v.base if hasattr(v, "base") else v) for k, v in base.items()}
+
+
+# ------------------------------------------------------------------------ the provider rules, on the data
+def test_the_provider_rules_in_the_docstring_hold_in_genai_prices_data():
+    sonnet, opus, gpt5, flash = (_rates(m) for m in ("claude-sonnet-4-5", "claude-opus-4-5", "gpt-5",
+                                                     "gemini-2.5-flash"))
+    for a in (sonnet, opus):  # Anthropic: reads 0.1x, 5-minute writes 1.25x
+        assert a["cache_read_mtok"] == a["input_mtok"] * Decimal("0.1")
+        assert a["cache_write_mtok"] == a["input_mtok"] * Decimal("1.25")
+    assert sonnet == {"input_mtok": 3, "cache_read_mtok": Decimal("0.3"), "cache_write_mtok": Decimal("3.75"),
+                      "output_mtok": 15}
+    # OpenAI automatic caching and Gemini implicit caching: a cached rate, no write premium
+    assert gpt5 == {"input_mtok": Decimal("1.25"), "cache_read_mtok": Decimal("0.125"), "cache_write_mtok": None,
+                    "output_mtok": 10}
+    assert flash == {"input_mtok": Decimal("0.3"), "cache_read_mtok": Decimal("0.03"), "cache_write_mtok": None,
+                     "output_mtok": Decimal("2.5")}
+    assert (cost.writes_cache("claude-sonnet-4-5"), cost.writes_cache("gpt-5"),
+            cost.writes_cache("gemini-2.5-flash"), cost.writes_cache("smollm2-135m")) == (True, False, False, None)
+
+
+# ------------------------------------------------------------------------ one request, by hand
+def test_anthropic_request_priced_by_kind():
+    got = cost.price(model="claude-sonnet-4-5", uncached=1_000, cache_read=10_000, cache_write=2_000, output=500,
+                     at=AT)
+    # input 1,000 x 3 + 10,000 x 0.30 + 2,000 x 3.75 = 3,000 + 3,000 + 7,500 = 13,500 µ$; output 500 x 15 = 7,500 µ$
+    assert (got.input_usd, got.output_usd, got.usd) == (Decimal("0.0135"), Decimal("0.0075"), Decimal("0.021"))
+    assert (got.model_id, got.provider) == ("claude-sonnet-4-5", "anthropic")
+    # a dated id and the PROVIDER/MODEL form name the same model
+    assert cost.price(model="claude-sonnet-4-5-20250929", uncached=1_000, at=AT).usd == Decimal("0.003")
+    assert cost.price(model="anthropic/claude-sonnet-4-5", uncached=1_000, at=AT).usd == Decimal("0.003")
+
+
+def test_anthropic_long_context_tier():
+    # 250,000 prompt tokens > 200,000: every token at the tier: 250,000 x 6 = $1.50; output 1,000 x 22.50 = $0.0225
+    got = cost.price(model="claude-sonnet-4-5", uncached=250_000, output=1_000, at=AT)
+    assert got.usd == Decimal("1.5225")
+
+
+def test_openai_cached_input_and_no_write_premium():
+    got = cost.price(model="gpt-5", uncached=2_000, cache_read=8_000, output=500, at=AT)
+    # 2,000 x 1.25 + 8,000 x 0.125 = 2,500 + 1,000 = 3,500 µ$; 500 x 10 = 5,000 µ$
+    assert (got.input_usd, got.usd) == (Decimal("0.0035"), Decimal("0.0085"))
+    # tokens reported as written are billed at the plain input rate: + 1,000 x 1.25 = 1,250 µ$
+    assert cost.price(model="gpt-5", uncached=2_000, cache_read=8_000, cache_write=1_000, output=500,
+                      at=AT).usd == Decimal("0.00975")
+
+
+def test_gemini_implicit_cache():
+    got = cost.price(model="gemini-2.5-flash", uncached=10_000, cache_read=90_000, output=1_000, at=AT)
+    # 10,000 x 0.30 + 90,000 x 0.03 = 3,000 + 2,700 = 5,700 µ$; 1,000 x 2.50 = 2,500 µ$
+    assert got.usd == Decimal("0.0082")
+
+
+def test_usage_is_latch_normalized_and_unknowns_stay_unpriced():
+    u = Usage(input_tokens=6, output_tokens=60, cache_read_tokens=11_800, cache_write_tokens=78,
+              model="claude-sonnet-4-5")
+    # 6 x 3 + 11,800 x 0.30 + 78 x 3.75 + 60 x 15 = 18 + 3,540 + 292.5 + 900 = 4,750.5 µ$
+    assert cost.price_usage(u, at=AT).usd == Decimal("0.0047505")
+    assert cost.price_usage(Usage(input_tokens=100, output_tokens=1, model="smollm2-135m-instruct")) is None
+    assert cost.price_usage(Usage(input_tokens=None, output_tokens=5, model="claude-sonnet-4-5")) is None
+    assert cost.price_usage(Usage(input_tokens=5, output_tokens=None, model="claude-sonnet-4-5")) is None
+    assert cost.price_usage(None, "claude-sonnet-4-5") is None
+    assert cost.price(model="qwen3.6-35b-a3b", uncached=1_000) is None
+    assert cost.price(model=None, uncached=1_000) is None
+    assert cost.price(model="gpt-5", uncached=1, provider="openai-compatible", at=AT).model_id == "gpt-5"
+    assert cost.format_usd(None) == "unpriced"
+    with pytest.raises(ValueError, match="non-negative"):
+        cost.price(model="gpt-5", uncached=-1)
+    t = cost.total([cost.price(model="gpt-5", uncached=1_000, at=AT), None])
+    assert (t.requests, t.priced, t.unpriced, t.usd) == (2, 1, 1, Decimal("0.00125"))
+    assert cost.total([None]).as_dict()["usd"] is None
+
+
+def test_view_cost_is_cache_aware():
+    # Anthropic: 8,000 shared tokens read (x 0.30 = 2,400 µ$), the other 2,000 written (x 3.75 = 7,500 µ$),
+    # output 500 x 15 = 7,500 µ$
+    got = cost.view_cost(10_000, 8_000, 500, "claude-sonnet-4-5", at=AT)
+    assert (got.cache_read, got.cache_write, got.uncached, got.usd) == (8_000, 2_000, 0, Decimal("0.0174"))
+    # OpenAI: read 8,000 x 0.125 = 1,000 µ$, the rest uncached 2,000 x 1.25 = 2,500 µ$, output 500 x 10 = 5,000 µ$
+    got = cost.view_cost(10_000, 8_000, 500, "gpt-5", at=AT)
+    assert (got.cache_read, got.cache_write, got.uncached, got.usd) == (8_000, 0, 2_000, Decimal("0.0085"))
+    assert cost.view_cost(10_000, 0, None, "unknown-model-x") is None
+    with pytest.raises(ValueError, match="within the prompt"):
+        cost.view_cost(10, 11, 0, "gpt-5")
+
+
+def test_prices_are_the_bundled_table_offline(monkeypatch):
+    """No network at pricing time, and an auto-updated (or custom) genai-prices snapshot changes nothing."""
+    from genai_prices import data_snapshot
+
+    def refuse(*a, **k):
+        raise AssertionError("network access while pricing")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    data_snapshot.set_custom_snapshot(data_snapshot.DataSnapshot(providers=[], from_auto_update=True))
+    try:
+        assert cost.price(model="gpt-4.1", uncached=1_000_000, at=AT).usd == Decimal("2")  # 1M x $2
+    finally:
+        data_snapshot.set_custom_snapshot(None)
+    assert cost._snapshot().from_auto_update is False
+
+
+# ------------------------------------------------------------------------ replay, report, bench
+@pytest.fixture
+def run(tmp_path):
+    _load_commands()
+    db = tmp_path / "latch.db"
+
+    def invoke(*args):
+        return CliRunner().invoke(cli, ["--db", str(db), *args], env={"LATCH_HOME": str(tmp_path / "home")},
+                                  catch_exceptions=False)
+
+    return invoke
+
+
+def test_replay_prices_the_transcript_and_the_views(run):
+    res = run("replay", str(EXAMPLE), "--window", "16000", "--reserve", "2000", "--recent", "3000", "--json", "-")
+    doc = json.loads(res.output)
+    first = doc["requests"][0]["cost"]
+    # request 1's usage: 6 uncached, 11,800 read, 78 written, 60 output at claude-sonnet-4-5 = $0.0047505 (above)
+    assert first["original_usd"] == 0.0047505 and first["priced_model"] == "claude-sonnet-4-5"
+    c = doc["summary"]["cost"]
+    assert c["original_usd"] == pytest.approx(sum(r["cost"]["original_usd"] for r in doc["requests"]), abs=1e-7)
+    assert c["view_usd"] == pytest.approx(sum(r["cost"]["view_usd"] for r in doc["requests"]), abs=1e-7)
+    assert c["priced_model"] == "claude-sonnet-4-5" and c["original_priced_requests"] == 28
+    assert 0.9 < c["original_cache_read_share"] < 1 and 0 < c["view_cache_read_share"] < 1
+    # the view of request 1 shares nothing with an earlier request: all of it is a cache write
+    r1 = doc["requests"][0]
+    # recount x 3.75 + the transcript's 60 output tokens x 15
+    assert r1["cost"]["view_usd"] == pytest.approx((r1["recounted_tokens"] * 3.75 + 60 * 15) / 1e6, abs=1e-8)
+    table = run("replay", str(EXAMPLE), "--window", "16000", "--reserve", "2000", "--recent", "3000").output
+    assert "$0.004751" in table and "cost $0.1909 as the transcript ran it" in table
+
+
+def test_replay_of_an_unknown_model_is_unpriced(run, tmp_path):
+    f = tmp_path / "t.jsonl"
+    lines = [json.loads(x) for x in EXAMPLE.read_text().splitlines()[:4]]
+    for d in lines:
+        if isinstance(d.get("message"), dict) and "model" in d["message"]:
+            d["message"]["model"] = "my-local-model-7b"
+    f.write_text("\n".join(json.dumps(d) for d in lines) + "\n")
+    doc = json.loads(run("replay", str(f), "--json", "-").output)
+    assert doc["summary"]["cost"]["original_usd"] is None and doc["summary"]["cost"]["view_usd"] is None
+    assert all(r["cost"]["original_usd"] is None for r in doc["requests"])
+    out = run("replay", str(f)).output
+    assert "cost: unpriced" in out and " cost " not in out.splitlines()[4]  # no cost column
+    rep = json.loads(run("report", str(f), "--json").output)
+    assert rep["total"]["usd"] is None and rep["total"]["unpriced"] == rep["total"]["requests"] > 0
+
+
+def test_report_of_the_example(run):
+    res = run("report", str(EXAMPLE), "--json")
+    doc = json.loads(res.output)
+    t = doc["total"]
+    assert t["requests"] == t["priced"] == 28 and list(doc["models"]) == ["claude-sonnet-4-5"]
+    assert t["cache_read_tokens"] == 425_343 and t["output_tokens"] == 3_480
+    text = run("report", str(EXAMPLE)).output
+    assert "claude-sonnet-4-5" in text and "$0.1909" in text and "99.3%" in text
+    bad = run("report", "nosuchsession")
+    assert bad.exit_code == 1 and "no session 'nosuchsession'" in bad.output
+
+
+@pytest.mark.parametrize("name", ["claude-code/claude-reliability_python-to-rust-port.jsonl",
+                                  "codex/edgerunner_codex-session.jsonl", "gemini-cli/entire_session.json"])
+def test_corpus_sessions_produce_a_total(run, name):
+    path = require_corpus() / name
+    doc = json.loads(run("report", str(path), "--json").output)
+    t = doc["total"]
+    assert t["usd"] > 0 and t["priced"] > 0
+    assert t["usd"] == pytest.approx(sum(m["usd"] or 0 for m in doc["models"].values()), abs=1e-6)
+
+
+def test_a_corpus_request_checked_by_hand(tmp_path):
+    from latch.host.ingest import import_file
+    from latch.host.loop import model_requests
+    from latch.store import EventStore
+
+    store = EventStore(str(tmp_path / "c.db"))
+    sid, _, _ = import_file(store, require_corpus() / "claude-code/claude-reliability_python-to-rust-port.jsonl",
+                            final=True)
+    req = model_requests(store.events(sid))[0]
+    u = req.usage
+    assert (u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, u.output_tokens) == (3, 15_289, 3_315, 1)
+    got = cost.price_usage(u, req.model, at=cost.parse_timestamp(req.ts))
+    # claude-opus-4-5: 3 x 5 + 15,289 x 0.50 + 3,315 x 6.25 + 1 x 25 = 15 + 7,644.5 + 20,718.75 + 25 = 28,403.25 µ$
+    assert (got.model_id, got.usd) == ("claude-opus-4-5", Decimal("0.02840325"))
+    store.close()
+
+
+def test_bench_prices_each_engine_cache_aware():
+    from latch.bench.harness import Budget, SessionSource, cost_table, markdown_table, run_job, summarize
+
+    src = SessionSource("invoice", path=str(EXAMPLE))
+    job = run_job("continuity", src, Budget("32k:4k:8k", 32_000, 4_000, 8_000))
+    assert job["priced_model"] == "claude-sonnet-4-5"
+    assert job["cost_usd"] == pytest.approx(sum(job["cost"]), abs=1e-6)
+    assert 0.5 < job["cache_read_share"] < 1
+    # request 1 shares no prefix with an earlier one: every prompt token is a cache write (x 3.75), plus the
+    # transcript's 60 output tokens (x 15)
+    assert job["cost"][0] == pytest.approx((job["tokens"][0] * 3.75 + 60 * 15) / 1e6, abs=1e-8)
+    row = summarize([job])[0]
+    assert row["cost_usd_total"] == row["cost_usd_per_session"] == pytest.approx(job["cost_usd"], abs=1e-6)
+    assert cost.format_usd(row["cost_usd_total"]) in markdown_table([row])
+    assert cost.format_usd(job["cost_usd"]) in "\n".join(cost_table([job]))
