@@ -7,7 +7,9 @@ It writes its pid to ``LATCH_TEST_MCP_PID`` (when set) so a test can kill it. To
 
 * ``echo(text)``: read-only (``readOnlyHint``), returns ``echo: TEXT``;
 * ``add(a, b)``: read-only, returns the sum;
-* ``note(text)``: not read-only: appends TEXT to the file ``LATCH_TEST_MCP_NOTES`` and returns ``noted``.
+* ``note(text)``: not read-only: appends a line ``TEXT<TAB>KINDS`` to the file ``LATCH_TEST_MCP_NOTES`` and
+  returns ``noted``; KINDS are the event kinds of the SQLite store ``LATCH_TEST_MCP_DB`` (when set) at that
+  moment, oldest first.
 """
 
 from __future__ import annotations
@@ -32,8 +34,14 @@ def add(a: int, b: int) -> int:
 
 def note(text: str) -> str:
     """Append a line to the notes file (changes the world outside the workspace)."""
+    seen = ""
+    if os.environ.get("LATCH_TEST_MCP_DB"):  # what the store held while this ran (commit-before-execution pins)
+        import sqlite3
+
+        with sqlite3.connect(os.environ["LATCH_TEST_MCP_DB"]) as db:
+            seen = " ".join(k for (k,) in db.execute("SELECT kind FROM events ORDER BY seq"))
     with open(os.environ["LATCH_TEST_MCP_NOTES"], "a", encoding="utf-8") as fh:
-        fh.write(text + "\n")
+        fh.write(f"{text}\t{seen}\n")
     return "noted"
 
 
