@@ -242,3 +242,55 @@ def test_servers_come_from_the_config_sorted():
                                                          "timeout": 5}}}})
     assert [(s.name, s.command, s.args, dict(s.env), s.timeout) for s in mcp_servers(cfg)] == \
         [("alpha", "a", ("-v",), {"K": "v"}, 5.0), ("zeta", "z", (), {}, 120.0)]
+
+
+def test_latch_run_offers_config_servers_and_skills_and_resume_offers_the_same_bytes(tmp_path, server):
+    import subprocess
+
+    from fake_providers import Reply, ToolUse, serve_openai
+
+    ws = tmp_path / "ws"
+    (ws / ".latch" / "skills" / "pdf").mkdir(parents=True)
+    (ws / ".latch" / "skills" / "pdf" / "SKILL.md").write_text(
+        "---\nname: pdf\ndescription: Fill PDF forms.\n---\nUse the form filler.\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    env_table = ", ".join(f'{k} = {json.dumps(v)}' for k, v in server.env().items())
+    (home / "config.toml").write_text(f'[mcp.servers.t]\ncommand = {json.dumps(sys.executable)}\n'
+                                      f'args = [{json.dumps(str(SERVER))}]\nenv = {{ {env_table} }}\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LATCH_"))}
+    env.update({"LATCH_HOME": str(home), "COLUMNS": "200"})
+
+    def latch(*args):
+        return subprocess.run([sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), *args], cwd=ws,
+                              env=env, capture_output=True, text=True, timeout=180)
+
+    script = [Reply(tool_calls=(ToolUse("c1", "mcp__t__echo", json.dumps({"text": "hi"})),)),
+              Reply(tool_calls=(ToolUse("c2", "load_skill", json.dumps({"name": "pdf"})),)),
+              Reply("done")]
+    with serve_openai(script) as fake:
+        r = latch("run", "use the tools", "--provider", "openai-compatible", "--model", "local", "--base-url",
+                  fake.base_url)
+        bodies = fake.bodies
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert "→ mcp__t__echo: hi" in r.stdout and "ok: echo: hi" in r.stdout and "→ load_skill: pdf" in r.stdout
+    names = [t["function"]["name"] for t in bodies[0]["tools"]]
+    assert names[-5:] == ["load_skill", "read_skill_resource", "mcp__t__add", "mcp__t__echo", "mcp__t__note"]
+    assert "- pdf: Fill PDF forms." in bodies[0]["messages"][1]["content"]
+    assert "Use the form filler." in json.dumps(bodies[2])
+    # the server changes its tools and a skill is added; the resumed session offers the same bytes
+    server.set(tools=["note", "echo"])
+    (ws / ".latch" / "skills" / "late").mkdir()
+    (ws / ".latch" / "skills" / "late" / "SKILL.md").write_text("---\nname: late\ndescription: Late.\n---\nx\n")
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "latch.db") as db:
+        (sid,) = db.execute("SELECT id FROM sessions WHERE source = 'latch run'").fetchone()
+    with serve_openai([Reply(tool_calls=(ToolUse("c3", "mcp__t__add", json.dumps({"a": 1, "b": 1})),)),
+                       Reply("resumed")]) as fake:
+        r = latch("run", "--resume", sid, "--base-url", fake.base_url, "--yes")
+        resumed = fake.bodies
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert "no longer offers the tool 'add'" in r.stdout
+    assert {json.dumps(b["tools"]) for b in resumed} == {json.dumps(bodies[0]["tools"])}
+    assert resumed[0]["messages"][1] == bodies[0]["messages"][1]  # the same session context: no 'late' skill
