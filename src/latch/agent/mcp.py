@@ -332,9 +332,9 @@ def session_mcp_tools(store: Any, session_id: str, hub: McpHub | None) -> tuple[
 
     The session's first :class:`~latch.events.McpToolsListed` when it has one (resume, or any later call:
     whatever the servers list now). Otherwise every server of ``hub`` is listed once (one warning line per
-    server that fails or tool left out) and the entries, sorted by name, are appended as that event; a
-    session that already has assistant turns but no such event records an empty list, so its tools never
-    change mid-session.
+    server that fails or tool left out) and the entries, sorted by name, are appended as that event, but only
+    while the session has no assistant turn yet: a session that started without MCP servers (no event) keeps
+    offering none, so its tools never change mid-session.
     """
     for s in store.events(session_id, kinds=[McpToolsListed.KIND]):
         return tuple(s.event.tools), []
@@ -355,7 +355,8 @@ def session_mcp_tools(store: Any, session_id: str, hub: McpHub | None) -> tuple[
             entries += got
             warnings += w
     ordered = tuple(sorted(entries, key=lambda e: e.name))
-    store.append(session_id, [McpToolsListed(ordered, names, failed)])
+    if names and not started:  # a session without servers (or started without them) gets no event
+        store.append(session_id, [McpToolsListed(ordered, names, failed)])
     return ordered, warnings
 
 

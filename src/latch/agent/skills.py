@@ -143,9 +143,9 @@ def session_skills(store: Any, session_id: str,
 
     The session's first :class:`~latch.events.SkillsListed` when it has one (resume: the same list, whatever
     the folders hold now). Otherwise ``discover()`` (default: :func:`discover_skills` of the session's
-    workspace) is run once and its skills appended as that event, sorted by name; a session that already
-    has assistant turns but no such event (started before skills existed) records an empty list, so its
-    session context never changes mid-session.
+    workspace) is run once and its skills, sorted by name, are appended as that event, but only while the
+    session has no assistant turn yet: a session that started without skills (no event) keeps having none,
+    so its session context never changes mid-session.
     """
     for s in store.events(session_id, kinds=[SkillsListed.KIND]):
         return tuple(s.event.skills), []
@@ -160,7 +160,8 @@ def session_skills(store: Any, session_id: str,
             skills, w = discover()
             warnings = list(w)
     ordered = tuple(sorted(skills, key=lambda e: e.name))
-    store.append(session_id, [SkillsListed(ordered)])
+    if ordered:  # nothing to fix when there is nothing: a session without skills gets no event
+        store.append(session_id, [SkillsListed(ordered)])
     return ordered, warnings
 
 
