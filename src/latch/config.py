@@ -23,6 +23,12 @@ the defaults. Known keys (spec: "Bounded materialization", "Cache epochs and wor
     api_key_env = "OPENAI_API_KEY"          # the environment variable holding the key (never the key)
     max_turns = 50
 
+    [mcp.servers.github]       # an MCP server started over stdio by ``latch run`` (tools mcp__github__*)
+    command = "npx"
+    args = ["-y", "@modelcontextprotocol/server-github"]
+    env = { GITHUB_TOKEN = "..." }          # merged over a minimal safe environment
+    timeout = 120              # seconds per tool call
+
 A model's window and reserve are chosen in one place, :func:`model_window`: the config's
 ``[models.NAME]`` entry, else Latch's model table (``latch/data/models.toml``, a data file: current
 Claude, GPT, Gemini, Qwen, GLM, DeepSeek and Llama families, matched by the longest prefix), else the
@@ -178,7 +184,43 @@ def validate_config(data: Mapping[str, Any], source: str = "<config>") -> dict[s
         turns = provider["max_turns"]
         if isinstance(turns, bool) or not isinstance(turns, int) or not 1 <= turns <= 10_000:
             raise ConfigError(f"{source}: [provider] max_turns must be an integer from 1 to 10000, got {turns!r}")
+    _validate_mcp(out.get("mcp", {}), source)
     return out
+
+
+MCP_SERVER_KEYS = ("command", "args", "env", "timeout")
+_SERVER_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+def _validate_mcp(mcp: Any, source: str) -> None:
+    """``[mcp.servers.NAME]`` tables: ``command`` (required string), ``args`` (strings), ``env`` (string
+    values), ``timeout`` (seconds, 1 to 3600); NAME is letters, digits, ``_`` and ``-`` without ``__``."""
+    if not isinstance(mcp, Mapping):
+        raise ConfigError(f"{source}: [mcp] must be a table, got {type(mcp).__name__}")
+    servers = mcp.get("servers", {})
+    if not isinstance(servers, Mapping):
+        raise ConfigError(f"{source}: [mcp.servers] must be a table of [mcp.servers.<name>] tables")
+    for name, table in servers.items():
+        where = f"{source}: mcp.servers.{name}"
+        if not name or not set(name) <= _SERVER_NAME_CHARS or "__" in name or len(name) > 32:
+            raise ConfigError(f"{where}: the server name must be 1-32 letters, digits, _ or - (no '__')")
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"{where} must be a table, got {type(table).__name__}")
+        command = table.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise ConfigError(f"{where}.command must be a non-empty string, got {command!r}")
+        args = table.get("args", [])
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise ConfigError(f"{where}.args must be a list of strings, got {args!r}")
+        env = table.get("env", {})
+        if not isinstance(env, Mapping) or not all(isinstance(v, str) for v in env.values()):
+            raise ConfigError(f"{where}.env must be a table of strings")
+        timeout = table.get("timeout", 120)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 1 <= timeout <= 3600:
+            raise ConfigError(f"{where}.timeout must be a number of seconds from 1 to 3600, got {timeout!r}")
+        unknown = [k for k in table if k not in MCP_SERVER_KEYS]
+        if unknown:
+            raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(MCP_SERVER_KEYS)})")
 
 
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
@@ -187,6 +229,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "provider": ("name", "model", "base_url", "api_key_env", "max_turns"),
     "models": (),  # [models.<model id>] tables, each with MODEL_KEYS
     "engines": (),  # [engines.<engine name>] tables, owned by each engine
+    "mcp": ("servers",),  # [mcp.servers.<name>] tables, each with MCP_SERVER_KEYS (checked by validate_config)
 }
 MODEL_KEYS = ("context_window_tokens", "reserve_tokens")
 

@@ -80,6 +80,10 @@ __all__ = [
     "SteeringDelivered",
     "ToolStarted",
     "EstimateCorrection",
+    "SkillEntry",
+    "SkillsListed",
+    "McpToolEntry",
+    "McpToolsListed",
 ]
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
@@ -671,11 +675,59 @@ class EstimateCorrection(Event):
     source: str = "usage"
 
 
+@dataclass(frozen=True, slots=True)
+class SkillEntry:
+    """One Agent Skill of a session's list: its ``name``, one-line ``description``, the absolute ``path`` of
+    its folder (the one holding ``SKILL.md``) and ``source`` (``workspace``, ``user`` or ``claude``)."""
+
+    name: str
+    description: str
+    path: str
+    source: str = "workspace"
+
+
+@dataclass(frozen=True, slots=True)
+class SkillsListed(Event):
+    """The Agent Skills a session offers, fixed when it starts (spec: "Agent Skills and MCP"): their names and
+    descriptions form part of the session context, in this order (sorted by name), for the whole session and
+    on resume; a skill added or edited later changes nothing already sent. Not provider-visible itself."""
+
+    KIND: ClassVar[str] = "skills_listed"
+    skills: tuple[SkillEntry, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class McpToolEntry:
+    """One MCP tool offered in a session: the provider-visible ``name`` (``mcp__SERVER__TOOL``), the
+    ``server`` and its own ``tool`` name, and ``schema`` (the canonical JSON text of the neutral tool schema
+    ``{"name", "description", "input_schema"}``, exactly what every request of the session offers).
+    ``read_only`` is the server's ``readOnlyHint`` (only ``true`` makes a call not a possible mutation)."""
+
+    name: str
+    server: str
+    tool: str
+    schema: str
+    read_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class McpToolsListed(Event):
+    """The MCP tools a session offers, listed once when it starts and retained for the whole session (spec:
+    "Disconnect retains MCP schemas"): a server that restarts or re-lists its tools differently never changes
+    the request's tools. ``servers`` names every configured server, ``failed`` those that could not be listed
+    then (with the one-line reason). Not provider-visible itself."""
+
+    KIND: ClassVar[str] = "mcp_tools_listed"
+    tools: tuple[McpToolEntry, ...] = ()
+    servers: tuple[str, ...] = ()
+    failed: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
 BUILTIN_KINDS: tuple[type[Event], ...] = (
     UserMessage, AssistantMessage, ToolResult, SystemNote, Usage, CompactionMarker, SubagentMarker,
     StateUpdate, FileObservation, Mutation, ExternalChange, ValidationEvidence, ProcessStarted, ProcessExited,
     WriterBlocker, Tombstone,
-    SteeringQueued, SteeringDelivered, ToolStarted, EstimateCorrection,
+    SteeringQueued, SteeringDelivered, ToolStarted, EstimateCorrection, SkillsListed, McpToolsListed,
 )
 """Every event kind Latch writes, in one explicit list: conversation, kernel, agent."""
 
@@ -688,6 +740,8 @@ _NESTED: dict[tuple[str, str], type] = {
     ("UserMessage", "media"): MediaRef,
     ("ToolResult", "media"): MediaRef,
     ("AssistantMessage", "tool_calls"): ToolCall,
+    ("SkillsListed", "skills"): SkillEntry,
+    ("McpToolsListed", "tools"): McpToolEntry,
 }
 
 

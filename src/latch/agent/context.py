@@ -6,6 +6,9 @@ and the provider's prefix cache is shared across sessions. What is specific to t
 workspace, the permission mode and the repository instructions) is a
 :class:`~latch.port.SessionContext`, which the engine renders as the first provider-visible message.
 
+The session's Agent Skills (names and descriptions) follow the repository instructions in the same
+text, never the system prompt.
+
 Repository instructions are ``AGENTS.md`` and then ``CLAUDE.md`` from the workspace root, each when
 present, read as UTF-8 (undecodable bytes replaced) and bounded to :data:`INSTRUCTIONS_LIMIT_BYTES`.
 """
@@ -13,9 +16,12 @@ present, read as UTF-8 (undecodable bytes replaced) and bounded to :data:`INSTRU
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
+from ..events import SkillEntry
 from ..port import SessionContext
+from .skills import skills_section
 
 __all__ = ["SYSTEM_PROMPT", "INSTRUCTION_FILES", "INSTRUCTIONS_LIMIT_BYTES", "repository_instructions",
            "session_context"]
@@ -68,7 +74,15 @@ def repository_instructions(workspace: str | os.PathLike[str]) -> tuple[str, lis
     return "\n\n".join(parts), warnings
 
 
-def session_context(workspace: str | os.PathLike[str], mode: str = "default") -> tuple[SessionContext, list[str]]:
-    """``(SessionContext, warnings)`` of a session in ``workspace`` (absolute path) with permission ``mode``."""
+def session_context(workspace: str | os.PathLike[str], mode: str = "default",
+                    skills: Sequence[SkillEntry] = ()) -> tuple[SessionContext, list[str]]:
+    """``(SessionContext, warnings)`` of a session in ``workspace`` (absolute path) with permission ``mode``.
+
+    ``skills`` (the session's fixed list, :func:`latch.agent.skills.session_skills`) are listed by name and
+    description after the repository instructions (:func:`latch.agent.skills.skills_section`), in the given
+    order; the port's :class:`~latch.port.SessionContext` is unchanged, so every engine renders them."""
     text, warnings = repository_instructions(workspace)
+    listing = skills_section(skills)
+    if listing:
+        text = f"{text}\n\n{listing}" if text else listing
     return SessionContext(workspace=str(Path(workspace).resolve()), repository_instructions=text, mode=mode), warnings

@@ -13,6 +13,9 @@ terminal, an interactive prompt reads tasks and the commands ``/context``, ``/co
 Defaults come from the ``[provider]`` table of the config (``name``, ``model``, ``base_url``,
 ``api_key_env``, ``max_turns``); flags win. The session's profile (provider, model, engine, estimator,
 base URL, mode; never a key) is stored in the session's metadata, so ``--resume`` needs no flags.
+The session's Agent Skills (listed in its session context; ``load_skill`` / ``read_skill_resource``) and the
+tools of the config's ``[mcp.servers.NAME]`` servers (``mcp__NAME__TOOL``) are fixed when it starts and
+stored, so a resumed session offers the same ones byte for byte (``latch.agent.skills``, ``latch.agent.mcp``).
 API keys are read from the environment only (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY`` or
 ``--api-key-env NAME``) and are never written to the store, the output or an error.
 """
@@ -214,6 +217,8 @@ def register(cli: click.Group) -> None:
         from .. import plugins
         from ..agent.context import SYSTEM_PROMPT, session_context
         from ..agent.loop import AgentLoop, repair_interrupted
+        from ..agent.mcp import McpHub, mcp_servers, mcp_tools, session_mcp_tools
+        from ..agent.skills import discover_skills, session_skills, skill_tools
         from ..agent.permissions import PermissionPolicy
         from ..agent.tools import ToolContext
         from ..agent.tools.processes import ProcessManager
@@ -274,7 +279,11 @@ def register(cli: click.Group) -> None:
                                               meta={"agent": {k: v for k, v in profile.items() if v is not None}})
         con = console(highlight=False)
         err = console(stderr=True, highlight=False)
-        ctx_obj, warnings = session_context(workspace, mode)
+
+        # the session's skills and MCP tools are fixed when it starts (stored events; resume reads them back)
+        skills, warnings = session_skills(store, session_id, lambda: discover_skills(workspace))
+        ctx_obj, more = session_context(workspace, mode, skills)
+        warnings += more
         for w in warnings:
             err.print(f"[yellow]latch: warning: {_markup(w)}[/yellow]")
         try:
@@ -292,7 +301,18 @@ def register(cli: click.Group) -> None:
             raise click.UsageError(f"the reserve ({budget.reserve_tokens:,}) must be below the window "
                                    f"({budget.context_window_tokens:,}); pass --window or --reserve")
         processes = ProcessManager(store, session_id, workspace)
-        tools = chosen_tools
+        servers = mcp_servers(config)
+        hub = McpHub(servers, cwd=workspace, log_dir=processes.log_dir / "mcp") if servers else None
+        try:
+            entries, warnings = session_mcp_tools(store, session_id, hub)
+        except BaseException:
+            if hub is not None:
+                hub.close()
+            processes.close()
+            raise
+        for w in warnings:
+            err.print(f"[yellow]latch: warning: {_markup(w)}[/yellow]")
+        tools = (*chosen_tools, *(skill_tools() if skills else ()), *mcp_tools(entries, hub))
         tool_ctx = ToolContext(workspace=workspace, store=store, session_id=session_id, processes=processes,
                                estimate=setup.counter.text)
         loop = AgentLoop(store, session_id, provider, setup=setup, budget=budget, tools=tools, tool_context=tool_ctx,
@@ -319,6 +339,8 @@ def register(cli: click.Group) -> None:
             raise
         finally:
             processes.close()
+            if hub is not None:
+                hub.close()
         sys.exit(code)
 
 

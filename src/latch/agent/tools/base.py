@@ -151,13 +151,22 @@ def run_tool(tools: Sequence[Tool], call: ToolCall, ctx: ToolContext) -> ToolOut
 
     Never raises for a bad call: an unknown tool, arguments that are not a JSON object, a missing,
     unknown or mistyped field, or a tool's refusal (:class:`ToolError`) is an error outcome whose one
-    line names the tool and the field. The content is bounded (:data:`OUTCOME_LIMIT_BYTES`).
+    line names the tool and the field. The content is bounded (:data:`OUTCOME_LIMIT_BYTES`). A tool with a
+    true ``RAW_ARGUMENTS`` attribute (an MCP tool, whose server validates against its own JSON Schema) gets any
+    JSON object unchecked.
     """
     tool = next((t for t in tools if t.NAME == call.name), None)
     if tool is None:
         return ToolOutcome(f"unknown tool {call.name!r} (known: {', '.join(t.NAME for t in tools)})", is_error=True)
     try:
-        args = check_arguments(tool.SCHEMA, call.args() if call.arguments.strip() else {})
+        raw = call.args() if call.arguments.strip() else {}
+        if getattr(tool, "RAW_ARGUMENTS", False):  # the tool's own server checks them (MCP)
+            if not isinstance(raw, dict):
+                kind = "text that is not JSON" if isinstance(raw, RawArguments) else type(raw).__name__
+                raise ToolError(f"{tool.NAME}: arguments must be a JSON object, got {kind}")
+            args = dict(raw)
+        else:
+            args = check_arguments(tool.SCHEMA, raw)
         outcome = tool.run(args, replace(ctx, call_id=call.id))
     except ToolError as exc:
         return ToolOutcome(bound_text(str(exc)), is_error=True)

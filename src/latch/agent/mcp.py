@@ -1,0 +1,387 @@
+"""MCP tools through the official SDK (``mcp>=2,<3``; spec: "Agent Skills and MCP").
+
+Servers come from the config's ``[mcp.servers.NAME]`` tables (``command``, ``args``, ``env``, ``timeout``;
+validated by :func:`latch.config.validate_config`) and are started over stdio with the SDK's
+:class:`mcp.Client` (:class:`McpHub`: one background thread runs the SDK's event loop; every public method is
+synchronous).
+
+The session's tools are listed once, when it starts (:func:`session_mcp_tools`): every tool of every server,
+named ``mcp__SERVER__TOOL``, its schema serialized canonically, sorted by that name, appended as one
+:class:`~latch.events.McpToolsListed`. Every request of the session, resume included, offers exactly those
+schemas (:func:`mcp_tools`), so a server that disconnects, restarts, or re-lists its tools in another order or
+without one never changes the provider-visible tools: a call to a tool its server no longer lists, or made
+while the server cannot be reached, is an error result (the hub reconnects on the next call).
+
+A tool whose annotations do not promise ``readOnlyHint: true`` is a possible external mutation: the loop asks
+permission for it like a shell command, commits its :class:`~latch.events.ToolStarted` before it runs, and
+:class:`McpTool` appends a :class:`~latch.events.Mutation` (no paths: anything may have changed) before
+calling the server, so validation evidence recorded earlier is stale (a new workspace generation). Results
+are ordinary durable :class:`~latch.events.ToolResult` events (searchable, recallable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import concurrent.futures
+import json
+import os
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from ..events import McpToolEntry, McpToolsListed, Mutation, canonical_json
+from .tools.base import ToolContext, ToolOutcome
+
+__all__ = ["McpServerConfig", "McpHub", "McpTool", "McpUnavailable", "mcp_servers", "tool_entries",
+           "session_mcp_tools", "mcp_tools", "TOOL_PREFIX", "DEFAULT_TIMEOUT_SECONDS", "CONNECT_TIMEOUT_SECONDS",
+           "DESCRIPTION_LIMIT"]
+
+TOOL_PREFIX = "mcp__"
+DEFAULT_TIMEOUT_SECONDS = 120.0
+"""Seconds one tool call may take unless the server's ``timeout`` says otherwise."""
+CONNECT_TIMEOUT_SECONDS = 30.0
+"""Seconds to start a server, initialize the session and list its tools."""
+PING_TIMEOUT_SECONDS = 5.0
+DESCRIPTION_LIMIT = 4096
+"""Characters of a tool description offered to the model (longer ones are cut)."""
+_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class McpUnavailable(Exception):
+    """A server cannot be reached (not started, exited, timed out); the message is one line."""
+
+
+@dataclass(frozen=True)
+class McpServerConfig:
+    """One ``[mcp.servers.NAME]`` table: ``command`` and ``args`` start it; ``env`` is merged over the SDK's
+    safe default environment; ``timeout`` is seconds per call."""
+
+    name: str
+    command: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = DEFAULT_TIMEOUT_SECONDS
+
+
+def mcp_servers(config: Mapping[str, Any] | None) -> list[McpServerConfig]:
+    """The servers of a config already checked by :func:`latch.config.validate_config`, sorted by name."""
+    servers = ((config or {}).get("mcp") or {}).get("servers") or {}
+    return [McpServerConfig(name, t["command"], tuple(t.get("args", ())), dict(t.get("env", {})),
+                            float(t.get("timeout", DEFAULT_TIMEOUT_SECONDS)))
+            for name, t in sorted(servers.items())]
+
+
+def tool_entries(server: str, tools: Sequence[Any]) -> tuple[list[McpToolEntry], list[str]]:
+    """``(entries, warnings)`` of one server's listed tools (SDK :class:`mcp.types.Tool` objects): each
+    named ``mcp__SERVER__TOOL`` with its canonical schema, sorted by name. A tool whose prefixed name is not
+    1-64 letters, digits, ``_`` or ``-`` (what providers accept) is left out with a warning."""
+    out: list[McpToolEntry] = []
+    warnings: list[str] = []
+    for t in tools:
+        name = f"{TOOL_PREFIX}{server}__{t.name}"
+        if not _NAME_RE.match(name):
+            warnings.append(f"mcp server {server}: tool {t.name!r} left out: {name!r} is not a valid tool name "
+                            "(1-64 letters, digits, _ or -)")
+            continue
+        description = " ".join((t.description or getattr(t, "title", None) or "").split())
+        if len(description) > DESCRIPTION_LIMIT:
+            description = description[:DESCRIPTION_LIMIT - 1] + "…"
+        schema = {"name": name, "description": description or f"The {t.name} tool of MCP server {server}.",
+                  "input_schema": dict(t.input_schema or {"type": "object"})}
+        annotations = getattr(t, "annotations", None)
+        read_only = bool(annotations is not None and getattr(annotations, "read_only_hint", None) is True)
+        out.append(McpToolEntry(name, server, t.name, canonical_json(schema), read_only))
+    return sorted(out, key=lambda e: e.name), warnings
+
+
+def _result_text(result: Any) -> str:
+    parts: list[str] = []
+    for block in result.content or ():
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            parts.append(block.text)
+        elif kind in ("image", "audio"):
+            size = len(base64.b64decode(block.data or "", validate=False)) if block.data else 0
+            parts.append(f"[{kind} {block.mime_type}, {size:,} bytes, not shown]")
+        elif kind == "resource":
+            res = block.resource
+            text = getattr(res, "text", None)
+            parts.append(text if isinstance(text, str) else f"[binary resource {res.uri}, not shown]")
+        elif kind == "resource_link":
+            parts.append(f"[resource link: {block.uri}]")
+        else:
+            parts.append(f"[{kind} content, not shown]")
+    if not parts and getattr(result, "structured_content", None) is not None:
+        parts.append(canonical_json(result.structured_content))
+    return "\n".join(parts) if parts else "(no output)"
+
+
+def _one_line(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:299] + "…"
+
+
+async def _list_all(client: Any) -> list[Any]:
+    """Every tool a server lists now (all pages, at most 100), in its order."""
+    tools: list[Any] = []
+    cursor = None
+    for _ in range(100):
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tools
+
+
+class _Conn:
+    def __init__(self) -> None:
+        self.client: Any = None
+        self.tools: dict[str, Any] = {}
+        self.stop = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+        self.alive = False
+
+
+class McpHub:
+    """Connections to the configured MCP servers (stdio subprocesses started with the SDK's client).
+
+    ``servers`` are :class:`McpServerConfig`; ``cwd`` is the servers' working directory (the workspace);
+    ``log_dir`` receives each server's stderr as ``NAME.log`` (default: discarded). Servers start on first use
+    (:meth:`list_tools`, :meth:`call`); a server found dead is restarted on the next use. :meth:`close` stops
+    them all. Thread-safe: calls are serialized on the hub's own event loop thread.
+    """
+
+    def __init__(self, servers: Sequence[McpServerConfig], *, cwd: str | os.PathLike[str] | None = None,
+                 log_dir: str | os.PathLike[str] | None = None, connect_timeout: float = CONNECT_TIMEOUT_SECONDS):
+        self.servers = {s.name: s for s in servers}
+        self.cwd = str(cwd) if cwd is not None else None
+        self.log_dir = Path(log_dir) if log_dir is not None else None
+        self.connect_timeout = connect_timeout
+        self._conns: dict[str, _Conn] = {}
+        self._logs: list[Any] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock: asyncio.Lock | None = None
+        self._closed = False
+
+    # -------------------------------------------------------------- the loop thread
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        if self._closed:
+            raise McpUnavailable("the MCP hub is closed")
+        if self._loop is None:
+            loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(target=loop.run_forever, name="latch-mcp", daemon=True)
+            self._thread.start()
+            self._loop = loop
+        return self._loop
+
+    def _run(self, coro: Any, timeout: float) -> Any:
+        fut = asyncio.run_coroutine_threadsafe(coro, self._ensure_loop())
+        try:
+            return fut.result(timeout)
+        except concurrent.futures.TimeoutError:
+            fut.cancel()
+            raise McpUnavailable(f"no answer within {timeout:g} s") from None
+
+    def _errlog(self, name: str) -> Any:
+        if self.log_dir is None:
+            fh = open(os.devnull, "w")
+        else:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            fh = open(self.log_dir / f"{name}.log", "a", encoding="utf-8")
+        self._logs.append(fh)
+        return fh
+
+    async def _connect(self, name: str) -> _Conn:
+        cfg = self.servers[name]
+        old = self._conns.pop(name, None)
+        if old is not None:
+            old.stop.set()
+        conn = _Conn()
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        async def runner() -> None:
+            try:
+                params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=dict(cfg.env) or None,
+                                               cwd=self.cwd)
+                async with Client(stdio_client(params, errlog=self._errlog(name)), cache=None) as client:
+                    tools = await _list_all(client)
+                    conn.client, conn.tools, conn.alive = client, {t.name: t for t in tools}, True
+                    ready.set_result(None)
+                    await conn.stop.wait()
+            except BaseException as exc:  # the server exited, or could not start: the next use reconnects
+                if not ready.done():
+                    ready.set_exception(McpUnavailable(_one_line(exc)))
+                if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                    raise
+            finally:
+                conn.alive = False
+
+        conn.task = asyncio.ensure_future(runner())
+        try:
+            await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout)
+        except asyncio.TimeoutError:
+            conn.stop.set()
+            conn.task.cancel()
+            raise McpUnavailable(f"not ready within {self.connect_timeout:g} s") from None
+        self._conns[name] = conn
+        return conn
+
+    async def _live(self, name: str) -> _Conn:
+        """A connection whose server answers a fresh ``tools/list`` now (its live listing updated), reconnecting
+        when the server exited since its last use (no tool was called yet, so reconnecting is safe)."""
+        conn = self._conns.get(name)
+        if conn is not None and conn.alive:
+            try:
+                conn.tools = {t.name: t for t in await asyncio.wait_for(_list_all(conn.client), PING_TIMEOUT_SECONDS)}
+                return conn
+            except Exception:
+                conn.alive = False
+        return await self._connect(name)
+
+    async def _locked(self, coro: Any) -> Any:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            return await coro
+
+    # -------------------------------------------------------------- public
+    def list_tools(self, name: str) -> list[Any]:
+        """The tools server ``name`` lists now (SDK ``Tool`` objects, in its order). :class:`McpUnavailable`
+        (one line) when it cannot be started or listed; ``KeyError`` for a server not configured."""
+        if name not in self.servers:
+            raise KeyError(f"no MCP server {name!r} is configured (known: {', '.join(self.servers) or 'none'})")
+
+        async def go() -> list[Any]:
+            return list((await self._live(name)).tools.values())
+        try:
+            return self._run(self._locked(go()), self.connect_timeout + PING_TIMEOUT_SECONDS + 5)
+        except McpUnavailable as exc:
+            raise McpUnavailable(f"mcp server {name}: {exc}") from None
+
+    def call(self, server: str, tool: str, arguments: Mapping[str, Any]) -> tuple[str, bool]:
+        """``(text, is_error)`` of one call of ``tool`` on ``server``. Never raises: a server that is not
+        configured, cannot be reached, no longer lists the tool, or fails the call gives an error text."""
+        cfg = self.servers.get(server)
+        if cfg is None:
+            return f"[not run: MCP server {server!r} is not configured in this run]", True
+
+        async def go() -> tuple[str, bool]:
+            try:
+                conn = await self._live(server)
+            except McpUnavailable as exc:
+                return f"[not run: MCP server {server} is not available: {exc}]", True
+            if tool not in conn.tools:
+                return (f"[not run: MCP server {server} no longer offers the tool {tool!r} (it did when this "
+                        f"session started; it lists: {', '.join(conn.tools) or 'nothing'})]"), True
+            try:
+                result = await conn.client.call_tool(tool, dict(arguments), read_timeout_seconds=cfg.timeout)
+            except Exception as exc:
+                conn.alive = conn.alive and not isinstance(exc, (OSError, EOFError))
+                return f"[MCP server {server}: the call failed: {_one_line(exc)}]", True
+            return _result_text(result), bool(result.is_error)
+        try:
+            return self._run(self._locked(go()), cfg.timeout + self.connect_timeout + PING_TIMEOUT_SECONDS + 5)
+        except McpUnavailable as exc:
+            return f"[MCP server {server}: {exc}; the call's outcome is unknown]", True
+
+    def close(self) -> None:
+        """Stop every server and the hub's thread (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        loop = self._loop
+        if loop is not None:
+            async def stop_all() -> None:
+                tasks = []
+                for conn in self._conns.values():
+                    conn.stop.set()
+                    if conn.task is not None:
+                        tasks.append(conn.task)
+                if tasks:
+                    await asyncio.wait(tasks, timeout=5)
+            try:
+                asyncio.run_coroutine_threadsafe(stop_all(), loop).result(10)
+            except Exception:
+                pass
+            loop.call_soon_threadsafe(loop.stop)
+            if self._thread is not None:
+                self._thread.join(10)
+        for fh in self._logs:
+            fh.close()
+
+    def __enter__(self) -> "McpHub":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def session_mcp_tools(store: Any, session_id: str, hub: McpHub | None) -> tuple[tuple[McpToolEntry, ...], list[str]]:
+    """``(entries, warnings)``: the MCP tools of the session, fixed at its start.
+
+    The session's first :class:`~latch.events.McpToolsListed` when it has one (resume, or any later call:
+    whatever the servers list now). Otherwise every server of ``hub`` is listed once (one warning line per
+    server that fails or tool left out) and the entries, sorted by name, are appended as that event, but only
+    while the session has no assistant turn yet: a session that started without MCP servers (no event) keeps
+    offering none, so its tools never change mid-session.
+    """
+    for s in store.events(session_id, kinds=[McpToolsListed.KIND]):
+        return tuple(s.event.tools), []
+    started = any(True for _ in store.events(session_id, kinds=["assistant_message"]))
+    entries: list[McpToolEntry] = []
+    warnings: list[str] = []
+    failed: dict[str, str] = {}
+    names: tuple[str, ...] = tuple(hub.servers) if hub is not None else ()
+    if hub is not None and not started:
+        for name in names:
+            try:
+                listed = hub.list_tools(name)
+            except McpUnavailable as exc:
+                failed[name] = str(exc)
+                warnings.append(f"{exc} (its tools are not offered in this session)")
+                continue
+            got, w = tool_entries(name, listed)
+            entries += got
+            warnings += w
+    ordered = tuple(sorted(entries, key=lambda e: e.name))
+    if names and not started:  # a session without servers (or started without them) gets no event
+        store.append(session_id, [McpToolsListed(ordered, names, failed)])
+    return ordered, warnings
+
+
+class McpTool:
+    """One MCP tool of the session (an instance per :class:`~latch.events.McpToolEntry`): ``NAME`` and
+    ``SCHEMA`` come from the stored entry, never from a later listing; ``MUTATES`` unless ``readOnlyHint``."""
+
+    RAW_ARGUMENTS: ClassVar[bool] = True
+
+    def __init__(self, entry: McpToolEntry, hub: McpHub | None):
+        self.entry, self.hub = entry, hub
+        self.NAME = entry.name
+        self.SCHEMA: Mapping[str, Any] = json.loads(entry.schema)
+        self.MUTATES = not entry.read_only
+
+    def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
+        if self.MUTATES:  # a possible external mutation, committed before the server runs it
+            ctx.store.append(ctx.session_id, [Mutation(paths=(), tool=self.NAME)])
+        if self.hub is None:
+            return ToolOutcome(f"[not run: MCP server {self.entry.server} is not configured in this run]",
+                               is_error=True)
+        text, is_error = self.hub.call(self.entry.server, self.entry.tool, args)
+        return ToolOutcome(text, is_error=is_error)
+
+
+def mcp_tools(entries: Sequence[McpToolEntry], hub: McpHub | None) -> tuple[McpTool, ...]:
+    """The tool objects of ``entries`` (in their stored order) calling through ``hub``."""
+    return tuple(McpTool(e, hub) for e in entries)
