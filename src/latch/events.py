@@ -25,7 +25,8 @@ The kernel's records (:class:`StateUpdate`, :class:`FileObservation`, :class:`Mu
 :class:`ProcessExited`, :class:`WriterBlocker`, :class:`Tombstone`; documented and
 re-exported by :mod:`latch.kernel.events`) and the agent's steering markers
 (:class:`SteeringQueued`, :class:`SteeringDelivered`; re-exported by
-:mod:`latch.agent.steering`) are declared here too, so :data:`EVENT_KINDS` is one
+:mod:`latch.agent.steering`) and child-agent records (:class:`AgentProfile`, :class:`AgentReport`;
+used by :mod:`latch.agent.children`) are declared here too, so :data:`EVENT_KINDS` is one
 explicit table of every kind Latch writes, complete as soon as this module is
 imported: a process decodes any stored event without importing the kernel or the
 agent (and this module imports nothing from ``latch``).
@@ -51,6 +52,9 @@ __all__ = [
     "Usage",
     "CompactionMarker",
     "SubagentMarker",
+    "AgentProfile",
+    "AgentReport",
+    "AgentValidation",
     "MediaRef",
     "canonical_json",
     "canonical_bytes",
@@ -67,6 +71,7 @@ __all__ = [
     "EVENT_KINDS",
     "BUILTIN_KINDS",
     "EVIDENCE_STATUSES",
+    "AGENT_REPORT_STATUSES",
     "StateUpdate",
     "FileObservation",
     "Mutation",
@@ -671,11 +676,63 @@ class EstimateCorrection(Event):
     source: str = "usage"
 
 
+# ----------------------------------------------------------- child agents (latch.agent.children)
+@dataclass(frozen=True, slots=True)
+class AgentProfile(Event):
+    """The durable profile of a child agent session, its first event (spec: "Port boundary", child sessions).
+
+    ``parent_session_id`` and ``call_id`` name the parent's ``spawn_agent`` call; ``brief`` is the
+    delegation brief (also the child's first user message); ``model`` the child's model id; ``engine``
+    the engine plugin name the child policy built it with; ``config`` the effective config (a JSON
+    object); ``tools`` the tool names offered, in request order. Spawn, worker reconstruction and resume
+    all build the child's engine from this record. Not provider-visible.
+    """
+
+    KIND: ClassVar[str] = "agent_profile"
+    parent_session_id: str
+    call_id: str
+    brief: str
+    model: str | None = None
+    engine: str | None = None
+    config: dict[str, Any] = dataclasses.field(default_factory=dict)
+    tools: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AgentValidation:
+    """One validation a child ran: ``command``, ``status`` (``passed``/``failed``/``unknown``) and its
+    ``exit_code`` (``None`` when unknown). Informational: never evidence of the parent."""
+
+    command: str
+    status: str
+    exit_code: int | None = None
+
+
+AGENT_REPORT_STATUSES = ("completed", "max_turns", "failed")
+"""How a child ended: answered without a tool call, ran out of turns, or stopped on an error."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentReport(Event):
+    """The typed result of a child agent, its last event: ``status`` (one of
+    :data:`AGENT_REPORT_STATUSES`), ``summary`` (the child's final text, or the error), the
+    workspace-relative ``files_touched`` (in first-touch order), the ``validations`` it ran and the
+    number of model ``turns``. The report is the only thing a parent receives (as the result of its
+    ``spawn_agent`` call); its validations never become parent evidence. Not provider-visible."""
+
+    KIND: ClassVar[str] = "agent_report"
+    status: str
+    summary: str = ""
+    files_touched: tuple[str, ...] = ()
+    validations: tuple[AgentValidation, ...] = ()
+    turns: int = 0
+
+
 BUILTIN_KINDS: tuple[type[Event], ...] = (
     UserMessage, AssistantMessage, ToolResult, SystemNote, Usage, CompactionMarker, SubagentMarker,
     StateUpdate, FileObservation, Mutation, ExternalChange, ValidationEvidence, ProcessStarted, ProcessExited,
     WriterBlocker, Tombstone,
-    SteeringQueued, SteeringDelivered, ToolStarted, EstimateCorrection,
+    SteeringQueued, SteeringDelivered, ToolStarted, EstimateCorrection, AgentProfile, AgentReport,
 )
 """Every event kind Latch writes, in one explicit list: conversation, kernel, agent."""
 
@@ -688,6 +745,7 @@ _NESTED: dict[tuple[str, str], type] = {
     ("UserMessage", "media"): MediaRef,
     ("ToolResult", "media"): MediaRef,
     ("AssistantMessage", "tool_calls"): ToolCall,
+    ("AgentReport", "validations"): AgentValidation,
 }
 
 

@@ -94,17 +94,21 @@ class Supervisor:
             return self.build_root(profile)
         return _build(self._child_factory_for(profile), profile)
 
-    def _child_factory_for(self, profile: "EngineProfile") -> "ContextEngineFactory":
-        if profile.parent_session_id is None:
-            raise ValueError(f"child profile for session {profile.session_id!r} has no parent_session_id")
+    def require_child_factory(self, what: str = "a child session") -> "ContextEngineFactory":
+        """The child policy's factory; :class:`ChildPolicyError` (one line naming ``what``) when there is none."""
         factory = self.child_factory
         if factory is None:
             raise ChildPolicyError(
-                f"cannot spawn child session {profile.session_id!r}: the root uses {_describe(self.root_factory)}, "
+                f"cannot spawn {what}: the root uses {_describe(self.root_factory)}, "
                 f"which is not the default engine, and no child policy is configured; pass child_policy= "
                 f"(e.g. the root factory itself) to say how children are built (Latch never falls back to "
                 f"the default engine)")
         return factory
+
+    def _child_factory_for(self, profile: "EngineProfile") -> "ContextEngineFactory":
+        if profile.parent_session_id is None:
+            raise ValueError(f"child profile for session {profile.session_id!r} has no parent_session_id")
+        return self.require_child_factory(f"child session {profile.session_id!r}")
 
 
 def _build(factory: "ContextEngineFactory", profile: "EngineProfile") -> ContextEngine:

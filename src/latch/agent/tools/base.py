@@ -35,7 +35,8 @@ class ToolContext:
     """What a tool may use: ``workspace`` (absolute, resolved; paths outside it are refused), the
     ``store`` and ``session_id`` it records facts in, the session's :class:`ProcessManager` and
     ``estimate`` (tokens of a text with the session's estimator). ``call_id`` is the id of the call
-    being run (:func:`run_tool` sets it; ``""`` outside a call)."""
+    being run (:func:`run_tool` sets it; ``""`` outside a call). ``spawner(call_id, args) -> ToolOutcome``
+    runs a child agent for ``spawn_agent`` (the agent loop sets it; ``None``: no children here)."""
 
     workspace: Path
     store: EventStore
@@ -43,6 +44,7 @@ class ToolContext:
     processes: "ProcessManager"
     estimate: Callable[[str], int]
     call_id: str = ""
+    spawner: "Callable[[str, Mapping[str, Any]], ToolOutcome] | None" = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,218 @@
+"""Child agents (issue 14 item 1): ``spawn_agent``, the child's own session from a durable profile, the
+typed AgentReport as the only thing transferred back, isolation from the parent's history, state and
+disproofs, the single child-policy path for spawn and resume. The model is a scripted provider in the
+real wire shape (parent and child share it, in request order); tools, store, kernel and engines are real."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from latch.agent.children import child_key, child_profile, child_report, create_child
+from latch.agent.context import session_context
+from latch.agent.loop import AgentLoop, engine_name
+from latch.agent.supervisor import ChildPolicyError, Supervisor
+from latch.agent.tools import ToolContext, agent_tools
+from latch.agent.tools.processes import ProcessManager
+from latch.events import AgentProfile, AgentReport, AssistantMessage, ToolCall, ToolStarted, UserMessage
+from latch.kernel.state import canonical_state
+from latch.kernel.tools import apply_kernel_tool
+from latch.plugins import get_engine_factory
+from latch.port import ContextBudget
+from latch.providers import ScriptedProvider
+from latch.store import EventStore
+
+MODEL = "gpt-4.1"
+
+
+def oa(text: str = "", calls=()) -> dict:
+    msg: dict = {"role": "assistant", "content": text or None}
+    if calls:
+        msg["tool_calls"] = [{"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+                             for i, n, a in calls]
+    return {"id": "r", "model": MODEL, "choices": [{"index": 0, "message": msg}]}
+
+
+class Root:
+    """A root agent session in ``tmp_path/ws`` whose loop the supervisor builds (``factory``, ``child``)."""
+
+    def __init__(self, tmp_path: Path, responses, *, factory=None, child=None, store=None, sid=None):
+        self.ws = tmp_path / "ws"
+        self.ws.mkdir(exist_ok=True)
+        self.store = store or EventStore(tmp_path / "latch.db")
+        self.sid = sid or self.store.create_session(workspace=str(self.ws), source="latch run", format="latch")
+        self.supervisor = Supervisor(factory or get_engine_factory("continuity"), child)
+        self.provider = ScriptedProvider(responses, model=MODEL)
+        self.processes = ProcessManager(self.store, self.sid, self.ws)
+        ctx = ToolContext(workspace=self.ws, store=self.store, session_id=self.sid, processes=self.processes,
+                          estimate=len)
+        sc, _ = session_context(self.ws)
+        self.loop = AgentLoop.from_supervisor(self.store, self.sid, self.supervisor, self.provider, model=MODEL,
+                                              tools=agent_tools(), tool_context=ctx, session_context=sc,
+                                              system_prompt="You are a test agent.", assume_yes=True,
+                                              budget=ContextBudget(64_000, 4_000, 16_000))
+
+    def results(self, sid=None):
+        return [s.event for s in self.store.events(sid or self.sid, kinds=["tool_result"])]
+
+    def close(self):
+        self.processes.close()
+        self.store.close()
+
+
+@pytest.fixture
+def ws_rules(tmp_path):
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "AGENTS.md").write_text("Child rule: keep notes short.\n")
+
+
+def test_a_child_runs_in_the_workspace_and_only_its_report_comes_back(tmp_path, ws_rules):
+    check = f"{sys.executable} -m pytest --version"
+    brief = "Create notes.txt with a greeting, then run the checks."
+    r = Root(tmp_path, [
+        oa(calls=[("p1", "spawn_agent", {"brief": brief, "tools": ["shell", "write_file", "read_file"]})]),
+        oa(calls=[("k1", "write_file", {"path": "notes.txt", "content": "CHILDBYTES\n"})]),  # the child
+        oa(calls=[("k2", "shell", {"command": check})]),
+        oa("Created notes.txt; the checks ran."),
+        oa("The child did it."),  # the parent again
+    ])
+    r.store.append(r.sid, [UserMessage("PARENTSECRET: delegate the notes file")])
+    apply_kernel_tool(r.store, r.sid, "set_goal", {"goal": "PARENTGOAL ship the notes"})
+    apply_kernel_tool(r.store, r.sid, "record_disproof", {"claim": "PARENTDISPROOF flaky CI",
+                                                          "reason": "runner OOM, not our code"})
+    out = r.loop.run(4)
+    assert out.stopped == "done" and len(out.steps) == 2
+    assert (r.ws / "notes.txt").read_text() == "CHILDBYTES\n"  # the shared workspace
+
+    (child,) = r.store.children(r.sid)
+    assert child.id == r.store.session_id_for(child_key(r.sid, "p1")) and child.meta["agent_child"] is True
+    kinds = [s.event.KIND for s in r.store.events(child.id)]
+    assert kinds[:2] == ["agent_profile", "user_message"] and kinds[-1] == "agent_report"
+    profile = child_profile(r.store, child.id)
+    assert (profile.parent_session_id, profile.call_id, profile.brief, profile.model, profile.engine, profile.tools) \
+        == (r.sid, "p1", brief, MODEL, "continuity", ("read_file", "write_file", "shell"))  # the parent's order
+
+    # the child's first request: the brief and the repository instructions, nothing of the parent
+    first_child = json.dumps(r.provider.requests[1])
+    assert brief in first_child
+    assert "Child rule: keep notes short." in first_child
+    for parent_only in ("PARENTSECRET", "PARENTGOAL", "PARENTDISPROOF"):
+        assert parent_only not in first_child
+    assert [t["function"]["name"] for t in r.provider.requests[1]["tools"]] == ["read_file", "write_file", "shell"]
+    # the parent's durable disproof is not in the child's canonical state (it still is in the parent's)
+    assert [d["claim"] for d in canonical_state(r.store, r.sid).disproofs] == ["PARENTDISPROOF flaky CI"]
+    assert canonical_state(r.store, child.id).disproofs == ()
+    assert canonical_state(r.store, child.id).goal is None
+
+    report = child_report(r.store, child.id)
+    assert isinstance(report, AgentReport)
+    assert (report.status, report.summary, report.files_touched, report.turns) == \
+        ("completed", "Created notes.txt; the checks ran.", ("notes.txt",), 3)
+    assert [(v.command, v.status, v.exit_code) for v in report.validations] == [(check, "passed", 0)]
+
+    (spawned,) = [x for x in r.results() if x.call_id == "p1"]
+    assert not spawned.is_error
+    assert spawned.content.startswith(f"[agent report: completed after 3 requests; child session {child.id}]")
+    assert "files touched: notes.txt" in spawned.content and f"- passed: {check} (exit 0)" in spawned.content
+    # the parent's next view holds the report and none of the child's history
+    parent_next = r.provider.requests[4]
+    text = json.dumps(parent_next)
+    assert "Created notes.txt; the checks ran." in text and "CHILDBYTES" not in text
+    names = [c["function"]["name"] for m in parent_next["messages"] for c in m.get("tool_calls") or ()]
+    assert names == ["spawn_agent"]
+    # the child's validations are informational: never the parent's evidence
+    assert [e["command"] for e in canonical_state(r.store, child.id).evidence] == [check]
+    assert list(canonical_state(r.store, r.sid).evidence) == []
+    r.close()
+
+
+def test_a_non_default_root_without_a_child_policy_fails_the_spawn_in_one_line(tmp_path):
+    pytest.importorskip("latch_baselines")
+    r = Root(tmp_path, [oa(calls=[("p1", "spawn_agent", {"brief": "do a thing"})]), oa("ok")],
+             factory=get_engine_factory("sliding-window"))
+    r.loop.run(3)
+    (res,) = r.results()
+    assert res.is_error and "no child policy" in res.content and "\n" not in res.content
+    assert r.store.children(r.sid) == []  # nothing was stored for the child
+    assert len(r.provider.requests) == 2
+    r.close()
+
+
+def test_bad_spawn_arguments_are_one_line_and_store_nothing(tmp_path):
+    r = Root(tmp_path, [oa(calls=[("p1", "spawn_agent", {"brief": "x", "tools": ["spawn_agent"]}),
+                                  ("p2", "spawn_agent", {"brief": "x", "tools": ["nosuch"]}),
+                                  ("p3", "spawn_agent", {"brief": ""})]), oa("ok")])
+    r.loop.run(3)
+    a, b, c = r.results()
+    assert a.is_error and "unknown tool 'spawn_agent' for a child" in a.content
+    assert b.is_error and "unknown tool 'nosuch'" in b.content
+    assert c.is_error and "must not be empty" in c.content
+    assert r.store.children(r.sid) == []
+    r.close()
+
+
+def test_resume_rebuilds_the_child_from_its_profile_through_the_child_policy(tmp_path):
+    built = []
+
+    def policy(profile):
+        built.append(profile.session_id)
+        return get_engine_factory("continuity")(profile)
+
+    r = Root(tmp_path, [oa(calls=[("p1", "spawn_agent", {"brief": "child task", "model": "child-model"})]),
+                        oa(calls=[("k1", "shell", {"command": "echo hi"})])], child=policy)
+    # a process killed while the child's shell call ran: the parent call started, the child's call too
+    r.store.append(r.sid, [UserMessage("go"),
+                           AssistantMessage("", tool_calls=(ToolCall("p1", "spawn_agent",
+                                                                     '{"brief":"child task","model":"child-model"}'),)),
+                           ToolStarted("p1", "spawn_agent")])
+    child = create_child(r.store, r.sid, AgentProfile(r.sid, "p1", "child task", model="child-model",
+                                                      engine=engine_name(policy), tools=("shell",)))
+    r.store.append(child, [AssistantMessage("", tool_calls=(ToolCall("k1", "shell", '{"command":"sleep 60"}'),)),
+                           ToolStarted("k1", "shell")])
+    r.close()
+
+    again = Root(tmp_path, [oa("child resumed and finished"), oa("parent done")], child=policy,
+                 store=EventStore(tmp_path / "latch.db"), sid=r.sid)
+    (res,) = again.loop.resume_children()
+    assert res.call_id == "p1" and res.content.startswith("[agent report: completed after 2 requests")
+    assert built == [child]  # rebuilt once, through the child policy, from the durable profile
+    body = again.provider.requests[0]
+    assert body["model"] == "child-model" and [t["function"]["name"] for t in body["tools"]] == ["shell"]
+    (tool_msg,) = [m for m in body["messages"] if m["role"] == "tool"]
+    assert tool_msg["tool_call_id"] == "k1" and "[interrupted:" in tool_msg["content"]
+    assert [s.event.KIND for s in again.store.events(child)].count("agent_report") == 1
+    assert again.loop.resume_children() == []  # the call has its result now: nothing runs twice
+    assert again.loop.turn().message.text == "parent done"
+    assert len(again.store.children(r.sid)) == 1
+    again.close()
+
+
+def test_resume_with_another_child_engine_refuses(tmp_path):
+    pytest.importorskip("latch_baselines")
+    r = Root(tmp_path, [oa(calls=[("p1", "spawn_agent", {"brief": "child task"})]), oa("child done"), oa("ok")])
+    r.loop.run(3)
+    (child,) = r.store.children(r.sid)
+    store = r.store
+    with pytest.raises(ChildPolicyError, match="built with engine 'continuity'"):
+        AgentLoop.from_supervisor(store, child.id, Supervisor(get_engine_factory("continuity"),
+                                                              get_engine_factory("sliding-window")),
+                                  ScriptedProvider([]), model=MODEL)
+    r.close()
+
+
+def test_resume_through_another_child_policy_refuses_and_stores_nothing(tmp_path):
+    pytest.importorskip("latch_baselines")
+    r = Root(tmp_path, [])
+    r.store.append(r.sid, [AssistantMessage("", tool_calls=(ToolCall("p1", "spawn_agent", '{"brief":"b"}'),)),
+                           ToolStarted("p1", "spawn_agent")])
+    create_child(r.store, r.sid, AgentProfile(r.sid, "p1", "b", model=MODEL, engine="continuity", tools=("shell",)))
+    n = r.store.max_seq()
+    other = Root(tmp_path, [], child=get_engine_factory("sliding-window"), store=r.store, sid=r.sid)
+    with pytest.raises(ChildPolicyError, match="built with engine 'continuity'"):
+        other.loop.resume_children()
+    assert r.store.max_seq() == n
+    other.processes.close()
+    r.close()
