@@ -216,3 +216,78 @@ def test_resume_through_another_child_policy_refuses_and_stores_nothing(tmp_path
     assert r.store.max_seq() == n
     other.processes.close()
     r.close()
+
+
+def test_kill_9_mid_child_then_resume_rebuilds_the_child_from_its_profile(tmp_path):
+    """A real ``latch run`` (subprocess, official OpenAI SDK, loopback server) killed with SIGKILL while the
+    child's shell call runs; ``--resume`` rebuilds that child from its durable profile and log (same session,
+    its own model), finishes it, and the parent gets the report as the result of its spawn_agent call."""
+    import os
+    import signal
+    import sqlite3
+    import subprocess
+    import time
+
+    from fake_providers import Reply, ToolUse, serve_openai
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "AGENTS.md").write_text("Child rule: be brief.\n")
+    db = tmp_path / "latch.db"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LATCH_"))}
+    env.update({"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200"})
+    marker = ws / "started.txt"
+    slow = f"echo $$ > {marker}; sleep 60"
+    spawn = json.dumps({"brief": "Run the slow job and report.", "model": "child-model"})
+    base = [sys.executable, "-m", "latch", "--db", str(db), "run"]
+    with serve_openai([Reply(tool_calls=(ToolUse("p1", "spawn_agent", spawn),)),
+                       Reply(tool_calls=(ToolUse("k1", "shell", json.dumps({"command": slow, "timeout": 120})),))]) \
+            as server:
+        proc = subprocess.Popen(base + ["delegate the slow job", "--provider", "openai-compatible", "--model",
+                                        "parent-model", "--base-url", server.base_url, "--yes"], cwd=ws, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marker.exists(), "the child's shell call never started"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        try:  # the tool's own process group outlives the SIGKILLed agent; end it like a reboot would
+            os.killpg(int(marker.read_text().strip()), signal.SIGKILL)
+        except (ProcessLookupError, ValueError, PermissionError):
+            pass
+        first_child_body = server.bodies[1]
+    assert first_child_body["model"] == "child-model" and "Child rule: be brief." in json.dumps(first_child_body)
+    assert "delegate the slow job" not in json.dumps(first_child_body)
+
+    def rows():
+        with sqlite3.connect(db) as c:
+            return c.execute("SELECT session_id, kind FROM events ORDER BY seq").fetchall()
+
+    before = rows()
+    with sqlite3.connect(db) as c:
+        (root,) = c.execute("SELECT id FROM sessions WHERE source = 'latch run'").fetchone()
+        (child,) = c.execute("SELECT id FROM sessions WHERE parent_id = ?", (root,)).fetchone()
+    assert [k for s, k in before if s == child][:2] == ["agent_profile", "user_message"]
+    assert [k for s, k in before if s == child][-1] == "tool_started"  # killed mid-call
+    assert [k for s, k in before if s == root][-1] == "tool_started"  # the spawn call is open too
+
+    with serve_openai([Reply("The slow job was interrupted; nothing else to do."), Reply("Parent done.")]) as server:
+        r = subprocess.run(base + ["--resume", root, "--base-url", server.base_url], cwd=ws, env=env,
+                           capture_output=True, text=True, timeout=120)
+        bodies = server.bodies
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert "resumed child agent: ok: [agent report: completed after 2 requests" in r.stdout
+    after = rows()
+    assert after[:len(before)] == before  # nothing lost, nothing rewritten
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT count(*) FROM sessions WHERE parent_id = ?", (root,)).fetchone() == (1,)
+    child_body, parent_body = bodies
+    assert child_body["model"] == "child-model"  # from the child's durable profile, not a flag
+    (interrupted,) = [m for m in child_body["messages"] if m["role"] == "tool"]
+    assert interrupted["tool_call_id"] == "k1" and "[interrupted:" in interrupted["content"]
+    assert parent_body["model"] == "parent-model"
+    (report,) = [m for m in parent_body["messages"] if m["role"] == "tool"]
+    assert report["tool_call_id"] == "p1" and report["content"].startswith("[agent report: completed")
+    assert "The slow job was interrupted" in report["content"] and "sleep 60" not in json.dumps(parent_body)
+    assert [k for s, k in after if s == child].count("agent_report") == 1
