@@ -55,6 +55,8 @@ __all__ = [
     "AgentProfile",
     "AgentReport",
     "AgentValidation",
+    "AgentLifecycle",
+    "AgentNotificationDelivered",
     "MediaRef",
     "canonical_json",
     "canonical_bytes",
@@ -685,7 +687,8 @@ class AgentProfile(Event):
     delegation brief (also the child's first user message); ``model`` the child's model id; ``engine``
     the engine plugin name the child policy built it with; ``config`` the effective config (a JSON
     object); ``tools`` the tool names offered, in request order. Spawn, worker reconstruction and resume
-    all build the child's engine from this record. Not provider-visible.
+    all build the child's engine from this record. ``background``: the parent's call returned at once and
+    the report arrives as an :class:`AgentNotificationDelivered`. Not provider-visible.
     """
 
     KIND: ClassVar[str] = "agent_profile"
@@ -696,6 +699,7 @@ class AgentProfile(Event):
     engine: str | None = None
     config: dict[str, Any] = dataclasses.field(default_factory=dict)
     tools: tuple[str, ...] = ()
+    background: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -728,11 +732,40 @@ class AgentReport(Event):
     turns: int = 0
 
 
+AGENT_LIFECYCLE_PHASES = ("spawned", "completed")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentLifecycle(Event):
+    """Bookkeeping in the parent's session: child ``child_session_id`` (of call ``call_id``) was
+    ``spawned`` or ``completed`` (with the report's ``status``). Never provider-visible, never indexed for
+    recall (spec: "Cache epochs": asynchronous child lifecycle events are hidden)."""
+
+    KIND: ClassVar[str] = "agent_lifecycle"
+    child_session_id: str
+    call_id: str
+    phase: str
+    status: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentNotificationDelivered(UserMessage):
+    """A background child's report delivered to its parent at a safe model boundary: a user-role turn
+    (``text`` is the rendered report, so it is provider-visible and appended to the current cache epoch
+    like any user turn) and the durable dedupe marker of ``child_session_id`` (each report is delivered
+    exactly once, across restarts)."""
+
+    KIND: ClassVar[str] = "agent_notification_delivered"
+    child_session_id: str = ""
+    call_id: str = ""
+
+
 BUILTIN_KINDS: tuple[type[Event], ...] = (
     UserMessage, AssistantMessage, ToolResult, SystemNote, Usage, CompactionMarker, SubagentMarker,
     StateUpdate, FileObservation, Mutation, ExternalChange, ValidationEvidence, ProcessStarted, ProcessExited,
     WriterBlocker, Tombstone,
     SteeringQueued, SteeringDelivered, ToolStarted, EstimateCorrection, AgentProfile, AgentReport,
+    AgentLifecycle, AgentNotificationDelivered,
 )
 """Every event kind Latch writes, in one explicit list: conversation, kernel, agent."""
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 import uuid
 
-from ..events import (AgentProfile, AssistantMessage, EstimateCorrection, Event, ToolCall, ToolResult, ToolStarted,
+from ..events import (AgentLifecycle, AgentNotificationDelivered, AgentProfile, AssistantMessage, EstimateCorrection, Event, ToolCall, ToolResult, ToolStarted,
                       Usage, UserMessage, canonical_arguments)
 from .. import plugins
 from ..engine.units import TokenCounter
@@ -44,7 +44,7 @@ from .children import (CHILD_MAX_TURNS, build_report, child_profile, child_repor
                        find_child, render_report)
 from .context import SYSTEM_PROMPT, session_context
 from .permissions import Decision, PermissionPolicy
-from .steering import SteeringInbox
+from .steering import SteeringInbox, pending_tool_calls
 from .supervisor import ChildPolicyError, Supervisor
 from .tools import Tool, ToolContext, ToolOutcome, run_tool
 from .tools.processes import ProcessManager
@@ -304,6 +304,7 @@ class AgentLoop:
             tool_context = replace(tool_context, spawner=self.spawn_agent)
         self.tool_context, self.tool_runner, self.supervisor = tool_context, tool_runner, supervisor
         self.system_prompt = system_prompt
+        self._spawned: set[str] = set()
         self.policy = policy or PermissionPolicy()
         self.approve, self.assume_yes = approve, assume_yes
         self.observer = observer or Observer()
@@ -403,12 +404,18 @@ class AgentLoop:
                 model = args.get("model") or self.setup.model
                 profile = AgentProfile(parent_session_id=self.session_id, call_id=call_id, brief=str(args["brief"]),
                                        model=model, engine=engine_name(factory), config=dict(self.setup.config),
-                                       tools=tuple(t.NAME for t in tools))
+                                       tools=tuple(t.NAME for t in tools), background=bool(args.get("background")))
                 existing, spawned = create_child(self.store, self.session_id, profile), True
+                self.store.append(self.session_id, [AgentLifecycle(existing, call_id, "spawned")])
+                self._spawned.add(existing)
             else:
                 spawned = False
         except (ChildPolicyError, ValueError, KeyError) as exc:
             return ToolOutcome(" ".join(str(exc.args[0] if exc.args else exc).split()), is_error=True)
+        durable = child_profile(self.store, existing)
+        if durable is not None and durable.background:
+            return ToolOutcome(f"[agent started in the background: child session {existing}; its report is "
+                               "delivered to you as a notification when it ends]")
         report = child_report(self.store, existing)
         if report is None:
             try:
@@ -460,7 +467,57 @@ class AgentLoop:
                 child.tool_context.processes.close()
         report = build_report(self.store, child_id, status, error=error)
         self.store.append(child_id, [report])
+        self.store.append(self.session_id, [AgentLifecycle(child_id, child_profile(self.store, child_id).call_id,
+                                                           "completed", report.status)])
         return report
+
+    # ------------------------------------------------------------------ background children, notifications
+    def background_children(self) -> list[tuple[str, Any, bool]]:
+        """``(child_id, report or None, delivered)`` of every background child of this session, in spawn
+        order, from the log alone (so a restart sees exactly what was finished and delivered)."""
+        delivered = {s.event.child_session_id
+                     for s in self.store.events(self.session_id, kinds=[AgentNotificationDelivered.KIND])}
+        out = []
+        for info in self.store.children(self.session_id):
+            profile = child_profile(self.store, info.id)
+            if profile is not None and profile.background:
+                out.append((info.id, child_report(self.store, info.id), info.id in delivered))
+        return out
+
+    def advance_children(self) -> list[str]:
+        """Run every unfinished background child to its report (each rebuilt from its profile and log; the
+        children run here, between the parent's requests, on the same provider), buffering the finished
+        ones in :attr:`Supervisor.reports`. Returns the children finished now."""
+        done = []
+        for child_id, report, _ in self.background_children():
+            if report is None and self.supervisor is not None:
+                try:
+                    self._run_child(child_id, child_id in self._spawned)
+                except ChildPolicyError as exc:
+                    failed = build_report(self.store, child_id, "failed", error=" ".join(str(exc).split()))
+                    self.store.append(child_id, [failed])
+                self.supervisor.reports.append(child_id)
+                done.append(child_id)
+        return done
+
+    def deliver_notifications(self) -> list[int]:
+        """At a safe model boundary (every earlier tool call has a terminal result), append one
+        :class:`~latch.events.AgentNotificationDelivered` per finished, undelivered background child, in
+        one transaction; returns their seqs (``[]`` when none is due or a call is still open). The event is
+        the dedupe marker: a restart delivers each report exactly once."""
+        if pending_tool_calls(self.store, self.session_id):
+            return []
+        due = [(c, r) for c, r, delivered in self.background_children() if r is not None and not delivered]
+        if self.supervisor is not None:
+            self.supervisor.reports.clear()
+        if not due:
+            return []
+        events = [AgentNotificationDelivered("[agent notification] " + render_report(r, c), child_session_id=c,
+                                             call_id=child_profile(self.store, c).call_id) for c, r in due]
+        return self.store.append(self.session_id, events)
+
+    def _outstanding_children(self) -> bool:
+        return any(r is None or not d for _, r, d in self.background_children())
 
     def resume_children(self) -> list[ToolResult]:
         """Finish every ``spawn_agent`` call a killed process left open (:func:`open_spawn_calls`): each
@@ -544,6 +601,8 @@ class AgentLoop:
         """One model request and its tool calls (see the module docstring). Raises :class:`AgentError` (view
         refused, provider refused after corrections) or :class:`latch.providers.ProviderError`."""
         self.inbox.deliver()
+        self.advance_children()  # a safe boundary: background children run and their reports are delivered
+        self.deliver_notifications()
         number = self.turns + 1
         for attempt in range(OVERFLOW_RETRIES + 1):
             res = self.view()
@@ -654,7 +713,7 @@ class AgentLoop:
         for _ in range(max_turns):
             step = self.turn()
             out.steps.append(step)
-            if not step.message.tool_calls:
+            if not step.message.tool_calls and not self._outstanding_children():
                 out.stopped = "done"
                 break
         return out

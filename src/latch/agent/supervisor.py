@@ -48,13 +48,15 @@ class Supervisor:
     ``root_factory`` builds (and resumes) the root session's engine;
     ``child_policy`` is the factory for children, required when ``root_factory``
     is not the default engine's factory. :attr:`children` maps each spawned
-    child session id to its profile, in spawn order.
+    child session id to its profile, in spawn order; :attr:`reports` buffers the ids of background
+    children whose reports await delivery at the root's next safe boundary.
     """
 
     def __init__(self, root_factory: "ContextEngineFactory", child_policy: "ContextEngineFactory | None" = None):
         self.root_factory = root_factory
         self.child_policy = child_policy
         self.children: dict[str, EngineProfile] = {}
+        self.reports: list[str] = []  # background children finished and not yet delivered (a buffer; the log decides)
 
     @classmethod
     def for_engine(cls, name: str, child_engine: str | None = None) -> "Supervisor":

@@ -31,7 +31,9 @@ class SpawnAgent:
         {"brief": {"type": "string", "minLength": 1, "description": "The complete task for the child."},
          "tools": {"type": "array", "items": {"type": "string"},
                    "description": "Tool names the child may use (default: yours, without spawn_agent)."},
-         "model": {"type": "string", "minLength": 1, "description": "Model id for the child (default: yours)."}},
+         "model": {"type": "string", "minLength": 1, "description": "Model id for the child (default: yours)."},
+         "background": {"type": "boolean", "description": "Return at once; the report arrives as a notification "
+                                                          "before a later request (default false)."}},
         ["brief"])
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
