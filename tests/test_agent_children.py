@@ -292,3 +292,64 @@ def test_kill_9_mid_child_then_resume_rebuilds_the_child_from_its_profile(tmp_pa
     assert report["tool_call_id"] == "p1" and report["content"].startswith("[agent report: completed")
     assert "The slow job was interrupted" in report["content"] and "sleep 60" not in json.dumps(parent_body)
     assert [k for s, k in after if s == child].count("agent_report") == 1
+
+
+def test_two_background_children_report_once_each_at_safe_boundaries_append_only(tmp_path, ws_rules):
+    r = Root(tmp_path, [
+        oa(calls=[("p1", "spawn_agent", {"brief": "Child one: list the files.", "background": True}),
+                  ("p2", "spawn_agent", {"brief": "Child two: count the lines.", "background": True})]),
+        oa("child one: 3 files"), oa("child two: 42 lines"),  # the children, between the parent's requests
+        oa("Both children reported."),
+    ])
+    r.store.append(r.sid, [UserMessage("PARENTSECRET: fan out")])
+    out = r.loop.run(4)
+    assert out.stopped == "done" and len(out.steps) == 2
+    first, second = (s.result for s in out.steps)
+    p1, p2 = r.results()
+    assert p1.content.startswith("[agent started in the background: child session")
+    c1, c2 = (c.id for c in r.store.children(r.sid))
+    for n, (cid, brief) in enumerate([(c1, "Child one: list the files."), (c2, "Child two: count the lines.")], 1):
+        body = r.provider.requests[n]
+        users = [m["content"] for m in body["messages"] if m["role"] == "user"]
+        assert "Child rule: keep notes short." in users[0] and users[-1] == brief  # between: its own kernel context
+        assert all(u.startswith("<kernel-context") for u in users[1:-1])
+        assert "PARENTSECRET" not in json.dumps(body)
+    parent1, parent2 = r.provider.requests[0]["messages"], r.provider.requests[3]["messages"]
+    assert parent2[:len(parent1)] == parent1  # the notifications extend the epoch; its prefix is unchanged
+    assert out.steps[0].view.epoch == out.steps[1].view.epoch
+    tail = parent2[len(parent1):]
+    assert [m["role"] for m in tail] == ["assistant", "tool", "tool", "user", "user"]
+    assert tail[3]["content"].startswith("[agent notification] [agent report: completed after 1 request; "
+                                         f"child session {c1}]\nchild one: 3 files")
+    assert "child two: 42 lines" in tail[4]["content"]
+    notes = [s.event for s in r.store.events(r.sid, kinds=["agent_notification_delivered"])]
+    assert [(n.child_session_id, n.call_id) for n in notes] == [(c1, "p1"), (c2, "p2")]
+    # lifecycle bookkeeping stays out of the view and out of recall
+    lifecycle = [s.event for s in r.store.events(r.sid, kinds=["agent_lifecycle"])]
+    assert [(e.child_session_id, e.phase, e.status) for e in lifecycle] == \
+        [(c1, "spawned", None), (c2, "spawned", None), (c1, "completed", "completed"), (c2, "completed", "completed")]
+    assert all(h.event.KIND != "agent_lifecycle" for h in r.store.search("spawned completed", mode="or"))
+    assert r.loop.deliver_notifications() == []
+    r.close()
+
+    # a restart delivers nothing twice
+    again = Root(tmp_path, [oa("still fine")], store=EventStore(tmp_path / "latch.db"), sid=r.sid)
+    assert again.loop.deliver_notifications() == [] and again.loop.advance_children() == []
+    again.loop.say("anything else?")
+    body = again.loop.turn().body
+    assert json.dumps(body).count("[agent notification]") == 2
+    again.close()
+
+
+def test_a_report_waits_for_every_open_call_to_have_a_result(tmp_path):
+    r = Root(tmp_path, [oa(calls=[("p1", "spawn_agent", {"brief": "background job", "background": True})]),
+                        oa("child done")])
+    r.loop.turn()
+    assert r.loop.advance_children() != []
+    r.store.append(r.sid, [AssistantMessage("", tool_calls=(ToolCall("x1", "shell", '{"command":"true"}'),))])
+    assert r.loop.deliver_notifications() == []  # a call without its result: not a safe boundary
+    from latch.events import ToolResult
+    r.store.append(r.sid, [ToolResult("x1", "ok", name="shell")])
+    (seq,) = r.loop.deliver_notifications()
+    assert r.store.get(seq).event.KIND == "agent_notification_delivered"
+    r.close()
