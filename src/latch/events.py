@@ -57,6 +57,12 @@ __all__ = [
     "AgentValidation",
     "AgentLifecycle",
     "AgentNotificationDelivered",
+    "GroupTaskCreated",
+    "GroupTaskClaimed",
+    "GroupTaskCompleted",
+    "GroupMemberJoined",
+    "GroupMessageQueued",
+    "GroupMessageDelivered",
     "MediaRef",
     "canonical_json",
     "canonical_bytes",
@@ -760,12 +766,84 @@ class AgentNotificationDelivered(UserMessage):
     call_id: str = ""
 
 
+# ------------------------------------------------------------------ agent groups (latch.agent.group)
+@dataclass(frozen=True, slots=True)
+class GroupTaskCreated(Event):
+    """A task of the agent group rooted in this session: ``task_id`` (unique in the group), ``title``,
+    the ``brief`` a worker's child starts from, and the ``depends_on`` task ids that must complete first."""
+
+    KIND: ClassVar[str] = "group_task_created"
+    task_id: str
+    title: str
+    brief: str = ""
+    depends_on: tuple[str, ...] = ()
+
+    def searchable_text(self) -> str:
+        return f"task {self.task_id}: {self.title}"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupTaskClaimed(Event):
+    """``agent`` owns ``task_id``. Stored with the source ref ``group-claim:<task_id>`` in the root
+    session, so the one transaction that appends it decides the owner: a second claim adds nothing."""
+
+    KIND: ClassVar[str] = "group_task_claimed"
+    task_id: str
+    agent: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupTaskCompleted(Event):
+    """``agent`` finished ``task_id`` with ``status`` (``completed``/``failed``) and a ``summary``."""
+
+    KIND: ClassVar[str] = "group_task_completed"
+    task_id: str
+    agent: str
+    status: str = "completed"
+    summary: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMemberJoined(Event):
+    """``agent`` joined the group; its own session is ``session_id`` (``None``: not running yet)."""
+
+    KIND: ClassVar[str] = "group_member_joined"
+    agent: str
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMessageQueued(Event):
+    """Information from ``sender`` for ``recipient``, pending until the recipient's next safe boundary."""
+
+    KIND: ClassVar[str] = "group_message_queued"
+    message_id: str
+    sender: str
+    recipient: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMessageDelivered(UserMessage):
+    """A group message delivered in the recipient's own session: one compact user-role observation
+    (``text``) and, through its source ref ``group-delivered:<message_id>``, its own delivery marker
+    (exactly once across restarts). Information only: never evidence."""
+
+    KIND: ClassVar[str] = "group_message_delivered"
+    message_id: str = ""
+    sender: str = ""
+    recipient: str = ""
+    root_session_id: str = ""
+
+
 BUILTIN_KINDS: tuple[type[Event], ...] = (
     UserMessage, AssistantMessage, ToolResult, SystemNote, Usage, CompactionMarker, SubagentMarker,
     StateUpdate, FileObservation, Mutation, ExternalChange, ValidationEvidence, ProcessStarted, ProcessExited,
     WriterBlocker, Tombstone,
     SteeringQueued, SteeringDelivered, ToolStarted, EstimateCorrection, AgentProfile, AgentReport,
     AgentLifecycle, AgentNotificationDelivered,
+    GroupTaskCreated, GroupTaskClaimed, GroupTaskCompleted, GroupMemberJoined, GroupMessageQueued,
+    GroupMessageDelivered,
 )
 """Every event kind Latch writes, in one explicit list: conversation, kernel, agent."""
 
