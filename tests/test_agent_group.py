@@ -151,3 +151,32 @@ def test_workers_killed_at_random_claim_each_task_once_and_deliver_each_message_
     assert replayed == Group(fresh, root).state()
     assert all(t.status == "completed" for t in replayed.tasks.values()) and len(replayed.delivered) == 1000
     print(f"fault run: {kills} SIGKILLs, 200 tasks, 1000 messages")
+
+
+def test_latch_group_prints_the_view_and_json_from_the_same_reducer(group):
+    import json as _json
+
+    from click.testing import CliRunner
+
+    from latch.cli import _load_commands, cli
+
+    if "group" not in cli.commands:
+        _load_commands()
+    group.create_task("a", "write the parser")
+    group.create_task("b", "test the parser", depends_on=["a"])
+    group.join("w1", "s-w1")
+    group.claim_task("a", "w1")
+    group.send_message("lead", "w1", "hello")
+    runner = CliRunner()
+    r = runner.invoke(cli, ["--db", str(group.store.path), "group", group.root, "--json"])
+    assert r.exit_code == 0, r.output
+    doc = _json.loads(r.output)
+    assert doc["tasks"] == [{"id": "a", "title": "write the parser", "depends_on": [], "owner": "w1",
+                             "status": "claimed"},
+                            {"id": "b", "title": "test the parser", "depends_on": ["a"], "owner": None,
+                             "status": "blocked"}]
+    assert doc["members"] == [{"agent": "w1", "session": "s-w1"}] and doc["messages"] == {"queued": 1,
+                                                                                          "delivered": 0}
+    r = runner.invoke(cli, ["--db", str(group.store.path), "group"])
+    assert r.exit_code == 0 and "2 tasks · 1 members · messages 0/1 delivered" in r.output
+    assert "write the parser" in r.output and "blocked" in r.output
