@@ -180,3 +180,55 @@ def test_latch_group_prints_the_view_and_json_from_the_same_reducer(group):
     r = runner.invoke(cli, ["--db", str(group.store.path), "group"])
     assert r.exit_code == 0 and "2 tasks · 1 members · messages 0/1 delivered" in r.output
     assert "write the parser" in r.output and "blocked" in r.output
+
+
+def test_group_tools_and_delivery_in_the_agent_loop(tmp_path):
+    import json as _json
+
+    from latch.agent.context import session_context
+    from latch.agent.loop import AgentLoop
+    from latch.agent.supervisor import Supervisor
+    from latch.agent.tools import ToolContext, builtin_tools
+    from latch.agent.tools.group import GROUP_TOOLS
+    from latch.agent.tools.processes import ProcessManager
+    from latch.plugins import get_engine_factory
+    from latch.providers import ScriptedProvider
+
+    def oa(text="", calls=()):
+        msg = {"role": "assistant", "content": text or None}
+        if calls:
+            msg["tool_calls"] = [{"id": i, "type": "function", "function": {"name": n, "arguments": _json.dumps(a)}}
+                                 for i, n, a in calls]
+        return {"id": "r", "model": "gpt-4.1", "choices": [{"index": 0, "message": msg}]}
+
+    store = EventStore(tmp_path / "latch.db")
+    root = store.create_session(workspace=str(tmp_path), source="latch run", format="latch")
+    g = Group(store, root)
+    provider = ScriptedProvider([
+        oa(calls=[("c1", "create_task", {"task_id": "t1", "title": "parse"}),
+                  ("c2", "claim_task", {"task_id": "t1"}),
+                  ("c3", "send_message", {"recipient": "lead", "text": "I took t1"}),
+                  ("c4", "complete_task", {"task_id": "t1", "summary": "parsed"}),
+                  ("c5", "claim_task", {"task_id": "nosuch"})]),
+        oa("done")], model="gpt-4.1")
+    processes = ProcessManager(store, root, tmp_path)
+    ctx = ToolContext(workspace=tmp_path, store=store, session_id=root, processes=processes, estimate=len)
+    g.send_message("boss", "lead", "PLEASE START")
+    loop = AgentLoop.from_supervisor(store, root, Supervisor(get_engine_factory("continuity")), provider,
+                                     model="gpt-4.1", tools=(*builtin_tools(), *GROUP_TOOLS), tool_context=ctx,
+                                     session_context=session_context(tmp_path)[0], group=g, group_agent="lead",
+                                     assume_yes=True)
+    loop.run(3)
+    results = [s.event for s in store.events(root, kinds=["tool_result"])]
+    assert [r.is_error for r in results] == [False, False, False, False, True]
+    assert "claimed by you" in results[1].content and "no task 'nosuch'" in results[4].content
+    st = g.state()
+    assert (st.tasks["t1"].owner, st.tasks["t1"].status, st.tasks["t1"].summary) == ("lead", "completed", "parsed")
+    first_users = [m["content"] for m in provider.requests[0]["messages"] if m["role"] == "user"]
+    assert first_users[-1] == "[message from boss] PLEASE START"  # delivered before the first request
+    second = [m["content"] for m in provider.requests[1]["messages"] if m["role"] == "user"]
+    assert second.count("[message from lead] I took t1") == 1  # its own message, at the next safe boundary
+    assert second.count("[message from boss] PLEASE START") == 1  # delivered once, kept in the epoch
+    assert st.pending_for("lead") == []
+    processes.close()
+    store.close()

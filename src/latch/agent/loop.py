@@ -281,7 +281,8 @@ class AgentLoop:
     budget; ``provider`` follows :class:`latch.providers.Provider` (``wire``, ``complete``); ``tools`` the
     tools offered (their schemas go into every request, in this order); ``approve(call, decision) -> bool``
     answers ``ask`` decisions (a terminal prompt), ``assume_yes`` allows them (``--yes``; a hard deny still
-    refuses). ``tool_choice`` (``"auto"``, ``"required"``, or a tool name to force that tool) is passed to the provider
+    refuses). ``group`` (a :class:`latch.agent.group.Group`) and ``group_agent`` make the session a group
+    member: its pending group messages are delivered before each request. ``tool_choice`` (``"auto"``, ``"required"``, or a tool name to force that tool) is passed to the provider
     when set. ``max_output_tokens``
     defaults to the budget's reserve.
     """
@@ -292,7 +293,8 @@ class AgentLoop:
                  approve: Callable[[ToolCall, Decision], bool] | None = None, assume_yes: bool = False,
                  system_prompt: str = SYSTEM_PROMPT, observer: Observer | None = None, tool_choice: str | None = None,
                  max_output_tokens: int | None = None, tool_runner: Callable[[ToolCall], ToolResult] | None = None,
-                 wire: str | None = None, supervisor: Supervisor | None = None):
+                 wire: str | None = None, supervisor: Supervisor | None = None, group: Any = None,
+                 group_agent: str | None = None):
         wire = wire or getattr(provider, "wire", None)
         if wire not in WIRE_FORMATS:
             raise ValueError(f"provider {getattr(provider, 'name', provider)!r} speaks an unknown wire format "
@@ -302,6 +304,11 @@ class AgentLoop:
         self.tools = tuple(t for t in tools if not isinstance(t, Mapping))
         if tool_context is not None and tool_context.spawner is None:
             tool_context = replace(tool_context, spawner=self.spawn_agent)
+        if group is not None and not group_agent:
+            raise ValueError("a group member needs its agent name (group_agent)")
+        self.group, self.group_agent = group, group_agent
+        if tool_context is not None and group is not None:
+            tool_context = replace(tool_context, group=(group, group_agent))
         self.tool_context, self.tool_runner, self.supervisor = tool_context, tool_runner, supervisor
         self.system_prompt = system_prompt
         self._spawned: set[str] = set()
@@ -603,6 +610,8 @@ class AgentLoop:
         self.inbox.deliver()
         self.advance_children()  # a safe boundary: background children run and their reports are delivered
         self.deliver_notifications()
+        if self.group is not None:  # group messages: information, delivered FIFO at this safe boundary
+            self.group.deliver(self.group_agent, self.session_id)
         number = self.turns + 1
         for attempt in range(OVERFLOW_RETRIES + 1):
             res = self.view()
