@@ -25,7 +25,8 @@ The kernel's records (:class:`StateUpdate`, :class:`FileObservation`, :class:`Mu
 :class:`ProcessExited`, :class:`WriterBlocker`, :class:`Tombstone`; documented and
 re-exported by :mod:`latch.kernel.events`) and the agent's steering markers
 (:class:`SteeringQueued`, :class:`SteeringDelivered`; re-exported by
-:mod:`latch.agent.steering`) are declared here too, so :data:`EVENT_KINDS` is one
+:mod:`latch.agent.steering`) and child-agent records (:class:`AgentProfile`, :class:`AgentReport`;
+used by :mod:`latch.agent.children`) are declared here too, so :data:`EVENT_KINDS` is one
 explicit table of every kind Latch writes, complete as soon as this module is
 imported: a process decodes any stored event without importing the kernel or the
 agent (and this module imports nothing from ``latch``).
@@ -51,6 +52,17 @@ __all__ = [
     "Usage",
     "CompactionMarker",
     "SubagentMarker",
+    "AgentProfile",
+    "AgentReport",
+    "AgentValidation",
+    "AgentLifecycle",
+    "AgentNotificationDelivered",
+    "GroupTaskCreated",
+    "GroupTaskClaimed",
+    "GroupTaskCompleted",
+    "GroupMemberJoined",
+    "GroupMessageQueued",
+    "GroupMessageDelivered",
     "MediaRef",
     "canonical_json",
     "canonical_bytes",
@@ -67,6 +79,7 @@ __all__ = [
     "EVENT_KINDS",
     "BUILTIN_KINDS",
     "EVIDENCE_STATUSES",
+    "AGENT_REPORT_STATUSES",
     "StateUpdate",
     "FileObservation",
     "Mutation",
@@ -721,6 +734,156 @@ class McpToolsListed(Event):
     tools: tuple[McpToolEntry, ...] = ()
     servers: tuple[str, ...] = ()
     failed: dict[str, str] = dataclasses.field(default_factory=dict)
+# ----------------------------------------------------------- child agents (latch.agent.children)
+@dataclass(frozen=True, slots=True)
+class AgentProfile(Event):
+    """The durable profile of a child agent session, its first event (spec: "Port boundary", child sessions).
+
+    ``parent_session_id`` and ``call_id`` name the parent's ``spawn_agent`` call; ``brief`` is the
+    delegation brief (also the child's first user message); ``model`` the child's model id; ``engine``
+    the engine plugin name the child policy built it with; ``config`` the effective config (a JSON
+    object); ``tools`` the tool names offered, in request order. Spawn, worker reconstruction and resume
+    all build the child's engine from this record. ``background``: the parent's call returned at once and
+    the report arrives as an :class:`AgentNotificationDelivered`. Not provider-visible.
+    """
+
+    KIND: ClassVar[str] = "agent_profile"
+    parent_session_id: str
+    call_id: str
+    brief: str
+    model: str | None = None
+    engine: str | None = None
+    config: dict[str, Any] = dataclasses.field(default_factory=dict)
+    tools: tuple[str, ...] = ()
+    background: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AgentValidation:
+    """One validation a child ran: ``command``, ``status`` (``passed``/``failed``/``unknown``) and its
+    ``exit_code`` (``None`` when unknown). Informational: never evidence of the parent."""
+
+    command: str
+    status: str
+    exit_code: int | None = None
+
+
+AGENT_REPORT_STATUSES = ("completed", "max_turns", "failed")
+"""How a child ended: answered without a tool call, ran out of turns, or stopped on an error."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentReport(Event):
+    """The typed result of a child agent, its last event: ``status`` (one of
+    :data:`AGENT_REPORT_STATUSES`), ``summary`` (the child's final text, or the error), the
+    workspace-relative ``files_touched`` (in first-touch order), the ``validations`` it ran and the
+    number of model ``turns``. The report is the only thing a parent receives (as the result of its
+    ``spawn_agent`` call); its validations never become parent evidence. Not provider-visible."""
+
+    KIND: ClassVar[str] = "agent_report"
+    status: str
+    summary: str = ""
+    files_touched: tuple[str, ...] = ()
+    validations: tuple[AgentValidation, ...] = ()
+    turns: int = 0
+
+
+AGENT_LIFECYCLE_PHASES = ("spawned", "completed")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentLifecycle(Event):
+    """Bookkeeping in the parent's session: child ``child_session_id`` (of call ``call_id``) was
+    ``spawned`` or ``completed`` (with the report's ``status``). Never provider-visible, never indexed for
+    recall (spec: "Cache epochs": asynchronous child lifecycle events are hidden)."""
+
+    KIND: ClassVar[str] = "agent_lifecycle"
+    child_session_id: str
+    call_id: str
+    phase: str
+    status: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentNotificationDelivered(UserMessage):
+    """A background child's report delivered to its parent at a safe model boundary: a user-role turn
+    (``text`` is the rendered report, so it is provider-visible and appended to the current cache epoch
+    like any user turn) and the durable dedupe marker of ``child_session_id`` (each report is delivered
+    exactly once, across restarts)."""
+
+    KIND: ClassVar[str] = "agent_notification_delivered"
+    child_session_id: str = ""
+    call_id: str = ""
+
+
+# ------------------------------------------------------------------ agent groups (latch.agent.group)
+@dataclass(frozen=True, slots=True)
+class GroupTaskCreated(Event):
+    """A task of the agent group rooted in this session: ``task_id`` (unique in the group), ``title``,
+    the ``brief`` a worker's child starts from, and the ``depends_on`` task ids that must complete first."""
+
+    KIND: ClassVar[str] = "group_task_created"
+    task_id: str
+    title: str
+    brief: str = ""
+    depends_on: tuple[str, ...] = ()
+
+    def searchable_text(self) -> str:
+        return f"task {self.task_id}: {self.title}"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupTaskClaimed(Event):
+    """``agent`` owns ``task_id``. Stored with the source ref ``group-claim:<task_id>`` in the root
+    session, so the one transaction that appends it decides the owner: a second claim adds nothing."""
+
+    KIND: ClassVar[str] = "group_task_claimed"
+    task_id: str
+    agent: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupTaskCompleted(Event):
+    """``agent`` finished ``task_id`` with ``status`` (``completed``/``failed``) and a ``summary``."""
+
+    KIND: ClassVar[str] = "group_task_completed"
+    task_id: str
+    agent: str
+    status: str = "completed"
+    summary: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMemberJoined(Event):
+    """``agent`` joined the group; its own session is ``session_id`` (``None``: not running yet)."""
+
+    KIND: ClassVar[str] = "group_member_joined"
+    agent: str
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMessageQueued(Event):
+    """Information from ``sender`` for ``recipient``, pending until the recipient's next safe boundary."""
+
+    KIND: ClassVar[str] = "group_message_queued"
+    message_id: str
+    sender: str
+    recipient: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMessageDelivered(UserMessage):
+    """A group message delivered in the recipient's own session: one compact user-role observation
+    (``text``) and, through its source ref ``group-delivered:<message_id>``, its own delivery marker
+    (exactly once across restarts). Information only: never evidence."""
+
+    KIND: ClassVar[str] = "group_message_delivered"
+    message_id: str = ""
+    sender: str = ""
+    recipient: str = ""
+    root_session_id: str = ""
 
 
 BUILTIN_KINDS: tuple[type[Event], ...] = (
@@ -728,6 +891,10 @@ BUILTIN_KINDS: tuple[type[Event], ...] = (
     StateUpdate, FileObservation, Mutation, ExternalChange, ValidationEvidence, ProcessStarted, ProcessExited,
     WriterBlocker, Tombstone,
     SteeringQueued, SteeringDelivered, ToolStarted, EstimateCorrection, SkillsListed, McpToolsListed,
+    AgentProfile, AgentReport,
+    AgentLifecycle, AgentNotificationDelivered,
+    GroupTaskCreated, GroupTaskClaimed, GroupTaskCompleted, GroupMemberJoined, GroupMessageQueued,
+    GroupMessageDelivered,
 )
 """Every event kind Latch writes, in one explicit list: conversation, kernel, agent."""
 
@@ -742,6 +909,7 @@ _NESTED: dict[tuple[str, str], type] = {
     ("AssistantMessage", "tool_calls"): ToolCall,
     ("SkillsListed", "skills"): SkillEntry,
     ("McpToolsListed", "tools"): McpToolEntry,
+    ("AgentReport", "validations"): AgentValidation,
 }
 
 

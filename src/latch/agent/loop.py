@@ -30,23 +30,28 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
+import uuid
 
-from ..events import (AssistantMessage, EstimateCorrection, Event, ToolCall, ToolResult, ToolStarted, Usage,
-                      UserMessage, canonical_arguments)
+from ..events import (AgentLifecycle, AgentNotificationDelivered, AgentProfile, AssistantMessage, EstimateCorrection, Event, ToolCall, ToolResult, ToolStarted,
+                      Usage, UserMessage, canonical_arguments)
 from .. import plugins
 from ..engine.units import TokenCounter
 from ..host.loop import EngineSetup, RequestLoop, RequestResult
 from ..host.session import StoreKernelWriter, StoreSessionReader
 from ..port import ContextBudget, ContextView, EngineProfile, SessionContext
 from ..providers import ProviderError, ProviderOverflow, to_anthropic_messages, to_openai_chat
-from .context import SYSTEM_PROMPT
+from .children import (CHILD_MAX_TURNS, build_report, child_profile, child_report, child_tools, create_child,
+                       find_child, render_report)
+from .context import SYSTEM_PROMPT, session_context
 from .permissions import Decision, PermissionPolicy
-from .steering import SteeringInbox
-from .supervisor import Supervisor
+from .steering import SteeringInbox, pending_tool_calls
+from .supervisor import ChildPolicyError, Supervisor
 from .tools import Tool, ToolContext, ToolOutcome, run_tool
+from .tools.processes import ProcessManager
 
 __all__ = ["AgentError", "AgentLoop", "Observer", "Step", "RunOutcome", "WIRE_FORMATS", "parse_response",
-           "repair_interrupted", "correction_ratio", "provider_prompt_tokens", "engine_stream"]
+           "repair_interrupted", "correction_ratio", "provider_prompt_tokens", "engine_stream", "engine_name",
+           "open_spawn_calls"]
 
 WIRE_FORMATS = ("openai-chat", "anthropic-messages")
 OVERFLOW_RETRIES = 2
@@ -62,6 +67,28 @@ def engine_stream(factory: Callable[..., Any]) -> str:
     owner = getattr(factory, "__self__", None)
     name = getattr(owner, "PLUGIN_NAME", None) or getattr(factory, "__qualname__", "engine")
     return f"{name}:main"
+
+
+def engine_name(factory: Callable[..., Any]) -> str:
+    """The engine name a factory builds (:func:`engine_stream` without ``":main"``): what a child's
+    :class:`~latch.events.AgentProfile` records as its ``engine``."""
+    return engine_stream(factory).rsplit(":", 1)[0]
+
+
+def open_spawn_calls(store: Any, session_id: str) -> list[ToolCall]:
+    """The session's ``spawn_agent`` calls that started (a :class:`~latch.events.ToolStarted`) and have no
+    result yet, in call order: children a killed process left running, which resume finishes."""
+    calls: dict[str, ToolCall] = {}
+    started: set[str] = set()
+    for s in store.events(session_id, kinds=["assistant_message", "tool_result", ToolStarted.KIND]):
+        e = s.event
+        if isinstance(e, AssistantMessage):
+            calls.update((c.id, c) for c in e.tool_calls if c.name == "spawn_agent")
+        elif isinstance(e, ToolStarted):
+            started.add(e.call_id)
+        elif isinstance(e, ToolResult):
+            calls.pop(e.call_id, None)
+    return [c for c in calls.values() if c.id in started]
 
 
 def _int(value: Any, where: str) -> int | None:
@@ -254,7 +281,8 @@ class AgentLoop:
     budget; ``provider`` follows :class:`latch.providers.Provider` (``wire``, ``complete``); ``tools`` the
     tools offered (their schemas go into every request, in this order); ``approve(call, decision) -> bool``
     answers ``ask`` decisions (a terminal prompt), ``assume_yes`` allows them (``--yes``; a hard deny still
-    refuses). ``tool_choice`` (``"auto"``, ``"required"``, or a tool name to force that tool) is passed to the provider
+    refuses). ``group`` (a :class:`latch.agent.group.Group`) and ``group_agent`` make the session a group
+    member: its pending group messages are delivered before each request. ``tool_choice`` (``"auto"``, ``"required"``, or a tool name to force that tool) is passed to the provider
     when set. ``max_output_tokens``
     defaults to the budget's reserve.
     """
@@ -265,7 +293,8 @@ class AgentLoop:
                  approve: Callable[[ToolCall, Decision], bool] | None = None, assume_yes: bool = False,
                  system_prompt: str = SYSTEM_PROMPT, observer: Observer | None = None, tool_choice: str | None = None,
                  max_output_tokens: int | None = None, tool_runner: Callable[[ToolCall], ToolResult] | None = None,
-                 wire: str | None = None, supervisor: Supervisor | None = None):
+                 wire: str | None = None, supervisor: Supervisor | None = None, group: Any = None,
+                 group_agent: str | None = None):
         wire = wire or getattr(provider, "wire", None)
         if wire not in WIRE_FORMATS:
             raise ValueError(f"provider {getattr(provider, 'name', provider)!r} speaks an unknown wire format "
@@ -273,7 +302,16 @@ class AgentLoop:
         self.store, self.session_id, self.provider, self.wire = store, session_id, provider, wire
         self.setup, self.base_budget = setup, budget
         self.tools = tuple(t for t in tools if not isinstance(t, Mapping))
+        if tool_context is not None and tool_context.spawner is None:
+            tool_context = replace(tool_context, spawner=self.spawn_agent)
+        if group is not None and not group_agent:
+            raise ValueError("a group member needs its agent name (group_agent)")
+        self.group, self.group_agent = group, group_agent
+        if tool_context is not None and group is not None:
+            tool_context = replace(tool_context, group=(group, group_agent))
         self.tool_context, self.tool_runner, self.supervisor = tool_context, tool_runner, supervisor
+        self.system_prompt = system_prompt
+        self._spawned: set[str] = set()
         self.policy = policy or PermissionPolicy()
         self.approve, self.assume_yes = approve, assume_yes
         self.observer = observer or Observer()
@@ -299,6 +337,15 @@ class AgentLoop:
         ``tool_runner``, ``policy``, ``assume_yes``, ...); the budget is the engine's default unless given."""
         info = store.session(session_id)
         factory = supervisor.root_factory if info.parent_id is None else supervisor.child_factory
+        durable = child_profile(store, session_id) if info.parent_id is not None else None
+        if durable is not None:  # a child agent: its durable profile decides, on spawn and resume alike
+            model = model if model is not None else durable.model
+            config = config if config is not None else durable.config
+            built_by = engine_name(supervisor.require_child_factory(f"child session {session_id!r}"))
+            if durable.engine and durable.engine != built_by:
+                raise ChildPolicyError(f"child session {session_id} was built with engine {durable.engine!r}, but "
+                                       f"the supervisor's child policy builds {built_by!r}; resume it with the "
+                                       f"same child policy")
         chosen = estimator if estimator is not None else plugins.select_estimator(model)
         writer = StoreKernelWriter(store, session_id, engine_stream(factory) if factory is not None else "engine:main")
         profile = EngineProfile(session_id=session_id, model=model, reader=StoreSessionReader(store, session_id),
@@ -331,12 +378,179 @@ class AgentLoop:
         ``options`` override this loop's (``model``, ``tools``, ``system_prompt``, ...)."""
         if self.supervisor is None:
             raise ValueError("spawn_child needs a loop built with AgentLoop.from_supervisor")
-        info = self.store.session(self.session_id)
-        child = self.store.create_session(workspace=info.workspace, parent_id=self.session_id, source="latch agent")
-        self.store.append(child, [UserMessage(brief)])
+        factory = self.supervisor.require_child_factory("a child of session " + repr(self.session_id))
         kwargs = {**getattr(self, "_child_options", {}), **options}
         kwargs.pop("session_context", None)  # the child's own workspace context, never the parent's
+        tools = kwargs.get("tools") or ()
+        profile = AgentProfile(parent_session_id=self.session_id, call_id="direct-" + uuid.uuid4().hex[:12],
+                               brief=brief, model=kwargs.get("model"), engine=engine_name(factory),
+                               config=dict(kwargs.get("config") or {}),
+                               tools=tuple(t["name"] if isinstance(t, Mapping) else t.NAME for t in tools))
+        child = create_child(self.store, self.session_id, profile)
         return AgentLoop.from_supervisor(self.store, child, self.supervisor, provider, _spawn=True, **kwargs)
+
+    # ------------------------------------------------------------------ child agents (spawn_agent)
+    def spawn_agent(self, call_id: str, args: Mapping[str, Any]) -> ToolOutcome:
+        """Run the child agent of this session's ``spawn_agent`` call ``call_id`` to its end and return its
+        rendered :class:`~latch.events.AgentReport` (the only thing transferred back; bounded).
+
+        ``args``: ``brief`` (text), optional ``tools`` (names among this loop's tools; never
+        ``spawn_agent``), optional ``model``. The child is created once per call (:func:`create_child`:
+        profile and brief in one transaction); a child that already exists (a resumed or retried call)
+        is rebuilt from its durable profile and its log and continued, or, when it already reported, its
+        report is returned as is. The engine comes from the supervisor's child policy; with none, or
+        without a supervisor, the outcome is a one-line error and nothing is stored."""
+        if self.supervisor is None:
+            return ToolOutcome("spawn_agent: this session has no supervisor, so it cannot build a child engine",
+                               is_error=True)
+        existing = find_child(self.store, self.session_id, call_id)
+        try:
+            factory = self.supervisor.require_child_factory(f"a child agent for call {call_id!r}")
+            if existing is None:
+                tools = child_tools(self.tools, args.get("tools"))
+                model = args.get("model") or self.setup.model
+                profile = AgentProfile(parent_session_id=self.session_id, call_id=call_id, brief=str(args["brief"]),
+                                       model=model, engine=engine_name(factory), config=dict(self.setup.config),
+                                       tools=tuple(t.NAME for t in tools), background=bool(args.get("background")))
+                existing, spawned = create_child(self.store, self.session_id, profile), True
+                self.store.append(self.session_id, [AgentLifecycle(existing, call_id, "spawned")])
+                self._spawned.add(existing)
+            else:
+                spawned = False
+        except (ChildPolicyError, ValueError, KeyError) as exc:
+            return ToolOutcome(" ".join(str(exc.args[0] if exc.args else exc).split()), is_error=True)
+        durable = child_profile(self.store, existing)
+        if durable is not None and durable.background:
+            return ToolOutcome(f"[agent started in the background: child session {existing}; its report is "
+                               "delivered to you as a notification when it ends]")
+        report = child_report(self.store, existing)
+        if report is None:
+            try:
+                report = self._run_child(existing, spawned)
+            except ChildPolicyError as exc:
+                return ToolOutcome(" ".join(str(exc).split()), is_error=True)
+        return ToolOutcome(render_report(report, existing), is_error=report.status == "failed")
+
+    def child_loop(self, child_id: str, *, spawn: bool = False) -> "AgentLoop":
+        """The loop of child ``child_id``, built from its durable profile through the supervisor (spawn:
+        ``spawn=True``; worker reconstruction and resume: the same call with ``spawn=False``). It shares
+        this loop's provider, wire, permission policy and approvals; its session context holds the workspace
+        and its repository instructions only; its tools are the profile's, taken from this loop's.
+        :class:`~latch.agent.supervisor.ChildPolicyError` without a child policy or when the profile's
+        engine is not the one the policy builds."""
+        assert self.supervisor is not None
+        profile = child_profile(self.store, child_id)
+        if profile is None:
+            raise ValueError(f"session {child_id} is not a child agent (it has no agent profile)")
+        tools = tuple(t for t in self.tools if t.NAME in profile.tools)
+        workspace = self.store.session(child_id).workspace
+        sc = session_context(workspace, self.policy.mode)[0] if workspace else SessionContext()
+        same_model = profile.model == self.setup.model
+        loop = AgentLoop.from_supervisor(
+            self.store, child_id, self.supervisor, self.provider, model=profile.model, config=profile.config,
+            session_context=sc, system_prompt=self.system_prompt, tools=tools, _spawn=spawn, wire=self.wire,
+            policy=self.policy, approve=self.approve, assume_yes=self.assume_yes, observer=self.observer,
+            max_output_tokens=self.max_output_tokens if same_model else None, tool_runner=self.tool_runner,
+            budget=self.base_budget if same_model else None)
+        if self.tool_context is not None:
+            processes = ProcessManager(self.store, child_id, self.tool_context.workspace)
+            loop.tool_context = ToolContext(workspace=self.tool_context.workspace, store=self.store,
+                                            session_id=child_id, processes=processes,
+                                            estimate=loop.setup.counter.text)
+        return loop
+
+    def _run_child(self, child_id: str, spawned: bool) -> Any:
+        child = self.child_loop(child_id, spawn=spawned)  # ChildPolicyError: no report, the caller says why
+        repair_interrupted(self.store, child_id)  # a killed worker's calls: marked, never invented
+        done = sum(1 for _ in self.store.events(child_id, kinds=[AssistantMessage.KIND]))
+        status, error = "max_turns", None
+        try:
+            if done < CHILD_MAX_TURNS and child.run(CHILD_MAX_TURNS - done).stopped == "done":
+                status = "completed"
+        except (AgentError, ProviderError) as exc:
+            status, error = "failed", f"the child stopped on an error: {exc}"
+        finally:
+            if child.tool_context is not None:
+                child.tool_context.processes.close()
+        report = build_report(self.store, child_id, status, error=error)
+        self.store.append(child_id, [report])
+        self.store.append(self.session_id, [AgentLifecycle(child_id, child_profile(self.store, child_id).call_id,
+                                                           "completed", report.status)])
+        return report
+
+    # ------------------------------------------------------------------ background children, notifications
+    def background_children(self) -> list[tuple[str, Any, bool]]:
+        """``(child_id, report or None, delivered)`` of every background child of this session, in spawn
+        order, from the log alone (so a restart sees exactly what was finished and delivered)."""
+        delivered = {s.event.child_session_id
+                     for s in self.store.events(self.session_id, kinds=[AgentNotificationDelivered.KIND])}
+        out = []
+        for info in self.store.children(self.session_id):
+            profile = child_profile(self.store, info.id)
+            if profile is not None and profile.background:
+                out.append((info.id, child_report(self.store, info.id), info.id in delivered))
+        return out
+
+    def advance_children(self) -> list[str]:
+        """Run every unfinished background child to its report (each rebuilt from its profile and log; the
+        children run here, between the parent's requests, on the same provider), buffering the finished
+        ones in :attr:`Supervisor.reports`. Returns the children finished now."""
+        done = []
+        for child_id, report, _ in self.background_children():
+            if report is None and self.supervisor is not None:
+                try:
+                    self._run_child(child_id, child_id in self._spawned)
+                except ChildPolicyError as exc:
+                    failed = build_report(self.store, child_id, "failed", error=" ".join(str(exc).split()))
+                    self.store.append(child_id, [failed])
+                self.supervisor.reports.append(child_id)
+                done.append(child_id)
+        return done
+
+    def deliver_notifications(self) -> list[int]:
+        """At a safe model boundary (every earlier tool call has a terminal result), append one
+        :class:`~latch.events.AgentNotificationDelivered` per finished, undelivered background child, in
+        one transaction; returns their seqs (``[]`` when none is due or a call is still open). The event is
+        the dedupe marker: a restart delivers each report exactly once."""
+        if pending_tool_calls(self.store, self.session_id):
+            return []
+        due = [(c, r) for c, r, delivered in self.background_children() if r is not None and not delivered]
+        if self.supervisor is not None:
+            self.supervisor.reports.clear()
+        if not due:
+            return []
+        events = [AgentNotificationDelivered("[agent notification] " + render_report(r, c), child_session_id=c,
+                                             call_id=child_profile(self.store, c).call_id) for c, r in due]
+        return self.store.append(self.session_id, events)
+
+    def _outstanding_children(self) -> bool:
+        return any(r is None or not d for _, r, d in self.background_children())
+
+    def resume_children(self) -> list[ToolResult]:
+        """Finish every ``spawn_agent`` call a killed process left open (:func:`open_spawn_calls`): each
+        child is rebuilt from its profile and log and continued to its report, which becomes the call's
+        result. Returns the results appended, in call order. Run on resume, before
+        :func:`repair_interrupted`. :class:`~latch.agent.supervisor.ChildPolicyError` (nothing appended) when
+        a child cannot be rebuilt through this supervisor's child policy (none, or another engine)."""
+        out = []
+        calls = open_spawn_calls(self.store, self.session_id)
+        for call in calls:  # every child must be rebuildable before any of them runs
+            child = find_child(self.store, self.session_id, call.id)
+            if child is not None and child_report(self.store, child) is None:
+                assert self.supervisor is not None
+                factory = self.supervisor.require_child_factory(f"child session {child!r}")
+                durable = child_profile(self.store, child)
+                if durable is not None and durable.engine and durable.engine != engine_name(factory):
+                    raise ChildPolicyError(f"child session {child} was built with engine {durable.engine!r}, but "
+                                           f"the supervisor's child policy builds {engine_name(factory)!r}; resume "
+                                           f"it with the same child policy")
+        for call in calls:
+            args = call.args()
+            outcome = self.spawn_agent(call.id, args if isinstance(args, dict) else {"brief": str(args)})
+            result = ToolResult(call.id, self._bound(outcome.content), is_error=outcome.is_error, name=call.name)
+            self.store.append(self.session_id, [result])
+            out.append(result)
+        return out
 
     # ------------------------------------------------------------------ budget
     def budget(self) -> ContextBudget:
@@ -394,6 +608,10 @@ class AgentLoop:
         """One model request and its tool calls (see the module docstring). Raises :class:`AgentError` (view
         refused, provider refused after corrections) or :class:`latch.providers.ProviderError`."""
         self.inbox.deliver()
+        self.advance_children()  # a safe boundary: background children run and their reports are delivered
+        self.deliver_notifications()
+        if self.group is not None:  # group messages: information, delivered FIFO at this safe boundary
+            self.group.deliver(self.group_agent, self.session_id)
         number = self.turns + 1
         for attempt in range(OVERFLOW_RETRIES + 1):
             res = self.view()
@@ -504,7 +722,7 @@ class AgentLoop:
         for _ in range(max_turns):
             step = self.turn()
             out.steps.append(step)
-            if not step.message.tool_calls:
+            if not step.message.tool_calls and not self._outstanding_children():
                 out.stopped = "done"
                 break
         return out

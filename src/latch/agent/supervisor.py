@@ -48,13 +48,15 @@ class Supervisor:
     ``root_factory`` builds (and resumes) the root session's engine;
     ``child_policy`` is the factory for children, required when ``root_factory``
     is not the default engine's factory. :attr:`children` maps each spawned
-    child session id to its profile, in spawn order.
+    child session id to its profile, in spawn order; :attr:`reports` buffers the ids of background
+    children whose reports await delivery at the root's next safe boundary.
     """
 
     def __init__(self, root_factory: "ContextEngineFactory", child_policy: "ContextEngineFactory | None" = None):
         self.root_factory = root_factory
         self.child_policy = child_policy
         self.children: dict[str, EngineProfile] = {}
+        self.reports: list[str] = []  # background children finished and not yet delivered (a buffer; the log decides)
 
     @classmethod
     def for_engine(cls, name: str, child_engine: str | None = None) -> "Supervisor":
@@ -94,17 +96,21 @@ class Supervisor:
             return self.build_root(profile)
         return _build(self._child_factory_for(profile), profile)
 
-    def _child_factory_for(self, profile: "EngineProfile") -> "ContextEngineFactory":
-        if profile.parent_session_id is None:
-            raise ValueError(f"child profile for session {profile.session_id!r} has no parent_session_id")
+    def require_child_factory(self, what: str = "a child session") -> "ContextEngineFactory":
+        """The child policy's factory; :class:`ChildPolicyError` (one line naming ``what``) when there is none."""
         factory = self.child_factory
         if factory is None:
             raise ChildPolicyError(
-                f"cannot spawn child session {profile.session_id!r}: the root uses {_describe(self.root_factory)}, "
+                f"cannot spawn {what}: the root uses {_describe(self.root_factory)}, "
                 f"which is not the default engine, and no child policy is configured; pass child_policy= "
                 f"(e.g. the root factory itself) to say how children are built (Latch never falls back to "
                 f"the default engine)")
         return factory
+
+    def _child_factory_for(self, profile: "EngineProfile") -> "ContextEngineFactory":
+        if profile.parent_session_id is None:
+            raise ValueError(f"child profile for session {profile.session_id!r} has no parent_session_id")
+        return self.require_child_factory(f"child session {profile.session_id!r}")
 
 
 def _build(factory: "ContextEngineFactory", profile: "EngineProfile") -> ContextEngine:

@@ -172,6 +172,8 @@ def register(cli: click.Group) -> None:
     @click.option("--resume", "resume", default=None, metavar="SESSION", help="Continue SESSION (id or prefix).")
     @click.option("--engine", "engine", default=None, help="Context engine plugin (default: [engine] name, "
                                                             "else continuity).")
+    @click.option("--child-engine", "child_engine", default=None,
+                  help="Engine plugin for child agents (spawn_agent); required when --engine is not the default.")
     @click.option("--estimator", "estimator", default=None, help="Estimator plugin by name.")
     @click.option("--window", type=click.IntRange(min=1, max=MAX_TOKENS), default=None,
                   help="context_window_tokens override.")
@@ -191,16 +193,17 @@ def register(cli: click.Group) -> None:
                   help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder).")
     @pass_app
     def run_cmd(app, task, provider_name, model, base_url, api_key_env, max_turns, assume_yes, mode, resume,
-                engine, estimator, window, reserve, recent, tool_choice, no_stream, tool_names, config_path):
+                engine, child_engine, estimator, window, reserve, recent, tool_choice, no_stream, tool_names,
+                config_path):
         """Run an agent on TASK in the current workspace (or continue one with --resume)."""
         if window is not None and reserve is not None and reserve >= window:
             raise click.UsageError(f"--reserve ({reserve}) must be below --window ({window})")
         if task is not None and not task.strip():
             raise click.UsageError("TASK is empty")
         config = app.config(config_path)
-        from ..agent.tools import builtin_tools
+        from ..agent.tools import agent_tools
 
-        known = {t.NAME: t for t in builtin_tools()}
+        known = {t.NAME: t for t in agent_tools()}
         chosen_tools = tuple(known.values())
         if tool_names is not None:
             wanted = [n.strip() for n in tool_names.split(",") if n.strip()]
@@ -248,6 +251,7 @@ def register(cli: click.Group) -> None:
         api_key_env = api_key_env or profile.get("api_key_env") or section.get("api_key_env")
         mode = mode or profile.get("mode") or "default"
         engine = engine or profile.get("engine")
+        child_engine = child_engine or profile.get("child_engine")
         estimator = estimator or profile.get("estimator")
         max_turns = max_turns or section.get("max_turns") or DEFAULT_MAX_TURNS
         if not name:
@@ -273,7 +277,7 @@ def register(cli: click.Group) -> None:
         if resume is None:
             workspace = Path(os.getcwd()).resolve()
             profile = {"provider": name, "model": model, "base_url": base_url, "api_key_env": api_key_env,
-                       "mode": mode, "engine": engine, "estimator": estimator,
+                       "mode": mode, "engine": engine, "child_engine": child_engine, "estimator": estimator,
                        "tools": [t.NAME for t in chosen_tools] if tool_names is not None else None}
             session_id = store.create_session(workspace=str(workspace), source="latch run", format="latch",
                                               meta={"agent": {k: v for k, v in profile.items() if v is not None}})
@@ -300,6 +304,13 @@ def register(cli: click.Group) -> None:
         if budget.reserve_tokens >= budget.context_window_tokens:
             raise click.UsageError(f"the reserve ({budget.reserve_tokens:,}) must be below the window "
                                    f"({budget.context_window_tokens:,}); pass --window or --reserve")
+        from ..agent.supervisor import Supervisor
+
+        try:  # the root engine is the one build_engine made; children go through the child policy
+            supervisor = Supervisor(plugins.get_engine_factory(setup.engine_name),
+                                    plugins.get_engine_factory(child_engine) if child_engine else None)
+        except plugins.PluginError as exc:
+            raise click.UsageError(str(exc)) from None
         processes = ProcessManager(store, session_id, workspace)
         servers = mcp_servers(config)
         hub = McpHub(servers, cwd=workspace, log_dir=processes.log_dir / "mcp") if servers else None
@@ -319,9 +330,11 @@ def register(cli: click.Group) -> None:
                          session_context=ctx_obj, policy=PermissionPolicy(mode=mode), approve=_approve_on_tty(con),
                          assume_yes=assume_yes, system_prompt=SYSTEM_PROMPT,
                          observer=_Printer(con, budget.hard_limit_tokens, model, name, setup.counter.exact),
-                         tool_choice=tool_choice,
-                         max_output_tokens=budget.reserve_tokens)
+                         tool_choice=tool_choice, max_output_tokens=budget.reserve_tokens, supervisor=supervisor)
         if resume is not None:
+            for res in loop.resume_children():  # children a killed run left mid-way: rebuilt, finished
+                con.print(f"[yellow]resumed child agent: {_markup(_summary(res.content, res.is_error))}[/yellow]",
+                          highlight=False)
             for call in repair_interrupted(store, session_id):
                 con.print(f"[yellow]interrupted: {_markup(_call_line(call))} (no result was recorded)[/yellow]")
         con.print(f"[dim]session {session_id} · {_markup(name)} {_markup(model)} · engine {setup.engine_name} · "

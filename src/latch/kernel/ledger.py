@@ -235,22 +235,51 @@ class Ledger:
         keys = {self.workspace_key(store, sid)} | {self.workspace_key(store, a) for a in self.ancestors(store, sid)}
         return [self.workspaces[k] for k in sorted(keys) if k in self.workspaces]
 
+    def isolated(self, store, sid: str) -> bool:
+        """Whether ``sid`` is a spawned child agent (session meta ``agent_child``): it starts from its brief
+        only, so it sees no other session's disproofs, and no other session sees its own (spec: "Every
+        child agent has its own complete L0-L3 stack ... task state and evidence remain local")."""
+        meta = self._session(store, sid).meta or {}
+        return bool(meta.get("agent_child"))
+
+    def _isolation_matters(self, store, sid: str, found: list[Disproof]) -> bool:
+        return self.isolated(store, sid) or any(self.isolated(store, d.session_id) for d in found)
+
+    def _filter_isolated(self, store, sid: str, found: list[Disproof]) -> list[Disproof]:
+        if self.isolated(store, sid):
+            return [d for d in found if d.session_id == sid]
+        return [d for d in found if not self.isolated(store, d.session_id)]
+
     def visible_disproofs(self, store, sid: str, until: int) -> list[Disproof]:
-        """Disproofs recorded at or before ``until`` in ``sid``'s workspace or one of its ancestors'."""
+        """Disproofs recorded at or before ``until`` in ``sid``'s workspace or one of its ancestors';
+        a spawned child agent (:meth:`isolated`) sees only its own, and nobody else sees a child's."""
         end = (until, END)
         out = [d for ws in self._visible(store, sid) for d in ws.disproofs[:bisect_right(ws.disproofs, end,
                                                                                           key=_pos)]]
+        if self._isolation_matters(store, sid, out):
+            out = self._filter_isolated(store, sid, out)
         return sorted(out, key=_pos)
 
     def disproof_counts(self, store, sid: str, until: int) -> tuple[int, int]:
         """``(visible, stale)``: how many disproofs :meth:`visible_disproofs` returns and how many of them
-        are stale as of ``until`` (O(log n) per workspace)."""
+        are stale as of ``until`` (O(log n) per workspace; a linear count when child agents take part)."""
         end = (until, END)
         visible = stale = 0
         for ws in self._visible(store, sid):
-            visible += bisect_right(ws.disproofs, end, key=_pos)
+            shown = ws.disproofs[:bisect_right(ws.disproofs, end, key=_pos)]
+            if self._isolation_matters(store, sid, shown):
+                kept = {d.pos for d in self._filter_isolated(store, sid, shown)}
+                visible += len(kept)
+                stale += sum(1 for d in shown if d.pos in kept and self._stale_by(ws, d, end))
+                continue
+            visible += len(shown)
             stale += bisect_right(ws.staled, end)
         return visible, stale
+
+    @staticmethod
+    def _stale_by(ws: Workspace, d: Disproof, end: Pos) -> bool:
+        """Whether disproof ``d`` went stale at or before ``end``."""
+        return d.stale_pos is not None and d.stale_pos <= end
 
 
 def _pos(d: Disproof) -> Pos:

@@ -35,7 +35,9 @@ class ToolContext:
     """What a tool may use: ``workspace`` (absolute, resolved; paths outside it are refused), the
     ``store`` and ``session_id`` it records facts in, the session's :class:`ProcessManager` and
     ``estimate`` (tokens of a text with the session's estimator). ``call_id`` is the id of the call
-    being run (:func:`run_tool` sets it; ``""`` outside a call)."""
+    being run (:func:`run_tool` sets it; ``""`` outside a call). ``spawner(call_id, args) -> ToolOutcome``
+    runs a child agent for ``spawn_agent`` (the agent loop sets it; ``None``: no children here); ``group`` is
+    ``(latch.agent.group.Group, agent name)`` for a member of an agent group (the group tools use it)."""
 
     workspace: Path
     store: EventStore
@@ -43,6 +45,8 @@ class ToolContext:
     processes: "ProcessManager"
     estimate: Callable[[str], int]
     call_id: str = ""
+    spawner: "Callable[[str, Mapping[str, Any]], ToolOutcome] | None" = None
+    group: "tuple[Any, str] | None" = None
 
 
 @dataclass(frozen=True)

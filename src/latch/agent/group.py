@@ -1,0 +1,211 @@
+"""Agent groups: durable tasks, claims, membership and messages in the root session (spec: "Group
+coordination durability").
+
+Every group fact is an ordinary event of the root session (:class:`~latch.events.GroupTaskCreated`,
+:class:`~latch.events.GroupTaskClaimed`, :class:`~latch.events.GroupTaskCompleted`,
+:class:`~latch.events.GroupMemberJoined`, :class:`~latch.events.GroupMessageQueued`); a delivered
+message is a :class:`~latch.events.GroupMessageDelivered` in the recipient's own session. Exactly-once
+is a property of the log: each such event carries a source ref (``group-task:<id>``,
+``group-claim:<id>``, ``group-complete:<id>``, ``group-delivered:<message id>``) that the store keeps
+unique per session, so the one ``BEGIN IMMEDIATE`` transaction that appends a claim decides its owner
+(two processes racing for one task: exactly one gets a seq back) and a restarted deliverer adds nothing
+already delivered.
+
+:meth:`GroupState.replay` is the one reducer over those events (tasks, dependencies, claims,
+membership, pending and delivered messages); :meth:`Group.state` replays the log each time, so live and
+resumed views agree. Messages are information only: pending until the recipient is at a safe model
+boundary (every earlier tool call of its session has a result), then delivered FIFO in one transaction;
+nothing wakes an idle agent.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..events import (Event, GroupMemberJoined, GroupMessageDelivered, GroupMessageQueued, GroupTaskClaimed,
+                      GroupTaskCompleted, GroupTaskCreated, PendingEvent)
+from .steering import pending_tool_calls
+
+__all__ = ["Group", "GroupState", "GroupTask", "GroupError", "GROUP_KINDS", "TASK_STATUSES"]
+
+GROUP_KINDS = (GroupTaskCreated.KIND, GroupTaskClaimed.KIND, GroupTaskCompleted.KIND, GroupMemberJoined.KIND,
+               GroupMessageQueued.KIND)
+"""The kinds of the root session that make up a group (deliveries live in the recipients' sessions)."""
+TASK_STATUSES = ("completed", "failed")
+
+
+class GroupError(ValueError):
+    """A group operation is refused (unknown or duplicate task, unmet dependency, not the owner); one line,
+    store unchanged."""
+
+
+@dataclass
+class GroupTask:
+    """One task: ``owner`` the claiming agent (``None``: unclaimed); ``status`` ``None`` while open."""
+
+    task_id: str
+    title: str
+    brief: str = ""
+    depends_on: tuple[str, ...] = ()
+    owner: str | None = None
+    status: str | None = None
+    summary: str = ""
+
+
+@dataclass
+class GroupState:
+    """What a group's events say: ``tasks`` in creation order, ``members`` (agent -> session id or
+    ``None``) in join order, ``messages`` (message id -> queued event) in queue order and the ids
+    ``delivered``."""
+
+    tasks: dict[str, GroupTask] = field(default_factory=dict)
+    members: dict[str, str | None] = field(default_factory=dict)
+    messages: dict[str, GroupMessageQueued] = field(default_factory=dict)
+    delivered: set[str] = field(default_factory=set)
+
+    @classmethod
+    def replay(cls, events: Iterable[Event]) -> "GroupState":
+        """The state of ``events`` (group kinds in log order; other kinds are ignored). A second claim or
+        completion of one task, or a delivery of an unknown message, changes nothing (the log's own
+        uniqueness already prevents them)."""
+        st = cls()
+        for e in events:
+            if isinstance(e, GroupTaskCreated):
+                st.tasks.setdefault(e.task_id, GroupTask(e.task_id, e.title, e.brief, tuple(e.depends_on)))
+            elif isinstance(e, GroupTaskClaimed):
+                t = st.tasks.get(e.task_id)
+                if t is not None and t.owner is None:
+                    t.owner = e.agent
+            elif isinstance(e, GroupTaskCompleted):
+                t = st.tasks.get(e.task_id)
+                if t is not None and t.status is None and t.owner == e.agent:
+                    t.status, t.summary = e.status, e.summary
+            elif isinstance(e, GroupMemberJoined):
+                if st.members.get(e.agent) is None:
+                    st.members[e.agent] = e.session_id
+            elif isinstance(e, GroupMessageQueued):
+                st.messages.setdefault(e.message_id, e)
+            elif isinstance(e, GroupMessageDelivered):
+                if e.message_id in st.messages:
+                    st.delivered.add(e.message_id)
+        return st
+
+    def ready(self) -> list[GroupTask]:
+        """Unclaimed tasks whose every dependency completed, in creation order."""
+        return [t for t in self.tasks.values() if t.owner is None and all(
+            self.tasks[d].status == "completed" for d in t.depends_on if d in self.tasks)]
+
+    def pending_for(self, recipient: str) -> list[GroupMessageQueued]:
+        """Undelivered messages for ``recipient``, FIFO (queue order)."""
+        return [m for m in self.messages.values() if m.recipient == recipient and m.message_id not in self.delivered]
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready view (the ``/group`` view and the UI sidebar reduce to this)."""
+        return {"tasks": [{"id": t.task_id, "title": t.title, "depends_on": list(t.depends_on), "owner": t.owner,
+                           "status": t.status or ("claimed" if t.owner else "ready" if t in self.ready() else
+                                                  "blocked")} for t in self.tasks.values()],
+                "members": [{"agent": a, "session": s} for a, s in self.members.items()],
+                "messages": {"queued": len(self.messages), "delivered": len(self.delivered)}}
+
+
+class Group:
+    """The group rooted in session ``root_session_id`` of ``store`` (see the module docstring)."""
+
+    def __init__(self, store: Any, root_session_id: str):
+        self.store, self.root = store, store.session(root_session_id).id
+
+    # ----------------------------------------------------------------- reads
+    def events(self) -> list[Event]:
+        """The group's events in log order: the root's group kinds and every delivery of its messages."""
+        rows = list(self.store.events(self.root, kinds=list(GROUP_KINDS)))
+        rows += [s for s in self.store.events(kinds=[GroupMessageDelivered.KIND])
+                 if s.event.root_session_id == self.root]
+        return [s.event for s in sorted(rows, key=lambda s: s.seq)]
+
+    def state(self) -> GroupState:
+        """:meth:`GroupState.replay` of :meth:`events`."""
+        return GroupState.replay(self.events())
+
+    # ----------------------------------------------------------------- writes
+    def create_task(self, task_id: str, title: str, *, brief: str = "", depends_on: Sequence[str] = ()) -> int:
+        """Add a task; returns its seq. :class:`GroupError` for an empty id or title, a duplicate id or an
+        unknown dependency."""
+        if not task_id.strip() or not title.strip():
+            raise GroupError("create_task: the task id and title must not be empty")
+        tasks = self.state().tasks
+        unknown = [d for d in depends_on if d not in tasks]
+        if unknown:
+            raise GroupError(f"create_task {task_id!r}: unknown dependency {unknown[0]!r}")
+        seqs = self.store.append(self.root, [PendingEvent(GroupTaskCreated(task_id, title, brief, tuple(depends_on)),
+                                                          f"group-task:{task_id}")])
+        if not seqs:
+            raise GroupError(f"create_task: task {task_id!r} already exists")
+        return seqs[0]
+
+    def join(self, agent: str, session_id: str | None = None) -> None:
+        """Record ``agent`` as a member (once; a later join with its session fills it in)."""
+        ref = f"group-member:{agent}" + (f":{session_id}" if session_id else "")
+        self.store.append(self.root, [PendingEvent(GroupMemberJoined(agent, session_id), ref)])
+
+    def claim_task(self, task_id: str, agent: str) -> bool:
+        """Try to own ``task_id``: ``True`` when this call's transaction appended the claim, ``False`` when
+        another agent had it. :class:`GroupError` for an unknown task or one whose dependencies are open."""
+        st = self.state()
+        t = st.tasks.get(task_id)
+        if t is None:
+            raise GroupError(f"claim_task: no task {task_id!r}")
+        if t.owner is None and t not in st.ready():
+            raise GroupError(f"claim_task {task_id!r}: its dependencies have not completed")
+        return bool(self.store.append(self.root, [PendingEvent(GroupTaskClaimed(task_id, agent),
+                                                               f"group-claim:{task_id}")]))
+
+    def claim_next(self, agent: str) -> GroupTask | None:
+        """Claim the first ready task another agent does not win first; ``None`` when none is ready."""
+        while True:
+            ready = self.state().ready()
+            if not ready:
+                return None
+            for t in ready:
+                if self.claim_task(t.task_id, agent):
+                    t.owner = agent
+                    return t
+
+    def complete_task(self, task_id: str, agent: str, *, status: str = "completed", summary: str = "") -> bool:
+        """Mark ``agent``'s task done (``status`` in :data:`TASK_STATUSES`); ``False`` when it already was.
+        :class:`GroupError` for an unknown task, another owner or a bad status."""
+        if status not in TASK_STATUSES:
+            raise GroupError(f"complete_task: status must be one of {', '.join(TASK_STATUSES)}, got {status!r}")
+        t = self.state().tasks.get(task_id)
+        if t is None:
+            raise GroupError(f"complete_task: no task {task_id!r}")
+        if t.owner != agent:
+            raise GroupError(f"complete_task {task_id!r}: owned by {t.owner!r}, not {agent!r}")
+        return bool(self.store.append(self.root, [PendingEvent(GroupTaskCompleted(task_id, agent, status, summary),
+                                                               f"group-complete:{task_id}")]))
+
+    def send_message(self, sender: str, recipient: str, text: str) -> str:
+        """Queue ``text`` for ``recipient``; returns its message id. :class:`GroupError` for empty text."""
+        if not text.strip():
+            raise GroupError("send_message: the text is empty")
+        mid = uuid.uuid4().hex
+        self.store.append(self.root, [PendingEvent(GroupMessageQueued(mid, sender, recipient, text),
+                                                   f"group-message:{mid}")])
+        return mid
+
+    def deliver(self, recipient: str, session_id: str) -> list[int]:
+        """Deliver ``recipient``'s pending messages into its session ``session_id`` if that session is at a
+        safe boundary: one :class:`~latch.events.GroupMessageDelivered` per message, FIFO, all in one
+        transaction. Returns the new seqs (``[]`` when nothing is due, a call is still open, or another
+        process delivered them first)."""
+        if pending_tool_calls(self.store, session_id):
+            return []
+        due = self.state().pending_for(recipient)
+        if not due:
+            return []
+        return self.store.append(session_id, [
+            PendingEvent(GroupMessageDelivered(f"[message from {m.sender}] {m.text}", message_id=m.message_id,
+                                               sender=m.sender, recipient=recipient, root_session_id=self.root),
+                         f"group-delivered:{m.message_id}") for m in due])

@@ -1,0 +1,53 @@
+"""``latch group [ROOT_SESSION] [--json]``: the /group view of an agent group (issue 14 item 4).
+
+It reduces the group's durable events with :meth:`latch.agent.group.GroupState.replay` (the reducer
+the UI sidebar uses too), so a live group and a resumed one print the same: each task with its
+dependencies, owner and status (``ready``, ``blocked``, ``claimed``, ``completed``, ``failed``), the
+members and the message counts. Without ROOT_SESSION: the newest session that has group events.
+"""
+
+from __future__ import annotations
+
+import click
+
+from ..cli import pass_app
+from ..textsafe import Table, cell, console, dumps
+
+__all__ = ["register"]
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("group")
+    @click.argument("root", required=False)
+    @click.option("--json", "as_json", is_flag=True, help="Print the group as JSON.")
+    @pass_app
+    def group_cmd(app, root, as_json):
+        """Show the agent group rooted in ROOT (tasks, owners, members, messages)."""
+        from ..agent.group import GROUP_KINDS, Group
+
+        store = app.store(create=False)
+        if root is None:
+            rows = list(store.events(kinds=list(GROUP_KINDS)))
+            if not rows:
+                raise click.ClickException("no agent group in this store (no session has group events)")
+            root = rows[-1].session_id
+        try:
+            group = Group(store, root)
+        except KeyError as exc:
+            raise click.ClickException(str(exc.args[0])) from None
+        doc = {"root": group.root, **group.state().summary()}
+        if as_json:
+            click.echo(dumps(doc, indent=2))
+            return
+        con = console(highlight=False, soft_wrap=True)
+        m = doc["messages"]
+        con.print(f"group {group.root} · {len(doc['tasks'])} tasks · {len(doc['members'])} members · "
+                  f"messages {m['delivered']}/{m['queued']} delivered", markup=False)
+        table = Table("task", "status", "owner", "depends on", "title")
+        titles = {t.task_id: t.title for t in group.state().tasks.values()}
+        for t in doc["tasks"]:
+            table.add_row(cell(t["id"]), cell(t["status"]), cell(t["owner"] or "-"),
+                          cell(", ".join(t["depends_on"]) or "-"), cell(titles[t["id"]]))
+        con.print(table)
+        for member in doc["members"]:
+            con.print(f"member {member['agent']}: session {member['session'] or '-'}", markup=False)

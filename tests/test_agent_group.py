@@ -1,0 +1,234 @@
+"""Agent groups (issue 14 item 3): tasks, claims, membership and messages as durable events of the root
+session; claims decided by the transaction that appends them; messages delivered FIFO, exactly once, at
+safe boundaries; GroupState.replay is the one reducer. The fault test runs real worker processes on one
+store and kills them with SIGKILL at random points."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from latch.agent.group import Group, GroupError, GroupState
+from latch.events import AssistantMessage, GroupMessageDelivered, ToolCall, ToolResult
+from latch.store import EventStore
+
+
+@pytest.fixture
+def group(tmp_path):
+    store = EventStore(tmp_path / "latch.db")
+    root = store.create_session(workspace=str(tmp_path), source="latch run", format="latch")
+    yield Group(store, root)
+    store.close()
+
+
+def test_tasks_claims_dependencies_and_replay(group):
+    group.create_task("a", "write the parser")
+    group.create_task("b", "test the parser", depends_on=["a"])
+    group.join("w1")
+    with pytest.raises(GroupError, match="already exists"):
+        group.create_task("a", "again")
+    with pytest.raises(GroupError, match="unknown dependency 'zz'"):
+        group.create_task("c", "x", depends_on=["zz"])
+    with pytest.raises(GroupError, match="dependencies have not completed"):
+        group.claim_task("b", "w1")
+    assert group.claim_task("a", "w1") is True
+    assert group.claim_task("a", "w2") is False  # exactly one owner
+    with pytest.raises(GroupError, match="owned by 'w1', not 'w2'"):
+        group.complete_task("a", "w2")
+    assert group.complete_task("a", "w1", summary="done") is True
+    assert group.complete_task("a", "w1") is False
+    assert [t.task_id for t in group.state().ready()] == ["b"]
+    st = group.state()
+    assert {k: (t.owner, t.status) for k, t in st.tasks.items()} == {"a": ("w1", "completed"), "b": (None, None)}
+    assert st.members == {"w1": None}
+    # a fresh replay of the stored events (a restart) equals the live state
+    fresh = Group(EventStore(group.store.path), group.root).state()
+    assert fresh == st and fresh.summary()["tasks"][1]["status"] == "ready"
+
+
+def test_messages_wait_for_a_safe_boundary_and_arrive_fifo_once(group):
+    store = group.store
+    member = store.create_session(workspace="/w", source="latch run", format="latch", parent_id=group.root)
+    ids = [group.send_message("lead", "w1", f"note {i}") for i in range(3)]
+    group.send_message("lead", "w2", "not for w1")
+    store.append(member, [AssistantMessage("", tool_calls=(ToolCall("c1", "shell", '{"command":"true"}'),))])
+    assert group.deliver("w1", member) == []  # a call without its result: not a safe boundary
+    store.append(member, [ToolResult("c1", "ok", name="shell")])
+    seqs = group.deliver("w1", member)
+    got = [store.get(s).event for s in seqs]
+    assert [e.message_id for e in got] == ids and [e.text for e in got] == [f"[message from lead] note {i}"
+                                                                            for i in range(3)]
+    assert all(isinstance(e, GroupMessageDelivered) for e in got)
+    assert group.deliver("w1", member) == []
+    assert Group(EventStore(store.path), group.root).deliver("w1", member) == []  # a restart: nothing twice
+    st = group.state()
+    assert st.delivered == set(ids) and [m.text for m in st.pending_for("w2")] == ["not for w1"]
+
+
+WORKER = r"""
+import sys, time
+from latch.store import EventStore
+from latch.agent.group import Group
+db, root, agent, member, deliver_for = sys.argv[1:6]
+store = EventStore(db)
+g = Group(store, root)
+g.join(agent, member)
+while True:
+    st = g.state()
+    mine = [t for t in st.tasks.values() if t.owner == agent and t.status is None]
+    for t in mine:  # a restarted worker first finishes what it owns
+        time.sleep(0.002)
+        g.complete_task(t.task_id, agent, summary=f"{t.task_id} by {agent}")
+    g.deliver(deliver_for, member)
+    t = g.claim_next(agent)
+    if t is None and not mine:
+        if all(x.status for x in g.state().tasks.values()) and not g.state().pending_for(deliver_for):
+            break
+        time.sleep(0.01)
+        continue
+    if t is not None:
+        time.sleep(0.002)
+        g.complete_task(t.task_id, agent, summary=f"{t.task_id} by {agent}")
+"""
+
+
+def test_workers_killed_at_random_claim_each_task_once_and_deliver_each_message_once(tmp_path):
+    store = EventStore(tmp_path / "latch.db")
+    root = store.create_session(workspace=str(tmp_path), source="latch run", format="latch")
+    g = Group(store, root)
+    for i in range(200):
+        g.create_task(f"t{i:03d}", f"task {i}", depends_on=[f"t{i - 50:03d}"] if i >= 50 and i % 5 == 0 else [])
+    agents = [f"w{i}" for i in range(4)]
+    members = {a: store.create_session(workspace=str(tmp_path), source="latch run", format="latch", parent_id=root)
+               for a in agents}
+    sent: dict[str, list[str]] = {a: [] for a in agents}
+    for i in range(1000):
+        to = agents[i % 4]
+        sent[to].append(g.send_message("lead", to, f"m{i}"))
+    rng = random.Random(14)
+    env = dict(os.environ)
+
+    def start(a):
+        return subprocess.Popen([sys.executable, "-c", WORKER, str(store.path), root, a, members[a], a], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    procs = {a: start(a) for a in agents}
+    kills = 0
+    deadline = time.monotonic() + 240
+    while kills < 20 and time.monotonic() < deadline:
+        time.sleep(rng.uniform(0.05, 0.4))
+        a = rng.choice(agents)
+        if procs[a].poll() is None:
+            os.kill(procs[a].pid, signal.SIGKILL)
+            procs[a].wait()
+            kills += 1
+        procs[a] = start(a)
+    for a, p in procs.items():
+        p.wait(timeout=max(10, deadline - time.monotonic()))
+        assert p.returncode == 0, p.stderr.read()
+    assert kills >= 20
+
+    fresh = EventStore(store.path)
+    events = list(fresh.events(root, kinds=["group_task_claimed", "group_task_completed"]))
+    claims = [e.event.task_id for e in events if e.event.KIND == "group_task_claimed"]
+    done = [e.event.task_id for e in events if e.event.KIND == "group_task_completed"]
+    assert sorted(claims) == sorted(set(claims)) == [f"t{i:03d}" for i in range(200)]  # each claimed once
+    assert sorted(done) == sorted(set(done)) == sorted(claims)  # and completed once
+    order = {e.event.task_id: e.seq for e in events if e.event.KIND == "group_task_completed"}
+    claimed_at = {e.event.task_id: e.seq for e in events if e.event.KIND == "group_task_claimed"}
+    for i in range(50, 200, 5):  # a dependent task was claimed only after its dependency completed
+        assert claimed_at[f"t{i:03d}"] > order[f"t{i - 50:03d}"]
+    for a in agents:
+        delivered = [s.event.message_id for s in fresh.events(members[a], kinds=["group_message_delivered"])]
+        assert delivered == sent[a]  # every message exactly once, FIFO per recipient
+    replayed = GroupState.replay(Group(fresh, root).events())
+    assert replayed == Group(fresh, root).state()
+    assert all(t.status == "completed" for t in replayed.tasks.values()) and len(replayed.delivered) == 1000
+    print(f"fault run: {kills} SIGKILLs, 200 tasks, 1000 messages")
+
+
+def test_latch_group_prints_the_view_and_json_from_the_same_reducer(group):
+    import json as _json
+
+    from click.testing import CliRunner
+
+    from latch.cli import _load_commands, cli
+
+    if "group" not in cli.commands:
+        _load_commands()
+    group.create_task("a", "write the parser")
+    group.create_task("b", "test the parser", depends_on=["a"])
+    group.join("w1", "s-w1")
+    group.claim_task("a", "w1")
+    group.send_message("lead", "w1", "hello")
+    runner = CliRunner()
+    r = runner.invoke(cli, ["--db", str(group.store.path), "group", group.root, "--json"])
+    assert r.exit_code == 0, r.output
+    doc = _json.loads(r.output)
+    assert doc["tasks"] == [{"id": "a", "title": "write the parser", "depends_on": [], "owner": "w1",
+                             "status": "claimed"},
+                            {"id": "b", "title": "test the parser", "depends_on": ["a"], "owner": None,
+                             "status": "blocked"}]
+    assert doc["members"] == [{"agent": "w1", "session": "s-w1"}] and doc["messages"] == {"queued": 1,
+                                                                                          "delivered": 0}
+    r = runner.invoke(cli, ["--db", str(group.store.path), "group"])
+    assert r.exit_code == 0 and "2 tasks · 1 members · messages 0/1 delivered" in r.output
+    assert "write the parser" in r.output and "blocked" in r.output
+
+
+def test_group_tools_and_delivery_in_the_agent_loop(tmp_path):
+    import json as _json
+
+    from latch.agent.context import session_context
+    from latch.agent.loop import AgentLoop
+    from latch.agent.supervisor import Supervisor
+    from latch.agent.tools import ToolContext, builtin_tools
+    from latch.agent.tools.group import GROUP_TOOLS
+    from latch.agent.tools.processes import ProcessManager
+    from latch.plugins import get_engine_factory
+    from latch.providers import ScriptedProvider
+
+    def oa(text="", calls=()):
+        msg = {"role": "assistant", "content": text or None}
+        if calls:
+            msg["tool_calls"] = [{"id": i, "type": "function", "function": {"name": n, "arguments": _json.dumps(a)}}
+                                 for i, n, a in calls]
+        return {"id": "r", "model": "gpt-4.1", "choices": [{"index": 0, "message": msg}]}
+
+    store = EventStore(tmp_path / "latch.db")
+    root = store.create_session(workspace=str(tmp_path), source="latch run", format="latch")
+    g = Group(store, root)
+    provider = ScriptedProvider([
+        oa(calls=[("c1", "create_task", {"task_id": "t1", "title": "parse"}),
+                  ("c2", "claim_task", {"task_id": "t1"}),
+                  ("c3", "send_message", {"recipient": "lead", "text": "I took t1"}),
+                  ("c4", "complete_task", {"task_id": "t1", "summary": "parsed"}),
+                  ("c5", "claim_task", {"task_id": "nosuch"})]),
+        oa("done")], model="gpt-4.1")
+    processes = ProcessManager(store, root, tmp_path)
+    ctx = ToolContext(workspace=tmp_path, store=store, session_id=root, processes=processes, estimate=len)
+    g.send_message("boss", "lead", "PLEASE START")
+    loop = AgentLoop.from_supervisor(store, root, Supervisor(get_engine_factory("continuity")), provider,
+                                     model="gpt-4.1", tools=(*builtin_tools(), *GROUP_TOOLS), tool_context=ctx,
+                                     session_context=session_context(tmp_path)[0], group=g, group_agent="lead",
+                                     assume_yes=True)
+    loop.run(3)
+    results = [s.event for s in store.events(root, kinds=["tool_result"])]
+    assert [r.is_error for r in results] == [False, False, False, False, True]
+    assert "claimed by you" in results[1].content and "no task 'nosuch'" in results[4].content
+    st = g.state()
+    assert (st.tasks["t1"].owner, st.tasks["t1"].status, st.tasks["t1"].summary) == ("lead", "completed", "parsed")
+    first_users = [m["content"] for m in provider.requests[0]["messages"] if m["role"] == "user"]
+    assert first_users[-1] == "[message from boss] PLEASE START"  # delivered before the first request
+    second = [m["content"] for m in provider.requests[1]["messages"] if m["role"] == "user"]
+    assert second.count("[message from lead] I took t1") == 1  # its own message, at the next safe boundary
+    assert second.count("[message from boss] PLEASE START") == 1  # delivered once, kept in the epoch
+    assert st.pending_for("lead") == []
+    processes.close()
+    store.close()
