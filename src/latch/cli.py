@@ -106,8 +106,15 @@ class AppContext:
         return Path(self.db) if self.db else default_db_path()
 
     def store_exists(self) -> bool:
-        """Whether something exists at the database path (``:memory:`` always does)."""
-        return self.db == ":memory:" or self.db_path().exists()
+        """Whether something exists at the database path (``:memory:`` always does); an empty file (0 bytes)
+        holds no store yet, so a read-only command does not write one into it."""
+        if self.db == ":memory:":
+            return True
+        path = self.db_path()
+        try:
+            return path.exists() and (not path.is_file() or path.stat().st_size > 0)
+        except OSError:
+            return True  # let the store report the problem
 
     def store(self, *, create: bool = True):
         """The :class:`~latch.store.EventStore`, opened once; :class:`~latch.store.StoreError` when it cannot be.
@@ -142,6 +149,10 @@ def _check_creatable(path: Path) -> None:
         if not os.access(missing.parent, os.W_OK):  # the first import could not create the folders either
             raise StoreError(f"cannot open the Latch store at {path}: Permission denied ({missing})")
         return  # the default path's folders are created by the first import
+    if path.is_file():  # an existing (empty) file: only whether it could be written, never removed
+        if not os.access(path, os.W_OK):
+            raise StoreError(f"cannot open the Latch store at {path}: Permission denied")
+        return
     try:  # the same open SQLite would do (it creates the file at the first write), so errors read alike
         probe = sqlite3.connect(str(path))
         try:

@@ -127,6 +127,7 @@ class EventStore:
                     raise StoreError(f"cannot open the Latch store at {self.path}: not a regular file")
             self._conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
             self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+            self._refuse_foreign()
             deadline = time.monotonic() + busy_timeout_ms / 1000
             _until_not_busy(lambda: self._db.execute("PRAGMA journal_mode=WAL"), deadline)
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -147,6 +148,17 @@ class EventStore:
             else:
                 reason = str(exc)
             raise StoreError(f"cannot open the Latch store at {self.path}: {reason}") from None
+
+    def _refuse_foreign(self) -> None:
+        """Raise :class:`StoreError` when the file is an SQLite database of another program (it has tables and
+        no ``_latch_migrations``): nothing is written to it, not even the journal mode."""
+        tables = [r[0] for r in self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+        if tables and "_latch_migrations" not in tables:
+            shown = ", ".join(tables[:5]) + (f", ... ({len(tables) - 5} more)" if len(tables) > 5 else "")
+            raise StoreError(f"cannot open the Latch store at {self.path}: it is an SQLite database of another "
+                             f"program (tables: {shown}); Latch leaves it unchanged (to import it: latch import "
+                             f"{self.path})")
 
     @property
     def _db(self) -> sqlite3.Connection:
