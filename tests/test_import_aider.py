@@ -226,3 +226,16 @@ def test_synthetic_history_edge_cases(tmp_path):
     assert ev["line:29"] == Usage(input_tokens=950, output_tokens=12)
     assert ev["line:30"] == SystemNote(text="litellm.APIConnectionError: connection reset", subtype="api_error")
     assert ev["line:28"].text == "Commit 1a2b3c4 refactor: rename foo to bar"
+
+
+def test_a_markdown_file_quoting_an_aider_header_in_a_code_block_is_no_aider_history(tmp_path):
+    """Found by a new-user trial: `latch import` of the corpus folder imported FORMATS.md (a format guide that
+    quotes ``# aider chat started at`` inside a fenced block) as an aider session."""
+    from latch.importers.aider import AiderImporter
+
+    doc = tmp_path / "FORMATS.md"
+    doc.write_text("# Formats\n\nAider writes:\n\n```\n# aider chat started at 2025-01-01 10:00:00\n\n#### hi\n```\n")
+    assert AiderImporter().sniff(doc, doc.read_bytes()) == 0
+    real = tmp_path / "notes.md"
+    real.write_text("# aider chat started at 2025-01-01 10:00:00\n\n#### fix the bug\n\nDone.\n")
+    assert AiderImporter().sniff(real, real.read_bytes()) >= 80

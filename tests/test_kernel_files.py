@@ -121,3 +121,21 @@ def test_read_artifact_is_bounded(store):
     assert len(page.content.encode()) <= PAGE_LIMIT_BYTES and page.next_offset is not None
     assert page.content.endswith(f"more bytes of this artifact; continue with offset={page.next_offset}]")
     assert read_artifact(store, ref.sha256, offset=90_000 - 9).content == "log line\n"
+
+
+def test_a_new_file_gets_the_umask_mode_not_mkstemps_0600(tmp_path):
+    """Found by a new-user trial: write_file created files with mode 0600."""
+    import os
+    import stat
+
+    from latch.kernel.files import guarded_write
+    from latch.store import EventStore
+
+    store = EventStore(tmp_path / "s.db")
+    sid = store.create_session(workspace=str(tmp_path))
+    old = os.umask(0o022)
+    try:
+        guarded_write(store, sid, tmp_path / "new.txt", b"hello\n", expected_sha256=None)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "new.txt").stat().st_mode) == 0o644

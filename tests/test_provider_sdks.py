@@ -453,3 +453,38 @@ def test_scripted_provider_has_a_wire_and_streams_its_text():
     with pytest.raises(ProviderOverflow) as info:
         p.complete({"messages": []})
     assert info.value.prompt_tokens == 9
+
+
+def test_a_server_that_ignores_stream_true_is_a_clear_error_not_an_empty_turn():
+    """Found by a new-user trial: a server answering one JSON body to a streaming request made an empty
+    assistant turn (nothing ran, exit 0). Now it is a one-line error naming --no-stream."""
+    import http.server
+    import threading
+
+    body = json.dumps({"id": "x", "object": "chat.completion", "model": "m", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]}).encode()
+
+    class Plain(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["content-length"]))
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Plain)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}/v1"
+        p = OpenAICompatibleProvider("m", base_url=url)
+        with pytest.raises(ProviderError, match=r"^openai-compatible: the server sent no stream events.*--no-stream"):
+            p.complete({"messages": [{"role": "user", "content": "x"}]})
+        whole = OpenAICompatibleProvider("m", base_url=url, stream=False)
+        assert whole.complete({"messages": [{"role": "user", "content": "x"}]})["choices"][0]["message"]["content"] \
+            == "hi"
+    finally:
+        srv.shutdown()

@@ -282,6 +282,22 @@ def _failed_blocks(report: str) -> list[tuple[str, str]]:
     return out
 
 
+def _fenced_lines(lines: list[str]) -> set[int]:
+    """Indexes of the lines inside (or opening/closing) a fenced code block (```` ``` ```` or ``~~~``)."""
+    out: set[int] = set()
+    fence: str | None = None
+    for i, line in enumerate(lines):
+        mark = line.lstrip()[:3]
+        if fence is None and mark in ("```", "~~~"):
+            fence = mark
+            out.add(i)
+        elif fence is not None:
+            out.add(i)
+            if mark == fence:
+                fence = None
+    return out
+
+
 class AiderImporter(Importer):
     """Aider chat history markdown (``.aider.chat.history.md``)."""
 
@@ -292,9 +308,11 @@ class AiderImporter(Importer):
         text = head_text(head)
         if text.lstrip("\n").startswith(_HEADER) or path.name.endswith(".aider.chat.history.md"):
             return 95
-        if "\n" + _HEADER in text:
+        lines = text.split("\n")
+        fenced = _fenced_lines(lines)  # a header quoted in a code block (docs about aider) is no header
+        if any(line.startswith(_HEADER) and i not in fenced for i, line in enumerate(lines)):
             return 80
-        if path.suffix in (".md", ".markdown", ".txt") and any(_is_user(u) for u in text.split("\n")):
+        if path.suffix in (".md", ".markdown", ".txt") and not fenced and any(_is_user(u) for u in lines):
             return 60
         return 0
 

@@ -127,6 +127,13 @@ def _resolve(store, session_id: str, path: str | os.PathLike[str]) -> tuple[Path
     return absolute, rel
 
 
+def _umask() -> int:
+    """The process's file-creation mask (read by setting and restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -185,6 +192,8 @@ def guarded_write(store, session_id: str, path: str | os.PathLike[str], new_byte
             fh.write(new_bytes)
         if current is not None:
             os.chmod(tmp, absolute.stat().st_mode & 0o7777)
+        else:  # a new file gets the mode any program's new file gets (mkstemp's is 0600)
+            os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, absolute)
     except BaseException:
         if os.path.exists(tmp):

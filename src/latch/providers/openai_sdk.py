@@ -46,7 +46,9 @@ def assemble_chat_completion(chunks: Iterable[Mapping[str, Any]],
     calls: dict[int, dict[str, Any]] = {}
     finish: str | None = None
     usage: Any = None
+    seen = 0
     for chunk in chunks:
+        seen += 1
         for k in ("id", "created", "model", "system_fingerprint"):
             if chunk.get(k) is not None and k not in head:
                 head[k] = chunk[k]
@@ -77,6 +79,8 @@ def assemble_chat_completion(chunks: Iterable[Mapping[str, Any]],
                     call["function"]["name"] = fn["name"]
                 if isinstance(fn.get("arguments"), str):
                     call["function"]["arguments"] += fn["arguments"]
+    if not seen:  # e.g. a server that ignores ``stream: true`` and answers one JSON body: never an empty turn
+        raise ProviderError("the server sent no stream events (does it ignore stream: true? then pass --no-stream)")
     message: dict[str, Any] = {"role": "assistant", "content": "".join(text) if text else None}
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
@@ -166,7 +170,10 @@ class OpenAIProvider:
         except self._sdk.APIError as exc:
             error = _sdk.sdk_error(self.name, exc, self._key, max_retries=self.max_retries)
         except json.JSONDecodeError as exc:
-            error = ProviderError(f"{self.name}: malformed stream from the server: {exc}", provider=self.name)
+            what = "stream" if self.stream else "response"
+            error = ProviderError(f"{self.name}: malformed {what} from the server: {exc}", provider=self.name)
+        except ProviderError as exc:
+            error = ProviderError(f"{self.name}: {exc}", provider=self.name)
         raise error  # outside the handler: no __context__ holding the SDK's request (and its headers)
 
 
