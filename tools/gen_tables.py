@@ -297,7 +297,7 @@ def cpp_source(stage1: list[int], stage2: bytes, bigram: bytes, profs: dict) -> 
         f"constexpr int RUN_SLOTS = {RUN_SLOTS};",
         *(f"constexpr int {k} = {v};" for k, v in OFFSETS.items()),
         "// narrow-letter class -> offset of its word run table; -1: not a narrow letter",
-        f"constexpr int NARROW_RUN[N_CLASSES] = {{"
+        "constexpr int NARROW_RUN[N_CLASSES] = {"
         + ", ".join(str(NARROW_RUNS.get(name, -1)) for name in CLASS_NAMES) + "};",
         f"constexpr int N_PROFILES = {len(profs)};",
         "constexpr const char* PROFILE_NAMES[N_PROFILES] = {"
