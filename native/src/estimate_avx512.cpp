@@ -57,14 +57,14 @@ struct KernelWeights {
     bool usable;  // every f fits 0..65535
 };
 
-// Exact units of a piece of `n` characters (any n) of kernel type `t`.
-std::int64_t piece_cost(const int* w, int t, std::size_t n) {
+// Exact units of a piece of `n` characters (any n) of kernel type `t` whose first byte is `first`.
+std::int64_t piece_cost(const int* w, int t, std::size_t n, std::uint8_t first = 0) {
     switch (t) {
         case T_LOWER: return run_cost(w, OFF_WORD_LOWER, n);
         case T_CAPITAL: return run_cost(w, OFF_WORD_CAPITAL, n);
         case T_CAPS: return run_cost(w, OFF_WORD_CAPS, n);
         case T_PUNCT: return run_cost(w, OFF_PUNCT, n);
-        case T_SAME: return run_cost(w, OFF_PUNCT_SAME, n);
+        case T_SAME: return n <= 16 ? run_cost(w, OFF_PUNCT_SAME, n) : same_run_cost(w, n, first);
         case T_NEWLINE: return run_cost(w, OFF_NEWLINE, n);
         case T_NLPUNCT: return run_cost(w, OFF_NEWLINE_PUNCT, n);
         case T_SPACE: return run_cost(w, OFF_SPACE, n);
@@ -123,9 +123,10 @@ const KernelWeights& weights_for(const int* w) {
     return all.kw[0];  // unreachable: w always comes from PROFILE_WEIGHTS
 }
 
-// Units of a piece of kernel type t and n >= 1 characters, from the table when n <= 16.
-std::int64_t price(const KernelWeights& kw, int t, std::size_t n) {
-    return n <= 16 ? kw.f[t * kSlots + n - 1] : piece_cost(kw.w, t, n);
+// Units of a piece of kernel type t and n >= 1 characters starting with byte `first`, from the
+// table when n <= 16.
+std::int64_t price(const KernelWeights& kw, int t, std::size_t n, std::uint8_t first) {
+    return n <= 16 ? kw.f[t * kSlots + n - 1] : piece_cost(kw.w, t, n, first);
 }
 
 constexpr int kChunk = 32;           // blocks per chunk
@@ -352,7 +353,8 @@ struct PriceState {
 };
 
 // Steps 3 and 4 for blocks 1..last of the chunk at `base`.
-LATCH_STEP void price_chunk(const ChunkMasks& m, const KernelWeights& kw, std::size_t base, int last, PriceState& st) {
+LATCH_STEP void price_chunk(const ChunkMasks& m, const KernelWeights& kw, const std::uint8_t* text, std::size_t base,
+                            int last, PriceState& st) {
     const __m512i iota = _mm512_set_epi8(63, 62, 61, 60, 59, 58, 57, 56, 55, 54, 53, 52, 51, 50, 49, 48, 47, 46, 45,
                                          44, 43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26,
                                          25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6,
@@ -378,7 +380,7 @@ LATCH_STEP void price_chunk(const ChunkMasks& m, const KernelWeights& kw, std::s
         }
         const unsigned first = static_cast<unsigned>(_tzcnt_u64(B));
         if (at + first > open_start) {  // the piece open since an earlier block closes here
-            units += price(kw, open_type, at + first - open_start);
+            units += price(kw, open_type, at + first - open_start, text[open_start]);
         }
         const unsigned count = static_cast<unsigned>(_mm_popcnt_u64(B));
         // Types of the pieces in start order (the planes' bits at the starts, packed), times 16.
@@ -408,13 +410,14 @@ LATCH_STEP void price_chunk(const ChunkMasks& m, const KernelWeights& kw, std::s
         const std::uint64_t longer =
             _cvtmask64_u64(_mm512_movepi8_mask(_mm512_add_epi8(length, _mm512_set1_epi8(111)))) & closed;
         if (longer) {
-            alignas(64) std::uint8_t ls[64], ts[64];
+            alignas(64) std::uint8_t ls[64], ts[64], ss[64];
             _mm512_store_si512(ls, length);
             _mm512_store_si512(ts, ptypes);
+            _mm512_store_si512(ss, starts);
             for (std::uint64_t k = longer; k; k &= k - 1) {
-                const unsigned i = static_cast<unsigned>(_tzcnt_u64(k));
+                const unsigned i = static_cast<unsigned>(_tzcnt_u64(k));  // >= 1: the piece starts at ss[i - 1]
                 const int t = ts[i] >> 4;
-                units += piece_cost(kw.w, t, ls[i]) - piece_cost(kw.w, t, 16);
+                units += piece_cost(kw.w, t, ls[i], text[at + ss[i - 1]]) - piece_cost(kw.w, t, 16);
             }
         }
         const unsigned top = 63 - static_cast<unsigned>(_lzcnt_u64(B));
@@ -486,7 +489,7 @@ LATCH_AVX512 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size
             if (end == window) {
                 end = len;
             } else {
-                la_word = class_of(text[end]) == LETTER;
+                la_word = is_letter(class_of(text[end]));
             }
         }
         *stop = end;
@@ -506,7 +509,7 @@ LATCH_AVX512 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size
             *stop = at + s;
             last = j;
         }
-        price_chunk(m, kw, base, last, st);
+        price_chunk(m, kw, text, base, last, st);
         if (*stop != end) {
             break;
         }
@@ -516,7 +519,7 @@ LATCH_AVX512 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size
         base += 64 * static_cast<std::size_t>(nb);
     }
     if (*stop == end) {  // the last piece closes at the end of the stretch
-        st.units += price(kw, st.open_type, end - st.open_start);
+        st.units += price(kw, st.open_type, end - st.open_start, text[st.open_start]);
     }
     std::int64_t units = st.units + (st.pairs - st.classed[0] - st.classed[1] - st.classed[2]) * kw.bigram[0];
     for (int c = 1; c <= 3; ++c) {

@@ -29,7 +29,14 @@ inline std::int64_t run_cost(const int* w, int off, std::size_t n) noexcept {
     return n <= 16 ? w[off + n] : w[off + 16] + static_cast<std::int64_t>(n - 16) * w[off + 17];
 }
 
-inline bool is_word(int k) noexcept { return k == tables::LOWER || k == tables::UPPER || k == tables::LETTER; }
+// A narrow letter (LETTER, LATIN, GREEK, HEBREW, ARABIC): its word run table, else -1.
+inline int narrow_run(int k) noexcept { return tables::NARROW_RUN[k]; }
+inline bool is_letter(int k) noexcept { return tables::NARROW_RUN[k] >= 0; }
+// A run of n > 16 copies of the PUNCT `cp`: the table's 16, then the character's own floor.
+inline std::int64_t same_run_cost(const int* w, std::size_t n, std::uint32_t cp) noexcept {
+    return w[tables::OFF_PUNCT_SAME + 16] + static_cast<std::int64_t>(n - 16) * w[tables::OFF_SAME_SLOPE + cp];
+}
+inline bool is_word(int k) noexcept { return k == tables::LOWER || k == tables::UPPER || is_letter(k); }
 inline bool joins_space(int k) noexcept { return is_word(k) || k == tables::PUNCT; }
 inline bool is_ws(int k) noexcept { return k == tables::SPACE || k == tables::NEWLINE; }
 
@@ -71,6 +78,8 @@ struct Walker {
                 }
                 if (j - i == 1 && j < n && is_word(cls(j))) {
                     u += w[OFF_PUNCT_JOIN];
+                } else if (same && j - i > 16) {
+                    u += same_run_cost(w, j - i, src.cp(i));
                 } else {
                     u += run_cost(w, same && j - i >= 2 ? OFF_PUNCT_SAME : OFF_PUNCT, j - i);
                 }
@@ -104,20 +113,20 @@ struct Walker {
         return u;
     }
 
-    // A word run [i, j): LETTER parts and ASCII parts.
+    // A word run [i, j): parts of one narrow-letter class, and ASCII parts.
     std::int64_t word_run(std::size_t i, std::size_t j) const {
-        using namespace tables;
         std::int64_t u = 0;
         std::size_t p = i;
         while (p < j) {
             std::size_t q = p + 1;
-            if (cls(p) == LETTER) {
-                while (q < j && cls(q) == LETTER) {
+            const int kp = cls(p);
+            if (is_letter(kp)) {
+                while (q < j && cls(q) == kp) {
                     ++q;
                 }
-                u += run_cost(w, OFF_WORD_NARROW, q - p);
+                u += run_cost(w, narrow_run(kp), q - p);
             } else {
-                while (q < j && cls(q) != LETTER) {
+                while (q < j && !is_letter(cls(q))) {
                     ++q;
                 }
                 u += ascii_subwords(p, q);

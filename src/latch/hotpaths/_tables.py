@@ -4,7 +4,7 @@ import base64
 import zlib
 
 UNIT = 256
-CLASS_NAMES = ('LOWER', 'UPPER', 'DIGIT', 'SPACE', 'NEWLINE', 'PUNCT', 'CTRL', 'LETTER', 'CJK1', 'CJK2', 'CJK3', 'CJK4', 'OTHER1', 'OTHER2', 'OTHER3', 'OTHER4')
+CLASS_NAMES = ('LOWER', 'UPPER', 'DIGIT', 'SPACE', 'NEWLINE', 'PUNCT', 'CTRL', 'LETTER', 'CJK1', 'CJK2', 'CJK3', 'CJK4', 'OTHER1', 'OTHER2', 'OTHER3', 'OTHER4', 'LATIN', 'GREEK', 'HEBREW', 'ARABIC')
 LOWER = 0
 UPPER = 1
 DIGIT = 2
@@ -21,6 +21,10 @@ OTHER1 = 12
 OTHER2 = 13
 OTHER3 = 14
 OTHER4 = 15
+LATIN = 16
+GREEK = 17
+HEBREW = 18
+ARABIC = 19
 RUN_SLOTS = 18
 OFF_WORD_LOWER = 0
 OFF_WORD_CAPITAL = 18
@@ -31,11 +35,18 @@ OFF_PUNCT_SAME = 90
 OFF_SPACE = 108
 OFF_NEWLINE = 126
 OFF_NEWLINE_PUNCT = 144
-OFF_DIGIT = 162
-OFF_PUNCT_JOIN = 163
-OFF_BIGRAM = 164
-OFF_CHAR = 168
-N_WEIGHTS = 184
+OFF_WORD_LATIN = 162
+OFF_WORD_GREEK = 180
+OFF_WORD_HEBREW = 198
+OFF_WORD_ARABIC = 216
+OFF_DIGIT = 234
+OFF_PUNCT_JOIN = 235
+OFF_BIGRAM = 236
+OFF_CHAR = 240
+OFF_SAME_SLOPE = 260
+N_WEIGHTS = 388
+# narrow-letter class -> its word run table
+NARROW_RUNS = {LETTER: OFF_WORD_NARROW, LATIN: OFF_WORD_LATIN, GREEK: OFF_WORD_GREEK, HEBREW: OFF_WORD_HEBREW, ARABIC: OFF_WORD_ARABIC}
 
 # BIGRAM[(a - 97) * 26 + (b - 97)] = class 0..3 of the lowercase letter pair a, b
 BIGRAM = bytes.fromhex("02000000020100010002010000000200020000000000010100010001020200030303000103000202000203000102000303030103000201020002020000030000020200020300010000030303010200010201000201020002030101020002030100020001020201030001000000000001000201000000010001000000010000000101000302020000020300030301030300020301010101030303020300020202000201000003030102010102030001020103030302030002020200030303000303020202000203010201010302030103000000000000000202020100000000000200000002000301030001030303010303030203020303030103030302030103030303030102030200030202010302020302010203020102020303030203000201010001020200030200010200010302000000010203000300010202000202030003030101020000030201020103030301030002000000010002000201010200000102020000010102020102010100000101000201020100000000000300000000000001010200020102000302000003030002020000030001000102030301030303030303030303030303020303030303020302000303030303000100000001010200030101000000010300000000010203000300020002000202000003010101010000010200000002010301020002010100010200000302010101000103000000000201020002000100010001010300030200000002000300000003020302020200030203000303030003030202030103030202030203030302030003020200030301000303020301010203010102030303030203020201020102030201030302020302010303030102030302020301020102010303030103030101010101030201010203020302020103030301030303010303030303020303030303020303030202")
@@ -225,88 +236,115 @@ STAGE1 = bytes.fromhex(
     "00b700b800b900ba00bb00bc00bd00be"
 )
 STAGE2 = zlib.decompress(base64.b85decode(
-    "c-rk<iGtfE5N*3@^q_+L|KB#TEnAXx0CTc3o88!!U<T%3<^l50pO5nO<Lm3k&$sgR@3Q>!ERPTV-Yxg*f9;k(SAULaU6!AW&"
-    "oV4trpNo?Pf2O`{qy_paQpZB#rXJW*eQ<->3-Y2cDh%1zP?|5mD}rKSo1r)ZW?B9hqTf9^5!AEHTGVH!?$u}Ad(syuPK*tOx"
-    "={1;-;k<4-c(p5Y)5Xw6vB<C(g>lO46rT=}5XuVOTkz;an!;z9-le^-N(N?{6-d$w_S9I;1|_N=GHDmh|}bP;R_zY5n;Ac6|"
-    "OFXY<BW-Cwsz%~Lzk(c<F<`YpmZl3{Ig<Y5`l9hhD)(V_W|w;>#719^Ai_dmCHX?Dx_y!xvCxXYybR2Oh9@5?^`nsdg2TH@h"
-    "9GL{hbFGW^Dd`)F0KdwJ>>$a49ah|-6a-zfnj0`7(!A$lNO<rv=2{P~7SDob_wt=So5G3DnPJNO}f<!s<zfZ9ZqLQH8QiX0L"
-    "VNFUD$0KOBMF__@gP+!L&>WcB`blrE#QlFyK46W6OxVT*a!dm^6UWH8a#VwtkG1$+Iv12TP^)qQAu-C|q`#gmEOGd+ivC;Ve"
-    "<Sk(@Hn>N@#DeTLxo+A6sBAJ&{$ky6q7&q{M#dp-|EK4i?9D#w_}6)inb}!C^No26#(I0@F?L~W-kv4rk_7`rx&x=0n<k}8q"
-    "2!(t553TcF(GPyqdXPeA1XMK5I`c-f6v>pVxSG>-Ltu=0Pi770i<kOL7;KDTa>36Nq(!cBevHTP|c9dNtd?c30@9(-I>Wln8"
-    "~wHG45ug3s|cVj=kEH}pv=2ogQg;a+{w1xuLAOCz}qRcaWdc?q4lh)@21VM7h;SS2(W)vgirYX8*rUpzsaJ6Q6<NALnlroVW"
-    "DPZmhdCOA}tBw^9Sy3&L48arAw49s|2TzKc=jvd`w-AA=*FtEiyVa9Y(#Z6K*4D7d#5Q-5!)HhFUj%xq39<bnlI3+ySg)NM8"
-    "0wzJ}NwsnuA-(Umfq6f{qCX|t3p6y1KvZO)(&pEm3w7L~r6)5lGjpHV@P7**yX8w~gN-Bqe8dk98Q*JmZcAvfKPZ_?nF6V^("
-    "F^_up}6_X>!Q>J777-O)ALGxh~)l5&`B=mGK!Ii^H|v;-h{akIDy>%u%$vZVh_jiZ(@szf9=hRsFfqO>R`u4Q5V;q>M<5_Mu"
-    "h^QW!7d?@vGxsWii@engu0iwv{Sxhhb$}#^MRFWk?`e7U~RUBgU^uFt#Rnum}=o(*|8_O6>?o`7fB2qN0z5Yl&{p|8DDIeO$"
-    "O1BG#G;WsU%+8<2{)8aq-EbJcc(yl25A&D`O?VgE}T2be(ub>ogw0OTy}Lm`s0|LHEyQD=#w$dsBz0>@Ion~NwCJx)OI!vTk"
-    "&-B1xjF!4&AzZmfcmie=uzVrPr&?9BB|Al55Me{l8!GLC-Kqi3NUK0ig^uCf;7(_>^oI}%z(FHQ;C_o_2A6MG{LKSWE`Zt*N"
-    "zcg`;Z=3(OV|s1KiuC|kpMR-MA7$n-u=&5<&c9USTn9U+T7n&B1q+V-e+h;t96;b5gTbL~K{0-ilO6VTBtTRCP>H{))^SOS2"
-    "E(5307fYGLhmzj{p<oEL!~#ky)UW}39C+uY3m<HD{t^)KaKt$oIRm>#byaHkN;KAzYxP-Z1}YKc73S(CX$nYzWrkBe85F89P"
-    "pn0waEXi!)>~Dz?Qs2{IEs?yz&2e{)K7guDDvqwf;#Tf*|9wtNRZtw*z(m!-h<p>@h4vFVVcT2JKl1ymiSo!My)n7M)(J%TA"
-    "DwRd#^oxwO^MR0OBC=_X2EKRNCMNNUAuETX@TKzE6`T?zle_Cgb=fXl}6%<ISlO14!3htmeYaGKVGGbuTLO2-l`^WW#QE?wt"
-    "upXVR8t-s2c7AjAki>_Hfvd{DF>Y%v|)GSv74U;6STgeB1DD@v&&p(8~{vXn?U~k<H{`|KNd;&lG2R;0UGr-jZ!YrTvMxCOp"
-    "$HUrwyZN5Ly#4*R)bIb{{VpXXO5fy5=8{&glHKT?nZNb-KjHw4l6&ev`>bF4*pH($1~Ug5cmtSXUa0$DsB*9dcZ|af^P?(MI"
-    "}tzs;W7XCM&Ex@Bzp+>)yW4E$HT+^4+*HMba%7${*RJANcwnZ`#-umdWc5<ufBTHx{DNI_FujKM1y_}FD(o35D=3D{#DH<;T"
-    "*ix{tq~DK-SwbIQU1<-6pc|ONz-w*xUd{>pOv$z!kqKVa=Dy|B7Q$)U8x<?3s|7i!A1E>-CeSaY4DCL&5k32LG)&2Z4AEO7x"
-    "`c4i4;YE5Ag=m@VqzBxk@mep=z>SLeU??W<&*n{vJm@=qoItFXhwfBZ|~of`XC$G=n=QR82${QtYGe{ijToiSPX{ZA@$^Pc_"
-    "n`1~u6>mN08u<k20HnPUQrPlFV{2vVDmp`SK?MSI#){pj#(F%3{+p4+ojNTc3(3$+l`B%hXRnAwi3Q;iYGmta-Yia-LpycT{"
-    "uRfgrzgO`W;d(8fS&35C8FSwnq1#gS#d-ER%9&6<GcueF1~c1BG<&thEXX{i)6@Whapba+h;reaB|4XXuUUk`LiWvX?vqp&B"
-    "zmO7zT>7(S&J$Q$}LyuMpjN4G9!W9pL-Bxy(b^Q9sl$e|7*v8`FbkmJN_jOxKaL){n-B}|0~F)zAgS|qyHcL&jWtp!v7HQe^"
-    "29=9kta9{_kzUIaSstumA24FXf$1Ke3HvQj}BS^Et%Je+4B@zj5{9{Qtd*{}HZNmV@5#Qex)Yh=dF7qB6zUk$57pPSoyHY-`"
-    "JfY-6ux8`<uP{d8Jl<f0OxSU6{iu@ZfbzYz=3H@~q@Qc;lTkq-Cji!NAVX&S+$gLSD&l;$ON<|1MzZGL=!P|P5a|7+kEuKk~"
-    "2|9kL%68(=Kd)1@Wx&4y)cjo_k(|xK2^sIl;fPZiJC%ymI#=m-B|KZ@j=ln;~|M!Cb_niOsuzvf=|NLs4W&b^_e`v`f3XXs5"
-    "RQ{5FG%EK0<Nr@{sqXf_SkQ_F_RA`N`*E&r#d!a#`T1At=l^tnhDWdeF3<mI^xyOIZy5V;a{j9${dZ}<y`O)xKgd9v|F{H@j"
-    "rHH^{JZt}e=Ymj?SBXUOLG3ZaQyZyo`2zS{<_jLV6@JUUu|4_iQjt9e<b<8%JY9L?bMt8=I;E*b@SiM#Q)Wwe`VSKYvQ+_yb"
-    "SI6Ki2lwyZwvnuk+`Bdb0l>pa1+n3C0oM"
+    "c-rk<iDKg>5N(@n^3V#_P5%F1>sUS{SqCsDk;k!PTM{!c2g3v8_xCHk{d#-*_5MU}|4!+jJ6*r{dzFUcf34E@(f2;iY5Glnr"
+    "_<zZyna4?Q;etc<NSKM{GH$Q*RM`1bUhG<(}t_#aKZikaP&c!_ovfb-qYix)9B+VE|fk!`4pcDd#2OoM>#qXS$$L<Q>MO;&C"
+    "q{my1ZOpAOFAK#qU3|qCPGZFMoIX{y3cau}4F3AMr&t^!a)IJ3r5l_<4N{-+%7=!t&Q&-;V{l9vy$agyaHgze-R2Vk+%LcS@"
+    "=huTKwjk!8v1`{$4S{k0$U8+UVmoFdgvtz<`&uPgZ1C}T^9rNxn(rQZ)=ddWnC?%!XUupc$#5X6U<%cnRxrN1A2Tz);vr25n"
+    "laIEOd-vF9@#)Mnsk-uZ45Y`WMtc>`IN=$KFzvtF1Df*H;dTr%M$psh%js}ex?KK*``eGCm-gm6p8-Lg)n)Xc)ed{^4$tnsm"
+    "<sARL$To?Jf_jSuwh@IbDN+KDpx<U89Q_D>n!`b3U~1_RpWcbb|CVCF90|E$8#j>S)^H<r^qezCC3tyXir>Y3MR^0Y3MUXEq"
+    "yA0m>)FF1NBk<Nzs2~kXPyA=`#L<n-<W$S@XMYebWI%UvoGky^v~V@wg}_bhVlO3^MBUm*r2|mWy%!FjBnovKo|&D3U?a4-5"
+    "}f^-`C#WjNS*_zPj+3UOODUa}SquX655i%;n&n$L-+#>RX8euSfCYD<0Lle5B8L(8#NSd9q<i>4GxH(2#lp@tUArsZdvz3*C"
+    "lR-8QhD722t^M9T#wMj>;~UQCqWv;B=k2)^YFZL$i2Ot);f)mU^u3S)g~3@$^F83t)tLSrG~HU2-aqlS5|5~`eP)d^blf9m`"
+    "%?jX(pmOStgJb;qhE1uw!36ir24rL)pm=rO;=*oGH9nA^`MzT!~JWDZPM?<OWs8$IEHfbn~gwDEfkyVKR>!l-vY(x*`#Z!x;"
+    "`ai7(EchRG8INsY3FEv0lc3b3*f_S3-e=#yxSn9KpB(E2DvCxR8ZuDm^Yh4sGU-rLlTnlzg-<NRze$W;ilw8*##VgZk_VfDu"
+    "N6D?CDiyIl-woHfYilk1^<Ik-n<ueksAUt6${4hd8R*f<oZJ}NKX4Qij#=TSXd&Sl(~>Nfn5KvWI`os58L{$5{rs|t@Vm1)g"
+    "zX!!HSQfEU(?QV@&jn0s}%#ugz%UN5{YNa<t817L<b7(olIh4a>7KmPm*tM*`8aQ06cTIey6iW2ut|iz2btZP3jo*N?C@{sp"
+    "s96x1<uF467&-(_1Y&kGk*#8OwG^bz0;15z1RWkm{duF`6d*DRO}GgsuVSpQNd0Y;EOS-T?_0NG3Xkcs51f4hovlzE~kGNtB"
+    "`z_u3f6e6-zj~x(vv%w+gH&nzBOtMn@FGl=<rT;AF?|l6W^jKM}f1!CsR)3CiFrZo{kQtz~)`SKEy{_aL2GN$vm(a9hbb(Ad"
+    "N)U+s$C1{*P*qz!{|%<~FI7_G$BzH&F}*ru#kv8k_rH`5A7%P6u*JXD_P-S4TpKH=YLXph0}GDhe-4HyoIv0igTbb6K{0=j("
+    ";e1rBtTRDP|3fF=5a}e2E&@K07l4;LeD*NdG7)tN2M3Iye_H|2`e5H)8;?6X5Qe(e=6fYIBP<Uiq#roZvUh1e<7y5Scqxk<@"
+    "!*MO{5?JegDPM{(ysEIN;s=Ycc+}PPggS0bBMC@xu}e@FxH3{uibrcg5K{uK7=T69k!<U0i=yg&nBJA2wuSXN_SddWq_(HE8"
+    "!r;JudY6U^)1Wzp%mxvV7ln2ioF-Iq4onu_4mH{E2(^E=1w07<o2jYam?5a=$^w=3a4Se|GC6>wRYo_TC}K+dvCV6)o*7<SW"
+    "o2qroEPw7~K<@oo0uS?hCx7Ym->*il&TnmLe&qe1fAX(?}a&^$c21=$Yf`&^H=B?zDKjg*_t@|HBVEqrNS+F*52Y>Nf2R?xx"
+    "`GX$*!<pb}0%4Z-f1`F$*6m^Kzs>wkU|RnDTk7xs@cx#P5~m;XBXd!!R?)8Y_T1n4_aCtVM#<fEpuX2Hz3s==Fb1Ol8h8_!Y"
+    "+0!5U#NPp26v3p4D+ojR6h~l|KV}`@q>Q<Bun=Yh^x04NNf)e>pvu*s@&Dh*6TlV>L3~8ovr_9YU?2?<G=dsN$o09i1~l<`V"
+    "$TQC9>2^z(YVy68KlKoP>SwR_j0DBmh}2%ixe7L3f$RBrYiqF2dphFk0OSvIMUDO$lp0)c7wuCq>yzCC8cxslLdf|F)h#scI"
+    "MG$2nxQUtoyentc$6$DqVd%J1O7@0P}wC}^|Eb=Vm*U>`p%i1M@j-|POB)6P|6z6QphO7T}=g^B<Cmm)hg_p#1@sXC(OzgFY"
+    "_pECc!HUG6IWajTbsr1cj{@3FDuRP9wl<2{_uGHMf8vmA>$FGThFwkFmQ7g-lV!NVmtr?>cb^Y6{xPFh{9)8f6{`>Jy#9&7I"
+    "Ggz4@nDrjW5&yZi|1?19_Dr)c$N$$Z{6jciDrZvSlyutMw?*idlzd5^ytZ;8T%Q;PP6myc>@}La`eG6ko>FOQ0>RjFNl8U1v"
+    "(FOk%YRlcLJ=YPmN&J@DhV>(vSHtO(~IV+N`iVz1-6lthYX34L255Nh>G4)4B*axTFd{n^S^XF6Z4(_5*yrT{E+<k|7-l0F_"
+    "!wV_@9mazwkc~_=Su3L&X0*wO?{nRx9|ww+ZK1cs+UkcZGSb>~#K-tu3RXo-*&xAx^(DsJlJ8*_Y%0YZv||951Ae+VFB>mfM"
+    "Jh3+Xy#j$K3Q>4?{K+Lh|+%5tIGu2r|~*v{(OskB7PbxMr7%sxv@l+I`S8;Q{QmbYt@RVT=F%Z6KxMF*rVcNoECgJnaNPFj|"
+    "(u@KQUQsyfL2;~eC<9`kO!gc%;tbYsfPon<a%U|_)HSWJ;`JKhT)@+|@0WI5KXCS{f{F7e)W8+_~&;M}9-}3lJGXA%M|F=B;"
+    "ZDIcQHU9H!ahCP>F#n;Yi%zipyGHdd8Am(C`oH4;?pUh1^)D8@Is^Y@)xUi^7nfqZ{?&Z{tM&bVn%~2tSAUoL|1|3F`TjSI^"
+    "*7o7)sX$W^xxL^zu9kOp!I)T3P{HGZ?*s3djG$c|E$)(f%qla{~b7g`w{oQ@YsJH=^ijz`^S&guC3&6t&e{s<v+^(e=PmfoB"
+    "gKd;>U5vzlllyqu>9^vi`@!Z#_jB+Wmj5{jYWZ7q?&M_y6?d|1IAC`F}a=7$N"
 ))
 
 # profile -> (weights, (scale_num, scale_den)); estimate = ceil(units * num / (den * UNIT))
 PROFILE_TABLES = {
     "openai": (
         (
-            0, 259, 259, 305, 327, 391, 462, 492, 582, 722, 722, 1065, 1131, 1131, 1131, 1131,
-            1131, 64, 0, 256, 341, 341, 371, 408, 408, 408, 408, 563, 563, 563, 885, 885, 885, 885,
-            885, 64, 0, 325, 325, 420, 518, 518, 518, 518, 721, 721, 721, 777, 777, 777, 777, 777,
-            777, 64, 0, 359, 452, 547, 777, 849, 973, 1042, 1207, 1278, 1345, 1529, 1982, 2051,
-            2220, 2220, 2220, 64, 0, 281, 384, 552, 552, 552, 552, 912, 1818, 1818, 1818, 1818,
-            1818, 1818, 1818, 1818, 1818, 64, 0, 256, 344, 344, 444, 444, 444, 444, 444, 444, 444,
-            444, 444, 444, 589, 589, 2516, 16, 0, 179, 452, 471, 471, 471, 471, 471, 471, 471, 471,
-            471, 471, 471, 471, 471, 523, 64, 0, 345, 345, 345, 345, 345, 345, 345, 345, 345, 345,
-            345, 345, 345, 345, 345, 345, 64, 0, 0, 0, 270, 270, 270, 270, 270, 270, 270, 270, 270,
-            270, 270, 270, 270, 270, 64, 290, 116, 0, 94, 123, 204, 0, 0, 0, 0, 0, 0, 256, 0, 269,
-            533, 809, 1024, 357, 586, 776, 1024,
+            0, 274, 311, 349, 349, 474, 474, 550, 576, 723, 723, 723, 723, 741, 933, 933, 1807, 10,
+            0, 256, 341, 341, 341, 460, 460, 522, 522, 522, 522, 522, 700, 934, 934, 934, 934, 8,
+            0, 381, 381, 528, 597, 597, 597, 597, 597, 597, 597, 597, 597, 597, 597, 597, 597, 10,
+            0, 297, 855, 903, 1027, 1027, 1027, 1344, 1344, 1344, 1344, 1344, 1344, 1344, 1605,
+            1820, 1820, 214, 0, 281, 356, 403, 802, 802, 937, 1031, 1335, 1335, 1860, 1860, 1891,
+            2168, 2168, 2168, 3224, 203, 0, 256, 262, 327, 327, 327, 327, 327, 327, 327, 327, 327,
+            327, 327, 455, 455, 2560, 0, 0, 341, 451, 469, 469, 469, 469, 469, 485, 501, 501, 501,
+            501, 501, 501, 501, 501, 17, 0, 71, 259, 259, 259, 259, 259, 259, 259, 259, 259, 259,
+            259, 259, 454, 454, 454, 17, 0, 0, 0, 5, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17,
+            17, 17, 2, 0, 256, 355, 739, 839, 1535, 1628, 1628, 1628, 1628, 1628, 1628, 3381, 3381,
+            3381, 3381, 4467, 262, 0, 256, 815, 815, 1182, 1460, 1460, 1460, 2125, 2125, 2125,
+            2125, 2125, 2125, 2125, 2125, 2125, 32, 0, 320, 626, 694, 1173, 1719, 1719, 1719, 1719,
+            1719, 1719, 1719, 1719, 1719, 1719, 1719, 1719, 52, 0, 292, 569, 841, 1161, 1391, 1404,
+            1595, 2190, 2190, 2190, 2190, 2190, 2190, 2190, 2190, 2190, 32, 352, 113, 0, 0, 191,
+            216, 0, 0, 0, 0, 0, 0, 256, 0, 265, 541, 777, 1024, 263, 526, 850, 1024, 0, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0, 32, 128, 4, 64, 8, 128, 128, 64, 64, 4, 8, 64, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0, 32, 16, 32, 4, 32, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 128, 64, 128, 64, 4, 128, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 128, 64, 128, 8, 0,
         ),
         (1, 1),
     ),
     "anthropic": (
         (
-            0, 259, 259, 305, 327, 391, 462, 492, 582, 722, 722, 1065, 1131, 1131, 1131, 1131,
-            1131, 64, 0, 256, 341, 341, 371, 408, 408, 408, 408, 563, 563, 563, 885, 885, 885, 885,
-            885, 64, 0, 325, 325, 420, 518, 518, 518, 518, 721, 721, 721, 777, 777, 777, 777, 777,
-            777, 64, 0, 359, 452, 547, 777, 849, 973, 1042, 1207, 1278, 1345, 1529, 1982, 2051,
-            2220, 2220, 2220, 64, 0, 281, 384, 552, 552, 552, 552, 912, 1818, 1818, 1818, 1818,
-            1818, 1818, 1818, 1818, 1818, 64, 0, 256, 344, 344, 444, 444, 444, 444, 444, 444, 444,
-            444, 444, 444, 589, 589, 2516, 16, 0, 179, 452, 471, 471, 471, 471, 471, 471, 471, 471,
-            471, 471, 471, 471, 471, 523, 64, 0, 345, 345, 345, 345, 345, 345, 345, 345, 345, 345,
-            345, 345, 345, 345, 345, 345, 64, 0, 0, 0, 270, 270, 270, 270, 270, 270, 270, 270, 270,
-            270, 270, 270, 270, 270, 64, 290, 116, 0, 94, 123, 204, 0, 0, 0, 0, 0, 0, 256, 0, 269,
-            533, 809, 1024, 357, 586, 776, 1024,
+            0, 274, 311, 349, 349, 474, 474, 550, 576, 723, 723, 723, 723, 741, 933, 933, 1807, 10,
+            0, 256, 341, 341, 341, 460, 460, 522, 522, 522, 522, 522, 700, 934, 934, 934, 934, 8,
+            0, 381, 381, 528, 597, 597, 597, 597, 597, 597, 597, 597, 597, 597, 597, 597, 597, 10,
+            0, 297, 855, 903, 1027, 1027, 1027, 1344, 1344, 1344, 1344, 1344, 1344, 1344, 1605,
+            1820, 1820, 214, 0, 281, 356, 403, 802, 802, 937, 1031, 1335, 1335, 1860, 1860, 1891,
+            2168, 2168, 2168, 3224, 203, 0, 256, 262, 327, 327, 327, 327, 327, 327, 327, 327, 327,
+            327, 327, 455, 455, 2560, 0, 0, 341, 451, 469, 469, 469, 469, 469, 485, 501, 501, 501,
+            501, 501, 501, 501, 501, 17, 0, 71, 259, 259, 259, 259, 259, 259, 259, 259, 259, 259,
+            259, 259, 454, 454, 454, 17, 0, 0, 0, 5, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17,
+            17, 17, 2, 0, 256, 355, 739, 839, 1535, 1628, 1628, 1628, 1628, 1628, 1628, 3381, 3381,
+            3381, 3381, 4467, 262, 0, 256, 815, 815, 1182, 1460, 1460, 1460, 2125, 2125, 2125,
+            2125, 2125, 2125, 2125, 2125, 2125, 32, 0, 320, 626, 694, 1173, 1719, 1719, 1719, 1719,
+            1719, 1719, 1719, 1719, 1719, 1719, 1719, 1719, 52, 0, 292, 569, 841, 1161, 1391, 1404,
+            1595, 2190, 2190, 2190, 2190, 2190, 2190, 2190, 2190, 2190, 32, 352, 113, 0, 0, 191,
+            216, 0, 0, 0, 0, 0, 0, 256, 0, 265, 541, 777, 1024, 263, 526, 850, 1024, 0, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0, 32, 128, 4, 64, 8, 128, 128, 64, 64, 4, 8, 64, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0, 32, 16, 32, 4, 32, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 128, 64, 128, 64, 4, 128, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 128, 64, 128, 8, 0,
         ),
         (4, 3),
     ),
     "cjk": (
         (
-            0, 259, 259, 305, 327, 391, 462, 492, 582, 722, 722, 1065, 1131, 1131, 1131, 1131,
-            1131, 64, 0, 256, 341, 341, 371, 408, 408, 408, 408, 563, 563, 563, 885, 885, 885, 885,
-            885, 64, 0, 325, 325, 420, 518, 518, 518, 518, 721, 721, 721, 777, 777, 777, 777, 777,
-            777, 64, 0, 359, 452, 547, 777, 849, 973, 1042, 1207, 1278, 1345, 1529, 1982, 2051,
-            2220, 2220, 2220, 64, 0, 281, 384, 552, 552, 552, 552, 912, 1818, 1818, 1818, 1818,
-            1818, 1818, 1818, 1818, 1818, 64, 0, 256, 344, 344, 444, 444, 444, 444, 444, 444, 444,
-            444, 444, 444, 589, 589, 2516, 16, 0, 179, 452, 471, 471, 471, 471, 471, 471, 471, 471,
-            471, 471, 471, 471, 471, 523, 64, 0, 345, 345, 345, 345, 345, 345, 345, 345, 345, 345,
-            345, 345, 345, 345, 345, 345, 64, 0, 0, 0, 270, 270, 270, 270, 270, 270, 270, 270, 270,
-            270, 270, 270, 270, 270, 64, 290, 116, 0, 94, 123, 204, 0, 0, 0, 0, 0, 0, 256, 0, 256,
-            256, 256, 256, 357, 586, 776, 1024,
+            0, 274, 311, 349, 349, 474, 474, 550, 576, 723, 723, 723, 723, 741, 933, 933, 1807, 10,
+            0, 256, 341, 341, 341, 460, 460, 522, 522, 522, 522, 522, 700, 934, 934, 934, 934, 8,
+            0, 381, 381, 528, 597, 597, 597, 597, 597, 597, 597, 597, 597, 597, 597, 597, 597, 10,
+            0, 297, 855, 903, 1027, 1027, 1027, 1344, 1344, 1344, 1344, 1344, 1344, 1344, 1605,
+            1820, 1820, 214, 0, 281, 356, 403, 802, 802, 937, 1031, 1335, 1335, 1860, 1860, 1891,
+            2168, 2168, 2168, 3224, 203, 0, 256, 262, 327, 327, 327, 327, 327, 327, 327, 327, 327,
+            327, 327, 455, 455, 2560, 0, 0, 341, 451, 469, 469, 469, 469, 469, 485, 501, 501, 501,
+            501, 501, 501, 501, 501, 17, 0, 71, 259, 259, 259, 259, 259, 259, 259, 259, 259, 259,
+            259, 259, 454, 454, 454, 17, 0, 0, 0, 5, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17,
+            17, 17, 2, 0, 256, 355, 739, 839, 1535, 1628, 1628, 1628, 1628, 1628, 1628, 3381, 3381,
+            3381, 3381, 4467, 262, 0, 256, 815, 815, 1182, 1460, 1460, 1460, 2125, 2125, 2125,
+            2125, 2125, 2125, 2125, 2125, 2125, 32, 0, 320, 626, 694, 1173, 1719, 1719, 1719, 1719,
+            1719, 1719, 1719, 1719, 1719, 1719, 1719, 1719, 52, 0, 292, 569, 841, 1161, 1391, 1404,
+            1595, 2190, 2190, 2190, 2190, 2190, 2190, 2190, 2190, 2190, 32, 352, 113, 0, 0, 191,
+            216, 0, 0, 0, 0, 0, 0, 256, 0, 256, 256, 256, 256, 263, 526, 850, 1024, 0, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0, 32, 128, 4, 64, 8, 128, 128, 64, 64, 4, 8, 64, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0, 32, 16, 32, 4, 32, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 128, 64, 128, 64, 4, 128, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 128, 64, 128, 8, 0,
         ),
         (1, 1),
     ),
