@@ -246,3 +246,19 @@ def test_compact_starts_a_new_epoch_and_keeps_the_log(agent):
     assert step.view.epoch == e1 + 1
     assert len(a.kinds()) > n  # nothing deleted; the log only grew
     assert not any("alpha0x1" in m.content for m in step.view.messages if m.kind == "conversation")
+
+
+def test_binary_or_huge_repository_instructions_warn_and_binary_is_not_sent(tmp_path):
+    """Found by a new-user trial: a binary AGENTS.md was sent to the model as U+FFFD and control bytes."""
+    import os as _os
+
+    from latch.agent.context import INSTRUCTIONS_LIMIT_BYTES, repository_instructions
+
+    (tmp_path / "AGENTS.md").write_bytes(_os.urandom(4096))
+    (tmp_path / "CLAUDE.md").write_text("Use tabs.\\n")
+    text, warnings = repository_instructions(tmp_path)
+    assert "# CLAUDE.md" in text and "Use tabs." in text
+    assert "\\ufffd" not in text and len(warnings) == 1 and "AGENTS.md: not text" in warnings[0]
+    (tmp_path / "AGENTS.md").write_text("é" * (INSTRUCTIONS_LIMIT_BYTES // 2 + 10))  # cut inside a character
+    text, warnings = repository_instructions(tmp_path)
+    assert text.startswith("# AGENTS.md") and "is longer than" in text and "cut" in warnings[0]

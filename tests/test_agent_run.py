@@ -253,3 +253,24 @@ def test_status_line_shows_each_requests_cost_where_priced(tmp_path, ws):
                       "my-local-model-7b", "--base-url", server.base_url, "--yes", cwd=ws, env=_env(tmp_path))
     assert local.returncode == 0, local.stderr + local.stdout
     assert local.stdout.count("unpriced") >= 3 and "cost $" not in local.stdout
+
+
+@pytest.mark.parametrize("extra", [["--window", "10"], ["--engine", "nosuch"], ["--estimator", "nosuch"],
+                                   ["--child-engine", "nosuch"]])
+def test_a_rejected_run_leaves_no_store_and_no_session(tmp_path, ws, extra):
+    """Found by a new-user trial: rejected options left an empty session (and a database) behind."""
+    r = latch(tmp_path, "run", "x", "--provider", "openai-compatible", "--model", "m", "--base-url",
+              "http://127.0.0.1:9/v1", *extra, cwd=ws)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "latch.db").exists()
+
+
+def test_resume_of_a_session_without_a_task_is_refused(tmp_path, ws):
+    from latch.store import EventStore
+
+    store = EventStore(tmp_path / "latch.db")
+    sid = store.create_session(workspace=str(ws), source="latch run", format="latch",
+                               meta={"agent": {"provider": "openai-compatible", "model": "m"}})
+    store.close()
+    r = latch(tmp_path, "run", "--resume", sid, "--base-url", "http://127.0.0.1:9/v1", cwd=ws)
+    assert r.returncode == 1 and "has no task" in r.stderr

@@ -66,12 +66,25 @@ def repository_instructions(workspace: str | os.PathLike[str]) -> tuple[str, lis
             continue
         cut = len(data) > INSTRUCTIONS_LIMIT_BYTES
         text = data[:INSTRUCTIONS_LIMIT_BYTES].decode("utf-8", errors="replace").strip()
+        if _binary(data[:INSTRUCTIONS_LIMIT_BYTES], text):
+            warnings.append(f"{path}: not text (NUL bytes, control bytes or invalid UTF-8); not sent to the model")
+            continue
         if cut:
             text += f"\n[{name} is longer than {INSTRUCTIONS_LIMIT_BYTES} bytes; the rest is not shown]"
             warnings.append(f"{path}: longer than {INSTRUCTIONS_LIMIT_BYTES} bytes, cut")
         if text:
             parts.append(f"# {name}\n\n{text}")
     return "\n\n".join(parts), warnings
+
+
+def _binary(data: bytes, text: str) -> bool:
+    """Whether instruction bytes are not text: a NUL byte, or more than 1% of the characters are invalid
+    UTF-8 (U+FFFD) or C0 controls other than tab, newline and carriage return. A cut in the middle of a
+    multi-byte character at the size limit is not counted."""
+    if b"\x00" in data:
+        return True
+    bad = sum(1 for ch in text if ch == "\ufffd" or (ord(ch) < 32 and ch not in "\t\n\r"))
+    return bad > max(1, len(text) // 100)
 
 
 def session_context(workspace: str | os.PathLike[str], mode: str = "default",

@@ -229,9 +229,10 @@ def register(cli: click.Group) -> None:
         from ..kernel.tombstones import tombstoned_sessions
         from ..providers import ProviderError
 
-        store = app.store()
+        store = app.store(create=False) if resume is not None else None  # a new run opens it once checked
         profile: dict[str, Any] = {}
         if resume is not None:
+            assert store is not None
             try:
                 info = store.session(resume)
             except KeyError as exc:
@@ -242,6 +243,8 @@ def register(cli: click.Group) -> None:
             if not profile:
                 raise click.ClickException(f"session {info.id} was imported, not run by latch run; it cannot be "
                                            "resumed")
+            if not any(True for _ in store.events(info.id, kinds=["user_message"])):
+                raise click.ClickException(f"session {info.id} has no task (it never started); start a new run")
             session_id, workspace = info.id, Path(info.workspace or os.getcwd())
         if tool_names is None and profile.get("tools"):  # a resumed session keeps its tools, byte for byte
             chosen_tools = tuple(t for t in known.values() if t.NAME in profile["tools"])
@@ -274,7 +277,24 @@ def register(cli: click.Group) -> None:
         interactive = task is None and resume is None
         if interactive and not sys.stdin.isatty():
             raise click.UsageError("no TASK: give one, or run on a terminal for the interactive prompt")
+        try:  # every choice is checked before a new session is stored (a rejected run leaves nothing behind)
+            plugins.get_engine_factory(plugins.engine_name(engine, config))
+            if child_engine:
+                plugins.get_engine_factory(child_engine)
+            if estimator:
+                plugins.get_estimator(estimator)
+        except plugins.PluginError as exc:
+            raise click.UsageError(str(exc)) from None
+        from ..config import budget_for_model
+
+        planned = budget_for_model(config, model)
+        planned_window = window if window is not None else planned.context_window_tokens
+        planned_reserve = reserve if reserve is not None else planned.reserve_tokens
+        if planned_reserve >= planned_window:
+            raise click.UsageError(f"the reserve ({planned_reserve:,}) must be below the window "
+                                   f"({planned_window:,}); pass --window or --reserve")
         if resume is None:
+            store = app.store()
             workspace = Path(os.getcwd()).resolve()
             profile = {"provider": name, "model": model, "base_url": base_url, "api_key_env": api_key_env,
                        "mode": mode, "engine": engine, "child_engine": child_engine, "estimator": estimator,
