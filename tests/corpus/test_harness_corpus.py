@@ -14,6 +14,7 @@ import pytest
 from corpus_support import corpus_format, corpus_name
 from latch.commands.replay import RATIO_BAND, run_replay
 from latch.events import SystemNote
+from latch.providers import to_anthropic_messages, to_openai_chat, validate_anthropic_messages, validate_openai_chat
 
 pytestmark = pytest.mark.corpus
 LO, HI = RATIO_BAND
@@ -33,6 +34,12 @@ def test_harness_in_every_corpus_replay(corpus_session):
     else:
         assert not any(v.system for v in views)
         assert {r["harness_tokens"] for r in rows if r["total_tokens"] is not None} == {h["inferred_tokens"]}
+    loader = lambda sha256: store.get_artifact(sha256)[1]  # noqa: E731
+    for view in (views[0], views[-1]):  # the harness's system prompt reaches both wire formats
+        openai, anthropic = to_openai_chat(view, loader), to_anthropic_messages(view, loader)
+        assert validate_openai_chat(openai) == [] and validate_anthropic_messages(anthropic) == []
+        if view.system:
+            assert openai["messages"][0] == {"role": "system", "content": view.system}
     for r in rows:
         if r["total_tokens"] is not None and r["provider_prompt_tokens"]:
             assert r["provider_ratio"] == round(r["total_tokens"] / r["provider_prompt_tokens"], 3)
