@@ -222,3 +222,16 @@ def test_the_replay_table_says_what_the_harness_is_and_the_ratio(run, tmp_path):
             f"min {r['min']:.2f}, max {r['max']:.2f}); {r['within']}/4 request(s) within 0.9–1.3×") in out
     bare = run("replay", str(path), "--no-harness")
     assert "harness:" not in bare.output
+
+
+def test_the_header_line_names_what_was_recorded():
+    from latch.commands.replay import harness_line
+
+    base = {"source": "recorded", "system_tokens": 0, "tools_tokens": 120, "notes": 0, "tools": 2}
+    assert harness_line({"harness": base}) == ("[dim]harness: the transcript's 2 tool schema(s) (120 tokens), sent "
+                                               "with every request[/dim]")
+    both = {**base, "notes": 3, "system_tokens": 23_429}
+    assert harness_line({"harness": both}) == ("[dim]harness: the transcript's system prompt (3 note(s), 23,429 "
+                                               "tokens) and 2 tool schema(s) (120 tokens), sent with every "
+                                               "request[/dim]")
+    assert harness_line({"harness": {"source": "none"}}) is None

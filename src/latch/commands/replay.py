@@ -59,7 +59,8 @@ from ..textsafe import PIPE_WIDTH, Table, cell, console, dumps, markup, safe
 from . import output_file
 
 __all__ = ["resolve_engine_factory", "resolve_estimator_choice", "ReplayPlan", "plan_replay", "run_replay",
-           "window_origin", "window_line", "replay_options", "register"]
+           "window_origin", "window_line", "replay_options", "register", "RATIO_BAND", "provider_ratio",
+           "ratio_summary", "harness_doc", "harness_line", "ratio_line"]
 
 PROGRESS_MIN_REQUESTS = 40
 
@@ -356,9 +357,9 @@ def harness_line(doc: Mapping[str, Any]) -> str | None:
     """The report header's rich-markup line about the harness prompt, or ``None`` when there is none."""
     h = doc.get("harness") or {}
     if h.get("source") == "recorded":
-        tools = f" and {h['tools']} tool schema(s), {h['tools_tokens']:,} tokens" if h["tools"] else ""
-        return (f"[dim]harness: the transcript's system prompt ({h['notes']} note(s), {h['system_tokens']:,} tokens)"
-                f"{tools} sent with every request[/dim]")
+        parts = ([f"system prompt ({h['notes']} note(s), {h['system_tokens']:,} tokens)"] if h["notes"] else []) + (
+            [f"{h['tools']} tool schema(s) ({h['tools_tokens']:,} tokens)"] if h["tools"] else [])
+        return f"[dim]harness: the transcript's {' and '.join(parts)}, sent with every request[/dim]"
     if h.get("source") == "inferred":
         used = h["inferred_from"]
         span = f"{used[0]}" if len(used) == 1 else f"{used[0]}–{used[-1]}"

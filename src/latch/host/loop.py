@@ -202,9 +202,6 @@ class RequestLoop:
         if harness_tokens < 0:
             raise ValueError(f"harness_tokens must be >= 0, got {harness_tokens}")
         self.harness_tokens = harness_tokens
-        self.engine_budget = budget if not harness_tokens else replace(
-            budget, context_window_tokens=max(budget.reserve_tokens + 1,
-                                              budget.context_window_tokens - harness_tokens))
         if session_context is None:
             session_context = SessionContext(workspace=store.session(session_id).workspace)
         self.session_context = session_context
@@ -218,6 +215,15 @@ class RequestLoop:
         self._prev: tuple[int, list[bytes], list[int]] | None = None  # epoch, lines, line tokens of the last sent
         self._seen: dict[int, tuple[Any, bytes, int]] = {}  # id(message) -> (message, line, tokens)
         self.requests = self.rotations = self.prefix_breaks = self.overflows = self.max_total_tokens = 0
+
+    @property
+    def engine_budget(self) -> ContextBudget:
+        """The budget the engine is asked to fit: :attr:`budget` (as it is now: a host may replace it between
+        requests) less ``harness_tokens`` of window (the window stays above the reserve)."""
+        b, h = self.budget, self.harness_tokens
+        if not h:
+            return b
+        return replace(b, context_window_tokens=max(b.reserve_tokens + 1, b.context_window_tokens - h))
 
     def _feed(self, until: int | None) -> None:
         if until is not None and until <= self._fed_seq:
