@@ -18,7 +18,7 @@ from latch.textsafe import Table, safe
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "invoice-rounding.claude.jsonl"
-README_ARGS = ("--window", "16000", "--reserve", "2000", "--recent", "3000")
+README_ARGS = ("--window", "16000", "--reserve", "2000", "--recent", "3000", "--no-harness")
 
 ESC_CLEAR = "\x1b[2J"
 OSC_TITLE = "\x1b]0;pwned\x07"

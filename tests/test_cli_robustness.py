@@ -284,11 +284,11 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "invoice-rounding.c
 
 
 def test_recent_above_the_hard_budget_is_lowered_and_the_bound_uses_it(run):
-    res = run("replay", str(EXAMPLE), "--window", "8000", "--reserve", "1000", "--recent", "999999")
+    res = run("replay", str(EXAMPLE), "--window", "8000", "--reserve", "1000", "--recent", "999999", "--no-harness")
     assert res.exit_code == 0, res.output
     assert "window 8,000 · reserve 1,000 · recent 999,999 → 7,000 (limited by window − reserve) tokens" in res.output
     doc = json.loads(run("replay", str(EXAMPLE), "--window", "8000", "--reserve", "1000", "--recent", "999999",
-                         "--json", "-").output)
+                         "--no-harness", "--json", "-").output)
     b, s = doc["budget"], doc["summary"]
     assert (b["recent_tokens"], b["requested_recent_tokens"]) == (7_000, 999_999)
     assert s["violations"] == []

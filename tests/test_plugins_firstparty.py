@@ -66,7 +66,7 @@ def test_empty_allowlist_hides_them(tmp_path):
     assert [row["builtin"] for row in json.loads(out.stdout)] == [True] * len(plugins.DEFAULT_PLUGINS)
 
 
-@pytest.mark.parametrize("budget", [("--window", "16000", "--reserve", "2000", "--recent", "3000"), ()],
+@pytest.mark.parametrize("budget", [("--window", "16000", "--reserve", "2000", "--recent", "3000", "--no-harness"), ()],
                          ids=["readme", "default"])
 def test_the_example_engine_replays_through_the_cli(tmp_path, budget):
     # keep-last-units slides its window without hysteresis: a new epoch per slide, reported as

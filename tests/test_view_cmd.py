@@ -17,7 +17,7 @@ from latch.store import EventStore
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "invoice-rounding.claude.jsonl"
-SMALL = ("--window", "16000", "--reserve", "2000", "--recent", "3000")  # rotates (the README's budget)
+SMALL = ("--window", "16000", "--reserve", "2000", "--recent", "3000", "--no-harness")  # rotates (the README's budget)
 
 
 @pytest.fixture
@@ -39,7 +39,8 @@ def test_view_prints_the_replayed_request_in_both_wire_formats(run):
     assert validate_openai_chat(openai) == [] and validate_anthropic_messages(anthropic) == []
     with EventStore(run.db) as store:
         sid = store.sessions()[0].id
-        doc, views = run_replay(store, sid, window=16_000, reserve=2_000, recent=3_000, keep_views=True)
+        doc, views = run_replay(store, sid, window=16_000, reserve=2_000, recent=3_000, keep_views=True,
+                                 harness=False)
         loader = lambda h: store.get_artifact(h)[1]  # noqa: E731
         assert openai == to_openai_chat(views[12], loader, model="claude-sonnet-4-5")
         assert anthropic == to_anthropic_messages(views[12], loader, model="claude-sonnet-4-5", max_tokens=2_000)

@@ -134,7 +134,12 @@ class ViewMessage:
 
 @dataclass(frozen=True, slots=True)
 class ComponentTokens:
-    """Per-component estimated tokens; ``episode_tokens`` is *inside* ``recall_tokens``."""
+    """Per-component estimated tokens; ``episode_tokens`` is *inside* ``recall_tokens``.
+
+    ``harness_tokens`` is the harness's own fixed prompt (system prompt and tool schemas) that the
+    transcript does not record, *inferred* by the host from the provider's reported usage
+    (:mod:`latch.host.harness`); engines leave it 0 (what they send is in the other components).
+    """
 
     instructions_tokens: int = 0
     state_tokens: int = 0
@@ -143,11 +148,12 @@ class ComponentTokens:
     episode_tokens: int = 0
     tools_tokens: int = 0
     extension_tokens: int = 0
+    harness_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
         return (self.instructions_tokens + self.state_tokens + self.recent_tokens + self.recall_tokens
-                + self.tools_tokens + self.extension_tokens)
+                + self.tools_tokens + self.extension_tokens + self.harness_tokens)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,9 @@ def test_replay_holds_every_invariant(corpus_session, budget_name):
     b = BUDGETS[budget_name]
     kw = {} if b is None else {"window": b.context_window_tokens, "reserve": b.reserve_tokens,
                                "recent": b.recent_tokens}
-    doc, views = run_replay(store, sid, keep_views=True, **kw)
+    # the tiny budget tests the engine on the conversation alone: a Claude Code harness prompt (16-41k tokens,
+    # inferred) does not fit a 28k request at all (test_harness.py covers the harness in the budget)
+    doc, views = run_replay(store, sid, keep_views=True, harness=budget_name != "tiny", **kw)
     s = doc["summary"]
     recent = doc["budget"]["recent_tokens"]
     hard = doc["budget"]["context_window_tokens"] - doc["budget"]["reserve_tokens"]

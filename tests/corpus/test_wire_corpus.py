@@ -15,7 +15,9 @@ pytestmark = pytest.mark.corpus
 
 def test_every_view_is_a_valid_request_in_both_formats(corpus_session):
     path, store, sid = corpus_session
-    doc, views = run_replay(store, sid, window=32_000, reserve=4_000, recent=4_000, keep_views=True)
+    # the conversation alone: an inferred Claude Code harness prompt (up to 41k tokens) does not fit this budget;
+    # test_harness_corpus.py renders the views with the harness's system prompt at the default budget
+    doc, views = run_replay(store, sid, window=32_000, reserve=4_000, recent=4_000, keep_views=True, harness=False)
     summary = doc["summary"]
     assert len(views) == summary["requests"] - summary["overflows"] > 0
     if summary["conversation_tokens"] > 2 * 4_000:

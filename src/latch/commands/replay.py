@@ -40,6 +40,7 @@ backend cannot load.
 
 from __future__ import annotations
 
+import math
 import sys
 import uuid
 from collections.abc import Callable, Mapping
@@ -58,7 +59,8 @@ from ..textsafe import PIPE_WIDTH, Table, cell, console, dumps, markup, safe
 from . import output_file
 
 __all__ = ["resolve_engine_factory", "resolve_estimator_choice", "ReplayPlan", "plan_replay", "run_replay",
-           "window_origin", "window_line", "replay_options", "register"]
+           "window_origin", "window_line", "replay_options", "register", "RATIO_BAND", "provider_ratio",
+           "ratio_summary", "harness_doc", "harness_line", "ratio_line"]
 
 PROGRESS_MIN_REQUESTS = 40
 
@@ -119,6 +121,9 @@ class ReplayPlan:
     window_entry: str | None
     requests: list[Any]
     loop: Any
+    harness: Any = None
+    """The session's :class:`~latch.host.harness.Harness`: its recorded system prompt and tools go into every
+    request (``loop.system_prompt``, ``loop.tools``), an inferred overhead into ``loop.harness_tokens``."""
 
 
 def window_origin(config: Mapping[str, Any], model: str | None, window: int, flag: int | None) -> tuple[str, str | None]:
@@ -136,12 +141,18 @@ def window_origin(config: Mapping[str, Any], model: str | None, window: int, fla
 
 def plan_replay(store: Any, session_id: str, *, engine: str | None = None, model: str | None = None,
                 estimator: str | None = None, config: Mapping[str, Any] | None = None, window: int | None = None,
-                reserve: int | None = None, recent: int | None = None, scratch: bool = True) -> ReplayPlan:
+                reserve: int | None = None, recent: int | None = None, scratch: bool = True,
+                harness: bool = True) -> ReplayPlan:
     """Build the engine (stream ``<engine>:replay-<id>``, a run of the replay scratch database unless
     ``scratch`` is false), the budget and the request loop of a replay of ``session_id`` (options as
-    :func:`run_replay`). Raises ``click.UsageError`` for an unknown engine or estimator or a reserve not
+    :func:`run_replay`). The loop sends the session's harness prompt and tools (:func:`latch.host.harness.
+    session_harness`: recorded ones as the request's system and tools, else the overhead inferred from provider
+    usage as ``harness_tokens``) with every request; ``harness=False`` replays the conversation alone
+    (``ReplayPlan.harness`` is then ``None``). Raises ``click.UsageError`` for an unknown engine or estimator or a reserve not
     below the window."""
+    from ..host.harness import session_harness
     from ..host.loop import HostError, RequestLoop, build_engine, model_requests
+    from ..port import SessionContext
 
     config = dict(config or {})
     resolve_engine_factory(engine, config)  # an unknown engine is a usage error naming the option
@@ -161,16 +172,21 @@ def plan_replay(store: Any, session_id: str, *, engine: str | None = None, model
     requested_recent = budget.recent_tokens
     budget = replace(budget, recent_tokens=min(requested_recent, budget.hard_limit_tokens))
     source, entry = window_origin(config, setup.model, budget.context_window_tokens, window)
-    requests = model_requests(store.events(session_id))
-    return ReplayPlan(setup, budget, requested_recent, source, entry, requests,
-                      RequestLoop(store, session_id, setup, budget))
+    events = list(store.events(session_id))
+    requests = model_requests(events)
+    context = SessionContext(workspace=store.session(session_id).workspace)
+    harness = session_harness(events, requests, setup.counter, context) if harness else None
+    loop = RequestLoop(store, session_id, setup, budget, session_context=context,
+                       system_prompt=harness.system if harness else "", tools=harness.tools if harness else (),
+                       harness_tokens=harness.inferred_tokens if harness else 0)
+    return ReplayPlan(setup, budget, requested_recent, source, entry, requests, loop, harness)
 
 
 def run_replay(store: Any, session_id: str, *, engine: str | None = None, model: str | None = None,
                estimator: str | None = None, config: Mapping[str, Any] | None = None, window: int | None = None,
                reserve: int | None = None, recent: int | None = None,
                progress: Callable[[int, int], None] | None = None,
-               keep_views: bool = False, keep: bool = False) -> tuple[dict[str, Any], list[Any]]:
+               keep_views: bool = False, keep: bool = False, harness: bool = True) -> tuple[dict[str, Any], list[Any]]:
     """Replay ``session_id`` of ``store``; return ``(document, views)`` (views only with ``keep_views``).
 
     ``engine`` and ``estimator`` are plugin names (``None``: the configured engine, the model's
@@ -194,6 +210,13 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     Both are priced as the model that answered the request in the transcript (``--model`` changes the budget
     and the estimator, not the price), else as ``model``.
     ``progress(done, total)`` is called after each request.
+
+    Harness (``harness``, default true; :func:`plan_replay`): ``document["harness"]`` (:func:`harness_doc`) says
+    what the requests carry besides the conversation, each request's ``harness_tokens`` is the inferred overhead
+    (0 when recorded or none), ``provider_ratio`` is ``total_tokens / provider_prompt_tokens`` (``None`` without
+    a provider figure) and ``view_complete`` whether the view still holds the whole conversation; the summary's
+    ``provider_ratio``, ``provider_ratio_after_first`` and ``provider_ratio_complete_views`` are their
+    distributions (:func:`ratio_summary`).
     The views come from the host's one request loop (:class:`latch.host.loop.RequestLoop`).
 
     The engine's kernel records go to a run of the store's replay scratch database
@@ -207,7 +230,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     from ..host.changes import request_changes
 
     plan = plan_replay(store, session_id, engine=engine, model=model, estimator=estimator, config=config,
-                       window=window, reserve=reserve, recent=recent)
+                       window=window, reserve=reserve, recent=recent, harness=harness)
     setup, budget, loop = plan.setup, plan.budget, plan.loop
     model = setup.model
     hard = budget.hard_limit_tokens
@@ -233,7 +256,8 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         view = res.view
         if view is None:
             viewed.add(None)
-            rows.append({**row, "status": "overflow", "error": res.overflow, "total_tokens": None, "changes": None})
+            rows.append({**row, "status": "overflow", "error": res.overflow, "total_tokens": None, "changes": None,
+                         "provider_ratio": None, "view_complete": None})
             continue
         would = pricing.view_cost(res.recounted_tokens or 0, res.common_prefix_tokens,
                                   usage.output_tokens if usage else None,
@@ -257,6 +281,8 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
             "image_count": view.metrics.get("image_count"), "image_tokens": view.metrics.get("image_tokens"),
             "recent_limit_tokens": view.metrics.get("recent_limit_tokens"),
             "headroom_tokens": hard - total, "messages": len(view.messages), "changes": changes,
+            "provider_ratio": provider_ratio(total, row["provider_prompt_tokens"]),
+            "view_complete": view.tokens.recent_tokens >= res.history_tokens,
         })
     history = loop.history_tokens
     compactions = sum(1 for r in setup.writer.records() if "compact" in r[1])
@@ -285,13 +311,16 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         "mean_cacheability": (sum(r["cacheability"] for r in done[1:]) / (len(done) - 1)) if len(done) > 1 else None,
         "epochs": len({r["epoch"] for r in done}),
         "cost": _cost_summary(original, viewed),
+        "provider_ratio": ratio_summary([r["provider_ratio"] for r in done]),
+        "provider_ratio_after_first": ratio_summary([r["provider_ratio"] for r in done if r["request"] > 1]),
+        "provider_ratio_complete_views": ratio_summary([r["provider_ratio"] for r in done if r["view_complete"]]),
     }
     doc = {"session": session_id, "engine": setup.engine_name, "estimator": setup.estimator_name, "stream": setup.writer.stream,
            "model": model, "kept": keep, "exact_tokenizer": setup.counter.tokenizer,
            "budget": {"context_window_tokens": budget.context_window_tokens,
                       "reserve_tokens": budget.reserve_tokens, "recent_tokens": budget.recent_tokens,
                       "requested_recent_tokens": plan.requested_recent, "window_source": plan.window_source},
-           "window_entry": plan.window_entry,
+           "window_entry": plan.window_entry, "harness": harness_doc(plan.harness, setup.counter),
            "requests": rows, "summary": summary}
     return doc, views
 
@@ -313,6 +342,83 @@ def _cost_summary(original: Any, viewed: Any) -> dict[str, Any]:
             "original_priced_requests": original.priced, "view_priced_requests": viewed.priced,
             "unpriced_requests": original.unpriced,
             "models": {m: t.as_dict() for m, t in sorted(original.models.items())}}
+
+
+RATIO_BAND = (0.9, 1.3)
+"""The band a view's size should fall in relative to the provider's prompt figure (issue 12)."""
+
+
+def provider_ratio(total: int | None, provider: int | None) -> float | None:
+    """``total / provider`` rounded to 3 places: the view's tokens (harness included) per provider-reported prompt
+    token of the same request; ``None`` when either is unknown or the provider reported 0."""
+    if total is None or not provider:
+        return None
+    return round(total / provider, 3)
+
+
+def ratio_summary(ratios: list[float | None]) -> dict[str, Any]:
+    """The distribution of the known ``ratios`` (``None`` left out): ``{"requests": n, "min", "p10", "median",
+    "p90", "max", "within": how many fall in :data:`RATIO_BAND` (inclusive), "band": [lo, hi]}``; the
+    statistics are ``None`` when no ratio is known. Percentiles are nearest-rank."""
+    known = sorted(r for r in ratios if r is not None)
+    lo, hi = RATIO_BAND
+    out: dict[str, Any] = {"requests": len(known), "min": None, "p10": None, "median": None, "p90": None,
+                           "max": None, "within": sum(1 for r in known if lo <= r <= hi), "band": [lo, hi]}
+    if known:
+        n = len(known)
+
+        def rank(q: float) -> float:
+            return known[min(n - 1, max(0, math.ceil(q * n) - 1))]
+
+        median = known[n // 2] if n % 2 else (known[n // 2 - 1] + known[n // 2]) / 2
+        out.update({"min": known[0], "p10": rank(0.1), "median": round(median, 3), "p90": rank(0.9),
+                    "max": known[-1]})
+    return out
+
+
+def harness_doc(harness: Any, counter: Any) -> dict[str, Any]:
+    """The replay JSON's ``harness``: ``source`` (``"recorded"``: the transcript's system prompt/instructions
+    and tool schemas are sent as the request's system and tools; ``"inferred"``: none recorded, the overhead
+    ``inferred_tokens`` is counted as ``harness_tokens``; ``"none"``), ``system_tokens`` and ``tools_tokens``
+    (recorded, priced by the replay's estimator), ``notes`` (recorded notes joined into the system prompt),
+    ``tools`` (how many schemas), ``inferred`` (bool), ``inferred_tokens``, ``inferred_from`` (request numbers)
+    and ``residuals`` (tokens per request used)."""
+    if harness is None:
+        return {"source": "none", "system_tokens": 0, "tools_tokens": 0, "notes": 0, "tools": 0, "inferred": False,
+                "inferred_tokens": 0, "inferred_from": [], "residuals": []}
+    return {"source": harness.source, "system_tokens": counter.system(harness.system),
+            "tools_tokens": counter.tools(harness.tools), "notes": harness.notes, "tools": len(harness.tools),
+            "inferred": harness.source == "inferred", "inferred_tokens": harness.inferred_tokens,
+            "inferred_from": list(harness.inferred_from), "residuals": list(harness.residuals)}
+
+
+def harness_line(doc: Mapping[str, Any]) -> str | None:
+    """The report header's rich-markup line about the harness prompt, or ``None`` when there is none."""
+    h = doc.get("harness") or {}
+    if h.get("source") == "recorded":
+        parts = ([f"system prompt ({h['notes']} note(s), {h['system_tokens']:,} tokens)"] if h["notes"] else []) + (
+            [f"{h['tools']} tool schema(s) ({h['tools_tokens']:,} tokens)"] if h["tools"] else [])
+        return f"[dim]harness: the transcript's {' and '.join(parts)}, sent with every request[/dim]"
+    if h.get("source") == "inferred":
+        used = h["inferred_from"]
+        span = f"{used[0]}" if len(used) == 1 else f"{used[0]}–{used[-1]}"
+        return (f"[dim]harness: {h['inferred_tokens']:,} tokens inferred (not in the transcript: provider prompt − "
+                f"transcript, median of request(s) {span}), counted in every request's view and budget[/dim]")
+    return None
+
+
+def ratio_line(s: Mapping[str, Any]) -> str | None:
+    """The summary's rich-markup line on the view/provider ratio distribution, or ``None`` with no provider figure."""
+    r = s.get("provider_ratio") or {}
+    if not r.get("requests"):
+        return None
+    lo, hi = r["band"]
+    c = s.get("provider_ratio_complete_views") or {}
+    whole = (f"; views holding the whole conversation: {c['within']}/{c['requests']}" if c.get("requests")
+             and c["requests"] != r["requests"] else "")
+    return (f"[blue]i[/blue] view ÷ provider prompt: median {r['median']:.2f}× (p10 {r['p10']:.2f}, p90 {r['p90']:.2f}, "
+            f"min {r['min']:.2f}, max {r['max']:.2f}); {r['within']}/{r['requests']} request(s) within {lo}–{hi}×"
+            f"{whole}")
 
 
 def window_line(source: str, entry: str | None, model: str | None) -> str:
@@ -407,6 +513,9 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
         recent = f"{b['requested_recent_tokens']:,} → {b['recent_tokens']:,} (limited by window − reserve)"
     con.print(f"window {b['context_window_tokens']:,} · reserve {b['reserve_tokens']:,} · recent {recent} tokens")
     con.print(window_line(b["window_source"], doc.get("window_entry"), doc["model"]))
+    harness = harness_line(doc)
+    if harness:
+        con.print(harness)
     columns = [(h, k) for h, k in _COLUMNS if k not in _OPTIONAL or any(r.get(k) for r in rows)]
     marks = {r["request"]: _cache_mark(r.get("changes")) for r in rows}
     marked = [(n, m) for n, m in marks.items() if m]
@@ -449,6 +558,9 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
               + (f" · mean cacheability {s['mean_cacheability']:.0%}" if s["mean_cacheability"] is not None else ""))
     con.print(_cost_line(s.get("cost"), doc["model"]))
     v = s["violations"]
+    ratio = ratio_line(s)
+    if ratio:
+        con.print(ratio)
     check(not any("hard limit" in x for x in v), "budget never exceeded (window − reserve)")
     check(not any("orphan" in x or "call order" in x for x in v), "no orphaned tool call or result")
     check(not any("split" in x for x in v), "no split unit")
@@ -504,7 +616,8 @@ def _stdout_console() -> Console:
 
 def replay_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """The engine, estimator, config and budget options of ``latch replay`` (and ``latch view``): ``model``,
-    ``window``, ``reserve``, ``recent``, ``engine``, ``estimator``, ``config_path`` keyword arguments."""
+    ``window``, ``reserve``, ``recent``, ``engine``, ``estimator``, ``config_path``, ``no_harness`` keyword
+    arguments."""
     decorators = [
         click.option("--model", default=None, help="Model id for budgets and the estimator (default: the "
                                                    "transcript's)."),
@@ -521,6 +634,9 @@ def replay_options(f: Callable[..., Any]) -> Callable[..., Any]:
                           "plugins select for the model)."),
         click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
                      help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder)."),
+        click.option("--no-harness", "no_harness", is_flag=True,
+                     help="The conversation alone: leave out the harness's recorded system prompt and tools, or "
+                          "its overhead inferred from provider usage (harness_tokens)."),
     ]
     for d in reversed(decorators):
         f = d(f)
@@ -557,7 +673,7 @@ def register(cli: click.Group) -> None:
                        "they go to the scratch database beside it, which `latch prune-replays` empties.")
     @pass_app
     def replay_cmd(app, file, fmt, model, window, reserve, recent, engine, estimator, config_path, json_out, json_file,
-                   live, keep):
+                   live, keep, no_harness):
         """Replay FILE: materialize the view before every model request and check the invariants."""
         from ..host.ingest import SessionForgotten, import_file
 
@@ -573,7 +689,7 @@ def register(cli: click.Group) -> None:
                                        "`latch forget`); forgotten sessions are not replayed") from None
         n_requests = len(_requests(list(store.events(sid, kinds=["assistant_message", "usage"]))))
         options = dict(engine=engine, model=model, estimator=estimator, config=config, window=window,
-                       reserve=reserve, recent=recent, keep=keep)
+                       reserve=reserve, recent=recent, keep=keep, harness=not no_harness)
         if n_requests >= PROGRESS_MIN_REQUESTS:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

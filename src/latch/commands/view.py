@@ -171,7 +171,7 @@ def register(cli: click.Group) -> None:
     @replay_options
     @pass_app
     def view_cmd(app, target, number, fmt, diff, transcript_format, model, window, reserve, recent, engine,
-                 estimator, config_path):
+                 estimator, config_path, no_harness):
         """The exact request Latch would send at model request N of SESSION_OR_FILE (system, tools, messages)."""
         from ..host.changes import request_changes
         from ..host.ingest import SessionForgotten, import_file
@@ -202,7 +202,7 @@ def register(cli: click.Group) -> None:
             raise RequestOutOfRange(f"--request {number} is out of range: session {sid} has {count} model "
                                     f"request(s), 1..{count}")
         plan = plan_replay(store, sid, engine=engine, model=model, estimator=estimator, config=config,
-                           window=window, reserve=reserve, recent=recent)
+                           window=window, reserve=reserve, recent=recent, harness=not no_harness)
         last_sent = cur = None
         for res in plan.loop.replay(plan.requests[:number]):
             if res.request.number < number:

@@ -16,8 +16,10 @@ from ..port import ContextView
 __all__ = ["COMPONENTS", "context_report"]
 
 COMPONENTS = ("instructions_tokens", "state_tokens", "recent_tokens", "recall_tokens", "episode_tokens",
-              "tools_tokens", "extension_tokens")
-"""Component keys in the spec's priority order; ``episode_tokens`` is inside ``recall_tokens``."""
+              "tools_tokens", "extension_tokens", "harness_tokens")
+"""Component keys in the spec's priority order; ``episode_tokens`` is inside ``recall_tokens``;
+``harness_tokens`` is the host's inferred harness overhead (0 unless inferred, see
+:class:`~latch.port.ComponentTokens`)."""
 
 
 def context_report(view: ContextView, *, provider_prompt_tokens: int | None = None) -> dict[str, Any]:
@@ -26,6 +28,8 @@ def context_report(view: ContextView, *, provider_prompt_tokens: int | None = No
     ``provider_prompt_tokens`` is the provider-reported prompt size of this exact request when
     known; without it every token figure is an estimate (``approximate`` is True), unless the engine
     counted with an exact tokenizer (``exact_tokenizer`` in its metrics, e.g. ``"tiktoken:cl100k_base…"``).
+    ``harness_inferred`` is true when ``components["harness_tokens"]`` holds an overhead the host inferred from
+    provider usage (never an exact count).
     """
     m = view.metrics
     total = view.tokens.total_tokens
@@ -35,6 +39,7 @@ def context_report(view: ContextView, *, provider_prompt_tokens: int | None = No
         "approximate": provider_prompt_tokens is None and not m.get("exact_tokenizer"),
         "exact_tokenizer": m.get("exact_tokenizer"),
         "components": {k: getattr(view.tokens, k) for k in COMPONENTS},
+        "harness_inferred": view.tokens.harness_tokens > 0,
         "total_tokens": total,
         "provider_prompt_tokens": provider_prompt_tokens,
         "context_window_tokens": view.budget.context_window_tokens,

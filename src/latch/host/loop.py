@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import plugins
@@ -154,7 +154,7 @@ class RequestResult:
     ``view`` is ``None`` when the engine refused (``overflow`` holds the one-line reason). ``events`` is the
     number of the session's events with ``seq <= until_seq``; ``history_tokens`` the whole conversation's
     units so far. ``line_tokens`` is aligned with ``[system, tools, *view.messages]`` (the recount, term by
-    term); ``recounted_tokens`` their sum. ``common_prefix_tokens`` / ``cacheability`` compare with the
+    term); ``recounted_tokens`` their sum plus the loop's ``harness_tokens``. ``common_prefix_tokens`` / ``cacheability`` compare with the
     previous sent request (``cacheability`` is ``None`` for the first). ``rotated``: a new cache epoch;
     ``prefix_break``: same epoch but not an append-only extension. ``lines`` are the request's canonical
     lines (aligned with ``line_tokens``) and ``common_prefix_lines`` how many of them open the previous sent
@@ -190,16 +190,24 @@ class RequestLoop:
     """Materialize and check views of one session, request after request (see the module docstring).
 
     ``budget`` is the request budget (its ``hard_limit_tokens`` is the checked limit); ``system_prompt``,
-    ``tools`` and ``session_context`` go into every request. Views must be asked for in non-decreasing
+    ``tools`` and ``session_context`` go into every request. ``harness_tokens`` (>= 0) is a fixed prompt overhead
+    the request carries that the loop cannot send itself (a harness prompt the transcript does not record,
+    inferred: :mod:`latch.host.harness`): the engine is asked for a view within ``window - harness_tokens``
+    (``engine_budget``), and every view's ``tokens.harness_tokens`` is set to it, so the reported total, the
+    recount (``recounted_tokens``) and the budget check count it; ``view.budget`` is ``budget``. Being a fixed
+    prefix, it is part of the common prefix of every request after the first. Views must be asked for in non-decreasing
     ``until_seq`` order (a session is replayed forwards; the events appended meanwhile are read as they come).
     Counters over the run: ``requests``, ``rotations``, ``prefix_breaks``, ``overflows``, ``max_total_tokens``.
     """
 
     def __init__(self, store: Any, session_id: str, setup: EngineSetup, budget: ContextBudget, *,
                  session_context: SessionContext | None = None, system_prompt: str = "",
-                 tools: Sequence[Mapping[str, Any]] = ()):
+                 tools: Sequence[Mapping[str, Any]] = (), harness_tokens: int = 0):
         self.store, self.session_id, self.setup, self.budget = store, session_id, setup, budget
         self.hard = budget.hard_limit_tokens
+        if harness_tokens < 0:
+            raise ValueError(f"harness_tokens must be >= 0, got {harness_tokens}")
+        self.harness_tokens = harness_tokens
         if session_context is None:
             session_context = SessionContext(workspace=store.session(session_id).workspace)
         self.session_context = session_context
@@ -213,6 +221,15 @@ class RequestLoop:
         self._prev: tuple[int, list[bytes], list[int]] | None = None  # epoch, lines, line tokens of the last sent
         self._seen: dict[int, tuple[Any, bytes, int]] = {}  # id(message) -> (message, line, tokens)
         self.requests = self.rotations = self.prefix_breaks = self.overflows = self.max_total_tokens = 0
+
+    @property
+    def engine_budget(self) -> ContextBudget:
+        """The budget the engine is asked to fit: :attr:`budget` (as it is now: a host may replace it between
+        requests) less ``harness_tokens`` of window (the window stays above the reserve)."""
+        b, h = self.budget, self.harness_tokens
+        if not h:
+            return b
+        return replace(b, context_window_tokens=max(b.reserve_tokens + 1, b.context_window_tokens - h))
 
     def _feed(self, until: int | None) -> None:
         if until is not None and until <= self._fed_seq:
@@ -246,7 +263,7 @@ class RequestLoop:
         try:
             view = self.setup.engine.materialize(ContextRequest(
                 session_id=self.session_id, system_prompt=self.system_prompt, session_context=self.session_context,
-                tools=self.tools, until_seq=until_seq, budget=self.budget))
+                tools=self.tools, until_seq=until_seq, budget=self.engine_budget))
         except ContextOverflow as exc:
             self.overflows += 1
             if self.setup.token_counts is not None:
@@ -254,13 +271,16 @@ class RequestLoop:
             return RequestResult(until_seq, request, None, str(exc), time.perf_counter() - t, self._events,
                                  self.history_tokens)
         seconds = time.perf_counter() - t
+        harness = self.harness_tokens
+        if harness:
+            view = replace(view, tokens=replace(view.tokens, harness_tokens=harness), budget=self.budget)
         lines = header_lines(view.system, view.tools)
         line_tokens = [self.counter.system(view.system), self.counter.tools(view.tools)]
         for m in view.messages:
             line, tok = self._line(m)
             lines.append(line)
             line_tokens.append(tok)
-        recount = sum(line_tokens)
+        recount = sum(line_tokens) + harness
         total = view.tokens.total_tokens
         self.max_total_tokens = max(self.max_total_tokens, total)
         res = RequestResult(until_seq, request, view, None, seconds, self._events, self.history_tokens, recount,
@@ -275,7 +295,7 @@ class RequestLoop:
             while n < min(len(lines), len(p_lines)) and lines[n] == p_lines[n]:
                 n += 1
             res.common_prefix_lines = n
-            res.common_prefix_tokens = sum(line_tokens[:n])
+            res.common_prefix_tokens = sum(line_tokens[:n]) + (harness if n else 0)
             res.cacheability = res.common_prefix_tokens / recount if recount else 0.0
             if view.epoch != p_epoch:
                 res.rotated = True

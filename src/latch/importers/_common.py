@@ -25,13 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..events import (AssistantMessage, Event, MediaRef, PendingEvent, ToolCall, ToolResult, Usage, UserMessage,
-                      canonical_arguments)
+from ..events import (AssistantMessage, Event, MediaRef, PendingEvent, SystemNote, ToolCall, ToolResult, Usage,
+                      UserMessage, canonical_arguments, canonical_json)
 from .base import JSONNestingError, ParsedSession, TranscriptError, json_decode, json_loads
 
 __all__ = ["Loc", "SessionBuilder", "AssistantSlot", "image_size", "sniff_media_type", "head_text", "peek_json",
            "json_type", "openai_usage", "anthropic_usage", "data_url_bytes", "decode_base64", "compute_stats",
-           "content_hash_key", "head_key", "head_jsonl", "chat_features", "dump_json"]
+           "content_hash_key", "head_key", "head_jsonl", "chat_features", "dump_json", "TOOLS_SUBTYPE",
+           "tool_schemas_note"]
 
 
 def json_type(value: Any) -> str:
@@ -111,6 +112,31 @@ def dump_json(loc: Loc, value: Any, label: str) -> str:
         return canonical_arguments(value)
     except ValueError:
         raise loc.fail(f"field {label!r} holds NaN or Infinity, which JSON cannot carry") from None
+
+
+TOOLS_SUBTYPE = "tools"
+"""``SystemNote.subtype`` of the harness's tool schemas: ``text`` is their canonical JSON array."""
+
+
+def tool_schemas_note(loc: Loc, value: Any, label: str) -> SystemNote | None:
+    """The harness's tool schemas ``value`` (a transcript's ``tools``: a JSON array of objects, kept as the
+    format records them, OpenAI ``{"type": "function", ...}`` or Anthropic ``{"name", "input_schema"}``) as a
+    ``SystemNote(subtype="tools")`` whose text is their canonical JSON (:func:`latch.events.canonical_json`),
+    so a re-import stores the same bytes; ``None`` when ``value`` is ``None`` or empty. Raises
+    :class:`TranscriptError` naming ``label`` when it is not an array of objects or holds NaN/Infinity.
+    An importer appends the note after the conversation (a store written before tools were captured then
+    takes it as one new event on re-import instead of refusing the file)."""
+    if value is None or value == []:
+        return None
+    if not isinstance(value, list):
+        raise loc.fail(f"field {label!r} must be an array of tool schemas, got {json_type(value)}")
+    for i in range(len(value)):
+        loc.item_obj(value, i, label)
+    try:
+        text = canonical_json(value)
+    except ValueError:
+        raise loc.fail(f"field {label!r} holds NaN or Infinity, which JSON cannot carry") from None
+    return SystemNote(text=text, subtype=TOOLS_SUBTYPE)
 
 
 def _dotted(prefix: str, key: str) -> str:

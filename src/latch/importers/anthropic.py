@@ -15,7 +15,9 @@ Response-log style: an assistant element may be a whole Messages API response
 ``input_tokens`` is uncached, ``cache_read_input_tokens`` and
 ``cache_creation_input_tokens`` are disjoint from it).
 
-``system`` → ``SystemNote(subtype="system_prompt")``. A call still unanswered when
+``system`` → ``SystemNote(subtype="system_prompt")``; ``tools`` (the request's tool schemas) →
+``SystemNote(subtype="tools")`` after the conversation (their canonical JSON; ``latch replay`` sends
+them as the request's tools). A call still unanswered when
 the next assistant message starts gets a ``missing`` result; one unanswered at the
 end of the document is pending (no result: the conversation stops before it).
 
@@ -32,7 +34,7 @@ from typing import Any
 
 from ..events import MediaRef, SystemNote, ToolCall, UserMessage
 from ._common import (Loc, SessionBuilder, anthropic_usage, chat_features, content_hash_key, decode_base64, dump_json,
-                      json_type)
+                      json_type, tool_schemas_note)
 from .base import Importer, ParsedSession, decode_text, load_json
 
 __all__ = ["AnthropicMessagesImporter", "IMPORTERS"]
@@ -64,10 +66,12 @@ class AnthropicMessagesImporter(Importer):
         top = Loc(path, "top level")
         system: Any = None
         model = None
+        tools = None
         if isinstance(doc, dict):
             messages = top.list(doc, "messages", required=True)
             model = top.str(doc, "model")
             system = doc.get("system")
+            tools = tool_schemas_note(top, doc.get("tools"), "tools")
         elif isinstance(doc, list):
             messages = doc
         else:
@@ -92,6 +96,8 @@ class AnthropicMessagesImporter(Importer):
                 _user(b, loc, blocks, ref)
             else:
                 raise loc.fail(f"unknown role {role!r} (expected user or assistant; 'system' is a top-level field)")
+        if tools is not None:  # after the conversation: see tool_schemas_note
+            b.add(tools, "tools", None)
         meta = {"model": model} if model else {}
         return b.finish(external_key=content_hash_key(FORMAT, doc), meta=meta)
 

@@ -20,6 +20,9 @@ choice's message and its usage). A call still unanswered when the next user or
 assistant message arrives gets a ``missing`` result; one unanswered at the end of
 the document is pending (no result: the conversation stops before it).
 
+The request's ``tools`` (the harness's tool schemas) → ``SystemNote(subtype="tools")`` after the
+conversation (their canonical JSON; ``latch replay`` sends them as the request's tools).
+
 ``external_key`` is ``"openai-chat:sha256:<hash of the parsed document>"``.
 A whole JSON document, written at once and rewritten rather than appended to, so a
 content hash is a sound identity (a re-saved, longer document is another session;
@@ -34,7 +37,7 @@ from typing import Any
 
 from ..events import CompactionMarker, MediaRef, SystemNote, ToolCall, UserMessage
 from ._common import (Loc, SessionBuilder, chat_features, content_hash_key, data_url_bytes, dump_json, json_type,
-                      openai_usage)
+                      openai_usage, tool_schemas_note)
 from .base import Importer, ParsedSession, decode_text, load_json
 
 __all__ = ["OpenAIChatImporter", "IMPORTERS"]
@@ -64,9 +67,11 @@ class OpenAIChatImporter(Importer):
         """Parse the whole document; ``TranscriptError`` names ``messages[i]`` and the field."""
         text = decode_text(path, data)
         doc = load_json(path, text)
+        tools = None
         if isinstance(doc, dict):
             messages = Loc(path, "top level").list(doc, "messages", required=True)
             model = Loc(path, "top level").str(doc, "model")
+            tools = tool_schemas_note(Loc(path, "top level"), doc.get("tools"), "tools")
         elif isinstance(doc, list):
             messages, model = doc, None
         else:
@@ -118,6 +123,8 @@ class OpenAIChatImporter(Importer):
                 b.result(legacy.pop(name, f"function:{name}"), body, ref, None, name=name, media=media)
             else:
                 raise loc.fail(f"unknown role {role!r} (expected system, developer, user, assistant, tool)")
+        if tools is not None:  # after the conversation: see tool_schemas_note
+            b.add(tools, "tools", None)
         meta = {"model": model} if model else {}
         return b.finish(external_key=content_hash_key(FORMAT, doc), meta=meta)
 

@@ -24,7 +24,8 @@ events with ``source_ref`` ``"event:<id>"`` and ``ts`` = its ``timestamp``
   running). An observation whose call is unknown is an orphan result.
 * ``agent_state_changed`` observations → ``SystemNote(subtype="agent_state")``
   (the ``change_agent_state`` action that requested it is skipped); ``system`` actions →
-  ``SystemNote(subtype="system_prompt")``; unlinked ``error`` observations →
+  ``SystemNote(subtype="system_prompt")`` (the first one's ``args.tools``, the agent's tool schemas, →
+  ``SystemNote(subtype="tools")`` after the conversation); unlinked ``error`` observations →
   ``SystemNote(subtype="error")``; other harness events →
   ``SystemNote(subtype="openhands_<type>")``. Empty ``null`` observations
   ("No observation") carry nothing and are skipped.
@@ -51,7 +52,8 @@ from pathlib import Path
 from typing import Any
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage
-from ._common import Loc, SessionBuilder, count_field, data_url_bytes, dump_json, json_type, peek_json
+from ._common import (Loc, SessionBuilder, count_field, data_url_bytes, dump_json, json_type, peek_json,
+                      tool_schemas_note)
 from ._pyrepr import literal_mapping
 from .base import Importer, ParsedSession, content_key, decode_text, load_json
 
@@ -147,6 +149,7 @@ class OpenHandsImporter(Importer):
         responses: set[str] = set()           # model_response ids already emitted
         seen_ids: set[int] = set()
         workspace: str | None = None
+        tools: SystemNote | None = None       # the first system action's tool schemas
         for i in range(len(doc)):
             ev = Loc(path, f"record {i}").item_obj(doc, i, "events")
             eid = Loc(path, f"record {i}").int(ev, "id", required=True)
@@ -162,6 +165,8 @@ class OpenHandsImporter(Importer):
                 raise loc.fail("an event must have exactly one of 'action' or 'observation' (a string)")
             if action is not None:
                 args = loc.obj(ev, "args") or {}
+                if action == "system" and source == "agent" and tools is None:
+                    tools = tool_schemas_note(loc, args.get("tools"), "args.tools")
                 self._action(b, loc, ev, eid, ref, ts, source, action, args, message, call_of_action, responses)
                 continue
             content = loc.str(ev, "content") or ""
@@ -192,6 +197,8 @@ class OpenHandsImporter(Importer):
             else:
                 subtype = "error" if observation == "error" else f"openhands_{observation}"
                 b.add(SystemNote(text=content or message, subtype=subtype), ref, ts)
+        if tools is not None:  # after the conversation: see tool_schemas_note
+            b.add(tools, "tools", None)
         return b.finish(external_key=f"{self.PLUGIN_NAME}:sha256:{content_key(data)}", workspace=workspace,
                         meta={"events": len(doc)})
 

@@ -1,0 +1,53 @@
+"""The harness's prompt in the replayed views of the real corpus (issue 12 item 1 "Done when").
+
+Codex: the rollout records the system prompt (``session_meta.base_instructions``) and the developer/permission
+instructions; replay sends them as the request's system, so request 1's view is within 0.9-1.3x of the
+provider's prompt. Claude Code: the JSONL records no prompt; the overhead is inferred from the provider usage
+(``harness_tokens``, in every view and the budget), and the views that still hold the whole conversation
+(Latch evicted nothing yet, so they hold what the harness sent) have a median ratio within the band.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from corpus_support import corpus_format, corpus_name
+from latch.commands.replay import RATIO_BAND, run_replay
+from latch.events import SystemNote
+from latch.providers import to_anthropic_messages, to_openai_chat, validate_anthropic_messages, validate_openai_chat
+
+pytestmark = pytest.mark.corpus
+LO, HI = RATIO_BAND
+
+
+def test_harness_in_every_corpus_replay(corpus_session):
+    path, store, sid = corpus_session
+    doc, views = run_replay(store, sid, keep_views=True)
+    h, rows, s = doc["harness"], doc["requests"], doc["summary"]
+    assert s["violations"] == []
+    notes = [e.event for e in store.events(sid, kinds=["system_note"])
+             if isinstance(e.event, SystemNote) and e.event.subtype in ("system_prompt", "developer")]
+    fmt = corpus_format(path)
+    if h["source"] == "recorded":
+        assert notes and all(v.system == views[0].system != "" for v in views)
+        assert {r["harness_tokens"] for r in rows} == {0}
+    else:
+        assert not any(v.system for v in views)
+        assert {r["harness_tokens"] for r in rows if r["total_tokens"] is not None} == {h["inferred_tokens"]}
+    loader = lambda sha256: store.get_artifact(sha256)[1]  # noqa: E731
+    for view in (views[0], views[-1]):  # the harness's system prompt reaches both wire formats
+        openai, anthropic = to_openai_chat(view, loader), to_anthropic_messages(view, loader)
+        assert validate_openai_chat(openai) == [] and validate_anthropic_messages(anthropic) == []
+        if view.system:
+            assert openai["messages"][0] == {"role": "system", "content": view.system}
+    for r in rows:
+        if r["total_tokens"] is not None and r["provider_prompt_tokens"]:
+            assert r["provider_ratio"] == round(r["total_tokens"] / r["provider_prompt_tokens"], 3)
+    if fmt == "codex":
+        assert h["source"] == "recorded" and h["notes"] >= 2  # base instructions + developer instructions
+        assert views[0].system.startswith(next(n.text for n in notes if n.subtype == "system_prompt"))
+        assert LO <= rows[0]["provider_ratio"] <= HI, rows[0]
+    if fmt == "claude-code" and sum(1 for r in rows if r["provider_prompt_tokens"]) >= 2:
+        assert h["source"] == "inferred" and h["inferred_tokens"] > 5_000, (corpus_name(path), h)
+        complete = s["provider_ratio_complete_views"]
+        assert complete["requests"] >= 2 and LO <= complete["median"] <= HI, (corpus_name(path), complete)
