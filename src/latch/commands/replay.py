@@ -17,7 +17,8 @@ engine's own accounting, for every engine:
   (:func:`latch.engine.units.view_violations`), no split unit;
 * cache epochs, as the engine numbers them (``view.epoch``): within one epoch each request's
   canonical bytes start with the previous request's (``prefix_breaks_within_epoch`` must be 0);
-* no automatic compaction record in the stream.
+* no automatic compaction record in the stream;
+* the latest user instruction is in every view (its message, or its text, e.g. in the canonical state).
 
 Rotations (epoch changes, i.e. cache rewrites) are reported for every engine: the table's ``cache``
 column marks each rotation with the engine's reason and each prefix break (left out, and listed under
@@ -397,6 +398,7 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
     check(s["prefix_breaks_within_epoch"] == 0,
           f"append-only within each epoch ({s['prefix_breaks_within_epoch']} prefix breaks)")
     check(s["automatic_compactions"] == 0, f"no automatic compaction ({s['automatic_compactions']})")
+    check(not any("latest user instruction" in x for x in v), "latest user instruction present in every view")
     if s["hysteretic_epochs"]:
         check(not any("hysteresis" in x for x in v), f"rotations within the hysteresis bound ({s['rotation_bound']})")
     else:

@@ -17,6 +17,10 @@ Per request (:meth:`RequestLoop.run`) the loop:
   within ``window - reserve``; no orphaned or reordered tool call/result and no split unit
   (:func:`~latch.engine.units.view_violations`); within one cache epoch, every request's canonical
   lines start with the previous sent request's lines (append-only);
+* checks that the latest user instruction (:func:`latch.kernel.derive.instruction_text`, ``seq <= until_seq``)
+  is in the view: its original message (same ``seq``), or its first :data:`INSTRUCTION_PROBE_CHARS`
+  characters (whitespace collapsed) in some message's text, e.g. the canonical state's
+  ``Latest user instruction`` line;
 * measures the common prefix with the previous request that was actually sent (a refused request
   is not sent, so the cache still holds the one before it), in tokens of whole leading lines.
 
@@ -33,11 +37,28 @@ from typing import Any
 from .. import plugins
 from ..engine.units import TokenCounter, Unit, UnitBuilder, header_lines, message_line, view_violations
 from ..events import AssistantMessage, Usage
+from ..kernel.derive import instruction_text
 from ..port import ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile, SessionContext
 from .session import ReplayKernelWriter, StoreKernelWriter, StoreSessionReader, StoreTokenCounts
 
-__all__ = ["HostError", "EngineSetup", "ModelRequest", "RequestResult", "RequestLoop", "build_engine",
+__all__ = ["INSTRUCTION_PROBE_CHARS", "instruction_present", "HostError", "EngineSetup", "ModelRequest", "RequestResult", "RequestLoop", "build_engine",
            "model_requests", "transcript_model", "estimator_name"]
+
+
+INSTRUCTION_PROBE_CHARS = 200
+"""How many leading characters of the latest user instruction must appear in a view that has not kept its
+original message."""
+
+
+def instruction_present(messages: Sequence[Any], seq: int, text: str) -> bool:
+    """Whether the instruction of event ``seq`` (``text`` as :func:`~latch.kernel.derive.instruction_text`
+    gives it) is in ``messages``: the message of that ``seq``, or the first :data:`INSTRUCTION_PROBE_CHARS`
+    characters of ``text`` (without a trailing ``…``) in some message's whitespace-collapsed content.
+    O(size of the view)."""
+    if any(getattr(m, "seq", None) == seq for m in messages):
+        return True
+    probe = text.rstrip("…")[:INSTRUCTION_PROBE_CHARS]
+    return any(probe in " ".join(m.content.split()) for m in messages if probe[:1] in m.content)
 
 
 class HostError(ValueError):
@@ -173,11 +194,14 @@ class RequestResult:
     budget_violations: list[str] = field(default_factory=list)
     protocol_violations: list[str] = field(default_factory=list)
     epoch_violations: list[str] = field(default_factory=list)
+    instruction_violations: list[str] = field(default_factory=list)
 
     @property
     def violations(self) -> list[str]:
-        """Every violation line: over budget, protocol (orphans, order, split units), append-only breaks."""
-        return [*self.budget_violations, *self.protocol_violations, *self.epoch_violations]
+        """Every violation line: over budget, protocol (orphans, order, split units), append-only breaks, the
+        latest user instruction missing."""
+        return [*self.budget_violations, *self.protocol_violations, *self.epoch_violations,
+                *self.instruction_violations]
 
 
 class RequestLoop:
@@ -186,7 +210,8 @@ class RequestLoop:
     ``budget`` is the request budget (its ``hard_limit_tokens`` is the checked limit); ``system_prompt``,
     ``tools`` and ``session_context`` go into every request. Views must be asked for in non-decreasing
     ``until_seq`` order (a session is replayed forwards; the events appended meanwhile are read as they come).
-    Counters over the run: ``requests``, ``rotations``, ``prefix_breaks``, ``overflows``, ``max_total_tokens``.
+    Counters over the run: ``requests``, ``rotations``, ``prefix_breaks``, ``overflows``, ``max_total_tokens``;
+    ``latest_instruction`` is ``(seq, text)`` of the newest user instruction fed so far (``None``: none yet).
     """
 
     def __init__(self, store: Any, session_id: str, setup: EngineSetup, budget: ContextBudget, *,
@@ -204,6 +229,7 @@ class RequestLoop:
         self.history_tokens = 0
         self._fed_seq = 0
         self._events = 0
+        self.latest_instruction: tuple[int, str] | None = None  # (seq, text) of the newest user instruction fed
         self._prev: tuple[int, list[bytes], list[int]] | None = None  # epoch, lines, line tokens of the last sent
         self._seen: dict[int, tuple[Any, bytes, int]] = {}  # id(message) -> (message, line, tokens)
         self.requests = self.rotations = self.prefix_breaks = self.overflows = self.max_total_tokens = 0
@@ -216,6 +242,9 @@ class RequestLoop:
                 self.history_tokens += u.cost(self.counter)
                 for s in u.seqs:
                     self.units[s] = u
+            found = instruction_text(ev.event)
+            if found is not None:
+                self.latest_instruction = (ev.seq, found[0])
             self._fed_seq = ev.seq
             self._events += 1
 
@@ -262,6 +291,10 @@ class RequestLoop:
         if total > self.hard or recount > self.hard:
             res.budget_violations.append(f"{where}: {max(total, recount)} tokens over the hard limit {self.hard}")
         res.protocol_violations.extend(f"{where}: {v}" for v in view_violations(view.messages, self.units))
+        latest = self.latest_instruction
+        if latest is not None and not instruction_present(view.messages, *latest):
+            res.instruction_violations.append(f"{where}: the latest user instruction (seq {latest[0]}) is not in "
+                                              "the view")
         prev = self._prev
         if prev is not None:
             p_epoch, p_lines, p_tokens = prev
