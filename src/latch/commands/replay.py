@@ -32,7 +32,8 @@ effective limit"), to ``window - reserve`` at most and to the smallest ``recent_
 engine reports in a view's metrics.
 
 A request the engine refuses with :class:`~latch.port.ContextOverflow` is listed (status
-``overflow``), never an over-budget view. The exit status is 1 when any violation exists.
+``overflow``), never an over-budget view. The exit status is 1 when any violation exists, and when the
+transcript holds no model request (said in one line).
 
 The engine, the estimators and the plugin host are imported when a command runs, never when this
 module is imported, so ``latch`` starts (and ``latch doctor`` reports) even when the hot-path
@@ -58,7 +59,8 @@ from ..events import Usage
 from ..textsafe import PIPE_WIDTH, Table, cell, console, dumps, markup, safe
 from . import output_file
 
-__all__ = ["resolve_engine_factory", "resolve_estimator_choice", "ReplayPlan", "plan_replay", "run_replay",
+__all__ = ["resolve_engine_factory", "resolve_estimator_choice", "budget_problem", "ReplayPlan", "plan_replay",
+           "run_replay",
            "window_origin", "window_line", "replay_options", "register"]
 
 PROGRESS_MIN_REQUESTS = 40
@@ -156,9 +158,7 @@ def plan_replay(store: Any, session_id: str, *, engine: str | None = None, model
     overrides = {k: v for k, v in (("context_window_tokens", window), ("reserve_tokens", reserve),
                                    ("recent_tokens", recent)) if v is not None}
     budget = replace(budget, **overrides)
-    if budget.reserve_tokens >= budget.context_window_tokens:
-        raise click.UsageError(f"--reserve ({budget.reserve_tokens}) must be below --window "
-                               f"({budget.context_window_tokens})")
+    budget_problem(budget.context_window_tokens, budget.reserve_tokens, window, reserve)
     requested_recent = budget.recent_tokens
     budget = replace(budget, recent_tokens=min(requested_recent, budget.hard_limit_tokens))
     source, entry = window_origin(config, setup.model, budget.context_window_tokens, window)
@@ -443,15 +443,55 @@ def replay_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+def budget_problem(window_tokens: int, reserve_tokens: int, window: int | None, reserve: int | None,
+                   origin: str = "") -> None:
+    """Raise ``click.UsageError`` naming the option at fault when the reserve (``reserve_tokens``) is not below
+    the window (``window_tokens``); ``window``/``reserve`` are the ``--window``/``--reserve`` values (``None``:
+    not given), ``origin`` says where a default came from (e.g. `` for model gpt-4o``)."""
+    if reserve_tokens < window_tokens:
+        return
+    if reserve is not None and window is not None:
+        raise click.UsageError(f"--reserve ({reserve}) must be below --window ({window})")
+    if reserve is not None:
+        raise click.UsageError(f"--reserve ({reserve:,}) must be below the window of {window_tokens:,} tokens"
+                               f"{origin}; pass a larger --window")
+    if window is not None:
+        raise click.UsageError(f"--window must exceed the default reserve of {reserve_tokens:,}{origin}; "
+                               "pass --reserve")
+    raise click.UsageError(f"the reserve ({reserve_tokens:,}) must be below the window ({window_tokens:,}){origin}")
+
+
 def check_replay_options(app: Any, config: Mapping[str, Any], *, engine: str | None, estimator: str | None,
-                         model: str | None, window: int | None, reserve: int | None) -> None:
+                         model: str | None, window: int | None, reserve: int | None,
+                         file: str | None = None, fmt: str | None = None) -> None:
     """Fail on a bad engine, estimator or ``--reserve``/``--window`` pair before anything is imported
-    (``click.UsageError``)."""
+    (``click.UsageError`` naming the option at fault). Without ``model``, the model the transcript ``file``
+    names decides the default window and reserve (the file is parsed, never stored: a file that does not
+    parse is left to the import to report)."""
+    from ..config import model_window
+
     resolve_engine_factory(engine, config, app.config_file)
     if estimator is not None:
         resolve_estimator_choice(estimator, model)
-    if window is not None and reserve is not None and reserve >= window:
-        raise click.UsageError(f"--reserve ({reserve}) must be below --window ({window})")
+    if window is None and reserve is None:
+        return
+    if model is None and file is None:  # the session's model decides the defaults: plan_replay checks them
+        if window is not None and reserve is not None:
+            budget_problem(window, reserve, window, reserve)
+        return
+    if model is None:
+        from ..host.ingest import parse_file
+        from ..host.loop import transcript_model
+        from ..importers.base import TranscriptError
+
+        try:
+            model = transcript_model(parse_file(file, fmt).events)
+        except (TranscriptError, OSError):
+            model = None
+    default = model_window(config, model)
+    budget_problem(window if window is not None else default.context_window_tokens,
+                   reserve if reserve is not None else default.reserve_tokens, window, reserve,
+                   f" for model {safe(model)}" if model else "")
 
 
 def register(cli: click.Group) -> None:
@@ -480,7 +520,7 @@ def register(cli: click.Group) -> None:
         config = app.config(config_path)
         # bad options fail before anything is imported
         check_replay_options(app, config, engine=engine, estimator=estimator, model=model, window=window,
-                             reserve=reserve)
+                             reserve=reserve, file=file, fmt=fmt)
         store = app.store()
         try:
             sid, _, _ = import_file(store, file, fmt, final=not live)
@@ -488,6 +528,9 @@ def register(cli: click.Group) -> None:
             raise click.ClickException(f"{safe(file)}: session {exc.session_id} is forgotten (tombstoned by "
                                        "`latch forget`); forgotten sessions are not replayed") from None
         n_requests = len(_requests(list(store.events(sid, kinds=["assistant_message", "usage"]))))
+        if n_requests == 0:
+            raise click.ClickException(f"{safe(file)}: session {sid} has no model request (no assistant "
+                                       "message): nothing to replay")
         options = dict(engine=engine, model=model, estimator=estimator, config=config, window=window,
                        reserve=reserve, recent=recent, keep=keep)
         if n_requests >= PROGRESS_MIN_REQUESTS:
