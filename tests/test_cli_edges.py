@@ -110,7 +110,7 @@ def _store_with(tmp_path, texts):
 
 
 TEXTS = ["we write it in C++ now", "a c program", "C# and .NET on Windows", "the net income", "node.js server",
-         "node js", "src/main.py changed", "the i++; loop"]
+         "js node", "src/main.py changed", "the i++; loop", "node and js"]
 
 
 @pytest.mark.parametrize("query, expected", [

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from latch.cli import _load_commands, cli
-from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
+from latch.events import AssistantMessage, ToolResult, UserMessage
 from latch.host.loop import instruction_present
 from latch.kernel.derive import INSTRUCTION_CHARS, instruction_text
 from latch.kernel.state import canonical_state

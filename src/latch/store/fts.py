@@ -11,7 +11,7 @@ through the same preparation: ``"数 据"`` matches the word 数据 anywhere in 
 ``🔥`` matches ``fix🔥now``, and 👩‍💻 (woman, zero-width joiner, laptop) is the
 phrase ``"👩" + "💻"``.
 
-Glued terms: ``C++``, ``C#``, ``.NET`` and ``node.js`` are searchable as themselves (see :func:`prepare_text`;
+Glued terms: ``C++``, ``C#`` and ``.NET`` are searchable as themselves (``node.js`` is the phrase node + js) (see :func:`prepare_text`;
 migration ``m006_fts_glued_terms`` re-indexes stores written before).
 
 Queries: any user string is valid. :func:`build_match_query` extracts the same
@@ -107,15 +107,16 @@ def _standalone(ch: str) -> bool:
 
 
 # Glued terms (issue 12 item 7): ``unicode61`` drops '+', '#' and '.', so ``C++`` and ``C#`` would be the bare
-# letter c and ``.NET`` the word net. Before a word that ends in ``++``/``#`` or starts with a dot, the
-# prepared text gets one more token: the word with those characters spelled as private-use code points
-# (token characters of TOKENIZE), e.g. ``C++`` → ``C\ue02b\ue02b C++`` (tokens ``c\ue02b\ue02b``, ``c``),
-# ``.NET`` → ``\ue02eNET .NET``, ``node.js`` → ``node \ue02ejs .js``. A query goes through the same
-# preparation, so ``C++`` is the phrase ``"c\ue02b\ue02b" + "c"`` and finds C++ only, while ``c`` still
-# finds every c (C++ included) and every phrase keeps matching the text it matched before.
+# letter c and ``.NET`` the word net. Before a word that ends in ``++``/``#``, or that starts with a dot at the
+# start of a word (``.NET``, ``.env``; not the dot inside ``main.py``), the prepared text gets one more token:
+# the word with those characters spelled as private-use code points (token characters of TOKENIZE), e.g.
+# ``C++`` → ``C\ue02b\ue02b C++`` (tokens ``c\ue02b\ue02b``, ``c``) and ``.NET`` → ``\ue02eNET .NET``. A query
+# goes through the same preparation, so ``C++`` is the phrase ``"c\ue02b\ue02b" + "c"`` and finds C++ only,
+# while ``c`` still finds every c (C++ included). A dot inside a word separates, as before: ``node.js`` is the
+# phrase ``"node" + "js"``, those two tokens next to each other (``node.js``; not ``node and js``).
 _GLUE = {"+": "\ue02b", "#": "\ue023", ".": "\ue02e"}
 _SUFFIX_RE = re.compile(r"(?<![A-Za-z0-9])([A-Za-z][A-Za-z0-9]*)(\+\+|#)(?![A-Za-z0-9+#])")
-_DOT_RE = re.compile(r"\.([A-Za-z][A-Za-z0-9]*)(?![A-Za-z0-9])")
+_DOT_RE = re.compile(r"(?<![A-Za-z0-9.])\.([A-Za-z][A-Za-z0-9]*)(?![A-Za-z0-9])")
 _GLUE_CHARS = frozenset("+#.")
 
 
@@ -128,8 +129,7 @@ def _glue(text: str) -> str:
 
 
 def prepare_text(text: str) -> str:
-    """Text as stored in the FTS5 index: glued terms (``C++``, ``C#``, ``.NET``, ``node.js``) get their own
-    token, CJK characters and symbols are split apart, lone surrogates dropped. Deterministic; O(len(text))."""
+    """Text as stored in the FTS5 index: glued terms (``C++``, ``C#``, ``.NET``) get their own token, CJK characters and symbols are split apart, lone surrogates dropped. Deterministic; O(len(text))."""
     if not _GLUE_CHARS.isdisjoint(text):
         text = _glue(text)
     return _prepare_v1(text)

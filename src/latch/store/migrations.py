@@ -146,12 +146,12 @@ def m005_token_counts(db: sqlite3.Connection) -> None:
 
 @migration
 def m006_fts_glued_terms(db: sqlite3.Connection) -> None:
-    # Re-index every event with the preparation that gives C++, C#, .NET and node.js their own tokens
+    # Re-index every event with the preparation that gives C++, C# and .NET their own tokens
     # (store.fts.prepare_text). The index is contentless: its rows cannot be read back or deleted one by one
     # without the exact text first inserted, so the whole index is emptied ('delete-all') and rebuilt from the
     # log. A store holding an event kind this process cannot decode (a third-party kind whose module is not
     # imported) keeps its index as it was: its old text still matches every query that does not use a glued term.
-    """Rebuild the FTS index with glued terms (``C++``, ``C#``, ``.NET``, ``node.js`` searchable as themselves)."""
+    """Rebuild the FTS index with glued terms (``C++``, ``C#``, ``.NET`` searchable as themselves)."""
     kinds = {r[0] for r in db.execute("SELECT DISTINCT kind FROM events")}
     if not kinds or not kinds <= set(EVENT_KINDS):
         return
