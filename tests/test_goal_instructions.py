@@ -90,6 +90,7 @@ def test_task_switch_keeps_task_y_in_every_view_at_recent_300(tmp_path, switchin
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
     assert doc["summary"]["rotations"] >= 2 and not doc["summary"]["violations"]
+    assert (doc["summary"]["keeps_latest_instruction"], doc["summary"]["views_without_latest_instruction"]) == (True, 0)
     table = _replay(tmp_path, switching_file)
     assert "✓ latest user instruction present in every view" in table.output
 
@@ -101,5 +102,19 @@ def test_the_check_fails_when_the_state_forgets_instructions(tmp_path, switching
     monkeypatch.setattr(SessionReducer, "_instruction", lambda self, pos, fact: False)
     res = _replay(tmp_path, switching_file)
     assert res.exit_code == 1
-    assert "✗ latest user instruction present in every view" in res.output
+    assert "✗ latest user instruction present in every view (" in res.output
     assert "the latest user instruction (seq" in res.output
+
+
+def test_an_engine_that_drops_old_messages_is_told_not_failed(tmp_path, switching_file):
+    pytest.importorskip("latch_baselines")
+    res = CliRunner().invoke(cli, ["--db", str(tmp_path / "r.db"), "replay", str(switching_file), "--window", "2000",
+                                   "--reserve", "1000", "--engine", "sliding-window", "--json", "-"],
+                             env={"COLUMNS": "200", "LATCH_HOME": str(tmp_path / "home")})
+    assert res.exit_code == 0, res.output
+    s = json.loads(res.output)["summary"]
+    assert (s["keeps_latest_instruction"], s["views_without_latest_instruction"], s["violations"]) == (False, 7, [])
+    table = CliRunner().invoke(cli, ["--db", str(tmp_path / "r.db"), "replay", str(switching_file), "--window",
+                                     "2000", "--reserve", "1000", "--engine", "sliding-window"],
+                               env={"COLUMNS": "200", "LATCH_HOME": str(tmp_path / "home")})
+    assert "i 7 view(s) without the latest user instruction (sliding-window does not keep it)" in table.output

@@ -18,7 +18,9 @@ engine's own accounting, for every engine:
 * cache epochs, as the engine numbers them (``view.epoch``): within one epoch each request's
   canonical bytes start with the previous request's (``prefix_breaks_within_epoch`` must be 0);
 * no automatic compaction record in the stream;
-* the latest user instruction is in every view (its message, or its text, e.g. in the canonical state).
+* the latest user instruction is in every view (its message, or its text, e.g. in the canonical state):
+  a violation for an engine that keeps it (``continuity``, or a class declaring ``KEEPS_LATEST_INSTRUCTION =
+  True``), counted (``views_without_latest_instruction``) and reported for every other engine.
 
 Rotations (epoch changes, i.e. cache rewrites) are reported for every engine: the table's ``cache``
 column marks each rotation with the engine's reason and each prefix break (left out, and listed under
@@ -210,6 +212,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     rows: list[dict[str, Any]] = []
     views: list[Any] = []
     violations: list[str] = []
+    instruction_misses: list[str] = []  # views without the latest user instruction (every engine)
     last_sent = None
     parsed: dict[int, Any] = {}  # request_changes' cache of parsed KernelContext messages, for this replay
     for res in loop.replay(plan.requests, progress):
@@ -226,6 +229,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         if keep_views:
             views.append(view)
         violations.extend(res.violations)
+        instruction_misses.extend(res.instruction_violations)
         changes = request_changes(last_sent, res, loop.units, parsed)
         last_sent = res
         total = view.tokens.total_tokens
@@ -241,6 +245,8 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
             "headroom_tokens": hard - total, "messages": len(view.messages), "changes": changes,
         })
     history = loop.history_tokens
+    if setup.keeps_instruction:
+        violations.extend(instruction_misses)
     compactions = sum(1 for r in setup.writer.records() if "compact" in r[1])
     if compactions:
         violations.append(f"{compactions} compaction record(s) in the replay stream (never automatic)")
@@ -262,6 +268,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         "overflows": loop.overflows,
         "hysteretic_epochs": setup.hysteretic, "rotation_bound": round(bound, 2) if bound is not None else None,
         "rotation_bound_recent_tokens": recent_eff,
+        "keeps_latest_instruction": setup.keeps_instruction, "views_without_latest_instruction": len(instruction_misses),
         "conversation_tokens": history,
         "max_total_tokens": loop.max_total_tokens, "hard_limit_tokens": hard,
         "mean_cacheability": (sum(r["cacheability"] for r in done[1:]) / (len(done) - 1)) if len(done) > 1 else None,
@@ -398,7 +405,15 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
     check(s["prefix_breaks_within_epoch"] == 0,
           f"append-only within each epoch ({s['prefix_breaks_within_epoch']} prefix breaks)")
     check(s["automatic_compactions"] == 0, f"no automatic compaction ({s['automatic_compactions']})")
-    check(not any("latest user instruction" in x for x in v), "latest user instruction present in every view")
+    misses = s.get("views_without_latest_instruction", 0)
+    if s.get("keeps_latest_instruction", True):
+        check(not misses, "latest user instruction present in every view"
+              + (f" ({misses} view(s) without it)" if misses else ""))
+    elif misses:
+        con.print(f"[blue]i[/blue] {misses} view(s) without the latest user instruction ({markup(doc['engine'])} "
+                  "does not keep it)")
+    else:
+        con.print("[blue]i[/blue] latest user instruction present in every view")
     if s["hysteretic_epochs"]:
         check(not any("hysteresis" in x for x in v), f"rotations within the hysteresis bound ({s['rotation_bound']})")
     else:

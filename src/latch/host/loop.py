@@ -111,7 +111,9 @@ def estimator_name(estimator: Any) -> str:
 class EngineSetup:
     """An engine built for one session, with the choices the host made once: ``engine_name`` (the plugin),
     ``estimator`` (instance) and its ``counter``, ``model``, ``config`` (Latch's configuration, also in
-    ``EngineProfile.config``), the kernel-record ``writer`` and ``hysteretic`` (held to the rotation bound).
+    ``EngineProfile.config``), the kernel-record ``writer``, ``hysteretic`` (held to the rotation bound) and
+    ``keeps_instruction`` (held to "the latest user instruction is in every view": the engine's class sets
+    ``KEEPS_LATEST_INSTRUCTION = True``, as ``continuity`` does; baselines that drop old messages do not).
     ``token_counts`` is the session's durable exact-count cache, shared by the engine and the recount, when
     the estimator is exact (:attr:`~latch.engine.units.TokenCounter.exact`), else ``None``."""
 
@@ -124,6 +126,7 @@ class EngineSetup:
     writer: StoreKernelWriter
     hysteretic: bool
     token_counts: StoreTokenCounts | None = None
+    keeps_instruction: bool = False
 
     @property
     def estimator_name(self) -> str:
@@ -159,7 +162,9 @@ def build_engine(store: Any, session_id: str, *, stream: str | Callable[[str], s
     eng = factory(EngineProfile(session_id=session_id, model=model, reader=StoreSessionReader(store, session_id),
                                 writer=writer, config=cfg, estimator=chosen, token_counts=counts))
     hysteretic = bool(getattr(eng, "HYSTERETIC_EPOCHS", name == plugins.DEFAULT_ENGINE))
-    return EngineSetup(name, eng, chosen, TokenCounter(chosen, counts), model, cfg, writer, hysteretic, counts)
+    keeps = bool(getattr(eng, "KEEPS_LATEST_INSTRUCTION", name == plugins.DEFAULT_ENGINE))
+    return EngineSetup(name, eng, chosen, TokenCounter(chosen, counts), model, cfg, writer, hysteretic, counts,
+                       keeps)
 
 
 @dataclass
@@ -198,10 +203,10 @@ class RequestResult:
 
     @property
     def violations(self) -> list[str]:
-        """Every violation line: over budget, protocol (orphans, order, split units), append-only breaks, the
-        latest user instruction missing."""
-        return [*self.budget_violations, *self.protocol_violations, *self.epoch_violations,
-                *self.instruction_violations]
+        """Every violation line every engine is held to: over budget, protocol (orphans, order, split units),
+        append-only breaks. ``instruction_violations`` (the latest user instruction missing) is apart: only an
+        engine that keeps it (:attr:`EngineSetup.keeps_instruction`) is held to it."""
+        return [*self.budget_violations, *self.protocol_violations, *self.epoch_violations]
 
 
 class RequestLoop:
