@@ -123,9 +123,11 @@ def test_replay_table_shows_the_canonical_state_per_request(run, transcript):
                       "epoch"]  # no tools, extension or provider usage here: those columns are left out
     assert [r[header.index("state")] for r in rows] == [f"{q['state_tokens']:,}" for q in doc["requests"]]
     assert [r[header.index("view")] for r in rows] == [f"{q['total_tokens']:,}" for q in doc["requests"]]
-    # the unknown model gets the most conservative heuristic; its empty-state snapshot is 176 tokens (measured)
+    # the unknown model gets the most conservative heuristic; its snapshot, holding the goal derived from the
+    # user's one instruction (issue 12 item 7; 176 tokens when the state was empty), is 184 tokens (measured;
+    # 187 before the estimator refit of issue 11 item 2)
     assert doc["estimator"] == "heuristic-anthropic"
-    assert [q["state_tokens"] for q in doc["requests"]] == [176, 176, 176]
+    assert [q["state_tokens"] for q in doc["requests"]] == [184, 184, 184]
     assert "state: canonical state" in table.output
 
 

@@ -172,6 +172,37 @@ class LatchGroup(click.Group):
     """Turns the user-facing errors (bad transcript, plugin, store) into one line on stderr, status 1 (a config
     error: status 2)."""
 
+    def parse_args(self, ctx, args):
+        """``--db PATH`` is accepted after the subcommand too (``latch sessions --db X``): it is moved in
+        front of it, unless that subcommand has a ``--db`` of its own (``latch stress``). Given twice: a
+        usage error."""
+        return super().parse_args(ctx, self._hoist_db(ctx, list(args)))
+
+    def _hoist_db(self, ctx, args: list[str]) -> list[str]:
+        i, given = 0, False
+        while i < len(args) and args[i].startswith("-") and args[i] != "--":
+            given = given or args[i] == "--db" or args[i].startswith("--db=")
+            i += 2 if args[i] == "--db" else 1
+        if i >= len(args) or args[i] == "--":
+            return args
+        cmd = self.get_command(ctx, args[i])
+        if cmd is None or any("--db" in p.opts for p in getattr(cmd, "params", ())):
+            return args
+        rest = args[i + 1:]
+        end = rest.index("--") if "--" in rest else len(rest)
+        for j in range(end):
+            if rest[j] == "--db" or rest[j].startswith("--db="):
+                if given:
+                    raise click.UsageError("--db is given twice (before and after the command); give it once")
+                if rest[j] == "--db":
+                    if j + 1 >= len(rest):
+                        raise click.UsageError("--db needs a database file path")
+                    value, k = rest[j + 1], 2
+                else:
+                    value, k = rest[j][len("--db="):], 1
+                return ["--db", value, *args[:i + 1], *rest[:j], *rest[j + k:]]
+        return args
+
     def invoke(self, ctx):
         from .config import ConfigError
         from .importers.base import TranscriptError

@@ -17,7 +17,10 @@ engine's own accounting, for every engine:
   (:func:`latch.engine.units.view_violations`), no split unit;
 * cache epochs, as the engine numbers them (``view.epoch``): within one epoch each request's
   canonical bytes start with the previous request's (``prefix_breaks_within_epoch`` must be 0);
-* no automatic compaction record in the stream.
+* no automatic compaction record in the stream;
+* the latest user instruction is in every view (its message, or its text, e.g. in the canonical state):
+  a violation for an engine that keeps it (``continuity``, or a class declaring ``KEEPS_LATEST_INSTRUCTION =
+  True``), counted (``views_without_latest_instruction``) and reported for every other engine.
 
 Rotations (epoch changes, i.e. cache rewrites) are reported for every engine: the table's ``cache``
 column marks each rotation with the engine's reason and each prefix break (left out, and listed under
@@ -31,7 +34,8 @@ effective limit"), to ``window - reserve`` at most and to the smallest ``recent_
 engine reports in a view's metrics.
 
 A request the engine refuses with :class:`~latch.port.ContextOverflow` is listed (status
-``overflow``), never an over-budget view. The exit status is 1 when any violation exists.
+``overflow``), never an over-budget view. The exit status is 1 when any violation exists, and when the
+transcript holds no model request (said in one line).
 
 The engine, the estimators and the plugin host are imported when a command runs, never when this
 module is imported, so ``latch`` starts (and ``latch doctor`` reports) even when the hot-path
@@ -58,8 +62,8 @@ from ..events import Usage
 from ..textsafe import PIPE_WIDTH, Table, cell, console, dumps, markup, safe
 from . import output_file
 
-__all__ = ["resolve_engine_factory", "resolve_estimator_choice", "ReplayPlan", "plan_replay", "run_replay",
-           "window_origin", "window_line", "replay_options", "register", "RATIO_BAND", "provider_ratio",
+__all__ = ["resolve_engine_factory", "resolve_estimator_choice", "budget_problem", "ReplayPlan", "plan_replay",
+           "run_replay", "window_origin", "window_line", "replay_options", "register", "RATIO_BAND", "provider_ratio",
            "ratio_summary", "harness_doc", "harness_line", "ratio_line"]
 
 PROGRESS_MIN_REQUESTS = 40
@@ -166,9 +170,7 @@ def plan_replay(store: Any, session_id: str, *, engine: str | None = None, model
     overrides = {k: v for k, v in (("context_window_tokens", window), ("reserve_tokens", reserve),
                                    ("recent_tokens", recent)) if v is not None}
     budget = replace(budget, **overrides)
-    if budget.reserve_tokens >= budget.context_window_tokens:
-        raise click.UsageError(f"--reserve ({budget.reserve_tokens}) must be below --window "
-                               f"({budget.context_window_tokens})")
+    budget_problem(budget.context_window_tokens, budget.reserve_tokens, window, reserve)
     requested_recent = budget.recent_tokens
     budget = replace(budget, recent_tokens=min(requested_recent, budget.hard_limit_tokens))
     source, entry = window_origin(config, setup.model, budget.context_window_tokens, window)
@@ -238,6 +240,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     rows: list[dict[str, Any]] = []
     views: list[Any] = []
     violations: list[str] = []
+    instruction_misses: list[str] = []  # views without the latest user instruction (every engine)
     last_sent = None
     parsed: dict[int, Any] = {}  # request_changes' cache of parsed KernelContext messages, for this replay
     original, viewed = pricing.CostTotals(), pricing.CostTotals()
@@ -268,6 +271,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         if keep_views:
             views.append(view)
         violations.extend(res.violations)
+        instruction_misses.extend(res.instruction_violations)
         changes = request_changes(last_sent, res, loop.units, parsed)
         last_sent = res
         total = view.tokens.total_tokens
@@ -285,6 +289,8 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
             "view_complete": view.tokens.recent_tokens >= res.history_tokens,
         })
     history = loop.history_tokens
+    if setup.keeps_instruction:
+        violations.extend(instruction_misses)
     compactions = sum(1 for r in setup.writer.records() if "compact" in r[1])
     if compactions:
         violations.append(f"{compactions} compaction record(s) in the replay stream (never automatic)")
@@ -306,6 +312,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         "overflows": loop.overflows,
         "hysteretic_epochs": setup.hysteretic, "rotation_bound": round(bound, 2) if bound is not None else None,
         "rotation_bound_recent_tokens": recent_eff,
+        "keeps_latest_instruction": setup.keeps_instruction, "views_without_latest_instruction": len(instruction_misses),
         "conversation_tokens": history,
         "max_total_tokens": loop.max_total_tokens, "hard_limit_tokens": hard,
         "mean_cacheability": (sum(r["cacheability"] for r in done[1:]) / (len(done) - 1)) if len(done) > 1 else None,
@@ -567,6 +574,15 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
     check(s["prefix_breaks_within_epoch"] == 0,
           f"append-only within each epoch ({s['prefix_breaks_within_epoch']} prefix breaks)")
     check(s["automatic_compactions"] == 0, f"no automatic compaction ({s['automatic_compactions']})")
+    misses = s.get("views_without_latest_instruction", 0)
+    if s.get("keeps_latest_instruction", True):
+        check(not misses, "latest user instruction present in every view"
+              + (f" ({misses} view(s) without it)" if misses else ""))
+    elif misses:
+        con.print(f"[blue]i[/blue] {misses} view(s) without the latest user instruction ({markup(doc['engine'])} "
+                  "does not keep it)")
+    else:
+        con.print("[blue]i[/blue] latest user instruction present in every view")
     if s["hysteretic_epochs"]:
         check(not any("hysteresis" in x for x in v), f"rotations within the hysteresis bound ({s['rotation_bound']})")
     else:
@@ -643,15 +659,55 @@ def replay_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+def budget_problem(window_tokens: int, reserve_tokens: int, window: int | None, reserve: int | None,
+                   origin: str = "") -> None:
+    """Raise ``click.UsageError`` naming the option at fault when the reserve (``reserve_tokens``) is not below
+    the window (``window_tokens``); ``window``/``reserve`` are the ``--window``/``--reserve`` values (``None``:
+    not given), ``origin`` says where a default came from (e.g. `` for model gpt-4o``)."""
+    if reserve_tokens < window_tokens:
+        return
+    if reserve is not None and window is not None:
+        raise click.UsageError(f"--reserve ({reserve}) must be below --window ({window})")
+    if reserve is not None:
+        raise click.UsageError(f"--reserve ({reserve:,}) must be below the window of {window_tokens:,} tokens"
+                               f"{origin}; pass a larger --window")
+    if window is not None:
+        raise click.UsageError(f"--window must exceed the default reserve of {reserve_tokens:,}{origin}; "
+                               "pass --reserve")
+    raise click.UsageError(f"the reserve ({reserve_tokens:,}) must be below the window ({window_tokens:,}){origin}")
+
+
 def check_replay_options(app: Any, config: Mapping[str, Any], *, engine: str | None, estimator: str | None,
-                         model: str | None, window: int | None, reserve: int | None) -> None:
+                         model: str | None, window: int | None, reserve: int | None,
+                         file: str | None = None, fmt: str | None = None) -> None:
     """Fail on a bad engine, estimator or ``--reserve``/``--window`` pair before anything is imported
-    (``click.UsageError``)."""
+    (``click.UsageError`` naming the option at fault). Without ``model``, the model the transcript ``file``
+    names decides the default window and reserve (the file is parsed, never stored: a file that does not
+    parse is left to the import to report)."""
+    from ..config import model_window
+
     resolve_engine_factory(engine, config, app.config_file)
     if estimator is not None:
         resolve_estimator_choice(estimator, model)
-    if window is not None and reserve is not None and reserve >= window:
-        raise click.UsageError(f"--reserve ({reserve}) must be below --window ({window})")
+    if window is None and reserve is None:
+        return
+    if model is None and file is None:  # the session's model decides the defaults: plan_replay checks them
+        if window is not None and reserve is not None:
+            budget_problem(window, reserve, window, reserve)
+        return
+    if model is None:
+        from ..host.ingest import parse_file
+        from ..host.loop import transcript_model
+        from ..importers.base import TranscriptError
+
+        try:
+            model = transcript_model(parse_file(file, fmt).events)
+        except (TranscriptError, OSError):
+            model = None
+    default = model_window(config, model)
+    budget_problem(window if window is not None else default.context_window_tokens,
+                   reserve if reserve is not None else default.reserve_tokens, window, reserve,
+                   f" for model {safe(model)}" if model else "")
 
 
 def register(cli: click.Group) -> None:
@@ -680,7 +736,7 @@ def register(cli: click.Group) -> None:
         config = app.config(config_path)
         # bad options fail before anything is imported
         check_replay_options(app, config, engine=engine, estimator=estimator, model=model, window=window,
-                             reserve=reserve)
+                             reserve=reserve, file=file, fmt=fmt)
         store = app.store()
         try:
             sid, _, _ = import_file(store, file, fmt, final=not live)
@@ -688,6 +744,9 @@ def register(cli: click.Group) -> None:
             raise click.ClickException(f"{safe(file)}: session {exc.session_id} is forgotten (tombstoned by "
                                        "`latch forget`); forgotten sessions are not replayed") from None
         n_requests = len(_requests(list(store.events(sid, kinds=["assistant_message", "usage"]))))
+        if n_requests == 0:
+            raise click.ClickException(f"{safe(file)}: session {sid} has no model request (no assistant "
+                                       "message): nothing to replay")
         options = dict(engine=engine, model=model, estimator=estimator, config=config, window=window,
                        reserve=reserve, recent=recent, keep=keep, harness=not no_harness)
         if n_requests >= PROGRESS_MIN_REQUESTS:

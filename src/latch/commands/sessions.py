@@ -59,6 +59,36 @@ def _event_line(ev) -> str:
     return f"{k}: {_excerpt(text)}" if text else k
 
 
+def _stdin_copy(app) -> Path:
+    """Read stdin (bytes, at most :data:`latch.importers.MAX_TRANSCRIPT_BYTES`) into ``stdin/<sha256[:16]>``
+    beside the store (a temporary folder for an in-memory store) and return that path. Raises
+    ``click.ClickException`` when stdin is a terminal, empty or over the limit (nothing is written then)."""
+    import hashlib
+    import sys
+    import tempfile
+
+    from ..importers import MAX_TRANSCRIPT_BYTES
+
+    stream = sys.stdin
+    if stream is None or stream.isatty():
+        raise click.ClickException("-: stdin is a terminal; pipe a transcript in (latch import - < FILE)")
+    raw = getattr(stream, "buffer", None)
+    data = raw.read(MAX_TRANSCRIPT_BYTES + 1) if raw is not None else stream.read(MAX_TRANSCRIPT_BYTES + 1).encode()
+    if len(data) > MAX_TRANSCRIPT_BYTES:
+        raise click.ClickException(f"-: stdin holds more than {MAX_TRANSCRIPT_BYTES:,} bytes, the transcript limit "
+                                   "(LATCH_MAX_TRANSCRIPT_BYTES raises it)")
+    if not data.strip():
+        raise click.ClickException("-: stdin is empty")
+    folder = Path(tempfile.mkdtemp(prefix="latch-stdin-")) if app.db == ":memory:" else app.db_path().parent / "stdin"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / hashlib.sha256(data).hexdigest()[:16]
+    if not path.is_file() or path.read_bytes() != data:
+        tmp = path.with_name(path.name + ".part")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    return path
+
+
 def _visible_sessions(store):
     from ..kernel.tombstones import tombstoned_sessions
 
@@ -89,6 +119,10 @@ def register(cli: click.Group) -> None:
     def import_cmd(app, files, fmt, live, discover, since, project, dry_run, as_new):
         """Import transcript FILES into the store (idempotent; a forgotten session takes no new events).
 
+        ``-`` reads one transcript from stdin (at most the transcript size limit,
+        ``LATCH_MAX_TRANSCRIPT_BYTES``); it is kept as ``stdin/<sha256>`` beside the store, the session's
+        source, so importing the same bytes again adds nothing.
+
         A FILES entry that is a folder is walked: every regular file under it that an importer
         recognizes is imported, in path order (hidden folders are not entered); the others are
         counted and listed as skipped. ``--discover`` finds the logs in each harness's default place.
@@ -114,6 +148,12 @@ def register(cli: click.Group) -> None:
             raise click.UsageError("give FILES (or folders) to import, or --discover")
         if not discover and (since is not None or project is not None):
             raise click.UsageError("--since and --project go with --discover")
+        if "-" in files:
+            if files.count("-") > 1:
+                raise click.UsageError("'-' (stdin) can be given once")
+            if dry_run:
+                raise click.UsageError("--dry-run does not read stdin ('-')")
+            files = tuple(str(_stdin_copy(app)) if f == "-" else f for f in files)
         con, err = _console(), console(stderr=True, highlight=False)
         errors: list[str] = []
         skipped: list[str] = []
@@ -185,17 +225,19 @@ def register(cli: click.Group) -> None:
     @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
     @pass_app
     def sessions_cmd(app, as_json):
-        """List sessions (tombstoned ones are omitted)."""
+        """List sessions (tombstoned ones are omitted), each with its first event's seq."""
         store = app.store(create=False)
         rows = _visible_sessions(store)
         if as_json:
             click.echo(dumps([
                 {"id": s.id, "source": s.source, "format": s.format, "events": s.events, "parent": s.parent_id,
-                 "workspace": s.workspace, "created_at": s.created_at} for s in rows], indent=2))
+                 "workspace": s.workspace, "created_at": s.created_at, "first_seq": s.first_seq,
+                 "last_seq": s.last_seq} for s in rows], indent=2))
             return
-        t = Table("id", "format", "events", "source", title=f"{len(rows)} sessions")
+        t = Table("id", "format", "events", "first seq", "source", title=f"{len(rows)} sessions")
         for s in rows:
-            t.add_row(cell(s.id), cell(s.format or ""), str(s.events), cell(s.source or ""))
+            t.add_row(cell(s.id), cell(s.format or ""), str(s.events), "" if s.first_seq is None else str(s.first_seq),
+                      cell(s.source or ""))
         _console().print(t)
 
     @cli.command("show")
@@ -221,7 +263,7 @@ def register(cli: click.Group) -> None:
         for ev in store.events(info.id, limit=limit):
             con.print(f"{ev.seq:>7}  {event_line(ev)}", markup=False)
 
-    @cli.command("search")
+    @cli.command("search", context_settings={"ignore_unknown_options": True})
     @click.argument("query")
     @click.option("--session", default=None, help="Restrict to one session (id or prefix).")
     @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
@@ -233,9 +275,15 @@ def register(cli: click.Group) -> None:
         """Full-text search over every event (newest first). Any string is a valid query.
 
         Forgotten (tombstoned) sessions are left out unless --include-forgotten, or --session names one.
+        A QUERY may start with a dash (`latch search -foo`, or after `--`); one longer than
+        4,096 characters is refused.
         """
         from ..kernel.tombstones import tombstoned_sessions
+        from ..store.fts import MAX_QUERY_CHARS
 
+        if len(query) > MAX_QUERY_CHARS:
+            raise click.UsageError(f"the query is {len(query):,} characters; at most {MAX_QUERY_CHARS:,} are "
+                                   "searched (give fewer words)")
         store = app.store(create=False)
         sid = None
         if session is not None:

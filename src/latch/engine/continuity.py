@@ -293,6 +293,7 @@ class ContinuityEngine:
 
     PLUGIN_NAME = ENGINE_NAME
     HYSTERETIC_EPOCHS = True  # replay checks rotations <= conversation / (0.25 x recent) + 1
+    KEEPS_LATEST_INSTRUCTION = True  # the canonical state renders it: replay checks it is in every view
     DESCRIPTION = "Cache epochs over the durable log: canonical state, whole-unit recent memory, FTS recall, episodes."
 
     def __init__(self, model: str | None, *, reader: SessionReader, writer: KernelWriter,

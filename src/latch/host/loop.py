@@ -17,6 +17,10 @@ Per request (:meth:`RequestLoop.run`) the loop:
   within ``window - reserve``; no orphaned or reordered tool call/result and no split unit
   (:func:`~latch.engine.units.view_violations`); within one cache epoch, every request's canonical
   lines start with the previous sent request's lines (append-only);
+* checks that the latest user instruction (:func:`latch.kernel.derive.instruction_text`, ``seq <= until_seq``)
+  is in the view: its original message (same ``seq``), or its first :data:`INSTRUCTION_PROBE_CHARS`
+  characters (whitespace collapsed) in some message's text, e.g. the canonical state's
+  ``Latest user instruction`` line;
 * measures the common prefix with the previous request that was actually sent (a refused request
   is not sent, so the cache still holds the one before it), in tokens of whole leading lines.
 
@@ -33,11 +37,28 @@ from typing import Any
 from .. import plugins
 from ..engine.units import TokenCounter, Unit, UnitBuilder, header_lines, message_line, view_violations
 from ..events import AssistantMessage, Usage
+from ..kernel.derive import instruction_text
 from ..port import ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile, SessionContext
 from .session import ReplayKernelWriter, StoreKernelWriter, StoreSessionReader, StoreTokenCounts
 
-__all__ = ["HostError", "EngineSetup", "ModelRequest", "RequestResult", "RequestLoop", "build_engine",
+__all__ = ["INSTRUCTION_PROBE_CHARS", "instruction_present", "HostError", "EngineSetup", "ModelRequest", "RequestResult", "RequestLoop", "build_engine",
            "model_requests", "transcript_model", "estimator_name"]
+
+
+INSTRUCTION_PROBE_CHARS = 200
+"""How many leading characters of the latest user instruction must appear in a view that has not kept its
+original message."""
+
+
+def instruction_present(messages: Sequence[Any], seq: int, text: str) -> bool:
+    """Whether the instruction of event ``seq`` (``text`` as :func:`~latch.kernel.derive.instruction_text`
+    gives it) is in ``messages``: the message of that ``seq``, or the first :data:`INSTRUCTION_PROBE_CHARS`
+    characters of ``text`` (without a trailing ``…``) in some message's whitespace-collapsed content.
+    O(size of the view)."""
+    if any(getattr(m, "seq", None) == seq for m in messages):
+        return True
+    probe = text.rstrip("…")[:INSTRUCTION_PROBE_CHARS]
+    return any(probe in " ".join(m.content.split()) for m in messages if probe[:1] in m.content)
 
 
 class HostError(ValueError):
@@ -96,7 +117,9 @@ def estimator_name(estimator: Any) -> str:
 class EngineSetup:
     """An engine built for one session, with the choices the host made once: ``engine_name`` (the plugin),
     ``estimator`` (instance) and its ``counter``, ``model``, ``config`` (Latch's configuration, also in
-    ``EngineProfile.config``), the kernel-record ``writer`` and ``hysteretic`` (held to the rotation bound).
+    ``EngineProfile.config``), the kernel-record ``writer``, ``hysteretic`` (held to the rotation bound) and
+    ``keeps_instruction`` (held to "the latest user instruction is in every view": the engine's class sets
+    ``KEEPS_LATEST_INSTRUCTION = True``, as ``continuity`` does; baselines that drop old messages do not).
     ``token_counts`` is the session's durable exact-count cache, shared by the engine and the recount, when
     the estimator is exact (:attr:`~latch.engine.units.TokenCounter.exact`), else ``None``."""
 
@@ -109,6 +132,7 @@ class EngineSetup:
     writer: StoreKernelWriter
     hysteretic: bool
     token_counts: StoreTokenCounts | None = None
+    keeps_instruction: bool = False
 
     @property
     def estimator_name(self) -> str:
@@ -144,7 +168,9 @@ def build_engine(store: Any, session_id: str, *, stream: str | Callable[[str], s
     eng = factory(EngineProfile(session_id=session_id, model=model, reader=StoreSessionReader(store, session_id),
                                 writer=writer, config=cfg, estimator=chosen, token_counts=counts))
     hysteretic = bool(getattr(eng, "HYSTERETIC_EPOCHS", name == plugins.DEFAULT_ENGINE))
-    return EngineSetup(name, eng, chosen, TokenCounter(chosen, counts), model, cfg, writer, hysteretic, counts)
+    keeps = bool(getattr(eng, "KEEPS_LATEST_INSTRUCTION", name == plugins.DEFAULT_ENGINE))
+    return EngineSetup(name, eng, chosen, TokenCounter(chosen, counts), model, cfg, writer, hysteretic, counts,
+                       keeps)
 
 
 @dataclass
@@ -179,10 +205,13 @@ class RequestResult:
     budget_violations: list[str] = field(default_factory=list)
     protocol_violations: list[str] = field(default_factory=list)
     epoch_violations: list[str] = field(default_factory=list)
+    instruction_violations: list[str] = field(default_factory=list)
 
     @property
     def violations(self) -> list[str]:
-        """Every violation line: over budget, protocol (orphans, order, split units), append-only breaks."""
+        """Every violation line every engine is held to: over budget, protocol (orphans, order, split units),
+        append-only breaks. ``instruction_violations`` (the latest user instruction missing) is apart: only an
+        engine that keeps it (:attr:`EngineSetup.keeps_instruction`) is held to it."""
         return [*self.budget_violations, *self.protocol_violations, *self.epoch_violations]
 
 
@@ -197,7 +226,8 @@ class RequestLoop:
     recount (``recounted_tokens``) and the budget check count it; ``view.budget`` is ``budget``. Being a fixed
     prefix, it is part of the common prefix of every request after the first. Views must be asked for in non-decreasing
     ``until_seq`` order (a session is replayed forwards; the events appended meanwhile are read as they come).
-    Counters over the run: ``requests``, ``rotations``, ``prefix_breaks``, ``overflows``, ``max_total_tokens``.
+    Counters over the run: ``requests``, ``rotations``, ``prefix_breaks``, ``overflows``, ``max_total_tokens``;
+    ``latest_instruction`` is ``(seq, text)`` of the newest user instruction fed so far (``None``: none yet).
     """
 
     def __init__(self, store: Any, session_id: str, setup: EngineSetup, budget: ContextBudget, *,
@@ -218,6 +248,7 @@ class RequestLoop:
         self.history_tokens = 0
         self._fed_seq = 0
         self._events = 0
+        self.latest_instruction: tuple[int, str] | None = None  # (seq, text) of the newest user instruction fed
         self._prev: tuple[int, list[bytes], list[int]] | None = None  # epoch, lines, line tokens of the last sent
         self._seen: dict[int, tuple[Any, bytes, int]] = {}  # id(message) -> (message, line, tokens)
         self.requests = self.rotations = self.prefix_breaks = self.overflows = self.max_total_tokens = 0
@@ -239,6 +270,9 @@ class RequestLoop:
                 self.history_tokens += u.cost(self.counter)
                 for s in u.seqs:
                     self.units[s] = u
+            found = instruction_text(ev.event)
+            if found is not None:
+                self.latest_instruction = (ev.seq, found[0])
             self._fed_seq = ev.seq
             self._events += 1
 
@@ -288,6 +322,10 @@ class RequestLoop:
         if total > self.hard or recount > self.hard:
             res.budget_violations.append(f"{where}: {max(total, recount)} tokens over the hard limit {self.hard}")
         res.protocol_violations.extend(f"{where}: {v}" for v in view_violations(view.messages, self.units))
+        latest = self.latest_instruction
+        if latest is not None and not instruction_present(view.messages, *latest):
+            res.instruction_violations.append(f"{where}: the latest user instruction (seq {latest[0]}) is not in "
+                                              "the view")
         prev = self._prev
         if prev is not None:
             p_epoch, p_lines, p_tokens = prev

@@ -1,6 +1,6 @@
 """Deterministic text rendering of the canonical core under a token budget (spec: "Bounded materialization").
 
-Sections, top to bottom: title, goal, constraints (never dropped), success
+Sections, top to bottom: title, goal and the latest user instruction, constraints (never dropped), success
 criteria and required validations, validation evidence, certification, active
 failure lineages, files changed outside the agent, disproofs, decisions, plan,
 questions, hypotheses, notes. Files are not listed (they change on every read
@@ -227,10 +227,14 @@ def render_state(core: "_Core", budget_tokens: int, estimate: Callable[[str], in
     count, newest = core.section("constraints")
     constraints = [f"- [{c['id']}] {_text(c['text'])}" for c in reversed(list(newest))]
     head = ["Canonical state", f"Goal: {_text(core.goal) if core.goal else '(not set)'}"]
+    latest = core.latest_instruction
+    if latest is not None and latest["text"] != core.goal:
+        head.append(f"Latest user instruction: {_text(latest['text'])}")
     fixed = head + (["Constraints:", *constraints] if count else [])
     if estimate("\n".join(fixed)) > budget_tokens:
         raise StateOverflow("goal and constraints alone exceed the state budget", {
-            "goal_tokens": estimate(head[1]), "constraints_tokens": estimate("\n".join(fixed[2:])),
+            "goal_tokens": estimate("\n".join(head[1:])),
+            "constraints_tokens": estimate("\n".join(fixed[len(head):])),
             "budget_tokens": budget_tokens})
     sections = _sections(core)
     total = sum(sec.count for sec in sections)

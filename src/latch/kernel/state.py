@@ -37,13 +37,17 @@ from itertools import chain, islice
 from operator import itemgetter
 from typing import Any
 
-from .derive import ActionChanged, ActionsReplaced, ToolFailure, ToolSuccess
+from .derive import ActionChanged, ActionsReplaced, ToolFailure, ToolSuccess, UserInstruction
 from .events import (ExternalChange, FileObservation, Mutation, ProcessExited, ProcessStarted, StateUpdate, Tombstone,
                      ValidationEvidence, WriterBlocker)
 from .ledger import END, Disproof, KernelCache, Ledger, Pos, Workspace, ledger_for
 from .render import StateOverflow, render_state
 
-__all__ = ["CanonicalState", "StateOverflow", "SessionReducer", "canonical_state", "requirement_key"]
+__all__ = ["CanonicalState", "StateOverflow", "SessionReducer", "canonical_state", "requirement_key",
+           "GOAL_REVISIONS"]
+
+GOAL_REVISIONS = 8
+"""The most goal revisions (later user instructions) a state keeps, newest last."""
 
 
 def requirement_key(text: str) -> str:
@@ -71,7 +75,10 @@ class SessionReducer:
         self.changes = 0
         self.tombstoned = False
         self.counters: dict[str, int] = {}
-        self.goal: dict[str, Any] | None = None
+        self.goal: dict[str, Any] | None = None  # set_goal (wins over the derived goal)
+        self.first_instruction: dict[str, Any] | None = None  # the derived goal
+        self.revisions: list[dict[str, Any]] = []  # later instructions, newest last (at most GOAL_REVISIONS)
+        self.instructions = 0  # every instruction, the first included
         self.constraints: dict[str, dict[str, Any]] = {}
         self.active_constraints: dict[str, dict[str, Any]] = {}
         self.decisions: dict[str, dict[str, Any]] = {}
@@ -133,6 +140,8 @@ class SessionReducer:
 
     # ------------------------------------------------------------------- apply
     def _apply(self, pos, fact, ws: Workspace) -> bool:
+        if isinstance(fact, UserInstruction):
+            return self._instruction(pos, fact)
         if isinstance(fact, StateUpdate):
             return self._tool(pos, fact.tool, fact.arguments)
         if isinstance(fact, FileObservation):
@@ -227,6 +236,21 @@ class SessionReducer:
             self.tombstoned = True
             return True
         return False
+
+    def _instruction(self, pos, fact: UserInstruction) -> bool:
+        """The first instruction is the derived goal; a later one that differs from the latest is a revision."""
+        entry = {"text": fact.text, "seq": pos[0], "truncated": fact.truncated}
+        latest = self.revisions[-1] if self.revisions else self.first_instruction
+        if latest is not None and latest["text"] == fact.text:
+            return False  # the same instruction again: no change of task
+        self.instructions += 1
+        if self.first_instruction is None:
+            self.first_instruction = entry
+        else:
+            self.revisions.append(entry)
+            if len(self.revisions) > GOAL_REVISIONS:
+                del self.revisions[0]
+        return True
 
     def _task_action(self, pos, fact: ActionChanged) -> bool:
         """Create, update or remove the action a task tool keyed ``(source, key)``; ``False`` when nothing changed."""
@@ -432,7 +456,12 @@ class _Core:
         self.generation = generation
         self.end: Pos = (until, END)
         self.tombstoned = red.tombstoned
-        self.goal = red.goal["text"] if red.goal else None
+        first = red.first_instruction
+        self.goal = red.goal["text"] if red.goal else first["text"] if first else None
+        self.goal_source = "set_goal" if red.goal else "user" if first else None
+        self.goal_revisions = tuple(dict(r) for r in red.revisions)
+        self.latest_instruction = dict(red.revisions[-1]) if red.revisions else dict(first) if first else None
+        self.instructions = red.instructions
         self.mutations = red.mutations
         self.validation_runs = red.validation_runs
         last = red.blockers[-1] if red.blockers else None
@@ -553,7 +582,15 @@ class CanonicalState:
     revision = property(lambda self: self._core.revision)
     generation = property(lambda self: self._core.generation)
     tombstoned = property(lambda self: self._core.tombstoned)
-    goal = property(lambda self: self._core.goal)
+    goal = property(lambda self: self._core.goal,
+                    doc="The goal: ``set_goal``'s text, else the session's first user instruction, else ``None``.")
+    goal_source = property(lambda self: self._core.goal_source,
+                           doc="``\"set_goal\"``, ``\"user\"`` (derived from the first instruction) or ``None``.")
+    goal_revisions = property(lambda self: self._core.goal_revisions,
+                              doc="Later user instructions that changed the task, ``{text, seq, truncated}`` "
+                                  "dicts, newest last, at most :data:`GOAL_REVISIONS`.")
+    latest_instruction = property(lambda self: self._core.latest_instruction,
+                                  doc="The newest user instruction ``{text, seq, truncated}``, else ``None``.")
     mutations = property(lambda self: self._core.mutations)
     validation_runs = property(lambda self: self._core.validation_runs)
     certification = property(lambda self: self._core.certification,
@@ -591,6 +628,9 @@ class CanonicalState:
         data = self._core.collections()
         return {"session_id": self.session_id, "until_seq": self.until_seq, "revision": self.revision,
                 "generation": self.generation, "tombstoned": self.tombstoned, "goal": self.goal,
+                "goal_source": self.goal_source, "goal_revisions": [dict(r) for r in self.goal_revisions],
+                "latest_instruction": dict(self.latest_instruction) if self.latest_instruction else None,
+                "instructions": self._core.instructions,
                 **{name: list(data[name]) for name in _COLLECTIONS},
                 "certification": dict(self.certification), "mutations": self.mutations,
                 "validation_runs": self.validation_runs}
@@ -603,7 +643,10 @@ class CanonicalState:
         questions, plan, decisions, disproofs, externally changed files, failure
         lineages, evidence, certification, then validation requirements and
         criteria, oldest line first within a section (:mod:`latch.kernel.render`).
-        Goal and constraints never drop: when they alone exceed the budget,
+        The goal (``set_goal``'s, else the first user instruction) and the latest user instruction (when it
+        is a later one) are always rendered, each at most
+        :data:`~latch.kernel.derive.INSTRUCTION_CHARS` characters. Goal, latest instruction and
+        constraints never drop: when they alone exceed the budget,
         :class:`StateOverflow` is raised. An empty state renders ``""``. Cached
         per (budget, estimator); the cost is bounded by the rendered text, not by
         the history.

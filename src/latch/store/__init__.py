@@ -87,7 +87,8 @@ class StoredEvent:
 
 @dataclass(frozen=True, slots=True)
 class SessionInfo:
-    """One session row: ids, workspace, imported ``source`` path and ``format``, import identity (``external_key``), ``meta`` and its event count."""
+    """One session row: ids, workspace, imported ``source`` path and ``format``, import identity (``external_key``),
+    ``meta``, its event count and the store-wide ``seq`` of its first and last event (``None`` without events)."""
     id: str
     parent_id: str | None
     workspace: str | None
@@ -97,6 +98,8 @@ class SessionInfo:
     created_at: str
     meta: dict[str, Any]
     events: int = 0
+    first_seq: int | None = None  # the store-wide seq of the session's first event (None: no event)
+    last_seq: int | None = None
 
 
 class EventStore:
@@ -289,13 +292,16 @@ class EventStore:
 
     def _row_to_session(self, r: Sequence[Any]) -> SessionInfo:
         return SessionInfo(id=r[0], parent_id=r[1], workspace=r[2], source=r[3], format=r[4], external_key=r[5],
-                           created_at=r[6], meta=json.loads(r[7]), events=r[8] if len(r) > 8 else 0)
+                           created_at=r[6], meta=json.loads(r[7]), events=r[8] if len(r) > 8 else 0,
+                           first_seq=r[9] if len(r) > 9 else None, last_seq=r[10] if len(r) > 10 else None)
 
     def sessions(self) -> list[SessionInfo]:
         """All sessions (tombstoned ones included; selectors filter them), oldest first."""
         rows = self._rows(
             "SELECT s.id, s.parent_id, s.workspace, s.source, s.format, s.external_key, s.created_at, s.meta, "
-            "(SELECT count(*) FROM events e WHERE e.session_id = s.id) FROM sessions s ORDER BY s.rowid")
+            "(SELECT count(*) FROM events e WHERE e.session_id = s.id), "
+            "(SELECT min(seq) FROM events e WHERE e.session_id = s.id), "
+            "(SELECT max(seq) FROM events e WHERE e.session_id = s.id) FROM sessions s ORDER BY s.rowid")
         return [self._row_to_session(r) for r in rows]
 
     def session(self, session_id: str) -> SessionInfo:
@@ -304,7 +310,9 @@ class EventStore:
             raise KeyError("empty session id")
         rows = self._rows(
             "SELECT s.id, s.parent_id, s.workspace, s.source, s.format, s.external_key, s.created_at, s.meta, "
-            "(SELECT count(*) FROM events e WHERE e.session_id = s.id) FROM sessions s "
+            "(SELECT count(*) FROM events e WHERE e.session_id = s.id), "
+            "(SELECT min(seq) FROM events e WHERE e.session_id = s.id), "
+            "(SELECT max(seq) FROM events e WHERE e.session_id = s.id) FROM sessions s "
             "WHERE s.id = ? OR s.id LIKE ? ESCAPE '\\' ORDER BY s.id = ? DESC",
             (session_id, session_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%", session_id))
         if not rows:

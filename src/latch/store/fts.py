@@ -11,6 +11,9 @@ through the same preparation: ``"数 据"`` matches the word 数据 anywhere in 
 ``🔥`` matches ``fix🔥now``, and 👩‍💻 (woman, zero-width joiner, laptop) is the
 phrase ``"👩" + "💻"``.
 
+Glued terms: ``C++``, ``C#`` and ``.NET`` are searchable as themselves (``node.js`` is the phrase node + js) (see :func:`prepare_text`;
+migration ``m006_fts_glued_terms`` re-indexes stores written before).
+
 Queries: any user string is valid. :func:`build_match_query` extracts the same
 tokens ``unicode61`` would (letters, digits, symbols, marks glued to them), quotes
 every token, so FTS keywords (``AND``, ``NEAR``), brackets, ``*``, ``:`` and quotes
@@ -25,7 +28,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-__all__ = ["TOKENIZE", "prepare_text", "query_tokens", "build_match_query", "is_cjk", "is_symbol"]
+__all__ = ["TOKENIZE", "prepare_text", "query_tokens", "build_match_query", "is_cjk", "is_symbol",
+           "MAX_QUERY_CHARS", "MAX_PHRASES", "MAX_PHRASE_TOKENS"]
 
 TOKENIZE = "unicode61 remove_diacritics 2 categories 'L* N* Co So'"
 """The FTS5 tokenizer of ``events_fts`` (migration ``m002_events_fts``)."""
@@ -102,8 +106,37 @@ def _standalone(ch: str) -> bool:
     return _in(ch, _STANDALONE)
 
 
+# Glued terms (issue 12 item 7): ``unicode61`` drops '+', '#' and '.', so ``C++`` and ``C#`` would be the bare
+# letter c and ``.NET`` the word net. Before a word that ends in ``++``/``#``, or that starts with a dot at the
+# start of a word (``.NET``, ``.env``; not the dot inside ``main.py``), the prepared text gets one more token:
+# the word with those characters spelled as private-use code points (token characters of TOKENIZE), e.g.
+# ``C++`` → ``C\ue02b\ue02b C++`` (tokens ``c\ue02b\ue02b``, ``c``) and ``.NET`` → ``\ue02eNET .NET``. A query
+# goes through the same preparation, so ``C++`` is the phrase ``"c\ue02b\ue02b" + "c"`` and finds C++ only,
+# while ``c`` still finds every c (C++ included). A dot inside a word separates, as before: ``node.js`` is the
+# phrase ``"node" + "js"``, those two tokens next to each other (``node.js``; not ``node and js``).
+_GLUE = {"+": "\ue02b", "#": "\ue023", ".": "\ue02e"}
+_SUFFIX_RE = re.compile(r"(?<![A-Za-z0-9])([A-Za-z][A-Za-z0-9]*)(\+\+|#)(?![A-Za-z0-9+#])")
+_DOT_RE = re.compile(r"(?<![A-Za-z0-9.])\.([A-Za-z][A-Za-z0-9]*)(?![A-Za-z0-9])")
+_GLUE_CHARS = frozenset("+#.")
+
+
+def _glue(text: str) -> str:
+    if "." in text:
+        text = _DOT_RE.sub(lambda m: f" \ue02e{m.group(1)} .{m.group(1)}", text)
+    if "+" in text or "#" in text:
+        text = _SUFFIX_RE.sub(lambda m: m.group(1) + "".join(_GLUE[c] for c in m.group(2)) + " " + m.group(0), text)
+    return text
+
+
 def prepare_text(text: str) -> str:
-    """Text as stored in the FTS5 index: CJK characters and symbols split apart; lone surrogates dropped."""
+    """Text as stored in the FTS5 index: glued terms (``C++``, ``C#``, ``.NET``) get their own token, CJK characters and symbols are split apart, lone surrogates dropped. Deterministic; O(len(text))."""
+    if not _GLUE_CHARS.isdisjoint(text):
+        text = _glue(text)
+    return _prepare_v1(text)
+
+
+def _prepare_v1(text: str) -> str:
+    """The preparation of migration ``m002_events_fts`` (no glued terms): CJK and symbols split apart."""
     if text.isascii():
         return text
     if _SURROGATES.search(text):
@@ -142,15 +175,27 @@ def _quote(token: str) -> str:
     return '"' + token.replace('"', '""') + '"'
 
 
+MAX_QUERY_CHARS = 4096
+"""Characters of a query the store reads (``latch search`` refuses a longer query)."""
+MAX_PHRASES = 64
+"""Whitespace-separated chunks (phrases) of one query that count; later ones are ignored."""
+MAX_PHRASE_TOKENS = 64
+"""Tokens of one phrase that count (its first ones): a phrase is never expanded without bound."""
+
+
 def build_match_query(query: str, mode: str = "and") -> str | None:
     """An FTS5 MATCH expression for an arbitrary user string, or ``None`` if it has no token.
 
-    ``mode="and"``: every chunk must match (as a phrase); ``mode="or"``: any chunk.
+    ``mode="and"``: every chunk must match (as a phrase); ``mode="or"``: any chunk. Bounded work: only
+    the first :data:`MAX_QUERY_CHARS` characters, :data:`MAX_PHRASES` chunks and :data:`MAX_PHRASE_TOKENS`
+    tokens of each chunk count (beyond them the match can only be wider, never an error).
     """
-    phrases = []
+    phrases: list[str] = []
     seen = set()
-    for chunk in query.split():
-        toks = query_tokens(chunk)
+    for chunk in query[:MAX_QUERY_CHARS].split():
+        if len(phrases) >= MAX_PHRASES:
+            break
+        toks = query_tokens(chunk)[:MAX_PHRASE_TOKENS]
         if not toks:
             continue
         phrase = " + ".join(_quote(t) for t in toks) if len(toks) > 1 else _quote(toks[0])

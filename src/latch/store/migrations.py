@@ -11,6 +11,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Callable
 
+from ..events import EVENT_KINDS, decode_event
+from .fts import prepare_text
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = []
 
 
@@ -139,3 +142,26 @@ def m005_token_counts(db: sqlite3.Connection) -> None:
         ) WITHOUT ROWID
         """
     )
+
+
+@migration
+def m006_fts_glued_terms(db: sqlite3.Connection) -> None:
+    # Re-index every event with the preparation that gives C++, C# and .NET their own tokens
+    # (store.fts.prepare_text). The index is contentless: its rows cannot be read back or deleted one by one
+    # without the exact text first inserted, so the whole index is emptied ('delete-all') and rebuilt from the
+    # log. A store holding an event kind this process cannot decode (a third-party kind whose module is not
+    # imported) keeps its index as it was: its old text still matches every query that does not use a glued term.
+    """Rebuild the FTS index with glued terms (``C++``, ``C#``, ``.NET`` searchable as themselves)."""
+    kinds = {r[0] for r in db.execute("SELECT DISTINCT kind FROM events")}
+    if not kinds or not kinds <= set(EVENT_KINDS):
+        return
+    db.execute("INSERT INTO events_fts(events_fts) VALUES ('delete-all')")
+    rows = db.execute("SELECT seq, kind, payload FROM events ORDER BY seq")
+    while True:
+        batch = rows.fetchmany(2_000)
+        if not batch:
+            break
+        for seq, kind, payload in batch:
+            text = decode_event(kind, payload).searchable_text()
+            if text:
+                db.execute("INSERT INTO events_fts(rowid, text) VALUES (?, ?)", (seq, prepare_text(text)))
