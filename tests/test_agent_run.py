@@ -274,3 +274,16 @@ def test_resume_of_a_session_without_a_task_is_refused(tmp_path, ws):
     store.close()
     r = latch(tmp_path, "run", "--resume", sid, "--base-url", "http://127.0.0.1:9/v1", cwd=ws)
     assert r.returncode == 1 and "has no task" in r.stderr
+
+
+def test_resume_keeps_the_budget_and_choices_of_the_run(tmp_path, ws):
+    """Found by a new-user trial: `--window 3000 --reserve 100` reverted to the defaults on --resume."""
+    with serve_openai([Reply("first"), Reply("second")]) as server:
+        r = latch(tmp_path, "run", "task", "--provider", "openai-compatible", "--model", "m", "--base-url",
+                  server.base_url, "--window", "30000", "--reserve", "1000", "--recent", "5000", cwd=ws)
+        assert r.returncode == 0, r.stderr
+        sid = session_id(tmp_path)
+        r = latch(tmp_path, "run", "--resume", sid, cwd=ws)
+        assert r.returncode == 0, r.stderr
+        assert "window 30,000 · reserve 1,000" in r.stdout
+        assert [b["max_tokens"] for b in server.bodies] == [1000, 1000]

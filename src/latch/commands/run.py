@@ -256,6 +256,11 @@ def register(cli: click.Group) -> None:
         engine = engine or profile.get("engine")
         child_engine = child_engine or profile.get("child_engine")
         estimator = estimator or profile.get("estimator")
+        window = window or profile.get("window")  # a resumed session keeps its budget unless a flag changes it
+        reserve = reserve if reserve is not None else profile.get("reserve")
+        recent = recent or profile.get("recent")
+        tool_choice = tool_choice or profile.get("tool_choice")
+        no_stream = no_stream or bool(profile.get("no_stream"))
         max_turns = max_turns or section.get("max_turns") or DEFAULT_MAX_TURNS
         if not name:
             raise click.UsageError("no provider: pass --provider openai|anthropic|openai-compatible "
@@ -298,7 +303,9 @@ def register(cli: click.Group) -> None:
             workspace = Path(os.getcwd()).resolve()
             profile = {"provider": name, "model": model, "base_url": base_url, "api_key_env": api_key_env,
                        "mode": mode, "engine": engine, "child_engine": child_engine, "estimator": estimator,
-                       "tools": [t.NAME for t in chosen_tools] if tool_names is not None else None}
+                       "tools": [t.NAME for t in chosen_tools] if tool_names is not None else None,
+                       "window": window, "reserve": reserve, "recent": recent, "tool_choice": tool_choice,
+                       "no_stream": no_stream or None}
             session_id = store.create_session(workspace=str(workspace), source="latch run", format="latch",
                                               meta={"agent": {k: v for k, v in profile.items() if v is not None}})
         con = console(highlight=False)
