@@ -101,6 +101,7 @@ DEFAULT_PLUGINS = (
     "latch.default_plugins.importers",
     "latch.default_plugins.derivation",
     "latch.default_plugins.providers",
+    "latch.default_plugins.web",
 )
 KINDS = ("engines", "estimators", "providers", "importers", "derivation_rules", "uis")
 

@@ -7,4 +7,5 @@
 * :mod:`.derivation` ``latch_register_derivation_rules``: the kernel's built-in derivation rules
 * :mod:`.providers`  ``latch_register_providers``: the ``openai``, ``openai-compatible`` and
   ``anthropic`` providers on the official SDKs
+* :mod:`.web`        ``latch_register_uis`` and ``latch_register_commands``: the web UI and ``latch web``
 """

@@ -1,0 +1,47 @@
+"""Built-in plugin: the web UI (:class:`latch.web.WebUI`) and its command ``latch web``.
+
+``latch web [--host 127.0.0.1] [--port 8765] [--token T]`` serves the store of ``--db`` (or the workspace's)
+to a browser; see :mod:`latch.web.app` for the routes. A host that is not loopback needs ``--token``, and
+with a token every request must carry it (401 otherwise). Starlette, sse-starlette and uvicorn are imported
+only when the server starts.
+"""
+
+from __future__ import annotations
+
+import click
+
+from ..hookspecs import hookimpl
+from ..web import WebUI
+
+
+@hookimpl
+def latch_register_uis() -> list[type]:
+    """Register the built-in ``web`` UI."""
+    return [WebUI]
+
+
+@click.command("web")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (loopback by default).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option("--token", default=None, envvar="LATCH_WEB_TOKEN",
+              help="Secret every request must carry (Bearer header or ?token=); required off loopback.")
+@click.pass_context
+def web_cmd(ctx: click.Context, host: str, port: int, token: str | None) -> None:
+    """Serve the browser UI: sessions list and live session pages (transcript, state, activity)."""
+    from ..web.app import check_bind, serve
+
+    try:
+        check_bind(host, token)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    app = ctx.obj  # latch.cli.AppContext
+    path = ":memory:" if app.db == ":memory:" else str(app.db_path())
+    shown = f"http://{host}:{port}/" + ("?token=..." if token else "")
+    click.echo(f"latch web: serving {path} at {shown} (Ctrl-C stops)", err=True)
+    serve(path, host=host, port=port, token=token)
+
+
+@hookimpl
+def latch_register_commands(cli: click.Group) -> None:
+    """Add ``latch web``."""
+    cli.add_command(web_cmd)

@@ -1,0 +1,139 @@
+"""Shared semantic reducers: pure functions over durable events for the user interfaces (issue 16).
+
+Every function takes stored events (:class:`latch.store.StoredEvent`, in ``seq`` order, of one session)
+and returns JSON-ready data; none reads the store, the clock or the network, so the CLI, the web page and
+a reconnecting client all rebuild the same view from the same committed history (spec: "Browser
+observation and reconnect"). Activity is presentation only (spec: "Transient interface activity"): it says
+whether the provider *reported* reasoning, never the reasoning text, and a tool call started but without a
+result is ``"running"`` only while the caller says the run is live; otherwise it is ``"interrupted"``,
+never completed.
+
+* :func:`transcript_item` / :func:`transcript`  conversation items (user, assistant, tool, system, compaction)
+* :func:`usage_requests` / :func:`usage_totals`  per-request context numbers and their totals (tokens)
+* :func:`evidence`                                 recorded validation (``ValidationEvidence`` events)
+* :func:`activity`                                 reasoning reported, tools running or interrupted
+* :func:`state_summary`                            the counts of a :class:`~latch.kernel.state.CanonicalState`
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ..events import (AssistantMessage, CompactionMarker, SystemNote, ToolResult, ToolStarted, Usage, UserMessage,
+                      ValidationEvidence)
+
+__all__ = ["transcript_item", "transcript", "usage_requests", "usage_totals", "evidence", "activity",
+           "state_summary"]
+
+
+def transcript_item(ev: Any) -> dict[str, Any] | None:
+    """The transcript item of one stored event, or ``None`` when the event is not conversation.
+
+    Shape: ``{"seq": int, "role": "user"|"assistant"|"tool"|"system"|"compaction", "text": str}`` plus, for an
+    assistant, ``tool_calls`` (``[{"id", "name"}]``), ``reasoning_reported`` (bool) and ``model``; for a tool
+    result ``call_id``, ``name`` and ``is_error``; for a system note ``subtype``. Text is returned as stored
+    (rendering it inertly is the caller's job)."""
+    e = ev.event
+    base: dict[str, Any] = {"seq": ev.seq}
+    if isinstance(e, UserMessage):
+        return {**base, "role": "user", "text": e.text, "is_meta": e.is_meta}
+    if isinstance(e, AssistantMessage):
+        return {**base, "role": "assistant", "text": e.text, "model": e.model,
+                "reasoning_reported": bool(e.reasoning_reported),
+                "tool_calls": [{"id": c.id, "name": c.name} for c in e.tool_calls]}
+    if isinstance(e, ToolResult):
+        return {**base, "role": "tool", "text": e.content, "call_id": e.call_id, "name": e.name,
+                "is_error": bool(e.is_error)}
+    if isinstance(e, SystemNote):
+        return {**base, "role": "system", "text": e.text, "subtype": e.subtype}
+    if isinstance(e, CompactionMarker):
+        return {**base, "role": "compaction", "text": e.summary, "pre_tokens": e.pre_tokens,
+                "post_tokens": e.post_tokens}
+    return None
+
+
+def transcript(events: Iterable[Any]) -> list[dict[str, Any]]:
+    """The transcript items of ``events`` in order (see :func:`transcript_item`)."""
+    return [item for item in map(transcript_item, events) if item is not None]
+
+
+def usage_requests(events: Iterable[Any]) -> list[dict[str, Any]]:
+    """One entry per ``Usage`` event (one model request), in order: ``{"seq", "request_id", "model",
+    "input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens", "prompt_tokens"}``, tokens as
+    the provider reported them (``None`` where unknown); ``prompt_tokens`` is the request's context size
+    (uncached input + cache read + cache write, ``None`` when input is unknown)."""
+    out = []
+    for ev in events:
+        e = ev.event
+        if isinstance(e, Usage):
+            out.append({"seq": ev.seq, "request_id": e.request_id, "model": e.model,
+                        "input_tokens": e.input_tokens, "cache_read_tokens": e.cache_read_tokens,
+                        "cache_write_tokens": e.cache_write_tokens, "output_tokens": e.output_tokens,
+                        "prompt_tokens": e.prompt_tokens})
+    return out
+
+
+_TOKEN_FIELDS = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
+
+
+def usage_totals(events: Iterable[Any]) -> dict[str, Any]:
+    """Totals over the ``Usage`` events: ``{"requests": int, "input_tokens", "cache_read_tokens",
+    "cache_write_tokens", "output_tokens"}``; a total is ``None`` when no request reported that category
+    (unknown is not 0), else the sum of the known values. ``max_prompt_tokens`` is the largest request's
+    context size (``None`` without one)."""
+    reqs = usage_requests(events)
+    totals: dict[str, Any] = {"requests": len(reqs)}
+    for f in _TOKEN_FIELDS:
+        known = [r[f] for r in reqs if r[f] is not None]
+        totals[f] = sum(known) if known else None
+    prompts = [r["prompt_tokens"] for r in reqs if r["prompt_tokens"] is not None]
+    totals["max_prompt_tokens"] = max(prompts) if prompts else None
+    return totals
+
+
+def evidence(events: Iterable[Any]) -> list[dict[str, Any]]:
+    """The recorded validation runs in order: ``{"seq", "command", "status", "requirements", "exit_code",
+    "summary"}``."""
+    return [{"seq": ev.seq, "command": ev.event.command, "status": ev.event.status,
+             "requirements": list(ev.event.requirements), "exit_code": ev.event.exit_code,
+             "summary": ev.event.summary}
+            for ev in events if isinstance(ev.event, ValidationEvidence)]
+
+
+def activity(events: Iterable[Any], *, live: bool) -> dict[str, Any]:
+    """Presentation activity of a session: ``{"reasoning_reported": bool, "tools": [{"call_id", "name",
+    "seq", "status"}], "running": int, "interrupted": int}``.
+
+    ``reasoning_reported`` is whether the latest assistant message reported reasoning (never its text).
+    ``tools`` lists every ``ToolStarted`` with no ``ToolResult`` of the same ``call_id`` after it: its
+    ``status`` is ``"running"`` when ``live`` (the caller knows the run is still executing) and
+    ``"interrupted"`` otherwise -- an unfinished historical phase is never shown as completed."""
+    reasoning = False
+    open_calls: dict[str, dict[str, Any]] = {}
+    for ev in events:
+        e = ev.event
+        if isinstance(e, AssistantMessage):
+            reasoning = bool(e.reasoning_reported)
+        elif isinstance(e, ToolStarted):
+            open_calls[e.call_id] = {"call_id": e.call_id, "name": e.name, "seq": ev.seq}
+        elif isinstance(e, ToolResult):
+            open_calls.pop(e.call_id, None)
+    status = "running" if live else "interrupted"
+    tools = [{**t, "status": status} for t in open_calls.values()]
+    return {"reasoning_reported": reasoning, "tools": tools,
+            "running": len(tools) if live else 0, "interrupted": 0 if live else len(tools)}
+
+
+def state_summary(state: Any) -> dict[str, Any]:
+    """The counts of a canonical state (:func:`latch.kernel.canonical_state`): ``{"goal", "revision",
+    "generation", "files", "files_written", "mutations", "validation_runs", "requirements",
+    "requirements_current", "failures", "failures_active", "processes", "processes_running",
+    "tombstoned"}``."""
+    return {"goal": state.goal, "revision": state.revision, "generation": state.generation,
+            "files": len(state.files), "files_written": sum(1 for f in state.files if f["writes"]),
+            "mutations": state.mutations, "validation_runs": state.validation_runs,
+            "requirements": len(state.evidence), "requirements_current": sum(1 for o in state.evidence if o["current"]),
+            "failures": len(state.failures), "failures_active": sum(1 for f in state.failures if f["active"]),
+            "processes": len(state.processes), "processes_running": sum(1 for p in state.processes if p["running"]),
+            "tombstoned": bool(state.tombstoned)}

@@ -1,0 +1,95 @@
+// Latch web UI. Every piece of session text is put in the page with textContent, never as markup.
+"use strict";
+(function () {
+  const token = new URLSearchParams(location.search).get("token");
+  const $ = (id) => document.getElementById(id);
+  const state = { lastSeq: 0, connects: 0, received: [] };
+  window.__latch = state;
+
+  function url(path, extra) {
+    const u = new URL(path, location.origin);
+    if (token) u.searchParams.set("token", token);
+    for (const [k, v] of Object.entries(extra || {})) u.searchParams.set(k, String(v));
+    return u.toString();
+  }
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  async function getJSON(path) {
+    const r = await fetch(url(path));
+    const body = await r.json();
+    if (!r.ok) throw new Error(body.error || r.statusText);
+    return body;
+  }
+  function fail(err) { const p = $("error"); p.hidden = false; p.textContent = String(err.message || err); }
+
+  async function sessionsView() {
+    $("sessions-view").hidden = false;
+    const body = $("sessions").tBodies[0];
+    for (const s of (await getJSON("/api/sessions")).sessions) {
+      const tr = el("tr");
+      const td = el("td"); const a = el("a", null, s.id);
+      a.href = url("/s/" + encodeURIComponent(s.id)); td.append(a); tr.append(td);
+      for (const v of [s.format, s.events, s.created_at, s.source]) tr.append(el("td", null, v));
+      body.append(tr);
+    }
+  }
+
+  function renderItem(item) {
+    const div = el("div", "item role-" + item.role + (item.is_error ? " is-error" : ""));
+    div.dataset.seq = String(item.seq);
+    let meta = item.role + " #" + item.seq;
+    if (item.name) meta += " " + item.name;
+    if (item.subtype) meta += " (" + item.subtype + ")";
+    if (item.model) meta += " " + item.model;
+    div.append(el("div", "meta", meta));
+    if (item.text) div.append(el("pre", "text", item.text));
+    for (const c of item.tool_calls || []) div.append(el("div", "call", "\u2192 " + c.name + " [" + c.id + "]"));
+    if (item.reasoning_reported) div.append(el("span", "badge reasoning", "reasoning reported"));
+    $("transcript").append(div);
+  }
+  function fill(dl, obj) {
+    dl.replaceChildren();
+    for (const [k, v] of Object.entries(obj)) {
+      if (v !== null && typeof v === "object") continue;
+      dl.append(el("dt", null, k), el("dd", null, v === null ? "unknown" : v));
+    }
+  }
+  function renderStatus(st) {
+    const box = $("activity");
+    box.replaceChildren(el("span", "badge " + (st.live ? "live" : "idle"), st.live ? "live" : "not live"));
+    if (st.activity.reasoning_reported) box.append(el("span", "badge reasoning", "reasoning reported"));
+    for (const t of st.activity.tools) {
+      const b = el("span", "badge tool " + t.status, t.name + " " + t.status);
+      b.dataset.callId = t.call_id; box.append(b);
+    }
+    const goal = st.state.goal;
+    fill($("state"), Object.assign({}, st.state, { goal: goal ? (goal.text || JSON.stringify(goal)) : null }));
+    fill($("usage"), st.usage);
+  }
+
+  async function sessionView(sid) {
+    $("session-view").hidden = false;
+    $("title").textContent = sid;
+    const snap = await getJSON("/api/sessions/" + encodeURIComponent(sid));
+    snap.transcript.forEach(renderItem);
+    renderStatus(snap);
+    state.lastSeq = snap.last_seq;
+    const es = new EventSource(url("/api/sessions/" + encodeURIComponent(sid) + "/events", { after: snap.last_seq }));
+    es.onopen = () => { state.connects += 1; $("conn").textContent = "connected"; document.body.dataset.connects = String(state.connects); };
+    es.onerror = () => { $("conn").textContent = "reconnecting"; };
+    es.addEventListener("event", (m) => {
+      const ev = JSON.parse(m.data);
+      state.received.push(ev.seq);
+      state.lastSeq = ev.seq;
+      if (ev.item) renderItem(ev.item);
+    });
+    es.addEventListener("status", (m) => renderStatus(JSON.parse(m.data)));
+  }
+
+  const m = location.pathname.match(/^\/s\/([^/]+)$/);
+  (m ? sessionView(decodeURIComponent(m[1])) : sessionsView()).catch(fail);
+})();
