@@ -61,3 +61,24 @@ def test_thirty_turns_of_latch_run_never_overflow_a_real_local_model(tmp_path, l
     with capsys.disabled():
         print(f"\nlatch run, {TURNS} requests on SmolLM2 (n_ctx {N_CTX}, hard limit {hard}): rotations {rotations}, "
               f"largest request {max(server)} server tokens, views == server counts on every request")
+
+
+def test_latch_run_completes_a_task_on_the_local_model(tmp_path, llama_server):
+    """The plain case: a task, tools offered but not forced, and the model answers in text: the run ends "done"
+    (exit 0) after one request whose view equals the server's count."""
+    gguf = require_llama()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LATCH_"))}
+    env.update(LATCH_HOME=str(tmp_path / "home"), COLUMNS="240")
+    r = subprocess.run([sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), "run",
+                        "Say hello in one word.", "--provider", "openai-compatible", "--base-url", llama_server,
+                        "--model", str(gguf), "--window", str(N_CTX), "--reserve", "128", "--no-stream",
+                        "--max-turns", "3", "--tools", "read_file"], cwd=ws, env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    (row,) = [m.groups() for m in STATUS.finditer(r.stdout)]
+    assert row[0] == "1" and row[3] == "exact" and _n(row[2]) == _n(row[5])
+    with sqlite3.connect(tmp_path / "latch.db") as db:
+        kinds = [k for (k,) in db.execute("SELECT kind FROM events ORDER BY seq")]
+    assert kinds == ["user_message", "assistant_message", "usage"]
