@@ -105,7 +105,8 @@ def test_a_child_runs_in_the_workspace_and_only_its_report_comes_back(tmp_path, 
     # the parent's durable disproof is not in the child's canonical state (it still is in the parent's)
     assert [d["claim"] for d in canonical_state(r.store, r.sid).disproofs] == ["PARENTDISPROOF flaky CI"]
     assert canonical_state(r.store, child.id).disproofs == ()
-    assert canonical_state(r.store, child.id).goal is None
+    # the child's goal is its own brief (issue 12 item 7 derives it), never the parent's goal
+    assert canonical_state(r.store, child.id).goal == brief
 
     report = child_report(r.store, child.id)
     assert isinstance(report, AgentReport)

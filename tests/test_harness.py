@@ -131,8 +131,11 @@ def test_replay_sends_the_recorded_system_prompt_and_tools_priced_in_the_budget(
             r["instructions_tokens"] + counter.system(SYSTEM) + counter.tools(TOOLS) for r in alone["requests"]]
         # the engine's share shrank to make room: it rotates earlier and keeps less conversation
         assert sum(r["recent_tokens"] for r in small["requests"]) < sum(r["recent_tokens"] for r in alone["requests"])
-        assert [r["status"] for r in small["requests"]].index("new_epoch", 1) < \
-            [r["status"] for r in alone["requests"]].index("new_epoch", 1)
+        def first_rotation(doc):  # the request index of the first rotation after request 1; len() when none
+            statuses = [r["status"] for r in doc["requests"]]
+            return next((i for i, st in enumerate(statuses) if i >= 1 and st == "new_epoch"), len(statuses))
+        assert first_rotation(small) < first_rotation(alone)  # (with the derived goal in the state, alone may
+        # not rotate at all in this window)
 
 
 def test_inferred_harness_is_the_median_residual_and_counts_in_every_view(tmp_path):

@@ -155,8 +155,8 @@ def instruction_text(event: Any) -> tuple[str, bool] | None:
     no change of task) is ``None``. At most :data:`INSTRUCTION_CHARS` characters (``truncated`` then,
     the text ends in ``…``). Deterministic; O(len(text)).
     """
-    if not isinstance(event, UserMessage) or event.is_meta:
-        return None
+    if not isinstance(event, UserMessage) or event.is_meta or event.KIND != UserMessage.KIND:
+        return None  # subclasses (a child agent's delivered report) are not the user's instruction
     text = event.text.lstrip()
     if text.startswith(_HARNESS_PREFIXES):
         return None
