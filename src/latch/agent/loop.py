@@ -553,18 +553,26 @@ class AgentLoop:
         return out
 
     # ------------------------------------------------------------------ budget
+    def _ratio(self) -> tuple[int, int] | None:
+        """The session's largest correction (:func:`correction_ratio`), read from the store once per loop and
+        then kept current by :meth:`_correct` (this loop is the session's only writer of corrections)."""
+        if not hasattr(self, "_ratio_cache"):
+            self._ratio_cache = correction_ratio(self.store, self.session_id)
+        return self._ratio_cache
+
     def budget(self) -> ContextBudget:
         """The request budget after the session's provider corrections (:func:`corrected_budget`)."""
-        return corrected_budget(self.base_budget, correction_ratio(self.store, self.session_id))
+        return corrected_budget(self.base_budget, self._ratio())
 
     def _correct(self, provider_tokens: int, estimated: int, source: str) -> None:
         if estimated <= 0 or provider_tokens <= estimated:
             return
-        current = correction_ratio(self.store, self.session_id)
+        current = self._ratio()
         if current is not None and provider_tokens * current[1] <= current[0] * estimated:
             return
         ev = EstimateCorrection(provider_tokens, estimated, source)
         self.store.append(self.session_id, [ev])
+        self._ratio_cache = (provider_tokens, estimated)
         self.observer.on_correction(ev)
 
     # ------------------------------------------------------------------ one request

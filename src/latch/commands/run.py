@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ import click
 
 from ..cli import pass_app
 from ..config import MAX_TOKENS
-from ..textsafe import console, safe
+from ..textsafe import console, markup, safe
 
 __all__ = ["register"]
 
@@ -49,7 +50,7 @@ def _summary(content: str, is_error: bool) -> str:
 
 
 def _call_line(call: Any) -> str:
-    args = call.args() if hasattr(call, "args") else {}
+    args = call.args()
     if isinstance(args, dict):
         first = next((v for k, v in args.items() if k in ("command", "path", "query", "goal", "decision")), None)
         if first is None and args:
@@ -97,8 +98,10 @@ class _Printer:
         parts = [f"request {number}", f"context {total / hard:.0%} of {hard:,}" if hard else f"{total:,}",
                  f"view {total:,} tokens ({'exact' if self.exact else 'estimated'})", f"epoch {view.epoch}"]
         if usage is not None:
-            if usage.input_tokens is not None:
-                prompt = usage.input_tokens + (usage.cache_read_tokens or 0) + (usage.cache_write_tokens or 0)
+            from ..agent.loop import provider_prompt_tokens
+
+            prompt = provider_prompt_tokens(usage)
+            if prompt is not None:
                 parts.append(f"provider prompt {prompt:,}")
             if usage.cache_read_tokens is not None:
                 parts.append(f"cache read {usage.cache_read_tokens:,}")
@@ -120,11 +123,11 @@ class _Printer:
 
     def on_tool_call(self, call: Any, decision: Any, allowed: bool) -> None:
         mark = "→" if allowed else "✗"
-        self.con.print(f"[cyan]{mark} {_markup(_call_line(call))}[/cyan]", highlight=False)
+        self.con.print(f"[cyan]{mark} {markup(_call_line(call))}[/cyan]", highlight=False)
 
     def on_tool_result(self, call: Any, outcome: Any) -> None:
         style = "red" if outcome.is_error else "green"
-        self.con.print(f"  [{style}]{_markup(_summary(outcome.content, outcome.is_error))}[/{style}]",
+        self.con.print(f"  [{style}]{markup(_summary(outcome.content, outcome.is_error))}[/{style}]",
                        highlight=False)
 
     def on_correction(self, correction: Any) -> None:
@@ -133,18 +136,12 @@ class _Printer:
                        highlight=False)
 
 
-def _markup(text: str) -> str:
-    from ..textsafe import markup
-
-    return markup(text)
-
-
 def _approve_on_tty(con: Any):
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         return None
 
     def approve(call: Any, decision: Any) -> bool:
-        con.print(f"[yellow]allow {_markup(_call_line(call))}? ({_markup(decision.reason)})[/yellow] [y/N] ", end="")
+        con.print(f"[yellow]allow {markup(_call_line(call))}? ({markup(decision.reason)})[/yellow] [y/N] ", end="")
         try:
             answer = input()
         except EOFError:
@@ -316,18 +313,16 @@ def register(cli: click.Group) -> None:
         ctx_obj, more = session_context(workspace, mode, skills)
         warnings += more
         for w in warnings:
-            err.print(f"[yellow]latch: warning: {_markup(w)}[/yellow]")
+            err.print(f"[yellow]latch: warning: {markup(w)}[/yellow]")
         try:
             setup = build_engine(store, session_id, stream=lambda n: f"{n}:main", engine=engine, model=model,
                                  estimator=estimator, config=config)
         except HostError as exc:
             raise click.UsageError(str(exc)) from None
-        from dataclasses import replace as _replace
-
         budget = setup.engine.default_budget()
         overrides = {k: v for k, v in (("context_window_tokens", window), ("reserve_tokens", reserve),
                                         ("recent_tokens", recent)) if v is not None}
-        budget = _replace(budget, **overrides)
+        budget = replace(budget, **overrides)
         if budget.reserve_tokens >= budget.context_window_tokens:
             raise click.UsageError(f"the reserve ({budget.reserve_tokens:,}) must be below the window "
                                    f"({budget.context_window_tokens:,}); pass --window or --reserve")
@@ -349,7 +344,7 @@ def register(cli: click.Group) -> None:
             processes.close()
             raise
         for w in warnings:
-            err.print(f"[yellow]latch: warning: {_markup(w)}[/yellow]")
+            err.print(f"[yellow]latch: warning: {markup(w)}[/yellow]")
         tools = (*chosen_tools, *(skill_tools() if skills else ()), *mcp_tools(entries, hub))
         tool_ctx = ToolContext(workspace=workspace, store=store, session_id=session_id, processes=processes,
                                estimate=setup.counter.text)
@@ -360,11 +355,11 @@ def register(cli: click.Group) -> None:
                          tool_choice=tool_choice, max_output_tokens=budget.reserve_tokens, supervisor=supervisor)
         if resume is not None:
             for res in loop.resume_children():  # children a killed run left mid-way: rebuilt, finished
-                con.print(f"[yellow]resumed child agent: {_markup(_summary(res.content, res.is_error))}[/yellow]",
+                con.print(f"[yellow]resumed child agent: {markup(_summary(res.content, res.is_error))}[/yellow]",
                           highlight=False)
             for call in repair_interrupted(store, session_id):
-                con.print(f"[yellow]interrupted: {_markup(_call_line(call))} (no result was recorded)[/yellow]")
-        con.print(f"[dim]session {session_id} · {_markup(name)} {_markup(model)} · engine {setup.engine_name} · "
+                con.print(f"[yellow]interrupted: {markup(_call_line(call))} (no result was recorded)[/yellow]")
+        con.print(f"[dim]session {session_id} · {markup(name)} {markup(model)} · engine {setup.engine_name} · "
                   f"window {budget.context_window_tokens:,} · reserve {budget.reserve_tokens:,}[/dim]",
                   highlight=False)
         code = 0
@@ -391,7 +386,7 @@ def _run_task(con: Any, loop: Any, max_turns: int) -> int:
     try:
         outcome = loop.run(max_turns)
     except (AgentError, ProviderError) as exc:
-        con.print(f"[red]latch: error: {_markup(str(exc))}[/red]", highlight=False)
+        con.print(f"[red]latch: error: {markup(str(exc))}[/red]", highlight=False)
         return 1
     if outcome.stopped == "max_turns":
         con.print(f"[yellow]stopped after {max_turns} requests (--max-turns); continue with "
@@ -440,4 +435,4 @@ def _slash(con: Any, loop: Any, store: Any, session_id: str, text: str, cli: cli
             text = " ".join(hit.event.searchable_text().split())
             con.print(safe(f"seq {hit.seq} {hit.event.KIND}: {text[:200]}"), markup=False)
     else:
-        con.print(f"unknown command {_markup(cmd)}; known: {', '.join(SLASH_COMMANDS)}")
+        con.print(f"unknown command {markup(cmd)}; known: {', '.join(SLASH_COMMANDS)}")
