@@ -3,7 +3,9 @@
 The fake home holds one real corpus file of each harness in its default place (the Claude Code one
 with its ``subagents/`` folder). Session counts: 3 Claude Code (parent, sub-agent, compaction agent),
 1 Codex, 2 Gemini CLI (JSON and JSONL layouts), 1 Copilot CLI, 4 Goose (the db's four sessions with
-messages), 3 OpenCode (the three with messages) = 14.
+messages), 3 OpenCode (the three with messages) = 14; plus (no corpus file of these harnesses) the
+tests/fixtures task folders of Cline (Linux VS Code global storage under ``$XDG_CONFIG_HOME``) and Roo Code
+(the macOS place, ``~/Library/Application Support``), one session each, both format ``cline`` = 16.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from corpus_support import require_corpus
 from latch.cli import _load_commands, cli
 
 _load_commands()
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CLINE_TASK = FIXTURES / "cline/globalStorage/saoudrizwan.claude-dev/tasks/1777000000000"
+ROO_TASK = FIXTURES / "roo-code/globalStorage/rooveterinaryinc.roo-cline/tasks/0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
 
 CC = "8463c716-a2ea-4c14-9efa-87158ebd9f20"
 
@@ -42,6 +48,10 @@ def _home(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(corpus / src, dst)
     shutil.copytree(corpus / "claude-code" / CC, home / ".claude/projects/-home-me-alpha" / CC)
+    storage = "Code/User/globalStorage"
+    shutil.copytree(CLINE_TASK, tmp_path / "xdg-config" / storage / "saoudrizwan.claude-dev/tasks" / CLINE_TASK.name)
+    shutil.copytree(ROO_TASK, home / "Library/Application Support" / storage / "rooveterinaryinc.roo-cline/tasks"
+                    / ROO_TASK.name)
     # not logs: a hidden folder's file and a Codex file not named rollout-*
     (home / ".codex/sessions/notes.jsonl").write_text("{}\n")
     env = {"HOME": str(home), "XDG_DATA_HOME": str(data), "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
@@ -65,11 +75,14 @@ def test_dry_run_lists_every_harness_and_creates_no_store(tmp_path):
     assert res.exit_code == 0, res.output
     rows = [line.split("\t") for line in res.stdout.splitlines() if "\t" in line]
     formats = [fmt for _, fmt in rows]
-    assert formats == ["claude-code"] * 3 + ["codex", "copilot-cli", "gemini-cli", "gemini-cli", "goose", "opencode"]
+    assert formats == ["claude-code"] * 3 + ["codex", "copilot-cli", "gemini-cli", "gemini-cli", "cline", "cline",
+                                             "goose", "opencode"]
     # the sub-agent files come right after their parent
     assert rows[0][0].endswith(f"{CC}.jsonl") and rows[1][0].endswith(f"{CC}/subagents/agent-a7be2f0.jsonl")
-    assert "9 files would be imported" in res.stdout
+    assert "11 files would be imported" in res.stdout
     assert "notes.jsonl" not in res.stdout
+    # a task folder is one file: its ui_messages.json and task_metadata.json are read with the history
+    assert [r[0].rsplit("/", 1)[1] for r in rows if r[1] == "cline"] == ["api_conversation_history.json"] * 2
     assert not db.exists()
 
 
@@ -79,11 +92,11 @@ def test_discover_imports_them_all(tmp_path):
     res = _run(env, "--db", str(db), "import", "--discover")
     assert res.exit_code == 0, res.output
     assert _sessions(db) == {"claude-code": 3, "codex": 1, "gemini-cli": 2, "copilot-cli": 1, "goose": 4,
-                             "opencode": 3}
+                             "opencode": 3, "cline": 2}
     with sqlite3.connect(db) as con:  # the two sub-agents are children of the parent session
         assert con.execute("SELECT count(*) FROM sessions WHERE parent_id IS NOT NULL").fetchone()[0] == 2
     again = _run(env, "--db", str(db), "import", "--discover")
-    assert again.exit_code == 0 and again.stdout.count(", 0 new events") == 14
+    assert again.exit_code == 0 and again.stdout.count(", 0 new events") == 16
 
 
 def test_project_and_since_filter(tmp_path):
@@ -95,7 +108,7 @@ def test_project_and_since_filter(tmp_path):
     for p in home.rglob("*"):
         if p.is_file() and "copilot" not in str(p):
             os.utime(p, (old, old))
-    for p in (tmp_path / "xdg-data").rglob("*"):
+    for p in [*(tmp_path / "xdg-data").rglob("*"), *(tmp_path / "xdg-config").rglob("*")]:
         if p.is_file():
             os.utime(p, (old, old))
     today = time.strftime("%Y-%m-%d")

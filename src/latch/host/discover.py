@@ -27,6 +27,16 @@ opencode       ``$XDG_DATA_HOME/opencode/opencode.db``                   opencod
 copilot-cli    ``$COPILOT_HOME`` (default ``~/.copilot``)                Copilot CLI config dir reference;
                ``/session-state/<sessionId>/events.jsonl``, and          releases before 1.0 honoured
                ``$XDG_CONFIG_HOME/.copilot/…`` when that is set          ``XDG_CONFIG_HOME``
+cline          ``<VS Code user data>/User/globalStorage/``               cline ``core/storage/disk.ts``
+               ``saoudrizwan.claude-dev/tasks/<taskId>/``                (``getGlobalStorageDir("tasks", id)``,
+               ``api_conversation_history.json`` (its                    ``GlobalFileNames``); VS Code's user
+               ``ui_messages.json`` is read with it)                     data: ``$XDG_CONFIG_HOME/<app>`` on
+                                                                         Linux, ``~/Library/Application
+                                                                         Support/<app>`` on macOS,
+                                                                         ``%APPDATA%/<app>`` on Windows; app
+                                                                         ``Code``, ``Code - Insiders``,
+                                                                         ``VSCodium``, ``Cursor``
+roo-code       the same, ``rooveterinaryinc.roo-cline/tasks/…``          Roo-Code ``task-persistence``
 =============  ========================================================  =====================================
 """
 
@@ -45,6 +55,8 @@ from .ingest import available_importers, companion_files
 __all__ = ["Found", "Location", "walk", "default_locations", "discover", "claimed_format", "with_companions"]
 
 _HEAD_BYTES = 65536  # what importers.detect hands the sniffers
+VSCODE_APPS = ("Code", "Code - Insiders", "VSCodium", "Cursor")
+"""VS Code builds whose user-data folder holds Cline's and Roo Code's global storage."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +104,8 @@ def _xdg(env: Mapping[str, str], name: str, default: str) -> Path:
 
 def default_locations(env: Mapping[str, str] | None = None) -> list[Location]:
     """Each harness's default places (table in the module docstring) under ``env`` (default ``os.environ``):
-    ``HOME``, ``XDG_DATA_HOME``, ``XDG_CONFIG_HOME``, ``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``, ``COPILOT_HOME``.
+    ``HOME``, ``XDG_DATA_HOME``, ``XDG_CONFIG_HOME``, ``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``, ``COPILOT_HOME``,
+    ``APPDATA`` (Windows).
     Places may not exist; :func:`discover` skips those."""
     env = os.environ if env is None else env
     home = _home(env)
@@ -113,6 +126,14 @@ def default_locations(env: Mapping[str, str] | None = None) -> list[Location]:
     ]
     if env.get("XDG_CONFIG_HOME") and os.path.isabs(env["XDG_CONFIG_HOME"]):
         locs.append(Location("copilot-cli", config / ".copilot" / "session-state", "*/events.jsonl"))
+    user_data = [config, home / "Library" / "Application Support"]
+    if env.get("APPDATA") and os.path.isabs(env["APPDATA"]):
+        user_data.append(Path(env["APPDATA"]))
+    for base in user_data:
+        for app in VSCODE_APPS:
+            storage = base / app / "User" / "globalStorage"
+            for harness, extension in (("cline", "saoudrizwan.claude-dev"), ("roo-code", "rooveterinaryinc.roo-cline")):
+                locs.append(Location(harness, storage / extension / "tasks", "*/api_conversation_history.json"))
     return locs
 
 
