@@ -45,7 +45,7 @@ def builtin_importers() -> list[type[Importer]]:
     """The importer classes shipped with Latch (registered as plugins by default_plugins)."""
     found: list[type[Importer]] = []
     for mod in ("claude_code", "codex", "openai_chat", "anthropic", "swe_agent", "openhands", "aider", "gemini_cli",
-                "copilot_cli", "goose", "opencode", "cline"):
+                "copilot_cli", "goose", "opencode", "cline", "antigravity", "merged_messages"):
         try:
             m = importlib.import_module(f"{__name__}.{mod}")
         except ModuleNotFoundError as exc:
