@@ -252,3 +252,35 @@ def test_session_meta_longer_than_the_sniffed_head(tmp_path):
     path = write_jsonl(tmp_path / "long.jsonl", rows)
     assert detected(path) == "codex"
     assert parse_file(path).stats["assistant_messages"] == 4
+
+
+def test_context_compacted_events(tmp_path):
+    """``event_msg/context_compacted`` (codex-rs ``EventMsg::ContextCompacted``, empty) right after its ``compacted``
+    item is the same compaction; alone it is a marker of its own; one at the end may still get its item (open
+    tail)."""
+    def row(kind, payload, n):
+        return {"timestamp": f"2026-02-01T09:00:{n:02d}.000Z", "type": kind, "payload": payload}
+    rows = [row("session_meta", {"id": "0190-cccc", "cwd": "/w"}, 0),
+            row("event_msg", {"type": "task_started", "turn_id": "t1"}, 1),
+            row("response_item", {"type": "message", "role": "user",
+                                  "content": [{"type": "input_text", "text": "go on"}]}, 2),
+            row("response_item", {"type": "message", "role": "assistant",
+                                  "content": [{"type": "output_text", "text": "ok"}]}, 3),
+            row("event_msg", {"type": "token_count", "info": {"last_token_usage": {
+                "input_tokens": 250000, "cached_input_tokens": 200000, "output_tokens": 10}}}, 4),
+            row("compacted", {"message": "Summary one.", "replacement_history": []}, 5),  # line 6
+            row("event_msg", {"type": "token_count", "info": None}, 6),
+            row("event_msg", {"type": "context_compacted"}, 7),  # line 8: joins line 6
+            row("event_msg", {"type": "task_complete", "turn_id": "t1"}, 8),
+            row("event_msg", {"type": "context_compacted"}, 9),  # line 10: alone
+            row("event_msg", {"type": "task_started", "turn_id": "t2"}, 10)]
+    path = write_jsonl(tmp_path / "rollout-2026-02-01T09-00-00-0190-cccc.jsonl", rows)
+    parsed = parse_file(path)
+    markers = [(pe.source_ref, pe.ts, pe.event) for pe in parsed.events if isinstance(pe.event, CompactionMarker)]
+    assert markers == [("line:6", "2026-02-01T09:00:05.000Z", CompactionMarker(trigger="manual", summary="Summary one.")),
+                       ("line:10", "2026-02-01T09:00:09.000Z", CompactionMarker())]
+    assert parsed.settled is None
+    tail = write_jsonl(tmp_path / "rollout-2026-02-01T09-00-00-0190-dddd.jsonl",
+                       [*rows[:5], row("event_msg", {"type": "context_compacted"}, 5)])
+    grown = parse_file(tail)
+    assert isinstance(grown.events[-1].event, CompactionMarker) and grown.settled == len(grown.events) - 1

@@ -20,8 +20,13 @@ Every line is ``{timestamp, type, payload}``. The conversation is built from
 * user messages → :class:`UserMessage` (``<environment_context>``, AGENTS.md and
   other harness injections are ``is_meta``); developer messages →
   ``SystemNote(subtype="developer")``; ``session_meta.base_instructions`` →
-  ``SystemNote(subtype="system_prompt")``; ``compacted`` →
-  :class:`CompactionMarker`; ``event_msg/error`` → ``SystemNote(subtype="error")``;
+  ``SystemNote(subtype="system_prompt")``; ``compacted`` (codex-rs ``RolloutItem::Compacted``,
+  ``CompactedItem{message, replacement_history}``) → :class:`CompactionMarker` (``summary`` = ``message``,
+  ``trigger`` = the payload's ``trigger`` where a build writes one, else ``"manual"``);
+  ``event_msg/context_compacted`` (``EventMsg::ContextCompacted``, an empty event that legacy-history
+  rollouts persist, manual or automatic) joins the ``compacted`` item next to it (only ``token_count`` /
+  ``turn_context`` lines between), and without one is a ``CompactionMarker()`` of its own (trigger and
+  summary unknown); ``event_msg/error`` → ``SystemNote(subtype="error")``;
 * ``turn_aborted``, ``task_complete`` and the next user prompt close the turn:
   calls still unanswered get a ``missing`` result. At the end of the file the
   turn is still running: an unanswered call is pending (no placeholder).
@@ -110,6 +115,8 @@ class _Rollout:
         self.searches: list[str] = []  # web_search_call ids awaiting their web_search_end
         self.search_ends: list[tuple[str, str | None, str]] = []  # web_search_end seen while the response is open
         self.unattached_usage = 0
+        self.after_compacted = False  # the last compaction row was a `compacted` item, nothing since but bookkeeping
+        self.pending_compaction: tuple[str, str | None] | None = None  # a context_compacted not yet placed
 
     def run(self, rows, text: str) -> ParsedSession:
         b = self.b
@@ -117,6 +124,10 @@ class _Rollout:
         meta: dict = {}
         for n, loc, kind, ptype, payload, ts in rows:
             ref = f"line:{n}"
+            if self.pending_compaction is not None and kind != "compacted" and ptype != "token_count":
+                self.flush_compaction()
+            if kind not in ("compacted", "turn_context") and ptype not in ("token_count", "context_compacted"):
+                self.after_compacted = False
             if kind == "session_meta":
                 session_id = loc.str(payload, "id", "payload") or loc.str(payload, "session_id", "payload")
                 cwd = loc.str(payload, "cwd", "payload")
@@ -134,8 +145,14 @@ class _Rollout:
                 self.event(n, loc, ptype, payload, ts)
             elif kind == "compacted":
                 self.close_group()
+                self.pending_compaction = None  # the context_compacted just before was this compaction
+                self.after_compacted = True
                 summary = loc.str(payload, "message", "payload") or ""
-                b.add(CompactionMarker(trigger="manual", summary=summary), ref, ts)
+                trigger = loc.str(payload, "trigger", "payload") or "manual"
+                b.add(CompactionMarker(trigger=trigger, summary=summary), ref, ts)
+        if self.pending_compaction is not None:  # its `compacted` item may still be written: open tail
+            b.open_here()
+            self.flush_compaction()
         # the end of the file: the turn is still running
         if self.group:
             before = self.last_slot
@@ -338,9 +355,20 @@ class _Rollout:
         elif ptype == "task_complete":
             self.close_group()
             self.close_turn("the turn completed without it", ts)
+        elif ptype == "context_compacted":
+            self.close_group()
+            if not self.after_compacted:  # right after its `compacted` item it is the same compaction
+                self.pending_compaction = (ref, ts)
         elif ptype in ("error", "stream_error"):
             self.close_group()
             self.b.add(SystemNote(text=loc.str(payload, "message", "payload") or ptype, subtype="error"), ref, ts)
+
+    def flush_compaction(self) -> None:
+        """Place the pending ``context_compacted`` as a marker of its own (no ``compacted`` item joined it)."""
+        assert self.pending_compaction is not None
+        ref, ts = self.pending_compaction
+        self.pending_compaction = None
+        self.b.add(CompactionMarker(), ref, ts)
 
     def close_turn(self, reason: str, ts: str | None) -> None:
         self.b.close_open(reason, ts)
