@@ -9,9 +9,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from _importer_checks import (assert_rejected, assert_reimport_adds_nothing, assert_shape, detected, ref_kinds,
                               snapshot)
 
+from latch.cli import _load_commands, cli
 from latch.events import CompactionMarker, ToolCall, ToolResult, Usage, UserMessage
 from latch.host.ingest import import_file
 from latch.importers import TranscriptError, parse_file
@@ -199,3 +201,15 @@ def test_malformed_ui_messages_names_that_file(store, tmp_path):
         assert (where is None and str(err.location).startswith("line ")) or err.location == where, str(err)
         assert reason in err.reason, str(err)
         assert snapshot(store) == before
+
+
+def test_cli_prints_one_error_line_naming_the_ui_file(tmp_path):
+    _load_commands()
+    path = _copy(CLINE_TASK, tmp_path)
+    ui = path.parent / "ui_messages.json"
+    ui.write_text('[{"ts": 1, "type": "say", "say": "api_req_started", "text": "{\\"tokensOut\\": -1}"}]')
+    db = tmp_path / "x.db"
+    res = CliRunner().invoke(cli, ["--db", str(db), "import", str(path)])
+    assert res.exit_code == 1
+    assert res.stderr.splitlines() == [
+        f"Error: {ui}:ui_messages[0]: field 'text.tokensOut' must be a non-negative integer, got number"]
