@@ -21,7 +21,7 @@ never completed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..events import (AssistantMessage, CompactionMarker, SystemNote, ToolResult, ToolStarted, Usage, UserMessage,
@@ -132,18 +132,22 @@ def activity(events: Iterable[Any], *, live: bool) -> dict[str, Any]:
 
 
 def state_summary(state: Any) -> dict[str, Any]:
-    """The counts of a canonical state (:func:`latch.kernel.canonical_state`): ``{"goal", "revision",
-    "generation", "files", "files_observed", "files_written", "mutations", "validation_runs", "requirements",
-    "requirements_current", "failures", "failures_active", "processes", "processes_running",
-    "tombstoned"}``."""
-    return {"goal": state.goal, "revision": state.revision, "generation": state.generation,
-            "files": len(state.files), "files_observed": sum(1 for f in state.files if f["reads"]),
-            "files_written": sum(1 for f in state.files if f["writes"]),
-            "mutations": state.mutations, "validation_runs": state.validation_runs,
-            "requirements": len(state.evidence), "requirements_current": sum(1 for o in state.evidence if o["current"]),
-            "failures": len(state.failures), "failures_active": sum(1 for f in state.failures if f["active"]),
-            "processes": len(state.processes), "processes_running": sum(1 for p in state.processes if p["running"]),
-            "tombstoned": bool(state.tombstoned)}
+    """The counts of a canonical state (:func:`latch.kernel.canonical_state`, or its ``to_json()`` dict as
+    ``latch state --json`` prints it): ``{"goal", "revision", "generation", "files", "files_observed",
+    "files_written", "mutations", "validation_runs", "requirements", "requirements_current", "failures",
+    "failures_active", "processes", "processes_running", "tombstoned"}``."""
+    def get(name: str) -> Any:
+        return state[name] if isinstance(state, Mapping) else getattr(state, name)
+
+    files, evidence_, failures, processes = get("files"), get("evidence"), get("failures"), get("processes")
+    return {"goal": get("goal"), "revision": get("revision"), "generation": get("generation"),
+            "files": len(files), "files_observed": sum(1 for f in files if f["reads"]),
+            "files_written": sum(1 for f in files if f["writes"]),
+            "mutations": get("mutations"), "validation_runs": get("validation_runs"),
+            "requirements": len(evidence_), "requirements_current": sum(1 for o in evidence_ if o["current"]),
+            "failures": len(failures), "failures_active": sum(1 for f in failures if f["active"]),
+            "processes": len(processes), "processes_running": sum(1 for p in processes if p["running"]),
+            "tombstoned": bool(get("tombstoned"))}
 
 
 def request_costs(events: Iterable[Any]) -> dict[str, Any]:
