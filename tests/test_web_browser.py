@@ -20,7 +20,7 @@ import pytest
 from fake_providers import Reply, ToolUse, serve_openai
 from web_server import WebServer
 
-from latch.events import AssistantMessage, ToolCall, ToolResult, ToolStarted, Usage, UserMessage
+from latch.events import AssistantMessage, CompactionMarker, ToolCall, ToolResult, ToolStarted, Usage, UserMessage
 from latch.store import EventStore
 
 CHROMIUM = Path("/usr/lib/chromium/chromium")
@@ -345,5 +345,42 @@ def test_a_screenshot_of_each_page_shows_its_elements(db, store, browser, tmp_pa
         assert "reasoning reported" in page.inner_text("#activity")
         assert page.inner_text(f'#transcript .item[data-seq="{seqs[0]}"] pre') == "make the screenshot"
         context.close()
+    finally:
+        srv.stop()
+
+
+def test_requests_show_context_bars_cache_epochs_breaks_and_cost_live(db, store, page, tmp_path):
+    sid = store.create_session(format="test")
+    model = "claude-sonnet-4-5"
+    store.append(sid, [UserMessage(text="go"),
+                       Usage(input_tokens=10, cache_read_tokens=0, cache_write_tokens=4000, output_tokens=5, model=model),
+                       Usage(input_tokens=10, cache_read_tokens=4000, cache_write_tokens=500, output_tokens=5,
+                             model=model)])
+    srv = WebServer(db).start()
+    try:
+        page.goto(f"{srv.url}/s/{sid}")
+        page.wait_for_selector('#requests .req[data-request="2"]', timeout=15_000)
+        assert page.locator("#requests .req").count() == 2
+        assert page.inner_text('#requests .req[data-request="1"] .info').endswith("epoch 1 first")
+        assert page.inner_text('#requests .req[data-request="2"] .info').startswith("4,510 tokens \u00b7 $")
+        # the bars are drawn to scale: request 2's cache read is 4000 of the largest request's 4510 tokens
+        widths = page.eval_on_selector_all('#requests .req[data-request="2"] .seg',
+                                           "els => els.map(e => e.getBoundingClientRect().width)")
+        bar = page.eval_on_selector('#requests .req[data-request="2"] .bar', "e => e.getBoundingClientRect().width")
+        assert abs(widths[0] / bar - 4000 / 4510) < 0.01 and abs(widths[1] / bar - 500 / 4510) < 0.01
+        assert page.locator("#epochs .epoch").count() == 1
+        assert page.inner_text("#epochs .cost").startswith("cost $")
+        # a compaction, then a request that reads nothing from the cache: a break, streamed live
+        live = store.append(sid, [CompactionMarker(summary="s", pre_tokens=4510, post_tokens=300),
+                                  Usage(input_tokens=300, cache_read_tokens=0, cache_write_tokens=0,
+                                        output_tokens=3, model=model)])
+        page.wait_for_selector('#requests .req.broken[data-request="3"]', timeout=15_000)
+        assert page.inner_text('#requests .req[data-request="3"] .info').endswith("epoch 2 broken (compaction)")
+        assert page.get_attribute('#requests .req[data-request="3"]', "data-seq") == str(live[1])
+        assert page.locator("#epochs .epoch").count() == 2
+        assert page.inner_text("#epochs .cache-break") == "cache break at request 3: compaction"
+        _screenshot_shows(page, tmp_path / "requests.png", ["#requests-view h2", '#requests .req.broken',
+                                                            "#epochs .epoch", "#epochs .cache-break"])
+        assert page.errors == []
     finally:
         srv.stop()

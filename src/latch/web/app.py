@@ -9,7 +9,7 @@ Routes (every one answers 401 without the token when the app has one: ``Authoriz
 * ``GET /api/sessions/{id}/events``: Server-Sent Events. Each stored event after the resume point is one
   message ``event: event``, ``id: <seq>``, ``data: {"seq", "kind", "item"}`` (``item``: the transcript item or
   ``null``); after each batch one ``event: status`` without an id, ``data: {"last_seq", "live", "activity",
-  "usage", "state"}``. The resume point is the ``Last-Event-ID`` header (what a reconnecting browser sends),
+  "usage", "state", "costs", "context", "cache"}`` (the reducers of :func:`latch.host.reducers.session_view`). The resume point is the ``Last-Event-ID`` header (what a reconnecting browser sends),
   else ``?after=SEQ``, else 0; a value that is not a non-negative integer is a 400. New events are found by
   polling the store every ``poll_interval`` seconds, in ``seq`` order, so a stream has no gap and no
   duplicate, across server restarts too.
@@ -71,7 +71,8 @@ def _state(store: EventStore, sid: str) -> Any:
 def _status(store: EventStore, sid: str, events: list[Any], live: bool) -> dict[str, Any]:
     state = _state(store, sid)
     return {"last_seq": events[-1].seq if events else 0, "live": live, "activity": R.activity(events, live=live),
-            "usage": R.usage_totals(events), "state": R.state_summary(state)}
+            "usage": R.usage_totals(events), "state": R.state_summary(state), "costs": R.request_costs(events),
+            "context": R.context_breakdown(events), "cache": R.cache_epochs(events)}
 
 
 def snapshot(store: EventStore, session_id: str, *, live: bool = False) -> dict[str, Any]:
