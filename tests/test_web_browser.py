@@ -6,13 +6,21 @@ as a running ``latch run`` would. Skipped without Playwright or the browser, fai
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from io import BytesIO
 from pathlib import Path
 
 import pytest
+from fake_providers import Reply, ToolUse, serve_openai
 from web_server import WebServer
 
-from latch.events import AssistantMessage, ToolCall, ToolResult, ToolStarted, UserMessage
+from latch.events import AssistantMessage, CompactionMarker, ToolCall, ToolResult, ToolStarted, Usage, UserMessage
 from latch.store import EventStore
 
 CHROMIUM = Path("/usr/lib/chromium/chromium")
@@ -157,6 +165,222 @@ def test_hostile_transcript_text_renders_as_inert_text(db, store, page):
         assert page.query_selector("#transcript img") is None and page.query_selector("#transcript script") is None
         assert page.query_selector("#transcript b") is None
         assert "<b>bold</b>" in page.inner_text(f'#transcript .item[data-seq="{live[0]}"] .meta')
+        assert page.errors == []
+    finally:
+        srv.stop()
+
+
+# --- a real `latch run` (subprocess, official OpenAI SDK, the loopback fake server) observed by the page ---
+
+
+def _run_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LATCH_"))}
+    env.update({"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200"})
+    return env
+
+
+def _start_run(tmp_path: Path, db: Path, ws: Path, base_url: str, task: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "latch", "--db", str(db), "run", task, "--provider",
+                             "openai-compatible", "--model", "local", "--base-url", base_url, "--yes"], cwd=ws,
+                            env=_run_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _run_session(db: Path, timeout: float = 60) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with sqlite3.connect(db) as con:
+            row = con.execute("SELECT id FROM sessions WHERE source = 'latch run'").fetchone()
+        if row:
+            return row[0]
+        time.sleep(0.1)
+    raise AssertionError("latch run created no session")
+
+
+def _wait_file(path: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert path.exists(), f"{path.name} never appeared: the shell call did not start"
+
+
+def _screenshot_shows(page, path: Path, selectors: list[str]) -> None:
+    """A full-page screenshot in which every one of ``selectors`` is visible and drawn: its box lies inside the
+    image and holds more than one colour (its text or border was painted there)."""
+    import matplotlib.image as mpimg  # test extra
+
+    page.evaluate("window.scrollTo(0, 0)")
+    png = page.screenshot(path=str(path), full_page=True)
+    pixels = mpimg.imread(BytesIO(png), format="png")[:, :, :3]
+    height, width = pixels.shape[:2]
+    for sel in selectors:
+        el = page.locator(sel).first
+        assert el.is_visible(), f"{sel} is not visible"
+        box = el.bounding_box()
+        assert box and box["width"] > 0 and box["height"] > 0, sel
+        x0, y0 = int(box["x"]), int(box["y"])
+        x1, y1 = min(width, int(box["x"] + box["width"])), min(height, int(box["y"] + box["height"]))
+        assert 0 <= x0 < x1 and 0 <= y0 < y1, f"{sel} lies outside the screenshot ({box}, {width}x{height})"
+        region = pixels[y0:y1, x0:x1].reshape(-1, 3)
+        assert len({tuple(p) for p in (region * 255).round().astype(int)}) > 1, f"{sel} is blank in the screenshot"
+
+
+@pytest.fixture
+def ws(tmp_path):
+    w = tmp_path / "ws"
+    w.mkdir()
+    return w
+
+
+def test_closing_the_page_does_not_stop_a_running_latch_run(db, browser, tmp_path, ws):
+    gate, started = ws / "gate", ws / "started"
+    command = f"touch {started}; while [ ! -f {gate} ]; do sleep 0.1; done; echo gate-passed"
+    script = [Reply(tool_calls=(ToolUse("c1", "shell", json.dumps({"command": command, "timeout": 120})),),
+                    usage={"prompt_tokens": 900, "completion_tokens": 20}),
+              Reply("The gate opened and the command passed.", usage={"prompt_tokens": 950, "completion_tokens": 9})]
+    EventStore(db).close()
+    srv = WebServer(db).start()  # up before the run: it sees the run append, so the run is live to it
+    proc = None
+    try:
+        with serve_openai(script) as model:
+            proc = _start_run(tmp_path, db, ws, model.base_url, "wait for the gate")
+            sid = _run_session(db)
+            _wait_file(started)
+            context = browser.new_context()
+            page = context.new_page()
+            page.goto(f"{srv.url}/s/{sid}")
+            page.wait_for_selector('#activity .badge.tool.running[data-call-id="c1"]', timeout=15_000)
+            context.close()  # the page goes away while the tool runs
+            gate.touch()
+            out, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err + out
+            assert len(model.requests) == 2  # the run went on to its next model request
+        with EventStore(db) as store:
+            events = list(store.events(sid))
+        results = [e.event for e in events if e.kind == "tool_result"]
+        assert [r.call_id for r in results] == ["c1"] and "gate-passed" in results[0].content
+        assert events[-1].kind in ("assistant_message", "usage")
+        # a new page shows the finished run: the final answer, no tool running
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(f"{srv.url}/s/{sid}")
+        page.wait_for_selector("#transcript .item", timeout=15_000)
+        page.wait_for_function("document.getElementById('transcript').textContent"
+                               ".includes('The gate opened and the command passed.')", timeout=15_000)
+        assert page.query_selector("#activity .badge.tool") is None
+        context.close()
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        srv.stop()
+
+
+def test_a_killed_run_shows_its_turn_interrupted_after_a_server_restart(db, browser, tmp_path, ws):
+    marker = ws / "pid"
+    slow = f"echo $$ > {marker}; sleep 60"
+    EventStore(db).close()
+    srv = WebServer(db).start()
+    proc = None
+    try:
+        with serve_openai([Reply(tool_calls=(ToolUse("k1", "shell", json.dumps({"command": slow, "timeout": 120})),),
+                                 usage={"prompt_tokens": 800, "completion_tokens": 12})]) as model:
+            proc = _start_run(tmp_path, db, ws, model.base_url, "a slow job")
+            sid = _run_session(db)
+            _wait_file(marker)
+            context = browser.new_context(viewport={"width": 1200, "height": 800})
+            page = context.new_page()
+            page.goto(f"{srv.url}/s/{sid}")
+            page.wait_for_selector('#activity .badge.tool.running[data-call-id="k1"]', timeout=15_000)
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+            try:  # the tool's own process group outlives the SIGKILLed agent; end it like a reboot would
+                os.killpg(int(marker.read_text().strip()), signal.SIGKILL)
+            except (ProcessLookupError, ValueError, PermissionError):
+                pass
+        with EventStore(db) as store:
+            kinds = [e.kind for e in store.events(sid)]
+        assert kinds[-1] == "tool_started" and "tool_result" not in kinds  # the turn never finished
+        srv.restart()  # a new server: committed history only, no live run
+        page.wait_for_selector('#activity .badge.tool.interrupted[data-call-id="k1"]', timeout=15_000)
+        assert page.inner_text("#activity .badge.tool") == "shell interrupted"
+        assert page.query_selector("#activity .badge.tool.running") is None
+        # a fresh page after the restart says the same (the snapshot, not the old stream)
+        fresh = context.new_page()
+        fresh.goto(f"{srv.url}/s/{sid}")
+        fresh.wait_for_selector('#activity .badge.tool.interrupted[data-call-id="k1"]', timeout=15_000)
+        _screenshot_shows(fresh, tmp_path / "interrupted.png", ['#activity .badge.tool.interrupted',
+                                                                "#transcript .item", "#state", "#usage"])
+        context.close()
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        srv.stop()
+
+
+def test_a_screenshot_of_each_page_shows_its_elements(db, store, browser, tmp_path):
+    sid = store.create_session(format="test", source="/tmp/shot.jsonl")
+    seqs = store.append(sid, [UserMessage(text="make the screenshot"),
+                              AssistantMessage(text="", reasoning_reported=True,
+                                               tool_calls=(ToolCall(id="s1", name="pytest", arguments="{}"),)),
+                              Usage(input_tokens=10, cache_read_tokens=900, cache_write_tokens=50, output_tokens=7,
+                                    model="claude-sonnet-4-5"),
+                              ToolStarted(call_id="s1", name="pytest")])
+    srv = WebServer(db).start()
+    try:
+        context = browser.new_context(viewport={"width": 1200, "height": 800})
+        page = context.new_page()
+        page.goto(srv.url + "/")
+        page.wait_for_selector("#sessions tbody tr")
+        _screenshot_shows(page, tmp_path / "sessions.png", ["header #home", "#sessions-view h1", "#sessions thead",
+                                                            "#sessions tbody tr td a"])
+        assert page.inner_text("#sessions tbody tr td a") == sid
+        assert page.locator("#session-view").is_hidden()
+        page.click("#sessions tbody tr td a")
+        _wait_seq(page, seqs[1])
+        page.wait_for_selector("#activity .badge.tool")
+        _screenshot_shows(page, tmp_path / "session.png", ["header #title", "#conn", f'#transcript .item[data-seq="{seqs[0]}"]',
+                                                           "#activity .badge.tool", "#state", "#usage"])
+        assert page.locator("#sessions-view").is_hidden()
+        assert "reasoning reported" in page.inner_text("#activity")
+        assert page.inner_text(f'#transcript .item[data-seq="{seqs[0]}"] pre') == "make the screenshot"
+        context.close()
+    finally:
+        srv.stop()
+
+
+def test_requests_show_context_bars_cache_epochs_breaks_and_cost_live(db, store, page, tmp_path):
+    sid = store.create_session(format="test")
+    model = "claude-sonnet-4-5"
+    store.append(sid, [UserMessage(text="go"),
+                       Usage(input_tokens=10, cache_read_tokens=0, cache_write_tokens=4000, output_tokens=5, model=model),
+                       Usage(input_tokens=10, cache_read_tokens=4000, cache_write_tokens=500, output_tokens=5,
+                             model=model)])
+    srv = WebServer(db).start()
+    try:
+        page.goto(f"{srv.url}/s/{sid}")
+        page.wait_for_selector('#requests .req[data-request="2"]', timeout=15_000)
+        assert page.locator("#requests .req").count() == 2
+        assert page.inner_text('#requests .req[data-request="1"] .info').endswith("epoch 1 first")
+        assert page.inner_text('#requests .req[data-request="2"] .info').startswith("4,510 tokens \u00b7 $")
+        # the bars are drawn to scale: request 2's cache read is 4000 of the largest request's 4510 tokens
+        widths = page.eval_on_selector_all('#requests .req[data-request="2"] .seg',
+                                           "els => els.map(e => e.getBoundingClientRect().width)")
+        bar = page.eval_on_selector('#requests .req[data-request="2"] .bar', "e => e.getBoundingClientRect().width")
+        assert abs(widths[0] / bar - 4000 / 4510) < 0.01 and abs(widths[1] / bar - 500 / 4510) < 0.01
+        assert page.locator("#epochs .epoch").count() == 1
+        assert page.inner_text("#epochs .cost").startswith("cost $")
+        # a compaction, then a request that reads nothing from the cache: a break, streamed live
+        live = store.append(sid, [CompactionMarker(summary="s", pre_tokens=4510, post_tokens=300),
+                                  Usage(input_tokens=300, cache_read_tokens=0, cache_write_tokens=0,
+                                        output_tokens=3, model=model)])
+        page.wait_for_selector('#requests .req.broken[data-request="3"]', timeout=15_000)
+        assert page.inner_text('#requests .req[data-request="3"] .info').endswith("epoch 2 broken (compaction)")
+        assert page.get_attribute('#requests .req[data-request="3"]', "data-seq") == str(live[1])
+        assert page.locator("#epochs .epoch").count() == 2
+        assert page.inner_text("#epochs .cache-break") == "cache break at request 3: compaction"
+        _screenshot_shows(page, tmp_path / "requests.png", ["#requests-view h2", '#requests .req.broken',
+                                                            "#epochs .epoch", "#epochs .cache-break"])
         assert page.errors == []
     finally:
         srv.stop()

@@ -102,6 +102,7 @@ DEFAULT_PLUGINS = (
     "latch.default_plugins.derivation",
     "latch.default_plugins.providers",
     "latch.default_plugins.web",
+    "latch.default_plugins.tui",
 )
 KINDS = ("engines", "estimators", "providers", "importers", "derivation_rules", "uis")
 

@@ -60,7 +60,9 @@ from ..cli import pass_app
 from ..config import MAX_TOKENS
 from ..events import Usage
 from ..textsafe import PIPE_WIDTH, Table, cell, console, dumps, markup, safe
+from ..host import reducers as R
 from . import output_file
+from .replay_html import render_html
 
 __all__ = ["resolve_engine_factory", "resolve_estimator_choice", "budget_problem", "ReplayPlan", "plan_replay",
            "run_replay", "window_origin", "window_line", "replay_options", "register", "RATIO_BAND", "provider_ratio",
@@ -721,6 +723,9 @@ def register(cli: click.Group) -> None:
                        "`--json FILE` is kept as an alias of --json-out FILE.")
     @click.option("-o", "--json-out", "json_file", type=click.Path(dir_okay=False, allow_dash=True), default=None,
                   callback=output_file, help="Also write the per-request report as JSON to this file ('-': stdout).")
+    @click.option("--html", "html_file", type=click.Path(dir_okay=False), default=None, callback=output_file,
+                  help="Also write a self-contained HTML report to this file: per-request table, cache epochs and "
+                       "breaks as an inline SVG chart, costs, the transcript (no scripts, nothing fetched).")
     @click.option("--live", is_flag=True,
                   help="The transcript is still being written: store only its settled events; the open tail "
                        "(e.g. a response still streaming) waits for the next import.")
@@ -729,7 +734,7 @@ def register(cli: click.Group) -> None:
                        "they go to the scratch database beside it, which `latch prune-replays` empties.")
     @pass_app
     def replay_cmd(app, file, fmt, model, window, reserve, recent, engine, estimator, config_path, json_out, json_file,
-                   live, keep, no_harness):
+                   html_file, live, keep, no_harness):
         """Replay FILE: materialize the view before every model request and check the invariants."""
         from ..host.ingest import SessionForgotten, import_file
 
@@ -770,6 +775,15 @@ def register(cli: click.Group) -> None:
         if json_file:
             with open(json_file, "w", encoding="utf-8") as f:
                 f.write(dumps(doc, indent=2) + "\n")
+        if html_file:
+            # function-local: this module imports no kernel, engine or plugin machinery until a replay runs
+            # (tests/test_engine_cli.py::test_command_modules_import_no_engine)
+            from ..host.kernel import kernel_cache
+            from ..kernel import canonical_state
+
+            view = R.session_view(store.events(sid), canonical_state(store, sid, cache=kernel_cache()))
+            with open(html_file, "w", encoding="utf-8", errors="replace") as f:
+                f.write(render_html(doc, view, file))
         if doc["summary"]["violations"]:
             sys.exit(1)
 

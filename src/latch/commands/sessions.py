@@ -9,6 +9,9 @@ import click
 from rich.console import Console
 
 from ..cli import pass_app
+from ..host import reducers as R
+from ..host.kernel import kernel_cache
+from ..kernel import canonical_state
 from ..textsafe import Table, cell, console, dumps, markup, safe
 
 
@@ -243,14 +246,21 @@ def register(cli: click.Group) -> None:
     @cli.command("show")
     @click.argument("session")
     @click.option("--limit", type=click.IntRange(min=1), default=None, help="Show at most this many events.")
+    @click.option("--json", "as_json", is_flag=True,
+                  help="Print what the UIs show as JSON: transcript, usage, costs, context, cache epochs, state.")
     @pass_app
-    def show_cmd(app, session, limit):
+    def show_cmd(app, session, limit, as_json):
         """Show the events of SESSION (id or unique prefix)."""
         store = app.store(create=False)
         try:
             info = store.session(session)
         except KeyError as exc:
             raise click.ClickException(str(exc.args[0])) from None
+        if as_json:  # the shared reducers, as `latch web` and `latch tui` show them (--limit: the first N events)
+            state = canonical_state(store, info.id, cache=kernel_cache())
+            view = R.session_view(store.events(info.id, limit=limit), state)
+            click.echo(dumps({"session": info.id, **view}, indent=2))
+            return
         from ..kernel.events import Tombstone
         from ..kernel.tombstones import tombstoned_sessions
 

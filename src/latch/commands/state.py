@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 from ..cli import pass_app
+from ..host import reducers as R
 from ..textsafe import Table, cell, console, dumps, echo, safe
 
 
@@ -36,17 +37,12 @@ def _forget_target(store, session: str) -> str:
 
 
 def summary_line(state) -> str:
-    """The derived-state counts of one session, on one line."""
-    files = state.files
-    observed = sum(1 for f in files if f["reads"])
-    written = sum(1 for f in files if f["writes"])
-    current = sum(1 for o in state.evidence if o["current"])
-    active = sum(1 for f in state.failures if f["active"])
-    running = sum(1 for p in state.processes if p["running"])
-    return (f"files {len(files)} ({observed} observed, {written} written) · mutations {state.mutations} · "
-            f"generation {state.generation} · validations {state.validation_runs} runs, {len(state.evidence)} "
-            f"requirements ({current} current) · failures {len(state.failures)} lineages ({active} active) · "
-            f"processes {len(state.processes)} ({running} running)")
+    """The derived-state counts of one session, on one line (:func:`latch.host.reducers.state_summary`)."""
+    s = R.state_summary(state)
+    return (f"files {s['files']} ({s['files_observed']} observed, {s['files_written']} written) · mutations "
+            f"{s['mutations']} · generation {s['generation']} · validations {s['validation_runs']} runs, "
+            f"{s['requirements']} requirements ({s['requirements_current']} current) · failures {s['failures']} "
+            f"lineages ({s['failures_active']} active) · processes {s['processes']} ({s['processes_running']} running)")
 
 
 def register(cli: click.Group) -> None:

@@ -8,4 +8,5 @@
 * :mod:`.providers`  ``latch_register_providers``: the ``openai``, ``openai-compatible`` and
   ``anthropic`` providers on the official SDKs
 * :mod:`.web`        ``latch_register_uis`` and ``latch_register_commands``: the web UI and ``latch web``
+* :mod:`.tui`        ``latch_register_uis`` and ``latch_register_commands``: the terminal UI and ``latch tui``
 """

@@ -13,18 +13,24 @@ never completed.
 * :func:`evidence`                                 recorded validation (``ValidationEvidence`` events)
 * :func:`activity`                                 reasoning reported, tools running or interrupted
 * :func:`state_summary`                            the counts of a :class:`~latch.kernel.state.CanonicalState`
+* :func:`request_costs`                            dollars per request (the bundled price table, :mod:`.cost`)
+* :func:`context_breakdown`                        what filled the context at each request (tokens, characters)
+* :func:`cache_epochs`                             provider cache epochs and the cache breaks between them
+* :func:`session_view`                             all of the above for one session: what every UI shows
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..events import (AssistantMessage, CompactionMarker, SystemNote, ToolResult, ToolStarted, Usage, UserMessage,
                       ValidationEvidence)
+from .cost import cost_dict, parse_timestamp, price_usage, total
 
 __all__ = ["transcript_item", "transcript", "usage_requests", "usage_totals", "evidence", "activity",
-           "state_summary"]
+           "state_summary", "request_costs", "context_breakdown", "cache_epochs", "session_view",
+           "CACHE_BREAK_TOLERANCE"]
 
 
 def transcript_item(ev: Any) -> dict[str, Any] | None:
@@ -126,14 +132,135 @@ def activity(events: Iterable[Any], *, live: bool) -> dict[str, Any]:
 
 
 def state_summary(state: Any) -> dict[str, Any]:
-    """The counts of a canonical state (:func:`latch.kernel.canonical_state`): ``{"goal", "revision",
-    "generation", "files", "files_written", "mutations", "validation_runs", "requirements",
-    "requirements_current", "failures", "failures_active", "processes", "processes_running",
-    "tombstoned"}``."""
-    return {"goal": state.goal, "revision": state.revision, "generation": state.generation,
-            "files": len(state.files), "files_written": sum(1 for f in state.files if f["writes"]),
-            "mutations": state.mutations, "validation_runs": state.validation_runs,
-            "requirements": len(state.evidence), "requirements_current": sum(1 for o in state.evidence if o["current"]),
-            "failures": len(state.failures), "failures_active": sum(1 for f in state.failures if f["active"]),
-            "processes": len(state.processes), "processes_running": sum(1 for p in state.processes if p["running"]),
-            "tombstoned": bool(state.tombstoned)}
+    """The counts of a canonical state (:func:`latch.kernel.canonical_state`, or its ``to_json()`` dict as
+    ``latch state --json`` prints it): ``{"goal", "revision", "generation", "files", "files_observed",
+    "files_written", "mutations", "validation_runs", "requirements", "requirements_current", "failures",
+    "failures_active", "processes", "processes_running", "tombstoned"}``."""
+    def get(name: str) -> Any:
+        return state[name] if isinstance(state, Mapping) else getattr(state, name)
+
+    files, evidence_, failures, processes = get("files"), get("evidence"), get("failures"), get("processes")
+    return {"goal": get("goal"), "revision": get("revision"), "generation": get("generation"),
+            "files": len(files), "files_observed": sum(1 for f in files if f["reads"]),
+            "files_written": sum(1 for f in files if f["writes"]),
+            "mutations": get("mutations"), "validation_runs": get("validation_runs"),
+            "requirements": len(evidence_), "requirements_current": sum(1 for o in evidence_ if o["current"]),
+            "failures": len(failures), "failures_active": sum(1 for f in failures if f["active"]),
+            "processes": len(processes), "processes_running": sum(1 for p in processes if p["running"]),
+            "tombstoned": bool(get("tombstoned"))}
+
+
+def request_costs(events: Iterable[Any]) -> dict[str, Any]:
+    """Dollar cost of every ``Usage`` event, priced by :func:`latch.host.cost.price_usage` at the event's
+    timestamp: ``{"requests": [{"seq", "model", "usd", "cost"}], "totals": CostTotals.as_dict()}`` where
+    ``cost`` is :func:`~latch.host.cost.cost_dict` (``None`` and ``usd`` ``None`` when unpriced: an unknown
+    model or unknown input/output tokens)."""
+    rows, costs = [], []
+    for ev in events:
+        if isinstance(ev.event, Usage):
+            c = price_usage(ev.event, at=parse_timestamp(ev.ts))
+            costs.append(c)
+            d = cost_dict(c)
+            rows.append({"seq": ev.seq, "model": ev.event.model, "usd": d["usd"] if d else None, "cost": d})
+    return {"requests": rows, "totals": total(costs).as_dict()}
+
+
+_ROLES = ("user", "assistant", "tool", "system")
+
+
+def context_breakdown(events: Iterable[Any]) -> list[dict[str, Any]]:
+    """What filled the context at each model request (one entry per ``Usage`` event, in order):
+    ``{"request": n (1-based), "seq", "prompt_tokens", "cache_read_tokens", "cache_write_tokens",
+    "uncached_tokens", "output_tokens", "chars": {"user", "assistant", "tool", "system"}, "items": int,
+    "since_compaction_seq"}``. Tokens are the provider's (``None`` where unknown); ``chars`` counts the
+    transcript characters of each role before the request since the last compaction (what the harness could
+    have sent: a breakdown of the conversation, not a recount of the prompt); ``items`` counts those items."""
+    out: list[dict[str, Any]] = []
+    chars = dict.fromkeys(_ROLES, 0)
+    items = 0
+    since: int | None = None
+    for ev in events:
+        e = ev.event
+        if isinstance(e, CompactionMarker):
+            chars, items, since = dict.fromkeys(_ROLES, 0), 0, ev.seq
+            continue
+        if isinstance(e, Usage):
+            out.append({"request": len(out) + 1, "seq": ev.seq, "prompt_tokens": e.prompt_tokens,
+                        "cache_read_tokens": e.cache_read_tokens, "cache_write_tokens": e.cache_write_tokens,
+                        "uncached_tokens": e.input_tokens, "output_tokens": e.output_tokens,
+                        "chars": dict(chars), "items": items, "since_compaction_seq": since})
+            continue
+        item = transcript_item(ev)
+        if item is not None and item["role"] in chars:
+            chars[item["role"]] += len(item["text"] or "")
+            items += 1
+    return out
+
+
+CACHE_BREAK_TOLERANCE = 0.5
+"""A request breaks the provider cache when it reads less than this share of the tokens the previous request
+had cached (read + written): a prefix cache that held reads nearly all of it."""
+
+
+def cache_epochs(events: Iterable[Any]) -> dict[str, Any]:
+    """Provider cache epochs from the reported usage (spec: "Cache epochs and working memory", "Context
+    metrics"): ``{"requests": [{"request", "seq", "epoch", "cache": "first"|"kept"|"broken"|"unknown",
+    "reason"}], "epochs": [{"epoch", "first_request", "last_request", "start_seq", "end_seq", "requests",
+    "cache_read_tokens", "cache_write_tokens"}], "breaks": [{"request", "seq", "epoch", "reason",
+    "cache_read_tokens", "previous_cached_tokens"}]}``.
+
+    The first request starts epoch 1. A later request with cache counts is ``broken`` (and starts the next
+    epoch) when it reads less than :data:`CACHE_BREAK_TOLERANCE` of the previous request's cached tokens
+    (read + write, when those were above 0); the ``reason`` is ``"compaction"`` when a compaction lies between
+    the two requests, else ``"prefix changed"``. A request without cache counts is ``unknown`` (it neither
+    starts nor breaks an epoch). Tokens as reported; seqs are event positions."""
+    reqs: list[dict[str, Any]] = []
+    epochs: list[dict[str, Any]] = []
+    breaks: list[dict[str, Any]] = []
+    prev_cached: int | None = None
+    compacted = False
+    for ev in events:
+        e = ev.event
+        if isinstance(e, CompactionMarker):
+            compacted = True
+            continue
+        if not isinstance(e, Usage):
+            continue
+        n = len(reqs) + 1
+        known = e.cache_read_tokens is not None or e.cache_write_tokens is not None
+        read, write = e.cache_read_tokens or 0, e.cache_write_tokens or 0
+        reason = None
+        if not epochs:
+            cache = "first"
+        elif not known:
+            cache = "unknown"
+        elif prev_cached and read < prev_cached * CACHE_BREAK_TOLERANCE:
+            cache, reason = "broken", "compaction" if compacted else "prefix changed"
+        else:
+            cache = "kept"
+        if cache in ("first", "broken"):
+            epochs.append({"epoch": len(epochs) + 1, "first_request": n, "last_request": n, "start_seq": ev.seq,
+                           "end_seq": ev.seq, "requests": 0, "cache_read_tokens": 0, "cache_write_tokens": 0})
+        ep = epochs[-1]
+        ep.update(last_request=n, end_seq=ev.seq, requests=ep["requests"] + 1,
+                  cache_read_tokens=ep["cache_read_tokens"] + read, cache_write_tokens=ep["cache_write_tokens"] + write)
+        if cache == "broken":
+            breaks.append({"request": n, "seq": ev.seq, "epoch": ep["epoch"], "reason": reason,
+                           "cache_read_tokens": read, "previous_cached_tokens": prev_cached})
+        reqs.append({"request": n, "seq": ev.seq, "epoch": ep["epoch"], "cache": cache, "reason": reason})
+        if known:
+            prev_cached, compacted = read + write, False
+    return {"requests": reqs, "epochs": epochs, "breaks": breaks}
+
+
+def session_view(events: Iterable[Any], state: Any, *, live: bool = False) -> dict[str, Any]:
+    """Everything a UI shows of one session, from its stored events (in ``seq`` order) and its canonical state:
+    ``{"last_seq", "live", "transcript", "evidence", "requests", "usage", "activity", "state", "costs",
+    "context", "cache"}`` (the reducers above; ``last_seq`` 0 without events). ``latch show --json``, the web
+    snapshot and the TUI all build this, so they agree by construction (spec: "Browser observation and
+    reconnect")."""
+    evs = list(events)
+    return {"last_seq": evs[-1].seq if evs else 0, "live": live, "transcript": transcript(evs),
+            "evidence": evidence(evs), "requests": usage_requests(evs), "usage": usage_totals(evs),
+            "activity": activity(evs, live=live), "state": state_summary(state), "costs": request_costs(evs),
+            "context": context_breakdown(evs), "cache": cache_epochs(evs)}

@@ -9,7 +9,7 @@ Routes (every one answers 401 without the token when the app has one: ``Authoriz
 * ``GET /api/sessions/{id}/events``: Server-Sent Events. Each stored event after the resume point is one
   message ``event: event``, ``id: <seq>``, ``data: {"seq", "kind", "item"}`` (``item``: the transcript item or
   ``null``); after each batch one ``event: status`` without an id, ``data: {"last_seq", "live", "activity",
-  "usage", "state"}``. The resume point is the ``Last-Event-ID`` header (what a reconnecting browser sends),
+  "usage", "state", "costs", "context", "cache"}`` (the reducers of :func:`latch.host.reducers.session_view`). The resume point is the ``Last-Event-ID`` header (what a reconnecting browser sends),
   else ``?after=SEQ``, else 0; a value that is not a non-negative integer is a 400. New events are found by
   polling the store every ``poll_interval`` seconds, in ``seq`` order, so a stream has no gap and no
   duplicate, across server restarts too.
@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from ..host import reducers as R
+from ..host.kernel import kernel_cache
+from ..kernel import canonical_state
 from ..store import EventStore
 from ..textsafe import safe
 from . import is_loopback
@@ -62,25 +64,26 @@ def _session_row(info: Any) -> dict[str, Any]:
             "created_at": info.created_at, "events": info.events}
 
 
-def _status(store: EventStore, sid: str, events: list[Any], live: bool) -> dict[str, Any]:
-    from ..host.kernel import kernel_cache
-    from ..kernel import canonical_state
+def _state(store: EventStore, sid: str) -> Any:
+    return canonical_state(store, sid, cache=kernel_cache())
 
-    state = canonical_state(store, sid, cache=kernel_cache())
+
+def _status(store: EventStore, sid: str, events: list[Any], live: bool) -> dict[str, Any]:
+    state = _state(store, sid)
     return {"last_seq": events[-1].seq if events else 0, "live": live, "activity": R.activity(events, live=live),
-            "usage": R.usage_totals(events), "state": R.state_summary(state)}
+            "usage": R.usage_totals(events), "state": R.state_summary(state), "costs": R.request_costs(events),
+            "context": R.context_breakdown(events), "cache": R.cache_epochs(events)}
 
 
 def snapshot(store: EventStore, session_id: str, *, live: bool = False) -> dict[str, Any]:
     """The current view of a session, rebuilt from committed events by :mod:`latch.host.reducers`:
-    ``{"session": {...}, "last_seq", "live", "transcript", "evidence", "requests", "activity", "usage",
-    "state"}`` (``last_seq``: the session's newest event seq, 0 when it has none). Raises ``KeyError`` for
+    ``{"session": {...}, **session_view}`` (:func:`latch.host.reducers.session_view`: ``last_seq``, ``live``,
+    ``transcript``, ``evidence``, ``requests``, ``activity``, ``usage``, ``state``, ``costs``, ``context``,
+    ``cache``) (``last_seq``: the session's newest event seq, 0 when it has none). Raises ``KeyError`` for
     an unknown session. Strings are returned as stored (the server makes them inert when it sends them)."""
     info = store.session(session_id)
     events = list(store.events(info.id))
-    status = _status(store, info.id, events, live)
-    return {"session": _session_row(info), **status, "transcript": R.transcript(events),
-            "evidence": R.evidence(events), "requests": R.usage_requests(events)}
+    return {"session": _session_row(info), **R.session_view(events, _state(store, info.id), live=live)}
 
 
 def check_bind(host: str, token: str | None) -> None:

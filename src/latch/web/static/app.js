@@ -69,6 +69,47 @@
     const goal = st.state.goal;
     fill($("state"), Object.assign({}, st.state, { goal: goal ? (goal.text || JSON.stringify(goal)) : null }));
     fill($("usage"), st.usage);
+    renderRequests(st);
+  }
+  function usd(v) { return v === null || v === undefined ? "unpriced" : "$" + v.toFixed(4); }
+  function n(v) { return v === null || v === undefined ? "?" : v.toLocaleString("en-US"); }
+  // per-request context bars (cache read / cache write / uncached, scaled to the largest request), the
+  // cache state of each request with its reason, its cost; above them the provider cache epochs
+  function renderRequests(st) {
+    const ctx = st.context || [], cache = (st.cache || {}).requests || [], costs = (st.costs || {}).requests || [];
+    const top = Math.max(1, ...ctx.map((r) => r.prompt_tokens || 0));
+    const box = $("requests");
+    box.replaceChildren();
+    ctx.forEach((r, i) => {
+      const c = cache[i] || {}, cost = costs[i] || {};
+      const row = el("div", "req " + (c.cache || ""));
+      row.dataset.request = String(r.request); row.dataset.seq = String(r.seq);
+      row.append(el("span", "label", "#" + r.request));
+      const bar = el("span", "bar");
+      for (const [cls, v] of [["read", r.cache_read_tokens], ["write", r.cache_write_tokens], ["uncached", r.uncached_tokens]]) {
+        const seg = el("span", "seg " + cls); seg.style.width = (100 * (v || 0) / top) + "%";
+        seg.title = cls + " " + n(v) + " tokens"; bar.append(seg);
+      }
+      row.append(bar);
+      let info = n(r.prompt_tokens) + " tokens \u00b7 " + usd(cost.usd) + " \u00b7 epoch " + c.epoch + " " + c.cache;
+      if (c.reason) info += " (" + c.reason + ")";
+      row.append(el("span", "info", info));
+      box.append(row);
+    });
+    const epochs = $("epochs");
+    epochs.replaceChildren();
+    const total = Math.max(1, ctx.length);
+    for (const e of (st.cache || {}).epochs || []) {
+      const span = el("span", "epoch", "epoch " + e.epoch + ": requests " + e.first_request + "\u2013" + e.last_request);
+      span.dataset.epoch = String(e.epoch); span.style.flexGrow = String(e.requests / total);
+      epochs.append(span);
+    }
+    for (const b of (st.cache || {}).breaks || []) {
+      const span = el("span", "cache-break", "cache break at request " + b.request + ": " + b.reason);
+      span.dataset.request = String(b.request); epochs.append(span);
+    }
+    const t = (st.costs || {}).totals;
+    if (t) epochs.append(el("span", "cost", "cost " + usd(t.usd) + " (" + t.priced_requests + " of " + t.requests + " priced)"));
   }
 
   async function sessionView(sid) {

@@ -1,0 +1,254 @@
+"""``latch tui``: a textual app over one store, read-only, following sessions live by polling the store by seq.
+
+Screens:
+
+* the sessions list (a table: id, format, events, source); Enter opens a session;
+* a session: one tab per panel, every one built from :func:`latch.host.reducers.session_view` (the reducers
+  the web page and ``latch show --json`` use, nothing else):
+
+  - ``transcript``: the conversation items (user, assistant, tool, system, compaction), with tool calls;
+  - ``state``: canonical state counts, activity (reasoning reported, tools running or interrupted) and the
+    recorded validation evidence;
+  - ``usage``: per request the provider's tokens (uncached input, cache read, cache write, output) and dollars;
+  - ``context``: per request what filled the context (tokens by kind, transcript characters by role);
+  - ``epochs``: the provider cache epochs and the cache breaks with their reasons.
+
+Every ``poll_interval`` seconds the open session reads the events after the last seq it has (``after_seq``)
+and, when there are new ones, rebuilds the panels; a tool call without a result is ``running`` only while
+events keep arriving after the app started, else ``interrupted``. Transcript text is passed through
+:func:`latch.textsafe.safe` and shown as rich ``Text`` (never parsed as markup), so ``[bold]`` or an escape
+sequence in a transcript renders literally.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
+
+from ..host import reducers as R
+from ..host.cost import format_usd
+from ..host.kernel import kernel_cache
+from ..kernel import canonical_state
+from ..store import EventStore
+from ..textsafe import safe
+
+__all__ = ["LatchTUI", "SessionScreen", "SessionsScreen", "transcript_text", "PANELS"]
+
+PANELS = ("transcript", "state", "usage", "context", "epochs")
+"""The tab ids of a session screen, in order."""
+
+_ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "tool": "bold yellow", "system": "bold magenta",
+               "compaction": "bold red"}
+
+
+def _n(value: Any) -> str:
+    return "?" if value is None else f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def transcript_text(items: list[dict[str, Any]]) -> Text:
+    """The transcript panel's content: one block per item, ``seq role`` then its text, every string from the
+    transcript made :func:`~latch.textsafe.safe` and appended as plain text (rich markup is not parsed)."""
+    out = Text()
+    for item in items:
+        role = item["role"]
+        head = f"#{item['seq']} {role}"
+        if role == "tool":
+            head += f" {safe(item.get('name') or '')} ({safe(item.get('call_id') or '')})"
+            head += " ERROR" if item.get("is_error") else ""
+        elif role == "assistant" and item.get("reasoning_reported"):
+            head += " · reasoning reported"
+        out.append(head + "\n", style=_ROLE_STYLE.get(role, "bold"))
+        if item.get("text"):
+            out.append(safe(item["text"], multiline=True) + "\n")
+        for call in item.get("tool_calls") or ():
+            out.append(f"  → {safe(call['name'])} ({safe(call['id'])})\n", style="yellow")
+        out.append("\n")
+    return out
+
+
+def _state_text(view: dict[str, Any]) -> Text:
+    s, a = view["state"], view["activity"]
+    out = Text()
+    out.append("canonical state\n", style="bold")
+    goal = s["goal"]
+    out.append(f"goal: {safe(goal, multiline=True) if goal else '(none)'}\n")
+    out.append(f"revision {s['revision']} · generation {s['generation']} · files {s['files']} "
+               f"({s['files_observed']} observed, {s['files_written']} written) · mutations {s['mutations']}\n"
+               f"validations {s['validation_runs']} runs · requirements {s['requirements']} "
+               f"({s['requirements_current']} current) · failures {s['failures']} ({s['failures_active']} active)"
+               f" · processes {s['processes']} ({s['processes_running']} running)"
+               + (" · TOMBSTONED" if s["tombstoned"] else "") + "\n\n")
+    out.append("activity\n", style="bold")
+    out.append(f"reasoning reported: {'yes' if a['reasoning_reported'] else 'no'} · running {a['running']} · "
+               f"interrupted {a['interrupted']}\n")
+    for t in a["tools"]:
+        out.append(f"  tool {safe(t['name'])} ({safe(t['call_id'])}) at #{t['seq']}: {t['status']}\n",
+                   style="yellow" if t["status"] == "running" else "red")
+    out.append("\nevidence\n", style="bold")
+    if not view["evidence"]:
+        out.append("(no validation recorded)\n")
+    for e in view["evidence"]:
+        reqs = ", ".join(safe(r) for r in e["requirements"])
+        out.append(f"#{e['seq']} {safe(e['status'])} exit {_n(e['exit_code'])}: {safe(e['command'])}"
+                   + (f" [{reqs}]" if reqs else "") + "\n")
+    return out
+
+
+class SessionsScreen(Screen[None]):
+    """The sessions list: a table of every session in the store; Enter (or a click) opens one."""
+
+    BINDINGS = [Binding("r", "reload", "reload")]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield DataTable(id="sessions", cursor_type="row")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#sessions", DataTable)
+        table.add_columns("id", "format", "events", "source")
+        self.action_reload()
+
+    def action_reload(self) -> None:
+        table = self.query_one("#sessions", DataTable)
+        table.clear()
+        for s in self.app.store.sessions():  # type: ignore[attr-defined]
+            table.add_row(Text(safe(s.id)), Text(safe(s.format or "")), str(s.events), Text(safe(s.source or "")),
+                          key=s.id)
+
+    def on_data_table_row_selected(self, message: DataTable.RowSelected) -> None:
+        if message.row_key.value is not None:
+            self.app.push_screen(SessionScreen(message.row_key.value))
+
+
+class SessionScreen(Screen[None]):
+    """One session's panels (:data:`PANELS`), following new events by seq."""
+
+    BINDINGS = [Binding("escape", "app.pop_screen", "sessions"), Binding("t", "show('transcript')", "transcript"),
+                Binding("s", "show('state')", "state"), Binding("u", "show('usage')", "usage"),
+                Binding("c", "show('context')", "context"), Binding("e", "show('epochs')", "epochs")]
+
+    def __init__(self, session_id: str):
+        super().__init__()
+        self.session_id = session_id
+        self.events: list[Any] = []
+        self.last_seq = 0
+        self.view: dict[str, Any] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(id="title")
+        with TabbedContent(initial="transcript"):
+            with TabPane("transcript", id="transcript"):
+                yield VerticalScroll(Static(id="transcript-text"))
+            with TabPane("state", id="state"):
+                yield VerticalScroll(Static(id="state-text"))
+            with TabPane("usage", id="usage"):
+                yield Static(id="usage-total")
+                yield DataTable(id="usage-table")
+            with TabPane("context", id="context"):
+                yield DataTable(id="context-table")
+            with TabPane("epochs", id="epochs"):
+                yield Static(id="epochs-text")
+                yield DataTable(id="epochs-table")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#usage-table", DataTable).add_columns(
+            "request", "seq", "model", "uncached", "cache read", "cache write", "output", "prompt", "usd")
+        self.query_one("#context-table", DataTable).add_columns(
+            "request", "seq", "prompt", "cache read", "cache write", "uncached", "output", "user chars",
+            "assistant chars", "tool chars", "system chars", "items")
+        self.query_one("#epochs-table", DataTable).add_columns(
+            "request", "seq", "epoch", "cache", "reason")
+        self.poll()
+        self.set_interval(self.app.poll_interval, self.poll)  # type: ignore[attr-defined]
+
+    def action_show(self, panel: str) -> None:
+        self.query_one(TabbedContent).active = panel
+
+    def poll(self) -> None:
+        """Read the events after :attr:`last_seq`; rebuild the panels when there are any (or on the first call)."""
+        app: LatchTUI = self.app  # type: ignore[assignment]
+        new = list(app.store.events(self.session_id, after_seq=self.last_seq))
+        if new:
+            self.events.extend(new)
+            self.last_seq = new[-1].seq
+        if new or self.view is None:
+            state = canonical_state(app.store, self.session_id, cache=kernel_cache())
+            self.view = R.session_view(self.events, state, live=app.live(self.session_id))
+            self.render_view(self.view)
+
+    def render_view(self, view: dict[str, Any]) -> None:
+        """Fill every panel from ``view`` (:func:`latch.host.reducers.session_view`)."""
+        u, costs = view["usage"], view["costs"]
+        self.query_one("#title", Static).update(Text(
+            f"session {safe(self.session_id)} · last seq {view['last_seq']} · {len(view['transcript'])} items · "
+            f"{u['requests']} requests" + (" · live" if view["live"] else "")))
+        self.query_one("#transcript-text", Static).update(transcript_text(view["transcript"]))
+        self.query_one("#state-text", Static).update(_state_text(view))
+        tot = costs["totals"]
+        self.query_one("#usage-total", Static).update(Text(
+            f"{u['requests']} requests · uncached {_n(u['input_tokens'])} · cache read {_n(u['cache_read_tokens'])} · "
+            f"cache write {_n(u['cache_write_tokens'])} · output {_n(u['output_tokens'])} tokens · "
+            f"cost {format_usd(tot['usd'])} ({tot['priced_requests']} priced)"))
+        table = self.query_one("#usage-table", DataTable)
+        table.clear()
+        for i, (r, c) in enumerate(zip(view["requests"], costs["requests"]), 1):
+            table.add_row(str(i), str(r["seq"]), Text(safe(r["model"] or "")), _n(r["input_tokens"]),
+                          _n(r["cache_read_tokens"]), _n(r["cache_write_tokens"]), _n(r["output_tokens"]),
+                          _n(r["prompt_tokens"]), format_usd(c["usd"]))
+        table = self.query_one("#context-table", DataTable)
+        table.clear()
+        for r in view["context"]:
+            ch = r["chars"]
+            table.add_row(str(r["request"]), str(r["seq"]), _n(r["prompt_tokens"]), _n(r["cache_read_tokens"]),
+                          _n(r["cache_write_tokens"]), _n(r["uncached_tokens"]), _n(r["output_tokens"]),
+                          _n(ch["user"]), _n(ch["assistant"]), _n(ch["tool"]), _n(ch["system"]), _n(r["items"]))
+        cache = view["cache"]
+        lines = [f"{len(cache['epochs'])} cache epochs · {len(cache['breaks'])} cache breaks"]
+        lines += [f"epoch {e['epoch']}: requests {e['first_request']}-{e['last_request']} (seq {e['start_seq']}-"
+                  f"{e['end_seq']}) · cache read {_n(e['cache_read_tokens'])} · cache write "
+                  f"{_n(e['cache_write_tokens'])}" for e in cache["epochs"]]
+        lines += [f"break at request {b['request']} (seq {b['seq']}): {b['reason']} · read {_n(b['cache_read_tokens'])}"
+                  f" of {_n(b['previous_cached_tokens'])} cached" for b in cache["breaks"]]
+        self.query_one("#epochs-text", Static).update(Text("\n".join(lines)))
+        table = self.query_one("#epochs-table", DataTable)
+        table.clear()
+        for r in cache["requests"]:
+            table.add_row(str(r["request"]), str(r["seq"]), str(r["epoch"]), r["cache"], r["reason"] or "")
+
+
+class LatchTUI(App[None]):
+    """The terminal UI over the store at ``db``; ``session`` (an id or unique prefix) opens that session
+    directly. ``poll_interval``: seconds between store polls of the open session. Raises ``KeyError`` for an
+    unknown ``session``."""
+
+    TITLE = "latch"
+    BINDINGS = [Binding("q", "quit", "quit")]
+
+    def __init__(self, db: str | Path, *, session: str | None = None, poll_interval: float = 0.5):
+        super().__init__()
+        self.store = EventStore(db)
+        self.poll_interval = poll_interval
+        self.start_seq = self.store.max_seq()
+        self.initial = self.store.session(session).id if session is not None else None
+
+    def live(self, session_id: str) -> bool:
+        """Whether events were appended to the session since the app started (transient, like the web's)."""
+        return self.store.max_seq(session_id) > self.start_seq
+
+    def on_mount(self) -> None:
+        self.push_screen(SessionsScreen())
+        if self.initial is not None:
+            self.push_screen(SessionScreen(self.initial))
+
+    def on_unmount(self) -> None:
+        self.store.close()

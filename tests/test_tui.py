@@ -1,0 +1,252 @@
+"""latch tui: textual pilot tests (App.run_test) of every panel over a real imported transcript (issue 16)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from click.testing import CliRunner
+from corpus_support import CORPUS, require_corpus
+from textual.widgets import DataTable, Static
+
+from latch.cli import _load_commands, cli
+from latch.events import AssistantMessage, ToolCall, ToolStarted, Usage, UserMessage
+from latch.host import reducers as R
+from latch.host.cost import format_usd
+from latch.host.ingest import import_all
+from latch.host.kernel import kernel_cache
+from latch.kernel import canonical_state
+from latch.plugins import get_plugin_manager
+from latch.store import EventStore
+from latch.tui import TerminalUI
+from latch.tui.app import PANELS, LatchTUI, SessionScreen, SessionsScreen
+
+FILE = "claude-code/entire-image_session.jsonl"  # 89 requests, 3 provider cache epochs, 2 cache breaks
+SIZE = (200, 60)
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    require_corpus()
+    db = tmp_path_factory.mktemp("tui") / "tui.sqlite"
+    store = EventStore(db)
+    [(sid, _, _)] = import_all(store, CORPUS / FILE, final=True)
+    events = list(store.events(sid))
+    view = R.session_view(events, canonical_state(store, sid, cache=kernel_cache()))
+    store.close()
+    return db, sid, view
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def lines(widget: Static) -> list[str]:
+    """The rendered lines of ``widget`` (what the terminal shows, wrapped at its width)."""
+    return [widget.render_line(y).text.rstrip() for y in range(widget.size.height)]
+
+
+async def until(pilot, check, timeout: float = 10.0) -> None:
+    for _ in range(int(timeout / 0.05)):
+        if check():
+            return
+        await pilot.pause(0.05)
+    assert check()
+
+
+def test_registered_as_ui_plugin():
+    uis = [cls for group in get_plugin_manager().hook.latch_register_uis() for cls in group]
+    assert TerminalUI in uis and {c.PLUGIN_NAME for c in uis} >= {"web", "tui"}
+
+
+def test_sessions_list_opens_a_session(imported):
+    db, sid, view = imported
+
+    async def go():
+        app = LatchTUI(db, poll_interval=0.05)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            assert isinstance(app.screen, SessionsScreen)
+            table = app.screen.query_one("#sessions", DataTable)
+            assert table.row_count == 1
+            row = table.get_row_at(0)
+            assert (str(row[0]), str(row[1]), row[2]) == (sid, "claude-code", "279")
+            assert str(row[3]).endswith("entire-image_session.jsonl")
+            await pilot.press("enter")
+            await until(pilot, lambda: isinstance(app.screen, SessionScreen))
+            assert app.screen.session_id == sid
+            title = str(app.screen.query_one("#title", Static).content)
+            assert title == f"session {sid} · last seq {view['last_seq']} · {len(view['transcript'])} items · 89 requests"
+            await pilot.press("escape")
+            await until(pilot, lambda: isinstance(app.screen, SessionsScreen))
+
+    run(go())
+
+
+def test_transcript_panel(imported):
+    db, sid, view = imported
+
+    async def go():
+        app = LatchTUI(db, session=sid[:6], poll_interval=0.05)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            shown = lines(app.screen.query_one("#transcript-text", Static))
+            first = view["transcript"][0]
+            assert shown[:3] == [f"#{first['seq']} user", "<command-message>superpowers:brainstorm</command-message>",
+                                 "<command-name>/superpowers:brainstorm</command-name>"]
+            tool = next(i for i in view["transcript"] if i["role"] == "tool")
+            assert f"#{tool['seq']} tool {tool['name']} ({tool['call_id']})" in shown
+            call = next(i for i in view["transcript"] if i["role"] == "assistant" and i["tool_calls"])["tool_calls"][0]
+            assert f"  → {call['name']} ({call['id']})" in shown
+
+    run(go())
+
+
+def test_state_panel(imported):
+    db, sid, view = imported
+    s = view["state"]
+
+    async def go():
+        app = LatchTUI(db, session=sid, poll_interval=0.05)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("s")
+            await pilot.pause()
+            shown = lines(app.screen.query_one("#state-text", Static))
+            assert shown[0] == "canonical state"
+            assert shown[2].startswith(f"revision {s['revision']} · generation {s['generation']} · files {s['files']} "
+                                       f"({s['files_observed']} observed, {s['files_written']} written)")
+            assert s["files"] > 0 and s["revision"] > 0
+            assert "reasoning reported: no · running 0 · interrupted 0" in shown
+            assert "evidence" in shown and "(no validation recorded)" in shown  # this transcript ran no validation
+
+    run(go())
+
+
+def test_usage_panel(imported):
+    db, sid, view = imported
+
+    async def go():
+        app = LatchTUI(db, session=sid, poll_interval=0.05)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("u")
+            await pilot.pause()
+            table = app.screen.query_one("#usage-table", DataTable)
+            assert table.row_count == 89
+            r, c = view["requests"][0], view["costs"]["requests"][0]
+            assert [str(v) for v in table.get_row_at(0)] == [
+                "1", str(r["seq"]), "claude-opus-4-5-20251101", "2", "16,496", "25,415", "1", "41,913", format_usd(c["usd"])]
+            assert c["usd"] > 0
+            total = str(app.screen.query_one("#usage-total", Static).content)
+            assert total.startswith("89 requests · uncached ") and f"cost {format_usd(view['costs']['totals']['usd'])}" in total
+
+    run(go())
+
+
+def test_context_panel(imported):
+    db, sid, view = imported
+
+    async def go():
+        app = LatchTUI(db, session=sid, poll_interval=0.05)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("c")
+            await pilot.pause()
+            table = app.screen.query_one("#context-table", DataTable)
+            assert table.row_count == 89
+            last = view["context"][-1]
+            row = [str(v) for v in table.get_row_at(88)]
+            assert row[:3] == ["89", str(last["seq"]), f"{last['prompt_tokens']:,}"]
+            assert row[7:11] == [f"{last['chars'][k]:,}" for k in ("user", "assistant", "tool", "system")]
+            assert last["chars"]["tool"] > last["chars"]["user"] > 0
+
+    run(go())
+
+
+def test_epochs_panel(imported):
+    db, sid, view = imported
+
+    async def go():
+        app = LatchTUI(db, session=sid, poll_interval=0.05)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("e")
+            await pilot.pause()
+            shown = lines(app.screen.query_one("#epochs-text", Static))
+            assert shown[0] == "3 cache epochs · 2 cache breaks"
+            assert "break at request 4 (seq 1000): prefix changed · read 16,496 of 42,993 cached".replace(
+                "1000", str(view["cache"]["breaks"][0]["seq"])) in shown
+            table = app.screen.query_one("#epochs-table", DataTable)
+            assert table.row_count == 89
+            assert [str(v) for v in table.get_row_at(3)][2:] == ["2", "broken", "prefix changed"]
+            assert [str(v) for v in table.get_row_at(4)][2:] == ["2", "kept", ""]
+
+    run(go())
+
+
+def test_follows_new_events_and_never_parses_markup(imported, tmp_path):
+    db, sid, _ = imported
+    live_db = tmp_path / "live.sqlite"
+    live_db.write_bytes(db.read_bytes())
+    writer = EventStore(live_db)
+    evil = "[bold red]not bold[/bold red] [link=http://x.test]y[/link] \x1b[2J done"
+
+    async def go():
+        app = LatchTUI(live_db, session=sid, poll_interval=0.05)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            screen = app.screen
+            before = screen.last_seq
+            assert "running 0" in str(screen.query_one("#state-text", Static).content)
+            seqs = writer.append(sid, [UserMessage(text=evil),
+                                       AssistantMessage(text="", tool_calls=(ToolCall(id="c9", name="Bash",
+                                                                                      arguments="{}"),)),
+                                       Usage(input_tokens=5, cache_read_tokens=0, cache_write_tokens=0, output_tokens=1,
+                                             model="claude-opus-4-5-20251101"),
+                                       ToolStarted(call_id="c9", name="Bash")])
+            await until(pilot, lambda: screen.last_seq == seqs[-1])
+            assert before < seqs[0]
+            text = screen.query_one("#transcript-text", Static)
+            content = text.content
+            at = content.plain.index(f"#{seqs[0]} user\n") + len(f"#{seqs[0]} user\n")
+            assert content.plain[at:].startswith("[bold red]not bold[/bold red] [link=http://x.test]y[/link] "
+                                                 "\\x1b[2J done\n")
+            assert not [s for s in content.spans if s.start < at + len(evil) and s.end > at]  # no style on it
+            assert "[bold red]not bold[/bold red] [link=http://x.test]y[/link] \\x1b[2J done" in lines(text)
+            state = str(screen.query_one("#state-text", Static).content)
+            assert "running 1" in state and f"tool Bash (c9) at #{seqs[-1]}: running" in state
+            assert screen.query_one("#usage-table", DataTable).row_count == 90
+            assert [str(v) for v in screen.query_one("#epochs-table", DataTable).get_row_at(89)][2:] == [
+                "4", "broken", "prefix changed"]
+
+    try:
+        run(go())
+    finally:
+        writer.close()
+
+
+def test_unfinished_tool_shows_interrupted_when_not_live(imported, tmp_path):
+    db, sid, _ = imported
+    dead = tmp_path / "dead.sqlite"
+    dead.write_bytes(db.read_bytes())
+    with EventStore(dead) as w:
+        [seq] = w.append(sid, [ToolStarted(call_id="k1", name="Bash")])
+
+    async def go():
+        app = LatchTUI(dead, session=sid, poll_interval=0.05)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            state = str(app.screen.query_one("#state-text", Static).content)
+            assert f"tool Bash (k1) at #{seq}: interrupted" in state and "interrupted 1" in state
+
+    run(go())
+
+
+def test_cli_unknown_session_is_one_line(tmp_path):
+    db = tmp_path / "empty.sqlite"
+    EventStore(db).close()
+    _load_commands()
+    res = CliRunner().invoke(cli, ["--db", str(db), "tui", "nope"], env={"LATCH_HOME": str(tmp_path / "home")})
+    assert res.exit_code == 1 and len(res.output.strip().splitlines()) == 1, res.output
+    assert res.output.startswith("Error: ") and "nope" in res.output
+
+
+def test_panels_constant():
+    assert PANELS == ("transcript", "state", "usage", "context", "epochs")
