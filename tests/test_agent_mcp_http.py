@@ -17,6 +17,7 @@ import pytest
 from latch.agent.mcp import McpHub, McpServerConfig, mcp_servers, session_mcp_tools
 from latch.config import ConfigError, validate_config
 from latch.events import McpToolsListed
+from latch.kernel.state import canonical_state
 from latch.store import EventStore
 from test_agent_mcp import SERVER, Agent, Server, oa
 
@@ -160,3 +161,31 @@ def test_bad_http_mcp_config_is_one_clear_error(table, message):
     with pytest.raises(ConfigError, match="^cfg.toml: ") as exc:
         validate_config({"mcp": {"servers": {"x": table}}}, "cfg.toml")
     assert message in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_http_mutating_tool_stales_passing_validation_and_a_read_only_one_does_not(tmp_path, http_server,
+                                                                                     monkeypatch):
+    monkeypatch.setenv(TOKEN_VAR, TOKEN)
+    http_server.start(tmp_path / "latch.db")
+    a = Agent(tmp_path, http_server, [], hub_config=config(http_server), assume_yes=True)
+    try:
+        (a.ws / "test_ok.py").write_text("def test_ok():\n    assert True\n")
+        a.provider._responses += [oa(calls=[("c1", "shell", {
+            "command": f"{sys.executable} -m pytest -q -p no:cacheprovider test_ok.py"})])]
+        a.loop.turn()
+        st = canonical_state(a.store, a.sid)
+        (obs,) = st.evidence
+        assert obs["status"] == "passed" and obs["current"]
+        g0 = st.generation
+        a.provider._responses += [oa(calls=[("c2", "mcp__t__echo", {"text": "look"})])]
+        assert a.loop.turn().results[0].content == "echo: look"
+        st = canonical_state(a.store, a.sid)
+        assert st.generation == g0 and st.evidence[0]["current"]
+        a.provider._responses += [oa(calls=[("c3", "mcp__t__note", {"text": "changed"})])]
+        assert a.loop.turn().results[0].content == "noted"
+        ((text, seen),) = http_server.note_lines()
+        assert text == "changed" and seen.split()[-2:] == ["tool_started", "mutation"]  # committed before it ran
+        st = canonical_state(a.store, a.sid)
+        assert st.generation == g0 + 1 and not st.evidence[0]["current"]
+    finally:
+        a.close()
