@@ -151,8 +151,8 @@ def test_http_servers_come_from_the_config():
 
 @pytest.mark.parametrize("table, message", [
     ({"url": "ftp://x/mcp"}, "mcp.servers.x.url must be an http:// or https:// URL"),
-    ({"url": "http://x/mcp", "command": "srv"}, "'command' is for stdio servers (with command), not with url"),
-    ({"command": "srv", "env_http_headers": {}}, "'env_http_headers' is for HTTP servers (with url)"),
+    ({"url": "http://x/mcp", "command": "srv"}, "'command' belongs to a stdio server (with command); a server with url takes url, bearer"),
+    ({"command": "srv", "env_http_headers": {}}, "'env_http_headers' belongs to an HTTP server (with url); a server with command takes command, args"),
     ({"url": "http://x/mcp", "bearer_token_env_var": "A B"}, "bearer_token_env_var must be an environment variable"),
     ({"url": "http://x/mcp", "env_http_headers": {"Bad Header": "V"}}, "'Bad Header' is not an HTTP header name"),
     ({"url": "http://x/mcp", "env_http_headers": {"X-K": "the value"}}, "env_http_headers.X-K must name an env"),

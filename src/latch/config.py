@@ -238,7 +238,8 @@ def _validate_mcp_stdio(table: Mapping[str, Any], where: str) -> None:
                           f"got {command!r}")
     others = [k for k in table if k not in MCP_STDIO_KEYS]
     if others:
-        raise ConfigError(f"{where}: {others[0]!r} is for HTTP servers (with url), not with command")
+        raise ConfigError(f"{where}: {others[0]!r} belongs to an HTTP server (with url); a server with command "
+                          f"takes {', '.join(MCP_STDIO_KEYS)}")
     args = table.get("args", [])
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise ConfigError(f"{where}.args must be a list of strings, got {args!r}")
@@ -253,7 +254,8 @@ def _validate_mcp_http(table: Mapping[str, Any], where: str) -> None:
         raise ConfigError(f"{where}.url must be an http:// or https:// URL, got {url!r}")
     others = [k for k in table if k not in MCP_HTTP_KEYS]
     if others:
-        raise ConfigError(f"{where}: {others[0]!r} is for stdio servers (with command), not with url")
+        raise ConfigError(f"{where}: {others[0]!r} belongs to a stdio server (with command); a server with url "
+                          f"takes {', '.join(MCP_HTTP_KEYS)}")
     var = table.get("bearer_token_env_var")
     if var is not None and (not isinstance(var, str) or not _ENV_NAME_RE.match(var)):
         raise ConfigError(f"{where}.bearer_token_env_var must be an environment variable's name, got {var!r}")
