@@ -3,7 +3,10 @@
 Which tools it registers, and in which order, comes from the JSON file named by ``LATCH_TEST_MCP_STATE``
 (``{"tools": ["echo", "add", "note"], "crash": false}``; default: all, in that order), so a test can restart it
 with its tools reordered or one missing; ``"crash": true`` makes it exit at once (a server that is down).
-It writes its pid to ``LATCH_TEST_MCP_PID`` (when set) so a test can kill it. Tools:
+It writes its pid to ``LATCH_TEST_MCP_PID`` (when set) so a test can kill it. With ``--http PORT`` it serves
+the SDK's streamable-HTTP app (``MCPServer.streamable_http_app()``, path ``/mcp``) under uvicorn on
+``127.0.0.1:PORT`` instead of stdio; when ``LATCH_TEST_MCP_HEADER`` is set, every request must carry the
+header ``X-Test-Token`` with that value (else 401). Tools:
 
 * ``echo(text)``: read-only (``readOnlyHint``), returns ``echo: TEXT``;
 * ``add(a, b)``: read-only, returns the sum;
@@ -63,7 +66,29 @@ def main() -> None:
     for name in state["tools"]:
         fn, read_only = TOOLS[name]
         server.add_tool(fn, name=name, annotations=ToolAnnotations(read_only_hint=True) if read_only else None)
-    server.run("stdio")
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        serve_http(server, int(sys.argv[2]))
+    else:
+        server.run("stdio")
+
+
+def serve_http(server: MCPServer, port: int) -> None:
+    """The SDK's streamable-HTTP Starlette app under uvicorn on the loopback ``port`` (until killed)."""
+    import uvicorn
+
+    app = server.streamable_http_app()
+    token = os.environ.get("LATCH_TEST_MCP_HEADER")
+    if token:
+        inner = app
+
+        async def app(scope, receive, send):  # type: ignore[no-redef]
+            headers = dict(scope.get("headers") or ())
+            if scope["type"] == "http" and headers.get(b"x-test-token", b"").decode() != token:
+                await send({"type": "http.response.start", "status": 401, "headers": []})
+                await send({"type": "http.response.body", "body": b"unauthorized"})
+                return
+            await inner(scope, receive, send)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
 
 
 if __name__ == "__main__":

@@ -72,13 +72,13 @@ class Server:
 
 
 class Agent:
-    def __init__(self, tmp_path: Path, server: Server, responses, **kw):
+    def __init__(self, tmp_path: Path, server: Server, responses, hub_config: McpServerConfig | None = None, **kw):
         self.ws = tmp_path / "ws"
         self.ws.mkdir(exist_ok=True)
         self.db = tmp_path / "latch.db"
         self.store = EventStore(self.db)
         self.sid = self.store.create_session(workspace=str(self.ws), source="latch run", format="latch")
-        self.hub = McpHub([McpServerConfig("t", sys.executable, (str(SERVER),), server.env(self.db))],
+        self.hub = McpHub([hub_config or McpServerConfig("t", sys.executable, (str(SERVER),), server.env(self.db))],
                           cwd=self.ws, log_dir=tmp_path / "mcp-logs")
         self.entries, self.warnings = session_mcp_tools(self.store, self.sid, self.hub)
         self.setup = build_engine(self.store, self.sid, stream="continuity:main", model="gpt-4.1")

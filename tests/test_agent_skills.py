@@ -14,6 +14,7 @@ from latch.agent.loop import AgentLoop
 from latch.agent.skills import discover_skills, session_skills, skill_tools
 from latch.agent.tools import ToolContext, builtin_tools
 from latch.agent.tools.processes import ProcessManager
+from latch.engine.recall import recalled_seqs
 from latch.events import SkillsListed, ToolResult
 from latch.host.loop import build_engine
 from latch.kernel.files import PAGE_LIMIT_BYTES
@@ -76,7 +77,8 @@ def test_discovery_in_three_folders_with_precedence_and_one_line_warnings(dirs):
 
 
 class Agent:
-    def __init__(self, tmp_path: Path, ws: Path, user: Path, responses, sid: str | None = None, store=None):
+    def __init__(self, tmp_path: Path, ws: Path, user: Path, responses, sid: str | None = None, store=None,
+                 budget: ContextBudget | None = None):
         self.ws = ws
         self.store = store or EventStore(tmp_path / "latch.db")
         self.sid = sid or self.store.create_session(workspace=str(ws), source="latch run", format="latch")
@@ -88,7 +90,7 @@ class Agent:
         self.provider = ScriptedProvider(responses, model="gpt-4.1")
         sc, _ = session_context(ws, skills=self.skills)
         self.loop = AgentLoop(self.store, self.sid, self.provider, setup=self.setup,
-                              budget=ContextBudget(64_000, 4_000, 16_000),
+                              budget=budget or ContextBudget(64_000, 4_000, 16_000),
                               tools=(*builtin_tools(), *(skill_tools() if self.skills else ())), tool_context=ctx,
                               session_context=sc)
 
@@ -201,3 +203,33 @@ def test_a_session_without_skills_offers_no_skill_tools_and_an_unchanged_context
     assert "Agent skills" not in body["messages"][1]["content"]
     assert [t["function"]["name"] for t in body["tools"]] == [t.NAME for t in builtin_tools()]
     a.close()
+
+
+def test_a_load_skill_result_rotated_out_is_recalled_after_resume(tmp_path, dirs):
+    """The loaded body leaves the recent window, the session ends; resumed in a new process, a question
+    naming what only the body says brings the stored result back into the view as a recalled original."""
+    ws, user = dirs
+    skill(ws / ".latch" / "skills", "ledger", "name: ledger\ndescription: Reconcile the ledger.",
+          "Reconcile shard LEDGER-7f3a9c1e with ROUND_HALF_EVEN before closing the month.\n")
+    small = ContextBudget(16_000, 2_000, 3_000)
+    filler = [oa("Working through the invoices, step %d: " % i + "the totals add up line by line. " * 60)
+              for i in range(12)]
+    a = Agent(tmp_path, ws, user, [oa(calls=[("c1", "load_skill", {"name": "ledger"})]), *filler], budget=small)
+    a.loop.say("reconcile the books")
+    a.loop.turn()
+    (loaded,) = [s for s in a.store.events(a.sid, kinds=["tool_result"])]
+    assert "LEDGER-7f3a9c1e" in loaded.event.content
+    last = None
+    for i in range(12):
+        a.loop.say(f"next invoice batch {i}")
+        last = a.loop.turn().body
+    assert "LEDGER-7f3a9c1e" not in json.dumps(last)  # rotated out of the recent window
+    sid = a.sid
+    a.close()
+    store = EventStore(tmp_path / "latch.db")
+    b = Agent(tmp_path, ws, user, [oa("the shard is LEDGER-7f3a9c1e")], sid=sid, store=store, budget=small)
+    b.loop.say("which shard did the ledger skill say to reconcile? LEDGER-7f3a9c1e ROUND_HALF_EVEN")
+    body = b.loop.turn().body
+    texts = [m["content"] for m in body["messages"] if isinstance(m.get("content"), str)]
+    assert any(loaded.seq in recalled_seqs(t) for t in texts), "the load_skill result was not recalled"
+    b.close()

@@ -35,7 +35,7 @@ import click
 from . import __version__
 
 COMMAND_MODULES = ("sessions", "doctor", "replay", "view", "context", "state", "plugins_cmd", "bench", "stress",
-                   "run", "report", "group")
+                   "run", "report", "group", "skills_mcp")
 
 
 def backend_error() -> str | None:

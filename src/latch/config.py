@@ -29,6 +29,11 @@ the defaults. Known keys (spec: "Bounded materialization", "Cache epochs and wor
     env = { GITHUB_TOKEN = "..." }          # merged over a minimal safe environment
     timeout = 120              # seconds per tool call
 
+    [mcp.servers.docs]         # an MCP server over streamable HTTP (tools mcp__docs__*)
+    url = "http://127.0.0.1:8000/mcp"
+    bearer_token_env_var = "DOCS_TOKEN"     # sent as "Authorization: Bearer $DOCS_TOKEN" (never stored)
+    env_http_headers = { X-Api-Key = "DOCS_KEY" }   # header -> the environment variable holding its value
+
 A model's window and reserve are chosen in one place, :func:`model_window`: the config's
 ``[models.NAME]`` entry, else Latch's model table (``latch/data/models.toml``, a data file: current
 Claude, GPT, Gemini, Qwen, GLM, DeepSeek and Llama families, matched by the longest prefix), else the
@@ -47,6 +52,7 @@ from __future__ import annotations
 import difflib
 import functools
 import os
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -188,13 +194,20 @@ def validate_config(data: Mapping[str, Any], source: str = "<config>") -> dict[s
     return out
 
 
-MCP_SERVER_KEYS = ("command", "args", "env", "timeout")
+MCP_STDIO_KEYS = ("command", "args", "env", "timeout")
+MCP_HTTP_KEYS = ("url", "bearer_token_env_var", "env_http_headers", "timeout")
+MCP_SERVER_KEYS = ("command", "args", "env", "url", "bearer_token_env_var", "env_http_headers", "timeout")
 _SERVER_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 
 def _validate_mcp(mcp: Any, source: str) -> None:
-    """``[mcp.servers.NAME]`` tables: ``command`` (required string), ``args`` (strings), ``env`` (string
-    values), ``timeout`` (seconds, 1 to 3600); NAME is letters, digits, ``_`` and ``-`` without ``__``."""
+    """``[mcp.servers.NAME]`` tables, each one transport: stdio with ``command`` (required string), ``args``
+    (strings), ``env`` (string values); or streamable HTTP with ``url`` (``http://`` or ``https://``),
+    ``bearer_token_env_var`` (an environment variable's name) and ``env_http_headers`` (header name ->
+    environment variable name; the values are read when connecting, never stored). Both take ``timeout``
+    (seconds, 1 to 3600). NAME is letters, digits, ``_`` and ``-`` without ``__``."""
     if not isinstance(mcp, Mapping):
         raise ConfigError(f"{source}: [mcp] must be a table, got {type(mcp).__name__}")
     servers = mcp.get("servers", {})
@@ -206,21 +219,55 @@ def _validate_mcp(mcp: Any, source: str) -> None:
             raise ConfigError(f"{where}: the server name must be 1-32 letters, digits, _ or - (no '__')")
         if not isinstance(table, Mapping):
             raise ConfigError(f"{where} must be a table, got {type(table).__name__}")
-        command = table.get("command")
-        if not isinstance(command, str) or not command.strip():
-            raise ConfigError(f"{where}.command must be a non-empty string, got {command!r}")
-        args = table.get("args", [])
-        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-            raise ConfigError(f"{where}.args must be a list of strings, got {args!r}")
-        env = table.get("env", {})
-        if not isinstance(env, Mapping) or not all(isinstance(v, str) for v in env.values()):
-            raise ConfigError(f"{where}.env must be a table of strings")
-        timeout = table.get("timeout", 120)
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 1 <= timeout <= 3600:
-            raise ConfigError(f"{where}.timeout must be a number of seconds from 1 to 3600, got {timeout!r}")
         unknown = [k for k in table if k not in MCP_SERVER_KEYS]
         if unknown:
             raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(MCP_SERVER_KEYS)})")
+        if "url" in table:
+            _validate_mcp_http(table, where)
+        else:
+            _validate_mcp_stdio(table, where)
+        timeout = table.get("timeout", 120)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 1 <= timeout <= 3600:
+            raise ConfigError(f"{where}.timeout must be a number of seconds from 1 to 3600, got {timeout!r}")
+
+
+def _validate_mcp_stdio(table: Mapping[str, Any], where: str) -> None:
+    command = table.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise ConfigError(f"{where}.command must be a non-empty string (or give url for an HTTP server), "
+                          f"got {command!r}")
+    others = [k for k in table if k not in MCP_STDIO_KEYS]
+    if others:
+        raise ConfigError(f"{where}: {others[0]!r} belongs to an HTTP server (with url); a server with command "
+                          f"takes {', '.join(MCP_STDIO_KEYS)}")
+    args = table.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise ConfigError(f"{where}.args must be a list of strings, got {args!r}")
+    env = table.get("env", {})
+    if not isinstance(env, Mapping) or not all(isinstance(v, str) for v in env.values()):
+        raise ConfigError(f"{where}.env must be a table of strings")
+
+
+def _validate_mcp_http(table: Mapping[str, Any], where: str) -> None:
+    url = table.get("url")
+    if not isinstance(url, str) or not re.match(r"^https?://[^/\s]+", url) or any(c.isspace() for c in url):
+        raise ConfigError(f"{where}.url must be an http:// or https:// URL, got {url!r}")
+    others = [k for k in table if k not in MCP_HTTP_KEYS]
+    if others:
+        raise ConfigError(f"{where}: {others[0]!r} belongs to a stdio server (with command); a server with url "
+                          f"takes {', '.join(MCP_HTTP_KEYS)}")
+    var = table.get("bearer_token_env_var")
+    if var is not None and (not isinstance(var, str) or not _ENV_NAME_RE.match(var)):
+        raise ConfigError(f"{where}.bearer_token_env_var must be an environment variable's name, got {var!r}")
+    headers = table.get("env_http_headers", {})
+    if not isinstance(headers, Mapping):
+        raise ConfigError(f"{where}.env_http_headers must be a table of header = \"ENV_VAR\"")
+    for header, env_name in headers.items():
+        if not _HEADER_NAME_RE.match(header):
+            raise ConfigError(f"{where}.env_http_headers: {header!r} is not an HTTP header name")
+        if not isinstance(env_name, str) or not _ENV_NAME_RE.match(env_name):
+            raise ConfigError(f"{where}.env_http_headers.{header} must name an environment variable, "
+                              f"got {env_name!r}")
 
 
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {

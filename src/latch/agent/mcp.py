@@ -1,9 +1,11 @@
 """MCP tools through the official SDK (``mcp>=2,<3``; spec: "Agent Skills and MCP").
 
-Servers come from the config's ``[mcp.servers.NAME]`` tables (``command``, ``args``, ``env``, ``timeout``;
-validated by :func:`latch.config.validate_config`) and are started over stdio with the SDK's
-:class:`mcp.Client` (:class:`McpHub`: one background thread runs the SDK's event loop; every public method is
-synchronous).
+Servers come from the config's ``[mcp.servers.NAME]`` tables (validated by
+:func:`latch.config.validate_config`): ``command``, ``args``, ``env`` start a stdio subprocess; ``url`` (with
+optional ``bearer_token_env_var`` and ``env_http_headers``, header values read from the environment when
+connecting, never stored) reaches a streamable-HTTP server; ``timeout`` is seconds per call. Both go through
+the SDK's :class:`mcp.Client` (:class:`McpHub`: one background thread runs the SDK's event loop; every public
+method is synchronous).
 
 The session's tools are listed once, when it starts (:func:`session_mcp_tools`): every tool of every server,
 named ``mcp__SERVER__TOOL``, its schema serialized canonically, sorted by that name, appended as one
@@ -24,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import concurrent.futures
+import contextlib
 import json
 import os
 import re
@@ -35,6 +38,7 @@ from typing import Any, ClassVar
 
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
 from ..events import McpToolEntry, McpToolsListed, Mutation, canonical_json
 from .tools.base import ToolContext, ToolOutcome
@@ -60,21 +64,53 @@ class McpUnavailable(Exception):
 
 @dataclass(frozen=True)
 class McpServerConfig:
-    """One ``[mcp.servers.NAME]`` table: ``command`` and ``args`` start it; ``env`` is merged over the SDK's
-    safe default environment; ``timeout`` is seconds per call."""
+    """One ``[mcp.servers.NAME]`` table. Stdio: ``command`` and ``args`` start it; ``env`` is merged over the
+    SDK's safe default environment. Streamable HTTP: ``url`` (``command`` empty); ``bearer_token_env_var``
+    names the environment variable sent as ``Authorization: Bearer VALUE``; ``env_http_headers`` maps header
+    names to environment variable names (only names are kept here, never values). ``timeout`` is seconds per
+    call."""
 
     name: str
-    command: str
+    command: str = ""
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT_SECONDS
+    url: str | None = None
+    bearer_token_env_var: str | None = None
+    env_http_headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def transport(self) -> str:
+        """``"http"`` (streamable HTTP, with :attr:`url`) or ``"stdio"``."""
+        return "http" if self.url else "stdio"
+
+    @property
+    def target(self) -> str:
+        """What it connects to, for display: the URL, or the command line (arguments joined by spaces)."""
+        return self.url if self.url else " ".join((self.command, *self.args))
+
+    def http_headers(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The HTTP headers to send, their values read from ``environ`` (default ``os.environ``) now.
+        :class:`McpUnavailable` (one line naming the variable, never a value) when one is unset or empty."""
+        environ = os.environ if environ is None else environ
+        wanted = [(header, var, "") for header, var in self.env_http_headers.items()]
+        if self.bearer_token_env_var:
+            wanted.append(("Authorization", self.bearer_token_env_var, "Bearer "))
+        out: dict[str, str] = {}
+        for header, var, prefix in wanted:
+            value = environ.get(var, "")
+            if not value:
+                raise McpUnavailable(f"the environment variable {var} (for the {header} header) is not set")
+            out[header] = prefix + value
+        return out
 
 
 def mcp_servers(config: Mapping[str, Any] | None) -> list[McpServerConfig]:
     """The servers of a config already checked by :func:`latch.config.validate_config`, sorted by name."""
     servers = ((config or {}).get("mcp") or {}).get("servers") or {}
-    return [McpServerConfig(name, t["command"], tuple(t.get("args", ())), dict(t.get("env", {})),
-                            float(t.get("timeout", DEFAULT_TIMEOUT_SECONDS)))
+    return [McpServerConfig(name, t.get("command", ""), tuple(t.get("args", ())), dict(t.get("env", {})),
+                            float(t.get("timeout", DEFAULT_TIMEOUT_SECONDS)), t.get("url"),
+                            t.get("bearer_token_env_var"), dict(t.get("env_http_headers", {})))
             for name, t in sorted(servers.items())]
 
 
@@ -153,7 +189,8 @@ class _Conn:
 
 
 class McpHub:
-    """Connections to the configured MCP servers (stdio subprocesses started with the SDK's client).
+    """Connections to the configured MCP servers through the SDK's client (stdio subprocesses, or
+    streamable-HTTP endpoints).
 
     ``servers`` are :class:`McpServerConfig`; ``cwd`` is the servers' working directory (the workspace);
     ``log_dir`` receives each server's stderr as ``NAME.log`` (default: discarded). Servers start on first use
@@ -212,9 +249,15 @@ class McpHub:
 
         async def runner() -> None:
             try:
-                params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=dict(cfg.env) or None,
-                                               cwd=self.cwd)
-                async with Client(stdio_client(params, errlog=self._errlog(name)), cache=None) as client:
+                async with contextlib.AsyncExitStack() as stack:
+                    if cfg.url:  # streamable HTTP: an httpx2 client carrying the headers, closed with the session
+                        http = await stack.enter_async_context(create_mcp_http_client(headers=cfg.http_headers()))
+                        transport: Any = streamable_http_client(cfg.url, http_client=http)
+                    else:
+                        params = StdioServerParameters(command=cfg.command, args=list(cfg.args),
+                                                       env=dict(cfg.env) or None, cwd=self.cwd)
+                        transport = stdio_client(params, errlog=self._errlog(name))
+                    client = await stack.enter_async_context(Client(transport, cache=None))
                     tools = await _list_all(client)
                     conn.client, conn.tools, conn.alive = client, {t.name: t for t in tools}, True
                     ready.set_result(None)
