@@ -32,8 +32,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 import uuid
 
-from ..events import (AgentLifecycle, AgentNotificationDelivered, AgentProfile, AssistantMessage, EstimateCorrection, Event, ToolCall, ToolResult, ToolStarted,
-                      Usage, UserMessage, canonical_arguments)
+from ..events import (AgentLifecycle, AgentNotificationDelivered, AgentProfile, AssistantMessage, EstimateCorrection, Event,
+                      HarnessPrompt, ToolCall, ToolResult, ToolStarted, Usage, UserMessage, canonical_arguments,
+                      canonical_json)
 from .. import plugins
 from ..engine.units import TokenCounter
 from ..host.loop import EngineSetup, RequestLoop, RequestResult
@@ -322,6 +323,7 @@ class AgentLoop:
         self.requests = RequestLoop(store, session_id, setup, self.budget(), session_context=session_context,
                                     system_prompt=system_prompt, tools=schemas)
         self.turns = 0
+        self._harness_recorded = False
 
     @classmethod
     def from_supervisor(cls, store: Any, session_id: str, supervisor: Supervisor, provider: Any, *,
@@ -641,8 +643,9 @@ class AgentLoop:
             message, usage = parse_response(self.wire, response)
         except ValueError as exc:
             raise ProviderError(f"{getattr(self.provider, 'name', 'provider')}: {exc}") from None
-        events: list[Event] = [message] + ([usage] if usage is not None else [])
+        events: list[Event] = [message] + ([usage] if usage is not None else []) + self._harness_prompt()
         self.store.append(self.session_id, events)  # committed before any tool runs
+        self._harness_recorded = True
         self.turns = number
         self.observer.on_response(number, message, usage, view)
         counted = provider_prompt_tokens(usage)
@@ -650,6 +653,26 @@ class AgentLoop:
             self._correct(counted, max(view.tokens.total_tokens, res.recounted_tokens or 0), "usage")
         results = tuple(self._call(c) for c in message.tool_calls)
         return Step(number, res, body, message, usage, results)
+
+    def harness_prompt(self) -> HarnessPrompt:
+        """The :class:`~latch.events.HarnessPrompt` of this loop's requests: its system prompt, tool schemas and
+        session context, exactly as every request renders them."""
+        r = self.requests
+        ctx = r.session_context
+        return HarnessPrompt(system_prompt=r.system_prompt, tools=canonical_json([dict(t) for t in r.tools]),
+                             workspace=ctx.workspace, repository_instructions=ctx.repository_instructions,
+                             mode=ctx.mode)
+
+    def _harness_prompt(self) -> list[HarnessPrompt]:
+        """``[the HarnessPrompt]`` when the session has not recorded this one as its latest (the first request of a
+        session, or a resumed run that sends another prompt), else ``[]``; read from the store once per loop."""
+        if self._harness_recorded:
+            return []
+        latest = None
+        for s in self.store.events(self.session_id, kinds=[HarnessPrompt.KIND]):
+            latest = s.event
+        mine = self.harness_prompt()
+        return [] if latest == mine else [mine]
 
     def _decide(self, call: ToolCall) -> tuple[Decision, bool, str]:
         decision = self.policy.decide(call.name, call.arguments)

@@ -49,6 +49,7 @@ import sys
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import click
@@ -178,6 +179,8 @@ def plan_replay(store: Any, session_id: str, *, engine: str | None = None, model
     requests = model_requests(events)
     context = SessionContext(workspace=store.session(session_id).workspace)
     harness = session_harness(events, requests, setup.counter, context) if harness else None
+    if harness is not None and harness.session_context is not None:  # a latch run session: what it sent
+        context = harness.session_context
     loop = RequestLoop(store, session_id, setup, budget, session_context=context,
                        system_prompt=harness.system if harness else "", tools=harness.tools if harness else (),
                        harness_tokens=harness.inferred_tokens if harness else 0)
@@ -597,6 +600,31 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
         con.print(f"  … {len(v) - 20} more violations")
 
 
+def _stored_session(app: Any, target: str) -> str | None:
+    """The id of the stored session ``target`` names (an id or a unique prefix) when ``target`` is no file and a
+    store exists, else ``None`` (the import then reports the missing file)."""
+    if Path(target).exists() or not app.store_exists():
+        return None
+    try:
+        return str(app.store(create=False).session(target).id)
+    except KeyError:
+        return None
+
+
+def _replay_one(store: Any, sid: str, n_requests: int, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The replay document of session ``sid`` (:func:`run_replay` with ``options``), with a progress bar on a
+    terminal for a long session."""
+    if n_requests < PROGRESS_MIN_REQUESTS:
+        return run_replay(store, sid, **options)[0]
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    err = console(stderr=True)
+    with Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task("replay", total=n_requests)
+        return run_replay(store, sid, **options, progress=lambda done, total: bar.update(task, completed=done))[0]
+
+
 def _fits(con: Console, columns: list[tuple[str, str]], rows: list[dict[str, Any]],
           marks: Mapping[int, str] | None) -> bool:
     """Whether the table of ``columns`` (and the cache column with ``marks``) fits the console."""
@@ -712,7 +740,7 @@ def check_replay_options(app: Any, config: Mapping[str, Any], *, engine: str | N
 
 def register(cli: click.Group) -> None:
     @cli.command("replay")
-    @click.argument("file", type=click.Path(dir_okay=False))
+    @click.argument("file", metavar="FILE_OR_SESSION", type=click.Path(dir_okay=False))
     @click.option("--format", "fmt", default=None, help="Transcript format (default: auto-detect).")
     @replay_options
     @click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
@@ -727,50 +755,77 @@ def register(cli: click.Group) -> None:
     @click.option("--keep", is_flag=True,
                   help="Keep the replay's kernel records in the store (stream <engine>:replay-<id>); by default "
                        "they go to the scratch database beside it, which `latch prune-replays` empties.")
+    @click.option("--session", "session", default=None, metavar="ID",
+                  help="A file holding several sessions (a Goose or OpenCode database): replay only this one "
+                       "(its Latch session id or a unique prefix); by default every session is replayed.")
     @pass_app
     def replay_cmd(app, file, fmt, model, window, reserve, recent, engine, estimator, config_path, json_out, json_file,
-                   live, keep, no_harness):
-        """Replay FILE: materialize the view before every model request and check the invariants."""
-        from ..host.ingest import SessionForgotten, import_file
+                   live, keep, no_harness, session):
+        """Replay FILE (or a stored SESSION): materialize the view before every model request and check the
+        invariants.
+
+        A file holding several sessions is replayed session after session (a report each; the JSON is then
+        a list of per-session documents), or only the one --session names."""
+        from ..host.ingest import SessionForgotten, import_all
 
         config = app.config(config_path)
         # bad options fail before anything is imported
         check_replay_options(app, config, engine=engine, estimator=estimator, model=model, window=window,
                              reserve=reserve, file=file, fmt=fmt)
-        store = app.store()
-        try:
-            sid, _, _ = import_file(store, file, fmt, final=not live)
-        except SessionForgotten as exc:
-            raise click.ClickException(f"{safe(file)}: session {exc.session_id} is forgotten (tombstoned by "
-                                       "`latch forget`); forgotten sessions are not replayed") from None
-        n_requests = len(_requests(list(store.events(sid, kinds=["assistant_message", "usage"]))))
-        if n_requests == 0:
-            raise click.ClickException(f"{safe(file)}: session {sid} has no model request (no assistant "
-                                       "message): nothing to replay")
+        forgotten: list[str] = []
+        stored = _stored_session(app, file)
+        if stored is not None:  # not a file: a session of the store (one `latch run` recorded, say)
+            store, sids = app.store(create=False), [stored]
+        else:
+            store = app.store()
+            try:
+                imported = import_all(store, file, fmt, final=not live, forgotten=forgotten)
+            except SessionForgotten as exc:
+                raise click.ClickException(f"{safe(file)}: session {exc.session_id} is forgotten (tombstoned by "
+                                           "`latch forget`); forgotten sessions are not replayed") from None
+            sids = [sid for sid, _, _ in imported]
+        if session is not None:
+            chosen = [sid for sid in sids if sid == session] or [sid for sid in sids if sid.startswith(session)]
+            if len(chosen) != 1:
+                listed = ", ".join([*sids, *(f"{f} (forgotten)" for f in forgotten)]) or "none"
+                what = "matches several sessions" if chosen else "names no session"
+                raise click.UsageError(f"--session {safe(session)} {what} of {safe(file)} (its sessions: {listed})")
+            sids = chosen
+        elif not sids and forgotten:
+            raise click.ClickException(f"{safe(file)}: session {forgotten[0]} is forgotten (tombstoned by "
+                                       "`latch forget`); forgotten sessions are not replayed")
+        counts = {sid: len(_requests(list(store.events(sid, kinds=["assistant_message", "usage"])))) for sid in sids}
+        empty = [sid for sid in sids if counts[sid] == 0]
+        if len(sids) == len(empty):
+            what = f"session {sids[0]} has" if len(sids) == 1 else f"none of its {len(sids)} sessions has"
+            raise click.ClickException(f"{safe(file)}: {what} no model request (no assistant message): nothing "
+                                       "to replay")
         options = dict(engine=engine, model=model, estimator=estimator, config=config, window=window,
                        reserve=reserve, recent=recent, keep=keep, harness=not no_harness)
-        if n_requests >= PROGRESS_MIN_REQUESTS:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            err = console(stderr=True)
-            with Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                          console=err, transient=True, disable=not err.is_terminal) as bar:
-                task = bar.add_task("replay", total=n_requests)
-                doc, _ = run_replay(store, sid, **options,
-                                    progress=lambda done, total: bar.update(task, completed=done))
-        else:
-            doc, _ = run_replay(store, sid, **options)
+        docs = [_replay_one(store, sid, counts[sid], options) for sid in sids if counts[sid]]
         if json_out not in (None, "-"):  # `--json FILE`: the alias of --json-out FILE
             json_out, json_file = None, json_file or json_out
+        out: Any = docs[0] if len(sids) == 1 else docs
         if "-" in (json_out, json_file):
-            click.echo(dumps(doc, indent=2))
+            click.echo(dumps(out, indent=2))
             json_file = None if json_file == "-" else json_file
         else:
-            _print(_stdout_console(), doc, file)
+            con = _stdout_console()
+            if len(sids) > 1:
+                con.print(f"[bold]{markup(safe(file))}: {len(sids)} sessions[/bold] ("
+                          + ", ".join(f"{sid} {counts[sid]} request(s)" for sid in sids) + ")"
+                          + (f"; forgotten, not replayed: {', '.join(forgotten)}" if forgotten else ""),
+                          highlight=False)
+            for i, doc in enumerate(docs):
+                if len(sids) > 1:
+                    con.print(f"\n[bold]── session {i + 1} of {len(docs)}: {doc['session']} ──[/bold]", highlight=False)
+                _print(con, doc, file)
+            for sid in empty if len(sids) > 1 else ():
+                con.print(f"[blue]i[/blue] session {sid} has no model request: not replayed", highlight=False)
         if json_file:
             with open(json_file, "w", encoding="utf-8") as f:
-                f.write(dumps(doc, indent=2) + "\n")
-        if doc["summary"]["violations"]:
+                f.write(dumps(out, indent=2) + "\n")
+        if any(doc["summary"]["violations"] for doc in docs):
             sys.exit(1)
 
     @cli.command("prune-replays")
