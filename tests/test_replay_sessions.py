@@ -84,3 +84,24 @@ def test_a_stored_session_is_replayed_by_its_id(run, tmp_path):
     assert json.loads(res.output)["session"] == sid
     missing = run("replay", str(tmp_path / "nope.jsonl"))
     assert missing.exit_code != 0 and "nope.jsonl" in missing.output and "Traceback" not in missing.output
+
+
+def test_first_seq_is_numbered_within_the_session(run, tmp_path):
+    docs = json.loads(run("replay", str(tmp_path / "sessions.db"), "--json").output)
+    last = docs[-1]
+    store = EventStore(tmp_path / "latch.db")
+    try:
+        seqs = [s.seq for s in store.events(last["session"])]
+    finally:
+        store.close()
+    assert seqs[0] > 1  # the store holds the earlier sessions first
+    for r in last["requests"]:
+        assert r["first_retained_event"] == seqs.index(r["first_retained_seq"]) + 1
+    table = run("replay", str(tmp_path / "sessions.db"), "--session", last["session"]).output
+    lines = table.splitlines()
+    h = next(i for i, line in enumerate(lines) if line.split()[:2] == ["req", "events"])
+    header = lines[h].replace("first seq", "first-seq").split()
+    rows = [line.split() for line in lines[h + 2:h + 2 + len(last["requests"])]]
+    assert [r[header.index("first-seq")] for r in rows] == [str(r["first_retained_event"]) for r in last["requests"]]
+    assert [r["first_retained_event"] for r in last["requests"]] == [1] * len(last["requests"])
+    assert "its number in this session" in " ".join(table.split())

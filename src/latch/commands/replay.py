@@ -44,11 +44,12 @@ backend cannot load.
 
 from __future__ import annotations
 
+import bisect
 import math
 import sys
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +130,8 @@ class ReplayPlan:
     harness: Any = None
     """The session's :class:`~latch.host.harness.Harness`: its recorded system prompt and tools go into every
     request (``loop.system_prompt``, ``loop.tools``), an inferred overhead into ``loop.harness_tokens``."""
+    event_seqs: list[int] = field(default_factory=list)
+    """The store-wide seqs of the session's events, in order (``event_seqs[i]`` is the session's event ``i + 1``)."""
 
 
 def window_origin(config: Mapping[str, Any], model: str | None, window: int, flag: int | None) -> tuple[str, str | None]:
@@ -184,7 +187,8 @@ def plan_replay(store: Any, session_id: str, *, engine: str | None = None, model
     loop = RequestLoop(store, session_id, setup, budget, session_context=context,
                        system_prompt=harness.system if harness else "", tools=harness.tools if harness else (),
                        harness_tokens=harness.inferred_tokens if harness else 0)
-    return ReplayPlan(setup, budget, requested_recent, source, entry, requests, loop, harness)
+    return ReplayPlan(setup, budget, requested_recent, source, entry, requests, loop, harness,
+                      [s.seq for s in events])
 
 
 def run_replay(store: Any, session_id: str, *, engine: str | None = None, model: str | None = None,
@@ -206,7 +210,8 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     ``"default"``: Latch's default window, nothing matches the model; ``window_entry`` names the entry
     or key); each request has the
     component tokens (``state_tokens`` is the canonical state's size), ``total_tokens``,
-    ``epoch``, ``first_retained_seq``, ``cacheability``, ``recent_limit_tokens`` (the engine's
+    ``epoch``, ``first_retained_seq`` (store-wide) and ``first_retained_event`` (the same event's position in the
+    session, 1-based: what the table's ``first seq`` shows), ``cacheability``, ``recent_limit_tokens`` (the engine's
     effective limit, when it reports one) and ``changes`` (since the previous sent request:
     :func:`latch.host.changes.request_changes`; ``None`` for a refused request) and ``cost``
     (``{"original_usd": what the transcript's request cost from its provider usage, "view_usd": what this view
@@ -282,6 +287,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
             **row, "status": view.status, "total_tokens": total, "recounted_tokens": res.recounted_tokens,
             **{c: getattr(view.tokens, c) for c in COMPONENTS},
             "epoch": view.epoch, "first_retained_seq": view.first_retained_seq,
+            "first_retained_event": _position(plan.event_seqs, view.first_retained_seq),
             "common_prefix_tokens": res.common_prefix_tokens,
             "cacheability": res.cacheability if res.cacheability is not None else 0.0,
             "left_tokens": view.metrics.get("left_tokens"), "rotation_reason": view.metrics.get("rotation_reason"),
@@ -443,6 +449,12 @@ def window_line(source: str, entry: str | None, model: str | None) -> str:
     return f"[dim]window: {where}[/dim]"
 
 
+def _position(seqs: list[int], seq: int | None) -> int | None:
+    """The 1-based position in the session of its event ``seq`` (``seqs``: the session's seqs, ascending);
+    ``None`` for ``None``; a seq between two events counts as the later one."""
+    return None if seq is None else bisect.bisect_left(seqs, seq) + 1
+
+
 def _fmt(v: Any) -> str:
     return "–" if v is None else f"{v:,}" if isinstance(v, int) else str(v)
 
@@ -454,11 +466,12 @@ def _fmt(v: Any) -> str:
 _COLUMNS = (("req", "request"), ("events", "events"), ("instr", "instructions_tokens"), ("state", "state_tokens"),
             ("recent", "recent_tokens"), ("recall", "recall_tokens"), ("tools", "tools_tokens"),
             ("ext", "extension_tokens"), ("view", "total_tokens"), ("raw", "history_tokens"),
-            ("first seq", "first_retained_seq"), ("prefix", "common_prefix_tokens"), ("epoch", "epoch"),
+            ("first seq", "first_retained_event"), ("prefix", "common_prefix_tokens"), ("epoch", "epoch"),
             ("provider", "provider_prompt_tokens"))
 _OPTIONAL = ("tools_tokens", "extension_tokens", "provider_prompt_tokens")
 _LEGEND = {"instr": "system + session context", "state": "canonical state", "view": "tokens sent",
-           "raw": "whole conversation so far", "first seq": "first event still in the view",
+           "raw": "whole conversation so far",
+           "first seq": "first event still in the view (its number in this session: 1 is the session's first)",
            "prefix": "tokens shared with the previous request (cacheable)",
            "provider": "prompt tokens the provider reported"}
 
