@@ -37,6 +37,7 @@ from ..events import (AgentLifecycle, AgentNotificationDelivered, AgentProfile, 
                       canonical_json)
 from .. import plugins
 from ..engine.units import TokenCounter
+from ..host.corrections import corrected_budget, raises_ratio
 from ..host.loop import EngineSetup, RequestLoop, RequestResult
 from ..host.session import StoreKernelWriter, StoreSessionReader
 from ..port import ContextBudget, ContextView, EngineProfile, SessionContext
@@ -187,17 +188,6 @@ def correction_ratio(store: Any, session_id: str) -> tuple[int, int] | None:
                 best is None or e.provider_tokens * best[1] > best[0] * e.estimated_tokens):
             best = (e.provider_tokens, e.estimated_tokens)
     return best
-
-
-def corrected_budget(budget: ContextBudget, ratio: tuple[int, int] | None) -> ContextBudget:
-    """``budget`` with its hard limit divided by ``provider/estimated`` (the reserve stays whole), so a view
-    estimated within the new limit is within the original limit in the provider's own tokens."""
-    if ratio is None:
-        return budget
-    provider, estimated = ratio
-    hard = budget.hard_limit_tokens * estimated // provider
-    return replace(budget, context_window_tokens=budget.reserve_tokens + hard,
-                   recent_tokens=min(budget.recent_tokens, hard))
 
 
 def repair_interrupted(store: Any, session_id: str) -> list[ToolCall]:
@@ -567,10 +557,7 @@ class AgentLoop:
         return corrected_budget(self.base_budget, self._ratio())
 
     def _correct(self, provider_tokens: int, estimated: int, source: str) -> None:
-        if estimated <= 0 or provider_tokens <= estimated:
-            return
-        current = self._ratio()
-        if current is not None and provider_tokens * current[1] <= current[0] * estimated:
+        if not raises_ratio(self._ratio(), provider_tokens, estimated):
             return
         ev = EstimateCorrection(provider_tokens, estimated, source)
         self.store.append(self.session_id, [ev])

@@ -195,7 +195,8 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
                estimator: str | None = None, config: Mapping[str, Any] | None = None, window: int | None = None,
                reserve: int | None = None, recent: int | None = None,
                progress: Callable[[int, int], None] | None = None,
-               keep_views: bool = False, keep: bool = False, harness: bool = True) -> tuple[dict[str, Any], list[Any]]:
+               keep_views: bool = False, keep: bool = False, harness: bool = True,
+               correct: bool = True) -> tuple[dict[str, Any], list[Any]]:
     """Replay ``session_id`` of ``store``; return ``(document, views)`` (views only with ``keep_views``).
 
     ``engine`` and ``estimator`` are plugin names (``None``: the configured engine, the model's
@@ -229,6 +230,15 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     distributions (:func:`ratio_summary`).
     The views come from the host's one request loop (:class:`latch.host.loop.RequestLoop`).
 
+    Provider usage is authoritative (``correct``, default true; :mod:`latch.host.corrections`): when a request's
+    provider prompt tokens exceed Latch's estimate of the request the provider counted (the transcript's recorded
+    harness system prompt and tools plus the whole conversation so far, ``history_tokens``; not with
+    ``harness=False``, nor with an overhead inferred from the same usage), and the ratio is above every earlier one, the correction is recorded (a kernel record of kind ``estimate_correction`` in
+    the replay's scratch run) and every later view is budgeted with the hard limit divided by it. Each request
+    has ``correction`` (the one its view was budgeted with: ``provider_tokens``, ``estimated_tokens``, ``ratio``,
+    ``request``, ``source``, ``origin``; ``None`` before any) and ``budget_hard_limit_tokens`` (the hard limit it
+    was given); the summary has ``corrections`` (each as recorded) and ``correction`` (the last in effect).
+
     The engine's kernel records go to a run of the store's replay scratch database
     (:mod:`latch.store.replays`), never to the store itself, unless ``keep``: the finished run is then
     promoted into the store's kernel records (stream ``document["stream"]``, one transaction);
@@ -237,6 +247,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     """
     from ..engine.report import COMPONENTS
     from ..host import cost as pricing
+    from ..host import corrections as corrections_mod
     from ..host.changes import request_changes
 
     plan = plan_replay(store, session_id, engine=engine, model=model, estimator=estimator, config=config,
@@ -252,14 +263,36 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     last_sent = None
     parsed: dict[int, Any] = {}  # request_changes' cache of parsed KernelContext messages, for this replay
     original, viewed = pricing.CostTotals(), pricing.CostTotals()
+    # the provider counted the transcript's request: its recorded harness and the whole conversation so far, which
+    # Latch estimates as the harness's system and tools plus history_tokens; an overhead inferred from these very
+    # figures, or --no-harness (the harness unknown), leaves nothing to compare
+    comparable = correct and plan.harness is not None and plan.harness.source != "inferred"
+    fixed = setup.counter.system(plan.harness.system) + setup.counter.tools(plan.harness.tools) if comparable else 0
+    correction: dict[str, Any] | None = None  # the one in effect (host.corrections), as the JSON shows it
+    corrections: list[dict[str, Any]] = []
     for res in loop.replay(plan.requests, progress):
         req = res.request
         usage = req.usage
+        in_effect, limit = correction, loop.hard  # what this view was budgeted with
+        if comparable and usage is not None and usage.prompt_tokens:
+            estimate = fixed + res.history_tokens  # Latch's estimate of the request the provider counted
+            current = (correction["provider_tokens"], correction["estimated_tokens"]) if correction else None
+            if corrections_mod.raises_ratio(current, usage.prompt_tokens, estimate):
+                found = corrections_mod.Correction(usage.prompt_tokens, estimate, req.number,
+                                                   origin=f"replay run {getattr(setup.writer, 'run_id', '?')}")
+                setup.writer.append_many([(corrections_mod.KIND, req.seq, {
+                    "provider_tokens": found.provider_tokens, "estimated_tokens": found.estimated_tokens,
+                    "source": found.source, "request": req.number})])
+                correction = found.to_json()
+                corrections.append(correction)
+                loop.budget = corrections_mod.corrected_budget(budget, found.pair())  # every later view
+                loop.hard = loop.budget.hard_limit_tokens
         at = pricing.parse_timestamp(req.ts)
         paid = pricing.price_usage(usage, req.model or model, at=at)  # what the transcript's request cost
         original.add(paid)
         row: dict[str, Any] = {"request": req.number, "seq": req.seq, "until_seq": req.until_seq,
                                "events": res.events, "history_tokens": res.history_tokens,
+                               "correction": in_effect, "budget_hard_limit_tokens": limit,
                                "provider_prompt_tokens": usage.prompt_tokens if usage else None,
                                "provider_cache_read_tokens": usage.cache_read_tokens if usage else None,
                                "cost": {"original_usd": pricing.usd(paid.usd) if paid else None, "view_usd": None,
@@ -330,6 +363,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         "provider_ratio": ratio_summary([r["provider_ratio"] for r in done]),
         "provider_ratio_after_first": ratio_summary([r["provider_ratio"] for r in done if r["request"] > 1]),
         "provider_ratio_complete_views": ratio_summary([r["provider_ratio"] for r in done if r["view_complete"]]),
+        "corrections": corrections, "correction": correction,
     }
     doc = {"session": session_id, "engine": setup.engine_name, "estimator": setup.estimator_name, "stream": setup.writer.stream,
            "model": model, "kept": keep, "exact_tokenizer": setup.counter.tokenizer,
