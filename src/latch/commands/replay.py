@@ -232,7 +232,8 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
 
     Provider usage is authoritative (``correct``, default true; :mod:`latch.host.corrections`): when a request's
     provider prompt tokens exceed Latch's estimate of the request the provider counted (the transcript's recorded
-    harness system prompt and tools plus the whole conversation so far, ``history_tokens``; not with
+    harness system prompt and tools plus the whole conversation so far, ``history_tokens``; for a session ``latch
+    run`` recorded, the view itself, which is what it sent; not with
     ``harness=False``, nor with an overhead inferred from the same usage), and the ratio is above every earlier one, the correction is recorded (a kernel record of kind ``estimate_correction`` in
     the replay's scratch run) and every later view is budgeted with the hard limit divided by it. Each request
     has ``correction`` (the one its view was budgeted with: ``provider_tokens``, ``estimated_tokens``, ``ratio``,
@@ -268,6 +269,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     # figures, or --no-harness (the harness unknown), leaves nothing to compare
     comparable = correct and plan.harness is not None and plan.harness.source != "inferred"
     fixed = setup.counter.system(plan.harness.system) + setup.counter.tools(plan.harness.tools) if comparable else 0
+    agent = comparable and plan.harness.session_context is not None  # recorded by latch run: its views were sent
     correction: dict[str, Any] | None = None  # the one in effect (host.corrections), as the JSON shows it
     corrections: list[dict[str, Any]] = []
     for res in loop.replay(plan.requests, progress):
@@ -275,7 +277,9 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         usage = req.usage
         in_effect, limit = correction, loop.hard  # what this view was budgeted with
         if comparable and usage is not None and usage.prompt_tokens:
-            estimate = fixed + res.history_tokens  # Latch's estimate of the request the provider counted
+            # Latch's estimate of the request the provider counted: a latch run session sent this very view
+            estimate = (max(res.view.tokens.total_tokens, res.recounted_tokens or 0) if agent and res.view is not None
+                        else fixed + res.history_tokens)
             current = (correction["provider_tokens"], correction["estimated_tokens"]) if correction else None
             if corrections_mod.raises_ratio(current, usage.prompt_tokens, estimate):
                 found = corrections_mod.Correction(usage.prompt_tokens, estimate, req.number,
