@@ -81,4 +81,4 @@ def test_latch_run_completes_a_task_on_the_local_model(tmp_path, llama_server):
     assert row[0] == "1" and row[3] == "exact" and _n(row[2]) == _n(row[5])
     with sqlite3.connect(tmp_path / "latch.db") as db:
         kinds = [k for (k,) in db.execute("SELECT kind FROM events ORDER BY seq")]
-    assert kinds == ["user_message", "assistant_message", "usage"]
+    assert kinds == ["user_message", "assistant_message", "usage", "harness_prompt"]

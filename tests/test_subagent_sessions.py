@@ -10,6 +10,8 @@ whichever file is imported first; ``latch forget`` of the parent hides the child
 from __future__ import annotations
 
 import json
+import shutil
+import sqlite3
 
 import pytest
 from click.testing import CliRunner
@@ -77,3 +79,34 @@ def test_forgetting_the_parent_hides_its_children(tmp_path):
                if r["parent"] is None)
     assert runner.invoke(cli, ["--db", db, "forget", top["id"]]).exit_code == 0
     assert json.loads(runner.invoke(cli, ["--db", db, "sessions", "--json"]).output) == []
+
+
+def test_a_bad_subagent_file_imports_nothing_of_its_session(tmp_path):
+    """All or nothing (issue 12): a corrupted sub-agent file leaves the store unchanged, one line naming it."""
+    parent, children = _paths()
+    copy = tmp_path / "src" / parent.name
+    (copy.with_suffix("") / "subagents").mkdir(parents=True)
+    shutil.copy(parent, copy)
+    for c in children:
+        shutil.copy(c, copy.with_suffix("") / "subagents" / c.name)
+    bad = copy.with_suffix("") / "subagents" / CHILDREN[0]
+    lines = bad.read_text().splitlines(keepends=True)
+    bad.write_text("".join(lines[:3]) + '{"type": "user", "message": {"role": "user", "content": [\n'
+                   + "".join(lines[3:]))
+    _load_commands()
+    db = tmp_path / "l.db"
+    CliRunner().invoke(cli, ["--db", str(db), "sessions"])
+    r = CliRunner().invoke(cli, ["--db", str(db), "import", str(copy)])
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    problems = [ln for ln in r.output.splitlines() if ln.startswith("Error:")]
+    assert len(problems) == 1 and f"{bad}:" in " ".join(r.output.split())
+    assert "3 of 3 files not imported" in r.output
+    if db.exists():
+        with sqlite3.connect(db) as con:
+            assert con.execute("SELECT count(*) FROM sessions").fetchone() == (0,)
+            assert con.execute("SELECT count(*) FROM events").fetchone() == (0,)
+
+    bad.write_text("".join(lines))  # repaired: the whole session imports
+    again = CliRunner().invoke(cli, ["--db", str(db), "import", str(copy)])
+    assert again.exit_code == 0, again.output
+    assert again.output.count(": session ") == 3

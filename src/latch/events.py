@@ -78,6 +78,7 @@ __all__ = [
     "register_kind",
     "EVENT_KINDS",
     "BUILTIN_KINDS",
+    "HarnessPrompt",
     "EVIDENCE_STATUSES",
     "AGENT_REPORT_STATUSES",
     "StateUpdate",
@@ -689,6 +690,25 @@ class EstimateCorrection(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class HarnessPrompt(Event):
+    """What Latch's own agent (``latch run``) sent with a session's requests besides the conversation: the
+    ``system_prompt`` (the provider system field), ``tools`` (the canonical JSON text of the neutral tool
+    schemas ``[{"name", "description", "input_schema"}, ...]``, in request order) and the session context
+    (spec: "Port boundary": ``workspace``, ``repository_instructions``, skills listing included, and ``mode``)
+    rendered as the first provider-visible message. Appended once per session, in the transaction of its first
+    committed request (:class:`latch.agent.loop.AgentLoop`), and again only when a resumed run sends a
+    different one; :mod:`latch.host.harness` reads it so ``latch view`` and ``latch replay`` of the session
+    send what the provider got. Not provider-visible itself, not indexed for search."""
+
+    KIND: ClassVar[str] = "harness_prompt"
+    system_prompt: str = ""
+    tools: str = "[]"
+    workspace: str | None = None
+    repository_instructions: str = ""
+    mode: str = "default"
+
+
+@dataclass(frozen=True, slots=True)
 class SkillEntry:
     """One Agent Skill of a session's list: its ``name``, one-line ``description``, the absolute ``path`` of
     its folder (the one holding ``SKILL.md``) and ``source`` (``workspace``, ``user`` or ``claude``)."""
@@ -890,7 +910,7 @@ BUILTIN_KINDS: tuple[type[Event], ...] = (
     UserMessage, AssistantMessage, ToolResult, SystemNote, Usage, CompactionMarker, SubagentMarker,
     StateUpdate, FileObservation, Mutation, ExternalChange, ValidationEvidence, ProcessStarted, ProcessExited,
     WriterBlocker, Tombstone,
-    SteeringQueued, SteeringDelivered, ToolStarted, EstimateCorrection, SkillsListed, McpToolsListed,
+    SteeringQueued, SteeringDelivered, ToolStarted, EstimateCorrection, HarnessPrompt, SkillsListed, McpToolsListed,
     AgentProfile, AgentReport,
     AgentLifecycle, AgentNotificationDelivered,
     GroupTaskCreated, GroupTaskClaimed, GroupTaskCompleted, GroupMemberJoined, GroupMessageQueued,

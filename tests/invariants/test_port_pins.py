@@ -230,9 +230,10 @@ def test_no_default_engine_kernel_context_behind_a_replacement(store, no_continu
     for body in provider.requests:
         assert "<kernel-context" not in json.dumps(body, ensure_ascii=False)
     kinds = {e.kind for e in store.events(sid)}
-    # conversation kinds plus the host's own bookkeeping (estimate corrections, tool starts): no kernel context
+    # conversation kinds plus the host's own bookkeeping (estimate corrections, tool starts, the harness prompt
+    # it sent): no kernel context
     assert kinds <= {"user_message", "assistant_message", "tool_result", "usage", "system_note",
-                     "estimate_correction", "tool_started"}
+                     "estimate_correction", "tool_started", "harness_prompt"}
 
 
 def test_replay_through_a_replacement_writes_only_its_own_stream(store, no_continuity):

@@ -32,10 +32,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 import uuid
 
-from ..events import (AgentLifecycle, AgentNotificationDelivered, AgentProfile, AssistantMessage, EstimateCorrection, Event, ToolCall, ToolResult, ToolStarted,
-                      Usage, UserMessage, canonical_arguments)
+from ..events import (AgentLifecycle, AgentNotificationDelivered, AgentProfile, AssistantMessage, EstimateCorrection, Event,
+                      HarnessPrompt, ToolCall, ToolResult, ToolStarted, Usage, UserMessage, canonical_arguments,
+                      canonical_json)
 from .. import plugins
 from ..engine.units import TokenCounter
+from ..host.corrections import corrected_budget, raises_ratio
 from ..host.loop import EngineSetup, RequestLoop, RequestResult
 from ..host.session import StoreKernelWriter, StoreSessionReader
 from ..port import ContextBudget, ContextView, EngineProfile, SessionContext
@@ -188,17 +190,6 @@ def correction_ratio(store: Any, session_id: str) -> tuple[int, int] | None:
     return best
 
 
-def corrected_budget(budget: ContextBudget, ratio: tuple[int, int] | None) -> ContextBudget:
-    """``budget`` with its hard limit divided by ``provider/estimated`` (the reserve stays whole), so a view
-    estimated within the new limit is within the original limit in the provider's own tokens."""
-    if ratio is None:
-        return budget
-    provider, estimated = ratio
-    hard = budget.hard_limit_tokens * estimated // provider
-    return replace(budget, context_window_tokens=budget.reserve_tokens + hard,
-                   recent_tokens=min(budget.recent_tokens, hard))
-
-
 def repair_interrupted(store: Any, session_id: str) -> list[ToolCall]:
     """Close every tool call of the session that has no result: append a marked placeholder result per call
     (``missing=True``, ``is_error=True``; the text says whether the call had started and that its outcome is
@@ -322,6 +313,7 @@ class AgentLoop:
         self.requests = RequestLoop(store, session_id, setup, self.budget(), session_context=session_context,
                                     system_prompt=system_prompt, tools=schemas)
         self.turns = 0
+        self._harness_recorded = False
 
     @classmethod
     def from_supervisor(cls, store: Any, session_id: str, supervisor: Supervisor, provider: Any, *,
@@ -565,10 +557,7 @@ class AgentLoop:
         return corrected_budget(self.base_budget, self._ratio())
 
     def _correct(self, provider_tokens: int, estimated: int, source: str) -> None:
-        if estimated <= 0 or provider_tokens <= estimated:
-            return
-        current = self._ratio()
-        if current is not None and provider_tokens * current[1] <= current[0] * estimated:
+        if not raises_ratio(self._ratio(), provider_tokens, estimated):
             return
         ev = EstimateCorrection(provider_tokens, estimated, source)
         self.store.append(self.session_id, [ev])
@@ -641,8 +630,9 @@ class AgentLoop:
             message, usage = parse_response(self.wire, response)
         except ValueError as exc:
             raise ProviderError(f"{getattr(self.provider, 'name', 'provider')}: {exc}") from None
-        events: list[Event] = [message] + ([usage] if usage is not None else [])
+        events: list[Event] = [message] + ([usage] if usage is not None else []) + self._harness_prompt()
         self.store.append(self.session_id, events)  # committed before any tool runs
+        self._harness_recorded = True
         self.turns = number
         self.observer.on_response(number, message, usage, view)
         counted = provider_prompt_tokens(usage)
@@ -650,6 +640,26 @@ class AgentLoop:
             self._correct(counted, max(view.tokens.total_tokens, res.recounted_tokens or 0), "usage")
         results = tuple(self._call(c) for c in message.tool_calls)
         return Step(number, res, body, message, usage, results)
+
+    def harness_prompt(self) -> HarnessPrompt:
+        """The :class:`~latch.events.HarnessPrompt` of this loop's requests: its system prompt, tool schemas and
+        session context, exactly as every request renders them."""
+        r = self.requests
+        ctx = r.session_context
+        return HarnessPrompt(system_prompt=r.system_prompt, tools=canonical_json([dict(t) for t in r.tools]),
+                             workspace=ctx.workspace, repository_instructions=ctx.repository_instructions,
+                             mode=ctx.mode)
+
+    def _harness_prompt(self) -> list[HarnessPrompt]:
+        """``[the HarnessPrompt]`` when the session has not recorded this one as its latest (the first request of a
+        session, or a resumed run that sends another prompt), else ``[]``; read from the store once per loop."""
+        if self._harness_recorded:
+            return []
+        latest = None
+        for s in self.store.events(self.session_id, kinds=[HarnessPrompt.KIND]):
+            latest = s.event
+        mine = self.harness_prompt()
+        return [] if latest == mine else [mine]
 
     def _decide(self, call: ToolCall) -> tuple[Decision, bool, str]:
         decision = self.policy.decide(call.name, call.arguments)

@@ -11,6 +11,11 @@ comes from the configuration's ``[models.NAME]`` entry, else Latch's model table
 default (:func:`latch.config.model_window`), and the report says which (``window_source``:
 ``"config"``, ``"model-table"``, ``"engine"`` or ``"default"`` and ``window_entry`` in ``--json``). The engine is imported
 when the command runs, never at module import.
+
+Provider usage is authoritative: the session's estimate correction in effect (:func:`latch.host.corrections.
+session_correction`: the largest ``EstimateCorrection`` of its log, else the newest replay run's) budgets the view
+(the hard limit divided by its ratio) and the report says so: ratio, the provider's and the estimated tokens, the
+request it came from and where it is recorded (``correction`` in ``--json``, ``null`` when none).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import click
 from rich.console import Console
 
 from ..cli import pass_app
+from ..host.corrections import corrected_budget, session_correction
 from ..textsafe import Table, console, dumps, markup
 from .replay import resolve_engine_factory, window_line, window_origin
 
@@ -55,9 +61,17 @@ def _print(con: Console, rep: dict, engine: str, estimator: str, model: str | No
               f"of {_n(rep['hard_limit_tokens'])} = window {_n(rep['context_window_tokens'])} − reserve "
               f"{_n(rep['reserve_tokens'])}")
     t.add_row("headroom", approx + _n(rep["headroom_tokens"]), "")
+    fix = rep.get("correction")
     t.add_row("left working memory", approx + _n(rep["left_tokens"]), "since the previous request")
     con.print(t)
     con.print(window_line(window_source, window_entry, model))
+    if fix:
+        at = f"request {fix['request']}" if fix.get("request") else "an earlier request"
+        con.print(f"correction in effect: ×{fix['ratio']:.2f} (the provider counted {fix['provider_tokens']:,} tokens "
+                  f"for a view estimated at {fix['estimated_tokens']:,}, {at}, {markup(fix['origin'])}); the hard "
+                  f"limit {_n(rep['uncorrected_hard_limit_tokens'])} is divided by it", highlight=False)
+    else:
+        con.print("[dim]correction: none (no provider count above an estimate)[/dim]")
     if rep.get("exact_tokenizer"):
         con.print(f"[dim]tokens exact: {markup(rep['exact_tokenizer'])} (images by the provider's size rule)[/dim]")
     cache = rep["cacheability"]
@@ -98,12 +112,16 @@ def register(cli: click.Group) -> None:
         except HostError as exc:
             raise click.UsageError(str(exc)) from None
         name, model = setup.engine_name, setup.model
-        res = RequestLoop(store, info.id, setup, setup.engine.default_budget()).run(None)
+        budget = setup.engine.default_budget()
+        fix = session_correction(store, info.id)
+        res = RequestLoop(store, info.id, setup, corrected_budget(budget, fix.pair() if fix else None)).run(None)
         if res.view is None:
             raise click.ClickException(f"context overflow: {res.overflow}")
         view = res.view
         rep = context_report(view)
-        window_source, window_entry = window_origin(config, model, view.budget.context_window_tokens, None)
+        rep["correction"] = fix.to_json() if fix else None
+        rep["uncorrected_hard_limit_tokens"] = budget.hard_limit_tokens
+        window_source, window_entry = window_origin(config, model, budget.context_window_tokens, None)
         if as_json:
             click.echo(dumps({"engine": name, "estimator": setup.estimator_name, "model": model,
                               "window_source": window_source, "window_entry": window_entry, **rep}, indent=2))

@@ -44,11 +44,13 @@ backend cannot load.
 
 from __future__ import annotations
 
+import bisect
 import math
 import sys
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import click
@@ -130,6 +132,8 @@ class ReplayPlan:
     harness: Any = None
     """The session's :class:`~latch.host.harness.Harness`: its recorded system prompt and tools go into every
     request (``loop.system_prompt``, ``loop.tools``), an inferred overhead into ``loop.harness_tokens``."""
+    event_seqs: list[int] = field(default_factory=list)
+    """The store-wide seqs of the session's events, in order (``event_seqs[i]`` is the session's event ``i + 1``)."""
 
 
 def window_origin(config: Mapping[str, Any], model: str | None, window: int, flag: int | None) -> tuple[str, str | None]:
@@ -180,17 +184,21 @@ def plan_replay(store: Any, session_id: str, *, engine: str | None = None, model
     requests = model_requests(events)
     context = SessionContext(workspace=store.session(session_id).workspace)
     harness = session_harness(events, requests, setup.counter, context) if harness else None
+    if harness is not None and harness.session_context is not None:  # a latch run session: what it sent
+        context = harness.session_context
     loop = RequestLoop(store, session_id, setup, budget, session_context=context,
                        system_prompt=harness.system if harness else "", tools=harness.tools if harness else (),
                        harness_tokens=harness.inferred_tokens if harness else 0)
-    return ReplayPlan(setup, budget, requested_recent, source, entry, requests, loop, harness)
+    return ReplayPlan(setup, budget, requested_recent, source, entry, requests, loop, harness,
+                      [s.seq for s in events])
 
 
 def run_replay(store: Any, session_id: str, *, engine: str | None = None, model: str | None = None,
                estimator: str | None = None, config: Mapping[str, Any] | None = None, window: int | None = None,
                reserve: int | None = None, recent: int | None = None,
                progress: Callable[[int, int], None] | None = None,
-               keep_views: bool = False, keep: bool = False, harness: bool = True) -> tuple[dict[str, Any], list[Any]]:
+               keep_views: bool = False, keep: bool = False, harness: bool = True,
+               correct: bool = True) -> tuple[dict[str, Any], list[Any]]:
     """Replay ``session_id`` of ``store``; return ``(document, views)`` (views only with ``keep_views``).
 
     ``engine`` and ``estimator`` are plugin names (``None``: the configured engine, the model's
@@ -205,7 +213,8 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     ``"default"``: Latch's default window, nothing matches the model; ``window_entry`` names the entry
     or key); each request has the
     component tokens (``state_tokens`` is the canonical state's size), ``total_tokens``,
-    ``epoch``, ``first_retained_seq``, ``cacheability``, ``recent_limit_tokens`` (the engine's
+    ``epoch``, ``first_retained_seq`` (store-wide) and ``first_retained_event`` (the same event's position in the
+    session, 1-based: what the table's ``first seq`` shows), ``cacheability``, ``recent_limit_tokens`` (the engine's
     effective limit, when it reports one) and ``changes`` (since the previous sent request:
     :func:`latch.host.changes.request_changes`; ``None`` for a refused request) and ``cost``
     (``{"original_usd": what the transcript's request cost from its provider usage, "view_usd": what this view
@@ -223,6 +232,16 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     distributions (:func:`ratio_summary`).
     The views come from the host's one request loop (:class:`latch.host.loop.RequestLoop`).
 
+    Provider usage is authoritative (``correct``, default true; :mod:`latch.host.corrections`): when a request's
+    provider prompt tokens exceed Latch's estimate of the request the provider counted (the transcript's recorded
+    harness system prompt and tools plus the whole conversation so far, ``history_tokens``; for a session ``latch
+    run`` recorded, the view itself, which is what it sent; not with
+    ``harness=False``, nor with an overhead inferred from the same usage), and the ratio is above every earlier one, the correction is recorded (a kernel record of kind ``estimate_correction`` in
+    the replay's scratch run) and every later view is budgeted with the hard limit divided by it. Each request
+    has ``correction`` (the one its view was budgeted with: ``provider_tokens``, ``estimated_tokens``, ``ratio``,
+    ``request``, ``source``, ``origin``; ``None`` before any) and ``budget_hard_limit_tokens`` (the hard limit it
+    was given); the summary has ``corrections`` (each as recorded) and ``correction`` (the last in effect).
+
     The engine's kernel records go to a run of the store's replay scratch database
     (:mod:`latch.store.replays`), never to the store itself, unless ``keep``: the finished run is then
     promoted into the store's kernel records (stream ``document["stream"]``, one transaction);
@@ -231,6 +250,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     """
     from ..engine.report import COMPONENTS
     from ..host import cost as pricing
+    from ..host import corrections as corrections_mod
     from ..host.changes import request_changes
 
     plan = plan_replay(store, session_id, engine=engine, model=model, estimator=estimator, config=config,
@@ -246,14 +266,39 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     last_sent = None
     parsed: dict[int, Any] = {}  # request_changes' cache of parsed KernelContext messages, for this replay
     original, viewed = pricing.CostTotals(), pricing.CostTotals()
+    # the provider counted the transcript's request: its recorded harness and the whole conversation so far, which
+    # Latch estimates as the harness's system and tools plus history_tokens; an overhead inferred from these very
+    # figures, or --no-harness (the harness unknown), leaves nothing to compare
+    comparable = correct and plan.harness is not None and plan.harness.source != "inferred"
+    fixed = setup.counter.system(plan.harness.system) + setup.counter.tools(plan.harness.tools) if comparable else 0
+    agent = comparable and plan.harness.session_context is not None  # recorded by latch run: its views were sent
+    correction: dict[str, Any] | None = None  # the one in effect (host.corrections), as the JSON shows it
+    corrections: list[dict[str, Any]] = []
     for res in loop.replay(plan.requests, progress):
         req = res.request
         usage = req.usage
+        in_effect, limit = correction, loop.hard  # what this view was budgeted with
+        if comparable and usage is not None and usage.prompt_tokens:
+            # Latch's estimate of the request the provider counted: a latch run session sent this very view
+            estimate = (max(res.view.tokens.total_tokens, res.recounted_tokens or 0) if agent and res.view is not None
+                        else fixed + res.history_tokens)
+            current = (correction["provider_tokens"], correction["estimated_tokens"]) if correction else None
+            if corrections_mod.raises_ratio(current, usage.prompt_tokens, estimate):
+                found = corrections_mod.Correction(usage.prompt_tokens, estimate, req.number,
+                                                   origin=f"replay run {getattr(setup.writer, 'run_id', '?')}")
+                setup.writer.append_many([(corrections_mod.KIND, req.seq, {
+                    "provider_tokens": found.provider_tokens, "estimated_tokens": found.estimated_tokens,
+                    "source": found.source, "request": req.number})])
+                correction = found.to_json()
+                corrections.append(correction)
+                loop.budget = corrections_mod.corrected_budget(budget, found.pair())  # every later view
+                loop.hard = loop.budget.hard_limit_tokens
         at = pricing.parse_timestamp(req.ts)
         paid = pricing.price_usage(usage, req.model or model, at=at)  # what the transcript's request cost
         original.add(paid)
         row: dict[str, Any] = {"request": req.number, "seq": req.seq, "until_seq": req.until_seq,
                                "events": res.events, "history_tokens": res.history_tokens,
+                               "correction": in_effect, "budget_hard_limit_tokens": limit,
                                "provider_prompt_tokens": usage.prompt_tokens if usage else None,
                                "provider_cache_read_tokens": usage.cache_read_tokens if usage else None,
                                "cost": {"original_usd": pricing.usd(paid.usd) if paid else None, "view_usd": None,
@@ -281,6 +326,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
             **row, "status": view.status, "total_tokens": total, "recounted_tokens": res.recounted_tokens,
             **{c: getattr(view.tokens, c) for c in COMPONENTS},
             "epoch": view.epoch, "first_retained_seq": view.first_retained_seq,
+            "first_retained_event": _position(plan.event_seqs, view.first_retained_seq),
             "common_prefix_tokens": res.common_prefix_tokens,
             "cacheability": res.cacheability if res.cacheability is not None else 0.0,
             "left_tokens": view.metrics.get("left_tokens"), "rotation_reason": view.metrics.get("rotation_reason"),
@@ -323,6 +369,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         "provider_ratio": ratio_summary([r["provider_ratio"] for r in done]),
         "provider_ratio_after_first": ratio_summary([r["provider_ratio"] for r in done if r["request"] > 1]),
         "provider_ratio_complete_views": ratio_summary([r["provider_ratio"] for r in done if r["view_complete"]]),
+        "corrections": corrections, "correction": correction,
     }
     doc = {"session": session_id, "engine": setup.engine_name, "estimator": setup.estimator_name, "stream": setup.writer.stream,
            "model": model, "kept": keep, "exact_tokenizer": setup.counter.tokenizer,
@@ -442,6 +489,12 @@ def window_line(source: str, entry: str | None, model: str | None) -> str:
     return f"[dim]window: {where}[/dim]"
 
 
+def _position(seqs: list[int], seq: int | None) -> int | None:
+    """The 1-based position in the session of its event ``seq`` (``seqs``: the session's seqs, ascending);
+    ``None`` for ``None``; a seq between two events counts as the later one."""
+    return None if seq is None else bisect.bisect_left(seqs, seq) + 1
+
+
 def _fmt(v: Any) -> str:
     return "–" if v is None else f"{v:,}" if isinstance(v, int) else str(v)
 
@@ -453,11 +506,12 @@ def _fmt(v: Any) -> str:
 _COLUMNS = (("req", "request"), ("events", "events"), ("instr", "instructions_tokens"), ("state", "state_tokens"),
             ("recent", "recent_tokens"), ("recall", "recall_tokens"), ("tools", "tools_tokens"),
             ("ext", "extension_tokens"), ("view", "total_tokens"), ("raw", "history_tokens"),
-            ("first seq", "first_retained_seq"), ("prefix", "common_prefix_tokens"), ("epoch", "epoch"),
+            ("first seq", "first_retained_event"), ("prefix", "common_prefix_tokens"), ("epoch", "epoch"),
             ("provider", "provider_prompt_tokens"))
 _OPTIONAL = ("tools_tokens", "extension_tokens", "provider_prompt_tokens")
 _LEGEND = {"instr": "system + session context", "state": "canonical state", "view": "tokens sent",
-           "raw": "whole conversation so far", "first seq": "first event still in the view",
+           "raw": "whole conversation so far",
+           "first seq": "first event still in the view (its number in this session: 1 is the session's first)",
            "prefix": "tokens shared with the previous request (cacheable)",
            "provider": "prompt tokens the provider reported"}
 
@@ -599,6 +653,31 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
         con.print(f"  … {len(v) - 20} more violations")
 
 
+def _stored_session(app: Any, target: str) -> str | None:
+    """The id of the stored session ``target`` names (an id or a unique prefix) when ``target`` is no file and a
+    store exists, else ``None`` (the import then reports the missing file)."""
+    if Path(target).exists() or not app.store_exists():
+        return None
+    try:
+        return str(app.store(create=False).session(target).id)
+    except KeyError:
+        return None
+
+
+def _replay_one(store: Any, sid: str, n_requests: int, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The replay document of session ``sid`` (:func:`run_replay` with ``options``), with a progress bar on a
+    terminal for a long session."""
+    if n_requests < PROGRESS_MIN_REQUESTS:
+        return run_replay(store, sid, **options)[0]
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    err = console(stderr=True)
+    with Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task("replay", total=n_requests)
+        return run_replay(store, sid, **options, progress=lambda done, total: bar.update(task, completed=done))[0]
+
+
 def _fits(con: Console, columns: list[tuple[str, str]], rows: list[dict[str, Any]],
           marks: Mapping[int, str] | None) -> bool:
     """Whether the table of ``columns`` (and the cache column with ``marks``) fits the console."""
@@ -714,7 +793,7 @@ def check_replay_options(app: Any, config: Mapping[str, Any], *, engine: str | N
 
 def register(cli: click.Group) -> None:
     @cli.command("replay")
-    @click.argument("file", type=click.Path(dir_okay=False))
+    @click.argument("file", metavar="FILE_OR_SESSION", type=click.Path(dir_okay=False))
     @click.option("--format", "fmt", default=None, help="Transcript format (default: auto-detect).")
     @replay_options
     @click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
@@ -732,59 +811,90 @@ def register(cli: click.Group) -> None:
     @click.option("--keep", is_flag=True,
                   help="Keep the replay's kernel records in the store (stream <engine>:replay-<id>); by default "
                        "they go to the scratch database beside it, which `latch prune-replays` empties.")
+    @click.option("--session", "session", default=None, metavar="ID",
+                  help="A file holding several sessions (a Goose or OpenCode database): replay only this one "
+                       "(its Latch session id or a unique prefix); by default every session is replayed.")
     @pass_app
     def replay_cmd(app, file, fmt, model, window, reserve, recent, engine, estimator, config_path, json_out, json_file,
-                   html_file, live, keep, no_harness):
-        """Replay FILE: materialize the view before every model request and check the invariants."""
-        from ..host.ingest import SessionForgotten, import_file
+                   html_file, live, keep, no_harness, session):
+        """Replay FILE (or a stored SESSION): materialize the view before every model request and check the
+        invariants.
+
+        A file holding several sessions is replayed session after session (a report each; the JSON is then
+        a list of per-session documents), or only the one --session names."""
+        from ..host.ingest import SessionForgotten, import_all
 
         config = app.config(config_path)
         # bad options fail before anything is imported
         check_replay_options(app, config, engine=engine, estimator=estimator, model=model, window=window,
                              reserve=reserve, file=file, fmt=fmt)
-        store = app.store()
-        try:
-            sid, _, _ = import_file(store, file, fmt, final=not live)
-        except SessionForgotten as exc:
-            raise click.ClickException(f"{safe(file)}: session {exc.session_id} is forgotten (tombstoned by "
-                                       "`latch forget`); forgotten sessions are not replayed") from None
-        n_requests = len(_requests(list(store.events(sid, kinds=["assistant_message", "usage"]))))
-        if n_requests == 0:
-            raise click.ClickException(f"{safe(file)}: session {sid} has no model request (no assistant "
-                                       "message): nothing to replay")
+        forgotten: list[str] = []
+        stored = _stored_session(app, file)
+        if stored is not None:  # not a file: a session of the store (one `latch run` recorded, say)
+            store, sids = app.store(create=False), [stored]
+        else:
+            store = app.store()
+            try:
+                imported = import_all(store, file, fmt, final=not live, forgotten=forgotten)
+            except SessionForgotten as exc:
+                raise click.ClickException(f"{safe(file)}: session {exc.session_id} is forgotten (tombstoned by "
+                                           "`latch forget`); forgotten sessions are not replayed") from None
+            sids = [sid for sid, _, _ in imported]
+        if session is not None:
+            chosen = [sid for sid in sids if sid == session] or [sid for sid in sids if sid.startswith(session)]
+            if len(chosen) != 1:
+                listed = ", ".join([*sids, *(f"{f} (forgotten)" for f in forgotten)]) or "none"
+                what = "matches several sessions" if chosen else "names no session"
+                raise click.UsageError(f"--session {safe(session)} {what} of {safe(file)} (its sessions: {listed})")
+            sids = chosen
+        elif not sids and forgotten:
+            raise click.ClickException(f"{safe(file)}: session {forgotten[0]} is forgotten (tombstoned by "
+                                       "`latch forget`); forgotten sessions are not replayed")
+        counts = {sid: len(_requests(list(store.events(sid, kinds=["assistant_message", "usage"])))) for sid in sids}
+        empty = [sid for sid in sids if counts[sid] == 0]
+        if len(sids) == len(empty):
+            what = f"session {sids[0]} has" if len(sids) == 1 else f"none of its {len(sids)} sessions has"
+            raise click.ClickException(f"{safe(file)}: {what} no model request (no assistant message): nothing "
+                                       "to replay")
         options = dict(engine=engine, model=model, estimator=estimator, config=config, window=window,
                        reserve=reserve, recent=recent, keep=keep, harness=not no_harness)
-        if n_requests >= PROGRESS_MIN_REQUESTS:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            err = console(stderr=True)
-            with Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                          console=err, transient=True, disable=not err.is_terminal) as bar:
-                task = bar.add_task("replay", total=n_requests)
-                doc, _ = run_replay(store, sid, **options,
-                                    progress=lambda done, total: bar.update(task, completed=done))
-        else:
-            doc, _ = run_replay(store, sid, **options)
+        docs = [_replay_one(store, sid, counts[sid], options) for sid in sids if counts[sid]]
         if json_out not in (None, "-"):  # `--json FILE`: the alias of --json-out FILE
             json_out, json_file = None, json_file or json_out
+        out: Any = docs[0] if len(sids) == 1 else docs
         if "-" in (json_out, json_file):
-            click.echo(dumps(doc, indent=2))
+            click.echo(dumps(out, indent=2))
             json_file = None if json_file == "-" else json_file
         else:
-            _print(_stdout_console(), doc, file)
+            con = _stdout_console()
+            if len(sids) > 1:
+                con.print(f"[bold]{markup(safe(file))}: {len(sids)} sessions[/bold] ("
+                          + ", ".join(f"{sid} {counts[sid]} request(s)" for sid in sids) + ")"
+                          + (f"; forgotten, not replayed: {', '.join(forgotten)}" if forgotten else ""),
+                          highlight=False)
+            for i, doc in enumerate(docs):
+                if len(sids) > 1:
+                    con.print(f"\n[bold]── session {i + 1} of {len(docs)}: {doc['session']} ──[/bold]", highlight=False)
+                _print(con, doc, file)
+            for sid in empty if len(sids) > 1 else ():
+                con.print(f"[blue]i[/blue] session {sid} has no model request: not replayed", highlight=False)
         if json_file:
             with open(json_file, "w", encoding="utf-8") as f:
-                f.write(dumps(doc, indent=2) + "\n")
+                f.write(dumps(out, indent=2) + "\n")
         if html_file:
+            if len(docs) != 1:
+                raise click.UsageError(f"--html writes one session's report and {safe(file)} holds {len(docs)} "
+                                       "replayed sessions: add --session ID")
             # function-local: this module imports no kernel, engine or plugin machinery until a replay runs
             # (tests/test_engine_cli.py::test_command_modules_import_no_engine)
             from ..host.kernel import kernel_cache
             from ..kernel import canonical_state
 
-            view = R.session_view(store.events(sid), canonical_state(store, sid, cache=kernel_cache()))
+            doc = docs[0]
+            view = R.session_view(store.events(doc["session"]), canonical_state(store, doc["session"], cache=kernel_cache()))
             with open(html_file, "w", encoding="utf-8", errors="replace") as f:
                 f.write(render_html(doc, view, file))
-        if doc["summary"]["violations"]:
+        if any(doc["summary"]["violations"] for doc in docs):
             sys.exit(1)
 
     @cli.command("prune-replays")

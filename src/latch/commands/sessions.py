@@ -142,7 +142,7 @@ def register(cli: click.Group) -> None:
         """
         from ..host.discover import claimed_format, walk, with_companions
         from ..host.discover import discover as find_logs
-        from ..host.ingest import SessionForgotten, import_all
+        from ..host.ingest import SessionForgotten, companion_files, import_group
         from ..importers.base import TranscriptError
 
         if discover and files:
@@ -188,29 +188,45 @@ def register(cli: click.Group) -> None:
             else:
                 todo.append((f, found))
         unreadable = len(errors)
+        held_back = 0
         if dry_run:
             for f, found in todo:
                 click.echo(f"{safe(f)}\t{safe(found or 'auto-detect')}")  # PATH<TAB>FORMAT, one a line
             con.print(f"{len(todo)} files would be imported")
         else:
             store = app.store()
-            for f, _found in _progress(todo, err):
+            held_back = 0  # files not imported because another file of their group is bad
+            groups: list[list[str]] = []  # a Claude Code session and its sub-agent files: imported together
+            companions: set[str] = set()
+            for f, _found in todo:
+                if groups and f in companions:
+                    groups[-1].append(f)
+                else:
+                    groups.append([f])
+                    companions = {str(c) for c in companion_files(f)}
+            for group in _progress(groups, err):
                 forgotten: list[str] = []
                 try:
-                    # every session of the file (a Goose or OpenCode database holds several), in one transaction
-                    imported = import_all(store, f, fmt, final=not live, forgotten=forgotten, as_new=as_new)
+                    # every session of each file (a Goose or OpenCode database holds several), and a session's
+                    # sub-agent files with it: one transaction, all or nothing
+                    results = import_group(store, list(group), fmt, final=not live, forgotten=forgotten,
+                                           as_new=as_new)
                 except SessionForgotten as exc:
                     con.print(markup(str(exc)), style="yellow")
                     continue
                 except TranscriptError as exc:
-                    errors.append(str(exc))
+                    others = [g for g in group if g != exc.path]
+                    errors.append(str(exc) + (f" (nothing of {group[0]} and its {len(group) - 1} sub-agent file(s) "
+                                              "was imported)" if others else ""))
+                    held_back += len(others)
                     continue
                 for sid in forgotten:
-                    con.print(f"{markup(f)}: session {markup(sid)} is forgotten (tombstoned by `latch forget`); "
-                              "nothing imported", style="yellow")
-                for sid, parsed, seqs in imported:
-                    con.print(f"{markup(f)}: session [bold]{markup(sid)}[/bold] ({markup(parsed.format)}), "
-                              f"{len(seqs)} new events")
+                    con.print(f"{markup(group[0])}: session {markup(sid)} is forgotten (tombstoned by `latch "
+                              "forget`); nothing imported", style="yellow")
+                for f, imported in zip(group, results):
+                    for sid, parsed, seqs in imported:
+                        con.print(f"{markup(f)}: session [bold]{markup(sid)}[/bold] ({markup(parsed.format)}), "
+                                  f"{len(seqs)} new events")
         if scan and skipped:
             con.print(f"{len(skipped)} files skipped (no importer recognizes them): "
                       + ", ".join(markup(s) for s in skipped), soft_wrap=True, highlight=False)
@@ -220,7 +236,7 @@ def register(cli: click.Group) -> None:
             err.print(f"Error: {markup(message)}", soft_wrap=True)
         total = len(todo) + unreadable
         if errors and total > 1:
-            err.print(f"{len(errors)} of {total} files not imported")
+            err.print(f"{len(errors) + held_back} of {total} files not imported")
         if errors:
             raise SystemExit(1)
 

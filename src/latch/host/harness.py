@@ -9,6 +9,11 @@ and budgeted like everything else. Only the notes before the session's first mod
 the fixed prefix; a developer message written later (a mode switch) is part of the conversation, not of the
 harness.
 
+A session run by Latch's own agent (``latch run``) records its harness as one
+:class:`~latch.events.HarnessPrompt` event (system prompt, tool schemas and session context: workspace, mode,
+repository instructions), and :func:`agent_harness` reads it back, so a replay or ``latch view`` of such a
+session sends the same system field, tools and first (session context) message the provider got.
+
 Where the transcript records none (Claude Code, Gemini CLI), :func:`infer_harness_tokens` infers the fixed
 overhead from the provider's reported prompt sizes of the first requests: for each of the first
 :data:`INFER_REQUESTS` requests with usage, ``provider prompt - (the estimate of the whole conversation so far +
@@ -26,11 +31,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine.units import TokenCounter, UnitBuilder, render_session_context
-from ..events import AssistantMessage, JSONNestingError, SystemNote, json_loads
+from ..events import AssistantMessage, HarnessPrompt, JSONNestingError, SystemNote, json_loads
 from ..port import SessionContext
 
 __all__ = ["HARNESS_SUBTYPES", "TOOLS_SUBTYPE", "INFER_REQUESTS", "MIN_REQUESTS", "Harness", "recorded_harness",
-           "infer_harness_tokens", "session_harness"]
+           "agent_harness", "infer_harness_tokens", "session_harness"]
 
 HARNESS_SUBTYPES = ("system_prompt", "developer", "demonstration")
 """``SystemNote`` subtypes that make the harness's system prompt (in this order of appearance, joined)."""
@@ -51,6 +56,8 @@ class Harness:
     tool schemas (JSON-ready dicts), ``notes``: how many notes made ``system``. ``inferred_tokens``: the fixed
     overhead inferred from provider usage when nothing is recorded (0: none inferred), from the residuals
     ``residuals`` (tokens, one per request used, in request order) of requests ``inferred_from`` (numbers).
+    ``session_context``: the recorded session context of a ``latch run`` session (``None``: not recorded; the
+    replay then uses the session's workspace alone).
     """
 
     system: str = ""
@@ -59,6 +66,7 @@ class Harness:
     inferred_tokens: int = 0
     inferred_from: tuple[int, ...] = ()
     residuals: tuple[int, ...] = ()
+    session_context: SessionContext | None = None
 
     @property
     def source(self) -> str:
@@ -90,6 +98,16 @@ def recorded_harness(events: Iterable[Any]) -> tuple[str, tuple[Mapping[str, Any
             elif ev.subtype in HARNESS_SUBTYPES and not started and ev.text.strip():
                 parts.append(ev.text)
     return "\n\n".join(parts), tools or (), len(parts)
+
+
+def agent_harness(events: Iterable[Any]) -> HarnessPrompt | None:
+    """The first :class:`~latch.events.HarnessPrompt` of a session's stored events (what ``latch run`` sent with
+    its first request), or ``None`` when the session has none (it was imported). A resumed run that sent a
+    different prompt recorded another one later; a replay sends the first with every request."""
+    for s in events:
+        if isinstance(s.event, HarnessPrompt):
+            return s.event
+    return None
 
 
 def _tools(text: str) -> tuple[Mapping[str, Any], ...] | None:
@@ -141,7 +159,14 @@ def infer_harness_tokens(events: Iterable[Any], requests: Sequence[Any], counter
 def session_harness(events: Sequence[Any], requests: Sequence[Any], counter: TokenCounter,
                     session_context: SessionContext) -> Harness:
     """The :class:`Harness` of a session: the recorded prompt and tools (:func:`recorded_harness`) when the
-    transcript has either, else the overhead inferred from provider usage (:func:`infer_harness_tokens`)."""
+    transcript has either, else the overhead inferred from provider usage (:func:`infer_harness_tokens`). A
+    session run by ``latch run`` has its :func:`agent_harness`: its system prompt, tools and session context."""
+    agent = agent_harness(events)
+    if agent is not None:
+        ctx = SessionContext(workspace=agent.workspace, repository_instructions=agent.repository_instructions,
+                             mode=agent.mode)
+        return Harness(agent.system_prompt, _tools(agent.tools) or (), 1 if agent.system_prompt else 0,
+                       session_context=ctx)
     system, tools, notes = recorded_harness(events)
     if system or tools:
         return Harness(system, tools, notes)

@@ -19,7 +19,7 @@ from ..kernel.tombstones import tombstoned_sessions
 from ..plugins import registered_importers
 from ..store import EventStore, PendingEvent
 
-__all__ = ["import_file", "import_all", "parse_file", "parse_all_file", "available_importers", "SessionForgotten",
+__all__ = ["import_file", "import_all", "import_group", "parse_file", "parse_all_file", "available_importers", "SessionForgotten",
            "same_record", "HEAD_RECORDS"]
 
 HEAD_RECORDS = 4
@@ -98,27 +98,45 @@ def import_all(store: EventStore, path: str | Path, format: str | None = None,
     Given a ``forgotten`` list, a tombstoned session is skipped instead (left out of the result, its
     session id appended to the list), so forgetting one session of a database does not block the rest.
     """
-    p = Path(path)
-    sessions = parse_all_file(p, format, importers, live=not final)
-    if forgotten is not None:
-        dead = tombstoned_sessions(store)
+    return import_group(store, [path], format, importers, final=final, forgotten=forgotten, as_new=as_new)[0]
+
+
+def import_group(store: EventStore, paths: list[str | Path], format: str | None = None,
+                 importers: list[type[Importer]] | None = None, *, final: bool = False,
+                 forgotten: list[str] | None = None,
+                 as_new: bool = False) -> list[list[tuple[str, ParsedSession, list[int]]]]:
+    """:func:`import_all` of several files in ONE transaction: every session of every file is stored, or none.
+
+    For a Claude Code session and its sub-agent files (:func:`companion_files`): a sub-agent file that does not
+    parse leaves the parent unimported too, so the store never holds a parent whose children are missing.
+    Returns one :func:`import_all` result per path, in order. Raises :class:`TranscriptError` (its ``path`` is
+    the file at fault) or :class:`SessionForgotten`, the store unchanged.
+    """
+    files = [(Path(path), parse_all_file(Path(path), format, importers, live=not final)) for path in paths]
+    dead = tombstoned_sessions(store) if forgotten is not None else set()
+    per_file: list[list[ParsedSession]] = []
+    for _, sessions in files:
         keep = []
         for parsed in sessions:
             sid = store.session_id_for(parsed.external_key)
-            if sid in dead:
+            if forgotten is not None and sid in dead:
                 forgotten.append(sid)
             else:
                 keep.append(parsed)
-        sessions = keep
-    plans = [_plan(store, p, parsed, final, as_new) for parsed in sessions]
-    stored = iter(store.import_sessions([plan for plan in plans if plan is not None]))
-    out: list[tuple[str, ParsedSession, list[int]]] = []
-    for parsed, plan in zip(sessions, plans):
-        if plan is None:
-            out.append((store.session_id_for(parsed.external_key), parsed, []))
-        else:
-            sid, seqs = next(stored)
-            out.append((sid, parsed, seqs))
+        per_file.append(keep)
+    plans = [[_plan(store, p, parsed, final, as_new) for parsed in sessions]
+             for (p, _), sessions in zip(files, per_file)]
+    stored = iter(store.import_sessions([plan for group in plans for plan in group if plan is not None]))
+    out: list[list[tuple[str, ParsedSession, list[int]]]] = []
+    for sessions, group in zip(per_file, plans):
+        done: list[tuple[str, ParsedSession, list[int]]] = []
+        for parsed, plan in zip(sessions, group):
+            if plan is None:
+                done.append((store.session_id_for(parsed.external_key), parsed, []))
+            else:
+                sid, seqs = next(stored)
+                done.append((sid, parsed, seqs))
+        out.append(done)
     return out
 
 

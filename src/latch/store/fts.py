@@ -11,8 +11,11 @@ through the same preparation: ``"数 据"`` matches the word 数据 anywhere in 
 ``🔥`` matches ``fix🔥now``, and 👩‍💻 (woman, zero-width joiner, laptop) is the
 phrase ``"👩" + "💻"``.
 
-Glued terms: ``C++``, ``C#`` and ``.NET`` are searchable as themselves (``node.js`` is the phrase node + js) (see :func:`prepare_text`;
-migration ``m006_fts_glued_terms`` re-indexes stores written before).
+Glued terms: ``C++``, ``C#`` and ``.NET`` are searchable as themselves (see :func:`prepare_text`;
+migration ``m006_fts_glued_terms`` re-indexes stores written before), and so are dotted terms: a query that is
+one dotted term (``node.js``, ``v1.2.3``, ``os.path``, ``main.py``) finds that term only, inside a longer one too
+(``os.path`` finds ``os.path.join``), not ``node js`` (:func:`dotted_terms`; migration ``m007_fts_dotted_terms``
+re-indexes stores written before).
 
 Queries: any user string is valid. :func:`build_match_query` extracts the same
 tokens ``unicode61`` would (letters, digits, symbols, marks glued to them), quotes
@@ -28,7 +31,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-__all__ = ["TOKENIZE", "prepare_text", "query_tokens", "build_match_query", "is_cjk", "is_symbol",
+__all__ = ["TOKENIZE", "prepare_text", "dotted_terms", "MAX_DOTTED_PARTS", "query_tokens", "build_match_query", "is_cjk", "is_symbol",
            "MAX_QUERY_CHARS", "MAX_PHRASES", "MAX_PHRASE_TOKENS"]
 
 TOKENIZE = "unicode61 remove_diacritics 2 categories 'L* N* Co So'"
@@ -128,11 +131,45 @@ def _glue(text: str) -> str:
     return text
 
 
-def prepare_text(text: str) -> str:
-    """Text as stored in the FTS5 index: glued terms (``C++``, ``C#``, ``.NET``) get their own token, CJK characters and symbols are split apart, lone surrogates dropped. Deterministic; O(len(text))."""
+# Dotted terms (issue 12): a run of ASCII letters and digits joined by single dots (``node.js``, ``v1.2.3``,
+# ``os.path.join``). The main text keeps its tokens (``node``, ``js``: every phrase query matches as before), and
+# the prepared text ends with one extra token per contiguous sub-run of two or more parts, dots spelled as
+# U+E02E (``node\ue02ejs``; ``os.path.join`` gives ``os\ue02epath``, ``path\ue02ejoin``, ``os\ue02epath\ue02ejoin``).
+# A query chunk that is one dotted term is that single token, so it finds the term only.
+_DOTTED_RE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)+(?![A-Za-z0-9])")
+_DOTTED_QUERY_RE = re.compile(r"[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)+")
+_QUERY_TRIM = "\"'`()[]{}<>,;:!?."
+MAX_DOTTED_PARTS = 8
+"""Parts of a dotted term that get sub-run tokens (a longer run: its first ones), bounding the extra tokens."""
+
+
+def dotted_terms(text: str) -> list[str]:
+    """The extra index tokens of the dotted terms of ``text`` (see above), in order of appearance, each once."""
+    out: dict[str, None] = {}
+    for m in _DOTTED_RE.finditer(text):
+        parts = m.group(0).split(".")[:MAX_DOTTED_PARTS]
+        for i in range(len(parts) - 1):
+            for j in range(i + 2, len(parts) + 1):
+                out.setdefault("\ue02e".join(parts[i:j]))
+    return list(out)
+
+
+def _prepare_glued(text: str) -> str:
     if not _GLUE_CHARS.isdisjoint(text):
         text = _glue(text)
     return _prepare_v1(text)
+
+
+def prepare_text(text: str) -> str:
+    """Text as stored in the FTS5 index: glued terms (``C++``, ``C#``, ``.NET``) get their own token, dotted terms
+    (``node.js``) their tokens at the end (:func:`dotted_terms`), CJK characters and symbols are split apart, lone
+    surrogates dropped. Deterministic; O(len(text))."""
+    prepared = _prepare_glued(text)
+    if "." in text:
+        extra = dotted_terms(text)
+        if extra:
+            prepared = prepared + "\n" + " ".join(extra)
+    return prepared
 
 
 def _prepare_v1(text: str) -> str:
@@ -154,7 +191,7 @@ def query_tokens(chunk: str) -> list[str]:
     """
     out: list[str] = []
     cur: list[str] = []
-    for ch in prepare_text(chunk):
+    for ch in _prepare_glued(chunk):
         cat = unicodedata.category(ch)
         if _standalone(ch):
             if cur:
@@ -186,7 +223,9 @@ MAX_PHRASE_TOKENS = 64
 def build_match_query(query: str, mode: str = "and") -> str | None:
     """An FTS5 MATCH expression for an arbitrary user string, or ``None`` if it has no token.
 
-    ``mode="and"``: every chunk must match (as a phrase); ``mode="or"``: any chunk. Bounded work: only
+    ``mode="and"``: every chunk must match (as a phrase); ``mode="or"``: any chunk. A chunk that is one dotted
+    term of at most :data:`MAX_DOTTED_PARTS` parts (``node.js``, quotes and trailing punctuation set aside) is
+    that term's single token. Bounded work: only
     the first :data:`MAX_QUERY_CHARS` characters, :data:`MAX_PHRASES` chunks and :data:`MAX_PHRASE_TOKENS`
     tokens of each chunk count (beyond them the match can only be wider, never an error).
     """
@@ -195,7 +234,9 @@ def build_match_query(query: str, mode: str = "and") -> str | None:
     for chunk in query[:MAX_QUERY_CHARS].split():
         if len(phrases) >= MAX_PHRASES:
             break
-        toks = query_tokens(chunk)[:MAX_PHRASE_TOKENS]
+        term = chunk.strip(_QUERY_TRIM)
+        dotted = term.count(".") < MAX_DOTTED_PARTS and _DOTTED_QUERY_RE.fullmatch(term)  # the index has it
+        toks = [term.replace(".", "\ue02e")] if dotted else query_tokens(chunk)[:MAX_PHRASE_TOKENS]
         if not toks:
             continue
         phrase = " + ".join(_quote(t) for t in toks) if len(toks) > 1 else _quote(toks[0])

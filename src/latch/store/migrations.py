@@ -165,3 +165,12 @@ def m006_fts_glued_terms(db: sqlite3.Connection) -> None:
             text = decode_event(kind, payload).searchable_text()
             if text:
                 db.execute("INSERT INTO events_fts(rowid, text) VALUES (?, ?)", (seq, prepare_text(text)))
+
+
+@migration
+def m007_fts_dotted_terms(db: sqlite3.Connection) -> None:
+    # Re-index every event with the preparation that adds the dotted-term tokens (store.fts.dotted_terms), as
+    # m006 did for glued terms (same rebuild, same rule for a store holding a kind this process cannot decode).
+    """Rebuild the FTS index with dotted terms (``node.js``, ``v1.2.3``, ``os.path`` searchable as themselves)."""
+    m006_fts_glued_terms(db)
+

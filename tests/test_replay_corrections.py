@@ -1,0 +1,115 @@
+"""Provider usage is authoritative in a replay (issue 11 item 4): a transcript whose provider counted more
+prompt tokens than Latch estimated records the correction (in the replay's scratch run, never in the log), every
+later view is budgeted with it, and ``latch context`` shows it.
+
+The fixture is an OpenAI chat-completions transcript in Arabic (the class Latch's estimator undercounts most, 0.74
+of cl100k's count: issue 11) whose assistant messages carry ``usage``. Its ``prompt_tokens`` are 1.5x the estimate
+of each request (its system prompt and the conversation so far), measured by a first replay of the same
+conversation without usage; the window is the largest view of that replay, so without the correction every view
+fits in Latch's tokens while the later ones are 1.5x over the window in the provider's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+
+import pytest
+from click.testing import CliRunner
+
+from latch.cli import _load_commands, cli
+
+MODEL = "gpt-4o"
+RATIO = 1.5
+RESERVE = 1_000
+ARABIC = ("تعمل الخدمة على قراءة ملفات السجل من المجلد المشترك ثم تحسب عدد الطلبات لكل مستخدم، وبعد ذلك تكتب "
+          "النتائج في قاعدة البيانات وترسل تقريراً يومياً إلى فريق التشغيل عند اكتمال المعالجة.")
+
+
+def _doc(prompt_tokens: list[int] | None) -> dict:
+    messages: list[dict] = [{"role": "system", "content": "أنت مساعد برمجي دقيق."}]
+    for i in range(8):
+        messages.append({"role": "user", "content": f"الخطوة {i + 1}: " + ARABIC * 3})
+        reply: dict = {"role": "assistant", "content": f"تم تنفيذ الخطوة {i + 1}. " + ARABIC * 2}
+        if prompt_tokens is not None:
+            reply["usage"] = {"prompt_tokens": prompt_tokens[i], "completion_tokens": 40}
+        messages.append(reply)
+    return {"model": MODEL, "messages": messages}
+
+
+def _run(tmp_path, db: str, *args: str):
+    _load_commands()
+    return CliRunner().invoke(cli, ["--db", str(tmp_path / db), *args],
+                              env={"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200"})
+
+
+@pytest.fixture
+def arabic(tmp_path):
+    """``(transcript path, hard limit)``: the fixture with usage 1.5x the complete views' estimates."""
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps(_doc(None), ensure_ascii=False), encoding="utf-8")
+    first = _run(tmp_path, "measure.db", "replay", str(bare), "--window", "200000", "--reserve", str(RESERVE),
+                 "--json")
+    assert first.exit_code == 0, first.output
+    measured = json.loads(first.output)
+    system = measured["harness"]["system_tokens"]
+    counted = [system + r["history_tokens"] for r in measured["requests"]]  # the requests the provider counted
+    assert len(counted) == 8
+    path = tmp_path / "arabic.json"
+    path.write_text(json.dumps(_doc([math.ceil(t * RATIO) for t in counted]), ensure_ascii=False), encoding="utf-8")
+    return path, max(r["total_tokens"] for r in measured["requests"])
+
+
+def test_replay_records_the_correction_and_no_later_request_is_over_the_window(tmp_path, arabic):
+    path, hard = arabic
+    res = _run(tmp_path, "latch.db", "replay", str(path), "--window", str(hard + RESERVE), "--reserve", str(RESERVE),
+               "--recent", str(hard), "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    reqs = doc["requests"]
+    fixes = doc["summary"]["corrections"]
+    assert fixes and fixes[0]["request"] == 1 and reqs[0]["correction"] is None
+    assert all(f["ratio"] == pytest.approx(RATIO, abs=0.01) for f in fixes)
+    assert [f["ratio"] for f in fixes] == sorted(set(f["ratio"] for f in fixes))  # recorded only when larger
+    fix = fixes[-1]
+    assert doc["summary"]["correction"] == fix
+    by_request = {f["request"]: f for f in fixes}
+    effect = None
+    for r in reqs:  # each view is budgeted with the correction recorded before it
+        assert r["correction"] == effect
+        assert r["budget_hard_limit_tokens"] == (hard if effect is None else
+                                                 hard * effect["estimated_tokens"] // effect["provider_tokens"])
+        effect = by_request.get(r["request"], effect)
+    assert reqs[0]["budget_hard_limit_tokens"] == hard
+    # in the provider's tokens (each estimate scaled by the largest ratio recorded) no later view is above the
+    # hard limit, though every view fitted it in Latch's own tokens without the correction (the second test)
+    real = [math.ceil(r["total_tokens"] * fix["ratio"]) for r in reqs[1:]]
+    assert max(real) <= hard
+    assert doc["summary"]["violations"] == []
+
+    # the replay wrote its record to the scratch run, not to the conversation log
+    with sqlite3.connect(tmp_path / "latch.db.replays.sqlite") as con:
+        kinds = [k for (k,) in con.execute("SELECT kind FROM records WHERE kind = 'estimate_correction'")]
+    assert kinds == ["estimate_correction"] * len(fixes)
+    with sqlite3.connect(tmp_path / "latch.db") as con:
+        assert con.execute("SELECT count(*) FROM events WHERE kind = 'estimate_correction'").fetchone() == (0,)
+
+    ctx = _run(tmp_path, "latch.db", "context", doc["session"], "--json")
+    assert ctx.exit_code == 0, ctx.output
+    rep = json.loads(ctx.output)
+    assert rep["correction"]["request"] == fix["request"] and rep["correction"]["ratio"] == fix["ratio"]
+    assert rep["correction"]["origin"].startswith("replay run ")
+    text = _run(tmp_path, "latch.db", "context", doc["session"]).output
+    assert f"correction in effect: ×{fix['ratio']:.2f}" in text and f"request {fix['request']}," in text
+
+
+def test_without_the_correction_the_later_views_overflow_in_real_tokens(tmp_path, arabic):
+    """The fixture can fail the check above: the views of a replay that ignores the usage (--no-harness) are
+    over the window once scaled by the provider's ratio."""
+    path, hard = arabic
+    res = _run(tmp_path, "latch.db", "replay", str(path), "--window", str(hard + RESERVE), "--reserve", str(RESERVE),
+               "--recent", str(hard), "--json", "--no-harness")
+    doc = json.loads(res.output)
+    assert doc["summary"]["corrections"] == []
+    assert max(math.ceil(r["total_tokens"] * RATIO) for r in doc["requests"][1:]) > hard

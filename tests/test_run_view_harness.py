@@ -1,0 +1,54 @@
+"""``latch view`` and ``latch replay`` of a session recorded by ``latch run`` show the agent's real system
+prompt, tool schemas and repository instructions (issue 12 item 1): the request body the loopback OpenAI server
+received equals ``latch view --format openai`` of that request."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from fake_providers import Reply, ToolUse, serve_openai
+from test_agent_run import KEY, _env, _usage, latch, session_id
+
+
+def _script():
+    return [Reply(tool_calls=(ToolUse("c1", "write_file", json.dumps({"path": "hello.txt", "content": "hi\n"})),),
+                  usage=_usage("openai", 900)),
+            Reply("Wrote hello.txt.", usage=_usage("openai", 950, cached=900))]
+
+
+def _comparable(body: dict) -> dict:
+    """The parts of a chat-completions body that come from the view (the run adds stream options and caps)."""
+    return {k: body.get(k) for k in ("model", "messages", "tools")}
+
+
+def test_view_of_a_run_request_is_the_body_the_provider_got(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "AGENTS.md").write_text("Always run `python -m pytest` before you answer. MARKER-7431\n")
+    with serve_openai(_script()) as server:
+        r = latch(tmp_path, "run", "write hello.txt", "--provider", "openai", "--model", "gpt-4.1", "--base-url",
+                  server.base_url, "--yes", cwd=ws, env=_env(tmp_path, OPENAI_API_KEY=KEY))
+        bodies = server.bodies
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert len(bodies) == 2
+    sid = session_id(tmp_path)
+    with sqlite3.connect(tmp_path / "latch.db") as db:
+        recorded = [k for (k,) in db.execute("SELECT kind FROM events WHERE kind = 'harness_prompt'")]
+    assert recorded == ["harness_prompt"]  # once per session
+    for n, sent in enumerate(bodies, 1):
+        v = latch(tmp_path, "view", sid, "--request", str(n), "--format", "openai", cwd=ws)
+        assert v.returncode == 0, v.stderr + v.stdout
+        shown = json.loads(v.stdout)
+        assert _comparable(shown) == _comparable(sent)
+    system = sent["messages"][0]
+    assert system["role"] == "system" and "Latch" in system["content"]
+    assert "MARKER-7431" in json.dumps(shown["messages"][1])  # the repository instructions, as sent
+    assert {t["function"]["name"] for t in shown["tools"]} >= {"read_file", "write_file", "shell"}
+
+    rep = latch(tmp_path, "replay", sid, "--json", cwd=ws)
+    assert rep.returncode in (0, 1), rep.stderr + rep.stdout
+    doc = json.loads(rep.stdout)
+    assert doc["harness"]["source"] == "recorded" and doc["harness"]["tools"] == len(sent["tools"])
+    assert doc["harness"]["system_tokens"] > 0
+
