@@ -1,8 +1,9 @@
 """``latch bench``: compare context engines on the same sessions under the same budgets.
 
-``latch bench [--engines a,b,c] [--corpus DIR] [--budgets ...] [--out DIR] [--jobs N]`` runs every
-engine over every session (the corpus transcripts, ``examples/*.jsonl``, a generated stress
-scenario) under every budget in a process pool (:mod:`latch.bench.harness`), then writes
+``latch bench [--engines a,b,c] [--corpus DIR] [--budgets ...] [--out DIR] [--jobs N]
+[--scheduler tcp://HOST:PORT|local:N]`` runs every engine over every session (the corpus transcripts,
+``examples/*.jsonl``, a generated stress scenario) under every budget in a process pool, or on a Dask
+cluster with ``--scheduler`` (:mod:`latch.bench.harness`), then writes
 ``report.md`` (the table), ``report.json`` (every job, with per-request series) and PNG plots
 (tokens per request along each session per engine; cacheability per engine) into ``--out``.
 matplotlib is required (``pip install 'latch[bench]'``).
@@ -43,6 +44,10 @@ def register(cli: click.Group) -> None:
     @click.option("--out", "out", type=click.Path(file_okay=False), default="bench-out", show_default=True,
                   callback=output_folder, help="Output folder for report.md, report.json and the plots.")
     @click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True, help="Worker processes.")
+    @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT|local:N",
+                  help="Run the jobs on a Dask cluster: a running `dask scheduler` (workers started with "
+                       "DASK_DISTRIBUTED__WORKER__DAEMON=False) or a local cluster of N workers; needs "
+                       "pip install 'latch[cluster]' (default: the local process pool of --jobs).")
     @click.option("--estimator", "estimator", default=None,
                   help="Estimator plugin by name for every job, e.g. tiktoken, heuristic-openai (default: the one "
                        "the plugins select for each session's model).")
@@ -50,7 +55,8 @@ def register(cli: click.Group) -> None:
                   help="Config TOML passed to every engine (default: $LATCH_HOME/config.toml or the user config "
                        "folder).")
     @pass_app
-    def bench_cmd(app, engines, corpus, examples, scenario_events, budgets, out, jobs, estimator, config_path):
+    def bench_cmd(app, engines, corpus, examples, scenario_events, budgets, out, jobs, scheduler, estimator,
+                  config_path):
         """Run every engine over every session under every budget; write a table, JSON and plots."""
         try:
             import matplotlib  # noqa: F401
@@ -59,8 +65,8 @@ def register(cli: click.Group) -> None:
                                        "install it with: pip install 'latch[bench]'") from None
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        from ..bench.harness import discover_sessions, markdown_table, parse_budgets, run_bench, summarize, \
-            write_report
+        from ..bench.harness import SchedulerError, discover_sessions, markdown_table, parse_budgets, run_bench, \
+            summarize, write_report
         from ..plugins import PluginError, registered_engines
 
         config = app.config(config_path)
@@ -85,9 +91,11 @@ def register(cli: click.Group) -> None:
                           TimeElapsedColumn(), console=err, transient=True) as bar:
                 task = bar.add_task("jobs", total=len(names) * len(sessions) * len(chosen_budgets))
                 results = run_bench(names, sessions, chosen_budgets, jobs=jobs, estimator=estimator, config=config,
-                                    progress=lambda done, total: bar.update(task, completed=done))
+                                    scheduler=scheduler, progress=lambda done, total: bar.update(task, completed=done))
         except PluginError as exc:
             raise click.UsageError(str(exc)) from None
+        except SchedulerError as exc:
+            raise click.ClickException(str(exc)) from None
         seconds = time.perf_counter() - start
         paths = write_report(out, results, engines=names, sessions=sessions, budgets=chosen_budgets,
                              seconds=seconds)
