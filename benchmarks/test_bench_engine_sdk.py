@@ -6,8 +6,8 @@ Two measurements, both of the engine alone (``materialize``; the import and the 
   (``shared/corpus/codex``), in order, on a fresh engine. ``keep-last-units`` on the SDK
   (:class:`latch.engine.sdk.PolicyEngine`, plugins/latch-example) against the same policy written the
   obvious way, the pre-SDK example: every request re-reads the whole session and re-segments it
-  (:class:`_Rebuild`). Goal: the SDK engine replays the file at least 5x faster
-  (``extra_info["speedup"]``, asserted), and under 2 s on this 2-core machine (``extra_info["seconds"]``;
+  (:class:`_Rebuild`). Goal: the SDK engine replays the file at least 10x faster
+  (``extra_info["speedup"]``, asserted when timings are collected), and under 2 s on this 2-core machine (``extra_info["seconds"]``;
   reported, not asserted: the machine is shared).
 * **Flat per-request cost**: one more turn appended, then one request, on a warm SDK engine over a synthetic
   session of 10^3 and 10^4 events (``LATCH_BENCH_FULL=1`` adds 10^5). Goal: p50 at the larger sizes at
@@ -86,7 +86,8 @@ def test_codex_replay_sdk_vs_rebuild(benchmark, codex):
     sdk = benchmark.pedantic(_replay, args=(latch_example.KeepLastUnits, store, sid, untils), rounds=3, iterations=1)
     benchmark.extra_info.update(requests=len(untils), seconds=round(sdk, 3), rebuild_seconds=round(naive, 3),
                                 speedup=round(naive / sdk, 1), speedup_target=SPEEDUP_TARGET)
-    assert naive / sdk >= SPEEDUP_TARGET, f"SDK {sdk:.2f} s vs rebuild {naive:.2f} s"
+    if not benchmark.disabled:
+        assert naive / sdk >= SPEEDUP_TARGET, f"SDK {sdk:.2f} s vs rebuild {naive:.2f} s"
 
 
 def _turn(i: int):

@@ -1,7 +1,8 @@
 """``latch bench``: every engine over every session under every budget, side by side.
 
 A *job* is one (engine, session, budget). It runs in a worker process (a fresh one per job, so its
-peak memory is its own) on an in-memory store: the session is imported (a transcript through
+peak memory is its own: a local process pool, or a child process of a Dask worker with ``--scheduler``,
+see :func:`run_bench`) on an in-memory store: the session is imported (a transcript through
 Latch's importers, or a generated scenario), then, like ``latch replay``, the engine materializes
 the view before every model request (every :class:`~latch.events.AssistantMessage`; ``until_seq``
 = the event before it) through its registered factory. Per request it records:
@@ -61,7 +62,7 @@ from .stress import CONSTRAINT, DECISION, DIAGNOSTIC, MODEL, SYSTEM_PROMPT, TOOL
 
 __all__ = ["Budget", "SessionSource", "Needle", "parse_budgets", "discover_sessions", "run_job", "run_bench",
            "summarize", "write_report", "cost_table", "DEFAULT_BUDGETS", "CHECKPOINTS",
-           "SchedulerError"]
+           "SchedulerError", "engine_plot", "write_plot"]
 
 DEFAULT_BUDGETS = "256k:32k:64k,32k:4k:8k"
 CHECKPOINTS = 8
@@ -391,7 +392,7 @@ def _connect(scheduler: str) -> tuple[Any, Any]:
                 cluster = LocalCluster(n_workers=int(m.group("n")), threads_per_worker=1, processes=True,
                                        dashboard_address=None)
             return Client(cluster), cluster
-        return Client(m.group("addr"), timeout=15), None
+        return Client(m.group("addr")), None  # timeout: distributed.comm.timeouts.connect
     except (OSError, TimeoutError) as exc:
         if cluster is not None:
             cluster.close()
@@ -619,3 +620,70 @@ def write_report(out: str | os.PathLike[str], results: Sequence[Mapping[str, Any
     md += ["Plots: " + ", ".join(f"[{p.name}]({p.name})" for k, p in paths.items() if p.suffix == ".png"), ""]
     paths["markdown"].write_text(printable("\n".join(md)), encoding="utf-8")
     return paths
+
+
+def engine_plot(results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget]) -> Any:
+    """A matplotlib ``Figure`` comparing the engines (``latch bench --plot``): two panels, tokens sent per request
+    and dollars per request (cache-aware, :func:`latch.host.cost.view_cost`), one box per (engine, budget) over
+    every request of every session (whiskers 5-95 %, no fliers), colored by budget, ``n=`` requests above each
+    box; dashed lines at each budget's hard limit (``window - reserve`` tokens) on the tokens panel; both axes
+    logarithmic; the legend (budgets and their lines) outside the panels, on the right."""
+    import matplotlib  # optional dependency (latch[bench]); the command checks it is installed
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    ok = [r for r in results if "error" not in r]
+    engines = sorted({r["engine"] for r in ok})
+    names = [b.name for b in budgets]
+    colors = {b: plt.get_cmap("tab10")(i % 10) for i, b in enumerate(names)}
+    fig, axes = plt.subplots(1, 2, figsize=(max(8.0, 3.2 + 1.3 * len(engines) * len(names)), 4.6),
+                             layout="constrained")
+    width = 0.8 / max(1, len(names))
+    panels = ((axes[0], "tokens", "tokens sent per request"), (axes[1], "cost", "dollars per request (cache-aware)"))
+    for ax, key, label in panels:
+        for i, engine in enumerate(engines):
+            for j, budget in enumerate(names):
+                values = [v for r in ok if r["engine"] == engine and r["budget"] == budget
+                          for v in (r.get(key) or []) if v is not None and v > 0]
+                x = i + (j - (len(names) - 1) / 2) * width
+                if values:
+                    box = ax.boxplot([values], positions=[x], widths=width * 0.85, whis=(5, 95), showfliers=False,
+                                     patch_artist=True, manage_ticks=False)
+                    for patch in box["boxes"]:
+                        patch.set_facecolor(colors[budget])
+                        patch.set_alpha(0.75)
+                    for median in box["medians"]:
+                        median.set_color("black")
+                ax.text(x, 1.01, f"n={len(values)}", transform=ax.get_xaxis_transform(), ha="center", va="bottom",
+                        fontsize=6, rotation=90 if len(names) > 1 else 0)
+        ax.set_xticks(range(len(engines)), engines, fontsize=8, rotation=20 if len(engines) > 3 else 0)
+        ax.set_xlim(-0.6, len(engines) - 0.4)
+        ax.set_yscale("log")
+        ax.set_ylabel(label, fontsize=8)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.grid(axis="y", alpha=0.3)
+    for b in budgets:
+        axes[0].axhline(b.context_window_tokens - b.reserve_tokens, color=colors[b.name], linestyle="--", linewidth=1)
+    handles = [Patch(facecolor=colors[n], alpha=0.75, label=f"budget {n}") for n in names]
+    handles += [Line2D([], [], color=colors[b.name], linestyle="--",
+                       label=f"hard limit {b.context_window_tokens - b.reserve_tokens:,} tokens") for b in budgets]
+    fig.legend(handles=handles, loc="outside right upper", fontsize=7, title="window:reserve:recent",
+               title_fontsize=7)
+    fig.suptitle("per engine: tokens and cost per request (boxes: quartiles, whiskers 5-95 %)", fontsize=9)
+    return fig
+
+
+def write_plot(path: str | os.PathLike[str], results: Sequence[Mapping[str, Any]],
+               budgets: Sequence[Budget]) -> Path:
+    """Save :func:`engine_plot` as a PNG at ``path`` (110 dpi); return the path."""
+    import matplotlib.pyplot as plt  # optional dependency (latch[bench])
+
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig = engine_plot(results, budgets)
+    fig.savefig(out, dpi=110, format="png")
+    plt.close(fig)
+    return out
