@@ -30,6 +30,12 @@ names, the first user request's opening words). At checkpoints after a needle's 
 evenly spaced, and the last request) a needle *survives* when its text is in the view or the
 engine's ``recall(needle)`` returns it.
 
+*Needed-context coverage* (:mod:`latch.bench.coverage`, which states the rule and its blind spots): per
+request, the identifiers (paths, dotted or snake_case symbols, ids) the real agent's next response used that
+had appeared earlier in the raw history, and the fraction of them the view held verbatim; per job the
+per-request series (``coverage``, ``None`` where nothing was needed) and the totals, per engine the pooled
+fraction beside the cost.
+
 Peak memory is the job's RSS high-water mark above the worker's RSS at the job's start (MB).
 """
 
@@ -57,6 +63,7 @@ from ..port import ContextBudget, SessionContext
 from ..providers import to_anthropic_messages, to_openai_chat, validate_anthropic_messages, validate_openai_chat
 from ..store import EventStore
 from ..textsafe import dumps, printable
+from .coverage import CoverageProbe
 from .scenario import ScenarioModel
 from .stress import CONSTRAINT, DECISION, DIAGNOSTIC, MODEL, SYSTEM_PROMPT, TOOLS, WORKSPACE, _plant, _screenshots
 
@@ -256,6 +263,10 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
     survival: dict[str, list[bool]] = {n.label: [] for n in needles}
     costs: list[float | None] = []
     priced = pricing.CostTotals()
+    probe = CoverageProbe(events)
+    by_seq = {s.seq: s.event for s in events}
+    coverage: list[float | None] = []
+    needed_total = present_total = 0
     last_view = None
     for k, res in enumerate(loop.replay(requests)):
         seconds.append(res.seconds)
@@ -264,6 +275,7 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
             tokens.append(None)
             cache.append(None)
             costs.append(None)
+            coverage.append(None)
             continue
         req = res.request
         would = pricing.view_cost(res.recounted_tokens or 0, res.common_prefix_tokens,
@@ -273,6 +285,12 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
         priced.add(would)
         costs.append(pricing.usd(would.usd) if would is not None else None)
         last_view = view
+        if req is not None and req.seq in by_seq:
+            needed, present = probe.score(by_seq[req.seq], view, res.until_seq)
+            needed_total, present_total = needed_total + needed, present_total + present
+            coverage.append(_round(present / needed) if needed else None)
+        else:
+            coverage.append(None)
         tokens.append(view.tokens.total_tokens)
         cache.append(res.cacheability)
         where = f"request {k + 1}"
@@ -300,6 +318,7 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
         "needles": [asdict(n) for n in needles],
         "survival": {label: [sum(v), len(v)] for label, v in survival.items()},
         "final_view_messages": len(last_view.messages) if last_view is not None else 0,
+        "coverage": coverage, "coverage_needed": needed_total, "coverage_present": present_total,
         "cost": costs, "cost_usd": pricing.usd(priced.usd),
         "cost_cache_read_tokens": priced.cache_read, "cost_input_tokens": priced.input_tokens,
         "cost_output_tokens": priced.output, "cache_read_share": _round(priced.cache_read_share),
@@ -473,6 +492,7 @@ def summarize(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         got = sum(r["survival"][k][0] for r in ok for k in r["survival"])
         checked = sum(r["survival"][k][1] for r in ok for k in r["survival"])
         peaks = [r["peak_mb"] for r in ok if r.get("peak_mb") is not None]
+        needed_present = (sum(r.get("coverage_needed", 0) for r in ok), sum(r.get("coverage_present", 0) for r in ok))
         paid = [r for r in ok if r.get("cost_usd") is not None]
         usd_total = sum(r["cost_usd"] for r in paid) if paid else None
         reads = sum(r["cost_cache_read_tokens"] for r in paid)
@@ -488,6 +508,8 @@ def summarize(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "cacheability_p10": round(_pct(cache, 0.10), 3) if cache else None,
             "needle_survival": round(got / checked, 3) if checked else None,
             "needle_checks": checked,
+            "coverage": round(needed_present[1] / needed_present[0], 3) if needed_present[0] else None,
+            "coverage_needed": needed_present[0],
             "protocol_invalid": sum(len(r["protocol_invalid"]) for r in ok),
             "budget_violations": sum(len(r["budget_violations"]) for r in ok),
             "refused": sum(r["refused"] for r in ok),
@@ -505,7 +527,8 @@ def summarize(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 _COLUMNS = (("engine", "engine"), ("budget", "budget (window:reserve:recent)"), ("sessions", "sessions"),
             ("requests", "requests"), ("tokens_per_request", "tokens/request (mean)"), ("tokens_total", "tokens total"),
             ("cacheability_median", "cacheability median"), ("cacheability_p10", "cacheability p10"),
-            ("needle_survival", "needle survival"), ("protocol_invalid", "protocol-invalid requests"),
+            ("needle_survival", "needle survival"), ("coverage", "needed-context coverage"),
+            ("protocol_invalid", "protocol-invalid requests"),
             ("budget_violations", "budget violations"), ("refused", "refused (overflow)"),
             ("materialize_p50_ms", "materialize p50 ms"), ("materialize_p99_ms", "materialize p99 ms"),
             ("peak_mb", "peak MB"), ("cost_usd_total", "cost $ total"),
@@ -516,7 +539,7 @@ _COLUMNS = (("engine", "engine"), ("budget", "budget (window:reserve:recent)"), 
 def _cell(key: str, v: Any) -> str:
     if v is None:
         return "–"
-    if key in ("cacheability_median", "cacheability_p10", "needle_survival", "cache_read_share"):
+    if key in ("cacheability_median", "cacheability_p10", "needle_survival", "cache_read_share", "coverage"):
         return f"{100 * v:.1f}%"
     if key in ("cost_usd_total", "cost_usd_per_session"):
         return pricing.format_usd(v)
