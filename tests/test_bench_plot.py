@@ -32,7 +32,7 @@ def test_latch_bench_plot_writes_a_readable_png(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     pixels = mpimg.imread(png)
     height, width = pixels.shape[:2]
-    assert width >= 800 and height >= 450  # 8 x 4.6 inches at 110 dpi at least
+    assert width >= 800 and height >= 800  # 8 x 7.6 inches at 110 dpi at least
     rgb = pixels[..., :3]
     ink = (rgb.min(axis=2) < 0.9).mean()  # share of pixels that are not (near) white
     assert 0.02 < ink < 0.6

@@ -646,8 +646,8 @@ def write_report(out: str | os.PathLike[str], results: Sequence[Mapping[str, Any
 
 
 def engine_plot(results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget]) -> Any:
-    """A matplotlib ``Figure`` comparing the engines (``latch bench --plot``): two panels, tokens sent per request
-    and dollars per request (cache-aware, :func:`latch.host.cost.view_cost`), one box per (engine, budget) over
+    """A matplotlib ``Figure`` comparing the engines (``latch bench --plot``): two panels, one above the other,
+    tokens sent per request and dollars per request (cache-aware, :func:`latch.host.cost.view_cost`), one box per (engine, budget) over
     every request of every session (whiskers 5-95 %, no fliers), colored by budget, ``n=`` requests above each
     box; dashed lines at each budget's hard limit (``window - reserve`` tokens) on the tokens panel; both axes
     logarithmic; the legend (budgets and their lines) outside the panels, on the right."""
@@ -662,8 +662,8 @@ def engine_plot(results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget])
     engines = sorted({r["engine"] for r in ok})
     names = [b.name for b in budgets]
     colors = {b: plt.get_cmap("tab10")(i % 10) for i, b in enumerate(names)}
-    fig, axes = plt.subplots(1, 2, figsize=(max(8.0, 3.2 + 1.3 * len(engines) * len(names)), 4.6),
-                             layout="constrained")
+    fig, axes = plt.subplots(2, 1, figsize=(max(8.0, 3.0 + 0.9 * len(engines) * len(names)), 7.6),
+                             layout="constrained", sharex=True)
     width = 0.8 / max(1, len(names))
     panels = ((axes[0], "tokens", "tokens sent per request"), (axes[1], "cost", "dollars per request (cache-aware)"))
     for ax, key, label in panels:
@@ -682,7 +682,8 @@ def engine_plot(results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget])
                         median.set_color("black")
                 ax.text(x, 1.01, f"n={len(values)}", transform=ax.get_xaxis_transform(), ha="center", va="bottom",
                         fontsize=6, rotation=90 if len(names) > 1 else 0)
-        ax.set_xticks(range(len(engines)), engines, fontsize=8, rotation=20 if len(engines) > 3 else 0)
+        ax.set_xticks(range(len(engines)), engines, fontsize=8)
+        ax.tick_params(axis="x", labelbottom=True)
         ax.set_xlim(-0.6, len(engines) - 0.4)
         ax.set_yscale("log")
         ax.set_ylabel(label, fontsize=8)
