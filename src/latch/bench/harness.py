@@ -1,7 +1,8 @@
 """``latch bench``: every engine over every session under every budget, side by side.
 
 A *job* is one (engine, session, budget). It runs in a worker process (a fresh one per job, so its
-peak memory is its own) on an in-memory store: the session is imported (a transcript through
+peak memory is its own: a local process pool, or a child process of a Dask worker with ``--scheduler``,
+see :func:`run_bench`) on an in-memory store: the session is imported (a transcript through
 Latch's importers, or a generated scenario), then, like ``latch replay``, the engine materializes
 the view before every model request (every :class:`~latch.events.AssistantMessage`; ``until_seq``
 = the event before it) through its registered factory. Per request it records:
@@ -28,6 +29,12 @@ deterministically from its first quarter (the first error line, the first file p
 names, the first user request's opening words). At checkpoints after a needle's event (eight,
 evenly spaced, and the last request) a needle *survives* when its text is in the view or the
 engine's ``recall(needle)`` returns it.
+
+*Needed-context coverage* (:mod:`latch.bench.coverage`, which states the rule and its blind spots): per
+request, the identifiers (paths, dotted or snake_case symbols, ids) the real agent's next response used that
+had appeared earlier in the raw history, and the fraction of them the view held verbatim; per job the
+per-request series (``coverage``, ``None`` where nothing was needed) and the totals, per engine the pooled
+fraction beside the cost.
 
 Peak memory is the job's RSS high-water mark above the worker's RSS at the job's start (MB).
 """
@@ -56,11 +63,13 @@ from ..port import ContextBudget, SessionContext
 from ..providers import to_anthropic_messages, to_openai_chat, validate_anthropic_messages, validate_openai_chat
 from ..store import EventStore
 from ..textsafe import dumps, printable
+from .coverage import CoverageProbe
 from .scenario import ScenarioModel
 from .stress import CONSTRAINT, DECISION, DIAGNOSTIC, MODEL, SYSTEM_PROMPT, TOOLS, WORKSPACE, _plant, _screenshots
 
 __all__ = ["Budget", "SessionSource", "Needle", "parse_budgets", "discover_sessions", "run_job", "run_bench",
-           "summarize", "write_report", "cost_table", "DEFAULT_BUDGETS", "CHECKPOINTS"]
+           "summarize", "write_report", "cost_table", "DEFAULT_BUDGETS", "CHECKPOINTS",
+           "SchedulerError", "engine_plot", "write_plot"]
 
 DEFAULT_BUDGETS = "256k:32k:64k,32k:4k:8k"
 CHECKPOINTS = 8
@@ -254,6 +263,10 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
     survival: dict[str, list[bool]] = {n.label: [] for n in needles}
     costs: list[float | None] = []
     priced = pricing.CostTotals()
+    probe = CoverageProbe(events)
+    by_seq = {s.seq: s.event for s in events}
+    coverage: list[float | None] = []
+    needed_total = present_total = 0
     last_view = None
     for k, res in enumerate(loop.replay(requests)):
         seconds.append(res.seconds)
@@ -262,6 +275,7 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
             tokens.append(None)
             cache.append(None)
             costs.append(None)
+            coverage.append(None)
             continue
         req = res.request
         would = pricing.view_cost(res.recounted_tokens or 0, res.common_prefix_tokens,
@@ -271,6 +285,12 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
         priced.add(would)
         costs.append(pricing.usd(would.usd) if would is not None else None)
         last_view = view
+        if req is not None and req.seq in by_seq:
+            needed, present = probe.score(by_seq[req.seq], view, res.until_seq)
+            needed_total, present_total = needed_total + needed, present_total + present
+            coverage.append(_round(present / needed) if needed else None)
+        else:
+            coverage.append(None)
         tokens.append(view.tokens.total_tokens)
         cache.append(res.cacheability)
         where = f"request {k + 1}"
@@ -298,6 +318,7 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
         "needles": [asdict(n) for n in needles],
         "survival": {label: [sum(v), len(v)] for label, v in survival.items()},
         "final_view_messages": len(last_view.messages) if last_view is not None else 0,
+        "coverage": coverage, "coverage_needed": needed_total, "coverage_present": present_total,
         "cost": costs, "cost_usd": pricing.usd(priced.usd),
         "cost_cache_read_tokens": priced.cache_read, "cost_input_tokens": priced.input_tokens,
         "cost_output_tokens": priced.output, "cache_read_share": _round(priced.cache_read_share),
@@ -338,14 +359,79 @@ def _pooled_job(engine_name: str, source: SessionSource, budget: Budget, estimat
                 "error": f"{type(exc).__name__}: {exc}"}
 
 
+class SchedulerError(Exception):
+    """``--scheduler`` could not be used: dask is not installed, the address is malformed or unreachable."""
+
+
+DAEMON_HINT = ("the Dask worker is daemonic and cannot start the job's own process: start workers with "
+               "DASK_DISTRIBUTED__WORKER__DAEMON=False (config distributed.worker.daemon: False)")
+
+
+def _mp_context() -> Any:
+    """Fresh job processes: forked from a server that imported Latch (spawn where there is no forkserver)."""
+    if "forkserver" in mp.get_all_start_methods():
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(["latch.bench.harness", "latch.engine", "latch.plugins", "latch.importers"])
+        return ctx
+    return mp.get_context("spawn")  # pragma: no cover - Windows
+
+
+def _cluster_job(engine_name: str, source: SessionSource, budget: Budget, estimator: str | None = None,
+                 config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One job as a Dask task: :func:`_pooled_job` in a fresh child process of the worker, so the job's peak
+    memory is its own as in a local run (the worker must not be daemonic: :data:`DAEMON_HINT`)."""
+    if mp.current_process().daemon:
+        return {"engine": engine_name, "session": source.name, "budget": budget.name, "error": DAEMON_HINT}
+    try:
+        with cf.ProcessPoolExecutor(max_workers=1, mp_context=_mp_context()) as pool:
+            return pool.submit(_pooled_job, engine_name, source, budget, estimator, config).result()
+    except Exception as exc:  # noqa: BLE001 - the job's process died (BrokenProcessPool)
+        return {"engine": engine_name, "session": source.name, "budget": budget.name,
+                "error": f"{type(exc).__name__}: {exc}"}
+
+
+SCHEDULER_RE = re.compile(r"^(?:(?P<local>local):(?P<n>[1-9][0-9]*)|(?P<addr>(?:tcp|tls|inproc|ws|wss)://\S+))$")
+
+
+def _connect(scheduler: str) -> tuple[Any, Any]:
+    """``(client, cluster or None)`` for ``tcp://HOST:PORT`` (a running scheduler) or ``local:N`` (a local
+    cluster of N single-threaded, non-daemonic worker processes); :class:`SchedulerError` otherwise."""
+    m = SCHEDULER_RE.match(scheduler.strip())
+    if m is None:
+        raise SchedulerError(f"--scheduler {scheduler!r}: expected tcp://HOST:PORT or local:N")
+    try:  # optional dependency (latch[cluster]): imported only when a scheduler is asked for
+        import dask
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise SchedulerError("--scheduler needs dask.distributed: pip install 'latch[cluster]'") from None
+    cluster = None
+    try:
+        if m.group("local"):
+            with dask.config.set({"distributed.worker.daemon": False}):
+                cluster = LocalCluster(n_workers=int(m.group("n")), threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
+            return Client(cluster), cluster
+        return Client(m.group("addr")), None  # timeout: distributed.comm.timeouts.connect
+    except (OSError, TimeoutError) as exc:
+        if cluster is not None:
+            cluster.close()
+        raise SchedulerError(f"--scheduler {scheduler}: cannot connect ({type(exc).__name__}: {exc})") from None
+
+
 def run_bench(engines: Sequence[str], sessions: Sequence[SessionSource], budgets: Sequence[Budget], *,
               jobs: int = 2, progress: Callable[[int, int], None] | None = None, estimator: str | None = None,
-              config: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Every (engine, session, budget) job in a process pool of ``jobs`` workers, each job in a fresh
-    worker; results in (engine, session, budget) order. ``estimator`` (a registered estimator name)
-    forces the estimator of every job, else each session's model picks it through the
-    ``latch_select_estimator`` hook; ``config`` is Latch's configuration for every engine. Unknown
-    engines or estimators raise :class:`latch.plugins.PluginError` before anything runs."""
+              config: Mapping[str, Any] | None = None, scheduler: str | None = None) -> list[dict[str, Any]]:
+    """Every (engine, session, budget) job, each in a fresh process; results in (engine, session, budget) order.
+
+    Locally (``scheduler=None``) the jobs run in a process pool of ``jobs`` workers. With ``scheduler``
+    (``tcp://HOST:PORT`` of a running ``dask scheduler``, or ``local:N`` for a local Dask cluster of N workers)
+    they run as Dask tasks through ``Client.get_executor()``, each in its own child process of the worker
+    (:func:`_cluster_job`): the rows are the same as a local run's (timings and peak memory aside); a job whose
+    worker is lost is re-run by the scheduler on another worker, and each job is counted once (its row is
+    keyed by its place in the plan). ``estimator`` (a registered estimator name) forces the estimator of every
+    job, else each session's model picks it through the ``latch_select_estimator`` hook; ``config`` is Latch's
+    configuration for every engine. Unknown engines or estimators raise :class:`latch.plugins.PluginError`
+    before anything runs; an unusable scheduler raises :class:`SchedulerError`."""
     from .. import plugins
 
     for name in engines:
@@ -354,25 +440,34 @@ def run_bench(engines: Sequence[str], sessions: Sequence[SessionSource], budgets
         plugins.get_estimator(estimator)
     plan = [(e, s, b) for e in engines for s in sessions for b in budgets]
     order = sorted(range(len(plan)), key=lambda i: -plan[i][1].weight)
-    if "forkserver" in mp.get_all_start_methods():  # fresh workers forked from a server that imported Latch
-        ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["latch.bench.harness", "latch.engine", "latch.plugins", "latch.importers"])
-    else:  # pragma: no cover - Windows
-        ctx = mp.get_context("spawn")
     results: list[dict[str, Any] | None] = [None] * len(plan)
+    client = cluster = None
+    if scheduler is None:
+        pool: Any = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=_mp_context(), max_tasks_per_child=1)
+        job: Callable[..., dict[str, Any]] = _pooled_job
+    else:
+        client, cluster = _connect(scheduler)
+        pool, job = client.get_executor(pure=False), _cluster_job
     done = 0
-    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, max_tasks_per_child=1) as pool:
-        futures = {pool.submit(_pooled_job, *plan[i], estimator, dict(config or {})): i for i in order}
-        for fut in cf.as_completed(futures):
-            i = futures[fut]
-            e, s, b = plan[i]
-            try:
-                results[i] = fut.result()
-            except Exception as exc:  # noqa: BLE001 - a crashed worker (BrokenProcessPool)
-                results[i] = {"engine": e, "session": s.name, "budget": b.name, "error": f"{type(exc).__name__}: {exc}"}
-            done += 1
-            if progress:
-                progress(done, len(plan))
+    try:
+        with pool:
+            futures = {pool.submit(job, *plan[i], estimator, dict(config or {})): i for i in order}
+            for fut in cf.as_completed(futures):
+                i = futures[fut]
+                e, s, b = plan[i]
+                try:
+                    results[i] = fut.result()
+                except Exception as exc:  # noqa: BLE001 - a crashed worker (BrokenProcessPool, KilledWorker)
+                    results[i] = {"engine": e, "session": s.name, "budget": b.name,
+                                  "error": f"{type(exc).__name__}: {exc}"}
+                done += 1
+                if progress:
+                    progress(done, len(plan))
+    finally:
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
     return [r for r in results if r is not None]
 
 
@@ -397,6 +492,7 @@ def summarize(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         got = sum(r["survival"][k][0] for r in ok for k in r["survival"])
         checked = sum(r["survival"][k][1] for r in ok for k in r["survival"])
         peaks = [r["peak_mb"] for r in ok if r.get("peak_mb") is not None]
+        needed_present = (sum(r.get("coverage_needed", 0) for r in ok), sum(r.get("coverage_present", 0) for r in ok))
         paid = [r for r in ok if r.get("cost_usd") is not None]
         usd_total = sum(r["cost_usd"] for r in paid) if paid else None
         reads = sum(r["cost_cache_read_tokens"] for r in paid)
@@ -412,6 +508,8 @@ def summarize(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "cacheability_p10": round(_pct(cache, 0.10), 3) if cache else None,
             "needle_survival": round(got / checked, 3) if checked else None,
             "needle_checks": checked,
+            "coverage": round(needed_present[1] / needed_present[0], 3) if needed_present[0] else None,
+            "coverage_needed": needed_present[0],
             "protocol_invalid": sum(len(r["protocol_invalid"]) for r in ok),
             "budget_violations": sum(len(r["budget_violations"]) for r in ok),
             "refused": sum(r["refused"] for r in ok),
@@ -429,7 +527,8 @@ def summarize(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 _COLUMNS = (("engine", "engine"), ("budget", "budget (window:reserve:recent)"), ("sessions", "sessions"),
             ("requests", "requests"), ("tokens_per_request", "tokens/request (mean)"), ("tokens_total", "tokens total"),
             ("cacheability_median", "cacheability median"), ("cacheability_p10", "cacheability p10"),
-            ("needle_survival", "needle survival"), ("protocol_invalid", "protocol-invalid requests"),
+            ("needle_survival", "needle survival"), ("coverage", "needed-context coverage"),
+            ("protocol_invalid", "protocol-invalid requests"),
             ("budget_violations", "budget violations"), ("refused", "refused (overflow)"),
             ("materialize_p50_ms", "materialize p50 ms"), ("materialize_p99_ms", "materialize p99 ms"),
             ("peak_mb", "peak MB"), ("cost_usd_total", "cost $ total"),
@@ -440,7 +539,7 @@ _COLUMNS = (("engine", "engine"), ("budget", "budget (window:reserve:recent)"), 
 def _cell(key: str, v: Any) -> str:
     if v is None:
         return "–"
-    if key in ("cacheability_median", "cacheability_p10", "needle_survival", "cache_read_share"):
+    if key in ("cacheability_median", "cacheability_p10", "needle_survival", "cache_read_share", "coverage"):
         return f"{100 * v:.1f}%"
     if key in ("cost_usd_total", "cost_usd_per_session"):
         return pricing.format_usd(v)
@@ -544,3 +643,71 @@ def write_report(out: str | os.PathLike[str], results: Sequence[Mapping[str, Any
     md += ["Plots: " + ", ".join(f"[{p.name}]({p.name})" for k, p in paths.items() if p.suffix == ".png"), ""]
     paths["markdown"].write_text(printable("\n".join(md)), encoding="utf-8")
     return paths
+
+
+def engine_plot(results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget]) -> Any:
+    """A matplotlib ``Figure`` comparing the engines (``latch bench --plot``): two panels, one above the other,
+    tokens sent per request and dollars per request (cache-aware, :func:`latch.host.cost.view_cost`), one box per (engine, budget) over
+    every request of every session (whiskers 5-95 %, no fliers), colored by budget, ``n=`` requests above each
+    box; dashed lines at each budget's hard limit (``window - reserve`` tokens) on the tokens panel; both axes
+    logarithmic; the legend (budgets and their lines) outside the panels, on the right."""
+    import matplotlib  # optional dependency (latch[bench]); the command checks it is installed
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    ok = [r for r in results if "error" not in r]
+    engines = sorted({r["engine"] for r in ok})
+    names = [b.name for b in budgets]
+    colors = {b: plt.get_cmap("tab10")(i % 10) for i, b in enumerate(names)}
+    fig, axes = plt.subplots(2, 1, figsize=(max(8.0, 3.0 + 0.9 * len(engines) * len(names)), 7.6),
+                             layout="constrained", sharex=True)
+    width = 0.8 / max(1, len(names))
+    panels = ((axes[0], "tokens", "tokens sent per request"), (axes[1], "cost", "dollars per request (cache-aware)"))
+    for ax, key, label in panels:
+        for i, engine in enumerate(engines):
+            for j, budget in enumerate(names):
+                values = [v for r in ok if r["engine"] == engine and r["budget"] == budget
+                          for v in (r.get(key) or []) if v is not None and v > 0]
+                x = i + (j - (len(names) - 1) / 2) * width
+                if values:
+                    box = ax.boxplot([values], positions=[x], widths=width * 0.85, whis=(5, 95), showfliers=False,
+                                     patch_artist=True, manage_ticks=False)
+                    for patch in box["boxes"]:
+                        patch.set_facecolor(colors[budget])
+                        patch.set_alpha(0.75)
+                    for median in box["medians"]:
+                        median.set_color("black")
+                ax.text(x, 1.01, f"n={len(values)}", transform=ax.get_xaxis_transform(), ha="center", va="bottom",
+                        fontsize=6, rotation=90 if len(names) > 1 else 0)
+        ax.set_xticks(range(len(engines)), engines, fontsize=8)
+        ax.tick_params(axis="x", labelbottom=True)
+        ax.set_xlim(-0.6, len(engines) - 0.4)
+        ax.set_yscale("log")
+        ax.set_ylabel(label, fontsize=8)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.grid(axis="y", alpha=0.3)
+    for b in budgets:
+        axes[0].axhline(b.context_window_tokens - b.reserve_tokens, color=colors[b.name], linestyle="--", linewidth=1)
+    handles = [Patch(facecolor=colors[n], alpha=0.75, label=f"budget {n}") for n in names]
+    handles += [Line2D([], [], color=colors[b.name], linestyle="--",
+                       label=f"hard limit {b.context_window_tokens - b.reserve_tokens:,} tokens") for b in budgets]
+    fig.legend(handles=handles, loc="outside right upper", fontsize=7, title="window:reserve:recent",
+               title_fontsize=7)
+    fig.suptitle("per engine: tokens and cost per request (boxes: quartiles, whiskers 5-95 %)", fontsize=9)
+    return fig
+
+
+def write_plot(path: str | os.PathLike[str], results: Sequence[Mapping[str, Any]],
+               budgets: Sequence[Budget]) -> Path:
+    """Save :func:`engine_plot` as a PNG at ``path`` (110 dpi); return the path."""
+    import matplotlib.pyplot as plt  # optional dependency (latch[bench])
+
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig = engine_plot(results, budgets)
+    fig.savefig(out, dpi=110, format="png")
+    plt.close(fig)
+    return out

@@ -1,10 +1,12 @@
 """``latch bench``: compare context engines on the same sessions under the same budgets.
 
-``latch bench [--engines a,b,c] [--corpus DIR] [--budgets ...] [--out DIR] [--jobs N]`` runs every
-engine over every session (the corpus transcripts, ``examples/*.jsonl``, a generated stress
-scenario) under every budget in a process pool (:mod:`latch.bench.harness`), then writes
+``latch bench [--engines a,b,c] [--corpus DIR] [--budgets ...] [--out DIR] [--jobs N]
+[--scheduler tcp://HOST:PORT|local:N] [--plot OUT.png]`` runs every engine over every session (the corpus transcripts,
+``examples/*.jsonl``, a generated stress scenario) under every budget in a process pool, or on a Dask
+cluster with ``--scheduler`` (:mod:`latch.bench.harness`), then writes
 ``report.md`` (the table), ``report.json`` (every job, with per-request series) and PNG plots
-(tokens per request along each session per engine; cacheability per engine) into ``--out``.
+(tokens per request along each session per engine; cacheability per engine) into ``--out``, and with
+``--plot OUT.png`` one PNG comparing the engines (:func:`latch.bench.harness.engine_plot`).
 matplotlib is required (``pip install 'latch[bench]'``).
 A job that fails (e.g. a malformed transcript) is listed with its error; the command then exits 1.
 """
@@ -43,6 +45,13 @@ def register(cli: click.Group) -> None:
     @click.option("--out", "out", type=click.Path(file_okay=False), default="bench-out", show_default=True,
                   callback=output_folder, help="Output folder for report.md, report.json and the plots.")
     @click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True, help="Worker processes.")
+    @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT|local:N",
+                  help="Run the jobs on a Dask cluster: a running `dask scheduler` (workers started with "
+                       "DASK_DISTRIBUTED__WORKER__DAEMON=False) or a local cluster of N workers; needs "
+                       "pip install 'latch[cluster]' (default: the local process pool of --jobs).")
+    @click.option("--plot", "plot", type=click.Path(dir_okay=False), default=None,
+                  help="Also write one PNG comparing the engines: per engine and budget, boxes of tokens and of "
+                       "dollars per request, n per box, the budgets' hard limits as lines.")
     @click.option("--estimator", "estimator", default=None,
                   help="Estimator plugin by name for every job, e.g. tiktoken, heuristic-openai (default: the one "
                        "the plugins select for each session's model).")
@@ -50,7 +59,8 @@ def register(cli: click.Group) -> None:
                   help="Config TOML passed to every engine (default: $LATCH_HOME/config.toml or the user config "
                        "folder).")
     @pass_app
-    def bench_cmd(app, engines, corpus, examples, scenario_events, budgets, out, jobs, estimator, config_path):
+    def bench_cmd(app, engines, corpus, examples, scenario_events, budgets, out, jobs, scheduler, plot, estimator,
+                  config_path):
         """Run every engine over every session under every budget; write a table, JSON and plots."""
         try:
             import matplotlib  # noqa: F401
@@ -59,8 +69,8 @@ def register(cli: click.Group) -> None:
                                        "install it with: pip install 'latch[bench]'") from None
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        from ..bench.harness import discover_sessions, markdown_table, parse_budgets, run_bench, summarize, \
-            write_report
+        from ..bench.harness import SchedulerError, discover_sessions, markdown_table, parse_budgets, run_bench, \
+            summarize, write_plot, write_report
         from ..plugins import PluginError, registered_engines
 
         config = app.config(config_path)
@@ -85,12 +95,19 @@ def register(cli: click.Group) -> None:
                           TimeElapsedColumn(), console=err, transient=True) as bar:
                 task = bar.add_task("jobs", total=len(names) * len(sessions) * len(chosen_budgets))
                 results = run_bench(names, sessions, chosen_budgets, jobs=jobs, estimator=estimator, config=config,
-                                    progress=lambda done, total: bar.update(task, completed=done))
+                                    scheduler=scheduler, progress=lambda done, total: bar.update(task, completed=done))
         except PluginError as exc:
             raise click.UsageError(str(exc)) from None
+        except SchedulerError as exc:
+            raise click.ClickException(str(exc)) from None
         seconds = time.perf_counter() - start
         paths = write_report(out, results, engines=names, sessions=sessions, budgets=chosen_budgets,
                              seconds=seconds)
+        if plot:
+            try:
+                paths["plot"] = write_plot(plot, results, chosen_budgets)
+            except (OSError, ValueError) as exc:
+                raise click.ClickException(f"--plot {plot}: {exc}") from None
         echo(safe(markdown_table(summarize(results)), multiline=True))
         con = console(highlight=False)
         failed = [r for r in results if "error" in r]

@@ -12,10 +12,8 @@ When the masked conversation still exceeds the budget, the oldest whole units ar
 from __future__ import annotations
 
 from dataclasses import replace
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from latch.port import ContextBudget
 from latch.engine.units import Unit
 
 from .base import BaselineEngine, Selection
@@ -57,8 +55,7 @@ class ObservationMaskingEngine(BaselineEngine):
             self._masked[unit.first_seq] = got
         return got
 
-    def select(self, units: list[Unit], available: int, budget: ContextBudget,
-               compacted: Sequence[Unit] = ()) -> Selection:
+    def select(self, units: list[Unit], available: int) -> Selection:
         keep = self._options["keep_turns"]
         turns = [i for i, u in enumerate(units) if _is_turn(u)]
         cutoff = turns[-keep] if len(turns) > keep else 0  # units before the M-th newest turn get masked

@@ -9,10 +9,8 @@ below the hard budget, e.g. to compare engines at the same working-memory size.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from latch.port import ContextBudget
 from latch.engine.units import Unit
 
 from .base import BaselineEngine, Selection
@@ -28,8 +26,7 @@ class SlidingWindowEngine(BaselineEngine):
     def _check_options(self, options: dict[str, Any]) -> None:
         self._positive_int(options, "max_tokens", self.PLUGIN_NAME, allow_none=True)
 
-    def select(self, units: list[Unit], available: int, budget: ContextBudget,
-               compacted: Sequence[Unit] = ()) -> Selection:
+    def select(self, units: list[Unit], available: int) -> Selection:
         cap = self._options["max_tokens"]
         limit = min(available, cap) if cap else available
         start = self.fit_suffix(units, limit)

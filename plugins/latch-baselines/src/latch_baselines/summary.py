@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from latch.events import argument_paths, parse_arguments
-from latch.port import ContextBudget, ViewMessage
+from latch.port import ViewMessage
 from latch.engine.units import Unit
 
 from .base import BaselineEngine, Selection
@@ -192,14 +192,13 @@ class SummaryEngine(BaselineEngine):
         self._summary = (key, message)
         return message
 
-    def select(self, units: list[Unit], available: int, budget: ContextBudget,
-               compacted: Sequence[Unit] = ()) -> Selection:
+    def select(self, units: list[Unit], available: int) -> Selection:
         o = self._options
-        threshold = min(o["threshold_tokens"] or budget.recent_tokens, available)
+        threshold = min(o["threshold_tokens"] or self.budget.recent_tokens, available)
         keep = min(o["keep_tokens"] or threshold // 2, threshold)
         b = self.boundary(units, threshold, keep, available - o["summary_tokens"]) if units else 0
         kept = units[b:]
-        summarized = [*compacted, *units[:b]]
+        summarized = [*self.compacted, *units[:b]]
         prefix: list[ViewMessage] = []
         if summarized:
             room = min(o["summary_tokens"], available - sum(self.cost(u) for u in kept))

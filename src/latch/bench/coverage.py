@@ -1,0 +1,90 @@
+"""Needed-context coverage (issue 18 item 2): did the view still hold what the agent needed next?
+
+A deterministic, offline probe. For each model request N of a transcript, the *needed* identifiers are
+those the real agent's response N used (its text and its tool calls' arguments, as
+:meth:`latch.events.AssistantMessage.searchable_text` renders them) that had already appeared in the raw
+history before it (any earlier event's searchable text). Coverage of request N is the fraction of them
+present verbatim in view N (any message's content or tool-call arguments, the recall section included);
+a request that needed nothing has no coverage (``None``), not 1.
+
+**The rule** (:func:`identifiers`): a maximal run of ``[A-Za-z0-9_./-]`` (ends trimmed of ``.``, ``/``
+and ``-``), at least 4 characters, that looks like a file path, a dotted or snake_case symbol, or an id:
+it holds a ``/``, a ``_``, or a ``.`` followed by a letter, or it mixes letters and at least 4 digits
+(hashes, call ids, issue numbers). Words of prose, plain numbers and short names never count.
+
+**Blind spots**: a fact the agent used without naming it (a number it reasoned from, a constraint it
+obeyed) is invisible; an identifier it names because it just made it up (a new file it creates) is only
+counted when the name was already in the history, which is right, but a name the agent re-derived
+without needing the view counts as needed anyway; identifiers in languages whose symbols have no ``_``
+or ``.`` (``camelCase`` alone) are missed; a paraphrase (a shortened path, a different quoting) counts as
+absent; the probe reads the next response only, not the turns after it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["identifiers", "view_text", "CoverageProbe"]
+
+_RUN = re.compile(r"[A-Za-z0-9_./\-]{4,}")
+_DOTTED = re.compile(r"\.[A-Za-z]")
+_DIGITS = re.compile(r"[0-9]")
+_LETTER = re.compile(r"[A-Za-z]")
+MIN_CHARS = 4
+
+
+def identifiers(text: str) -> list[str]:
+    """The identifiers of ``text`` under the module's rule, in first-seen order, each once."""
+    out: dict[str, None] = {}
+    for m in _RUN.finditer(text):
+        tok = m.group(0).strip("./-")
+        if len(tok) < MIN_CHARS or tok in out:
+            continue
+        if ("/" in tok or "_" in tok or _DOTTED.search(tok)
+                or (_LETTER.search(tok) and len(_DIGITS.findall(tok)) >= 4)):
+            out[tok] = None
+    return list(out)
+
+
+def view_text(view: Any) -> str:
+    """Every provider-visible string of ``view``'s messages (content and tool-call arguments), one per line."""
+    parts: list[str] = []
+    for m in view.messages:
+        parts.append(m.content)
+        parts.extend(c.arguments for c in m.tool_calls)
+    return "\n".join(parts)
+
+
+class CoverageProbe:
+    """Feeds the raw history in seq order (O(new events) per request) and scores each view.
+
+    :meth:`score` ``(response_event, view, until_seq)`` returns ``(needed, present)`` counts for one request
+    after reading the history up to ``until_seq`` from ``events`` (stored events in seq order).
+    """
+
+    def __init__(self, events: Iterable[Any]):
+        self._events = iter(events)
+        self._pending: Any = None
+        self._seen: set[str] = set()
+
+    def _advance(self, until_seq: int) -> None:
+        while True:
+            stored = self._pending if self._pending is not None else next(self._events, None)
+            self._pending = None
+            if stored is None:
+                return
+            if stored.seq > until_seq:
+                self._pending = stored
+                return
+            self._seen.update(identifiers(stored.event.searchable_text()))
+
+    def score(self, response: Any, view: Any, until_seq: int) -> tuple[int, int]:
+        """``(needed, present)``: identifiers of ``response`` seen before it, and how many of them view holds."""
+        self._advance(until_seq)
+        needed = [t for t in identifiers(response.searchable_text()) if t in self._seen]
+        if not needed:
+            return 0, 0
+        text = view_text(view)
+        return len(needed), sum(1 for t in needed if t in text)

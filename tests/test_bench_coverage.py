@@ -1,0 +1,51 @@
+"""Needed-context coverage (issue 18 item 2): the identifier rule, and the probe on a real bench job."""
+
+from __future__ import annotations
+
+import json
+
+from corpus_support import REPO
+from latch.bench.coverage import CoverageProbe, identifiers
+from latch.bench.harness import Budget, SessionSource, markdown_table, run_job, summarize
+from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
+from latch.port import ViewMessage
+
+
+def test_the_identifier_rule():
+    text = ("Fixed src/app/export.py: export_rows() now calls pandas.read_csv; see commit 3f9a2c71d "
+            "and call_8Hq2x9 (error E42, 2024 rows, 12345). The word version and README stay out.")
+    assert identifiers(text) == ["src/app/export.py", "export_rows", "pandas.read_csv", "3f9a2c71d", "call_8Hq2x9"]
+
+
+class _Stored:
+    def __init__(self, seq, event):
+        self.seq, self.event = seq, event
+
+
+def test_the_probe_counts_what_was_seen_before_and_what_the_view_holds():
+    events = [_Stored(1, UserMessage("fix the bug in src/app/export.py")),
+              _Stored(2, AssistantMessage("", (ToolCall("c1", "Read", json.dumps({"path": "src/app/export.py"})),))),
+              _Stored(3, ToolResult("c1", "def export_rows(): raise KeyError('user_id')")),
+              _Stored(4, AssistantMessage("export_rows in src/app/export.py reads user_id; new file src/app/fix.py"))]
+    probe = CoverageProbe(events)
+    full = type("V", (), {"messages": (ViewMessage("user", "fix the bug in src/app/export.py"),
+                                       ViewMessage("tool", "def export_rows(): raise KeyError('user_id')"))})
+    # response 4 names export_rows, src/app/export.py, user_id (seen) and src/app/fix.py (new: not needed)
+    assert probe.score(events[3].event, full, until_seq=3) == (3, 3)
+    probe = CoverageProbe(events)
+    masked = type("V", (), {"messages": (ViewMessage("user", "fix the bug in src/app/export.py"),
+                                         ViewMessage("tool", "[tool output omitted: 1 lines]"))})
+    assert probe.score(events[3].event, masked, until_seq=3) == (3, 1)
+
+
+def test_bench_reports_coverage_per_request_and_per_engine():
+    source = SessionSource(name="invoice", path=str(REPO / "examples" / "invoice-rounding.claude.jsonl"))
+    wide = run_job("continuity", source, Budget("256k:32k:64k", 256_000, 32_000, 64_000))
+    assert len(wide["coverage"]) == wide["requests"] == 28
+    assert wide["coverage_needed"] > 20
+    assert wide["coverage_present"] == wide["coverage_needed"]  # nothing is evicted at 256k: all of it is there
+    assert all(c in (None, 1.0) for c in wide["coverage"])
+    row = summarize([wide])[0]
+    assert row["coverage"] == 1.0 and row["coverage_needed"] == wide["coverage_needed"]
+    assert "needed-context coverage" in markdown_table([row]).splitlines()[0]
+    assert "| 100.0% |" in markdown_table([row]).splitlines()[2]

@@ -1,0 +1,63 @@
+"""``latch bench --plot OUT.png`` (issue 18 item 3): per engine boxes of tokens and dollars per request, n per box,
+the budgets' hard limits as lines, the legend off the data."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.image as mpimg  # noqa: E402
+import numpy as np  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+from corpus_support import REPO  # noqa: E402
+from latch.bench.harness import Budget, engine_plot  # noqa: E402
+from latch.cli import _load_commands, cli  # noqa: E402
+
+BUDGETS = [Budget("32k:4k:8k", 32_000, 4_000, 8_000), Budget("256k:32k:64k", 256_000, 32_000, 64_000)]
+
+
+def _job(engine: str, budget: str, tokens: list[int], cost: list[float | None]) -> dict:
+    return {"engine": engine, "session": "s", "budget": budget, "tokens": tokens, "cost": cost}
+
+
+def test_latch_bench_plot_writes_a_readable_png(tmp_path):
+    _load_commands()
+    png = tmp_path / "compare.png"
+    res = CliRunner().invoke(cli, ["bench", "--engines", "continuity", "--examples", str(REPO / "examples"),
+                                   "--scenario-events", "0", "--budgets", "32k:4k:8k,256k:32k:64k",
+                                   "--out", str(tmp_path / "out"), "--jobs", "2", "--plot", str(png)])
+    assert res.exit_code == 0, res.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    pixels = mpimg.imread(png)
+    height, width = pixels.shape[:2]
+    assert width >= 800 and height >= 800  # 8 x 7.6 inches at 110 dpi at least
+    rgb = pixels[..., :3]
+    ink = (rgb.min(axis=2) < 0.9).mean()  # share of pixels that are not (near) white
+    assert 0.02 < ink < 0.6
+    assert len(np.unique((rgb * 255).astype(np.uint8).reshape(-1, 3), axis=0)) > 20  # boxes, lines and text
+
+
+def test_the_legend_is_off_the_data_with_budget_lines_and_n_per_box():
+    results = [_job("sliding-window", "32k:4k:8k", [1_000, 2_000, 3_000], [0.01, 0.02, None]),
+               _job("sliding-window", "256k:32k:64k", [5_000, 9_000], [0.03, 0.05]),
+               _job("continuity", "32k:4k:8k", [800, 900, 950, 990], [0.005, 0.006, 0.007, 0.008]),
+               _job("continuity", "256k:32k:64k", [4_000], [0.02]),
+               {"engine": "broken", "session": "s", "budget": "32k:4k:8k", "error": "ValueError: bad"}]
+    fig = engine_plot(results, BUDGETS)
+    fig.canvas.draw()
+    tokens_ax, cost_ax = fig.axes
+    (legend,) = fig.legends
+    box = legend.get_window_extent()
+    for ax in fig.axes:
+        assert not box.overlaps(ax.get_window_extent()), "the legend covers a panel"
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "budget 32k:4k:8k", "budget 256k:32k:64k", "hard limit 28,000 tokens", "hard limit 224,000 tokens"]
+    dashed = [line.get_ydata()[0] for line in tokens_ax.get_lines() if line.get_linestyle() == "--"]
+    assert dashed == [28_000, 224_000]
+    # engines in name order, budgets in the given order: continuity 32k, 256k; sliding-window 32k, 256k
+    assert [t.get_text() for t in tokens_ax.texts] == ["n=4", "n=1", "n=3", "n=2"]
+    assert [t.get_text() for t in cost_ax.texts] == ["n=4", "n=1", "n=2", "n=2"]  # the unpriced request is left out
+    assert [t.get_text() for t in tokens_ax.get_xticklabels()] == ["continuity", "sliding-window"]
+    assert tokens_ax.get_yscale() == "log"
