@@ -85,8 +85,8 @@ def run_worker(group: Group, agent: str, root_loop: Any, *, lease_seconds: float
     if not lease_seconds > 0:
         raise ValueError(f"the lease must be a positive number of seconds, got {lease_seconds!r}")
     store, root = group.store, group.root
+    factory = root_loop.supervisor.require_child_factory(f"a task of the group rooted in {root}")  # before any write
     group.join(agent)
-    factory = root_loop.supervisor.require_child_factory(f"a task of the group rooted in {root}")
     runs: list[TaskRun] = []
     while True:
         task = group.claim_next(agent, lease_seconds=lease_seconds)
