@@ -207,6 +207,14 @@ def test_a_lead_creates_tasks_and_a_worker_runs_them_in_dependency_order(tmp_pat
         st = Group(store, resolve_group(store, "rev")).state()
         assert [(t.task_id, t.status, t.summary) for t in st.tasks.values()] == [
             ("parse", "completed", "done: Parse it."), ("test", "completed", "done: Test it.")]
+    with serve_openai([Reply("All tasks are done.")]) as server:  # the lead resumed keeps its group tools
+        root = resolve_group(EventStore(db), "rev")
+        resumed = subprocess.run(base + ["--resume", root, "--base-url", server.base_url], cwd=ws, env=env,
+                                 capture_output=True, text=True, timeout=120)
+        assert resumed.returncode == 0, resumed.stderr + resumed.stdout
+        (body,) = server.bodies
+        assert [t["function"]["name"] for t in body["tools"]][-4:] == \
+            ["create_task", "claim_task", "complete_task", "send_message"]
     for args, message in ((["--worker"], "--worker needs --group NAME"),
                           (["--group", "rev", "--worker", "task"], "--worker takes no TASK"),
                           (["--lease", "5", "task"], "--lease applies to --worker only"),

@@ -252,6 +252,7 @@ def register(cli: click.Group) -> None:
 
         store = app.store(create=False) if resume is not None or worker else None  # a new run opens it once checked
         profile: dict[str, Any] = {}
+        resumed_lead = False
         if worker:
             assert store is not None
             try:
@@ -273,6 +274,7 @@ def register(cli: click.Group) -> None:
             if not worker and not any(True for _ in store.events(info.id, kinds=["user_message"])):
                 raise click.ClickException(f"session {info.id} has no task (it never started); start a new run")
             session_id, workspace = info.id, Path(info.workspace or os.getcwd())
+            resumed_lead = not worker and bool((info.meta or {}).get("group"))  # a group's lead stays its lead
         if tool_names is None and profile.get("tools"):  # a resumed session keeps its tools, byte for byte
             chosen_tools = tuple(t for t in known.values() if t.NAME in profile["tools"])
         name = provider_name or profile.get("provider") or section.get("name")
@@ -387,7 +389,7 @@ def register(cli: click.Group) -> None:
         for w in warnings:
             err.print(f"[yellow]latch: warning: {markup(w)}[/yellow]")
         tools = (*chosen_tools, *(skill_tools() if skills else ()), *mcp_tools(entries, hub))
-        lead = group_name is not None and not worker
+        lead = not worker and (group_name is not None or resumed_lead)
         if lead:
             tools = (*tools, *GROUP_TOOLS)
         tool_ctx = ToolContext(workspace=workspace, store=store, session_id=session_id, processes=processes,
