@@ -6,6 +6,7 @@ real wire shape (parent and child share it, in request order); tools, store, ker
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -354,3 +355,83 @@ def test_a_report_waits_for_every_open_call_to_have_a_result(tmp_path):
     (seq,) = r.loop.deliver_notifications()
     assert r.store.get(seq).event.KIND == "agent_notification_delivered"
     r.close()
+
+
+def test_latch_run_two_children_through_the_fake_openai_server(tmp_path):
+    """Done when (issue 14): a real ``latch run`` (subprocess, official OpenAI SDK) on a parent that spawns two
+    background children through the loopback OpenAI server. Each child's first request body, as the server
+    received it, holds only the brief and the repository instructions; the parent gets both AgentReports,
+    each delivered once, after every earlier call has its result, and every parent request extends the
+    previous one (one cache epoch, append-only)."""
+    import sqlite3
+    import subprocess
+
+    from fake_providers import Reply, ToolUse, serve_openai
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "AGENTS.md").write_text("Child rule: keep notes short.\n")
+    db = tmp_path / "latch.db"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LATCH_"))}
+    env.update({"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200"})
+    briefs = ("Child one: list the files.", "Child two: count the lines.")
+    spawn = [ToolUse(f"p{n}", "spawn_agent", json.dumps({"brief": b, "background": True}))
+             for n, b in enumerate(briefs, 1)]
+    disproof = ToolUse("d1", "record_disproof", json.dumps({"claim": "PARENTDISPROOF flaky CI",
+                                                             "reason": "runner OOM"}))
+    script = [Reply(tool_calls=(disproof, *spawn)),                       # 0 the parent fans out
+              Reply("child one: 3 files"), Reply("child two: 42 lines"),   # 1, 2 the children
+              Reply(tool_calls=(ToolUse("r1", "read_file", json.dumps({"path": "AGENTS.md"})),)),  # 3 the parent
+              Reply("Both children reported.")]                            # 4 the parent
+    with serve_openai(script) as server:
+        r = subprocess.run([sys.executable, "-m", "latch", "--db", str(db), "run",
+                            "PARENTSECRET: fan out to two children", "--provider", "openai-compatible",
+                            "--model", MODEL, "--base-url", server.base_url, "--yes"],
+                           cwd=ws, env=env, capture_output=True, text=True, timeout=120)
+        bodies = server.bodies
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert len(bodies) == 5 and server.remaining == 0
+
+    with sqlite3.connect(db) as c:
+        (root,) = c.execute("SELECT id FROM sessions WHERE source = 'latch run'").fetchone()
+        kids = [k for (k,) in c.execute("SELECT id FROM sessions WHERE parent_id = ? ORDER BY rowid", (root,))]
+    assert len(kids) == 2
+    store = EventStore(db)
+    try:
+        for n, (cid, brief) in enumerate(zip(kids, briefs), 1):
+            body = bodies[n]
+            text = json.dumps(body)
+            for parent_only in ("PARENTSECRET", "PARENTDISPROOF", "fan out", "spawn_agent"):
+                assert parent_only not in text  # no parent history, canonical state, disproofs or tools
+            assert [m["role"] for m in body["messages"]][0] == "system"
+            users = [m["content"] for m in body["messages"] if m["role"] == "user"]
+            assert [m["role"] for m in body["messages"][1:]] == ["user"] * len(users)  # no turns before its own
+            assert "Child rule: keep notes short." in users[0] and users[-1] == brief
+            # between them only the child's own kernel context, which knows the brief as its goal and nothing else
+            assert all(u.startswith("<kernel-context") for u in users[1:-1])
+            assert canonical_state(store, cid).disproofs == () and canonical_state(store, cid).goal == brief
+            assert child_profile(store, cid).brief == brief
+        # the parent: one epoch, each request's messages a prefix-extension of the previous one
+        parent = [bodies[0], bodies[3], bodies[4]]
+        for before, after in zip(parent, parent[1:]):
+            assert after["messages"][:len(before["messages"])] == before["messages"]
+        tail = bodies[3]["messages"][len(bodies[0]["messages"]):]
+        # the notifications come after the fan-out's every result (a safe boundary), once each, in spawn order
+        # (then the parent's own kernel-context delta for its disproof: appended too, never a rewrite)
+        assert [m["role"] for m in tail] == ["assistant", "tool", "tool", "tool", "user", "user", "user"]
+        assert tail[6]["content"].startswith('<kernel-context type="delta"') and "PARENTDISPROOF" in tail[6]["content"]
+        assert [m["tool_call_id"] for m in tail[1:4]] == ["d1", "p1", "p2"]
+        assert tail[4]["content"].startswith(f"[agent notification] [agent report: completed after 1 request; "
+                                             f"child session {kids[0]}]\nchild one: 3 files")
+        assert tail[5]["content"].startswith(f"[agent notification] [agent report: completed after 1 request; "
+                                             f"child session {kids[1]}]\nchild two: 42 lines")
+        last = json.dumps(bodies[4])
+        assert last.count("[agent notification]") == 2 and "child one: 3 files" in last
+        notes = [s.event for s in store.events(root, kinds=["agent_notification_delivered"])]
+        assert [(n.child_session_id, n.call_id) for n in notes] == [(kids[0], "p1"), (kids[1], "p2")]
+        reports = [child_report(store, k) for k in kids]
+        assert [(x.status, x.summary) for x in reports] == [("completed", "child one: 3 files"),
+                                                             ("completed", "child two: 42 lines")]
+        assert [c.disproofs[0]["claim"] for c in [canonical_state(store, root)]] == ["PARENTDISPROOF flaky CI"]
+    finally:
+        store.close()

@@ -232,3 +232,85 @@ def test_group_tools_and_delivery_in_the_agent_loop(tmp_path):
     assert st.pending_for("lead") == []
     processes.close()
     store.close()
+
+
+LEASED_WORKER = r"""
+import sys, time, uuid
+from latch.store import EventStore
+from latch.agent.group import Group, GroupError
+db, root, prefix = sys.argv[1:4]
+agent = f"{prefix}-{uuid.uuid4().hex[:6]}"  # a restarted worker is a new member: it never finishes its old claims
+store = EventStore(db)
+g = Group(store, root)
+g.join(agent)
+while True:
+    t = g.claim_next(agent, lease_seconds=1.0)
+    if t is None:
+        if all(x.status for x in g.state().tasks.values()):
+            break
+        time.sleep(0.02)  # claimed by a live (or not yet expired) owner: wait for its lease
+        continue
+    time.sleep(0.2)  # the work: a SIGKILL here leaves the claim to expire
+    g.renew_lease(t.task_id, agent)
+    try:
+        g.complete_task(t.task_id, agent, summary=f"{t.task_id} by {agent} attempt {t.attempt}")
+    except GroupError:  # a slow owner whose lease ran out: the new owner completes it, this one must not
+        pass
+"""
+
+
+def test_leased_workers_killed_at_random_reclaim_and_complete_each_task_once(tmp_path):
+    store = EventStore(tmp_path / "latch.db")
+    root = store.create_session(workspace=str(tmp_path), source="latch run", format="latch")
+    g = Group(store, root)
+    for i in range(100):
+        g.create_task(f"t{i:03d}", f"task {i}", depends_on=[f"t{i - 25:03d}"] if i >= 25 and i % 5 == 0 else [])
+    rng = random.Random(1414)
+    slots = [f"w{i}" for i in range(4)]
+
+    def start(slot):
+        return subprocess.Popen([sys.executable, "-c", LEASED_WORKER, str(store.path), root, slot],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def holding(slot):  # the slot's live worker (its newest member) owns an open task
+        st = g.state()
+        newest = [a for a in st.members if a.startswith(slot + "-")][-1:]
+        return bool(newest) and any(t.owner == newest[0] and t.status is None for t in st.tasks.values())
+
+    procs = {s: start(s) for s in slots}
+    kills = 0
+    deadline = time.monotonic() + 240
+    while kills < 20 and time.monotonic() < deadline:
+        time.sleep(rng.uniform(0.05, 0.4))
+        s = rng.choice(slots)
+        until = time.monotonic() + 2
+        while not holding(s) and procs[s].poll() is None and time.monotonic() < until:
+            time.sleep(0.01)  # most kills land mid-task, the rest wherever the worker is
+        if procs[s].poll() is None:
+            os.kill(procs[s].pid, signal.SIGKILL)
+            procs[s].wait()
+            kills += 1
+        procs[s] = start(s)
+    for s, p in procs.items():
+        p.wait(timeout=max(10, deadline - time.monotonic()))
+        assert p.returncode == 0, p.stderr.read()
+    assert kills >= 20
+
+    fresh = EventStore(store.path)
+    rows = list(fresh.events(root, kinds=["group_task_claimed", "group_task_completed"]))
+    done = [s.event.task_id for s in rows if s.kind == "group_task_completed"]
+    assert sorted(done) == [f"t{i:03d}" for i in range(100)]  # every task completed exactly once
+    attempts: dict[str, list[int]] = {}
+    for s in rows:
+        if s.kind == "group_task_claimed":
+            attempts.setdefault(s.event.task_id, []).append(s.event.attempt)
+    assert all(a == list(range(len(a))) for a in attempts.values())  # reclaims are attempt n+1, one owner each
+    st = Group(fresh, root).state()
+    for s in rows:  # the completion is the current owner's
+        if s.kind == "group_task_completed":
+            assert s.event.agent == st.tasks[s.event.task_id].owner
+    assert GroupState.replay(Group(fresh, root).events()) == st
+    assert all(t.status == "completed" for t in st.tasks.values())
+    reclaimed = sum(1 for a in attempts.values() if len(a) > 1)
+    assert reclaimed > 0  # some SIGKILL landed while a worker held a claim, and another worker took it over
+    print(f"leased fault run: {kills} SIGKILLs, 100 tasks, {reclaimed} reclaimed after a lease ran out")

@@ -110,3 +110,39 @@ def test_a_bad_subagent_file_imports_nothing_of_its_session(tmp_path):
     again = CliRunner().invoke(cli, ["--db", str(db), "import", str(copy)])
     assert again.exit_code == 0, again.output
     assert again.output.count(": session ") == 3
+
+
+def test_an_imported_subagent_is_a_child_linked_to_its_task_call_with_its_final_message_as_report(tmp_path):
+    from latch.agent.children import child_link, child_result
+
+    parent, children = _paths()
+    _load_commands()
+    db = str(tmp_path / "l.db")
+    assert CliRunner().invoke(cli, ["--db", db, "import", str(parent)]).exit_code == 0
+    rows = json.loads(CliRunner().invoke(cli, ["--db", db, "sessions", "--json"]).output)
+    by_source = {row["source"].rsplit("/", 1)[-1]: row for row in rows}
+    explore, compact = by_source[CHILDREN[0]], by_source[CHILDREN[1]]
+    assert "child" not in by_source[parent.name]  # a root has no link
+    assert compact["child"] is None  # the compaction agent: a child, but no Task call spawned it
+    with EventStore(db) as store:
+        link = child_link(store, explore["id"])
+        firsts = [s.event.text for s in store.events(explore["id"], kinds=["user_message"])]
+        finals = [s.event for s in store.events(explore["id"], kinds=["assistant_message"])]
+        report = child_result(store, explore["id"])
+        assert (link.parent_session_id, link.call_id) == (by_source[parent.name]["id"],
+                                                          "toolu_017SvvKc8KLbhGMG3tXkf21Z")
+        assert link.brief == firsts[0] and link.config == {"agent_type": "Explore"} and link.engine is None
+        assert link.model == next(m.model for m in finals if m.model)
+        assert not finals[-1].tool_calls
+        assert (report.status, report.summary) == ("completed", finals[-1].text.strip()[:4_000] +
+                                                   ("" if len(finals[-1].text.strip()) <= 4_000 else
+                                                    "\n[summary cut to 4,000 characters]"))
+        assert report.turns == len(finals)
+        assert child_link(store, compact["id"]) is None and child_result(store, compact["id"]) is None
+        assert store.count_events(explore["id"]) == explore["events"]  # derived, nothing stored
+    assert explore["child"]["call_id"] == "toolu_017SvvKc8KLbhGMG3tXkf21Z"
+    assert explore["child"]["report"]["status"] == "completed"
+    assert explore["child"]["report"]["summary"] == " ".join(report.summary.split())[:99] + "…" \
+        if len(" ".join(report.summary.split())) > 100 else " ".join(report.summary.split())
+    table = CliRunner().invoke(cli, ["--db", db, "sessions"], env={"COLUMNS": "400"}).output
+    assert f"(call toolu_017SvvKc8KLbhGMG3tXkf21Z, completed)" in table

@@ -60,6 +60,7 @@ __all__ = [
     "GroupTaskCreated",
     "GroupTaskClaimed",
     "GroupTaskCompleted",
+    "GroupTaskLeaseRenewed",
     "GroupMemberJoined",
     "GroupMessageQueued",
     "GroupMessageDelivered",
@@ -854,12 +855,31 @@ class GroupTaskCreated(Event):
 
 @dataclass(frozen=True, slots=True)
 class GroupTaskClaimed(Event):
-    """``agent`` owns ``task_id``. Stored with the source ref ``group-claim:<task_id>`` in the root
-    session, so the one transaction that appends it decides the owner: a second claim adds nothing."""
+    """``agent`` owns ``task_id``. Stored with the source ref ``group-claim:<task_id>`` (``attempt`` 0)
+    or ``group-claim:<task_id>:<attempt>`` (a reclaim) in the root session, so the one transaction that
+    appends it decides the owner: a second claim of one attempt adds nothing. ``lease_seconds`` (``None``:
+    the claim never expires) and ``at`` (Unix seconds when it was claimed): once ``lease_seconds`` pass
+    after ``at`` or the owner's last :class:`GroupTaskLeaseRenewed` with no completion, attempt
+    ``attempt + 1`` may reclaim the task."""
 
     KIND: ClassVar[str] = "group_task_claimed"
     task_id: str
     agent: str
+    attempt: int = 0
+    lease_seconds: float | None = None
+    at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupTaskLeaseRenewed(Event):
+    """The owner of claim ``attempt`` of ``task_id`` is alive at ``at`` (Unix seconds): its lease runs
+    ``lease_seconds`` from here. Not provider-visible."""
+
+    KIND: ClassVar[str] = "group_task_lease_renewed"
+    task_id: str
+    agent: str
+    attempt: int = 0
+    at: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -871,6 +891,7 @@ class GroupTaskCompleted(Event):
     agent: str
     status: str = "completed"
     summary: str = ""
+    session_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -913,7 +934,8 @@ BUILTIN_KINDS: tuple[type[Event], ...] = (
     SteeringQueued, SteeringDelivered, ToolStarted, EstimateCorrection, HarnessPrompt, SkillsListed, McpToolsListed,
     AgentProfile, AgentReport,
     AgentLifecycle, AgentNotificationDelivered,
-    GroupTaskCreated, GroupTaskClaimed, GroupTaskCompleted, GroupMemberJoined, GroupMessageQueued,
+    GroupTaskCreated, GroupTaskClaimed, GroupTaskCompleted, GroupTaskLeaseRenewed, GroupMemberJoined,
+    GroupMessageQueued,
     GroupMessageDelivered,
 )
 """Every event kind Latch writes, in one explicit list: conversation, kernel, agent."""

@@ -21,12 +21,14 @@ from typing import Any
 
 from ..events import (AGENT_REPORT_STATUSES, AgentProfile, AgentReport, AgentValidation, AssistantMessage,
                       Mutation, PendingEvent, UserMessage, ValidationEvidence, canonical_json)
+from ..host.ingest import subagent_call
 from ..host.kernel import kernel_cache
 from ..kernel.ledger import ledger_for
 from .tools.base import bound_text
 
 __all__ = ["CHILD_SOURCE", "CHILD_MAX_TURNS", "REPORT_LIMIT_BYTES", "SUMMARY_LIMIT_CHARS", "child_key",
-           "find_child", "create_child", "child_profile", "child_report", "build_report", "render_report", "child_tools"]
+           "find_child", "create_child", "child_profile", "child_report", "build_report", "render_report", "child_tools",
+           "child_link", "child_result"]
 
 CHILD_SOURCE = "latch agent"
 CHILD_MAX_TURNS = 40
@@ -141,3 +143,50 @@ def child_tools(parent_tools: Sequence[Any], wanted: Any) -> tuple[Any, ...]:
     if not wanted:
         raise ValueError("spawn_agent: field 'tools' must name at least one tool")
     return tuple(t for t in offered if t.NAME in wanted)
+
+
+def child_link(store: Any, session_id: str) -> AgentProfile | None:
+    """How child session ``session_id`` is linked to its parent's tool call, as an
+    :class:`~latch.events.AgentProfile`: a ``spawn_agent`` child's own durable profile, or, for an imported
+    Claude Code sub-agent (``subagents/agent-<id>.jsonl``, meta ``agent_kind`` ``"subagent"``), one derived
+    from the import and never stored: ``call_id`` the parent's Task call
+    (:func:`latch.host.ingest.subagent_call`), ``brief`` the sub-agent's first user message, ``model`` its
+    first assistant message's model, ``engine`` ``None`` (Latch did not build it), ``config`` ``{"agent_type":
+    ...}`` from the parent's marker. ``None`` for a session that is neither (a root, or a compaction agent
+    no tool call spawned)."""
+    profile = child_profile(store, session_id)
+    if profile is not None:
+        return profile
+    info = store.session(session_id)
+    call = subagent_call(store, session_id)
+    if info.parent_id is None or call is None:
+        return None
+    brief, model = "", None
+    for s in store.events(session_id, kinds=[UserMessage.KIND, AssistantMessage.KIND]):
+        if isinstance(s.event, AssistantMessage):
+            model = model or s.event.model
+        elif not brief and s.event.text.strip():
+            brief = s.event.text
+        if brief and model:
+            break
+    kinds = {m.event.agent_type for m in store.events(info.parent_id, kinds=["subagent_marker"])
+             if m.event.call_id == call and m.event.agent_type}
+    return AgentProfile(parent_session_id=info.parent_id, call_id=call, brief=brief, model=model,
+                        config={"agent_type": sorted(kinds)[0]} if kinds else {})
+
+
+def child_result(store: Any, session_id: str) -> AgentReport | None:
+    """The report of a child: a ``spawn_agent`` child's stored :class:`~latch.events.AgentReport` (``None``
+    while it runs); for an imported sub-agent (:func:`child_link`), :func:`build_report` of its own log
+    (derived, never stored): ``completed`` with its final assistant text as the summary when its last
+    assistant message calls no tool, else ``failed`` ("the transcript ends before a final answer")."""
+    if child_profile(store, session_id) is not None:
+        return child_report(store, session_id)
+    if child_link(store, session_id) is None:
+        return None
+    last = None
+    for s in store.events(session_id, kinds=[AssistantMessage.KIND]):
+        last = s.event
+    if last is not None and not last.tool_calls and last.text.strip():
+        return build_report(store, session_id, "completed")
+    return build_report(store, session_id, "failed", error="the transcript ends before a final answer")

@@ -20,19 +20,20 @@ nothing wakes an idle agent.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..events import (Event, GroupMemberJoined, GroupMessageDelivered, GroupMessageQueued, GroupTaskClaimed,
-                      GroupTaskCompleted, GroupTaskCreated, PendingEvent)
+                      GroupTaskCompleted, GroupTaskCreated, GroupTaskLeaseRenewed, PendingEvent)
 from .steering import pending_tool_calls
 
-__all__ = ["Group", "GroupState", "GroupTask", "GroupError", "GROUP_KINDS", "TASK_STATUSES"]
+__all__ = ["Group", "GroupState", "GroupTask", "GroupError", "GROUP_KINDS", "TASK_STATUSES", "resolve_group"]
 
-GROUP_KINDS = (GroupTaskCreated.KIND, GroupTaskClaimed.KIND, GroupTaskCompleted.KIND, GroupMemberJoined.KIND,
-               GroupMessageQueued.KIND)
+GROUP_KINDS = (GroupTaskCreated.KIND, GroupTaskClaimed.KIND, GroupTaskCompleted.KIND, GroupTaskLeaseRenewed.KIND,
+               GroupMemberJoined.KIND, GroupMessageQueued.KIND)
 """The kinds of the root session that make up a group (deliveries live in the recipients' sessions)."""
 TASK_STATUSES = ("completed", "failed")
 
@@ -44,7 +45,10 @@ class GroupError(ValueError):
 
 @dataclass
 class GroupTask:
-    """One task: ``owner`` the claiming agent (``None``: unclaimed); ``status`` ``None`` while open."""
+    """One task: ``owner`` the claiming agent (``None``: unclaimed); ``status`` ``None`` while open;
+    ``attempt`` the current claim's number (0 for the first, one more per reclaim); ``lease_seconds``
+    (``None``: never expires) and ``alive_at`` (Unix seconds of the claim or its owner's last renewal);
+    ``session_id`` the session that ran it, once completed."""
 
     task_id: str
     title: str
@@ -53,6 +57,15 @@ class GroupTask:
     owner: str | None = None
     status: str | None = None
     summary: str = ""
+    attempt: int = 0
+    lease_seconds: float | None = None
+    alive_at: float | None = None
+    session_id: str | None = None
+
+    def lease_expired(self, now: float) -> bool:
+        """``True`` when the task is claimed, open, and its lease ran out before ``now`` (Unix seconds)."""
+        return (self.owner is not None and self.status is None and self.lease_seconds is not None
+                and self.alive_at is not None and now > self.alive_at + self.lease_seconds)
 
 
 @dataclass
@@ -77,12 +90,17 @@ class GroupState:
                 st.tasks.setdefault(e.task_id, GroupTask(e.task_id, e.title, e.brief, tuple(e.depends_on)))
             elif isinstance(e, GroupTaskClaimed):
                 t = st.tasks.get(e.task_id)
-                if t is not None and t.owner is None:
-                    t.owner = e.agent
+                if t is not None and t.status is None and (
+                        (t.owner is None and e.attempt == 0) or (t.owner is not None and e.attempt == t.attempt + 1)):
+                    t.owner, t.attempt, t.lease_seconds, t.alive_at = e.agent, e.attempt, e.lease_seconds, e.at
+            elif isinstance(e, GroupTaskLeaseRenewed):
+                t = st.tasks.get(e.task_id)
+                if t is not None and t.status is None and (t.owner, t.attempt) == (e.agent, e.attempt):
+                    t.alive_at = max(t.alive_at or 0.0, e.at)
             elif isinstance(e, GroupTaskCompleted):
                 t = st.tasks.get(e.task_id)
                 if t is not None and t.status is None and t.owner == e.agent:
-                    t.status, t.summary = e.status, e.summary
+                    t.status, t.summary, t.session_id = e.status, e.summary, e.session_id
             elif isinstance(e, GroupMemberJoined):
                 if st.members.get(e.agent) is None:
                     st.members[e.agent] = e.session_id
@@ -98,6 +116,10 @@ class GroupState:
         return [t for t in self.tasks.values() if t.owner is None and all(
             self.tasks[d].status == "completed" for d in t.depends_on if d in self.tasks)]
 
+    def reclaimable(self, now: float) -> list[GroupTask]:
+        """Claimed open tasks whose lease expired before ``now`` (Unix seconds), in creation order."""
+        return [t for t in self.tasks.values() if t.lease_expired(now)]
+
     def pending_for(self, recipient: str) -> list[GroupMessageQueued]:
         """Undelivered messages for ``recipient``, FIFO (queue order)."""
         return [m for m in self.messages.values() if m.recipient == recipient and m.message_id not in self.delivered]
@@ -109,6 +131,22 @@ class GroupState:
                                                   "blocked")} for t in self.tasks.values()],
                 "members": [{"agent": a, "session": s} for a, s in self.members.items()],
                 "messages": {"queued": len(self.messages), "delivered": len(self.delivered)}}
+
+
+def resolve_group(store: Any, name: str, *, by_id: bool = True) -> str:
+    """The root session id of the group called ``name``: the newest session whose meta ``group`` is
+    ``name`` (``latch run --group NAME TASK`` records it), else (``by_id``) the session of id or id prefix
+    ``name``. ``KeyError`` (one line) when there is none."""
+    named = [s for s in store.sessions() if (s.meta or {}).get("group") == name]
+    if named:
+        return str(named[-1].id)
+    if by_id:
+        try:
+            return str(store.session(name).id)
+        except KeyError:
+            pass
+    raise KeyError(f"no agent group {name!r} (no session is named so by latch run --group, and no session id "
+                   f"starts with it)")
 
 
 class Group:
@@ -150,32 +188,67 @@ class Group:
         ref = f"group-member:{agent}" + (f":{session_id}" if session_id else "")
         self.store.append(self.root, [PendingEvent(GroupMemberJoined(agent, session_id), ref)])
 
-    def claim_task(self, task_id: str, agent: str) -> bool:
+    def claim_task(self, task_id: str, agent: str, *, lease_seconds: float | None = None,
+                   now: float | None = None) -> bool:
         """Try to own ``task_id``: ``True`` when this call's transaction appended the claim, ``False`` when
-        another agent had it. :class:`GroupError` for an unknown task or one whose dependencies are open."""
+        another agent had it. With ``lease_seconds`` the claim expires that long after ``now`` (Unix seconds,
+        default the clock) or its last :meth:`renew_lease`. :class:`GroupError` for an unknown task or one
+        whose dependencies are open."""
         st = self.state()
         t = st.tasks.get(task_id)
         if t is None:
             raise GroupError(f"claim_task: no task {task_id!r}")
         if t.owner is None and t not in st.ready():
             raise GroupError(f"claim_task {task_id!r}: its dependencies have not completed")
-        return bool(self.store.append(self.root, [PendingEvent(GroupTaskClaimed(task_id, agent),
+        at = (time.time() if now is None else now) if lease_seconds is not None else None
+        return bool(self.store.append(self.root, [PendingEvent(GroupTaskClaimed(task_id, agent, 0, lease_seconds, at),
                                                                f"group-claim:{task_id}")]))
 
-    def claim_next(self, agent: str) -> GroupTask | None:
-        """Claim the first ready task another agent does not win first; ``None`` when none is ready."""
+    def reclaim_task(self, task_id: str, agent: str, *, lease_seconds: float, now: float | None = None) -> bool:
+        """Take over ``task_id`` whose owner's lease expired (a killed worker): claim attempt ``n + 1``, decided
+        like a first claim by the transaction that appends ``group-claim:<task_id>:<n + 1>`` (two reclaimers:
+        one owner). ``False`` when the task is done, its lease is still running, or another agent won."""
+        now = time.time() if now is None else now
+        t = self.state().tasks.get(task_id)
+        if t is None:
+            raise GroupError(f"claim_task: no task {task_id!r}")
+        if not t.lease_expired(now):
+            return False
+        n = t.attempt + 1
+        return bool(self.store.append(self.root, [PendingEvent(GroupTaskClaimed(task_id, agent, n, lease_seconds, now),
+                                                               f"group-claim:{task_id}:{n}")]))
+
+    def renew_lease(self, task_id: str, agent: str, *, now: float | None = None) -> bool:
+        """Record that ``agent`` still works on its claim of ``task_id`` (its lease runs on from ``now``).
+        ``False`` (nothing appended) when ``agent`` no longer owns the open task."""
+        t = self.state().tasks.get(task_id)
+        if t is None or t.owner != agent or t.status is not None:
+            return False
+        at = time.time() if now is None else now
+        self.store.append(self.root, [GroupTaskLeaseRenewed(task_id, agent, t.attempt, at)])
+        return True
+
+    def claim_next(self, agent: str, *, lease_seconds: float | None = None, now: float | None = None) -> GroupTask | None:
+        """Claim the first ready task another agent does not win first, else (with ``lease_seconds``) reclaim
+        the first task whose lease expired; ``None`` when nothing is claimable."""
         while True:
-            ready = self.state().ready()
-            if not ready:
+            st = self.state()
+            ready = st.ready()
+            expired = st.reclaimable(time.time() if now is None else now) if lease_seconds is not None else []
+            if not ready and not expired:
                 return None
             for t in ready:
-                if self.claim_task(t.task_id, agent):
-                    t.owner = agent
-                    return t
+                if self.claim_task(t.task_id, agent, lease_seconds=lease_seconds, now=now):
+                    return self.state().tasks[t.task_id]
+            for t in expired:
+                if self.reclaim_task(t.task_id, agent, lease_seconds=lease_seconds or 0.0, now=now):
+                    return self.state().tasks[t.task_id]
 
-    def complete_task(self, task_id: str, agent: str, *, status: str = "completed", summary: str = "") -> bool:
-        """Mark ``agent``'s task done (``status`` in :data:`TASK_STATUSES`); ``False`` when it already was.
-        :class:`GroupError` for an unknown task, another owner or a bad status."""
+    def complete_task(self, task_id: str, agent: str, *, status: str = "completed", summary: str = "",
+                      session_id: str | None = None) -> bool:
+        """Mark ``agent``'s task done (``status`` in :data:`TASK_STATUSES`; ``session_id`` the session that
+        ran it); ``False`` when it already was. :class:`GroupError` for an unknown task, another owner or a
+        bad status."""
         if status not in TASK_STATUSES:
             raise GroupError(f"complete_task: status must be one of {', '.join(TASK_STATUSES)}, got {status!r}")
         t = self.state().tasks.get(task_id)
@@ -183,8 +256,8 @@ class Group:
             raise GroupError(f"complete_task: no task {task_id!r}")
         if t.owner != agent:
             raise GroupError(f"complete_task {task_id!r}: owned by {t.owner!r}, not {agent!r}")
-        return bool(self.store.append(self.root, [PendingEvent(GroupTaskCompleted(task_id, agent, status, summary),
-                                                               f"group-complete:{task_id}")]))
+        return bool(self.store.append(self.root, [PendingEvent(
+            GroupTaskCompleted(task_id, agent, status, summary, session_id), f"group-complete:{task_id}")]))
 
     def send_message(self, sender: str, recipient: str, text: str) -> str:
         """Queue ``text`` for ``recipient``; returns its message id. :class:`GroupError` for empty text."""

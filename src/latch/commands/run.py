@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import sys
+import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from ..textsafe import console, markup, safe
 __all__ = ["register"]
 
 DEFAULT_MAX_TURNS = 50
+DEFAULT_LEASE_SECONDS = 300.0  # latch.agent.worker.DEFAULT_LEASE_SECONDS (not imported at CLI start)
 SLASH_COMMANDS = ("/context", "/compact", "/state", "/evidence", "/search QUERY", "/quit")
 
 
@@ -188,11 +190,31 @@ def register(cli: click.Group) -> None:
                   help="Offer only these built-in tools (comma-separated; default: all).")
     @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
                   help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder).")
+    @click.option("--group", "group_name", default=None, metavar="NAME",
+                  help="With TASK: start the lead of a new agent group NAME (it gets create_task, claim_task, "
+                       "complete_task, send_message). With --worker: the group to work for (its name or root "
+                       "session id).")
+    @click.option("--worker", is_flag=True, help="Join --group as a worker: claim ready tasks one at a time, run "
+                                                 "each as a child agent, exit when nothing is claimable.")
+    @click.option("--lease", "lease_seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+                  help=f"Seconds a worker's claim outlives its last heartbeat before another worker may reclaim "
+                       f"it (default {DEFAULT_LEASE_SECONDS:g}).")
     @pass_app
     def run_cmd(app, task, provider_name, model, base_url, api_key_env, max_turns, assume_yes, mode, resume,
                 engine, child_engine, estimator, window, reserve, recent, tool_choice, no_stream, tool_names,
-                config_path):
-        """Run an agent on TASK in the current workspace (or continue one with --resume)."""
+                config_path, group_name, worker, lease_seconds):
+        """Run an agent on TASK in the current workspace (or continue one with --resume, or work for an agent
+        group with --group NAME --worker)."""
+        if worker and group_name is None:
+            raise click.UsageError("--worker needs --group NAME")
+        if worker and (task is not None or resume is not None):
+            raise click.UsageError("--worker takes no TASK and no --resume (it runs the group's tasks)")
+        if lease_seconds is not None and not worker:
+            raise click.UsageError("--lease applies to --worker only")
+        if group_name is not None and not worker and (task is None or resume is not None):
+            raise click.UsageError("--group NAME without --worker starts a group's lead: give a TASK (no --resume)")
+        if group_name is not None and not group_name.strip():
+            raise click.UsageError("--group: the name is empty")
         if window is not None and reserve is not None and reserve >= window:
             raise click.UsageError(f"--reserve ({reserve}) must be below --window ({window})")
         if task is not None and not task.strip():
@@ -216,6 +238,8 @@ def register(cli: click.Group) -> None:
         section = config.get("provider", {}) or {}
         from .. import plugins
         from ..agent.context import SYSTEM_PROMPT, session_context
+        from ..agent.group import Group, resolve_group  # command modules load at CLI start: agent code lazily
+        from ..agent.tools.group import GROUP_TOOLS
         from ..agent.loop import AgentLoop, repair_interrupted
         from ..agent.mcp import McpHub, mcp_servers, mcp_tools, session_mcp_tools
         from ..agent.skills import discover_skills, session_skills, skill_tools
@@ -226,8 +250,15 @@ def register(cli: click.Group) -> None:
         from ..kernel.tombstones import tombstoned_sessions
         from ..providers import ProviderError
 
-        store = app.store(create=False) if resume is not None else None  # a new run opens it once checked
+        store = app.store(create=False) if resume is not None or worker else None  # a new run opens it once checked
         profile: dict[str, Any] = {}
+        resumed_lead = False
+        if worker:
+            assert store is not None
+            try:
+                resume = resolve_group(store, group_name)
+            except KeyError as exc:
+                raise click.ClickException(str(exc.args[0])) from None
         if resume is not None:
             assert store is not None
             try:
@@ -237,12 +268,13 @@ def register(cli: click.Group) -> None:
             if info.id in tombstoned_sessions(store):
                 raise click.ClickException(f"session {info.id} was forgotten (latch forget); it cannot be resumed")
             profile = dict((info.meta or {}).get("agent") or {})
-            if not profile:
+            if not profile and not worker:
                 raise click.ClickException(f"session {info.id} was imported, not run by latch run; it cannot be "
                                            "resumed")
-            if not any(True for _ in store.events(info.id, kinds=["user_message"])):
+            if not worker and not any(True for _ in store.events(info.id, kinds=["user_message"])):
                 raise click.ClickException(f"session {info.id} has no task (it never started); start a new run")
             session_id, workspace = info.id, Path(info.workspace or os.getcwd())
+            resumed_lead = not worker and bool((info.meta or {}).get("group"))  # a group's lead stays its lead
         if tool_names is None and profile.get("tools"):  # a resumed session keeps its tools, byte for byte
             chosen_tools = tuple(t for t in known.values() if t.NAME in profile["tools"])
         name = provider_name or profile.get("provider") or section.get("name")
@@ -297,14 +329,25 @@ def register(cli: click.Group) -> None:
                                    f"({planned_window:,}); pass --window or --reserve")
         if resume is None:
             store = app.store()
+            if group_name is not None:
+                try:
+                    resolve_group(store, group_name, by_id=False)
+                except KeyError:
+                    pass
+                else:
+                    raise click.UsageError(f"--group: a group named {group_name!r} exists already; join it with "
+                                           "--worker or pick another name")
             workspace = Path(os.getcwd()).resolve()
             profile = {"provider": name, "model": model, "base_url": base_url, "api_key_env": api_key_env,
                        "mode": mode, "engine": engine, "child_engine": child_engine, "estimator": estimator,
                        "tools": [t.NAME for t in chosen_tools] if tool_names is not None else None,
                        "window": window, "reserve": reserve, "recent": recent, "tool_choice": tool_choice,
                        "no_stream": no_stream or None}
+            meta: dict[str, Any] = {"agent": {k: v for k, v in profile.items() if v is not None}}
+            if group_name is not None:
+                meta["group"] = group_name
             session_id = store.create_session(workspace=str(workspace), source="latch run", format="latch",
-                                              meta={"agent": {k: v for k, v in profile.items() if v is not None}})
+                                              meta=meta)
         con = console(highlight=False)
         err = console(stderr=True, highlight=False)
 
@@ -346,13 +389,25 @@ def register(cli: click.Group) -> None:
         for w in warnings:
             err.print(f"[yellow]latch: warning: {markup(w)}[/yellow]")
         tools = (*chosen_tools, *(skill_tools() if skills else ()), *mcp_tools(entries, hub))
+        lead = not worker and (group_name is not None or resumed_lead)
+        if lead:
+            tools = (*tools, *GROUP_TOOLS)
         tool_ctx = ToolContext(workspace=workspace, store=store, session_id=session_id, processes=processes,
                                estimate=setup.counter.text)
         loop = AgentLoop(store, session_id, provider, setup=setup, budget=budget, tools=tools, tool_context=tool_ctx,
                          session_context=ctx_obj, policy=PermissionPolicy(mode=mode), approve=_approve_on_tty(con),
                          assume_yes=assume_yes, system_prompt=SYSTEM_PROMPT,
                          observer=_Printer(con, budget.hard_limit_tokens, model, name, setup.counter.exact),
-                         tool_choice=tool_choice, max_output_tokens=budget.reserve_tokens, supervisor=supervisor)
+                         tool_choice=tool_choice, max_output_tokens=budget.reserve_tokens, supervisor=supervisor,
+                         group=Group(store, session_id) if lead else None, group_agent="lead" if lead else None)
+        if worker:
+            try:
+                code = _work(con, loop, store, session_id, lease_seconds or DEFAULT_LEASE_SECONDS)
+            finally:
+                processes.close()
+                if hub is not None:
+                    hub.close()
+            sys.exit(code)
         if resume is not None:
             for res in loop.resume_children():  # children a killed run left mid-way: rebuilt, finished
                 con.print(f"[yellow]resumed child agent: {markup(_summary(res.content, res.is_error))}[/yellow]",
@@ -377,6 +432,37 @@ def register(cli: click.Group) -> None:
             if hub is not None:
                 hub.close()
         sys.exit(code)
+
+
+def _work(con: Any, loop: Any, store: Any, root: str, lease_seconds: float) -> int:
+    """The worker of ``latch run --group NAME --worker``: :func:`latch.agent.worker.run_worker` as a fresh
+    member (``worker-<pid>-<hex>``), a line per task claimed and done; exit 0 when nothing is claimable."""
+
+    from ..agent.group import Group  # command modules load at CLI start: agent code lazily
+    from ..agent.supervisor import ChildPolicyError
+    from ..agent.worker import run_worker
+
+    agent = f"worker-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    con.print(f"[dim]worker {agent} joined the group rooted in {root} · lease {lease_seconds:g} s[/dim]",
+              highlight=False)
+
+    def claimed(task: Any) -> None:
+        how = f"reclaimed (attempt {task.attempt})" if task.attempt else "claimed"
+        con.print(f"[cyan]{how} task {markup(task.task_id)}: {markup(task.title)}[/cyan]", highlight=False)
+
+    def done(run: Any) -> None:
+        what = run.report.status if run.completed else f"{run.report.status}, but another worker owns it now"
+        con.print(f"[green]task {markup(run.task_id)}: {markup(what)} · child session {run.session_id}[/green]",
+                  highlight=False)
+
+    try:
+        runs = run_worker(Group(store, root), agent, loop, lease_seconds=lease_seconds, on_task=claimed, on_done=done)
+    except ChildPolicyError as exc:
+        con.print(f"[red]latch: error: {markup(str(exc))}[/red]", highlight=False)
+        return 1
+    con.print(f"[dim]nothing claimable: {len(runs)} task{'s' if len(runs) != 1 else ''} run by {agent}[/dim]",
+              highlight=False)
+    return 0
 
 
 def _run_task(con: Any, loop: Any, max_turns: int) -> int:

@@ -99,6 +99,19 @@ def _visible_sessions(store):
     return [s for s in store.sessions() if s.id not in dead]
 
 
+def _child_doc(store, session_id: str) -> dict | None:
+    """A child session's link and report for ``latch sessions``: ``{"call_id", "brief", "report": {"status",
+    "summary"} | None}`` (:func:`latch.agent.children.child_link`), or ``None`` when no tool call links it."""
+    from ..agent.children import child_link, child_result  # command modules load at CLI start: agent code lazily
+
+    link = child_link(store, session_id)
+    if link is None:
+        return None
+    report = child_result(store, session_id)
+    return {"call_id": link.call_id, "brief": _excerpt(link.brief),
+            "report": None if report is None else {"status": report.status, "summary": _excerpt(report.summary)}}
+
+
 def register(cli: click.Group) -> None:
     @cli.command("import")
     @click.argument("files", nargs=-1, type=click.Path())
@@ -248,15 +261,24 @@ def register(cli: click.Group) -> None:
         store = app.store(create=False)
         rows = _visible_sessions(store)
         if as_json:
-            click.echo(dumps([
-                {"id": s.id, "source": s.source, "format": s.format, "events": s.events, "parent": s.parent_id,
-                 "workspace": s.workspace, "created_at": s.created_at, "first_seq": s.first_seq,
-                 "last_seq": s.last_seq} for s in rows], indent=2))
+            docs = []
+            for s in rows:
+                doc = {"id": s.id, "source": s.source, "format": s.format, "events": s.events, "parent": s.parent_id,
+                       "workspace": s.workspace, "created_at": s.created_at, "first_seq": s.first_seq,
+                       "last_seq": s.last_seq}
+                if s.parent_id is not None:
+                    doc["child"] = _child_doc(store, s.id)
+                docs.append(doc)
+            click.echo(dumps(docs, indent=2))
             return
-        t = Table("id", "format", "events", "first seq", "source", title=f"{len(rows)} sessions")
+        t = Table("id", "format", "events", "first seq", "source", "child of", title=f"{len(rows)} sessions")
         for s in rows:
+            child = _child_doc(store, s.id) if s.parent_id is not None else None
+            parent = "" if s.parent_id is None else s.parent_id + (
+                f" (call {child['call_id']}, {child['report']['status']})" if child and child.get("report") else
+                f" (call {child['call_id']})" if child else "")
             t.add_row(cell(s.id), cell(s.format or ""), str(s.events), "" if s.first_seq is None else str(s.first_seq),
-                      cell(s.source or ""))
+                      cell(s.source or ""), cell(parent))
         _console().print(t)
 
     @cli.command("show")
