@@ -137,6 +137,40 @@ def test_roo_code_task_folder():
     assert parsed.meta["reported_cost_usd"] == 0.039
 
 
+CLINE_SDK_TASK = FIXTURES / "cline/globalStorage/saoudrizwan.claude-dev/tasks/1778000000000"
+ROO_FORCED_TASK = FIXTURES / "roo-code/globalStorage/rooveterinaryinc.roo-cline/tasks/0190b2c3-d4e5-7f60-8a9b-1c2d3e4f5a6b"
+
+
+def test_cline_compaction_divider_is_a_marker_placed_by_ts():
+    parsed = parse_file(CLINE_SDK_TASK / HISTORY)
+    assert_shape(parsed.events)
+    # the "started" row was updated in place (same ts) to "completed"; the "skipped" one compacted nothing
+    assert ref_kinds(parsed.events) == [
+        ("messages[0]", "UserMessage"), ("messages[0]#meta", "UserMessage"),
+        ("messages[1]", "AssistantMessage"), ("ui:1", "Usage"), ("messages[2].content[0]", "ToolResult"),
+        ("ui:3", "CompactionMarker"),
+        ("messages[3]", "AssistantMessage"), ("ui:5", "Usage")]
+    ev = {pe.source_ref: pe.event for pe in parsed.events}
+    assert ev["ui:3"] == CompactionMarker(trigger="auto", pre_tokens=150000, post_tokens=21000,
+                                          summary="Cline compacted the conversation from 3 to 2 messages")
+    assert parsed.events[5].ts == "2026-05-05T16:53:30.000Z"
+
+
+def test_roo_condense_row_without_condense_id_and_a_truncation_row_with_no_history_marker():
+    parsed = parse_file(ROO_FORCED_TASK / HISTORY)
+    assert_shape(parsed.events)
+    assert ref_kinds(parsed.events) == [
+        ("messages[0]", "UserMessage"), ("messages[1]", "AssistantMessage"), ("ui:1", "Usage"),
+        ("messages[2]", "CompactionMarker"), ("ui:3", "CompactionMarker"),
+        ("messages[3]", "AssistantMessage"), ("ui:4", "Usage")]
+    ev = {pe.source_ref: pe.event for pe in parsed.events}
+    # Roo's forced reduction writes contextCondense without condenseId: it still belongs to the summary message
+    assert ev["messages[2]"] == CompactionMarker(trigger="condense", pre_tokens=190000, post_tokens=3000,
+                                                 summary="## Conversation Summary\nThe user asked for a test.")
+    assert ev["ui:3"] == CompactionMarker(trigger="truncation", pre_tokens=180000, post_tokens=120000,
+                                          summary="Roo Code's sliding window hid 4 messages from later requests")
+
+
 def test_detected_by_content_over_the_anthropic_importer(tmp_path):
     other = tmp_path / "history.json"  # not the Cline file name: Cline's ts + modelInfo decide
     shutil.copyfile(CLINE_TASK / HISTORY, other)

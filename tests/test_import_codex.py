@@ -215,7 +215,8 @@ def test_synthetic_rollout(tmp_path, store):
                                               content="[no result: the turn was aborted (interrupted)]")
     assert ev["line:28"] == ToolResult(call_id="call_999", content="stray", orphan=True)
     assert ev["line:29"].reasoning_reported
-    assert ev["line:32"] == CompactionMarker(trigger="manual", summary="Summary of the work so far.")
+    # no `trigger` in the item: Codex writes the same CompactedItem for /compact and auto-compaction (unknown)
+    assert ev["line:32"] == CompactionMarker(trigger=None, summary="Summary of the work so far.")
     assert parsed.stats == dict(user_messages=3, assistant_messages=4, tool_calls=4, tool_results=4, tool_errors=2,
                                 orphan_results=1, missing_results=1,
                                 usage=dict(input_tokens=3000 + 1000 + 200 + 200, output_tokens=205,
@@ -277,10 +278,26 @@ def test_context_compacted_events(tmp_path):
     path = write_jsonl(tmp_path / "rollout-2026-02-01T09-00-00-0190-cccc.jsonl", rows)
     parsed = parse_file(path)
     markers = [(pe.source_ref, pe.ts, pe.event) for pe in parsed.events if isinstance(pe.event, CompactionMarker)]
-    assert markers == [("line:6", "2026-02-01T09:00:05.000Z", CompactionMarker(trigger="manual", summary="Summary one.")),
+    assert markers == [("line:6", "2026-02-01T09:00:05.000Z", CompactionMarker(trigger=None, summary="Summary one.")),
                        ("line:10", "2026-02-01T09:00:09.000Z", CompactionMarker())]
     assert parsed.settled is None
     tail = write_jsonl(tmp_path / "rollout-2026-02-01T09-00-00-0190-dddd.jsonl",
                        [*rows[:5], row("event_msg", {"type": "context_compacted"}, 5)])
     grown = parse_file(tail)
     assert isinstance(grown.events[-1].event, CompactionMarker) and grown.settled == len(grown.events) - 1
+
+
+def test_compacted_trigger_is_kept_when_written_and_unknown_when_absent(tmp_path):
+    """codex-rs core/src/compact.rs writes one CompactedItem{message, replacement_history} for /compact and for
+    auto-compaction alike: without a ``trigger`` field the marker's trigger is unknown (None), not "manual"."""
+    def row(kind, payload, n):
+        return {"timestamp": f"2026-02-01T09:00:{n:02d}.000Z", "type": kind, "payload": payload}
+    path = write_jsonl(tmp_path / "rollout-2026-02-01T09-00-00-0190-eeee.jsonl", [
+        row("session_meta", {"id": "0190-eeee", "cwd": "/w"}, 0),
+        row("compacted", {"message": "Summary one.", "trigger": "auto"}, 1),
+        row("event_msg", {"type": "context_compacted"}, 2),
+        row("compacted", {"message": "Summary two."}, 3),
+        row("event_msg", {"type": "context_compacted"}, 4)])
+    markers = [pe.event for pe in parse_file(path).events if isinstance(pe.event, CompactionMarker)]
+    assert markers == [CompactionMarker(trigger="auto", summary="Summary one."),
+                       CompactionMarker(trigger=None, summary="Summary two.")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 
 import pytest
 from _importer_checks import (assert_rejected, assert_reimport_adds_nothing, assert_shape, check_jsonl_corruptions,
@@ -14,7 +15,9 @@ from corpus_support import corpus_files, corpus_format, corpus_name
 from latch.events import (AssistantMessage, CompactionMarker, SubagentMarker, SystemNote, ToolCall, ToolResult, Usage,
                           UserMessage, canonical_json)
 from latch.importers import TranscriptError, parse_file
+from latch.engine.episodes import EpisodeIndex
 from latch.host.ingest import import_file
+from latch.kernel import canonical_state
 from latch.importers.copilot_cli import CopilotCliImporter
 from latch.store import EventStore
 
@@ -429,3 +432,39 @@ def test_steering_prompt_does_not_close_the_running_call(tmp_path):
     assert any(isinstance(pe.event, UserMessage) and pe.event.text == "also check lint" for pe in parsed.events)
     assert all(isinstance(pe.event, (SystemNote, UserMessage, AssistantMessage, Usage, ToolResult))
                for pe in parsed.events)
+
+
+# ------------------------------------------------------------ sql todos and async bash (tests/fixtures/copilot-cli)
+SQL_ASYNC = Path(__file__).parent / "fixtures/copilot-cli/events.jsonl"
+
+
+def test_corpus_prompt_names_the_sql_todos_and_async_bash_the_fixture_follows(corpus_dir):
+    """The corpus file has no sql or async bash call; its system prompt defines the shapes the fixture uses."""
+    prompt = next(pe.event for pe in parse_file(corpus_dir / LANTERN).events if isinstance(pe.event, SystemNote))
+    assert "- `todos`: id, title, description, status (pending/in_progress/done/blocked)" in prompt.text
+    assert 'Use with `mode="async"` when:' in prompt.text
+    assert "Use read_bash with shellId to retrieve the full output after notification" in prompt.text
+
+
+def test_sql_todos_and_async_bash_import_as_calls_with_results_and_one_command(store):
+    parsed = parse_file(SQL_ASYNC)
+    assert_shape(parsed.events)
+    calls = [c for pe in parsed.events if isinstance(pe.event, AssistantMessage) for c in pe.event.tool_calls]
+    results = {pe.event.call_id: pe.event for pe in parsed.events if isinstance(pe.event, ToolResult)}
+    assert [c.name for c in calls] == ["sql", "sql", "bash", "read_bash", "sql"]
+    # every todo update is a call with its result, the SQL kept as written
+    assert json.loads(calls[1].arguments)["query"] == "UPDATE todos SET status = 'in_progress' WHERE id = 'run-tests';"
+    assert [results[c.id].content for c in calls if c.name == "sql"] == [
+        "2 row(s) inserted.", "1 row(s) updated.", "2 row(s) updated."]
+    assert results["call_bash1"].exit_code is None and not results["call_bash1"].is_error
+    assert results["call_read1"].exit_code == 1 and results["call_read1"].is_error
+    sid, _, _ = import_file(store, SQL_ASYNC)
+    s = canonical_state(store, sid)
+    # the async start and its read_bash (same shellId) are one managed process whose exit is the test's outcome
+    assert [(p["process_id"], p["running"], p["exit_code"]) for p in s.processes] == [("order-tests", False, 1)]
+    assert [(o["requirement"], o["status"], o["exit_code"]) for o in s.evidence] == [
+        ("python -m pytest -q tests/test_orders.py", "failed", 1)]
+    index = EpisodeIndex()
+    index.extend(store.events(sid))
+    assert [ep.marker_names for ep in index.episodes if "validation_failed" in ep.marker_names or
+            "validation_passed" in ep.marker_names] == [("validation_failed", "failure")]

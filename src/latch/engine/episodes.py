@@ -23,7 +23,8 @@ Markers (a bitmask over :data:`latch.hotpaths.MARKER_BITS`)
       command (pytest, cargo test/check/clippy, go test, npm test, tox, make
       check, mypy, ruff, tsc, ...): ``exit_code == 0`` passes, a non-zero exit
       code or ``is_error`` fails (an aborted call's ``missing`` placeholder is no
-      validation).
+      validation). A Copilot CLI ``bash`` with ``mode: "async"`` only started: its class waits for the
+      first ``read_bash`` of its ``shellId`` whose result has an exit code.
     * ``mutation``: a successful result of an edit/write/patch call (tool names
       such as Edit, Write, apply_patch, str_replace_editor create/str_replace/
       insert, or a command carrying ``*** Begin Patch``, ``apply_patch``,
@@ -286,6 +287,23 @@ def _classify_call(name: str, arguments: str) -> int:
     return _OTHER
 
 
+def _shell_link(call: ToolCall) -> tuple[str, str] | None:
+    """``("start", shellId)`` for a Copilot CLI ``bash`` call with ``mode: "async"`` (its result only says it
+    started), ``("poll", shellId)`` for a ``read_bash``/``stop_bash`` of that shell (a read whose result has
+    the exit code is the command's outcome); ``None`` otherwise (a substring test rules most calls out)."""
+    if '"shellId"' not in call.arguments:
+        return None
+    args = call.args()
+    shell = args.get("shellId") if isinstance(args, dict) else None
+    if not isinstance(shell, str):
+        return None
+    if call.name == "bash" and args.get("mode") == "async":
+        return ("start", shell)
+    if call.name in ("read_bash", "stop_bash"):
+        return ("poll", shell)
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class _Features:
     """What one event contributes (a pure function of the event)."""
@@ -297,7 +315,7 @@ class _Features:
     call_files: tuple[str, ...]
     text_files: tuple[str, ...]
     tools: tuple[str, ...]
-    calls: tuple[tuple[str, int], ...]   # (call id, call class)
+    calls: tuple[tuple[str, int, tuple[str, str] | None], ...]  # (call id, call class, _shell_link)
     result: tuple[str, bool, int | None, bool] | None  # (call id, is_error, exit_code, missing)
     markers: int
 
@@ -342,7 +360,7 @@ def _compute_features(event: Event) -> _Features:
             args = _argument_text(c)
             terms.extend(extract_terms(f"{c.name} {args}"))
             call_files.extend(_paths(args))
-            calls.append((c.id, _classify_call(c.name, c.arguments)))
+            calls.append((c.id, _classify_call(c.name, c.arguments), _shell_link(c)))
         return _Features(None, True, chars, tuple(terms), tuple(call_files), tuple(_paths(event.text)),
                          tuple(c.name for c in event.tool_calls), tuple(calls), None, 0)
     if isinstance(event, ToolResult):
@@ -479,6 +497,8 @@ class EpisodeIndex:
         self._file_names: list[str] = []
         self._by_basename: dict[str, list[int]] = {}
         self._pending: dict[str, int] = {}  # call id -> call class, until its result arrives
+        self._links: dict[str, tuple[str, str]] = {}  # call id -> _shell_link, until its result arrives
+        self._shells: dict[str, int] = {}  # Copilot CLI async shellId -> its command's class, until it exits
         self._term_indptr = _Growable([0])
         self._term_ids = _Growable()
         self._file_indptr = _Growable([0])
@@ -549,12 +569,21 @@ class EpisodeIndex:
             op.text_files[self._file_id(p)] = None
         for name in f.tools:
             op.tools[name] = None
-        for call_id, cls in f.calls:
+        for call_id, cls, link in f.calls:
             self._pending[call_id] = cls
+            if link is not None:
+                self._links[call_id] = link
         markers = f.markers
         if f.result is not None:
             call_id, is_error, exit_code, missing = f.result
             cls = self._pending.pop(call_id, _OTHER)
+            link = self._links.pop(call_id, None)
+            if link is not None and link[0] == "start" and not is_error and not missing and exit_code is None:
+                self._shells[link[1]] = cls  # started detached: its outcome comes with a later read_bash
+                cls = _OTHER
+            elif link is not None and link[0] == "poll" and link[1] in self._shells and not missing and (
+                    exit_code is not None):
+                cls = self._shells.pop(link[1])  # the async command's exit: the outcome of its class
             if cls == _VALIDATE and not missing:
                 ok = exit_code == 0 if exit_code is not None else not is_error
                 markers |= VALIDATION_PASSED if ok else VALIDATION_FAILED

@@ -12,14 +12,18 @@ falls back to the bytes, whose committed, checkpointed content is still a consis
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .base import TranscriptError
+from ._common import json_type
+from .base import Importer, JSONNestingError, ParsedSession, TranscriptError, json_loads
 
-__all__ = ["SQLITE_MAGIC", "is_sqlite", "schema_mentions", "open_bytes", "table_columns", "row_text"]
+__all__ = ["SQLITE_MAGIC", "is_sqlite", "schema_mentions", "open_bytes", "table_columns", "row_text",
+           "json_column", "present_columns", "SqliteSessionsImporter"]
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -103,3 +107,72 @@ def row_text(where: str, path: Path, value: Any, column: str, *, required: bool 
         kind = {int: "integer", float: "real", bytes: "blob"}.get(type(value), type(value).__name__)
         raise TranscriptError(path, where, f"column {column!r} must be text, got {kind}")
     return value
+
+
+def json_column(path: Path, where: str, value: Any, column: str, kind: type = dict, *, required: bool = True) -> Any:
+    """``value`` of ``column`` (text holding a JSON ``kind``, ``dict`` or ``list``) parsed; an empty
+    ``kind()`` for NULL or blank text unless ``required``. Raises :class:`TranscriptError` naming ``where``
+    and the column for a non-text value, invalid or too deeply nested JSON, or JSON of another type."""
+    text = row_text(where, path, value, column, required=required)
+    if text is None or (not required and not text.strip()):
+        return kind()
+    try:
+        doc = json_loads(text)
+    except json.JSONDecodeError as exc:
+        raise TranscriptError(path, where, f"column {column!r}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+    except JSONNestingError as exc:
+        raise TranscriptError(path, where, f"column {column!r}: {exc}") from None
+    if not isinstance(doc, kind):
+        raise TranscriptError(path, where, f"column {column!r} must hold a JSON "
+                                           f"{'array' if kind is list else 'object'}, got {json_type(doc)}")
+    return doc
+
+
+def present_columns(db: sqlite3.Connection, table: str, candidates: Sequence[str]) -> list[str]:
+    """The ``candidates`` that ``table`` has, in ``candidates`` order (columns a harness added later)."""
+    have = table_columns(db, table)
+    return [c for c in candidates if c in have]
+
+
+class SqliteSessionsImporter(Importer):
+    """An importer of a harness's SQLite database holding many sessions (Goose, OpenCode).
+
+    Subclasses set :attr:`WHAT` (``"a Goose sessions.db"``, for errors), :attr:`TABLES` (table -> the
+    columns it must have), :attr:`MESSAGE_TABLE` (named when no session has a message) and implement
+    :meth:`parse_rows`; :meth:`parse_all` opens the bytes (:func:`open_bytes`), checks the tables and
+    columns, and maps any ``sqlite3.Error`` the rows raise to one ``FILE: unreadable SQLite database:
+    REASON`` line.
+    """
+
+    WHAT: str = "a SQLite database"
+    TABLES: Mapping[str, Sequence[str]] = {}
+    MESSAGE_TABLE: str = "messages"
+
+    def parse(self, path: Path, data: bytes) -> ParsedSession:
+        """The session of the file with the most events (the earliest of equals); see :meth:`parse_all`.
+        Raises :class:`TranscriptError` when the file holds no session with messages."""
+        sessions = self.parse_all(path, data)
+        if not sessions:
+            raise TranscriptError(path, f"table {self.MESSAGE_TABLE}", "no session has any message")
+        return max(sessions, key=lambda s: len(s.events))  # max keeps the first of equals
+
+    def parse_all(self, path: Path, data: bytes) -> list[ParsedSession]:
+        """One :class:`ParsedSession` per session with messages (:meth:`parse_rows`). Raises
+        :class:`TranscriptError` ``FILE:table T: missing column C (not WHAT)``, those of
+        :func:`open_bytes`, ``FILE: unreadable SQLite database: REASON``, and those of :meth:`parse_rows`."""
+        db = open_bytes(path, data, required=tuple(self.TABLES), what=self.WHAT)
+        try:
+            for table, needed in self.TABLES.items():
+                have = table_columns(db, table)
+                missing = [c for c in needed if c not in have]
+                if missing:
+                    raise TranscriptError(path, f"table {table}", f"missing column {missing[0]!r} (not {self.WHAT})")
+            return self.parse_rows(path, db)
+        except sqlite3.Error as exc:
+            raise TranscriptError(path, None, f"unreadable SQLite database: {exc}") from None
+        finally:
+            db.close()
+
+    def parse_rows(self, path: Path, db: sqlite3.Connection) -> list[ParsedSession]:  # pragma: no cover - interface
+        """The sessions of ``db``, whose tables and required columns are checked."""
+        raise NotImplementedError

@@ -26,7 +26,15 @@ and ``sdk/legacy-task-handling.ts`` (the deleted range), and Roo-Code
   messages ``start..end`` from every later request) → ``CompactionMarker(trigger="truncation")`` after the
   API message its row points at; Roo's ``isSummary`` message → ``CompactionMarker(trigger="condense")``
   holding the summary, ``isTruncationMarker`` → ``CompactionMarker(trigger="truncation")``, with
-  ``pre_tokens``/``post_tokens`` from the ui row whose ``contextCondense``/``contextTruncation`` has its id.
+  ``pre_tokens``/``post_tokens`` from the ui row whose ``contextCondense``/``contextTruncation`` has its id
+  (a ``condense_context`` row without ``condenseId``, which Roo's forced reduction after a context-window
+  error writes, belongs to the next history summary no other row names). A Roo ``condense_context`` /
+  ``sliding_window_truncation`` row matching no history marker, and a Cline ``say: "compaction"`` divider
+  whose ``ClineCompactionInfo`` is ``status: "completed"`` (cline ``shared/ExtensionMessage.ts``; the
+  ``started`` row is updated in place, ``skipped``/``failed``/``cancelled`` compacted nothing) →
+  ``CompactionMarker`` of its own (``trigger`` the divider's ``mode`` ``auto``/``manual``, or
+  ``condense``/``truncation``; ``tokensBefore``/``tokensAfter`` or ``prevContextTokens``/``newContextTokens``),
+  placed by ``ts`` before the first history message written after it.
 * ``ts`` (epoch milliseconds) → ISO-8601 UTC; the workspace is the ``# Current Working Directory (...)``
   of the first ``<environment_details>``.
 
@@ -39,6 +47,7 @@ rows' ``cost``), ``ui_messages`` (that file's path, when read).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -120,6 +129,18 @@ def _read_ui(path: Path) -> list[dict]:
     return doc
 
 
+@dataclass(frozen=True, slots=True)
+class _UiMarker:
+    """A compaction a ui_messages row records: ``kind`` is the marker's trigger."""
+
+    kind: str | None
+    marker_id: str | None
+    tokens: tuple[int | None, int | None]
+    summary: str
+    ref: str
+    ts_ms: int | float | None
+
+
 class _Task:
     """One pass over the API history, with the ui rows' usage and deleted ranges keyed by history index."""
 
@@ -132,7 +153,59 @@ class _Task:
         self.open_calls: list[str] = []  # the previous assistant message's calls still unanswered, in order
         self.workspace: str | None = None
         self.carry_reasoning = False
-        self.marker_tokens: dict[str, tuple[int | None, int | None]] = {}
+        self.marker_tokens: dict[int, tuple[int | None, int | None]] = {}  # history index -> Roo's ui counts
+        self.ui_markers: list[_UiMarker] = []  # Roo condense/truncation rows, in file order
+        self.standalone: list[_UiMarker] = []  # compactions only ui_messages records, placed by ts
+
+    def cline_compaction(self, loc: Loc, row: dict, ts_ms: int | float | None, i: int) -> None:
+        """A Cline ``say: "compaction"`` divider (``ClineCompactionInfo``); only a ``completed`` one compacted."""
+        info = load_json_field(loc, loc.str(row, "text") or "", "text")
+        if info.get("status") != "completed":
+            return  # started (later updated in place), skipped, failed, cancelled: the context is unchanged
+        mode = info.get("mode")
+        tokens = (count_field(loc, info, "tokensBefore", "text"), count_field(loc, info, "tokensAfter", "text"))
+        before, after = (count_field(loc, info, k, "text") for k in ("messagesBefore", "messagesAfter"))
+        summary = "Cline compacted the conversation" + (
+            f" from {before} to {after} messages" if before is not None and after is not None else "")
+        self.standalone.append(_UiMarker(mode if mode in ("auto", "manual") else None, None, tokens, summary,
+                                         f"ui:{i}", ts_ms))
+
+    def match_markers(self) -> None:
+        """Give each Roo history marker (``isSummary``/``isTruncationMarker``) the counts of its ui row: by
+        ``condenseId``/``truncationId``, or, for a row without an id (Roo's forced reduction after a
+        context-window error writes ``contextCondense`` without ``condenseId``), the next unmatched history
+        marker of its kind. A row matching none (its history marker was dropped) is a marker of its own."""
+        history = []
+        for j, m in enumerate(self.messages):
+            if isinstance(m, dict) and (m.get("isSummary") is True or m.get("isTruncationMarker") is True):
+                kind = "condense" if m.get("isSummary") is True else "truncation"
+                history.append((j, kind, m.get("condenseId" if kind == "condense" else "truncationId")))
+        claimed = {um.marker_id for um in self.ui_markers if um.marker_id is not None}
+        taken: set[int] = set()
+        for um in self.ui_markers:
+            if um.marker_id is not None:
+                hit = next((j for j, kind, mid in history if kind == um.kind and mid == um.marker_id), None)
+            else:
+                hit = next((j for j, kind, mid in history
+                            if kind == um.kind and j not in taken and mid not in claimed), None)
+            if hit is None or hit in taken:
+                self.standalone.append(um)
+            else:
+                taken.add(hit)
+                self.marker_tokens[hit] = um.tokens
+        self.standalone.sort(key=lambda um: (um.ts_ms is None, um.ts_ms or 0))
+
+    def flush_standalone(self, before_ms: int | float | None) -> None:
+        """Add the ui-only compactions whose ``ts`` precedes ``before_ms`` (all of them when ``None``)."""
+        while self.standalone and (before_ms is None or (
+                self.standalone[0].ts_ms is not None and self.standalone[0].ts_ms < before_ms)):
+            um = self.standalone.pop(0)
+            self.b.close_open("the context was compacted before the tool returned",
+                              epoch_ms_iso(um.ts_ms) if um.ts_ms is not None else None)
+            self.open_calls = []
+            self.b.add(CompactionMarker(trigger=um.kind, pre_tokens=um.tokens[0], post_tokens=um.tokens[1],
+                                        summary=um.summary), um.ref,
+                       epoch_ms_iso(um.ts_ms) if um.ts_ms is not None else None)
 
     # -- ui_messages
     def ui_index(self, roo: bool) -> tuple[dict[int, tuple[Usage, str, str | None]], dict[int, list[tuple[list[int], str, str]]],
@@ -165,11 +238,23 @@ class _Task:
                     at = index if index is not None else -1
                     cuts.setdefault(at, []).append((last_range, f"ui:{i}",
                                                     epoch_ms_iso(ts_ms) if ts_ms is not None else None))
-            for field_name, id_key in (("contextCondense", "condenseId"), ("contextTruncation", "truncationId")):
+            for field_name, id_key, kind in (("contextCondense", "condenseId", "condense"),
+                                             ("contextTruncation", "truncationId", "truncation")):
                 done = loc.obj(row, field_name)
-                if done is not None and isinstance(done.get(id_key), str):
-                    self.marker_tokens[done[id_key]] = (count_field(loc, done, "prevContextTokens", field_name),
-                                                        count_field(loc, done, "newContextTokens", field_name))
+                if done is None:
+                    continue
+                marker_id = done.get(id_key) if isinstance(done.get(id_key), str) else None
+                tokens = (count_field(loc, done, "prevContextTokens", field_name),
+                          count_field(loc, done, "newContextTokens", field_name))
+                if kind == "condense":
+                    summary = loc.str(done, "summary", field_name) or ""
+                else:
+                    removed = count_field(loc, done, "messagesRemoved", field_name)
+                    summary = (f"Roo Code's sliding window hid {removed} messages from later requests"
+                               if removed is not None else "Roo Code's sliding window hid older messages")
+                self.ui_markers.append(_UiMarker(kind, marker_id, tokens, summary, f"ui:{i}", ts_ms))
+            if seen_ts.get(ts_ms) == i and row.get("say") == "compaction" and loc.str(row, "text"):
+                self.cline_compaction(loc, row, ts_ms, i)
             if seen_ts.get(ts_ms) != i or row.get("say") != "api_req_started":
                 continue
             text = loc.str(row, "text")
@@ -206,6 +291,7 @@ class _Task:
         roo = ROO_EXTENSION in str(self.path.resolve()).lower() or any(
             isinstance(m, dict) and any(k in m for k in _ROO_FIELDS) for m in self.messages)
         usage, cuts, cost = self.ui_index(roo)
+        self.match_markers()
         self.add_cuts(cuts.get(-1, []))  # truncations before the first request
         for i in range(len(self.messages)):
             loc = Loc(self.path, f"messages[{i}]")
@@ -213,6 +299,8 @@ class _Task:
             ts_ms = msg.get("ts")
             if ts_ms is not None and (isinstance(ts_ms, bool) or not isinstance(ts_ms, (int, float))):
                 raise loc.fail(f"field 'ts' must be a number (epoch milliseconds), got {json_type(ts_ms)}")
+            if ts_ms is not None:
+                self.flush_standalone(ts_ms)
             ts = epoch_ms_iso(ts_ms) if ts_ms is not None else None
             ref = f"messages[{i}]"
             if msg.get("type") == "reasoning":  # Roo's stored reasoning item: flags the next assistant message
@@ -226,9 +314,7 @@ class _Task:
                 self.b.close_open("the context was condensed before the tool returned", ts)
                 self.open_calls = []
                 summary = msg.get("isSummary") is True
-                marker_id = msg.get("condenseId" if summary else "truncationId")
-                pre, post = self.marker_tokens.get(marker_id, (None, None)) if isinstance(marker_id, str) \
-                    else (None, None)
+                pre, post = self.marker_tokens.get(i, (None, None))
                 b.add(CompactionMarker(trigger="condense" if summary else "truncation", pre_tokens=pre,
                                        post_tokens=post, summary=text), ref, ts)
             elif role == "assistant":
@@ -238,6 +324,7 @@ class _Task:
             else:
                 raise loc.fail(f"field 'role' must be 'user' or 'assistant', got {role!r}")
             self.add_cuts(cuts.get(i, []))
+        self.flush_standalone(None)
         meta: dict[str, Any] = {"harness": "roo-code" if roo else "cline"}
         task_id = self.path.parent.name if _TASK_ID.fullmatch(self.path.parent.name) else None
         if task_id:

@@ -22,7 +22,11 @@ Every line is ``{timestamp, type, payload}``. The conversation is built from
   ``SystemNote(subtype="developer")``; ``session_meta.base_instructions`` →
   ``SystemNote(subtype="system_prompt")``; ``compacted`` (codex-rs ``RolloutItem::Compacted``,
   ``CompactedItem{message, replacement_history}``) → :class:`CompactionMarker` (``summary`` = ``message``,
-  ``trigger`` = the payload's ``trigger`` where a build writes one, else ``"manual"``);
+  ``trigger`` = the payload's ``trigger`` where a build writes one, else ``None``, unknown: codex-rs
+  ``core/src/compact.rs`` writes the same ``CompactedItem{message, replacement_history: None}`` from
+  ``run_compact_task`` (``/compact``) and ``run_inline_auto_compact_task`` (automatic), both through
+  ``run_compact_task_inner``, and the ``context_compacted`` event after it in both cases, so neither the
+  item nor its neighbour tells the two apart);
   ``event_msg/context_compacted`` (``EventMsg::ContextCompacted``, an empty event that legacy-history
   rollouts persist, manual or automatic) joins the ``compacted`` item next to it (only ``token_count`` /
   ``turn_context`` lines between), and without one is a ``CompactionMarker()`` of its own (trigger and
@@ -148,7 +152,7 @@ class _Rollout:
                 self.pending_compaction = None  # the context_compacted just before was this compaction
                 self.after_compacted = True
                 summary = loc.str(payload, "message", "payload") or ""
-                trigger = loc.str(payload, "trigger", "payload") or "manual"
+                trigger = loc.str(payload, "trigger", "payload")  # absent: manual or automatic, unknown
                 b.add(CompactionMarker(trigger=trigger, summary=summary), ref, ts)
         if self.pending_compaction is not None:  # its `compacted` item may still be written: open tail
             b.open_here()

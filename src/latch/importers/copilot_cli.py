@@ -34,6 +34,10 @@ Mapping (``source_ref`` ``"line:N"``, ``ts`` = the event's ``timestamp``):
   ``result.content`` (what the model read), else ``error.message``; ``is_error`` when
   ``success`` is false or the content ends ``<exited with exit code N>`` with N ≠ 0 (``exit_code``);
   ``result.binaryResultsForLlm`` images → media. ``tool.execution_start`` only checks its fields.
+  The ``sql`` tool's todo updates (``INSERT``/``UPDATE`` on the session database's ``todos`` table) and a
+  ``bash`` with ``mode: "async"`` (started detached, later read with ``read_bash``/``stop_bash`` of the same
+  ``shellId``) are such calls with their results, arguments kept as written; the kernel's derivation
+  (``ShellRule``/``ProcessPollRule``) and the episode index link the later read to its start by ``shellId``.
 * ``subagent.started`` → :class:`SubagentMarker` after the results of the ``task`` call it runs for
   (the sub-agent's own messages, tagged ``parentToolCallId``, stay inline in file order);
   ``subagent.completed``/``failed`` only end it (the ``task`` call's result carries the outcome).

@@ -53,8 +53,9 @@ from typing import Any
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage
 from ._common import Loc, SessionBuilder, count_field, dump_json, json_type
-from ._sqlite import is_sqlite, open_bytes, row_text, schema_mentions, table_columns
-from .base import Importer, JSONNestingError, ParsedSession, TranscriptError, json_loads
+from ._sqlite import SqliteSessionsImporter, is_sqlite, json_column, present_columns, row_text, schema_mentions, \
+    table_columns
+from .base import ParsedSession, TranscriptError
 
 __all__ = ["GooseImporter", "IMPORTERS"]
 
@@ -70,23 +71,6 @@ def _iso(ts: Any) -> str | None:
         return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     except (OverflowError, OSError, ValueError):
         return None
-
-
-def _json_column(path: Path, where: str, value: Any, column: str, kind: type, *, required: bool) -> Any:
-    text = row_text(where, path, value, column, required=required)
-    if text is None or (not required and not text.strip()):
-        return kind()
-    try:
-        doc = json_loads(text)
-    except json.JSONDecodeError as exc:
-        raise TranscriptError(path, where, f"column {column!r}: invalid JSON: {exc.msg} (column {exc.colno})") from None
-    except JSONNestingError as exc:
-        raise TranscriptError(path, where, f"column {column!r}: {exc}") from None
-    if not isinstance(doc, kind):
-        raise TranscriptError(path, where, f"column {column!r} must hold a JSON "
-                                           f"{'array' if kind is list else 'object'}, got {json_type(doc)}")
-    return doc
-
 
 
 def _usage(loc: Loc, meta: dict, model: str | None, request_id: str | None) -> Usage | None:
@@ -161,10 +145,13 @@ def _tool_call(loc: Loc, item: dict, label: str) -> ToolCall:
                     arguments=dump_json(loc, args or {}, f"{cp}.value.arguments"))
 
 
-class GooseImporter(Importer):
+class GooseImporter(SqliteSessionsImporter):
     """Goose ``sessions.db`` (SQLite): every session of the file (see the module docstring)."""
 
     PLUGIN_NAME = "goose"
+    WHAT = _WHAT
+    TABLES = {"sessions": _SESSION_COLUMNS, "messages": _MESSAGE_COLUMNS}
+    MESSAGE_TABLE = "messages"
     DESCRIPTION = "Goose sessions.db (SQLite: sessions, messages with content_json; every session of the file)"
 
     def sniff(self, path: Path, head: bytes) -> int:
@@ -175,39 +162,17 @@ class GooseImporter(Importer):
             return 95
         return 0
 
-    def parse(self, path: Path, data: bytes) -> ParsedSession:
-        """The session of the file with the most events (the earliest of equals); see :meth:`parse_all`.
-        Raises :class:`TranscriptError` when the file holds no session with messages."""
-        sessions = self.parse_all(path, data)
-        if not sessions:
-            raise TranscriptError(path, "table messages", "no session has any message")
-        return max(sessions, key=lambda s: len(s.events))  # max keeps the first of equals
-
-    def parse_all(self, path: Path, data: bytes) -> list[ParsedSession]:
+    def parse_rows(self, path: Path, db: sqlite3.Connection) -> list[ParsedSession]:
         """One :class:`ParsedSession` per session with messages, in ``created_at`` order.
 
         Raises :class:`TranscriptError` naming the file, ``table T row id N`` and the reason (a column
         of the wrong SQLite type, invalid JSON in ``content_json``/``metadata_json``, a content item of
         the wrong shape), or the file alone when it is not a readable Goose database.
         """
-        db = open_bytes(path, data, required=("sessions", "messages"), what=_WHAT)
-        try:
-            return self._parse_all(path, db)
-        except sqlite3.Error as exc:
-            raise TranscriptError(path, None, f"unreadable SQLite database: {exc}") from None
-        finally:
-            db.close()
-
-    def _parse_all(self, path: Path, db: sqlite3.Connection) -> list[ParsedSession]:
-        for table, needed in (("sessions", _SESSION_COLUMNS), ("messages", _MESSAGE_COLUMNS)):
-            missing = [c for c in needed if c not in table_columns(db, table)]
-            if missing:
-                raise TranscriptError(path, f"table {table}", f"missing column {missing[0]!r} (not {_WHAT})")
-        scols = table_columns(db, "sessions")
-        opt = [c for c in ("name", "session_type", "created_at", "provider_name", "model_config_json",
-                           "parent_session_id", "accumulated_input_tokens", "accumulated_output_tokens")
-               if c in scols]
-        order = "created_at, id" if "created_at" in scols else "rowid"
+        opt = present_columns(db, "sessions", ("name", "session_type", "created_at", "provider_name",
+                                               "model_config_json", "parent_session_id", "accumulated_input_tokens",
+                                               "accumulated_output_tokens"))
+        order = "created_at, id" if "created_at" in opt else "rowid"
         rows = db.execute(f"SELECT id, working_dir, {', '.join(opt) or 'NULL'} FROM sessions ORDER BY {order}")
         sessions = []
         for r in rows.fetchall():
@@ -239,15 +204,15 @@ class GooseImporter(Importer):
         return out
 
     def _session(self, path: Path, sid: str, where: str, info: dict, rows: list) -> ParsedSession:
-        config = _json_column(path, where, info.get("model_config_json"), "model_config_json", dict, required=False)
+        config = json_column(path, where, info.get("model_config_json"), "model_config_json", dict, required=False)
         model = config.get("model_name") if isinstance(config.get("model_name"), str) else None
         b = SessionBuilder(path, self.PLUGIN_NAME)
         for rid, _, role, content_json, created, meta_json, message_id in rows:
             rwhere = f"table messages row id {rid}"
             loc = Loc(path, rwhere)
             role = row_text(rwhere, path, role, "role")
-            items = _json_column(path, rwhere, content_json, "content_json", list, required=True)
-            meta = _json_column(path, rwhere, meta_json, "metadata_json", dict, required=False)
+            items = json_column(path, rwhere, content_json, "content_json", list, required=True)
+            meta = json_column(path, rwhere, meta_json, "metadata_json", dict, required=False)
             if isinstance(created, bool) or not isinstance(created, (int, float)):
                 raise loc.fail(f"column 'created_timestamp' must be an integer, got "
                                f"{'NULL' if created is None else type(created).__name__}")

@@ -35,7 +35,6 @@ order, as OpenCode itself loads them; ``source_ref`` ``"message:<id>"``, ``ts`` 
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
@@ -43,8 +42,9 @@ from typing import Any
 
 from ..events import CompactionMarker, SystemNote, ToolCall, Usage, UserMessage
 from ._common import Loc, SessionBuilder, data_url_bytes, dump_json, json_type
-from ._sqlite import is_sqlite, open_bytes, row_text, schema_mentions, table_columns
-from .base import Importer, JSONNestingError, ParsedSession, TranscriptError, json_loads
+from ._sqlite import SqliteSessionsImporter, is_sqlite, json_column, present_columns, row_text, schema_mentions, \
+    table_columns
+from .base import ParsedSession, TranscriptError
 
 __all__ = ["OpenCodeImporter", "IMPORTERS"]
 
@@ -60,21 +60,6 @@ def _iso_ms(ms: Any) -> str | None:
         return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     except (OverflowError, OSError, ValueError):
         return None
-
-
-def _json_object(path: Path, where: str, value: Any, column: str, *, required: bool = True) -> dict:
-    text = row_text(where, path, value, column, required=required)
-    if text is None or (not required and not text.strip()):
-        return {}
-    try:
-        doc = json_loads(text)
-    except json.JSONDecodeError as exc:
-        raise TranscriptError(path, where, f"column {column!r}: invalid JSON: {exc.msg} (column {exc.colno})") from None
-    except JSONNestingError as exc:
-        raise TranscriptError(path, where, f"column {column!r}: {exc}") from None
-    if not isinstance(doc, dict):
-        raise TranscriptError(path, where, f"column {column!r} must hold a JSON object, got {json_type(doc)}")
-    return doc
 
 
 def _count(loc: Loc, obj: dict, key: str, prefix: str) -> int | None:
@@ -119,10 +104,13 @@ def _schema_tables(path: Path) -> dict[str, set[str]]:
         db.close()
 
 
-class OpenCodeImporter(Importer):
+class OpenCodeImporter(SqliteSessionsImporter):
     """OpenCode ``opencode.db`` (SQLite): every session of the file (see the module docstring)."""
 
     PLUGIN_NAME = "opencode"
+    WHAT = _WHAT
+    TABLES = _TABLES
+    MESSAGE_TABLE = "message"
     DESCRIPTION = "OpenCode opencode.db (SQLite: session, message and part tables; every session of the file)"
 
     def sniff(self, path: Path, head: bytes) -> int:
@@ -141,39 +129,17 @@ class OpenCodeImporter(Importer):
             return 95
         return 0
 
-    def parse(self, path: Path, data: bytes) -> ParsedSession:
-        """The session of the file with the most events (the earliest of equals); see :meth:`parse_all`.
-        Raises :class:`TranscriptError` when the file holds no session with messages."""
-        sessions = self.parse_all(path, data)
-        if not sessions:
-            raise TranscriptError(path, "table message", "no session has any message")
-        return max(sessions, key=lambda s: len(s.events))
-
-    def parse_all(self, path: Path, data: bytes) -> list[ParsedSession]:
+    def parse_rows(self, path: Path, db: sqlite3.Connection) -> list[ParsedSession]:
         """One :class:`ParsedSession` per session with messages, in ``time_created`` order.
 
         Raises :class:`TranscriptError` naming the file, ``table T row id ID`` and the reason (a column
         of the wrong SQLite type, invalid JSON in ``data``, a field of the wrong shape, a message or
         part naming no session or message), or the file alone when it is not a readable OpenCode database.
         """
-        db = open_bytes(path, data, required=tuple(_TABLES), what=_WHAT)
-        try:
-            return self._parse_all(path, db)
-        except sqlite3.Error as exc:
-            raise TranscriptError(path, None, f"unreadable SQLite database: {exc}") from None
-        finally:
-            db.close()
-
-    def _parse_all(self, path: Path, db: sqlite3.Connection) -> list[ParsedSession]:
-        for table, needed in _TABLES.items():
-            missing = [c for c in needed if c not in table_columns(db, table)]
-            if missing:
-                raise TranscriptError(path, f"table {table}", f"missing column {missing[0]!r} (not {_WHAT})")
-        scols = table_columns(db, "session")
-        opt = [c for c in ("parent_id", "title", "version", "agent", "model", "cost", "tokens_input",
-                           "tokens_output", "tokens_reasoning", "tokens_cache_read", "tokens_cache_write",
-                           "time_created") if c in scols]
-        order = "time_created, id" if "time_created" in scols else "rowid"
+        opt = present_columns(db, "session", ("parent_id", "title", "version", "agent", "model", "cost",
+                                              "tokens_input", "tokens_output", "tokens_reasoning", "tokens_cache_read",
+                                              "tokens_cache_write", "time_created"))
+        order = "time_created, id" if "time_created" in opt else "rowid"
         sessions = []
         for r in db.execute(f"SELECT id, directory, slug, {', '.join(opt) or 'NULL'} FROM session "
                             f"ORDER BY {order}").fetchall():
@@ -208,21 +174,21 @@ class OpenCodeImporter(Importer):
                 for sid, where, info in sessions if sid in messages]
 
     def _session(self, path: Path, sid: str, where: str, info: dict, rows: list, parts: dict) -> ParsedSession:
-        model_doc = _json_object(path, where, info.pop("model", None), "model", required=False)
+        model_doc = json_column(path, where, info.pop("model", None), "model", required=False)
         session_model = model_doc.get("id") if isinstance(model_doc.get("id"), str) else None
         b = SessionBuilder(path, self.PLUGIN_NAME)
         models = []
         for mid, _, created, data in rows:
             mwhere = f"table message row id {mid!r}"
             loc = Loc(path, mwhere)
-            doc = _json_object(path, mwhere, data, "data")
+            doc = json_column(path, mwhere, data, "data")
             if isinstance(created, bool) or not isinstance(created, (int, float)):
                 raise loc.fail("column 'time_created' must be an integer, got "
                                f"{'NULL' if created is None else type(created).__name__}")
             items = []
             for pid, _, pdata in parts.get(mid, []):
                 pwhere = f"table part row id {pid!r}"
-                part = _json_object(path, pwhere, pdata, "data")
+                part = json_column(path, pwhere, pdata, "data")
                 items.append((Loc(path, pwhere), part, Loc(path, pwhere).str(part, "type", "data", required=True)))
             role = loc.str(doc, "role", "data", required=True)
             ts, ref = _iso_ms(created), f"message:{mid}"

@@ -515,6 +515,7 @@ _ENDED_STATUSES = frozenset({"completed", "failed"})
 _STOPPED_STATUSES = frozenset({"killed", "stopped", "cancelled", "canceled"})  # ended with an unknown outcome
 _BACKGROUND_RE = re.compile(r"Command running in background with ID: (\S+)|Process running with session ID (\d+)")
 _ID_PUNCTUATION = ".,;:!?)]}>'\"`"
+_EXITED_RE = re.compile(r"<exited with exit code (-?\d+)>\s*$")  # Copilot CLI: a shell's command ended
 
 
 def process_id_text(raw: str) -> str:
@@ -529,7 +530,8 @@ _STILL_RUNNING_RE = re.compile(r"The command has no new output after \d+ seconds
 class ShellRule(DerivationRule):
     """Shell tools: validation sets, possible mutations, reads, background processes.
 
-    A command still running when its result came (Claude Code ``run_in_background``,
+    A command still running when its result came (Claude Code ``run_in_background``, Copilot CLI
+    ``mode: "async"`` keyed by its ``shellId``,
     Codex ``Process running with session ID N``, OpenHands exit code -1 with "no new
     output") is a managed process; OpenHands' next command with a real exit code
     means it ended, and empty/``C-c`` input goes to it. Gemini CLI ``run_shell_command``, Copilot CLI
@@ -576,6 +578,11 @@ class ShellRule(DerivationRule):
                           else f"session:{started.group(2)}")
         elif args.get("run_in_background") is True and not result.is_error and not result.missing:
             process_id = call.id
+        elif args.get("mode") == "async" and not result.is_error and not result.missing and (
+                _EXITED_RE.search(run.output) is None):
+            # Copilot CLI bash mode "async": started detached; read_bash/stop_bash name it by shellId
+            shell = args.get("shellId")
+            process_id = process_id_text(shell) if isinstance(shell, str) and shell.strip() else call.id
         elif result.exit_code == -1 and _STILL_RUNNING_RE.search(run.output):
             process_id = ctx.foreground = call.id
         if process_id is not None:
@@ -586,7 +593,8 @@ class ShellRule(DerivationRule):
 
 class ProcessPollRule(DerivationRule):
     """Polls of managed processes: Codex ``wait``/``write_stdin``; Claude Code ``BashOutput`` (``bash_id``),
-    ``KillShell``/``KillBash`` (``shell_id``) and, from 2.1.x, ``TaskOutput``/``TaskStop`` (``task_id``).
+    ``KillShell``/``KillBash`` (``shell_id``) and, from 2.1.x, ``TaskOutput``/``TaskStop`` (``task_id``); Copilot
+    CLI ``read_bash``/``stop_bash`` (``shellId``, :func:`_copilot_poll`).
 
     A Claude Code poll result tells ``<status>running|completed|failed|killed</status>`` and, once the
     process ended, ``<exit_code>N</exit_code>`` before its ``<output>`` (``TaskOutput``) or
@@ -596,10 +604,12 @@ class ProcessPollRule(DerivationRule):
     """
 
     PLUGIN_NAME = "process_poll"
-    tools = frozenset({"wait", "write_stdin", "BashOutput", "TaskOutput", *_KILL_TOOLS})
+    tools = frozenset({"wait", "write_stdin", "BashOutput", "TaskOutput", "read_bash", "stop_bash", *_KILL_TOOLS})
 
     def derive(self, call, result, ctx):
         args = call_arguments(call)
+        if call.name in ("read_bash", "stop_bash") and not result.missing:
+            return _copilot_poll(call.name, args, result, ctx)
         if result.missing or result.is_error:
             return []
         if call.name == "wait" and "cell_id" in args:
@@ -612,6 +622,23 @@ class ProcessPollRule(DerivationRule):
         if call.name in _KILL_TOOLS:
             return process_exit_facts(pid, Run(result.content, missing=True), ctx)  # killed: outcome unknown
         return _poll_facts(pid, result, ctx)
+
+
+def _copilot_poll(name: str, args: dict[str, Any], result: ToolResult, ctx: DerivationContext) -> list[Any]:
+    """Copilot CLI ``read_bash``/``stop_bash`` ``{shellId}`` of a ``bash`` started with ``mode: "async"``: a
+    read whose output ends ``<exited with exit code N>`` is that command's exit (its validation lands with
+    N, even when the importer flagged the non-zero result an error); a read without it (still running)
+    changes nothing; ``stop_bash`` ends it with an unknown outcome."""
+    shell = args.get("shellId")
+    pid = process_id_text(shell) if isinstance(shell, str) else ""
+    if pid not in ctx.running:
+        return []
+    if name == "stop_bash":
+        return process_exit_facts(pid, Run(result.content, missing=True), ctx)
+    m = _EXITED_RE.search(result.content)
+    if m is None:
+        return []
+    return process_exit_facts(pid, Run(result.content[:m.start()], int(m.group(1))), ctx)
 
 
 def _tag_body(content: str, tag: str) -> str | None:
