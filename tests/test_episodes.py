@@ -246,3 +246,20 @@ def test_render_lines_budget_and_order():
     assert len(EpisodeIndex.render([c, a, b], chars, 112)) <= 112
     assert EpisodeIndex.render([c, a, b], chars, 60) == ""
     assert EpisodeIndex.render([], chars, 1000) == ""
+
+
+def test_a_test_command_named_outside_a_command_argument_is_no_validation():
+    """A todo, a sub-agent's brief or a file's text that mentions ``pytest`` is not a command the agent ran
+    (found importing Copilot CLI's ``sql`` todos: a todo "run pytest" counted as a passed validation); the
+    command-like keys (``command``/``cmd``/``input``/``script``/``code``/``argv``), argv lists and bare
+    action lines still are."""
+    sql = '{"query": "INSERT INTO todos (title) VALUES (\'run pytest -q\')", "description": "add todo"}'
+    assert E._classify_call("sql", sql) == E._OTHER
+    assert E._classify_call("Task", '{"prompt": "Run cargo test and fix what fails"}') == E._OTHER
+    assert E._classify_call("TodoWrite", '{"todos": [{"content": "apply_patch the fix, then cat the log"}]}') \
+        == E._OTHER
+    assert E._classify_call("Bash", '{"command": "python -m pytest -q", "description": "tests"}') == E._VALIDATE
+    assert E._classify_call("shell", '{"command": ["bash", "-lc", "cargo test"]}') == E._VALIDATE
+    assert E._classify_call("exec", '{"input": "await exec_command({cmd: \\"npm test\\"})"}') == E._VALIDATE
+    assert E._classify_call("bash", '{"command": "sed -i s/a/b/ x.py"}') == E._MUTATE
+    assert E._classify_call("run", "pytest -q tests/") == E._VALIDATE  # not JSON: the action line itself

@@ -74,7 +74,7 @@ import numpy as np
 
 from .. import hotpaths
 from ..events import (AssistantMessage, CompactionMarker, Event, RawArguments, SubagentMarker, SystemNote, ToolCall,
-                      ToolResult, Usage, UserMessage)
+                      ToolResult, Usage, UserMessage, parse_arguments)
 
 __all__ = [
     "Episode",
@@ -277,14 +277,49 @@ def _classify_call(name: str, arguments: str) -> int:
     editor = _EDITOR_CMD_RE.search(args) if "editor" in lname or lname in ("str_replace_based_edit_tool",) else None
     if editor:
         return _READ if editor.group(1) == "view" else _MUTATE
-    if any(cmd in args for cmd in _MUTATING_CMDS) and _MUTATING_CMD_RE.search(args):
+    if any(cmd in args for cmd in _MUTATING_CMDS) and _MUTATING_CMD_RE.search(args) \
+            and _MUTATING_CMD_RE.search(_command_text(arguments)[:SCAN_CHARS]):
         return _MUTATE
     sc = _scanner(args)
-    if sc.test_cmd.search(args):
+    if sc.test_cmd.search(args) and sc.test_cmd.search(_command_text(arguments)[:SCAN_CHARS]):
         return _VALIDATE
-    if lname in _READ_TOOLS or sc.read_cmd.search(args):
+    if lname in _READ_TOOLS or sc.read_cmd.search(args) and sc.read_cmd.search(_command_text(arguments)[:SCAN_CHARS]):
         return _READ
     return _OTHER
+
+
+_COMMAND_KEYS = frozenset({"command", "cmd", "script", "code", "input", "argv"})
+"""The argument keys whose values run something (a shell tool's ``command``/``cmd``, Codex ``exec``'s
+``input`` code, SWE-agent's action line); a test command named anywhere else (a todo, a sub-agent's brief, a
+file's content) is not a command the agent ran."""
+
+
+def _command_text(arguments: str) -> str:
+    """The text of a call's arguments that can run a command: every string under a :data:`_COMMAND_KEYS` key
+    of a JSON object, at any depth (an argv list joined by spaces), one per line; the whole text when the
+    arguments are not a JSON object (a legacy action line, a bare command string). Called only after the
+    regex found a command word in the raw text, so most calls never parse here."""
+    value = parse_arguments(arguments)
+    if not isinstance(value, dict):
+        return arguments
+    found: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, sub in item.items():
+                if key in _COMMAND_KEYS:
+                    if isinstance(sub, str):
+                        found.append(sub)
+                    elif isinstance(sub, list) and all(isinstance(x, str) for x in sub):
+                        found.append(" ".join(sub))
+                    else:
+                        stack.append(sub)
+                elif isinstance(sub, (dict, list)):
+                    stack.append(sub)
+        elif isinstance(item, list):
+            stack.extend(x for x in item if isinstance(x, (dict, list)))
+    return "\n".join(found)
 
 
 def _shell_link(call: ToolCall) -> tuple[str, str] | None:
