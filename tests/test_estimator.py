@@ -25,23 +25,25 @@ from latch.hotpaths import _tables as T
 
 W = T.PROFILE_TABLES["openai"][0]
 
-# text -> (openai, anthropic, cjk)
+# text -> (openai, anthropic, cjk, o200k); o200k from its own weights (W2 below):
+# "Hello, world!" 383 + 295 + 394 + 3 x 18 (wo, rl, ld: class 1) + 295 = 1421 -> 6; "你好" 2 x 265 -> 3;
+# "\ud800x" 856 + 283 -> 5; "12345" 2 x 284 -> 3; "  \n\n   x" 353 + 467 + 283 = 1103 -> 5.
 PINNED = {
-    "": (0, 0, 0),
+    "": (0, 0, 0, 0),
     # "Hello": Capitalized sub-word of 5 (460; its pairs he, el, ll, lo are class 0: 0); ",": PUNCT
     # run of 1 before a space (281); " world": the space joins the word; lowercase sub-word of 5
     # (474) + pairs wo, rl, ld of class 1 (3 x 0); "!" (281). 1496 units = 5.8 tokens -> 6;
     # anthropic ceil(1496 * 4 / (3 * 256)) = 8.
-    "Hello, world!": (6, 8, 6),
+    "Hello, world!": (6, 8, 6, 6),
     # two CJK1 characters: 2 x 265 = 530 units -> 3; cjk profile 2 x 256 -> 2.
-    "你好": (3, 3, 2),
+    "你好": (3, 3, 2, 3),
     # a lone surrogate is OTHER3 (850) + "x" (274) = 1124 -> 5; anthropic ceil(4496 / 768) = 6.
-    "\ud800x": (5, 6, 5),
+    "\ud800x": (5, 6, 5, 5),
     # two digit groups (123|45): 2 x 352 = 704 -> 3; anthropic ceil(2816 / 768) = 4.
-    "12345": (3, 4, 3),
+    "12345": (3, 4, 3, 3),
     # whitespace run: "  \n\n" (run(OFF_NEWLINE, 4) = 259), then 3 spaces of which the last joins
     # "x" (run(OFF_SPACE, 2) = 451), "x" (274): 984 -> 4; anthropic ceil(3936 / 768) = 6.
-    "  \n\n   x": (4, 6, 4),
+    "  \n\n   x": (4, 6, 4, 5),
 }
 
 
@@ -52,6 +54,12 @@ def test_weights_used_by_the_pinned_derivations():
     assert (W[T.OFF_CHAR + T.CJK1], W[T.OFF_CHAR + T.OTHER3], W[T.OFF_WORD_LOWER + 1]) == (265, 850, 274)
     assert (W[T.OFF_NEWLINE + 4], W[T.OFF_SPACE + 2]) == (259, 451)
     assert T.PROFILE_TABLES["anthropic"][1] == (4, 3)
+    W2 = T.PROFILE_TABLES["o200k"][0]
+    assert (W2[T.OFF_WORD_CAPITAL + 5], W2[T.OFF_PUNCT + 1], W2[T.OFF_WORD_LOWER + 5], W2[T.OFF_BIGRAM + 1]) == (
+        383, 295, 394, 18)
+    assert (W2[T.OFF_CHAR + T.CJK1], W2[T.OFF_CHAR + T.OTHER3], W2[T.OFF_WORD_LOWER + 1], W2[T.OFF_DIGIT]) == (
+        265, 856, 283, 284)
+    assert (W2[T.OFF_NEWLINE + 4], W2[T.OFF_SPACE + 2], T.PROFILE_TABLES["o200k"][1]) == (353, 467, (1, 1))
 
 
 @pytest.mark.parametrize("text", list(PINNED))
@@ -136,9 +144,15 @@ def test_openai_image_tokens():
 @pytest.mark.parametrize(("model", "profile"), [
     ("claude-sonnet-4-5", "anthropic"),
     ("vertex_ai/claude-sonnet-4@20250514", "anthropic"),
-    ("gpt-4o", "openai"),
-    ("openai/gpt-5-codex", "openai"),
-    ("o3-mini", "openai"),
+    ("gpt-4o", "o200k"),
+    ("openai/gpt-5-codex", "o200k"),
+    ("o3-mini", "o200k"),
+    ("gpt-4.1-mini", "o200k"),
+    ("chatgpt-4o-latest", "o200k"),
+    ("ft:gpt-4o-2024-08-06:org::id", "o200k"),
+    ("gpt-4", "openai"),
+    ("gpt-4-turbo", "openai"),
+    ("openai/gpt-3.5-turbo", "openai"),
     ("lm_studio/qwen3.6-35b-a3b", "cjk"),
     ("deepseek-chat", "cjk"),
     ("llama-3.1-70b", "anthropic"),
@@ -147,3 +161,22 @@ def test_openai_image_tokens():
 def test_profile_for_model(model, profile):
     assert profile_for_model(model) == profile
     assert estimator_for_model(model).profile == profile
+
+
+# Every OpenAI chat model tiktoken knows, by exact name and by a dated variant of each prefix.
+TIKTOKEN_MODELS = ("gpt-4o", "gpt-4o-mini", "gpt-4o-2024-08-06", "chatgpt-4o-latest", "gpt-4.1", "gpt-4.1-nano",
+                   "gpt-4.5-preview", "gpt-5", "gpt-5-mini", "gpt-5-codex", "o1", "o1-mini", "o1-preview", "o3",
+                   "o3-mini", "o4-mini", "o4-mini-2025-04-16", "gpt-4", "gpt-4-turbo", "gpt-4-0613", "gpt-4-32k",
+                   "gpt-3.5-turbo", "gpt-3.5-turbo-0125", "gpt-35-turbo", "text-embedding-3-small",
+                   "text-embedding-ada-002", "gpt-oss-120b")
+
+
+@pytest.mark.parametrize("model", TIKTOKEN_MODELS)
+def test_profile_for_model_follows_tiktokens_model_map(model):
+    """The o200k profile exactly for the models ``tiktoken.model`` maps to o200k (``o200k_harmony`` for
+    gpt-oss: the same ordinary-text vocabulary), the cl100k-fitted ``openai`` for its cl100k models."""
+    tiktoken_model = pytest.importorskip("tiktoken.model")
+    encoding = tiktoken_model.encoding_name_for_model(model)
+    want = {"o200k_base": "o200k", "o200k_harmony": "o200k", "cl100k_base": "openai"}[encoding]
+    assert profile_for_model(model) == want
+    assert profile_for_model(f"openai/{model}") == want

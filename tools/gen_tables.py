@@ -32,7 +32,7 @@ CPP_OUT = ROOT / "native" / "src" / "cp_class_table.inc"
 CLASS_NAMES = (
     "LOWER", "UPPER", "DIGIT", "SPACE", "NEWLINE", "PUNCT", "CTRL", "LETTER",
     "CJK1", "CJK2", "CJK3", "CJK4", "OTHER1", "OTHER2", "OTHER3", "OTHER4",
-    "LATIN", "GREEK", "HEBREW", "ARABIC",
+    "LATIN", "GREEK", "HEBREW", "ARABIC", "BRAHMIC1", "BRAHMIC2", "BRAHMIC3",
 )
 C = {name: i for i, name in enumerate(CLASS_NAMES)}
 
@@ -56,9 +56,9 @@ OFF_WORD_ARABIC = 216   # ... Arabic and Persian (OFF_WORD_NARROW: Cyrillic and 
 OFF_DIGIT = 234         # per group of up to 3 digits
 OFF_PUNCT_JOIN = 235    # a single PUNCT directly followed by a letter (instead of run(OFF_PUNCT, 1))
 OFF_BIGRAM = 236        # 4 slots: per adjacent letter pair inside an ASCII sub-word, by BIGRAM class
-OFF_CHAR = 240          # 20 slots: per character, indexed by class (CTRL, CJKn, OTHERn)
-OFF_SAME_SLOPE = 260    # 128 slots: per character past 16 in a run of one PUNCT, by code point (measured)
-N_WEIGHTS = 388
+OFF_CHAR = 240          # 23 slots: per character, indexed by class (CTRL, CJKn, OTHERn, BRAHMICn)
+OFF_SAME_SLOPE = 263    # 128 slots: per character past 16 in a run of one PUNCT, by code point (measured)
+N_WEIGHTS = 391
 RUN_OFFSETS = (OFF_WORD_LOWER, OFF_WORD_CAPITAL, OFF_WORD_CAPS, OFF_WORD_NARROW, OFF_PUNCT, OFF_PUNCT_SAME,
                OFF_SPACE, OFF_NEWLINE, OFF_NEWLINE_PUNCT, OFF_WORD_LATIN, OFF_WORD_GREEK, OFF_WORD_HEBREW,
                OFF_WORD_ARABIC)
@@ -68,6 +68,11 @@ NARROW_RUNS = {"LETTER": OFF_WORD_NARROW, "LATIN": OFF_WORD_LATIN, "GREEK": OFF_
                "HEBREW": OFF_WORD_HEBREW, "ARABIC": OFF_WORD_ARABIC}
 SCRIPT_RANGES = (("LATIN", 0x80, 0x24F), ("GREEK", 0x370, 0x3FF), ("HEBREW", 0x590, 0x5FF),
                  ("ARABIC", 0x600, 0x6FF), ("ARABIC", 0x750, 0x77F))
+
+# Brahmic and Southeast Asian scripts (Devanagari to Sinhala, Thai, Lao, Myanmar, Khmer): BRAHMICn instead of
+# OTHERn (n = the character's cl100k count alone, 1..3), so a profile can price them apart. o200k holds their
+# syllables as multi-character tokens where cl100k spells them byte by byte; openai prices BRAHMICn as OTHERn.
+BRAHMIC_RANGES = ((0x0900, 0x0DFF), (0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF))
 
 UNIT = 256  # fixed-point units per token
 
@@ -96,7 +101,28 @@ OPENAI_WEIGHTS = (
     352,  # per group of <= 3 digits
     113,  # a single punctuation character joined to a word
     0, 0, 191, 216,  # per letter pair, by BIGRAM class
-    0, 0, 0, 0, 0, 0, 256, 0, 265, 541, 777, 1024, 263, 526, 850, 1024, 0, 0, 0, 0,  # per character, by class
+    0, 0, 0, 0, 0, 0, 256, 0, 265, 541, 777, 1024, 263, 526, 850, 1024, 0, 0, 0, 0, 263, 526, 850,  # per character, by class
+)
+# The o200k profile (GPT-4o, GPT-4.1, GPT-5, o1/o3/o4): tools/fit_estimator.py --profile o200k, fitted against
+# o200k_base (quicktok-v1) alone, so cl100k's larger counts on non-Latin scripts do not inflate it.
+O200K_WEIGHTS = (
+    0, 283, 296, 296, 296, 394, 394, 571, 593, 593, 593, 593, 593, 830, 830, 830, 992, 10,  # word lower: n = 0..16, per char > 16
+    0, 256, 366, 366, 366, 383, 437, 437, 504, 516, 516, 516, 516, 898, 898, 898, 898, 10,  # word capital: n = 0..16, per char > 16
+    0, 259, 379, 422, 422, 422, 422, 422, 422, 607, 607, 607, 607, 607, 607, 607, 607, 10,  # word caps: n = 0..16, per char > 16
+    0, 256, 879, 879, 879, 879, 879, 917, 917, 917, 917, 917, 917, 917, 917, 917, 917, 22,  # word narrow: n = 0..16, per char > 16
+    0, 295, 338, 509, 626, 626, 979, 1524, 1668, 1668, 1969, 1969, 2180, 2368, 2368, 2612, 3453, 188,  # punct: n = 0..16, per char > 16
+    0, 256, 286, 612, 612, 612, 612, 612, 904, 904, 904, 904, 904, 904, 904, 904, 2560, 0,  # punct same: n = 0..16, per char > 16
+    0, 266, 467, 467, 467, 467, 467, 467, 467, 467, 467, 467, 467, 467, 467, 467, 587, 17,  # space: n = 0..16, per char > 16
+    0, 315, 315, 353, 353, 353, 353, 353, 353, 353, 353, 353, 353, 353, 485, 485, 485, 17,  # newline: n = 0..16, per char > 16
+    0, 0, 31, 93, 93, 93, 93, 93, 93, 93, 93, 93, 93, 93, 93, 93, 93, 2,  # newline after punct: n = 0..16, per char > 16
+    0, 256, 329, 329, 512, 1279, 1279, 1279, 1279, 1279, 1279, 1279, 3314, 3314, 3314, 3314, 4370, 262,  # word latin: n = 0..16, per char > 16
+    0, 256, 256, 269, 391, 391, 784, 784, 784, 784, 784, 784, 784, 784, 784, 784, 784, 32,  # word greek: n = 0..16, per char > 16
+    0, 256, 256, 256, 256, 256, 512, 512, 512, 512, 512, 768, 768, 768, 768, 768, 1024, 52,  # word hebrew: n = 0..16, per char > 16
+    0, 283, 458, 521, 521, 947, 1004, 1564, 1574, 1574, 1574, 1574, 1574, 1574, 1574, 1574, 1574, 32,  # word arabic: n = 0..16, per char > 16
+    284,  # per group of <= 3 digits
+    190,  # a single punctuation character joined to a word
+    0, 18, 159, 240,  # per letter pair, by BIGRAM class
+    0, 0, 0, 0, 0, 0, 213, 0, 265, 476, 610, 1024, 211, 516, 856, 1024, 0, 0, 0, 0, 203, 341, 86,  # per character, by class
 )
 # Anthropic's current tokenizer is not available offline. Published comparisons put Claude token
 # counts at roughly 1.0-1.35x cl100k for the same text, so the anthropic profile charges the openai
@@ -149,7 +175,10 @@ def profiles() -> dict[str, tuple[list[int], tuple[int, int]]]:
     cjk = list(openai)
     for n in range(1, 5):  # CJK-optimized tokenizers: one token per CJK character (spec)
         cjk[OFF_CHAR + C[f"CJK{n}"]] = UNIT
-    return {"openai": (openai, (1, 1)), "anthropic": (list(openai), ANTHROPIC_SCALE), "cjk": (cjk, (1, 1))}
+    o200k = list(O200K_WEIGHTS) + slopes
+    assert len(o200k) == N_WEIGHTS and o200k[OFF_PUNCT_SAME + 16] == head, "refit: tools/fit_estimator.py --profile o200k"
+    return {"openai": (openai, (1, 1)), "anthropic": (list(openai), ANTHROPIC_SCALE), "cjk": (cjk, (1, 1)),
+            "o200k": (o200k, (1, 1))}
 
 
 # ---- code-point classes -------------------------------------------------------------------------
@@ -200,6 +229,8 @@ def class_table() -> bytes:
             table[cp] = C[next((k for k, lo, hi in SCRIPT_RANGES if lo <= cp <= hi), "LETTER")]
         elif cjk[cp]:
             table[cp] = C[f"CJK{n}"]
+        elif any(lo <= cp <= hi for lo, hi in BRAHMIC_RANGES):
+            table[cp] = C[f"BRAHMIC{min(n, 3)}"]
         else:
             table[cp] = C[f"OTHER{n}"]
     return bytes(table)
@@ -304,7 +335,9 @@ def cpp_source(stage1: list[int], stage2: bytes, bigram: bytes, profs: dict) -> 
         + ", ".join(f'"{p}"' for p in profs) + "};",
         "constexpr long long PROFILE_SCALE[N_PROFILES][2] = {"
         + ", ".join(f"{{{n}, {d}}}" for _, (n, d) in profs.values()) + "};",
-        "constexpr int PROFILE_WEIGHTS[N_PROFILES][N_WEIGHTS] = {",
+        "// inline: one object for every translation unit, so a profile's weights have one address (the AVX-512",
+        "// kernel finds its per-profile tables by that address; a plain constexpr array is a copy per unit).",
+        "inline constexpr int PROFILE_WEIGHTS[N_PROFILES][N_WEIGHTS] = {",
     ]
     for w, _ in profs.values():
         out.append("  {")

@@ -19,7 +19,7 @@
 
 namespace latch {
 
-const char* const kProfileNames[kProfileCount] = {"openai", "anthropic", "cjk"};
+const char* const kProfileNames[kProfileCount] = {"openai", "anthropic", "cjk", "o200k"};
 static_assert(tables::N_PROFILES == kProfileCount, "regenerate: profile list changed");
 
 bool parse_profile(const char* name, std::size_t len, Profile* out) noexcept {

@@ -11,7 +11,7 @@
 namespace {
 
 // latch::kProfileNames joined by commas (tests/test_cabi.py checks it against PROFILES).
-constexpr const char kProfileList[] = "openai,anthropic,cjk";
+constexpr const char kProfileList[] = "openai,anthropic,cjk,o200k";
 
 int profile_of(const char* name, latch::Profile* out) {
     if (name == nullptr) {

@@ -10,11 +10,11 @@
 
 namespace latch {
 
-enum class Profile : std::uint8_t { openai = 0, anthropic = 1, cjk = 2 };
-constexpr int kProfileCount = 3;
+enum class Profile : std::uint8_t { openai = 0, anthropic = 1, cjk = 2, o200k = 3 };
+constexpr int kProfileCount = 4;
 extern const char* const kProfileNames[kProfileCount];
 
-// Profile by name ("openai", "anthropic", "cjk"); false when unknown.
+// Profile by name ("openai", "anthropic", "cjk", "o200k"); false when unknown.
 bool parse_profile(const char* name, std::size_t len, Profile* out) noexcept;
 
 // Tokens of a code-point sequence stored with 1, 2 or 4 bytes per code point

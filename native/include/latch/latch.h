@@ -67,7 +67,7 @@ LATCH_API uint32_t latch_abi_version(void);
 /* A static, NUL-terminated English description of `code` (never NULL). */
 LATCH_API const char *latch_strerror(int code);
 
-/* The profile names this library knows, comma-separated ("openai,anthropic,cjk"). Static. */
+/* The profile names this library knows, comma-separated ("openai,anthropic,cjk,o200k"). Static. */
 LATCH_API const char *latch_profiles(void);
 
 /*

@@ -1,6 +1,6 @@
 """Built-in plugin: the heuristic estimators, the C-ABI estimator, and the default estimator choice.
 
-* ``heuristic-openai``, ``heuristic-anthropic``, ``heuristic-cjk``: :class:`latch.estimators.HeuristicEstimator`
+* ``heuristic-openai``, ``heuristic-o200k``, ``heuristic-anthropic``, ``heuristic-cjk``: :class:`latch.estimators.HeuristicEstimator`
   for each profile (the hot-path estimator, native or pure Python);
 * ``cabi``: :class:`latch.hotpaths.cabi.AbiEstimator` (any shared library implementing ``latch.h``),
   registered when that module imports;
@@ -19,10 +19,19 @@ from ..hookspecs import hookimpl
 class HeuristicOpenAIEstimator(HeuristicEstimator):
     """Built-in heuristic estimator, ``openai`` profile (cl100k-calibrated, never under the exact count)."""
     PLUGIN_NAME = "heuristic-openai"
-    DESCRIPTION = "Conservative heuristic calibrated on cl100k (GPT models)."
+    DESCRIPTION = "Conservative heuristic calibrated on cl100k (GPT-4, GPT-3.5-turbo)."
 
     def __init__(self) -> None:
         super().__init__("openai")
+
+
+class HeuristicO200kEstimator(HeuristicEstimator):
+    """Built-in heuristic estimator, ``o200k`` profile (fitted on o200k_base, never under it on the class suite)."""
+    PLUGIN_NAME = "heuristic-o200k"
+    DESCRIPTION = "Conservative heuristic fitted on o200k (GPT-4o, GPT-4.1, GPT-5, o-series models)."
+
+    def __init__(self) -> None:
+        super().__init__("o200k")
 
 
 class HeuristicAnthropicEstimator(HeuristicEstimator):
@@ -54,7 +63,7 @@ def _abi_estimator() -> list[type]:
 @hookimpl
 def latch_register_estimators() -> list[type]:
     """Register the built-in estimators (heuristic profiles and the C-ABI loader) through the same hook as plugins."""
-    return [HeuristicOpenAIEstimator, HeuristicAnthropicEstimator, HeuristicCJKEstimator, *_abi_estimator()]
+    return [HeuristicOpenAIEstimator, HeuristicO200kEstimator, HeuristicAnthropicEstimator, HeuristicCJKEstimator, *_abi_estimator()]
 
 
 @hookimpl(trylast=True)

@@ -4,9 +4,12 @@ An :class:`Estimator` turns text into a conservative token count and images into
 dimensions. :class:`HeuristicEstimator` wraps the hot-path estimator (:mod:`latch.hotpaths`: the
 native backend when built, else the pure-Python reference; identical counts) for one profile:
 
-* ``openai``: calibrated against exact cl100k counts; never below them on the calibration set
-  (``tests/test_estimator_calibration.py``). o200k (GPT-4o and later) usually needs fewer tokens
-  than cl100k for the same text, so the profile also serves those models.
+* ``openai``: calibrated against exact cl100k counts (GPT-4, GPT-3.5-turbo); never below them on the
+  calibration set (``tests/test_estimator_calibration.py``), nor below o200k on the text-class suite.
+* ``o200k``: fitted against exact o200k_base counts alone (GPT-4o, GPT-4.1, GPT-5, o1/o3/o4, chatgpt-4o):
+  never below them on the text-class suite and the corpus windows (``tests/test_estimator_classes.py``).
+  o200k spells Indic and other scripts in far fewer tokens than cl100k, so ``openai`` over-counts those
+  models by up to 3x there; ``o200k`` must not be used for cl100k models (it is under cl100k on them).
 * ``anthropic``: Anthropic's tokenizer is not available offline; this profile is the ``openai``
   estimate times 4/3, because published comparisons put Claude token counts at about 1.0-1.35x
   cl100k. At least as conservative as ``openai`` for every text.
@@ -131,7 +134,7 @@ class HeuristicEstimator:
     """The calibrated heuristic of :mod:`latch.hotpaths` for one profile (see module docstring).
 
     ``ValueError`` naming the known profiles when ``profile`` is unknown. Images use the OpenAI
-    rule for ``openai`` and the Anthropic rule (the larger of the two for the same image in most
+    rule for ``openai`` and ``o200k`` and the Anthropic rule (the larger of the two for the same image in most
     cases) for ``anthropic`` and ``cjk``.
     """
 
@@ -140,7 +143,7 @@ class HeuristicEstimator:
             raise ValueError(f"unknown estimator profile {profile!r}; known: {', '.join(hotpaths.PROFILES)}")
         self.profile = profile
         self.name = f"heuristic-{profile}"
-        self._image = openai_image_tokens if profile == "openai" else anthropic_image_tokens
+        self._image = openai_image_tokens if profile in ("openai", "o200k") else anthropic_image_tokens
 
     def estimate(self, text: str) -> int:
         return hotpaths.estimate_tokens(text, self.profile)
@@ -156,17 +159,24 @@ class HeuristicEstimator:
 
 
 _OPENAI_PREFIXES = ("gpt-", "gpt4", "chatgpt", "o1", "o3", "o4", "codex", "text-embedding", "davinci")
+# Models tiktoken maps to o200k_base (tiktoken.model: MODEL_TO_ENCODING and MODEL_PREFIX_TO_ENCODING; gpt-oss
+# is o200k_harmony, the same ordinary-text vocabulary); tests/test_estimator.py checks the two agree. Every
+# other OpenAI name (gpt-4, gpt-4-turbo, gpt-3.5-turbo, embeddings) is cl100k.
+_O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "chatgpt-4o", "gpt-oss", "o1", "o3", "o4", "codex")
 _CJK_PREFIXES = ("qwen", "glm", "chatglm", "deepseek", "kimi", "moonshot", "yi-", "baichuan", "minimax")
 
 
 def profile_for_model(model: str | None) -> str:
-    """Profile for a model name (provider prefixes such as ``openai/`` are ignored): ``claude`` ->
-    ``anthropic``; ``gpt-``, ``o1``/``o3``/``o4``, ``codex`` -> ``openai``; Qwen, GLM, DeepSeek,
-    Kimi, Yi, Baichuan, MiniMax -> ``cjk``; anything else, or ``None`` -> ``anthropic`` (the
-    most conservative)."""
-    name = (model or "").strip().lower().rsplit("/", 1)[-1]
+    """Profile for a model name (provider prefixes such as ``openai/`` and a fine-tune's ``ft:`` are
+    ignored): ``claude`` -> ``anthropic``; the o200k models (``gpt-4o*``, ``gpt-4.1*``, ``gpt-4.5*``,
+    ``gpt-5*``, ``chatgpt-4o*``, ``gpt-oss*``, ``o1``/``o3``/``o4*``, ``codex*``) -> ``o200k``; other
+    ``gpt-`` names (``gpt-4``, ``gpt-3.5-turbo``: cl100k) -> ``openai``; Qwen, GLM, DeepSeek, Kimi, Yi,
+    Baichuan, MiniMax -> ``cjk``; anything else, or ``None`` -> ``anthropic`` (the most conservative)."""
+    name = (model or "").strip().lower().rsplit("/", 1)[-1].removeprefix("ft:")
     if "claude" in name:
         return "anthropic"
+    if name.startswith(_O200K_PREFIXES):
+        return "o200k"
     if name.startswith(_OPENAI_PREFIXES):
         return "openai"
     if name.startswith(_CJK_PREFIXES):
