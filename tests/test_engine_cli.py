@@ -175,6 +175,25 @@ def test_config_is_read_once_and_reaches_the_engine(run, transcript, tmp_path, m
     assert res.exit_code == 2 and "bad.toml: context.recent_tokens must be a positive integer" in res.output
 
 
+def test_the_builtin_command_table_matches_what_each_module_registers():
+    """BUILTIN_COMMANDS (what `latch --help` shows without importing a module) cannot drift from the modules."""
+    import importlib
+
+    import click
+
+    from latch.cli import BUILTIN_COMMANDS, COMMAND_MODULES
+
+    for module in COMMAND_MODULES:
+        group = click.Group("latch")
+        importlib.import_module(f"latch.commands.{module}").register(group)
+        assert sorted(group.commands) == sorted(name for name, (m, _) in BUILTIN_COMMANDS.items() if m == module)
+        for name, command in group.commands.items():
+            stand_in = click.Command(name, help=BUILTIN_COMMANDS[name][1])
+            assert not command.hidden
+            for limit in (10**6, 80, 60, 45, 30, 12):  # the help formatter's limit depends on the terminal width
+                assert stand_in.get_short_help_str(limit) == command.get_short_help_str(limit), (name, limit)
+
+
 def test_command_modules_import_no_engine():
     code = ("import sys, latch.commands.replay, latch.commands.context; "
             "print(sorted(m for m in sys.modules if m.startswith(('latch.engine', 'latch.hotpaths', 'latch.plugins'))))")
