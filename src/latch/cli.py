@@ -33,6 +33,10 @@ from typing import Any
 import click
 
 from . import __version__
+from .config import ConfigError, config_path, load_config, unknown_keys
+from .importers.base import TranscriptError
+from .store import StoreError, non_folder_parent, default_db_path, EventStore
+from .textsafe import safe, warn
 
 # The built-in commands: name -> (module under latch.commands, the short help `latch --help` shows). A module is
 # imported only when one of its commands is invoked or asked for its own --help; tests/test_engine_cli.py checks
@@ -68,7 +72,7 @@ COMMAND_MODULES = tuple(dict.fromkeys(module for module, _ in BUILTIN_COMMANDS.v
 
 def backend_error() -> str | None:
     """Why the hot-path backend (:mod:`latch.hotpaths`) cannot load, or ``None`` when it loads."""
-    from . import hotpaths  # importing it never fails; the backend is chosen at first use
+    from . import hotpaths  # lazy: it imports numpy; `import latch.cli` and the built-in listing stay without it
 
     return hotpaths.backend_error()
 
@@ -95,9 +99,7 @@ class AppContext:
         then the file read (``None`` when the default file is absent).
         """
         if self._config is None:
-            from . import plugins
-            from .config import ConfigError, config_path, load_config, unknown_keys
-            from .textsafe import warn
+            from . import plugins  # lazy: the plugin host imports numpy and the estimators; only commands need it
 
             try:
                 config = load_config(path)
@@ -119,8 +121,6 @@ class AppContext:
             return None
         path = Path(self.db)
         if not path.parent.is_dir():
-            from .store import non_folder_parent
-
             blocker = non_folder_parent(path)
             if blocker is not None:
                 return f"{path}: {blocker} is not a folder ({self.db_source})"
@@ -129,8 +129,6 @@ class AppContext:
 
     def db_path(self) -> Path:
         """The database this invocation uses: ``--db``/``LATCH_DB``, else the workspace's default."""
-        from .store import default_db_path
-
         return Path(self.db) if self.db else default_db_path()
 
     def store_exists(self) -> bool:
@@ -151,8 +149,6 @@ class AppContext:
         ``context``, ``doctor``): when no database exists yet they read an empty in-memory store instead of
         creating a file (a mistyped ``--db`` or a new folder leaves nothing behind)."""
         if self._store is None:
-            from .store import EventStore, StoreError
-
             problem = self.db_problem()
             if problem:
                 raise StoreError(f"cannot open the Latch store at {problem}")
@@ -167,8 +163,6 @@ class AppContext:
 def _check_creatable(path: Path) -> None:
     """Raise :class:`~latch.store.StoreError` when no database could be created at ``path`` (its folder is
     missing or refuses files); probes by creating and removing the file, so nothing is left behind."""
-    from .store import StoreError, non_folder_parent
-
     if not path.parent.is_dir():
         blocker = non_folder_parent(path)
         if blocker is not None:
@@ -221,7 +215,7 @@ class LatchGroup(click.Group):
             return
         self._plugins_loaded = True
         if backend_error() is None:
-            from .plugins import register_plugin_commands  # the plugin host loads only when a command needs it
+            from .plugins import register_plugin_commands  # lazy: the plugin host loads when a command needs it
 
             register_plugin_commands(self)
 
@@ -284,15 +278,9 @@ class LatchGroup(click.Group):
         return args
 
     def invoke(self, ctx):
-        from .config import ConfigError
-        from .importers.base import TranscriptError
-        from .plugins import PluginError
-        from .store import StoreError
-        from .textsafe import safe
-
         try:
             return super().invoke(ctx)
-        except (TranscriptError, PluginError, StoreError) as exc:
+        except (TranscriptError, StoreError) as exc:
             raise click.ClickException(safe(str(exc))) from None
         except ConfigError as exc:  # a [models] entry that only conflicts with the model table at use
             raise click.UsageError(safe(str(exc))) from None
@@ -309,6 +297,11 @@ class LatchGroup(click.Group):
         except click.ClickException as exc:
             exc.message = safe(exc.message, multiline=True)
             raise
+        except Exception as exc:  # last: every clause above sees its own type first
+            plugins = sys.modules.get("latch.plugins")  # a PluginError needs the plugin host, imported on first use
+            if plugins is None or not isinstance(exc, plugins.PluginError):
+                raise
+            raise click.ClickException(safe(str(exc))) from None
 
 
 @click.group(cls=LatchGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -58,6 +58,7 @@ from ..store import EventStore
 from ..textsafe import dumps, printable
 from .scenario import ScenarioModel
 from .stress import CONSTRAINT, DECISION, DIAGNOSTIC, MODEL, SYSTEM_PROMPT, TOOLS, WORKSPACE, _plant, _screenshots
+from .. import plugins
 
 __all__ = ["Budget", "SessionSource", "Needle", "parse_budgets", "discover_sessions", "run_job", "run_bench",
            "summarize", "write_report", "cost_table", "DEFAULT_BUDGETS", "CHECKPOINTS"]
@@ -346,8 +347,6 @@ def run_bench(engines: Sequence[str], sessions: Sequence[SessionSource], budgets
     forces the estimator of every job, else each session's model picks it through the
     ``latch_select_estimator`` hook; ``config`` is Latch's configuration for every engine. Unknown
     engines or estimators raise :class:`latch.plugins.PluginError` before anything runs."""
-    from .. import plugins
-
     for name in engines:
         get_engine_factory(name)
     if estimator is not None:

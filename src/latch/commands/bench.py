@@ -19,6 +19,8 @@ import click
 from ..cli import pass_app
 from ..textsafe import console, echo, markup, safe
 from . import output_folder
+from ..bench.harness import discover_sessions, markdown_table, parse_budgets, run_bench, summarize, write_report
+from ..plugins import PluginError, registered_engines
 
 __all__ = ["register"]
 
@@ -58,10 +60,6 @@ def register(cli: click.Group) -> None:
             raise click.ClickException("latch bench draws its plots with matplotlib, which is not installed; "
                                        "install it with: pip install 'latch[bench]'") from None
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        from ..bench.harness import discover_sessions, markdown_table, parse_budgets, run_bench, summarize, \
-            write_report
-        from ..plugins import PluginError, registered_engines
 
         config = app.config(config_path)
         try:

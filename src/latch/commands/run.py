@@ -31,8 +31,22 @@ from typing import Any
 import click
 
 from ..cli import pass_app
-from ..config import MAX_TOKENS
+from ..config import MAX_TOKENS, budget_for_model
 from ..textsafe import console, markup, safe
+from .. import plugins
+from ..agent.context import SYSTEM_PROMPT, session_context
+from ..agent.loop import AgentError, AgentLoop, repair_interrupted, provider_prompt_tokens
+from ..agent.mcp import McpHub, mcp_servers, mcp_tools, session_mcp_tools
+from ..agent.permissions import PermissionPolicy
+from ..agent.skills import discover_skills, session_skills, skill_tools
+from ..agent.supervisor import Supervisor
+from ..agent.tools import agent_tools, ToolContext
+from ..agent.tools.processes import ProcessManager
+from ..engine.report import context_report
+from ..host.cost import format_usd, price_usage
+from ..host.loop import HostError, build_engine
+from ..kernel.tombstones import tombstoned_sessions
+from ..providers import ProviderError
 
 __all__ = ["register"]
 
@@ -98,8 +112,6 @@ class _Printer:
         parts = [f"request {number}", f"context {total / hard:.0%} of {hard:,}" if hard else f"{total:,}",
                  f"view {total:,} tokens ({'exact' if self.exact else 'estimated'})", f"epoch {view.epoch}"]
         if usage is not None:
-            from ..agent.loop import provider_prompt_tokens
-
             prompt = provider_prompt_tokens(usage)
             if prompt is not None:
                 parts.append(f"provider prompt {prompt:,}")
@@ -113,8 +125,6 @@ class _Printer:
     def _cost(self, message: Any, usage: Any) -> str:
         """``cost $0.004751 (run $0.01234)`` from the provider's usage, or ``unpriced`` (no usage, or a model
         genai-prices does not price, e.g. a local llama.cpp model)."""
-        from ..host.cost import format_usd, price_usage
-
         got = price_usage(usage, getattr(message, "model", None) or self.model, provider=self.provider)
         if got is None:
             return "unpriced"
@@ -198,7 +208,6 @@ def register(cli: click.Group) -> None:
         if task is not None and not task.strip():
             raise click.UsageError("TASK is empty")
         config = app.config(config_path)
-        from ..agent.tools import agent_tools
 
         known = {t.NAME: t for t in agent_tools()}
         chosen_tools = tuple(known.values())
@@ -214,17 +223,6 @@ def register(cli: click.Group) -> None:
                 raise click.UsageError(f"--tool-choice {tool_choice!r}: not auto, required, none or an offered tool "
                                        f"({', '.join(t.NAME for t in chosen_tools)})")
         section = config.get("provider", {}) or {}
-        from .. import plugins
-        from ..agent.context import SYSTEM_PROMPT, session_context
-        from ..agent.loop import AgentLoop, repair_interrupted
-        from ..agent.mcp import McpHub, mcp_servers, mcp_tools, session_mcp_tools
-        from ..agent.skills import discover_skills, session_skills, skill_tools
-        from ..agent.permissions import PermissionPolicy
-        from ..agent.tools import ToolContext
-        from ..agent.tools.processes import ProcessManager
-        from ..host.loop import HostError, build_engine
-        from ..kernel.tombstones import tombstoned_sessions
-        from ..providers import ProviderError
 
         store = app.store(create=False) if resume is not None else None  # a new run opens it once checked
         profile: dict[str, Any] = {}
@@ -287,7 +285,6 @@ def register(cli: click.Group) -> None:
                 plugins.get_estimator(estimator)
         except plugins.PluginError as exc:
             raise click.UsageError(str(exc)) from None
-        from ..config import budget_for_model
 
         planned = budget_for_model(config, model)
         planned_window = window if window is not None else planned.context_window_tokens
@@ -326,7 +323,6 @@ def register(cli: click.Group) -> None:
         if budget.reserve_tokens >= budget.context_window_tokens:
             raise click.UsageError(f"the reserve ({budget.reserve_tokens:,}) must be below the window "
                                    f"({budget.context_window_tokens:,}); pass --window or --reserve")
-        from ..agent.supervisor import Supervisor
 
         try:  # the root engine is the one build_engine made; children go through the child policy
             supervisor = Supervisor(plugins.get_engine_factory(setup.engine_name),
@@ -380,9 +376,6 @@ def register(cli: click.Group) -> None:
 
 
 def _run_task(con: Any, loop: Any, max_turns: int) -> int:
-    from ..agent.loop import AgentError
-    from ..providers import ProviderError
-
     try:
         outcome = loop.run(max_turns)
     except (AgentError, ProviderError) as exc:
@@ -420,13 +413,12 @@ def _slash(con: Any, loop: Any, store: Any, session_id: str, text: str, cli: cli
         loop.compact("manual")
         con.print("[dim]compacted: the next request starts a new cache epoch (nothing is deleted)[/dim]")
     elif cmd == "/context":
-        from ..engine.report import context_report
-
         res = loop.view()
         rep = context_report(res.view)
         con.print_json(data={k: v for k, v in rep.items() if not isinstance(v, (list, dict))})
     elif cmd in ("/state", "/evidence"):
-        click.get_current_context().invoke(cli.commands[cmd[1:]], session=session_id)
+        ctx = click.get_current_context()
+        ctx.invoke(cli.get_command(ctx, cmd[1:]), session=session_id)
     elif cmd == "/search":
         if not arg.strip():
             con.print("usage: /search QUERY")

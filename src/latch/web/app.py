@@ -34,6 +34,8 @@ from ..host import reducers as R
 from ..store import EventStore
 from ..textsafe import safe
 from . import is_loopback
+from ..host.kernel import kernel_cache
+from ..kernel import canonical_state
 
 __all__ = ["create_app", "snapshot", "serve", "check_bind"]
 
@@ -63,9 +65,6 @@ def _session_row(info: Any) -> dict[str, Any]:
 
 
 def _status(store: EventStore, sid: str, events: list[Any], live: bool) -> dict[str, Any]:
-    from ..host.kernel import kernel_cache
-    from ..kernel import canonical_state
-
     state = canonical_state(store, sid, cache=kernel_cache())
     return {"last_seq": events[-1].seq if events else 0, "live": live, "activity": R.activity(events, live=live),
             "usage": R.usage_totals(events), "state": R.state_summary(state)}
