@@ -194,8 +194,24 @@ def test_the_builtin_command_table_matches_what_each_module_registers():
                 assert stand_in.get_short_help_str(limit) == command.get_short_help_str(limit), (name, limit)
 
 
-def test_command_modules_import_no_engine():
-    code = ("import sys, latch.commands.replay, latch.commands.context; "
-            "print(sorted(m for m in sys.modules if m.startswith(('latch.engine', 'latch.hotpaths', 'latch.plugins'))))")
+def test_latch_cli_and_the_command_list_import_no_command_module_and_no_engine():
+    """Commands load lazily: importing latch.cli imports no command module, no engine, no hot path and no plugin
+    host; `latch --help` (which loads the plugins to list their commands too) lists every command and imports no
+    command module; `latch sessions --help` imports only its own."""
+    prefixes = ("latch.commands", "latch.engine", "latch.hotpaths", "latch.plugins")
+    code = f"import sys, latch.cli; print(sorted(m for m in sys.modules if m.startswith({prefixes!r})))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout == "[]\n"
+
+    def run_main(*args: str) -> subprocess.CompletedProcess:
+        code = ("import sys, latch.cli\ntry:\n    latch.cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+                "print(sorted(m for m in sys.modules if m.startswith('latch.commands')), file=sys.stderr)")
+        return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True)
+
+    helped = run_main("--help")
+    assert helped.stderr == "[]\n"
+    from latch.cli import BUILTIN_COMMANDS
+
+    listed = [line.split()[0] for line in helped.stdout.split("Commands:\n")[1].splitlines()]
+    assert listed == sorted([*BUILTIN_COMMANDS, "web"])
+    assert run_main("sessions", "--help").stderr == "['latch.commands', 'latch.commands.sessions']\n"
