@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -175,8 +176,44 @@ def test_config_is_read_once_and_reaches_the_engine(run, transcript, tmp_path, m
     assert res.exit_code == 2 and "bad.toml: context.recent_tokens must be a positive integer" in res.output
 
 
-def test_command_modules_import_no_engine():
-    code = ("import sys, latch.commands.replay, latch.commands.context; "
-            "print(sorted(m for m in sys.modules if m.startswith(('latch.engine', 'latch.hotpaths', 'latch.plugins'))))")
+def test_the_builtin_command_table_matches_what_each_module_registers():
+    """BUILTIN_COMMANDS (what `latch --help` shows without importing a module) cannot drift from the modules."""
+    import importlib
+
+    import click
+
+    from latch.cli import BUILTIN_COMMANDS, COMMAND_MODULES
+
+    for module in COMMAND_MODULES:
+        group = click.Group("latch")
+        importlib.import_module(f"latch.commands.{module}").register(group)
+        assert sorted(group.commands) == sorted(name for name, (m, _) in BUILTIN_COMMANDS.items() if m == module)
+        for name, command in group.commands.items():
+            stand_in = click.Command(name, help=BUILTIN_COMMANDS[name][1])
+            assert not command.hidden
+            for limit in (10**6, 80, 60, 45, 30, 12):  # the help formatter's limit depends on the terminal width
+                assert stand_in.get_short_help_str(limit) == command.get_short_help_str(limit), (name, limit)
+
+
+def test_latch_cli_and_the_command_list_import_no_command_module_and_no_engine():
+    """Commands load lazily: importing latch.cli imports no command module, no engine, no hot path and no plugin
+    host; `latch --help` (which loads the plugins to list their commands too) lists every command and imports no
+    command module; `latch sessions --help` imports only its own."""
+    prefixes = ("latch.commands", "latch.engine", "latch.hotpaths", "latch.plugins")
+    code = f"import sys, latch.cli; print(sorted(m for m in sys.modules if m.startswith({prefixes!r})))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout == "[]\n"
+
+    def run_main(*args: str) -> subprocess.CompletedProcess:
+        code = ("import sys, latch.cli\ntry:\n    latch.cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+                "print(sorted(m for m in sys.modules if m.startswith('latch.commands')), file=sys.stderr)")
+        env = {**os.environ, "LATCH_LOAD_PLUGINS": ""}  # the built-in plugins only: their one command is `web`
+        return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True, env=env)
+
+    helped = run_main("--help")
+    assert helped.stderr == "[]\n"
+    from latch.cli import BUILTIN_COMMANDS
+
+    listed = [line.split()[0] for line in helped.stdout.split("Commands:\n")[1].splitlines()]
+    assert listed == sorted([*BUILTIN_COMMANDS, "web"])
+    assert run_main("sessions", "--help").stderr == "['latch.commands', 'latch.commands.sessions']\n"

@@ -167,3 +167,52 @@ def _cycles() -> set[frozenset[str]]:
 
 def test_no_new_subpackage_import_cycle():
     assert _cycles() == set(KNOWN_SUBPACKAGE_CYCLES)
+
+
+# Function-local imports of latch modules (issue 10 item 5): module level is the rule; each one kept is for
+# an optional dependency or to keep a heavy layer out of an import path, with its reason. (file, module).
+LOCAL_IMPORTS_ALLOWED = {
+    ("cli.py", "latch.hotpaths"): "imports numpy; `import latch.cli` and the built-in listing stay without it",
+    ("cli.py", "latch.plugins"): "the plugin host (estimators, numpy) loads only when a command needs it (twice: "
+                                 "AppContext.config and LatchGroup.load_plugin_commands)",
+    ("commands/doctor.py", "latch._native"): "the optional C++ extension",
+    ("default_plugins/tui.py", "latch.tui.app"): "textual (about 0.2 s to import) loads only when `latch tui` starts, "
+                                                 "not with every command's plugin host",
+    ("hotpaths/__init__.py", "latch._native"): "the optional C++ extension, chosen at first use",
+    ("hotpaths/cabi.py", "latch._native"): "the optional C++ extension",
+}
+LOCAL_IMPORTS_MAX = 10
+
+
+def _local_latch_imports() -> list[tuple[str, int, str]]:
+    """``(file under src/latch, line, imported latch module)`` for every import statement inside a function."""
+    found = set()
+    for name, path in MODULES.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                targets: list[str] = []
+                if isinstance(node, ast.Import):
+                    targets = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    if node.level:
+                        base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                        module = ".".join(base + ([node.module] if node.module else []))
+                    else:
+                        module = node.module or ""
+                    targets = [f"{module}.{a.name}" if f"{module}.{a.name}" in MODULES or module == "latch"
+                               else module for a in node.names]
+                rel = str(path.relative_to(SRC))
+                found.update((rel, node.lineno, t) for t in targets if t == "latch" or t.startswith("latch."))
+    return sorted(found)
+
+
+def test_function_local_latch_imports_are_few_and_each_has_its_reason():
+    local = _local_latch_imports()
+    unexplained = [hit for hit in local if (hit[0], hit[2]) not in LOCAL_IMPORTS_ALLOWED]
+    assert unexplained == [], "import these at module level (or add them with the reason to LOCAL_IMPORTS_ALLOWED)"
+    assert len({(f, line) for f, line, _ in local}) <= LOCAL_IMPORTS_MAX
+    assert {(f, m) for f, _, m in local} == set(LOCAL_IMPORTS_ALLOWED), "an allowed local import no longer happens"

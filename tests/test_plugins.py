@@ -132,7 +132,7 @@ def test_disable_warns_once_about_names_that_match_no_plugin(monkeypatch, tmp_pa
     assert "latch.default_plugins.engines" not in pm.infos and "nothing-plugin" in pm.infos
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(
-        "latch: warning: LATCH_DISABLE_PLUGINS names 'ghost', 'nothing-plugn' (did you mean 'nothing-plugin'?), "
+        "warning: LATCH_DISABLE_PLUGINS names 'ghost', 'nothing-plugn' (did you mean 'nothing-plugin'?), "
         "which match no plugin; known plugins: latch.default_plugins.engines, latch.default_plugins.estimators, "
         "latch.default_plugins.importers, ")
     assert "nothing-plugin" in err.split("known plugins: ")[1]
@@ -508,7 +508,7 @@ def test_plugins_add_cli_commands(monkeypatch, tmp_path):
 def test_a_plugin_error_at_startup_is_one_warning_and_later_a_clear_error(monkeypatch, capsys):
     monkeypatch.setenv("LATCH_LOAD_PLUGINS", "no-such-plugin")
     plugins.register_plugin_commands(click.Group("latch"))
-    assert capsys.readouterr().err.startswith("latch: warning: plugin commands unavailable: LATCH_LOAD_PLUGINS "
+    assert capsys.readouterr().err.startswith("warning: plugin commands unavailable: LATCH_LOAD_PLUGINS "
                                               "names 'no-such-plugin'")
     result = CliRunner().invoke(_cli(), ["plugins"])
     assert result.exit_code == 1

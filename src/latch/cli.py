@@ -10,9 +10,9 @@ transcript- or file-derived string (error messages included) passes its one esca
 (:func:`~latch.textsafe.safe`: control characters and bidi overrides shown as ``\\x1b``, ``\\u202e``);
 warnings are ``warning: ...`` lines on stderr (:func:`~latch.textsafe.warn`).
 
-Command modules import the engine, kernel, estimators, bench and plugins inside their command
-functions: every command module is imported when ``latch`` starts, so these lazy imports keep
-``latch --help`` fast (``tests/test_engine_cli.py`` pins it). :mod:`latch.hotpaths` never fails
+Commands load lazily (:class:`LatchGroup`): ``latch X`` imports only X's module (:data:`BUILTIN_COMMANDS`),
+and ``latch --help`` lists the built-ins from that table without importing any command module
+(``tests/test_engine_cli.py`` pins both). :mod:`latch.hotpaths` never fails
 to import (its backend is chosen at first use). When the hot-path backend cannot
 load (e.g. an invalid ``LATCH_IMPL``), every command but ``latch doctor`` stops
 with one line naming the reason (status 1); ``latch doctor`` reports it and
@@ -33,14 +33,49 @@ from typing import Any
 import click
 
 from . import __version__
+from .config import ConfigError, config_path, load_config, unknown_keys
+from .importers.base import TranscriptError
+from .store import StoreError, non_folder_parent, default_db_path, EventStore
+from .textsafe import safe, warn
 
-COMMAND_MODULES = ("sessions", "doctor", "replay", "view", "context", "state", "plugins_cmd", "bench", "stress",
-                   "run", "report", "group", "skills_mcp")
+# The built-in commands: name -> (module under latch.commands, the short help `latch --help` shows). A module is
+# imported only when one of its commands is invoked or asked for its own --help; tests/test_engine_cli.py checks
+# that every module's register(cli) registers exactly these names with this help.
+BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
+    "bench": ("bench", "Run every engine over every session under every budget; write a table, JSON and plots."),
+    "context": ("context", "The /context report of SESSION's next view: token breakdown, retention, headroom, "
+                           "status."),
+    "doctor": ("doctor", "Versions, SQLite and FTS5, the hot-path backend, the native library and the data folder."),
+    "evidence": ("state", "Show SESSION's validation evidence (current and stale) and the certification verdict."),
+    "forget": ("state", "Tombstone SESSION: history and resume omit it; its events, children and artifacts stay."),
+    "group": ("group", "Show the agent group rooted in ROOT (tasks, owners, members, messages)."),
+    "import": ("sessions", "Import transcript FILES into the store (idempotent; a forgotten session takes no new "
+                           "events)."),
+    "plugins": ("plugins_cmd", "List plugins, their hooks and what they registered (engines, estimators, ...)."),
+    "prune-replays": ("replay", "Drop the kernel records of past replays (the scratch database beside the store) and "
+                                "say how many bytes that freed."),
+    "replay": ("replay", "Replay FILE (or a stored SESSION): materialize the view before every model request and check the invariants."),
+    "report": ("report", "What sessions cost: requests, tokens by kind, dollars and cache-read share, per model "
+                         "(like ccusage)."),
+    "run": ("run", "Run an agent on TASK in the current workspace (or continue one with --resume, or work for an "
+                   "agent group with --group NAME --worker)."),
+    "search": ("sessions", "Full-text search over every event (newest first)."),
+    "sessions": ("sessions", "List sessions (tombstoned ones are omitted), each with its first event's seq."),
+    "skills": ("skills_mcp", "List the Agent Skills a new `latch run` session here would offer."),
+    "mcp": ("skills_mcp", "MCP servers of the configuration ([mcp.servers.NAME])."),
+    "show": ("sessions", "Show the events of SESSION (id or unique prefix)."),
+    "state": ("state", "Show the canonical state (L1) of SESSION: derived files, mutations, generation, evidence, "
+                       "failures."),
+    "stress": ("stress", "Plant early facts, push EVENTS realistic events, verify every stress guarantee."),
+    "view": ("view", "The exact request Latch would send at model request N of SESSION_OR_FILE (system, tools, "
+                     "messages)."),
+}
+COMMAND_MODULES = tuple(dict.fromkeys(module for module, _ in BUILTIN_COMMANDS.values()))
 
 
 def backend_error() -> str | None:
     """Why the hot-path backend (:mod:`latch.hotpaths`) cannot load, or ``None`` when it loads."""
-    from . import hotpaths  # importing it never fails; the backend is chosen at first use
+    from . import hotpaths  # lazy: it imports numpy; `import latch.cli` and the built-in listing stay without it
 
     return hotpaths.backend_error()
 
@@ -67,9 +102,7 @@ class AppContext:
         then the file read (``None`` when the default file is absent).
         """
         if self._config is None:
-            from . import plugins
-            from .config import ConfigError, config_path, load_config, unknown_keys
-            from .textsafe import warn
+            from . import plugins  # lazy: the plugin host imports numpy and the estimators; only commands need it
 
             try:
                 config = load_config(path)
@@ -91,8 +124,6 @@ class AppContext:
             return None
         path = Path(self.db)
         if not path.parent.is_dir():
-            from .store import non_folder_parent
-
             blocker = non_folder_parent(path)
             if blocker is not None:
                 return f"{path}: {blocker} is not a folder ({self.db_source})"
@@ -101,8 +132,6 @@ class AppContext:
 
     def db_path(self) -> Path:
         """The database this invocation uses: ``--db``/``LATCH_DB``, else the workspace's default."""
-        from .store import default_db_path
-
         return Path(self.db) if self.db else default_db_path()
 
     def store_exists(self) -> bool:
@@ -123,8 +152,6 @@ class AppContext:
         ``context``, ``doctor``): when no database exists yet they read an empty in-memory store instead of
         creating a file (a mistyped ``--db`` or a new folder leaves nothing behind)."""
         if self._store is None:
-            from .store import EventStore, StoreError
-
             problem = self.db_problem()
             if problem:
                 raise StoreError(f"cannot open the Latch store at {problem}")
@@ -139,8 +166,6 @@ class AppContext:
 def _check_creatable(path: Path) -> None:
     """Raise :class:`~latch.store.StoreError` when no database could be created at ``path`` (its folder is
     missing or refuses files); probes by creating and removing the file, so nothing is left behind."""
-    from .store import StoreError, non_folder_parent
-
     if not path.parent.is_dir():
         blocker = non_folder_parent(path)
         if blocker is not None:
@@ -170,7 +195,59 @@ pass_app = click.make_pass_decorator(AppContext)
 
 class LatchGroup(click.Group):
     """Turns the user-facing errors (bad transcript, plugin, store) into one line on stderr, status 1 (a config
-    error: status 2)."""
+    error: status 2).
+
+    Commands load lazily: a built-in command's module (:data:`BUILTIN_COMMANDS`) is imported by
+    :meth:`get_command` when that command is resolved (invoked, or asked for its ``--help``); plugin commands
+    (hook ``latch_register_commands``) are registered when the full list is needed (:meth:`list_commands`, e.g.
+    ``latch --help``) or a name is not a built-in. ``latch --help`` formats the built-ins from the table, so it
+    imports no command module.
+    """
+
+    _plugins_loaded = False
+
+    def load_builtin(self, name: str) -> None:
+        """Import the module of the built-in command ``name`` and register its commands (once)."""
+        module = importlib.import_module(f"latch.commands.{BUILTIN_COMMANDS[name][0]}")
+        module.register(self)
+
+    def load_plugin_commands(self) -> None:
+        """Register the plugins' commands (once); none when the hot-path backend cannot load (then every command
+        but ``latch doctor`` stops anyway)."""
+        if self._plugins_loaded:
+            return
+        self._plugins_loaded = True
+        if backend_error() is None:
+            from .plugins import register_plugin_commands  # lazy: the plugin host loads when a command needs it
+
+            register_plugin_commands(self)
+
+    def list_commands(self, ctx):
+        self.load_plugin_commands()
+        return sorted({*BUILTIN_COMMANDS, *self.commands})
+
+    def get_command(self, ctx, cmd_name):
+        if cmd_name not in self.commands:
+            if cmd_name in BUILTIN_COMMANDS:
+                self.load_builtin(cmd_name)
+            else:
+                self.load_plugin_commands()
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx, formatter):
+        """The commands section of ``latch --help``: built-ins not loaded yet are shown from the table."""
+        rows = []
+        names = self.list_commands(ctx)
+        commands = {name: self.commands.get(name) or click.Command(name, help=BUILTIN_COMMANDS[name][1])
+                    for name in names}
+        shown = {name: cmd for name, cmd in commands.items() if not cmd.hidden}
+        if not shown:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in shown)
+        for name, cmd in shown.items():
+            rows.append((name, cmd.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def parse_args(self, ctx, args):
         """``--db PATH`` is accepted after the subcommand too (``latch sessions --db X``): it is moved in
@@ -204,15 +281,9 @@ class LatchGroup(click.Group):
         return args
 
     def invoke(self, ctx):
-        from .config import ConfigError
-        from .importers.base import TranscriptError
-        from .plugins import PluginError
-        from .store import StoreError
-        from .textsafe import safe
-
         try:
             return super().invoke(ctx)
-        except (TranscriptError, PluginError, StoreError) as exc:
+        except (TranscriptError, StoreError) as exc:
             raise click.ClickException(safe(str(exc))) from None
         except ConfigError as exc:  # a [models] entry that only conflicts with the model table at use
             raise click.UsageError(safe(str(exc))) from None
@@ -229,6 +300,11 @@ class LatchGroup(click.Group):
         except click.ClickException as exc:
             exc.message = safe(exc.message, multiline=True)
             raise
+        except Exception as exc:  # last: every clause above sees its own type first
+            plugins = sys.modules.get("latch.plugins")  # a PluginError needs the plugin host, imported on first use
+            if plugins is None or not isinstance(exc, plugins.PluginError):
+                raise
+            raise click.ClickException(safe(str(exc))) from None
 
 
 @click.group(cls=LatchGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -252,18 +328,14 @@ def cli(ctx: click.Context, db: str | None) -> None:
 
 
 def _load_commands() -> None:
-    for name in COMMAND_MODULES:
-        try:
-            mod = importlib.import_module(f"latch.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"latch.commands.{name}":
-                continue
-            raise
-        mod.register(cli)
-    if backend_error() is None:  # otherwise no built-in plugin loads, and every command but doctor stops
-        from .plugins import register_plugin_commands
-
-        register_plugin_commands(cli)
+    """Register every built-in and plugin command now (tests; ``latch`` itself loads them lazily)."""
+    group = cli
+    assert isinstance(group, LatchGroup)
+    for name in BUILTIN_COMMANDS:
+        if name not in group.commands:
+            group.load_builtin(name)
+    group._plugins_loaded = False  # plugins may have changed since (tests reset the plugin manager)
+    group.load_plugin_commands()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -274,7 +346,6 @@ def main(argv: list[str] | None = None) -> None:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="replace")
-    _load_commands()
     try:
         rv = cli.main(args=argv, prog_name="latch", standalone_mode=False)
     except click.exceptions.Abort:  # Ctrl-C (or EOF at a prompt): the shell convention, 128 + SIGINT

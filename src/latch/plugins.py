@@ -58,6 +58,7 @@ from . import hookspecs
 from .config import load_config
 from .estimators import estimator_for_model
 from .hookspecs import PROJECT_NAME
+from .textsafe import warn
 
 if TYPE_CHECKING:  # pragma: no cover
     import click
@@ -321,8 +322,7 @@ def _warn_unknown_disabled(blocked: set[str], known: list[str]) -> None:
     hints = [f"{name!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(name, known, n=1))
              else repr(name) for name in unknown]
     verb = "matches" if len(unknown) == 1 else "match"
-    sys.stderr.write(f"latch: warning: LATCH_DISABLE_PLUGINS names {', '.join(hints)}, which {verb} no plugin; "
-                     f"known plugins: {', '.join(known)}\n")
+    warn(f"LATCH_DISABLE_PLUGINS names {', '.join(hints)}, which {verb} no plugin; known plugins: {', '.join(known)}")
 
 
 _MANAGER: LatchPluginManager | None = None
@@ -508,7 +508,7 @@ def register_plugin_commands(cli: "click.Group") -> None:
     try:
         get_plugin_manager().hook.latch_register_commands(cli=cli)
     except PluginError as exc:
-        sys.stderr.write(f"latch: warning: plugin commands unavailable: {exc}\n")
+        warn(f"plugin commands unavailable: {exc}")
 
 
 def iter_plugins(pm: LatchPluginManager | None = None) -> Iterable[tuple[PluginInfo, list[str], dict[str, list[Registration]]]]:

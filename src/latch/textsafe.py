@@ -33,8 +33,9 @@ from typing import Any
 
 import click
 import rich.table
-from rich.console import Console, ConsoleOptions
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markup import escape as _markup_escape
+from rich.measure import Measurement
 from rich.text import Text
 
 __all__ = ["printable", "safe", "markup", "cell", "warn", "dumps", "echo", "console", "Table", "PrintableStream",
@@ -179,25 +180,64 @@ class Table(rich.table.Table):
     column first gets its longest word (so ``12,345`` or a path stays whole and headers wrap
     between words), and the room left is shared in proportion to what each column still lacks;
     rich's own shrinking (folding inside words) happens only when even the longest words do not fit.
+    Only rich's public API: the render protocol (``__rich_console__``), :class:`rich.measure.Measurement`
+    and each column's ``width`` (fixed for that one render).
     """
 
     def add_column(self, *args: Any, **kwargs: Any) -> None:  # noqa: D102 (rich's signature)
         kwargs.setdefault("overflow", "fold")
         super().add_column(*args, **kwargs)
 
-    def _calculate_column_widths(self, console: Console, options: ConsoleOptions) -> list[int]:
-        # rich's private width hook (stable since rich 10): widths include padding, exclude borders
-        if self.expand or any(c.width is not None for c in self.columns):
-            return super()._calculate_column_widths(console, options)
-        ranges = [self._measure_column(console, options.update_width(PIPE_WIDTH), c) for c in self.columns]
-        lows, highs = [r.minimum for r in ranges], [r.maximum for r in ranges]
-        room = options.max_width
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        widths = self._fitted_widths(console, options)
+        if widths is None:
+            yield from super().__rich_console__(console, options)
+            return
+        given = [column.width for column in self.columns]
+        for column, width in zip(self.columns, widths):
+            column.width = width  # fixed for this render only (rich then wraps each cell inside it)
+        try:
+            yield from super().__rich_console__(console, options)
+        finally:
+            for column, width in zip(self.columns, given):
+                column.width = width
+
+    def _cell_padding(self, index: int, *, fixed: bool = False) -> int:
+        """Columns of padding rich adds around column ``index``'s cells (its ``padding``, ``pad_edge`` and
+        ``collapse_padding`` options); ``fixed``: what it adds to a column of fixed ``width`` (rich counts
+        collapsed padding differently there)."""
+        _, right, _, left = self.padding
+        if self.collapse_padding and fixed:
+            left, right = 0, abs(left - right)
+        elif self.collapse_padding and index > 0:
+            left = max(0, left - right)
+        if not self.pad_edge:
+            left = 0 if index == 0 else left
+            right = 0 if index == len(self.columns) - 1 else right
+        return left + right
+
+    def _fitted_widths(self, console: Console, options: ConsoleOptions) -> list[int] | None:
+        """Each column's content width when the natural widths do not fit but the longest words do, else
+        ``None`` (rich's own layout: everything fits, or even the longest words do not)."""
+        if self.expand or not self.columns or any(c.width is not None for c in self.columns):
+            return None
+        room = (self.width or options.max_width) - (2 if self.box and self.show_edge else 0)
+        room -= len(self.columns) - 1 if self.box else 0
+        wide = options.update_width(PIPE_WIDTH)
+        pads = [self._cell_padding(i) for i in range(len(self.columns))]
+        lows, highs = [], []
+        for column, pad in zip(self.columns, pads):
+            cells = [*([column.header] if self.show_header else []), *column.cells,
+                     *([column.footer] if self.show_footer else [])]
+            sizes = [Measurement.get(console, wide, c) for c in cells] or [Measurement(1, 1)]
+            lows.append(max(m.minimum for m in sizes) + pad)
+            highs.append(max(m.maximum for m in sizes) + pad)
         if sum(highs) <= room or sum(lows) > room:
-            return super()._calculate_column_widths(console, options)
+            return None
         spare, lacking = room - sum(lows), sum(highs) - sum(lows)
         widths = [lo + (hi - lo) * spare // lacking for lo, hi in zip(lows, highs)]
         for i in sorted(range(len(widths)), key=lambda i: widths[i] - highs[i]):  # rounding leftovers
             if sum(widths) >= room:
                 break
             widths[i] += 1 if widths[i] < highs[i] else 0
-        return widths
+        return [width - self._cell_padding(i, fixed=True) for i, width in enumerate(widths)]

@@ -66,6 +66,7 @@ from ..textsafe import dumps, printable
 from .coverage import CoverageProbe
 from .scenario import ScenarioModel
 from .stress import CONSTRAINT, DECISION, DIAGNOSTIC, MODEL, SYSTEM_PROMPT, TOOLS, WORKSPACE, _plant, _screenshots
+from .. import plugins
 
 __all__ = ["Budget", "SessionSource", "Needle", "parse_budgets", "discover_sessions", "run_job", "run_bench",
            "summarize", "write_report", "cost_table", "DEFAULT_BUDGETS", "CHECKPOINTS",
@@ -432,8 +433,6 @@ def run_bench(engines: Sequence[str], sessions: Sequence[SessionSource], budgets
     job, else each session's model picks it through the ``latch_select_estimator`` hook; ``config`` is Latch's
     configuration for every engine. Unknown engines or estimators raise :class:`latch.plugins.PluginError`
     before anything runs; an unusable scheduler raises :class:`SchedulerError`."""
-    from .. import plugins
-
     for name in engines:
         get_engine_factory(name)
     if estimator is not None:

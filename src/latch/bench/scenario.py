@@ -40,7 +40,7 @@ from typing import Any
 
 from ..events import (AssistantMessage, Event, MediaRef, SystemNote, ToolCall, ToolResult, Usage, UserMessage,
                       canonical_arguments)
-from ..importers import parse_all_file
+from ..importers import parse_all_file, TranscriptError, detect
 from ..kernel.derive import DerivationContext, SessionDeriver
 from ..kernel.events import FileObservation, Mutation, ValidationEvidence
 
@@ -451,7 +451,6 @@ class ScenarioModel:
 def _main(argv: Sequence[str]) -> None:
     """Print the shape of the transcripts under a folder (default: the corpus beside the repository)."""
     root = Path(argv[0]) if argv else Path(__file__).resolve().parents[3].parent / "shared" / "corpus"
-    from ..importers import TranscriptError, detect
 
     files = []
     for p in sorted(p for p in root.rglob("*") if p.is_file() and p.name not in ("README.md", "FORMATS.md")):

@@ -1,5 +1,8 @@
 """CLI subcommands, one module each; every module exposes ``register(cli)``.
 
+``latch`` imports a module only when one of its commands runs: each command is also listed, with its
+short help, in :data:`latch.cli.BUILTIN_COMMANDS` (``tests/test_engine_cli.py`` checks the two agree).
+
 Options naming an output file or folder validate it with :func:`output_file` / :func:`output_folder`
 (click callbacks), so a report that cannot be written fails at once, before any import or replay.
 """

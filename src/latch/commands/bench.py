@@ -21,6 +21,9 @@ import click
 from ..cli import pass_app
 from ..textsafe import console, echo, markup, safe
 from . import output_folder
+from ..bench.harness import SchedulerError, discover_sessions, markdown_table, parse_budgets, run_bench, summarize, \
+    write_plot, write_report
+from ..plugins import PluginError, registered_engines
 
 __all__ = ["register"]
 
@@ -68,10 +71,6 @@ def register(cli: click.Group) -> None:
             raise click.ClickException("latch bench draws its plots with matplotlib, which is not installed; "
                                        "install it with: pip install 'latch[bench]'") from None
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        from ..bench.harness import SchedulerError, discover_sessions, markdown_table, parse_budgets, run_bench, \
-            summarize, write_plot, write_report
-        from ..plugins import PluginError, registered_engines
 
         config = app.config(config_path)
         try:

@@ -27,6 +27,8 @@ from ..cli import pass_app
 from ..host.corrections import corrected_budget, session_correction
 from ..textsafe import Table, console, dumps, markup
 from .replay import resolve_engine_factory, window_line, window_origin
+from ..engine.report import context_report
+from ..host.loop import HostError, RequestLoop, build_engine
 
 __all__ = ["register"]
 
@@ -96,9 +98,6 @@ def register(cli: click.Group) -> None:
     @pass_app
     def context_cmd(app, session, engine, model, estimator, config_path, as_json):
         """The /context report of SESSION's next view: token breakdown, retention, headroom, status."""
-        from ..engine.report import context_report
-        from ..host.loop import HostError, RequestLoop, build_engine
-
         config = app.config(config_path)
         store = app.store(create=False)
         try:

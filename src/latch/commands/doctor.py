@@ -9,9 +9,12 @@ from typing import Any
 
 import click
 
-from .. import __version__
+from .. import __version__, hotpaths
 from ..cli import pass_app
 from ..textsafe import Table, console, dumps, markup
+from ..hotpaths.cabi import default_library_path
+from ..store import data_dir, default_db_path, StoreError, replay_scratch_path
+from ..store.replays import scratch_bytes
 
 
 def _fts5_available() -> bool:
@@ -33,8 +36,6 @@ def diagnose(db: str | None = None) -> dict[str, Any]:
     cannot be honoured (the C-ABI library is then not looked up). Paths are
     strings (``None`` when absent).
     """
-    from ..store import data_dir, default_db_path
-
     info: dict[str, Any] = {
         "latch": __version__,
         "python": platform.python_version(),
@@ -50,12 +51,9 @@ def diagnose(db: str | None = None) -> dict[str, Any]:
         "data_dir": str(data_dir()),
         "db": str(db) if db else str(default_db_path()),
     }
-    from .. import hotpaths  # lazy, like the other command modules' imports (CLI start-up)
 
     info["backend_error"] = hotpaths.backend_error()
     if info["backend_error"] is None:
-        from ..hotpaths.cabi import default_library_path  # lazy: cffi
-
         info["backend"], info["impl"] = hotpaths.BACKEND, hotpaths.IMPL
         lib = default_library_path()
         info["native_library"] = str(lib) if lib else None
@@ -79,8 +77,6 @@ def register(cli: click.Group) -> None:
         Exits with status 1 when the requested hot-path backend (LATCH_IMPL) cannot load,
         SQLite lacks FTS5 or the store (``--db``/``LATCH_DB``, else the default) cannot be opened.
         """
-        from ..store import StoreError
-
         info = diagnose(app.db)
         info["store_exists"] = app.store_exists()
         try:
@@ -90,8 +86,6 @@ def register(cli: click.Group) -> None:
         else:
             info["store_error"] = None
             info["store_problems"] = problems  # PRAGMA quick_check + the FTS5 index check; [] when intact
-        from ..store import replay_scratch_path
-        from ..store.replays import scratch_bytes
 
         scratch = replay_scratch_path(info["db"]) if app.db != ":memory:" else None
         info["replay_scratch"] = str(scratch) if scratch is not None and scratch.is_file() else None

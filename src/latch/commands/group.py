@@ -12,6 +12,7 @@ import click
 
 from ..cli import pass_app
 from ..textsafe import Table, cell, console, dumps
+from ..agent.group import GROUP_KINDS, Group
 
 __all__ = ["register"]
 
@@ -23,8 +24,6 @@ def register(cli: click.Group) -> None:
     @pass_app
     def group_cmd(app, root, as_json):
         """Show the agent group rooted in ROOT (tasks, owners, members, messages)."""
-        from ..agent.group import GROUP_KINDS, Group
-
         store = app.store(create=False)
         if root is None:
             rows = list(store.events(kinds=list(GROUP_KINDS)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 from ..textsafe import Table, cell, console, dumps
+from ..plugins import iter_plugins, PluginError
 
 
 def plugins_report() -> list[dict]:
@@ -14,8 +15,6 @@ def plugins_report() -> list[dict]:
     (sorted), ``registered`` (``{kind: [PLUGIN_NAME, ...]}``, only kinds with entries) and
     ``descriptions`` (``{PLUGIN_NAME: DESCRIPTION}`` of what it registered, ``""`` when absent).
     """
-    from ..plugins import iter_plugins
-
     return [{"name": info.name, "source": info.source, "module": info.module, "builtin": info.builtin,
              "distribution": info.distribution, "version": info.version, "entry_point": info.entry_point,
              "hooks": hooks, "registered": {kind: [r.name for r in regs] for kind, regs in registered.items()},
@@ -33,8 +32,6 @@ def register(cli: click.Group) -> None:
         LATCH_LOAD_PLUGINS (allowlist), LATCH_DISABLE_PLUGINS (blocklist) and
         LATCH_TRACE_PLUGINS (trace hook calls to stderr) apply.
         """
-        from ..plugins import PluginError
-
         try:
             rows = plugins_report()
         except PluginError as exc:

@@ -59,12 +59,27 @@ from rich.console import Console
 from rich.measure import Measurement
 
 from ..cli import pass_app
-from ..config import MAX_TOKENS
+from ..config import MAX_TOKENS, model_window
 from ..events import Usage
 from ..textsafe import PIPE_WIDTH, Table, cell, console, dumps, markup, safe
 from ..host import reducers as R
 from . import output_file
 from .replay_html import render_html
+from .. import plugins
+from ..engine.report import COMPONENTS
+from ..host import cost as pricing
+from ..host.changes import request_changes
+from ..host.cost import usd as pricing_usd, format_usd
+from ..host.harness import session_harness
+from ..host.ingest import parse_file, SessionForgotten, import_all
+from ..host.loop import model_requests, HostError, RequestLoop, build_engine, transcript_model
+from ..importers.base import TranscriptError
+from ..port import SessionContext
+from ..store import ReplayScratch, StoreError, replay_scratch_path
+from ..store.replays import scratch_bytes
+from ..host import corrections as corrections_mod
+from ..host.kernel import kernel_cache
+from ..kernel import canonical_state
 
 __all__ = ["resolve_engine_factory", "resolve_estimator_choice", "budget_problem", "ReplayPlan", "plan_replay",
            "run_replay", "window_origin", "window_line", "replay_options", "register", "RATIO_BAND", "provider_ratio",
@@ -81,8 +96,6 @@ def resolve_engine_factory(name: str | None, config: Mapping[str, Any] | None = 
     errors), else ``continuity``. Raises ``click.UsageError`` for an unknown engine (there is no
     fallback to another engine). Commands call it before importing anything, so a typo costs nothing.
     """
-    from .. import plugins
-
     try:
         chosen = plugins.engine_name(name, config if config is not None else {})
         return chosen, plugins.get_engine_factory(chosen)
@@ -96,8 +109,6 @@ def resolve_estimator_choice(name: str | None, model: str | None) -> Any:
     """The estimator instance: ``--estimator NAME`` (a registered ``PLUGIN_NAME``, e.g. ``tiktoken``,
     ``heuristic-openai``, ``cabi``) when given, else :func:`latch.plugins.select_estimator` of
     ``model``. Raises ``click.UsageError`` for an unknown or unusable ``name``."""
-    from .. import plugins
-
     if name is None:
         return plugins.select_estimator(model)
     try:
@@ -109,8 +120,6 @@ def resolve_estimator_choice(name: str | None, model: str | None) -> Any:
 def _requests(events: list[Any]) -> list[tuple[int, int, Usage | None]]:
     """``(assistant seq, until_seq, provider usage of that request)`` for every model request
     (:func:`latch.host.loop.model_requests`, as tuples)."""
-    from ..host.loop import model_requests
-
     return [(r.seq, r.until_seq, r.usage) for r in model_requests(events)]
 
 
@@ -139,8 +148,6 @@ class ReplayPlan:
 def window_origin(config: Mapping[str, Any], model: str | None, window: int, flag: int | None) -> tuple[str, str | None]:
     """``(window_source, window_entry)`` of a budget whose window is ``window`` tokens (see :class:`ReplayPlan`);
     ``flag`` is the ``--window`` value (``None``: not given)."""
-    from ..config import model_window
-
     if flag is not None:
         return "--window", None
     chosen = model_window(config, model)
@@ -160,10 +167,6 @@ def plan_replay(store: Any, session_id: str, *, engine: str | None = None, model
     usage as ``harness_tokens``) with every request; ``harness=False`` replays the conversation alone
     (``ReplayPlan.harness`` is then ``None``). Raises ``click.UsageError`` for an unknown engine or estimator or a reserve not
     below the window."""
-    from ..host.harness import session_harness
-    from ..host.loop import HostError, RequestLoop, build_engine, model_requests
-    from ..port import SessionContext
-
     config = dict(config or {})
     resolve_engine_factory(engine, config)  # an unknown engine is a usage error naming the option
     replay_id = uuid.uuid4().hex[:12]
@@ -248,11 +251,6 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     ``document["kept"]`` says which. Raises ``click.UsageError`` for a bad engine, estimator or budget
     and :class:`~latch.store.StoreError` when the scratch cannot be written.
     """
-    from ..engine.report import COMPONENTS
-    from ..host import cost as pricing
-    from ..host import corrections as corrections_mod
-    from ..host.changes import request_changes
-
     plan = plan_replay(store, session_id, engine=engine, model=model, estimator=estimator, config=config,
                        window=window, reserve=reserve, recent=recent, harness=harness)
     setup, budget, loop = plan.setup, plan.budget, plan.loop
@@ -386,8 +384,6 @@ def _cost_summary(original: Any, viewed: Any) -> dict[str, Any]:
     cache-aware: :func:`latch.host.cost.view_cost`), ``priced_model`` (the genai-prices model id that priced
     most requests), the cache-read share of each (reads over prompt tokens, 0..1) and the priced/unpriced
     request counts; a total is ``None`` when no request of its kind was priced."""
-    from ..host.cost import usd as pricing_usd
-
     models = {**viewed.models, **original.models}
     top = max(models, key=lambda m: (models[m].priced, m)) if models else None
     share = original.cache_read_share
@@ -557,7 +553,6 @@ def _table(con: Console, columns: list[tuple[str, str]], rows: list[dict[str, An
 
 def _cell(r: dict[str, Any], key: str) -> str:
     if key == "original_usd":  # the optional cost column: what the transcript's request cost
-        from ..host.cost import format_usd
 
         got = (r.get("cost") or {}).get("original_usd")
         return format_usd(got) if got is not None else "–"
@@ -688,8 +683,6 @@ def _fits(con: Console, columns: list[tuple[str, str]], rows: list[dict[str, Any
 
 def _cost_line(c: Mapping[str, Any] | None, model: str | None) -> str:
     """The summary's cost line (rich markup): the transcript's cost and cache-read share, Latch's views' cost."""
-    from ..host.cost import format_usd
-
     if not c or (c["original_usd"] is None and c["view_usd"] is None):
         return f"cost: {'unpriced'} [dim](no genai-prices price for model {markup(model or 'unknown')})[/dim]"
     parts = []
@@ -765,8 +758,6 @@ def check_replay_options(app: Any, config: Mapping[str, Any], *, engine: str | N
     (``click.UsageError`` naming the option at fault). Without ``model``, the model the transcript ``file``
     names decides the default window and reserve (the file is parsed, never stored: a file that does not
     parse is left to the import to report)."""
-    from ..config import model_window
-
     resolve_engine_factory(engine, config, app.config_file)
     if estimator is not None:
         resolve_estimator_choice(estimator, model)
@@ -777,10 +768,6 @@ def check_replay_options(app: Any, config: Mapping[str, Any], *, engine: str | N
             budget_problem(window, reserve, window, reserve)
         return
     if model is None:
-        from ..host.ingest import parse_file
-        from ..host.loop import transcript_model
-        from ..importers.base import TranscriptError
-
         try:
             model = transcript_model(parse_file(file, fmt).events)
         except (TranscriptError, OSError):
@@ -822,8 +809,6 @@ def register(cli: click.Group) -> None:
 
         A file holding several sessions is replayed session after session (a report each; the JSON is then
         a list of per-session documents), or only the one --session names."""
-        from ..host.ingest import SessionForgotten, import_all
-
         config = app.config(config_path)
         # bad options fail before anything is imported
         check_replay_options(app, config, engine=engine, estimator=estimator, model=model, window=window,
@@ -885,11 +870,6 @@ def register(cli: click.Group) -> None:
             if len(docs) != 1:
                 raise click.UsageError(f"--html writes one session's report and {safe(file)} holds {len(docs)} "
                                        "replayed sessions: add --session ID")
-            # function-local: this module imports no kernel, engine or plugin machinery until a replay runs
-            # (tests/test_engine_cli.py::test_command_modules_import_no_engine)
-            from ..host.kernel import kernel_cache
-            from ..kernel import canonical_state
-
             doc = docs[0]
             view = R.session_view(store.events(doc["session"]), canonical_state(store, doc["session"], cache=kernel_cache()))
             with open(html_file, "w", encoding="utf-8", errors="replace") as f:
@@ -903,9 +883,6 @@ def register(cli: click.Group) -> None:
         """Drop the kernel records of past replays (the scratch database beside the store) and say how many
         bytes that freed. Runs kept with `latch replay --keep` are in the store and stay; a replay still
         running is left alone; a killed one is dropped."""
-        from ..store import ReplayScratch, StoreError, replay_scratch_path
-        from ..store.replays import scratch_bytes
-
         problem = app.db_problem()
         if problem:
             raise StoreError(f"cannot open the Latch store at {problem}")

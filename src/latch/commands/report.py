@@ -26,6 +26,11 @@ import click
 
 from ..cli import pass_app
 from ..textsafe import Table, console, dumps, markup, safe
+from ..host import cost as pricing
+from ..host.cost import usd, format_usd
+from ..host.ingest import SessionForgotten, import_file
+from ..host.loop import model_requests
+from ..kernel.tombstones import tombstoned_sessions
 
 __all__ = ["register", "session_report"]
 
@@ -51,8 +56,6 @@ def _add(row: dict[str, Any], usage: Any, cost: Any) -> None:
 
 
 def _finish(row: dict[str, Any]) -> dict[str, Any]:
-    from ..host.cost import usd
-
     prompt = row["uncached_input_tokens"] + row["cache_read_tokens"] + row["cache_write_tokens"]
     return {**row, "usd": usd(row["usd"]),
             "cache_read_share": round(row["cache_read_tokens"] / prompt, 4) if prompt else None}
@@ -60,9 +63,6 @@ def _finish(row: dict[str, Any]) -> dict[str, Any]:
 
 def session_report(store: Any, session_ids: list[str]) -> dict[str, Any]:
     """The report document (see the module docstring) of ``session_ids`` and their sub-agent sessions."""
-    from ..host import cost as pricing
-    from ..host.loop import model_requests
-
     children: dict[str, list[str]] = {}
     for s in store.sessions():
         if s.parent_id:
@@ -90,9 +90,6 @@ def session_report(store: Any, session_ids: list[str]) -> dict[str, Any]:
 
 
 def _resolve(app: Any, store: Any, arg: str) -> str:
-    from ..host.ingest import SessionForgotten, import_file
-    from ..kernel.tombstones import tombstoned_sessions
-
     if Path(arg).is_file():
         try:
             sid, _, _ = import_file(store, arg, None, final=True)
@@ -116,8 +113,6 @@ _HEAD = (("requests", "requests"), ("priced", "priced"), ("uncached_input_tokens
 
 
 def _cells(row: dict[str, Any]) -> list[str]:
-    from ..host.cost import format_usd
-
     out = []
     for key, _ in _HEAD:
         v = row[key]

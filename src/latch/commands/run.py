@@ -32,8 +32,25 @@ from typing import Any
 import click
 
 from ..cli import pass_app
-from ..config import MAX_TOKENS
+from ..config import MAX_TOKENS, budget_for_model
 from ..textsafe import console, markup, safe
+from .. import plugins
+from ..agent.context import SYSTEM_PROMPT, session_context
+from ..agent.loop import AgentError, AgentLoop, repair_interrupted, provider_prompt_tokens
+from ..agent.mcp import McpHub, mcp_servers, mcp_tools, session_mcp_tools
+from ..agent.permissions import PermissionPolicy
+from ..agent.skills import discover_skills, session_skills, skill_tools
+from ..agent.group import Group, resolve_group
+from ..agent.supervisor import ChildPolicyError, Supervisor
+from ..agent.tools.group import GROUP_TOOLS
+from ..agent.worker import run_worker
+from ..agent.tools import agent_tools, ToolContext
+from ..agent.tools.processes import ProcessManager
+from ..engine.report import context_report
+from ..host.cost import format_usd, price_usage
+from ..host.loop import HostError, build_engine
+from ..kernel.tombstones import tombstoned_sessions
+from ..providers import ProviderError
 
 __all__ = ["register"]
 
@@ -100,8 +117,6 @@ class _Printer:
         parts = [f"request {number}", f"context {total / hard:.0%} of {hard:,}" if hard else f"{total:,}",
                  f"view {total:,} tokens ({'exact' if self.exact else 'estimated'})", f"epoch {view.epoch}"]
         if usage is not None:
-            from ..agent.loop import provider_prompt_tokens
-
             prompt = provider_prompt_tokens(usage)
             if prompt is not None:
                 parts.append(f"provider prompt {prompt:,}")
@@ -115,8 +130,6 @@ class _Printer:
     def _cost(self, message: Any, usage: Any) -> str:
         """``cost $0.004751 (run $0.01234)`` from the provider's usage, or ``unpriced`` (no usage, or a model
         genai-prices does not price, e.g. a local llama.cpp model)."""
-        from ..host.cost import format_usd, price_usage
-
         got = price_usage(usage, getattr(message, "model", None) or self.model, provider=self.provider)
         if got is None:
             return "unpriced"
@@ -220,7 +233,6 @@ def register(cli: click.Group) -> None:
         if task is not None and not task.strip():
             raise click.UsageError("TASK is empty")
         config = app.config(config_path)
-        from ..agent.tools import agent_tools
 
         known = {t.NAME: t for t in agent_tools()}
         chosen_tools = tuple(known.values())
@@ -236,19 +248,6 @@ def register(cli: click.Group) -> None:
                 raise click.UsageError(f"--tool-choice {tool_choice!r}: not auto, required, none or an offered tool "
                                        f"({', '.join(t.NAME for t in chosen_tools)})")
         section = config.get("provider", {}) or {}
-        from .. import plugins
-        from ..agent.context import SYSTEM_PROMPT, session_context
-        from ..agent.group import Group, resolve_group  # command modules load at CLI start: agent code lazily
-        from ..agent.tools.group import GROUP_TOOLS
-        from ..agent.loop import AgentLoop, repair_interrupted
-        from ..agent.mcp import McpHub, mcp_servers, mcp_tools, session_mcp_tools
-        from ..agent.skills import discover_skills, session_skills, skill_tools
-        from ..agent.permissions import PermissionPolicy
-        from ..agent.tools import ToolContext
-        from ..agent.tools.processes import ProcessManager
-        from ..host.loop import HostError, build_engine
-        from ..kernel.tombstones import tombstoned_sessions
-        from ..providers import ProviderError
 
         store = app.store(create=False) if resume is not None or worker else None  # a new run opens it once checked
         profile: dict[str, Any] = {}
@@ -319,7 +318,6 @@ def register(cli: click.Group) -> None:
                 plugins.get_estimator(estimator)
         except plugins.PluginError as exc:
             raise click.UsageError(str(exc)) from None
-        from ..config import budget_for_model
 
         planned = budget_for_model(config, model)
         planned_window = window if window is not None else planned.context_window_tokens
@@ -369,7 +367,6 @@ def register(cli: click.Group) -> None:
         if budget.reserve_tokens >= budget.context_window_tokens:
             raise click.UsageError(f"the reserve ({budget.reserve_tokens:,}) must be below the window "
                                    f"({budget.context_window_tokens:,}); pass --window or --reserve")
-        from ..agent.supervisor import Supervisor
 
         try:  # the root engine is the one build_engine made; children go through the child policy
             supervisor = Supervisor(plugins.get_engine_factory(setup.engine_name),
@@ -437,11 +434,6 @@ def register(cli: click.Group) -> None:
 def _work(con: Any, loop: Any, store: Any, root: str, lease_seconds: float) -> int:
     """The worker of ``latch run --group NAME --worker``: :func:`latch.agent.worker.run_worker` as a fresh
     member (``worker-<pid>-<hex>``), a line per task claimed and done; exit 0 when nothing is claimable."""
-
-    from ..agent.group import Group  # command modules load at CLI start: agent code lazily
-    from ..agent.supervisor import ChildPolicyError
-    from ..agent.worker import run_worker
-
     agent = f"worker-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     con.print(f"[dim]worker {agent} joined the group rooted in {root} · lease {lease_seconds:g} s[/dim]",
               highlight=False)
@@ -466,9 +458,6 @@ def _work(con: Any, loop: Any, store: Any, root: str, lease_seconds: float) -> i
 
 
 def _run_task(con: Any, loop: Any, max_turns: int) -> int:
-    from ..agent.loop import AgentError
-    from ..providers import ProviderError
-
     try:
         outcome = loop.run(max_turns)
     except (AgentError, ProviderError) as exc:
@@ -506,13 +495,12 @@ def _slash(con: Any, loop: Any, store: Any, session_id: str, text: str, cli: cli
         loop.compact("manual")
         con.print("[dim]compacted: the next request starts a new cache epoch (nothing is deleted)[/dim]")
     elif cmd == "/context":
-        from ..engine.report import context_report
-
         res = loop.view()
         rep = context_report(res.view)
         con.print_json(data={k: v for k, v in rep.items() if not isinstance(v, (list, dict))})
     elif cmd in ("/state", "/evidence"):
-        click.get_current_context().invoke(cli.commands[cmd[1:]], session=session_id)
+        ctx = click.get_current_context()
+        ctx.invoke(cli.get_command(ctx, cmd[1:]), session=session_id)
     elif cmd == "/search":
         if not arg.strip():
             con.print("usage: /search QUERY")

@@ -8,11 +8,19 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from ..agent.children import child_link, child_result
 from ..cli import pass_app
 from ..host import reducers as R
 from ..host.kernel import kernel_cache
 from ..kernel import canonical_state
 from ..textsafe import Table, cell, console, dumps, markup, safe
+from ..host.discover import claimed_format, walk, with_companions, discover as find_logs
+from ..host.ingest import SessionForgotten, companion_files, import_group
+from .. import importers  # MAX_TRANSCRIPT_BYTES read at use (tests lower it)
+from ..importers.base import TranscriptError
+from ..kernel.events import Tombstone
+from ..kernel.tombstones import tombstoned_sessions
+from ..store.fts import MAX_QUERY_CHARS
 
 
 def _console() -> Console:
@@ -70,15 +78,14 @@ def _stdin_copy(app) -> Path:
     import sys
     import tempfile
 
-    from ..importers import MAX_TRANSCRIPT_BYTES
-
     stream = sys.stdin
     if stream is None or stream.isatty():
         raise click.ClickException("-: stdin is a terminal; pipe a transcript in (latch import - < FILE)")
     raw = getattr(stream, "buffer", None)
-    data = raw.read(MAX_TRANSCRIPT_BYTES + 1) if raw is not None else stream.read(MAX_TRANSCRIPT_BYTES + 1).encode()
-    if len(data) > MAX_TRANSCRIPT_BYTES:
-        raise click.ClickException(f"-: stdin holds more than {MAX_TRANSCRIPT_BYTES:,} bytes, the transcript limit "
+    limit = importers.MAX_TRANSCRIPT_BYTES
+    data = raw.read(limit + 1) if raw is not None else stream.read(limit + 1).encode()
+    if len(data) > limit:
+        raise click.ClickException(f"-: stdin holds more than {limit:,} bytes, the transcript limit "
                                    "(LATCH_MAX_TRANSCRIPT_BYTES raises it)")
     if not data.strip():
         raise click.ClickException("-: stdin is empty")
@@ -93,8 +100,6 @@ def _stdin_copy(app) -> Path:
 
 
 def _visible_sessions(store):
-    from ..kernel.tombstones import tombstoned_sessions
-
     dead = tombstoned_sessions(store)
     return [s for s in store.sessions() if s.id not in dead]
 
@@ -102,7 +107,6 @@ def _visible_sessions(store):
 def _child_doc(store, session_id: str) -> dict | None:
     """A child session's link and report for ``latch sessions``: ``{"call_id", "brief", "report": {"status",
     "summary"} | None}`` (:func:`latch.agent.children.child_link`), or ``None`` when no tool call links it."""
-    from ..agent.children import child_link, child_result  # command modules load at CLI start: agent code lazily
 
     link = child_link(store, session_id)
     if link is None:
@@ -153,11 +157,6 @@ def register(cli: click.Group) -> None:
         Every file is tried; each one that cannot be imported leaves the store unchanged and is one
         line on stderr at the end; the command then exits 1.
         """
-        from ..host.discover import claimed_format, walk, with_companions
-        from ..host.discover import discover as find_logs
-        from ..host.ingest import SessionForgotten, companion_files, import_group
-        from ..importers.base import TranscriptError
-
         if discover and files:
             raise click.UsageError("give FILES or --discover, not both")
         if not discover and not files:
@@ -299,8 +298,6 @@ def register(cli: click.Group) -> None:
             view = R.session_view(store.events(info.id, limit=limit), state)
             click.echo(dumps({"session": info.id, **view}, indent=2))
             return
-        from ..kernel.events import Tombstone
-        from ..kernel.tombstones import tombstoned_sessions
 
         tombstones = sum(1 for _ in store.events(info.id, kinds=[Tombstone.KIND]))
         forgotten = " [yellow]forgotten (tombstoned by `latch forget`)[/yellow]" \
@@ -326,9 +323,6 @@ def register(cli: click.Group) -> None:
         A QUERY may start with a dash (`latch search -foo`, or after `--`); one longer than
         4,096 characters is refused.
         """
-        from ..kernel.tombstones import tombstoned_sessions
-        from ..store.fts import MAX_QUERY_CHARS
-
         if len(query) > MAX_QUERY_CHARS:
             raise click.UsageError(f"the query is {len(query):,} characters; at most {MAX_QUERY_CHARS:,} are "
                                    "searched (give fewer words)")

@@ -25,6 +25,8 @@ from typing import Any
 
 import click
 
+from ..agent.mcp import McpHub, McpUnavailable, mcp_servers, tool_entries
+from ..agent.skills import discover_skills
 from ..cli import pass_app
 from ..textsafe import Table, cell, console, dumps, safe, warn
 
@@ -34,7 +36,6 @@ __all__ = ["register", "skills_document", "mcp_document"]
 def skills_document(workspace: str | os.PathLike[str], user_dir: str | os.PathLike[str] | None = None
                     ) -> dict[str, Any]:
     """``{"skills": [...], "warnings": [...]}`` of the skills found for ``workspace`` (see the module doc)."""
-    from ..agent.skills import discover_skills  # lazy: the agent package is heavy for `latch --help`
 
     skills, warnings = discover_skills(workspace, user_dir)
     return {"skills": [{"name": s.name, "description": s.description, "source": s.source, "path": s.path}
@@ -47,8 +48,6 @@ def mcp_document(config: Any, *, connect: bool = False, cwd: str | os.PathLike[s
     """``{"servers": [...]}`` of a checked config's MCP servers, sorted by name; with ``connect`` each one is
     listed now through :class:`latch.agent.mcp.McpHub` (see the module doc). Never raises for a server that
     cannot be reached."""
-    # lazy: importing the MCP SDK (httpx2, pydantic) would slow every `latch` command down
-    from ..agent.mcp import McpHub, McpUnavailable, mcp_servers, tool_entries
 
     servers = mcp_servers(config)
     docs: list[dict[str, Any]] = []

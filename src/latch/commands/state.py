@@ -6,6 +6,10 @@ import click
 from ..cli import pass_app
 from ..host import reducers as R
 from ..textsafe import Table, cell, console, dumps, echo, safe
+from ..host.kernel import kernel_cache
+from ..hotpaths import estimate_tokens
+from ..kernel import StateOverflow, canonical_state
+from ..kernel.tombstones import tombstoned_sessions, forget_session
 
 
 def _session_id(store, session: str) -> str:
@@ -18,8 +22,6 @@ def _session_id(store, session: str) -> str:
 def _forget_target(store, session: str) -> str:
     """The session ``forget`` means: an exact id, else the one visible (not yet forgotten) session the
     prefix names, else the one forgotten session it names. ``ClickException`` when empty, none or ambiguous."""
-    from ..kernel.tombstones import tombstoned_sessions
-
     if not session.strip():
         raise click.ClickException("empty session id")
     ids = [s.id for s in store.sessions() if s.id.startswith(session)]
@@ -56,10 +58,6 @@ def register(cli: click.Group) -> None:
     @pass_app
     def state_cmd(app, session, as_json, until_seq, budget):
         """Show the canonical state (L1) of SESSION: derived files, mutations, generation, evidence, failures."""
-        from ..host.kernel import kernel_cache
-        from ..hotpaths import estimate_tokens
-        from ..kernel import StateOverflow, canonical_state
-
         store = app.store(create=False)
         state = canonical_state(store, _session_id(store, session), until_seq, cache=kernel_cache())
         if as_json:
@@ -81,9 +79,6 @@ def register(cli: click.Group) -> None:
     @pass_app
     def evidence_cmd(app, session, as_json):
         """Show SESSION's validation evidence (current and stale) and the certification verdict."""
-        from ..host.kernel import kernel_cache
-        from ..kernel import canonical_state
-
         store = app.store(create=False)
         state = canonical_state(store, _session_id(store, session), cache=kernel_cache())
         if as_json:
@@ -119,8 +114,6 @@ def register(cli: click.Group) -> None:
     @pass_app
     def forget_cmd(app, session, reason):
         """Tombstone SESSION: history and resume omit it; its events, children and artifacts stay."""
-        from ..kernel.tombstones import forget_session
-
         store = app.store()
         sid, seq = forget_session(store, _forget_target(store, session), reason)
         if seq is None:

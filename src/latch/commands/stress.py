@@ -15,6 +15,7 @@ from rich.console import Console
 
 from ..textsafe import Table, console, dumps
 from . import output_file
+from ..bench.stress import StressConfig, run_stress
 
 __all__ = ["register", "print_report"]
 
@@ -74,8 +75,6 @@ def register(cli: click.Group) -> None:
     def stress_cmd(events, seed, every, burst, batch, inline, db, json_out, json_file):
         """Plant early facts, push EVENTS realistic events, verify every stress guarantee."""
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        from ..bench.stress import StressConfig, run_stress
 
         cfg = StressConfig(events=events, seed=seed, every=every, burst=burst, batch=batch, db=db,
                            parallel=None if inline is None else not inline)

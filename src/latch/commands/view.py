@@ -36,7 +36,11 @@ from rich.text import Text
 
 from ..cli import pass_app
 from ..textsafe import cell, console, dumps, safe
-from .replay import check_replay_options, replay_options
+from .replay import check_replay_options, replay_options, plan_replay, window_line
+from ..host.changes import seq_ranges, request_changes
+from ..host.ingest import SessionForgotten, import_file
+from ..host.loop import model_requests
+from ..providers import to_anthropic_messages, to_openai_chat
 
 __all__ = ["RequestOutOfRange", "render_view_text", "render_changes_text", "register"]
 
@@ -115,8 +119,6 @@ def render_view_text(con: Console, res: Any, *, total_requests: int, session: st
 def render_changes_text(con: Console, res: Any, changes: Mapping[str, Any]) -> None:
     """Print ``changes`` (:func:`latch.host.changes.request_changes` of ``res``) as readable lines, then the
     messages of ``res`` after the prefix it shares with the previous request."""
-    from ..host.changes import seq_ranges
-
     n = res.request.number
     prev = changes["previous"]
     cache = changes["cache"]
@@ -173,12 +175,6 @@ def register(cli: click.Group) -> None:
     def view_cmd(app, target, number, fmt, diff, transcript_format, model, window, reserve, recent, engine,
                  estimator, config_path, no_harness):
         """The exact request Latch would send at model request N of SESSION_OR_FILE (system, tools, messages)."""
-        from ..host.changes import request_changes
-        from ..host.ingest import SessionForgotten, import_file
-        from ..host.loop import model_requests
-        from ..providers import to_anthropic_messages, to_openai_chat
-        from .replay import plan_replay, window_line
-
         config = app.config(config_path)
         check_replay_options(app, config, engine=engine, estimator=estimator, model=model, window=window,
                              reserve=reserve)

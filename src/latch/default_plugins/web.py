@@ -12,6 +12,7 @@ import click
 
 from ..hookspecs import hookimpl
 from ..web import WebUI
+from ..web.app import check_bind, serve
 
 
 @hookimpl
@@ -28,8 +29,6 @@ def latch_register_uis() -> list[type]:
 @click.pass_context
 def web_cmd(ctx: click.Context, host: str, port: int, token: str | None) -> None:
     """Serve the browser UI: sessions list and live session pages (transcript, state, activity)."""
-    from ..web.app import check_bind, serve
-
     try:
         check_bind(host, token)
     except ValueError as exc:

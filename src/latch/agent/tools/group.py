@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from .base import ToolContext, ToolError, ToolOutcome, schema
+from ..group import GroupError
 
 __all__ = ["CreateTask", "ClaimTask", "CompleteTask", "SendMessage", "GROUP_TOOLS"]
 
@@ -27,8 +28,6 @@ class _GroupTool:
     MUTATES: ClassVar[bool] = False
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
-        from ..group import GroupError
-
         group, agent = _group(ctx, self.NAME)
         try:
             return ToolOutcome(self.apply(group, agent, args))
