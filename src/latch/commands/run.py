@@ -33,7 +33,7 @@ import click
 
 from ..cli import pass_app
 from ..config import MAX_TOKENS, budget_for_model
-from ..textsafe import console, markup, safe
+from ..textsafe import console, markup, safe, warn
 from .. import plugins
 from ..agent.context import SYSTEM_PROMPT, session_context
 from ..agent.loop import AgentError, AgentLoop, repair_interrupted, provider_prompt_tokens
@@ -347,14 +347,13 @@ def register(cli: click.Group) -> None:
             session_id = store.create_session(workspace=str(workspace), source="latch run", format="latch",
                                               meta=meta)
         con = console(highlight=False)
-        err = console(stderr=True, highlight=False)
 
         # the session's skills and MCP tools are fixed when it starts (stored events; resume reads them back)
         skills, warnings = session_skills(store, session_id, lambda: discover_skills(workspace))
         ctx_obj, more = session_context(workspace, mode, skills)
         warnings += more
         for w in warnings:
-            err.print(f"[yellow]latch: warning: {markup(w)}[/yellow]")
+            warn(w)
         try:
             setup = build_engine(store, session_id, stream=lambda n: f"{n}:main", engine=engine, model=model,
                                  estimator=estimator, config=config)
@@ -384,7 +383,7 @@ def register(cli: click.Group) -> None:
             processes.close()
             raise
         for w in warnings:
-            err.print(f"[yellow]latch: warning: {markup(w)}[/yellow]")
+            warn(w)
         tools = (*chosen_tools, *(skill_tools() if skills else ()), *mcp_tools(entries, hub))
         lead = not worker and (group_name is not None or resumed_lead)
         if lead:
