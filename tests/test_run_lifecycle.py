@@ -94,7 +94,7 @@ def test_a_sigkilled_run_is_interrupted_never_live_or_completed(tmp_path, ws):
         live, status = session_liveness(store.events(sid), observed=True)
         snap = snapshot(store, sid, live=True)  # even an observer that saw it append does not call it live
     assert (live, status["phase"]) == (False, "interrupted") and status["run"]["ended"] is False
-    assert snap["live"] is False and snap["run"]["phase"] == "interrupted"
+    assert snap["live"] is False and snap["session"]["run"]["phase"] == "interrupted"
     assert [(t["call_id"], t["status"]) for t in snap["activity"]["tools"]] == [("k1", "interrupted")]
 
 

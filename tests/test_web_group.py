@@ -39,8 +39,8 @@ def test_group_view_of_the_root_and_of_a_member_is_the_group_summary(db):
         assert group_view(store, root) == group_view(store, worker) == expected
         assert [(t["id"], t["status"], t["owner"]) for t in expected["tasks"]] == [("t1", "ready", None),
                                                                                    ("t2", "blocked", None)]
-        assert group_view(store, lone) is None and snapshot(store, lone)["group"] is None
-        assert snapshot(store, worker)["group"] == expected
+        assert group_view(store, lone) is None and snapshot(store, lone)["session"]["group"] is None
+        assert snapshot(store, worker)["session"]["group"] == expected
 
 
 def test_the_session_page_shows_members_tasks_and_a_claim_live(db, browser):  # noqa: F811

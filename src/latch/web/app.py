@@ -30,7 +30,8 @@ control, bidi and escape characters arrive visible (``\\x1b``) and the page rend
 (:func:`latch.host.runs.session_liveness`: a ``run_started`` without a ``run_ended`` whose process is alive): only
 then is an unfinished tool call ``running``; a killed run is ``interrupted`` (never live or completed), on this
 server and after a restart alike. A session no ``latch run`` recorded (an import, a test) is live while this
-server sees events appended to it since it started. Snapshots and ``status`` messages also carry ``run``
+server sees events appended to it since it started. Snapshots (in their ``session``) and ``status`` messages
+also carry ``run``
 (:func:`latch.host.reducers.run_status`), ``commands`` (:func:`latch.host.reducers.commands`) and ``group``
 (:func:`group_view`: members, tasks and claims of the session's agent group, or ``null``).
 """
@@ -114,10 +115,12 @@ def _status(store: EventStore, sid: str, events: list[Any], observed: bool) -> d
 
 def snapshot(store: EventStore, session_id: str, *, live: bool = False) -> dict[str, Any]:
     """The current view of a session, rebuilt from committed events by :mod:`latch.host.reducers`:
-    ``{"session": {...}, **session_view, "run", "commands"}`` (:func:`latch.host.reducers.session_view`:
-    ``last_seq``, ``live``, ``transcript``, ``evidence``, ``requests``, ``activity``, ``usage``, ``state``,
-    ``costs``, ``context``, ``cache``; ``run``: :func:`latch.host.reducers.run_status`; ``commands``:
-    :func:`latch.host.reducers.commands`; ``group``: :func:`group_view`) (``last_seq``: the session's newest event seq, 0 when it has none).
+    ``{"session": {"id", "parent_id", "format", "source", "created_at", "events", "run", "commands", "group"},
+    **session_view}`` (:func:`latch.host.reducers.session_view`: ``last_seq``, ``live``, ``transcript``,
+    ``evidence``, ``requests``, ``activity``, ``usage``, ``state``, ``costs``, ``context``, ``cache``; so the
+    snapshot minus ``session`` is exactly what ``latch show --json`` and the TUI build; ``run``:
+    :func:`latch.host.reducers.run_status`; ``commands``: :func:`latch.host.reducers.commands`; ``group``:
+    :func:`group_view`) (``last_seq``: the session's newest event seq, 0 when it has none).
     ``live`` comes from the durable run lifecycle (:func:`latch.host.runs.session_liveness`: the latest run
     started, not ended, its process alive); the ``live`` argument is only the fallback for a session no
     ``latch run`` recorded. Raises ``KeyError`` for an unknown session. Strings are returned as stored (the
@@ -125,8 +128,8 @@ def snapshot(store: EventStore, session_id: str, *, live: bool = False) -> dict[
     info = store.session(session_id)
     events = list(store.events(info.id))
     is_live, run = session_liveness(events, observed=live)
-    return {"session": _session_row(info), **R.session_view(events, _state(store, info.id), live=is_live),
-            "run": run, "commands": R.commands(events), "group": group_view(store, info.id)}
+    row = {**_session_row(info), "run": run, "commands": R.commands(events), "group": group_view(store, info.id)}
+    return {"session": row, **R.session_view(events, _state(store, info.id), live=is_live)}
 
 
 def check_bind(host: str, token: str | None) -> None:

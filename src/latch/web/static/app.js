@@ -96,6 +96,7 @@
     b.dataset.phase = phase; box.replaceChildren(b);
     if (run.run) box.append(el("div", "meta", "pid " + run.run.pid + " on " + run.run.host + " since " + run.run.started_at));
     $("stop").disabled = phase !== "running";
+    $("commands").hidden = phase === "none";  // no latch run ever drove this session (an import)
     for (const c of st.commands || []) renderReceipt(c);
   }
   // the group sidebar: members, then each task with its status and owner (its claim)
@@ -183,7 +184,8 @@
     wireCommands(sid);
     const snap = await getJSON("/api/sessions/" + encodeURIComponent(sid));
     snap.transcript.forEach(renderItem);
-    renderStatus(snap);
+    const ses = snap.session;
+    renderStatus(Object.assign({}, snap, { run: ses.run, commands: ses.commands, group: ses.group }));
     state.lastSeq = snap.last_seq;
     const es = new EventSource(url("/api/sessions/" + encodeURIComponent(sid) + "/events", { after: snap.last_seq }));
     es.onopen = () => { state.connects += 1; $("conn").textContent = "connected"; document.body.dataset.connects = String(state.connects); };
