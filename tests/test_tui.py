@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from corpus_support import CORPUS, require_corpus
 from textual.widgets import DataTable, Static
 
+from latch.agent.group import Group
 from latch.cli import _load_commands, cli
 from latch.events import AssistantMessage, RunStarted, ToolCall, ToolStarted, Usage, UserMessage
 from latch.host import reducers as R
@@ -290,3 +291,33 @@ def test_a_run_whose_process_dies_turns_interrupted_while_watched(tmp_path):
         if child.poll() is None:
             child.kill()
             child.wait(10)
+
+
+def test_state_panel_shows_the_group_members_tasks_and_claims(tmp_path):
+    db = tmp_path / "group.sqlite"
+    with EventStore(db) as w:
+        root = w.create_session(format="test")
+        worker = w.create_session(format="test")
+        w.append(root, [UserMessage(text="lead")])
+        w.append(worker, [UserMessage(text="work")])
+        g = Group(w, root)
+        g.create_task("t1", "write [bold]the[/bold] parser")
+        g.create_task("t2", "test it", depends_on=("t1",))
+        g.join("alice", worker)
+        assert g.claim_task("t1", "alice")
+
+    async def go(sid):
+        app = LatchTUI(db, session=sid, poll_interval=0.05)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            return str(app.screen.query_one("#state-text", Static).content)
+
+    for sid in (root, worker):  # the root's page and a member's page show the same group
+        shown = run(go(sid))
+        assert f"root {root} · 1 members · 2 tasks · messages 0/0 delivered" in shown
+        assert f"member alice: session {worker}" in shown
+        assert "task t1 claimed · claimed by alice: write [bold]the[/bold] parser" in shown
+        assert "task t2 blocked · after t1: test it" in shown
+    with EventStore(db) as w:
+        lone = w.create_session(format="test")
+    assert "group" not in run(go(lone)).split("evidence")[-1]

@@ -7,8 +7,9 @@ Screens:
   the web page and ``latch show --json`` use, nothing else):
 
   - ``transcript``: the conversation items (user, assistant, tool, system, compaction), with tool calls;
-  - ``state``: canonical state counts, activity (reasoning reported, tools running or interrupted) and the
-    recorded validation evidence;
+  - ``state``: canonical state counts, activity (reasoning reported, tools running or interrupted), the
+    recorded validation evidence and, for a session of an agent group, the group (members, tasks, claims:
+    :func:`latch.agent.group.group_view`, what the web sidebar shows);
   - ``usage``: per request the provider's tokens (uncached input, cache read, cache write, output) and dollars;
   - ``context``: per request what filled the context (tokens by kind, transcript characters by role);
   - ``epochs``: the provider cache epochs and the cache breaks with their reasons.
@@ -35,6 +36,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
 
+from ..agent.group import group_view
 from ..host import reducers as R
 from ..host.cost import format_usd
 from ..host.kernel import kernel_cache
@@ -77,7 +79,26 @@ def transcript_text(items: list[dict[str, Any]]) -> Text:
     return out
 
 
-def _state_text(view: dict[str, Any]) -> Text:
+def _group_text(group: dict[str, Any] | None) -> Text:
+    """The group block of the state panel (:func:`latch.agent.group.group_view`): members, then each task with
+    its status and the agent that claimed it; empty when the session is in no group."""
+    out = Text()
+    if group is None:
+        return out
+    m = group["messages"]
+    out.append("\ngroup\n", style="bold")
+    out.append(f"root {safe(group['root'])} · {len(group['members'])} members · {len(group['tasks'])} tasks · "
+               f"messages {m['delivered']}/{m['queued']} delivered\n")
+    for member in group["members"]:
+        out.append(f"  member {safe(member['agent'])}: session {safe(member['session'] or '-')}\n")
+    for t in group["tasks"]:
+        owner = f" · claimed by {safe(t['owner'])}" if t["owner"] else ""
+        after = f" · after {', '.join(safe(d) for d in t['depends_on'])}" if t["depends_on"] else ""
+        out.append(f"  task {safe(t['id'])} {t['status']}{owner}{after}: {safe(t['title'])}\n")
+    return out
+
+
+def _state_text(view: dict[str, Any], group: dict[str, Any] | None = None) -> Text:
     s, a = view["state"], view["activity"]
     out = Text()
     out.append("canonical state\n", style="bold")
@@ -102,6 +123,7 @@ def _state_text(view: dict[str, Any]) -> Text:
         reqs = ", ".join(safe(r) for r in e["requirements"])
         out.append(f"#{e['seq']} {safe(e['status'])} exit {_n(e['exit_code'])}: {safe(e['command'])}"
                    + (f" [{reqs}]" if reqs else "") + "\n")
+    out.append_text(_group_text(group))
     return out
 
 
@@ -201,7 +223,8 @@ class SessionScreen(Screen[None]):
             f"session {safe(self.session_id)} · last seq {view['last_seq']} · {len(view['transcript'])} items · "
             f"{u['requests']} requests" + (" · live" if view["live"] else "") + _run_phase(self.run)))
         self.query_one("#transcript-text", Static).update(transcript_text(view["transcript"]))
-        self.query_one("#state-text", Static).update(_state_text(view))
+        group = group_view(self.app.store, self.session_id)  # type: ignore[attr-defined]
+        self.query_one("#state-text", Static).update(_state_text(view, group))
         tot = costs["totals"]
         self.query_one("#usage-total", Static).update(Text(
             f"{u['requests']} requests · uncached {_n(u['input_tokens'])} · cache read {_n(u['cache_read_tokens'])} · "

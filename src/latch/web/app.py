@@ -33,7 +33,7 @@ server and after a restart alike. A session no ``latch run`` recorded (an import
 server sees events appended to it since it started. Snapshots (in their ``session``) and ``status`` messages
 also carry ``run``
 (:func:`latch.host.reducers.run_status`), ``commands`` (:func:`latch.host.reducers.commands`) and ``group``
-(:func:`group_view`: members, tasks and claims of the session's agent group, or ``null``).
+(:func:`latch.agent.group.group_view`: members, tasks and claims of the session's agent group, or ``null``).
 """
 
 from __future__ import annotations
@@ -45,8 +45,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..agent.group import GROUP_KINDS, Group
-from ..events import GroupMemberJoined
+from ..agent.group import group_view
 from ..host import reducers as R
 from ..host.kernel import kernel_cache
 from ..host.runs import RunCommands, session_liveness
@@ -55,7 +54,7 @@ from ..store import EventStore
 from ..textsafe import safe
 from . import is_loopback
 
-__all__ = ["create_app", "snapshot", "serve", "check_bind"]
+__all__ = ["create_app", "snapshot", "serve", "check_bind", "group_view"]
 
 STATIC = resources.files("latch.web") / "static"
 _STATIC_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
@@ -86,24 +85,6 @@ def _state(store: EventStore, sid: str) -> Any:
     return canonical_state(store, sid, cache=kernel_cache())
 
 
-def group_view(store: EventStore, session_id: str) -> dict[str, Any] | None:
-    """The agent group a session belongs to, for the sidebar: ``{"root", "tasks": [{"id", "title",
-    "depends_on", "owner", "status"}], "members": [{"agent", "session"}], "messages": {"queued",
-    "delivered"}}`` (:meth:`latch.agent.group.GroupState.summary`, the reducer ``latch group`` prints), or
-    ``None`` when the session is neither a group's root (it holds group events) nor a member (a
-    ``group_member_joined`` names it)."""
-    root = None
-    if any(True for _ in store.events(session_id, kinds=list(GROUP_KINDS), limit=1)):
-        root = session_id
-    else:
-        for s in store.events(kinds=[GroupMemberJoined.KIND]):
-            if isinstance(s.event, GroupMemberJoined) and s.event.session_id == session_id:
-                root = s.session_id
-    if root is None:
-        return None
-    return {"root": root, **Group(store, root).state().summary()}
-
-
 def _status(store: EventStore, sid: str, events: list[Any], observed: bool) -> dict[str, Any]:
     state = _state(store, sid)
     live, run = session_liveness(events, observed=observed)
@@ -120,7 +101,7 @@ def snapshot(store: EventStore, session_id: str, *, live: bool = False) -> dict[
     ``evidence``, ``requests``, ``activity``, ``usage``, ``state``, ``costs``, ``context``, ``cache``; so the
     snapshot minus ``session`` is exactly what ``latch show --json`` and the TUI build; ``run``:
     :func:`latch.host.reducers.run_status`; ``commands``: :func:`latch.host.reducers.commands`; ``group``:
-    :func:`group_view`) (``last_seq``: the session's newest event seq, 0 when it has none).
+    :func:`latch.agent.group.group_view`) (``last_seq``: the session's newest event seq, 0 when it has none).
     ``live`` comes from the durable run lifecycle (:func:`latch.host.runs.session_liveness`: the latest run
     started, not ended, its process alive); the ``live`` argument is only the fallback for a session no
     ``latch run`` recorded. Raises ``KeyError`` for an unknown session. Strings are returned as stored (the
