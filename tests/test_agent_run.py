@@ -31,9 +31,13 @@ def latch(tmp_path: Path, *args: str, cwd: Path, env: dict[str, str] | None = No
                           env=env or _env(tmp_path), capture_output=True, text=True, timeout=timeout)
 
 
+RUN_LIFECYCLE = ("run_started", "run_ended", "run_command_applied")  # run bookkeeping (tests/test_run_lifecycle.py)
+
+
 def kinds(tmp_path: Path) -> list[str]:
+    """The kinds of the stored events in order, without the run lifecycle bookkeeping of latch.host.runs."""
     with sqlite3.connect(tmp_path / "latch.db") as db:
-        return [k for (k,) in db.execute("SELECT kind FROM events ORDER BY seq")]
+        return [k for (k,) in db.execute("SELECT kind FROM events ORDER BY seq") if k not in RUN_LIFECYCLE]
 
 
 def session_id(tmp_path: Path) -> str:

@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
 from corpus_support import CORPUS, require_corpus
 from textual.widgets import DataTable, Static
 
+from latch.agent.group import Group
 from latch.cli import _load_commands, cli
-from latch.events import AssistantMessage, ToolCall, ToolStarted, Usage, UserMessage
+from latch.events import AssistantMessage, RunStarted, ToolCall, ToolStarted, Usage, UserMessage
 from latch.host import reducers as R
 from latch.host.cost import format_usd
 from latch.host.ingest import import_all
 from latch.host.kernel import kernel_cache
+from latch.host.runs import process_start
 from latch.kernel import canonical_state
 from latch.plugins import get_plugin_manager
 from latch.store import EventStore
@@ -250,3 +257,67 @@ def test_cli_unknown_session_is_one_line(tmp_path):
 
 def test_panels_constant():
     assert PANELS == ("transcript", "state", "usage", "context", "epochs")
+
+
+def test_a_run_whose_process_dies_turns_interrupted_while_watched(tmp_path):
+    """Live comes from the durable run lifecycle: a run_started of a process that dies (a real SIGKILL) with
+    no run_ended turns the watched session from live to interrupted with no new event appended."""
+    db = tmp_path / "run.sqlite"
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        with EventStore(db) as w:
+            sid = w.create_session(format="test")
+            w.append(sid, [RunStarted("r1", child.pid, socket.gethostname(), "2026-12-02T00:00:00.000Z",
+                                      process_start(child.pid)),
+                           UserMessage(text="go"),
+                           AssistantMessage(text="", tool_calls=(ToolCall(id="k1", name="Bash", arguments="{}"),)),
+                           ToolStarted(call_id="k1", name="Bash")])
+
+        async def go():
+            app = LatchTUI(db, session=sid, poll_interval=0.05)
+            async with app.run_test(size=SIZE) as pilot:
+                await pilot.pause()
+                screen = app.screen
+                title = lambda: str(screen.query_one("#title", Static).content)  # noqa: E731
+                state = lambda: str(screen.query_one("#state-text", Static).content)  # noqa: E731
+                assert "· live · run running" in title() and "tool Bash (k1)" in state() and "running 1" in state()
+                os.kill(child.pid, signal.SIGKILL)
+                child.wait(10)
+                await until(pilot, lambda: "run interrupted" in title())
+                assert "· live" not in title() and "interrupted 1" in state() and "running 0" in state()
+
+        run(go())
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+
+
+def test_state_panel_shows_the_group_members_tasks_and_claims(tmp_path):
+    db = tmp_path / "group.sqlite"
+    with EventStore(db) as w:
+        root = w.create_session(format="test")
+        worker = w.create_session(format="test")
+        w.append(root, [UserMessage(text="lead")])
+        w.append(worker, [UserMessage(text="work")])
+        g = Group(w, root)
+        g.create_task("t1", "write [bold]the[/bold] parser")
+        g.create_task("t2", "test it", depends_on=("t1",))
+        g.join("alice", worker)
+        assert g.claim_task("t1", "alice")
+
+    async def go(sid):
+        app = LatchTUI(db, session=sid, poll_interval=0.05)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            return str(app.screen.query_one("#state-text", Static).content)
+
+    for sid in (root, worker):  # the root's page and a member's page show the same group
+        shown = run(go(sid))
+        assert f"root {root} · 1 members · 2 tasks · messages 0/0 delivered" in shown
+        assert f"member alice: session {worker}" in shown
+        assert "task t1 claimed · claimed by alice: write [bold]the[/bold] parser" in shown
+        assert "task t2 blocked · after t1: test it" in shown
+    with EventStore(db) as w:
+        lone = w.create_session(format="test")
+    assert "group" not in run(go(lone)).split("evidence")[-1]

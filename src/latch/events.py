@@ -64,6 +64,12 @@ __all__ = [
     "GroupMemberJoined",
     "GroupMessageQueued",
     "GroupMessageDelivered",
+    "RunStarted",
+    "RunEnded",
+    "RUN_OUTCOMES",
+    "RunCommandQueued",
+    "RunCommandApplied",
+    "RUN_COMMANDS",
     "MediaRef",
     "canonical_json",
     "canonical_bytes",
@@ -927,6 +933,73 @@ class GroupMessageDelivered(UserMessage):
     root_session_id: str = ""
 
 
+# ------------------------------------------------------------------ run lifecycle and commands (latch.host.runs)
+RUN_OUTCOMES = ("done", "max_turns", "stopped", "error", "interrupted")
+"""How a run ends (:class:`RunEnded` ``outcome``): an answer without tool calls, ``--max-turns`` reached, a
+``stop`` command applied, a provider or view error, a keyboard interrupt."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted(Event):
+    """``latch run`` began executing this session (spec: "Transient interface activity": the durable run
+    lifecycle the UIs combine with activity): run ``run_id`` in process ``pid`` on ``host`` (the hostname),
+    at ``started_at`` (ISO-8601 UTC). ``process_start`` is the process's start time in clock ticks after boot
+    (Linux ``/proc/PID/stat`` field 22; ``None`` elsewhere), so a reused pid is told apart. A ``RunStarted``
+    without a :class:`RunEnded` whose process is gone is a run that was killed: interrupted, never live or
+    completed. Not provider-visible."""
+
+    KIND: ClassVar[str] = "run_started"
+    run_id: str
+    pid: int
+    host: str
+    started_at: str
+    process_start: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnded(Event):
+    """Run ``run_id`` ended at ``ended_at`` (ISO-8601 UTC) with ``outcome`` (one of :data:`RUN_OUTCOMES`) and
+    the process ``exit_code``; ``detail`` is a one-line reason (the error). Not provider-visible."""
+
+    KIND: ClassVar[str] = "run_ended"
+    run_id: str
+    outcome: str
+    ended_at: str
+    exit_code: int | None = None
+    detail: str = ""
+
+
+RUN_COMMANDS = ("stop", "compact")
+"""The run commands besides steering (which is a :class:`SteeringQueued`): ``stop`` ends the run at its next
+safe boundary, ``compact`` requests a rotation at its next request."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunCommandQueued(Event):
+    """A ``command`` (one of :data:`RUN_COMMANDS`) for the session's running agent, with its receipt
+    ``command_id``, from ``source`` (``web``, ``tui``). Stored with the source ref ``command:<command_id>`` (a
+    retried request adds nothing). Pending until a run applies it at a safe boundary. Never
+    provider-visible, never memory or cache-epoch input (spec: "Browser observation and reconnect")."""
+
+    KIND: ClassVar[str] = "run_command_queued"
+    command_id: str
+    command: str
+    source: str = "web"
+
+
+@dataclass(frozen=True, slots=True)
+class RunCommandApplied(Event):
+    """Run ``run_id`` applied command ``command_id`` (``result`` ``applied``), or ended before it could
+    (``result`` ``moot``: a ``stop`` that arrived after the run's last boundary). Stored with the source ref
+    ``command-applied:<command_id>``, so each command is applied once. Not provider-visible."""
+
+    KIND: ClassVar[str] = "run_command_applied"
+    command_id: str
+    command: str
+    run_id: str = ""
+    result: str = "applied"
+
+
 BUILTIN_KINDS: tuple[type[Event], ...] = (
     UserMessage, AssistantMessage, ToolResult, SystemNote, Usage, CompactionMarker, SubagentMarker,
     StateUpdate, FileObservation, Mutation, ExternalChange, ValidationEvidence, ProcessStarted, ProcessExited,
@@ -937,6 +1010,7 @@ BUILTIN_KINDS: tuple[type[Event], ...] = (
     GroupTaskCreated, GroupTaskClaimed, GroupTaskCompleted, GroupTaskLeaseRenewed, GroupMemberJoined,
     GroupMessageQueued,
     GroupMessageDelivered,
+    RunStarted, RunEnded, RunCommandQueued, RunCommandApplied,
 )
 """Every event kind Latch writes, in one explicit list: conversation, kernel, agent."""
 

@@ -30,7 +30,8 @@ from ..events import (Event, GroupMemberJoined, GroupMessageDelivered, GroupMess
                       GroupTaskCompleted, GroupTaskCreated, GroupTaskLeaseRenewed, PendingEvent)
 from .steering import pending_tool_calls
 
-__all__ = ["Group", "GroupState", "GroupTask", "GroupError", "GROUP_KINDS", "TASK_STATUSES", "resolve_group"]
+__all__ = ["Group", "GroupState", "GroupTask", "GroupError", "GROUP_KINDS", "TASK_STATUSES", "group_view",
+           "resolve_group"]
 
 GROUP_KINDS = (GroupTaskCreated.KIND, GroupTaskClaimed.KIND, GroupTaskCompleted.KIND, GroupTaskLeaseRenewed.KIND,
                GroupMemberJoined.KIND, GroupMessageQueued.KIND)
@@ -282,3 +283,21 @@ class Group:
             PendingEvent(GroupMessageDelivered(f"[message from {m.sender}] {m.text}", message_id=m.message_id,
                                                sender=m.sender, recipient=recipient, root_session_id=self.root),
                          f"group-delivered:{m.message_id}") for m in due])
+
+
+def group_view(store: Any, session_id: str) -> dict[str, Any] | None:
+    """The agent group a session belongs to, for the UI sidebar (``latch web``, ``latch tui``): ``{"root",
+    "tasks": [{"id", "title", "depends_on", "owner", "status"}], "members": [{"agent", "session"}],
+    "messages": {"queued", "delivered"}}`` (:meth:`GroupState.summary`, the reducer ``latch group`` prints), or
+    ``None`` when the session is neither a group's root (it holds group events) nor a member (a
+    ``group_member_joined`` names it)."""
+    root = None
+    if any(True for _ in store.events(session_id, kinds=list(GROUP_KINDS), limit=1)):
+        root = session_id
+    else:
+        for s in store.events(kinds=[GroupMemberJoined.KIND]):
+            if isinstance(s.event, GroupMemberJoined) and s.event.session_id == session_id:
+                root = s.session_id
+    if root is None:
+        return None
+    return {"root": root, **Group(store, root).state().summary()}

@@ -39,6 +39,7 @@ from .. import plugins
 from ..engine.units import TokenCounter
 from ..host.corrections import corrected_budget, raises_ratio
 from ..host.loop import EngineSetup, RequestLoop, RequestResult
+from ..host.runs import RunCommands
 from ..host.session import StoreKernelWriter, StoreSessionReader
 from ..port import ContextBudget, ContextView, EngineProfile, SessionContext
 from ..providers import ProviderError, ProviderOverflow, to_anthropic_messages, to_openai_chat
@@ -258,8 +259,9 @@ class Step:
 
 @dataclass
 class RunOutcome:
-    """How :meth:`AgentLoop.run` ended: ``stopped`` is ``"done"`` (an answer without tool calls) or
-    ``"max_turns"``; ``steps`` are the turns taken."""
+    """How :meth:`AgentLoop.run` ended: ``stopped`` is ``"done"`` (an answer without tool calls),
+    ``"max_turns"``, or ``"stopped"`` (a ``stop`` command applied at a safe boundary); ``steps`` are the turns
+    taken."""
 
     stopped: str
     steps: list[Step] = field(default_factory=list)
@@ -308,6 +310,8 @@ class AgentLoop:
         self.observer = observer or Observer()
         self.tool_choice, self.max_output_tokens = tool_choice, max_output_tokens
         self.inbox = SteeringInbox(store, session_id)
+        self.commands = RunCommands(store, session_id)
+        self.run_id = ""  # the RunStarted of the process driving this loop (latch.host.runs.RunRecord), if any
         self._by_name = {t.NAME: t for t in self.tools}
         schemas = [dict(t) if isinstance(t, Mapping) else dict(t.SCHEMA) for t in tools]
         self.requests = RequestLoop(store, session_id, setup, self.budget(), session_context=session_context,
@@ -733,14 +737,36 @@ class AgentLoop:
         """:meth:`turn` (the name the port-pin tests and earlier callers use)."""
         return self.turn()
 
+    def poll_commands(self) -> bool:
+        """Apply the pending run commands (:class:`latch.host.runs.RunCommands`) at a safe boundary (every
+        tool call has its result; else nothing is applied): ``compact`` rotates at the next request
+        (:meth:`compact`), ``stop`` is recorded as applied. Each gets its
+        :class:`~latch.events.RunCommandApplied` (with :attr:`run_id`). Returns whether a stop was applied
+        (the caller ends the run before its next request). Steering is delivered by :meth:`turn`."""
+        if pending_tool_calls(self.store, self.session_id):
+            return False
+        stop = False
+        for command in self.commands.pending():
+            if command.command == "compact":
+                self.compact("command")
+            stop = stop or command.command == "stop"
+            self.commands.applied(command, self.run_id)
+        return stop
+
     def run(self, max_turns: int) -> RunOutcome:
-        """Turns until the assistant answers without a tool call (``"done"``) or ``max_turns`` requests
-        were made (``"max_turns"``)."""
+        """Turns until the assistant answers without a tool call and no steering message is pending
+        (``"done"``), a ``stop`` command is applied before a request (``"stopped"``, :meth:`poll_commands`) or
+        ``max_turns`` requests were made (``"max_turns"``)."""
         out = RunOutcome("max_turns")
         for _ in range(max_turns):
+            if self.poll_commands():
+                out.stopped = "stopped"
+                break
             step = self.turn()
             out.steps.append(step)
             if not step.message.tool_calls and not self._outstanding_children():
+                if self.inbox.pending():  # the user steered while the answer was coming: answer that too
+                    continue
                 out.stopped = "done"
                 break
         return out

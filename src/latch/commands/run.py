@@ -10,6 +10,13 @@ refuses); calls a killed run left without a result are closed as interrupted fir
 terminal, an interactive prompt reads tasks and the commands ``/context``, ``/compact``, ``/state``,
 ``/evidence``, ``/search QUERY`` and ``/quit``.
 
+Each run is recorded durably (:mod:`latch.host.runs`): a ``run_started`` event (run id, pid, host, start time)
+before the first request and a ``run_ended`` event with its outcome (``done``, ``max_turns``, ``stopped``,
+``error``, ``interrupted``) and exit code at the end, so a UI tells a running run from a killed one. Between
+requests (at safe boundaries) the run applies the commands a UI queued in the session (``latch web``: steer,
+stop, compact): a steering message is delivered before the next request, ``compact`` rotates the next request,
+``stop`` ends the run with exit code 0.
+
 Defaults come from the ``[provider]`` table of the config (``name``, ``model``, ``base_url``,
 ``api_key_env``, ``max_turns``); flags win. The session's profile (provider, model, engine, estimator,
 base URL, mode; never a key) is stored in the session's metadata, so ``--resume`` needs no flags.
@@ -49,6 +56,7 @@ from ..agent.tools.processes import ProcessManager
 from ..engine.report import context_report
 from ..host.cost import format_usd, price_usage
 from ..host.loop import HostError, build_engine
+from ..host.runs import RunRecord
 from ..kernel.tombstones import tombstoned_sessions
 from ..providers import ProviderError
 
@@ -414,16 +422,25 @@ def register(cli: click.Group) -> None:
                   f"window {budget.context_window_tokens:,} · reserve {budget.reserve_tokens:,}[/dim]",
                   highlight=False)
         code = 0
+        record = RunRecord(store, session_id)
+        loop.run_id = record.start().run_id
+        ended: dict[str, str] = {"outcome": "done", "detail": ""}
         try:
             if interactive:
-                code = _interactive(con, loop, store, session_id, max_turns, cli)
+                code = _interactive(con, loop, store, session_id, max_turns, cli, ended)
             else:
                 if task is not None:
                     loop.say(task)
-                code = _run_task(con, loop, max_turns)
+                code = _run_task(con, loop, max_turns, ended)
         except KeyboardInterrupt:
+            record.end("interrupted", 130, "keyboard interrupt")
+            raise
+        except Exception as exc:  # an unexpected failure still ends the run durably, then propagates
+            record.end("error", 1, f"{type(exc).__name__}: {exc}")
             raise
         finally:
+            if not record.ended:
+                record.end(ended["outcome"], code, ended["detail"])
             processes.close()
             if hub is not None:
                 hub.close()
@@ -456,12 +473,19 @@ def _work(con: Any, loop: Any, store: Any, root: str, lease_seconds: float) -> i
     return 0
 
 
-def _run_task(con: Any, loop: Any, max_turns: int) -> int:
+def _run_task(con: Any, loop: Any, max_turns: int, ended: dict[str, str] | None = None) -> int:
+    """Run the loop to its end; ``ended`` receives the run outcome and a one-line detail (for ``run_ended``)."""
+    ended = ended if ended is not None else {}
     try:
         outcome = loop.run(max_turns)
     except (AgentError, ProviderError) as exc:
         con.print(f"[red]latch: error: {markup(str(exc))}[/red]", highlight=False)
+        ended.update(outcome="error", detail=str(exc))
         return 1
+    ended.update(outcome=outcome.stopped, detail="")
+    if outcome.stopped == "stopped":
+        con.print("[yellow]stopped by a stop command at a safe boundary[/yellow]")
+        return 0
     if outcome.stopped == "max_turns":
         con.print(f"[yellow]stopped after {max_turns} requests (--max-turns); continue with "
                   f"latch run --resume {loop.session_id}[/yellow]")
@@ -469,7 +493,8 @@ def _run_task(con: Any, loop: Any, max_turns: int) -> int:
     return 0
 
 
-def _interactive(con: Any, loop: Any, store: Any, session_id: str, max_turns: int, cli: click.Group) -> int:
+def _interactive(con: Any, loop: Any, store: Any, session_id: str, max_turns: int, cli: click.Group,
+                 ended: dict[str, str] | None = None) -> int:
     con.print(f"[dim]type a task, or one of {', '.join(SLASH_COMMANDS)}[/dim]")
     while True:
         try:
@@ -485,7 +510,9 @@ def _interactive(con: Any, loop: Any, store: Any, session_id: str, max_turns: in
             _slash(con, loop, store, session_id, text, cli)
             continue
         loop.say(text)
-        _run_task(con, loop, max_turns)
+        _run_task(con, loop, max_turns, ended)
+        if ended is not None and ended.get("outcome") == "stopped":
+            return 0
 
 
 def _slash(con: Any, loop: Any, store: Any, session_id: str, text: str, cli: click.Group) -> None:

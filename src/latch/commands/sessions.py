@@ -12,6 +12,7 @@ from ..agent.children import child_link, child_result
 from ..cli import pass_app
 from ..host import reducers as R
 from ..host.kernel import kernel_cache
+from ..host.runs import session_liveness
 from ..kernel import canonical_state
 from ..textsafe import Table, cell, console, dumps, markup, safe
 from ..host.discover import claimed_format, walk, with_companions, discover as find_logs
@@ -295,7 +296,9 @@ def register(cli: click.Group) -> None:
             raise click.ClickException(str(exc.args[0])) from None
         if as_json:  # the shared reducers, as `latch web` and `latch tui` show them (--limit: the first N events)
             state = canonical_state(store, info.id, cache=kernel_cache())
-            view = R.session_view(store.events(info.id, limit=limit), state)
+            events = list(store.events(info.id, limit=limit))
+            live, _ = session_liveness(events)  # the durable run lifecycle: a killed run is not live
+            view = R.session_view(events, state, live=live)
             click.echo(dumps({"session": info.id, **view}, indent=2))
             return
 

@@ -16,20 +16,24 @@ never completed.
 * :func:`request_costs`                            dollars per request (the bundled price table, :mod:`.cost`)
 * :func:`context_breakdown`                        what filled the context at each request (tokens, characters)
 * :func:`cache_epochs`                             provider cache epochs and the cache breaks between them
-* :func:`session_view`                             all of the above for one session: what every UI shows
+* :func:`runs` / :func:`run_status`                the durable run lifecycle: running, ended or interrupted
+* :func:`commands`                                 run commands (steer, stop, compact) and whether they applied
+* :func:`session_view`                             all of the above but the run lifecycle for one session
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..events import (AssistantMessage, CompactionMarker, SystemNote, ToolResult, ToolStarted, Usage, UserMessage,
+from ..events import (AssistantMessage, CompactionMarker, RunCommandApplied, RunCommandQueued, RunEnded, RunStarted,
+                      SteeringDelivered, SteeringQueued, SystemNote, ToolResult, ToolStarted, Usage, UserMessage,
                       ValidationEvidence)
 from .cost import cost_dict, parse_timestamp, price_usage, total
 
 __all__ = ["transcript_item", "transcript", "usage_requests", "usage_totals", "evidence", "activity",
-           "state_summary", "request_costs", "context_breakdown", "cache_epochs", "session_view",
+           "state_summary", "request_costs", "context_breakdown", "cache_epochs", "session_view", "runs", "run_status",
+           "commands",
            "CACHE_BREAK_TOLERANCE"]
 
 
@@ -264,3 +268,56 @@ def session_view(events: Iterable[Any], state: Any, *, live: bool = False) -> di
             "evidence": evidence(evs), "requests": usage_requests(evs), "usage": usage_totals(evs),
             "activity": activity(evs, live=live), "state": state_summary(state), "costs": request_costs(evs),
             "context": context_breakdown(evs), "cache": cache_epochs(evs)}
+
+
+def runs(events: Iterable[Any]) -> list[dict[str, Any]]:
+    """The ``latch run`` processes of a session, in start order: ``{"run_id", "seq", "pid", "host",
+    "started_at", "process_start", "ended" (bool), "end_seq", "outcome", "ended_at", "exit_code", "detail"}``
+    (the end fields ``None`` while no :class:`~latch.events.RunEnded` of that run exists)."""
+    out: dict[str, dict[str, Any]] = {}
+    for ev in events:
+        e = ev.event
+        if isinstance(e, RunStarted):
+            out[e.run_id] = {"run_id": e.run_id, "seq": ev.seq, "pid": e.pid, "host": e.host,
+                             "started_at": e.started_at, "process_start": e.process_start, "ended": False,
+                             "end_seq": None, "outcome": None, "ended_at": None, "exit_code": None, "detail": None}
+        elif isinstance(e, RunEnded) and e.run_id in out:
+            out[e.run_id].update(ended=True, end_seq=ev.seq, outcome=e.outcome, ended_at=e.ended_at,
+                                 exit_code=e.exit_code, detail=e.detail)
+    return list(out.values())
+
+
+def run_status(events: Iterable[Any], *, alive: Callable[[Mapping[str, Any]], bool]) -> dict[str, Any]:
+    """The phase of a session's latest run: ``{"phase": None|"running"|"ended"|"interrupted", "run": the
+    latest :func:`runs` entry or None, "runs": int}``. ``ended``: its :class:`~latch.events.RunEnded` exists
+    (``run["outcome"]`` says how); ``running``: no end and ``alive(run)`` (the caller's check of its process);
+    ``interrupted``: no end and the process is gone (a killed run: never live, never completed). ``None``
+    when no run was recorded (an imported session)."""
+    all_runs = runs(events)
+    if not all_runs:
+        return {"phase": None, "run": None, "runs": 0}
+    last = all_runs[-1]
+    phase = "ended" if last["ended"] else "running" if alive(last) else "interrupted"
+    return {"phase": phase, "run": last, "runs": len(all_runs)}
+
+
+def commands(events: Iterable[Any]) -> list[dict[str, Any]]:
+    """The commands sent to the session's runs, in order: ``{"id", "command": "steer"|"stop"|"compact",
+    "seq", "status", "applied_seq", "run_id", "text"}``. A steer (a :class:`~latch.events.SteeringQueued`) is
+    ``queued`` until its :class:`~latch.events.SteeringDelivered`, then ``delivered``; a stop or compact is
+    ``queued`` until its :class:`~latch.events.RunCommandApplied`, then that event's result (``applied`` or
+    ``moot``). ``text`` is the steering text (``None`` for the others)."""
+    out: dict[str, dict[str, Any]] = {}
+    for ev in events:
+        e = ev.event
+        if isinstance(e, SteeringQueued):
+            out[e.message_id] = {"id": e.message_id, "command": "steer", "seq": ev.seq, "status": "queued",
+                                 "applied_seq": None, "run_id": None, "text": e.text}
+        elif isinstance(e, RunCommandQueued):
+            out[e.command_id] = {"id": e.command_id, "command": e.command, "seq": ev.seq, "status": "queued",
+                                 "applied_seq": None, "run_id": None, "text": None}
+        elif isinstance(e, SteeringDelivered) and e.message_id in out:
+            out[e.message_id].update(status="delivered", applied_seq=ev.seq)
+        elif isinstance(e, RunCommandApplied) and e.command_id in out:
+            out[e.command_id].update(status=e.result, applied_seq=ev.seq, run_id=e.run_id)
+    return list(out.values())

@@ -7,15 +7,19 @@ Screens:
   the web page and ``latch show --json`` use, nothing else):
 
   - ``transcript``: the conversation items (user, assistant, tool, system, compaction), with tool calls;
-  - ``state``: canonical state counts, activity (reasoning reported, tools running or interrupted) and the
-    recorded validation evidence;
+  - ``state``: canonical state counts, activity (reasoning reported, tools running or interrupted), the
+    recorded validation evidence and, for a session of an agent group, the group (members, tasks, claims:
+    :func:`latch.agent.group.group_view`, what the web sidebar shows);
   - ``usage``: per request the provider's tokens (uncached input, cache read, cache write, output) and dollars;
   - ``context``: per request what filled the context (tokens by kind, transcript characters by role);
   - ``epochs``: the provider cache epochs and the cache breaks with their reasons.
 
 Every ``poll_interval`` seconds the open session reads the events after the last seq it has (``after_seq``)
-and, when there are new ones, rebuilds the panels; a tool call without a result is ``running`` only while
-events keep arriving after the app started, else ``interrupted``. Transcript text is passed through
+and, when there are new ones (or while the session's run is running), rebuilds the panels. Whether the session
+is live comes from its durable run lifecycle (:func:`latch.host.runs.session_liveness`: the latest
+``run_started`` has no ``run_ended`` and its process is alive; a killed run is ``interrupted``); a session no
+``latch run`` recorded is live while events keep arriving after the app started. A tool call without a result
+is ``running`` only while the session is live, else ``interrupted``. Transcript text is passed through
 :func:`latch.textsafe.safe` and shown as rich ``Text`` (never parsed as markup), so ``[bold]`` or an escape
 sequence in a transcript renders literally.
 """
@@ -32,9 +36,11 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
 
+from ..agent.group import group_view
 from ..host import reducers as R
 from ..host.cost import format_usd
 from ..host.kernel import kernel_cache
+from ..host.runs import session_liveness
 from ..kernel import canonical_state
 from ..store import EventStore
 from ..textsafe import safe
@@ -73,7 +79,26 @@ def transcript_text(items: list[dict[str, Any]]) -> Text:
     return out
 
 
-def _state_text(view: dict[str, Any]) -> Text:
+def _group_text(group: dict[str, Any] | None) -> Text:
+    """The group block of the state panel (:func:`latch.agent.group.group_view`): members, then each task with
+    its status and the agent that claimed it; empty when the session is in no group."""
+    out = Text()
+    if group is None:
+        return out
+    m = group["messages"]
+    out.append("\ngroup\n", style="bold")
+    out.append(f"root {safe(group['root'])} · {len(group['members'])} members · {len(group['tasks'])} tasks · "
+               f"messages {m['delivered']}/{m['queued']} delivered\n")
+    for member in group["members"]:
+        out.append(f"  member {safe(member['agent'])}: session {safe(member['session'] or '-')}\n")
+    for t in group["tasks"]:
+        owner = f" · claimed by {safe(t['owner'])}" if t["owner"] else ""
+        after = f" · after {', '.join(safe(d) for d in t['depends_on'])}" if t["depends_on"] else ""
+        out.append(f"  task {safe(t['id'])} {t['status']}{owner}{after}: {safe(t['title'])}\n")
+    return out
+
+
+def _state_text(view: dict[str, Any], group: dict[str, Any] | None = None) -> Text:
     s, a = view["state"], view["activity"]
     out = Text()
     out.append("canonical state\n", style="bold")
@@ -98,6 +123,7 @@ def _state_text(view: dict[str, Any]) -> Text:
         reqs = ", ".join(safe(r) for r in e["requirements"])
         out.append(f"#{e['seq']} {safe(e['status'])} exit {_n(e['exit_code'])}: {safe(e['command'])}"
                    + (f" [{reqs}]" if reqs else "") + "\n")
+    out.append_text(_group_text(group))
     return out
 
 
@@ -141,6 +167,7 @@ class SessionScreen(Screen[None]):
         self.events: list[Any] = []
         self.last_seq = 0
         self.view: dict[str, Any] | None = None
+        self.run: dict[str, Any] | None = None  # latch.host.reducers.run_status of the session
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -181,19 +208,23 @@ class SessionScreen(Screen[None]):
         if new:
             self.events.extend(new)
             self.last_seq = new[-1].seq
-        if new or self.view is None:
-            state = canonical_state(app.store, self.session_id, cache=kernel_cache())
-            self.view = R.session_view(self.events, state, live=app.live(self.session_id))
-            self.render_view(self.view)
+        running = self.run is not None and self.run["phase"] == "running"
+        if new or self.view is None or running:  # a running run is re-checked: its process may have died
+            live, self.run = session_liveness(self.events, observed=app.live(self.session_id))
+            if new or self.view is None or self.view["live"] != live:
+                state = canonical_state(app.store, self.session_id, cache=kernel_cache())
+                self.view = R.session_view(self.events, state, live=live)
+                self.render_view(self.view)
 
     def render_view(self, view: dict[str, Any]) -> None:
         """Fill every panel from ``view`` (:func:`latch.host.reducers.session_view`)."""
         u, costs = view["usage"], view["costs"]
         self.query_one("#title", Static).update(Text(
             f"session {safe(self.session_id)} · last seq {view['last_seq']} · {len(view['transcript'])} items · "
-            f"{u['requests']} requests" + (" · live" if view["live"] else "")))
+            f"{u['requests']} requests" + (" · live" if view["live"] else "") + _run_phase(self.run)))
         self.query_one("#transcript-text", Static).update(transcript_text(view["transcript"]))
-        self.query_one("#state-text", Static).update(_state_text(view))
+        group = group_view(self.app.store, self.session_id)  # type: ignore[attr-defined]
+        self.query_one("#state-text", Static).update(_state_text(view, group))
         tot = costs["totals"]
         self.query_one("#usage-total", Static).update(Text(
             f"{u['requests']} requests · uncached {_n(u['input_tokens'])} · cache read {_n(u['cache_read_tokens'])} · "
@@ -226,6 +257,16 @@ class SessionScreen(Screen[None]):
             table.add_row(str(r["request"]), str(r["seq"]), str(r["epoch"]), r["cache"], r["reason"] or "")
 
 
+def _run_phase(run: dict[str, Any] | None) -> str:
+    """`` · run ended (done)`` / `` · run interrupted`` / `` · run running`` from
+    :func:`latch.host.reducers.run_status`; empty when no run was recorded."""
+    if not run or run["phase"] is None:
+        return ""
+    if run["phase"] == "ended":
+        return f" · run ended ({run['run']['outcome']})"
+    return f" · run {run['phase']}"
+
+
 class LatchTUI(App[None]):
     """The terminal UI over the store at ``db``; ``session`` (an id or unique prefix) opens that session
     directly. ``poll_interval``: seconds between store polls of the open session. Raises ``KeyError`` for an
@@ -242,7 +283,8 @@ class LatchTUI(App[None]):
         self.initial = self.store.session(session).id if session is not None else None
 
     def live(self, session_id: str) -> bool:
-        """Whether events were appended to the session since the app started (transient, like the web's)."""
+        """Whether events were appended to the session since the app started (transient, like the web's): the
+        fallback of :func:`latch.host.runs.session_liveness` for sessions no ``latch run`` recorded."""
         return self.store.max_seq(session_id) > self.start_seq
 
     def on_mount(self) -> None:

@@ -1,4 +1,4 @@
-"""The ``latch web`` server: a Starlette app over one store, read-only, with SSE for live sessions.
+"""The ``latch web`` server: a Starlette app over one store, with SSE for live sessions and a command inbox.
 
 Routes (every one answers 401 without the token when the app has one: ``Authorization: Bearer T``, or
 ``?token=T`` for the page and its ``EventSource``, which cannot send headers):
@@ -13,12 +13,27 @@ Routes (every one answers 401 without the token when the app has one: ``Authoriz
   else ``?after=SEQ``, else 0; a value that is not a non-negative integer is a 400. New events are found by
   polling the store every ``poll_interval`` seconds, in ``seq`` order, so a stream has no gap and no
   duplicate, across server restarts too.
+* ``POST /api/sessions/{id}/commands`` with a JSON body ``{"command": "steer"|"stop"|"compact", "text": str
+  (steer only), "id": str (optional receipt id, 1-64 of A-Za-z0-9_-: a retry with the same id adds nothing)}``
+  and the ``X-Latch-Token`` header (:func:`_refuse_command`: 415, 401, 403 otherwise): the command is stored
+  durably in the session (:class:`latch.host.runs.RunCommands`) and the answer is 202 ``{"receipt": {"id",
+  "command", "status", "seq"}}``; 400 for a bad body, 409 for ``stop`` when no run is running. The running
+  ``latch run`` applies it at its next safe boundary (steer: delivered before the next request; compact: the
+  next request rotates; stop: the run ends, exit 0) and records that it did. ``GET
+  /api/sessions/{id}/commands/{cid}`` is the receipt's current status (404 for an unknown id). Receipts are
+  transport state; the queued and applied events are the durable record (spec: "Browser observation and
+  reconnect").
 
 Every string sent is passed through :func:`latch.textsafe.safe` (``multiline``: newlines and tabs kept), so
 control, bidi and escape characters arrive visible (``\\x1b``) and the page renders all text with
-``textContent``. A session is *live* when this server has seen events appended to it since it started
-(transient transport state, spec "Browser observation and reconnect"): only then is an unfinished tool call
-``running``; after a restart it is ``interrupted`` until the run appends again.
+``textContent``. A session is *live* when its latest ``latch run`` is running by the durable run lifecycle
+(:func:`latch.host.runs.session_liveness`: a ``run_started`` without a ``run_ended`` whose process is alive): only
+then is an unfinished tool call ``running``; a killed run is ``interrupted`` (never live or completed), on this
+server and after a restart alike. A session no ``latch run`` recorded (an import, a test) is live while this
+server sees events appended to it since it started. Snapshots (in their ``session``) and ``status`` messages
+also carry ``run``
+(:func:`latch.host.reducers.run_status`), ``commands`` (:func:`latch.host.reducers.commands`) and ``group``
+(:func:`latch.agent.group.group_view`: members, tasks and claims of the session's agent group, or ``null``).
 """
 
 from __future__ import annotations
@@ -30,14 +45,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..agent.group import group_view
 from ..host import reducers as R
 from ..host.kernel import kernel_cache
+from ..host.runs import RunCommands, session_liveness
 from ..kernel import canonical_state
 from ..store import EventStore
 from ..textsafe import safe
 from . import is_loopback
 
-__all__ = ["create_app", "snapshot", "serve", "check_bind"]
+__all__ = ["create_app", "snapshot", "serve", "check_bind", "group_view"]
 
 STATIC = resources.files("latch.web") / "static"
 _STATIC_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
@@ -68,22 +85,32 @@ def _state(store: EventStore, sid: str) -> Any:
     return canonical_state(store, sid, cache=kernel_cache())
 
 
-def _status(store: EventStore, sid: str, events: list[Any], live: bool) -> dict[str, Any]:
+def _status(store: EventStore, sid: str, events: list[Any], observed: bool) -> dict[str, Any]:
     state = _state(store, sid)
+    live, run = session_liveness(events, observed=observed)
     return {"last_seq": events[-1].seq if events else 0, "live": live, "activity": R.activity(events, live=live),
             "usage": R.usage_totals(events), "state": R.state_summary(state), "costs": R.request_costs(events),
-            "context": R.context_breakdown(events), "cache": R.cache_epochs(events)}
+            "context": R.context_breakdown(events), "cache": R.cache_epochs(events), "run": run,
+            "commands": R.commands(events), "group": group_view(store, sid)}
 
 
 def snapshot(store: EventStore, session_id: str, *, live: bool = False) -> dict[str, Any]:
     """The current view of a session, rebuilt from committed events by :mod:`latch.host.reducers`:
-    ``{"session": {...}, **session_view}`` (:func:`latch.host.reducers.session_view`: ``last_seq``, ``live``,
-    ``transcript``, ``evidence``, ``requests``, ``activity``, ``usage``, ``state``, ``costs``, ``context``,
-    ``cache``) (``last_seq``: the session's newest event seq, 0 when it has none). Raises ``KeyError`` for
-    an unknown session. Strings are returned as stored (the server makes them inert when it sends them)."""
+    ``{"session": {"id", "parent_id", "format", "source", "created_at", "events", "run", "commands", "group"},
+    **session_view}`` (:func:`latch.host.reducers.session_view`: ``last_seq``, ``live``, ``transcript``,
+    ``evidence``, ``requests``, ``activity``, ``usage``, ``state``, ``costs``, ``context``, ``cache``; so the
+    snapshot minus ``session`` is exactly what ``latch show --json`` and the TUI build; ``run``:
+    :func:`latch.host.reducers.run_status`; ``commands``: :func:`latch.host.reducers.commands`; ``group``:
+    :func:`latch.agent.group.group_view`) (``last_seq``: the session's newest event seq, 0 when it has none).
+    ``live`` comes from the durable run lifecycle (:func:`latch.host.runs.session_liveness`: the latest run
+    started, not ended, its process alive); the ``live`` argument is only the fallback for a session no
+    ``latch run`` recorded. Raises ``KeyError`` for an unknown session. Strings are returned as stored (the
+    server makes them inert when it sends them)."""
     info = store.session(session_id)
     events = list(store.events(info.id))
-    return {"session": _session_row(info), **R.session_view(events, _state(store, info.id), live=live)}
+    is_live, run = session_liveness(events, observed=live)
+    row = {**_session_row(info), "run": run, "commands": R.commands(events), "group": group_view(store, info.id)}
+    return {"session": row, **R.session_view(events, _state(store, info.id), live=is_live)}
 
 
 def check_bind(host: str, token: str | None) -> None:
@@ -97,7 +124,7 @@ def check_bind(host: str, token: str | None) -> None:
 
 def create_app(db: str | Path, *, token: str | None = None, poll_interval: float = 0.2,
                retry_ms: int = 500) -> Any:
-    """The Starlette app over the store at ``db`` (a path; opened once, read-only use). ``token``: required on
+    """The Starlette app over the store at ``db`` (a path; opened once; it writes only queued commands). ``token``: required on
     every request when set. ``poll_interval``: seconds between store polls of an open stream; ``retry_ms``:
     the reconnect delay the stream asks browsers for."""
     from sse_starlette import EventSourceResponse
@@ -109,7 +136,7 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
     store = EventStore(db)
     start_seq = store.max_seq()
 
-    def live(sid: str) -> bool:
+    def observed(sid: str) -> bool:  # the fallback for sessions no `latch run` recorded (session_liveness)
         return store.max_seq(sid) > start_seq
 
     def error(status: int, message: str) -> Response:
@@ -143,7 +170,7 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
         info = find(request)
         if isinstance(info, Response):
             return info
-        return json_response(await asyncio.to_thread(snapshot, store, info.id, live=live(info.id)))
+        return json_response(await asyncio.to_thread(snapshot, store, info.id, live=observed(info.id)))
 
     async def events(request: Request) -> Response:
         info = find(request)
@@ -168,7 +195,7 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
                     seen = new[-1].seq
                     history.extend(new)
                 if new or first:
-                    status = await asyncio.to_thread(_status, store, sid, history, live(sid))
+                    status = await asyncio.to_thread(_status, store, sid, history, observed(sid))
                     status["last_seq"] = seen
                     message = {"event": "status", "data": _dumps(status)}
                     if first:
@@ -182,17 +209,84 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
 
         return EventSourceResponse(stream(), ping=15)
 
+    async def command(request: Request) -> Response:
+        info = find(request)
+        if isinstance(info, Response):
+            return info
+        refused = _refuse_command(request, token)
+        if refused is not None:
+            return error(*refused)
+        raw = await request.body()
+        try:
+            body = json.loads(raw) if len(raw) <= MAX_COMMAND_BYTES else None
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            body = None
+        if not isinstance(body, dict):
+            return error(400, f"the body must be a JSON object of at most {MAX_COMMAND_BYTES} bytes: "
+                              '{"command": "steer"|"stop"|"compact", "text": ..., "id": ...}')
+        cmd, text, rid = body.get("command"), body.get("text"), body.get("id")
+        if cmd == "stop":
+            events = await asyncio.to_thread(lambda: list(store.events(info.id)))
+            if not session_liveness(events)[0]:
+                return error(409, f"session {info.id} has no running latch run to stop")
+        try:
+            receipt = await asyncio.to_thread(
+                lambda: RunCommands(store, info.id).submit(cmd, text, receipt=rid, source="web"))
+        except ValueError as exc:
+            return error(400, str(exc))
+        return Response(_dumps({"receipt": receipt}), status_code=202, media_type="application/json")
+
+    async def receipt(request: Request) -> Response:
+        info = find(request)
+        if isinstance(info, Response):
+            return info
+        got = await asyncio.to_thread(RunCommands(store, info.id).receipt, request.path_params["cid"])
+        if got is None:
+            return error(404, f"no command {request.path_params['cid']!r} in session {info.id}")
+        return json_response({"receipt": got})
+
     app = Starlette(routes=[
         Route("/", page), Route("/s/{sid}", page), Route("/static/{name}", static),
         Route("/api/sessions", sessions), Route("/api/sessions/{sid}", session),
         Route("/api/sessions/{sid}/events", events),
+        Route("/api/sessions/{sid}/commands", command, methods=["POST"]),
+        Route("/api/sessions/{sid}/commands/{cid}", receipt),
     ])
     app.state.store = store
     return _TokenGate(app, token) if token is not None else app
 
 
+MAX_COMMAND_BYTES = 65_536
+"""The largest command body accepted (bytes)."""
+
+_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]", "::1")
+
+
+def _refuse_command(request: Any, token: str | None) -> tuple[int, str] | None:
+    """Why a command POST is refused (``(status, message)``), or ``None``: it must be ``application/json``
+    (415), carry the ``X-Latch-Token`` header (the app's token when it has one; any value on a token-less
+    loopback server) (401), come from this server's own origin when the browser says where it comes from
+    (403), and, without a token, name a loopback ``Host`` (403: a DNS-rebound name is refused). A cross-site
+    form cannot send JSON or a custom header, so a page of another site cannot queue a command."""
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype != "application/json":
+        return 415, "a command is a JSON body (Content-Type: application/json)"
+    sent = request.headers.get("x-latch-token")
+    if sent is None or (token is not None and not hmac.compare_digest(sent.encode("utf-8", "surrogatepass"),
+                                                                       token.encode("utf-8", "surrogatepass"))):
+        return 401, "a command needs the X-Latch-Token header (the server's --token)"
+    host = request.headers.get("host", "")
+    origin = request.headers.get("origin")
+    if origin is not None and origin.split("://", 1)[-1] != host:
+        return 403, "a command must come from this server's own page (Origin does not match Host)"
+    if token is None and host.rsplit(":", 1)[0] not in _LOOPBACK_NAMES and host not in _LOOPBACK_NAMES:
+        return 403, "without --token, commands are accepted for a loopback Host only"
+    return None
+
+
 class _TokenGate:
-    """ASGI wrapper: a request without the token (``Authorization: Bearer T`` or ``?token=T``) gets 401."""
+    """ASGI wrapper: a request without the token (``Authorization: Bearer T``, ``X-Latch-Token: T`` or
+    ``?token=T``) gets 401."""
 
     def __init__(self, app: Any, token: str):
         self.app = app
@@ -206,6 +300,8 @@ class _TokenGate:
             if name == b"authorization" and value.startswith(b"Bearer "):
                 if hmac.compare_digest(value[7:], self._token):
                     return True
+            if name == b"x-latch-token" and hmac.compare_digest(value, self._token):
+                return True
         for value in parse_qs(scope.get("query_string", b"").decode("ascii", "replace")).get("token", ()):
             if hmac.compare_digest(value.encode("utf-8", "surrogatepass"), self._token):
                 return True

@@ -58,7 +58,73 @@
       dl.append(el("dt", null, k), el("dd", null, v === null ? "unknown" : v));
     }
   }
+  // commands: POST with a JSON body and the X-Latch-Token header; the receipt's status follows the durable
+  // events (status.commands), so a reload shows the same receipts
+  const receipts = new Map();
+  function renderReceipt(r) {
+    let li = receipts.get(r.id);
+    if (!li) { li = el("li", "receipt"); li.dataset.id = r.id; receipts.set(r.id, li); $("receipts").append(li); }
+    li.dataset.command = r.command; li.dataset.status = r.status;
+    li.textContent = r.command + " " + r.status + (r.text ? ": " + r.text : "");
+  }
+  async function postCommand(sid, body) {
+    const r = await fetch(url("/api/sessions/" + encodeURIComponent(sid) + "/commands"), {
+      method: "POST", headers: { "Content-Type": "application/json", "X-Latch-Token": token || "-" },
+      body: JSON.stringify(body), credentials: "same-origin" });
+    const got = await r.json();
+    if (!r.ok) throw new Error(got.error || r.statusText);
+    renderReceipt(Object.assign({ text: body.text }, got.receipt));
+    return got.receipt;
+  }
+  function wireCommands(sid) {
+    const send = (body) => postCommand(sid, body).catch(fail);
+    $("commands").addEventListener("submit", (e) => {
+      e.preventDefault();
+      const text = $("steer-text").value;
+      if (!text.trim()) return;
+      send({ command: "steer", text: text }).then(() => { $("steer-text").value = ""; });
+    });
+    $("compact").addEventListener("click", () => send({ command: "compact" }));
+    $("stop").addEventListener("click", () => send({ command: "stop" }));
+  }
+  function renderRun(st) {
+    const run = st.run || {}, box = $("run");
+    const phase = run.phase || "none";
+    let label = { none: "no latch run recorded", running: "running", interrupted: "interrupted" }[phase];
+    if (phase === "ended") label = "ended: " + run.run.outcome;
+    const b = el("span", "badge run " + phase, label);
+    b.dataset.phase = phase; box.replaceChildren(b);
+    if (run.run) box.append(el("div", "meta", "pid " + run.run.pid + " on " + run.run.host + " since " + run.run.started_at));
+    $("stop").disabled = phase !== "running";
+    $("commands").hidden = phase === "none";  // no latch run ever drove this session (an import)
+    for (const c of st.commands || []) renderReceipt(c);
+  }
+  // the group sidebar: members, then each task with its status and owner (its claim)
+  function renderGroup(g) {
+    $("group-box").hidden = !g;
+    const box = $("group");
+    box.replaceChildren();
+    if (!g) return;
+    box.append(el("div", "meta", "root " + g.root + " \u00b7 messages " + g.messages.delivered + "/" + g.messages.queued + " delivered"));
+    const members = el("ul", "members");
+    for (const m of g.members) {
+      const li = el("li", "member", m.agent + (m.session ? " \u00b7 " + m.session : " \u00b7 not running"));
+      li.dataset.agent = m.agent; members.append(li);
+    }
+    const tasks = el("ul", "tasks");
+    for (const t of g.tasks) {
+      let text = t.id + ": " + t.title + " \u00b7 " + t.status;
+      if (t.owner) text += " \u00b7 claimed by " + t.owner;
+      if (t.depends_on.length) text += " \u00b7 after " + t.depends_on.join(", ");
+      const li = el("li", "task " + t.status, text);
+      li.dataset.task = t.id; li.dataset.status = t.status; li.dataset.owner = t.owner || "";
+      tasks.append(li);
+    }
+    box.append(members, tasks);
+  }
   function renderStatus(st) {
+    renderRun(st);
+    renderGroup(st.group || null);
     const box = $("activity");
     box.replaceChildren(el("span", "badge " + (st.live ? "live" : "idle"), st.live ? "live" : "not live"));
     if (st.activity.reasoning_reported) box.append(el("span", "badge reasoning", "reasoning reported"));
@@ -115,9 +181,11 @@
   async function sessionView(sid) {
     $("session-view").hidden = false;
     $("title").textContent = sid;
+    wireCommands(sid);
     const snap = await getJSON("/api/sessions/" + encodeURIComponent(sid));
     snap.transcript.forEach(renderItem);
-    renderStatus(snap);
+    const ses = snap.session;
+    renderStatus(Object.assign({}, snap, { run: ses.run, commands: ses.commands, group: ses.group }));
     state.lastSeq = snap.last_seq;
     const es = new EventSource(url("/api/sessions/" + encodeURIComponent(sid) + "/events", { after: snap.last_seq }));
     es.onopen = () => { state.connects += 1; $("conn").textContent = "connected"; document.body.dataset.connects = String(state.connects); };

@@ -1,0 +1,175 @@
+"""Durable run lifecycle and run commands (issue 16; spec: "Transient interface activity", "Browser
+observation and reconnect").
+
+* :class:`RunRecord` appends a :class:`~latch.events.RunStarted` (``run_id``, ``pid``, ``host``,
+  ``started_at``, the process start time) when ``latch run`` begins and a :class:`~latch.events.RunEnded`
+  (``outcome``, exit code) when it ends; a run killed in between leaves a ``RunStarted`` without an end,
+  which :func:`session_liveness` reports as *interrupted* once its process is gone (never live, never
+  completed).
+* :class:`RunCommands` is the durable inbox of commands for a session's running agent: ``steer`` (a
+  :class:`~latch.events.SteeringQueued`, delivered by :class:`latch.agent.steering.SteeringInbox` at the
+  next safe boundary), ``stop`` and ``compact`` (:class:`~latch.events.RunCommandQueued`, applied by the run
+  at its next safe boundary and marked with a :class:`~latch.events.RunCommandApplied`). Each command has a
+  receipt id, stored as the event's source ref (``command:<id>``), so a retried request adds nothing. The
+  receipt a client holds is transport state; the queued and applied events are the durable record.
+
+:func:`process_alive` and :func:`session_liveness` read the process table (``os.kill(pid, 0)`` and Linux
+``/proc``); the reducers they feed (:func:`latch.host.reducers.run_status`) stay pure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from ..events import (RUN_COMMANDS, RUN_OUTCOMES, PendingEvent, RunCommandApplied, RunCommandQueued, RunEnded,
+                      RunStarted, SteeringQueued)
+from ..store import EventStore
+from . import reducers as R
+
+__all__ = ["COMMANDS", "RunRecord", "RunCommands", "process_start", "process_alive", "session_liveness",
+           "utc_now"]
+
+COMMANDS = ("steer", *RUN_COMMANDS)
+"""Every command a UI can send a running agent: ``steer``, ``stop``, ``compact``."""
+
+_RECEIPT = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def utc_now() -> str:
+    """The current time as ISO-8601 UTC with milliseconds (``2026-12-02T01:09:35.123Z``)."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def process_start(pid: int) -> int | None:
+    """The start time of process ``pid`` in clock ticks after boot (Linux ``/proc/PID/stat`` field 22), or
+    ``None`` when it cannot be read (no such process, not Linux)."""
+    try:
+        with open(f"/proc/{int(pid)}/stat", "rb") as f:
+            stat = f.read().decode("ascii", "replace")
+        return int(stat[stat.rindex(")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def process_alive(run: Mapping[str, Any]) -> bool:
+    """Whether the process of a run (a :func:`latch.host.reducers.runs` entry: ``pid``, ``host``,
+    ``process_start``) is still running: on this host, the pid exists and, where both are known, started at
+    the recorded time (a reused pid is not the run). A run recorded on another host cannot be checked from
+    here and counts as not alive (the store is local; spec: an unfinished phase never implies a live
+    process)."""
+    if run.get("host") != socket.gethostname():
+        return False
+    pid = run.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # it exists, owned by someone else
+    recorded, now = run.get("process_start"), process_start(pid)
+    return recorded is None or now is None or recorded == now
+
+
+def session_liveness(events: Iterable[Any], *, observed: bool = False) -> tuple[bool, dict[str, Any]]:
+    """``(live, run)`` of one session: ``run`` is :func:`latch.host.reducers.run_status` with
+    :func:`process_alive`; ``live`` is ``run["phase"] == "running"`` when a run was ever recorded, else
+    ``observed`` (what the caller saw: events appended while it watched, for sessions no ``latch run``
+    wrote, e.g. a live import)."""
+    run = R.run_status(events, alive=process_alive)
+    return (run["phase"] == "running" if run["phase"] is not None else observed), run
+
+
+class RunRecord:
+    """The durable start and end of one ``latch run`` process in session ``session_id`` (see the module
+    docstring). :meth:`start` once, then :meth:`end` once."""
+
+    def __init__(self, store: EventStore, session_id: str):
+        self.store, self.session_id = store, session_id
+        self.run_id = uuid.uuid4().hex
+        self.ended = False
+
+    def start(self) -> RunStarted:
+        """Append and return the :class:`~latch.events.RunStarted` of this process; a ``stop`` left pending
+        from before (queued while no run was running) is closed as ``moot`` in the same transaction, so it
+        cannot stop this run."""
+        ev = RunStarted(self.run_id, os.getpid(), socket.gethostname(), utc_now(), process_start(os.getpid()))
+        self.store.append(self.session_id, [*self._moot_stops(), PendingEvent(ev, f"run-started:{self.run_id}")])
+        return ev
+
+    def _moot_stops(self) -> list[PendingEvent]:
+        return [PendingEvent(RunCommandApplied(q.command_id, q.command, self.run_id, "moot"),
+                             f"command-applied:{q.command_id}")
+                for q in RunCommands(self.store, self.session_id).pending() if q.command == "stop"]
+
+    def end(self, outcome: str, exit_code: int | None = None, detail: str = "") -> RunEnded:
+        """Append the :class:`~latch.events.RunEnded`; a ``stop`` still pending is closed as ``moot`` in the
+        same transaction (it must not stop the next run). ``ValueError`` for an outcome not in
+        :data:`~latch.events.RUN_OUTCOMES`."""
+        if outcome not in RUN_OUTCOMES:
+            raise ValueError(f"unknown run outcome {outcome!r} (known: {', '.join(RUN_OUTCOMES)})")
+        ev = RunEnded(self.run_id, outcome, utc_now(), exit_code, " ".join(detail.split())[:500])
+        self.store.append(self.session_id, [*self._moot_stops(), PendingEvent(ev, f"run-ended:{self.run_id}")])
+        self.ended = True
+        return ev
+
+
+class RunCommands:
+    """The durable command inbox of one session (see the module docstring)."""
+
+    def __init__(self, store: EventStore, session_id: str):
+        self.store, self.session_id = store, session_id
+
+    def submit(self, command: str, text: str | None = None, *, receipt: str | None = None,
+               source: str = "web") -> dict[str, Any]:
+        """Queue ``command`` (one of :data:`COMMANDS`; ``steer`` needs ``text``) and return its receipt
+        ``{"id", "command", "status", "seq"}`` (``status`` from :func:`latch.host.reducers.commands`:
+        ``queued``, ``applied``, ``delivered`` or ``moot``). ``receipt``: the client's id (1-64 of
+        ``A-Za-z0-9_-``) so a retry adds nothing; a new one otherwise. ``ValueError`` (one line) for an unknown
+        command, an empty steering text, text on another command or a malformed receipt id."""
+        if command not in COMMANDS:
+            raise ValueError(f"unknown command {command!r} (known: {', '.join(COMMANDS)})")
+        if receipt is None:
+            receipt = uuid.uuid4().hex
+        elif not isinstance(receipt, str) or not _RECEIPT.match(receipt):
+            raise ValueError("command id must be 1-64 characters of A-Z, a-z, 0-9, '_' and '-'")
+        if command == "steer":
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError("steer needs a non-empty text")
+            event: Any = SteeringQueued(receipt, text)
+        else:
+            if text:
+                raise ValueError(f"{command} takes no text")
+            event = RunCommandQueued(receipt, command, source)
+        self.store.append(self.session_id, [PendingEvent(event, f"command:{receipt}")])
+        return self.receipt(receipt) or {"id": receipt, "command": command, "status": "queued", "seq": None}
+
+    def receipt(self, command_id: str) -> dict[str, Any] | None:
+        """The receipt of ``command_id`` (see :meth:`submit`), or ``None`` for an unknown id."""
+        for c in R.commands(self.store.events(self.session_id, kinds=_COMMAND_KINDS)):
+            if c["id"] == command_id:
+                return {"id": c["id"], "command": c["command"], "status": c["status"], "seq": c["seq"]}
+        return None
+
+    def pending(self) -> list[RunCommandQueued]:
+        """The ``stop`` and ``compact`` commands not applied yet, in order (steering: the steering inbox)."""
+        done = {s.event.command_id for s in self.store.events(self.session_id, kinds=[RunCommandApplied.KIND])
+                if isinstance(s.event, RunCommandApplied)}
+        return [s.event for s in self.store.events(self.session_id, kinds=[RunCommandQueued.KIND])
+                if isinstance(s.event, RunCommandQueued) and s.event.command_id not in done]
+
+    def applied(self, command: RunCommandQueued, run_id: str, result: str = "applied") -> list[int]:
+        """Record that run ``run_id`` applied ``command`` (once: a second call adds nothing)."""
+        return self.store.append(self.session_id, [PendingEvent(
+            RunCommandApplied(command.command_id, command.command, run_id, result),
+            f"command-applied:{command.command_id}")])
+
+
+_COMMAND_KINDS = [SteeringQueued.KIND, "steering_delivered", RunCommandQueued.KIND, RunCommandApplied.KIND]
