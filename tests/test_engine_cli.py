@@ -207,7 +207,7 @@ def test_latch_cli_and_the_command_list_import_no_command_module_and_no_engine()
     def run_main(*args: str) -> subprocess.CompletedProcess:
         code = ("import sys, latch.cli\ntry:\n    latch.cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
                 "print(sorted(m for m in sys.modules if m.startswith('latch.commands')), file=sys.stderr)")
-        env = {**os.environ, "LATCH_LOAD_PLUGINS": ""}  # the built-in plugins only: their one command is `web`
+        env = {**os.environ, "LATCH_LOAD_PLUGINS": ""}  # the built-in plugins only: their commands are `web` and `tui`
         return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True, env=env)
 
     helped = run_main("--help")
@@ -215,5 +215,5 @@ def test_latch_cli_and_the_command_list_import_no_command_module_and_no_engine()
     from latch.cli import BUILTIN_COMMANDS
 
     listed = [line.split()[0] for line in helped.stdout.split("Commands:\n")[1].splitlines()]
-    assert listed == sorted([*BUILTIN_COMMANDS, "web"])
+    assert listed == sorted([*BUILTIN_COMMANDS, "web", "tui"])
     assert run_main("sessions", "--help").stderr == "['latch.commands', 'latch.commands.sessions']\n"
