@@ -125,3 +125,16 @@ def test_view_of_a_file_with_several_sessions_lists_them_and_session_picks_one(r
     assert out.exit_code == 2 and f"session {ids[0]} has 2 model request(s), 1..2" in " ".join(out.output.split())
     bad = run("view", str(tmp_path / "sessions.db"), "--request", "1", "--session", "zzzz")
     assert bad.exit_code == 2 and "--session zzzz names no session of" in " ".join(bad.output.split())
+
+
+def test_view_skips_a_forgotten_session_of_the_file(run, tmp_path):
+    run("replay", str(tmp_path / "sessions.db"), "--json")
+    ids = _ids(tmp_path)
+    for sid in ids[:3]:
+        assert run("forget", sid).exit_code == 0
+    res = run("view", str(tmp_path / "sessions.db"), "--request", "2", "--format", "openai")
+    assert res.exit_code == 0, res.output  # the one session left is viewed, the forgotten ones do not block it
+    assert json.loads(res.output)["messages"]
+    assert run("forget", ids[3]).exit_code == 0
+    gone = run("view", str(tmp_path / "sessions.db"), "--request", "1")
+    assert gone.exit_code == 1 and "is forgotten" in gone.output and "Traceback" not in gone.output

@@ -217,11 +217,16 @@ def register(cli: click.Group) -> None:
                              reserve=reserve)
         if Path(target).is_file():
             store = app.store()
+            forgotten: list[str] = []
             try:
-                sids = [sid for sid, _, _ in import_all(store, target, transcript_format, final=True)]
+                sids = [sid for sid, _, _ in import_all(store, target, transcript_format, final=True,
+                                                        forgotten=forgotten)]
             except SessionForgotten as exc:
                 raise click.ClickException(f"{safe(target)}: session {exc.session_id} is forgotten (tombstoned by "
                                            "`latch forget`)") from None
+            if not sids and forgotten:
+                raise click.ClickException(f"{safe(target)}: session {forgotten[0]} is forgotten (tombstoned by "
+                                           "`latch forget`)")
             sid = _pick_session(store, target, sids, session)
         else:
             store = app.store(create=False)
