@@ -105,3 +105,36 @@ def test_first_seq_is_numbered_within_the_session(run, tmp_path):
     assert [r[header.index("first-seq")] for r in rows] == [str(r["first_retained_event"]) for r in last["requests"]]
     assert [r["first_retained_event"] for r in last["requests"]] == [1] * len(last["requests"])
     assert "its number in this session" in " ".join(table.split())
+
+
+def test_view_of_a_file_with_several_sessions_lists_them_and_session_picks_one(run, tmp_path):
+    """``latch view FILE --request N`` of a Goose database: no silent pick of one session; without --session one
+    line lists the ids with their request counts (exit 2); --session ID (or a unique prefix) views that one."""
+    res = run("view", str(tmp_path / "sessions.db"), "--request", "1")
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    ids = _ids(tmp_path)
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    line = " ".join(res.output.split())
+    assert len(lines) <= 2 and "holds 4 sessions, pick one with --session ID" in line  # one (wrapped) line
+    assert all(f"{sid} ({n} requests)" in line for sid, n in zip(ids, GOOSE_REQUESTS))
+
+    one = run("view", str(tmp_path / "sessions.db"), "--request", "4", "--session", ids[2][:8], "--format", "openai")
+    assert one.exit_code == 0, one.output
+    assert json.loads(one.output)["model"] == "qwen3:0.6b"
+    out = run("view", str(tmp_path / "sessions.db"), "--request", "3", "--session", ids[0])
+    assert out.exit_code == 2 and f"session {ids[0]} has 2 model request(s), 1..2" in " ".join(out.output.split())
+    bad = run("view", str(tmp_path / "sessions.db"), "--request", "1", "--session", "zzzz")
+    assert bad.exit_code == 2 and "--session zzzz names no session of" in " ".join(bad.output.split())
+
+
+def test_view_skips_a_forgotten_session_of_the_file(run, tmp_path):
+    run("replay", str(tmp_path / "sessions.db"), "--json")
+    ids = _ids(tmp_path)
+    for sid in ids[:3]:
+        assert run("forget", sid).exit_code == 0
+    res = run("view", str(tmp_path / "sessions.db"), "--request", "2", "--format", "openai")
+    assert res.exit_code == 0, res.output  # the one session left is viewed, the forgotten ones do not block it
+    assert json.loads(res.output)["messages"]
+    assert run("forget", ids[3]).exit_code == 0
+    gone = run("view", str(tmp_path / "sessions.db"), "--request", "1")
+    assert gone.exit_code == 1 and "is forgotten" in gone.output and "Traceback" not in gone.output

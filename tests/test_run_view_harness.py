@@ -52,3 +52,30 @@ def test_view_of_a_run_request_is_the_body_the_provider_got(tmp_path):
     assert doc["harness"]["source"] == "recorded" and doc["harness"]["tools"] == len(sent["tools"])
     assert doc["harness"]["system_tokens"] > 0
 
+
+
+def test_view_and_replay_of_a_run_use_the_budget_it_ran_with(tmp_path):
+    """A `latch run --window 30000 --reserve 1000 --recent 5000` session is viewed and replayed with that budget
+    (read from its profile, as `latch run --resume` does), not the default one; --window still wins."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with serve_openai([Reply("first", usage=_usage("openai", 900))]) as server:
+        r = latch(tmp_path, "run", "task", "--provider", "openai", "--model", "gpt-4.1", "--base-url",
+                  server.base_url, "--window", "30000", "--reserve", "1000", "--recent", "5000", "--yes", cwd=ws,
+                  env=_env(tmp_path, OPENAI_API_KEY=KEY))
+    assert r.returncode == 0, r.stderr + r.stdout
+    sid = session_id(tmp_path)
+    v = latch(tmp_path, "view", sid, "--request", "1", cwd=ws)
+    assert v.returncode == 0, v.stderr + v.stdout
+    text = " ".join(v.stdout.split())
+    assert "of 29,000 tokens" in text and "window 30,000 (the budget its `latch run` was started with)" in text
+    assert "reserve 1,000" in text
+    body = json.loads(latch(tmp_path, "view", sid, "--request", "1", "--format", "anthropic", cwd=ws).stdout)
+    assert body["max_tokens"] == 1000
+    rep = json.loads(latch(tmp_path, "replay", sid, "--json", cwd=ws).stdout)
+    assert {k: rep["budget"][k] for k in ("context_window_tokens", "reserve_tokens", "recent_tokens",
+                                          "window_source")} == {"context_window_tokens": 30000,
+                                                                "reserve_tokens": 1000, "recent_tokens": 5000,
+                                                                "window_source": "run"}
+    flagged = latch(tmp_path, "view", sid, "--request", "1", "--window", "100000", cwd=ws)
+    assert flagged.returncode == 0 and "window 100,000 (set by --window)" in " ".join(flagged.stdout.split())

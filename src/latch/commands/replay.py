@@ -127,7 +127,8 @@ def _requests(events: list[Any]) -> list[tuple[int, int, Usage | None]]:
 class ReplayPlan:
     """A replay ready to run: the engine ``setup``, the checked ``budget`` (``recent_tokens`` effective),
     ``requested_recent`` (as configured or passed), where the window came from (``window_source``:
-    ``"--window"``, ``"config"``, ``"model-table"``, ``"engine"`` (the engine's own default budget differs
+    ``"--window"``, ``"run"`` (no budget option given: the ``--window``/``--reserve``/``--recent`` the session's
+    ``latch run`` was started with, :func:`run_budget`), ``"config"``, ``"model-table"``, ``"engine"`` (the engine's own default budget differs
     from :func:`latch.config.model_window`) or ``"default"``; ``window_entry``: the ``[models.NAME]`` or
     model-table key), the session's model ``requests`` and the one request ``loop``."""
 
@@ -143,6 +144,17 @@ class ReplayPlan:
     request (``loop.system_prompt``, ``loop.tools``), an inferred overhead into ``loop.harness_tokens``."""
     event_seqs: list[int] = field(default_factory=list)
     """The store-wide seqs of the session's events, in order (``event_seqs[i]`` is the session's event ``i + 1``)."""
+
+
+def run_budget(store: Any, session_id: str) -> dict[str, int]:
+    """The budget options a ``latch run`` session was started with: ``{"window", "reserve", "recent"}`` (tokens;
+    only the ones its run set), read from the session's profile (``meta["agent"]``, the same record ``latch run
+    --resume`` reads back); ``{}`` for an imported session or a run that set none of them."""
+    profile = (store.session(session_id).meta or {}).get("agent") or {}
+    if not isinstance(profile, Mapping):
+        return {}
+    return {k: int(v) for k in ("window", "reserve", "recent")
+            if isinstance(v := profile.get(k), int) and not isinstance(v, bool)}
 
 
 def window_origin(config: Mapping[str, Any], model: str | None, window: int, flag: int | None) -> tuple[str, str | None]:
@@ -176,13 +188,24 @@ def plan_replay(store: Any, session_id: str, *, engine: str | None = None, model
     except HostError as exc:
         raise click.UsageError(str(exc)) from None
     budget = setup.engine.default_budget()
-    overrides = {k: v for k, v in (("context_window_tokens", window), ("reserve_tokens", reserve),
+    # a `latch run` session: each budget option not given is the one its run was started with (as `latch run
+    # --resume` reads them back), not the default budget
+    # (its reserve only with its window: a --window of this command pairs with the default reserve)
+    recorded = run_budget(store, session_id) if window is None else {}
+    overrides = {k: v for k, v in (("context_window_tokens", recorded.get("window")),
+                                   ("reserve_tokens", recorded.get("reserve")),
+                                   ("recent_tokens", recorded.get("recent")),
+                                   ("context_window_tokens", window), ("reserve_tokens", reserve),
                                    ("recent_tokens", recent)) if v is not None}
     budget = replace(budget, **overrides)
-    budget_problem(budget.context_window_tokens, budget.reserve_tokens, window, reserve)
+    budget_problem(budget.context_window_tokens, budget.reserve_tokens, window, reserve,
+                   " (the budget of the session's `latch run`)" if recorded else "")
     requested_recent = budget.recent_tokens
     budget = replace(budget, recent_tokens=min(requested_recent, budget.hard_limit_tokens))
-    source, entry = window_origin(config, setup.model, budget.context_window_tokens, window)
+    if window is None and "window" in recorded:
+        source, entry = "run", None
+    else:
+        source, entry = window_origin(config, setup.model, budget.context_window_tokens, window)
     events = list(store.events(session_id))
     requests = model_requests(events)
     context = SessionContext(workspace=store.session(session_id).workspace)
@@ -211,7 +234,8 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     "window_entry", "requests": [...], "summary": {...}}`` as written by ``latch replay
     --json``; ``budget`` holds ``context_window_tokens``, ``reserve_tokens``, ``recent_tokens``
     (effective: at most ``window - reserve``), ``requested_recent_tokens`` (as configured or
-    passed) and ``window_source`` (``"--window"``, ``"config"``: a ``[models.NAME]`` entry,
+    passed) and ``window_source`` (``"--window"``, ``"run"``: the budget of the session's ``latch run``,
+    ``"config"``: a ``[models.NAME]`` entry,
     ``"model-table"``: Latch's model table, ``"engine"``: the engine's own default budget, or
     ``"default"``: Latch's default window, nothing matches the model; ``window_entry`` names the entry
     or key); each request has the
@@ -479,7 +503,8 @@ def window_line(source: str, entry: str | None, model: str | None) -> str:
     if source == "default":
         whose = f"model {markup(model)} has no \\[models] entry" if model else "the model is unknown"
         return f"[dim]window: Latch's default ({whose} in the config)[/dim]"
-    where = {"--window": "set by --window", "engine": "the engine's own default budget",
+    where = {"--window": "set by --window", "run": "the budget its `latch run` was started with",
+             "engine": "the engine's own default budget",
              "config": f"the config's \\[models.{markup(entry)}] entry",
              "model-table": f"Latch's model table (entry {markup(entry)})"}.get(source, markup(source))
     return f"[dim]window: {where}[/dim]"

@@ -1,9 +1,12 @@
 """``latch view SESSION_OR_FILE --request N``: the exact request Latch would send before model request N.
 
 The session (an id or unique prefix of a stored session, or a transcript file, imported first like ``latch
-replay`` does) is replayed through the host's one request loop (:class:`latch.host.loop.RequestLoop`, built by
+replay`` does; a file holding several sessions, a Goose or OpenCode database, needs ``--session ID``, an id or
+unique prefix: without it the command prints one line listing the session ids with their request counts and
+exits 2) is replayed through the host's one request loop (:class:`latch.host.loop.RequestLoop`, built by
 :func:`latch.commands.replay.plan_replay` with the same engine, estimator, config and budget options as
-``latch replay``) up to request N, and request N's view is printed:
+``latch replay``; a session ``latch run`` recorded keeps the ``--window``/``--reserve``/``--recent`` it ran
+with unless ``--window`` is given) up to request N, and request N's view is printed:
 
 * ``--format openai``: the chat-completions request body (:func:`latch.providers.to_openai_chat`, with the
   model), JSON on stdout; it passes :func:`latch.providers.validate_openai_chat`;
@@ -38,17 +41,24 @@ from ..cli import pass_app
 from ..textsafe import cell, console, dumps, safe
 from .replay import check_replay_options, replay_options, plan_replay, window_line
 from ..host.changes import seq_ranges, request_changes
-from ..host.ingest import SessionForgotten, import_file
+from ..host.ingest import SessionForgotten, import_all
 from ..host.loop import model_requests
 from ..providers import to_anthropic_messages, to_openai_chat
 
-__all__ = ["RequestOutOfRange", "render_view_text", "render_changes_text", "register"]
+__all__ = ["RequestOutOfRange", "SeveralSessions", "render_view_text", "render_changes_text", "register"]
 
 FORMATS = ("text", "openai", "anthropic")
 
 
 class RequestOutOfRange(click.ClickException):
     """``--request N`` outside the session's requests: one line, exit status 2 (a usage error)."""
+
+    exit_code = 2
+
+
+class SeveralSessions(click.ClickException):
+    """A file holding several sessions (a Goose or OpenCode database) and no ``--session``: one line listing
+    the session ids with their model-request counts, exit status 2."""
 
     exit_code = 2
 
@@ -160,6 +170,30 @@ def render_changes_text(con: Console, res: Any, changes: Mapping[str, Any]) -> N
         _print_message(con, i, messages[i], res.line_tokens[2 + i])
 
 
+def _request_count(store: Any, sid: str) -> int:
+    return len(model_requests(store.events(sid, kinds=["assistant_message", "usage"])))
+
+
+def _pick_session(store: Any, file: str, sids: list[str], session: str | None) -> str:
+    """The session of ``file`` (imported as ``sids``) to view: the only one, or the one ``session`` (an id or a
+    unique prefix) names. Raises :class:`SeveralSessions` (exit 2) listing the sessions and their request counts
+    when the file holds several and ``session`` is ``None``, ``click.UsageError`` when ``session`` names none
+    or several of them, ``click.ClickException`` when the file holds no session."""
+    listed = lambda: ", ".join(f"{s} ({_request_count(store, s)} requests)" for s in sids)  # noqa: E731
+    if session is not None:
+        chosen = [s for s in sids if s == session] or [s for s in sids if s.startswith(session)]
+        if len(chosen) != 1:
+            what = "matches several sessions" if chosen else "names no session"
+            raise click.UsageError(f"--session {safe(session)} {what} of {safe(file)} (its sessions: "
+                                   f"{listed() or 'none'})")
+        return chosen[0]
+    if not sids:
+        raise click.ClickException(f"{safe(file)}: no session to view")
+    if len(sids) > 1:
+        raise SeveralSessions(f"{safe(file)} holds {len(sids)} sessions, pick one with --session ID: {listed()}")
+    return sids[0]
+
+
 def register(cli: click.Group) -> None:
     @cli.command("view")
     @click.argument("target", metavar="SESSION_OR_FILE")
@@ -170,9 +204,12 @@ def register(cli: click.Group) -> None:
     @click.option("--diff", is_flag=True, help="Show what changed since the previous request instead.")
     @click.option("--from", "transcript_format", default=None,
                   help="Transcript format of a FILE (default: auto-detect).")
+    @click.option("--session", "session", default=None, metavar="ID",
+                  help="A file holding several sessions (a Goose or OpenCode database): view this one (its Latch "
+                       "session id or a unique prefix); required for such a file.")
     @replay_options
     @pass_app
-    def view_cmd(app, target, number, fmt, diff, transcript_format, model, window, reserve, recent, engine,
+    def view_cmd(app, target, number, fmt, diff, transcript_format, session, model, window, reserve, recent, engine,
                  estimator, config_path, no_harness):
         """The exact request Latch would send at model request N of SESSION_OR_FILE (system, tools, messages)."""
         config = app.config(config_path)
@@ -180,18 +217,26 @@ def register(cli: click.Group) -> None:
                              reserve=reserve)
         if Path(target).is_file():
             store = app.store()
+            forgotten: list[str] = []
             try:
-                sid, _, _ = import_file(store, target, transcript_format, final=True)
+                sids = [sid for sid, _, _ in import_all(store, target, transcript_format, final=True,
+                                                        forgotten=forgotten)]
             except SessionForgotten as exc:
                 raise click.ClickException(f"{safe(target)}: session {exc.session_id} is forgotten (tombstoned by "
                                            "`latch forget`)") from None
+            if not sids and forgotten:
+                raise click.ClickException(f"{safe(target)}: session {forgotten[0]} is forgotten (tombstoned by "
+                                           "`latch forget`)")
+            sid = _pick_session(store, target, sids, session)
         else:
             store = app.store(create=False)
             try:
                 sid = store.session(target).id
             except KeyError as exc:
                 raise click.ClickException(f"{exc.args[0]} (and no file {safe(target)})") from None
-        count = len(model_requests(store.events(sid, kinds=["assistant_message", "usage"])))
+            if session is not None and not sid.startswith(session):
+                raise click.UsageError(f"--session {safe(session)} is not session {sid} that {safe(target)} names")
+        count = _request_count(store, sid)
         if count == 0:
             raise RequestOutOfRange(f"--request {number}: session {sid} has no model request (nothing to view)")
         if not 1 <= number <= count:
