@@ -11,15 +11,20 @@ unique per session, so the one ``BEGIN IMMEDIATE`` transaction that appends a cl
 (two processes racing for one task: exactly one gets a seq back) and a restarted deliverer adds nothing
 already delivered.
 
-:meth:`GroupState.replay` is the one reducer over those events (tasks, dependencies, claims,
-membership, pending and delivered messages); :meth:`Group.state` replays the log each time, so live and
-resumed views agree. Messages are information only: pending until the recipient is at a safe model
+:meth:`GroupState.replay` is the reference reducer over those events (tasks, dependencies, claims,
+membership, pending and delivered messages). :meth:`Group.state` reads the same state from the SQLite group
+projection (:data:`GROUP_PROJECTION`, tables ``group_tasks``, ``group_members``, ``group_messages``): a
+cache the store updates in the transaction that appends each group event and rebuilds from the log at open
+or when it is missing or behind, so a read costs O(group size), not O(root session log), and always equals
+``GroupState.replay(Group.events())``. Messages are information only: pending until the recipient is at a safe model
 boundary (every earlier tool call of its session has a result), then delivered FIFO in one transaction;
 nothing wakes an idle agent.
 """
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -28,9 +33,11 @@ from typing import Any
 
 from ..events import (Event, GroupMemberJoined, GroupMessageDelivered, GroupMessageQueued, GroupTaskClaimed,
                       GroupTaskCompleted, GroupTaskCreated, GroupTaskLeaseRenewed, PendingEvent)
+from ..store import Projection, register_projection
 from .steering import pending_tool_calls
 
-__all__ = ["Group", "GroupState", "GroupTask", "GroupError", "GROUP_KINDS", "TASK_STATUSES", "resolve_group"]
+__all__ = ["Group", "GroupState", "GroupTask", "GroupError", "GROUP_KINDS", "TASK_STATUSES", "resolve_group",
+           "GROUP_PROJECTION"]
 
 GROUP_KINDS = (GroupTaskCreated.KIND, GroupTaskClaimed.KIND, GroupTaskCompleted.KIND, GroupTaskLeaseRenewed.KIND,
                GroupMemberJoined.KIND, GroupMessageQueued.KIND)
@@ -133,6 +140,45 @@ class GroupState:
                 "messages": {"queued": len(self.messages), "delivered": len(self.delivered)}}
 
 
+def _project(db: sqlite3.Connection, stored: Any) -> None:
+    """Fold one stored group event into the projection tables: the same rules as :meth:`GroupState.replay`
+    (its ``root_session_id`` is the event's session, or for a delivery the root it names)."""
+    e, seq = stored.event, stored.seq
+    root = stored.session_id
+    if isinstance(e, GroupTaskCreated):
+        db.execute("INSERT OR IGNORE INTO group_tasks(root_session_id, task_id, pos, title, brief, depends_on) "
+                   "VALUES (?, ?, ?, ?, ?, ?)", (root, e.task_id, seq, e.title, e.brief, json.dumps(list(e.depends_on))))
+    elif isinstance(e, GroupTaskClaimed):
+        db.execute("UPDATE group_tasks SET owner = ?, attempt = ?, lease_seconds = ?, alive_at = ? "
+                   "WHERE root_session_id = ? AND task_id = ? AND status IS NULL AND "
+                   "((owner IS NULL AND ? = 0) OR (owner IS NOT NULL AND ? = attempt + 1))",
+                   (e.agent, e.attempt, e.lease_seconds, e.at, root, e.task_id, e.attempt, e.attempt))
+    elif isinstance(e, GroupTaskLeaseRenewed):
+        db.execute("UPDATE group_tasks SET alive_at = max(coalesce(alive_at, 0.0), ?) WHERE root_session_id = ? "
+                   "AND task_id = ? AND status IS NULL AND owner IS ? AND attempt = ?",
+                   (e.at, root, e.task_id, e.agent, e.attempt))
+    elif isinstance(e, GroupTaskCompleted):
+        db.execute("UPDATE group_tasks SET status = ?, summary = ?, session_id = ? WHERE root_session_id = ? "
+                   "AND task_id = ? AND status IS NULL AND owner IS ?",
+                   (e.status, e.summary, e.session_id, root, e.task_id, e.agent))
+    elif isinstance(e, GroupMemberJoined):
+        db.execute("INSERT INTO group_members(root_session_id, agent, pos, session_id) VALUES (?, ?, ?, ?) "
+                   "ON CONFLICT(root_session_id, agent) DO UPDATE SET session_id = excluded.session_id "
+                   "WHERE group_members.session_id IS NULL", (root, e.agent, seq, e.session_id))
+    elif isinstance(e, GroupMessageQueued):
+        db.execute("INSERT OR IGNORE INTO group_messages(root_session_id, message_id, pos, sender, recipient, text) "
+                   "VALUES (?, ?, ?, ?, ?, ?)", (root, e.message_id, seq, e.sender, e.recipient, e.text))
+    elif isinstance(e, GroupMessageDelivered):
+        db.execute("UPDATE group_messages SET delivered = 1 WHERE root_session_id = ? AND message_id = ?",
+                   (e.root_session_id, e.message_id))
+
+
+GROUP_PROJECTION = register_projection(Projection(
+    name="group", kinds=(*GROUP_KINDS, GroupMessageDelivered.KIND),
+    tables=("group_tasks", "group_members", "group_messages"), apply=_project))
+"""The SQLite group projection (issue 14 item 3): registered when this module is imported."""
+
+
 def resolve_group(store: Any, name: str, *, by_id: bool = True) -> str:
     """The root session id of the group called ``name``: the newest session whose meta ``group`` is
     ``name`` (``latch run --group NAME TASK`` records it), else (``by_id``) the session of id or id prefix
@@ -164,7 +210,27 @@ class Group:
         return [s.event for s in sorted(rows, key=lambda s: s.seq)]
 
     def state(self) -> GroupState:
-        """:meth:`GroupState.replay` of :meth:`events`."""
+        """The group's state from the SQLite projection (brought up to date with the log first); equal to
+        :meth:`replayed_state`, read in O(group size). :class:`~latch.store.StoreError` as for any read."""
+        tasks, members, messages = self.store.read_projection(GROUP_PROJECTION.name, [
+            ("SELECT task_id, title, brief, depends_on, owner, status, summary, attempt, lease_seconds, alive_at, "
+             "session_id FROM group_tasks WHERE root_session_id = ? ORDER BY pos", (self.root,)),
+            ("SELECT agent, session_id FROM group_members WHERE root_session_id = ? ORDER BY pos", (self.root,)),
+            ("SELECT message_id, sender, recipient, text, delivered FROM group_messages WHERE root_session_id = ? "
+             "ORDER BY pos", (self.root,))])
+        st = GroupState()
+        for tid, title, brief, deps, owner, status, summary, attempt, lease, alive, sid in tasks:
+            st.tasks[tid] = GroupTask(tid, title, brief, tuple(json.loads(deps)), owner, status, summary, attempt,
+                                      lease, alive, sid)
+        st.members = {agent: sid for agent, sid in members}
+        for mid, sender, recipient, text, delivered in messages:
+            st.messages[mid] = GroupMessageQueued(mid, sender, recipient, text)
+            if delivered:
+                st.delivered.add(mid)
+        return st
+
+    def replayed_state(self) -> GroupState:
+        """:meth:`GroupState.replay` of :meth:`events` (the reference the projection must equal; O(root log))."""
         return GroupState.replay(self.events())
 
     # ----------------------------------------------------------------- writes
