@@ -18,7 +18,6 @@ is busy (locked by another process); try again``), on open, every write and ever
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -141,7 +140,10 @@ class EventStore:
             self._db.execute("PRAGMA foreign_keys=ON")
             _until_not_busy(self._migrate, deadline)
             for name in list(PROJECTIONS):  # a cache missing or behind the log is rebuilt at open
-                _until_not_busy(functools.partial(self.sync_projection, name), deadline)
+                try:
+                    self.sync_projection(name)
+                except StoreError:  # busy or read-only: a cache must not refuse the open; the next read retries
+                    pass
         except (OSError, sqlite3.Error, StoreError) as exc:
             if self._conn is not None:
                 self._conn.close()
