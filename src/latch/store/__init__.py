@@ -409,8 +409,10 @@ class EventStore:
             try:
                 if not self._projection_behind(p):
                     return False
-            except sqlite3.OperationalError as exc:
-                raise self._error(exc) from None
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) or _damaged(exc):
+                    raise self._error(exc) from None
+                raise
             with self._write():
                 if self._projection_behind(p):  # another process may have caught it up meanwhile
                     self._sync_projection_locked(p)
