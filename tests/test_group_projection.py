@@ -160,3 +160,14 @@ def test_an_unregistered_projection_is_a_one_line_key_error(groups):
     store = groups[0]
     with pytest.raises(KeyError, match="no projection 'nope' is registered"):
         store.read_projection("nope", [])
+
+
+def test_the_store_built_projection_folds_exactly_the_group_kinds():
+    """The projection is built into the store (no run-time registry): its kinds are the group's own
+    (``GROUP_KINDS`` plus deliveries, which live in the recipients' sessions)."""
+    from latch.agent.group import GROUP_KINDS
+    from latch.events import GroupMessageDelivered
+    from latch.store import PROJECTIONS
+
+    assert PROJECTIONS["group"] is GROUP_PROJECTION
+    assert set(GROUP_PROJECTION.kinds) == {*GROUP_KINDS, GroupMessageDelivered.KIND}

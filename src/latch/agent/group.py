@@ -24,7 +24,6 @@ nothing wakes an idle agent.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -33,7 +32,7 @@ from typing import Any
 
 from ..events import (Event, GroupMemberJoined, GroupMessageDelivered, GroupMessageQueued, GroupTaskClaimed,
                       GroupTaskCompleted, GroupTaskCreated, GroupTaskLeaseRenewed, PendingEvent)
-from ..store import Projection, register_projection
+from ..store import PROJECTIONS
 from .steering import pending_tool_calls
 
 __all__ = ["Group", "GroupState", "GroupTask", "GroupError", "GROUP_KINDS", "TASK_STATUSES", "resolve_group",
@@ -140,43 +139,8 @@ class GroupState:
                 "messages": {"queued": len(self.messages), "delivered": len(self.delivered)}}
 
 
-def _project(db: sqlite3.Connection, stored: Any) -> None:
-    """Fold one stored group event into the projection tables: the same rules as :meth:`GroupState.replay`
-    (its ``root_session_id`` is the event's session, or for a delivery the root it names)."""
-    e, seq = stored.event, stored.seq
-    root = stored.session_id
-    if isinstance(e, GroupTaskCreated):
-        db.execute("INSERT OR IGNORE INTO group_tasks(root_session_id, task_id, pos, title, brief, depends_on) "
-                   "VALUES (?, ?, ?, ?, ?, ?)", (root, e.task_id, seq, e.title, e.brief, json.dumps(list(e.depends_on))))
-    elif isinstance(e, GroupTaskClaimed):
-        db.execute("UPDATE group_tasks SET owner = ?, attempt = ?, lease_seconds = ?, alive_at = ? "
-                   "WHERE root_session_id = ? AND task_id = ? AND status IS NULL AND "
-                   "((owner IS NULL AND ? = 0) OR (owner IS NOT NULL AND ? = attempt + 1))",
-                   (e.agent, e.attempt, e.lease_seconds, e.at, root, e.task_id, e.attempt, e.attempt))
-    elif isinstance(e, GroupTaskLeaseRenewed):
-        db.execute("UPDATE group_tasks SET alive_at = max(coalesce(alive_at, 0.0), ?) WHERE root_session_id = ? "
-                   "AND task_id = ? AND status IS NULL AND owner IS ? AND attempt = ?",
-                   (e.at, root, e.task_id, e.agent, e.attempt))
-    elif isinstance(e, GroupTaskCompleted):
-        db.execute("UPDATE group_tasks SET status = ?, summary = ?, session_id = ? WHERE root_session_id = ? "
-                   "AND task_id = ? AND status IS NULL AND owner IS ?",
-                   (e.status, e.summary, e.session_id, root, e.task_id, e.agent))
-    elif isinstance(e, GroupMemberJoined):
-        db.execute("INSERT INTO group_members(root_session_id, agent, pos, session_id) VALUES (?, ?, ?, ?) "
-                   "ON CONFLICT(root_session_id, agent) DO UPDATE SET session_id = excluded.session_id "
-                   "WHERE group_members.session_id IS NULL", (root, e.agent, seq, e.session_id))
-    elif isinstance(e, GroupMessageQueued):
-        db.execute("INSERT OR IGNORE INTO group_messages(root_session_id, message_id, pos, sender, recipient, text) "
-                   "VALUES (?, ?, ?, ?, ?, ?)", (root, e.message_id, seq, e.sender, e.recipient, e.text))
-    elif isinstance(e, GroupMessageDelivered):
-        db.execute("UPDATE group_messages SET delivered = 1 WHERE root_session_id = ? AND message_id = ?",
-                   (e.root_session_id, e.message_id))
-
-
-GROUP_PROJECTION = register_projection(Projection(
-    name="group", kinds=(*GROUP_KINDS, GroupMessageDelivered.KIND),
-    tables=("group_tasks", "group_members", "group_messages"), apply=_project))
-"""The SQLite group projection (issue 14 item 3): registered when this module is imported."""
+GROUP_PROJECTION = PROJECTIONS["group"]
+"""The SQLite group projection (issue 14 item 3), built into the store (:mod:`latch.store.projections`)."""
 
 
 def resolve_group(store: Any, name: str, *, by_id: bool = True) -> str:

@@ -35,7 +35,7 @@ from ..events import Event, MediaRef, PendingEvent, canonical_json, decode_event
 from ._sqlite import StoreBusyError, StoreError, _busy, _damaged, _now, _until_not_busy, non_folder_parent
 from .fts import build_match_query, prepare_text
 from .migrations import MIGRATIONS
-from .projections import PROJECTIONS, Projection, register_projection
+from .projections import PROJECTIONS, Projection
 from .replays import ReplayRun, ReplayScratch, replay_scratch_path
 
 StoreError.__module__ = StoreBusyError.__module__ = __name__  # their public home
@@ -54,7 +54,6 @@ __all__ = [
     "ReplayRun",
     "replay_scratch_path",
     "Projection",
-    "register_projection",
 ]
 
 
