@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from group_projection_support import assert_projection_is_the_replay
 from latch.agent.group import Group, GroupError, GroupState
 from latch.events import AssistantMessage, GroupMessageDelivered, ToolCall, ToolResult
 from latch.store import EventStore
@@ -147,6 +148,7 @@ def test_workers_killed_at_random_claim_each_task_once_and_deliver_each_message_
     for a in agents:
         delivered = [s.event.message_id for s in fresh.events(members[a], kinds=["group_message_delivered"])]
         assert delivered == sent[a]  # every message exactly once, FIFO per recipient
+    assert_projection_is_the_replay(store.path, root)  # the projection as the killed workers left it
     replayed = GroupState.replay(Group(fresh, root).events())
     assert replayed == Group(fresh, root).state()
     assert all(t.status == "completed" for t in replayed.tasks.values()) and len(replayed.delivered) == 1000
@@ -296,6 +298,7 @@ def test_leased_workers_killed_at_random_reclaim_and_complete_each_task_once(tmp
         assert p.returncode == 0, p.stderr.read()
     assert kills >= 20
 
+    assert_projection_is_the_replay(store.path, root)  # the projection as the killed workers left it
     fresh = EventStore(store.path)
     rows = list(fresh.events(root, kinds=["group_task_claimed", "group_task_completed"]))
     done = [s.event.task_id for s in rows if s.kind == "group_task_completed"]

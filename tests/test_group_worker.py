@@ -15,6 +15,7 @@ import time
 
 import pytest
 from fake_providers import Reply, ToolUse, serve_openai
+from group_projection_support import assert_projection_is_the_replay
 
 from latch.agent.children import child_key, child_profile, child_report
 from latch.agent.group import Group, GroupError, GroupState, resolve_group
@@ -129,6 +130,7 @@ def test_workers_claim_run_and_reclaim_after_sigkill(tmp_path):
     out = second.stdout
     assert "reclaimed (attempt 1) task t1: slow job" in out and "nothing claimable: 3 tasks run by worker-" in out
 
+    assert_projection_is_the_replay(db, root)  # the projection as the SIGKILLed and the second worker left it
     fresh = EventStore(db)
     try:
         st = Group(fresh, root).state()

@@ -8,9 +8,11 @@ from pathlib import Path
 
 from _importer_checks import assert_all_rejected, assert_shape, detected, ref_kinds, snapshot
 
+from latch.agent.children import child_link, child_result
 from latch.events import SubagentMarker, ToolCall, ToolResult, Usage, UserMessage
 from latch.host.ingest import import_all
 from latch.importers import parse_all_file, parse_file
+from latch.store import EventStore
 
 SESSION = Path(__file__).parent / "fixtures/merged-messages/session.json"
 
@@ -78,3 +80,34 @@ def _json_error_where(path: Path) -> str:
     except json.JSONDecodeError as exc:
         return f"line {exc.lineno} column {exc.colno}"
     raise AssertionError("expected invalid JSON")
+
+
+def _linked(store, path):
+    (main_sid, _, _), (child_sid, _, _) = import_all(store, path)
+    return main_sid, child_sid, child_link(store, child_sid), child_result(store, child_sid)
+
+
+def test_the_subagent_child_links_to_its_spawning_call_with_its_final_message_as_report(store):
+    main_sid, child_sid, link, report = _linked(store, SESSION)
+    assert (link.parent_session_id, link.call_id) == (main_sid, "toolu_P")
+    assert link.brief == "Map the repo" and link.config == {"agent_type": "Explore"} and link.engine is None
+    assert (report.status, report.summary, report.turns) == ("completed", "Report: src and tests.", 2)
+    assert child_link(store, main_sid) is None and child_result(store, main_sid) is None  # the root: no link
+    assert store.count_events(child_sid) == 4  # derived, nothing stored
+
+
+def test_an_unmapped_subagent_links_by_its_prompt(tmp_path):
+    doc = json.loads(SESSION.read_text())
+    unmapped = json.loads(json.dumps(doc))
+    unmapped["meta"]["subagents"][0].pop("mapped_tool_use_id")  # the converter could not map it
+    listless = json.loads(json.dumps(doc))
+    del listless["meta"]["subagents"]  # nor list it
+    for name, variant in (("unmapped", unmapped), ("listless", listless)):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(variant))
+        with EventStore(tmp_path / f"{name}.db") as store:
+            main_sid, _, link, report = _linked(store, path)
+            assert (link.parent_session_id, link.call_id, link.brief) == (main_sid, "toolu_P", "Map the repo"), name
+            assert link.config == {"agent_type": "Explore"} and report.summary == "Report: src and tests."
+            (marker,) = [s.event for s in store.events(main_sid, kinds=["subagent_marker"])]
+            assert (marker.call_id, marker.agent_id, marker.agent_type) == ("toolu_P", "a1b2", "Explore")

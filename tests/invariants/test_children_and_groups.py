@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from group_projection_support import assert_projection_is_the_replay
 from latch.agent.children import child_key, child_profile, child_report, create_child
 from latch.agent.context import session_context
 from latch.agent.group import Group, GroupState
@@ -239,6 +240,7 @@ def test_r27_claims_are_decided_by_their_transaction_and_replay_after_restart(tm
     live = g.state()
     assert {t: live.tasks[t].owner for t in ids} == {t: ("a" if t in won[0] else "b") for t in ids}
     store.close()
+    assert assert_projection_is_the_replay(tmp_path / "latch.db", root) == live  # as the racing processes left it
     fresh = EventStore(tmp_path / "latch.db")
     resumed = Group(fresh, root)
     assert resumed.state() == live and GroupState.replay(resumed.events()) == live

@@ -148,7 +148,8 @@ def child_tools(parent_tools: Sequence[Any], wanted: Any) -> tuple[Any, ...]:
 def child_link(store: Any, session_id: str) -> AgentProfile | None:
     """How child session ``session_id`` is linked to its parent's tool call, as an
     :class:`~latch.events.AgentProfile`: a ``spawn_agent`` child's own durable profile, or, for an imported
-    Claude Code sub-agent (``subagents/agent-<id>.jsonl``, meta ``agent_kind`` ``"subagent"``), one derived
+    sub-agent (meta ``agent_kind`` ``"subagent"``: a Claude Code ``subagents/agent-<id>.jsonl`` file, or a
+    merged-messages ``assistant-subagent-<id>`` thread, :mod:`latch.importers.merged_messages`), one derived
     from the import and never stored: ``call_id`` the parent's Task call
     (:func:`latch.host.ingest.subagent_call`), ``brief`` the sub-agent's first user message, ``model`` its
     first assistant message's model, ``engine`` ``None`` (Latch did not build it), ``config`` ``{"agent_type":

@@ -11,15 +11,19 @@ unique per session, so the one ``BEGIN IMMEDIATE`` transaction that appends a cl
 (two processes racing for one task: exactly one gets a seq back) and a restarted deliverer adds nothing
 already delivered.
 
-:meth:`GroupState.replay` is the one reducer over those events (tasks, dependencies, claims,
-membership, pending and delivered messages); :meth:`Group.state` replays the log each time, so live and
-resumed views agree. Messages are information only: pending until the recipient is at a safe model
+:meth:`GroupState.replay` is the reference reducer over those events (tasks, dependencies, claims,
+membership, pending and delivered messages). :meth:`Group.state` reads the same state from the SQLite group
+projection (:data:`GROUP_PROJECTION`, tables ``group_tasks``, ``group_members``, ``group_messages``): a
+cache the store updates in the transaction that appends each group event and rebuilds from the log at open
+or when it is missing or behind, so a read costs O(group size), not O(root session log), and always equals
+``GroupState.replay(Group.events())``. Messages are information only: pending until the recipient is at a safe model
 boundary (every earlier tool call of its session has a result), then delivered FIFO in one transaction;
 nothing wakes an idle agent.
 """
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -28,10 +32,11 @@ from typing import Any
 
 from ..events import (Event, GroupMemberJoined, GroupMessageDelivered, GroupMessageQueued, GroupTaskClaimed,
                       GroupTaskCompleted, GroupTaskCreated, GroupTaskLeaseRenewed, PendingEvent)
+from ..store import PROJECTIONS
 from .steering import pending_tool_calls
 
 __all__ = ["Group", "GroupState", "GroupTask", "GroupError", "GROUP_KINDS", "TASK_STATUSES", "group_view",
-           "resolve_group"]
+           "resolve_group", "GROUP_PROJECTION"]
 
 GROUP_KINDS = (GroupTaskCreated.KIND, GroupTaskClaimed.KIND, GroupTaskCompleted.KIND, GroupTaskLeaseRenewed.KIND,
                GroupMemberJoined.KIND, GroupMessageQueued.KIND)
@@ -134,6 +139,10 @@ class GroupState:
                 "messages": {"queued": len(self.messages), "delivered": len(self.delivered)}}
 
 
+GROUP_PROJECTION = PROJECTIONS["group"]
+"""The SQLite group projection (issue 14 item 3), built into the store (:mod:`latch.store.projections`)."""
+
+
 def resolve_group(store: Any, name: str, *, by_id: bool = True) -> str:
     """The root session id of the group called ``name``: the newest session whose meta ``group`` is
     ``name`` (``latch run --group NAME TASK`` records it), else (``by_id``) the session of id or id prefix
@@ -165,7 +174,27 @@ class Group:
         return [s.event for s in sorted(rows, key=lambda s: s.seq)]
 
     def state(self) -> GroupState:
-        """:meth:`GroupState.replay` of :meth:`events`."""
+        """The group's state from the SQLite projection (brought up to date with the log first); equal to
+        :meth:`replayed_state`, read in O(group size). :class:`~latch.store.StoreError` as for any read."""
+        tasks, members, messages = self.store.read_projection(GROUP_PROJECTION.name, [
+            ("SELECT task_id, title, brief, depends_on, owner, status, summary, attempt, lease_seconds, alive_at, "
+             "session_id FROM group_tasks WHERE root_session_id = ? ORDER BY pos", (self.root,)),
+            ("SELECT agent, session_id FROM group_members WHERE root_session_id = ? ORDER BY pos", (self.root,)),
+            ("SELECT message_id, sender, recipient, text, delivered FROM group_messages WHERE root_session_id = ? "
+             "ORDER BY pos", (self.root,))])
+        st = GroupState()
+        for tid, title, brief, deps, owner, status, summary, attempt, lease, alive, sid in tasks:
+            st.tasks[tid] = GroupTask(tid, title, brief, tuple(json.loads(deps)), owner, status, summary, attempt,
+                                      lease, alive, sid)
+        st.members = {agent: sid for agent, sid in members}
+        for mid, sender, recipient, text, delivered in messages:
+            st.messages[mid] = GroupMessageQueued(mid, sender, recipient, text)
+            if delivered:
+                st.delivered.add(mid)
+        return st
+
+    def replayed_state(self) -> GroupState:
+        """:meth:`GroupState.replay` of :meth:`events` (the reference the projection must equal; O(root log))."""
         return GroupState.replay(self.events())
 
     # ----------------------------------------------------------------- writes

@@ -14,7 +14,10 @@ blocks ``{type:"text", text}``, ``{type:"tool_call", tool_call_id, name, argumen
   mapped by ``_metadata.original_role`` the same way: :meth:`MergedMessagesImporter.parse_all` returns the
   main session first, then one child session per sub-agent (``parent_key`` the main session's key,
   ``meta.agent_id``/``agent_type``), and the main session gets a :class:`SubagentMarker` after the results
-  of the call that spawned it (``meta.subagents[].mapped_tool_use_id``).
+  of the call that spawned it (``meta.subagents[].mapped_tool_use_id``, else the ``Agent``/``Task`` call whose
+  ``prompt`` is the sub-agent's ``subagent_prompt`` or first user message), so
+  :func:`latch.agent.children.child_link` and ``child_result`` link the child to that call as they do a
+  Claude Code ``subagents/agent-<id>.jsonl`` file.
 * ``meta.token_counts[]`` (Codex-style ``info.last_token_usage``: ``cached_input_tokens`` is a subset of
   ``input_tokens``) → one :class:`Usage` per main assistant message, in order, when there are exactly as
   many; otherwise none is attached and ``meta.unattached_token_counts`` says how many there were.
@@ -25,6 +28,7 @@ hash of the document. A whole-document format: no open tail.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +49,8 @@ class _Thread:
         self.b = SessionBuilder(path, FORMAT)
         self.assistants: list[AssistantSlot] = []
         self.call_slots: dict[str, AssistantSlot] = {}
+        self.calls: dict[str, ToolCall] = {}
+        self.first_user: str | None = None
 
 
 class MergedMessagesImporter(Importer):
@@ -124,18 +130,31 @@ class MergedMessagesImporter(Importer):
         key = f"{FORMAT}:{session_id}" if session_id else content_hash_key(FORMAT, doc)
         subagents = mloc.list(meta_in, "subagents", "meta") or []
         info_by_agent: dict[str, dict] = {}
+        where_by_agent: dict[str, str] = {}
         for k in range(len(subagents)):
             sub = mloc.item_obj(subagents, k, "meta.subagents")
             agent_id = mloc.str(sub, "agent_id", f"meta.subagents[{k}]", required=True)
             info_by_agent[agent_id] = sub
-            call_id = mloc.str(sub, "mapped_tool_use_id", f"meta.subagents[{k}]")
-            slot = main.call_slots.get(call_id) if call_id else None
-            if slot is not None and call_id is not None:
-                main.b.after_results(slot, SubagentMarker(
-                    call_id=call_id, agent_id=agent_id,
-                    agent_type=mloc.str(sub, "agent_type", f"meta.subagents[{k}]"),
-                    description=mloc.str(sub, "description", f"meta.subagents[{k}]") or ""),
-                    f"meta.subagents[{k}]", mloc.str(sub, "subagent_start_timestamp", f"meta.subagents[{k}]"))
+            where_by_agent[agent_id] = f"meta.subagents[{k}]"
+            for field in ("mapped_tool_use_id", "subagent_prompt", "agent_type", "description",
+                          "subagent_start_timestamp"):
+                mloc.str(sub, field, f"meta.subagents[{k}]")  # a string when present (one error line, else)
+        spawned = _spawning_calls(main, agents, info_by_agent)
+        for agent_id in [*info_by_agent, *(a for a in agents if a not in info_by_agent)]:
+            call_id = spawned.get(agent_id)
+            if call_id is None:
+                continue
+            sub, where = info_by_agent.get(agent_id, {}), where_by_agent.get(agent_id)
+            args = _call_input(main.calls[call_id])
+            agent_type = sub.get("agent_type") if isinstance(sub.get("agent_type"), str) else args.get("subagent_type")
+            description = sub.get("description") if isinstance(sub.get("description"), str) else args.get("description")
+            start = sub.get("subagent_start_timestamp") if isinstance(sub.get("subagent_start_timestamp"), str) else None
+            main.b.after_results(main.call_slots[call_id], SubagentMarker(
+                call_id=call_id, agent_id=agent_id, agent_type=agent_type if isinstance(agent_type, str) else None,
+                description=description if isinstance(description, str) else ""),
+                where or f"subagent:{agent_id}", start)
+            if isinstance(agent_type, str) and agent_id not in info_by_agent:
+                info_by_agent[agent_id] = {"agent_type": agent_type}
         meta: dict[str, Any] = {}
         for field in ("session_id", "version", "git_branch"):
             if isinstance(session_meta.get(field), str):
@@ -192,16 +211,58 @@ class MergedMessagesImporter(Importer):
             thread.assistants.append(slot)
             for call in calls:
                 thread.call_slots[call.id] = slot
+                thread.calls[call.id] = call
         elif role == "tool":
             call_id = loc.str(msg, "tool_call_id", required=True)
             b.result(call_id, text, ref, ts)
         elif role == "user":
+            if thread.first_user is None and text.strip():
+                thread.first_user = text
             b.add(UserMessage(text=text), ref, ts)
         elif role == "system":
             b.add(SystemNote(text=text, subtype="system_prompt"), ref, ts)
         else:
             raise loc.fail(f"field 'role' must be user, assistant, tool, system or assistant-subagent-<id>, "
                            f"got {role!r}")
+
+
+SPAWN_TOOLS = ("Agent", "Task")
+"""The main session's tools whose calls spawn a sub-agent (Claude Code 2.1.x ``Agent``, older ``Task``)."""
+
+
+def _call_input(call: ToolCall) -> dict[str, Any]:
+    """A call's arguments as a JSON object (``{}`` when they are not one)."""
+    try:
+        value = json.loads(call.arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _spawning_calls(main: _Thread, agents: dict[str, _Thread], info: dict[str, dict]) -> dict[str, str]:
+    """agent id -> the main session's call that spawned it: ``meta.subagents[].mapped_tool_use_id`` when it
+    names a main call, else the first unused ``Agent``/``Task`` call whose ``prompt`` argument is the
+    sub-agent's ``subagent_prompt`` or its first user message (a sub-agent the converter did not map, or one
+    missing from ``meta.subagents``). Each call spawns at most one sub-agent; unmatched agents are left out."""
+    out: dict[str, str] = {}
+    for agent_id, sub in info.items():
+        call_id = sub.get("mapped_tool_use_id")
+        if isinstance(call_id, str) and call_id in main.call_slots and call_id not in out.values():
+            out[agent_id] = call_id
+    open_calls = [c for c in main.calls.values() if c.name in SPAWN_TOOLS and c.id not in out.values()]
+    for agent_id in [*info, *(a for a in agents if a not in info)]:
+        if agent_id in out:
+            continue
+        prompts = {p.strip() for p in (info.get(agent_id, {}).get("subagent_prompt"),
+                                       agents[agent_id].first_user if agent_id in agents else None)
+                   if isinstance(p, str) and p.strip()}
+        for call in open_calls:
+            prompt = _call_input(call).get("prompt")
+            if isinstance(prompt, str) and prompt.strip() in prompts:
+                out[agent_id] = call.id
+                open_calls.remove(call)
+                break
+    return out
 
 
 def _count(loc: Loc, obj: dict, key: str) -> int | None:

@@ -35,6 +35,7 @@ from ..events import Event, MediaRef, PendingEvent, canonical_json, decode_event
 from ._sqlite import StoreBusyError, StoreError, _busy, _damaged, _now, _until_not_busy, non_folder_parent
 from .fts import build_match_query, prepare_text
 from .migrations import MIGRATIONS
+from .projections import PROJECTIONS, Projection
 from .replays import ReplayRun, ReplayScratch, replay_scratch_path
 
 StoreError.__module__ = StoreBusyError.__module__ = __name__  # their public home
@@ -52,6 +53,7 @@ __all__ = [
     "ReplayScratch",
     "ReplayRun",
     "replay_scratch_path",
+    "Projection",
 ]
 
 
@@ -136,6 +138,11 @@ class EventStore:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
             _until_not_busy(self._migrate, deadline)
+            for name in list(PROJECTIONS):  # a cache missing or behind the log is rebuilt at open
+                try:
+                    self.sync_projection(name)
+                except StoreError:  # busy or read-only: a cache must not refuse the open; the next read retries
+                    pass
         except (OSError, sqlite3.Error, StoreError) as exc:
             if self._conn is not None:
                 self._conn.close()
@@ -330,6 +337,7 @@ class EventStore:
     def _append_locked(self, session_id: str, events: Iterable[PendingEvent | Event]) -> list[int]:
         db = self._db
         seqs: list[int] = []
+        kinds: set[str] = set()
         for pe in events:
             if isinstance(pe, Event):
                 pe = PendingEvent(pe)
@@ -347,7 +355,85 @@ class EventStore:
             text = ev.searchable_text()
             if text:
                 db.execute("INSERT INTO events_fts(rowid, text) VALUES (?, ?)", (seq, prepare_text(text)))
+            kinds.add(ev.KIND)
+        for p in list(PROJECTIONS.values()):  # the projection moves in the transaction that appends its kinds
+            if kinds.intersection(p.kinds):
+                self._sync_projection_locked(p)
         return seqs
+
+    # ------------------------------------------------------------- projections
+    def _projection(self, name: str) -> Projection:
+        try:
+            return PROJECTIONS[name]
+        except KeyError:
+            raise KeyError(f"no projection {name!r} is registered") from None
+
+    def _projection_behind(self, p: Projection) -> bool:
+        """``True`` when ``p``'s mark is missing or older than the newest event of its kinds."""
+        mark = self._db.execute("SELECT last_seq FROM projection_marks WHERE name = ?", (p.name,)).fetchone()
+        if mark is None:
+            return True
+        newest = self._db.execute(
+            "SELECT max(s) FROM (" + " UNION ALL ".join(["SELECT max(seq) AS s FROM events WHERE kind = ?"] * len(p.kinds))
+            + ")", p.kinds).fetchone()[0]
+        return (newest or 0) > int(mark[0])
+
+    def _sync_projection_locked(self, p: Projection) -> None:
+        """Inside a write transaction: rebuild ``p`` from the log when its mark is missing, else apply the
+        events of its kinds after the mark; then record the new mark."""
+        db = self._db
+        mark = db.execute("SELECT last_seq FROM projection_marks WHERE name = ?", (p.name,)).fetchone()
+        if mark is None:
+            for table in p.tables:
+                db.execute(f"DELETE FROM {table}")  # noqa: S608 -- table names come from the registered projection
+        last = 0 if mark is None else int(mark[0])
+        cur = db.execute(f"SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq > ? "
+                         f"AND kind IN ({','.join('?' * len(p.kinds))}) ORDER BY seq", (last, *p.kinds))
+        while True:
+            batch = cur.fetchmany(2_000)
+            if not batch:
+                break
+            for r in batch:
+                p.apply(db, self._decode_row(r))
+                last = int(r[0])
+        db.execute("INSERT INTO projection_marks(name, last_seq) VALUES (?, ?) "
+                   "ON CONFLICT(name) DO UPDATE SET last_seq = excluded.last_seq", (p.name, last))
+
+    def sync_projection(self, name: str) -> bool:
+        """Bring the registered projection ``name`` up to date with the log (see :mod:`latch.store.projections`):
+        rebuilt when its mark is missing, its tail applied when the mark is behind. Returns ``True`` when it
+        wrote. ``KeyError`` for an unregistered name; :class:`StoreError` as for any write."""
+        p = self._projection(name)
+        with self._lock:
+            try:
+                if not self._projection_behind(p):
+                    return False
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) or _damaged(exc):
+                    raise self._error(exc) from None
+                raise
+            with self._write():
+                if self._projection_behind(p):  # another process may have caught it up meanwhile
+                    self._sync_projection_locked(p)
+            return True
+
+    def read_projection(self, name: str, queries: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Any]]:
+        """:meth:`sync_projection` ``name``, then run each ``(sql, args)`` read of ``queries`` in one read
+        transaction (one consistent snapshot); returns each query's rows. ``KeyError`` for an unregistered
+        name; :class:`StoreError` as for any read."""
+        self.sync_projection(name)
+        with self._lock:
+            db = self._db
+            try:
+                db.execute("BEGIN")
+                try:
+                    return [db.execute(sql, args).fetchall() for sql, args in queries]
+                finally:
+                    db.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) or _damaged(exc):
+                    raise self._error(exc) from None
+                raise
 
     def append(self, session_id: str, events: Iterable[PendingEvent | Event]) -> list[int]:
         """Append a batch in one transaction; return the new seqs (skipped duplicates excluded).

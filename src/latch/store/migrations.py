@@ -174,3 +174,62 @@ def m007_fts_dotted_terms(db: sqlite3.Connection) -> None:
     """Rebuild the FTS index with dotted terms (``node.js``, ``v1.2.3``, ``os.path`` searchable as themselves)."""
     m006_fts_glued_terms(db)
 
+
+
+@migration
+def m008_group_projection(db: sqlite3.Connection) -> None:
+    # A cache, not history (issue 14 item 3): the group projection of the root sessions' group events. Its rows
+    # are written by the registered projection (store.projections) in the transaction that appends each group
+    # event; ``projection_marks`` records the last seq a projection applied, and a missing mark (a store
+    # written before this migration, or rows deleted) makes the next open or read rebuild it from the log.
+    # ``pos`` is the seq of the event that first created the row (creation, join and queue order).
+    """Group projection cache: tasks (with claims), members, messages (with delivery state), per-projection marks."""
+    db.execute("CREATE TABLE projection_marks (name TEXT PRIMARY KEY, last_seq INTEGER NOT NULL)")
+    db.execute(
+        """
+        CREATE TABLE group_tasks (
+            root_session_id TEXT NOT NULL,
+            task_id         TEXT NOT NULL,
+            pos             INTEGER NOT NULL,
+            title           TEXT NOT NULL,
+            brief           TEXT NOT NULL,
+            depends_on      TEXT NOT NULL,
+            owner           TEXT,
+            status          TEXT,
+            summary         TEXT NOT NULL DEFAULT '',
+            attempt         INTEGER NOT NULL DEFAULT 0,
+            lease_seconds   REAL,
+            alive_at        REAL,
+            session_id      TEXT,
+            PRIMARY KEY (root_session_id, task_id)
+        )
+        """
+    )
+    db.execute(
+        """
+        CREATE TABLE group_members (
+            root_session_id TEXT NOT NULL,
+            agent           TEXT NOT NULL,
+            pos             INTEGER NOT NULL,
+            session_id      TEXT,
+            PRIMARY KEY (root_session_id, agent)
+        )
+        """
+    )
+    db.execute(
+        """
+        CREATE TABLE group_messages (
+            root_session_id TEXT NOT NULL,
+            message_id      TEXT NOT NULL,
+            pos             INTEGER NOT NULL,
+            sender          TEXT NOT NULL,
+            recipient       TEXT NOT NULL,
+            text            TEXT NOT NULL,
+            delivered       INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (root_session_id, message_id)
+        )
+        """
+    )
+    db.execute("CREATE INDEX group_messages_pending ON group_messages(root_session_id, recipient, delivered, pos)")
+    # the freshness check reads max(seq) per projected kind: one index seek each
+    db.execute("CREATE INDEX events_kind_seq ON events(kind, seq)")
