@@ -2,7 +2,9 @@
 documented and the page cannot drift (``tests/test_docs_cli.py`` regenerates it and compares).
 
 Usage: ``python tools/gen_cli_docs.py`` (rewrite docs/cli.md) or ``python tools/gen_cli_docs.py --check``
-(exit 1 when docs/cli.md differs). Commands registered by third-party plugins are left out: only those
+(exit 1 when docs/cli.md differs). Run it in a fresh process: click caches each command's help option
+the first time a context asks for it, so a process that already built contexts another way may render
+``--help`` without its ``-h``. Commands registered by third-party plugins are left out: only those
 whose callback lives in the ``latch`` package are built-in.
 """
 
@@ -32,7 +34,8 @@ def _builtin(cmd: click.Command) -> bool:
 
 
 def _walk(cmd: click.Command, path: list[str], parent: click.Context | None):
-    ctx = click.Context(cmd, info_name=path[-1], parent=parent, terminal_width=WIDTH, max_content_width=WIDTH)
+    settings = {**cmd.context_settings, "terminal_width": WIDTH, "max_content_width": WIDTH}
+    ctx = click.Context(cmd, info_name=path[-1], parent=parent, **settings)
     yield path, cmd, ctx
     if isinstance(cmd, click.Group):
         for name in cmd.list_commands(ctx):

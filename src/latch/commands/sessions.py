@@ -228,7 +228,10 @@ def register(cli: click.Group) -> None:
                     con.print(markup(str(exc)), style="yellow")
                     continue
                 except TranscriptError as exc:
-                    others = [g for g in group if g != exc.path]
+                    # the bad file is one of the group, or a file its first transcript reads itself (a Cline
+                    # task's ui_messages.json beside api_conversation_history.json): then it stands for that one
+                    bad = next((g for g in group if str(g) == str(exc.path)), group[0])
+                    others = [g for g in group if g is not bad]
                     errors.append(str(exc) + (f" (nothing of {group[0]} and its {len(group) - 1} sub-agent file(s) "
                                               "was imported)" if others else ""))
                     held_back += len(others)
