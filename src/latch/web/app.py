@@ -63,7 +63,6 @@ from ..kernel import canonical_state
 from ..store import EventStore, StoreError
 from ..textsafe import safe
 from . import is_loopback
-from .replay import ReplayCache
 
 __all__ = ["create_app", "snapshot", "serve", "check_bind", "group_view"]
 
@@ -143,6 +142,10 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
     from starlette.requests import Request
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
+
+    # the replay machinery (latch.commands.replay: engine, estimators, plugin host) loads when a server starts,
+    # not with the plugin host of every command (`latch --help` lists `web`)
+    from .replay import ReplayCache
 
     store = EventStore(db)
     start_seq = store.max_seq()
