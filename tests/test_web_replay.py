@@ -15,6 +15,8 @@ import pytest
 from corpus_support import require_corpus
 from web_server import WebServer
 
+from latch.events import AssistantMessage, UserMessage
+from latch.store import EventStore
 from latch.web.app import _display
 
 REPO = Path(__file__).resolve().parents[1]
@@ -108,3 +110,26 @@ def test_replay_api_needs_the_token(tmp_path):
             assert c.get(f"{srv.url}/api/sessions/{sid}/replay/1?token=s3cret").json()["request"] == 1
     finally:
         srv.stop()
+
+
+def test_a_session_that_grew_is_replayed_again(tmp_path):
+    db = tmp_path / "web.sqlite"
+    store = EventStore(db)
+    sid = store.create_session(format="test")
+    store.append(sid, [UserMessage(text="one"), AssistantMessage(text="a", model="m"), UserMessage(text="two"),
+                       AssistantMessage(text="b", model="m")])
+    srv = WebServer(db).start()
+    try:
+        with httpx.Client(timeout=300) as c:
+            first = c.get(f"{srv.url}/api/sessions/{sid}/replay").json()
+            assert [r["request"] for r in first["requests"]] == [1, 2]
+            assert "two" in [m["content"] for m in c.get(f"{srv.url}/api/sessions/{sid}/replay/2").json()["messages"]]
+            last = store.append(sid, [UserMessage(text="three"), AssistantMessage(text="c", model="m")])[-1]
+            grown = c.get(f"{srv.url}/api/sessions/{sid}/replay").json()
+            assert [r["request"] for r in grown["requests"]] == [1, 2, 3] and grown["last_seq"] == last
+            assert grown["requests"][:2] == first["requests"]
+            assert "three" in [m["content"] for m in c.get(f"{srv.url}/api/sessions/{sid}/replay/3").json()["messages"]]
+            assert srv.server.config.app.state.replays.computed == 2
+    finally:
+        srv.stop()
+        store.close()

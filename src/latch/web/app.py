@@ -187,32 +187,32 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
             return info
         return json_response(await asyncio.to_thread(snapshot, store, info.id, live=observed(info.id)))
 
-    async def replay(request: Request) -> Response | tuple[dict[str, Any], list[dict[str, Any]]]:
+    async def replay(request: Request, call: Any, *args: Any) -> Any:
         info = find(request)
         if isinstance(info, Response):
             return info
         try:
-            return await asyncio.to_thread(replays.get, info.id)
+            return await asyncio.to_thread(call, info.id, *args)
         except (click.ClickException, StoreError) as exc:
             message = exc.format_message() if isinstance(exc, click.ClickException) else str(exc)
             return error(400 if isinstance(exc, click.ClickException) else 500, f"replay of {info.id}: {message}")
 
     async def replay_table(request: Request) -> Response:
-        got = await replay(request)
-        if isinstance(got, Response):
-            return got
-        return json_response(got[0])
+        got = await replay(request, replays.get)
+        return got if isinstance(got, Response) else json_response(got)
 
     async def replay_view(request: Request) -> Response:
         raw = request.path_params["n"]
-        got = await replay(request)
+        number = int(raw) if raw.isascii() and raw.isdigit() else 0
+        got = await replay(request, replays.view, number)
         if isinstance(got, Response):
             return got
-        doc, views = got
-        if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= len(views):
-            return error(404, f"request {raw!r} is out of range: session {doc['session']} has {len(views)} "
-                              f"model request(s), 1..{len(views)}")
-        return json_response(views[int(raw) - 1])
+        if got is None:
+            doc = await replay(request, replays.get)
+            count = len(doc["requests"])
+            return error(404, f"request {raw!r} is out of range: session {doc['session']} has {count} "
+                              f"model request(s), 1..{count}")
+        return json_response(got)
 
     async def events(request: Request) -> Response:
         info = find(request)

@@ -2,14 +2,16 @@
 
 :class:`ReplayCache` runs :func:`latch.commands.replay.run_replay` (the host's one request loop, its kernel
 records in a run of the replay scratch database beside the store, never in the store's log) and keeps, per
-session and its last event seq, the ``latch replay --json`` document and each request's view content
-(:func:`view_content`), so a reload does not recompute and a session that grew is replayed again.
+session and its last event seq, the ``latch replay --json`` document and each request's view (its content,
+:func:`view_content`, rendered when first asked for), so a reload does not recompute and a session that grew
+is replayed again.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from io import StringIO
 from typing import Any
 
@@ -31,7 +33,7 @@ def _tool(t: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def view_content(res: Any, *, total_requests: int, session: str, doc: Mapping[str, Any]) -> dict[str, Any]:
-    """Request ``res``'s view (a :class:`~latch.host.loop.RequestResult`) in the ``latch view --format text``
+    """Request ``res``'s view (a :class:`~latch.host.loop.RequestResult`, or what of it the cache keeps) in the ``latch view --format text``
     shape: ``{"request", "total_requests", "seq", "session", "engine", "estimator", "model", "status"
     ("overflow" when refused, then ``error`` and nothing else), "epoch", "tokens": {component: tokens, ...,
     "total_tokens"}, "hard_limit_tokens", "context_window_tokens", "reserve_tokens", "first_retained_seq",
@@ -68,32 +70,58 @@ def view_content(res: Any, *, total_requests: int, session: str, doc: Mapping[st
             "messages": messages, "text": out.getvalue()}
 
 
+@dataclass(frozen=True)
+class _Seen:
+    """What :func:`view_content` needs of a :class:`~latch.host.loop.RequestResult` (its canonical lines and
+    violation lists are not kept)."""
+
+    request: Any
+    view: Any
+    overflow: str | None
+    line_tokens: list[int]
+
+
 class ReplayCache:
     """Replays of the sessions of ``store`` with the default engine, estimator and budget (``config``: Latch's
     configuration, ``{}`` by default), one computed at a time, each kept until its session gets a new event.
-    ``computed`` counts the replays run (a reload that recomputes shows here)."""
+    A request's view content is rendered when first asked for, then kept with its replay. ``computed`` counts
+    the replays run (a reload that recomputes shows here)."""
 
     def __init__(self, store: Any, config: Mapping[str, Any] | None = None):
         self.store = store
         self.config = dict(config or {})
         self.computed = 0
         self._lock = threading.Lock()
-        self._cache: dict[str, tuple[int, dict[str, Any], list[dict[str, Any]]]] = {}
+        self._cache: dict[str, tuple[int, dict[str, Any], list[_Seen], dict[int, dict[str, Any]]]] = {}
 
-    def get(self, session_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """``(document, views)``: the ``latch replay --json`` document of ``session_id`` (plus ``last_seq``:
-        the session's newest event seq it covers) and each request's :func:`view_content`, in request
-        order. Raises what :func:`~latch.commands.replay.run_replay` raises (``click.ClickException`` for a
-        bad budget, :class:`~latch.store.StoreError` when the scratch cannot be written)."""
+    def _entry(self, session_id: str) -> tuple[int, dict[str, Any], list[_Seen], dict[int, dict[str, Any]]]:
+        last = self.store.max_seq(session_id)
+        hit = self._cache.get(session_id)
+        if hit is not None and hit[0] == last:
+            return hit
+        seen: list[_Seen] = []
+        doc, _ = run_replay(self.store, session_id, config=self.config,
+                            on_result=lambda r: seen.append(_Seen(r.request, r.view, r.overflow, r.line_tokens)))
+        doc["last_seq"] = last
+        self.computed += 1
+        entry = self._cache[session_id] = (last, doc, seen, {})
+        return entry
+
+    def get(self, session_id: str) -> dict[str, Any]:
+        """The ``latch replay --json`` document of ``session_id`` plus ``last_seq`` (the session's newest event
+        seq it covers). Raises what :func:`~latch.commands.replay.run_replay` raises (``click.ClickException``
+        for a bad budget, :class:`~latch.store.StoreError` when the scratch cannot be written)."""
         with self._lock:
-            last = self.store.max_seq(session_id)
-            hit = self._cache.get(session_id)
-            if hit is not None and hit[0] == last:
-                return hit[1], hit[2]
-            results: list[Any] = []
-            doc, _ = run_replay(self.store, session_id, config=self.config, on_result=results.append)
-            doc["last_seq"] = last
-            views = [view_content(r, total_requests=len(results), session=session_id, doc=doc) for r in results]
-            self.computed += 1
-            self._cache[session_id] = (last, doc, views)
-            return doc, views
+            return self._entry(session_id)[1]
+
+    def view(self, session_id: str, number: int) -> dict[str, Any] | None:
+        """Request ``number``'s (1-based) :func:`view_content`, ``None`` outside the session's requests; raises
+        as :meth:`get`."""
+        with self._lock:
+            _, doc, seen, views = self._entry(session_id)
+            if not 1 <= number <= len(seen):
+                return None
+            if number not in views:
+                views[number] = view_content(seen[number - 1], total_requests=len(seen), session=session_id,
+                                             doc=doc)
+            return views[number]
