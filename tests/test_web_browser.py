@@ -384,3 +384,41 @@ def test_requests_show_context_bars_cache_epochs_breaks_and_cost_live(db, store,
         assert page.errors == []
     finally:
         srv.stop()
+
+
+def test_replay_page_shows_each_requests_view_and_keeps_script_inert(db, store, page, tmp_path):
+    """The replay page (issue 16 Build item 2), linked from the session page: the per-request table, a click on
+    request 2 shows its view content, and transcript text holding markup stays text."""
+    sid = store.create_session(format="test", source="/tmp/replay.jsonl")
+    hostile = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> fix the rounding'
+    store.append(sid, [UserMessage(text="round the invoice totals"), AssistantMessage(text="looking", model="m"),
+                       Usage(input_tokens=100, output_tokens=5), UserMessage(text=hostile),
+                       AssistantMessage(text="done <b>bold</b>", model="m"), Usage(input_tokens=150, output_tokens=7),
+                       UserMessage(text="thanks"), AssistantMessage(text="ok", model="m")])
+    srv = WebServer(db).start()
+    try:
+        page.goto(f"{srv.url}/s/{sid}")
+        page.click("#replay-link")
+        page.wait_for_selector("body[data-replay=ready]", timeout=60_000)
+        assert page.url == f"{srv.url}/s/{sid}/replay"
+        rows = page.eval_on_selector_all("#replay-table tbody tr", "els => els.map(e => e.dataset.request)")
+        assert rows == ["1", "2", "3"]
+        doc = page.evaluate(f"fetch('/api/sessions/{sid}/replay').then(r => r.json())")
+        cells = page.eval_on_selector_all('#replay-table tr[data-request="2"] td', "els => els.map(e => e.textContent)")
+        row = doc["requests"][1]
+        assert cells[:3] == ["#2", f"{row['total_tokens']:,}", str(row["epoch"])]
+        assert cells[3].startswith("cache kept") and "+units" in cells[3]
+        page.click('#replay-table tr[data-request="2"]')
+        page.wait_for_selector('#replay-request[data-request="2"]', timeout=30_000)
+        assert page.text_content("#replay-request-title").startswith("request 2 of 3")
+        contents = page.eval_on_selector_all("#replay-messages .msg pre.content", "els => els.map(e => e.textContent)")
+        assert any(hostile in c for c in contents)  # request 2's view holds the hostile message, as text
+        assert not any("done <b>bold</b>" in c for c in contents)  # request 2 is before that answer
+        assert page.evaluate("window.__pwned") is None
+        assert page.eval_on_selector_all("#replay-request script, #replay-request img, #replay-request b",
+                                         "els => els.length") == 0
+        _screenshot_shows(page, tmp_path / "replay.png", ["#replay-table", "#replay-request-title",
+                                                          "#replay-messages .msg"])
+        assert page.errors == []
+    finally:
+        srv.stop()

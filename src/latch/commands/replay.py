@@ -224,7 +224,8 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
                reserve: int | None = None, recent: int | None = None,
                progress: Callable[[int, int], None] | None = None,
                keep_views: bool = False, keep: bool = False, harness: bool = True,
-               correct: bool = True) -> tuple[dict[str, Any], list[Any]]:
+               correct: bool = True,
+               on_result: Callable[[Any], None] | None = None) -> tuple[dict[str, Any], list[Any]]:
     """Replay ``session_id`` of ``store``; return ``(document, views)`` (views only with ``keep_views``).
 
     ``engine`` and ``estimator`` are plugin names (``None``: the configured engine, the model's
@@ -249,7 +250,8 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     unpriced: :mod:`latch.host.cost`); ``summary["cost"]`` totals them (see :func:`_cost_summary`). The
     Both are priced as the model that answered the request in the transcript (``--model`` changes the budget
     and the estimator, not the price), else as ``model``.
-    ``progress(done, total)`` is called after each request.
+    ``progress(done, total)`` is called after each request; ``on_result(res)`` with each request's
+    :class:`~latch.host.loop.RequestResult` (its ``view`` ``None`` for a refused request), in request order.
 
     Harness (``harness``, default true; :func:`plan_replay`): ``document["harness"]`` (:func:`harness_doc`) says
     what the requests carry besides the conversation, each request's ``harness_tokens`` is the inferred overhead
@@ -297,6 +299,8 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     correction: dict[str, Any] | None = None  # the one in effect (host.corrections), as the JSON shows it
     corrections: list[dict[str, Any]] = []
     for res in loop.replay(plan.requests, progress):
+        if on_result is not None:
+            on_result(res)
         req = res.request
         usage = req.usage
         in_effect, limit = correction, loop.hard  # what this view was budgeted with

@@ -13,6 +13,14 @@ Routes (every one answers 401 without the token when the app has one: ``Authoriz
   else ``?after=SEQ``, else 0; a value that is not a non-negative integer is a 400. New events are found by
   polling the store every ``poll_interval`` seconds, in ``seq`` order, so a stream has no gap and no
   duplicate, across server restarts too.
+* ``GET /s/{id}/replay``: the replay page. ``GET /api/sessions/{id}/replay``: the session's ``latch replay
+  --json`` document (:func:`latch.commands.replay.run_replay` with the default engine, estimator and budget;
+  per model request its tokens, ``epoch``, ``rotation_reason``, ``changes`` and ``cost``) plus ``last_seq``;
+  computed once per session and newest event seq (:class:`latch.web.replay.ReplayCache`; the replay's kernel
+  records go to the scratch replay database, never to the store). ``GET /api/sessions/{id}/replay/{n}``:
+  request ``n``'s view content in the ``latch view --format text`` shape (:func:`latch.web.replay.
+  view_content`: system, tools, messages, and ``text``, what ``latch view`` prints); 404 outside ``1..N``;
+  a replay the budget refuses is a 400, a scratch that cannot be written a 500, each one ``{"error"}`` line.
 * ``POST /api/sessions/{id}/commands`` with a JSON body ``{"command": "steer"|"stop"|"compact", "text": str
   (steer only), "id": str (optional receipt id, 1-64 of A-Za-z0-9_-: a retry with the same id adds nothing)}``
   and the ``X-Latch-Token`` header (:func:`_refuse_command`: 415, 401, 403 otherwise): the command is stored
@@ -45,12 +53,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import click
+
 from ..agent.group import group_view
 from ..host import reducers as R
 from ..host.kernel import kernel_cache
 from ..host.runs import RunCommands, session_liveness
 from ..kernel import canonical_state
-from ..store import EventStore
+from ..store import EventStore, StoreError
 from ..textsafe import safe
 from . import is_loopback
 
@@ -133,8 +143,13 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
+    # the replay machinery (latch.commands.replay: engine, estimators, plugin host) loads when a server starts,
+    # not with the plugin host of every command (`latch --help` lists `web`)
+    from .replay import ReplayCache
+
     store = EventStore(db)
     start_seq = store.max_seq()
+    replays = ReplayCache(store)
 
     def observed(sid: str) -> bool:  # the fallback for sessions no `latch run` recorded (session_liveness)
         return store.max_seq(sid) > start_seq
@@ -171,6 +186,33 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
         if isinstance(info, Response):
             return info
         return json_response(await asyncio.to_thread(snapshot, store, info.id, live=observed(info.id)))
+
+    async def replay(request: Request, call: Any, *args: Any) -> Any:
+        info = find(request)
+        if isinstance(info, Response):
+            return info
+        try:
+            return await asyncio.to_thread(call, info.id, *args)
+        except (click.ClickException, StoreError) as exc:
+            message = exc.format_message() if isinstance(exc, click.ClickException) else str(exc)
+            return error(400 if isinstance(exc, click.ClickException) else 500, f"replay of {info.id}: {message}")
+
+    async def replay_table(request: Request) -> Response:
+        got = await replay(request, replays.get)
+        return got if isinstance(got, Response) else json_response(got)
+
+    async def replay_view(request: Request) -> Response:
+        raw = request.path_params["n"]
+        number = int(raw) if raw.isascii() and raw.isdigit() else 0
+        got = await replay(request, replays.view, number)
+        if isinstance(got, Response):
+            return got
+        if got is None:
+            doc = await replay(request, replays.get)
+            count = len(doc["requests"])
+            return error(404, f"request {raw!r} is out of range: session {doc['session']} has {count} "
+                              f"model request(s), 1..{count}")
+        return json_response(got)
 
     async def events(request: Request) -> Response:
         info = find(request)
@@ -246,13 +288,15 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
         return json_response({"receipt": got})
 
     app = Starlette(routes=[
-        Route("/", page), Route("/s/{sid}", page), Route("/static/{name}", static),
+        Route("/", page), Route("/s/{sid}", page), Route("/s/{sid}/replay", page), Route("/static/{name}", static),
         Route("/api/sessions", sessions), Route("/api/sessions/{sid}", session),
         Route("/api/sessions/{sid}/events", events),
+        Route("/api/sessions/{sid}/replay", replay_table), Route("/api/sessions/{sid}/replay/{n}", replay_view),
         Route("/api/sessions/{sid}/commands", command, methods=["POST"]),
         Route("/api/sessions/{sid}/commands/{cid}", receipt),
     ])
     app.state.store = store
+    app.state.replays = replays
     return _TokenGate(app, token) if token is not None else app
 
 

@@ -178,9 +178,78 @@
     if (t) epochs.append(el("span", "cost", "cost " + usd(t.usd) + " (" + t.priced_requests + " of " + t.requests + " priced)"));
   }
 
+  // the replay page: one row per model request (latch replay --json), a click shows its view content
+  function changed(c) {
+    if (!c) return "refused (overflow)";
+    const parts = [c.cache === "kept" ? "cache kept" : "cache " + c.cache + (c.rotation_reason ? " (" + c.rotation_reason + ")" : "")];
+    if (c.prefix_break) parts.push("prefix break: " + c.prefix_break);
+    const cnt = (k, what) => { const v = c[k]; if (v && v.length) parts.push(what + " " + v.length); };
+    cnt("units_appended", "+units"); cnt("units_evicted", "\u2212units"); cnt("recall_added", "+recall");
+    cnt("recall_dropped", "\u2212recall"); cnt("kernel_added", "+kernel");
+    if (c.tokens_delta !== undefined && c.tokens_delta !== null) parts.push((c.tokens_delta >= 0 ? "+" : "") + n(c.tokens_delta) + " tokens");
+    return parts.join(" \u00b7 ");
+  }
+  function renderView(v) {
+    $("replay-request").hidden = false;
+    $("replay-request").dataset.request = String(v.request);
+    $("replay-request-title").textContent = "request " + v.request + " of " + v.total_requests + " \u00b7 seq " + v.seq;
+    const box = $("replay-messages"); box.replaceChildren();
+    $("replay-tools").replaceChildren();
+    if (v.status === "overflow") {
+      $("replay-request-head").textContent = "refused by the engine: " + v.error;
+      $("replay-system-title").textContent = ""; $("replay-system").textContent = ""; $("replay-tools-title").textContent = "";
+      return;
+    }
+    const t = v.tokens;
+    $("replay-request-head").textContent = "engine " + v.engine + " \u00b7 estimator " + v.estimator + " \u00b7 epoch " + v.epoch +
+      " (" + v.status + ") \u00b7 " + n(t.total_tokens) + " of " + n(v.hard_limit_tokens) + " tokens \u00b7 " + v.messages.length + " messages";
+    $("replay-system-title").textContent = "system \u00b7 " + n(v.system.tokens) + " tokens";
+    $("replay-system").textContent = v.system.text || "(empty: no system prompt in this request)";
+    $("replay-tools-title").textContent = "tools \u00b7 " + v.tools.items.length + " \u00b7 " + n(v.tools.tokens) + " tokens";
+    for (const tool of v.tools.items) $("replay-tools").append(el("li", null, tool.name + (tool.description ? ": " + tool.description : "")));
+    for (const m of v.messages) {
+      const div = el("div", "msg " + m.role); div.dataset.index = String(m.index);
+      let title = "[" + m.index + "] " + m.role + " \u00b7 " + m.kind;
+      if (m.role === "tool") title += " \u00b7 result for " + m.tool_call_id + (m.is_error ? " (error)" : "");
+      if (m.seq !== null) title += " \u00b7 seq " + m.seq;
+      title += " \u00b7 " + n(m.tokens) + " tokens";
+      div.append(el("h3", null, title));
+      if (m.content.trim() || !(m.tool_calls.length || m.media.length)) div.append(el("pre", "content", m.content || "(empty)"));
+      for (const c of m.tool_calls) div.append(el("pre", "call", "\u2192 call " + c.id + " " + c.name + " " + c.arguments));
+      for (const r of m.media) div.append(el("p", "media", "[" + r.media_type + ", " + n(r.byte_size) + " bytes, sha256 " + r.sha256.slice(0, 16) + "]"));
+      box.append(div);
+    }
+  }
+  async function replayView(sid) {
+    $("replay-view").hidden = false;
+    $("title").textContent = sid;
+    $("replay-back").href = url("/s/" + encodeURIComponent(sid));
+    const doc = await getJSON("/api/sessions/" + encodeURIComponent(sid) + "/replay");
+    const cost = doc.summary.cost || {};
+    $("replay-summary").textContent = doc.requests.length + " requests \u00b7 engine " + doc.engine + " \u00b7 estimator " +
+      doc.estimator + " \u00b7 " + doc.summary.epochs + " epoch(s) \u00b7 cost " + usd(cost.view_usd) + " as viewed, " + usd(cost.original_usd) + " original";
+    const body = $("replay-table").tBodies[0];
+    for (const r of doc.requests) {
+      const tr = el("tr", "replay-row"); tr.dataset.request = String(r.request); tr.tabIndex = 0;
+      const c = r.cost || {};
+      for (const v of ["#" + r.request, n(r.total_tokens), r.epoch === undefined ? "\u2013" : r.epoch, changed(r.changes),
+                       usd(c.view_usd) + " / " + usd(c.original_usd)]) tr.append(el("td", null, v));
+      const show = () => {
+        for (const x of body.querySelectorAll("tr.selected")) x.classList.remove("selected");
+        tr.classList.add("selected");
+        getJSON("/api/sessions/" + encodeURIComponent(sid) + "/replay/" + r.request).then(renderView).catch(fail);
+      };
+      tr.addEventListener("click", show);
+      tr.addEventListener("keydown", (e) => { if (e.key === "Enter") show(); });
+      body.append(tr);
+    }
+    document.body.dataset.replay = "ready";
+  }
+
   async function sessionView(sid) {
     $("session-view").hidden = false;
     $("title").textContent = sid;
+    $("replay-link").href = url("/s/" + encodeURIComponent(sid) + "/replay");
     wireCommands(sid);
     const snap = await getJSON("/api/sessions/" + encodeURIComponent(sid));
     snap.transcript.forEach(renderItem);
@@ -200,5 +269,6 @@
   }
 
   const m = location.pathname.match(/^\/s\/([^/]+)$/);
-  (m ? sessionView(decodeURIComponent(m[1])) : sessionsView()).catch(fail);
+  const rp = location.pathname.match(/^\/s\/([^/]+)\/replay$/);
+  (rp ? replayView(decodeURIComponent(rp[1])) : m ? sessionView(decodeURIComponent(m[1])) : sessionsView()).catch(fail);
 })();
