@@ -15,7 +15,13 @@ from pathlib import Path
 
 import click
 
-__all__ = ["output_file", "output_folder"]
+__all__ = ["MAX_COUNT", "MAX_SEED", "output_file", "output_folder"]
+
+MAX_COUNT = 1_000_000_000
+"""Upper bound of every count option (``--limit``, ``--events``, ``--jobs``, ``--until``, ``--request``...):
+well inside SQLite's 64-bit INTEGER, so a huge value is a usage error (exit 2), never an OverflowError."""
+MAX_SEED = 2**63 - 1
+"""Upper bound of ``--seed`` (a 64-bit seed)."""
 
 
 def output_file(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

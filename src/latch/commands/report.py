@@ -28,7 +28,7 @@ from ..cli import pass_app
 from ..textsafe import Table, console, dumps, markup, safe
 from ..host import cost as pricing
 from ..host.cost import usd, format_usd
-from ..host.ingest import SessionForgotten, import_file
+from ..host.ingest import SessionForgotten, import_all
 from ..host.loop import model_requests
 from ..kernel.tombstones import tombstoned_sessions
 
@@ -89,14 +89,20 @@ def session_report(store: Any, session_ids: list[str]) -> dict[str, Any]:
             "by_session": {s: _finish(r) for s, r in by_session.items()}, "total": _finish(total)}
 
 
-def _resolve(app: Any, store: Any, arg: str) -> str:
+def _resolve(app: Any, store: Any, arg: str) -> list[str]:
+    """The session ids ``arg`` names: every session of a transcript file (a Goose or OpenCode database
+    holds several; forgotten ones are skipped, all forgotten is an error), or the one stored session."""
     if Path(arg).is_file():
+        forgotten: list[str] = []
         try:
-            sid, _, _ = import_file(store, arg, None, final=True)
+            imported = import_all(store, arg, None, final=True, forgotten=forgotten)
         except SessionForgotten as exc:
-            raise click.ClickException(f"{safe(arg)}: session {exc.session_id} is forgotten (tombstoned by "
+            forgotten.append(exc.session_id)
+            imported = []
+        if not imported and forgotten:
+            raise click.ClickException(f"{safe(arg)}: session {forgotten[0]} is forgotten (tombstoned by "
                                        "`latch forget`); forgotten sessions are not reported") from None
-        return str(sid)
+        return [str(sid) for sid, _, _ in imported]
     try:
         sid = store.session(arg).id
     except KeyError as exc:
@@ -104,7 +110,7 @@ def _resolve(app: Any, store: Any, arg: str) -> str:
     if sid in tombstoned_sessions(store):
         raise click.ClickException(f"session {sid} is forgotten (tombstoned by `latch forget`); forgotten sessions "
                                    "are not reported")
-    return str(sid)
+    return [str(sid)]
 
 
 _HEAD = (("requests", "requests"), ("priced", "priced"), ("uncached_input_tokens", "input"),
@@ -166,9 +172,9 @@ def register(cli: click.Group) -> None:
         store = app.store()
         ids: list[str] = []
         for arg in targets:
-            sid = _resolve(app, store, arg)
-            if sid not in ids:
-                ids.append(sid)
+            for sid in _resolve(app, store, arg):
+                if sid not in ids:
+                    ids.append(sid)
         doc = session_report(store, ids)
         if as_json:
             click.echo(dumps(doc, indent=2))

@@ -21,6 +21,7 @@ from .. import importers  # MAX_TRANSCRIPT_BYTES read at use (tests lower it)
 from ..importers.base import TranscriptError
 from ..kernel.events import Tombstone
 from ..kernel.tombstones import tombstoned_sessions
+from . import MAX_COUNT
 from ..store.fts import MAX_QUERY_CHARS
 
 
@@ -91,9 +92,12 @@ def _stdin_copy(app) -> Path:
     if not data.strip():
         raise click.ClickException("-: stdin is empty")
     folder = Path(tempfile.mkdtemp(prefix="latch-stdin-")) if app.db == ":memory:" else app.db_path().parent / "stdin"
+    if app.db != ":memory:":
+        app.created(folder)  # a failed import removes the copy and the folders it made
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / hashlib.sha256(data).hexdigest()[:16]
     if not path.is_file() or path.read_bytes() != data:
+        app.created(path)
         tmp = path.with_name(path.name + ".part")
         tmp.write_bytes(data)
         os.replace(tmp, path)
@@ -283,7 +287,7 @@ def register(cli: click.Group) -> None:
 
     @cli.command("show")
     @click.argument("session")
-    @click.option("--limit", type=click.IntRange(min=1), default=None, help="Show at most this many events.")
+    @click.option("--limit", type=click.IntRange(min=1, max=MAX_COUNT), default=None, help="Show at most this many events.")
     @click.option("--json", "as_json", is_flag=True,
                   help="Print what the UIs show as JSON: transcript, usage, costs, context, cache epochs, state.")
     @pass_app
@@ -314,7 +318,7 @@ def register(cli: click.Group) -> None:
     @cli.command("search", context_settings={"ignore_unknown_options": True})
     @click.argument("query")
     @click.option("--session", default=None, help="Restrict to one session (id or prefix).")
-    @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+    @click.option("--limit", type=click.IntRange(min=1, max=MAX_COUNT), default=20, show_default=True)
     @click.option("--include-forgotten", is_flag=True,
                   help="Also search tombstoned sessions (`latch forget`) and their children.")
     @click.option("--json", "as_json", is_flag=True)

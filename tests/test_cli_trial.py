@@ -1,0 +1,173 @@
+"""A new user's trial of main (issues 10 and 12: bad input is one clear line, the store unchanged, never a traceback).
+
+Each test turns the failing input of the trial into a fixture and checks the whole kind, not one instance.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+from corpus_support import REPO
+import pytest
+from click.testing import CliRunner
+
+from latch.cli import _load_commands, cli
+
+_load_commands()
+HUGE = str(10**20)  # above SQLite's 64-bit INTEGER (OverflowError before the fix)
+
+
+def _run(tmp_path, *args, input=None, env=None):
+    return CliRunner().invoke(cli, list(args), input=input,
+                              env={"COLUMNS": "300", "LATCH_HOME": str(tmp_path / "home"), **(env or {})})
+
+
+def _commands(group: click.Group, prefix: tuple[str, ...] = ()):
+    for name, command in sorted(group.commands.items()):
+        yield (*prefix, name), command
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*prefix, name))
+
+
+def _integer_options():
+    found = []
+    for path, command in _commands(cli):
+        for param in command.params:
+            if isinstance(param, click.Option) and isinstance(param.type, (click.types.IntParamType,)):
+                found.append((path, command, param))
+    return found
+
+
+INTEGER_OPTIONS = _integer_options()
+
+
+def test_the_walk_finds_the_integer_options_of_the_trial():
+    names = {(" ".join(path), param.opts[0]) for path, _, param in INTEGER_OPTIONS}
+    assert {("show", "--limit"), ("search", "--limit"), ("stress", "--seed"), ("view", "--request"),
+            ("web", "--port")} <= names
+
+
+@pytest.mark.parametrize("path,command,param", INTEGER_OPTIONS,
+                         ids=[f"{' '.join(p)} {o.opts[0]}" for p, _, o in INTEGER_OPTIONS])
+def test_every_integer_option_refuses_a_huge_value_as_a_usage_error(tmp_path, path, command, param):
+    """``latch show S --limit 99999999999999999999`` raised OverflowError (SQLite INTEGER); every integer
+    option of every command has an upper bound now: exit 2, one usage line, no traceback, no store."""
+    assert isinstance(param.type, click.IntRange) and param.type.max is not None, \
+        f"{' '.join(path)} {param.opts[0]} has no upper bound"
+    assert param.type.max < 2**63
+    args = [*path, param.opts[0], HUGE]
+    args += ["x"] * sum(1 for p in command.params if isinstance(p, click.Argument) and p.required)
+    res = _run(tmp_path, "--db", str(tmp_path / "s.db"), *args)
+    assert res.exit_code == 2, (args, res.output)
+    assert "Traceback" not in res.output and not isinstance(res.exception, OverflowError)
+    assert f"Invalid value for '{param.opts[0]}'" in res.output or param.opts[0] in res.output
+    assert not (tmp_path / "s.db").exists()
+
+
+@pytest.mark.parametrize("command", ["show", "search"])
+def test_limit_overflow_on_a_real_store(tmp_path, command):
+    db = tmp_path / "s.db"
+    assert _run(tmp_path, "--db", str(db), "import", str(REPO / "examples" / "invoice-rounding.claude.jsonl")
+                ).exit_code == 0
+    target = "invoice" if command == "search" else _run(tmp_path, "--db", str(db), "sessions", "--json"
+                                                        ).output.split('"id": "')[1].split('"')[0]
+    before = db.read_bytes()
+    res = _run(tmp_path, "--db", str(db), command, target, "--limit", HUGE)
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert res.output.strip().splitlines()[-1].startswith("Error: Invalid value for '--limit'")
+    assert db.read_bytes() == before
+
+
+# ------------------------------------------------------------------ files are written before stdout
+EXAMPLE = REPO / "examples" / "invoice-rounding.claude.jsonl"
+CORPUS = Path("/work/shared/corpus")
+
+
+def _latch_piped_into_head(tmp_path, *args):
+    """``latch ARGS | head -1`` with real processes: the reader closes the pipe after one line."""
+    env = {**os.environ, "LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "80"}
+    env.pop("LATCH_DB", None)
+    latch = subprocess.Popen([sys.executable, "-m", "latch", *args], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=env)
+    head = subprocess.run(["head", "-1"], stdin=latch.stdout, capture_output=True, timeout=300)
+    latch.stdout.close()
+    err = latch.stderr.read().decode()
+    latch.stderr.close()
+    return latch.wait(timeout=300), head.stdout.decode(), err
+
+
+def test_replay_writes_its_files_though_stdout_is_closed(tmp_path):
+    """``latch replay FILE --html OUT.html -o OUT.json | head -1`` exited 0 with neither file written."""
+    html, out = tmp_path / "r.html", tmp_path / "r.json"
+    code, first, err = _latch_piped_into_head(tmp_path, "replay", str(EXAMPLE), "--html", str(html), "-o", str(out))
+    assert code == 0 and "Traceback" not in err, err
+    assert first.strip()
+    assert json.loads(out.read_text(encoding="utf-8"))["summary"]["requests"] > 0
+    assert html.read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")
+
+
+def test_stress_writes_its_json_though_stdout_is_closed(tmp_path):
+    out = tmp_path / "s.json"
+    code, first, err = _latch_piped_into_head(tmp_path, "stress", "--events", "2000", "--every", "500",
+                                              "--batch", "500", "--inline", "-o", str(out))
+    assert code == 0 and "Traceback" not in err, err
+    assert first.strip() and json.loads(out.read_text(encoding="utf-8"))["events"] == 2000
+
+
+# ------------------------------------------------------------------ report counts every session of a file
+@pytest.mark.parametrize("path,sessions", [(CORPUS / "goose" / "lantern_sessions.db", 4),
+                                           (CORPUS / "opencode" / "lantern_opencode.db", 3)])
+def test_report_counts_every_session_of_a_multi_session_file(tmp_path, path, sessions):
+    """``latch report FILE`` on a Goose or OpenCode database counted one session of several."""
+    res = _run(tmp_path, "--db", str(tmp_path / "s.db"), "report", str(path), "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    replayed = json.loads(_run(tmp_path, "--db", str(tmp_path / "s.db"), "replay", str(path), "--json", "-").output)
+    assert len(doc["sessions"]) == sessions == len(replayed)
+    assert doc["sessions"] == [d["session"] for d in replayed]
+    assert doc["total"]["requests"] == sum(d["summary"]["requests"] for d in replayed)
+
+
+# ------------------------------------------------------------------ a failed command leaves no new file
+def _files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*")) if root.exists() else []
+
+
+@pytest.mark.parametrize("args,stdin", [
+    (["import", "GARBAGE"], None),
+    (["replay", "abc"], None),
+    (["report", "abc"], None),
+    (["forget", "abc"], None),
+    (["import", "--discover"], None),
+    (["import", "-"], "this is not a transcript\n"),
+    (["replay", "GARBAGE"], None),
+    (["report", "GARBAGE"], None),
+])
+@pytest.mark.parametrize("explicit_db", [False, True])
+def test_a_failed_command_leaves_no_new_file(tmp_path, args, stdin, explicit_db):
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text('{"not": "a transcript"}\n', encoding="utf-8")
+    args = [str(garbage) if a == "GARBAGE" else a for a in args]
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    before = _files(tmp_path)
+    db = ["--db", str(work / "s.db")] if explicit_db else []
+    env = {"LATCH_HOME": str(home), "COLUMNS": "300", "HOME": str(tmp_path / "user")}
+    res = CliRunner().invoke(cli, [*db, *args], input=stdin, env=env)
+    assert "Traceback" not in res.output and res.exception is None or isinstance(res.exception, SystemExit)
+    assert res.exit_code != 0 or "nothing" in res.output.lower() or "no " in res.output.lower(), res.output
+    assert _files(tmp_path) == before, res.output
+
+
+def test_a_good_import_still_keeps_its_store_and_stdin_copy(tmp_path):
+    home = tmp_path / "home"
+    res = CliRunner().invoke(cli, ["--db", str(tmp_path / "s.db"), "import", "-"],
+                             input=EXAMPLE.read_bytes(), env={"LATCH_HOME": str(home)})
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "s.db").is_file() and len(list((tmp_path / "stdin").iterdir())) == 1
