@@ -7,17 +7,22 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import click
+import httpx
 
 from corpus_support import REPO
 import pytest
 from click.testing import CliRunner
 
 from latch.cli import _load_commands, cli
+from latch.commands.report import _cells  # the cells as the report prints them
 
 _load_commands()
 HUGE = str(10**20)  # above SQLite's 64-bit INTEGER (OverflowError before the fix)
@@ -171,3 +176,98 @@ def test_a_good_import_still_keeps_its_store_and_stdin_copy(tmp_path):
                              input=EXAMPLE.read_bytes(), env={"LATCH_HOME": str(home)})
     assert res.exit_code == 0, res.output
     assert (tmp_path / "s.db").is_file() and len(list((tmp_path / "stdin").iterdir())) == 1
+
+
+# ------------------------------------------------------------------ tables keep numbers and ids whole
+REPORTED = [CORPUS / "codex", CORPUS / "claude-code", CORPUS / "goose"]
+
+
+def _corpus_files(folder: Path) -> list[str]:
+    return sorted(str(p) for p in folder.iterdir() if p.is_file() and p.suffix in (".jsonl", ".db"))
+
+
+@pytest.mark.parametrize("columns", ["80", "100"])
+def test_report_tables_keep_every_number_and_id_whole(tmp_path, columns):
+    """``latch report A B C | cat`` at COLUMNS=80 and 100 split numbers and ids across lines; now each row is one
+    line holding every cell whole (optional columns left out are said in a footer)."""
+    files = [f for folder in REPORTED for f in _corpus_files(folder)]
+    db = ["--db", str(tmp_path / "s.db")]
+    doc = json.loads(_run(tmp_path, *db, "report", *files, "--json").output)
+    assert len(doc["by_session"]) >= 3
+    res = _run(tmp_path, *db, "report", *files, env={"COLUMNS": columns})
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert max(len(line) for line in lines) <= int(columns)
+    left_out = "cache-read share left out (too narrow)" in res.output
+    for name, rows in (("model", doc["models"]), ("session", doc["by_session"])):
+        for key, row in rows.items():
+            cells = _cells(row)
+            if left_out:
+                cells = cells[:-1]
+            assert [key, *cells] in [line.split() for line in lines], (key, cells, res.output)
+
+
+def test_sessions_table_keeps_every_id_and_number_whole_at_80_columns(tmp_path):
+    db = ["--db", str(tmp_path / "s.db")]
+    for folder in REPORTED:
+        assert _run(tmp_path, *db, "import", *_corpus_files(folder)).exit_code == 0
+    sessions = json.loads(_run(tmp_path, *db, "sessions", "--json").output)
+    res = _run(tmp_path, *db, "sessions", env={"COLUMNS": "80"})
+    assert res.exit_code == 0
+    lines = [line.replace("│", " ").split() for line in res.output.splitlines()]
+    assert max(len(line) for line in res.output.splitlines()) <= 80
+    for s in sessions:
+        assert [s["id"], s["format"], str(s["events"]), str(s["first_seq"])] == \
+            next(line[:4] for line in lines if line and line[0] == s["id"])
+    assert "source and child of left out (too narrow): `latch sessions --json` shows them" in res.output
+    wide = _run(tmp_path, *db, "sessions", env={"COLUMNS": "400"})
+    assert "left out" not in wide.output and sessions[0]["source"] in wide.output
+
+
+# ------------------------------------------------------------------ latch web cannot listen: one line
+def _latch(tmp_path, *args, timeout=60):
+    env = {**os.environ, "LATCH_HOME": str(tmp_path / "home")}
+    env.pop("LATCH_DB", None)
+    return subprocess.run([sys.executable, "-m", "latch", "--db", str(tmp_path / "s.db"), *args],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def test_web_on_a_taken_port_is_one_line_and_exit_1(tmp_path):
+    """``latch web --port P`` with P taken printed "serving ... at http://127.0.0.1:P/" and a uvicorn ERROR, exit 3."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        res = _latch(tmp_path, "web", "--port", str(port))
+    assert res.returncode == 1, res.stderr
+    assert res.stderr == f"latch web: cannot listen on 127.0.0.1:{port}: address already in use\n"
+    assert res.stdout == "" and not (tmp_path / "s.db").exists()
+
+
+def test_web_on_a_host_that_does_not_resolve_is_one_line_and_exit_1(tmp_path):
+    res = _latch(tmp_path, "web", "--host", "no-such-host.invalid", "--port", "8765", "--token", "t")
+    assert res.returncode == 1, res.stderr
+    assert res.stderr.startswith("latch web: cannot listen on no-such-host.invalid:8765: ")
+    assert len(res.stderr.splitlines()) == 1 and "Traceback" not in res.stderr
+
+
+def test_web_on_port_0_says_the_port_it_listens_on_and_serves(tmp_path):
+    env = {**os.environ, "LATCH_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen([sys.executable, "-m", "latch", "--db", str(tmp_path / "s.db"), "web", "--port", "0"],
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stderr.readline()
+        port = int(line.split("http://127.0.0.1:")[1].split("/")[0])
+        assert port > 0
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                reply = httpx.get(f"http://127.0.0.1:{port}/api/sessions", timeout=5)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.1)
+        assert reply.status_code == 200
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)

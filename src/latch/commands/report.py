@@ -25,7 +25,7 @@ from typing import Any
 import click
 
 from ..cli import pass_app
-from ..textsafe import Table, console, dumps, markup, safe
+from ..textsafe import Column, console, dumps, fitted_table, markup, safe
 from ..host import cost as pricing
 from ..host.cost import usd, format_usd
 from ..host.ingest import SessionForgotten, import_all
@@ -131,23 +131,28 @@ def _cells(row: dict[str, Any]) -> list[str]:
     return out
 
 
-def _print(con: Any, doc: dict[str, Any]) -> None:
-    t = Table(title=None)
-    t.add_column("model", justify="left")
-    for _, h in _HEAD:
-        t.add_column(h, justify="right")
-    for m, r in doc["models"].items():
-        t.add_row(markup(m), *_cells(r))
-    t.add_row("[bold]total[/bold]", *_cells(doc["total"]))
+# left out first when the table does not fit (said in a footer): the cells the other columns imply least
+_OPTIONAL = {"cache_read_share": 1, "priced": 2, "cache_write_tokens": 3}
+
+
+def _table(con: Any, first: str, rows: list[list[Any]]) -> list[str]:
+    """Print one report table (``first``: its first column's header); returns the headers left out."""
+    cols = [Column(first), *(Column(h, justify="right", optional=_OPTIONAL.get(k, 0))
+                                         for k, h in _HEAD)]
+    t, dropped = fitted_table(con, cols, rows)
     con.print(t)
+    return dropped
+
+
+def _print(con: Any, doc: dict[str, Any]) -> None:
+    rows = [[markup(m), *_cells(r)] for m, r in doc["models"].items()]
+    dropped = _table(con, "model", [*rows, ["[bold]total[/bold]", *_cells(doc["total"])]])
     if len(doc["by_session"]) > 1:
-        s = Table()
-        s.add_column("session", justify="left")
-        for _, h in _HEAD:
-            s.add_column(h, justify="right")
-        for sid, r in doc["by_session"].items():
-            s.add_row(sid, *_cells(r))
-        con.print(s)
+        dropped += [h for h in _table(con, "session", [[sid, *_cells(r)] for sid, r in doc["by_session"].items()])
+                    if h not in dropped]
+    if dropped:
+        con.print(f"[dim]{', '.join(dropped)} left out (too narrow): `latch report --json` has every column[/dim]",
+                  highlight=False)
     tot = doc["total"]
     if tot["unpriced"]:
         bare = tot["requests"] - tot["with_usage"]

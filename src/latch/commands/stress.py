@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 
 from ..textsafe import Table, console, dumps
-from . import MAX_COUNT, MAX_SEED, output_file
+from . import Count, MAX_SEED, output_file
 from ..bench.stress import StressConfig, run_stress
 
 __all__ = ["register", "print_report"]
@@ -53,14 +53,14 @@ def print_report(con: Console, doc: dict) -> None:
 
 def register(cli: click.Group) -> None:
     @cli.command("stress")
-    @click.option("--events", type=click.IntRange(min=1, max=MAX_COUNT), default=1_000_000, show_default=True,
+    @click.option("--events", type=Count(min=1), default=1_000_000, show_default=True,
                   help="Scenario events to push after the planted facts.")
     @click.option("--seed", type=click.IntRange(min=-MAX_SEED, max=MAX_SEED), default=0, show_default=True, help="Scenario seed (same seed, same events).")
-    @click.option("--every", type=click.IntRange(min=1, max=MAX_COUNT), default=5_000, show_default=True,
+    @click.option("--every", type=Count(min=1), default=5_000, show_default=True,
                   help="Events between bursts of materializations.")
-    @click.option("--burst", type=click.IntRange(min=1, max=MAX_COUNT), default=4, show_default=True,
+    @click.option("--burst", type=Count(min=1), default=4, show_default=True,
                   help="Consecutive model requests materialized per burst.")
-    @click.option("--batch", type=click.IntRange(min=1, max=MAX_COUNT), default=5_000, show_default=True,
+    @click.option("--batch", type=Count(min=1), default=5_000, show_default=True,
                   help="Events per append transaction.")
     @click.option("--inline/--producer", "inline", default=None,
                   help="Append in this process, or from a producer process (default: a producer from 50,000 events).")
