@@ -271,3 +271,47 @@ def test_web_on_port_0_says_the_port_it_listens_on_and_serves(tmp_path):
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
+
+
+# ------------------------------------------------------------------ bench --plot, LATCH_MAX_TRANSCRIPT_BYTES, SIGTERM
+def test_bench_plot_into_a_missing_folder_is_refused(tmp_path):
+    """``latch bench --plot /nonexist/x.png`` silently created /nonexist; refused now as ``replay -o`` is."""
+    target = tmp_path / "nonexist" / "x.png"
+    res = _run(tmp_path, "bench", "--scenario-events", "10", "--plot", str(target), "--out", str(tmp_path / "out"))
+    assert res.exit_code == 2
+    assert f"cannot write {target}: folder {target.parent} does not exist" in res.output
+    assert not target.parent.exists() and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "1e6"])
+def test_a_bad_max_transcript_bytes_is_one_line_naming_the_variable(tmp_path, value):
+    """``LATCH_MAX_TRANSCRIPT_BYTES=abc`` was silently ignored (the 2 GiB default used)."""
+    res = _run(tmp_path, "--db", str(tmp_path / "s.db"), "import", str(EXAMPLE),
+               env={"LATCH_MAX_TRANSCRIPT_BYTES": value})
+    assert res.exit_code == 1
+    assert res.output == (f"Error: LATCH_MAX_TRANSCRIPT_BYTES={value!r}: not a positive whole number of bytes "
+                          "(unset it for the default of 2,147,483,648)\n")
+    assert not (tmp_path / "s.db").exists()
+    ok = _run(tmp_path, "--db", str(tmp_path / "s.db"), "import", str(EXAMPLE),
+              env={"LATCH_MAX_TRANSCRIPT_BYTES": "100000000"})
+    assert ok.exit_code == 0, ok.output
+
+
+@pytest.mark.parametrize("mode", ["--inline", "--producer"])
+def test_stress_removes_its_temporary_database_on_sigterm(tmp_path, mode):
+    """``latch stress`` left /tmp/latch-stress-* behind on SIGTERM (it cleaned up on SIGINT only)."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "LATCH_HOME": str(tmp_path / "home"), "TMPDIR": str(scratch)}
+    proc = subprocess.Popen([sys.executable, "-m", "latch", "stress", "--events", "2000000", mode],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 60
+    while not any((p / "stress.db").exists() for p in scratch.glob("latch-stress-*")):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        time.sleep(0.1)
+    time.sleep(1.5)  # well into the run
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, (proc.returncode, err[-500:])
+    assert "Traceback" not in err
+    assert list(scratch.glob("latch-stress-*")) == []

@@ -34,6 +34,7 @@ import click
 
 from . import __version__
 from .config import ConfigError, config_path, load_config, unknown_keys
+from .importers import transcript_limit_problem
 from .importers.base import TranscriptError
 from .store import StoreError, non_folder_parent, default_db_path, EventStore
 from .textsafe import safe, warn
@@ -375,6 +376,9 @@ def cli(ctx: click.Context, db: str | None) -> None:
         reason = backend_error()
         if reason is not None:
             raise click.ClickException(f"the hot-path backend cannot load: {reason} (see `latch doctor`)")
+    limit_problem = transcript_limit_problem()
+    if limit_problem is not None:
+        raise click.ClickException(safe(limit_problem))
     from_env = ctx.get_parameter_source("db") is click.core.ParameterSource.ENVIRONMENT
     if db is not None and not db.strip():
         raise click.UsageError("empty LATCH_DB" if from_env else "empty --db: give a database file path")

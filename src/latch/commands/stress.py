@@ -8,7 +8,9 @@ fails.
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 
 import click
 from rich.console import Console
@@ -51,6 +53,11 @@ def print_report(con: Console, doc: dict) -> None:
     con.print(t)
 
 
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM handler of ``latch stress``: unwind (cleanup runs) and exit 143, the shell's 128 + SIGTERM."""
+    raise SystemExit(128 + signum)
+
+
 def register(cli: click.Group) -> None:
     @cli.command("stress")
     @click.option("--events", type=Count(min=1), default=1_000_000, show_default=True,
@@ -79,6 +86,9 @@ def register(cli: click.Group) -> None:
         cfg = StressConfig(events=events, seed=seed, every=every, burst=burst, batch=batch, db=db,
                            parallel=None if inline is None else not inline)
         err = console(stderr=True)
+        # SIGTERM ends the run as Ctrl-C does: through run_stress's cleanup (its temporary database removed)
+        previous = signal.signal(signal.SIGTERM, _terminated) if threading.current_thread() is \
+            threading.main_thread() else None
         try:
             with Progress(TextColumn("stress"), BarColumn(), MofNCompleteColumn(), TextColumn("events"),
                           TimeElapsedColumn(), console=err, transient=True) as bar:
@@ -86,6 +96,9 @@ def register(cli: click.Group) -> None:
                 report = run_stress(cfg, progress=lambda done, total: bar.update(task, completed=done))
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
         doc = report.to_json()
         if json_out not in (None, "-"):  # `--json FILE`: the alias of --json-out FILE
             json_out, json_file = None, json_file or json_out
