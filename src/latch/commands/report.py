@@ -1,6 +1,7 @@
 """``latch report SESSION_OR_FILE...``: what sessions cost, like ccusage: requests, tokens by kind, dollars.
 
-Each argument is a transcript file (imported first, idempotently, like ``latch replay``) or a stored session
+Each argument is a transcript file (imported first, idempotently, like ``latch replay``: every session of it,
+as a Goose or OpenCode database holds several; its forgotten sessions are skipped) or a stored session
 (id or unique prefix). A session's sub-agent sessions (its children in the store, e.g. Claude Code's
 ``subagents/`` files) count with it. Every model request (:func:`latch.host.loop.model_requests`) counts
 once; its provider usage gives the tokens by kind (uncached input, cache read, cache write, output: Latch's
@@ -9,7 +10,9 @@ bundled table, at the request's timestamp). A request without usage, or of a mod
 for, is counted as *unpriced*; its tokens still count. The cache-read share is cache-read tokens over all
 prompt tokens (uncached + cache read + cache write) of the rows' requests.
 
-Output: one row per model and a total (and one row per session when there are several); ``--json`` prints
+Output: one row per model and a total (and one row per session when there are several), every number whole:
+on a narrow terminal the cache-read share, priced and cache-write columns are left out (in that order, said in
+a footer, :func:`latch.textsafe.fitted_table`); ``--json`` prints
 ``{"sessions": [...], "models": {MODEL: ROW}, "by_session": {ID: ROW}, "total": ROW}`` where a ROW is
 ``{"requests", "with_usage", "priced", "unpriced", "uncached_input_tokens", "cache_read_tokens",
 "cache_write_tokens", "output_tokens", "usd" (None when nothing was priced), "cache_read_share"}``. A forgotten

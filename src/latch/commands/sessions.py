@@ -15,7 +15,7 @@ from ..host import reducers as R
 from ..host.kernel import kernel_cache
 from ..host.runs import session_liveness
 from ..kernel import canonical_state
-from ..textsafe import Column, Table, cell, console, dumps, fitted_table, markup, safe
+from ..textsafe import Column, cell, console, dumps, fitted_table, markup, safe
 from ..host.discover import claimed_format, walk, with_companions, discover as find_logs
 from ..host.ingest import SessionForgotten, companion_files, import_group
 from .. import importers  # MAX_TRANSCRIPT_BYTES read at use (tests lower it)
