@@ -34,6 +34,7 @@ import click
 
 from . import __version__
 from .config import ConfigError, config_path, load_config, unknown_keys
+from .importers import transcript_limit_problem
 from .importers.base import TranscriptError
 from .store import StoreError, non_folder_parent, default_db_path, EventStore
 from .textsafe import safe, warn
@@ -92,6 +93,38 @@ class AppContext:
         self._store = None
         self._config: dict[str, Any] | None = None
         self.config_file: str | None = None
+        self._new_store: list[Path] = []  # files and folders this invocation's new store created
+        self._new_files: list[Path] = []  # other files and folders it created (a stdin copy)
+
+    def created(self, path: Path) -> list[Path]:
+        """Record ``path`` (a file or folder about to be created) and its missing folders as this invocation's
+        own: a command that fails removes them again (:meth:`discard_created`). Returns what was recorded."""
+        new = [q for q in (path, *path.parents) if not q.exists()]
+        self._new_files.extend(new)
+        return new
+
+    def discard_created(self, failed: bool) -> None:
+        """After a command: a store this invocation created and left empty (the command failed, or imported
+        nothing) is removed with its folders, and so is every file of :meth:`created` when the command failed,
+        so bad input leaves no new file behind."""
+        doomed: list[Path] = list(self._new_files) if failed else []
+        if self._store is not None and self._new_store:
+            try:
+                empty = self._store.count_events() == 0 and not self._store.sessions()
+            except Exception:  # a store that cannot even be counted is not ours to judge
+                empty = False
+            if empty and _only_connection(self._store):
+                self._store.close()
+                self._store = None
+                doomed.extend(self._new_store)
+        for path in sorted(set(doomed), key=lambda q: len(q.parts), reverse=True):  # files before their folders
+            try:
+                if path.is_dir() and not path.is_symlink():
+                    path.rmdir()  # only when empty: never anything the command did not create
+                else:
+                    path.unlink(missing_ok=True)
+            except OSError:
+                pass
 
     def config(self, path: str | None = None) -> dict[str, Any]:
         """Latch's configuration (:func:`latch.config.load_config` of ``path``), read once per invocation.
@@ -159,8 +192,36 @@ class AppContext:
                 _check_creatable(self.db_path())  # a path that could never hold one is still an error
                 self._store = EventStore(":memory:")
             else:
+                path = self.db_path()
+                fresh = self.db != ":memory:" and not self.store_exists()
+                new = [q for q in path.parents if not q.exists()] if fresh else []
                 self._store = EventStore(self.db) if self.db else EventStore()
+                if fresh:
+                    self._new_store = [*new, path, *(path.with_name(path.name + s) for s in ("-wal", "-shm",
+                                                                                             "-journal"))]
+                    scratch = self._store.replay_scratch_path
+                    if scratch is not None:
+                        self._new_store += [scratch, *(scratch.with_name(scratch.name + s) for s in ("-wal", "-shm"))]
         return self._store
+
+
+def _only_connection(store: Any) -> bool:
+    """Whether ``store``'s connection is the only one to its database, so removing the (empty) file cannot
+    take another process's events with it (a concurrent ``latch import`` into the same new store). SQLite
+    changes a WAL database's journal mode only for its sole connection: ``PRAGMA journal_mode=DELETE``
+    answers ``delete`` then, else it stays ``wal``; an exclusive transaction then re-counts the events. A process
+    that opens the file in the instant between this check and the removal is not excluded. Any error answers
+    ``False`` (the store stays)."""
+    try:
+        db = store._db
+        if str(db.execute("PRAGMA journal_mode=DELETE").fetchone()[0]).lower() != "delete":
+            return False
+        db.execute("BEGIN EXCLUSIVE")
+        alone = db.execute("SELECT count(*) FROM events").fetchone()[0] == 0
+        db.execute("ROLLBACK")
+        return bool(alone)
+    except Exception:  # noqa: BLE001 - busy, damaged or closed: never remove what cannot be judged
+        return False
 
 
 def _check_creatable(path: Path) -> None:
@@ -281,6 +342,22 @@ class LatchGroup(click.Group):
         return args
 
     def invoke(self, ctx):
+        failed = True
+        try:
+            rv = self._invoke(ctx)
+            failed = False
+            return rv
+        except SystemExit as exc:
+            failed = exc.code not in (0, None)
+            raise
+        except click.exceptions.Exit as exc:
+            failed = exc.exit_code != 0
+            raise
+        finally:
+            if isinstance(ctx.obj, AppContext):
+                ctx.obj.discard_created(failed)
+
+    def _invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except (TranscriptError, StoreError) as exc:
@@ -318,6 +395,9 @@ def cli(ctx: click.Context, db: str | None) -> None:
         reason = backend_error()
         if reason is not None:
             raise click.ClickException(f"the hot-path backend cannot load: {reason} (see `latch doctor`)")
+    limit_problem = transcript_limit_problem()
+    if limit_problem is not None:
+        raise click.ClickException(safe(limit_problem))
     from_env = ctx.get_parameter_source("db") is click.core.ParameterSource.ENVIRONMENT
     if db is not None and not db.strip():
         raise click.UsageError("empty LATCH_DB" if from_env else "empty --db: give a database file path")

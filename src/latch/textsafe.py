@@ -33,13 +33,14 @@ from typing import Any
 
 import click
 import rich.table
+from rich import box
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markup import escape as _markup_escape
 from rich.measure import Measurement
 from rich.text import Text
 
 __all__ = ["printable", "safe", "markup", "cell", "warn", "dumps", "echo", "console", "Table", "PrintableStream",
-           "PIPE_WIDTH"]
+           "PIPE_WIDTH", "Column", "fitted_table"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # C0 controls but \n and \t, DEL, C1 controls, ALM, LRM/RLM, LRE..RLO, LRI..PDI
@@ -241,3 +242,39 @@ class Table(rich.table.Table):
                 break
             widths[i] += 1 if widths[i] < highs[i] else 0
         return [width - self._cell_padding(i, fixed=True) for i, width in enumerate(widths)]
+
+
+class Column:
+    """One column of :func:`fitted_table`: its ``header``, ``justify`` and ``optional`` (0: always shown; 1, 2...:
+    left out, 1 first, when the table does not fit, and said in the caller's footer). A cell wraps only between
+    its words (:class:`Table`), so numbers and ids a user types stay whole."""
+
+    def __init__(self, header: str, *, justify: str = "left", optional: int = 0):
+        self.header, self.justify, self.optional = header, justify, optional
+
+
+def fitted_table(con: Console, columns: list[Column], rows: list[list[Any]], *, title: str | None = None,
+                 **style: Any) -> tuple[Table, list[str]]:
+    """The table of ``rows`` (one cell per column) as ``latch replay`` prints its own: a simple head rule, one
+    space between columns (none when that does not fit ``con``'s width), and the optional columns left out
+    (lowest ``optional`` first) until it fits. ``style``: other ``rich.table.Table`` arguments (``box``...) in place
+    of those. Returns the table and the headers left out (for the caller's footer)."""
+    shown = list(range(len(columns)))
+    while True:
+        t = Table(**{"box": box.SIMPLE_HEAD, "pad_edge": False, "show_edge": False, "padding": (0, 1, 0, 0),
+                     **style}, title=title)
+        for i in shown:
+            c = columns[i]
+            t.add_column(c.header, justify=c.justify)  # type: ignore[arg-type]
+        for r in rows:
+            t.add_row(*(r[i] for i in shown))
+        natural = Measurement.get(con, con.options.update_width(PIPE_WIDTH), t).maximum
+        if natural > con.options.max_width:
+            if "padding" not in style:  # replay's own style: the one space between columns goes first
+                t.padding = (0, 0, 0, 0)
+            # Table wraps a cell between its words: what must fit is every column's longest word
+            natural = Measurement.get(con, con.options.update_width(PIPE_WIDTH), t).minimum
+        optional = sorted((i for i in shown if columns[i].optional), key=lambda i: columns[i].optional)
+        if natural <= con.options.max_width or not optional:
+            return t, [c.header for i, c in enumerate(columns) if i not in shown]
+        shown.remove(optional[0])

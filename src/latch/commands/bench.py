@@ -20,7 +20,7 @@ import click
 
 from ..cli import pass_app
 from ..textsafe import console, echo, markup, safe
-from . import output_folder
+from . import Count, output_file, output_folder
 from ..bench.harness import SchedulerError, discover_sessions, markdown_table, parse_budgets, run_bench, summarize, \
     write_plot, write_report
 from ..plugins import PluginError, registered_engines
@@ -41,18 +41,18 @@ def register(cli: click.Group) -> None:
                   help="Folder of transcripts, searched recursively (default: none).")
     @click.option("--examples", type=click.Path(file_okay=False), default=None,
                   help="Folder whose *.jsonl sessions are included (default: ./examples when present).")
-    @click.option("--scenario-events", type=click.IntRange(min=0), default=3_000, show_default=True,
+    @click.option("--scenario-events", type=Count(min=0), default=3_000, show_default=True,
                   help="Events of the generated stress scenario session (0: none).")
     @click.option("--budgets", default="256k:32k:64k,32k:4k:8k", show_default=True,
                   help="Comma-separated WINDOW:RESERVE:RECENT token budgets (k/m suffixes).")
     @click.option("--out", "out", type=click.Path(file_okay=False), default="bench-out", show_default=True,
                   callback=output_folder, help="Output folder for report.md, report.json and the plots.")
-    @click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True, help="Worker processes.")
+    @click.option("--jobs", type=Count(min=1), default=2, show_default=True, help="Worker processes.")
     @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT|local:N",
                   help="Run the jobs on a Dask cluster: a running `dask scheduler` (workers started with "
                        "DASK_DISTRIBUTED__WORKER__DAEMON=False) or a local cluster of N workers; needs "
                        "pip install 'latch[cluster]' (default: the local process pool of --jobs).")
-    @click.option("--plot", "plot", type=click.Path(dir_okay=False), default=None,
+    @click.option("--plot", "plot", type=click.Path(dir_okay=False), default=None, callback=output_file,
                   help="Also write one PNG comparing the engines: per engine and budget, boxes of tokens and of "
                        "dollars per request, n per box, the budgets' hard limits as lines.")
     @click.option("--estimator", "estimator", default=None,

@@ -876,9 +876,20 @@ def register(cli: click.Group) -> None:
         if json_out not in (None, "-"):  # `--json FILE`: the alias of --json-out FILE
             json_out, json_file = None, json_file or json_out
         out: Any = docs[0] if len(sids) == 1 else docs
+        if html_file and len(docs) != 1:
+            raise click.UsageError(f"--html writes one session's report and {safe(file)} holds {len(docs)} "
+                                   "replayed sessions: add --session ID")
+        # the files first: a reader that stops reading stdout (`| head -1`) ends the command at the next print
+        if json_file not in (None, "-"):
+            with open(json_file, "w", encoding="utf-8") as f:
+                f.write(dumps(out, indent=2) + "\n")
+        if html_file:
+            doc = docs[0]
+            view = R.session_view(store.events(doc["session"]), canonical_state(store, doc["session"], cache=kernel_cache()))
+            with open(html_file, "w", encoding="utf-8", errors="replace") as f:
+                f.write(render_html(doc, view, file))
         if "-" in (json_out, json_file):
             click.echo(dumps(out, indent=2))
-            json_file = None if json_file == "-" else json_file
         else:
             con = _stdout_console()
             if len(sids) > 1:
@@ -892,17 +903,6 @@ def register(cli: click.Group) -> None:
                 _print(con, doc, file)
             for sid in empty if len(sids) > 1 else ():
                 con.print(f"[blue]i[/blue] session {sid} has no model request: not replayed", highlight=False)
-        if json_file:
-            with open(json_file, "w", encoding="utf-8") as f:
-                f.write(dumps(out, indent=2) + "\n")
-        if html_file:
-            if len(docs) != 1:
-                raise click.UsageError(f"--html writes one session's report and {safe(file)} holds {len(docs)} "
-                                       "replayed sessions: add --session ID")
-            doc = docs[0]
-            view = R.session_view(store.events(doc["session"]), canonical_state(store, doc["session"], cache=kernel_cache()))
-            with open(html_file, "w", encoding="utf-8", errors="replace") as f:
-                f.write(render_html(doc, view, file))
         if any(doc["summary"]["violations"] for doc in docs):
             sys.exit(1)
 

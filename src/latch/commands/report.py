@@ -1,6 +1,7 @@
 """``latch report SESSION_OR_FILE...``: what sessions cost, like ccusage: requests, tokens by kind, dollars.
 
-Each argument is a transcript file (imported first, idempotently, like ``latch replay``) or a stored session
+Each argument is a transcript file (imported first, idempotently, like ``latch replay``: every session of it,
+as a Goose or OpenCode database holds several; its forgotten sessions are skipped) or a stored session
 (id or unique prefix). A session's sub-agent sessions (its children in the store, e.g. Claude Code's
 ``subagents/`` files) count with it. Every model request (:func:`latch.host.loop.model_requests`) counts
 once; its provider usage gives the tokens by kind (uncached input, cache read, cache write, output: Latch's
@@ -9,7 +10,9 @@ bundled table, at the request's timestamp). A request without usage, or of a mod
 for, is counted as *unpriced*; its tokens still count. The cache-read share is cache-read tokens over all
 prompt tokens (uncached + cache read + cache write) of the rows' requests.
 
-Output: one row per model and a total (and one row per session when there are several); ``--json`` prints
+Output: one row per model and a total (and one row per session when there are several), every number whole:
+on a narrow terminal the cache-read share, priced and cache-write columns are left out (in that order, said in
+a footer, :func:`latch.textsafe.fitted_table`); ``--json`` prints
 ``{"sessions": [...], "models": {MODEL: ROW}, "by_session": {ID: ROW}, "total": ROW}`` where a ROW is
 ``{"requests", "with_usage", "priced", "unpriced", "uncached_input_tokens", "cache_read_tokens",
 "cache_write_tokens", "output_tokens", "usd" (None when nothing was priced), "cache_read_share"}``. A forgotten
@@ -25,10 +28,10 @@ from typing import Any
 import click
 
 from ..cli import pass_app
-from ..textsafe import Table, console, dumps, markup, safe
+from ..textsafe import Column, console, dumps, fitted_table, markup, safe
 from ..host import cost as pricing
 from ..host.cost import usd, format_usd
-from ..host.ingest import SessionForgotten, import_file
+from ..host.ingest import SessionForgotten, import_all
 from ..host.loop import model_requests
 from ..kernel.tombstones import tombstoned_sessions
 
@@ -89,14 +92,20 @@ def session_report(store: Any, session_ids: list[str]) -> dict[str, Any]:
             "by_session": {s: _finish(r) for s, r in by_session.items()}, "total": _finish(total)}
 
 
-def _resolve(app: Any, store: Any, arg: str) -> str:
+def _resolve(app: Any, store: Any, arg: str) -> list[str]:
+    """The session ids ``arg`` names: every session of a transcript file (a Goose or OpenCode database
+    holds several; forgotten ones are skipped, all forgotten is an error), or the one stored session."""
     if Path(arg).is_file():
+        forgotten: list[str] = []
         try:
-            sid, _, _ = import_file(store, arg, None, final=True)
+            imported = import_all(store, arg, None, final=True, forgotten=forgotten)
         except SessionForgotten as exc:
-            raise click.ClickException(f"{safe(arg)}: session {exc.session_id} is forgotten (tombstoned by "
+            forgotten.append(exc.session_id)
+            imported = []
+        if not imported and forgotten:
+            raise click.ClickException(f"{safe(arg)}: session {forgotten[0]} is forgotten (tombstoned by "
                                        "`latch forget`); forgotten sessions are not reported") from None
-        return str(sid)
+        return [str(sid) for sid, _, _ in imported]
     try:
         sid = store.session(arg).id
     except KeyError as exc:
@@ -104,7 +113,7 @@ def _resolve(app: Any, store: Any, arg: str) -> str:
     if sid in tombstoned_sessions(store):
         raise click.ClickException(f"session {sid} is forgotten (tombstoned by `latch forget`); forgotten sessions "
                                    "are not reported")
-    return str(sid)
+    return [str(sid)]
 
 
 _HEAD = (("requests", "requests"), ("priced", "priced"), ("uncached_input_tokens", "input"),
@@ -125,23 +134,28 @@ def _cells(row: dict[str, Any]) -> list[str]:
     return out
 
 
-def _print(con: Any, doc: dict[str, Any]) -> None:
-    t = Table(title=None)
-    t.add_column("model", justify="left")
-    for _, h in _HEAD:
-        t.add_column(h, justify="right")
-    for m, r in doc["models"].items():
-        t.add_row(markup(m), *_cells(r))
-    t.add_row("[bold]total[/bold]", *_cells(doc["total"]))
+# left out first when the table does not fit (said in a footer): the cells the other columns imply least
+_OPTIONAL = {"cache_read_share": 1, "priced": 2, "cache_write_tokens": 3}
+
+
+def _table(con: Any, first: str, rows: list[list[Any]]) -> list[str]:
+    """Print one report table (``first``: its first column's header); returns the headers left out."""
+    cols = [Column(first), *(Column(h, justify="right", optional=_OPTIONAL.get(k, 0))
+                                         for k, h in _HEAD)]
+    t, dropped = fitted_table(con, cols, rows)
     con.print(t)
+    return dropped
+
+
+def _print(con: Any, doc: dict[str, Any]) -> None:
+    rows = [[markup(m), *_cells(r)] for m, r in doc["models"].items()]
+    dropped = _table(con, "model", [*rows, ["[bold]total[/bold]", *_cells(doc["total"])]])
     if len(doc["by_session"]) > 1:
-        s = Table()
-        s.add_column("session", justify="left")
-        for _, h in _HEAD:
-            s.add_column(h, justify="right")
-        for sid, r in doc["by_session"].items():
-            s.add_row(sid, *_cells(r))
-        con.print(s)
+        dropped += [h for h in _table(con, "session", [[sid, *_cells(r)] for sid, r in doc["by_session"].items()])
+                    if h not in dropped]
+    if dropped:
+        con.print(f"[dim]{', '.join(dropped)} left out (too narrow): `latch report --json` has every column[/dim]",
+                  highlight=False)
     tot = doc["total"]
     if tot["unpriced"]:
         bare = tot["requests"] - tot["with_usage"]
@@ -166,9 +180,9 @@ def register(cli: click.Group) -> None:
         store = app.store()
         ids: list[str] = []
         for arg in targets:
-            sid = _resolve(app, store, arg)
-            if sid not in ids:
-                ids.append(sid)
+            for sid in _resolve(app, store, arg):
+                if sid not in ids:
+                    ids.append(sid)
         doc = session_report(store, ids)
         if as_json:
             click.echo(dumps(doc, indent=2))

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import click
+from rich import box
 from rich.console import Console
 
 from ..agent.children import child_link, child_result
@@ -14,13 +15,14 @@ from ..host import reducers as R
 from ..host.kernel import kernel_cache
 from ..host.runs import session_liveness
 from ..kernel import canonical_state
-from ..textsafe import Table, cell, console, dumps, markup, safe
+from ..textsafe import Column, cell, console, dumps, fitted_table, markup, safe
 from ..host.discover import claimed_format, walk, with_companions, discover as find_logs
 from ..host.ingest import SessionForgotten, companion_files, import_group
 from .. import importers  # MAX_TRANSCRIPT_BYTES read at use (tests lower it)
 from ..importers.base import TranscriptError
 from ..kernel.events import Tombstone
 from ..kernel.tombstones import tombstoned_sessions
+from . import Count
 from ..store.fts import MAX_QUERY_CHARS
 
 
@@ -91,9 +93,12 @@ def _stdin_copy(app) -> Path:
     if not data.strip():
         raise click.ClickException("-: stdin is empty")
     folder = Path(tempfile.mkdtemp(prefix="latch-stdin-")) if app.db == ":memory:" else app.db_path().parent / "stdin"
+    if app.db != ":memory:":
+        app.created(folder)  # a failed import removes the copy and the folders it made
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / hashlib.sha256(data).hexdigest()[:16]
     if not path.is_file() or path.read_bytes() != data:
+        app.created(path)
         tmp = path.with_name(path.name + ".part")
         tmp.write_bytes(data)
         os.replace(tmp, path)
@@ -274,19 +279,28 @@ def register(cli: click.Group) -> None:
                 docs.append(doc)
             click.echo(dumps(docs, indent=2))
             return
-        t = Table("id", "format", "events", "first seq", "source", "child of", title=f"{len(rows)} sessions")
+        con = _console()
+        cols = [Column("id"), Column("format"), Column("events", justify="right"),
+                Column("first seq", justify="right"), Column("source", optional=1),
+                Column("child of", optional=2)]
+        cells = []
         for s in rows:
             child = _child_doc(store, s.id) if s.parent_id is not None else None
             parent = "" if s.parent_id is None else s.parent_id + (
                 f" (call {child['call_id']}, {child['report']['status']})" if child and child.get("report") else
                 f" (call {child['call_id']})" if child else "")
-            t.add_row(cell(s.id), cell(s.format or ""), str(s.events), "" if s.first_seq is None else str(s.first_seq),
-                      cell(s.source or ""), cell(parent))
-        _console().print(t)
+            cells.append([cell(s.id), cell(s.format or ""), str(s.events),
+                          "" if s.first_seq is None else str(s.first_seq), cell(s.source or ""), cell(parent)])
+        t, dropped = fitted_table(con, cols, cells, title=f"{len(rows)} sessions", box=box.HEAVY_HEAD,
+                                  show_edge=True, pad_edge=True, padding=(0, 1))
+        con.print(t)
+        if dropped:
+            con.print(f"[dim]{' and '.join(dropped)} left out (too narrow): `latch sessions --json` shows "
+                      f"{'them' if len(dropped) > 1 else 'it'}[/dim]", highlight=False)
 
     @cli.command("show")
     @click.argument("session")
-    @click.option("--limit", type=click.IntRange(min=1), default=None, help="Show at most this many events.")
+    @click.option("--limit", type=Count(min=1), default=None, help="Show at most this many events.")
     @click.option("--json", "as_json", is_flag=True,
                   help="Print what the UIs show as JSON: transcript, usage, costs, context, cache epochs, state.")
     @pass_app
@@ -317,7 +331,7 @@ def register(cli: click.Group) -> None:
     @cli.command("search", context_settings={"ignore_unknown_options": True})
     @click.argument("query")
     @click.option("--session", default=None, help="Restrict to one session (id or prefix).")
-    @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+    @click.option("--limit", type=Count(min=1), default=20, show_default=True)
     @click.option("--include-forgotten", is_flag=True,
                   help="Also search tombstoned sessions (`latch forget`) and their children.")
     @click.option("--json", "as_json", is_flag=True)

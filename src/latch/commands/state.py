@@ -10,6 +10,8 @@ from ..host.kernel import kernel_cache
 from ..hotpaths import estimate_tokens
 from ..kernel import StateOverflow, canonical_state
 from ..kernel.tombstones import tombstoned_sessions, forget_session
+from ..config import MAX_TOKENS
+from . import Count
 
 
 def _session_id(store, session: str) -> str:
@@ -51,9 +53,9 @@ def register(cli: click.Group) -> None:
     @cli.command("state")
     @click.argument("session")
     @click.option("--json", "as_json", is_flag=True, help="Print the whole state as JSON.")
-    @click.option("--until", "until_seq", type=click.IntRange(min=0), default=None,
+    @click.option("--until", "until_seq", type=Count(min=0), default=None,
                   help="Reduce the log only up to this global seq.")
-    @click.option("--budget", type=click.IntRange(min=1), default=None,
+    @click.option("--budget", type=click.IntRange(min=1, max=MAX_TOKENS), default=None,
                   help="Render within this many estimated tokens (default: everything).")
     @pass_app
     def state_cmd(app, session, as_json, until_seq, budget):

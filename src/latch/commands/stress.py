@@ -8,13 +8,15 @@ fails.
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 
 import click
 from rich.console import Console
 
 from ..textsafe import Table, console, dumps
-from . import output_file
+from . import Count, MAX_SEED, output_file
 from ..bench.stress import StressConfig, run_stress
 
 __all__ = ["register", "print_report"]
@@ -51,16 +53,21 @@ def print_report(con: Console, doc: dict) -> None:
     con.print(t)
 
 
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM handler of ``latch stress``: unwind (cleanup runs) and exit 143, the shell's 128 + SIGTERM."""
+    raise SystemExit(128 + signum)
+
+
 def register(cli: click.Group) -> None:
     @cli.command("stress")
-    @click.option("--events", type=click.IntRange(min=1), default=1_000_000, show_default=True,
+    @click.option("--events", type=Count(min=1), default=1_000_000, show_default=True,
                   help="Scenario events to push after the planted facts.")
-    @click.option("--seed", type=int, default=0, show_default=True, help="Scenario seed (same seed, same events).")
-    @click.option("--every", type=click.IntRange(min=1), default=5_000, show_default=True,
+    @click.option("--seed", type=click.IntRange(min=-MAX_SEED, max=MAX_SEED), default=0, show_default=True, help="Scenario seed (same seed, same events).")
+    @click.option("--every", type=Count(min=1), default=5_000, show_default=True,
                   help="Events between bursts of materializations.")
-    @click.option("--burst", type=click.IntRange(min=1), default=4, show_default=True,
+    @click.option("--burst", type=Count(min=1), default=4, show_default=True,
                   help="Consecutive model requests materialized per burst.")
-    @click.option("--batch", type=click.IntRange(min=1), default=5_000, show_default=True,
+    @click.option("--batch", type=Count(min=1), default=5_000, show_default=True,
                   help="Events per append transaction.")
     @click.option("--inline/--producer", "inline", default=None,
                   help="Append in this process, or from a producer process (default: a producer from 50,000 events).")
@@ -79,6 +86,9 @@ def register(cli: click.Group) -> None:
         cfg = StressConfig(events=events, seed=seed, every=every, burst=burst, batch=batch, db=db,
                            parallel=None if inline is None else not inline)
         err = console(stderr=True)
+        # SIGTERM ends the run as Ctrl-C does: through run_stress's cleanup (its temporary database removed)
+        previous = signal.signal(signal.SIGTERM, _terminated) if threading.current_thread() is \
+            threading.main_thread() else None
         try:
             with Progress(TextColumn("stress"), BarColumn(), MofNCompleteColumn(), TextColumn("events"),
                           TimeElapsedColumn(), console=err, transient=True) as bar:
@@ -86,16 +96,19 @@ def register(cli: click.Group) -> None:
                 report = run_stress(cfg, progress=lambda done, total: bar.update(task, completed=done))
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
         doc = report.to_json()
         if json_out not in (None, "-"):  # `--json FILE`: the alias of --json-out FILE
             json_out, json_file = None, json_file or json_out
-        if "-" in (json_out, json_file):
-            click.echo(dumps(doc, indent=2))
-            json_file = None if json_file == "-" else json_file
-        else:
-            print_report(console(highlight=False), doc)
-        if json_file:
+        # the file first: a reader that stops reading stdout (`| head -1`) ends the command at the next print
+        if json_file not in (None, "-"):
             with open(json_file, "w", encoding="utf-8") as f:
                 f.write(dumps(doc, indent=2) + "\n")
+        if "-" in (json_out, json_file):
+            click.echo(dumps(doc, indent=2))
+        else:
+            print_report(console(highlight=False), doc)
         if not report.ok:
             sys.exit(1)

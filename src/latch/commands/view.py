@@ -39,6 +39,7 @@ from rich.text import Text
 
 from ..cli import pass_app
 from ..textsafe import cell, console, dumps, safe
+from . import Count
 from .replay import check_replay_options, replay_options, plan_replay, window_line
 from ..host.changes import seq_ranges, request_changes
 from ..host.ingest import SessionForgotten, import_all
@@ -197,7 +198,7 @@ def _pick_session(store: Any, file: str, sids: list[str], session: str | None) -
 def register(cli: click.Group) -> None:
     @cli.command("view")
     @click.argument("target", metavar="SESSION_OR_FILE")
-    @click.option("--request", "number", type=int, required=True, help="Model request number (1-based, as in "
+    @click.option("--request", "number", type=Count(), required=True, help="Model request number (1-based, as in "
                                                                         "`latch replay`).")
     @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
                   help="openai / anthropic: the wire request body as JSON; text: a readable rendering.")

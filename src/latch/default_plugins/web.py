@@ -12,7 +12,7 @@ import click
 
 from ..hookspecs import hookimpl
 from ..web import WebUI
-from ..web.app import check_bind, serve
+from ..web.app import ListenError, check_bind, listen, serve
 
 
 @hookimpl
@@ -35,9 +35,15 @@ def web_cmd(ctx: click.Context, host: str, port: int, token: str | None) -> None
         raise click.UsageError(str(exc)) from None
     app = ctx.obj  # latch.cli.AppContext
     path = ":memory:" if app.db == ":memory:" else str(app.db_path())
+    try:  # bound before anything is said: a taken port or a host that does not resolve is one line, exit 1
+        sock = listen(host, port)
+    except ListenError as exc:
+        click.echo(f"latch web: {exc}", err=True)
+        ctx.exit(1)
+    port = sock.getsockname()[1]  # --port 0: the one the system chose
     shown = f"http://{host}:{port}/" + ("?token=..." if token else "")
     click.echo(f"latch web: serving {path} at {shown} (Ctrl-C stops)", err=True)
-    serve(path, host=host, port=port, token=token)
+    serve(path, host=host, port=port, token=token, sock=sock)
 
 
 @hookimpl

@@ -31,9 +31,22 @@ __all__ = ["Importer", "ParsedSession", "TranscriptError", "SessionForgotten", "
            "parse_file", "parse_all_file"]
 
 
+DEFAULT_MAX_TRANSCRIPT_BYTES = 2 << 30
+
+
+def transcript_limit_problem() -> str | None:
+    """Why ``LATCH_MAX_TRANSCRIPT_BYTES`` cannot be used (one line naming the variable and its value), or ``None``
+    when it is unset, empty or a positive whole number of bytes. Importing never fails on it: the CLI says this line."""
+    raw = os.environ.get("LATCH_MAX_TRANSCRIPT_BYTES")
+    if raw is None or not raw.strip() or (raw.strip().isdigit() and int(raw.strip()) > 0):
+        return None
+    return (f"LATCH_MAX_TRANSCRIPT_BYTES={raw!r}: not a positive whole number of bytes (unset it for the default "
+            f"of {DEFAULT_MAX_TRANSCRIPT_BYTES:,})")
+
+
 def _max_transcript_bytes() -> int:
     raw = os.environ.get("LATCH_MAX_TRANSCRIPT_BYTES", "").strip()
-    return int(raw) if raw.isdigit() and int(raw) > 0 else 2 << 30
+    return int(raw) if transcript_limit_problem() is None and raw else DEFAULT_MAX_TRANSCRIPT_BYTES
 
 
 MAX_TRANSCRIPT_BYTES = _max_transcript_bytes()

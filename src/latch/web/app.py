@@ -49,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import socket
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,7 @@ from ..store import EventStore, StoreError
 from ..textsafe import safe
 from . import is_loopback
 
-__all__ = ["create_app", "snapshot", "serve", "check_bind", "group_view"]
+__all__ = ["create_app", "snapshot", "serve", "listen", "ListenError", "check_bind", "group_view"]
 
 STATIC = resources.files("latch.web") / "static"
 _STATIC_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
@@ -360,10 +361,41 @@ class _TokenGate:
         await self.app(scope, receive, send)
 
 
-def serve(db: str | Path, *, host: str = "127.0.0.1", port: int = 8765, token: str | None = None) -> None:
-    """Run the server until interrupted. Raises ``ValueError`` for a bind :func:`check_bind` refuses."""
+class ListenError(OSError):
+    """The server cannot listen on the address asked for (one line: ``cannot listen on HOST:PORT: reason``)."""
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host``:``port`` and listening (``port`` 0: a free one; ``getsockname()`` says
+    which). Raises :class:`ListenError` when the host does not resolve or the address is taken or refused."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise ListenError(f"cannot listen on {safe(host)}:{port}: {reason.lower()}") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: TIME_WAIT is no conflict
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise ListenError(f"cannot listen on {safe(host)}:{port}: {(exc.strerror or str(exc)).lower()}") from None
+    return sock
+
+
+def serve(db: str | Path, *, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
+          sock: socket.socket | None = None) -> None:
+    """Run the server until interrupted, on ``sock`` (from :func:`listen`) or a socket it binds itself.
+    Raises ``ValueError`` for a bind :func:`check_bind` refuses and :class:`ListenError` when it cannot listen."""
     import uvicorn
 
     check_bind(host, token)
-    uvicorn.run(create_app(db, token=token), host=host, port=port, log_level="warning",
-                timeout_graceful_shutdown=2)
+    sock = sock or listen(host, port)
+    server = uvicorn.Server(uvicorn.Config(create_app(db, token=token), log_level="warning",
+                                           timeout_graceful_shutdown=2))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
