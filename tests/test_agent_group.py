@@ -12,6 +12,8 @@ import subprocess
 import sys
 import time
 
+import json
+
 import pytest
 
 from group_projection_support import assert_projection_is_the_replay
@@ -317,3 +319,26 @@ def test_leased_workers_killed_at_random_reclaim_and_complete_each_task_once(tmp
     reclaimed = sum(1 for a in attempts.values() if len(a) > 1)
     assert reclaimed > 0  # some SIGKILL landed while a worker held a claim, and another worker took it over
     print(f"leased fault run: {kills} SIGKILLs, 100 tasks, {reclaimed} reclaimed after a lease ran out")
+
+
+def test_latch_group_of_a_member_shows_its_group_and_of_a_lone_session_is_one_error_line(group):
+    """Found by a new user's trial: `latch group SESSION` of a session in no group printed an empty group, exit 0."""
+    from click.testing import CliRunner
+
+    from latch.cli import _load_commands, cli
+
+    if "group" not in cli.commands:
+        _load_commands()
+    member = group.store.create_session(workspace="/w", source="latch run", format="latch")
+    lone = group.store.create_session(workspace="/w", source="latch run", format="latch")
+    group.create_task("a", "write the parser")
+    group.join("w1", member)
+    runner = CliRunner()
+    db = str(group.store.path)
+    shown = json.loads(runner.invoke(cli, ["--db", db, "group", member, "--json"]).output)
+    assert shown["root"] == group.root and shown["members"] == [{"agent": "w1", "session": member}]
+    r = runner.invoke(cli, ["--db", db, "group", lone])
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert r.output.strip().splitlines() == [
+        f"Error: session {lone} is in no agent group (it holds no group events and no group lists it as a member); "
+        "`latch group` alone shows the newest group"]

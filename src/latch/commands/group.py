@@ -3,7 +3,8 @@
 It reduces the group's durable events with :meth:`latch.agent.group.GroupState.replay` (the reducer
 the UI sidebar uses too), so a live group and a resumed one print the same: each task with its
 dependencies, owner and status (``ready``, ``blocked``, ``claimed``, ``completed``, ``failed``), the
-members and the message counts. Without ROOT_SESSION: the newest session that has group events.
+members and the message counts. Without ROOT_SESSION: the newest session that has group events; a member's session shows the group it
+belongs to; a session in no group is one error line (exit 1).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import click
 
 from ..cli import pass_app
 from ..textsafe import Table, cell, console, dumps
-from ..agent.group import GROUP_KINDS, Group
+from ..agent.group import GROUP_KINDS, Group, group_view
 
 __all__ = ["register"]
 
@@ -34,6 +35,11 @@ def register(cli: click.Group) -> None:
             group = Group(store, root)
         except KeyError as exc:
             raise click.ClickException(str(exc.args[0])) from None
+        view = group_view(store, group.root)  # a member's session shows the group it belongs to
+        if view is None:
+            raise click.ClickException(f"session {group.root} is in no agent group (it holds no group events and "
+                                       "no group lists it as a member); `latch group` alone shows the newest group")
+        group = Group(store, view["root"])
         doc = {"root": group.root, **group.state().summary()}
         if as_json:
             click.echo(dumps(doc, indent=2))
