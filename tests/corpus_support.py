@@ -12,13 +12,24 @@ gained an importer (so the list cannot go stale).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
+from types import ModuleType
 from typing import NamedTuple
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def load_tool(name: str) -> ModuleType:
+    """The script ``tools/<name>.py`` of the repository, imported as a module (the tools are no package)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 CORPUS = (REPO.parent / "shared" / "corpus").resolve()
 DOCS = ("README.md", "FORMATS.md")
 

@@ -4,21 +4,16 @@ measures what its docstring reports (consecutive Claude Code requests' provider 
 
 from __future__ import annotations
 
-import importlib.util
 
 import pytest
 
-from corpus_support import CORPUS, REPO
+from corpus_support import CORPUS, load_tool
 
 FILE = CORPUS / "claude-code" / "claude-reliability_python-to-rust-port.jsonl"
 
 
 def _study():
-    spec = importlib.util.spec_from_file_location("anthropic_ratio_study", REPO / "tools" / "anthropic_ratio_study.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool("anthropic_ratio_study")
 
 
 def test_the_study_measures_the_deltas_of_a_claude_code_file():

@@ -4,20 +4,15 @@ re-explained without regenerating the page fails here."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 
-from corpus_support import REPO
+from corpus_support import REPO, load_tool
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("gen_cli_docs", REPO / "tools" / "gen_cli_docs.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool("gen_cli_docs")
 
 
 def test_docs_cli_md_is_the_help_of_every_builtin_command():
