@@ -65,7 +65,8 @@ def test_a_store_indexed_by_the_previous_release_upgrades(tmp_path):
     con.commit()
     con.close()
     store = EventStore(tmp_path / "s.db")
-    assert store.applied_migrations()[-1] == "m007_fts_dotted_terms" == MIGRATIONS[-1][0]
+    # re-applied at open (m008_group_projection, a newer migration, was already there)
+    assert store.applied_migrations()[-1] == "m007_fts_dotted_terms" in [m[0] for m in MIGRATIONS]
     assert [h.event.text for h in store.search("node.js")] == ["node.js server"]
     assert [h.event.content for h in store.search("18.2.0")] == ["npm i react@18.2.0 --save"]
     assert [h.event.text for h in store.search("C++")] == ["C++ and .NET"]
