@@ -12,7 +12,7 @@ import numpy as np  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
 from corpus_support import REPO  # noqa: E402
-from latch.bench.harness import Budget, engine_plot  # noqa: E402
+from latch.bench.harness import Budget, engine_plot, frontier_points  # noqa: E402
 from latch.cli import _load_commands, cli  # noqa: E402
 
 BUDGETS = [Budget("32k:4k:8k", 32_000, 4_000, 8_000), Budget("256k:32k:64k", 256_000, 32_000, 64_000)]
@@ -61,3 +61,44 @@ def test_the_legend_is_off_the_data_with_budget_lines_and_n_per_box():
     assert [t.get_text() for t in cost_ax.texts] == ["n=4", "n=1", "n=2", "n=2"]  # the unpriced request is left out
     assert [t.get_text() for t in tokens_ax.get_xticklabels()] == ["continuity", "sliding-window"]
     assert tokens_ax.get_yscale() == "log"
+
+
+def _priced(engine: str, budget: str, usd: float | None, needed: int, present: int) -> dict:
+    return {**_job(engine, budget, [1_000], [usd]), "cost_usd": usd, "coverage_needed": needed,
+            "coverage_present": present}
+
+
+def test_the_frontier_panel_plots_dollars_against_coverage_one_marker_per_engine_and_budget():
+    results = [_priced("continuity", "32k:4k:8k", 0.40, 10, 9), _priced("continuity", "32k:4k:8k", 0.20, 10, 7),
+               _priced("sliding-window", "32k:4k:8k", 0.90, 20, 10),
+               _priced("observation-masking", "32k:4k:8k", 0.30, 20, 12),
+               _priced("continuity", "256k:32k:64k", 1.50, 20, 20),
+               _priced("sliding-window", "256k:32k:64k", None, 20, 20),  # unpriced: no point
+               {"engine": "broken", "session": "s", "budget": "32k:4k:8k", "error": "ValueError: bad"}]
+    points = {(p["engine"], p["budget"]): p for p in frontier_points(results)}
+    assert set(points) == {("continuity", "32k:4k:8k"), ("sliding-window", "32k:4k:8k"),
+                           ("observation-masking", "32k:4k:8k"), ("continuity", "256k:32k:64k")}
+    assert round(points["continuity", "32k:4k:8k"]["usd"], 9) == 0.6 and points["continuity", "32k:4k:8k"]["coverage"] == 0.8
+    assert points["continuity", "32k:4k:8k"]["sessions"] == 2
+    # sliding-window costs more than masking for less coverage: off the 32k frontier
+    assert [k for k, p in points.items() if p["pareto"]] == [
+        ("continuity", "32k:4k:8k"), ("continuity", "256k:32k:64k"), ("observation-masking", "32k:4k:8k")]
+
+    fig = engine_plot(results, BUDGETS, frontier=True)
+    fig.canvas.draw()
+    tokens_ax, cost_ax, frontier_ax = fig.axes
+    offsets = sorted(tuple(np.round(c.get_offsets()[0], 3)) for c in frontier_ax.collections)
+    assert offsets == [(0.5, 0.9), (0.6, 0.3), (0.8, 0.6), (1.0, 1.5)]
+    shapes = {c.get_offsets()[0][0]: c.get_paths()[0].vertices.shape for c in frontier_ax.collections}
+    assert shapes[1.0] != shapes[0.8]  # the 256k budget's marker has another shape than the 32k one's
+    assert frontier_ax.get_yscale() == "log"
+    legend = frontier_ax.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "continuity", "observation-masking", "sliding-window", "budget 32k:4k:8k", "budget 256k:32k:64k"]
+    box = legend.get_window_extent()
+    for ax in fig.axes:
+        assert not box.overlaps(ax.get_window_extent()), "the frontier legend covers a panel"
+    (frontier_line,) = [line for line in frontier_ax.get_lines() if line.get_linestyle() == ":"]
+    assert list(frontier_line.get_xdata()) == [0.6, 0.8]  # the 32k frontier: masking, then continuity
+    assert "1 engine/budget pair(s) unpriced" in frontier_ax.get_title()
+    assert len(engine_plot(results, BUDGETS).axes) == 2  # without the frontier: the two box panels

@@ -68,7 +68,8 @@ from .scenario import ScenarioModel
 from .stress import CONSTRAINT, DECISION, DIAGNOSTIC, MODEL, SYSTEM_PROMPT, TOOLS, WORKSPACE, _plant, _screenshots
 from .. import plugins
 
-__all__ = ["Budget", "SessionSource", "Needle", "parse_budgets", "discover_sessions", "run_job", "run_bench",
+__all__ = ["Budget", "SessionSource", "Needle", "FRONTIER_MARKERS", "frontier_points", "parse_budgets",
+           "discover_sessions", "run_job", "run_bench",
            "summarize", "write_report", "cost_table", "DEFAULT_BUDGETS", "CHECKPOINTS",
            "SchedulerError", "engine_plot", "write_plot"]
 
@@ -644,12 +645,46 @@ def write_report(out: str | os.PathLike[str], results: Sequence[Mapping[str, Any
     return paths
 
 
-def engine_plot(results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget]) -> Any:
+FRONTIER_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+"""The frontier panel's marker shape of the i-th budget (cycled)."""
+
+
+def frontier_points(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The cost-vs-coverage frontier's points: one per (engine, budget) with a priced job and needed context,
+    ``{"engine", "budget", "usd": total dollars over its sessions (cache-aware), "coverage": pooled needed-context
+    coverage (present / needed identifiers, :mod:`latch.bench.coverage`), "sessions", "pareto": no other point of
+    the same budget has coverage at least as high for at most the dollars, one of them strictly better}``, in
+    engine then budget order of appearance. Failed jobs are left out."""
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for r in results:
+        if "error" not in r:
+            groups.setdefault((r["engine"], r["budget"]), []).append(r)
+    points = []
+    for (engine, budget), rs in groups.items():
+        paid = [r["cost_usd"] for r in rs if r.get("cost_usd") is not None]
+        needed = sum(r.get("coverage_needed", 0) for r in rs)
+        if not paid or not needed:
+            continue
+        points.append({"engine": engine, "budget": budget, "usd": float(sum(paid)),
+                       "coverage": sum(r.get("coverage_present", 0) for r in rs) / needed, "sessions": len(rs)})
+    for p in points:
+        p["pareto"] = not any(q is not p and q["budget"] == p["budget"] and q["coverage"] >= p["coverage"]
+                              and q["usd"] <= p["usd"] and (q["coverage"], -q["usd"]) != (p["coverage"], -p["usd"])
+                              for q in points)
+    return sorted(points, key=lambda p: p["engine"])
+
+
+def engine_plot(results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget], *, frontier: bool = False) -> Any:
     """A matplotlib ``Figure`` comparing the engines (``latch bench --plot``): two panels, one above the other,
     tokens sent per request and dollars per request (cache-aware, :func:`latch.host.cost.view_cost`), one box per (engine, budget) over
     every request of every session (whiskers 5-95 %, no fliers), colored by budget, ``n=`` requests above each
     box; dashed lines at each budget's hard limit (``window - reserve`` tokens) on the tokens panel; both axes
-    logarithmic; the legend (budgets and their lines) outside the panels, on the right."""
+    logarithmic; the legend (budgets and their lines) outside the panels, on the right.
+
+    With ``frontier`` a third panel below them: total dollars against needed-context coverage
+    (:func:`frontier_points`), one marker per engine (its color) and budget (its shape,
+    :data:`FRONTIER_MARKERS`), each budget's Pareto-optimal points joined by a dotted line; its legend (engines,
+    then budgets) outside the panel, on the right."""
     import matplotlib  # optional dependency (latch[bench]); the command checks it is installed
 
     matplotlib.use("Agg")
@@ -661,8 +696,10 @@ def engine_plot(results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget])
     engines = sorted({r["engine"] for r in ok})
     names = [b.name for b in budgets]
     colors = {b: plt.get_cmap("tab10")(i % 10) for i, b in enumerate(names)}
-    fig, axes = plt.subplots(2, 1, figsize=(max(8.0, 3.0 + 0.9 * len(engines) * len(names)), 7.6),
-                             layout="constrained", sharex=True)
+    fig = plt.figure(figsize=(max(8.0, 3.0 + 0.9 * len(engines) * len(names)), 11.0 if frontier else 7.6),
+                     layout="constrained")
+    axes = fig.subplots(3 if frontier else 2, 1)
+    axes[1].sharex(axes[0])
     width = 0.8 / max(1, len(names))
     panels = ((axes[0], "tokens", "tokens sent per request"), (axes[1], "cost", "dollars per request (cache-aware)"))
     for ax, key, label in panels:
@@ -696,7 +733,45 @@ def engine_plot(results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget])
     fig.legend(handles=handles, loc="outside right upper", fontsize=7, title="window:reserve:recent",
                title_fontsize=7)
     fig.suptitle("per engine: tokens and cost per request (boxes: quartiles, whiskers 5-95 %)", fontsize=9)
+    if frontier:
+        _frontier_panel(axes[2], results, names, engines)
     return fig
+
+
+def _frontier_panel(ax: Any, results: Sequence[Mapping[str, Any]], names: Sequence[str],
+                    engines: Sequence[str]) -> None:
+    """Draw :func:`frontier_points` on ``ax`` (see :func:`engine_plot`)."""
+    import matplotlib.pyplot as plt  # optional dependency (latch[bench])
+    from matplotlib.lines import Line2D
+
+    points = frontier_points(results)
+    ink = {e: plt.get_cmap("Dark2")(i % 8) for i, e in enumerate(engines)}  # not the budgets' tab10 colors
+    shape = {b: FRONTIER_MARKERS[j % len(FRONTIER_MARKERS)] for j, b in enumerate(names)}
+    for p in points:
+        ax.scatter([p["coverage"]], [p["usd"]], color=ink.get(p["engine"], "gray"),
+                   marker=shape.get(p["budget"], "o"), s=40, edgecolors="black", linewidths=0.5, zorder=3)
+    for b in names:
+        best = sorted((p["coverage"], p["usd"]) for p in points if p["budget"] == b and p["pareto"])
+        if len(best) > 1:
+            ax.plot([c for c, _ in best], [u for _, u in best], linestyle=":", color="gray", linewidth=1, zorder=2)
+    ax.set_xlim(-0.02, 1.02)
+    if points and all(p["usd"] > 0 for p in points):
+        ax.set_yscale("log")
+    ax.set_xlabel("needed-context coverage (present / needed identifiers)", fontsize=8)
+    ax.set_ylabel("total dollars (cache-aware)", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.grid(alpha=0.3)
+    missing = len({(r["engine"], r["budget"]) for r in results if "error" not in r}) - len(points)
+    ax.set_title("cost vs needed-context coverage (dotted: each budget's frontier)"
+                 + (f"; {missing} engine/budget pair(s) unpriced or with nothing needed, not shown" if missing else ""),
+                 fontsize=8)
+    handles = [Line2D([], [], linestyle="", marker="o", color=ink[e], markeredgecolor="black", label=e)
+               for e in engines if any(p["engine"] == e for p in points)]
+    handles += [Line2D([], [], linestyle="", marker=shape[b], color="white", markeredgecolor="black",
+                       label=f"budget {b}") for b in names if any(p["budget"] == b for p in points)]
+    if handles:
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=7,
+                  title="engine / budget", title_fontsize=7)
 
 
 def write_plot(path: str | os.PathLike[str], results: Sequence[Mapping[str, Any]],
@@ -706,7 +781,7 @@ def write_plot(path: str | os.PathLike[str], results: Sequence[Mapping[str, Any]
 
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig = engine_plot(results, budgets)
+    fig = engine_plot(results, budgets, frontier=True)
     fig.savefig(out, dpi=110, format="png")
     plt.close(fig)
     return out

@@ -6,7 +6,8 @@
 cluster with ``--scheduler`` (:mod:`latch.bench.harness`), then writes
 ``report.md`` (the table), ``report.json`` (every job, with per-request series) and PNG plots
 (tokens per request along each session per engine; cacheability per engine) into ``--out``, and with
-``--plot OUT.png`` one PNG comparing the engines (:func:`latch.bench.harness.engine_plot`).
+``--plot OUT.png`` one PNG comparing the engines (:func:`latch.bench.harness.engine_plot`, with its cost-vs-coverage
+frontier panel).
 matplotlib is required (``pip install 'latch[bench]'``).
 A job that fails (e.g. a malformed transcript) is listed with its error; the command then exits 1.
 """
@@ -54,7 +55,8 @@ def register(cli: click.Group) -> None:
                        "pip install 'latch[cluster]' (default: the local process pool of --jobs).")
     @click.option("--plot", "plot", type=click.Path(dir_okay=False), default=None, callback=output_file,
                   help="Also write one PNG comparing the engines: per engine and budget, boxes of tokens and of "
-                       "dollars per request, n per box, the budgets' hard limits as lines.")
+                       "dollars per request, n per box, the budgets' hard limits as lines; and total dollars "
+                       "against needed-context coverage, one marker per engine, budget as its shape.")
     @click.option("--estimator", "estimator", default=None,
                   help="Estimator plugin by name for every job, e.g. tiktoken, heuristic-openai (default: the one "
                        "the plugins select for each session's model).")

@@ -561,6 +561,15 @@ def _table(con: Console, columns: list[tuple[str, str]], rows: list[dict[str, An
            marks: Mapping[int, str] | None, *, force: bool = False) -> Table | None:
     """The per-request table (with the ``cache`` column when ``marks`` is given): one space of padding, or none
     when that does not fit the console; ``None`` when even that does not fit, unless ``force``."""
+    t, fits = _layout(con, columns, rows, marks)
+    return t if fits or force or marks is None else None
+
+
+def _layout(con: Console, columns: list[tuple[str, str]], rows: list[dict[str, Any]],
+            marks: Mapping[int, str] | None) -> tuple[Table, bool]:
+    """``(table, fits)``: the per-request table of ``columns`` (and the ``cache`` column with ``marks``), with one
+    space of padding when that fits the console, else none; ``fits`` says whether it fits (measured once per
+    padding: a table of a long session measures in tenths of a second)."""
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
     for header, _ in columns:
         t.add_column(header, justify="right")  # numbers stay whole: see Table
@@ -572,12 +581,12 @@ def _table(con: Console, columns: list[tuple[str, str]], rows: list[dict[str, An
             cells.append(cell(marks.get(r["request"], "")))
         t.add_row(*cells)
     width = con.options.max_width
-    if Measurement.get(con, con.options.update_width(PIPE_WIDTH), t).maximum > width:
-        t.padding = (0, 0, 0, 0)  # one space between columns: the example's 12 columns fit 80
-        if marks is not None and not force and Measurement.get(con, con.options.update_width(PIPE_WIDTH),
-                                                               t).maximum > width:
-            return None
-    return t
+    if width >= PIPE_WIDTH:  # a measurement at PIPE_WIDTH never exceeds it (rich clamps): a pipe always fits
+        return t, True
+    if Measurement.get(con, con.options.update_width(PIPE_WIDTH), t).maximum <= width:
+        return t, True
+    t.padding = (0, 0, 0, 0)  # one space between columns: the example's 12 columns fit 80
+    return t, Measurement.get(con, con.options.update_width(PIPE_WIDTH), t).maximum <= width
 
 
 def _cell(r: dict[str, Any], key: str) -> str:
@@ -617,8 +626,12 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
         options.append((columns, marks))
     if priced:
         options.append((costed, None))
-    columns, shown = next(((c, m) for c, m in options if _fits(con, c, rows, m)), (columns, None))
-    t = _table(con, columns, rows, shown, force=True)
+    chosen = next(((c, m, t) for c, m in options for t, fits in [_layout(con, c, rows, m)] if fits), None)
+    if chosen is None:
+        t = _table(con, columns, rows, None, force=True)
+        shown = None
+    else:
+        columns, shown, t = chosen
     dropped = bool(marked) and shown is None  # the cache column does not fit: its marks go in a footer
     cost_dropped = priced and columns is not costed
     con.print(t)
@@ -700,14 +713,6 @@ def _replay_one(store: Any, sid: str, n_requests: int, options: Mapping[str, Any
                   console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("replay", total=n_requests)
         return run_replay(store, sid, **options, progress=lambda done, total: bar.update(task, completed=done))[0]
-
-
-def _fits(con: Console, columns: list[tuple[str, str]], rows: list[dict[str, Any]],
-          marks: Mapping[int, str] | None) -> bool:
-    """Whether the table of ``columns`` (and the cache column with ``marks``) fits the console."""
-    t = _table(con, columns, rows, marks, force=True)
-    return t is not None and Measurement.get(con, con.options.update_width(PIPE_WIDTH), t).maximum <= \
-        con.options.max_width
 
 
 def _cost_line(c: Mapping[str, Any] | None, model: str | None) -> str:

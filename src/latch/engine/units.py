@@ -34,6 +34,7 @@ used by ``latch replay`` and the tests.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -364,8 +365,27 @@ def message_line(m: ViewMessage) -> bytes:
     return canonical_bytes(d)
 
 
+_HEADER_MEMO: list[tuple[str, list[Any], list[bytes]]] = []
+"""The last header :func:`header_lines` serialized: ``(system, a deep copy of the tools, lines)``."""
+
+
 def header_lines(system: str, tools: Sequence[Mapping[str, Any]]) -> list[bytes]:
-    return [canonical_bytes({"system": system}), canonical_bytes({"tools": list(tools)})]
+    """The request's first two canonical lines: ``{"system": system}`` and ``{"tools": [...]}`` (UTF-8 bytes;
+    a new list each call). Every request of a session carries the same harness, so the last header is kept:
+    a request whose system prompt and tools equal it (``==`` against a deep copy taken when it was
+    serialized, so a schema changed in place is serialized again) gets its lines without re-encoding."""
+    memo = _HEADER_MEMO
+    if memo:
+        m_system, m_tools, m_lines = memo[0]
+        if m_system == system and len(m_tools) == len(tools) and all(a == b for a, b in zip(m_tools, tools)):
+            return list(m_lines)
+    listed = list(tools)
+    lines = [canonical_bytes({"system": system}), canonical_bytes({"tools": listed})]
+    try:
+        memo[:] = [(system, copy.deepcopy(listed), lines)]
+    except Exception:  # a schema deepcopy cannot copy is serialized every time
+        memo.clear()
+    return list(lines)
 
 
 def request_lines(view: ContextView) -> list[bytes]:

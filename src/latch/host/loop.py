@@ -41,7 +41,7 @@ from ..kernel.derive import instruction_text
 from ..port import ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile, SessionContext
 from .session import ReplayKernelWriter, StoreKernelWriter, StoreSessionReader, StoreTokenCounts
 
-__all__ = ["INSTRUCTION_PROBE_CHARS", "instruction_present", "HostError", "EngineSetup", "ModelRequest", "RequestResult", "RequestLoop", "build_engine",
+__all__ = ["INSTRUCTION_PROBE_CHARS", "instruction_present", "collapse_whitespace", "HostError", "EngineSetup", "ModelRequest", "RequestResult", "RequestLoop", "build_engine",
            "model_requests", "transcript_model", "estimator_name"]
 
 
@@ -50,15 +50,23 @@ INSTRUCTION_PROBE_CHARS = 200
 original message."""
 
 
-def instruction_present(messages: Sequence[Any], seq: int, text: str) -> bool:
+def collapse_whitespace(text: str) -> str:
+    """``text`` with every run of whitespace made one space and no leading or trailing whitespace."""
+    return " ".join(text.split())
+
+
+def instruction_present(messages: Sequence[Any], seq: int, text: str,
+                        collapsed: Callable[[Any], str] | None = None) -> bool:
     """Whether the instruction of event ``seq`` (``text`` as :func:`~latch.kernel.derive.instruction_text`
     gives it) is in ``messages``: the message of that ``seq``, or the first :data:`INSTRUCTION_PROBE_CHARS`
-    characters of ``text`` (without a trailing ``…``) in some message's whitespace-collapsed content.
-    O(size of the view)."""
+    characters of ``text`` (without a trailing ``…``) in some message's whitespace-collapsed content
+    (``collapsed(message)``, default :func:`collapse_whitespace` of its ``content``: a caller checking many
+    views of shared messages passes a cached one). O(size of the view)."""
     if any(getattr(m, "seq", None) == seq for m in messages):
         return True
     probe = text.rstrip("…")[:INSTRUCTION_PROBE_CHARS]
-    return any(probe in " ".join(m.content.split()) for m in messages if probe[:1] in m.content)
+    collapse = collapsed or (lambda m: collapse_whitespace(m.content))
+    return any(probe in collapse(m) for m in messages if probe[:1] in m.content)
 
 
 class HostError(ValueError):
@@ -251,6 +259,7 @@ class RequestLoop:
         self.latest_instruction: tuple[int, str] | None = None  # (seq, text) of the newest user instruction fed
         self._prev: tuple[int, list[bytes], list[int]] | None = None  # epoch, lines, line tokens of the last sent
         self._seen: dict[int, tuple[Any, bytes, int]] = {}  # id(message) -> (message, line, tokens)
+        self._collapsed: dict[int, tuple[Any, str]] = {}  # id(message) -> (message, whitespace-collapsed content)
         self.requests = self.rotations = self.prefix_breaks = self.overflows = self.max_total_tokens = 0
 
     @property
@@ -283,6 +292,14 @@ class RequestLoop:
                 self._seen.clear()
             got = self._seen[id(m)] = (m, message_line(m), self.counter.message(m))
         return got[1], got[2]
+
+    def _collapse(self, m: Any) -> str:
+        got = self._collapsed.get(id(m))
+        if got is None or got[0] is not m:  # like _line: a message shared by many views is collapsed once
+            if len(self._collapsed) > 65_536:
+                self._collapsed.clear()
+            got = self._collapsed[id(m)] = (m, collapse_whitespace(m.content))
+        return got[1]
 
     def run(self, until_seq: int | None = None, *, request: ModelRequest | None = None,
             where: str | None = None) -> RequestResult:
@@ -323,7 +340,7 @@ class RequestLoop:
             res.budget_violations.append(f"{where}: {max(total, recount)} tokens over the hard limit {self.hard}")
         res.protocol_violations.extend(f"{where}: {v}" for v in view_violations(view.messages, self.units))
         latest = self.latest_instruction
-        if latest is not None and not instruction_present(view.messages, *latest):
+        if latest is not None and not instruction_present(view.messages, *latest, collapsed=self._collapse):
             res.instruction_violations.append(f"{where}: the latest user instruction (seq {latest[0]}) is not in "
                                               "the view")
         prev = self._prev
