@@ -331,3 +331,21 @@ def test_an_empty_new_store_is_removed_only_when_no_other_connection_holds_it(tm
         assert _only_connection(mine) is True
     finally:
         mine.close()
+
+
+@pytest.mark.parametrize("args, line", [
+    (["show", "--limit", "abc", "x"], "Error: Invalid value for '--limit': 'abc' is not a valid integer."),
+    (["replay"], "Error: Missing argument 'FILE_OR_SESSION'."),
+    (["sessions", "extra"], "Error: Got unexpected extra argument (extra)"),
+    (["nosuch"], "Error: No such command 'nosuch'."),
+    (["--bogus", "sessions"], "Error: No such option '--bogus'."),
+])
+def test_a_usage_error_is_one_line(tmp_path, args, line):
+    """Found by a new user's trial: click printed the usage, a hint and then the error (three lines and more);
+    the `latch` command prints the one line every other error is, with exit status 2."""
+    env = {**os.environ, "LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "300"}
+    out = subprocess.run([sys.executable, "-m", "latch.cli", *args], capture_output=True, text=True, env=env)
+    assert (out.returncode, out.stdout, out.stderr.splitlines()) == (2, "", [line])
+    if args[0] != "--bogus":  # a subcommand's usage error is one line in-process too (CliRunner, the tests' path)
+        r = _run(tmp_path, *args)
+        assert r.exit_code == 2 and r.output.splitlines() == [line]

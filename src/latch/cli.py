@@ -254,6 +254,14 @@ def _check_creatable(path: Path) -> None:
 pass_app = click.make_pass_decorator(AppContext)
 
 
+class OneLineUsageError(click.UsageError):
+    """A usage error shown as one line on stderr, ``Error: MESSAGE`` (exit status 2), like every other error of
+    the CLI; click's own shows the command's usage and a help hint before it."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"Error: {self.format_message()}", file=file, err=file is None)
+
+
 class LatchGroup(click.Group):
     """Turns the user-facing errors (bad transcript, plugin, store) into one line on stderr, status 1 (a config
     error: status 2).
@@ -374,6 +382,8 @@ class LatchGroup(click.Group):
             if hotpaths is None or not isinstance(exc, hotpaths.BackendError):
                 raise
             raise click.ClickException(f"the hot-path backend cannot load: {exc} (see `latch doctor`)") from None
+        except click.UsageError as exc:  # one line, not click's usage + hint + error
+            raise OneLineUsageError(safe(exc.format_message(), multiline=True), exc.ctx) from None
         except click.ClickException as exc:
             exc.message = safe(exc.message, multiline=True)
             raise
@@ -432,6 +442,8 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("Aborted!", err=True)
         sys.exit(130)
     except click.ClickException as exc:
+        if isinstance(exc, click.UsageError) and not isinstance(exc, OneLineUsageError):
+            exc = OneLineUsageError(safe(exc.format_message(), multiline=True), exc.ctx)  # a bad option before the command
         exc.show()
         sys.exit(exc.exit_code)
     except SystemExit as exc:
