@@ -59,7 +59,7 @@ import click
 from ..agent.group import group_view
 from ..host import reducers as R
 from ..host.kernel import kernel_cache
-from ..host.runs import RunCommands, session_liveness
+from ..host.runs import NoRunningRun, RunCommands, session_liveness
 from ..kernel import canonical_state
 from ..store import EventStore, StoreError
 from ..textsafe import safe
@@ -268,13 +268,11 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
             return error(400, f"the body must be a JSON object of at most {MAX_COMMAND_BYTES} bytes: "
                               '{"command": "steer"|"stop"|"compact", "text": ..., "id": ...}')
         cmd, text, rid = body.get("command"), body.get("text"), body.get("id")
-        if cmd == "stop":
-            events = await asyncio.to_thread(lambda: list(store.events(info.id)))
-            if not session_liveness(events)[0]:
-                return error(409, f"session {info.id} has no running latch run to stop")
         try:
             receipt = await asyncio.to_thread(
-                lambda: RunCommands(store, info.id).submit(cmd, text, receipt=rid, source="web"))
+                lambda: RunCommands(store, info.id).send(cmd, text, receipt=rid, source="web"))
+        except NoRunningRun as exc:
+            return error(409, str(exc))
         except ValueError as exc:
             return error(400, str(exc))
         return Response(_dumps({"receipt": receipt}), status_code=202, media_type="application/json")
