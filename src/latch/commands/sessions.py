@@ -273,24 +273,26 @@ def register(cli: click.Group) -> None:
             for s in rows:
                 doc = {"id": s.id, "source": s.source, "format": s.format, "events": s.events, "parent": s.parent_id,
                        "workspace": s.workspace, "created_at": s.created_at, "first_seq": s.first_seq,
-                       "last_seq": s.last_seq}
+                       "last_seq": s.last_seq, "title": s.title}
                 if s.parent_id is not None:
                     doc["child"] = _child_doc(store, s.id)
                 docs.append(doc)
             click.echo(dumps(docs, indent=2))
             return
         con = _console()
+        titled = any(s.title for s in rows)  # the title column only when some session has one
         cols = [Column("id"), Column("format"), Column("events", justify="right"),
-                Column("first seq", justify="right"), Column("source", optional=1),
-                Column("child of", optional=2)]
+                Column("first seq", justify="right"), *([Column("title", optional=3)] if titled else []),
+                Column("source", optional=1), Column("child of", optional=2)]
         cells = []
         for s in rows:
             child = _child_doc(store, s.id) if s.parent_id is not None else None
             parent = "" if s.parent_id is None else s.parent_id + (
                 f" (call {child['call_id']}, {child['report']['status']})" if child and child.get("report") else
                 f" (call {child['call_id']})" if child else "")
-            cells.append([cell(s.id), cell(s.format or ""), str(s.events),
-                          "" if s.first_seq is None else str(s.first_seq), cell(s.source or ""), cell(parent)])
+            cells.append([cell(s.id), cell(s.format or ""), str(s.events), "" if s.first_seq is None else
+                          str(s.first_seq), *([cell(s.title or "")] if titled else []), cell(s.source or ""),
+                          cell(parent)])
         t, dropped = fitted_table(con, cols, cells, title=f"{len(rows)} sessions", box=box.HEAVY_HEAD,
                                   show_edge=True, pad_edge=True, padding=(0, 1))
         con.print(t)

@@ -3,7 +3,8 @@ only the commands a user sends a running ``latch run``.
 
 Screens:
 
-* the sessions list (a table: id, format, events, source); Enter opens a session;
+* the sessions list (a table: id, format, events, source, title: the harness's session title); Enter opens a
+  session;
 * a session: one tab per panel, every one built from :func:`latch.host.reducers.session_view` (the reducers
   the web page and ``latch show --json`` use, nothing else):
 
@@ -198,7 +199,7 @@ class SessionsScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#sessions", DataTable)
-        table.add_columns("id", "format", "events", "source")
+        table.add_columns("id", "format", "events", "source", "title")
         self.action_reload()
 
     def action_reload(self) -> None:
@@ -206,7 +207,7 @@ class SessionsScreen(Screen[None]):
         table.clear()
         for s in self.app.store.sessions():  # type: ignore[attr-defined]
             table.add_row(Text(safe(s.id)), Text(safe(s.format or "")), str(s.events), Text(safe(s.source or "")),
-                          key=s.id)
+                          Text(safe(s.title or "")), key=s.id)
 
     def on_data_table_row_selected(self, message: DataTable.RowSelected) -> None:
         if message.row_key.value is not None:

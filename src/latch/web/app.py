@@ -4,7 +4,8 @@ Routes (every one answers 401 without the token when the app has one: ``Authoriz
 ``?token=T`` for the page and its ``EventSource``, which cannot send headers):
 
 * ``GET /`` and ``GET /s/{id}``: the page (``static/index.html``); ``GET /static/{file}``: its script and style.
-* ``GET /api/sessions``: ``{"sessions": [{"id", "parent_id", "format", "source", "created_at", "events"}]}``.
+* ``GET /api/sessions``: ``{"sessions": [{"id", "parent_id", "format", "title", "source", "created_at",
+  "events"}]}`` (``title``: :attr:`latch.store.SessionInfo.title`, ``null`` when the harness recorded none).
 * ``GET /api/sessions/{id}``: the snapshot (:func:`snapshot`); 404 for an unknown session.
 * ``GET /api/sessions/{id}/events``: Server-Sent Events. Each stored event after the resume point is one
   message ``event: event``, ``id: <seq>``, ``data: {"seq", "kind", "item"}`` (``item``: the transcript item or
@@ -88,8 +89,8 @@ def _dumps(value: Any) -> str:
 
 
 def _session_row(info: Any) -> dict[str, Any]:
-    return {"id": info.id, "parent_id": info.parent_id, "format": info.format, "source": info.source,
-            "created_at": info.created_at, "events": info.events}
+    return {"id": info.id, "parent_id": info.parent_id, "format": info.format, "title": info.title,
+            "source": info.source, "created_at": info.created_at, "events": info.events}
 
 
 def _state(store: EventStore, sid: str) -> Any:
