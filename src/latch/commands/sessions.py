@@ -15,7 +15,7 @@ from ..host import reducers as R
 from ..host.kernel import kernel_cache
 from ..host.runs import session_liveness
 from ..kernel import canonical_state
-from ..textsafe import Column, cell, console, dumps, fitted_table, markup, safe
+from ..textsafe import Column, cell, console, dumps, fitted_table, markup, plural, safe
 from ..host.discover import claimed_format, walk, with_companions, discover as find_logs
 from ..host.ingest import SessionForgotten, companion_files, import_group
 from .. import importers  # MAX_TRANSCRIPT_BYTES read at use (tests lower it)
@@ -210,7 +210,7 @@ def register(cli: click.Group) -> None:
         if dry_run:
             for f, found in todo:
                 click.echo(f"{safe(f)}\t{safe(found or 'auto-detect')}")  # PATH<TAB>FORMAT, one a line
-            con.print(f"{len(todo)} files would be imported")
+            con.print(f"{plural(len(todo), 'file')} would be imported")
         else:
             store = app.store()
             held_back = 0  # files not imported because another file of their group is bad
@@ -247,9 +247,9 @@ def register(cli: click.Group) -> None:
                 for f, imported in zip(group, results):
                     for sid, parsed, seqs in imported:
                         con.print(f"{markup(f)}: session [bold]{markup(sid)}[/bold] ({markup(parsed.format)}), "
-                                  f"{len(seqs)} new events")
+                                  f"{plural(len(seqs), 'new event')}")
         if scan and skipped:
-            con.print(f"{len(skipped)} files skipped (no importer recognizes them): "
+            con.print(f"{plural(len(skipped), 'file')} skipped (no importer recognizes them): "
                       + ", ".join(markup(s) for s in skipped), soft_wrap=True, highlight=False)
         elif scan and not todo and not errors:
             con.print("no transcripts found", style="yellow")
@@ -257,7 +257,7 @@ def register(cli: click.Group) -> None:
             err.print(f"Error: {markup(message)}", soft_wrap=True)
         total = len(todo) + unreadable
         if errors and total > 1:
-            err.print(f"{len(errors) + held_back} of {total} files not imported")
+            err.print(f"{len(errors) + held_back} of {plural(total, 'file')} not imported")
         if errors:
             raise SystemExit(1)
 
@@ -293,7 +293,7 @@ def register(cli: click.Group) -> None:
             cells.append([cell(s.id), cell(s.format or ""), str(s.events), "" if s.first_seq is None else
                           str(s.first_seq), *([cell(s.title or "")] if titled else []), cell(s.source or ""),
                           cell(parent)])
-        t, dropped = fitted_table(con, cols, cells, title=f"{len(rows)} sessions", box=box.HEAVY_HEAD,
+        t, dropped = fitted_table(con, cols, cells, title=plural(len(rows), "session"), box=box.HEAVY_HEAD,
                                   show_edge=True, pad_edge=True, padding=(0, 1))
         con.print(t)
         if dropped:

@@ -55,7 +55,7 @@ from ..host.kernel import kernel_cache
 from ..host.runs import NoRunningRun, RunCommands, session_liveness
 from ..kernel import canonical_state
 from ..store import EventStore
-from ..textsafe import safe
+from ..textsafe import plural, safe
 
 __all__ = ["LatchTUI", "SessionScreen", "SessionsScreen", "ConfirmStop", "transcript_text", "receipts_text",
            "PANELS"]
@@ -147,7 +147,7 @@ def _group_text(group: dict[str, Any] | None) -> Text:
         return out
     m = group["messages"]
     out.append("\ngroup\n", style="bold")
-    out.append(f"root {safe(group['root'])} · {len(group['members'])} members · {len(group['tasks'])} tasks · "
+    out.append(f"root {safe(group['root'])} · {plural(len(group['members']), 'member')} · {plural(len(group['tasks']), 'task')} · "
                f"messages {m['delivered']}/{m['queued']} delivered\n")
     for member in group["members"]:
         out.append(f"  member {safe(member['agent'])}: session {safe(member['session'] or '-')}\n")
