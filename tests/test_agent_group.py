@@ -182,7 +182,7 @@ def test_latch_group_prints_the_view_and_json_from_the_same_reducer(group):
     assert doc["members"] == [{"agent": "w1", "session": "s-w1"}] and doc["messages"] == {"queued": 1,
                                                                                           "delivered": 0}
     r = runner.invoke(cli, ["--db", str(group.store.path), "group"])
-    assert r.exit_code == 0 and "2 tasks · 1 members · messages 0/1 delivered" in r.output
+    assert r.exit_code == 0 and "2 tasks · 1 member · messages 0/1 delivered" in r.output
     assert "write the parser" in r.output and "blocked" in r.output
 
 

@@ -114,7 +114,7 @@ def test_project_and_since_filter(tmp_path):
     today = time.strftime("%Y-%m-%d")
     res = _run(env, "--db", str(tmp_path / "x.db"), "import", "--discover", "--dry-run", "--since", today)
     assert res.exit_code == 0, res.output
-    assert "1 files would be imported" in res.stdout and "copilot-cli" in res.stdout
+    assert "1 file would be imported" in res.stdout and "copilot-cli" in res.stdout
     bad = _run(env, "--db", str(tmp_path / "x.db"), "import", "--discover", "--since", "02/11/2026")
     assert bad.exit_code == 2 and not (tmp_path / "x.db").exists()
 
@@ -133,7 +133,7 @@ def test_import_dir_skips_unclaimed_and_lists_errors(tmp_path):
     res = CliRunner().invoke(cli, ["--db", str(db), "import", str(folder)])
     assert res.exit_code == 1
     assert "good.jsonl: session" in res.stdout and "532 new events" in res.stdout
-    assert f"1 files skipped (no importer recognizes them): {folder / 'readme.txt'}" in res.stdout
+    assert f"1 file skipped (no importer recognizes them): {folder / 'readme.txt'}" in res.stdout
     err = res.stderr.splitlines()
     assert err[0].startswith(f"Error: {folder / 'broken.jsonl'}:line 6") and err[-1] == "1 of 2 files not imported"
     assert "also.jsonl" not in res.output

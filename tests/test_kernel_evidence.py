@@ -162,7 +162,7 @@ def test_state_json_has_the_derived_counts(store, tmp_path):
     data = json.loads(out.output)
     assert (len(data["files"]), data["generation"], data["validation_runs"]) == (1, 0, 1)
     text = CliRunner().invoke(cli, ["--db", str(tmp_path / "latch.db"), "state", sid]).output
-    assert "files 1 (1 observed, 0 written) · mutations 0 · generation 0 · validations 1 runs" in text
+    assert "files 1 (1 observed, 0 written) · mutations 0 · generation 0 · validations 1 run" in text
     bad = CliRunner().invoke(cli, ["--db", str(tmp_path / "latch.db"), "state", "nosuch"])
     assert bad.exit_code != 0 and "no session 'nosuch'" in bad.output and "Traceback" not in bad.output
     assert by(data["files"], "path")["a.py"]["reads"] == 1

@@ -314,7 +314,7 @@ def test_state_panel_shows_the_group_members_tasks_and_claims(tmp_path):
 
     for sid in (root, worker):  # the root's page and a member's page show the same group
         shown = run(go(sid))
-        assert f"root {root} · 1 members · 2 tasks · messages 0/0 delivered" in shown
+        assert f"root {root} · 1 member · 2 tasks · messages 0/0 delivered" in shown
         assert f"member alice: session {worker}" in shown
         assert "task t1 claimed · claimed by alice: write [bold]the[/bold] parser" in shown
         assert "task t2 blocked · after t1: test it" in shown

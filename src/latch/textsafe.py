@@ -40,7 +40,7 @@ from rich.measure import Measurement
 from rich.text import Text
 
 __all__ = ["printable", "safe", "markup", "cell", "warn", "dumps", "echo", "console", "Table", "PrintableStream",
-           "PIPE_WIDTH", "Column", "fitted_table"]
+           "PIPE_WIDTH", "Column", "fitted_table", "plural"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # C0 controls but \n and \t, DEL, C1 controls, ALM, LRM/RLM, LRE..RLO, LRI..PDI
@@ -80,6 +80,13 @@ def safe(text: Any, *, multiline: bool = False) -> str:
 def markup(text: Any, *, multiline: bool = False) -> str:
     """:func:`safe` ``text`` with rich markup escaped, for embedding in a string rich parses as markup."""
     return _markup_escape(safe(text, multiline=multiline))
+
+
+def plural(n: int, noun: str, many: str | None = None, *, fmt: str = "") -> str:
+    """``n`` and ``noun`` for a count in a message: ``"1 file"``, ``"0 files"``, ``"2 files"``. ``many``: the
+    plural when it is not ``noun + "s"`` (``plural(n, "child", "children")``); ``fmt``: the format spec of the
+    number (``","``: ``"1,234 events"``)."""
+    return f"{n:{fmt}} {noun if n == 1 else many or noun + 's'}"
 
 
 def cell(text: Any, *, multiline: bool = False, style: str = "") -> Text:

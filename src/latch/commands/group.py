@@ -12,7 +12,7 @@ from __future__ import annotations
 import click
 
 from ..cli import pass_app
-from ..textsafe import Table, cell, console, dumps
+from ..textsafe import Table, cell, console, dumps, plural
 from ..agent.group import GROUP_KINDS, Group, group_view
 
 __all__ = ["register"]
@@ -46,7 +46,7 @@ def register(cli: click.Group) -> None:
             return
         con = console(highlight=False, soft_wrap=True)
         m = doc["messages"]
-        con.print(f"group {group.root} · {len(doc['tasks'])} tasks · {len(doc['members'])} members · "
+        con.print(f"group {group.root} · {plural(len(doc['tasks']), 'task')} · {plural(len(doc['members']), 'member')} · "
                   f"messages {m['delivered']}/{m['queued']} delivered", markup=False)
         table = Table("task", "status", "owner", "depends on", "title")
         titles = {t.task_id: t.title for t in group.state().tasks.values()}

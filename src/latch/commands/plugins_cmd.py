@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import click
-from ..textsafe import Table, cell, console, dumps
+from ..textsafe import Table, cell, console, dumps, plural
 from ..plugins import iter_plugins, PluginError
 
 
@@ -39,7 +39,7 @@ def register(cli: click.Group) -> None:
         if as_json:
             click.echo(dumps(rows, indent=2))
             return
-        table = Table("plugin", "source", "hooks", "registered", title=f"{len(rows)} plugins")
+        table = Table("plugin", "source", "hooks", "registered", title=plural(len(rows), "plugin"))
         for row in rows:
             registered = "\n".join(f"{kind}: {', '.join(names)}" for kind, names in row["registered"].items())
             hooks = "\n".join(h.removeprefix("latch_") for h in row["hooks"])

@@ -61,7 +61,7 @@ from rich.measure import Measurement
 from ..cli import pass_app
 from ..config import MAX_TOKENS, model_window
 from ..events import Usage
-from ..textsafe import PIPE_WIDTH, Table, cell, console, dumps, markup, safe
+from ..textsafe import PIPE_WIDTH, Table, cell, console, dumps, markup, plural, safe
 from ..host import reducers as R
 from . import output_file
 from .replay_html import render_html
@@ -652,7 +652,7 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
     def check(ok: bool, text: str) -> None:
         con.print(("[green]✓[/green] " if ok else "[red]✗[/red] ") + text)
 
-    con.print(f"\n[bold]{s['requests']} requests[/bold] · {s['epochs']} cache epoch(s), {s['rotations']} rotation(s) · "
+    con.print(f"\n[bold]{plural(s['requests'], 'request')}[/bold] · {s['epochs']} cache epoch(s), {s['rotations']} rotation(s) · "
               f"max {s['max_total_tokens']:,} of {s['hard_limit_tokens']:,} tokens")
     con.print(f"conversation {s['conversation_tokens']:,} tokens"
               + (f" · mean cacheability {s['mean_cacheability']:.0%}" if s["mean_cacheability"] is not None else ""))

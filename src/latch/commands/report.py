@@ -28,7 +28,7 @@ from typing import Any
 import click
 
 from ..cli import pass_app
-from ..textsafe import Column, console, dumps, fitted_table, markup, safe
+from ..textsafe import Column, console, dumps, fitted_table, markup, plural, safe
 from ..host import cost as pricing
 from ..host.cost import usd, format_usd
 from ..host.ingest import SessionForgotten, import_all
@@ -188,6 +188,6 @@ def register(cli: click.Group) -> None:
             click.echo(dumps(doc, indent=2))
             return
         con = console(highlight=False)
-        con.print(f"[bold]{len(doc['sessions'])} session(s)[/bold] · {doc['total']['requests']:,} requests · "
+        con.print(f"[bold]{len(doc['sessions'])} session(s)[/bold] · {plural(doc['total']['requests'], 'request', fmt=',')} · "
                   f"{markup(', '.join(doc['sessions']))}")
         _print(con, doc)

@@ -40,7 +40,7 @@ import click
 
 from ..cli import pass_app
 from ..config import MAX_TOKENS, budget_for_model
-from ..textsafe import console, markup, safe, warn
+from ..textsafe import console, markup, plural, safe, warn
 from .. import plugins
 from ..agent.context import SYSTEM_PROMPT, session_context
 from ..agent.loop import AgentError, AgentLoop, repair_interrupted, provider_prompt_tokens
@@ -72,7 +72,7 @@ def _summary(content: str, is_error: bool) -> str:
     head = lines[0].strip()
     if len(head) > 100:
         head = head[:99] + "…"
-    more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+    more = f" (+{plural(len(lines) - 1, 'line')})" if len(lines) > 1 else ""
     return f"{'error' if is_error else 'ok'}: {head}{more}"
 
 
@@ -487,7 +487,7 @@ def _run_task(con: Any, loop: Any, max_turns: int, ended: dict[str, str] | None 
         con.print("[yellow]stopped by a stop command at a safe boundary[/yellow]")
         return 0
     if outcome.stopped == "max_turns":
-        con.print(f"[yellow]stopped after {max_turns} requests (--max-turns); continue with "
+        con.print(f"[yellow]stopped after {plural(max_turns, 'request')} (--max-turns); continue with "
                   f"latch run --resume {loop.session_id}[/yellow]")
         return 3
     return 0

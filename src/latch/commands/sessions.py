@@ -15,7 +15,7 @@ from ..host import reducers as R
 from ..host.kernel import kernel_cache
 from ..host.runs import session_liveness
 from ..kernel import canonical_state
-from ..textsafe import Column, cell, console, dumps, fitted_table, markup, safe
+from ..textsafe import Column, cell, console, dumps, fitted_table, markup, plural, safe
 from ..host.discover import claimed_format, walk, with_companions, discover as find_logs
 from ..host.ingest import SessionForgotten, companion_files, import_group
 from .. import importers  # MAX_TRANSCRIPT_BYTES read at use (tests lower it)
@@ -210,7 +210,7 @@ def register(cli: click.Group) -> None:
         if dry_run:
             for f, found in todo:
                 click.echo(f"{safe(f)}\t{safe(found or 'auto-detect')}")  # PATH<TAB>FORMAT, one a line
-            con.print(f"{len(todo)} files would be imported")
+            con.print(f"{plural(len(todo), 'file')} would be imported")
         else:
             store = app.store()
             held_back = 0  # files not imported because another file of their group is bad
@@ -247,9 +247,9 @@ def register(cli: click.Group) -> None:
                 for f, imported in zip(group, results):
                     for sid, parsed, seqs in imported:
                         con.print(f"{markup(f)}: session [bold]{markup(sid)}[/bold] ({markup(parsed.format)}), "
-                                  f"{len(seqs)} new events")
+                                  f"{plural(len(seqs), 'new event')}")
         if scan and skipped:
-            con.print(f"{len(skipped)} files skipped (no importer recognizes them): "
+            con.print(f"{plural(len(skipped), 'file')} skipped (no importer recognizes them): "
                       + ", ".join(markup(s) for s in skipped), soft_wrap=True, highlight=False)
         elif scan and not todo and not errors:
             con.print("no transcripts found", style="yellow")
@@ -257,7 +257,7 @@ def register(cli: click.Group) -> None:
             err.print(f"Error: {markup(message)}", soft_wrap=True)
         total = len(todo) + unreadable
         if errors and total > 1:
-            err.print(f"{len(errors) + held_back} of {total} files not imported")
+            err.print(f"{len(errors) + held_back} of {plural(total, 'file')} not imported")
         if errors:
             raise SystemExit(1)
 
@@ -273,25 +273,27 @@ def register(cli: click.Group) -> None:
             for s in rows:
                 doc = {"id": s.id, "source": s.source, "format": s.format, "events": s.events, "parent": s.parent_id,
                        "workspace": s.workspace, "created_at": s.created_at, "first_seq": s.first_seq,
-                       "last_seq": s.last_seq}
+                       "last_seq": s.last_seq, "title": s.title}
                 if s.parent_id is not None:
                     doc["child"] = _child_doc(store, s.id)
                 docs.append(doc)
             click.echo(dumps(docs, indent=2))
             return
         con = _console()
+        titled = any(s.title for s in rows)  # the title column only when some session has one
         cols = [Column("id"), Column("format"), Column("events", justify="right"),
-                Column("first seq", justify="right"), Column("source", optional=1),
-                Column("child of", optional=2)]
+                Column("first seq", justify="right"), *([Column("title", optional=3)] if titled else []),
+                Column("source", optional=1), Column("child of", optional=2)]
         cells = []
         for s in rows:
             child = _child_doc(store, s.id) if s.parent_id is not None else None
             parent = "" if s.parent_id is None else s.parent_id + (
                 f" (call {child['call_id']}, {child['report']['status']})" if child and child.get("report") else
                 f" (call {child['call_id']})" if child else "")
-            cells.append([cell(s.id), cell(s.format or ""), str(s.events),
-                          "" if s.first_seq is None else str(s.first_seq), cell(s.source or ""), cell(parent)])
-        t, dropped = fitted_table(con, cols, cells, title=f"{len(rows)} sessions", box=box.HEAVY_HEAD,
+            cells.append([cell(s.id), cell(s.format or ""), str(s.events), "" if s.first_seq is None else
+                          str(s.first_seq), *([cell(s.title or "")] if titled else []), cell(s.source or ""),
+                          cell(parent)])
+        t, dropped = fitted_table(con, cols, cells, title=plural(len(rows), "session"), box=box.HEAVY_HEAD,
                                   show_edge=True, pad_edge=True, padding=(0, 1))
         con.print(t)
         if dropped:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from ..cli import pass_app
 from ..host import reducers as R
-from ..textsafe import Table, cell, console, dumps, echo, safe
+from ..textsafe import Table, cell, console, dumps, echo, plural, safe
 from ..host.kernel import kernel_cache
 from ..hotpaths import estimate_tokens
 from ..kernel import StateOverflow, canonical_state
@@ -37,16 +37,17 @@ def _forget_target(store, session: str) -> str:
         return (visible or ids)[0]
     if visible:
         raise click.ClickException(f"session prefix {session!r} is ambiguous ({len(visible)} sessions)")
-    raise click.ClickException(f"session prefix {session!r} names {len(ids)} sessions, all already forgotten")
+    raise click.ClickException(f"session prefix {session!r} names {plural(len(ids), 'session')}, all already "
+                               "forgotten")
 
 
 def summary_line(state) -> str:
     """The derived-state counts of one session, on one line (:func:`latch.host.reducers.state_summary`)."""
     s = R.state_summary(state)
     return (f"files {s['files']} ({s['files_observed']} observed, {s['files_written']} written) · mutations "
-            f"{s['mutations']} · generation {s['generation']} · validations {s['validation_runs']} runs, "
-            f"{s['requirements']} requirements ({s['requirements_current']} current) · failures {s['failures']} "
-            f"lineages ({s['failures_active']} active) · processes {s['processes']} ({s['processes_running']} running)")
+            f"{s['mutations']} · generation {s['generation']} · validations {plural(s['validation_runs'], 'run')}, "
+            f"{plural(s['requirements'], 'requirement')} ({s['requirements_current']} current) · failures "
+            f"{plural(s['failures'], 'lineage')} ({s['failures_active']} active) · processes {s['processes']} ({s['processes_running']} running)")
 
 
 def register(cli: click.Group) -> None:

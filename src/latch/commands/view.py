@@ -38,7 +38,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..cli import pass_app
-from ..textsafe import cell, console, dumps, safe
+from ..textsafe import cell, console, dumps, plural, safe
 from . import Count
 from .replay import check_replay_options, replay_options, plan_replay, window_line
 from ..host.changes import seq_ranges, request_changes
@@ -180,7 +180,7 @@ def _pick_session(store: Any, file: str, sids: list[str], session: str | None) -
     unique prefix) names. Raises :class:`SeveralSessions` (exit 2) listing the sessions and their request counts
     when the file holds several and ``session`` is ``None``, ``click.UsageError`` when ``session`` names none
     or several of them, ``click.ClickException`` when the file holds no session."""
-    listed = lambda: ", ".join(f"{s} ({_request_count(store, s)} requests)" for s in sids)  # noqa: E731
+    listed = lambda: ", ".join(f"{s} ({plural(_request_count(store, s), 'request')})" for s in sids)  # noqa: E731
     if session is not None:
         chosen = [s for s in sids if s == session] or [s for s in sids if s.startswith(session)]
         if len(chosen) != 1:

@@ -32,7 +32,7 @@ from ..events import (RUN_COMMANDS, RUN_OUTCOMES, PendingEvent, RunCommandApplie
 from ..store import EventStore
 from . import reducers as R
 
-__all__ = ["COMMANDS", "RunRecord", "RunCommands", "process_start", "process_alive", "session_liveness",
+__all__ = ["COMMANDS", "NoRunningRun", "RunRecord", "RunCommands", "process_start", "process_alive", "session_liveness",
            "utc_now"]
 
 COMMANDS = ("steer", *RUN_COMMANDS)
@@ -121,8 +121,13 @@ class RunRecord:
         return ev
 
 
+class NoRunningRun(Exception):
+    """``stop`` was sent to a session whose latest ``latch run`` is not running (one line naming the session)."""
+
+
 class RunCommands:
-    """The durable command inbox of one session (see the module docstring)."""
+    """The durable command inbox of one session (see the module docstring). :meth:`send` is what every UI calls
+    (``latch web``'s command route, ``latch tui``'s key bindings)."""
 
     def __init__(self, store: EventStore, session_id: str):
         self.store, self.session_id = store, session_id
@@ -150,6 +155,15 @@ class RunCommands:
             event = RunCommandQueued(receipt, command, source)
         self.store.append(self.session_id, [PendingEvent(event, f"command:{receipt}")])
         return self.receipt(receipt) or {"id": receipt, "command": command, "status": "queued", "seq": None}
+
+    def send(self, command: str, text: str | None = None, *, receipt: str | None = None,
+             source: str = "web") -> dict[str, Any]:
+        """A UI's command: :meth:`submit`, except that ``stop`` raises :class:`NoRunningRun` (store unchanged)
+        when the session has no running ``latch run`` (:func:`session_liveness`). ``source``: the UI
+        (``web``, ``tui``). ``ValueError`` as :meth:`submit`."""
+        if command == "stop" and not session_liveness(self.store.events(self.session_id))[0]:
+            raise NoRunningRun(f"session {self.session_id} has no running latch run to stop")
+        return self.submit(command, text, receipt=receipt, source=source)
 
     def receipt(self, command_id: str) -> dict[str, Any] | None:
         """The receipt of ``command_id`` (see :meth:`submit`), or ``None`` for an unknown id."""

@@ -8,7 +8,8 @@ them all (:func:`latch.host.ingest.import_all`).
 
 Per session: ``external_key`` ``"goose:<sessions.id>"`` (``20260805_1``), ``workspace`` =
 ``working_dir``, the model from ``model_config_json.model_name`` (``provider_name`` in ``meta``, with
-``name``, ``session_type``, ``parent_session_id`` and the session's accumulated token totals).
+``name``, ``session_type``, ``parent_session_id`` and the session's accumulated token totals; ``title``: the
+session's ``name`` (what Goose's session list shows), else its ``description``, absent when both are empty).
 
 Messages (table ``messages``, in ``id`` order, which is insertion order; ``timestamp`` has only
 second resolution) map by ``content_json``, a JSON array of Goose ``MessageContent`` items tagged by
@@ -169,7 +170,7 @@ class GooseImporter(SqliteSessionsImporter):
         of the wrong SQLite type, invalid JSON in ``content_json``/``metadata_json``, a content item of
         the wrong shape), or the file alone when it is not a readable Goose database.
         """
-        opt = present_columns(db, "sessions", ("name", "session_type", "created_at", "provider_name",
+        opt = present_columns(db, "sessions", ("name", "description", "session_type", "created_at", "provider_name",
                                                "model_config_json", "parent_session_id", "accumulated_input_tokens",
                                                "accumulated_output_tokens"))
         order = "created_at, id" if "created_at" in opt else "rowid"
@@ -224,7 +225,12 @@ class GooseImporter(SqliteSessionsImporter):
                                 message_id if isinstance(message_id, str) else None)
             else:
                 raise loc.fail(f"column 'role' must be 'user' or 'assistant', got {role!r}")
-        smeta = {k: v for k, v in info.items() if k not in ("model_config_json", "working_dir") and v is not None}
+        smeta = {k: v for k, v in info.items()
+                 if k not in ("model_config_json", "working_dir", "description") and v is not None}
+        title = next((t.strip() for t in (info.get("name"), info.get("description")) if isinstance(t, str)
+                      and t.strip()), None)
+        if title is not None:
+            smeta["title"] = title
         smeta.update(goose_session_id=sid, model=model, messages=len(rows))
         return b.finish(external_key=f"{self.PLUGIN_NAME}:{sid}", workspace=info.get("working_dir") or None,
                         meta=smeta)

@@ -103,6 +103,14 @@ class SessionInfo:
     first_seq: int | None = None  # the store-wide seq of the session's first event (None: no event)
     last_seq: int | None = None
 
+    @property
+    def title(self) -> str | None:
+        """The session's title from its harness (``meta["title"]``: Goose's session name, OpenCode's session
+        title), raw transcript text (pass it through :func:`latch.textsafe.safe` to show it); ``None`` when
+        the importer recorded none."""
+        t = self.meta.get("title") if isinstance(self.meta, dict) else None
+        return t if isinstance(t, str) and t.strip() else None
+
 
 class EventStore:
     """The durable event log of one workspace.

@@ -1,8 +1,10 @@
-"""``latch tui``: a textual app over one store, read-only, following sessions live by polling the store by seq.
+"""``latch tui``: a textual app over one store, following sessions live by polling the store by seq. It writes
+only the commands a user sends a running ``latch run``.
 
 Screens:
 
-* the sessions list (a table: id, format, events, source); Enter opens a session;
+* the sessions list (a table: id, format, events, source, title: the harness's session title); Enter opens a
+  session;
 * a session: one tab per panel, every one built from :func:`latch.host.reducers.session_view` (the reducers
   the web page and ``latch show --json`` use, nothing else):
 
@@ -13,6 +15,16 @@ Screens:
   - ``usage``: per request the provider's tokens (uncached input, cache read, cache write, output) and dollars;
   - ``context``: per request what filled the context (tokens by kind, transcript characters by role);
   - ``epochs``: the provider cache epochs and the cache breaks with their reasons.
+
+Commands (the ones ``latch web`` sends, through the same durable inbox, :meth:`latch.host.runs.RunCommands.send`
+with ``source="tui"``): on a session screen ``i`` opens the steering input (Enter sends the text, Escape
+closes it), ``k`` asks the run to compact before its next request and ``x`` asks it to stop, after a
+confirmation (``y``/``n``). Each command is queued as an event with a receipt id; the running ``latch run``
+applies it at its next safe boundary (steer: delivered before the next request; compact: the next request
+rotates; stop: the run ends with exit 0, outcome ``stopped``). The ``#receipts`` line under the title lists
+every command of the session with its status from the durable events (:func:`latch.host.reducers.commands`:
+``queued``, ``delivered``, ``applied``, ``moot``); a refused command (an empty steer, a stop with no running run)
+is a one-line notification and leaves the store unchanged.
 
 Every ``poll_interval`` seconds the open session reads the events after the last seq it has (``after_seq``)
 and, when there are new ones (or while the session's run is running), rebuilds the panels. Whether the session
@@ -33,19 +45,20 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
+from textual.screen import ModalScreen, Screen
+from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane
 
 from ..agent.group import group_view
 from ..host import reducers as R
 from ..host.cost import format_usd
 from ..host.kernel import kernel_cache
-from ..host.runs import session_liveness
+from ..host.runs import NoRunningRun, RunCommands, session_liveness
 from ..kernel import canonical_state
 from ..store import EventStore
-from ..textsafe import safe
+from ..textsafe import plural, safe
 
-__all__ = ["LatchTUI", "SessionScreen", "SessionsScreen", "transcript_text", "PANELS"]
+__all__ = ["LatchTUI", "SessionScreen", "SessionsScreen", "ConfirmStop", "transcript_text", "receipts_text",
+           "PANELS"]
 
 PANELS = ("transcript", "state", "usage", "context", "epochs")
 """The tab ids of a session screen, in order."""
@@ -79,6 +92,53 @@ def transcript_text(items: list[dict[str, Any]]) -> Text:
     return out
 
 
+def receipts_text(commands: list[dict[str, Any]]) -> Text:
+    """The ``#receipts`` line: ``commands:`` then each command (:func:`latch.host.reducers.commands`) as
+    ``command id status``, a steer with its text (made :func:`~latch.textsafe.safe`, cut at 40 characters);
+    empty when the session has none."""
+    out = Text()
+    if not commands:
+        return out
+    out.append("commands:", style="bold")
+    for c in commands:
+        text = f" {safe(c['text'])[:40]!r}" if c["command"] == "steer" and c["text"] else ""
+        out.append(f" · {c['command']} {safe(c['id'])}{text} ")
+        out.append(c["status"], style="green" if c["status"] in ("applied", "delivered") else "yellow")
+    return out
+
+
+class ConfirmStop(ModalScreen[bool]):
+    """``stop the running latch run of session ID? y/n``: dismissed with ``True`` for ``y``, ``False`` for ``n``
+    or Escape."""
+
+    BINDINGS = [Binding("y", "answer(True)", "stop it"), Binding("n", "answer(False)", "keep running"),
+                Binding("escape", "answer(False)", "keep running")]
+    DEFAULT_CSS = "ConfirmStop { align: center middle; } ConfirmStop > Static { width: auto; border: thick $error;" \
+                  " padding: 1 2; background: $surface; }"
+
+    def __init__(self, session_id: str):
+        super().__init__()
+        self.session_id = session_id
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(f"stop the running latch run of session {safe(self.session_id)}? y/n"), id="confirm")
+
+    def action_answer(self, answer: bool) -> None:
+        self.dismiss(answer)
+
+
+class SteerInput(Input):
+    """The steering text input of a session screen; Escape closes it without sending."""
+
+    BINDINGS = [Binding("escape", "close", "close", show=False)]
+    DEFAULT_CSS = "SteerInput { display: none; }"  # hidden (so never auto-focused) until ``i`` opens it
+
+    def action_close(self) -> None:
+        self.value = ""
+        self.display = False
+        self.screen.focus_next()
+
+
 def _group_text(group: dict[str, Any] | None) -> Text:
     """The group block of the state panel (:func:`latch.agent.group.group_view`): members, then each task with
     its status and the agent that claimed it; empty when the session is in no group."""
@@ -87,7 +147,7 @@ def _group_text(group: dict[str, Any] | None) -> Text:
         return out
     m = group["messages"]
     out.append("\ngroup\n", style="bold")
-    out.append(f"root {safe(group['root'])} · {len(group['members'])} members · {len(group['tasks'])} tasks · "
+    out.append(f"root {safe(group['root'])} · {plural(len(group['members']), 'member')} · {plural(len(group['tasks']), 'task')} · "
                f"messages {m['delivered']}/{m['queued']} delivered\n")
     for member in group["members"]:
         out.append(f"  member {safe(member['agent'])}: session {safe(member['session'] or '-')}\n")
@@ -139,7 +199,7 @@ class SessionsScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#sessions", DataTable)
-        table.add_columns("id", "format", "events", "source")
+        table.add_columns("id", "format", "events", "source", "title")
         self.action_reload()
 
     def action_reload(self) -> None:
@@ -147,7 +207,7 @@ class SessionsScreen(Screen[None]):
         table.clear()
         for s in self.app.store.sessions():  # type: ignore[attr-defined]
             table.add_row(Text(safe(s.id)), Text(safe(s.format or "")), str(s.events), Text(safe(s.source or "")),
-                          key=s.id)
+                          Text(safe(s.title or "")), key=s.id)
 
     def on_data_table_row_selected(self, message: DataTable.RowSelected) -> None:
         if message.row_key.value is not None:
@@ -157,9 +217,12 @@ class SessionsScreen(Screen[None]):
 class SessionScreen(Screen[None]):
     """One session's panels (:data:`PANELS`), following new events by seq."""
 
+    AUTO_FOCUS = "Tabs"  # the panel tabs, never the (hidden) steering input
+
     BINDINGS = [Binding("escape", "app.pop_screen", "sessions"), Binding("t", "show('transcript')", "transcript"),
                 Binding("s", "show('state')", "state"), Binding("u", "show('usage')", "usage"),
-                Binding("c", "show('context')", "context"), Binding("e", "show('epochs')", "epochs")]
+                Binding("c", "show('context')", "context"), Binding("e", "show('epochs')", "epochs"),
+                Binding("i", "steer", "steer"), Binding("k", "compact", "compact"), Binding("x", "stop", "stop")]
 
     def __init__(self, session_id: str):
         super().__init__()
@@ -172,6 +235,9 @@ class SessionScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(id="title")
+        yield Static(id="receipts")
+        yield SteerInput(placeholder="steering text for the running agent (Enter sends, Escape closes)",
+                         id="steer-text")
         with TabbedContent(initial="transcript"):
             with TabPane("transcript", id="transcript"):
                 yield VerticalScroll(Static(id="transcript-text"))
@@ -201,6 +267,43 @@ class SessionScreen(Screen[None]):
     def action_show(self, panel: str) -> None:
         self.query_one(TabbedContent).active = panel
 
+    def send(self, command: str, text: str | None = None) -> dict[str, Any] | None:
+        """Queue ``command`` through :meth:`latch.host.runs.RunCommands.send` (``source="tui"``), notify its
+        receipt (``steer queued: receipt ID``) and refresh the panels; a refused command is an error
+        notification and ``None``."""
+        app: LatchTUI = self.app  # type: ignore[assignment]
+        try:
+            receipt = RunCommands(app.store, self.session_id).send(command, text, source="tui")
+        except (NoRunningRun, ValueError) as exc:
+            self.notify(safe(str(exc)), severity="error")
+            return None
+        self.notify(f"{command} {receipt['status']}: receipt {receipt['id']}")
+        self.poll()
+        return receipt
+
+    def action_steer(self) -> None:
+        box = self.query_one("#steer-text", SteerInput)
+        box.display = True
+        box.focus()
+
+    def on_input_submitted(self, message: Input.Submitted) -> None:
+        if message.input.id != "steer-text":
+            return
+        if self.send("steer", message.value) is not None:
+            message.input.value = ""
+            message.input.display = False
+            self.focus_next()
+
+    def action_compact(self) -> None:
+        self.send("compact")
+
+    def action_stop(self) -> None:
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.send("stop")
+
+        self.app.push_screen(ConfirmStop(self.session_id), answered)
+
     def poll(self) -> None:
         """Read the events after :attr:`last_seq`; rebuild the panels when there are any (or on the first call)."""
         app: LatchTUI = self.app  # type: ignore[assignment]
@@ -222,6 +325,7 @@ class SessionScreen(Screen[None]):
         self.query_one("#title", Static).update(Text(
             f"session {safe(self.session_id)} · last seq {view['last_seq']} · {len(view['transcript'])} items · "
             f"{u['requests']} requests" + (" · live" if view["live"] else "") + _run_phase(self.run)))
+        self.query_one("#receipts", Static).update(receipts_text(R.commands(self.events)))
         self.query_one("#transcript-text", Static).update(transcript_text(view["transcript"]))
         group = group_view(self.app.store, self.session_id)  # type: ignore[attr-defined]
         self.query_one("#state-text", Static).update(_state_text(view, group))

@@ -4,7 +4,8 @@ Routes (every one answers 401 without the token when the app has one: ``Authoriz
 ``?token=T`` for the page and its ``EventSource``, which cannot send headers):
 
 * ``GET /`` and ``GET /s/{id}``: the page (``static/index.html``); ``GET /static/{file}``: its script and style.
-* ``GET /api/sessions``: ``{"sessions": [{"id", "parent_id", "format", "source", "created_at", "events"}]}``.
+* ``GET /api/sessions``: ``{"sessions": [{"id", "parent_id", "format", "title", "source", "created_at",
+  "events"}]}`` (``title``: :attr:`latch.store.SessionInfo.title`, ``null`` when the harness recorded none).
 * ``GET /api/sessions/{id}``: the snapshot (:func:`snapshot`); 404 for an unknown session.
 * ``GET /api/sessions/{id}/events``: Server-Sent Events. Each stored event after the resume point is one
   message ``event: event``, ``id: <seq>``, ``data: {"seq", "kind", "item"}`` (``item``: the transcript item or
@@ -59,7 +60,7 @@ import click
 from ..agent.group import group_view
 from ..host import reducers as R
 from ..host.kernel import kernel_cache
-from ..host.runs import RunCommands, session_liveness
+from ..host.runs import NoRunningRun, RunCommands, session_liveness
 from ..kernel import canonical_state
 from ..store import EventStore, StoreError
 from ..textsafe import safe
@@ -88,8 +89,8 @@ def _dumps(value: Any) -> str:
 
 
 def _session_row(info: Any) -> dict[str, Any]:
-    return {"id": info.id, "parent_id": info.parent_id, "format": info.format, "source": info.source,
-            "created_at": info.created_at, "events": info.events}
+    return {"id": info.id, "parent_id": info.parent_id, "format": info.format, "title": info.title,
+            "source": info.source, "created_at": info.created_at, "events": info.events}
 
 
 def _state(store: EventStore, sid: str) -> Any:
@@ -268,13 +269,11 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
             return error(400, f"the body must be a JSON object of at most {MAX_COMMAND_BYTES} bytes: "
                               '{"command": "steer"|"stop"|"compact", "text": ..., "id": ...}')
         cmd, text, rid = body.get("command"), body.get("text"), body.get("id")
-        if cmd == "stop":
-            events = await asyncio.to_thread(lambda: list(store.events(info.id)))
-            if not session_liveness(events)[0]:
-                return error(409, f"session {info.id} has no running latch run to stop")
         try:
             receipt = await asyncio.to_thread(
-                lambda: RunCommands(store, info.id).submit(cmd, text, receipt=rid, source="web"))
+                lambda: RunCommands(store, info.id).send(cmd, text, receipt=rid, source="web"))
+        except NoRunningRun as exc:
+            return error(409, str(exc))
         except ValueError as exc:
             return error(400, str(exc))
         return Response(_dumps({"receipt": receipt}), status_code=202, media_type="application/json")

@@ -33,7 +33,7 @@
       const tr = el("tr");
       const td = el("td"); const a = el("a", null, s.id);
       a.href = url("/s/" + encodeURIComponent(s.id)); td.append(a); tr.append(td);
-      for (const v of [s.format, s.events, s.created_at, s.source]) tr.append(el("td", null, v));
+      for (const v of [s.format, s.title || "", s.events, s.created_at, s.source]) tr.append(el("td", null, v));
       body.append(tr);
     }
   }
