@@ -269,7 +269,10 @@ def _scanner(text: str) -> _Scanner:
     return _ASCII if text.isascii() else _UNICODE
 
 
-def _classify_call(name: str, arguments: str) -> int:
+def _classify_call(name: str, arguments: str, parsed: Callable[[], Any] | None = None) -> int:
+    """The call class of a tool call (``_MUTATE``, ``_VALIDATE``, ``_READ`` or ``_OTHER``). ``parsed`` returns
+    the parsed arguments (``ToolCall.args``, parsed once per call); it is asked only when a command word
+    appears in the raw text, and at most once."""
     lname = name.lower()
     args = arguments[:SCAN_CHARS]
     if lname in _MUTATING_TOOLS:
@@ -277,13 +280,21 @@ def _classify_call(name: str, arguments: str) -> int:
     editor = _EDITOR_CMD_RE.search(args) if "editor" in lname or lname in ("str_replace_based_edit_tool",) else None
     if editor:
         return _READ if editor.group(1) == "view" else _MUTATE
+    command: list[str] = []
+
+    def command_text() -> str:
+        if not command:
+            value = parsed() if parsed is not None else parse_arguments(arguments)
+            command.append(_command_text(arguments, value)[:SCAN_CHARS])
+        return command[0]
+
     if any(cmd in args for cmd in _MUTATING_CMDS) and _MUTATING_CMD_RE.search(args) \
-            and _MUTATING_CMD_RE.search(_command_text(arguments)[:SCAN_CHARS]):
+            and _MUTATING_CMD_RE.search(command_text()):
         return _MUTATE
     sc = _scanner(args)
-    if sc.test_cmd.search(args) and sc.test_cmd.search(_command_text(arguments)[:SCAN_CHARS]):
+    if sc.test_cmd.search(args) and sc.test_cmd.search(command_text()):
         return _VALIDATE
-    if lname in _READ_TOOLS or sc.read_cmd.search(args) and sc.read_cmd.search(_command_text(arguments)[:SCAN_CHARS]):
+    if lname in _READ_TOOLS or sc.read_cmd.search(args) and sc.read_cmd.search(command_text()):
         return _READ
     return _OTHER
 
@@ -294,12 +305,11 @@ _COMMAND_KEYS = frozenset({"command", "cmd", "script", "code", "input", "argv"})
 file's content) is not a command the agent ran."""
 
 
-def _command_text(arguments: str) -> str:
-    """The text of a call's arguments that can run a command: every string under a :data:`_COMMAND_KEYS` key
-    of a JSON object, at any depth (an argv list joined by spaces), one per line; the whole text when the
-    arguments are not a JSON object (a legacy action line, a bare command string). Called only after the
-    regex found a command word in the raw text, so most calls never parse here."""
-    value = parse_arguments(arguments)
+def _command_text(arguments: str, value: Any) -> str:
+    """The text of a call's ``arguments`` (``value``: them parsed) that can run a command: every string under a
+    :data:`_COMMAND_KEYS` key of a JSON object, at any depth (an argv list joined by spaces), one per line; the
+    whole text when the arguments are not a JSON object (a legacy action line, a bare command string). Called
+    only after the regex found a command word in the raw text, so most calls never parse here."""
     if not isinstance(value, dict):
         return arguments
     found: list[str] = []
@@ -395,7 +405,7 @@ def _compute_features(event: Event) -> _Features:
             args = _argument_text(c)
             terms.extend(extract_terms(f"{c.name} {args}"))
             call_files.extend(_paths(args))
-            calls.append((c.id, _classify_call(c.name, c.arguments), _shell_link(c)))
+            calls.append((c.id, _classify_call(c.name, c.arguments, c.args), _shell_link(c)))
         return _Features(None, True, chars, tuple(terms), tuple(call_files), tuple(_paths(event.text)),
                          tuple(c.name for c in event.tool_calls), tuple(calls), None, 0)
     if isinstance(event, ToolResult):
