@@ -320,15 +320,14 @@ def test_stress_removes_its_temporary_database_on_sigterm(tmp_path, mode):
 def test_an_empty_new_store_is_removed_only_when_no_other_connection_holds_it(tmp_path):
     """A failed command removes the empty store it created, unless another process has it open too (two
     `latch import`s into one new store, one of them failing): then the file and the other's events stay."""
-    from latch.cli import _only_connection
     from latch.store import EventStore
 
     path = tmp_path / "new.db"
     mine, other = EventStore(str(path)), EventStore(str(path))
     try:
-        assert _only_connection(mine) is False  # the other connection keeps the store
+        assert mine.empty_and_unshared() is False  # the other connection keeps the store
         other.close()
-        assert _only_connection(mine) is True
+        assert mine.empty_and_unshared() is True
     finally:
         mine.close()
 

@@ -113,7 +113,7 @@ class AppContext:
                 empty = self._store.count_events() == 0 and not self._store.sessions()
             except Exception:  # a store that cannot even be counted is not ours to judge
                 empty = False
-            if empty and _only_connection(self._store):
+            if empty and self._store.empty_and_unshared():
                 self._store.close()
                 self._store = None
                 doomed.extend(self._new_store)
@@ -203,25 +203,6 @@ class AppContext:
                     if scratch is not None:
                         self._new_store += [scratch, *(scratch.with_name(scratch.name + s) for s in ("-wal", "-shm"))]
         return self._store
-
-
-def _only_connection(store: Any) -> bool:
-    """Whether ``store``'s connection is the only one to its database, so removing the (empty) file cannot
-    take another process's events with it (a concurrent ``latch import`` into the same new store). SQLite
-    changes a WAL database's journal mode only for its sole connection: ``PRAGMA journal_mode=DELETE``
-    answers ``delete`` then, else it stays ``wal``; an exclusive transaction then re-counts the events. A process
-    that opens the file in the instant between this check and the removal is not excluded. Any error answers
-    ``False`` (the store stays)."""
-    try:
-        db = store._db
-        if str(db.execute("PRAGMA journal_mode=DELETE").fetchone()[0]).lower() != "delete":
-            return False
-        db.execute("BEGIN EXCLUSIVE")
-        alone = db.execute("SELECT count(*) FROM events").fetchone()[0] == 0
-        db.execute("ROLLBACK")
-        return bool(alone)
-    except Exception:  # noqa: BLE001 - busy, damaged or closed: never remove what cannot be judged
-        return False
 
 
 def _check_creatable(path: Path) -> None:

@@ -544,6 +544,24 @@ class EventStore:
             return int(self._rows("SELECT count(*) FROM events")[0][0])
         return int(self._rows("SELECT count(*) FROM events WHERE session_id = ?", (session_id,))[0][0])
 
+    def empty_and_unshared(self) -> bool:
+        """Whether this store holds no event and this connection is the only one to its database, so removing
+        the file (a command that created it and then failed) cannot take another process's events with it (a
+        concurrent ``latch import`` into the same new store). SQLite changes a WAL database's journal mode only
+        for its sole connection: ``PRAGMA journal_mode=DELETE`` answers ``delete`` then, else it stays ``wal``;
+        an exclusive transaction then counts the events. A process that opens the file in the instant between
+        this check and the removal is not excluded. Any error answers ``False`` (the store stays)."""
+        try:
+            db = self._db
+            if str(db.execute("PRAGMA journal_mode=DELETE").fetchone()[0]).lower() != "delete":
+                return False
+            db.execute("BEGIN EXCLUSIVE")
+            empty = db.execute("SELECT count(*) FROM events").fetchone()[0] == 0
+            db.execute("ROLLBACK")
+            return bool(empty)
+        except Exception:  # noqa: BLE001 - busy, damaged or closed: never remove what cannot be judged
+            return False
+
     def max_seq(self, session_id: str | None = None) -> int:
         if session_id is None:
             return self._rows("SELECT max(seq) FROM events")[0][0] or 0
