@@ -14,6 +14,7 @@ import pytest
 from corpus_support import corpus_format, corpus_name
 from latch.commands.replay import RATIO_BAND, run_replay
 from latch.events import SystemNote
+from latch.host.forecast import ProviderForecast
 from latch.providers import to_anthropic_messages, to_openai_chat, validate_anthropic_messages, validate_openai_chat
 
 pytestmark = pytest.mark.corpus
@@ -23,6 +24,12 @@ KNOWN_OVER = {
     # is at 1.45x of the exact count, against the 1.15x goal); with the derived goal and latest instruction in
     # the state (issue 12 item 7) its whole-conversation views reach a median of 1.33. Bounded, not waived.
     "claude-code/claude-reliability_python-to-rust-port.jsonl": 1.45,
+}
+
+MISSED_FORECASTS = {
+    # request 11 carried ~30,000 provider tokens more than request 10 while the JSONL grew by ~400 estimated tokens
+    # (content Claude Code sent and did not log); no fit on earlier requests can see it coming
+    "claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl": [11],
 }
 
 
@@ -58,3 +65,19 @@ def test_harness_in_every_corpus_replay(corpus_session):
         complete = s["provider_ratio_complete_views"]
         hi = KNOWN_OVER.get(corpus_name(path), HI)
         assert complete["requests"] >= 2 and LO <= complete["median"] <= hi, (corpus_name(path), complete)
+    # the provider-token forecast (latch.host.forecast) of each request is the fit on the earlier requests only; for
+    # Claude Code and Codex (issue 12's "Done when"), every view that still holds the whole conversation is within
+    # the band, but for MISSED_FORECASTS. Other formats are reported, not held to it: Aider's "Tokens: N sent" counts
+    # the repository map and added files its history lacks; sessions of 2-4 requests have one or two steps to fit.
+    fixed = h["system_tokens"] + h["tools_tokens"] + h["inferred_tokens"]
+    fit = ProviderForecast()
+    for r in rows:
+        assert r["provider_forecast_tokens"] == (fit.forecast(r["total_tokens"]) if r["total_tokens"] is not None
+                                                 else None)
+        if r["provider_prompt_tokens"]:
+            fit.observe(fixed + r["history_tokens"], r["provider_prompt_tokens"])
+    if fmt not in ("claude-code", "codex"):
+        return
+    missed = [r["request"] for r in rows if r["view_complete"] and r["forecast_ratio"] is not None
+              and not LO <= r["forecast_ratio"] <= HI]
+    assert missed == MISSED_FORECASTS.get(corpus_name(path), []), (corpus_name(path), missed)

@@ -78,6 +78,7 @@ from ..port import SessionContext
 from ..store import ReplayScratch, StoreError, replay_scratch_path
 from ..store.replays import scratch_bytes
 from ..host import corrections as corrections_mod
+from ..host.forecast import ProviderForecast
 from ..host.kernel import kernel_cache
 from ..kernel import canonical_state
 
@@ -258,7 +259,12 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     (0 when recorded or none), ``provider_ratio`` is ``total_tokens / provider_prompt_tokens`` (``None`` without
     a provider figure) and ``view_complete`` whether the view still holds the whole conversation; the summary's
     ``provider_ratio``, ``provider_ratio_after_first`` and ``provider_ratio_complete_views`` are their
-    distributions (:func:`ratio_summary`).
+    distributions (:func:`ratio_summary`). Each request also has ``provider_forecast_tokens``: the provider tokens
+    its view would be counted at, forecast from the transcript's earlier requests only (:mod:`latch.host.forecast`;
+    ``None`` before any earlier request has usage, or with ``harness=False``), and ``forecast_ratio``
+    (``provider_forecast_tokens / provider_prompt_tokens``); the summary has ``forecast_ratio``,
+    ``forecast_ratio_complete_views`` and ``provider_rate`` (the fit after the last request:
+    :meth:`~latch.host.forecast.ProviderForecast.to_json`, ``None`` with ``harness=False``).
     The views come from the host's one request loop (:class:`latch.host.loop.RequestLoop`).
 
     Provider usage is authoritative (``correct``, default true; :mod:`latch.host.corrections`): when a request's
@@ -298,6 +304,12 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     agent = comparable and plan.harness.session_context is not None  # recorded by latch run: its views were sent
     correction: dict[str, Any] | None = None  # the one in effect (host.corrections), as the JSON shows it
     corrections: list[dict[str, Any]] = []
+    # provider-token forecasts (host.forecast): fitted on the transcript's earlier requests, Latch's estimate of each
+    # (the harness, recorded or inferred, plus the whole conversation so far) against the provider's count
+    forecaster = ProviderForecast() if plan.harness is not None else None
+    harness_fixed = (setup.counter.system(plan.harness.system) + setup.counter.tools(plan.harness.tools)
+                     + plan.harness.inferred_tokens) if plan.harness is not None else 0
+    agent_run = plan.harness is not None and plan.harness.session_context is not None
     for res in loop.replay(plan.requests, progress):
         if on_result is not None:
             on_result(res)
@@ -330,6 +342,14 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
                                "cost": {"original_usd": pricing.usd(paid.usd) if paid else None, "view_usd": None,
                                         "priced_model": paid.model_id if paid else None}}
         view = res.view
+        forecast = (forecaster.forecast(view.tokens.total_tokens) if forecaster is not None and view is not None
+                    else None)
+        if forecaster is not None and usage is not None and usage.prompt_tokens:
+            sent = (max(view.tokens.total_tokens, res.recounted_tokens or 0) if agent_run and view is not None
+                    else harness_fixed + res.history_tokens)  # a latch run session sent its view
+            forecaster.observe(sent, usage.prompt_tokens)
+        row["provider_forecast_tokens"] = forecast
+        row["forecast_ratio"] = provider_ratio(forecast, row["provider_prompt_tokens"])
         if view is None:
             viewed.add(None)
             rows.append({**row, "status": "overflow", "error": res.overflow, "total_tokens": None, "changes": None,
@@ -395,6 +415,9 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         "provider_ratio": ratio_summary([r["provider_ratio"] for r in done]),
         "provider_ratio_after_first": ratio_summary([r["provider_ratio"] for r in done if r["request"] > 1]),
         "provider_ratio_complete_views": ratio_summary([r["provider_ratio"] for r in done if r["view_complete"]]),
+        "forecast_ratio": ratio_summary([r["forecast_ratio"] for r in done]),
+        "forecast_ratio_complete_views": ratio_summary([r["forecast_ratio"] for r in done if r["view_complete"]]),
+        "provider_rate": forecaster.to_json() if forecaster is not None else None,
         "corrections": corrections, "correction": correction,
     }
     doc = {"session": session_id, "engine": setup.engine_name, "estimator": setup.estimator_name, "stream": setup.writer.stream,
@@ -496,9 +519,17 @@ def ratio_line(s: Mapping[str, Any]) -> str | None:
     c = s.get("provider_ratio_complete_views") or {}
     whole = (f"; views holding the whole conversation: {c['within']}/{c['requests']}" if c.get("requests")
              and c["requests"] != r["requests"] else "")
-    return (f"[blue]i[/blue] view ÷ provider prompt: median {r['median']:.2f}× (p10 {r['p10']:.2f}, p90 {r['p90']:.2f}, "
+    line = (f"[blue]i[/blue] view ÷ provider prompt: median {r['median']:.2f}× (p10 {r['p10']:.2f}, p90 {r['p90']:.2f}, "
             f"min {r['min']:.2f}, max {r['max']:.2f}); {r['within']}/{r['requests']} request(s) within {lo}–{hi}×"
             f"{whole}")
+    f, fc, rate = s.get("forecast_ratio") or {}, s.get("forecast_ratio_complete_views") or {}, s.get("provider_rate")
+    if f.get("requests") and rate:
+        whole = (f"; views holding the whole conversation: median {fc['median']:.2f}×, {fc['within']}/"
+                 f"{fc['requests']} within" if fc.get("requests") else "")
+        line += (f"\n[blue]i[/blue] provider-token forecast of the view ÷ provider prompt (fitted on earlier requests: "
+                 f"{rate['rate']:.2f} provider tokens per estimated token + {rate['intercept_tokens']:,}): median "
+                 f"{f['median']:.2f}×, {f['within']}/{f['requests']} within {lo}–{hi}×{whole}")
+    return line
 
 
 def window_line(source: str, entry: str | None, model: str | None) -> str:
