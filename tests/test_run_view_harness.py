@@ -79,3 +79,34 @@ def test_view_and_replay_of_a_run_use_the_budget_it_ran_with(tmp_path):
                                                                 "window_source": "run"}
     flagged = latch(tmp_path, "view", sid, "--request", "1", "--window", "100000", cwd=ws)
     assert flagged.returncode == 0 and "window 100,000 (set by --window)" in " ".join(flagged.stdout.split())
+
+
+def test_a_resumed_run_with_other_instructions_is_viewed_with_the_prompt_it_sent(tmp_path):
+    """A run resumed after AGENTS.md changed records a second harness prompt with its first answer; `latch view` of
+    every request, before and after the resume, is the body the provider got (issue 12: replay used the first)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "AGENTS.md").write_text("Rule one. MARKER-ALPHA\n")
+    env = _env(tmp_path, OPENAI_API_KEY=KEY)
+    with serve_openai(_script()) as server:
+        r = latch(tmp_path, "run", "write hello.txt", "--provider", "openai", "--model", "gpt-4.1", "--base-url",
+                  server.base_url, "--yes", cwd=ws, env=env)
+        bodies = server.bodies
+    assert r.returncode == 0, r.stderr + r.stdout
+    sid = session_id(tmp_path)
+    (ws / "AGENTS.md").write_text("Rule two replaces it. MARKER-BETA\n")
+    with serve_openai([Reply("Resumed and done.", usage=_usage("openai", 1_000))]) as server:
+        r = latch(tmp_path, "run", "--resume", sid, "--base-url", server.base_url, "--yes", cwd=ws, env=env)
+        bodies += server.bodies
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert len(bodies) == 3
+    assert "MARKER-ALPHA" in json.dumps(bodies[1]) and "MARKER-BETA" in json.dumps(bodies[2])
+    with sqlite3.connect(tmp_path / "latch.db") as db:
+        recorded = [k for (k,) in db.execute("SELECT kind FROM events WHERE kind = 'harness_prompt'")]
+    assert recorded == ["harness_prompt", "harness_prompt"]
+    for n, sent in enumerate(bodies, 1):
+        v = latch(tmp_path, "view", sid, "--request", str(n), "--format", "openai", cwd=ws)
+        assert v.returncode == 0, v.stderr + v.stdout
+        assert _comparable(json.loads(v.stdout)) == _comparable(sent), n
+    rep = json.loads(latch(tmp_path, "replay", sid, "--json", cwd=ws).stdout)
+    assert [r["epoch"] for r in rep["requests"]][-1] > rep["requests"][0]["epoch"]  # the new header rotated

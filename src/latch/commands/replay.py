@@ -310,7 +310,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     harness_fixed = (setup.counter.system(plan.harness.system) + setup.counter.tools(plan.harness.tools)
                      + plan.harness.inferred_tokens) if plan.harness is not None else 0
     agent_run = plan.harness is not None and plan.harness.session_context is not None
-    for res in loop.replay(plan.requests, progress):
+    for res in loop.replay(plan.requests, progress, plan.harness.changes if plan.harness is not None else ()):
         if on_result is not None:
             on_result(res)
         req = res.request

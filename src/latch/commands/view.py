@@ -246,7 +246,7 @@ def register(cli: click.Group) -> None:
         plan = plan_replay(store, sid, engine=engine, model=model, estimator=estimator, config=config,
                            window=window, reserve=reserve, recent=recent, harness=not no_harness)
         last_sent = cur = None
-        for res in plan.loop.replay(plan.requests[:number]):
+        for res in plan.loop.replay(plan.requests[:number], None, plan.harness.changes if plan.harness else ()):
             if res.request.number < number:
                 last_sent = res if res.view is not None else last_sent
             cur = res

@@ -34,8 +34,9 @@ from ..engine.units import TokenCounter, UnitBuilder, render_session_context
 from ..events import AssistantMessage, HarnessPrompt, JSONNestingError, SystemNote, json_loads
 from ..port import SessionContext
 
-__all__ = ["HARNESS_SUBTYPES", "TOOLS_SUBTYPE", "INFER_REQUESTS", "MIN_REQUESTS", "Harness", "recorded_harness",
-           "agent_harness", "infer_harness_tokens", "session_harness"]
+__all__ = ["HARNESS_SUBTYPES", "TOOLS_SUBTYPE", "INFER_REQUESTS", "MIN_REQUESTS", "Harness", "HarnessChange",
+           "recorded_harness", "agent_harness", "agent_harness_changes", "prompt_context", "infer_harness_tokens",
+           "session_harness"]
 
 HARNESS_SUBTYPES = ("system_prompt", "developer", "demonstration")
 """``SystemNote`` subtypes that make the harness's system prompt (in this order of appearance, joined)."""
@@ -49,6 +50,17 @@ Code compaction thread's only request carries the whole parent conversation, whi
 
 
 @dataclass(frozen=True)
+class HarnessChange:
+    """A ``latch run`` session's harness prompt from model request ``request`` (1-based) on: a resumed run that
+    sent another ``system`` prompt, ``tools`` or ``session_context`` than the requests before it."""
+
+    request: int
+    system: str
+    tools: tuple[Mapping[str, Any], ...]
+    session_context: SessionContext
+
+
+@dataclass(frozen=True)
 class Harness:
     """A session's harness prompt.
 
@@ -57,7 +69,8 @@ class Harness:
     overhead inferred from provider usage when nothing is recorded (0: none inferred), from the residuals
     ``residuals`` (tokens, one per request used, in request order) of requests ``inferred_from`` (numbers).
     ``session_context``: the recorded session context of a ``latch run`` session (``None``: not recorded; the
-    replay then uses the session's workspace alone).
+    replay then uses the session's workspace alone); ``changes``: the prompts a resumed ``latch run`` sent from a
+    later request on (:class:`HarnessChange`, in request order; a replay sends each from its request on).
     """
 
     system: str = ""
@@ -67,6 +80,7 @@ class Harness:
     inferred_from: tuple[int, ...] = ()
     residuals: tuple[int, ...] = ()
     session_context: SessionContext | None = None
+    changes: tuple["HarnessChange", ...] = ()
 
     @property
     def source(self) -> str:
@@ -103,11 +117,36 @@ def recorded_harness(events: Iterable[Any]) -> tuple[str, tuple[Mapping[str, Any
 def agent_harness(events: Iterable[Any]) -> HarnessPrompt | None:
     """The first :class:`~latch.events.HarnessPrompt` of a session's stored events (what ``latch run`` sent with
     its first request), or ``None`` when the session has none (it was imported). A resumed run that sent a
-    different prompt recorded another one later; a replay sends the first with every request."""
+    different prompt recorded another one later: :func:`agent_harness_changes`."""
     for s in events:
         if isinstance(s.event, HarnessPrompt):
             return s.event
     return None
+
+
+def agent_harness_changes(events: Iterable[Any]) -> tuple[tuple[int, HarnessPrompt], ...]:
+    """``((request number, prompt), ...)``: every :class:`~latch.events.HarnessPrompt` of a ``latch run`` session
+    after the first, with the model request (1-based) it was first sent with, in order. ``latch run`` records a
+    prompt in the transaction of the first answer sent with it (a resumed run that sends another prompt records
+    it with its first answer), so a prompt belongs to the request of the last ``AssistantMessage`` before it."""
+    out: list[tuple[int, HarnessPrompt]] = []
+    answers = 0
+    first = True
+    for s in events:
+        if isinstance(s.event, AssistantMessage):
+            answers += 1
+        elif isinstance(s.event, HarnessPrompt):
+            if not first and answers:
+                out.append((answers, s.event))
+            first = False
+    return tuple(out)
+
+
+def prompt_context(prompt: HarnessPrompt) -> SessionContext:
+    """The session context a ``latch run`` request rendered with ``prompt`` (workspace, repository instructions,
+    mode)."""
+    return SessionContext(workspace=prompt.workspace, repository_instructions=prompt.repository_instructions,
+                          mode=prompt.mode)
 
 
 def _tools(text: str) -> tuple[Mapping[str, Any], ...] | None:
@@ -163,10 +202,10 @@ def session_harness(events: Sequence[Any], requests: Sequence[Any], counter: Tok
     session run by ``latch run`` has its :func:`agent_harness`: its system prompt, tools and session context."""
     agent = agent_harness(events)
     if agent is not None:
-        ctx = SessionContext(workspace=agent.workspace, repository_instructions=agent.repository_instructions,
-                             mode=agent.mode)
+        changes = tuple(HarnessChange(n, p.system_prompt, _tools(p.tools) or (), prompt_context(p))
+                        for n, p in agent_harness_changes(events))
         return Harness(agent.system_prompt, _tools(agent.tools) or (), 1 if agent.system_prompt else 0,
-                       session_context=ctx)
+                       session_context=prompt_context(agent), changes=changes)
     system, tools, notes = recorded_harness(events)
     if system or tools:
         return Harness(system, tools, notes)

@@ -366,9 +366,18 @@ class RequestLoop:
         return res
 
     def replay(self, requests: Sequence[ModelRequest],
-               progress: Callable[[int, int], None] | None = None) -> Iterator[RequestResult]:
-        """:meth:`run` for each of ``requests`` in order; ``progress(done, total)`` after each."""
+               progress: Callable[[int, int], None] | None = None,
+               harness_changes: Sequence[Any] = ()) -> Iterator[RequestResult]:
+        """:meth:`run` for each of ``requests`` in order; ``progress(done, total)`` after each.
+        ``harness_changes`` (:class:`latch.host.harness.HarnessChange`, in request order): from each one's
+        ``request`` number on, the requests carry its ``system``, ``tools`` and ``session_context`` (a resumed
+        ``latch run`` that sent another prompt; the engine sees a new header)."""
+        pending = sorted(harness_changes, key=lambda c: c.request)
         for k, r in enumerate(requests, 1):
+            while pending and pending[0].request <= r.number:
+                change = pending.pop(0)
+                self.system_prompt, self.tools = change.system, tuple(change.tools)
+                self.session_context = change.session_context
             yield self.run(r.until_seq, request=r)
             if progress:
                 progress(k, len(requests))
