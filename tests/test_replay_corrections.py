@@ -113,3 +113,24 @@ def test_without_the_correction_the_later_views_overflow_in_real_tokens(tmp_path
     doc = json.loads(res.output)
     assert doc["summary"]["corrections"] == []
     assert max(math.ceil(r["total_tokens"] * RATIO) for r in doc["requests"][1:]) > hard
+
+
+def test_context_reads_the_correction_of_a_replay_kept_in_the_store(tmp_path, arabic):
+    """`latch replay --keep` promotes the run (its correction records too) into the store; after `latch
+    prune-replays` empties the scratch, `latch context` still budgets with that correction and names the stream."""
+    path, hard = arabic
+    res = _run(tmp_path, "latch.db", "replay", str(path), "--window", str(hard + RESERVE), "--reserve", str(RESERVE),
+               "--recent", str(hard), "--json", "--keep")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    fix = doc["summary"]["correction"]
+    assert doc["kept"] is True and fix is not None
+    assert _run(tmp_path, "latch.db", "prune-replays").exit_code == 0
+    with sqlite3.connect(tmp_path / "latch.db") as con:
+        kept = con.execute("SELECT count(*) FROM kernel_records WHERE kind = 'estimate_correction' AND stream = ?",
+                           (doc["stream"],)).fetchone()[0]
+    assert kept == len(doc["summary"]["corrections"]) >= 1
+    rep = json.loads(_run(tmp_path, "latch.db", "context", doc["session"], "--json").output)
+    assert rep["correction"]["ratio"] == fix["ratio"] and rep["correction"]["request"] == fix["request"]
+    assert rep["correction"]["origin"] == f"kept replay {doc['stream']}"
+    assert rep["hard_limit_tokens"] < rep["uncorrected_hard_limit_tokens"]

@@ -13,7 +13,8 @@ default (:func:`latch.config.model_window`), and the report says which (``window
 when the command runs, never at module import.
 
 Provider usage is authoritative: the session's estimate correction in effect (:func:`latch.host.corrections.
-session_correction`: the largest ``EstimateCorrection`` of its log, else the newest replay run's) budgets the view
+session_correction`: the largest ``EstimateCorrection`` of its log, else the newest replay run's in the scratch, else
+the newest replay kept with ``latch replay --keep``) budgets the view
 (the hard limit divided by its ratio) and the report says so: ratio, the provider's and the estimated tokens, the
 request it came from and where it is recorded (``correction`` in ``--json``, ``null`` when none).
 """

@@ -86,8 +86,9 @@ def _best(found: list[Correction]) -> Correction | None:
 def session_correction(store: Any, session_id: str) -> Correction | None:
     """The largest correction in effect for ``session_id``: its log's :class:`~latch.events.EstimateCorrection`
     events (``request``: how many model requests came before it), else the newest finished replay run of the
-    session in the store's replay scratch (read only when the scratch file exists; a read never creates it),
-    else ``None``."""
+    session in the store's replay scratch (read only when the scratch file exists; a read never creates it), else
+    the newest replay kept in the store with ``latch replay --keep`` (its stream's records of kind :data:`KIND`;
+    ``origin`` names the stream), else ``None``."""
     found: list[Correction] = []
     requests = 0
     for s in store.events(session_id, kinds=[AssistantMessage.KIND, EstimateCorrection.KIND]):
@@ -100,15 +101,22 @@ def session_correction(store: Any, session_id: str) -> Correction | None:
     if best is not None:
         return best
     where = getattr(store, "replay_scratch_path", None)
-    if where is None or not where.is_file():
-        return None
-    scratch = store.replay_scratch()
-    runs = [r for r in scratch.runs() if r.session_id == session_id and r.finished]
-    for run in reversed(runs):
-        recs = scratch.records(run.id, kinds=[KIND])
-        got = _best([Correction(int(p["provider_tokens"]), int(p["estimated_tokens"]), p.get("request"),
-                                str(p.get("source", "usage")), f"replay run {run.id}")
-                     for _, _, _, p in recs if int(p.get("estimated_tokens", 0)) > 0])
+    if where is not None and where.is_file():
+        scratch = store.replay_scratch()
+        runs = [r for r in scratch.runs() if r.session_id == session_id and r.finished]
+        for run in reversed(runs):
+            got = _recorded(scratch.records(run.id, kinds=[KIND]), f"replay run {run.id}")
+            if got is not None:
+                return got
+    for stream in reversed(store.kernel_streams(session_id, kind=KIND)):  # replays kept with --keep
+        got = _recorded(store.kernel_records(session_id, stream, kinds=[KIND]), f"kept replay {stream}")
         if got is not None:
             return got
     return None
+
+
+def _recorded(records: Any, origin: str) -> Correction | None:
+    """The largest of a replay's correction records ``(id, kind, at_seq, payload)``."""
+    return _best([Correction(int(p["provider_tokens"]), int(p["estimated_tokens"]), p.get("request"),
+                             str(p.get("source", "usage")), origin)
+                  for _, _, _, p in records if int(p.get("estimated_tokens", 0)) > 0])

@@ -648,6 +648,16 @@ class EventStore:
         sql += " ORDER BY id"
         return [(r[0], r[1], r[2], json.loads(r[3])) for r in self._rows(sql, args)]
 
+    def kernel_streams(self, session_id: str, *, kind: str | None = None) -> list[str]:
+        """The record streams of ``session_id`` that hold kernel records (of ``kind`` only, when given), oldest
+        first (by their first record)."""
+        sql = "SELECT stream, MIN(id) AS first FROM kernel_records WHERE session_id = ?"
+        args: list[Any] = [session_id]
+        if kind is not None:
+            sql += " AND kind = ?"
+            args.append(kind)
+        return [r[0] for r in self._rows(sql + " GROUP BY stream ORDER BY first", args)]
+
     # ---------------------------------------------------------- replay scratch
     @property
     def replay_scratch_path(self) -> Path | None:
