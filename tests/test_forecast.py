@@ -8,6 +8,7 @@ import json
 import pytest
 
 from latch.commands.replay import run_replay
+from latch.host.cost import usd, view_cost
 from latch.host.forecast import ANCHOR_REQUESTS, MIN_STEP_TOKENS, RATE_BOUNDS, ProviderForecast
 from latch.host.ingest import import_file
 from latch.store import EventStore
@@ -100,5 +101,18 @@ def test_replay_forecasts_each_request_from_the_earlier_ones_only(tmp_path):
                                        if r["provider_forecast_tokens"] is not None else None)
         f.observe(fixed + r["history_tokens"], r["provider_prompt_tokens"])
     assert rows[0]["provider_forecast_tokens"] is None and rows[1]["provider_forecast_tokens"] is not None
+    total = 0.0
+    for r in rows:  # the forecast priced like the view: its cached prefix scaled by forecast / estimate
+        fc = r["provider_forecast_tokens"]
+        if fc is None:
+            assert r["cost"]["view_forecast_usd"] is None
+            total += r["cost"]["view_usd"]
+            continue
+        prefix = min(fc, round(r["common_prefix_tokens"] * fc / r["total_tokens"]))
+        want = view_cost(fc, prefix, 10, "gpt-4o")
+        assert r["cost"]["view_forecast_usd"] == usd(want.usd) and want.cache_read == prefix
+        total += r["cost"]["view_forecast_usd"]
+    assert doc["summary"]["cost"]["view_forecast_usd"] == pytest.approx(total, abs=1e-7)
+    assert doc["summary"]["cost"]["view_forecast_usd"] < doc["summary"]["cost"]["view_usd"]  # the rate is below 1
     assert doc["summary"]["provider_rate"] == f.to_json() and f.to_json()["steps"] == 4
     assert doc["summary"]["forecast_ratio"]["requests"] == 4

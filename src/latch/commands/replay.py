@@ -247,8 +247,11 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     effective limit, when it reports one) and ``changes`` (since the previous sent request:
     :func:`latch.host.changes.request_changes`; ``None`` for a refused request) and ``cost``
     (``{"original_usd": what the transcript's request cost from its provider usage, "view_usd": what this view
-    would cost, cache-aware, with the transcript's output tokens, "priced_model"}``, dollars, ``None`` where
-    unpriced: :mod:`latch.host.cost`); ``summary["cost"]`` totals them (see :func:`_cost_summary`). The
+    would cost, cache-aware, with the transcript's output tokens, "view_forecast_usd": the same priced in the
+    provider's tokens (``provider_forecast_tokens``, its cached prefix scaled alike; ``None`` without a forecast),
+    "priced_model"}``, dollars, ``None`` where unpriced: :mod:`latch.host.cost`); ``summary["cost"]`` totals them
+    (see :func:`_cost_summary`; its ``view_forecast_usd`` prices each request's forecast where it has one, else its
+    estimate, and is ``None`` when no request has a forecast). The
     Both are priced as the model that answered the request in the transcript (``--model`` changes the budget
     and the estimator, not the price), else as ``model``.
     ``progress(done, total)`` is called after each request; ``on_result(res)`` with each request's
@@ -295,7 +298,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     instruction_misses: list[str] = []  # views without the latest user instruction (every engine)
     last_sent = None
     parsed: dict[int, Any] = {}  # request_changes' cache of parsed KernelContext messages, for this replay
-    original, viewed = pricing.CostTotals(), pricing.CostTotals()
+    original, viewed, forecasted = pricing.CostTotals(), pricing.CostTotals(), pricing.CostTotals()
     # the provider counted the transcript's request: its recorded harness and the whole conversation so far, which
     # Latch estimates as the harness's system and tools plus history_tokens; an overhead inferred from these very
     # figures, or --no-harness (the harness unknown), leaves nothing to compare
@@ -352,6 +355,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         row["forecast_ratio"] = provider_ratio(forecast, row["provider_prompt_tokens"])
         if view is None:
             viewed.add(None)
+            forecasted.add(None)
             rows.append({**row, "status": "overflow", "error": res.overflow, "total_tokens": None, "changes": None,
                          "provider_ratio": None, "view_complete": None})
             continue
@@ -360,6 +364,13 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
                                   req.model or model, at=at)
         viewed.add(would)
         row["cost"]["view_usd"] = pricing.usd(would.usd) if would else None
+        guess = would  # in the provider's tokens: the forecast, the cached prefix scaled alike; else the estimate
+        if forecast is not None and view.tokens.total_tokens > 0:
+            scale = forecast / view.tokens.total_tokens
+            guess = pricing.view_cost(forecast, min(forecast, round(res.common_prefix_tokens * scale)),
+                                      usage.output_tokens if usage else None, req.model or model, at=at)
+        forecasted.add(guess)
+        row["cost"]["view_forecast_usd"] = pricing.usd(guess.usd) if guess and forecast is not None else None
         row["cost"]["priced_model"] = row["cost"]["priced_model"] or (would.model_id if would else None)
         if keep_views:
             views.append(view)
@@ -411,7 +422,8 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         "max_total_tokens": loop.max_total_tokens, "hard_limit_tokens": hard,
         "mean_cacheability": (sum(r["cacheability"] for r in done[1:]) / (len(done) - 1)) if len(done) > 1 else None,
         "epochs": len({r["epoch"] for r in done}),
-        "cost": _cost_summary(original, viewed),
+        "cost": {**_cost_summary(original, viewed), "view_forecast_usd": pricing_usd(forecasted.usd)
+                 if any(r["cost"].get("view_forecast_usd") is not None for r in done) else None},
         "provider_ratio": ratio_summary([r["provider_ratio"] for r in done]),
         "provider_ratio_after_first": ratio_summary([r["provider_ratio"] for r in done if r["request"] > 1]),
         "provider_ratio_complete_views": ratio_summary([r["provider_ratio"] for r in done if r["view_complete"]]),
@@ -760,7 +772,9 @@ def _cost_line(c: Mapping[str, Any] | None, model: str | None) -> str:
     if c["view_usd"] is not None:
         vshare = c["view_cache_read_share"]
         parts.append(f"Latch's views would cost {format_usd(c['view_usd'])}"
-                     + (f" (cache reads {vshare:.0%})" if vshare is not None else ""))
+                     + (f" (cache reads {vshare:.0%})" if vshare is not None else "")
+                     + (f", about {format_usd(c['view_forecast_usd'])} in the provider's tokens (forecast)"
+                        if c.get("view_forecast_usd") is not None else ""))
     return " · ".join(parts) + f" [dim]· priced as {markup(c['priced_model'] or '')} (genai-prices)[/dim]"
 
 
