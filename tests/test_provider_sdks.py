@@ -150,11 +150,14 @@ def test_connection_refused_is_one_line():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    provider = OpenAICompatibleProvider.from_options("m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
-    with pytest.raises(ProviderError, match=r"^openai-compatible: connection failed: Connection error\. .*"
+    provider = OpenAICompatibleProvider.from_options("m", base_url=f"http://u:pw@127.0.0.1:{port}/v1",
+                                                     max_retries=0)
+    with pytest.raises(ProviderError, match=rf"^openai-compatible: connection failed \(http://127\.0\.0\.1:{port}"
+                                            r"/v1/chat/completions\): Connection error\. .*"
                                             r"\(gave up after 0 retries\)$") as info:
         provider.complete({"messages": [{"role": "user", "content": "hi"}]})
     assert "\n" not in str(info.value) and info.value.status is None
+    assert "pw" not in str(info.value)  # the URL without its credentials
 
 
 @pytest.mark.parametrize("fail, provider_cls, prompt, limit", [

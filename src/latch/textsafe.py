@@ -99,6 +99,12 @@ def warn(message: str) -> None:
     click.echo(f"warning: {safe(message)}", err=True)
 
 
+def error(message: str) -> None:
+    """The one error format of the CLI, click's: ``Error: MESSAGE`` (made :func:`safe`) as one line on stderr, for
+    a command that reports an error and goes on to exit with its own status."""
+    click.echo(f"Error: {safe(message)}", err=True)
+
+
 _JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 

@@ -40,7 +40,7 @@ import click
 
 from ..cli import pass_app
 from ..config import MAX_TOKENS, budget_for_model
-from ..textsafe import console, markup, plural, safe, warn
+from ..textsafe import console, error, markup, plural, safe, warn
 from .. import plugins
 from ..agent.context import SYSTEM_PROMPT, session_context
 from ..agent.loop import AgentError, AgentLoop, repair_interrupted, provider_prompt_tokens
@@ -466,7 +466,7 @@ def _work(con: Any, loop: Any, store: Any, root: str, lease_seconds: float) -> i
     try:
         runs = run_worker(Group(store, root), agent, loop, lease_seconds=lease_seconds, on_task=claimed, on_done=done)
     except ChildPolicyError as exc:
-        con.print(f"[red]latch: error: {markup(str(exc))}[/red]", highlight=False)
+        error(str(exc))
         return 1
     con.print(f"[dim]nothing claimable: {len(runs)} task{'s' if len(runs) != 1 else ''} run by {agent}[/dim]",
               highlight=False)
@@ -479,7 +479,7 @@ def _run_task(con: Any, loop: Any, max_turns: int, ended: dict[str, str] | None 
     try:
         outcome = loop.run(max_turns)
     except (AgentError, ProviderError) as exc:
-        con.print(f"[red]latch: error: {markup(str(exc))}[/red]", highlight=False)
+        error(str(exc))
         ended.update(outcome="error", detail=str(exc))
         return 1
     ended.update(outcome=outcome.stopped, detail="")

@@ -177,13 +177,25 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def _endpoint(exc: BaseException) -> str:
+    """The URL the failed request went to, without its query string or credentials (``""`` when unknown)."""
+    url = getattr(getattr(exc, "request", None), "url", None)
+    if url is None:
+        return ""
+    text = str(url).split("?", 1)[0]
+    scheme, sep, rest = text.partition("://")
+    if sep and "@" in rest.split("/", 1)[0]:
+        rest = rest.split("@", 1)[1]
+    return _one_line(scheme + sep + rest)
+
+
 def sdk_error(provider: str, exc: BaseException, key: Secret, *, max_retries: int) -> ProviderError:
     """One :class:`ProviderError` line for an SDK exception (raise it outside the ``except`` block, so
     it carries no ``__context__``: the SDK's exception holds the request, headers included).
 
     ``"<provider>: HTTP <status>: <the provider's message>"``, plus ``(gave up after N retries)``
-    when the status is one the SDK retries; ``"<provider>: connection failed|timed out: <reason>"``
-    without a response; ``"<provider>: error in the response stream: <message>"`` for an error
+    when the status is one the SDK retries; ``"<provider>: connection failed|timed out (<url>): <reason>"``
+    without a response (the URL without its query string or credentials); ``"<provider>: error in the response stream: <message>"`` for an error
     event after the stream started (``status`` ``None``; not retried). Context length exceeded is a :class:`ProviderOverflow` with the numbers.
     The API key is redacted from the text.
     """
@@ -201,7 +213,9 @@ def sdk_error(provider: str, exc: BaseException, key: Secret, *, max_retries: in
         cause = exc.__cause__ or exc.__context__
         reason = f"{message} ({type(cause).__name__}: {cause})" if cause is not None and str(cause) else message
         what = "timed out" if "Timeout" in name else "connection failed"
-        text = f"{provider}: {what}: {_one_line(reason)} (gave up after {max_retries} retries)"
+        where = _endpoint(exc)
+        text = (f"{provider}: {what}" + (f" ({where})" if where else "")
+                + f": {_one_line(reason)} (gave up after {max_retries} retries)")
         return ProviderError(key.redact(text), provider=provider)
     mapping = error if isinstance(error, Mapping) else None
     if status is None or status < 400:  # an error event inside a stream that started with 200
