@@ -5,7 +5,7 @@ The cluster test starts a real ``dask scheduler`` and two ``dask worker`` proces
 (:func:`dask_support.dask_cluster`, as ``tests/test_bench_dask.py``), runs ``latch stress --events 20000
 --shards 2`` locally (a process pool) and then with ``--scheduler`` while one worker is SIGKILLed mid-shard:
 both pass, the shard rows agree but for timings, each shard is counted once, and the aggregate is the sum/max
-of the rows (about 40 s). A bad scheduler address is one line.
+of the rows (about 45 s). A bad scheduler address is one line; SIGTERM ends local shards with their cleanup.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,24 @@ def test_a_bad_scheduler_is_one_line_naming_it(tmp_path):
         assert proc.returncode == 1, proc.stderr
         assert message in proc.stderr and "Traceback" not in proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_sigterm_ends_local_shards_and_removes_their_temporary_stores(tmp_path):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    proc = subprocess.Popen([str(BIN / "latch"), "stress", "--events", "2000000", "--shards", "2", "--inline"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(scratch)})
+    deadline = time.monotonic() + 60
+    while sum((p / "stress.db").exists() for p in scratch.glob("latch-stress-*")) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        time.sleep(0.1)
+    time.sleep(1.0)  # both shards well into their runs
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)  # not the hours the shards would take
+    assert proc.returncode == 143, (proc.returncode, err[-500:])
+    assert "Traceback" not in err
+    assert list(scratch.glob("latch-stress-*")) == []
 
 
 @pytest.fixture

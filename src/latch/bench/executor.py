@@ -140,10 +140,10 @@ def run_tasks(fn: Callable[..., dict[str, Any]], tasks: Sequence[tuple[Mapping[s
                     if progress:
                         progress(done, len(tasks))
             except BaseException:  # Ctrl-C, SIGTERM's SystemExit: end the local task processes, not wait for them
-                pool.shutdown(wait=False, cancel_futures=True)
-                if scheduler is None:
-                    for proc in list((pool._processes or {}).values()):
-                        proc.terminate()
+                procs = list((pool._processes or {}).values()) if scheduler is None else []
+                pool.shutdown(wait=False, cancel_futures=True)  # forgets its processes: listed first
+                for proc in procs:
+                    proc.terminate()
                 raise
     finally:
         if client is not None:
