@@ -62,3 +62,23 @@ def dask_cluster(folder: Path, workers: int = 2) -> Iterator[tuple[str, dict[str
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
+
+
+def kill_when_busy(address: str, worker: subprocess.Popen, name: str, run: subprocess.Popen,
+                   after: float = 0.0, timeout: float = 120) -> list[str]:
+    """While ``run`` runs, wait for worker ``name`` to be processing a task, wait ``after`` seconds, then SIGKILL
+    its whole process group (nanny, worker and the task's process); the keys it was processing (``[]``: never
+    seen busy before ``run`` ended or ``timeout``)."""
+    import distributed  # optional dependency: the callers skip without it
+
+    with distributed.Client(address, timeout=30) as client:
+        deadline = time.monotonic() + timeout
+        while run.poll() is None and time.monotonic() < deadline:
+            names = {w["name"]: addr for addr, w in client.scheduler_info()["workers"].items()}
+            busy = list(client.processing().get(names.get(name), ()))
+            if busy:
+                time.sleep(after)
+                os.killpg(worker.pid, signal.SIGKILL)
+                return busy
+            time.sleep(0.05)
+    return []

@@ -16,13 +16,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from corpus_support import REPO
-from dask_support import BIN, dask_cluster, spawn
+from dask_support import BIN, dask_cluster, kill_when_busy, spawn
 
 if os.environ.get("CI") and not shutil.which("dask", path=str(Path(sys.executable).parent)):
     pytest.fail("CI is set but dask[distributed] is not installed (the [test] extra has it)", pytrace=False)
@@ -68,17 +67,7 @@ def test_the_cluster_gives_the_local_rows_and_survives_a_lost_worker(tmp_path, c
     assert local.wait(timeout=300) == 0, (tmp_path / "local.log").read_text()
 
     run = _bench(tmp_path, "cluster", "--scheduler", address)
-    killed_while = None
-    with distributed.Client(address, timeout=30) as client:
-        deadline = time.monotonic() + 120
-        while killed_while is None and run.poll() is None and time.monotonic() < deadline:
-            info = client.scheduler_info()["workers"]
-            busy = {w["name"]: addr for addr, w in info.items()}
-            processing = client.processing()
-            if processing.get(busy.get("w0"), ()):
-                os.killpg(workers["w0"].pid, signal.SIGKILL)  # the worker, its nanny and the job's process
-                killed_while = list(processing[busy["w0"]])
-            time.sleep(0.05)
+    killed_while = kill_when_busy(address, workers["w0"], "w0", run)  # the worker, its nanny and the job's process
     assert run.wait(timeout=300) == 0, (tmp_path / "cluster.log").read_text()
     assert killed_while, "w0 was never seen running a job"
     assert workers["w0"].wait(timeout=10) == -signal.SIGKILL

@@ -3,5 +3,7 @@
 * :mod:`latch.bench.scenario`: the scenario shape measured on real transcripts
   (:data:`~latch.bench.scenario.CORPUS_SHAPE`) and the seeded generator of realistic sessions;
 * :mod:`latch.bench.stress`: ``latch stress`` (spec: "Stress guarantees");
-* :mod:`latch.bench.harness`: ``latch bench`` (every engine over every session under every budget).
+* :mod:`latch.bench.harness`: ``latch bench`` (every engine over every session under every budget);
+* :mod:`latch.bench.shards`: ``latch stress --shards`` (one stress run split into independent shards);
+* :mod:`latch.bench.executor`: what the last two share: tasks in fresh processes, locally or on a Dask cluster.
 """

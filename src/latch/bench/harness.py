@@ -41,10 +41,8 @@ Peak memory is the job's RSS high-water mark above the worker's RSS at the job's
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import itertools
 import math
-import multiprocessing as mp
 import os
 import re
 import resource
@@ -64,6 +62,7 @@ from ..providers import to_anthropic_messages, to_openai_chat, validate_anthropi
 from ..store import EventStore
 from ..textsafe import dumps, printable
 from .coverage import CoverageProbe
+from .executor import SchedulerError, run_tasks
 from .scenario import ScenarioModel
 from .stress import CONSTRAINT, DECISION, DIAGNOSTIC, MODEL, SYSTEM_PROMPT, TOOLS, WORKSPACE, _plant, _screenshots
 from .. import plugins
@@ -350,125 +349,31 @@ def _survives(engine: Any, view: Any, needle: Needle, until: int) -> bool:
 
 
 # ------------------------------------------------------------------------------------------ all jobs
-def _pooled_job(engine_name: str, source: SessionSource, budget: Budget, estimator: str | None = None,
-                config: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """:func:`run_job` in a worker: a failure comes back as the job's ``error`` string, so an exception the
-    parent could not unpickle never breaks the pool and the other jobs."""
-    try:
-        return run_job(engine_name, source, budget, estimator, config)
-    except Exception as exc:  # noqa: BLE001 - one broken job is reported, the others still count
-        return {"engine": engine_name, "session": source.name, "budget": budget.name,
-                "error": f"{type(exc).__name__}: {exc}"}
-
-
-class SchedulerError(Exception):
-    """``--scheduler`` could not be used: dask is not installed, the address is malformed or unreachable."""
-
-
-DAEMON_HINT = ("the Dask worker is daemonic and cannot start the job's own process: start workers with "
-               "DASK_DISTRIBUTED__WORKER__DAEMON=False (config distributed.worker.daemon: False)")
-
-
-def _mp_context() -> Any:
-    """Fresh job processes: forked from a server that imported Latch (spawn where there is no forkserver)."""
-    if "forkserver" in mp.get_all_start_methods():
-        ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["latch.bench.harness", "latch.engine", "latch.plugins", "latch.importers"])
-        return ctx
-    return mp.get_context("spawn")  # pragma: no cover - Windows
-
-
-def _cluster_job(engine_name: str, source: SessionSource, budget: Budget, estimator: str | None = None,
-                 config: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """One job as a Dask task: :func:`_pooled_job` in a fresh child process of the worker, so the job's peak
-    memory is its own as in a local run (the worker must not be daemonic: :data:`DAEMON_HINT`)."""
-    if mp.current_process().daemon:
-        return {"engine": engine_name, "session": source.name, "budget": budget.name, "error": DAEMON_HINT}
-    try:
-        with cf.ProcessPoolExecutor(max_workers=1, mp_context=_mp_context()) as pool:
-            return pool.submit(_pooled_job, engine_name, source, budget, estimator, config).result()
-    except Exception as exc:  # noqa: BLE001 - the job's process died (BrokenProcessPool)
-        return {"engine": engine_name, "session": source.name, "budget": budget.name,
-                "error": f"{type(exc).__name__}: {exc}"}
-
-
-SCHEDULER_RE = re.compile(r"^(?:(?P<local>local):(?P<n>[1-9][0-9]*)|(?P<addr>(?:tcp|tls|inproc|ws|wss)://\S+))$")
-
-
-def _connect(scheduler: str) -> tuple[Any, Any]:
-    """``(client, cluster or None)`` for ``tcp://HOST:PORT`` (a running scheduler) or ``local:N`` (a local
-    cluster of N single-threaded, non-daemonic worker processes); :class:`SchedulerError` otherwise."""
-    m = SCHEDULER_RE.match(scheduler.strip())
-    if m is None:
-        raise SchedulerError(f"--scheduler {scheduler!r}: expected tcp://HOST:PORT or local:N")
-    try:  # optional dependency (latch[cluster]): imported only when a scheduler is asked for
-        import dask
-        from distributed import Client, LocalCluster
-    except ImportError:
-        raise SchedulerError("--scheduler needs dask.distributed: pip install 'latch[cluster]'") from None
-    cluster = None
-    try:
-        if m.group("local"):
-            with dask.config.set({"distributed.worker.daemon": False}):
-                cluster = LocalCluster(n_workers=int(m.group("n")), threads_per_worker=1, processes=True,
-                                       dashboard_address=None)
-            return Client(cluster), cluster
-        return Client(m.group("addr")), None  # timeout: distributed.comm.timeouts.connect
-    except (OSError, TimeoutError) as exc:
-        if cluster is not None:
-            cluster.close()
-        raise SchedulerError(f"--scheduler {scheduler}: cannot connect ({type(exc).__name__}: {exc})") from None
-
-
 def run_bench(engines: Sequence[str], sessions: Sequence[SessionSource], budgets: Sequence[Budget], *,
               jobs: int = 2, progress: Callable[[int, int], None] | None = None, estimator: str | None = None,
               config: Mapping[str, Any] | None = None, scheduler: str | None = None) -> list[dict[str, Any]]:
     """Every (engine, session, budget) job, each in a fresh process; results in (engine, session, budget) order.
 
-    Locally (``scheduler=None``) the jobs run in a process pool of ``jobs`` workers. With ``scheduler``
-    (``tcp://HOST:PORT`` of a running ``dask scheduler``, or ``local:N`` for a local Dask cluster of N workers)
-    they run as Dask tasks through ``Client.get_executor()``, each in its own child process of the worker
-    (:func:`_cluster_job`): the rows are the same as a local run's (timings and peak memory aside); a job whose
-    worker is lost is re-run by the scheduler on another worker, and each job is counted once (its row is
-    keyed by its place in the plan). ``estimator`` (a registered estimator name) forces the estimator of every
-    job, else each session's model picks it through the ``latch_select_estimator`` hook; ``config`` is Latch's
-    configuration for every engine. Unknown engines or estimators raise :class:`latch.plugins.PluginError`
-    before anything runs; an unusable scheduler raises :class:`SchedulerError`."""
+    The jobs run through :func:`latch.bench.executor.run_tasks`, the biggest sessions first: locally
+    (``scheduler=None``) in a process pool of ``jobs`` workers; with ``scheduler`` (``tcp://HOST:PORT`` of a
+    running ``dask scheduler``, or ``local:N`` for a local Dask cluster of N workers) as Dask tasks through
+    ``Client.get_executor()``, each in its own child process of the worker: the rows are the same as a local
+    run's (timings and peak memory aside); a job whose worker is lost is re-run by the scheduler on another
+    worker, and each job is counted once (its row is keyed by its place in the plan). A job that fails is its
+    ``{"engine", "session", "budget", "error"}`` row. ``estimator`` (a registered estimator name) forces the
+    estimator of every job, else each session's model picks it through the ``latch_select_estimator`` hook;
+    ``config`` is Latch's configuration for every engine. Unknown engines or estimators raise
+    :class:`latch.plugins.PluginError` before anything runs; an unusable scheduler raises
+    :class:`~latch.bench.executor.SchedulerError`."""
     for name in engines:
         get_engine_factory(name)
     if estimator is not None:
         plugins.get_estimator(estimator)
     plan = [(e, s, b) for e in engines for s in sessions for b in budgets]
+    tasks = [({"engine": e, "session": s.name, "budget": b.name}, (e, s, b, estimator, dict(config or {})))
+             for e, s, b in plan]
     order = sorted(range(len(plan)), key=lambda i: -plan[i][1].weight)
-    results: list[dict[str, Any] | None] = [None] * len(plan)
-    client = cluster = None
-    if scheduler is None:
-        pool: Any = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=_mp_context(), max_tasks_per_child=1)
-        job: Callable[..., dict[str, Any]] = _pooled_job
-    else:
-        client, cluster = _connect(scheduler)
-        pool, job = client.get_executor(pure=False), _cluster_job
-    done = 0
-    try:
-        with pool:
-            futures = {pool.submit(job, *plan[i], estimator, dict(config or {})): i for i in order}
-            for fut in cf.as_completed(futures):
-                i = futures[fut]
-                e, s, b = plan[i]
-                try:
-                    results[i] = fut.result()
-                except Exception as exc:  # noqa: BLE001 - a crashed worker (BrokenProcessPool, KilledWorker)
-                    results[i] = {"engine": e, "session": s.name, "budget": b.name,
-                                  "error": f"{type(exc).__name__}: {exc}"}
-                done += 1
-                if progress:
-                    progress(done, len(plan))
-    finally:
-        if client is not None:
-            client.close()
-        if cluster is not None:
-            cluster.close()
-    return [r for r in results if r is not None]
+    return run_tasks(run_job, tasks, jobs=jobs, scheduler=scheduler, order=order, progress=progress)
 
 
 def _pct(values: Sequence[float], q: float) -> float | None:

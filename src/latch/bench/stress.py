@@ -66,7 +66,7 @@ from ..port import ContextBudget, ContextOverflow, ContextView, SessionContext
 from ..store import EventStore
 from .scenario import ScenarioModel, png_bytes
 
-__all__ = ["StressConfig", "StressReport", "Check", "run_stress", "DIAGNOSTIC", "PARALLEL_MIN_EVENTS",
+__all__ = ["StressConfig", "StressReport", "Check", "CHECKS", "run_stress", "DIAGNOSTIC", "PARALLEL_MIN_EVENTS",
            "SYSTEM_PROMPT", "TOOLS"]
 
 MODEL = "claude-sonnet-4-5"
@@ -75,6 +75,9 @@ STREAM = "continuity:stress"
 PARALLEL_MIN_EVENTS = 50_000
 """Runs of at least this many events append from a producer process (two cores: write || read)."""
 INDEX_ENTRIES_MAX = 16
+CHECKS = ("canonical_survival", "rejection_preserved", "exact_raw_recall", "recent_verbatim", "bounded_tokens",
+          "component_sums", "append_only_epochs", "bounded_episode_index", "no_automatic_compact", "raw_retention")
+"""The names of the guarantees a run checks, in report order (see the module docstring)."""
 
 GOAL = "Fix the invoice rounding bug so totals match the accountant's ledger to the cent."
 CONSTRAINT = "Never change the public signature of billing.export.render_invoice (partners call it)."
@@ -327,9 +330,7 @@ class _Verifier:
     def __init__(self, report: StressReport, counter: TokenCounter, writer: StoreKernelWriter, hard: int):
         self.counter, self.writer, self.hard = counter, writer, hard
         c = report.checks
-        for name in ("canonical_survival", "rejection_preserved", "exact_raw_recall", "recent_verbatim",
-                     "bounded_tokens", "component_sums", "append_only_epochs", "bounded_episode_index",
-                     "no_automatic_compact", "raw_retention"):
+        for name in CHECKS:
             c[name] = Check(name)
         self.c = c
         self._records_after = 0

@@ -1,0 +1,153 @@
+"""Run independent tasks, each in a fresh process: a local process pool, or a Dask cluster (``--scheduler``).
+
+The machinery shared by ``latch bench`` (a task is one engine × session × budget job,
+:mod:`latch.bench.harness`) and ``latch stress --shards`` (a task is one shard, :mod:`latch.bench.shards`).
+
+A *task* is a module-level function ``fn`` (picklable by reference), its arguments and a *label* (a small
+dict naming the task, e.g. ``{"shard": 1}``); the function returns a JSON-ready dict. :func:`run_tasks` runs
+every task once, each in its own fresh process, so a task's peak memory (``ru_maxrss``) is its own:
+
+* locally (``scheduler=None``): a process pool of ``jobs`` workers, one task per worker process
+  (``max_tasks_per_child=1``), forked from a server that imported Latch (:func:`mp_context`);
+* with ``scheduler`` (``tcp://HOST:PORT`` of a running ``dask scheduler``, or ``local:N`` for a local Dask
+  cluster of N single-threaded workers): Dask tasks through ``Client.get_executor()``, each running the
+  function in a fresh child process of its worker (:func:`in_own_process`; the worker must not be daemonic,
+  ``distributed.worker.daemon: False``, :data:`DAEMON_HINT`). A task whose worker is lost mid-run is re-run
+  by the scheduler on another worker; its result is stored by its place in the plan, so each task is counted
+  once.
+
+A task that raises, or whose process dies, comes back as ``{**label, "error": "Type: message"}``; the other
+tasks still count.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing as mp
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+__all__ = ["SchedulerError", "DAEMON_HINT", "SCHEDULER_RE", "mp_context", "connect", "guarded", "in_own_process",
+           "run_tasks"]
+
+PRELOAD = ["latch.bench.harness", "latch.bench.shards", "latch.engine", "latch.plugins", "latch.importers"]
+"""Modules the fork server imports once, so every fresh task process starts with Latch loaded."""
+
+
+class SchedulerError(Exception):
+    """``--scheduler`` could not be used: dask is not installed, the address is malformed or unreachable."""
+
+
+DAEMON_HINT = ("the Dask worker is daemonic and cannot start the task's own process: start workers with "
+               "DASK_DISTRIBUTED__WORKER__DAEMON=False (config distributed.worker.daemon: False)")
+
+SCHEDULER_RE = re.compile(r"^(?:(?P<local>local):(?P<n>[1-9][0-9]*)|(?P<addr>(?:tcp|tls|inproc|ws|wss)://\S+))$")
+
+
+def mp_context() -> Any:
+    """Fresh task processes: forked from a server that imported Latch (spawn where there is no forkserver)."""
+    if "forkserver" in mp.get_all_start_methods():
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(PRELOAD)
+        return ctx
+    return mp.get_context("spawn")  # pragma: no cover - Windows
+
+
+def _error(label: Mapping[str, Any], exc: BaseException) -> dict[str, Any]:
+    return {**label, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def guarded(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: Any) -> dict[str, Any]:
+    """``fn(*args)``; an exception comes back as ``{**label, "error": "Type: message"}``, so an
+    exception the parent could not unpickle never breaks the pool and the other tasks."""
+    try:
+        return fn(*args)
+    except Exception as exc:  # noqa: BLE001 - one broken task is reported, the others still count
+        return _error(label, exc)
+
+
+def in_own_process(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: Any) -> dict[str, Any]:
+    """One task as a Dask task: :func:`guarded` in a fresh child process of the worker, so the task's peak
+    memory is its own as in a local run (the worker must not be daemonic: :data:`DAEMON_HINT`)."""
+    if mp.current_process().daemon:
+        return {**label, "error": DAEMON_HINT}
+    try:
+        with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp_context()) as pool:
+            return pool.submit(guarded, fn, label, *args).result()
+    except Exception as exc:  # noqa: BLE001 - the task's process died (BrokenProcessPool)
+        return _error(label, exc)
+
+
+def connect(scheduler: str) -> tuple[Any, Any]:
+    """``(client, cluster or None)`` for ``tcp://HOST:PORT`` (a running scheduler; the connect timeout is
+    ``distributed.comm.timeouts.connect``) or ``local:N`` (a local cluster of N single-threaded, non-daemonic
+    worker processes). :class:`SchedulerError` (a one-line message naming ``scheduler``) for a malformed or
+    unreachable address, or when dask.distributed is not installed."""
+    m = SCHEDULER_RE.match(scheduler.strip())
+    if m is None:
+        raise SchedulerError(f"--scheduler {scheduler!r}: expected tcp://HOST:PORT or local:N")
+    try:  # optional dependency (latch[cluster]): imported only when a scheduler is asked for
+        import dask
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise SchedulerError("--scheduler needs dask.distributed: pip install 'latch[cluster]'") from None
+    cluster = None
+    try:
+        if m.group("local"):
+            with dask.config.set({"distributed.worker.daemon": False}):
+                cluster = LocalCluster(n_workers=int(m.group("n")), threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
+            return Client(cluster), cluster
+        return Client(m.group("addr")), None
+    except (OSError, TimeoutError) as exc:
+        if cluster is not None:
+            cluster.close()
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+        raise SchedulerError(f"--scheduler {scheduler}: cannot connect ({reason})") from None
+
+
+def run_tasks(fn: Callable[..., dict[str, Any]], tasks: Sequence[tuple[Mapping[str, Any], tuple[Any, ...]]], *,
+              jobs: int = 2, scheduler: str | None = None, order: Sequence[int] | None = None,
+              progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+    """``fn(*args)`` for every ``(label, args)`` of ``tasks``, each once in a fresh process (see the module
+    docstring); the results in the order of ``tasks``.
+
+    ``order``: the indices of ``tasks`` in submission order (default: as given; e.g. the biggest first).
+    ``progress(done, total)`` after each task. A failed task's result is ``{**label, "error": ...}``.
+    :class:`SchedulerError` for an unusable ``scheduler``, before anything runs."""
+    results: list[dict[str, Any] | None] = [None] * len(tasks)
+    client = cluster = None
+    if scheduler is None:
+        pool: Any = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=mp_context(), max_tasks_per_child=1)
+        runner: Callable[..., dict[str, Any]] = guarded
+    else:
+        client, cluster = connect(scheduler)
+        pool, runner = client.get_executor(pure=False), in_own_process
+    done = 0
+    try:
+        with pool:
+            try:
+                futures = {pool.submit(runner, fn, dict(tasks[i][0]), *tasks[i][1]): i
+                           for i in (order if order is not None else range(len(tasks)))}
+                for fut in cf.as_completed(futures):
+                    i = futures[fut]
+                    try:
+                        results[i] = fut.result()
+                    except Exception as exc:  # noqa: BLE001 - a crashed worker (BrokenProcessPool, KilledWorker)
+                        results[i] = _error(tasks[i][0], exc)
+                    done += 1
+                    if progress:
+                        progress(done, len(tasks))
+            except BaseException:  # Ctrl-C, SIGTERM's SystemExit: end the local task processes, not wait for them
+                procs = list((pool._processes or {}).values()) if scheduler is None else []
+                pool.shutdown(wait=False, cancel_futures=True)  # forgets its processes: listed first
+                for proc in procs:
+                    proc.terminate()
+                raise
+    finally:
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+    return [r for r in results if r is not None]
