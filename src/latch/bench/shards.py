@@ -23,9 +23,10 @@ one report with every field of the unsharded report (:meth:`~latch.bench.stress.
   (``shard 1 (seed S): ...``), ``failures`` is the total over shards; a shard that raised fails every check;
 * ``events``, ``stored_events``, ``materializations``, ``rotations``, ``db_mb``: totals over shards;
   ``append_seconds`` and ``materialize_seconds``: seconds summed over shards (work, not wall time);
-* ``seconds``: the wall time of the whole run on the client (seconds); ``events_per_second`` and
-  ``materializations_per_second``: the totals over that wall time (the unsharded run divides materializations
-  by ``materialize_seconds``; over shards running at once the wall time is the throughput that matters);
+* ``seconds``: the wall time of the whole run on the client (seconds); ``events_per_second``: the total over
+  that wall time; ``materializations_per_second`` keeps its unsharded meaning, views per second of materialize
+  time (summed over shards); ``wall_materializations_per_second`` (sharded only) is the views over the wall time,
+  the throughput of shards running at once;
 * ``materialize_p50_ms``/``p99_ms`` and ``by_history``: over every view of every shard;
 * ``peak_rss_mb``, ``producer_peak_rss_mb``, ``max_total_tokens``, ``hard_limit_tokens``: the maximum over
   shards (MB, tokens);
@@ -151,7 +152,7 @@ def aggregate(cfg: StressConfig, rows: Sequence[Mapping[str, Any]], seconds: flo
     report.timings = [(int(h), float(s), bool(rot)) for r in done for h, s, rot in r["timings"]]
     report.checks = _merge_checks(rows)
     doc = report.to_json()
-    doc["materializations_per_second"] = round(report.materializations / seconds, 2) if seconds else 0.0
+    doc["wall_materializations_per_second"] = round(report.materializations / seconds, 2) if seconds else 0.0
     doc["shards"] = [{k: v for k, v in r.items() if k != "timings"} for r in rows]
     return doc
 

@@ -50,7 +50,8 @@ def print_report(con: Console, doc: dict) -> None:
     con.print(f"\n{doc['seconds']:,.1f} s total · {doc['events_per_second']:,} events/s · appends "
               f"{doc['append_seconds']:,.1f} s{work} · {doc['materializations']:,} views in "
               f"{doc['materialize_seconds']:,.1f} s{work} ({doc['materializations_per_second']:,.2f}/s"
-              f"{' of wall time' if shards else ''}, {doc['rotations']:,} rotations) · p50 "
+              + (f", {doc['wall_materializations_per_second']:,.2f}/s of wall time" if shards else "")
+              + f", {doc['rotations']:,} rotations) · p50 "
               f"{doc['materialize_p50_ms']} ms, p99 {doc['materialize_p99_ms']} ms")
     producer = (f", producer {doc['producer_peak_rss_mb']:,.0f} MB" if doc["producer_peak_rss_mb"] is not None
                 else "")
