@@ -11,6 +11,10 @@ data and never starts ``genai_prices.UpdatePrices`` (the package's only network 
 downloaded at run time, and an updater started by someone else in the same process changes nothing here:
 a price is a function of the installed package version.
 
+**Kept prices.** Each lookup and each price is computed once per process, and the CLI keeps them for the next
+command in ``cache/genai-prices.json`` under the Latch data folder (:func:`use_price_cache`; keyed by the
+genai-prices version), so a command that prices requests it priced before does not import genai-prices at all.
+
 **Usage semantics.** Latch's :class:`~latch.events.Usage` is normalized to Anthropic's: ``input_tokens`` is the
 *uncached* input and ``cache_read_tokens`` / ``cache_write_tokens`` are disjoint from it. genai-prices counts
 ``input_tokens`` as the whole prompt (cache reads and writes included), so a request is priced with
