@@ -6,12 +6,15 @@ Every test runs the real CLI (click's ``CliRunner``, which is not a terminal) wi
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from rich import box
 from rich.console import Console
+from rich.text import Text
 
 from latch.cli import _load_commands, cli
 from latch.textsafe import Table, safe
@@ -78,6 +81,72 @@ def test_replay_table_on_an_80_column_terminal(run):
     out = cap.get()
     assert "…" not in out and max(len(line) for line in out.splitlines()) <= 80
     assert _replay_rows(out) == _expected_rows(doc)
+
+
+def _table(style: dict, columns: list[tuple[str, str]], rows: list[list]) -> Table:
+    t = Table(**style)
+    for header, justify in columns:
+        t.add_column(header, justify=justify)
+    for r in rows:
+        t.add_row(*r)
+    return t
+
+
+class _AsciiIO(io.StringIO):
+    encoding = "ascii"  # rich substitutes an ASCII box for a non-UTF-8 stream
+
+
+REPLAY_STYLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "show_edge": False, "padding": (0, 1, 0, 0)}
+TABLES = {
+    "replay": (REPLAY_STYLE, [("req", "right"), ("view", "right"), ("cost", "right"), ("cache", "left")],
+               [["1", "22,380", "$0.07307", Text("")], ["2", "[red]overflow[/red]", "–", Text("rotated (reason)")],
+               ["174", "", "–", Text("broken (at message 3)")]]),
+    "edges": ({}, [("name", "left"), ("[bold]n[/bold]", "right")],
+              [["表格 wide", "1"], [" lead", "ab  "], ["trail  ", "  x"], ["", ""], [Text("styled", style="red"), "9"]]),
+    "no box": ({"box": None}, [("a", "left"), ("b", "right")], [["x", "1"], ["yy", "22"]]),
+    "headless": ({"show_header": False, "box": box.ROUNDED}, [("a", "left"), ("b", "right")],
+                 [["x", "1"], ["yy", "22"], ["z", "3"]]),
+    "one row": ({"box": box.SQUARE, "pad_edge": False}, [("a", "right")], [["1"]]),
+    "header only": ({}, [("alpha", "left"), ("beta", "right")], []),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TABLES))
+@pytest.mark.parametrize("stream", ["utf-8", "ascii"])
+def test_plain_table_lines_are_what_rich_prints(name, stream, monkeypatch):
+    """Table computes a plain (unstyled) table's lines itself, without rich's per-cell layout: the same text."""
+    style, columns, rows = TABLES[name]
+
+    def printed(fast: bool) -> str:
+        file = _AsciiIO() if stream == "ascii" else io.StringIO()
+        con = Console(file=file, width=200, color_system=None, highlight=False)
+        t = _table(style, columns, rows)
+        assert (t._plain_lines(con, con.options) is not None) is True
+        with monkeypatch.context() as m:
+            if not fast:
+                m.setattr(Table, "_plain_lines", lambda self, console, options: None)
+            con.print(t)
+        return file.getvalue()
+
+    fast, slow = printed(True), printed(False)
+    assert fast == slow
+    if stream == "ascii":
+        assert not any(ch in fast for ch in "─━│┃╭┌")  # the ASCII box, as rich substitutes it
+
+
+def test_plain_table_path_only_where_nothing_else_shows():
+    style, columns, rows = TABLES["replay"]
+    t = _table(style, columns, rows)
+    colour = Console(file=io.StringIO(), width=200, force_terminal=True, color_system="truecolor")
+    assert t._plain_lines(colour, colour.options) is None  # styles print: rich renders
+    narrow = Console(file=io.StringIO(), width=30, color_system=None)
+    assert t._plain_lines(narrow, narrow.options) is None  # does not fit: rich wraps (between words)
+    plain = Console(file=io.StringIO(), width=200, color_system=None)
+    assert _table({**style, "title": "t"}, columns, rows)._plain_lines(plain, plain.options) is None
+    assert _table(style, columns, [["1\n2", "x", "y", "z"]])._plain_lines(plain, plain.options) is None
+    lines = t._plain_lines(plain, plain.options)
+    assert lines is not None and lines[0] == "req      view      cost  cache                " \
+        and lines[3] == "  2  overflow         –  rotated (reason)     "
 
 
 def test_narrow_table_wraps_between_words_then_folds_never_ellipsizes():

@@ -244,3 +244,64 @@ def test_bench_prices_each_engine_cache_aware():
     assert row["cost_usd_total"] == row["cost_usd_per_session"] == pytest.approx(job["cost_usd"], abs=1e-6)
     assert cost.format_usd(row["cost_usd_total"]) in markdown_table([row])
     assert cost.format_usd(job["cost_usd"]) in "\n".join(cost_table([job]))
+
+
+# ------------------------------------------------------------------------ the price cache (issue 18: replay < 2 s)
+CACHED_MODELS = ["claude-sonnet-4-5", "gpt-5.6-sol", "gpt-5", "deepseek-chat", "gemini-2.5-flash", "no-such-model-x"]
+WHEN = [datetime(2026, 1, 15, 12, 0, tzinfo=UTC), datetime(2026, 8, 20, 23, 59, tzinfo=UTC),  # gpt-5.6-sol: the day
+        datetime(2026, 8, 21, 0, 1, tzinfo=UTC), datetime(2026, 8, 21, 17, 0, tzinfo=UTC),  # before, then its new price
+        datetime(2026, 8, 21, 9, 30)]  # naive: UTC; deepseek's off-peak hours are 16:30-00:30 UTC
+COUNTS = [(0, 0, 0, 0), (1_234, 20_000, 0, 300), (5, 11_800, 78, 60), (150_000, 140_000, 10_000, 2_000),
+          (300_000, 0, 0, 1)]  # the last two above the long-context tiers (200,000 / 272,000 prompt tokens)
+
+
+def _all_prices():
+    out = []
+    for model in CACHED_MODELS:
+        for at in WHEN:
+            out.append(cost.writes_cache(model, at=at))
+            out.extend(cost.price(model=model, uncached=u, cache_read=r, cache_write=w, output=o, at=at)
+                       for u, r, w, o in COUNTS)
+    return out
+
+
+def test_the_price_cache_gives_genai_prices_figures_without_genai_prices(tmp_path, monkeypatch):
+    """A process that finds its prices in the cache file prices exactly as genai-prices (same RequestCost, Decimal
+    for Decimal), across tiers, start dates and time-of-day prices, and never looks anything up in genai-prices."""
+    expected = []
+    for model in CACHED_MODELS:  # genai-prices itself, no cache involved
+        found = cost._lookup(model, None)
+        for at in WHEN:
+            expected.append(None if found is None else found[1].get_prices(at).cache_write_mtok is not None)
+            for u, r, w, o in COUNTS:
+                calc = cost._calc(model, None, u, r, w, o, at) if found is not None else None
+                expected.append(None if calc is None else cost.RequestCost(
+                    *map(Decimal, calc), found[1].id, found[0].id, u, r, w, o))
+    assert sum(isinstance(e, cost.RequestCost) for e in expected) == 125 and len(set(expected)) > 30
+    per = len(COUNTS) + 1  # one writes_cache and the prices, per model and time
+    sol, deepseek = CACHED_MODELS.index("gpt-5.6-sol"), CACHED_MODELS.index("deepseek-chat")
+    at = lambda m, w: expected[(m * len(WHEN) + w) * per + 2]  # noqa: E731 (the 1,234 + 20,000 read request)
+    assert at(sol, 1) != at(sol, 2) and at(deepseek, 0) != at(deepseek, 3)  # a start date; off-peak hours
+    path = tmp_path / "home" / "cache" / "genai-prices.json"
+    monkeypatch.setattr(cost, "_fresh", {"models": {}, "prices": {}})
+    cost.use_price_cache(path)
+    try:
+        assert _all_prices() == expected  # computed, remembered
+        cost.save_price_cache()
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        assert doc["genai_prices"] == cost._prices_version() and doc["models"]["|no-such-model-x"] is None
+        assert 30 < len(doc["prices"]) <= 150 - 25  # the unknown model's requests are not looked up
+        cost.use_price_cache(path)  # as a new process: only the file
+
+        def refuse(*a, **k):
+            raise AssertionError("genai-prices consulted for a cached price")
+
+        monkeypatch.setattr(cost, "_lookup", refuse)
+        monkeypatch.setattr(cost, "_model_price", refuse)
+        assert _all_prices() == expected
+        path.write_text(json.dumps({**doc, "genai_prices": "0.0.0"}), encoding="utf-8")  # another version's file
+        cost.use_price_cache(path)
+        with pytest.raises(AssertionError, match="genai-prices consulted"):
+            cost.price(model="gpt-5", uncached=1, at=AT)
+    finally:
+        cost.use_price_cache(None)

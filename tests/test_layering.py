@@ -178,6 +178,8 @@ LOCAL_IMPORTS_ALLOWED = {
     ("commands/doctor.py", "latch._native"): "the optional C++ extension",
     ("default_plugins/tui.py", "latch.tui.app"): "textual (about 0.2 s to import) loads only when `latch tui` starts, "
                                                  "not with every command's plugin host",
+    ("default_plugins/web.py", "latch.web.app"): "the server's module (asyncio, about 0.05 s, and the routes) loads "
+                                                 "when `latch web` runs, not with every command's plugin host",
     ("web/app.py", "latch.web.replay"): "the replay page's machinery (latch.commands.replay: engine, estimators, "
                                         "plugin host) loads when `latch web` starts its server, not with every "
                                         "command's plugin host (`latch --help` lists `web`)",

@@ -34,9 +34,10 @@ import click
 
 from . import __version__
 from .config import ConfigError, config_path, load_config, unknown_keys
+from .host import cost as pricing
 from .importers import transcript_limit_problem
 from .importers.base import TranscriptError
-from .store import StoreError, non_folder_parent, default_db_path, EventStore
+from .store import StoreError, non_folder_parent, data_dir, default_db_path, EventStore
 from .textsafe import safe, warn
 
 # The built-in commands: name -> (module under latch.commands, the short help `latch --help` shows). A module is
@@ -396,6 +397,8 @@ def cli(ctx: click.Context, db: str | None) -> None:
         where = f"LATCH_DB={db}" if from_env else f"--db {db}"
         raise click.UsageError(f"{where} is a directory; give a database file path")
     ctx.obj = AppContext(db, "LATCH_DB" if from_env else "--db")
+    # prices found once are kept (per genai-prices version) for the next command: see latch.host.cost
+    pricing.use_price_cache(data_dir() / "cache" / "genai-prices.json")
 
 
 def _load_commands() -> None:

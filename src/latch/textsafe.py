@@ -34,9 +34,11 @@ from typing import Any
 import click
 import rich.table
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markup import escape as _markup_escape
 from rich.measure import Measurement
+from rich.segment import Segment
 from rich.text import Text
 
 __all__ = ["printable", "safe", "markup", "cell", "warn", "dumps", "echo", "console", "Table", "PrintableStream",
@@ -47,6 +49,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _UNSAFE_BODY = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _UNSAFE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # what rich lays out itself (newlines, tabs) or strips
 
 PIPE_WIDTH = 32_768
 """Console width when output is not a terminal and ``COLUMNS`` is unset: wide enough that nothing wraps."""
@@ -203,6 +206,12 @@ class Table(rich.table.Table):
         super().add_column(*args, **kwargs)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        plain = self._plain_lines(console, options)
+        if plain is not None:
+            for line in plain:
+                yield Segment(line)
+                yield Segment.line()
+            return
         widths = self._fitted_widths(console, options)
         if widths is None:
             yield from super().__rich_console__(console, options)
@@ -215,6 +224,72 @@ class Table(rich.table.Table):
         finally:
             for column, width in zip(self.columns, given):
                 column.width = width
+
+    def _plain_lines(self, console: Console, options: ConsoleOptions) -> list[str] | None:
+        """The table's lines as rich would print them, computed directly, when that is plain text: the console
+        emits no styles (``color_system`` ``None``: a pipe, a file, ``NO_COLOR`` terminals excepted), the natural
+        widths fit, every cell is a one-line ``str`` (rich markup, parsed as rich does) or ``Text`` without
+        control characters, and the table uses none of the options this path leaves to rich (title, caption,
+        footer, row styles or lines, vertical padding, collapsed padding, fixed or ratio widths, ``expand``,
+        ``center``/``full`` justification). ``None`` otherwise: rich renders (and measures) it, which costs
+        tens of microseconds per cell (a long ``latch replay`` table: tenths of a second)."""
+        if (console.color_system is not None or console.record or not self.columns or self.expand
+                or self.width is not None or self.min_width is not None or self.show_footer or self.show_lines
+                or self.leading or self.row_styles or self.collapse_padding or self.padding[0] or self.padding[2]
+                or self.title or self.caption or any(row.end_section for row in self.rows)):
+            return None
+        columns = self.columns
+        if any(c.width is not None or c.min_width is not None or c.max_width is not None or c.ratio is not None
+               or c.justify not in ("left", "right") for c in columns):
+            return None
+        _, right_pad, _, left_pad = self.padding
+        last = len(columns) - 1
+        texts: list[list[str]] = []
+        pads: list[tuple[int, int]] = []
+        widths: list[int] = []
+        for index, column in enumerate(columns):
+            plain: list[str] = []
+            for c in (*([column.header] if self.show_header else ()), *column.cells):
+                text = console.render_str(c, highlight=False) if isinstance(c, str) else c
+                if not isinstance(text, Text) or text.justify is not None or _CONTROL.search(text.plain):
+                    return None
+                plain.append(text.plain)
+            left = 0 if index == 0 and not self.pad_edge else left_pad
+            right = 0 if index == last and not self.pad_edge else right_pad
+            texts.append(plain)
+            pads.append((left, right))
+            widths.append((max(map(cell_len, plain), default=0) + left + right) or 1)
+        if sum(widths) > options.max_width - self._extra_width:
+            return None
+        grid: list[list[str]] = []
+        for column, width, (left, right), plain in zip(columns, widths, pads, texts):
+            inner, pad_l, pad_r = width - left - right, " " * left, " " * right
+            if column.justify == "right":  # rich strips a right-justified line's trailing spaces
+                grid.append([f"{pad_l}{' ' * (inner - cell_len(t))}{t}{pad_r}" for t in map(str.rstrip, plain)])
+            else:
+                grid.append([f"{pad_l}{t}{' ' * (inner - cell_len(t))}{pad_r}" for t in plain])
+        rows = list(zip(*grid))
+        box = self.box.substitute(options, safe=self.safe_box if self.safe_box is not None else console.safe_box) \
+            if self.box else None
+        box = box.get_plain_headed_box() if box and not self.show_header else box
+        if box is None:
+            return ["".join(row) for row in rows]
+        edge = self.show_edge
+        lines = [box.get_top(widths)] if edge else []
+        for i, row in enumerate(rows):
+            if i == 0:
+                left, right, divider = box.head_left, box.head_right, box.head_vertical
+            elif i == len(rows) - 1:
+                left, right, divider = box.foot_left, box.foot_right, box.foot_vertical
+            else:
+                left, right, divider = box.mid_left, box.mid_right, box.mid_vertical
+            line = divider.join(row)
+            lines.append(f"{left}{line}{right}" if edge else line)
+            if i == 0 and self.show_header:
+                lines.append(box.get_row(widths, "head", edge=edge))
+        if edge:
+            lines.append(box.get_bottom(widths))
+        return lines
 
     def _cell_padding(self, index: int, *, fixed: bool = False) -> int:
         """Columns of padding rich adds around column ``index``'s cells (its ``padding``, ``pad_edge`` and

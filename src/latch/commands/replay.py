@@ -71,7 +71,7 @@ from ..host import cost as pricing
 from ..host.changes import request_changes
 from ..host.cost import usd as pricing_usd, format_usd
 from ..host.harness import session_harness
-from ..host.ingest import parse_file, SessionForgotten, import_all
+from ..host.ingest import parse_file, SessionForgotten, imported_session_ids
 from ..host.loop import model_requests, HostError, RequestLoop, build_engine, transcript_model
 from ..importers.base import TranscriptError
 from ..port import SessionContext
@@ -899,11 +899,10 @@ def register(cli: click.Group) -> None:
         else:
             store = app.store()
             try:
-                imported = import_all(store, file, fmt, final=not live, forgotten=forgotten)
+                sids = imported_session_ids(store, file, fmt, final=not live, forgotten=forgotten)
             except SessionForgotten as exc:
                 raise click.ClickException(f"{safe(file)}: session {exc.session_id} is forgotten (tombstoned by "
                                            "`latch forget`); forgotten sessions are not replayed") from None
-            sids = [sid for sid, _, _ in imported]
         if session is not None:
             chosen = [sid for sid in sids if sid == session] or [sid for sid in sids if sid.startswith(session)]
             if len(chosen) != 1:

@@ -31,7 +31,7 @@ from ..cli import pass_app
 from ..textsafe import Column, console, dumps, fitted_table, markup, plural, safe
 from ..host import cost as pricing
 from ..host.cost import usd, format_usd
-from ..host.ingest import SessionForgotten, import_all
+from ..host.ingest import SessionForgotten, imported_session_ids
 from ..host.loop import model_requests
 from ..kernel.tombstones import tombstoned_sessions
 
@@ -98,14 +98,14 @@ def _resolve(app: Any, store: Any, arg: str) -> list[str]:
     if Path(arg).is_file():
         forgotten: list[str] = []
         try:
-            imported = import_all(store, arg, None, final=True, forgotten=forgotten)
+            imported = imported_session_ids(store, arg, None, final=True, forgotten=forgotten)
         except SessionForgotten as exc:
             forgotten.append(exc.session_id)
             imported = []
         if not imported and forgotten:
             raise click.ClickException(f"{safe(arg)}: session {forgotten[0]} is forgotten (tombstoned by "
                                        "`latch forget`); forgotten sessions are not reported") from None
-        return [str(sid) for sid, _, _ in imported]
+        return [str(sid) for sid in imported]
     try:
         sid = store.session(arg).id
     except KeyError as exc:

@@ -42,7 +42,7 @@ from ..textsafe import cell, console, dumps, plural, safe
 from . import Count
 from .replay import check_replay_options, replay_options, plan_replay, window_line
 from ..host.changes import seq_ranges, request_changes
-from ..host.ingest import SessionForgotten, import_all
+from ..host.ingest import SessionForgotten, imported_session_ids
 from ..host.loop import model_requests
 from ..providers import to_anthropic_messages, to_openai_chat
 
@@ -220,8 +220,7 @@ def register(cli: click.Group) -> None:
             store = app.store()
             forgotten: list[str] = []
             try:
-                sids = [sid for sid, _, _ in import_all(store, target, transcript_format, final=True,
-                                                        forgotten=forgotten)]
+                sids = imported_session_ids(store, target, transcript_format, final=True, forgotten=forgotten)
             except SessionForgotten as exc:
                 raise click.ClickException(f"{safe(target)}: session {exc.session_id} is forgotten (tombstoned by "
                                            "`latch forget`)") from None

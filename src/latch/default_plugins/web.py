@@ -12,7 +12,6 @@ import click
 
 from ..hookspecs import hookimpl
 from ..web import WebUI
-from ..web.app import ListenError, check_bind, listen, serve
 
 
 @hookimpl
@@ -29,6 +28,8 @@ def latch_register_uis() -> list[type]:
 @click.pass_context
 def web_cmd(ctx: click.Context, host: str, port: int, token: str | None) -> None:
     """Serve the browser UI: sessions list and live session pages (transcript, state, activity)."""
+    from ..web.app import ListenError, check_bind, listen, serve  # asyncio and the routes load when `latch web` runs
+
     try:
         check_bind(host, token)
     except ValueError as exc:

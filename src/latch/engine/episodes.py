@@ -68,9 +68,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import filterfalse, islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command that makes none never imports it
+    import numpy as np
 
 from .. import hotpaths
 from ..events import (AssistantMessage, CompactionMarker, Event, RawArguments, SubagentMarker, SystemNote, ToolCall,
@@ -495,6 +496,8 @@ class _Growable:
     __slots__ = ("data", "size")
 
     def __init__(self, initial: Sequence[int] = ()):
+        import numpy as np
+
         self.data = np.zeros(max(16, 2 * len(initial)), dtype=np.int64)
         self.data[: len(initial)] = initial
         self.size = len(initial)
@@ -502,6 +505,8 @@ class _Growable:
     def reserve(self, extra: int) -> None:
         need = self.size + extra
         if need > len(self.data):
+            import numpy as np
+
             grown = np.zeros(max(need, 2 * len(self.data)), dtype=np.int64)
             grown[: self.size] = self.data[: self.size]
             self.data = grown
@@ -718,6 +723,8 @@ class EpisodeIndex:
         """
         if k <= 0:
             return []
+        import numpy as np
+
         n = len(self._closed) if before_seq is None else int(np.searchsorted(self._last_seq.view(), before_seq))
         op = self._open
         snap = None

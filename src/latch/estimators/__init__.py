@@ -23,9 +23,10 @@ Every estimate is approximate until the provider reports real usage, which is au
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import numpy as np
+if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command that makes none never imports it
+    import numpy as np
 
 from .. import hotpaths
 

@@ -11,6 +11,10 @@ data and never starts ``genai_prices.UpdatePrices`` (the package's only network 
 downloaded at run time, and an updater started by someone else in the same process changes nothing here:
 a price is a function of the installed package version.
 
+**Kept prices.** Each lookup and each price is computed once per process, and the CLI keeps them for the next
+command in ``cache/genai-prices.json`` under the Latch data folder (:func:`use_price_cache`; keyed by the
+genai-prices version), so a command that prices requests it priced before does not import genai-prices at all.
+
 **Usage semantics.** Latch's :class:`~latch.events.Usage` is normalized to Anthropic's: ``input_tokens`` is the
 *uncached* input and ``cache_read_tokens`` / ``cache_write_tokens`` are disjoint from it. genai-prices counts
 ``input_tokens`` as the whole prompt (cache reads and writes included), so a request is priced with
@@ -52,17 +56,23 @@ tokens) and OpenAI's 128-token cache granularity.
 
 from __future__ import annotations
 
+import atexit
+import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cache
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from ..events import Usage
 
 __all__ = ["RequestCost", "CostTotals", "price", "price_usage", "view_cost", "writes_cache", "price_provider",
-           "parse_timestamp", "usd", "format_usd", "total", "cost_dict", "UNPRICED"]
+           "parse_timestamp", "usd", "format_usd", "total", "cost_dict", "UNPRICED", "use_price_cache",
+           "save_price_cache", "PRICE_CACHE_ENTRIES"]
 
 UNPRICED = "unpriced"
 """How a report shows a request or total without a price."""
@@ -124,16 +134,143 @@ def _model_price(model: str, provider: str | None) -> tuple[Any, Any] | None:
     return _lookup(model, price_provider(provider))
 
 
+PRICE_CACHE_ENTRIES = 20_000
+"""The most prices :func:`use_price_cache`'s file keeps (the oldest go first): about 2 MB."""
+
+_cache_file: Path | None = None
+_memo: dict[str, dict[str, Any]] | None = None
+_fresh: dict[str, dict[str, Any]] = {"models": {}, "prices": {}}  # found by this process, not in the file yet
+_exit_hook = False
+
+
+def use_price_cache(path: str | os.PathLike[str] | None) -> None:
+    """Keep what this process priced in the JSON file ``path`` (``None``: in this process only, the default; the CLI
+    passes ``cache/genai-prices.json`` under the Latch data folder), so a later process prices the same request
+    again without importing genai-prices (about half a second: pydantic, httpx and the whole table) or running its
+    unit machinery (about 0.4 ms a request): the same ``RequestCost``, since a price is a function of the installed
+    genai-prices version (the file is keyed by it), the model and provider looked up, the token counts and, for a
+    model whose table has date or time-of-day conditions, the request's UTC date or instant. The file is written
+    when the process exits (:func:`save_price_cache`), merged with what other processes wrote meanwhile; a file
+    that cannot be read or written is ignored (prices are then computed as without it)."""
+    global _cache_file, _memo, _exit_hook
+    _cache_file, _memo = (Path(path) if path is not None else None), None
+    if _cache_file is not None and not _exit_hook:
+        atexit.register(save_price_cache)
+        _exit_hook = True
+
+
+@cache
+def _prices_version() -> str:
+    try:
+        return metadata.version("genai-prices")
+    except metadata.PackageNotFoundError:  # pragma: no cover - a dependency of latch
+        return "unknown"
+
+
+def _read_cache_file() -> dict[str, dict[str, Any]]:
+    empty: dict[str, dict[str, Any]] = {"models": {}, "prices": {}}
+    if _cache_file is None:
+        return empty
+    try:
+        doc = json.loads(_cache_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return empty
+    if not isinstance(doc, dict) or doc.get("genai_prices") != _prices_version():
+        return empty
+    models, prices = doc.get("models"), doc.get("prices")
+    return {"models": models, "prices": prices} if isinstance(models, dict) and isinstance(prices, dict) else empty
+
+
+def _cached() -> dict[str, dict[str, Any]]:
+    global _memo
+    if _memo is None:
+        _memo = _read_cache_file()
+        for kind in ("models", "prices"):
+            _memo[kind].update(_fresh[kind])
+    return _memo
+
+
+def _remember(kind: str, key: str, value: Any) -> None:
+    for table in (_cached()[kind], _fresh[kind]):
+        table[key] = value
+        if len(table) > 2 * PRICE_CACHE_ENTRIES:  # a long bench run: keep the newest, memory stays bounded
+            for old in list(table)[:PRICE_CACHE_ENTRIES]:
+                del table[old]
+
+
+def save_price_cache() -> None:
+    """Write what this process priced to the :func:`use_price_cache` file (merged with the file as it is now; at
+    most :data:`PRICE_CACHE_ENTRIES` prices, the newest; its folder is created). Nothing without a file or without
+    anything new; never raises for a file system error."""
+    if _cache_file is None or not (_fresh["models"] or _fresh["prices"]):
+        return
+    doc = _read_cache_file()
+    for kind in ("models", "prices"):
+        doc[kind].update(_fresh[kind])
+    prices = doc["prices"]
+    if len(prices) > PRICE_CACHE_ENTRIES:
+        doc["prices"] = dict(list(prices.items())[-PRICE_CACHE_ENTRIES:])
+    tmp = _cache_file.with_name(f"{_cache_file.name}.{os.getpid()}.tmp")
+    try:
+        _cache_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps({"genai_prices": _prices_version(), **doc}), encoding="utf-8")
+        os.replace(tmp, _cache_file)  # a reader sees the old file or the new one, never half of one
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        return
+    for kind in ("models", "prices"):
+        _fresh[kind].clear()
+
+
+def _time_dependence(info: Any) -> str:
+    """How ``info``'s (a genai-prices ``ModelInfo``) price depends on the request's time: ``"none"``, ``"date"``
+    (start-date conditions: the UTC date decides) or ``"time"`` (anything else, e.g. off-peak hours)."""
+    prices = getattr(info, "prices", None)
+    if not isinstance(prices, list):
+        return "none"
+    if all(type(getattr(c, "constraint", None)).__name__ in ("NoneType", "StartDateConstraint") for c in prices):
+        return "date"
+    return "time"
+
+
+def _priced_as(model: str, provider: str | None) -> dict[str, Any] | None:
+    """What the lookup of ``model`` (``provider``: a price provider id or ``None``) finds: ``None`` (no price), else
+    ``{"model_id", "provider_id", "time"}`` (``time``: :func:`_time_dependence`), from the price cache when there."""
+    key = f"{provider or ''}|{model}"
+    models = _cached()["models"]
+    if key not in models:
+        found = _lookup(model, provider)
+        _remember("models", key, None if found is None else {
+            "model_id": found[1].id, "provider_id": found[0].id, "time": _time_dependence(found[1])})
+    entry = models[key]
+    return entry if isinstance(entry, dict) else None
+
+
+def _when_key(entry: dict[str, Any], at: datetime) -> str:
+    """The part of the request time ``at`` that ``entry``'s price depends on (see :func:`_time_dependence`)."""
+    if entry.get("time") == "none":
+        return ""
+    utc = at.astimezone(UTC) if at.tzinfo is not None else at
+    return utc.date().isoformat() if entry.get("time") == "date" else utc.isoformat()
+
+
 def writes_cache(model: str | None, provider: str | None = None, at: datetime | None = None) -> bool | None:
     """Whether ``model``'s table bills cache writes at their own rate (Anthropic: ``True``; OpenAI, Gemini:
     ``False``); ``None`` when the model has no price."""
     if not model:
         return None
-    found = _model_price(model, provider)
-    if found is None:
+    entry = _priced_as(model, price_provider(provider))
+    if entry is None:
         return None
-    prices = found[1].get_prices(at or datetime.now(tz=UTC))
-    return getattr(prices, "cache_write_mtok", None) is not None
+    when = at or datetime.now(tz=UTC)
+    key = f"writes|{entry['provider_id']}|{entry['model_id']}|{_when_key(entry, when)}"
+    prices = _cached()["prices"]
+    if key not in prices:
+        found = _model_price(model, provider)
+        if found is None:  # pragma: no cover - the lookup above found it
+            return None
+        _remember("prices", key, getattr(found[1].get_prices(when), "cache_write_mtok", None) is not None)
+    return bool(prices[key])
 
 
 def price(*, model: str | None, uncached: int, cache_read: int = 0, cache_write: int = 0, output: int = 0,
@@ -147,9 +284,28 @@ def price(*, model: str | None, uncached: int, cache_read: int = 0, cache_write:
                          f"cache write {cache_write}, output {output})")
     if not model:
         return None
+    entry = _priced_as(model, price_provider(provider))
+    if entry is None:
+        return None
     when = at or datetime.now(tz=UTC)
+    key = (f"{entry['provider_id']}|{entry['model_id']}|{uncached}|{cache_read}|{cache_write}|{output}|"
+           f"{_when_key(entry, when)}")
+    prices = _cached()["prices"]
+    if key not in prices:
+        _remember("prices", key, _calc(model, provider, uncached, cache_read, cache_write, output, when))
+    got = prices[key]
+    if not isinstance(got, list):
+        return None
+    return RequestCost(Decimal(got[0]), Decimal(got[1]), Decimal(got[2]), entry["model_id"], entry["provider_id"],
+                       uncached, cache_read, cache_write, output)
+
+
+def _calc(model: str, provider: str | None, uncached: int, cache_read: int, cache_write: int, output: int,
+          when: datetime) -> list[str] | None:
+    """genai-prices' ``[total, input, output]`` dollars (decimal strings) of one request, ``None`` when its table
+    cannot price these counts."""
     found = _model_price(model, provider)
-    if found is None:
+    if found is None:  # pragma: no cover - the lookup of price() found it
         return None
     prov, info = found
     from genai_prices.types import Usage as PriceUsage
@@ -160,8 +316,7 @@ def price(*, model: str | None, uncached: int, cache_read: int = 0, cache_write:
         calc = info.calc_price(usage, prov, genai_request_timestamp=when)
     except (LookupError, ValueError):  # a table entry genai-prices cannot apply to these counts
         return None
-    return RequestCost(calc.total_price, calc.input_price, calc.output_price, info.id, prov.id, uncached,
-                       cache_read, cache_write, output)
+    return [str(calc.total_price), str(calc.input_price), str(calc.output_price)]
 
 
 def price_usage(usage: Usage | None, model: str | None = None, *, provider: str | None = None,

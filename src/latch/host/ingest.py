@@ -9,18 +9,22 @@ See :mod:`latch.importers` for how a grown transcript is re-imported.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
 from .. import importers as _importers
 from ..events import Event, JSONNestingError, SubagentMarker, canonical_json, json_loads, same_event
 from ..importers.base import Importer, ParsedSession, SessionForgotten, TranscriptError
 from ..kernel.tombstones import tombstoned_sessions
-from ..plugins import registered_importers
+from ..plugins import get_plugin_manager, registered_importers
 from ..store import EventStore, PendingEvent
 
 __all__ = ["import_file", "import_all", "import_group", "parse_file", "parse_all_file", "available_importers", "SessionForgotten",
-           "same_record", "HEAD_RECORDS"]
+           "same_record", "HEAD_RECORDS", "imported_session_ids", "FINGERPRINTED_FORMATS"]
 
 HEAD_RECORDS = 4
 """How many of a session's first records identify it (with its format's own id and its source path)."""
@@ -99,6 +103,83 @@ def import_all(store: EventStore, path: str | Path, format: str | None = None,
     session id appended to the list), so forgetting one session of a database does not block the rest.
     """
     return import_group(store, [path], format, importers, final=final, forgotten=forgotten, as_new=as_new)[0]
+
+
+FINGERPRINTED_FORMATS = frozenset({"claude-code", "codex", "openai-chat", "anthropic-messages", "gemini-cli",
+                                   "copilot-cli", "aider", "swe-agent", "openhands", "antigravity", "merged-messages"})
+"""The formats whose parse reads nothing but the file's own bytes, so that the bytes alone say a re-import finds
+nothing new (:func:`imported_session_ids`). Not Cline (it reads ``ui_messages.json`` beside the file) nor the
+SQLite containers (Goose, OpenCode: a ``-wal`` file beside them holds changes the main file's bytes lack)."""
+
+
+def imported_session_ids(store: EventStore, path: str | Path, format: str | None = None, *, final: bool = False,
+                         forgotten: list[str] | None = None) -> list[str]:
+    """The session ids :func:`import_all` ``(store, path, format, final=final, forgotten=forgotten)`` returns, in
+    file order, after importing ``path`` the same way; raises what it raises.
+
+    A re-import of the same bytes is not parsed again: each import of a file whose sessions are all of
+    :data:`FINGERPRINTED_FORMATS` records the SHA-256 and size of the bytes it read
+    (:meth:`~latch.store.EventStore.record_import_fingerprint`, keyed by the file's resolved path and the
+    options: ``format``, ``final``, the Latch version and the loaded plugins with their versions); when the
+    file's bytes are those recorded and every recorded session is still stored, parsing them again would find
+    the same sessions (same path, same first records: the same identity, issue 12 item 5) and no new event, so
+    their ids are returned from the record. A forgotten session (``latch forget``) is still refused
+    (:class:`SessionForgotten`) or, with ``forgotten``, skipped and listed there. Any other file, option or
+    store state imports as :func:`import_all` does. Costs one read and one SHA-256 of the file (milliseconds
+    for megabytes) over :func:`import_all` on a first import.
+    """
+    p = Path(path)
+    seen = _fingerprint(p)
+    where, options = (str(p.resolve()), _fingerprint_options(format, final)) if seen is not None else ("", "")
+    if seen is not None:
+        recorded = store.import_fingerprint(where, options)
+        if recorded is not None and recorded[:2] == seen[:2]:
+            sids = [store.session_id_for(key) for key in recorded[2]]
+            if sids and all(_stored(store, key) for key in recorded[2]):
+                dead = tombstoned_sessions(store)
+                if forgotten is None and dead.intersection(sids):
+                    raise SessionForgotten(p, next(sid for sid in sids if sid in dead))
+                if forgotten is not None:
+                    forgotten.extend(sid for sid in sids if sid in dead)
+                return [sid for sid in sids if sid not in dead]
+    imported = import_all(store, p, format, final=final, forgotten=forgotten)
+    if (seen is not None and imported and not forgotten and _fingerprint_stat(p) == seen[2]
+            and all(parsed.format in FINGERPRINTED_FORMATS and _stored(store, parsed.external_key)
+                    for _, parsed, _ in imported)):
+        store.record_import_fingerprint(where, options, seen[0], seen[1],
+                                        [parsed.external_key for _, parsed, _ in imported])
+    return [sid for sid, _, _ in imported]
+
+
+def _fingerprint_stat(path: Path) -> tuple[int, int, int] | None:
+    """``(size, mtime in ns, inode)`` of a regular file, else ``None``."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ino) if stat.S_ISREG(st.st_mode) else None
+
+
+def _fingerprint(path: Path) -> tuple[str, int, tuple[int, int, int]] | None:
+    """``(SHA-256 hex, size, stat)`` of the regular file ``path`` as it reads now, or ``None`` (not a regular
+    file, over the size limit, unreadable, changed while read, or an SQLite file: :func:`import_all` then says
+    what it says)."""
+    before = _fingerprint_stat(path)
+    if before is None or before[0] > _importers.MAX_TRANSCRIPT_BYTES:
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if data.startswith(b"SQLite format 3\0") or _fingerprint_stat(path) != before or len(data) != before[0]:
+        return None
+    return hashlib.sha256(data).hexdigest(), len(data), before
+
+
+def _fingerprint_options(format: str | None, final: bool) -> str:
+    """The options an import fingerprint is valid for (see :func:`imported_session_ids`), as one string."""
+    plugins = sorted(f"{info.name} {info.version or ''}" for info in get_plugin_manager().infos.values())
+    return json.dumps({"format": format, "final": final, "latch": __version__, "plugins": plugins}, sort_keys=True)
 
 
 def import_group(store: EventStore, paths: list[str | Path], format: str | None = None,

@@ -44,8 +44,10 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Union
 
-import numpy as np
+if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command that makes none never imports it
+    import numpy as np
 
 from . import _tables as T
 
@@ -189,6 +191,8 @@ def estimate_tokens(text: str, profile: str = "openai") -> int:
 
 def estimate_tokens_batch(texts: Iterable[str], profile: str = "openai") -> np.ndarray:
     """:func:`estimate_tokens` of each text, as a numpy ``int64`` array of ``len(texts)``."""
+    import numpy as np
+
     w, num, den = _profile(profile)
     return np.fromiter((-(-_units(t, w) * num // den) for t in texts), dtype=np.int64)
 
@@ -227,7 +231,7 @@ def _overlap(ids: Sequence[int], lo: int, hi: int, wanted: set[int]) -> int:
     return sum(1 for j in range(lo, hi) if ids[j] in wanted)
 
 
-IntArray = Sequence[int] | np.ndarray
+IntArray = Union[Sequence[int], "np.ndarray"]
 """An int64 numpy array or any sequence of ints (the score arrays' element type)."""
 
 

@@ -508,6 +508,25 @@ class EventStore:
             self._put_artifact_locked(data, media_type, w, h)
         return sid, self._append_locked(sid, events)
 
+    def import_fingerprint(self, path: str, options: str) -> tuple[str, int, list[str]] | None:
+        """``(sha256 hex, size in bytes, external keys of its sessions in file order)`` that
+        :meth:`record_import_fingerprint` last recorded for transcript ``path`` imported with ``options`` (an
+        opaque string), else ``None``."""
+        rows = self._rows("SELECT sha256, size, keys FROM import_fingerprints WHERE path = ? AND options = ?",
+                          (path, options))
+        if not rows:
+            return None
+        keys = json.loads(rows[0][2])
+        return str(rows[0][0]), int(rows[0][1]), [str(k) for k in keys]
+
+    def record_import_fingerprint(self, path: str, options: str, sha256: str, size: int, keys: Sequence[str]) -> None:
+        """Record that transcript ``path`` (``size`` bytes, SHA-256 ``sha256``) imported with ``options`` holds
+        the sessions of ``keys`` (their external keys, in file order), replacing what was recorded before. A
+        cache beside the log (no event, no seq); raises :class:`StoreError` like every write."""
+        with self._write() as db:
+            db.execute("INSERT OR REPLACE INTO import_fingerprints(path, options, sha256, size, keys, recorded_at) "
+                       "VALUES (?, ?, ?, ?, ?, ?)", (path, options, sha256, int(size), json.dumps(list(keys)), _now()))
+
     # ------------------------------------------------------------------- reads
     def _decode_row(self, r: Sequence[Any]) -> StoredEvent:
         return StoredEvent(seq=r[0], session_id=r[1], kind=r[2], event=decode_event(r[2], r[3]), source_ref=r[4], ts=r[5])

@@ -233,3 +233,25 @@ def m008_group_projection(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX group_messages_pending ON group_messages(root_session_id, recipient, delivered, pos)")
     # the freshness check reads max(seq) per projected kind: one index seek each
     db.execute("CREATE INDEX events_kind_seq ON events(kind, seq)")
+
+
+@migration
+def m009_import_fingerprints(db: sqlite3.Connection) -> None:
+    # A cache, not history: what a transcript file's last import into this store found, keyed by the file's
+    # resolved path and the import's options (format, final, Latch version, plugins). A re-import of the same
+    # bytes (SHA-256) with the same options finds its sessions here instead of parsing the file again
+    # (latch.host.ingest.imported_session_ids); any other file or option parses as before.
+    """Import fingerprints: per (path, options), the SHA-256 and size of the bytes imported and their sessions' keys."""
+    db.execute(
+        """
+        CREATE TABLE import_fingerprints (
+            path        TEXT NOT NULL,
+            options     TEXT NOT NULL,
+            sha256      TEXT NOT NULL,
+            size        INTEGER NOT NULL,
+            keys        TEXT NOT NULL,
+            recorded_at TEXT NOT NULL,
+            PRIMARY KEY (path, options)
+        )
+        """
+    )

@@ -41,9 +41,10 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command that makes none never imports it
+    import numpy as np
 
 from latch.hookspecs import hookimpl
 from latch.port import ComponentTokens, ContextBudget, ContextView, ViewMessage, ViewToolCall
@@ -218,6 +219,8 @@ class LlamaCppEstimator:
 
     def estimate_batch(self, texts: Iterable[str]) -> np.ndarray:
         """Tokens of each text (numpy ``int64`` array), as :meth:`estimate` counts them."""
+        import numpy as np
+
         return np.array([self._tokens(t) for t in texts], dtype=np.int64)
 
     def image_tokens(self, width: int | None, height: int | None) -> int:

@@ -16,12 +16,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 import re
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import numpy as np
 import tiktoken
 from tiktoken.model import encoding_name_for_model
 
 from latch.hookspecs import hookimpl
+
+if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command that makes none never imports it
+    import numpy as np
 
 __all__ = ["TiktokenEstimator", "ENCODING", "is_cl100k_model"]
 
@@ -83,6 +86,8 @@ class TiktokenEstimator:
 
     def estimate_batch(self, texts: Iterable[str]) -> np.ndarray:
         """Tokens of each text (numpy ``int64`` array), as :meth:`estimate` counts them."""
+        import numpy as np
+
         return np.array([self.estimate(t) for t in texts], dtype=np.int64)
 
     def image_tokens(self, width: int | None, height: int | None) -> int:

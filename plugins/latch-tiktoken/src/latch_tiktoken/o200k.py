@@ -19,12 +19,14 @@ import hashlib
 import re
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import quicktok
 
 from latch.hookspecs import hookimpl
+
+if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command that makes none never imports it
+    import numpy as np
 
 __all__ = ["O200kEstimator", "ENCODING", "TIKTOKEN_O200K_SHA256", "vocabulary_sha256", "mergeable_ranks"]
 
@@ -97,6 +99,8 @@ class O200kEstimator:
 
     def estimate_batch(self, texts: Iterable[str]) -> np.ndarray:
         """Tokens of each text (numpy ``int64`` array), as :meth:`estimate` counts them."""
+        import numpy as np
+
         items = [_clean(t) for t in texts]
         if not items:
             return np.zeros(0, dtype=np.int64)
