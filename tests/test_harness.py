@@ -221,8 +221,15 @@ def test_the_replay_table_says_what_the_harness_is_and_the_ratio(run, tmp_path):
     out = " ".join(res.output.split())
     assert (f"harness: {h['inferred_tokens']:,} tokens inferred (not in the transcript: provider prompt − transcript, "
             "median of request(s) 1–4)") in out
-    assert (f"view ÷ provider prompt: median {r['median']:.2f}× (p10 {r['p10']:.2f}, p90 {r['p90']:.2f}, "
-            f"min {r['min']:.2f}, max {r['max']:.2f}); {r['within']}/4 request(s) within 0.9–1.3×") in out
+    c, fc, rate = (doc["summary"][k] for k in ("provider_ratio_complete_views", "forecast_ratio_complete_views",
+                                                "provider_rate"))
+    assert c["requests"] == 4 == r["requests"]  # nothing evicted: every view holds what the harness sent
+    assert (f"views that hold the whole conversation (4), ÷ the provider's prompt: Latch's estimate median "
+            f"{c['median']:.2f}× ({c['within']}/4 within 0.9–1.3×), its forecast in provider tokens median "
+            f"{fc['median']:.2f}× ({fc['within']}/3 within)") in out
+    assert "views after eviction" not in out and doc["summary"]["forecast_ratio_evicted_views"]["requests"] == 0
+    assert (f"forecast: {rate['rate']:.2f} provider tokens per estimated token + {rate['intercept_tokens']:,}, "
+            f"fitted on each request's earlier requests ({rate['steps']} step(s) in all)") in out
     bare = run("replay", str(path), "--no-harness")
     assert "harness:" not in bare.output
 

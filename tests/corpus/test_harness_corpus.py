@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from corpus_support import corpus_format, corpus_name
-from latch.commands.replay import RATIO_BAND, run_replay
+from latch.commands.replay import RATIO_BAND, ratio_summary, run_replay
 from latch.events import SystemNote
 from latch.host.forecast import ProviderForecast
 from latch.providers import to_anthropic_messages, to_openai_chat, validate_anthropic_messages, validate_openai_chat
@@ -76,6 +76,8 @@ def test_harness_in_every_corpus_replay(corpus_session):
                                                  else None)
         if r["provider_prompt_tokens"]:
             fit.observe(fixed + r["history_tokens"], r["provider_prompt_tokens"])
+    assert s["forecast_ratio_evicted_views"] == ratio_summary(
+        [r["forecast_ratio"] for r in rows if r["total_tokens"] is not None and not r["view_complete"]])
     if fmt not in ("claude-code", "codex"):
         return
     missed = [r["request"] for r in rows if r["view_complete"] and r["forecast_ratio"] is not None

@@ -266,7 +266,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     its view would be counted at, forecast from the transcript's earlier requests only (:mod:`latch.host.forecast`;
     ``None`` before any earlier request has usage, or with ``harness=False``), and ``forecast_ratio``
     (``provider_forecast_tokens / provider_prompt_tokens``); the summary has ``forecast_ratio``,
-    ``forecast_ratio_complete_views`` and ``provider_rate`` (the fit after the last request:
+    ``forecast_ratio_complete_views``, ``forecast_ratio_evicted_views`` and ``provider_rate`` (the fit after the last request:
     :meth:`~latch.host.forecast.ProviderForecast.to_json`, ``None`` with ``harness=False``).
     The views come from the host's one request loop (:class:`latch.host.loop.RequestLoop`).
 
@@ -429,6 +429,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         "provider_ratio_complete_views": ratio_summary([r["provider_ratio"] for r in done if r["view_complete"]]),
         "forecast_ratio": ratio_summary([r["forecast_ratio"] for r in done]),
         "forecast_ratio_complete_views": ratio_summary([r["forecast_ratio"] for r in done if r["view_complete"]]),
+        "forecast_ratio_evicted_views": ratio_summary([r["forecast_ratio"] for r in done if not r["view_complete"]]),
         "provider_rate": forecaster.to_json() if forecaster is not None else None,
         "corrections": corrections, "correction": correction,
     }
@@ -523,25 +524,37 @@ def harness_line(doc: Mapping[str, Any]) -> str | None:
 
 
 def ratio_line(s: Mapping[str, Any]) -> str | None:
-    """The summary's rich-markup line on the view/provider ratio distribution, or ``None`` with no provider figure."""
+    """The summary's rich-markup lines comparing the views with the provider's prompt figures, or ``None`` with no
+    provider figure. Two questions, kept apart: how exact Latch's count is (on the views that still hold the whole
+    conversation, so they hold what the harness sent: Latch's conservative estimate and its provider-token forecast,
+    each ÷ the provider's figure), and how much of the harness's prompt the other views kept (the engine evicted:
+    the forecast ÷ the provider's figure), then the forecast's fit."""
     r = s.get("provider_ratio") or {}
     if not r.get("requests"):
         return None
     lo, hi = r["band"]
     c = s.get("provider_ratio_complete_views") or {}
-    whole = (f"; views holding the whole conversation: {c['within']}/{c['requests']}" if c.get("requests")
-             and c["requests"] != r["requests"] else "")
-    line = (f"[blue]i[/blue] view ÷ provider prompt: median {r['median']:.2f}× (p10 {r['p10']:.2f}, p90 {r['p90']:.2f}, "
-            f"min {r['min']:.2f}, max {r['max']:.2f}); {r['within']}/{r['requests']} request(s) within {lo}–{hi}×"
-            f"{whole}")
-    f, fc, rate = s.get("forecast_ratio") or {}, s.get("forecast_ratio_complete_views") or {}, s.get("provider_rate")
-    if f.get("requests") and rate:
-        whole = (f"; views holding the whole conversation: median {fc['median']:.2f}×, {fc['within']}/"
-                 f"{fc['requests']} within" if fc.get("requests") else "")
-        line += (f"\n[blue]i[/blue] provider-token forecast of the view ÷ provider prompt (fitted on earlier requests: "
-                 f"{rate['rate']:.2f} provider tokens per estimated token + {rate['intercept_tokens']:,}): median "
-                 f"{f['median']:.2f}×, {f['within']}/{f['requests']} within {lo}–{hi}×{whole}")
-    return line
+    fc = s.get("forecast_ratio_complete_views") or {}
+    fe = s.get("forecast_ratio_evicted_views") or {}
+    rate = s.get("provider_rate")
+    if c.get("requests"):
+        lines = [f"[blue]i[/blue] views that hold the whole conversation ({c['requests']:,}), ÷ the provider's prompt: "
+                 f"Latch's estimate median {c['median']:.2f}× ({c['within']:,}/{c['requests']:,} within {lo}–{hi}×)"
+                 + (f", its forecast in provider tokens median {fc['median']:.2f}× ({fc['within']:,}/"
+                    f"{fc['requests']:,} within)" if fc.get("requests") else "")]
+    else:
+        lines = [f"[blue]i[/blue] no view holds the whole conversation; Latch's estimate ÷ the provider's prompt: median "
+                 f"{r['median']:.2f}× ({r['within']:,}/{r['requests']:,} within {lo}–{hi}×)"]
+    if fe.get("requests"):
+        lines.append(f"[blue]i[/blue] views after eviction ({fe['requests']:,}): forecast ÷ the provider's prompt median "
+                     f"{fe['median']:.2f}× (min {fe['min']:.2f}, max {fe['max']:.2f}): the share of what the harness "
+                     f"sent that Latch's view holds")
+    if rate and rate.get("requests"):
+        rough = " (few steps: rough)" if rate["steps"] < 3 else ""
+        lines.append(f"[dim]forecast: {rate['rate']:.2f} provider tokens per estimated token + "
+                     f"{rate['intercept_tokens']:,}, fitted on each request's earlier requests ({rate['steps']:,} "
+                     f"step(s) in all){rough}[/dim]")
+    return "\n".join(lines)
 
 
 def window_line(source: str, entry: str | None, model: str | None) -> str:
@@ -771,10 +784,11 @@ def _cost_line(c: Mapping[str, Any] | None, model: str | None) -> str:
         parts.append("cost of the transcript: unpriced (no provider usage)")
     if c["view_usd"] is not None:
         vshare = c["view_cache_read_share"]
-        parts.append(f"Latch's views would cost {format_usd(c['view_usd'])}"
+        parts.append(f"Latch's views would cost {format_usd(c['view_usd'])} at Latch's conservative token estimate"
                      + (f" (cache reads {vshare:.0%})" if vshare is not None else "")
-                     + (f", about {format_usd(c['view_forecast_usd'])} in the provider's tokens (forecast)"
-                        if c.get("view_forecast_usd") is not None else ""))
+                     + (f", about {format_usd(c['view_forecast_usd'])} at the provider's count (forecast)"
+                        if c.get("view_forecast_usd") is not None else "")
+                     + ("" if c.get("original_usd") is not None else "; output tokens unknown, counted as 0"))
     return " · ".join(parts) + f" [dim]· priced as {markup(c['priced_model'] or '')} (genai-prices)[/dim]"
 
 
