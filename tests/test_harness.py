@@ -9,6 +9,7 @@ prompt gets ``harness_tokens`` (the median residual of the first requests) in ev
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import statistics
 
 import pytest
@@ -245,3 +246,23 @@ def test_the_header_line_names_what_was_recorded():
                                                "tokens) and 2 tool schema(s) (120 tokens), sent with every "
                                                "request[/dim]")
     assert harness_line({"harness": {"source": "none"}}) is None
+
+
+def test_a_replay_where_every_request_overflows_fails_and_names_the_harness(run):
+    """The trial's `--window 3000 --reserve 2000` on the example: every request is refused, so the replay fails with
+    one check naming the first refusal and the inferred harness that took the budget (not a column of ✓ over no
+    view), exit status 1; a replay with views stays 0."""
+    example = str(Path(__file__).resolve().parents[1] / "examples" / "invoice-rounding.claude.jsonl")
+    res = run("replay", example, "--window", "3000", "--reserve", "2000")
+    assert res.exit_code == 1, res.output
+    out = " ".join(res.output.split())
+    doc = json.loads(run("replay", example, "--window", "3000", "--reserve", "2000", "--json", "-").output)
+    h, s = doc["harness"], doc["summary"]
+    assert s["overflows"] == s["requests"] == 28 and h["inferred_tokens"] > 1_000
+    assert f"no view (hard limit {s['hard_limit_tokens']:,} tokens)" in out and "max 0 of" not in out
+    assert ("✗ no view could be built: all 28 requests refused with ContextOverflow: request 1: instructions, tools, "
+            "extension and canonical state alone exceed the hard budget") in out
+    assert (f"the harness's {h['inferred_tokens']:,} inferred tokens leave the engine 1 of the 1,000-token hard "
+            "limit") in out
+    assert "✓" not in out  # no check holds vacuously
+    assert run("replay", example, "--window", "16000", "--reserve", "2000", "--recent", "3000").exit_code == 0

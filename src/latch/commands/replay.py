@@ -34,8 +34,9 @@ effective limit"), to ``window - reserve`` at most and to the smallest ``recent_
 engine reports in a view's metrics.
 
 A request the engine refuses with :class:`~latch.port.ContextOverflow` is listed (status
-``overflow``), never an over-budget view. The exit status is 1 when any violation exists, and when the
-transcript holds no model request (said in one line).
+``overflow``), never an over-budget view. The exit status is 1 when any violation exists, when every request
+was refused (no view could be built: a failed check names the first refusal), and when the transcript holds no
+model request (said in one line).
 
 The engine, the estimators and the plugin host are imported when a command runs, never when this
 module is imported, so ``latch`` starts (and ``latch doctor`` reports) even when the hot-path
@@ -708,8 +709,10 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
     def check(ok: bool, text: str) -> None:
         con.print(("[green]✓[/green] " if ok else "[red]✗[/red] ") + text)
 
+    largest = (f"max {s['max_total_tokens']:,} of {s['hard_limit_tokens']:,} tokens" if s["overflows"] < s["requests"]
+               else f"no view (hard limit {s['hard_limit_tokens']:,} tokens)")
     con.print(f"\n[bold]{plural(s['requests'], 'request')}[/bold] · {s['epochs']} cache epoch(s), {s['rotations']} rotation(s) · "
-              f"max {s['max_total_tokens']:,} of {s['hard_limit_tokens']:,} tokens")
+              + largest)
     con.print(f"conversation {s['conversation_tokens']:,} tokens"
               + (f" · mean cacheability {s['mean_cacheability']:.0%}" if s["mean_cacheability"] is not None else ""))
     con.print(_cost_line(s.get("cost"), doc["model"]))
@@ -717,6 +720,12 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
     ratio = ratio_line(s)
     if ratio:
         con.print(ratio)
+    if s["requests"] and s["overflows"] >= s["requests"]:  # no view: the checks below would hold vacuously
+        first = next((r for r in doc["requests"] if r["status"] == "overflow"), None)
+        why = f": request {first['request']}: {markup(first['error'])}" if first and first.get("error") else ""
+        check(False, f"no view could be built: all {plural(s['requests'], 'request')} refused with "
+                     f"ContextOverflow{why}")
+        return
     check(not any("hard limit" in x for x in v), "budget never exceeded (window − reserve)")
     check(not any("orphan" in x or "call order" in x for x in v), "no orphaned tool call or result")
     check(not any("split" in x for x in v), "no split unit")
@@ -738,8 +747,9 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
         con.print(f"[blue]i[/blue] {s['rotations']} cache rewrite(s) (no rotation bound: {doc['engine']} does not "
                   f"rotate with hysteresis)")
     if s["overflows"]:
-        con.print(f"[yellow]![/yellow] {s['overflows']} request(s) refused with ContextOverflow "
-                  f"(a unit larger than the hard budget)")
+        first = next((r for r in doc["requests"] if r["status"] == "overflow"), None)
+        why = f": request {first['request']}: {markup(first['error'])}" if first and first.get("error") else ""
+        con.print(f"[yellow]![/yellow] {plural(s['overflows'], 'request')} refused with ContextOverflow{why}")
     for x in v[:20]:
         con.print(f"  [red]{markup(x)}[/red]")
     if len(v) > 20:
@@ -966,7 +976,9 @@ def register(cli: click.Group) -> None:
                 _print(con, doc, file)
             for sid in empty if len(sids) > 1 else ():
                 con.print(f"[blue]i[/blue] session {sid} has no model request: not replayed", highlight=False)
-        if any(doc["summary"]["violations"] for doc in docs):
+        if any(doc["summary"]["violations"] or (doc["summary"]["requests"]
+                                                 and doc["summary"]["overflows"] >= doc["summary"]["requests"])
+               for doc in docs):
             sys.exit(1)
 
     @cli.command("prune-replays")

@@ -319,7 +319,12 @@ class RequestLoop:
             self.overflows += 1
             if self.setup.token_counts is not None:
                 self.setup.token_counts.flush()
-            return RequestResult(until_seq, request, None, str(exc), time.perf_counter() - t, self._events,
+            why = str(exc)
+            if self.harness_tokens:  # the engine saw the hard limit less the harness: say what took the rest
+                why += (f"; the harness's {self.harness_tokens:,} inferred tokens leave the engine "
+                        f"{self.engine_budget.hard_limit_tokens:,} of the {self.budget.hard_limit_tokens:,}-token "
+                        f"hard limit")
+            return RequestResult(until_seq, request, None, why, time.perf_counter() - t, self._events,
                                  self.history_tokens)
         seconds = time.perf_counter() - t
         harness = self.harness_tokens
