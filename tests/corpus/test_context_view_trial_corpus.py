@@ -62,6 +62,8 @@ def test_context_of_the_codex_session_is_read_only_counts_the_harness_and_shows_
     before = store_digest(run.db)
     reports = [json.loads(run("context", sid, "--json")) for _ in range(2)]
     text = run("context", sid)
+    exact = json.loads(run("context", sid, "--estimator", "tiktoken", "--json"))  # counts it would cache
+    assert exact["exact_tokenizer"] and exact["approximate"] is False
     assert store_digest(run.db) == before  # no kernel record, no token count: the store is as it was
     assert reports[0] == reports[1]  # a report no longer changes the next one
     rep = reports[0]
