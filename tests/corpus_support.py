@@ -12,8 +12,10 @@ gained an importer (so the list cannot go stale).
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
+import sqlite3
 from pathlib import Path
 from types import ModuleType
 from typing import NamedTuple
@@ -178,3 +180,16 @@ def parse_item(item: CorpusItem, importers=None):
     if item.session is None:
         return parse_file(item.path, format=fmt, importers=importers)
     return next(s for s in parse_all_file(item.path, fmt, importers) if s.external_key == item.session)
+
+
+def store_digest(db: Path) -> tuple[str, dict[str, int]]:
+    """``(sha256 of the database's logical content, rows per table)`` of the SQLite store at ``db``, opened
+    read-only: what any write to it would change (a test of a read-only command compares before and after)."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        tables = [t for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        counts = {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
+        digest = hashlib.sha256("\n".join(con.iterdump()).encode()).hexdigest()
+    finally:
+        con.close()
+    return digest, counts

@@ -12,7 +12,7 @@ from rich.console import Console
 from latch.cli import _load_commands, cli
 from latch.commands.replay import _print, run_replay
 from latch.host.changes import seq_ranges
-from latch.providers import to_anthropic_messages, to_openai_chat, validate_anthropic_messages, validate_openai_chat
+from latch.providers import AnthropicProvider, to_anthropic_messages, to_openai_chat, validate_anthropic_messages, validate_openai_chat
 from latch.store import EventStore
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,7 +33,8 @@ def run(tmp_path):
     return invoke
 
 
-def test_view_prints_the_replayed_request_in_both_wire_formats(run):
+def test_view_prints_the_replayed_request_in_both_wire_formats(run, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-sent")  # the provider is built, never called
     openai = json.loads(run("view", str(EXAMPLE), "--request", "13", *SMALL, "--format", "openai").output)
     anthropic = json.loads(run("view", str(EXAMPLE), "--request", "13", *SMALL, "--format", "anthropic").output)
     assert validate_openai_chat(openai) == [] and validate_anthropic_messages(anthropic) == []
@@ -43,8 +44,15 @@ def test_view_prints_the_replayed_request_in_both_wire_formats(run):
                                  harness=False)
         loader = lambda h: store.get_artifact(h)[1]  # noqa: E731
         assert openai == to_openai_chat(views[12], loader, model="claude-sonnet-4-5")
-        assert anthropic == to_anthropic_messages(views[12], loader, model="claude-sonnet-4-5", max_tokens=2_000)
+        # exactly what Latch's Anthropic provider sends for that view: its cache_control breakpoints included
+        provider = AnthropicProvider("claude-sonnet-4-5")
+        body = to_anthropic_messages(views[12], loader, model="claude-sonnet-4-5", max_tokens=2_000)
+        assert anthropic == provider.request(body)
+        assert anthropic != body  # the breakpoints are what the plain body lacks
     assert openai["model"] == "claude-sonnet-4-5" and anthropic["max_tokens"] == 2_000
+    marked = [b for m in anthropic["messages"] for b in m["content"] if "cache_control" in b]
+    assert len(marked) == 2 and all(b["cache_control"] == {"type": "ephemeral"} for b in marked)
+    assert "cache_control" in anthropic["messages"][-1]["content"][-1]
 
 
 def test_view_by_session_id_and_the_text_rendering(run):

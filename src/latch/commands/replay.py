@@ -85,7 +85,7 @@ from ..kernel import canonical_state
 
 __all__ = ["resolve_engine_factory", "resolve_estimator_choice", "budget_problem", "ReplayPlan", "plan_replay",
            "run_replay", "window_origin", "window_line", "replay_options", "register", "RATIO_BAND", "provider_ratio",
-           "ratio_summary", "harness_doc", "harness_line", "ratio_line"]
+           "ratio_summary", "harness_doc", "harness_line", "ratio_line", "event_position"]
 
 PROGRESS_MIN_REQUESTS = 40
 
@@ -173,9 +173,11 @@ def window_origin(config: Mapping[str, Any], model: str | None, window: int, fla
 def plan_replay(store: Any, session_id: str, *, engine: str | None = None, model: str | None = None,
                 estimator: str | None = None, config: Mapping[str, Any] | None = None, window: int | None = None,
                 reserve: int | None = None, recent: int | None = None, scratch: bool = True,
-                harness: bool = True) -> ReplayPlan:
+                harness: bool = True, overlay_main: bool = False) -> ReplayPlan:
     """Build the engine (stream ``<engine>:replay-<id>``, a run of the replay scratch database unless
-    ``scratch`` is false), the budget and the request loop of a replay of ``session_id`` (options as
+    ``scratch`` is false; with ``overlay_main``, the session's own ``<engine>:main`` stream seen through an
+    in-memory overlay that writes nothing: :class:`~latch.host.session.OverlayKernelWriter`, for a read-only
+    report of the next view), the budget and the request loop of a replay of ``session_id`` (options as
     :func:`run_replay`). The loop sends the session's harness prompt and tools (:func:`latch.host.harness.
     session_harness`: recorded ones as the request's system and tools, else the overhead inferred from provider
     usage as ``harness_tokens``) with every request; ``harness=False`` replays the conversation alone
@@ -184,9 +186,11 @@ def plan_replay(store: Any, session_id: str, *, engine: str | None = None, model
     config = dict(config or {})
     resolve_engine_factory(engine, config)  # an unknown engine is a usage error naming the option
     replay_id = uuid.uuid4().hex[:12]
+    suffix = "main" if overlay_main else f"replay-{replay_id}"
     try:
-        setup = build_engine(store, session_id, stream=lambda name: f"{name}:replay-{replay_id}", engine=engine,
-                             model=model, estimator=estimator, config=config, scratch=scratch)
+        setup = build_engine(store, session_id, stream=lambda name: f"{name}:{suffix}", engine=engine,
+                             model=model, estimator=estimator, config=config, scratch=scratch and not overlay_main,
+                             overlay=overlay_main)
     except HostError as exc:
         raise click.UsageError(str(exc)) from None
     budget = setup.engine.default_budget()
@@ -384,7 +388,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
             **row, "status": view.status, "total_tokens": total, "recounted_tokens": res.recounted_tokens,
             **{c: getattr(view.tokens, c) for c in COMPONENTS},
             "epoch": view.epoch, "first_retained_seq": view.first_retained_seq,
-            "first_retained_event": _position(plan.event_seqs, view.first_retained_seq),
+            "first_retained_event": event_position(plan.event_seqs, view.first_retained_seq),
             "common_prefix_tokens": res.common_prefix_tokens,
             "cacheability": res.cacheability if res.cacheability is not None else 0.0,
             "left_tokens": view.metrics.get("left_tokens"), "rotation_reason": view.metrics.get("rotation_reason"),
@@ -571,7 +575,7 @@ def window_line(source: str, entry: str | None, model: str | None) -> str:
     return f"[dim]window: {where}[/dim]"
 
 
-def _position(seqs: list[int], seq: int | None) -> int | None:
+def event_position(seqs: list[int], seq: int | None) -> int | None:
     """The 1-based position in the session of its event ``seq`` (``seqs``: the session's seqs, ascending);
     ``None`` for ``None``; a seq between two events counts as the later one."""
     return None if seq is None else bisect.bisect_left(seqs, seq) + 1

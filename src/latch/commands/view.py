@@ -10,10 +10,14 @@ with unless ``--window`` is given) up to request N, and request N's view is prin
 
 * ``--format openai``: the chat-completions request body (:func:`latch.providers.to_openai_chat`, with the
   model), JSON on stdout; it passes :func:`latch.providers.validate_openai_chat`;
-* ``--format anthropic``: the Messages API body (:func:`latch.providers.to_anthropic_messages`, with the model
-  and ``max_tokens`` = the reserve), JSON on stdout; it passes :func:`latch.providers.validate_anthropic_messages`;
+* ``--format anthropic``: the Messages API body exactly as Latch's Anthropic provider sends it
+  (:func:`latch.providers.to_anthropic_messages` with the model and ``max_tokens`` = the reserve, then
+  :func:`latch.providers.anthropic_request`: its ``cache_control`` breakpoints), JSON on stdout; it passes
+  :func:`latch.providers.validate_anthropic_messages`;
 * ``--format text`` (default): a readable rendering: the request's header (engine, epoch, tokens per
-  component), the system field, the tools, then every message with its role, kind, seq and tokens. Every
+  component, an inferred harness overhead as ``harness (inferred)``, so they sum to the total; the first
+  retained event as its position in the session, like ``latch replay``'s ``first seq``, with its store-wide
+  seq), the system field, the tools, then every message with its role, kind, seq and tokens. Every
   string from the transcript passes :func:`latch.textsafe.safe` (control and bidi characters shown escaped).
 
 Images are included as the wire formats carry them (base64 of the stored artifact). ``--diff`` prints what
@@ -40,13 +44,13 @@ from rich.text import Text
 from ..cli import pass_app
 from ..textsafe import cell, console, dumps, plural, safe
 from . import Count
-from .replay import check_replay_options, replay_options, plan_replay, window_line
+from .replay import check_replay_options, event_position, replay_options, plan_replay, window_line
 from ..host.changes import seq_ranges, request_changes
 from ..host.ingest import SessionForgotten, imported_session_ids
 from ..host.loop import model_requests
-from ..providers import to_anthropic_messages, to_openai_chat
+from ..providers import anthropic_request, to_anthropic_messages, to_openai_chat
 
-__all__ = ["RequestOutOfRange", "SeveralSessions", "render_view_text", "render_changes_text", "register"]
+__all__ = ["RequestOutOfRange", "SeveralSessions", "header_components", "render_view_text", "render_changes_text", "register"]
 
 FORMATS = ("text", "openai", "anthropic")
 
@@ -98,24 +102,43 @@ def _print_message(con: Console, i: int, m: Any, tokens: int | None) -> None:
         con.print(cell(f"[{ref.media_type}{size}, {ref.byte_size:,} bytes, sha256 {ref.sha256[:16]}]"), style="dim")
 
 
+def header_components(tokens: Any) -> list[tuple[str, int]]:
+    """``[(label, tokens), ...]`` of a view's components as the text header lists them, in order; they sum to
+    ``tokens.total_tokens`` (a :class:`~latch.port.ComponentTokens`): ``harness (inferred)`` is listed when the
+    host counted an inferred harness overhead (``harness_tokens`` > 0)."""
+    parts = [("instructions", tokens.instructions_tokens), ("state", tokens.state_tokens),
+             ("recent", tokens.recent_tokens), ("recall", tokens.recall_tokens), ("tools", tokens.tools_tokens),
+             ("extension", tokens.extension_tokens)]
+    if tokens.harness_tokens:
+        parts.append(("harness (inferred)", tokens.harness_tokens))
+    return parts
+
+
 def render_view_text(con: Console, res: Any, *, total_requests: int, session: str, engine: str, estimator: str,
-                     model: str | None, window: str) -> None:
-    """Print request ``res`` (a :class:`~latch.host.loop.RequestResult` with a view) as readable text: header,
+                     model: str | None, window: str, first_retained_event: int | None = None) -> None:
+    """Print request ``res`` (a :class:`~latch.host.loop.RequestResult` with a view) as readable text: header
+    (its components, :func:`header_components`, sum to its total; ``first retained event``: the position in the
+    session, 1-based, of the view's first retained event, ``first_retained_event``, with its store-wide seq),
     system, tools, every message (index, role, kind, seq, tokens), transcript text escaped."""
     view = res.view
     tok = view.tokens
     req = res.request
     con.print(cell(f"request {req.number} of {total_requests} · seq {req.seq} · session {session} · "
                    f"model {model or 'unknown'}"), style="bold")
+    parts = ", ".join(f"{label} {n:,}" for label, n in header_components(tok))
     con.print(cell(f"engine {engine} · estimator {estimator} · epoch {view.epoch} ({view.status}) · "
-                   f"{tok.total_tokens:,} of {view.budget.hard_limit_tokens:,} tokens (instructions "
-                   f"{tok.instructions_tokens:,}, state {tok.state_tokens:,}, recent {tok.recent_tokens:,}, "
-                   f"recall {tok.recall_tokens:,}, tools {tok.tools_tokens:,}, extension {tok.extension_tokens:,})"))
+                   f"{tok.total_tokens:,} of {view.budget.hard_limit_tokens:,} tokens ({parts})"))
+    first = ("–" if view.first_retained_seq is None else
+             f"{_n(first_retained_event)} (seq {view.first_retained_seq:,})" if first_retained_event is not None
+             else f"seq {view.first_retained_seq:,}")
     con.print(cell(f"window {view.budget.context_window_tokens:,} ({window}) · reserve "
-                   f"{view.budget.reserve_tokens:,} · {len(view.messages)} messages · first retained seq "
-                   f"{_n(view.first_retained_seq)}"), style="dim")
+                   f"{view.budget.reserve_tokens:,} · {len(view.messages)} messages · first retained event "
+                   f"{first}"), style="dim")
     _rule(con, f"system · {res.line_tokens[0]:,} tokens")
     _body(con, view.system, "(empty: no system prompt in this request)")
+    if tok.harness_tokens:
+        con.print(Text(f"harness (inferred) · {tok.harness_tokens:,} tokens: the harness's own prompt and tools, "
+                       "not in the transcript (provider prompt − transcript), counted in the total", style="dim"))
     _rule(con, f"tools · {len(view.tools)} · {res.line_tokens[1]:,} tokens")
     if not view.tools:
         con.print(Text("(none)", style="dim"))
@@ -268,10 +291,11 @@ def register(cli: click.Group) -> None:
             click.echo(dumps(to_openai_chat(cur.view, loader, model=setup.model), indent=2))
         elif fmt == "anthropic":
             reserve_tokens = plan.budget.reserve_tokens
-            click.echo(dumps(to_anthropic_messages(cur.view, loader, model=setup.model,
-                                                   max_tokens=reserve_tokens or None), indent=2))
+            body = to_anthropic_messages(cur.view, loader, model=setup.model, max_tokens=reserve_tokens or None)
+            click.echo(dumps(anthropic_request(body, setup.model or "unknown"), indent=2))
         else:
             where = Text.from_markup(window_line(plan.window_source, plan.window_entry, setup.model)).plain
             render_view_text(console(highlight=False), cur, total_requests=count, session=sid,
                              engine=setup.engine_name, estimator=setup.estimator_name, model=setup.model,
-                             window=where.removeprefix("window: "))
+                             window=where.removeprefix("window: "),
+                             first_retained_event=event_position(plan.event_seqs, cur.view.first_retained_seq))

@@ -39,7 +39,8 @@ from ..engine.units import TokenCounter, Unit, UnitBuilder, header_lines, messag
 from ..events import AssistantMessage, Usage
 from ..kernel.derive import instruction_text
 from ..port import ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile, SessionContext
-from .session import ReplayKernelWriter, StoreKernelWriter, StoreSessionReader, StoreTokenCounts
+from .session import (OverlayKernelWriter, OverlayTokenCounts, ReplayKernelWriter, StoreKernelWriter,
+                      StoreSessionReader, StoreTokenCounts)
 
 __all__ = ["INSTRUCTION_PROBE_CHARS", "instruction_present", "collapse_whitespace", "HostError", "EngineSetup", "ModelRequest", "RequestResult", "RequestLoop", "build_engine",
            "model_requests", "transcript_model", "estimator_name"]
@@ -149,15 +150,20 @@ class EngineSetup:
 
 def build_engine(store: Any, session_id: str, *, stream: str | Callable[[str], str], engine: str | None = None,
                  model: str | None = None, estimator: str | None = None,
-                 config: Mapping[str, Any] | None = None, scratch: bool = False) -> EngineSetup:
+                 config: Mapping[str, Any] | None = None, scratch: bool = False,
+                 overlay: bool = False) -> EngineSetup:
     """Build the session's engine through the plugin host, resolving every choice once.
 
     ``engine``: a registered engine plugin name (``None``: ``[engine] name`` of ``config``, else
     ``continuity``); ``estimator``: a registered estimator ``PLUGIN_NAME`` forced by the user (``None``:
     the ``latch_select_estimator`` hook's choice for ``model``); ``model`` ``None`` means the model the
     session's events name. Kernel records go to ``stream`` (or ``stream(engine name)``): with ``scratch``, a
-    run of the store's replay scratch database (:class:`~latch.host.session.ReplayKernelWriter`; a replay),
-    else the store's own kernel records. Raises :class:`HostError` for an unknown
+    run of the store's replay scratch database (:class:`~latch.host.session.ReplayKernelWriter`; a replay);
+    with ``overlay``, an in-memory overlay over the stream's records in the store
+    (:class:`~latch.host.session.OverlayKernelWriter`, and exact counts kept in memory:
+    :class:`~latch.host.session.OverlayTokenCounts`): the engine sees the stream as it is and writes nothing
+    (a read-only report); else the store's own kernel records. ``scratch`` and ``overlay`` together are a
+    ``ValueError``. Raises :class:`HostError` for an unknown
     engine or estimator (there is no fallback to another one). With an exact estimator the engine's profile
     carries the session's :class:`~latch.host.session.StoreTokenCounts` (``EngineSetup.token_counts``).
     """
@@ -170,9 +176,12 @@ def build_engine(store: Any, session_id: str, *, stream: str | Callable[[str], s
         chosen = plugins.select_estimator(model) if estimator is None else plugins.get_estimator(estimator)
     except plugins.PluginError as exc:
         raise HostError(str(exc)) from None
-    writer_class = ReplayKernelWriter if scratch else StoreKernelWriter
+    if scratch and overlay:
+        raise ValueError("build_engine: scratch and overlay exclude each other")
+    writer_class = ReplayKernelWriter if scratch else OverlayKernelWriter if overlay else StoreKernelWriter
     writer = writer_class(store, session_id, stream(name) if callable(stream) else stream)
-    counts = StoreTokenCounts(store, session_id) if TokenCounter(chosen).exact else None
+    counts_class = OverlayTokenCounts if overlay else StoreTokenCounts
+    counts = counts_class(store, session_id) if TokenCounter(chosen).exact else None
     eng = factory(EngineProfile(session_id=session_id, model=model, reader=StoreSessionReader(store, session_id),
                                 writer=writer, config=cfg, estimator=chosen, token_counts=counts))
     hysteretic = bool(getattr(eng, "HYSTERETIC_EPOCHS", name == plugins.DEFAULT_ENGINE))

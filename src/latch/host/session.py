@@ -19,10 +19,8 @@ from ..kernel.ledger import KernelCache
 from ..store import EventStore, StoredEvent
 from .kernel import kernel_cache
 
-__all__ = ["StoreSessionReader", "StoreKernelWriter", "ReplayKernelWriter", "EmptyState"]
-
-
-__all__ = ["StoreSessionReader", "StoreKernelWriter", "StoreTokenCounts", "EmptyState"]
+__all__ = ["StoreSessionReader", "StoreKernelWriter", "ReplayKernelWriter", "OverlayKernelWriter",
+           "StoreTokenCounts", "OverlayTokenCounts", "EmptyState"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +135,47 @@ class ReplayKernelWriter(StoreKernelWriter):
             self.kept = True
 
 
+class OverlayKernelWriter(StoreKernelWriter):
+    """:class:`~latch.port.KernelWriter` that reads ``stream``'s records from the store and keeps its own appends
+    in memory: a read-only materialization (``latch context``) on the stream an agent resuming the session
+    continues (``<engine>:main``), seeing every record already there, never writing one.
+
+    Appended records get ids above every id of the store's ``kernel_records`` when the writer was made (the
+    order ``records`` returns them in); they are dropped with the writer. ``appended`` is how many it holds,
+    ``stored`` how many records the stream had in the store when the writer was made.
+    """
+
+    def __init__(self, store: EventStore, session_id: str, stream: str):
+        super().__init__(store, session_id, stream)
+        known = store.kernel_records(session_id, stream)
+        self.stored = len(known)
+        self._next = (known[-1][0] if known else 0) + 1
+        self._mine: list[tuple[int, str, int, dict[str, Any]]] = []
+
+    @property
+    def appended(self) -> int:
+        return len(self._mine)
+
+    def append_many(self, records: Sequence[tuple[str, int, Mapping[str, Any]]]) -> list[int]:
+        """Keep ``(kind, at_seq, payload)`` records in memory (payloads copied); return their ids."""
+        ids = []
+        for kind, at_seq, payload in records:
+            self._mine.append((self._next, kind, at_seq, dict(payload)))
+            ids.append(self._next)
+            self._next += 1
+        return ids
+
+    def records(self, kinds: Sequence[str] | None = None, *,
+                after_id: int = 0) -> list[tuple[int, str, int, dict[str, Any]]]:
+        """The store's records of the stream, then this writer's, with ``id > after_id``, in append order."""
+        stored = self._store.kernel_records(self.session_id, self.stream, kinds=kinds, after_id=after_id)
+        first_mine = self._mine[0][0] if self._mine else None
+        if first_mine is not None:
+            stored = [r for r in stored if r[0] < first_mine]
+        mine = [r for r in self._mine if r[0] > after_id and (not kinds or r[1] in kinds)]
+        return [*stored, *mine]
+
+
 class StoreTokenCounts:
     """:class:`~latch.port.TokenCountCache` over the store's ``token_counts`` table for one session.
 
@@ -187,3 +226,12 @@ class StoreTokenCounts:
             if rows:
                 added += self._store.put_token_counts(self.session_id, tokenizer, rows)
         return added
+
+
+class OverlayTokenCounts(StoreTokenCounts):
+    """:class:`StoreTokenCounts` that reads the store's recorded counts and never writes: new counts stay in
+    memory (:meth:`flush` writes nothing and returns 0). For read-only reports (``latch context``)."""
+
+    def flush(self) -> int:
+        self._pending.clear()
+        return 0

@@ -3,7 +3,8 @@
 * :class:`Provider` / :class:`ScriptedProvider`, :class:`ProviderError` /
   :class:`ProviderOverflow` (:mod:`.base`);
 * :class:`OpenAIProvider` / :class:`OpenAICompatibleProvider` (:mod:`.openai_sdk`) and
-  :class:`AnthropicProvider` (:mod:`.anthropic_sdk`): the network providers on the official SDKs
+  :class:`AnthropicProvider` (:mod:`.anthropic_sdk`, with :func:`anthropic_request`: the body it sends): the
+  network providers on the official SDKs
   (imported when a provider is built), registered by :mod:`latch.default_plugins.providers`;
 * :func:`to_openai_chat` / :func:`validate_openai_chat`: a
   :class:`~latch.port.ContextView` as a chat-completions request body and
@@ -17,7 +18,7 @@
 from __future__ import annotations
 
 from .anthropic_messages import add_cache_breakpoints, to_anthropic_messages, validate_anthropic_messages
-from .anthropic_sdk import AnthropicProvider
+from .anthropic_sdk import AnthropicProvider, anthropic_request
 from .base import Provider, ProviderError, ProviderOverflow, ScriptedProvider
 from .canonical import canonical_request_bytes, common_prefix_bytes, common_prefix_tokens
 from .openai_chat import to_openai_chat, validate_openai_chat
@@ -32,6 +33,7 @@ __all__ = [
     "OpenAICompatibleProvider",
     "AnthropicProvider",
     "add_cache_breakpoints",
+    "anthropic_request",
     "to_openai_chat",
     "validate_openai_chat",
     "to_anthropic_messages",

@@ -20,7 +20,7 @@ from . import _sdk
 from .anthropic_messages import add_cache_breakpoints
 from .base import ProviderError
 
-__all__ = ["AnthropicProvider", "assemble_message", "DEFAULT_MAX_TOKENS"]
+__all__ = ["AnthropicProvider", "assemble_message", "anthropic_request", "DEFAULT_MAX_TOKENS"]
 
 DEFAULT_MAX_TOKENS = 8192
 """``max_tokens`` sent when the body has none (the Messages API requires it)."""
@@ -113,6 +113,18 @@ def assemble_message(events: Iterable[Mapping[str, Any]], on_text: Callable[[str
     return message
 
 
+def anthropic_request(request_body: Mapping[str, Any], model: str, *,
+                      cache_breakpoints: bool = True) -> dict[str, Any]:
+    """The Messages body :class:`AnthropicProvider` sends for ``request_body`` (before ``stream``): a copy with
+    ``cache_control`` breakpoints (:func:`latch.providers.add_cache_breakpoints`) unless ``cache_breakpoints`` is
+    false, ``model`` (this one) and ``max_tokens`` (:data:`DEFAULT_MAX_TOKENS`) filled in when absent.
+    ``request_body`` is not modified."""
+    body = add_cache_breakpoints(request_body) if cache_breakpoints else dict(request_body)
+    body.setdefault("model", model)
+    body.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
+    return body
+
+
 class AnthropicProvider:
     """Messages API through ``anthropic.Anthropic`` (see the module docstring).
 
@@ -158,10 +170,7 @@ class AnthropicProvider:
     def request(self, request_body: Mapping[str, Any]) -> dict[str, Any]:
         """The body as sent (before ``stream``): with cache breakpoints when enabled, ``model`` and
         ``max_tokens`` (:data:`DEFAULT_MAX_TOKENS`) filled in when absent."""
-        body = add_cache_breakpoints(request_body) if self.cache_breakpoints else dict(request_body)
-        body.setdefault("model", self.model)
-        body.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
-        return body
+        return anthropic_request(request_body, self.model, cache_breakpoints=self.cache_breakpoints)
 
     def complete(self, request_body: Mapping[str, Any], *,
                  on_text: Callable[[str], None] | None = None) -> dict[str, Any]:

@@ -36,8 +36,9 @@ def view_content(res: Any, *, total_requests: int, session: str, doc: Mapping[st
     """Request ``res``'s view (a :class:`~latch.host.loop.RequestResult`, or what of it the cache keeps) in the ``latch view --format text``
     shape: ``{"request", "total_requests", "seq", "session", "engine", "estimator", "model", "status"
     ("overflow" when refused, then ``error`` and nothing else), "epoch", "tokens": {component: tokens, ...,
-    "total_tokens"}, "hard_limit_tokens", "context_window_tokens", "reserve_tokens", "first_retained_seq",
-    "system": {"tokens", "text"}, "tools": {"tokens", "items": [{"name", "description"}]}, "messages": [{"index",
+    "total_tokens"}, "hard_limit_tokens", "context_window_tokens", "reserve_tokens", "first_retained_seq" (store-wide),
+    "first_retained_event" (its position in the session, from the replay document's row), "system": {"tokens",
+    "text"}, "tools": {"tokens", "items": [{"name", "description"}]}, "messages": [{"index",
     "role", "kind", "seq", "tokens", "content", "tool_call_id", "is_error", "tool_calls": [{"id", "name",
     "arguments"}], "media": [{"media_type", "byte_size", "sha256", "width", "height"}]}], "text"}``. ``text`` is
     exactly what ``latch view --format text`` prints for the request into a pipe (its rendering,
@@ -52,8 +53,12 @@ def view_content(res: Any, *, total_requests: int, session: str, doc: Mapping[st
     where = Text.from_markup(window_line(doc["budget"]["window_source"], doc["window_entry"], doc["model"])).plain
     out = StringIO()
     con = Console(file=out, width=PIPE_WIDTH, soft_wrap=True, emoji=False, highlight=False, color_system=None)
+    rows = doc.get("requests") or []
+    row = rows[req.number - 1] if 0 < req.number <= len(rows) else {}
+    first_event = row.get("first_retained_event") if row.get("request") == req.number else None
     render_view_text(con, res, total_requests=total_requests, session=session, engine=doc["engine"],
-                     estimator=doc["estimator"], model=doc["model"], window=where.removeprefix("window: "))
+                     estimator=doc["estimator"], model=doc["model"], window=where.removeprefix("window: "),
+                     first_retained_event=first_event)
     messages = [{"index": i, "role": m.role, "kind": m.kind, "seq": m.seq, "tokens": res.line_tokens[2 + i],
                  "content": m.content, "tool_call_id": m.tool_call_id, "is_error": m.is_error,
                  "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls],
@@ -64,7 +69,7 @@ def view_content(res: Any, *, total_requests: int, session: str, doc: Mapping[st
             "tokens": {**{c: getattr(tok, c) for c in COMPONENTS}, "total_tokens": tok.total_tokens},
             "hard_limit_tokens": view.budget.hard_limit_tokens,
             "context_window_tokens": view.budget.context_window_tokens, "reserve_tokens": view.budget.reserve_tokens,
-            "first_retained_seq": view.first_retained_seq,
+            "first_retained_seq": view.first_retained_seq, "first_retained_event": first_event,
             "system": {"tokens": res.line_tokens[0], "text": view.system},
             "tools": {"tokens": res.line_tokens[1], "items": [_tool(t) for t in view.tools]},
             "messages": messages, "text": out.getvalue()}
