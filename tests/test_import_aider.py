@@ -1,6 +1,7 @@
 """Aider chat-history importer on the real corpus (one file Cyrillic), re-import and malformed input.
 
-Counts were checked by hand with grep/awk over the raw markdown (commands in the comments).
+Counts were checked by hand with grep/awk over the raw markdown (commands in the comments). One aider
+run (``# aider chat started at`` header) is one session: the whole-file counts are the runs' sums.
 """
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ import json
 import pytest
 
 from latch.events import AssistantMessage, SystemNote, ToolResult, Usage, UserMessage
-from latch.importers import parse_file
+from latch.host.ingest import import_all
+from latch.importers import parse_all_file, parse_file
+from latch.importers._common import compute_stats
 
-from _importer_checks import BINARY_FILE, EMPTY_FILE, assert_rejected, assert_reimport_adds_nothing, detected, ref_kinds
+from _importer_checks import BINARY_FILE, EMPTY_FILE, assert_rejected, detected, ref_kinds, snapshot
 
 MONO = "monochromatic.aider.chat.history.md"
 MOZG = "mozgoslav.aider.chat.history.md"
@@ -23,8 +26,22 @@ def aider_dir(corpus_dir):
     return corpus_dir / "aider"
 
 
+HEADER = "# aider chat started at "
+
+
+def _headers(path):
+    """The file's run headers (1-based line, text): ``grep -n '^# aider chat started at'``."""
+    lines = path.read_text(encoding="utf-8").split("\n")
+    return [(i, ln) for i, ln in enumerate(lines, 1) if ln.startswith(HEADER)]
+
+
+def _all_events(path):
+    """Every run's events, in file order (the runs are consecutive in the file)."""
+    return [pe for parsed in parse_all_file(path) for pe in parsed.events]
+
+
 def _events(path):
-    return [pe.event for pe in parse_file(path).events]
+    return [pe.event for pe in _all_events(path)]
 
 
 def _notes(events, subtype):
@@ -37,8 +54,8 @@ def test_detect_picks_aider(aider_dir, name):
 
 
 def test_monochromatic_counts(aider_dir):
-    parsed = parse_file(aider_dir / MONO)
-    assert parsed.stats == {
+    sessions = parse_all_file(aider_dir / MONO)
+    assert compute_stats(_all_events(aider_dir / MONO)) == {
         # groups of consecutive user lines: awk '/^####/ && /  $/ {if(!p) n++; p=1; next} {p=0} END{print n}'
         "user_messages": 26,
         # runs of non-user/non-output/non-header lines holding text (awk, multi-line `>` reports skipped) → 40;
@@ -54,14 +71,19 @@ def test_monochromatic_counts(aider_dir):
         "usage": {"input_tokens": 613500, "output_tokens": 24145, "cache_read_tokens": None,
                   "cache_write_tokens": None, "requests": 39},
     }
-    assert parsed.meta == {"sessions": 19, "usage_rounded": True}
-    assert parsed.workspace == (r"C:\Users\user\Text\Projects\Aquaticat\monochromatic2025MAY24-pnpmTest"
-                                r"\packages\module\es")
+    assert [s.meta for s in sessions] == [
+        {"run": n, "started": text.removeprefix(HEADER), "title": text[2:], "usage_rounded": True}
+        for n, (_, text) in enumerate(_headers(aider_dir / MONO), 1)]
+    es = r"C:\Users\user\Text\Projects\Aquaticat\monochromatic2025MAY24-pnpmTest\packages\module\es"
+    # each run's own "Cur working dir:" (grep -n): runs 1-3 (headers on lines 2, 8, 41) print none; run 4
+    # (header on line 48) prints it on line 57, run 5 (line 82) on line 92
+    assert [s.workspace for s in sessions[:5]] == [None, None, None, es, es]
+    assert {s.workspace for s in sessions} == {None, es}
 
 
 def test_mozgoslav_counts(aider_dir):
-    parsed = parse_file(aider_dir / MOZG)
-    assert parsed.stats == {
+    sessions = parse_all_file(aider_dir / MOZG)
+    assert compute_stats(_all_events(aider_dir / MOZG)) == {
         "user_messages": 21,       # same awk as above
         "assistant_messages": 16,  # same awk; 16 `<thinking-content-…>` openings, one per reply
         "tool_calls": 3, "tool_results": 3,  # grep -c '^> Applied edit to' → 3 (whole edit format, no SEARCH)
@@ -70,12 +92,37 @@ def test_mozgoslav_counts(aider_dir):
         "usage": {"input_tokens": 83800, "output_tokens": 25550, "cache_read_tokens": None,
                   "cache_write_tokens": None, "requests": 14},
     }
-    assert parsed.meta == {"sessions": 3, "usage_rounded": True}
-    assert parsed.workspace is None  # this file never prints "Cur working dir:"
+    assert [s.meta["run"] for s in sessions] == [1, 2, 3]
+    assert [s.workspace for s in sessions] == [None] * 3  # this file never prints "Cur working dir:"
+
+
+@pytest.mark.parametrize("name", [MONO, MOZG])
+def test_one_session_per_run(aider_dir, name):
+    """Each aider run is its own session (a new run does not send the earlier runs' chat to the model), in
+    file order, opening with its header; the keys share the file's head key and differ by run."""
+    path = aider_dir / name
+    headers = _headers(path)
+    sessions = parse_all_file(path)
+    assert len(sessions) == len(headers) == {MONO: 19, MOZG: 3}[name]
+    assert [(s.events[0].source_ref, type(s.events[0].event), s.events[0].event.subtype, s.events[0].ts)
+            for s in sessions] == [(f"line:{n}", SystemNote, "session_start", text.removeprefix(HEADER))
+                                   for n, text in headers]
+    # no session holds another run's lines: each one's refs lie between its header and the next
+    bounds = [n for n, _ in headers] + [10 ** 9]
+    for s, lo, hi in zip(sessions, bounds, bounds[1:]):
+        lines = [int(pe.source_ref.split(":")[-1].split("#")[0]) for pe in s.events
+                 if not pe.source_ref.startswith("missing:")]
+        assert lo <= min(lines) and max(lines) < hi
+    keys = [s.external_key for s in sessions]
+    assert len(set(keys)) == len(keys)
+    head = keys[0].split(":run-")[0]
+    assert all(k.startswith(f"{head}:run-{n}:") for n, k in enumerate(keys, 1))
+    assert [s.settled is None for s in sessions] == [True] * (len(sessions) - 1) + [sessions[-1].settled is None]
+    assert parse_file(path).external_key == keys[-1]  # parse: the last run, the one aider may still write
 
 
 def test_sessions_notes_and_usage_placement(aider_dir):
-    events = parse_file(aider_dir / MONO).events
+    events = _all_events(aider_dir / MONO)
     starts = [pe for pe in events if isinstance(pe.event, SystemNote) and pe.event.subtype == "session_start"]
     assert len(starts) == 19  # grep -c '^# aider chat started at'
     assert (starts[0].source_ref, starts[0].ts, starts[0].event.text) == (
@@ -90,7 +137,7 @@ def test_sessions_notes_and_usage_placement(aider_dir):
 
 
 def test_search_replace_edits(aider_dir):
-    events = parse_file(aider_dir / MONO).events
+    events = _all_events(aider_dir / MONO)
     by_ref = {pe.source_ref: pe.event for pe in events}
     reply = by_ref["line:390"]  # 8 suggestions then one SEARCH/REPLACE block on CONVENTIONS.md (lines 405-441)
     (call,) = reply.tool_calls
@@ -144,13 +191,21 @@ def test_cyrillic_whole_edits_and_thinking(aider_dir):
 
 @pytest.mark.parametrize("name", [MONO, MOZG])
 def test_reimport_adds_nothing(aider_dir, store, name):
-    sid, parsed = assert_reimport_adds_nothing(store, aider_dir / name)
-    assert parsed.external_key.startswith("aider:sha256:")
+    got = import_all(store, aider_dir / name)
+    sessions = parse_all_file(aider_dir / name)
+    assert [(p.external_key, len(seqs)) for _, p, seqs in got] == [
+        (s.external_key, len(s.settled_events)) for s in sessions]
+    assert all(p.external_key.startswith("aider:sha256:") for _, p, _ in got)
+    after = snapshot(store)
+    assert len(after[1]) == len(_headers(aider_dir / name))
+    again = import_all(store, aider_dir / name)
+    assert [sid for sid, _, _ in again] == [sid for sid, _, _ in got] and all(seqs == [] for _, _, seqs in again)
+    assert snapshot(store) == after
 
 
 @pytest.mark.parametrize("case", ["empty", "binary", "invalid_utf8", "cut_in_utf8", "no_structure"])
 def test_malformed_is_rejected_and_store_unchanged(aider_dir, store, tmp_path, case):
-    assert_reimport_adds_nothing(store, aider_dir / MONO)  # a non-empty store
+    import_all(store, aider_dir / MONO)  # a non-empty store
     data = (aider_dir / MOZG).read_bytes()
     mid = data.index("мозгослав".encode())  # line 81, a Cyrillic user prompt
     variants = {
@@ -239,3 +294,76 @@ def test_a_markdown_file_quoting_an_aider_header_in_a_code_block_is_no_aider_his
     real = tmp_path / "notes.md"
     real.write_text("# aider chat started at 2025-01-01 10:00:00\n\n#### fix the bug\n\nDone.\n")
     assert AiderImporter().sniff(real, real.read_bytes()) >= 80
+
+
+def _cut(src, dest, lines):
+    """``dest`` = the first ``lines`` lines of ``src`` (the file as aider had written it then)."""
+    dest.write_bytes(b"".join(src.read_bytes().splitlines(keepends=True)[:lines]))
+
+
+def _logs(store):
+    """Every stored session's events as ``(seq, source_ref, payload)``, by session id."""
+    return {s.id: [(e.seq, e.source_ref, e.event.to_payload()) for e in store.events(s.id)] for s in store.sessions()}
+
+
+def test_a_file_grown_by_one_more_run_adds_one_session(aider_dir, store, tmp_path):
+    """Aider starts again: the new run is a new session; the earlier runs keep theirs, and the run that was
+    last only gets its open tail (closed by the new header)."""
+    src = aider_dir / MONO
+    headers = _headers(src)
+    live = tmp_path / src.name
+    _cut(src, live, headers[-1][0] - 1)  # up to the line before the last header (line 2608)
+    before = import_all(store, live)
+    assert len(before) == len(headers) - 1
+    old = _logs(store)
+    tail = before[-1][1].events[before[-1][1].settled:]  # the then-last run's last turn, not stored yet
+    assert len(tail) == len(before[-1][1].events) - len(before[-1][2]) > 0
+    live.write_bytes(src.read_bytes())
+    after = import_all(store, live)
+    assert len(after) == len(headers) and len(store.sessions()) == len(before) + 1
+    assert [sid for sid, _, _ in after[:-1]] == [sid for sid, _, _ in before]
+    assert [len(seqs) for _, _, seqs in after[:-2]] == [0] * (len(headers) - 2)
+    new = _logs(store)
+    for sid, _, _ in before[:-1]:
+        assert new[sid] == old[sid]
+    grown_sid = before[-1][0]
+    assert new[grown_sid][:len(old[grown_sid])] == old[grown_sid]
+    assert [ref for _, ref, _ in new[grown_sid][len(old[grown_sid]):]] == [pe.source_ref for pe in tail]
+    sid, parsed, seqs = after[-1]
+    assert sid not in old and len(seqs) == len(parsed.settled_events) > 0
+    assert new[sid][0][1] == f"line:{headers[-1][0]}" and parsed.meta["run"] == len(headers)
+
+
+def test_a_file_whose_last_run_grew_appends_to_that_session_only(aider_dir, store, tmp_path):
+    src = aider_dir / MONO
+    headers = _headers(src)
+    live = tmp_path / src.name
+    _cut(src, live, (headers[-1][0] + len(src.read_bytes().splitlines())) // 2)  # halfway through the last run
+    before = import_all(store, live)
+    assert len(before) == len(headers)
+    old = _logs(store)
+    live.write_bytes(src.read_bytes())
+    after = import_all(store, live)
+    assert [sid for sid, _, _ in after] == [sid for sid, _, _ in before] and len(store.sessions()) == len(headers)
+    assert [bool(seqs) for _, _, seqs in after] == [False] * (len(headers) - 1) + [True]
+    new = _logs(store)
+    last = before[-1][0]
+    assert all(new[sid] == old[sid] for sid in old if sid != last)
+    assert new[last][:len(old[last])] == old[last] and len(new[last]) > len(old[last])
+    # what one import of the whole file stores for that run
+    assert [ref for _, ref, _ in new[last]] == [pe.source_ref for pe in parse_file(src).settled_events]
+
+
+def test_a_store_holding_the_whole_file_as_one_session_keeps_it(aider_dir, store):
+    """An earlier release stored the file as ONE session (key: the head key alone). Importing it now adds one
+    session per run and leaves that one as it was, even for a first run whose first records are that session's
+    (mozgoslav's run 1 has 5 events: its first 4 are the old session's head, yet it is no copy of it)."""
+    path = aider_dir / MOZG
+    sessions = parse_all_file(path)
+    whole = [pe for s in sessions for pe in s.events]
+    legacy, _ = store.import_session(external_key=sessions[0].external_key.split(":run-")[0], source=str(path),
+                                     format="aider", workspace=None, events=whole)
+    got = import_all(store, path, final=True)
+    assert legacy not in {sid for sid, _, _ in got}
+    assert [len(seqs) for _, _, seqs in got] == [len(s.events) for s in sessions] == [5, 34, 45]
+    assert {s.id: s.events for s in store.sessions()}[legacy] == len(whole) == 84

@@ -3,7 +3,8 @@
 For each corpus file an agent appends to (Claude Code, Codex, Aider), the file is cut at line
 boundaries, the prefix imported, then the whole file into the same store: one session whose events
 (kind, canonical payload, source_ref, seq) and canonical state equal those of one import of the
-whole file into a fresh store. Also: the tester's two reports, a database written by the earlier
+whole file into a fresh store. An Aider file holds one session per aider run: there every session of
+the file (``import_all``) is compared, run for run. Also: the tester's two reports, a database written by the earlier
 importers (an end-of-file placeholder followed by the real result), ``final=True``, and edits to an
 imported prefix being refused.
 """
@@ -17,7 +18,7 @@ import pytest
 
 from latch.events import EOF_PLACEHOLDER_TEXT, AssistantMessage, ToolResult, UserMessage, canonical_json
 from latch.importers import TranscriptError, parse_file
-from latch.host.ingest import import_file
+from latch.host.ingest import import_all, import_file
 from latch.kernel import canonical_state
 from latch.kernel.derive import DerivationContext, SessionDeriver
 from latch.engine.units import UnitBuilder
@@ -80,6 +81,12 @@ def _one_shot(tmp_path: Path, path: Path):
     return store, sid
 
 
+def _one_shot_all(tmp_path: Path, path: Path):
+    """A fresh store holding one import of every session of ``path`` (an Aider file: one per run)."""
+    store = EventStore(tmp_path / "one-shot-all.db")
+    return store, [sid for sid, _, _ in import_all(store, path)]
+
+
 @pytest.mark.parametrize("case", CUTS, ids=[_ids(c) for c in CUTS])
 def test_prefix_then_whole_file_equals_one_import(corpus_dir, tmp_path, case):
     name, keep, _why = case
@@ -87,16 +94,19 @@ def test_prefix_then_whole_file_equals_one_import(corpus_dir, tmp_path, case):
     live = tmp_path / src.name  # the agent's log, first as the prefix, then grown
     _write_prefix(src, live, keep)
     grown = EventStore(tmp_path / "grown.db")
-    sid, _, first = import_file(grown, live)
-    assert first  # every cut above holds settled events
+    first = {sid: seqs for sid, _, seqs in import_all(grown, live)}
+    assert any(first.values())  # every cut above holds settled events
     live.write_bytes(src.read_bytes())
-    sid2, _, second = import_file(grown, live)
-    one, one_sid = _one_shot(tmp_path, live)
-    assert sid2 == sid == one_sid and len(grown.sessions()) == 1
-    assert _log(grown, sid) == _log(one, one_sid)
-    assert first + second == [e.seq for e in one.events(one_sid)]
-    assert canonical_state(grown, sid).to_json() == canonical_state(one, one_sid).to_json()
-    assert import_file(grown, live)[2] == []  # and again: nothing new
+    second = {sid: seqs for sid, _, seqs in import_all(grown, live)}
+    one, one_sids = _one_shot_all(tmp_path, live)
+    assert list(second) == one_sids and list(first) == one_sids[:len(first)]  # the prefix's runs come first
+    assert len(grown.sessions()) == len(one_sids) == (1 if "aider" not in name else
+                                                      src.read_text("utf-8").count("\n# aider chat started at "))
+    for sid in one_sids:
+        assert _log(grown, sid) == _log(one, sid)
+        assert first.get(sid, []) + second[sid] == [e.seq for e in one.events(sid)]
+        assert canonical_state(grown, sid).to_json() == canonical_state(one, sid).to_json()
+    assert all(seqs == [] for _, _, seqs in import_all(grown, live))  # and again: nothing new
 
 
 @pytest.mark.parametrize("name", [BASTION, RELIABILITY, EDGERUNNER, MOZGOSLAV, MONOCHROMATIC])
@@ -109,13 +119,14 @@ def test_growing_in_steps(corpus_dir, tmp_path, name):
     for step in range(1, 10):
         _write_prefix(src, live, n * step // 10)
         try:
-            import_file(grown, live)
+            import_all(grown, live)
         except TranscriptError as exc:  # only a Claude Code prefix with no conversation line yet
             assert "no conversation lines" in str(exc) and grown.count_events() == 0
     live.write_bytes(src.read_bytes())
-    sid, _, _ = import_file(grown, live)
-    one, one_sid = _one_shot(tmp_path, live)
-    assert _log(grown, sid) == _log(one, one_sid)
+    sids = [sid for sid, _, _ in import_all(grown, live)]
+    one, one_sids = _one_shot_all(tmp_path, live)
+    assert sids == one_sids and [s.id for s in grown.sessions()] == one_sids
+    assert [_log(grown, sid) for sid in sids] == [_log(one, sid) for sid in one_sids]
 
 
 def test_the_open_tail_of_each_corpus_file(corpus_dir):
@@ -128,12 +139,14 @@ def test_the_open_tail_of_each_corpus_file(corpus_dir):
         RELIABILITY: (120, 118, ["line:97", "line:97#usage"]),
         # lines 866-867: reasoning + custom_tool_call, no output, token_count or turn end after them
         EDGERUNNER: (532, 531, ["line:866"]),
-        # the last turn, after the prompt on line 4252: the reply (thinking opens on 4254), its usage (4368),
-        # its two edit results in call order (4374, 4373), then aider's other output lines as one note (4369-)
-        MOZGOSLAV: (84, 79, ["line:4254", "line:4368", "line:4374", "line:4373", "line:4369"]),
-        # the last turn: the corrected SEARCH/REPLACE reply (3679), its usage (3704), its "Applied edit" (3705),
-        # then the commit and the "unable to read" / ^C output lines as one note (3706-3732)
-        MONOCHROMATIC: (248, 244, ["line:3679", "line:3704", "line:3705", "line:3706"]),
+        # parse_file: the last aider run (header on line 3352, 45 of the file's 84 events); its last turn, after
+        # the prompt on line 4252: the reply (thinking opens on 4254), its usage (4368), its two edit results in
+        # call order (4374, 4373), then aider's other output lines as one note (4369-)
+        MOZGOSLAV: (45, 40, ["line:4254", "line:4368", "line:4374", "line:4373", "line:4369"]),
+        # the last run (19th header, 47 of the file's 248 events); its last turn: the corrected SEARCH/REPLACE
+        # reply (3679), its usage (3704), its "Applied edit" (3705), then the commit and the "unable to read" /
+        # ^C output lines as one note (3706-3732)
+        MONOCHROMATIC: (47, 43, ["line:3679", "line:3704", "line:3705", "line:3706"]),
     }
     for name, (total, settled, tail) in expected.items():
         parsed = parse_file(corpus_dir / name)
@@ -206,19 +219,25 @@ def test_database_of_the_earlier_importers(corpus_dir, tmp_path):
 
 
 def test_aider_identity_survives_growth(corpus_dir, tmp_path):
-    """The tester's Aider report: 2 sessions then the whole file gave two sessions (39 + 84 events)."""
+    """The tester's Aider report: 2 runs then the whole file gave two sessions (39 + 84 events). Now each run is
+    one session: the 2 runs keep theirs as the file grows, the third run is a new one."""
     src = corpus_dir / MOZGOSLAV
     live = tmp_path / src.name
     _write_prefix(src, live, 3351)
     store = EventStore(tmp_path / "grown.db")
-    sid, prefix, first = import_file(store, live)
+    prefix = import_all(store, live)
     live.write_bytes(src.read_bytes())
-    sid2, whole, second = import_file(store, live)
-    # the key hashes line 2, "# aider chat started at 2026-04-22 22:40:12" (line 1 is blank)
-    assert prefix.external_key == whole.external_key and sid2 == sid and len(store.sessions()) == 1
-    # the 2 sessions parse to 39 events (the tester's count); their last turn, the reply interrupted on line 3062
-    # and its "^C KeyboardInterrupt" note (3348), waits for the third header (3352) to close it: 37 + 42 = 79
-    assert (len(prefix.events), len(first), len(second), store.count_events()) == (39, 37, 42, 79)
+    whole = import_all(store, live)
+    # run keys: the file's head key (line 2, "# aider chat started at 2026-04-22 22:40:12"; line 1 is blank),
+    # the run's ordinal and its header line
+    assert [p.external_key for _, p, _ in prefix] == [p.external_key for _, p, _ in whole[:2]]
+    assert [sid for sid, _, _ in prefix] == [sid for sid, _, _ in whole[:2]] and len(store.sessions()) == 3
+    # the 2 runs parse to 5 + 34 = 39 events (the tester's count); the second run's last turn, the reply
+    # interrupted on line 3062 and its "^C KeyboardInterrupt" note (3348), waits for the third header (3352) to
+    # close it: 37 stored, then those 2 and the third run's 40 settled events: 37 + 42 = 79
+    assert [len(p.events) for _, p, _ in prefix] == [5, 34]
+    assert [len(seqs) for _, _, seqs in prefix] == [5, 32] and [len(seqs) for _, _, seqs in whole] == [0, 2, 40]
+    assert store.count_events() == 79
 
 
 def test_an_edited_prefix_is_refused(corpus_dir, tmp_path):
@@ -226,12 +245,12 @@ def test_an_edited_prefix_is_refused(corpus_dir, tmp_path):
     live = tmp_path / src.name
     live.write_bytes(src.read_bytes())
     store = EventStore(tmp_path / "s.db")
-    import_file(store, live)
+    import_all(store, live)
     before = store.count_events()
     text = src.read_text(encoding="utf-8").replace("#### Про что проект мозгослав", "#### Про что проект", 1)
-    live.write_text(text, encoding="utf-8")  # line 81, a user prompt imported before
+    live.write_text(text, encoding="utf-8")  # line 81, a user prompt of the second run, imported before
     with pytest.raises(TranscriptError, match=r":line 81: reads differently from when it was imported"):
-        import_file(store, live)
+        import_all(store, live)
     assert store.count_events() == before
 
 

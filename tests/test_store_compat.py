@@ -81,16 +81,25 @@ def old_store(tmp_path_factory):
 
 
 def test_reimport_into_an_old_store_adds_nothing(old_store):
+    """Except for Aider: the old release stored a whole ``.aider.chat.history.md`` as one session; one aider
+    run is one session now, so ``import_file`` (the file's last run) adds that run as a new session, all its
+    events (``final``), and the old whole-file session is left as it was."""
     db, files, counts = old_store
     store = EventStore(db)
     try:
-        added = {}
+        added, expected, kept = {}, {}, {}
         for path in counts:  # the files the old release could import
-            _, _, seqs = import_file(store, path, final=True)  # a TranscriptError here fails the test
-            added[corpus_name_of(path)] = len(seqs)
+            name = corpus_name_of(path)
+            old_sessions = {s.id: s.events for s in store.sessions()}
+            _, parsed, seqs = import_file(store, path, final=True)  # a TranscriptError here fails the test
+            added[name] = len(seqs)
+            expected[name] = len(parsed.events) if parsed.format == "aider" else 0
+            kept[name] = {s.id: s.events for s in store.sessions() if s.id in old_sessions} == old_sessions
     finally:
         store.close()
-    assert added == dict.fromkeys(added, 0)
+    assert added == expected
+    assert sum(n > 0 for n in expected.values()) == sum(name.startswith("aider/") for name in expected) > 0
+    assert kept == dict.fromkeys(kept, True)
     assert len(added) == len(counts)
 
 

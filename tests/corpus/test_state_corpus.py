@@ -2,11 +2,16 @@
 
 How each count was checked (FORMATS.md names the fields):
 
-* monochromatic (Aider): 30 ``Applied edit to`` outcomes over 7 distinct paths (one call per applied
-  SEARCH/REPLACE block), 7 blocks that ``failed to match``: two on iterable.filter.ts (closed by the next
-  applied edit of it), two on CONVENTIONS.md and one on iterables.intersection.ts (one streak, closed by an
-  applied edit of iterables.intersection.ts), then two single failures each followed by a success.
-* mozgoslav (Aider): 3 ``Applied edit to`` lines (aider took a diagram line as a file name: kept as is).
+* Aider: one aider run is one session and an item is the file's last run (what ``import_file`` takes).
+* monochromatic (Aider), its last run (lines 2608-3732, the 19th ``# aider chat started at``): 8 applied
+  SEARCH/REPLACE blocks (one call each: 4 ``Applied edit to`` lines, the others passed in a partly failed
+  batch) over 3 paths (CONVENTIONS.md, iterables.union.unit.test.ts, iterables.intersection.ts), 5 blocks
+  that ``failed to match`` (5 reports): two on CONVENTIONS.md and one on iterables.intersection.ts (one
+  streak, closed by an applied edit of iterables.intersection.ts), then two single failures each followed by
+  a success. (The earlier runs' two failures on iterable.filter.ts and their 22 applied blocks over 4 more
+  paths are other sessions.)
+* mozgoslav (Aider), its last run (from line 3352): the file's 3 ``Applied edit to`` lines are all in it
+  (aider took a diagram line as a file name: kept as is).
 * bastion (Claude Code): one Read and one Edit of skills-lock.json, three Bash calls (git push,
   sha256sum, git commit), no ``is_error``.
 * claude-reliability (Claude Code): mutations = cargo init, 1 Edit, 6 Writes, 1 Write of Justfile, three
@@ -91,7 +96,7 @@ pytestmark = pytest.mark.corpus
 
 #         files observed written mutations generation runs reqs passed failed lineages active procs running actions
 EXPECTED = {
-    "aider/monochromatic.aider.chat.history.md": (7, 0, 7, 30, 30, 0, 0, 0, 0, 4, 0, 0, 0, 0),
+    "aider/monochromatic.aider.chat.history.md": (3, 0, 3, 8, 8, 0, 0, 0, 0, 3, 0, 0, 0, 0),
     "aider/mozgoslav.aider.chat.history.md": (3, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0),
     "claude-code/bastion_claude-session.jsonl": (1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0),
     "claude-code/claude-reliability_python-to-rust-port.jsonl": (17, 3, 17, 13, 13, 5, 5, 5, 0, 0, 0, 0, 0, 9),

@@ -906,7 +906,8 @@ def register(cli: click.Group) -> None:
                   help="Keep the replay's kernel records in the store (stream <engine>:replay-<id>); by default "
                        "they go to the scratch database beside it, which `latch prune-replays` empties.")
     @click.option("--session", "session", default=None, metavar="ID",
-                  help="A file holding several sessions (a Goose or OpenCode database): replay only this one "
+                  help="A file holding several sessions (a Goose or OpenCode database, an Aider history: one per "
+                       "aider run): replay only this one "
                        "(its Latch session id or a unique prefix); by default every session is replayed.")
     @pass_app
     def replay_cmd(app, file, fmt, model, window, reserve, recent, engine, estimator, config_path, json_out, json_file,

@@ -1,7 +1,7 @@
 """``latch report SESSION_OR_FILE...``: what sessions cost, like ccusage: requests, tokens by kind, dollars.
 
 Each argument is a transcript file (imported first, idempotently, like ``latch replay``: every session of it,
-as a Goose or OpenCode database holds several; its forgotten sessions are skipped) or a stored session
+as a Goose or OpenCode database or an Aider history holds several; its forgotten sessions are skipped) or a stored session
 (id or unique prefix). A session's sub-agent sessions (its children in the store, e.g. Claude Code's
 ``subagents/`` files) count with it. Every model request (:func:`latch.host.loop.model_requests`) counts
 once; its provider usage gives the tokens by kind (uncached input, cache read, cache write, output: Latch's
@@ -94,7 +94,7 @@ def session_report(store: Any, session_ids: list[str]) -> dict[str, Any]:
 
 def _resolve(app: Any, store: Any, arg: str) -> list[str]:
     """The session ids ``arg`` names: every session of a transcript file (a Goose or OpenCode database
-    holds several; forgotten ones are skipped, all forgotten is an error), or the one stored session."""
+    or an Aider history holds several; forgotten ones are skipped, all forgotten is an error), or the one stored session."""
     if Path(arg).is_file():
         forgotten: list[str] = []
         try:

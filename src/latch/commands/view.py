@@ -1,7 +1,8 @@
 """``latch view SESSION_OR_FILE --request N``: the exact request Latch would send before model request N.
 
 The session (an id or unique prefix of a stored session, or a transcript file, imported first like ``latch
-replay`` does; a file holding several sessions, a Goose or OpenCode database, needs ``--session ID``, an id or
+replay`` does; a file holding several sessions, a Goose or OpenCode database or an Aider history (one per
+aider run), needs ``--session ID``, an id or
 unique prefix: without it the command prints one line listing the session ids with their request counts and
 exits 2) is replayed through the host's one request loop (:class:`latch.host.loop.RequestLoop`, built by
 :func:`latch.commands.replay.plan_replay` with the same engine, estimator, config and budget options as
@@ -62,8 +63,8 @@ class RequestOutOfRange(click.ClickException):
 
 
 class SeveralSessions(click.ClickException):
-    """A file holding several sessions (a Goose or OpenCode database) and no ``--session``: one line listing
-    the session ids with their model-request counts, exit status 2."""
+    """A file holding several sessions (a Goose or OpenCode database, an Aider history) and no ``--session``: one
+    line listing the session ids with their model-request counts, exit status 2."""
 
     exit_code = 2
 
@@ -229,7 +230,8 @@ def register(cli: click.Group) -> None:
     @click.option("--from", "transcript_format", default=None,
                   help="Transcript format of a FILE (default: auto-detect).")
     @click.option("--session", "session", default=None, metavar="ID",
-                  help="A file holding several sessions (a Goose or OpenCode database): view this one (its Latch "
+                  help="A file holding several sessions (a Goose or OpenCode database, an Aider history: one per "
+                       "aider run): view this one (its Latch "
                        "session id or a unique prefix); required for such a file.")
     @replay_options
     @pass_app

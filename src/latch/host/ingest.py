@@ -76,7 +76,7 @@ def import_file(store: EventStore, path: str | Path, format: str | None = None,
     trailing whitespace are set aside (:func:`same_record`: a BOM, CRLF, UTF-16, re-indented JSON) is the same
     session, and a format with no id of its own (a content hash) finds the stored copy by its first
     records. ``parsed.external_key`` is set to the key the session is stored under.
-    A file holding several sessions (a Goose or OpenCode database) imports only the session its
+    A file holding several sessions (a Goose or OpenCode database, an Aider history) imports only the session its
     importer's ``parse`` returns; :func:`import_all` imports every one.
     """
     parsed = parse_file(path, format, importers, live=not final)
@@ -379,12 +379,16 @@ def _head_holds(store: EventStore, session_id: str, events: list[PendingEvent]) 
     return bool(shared) and all(same_record(old, new) for old, new in shared)
 
 
-def _stored_copy(store: EventStore, fmt: str, events: list[PendingEvent]) -> str | None:
+def _stored_copy(store: EventStore, fmt: str, events: list[PendingEvent], key: str) -> str | None:
     """The ``external_key`` of a stored session of format ``fmt`` with no id of its own (a content hash key)
-    whose first records are the parse's first records, one for one (a re-encoded copy), else ``None``."""
+    whose first records are the parse's first records, one for one (a re-encoded copy), else ``None``.
+    A stored key that ``key`` extends (``<stored>:<part>``: an Aider run of a file that an earlier release
+    stored as one whole-file session) names a session holding more than this one, not a copy of it."""
     want = events[:HEAD_RECORDS]
     for info in store.sessions():
         if info.format != fmt or not info.external_key or ":sha256:" not in info.external_key:
+            continue
+        if key.startswith(info.external_key + ":"):
             continue
         head = _head(store, info.id)
         if len(head) != len(want):
@@ -415,5 +419,5 @@ def _identity(store: EventStore, path: Path, parsed: ParsedSession, as_new: bool
                               f"imported from {info.source}: its first records differ; nothing imported "
                               "(--as-new imports it as its own session)")
     if ":sha256:" in key:  # no id of its own: a re-encoded copy of a stored transcript is that session
-        return _stored_copy(store, parsed.format, events) or key
+        return _stored_copy(store, parsed.format, events, key) or key
     return key

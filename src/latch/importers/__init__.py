@@ -106,7 +106,8 @@ def parse_file(path: str | Path, format: str | None = None, importers: list[type
                live: bool = False) -> ParsedSession:
     """Parse ``path`` without touching any store; ``live=True`` when the file is still being written
     (:attr:`Importer.live`: a half-written last JSONL line is open tail, no conversation yet is no events).
-    For a container of several sessions (a Goose or OpenCode database) this is the importer's ``parse``:
+    For a container of several sessions (a Goose or OpenCode database, an Aider history: one per
+    aider run) this is the importer's ``parse``:
     one of them (see :func:`parse_all_file` for every one).
 
     Raises :class:`TranscriptError` (``FILE: cannot read: REASON``, ``FILE: file is empty`` for a file

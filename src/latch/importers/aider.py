@@ -1,20 +1,30 @@
 """Aider ``.aider.chat.history.md`` importer (FORMATS.md §8, §13).
 
-One file → ONE Latch session. Aider appends every run to the same file; each
-``# aider chat started at <local time>`` header becomes
+One aider run → ONE Latch session. Aider appends every run to the same file,
+each after a ``# aider chat started at <local time>`` header, and a new run
+does not send the earlier runs' chat to the model (``--restore-chat-history``
+is off by default): its ``Tokens: N sent`` figures count that run only. So the
+file is a container (:meth:`AiderImporter.parse_all`: one ``ParsedSession``
+per run, in file order; :meth:`AiderImporter.parse` returns the last run, the
+one aider may still be writing). Each run's first event is its header as
 ``SystemNote(subtype="session_start")`` (``ts`` = the header's time, the only
-timestamp in the format), so one import keeps the whole project history in
-order, and re-importing an unchanged file adds nothing. (``import_file`` takes
-one ``ParsedSession`` per file.)
+timestamp in the format); lines before the first header (a file that does not
+start with one) are run 0. Per-run state starts afresh at each header: the
+model (``Model:``), the workspace, open calls.
 
-The file has no ids and grows with every run, so the identity is the one part
-that never changes: ``external_key`` is ``"aider:sha256:<hash of the first
-non-blank line>"``, the first session's header with its start time to the
-second (:func:`~latch.importers._common.head_key`). A grown file imports into the
-same session and appends only the new events. Aider writes a turn's output lines
-(usage, edit results, commits) after the reply, some only after the user answers
-a confirmation, so the last turn, or a user block the file ends with, is the
-open tail (``ParsedSession.settled``) until the next block starts.
+The file has no ids and grows with every run, so a run's identity is what never
+changes once written: ``external_key`` is ``"aider:sha256:<hash of the file's
+first non-blank line>:run-<n>:<sha256[:16] of the run's header line>"`` (the
+first part is :func:`~latch.importers._common.head_key`, the first run's header
+with its start time to the second; run 0 has no header part). ``meta`` holds
+``run`` (``n``, 1-based for headed runs), ``started`` (the header's time) and
+``title`` (the header line). A grown file re-imports as: the runs before the
+last are settled and add nothing, the last run appends its new events, each new
+header starts a new session. Aider writes a turn's output lines (usage, edit
+results, commits) after the reply, some only after the user answers a
+confirmation, so the last run's last turn, or a user block the file ends with,
+is the open tail (``ParsedSession.settled``) until the next block starts; a new
+header closes the run before it (``settled`` ``None``).
 
 How aider writes the file (``aider/io.py``) drives the parse, line by line
 (``source_ref`` ``"line:<n>"``, 1-based):
@@ -62,14 +72,15 @@ Output lines are classified:
   confirmation stay a user message and an ``aider_output`` note: no model
   request issued that command, so no tool call is invented.
 
-``workspace`` is the first ``Cur working dir:`` (else ``Git working dir:``)
-reported; ``AssistantMessage.model`` is the session's ``Model:``/``Main model:``.
+``workspace`` is the run's first ``Cur working dir:`` (else ``Git working dir:``,
+else ``None``); ``AssistantMessage.model`` is the run's ``Model:``/``Main model:``.
 Malformed input: an empty file, binary junk, invalid UTF-8, or text with
 neither a session header nor a ``####`` line raises ``TranscriptError``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -302,7 +313,7 @@ class AiderImporter(Importer):
     """Aider chat history markdown (``.aider.chat.history.md``)."""
 
     PLUGIN_NAME = "aider"
-    DESCRIPTION = "Aider chat history markdown (.aider.chat.history.md), all sessions of the file"
+    DESCRIPTION = "Aider chat history markdown (.aider.chat.history.md), one session per aider run"
 
     def sniff(self, path: Path, head: bytes) -> int:
         text = head_text(head)
@@ -317,13 +328,32 @@ class AiderImporter(Importer):
         return 0
 
     def parse(self, path: Path, data: bytes) -> ParsedSession:
+        """The file's last run (the one aider may still be writing); see :meth:`parse_all`."""
+        return self.parse_all(path, data)[-1]
+
+    def parse_all(self, path: Path, data: bytes) -> list[ParsedSession]:
+        """One :class:`ParsedSession` per aider run of the file, in file order (at least one).
+
+        Raises :class:`TranscriptError` for the whole file (see the module docstring)."""
         text = decode_text(path, data).replace("\r\n", "\n")
-        lines = text.split("\n")
-        items = _scan(path, lines)
+        items = _scan(path, text.split("\n"))
+        file_key = head_key(self.PLUGIN_NAME, text)
+        runs: list[list[_Item]] = []
+        for item in items:
+            if item.kind == "header" or not runs:
+                runs.append([])
+            runs[-1].append(item)
+        first = 1 if runs[0][0].kind == "header" else 0  # lines before the first header: run 0
+        return [self._run(path, file_key, n, run, last=run is runs[-1])
+                for n, run in enumerate(runs, first)]
+
+    def _run(self, path: Path, file_key: str, n: int, items: list[_Item], *, last: bool) -> ParsedSession:
+        """One run's session: ``items`` from its header (none for run 0) up to the next header."""
         b = SessionBuilder(path, self.PLUGIN_NAME)
         model: str | None = None
         workspace: dict[str, str] = {}
         turn: _Turn | None = None
+        header = items[0] if items[0].kind == "header" else None
         for item in items:
             ref = f"line:{item.start + 1}"
             if item.kind == "output":
@@ -343,19 +373,25 @@ class AiderImporter(Importer):
                 turn = _Turn(item)
             elif item.kind == "user":
                 b.close_open("the next user message arrived first")
-                if item is items[-1]:
+                if last and item is items[-1]:
                     b.open_here()  # more lines of the prompt may follow
                 b.add(UserMessage(text=item.text), ref, None)
             else:
-                model = None
-                b.close_open("aider restarted before the result")
                 b.add(SystemNote(text=item.text, subtype="session_start"), ref,
                       item.text.removeprefix(_HEADER[2:]).strip())
-        b.open_here()  # the last turn: its output lines may still follow
+        if last:
+            b.open_here()  # the last turn: its output lines may still follow
         self._flush(b, turn, model)
+        if not last:
+            b.close_open("aider restarted before the result")  # the next header: this run is over
         ws = workspace.get("Cur working dir: ") or workspace.get("Git working dir: ")
-        meta = {"sessions": sum(it.kind == "header" for it in items), "usage_rounded": True}
-        return b.finish(external_key=head_key(self.PLUGIN_NAME, text), workspace=ws, meta=meta, growing=True)
+        meta: dict[str, object] = {"run": n, "usage_rounded": True}
+        key = f"{file_key}:run-{n}"
+        if header is not None:
+            meta["started"] = header.text.removeprefix(_HEADER[2:]).strip()
+            meta["title"] = header.text
+            key += ":" + hashlib.sha256(header.text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        return b.finish(external_key=key, workspace=ws, meta=meta, growing=True)
 
     def _flush(self, b: SessionBuilder, turn: _Turn | None, model: str | None) -> None:
         """Emit one turn: the response (with its edit calls), its usage, edit results, then notes."""
