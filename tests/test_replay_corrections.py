@@ -134,3 +134,19 @@ def test_context_reads_the_correction_of_a_replay_kept_in_the_store(tmp_path, ar
     assert rep["correction"]["ratio"] == fix["ratio"] and rep["correction"]["request"] == fix["request"]
     assert rep["correction"]["origin"] == f"kept replay {doc['stream']}"
     assert rep["hard_limit_tokens"] < rep["uncorrected_hard_limit_tokens"]
+
+
+def test_view_of_each_request_is_budgeted_like_the_replay(tmp_path, arabic):
+    """`latch view --request N` replays requests 1..N with the same corrections as `latch replay`: its view of every
+    request has the replay's total tokens and hard limit (before, view ignored provider usage, so after request 1's
+    correction its views were budgeted against the uncorrected limit)."""
+    path, hard = arabic
+    opts = ["--window", str(hard + RESERVE), "--reserve", str(RESERVE), "--recent", str(hard)]
+    doc = json.loads(_run(tmp_path, "latch.db", "replay", str(path), *opts, "--json").output)
+    reqs = doc["requests"]
+    assert doc["summary"]["corrections"] and any(r["budget_hard_limit_tokens"] < hard for r in reqs)
+    for r in reqs:
+        res = _run(tmp_path, "latch.db", "view", doc["session"], "--request", str(r["request"]), *opts)
+        assert res.exit_code == 0, res.output
+        head = " ".join(res.output.split()[:60])
+        assert f"{r['total_tokens']:,} of {r['budget_hard_limit_tokens']:,} tokens" in head, (r["request"], head)

@@ -307,11 +307,8 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     # the provider counted the transcript's request: its recorded harness and the whole conversation so far, which
     # Latch estimates as the harness's system and tools plus history_tokens; an overhead inferred from these very
     # figures, or --no-harness (the harness unknown), leaves nothing to compare
-    comparable = correct and plan.harness is not None and plan.harness.source != "inferred"
-    fixed = setup.counter.system(plan.harness.system) + setup.counter.tools(plan.harness.tools) if comparable else 0
-    agent = comparable and plan.harness.session_context is not None  # recorded by latch run: its views were sent
-    correction: dict[str, Any] | None = None  # the one in effect (host.corrections), as the JSON shows it
-    corrections: list[dict[str, Any]] = []
+    fixes = corrections_mod.ReplayCorrections(loop, budget, setup.counter, plan.harness, setup.writer,
+                                              enabled=correct)
     # provider-token forecasts (host.forecast): fitted on the transcript's earlier requests, Latch's estimate of each
     # (the harness, recorded or inferred, plus the whole conversation so far) against the provider's count
     forecaster = ProviderForecast() if plan.harness is not None else None
@@ -323,22 +320,8 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
             on_result(res)
         req = res.request
         usage = req.usage
-        in_effect, limit = correction, loop.hard  # what this view was budgeted with
-        if comparable and usage is not None and usage.prompt_tokens:
-            # Latch's estimate of the request the provider counted: a latch run session sent this very view
-            estimate = (max(res.view.tokens.total_tokens, res.recounted_tokens or 0) if agent and res.view is not None
-                        else fixed + res.history_tokens)
-            current = (correction["provider_tokens"], correction["estimated_tokens"]) if correction else None
-            if corrections_mod.raises_ratio(current, usage.prompt_tokens, estimate):
-                found = corrections_mod.Correction(usage.prompt_tokens, estimate, req.number,
-                                                   origin=f"replay run {getattr(setup.writer, 'run_id', '?')}")
-                setup.writer.append_many([(corrections_mod.KIND, req.seq, {
-                    "provider_tokens": found.provider_tokens, "estimated_tokens": found.estimated_tokens,
-                    "source": found.source, "request": req.number})])
-                correction = found.to_json()
-                corrections.append(correction)
-                loop.budget = corrections_mod.corrected_budget(budget, found.pair())  # every later view
-                loop.hard = loop.budget.hard_limit_tokens
+        in_effect, limit = fixes.current, loop.hard  # what this view was budgeted with
+        fixes.observe(res)
         at = pricing.parse_timestamp(req.ts)
         paid = pricing.price_usage(usage, req.model or model, at=at)  # what the transcript's request cost
         original.add(paid)
@@ -436,7 +419,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         "forecast_ratio_complete_views": ratio_summary([r["forecast_ratio"] for r in done if r["view_complete"]]),
         "forecast_ratio_evicted_views": ratio_summary([r["forecast_ratio"] for r in done if not r["view_complete"]]),
         "provider_rate": forecaster.to_json() if forecaster is not None else None,
-        "corrections": corrections, "correction": correction,
+        "corrections": fixes.recorded, "correction": fixes.current,
     }
     doc = {"session": session_id, "engine": setup.engine_name, "estimator": setup.estimator_name, "stream": setup.writer.stream,
            "model": model, "kept": keep, "exact_tokenizer": setup.counter.tokenizer,

@@ -47,6 +47,7 @@ from ..textsafe import cell, console, dumps, plural, safe
 from . import Count
 from .replay import check_replay_options, event_position, replay_options, plan_replay, window_line
 from ..host.changes import seq_ranges, request_changes
+from ..host.corrections import ReplayCorrections
 from ..host.ingest import SessionForgotten, imported_session_ids
 from ..host.loop import model_requests
 from ..providers import anthropic_request, to_anthropic_messages, to_openai_chat
@@ -270,7 +271,10 @@ def register(cli: click.Group) -> None:
         plan = plan_replay(store, sid, engine=engine, model=model, estimator=estimator, config=config,
                            window=window, reserve=reserve, recent=recent, harness=not no_harness)
         last_sent = cur = None
+        # provider usage budgets the later views exactly as `latch replay` does (host.corrections)
+        fixes = ReplayCorrections(plan.loop, plan.budget, plan.setup.counter, plan.harness, plan.setup.writer)
         for res in plan.loop.replay(plan.requests[:number], None, plan.harness.changes if plan.harness else ()):
+            fixes.observe(res)
             if res.request.number < number:
                 last_sent = res if res.view is not None else last_sent
             cur = res

@@ -24,7 +24,7 @@ from typing import Any
 from ..events import AssistantMessage, EstimateCorrection
 from ..port import ContextBudget
 
-__all__ = ["KIND", "Correction", "raises_ratio", "corrected_budget", "session_correction"]
+__all__ = ["KIND", "Correction", "raises_ratio", "corrected_budget", "session_correction", "ReplayCorrections"]
 
 KIND = EstimateCorrection.KIND
 """Kind of a replay's correction record (the event's kind: the same fact, in the replay's scratch run)."""
@@ -120,3 +120,47 @@ def _recorded(records: Any, origin: str) -> Correction | None:
     return _best([Correction(int(p["provider_tokens"]), int(p["estimated_tokens"]), p.get("request"),
                              str(p.get("source", "usage")), origin)
                   for _, _, _, p in records if int(p.get("estimated_tokens", 0)) > 0])
+
+
+class ReplayCorrections:
+    """The corrections of one replay (``latch replay`` and ``latch view`` replay the same way): after each request,
+    :meth:`observe` compares the provider's prompt tokens with Latch's estimate of the request the provider counted
+    (the transcript's recorded harness system prompt and tools plus the whole conversation so far,
+    ``history_tokens``; for a session ``latch run`` recorded, the view itself, which is what it sent) and, when the
+    ratio is above every earlier one, records it (a kernel record of kind :data:`KIND` through ``writer``) and
+    budgets every later view of ``loop`` with the hard limit of ``budget`` divided by it.
+
+    ``harness`` is the replay's :class:`~latch.host.harness.Harness` (``None``: ``--no-harness``, nothing to compare);
+    an overhead inferred from the same usage leaves nothing to compare either (the comparison would be circular),
+    nor does ``enabled=False``. ``current`` is the correction in effect (its :meth:`Correction.to_json` form, or
+    ``None``), ``recorded`` every one recorded, in order.
+    """
+
+    def __init__(self, loop: Any, budget: ContextBudget, counter: Any, harness: Any, writer: Any, *,
+                 enabled: bool = True) -> None:
+        self.loop, self.budget, self.writer = loop, budget, writer
+        self.comparable = enabled and harness is not None and harness.source != "inferred"
+        self.fixed = counter.system(harness.system) + counter.tools(harness.tools) if self.comparable else 0
+        self.agent = self.comparable and harness.session_context is not None
+        self.current: dict[str, Any] | None = None
+        self.recorded: list[dict[str, Any]] = []
+
+    def observe(self, res: Any) -> None:
+        """Take request result ``res`` (:class:`~latch.host.loop.RequestResult`) into account (see the class)."""
+        req = res.request
+        usage = req.usage if req is not None else None
+        if not self.comparable or usage is None or not usage.prompt_tokens:
+            return
+        estimate = (max(res.view.tokens.total_tokens, res.recounted_tokens or 0) if self.agent and res.view is not None
+                    else self.fixed + res.history_tokens)
+        c = self.current
+        if raises_ratio((c["provider_tokens"], c["estimated_tokens"]) if c else None, usage.prompt_tokens, estimate):
+            found = Correction(usage.prompt_tokens, estimate, req.number,
+                               origin=f"replay run {getattr(self.writer, 'run_id', '?')}")
+            self.writer.append_many([(KIND, req.seq, {
+                "provider_tokens": found.provider_tokens, "estimated_tokens": found.estimated_tokens,
+                "source": found.source, "request": req.number})])
+            self.current = found.to_json()
+            self.recorded.append(self.current)
+            self.loop.budget = corrected_budget(self.budget, found.pair())  # every later view
+            self.loop.hard = self.loop.budget.hard_limit_tokens
