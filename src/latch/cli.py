@@ -37,7 +37,8 @@ from .config import ConfigError, config_path, load_config, unknown_keys
 from .host import cost as pricing
 from .importers import transcript_limit_problem
 from .importers.base import TranscriptError
-from .store import StoreError, non_folder_parent, data_dir, default_db_path, EventStore
+from .store import (StoreError, non_folder_parent, data_dir, default_db_path, EventStore, read_only_reason,
+                    replay_scratch_path)
 from .textsafe import safe, warn
 
 # The built-in commands: name -> (module under latch.commands, the short help `latch --help` shows). A module is
@@ -184,7 +185,8 @@ class AppContext:
 
         ``create=False`` is for read-only commands (``sessions``, ``show``, ``search``, ``state``, ``evidence``,
         ``context``, ``doctor``): when no database exists yet they read an empty in-memory store instead of
-        creating a file (a mistyped ``--db`` or a new folder leaves nothing behind)."""
+        creating a file (a mistyped ``--db`` or a new folder leaves nothing behind), and an existing store they
+        cannot write (:func:`~latch.store.read_only_reason`) is opened read-only (``EventStore(read_only=True)``)."""
         if self._store is None:
             problem = self.db_problem()
             if problem:
@@ -192,6 +194,8 @@ class AppContext:
             if not create and not self.store_exists():
                 _check_creatable(self.db_path())  # a path that could never hold one is still an error
                 self._store = EventStore(":memory:")
+            elif not create and self.db != ":memory:" and read_only_reason(self.db_path()) is not None:
+                self._store = EventStore(self.db_path(), read_only=True)  # a reading command reads it as it is
             else:
                 path = self.db_path()
                 fresh = self.db != ":memory:" and not self.store_exists()
@@ -244,6 +248,69 @@ class OneLineUsageError(click.UsageError):
         click.echo(f"Error: {self.format_message()}", file=file, err=file is None)
 
 
+OUTPUTS_KEY = "latch.outputs"
+"""``ctx.meta`` key of the output files a command's options name: ``[(param, path)]``, recorded by
+:func:`latch.commands.outputs.output_file` and checked against the inputs by :class:`LatchCommand`."""
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether the paths ``a`` and ``b`` name the same file: ``os.path.samefile`` when both exist, else the
+    same resolved path (an output that does not exist yet can still be named twice)."""
+    try:
+        if os.path.exists(a) and os.path.exists(b):
+            return os.path.samefile(a, b)
+        return Path(a).resolve() == Path(b).resolve()
+    except (OSError, ValueError):
+        return False
+
+
+class LatchCommand(click.Command):
+    """Every built-in command's class (:attr:`LatchGroup.command_class`): once its parameters are parsed, before
+    the command runs, an output file (``ctx.meta[OUTPUTS_KEY]``) that is the same file as an input (any other
+    parameter's value naming an existing file), as the store (``--db``/``LATCH_DB`` or the default, with its
+    ``-wal``/``-shm`` and replay scratch) or as another output is a usage error (exit 2) naming the option and
+    the file. Nothing has been read or written then."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        rest = super().parse_args(ctx, args)
+        outputs = ctx.meta.get(OUTPUTS_KEY, [])
+        if outputs:
+            self._refuse_inputs_as_outputs(ctx, outputs)
+        return rest
+
+    @staticmethod
+    def _refuse_inputs_as_outputs(ctx: click.Context, outputs: list[tuple[click.Parameter, str]]) -> None:
+        inputs: list[tuple[str, str]] = []  # (what, path)
+        out_names = {p.name for p, _ in outputs}
+        for param in ctx.command.params:
+            if param.name in out_names:
+                continue
+            value = ctx.params.get(param.name or "")
+            values = value if isinstance(value, (list, tuple)) else [value]
+            for v in values:
+                if isinstance(v, (str, os.PathLike)) and str(v) not in ("", "-") and os.path.isfile(v):
+                    inputs.append((param.get_error_hint(ctx), str(v)))
+        app = ctx.find_object(AppContext)
+        if app is not None and app.db != ":memory:":
+            try:
+                db = app.db_path()
+            except Exception:  # no default path (no data folder): no store to protect
+                db = None
+            if db is not None:
+                inputs += [("the Latch store", str(db.with_name(db.name + s))) for s in ("", "-wal", "-shm")]
+                scratch = replay_scratch_path(db)
+                inputs += [("the replay scratch database", str(scratch.with_name(scratch.name + s)))
+                           for s in ("", "-wal", "-shm")]
+        seen: list[tuple[click.Parameter, str]] = []
+        for param, path in outputs:
+            for what, other in [*inputs, *((p.get_error_hint(ctx), v) for p, v in seen)]:
+                if _same_file(path, other):
+                    same = f"the same file as {what}" + (f" ({other})" if other != path else "")
+                    raise click.BadParameter(f"refusing to write {path}: it is {same}; name another file",
+                                             ctx, param)
+            seen.append((param, path))
+
+
 class LatchGroup(click.Group):
     """Turns the user-facing errors (bad transcript, plugin, store) into one line on stderr, status 1 (a config
     error: status 2).
@@ -256,6 +323,7 @@ class LatchGroup(click.Group):
     """
 
     _plugins_loaded = False
+    command_class = LatchCommand
 
     def load_builtin(self, name: str) -> None:
         """Import the module of the built-in command ``name`` and register its commands (once)."""

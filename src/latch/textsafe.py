@@ -29,6 +29,10 @@ import json
 import os
 import re
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import click
@@ -42,7 +46,7 @@ from rich.segment import Segment
 from rich.text import Text
 
 __all__ = ["printable", "safe", "markup", "cell", "warn", "dumps", "echo", "console", "Table", "PrintableStream",
-           "PIPE_WIDTH", "Column", "fitted_table", "plural"]
+           "PIPE_WIDTH", "Column", "fitted_table", "plural", "atomic_path", "write_text"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # C0 controls but \n and \t, DEL, C1 controls, ALM, LRM/RLM, LRE..RLO, LRI..PDI
@@ -124,6 +128,37 @@ def dumps(value: Any, **kwargs: Any) -> str:
 def echo(text: str, *, err: bool = False) -> None:
     """``click.echo`` of :func:`printable` ``text`` (stdout, or stderr with ``err``)."""
     click.echo(printable(text), err=err)
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temporary path beside ``path`` (same folder, same suffix) to write the whole output to; when the block
+    ends without an exception it replaces ``path`` in one step (``os.replace``), else it is removed and ``path``
+    is left as it was (a new file gets the permissions ``open(path, "w")`` gives, an existing one keeps its own).
+    A reader never sees a half-written file, and a failed write destroys nothing."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=target.parent or ".")
+    os.close(fd)
+    try:
+        try:
+            mode = os.stat(target).st_mode & 0o7777  # an existing file keeps its permissions
+        except OSError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask  # what open(path, "w") would have made
+        os.chmod(tmp, mode)
+        yield Path(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write :func:`printable` ``text`` as UTF-8 to ``path`` atomically (:func:`atomic_path`). ``OSError`` when
+    the folder refuses the file."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(printable(text), encoding="utf-8")
 
 
 class PrintableStream:

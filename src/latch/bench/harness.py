@@ -60,7 +60,7 @@ from ..plugins import get_engine_factory
 from ..port import ContextBudget, SessionContext
 from ..providers import to_anthropic_messages, to_openai_chat, validate_anthropic_messages, validate_openai_chat
 from ..store import EventStore
-from ..textsafe import dumps, printable
+from ..textsafe import atomic_path, dumps, write_text
 from .coverage import CoverageProbe
 from .executor import SchedulerError, run_tasks
 from .scenario import ScenarioModel
@@ -495,7 +495,7 @@ def write_report(out: str | os.PathLike[str], results: Sequence[Mapping[str, Any
            "sessions": [asdict(s) for s in sessions], "seconds": round(seconds, 1), "summary": rows,
            "jobs": list(results)}
     paths = {"json": folder / "report.json", "markdown": folder / "report.md"}
-    paths["json"].write_text(dumps(doc, indent=1) + "\n", encoding="utf-8")
+    write_text(paths["json"], dumps(doc, indent=1) + "\n")
 
     errors = [r for r in results if "error" in r]
     notes = [f"- {r['engine']} on {r['session']} ({r['budget']}): {r['error']}" for r in errors]
@@ -531,7 +531,8 @@ def write_report(out: str | os.PathLike[str], results: Sequence[Mapping[str, Any
         fig.suptitle(f"tokens per request along each session · budget {budget}", fontsize=10)
         fig.tight_layout()
         paths[f"tokens {budget}"] = folder / f"tokens_{slug}.png"
-        fig.savefig(paths[f"tokens {budget}"], dpi=110)
+        with atomic_path(paths[f"tokens {budget}"]) as tmp:
+            fig.savefig(tmp, dpi=110, format="png")
         plt.close(fig)
 
         fig, ax = plt.subplots(figsize=(1.6 + 1.5 * len(engines), 3.6))
@@ -543,10 +544,11 @@ def write_report(out: str | os.PathLike[str], results: Sequence[Mapping[str, Any
         ax.set_title(f"cacheability per request · budget {budget}", fontsize=9)
         fig.tight_layout()
         paths[f"cacheability {budget}"] = folder / f"cacheability_{slug}.png"
-        fig.savefig(paths[f"cacheability {budget}"], dpi=110)
+        with atomic_path(paths[f"cacheability {budget}"]) as tmp:
+            fig.savefig(tmp, dpi=110, format="png")
         plt.close(fig)
     md += ["Plots: " + ", ".join(f"[{p.name}]({p.name})" for k, p in paths.items() if p.suffix == ".png"), ""]
-    paths["markdown"].write_text(printable("\n".join(md)), encoding="utf-8")
+    write_text(paths["markdown"], "\n".join(md))
     return paths
 
 
@@ -687,6 +689,7 @@ def write_plot(path: str | os.PathLike[str], results: Sequence[Mapping[str, Any]
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig = engine_plot(results, budgets, frontier=True)
-    fig.savefig(out, dpi=110, format="png")
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
     return out

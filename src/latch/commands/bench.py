@@ -21,7 +21,8 @@ import click
 
 from ..cli import pass_app
 from ..textsafe import console, echo, markup, safe
-from . import Count, output_file, output_folder
+from . import Count
+from .outputs import folder_outputs, output_file
 from ..bench.harness import SchedulerError, discover_sessions, markdown_table, parse_budgets, run_bench, summarize, \
     write_plot, write_report
 from ..plugins import PluginError, registered_engines
@@ -47,7 +48,7 @@ def register(cli: click.Group) -> None:
     @click.option("--budgets", default="256k:32k:64k,32k:4k:8k", show_default=True,
                   help="Comma-separated WINDOW:RESERVE:RECENT token budgets (k/m suffixes).")
     @click.option("--out", "out", type=click.Path(file_okay=False), default="bench-out", show_default=True,
-                  callback=output_folder, help="Output folder for report.md, report.json and the plots.")
+                  callback=folder_outputs(("report.json", "report.md")), help="Output folder for report.md, report.json and the plots.")
     @click.option("--jobs", type=Count(min=1), default=2, show_default=True, help="Worker processes.")
     @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT|local:N",
                   help="Run the jobs on a Dask cluster: a running `dask scheduler` (workers started with "

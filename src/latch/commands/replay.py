@@ -62,9 +62,9 @@ from rich.measure import Measurement
 from ..cli import pass_app
 from ..config import MAX_TOKENS, model_window
 from ..events import Usage
-from ..textsafe import PIPE_WIDTH, Table, cell, console, dumps, markup, plural, safe
+from ..textsafe import PIPE_WIDTH, Table, cell, console, dumps, markup, plural, safe, write_text
 from ..host import reducers as R
-from . import output_file
+from .outputs import output_file
 from .replay_html import render_html
 from .. import plugins
 from ..engine.report import COMPONENTS
@@ -942,13 +942,11 @@ def register(cli: click.Group) -> None:
                                    "replayed sessions: add --session ID")
         # the files first: a reader that stops reading stdout (`| head -1`) ends the command at the next print
         if json_file not in (None, "-"):
-            with open(json_file, "w", encoding="utf-8") as f:
-                f.write(dumps(out, indent=2) + "\n")
+            write_text(json_file, dumps(out, indent=2) + "\n")
         if html_file:
             doc = docs[0]
             view = R.session_view(store.events(doc["session"]), canonical_state(store, doc["session"], cache=kernel_cache()))
-            with open(html_file, "w", encoding="utf-8", errors="replace") as f:
-                f.write(render_html(doc, view, file))
+            write_text(html_file, render_html(doc, view, file))
         if "-" in (json_out, json_file):
             click.echo(dumps(out, indent=2))
         else:

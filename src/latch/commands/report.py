@@ -13,7 +13,9 @@ prompt tokens (uncached + cache read + cache write) of the rows' requests.
 Output: one row per model and a total (and one row per session when there are several), every number whole:
 on a narrow terminal the cache-read share, priced and cache-write columns are left out (in that order, said in
 a footer, :func:`latch.textsafe.fitted_table`); ``--json`` prints
-``{"sessions": [...], "models": {MODEL: ROW}, "by_session": {ID: ROW}, "total": ROW}`` where a ROW is
+``{"sessions": [...], "named_sessions": [...], "child_sessions": [...], "models": {MODEL: ROW}, "by_session":
+{ID: ROW}, "total": ROW}`` (``sessions``: every session counted, the named ones and their sub-agent sessions;
+``named_sessions``: those the arguments name; ``child_sessions``: the sub-agent sessions added) where a ROW is
 ``{"requests", "with_usage", "priced", "unpriced", "uncached_input_tokens", "cache_read_tokens",
 "cache_write_tokens", "output_tokens", "usd" (None when nothing was priced), "cache_read_share"}``. A forgotten
 session, an unknown id or an unreadable file is one error line (exit 1) and nothing is reported.
@@ -88,7 +90,9 @@ def session_report(store: Any, session_ids: list[str]) -> dict[str, Any]:
             name = cost.model_id if cost is not None else (req.model or "unknown")
             for row in (models.setdefault(name, _row()), srow, total):
                 _add(row, usage, cost)
-    return {"sessions": order, "models": {m: _finish(r) for m, r in sorted(models.items())},
+    named = list(dict.fromkeys(session_ids))
+    return {"sessions": order, "named_sessions": named, "child_sessions": [sid for sid in order if sid not in named],
+            "models": {m: _finish(r) for m, r in sorted(models.items())},
             "by_session": {s: _finish(r) for s, r in by_session.items()}, "total": _finish(total)}
 
 
@@ -188,6 +192,8 @@ def register(cli: click.Group) -> None:
             click.echo(dumps(doc, indent=2))
             return
         con = console(highlight=False)
-        con.print(f"[bold]{len(doc['sessions'])} session(s)[/bold] · {plural(doc['total']['requests'], 'request', fmt=',')} · "
-                  f"{markup(', '.join(doc['sessions']))}")
+        named, added = doc["named_sessions"], doc["child_sessions"]
+        counted = plural(len(named), "session") + (f" (+{plural(len(added), 'child session')})" if added else "")
+        con.print(f"[bold]{counted}[/bold] · {plural(doc['total']['requests'], 'request', fmt=',')} · "
+                  f"{markup(', '.join(named))}" + (f" · child sessions: {markup(', '.join(added))}" if added else ""))
         _print(con, doc)

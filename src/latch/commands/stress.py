@@ -22,8 +22,9 @@ from typing import Any
 import click
 from rich.console import Console
 
-from ..textsafe import Table, console, dumps
-from . import Count, MAX_SEED, output_file
+from ..textsafe import Table, console, dumps, write_text
+from . import Count, MAX_SEED
+from .outputs import output_file
 from ..bench.executor import SchedulerError
 from ..bench.shards import run_sharded
 from ..bench.stress import StressConfig, run_stress
@@ -153,8 +154,7 @@ def register(cli: click.Group) -> None:
             json_out, json_file = None, json_file or json_out
         # the file first: a reader that stops reading stdout (`| head -1`) ends the command at the next print
         if json_file not in (None, "-"):
-            with open(json_file, "w", encoding="utf-8") as f:
-                f.write(dumps(doc, indent=2) + "\n")
+            write_text(json_file, dumps(doc, indent=2) + "\n")
         if "-" in (json_out, json_file):
             click.echo(dumps(doc, indent=2))
         else:

@@ -24,6 +24,7 @@ import os
 import sqlite3
 import threading
 import time
+import urllib.parse
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -50,6 +51,7 @@ __all__ = [
     "StoreError",
     "StoreBusyError",
     "non_folder_parent",
+    "read_only_reason",
     "ReplayScratch",
     "ReplayRun",
     "replay_scratch_path",
@@ -112,6 +114,37 @@ class SessionInfo:
         return t if isinstance(t, str) and t.strip() else None
 
 
+_READONLY = {getattr(sqlite3, n) for n in ("SQLITE_READONLY", "SQLITE_READONLY_DBMOVED", "SQLITE_READONLY_RECOVERY",
+                                              "SQLITE_READONLY_CANTINIT", "SQLITE_READONLY_CANTLOCK",
+                                              "SQLITE_READONLY_ROLLBACK", "SQLITE_READONLY_DIRECTORY")
+             if hasattr(sqlite3, n)}
+
+
+def read_only_reason(path: str | os.PathLike[str]) -> str | None:
+    """Why this process cannot write the existing store file ``path``: ``"PATH is not writable"`` or ``"its
+    folder FOLDER is not writable"`` (SQLite creates its ``-wal``/``-shm`` files there), else ``None`` (missing,
+    ``:memory:``, or writable)."""
+    p = Path(path)
+    if str(p) == ":memory:" or not p.is_file():
+        return None
+    why = [] if os.access(p, os.W_OK) else [f"{p} is not writable"]
+    folder = p.absolute().parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        wal, shm = (p.with_name(p.name + s) for s in ("-wal", "-shm"))
+        if not (wal.is_file() and shm.is_file() and os.access(wal, os.W_OK) and os.access(shm, os.W_OK)):
+            why.append(f"{'its' if not why else 'nor is its'} folder {folder}" + ("" if why else " is not writable"))
+    return ", ".join(why) or None
+
+
+def _encodable(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (no lone surrogate, e.g. no surrogate escape of an undecodable byte)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class EventStore:
     """The durable event log of one workspace.
 
@@ -125,7 +158,7 @@ class EventStore:
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, workspace: str | None = None,
-                 busy_timeout_ms: int = 10_000):
+                 busy_timeout_ms: int = 10_000, read_only: bool = False):
         if path is None:
             path = default_db_path(workspace)
         self.path = Path(path) if str(path) != ":memory:" else Path(":memory:")
@@ -133,6 +166,10 @@ class EventStore:
         self._conn: sqlite3.Connection | None = None
         self._scratch: ReplayScratch | None = None
         self._busy_timeout_ms = busy_timeout_ms
+        self.read_only = read_only and str(self.path) != ":memory:"
+        if self.read_only:
+            self._open_read_only()
+            return
         try:
             if str(self.path) != ":memory:":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -165,7 +202,42 @@ class EventStore:
                 reason = (exc.strerror or str(exc)) + (f" ({exc.filename})" if exc.filename else "")
             else:
                 reason = str(exc)
+            unwritable = read_only_reason(self.path)
+            if unwritable is not None:
+                raise StoreError(f"the store at {self.path} is read-only ({unwritable}); this command writes to "
+                                 "it: give it write access") from None
             raise StoreError(f"cannot open the Latch store at {self.path}: {reason}") from None
+
+    def _open_read_only(self) -> None:
+        """Open an existing store for reading only (SQLite URI ``mode=ro``, never ``immutable``): no journal mode
+        change, no migration, no projection rebuild. :class:`StoreError` when it needs a migration, or when SQLite
+        cannot read it so (a WAL store whose ``-shm`` index is missing and whose folder refuses to create it)."""
+        uri = "file:" + urllib.parse.quote(str(self.path.absolute())) + "?mode=ro"
+        try:
+            self._conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            self._db.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
+            self._refuse_foreign()
+            has_table = self._db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_latch_migrations'").fetchone()
+            done = {r[0] for r in self._db.execute("SELECT name FROM _latch_migrations")} if has_table else set()
+            pending = [name for name, _ in MIGRATIONS if name not in done]
+            if pending:
+                raise StoreError(f"the store at {self.path} is read-only and needs a migration ({len(pending)} "
+                                 f"pending, first {pending[0]}): run `latch` once with write access to it (e.g. "
+                                 "`latch sessions`)")
+        except (sqlite3.Error, StoreError) as exc:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            if isinstance(exc, StoreError):
+                raise
+            if _busy(exc):
+                raise StoreBusyError(f"the store at {self.path} is busy (locked by another process); try "
+                                     "again") from None
+            why = read_only_reason(self.path) or "not writable"
+            raise StoreError(f"the store at {self.path} is read-only ({why}), and SQLite cannot read a WAL store "
+                             f"without creating its {self.path.name}-shm index beside it ({exc}): give the folder "
+                             "write access, or copy the store and pass --db COPY") from None
 
     def _refuse_foreign(self) -> None:
         """Raise :class:`StoreError` when the file is an SQLite database of another program (it has tables and
@@ -189,6 +261,10 @@ class EventStore:
         """The :class:`StoreError` for a failed SQLite operation (busy, I/O, disk full, read-only)."""
         if _busy(exc):
             return StoreBusyError(f"the store at {self.path} is busy (locked by another process); try again")
+        if isinstance(exc, sqlite3.Error) and (self.read_only or getattr(exc, "sqlite_errorcode", None) in _READONLY
+                                               or "readonly database" in str(exc)):
+            why = read_only_reason(self.path) or "opened for reading only"
+            return StoreError(f"the store at {self.path} is read-only ({why}); this needs write access to it")
         if _damaged(exc):
             return StoreError(f"the Latch store at {self.path} is damaged ({exc}); run `latch doctor`")
         return StoreError(f"the Latch store at {self.path} failed: {exc}")
@@ -211,13 +287,20 @@ class EventStore:
                     db.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.OperationalError) or _damaged(exc):
                     raise self._error(exc) from None
+                if isinstance(exc, UnicodeEncodeError):  # a surrogate escape (a file name that is not UTF-8)
+                    raise StoreError(f"cannot store {ascii(exc.object[:200])} in the store at {self.path}: it holds "
+                                     "undecodable bytes (a file name that is not UTF-8? rename the file)") from None
                 raise
 
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
-        """``fetchall`` of one read under the lock; SQLite operational errors become :class:`StoreError`."""
+        """``fetchall`` of one read under the lock; SQLite operational errors become :class:`StoreError`, and so
+        does an argument holding undecodable bytes (surrogate escapes), which SQLite cannot bind."""
         with self._lock:
             try:
                 return self._db.execute(sql, args).fetchall()
+            except UnicodeEncodeError as exc:
+                raise StoreError(f"cannot look up {ascii(exc.object[:200])} in the store at {self.path}: it holds "
+                                 "undecodable bytes") from None
             except sqlite3.DatabaseError as exc:
                 if isinstance(exc, sqlite3.OperationalError) or _damaged(exc):
                     raise self._error(exc) from None
@@ -320,9 +403,13 @@ class EventStore:
         return [self._row_to_session(r) for r in rows]
 
     def session(self, session_id: str) -> SessionInfo:
-        """One session by id or unique id prefix; ``KeyError`` when empty, none or ambiguous."""
+        """One session by id or unique id prefix; ``KeyError`` when empty, none or ambiguous. An id holding
+        undecodable bytes (a surrogate escape from the command line) names no session (``KeyError`` whose message
+        shows it escaped, ``no session '\\udcff'``)."""
         if not session_id.strip():
             raise KeyError("empty session id")
+        if not _encodable(session_id):  # stored ids are UTF-8 text: nothing can match, and SQLite cannot bind it
+            raise KeyError(f"no session {session_id!r}")
         rows = self._rows(
             "SELECT s.id, s.parent_id, s.workspace, s.source, s.format, s.external_key, s.created_at, s.meta, "
             "(SELECT count(*) FROM events e WHERE e.session_id = s.id), "
@@ -420,6 +507,9 @@ class EventStore:
                 if isinstance(exc, sqlite3.OperationalError) or _damaged(exc):
                     raise self._error(exc) from None
                 raise
+            if self.read_only:
+                raise StoreError(f"the store at {self.path} is read-only and its {name} cache is behind its log: "
+                                 "run `latch` once with write access to it (e.g. `latch sessions`)")
             with self._write():
                 if self._projection_behind(p):  # another process may have caught it up meanwhile
                     self._sync_projection_locked(p)
