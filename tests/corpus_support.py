@@ -13,6 +13,7 @@ gained an importer (so the list cannot go stale).
 from __future__ import annotations
 
 import hashlib
+import json
 import importlib.util
 import os
 import sqlite3
@@ -193,3 +194,15 @@ def store_digest(db: Path) -> tuple[str, dict[str, int]]:
     finally:
         con.close()
     return digest, counts
+
+
+def edit_first_prompt(path: Path) -> int:
+    """Rewrite ``path`` (a Claude Code JSONL) in place with its first user record's content changed: the file edited
+    after an import. Returns that record's 0-based line index."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    k = next(i for i, ln in enumerate(lines) if json.loads(ln).get("type") == "user")
+    obj = json.loads(lines[k])
+    obj["message"]["content"] = "an edited first prompt"
+    lines[k] = json.dumps(obj)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return k

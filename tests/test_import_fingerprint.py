@@ -12,6 +12,8 @@ import os
 from pathlib import Path
 
 import pytest
+
+from corpus_support import edit_first_prompt
 from click.testing import CliRunner
 
 from latch.cli import _load_commands, cli
@@ -77,12 +79,7 @@ def test_other_options_or_a_grown_file_parse_again(copy, tmp_path, parses):
 def test_an_edit_in_place_is_still_refused(copy, tmp_path):
     store = EventStore(tmp_path / "s.db")
     imported_session_ids(store, copy, final=True)
-    lines = copy.read_text(encoding="utf-8").splitlines()
-    k = next(i for i, ln in enumerate(lines) if json.loads(ln).get("type") == "user")
-    obj = json.loads(lines[k])
-    obj["message"]["content"] = "an edited first prompt"
-    lines[k] = json.dumps(obj)
-    copy.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    k = edit_first_prompt(copy)
     with pytest.raises(TranscriptError, match=rf":line {k + 1}: reads differently from when it was imported"):
         imported_session_ids(store, copy, final=True)
 

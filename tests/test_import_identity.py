@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from corpus_support import edit_first_prompt
+
 from latch.host.ingest import import_file
 from latch.importers import TranscriptError, parse_file
 from latch.store import EventStore
@@ -155,11 +157,6 @@ def test_an_edit_in_place_is_still_refused_as_an_edit(corpus_dir, tmp_path):
     live.write_bytes((corpus_dir / BASTION).read_bytes())
     store = EventStore(tmp_path / "s.db")
     import_file(store, live)
-    lines = live.read_text(encoding="utf-8").splitlines()
-    k = next(i for i, ln in enumerate(lines) if json.loads(ln).get("type") == "user")
-    obj = json.loads(lines[k])
-    obj["message"]["content"] = "an edited first prompt"
-    lines[k] = json.dumps(obj)
-    live.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    k = edit_first_prompt(live)
     with pytest.raises(TranscriptError, match=rf":line {k + 1}: reads differently from when it was imported"):
         import_file(store, live)
