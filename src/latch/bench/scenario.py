@@ -14,7 +14,7 @@ the same way:
 A call *fails* when its result is an error or its validation evidence failed.
 
 :data:`CORPUS_SHAPE` holds the figures measured on the project's corpus (``../shared/corpus``: its
-23 sessions in formats with an importer); ``python -m latch.bench.scenario [CORPUS_DIR]`` recomputes them and
+43 sessions in formats with an importer; the two Aider files hold 3 and 19 runs); ``python -m latch.bench.scenario [CORPUS_DIR]`` recomputes them and
 ``tests/test_stress.py`` pins that the constants equal a fresh measurement.
 
 :class:`ScenarioModel` generates an endless, deterministic (seeded) session of that shape in Claude
@@ -113,10 +113,10 @@ class ScenarioShape:
     kinds: Mapping[str, CallKind] = field(default_factory=dict)
 
 
-# Measured on ../shared/corpus (8 sessions, 1,089 events) by measure_files(); recompute with
+# Measured on ../shared/corpus (18 files, 43 sessions: one per Aider run) by measure_files(); recompute with
 # `python -m latch.bench.scenario`; tests/test_stress.py pins these against a fresh measurement.
 CORPUS_SHAPE = ScenarioShape(
-    sessions=23,
+    sessions=43,
     requests=596,
     text_only_share=0.112,
     calls_per_tool_turn=1.138,
