@@ -409,3 +409,24 @@ def test_jsonl_and_json_errors_share_one_format(run, tmp_path):
     doc.write_text('{"messages": [\n  {"role": "user", oops}\n]}\n', encoding="utf-8")
     _one_line_error(run("import", str(doc), "--format", "openai-chat"),
                     f"{doc}:line 2 column 20: invalid JSON: Expecting property name enclosed in double quotes")
+
+
+def test_a_named_format_that_does_not_fit_says_which_format_the_file_looks_like(run, tmp_path):
+    # Found by a new user: `latch replay trajectory.json --format codex` said only "invalid JSON" of a valid
+    # JSON file. The error keeps the importer's own location and reason and adds what detection finds.
+    line = json.dumps({"type": "user", "uuid": "u1", "sessionId": "s", "message": {"role": "user", "content": "hi"}})
+    claude = tmp_path / "claude.jsonl"
+    claude.write_text(f"{line}\n", encoding="utf-8")
+    chat = tmp_path / "chat.json"
+    chat.write_text('{"messages": [\n  {"role": "user", "content": "hi"},\n  {"role": "assistant", "content": "ok"}\n]}\n',
+                    encoding="utf-8")
+    db = tmp_path / "latch.db"
+    for command in ("import", "replay"):
+        _one_line_error(run(command, str(claude), "--format", "codex"), f"{claude}:line 1: ",
+                        "; the file looks like claude-code, not codex: pass --format claude-code or leave --format out")
+        _one_line_error(run(command, str(chat), "--format", "codex"), f"{chat}:line 1 column 15: invalid JSON: Expecting value;",
+                        "the file looks like openai-chat, not codex")
+    assert not db.exists()  # nothing was imported, so no store was created
+    # The right format named, or none: no hint, the file imports.
+    assert run("import", str(chat), "--format", "openai-chat").exit_code == 0
+    assert run("import", str(claude)).exit_code == 0

@@ -115,7 +115,10 @@ def parse_file(path: str | Path, format: str | None = None, importers: list[type
     own error).
     """
     p, data, imp = _prepare(path, format, importers, live)
-    return imp.parse(p, data)
+    try:
+        return imp.parse(p, data)
+    except TranscriptError as exc:
+        raise _named_format_hint(exc, p, data, format, importers) from None
 
 
 def parse_all_file(path: str | Path, format: str | None = None, importers: list[type[Importer]] | None = None, *,
@@ -123,7 +126,27 @@ def parse_all_file(path: str | Path, format: str | None = None, importers: list[
     """Every session of ``path`` (:meth:`Importer.parse_all`): one for most formats, one per session of a
     container. Raises :class:`TranscriptError` like :func:`parse_file`."""
     p, data, imp = _prepare(path, format, importers, live)
-    return imp.parse_all(p, data)
+    try:
+        return imp.parse_all(p, data)
+    except TranscriptError as exc:
+        raise _named_format_hint(exc, p, data, format, importers) from None
+
+
+def _named_format_hint(exc: TranscriptError, path: Path, data: bytes, format: str | None,
+                       importers: list[type[Importer]] | None) -> TranscriptError:
+    """``exc``, or when ``format`` was named and the file sniffs as another format, the same error with that
+    said (``FILE:line 1 column 2: invalid JSON: Expecting value; the file looks like openhands, not codex:
+    pass --format openhands or leave --format out``). Forgotten sessions and other subclasses pass as they are."""
+    if not format or type(exc) is not TranscriptError:
+        return exc
+    try:
+        found = detect(path, data, importers).PLUGIN_NAME
+    except TranscriptError:
+        return exc
+    if found == format:
+        return exc
+    return TranscriptError(exc.path, exc.location, f"{exc.reason}; the file looks like {found}, not {format}: "
+                                                   f"pass --format {found} or leave --format out")
 
 
 def _prepare(path: str | Path, format: str | None, importers: list[type[Importer]] | None,
