@@ -42,6 +42,7 @@ Checks (each reported with its evidence; the run fails when one fails):
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import multiprocessing as mp
 import os
@@ -54,6 +55,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
 
 from ..host.loop import RequestLoop, RequestResult, build_engine
 from ..host.kernel import kernel_cache
@@ -449,8 +455,10 @@ def run_stress(cfg: StressConfig, progress: Callable[[int, int], None] | None = 
             raise ValueError(f"stress: {name} must be a positive integer, got {getattr(cfg, name)}")
     parallel = cfg.parallel if cfg.parallel is not None else cfg.events >= PARALLEL_MIN_EVENTS
     tmp = None
+    owner = None
     if cfg.db is None:
-        tmp = tempfile.mkdtemp(prefix="latch-stress-")
+        sweep_orphaned_scratch()
+        tmp, owner = _scratch_folder()
         db = os.path.join(tmp, "stress.db")
     else:
         db = cfg.db
@@ -468,7 +476,57 @@ def run_stress(cfg: StressConfig, progress: Callable[[int, int], None] | None = 
         store.close()
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+        if owner is not None:
+            os.close(owner)
     return report
+
+
+SCRATCH_PREFIX = "latch-stress-"
+_OWNER = ".owner"
+
+
+def _scratch_folder() -> tuple[str, int | None]:
+    """``(folder, fd)``: a new ``latch-stress-*`` folder in the temporary directory and an open descriptor of its
+    ``.owner`` file, exclusively ``flock``-ed for the run's life (``None`` where ``fcntl`` does not exist).
+
+    The lock file is locked before it gets its name, so :func:`sweep_orphaned_scratch` never sees it unlocked while
+    its run lives. The kernel drops the lock when the process ends however it ends (a SIGKILL, a lost Dask worker),
+    which is what lets a later run tell an orphan from a live run, across processes and PID namespaces."""
+    tmp = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
+    if fcntl is None:  # pragma: no cover - not POSIX: no sweep, the run still removes its folder itself
+        return tmp, None
+    staged = os.path.join(tmp, ".owner-new")
+    fd = os.open(staged, os.O_CREAT | os.O_RDWR, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.rename(staged, os.path.join(tmp, _OWNER))
+    return tmp, fd
+
+
+def sweep_orphaned_scratch(parent: str | None = None) -> list[str]:
+    """Remove the ``latch-stress-*`` folders under ``parent`` (default: the temporary directory) whose run is gone.
+
+    A folder is an orphan when its ``.owner`` file can be ``flock``-ed: its run was killed before it could remove
+    it (SIGKILL, the OOM killer, a Dask worker lost mid-shard). Folders without an ``.owner`` (being created, or
+    from an older Latch) and folders whose run still holds the lock are left alone. Returns the removed paths;
+    never raises for a folder it cannot read or remove."""
+    if fcntl is None:  # pragma: no cover - not POSIX
+        return []
+    removed = []
+    for folder in sorted(Path(parent or tempfile.gettempdir()).glob(SCRATCH_PREFIX + "*")):
+        try:
+            fd = os.open(folder / _OWNER, os.O_RDWR)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue  # its run is alive
+        with contextlib.suppress(OSError):
+            shutil.rmtree(folder)
+            removed.append(str(folder))
+        os.close(fd)
+    return removed
 
 
 def _run(store: EventStore, cfg: StressConfig, parallel: bool, report: StressReport,
