@@ -73,7 +73,7 @@ from ..store import EventStore
 from .scenario import ScenarioModel, png_bytes
 
 __all__ = ["StressConfig", "StressReport", "Check", "CHECKS", "run_stress", "DIAGNOSTIC", "PARALLEL_MIN_EVENTS",
-           "SYSTEM_PROMPT", "TOOLS"]
+           "SYSTEM_PROMPT", "TOOLS", "SCRATCH_PREFIX", "sweep_orphaned_scratch"]
 
 MODEL = "claude-sonnet-4-5"
 WORKSPACE = "/work/shop"
