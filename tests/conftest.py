@@ -3,10 +3,32 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from corpus_support import CORPUS, REPO, corpus_available, corpus_files, require_corpus  # noqa: F401
 from llama_support import llama_server, llama_server_factory  # noqa: F401 (session fixtures)
+
+
+_HERMETIC_HOME = Path(tempfile.mkdtemp(prefix="latch-tests-"))
+
+
+def pytest_configure(config):
+    """The suite never reads or writes the user's own Latch folders: without this, a CLI test that sets no
+    LATCH_HOME kept its price cache in ~/.local/share/latch, and a user's config.toml changed what tests saw.
+    platformdirs' data and config folders point into one temporary folder for the run (subprocesses inherit it);
+    a LATCH_HOME from the caller's shell is dropped (tests that need one set their own)."""
+    os.environ.pop("LATCH_HOME", None)
+    os.environ["XDG_DATA_HOME"] = str(_HERMETIC_HOME / "data")
+    os.environ["XDG_CONFIG_HOME"] = str(_HERMETIC_HOME / "config")
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(_HERMETIC_HOME, ignore_errors=True)
 
 
 @pytest.fixture

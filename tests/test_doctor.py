@@ -36,6 +36,7 @@ def test_doctor_json_reports_this_installation(tmp_path):
     assert (info["backend"], info["impl"], info["backend_error"]) == (hotpaths.BACKEND, hotpaths.IMPL, None)
     assert info["data_dir"] == str(tmp_path)
     assert data_dir() != tmp_path  # the env override was local to the invocation
+    assert data_dir().is_relative_to(os.environ["XDG_DATA_HOME"])  # conftest: never the user's own folder
     assert info["db"].startswith(str(tmp_path / "workspaces"))
     lib = cabi.default_library_path()
     assert info["native_library"] == (str(lib) if lib else None)
