@@ -39,6 +39,23 @@ def test_latch_bench_plot_writes_a_readable_png(tmp_path):
     assert len(np.unique((rgb * 255).astype(np.uint8).reshape(-1, 3), axis=0)) > 20  # boxes, lines and text
 
 
+def test_the_plot_may_go_into_the_out_folder_before_it_exists(tmp_path):
+    """``latch bench --out R --plot R/frontier.png`` with R not there yet said "folder R does not exist" although
+    bench creates R: a file directly in the command's output folder is accepted whatever the option order; a
+    deeper folder that nothing creates is still refused, before any work."""
+    _load_commands()
+    base = ["bench", "--engines", "continuity", "--examples", str(REPO / "examples"), "--scenario-events", "0",
+            "--budgets", "32k:4k:8k", "--jobs", "1"]
+    out = tmp_path / "run"
+    res = CliRunner().invoke(cli, [*base, "--plot", str(out / "frontier.png"), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert (out / "frontier.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (out / "report.json").is_file()
+    deeper = tmp_path / "other" / "plots" / "frontier.png"
+    res = CliRunner().invoke(cli, [*base, "--out", str(tmp_path / "other"), "--plot", str(deeper)])
+    assert res.exit_code == 2 and "folder" in res.output and "does not exist" in res.output
+    assert not (tmp_path / "other").exists()  # refused before any work
+
+
 def test_the_legend_is_off_the_data_with_budget_lines_and_n_per_box():
     results = [_job("sliding-window", "32k:4k:8k", [1_000, 2_000, 3_000], [0.01, 0.02, None]),
                _job("sliding-window", "256k:32k:64k", [5_000, 9_000], [0.03, 0.05]),

@@ -47,7 +47,7 @@ def register(cli: click.Group) -> None:
                   help="Events of the generated stress scenario session (0: none).")
     @click.option("--budgets", default="256k:32k:64k,32k:4k:8k", show_default=True,
                   help="Comma-separated WINDOW:RESERVE:RECENT token budgets (k/m suffixes).")
-    @click.option("--out", "out", type=click.Path(file_okay=False), default="bench-out", show_default=True,
+    @click.option("--out", "out", type=click.Path(file_okay=False), default="bench-out", show_default=True, is_eager=True,
                   callback=folder_outputs(("report.json", "report.md")), help="Output folder for report.md, report.json and the plots.")
     @click.option("--jobs", type=Count(min=1), default=2, show_default=True, help="Worker processes.")
     @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT|local:N",

@@ -29,7 +29,10 @@ from ..host.ingest import available_importers
 from ..importers import TranscriptError, detect
 from ..textsafe import safe
 
-__all__ = ["output_file", "output_folder", "folder_outputs", "overwrite_problem", "OUTPUTS_KEY"]
+__all__ = ["output_file", "output_folder", "folder_outputs", "overwrite_problem", "OUTPUTS_KEY", "FOLDERS_KEY"]
+
+FOLDERS_KEY = "latch.output_folders"
+"""``ctx.meta`` key: the absolute output folders :func:`output_folder` accepted for this command."""
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 SNIFF_BYTES = 65_536
@@ -72,6 +75,9 @@ def output_file(ctx: click.Context, param: click.Parameter, value: str | None) -
     if path.is_dir():
         raise click.BadParameter(f"{safe(value)} is a folder, not a file", ctx, param)
     if not path.parent.is_dir():
+        if path.parent.absolute() in ctx.meta.get(FOLDERS_KEY, ()):
+            ctx.meta.setdefault(OUTPUTS_KEY, []).append((param, value))
+            return value  # the command's own output folder, created before it writes (its access checked)
         raise click.BadParameter(f"cannot write {safe(value)}: folder {safe(path.parent)} does not exist", ctx, param)
     problem = overwrite_problem(path)
     if problem:
@@ -93,7 +99,9 @@ def output_folder(ctx: click.Context, param: click.Parameter, value: str | None)
     """Click callback: ``value`` is a folder, or can be created as one, that accepts files.
 
     The nearest existing folder on the path must accept a file (checked with a temporary file);
-    nothing is created. Raises ``click.BadParameter`` naming the reason.
+    nothing is created. The folder is recorded under ``ctx.meta[FOLDERS_KEY]``: an :func:`output_file` directly
+    in it may name it before it exists (declare the folder option ``is_eager`` so it is checked first).
+    Raises ``click.BadParameter`` naming the reason.
     """
     if value is None:
         return value
@@ -105,6 +113,7 @@ def output_folder(ctx: click.Context, param: click.Parameter, value: str | None)
         tempfile.TemporaryFile(dir=existing).close()
     except OSError as exc:
         raise click.BadParameter(f"cannot write into {safe(value)}: {exc.strerror or exc}", ctx, param) from None
+    ctx.meta.setdefault(FOLDERS_KEY, []).append(path)
     return value
 
 
