@@ -1,9 +1,10 @@
 """``latch run`` on a real local model (issue 13 item 6): llama-cpp-python's server on SmolLM2-135M-Instruct
 with ``n_ctx 2048``, 30 requests with the model forced to call ``read_file`` (``--tool-choice``), whose results
-are large (a missing path lists the 160-name workspace, cut to a quarter of the window), under ``--window 2048
---reserve 256``. The server's own tokenizer is the judge: it never refuses a request for length, and with the
-``llamacpp`` estimator (picked for the GGUF path as model id) every view Latch reports equals the server's
-``prompt_tokens``. The 135M model's text is nonsense; this is a protocol and budget test."""
+are large (a 1.6 KB module, or for a missing path the 160-name workspace listing; cut to a quarter of the
+window), under ``--window 2048 --reserve 256``. The server's own tokenizer is the judge: it never refuses a
+request for length, and with the ``llamacpp`` estimator (picked for the GGUF path as model id) every view Latch
+reports equals the server's ``prompt_tokens``. The 135M model's text is nonsense; this is a protocol and budget
+test."""
 
 from __future__ import annotations
 
@@ -28,8 +29,11 @@ def test_thirty_turns_of_latch_run_never_overflow_a_real_local_model(tmp_path, l
     gguf = require_llama()
     ws = tmp_path / "ws"
     ws.mkdir()
+    # Every result is large whatever path the model picks: a module is ~1.6 KB, a missing path lists the
+    # 160-name workspace. (With 40-byte modules, a run whose sampled paths all existed had no large result.)
+    doc = "".join(f"    # step {k}: validate the request, look up the handler, log the outcome\n" for k in range(20))
     for i in range(160):
-        (ws / f"module_{i}_request_handlers_and_helpers.py").write_text(f"def handler_{i}(request):\n"
+        (ws / f"module_{i}_request_handlers_and_helpers.py").write_text(f"def handler_{i}(request):\n{doc}"
                                                                          f"    return {i}\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LATCH_"))}
     env.update(LATCH_HOME=str(tmp_path / "home"), COLUMNS="240")
