@@ -66,7 +66,7 @@ def test_one_job_on_the_example_session():
     assert all(t <= r["hard_limit_tokens"] for t in r["tokens"])
     row = summarize([r])[0]
     assert row["engine"] == "continuity" and row["requests"] == 28 and row["tokens_total"] == sum(r["tokens"])
-    assert markdown_table([row]).splitlines()[2].startswith("| continuity | 32k:4k:8k | 1 | 28 |")
+    assert markdown_table([row]).splitlines()[2].startswith("| continuity | 32k:4k:8k | yes | 1 | 28 |")
 
 
 def test_latch_bench_writes_table_json_and_plots(tmp_path):
@@ -85,7 +85,7 @@ def test_latch_bench_writes_table_json_and_plots(tmp_path):
     assert {n["label"] for n in scenario["needles"]} == {"constraint", "decision", "diagnostic"}
     assert scenario["survival"]["constraint"][0] == scenario["survival"]["constraint"][1] > 0
     md = (out / "report.md").read_text()
-    assert "| continuity | 32k:4k:8k | 2 |" in md
+    assert "| continuity | 32k:4k:8k | yes | 2 |" in md
     for png in ("tokens_32k-4k-8k.png", "cacheability_32k-4k-8k.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

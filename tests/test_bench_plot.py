@@ -12,7 +12,7 @@ import numpy as np  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
 from corpus_support import REPO  # noqa: E402
-from latch.bench.harness import Budget, engine_plot, frontier_points  # noqa: E402
+from latch.bench.harness import Budget, engine_plot, frontier_points, markdown_table, summarize  # noqa: E402
 from latch.cli import _load_commands, cli  # noqa: E402
 
 BUDGETS = [Budget("32k:4k:8k", 32_000, 4_000, 8_000), Budget("256k:32k:64k", 256_000, 32_000, 64_000)]
@@ -119,3 +119,29 @@ def test_the_frontier_panel_plots_dollars_against_coverage_one_marker_per_engine
     assert list(frontier_line.get_xdata()) == [0.6, 0.8]  # the 32k frontier: masking, then continuity
     assert "1 engine/budget pair(s) unpriced" in frontier_ax.get_title()
     assert len(engine_plot(results, BUDGETS).axes) == 2  # without the frontier: the two box panels
+
+
+def test_the_table_is_sorted_by_the_frontier_and_a_refusing_engine_is_never_on_it():
+    """Issue 18 item 3: per budget, the frontier's rows cheapest first, then the dominated, then an engine that
+    refused requests (raw history past the budget: cheap and fully covered over the requests it answered only,
+    so it must not push the others off), then the unpriced."""
+    def job(engine, budget, usd, needed, present, refused=0):
+        return {**_priced(engine, budget, usd, needed, present), "refused": refused, "requests": 1,
+                "cacheability": [1.0], "seconds": [0.001], "survival": {}, "protocol_invalid": [],
+                "budget_violations": [], "cost_cache_read_tokens": 0, "cost_input_tokens": 1_000}
+
+    results = [job("sliding-window", "32k:4k:8k", 0.90, 20, 10), job("continuity", "32k:4k:8k", 0.40, 10, 9),
+               job("raw-history", "32k:4k:8k", 0.05, 5, 5, refused=7),
+               job("observation-masking", "32k:4k:8k", 0.30, 20, 12), job("continuity", "256k:32k:64k", 1.50, 20, 20),
+               job("sliding-window", "256k:32k:64k", None, 20, 20)]
+    points = {(p["engine"], p["budget"]): p for p in frontier_points(results)}
+    assert points["raw-history", "32k:4k:8k"]["pareto"] is False and points["raw-history", "32k:4k:8k"]["refused"] == 7
+    assert points["observation-masking", "32k:4k:8k"]["pareto"] and points["continuity", "32k:4k:8k"]["pareto"]
+    rows = summarize(iter(results))  # any iterable: it is read twice (rows, then the frontier)
+    assert [(r["budget"], r["engine"], r["frontier"]) for r in rows] == [
+        ("32k:4k:8k", "observation-masking", "yes"), ("32k:4k:8k", "continuity", "yes"),
+        ("32k:4k:8k", "sliding-window", "no"), ("32k:4k:8k", "raw-history", "refuses"),
+        ("256k:32k:64k", "continuity", "yes"), ("256k:32k:64k", "sliding-window", None)]
+    table = markdown_table(rows).splitlines()
+    assert "| cost/coverage frontier |" in table[0]
+    assert table[2].startswith("| observation-masking | 32k:4k:8k | yes |") and "| refuses |" in table[5]

@@ -48,7 +48,8 @@ def test_latch_plugins_lists_every_first_party_registration(tmp_path):
     rows = {row["name"]: row for row in json.loads(out.stdout)}
     assert {"baselines", "example", "tiktoken"} <= set(rows)
     assert rows["baselines"]["source"] == "latch-baselines 0.1.0"
-    assert rows["baselines"]["registered"] == {"engines": ["sliding-window", "observation-masking", "summary"]}
+    assert rows["baselines"]["registered"] == {"engines": ["sliding-window", "observation-masking", "summary",
+                                                                  "raw-history"]}
     assert rows["example"]["registered"] == {"engines": ["keep-last-units"]}
     assert rows["example"]["descriptions"] == {
         "keep-last-units": "Example engine: the newest N whole units (default 20) that fit the budget."}

@@ -9,7 +9,8 @@ from latch.host.session import StoreKernelWriter, StoreSessionReader
 from latch.engine.units import TokenCounter, view_violations
 from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
 from latch.store import EventStore
-from latch_baselines import ObservationMaskingEngine, SlidingWindowEngine, SummaryEngine, extractive_summary
+from latch_baselines import (ObservationMaskingEngine, RawHistoryEngine, SlidingWindowEngine, SummaryEngine,
+                             extractive_summary)
 from latch_baselines.summary import edited_files, first_sentence
 
 READ_OUTPUT = "\n".join(f"{i:3d}  def line_{i}(): return round(x, 2)" for i in range(1, 41))  # 40 lines
@@ -249,3 +250,23 @@ def test_extractive_summary_is_bounded():
     assert edited_files("str_replace_editor", '{"command": "view", "path": "a.py"}') == []
     assert edited_files("str_replace_editor", '{"command": "create", "path": "a.py"}') == ["a.py"]
     assert extractive_summary([], 100, COUNTER.text) == ""
+
+
+# ---------------------------------------------------------------- raw-history
+
+def test_raw_history_sends_the_whole_conversation_and_only_grows(session):
+    eng = engine(RawHistoryEngine, session)
+    views = [view(eng, 100_000, until_seq=n) for n in (3, 5, 7, 9)]
+    assert [conversation_seqs(v) for v in views] == [list(range(1, n + 1)) for n in (3, 5, 7, 9)]
+    assert {v.epoch for v in views} == {1} and {v.metrics["rotation_reason"] for v in views} == {None}
+    assert {v.first_retained_seq for v in views} == {1} and views[-1].metrics["units_dropped"] == 0
+
+
+def test_raw_history_refuses_once_the_conversation_outgrows_the_budget(session):
+    full = view(engine(RawHistoryEngine, session), 100_000)
+    exact = full.tokens.total_tokens
+    assert view(engine(RawHistoryEngine, session), exact).tokens.total_tokens == exact  # fits to the token
+    with pytest.raises(ContextOverflow, match="raw-history: the whole conversation no longer fits") as err:
+        view(engine(RawHistoryEngine, session), exact - 1)  # one token short: refused, nothing dropped
+    assert err.value.breakdown["conversation_tokens"] == full.tokens.recent_tokens
+    assert err.value.breakdown["hard_limit_tokens"] == exact - 1

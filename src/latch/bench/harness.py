@@ -67,8 +67,8 @@ from .scenario import ScenarioModel
 from .stress import CONSTRAINT, DECISION, DIAGNOSTIC, MODEL, SYSTEM_PROMPT, TOOLS, WORKSPACE, _plant, _screenshots
 from .. import plugins
 
-__all__ = ["Budget", "SessionSource", "Needle", "FRONTIER_MARKERS", "frontier_points", "parse_budgets",
-           "discover_sessions", "run_job", "run_bench",
+__all__ = ["Budget", "SessionSource", "Needle", "FRONTIER_MARKERS", "frontier_points", "frontier_order",
+           "parse_budgets", "discover_sessions", "run_job", "run_bench",
            "summarize", "write_report", "cost_table", "DEFAULT_BUDGETS", "CHECKPOINTS",
            "SchedulerError", "engine_plot", "write_plot"]
 
@@ -384,7 +384,9 @@ def _pct(values: Sequence[float], q: float) -> float | None:
 
 
 def summarize(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (engine, budget): the figures of the report table (see the module docstring)."""
+    """One row per (engine, budget): the figures of the report table (see the module docstring), in
+    :func:`frontier_order`."""
+    results = list(results)
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for r in results:
         groups.setdefault((r["engine"], r["budget"]), []).append(r)
@@ -426,11 +428,27 @@ def summarize(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "cache_read_share": round(reads / prompt, 4) if prompt else None,
             "priced_sessions": len(paid),
         })
-    return rows
+    return frontier_order(rows, results)
 
 
-_COLUMNS = (("engine", "engine"), ("budget", "budget (window:reserve:recent)"), ("sessions", "sessions"),
-            ("requests", "requests"), ("tokens_per_request", "tokens/request (mean)"), ("tokens_total", "tokens total"),
+def frontier_order(rows: list[dict[str, Any]], results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` (:func:`summarize`) with ``"frontier"`` set and sorted by it, budget by budget (in the order the
+    budgets first appear): the cost-vs-coverage frontier's rows (:func:`frontier_points`: ``"yes"``) cheapest
+    first, then the dominated ones (``"no"``), then those that refused requests (``"refuses"``), then the
+    unpriced or uncovered (``None``), each group by total dollars then engine."""
+    points = {(p["engine"], p["budget"]): p for p in frontier_points(list(results))}
+    order = {b: i for i, b in enumerate(dict.fromkeys(r["budget"] for r in rows))}
+    rank = {"yes": 0, "no": 1, "refuses": 2, None: 3}
+    for r in rows:
+        p = points.get((r["engine"], r["budget"]))
+        r["frontier"] = None if p is None else "yes" if p["pareto"] else "refuses" if p["refused"] else "no"
+    return sorted(rows, key=lambda r: (order[r["budget"]], rank[r["frontier"]],
+                                       r["cost_usd_total"] if r["cost_usd_total"] is not None else math.inf,
+                                       r["engine"]))
+
+
+_COLUMNS = (("engine", "engine"), ("budget", "budget (window:reserve:recent)"),
+            ("frontier", "cost/coverage frontier"), ("sessions", "sessions"), ("requests", "requests"), ("tokens_per_request", "tokens/request (mean)"), ("tokens_total", "tokens total"),
             ("cacheability_median", "cacheability median"), ("cacheability_p10", "cacheability p10"),
             ("needle_survival", "needle survival"), ("coverage", "needed-context coverage"),
             ("protocol_invalid", "protocol-invalid requests"),
@@ -455,7 +473,7 @@ def _cell(key: str, v: Any) -> str:
 
 def markdown_table(rows: Sequence[Mapping[str, Any]]) -> str:
     head = "| " + " | ".join(t for _, t in _COLUMNS) + " |"
-    sep = "|" + "|".join("---" if k in ("engine", "budget") else "---:" for k, _ in _COLUMNS) + "|"
+    sep = "|" + "|".join("---" if k in ("engine", "budget", "frontier") else "---:" for k, _ in _COLUMNS) + "|"
     body = ["| " + " | ".join(_cell(k, r[k]) for k, _ in _COLUMNS) + " |" for r in rows]
     return "\n".join([head, sep, *body])
 
@@ -503,7 +521,9 @@ def write_report(out: str | os.PathLike[str], results: Sequence[Mapping[str, Any
           f"{len(engines)} engines × {len(sessions)} sessions × {len(budgets)} budgets in {seconds:,.0f} s. "
           "Tokens are Latch's estimate of each request as sent; cacheability is the common prefix with the previous "
           "request over the request, on the canonical serialization; needle survival counts checkpoints where an "
-          "early fact was in the view or returned by the engine's recall.", "", markdown_table(rows), ""]
+          "early fact was in the view or returned by the engine's recall. Rows are sorted per budget by the "
+          "cost/coverage frontier: engines no other beats on both dollars and needed-context coverage first, "
+          "cheapest first; an engine that refused requests is never on it.", "", markdown_table(rows), ""]
     md += [*cost_table(results), ""]
     if notes:
         md += ["Failed jobs:", *notes, ""]
@@ -559,9 +579,12 @@ FRONTIER_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 def frontier_points(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The cost-vs-coverage frontier's points: one per (engine, budget) with a priced job and needed context,
     ``{"engine", "budget", "usd": total dollars over its sessions (cache-aware), "coverage": pooled needed-context
-    coverage (present / needed identifiers, :mod:`latch.bench.coverage`), "sessions", "pareto": no other point of
-    the same budget has coverage at least as high for at most the dollars, one of them strictly better}``, in
-    engine then budget order of appearance. Failed jobs are left out."""
+    coverage (present / needed identifiers, :mod:`latch.bench.coverage`), "sessions", "refused": requests refused
+    with ContextOverflow, "pareto": it refused none and no other such point of the same budget has coverage at
+    least as high for at most the dollars, one of them strictly better}``, in engine then budget order of
+    appearance. A point that refused requests is never on the frontier: its dollars and coverage are over the
+    requests it answered only (``raw-history`` once the conversation outgrows the budget). Failed jobs are left
+    out."""
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for r in results:
         if "error" not in r:
@@ -573,11 +596,13 @@ def frontier_points(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
         if not paid or not needed:
             continue
         points.append({"engine": engine, "budget": budget, "usd": float(sum(paid)),
-                       "coverage": sum(r.get("coverage_present", 0) for r in rs) / needed, "sessions": len(rs)})
+                       "coverage": sum(r.get("coverage_present", 0) for r in rs) / needed, "sessions": len(rs),
+                       "refused": sum(r.get("refused", 0) for r in rs)})
+    answering = [p for p in points if not p["refused"]]
     for p in points:
-        p["pareto"] = not any(q is not p and q["budget"] == p["budget"] and q["coverage"] >= p["coverage"]
-                              and q["usd"] <= p["usd"] and (q["coverage"], -q["usd"]) != (p["coverage"], -p["usd"])
-                              for q in points)
+        p["pareto"] = not p["refused"] and not any(
+            q is not p and q["budget"] == p["budget"] and q["coverage"] >= p["coverage"] and q["usd"] <= p["usd"]
+            and (q["coverage"], -q["usd"]) != (p["coverage"], -p["usd"]) for q in answering)
     return sorted(points, key=lambda p: p["engine"])
 
 

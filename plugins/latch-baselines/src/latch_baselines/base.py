@@ -1,4 +1,4 @@
-"""What the three baseline engines share: :class:`latch.engine.sdk.PolicyEngine`, the engine SDK.
+"""What the baseline engines share: :class:`latch.engine.sdk.PolicyEngine`, the engine SDK.
 
 The port plumbing, incremental units, accounting, epochs and the budget check live in the SDK
 (:mod:`latch.engine.sdk`); :class:`BaselineEngine` is that base class under the name this package
