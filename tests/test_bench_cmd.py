@@ -8,7 +8,9 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from corpus_support import REPO
+import shutil
+
+from corpus_support import CORPUS, REPO, require_corpus
 from latch.bench.harness import (Budget, SessionSource, corpus_needles, discover_sessions, markdown_table,
                                  parse_budgets, run_job, summarize)
 from latch.cli import _load_commands, cli
@@ -55,6 +57,22 @@ def test_corpus_needles_come_from_the_first_quarter(store):
         ("file path", "/srv/app/export.py", 4),
         ("user request", "Please fix the flaky export job.", 1),
     ]
+
+
+def test_every_session_of_a_container_file_is_its_own_source(tmp_path):
+    """Bench over the corpus took one session per file (an Aider history's last run, a Goose database's first of
+    four): each session of such a file is now its own source, ``FILE#N`` in the file's order."""
+    require_corpus()
+    shutil.copy(CORPUS / "aider" / "mozgoslav.aider.chat.history.md", tmp_path / "moz.md")
+    shutil.copy(CORPUS / "goose" / "lantern_sessions.db", tmp_path / "goose.db")
+    shutil.copy(EXAMPLES / "invoice-rounding.claude.jsonl", tmp_path / "one.jsonl")
+    found = discover_sessions(tmp_path, scenario_events=0)
+    assert [s.name for s in found] == [*(f"goose.db#{i}" for i in range(1, 5)), "moz.md#1", "moz.md#2", "moz.md#3",
+                                       "one.jsonl"]
+    assert len({s.session for s in found[:7]}) == 7 and found[7].session is None
+    budget = Budget("32k:4k:8k", 32_000, 4_000, 8_000)
+    # mozgoslav's runs answer 0, 9 and 7 times (tests/corpus/test_aider_runs_corpus.py)
+    assert [run_job("continuity", s, budget)["requests"] for s in found[4:7]] == [0, 9, 7]
 
 
 def test_one_job_on_the_example_session():

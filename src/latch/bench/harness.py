@@ -54,7 +54,9 @@ from typing import Any
 
 from ..events import AssistantMessage, ToolCall, ToolResult, UserMessage
 from ..host import cost as pricing
-from ..host.ingest import import_file
+from ..host.ingest import available_importers, import_all, import_file
+from ..importers import TranscriptError, detect, parse_all_file
+from ..importers.base import Importer
 from ..host.loop import RequestLoop, build_engine, model_requests
 from ..plugins import get_engine_factory
 from ..port import ContextBudget, SessionContext
@@ -68,7 +70,7 @@ from .stress import CONSTRAINT, DECISION, DIAGNOSTIC, MODEL, SYSTEM_PROMPT, TOOL
 from .. import plugins
 
 __all__ = ["Budget", "SessionSource", "Needle", "FRONTIER_MARKERS", "frontier_points", "frontier_order",
-           "parse_budgets", "discover_sessions", "run_job", "run_bench",
+           "parse_budgets", "discover_sessions", "container_sessions", "run_job", "run_bench",
            "summarize", "write_report", "cost_table", "DEFAULT_BUDGETS", "CHECKPOINTS",
            "SchedulerError", "engine_plot", "write_plot"]
 
@@ -125,11 +127,15 @@ class SessionSource:
     path: str | None = None
     seed: int | None = None
     events: int = 0
+    session: str | None = None
+    """For a file of several sessions (a Goose or OpenCode database, an Aider history): the ``external_key`` of
+    the one to bench; ``None``: the file's only session (what ``latch import`` of the file takes)."""
+    sessions_in_file: int = 1
 
     @property
     def weight(self) -> int:
         """Rough cost, to start the biggest jobs first."""
-        return os.path.getsize(self.path) if self.path else self.events * 1000
+        return os.path.getsize(self.path) // self.sessions_in_file if self.path else self.events * 1000
 
 
 @dataclass(frozen=True)
@@ -144,7 +150,9 @@ class Needle:
 def discover_sessions(corpus: str | os.PathLike[str] | None, examples: str | os.PathLike[str] | None = None, *,
                       scenario_events: int = SCENARIO_EVENTS, scenario_seed: int = 0) -> list[SessionSource]:
     """Transcripts under ``corpus`` (README/FORMATS documents skipped), ``examples/*.jsonl``, and one
-    generated scenario of ``scenario_events`` events (0: none). ``ValueError`` for a missing folder."""
+    generated scenario of ``scenario_events`` events (0: none). A file of several sessions is one source per
+    session, named ``FILE#N`` (N from 1, in the file's order: :func:`container_sessions`). ``ValueError`` for a
+    missing folder."""
     out: list[SessionSource] = []
     for root, pattern in ((corpus, "*"), (examples, "*.jsonl")):
         if root is None:
@@ -154,16 +162,50 @@ def discover_sessions(corpus: str | os.PathLike[str] | None, examples: str | os.
             raise ValueError(f"no such folder: {base}")
         for p in sorted(base.rglob(pattern)):
             if p.is_file() and p.name not in ("README.md", "FORMATS.md") and not p.name.startswith("."):
-                out.append(SessionSource(name=str(p.relative_to(base)), path=str(p)))
+                name = str(p.relative_to(base))
+                keys = container_sessions(p)
+                out += ([SessionSource(name=f"{name}#{i}", path=str(p), session=k, sessions_in_file=len(keys))
+                         for i, k in enumerate(keys, 1)] or [SessionSource(name=name, path=str(p))])
     if scenario_events:
         out.append(SessionSource(name=f"scenario-{scenario_seed}-{scenario_events}", seed=scenario_seed,
                                  events=scenario_events))
     return out
 
 
+def container_sessions(path: str | os.PathLike[str]) -> list[str]:
+    """The ``external_key`` of each session of ``path`` when its format's importer is a container
+    (:meth:`~latch.importers.base.Importer.parse_all` overridden) and the file holds more than one; else ``[]``
+    (an ordinary transcript, a one-session container, or a file that does not parse: its job reports that).
+    Reads the sniff window of every file and parses containers only."""
+    p = Path(path)
+    importers = available_importers()
+    try:
+        with open(p, "rb") as f:
+            head = f.read(65_536)  # the importers' sniff window (latch.importers.detect)
+        importer = detect(p, head, importers)
+    except (OSError, TranscriptError, RecursionError):
+        return []
+    if type(importer).parse_all is Importer.parse_all:
+        return []
+    try:
+        keys = [s.external_key for s in parse_all_file(p, importer.PLUGIN_NAME, importers)]
+    except TranscriptError:
+        return []
+    return keys if len(keys) > 1 else []
+
+
 # ------------------------------------------------------------------------------------------ one job
 def _load(store: Any, source: SessionSource) -> tuple[str, str | None, list[Needle]]:
     """Import ``source`` into ``store``; return ``(session id, model, needles)``."""
+    if source.path is not None and source.session is not None:
+        found = [sid for sid, parsed, _ in import_all(store, source.path, final=True)
+                 if parsed.external_key == source.session]
+        if not found:
+            raise ValueError(f"{source.path}: no longer holds session {source.session}")
+        sid = found[0]
+        events = list(store.events(sid))
+        model = next((m for s in events if (m := getattr(s.event, "model", None))), None)
+        return sid, model, corpus_needles(events)
     if source.path is not None:
         sid, _, _ = import_file(store, source.path, final=True)
         events = list(store.events(sid))
