@@ -123,8 +123,8 @@ def test_the_frontier_panel_plots_dollars_against_coverage_one_marker_per_engine
 
 def test_the_table_is_sorted_by_the_frontier_and_a_refusing_engine_is_never_on_it():
     """Issue 18 item 3: per budget, the frontier's rows cheapest first, then the dominated, then an engine that
-    refused requests (raw history past the budget: cheap and fully covered over the requests it answered only,
-    so it must not push the others off), then the unpriced."""
+    refused more requests than the others (raw history past the budget: cheap and fully covered over the
+    requests it answered only, so it must not push the others off), then the unpriced."""
     def job(engine, budget, usd, needed, present, refused=0):
         return {**_priced(engine, budget, usd, needed, present), "refused": refused, "requests": 1,
                 "cacheability": [1.0], "seconds": [0.001], "survival": {}, "protocol_invalid": [],
@@ -142,6 +142,11 @@ def test_the_table_is_sorted_by_the_frontier_and_a_refusing_engine_is_never_on_i
         ("32k:4k:8k", "observation-masking", "yes"), ("32k:4k:8k", "continuity", "yes"),
         ("32k:4k:8k", "sliding-window", "no"), ("32k:4k:8k", "raw-history", "refuses"),
         ("256k:32k:64k", "continuity", "yes"), ("256k:32k:64k", "sliding-window", None)]
+    # where every engine refuses the same unanswerable requests (a tool result above the hard limit), those
+    # disqualify none: only refusing more than the fewest does
+    same = [{**r, "refused": r["refused"] + 4} for r in results]
+    assert [(r["engine"], r["frontier"]) for r in summarize(same)][:4] == [
+        ("observation-masking", "yes"), ("continuity", "yes"), ("sliding-window", "no"), ("raw-history", "refuses")]
     table = markdown_table(rows).splitlines()
     assert "| cost/coverage frontier |" in table[0]
     assert table[2].startswith("| observation-masking | 32k:4k:8k | yes |") and "| refuses |" in table[5]

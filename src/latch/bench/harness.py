@@ -476,14 +476,15 @@ def summarize(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def frontier_order(rows: list[dict[str, Any]], results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """``rows`` (:func:`summarize`) with ``"frontier"`` set and sorted by it, budget by budget (in the order the
     budgets first appear): the cost-vs-coverage frontier's rows (:func:`frontier_points`: ``"yes"``) cheapest
-    first, then the dominated ones (``"no"``), then those that refused requests (``"refuses"``), then the
+    first, then the dominated ones (``"no"``), then those that refused more requests than the fewest any engine
+    refused at that budget (``"refuses"``), then the
     unpriced or uncovered (``None``), each group by total dollars then engine."""
     points = {(p["engine"], p["budget"]): p for p in frontier_points(list(results))}
     order = {b: i for i, b in enumerate(dict.fromkeys(r["budget"] for r in rows))}
     rank = {"yes": 0, "no": 1, "refuses": 2, None: 3}
     for r in rows:
         p = points.get((r["engine"], r["budget"]))
-        r["frontier"] = None if p is None else "yes" if p["pareto"] else "refuses" if p["refused"] else "no"
+        r["frontier"] = None if p is None else "yes" if p["pareto"] else "refuses" if p["refuses_more"] else "no"
     return sorted(rows, key=lambda r: (order[r["budget"]], rank[r["frontier"]],
                                        r["cost_usd_total"] if r["cost_usd_total"] is not None else math.inf,
                                        r["engine"]))
@@ -565,7 +566,8 @@ def write_report(out: str | os.PathLike[str], results: Sequence[Mapping[str, Any
           "request over the request, on the canonical serialization; needle survival counts checkpoints where an "
           "early fact was in the view or returned by the engine's recall. Rows are sorted per budget by the "
           "cost/coverage frontier: engines no other beats on both dollars and needed-context coverage first, "
-          "cheapest first; an engine that refused requests is never on it.", "", markdown_table(rows), ""]
+          "cheapest first; an engine that refused more requests than the fewest any engine refused at that budget "
+          "is never on it (its dollars and coverage are over fewer requests).", "", markdown_table(rows), ""]
     md += [*cost_table(results), ""]
     if notes:
         md += ["Failed jobs:", *notes, ""]
@@ -622,11 +624,12 @@ def frontier_points(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
     """The cost-vs-coverage frontier's points: one per (engine, budget) with a priced job and needed context,
     ``{"engine", "budget", "usd": total dollars over its sessions (cache-aware), "coverage": pooled needed-context
     coverage (present / needed identifiers, :mod:`latch.bench.coverage`), "sessions", "refused": requests refused
-    with ContextOverflow, "pareto": it refused none and no other such point of the same budget has coverage at
-    least as high for at most the dollars, one of them strictly better}``, in engine then budget order of
-    appearance. A point that refused requests is never on the frontier: its dollars and coverage are over the
-    requests it answered only (``raw-history`` once the conversation outgrows the budget). Failed jobs are left
-    out."""
+    with ContextOverflow, "refuses_more": it refused more than the fewest any engine refused at this budget,
+    "pareto": not ``refuses_more`` and no other such point of the same budget has coverage at least as high for
+    at most the dollars, one of them strictly better}``, in engine then budget order of appearance. A point that
+    refuses more requests than another is never on the frontier: its dollars and coverage are over the requests
+    it answered only (``raw-history`` once the conversation outgrows the budget); a request no engine can answer
+    (a single tool result above the hard limit) disqualifies none. Failed jobs are left out."""
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for r in results:
         if "error" not in r:
@@ -640,9 +643,14 @@ def frontier_points(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
         points.append({"engine": engine, "budget": budget, "usd": float(sum(paid)),
                        "coverage": sum(r.get("coverage_present", 0) for r in rs) / needed, "sessions": len(rs),
                        "refused": sum(r.get("refused", 0) for r in rs)})
-    answering = [p for p in points if not p["refused"]]
+    fewest: dict[str, int] = {}
     for p in points:
-        p["pareto"] = not p["refused"] and not any(
+        fewest[p["budget"]] = min(fewest.get(p["budget"], p["refused"]), p["refused"])
+    for p in points:
+        p["refuses_more"] = p["refused"] > fewest[p["budget"]]
+    answering = [p for p in points if not p["refuses_more"]]
+    for p in points:
+        p["pareto"] = not p["refuses_more"] and not any(
             q is not p and q["budget"] == p["budget"] and q["coverage"] >= p["coverage"] and q["usd"] <= p["usd"]
             and (q["coverage"], -q["usd"]) != (p["coverage"], -p["usd"]) for q in answering)
     return sorted(points, key=lambda p: p["engine"])
