@@ -147,6 +147,11 @@ def test_the_table_is_sorted_by_the_frontier_and_a_refusing_engine_is_never_on_i
     same = [{**r, "refused": r["refused"] + 4} for r in results]
     assert [(r["engine"], r["frontier"]) for r in summarize(same)][:4] == [
         ("observation-masking", "yes"), ("continuity", "yes"), ("sliding-window", "no"), ("raw-history", "refuses")]
+    fig = engine_plot(results, BUDGETS, frontier=True)
+    frontier_ax = fig.axes[2]
+    hollow = [c for c in frontier_ax.collections if len(c.get_facecolor()) == 0 or c.get_facecolor()[0][3] == 0]
+    assert [tuple(np.round(c.get_offsets()[0], 3)) for c in hollow] == [(1.0, 0.05)]  # raw-history only
+    assert "hollow: refused more requests" in frontier_ax.get_title()
     table = markdown_table(rows).splitlines()
     assert "| cost/coverage frontier |" in table[0]
     assert table[2].startswith("| observation-masking | 32k:4k:8k | yes |") and "| refuses |" in table[5]

@@ -730,8 +730,13 @@ def _frontier_panel(ax: Any, results: Sequence[Mapping[str, Any]], names: Sequen
     ink = {e: plt.get_cmap("Dark2")(i % 8) for i, e in enumerate(engines)}  # not the budgets' tab10 colors
     shape = {b: FRONTIER_MARKERS[j % len(FRONTIER_MARKERS)] for j, b in enumerate(names)}
     for p in points:
-        ax.scatter([p["coverage"]], [p["usd"]], color=ink.get(p["engine"], "gray"),
-                   marker=shape.get(p["budget"], "o"), s=40, edgecolors="black", linewidths=0.5, zorder=3)
+        color = ink.get(p["engine"], "gray")
+        if p["refuses_more"]:  # hollow: over fewer requests than the others, not comparable on this panel
+            ax.scatter([p["coverage"]], [p["usd"]], facecolors="none", edgecolors=[color],
+                       marker=shape.get(p["budget"], "o"), s=40, linewidths=1.5, zorder=3)
+        else:
+            ax.scatter([p["coverage"]], [p["usd"]], color=color, marker=shape.get(p["budget"], "o"), s=40,
+                       edgecolors="black", linewidths=0.5, zorder=3)
     for b in names:
         best = sorted((p["coverage"], p["usd"]) for p in points if p["budget"] == b and p["pareto"])
         if len(best) > 1:
@@ -744,7 +749,10 @@ def _frontier_panel(ax: Any, results: Sequence[Mapping[str, Any]], names: Sequen
     ax.tick_params(labelsize=7)
     ax.grid(alpha=0.3)
     missing = len({(r["engine"], r["budget"]) for r in results if "error" not in r}) - len(points)
-    ax.set_title("cost vs needed-context coverage (dotted: each budget's frontier)"
+    refusing = sum(1 for p in points if p["refuses_more"])
+    ax.set_title("cost vs needed-context coverage (dotted: each budget's frontier"
+                 + ("; hollow: refused more requests than the others, so over fewer requests" if refusing else "")
+                 + ")"
                  + (f"; {missing} engine/budget pair(s) unpriced or with nothing needed, not shown" if missing else ""),
                  fontsize=8)
     handles = [Line2D([], [], linestyle="", marker="o", color=ink[e], markeredgecolor="black", label=e)
