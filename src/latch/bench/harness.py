@@ -197,17 +197,15 @@ def container_sessions(path: str | os.PathLike[str]) -> list[str]:
 # ------------------------------------------------------------------------------------------ one job
 def _load(store: Any, source: SessionSource) -> tuple[str, str | None, list[Needle]]:
     """Import ``source`` into ``store``; return ``(session id, model, needles)``."""
-    if source.path is not None and source.session is not None:
-        found = [sid for sid, parsed, _ in import_all(store, source.path, final=True)
-                 if parsed.external_key == source.session]
-        if not found:
-            raise ValueError(f"{source.path}: no longer holds session {source.session}")
-        sid = found[0]
-        events = list(store.events(sid))
-        model = next((m for s in events if (m := getattr(s.event, "model", None))), None)
-        return sid, model, corpus_needles(events)
     if source.path is not None:
-        sid, _, _ = import_file(store, source.path, final=True)
+        if source.session is None:
+            sid, _, _ = import_file(store, source.path, final=True)
+        else:
+            found = [s for s, parsed, _ in import_all(store, source.path, final=True)
+                     if parsed.external_key == source.session]
+            if not found:
+                raise ValueError(f"{source.path}: no longer holds session {source.session}")
+            sid = found[0]
         events = list(store.events(sid))
         model = next((m for s in events if (m := getattr(s.event, "model", None))), None)
         return sid, model, corpus_needles(events)
