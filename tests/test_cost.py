@@ -164,10 +164,20 @@ def test_replay_prices_the_transcript_and_the_views(run):
     assert c["view_usd"] == pytest.approx(sum(r["cost"]["view_usd"] for r in doc["requests"]), abs=1e-7)
     assert c["priced_model"] == "claude-sonnet-4-5" and c["original_priced_requests"] == 28
     assert 0.9 < c["original_cache_read_share"] < 1 and 0 < c["view_cache_read_share"] < 1
-    # the view of request 1 shares nothing with an earlier request: all of it is a cache write
+    # the view of request 1 shares nothing with an earlier view, but it starts with the harness's own system
+    # prompt and tools, which the provider read from its cache for the transcript's request (11,800 tokens):
+    # that prefix is a cache read for the view too, the rest a cache write
     r1 = doc["requests"][0]
-    # recount x 3.75 + the transcript's 60 output tokens x 15
-    assert r1["cost"]["view_usd"] == pytest.approx((r1["recounted_tokens"] * 3.75 + 60 * 15) / 1e6, abs=1e-8)
+    h = doc["harness"]
+    warm = min(h["system_tokens"] + h["tools_tokens"] + h["inferred_tokens"], 11_800)
+    assert r1["common_prefix_tokens"] == 0 and r1["cost"]["view_cached_prefix_tokens"] == warm > 11_000
+    # (recount - warm) x 3.75 + warm x 0.30 + the transcript's 60 output tokens x 15
+    assert r1["cost"]["view_usd"] == pytest.approx(
+        ((r1["recounted_tokens"] - warm) * 3.75 + warm * 0.30 + 60 * 15) / 1e6, abs=1e-8)
+    # a later request's prefix is the larger of the two
+    assert all(r["cost"]["view_cached_prefix_tokens"] == min(r["recounted_tokens"], max(
+        r["common_prefix_tokens"], min(h["system_tokens"] + h["tools_tokens"] + h["inferred_tokens"],
+                                       r["provider_cache_read_tokens"]))) for r in doc["requests"])
     table = run("replay", str(EXAMPLE), "--window", "16000", "--reserve", "2000", "--recent", "3000").output
     assert "$0.004751" in table and "cost $0.1909 as the transcript ran it" in table
 

@@ -204,8 +204,12 @@ def test_select_scores_with_the_fixed_point_kernel():
     assert [(e.first_seq, e.closed) for e in picked] == [(1, True), (7, False), (4, True)]
     assert [e.first_seq for e in idx.select("", [], now_seq=9, k=2)] == [7, 4]  # 2500, 1066 > 700 + 333
     assert [e.first_seq for e in idx.select("parser", [], now_seq=9, before_seq=7)] == [1, 4]
-    assert [e.first_seq for e in idx.select("readme", [], now_seq=9, before_seq=6)] == [1]  # B ends at 6
-    assert idx.select("parser", [], now_seq=9, before_seq=3) == []
+    # B (4-6) runs past seq 5: it is a candidate, cut at 5 (its archived part)
+    cut = idx.select("readme", [], now_seq=9, before_seq=6)
+    assert [(e.first_seq, e.last_seq) for e in cut] == [(4, 5), (1, 3)]
+    assert [e.first_seq for e in idx.select("readme", [], now_seq=9, before_seq=4)] == [1]  # B starts at 4
+    assert [(e.first_seq, e.last_seq) for e in idx.select("parser", [], now_seq=9, before_seq=3)] == [(1, 2)]
+    assert idx.select("parser", [], now_seq=9, before_seq=1) == []
     assert idx.select("parser", [], now_seq=9, k=0) == []
 
 

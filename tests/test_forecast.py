@@ -108,7 +108,7 @@ def test_replay_forecasts_each_request_from_the_earlier_ones_only(tmp_path):
             assert r["cost"]["view_forecast_usd"] is None
             total += r["cost"]["view_usd"]
             continue
-        prefix = min(fc, round(r["common_prefix_tokens"] * fc / r["total_tokens"]))
+        prefix = min(fc, round(r["cost"]["view_cached_prefix_tokens"] * fc / r["total_tokens"]))
         want = view_cost(fc, prefix, 10, "gpt-4o")
         assert r["cost"]["view_forecast_usd"] == usd(want.usd) and want.cache_read == prefix
         total += r["cost"]["view_forecast_usd"]

@@ -41,7 +41,9 @@ def test_guarded_edit_is_rejected_after_an_out_of_band_change(store, ws):
     s = state(store, sid)
     assert s.generation == 0 and by(s.files, "path")["app.py"]["external_change"]
     assert s.render(10_000, estimate_tokens) == ("Canonical state\nGoal: (not set)\n"
-                                                 "Files changed outside the agent (re-read before editing):\n- app.py")
+                                                 "Files changed outside the agent (re-read before editing):\n- app.py\n"
+                                                 "Working set: files (newest first; re-read only what changed):\n"
+                                                 f"- app.py: read ×1 (6 bytes, sha256 {page.sha256[:12]})")
     # the model re-reads, then the write goes through
     again = read_file(store, sid, root / "app.py")
     result = guarded_write(store, sid, "app.py", b"x = 2\n", again.sha256)

@@ -256,30 +256,51 @@ def test_render_formats_only_the_newest_lines_that_fit(store):
     assert len(estimated) <= 8 and max(map(len, estimated)) < 5 * 4 * 300
 
 
-def test_reads_and_edits_change_the_text_only_when_evidence_goes_stale(store):
+def test_the_working_set_lists_reads_edits_and_commands_newest_first(store):
+    sid = session(store, fmt="claude-code")
+    apply_kernel_tool(store, sid, "set_goal", {"goal": "fix the parser"})
+    turn(store, sid, "Bash", {"command": "pytest -q"}, "5 passed")
+    text = state(store, sid).render(2_000, estimate_tokens)
+    assert text == ("Canonical state\nGoal: fix the parser\nValidation evidence:\n- passed: pytest -q (current)\n"
+                    "Certification:\n- certified\nWorking set: commands run (newest first):\n- `pytest -q` → ok")
+    turn(store, sid, "Read", {"file_path": "/ws/parser.py"}, "1 def parse(): ...")
+    turn(store, sid, "Edit", {"file_path": "/ws/parser.py", "old_string": "...", "new_string": "pass"}, "ok")
+    turn(store, sid, "Read", {"file_path": "/ws/lexer.py"}, "1 b")
+    turn(store, sid, "Bash", {"command": "pytest -q tests/test_lexer.py"}, "1 failed\nError: boom", is_error=True)
+    text = state(store, sid).render(2_000, estimate_tokens)
+    assert text.split("Working set: files (newest first; re-read only what changed):\n", 1)[1] == (
+        "- lexer.py: read ×1\n"
+        "- parser.py: read ×1, changed ×1 by Edit, changed after the last read\n"
+        "Working set: commands run (newest first):\n"
+        "- `pytest -q tests/test_lexer.py` → failed: Error: boom\n"
+        "- `pytest -q` → ok")
+
+
+def test_the_update_key_ignores_what_the_conversation_shows(store):
     sid = session(store, fmt="claude-code")
     apply_kernel_tool(store, sid, "set_goal", {"goal": "fix the parser"})
     turn(store, sid, "Bash", {"command": "pytest -q"}, "5 passed")
     passed = state(store, sid)
-    text = passed.render(2_000, estimate_tokens)
-    assert text == ("Canonical state\nGoal: fix the parser\nValidation evidence:\n- passed: pytest -q (current)\n"
-                    "Certification:\n- certified")
-    turn(store, sid, "Read", {"file_path": "/ws/parser.py"}, "1 def parse(): ...")
-    read = state(store, sid)
-    assert read.revision > passed.revision and read.render(2_000, estimate_tokens) == text
-    turn(store, sid, "Edit", {"file_path": "/ws/parser.py", "old_string": "...", "new_string": "pass"}, "ok")
-    stale = state(store, sid).render(2_000, estimate_tokens)
-    assert stale == ("Canonical state\nGoal: fix the parser\nValidation evidence:\n"
-                     "- passed: pytest -q (STALE: the workspace changed since)\n"
-                     "Certification:\n- not certified: pytest -q: passed, but the workspace changed since")
-    turn(store, sid, "Edit", {"file_path": "/ws/lexer.py", "old_string": "a", "new_string": "b"}, "ok")
-    turn(store, sid, "Read", {"file_path": "/ws/lexer.py"}, "1 b")
-    later = state(store, sid)
-    assert later.generation == 2 and [f["path"] for f in later.files] == ["parser.py", "lexer.py"]
-    assert later.render(2_000, estimate_tokens) == stale
+    keys = [passed.update_key]
+    # a read, an edit (the evidence goes stale), another command: the conversation shows each of them
+    for name, args, out in [("Read", {"file_path": "/ws/parser.py"}, "1 def parse(): ..."),
+                            ("Edit", {"file_path": "/ws/parser.py", "old_string": "...", "new_string": "pass"}, "ok"),
+                            ("Bash", {"command": "ls"}, "parser.py")]:
+        turn(store, sid, name, args, out)
+        now = state(store, sid)
+        assert now.revision > passed.revision and now.render(2_000, estimate_tokens) != passed.render(
+            2_000, estimate_tokens)
+        keys.append(now.update_key)
+    assert len(set(keys)) == 1
+    # what it does not show: a decision, a new goal, a constraint
+    for tool, args in [("record_decision", {"decision": "round per line"}), ("set_goal", {"goal": "fix the lexer"}),
+                       ("add_constraint", {"constraint": "integer cents"})]:
+        apply_kernel_tool(store, sid, tool, args)
+        keys.append(state(store, sid).update_key)
+    assert len(set(keys)) == 4 and len(keys[-1]) == 64
 
 
-def test_the_engine_appends_a_state_delta_only_when_the_text_changes(store):
+def test_the_engine_appends_a_state_delta_only_when_the_update_key_changes(store):
     sid = session(store, fmt="claude-code")
     engine = continuity_context_engine_factory(EngineProfile(
         session_id=sid, model=None, reader=StoreSessionReader(store, sid),
@@ -290,18 +311,20 @@ def test_the_engine_appends_a_state_delta_only_when_the_text_changes(store):
         view = engine.materialize(ContextRequest(session_id=sid))
         return [m.content for m in view.messages if m.kind == "kernel_context" and "<canonical-state" in m.content]
 
-    apply_kernel_tool(store, sid, "set_goal", {"goal": "fix the parser"})
+    apply_kernel_tool(store, sid, "set_goal", {"goal": "fix the parser " * 40})
     turn(store, sid, "Bash", {"command": "pytest -q"}, "5 passed")
     counts = [len(state_sections())]
     turn(store, sid, "Read", {"file_path": "/ws/parser.py"}, "1 def parse(): ...")
-    counts.append(len(state_sections()))  # a new revision, the same text: no delta
+    counts.append(len(state_sections()))  # a new revision the conversation shows: no delta
     turn(store, sid, "Edit", {"file_path": "/ws/parser.py", "old_string": "...", "new_string": "pass"}, "ok")
-    counts.append(len(state_sections()))  # the evidence went stale: one delta
-    turn(store, sid, "Edit", {"file_path": "/ws/lexer.py", "old_string": "a", "new_string": "b"}, "ok")
-    sections = state_sections()  # generation 2, the same text: no delta
+    counts.append(len(state_sections()))  # the evidence went stale by an edit the conversation shows: no delta
+    apply_kernel_tool(store, sid, "record_decision", {"decision": "keep the lexer"})
+    sections = state_sections()  # a decision: one delta, the complete state with the goal stated once
     counts.append(len(sections))
-    assert counts == [1, 1, 2, 2]
+    assert counts == [1, 1, 1, 2]
     body = re.search(r'<canonical-state revision="\d+">\n(.*?)\n</canonical-state>', sections[-1], re.S).group(1)
-    assert body == ("Canonical state\nGoal: fix the parser\nValidation evidence:\n"
-                    "- passed: pytest -q (STALE: the workspace changed since)\n"
-                    "Certification:\n- not certified: pytest -q: passed, but the workspace changed since")
+    assert body.startswith("Canonical state\nGoal: unchanged, as stated in this epoch's snapshot\nValidation evidence:\n"
+                           "- passed: pytest -q (STALE: the workspace changed since)\n")
+    assert "Decisions:\n- [D1] keep the lexer" in body and "parser.py: read ×1, changed ×1 by Edit" in body
+    first = re.search(r'<canonical-state revision="\d+">\n(.*?)\n</canonical-state>', sections[0], re.S).group(1)
+    assert first.count("fix the parser") == 40 and "fix the parser" not in sections[1]

@@ -252,7 +252,10 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     effective limit, when it reports one) and ``changes`` (since the previous sent request:
     :func:`latch.host.changes.request_changes`; ``None`` for a refused request) and ``cost``
     (``{"original_usd": what the transcript's request cost from its provider usage, "view_usd": what this view
-    would cost, cache-aware, with the transcript's output tokens, "view_forecast_usd": the same priced in the
+    would cost, cache-aware, with the transcript's output tokens, "view_cached_prefix_tokens": the tokens of the
+    view priced as cache reads (the prefix it shares with the previous view, or, when larger, the harness's own
+    system prompt and tools up to what the provider read from its cache for the transcript's request: the view
+    starts with those very bytes), "view_forecast_usd": the same priced in the
     provider's tokens (``provider_forecast_tokens``, its cached prefix scaled alike; ``None`` without a forecast),
     "priced_model"}``, dollars, ``None`` where unpriced: :mod:`latch.host.cost`); ``summary["cost"]`` totals them
     (see :func:`_cost_summary`; its ``view_forecast_usd`` prices each request's forecast where it has one, else its
@@ -347,15 +350,20 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
             rows.append({**row, "status": "overflow", "error": res.overflow, "total_tokens": None, "changes": None,
                          "provider_ratio": None, "view_complete": None})
             continue
-        would = pricing.view_cost(res.recounted_tokens or 0, res.common_prefix_tokens,
-                                  usage.output_tokens if usage else None,
+        # the view sends the harness's own system prompt and tools first, byte for byte: what the provider read
+        # of them from its cache for the transcript's request it reads for the view too (a first request, or
+        # the first after a rotation, then pays cache writes only for what follows them)
+        warm = min(harness_fixed, usage.cache_read_tokens or 0) if usage is not None else 0
+        prefix = min(res.recounted_tokens or 0, max(res.common_prefix_tokens, warm))
+        would = pricing.view_cost(res.recounted_tokens or 0, prefix, usage.output_tokens if usage else None,
                                   req.model or model, at=at)
         viewed.add(would)
         row["cost"]["view_usd"] = pricing.usd(would.usd) if would else None
+        row["cost"]["view_cached_prefix_tokens"] = prefix
         guess = would  # in the provider's tokens: the forecast, the cached prefix scaled alike; else the estimate
         if forecast is not None and view.tokens.total_tokens > 0:
             scale = forecast / view.tokens.total_tokens
-            guess = pricing.view_cost(forecast, min(forecast, round(res.common_prefix_tokens * scale)),
+            guess = pricing.view_cost(forecast, min(forecast, round(prefix * scale)),
                                       usage.output_tokens if usage else None, req.model or model, at=at)
         forecasted.add(guess)
         row["cost"]["view_forecast_usd"] = pricing.usd(guess.usd) if guess and forecast is not None else None

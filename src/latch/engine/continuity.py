@@ -72,6 +72,8 @@ __all__ = ["ContinuityEngine", "ENGINE_NAME", "INDEX_ENTRIES", "RECORD_KINDS"]
 
 ENGINE_NAME = "continuity"
 INDEX_ENTRIES = 16
+INDEX_FLOOR_TOKENS = 512
+"""A snapshot after a rotation gives the episode index at least this many tokens when the room allows."""
 EPOCH, KERNEL, MATERIALIZATION, COMPACT = "epoch", "kernel_context", "materialization", "manual_compact"
 RECORD_KINDS = (EPOCH, KERNEL, MATERIALIZATION, COMPACT)
 _COMPONENTS = ("state", "extension", "episode", "recall")
@@ -100,6 +102,20 @@ def _state_body(section: str) -> str:
     return section.split("\n", 1)[1].rsplit("\n</canonical-state>", 1)[0]
 
 
+def _states_goal(body: str, goal: Any) -> bool:
+    """Whether the rendered state ``body`` states ``goal`` word for word on its ``Goal:`` line."""
+    if not isinstance(goal, str) or not goal.strip():
+        return False
+    block = "\nGoal: " + goal.strip().replace("\n", "\n  ") + "\n"
+    return block in "\n" + body + "\n"
+
+
+def _update_key(state: Any) -> str | None:
+    """The state's :attr:`~latch.kernel.state.CanonicalState.update_key` (``None``: a state without one)."""
+    key = getattr(state, "update_key", None)
+    return key if isinstance(key, str) else None
+
+
 def _digest(line: bytes) -> str:
     return hashlib.sha256(line).hexdigest()
 
@@ -108,11 +124,11 @@ class _KernelMessage:
     """One durable KernelContext message: its exact text as ``(component, text)`` parts."""
 
     __slots__ = ("at_seq", "type", "revision", "parts", "message", "tokens", "recalled", "anchor", "query",
-                 "state_revision", "extension")
+                 "state_revision", "extension", "state_key")
 
     def __init__(self, at_seq: int, type_: str, revision: int, parts: Sequence[Sequence[str]], counter: TokenCounter,
                  *, recalled: Sequence[int] = (), anchor: int = 0, query: str | None = None, state_revision: int = 0,
-                 extension: str | None = None):
+                 extension: str | None = None, state_key: str | None = None):
         self.at_seq = at_seq
         self.type = type_
         self.revision = revision
@@ -130,6 +146,7 @@ class _KernelMessage:
         self.query = query
         self.state_revision = state_revision
         self.extension = extension
+        self.state_key = state_key
 
     @property
     def total(self) -> int:
@@ -139,12 +156,13 @@ class _KernelMessage:
         return {"generation": generation, "revision": self.revision, "type": self.type,
                 "parts": [[c, t] for c, t in self.parts], "recalled": list(self.recalled), "anchor": self.anchor,
                 "query": self.query, "state_revision": self.state_revision, "extension": self.extension,
-                "tokens": dict(self.tokens)}
+                "state_key": self.state_key, "tokens": dict(self.tokens)}
 
     @classmethod
     def from_record(cls, at_seq: int, p: Mapping[str, Any], counter: TokenCounter) -> "_KernelMessage":
         return cls(at_seq, p["type"], p["revision"], p["parts"], counter, recalled=p["recalled"], anchor=p["anchor"],
-                   query=p["query"], state_revision=p["state_revision"], extension=p["extension"])
+                   query=p["query"], state_revision=p["state_revision"], extension=p["extension"],
+                   state_key=p.get("state_key"))
 
 
 class _Epoch:
@@ -174,6 +192,8 @@ class _Epoch:
         self.kernel_tokens = dict.fromkeys(_COMPONENTS, 0)
         self.state_revision = 0
         self.state_text = ""  # body of the newest state section in this epoch
+        self.state_key: str | None = None  # update key of the newest state sent in this epoch
+        self.snapshot_state = ""  # body of the state section of the epoch's snapshot
         self.extension = ""
         self.anchor = 0
         self.query: str | None = None
@@ -236,6 +256,9 @@ class _Epoch:
             self.state_revision = max(self.state_revision, km.state_revision)
             sec = next(t for c, t in km.parts if c == "state" and t.startswith("<canonical-state"))
             self.state_text = _state_body(sec)
+            self.state_key = km.state_key
+            if km.type == "snapshot":
+                self.snapshot_state = self.state_text
         if km.extension is not None:
             self.extension = km.extension
         self.anchor = max(self.anchor, km.anchor)
@@ -357,7 +380,7 @@ class ContinuityEngine:
         self._compact: int | None = None  # start seq of a pending manual compaction
         self._revision = 0  # last KernelContext revision of this stream
         self._recall_cache = recall_mod.RecallCache(self._counter)
-        self._state_memo: tuple[tuple[int, int], str, bool] | None = None
+        self._state_memo: tuple[tuple[int, int, bool], str, bool] | None = None
 
     def _ensure_loaded(self) -> None:
         if not self._loaded:
@@ -624,13 +647,16 @@ class ContinuityEngine:
     def _state_placeholder(revision: int) -> str:
         return _section("canonical-state", "(no canonical state recorded yet)", f' revision="{revision}"')
 
-    def _state_section(self, r: _Request) -> tuple[str, bool]:
+    def _state_section(self, r: _Request, goal_stated: bool = False) -> tuple[str, bool]:
         """``(canonical-state section, has content)``, rendered within ``r.state_budget`` tokens
-        (memoized per revision and budget: rendering costs as much as the state is long)."""
-        key = (r.state_rev, r.state_budget)
+        (memoized per revision, budget and goal form: rendering costs as much as the state is long);
+        ``goal_stated``: the goal line says it is unchanged since the epoch's snapshot."""
+        key = (r.state_rev, r.state_budget, goal_stated)
         if self._state_memo is None or self._state_memo[0] != key:
             empty = bool(getattr(r.state, "is_empty", False))
-            body = "" if empty else (r.state.render(r.state_budget, self._counter.text) or "")
+            body = "" if empty else (
+                (r.state.render(r.state_budget, self._counter.text, goal_stated=True) if goal_stated
+                 else r.state.render(r.state_budget, self._counter.text)) or "")
             sec = _section("canonical-state", body, f' revision="{r.state_rev}"') if body \
                 else self._state_placeholder(r.state_rev)
             self._state_memo = (key, sec, bool(body))
@@ -641,10 +667,14 @@ class ContinuityEngine:
         ext = r.request.extension
         sections: list[tuple[str, str]] = []
         new_user = self._last_user[0] > ep.anchor or (r.request.query is not None and r.request.query != ep.query)
+        key: str | None = None
         if r.state_rev > ep.state_revision:
-            state_sec, has_state = self._state_section(r)
-            if has_state and _state_body(state_sec) != ep.state_text:
-                sections.append(("state", state_sec))
+            key = _update_key(r.state)
+            if key is None or key != ep.state_key:  # something the conversation does not show changed
+                goal_stated = key is not None and _states_goal(ep.snapshot_state, getattr(r.state, "goal", None))
+                state_sec, has_state = self._state_section(r, goal_stated)
+                if has_state and _state_body(state_sec) != ep.state_text:
+                    sections.append(("state", state_sec))
         if ext != ep.extension:
             sections.append(("extension", r.ext_sec or _section("extension", "(none)")))
         fixed = r.instr_t + r.tools_t + ep.kernel_total + ep.conv_tokens
@@ -667,7 +697,8 @@ class ContinuityEngine:
                                recalled=[i.seq for i in items],
                                anchor=self._last_user[0] if new_user else 0, query=r.request.query,
                                state_revision=r.state_rev if with_state else 0,
-                               extension=ext if ext != ep.extension else None)
+                               extension=ext if ext != ep.extension else None,
+                               state_key=key if with_state else None)
         assert fixed + delta.total <= r.hard, "recall was sized to the room left"
         return delta, False
 
@@ -703,7 +734,10 @@ class ContinuityEngine:
                                   f"even alone", {**r.breakdown, "unit_tokens": u.tokens})
         generation, revision = old.generation + 1, self._revision + 1
         limit = min(r.recall_cap // 2, room)  # the other half serves the epoch's later user turns
-        index_text = self._index(r, start_seq, limit // 4)
+        # the episode index: a quarter of that, and at least INDEX_FLOOR_TOKENS taken from what the state's
+        # reservation left unused (a small window's recall share alone cannot hold one entry)
+        state_left = max(0, r.state_budget - self._counter.text(state_sec)) if has_state else 0
+        index_text = self._index(r, start_seq, min(room, max(limit // 4, min(INDEX_FLOOR_TOKENS, limit + state_left))))
         index_t = self._counter.text(index_text) if index_text else 0
         items, recall_text = self._recall(r, start_seq, limit - index_t, set())
         sections = list(fixed)
@@ -714,7 +748,8 @@ class ContinuityEngine:
         snap = _KernelMessage(r.until, "snapshot", revision,
                               self._kernel_parts("snapshot", generation, revision, r.until, sections), self._counter,
                               recalled=[i.seq for i in items], anchor=self._last_user[0], query=r.request.query,
-                              state_revision=r.state_rev if has_state else 0, extension=r.request.extension)
+                              state_revision=r.state_rev if has_state else 0, extension=r.request.extension,
+                              state_key=_update_key(r.state) if has_state else None)
         new = _Epoch(generation, start_seq, reason, kept_t, r.fingerprint)
         new.push_session(r.session_msg, r.session_t)
         new.push_kernel(snap)

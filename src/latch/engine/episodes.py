@@ -65,7 +65,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import filterfalse, islice
 from typing import TYPE_CHECKING, Any
@@ -717,18 +717,22 @@ class EpisodeIndex:
         Scores with :func:`latch.hotpaths.score_episodes` (lexical overlap of
         ``query_text``'s terms, overlap with ``current_files``, marker weights,
         recency relative to ``now_seq``; ties by later ``last_seq``). With
-        ``before_seq``, only episodes entirely in the archival region
-        (``last_seq < before_seq``) are candidates. The open segment competes
-        like a closed one.
+        ``before_seq``, only episodes that start in the archival region
+        (``first_seq < before_seq``) are candidates, and the one that runs on past
+        it is returned cut at ``before_seq - 1`` (its archived part: a long intent
+        the epoch start split still has an entry). The open segment competes like
+        a closed one.
         """
         if k <= 0:
             return []
         import numpy as np
 
         n = len(self._closed) if before_seq is None else int(np.searchsorted(self._last_seq.view(), before_seq))
+        if before_seq is not None and n < len(self._closed) and self._closed[n].first_seq < before_seq:
+            n += 1  # the closed episode the epoch start cut
         op = self._open
         snap = None
-        if op is not None and (before_seq is None or op.last_seq < before_seq):
+        if op is not None and n == len(self._closed) and (before_seq is None or op.first_seq < before_seq):
             snap = self._snapshot(op, closed=False)
         if n == 0 and snap is None:
             return []
@@ -749,7 +753,10 @@ class EpisodeIndex:
             a_terms_at, a_terms, a_files_at, a_files, a_markers, a_last,
             np.asarray(query_terms, dtype=np.int64),
             np.asarray(self._current_file_ids(current_files), dtype=np.int64), int(now_seq), int(k))
-        return [snap if (snap is not None and i == n) else self._closed[i] for i in map(int, picked)]
+        found = [snap if (snap is not None and i == n) else self._closed[i] for i in map(int, picked)]
+        if before_seq is None:
+            return found
+        return [e if e.last_seq < before_seq else replace(e, last_seq=before_seq - 1) for e in found]
 
     # ------------------------------------------------------------ rendering
     @staticmethod

@@ -2,19 +2,24 @@
 
 Sections, top to bottom: title, goal and the latest user instruction, constraints (never dropped), success
 criteria and required validations, validation evidence, certification, active
-failure lineages, files changed outside the agent, disproofs, decisions, plan,
-questions, hypotheses, notes. Files are not listed (they change on every read
-and edit; ``to_json()`` and ``latch state --json`` have them), and the text
-names no revision or generation number: evidence says ``current`` or ``STALE``,
-and the verdict names a managed process only when it is what blocks
-certification, so the text changes only when what the model must know does,
-and the provider's prompt cache is not broken by bookkeeping.
+failure lineages, files changed outside the agent, background processes still running, disproofs,
+decisions, the working set (files read or changed, newest first: what was done, last known size and
+hash, the byte range of a partial read; shell commands run, newest first, with their outcome), plan,
+questions, hypotheses, notes. The text names no revision or generation number: evidence says
+``current`` or ``STALE``, and the verdict names a managed process only when it is what blocks
+certification, so the text changes only when what the model must know does.
+
+What the conversation already shows (a read, an edit, a command and its output, a plan tool's list,
+the user's latest message) changes the text but not :func:`update_key`: the engine appends a state
+update only when the key changes (a goal, constraint, requirement, decision or note; a file changed
+outside the agent; a background process that ended; a disproof), so the provider's prompt cache is not
+broken by bookkeeping; a snapshot always carries the whole text.
 
 When the text exceeds the budget, lines drop lowest priority first (notes,
-hypotheses, questions, plan, decisions, disproofs, externally changed files,
-failures, evidence, certification, then criteria and requirements), oldest line
-first within a section; a section header says how many lines it lost, and a
-section that lost every line is named on a final ``Omitted`` line.
+hypotheses, questions, plan, working-set commands, working-set files, decisions, disproofs, running
+processes, externally changed files, failures, evidence, certification, then criteria and
+requirements), oldest line first within a section; a section header says how many lines it lost, and
+a section that lost every line is named on a final ``Omitted`` line.
 
 Cost: lines are taken highest priority, newest first, and formatted only as
 they are taken. How many fit is guessed from their characters (at the tokens
@@ -25,6 +30,7 @@ costs O(lines that fit the budget) whatever the history holds.
 
 from __future__ import annotations
 
+import hashlib
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -34,7 +40,10 @@ from ..port import ContextOverflow
 if TYPE_CHECKING:  # pragma: no cover
     from .state import _Core
 
-__all__ = ["render_state"]
+__all__ = ["render_state", "update_key", "GOAL_STATED"]
+
+GOAL_STATED = "Goal: unchanged, as stated in this epoch's snapshot"
+"""The goal line of a state update whose goal its epoch's snapshot already states word for word."""
 
 
 
@@ -47,10 +56,13 @@ def _text(value: str) -> str:
 
 
 class _Section:
-    """One section: ``count`` lines, formatted lazily newest first as they are taken."""
+    """One section: ``count`` lines, formatted lazily newest first as they are taken; shown oldest first,
+    or newest first when ``newest_first``."""
 
-    def __init__(self, tier: int, title: str, noun: str, count: int, newest: Iterator[str]):
+    def __init__(self, tier: float, title: str, noun: str, count: int, newest: Iterator[str], *,
+                 newest_first: bool = False):
         self.tier, self.title, self.noun, self.count = tier, title, noun, count
+        self.newest_first = newest_first
         self._newest = newest
         self._taken: list[str] = []
 
@@ -61,7 +73,9 @@ class _Section:
         return line
 
     def newest(self, n: int) -> list[str]:
-        """The newest ``n`` lines (already taken), oldest first."""
+        """The newest ``n`` lines (already taken) in display order."""
+        if self.newest_first:
+            return self._taken[:n]
         return self._taken[n - 1::-1] if n else []
 
 
@@ -98,9 +112,12 @@ def _lines(core: "_Core", name: str, fmt: Callable[[dict[str, Any]], str]) -> tu
     return count, (fmt(x) for x in items)
 
 
+_STALE_MARK = " (STALE: the workspace changed since)"
+
+
 def _evidence_line(g: int) -> Callable[[dict[str, Any]], str]:
     return lambda o: (f"- {o['status']}: {o['requirement']}"
-                      + (" (current)" if o["generation"] == g else " (STALE: the workspace changed since)")
+                      + (" (current)" if o["generation"] == g else _STALE_MARK)
                       + (f" — {o['summary']}" if o["status"] != "passed" and o["summary"] else ""))
 
 
@@ -128,6 +145,46 @@ def _hypothesis_line(h: dict[str, Any]) -> str:
     return f"- [{h['id']}] REJECTED: {_text(h['text'])}" + (f" ({_text(h['reason'])})" if h.get("reason") else "")
 
 
+def _seq(f: dict[str, Any], what: str) -> int:
+    """The seq of a file entry's last read or write (live reducer entries hold positions, frozen ones seqs)."""
+    pos = f.get(f"last_{what}")
+    if isinstance(pos, tuple):
+        return pos[0]
+    seq = f.get(f"last_{what}_seq")
+    return seq if isinstance(seq, int) else 0
+
+
+def _file_line(f: dict[str, Any]) -> str:
+    done = []
+    if f["reads"]:
+        rng = f.get("read_range")
+        done.append(f"read ×{f['reads']}" + (f" (bytes {rng[0]:,}..{'end' if rng[1] is None else f'{rng[1]:,}'})"
+                                               if rng else ""))
+    if f["writes"]:
+        done.append(f"changed ×{f['writes']}" + (f" by {f['write_tool']}" if f.get("write_tool") else ""))
+    if f["writes"] and f["reads"] and _seq(f, "write") > _seq(f, "read"):
+        done.append("changed after the last read")
+    known = ([f"{f['size']:,} bytes"] if f.get("size") is not None else []) + (
+        [f"sha256 {f['sha256'][:12]}"] if f.get("sha256") else [])
+    return f"- {_one_line(f['path'], 200)}: {', '.join(done) or 'named'}" + (f" ({', '.join(known)})" if known else "")
+
+
+def _command_line(c: dict[str, Any]) -> str:
+    runs = f" ×{c['runs']}" if c["runs"] > 1 else ""
+    outcome = "ok" if c["status"] == "ok" else "failed" + (f": {_one_line(c['excerpt'], 160)}" if c["excerpt"] else "")
+    return f"- `{_one_line(c['command'], 200)}`{runs} → {outcome}"
+
+
+def _process_line(p: dict[str, Any]) -> str:
+    started = p["started"][0] if "started" in p else p["started_seq"]
+    return f"- [{p['process_id']}] `{_one_line(p['command'], 200)}` (started at seq {started})"
+
+
+def _one_line(text: str, limit: int) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[:limit - 1] + "…"
+
+
 def _sections(core: "_Core") -> list[_Section]:
     cert = core.certification
     cert_lines: tuple[int, Iterator[str]] = (0, iter(()))
@@ -144,10 +201,15 @@ def _sections(core: "_Core") -> list[_Section]:
         _Section(7, "Active failure lineages", "failure lineages", *_lines(core, "failures", _failure_line)),
         _Section(6, "Files changed outside the agent (re-read before editing)", "files",
                  *_lines(core, "external", lambda path: f"- {path}")),
+        _Section(5.5, "Background processes running", "processes", *_lines(core, "running", _process_line)),
         _Section(5, "Disproofs", "disproofs", *_lines(core, "disproofs", _disproof_line)),
         _Section(4, "Decisions", "decisions", *_lines(
             core, "decisions", lambda d: f"- [{d['id']}] {_text(d['text'])}"
             + (f" (because {_text(d['rationale'])})" if d.get("rationale") else ""))),
+        _Section(3.6, "Working set: files (newest first; re-read only what changed)", "files",
+                 *_lines(core, "working_files", _file_line), newest_first=True),
+        _Section(3.3, "Working set: commands run (newest first)", "commands",
+                 *_lines(core, "commands", _command_line), newest_first=True),
         _Section(3, "Plan", "plan items", *_lines(core, "actions", lambda a: f"- [{a['status']}] {_text(a['text'])}")),
         _Section(2, "Questions", "questions", *_lines(
             core, "questions", lambda q: f"- [{q['id']}] {_text(q['text'])}"
@@ -220,13 +282,40 @@ def _search(fits: Callable[[int], bool], total: int, guess: int) -> int:
     return lo
 
 
-def render_state(core: "_Core", budget_tokens: int, estimate: Callable[[str], int]) -> str:
+_SHOWN_IN_CONVERSATION = ("Validation evidence", "Certification", "Active failure lineages", "Plan")
+"""Sections whose changes the conversation itself shows: tool results (a run's evidence, and the edit that
+made it stale), plan tool calls; the working set too."""
+
+
+def update_key(core: "_Core") -> str:
+    """A digest of what the state says that the conversation does not show (call under the ledger lock).
+
+    Goal, constraints and every section but the working set, the evidence, the certification, the failure
+    lineages and the plan, each line in full. Two states with equal keys
+    differ only by what the conversation since the earlier one already carries. O(those lines).
+    """
+    h = hashlib.sha256()
+    count, newest = core.section("constraints")
+    for line in [f"goal: {core.goal}", *(f"- [{c['id']}] {c['text']}" for c in newest)]:
+        h.update(line.encode("utf-8", "surrogatepass") + b"\n")
+    for sec in _sections(core):
+        if sec.title.startswith("Working set") or sec.title in _SHOWN_IN_CONVERSATION:
+            continue
+        h.update(f"[{sec.title}]\n".encode())
+        for _ in range(sec.count):
+            h.update(sec.take().encode("utf-8", "surrogatepass") + b"\n")
+    return h.hexdigest()
+
+
+def render_state(core: "_Core", budget_tokens: int, estimate: Callable[[str], int], *,
+                 goal_stated: bool = False) -> str:
     """See :meth:`latch.kernel.state.CanonicalState.render` (call under the ledger lock)."""
     if core.is_empty:
         return ""
     count, newest = core.section("constraints")
     constraints = [f"- [{c['id']}] {_text(c['text'])}" for c in reversed(list(newest))]
-    head = ["Canonical state", f"Goal: {_text(core.goal) if core.goal else '(not set)'}"]
+    head = ["Canonical state", GOAL_STATED if goal_stated and core.goal else
+            f"Goal: {_text(core.goal) if core.goal else '(not set)'}"]
     latest = core.latest_instruction
     if latest is not None and latest["text"] != core.goal:
         head.append(f"Latest user instruction: {_text(latest['text'])}")

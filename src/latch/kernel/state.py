@@ -37,17 +37,21 @@ from itertools import chain, islice
 from operator import itemgetter
 from typing import Any
 
-from .derive import ActionChanged, ActionsReplaced, ToolFailure, ToolSuccess, UserInstruction
+from .derive import ActionChanged, ActionsReplaced, ShellRule, ToolFailure, ToolSuccess, UserInstruction
 from .events import (ExternalChange, FileObservation, Mutation, ProcessExited, ProcessStarted, StateUpdate, Tombstone,
                      ValidationEvidence, WriterBlocker)
 from .ledger import END, Disproof, KernelCache, Ledger, Pos, Workspace, ledger_for
-from .render import StateOverflow, render_state
+from .render import StateOverflow, render_state, update_key
 
 __all__ = ["CanonicalState", "StateOverflow", "SessionReducer", "canonical_state", "requirement_key",
            "GOAL_REVISIONS"]
 
 GOAL_REVISIONS = 8
 """The most goal revisions (later user instructions) a state keeps, newest last."""
+
+SHELL_TOOLS = frozenset({*ShellRule.tools, "exec"})
+"""Tools whose success or failure is a shell command run (its text the fact's first action): the working set's
+commands."""
 
 
 def requirement_key(text: str) -> str:
@@ -93,6 +97,8 @@ class SessionReducer:
         self.requirements: dict[str, dict[str, Any]] = {}
         self.requirement_keys: set[str] = set()
         self.files: dict[str, dict[str, Any]] = {}
+        self.touched: dict[str, None] = {}  # file paths, the one read or changed last at the end
+        self.commands: dict[str, dict[str, Any]] = {}  # shell command text → its latest outcome, newest last
         self.external: dict[str, Pos] = {}  # paths changed outside the agent and not re-read since
         self.observations: dict[str, dict[str, Any]] = {}
         self.last_set_keys: tuple[str, ...] = ()
@@ -148,6 +154,8 @@ class SessionReducer:
             f = self._file(fact.path, pos)
             f["reads"] += 1
             f["last_read"] = pos
+            f["read_range"] = (None if fact.sha256 is not None or (fact.offset == 0 and fact.length is None)
+                               else (fact.offset, fact.offset + fact.length if fact.length is not None else None))
             if fact.sha256 is not None:
                 f["sha256"], f["size"] = fact.sha256, fact.size
             f.pop("external_change", None)
@@ -159,6 +167,7 @@ class SessionReducer:
                 f = self._file(path, pos)
                 f["writes"] += 1
                 f["last_write"] = pos
+                f["write_tool"] = fact.tool
                 f["written_generation"] = ws.generation(pos) + 1
                 if fact.sha256_after is not None:
                     f["sha256"] = fact.sha256_after
@@ -179,6 +188,8 @@ class SessionReducer:
                     "attempts": (prev["attempts"] if prev else 0) + 1}
             self.last_set_keys = tuple(dict.fromkeys(keys))
             return True
+        if isinstance(fact, (ToolFailure, ToolSuccess)) and fact.tool in SHELL_TOOLS and fact.actions:
+            self._command(pos, fact)
         if isinstance(fact, ToolFailure):
             key = (fact.tool, fact.signature)
             lin = self.active_failures.get(key)
@@ -197,7 +208,7 @@ class SessionReducer:
             for k in closed:
                 lin = self.active_failures.pop(k)
                 lin["active"], lin["closed_seq"] = False, pos[0]
-            return bool(closed)
+            return bool(closed) or fact.tool in SHELL_TOOLS
         if isinstance(fact, ActionsReplaced):
             for aid in self.plan_sources.pop(fact.source, ()):
                 del self.actions[aid]
@@ -282,8 +293,20 @@ class SessionReducer:
         f = self.files.get(path)
         if f is None:
             f = self.files[path] = {"path": path, "reads": 0, "writes": 0, "first_seq": pos[0], "last_read": None,
-                                    "last_write": None, "sha256": None, "size": None, "written_generation": None}
+                                    "last_write": None, "sha256": None, "size": None, "written_generation": None,
+                                    "read_range": None, "write_tool": None}
+        self.touched.pop(path, None)
+        self.touched[path] = None
         return f
+
+    def _command(self, pos, fact: Any) -> None:
+        """A shell command's outcome (its text is the fact's first action): the command moves to the newest end."""
+        text = fact.actions[0]
+        prev = self.commands.pop(text, None)
+        failed = isinstance(fact, ToolFailure)
+        self.commands[text] = {"command": text, "status": "failed" if failed else "ok",
+                               "excerpt": fact.excerpt if failed else "", "runs": (prev["runs"] if prev else 0) + 1,
+                               "seq": pos[0]}
 
     def _tool(self, pos, tool: str, args: dict[str, Any]) -> bool:
         seq = pos[0]
@@ -420,7 +443,7 @@ def _disproof_json(d: Disproof, end: Pos) -> dict[str, Any]:
 
 
 _COLLECTIONS = ("constraints", "decisions", "hypotheses", "notes", "questions", "actions", "criteria", "requirements",
-                "files", "evidence", "failures", "processes", "blockers", "disproofs")
+                "files", "commands", "evidence", "failures", "processes", "blockers", "disproofs")
 
 # What each rendered section lists, read from the live reducer (oldest first) ...
 _LIVE: dict[str, Callable[[SessionReducer], Any]] = {
@@ -429,13 +452,16 @@ _LIVE: dict[str, Callable[[SessionReducer], Any]] = {
     "external": lambda r: sorted(r.external), "criteria": lambda r: r.criteria.values(),
     "requirements": lambda r: r.requirements.values(), "actions": lambda r: r.actions.values(),
     "questions": lambda r: r.questions.values(), "hypotheses": lambda r: r.hypotheses.values(),
-    "notes": lambda r: r.notes.values()}
+    "notes": lambda r: r.notes.values(), "commands": lambda r: r.commands.values(),
+    "running": lambda r: sorted(r.running.values(), key=itemgetter("order"))}
 # ... or from the collections of a frozen state.
 _FROZEN: dict[str, Callable[[dict[str, tuple]], Any]] = {
     "constraints": lambda d: [c for c in d["constraints"] if c["active"]],
     "decisions": lambda d: [x for x in d["decisions"] if x["active"]],
     "failures": lambda d: [f for f in d["failures"] if f["active"]],
-    "external": lambda d: sorted(f["path"] for f in d["files"] if f["external_change"])}
+    "external": lambda d: sorted(f["path"] for f in d["files"] if f["external_change"]),
+    "working_files": lambda d: sorted(d["files"], key=lambda f: f["touched"]),
+    "running": lambda d: [p for p in d["processes"] if p["running"]]}
 
 
 class _Core:
@@ -480,7 +506,8 @@ class _Core:
             or red.actions or red.criteria or red.requirements or red.observations or red.active_failures
             or red.external or self.show_certification or self.disproofs)
         self._data: dict[str, tuple] | None = None
-        self._renders: dict[tuple[int, Any], str] = {}
+        self._renders: dict[tuple[int, Any, bool], str] = {}
+        self._update_key: str | None = None
 
     def freeze(self) -> None:
         """Copy the collections out of the reducer (called before it changes)."""
@@ -500,6 +527,7 @@ class _Core:
         red, ws, end, g = self.red, self.ws, self.end, self.generation
         assert red is not None, "a frozen state has its collections"
         files = []
+        touched = {path: i for i, path in enumerate(red.touched)}
         for f in red.files.values():
             entry = {k: v for k, v in f.items() if k not in ("last_read", "last_write", "external_change")}
             entry["last_read_seq"] = f["last_read"][0] if f["last_read"] else None
@@ -507,6 +535,7 @@ class _Core:
             entry["changed_since_read"] = bool(f["last_read"]) and ws.changed_after(f["path"], f["last_read"],
                                                                                     end) is not None
             entry["external_change"] = "external_change" in f
+            entry["touched"] = touched[f["path"]]
             files.append(entry)
         failures = [dict(lin, actions=list(lin["actions"])) for lin in red.failures]
         if self.blocker_lineage is not None:
@@ -516,7 +545,7 @@ class _Core:
                       "running": p["exited"] is None} for p in red.processes.values()]
         copies = {name: tuple(dict(x) for x in getattr(red, name).values())
                   for name in ("constraints", "decisions", "hypotheses", "notes", "questions", "actions", "criteria",
-                               "requirements")}
+                               "requirements", "commands")}
         return {**copies, "files": tuple(files), "processes": tuple(processes),
                 "evidence": tuple(dict(_strip(o), current=o["generation"] == g) for o in red.observations.values()),
                 "failures": tuple(failures), "blockers": tuple(dict(b) for b in red.blockers),
@@ -526,6 +555,9 @@ class _Core:
         """``(count, entries newest first)`` of what rendered section ``name`` lists (call under ``lock``)."""
         if name == "disproofs":
             items: Any = self.disproofs
+        elif name == "working_files" and self.red is not None:  # newest first in O(lines taken)
+            red = self.red
+            return len(red.touched), (red.files[p] for p in reversed(red.touched))
         elif self.red is not None:
             items = _LIVE[name](self.red)
         else:
@@ -542,12 +574,18 @@ class _Core:
                 return list(islice(reversed(self.red.files), n))[::-1]
             return [f["path"] for f in self.collections()["files"][-n:]] if n > 0 else []
 
-    def render(self, budget_tokens: int, estimate: Callable[[str], int]) -> str:
-        key = (budget_tokens, estimate)
+    def update_key(self) -> str:
+        if self._update_key is None:
+            with self.lock:
+                self._update_key = update_key(self)
+        return self._update_key
+
+    def render(self, budget_tokens: int, estimate: Callable[[str], int], goal_stated: bool = False) -> str:
+        key = (budget_tokens, estimate, goal_stated)
         text = self._renders.get(key)
         if text is None:
             with self.lock:
-                text = render_state(self, budget_tokens, estimate)
+                text = render_state(self, budget_tokens, estimate, goal_stated=goal_stated)
             if len(self._renders) >= 8:
                 self._renders.clear()
             self._renders[key] = text
@@ -565,7 +603,8 @@ class CanonicalState:
     ``generation`` is the workspace generation at ``until_seq``, counting once each possibly-mutating tool
     call that has no result yet at ``until_seq`` (a crash mid-call can only over-count). The collections
     (``constraints``, ``decisions``, ``hypotheses``, ``notes``, ``questions``,
-    ``actions``, ``criteria``, ``requirements``, ``files``, ``evidence``,
+    ``actions``, ``criteria``, ``requirements``, ``files``, ``commands`` (shell commands run: ``command``,
+    ``status`` ok/failed, ``excerpt``, ``runs``, ``seq``; newest last), ``evidence``,
     ``failures``, ``processes``, ``blockers``, ``disproofs``) are tuples of
     JSON-ready dicts in first-seen order (``evidence`` by latest run, stale
     first); :meth:`to_json` returns everything, :meth:`render` the
@@ -604,6 +643,7 @@ class CanonicalState:
     criteria = _collection("criteria")
     requirements = _collection("requirements")
     files = _collection("files")
+    commands = _collection("commands")
     evidence = _collection("evidence")
     failures = _collection("failures")
     processes = _collection("processes")
@@ -635,14 +675,26 @@ class CanonicalState:
                 "certification": dict(self.certification), "mutations": self.mutations,
                 "validation_runs": self.validation_runs}
 
-    def render(self, budget_tokens: int, estimate: Callable[[str], int]) -> str:
+    @property
+    def update_key(self) -> str:
+        """A digest (64 hex characters) of what this state says that the conversation does not show
+        (:func:`latch.kernel.render.update_key`): equal keys mean a state update would only repeat what
+        the conversation since the earlier state carries (spec: "Cache epochs and working memory")."""
+        return self._core.update_key()
+
+    def render(self, budget_tokens: int, estimate: Callable[[str], int], *, goal_stated: bool = False) -> str:
         """Deterministic text of the canonical core within ``budget_tokens`` (as counted by ``estimate``).
+
+        ``goal_stated``: the goal line only says it is unchanged
+        (:data:`~latch.kernel.render.GOAL_STATED`), for a state update whose epoch's snapshot states it.
 
         The text names no revision or generation number, so it changes only when
         what it says does. Lines drop lowest priority first: notes, hypotheses,
-        questions, plan, decisions, disproofs, externally changed files, failure
-        lineages, evidence, certification, then validation requirements and
-        criteria, oldest line first within a section (:mod:`latch.kernel.render`).
+        questions, plan, the working set's commands and files, decisions, disproofs, running
+        background processes, externally changed files, failure lineages, evidence, certification,
+        then validation requirements and criteria, oldest line first within a section
+        (:mod:`latch.kernel.render`). The working set (files read or changed, shell commands run)
+        lists newest first.
         The goal (``set_goal``'s, else the first user instruction) and the latest user instruction (when it
         is a later one) are always rendered, each at most
         :data:`~latch.kernel.derive.INSTRUCTION_CHARS` characters. Goal, latest instruction and
@@ -651,7 +703,7 @@ class CanonicalState:
         per (budget, estimator); the cost is bounded by the rendered text, not by
         the history.
         """
-        return self._core.render(budget_tokens, estimate)
+        return self._core.render(budget_tokens, estimate, goal_stated)
 
 
 def canonical_state(store, session_id: str, until_seq: int | None = None, *,
