@@ -12,6 +12,7 @@ gained an importer (so the list cannot go stale).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import importlib.util
@@ -118,27 +119,42 @@ class CorpusItem(NamedTuple):
     session: str | None = None
 
 
-def _container_keys(path: Path) -> list[str]:
+def _sessions(path: Path) -> list[tuple[str, bool]]:
+    """``(external_key, has a model request)`` of every session of ``path``, in the file's order (``[]`` when
+    it does not parse: the tests of the whole file then report the error)."""
+    from latch.events import AssistantMessage
     from latch.importers import TranscriptError, builtin_importers, parse_all_file
 
     try:
-        return [s.external_key for s in parse_all_file(path, corpus_format(path), builtin_importers())]
+        parsed = parse_all_file(path, corpus_format(path), builtin_importers())
     except TranscriptError:
-        return []  # the tests of the whole file then report the error
+        return []
+    return [(s.external_key, any(isinstance(p.event, AssistantMessage) for p in s.events)) for s in parsed]
 
 
-def corpus_items() -> list[CorpusItem]:
-    """Every session of the corpus, sorted by path: one item per ordinary file, one per session of a
-    container file whose format has an importer (in the file's order). Empty when the corpus is absent."""
+@functools.lru_cache(maxsize=1)
+def _items() -> tuple[CorpusItem, ...]:
     items: list[CorpusItem] = []
     for p in corpus_files():
         fmt = corpus_format(p)
-        keys = _container_keys(p) if fmt in CONTAINER_FORMATS and fmt not in NO_IMPORTER_YET else []
-        if keys:
-            items.extend(CorpusItem(p, k) for k in keys)
+        sessions = _sessions(p) if fmt not in NO_IMPORTER_YET else []
+        if fmt in CONTAINER_FORMATS and sessions:
+            items.extend(CorpusItem(p, k) for k, _ in sessions)
+        elif len(sessions) > 1 and not sessions[-1][1] and any(asked for _, asked in sessions):
+            # a file of several sessions (Aider's runs) whose last one never reached the model: its last
+            # session that did (the file's last one is what import_file takes)
+            items.append(CorpusItem(p, next(k for k, asked in reversed(sessions) if asked)))
         else:
             items.append(CorpusItem(p))
-    return items
+    return tuple(items)
+
+
+def corpus_items() -> list[CorpusItem]:
+    """Every session of the corpus, sorted by path, derived from the files: one item per ordinary file, one per
+    session of a container file (in the file's order); a file of several sessions whose last one has no model
+    request (an Aider history whose last run ended in errors) is its last session with one. Formats without an
+    importer are one item per file. Empty when the corpus is absent."""
+    return list(_items())
 
 
 def importable_corpus_items() -> list[CorpusItem]:

@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from _importer_checks import assert_all_rejected, sqlite_mutated, snapshot, tiny_png
-from corpus_support import CORPUS, corpus_files, corpus_format, corpus_name
+from corpus_support import CORPUS, NO_IMPORTER_YET, corpus_files, corpus_format, corpus_name
 from latch.cli import _load_commands, cli
 from latch.events import AssistantMessage, CompactionMarker, SystemNote, ToolResult, Usage, UserMessage
 from latch.host.ingest import import_all, import_file
@@ -122,7 +122,8 @@ def test_sniff_claims_only_opencode_databases(corpus_dir):
     for p in corpus_files():
         score = imp.sniff(p, p.read_bytes()[:65536])
         assert (score > 0) == (corpus_format(p) == "opencode"), corpus_name(p)
-        assert detect(p, p.read_bytes()).PLUGIN_NAME == corpus_format(p), corpus_name(p)
+        if corpus_format(p) not in NO_IMPORTER_YET:
+            assert detect(p, p.read_bytes()).PLUGIN_NAME == corpus_format(p), corpus_name(p)
     # the corpus file's table definitions lie past its first 64 KiB: the head alone does not show them
     assert b"CREATE TABLE `part`" not in DB.read_bytes()[:65536]
 

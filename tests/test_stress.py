@@ -7,6 +7,7 @@ fails when recall breaks, and the CLI. ``-m stress`` runs the full 10^6-event ru
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -17,7 +18,8 @@ from click.testing import CliRunner
 
 from corpus_support import importable_corpus_files, require_corpus
 from latch.bench import stress as stress_mod
-from latch.bench.scenario import CORPUS_SHAPE, KINDS, ScenarioModel, measure_files, measure_shape, png_bytes
+from latch.bench.scenario import (CORPUS_SHAPE, CORPUS_SHAPE_FILES, KINDS, ScenarioModel, measure_files, measure_shape,
+                                  png_bytes)
 from latch.bench.stress import StressConfig, run_stress
 from latch.cli import _load_commands, cli
 
@@ -26,9 +28,20 @@ CHECKS = {"canonical_survival", "rejection_preserved", "exact_raw_recall", "rece
 
 
 def test_corpus_shape_constants_match_a_fresh_measurement():
+    """The constants equal a measurement of the files they name; files added to the corpus later do not move them."""
+    corpus = require_corpus()
+    files = [corpus / name for name in CORPUS_SHAPE_FILES]
+    changed = [n for n, f in zip(CORPUS_SHAPE_FILES, files)
+               if not f.is_file() or hashlib.sha256(f.read_bytes()).hexdigest()[:16] != CORPUS_SHAPE_FILES[n]]
+    assert not changed, f"corpus files changed or gone (remeasure with python -m latch.bench.scenario): {changed}"
+    measured = measure_files(files)
+    assert measured == CORPUS_SHAPE, f"update CORPUS_SHAPE (python -m latch.bench.scenario): {measured}"
+
+
+def test_every_importable_corpus_file_can_be_measured():
     require_corpus()
     measured = measure_files(importable_corpus_files())
-    assert measured == CORPUS_SHAPE, f"update CORPUS_SHAPE (python -m latch.bench.scenario): {measured}"
+    assert measured.sessions >= CORPUS_SHAPE.sessions and measured.requests >= CORPUS_SHAPE.requests
 
 
 def test_corpus_shape_values_checked_by_hand():

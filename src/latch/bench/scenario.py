@@ -15,7 +15,8 @@ A call *fails* when its result is an error or its validation evidence failed.
 
 :data:`CORPUS_SHAPE` holds the figures measured on the project's corpus (``../shared/corpus``: its
 43 sessions in formats with an importer; the two Aider files hold 3 and 19 runs); ``python -m latch.bench.scenario [CORPUS_DIR]`` recomputes them and
-``tests/test_stress.py`` pins that the constants equal a fresh measurement.
+``tests/test_stress.py`` pins that the constants equal a fresh measurement of the files they were measured on
+(:data:`CORPUS_SHAPE_FILES`, by path and hash), so a corpus that grows leaves them valid.
 
 :class:`ScenarioModel` generates an endless, deterministic (seeded) session of that shape in Claude
 Code's tool vocabulary (Read, Edit, Bash), so the kernel derives file observations, mutations and
@@ -28,6 +29,7 @@ script the corpus shows (Cyrillic).
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 import random
@@ -50,6 +52,7 @@ __all__ = [
     "CallKind",
     "ScenarioShape",
     "CORPUS_SHAPE",
+    "CORPUS_SHAPE_FILES",
     "SCREENSHOT_SHARE",
     "measure_shape",
     "measure_files",
@@ -115,6 +118,29 @@ class ScenarioShape:
 
 # Measured on ../shared/corpus (18 files, 43 sessions: one per Aider run) by measure_files(); recompute with
 # `python -m latch.bench.scenario`; tests/test_stress.py pins these against a fresh measurement.
+CORPUS_SHAPE_FILES: dict[str, str] = {
+    "aider/monochromatic.aider.chat.history.md": "571585b48cd62817",
+    "aider/mozgoslav.aider.chat.history.md": "18d3b80eb36d196e",
+    "claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl": "1d923022ceceb625",
+    "claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20/subagents/agent-a7be2f0.jsonl": "3a0c9b1a58d91671",
+    "claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20/subagents/agent-acompact-f46190.jsonl": "23507182dc6c8c03",
+    "claude-code/bastion_claude-session.jsonl": "dc71a1dbfed1fd70",
+    "claude-code/claude-reliability_python-to-rust-port.jsonl": "f53fdd58b32b0a38",
+    "claude-code/entire-image_session.jsonl": "8b2f68bcac2f30f9",
+    "codex/edgerunner_codex-session.jsonl": "511efedad3b79df4",
+    "copilot-cli/lantern_events.jsonl": "698b1847a63eb18b",
+    "gemini-cli/entire_session.json": "bcf14460aa6d1952",
+    "gemini-cli/vibecodingtracker_session.json": "6efb5f421497c27a",
+    "gemini-cli/vibecodingtracker_session.jsonl": "fca5ede37ea55ad1",
+    "goose/lantern_sessions.db": "e73ebe63aa9e6e21",
+    "opencode/lantern_opencode.db": "402e40a2b806ad1c",
+    "openhands/basic_gui_mode.json": "2132fbda813f75ac",
+    "swe-agent/ctf_i_got_id_demo.traj": "5a668a9739472528",
+    "swe-agent/marshmallow-1867_function_calling.traj": "cb042a1bd789bfd6",
+}
+"""The corpus files :data:`CORPUS_SHAPE` was measured on (path under the corpus → sha256[:16] of its bytes): the
+constants stay what they are when the corpus grows; ``python -m latch.bench.scenario`` measures them again."""
+
 CORPUS_SHAPE = ScenarioShape(
     sessions=43,
     requests=596,
@@ -463,6 +489,10 @@ def _main(argv: Sequence[str]) -> None:
     if not files:
         raise SystemExit(f"no transcripts under {root}")
     print(measure_files(files))
+    print("CORPUS_SHAPE_FILES = {")
+    for p in files:
+        print(f'    "{p.relative_to(root).as_posix()}": "{hashlib.sha256(p.read_bytes()).hexdigest()[:16]}",')
+    print("}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -18,7 +18,7 @@ import base64
 import json
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,8 +94,9 @@ def _aider_texts(text: str) -> Iterator[tuple[str, str]]:
             yield "prose", line
 
 
-def corpus_texts(corpus: Path) -> dict[str, list[str]]:
-    """Texts per real category, in a fixed order (files sorted by path)."""
+def corpus_texts(corpus: Path, names: Iterable[str] | None = None) -> dict[str, list[str]]:
+    """Texts per real category, in a fixed order (files sorted by path); ``names``: only these files (paths
+    relative to ``corpus``), else every transcript under it."""
     out: dict[str, list[str]] = {c: [] for c in REAL_CATEGORIES}
     seen: set[str] = set()
 
@@ -105,7 +106,9 @@ def corpus_texts(corpus: Path) -> dict[str, list[str]]:
         seen.add(text)
         out["cyrillic" if _is_cyrillic(text) else category].append(text)
 
-    for path in sorted(p for p in corpus.rglob("*") if p.is_file() and p.suffix in (".jsonl", ".json", ".traj", ".md")):
+    wanted = None if names is None else {corpus / n for n in names}
+    for path in sorted(p for p in corpus.rglob("*") if p.is_file() and p.suffix in (".jsonl", ".json", ".traj", ".md")
+                       and (wanted is None or p in wanted)):
         if path.name in ("README.md", "FORMATS.md"):
             continue
         raw = path.read_text(encoding="utf-8-sig")
@@ -237,11 +240,12 @@ def windows(texts: dict[str, list[str]], phase: float = 0.0) -> list[Window]:
     return out
 
 
-def calibration_set(corpus: Path | None, phase: float = 0.0) -> list[Window]:
-    """Generated windows, plus the corpus windows when ``corpus`` is given."""
+def calibration_set(corpus: Path | None, phase: float = 0.0, names: Iterable[str] | None = None) -> list[Window]:
+    """Generated windows, plus the corpus windows when ``corpus`` is given (of the files ``names`` only, when
+    given: :func:`corpus_texts`)."""
     texts = generated_texts()
     if corpus is not None:
-        texts = {**corpus_texts(corpus), **texts}
+        texts = {**corpus_texts(corpus, names), **texts}
     return windows(texts, phase)
 
 
