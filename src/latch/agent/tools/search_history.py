@@ -2,7 +2,8 @@
 continuity"; :meth:`latch.store.EventStore.search`).
 
 The newest ``limit`` matches (default :data:`DEFAULT_LIMIT`, at most :data:`MAX_LIMIT`) are chosen, then
-shown oldest first, each as ``#SEQ KIND: TEXT`` with its text cut to :data:`HIT_LIMIT_CHARS` characters;
+shown oldest first, each as ``#SEQ KIND: TEXT`` with its text cut to :data:`HIT_LIMIT_CHARS` characters around
+the first occurrence of a query word (the passage that matched, not the start of a long result);
 the whole outcome is at most :data:`SEARCH_LIMIT_BYTES` bytes and :data:`SEARCH_LIMIT_TOKENS` tokens (the
 oldest hits are dropped first). The assistant message holding the search call itself is never a hit.
 """
@@ -25,11 +26,21 @@ SEARCH_LIMIT_BYTES = 16 * 1024
 SEARCH_LIMIT_TOKENS = 4000
 
 
-def _line(seq: int, kind: str, text: str) -> str:
-    flat = " ".join(text.split())
-    if len(flat) > HIT_LIMIT_CHARS:
-        flat = flat[:HIT_LIMIT_CHARS - 1] + "…"
-    return f"#{seq} {kind}: {flat}"
+def _passage(flat: str, query: str) -> str:
+    """``flat`` cut to :data:`HIT_LIMIT_CHARS` characters around the first place a word of ``query`` occurs
+    (case-insensitive; the start when none does), with ``…`` where text was cut."""
+    if len(flat) <= HIT_LIMIT_CHARS:
+        return flat
+    low = flat.lower()
+    found = [i for w in query.lower().split() if (i := low.find(w.strip('"'))) >= 0]
+    at = min(found) if found else 0
+    start = max(0, min(at - HIT_LIMIT_CHARS // 4, len(flat) - (HIT_LIMIT_CHARS - 2)))
+    end = min(len(flat), start + HIT_LIMIT_CHARS - 2)
+    return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")
+
+
+def _line(seq: int, kind: str, text: str, query: str) -> str:
+    return f"#{seq} {kind}: {_passage(' '.join(text.split()), query)}"
 
 
 class SearchHistory:
@@ -57,7 +68,7 @@ class SearchHistory:
         hits = hits[:limit]
         if not hits:
             return ToolOutcome(f"no match for {args['query']!r} in this session")
-        lines = [_line(s.seq, s.kind, s.event.searchable_text()) for s in hits]  # newest first
+        lines = [_line(s.seq, s.kind, s.event.searchable_text(), args["query"]) for s in hits]  # newest first
         kept: list[str] = []
         for line in lines:
             text = "\n".join([line] + kept[::-1])

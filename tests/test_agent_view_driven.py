@@ -1,0 +1,19 @@
+"""``latch run`` under rotation, driven by a model that decides only from its requests
+(tests/view_driven_agent.py): at a 10k window, through a dozen and more cache epochs, the view always shows
+which files the agent has read (the canonical state's working set), so it never reads one twice, and every
+planted fact reaches its final answer (``search_history`` shows the passage that matched, the notes keep it)."""
+
+from __future__ import annotations
+
+from view_driven_agent import run_latch
+
+
+def test_no_re_reads_and_every_fact_answered_through_many_rotations(tmp_path):
+    agent, proc, epochs = run_latch(tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:] + proc.stdout[-2000:]
+    assert epochs >= 10  # the views rotated through at least ten cache epochs
+    assert agent.re_reads == 0 and set(agent.reads.values()) == {1} and len(agent.reads) == 24
+    assert agent.lost == [] and agent.answered == agent.facts
+    # each fact was searched at most once, and every answer line is in the run's output
+    assert max(agent.searches.values()) <= 1
+    assert all(f"{k} = {v}" in proc.stdout for k, v in agent.facts.items())
