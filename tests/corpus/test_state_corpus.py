@@ -208,9 +208,13 @@ def test_codex_session_verdict_and_cli(corpus_dir, tmp_path):
         f"{c}: passed, but the workspace changed since"
         for c in ("cargo fmt --all -- --check", "cargo clippy --workspace --all-targets -- -D warnings",
                   "cargo test --workspace")))
-    # files are named only in the working set, newest first, within the state budget
+    # the 3 running processes are listed (one names a config file on its command line); files are otherwise
+    # named only in the working set, newest first, within the state budget
+    running = lines.index("Background processes running:")
+    assert [line.split("]")[0] for line in lines[running + 1:running + 4]] == [
+        f"- [session:{n}" for n in (95469, 85147, 89726)]
     working = lines.index("Working set: files (newest first; re-read only what changed):")
-    assert not any(f["path"] in line for f in s.files for line in lines[:working])
+    assert not any(f["path"] in line for f in s.files for line in lines[:running] + lines[running + 4:working])
     assert lines[working + 1].startswith("- ") and "Working set: commands run (newest first):" in lines
     assert [(f["tool"], f["signature"]) for f in s.failures if f["active"]] == [
         ("exec_command", "npm error audit endpoint returned an error"),
