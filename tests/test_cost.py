@@ -315,3 +315,40 @@ def test_the_price_cache_gives_genai_prices_figures_without_genai_prices(tmp_pat
             cost.price(model="gpt-5", uncached=1, at=AT)
     finally:
         cost.use_price_cache(None)
+
+
+# ------------------------------------------------------------------------ cache rewrites
+def _u(read, write, inp=5):
+    return Usage(input_tokens=inp, output_tokens=10, cache_read_tokens=read, cache_write_tokens=write)
+
+
+def test_a_request_that_lost_the_cached_prefix_is_a_rewrite():
+    usages = [_u(0, 10_000),           # 1: the first write is no rewrite
+              _u(10_000, 500),         # 2: read what the cache held
+              None,                    # 3: no usage: skipped
+              _u(2_000, 9_000),        # 4: read 2,000 of the 10,500 held: a rewrite
+              _u(11_000, 300),         # 5
+              _u(5_650, 6_000),        # 6: exactly half of 11,300 read: not below it
+              _u(100, None),           # 7: writes unreported (OpenAI): skipped
+              _u(0, 0)]                # 8: nothing written: no waste to count
+    r = cost.cache_rewrites(usages)
+    assert r.rewrites == (4,) and r.requests == 6
+    assert (r.rewrite_write_tokens, r.write_tokens) == (9_000, 10_000 + 500 + 9_000 + 300 + 6_000)
+    assert r.as_dict()["share"] == round(9_000 / 25_800, 4)
+    assert cost.cache_rewrites([_u(100, None), None]).share is None
+
+
+def test_replay_and_report_show_the_transcripts_rewrites(run, tmp_path):
+    corpus = require_corpus()
+    f = corpus / "claude-code" / "entire-image_session.jsonl"
+    doc = json.loads(run("replay", str(f), "--json", "-").output)
+    # requests 4 and 25 read only the 16,496-token system prefix after 42,993 and 104,135 cached tokens and wrote
+    # 26,793 + 87,925 tokens again: 46.7% of the session's 245,647 cache-write tokens
+    assert doc["summary"]["cache_rewrites"] == {"requests": 89, "rewrites": [4, 25], "rewrite_write_tokens": 114_718,
+                                                "write_tokens": 245_647, "share": 0.467}
+    table = run("replay", str(f)).output
+    assert "2 of 89 request(s) wrote the cached prefix again (request 4, 25): 114,718 of 245,647" in table
+    rep = json.loads(run("report", str(f), "--json").output)
+    assert rep["cache_rewrites"]["total"] == {"requests": 89, "rewrites": 2, "rewrite_write_tokens": 114_718,
+                                              "write_tokens": 245_647, "share": 0.467}
+    assert "cache rewrites: 2 of 89 request(s)" in run("report", str(f)).output

@@ -307,6 +307,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     last_sent = None
     parsed: dict[int, Any] = {}  # request_changes' cache of parsed KernelContext messages, for this replay
     original, viewed, forecasted = pricing.CostTotals(), pricing.CostTotals(), pricing.CostTotals()
+    usages: list[Any] = []  # the transcript's provider usage per request (None: unreported)
     # the provider counted the transcript's request: its recorded harness and the whole conversation so far, which
     # Latch estimates as the harness's system and tools plus history_tokens; an overhead inferred from these very
     # figures, or --no-harness (the harness unknown), leaves nothing to compare
@@ -328,6 +329,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         at = pricing.parse_timestamp(req.ts)
         paid = pricing.price_usage(usage, req.model or model, at=at)  # what the transcript's request cost
         original.add(paid)
+        usages.append(usage)
         row: dict[str, Any] = {"request": req.number, "seq": req.seq, "until_seq": req.until_seq,
                                "events": res.events, "history_tokens": res.history_tokens,
                                "correction": in_effect, "budget_hard_limit_tokens": limit,
@@ -428,6 +430,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         "forecast_ratio_evicted_views": ratio_summary([r["forecast_ratio"] for r in done if not r["view_complete"]]),
         "provider_rate": forecaster.to_json() if forecaster is not None else None,
         "corrections": fixes.recorded, "correction": fixes.current,
+        "cache_rewrites": _rewrites(usages),
     }
     doc = {"session": session_id, "engine": setup.engine_name, "estimator": setup.estimator_name, "stream": setup.writer.stream,
            "model": model, "kept": keep, "exact_tokenizer": setup.counter.tokenizer,
@@ -711,6 +714,9 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
     con.print(f"conversation {s['conversation_tokens']:,} tokens"
               + (f" · mean cacheability {s['mean_cacheability']:.0%}" if s["mean_cacheability"] is not None else ""))
     con.print(_cost_line(s.get("cost"), doc["model"]))
+    rewrites = _rewrite_line(s.get("cache_rewrites"))
+    if rewrites is not None:
+        con.print(rewrites)
     v = s["violations"]
     ratio = ratio_line(s)
     if ratio:
@@ -774,6 +780,25 @@ def _replay_one(store: Any, sid: str, n_requests: int, options: Mapping[str, Any
                   console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("replay", total=n_requests)
         return run_replay(store, sid, **options, progress=lambda done, total: bar.update(task, completed=done))[0]
+
+
+def _rewrites(usages: list[Any]) -> dict[str, Any] | None:
+    """``summary["cache_rewrites"]``: the transcript's own full-prefix cache rewrites
+    (:func:`latch.host.cost.cache_rewrites`), ``None`` when no request reported cache reads and writes."""
+    found = pricing.cache_rewrites(usages)
+    return found.as_dict() if found.requests else None
+
+
+def _rewrite_line(r: Mapping[str, Any] | None) -> str | None:
+    """The summary's line on the transcript's cache rewrites (``None`` when it reported no cache writes)."""
+    if not r or not r["write_tokens"]:
+        return None
+    if not r["rewrites"]:
+        return f"cache rewrites as the transcript ran it: none ({r['requests']:,} request(s) with cache figures)"
+    shown = ", ".join(map(str, r["rewrites"][:8])) + (", …" if len(r["rewrites"]) > 8 else "")
+    return (f"cache rewrites as the transcript ran it: {len(r['rewrites'])} of {r['requests']:,} request(s) wrote "
+            f"the cached prefix again (request {shown}): {r['rewrite_write_tokens']:,} of {r['write_tokens']:,} "
+            f"cache-write tokens ({r['share']:.1%}) [dim](hit rate hides it: the cache had lost the prefix)[/dim]")
 
 
 def _cost_line(c: Mapping[str, Any] | None, model: str | None) -> str:

@@ -17,7 +17,11 @@ a footer, :func:`latch.textsafe.fitted_table`); ``--json`` prints
 {ID: ROW}, "total": ROW}`` (``sessions``: every session counted, the named ones and their sub-agent sessions;
 ``named_sessions``: those the arguments name; ``child_sessions``: the sub-agent sessions added) where a ROW is
 ``{"requests", "with_usage", "priced", "unpriced", "uncached_input_tokens", "cache_read_tokens",
-"cache_write_tokens", "output_tokens", "usd" (None when nothing was priced), "cache_read_share"}``. A forgotten
+"cache_write_tokens", "output_tokens", "usd" (None when nothing was priced), "cache_read_share"}``, and
+``"cache_rewrites": {"by_session": {ID: {"requests", "rewrites" (request numbers), "rewrite_write_tokens",
+"write_tokens", "share"}}, "total": {the same, "rewrites" a count} or None}``: the requests that wrote the cached
+prefix again (:func:`latch.host.cost.cache_rewrites`; sessions whose provider reports no cache writes have
+none). A forgotten
 session, an unknown id or an unreadable file is one error line (exit 1) and nothing is reported.
 """
 
@@ -82,18 +86,28 @@ def session_report(store: Any, session_ids: list[str]) -> dict[str, Any]:
     models: dict[str, dict[str, Any]] = {}
     by_session: dict[str, dict[str, Any]] = {}
     total = _row()
+    rewrites: dict[str, Any] = {}
     for sid in order:
         srow = by_session.setdefault(sid, _row())
+        usages: list[Any] = []
         for req in model_requests(store.events(sid, kinds=["assistant_message", "usage"])):
             usage = req.usage
+            usages.append(usage)
             cost = pricing.price_usage(usage, req.model, at=pricing.parse_timestamp(req.ts))
             name = cost.model_id if cost is not None else (req.model or "unknown")
             for row in (models.setdefault(name, _row()), srow, total):
                 _add(row, usage, cost)
+        rewrites[sid] = pricing.cache_rewrites(usages)
     named = list(dict.fromkeys(session_ids))
+    found = [r for r in rewrites.values() if r.requests]
+    all_rewrites = pricing.CacheRewrites(sum(r.requests for r in found), (),
+                                         sum(r.rewrite_write_tokens for r in found), sum(r.write_tokens for r in found))
     return {"sessions": order, "named_sessions": named, "child_sessions": [sid for sid in order if sid not in named],
             "models": {m: _finish(r) for m, r in sorted(models.items())},
-            "by_session": {s: _finish(r) for s, r in by_session.items()}, "total": _finish(total)}
+            "by_session": {s: _finish(r) for s, r in by_session.items()}, "total": _finish(total),
+            "cache_rewrites": {"by_session": {s: r.as_dict() for s, r in rewrites.items() if r.requests},
+                               "total": {**all_rewrites.as_dict(), "rewrites": sum(len(r.rewrites) for r in found)}
+                               if found else None}}
 
 
 def _resolve(app: Any, store: Any, arg: str) -> list[str]:
@@ -169,6 +183,12 @@ def _print(con: Any, doc: dict[str, Any]) -> None:
                        "output counts")
         con.print(f"[dim]{tot['unpriced']:,} of {tot['requests']:,} request(s) unpriced ({'; '.join(why)}); their "
                   "tokens still count[/dim]")
+    rw = doc["cache_rewrites"]["total"]
+    if rw and rw["write_tokens"]:
+        con.print(f"cache rewrites: {rw['rewrites']:,} of {rw['requests']:,} request(s) wrote the cached prefix again: "
+                  f"{rw['rewrite_write_tokens']:,} of {rw['write_tokens']:,} cache-write tokens ({rw['share']:.1%}) "
+                  "[dim](the provider's cache had lost the prefix: `latch replay` names the requests)[/dim]",
+                  highlight=False)
     con.print("[dim]input: uncached prompt tokens; cache-read share: cache reads over all prompt tokens; "
               "prices: genai-prices' bundled table (offline)[/dim]")
 

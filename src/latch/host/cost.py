@@ -72,7 +72,7 @@ from ..events import Usage
 
 __all__ = ["RequestCost", "CostTotals", "price", "price_usage", "view_cost", "writes_cache", "price_provider",
            "parse_timestamp", "usd", "format_usd", "total", "cost_dict", "UNPRICED", "use_price_cache",
-           "save_price_cache", "PRICE_CACHE_ENTRIES"]
+           "save_price_cache", "PRICE_CACHE_ENTRIES", "CacheRewrites", "cache_rewrites", "REWRITE_READ_SHARE"]
 
 UNPRICED = "unpriced"
 """How a report shows a request or total without a price."""
@@ -445,3 +445,54 @@ def cost_dict(cost: RequestCost | None) -> dict[str, Any] | None:
         return None
     return {"usd": usd(cost.usd), "input_usd": usd(cost.input_usd), "output_usd": usd(cost.output_usd),
             "model_id": cost.model_id, "provider": cost.provider}
+
+
+REWRITE_READ_SHARE = 0.5
+"""A request whose cache read is below this share of what the provider's cache held after the previous request
+rewrote the cached prefix (:func:`cache_rewrites`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CacheRewrites:
+    """Full-prefix cache rewrites of a run of requests (:func:`cache_rewrites`): ``requests`` with both cache
+    figures reported, the 1-based numbers of the ``rewrites``, their cache-write tokens and all cache-write
+    tokens; ``share`` is the rewrites' part of all cache writes (``None`` when nothing was written)."""
+
+    requests: int
+    rewrites: tuple[int, ...]
+    rewrite_write_tokens: int
+    write_tokens: int
+
+    @property
+    def share(self) -> float | None:
+        return self.rewrite_write_tokens / self.write_tokens if self.write_tokens else None
+
+    def as_dict(self) -> dict[str, Any]:
+        share = self.share
+        return {"requests": self.requests, "rewrites": list(self.rewrites),
+                "rewrite_write_tokens": self.rewrite_write_tokens, "write_tokens": self.write_tokens,
+                "share": round(share, 4) if share is not None else None}
+
+
+def cache_rewrites(usages: Iterable[Usage | None]) -> CacheRewrites:
+    """The requests of one conversation (in order, ``None`` for a request without usage) that rewrote the
+    provider's cached prefix instead of reading it: after the first request with cache figures, a request whose
+    ``cache_read_tokens`` is below :data:`REWRITE_READ_SHARE` of what the cache held after the previous one (its
+    cache read plus its cache write) lost that prefix (the cache entry expired, or the prefix changed) and paid
+    to write it again; its ``cache_write_tokens`` are rewrite waste. A provider that does not report cache writes
+    (``cache_write_tokens`` ``None``) gives no figures; such requests are skipped. Hit rate hides this: a session
+    can read 97% of its input from cache while two rewrites carry half of its cache-write dollars.
+    """
+    held: int | None = None
+    counted = written = wasted = 0
+    rewrites: list[int] = []
+    for n, u in enumerate(usages, 1):
+        if u is None or u.cache_read_tokens is None or u.cache_write_tokens is None:
+            continue
+        counted += 1
+        written += u.cache_write_tokens
+        if held and u.cache_read_tokens < REWRITE_READ_SHARE * held and u.cache_write_tokens > 0:
+            rewrites.append(n)
+            wasted += u.cache_write_tokens
+        held = u.cache_read_tokens + u.cache_write_tokens
+    return CacheRewrites(counted, tuple(rewrites), wasted, written)
