@@ -205,9 +205,9 @@ def test_a_session_without_skills_offers_no_skill_tools_and_an_unchanged_context
     a.close()
 
 
-def test_a_load_skill_result_rotated_out_is_recalled_after_resume(tmp_path, dirs):
-    """The loaded body leaves the recent window, the session ends; resumed in a new process, a question
-    naming what only the body says brings the stored result back into the view as a recalled original."""
+def test_a_loaded_skill_body_stays_in_every_view_through_rotation_and_resume(tmp_path, dirs):
+    """The loaded body leaves the recent window: every later view still holds it verbatim (the snapshot's
+    loaded skills); the session ends and, resumed in a new process, the view holds the stored result."""
     ws, user = dirs
     skill(ws / ".latch" / "skills", "ledger", "name: ledger\ndescription: Reconcile the ledger.",
           "Reconcile shard LEDGER-7f3a9c1e with ROUND_HALF_EVEN before closing the month.\n")
@@ -219,11 +219,14 @@ def test_a_load_skill_result_rotated_out_is_recalled_after_resume(tmp_path, dirs
     a.loop.turn()
     (loaded,) = [s for s in a.store.events(a.sid, kinds=["tool_result"])]
     assert "LEDGER-7f3a9c1e" in loaded.event.content
-    last = None
+    epochs = set()
     for i in range(12):
         a.loop.say(f"next invoice batch {i}")
-        last = a.loop.turn().body
-    assert "LEDGER-7f3a9c1e" not in json.dumps(last)  # rotated out of the recent window
+        last = a.loop.turn()
+        epochs.add(last.view.epoch)
+        shown = [m["content"] for m in last.body["messages"] if isinstance(m.get("content"), str)]
+        assert any(loaded.event.content in t for t in shown), f"batch {i}: the skill body left the view"
+    assert len(epochs) > 1  # rotated: the body left the recent window, the snapshot carries it
     sid = a.sid
     a.close()
     store = EventStore(tmp_path / "latch.db")
@@ -231,5 +234,6 @@ def test_a_load_skill_result_rotated_out_is_recalled_after_resume(tmp_path, dirs
     b.loop.say("which shard did the ledger skill say to reconcile? LEDGER-7f3a9c1e ROUND_HALF_EVEN")
     body = b.loop.turn().body
     texts = [m["content"] for m in body["messages"] if isinstance(m.get("content"), str)]
-    assert any(loaded.seq in recalled_seqs(t) for t in texts), "the load_skill result was not recalled"
+    assert any(loaded.seq in recalled_seqs(t) for t in texts), "the load_skill result is not in the view"
+    assert any(loaded.event.content in t for t in texts)
     b.close()

@@ -52,6 +52,7 @@ produces byte-identical next views (resume equivalence).
 from __future__ import annotations
 
 import hashlib
+import json
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
@@ -73,6 +74,11 @@ __all__ = ["ContinuityEngine", "ENGINE_NAME", "INDEX_ENTRIES", "RECORD_KINDS"]
 ENGINE_NAME = "continuity"
 INDEX_ENTRIES = 16
 INDEX_FLOOR_TOKENS = 512
+"""A snapshot after a rotation gives the episode index at least this many tokens when the room allows."""
+SKILL_TOOLS = frozenset({"load_skill"})
+"""Tools whose successful result is a skill body the agent loaded: retained verbatim across rotations."""
+SKILL_TOKENS = 4_000
+"""At most this many tokens of loaded skill bodies (newest load first) in a snapshot; the others are named."""
 """A snapshot after a rotation gives the episode index at least this many tokens when the room allows."""
 EPOCH, KERNEL, MATERIALIZATION, COMPACT = "epoch", "kernel_context", "materialization", "manual_compact"
 RECORD_KINDS = (EPOCH, KERNEL, MATERIALIZATION, COMPACT)
@@ -108,6 +114,16 @@ def _states_goal(body: str, goal: Any) -> bool:
         return False
     block = "\nGoal: " + goal.strip().replace("\n", "\n  ") + "\n"
     return block in "\n" + body + "\n"
+
+
+def _skill_name(call: ToolCall) -> str:
+    """The skill a ``load_skill`` call names (its ``name`` argument; the raw arguments when unreadable)."""
+    try:
+        args = json.loads(call.arguments)
+    except ValueError:
+        return call.arguments
+    name = args.get("name") if isinstance(args, dict) else None
+    return name if isinstance(name, str) else call.arguments
 
 
 def _update_key(state: Any) -> str | None:
@@ -375,6 +391,8 @@ class ContinuityEngine:
         self._last_user: tuple[int, str] = (0, "")
         self._errors: deque[str] = deque(maxlen=3)
         self._paths: deque[str] = deque(maxlen=8)
+        self._skill_calls: dict[str, str] = {}  # load_skill call id → skill name, until its result
+        self._skills: dict[str, int] = {}  # skill name → seq of its newest loaded body, in load order
         self._provider: dict[str, Any] | None = None
         self._prev: _Prev | None = None
         self._compact: int | None = None  # start seq of a pending manual compaction
@@ -455,8 +473,14 @@ class ContinuityEngine:
             elif isinstance(ev, ToolResult):
                 if ev.is_error and not ev.missing:
                     self._errors.append(ev.content[:300])
+                skill = self._skill_calls.pop(ev.call_id, None)
+                if skill is not None and not (ev.is_error or ev.missing):
+                    self._skills.pop(skill, None)
+                    self._skills[skill] = s.seq
             elif isinstance(ev, AssistantMessage):
                 for c in ev.tool_calls:
+                    if c.name in SKILL_TOOLS:
+                        self._skill_calls[c.id] = _skill_name(c)
                     for p in _arg_paths(c):
                         if p in self._paths:
                             self._paths.remove(p)
@@ -530,6 +554,34 @@ class ContinuityEngine:
         items = recall_mod.recall(self._reader, self._recall_cache, recall_mod.query_terms(r.query_texts),
                                   before_seq=before_seq, limit_tokens=budget, until_seq=r.until, exclude=exclude)
         return (items, self._recall_section(items, before_seq)) if items else ([], "")
+
+    def _skills_section(self, before_seq: int, limit: int) -> tuple[list[int], str]:
+        """``(seqs, section)``: the bodies of the skills loaded before ``before_seq`` (no longer in the epoch's
+        conversation), verbatim, the newest load first while they fit ``limit`` tokens; the others are named."""
+        archived = [(name, seq) for name, seq in self._skills.items() if seq < before_seq]
+        if not archived or limit <= 0:
+            return [], ""
+        head = "Skills loaded earlier in this session, their load_skill results verbatim (follow them):"
+        chosen: list[tuple[int, str]] = []
+        left: list[str] = []
+        for name, seq in reversed(archived):
+            (stored,) = self._reader.events(after_seq=seq - 1, until_seq=seq)
+            item = self._recall_cache.item(stored)
+            trial = sorted([*chosen, (seq, item.text)])
+            text = _section("loaded-skills", "\n".join([head, *(t for _, t in trial)]), f' before-seq="{before_seq}"')
+            if self._counter.text(text) <= limit:
+                chosen = trial
+            else:
+                left.append(name)
+        if not chosen:
+            return [], ""
+        lines = [head, *(t for _, t in chosen)]
+        if left:
+            lines.append(f"Also loaded, left out for room (load_skill again when needed): {', '.join(sorted(left))}")
+        text = _section("loaded-skills", "\n".join(lines), f' before-seq="{before_seq}"')
+        if self._counter.text(text) > limit:  # the names line did not fit: leave it out
+            text = _section("loaded-skills", "\n".join(lines[:-1]), f' before-seq="{before_seq}"')
+        return [seq for seq, _ in chosen], text
 
     def _index(self, r: _Request, before_seq: int, limit: int) -> str:
         """The episode-index section over the archival region, within ``limit`` tokens (``""`` when empty)."""
@@ -733,21 +785,27 @@ class ContinuityEngine:
             raise ContextOverflow(f"conversation unit seq {u.first_seq}..{u.close_seq} does not fit the hard budget "
                                   f"even alone", {**r.breakdown, "unit_tokens": u.tokens})
         generation, revision = old.generation + 1, self._revision + 1
+        skill_seqs, skills_text = self._skills_section(start_seq, min(room, SKILL_TOKENS))
+        skills_t = self._counter.text(skills_text) if skills_text else 0
+        room -= skills_t
         limit = min(r.recall_cap // 2, room)  # the other half serves the epoch's later user turns
         # the episode index: a quarter of that, and at least INDEX_FLOOR_TOKENS taken from what the state's
         # reservation left unused (a small window's recall share alone cannot hold one entry)
         state_left = max(0, r.state_budget - self._counter.text(state_sec)) if has_state else 0
         index_text = self._index(r, start_seq, min(room, max(limit // 4, min(INDEX_FLOOR_TOKENS, limit + state_left))))
         index_t = self._counter.text(index_text) if index_text else 0
-        items, recall_text = self._recall(r, start_seq, limit - index_t, set())
+        items, recall_text = self._recall(r, start_seq, limit - index_t, set(skill_seqs))
         sections = list(fixed)
+        if skills_text:
+            sections.append(("recall", skills_text))
         if index_text:
             sections.append(("episode", index_text))
         if recall_text:
             sections.append(("recall", recall_text))
         snap = _KernelMessage(r.until, "snapshot", revision,
                               self._kernel_parts("snapshot", generation, revision, r.until, sections), self._counter,
-                              recalled=[i.seq for i in items], anchor=self._last_user[0], query=r.request.query,
+                              recalled=[*skill_seqs, *(i.seq for i in items)], anchor=self._last_user[0],
+                              query=r.request.query,
                               state_revision=r.state_rev if has_state else 0, extension=r.request.extension,
                               state_key=_update_key(r.state) if has_state else None)
         new = _Epoch(generation, start_seq, reason, kept_t, r.fingerprint)

@@ -125,17 +125,18 @@ def render_recalled(stored: Any) -> str:
 
 
 _RECALLED_LINE = re.compile(r"^\[seq (\d+) · ", re.M)
-_RECALL_SECTION = re.compile(r"<recalled-originals[^>\n]*>\n(.*?)\n</recalled-originals>", re.S)
+_RECALL_SECTION = re.compile(r"<(recalled-originals|loaded-skills)[^>\n]*>\n(.*?)\n</\1>", re.S)
 
 
 def recalled_seqs(text: str) -> list[int]:
     """Seqs of the originals :func:`render_recalled` quoted in ``text``, in order, each once.
 
-    Inside a ``<recalled-originals>`` section (the continuity engine's KernelContext) only that section is
-    read; a text without one (a ``recall``-kind view message) is read whole. A quoted body line that itself
-    starts with ``[seq N · `` would be counted too (the rendering has no closing marker).
+    Inside ``<recalled-originals>`` and ``<loaded-skills>`` sections (the continuity engine's KernelContext)
+    only those sections are read; a text without one (a ``recall``-kind view message) is read whole. A quoted
+    body line that itself starts with ``[seq N · `` would be counted too (the rendering has no closing marker).
     """
-    sections = _RECALL_SECTION.findall(text) if "<recalled-originals" in text else [text]
+    sections = ([body for _, body in _RECALL_SECTION.findall(text)]
+                if "<recalled-originals" in text or "<loaded-skills" in text else [text])
     return list(dict.fromkeys(int(m) for body in sections for m in _RECALLED_LINE.findall(body)))
 
 
