@@ -187,6 +187,7 @@ def test_recall_reaches_only_the_archival_region_and_follows_call_result_links(s
     fact = sess.add(UserMessage("deploy the relay"),
                     AssistantMessage("", (ToolCall("k1", "Bash", '{"command": "cat relay.conf"}'),)),
                     ToolResult("k1", "listen 0.0.0.0:8472 # ZX-4471 staging relay"))
+    sess.add(AssistantMessage("ok"))  # the agent's latest work names nothing to search for
     v = eng.materialize(sess.request(fact[-1], budget))
     assert eng.recall("ZX-4471") == []  # still in the epoch: nothing archival yet
     while not (v.status == "new_epoch" and v.metrics["epoch_start_seq"] > fact[-1]):
@@ -202,6 +203,26 @@ def test_recall_reaches_only_the_archival_region_and_follows_call_result_links(s
     assert delta.kind == "kernel_context" and 'type="delta"' in delta.content
     assert "listen 0.0.0.0:8472 # ZX-4471 staging relay" in delta.content
     assert v.tokens.recall_tokens > 0 and v.metrics["recalled_events"] == 2
+
+
+def test_a_snapshot_recalls_what_the_agents_latest_work_names(sess):
+    """Recall follows the work: the identifiers of the latest assistant turn and its tool results query the
+    archive at a rotation, as the user's latest turn does."""
+    eng = sess.engine(config={"context": {"recall_tokens": 2_000}})
+    budget = ContextBudget(100_000, 0, 1_000)
+    old = sess.add(AssistantMessage("", (ToolCall("k1", "Bash", '{"command": "grep -n QX-1188 billing/tax.py"}'),)),
+                   ToolResult("k1", "41: RATE_QX_1188 = Decimal('0.19')  # QX-1188 reduced rate"))
+    for _ in range(12):
+        sess.add(UserMessage(FILL))
+    work = sess.add(AssistantMessage("", (ToolCall("k2", "Edit", '{"file_path": "billing/tax.py", '
+                                                   '"old_string": "QX-1188", "new_string": "QX-1188-b"}'),)),
+                    ToolResult("k2", "ok"))
+    v = eng.materialize(sess.request(work[-1], budget))
+    assert v.metrics["rotated"] or v.epoch == 1
+    while not (v.status == "new_epoch" and v.metrics["epoch_start_seq"] > old[-1]):
+        v = eng.materialize(sess.request(sess.add(UserMessage(FILL))[0], budget))
+    snap = v.messages[1].content
+    assert "41: RATE_QX_1188 = Decimal('0.19')  # QX-1188 reduced rate" in snap  # recalled for the Edit's QX-1188
 
 
 def test_recall_takes_newest_matches_first_and_presents_them_chronologically(sess):

@@ -11,9 +11,13 @@ Every request gets a view built from the durable log, shaped as one *cache epoch
 
 Within an epoch each request is the previous request plus a new tail, byte for byte on
 :func:`~latch.engine.units.request_lines`: newly completed units are appended, then a delta when
-something changed (a higher canonical state revision whose text differs: the full current state;
-a changed extension; archival originals recalled for a new user turn). Recall and the episode index only reach the archival region
-(``seq < epoch start``). Rotation starts a new epoch (a fresh snapshot, then the newest whole units
+something changed (a canonical state whose update key differs, i.e. something the conversation does not
+show changed: the full current state, its goal stated once per epoch; a changed extension; archival
+originals recalled for a new user turn or for the agent's new work, the identifiers of its latest turn and
+tool results). Recall and the episode index only reach the archival region (``seq < epoch start``). A
+snapshot carries the canonical state with its working set (what the agent read, changed and ran), the
+bodies of skills the agent loaded that the epoch no longer holds (at most :data:`SKILL_TOKENS`), the episode
+index (at least :data:`INDEX_FLOOR_TOKENS` when the room allows) and recalled originals. Rotation starts a new epoch (a fresh snapshot, then the newest whole units
 up to three quarters of the effective ``recent_tokens``) when the epoch's conversation exceeds
 ``recent_tokens`` (reason ``"recent_tokens"``), when kernel deltas would push the request over the
 hard budget (``"hard_budget"``), when system/tools/session context change
@@ -26,8 +30,9 @@ then the instructions (system prompt and session context) and the canonical stat
 render budget, ``[context] state_tokens``, is reserved; it is rendered only when sent); the hard
 budget lowers ``recent_tokens`` when needed; recalled originals and the episode index share what
 is left after ``recent_tokens``, at most ``[context] recall_tokens`` per epoch: half for the
-snapshot (the episode index at most a quarter of that), the rest for recall deltas of later user
-turns (``episode_tokens`` is inside ``recall_tokens``). ``instructions + state + recent +
+snapshot (the episode index a quarter of that, or at least :data:`INDEX_FLOOR_TOKENS` of what the state's
+reservation left unused), the rest for recall deltas of later user turns and work (``episode_tokens`` is
+inside ``recall_tokens``); loaded skill bodies come first, within :data:`SKILL_TOKENS` and the room left. ``instructions + state + recent +
 recall + tools + extension <= window - reserve`` always holds; a single unit that cannot fit
 raises :class:`~latch.port.ContextOverflow` with the breakdown.
 
@@ -75,6 +80,10 @@ ENGINE_NAME = "continuity"
 INDEX_ENTRIES = 16
 INDEX_FLOOR_TOKENS = 512
 """A snapshot after a rotation gives the episode index at least this many tokens when the room allows."""
+WORK_TEXTS = 4
+WORK_CHARS = 2_000
+"""Recall follows the work: the latest assistant turn and up to ``WORK_TEXTS - 1`` of its tool results, each
+cut to ``WORK_CHARS`` characters, join the user's latest turn in the recall query."""
 SKILL_TOOLS = frozenset({"load_skill"})
 """Tools whose successful result is a skill body the agent loaded: retained verbatim across rotations."""
 SKILL_TOKENS = 4_000
@@ -212,6 +221,7 @@ class _Epoch:
         self.snapshot_state = ""  # body of the state section of the epoch's snapshot
         self.extension = ""
         self.anchor = 0
+        self.work_anchor = 0  # the latest assistant turn whose work the epoch's recall has searched for
         self.query: str | None = None
         self.recalled: set[int] = set()
 
@@ -391,6 +401,8 @@ class ContinuityEngine:
         self._last_user: tuple[int, str] = (0, "")
         self._errors: deque[str] = deque(maxlen=3)
         self._paths: deque[str] = deque(maxlen=8)
+        self._work: deque[str] = deque(maxlen=WORK_TEXTS)  # the latest assistant turn and its tool results
+        self._work_seq = 0  # seq of the latest assistant turn
         self._skill_calls: dict[str, str] = {}  # load_skill call id → skill name, until its result
         self._skills: dict[str, int] = {}  # skill name → seq of its newest loaded body, in load order
         self._provider: dict[str, Any] | None = None
@@ -445,6 +457,7 @@ class ContinuityEngine:
             self._revision = max(self._revision, km.revision)
         ep.show_units(bisect_right(closes, w))
         ep.anchor, ep.query = mp["recall_anchor"], mp["recall_query"]
+        ep.work_anchor = mp.get("recall_work_anchor", 0)
         self._watermark = w
         self._provider = mp["provider"]
         self._prev = _Prev(w, ep, len(ep.messages), tuple(mp["header_sha256"]), mp["common_prefix_tokens"])
@@ -473,11 +486,16 @@ class ContinuityEngine:
             elif isinstance(ev, ToolResult):
                 if ev.is_error and not ev.missing:
                     self._errors.append(ev.content[:300])
+                if not ev.missing:
+                    self._work.append(ev.content[:WORK_CHARS])
                 skill = self._skill_calls.pop(ev.call_id, None)
                 if skill is not None and not (ev.is_error or ev.missing):
                     self._skills.pop(skill, None)
                     self._skills[skill] = s.seq
             elif isinstance(ev, AssistantMessage):
+                self._work.clear()
+                self._work.append(ev.searchable_text()[:WORK_CHARS])
+                self._work_seq = s.seq
                 for c in ev.tool_calls:
                     if c.name in SKILL_TOOLS:
                         self._skill_calls[c.id] = _skill_name(c)
@@ -644,7 +662,8 @@ class ContinuityEngine:
         anchor = self._last_user[0] if new_user else new_ep.anchor
         query = request.query if request.query is not None else new_ep.query
         records.append((MATERIALIZATION, until, {**metrics, "status": view.status, "header_sha256": list(r.header),
-                                                  "recall_anchor": anchor, "recall_query": query}))
+                                                  "recall_anchor": anchor, "recall_query": query,
+                                                  "recall_work_anchor": self._work_seq}))
         self._writer.append_many(records)
         # commit (the records are durable)
         if new_ep is ep:
@@ -656,6 +675,7 @@ class ContinuityEngine:
             self._compact = None
         self._revision = max([self._revision, *(k.revision for k in self._epoch.kernel)])
         self._epoch.anchor, self._epoch.query = anchor, query
+        self._epoch.work_anchor = self._work_seq
         self._prev = _Prev(until, self._epoch, len(self._epoch.messages), r.header, metrics["common_prefix_tokens"])
         return view
 
@@ -689,7 +709,7 @@ class ContinuityEngine:
         recall_cap = max(0, min(config_recall_tokens(self._config, recent_eff), hard - base - recent_eff))
         goal = getattr(state, "goal", None)
         files = self._files(state)
-        query_texts = [request.query or "", self._last_user[1], goal if isinstance(goal, str) else "",
+        query_texts = [request.query or "", self._last_user[1], *self._work, goal if isinstance(goal, str) else "",
                        " ".join(files), *self._errors]
         return _Request(request, until, hard, fingerprint, header, session_msg, session_t, system_t, tools_t,
                         state, state_rev, state_budget, ext_sec, base, recent_eff, recall_cap, query_texts, files,
@@ -736,8 +756,10 @@ class ContinuityEngine:
         if fixed + (cost if sections else 0) > r.hard:
             return None, True
         items: list[RecalledEvent] = []
-        if new_user:
+        if new_user or self._work_seq > ep.work_anchor:  # a new user turn, or new work by the agent
             limit = min(r.recall_cap - ep.recall_used, r.hard - fixed - (cost if sections else wrapper))
+            if not new_user:  # the agent's own work takes at most half of what is left: a user's turn may ask
+                limit = min(limit, (r.recall_cap - ep.recall_used) // 2)
             items, text = self._recall(r, ep.start_seq, limit, ep.recalled)
             if items:
                 sections.append(("recall", text))
