@@ -38,6 +38,21 @@ def test_the_probe_counts_what_was_seen_before_and_what_the_view_holds():
     assert probe.score(events[3].event, masked, until_seq=3) == (3, 1)
 
 
+def test_a_tool_calls_parameter_names_are_not_needed_context():
+    """``old_string`` and ``file_path`` come from the Edit tool's schema, which every request carries; the
+    values are what the response took from the context."""
+    edit = ToolCall("c2", "Edit", json.dumps({"file_path": "src/app/export.py", "old_string": "user_id",
+                                              "new_string": "account_id", "replace_all": False}))
+    events = [_Stored(1, AssistantMessage("", (ToolCall("c1", "Edit", json.dumps(
+                  {"file_path": "src/app/a.py", "old_string": "x", "new_string": "y"})),))),
+              _Stored(2, ToolResult("c1", "ok: src/app/export.py reads user_id")),
+              _Stored(3, AssistantMessage("", (edit,)))]
+    probe = CoverageProbe(events)
+    view = type("V", (), {"messages": (ViewMessage("tool", "ok: src/app/export.py reads user_id"),)})
+    # needed: src/app/export.py and user_id (account_id is new); not file_path, old_string, new_string
+    assert probe.score(events[2].event, view, until_seq=2) == (2, 2)
+
+
 def test_bench_reports_coverage_per_request_and_per_engine():
     source = SessionSource(name="invoice", path=str(REPO / "examples" / "invoice-rounding.claude.jsonl"))
     wide = run_job("continuity", source, Budget("256k:32k:64k", 256_000, 32_000, 64_000))

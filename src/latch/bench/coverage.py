@@ -1,8 +1,9 @@
 """Needed-context coverage (issue 18 item 2): did the view still hold what the agent needed next?
 
 A deterministic, offline probe. For each model request N of a transcript, the *needed* identifiers are
-those the real agent's response N used (its text and its tool calls' arguments, as
-:meth:`latch.events.AssistantMessage.searchable_text` renders them) that had already appeared in the raw
+those the real agent's response N used (its text and its tool calls' names and argument values:
+:func:`response_text`; a parameter name comes from the tool schema every request carries) that had already
+appeared in the raw
 history before it (any earlier event's searchable text). Coverage of request N is the fraction of them
 present verbatim in view N (any message's content or tool-call arguments, the recall section included);
 a request that needed nothing has no coverage (``None``), not 1.
@@ -26,7 +27,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["identifiers", "view_text", "CoverageProbe"]
+__all__ = ["identifiers", "response_text", "view_text", "CoverageProbe"]
 
 _RUN = re.compile(r"[A-Za-z0-9_./\-]{4,}")
 _DOTTED = re.compile(r"\.[A-Za-z]")
@@ -46,6 +47,30 @@ def identifiers(text: str) -> list[str]:
                 or (_LETTER.search(tok) and len(_DIGITS.findall(tok)) >= 4)):
             out[tok] = None
     return list(out)
+
+
+def _values(value: Any) -> list[str]:
+    """The scalar values of parsed JSON (strings, numbers), depth first; keys are left out."""
+    if isinstance(value, dict):
+        return [v for x in value.values() for v in _values(x)]
+    if isinstance(value, list):
+        return [v for x in value for v in _values(x)]
+    return [] if value is None or isinstance(value, bool) else [str(value)]
+
+
+def response_text(event: Any) -> str:
+    """What a response says: an assistant message's text and its tool calls' names and argument *values* (a
+    parameter name such as ``old_string`` comes from the tool's schema, which every request carries, not from
+    the context); any other event's searchable text."""
+    calls = getattr(event, "tool_calls", None)
+    if calls is None:
+        return event.searchable_text()
+    parts = [event.text] if event.text else []
+    for c in calls:
+        value = c.args()
+        parts.append(c.name)
+        parts.extend(_values(value) if isinstance(value, (dict, list)) else [c.arguments])
+    return "\n".join(parts)
 
 
 def view_text(view: Any) -> str:
@@ -83,7 +108,7 @@ class CoverageProbe:
     def score(self, response: Any, view: Any, until_seq: int) -> tuple[int, int]:
         """``(needed, present)``: identifiers of ``response`` seen before it, and how many of them view holds."""
         self._advance(until_seq)
-        needed = [t for t in identifiers(response.searchable_text()) if t in self._seen]
+        needed = [t for t in identifiers(response_text(response)) if t in self._seen]
         if not needed:
             return 0, 0
         text = view_text(view)
