@@ -248,6 +248,33 @@ def test_compact_starts_a_new_epoch_and_keeps_the_log(agent):
     assert not any("alpha0x1" in m.content for m in step.view.messages if m.kind == "conversation")
 
 
+def test_the_model_ends_its_epoch_with_the_compact_tool_and_a_handoff_note(agent):
+    note = "parser fixed in src/p.py; next: run the lexer tests, they were flaky"
+    a = agent([oa(calls=[("c1", "compact", {"note": note})]), oa("continuing from the note")])
+    _bulk_session(a, 3)
+    first = a.loop.turn()
+    (res,) = first.results
+    assert not res.is_error and "fresh context epoch" in res.content
+    second = a.loop.turn()
+    view = second.view
+    assert view.epoch == first.view.epoch + 1 and view.metrics["rotation_reason"] == "manual_compact"
+    assert [m for m in view.messages if m.kind == "conversation"] == []  # no earlier conversation
+    snapshot = next(m.content for m in view.messages if m.kind == "kernel_context")
+    assert f"Handoff: {note}" in snapshot  # the note is in the canonical state of the new epoch
+    notes = canonical_state(a.store, a.sid).notes
+    assert [n["text"] for n in notes] == [f"Handoff: {note}"]
+    assert "alpha0x1" in json.dumps([s.event.searchable_text() for s in a.store.events(a.sid)])  # nothing deleted
+
+
+def test_a_refused_compact_call_leaves_the_epoch_alone(agent):
+    a = agent([oa(calls=[("c1", "compact", {"note": ""})]), oa("ok")])
+    _bulk_session(a, 3)
+    first = a.loop.turn()
+    (res,) = first.results
+    assert res.is_error  # an empty note fails its schema: nothing recorded, no compaction
+    assert a.loop.turn().view.epoch == first.view.epoch
+
+
 def test_binary_or_huge_repository_instructions_warn_and_binary_is_not_sent(tmp_path):
     """Found by a new-user trial: a binary AGENTS.md was sent to the model as U+FFFD and control bytes."""
     import os as _os

@@ -91,7 +91,7 @@ SCHEMA_DUMP = ("import json; from latch.agent.tools import builtin_tools; "
 def test_schemas_are_constant_in_a_fixed_order_and_byte_identical_across_processes():
     tools = builtin_tools()
     names = [t.NAME for t in tools]
-    assert names == ["read_file", "write_file", "edit_file", "shell", "process_output", "search_history",
+    assert names == ["read_file", "write_file", "edit_file", "shell", "process_output", "search_history", "compact",
                      *[t["name"] for t in KERNEL_TOOLS]]
     assert [t.SCHEMA["name"] for t in tools] == names
     assert all(list(t.SCHEMA) == ["name", "description", "input_schema"] for t in tools)
@@ -102,9 +102,9 @@ def test_schemas_are_constant_in_a_fixed_order_and_byte_identical_across_process
     other = subprocess.run([sys.executable, "-c", SCHEMA_DUMP], capture_output=True, text=True, env=env,
                            check=True, cwd=ROOT).stdout.rstrip("\n")
     assert other == first
-    assert [t.MUTATES for t in tools[:6]] == [False, True, True, True, False, False]
-    assert not any(t.MUTATES for t in tools[6:])
-    kernel_schemas = [t.SCHEMA for t in tools[6:]]
+    assert [t.MUTATES for t in tools[:7]] == [False, True, True, True, False, False, False]
+    assert not any(t.MUTATES for t in tools[7:])
+    kernel_schemas = [t.SCHEMA for t in tools[7:]]
     assert kernel_schemas == KERNEL_TOOLS
 
 

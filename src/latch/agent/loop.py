@@ -50,6 +50,7 @@ from .permissions import Decision, PermissionPolicy
 from .steering import SteeringInbox, pending_tool_calls
 from .supervisor import ChildPolicyError, Supervisor
 from .tools import Tool, ToolContext, ToolOutcome, run_tool
+from .tools.compact import Compact
 from .tools.processes import ProcessManager
 
 __all__ = ["AgentError", "AgentLoop", "Observer", "Step", "RunOutcome", "WIRE_FORMATS", "parse_response",
@@ -643,6 +644,8 @@ class AgentLoop:
         if counted is not None:
             self._correct(counted, max(view.tokens.total_tokens, res.recounted_tokens or 0), "usage")
         results = tuple(self._call(c) for c in message.tool_calls)
+        if any(c.name == Compact.NAME and not r.is_error for c, r in zip(message.tool_calls, results)):
+            self.compact("model")  # the model asked for it: every call has its result, a safe boundary
         return Step(number, res, body, message, usage, results)
 
     def harness_prompt(self) -> HarnessPrompt:

@@ -17,6 +17,7 @@ from .agents import SpawnAgent
 from .base import (OUTCOME_LIMIT_BYTES, Tool, ToolContext, ToolError, ToolOutcome, bound_text, check_arguments,
                    run_tool, tool_schemas, workspace_path)
 from .files import EditFile, ReadFile, WriteFile
+from .compact import Compact
 from .kernel import KERNEL_AGENT_TOOLS, KernelTool
 from .processes import ProcessManager
 from .search_history import SearchHistory
@@ -24,11 +25,11 @@ from .shell import ProcessOutput, Shell
 
 __all__ = ["Tool", "ToolContext", "ToolOutcome", "ToolError", "run_tool", "builtin_tools", "tool_schemas",
            "check_arguments", "workspace_path", "bound_text", "OUTCOME_LIMIT_BYTES", "ProcessManager",
-           "ReadFile", "WriteFile", "EditFile", "Shell", "ProcessOutput", "SearchHistory", "KernelTool",
+           "ReadFile", "WriteFile", "EditFile", "Shell", "ProcessOutput", "SearchHistory", "Compact", "KernelTool",
            "BUILTIN_TOOL_CLASSES", "SpawnAgent", "agent_tools"]
 
 BUILTIN_TOOL_CLASSES: tuple[type, ...] = (ReadFile, WriteFile, EditFile, Shell, ProcessOutput, SearchHistory,
-                                         *KERNEL_AGENT_TOOLS)
+                                         Compact, *KERNEL_AGENT_TOOLS)
 """The built-in tool classes in their fixed order."""
 
 _TOOLS: tuple[Tool, ...] = tuple(cls() for cls in BUILTIN_TOOL_CLASSES)
@@ -36,7 +37,7 @@ _TOOLS: tuple[Tool, ...] = tuple(cls() for cls in BUILTIN_TOOL_CLASSES)
 
 def builtin_tools() -> tuple[Tool, ...]:
     """The built-in tools in their fixed order: read_file, write_file, edit_file, shell, process_output,
-    search_history, then every kernel tool in :data:`~latch.kernel.tools.KERNEL_TOOLS` order (stateless
+    search_history, compact, then every kernel tool in :data:`~latch.kernel.tools.KERNEL_TOOLS` order (stateless
     instances, shared)."""
     return _TOOLS
 
