@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from corpus_support import REPO
-from latch.bench.coverage import CoverageProbe, identifiers
-from latch.bench.harness import Budget, SessionSource, markdown_table, run_job, summarize
+from latch.bench.coverage import CoverageProbe, WorkingSetProbe, identifiers
+from latch.bench.harness import Budget, SessionSource, markdown_table, run_job, summarize, verdicts
 from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
 from latch.port import ViewMessage
 
@@ -64,3 +64,22 @@ def test_bench_reports_coverage_per_request_and_per_engine():
     assert row["coverage"] == 1.0 and row["coverage_needed"] == wide["coverage_needed"]
     assert "needed-context coverage" in markdown_table([row]).splitlines()[0]
     assert "| 100.0% |" in markdown_table([row]).splitlines()[2]
+
+
+def test_working_set_coverage_counts_the_files_touched_so_far_that_the_view_names():
+    read = AssistantMessage("", (ToolCall("c1", "Read", json.dumps({"file_path": "/home/me/repo/src/app.py"})),))
+    edit = AssistantMessage("", (ToolCall("c2", "Edit", json.dumps({"file_path": "/home/me/repo/lib/util.py",
+                                                                   "old_string": "a", "new_string": "b"})),))
+    events = [_Stored(1, read), _Stored(2, ToolResult("c1", "x = 1")), _Stored(3, edit), _Stored(4, ToolResult("c2", "ok"))]
+    probe = WorkingSetProbe(events)
+    state = type("V", (), {"messages": (ViewMessage("user", "Working set: files\n- src/app.py: read ×1"),)})
+    assert probe.score(state, until_seq=2) == (1, 1)  # a workspace-relative path names the file
+    assert probe.score(state, until_seq=4) == (2, 1)  # util.py is not named
+
+
+def test_the_verdict_compares_with_the_best_baseline_that_refused_no_more():
+    rows = [{"engine": "continuity", "budget": "32k", "coverage": 0.8, "cost_usd_total": 10.0, "frontier": "yes"},
+            {"engine": "sliding-window", "budget": "32k", "coverage": 0.85, "cost_usd_total": 30.0, "frontier": "yes"},
+            {"engine": "raw-history", "budget": "32k", "coverage": 0.99, "cost_usd_total": 2.0, "frontier": "refuses"}]
+    assert verdicts(rows) == ["- **32k**: continuity covers 80.0% of the needed context < sliding-window's 85.0% "
+                              "(the best baseline) at 33% of its dollars; on the cost/coverage frontier."]

@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["identifiers", "response_text", "view_text", "CoverageProbe"]
+__all__ = ["identifiers", "response_text", "view_text", "CoverageProbe", "WorkingSetProbe"]
 
 _RUN = re.compile(r"[A-Za-z0-9_./\-]{4,}")
 _DOTTED = re.compile(r"\.[A-Za-z]")
@@ -113,3 +113,37 @@ class CoverageProbe:
             return 0, 0
         text = view_text(view)
         return len(needed), sum(1 for t in needed if t in text)
+
+
+class WorkingSetProbe:
+    """Working-set coverage: of the files the session's tool calls had named up to a request (their path
+    arguments, :meth:`latch.events.ToolCall.paths`, each under 300 characters), how many the view names
+    (the path, or its last two components, verbatim anywhere in it). :meth:`score` ``(view, until_seq)`` gives
+    ``(touched, named)``; the history is read once, in seq order."""
+
+    def __init__(self, events: Iterable[Any]):
+        self._events = iter(events)
+        self._pending: Any = None
+        self._paths: dict[str, None] = {}
+
+    def score(self, view: Any, until_seq: int) -> tuple[int, int]:
+        while True:
+            stored = self._pending if self._pending is not None else next(self._events, None)
+            self._pending = None
+            if stored is None:
+                break
+            if stored.seq > until_seq:
+                self._pending = stored
+                break
+            for call in getattr(stored.event, "tool_calls", ()) or ():
+                self._paths.update((p, None) for p in call.paths() if 0 < len(p) < 300)
+        if not self._paths:
+            return 0, 0
+        text = view_text(view)
+        return len(self._paths), sum(1 for p in self._paths if p in text or _tail(p) in text)
+
+
+def _tail(path: str) -> str:
+    """The last two components of ``path`` (``src/app.py`` of ``/home/me/repo/src/app.py``)."""
+    parts = [x for x in path.replace("\\", "/").split("/") if x]
+    return "/".join(parts[-2:]) if len(parts) > 1 else path

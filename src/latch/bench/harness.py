@@ -63,7 +63,7 @@ from ..port import ContextBudget, SessionContext
 from ..providers import to_anthropic_messages, to_openai_chat, validate_anthropic_messages, validate_openai_chat
 from ..store import EventStore
 from ..textsafe import atomic_path, dumps, write_text
-from .coverage import CoverageProbe
+from .coverage import CoverageProbe, WorkingSetProbe
 from .executor import SchedulerError, run_tasks
 from .scenario import ScenarioModel
 from .stress import CONSTRAINT, DECISION, DIAGNOSTIC, MODEL, SYSTEM_PROMPT, TOOLS, WORKSPACE, _plant, _screenshots
@@ -305,9 +305,13 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
     costs: list[float | None] = []
     priced = pricing.CostTotals()
     probe = CoverageProbe(events)
+    working = WorkingSetProbe(events)
     by_seq = {s.seq: s.event for s in events}
     coverage: list[float | None] = []
     needed_total = present_total = 0
+    touched_total = named_total = 0
+    written_total = rewritten_total = 0
+    prev_tokens: int | None = None
     last_view = None
     for k, res in enumerate(loop.replay(requests)):
         seconds.append(res.seconds)
@@ -326,6 +330,14 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
         priced.add(would)
         costs.append(pricing.usd(would.usd) if would is not None else None)
         last_view = view
+        sent = res.recounted_tokens or 0
+        written = max(0, sent - res.common_prefix_tokens)
+        written_total += written
+        if prev_tokens and res.common_prefix_tokens < pricing.REWRITE_READ_SHARE * prev_tokens:
+            rewritten_total += written  # the cached prefix was not reused: the view wrote it again
+        prev_tokens = sent
+        touched, named = working.score(view, res.until_seq)
+        touched_total, named_total = touched_total + touched, named_total + named
         if req is not None and req.seq in by_seq:
             needed, present = probe.score(by_seq[req.seq], view, res.until_seq)
             needed_total, present_total = needed_total + needed, present_total + present
@@ -360,6 +372,8 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
         "survival": {label: [sum(v), len(v)] for label, v in survival.items()},
         "final_view_messages": len(last_view.messages) if last_view is not None else 0,
         "coverage": coverage, "coverage_needed": needed_total, "coverage_present": present_total,
+        "working_set_touched": touched_total, "working_set_named": named_total,
+        "cache_write_tokens": written_total, "rewrite_write_tokens": rewritten_total,
         "cost": costs, "cost_usd": pricing.usd(priced.usd),
         "cost_cache_read_tokens": priced.cache_read, "cost_input_tokens": priced.input_tokens,
         "cost_output_tokens": priced.output, "cache_read_share": _round(priced.cache_read_share),
@@ -440,6 +454,8 @@ def summarize(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         checked = sum(r["survival"][k][1] for r in ok for k in r["survival"])
         peaks = [r["peak_mb"] for r in ok if r.get("peak_mb") is not None]
         needed_present = (sum(r.get("coverage_needed", 0) for r in ok), sum(r.get("coverage_present", 0) for r in ok))
+        touched = sum(r.get("working_set_touched", 0) for r in ok)
+        written = sum(r.get("cache_write_tokens", 0) for r in ok)
         paid = [r for r in ok if r.get("cost_usd") is not None]
         usd_total = sum(r["cost_usd"] for r in paid) if paid else None
         reads = sum(r["cost_cache_read_tokens"] for r in paid)
@@ -457,6 +473,10 @@ def summarize(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "needle_checks": checked,
             "coverage": round(needed_present[1] / needed_present[0], 3) if needed_present[0] else None,
             "coverage_needed": needed_present[0],
+            "working_set_coverage": round(sum(r.get("working_set_named", 0) for r in ok) / touched, 3)
+            if touched else None,
+            "rewrite_waste": round(sum(r.get("rewrite_write_tokens", 0) for r in ok) / written, 3) if written else None,
+            "tokens_per_session": round(sum(toks) / len(ok)) if ok else None,
             "protocol_invalid": sum(len(r["protocol_invalid"]) for r in ok),
             "budget_violations": sum(len(r["budget_violations"]) for r in ok),
             "refused": sum(r["refused"] for r in ok),
@@ -492,6 +512,8 @@ _COLUMNS = (("engine", "engine"), ("budget", "budget (window:reserve:recent)"),
             ("frontier", "cost/coverage frontier"), ("sessions", "sessions"), ("requests", "requests"), ("tokens_per_request", "tokens/request (mean)"), ("tokens_total", "tokens total"),
             ("cacheability_median", "cacheability median"), ("cacheability_p10", "cacheability p10"),
             ("needle_survival", "needle survival"), ("coverage", "needed-context coverage"),
+            ("working_set_coverage", "working-set coverage"), ("rewrite_waste", "cache-write rewrite waste"),
+            ("tokens_per_session", "tokens/session"),
             ("protocol_invalid", "protocol-invalid requests"),
             ("budget_violations", "budget violations"), ("refused", "refused (overflow)"),
             ("materialize_p50_ms", "materialize p50 ms"), ("materialize_p99_ms", "materialize p99 ms"),
@@ -503,13 +525,35 @@ _COLUMNS = (("engine", "engine"), ("budget", "budget (window:reserve:recent)"),
 def _cell(key: str, v: Any) -> str:
     if v is None:
         return "–"
-    if key in ("cacheability_median", "cacheability_p10", "needle_survival", "cache_read_share", "coverage"):
+    if key in ("cacheability_median", "cacheability_p10", "needle_survival", "cache_read_share", "coverage",
+               "working_set_coverage", "rewrite_waste"):
         return f"{100 * v:.1f}%"
     if key in ("cost_usd_total", "cost_usd_per_session"):
         return pricing.format_usd(v)
     if isinstance(v, int):
         return f"{v:,}"
     return str(v)
+
+
+def verdicts(rows: Sequence[Mapping[str, Any]], engine: str = "continuity") -> list[str]:
+    """One line per budget: how ``engine`` compares with the baseline of the best needed-context coverage among
+    the engines that refused no more than the fewest did (coverage, dollars, the frontier)."""
+    out = []
+    for budget in dict.fromkeys(r["budget"] for r in rows):
+        at = [r for r in rows if r["budget"] == budget]
+        mine = next((r for r in at if r["engine"] == engine), None)
+        fair = [r for r in at if r["engine"] != engine and r["frontier"] != "refuses" and r["coverage"] is not None]
+        if mine is None or mine["coverage"] is None or not fair:
+            continue
+        best = max(fair, key=lambda r: (r["coverage"], -(r["cost_usd_total"] or 0)))
+        dollars = (f"{mine['cost_usd_total'] / best['cost_usd_total']:.0%} of its dollars"
+                   if mine["cost_usd_total"] is not None and best["cost_usd_total"] else "dollars not comparable")
+        better = mine["coverage"] >= best["coverage"]
+        out.append(f"- **{budget}**: {engine} covers {_cell('coverage', mine['coverage'])} of the needed context "
+                   f"{'≥' if better else '<'} {best['engine']}'s {_cell('coverage', best['coverage'])} (the best "
+                   f"baseline) at {dollars}; {'on' if mine['frontier'] == 'yes' else 'not on'} the cost/coverage "
+                   "frontier.")
+    return out
 
 
 def markdown_table(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -565,7 +609,10 @@ def write_report(out: str | os.PathLike[str], results: Sequence[Mapping[str, Any
           "early fact was in the view or returned by the engine's recall. Rows are sorted per budget by the "
           "cost/coverage frontier: engines no other beats on both dollars and needed-context coverage first, "
           "cheapest first; an engine that refused more requests than the fewest any engine refused at that budget "
-          "is never on it (its dollars and coverage are over fewer requests).", "", markdown_table(rows), ""]
+          "is never on it (its dollars and coverage are over fewer requests). Working-set coverage: of the files the "
+          "session had read or changed so far, the share each view names; cache-write rewrite waste: the share of "
+          "the views' cache-write tokens spent on requests that did not reuse the previous request's prefix.", "",
+          markdown_table(rows), "", *verdicts(rows), ""]
     md += [*cost_table(results), ""]
     if notes:
         md += ["Failed jobs:", *notes, ""]
