@@ -17,3 +17,16 @@ def test_no_re_reads_and_every_fact_answered_through_many_rotations(tmp_path):
     # each fact was searched at most once, and every answer line is in the run's output
     assert max(agent.searches.values()) <= 1
     assert all(f"{k} = {v}" in proc.stdout for k, v in agent.facts.items())
+
+
+def test_a_small_window_reads_large_files_in_pages_sized_to_the_room_left(tmp_path):
+    """The README's local-model budget (8,192 window, 1,024 reserve) with every default tool: the 16 KB files
+    are read in pages that fit what the tool schemas leave, so no request overflows; each page is read once
+    while the state's small budget still lists the file (re-reads start when the working set outgrows it)."""
+    agent, proc, epochs = run_latch(tmp_path, files=10, lines=240, window=8_192, reserve=1_024, recent=None,
+                                    tools=None, max_turns=60)
+    assert proc.returncode == 3, proc.stderr[-2000:]  # --max-turns, not an overflow (exit 1)
+    assert "cannot hold" not in proc.stderr + proc.stdout
+    assert agent.requests == 60 and epochs >= 30
+    assert len(agent.reads) >= 4 and all(n == 1 for n in agent.pages.values())  # every page read once so far
+    assert max(offset for _, offset in agent.pages) > 10_000  # deep into the files, page by page

@@ -96,10 +96,13 @@ def test_task_switch_keeps_task_y_in_every_view_at_recent_300(tmp_path, switchin
 
 
 def test_the_check_fails_when_the_state_forgets_instructions(tmp_path, switching_file, monkeypatch):
-    # main before issue 12 item 7: no derived goal, so task Y was nowhere in the view at --recent 300
+    # no derived goal, no recall, no episode index (an engine that forgets all three): task Y is nowhere in the view at --recent 300
+    from latch.engine.continuity import ContinuityEngine
     from latch.kernel.state import SessionReducer
 
     monkeypatch.setattr(SessionReducer, "_instruction", lambda self, pos, fact: False)
+    monkeypatch.setattr(ContinuityEngine, "_recall", lambda self, *a, **kw: ([], ""))
+    monkeypatch.setattr(ContinuityEngine, "_index", lambda self, *a, **kw: "")  # its topics quote user turns
     res = _replay(tmp_path, switching_file)
     assert res.exit_code == 1
     assert "✗ latest user instruction present in every view (" in res.output

@@ -43,14 +43,18 @@ def test_guarded_edit_is_rejected_after_an_out_of_band_change(store, ws):
     assert s.render(10_000, estimate_tokens) == ("Canonical state\nGoal: (not set)\n"
                                                  "Files changed outside the agent (re-read before editing):\n- app.py\n"
                                                  "Working set: files (newest first; re-read only what changed):\n"
-                                                 f"- app.py: read ×1 (6 bytes, sha256 {page.sha256[:12]})")
+                                                 f"- app.py: read ×1 (6 bytes, sha256 {page.sha256[:8]})")
     # the model re-reads, then the write goes through
     again = read_file(store, sid, root / "app.py")
     result = guarded_write(store, sid, "app.py", b"x = 2\n", again.sha256)
     assert result.changed and (root / "app.py").read_bytes() == b"x = 2\n"
     s = state(store, sid)
     assert s.generation == 1 and not by(s.files, "path")["app.py"]["external_change"]
-    assert s.is_empty and s.render(10_000, estimate_tokens) == ""  # files are in to_json(), not in the view
+    # no external change left; the working set says what the agent did to the file (the hash of the bytes it
+    # wrote; their size is not recorded by the write)
+    assert not s.is_empty and s.render(10_000, estimate_tokens) == (
+        "Canonical state\nGoal: (not set)\nWorking set: files (newest first; re-read only what changed):\n"
+        f"- app.py: read ×2, changed ×1 by guarded_write, changed after the last read (sha256 {sha(b'x = 2' + bytes([10]))[:8]})")
 
 
 def test_touch_with_identical_bytes_is_not_a_change(store, ws):
@@ -141,3 +145,22 @@ def test_a_new_file_gets_the_umask_mode_not_mkstemps_0600(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "new.txt").stat().st_mode) == 0o644
+
+
+def test_pages_sized_to_a_token_limit_and_the_working_set_tracks_how_far_a_file_was_read(store, ws):
+    root, sid = ws
+    data = "".join(f"line {i}: the survey crew logged reading {i * 13 % 997}\n" for i in range(400)).encode()
+    (root / "log.txt").write_bytes(data)
+    offset, pages = 0, []
+    while offset is not None:
+        page = read_file(store, sid, "log.txt", offset=offset, estimate=estimate_tokens, limit_tokens=300)
+        assert estimate_tokens(page.content) <= 300 and page.tokens <= 300
+        pages.append(page)
+        lines = state(store, sid).render(10_000, estimate_tokens).splitlines()
+        (line,) = [x for x in lines if x.startswith("- log.txt: ")]
+        if page.next_offset is not None:
+            assert line == f"- log.txt: read ×{len(pages)}, bytes 0..{page.next_offset:,} of {len(data):,} so far"
+        offset = page.next_offset
+    assert len(pages) > 5 and b"".join(p.content.split("\n[…")[0].encode() for p in pages) == data
+    # read to the end: the whole file, its size and hash
+    assert line == f"- log.txt: read ×{len(pages)} ({len(data):,} bytes, sha256 {sha(data)[:8]})"

@@ -4,9 +4,11 @@ Served by :func:`fake_providers.serve_openai` (``ViewDrivenAgent`` is a script e
 request body), it works through a task over a workspace of files, each holding one planted fact line
 (``FACT-3 = amber-7731``) in its middle:
 
-1. **Read phase.** Each file in order: when neither its content (its first line) nor a record of having read
-   it (a ``read_file`` call naming it, or a line of the canonical state's working set, ``- NAME: read ×``) is
-   in the request, it calls ``read_file`` (a *re-read* when it had read that file before).
+1. **Read phase.** Each file in order, page by page: the latest ``read_file`` call naming it in the request and
+   its result say where it stands (a ``continue with offset=N`` footer: the next page is at N; none: read to
+   the end); without one, the canonical state's working set line (``- NAME: read ×k``, with ``, bytes 0..E of
+   S so far`` for a partial read) says it; with neither, the file is unread. It calls ``read_file`` for the
+   next page it needs (a *re-read* when it had read that page before).
 2. **Fact phase.** Each planted fact: when ``FACT-i = value`` is in the request but not yet in a note, it calls
    ``add_note`` with that line; when it is nowhere in the request, it calls ``search_history("FACT-i")`` (once
    per fact; a fact still missing after that is *lost*).
@@ -64,7 +66,8 @@ class ViewDrivenAgent:
     def __init__(self, files: list[str], facts: dict[str, str]):
         self.files = files
         self.facts = facts
-        self.reads: Counter[str] = Counter()
+        self.reads: Counter[str] = Counter()  # first pages read, per file
+        self.pages: Counter[tuple[str, int]] = Counter()  # reads per (file, offset)
         self.re_reads = 0
         self.searches: Counter[str] = Counter()
         self.answered: dict[str, str] = {}
@@ -77,20 +80,41 @@ class ViewDrivenAgent:
         return Reply(tool_calls=(ToolUse(f"call_{self._ids}", name, json.dumps(args)),),
                      usage={"prompt_tokens": 1000, "completion_tokens": 20})
 
-    def _has_read(self, text: str, name: str) -> bool:
-        first_line = f"{name}: field notes"
-        return (first_line in text or re.search(rf"^- {re.escape(name)}: read ×", text, re.M) is not None
-                or f'"path": "{name}"' in text or f'"path":"{name}"' in text)
+    @staticmethod
+    def _next_page(body: dict[str, Any], text: str, name: str) -> int | None:
+        """The offset of the next page of ``name`` to read, or ``None`` when the request shows it read to the end."""
+        calls: dict[str, int] = {}
+        latest: tuple[int, str] | None = None  # (offset, result) of the newest read of name in the request
+        for m in body.get("messages", []):
+            for call in m.get("tool_calls") or ():
+                fn = call.get("function", {})
+                try:
+                    args = json.loads(fn.get("arguments") or "{}")
+                except ValueError:
+                    continue
+                if fn.get("name") == "read_file" and args.get("path") == name:
+                    calls[call.get("id", "")] = int(args.get("offset", 0))
+            if m.get("role") == "tool" and m.get("tool_call_id") in calls:
+                latest = (calls[m["tool_call_id"]], m.get("content") or "")
+        if latest is not None:
+            more = re.search(r"continue with offset=(\d+)\]$", latest[1].rstrip())
+            return int(more.group(1)) if more else None
+        line = re.search(rf"^- {re.escape(name)}: read ×\d+(?:, bytes 0\.\.([\d,]+) of [\d,]+ so far)?", text, re.M)
+        if line is not None:
+            return int(line.group(1).replace(",", "")) if line.group(1) else None
+        return 0
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         self.requests += 1
         text = request_text(body)
         for name in self.files:
-            if not self._has_read(text, name):
-                if self.reads[name]:
+            offset = self._next_page(body, text, name)
+            if offset is not None:
+                if self.pages[(name, offset)]:
                     self.re_reads += 1
-                self.reads[name] += 1
-                return self._call("read_file", path=name)
+                self.pages[(name, offset)] += 1
+                self.reads[name] += offset == 0
+                return self._call("read_file", path=name, **({"offset": offset} if offset else {}))
         for key, value in self.facts.items():
             line = f"{key} = {value}"
             if line in text:
@@ -107,7 +131,8 @@ class ViewDrivenAgent:
 
 
 def run_latch(tmp_path: Path, *, files: int = 24, lines: int = 40, window: int = 10_000, reserve: int = 1_024,
-              recent: int = 2_000, max_turns: int = 150, timeout: float = 900) -> tuple[ViewDrivenAgent, Any, int]:
+              recent: int | None = 2_000, max_turns: int = 150, tools: str | None = "read_file,search_history,add_note",
+              timeout: float = 900) -> tuple[ViewDrivenAgent, Any, int]:
     """``latch run`` (the real CLI in a subprocess) on a planted workspace under ``tmp_path / "ws"``, driven by a
     :class:`ViewDrivenAgent` over a loopback OpenAI-compatible server. Returns ``(agent, completed process, the
     number of cache epochs the run's views went through)``."""
@@ -131,8 +156,9 @@ def run_latch(tmp_path: Path, *, files: int = 24, lines: int = 40, window: int =
         proc = subprocess.run(
             [sys.executable, "-m", "latch", "--db", str(db), "run", "Read every notes file, then report each FACT line",
              "--provider", "openai-compatible", "--base-url", server.base_url, "--model", "view-driven",
-             "--window", str(window), "--reserve", str(reserve), "--recent", str(recent),
-             "--tools", "read_file,search_history,add_note", "--max-turns", str(max_turns), "--yes"],
+             "--window", str(window), "--reserve", str(reserve),
+             *(["--recent", str(recent)] if recent is not None else []), *(["--tools", tools] if tools else []),
+             "--max-turns", str(max_turns), "--yes"],
             cwd=ws, env=env, capture_output=True, text=True, timeout=timeout)
     with sqlite3.connect(db) as con:
         (epochs,) = con.execute("SELECT count(*) FROM kernel_records WHERE kind = 'epoch'").fetchone()

@@ -268,6 +268,24 @@ class RunOutcome:
     steps: list[Step] = field(default_factory=list)
 
 
+MIN_RESULT_TOKENS = 256
+"""The smallest page a tool result is cut to, however small the window."""
+
+
+def result_room(view: ContextView) -> int:
+    """Tokens one tool result may take so that its unit (the call and the result) fits the conversation of
+    the next view: three quarters of the engine's effective recent limit (``metrics["recent_limit_tokens"]``,
+    what the hard budget leaves the conversation), else of half of what the instructions, tools, state and
+    extension leave of the hard limit; at least :data:`MIN_RESULT_TOKENS`."""
+    recent = (view.metrics or {}).get("recent_limit_tokens")
+    if not isinstance(recent, int) or recent <= 0:
+        t = view.tokens
+        hard = view.budget.hard_limit_tokens if view.budget is not None else t.total_tokens
+        recent = (hard - t.instructions_tokens - t.tools_tokens - t.state_tokens - t.extension_tokens
+                  - t.harness_tokens) // 2
+    return max(MIN_RESULT_TOKENS, recent * 3 // 4)
+
+
 class AgentLoop:
     """The loop of one session (see the module docstring).
 
@@ -303,6 +321,9 @@ class AgentLoop:
         self.group, self.group_agent = group, group_agent
         if tool_context is not None and group is not None:
             tool_context = replace(tool_context, group=(group, group_agent))
+        self._room: int | None = None  # tokens one tool result may take in the next view (from the latest view)
+        if tool_context is not None and tool_context.room is None:
+            tool_context = replace(tool_context, room=lambda: self._room)
         self.tool_context, self.tool_runner, self.supervisor = tool_context, tool_runner, supervisor
         self.system_prompt = system_prompt
         self._spawned: set[str] = set()
@@ -453,7 +474,7 @@ class AgentLoop:
             processes = ProcessManager(self.store, child_id, self.tool_context.workspace)
             loop.tool_context = ToolContext(workspace=self.tool_context.workspace, store=self.store,
                                             session_id=child_id, processes=processes,
-                                            estimate=loop.setup.counter.text)
+                                            estimate=loop.setup.counter.text, room=lambda: loop._room)
         return loop
 
     def _run_child(self, child_id: str, spawned: bool) -> Any:
@@ -578,6 +599,7 @@ class AgentLoop:
         res = self.requests.run(None, where=f"request {self.turns + 1}")
         if res.view is None:
             raise AgentError(f"the context cannot hold the next request: {res.overflow}")
+        self._room = result_room(res.view)
         bad = res.budget_violations + res.protocol_violations
         if bad:
             raise AgentError(f"refusing to send an invalid view: {bad[0]}")

@@ -81,11 +81,13 @@ def _default_estimate() -> Callable[[str], int]:
 
 
 def bounded_page(data: bytes, offset: int = 0, estimate: Callable[[str], int] | None = None,
-                 *, label: str = "file") -> tuple[str, int | None, int]:
-    """``(content, next_offset, tokens)`` of the largest page of ``data`` from byte ``offset`` within both bounds.
+                 *, label: str = "file", limit_tokens: int = PAGE_LIMIT_TOKENS) -> tuple[str, int | None, int]:
+    """``(content, next_offset, tokens)`` of the largest page of ``data`` from byte ``offset`` within
+    :data:`PAGE_LIMIT_BYTES` bytes and ``limit_tokens`` tokens (at most :data:`PAGE_LIMIT_TOKENS`).
 
     Invalid UTF-8 is replaced (U+FFFD). ``ValueError`` for an offset outside the data.
     """
+    limit_tokens = max(1, min(limit_tokens, PAGE_LIMIT_TOKENS))
     if not 0 <= offset <= len(data):
         raise ValueError(f"offset {offset} is outside the {label} ({len(data)} bytes)")
     estimate = estimate or _default_estimate()
@@ -98,7 +100,7 @@ def bounded_page(data: bytes, offset: int = 0, estimate: Callable[[str], int] | 
 
     def fits(end: int) -> bool:
         text = page(end)
-        return len(text.encode("utf-8")) <= PAGE_LIMIT_BYTES and estimate(text) <= PAGE_LIMIT_TOKENS
+        return len(text.encode("utf-8")) <= PAGE_LIMIT_BYTES and estimate(text) <= limit_tokens
 
     hi = min(len(data), offset + PAGE_LIMIT_BYTES)
     if not fits(hi):
@@ -139,15 +141,16 @@ def _sha(data: bytes) -> str:
 
 
 def read_file(store, session_id: str, path: str | os.PathLike[str], *, offset: int = 0,
-              estimate: Callable[[str], int] | None = None) -> Page:
-    """Read one bounded page of ``path`` (relative to the session's workspace) and record the observation.
+              estimate: Callable[[str], int] | None = None, limit_tokens: int = PAGE_LIMIT_TOKENS) -> Page:
+    """Read one bounded page of ``path`` (relative to the session's workspace; at most ``limit_tokens`` tokens,
+    :func:`bounded_page`) and record the observation.
 
     Raises ``OSError`` when the file cannot be read, ``ValueError`` for a bad offset.
     """
     absolute, rel = _resolve(store, session_id, path)
     data = absolute.read_bytes()
     sha = _sha(data) if len(data) <= HASH_LIMIT_BYTES else None
-    content, next_offset, tokens = bounded_page(data, offset, estimate, label="file")
+    content, next_offset, tokens = bounded_page(data, offset, estimate, label="file", limit_tokens=limit_tokens)
     length = (next_offset if next_offset is not None else len(data)) - offset
     store.append(store.session(session_id).id,
                  [FileObservation(path=rel, sha256=sha, size=len(data), offset=offset, length=length)])

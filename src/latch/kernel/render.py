@@ -156,16 +156,17 @@ def _seq(f: dict[str, Any], what: str) -> int:
 
 def _file_line(f: dict[str, Any]) -> str:
     done = []
+    rng = f.get("read_range") if f["reads"] else None
     if f["reads"]:
-        rng = f.get("read_range")
-        done.append(f"read ×{f['reads']}" + (f" (bytes {rng[0]:,}..{'end' if rng[1] is None else f'{rng[1]:,}'})"
+        of = f" of {f['size']:,}" if f.get("size") is not None else ""
+        done.append(f"read ×{f['reads']}" + (f", bytes {rng[0]:,}..{'end' if rng[1] is None else f'{rng[1]:,}'}{of} so far"
                                                if rng else ""))
     if f["writes"]:
         done.append(f"changed ×{f['writes']}" + (f" by {f['write_tool']}" if f.get("write_tool") else ""))
     if f["writes"] and f["reads"] and _seq(f, "write") > _seq(f, "read"):
         done.append("changed after the last read")
-    known = ([f"{f['size']:,} bytes"] if f.get("size") is not None else []) + (
-        [f"sha256 {f['sha256'][:12]}"] if f.get("sha256") else [])
+    known = [] if rng else ([f"{f['size']:,} bytes"] if f.get("size") is not None else []) + (
+        [f"sha256 {f['sha256'][:8]}"] if f.get("sha256") else [])
     return f"- {_one_line(f['path'], 200)}: {', '.join(done) or 'named'}" + (f" ({', '.join(known)})" if known else "")
 
 

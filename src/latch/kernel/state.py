@@ -54,6 +54,20 @@ SHELL_TOOLS = frozenset({*ShellRule.tools, "exec"})
 commands."""
 
 
+def _read_range(seen: tuple[int, int | None] | None, fact: FileObservation) -> tuple[int, int | None] | None:
+    """The bytes of a file read so far as one ``(start, end)`` range (``None``: the whole file). A page that
+    continues or overlaps the known range extends it; any other page replaces it (the newest read wins)."""
+    end = None if fact.length is None else fact.offset + fact.length
+    if fact.offset == 0 and (end is None or (fact.size is not None and end >= fact.size)):
+        return None  # the whole file
+    if seen is not None and seen[1] is not None and seen[0] <= fact.offset <= seen[1]:
+        start, stop = seen[0], None if end is None else max(end, seen[1])
+        if start == 0 and (stop is None or (fact.size is not None and stop >= fact.size)):
+            return None
+        return start, stop
+    return fact.offset, end
+
+
 def requirement_key(text: str) -> str:
     """The exact-requirement key of a command or requirement text (whitespace collapsed)."""
     return " ".join(text.split())
@@ -152,11 +166,11 @@ class SessionReducer:
             return self._tool(pos, fact.tool, fact.arguments)
         if isinstance(fact, FileObservation):
             f = self._file(fact.path, pos)
+            whole_before = f["reads"] > 0 and f["read_range"] is None
             f["reads"] += 1
             f["last_read"] = pos
-            f["read_range"] = (None if fact.sha256 is not None or (fact.offset == 0 and fact.length is None)
-                               else (fact.offset, fact.offset + fact.length if fact.length is not None else None))
-            if fact.sha256 is not None:
+            f["read_range"] = None if whole_before else _read_range(f["read_range"], fact)
+            if fact.sha256 is not None or fact.size is not None:
                 f["sha256"], f["size"] = fact.sha256, fact.size
             f.pop("external_change", None)
             self.external.pop(fact.path, None)
@@ -169,8 +183,7 @@ class SessionReducer:
                 f["last_write"] = pos
                 f["write_tool"] = fact.tool
                 f["written_generation"] = ws.generation(pos) + 1
-                if fact.sha256_after is not None:
-                    f["sha256"] = fact.sha256_after
+                f["sha256"], f["size"] = fact.sha256_after, None  # the new bytes: their hash when the write knew it
             return True
         if isinstance(fact, ExternalChange):
             self._file(fact.path, pos)["external_change"] = pos
@@ -504,7 +517,7 @@ class _Core:
         self.is_empty = self.goal is None and not (
             red.active_constraints or red.active_decisions or red.hypotheses or red.notes or red.questions
             or red.actions or red.criteria or red.requirements or red.observations or red.active_failures
-            or red.external or self.show_certification or self.disproofs)
+            or red.external or self.show_certification or self.disproofs or red.files or red.commands)
         self._data: dict[str, tuple] | None = None
         self._renders: dict[tuple[int, Any, bool], str] = {}
         self._update_key: str | None = None

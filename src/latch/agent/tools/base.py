@@ -37,7 +37,9 @@ class ToolContext:
     ``estimate`` (tokens of a text with the session's estimator). ``call_id`` is the id of the call
     being run (:func:`run_tool` sets it; ``""`` outside a call). ``spawner(call_id, args) -> ToolOutcome``
     runs a child agent for ``spawn_agent`` (the agent loop sets it; ``None``: no children here); ``group`` is
-    ``(latch.agent.group.Group, agent name)`` for a member of an agent group (the group tools use it)."""
+    ``(latch.agent.group.Group, agent name)`` for a member of an agent group (the group tools use it).
+    ``room()`` is how many tokens one tool result may take in the next view (the agent loop sets it from its
+    latest view; ``None``: no bound beyond the tools' own), so ``read_file`` pages fit a small window."""
 
     workspace: Path
     store: EventStore
@@ -47,6 +49,7 @@ class ToolContext:
     call_id: str = ""
     spawner: "Callable[[str, Mapping[str, Any]], ToolOutcome] | None" = None
     group: "tuple[Any, str] | None" = None
+    room: "Callable[[], int | None] | None" = None
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,8 @@ def _target(ctx: ToolContext, raw: str) -> tuple[Path, str]:
 
 
 class ReadFile:
-    """``read_file(path, offset=0)``: one bounded page (24 KiB, 8,000 tokens) from byte ``offset``."""
+    """``read_file(path, offset=0)``: one bounded page (24 KiB, 8,000 tokens, and at most what the next view has
+    room for: :attr:`ToolContext.room`) from byte ``offset``."""
 
     NAME: ClassVar[str] = "read_file"
     MUTATES: ClassVar[bool] = False
@@ -83,8 +84,9 @@ class ReadFile:
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         absolute, rel = _target(ctx, args["path"])
         try:
+            room = ctx.room() if ctx.room is not None else None
             page = read_file(ctx.store, ctx.session_id, absolute, offset=args.get("offset", 0),
-                             estimate=ctx.estimate)
+                             estimate=ctx.estimate, limit_tokens=PAGE_LIMIT_TOKENS if room is None else room)
         except FileNotFoundError:
             raise ToolError(f"{rel}: no such file{_nearby(ctx, absolute)}") from None
         except (OSError, ValueError) as exc:
