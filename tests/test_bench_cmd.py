@@ -113,7 +113,7 @@ def test_missing_matplotlib_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     res = CliRunner().invoke(cli, ["bench", "--examples", str(EXAMPLES), "--out", str(tmp_path)])
     assert res.exit_code == 1
-    assert "pip install 'latch[bench]'" in res.output and "Traceback" not in res.output
+    assert "pip install '.[bench]' in the Latch checkout" in res.output and "Traceback" not in res.output
 
 
 @pytest.mark.parametrize("args,message", [

@@ -25,7 +25,7 @@ from dask_support import BIN, dask_cluster, kill_when_busy, spawn
 
 if os.environ.get("CI") and not shutil.which("dask", path=str(Path(sys.executable).parent)):
     pytest.fail("CI is set but dask[distributed] is not installed (the [test] extra has it)", pytrace=False)
-distributed = pytest.importorskip("distributed", reason="pip install 'latch[cluster]'")
+distributed = pytest.importorskip("distributed", reason="pip install '.[cluster]' in the Latch checkout")
 
 CORPUS = REPO.parent / "shared" / "corpus"
 SUBSET = ["claude-code/claude-reliability_python-to-rust-port.jsonl", "swe-agent/ctf_i_got_id_demo.traj",

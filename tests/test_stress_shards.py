@@ -96,7 +96,7 @@ def test_usage_mistakes_are_one_line(tmp_path):
 
 
 def test_a_bad_scheduler_is_one_line_naming_it(tmp_path):
-    pytest.importorskip("distributed", reason="pip install 'latch[cluster]'")
+    pytest.importorskip("distributed", reason="pip install '.[cluster]' in the Latch checkout")
     for spec, message in (("nowhere", "--scheduler 'nowhere': expected tcp://HOST:PORT or local:N"),
                           ("tcp://127.0.0.1:9", "--scheduler tcp://127.0.0.1:9: cannot connect")):
         proc = subprocess.run([str(BIN / "latch"), "stress", "--events", "100", "--shards", "2", "--scheduler", spec],
@@ -128,7 +128,7 @@ def test_sigterm_ends_local_shards_and_removes_their_temporary_stores(tmp_path):
 @pytest.fixture
 def cluster(tmp_path):
     """``(address, {name: worker process})``: a scheduler and two single-threaded workers on loopback."""
-    pytest.importorskip("distributed", reason="pip install 'latch[cluster]'")
+    pytest.importorskip("distributed", reason="pip install '.[cluster]' in the Latch checkout")
     if os.environ.get("CI") and not shutil.which("dask", path=str(Path(sys.executable).parent)):
         pytest.fail("CI is set but dask[distributed] is not installed (the [test] extra has it)", pytrace=False)
     with dask_cluster(tmp_path, 2) as got:

@@ -87,11 +87,11 @@ def connect(scheduler: str) -> tuple[Any, Any]:
     m = SCHEDULER_RE.match(scheduler.strip())
     if m is None:
         raise SchedulerError(f"--scheduler {scheduler!r}: expected tcp://HOST:PORT or local:N")
-    try:  # optional dependency (latch[cluster]): imported only when a scheduler is asked for
+    try:  # optional dependency (the cluster extra): imported only when a scheduler is asked for
         import dask
         from distributed import Client, LocalCluster
     except ImportError:
-        raise SchedulerError("--scheduler needs dask.distributed: pip install 'latch[cluster]'") from None
+        raise SchedulerError("--scheduler needs dask.distributed: pip install '.[cluster]' in the Latch checkout") from None
     cluster = None
     try:
         if m.group("local"):

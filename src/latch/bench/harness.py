@@ -712,7 +712,7 @@ def engine_plot(results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget],
     (:func:`frontier_points`), one marker per engine (its color) and budget (its shape,
     :data:`FRONTIER_MARKERS`), each budget's Pareto-optimal points joined by a dotted line; its legend (engines,
     then budgets) outside the panel, on the right."""
-    import matplotlib  # optional dependency (latch[bench]); the command checks it is installed
+    import matplotlib  # optional dependency (the bench extra); the command checks it is installed
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -768,7 +768,7 @@ def engine_plot(results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget],
 def _frontier_panel(ax: Any, results: Sequence[Mapping[str, Any]], names: Sequence[str],
                     engines: Sequence[str]) -> None:
     """Draw :func:`frontier_points` on ``ax`` (see :func:`engine_plot`)."""
-    import matplotlib.pyplot as plt  # optional dependency (latch[bench])
+    import matplotlib.pyplot as plt  # optional dependency (the bench extra)
     from matplotlib.lines import Line2D
 
     points = frontier_points(results)
@@ -812,7 +812,7 @@ def _frontier_panel(ax: Any, results: Sequence[Mapping[str, Any]], names: Sequen
 def write_plot(path: str | os.PathLike[str], results: Sequence[Mapping[str, Any]],
                budgets: Sequence[Budget]) -> Path:
     """Save :func:`engine_plot` as a PNG at ``path`` (110 dpi); return the path."""
-    import matplotlib.pyplot as plt  # optional dependency (latch[bench])
+    import matplotlib.pyplot as plt  # optional dependency (the bench extra)
 
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ cluster with ``--scheduler`` (:mod:`latch.bench.harness`), then writes
 (tokens per request along each session per engine; cacheability per engine) into ``--out``, and with
 ``--plot OUT.png`` one PNG comparing the engines (:func:`latch.bench.harness.engine_plot`, with its cost-vs-coverage
 frontier panel).
-matplotlib is required (``pip install 'latch[bench]'``).
+matplotlib is required (``pip install '.[bench]'`` in the Latch checkout).
 A job that fails (e.g. a malformed transcript) is listed with its error; the command then exits 1.
 """
 
@@ -53,7 +53,7 @@ def register(cli: click.Group) -> None:
     @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT|local:N",
                   help="Run the jobs on a Dask cluster: a running `dask scheduler` (workers started with "
                        "DASK_DISTRIBUTED__WORKER__DAEMON=False) or a local cluster of N workers; needs "
-                       "pip install 'latch[cluster]' (default: the local process pool of --jobs).")
+                       "pip install '.[cluster]' in the Latch checkout (default: the local process pool of --jobs).")
     @click.option("--plot", "plot", type=click.Path(dir_okay=False), default=None, callback=output_file,
                   help="Also write one PNG comparing the engines: per engine and budget, boxes of tokens and of "
                        "dollars per request, n per box, the budgets' hard limits as lines; and total dollars "
@@ -72,7 +72,7 @@ def register(cli: click.Group) -> None:
             import matplotlib  # noqa: F401
         except ImportError:
             raise click.ClickException("latch bench draws its plots with matplotlib, which is not installed; "
-                                       "install it with: pip install 'latch[bench]'") from None
+                                       "install it with: pip install '.[bench]' in the Latch checkout") from None
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         config = app.config(config_path)

@@ -115,7 +115,7 @@ def register(cli: click.Group) -> None:
     @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT|local:N",
                   help="Run the shards on a Dask cluster, as latch bench does: a running `dask scheduler` "
                        "(workers started with DASK_DISTRIBUTED__WORKER__DAEMON=False) or a local cluster of N "
-                       "workers; needs pip install 'latch[cluster]' (default: local processes).")
+                       "workers; needs pip install '.[cluster]' in the Latch checkout (default: local processes).")
     @click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
                   is_flag=False, flag_value="-", metavar="[FILE]", callback=output_file,
                   help="Print the report as JSON to stdout instead of the table (like every command's --json); "
