@@ -75,10 +75,13 @@ def test_state_updates_within_an_epoch_carry_only_what_the_conversation_does_not
         view = eng.materialize(ContextRequest(session_id=sid, until_seq=u, budget=ContextBudget()))
         deltas = [m.content for m in view.messages if 'type="delta"' in m.content and "<canonical-state" in m.content]
     assert view.epoch == 1  # the default budget holds the whole session: one epoch
-    # 24 reads, edits and test runs: none appends a state update; the one decision appends exactly one
-    assert len(deltas) == 1 and "Decisions:\n- [D1] keep offsets integral" in deltas[0]
-    assert "Goal: unchanged, as stated in this epoch's snapshot" in deltas[0] and "carefully" not in deltas[0]
-    assert "- src/mod_5.py: read ×1, changed ×1 by Edit, changed after the last read" in deltas[0]
+    # 24 reads, edits and test runs: one update when the pass the snapshot showed current went stale (the
+    # conversation shows the later passes and edits), and one for the decision
+    stale, decision = deltas
+    assert "- passed: pytest -q tests/test_mod_0.py (STALE: the workspace changed since)" in stale
+    assert "Decisions:\n- [D1] keep offsets integral" in decision
+    assert "Goal: unchanged, as stated in this epoch's snapshot" in decision and "carefully" not in decision
+    assert "- src/mod_5.py: read ×1, changed ×1 by Edit, changed after the last read" in decision
 
 
 def test_a_resumed_engine_makes_the_same_views(store):

@@ -317,14 +317,19 @@ def test_the_engine_appends_a_state_delta_only_when_the_update_key_changes(store
     turn(store, sid, "Read", {"file_path": "/ws/parser.py"}, "1 def parse(): ...")
     counts.append(len(state_sections()))  # a new revision the conversation shows: no delta
     turn(store, sid, "Edit", {"file_path": "/ws/parser.py", "old_string": "...", "new_string": "pass"}, "ok")
-    counts.append(len(state_sections()))  # the evidence went stale by an edit the conversation shows: no delta
+    counts.append(len(state_sections()))  # a pass the snapshot showed current went stale: one delta says so
+    turn(store, sid, "Bash", {"command": "pytest -q"}, "5 passed")
+    turn(store, sid, "Edit", {"file_path": "/ws/parser.py", "old_string": "pass", "new_string": "..."}, "ok")
+    counts.append(len(state_sections()))  # a pass and its staleness the conversation shows: no delta
     apply_kernel_tool(store, sid, "record_decision", {"decision": "keep the lexer"})
     sections = state_sections()  # a decision: one delta, the complete state with the goal stated once
     counts.append(len(sections))
-    assert counts == [1, 1, 1, 2]
+    assert counts == [1, 1, 2, 2, 3]
+    assert "- passed: pytest -q (STALE: the workspace changed since)" in sections[1]
+    assert "not certified" in sections[1]
     body = re.search(r'<canonical-state revision="\d+">\n(.*?)\n</canonical-state>', sections[-1], re.S).group(1)
     assert body.startswith("Canonical state\nGoal: unchanged, as stated in this epoch's snapshot\nValidation evidence:\n"
                            "- passed: pytest -q (STALE: the workspace changed since)\n")
-    assert "Decisions:\n- [D1] keep the lexer" in body and "parser.py: read ×1, changed ×1 by Edit" in body
+    assert "Decisions:\n- [D1] keep the lexer" in body and "parser.py: read ×1, changed ×2 by Edit" in body
     first = re.search(r'<canonical-state revision="\d+">\n(.*?)\n</canonical-state>', sections[0], re.S).group(1)
     assert first.count("fix the parser") == 40 and "fix the parser" not in sections[1]

@@ -141,6 +141,12 @@ def _update_key(state: Any) -> str | None:
     return key if isinstance(key, str) else None
 
 
+def _current_passes(state: Any) -> frozenset[str] | None:
+    """The state's :attr:`~latch.kernel.state.CanonicalState.current_passes` (``None``: a state without them)."""
+    passes = getattr(state, "current_passes", None)
+    return passes if isinstance(passes, frozenset) else None
+
+
 def _digest(line: bytes) -> str:
     return hashlib.sha256(line).hexdigest()
 
@@ -149,11 +155,12 @@ class _KernelMessage:
     """One durable KernelContext message: its exact text as ``(component, text)`` parts."""
 
     __slots__ = ("at_seq", "type", "revision", "parts", "message", "tokens", "recalled", "anchor", "query",
-                 "state_revision", "extension", "state_key")
+                 "state_revision", "extension", "state_key", "passes")
 
     def __init__(self, at_seq: int, type_: str, revision: int, parts: Sequence[Sequence[str]], counter: TokenCounter,
                  *, recalled: Sequence[int] = (), anchor: int = 0, query: str | None = None, state_revision: int = 0,
-                 extension: str | None = None, state_key: str | None = None):
+                 extension: str | None = None, state_key: str | None = None,
+                 passes: Sequence[str] | None = None):
         self.at_seq = at_seq
         self.type = type_
         self.revision = revision
@@ -172,6 +179,7 @@ class _KernelMessage:
         self.state_revision = state_revision
         self.extension = extension
         self.state_key = state_key
+        self.passes = None if passes is None else tuple(passes)
 
     @property
     def total(self) -> int:
@@ -181,13 +189,14 @@ class _KernelMessage:
         return {"generation": generation, "revision": self.revision, "type": self.type,
                 "parts": [[c, t] for c, t in self.parts], "recalled": list(self.recalled), "anchor": self.anchor,
                 "query": self.query, "state_revision": self.state_revision, "extension": self.extension,
-                "state_key": self.state_key, "tokens": dict(self.tokens)}
+                "state_key": self.state_key, "passes": None if self.passes is None else list(self.passes),
+                "tokens": dict(self.tokens)}
 
     @classmethod
     def from_record(cls, at_seq: int, p: Mapping[str, Any], counter: TokenCounter) -> "_KernelMessage":
         return cls(at_seq, p["type"], p["revision"], p["parts"], counter, recalled=p["recalled"], anchor=p["anchor"],
                    query=p["query"], state_revision=p["state_revision"], extension=p["extension"],
-                   state_key=p.get("state_key"))
+                   state_key=p.get("state_key"), passes=p.get("passes"))
 
 
 class _Epoch:
@@ -218,6 +227,7 @@ class _Epoch:
         self.state_revision = 0
         self.state_text = ""  # body of the newest state section in this epoch
         self.state_key: str | None = None  # update key of the newest state sent in this epoch
+        self.passes: frozenset[str] = frozenset()  # the passes that state showed as current
         self.snapshot_state = ""  # body of the state section of the epoch's snapshot
         self.extension = ""
         self.anchor = 0
@@ -283,6 +293,7 @@ class _Epoch:
             sec = next(t for c, t in km.parts if c == "state" and t.startswith("<canonical-state"))
             self.state_text = _state_body(sec)
             self.state_key = km.state_key
+            self.passes = frozenset(km.passes or ())
             if km.type == "snapshot":
                 self.snapshot_state = self.state_text
         if km.extension is not None:
@@ -742,7 +753,9 @@ class ContinuityEngine:
         key: str | None = None
         if r.state_rev > ep.state_revision:
             key = _update_key(r.state)
-            if key is None or key != ep.state_key:  # something the conversation does not show changed
+            passes = _current_passes(r.state)
+            # something the conversation does not show changed, or a pass the epoch showed current went stale
+            if key is None or key != ep.state_key or not ep.passes <= (passes or frozenset()):
                 goal_stated = key is not None and _states_goal(ep.snapshot_state, getattr(r.state, "goal", None))
                 state_sec, has_state = self._state_section(r, goal_stated)
                 if has_state and _state_body(state_sec) != ep.state_text:
@@ -772,7 +785,8 @@ class ContinuityEngine:
                                anchor=self._last_user[0] if new_user else 0, query=r.request.query,
                                state_revision=r.state_rev if with_state else 0,
                                extension=ext if ext != ep.extension else None,
-                               state_key=key if with_state else None)
+                               state_key=key if with_state else None,
+                               passes=sorted(_current_passes(r.state) or ()) if with_state else None)
         assert fixed + delta.total <= r.hard, "recall was sized to the room left"
         return delta, False
 
@@ -829,7 +843,8 @@ class ContinuityEngine:
                               recalled=[*skill_seqs, *(i.seq for i in items)], anchor=self._last_user[0],
                               query=r.request.query,
                               state_revision=r.state_rev if has_state else 0, extension=r.request.extension,
-                              state_key=_update_key(r.state) if has_state else None)
+                              state_key=_update_key(r.state) if has_state else None,
+                              passes=sorted(_current_passes(r.state) or ()) if has_state else None)
         new = _Epoch(generation, start_seq, reason, kept_t, r.fingerprint)
         new.push_session(r.session_msg, r.session_t)
         new.push_kernel(snap)

@@ -11,15 +11,17 @@ certification, so the text changes only when what the model must know does.
 
 What the conversation already shows (a read, an edit, a command and its output, a plan tool's list,
 the user's latest message) changes the text but not :func:`update_key`: the engine appends a state
-update only when the key changes (a goal, constraint, requirement, decision or note; a file changed
-outside the agent; a background process that ended; a disproof), so the provider's prompt cache is not
+update only when the key changes (a goal, constraint, requirement, decision or note; a file changed outside
+the agent; a background process that ended; a disproof) or when a pass the last update showed current is no
+longer current (:func:`current_passes`: the evidence went stale, so the verdict did too), so the provider's prompt cache is not
 broken by bookkeeping; a snapshot always carries the whole text.
 
-When the text exceeds the budget, lines drop lowest priority first (notes,
-hypotheses, questions, plan, working-set commands, working-set files, decisions, disproofs, running
-processes, externally changed files, failures, evidence, certification, then criteria and
-requirements), oldest line first within a section; a section header says how many lines it lost, and
-a section that lost every line is named on a final ``Omitted`` line.
+When the text exceeds the budget, lines drop lowest priority first: the working set first (commands,
+then files: what the conversation and the log can show again), then the canonical core's memory
+(notes, hypotheses, questions, plan, decisions, disproofs, running processes, externally changed
+files, failures, evidence, certification, then criteria and requirements), oldest line first within a
+section; a section header says how many lines it lost, and a section that lost every line is named on
+a final ``Omitted`` line.
 
 Cost: lines are taken highest priority, newest first, and formatted only as
 they are taken. How many fit is guessed from their characters (at the tokens
@@ -40,7 +42,7 @@ from ..port import ContextOverflow
 if TYPE_CHECKING:  # pragma: no cover
     from .state import _Core
 
-__all__ = ["render_state", "update_key", "GOAL_STATED"]
+__all__ = ["render_state", "update_key", "current_passes", "GOAL_STATED"]
 
 GOAL_STATED = "Goal: unchanged, as stated in this epoch's snapshot"
 """The goal line of a state update whose goal its epoch's snapshot already states word for word."""
@@ -207,9 +209,9 @@ def _sections(core: "_Core") -> list[_Section]:
         _Section(4, "Decisions", "decisions", *_lines(
             core, "decisions", lambda d: f"- [{d['id']}] {_text(d['text'])}"
             + (f" (because {_text(d['rationale'])})" if d.get("rationale") else ""))),
-        _Section(3.6, "Working set: files (newest first; re-read only what changed)", "files",
+        _Section(-1, "Working set: files (newest first; re-read only what changed)", "files",
                  *_lines(core, "working_files", _file_line), newest_first=True),
-        _Section(3.3, "Working set: commands run (newest first)", "commands",
+        _Section(-2, "Working set: commands run (newest first)", "commands",
                  *_lines(core, "commands", _command_line), newest_first=True),
         _Section(3, "Plan", "plan items", *_lines(core, "actions", lambda a: f"- [{a['status']}] {_text(a['text'])}")),
         _Section(2, "Questions", "questions", *_lines(
@@ -283,9 +285,10 @@ def _search(fits: Callable[[int], bool], total: int, guess: int) -> int:
     return lo
 
 
-_SHOWN_IN_CONVERSATION = ("Validation evidence", "Certification", "Active failure lineages", "Plan")
-"""Sections whose changes the conversation itself shows: tool results (a run's evidence, and the edit that
-made it stale), plan tool calls; the working set too."""
+_SHOWN_IN_CONVERSATION = ("Validation evidence", "Active failure lineages", "Plan")
+"""Sections whose changes the conversation itself shows: tool results (a run's evidence), plan tool calls; the
+working set too. A pass made stale is the exception the engine checks apart (:func:`current_passes`): a state
+that showed it current must not stay the newest word."""
 
 
 def update_key(core: "_Core") -> str:
@@ -300,12 +303,19 @@ def update_key(core: "_Core") -> str:
     for line in [f"goal: {core.goal}", *(f"- [{c['id']}] {c['text']}" for c in newest)]:
         h.update(line.encode("utf-8", "surrogatepass") + b"\n")
     for sec in _sections(core):
-        if sec.title.startswith("Working set") or sec.title in _SHOWN_IN_CONVERSATION:
+        if sec.title.startswith("Working set") or sec.title in (*_SHOWN_IN_CONVERSATION, "Certification"):
             continue
         h.update(f"[{sec.title}]\n".encode())
         for _ in range(sec.count):
             h.update(sec.take().encode("utf-8", "surrogatepass") + b"\n")
     return h.hexdigest()
+
+
+def current_passes(core: "_Core") -> frozenset[str]:
+    """The requirements whose latest evidence passed at the current workspace generation (call under the
+    ledger lock): what the rendered state shows as ``passed: … (current)``."""
+    return frozenset(o["requirement"] for o in core.section("evidence")[1]
+                     if o["status"] == "passed" and o["generation"] == core.generation)
 
 
 def render_state(core: "_Core", budget_tokens: int, estimate: Callable[[str], int], *,

@@ -41,7 +41,7 @@ from .derive import ActionChanged, ActionsReplaced, ShellRule, ToolFailure, Tool
 from .events import (ExternalChange, FileObservation, Mutation, ProcessExited, ProcessStarted, StateUpdate, Tombstone,
                      ValidationEvidence, WriterBlocker)
 from .ledger import END, Disproof, KernelCache, Ledger, Pos, Workspace, ledger_for
-from .render import StateOverflow, render_state, update_key
+from .render import StateOverflow, current_passes, render_state, update_key
 
 __all__ = ["CanonicalState", "StateOverflow", "SessionReducer", "canonical_state", "requirement_key",
            "GOAL_REVISIONS"]
@@ -521,6 +521,7 @@ class _Core:
         self._data: dict[str, tuple] | None = None
         self._renders: dict[tuple[int, Any, bool], str] = {}
         self._update_key: str | None = None
+        self._passes: frozenset[str] | None = None
 
     def freeze(self) -> None:
         """Copy the collections out of the reducer (called before it changes)."""
@@ -592,6 +593,12 @@ class _Core:
             with self.lock:
                 self._update_key = update_key(self)
         return self._update_key
+
+    def current_passes(self) -> frozenset[str]:
+        if self._passes is None:
+            with self.lock:
+                self._passes = current_passes(self)
+        return self._passes
 
     def render(self, budget_tokens: int, estimate: Callable[[str], int], goal_stated: bool = False) -> str:
         key = (budget_tokens, estimate, goal_stated)
@@ -695,6 +702,13 @@ class CanonicalState:
         the conversation since the earlier state carries (spec: "Cache epochs and working memory")."""
         return self._core.update_key()
 
+    @property
+    def current_passes(self) -> frozenset[str]:
+        """The requirement keys whose latest evidence passed at the current workspace generation: the
+        ``passed: … (current)`` lines of :meth:`render`. A pass that drops out of this set went stale (or
+        failed since), which a state update must say (spec: "Cache epochs and working memory")."""
+        return self._core.current_passes()
+
     def render(self, budget_tokens: int, estimate: Callable[[str], int], *, goal_stated: bool = False) -> str:
         """Deterministic text of the canonical core within ``budget_tokens`` (as counted by ``estimate``).
 
@@ -702,12 +716,11 @@ class CanonicalState:
         (:data:`~latch.kernel.render.GOAL_STATED`), for a state update whose epoch's snapshot states it.
 
         The text names no revision or generation number, so it changes only when
-        what it says does. Lines drop lowest priority first: notes, hypotheses,
-        questions, plan, the working set's commands and files, decisions, disproofs, running
-        background processes, externally changed files, failure lineages, evidence, certification,
-        then validation requirements and criteria, oldest line first within a section
-        (:mod:`latch.kernel.render`). The working set (files read or changed, shell commands run)
-        lists newest first.
+        what it says does. Lines drop lowest priority first: the working set's commands and files,
+        then notes, hypotheses, questions, plan, decisions, disproofs, running background processes,
+        externally changed files, failure lineages, evidence, certification, then validation
+        requirements and criteria, oldest line first within a section (:mod:`latch.kernel.render`).
+        The working set (files read or changed, shell commands run) lists newest first.
         The goal (``set_goal``'s, else the first user instruction) and the latest user instruction (when it
         is a later one) are always rendered, each at most
         :data:`~latch.kernel.derive.INSTRUCTION_CHARS` characters. Goal, latest instruction and
