@@ -351,7 +351,8 @@ def test_stream_only_moves_forward_and_belongs_to_one_session(sess):
 
 def _script(sess):
     """A session with tool turns, a planted fact, filler and repeated questions."""
-    seqs = list(sess.add(UserMessage("the build key is QX-99817 for the staging mirror")))
+    seqs = list(sess.add(UserMessage("the build key is QX-99817 for the staging mirror"),
+                         UserMessage("note: the mirror listens on port PX-4410")))
     for i in range(30):
         seqs += sess.add(UserMessage(f"task {i}: " + FILL[:60]),
                          AssistantMessage("", (ToolCall(f"r{i}", "Read", '{"path": "src/m%d.py"}' % i),)),
@@ -359,6 +360,8 @@ def _script(sess):
                          AssistantMessage(f"read m{i}"))
         if i % 7 == 6:
             seqs += sess.add(UserMessage("remind me of the QX-99817 build key"))
+        if i == 24:
+            seqs += sess.add(UserMessage("which port was it, PX-4410?"))
     return seqs
 
 
@@ -373,7 +376,7 @@ def test_resume_is_byte_identical(store):
         ref.reader.state = FakeState(k // 10, f"rev {k // 10}" if k >= 10 else "")
         reference[s] = eng.materialize(ref.request(s, budget, extension="ext" if k % 17 else "x"))
     assert max(v.epoch for v in reference.values()) >= 5  # rotations happened
-    assert any('type="delta"' in m.content and "QX-99817" in m.content
+    assert any('type="delta"' in m.content and "listens on port PX-4410" in m.content
                for v in reference.values() for m in v.messages)  # a recall delta happened
     for cut in (3, 40, 77, 118):
         eng_b = ref.engine(f"continuity:b{cut}", config)

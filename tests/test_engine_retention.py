@@ -55,8 +55,8 @@ def test_instructions_and_loaded_skills_are_in_every_view_after_rotation_and_res
         for name, seq in loaded.items():
             if seq <= until[k]:
                 assert body(name) in text, (k, name)  # verbatim, in the conversation or the snapshot
-        section = next((m.content.split("<loaded-skills", 1)[1] for m in view.messages
-                        if "<loaded-skills" in m.content), "")
+        section = next((m.content.split("<loaded-skills", 1)[1].split("</loaded-skills>", 1)[0]
+                        for m in view.messages if "<loaded-skills" in m.content), "")
         assert "unknown skill" not in section  # a failed load is no skill
     rotated = [v for v in views if v.epoch > 1]
     assert all("<loaded-skills" in m.content for v in rotated for m in v.messages[1:2])

@@ -174,8 +174,11 @@ def test_the_view_names_a_managed_process_only_when_it_is_what_blocks(store):
                        ProcessStarted(process_id="p1", command="npm run dev")])
     s = state(store, sid)
     assert s.certification["reasons"] == ["pytest -q: failed", "managed process p1 is running"]
-    assert s.render(1_000, len).endswith("Certification:\n- not certified: pytest -q: failed")
+    verdict, running = s.render(1_000, len).split("\nBackground processes running:\n")
+    assert verdict.endswith("Certification:\n- not certified: pytest -q: failed")
+    assert running.startswith("- [p1] `npm run dev` (started at seq ")  # the working set lists it apart
     store.append(sid, [passed("pytest -q")])
     s = state(store, sid)
     assert s.certification["reasons"] == ["managed process p1 is running"]
-    assert s.render(1_000, len).endswith("Certification:\n- not certified: managed process p1 is running")
+    verdict, running = s.render(1_000, len).split("\nBackground processes running:\n")
+    assert verdict.endswith("Certification:\n- not certified: managed process p1 is running")

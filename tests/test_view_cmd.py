@@ -93,7 +93,7 @@ def test_diff_shows_the_rotation_of_a_rotating_replay(run):
     assert (changes["previous"], changes["cache"], changes["rotation_reason"]) == (n - 1, "rotated", "recent_tokens")
     assert changes["prefix_break"] == {"line": 3, "at": "message", "message": 1, "kind": "kernel_context"}
     assert changes["units_evicted"] == [1, 2, 4, 7, 10] and changes["units_appended"] == [18]
-    assert changes["recall_added"] == [1, 2]  # the new snapshot recalls the opening turn
+    assert changes["recall_added"] == [1]  # the new snapshot recalls the opening turn (the user's task)
     assert [k["type"] for k in changes["kernel_added"]] == ["snapshot"]
     assert changes["common_prefix_messages"] == 1  # only the session context survives a rotation
     text = run("view", str(EXAMPLE), "--request", str(n), *SMALL, "--diff").output

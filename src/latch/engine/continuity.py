@@ -30,8 +30,8 @@ then the instructions (system prompt and session context) and the canonical stat
 render budget, ``[context] state_tokens``, is reserved; it is rendered only when sent); the hard
 budget lowers ``recent_tokens`` when needed; recalled originals and the episode index share what
 is left after ``recent_tokens``, at most ``[context] recall_tokens`` per epoch: half for the
-snapshot (the episode index a quarter of that, or at least :data:`INDEX_FLOOR_TOKENS` of what the state's
-reservation left unused), the rest for recall deltas of later user turns and work (``episode_tokens`` is
+snapshot (the episode index a quarter of that, raised towards :data:`INDEX_FLOOR_TOKENS` with what the state's
+reservation left unused, so recall keeps its share), the rest for recall deltas of later user turns and work (``episode_tokens`` is
 inside ``recall_tokens``); loaded skill bodies come first, within :data:`SKILL_TOKENS` and the room left. ``instructions + state + recent +
 recall + tools + extension <= window - reserve`` always holds; a single unit that cannot fit
 raises :class:`~latch.port.ContextOverflow` with the breakdown.
@@ -770,9 +770,10 @@ class ContinuityEngine:
             return None, True
         items: list[RecalledEvent] = []
         if new_user or self._work_seq > ep.work_anchor:  # a new user turn, or new work by the agent
-            limit = min(r.recall_cap - ep.recall_used, r.hard - fixed - (cost if sections else wrapper))
+            left = r.recall_cap - ep.kernel_tokens["recall"]  # the epoch's recalled originals (the index apart)
+            limit = min(left, r.hard - fixed - (cost if sections else wrapper))
             if not new_user:  # the agent's own work takes at most half of what is left: a user's turn may ask
-                limit = min(limit, (r.recall_cap - ep.recall_used) // 2)
+                limit = min(limit, left // 2)
             items, text = self._recall(r, ep.start_seq, limit, ep.recalled)
             if items:
                 sections.append(("recall", text))
@@ -828,9 +829,12 @@ class ContinuityEngine:
         # the episode index: a quarter of that, and at least INDEX_FLOOR_TOKENS taken from what the state's
         # reservation left unused (a small window's recall share alone cannot hold one entry)
         state_left = max(0, r.state_budget - self._counter.text(state_sec)) if has_state else 0
-        index_text = self._index(r, start_seq, min(room, max(limit // 4, min(INDEX_FLOOR_TOKENS, limit + state_left))))
+        index_text = self._index(r, start_seq, min(room, max(limit // 4, min(INDEX_FLOOR_TOKENS,
+                                                                             limit // 4 + state_left))))
         index_t = self._counter.text(index_text) if index_text else 0
-        items, recall_text = self._recall(r, start_seq, limit - index_t, set(skill_seqs))
+        # what the index took beyond the state's unused reservation comes out of recall's share
+        recall_limit = min(limit - max(0, index_t - state_left), room - index_t)
+        items, recall_text = self._recall(r, start_seq, recall_limit, set(skill_seqs))
         sections = list(fixed)
         if skills_text:
             sections.append(("recall", skills_text))
