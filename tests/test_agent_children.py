@@ -100,6 +100,8 @@ def test_a_child_runs_in_the_workspace_and_only_its_report_comes_back(tmp_path, 
     first_child = json.dumps(r.provider.requests[1])
     assert brief in first_child
     assert "Child rule: keep notes short." in first_child
+    # and in every request of the child, not only its first
+    assert all("Child rule: keep notes short." in json.dumps(body) for body in r.provider.requests[1:4])
     for parent_only in ("PARENTSECRET", "PARENTGOAL", "PARENTDISPROOF"):
         assert parent_only not in first_child
     assert [t["function"]["name"] for t in r.provider.requests[1]["tools"]] == ["read_file", "write_file", "shell"]

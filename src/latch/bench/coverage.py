@@ -24,7 +24,7 @@ absent; the probe reads the next response only, not the turns after it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 __all__ = ["identifiers", "response_text", "view_text", "CoverageProbe", "WorkingSetProbe"]
@@ -82,19 +82,14 @@ def view_text(view: Any) -> str:
     return "\n".join(parts)
 
 
-class CoverageProbe:
-    """Feeds the raw history in seq order (O(new events) per request) and scores each view.
-
-    :meth:`score` ``(response_event, view, until_seq)`` returns ``(needed, present)`` counts for one request
-    after reading the history up to ``until_seq`` from ``events`` (stored events in seq order).
-    """
+class _History:
+    """Stored events in seq order, handed out once each: :meth:`until` the next ones up to a seq."""
 
     def __init__(self, events: Iterable[Any]):
         self._events = iter(events)
         self._pending: Any = None
-        self._seen: set[str] = set()
 
-    def _advance(self, until_seq: int) -> None:
+    def until(self, until_seq: int) -> Iterator[Any]:
         while True:
             stored = self._pending if self._pending is not None else next(self._events, None)
             self._pending = None
@@ -103,6 +98,22 @@ class CoverageProbe:
             if stored.seq > until_seq:
                 self._pending = stored
                 return
+            yield stored
+
+
+class CoverageProbe:
+    """Feeds the raw history in seq order (O(new events) per request) and scores each view.
+
+    :meth:`score` ``(response_event, view, until_seq)`` returns ``(needed, present)`` counts for one request
+    after reading the history up to ``until_seq`` from ``events`` (stored events in seq order).
+    """
+
+    def __init__(self, events: Iterable[Any]):
+        self._history = _History(events)
+        self._seen: set[str] = set()
+
+    def _advance(self, until_seq: int) -> None:
+        for stored in self._history.until(until_seq):
             self._seen.update(identifiers(stored.event.searchable_text()))
 
     def score(self, response: Any, view: Any, until_seq: int) -> tuple[int, int]:
@@ -122,19 +133,11 @@ class WorkingSetProbe:
     ``(touched, named)``; the history is read once, in seq order."""
 
     def __init__(self, events: Iterable[Any]):
-        self._events = iter(events)
-        self._pending: Any = None
+        self._history = _History(events)
         self._paths: dict[str, None] = {}
 
     def score(self, view: Any, until_seq: int) -> tuple[int, int]:
-        while True:
-            stored = self._pending if self._pending is not None else next(self._events, None)
-            self._pending = None
-            if stored is None:
-                break
-            if stored.seq > until_seq:
-                self._pending = stored
-                break
+        for stored in self._history.until(until_seq):
             for call in getattr(stored.event, "tool_calls", ()) or ():
                 self._paths.update((p, None) for p in call.paths() if 0 < len(p) < 300)
         if not self._paths:
