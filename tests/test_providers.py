@@ -11,6 +11,7 @@ from latch.events import MediaRef
 from latch.providers import (Provider, ProviderError, ScriptedProvider, canonical_request_bytes, common_prefix_bytes,
                              common_prefix_tokens, to_anthropic_messages, to_openai_chat,
                              validate_anthropic_messages, validate_openai_chat)
+from latch.providers._wire import DERIVED_TOOL_DESCRIPTION
 from latch.providers.anthropic_messages import CONTINUATION_NOTE, wire_tool_id
 
 
@@ -69,8 +70,15 @@ def test_openai_parallel_calls_results_in_call_order():
         {"role": "tool", "tool_call_id": "c1", "content": "[error] boom"},
         {"role": "tool", "tool_call_id": "c2", "content": "print(1)"},
         {"role": "assistant", "content": "Done."},
-    ]}
+    ], "tools": [  # the view has no schemas: minimal ones derived from its calls, so a provider accepts the calls
+        {"type": "function", "function": {"name": n, "description": DERIVED_TOOL_DESCRIPTION,
+                                          "parameters": {"type": "object"}}} for n in ("Bash", "Read")]}
     assert validate_openai_chat(body) == []
+    del body["tools"]
+    assert validate_openai_chat(body) == ["tools: the messages call tools but the body declares none (providers "
+                                          "reject tool blocks without the tools they name)"]
+    body["tools"] = [{"type": "function", "function": {"name": "Bash", "parameters": {"type": "object"}}}]
+    assert validate_openai_chat(body) == ["tools: 'Read' is called but not declared"]
 
 
 def test_anthropic_parallel_calls_merged_roles_and_is_error():
@@ -89,8 +97,12 @@ def test_anthropic_parallel_calls_merged_roles_and_is_error():
             {"type": "tool_result", "tool_use_id": "c2", "content": [{"type": "text", "text": "print(1)"}],
              "is_error": False}]},
         {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
-    ]}
+    ], "tools": [{"name": n, "description": DERIVED_TOOL_DESCRIPTION, "input_schema": {"type": "object"}}
+                 for n in ("Bash", "Read")]}
     assert validate_anthropic_messages(body) == []
+    del body["tools"]
+    assert validate_anthropic_messages(body) == ["tools: the messages call tools but the body declares none "
+                                                 "(providers reject tool blocks without the tools they name)"]
 
 
 def test_orphan_and_duplicate_results_become_user_notes():
@@ -200,6 +212,18 @@ def test_unanswered_call_is_rendered_faithfully_and_caught():
 
 
 # ------------------------------------------------------------------------ validators, one violation each
+def _declaring_calls(body: dict) -> dict:
+    """``body`` with ``tools`` declaring every tool its messages call (what the case under test is not about)."""
+    names = [c["function"]["name"] for m in body["messages"] if isinstance(m, dict)
+             for c in (m.get("tool_calls") or []) if isinstance(c, dict) and isinstance(c.get("function"), dict)]
+    names += [b["name"] for m in body["messages"] if isinstance(m, dict) and isinstance(m.get("content"), list)
+              for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use" and "name" in b]
+    if names:
+        body["tools"] = ([{"type": "function", "function": {"name": n}} for n in dict.fromkeys(names)]
+                         if "tool_calls" in str(body) else [{"name": n, "input_schema": {}} for n in dict.fromkeys(names)])
+    return body
+
+
 def oa_call(cid, name="f"):
     return {"id": cid, "type": "function", "function": {"name": name, "arguments": "{}"}}
 
@@ -228,7 +252,7 @@ def oa_call(cid, name="f"):
     ([{"role": "critic", "content": "x"}], "messages[0]: unknown role 'critic'"),
 ])
 def test_openai_validator_catches(messages, expected):
-    assert validate_openai_chat({"messages": messages}) == [expected]
+    assert validate_openai_chat(_declaring_calls({"messages": messages})) == [expected]
 
 
 def test_openai_validator_catches_text_between_call_and_result_and_bad_tools():
@@ -293,7 +317,7 @@ def asst(*blocks):
      ["messages[0].content[0]: base64 image needs media_type in image/png, image/jpeg, image/gif, image/webp and data"]),
 ])
 def test_anthropic_validator_catches(messages, expected):
-    assert validate_anthropic_messages({"messages": messages}) == expected
+    assert validate_anthropic_messages(_declaring_calls({"messages": messages})) == expected
 
 
 def test_anthropic_validator_tools_and_system():

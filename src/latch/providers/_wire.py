@@ -83,6 +83,35 @@ def tool_schema(schema: Mapping[str, Any], index: int) -> tuple[str, str, dict[s
     return spec["name"], str(spec.get("description") or ""), _plain(params)
 
 
+DERIVED_TOOL_DESCRIPTION = "(schema not recorded: derived from the calls in this request)"
+"""The description of a tool schema derived from the calls of a view whose transcript did not record it."""
+
+
+def wire_tools(view: Any) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(name, description, JSON schema)`` of every tool a request of ``view`` declares: its own schemas
+    (:func:`tool_schema`), then, for each tool its messages call that none of them names (a transcript that
+    recorded no schemas, or a tool dropped since), a minimal schema derived from the call: any object
+    arguments, described as :data:`DERIVED_TOOL_DESCRIPTION`. Providers reject tool blocks without the tools
+    they name (Anthropic: "Requests which include tool_use or tool_result blocks must define tools")."""
+    out = [tool_schema(s, i) for i, s in enumerate(view.tools)]
+    named = {name for name, _, _ in out}
+    for m in view.messages:
+        for c in m.tool_calls:
+            if c.name not in named:
+                named.add(c.name)
+                out.append((c.name, DERIVED_TOOL_DESCRIPTION, {"type": "object"}))
+    return out
+
+
+def undeclared_calls(called: list[str], tools: Any, name_of: Any) -> list[str]:
+    """Violations: tool names ``called`` by the messages that the body's ``tools`` do not declare."""
+    declared = {name_of(t)[0] for t in tools} if isinstance(tools, list) else set()
+    if called and not declared:
+        return ["tools: the messages call tools but the body declares none (providers reject tool blocks without "
+                "the tools they name)"]
+    return [f"tools: {name!r} is called but not declared" for name in dict.fromkeys(called) if name not in declared]
+
+
 def _plain(obj: Any) -> Any:
     """Mappings and sequences as dicts and lists (JSON-ready copies)."""
     if isinstance(obj, Mapping):

@@ -40,7 +40,7 @@ from typing import Any
 from ..events import MediaRef, parse_arguments
 from ..port import ContextView, ViewMessage
 from ._wire import (ArtifactLoader, Turn, group, image_data, image_placeholder, is_image, nonempty, orphan_note,
-                    result_text, tool_schema, tools_problems)
+                    result_text, tools_problems, undeclared_calls, wire_tools)
 
 __all__ = ["to_anthropic_messages", "validate_anthropic_messages", "wire_tool_id", "add_cache_breakpoints",
            "CONTINUATION_NOTE", "MAX_CACHE_BREAKPOINTS"]
@@ -123,10 +123,10 @@ def to_anthropic_messages(view: ContextView, artifact_loader: ArtifactLoader | N
     if nonempty(view.system):
         body["system"] = view.system
     body["messages"] = messages
-    if view.tools:
+    declared = wire_tools(view)
+    if declared:
         tools = []
-        for i, schema in enumerate(view.tools):
-            name, description, params = tool_schema(schema, i)
+        for name, description, params in declared:
             tool: dict[str, Any] = {"name": name}
             if description:
                 tool["description"] = description
@@ -350,6 +350,9 @@ def validate_anthropic_messages(body: Mapping[str, Any]) -> list[str]:
         out.append(f"messages[{len(messages) - 1}]: tool_use {[c for c, _ in pending]} never answered "
                    "(the request ends after the assistant message)")
     out.extend(_tools_problems(body.get("tools")))
+    called = [str(b.get("name")) for m in messages if isinstance(m, Mapping) and isinstance(m.get("content"), list)
+              for b in m["content"] if isinstance(b, Mapping) and b.get("type") == "tool_use"]
+    out.extend(undeclared_calls(called, body.get("tools"), _tool_schema))
     return out
 
 

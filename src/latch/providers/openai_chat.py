@@ -31,7 +31,7 @@ from typing import Any
 from ..events import MediaRef
 from ..port import ContextView, ViewMessage
 from ._wire import (ArtifactLoader, Turn, group, image_data, image_placeholder, is_image, nonempty, orphan_note,
-                    result_text, tool_schema, tools_problems)
+                    result_text, tools_problems, undeclared_calls, wire_tools)
 
 __all__ = ["to_openai_chat", "validate_openai_chat"]
 
@@ -86,10 +86,10 @@ def to_openai_chat(view: ContextView, artifact_loader: ArtifactLoader | None = N
     if model is not None:
         body["model"] = model
     body["messages"] = messages
-    if view.tools:
+    declared = wire_tools(view)
+    if declared:
         tools = []
-        for i, schema in enumerate(view.tools):
-            name, description, params = tool_schema(schema, i)
+        for name, description, params in declared:
             fn: dict[str, Any] = {"name": name}
             if description:
                 fn["description"] = description
@@ -207,6 +207,9 @@ def validate_openai_chat(body: Mapping[str, Any]) -> list[str]:
             out.append(f"messages[{i}]: unknown role {role!r}")
     close(len(messages))
     out.extend(_tools_problems(body.get("tools")))
+    called = [str(c.get("function", {}).get("name")) for m in messages if isinstance(m, Mapping)
+              for c in (m.get("tool_calls") or []) if isinstance(c, Mapping) and isinstance(c.get("function"), Mapping)]
+    out.extend(undeclared_calls(called, body.get("tools"), _function_schema))
     return out
 
 
