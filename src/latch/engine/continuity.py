@@ -17,8 +17,8 @@ originals recalled for a new user turn or for the agent's new work, the identifi
 tool results). Recall and the episode index only reach the archival region (``seq < epoch start``). A
 snapshot carries the canonical state with its working set (what the agent read, changed and ran), the
 bodies of skills the agent loaded that the epoch no longer holds (at most :data:`SKILL_TOKENS`), the episode
-index (at least :data:`INDEX_FLOOR_TOKENS` when the room allows) and recalled originals. Rotation starts a new epoch (a fresh snapshot, then the newest whole units
-up to three quarters of the effective ``recent_tokens``) when the epoch's conversation exceeds
+index (at least :data:`INDEX_FLOOR_TOKENS` when the room allows) and recalled originals. Rotation starts a
+new epoch (a fresh snapshot, then the newest whole units up to three quarters of the effective ``recent_tokens``) when the epoch's conversation exceeds
 ``recent_tokens`` (reason ``"recent_tokens"``), when kernel deltas would push the request over the
 hard budget (``"hard_budget"``), when system/tools/session context change
 (``"instructions_changed"``) or after :meth:`ContinuityEngine.manual_compact`
@@ -30,10 +30,11 @@ then the instructions (system prompt and session context) and the canonical stat
 render budget, ``[context] state_tokens``, is reserved; it is rendered only when sent); the hard
 budget lowers ``recent_tokens`` when needed; recalled originals and the episode index share what
 is left after ``recent_tokens``, at most ``[context] recall_tokens`` per epoch: half for the
-snapshot (the episode index a quarter of that, raised towards :data:`INDEX_FLOOR_TOKENS` with what the state's
-reservation left unused, so recall keeps its share), the rest for recall deltas of later user turns and work (``episode_tokens`` is
-inside ``recall_tokens``); loaded skill bodies come first, within :data:`SKILL_TOKENS` and the room left. ``instructions + state + recent +
-recall + tools + extension <= window - reserve`` always holds; a single unit that cannot fit
+snapshot (the episode index a quarter of that, raised towards :data:`INDEX_FLOOR_TOKENS` with what the
+state's reservation left unused, so recall keeps its share), the rest for recall deltas of later user turns
+and work (``episode_tokens`` is inside ``recall_tokens``); loaded skill bodies come first, within
+:data:`SKILL_TOKENS` and the room left. ``instructions + state + recent + recall + tools + extension <=
+window - reserve`` always holds; a single unit that cannot fit
 raises :class:`~latch.port.ContextOverflow` with the breakdown.
 
 Metrics (``view.metrics`` and the ``materialization`` record): ``generation``,
@@ -88,7 +89,6 @@ SKILL_TOOLS = frozenset({"load_skill"})
 """Tools whose successful result is a skill body the agent loaded: retained verbatim across rotations."""
 SKILL_TOKENS = 4_000
 """At most this many tokens of loaded skill bodies (newest load first) in a snapshot; the others are named."""
-"""A snapshot after a rotation gives the episode index at least this many tokens when the room allows."""
 EPOCH, KERNEL, MATERIALIZATION, COMPACT = "epoch", "kernel_context", "materialization", "manual_compact"
 RECORD_KINDS = (EPOCH, KERNEL, MATERIALIZATION, COMPACT)
 _COMPONENTS = ("state", "extension", "episode", "recall")
