@@ -76,9 +76,14 @@ def test_openai_parallel_calls_results_in_call_order():
     assert validate_openai_chat(body) == []
     del body["tools"]
     assert validate_openai_chat(body) == ["tools: the messages call tools but the body declares none (providers "
-                                          "reject tool blocks without the tools they name)"]
-    body["tools"] = [{"type": "function", "function": {"name": "Bash", "parameters": {"type": "object"}}}]
-    assert validate_openai_chat(body) == ["tools: 'Read' is called but not declared"]
+                                          "reject tool blocks without tools)"]
+    # the session's tool vocabulary first: a list that stays the same from request to request
+    known = to_openai_chat(PARALLEL, known_tools=["Grep", "Read"])["tools"]
+    assert [t["function"]["name"] for t in known] == ["Grep", "Read", "Bash"]
+    # a view with its own schemas declares exactly those (an agent's call to a tool it was not offered derives none)
+    own = to_openai_chat(view(U("go"), A("", C("c1", "Nope")), T("c1", "no such tool"),
+                              tools=({"name": "Bash", "input_schema": {"type": "object"}},)))
+    assert [t["function"]["name"] for t in own["tools"]] == ["Bash"]
 
 
 def test_anthropic_parallel_calls_merged_roles_and_is_error():
@@ -102,7 +107,7 @@ def test_anthropic_parallel_calls_merged_roles_and_is_error():
     assert validate_anthropic_messages(body) == []
     del body["tools"]
     assert validate_anthropic_messages(body) == ["tools: the messages call tools but the body declares none "
-                                                 "(providers reject tool blocks without the tools they name)"]
+                                                 "(providers reject tool blocks without tools)"]
 
 
 def test_orphan_and_duplicate_results_become_user_notes():

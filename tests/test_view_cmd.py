@@ -43,16 +43,29 @@ def test_view_prints_the_replayed_request_in_both_wire_formats(run, monkeypatch)
         doc, views = run_replay(store, sid, window=16_000, reserve=2_000, recent=3_000, keep_views=True,
                                  harness=False)
         loader = lambda h: store.get_artifact(h)[1]  # noqa: E731
-        assert openai == to_openai_chat(views[12], loader, model="claude-sonnet-4-5")
+        # the transcript recorded no tool schemas: every request declares the session's whole tool vocabulary
+        known = list(dict.fromkeys(c.name for s in store.events(sid, kinds=["assistant_message"])
+                                   for c in s.event.tool_calls))
+        assert [t["function"]["name"] for t in openai["tools"]] == known and len(known) > 3
+        assert openai == to_openai_chat(views[12], loader, model="claude-sonnet-4-5", known_tools=known)
         # exactly what Latch's Anthropic provider sends for that view: its cache_control breakpoints included
         provider = AnthropicProvider("claude-sonnet-4-5")
-        body = to_anthropic_messages(views[12], loader, model="claude-sonnet-4-5", max_tokens=2_000)
+        body = to_anthropic_messages(views[12], loader, model="claude-sonnet-4-5", max_tokens=2_000,
+                                     known_tools=known)
         assert anthropic == provider.request(body)
         assert anthropic != body  # the breakpoints are what the plain body lacks
     assert openai["model"] == "claude-sonnet-4-5" and anthropic["max_tokens"] == 2_000
     marked = [b for m in anthropic["messages"] for b in m["content"] if "cache_control" in b]
     assert len(marked) == 2 and all(b["cache_control"] == {"type": "ephemeral"} for b in marked)
     assert "cache_control" in anthropic["messages"][-1]["content"][-1]
+
+
+def test_derived_tools_are_the_same_in_every_request_of_a_session(run):
+    """A transcript without tool schemas: the declared tools do not grow as new tools get called (a changed tools
+    block would break the provider's cached prefix)."""
+    bodies = [json.loads(run("view", str(EXAMPLE), "--request", str(n), *SMALL, "--format", "anthropic").output)
+              for n in (2, 13, 28)]
+    assert bodies[0]["tools"] == bodies[1]["tools"] == bodies[2]["tools"] and len(bodies[0]["tools"]) > 3
 
 
 def test_view_by_session_id_and_the_text_rendering(run):

@@ -293,11 +293,15 @@ def register(cli: click.Group) -> None:
                 click.echo(dumps({"session": sid, "request": number, "changes": changes}, indent=2))
             return
         loader = lambda sha256: store.get_artifact(sha256)[1]  # noqa: E731
+        # a transcript without tool schemas: every request declares the session's whole tool vocabulary
+        known = list(dict.fromkeys(c.name for s in store.events(sid, kinds=["assistant_message"])
+                                   for c in s.event.tool_calls))
         if fmt == "openai":
-            click.echo(dumps(to_openai_chat(cur.view, loader, model=setup.model), indent=2))
+            click.echo(dumps(to_openai_chat(cur.view, loader, model=setup.model, known_tools=known), indent=2))
         elif fmt == "anthropic":
             reserve_tokens = plan.budget.reserve_tokens
-            body = to_anthropic_messages(cur.view, loader, model=setup.model, max_tokens=reserve_tokens or None)
+            body = to_anthropic_messages(cur.view, loader, model=setup.model, max_tokens=reserve_tokens or None,
+                                         known_tools=known)
             click.echo(dumps(anthropic_request(body, setup.model or "unknown"), indent=2))
         else:
             where = Text.from_markup(window_line(plan.window_source, plan.window_entry, setup.model)).plain

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,29 +87,26 @@ DERIVED_TOOL_DESCRIPTION = "(schema not recorded: derived from the calls in this
 """The description of a tool schema derived from the calls of a view whose transcript did not record it."""
 
 
-def wire_tools(view: Any) -> list[tuple[str, str, dict[str, Any]]]:
+def wire_tools(view: Any, known_tools: Sequence[str] = ()) -> list[tuple[str, str, dict[str, Any]]]:
     """``(name, description, JSON schema)`` of every tool a request of ``view`` declares: its own schemas
-    (:func:`tool_schema`), then, for each tool its messages call that none of them names (a transcript that
-    recorded no schemas, or a tool dropped since), a minimal schema derived from the call: any object
-    arguments, described as :data:`DERIVED_TOOL_DESCRIPTION`. Providers reject tool blocks without the tools
-    they name (Anthropic: "Requests which include tool_use or tool_result blocks must define tools")."""
-    out = [tool_schema(s, i) for i, s in enumerate(view.tools)]
-    named = {name for name, _, _ in out}
-    for m in view.messages:
-        for c in m.tool_calls:
-            if c.name not in named:
-                named.add(c.name)
-                out.append((c.name, DERIVED_TOOL_DESCRIPTION, {"type": "object"}))
-    return out
+    (:func:`tool_schema`); a view with none whose messages call tools (a transcript that recorded no schemas)
+    gets a minimal schema per tool name instead, any object arguments, described as
+    :data:`DERIVED_TOOL_DESCRIPTION`: the names of ``known_tools`` (the session's whole tool vocabulary, declared
+    from its first request on, so the list stays the same and the provider's cached prefix holds), then any
+    other name its messages call. Providers reject tool blocks without tools (Anthropic: "Requests which include tool_use or
+    tool_result blocks must define tools")."""
+    if view.tools:
+        return [tool_schema(s, i) for i, s in enumerate(view.tools)]
+    called = [c.name for m in view.messages for c in m.tool_calls]
+    return [(name, DERIVED_TOOL_DESCRIPTION, {"type": "object"}) for name in dict.fromkeys([*known_tools, *called])]
 
 
-def undeclared_calls(called: list[str], tools: Any, name_of: Any) -> list[str]:
-    """Violations: tool names ``called`` by the messages that the body's ``tools`` do not declare."""
-    declared = {name_of(t)[0] for t in tools} if isinstance(tools, list) else set()
-    if called and not declared:
+def undeclared_calls(called: list[str], tools: Any) -> list[str]:
+    """The violation of a body whose messages call tools (``called``) but whose ``tools`` declare none."""
+    if called and not (isinstance(tools, list) and tools):
         return ["tools: the messages call tools but the body declares none (providers reject tool blocks without "
-                "the tools they name)"]
-    return [f"tools: {name!r} is called but not declared" for name in dict.fromkeys(called) if name not in declared]
+                "tools)"]
+    return []
 
 
 def _plain(obj: Any) -> Any:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..events import MediaRef, parse_arguments
@@ -89,8 +89,13 @@ def _turn(turn: Turn, loader: ArtifactLoader | None) -> list[tuple[str, list[dic
 
 
 def to_anthropic_messages(view: ContextView, artifact_loader: ArtifactLoader | None = None, *,
-                          model: str | None = None, max_tokens: int | None = None) -> dict[str, Any]:
+                          model: str | None = None, max_tokens: int | None = None,
+                          known_tools: Sequence[str] = ()) -> dict[str, Any]:
     """The Messages API request body of ``view`` (see the module docstring for the shape).
+
+    A view without tool schemas whose messages call tools declares minimal derived ones
+    (:func:`latch.providers._wire.wire_tools`; ``known_tools``: the session's tool names, for a list that stays
+    the same from request to request).
 
     ``artifact_loader(sha256) -> bytes`` supplies image bytes (its errors
     propagate). ``ValueError`` for a message with an unknown role or a tool
@@ -123,7 +128,7 @@ def to_anthropic_messages(view: ContextView, artifact_loader: ArtifactLoader | N
     if nonempty(view.system):
         body["system"] = view.system
     body["messages"] = messages
-    declared = wire_tools(view)
+    declared = wire_tools(view, known_tools)
     if declared:
         tools = []
         for name, description, params in declared:
@@ -352,7 +357,7 @@ def validate_anthropic_messages(body: Mapping[str, Any]) -> list[str]:
     out.extend(_tools_problems(body.get("tools")))
     called = [str(b.get("name")) for m in messages if isinstance(m, Mapping) and isinstance(m.get("content"), list)
               for b in m["content"] if isinstance(b, Mapping) and b.get("type") == "tool_use"]
-    out.extend(undeclared_calls(called, body.get("tools"), _tool_schema))
+    out.extend(undeclared_calls(called, body.get("tools")))
     return out
 
 

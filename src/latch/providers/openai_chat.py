@@ -25,7 +25,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..events import MediaRef
@@ -51,8 +51,12 @@ def _user_content(text: str, media: tuple[MediaRef, ...], loader: ArtifactLoader
 
 
 def to_openai_chat(view: ContextView, artifact_loader: ArtifactLoader | None = None, *,
-                   model: str | None = None) -> dict[str, Any]:
+                   model: str | None = None, known_tools: Sequence[str] = ()) -> dict[str, Any]:
     """The chat-completions request body of ``view`` (see the module docstring for the shape).
+
+    A view without tool schemas whose messages call tools declares minimal derived ones
+    (:func:`latch.providers._wire.wire_tools`; ``known_tools``: the session's tool names, for a list that stays
+    the same from request to request).
 
     ``artifact_loader(sha256) -> bytes`` supplies image bytes (its errors
     propagate). ``ValueError`` for a message with an unknown role or a tool
@@ -86,7 +90,7 @@ def to_openai_chat(view: ContextView, artifact_loader: ArtifactLoader | None = N
     if model is not None:
         body["model"] = model
     body["messages"] = messages
-    declared = wire_tools(view)
+    declared = wire_tools(view, known_tools)
     if declared:
         tools = []
         for name, description, params in declared:
@@ -209,7 +213,7 @@ def validate_openai_chat(body: Mapping[str, Any]) -> list[str]:
     out.extend(_tools_problems(body.get("tools")))
     called = [str(c.get("function", {}).get("name")) for m in messages if isinstance(m, Mapping)
               for c in (m.get("tool_calls") or []) if isinstance(c, Mapping) and isinstance(c.get("function"), Mapping)]
-    out.extend(undeclared_calls(called, body.get("tools"), _function_schema))
+    out.extend(undeclared_calls(called, body.get("tools")))
     return out
 
 
