@@ -42,7 +42,7 @@ def test_guarded_edit_is_rejected_after_an_out_of_band_change(store, ws):
     assert s.generation == 0 and by(s.files, "path")["app.py"]["external_change"]
     assert s.render(10_000, estimate_tokens) == ("Canonical state\nGoal: (not set)\n"
                                                  "Files changed outside the agent (re-read before editing):\n- app.py\n"
-                                                 "Working set: files (newest first; re-read only what changed):\n"
+                                                 "Working set: files (newest first):\n"
                                                  f"- app.py: read ×1 (6 bytes, sha256 {page.sha256[:8]})")
     # the model re-reads, then the write goes through
     again = read_file(store, sid, root / "app.py")
@@ -53,8 +53,8 @@ def test_guarded_edit_is_rejected_after_an_out_of_band_change(store, ws):
     # no external change left; the working set says what the agent did to the file (the hash of the bytes it
     # wrote; their size is not recorded by the write)
     assert not s.is_empty and s.render(10_000, estimate_tokens) == (
-        "Canonical state\nGoal: (not set)\nWorking set: files (newest first; re-read only what changed):\n"
-        f"- app.py: read ×2, changed ×1 by guarded_write, changed after the last read (sha256 {sha(b'x = 2' + bytes([10]))[:8]})")
+        "Canonical state\nGoal: (not set)\nWorking set: files (newest first):\n"
+        f"- app.py: read ×2, changed ×1 by guarded_write (sha256 {sha(b'x = 2' + bytes([10]))[:8]})")
 
 
 def test_touch_with_identical_bytes_is_not_a_change(store, ws):

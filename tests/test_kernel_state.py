@@ -268,9 +268,9 @@ def test_the_working_set_lists_reads_edits_and_commands_newest_first(store):
     turn(store, sid, "Read", {"file_path": "/ws/lexer.py"}, "1 b")
     turn(store, sid, "Bash", {"command": "pytest -q tests/test_lexer.py"}, "1 failed\nError: boom", is_error=True)
     text = state(store, sid).render(2_000, estimate_tokens)
-    assert text.split("Working set: files (newest first; re-read only what changed):\n", 1)[1] == (
+    assert text.split("Working set: files (newest first):\n", 1)[1] == (
         "- lexer.py: read ×1\n"
-        "- parser.py: read ×1, changed ×1 by Edit, changed after the last read\n"
+        "- parser.py: read ×1, changed ×1 by Edit\n"
         "Working set: commands run (newest first):\n"
         "- `pytest -q tests/test_lexer.py` → failed: Error: boom\n"
         "- `pytest -q` → ok")

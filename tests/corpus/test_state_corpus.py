@@ -213,7 +213,7 @@ def test_codex_session_verdict_and_cli(corpus_dir, tmp_path):
     running = lines.index("Background processes running:")
     assert [line.split("]")[0] for line in lines[running + 1:running + 4]] == [
         f"- [session:{n}" for n in (95469, 85147, 89726)]
-    working = lines.index("Working set: files (newest first; re-read only what changed):")
+    working = lines.index("Working set: files (newest first):")
     assert not any(f["path"] in line for f in s.files for line in lines[:running] + lines[running + 4:working])
     assert lines[working + 1].startswith("- ") and "Working set: commands run (newest first):" in lines
     assert [(f["tool"], f["signature"]) for f in s.failures if f["active"]] == [

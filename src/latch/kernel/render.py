@@ -147,15 +147,6 @@ def _hypothesis_line(h: dict[str, Any]) -> str:
     return f"- [{h['id']}] REJECTED: {_text(h['text'])}" + (f" ({_text(h['reason'])})" if h.get("reason") else "")
 
 
-def _seq(f: dict[str, Any], what: str) -> int:
-    """The seq of a file entry's last read or write (live reducer entries hold positions, frozen ones seqs)."""
-    pos = f.get(f"last_{what}")
-    if isinstance(pos, tuple):
-        return pos[0]
-    seq = f.get(f"last_{what}_seq")
-    return seq if isinstance(seq, int) else 0
-
-
 def _file_line(f: dict[str, Any]) -> str:
     done = []
     rng = f.get("read_range") if f["reads"] else None
@@ -165,8 +156,6 @@ def _file_line(f: dict[str, Any]) -> str:
                                                if rng else ""))
     if f["writes"]:
         done.append(f"changed ×{f['writes']}" + (f" by {f['write_tool']}" if f.get("write_tool") else ""))
-    if f["writes"] and f["reads"] and _seq(f, "write") > _seq(f, "read"):
-        done.append("changed after the last read")
     known = [] if rng else ([f"{f['size']:,} bytes"] if f.get("size") is not None else []) + (
         [f"sha256 {f['sha256'][:8]}"] if f.get("sha256") else [])
     return f"- {_one_line(f['path'], 200)}: {', '.join(done) or 'named'}" + (f" ({', '.join(known)})" if known else "")
@@ -209,7 +198,7 @@ def _sections(core: "_Core") -> list[_Section]:
         _Section(4, "Decisions", "decisions", *_lines(
             core, "decisions", lambda d: f"- [{d['id']}] {_text(d['text'])}"
             + (f" (because {_text(d['rationale'])})" if d.get("rationale") else ""))),
-        _Section(-1, "Working set: files (newest first; re-read only what changed)", "files",
+        _Section(-1, "Working set: files (newest first)", "files",
                  *_lines(core, "working_files", _file_line), newest_first=True),
         _Section(-2, "Working set: commands run (newest first)", "commands",
                  *_lines(core, "commands", _command_line), newest_first=True),
