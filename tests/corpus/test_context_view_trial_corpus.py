@@ -135,7 +135,11 @@ def test_view_and_context_of_a_claude_code_session_count_the_inferred_harness(ru
     with EventStore(run.db) as store:
         _, views = run_replay(store, sid, keep_views=True)
         loader = lambda h: store.get_artifact(h)[1]  # noqa: E731
-        plain = to_anthropic_messages(views[n - 1], loader, model=doc["model"], max_tokens=doc["budget"]["reserve_tokens"])
+        # no tool schemas in the transcript: the session's tool vocabulary, derived, as `latch view` declares it
+        known = list(dict.fromkeys(c.name for s in store.events(sid, kinds=["assistant_message"])
+                                   for c in s.event.tool_calls))
+        plain = to_anthropic_messages(views[n - 1], loader, model=doc["model"], max_tokens=doc["budget"]["reserve_tokens"],
+                                      known_tools=known)
     assert body == AnthropicProvider(doc["model"]).request(plain) != plain
     assert sum("cache_control" in b for m in body["messages"] for b in m["content"]) == 2
 
