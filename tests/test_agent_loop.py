@@ -289,3 +289,16 @@ def test_binary_or_huge_repository_instructions_warn_and_binary_is_not_sent(tmp_
     (tmp_path / "AGENTS.md").write_text("é" * (INSTRUCTIONS_LIMIT_BYTES // 2 + 10))  # cut inside a character
     text, warnings = repository_instructions(tmp_path)
     assert text.startswith("# AGENTS.md") and "is longer than" in text and "cut" in warnings[0]
+
+
+def test_an_overflow_says_what_would_fix_it(agent):
+    a = agent([oa("never sent")], budget=ContextBudget(8_192, 1_024, 2_000))
+    a.store.append(a.sid, [UserMessage("please read this: " + "alpha beta gamma delta " * 2_000)])
+    with pytest.raises(AgentError) as err:
+        a.loop.turn()
+    msg = str(err.value)
+    assert msg.startswith("the context cannot hold the next request: conversation unit")
+    assert "to fix it: a larger --window or a smaller --reserve (now 8,192 and 1,024 tokens)" in msg
+    # every default tool is offered: their schemas take more than a third of the 7,168-token hard limit
+    assert f"or fewer tools with --tools NAME,... (the {len(builtin_tools())} tool schemas take " in msg
+    assert a.provider.requests == []  # nothing was sent

@@ -598,7 +598,7 @@ class AgentLoop:
         self.requests.budget, self.requests.hard = budget, budget.hard_limit_tokens
         res = self.requests.run(None, where=f"request {self.turns + 1}")
         if res.view is None:
-            raise AgentError(f"the context cannot hold the next request: {res.overflow}")
+            raise AgentError(f"the context cannot hold the next request: {res.overflow}; {self._overflow_fix(budget)}")
         self._room = result_room(res.view)
         bad = res.budget_violations + res.protocol_violations
         if bad:
@@ -795,6 +795,18 @@ class AgentLoop:
                 out.stopped = "done"
                 break
         return out
+
+    def _overflow_fix(self, budget: ContextBudget) -> str:
+        """What would make the next request fit: a larger window or smaller reserve, and fewer tool schemas when
+        they take a third of the hard limit or more."""
+        hard = budget.hard_limit_tokens
+        fix = (f"to fix it: a larger --window or a smaller --reserve (now {budget.context_window_tokens:,} and "
+               f"{budget.reserve_tokens:,} tokens)")
+        schemas = self.setup.counter.tools(self.requests.tools)
+        if schemas * 3 >= hard:
+            fix += (f", or fewer tools with --tools NAME,... (the {len(self.requests.tools)} tool schemas take "
+                    f"{schemas:,} of the {hard:,}-token hard limit)")
+        return fix
 
     def compact(self, reason: str = "manual") -> None:
         """``/compact`` (R26): the next request starts a fresh cache epoch without earlier conversation;
