@@ -302,3 +302,43 @@ def test_an_overflow_says_what_would_fix_it(agent):
     # every default tool is offered: their schemas take more than a third of the 7,168-token hard limit
     assert f"or fewer tools with --tools NAME,... (the {len(builtin_tools())} tool schemas take " in msg
     assert a.provider.requests == []  # nothing was sent
+
+
+def _names(body) -> list[str]:
+    return [t["function"]["name"] for t in body["tools"]]
+
+
+def test_a_small_window_offers_core_tools_and_the_rest_on_demand(agent, tmp_path):
+    small = ContextBudget(8_192, 1_024, 2_000)
+    a = agent([oa(calls=[("c1", "load_tools", {"names": ["record_decision", "add_note"]})]),
+               oa(calls=[("c2", "record_decision", {"decision": "round per line"})]),
+               oa(calls=[("c3", "load_tools", {"names": ["no_such_tool"]})]),
+               oa("done")], budget=small, defer_tools=True)
+    a.store.append(a.sid, [UserMessage("fix the rounding")])
+    first = a.loop.turn()
+    offered = _names(first.body)
+    assert offered == ["read_file", "write_file", "edit_file", "shell", "process_output", "search_history", "compact",
+                       "load_tools"]
+    described = first.body["tools"][-1]["function"]["description"]
+    assert "record_decision: Record a decision" in described and "set_goal" in described
+    assert first.results[0].content == "loaded: record_decision, add_note: offered from the next request on"
+    second = a.loop.turn()
+    order = [t.NAME for t in builtin_tools()]  # the fixed order, the loaded ones in their place
+    assert _names(second.body) == [n for n in order if n in {*offered, "add_note", "record_decision"}] + ["load_tools"]
+    assert second.view.metrics["rotation_reason"] == "instructions_changed"  # a new tool list, a new epoch
+    assert [d["text"] for d in canonical_state(a.store, a.sid).decisions] == ["round per line"]
+    third = a.loop.turn()
+    assert third.results[0].content.startswith("not loaded: no_such_tool")
+    a.loop.turn()
+    # a resumed loop of the same session offers what the session loaded
+    resumed = AgentLoop(a.store, a.sid, ScriptedProvider([oa("again")], model="gpt-4.1"), setup=a.setup, budget=small,
+                        tools=builtin_tools(), tool_context=None, session_context=session_context(a.ws)[0],
+                        defer_tools=True)
+    assert {"record_decision", "add_note"} <= {t["name"] for t in resumed.requests.tools}
+    assert "set_goal" not in {t["name"] for t in resumed.requests.tools}
+
+
+def test_a_window_that_holds_every_schema_defers_none(agent):
+    a = agent([oa("ok")], defer_tools=True)  # 64k: the schemas fit their share
+    a.store.append(a.sid, [UserMessage("hi")])
+    assert _names(a.loop.turn().body) == [t.NAME for t in builtin_tools()]

@@ -51,6 +51,7 @@ from .steering import SteeringInbox, pending_tool_calls
 from .supervisor import ChildPolicyError, Supervisor
 from .tools import Tool, ToolContext, ToolOutcome, run_tool
 from .tools.compact import Compact
+from .tools.load_tools import LOAD_TOOLS, LoadTools
 from .tools.processes import ProcessManager
 
 __all__ = ["AgentError", "AgentLoop", "Observer", "Step", "RunOutcome", "WIRE_FORMATS", "parse_response",
@@ -268,6 +269,12 @@ class RunOutcome:
     steps: list[Step] = field(default_factory=list)
 
 
+DEFER_SHARE = 4
+"""When every tool's schema together takes more than 1/DEFER_SHARE of the hard limit, ``latch run`` offers the
+:data:`CORE_TOOLS` and ``load_tools`` for the rest (:mod:`latch.agent.tools.load_tools`)."""
+CORE_TOOLS = ("read_file", "write_file", "edit_file", "shell", "process_output", "search_history", "compact",
+              "load_skill", "read_skill_resource", "spawn_agent")
+"""The tools always offered."""
 MIN_RESULT_TOKENS = 256
 """The smallest page a tool result is cut to, however small the window."""
 
@@ -306,7 +313,7 @@ class AgentLoop:
                  system_prompt: str = SYSTEM_PROMPT, observer: Observer | None = None, tool_choice: str | None = None,
                  max_output_tokens: int | None = None, tool_runner: Callable[[ToolCall], ToolResult] | None = None,
                  wire: str | None = None, supervisor: Supervisor | None = None, group: Any = None,
-                 group_agent: str | None = None):
+                 group_agent: str | None = None, defer_tools: bool = False):
         wire = wire or getattr(provider, "wire", None)
         if wire not in WIRE_FORMATS:
             raise ValueError(f"provider {getattr(provider, 'name', provider)!r} speaks an unknown wire format "
@@ -334,10 +341,20 @@ class AgentLoop:
         self.inbox = SteeringInbox(store, session_id)
         self.commands = RunCommands(store, session_id)
         self.run_id = ""  # the RunStarted of the process driving this loop (latch.host.runs.RunRecord), if any
-        self._by_name = {t.NAME: t for t in self.tools}
         schemas = [dict(t) if isinstance(t, Mapping) else dict(t.SCHEMA) for t in tools]
+        self._schemas = schemas
+        self._deferred: dict[str, str] = {}  # tool name -> description, of tools offered only on demand
+        self._loaded: set[str] = set()
+        if defer_tools and setup.counter.tools(schemas) * DEFER_SHARE > self.budget().hard_limit_tokens:
+            keep = {*CORE_TOOLS, *([tool_choice] if tool_choice else [])}
+            self._deferred = {str(sc["name"]): str(sc.get("description") or "") for sc in schemas
+                              if sc.get("name") not in keep}
+            if self._deferred:
+                self.tools = (*self.tools, LoadTools(self._deferred, self._load_tools))
+                self._loaded = self._loaded_before()
+        self._by_name = {t.NAME: t for t in self.tools}
         self.requests = RequestLoop(store, session_id, setup, self.budget(), session_context=session_context,
-                                    system_prompt=system_prompt, tools=schemas)
+                                    system_prompt=system_prompt, tools=self._offered())
         self.turns = 0
         self._harness_recorded = False
 
@@ -795,6 +812,42 @@ class AgentLoop:
                 out.stopped = "done"
                 break
         return out
+
+    # ------------------------------------------------------------------ tools on demand
+    def _offered(self) -> list[dict[str, Any]]:
+        """The schemas a request carries: every tool's in the fixed order, less the deferred ones not loaded,
+        then ``load_tools`` while any remain deferred."""
+        shown = [sc for sc in self._schemas if sc.get("name") not in self._deferred or sc.get("name") in self._loaded]
+        if set(self._deferred) - self._loaded:
+            shown.append(dict(self._by_name_load().SCHEMA))
+        return shown
+
+    def _by_name_load(self) -> LoadTools:
+        return next(t for t in self.tools if isinstance(t, LoadTools))
+
+    def _loaded_before(self) -> set[str]:
+        """The deferred tools earlier ``load_tools`` calls of this session loaded (a resumed run offers them)."""
+        ok = {s.event.call_id for s in self.store.events(self.session_id, kinds=["tool_result"])
+              if not s.event.is_error}
+        found: set[str] = set()
+        for s in self.store.events(self.session_id, kinds=["assistant_message"]):
+            for c in s.event.tool_calls:
+                args = c.args() if c.name == LOAD_TOOLS and c.id in ok else None
+                if isinstance(args, dict) and isinstance(args.get("names"), list):
+                    found.update(n for n in args["names"] if n in self._deferred)
+        return found
+
+    def _load_tools(self, names: Sequence[str]) -> str:
+        unknown = [n for n in names if n not in self._deferred]
+        if unknown:
+            return f"not loaded: {', '.join(unknown)} (not among the tools offered on demand)"
+        new = [n for n in names if n not in self._loaded]
+        self._loaded.update(new)
+        self.requests.tools = tuple(self._offered())
+        self._harness_recorded = False  # the next request records the new tool list
+        if not new:
+            return f"already offered: {', '.join(names)}"
+        return f"loaded: {', '.join(new)}: offered from the next request on"
 
     def _overflow_fix(self, budget: ContextBudget) -> str:
         """What would make the next request fit: a larger window or smaller reserve, and fewer tool schemas when

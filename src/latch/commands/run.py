@@ -403,7 +403,8 @@ def register(cli: click.Group) -> None:
                          assume_yes=assume_yes, system_prompt=SYSTEM_PROMPT,
                          observer=_Printer(con, budget.hard_limit_tokens, model, name, setup.counter.exact),
                          tool_choice=tool_choice, max_output_tokens=budget.reserve_tokens, supervisor=supervisor,
-                         group=Group(store, session_id) if lead else None, group_agent="lead" if lead else None)
+                         group=Group(store, session_id) if lead else None, group_agent="lead" if lead else None,
+                         defer_tools=tool_names is None and not profile.get("tools"))
         if worker:
             try:
                 code = _work(con, loop, store, session_id, lease_seconds or DEFAULT_LEASE_SECONDS)
