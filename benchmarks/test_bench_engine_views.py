@@ -7,6 +7,11 @@
   in 150 requests (the run stopped at ``--max-turns``, no fact answered, 149 epochs: every snapshot held only the
   goal, and ``search_history`` showed the first 600 characters of a file, not its fact line); after, 0
   re-reads in 73 requests, 24 of 24 facts answered, 39 epochs.
+* **The README's local-model budget** (``--window 8192 --reserve 1024``, every default tool, ten 17 KB files):
+  before, the first read ended the run (``the context cannot hold the next request … unit_tokens=1851``);
+  with pages sized to the room but every schema offered (5,103 of 7,168 tokens), 117 re-reads in 300 requests
+  (the state's ~400 tokens could not list every file); with the core tools and the rest on demand, 0 re-reads,
+  10 of 10 facts, 71 requests, exit 0. ``extra_info``: ``re_reads``, ``answered_share``, ``requests``.
 * **The README example's views against the harness** (``latch replay examples/invoice-rounding.claude.jsonl``):
   ``extra_info``: ``view_over_original`` and ``forecast_over_original`` (Latch's views priced cache-aware, in
   its estimate and in the provider's tokens, over what the transcript paid) and ``state_updates`` (state
@@ -50,6 +55,19 @@ def test_view_driven_agent_re_reads(benchmark, tmp_path_factory):
                                 re_reads_per_request=round(agent.re_reads / agent.requests, 3),
                                 answered_share=round(answered, 3))
     assert agent.re_reads == 0 and answered == 1.0 and epochs >= 10
+
+
+def test_readme_local_model_budget_reads_large_files(benchmark, tmp_path_factory):
+    def run():
+        return run_latch(tmp_path_factory.mktemp("small-window"), files=10, lines=260, window=8_192, reserve=1_024,
+                         recent=None, tools=None, max_turns=200)
+
+    agent, proc, epochs = benchmark.pedantic(run, rounds=1, iterations=1)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    answered = len(agent.answered) / len(agent.facts)
+    benchmark.extra_info.update(requests=agent.requests, re_reads=agent.re_reads, epochs=epochs,
+                                answered_share=round(answered, 3))
+    assert agent.re_reads == 0 and answered == 1.0
 
 
 @pytest.mark.parametrize("budget", [{}, {"window": 16_000, "reserve": 2_000, "recent": 3_000}],
