@@ -11,7 +11,7 @@
   before, the first read ended the run (``the context cannot hold the next request … unit_tokens=1851``);
   with pages sized to the room but every schema offered (5,103 of 7,168 tokens), 117 re-reads in 300 requests
   (the state's ~400 tokens could not list every file); with the core tools and the rest on demand, 0 re-reads,
-  10 of 10 facts, 71 requests, exit 0. ``extra_info``: ``re_reads``, ``answered_share``, ``requests``.
+  10 of 10 facts, 81 requests, exit 0. ``extra_info``: ``re_reads``, ``answered_share``, ``requests``.
 * **The README example's views against the harness** (``latch replay examples/invoice-rounding.claude.jsonl``):
   ``extra_info``: ``view_over_original`` and ``forecast_over_original`` (Latch's views priced cache-aware, in
   its estimate and in the provider's tokens, over what the transcript paid) and ``state_updates`` (state
