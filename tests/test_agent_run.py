@@ -292,3 +292,25 @@ def test_resume_keeps_the_budget_and_choices_of_the_run(tmp_path, ws):
         assert r.returncode == 0, r.stderr
         assert "window 30,000 · reserve 1,000" in r.stdout
         assert [b["max_tokens"] for b in server.bodies] == [1000, 1000]
+
+
+def test_tool_processes_never_see_the_keys_and_printed_secrets_are_redacted(tmp_path, ws):
+    """The model runs ``env`` and prints a key file: neither the provider key, the --api-key-env variable nor any
+    secret-named variable reaches the tool's output, the store or later requests; a pass-through name is kept."""
+    (ws / "leak.txt").write_text("the deploy token is tok-SECRETVALUE-42\n")
+    script = [Reply(tool_calls=(ToolUse("c1", "shell", json.dumps({"command": "env; cat leak.txt"})),)),
+              Reply("done")]
+    with serve_openai(script) as server:
+        r = latch(tmp_path, "run", "show the environment", "--provider", "openai-compatible", "--model", "m",
+                  "--base-url", server.base_url, "--api-key-env", "MY_LLM_CRED", "--yes", cwd=ws,
+                  env=_env(tmp_path, OPENAI_API_KEY=KEY, MY_LLM_CRED="cred-LLMKEY-0123456789",
+                           DEPLOY_TOKEN="tok-SECRETVALUE-42", SERVICE_PASSWORD="pw-0123456789",
+                           CI_BUILD_TOKEN="kept-0123456789", LATCH_TOOL_ENV_PASS="CI_BUILD_TOKEN",
+                           PLAIN_SETTING="visible-value"))
+        second = json.dumps(server.bodies[1])
+    assert r.returncode == 0, r.stderr + r.stdout
+    for secret in (KEY, "cred-LLMKEY-0123456789", "tok-SECRETVALUE-42", "pw-0123456789"):
+        assert secret not in second and secret.encode() not in (tmp_path / "latch.db").read_bytes()
+    assert "PLAIN_SETTING=visible-value" in second and "CI_BUILD_TOKEN=kept-0123456789" in second
+    assert "OPENAI_API_KEY" not in second and "MY_LLM_CRED" not in second
+    assert "the deploy token is [redacted secret]" in second  # a secret value printed another way

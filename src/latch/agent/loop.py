@@ -50,6 +50,7 @@ from .permissions import Decision, PermissionPolicy
 from .steering import SteeringInbox, pending_tool_calls
 from .supervisor import ChildPolicyError, Supervisor
 from .tools import Tool, ToolContext, ToolOutcome, run_tool
+from .environment import redact, secret_values
 from .tools.compact import Compact
 from .tools.load_tools import LOAD_TOOLS, LoadTools
 from .tools.processes import ProcessManager
@@ -313,7 +314,7 @@ class AgentLoop:
                  system_prompt: str = SYSTEM_PROMPT, observer: Observer | None = None, tool_choice: str | None = None,
                  max_output_tokens: int | None = None, tool_runner: Callable[[ToolCall], ToolResult] | None = None,
                  wire: str | None = None, supervisor: Supervisor | None = None, group: Any = None,
-                 group_agent: str | None = None, defer_tools: bool = False):
+                 group_agent: str | None = None, defer_tools: bool = False, secret_names: Sequence[str] = ()):
         wire = wire or getattr(provider, "wire", None)
         if wire not in WIRE_FORMATS:
             raise ValueError(f"provider {getattr(provider, 'name', provider)!r} speaks an unknown wire format "
@@ -332,6 +333,7 @@ class AgentLoop:
         if tool_context is not None and tool_context.room is None:
             tool_context = replace(tool_context, room=lambda: self._room)
         self.tool_context, self.tool_runner, self.supervisor = tool_context, tool_runner, supervisor
+        self._secrets = secret_values(also=secret_names)  # this process's secret values: redacted from tool results
         self.system_prompt = system_prompt
         self._spawned: set[str] = set()
         self.policy = policy or PermissionPolicy()
@@ -488,7 +490,8 @@ class AgentLoop:
             max_output_tokens=self.max_output_tokens if same_model else None, tool_runner=self.tool_runner,
             budget=self.base_budget if same_model else None)
         if self.tool_context is not None:
-            processes = ProcessManager(self.store, child_id, self.tool_context.workspace)
+            processes = ProcessManager(self.store, child_id, self.tool_context.workspace,
+                                       env=self.tool_context.processes.env)
             loop.tool_context = ToolContext(workspace=self.tool_context.workspace, store=self.store,
                                             session_id=child_id, processes=processes,
                                             estimate=loop.setup.counter.text, room=lambda: loop._room)
@@ -742,7 +745,8 @@ class AgentLoop:
                     outcome = run_tool(self.tools, call, self.tool_context)
             except Exception as exc:  # a tool's own bug must not lose the turn: the model sees it as an error
                 outcome = ToolOutcome(f"[tool {call.name} failed: {type(exc).__name__}: {exc}]", is_error=True)
-        result = ToolResult(call.id, self._bound(outcome.content), is_error=outcome.is_error, name=call.name,
+        content = redact(outcome.content, self._secrets)  # a key a tool printed never reaches the store or model
+        result = ToolResult(call.id, self._bound(content), is_error=outcome.is_error, name=call.name,
                             exit_code=outcome.exit_code)
         self.store.append(self.session_id, [result])
         self.observer.on_tool_result(call, outcome)

@@ -42,6 +42,7 @@ from ..cli import pass_app
 from ..config import MAX_TOKENS, budget_for_model
 from ..textsafe import console, error, markup, plural, safe, warn
 from .. import plugins
+from ..agent.environment import tool_environment
 from ..agent.context import SYSTEM_PROMPT, session_context
 from ..agent.loop import AgentError, AgentLoop, repair_interrupted, provider_prompt_tokens
 from ..agent.mcp import McpHub, mcp_servers, mcp_tools, session_mcp_tools
@@ -380,7 +381,8 @@ def register(cli: click.Group) -> None:
                                     plugins.get_engine_factory(child_engine) if child_engine else None)
         except plugins.PluginError as exc:
             raise click.UsageError(str(exc)) from None
-        processes = ProcessManager(store, session_id, workspace)
+        key_names = [api_key_env] if api_key_env else []  # a custom key variable is a secret whatever its name
+        processes = ProcessManager(store, session_id, workspace, env=tool_environment(also=key_names))
         servers = mcp_servers(config)
         hub = McpHub(servers, cwd=workspace, log_dir=processes.log_dir / "mcp") if servers else None
         try:
@@ -404,7 +406,7 @@ def register(cli: click.Group) -> None:
                          observer=_Printer(con, budget.hard_limit_tokens, model, name, setup.counter.exact),
                          tool_choice=tool_choice, max_output_tokens=budget.reserve_tokens, supervisor=supervisor,
                          group=Group(store, session_id) if lead else None, group_agent="lead" if lead else None,
-                         defer_tools=tool_names is None and not profile.get("tools"))
+                         defer_tools=tool_names is None and not profile.get("tools"), secret_names=key_names)
         if worker:
             try:
                 code = _work(con, loop, store, session_id, lease_seconds or DEFAULT_LEASE_SECONDS)

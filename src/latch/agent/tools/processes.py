@@ -33,7 +33,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -41,6 +41,7 @@ from typing import IO, Any
 from ...events import ProcessExited, ProcessStarted, ValidationEvidence
 from ...kernel.files import Page, bounded_page
 from ...kernel.shell import classify_command
+from ..environment import tool_environment
 
 __all__ = ["ProcessManager", "ManagedProcess", "RunResult", "OUTPUT_LIMIT_BYTES", "OUTPUT_LIMIT_TOKENS",
            "LOG_LIMIT_BYTES", "LOG_TAIL_BYTES", "KILL_GRACE_SECONDS", "bounded_output"]
@@ -165,12 +166,15 @@ class ProcessManager:
     """The processes of session ``session_id`` in ``workspace`` (see the module docstring).
 
     ``log_dir`` holds the background logs (default: a new temporary folder, removed by nothing: logs
-    outlive the session's process for a resumed session to read them while the OS keeps them).
+    outlive the session's process for a resumed session to read them while the OS keeps them). ``env`` is the
+    environment of every process started (default: :func:`latch.agent.environment.tool_environment`, this
+    process's environment without its secrets).
     """
 
     def __init__(self, store: Any, session_id: str, workspace: str | os.PathLike[str], *,
-                 log_dir: str | os.PathLike[str] | None = None):
+                 log_dir: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None):
         self.store = store
+        self.env = dict(env) if env is not None else tool_environment()  # secrets never reach a tool process
         self.session_id = store.session(session_id).id
         self.workspace = Path(workspace).resolve()
         self.log_dir = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(prefix="latch-processes-"))
@@ -187,7 +191,7 @@ class ProcessManager:
         if self.closed:
             raise RuntimeError("the process manager is closed")
         return subprocess.Popen(["/bin/sh", "-c", command], cwd=self.workspace, stdin=subprocess.DEVNULL,
-                                stdout=stdout, stderr=subprocess.STDOUT, start_new_session=True)
+                                stdout=stdout, stderr=subprocess.STDOUT, start_new_session=True, env=self.env)
 
     def run(self, command: str, *, timeout: float, estimate: Callable[[str], int]) -> RunResult:
         """Run ``command`` in the foreground for at most ``timeout`` seconds (see the module docstring).
