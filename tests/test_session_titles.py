@@ -100,7 +100,7 @@ def test_an_untitled_store_has_no_title_column_and_a_title_is_escaped(tmp_path):
 
 
 def test_web_and_tui_session_lists_show_the_title(db):
-    with TestClient(create_app(db)) as client:
+    with TestClient(create_app(db), base_url="http://127.0.0.1") as client:
         rows = client.get("/api/sessions").json()["sessions"]
     assert sorted(r["title"] for r in rows) == sorted([*GOOSE.values(), *OPENCODE.values()])
 

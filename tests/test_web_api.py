@@ -151,6 +151,29 @@ def test_token_is_checked_on_every_request(db, store, client):
         srv.stop()
 
 
+def test_a_server_without_a_token_answers_loopback_host_names_only(db, store, client):
+    """DNS rebinding: a page of evil.example whose name now resolves to 127.0.0.1 sends ``Host: evil.example``;
+    every endpoint refuses it, while the loopback names this machine goes by work."""
+    sid = store.create_session(format="test")
+    store.append(sid, [UserMessage(text="the secret plan")])
+    srv = WebServer(db).start()
+    try:
+        for path in ("/", f"/s/{sid}", "/static/app.js", "/api/sessions", f"/api/sessions/{sid}",
+                     f"/api/sessions/{sid}/events", f"/api/sessions/{sid}/replay"):
+            res = client.get(srv.url + path, headers={"Host": "evil.example"})
+            assert res.status_code == 403 and "the secret plan" not in res.text, path
+            assert client.get(srv.url + path, headers={"Host": "evil.example:8765"}).status_code == 403, path
+        port = srv.url.rsplit(":", 1)[1]
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost", f"[::1]:{port}"):
+            assert client.get(srv.url + "/api/sessions", headers={"Host": host}).status_code == 200, host
+        # an out-of-range resume point is a 400, not a traceback
+        for bad in ("99999999999999999999999", str(store.max_seq() + 5)):
+            res = client.get(f"{srv.url}/api/sessions/{sid}/events", headers={"Last-Event-ID": bad})
+            assert res.status_code == 400 and "resume point" in res.json()["error"], bad
+    finally:
+        srv.stop()
+
+
 def test_non_loopback_bind_needs_a_token():
     check_bind("127.0.0.1", None)
     check_bind("::1", None)

@@ -221,10 +221,13 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
         if isinstance(info, Response):
             return info
         raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
-        if not raw.isascii() or not raw.isdigit():
-            return error(400, f"bad resume point {raw!r}: give a non-negative event seq")
+        if not raw.isascii() or not raw.isdigit() or len(raw) > 19:
+            return error(400, f"bad resume point {raw[:40]!r}: give a non-negative event seq")
         after = int(raw)
         sid = info.id
+        last = await asyncio.to_thread(store.max_seq)
+        if after > last:
+            return error(400, f"resume point {after} is past the store's last event ({last})")
 
         async def stream():
             history = await asyncio.to_thread(lambda: list(store.events(sid, until_seq=after)))
@@ -297,7 +300,7 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
     ])
     app.state.store = store
     app.state.replays = replays
-    return _TokenGate(app, token) if token is not None else app
+    return _TokenGate(app, token) if token is not None else _LoopbackHostGate(app)
 
 
 MAX_COMMAND_BYTES = 65_536
@@ -326,6 +329,37 @@ def _refuse_command(request: Any, token: str | None) -> tuple[int, str] | None:
     if token is None and host.rsplit(":", 1)[0] not in _LOOPBACK_NAMES and host not in _LOOPBACK_NAMES:
         return 403, "without --token, commands are accepted for a loopback Host only"
     return None
+
+
+def _loopback_host(header: str) -> bool:
+    """Whether a ``Host`` header names this machine: ``localhost``, ``127.x.x.x`` or ``[::1]``, any port."""
+    name = header.strip().lower()
+    if name.startswith("["):
+        name = name[1:name.find("]")] if "]" in name else name
+    elif name.count(":") == 1:
+        name = name.rsplit(":", 1)[0]
+    return bool(name) and is_loopback(name)
+
+
+class _LoopbackHostGate:
+    """ASGI wrapper of a server without a token (it listens on loopback only): a request whose ``Host`` does not
+    name this machine gets 403, so a page whose name was rebound to 127.0.0.1 (DNS rebinding) reads nothing."""
+
+    def __init__(self, app: Any):
+        self.app = app
+        self.state = app.state
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] in ("http", "websocket"):
+            host = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"host"), "")
+            if not _loopback_host(host):
+                from starlette.responses import JSONResponse
+
+                await JSONResponse({"error": "this server answers loopback Host names only (localhost, 127.0.0.1, "
+                                             "[::1]); serve another name with --host and --token"},
+                                   status_code=403)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class _TokenGate:
