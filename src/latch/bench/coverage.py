@@ -116,13 +116,14 @@ class CoverageProbe:
         for stored in self._history.until(until_seq):
             self._seen.update(identifiers(stored.event.searchable_text()))
 
-    def score(self, response: Any, view: Any, until_seq: int) -> tuple[int, int]:
-        """``(needed, present)``: identifiers of ``response`` seen before it, and how many of them view holds."""
+    def score(self, response: Any, view: Any, until_seq: int, *, text: str | None = None) -> tuple[int, int]:
+        """``(needed, present)``: identifiers of ``response`` seen before it, and how many of them view holds
+        (``text``: the view's :func:`view_text` when the caller has it)."""
         self._advance(until_seq)
         needed = [t for t in identifiers(response_text(response)) if t in self._seen]
         if not needed:
             return 0, 0
-        text = view_text(view)
+        text = view_text(view) if text is None else text
         return len(needed), sum(1 for t in needed if t in text)
 
 
@@ -136,13 +137,13 @@ class WorkingSetProbe:
         self._history = _History(events)
         self._paths: dict[str, None] = {}
 
-    def score(self, view: Any, until_seq: int) -> tuple[int, int]:
+    def score(self, view: Any, until_seq: int, *, text: str | None = None) -> tuple[int, int]:
         for stored in self._history.until(until_seq):
             for call in getattr(stored.event, "tool_calls", ()) or ():
                 self._paths.update((p, None) for p in call.paths() if 0 < len(p) < 300)
         if not self._paths:
             return 0, 0
-        text = view_text(view)
+        text = view_text(view) if text is None else text
         return len(self._paths), sum(1 for p in self._paths if p in text or _tail(p) in text)
 
 

@@ -52,7 +52,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..events import AssistantMessage, ToolCall, ToolResult, UserMessage
+from ..events import AssistantMessage, ToolCall, ToolResult, Usage, UserMessage
 from ..host import cost as pricing
 from ..host.ingest import available_importers, import_all, import_file
 from ..importers import TranscriptError, detect, parse_all_file
@@ -63,7 +63,7 @@ from ..port import ContextBudget, SessionContext
 from ..providers import to_anthropic_messages, to_openai_chat, validate_anthropic_messages, validate_openai_chat
 from ..store import EventStore
 from ..textsafe import atomic_path, dumps, write_text
-from .coverage import CoverageProbe, WorkingSetProbe
+from .coverage import CoverageProbe, WorkingSetProbe, view_text
 from .executor import SchedulerError, run_tasks
 from .scenario import ScenarioModel
 from .stress import CONSTRAINT, DECISION, DIAGNOSTIC, MODEL, SYSTEM_PROMPT, TOOLS, WORKSPACE, _plant, _screenshots
@@ -310,8 +310,7 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
     coverage: list[float | None] = []
     needed_total = present_total = 0
     touched_total = named_total = 0
-    written_total = rewritten_total = 0
-    prev_tokens: int | None = None
+    view_caching: list[Usage] = []  # each view's cache read (its common prefix) and cache write (the rest)
     last_view = None
     for k, res in enumerate(loop.replay(requests)):
         seconds.append(res.seconds)
@@ -331,15 +330,13 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
         costs.append(pricing.usd(would.usd) if would is not None else None)
         last_view = view
         sent = res.recounted_tokens or 0
-        written = max(0, sent - res.common_prefix_tokens)
-        written_total += written
-        if prev_tokens and res.common_prefix_tokens < pricing.REWRITE_READ_SHARE * prev_tokens:
-            rewritten_total += written  # the cached prefix was not reused: the view wrote it again
-        prev_tokens = sent
-        touched, named = working.score(view, res.until_seq)
+        view_caching.append(Usage(input_tokens=0, output_tokens=0, cache_read_tokens=res.common_prefix_tokens,
+                                  cache_write_tokens=max(0, sent - res.common_prefix_tokens)))
+        text = view_text(view)  # once, for both probes
+        touched, named = working.score(view, res.until_seq, text=text)
         touched_total, named_total = touched_total + touched, named_total + named
         if req is not None and req.seq in by_seq:
-            needed, present = probe.score(by_seq[req.seq], view, res.until_seq)
+            needed, present = probe.score(by_seq[req.seq], view, res.until_seq, text=text)
             needed_total, present_total = needed_total + needed, present_total + present
             coverage.append(_round(present / needed) if needed else None)
         else:
@@ -359,6 +356,7 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
                 if n.seq <= res.until_seq:
                     survival[n.label].append(_survives(engine, view, n, res.until_seq))
     store.close()
+    rewrites = pricing.cache_rewrites(view_caching)  # the views' own full-prefix rewrites, as a transcript's
     peak = None
     if rss0 is not None:
         peak = max(0.0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - rss0)
@@ -373,7 +371,7 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
         "final_view_messages": len(last_view.messages) if last_view is not None else 0,
         "coverage": coverage, "coverage_needed": needed_total, "coverage_present": present_total,
         "working_set_touched": touched_total, "working_set_named": named_total,
-        "cache_write_tokens": written_total, "rewrite_write_tokens": rewritten_total,
+        "cache_write_tokens": rewrites.write_tokens, "rewrite_write_tokens": rewrites.rewrite_write_tokens,
         "cost": costs, "cost_usd": pricing.usd(priced.usd),
         "cost_cache_read_tokens": priced.cache_read, "cost_input_tokens": priced.input_tokens,
         "cost_output_tokens": priced.output, "cache_read_share": _round(priced.cache_read_share),
