@@ -347,12 +347,14 @@ class AgentLoop:
         self._schemas = schemas
         self._deferred: dict[str, str] = {}  # tool name -> description, of tools offered only on demand
         self._loaded: set[str] = set()
+        self._loader: LoadTools | None = None
         if defer_tools and setup.counter.tools(schemas) * DEFER_SHARE > self.budget().hard_limit_tokens:
             keep = {*CORE_TOOLS, *([tool_choice] if tool_choice else [])}
             self._deferred = {str(sc["name"]): str(sc.get("description") or "") for sc in schemas
                               if sc.get("name") not in keep}
             if self._deferred:
-                self.tools = (*self.tools, LoadTools(self._deferred, self._load_tools))
+                self._loader = LoadTools(self._deferred, self._load_tools)
+                self.tools = (*self.tools, self._loader)
                 self._loaded = self._loaded_before()
         self._by_name = {t.NAME: t for t in self.tools}
         self.requests = RequestLoop(store, session_id, setup, self.budget(), session_context=session_context,
@@ -822,12 +824,9 @@ class AgentLoop:
         """The schemas a request carries: every tool's in the fixed order, less the deferred ones not loaded,
         then ``load_tools`` while any remain deferred."""
         shown = [sc for sc in self._schemas if sc.get("name") not in self._deferred or sc.get("name") in self._loaded]
-        if set(self._deferred) - self._loaded:
-            shown.append(dict(self._by_name_load().SCHEMA))
+        if self._loader is not None and set(self._deferred) - self._loaded:
+            shown.append(dict(self._loader.SCHEMA))
         return shown
-
-    def _by_name_load(self) -> LoadTools:
-        return next(t for t in self.tools if isinstance(t, LoadTools))
 
     def _loaded_before(self) -> set[str]:
         """The deferred tools earlier ``load_tools`` calls of this session loaded (a resumed run offers them)."""

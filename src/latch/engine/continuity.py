@@ -117,12 +117,12 @@ def _state_body(section: str) -> str:
     return section.split("\n", 1)[1].rsplit("\n</canonical-state>", 1)[0]
 
 
-def _states_goal(body: str, goal: Any) -> bool:
-    """Whether the rendered state ``body`` states ``goal`` word for word on its ``Goal:`` line."""
-    if not isinstance(goal, str) or not goal.strip():
+def _states_goal(body: str, state: Any) -> bool:
+    """Whether the rendered state ``body`` states ``state``'s goal word for word (its ``goal_line``)."""
+    line = getattr(state, "goal_line", None)
+    if not isinstance(line, str) or not getattr(state, "goal", None):
         return False
-    block = "\nGoal: " + goal.strip().replace("\n", "\n  ") + "\n"
-    return block in "\n" + body + "\n"
+    return "\n" + line + "\n" in "\n" + body + "\n"
 
 
 def _skill_name(call: ToolCall) -> str:
@@ -751,12 +751,13 @@ class ContinuityEngine:
         sections: list[tuple[str, str]] = []
         new_user = self._last_user[0] > ep.anchor or (r.request.query is not None and r.request.query != ep.query)
         key: str | None = None
+        passes: frozenset[str] | None = None
         if r.state_rev > ep.state_revision:
             key = _update_key(r.state)
             passes = _current_passes(r.state)
             # something the conversation does not show changed, or a pass the epoch showed current went stale
             if key is None or key != ep.state_key or not ep.passes <= (passes or frozenset()):
-                goal_stated = key is not None and _states_goal(ep.snapshot_state, getattr(r.state, "goal", None))
+                goal_stated = key is not None and _states_goal(ep.snapshot_state, r.state)
                 state_sec, has_state = self._state_section(r, goal_stated)
                 if has_state and _state_body(state_sec) != ep.state_text:
                     sections.append(("state", state_sec))
@@ -787,7 +788,7 @@ class ContinuityEngine:
                                state_revision=r.state_rev if with_state else 0,
                                extension=ext if ext != ep.extension else None,
                                state_key=key if with_state else None,
-                               passes=sorted(_current_passes(r.state) or ()) if with_state else None)
+                               passes=sorted(passes or ()) if with_state else None)
         assert fixed + delta.total <= r.hard, "recall was sized to the room left"
         return delta, False
 

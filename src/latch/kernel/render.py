@@ -42,7 +42,7 @@ from ..port import ContextOverflow
 if TYPE_CHECKING:  # pragma: no cover
     from .state import _Core
 
-__all__ = ["render_state", "update_key", "current_passes", "GOAL_STATED"]
+__all__ = ["render_state", "update_key", "current_passes", "goal_line", "GOAL_STATED"]
 
 GOAL_STATED = "Goal: unchanged, as stated in this epoch's snapshot"
 """The goal line of a state update whose goal its epoch's snapshot already states word for word."""
@@ -300,6 +300,11 @@ def update_key(core: "_Core") -> str:
     return h.hexdigest()
 
 
+def goal_line(goal: str | None) -> str:
+    """The ``Goal:`` line of a rendered state (continuation lines indented)."""
+    return f"Goal: {_text(goal) if goal else '(not set)'}"
+
+
 def current_passes(core: "_Core") -> frozenset[str]:
     """The requirements whose latest evidence passed at the current workspace generation (call under the
     ledger lock): what the rendered state shows as ``passed: … (current)``."""
@@ -314,8 +319,7 @@ def render_state(core: "_Core", budget_tokens: int, estimate: Callable[[str], in
         return ""
     count, newest = core.section("constraints")
     constraints = [f"- [{c['id']}] {_text(c['text'])}" for c in reversed(list(newest))]
-    head = ["Canonical state", GOAL_STATED if goal_stated and core.goal else
-            f"Goal: {_text(core.goal) if core.goal else '(not set)'}"]
+    head = ["Canonical state", GOAL_STATED if goal_stated and core.goal else goal_line(core.goal)]
     latest = core.latest_instruction
     if latest is not None and latest["text"] != core.goal:
         head.append(f"Latest user instruction: {_text(latest['text'])}")

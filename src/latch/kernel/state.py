@@ -41,7 +41,7 @@ from .derive import ActionChanged, ActionsReplaced, ShellRule, ToolFailure, Tool
 from .events import (ExternalChange, FileObservation, Mutation, ProcessExited, ProcessStarted, StateUpdate, Tombstone,
                      ValidationEvidence, WriterBlocker)
 from .ledger import END, Disproof, KernelCache, Ledger, Pos, Workspace, ledger_for
-from .render import StateOverflow, current_passes, render_state, update_key
+from .render import StateOverflow, current_passes, goal_line, render_state, update_key
 
 __all__ = ["CanonicalState", "StateOverflow", "SessionReducer", "canonical_state", "requirement_key",
            "GOAL_REVISIONS"]
@@ -701,6 +701,11 @@ class CanonicalState:
         (:func:`latch.kernel.render.update_key`): equal keys mean a state update would only repeat what
         the conversation since the earlier state carries (spec: "Cache epochs and working memory")."""
         return self._core.update_key()
+
+    @property
+    def goal_line(self) -> str:
+        """The ``Goal:`` line :meth:`render` writes (continuation lines indented)."""
+        return goal_line(self.goal)
 
     @property
     def current_passes(self) -> frozenset[str]:
