@@ -412,7 +412,7 @@ class ContinuityEngine:
         self._last_user: tuple[int, str] = (0, "")
         self._errors: deque[str] = deque(maxlen=3)
         self._paths: deque[str] = deque(maxlen=8)
-        self._work: deque[str] = deque(maxlen=WORK_TEXTS)  # the latest assistant turn and its tool results
+        self._work: deque[Any] = deque(maxlen=WORK_TEXTS)  # the latest assistant turn and its tool results
         self._work_seq = 0  # seq of the latest assistant turn
         self._skill_calls: dict[str, str] = {}  # load_skill call id → skill name, until its result
         self._skills: dict[str, int] = {}  # skill name → seq of its newest loaded body, in load order
@@ -498,14 +498,14 @@ class ContinuityEngine:
                 if ev.is_error and not ev.missing:
                     self._errors.append(ev.content[:300])
                 if not ev.missing:
-                    self._work.append(ev.content[:WORK_CHARS])
+                    self._work.append(ev)
                 skill = self._skill_calls.pop(ev.call_id, None)
                 if skill is not None and not (ev.is_error or ev.missing):
                     self._skills.pop(skill, None)
                     self._skills[skill] = s.seq
             elif isinstance(ev, AssistantMessage):
                 self._work.clear()
-                self._work.append(ev.searchable_text()[:WORK_CHARS])
+                self._work.append(ev)  # its text is read when a request needs it, not for every event
                 self._work_seq = s.seq
                 for c in ev.tool_calls:
                     if c.name in SKILL_TOOLS:
@@ -720,7 +720,8 @@ class ContinuityEngine:
         recall_cap = max(0, min(config_recall_tokens(self._config, recent_eff), hard - base - recent_eff))
         goal = getattr(state, "goal", None)
         files = self._files(state)
-        query_texts = [request.query or "", self._last_user[1], *self._work, goal if isinstance(goal, str) else "",
+        work = [e.searchable_text()[:WORK_CHARS] for e in self._work]
+        query_texts = [request.query or "", self._last_user[1], *work, goal if isinstance(goal, str) else "",
                        " ".join(files), *self._errors]
         return _Request(request, until, hard, fingerprint, header, session_msg, session_t, system_t, tools_t,
                         state, state_rev, state_budget, ext_sec, base, recent_eff, recall_cap, query_texts, files,
