@@ -16,6 +16,7 @@ from latch.agent.permissions import PermissionPolicy
 from latch.agent.tools import ToolContext, builtin_tools
 from latch.agent.tools.processes import ProcessManager
 from latch.events import AssistantMessage, EstimateCorrection, ToolCall, ToolResult, ToolStarted, UserMessage
+from latch.host.corrections import SAFETY_MARGIN
 from latch.host.loop import build_engine
 from latch.kernel.state import canonical_state
 from latch.port import ContextBudget
@@ -218,6 +219,72 @@ def test_provider_overflow_is_corrected_and_retried_within_the_real_limit(agent)
     with pytest.raises(AgentError, match="refused the request as too long 3 times"):
         b.loop.turn()
     assert set(b.kinds()[n:]) == {"estimate_correction"}
+
+
+def _counting(share: float, views: list[int]):
+    """A provider whose prompt count is ``share`` of each view's estimate (the last one ``views`` holds)."""
+    def reply(body):
+        return oa(f"ok {len(views)}", usage=(max(1, round(views[-1] * share)), 5))
+    return reply
+
+
+class _Views(Observer):
+    def __init__(self) -> None:
+        self.totals: list[int] = []
+
+    def on_request(self, number, result):
+        self.totals.append(result.view.tokens.total_tokens)
+
+
+def test_the_budget_follows_the_provider_rate_up_when_the_estimate_over_counts(agent):
+    """A provider that counts half of Latch's estimate: after two requests the hard limit, counted in the
+    provider's tokens, is the real limit less the safety margin (twice the estimate-token limit)."""
+    budget = ContextBudget(16_000, 1_000, 15_000)
+    spy = _Views()
+    a = agent([], budget=budget, observer=spy)
+    a.provider._responses += [_counting(0.5, spy.totals)] * 4
+    for i in range(4):
+        _bulk_session(a, 1, words=40 + 20 * i)
+        a.loop.say(f"go on {i}")
+        a.loop.turn()
+    assert a.loop.forecast.rate == pytest.approx(0.5, abs=0.01)
+    hard = a.loop.budget().hard_limit_tokens
+    assert hard == pytest.approx((1 - SAFETY_MARGIN) * budget.hard_limit_tokens / 0.5, rel=0.02)
+    assert a.loop.forecast.forecast(hard) <= budget.hard_limit_tokens  # in the provider's tokens: within the limit
+    assert correction_ratio(a.store, a.sid) is None  # nothing was under-counted
+
+
+def test_a_fixed_gap_costs_its_own_size_and_an_overflow_still_caps_the_budget(agent):
+    """A provider that counts 3,000 tokens more than every view (tool schemas Latch does not see): the first
+    correction's ratio would cut the limit to a fraction; the rate (1.0, intercept 3,000) cuts the gap alone. A
+    refusal then caps the budget again and the request is retried within the real limit."""
+    budget = ContextBudget(16_000, 1_000, 15_000)
+    spy = _Views()
+    a = agent([], budget=budget, observer=spy)
+
+    def gap(body):
+        return oa(f"ok {len(spy.totals)}", usage=(spy.totals[-1] + 3_000, 5))
+    a.provider._responses += [gap] * 3
+    for i in range(3):
+        _bulk_session(a, 1, words=40 + 20 * i)
+        a.loop.say(f"go on {i}")
+        a.loop.turn()
+    first = correction_ratio(a.store, a.sid)
+    assert first is not None and budget.hard_limit_tokens * first[1] // first[0] < 0.6 * budget.hard_limit_tokens
+    hard = a.loop.budget().hard_limit_tokens
+    assert hard == pytest.approx((1 - SAFETY_MARGIN) * budget.hard_limit_tokens - 3_000, abs=20)
+
+    def refuse(body):  # this view counts 3x in the provider's tokenizer: over the real limit
+        raise ProviderOverflow("openai: 400 maximum context length", prompt_tokens=3 * spy.totals[-1],
+                               limit_tokens=16_000)
+    _bulk_session(a, 12)
+    a.loop.say("and now")
+    a.provider._responses += [refuse, oa("fits")]
+    step = a.loop.turn()
+    assert step.message.text == "fits"
+    refused, sent = spy.totals[-2], spy.totals[-1]
+    assert 3 * refused > budget.hard_limit_tokens and 3 * sent <= budget.hard_limit_tokens
+    assert correction_ratio(a.store, a.sid, "overflow") == (3 * refused, refused)
 
 
 def test_system_prompt_and_tools_are_byte_identical_across_sessions(agent):

@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from latch.cli import _load_commands, cli
+from latch.host.corrections import RATE_MIN_REQUESTS, SAFETY_MARGIN
 
 MODEL = "gpt-4o"
 RATIO = 1.5
@@ -76,12 +77,16 @@ def test_replay_records_the_correction_and_no_later_request_is_over_the_window(t
     assert doc["summary"]["correction"] == fix
     by_request = {f["request"]: f for f in fixes}
     effect = None
-    for r in reqs:  # each view is budgeted with the correction recorded before it
+    for r in reqs:  # each view is budgeted with the correction recorded before it (the provider's rate, known from
+        # request 3 on, is the same 1.5x: its limit, less the safety margin, is not above the correction's)
         assert r["correction"] == effect
         assert r["budget_hard_limit_tokens"] == (hard if effect is None else
                                                  hard * effect["estimated_tokens"] // effect["provider_tokens"])
         effect = by_request.get(r["request"], effect)
     assert reqs[0]["budget_hard_limit_tokens"] == hard
+    share = doc["summary"]["usable_share"]
+    assert share["from_request"] == RATE_MIN_REQUESTS + 1 and share["requests"] == len(reqs) - RATE_MIN_REQUESTS
+    assert 1 - SAFETY_MARGIN <= share["min"] <= share["median"] <= 1.0
     # in the provider's tokens (each estimate scaled by the largest ratio recorded) no later view is above the
     # hard limit, though every view fitted it in Latch's own tokens without the correction (the second test)
     real = [math.ceil(r["total_tokens"] * fix["ratio"]) for r in reqs[1:]]

@@ -50,9 +50,17 @@ def test_replay_holds_every_invariant(corpus_session, budget_name):
             got = memo[id(m)] = (m, message_line(m), counter.message(m))
         return got
 
+    sent = [r for r in doc["requests"] if r["status"] != "overflow"]
+    assert len(sent) == len(views)
+    # each view within the limit it was budgeted with; once the provider's rate is known that limit, counted in
+    # the provider's tokens, is most of the real one, and no view the rate budgeted is forecast above the real limit
+    assert all(r["total_tokens"] <= r["budget_hard_limit_tokens"] for r in sent)
+    assert all(r["provider_forecast_tokens"] <= hard for r in sent if r["budget_source"] == "rate")
+    share = s["usable_share"]
+    if share is not None:
+        assert share["min"] >= 0.9, share
     prev_bytes = None
     for prev, view in zip([None, *views], views):
-        assert view.tokens.total_tokens <= hard
         rows = [line_and_tokens(m) for m in view.messages]
         conv = sum(t for m, _, t in rows if m.kind == "conversation")
         assert view.tokens.recent_tokens == conv  # exact: conversation is counted once, nowhere else

@@ -19,10 +19,13 @@ A process killed mid-tool leaves a call with a ``ToolStarted`` and no result. :f
 (run when a session resumes) appends, for each call without a result, a marked placeholder result
 (``missing=True``, ``is_error=True``) that says the outcome is unknown: never an invented outcome.
 
-Provider usage is authoritative: when the provider counts more prompt tokens than the view's estimate,
-or refuses a request as too long, an :class:`~latch.events.EstimateCorrection` is appended and the
+Provider usage is authoritative, in both directions: when the provider counts more prompt tokens than the view's
+estimate, or refuses a request as too long, an :class:`~latch.events.EstimateCorrection` is appended and the
 budget of every later view is shrunk by the largest ratio seen (:func:`correction_ratio`), so the same
-shape of text never overflows twice. Units: tokens everywhere.
+shape of text never overflows twice. Once this process has seen the provider's counts for
+:data:`~latch.host.corrections.RATE_MIN_REQUESTS` requests, the budget follows the provider's own rate instead
+(:func:`~latch.host.corrections.rate_budget`: a conservative estimator no longer leaves half the window unused),
+capped by the largest overflow refusal; an overflow refusal still corrects and retries. Units: tokens everywhere.
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ from ..events import (AgentLifecycle, AgentNotificationDelivered, AgentProfile, 
                       canonical_json)
 from .. import plugins
 from ..engine.units import TokenCounter
-from ..host.corrections import corrected_budget, raises_ratio
+from ..host.corrections import raises_ratio, rate_budget
+from ..host.forecast import ProviderForecast
 from ..host.loop import EngineSetup, RequestLoop, RequestResult
 from ..host.runs import RunCommands
 from ..host.session import StoreKernelWriter, StoreSessionReader
@@ -182,12 +186,15 @@ def provider_prompt_tokens(usage: Usage | None) -> int | None:
     return usage.input_tokens + (usage.cache_read_tokens or 0) + (usage.cache_write_tokens or 0)
 
 
-def correction_ratio(store: Any, session_id: str) -> tuple[int, int] | None:
+def correction_ratio(store: Any, session_id: str, source: str | None = None) -> tuple[int, int] | None:
     """The largest ``(provider_tokens, estimated_tokens)`` ratio of the session's
-    :class:`~latch.events.EstimateCorrection` events, or ``None`` when there is none above 1."""
+    :class:`~latch.events.EstimateCorrection` events (of ``source`` only, ``"usage"`` or ``"overflow"``, when
+    given), or ``None`` when there is none above 1."""
     best: tuple[int, int] | None = None
     for s in store.events(session_id, kinds=[EstimateCorrection.KIND]):
         e = s.event
+        if source is not None and e.source != source:
+            continue
         if e.estimated_tokens > 0 and e.provider_tokens > e.estimated_tokens and (
                 best is None or e.provider_tokens * best[1] > best[0] * e.estimated_tokens):
             best = (e.provider_tokens, e.estimated_tokens)
@@ -321,6 +328,7 @@ class AgentLoop:
                              f"{wire!r} (known: {', '.join(WIRE_FORMATS)})")
         self.store, self.session_id, self.provider, self.wire = store, session_id, provider, wire
         self.setup, self.base_budget = setup, budget
+        self.forecast = ProviderForecast()  # this process's requests: the provider's rate (host.forecast)
         self.tools = tuple(t for t in tools if not isinstance(t, Mapping))
         if tool_context is not None and tool_context.spawner is None:
             tool_context = replace(tool_context, spawner=self.spawn_agent)
@@ -593,23 +601,31 @@ class AgentLoop:
         return out
 
     # ------------------------------------------------------------------ budget
-    def _ratio(self) -> tuple[int, int] | None:
-        """The session's largest correction (:func:`correction_ratio`), read from the store once per loop and
-        then kept current by :meth:`_correct` (this loop is the session's only writer of corrections)."""
+    def _ratio(self, source: str | None = None) -> tuple[int, int] | None:
+        """The session's largest correction (:func:`correction_ratio`; of ``source`` only when given), read from
+        the store once per loop and then kept current by :meth:`_correct` (this loop is the session's only writer
+        of corrections)."""
         if not hasattr(self, "_ratio_cache"):
-            self._ratio_cache = correction_ratio(self.store, self.session_id)
-        return self._ratio_cache
+            self._ratio_cache = {None: correction_ratio(self.store, self.session_id),
+                                 "overflow": correction_ratio(self.store, self.session_id, "overflow")}
+        return self._ratio_cache[source]
 
     def budget(self) -> ContextBudget:
-        """The request budget after the session's provider corrections (:func:`corrected_budget`)."""
-        return corrected_budget(self.base_budget, self._ratio())
+        """The request budget: from the provider's rate once this loop has seen its counts for two requests
+        (:func:`~latch.host.corrections.rate_budget`, capped by the largest overflow refusal), before that the
+        base budget after the session's corrections (:func:`corrected_budget`)."""
+        return rate_budget(self.base_budget, self.forecast, self._ratio(), self._ratio("overflow"))
 
     def _correct(self, provider_tokens: int, estimated: int, source: str) -> None:
-        if not raises_ratio(self._ratio(), provider_tokens, estimated):
+        if not raises_ratio(self._ratio(), provider_tokens, estimated) and not (
+                source == "overflow" and raises_ratio(self._ratio("overflow"), provider_tokens, estimated)):
             return
         ev = EstimateCorrection(provider_tokens, estimated, source)
         self.store.append(self.session_id, [ev])
-        self._ratio_cache = (provider_tokens, estimated)
+        cache = self._ratio_cache
+        for key in ([None, "overflow"] if source == "overflow" else [None]):
+            if raises_ratio(cache[key], provider_tokens, estimated):
+                cache[key] = (provider_tokens, estimated)
         self.observer.on_correction(ev)
 
     # ------------------------------------------------------------------ one request
@@ -670,6 +686,8 @@ class AgentLoop:
                 break
             except ProviderOverflow as exc:
                 estimate = max(view.tokens.total_tokens, res.recounted_tokens or 0)
+                if exc.prompt_tokens:
+                    self.forecast.observe(estimate, exc.prompt_tokens)  # the provider's own count of this view
                 counted = exc.prompt_tokens if exc.prompt_tokens else estimate + estimate // 4 + 1
                 self._correct(max(counted, estimate + 1), estimate, "overflow")
                 if attempt == OVERFLOW_RETRIES:
@@ -686,7 +704,9 @@ class AgentLoop:
         self.observer.on_response(number, message, usage, view)
         counted = provider_prompt_tokens(usage)
         if counted is not None:
-            self._correct(counted, max(view.tokens.total_tokens, res.recounted_tokens or 0), "usage")
+            sent = max(view.tokens.total_tokens, res.recounted_tokens or 0)
+            self.forecast.observe(sent, counted)
+            self._correct(counted, sent, "usage")
         results = tuple(self._call(c) for c in message.tool_calls)
         if any(c.name == Compact.NAME and not r.is_error for c, r in zip(message.tool_calls, results)):
             self.compact("model")  # the model asked for it: every call has its result, a safe boundary

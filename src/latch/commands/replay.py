@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import statistics
 import sys
 import uuid
 from collections.abc import Callable, Mapping
@@ -79,7 +80,6 @@ from ..port import SessionContext
 from ..store import ReplayScratch, StoreError, replay_scratch_path
 from ..store.replays import scratch_bytes
 from ..host import corrections as corrections_mod
-from ..host.forecast import ProviderForecast
 from ..host.kernel import kernel_cache
 from ..kernel import canonical_state
 
@@ -88,6 +88,8 @@ __all__ = ["resolve_engine_factory", "resolve_estimator_choice", "budget_problem
            "ratio_summary", "harness_doc", "harness_line", "ratio_line", "event_position"]
 
 PROGRESS_MIN_REQUESTS = 40
+USABLE_FROM_REQUEST = 3
+"""The summary's ``usable_share`` counts the views from this request on: the provider's rate needs two requests."""
 
 
 def resolve_engine_factory(name: str | None, config: Mapping[str, Any] | None = None,
@@ -230,7 +232,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
                reserve: int | None = None, recent: int | None = None,
                progress: Callable[[int, int], None] | None = None,
                keep_views: bool = False, keep: bool = False, harness: bool = True,
-               correct: bool = True,
+               correct: bool = True, rate: bool = True,
                on_result: Callable[[Any], None] | None = None) -> tuple[dict[str, Any], list[Any]]:
     """Replay ``session_id`` of ``store``; return ``(document, views)`` (views only with ``keep_views``).
 
@@ -311,20 +313,19 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     # the provider counted the transcript's request: its recorded harness and the whole conversation so far, which
     # Latch estimates as the harness's system and tools plus history_tokens; an overhead inferred from these very
     # figures, or --no-harness (the harness unknown), leaves nothing to compare
+    # provider usage budgets every later view, and forecasts each view in provider tokens from the transcript's
+    # earlier requests (host.corrections, host.forecast)
     fixes = corrections_mod.ReplayCorrections(loop, budget, setup.counter, plan.harness, setup.writer,
-                                              enabled=correct)
-    # provider-token forecasts (host.forecast): fitted on the transcript's earlier requests, Latch's estimate of each
-    # (the harness, recorded or inferred, plus the whole conversation so far) against the provider's count
-    forecaster = ProviderForecast() if plan.harness is not None else None
-    harness_fixed = (setup.counter.system(plan.harness.system) + setup.counter.tools(plan.harness.tools)
-                     + plan.harness.inferred_tokens) if plan.harness is not None else 0
-    agent_run = plan.harness is not None and plan.harness.session_context is not None
+                                              enabled=correct, rate=rate)
+    forecaster = fixes.forecast
+    harness_fixed = fixes.fixed
     for res in loop.replay(plan.requests, progress, plan.harness.changes if plan.harness is not None else ()):
         if on_result is not None:
             on_result(res)
         req = res.request
         usage = req.usage
-        in_effect, limit = fixes.current, loop.hard  # what this view was budgeted with
+        in_effect, limit, source = fixes.current, loop.hard, fixes.source  # what this view was budgeted with
+        limit_provider = corrections_mod.provider_limit_tokens(loop.budget, forecaster)
         fixes.observe(res)
         at = pricing.parse_timestamp(req.ts)
         paid = pricing.price_usage(usage, req.model or model, at=at)  # what the transcript's request cost
@@ -333,17 +334,13 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         row: dict[str, Any] = {"request": req.number, "seq": req.seq, "until_seq": req.until_seq,
                                "events": res.events, "history_tokens": res.history_tokens,
                                "correction": in_effect, "budget_hard_limit_tokens": limit,
+                               "budget_provider_tokens": limit_provider, "budget_source": source,
                                "provider_prompt_tokens": usage.prompt_tokens if usage else None,
                                "provider_cache_read_tokens": usage.cache_read_tokens if usage else None,
                                "cost": {"original_usd": pricing.usd(paid.usd) if paid else None, "view_usd": None,
                                         "priced_model": paid.model_id if paid else None}}
         view = res.view
-        forecast = (forecaster.forecast(view.tokens.total_tokens) if forecaster is not None and view is not None
-                    else None)
-        if forecaster is not None and usage is not None and usage.prompt_tokens:
-            sent = (max(view.tokens.total_tokens, res.recounted_tokens or 0) if agent_run and view is not None
-                    else harness_fixed + res.history_tokens)  # a latch run session sent its view
-            forecaster.observe(sent, usage.prompt_tokens)
+        forecast = fixes.last_forecast
         row["provider_forecast_tokens"] = forecast
         row["forecast_ratio"] = provider_ratio(forecast, row["provider_prompt_tokens"])
         if view is None:
@@ -387,7 +384,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
             "left_tokens": view.metrics.get("left_tokens"), "rotation_reason": view.metrics.get("rotation_reason"),
             "image_count": view.metrics.get("image_count"), "image_tokens": view.metrics.get("image_tokens"),
             "recent_limit_tokens": view.metrics.get("recent_limit_tokens"),
-            "headroom_tokens": hard - total, "messages": len(view.messages), "changes": changes,
+            "headroom_tokens": limit - total, "messages": len(view.messages), "changes": changes,
             "provider_ratio": provider_ratio(total, row["provider_prompt_tokens"]),
             "view_complete": view.tokens.recent_tokens >= res.history_tokens,
         })
@@ -429,6 +426,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         "forecast_ratio_complete_views": ratio_summary([r["forecast_ratio"] for r in done if r["view_complete"]]),
         "forecast_ratio_evicted_views": ratio_summary([r["forecast_ratio"] for r in done if not r["view_complete"]]),
         "provider_rate": forecaster.to_json() if forecaster is not None else None,
+        "usable_share": _usable_share(rows, hard),
         "corrections": fixes.recorded, "correction": fixes.current,
         "cache_rewrites": _rewrites(usages),
     }
@@ -440,6 +438,18 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
            "window_entry": plan.window_entry, "harness": harness_doc(plan.harness, setup.counter),
            "requests": rows, "summary": summary}
     return doc, views
+
+
+def _usable_share(rows: list[dict[str, Any]], hard: int) -> dict[str, Any] | None:
+    """The share of the real hard limit (``window - reserve``) a view could fill, in the provider's tokens
+    (``budget_provider_tokens / hard``) from request :data:`USABLE_FROM_REQUEST` on: ``{"from_request", "requests",
+    "min", "median"}``, ``None`` when no such request has a forecast."""
+    shares = sorted(r["budget_provider_tokens"] / hard for r in rows
+                    if r["request"] >= USABLE_FROM_REQUEST and r.get("budget_provider_tokens") is not None)
+    if not shares or hard <= 0:
+        return None
+    return {"from_request": USABLE_FROM_REQUEST, "requests": len(shares), "min": round(shares[0], 4),
+            "median": round(statistics.median(shares), 4)}
 
 
 def _cost_summary(original: Any, viewed: Any) -> dict[str, Any]:

@@ -13,6 +13,15 @@ estimate of the same text: the transcript's request (its recorded harness prompt
 conversation so far), not Latch's view of it, which holds other text (a canonical state, evictions).
 :func:`session_correction` reads the one in effect for ``latch context``.
 
+Usage is authoritative in both directions too: once a session has provider-reported prompt counts for at least
+:data:`RATE_MIN_REQUESTS` requests (a live run, or a transcript's usage in replay), :func:`rate_budget` sets the hard
+limit from the provider's own rate (:class:`~latch.host.forecast.ProviderForecast`: provider tokens = intercept +
+rate x Latch's estimate, fitted on earlier requests only) with :data:`SAFETY_MARGIN` of the real limit held back,
+instead of from the conservative estimate alone: a heuristic that prices text at twice the provider's count no
+longer leaves half the window unused, and a fixed gap (tool schemas a transcript does not record) costs its own
+size, not a ratio of the whole window. An overflow refusal still corrects (:func:`corrected_budget` caps the rate's
+limit) and the request is retried.
+
 Units: tokens.
 """
 
@@ -24,7 +33,15 @@ from typing import Any
 from ..events import AssistantMessage, EstimateCorrection
 from ..port import ContextBudget
 
-__all__ = ["KIND", "Correction", "raises_ratio", "corrected_budget", "session_correction", "ReplayCorrections"]
+__all__ = ["KIND", "Correction", "raises_ratio", "corrected_budget", "session_correction", "ReplayCorrections",
+           "SAFETY_MARGIN", "RATE_MIN_REQUESTS", "rate_budget", "rate_ready", "provider_limit_tokens"]
+
+SAFETY_MARGIN = 0.05
+"""Share of the real hard limit (window - reserve, provider tokens) a rate budget holds back for the forecast's
+error: on the corpus's complete views the out-of-sample forecast is within 0.99-1.08x the provider's count."""
+RATE_MIN_REQUESTS = 2
+"""Requests with provider usage a session needs before its budget follows the provider's rate (the rate needs one
+step between two requests)."""
 
 KIND = EstimateCorrection.KIND
 """Kind of a replay's correction record (the event's kind: the same fact, in the replay's scratch run)."""
@@ -75,6 +92,41 @@ def corrected_budget(budget: ContextBudget, ratio: tuple[int, int] | None) -> Co
                    recent_tokens=min(budget.recent_tokens, hard))
 
 
+def rate_budget(budget: ContextBudget, forecast: Any, correction: tuple[int, int] | None = None,
+                overflow: tuple[int, int] | None = None, *, margin: float = SAFETY_MARGIN) -> ContextBudget:
+    """``budget`` with its hard limit set from the provider's rate: the largest estimate ``L`` (tokens) whose
+    forecast ``forecast.intercept_tokens + forecast.rate x L`` is at most ``(1 - margin) x`` the real hard limit
+    (``budget.hard_limit_tokens``, provider tokens). ``L`` may be above the real limit when the estimator
+    over-counts the provider; it is never below the limit of :func:`corrected_budget` with ``correction`` (the
+    largest ``(provider, estimated)`` correction, or ``None``: a rate fitted on a few coarse counts must not shrink
+    the budget below what the counts themselves show), and never above that limit with ``overflow`` (the largest
+    overflow refusal, or ``None``). ``forecast`` follows :class:`~latch.host.forecast.ProviderForecast`; before
+    :func:`rate_ready`, :func:`corrected_budget` with the larger of the two ratios is returned. The reserve stays
+    whole; ``recent_tokens`` is lowered to ``L`` when above it."""
+    worst = max((r for r in (correction, overflow) if r is not None), key=lambda r: r[0] / r[1], default=None)
+    if not rate_ready(forecast):
+        return corrected_budget(budget, worst)
+    real = budget.hard_limit_tokens
+    hard = max(1, int(((1.0 - margin) * real - forecast.intercept_tokens) / forecast.rate),
+               corrected_budget(budget, worst).hard_limit_tokens)
+    if overflow is not None:
+        hard = min(hard, corrected_budget(budget, overflow).hard_limit_tokens)
+    return replace(budget, context_window_tokens=budget.reserve_tokens + hard,
+                   recent_tokens=min(budget.recent_tokens, hard))
+
+
+def rate_ready(forecast: Any) -> bool:
+    """Whether ``forecast`` (or ``None``) has observed :data:`RATE_MIN_REQUESTS` requests and one step of growth."""
+    return forecast is not None and forecast.requests >= RATE_MIN_REQUESTS and forecast.steps > 0
+
+
+def provider_limit_tokens(budget: ContextBudget, forecast: Any) -> int | None:
+    """The hard limit of ``budget`` (estimate tokens) counted in the provider's tokens by ``forecast`` (``None``
+    before any request was observed): ``latch context`` and replay divide it by the real hard limit to show the
+    usable share of the real window."""
+    return forecast.forecast(budget.hard_limit_tokens) if forecast is not None else None
+
+
 def _best(found: list[Correction]) -> Correction | None:
     best: Correction | None = None
     for c in found:
@@ -123,44 +175,80 @@ def _recorded(records: Any, origin: str) -> Correction | None:
 
 
 class ReplayCorrections:
-    """The corrections of one replay (``latch replay`` and ``latch view`` replay the same way): after each request,
-    :meth:`observe` compares the provider's prompt tokens with Latch's estimate of the request the provider counted
-    (the transcript's recorded harness system prompt and tools plus the whole conversation so far,
-    ``history_tokens``; for a session ``latch run`` recorded, the view itself, which is what it sent) and, when the
-    ratio is above every earlier one, records it (a kernel record of kind :data:`KIND` through ``writer``) and
-    budgets every later view of ``loop`` with the hard limit of ``budget`` divided by it.
+    """The corrections of one replay (``latch replay`` and ``latch view`` replay the same way).
 
-    ``harness`` is the replay's :class:`~latch.host.harness.Harness` (``None``: ``--no-harness``, nothing to compare);
-    an overhead inferred from the same usage leaves nothing to compare either (the comparison would be circular),
-    nor does ``enabled=False``. ``current`` is the correction in effect (its :meth:`Correction.to_json` form, or
-    ``None``), ``recorded`` every one recorded, in order.
+    After each request :meth:`observe`:
+
+    * forecasts the provider tokens of its view from the earlier requests only (``last_forecast``: ``None`` before
+      any request with usage, or without a harness) and then feeds ``forecast`` (a
+      :class:`~latch.host.forecast.ProviderForecast`, made here) with Latch's estimate of the request the provider
+      counted and the provider's count. That estimate is the transcript's recorded harness (system prompt and
+      tools, or the overhead inferred from usage) plus the whole conversation so far (``history_tokens``); for a
+      session ``latch run`` recorded, the view itself, which is what it sent;
+    * compares the two and, when the provider's count is above the estimate by more than any earlier request,
+      records the correction (a kernel record of kind :data:`KIND` through ``writer``); an inferred overhead leaves
+      nothing to compare (the comparison would be circular);
+    * budgets every later view of ``loop``: once ``forecast`` has :data:`RATE_MIN_REQUESTS` requests from the
+      provider's rate (:func:`rate_budget`, unless ``rate=False``), before that with the hard limit of ``budget``
+      divided by the largest correction (:func:`corrected_budget`).
+
+    ``harness`` is the replay's :class:`~latch.host.harness.Harness` (``None``: ``--no-harness``: no forecast, no
+    correction). ``enabled=False`` leaves the budget alone and records nothing. ``source`` says what set the budget
+    of the next view: ``"rate"`` (the provider's rate raised it above the corrections' limit), ``"correction"`` or
+    ``"estimate"`` (the conservative estimate alone). ``current`` is the correction in effect (its :meth:`Correction.to_json` form, or ``None``), ``recorded`` every one recorded, in order.
     """
 
     def __init__(self, loop: Any, budget: ContextBudget, counter: Any, harness: Any, writer: Any, *,
-                 enabled: bool = True) -> None:
+                 enabled: bool = True, rate: bool = True) -> None:
+        from .forecast import ProviderForecast
+
         self.loop, self.budget, self.writer = loop, budget, writer
+        self.enabled, self.rate = enabled, rate
+        self.forecast = ProviderForecast() if harness is not None else None
         self.comparable = enabled and harness is not None and harness.source != "inferred"
-        self.fixed = counter.system(harness.system) + counter.tools(harness.tools) if self.comparable else 0
-        self.agent = self.comparable and harness.session_context is not None
+        self.fixed = (counter.system(harness.system) + counter.tools(harness.tools) + harness.inferred_tokens
+                      if harness is not None else 0)
+        self.agent = harness is not None and harness.session_context is not None
+        self.last_forecast: int | None = None
+        self.source = "estimate"
         self.current: dict[str, Any] | None = None
         self.recorded: list[dict[str, Any]] = []
+
+    def sent_tokens(self, res: Any) -> int:
+        """Latch's estimate of what the provider counted for request result ``res`` (see the class)."""
+        if self.agent and res.view is not None:
+            return int(max(res.view.tokens.total_tokens, res.recounted_tokens or 0))
+        return int(self.fixed + res.history_tokens)
 
     def observe(self, res: Any) -> None:
         """Take request result ``res`` (:class:`~latch.host.loop.RequestResult`) into account (see the class)."""
         req = res.request
         usage = req.usage if req is not None else None
-        if not self.comparable or usage is None or not usage.prompt_tokens:
+        counted = usage.prompt_tokens if usage is not None and usage.prompt_tokens else None
+        f = self.forecast
+        self.last_forecast = (f.forecast(res.view.tokens.total_tokens) if f is not None and res.view is not None
+                              else None)
+        if f is not None and counted:
+            f.observe(self.sent_tokens(res), counted)
+        if not self.enabled:
             return
-        estimate = (max(res.view.tokens.total_tokens, res.recounted_tokens or 0) if self.agent and res.view is not None
-                    else self.fixed + res.history_tokens)
+        if self.comparable and counted:
+            self._record(req, counted, self.sent_tokens(res))
         c = self.current
-        if raises_ratio((c["provider_tokens"], c["estimated_tokens"]) if c else None, usage.prompt_tokens, estimate):
-            found = Correction(usage.prompt_tokens, estimate, req.number,
+        ratio = (c["provider_tokens"], c["estimated_tokens"]) if c else None
+        corrected = corrected_budget(self.budget, ratio)
+        self.loop.budget = rate_budget(self.budget, f, ratio) if self.rate else corrected  # every later view
+        self.loop.hard = self.loop.budget.hard_limit_tokens
+        self.source = ("rate" if self.loop.hard > corrected.hard_limit_tokens else
+                       "correction" if ratio is not None else "estimate")
+
+    def _record(self, req: Any, counted: int, estimate: int) -> None:
+        c = self.current
+        if raises_ratio((c["provider_tokens"], c["estimated_tokens"]) if c else None, counted, estimate):
+            found = Correction(counted, estimate, req.number,
                                origin=f"replay run {getattr(self.writer, 'run_id', '?')}")
             self.writer.append_many([(KIND, req.seq, {
                 "provider_tokens": found.provider_tokens, "estimated_tokens": found.estimated_tokens,
                 "source": found.source, "request": req.number})])
             self.current = found.to_json()
             self.recorded.append(self.current)
-            self.loop.budget = corrected_budget(self.budget, found.pair())  # every later view
-            self.loop.hard = self.loop.budget.hard_limit_tokens

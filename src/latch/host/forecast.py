@@ -76,6 +76,11 @@ class ProviderForecast:
         self._obs.append((estimate_tokens, provider_tokens))
 
     @property
+    def steps(self) -> int:
+        """How many steps informed the rate."""
+        return len(self._slopes)
+
+    @property
     def rate(self) -> float:
         """Provider tokens per estimated token of appended content (1.0 before any usable step)."""
         if not self._slopes:
