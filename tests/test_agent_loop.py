@@ -359,15 +359,18 @@ def test_binary_or_huge_repository_instructions_warn_and_binary_is_not_sent(tmp_
 
 
 def test_an_overflow_says_what_would_fix_it(agent):
-    a = agent([oa("never sent")], budget=ContextBudget(8_192, 1_024, 2_000))
+    a = agent([oa("never sent")], budget=ContextBudget(6_000, 1_024, 2_000))
     a.store.append(a.sid, [UserMessage("please read this: " + "alpha beta gamma delta " * 2_000)])
     with pytest.raises(AgentError) as err:
         a.loop.turn()
     msg = str(err.value)
     assert msg.startswith("the context cannot hold the next request: conversation unit")
-    assert "to fix it: a larger --window or a smaller --reserve (now 8,192 and 1,024 tokens)" in msg
-    # every default tool is offered: their schemas take more than a third of the 7,168-token hard limit
-    assert f"or fewer tools with --tools NAME,... (the {len(builtin_tools())} tool schemas take " in msg
+    assert "to fix it: a larger --window or a smaller --reserve (now 6,000 and 1,024 tokens)" in msg
+    # every default tool is offered: their schemas take more than a third of the 4,976-token hard limit
+    schemas = a.setup.counter.tools(a.loop.requests.tools)
+    assert schemas * 3 >= 4_976
+    assert (f"or fewer tools with --tools NAME,... (the {len(builtin_tools())} tool schemas take {schemas:,} of the "
+            "4,976-token hard limit)") in msg
     assert a.provider.requests == []  # nothing was sent
 
 

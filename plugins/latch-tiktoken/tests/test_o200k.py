@@ -72,16 +72,20 @@ def test_known_counts_surrogates_and_specials(reference):
     assert est.image_tokens(1024, 1024) == HeuristicEstimator("openai").image_tokens(1024, 1024) == 765
 
 
-def test_registered_but_never_selected_by_itself(monkeypatch):
+def test_selected_for_o200k_models(monkeypatch):
     monkeypatch.setenv("LATCH_LOAD_PLUGINS", "tiktoken,o200k")
     plugins.reset_plugin_manager()
     try:
         assert plugins.registered_estimators()["o200k"] is O200kEstimator
         assert isinstance(plugins.get_estimator("o200k"), O200kEstimator)
-        assert isinstance(plugins.select_estimator("gpt-4o"), HeuristicEstimator)  # opt-in: --estimator o200k
+        for model in ("gpt-4o", "openai/gpt-5", "gpt-4.1-mini", "o3", "gpt-5-codex"):
+            assert isinstance(plugins.select_estimator(model), O200kEstimator), model
+        assert type(plugins.select_estimator("gpt-4")).__name__ == "TiktokenEstimator"  # cl100k
+        assert isinstance(plugins.select_estimator("claude-sonnet-4"), HeuristicEstimator)
+        assert isinstance(plugins.select_estimator(None), HeuristicEstimator)
     finally:
         plugins.reset_plugin_manager()
-    assert latch_select_estimator("gpt-4o") is None
+    assert latch_select_estimator("gpt-4o") is None  # the cl100k plugin passes o200k models on
 
 
 def test_no_network_needed(tmp_path):

@@ -1,9 +1,9 @@
 """Latch estimator plugin ``o200k``: exact OpenAI ``o200k_base`` token counts, offline, through quicktok.
 
-Registers :class:`O200kEstimator` (``PLUGIN_NAME = "o200k"``). It does not answer
-``latch_select_estimator``: o200k models (gpt-4o, o1, o3, ...) keep Latch's heuristic unless the user
-configures this estimator (``--estimator o200k`` or ``[estimator]`` in the config), so installing
-latch-tiktoken changes no o200k replay by itself.
+Registers :class:`O200kEstimator` (``PLUGIN_NAME = "o200k"``) and answers ``latch_select_estimator`` for every
+model Latch prices with its ``o200k`` profile (:func:`latch.estimators.profile_for_model`: gpt-4o, gpt-4.1,
+gpt-4.5, gpt-5, o1/o3/o4, codex, gpt-oss; an ``openai/`` prefix is accepted): before a session has provider usage,
+an exact count is the budget's best offline evidence (``--estimator heuristic-o200k`` keeps the heuristic).
 
 The BPE ranks are the ``o200k_base`` vocabulary shipped inside the ``quicktok-v1`` wheel (nothing
 is downloaded). That vocabulary is byte-identical to OpenAI's published ``o200k_base.tiktoken``
@@ -28,7 +28,7 @@ from latch.hookspecs import hookimpl
 if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command that makes none never imports it
     import numpy as np
 
-__all__ = ["O200kEstimator", "ENCODING", "TIKTOKEN_O200K_SHA256", "vocabulary_sha256", "mergeable_ranks"]
+__all__ = ["O200kEstimator", "is_o200k_model", "ENCODING", "TIKTOKEN_O200K_SHA256", "vocabulary_sha256", "mergeable_ranks"]
 
 ENCODING = "o200k_base"
 TIKTOKEN_O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
@@ -114,3 +114,20 @@ class O200kEstimator:
 @hookimpl
 def latch_register_estimators() -> list[type]:
     return [O200kEstimator]
+
+
+@lru_cache(maxsize=1)
+def _shared() -> O200kEstimator:
+    return O200kEstimator()
+
+
+def is_o200k_model(model: str | None) -> bool:
+    """Whether Latch prices ``model`` with its ``o200k`` profile (``None``: no)."""
+    from latch.estimators import profile_for_model
+
+    return bool(model) and profile_for_model(model) == "o200k"
+
+
+@hookimpl
+def latch_select_estimator(model: str | None) -> O200kEstimator | None:
+    return _shared() if is_o200k_model(model) else None
