@@ -308,12 +308,15 @@ def test_latch_run_on_the_responses_api_round_trips_reasoning_and_records_usage(
               Reply("Wrote hello.txt.", usage=usage)]
     with serve_responses(script) as server:
         r = latch(tmp_path, "run", "write hello.txt", "--provider", "openai-responses", "--model", "gpt-5",
-                  "--base-url", server.base_url, "--yes", cwd=ws, env=_env(tmp_path, OPENAI_API_KEY="sk-test-run"))
+                  "--base-url", server.base_url, "--yes", "--tool-choice", "write_file", "--window", "200000",
+                  "--reserve", "4096", cwd=ws, env=_env(tmp_path, OPENAI_API_KEY="sk-test-run"))
         bodies = server.bodies
     assert r.returncode == 0, r.stderr + r.stdout
     assert (ws / "hello.txt").read_text() == "hi\n" and "Wrote hello.txt." in r.stdout
     assert len(bodies) == 2 and all(validate_responses({k: v for k, v in b.items() if k != "stream"}) == []
                                     for b in bodies)
+    assert bodies[0]["tool_choice"] == {"type": "function", "name": "write_file"}
+    assert bodies[0]["max_output_tokens"] == 4096 and bodies[0]["model"] == "gpt-5"
     kinds = [i.get("type") for i in bodies[1]["input"]]
     at = kinds.index("reasoning")
     assert bodies[1]["input"][at]["encrypted_content"] == ENCRYPTED
