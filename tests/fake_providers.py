@@ -1,5 +1,5 @@
-"""Loopback fake model servers speaking the real OpenAI Chat Completions and Anthropic Messages wire
-formats (streaming SSE), for driving the real SDKs in tests.
+"""Loopback fake model servers speaking the real OpenAI Chat Completions, OpenAI Responses and Anthropic
+Messages wire formats (streaming SSE), for driving the real SDKs in tests.
 
 Usage::
 
@@ -39,8 +39,8 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
 __all__ = ["Reply", "ToolUse", "Fail", "Recorded", "FakeServer", "serve_openai", "serve_anthropic",
-           "openai_error", "anthropic_error", "openai_overflow", "llamacpp_overflow", "anthropic_overflow",
-           "rate_limited", "server_error"]
+           "serve_responses", "openai_error", "anthropic_error", "openai_overflow", "llamacpp_overflow",
+           "anthropic_overflow", "responses_overflow", "rate_limited", "server_error"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,12 @@ class Reply:
     the response starts (timeouts). ``stop`` overrides the finish / stop reason. ``stream_error``
     (the provider's error object, e.g. ``{"type": "overloaded_error", "message": "Overloaded"}``)
     ends the stream after the content with an error event (HTTP status stays 200).
+
+    Responses API: ``usage`` is ``{"input_tokens", "input_tokens_details": {"cached_tokens"}, "output_tokens",
+    "output_tokens_details": {"reasoning_tokens"}}``; ``reasoning`` becomes a reasoning item (its summary text) at
+    the start of the output, whose ``encrypted_content`` is ``encrypted_reasoning`` when the request's ``include``
+    asks for ``reasoning.encrypted_content`` (else ``None``, as the API does); ``stream_error`` ends the stream
+    with ``response.failed`` carrying it as ``response.error`` (``{"code", "message"}``).
     """
 
     text: str = ""
@@ -75,6 +81,7 @@ class Reply:
     stop: str | None = None
     reasoning: str = ""
     stream_error: Mapping[str, Any] | None = None
+    encrypted_reasoning: str = ""
 
 
 @dataclass(frozen=True)
@@ -143,6 +150,12 @@ def llamacpp_overflow(n_prompt: int, n_ctx: int) -> Fail:
 def anthropic_overflow(prompt: int, limit: int) -> Fail:
     """Anthropic's 400 ``prompt is too long: P tokens > N maximum``."""
     return anthropic_error(400, "invalid_request_error", f"prompt is too long: {prompt} tokens > {limit} maximum")
+
+
+def responses_overflow() -> Fail:
+    """The Responses API's context-length-exceeded 400 (code ``context_length_exceeded``, no numbers)."""
+    return openai_error(400, "Your input exceeds the context window of this model. Please adjust your input and try "
+                             "again.", code="context_length_exceeded", param="input")
 
 
 def rate_limited(wire: str = "openai", retry_after: str | None = "1") -> Fail:
@@ -243,6 +256,85 @@ def anthropic_events(reply: Reply, body: Mapping[str, Any]) -> list[bytes]:
     return out
 
 
+def responses_events(reply: Reply, body: Mapping[str, Any]) -> list[bytes]:
+    """The Responses API SSE stream of ``reply``: ``response.created``, ``response.in_progress``, per output item
+    (a reasoning item, the message, each function call) ``response.output_item.added``, its deltas and
+    ``.done`` events and ``response.output_item.done``, then ``response.completed`` with the output and usage
+    (or ``response.failed`` for ``stream_error``). Every event carries ``type`` and ``sequence_number`` in its data
+    and its type as the SSE event name, as the API sends them."""
+    model = reply.model or body.get("model") or "fake-model"
+    seq = iter(range(1_000_000))
+    out: list[bytes] = []
+
+    def emit(kind: str, **data: Any) -> None:
+        out.append(_sse({"type": kind, **data, "sequence_number": next(seq)}, kind))
+
+    def response(status: str, output: list[Any], usage: Any = None, error: Any = None) -> dict[str, Any]:
+        return {"id": "resp_fake", "object": "response", "created_at": 1_700_000_000, "status": status,
+                "model": model, "output": output, "parallel_tool_calls": True, "tool_choice": "auto",
+                "tools": list(body.get("tools") or []), "store": body.get("store", True), "error": error,
+                "incomplete_details": None, "instructions": body.get("instructions"), "usage": usage,
+                "previous_response_id": body.get("previous_response_id"), "reasoning": {"effort": None,
+                                                                                       "summary": None}}
+
+    emit("response.created", response=response("in_progress", []))
+    emit("response.in_progress", response=response("in_progress", []))
+    done: list[dict[str, Any]] = []
+    if reply.reasoning:
+        rid, i = "rs_fake1", len(done)
+        wanted = "reasoning.encrypted_content" in (body.get("include") or [])
+        emit("response.output_item.added", output_index=i,
+             item={"id": rid, "type": "reasoning", "summary": [], "encrypted_content": None})
+        emit("response.reasoning_summary_part.added", item_id=rid, output_index=i, summary_index=0,
+             part={"type": "summary_text", "text": ""})
+        for p in _pieces(reply.reasoning, reply.chunk):
+            emit("response.reasoning_summary_text.delta", item_id=rid, output_index=i, summary_index=0, delta=p)
+        emit("response.reasoning_summary_text.done", item_id=rid, output_index=i, summary_index=0,
+             text=reply.reasoning)
+        item = {"id": rid, "type": "reasoning", "summary": [{"type": "summary_text", "text": reply.reasoning}],
+                "encrypted_content": reply.encrypted_reasoning if wanted else None}
+        emit("response.output_item.done", output_index=i, item=item)
+        done.append(item)
+    if reply.text:
+        mid, i = "msg_fake1", len(done)
+        emit("response.output_item.added", output_index=i,
+             item={"id": mid, "type": "message", "status": "in_progress", "role": "assistant", "content": []})
+        emit("response.content_part.added", item_id=mid, output_index=i, content_index=0,
+             part={"type": "output_text", "text": "", "annotations": [], "logprobs": []})
+        for p in _pieces(reply.text, reply.chunk):
+            emit("response.output_text.delta", item_id=mid, output_index=i, content_index=0, delta=p, logprobs=[])
+        emit("response.output_text.done", item_id=mid, output_index=i, content_index=0, text=reply.text,
+             logprobs=[])
+        part = {"type": "output_text", "text": reply.text, "annotations": [], "logprobs": []}
+        emit("response.content_part.done", item_id=mid, output_index=i, content_index=0, part=part)
+        item = {"id": mid, "type": "message", "status": "completed", "role": "assistant", "content": [part]}
+        emit("response.output_item.done", output_index=i, item=item)
+        done.append(item)
+    for n, call in enumerate(reply.tool_calls):
+        fid, i = f"fc_fake{n + 1}", len(done)
+        emit("response.output_item.added", output_index=i,
+             item={"id": fid, "type": "function_call", "status": "in_progress", "call_id": call.id,
+                   "name": call.name, "arguments": ""})
+        for p in _pieces(call.arguments, reply.chunk):
+            emit("response.function_call_arguments.delta", item_id=fid, output_index=i, delta=p)
+        emit("response.function_call_arguments.done", item_id=fid, output_index=i, arguments=call.arguments)
+        item = {"id": fid, "type": "function_call", "status": "completed", "call_id": call.id, "name": call.name,
+                "arguments": call.arguments}
+        emit("response.output_item.done", output_index=i, item=item)
+        done.append(item)
+    if reply.stream_error is not None:
+        emit("response.failed", response=response("failed", done, error=dict(reply.stream_error)))
+        return out
+    u = dict(reply.usage or {"input_tokens": 0, "output_tokens": 0})
+    usage = {"input_tokens": u.get("input_tokens", 0),
+             "input_tokens_details": {"cached_tokens": 0, **(u.get("input_tokens_details") or {})},
+             "output_tokens": u.get("output_tokens", 0),
+             "output_tokens_details": {"reasoning_tokens": 0, **(u.get("output_tokens_details") or {})}}
+    usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
+    emit("response.completed", response=response("completed", done, usage))
+    return out
+
+
 def openai_completion(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
     """The non-streaming ``chat.completion`` of ``reply`` (for a request with ``stream`` false)."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None, "refusal": None}
@@ -334,6 +426,14 @@ def serve_openai(script: Sequence[Any]) -> Iterator[FakeServer]:
     gets the non-streaming ``chat.completion`` JSON."""
     script, requests = list(script), []
     with _serve(_app(script, requests, "/v1/chat/completions", openai_events, openai_completion), "/v1", script, requests) as s:
+        yield s
+
+
+@contextmanager
+def serve_responses(script: Sequence[Any]) -> Iterator[FakeServer]:
+    """A fake OpenAI Responses API server: ``POST /v1/responses`` (streaming only); ``base_url`` ends in ``/v1``."""
+    script, requests = list(script), []
+    with _serve(_app(script, requests, "/v1/responses", responses_events), "/v1", script, requests) as s:
         yield s
 
 

@@ -414,14 +414,15 @@ def test_overflow_numbers_of_each_wording():
 # ------------------------------------------------------------------------------------------ plugins and scripted
 def test_providers_are_registered_builtin_plugins():
     plugins.reset_plugin_manager()
-    assert plugins.provider_names() == ["anthropic", "openai", "openai-compatible"]
+    assert plugins.provider_names() == ["anthropic", "openai", "openai-compatible", "openai-responses"]
     assert plugins.get_provider("openai") is OpenAIProvider
     assert plugins.get_provider("openai-compatible") is OpenAICompatibleProvider
     assert plugins.get_provider("anthropic") is AnthropicProvider
     reg = plugins.registered("providers")["anthropic"]
     assert reg.plugin.name == "latch.default_plugins.providers" and reg.plugin.builtin
     with pytest.raises(plugins.PluginError, match=r"^unknown provider 'antropic' \(did you mean 'anthropic'\?\); "
-                                                  r"registered providers: anthropic, openai, openai-compatible"):
+                                                  r"registered providers: anthropic, openai, openai-compatible, "
+                                                  r"openai-responses"):
         plugins.get_provider("antropic")
     for cls in (OpenAIProvider, OpenAICompatibleProvider, AnthropicProvider):
         p = cls.from_options("m", base_url="http://127.0.0.1:1/v1")
@@ -441,7 +442,7 @@ def test_latch_plugins_lists_the_providers(monkeypatch):
         plugins.reset_plugin_manager()
     assert result.exit_code == 0, result.output
     row = next(r for r in json.loads(result.output) if r["name"] == "latch.default_plugins.providers")
-    assert row["registered"] == {"providers": ["openai", "openai-compatible", "anthropic"]}
+    assert row["registered"] == {"providers": ["openai", "openai-compatible", "anthropic", "openai-responses"]}
     assert row["hooks"] == ["latch_register_providers"]
 
 

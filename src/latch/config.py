@@ -17,7 +17,7 @@ the defaults. Known keys (spec: "Bounded materialization", "Cache epochs and wor
     name = "continuity"        # read by latch.plugins.engine_name
 
     [provider]                 # defaults of ``latch run`` (its flags win)
-    name = "openai"            # a provider plugin: openai, anthropic, openai-compatible
+    name = "openai"            # a provider plugin: openai, openai-responses, anthropic, openai-compatible
     model = "gpt-4.1"
     base_url = "http://127.0.0.1:8080/v1"   # openai-compatible servers (llama.cpp, Ollama, vLLM)
     api_key_env = "OPENAI_API_KEY"          # the environment variable holding the key (never the key)

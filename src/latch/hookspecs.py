@@ -75,9 +75,9 @@ def latch_register_providers() -> list[type]:
     api_key_env=None, timeout=600.0, max_retries=4)``; instances follow
     :class:`latch.providers.Provider` (``name``, ``wire``, ``model`` and
     ``complete(request_body, *, on_text=None) -> response body``, request bodies built by
-    :func:`latch.providers.to_openai_chat` / :func:`latch.providers.to_anthropic_messages`,
-    errors :class:`latch.providers.ProviderError` / ``ProviderOverflow``). Built-ins: ``openai``,
-    ``openai-compatible``, ``anthropic`` (:mod:`latch.default_plugins.providers`). Optional ``DESCRIPTION``.
+    :func:`latch.providers.to_openai_chat` / :func:`latch.providers.to_anthropic_messages` /
+    :func:`latch.providers.to_responses`, errors :class:`latch.providers.ProviderError` / ``ProviderOverflow``). Built-ins: ``openai``,
+    ``openai-compatible``, ``anthropic``, ``openai-responses`` (:mod:`latch.default_plugins.providers`). Optional ``DESCRIPTION``.
     """
 
 

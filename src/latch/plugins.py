@@ -383,7 +383,7 @@ def registered_providers() -> dict[str, type]:
 
 def provider_names() -> list[str]:
     """The ``PLUGIN_NAME`` of every registered provider, sorted (built-ins: ``anthropic``, ``openai``,
-    ``openai-compatible``)."""
+    ``openai-compatible``, ``openai-responses``)."""
     return sorted(registered("providers"))
 
 

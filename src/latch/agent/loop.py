@@ -46,7 +46,7 @@ from ..host.loop import EngineSetup, RequestLoop, RequestResult
 from ..host.runs import RunCommands
 from ..host.session import StoreKernelWriter, StoreSessionReader
 from ..port import ContextBudget, ContextView, EngineProfile, SessionContext
-from ..providers import ProviderError, ProviderOverflow, to_anthropic_messages, to_openai_chat
+from ..providers import ProviderError, ProviderOverflow, to_anthropic_messages, to_openai_chat, to_responses
 from .children import (CHILD_MAX_TURNS, build_report, child_profile, child_report, child_tools, create_child,
                        find_child, render_report)
 from .context import SYSTEM_PROMPT, session_context
@@ -63,7 +63,7 @@ __all__ = ["AgentError", "AgentLoop", "Observer", "Step", "RunOutcome", "WIRE_FO
            "repair_interrupted", "correction_ratio", "provider_prompt_tokens", "engine_stream", "engine_name",
            "open_spawn_calls"]
 
-WIRE_FORMATS = ("openai-chat", "anthropic-messages")
+WIRE_FORMATS = ("openai-chat", "anthropic-messages", "openai-responses")
 OVERFLOW_RETRIES = 2
 """How many times one turn is re-materialized under a corrected budget after the provider refused it as too long."""
 
@@ -110,10 +110,12 @@ def _int(value: Any, where: str) -> int | None:
 
 
 def parse_response(wire: str, response: Mapping[str, Any]) -> tuple[AssistantMessage, Usage | None]:
-    """The assistant message and usage of a chat-completions or Messages API response body.
+    """The assistant message and usage of a chat-completions, Messages API or Responses API response body.
 
     Usage is normalized: ``input_tokens`` uncached, ``cache_read_tokens`` and ``cache_write_tokens``
-    disjoint from it; unknown stays ``None``. ``ValueError`` naming the field for a malformed response
+    disjoint from it; unknown stays ``None``. A Responses body's text is its ``message`` items' ``output_text``
+    parts, its calls its ``function_call`` items (``call_id``, ``name``, ``arguments``), and a ``reasoning``
+    item reports reasoning. ``ValueError`` naming the field for a malformed response
     (nothing is appended then).
     """
     if not isinstance(response, Mapping):
@@ -172,11 +174,53 @@ def parse_response(wire: str, response: Mapping[str, Any]) -> tuple[AssistantMes
                           cache_write_tokens=_int(u.get("cache_creation_input_tokens"),
                                                   "usage.cache_creation_input_tokens"),
                           model=model, request_id=response.get("id"))
+    elif wire == "openai-responses":
+        text, calls, reasoning, usage = _parse_responses(response, model)
     else:
         raise ValueError(f"unknown wire format {wire!r} (known: {', '.join(WIRE_FORMATS)})")
     if not isinstance(text, str):
         raise ValueError("provider response: the message content must be text")
     return AssistantMessage(text=text, tool_calls=tuple(calls), reasoning_reported=reasoning, model=model), usage
+
+
+def _parse_responses(response: Mapping[str, Any], model: str | None) -> tuple[str, list[ToolCall], bool, Usage | None]:
+    """``(text, calls, reasoning reported, usage)`` of a Responses API ``response`` object (see :func:`parse_response`).
+
+    Usage: ``input_tokens`` counts the cached (``input_tokens_details.cached_tokens``) and cache-written
+    (``input_tokens_details.cache_write_tokens``) tokens too, so both are taken out of the uncached input;
+    ``output_tokens`` includes the reasoning tokens."""
+    output = response.get("output")
+    if not isinstance(output, list):
+        raise ValueError("provider response: output must be a list of items")
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    reasoning = False
+    for i, item in enumerate(output):
+        kind = item.get("type") if isinstance(item, Mapping) else None
+        if kind == "message":
+            texts.extend(str(p.get("text", "")) for p in item.get("content") or ()
+                         if isinstance(p, Mapping) and p.get("type") == "output_text")
+        elif kind == "function_call":
+            if not isinstance(item.get("call_id"), str) or not isinstance(item.get("name"), str):
+                raise ValueError(f"provider response: output[{i}] function_call needs call_id and name")
+            arguments = item.get("arguments")
+            calls.append(ToolCall(item["call_id"], item["name"], arguments if isinstance(arguments, str) and
+                                  arguments else "{}"))
+        elif kind == "reasoning":
+            reasoning = True
+    u = response.get("usage")
+    usage = None
+    if isinstance(u, Mapping):
+        prompt = _int(u.get("input_tokens"), "usage.input_tokens")
+        found = u.get("input_tokens_details")
+        details: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+        cached = _int(details.get("cached_tokens"), "usage.input_tokens_details.cached_tokens")
+        written = _int(details.get("cache_write_tokens"), "usage.input_tokens_details.cache_write_tokens")
+        uncached = None if prompt is None else max(0, prompt - (cached or 0) - (written or 0))
+        usage = Usage(input_tokens=uncached, output_tokens=_int(u.get("output_tokens"), "usage.output_tokens"),
+                      cache_read_tokens=cached, cache_write_tokens=written, model=model,
+                      request_id=response.get("id"))
+    return "".join(texts), calls, reasoning, usage
 
 
 def provider_prompt_tokens(usage: Usage | None) -> int | None:
@@ -658,6 +702,14 @@ class AgentLoop:
             if self.tool_choice and view.tools:
                 body["tool_choice"] = (self.tool_choice if self.tool_choice in ("auto", "required", "none") else
                                        {"type": "function", "function": {"name": self.tool_choice}})
+            return body
+        if self.wire == "openai-responses":
+            body = to_responses(view, loader, model=model)
+            if self.max_output_tokens is not None:
+                body["max_output_tokens"] = self.max_output_tokens
+            if self.tool_choice and view.tools:
+                body["tool_choice"] = (self.tool_choice if self.tool_choice in ("auto", "required", "none") else
+                                       {"type": "function", "name": self.tool_choice})
             return body
         body = to_anthropic_messages(view, loader, model=model, max_tokens=out_cap)
         if self.tool_choice and view.tools:

@@ -11,8 +11,9 @@ the view before every model request (every :class:`~latch.events.AssistantMessag
 * estimated cacheability: the tokens of the longest common line prefix with the previous request
   over the recount, on Latch's canonical serialization (:func:`latch.engine.units.request_lines`),
   the same measure for every engine (spec: "Context metrics");
-* protocol validity: :func:`latch.engine.units.view_violations` plus both wire validators
-  (:func:`latch.providers.validate_openai_chat`, :func:`latch.providers.validate_anthropic_messages`);
+* protocol validity: :func:`latch.engine.units.view_violations` plus the wire validators
+  (:func:`latch.providers.validate_openai_chat`, :func:`latch.providers.validate_anthropic_messages`,
+  :func:`latch.providers.validate_responses`);
 * budget violations (total or recount above ``window - reserve``) and refusals
   (:class:`~latch.port.ContextOverflow`, never an over-budget request);
 * materialize latency;
@@ -60,7 +61,8 @@ from ..importers.base import Importer
 from ..host.loop import RequestLoop, build_engine, model_requests
 from ..plugins import get_engine_factory
 from ..port import ContextBudget, SessionContext
-from ..providers import to_anthropic_messages, to_openai_chat, validate_anthropic_messages, validate_openai_chat
+from ..providers import (to_anthropic_messages, to_openai_chat, to_responses, validate_anthropic_messages,
+                         validate_openai_chat, validate_responses)
 from ..store import EventStore
 from ..textsafe import atomic_path, dumps, write_text
 from .coverage import CoverageProbe, WorkingSetProbe, view_text
@@ -349,6 +351,7 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
         problems = [v.split(": ", 1)[1] for v in res.protocol_violations]
         problems += validate_openai_chat(to_openai_chat(view))
         problems += validate_anthropic_messages(to_anthropic_messages(view, max_tokens=max(1, b.reserve_tokens)))
+        problems += validate_responses(to_responses(view, model=model or "unknown"))
         if problems:
             invalid.append(f"{where}: {problems[0]}")
         if k in checkpoints:

@@ -1,6 +1,6 @@
 """``latch run``: an agent session in the current workspace, on a real model provider (issue 13).
 
-``latch run "TASK" --provider openai|anthropic|openai-compatible --model M`` creates a session in the
+``latch run "TASK" --provider openai|openai-responses|anthropic|openai-compatible --model M`` creates a session in the
 workspace's store, appends TASK as the first user message and runs :class:`latch.agent.loop.AgentLoop`
 until the model answers without a tool call or ``--max-turns`` requests were made. It prints the
 assistant's text as it streams, each tool call and a one-line result summary, and a status line per
@@ -178,7 +178,7 @@ def register(cli: click.Group) -> None:
     @cli.command("run")
     @click.argument("task", required=False)
     @click.option("--provider", "provider_name", default=None,
-                  help="Provider plugin: openai, anthropic, openai-compatible (default: [provider] name).")
+                  help="Provider plugin: openai, openai-responses, anthropic, openai-compatible (default: [provider] name).")
     @click.option("--model", default=None, help="Model id (default: [provider] model).")
     @click.option("--base-url", default=None, help="Provider base URL (openai-compatible servers: llama.cpp, "
                                                    "Ollama, vLLM, LM Studio).")
@@ -300,7 +300,7 @@ def register(cli: click.Group) -> None:
         no_stream = no_stream or bool(profile.get("no_stream"))
         max_turns = max_turns or section.get("max_turns") or DEFAULT_MAX_TURNS
         if not name:
-            raise click.UsageError("no provider: pass --provider openai|anthropic|openai-compatible "
+            raise click.UsageError("no provider: pass --provider openai|openai-responses|anthropic|openai-compatible "
                                    "(or set [provider] name in the config)")
         if not model:
             raise click.UsageError("no model: pass --model (or set [provider] model in the config)")

@@ -15,6 +15,9 @@ with unless ``--window`` is given) up to request N, and request N's view is prin
   (:func:`latch.providers.to_anthropic_messages` with the model and ``max_tokens`` = the reserve, then
   :func:`latch.providers.anthropic_request`: its ``cache_control`` breakpoints), JSON on stdout; it passes
   :func:`latch.providers.validate_anthropic_messages`;
+* ``--format responses``: the OpenAI Responses API body (:func:`latch.providers.to_responses` with the model:
+  ``store`` false, ``include`` the encrypted reasoning), JSON on stdout; it passes
+  :func:`latch.providers.validate_responses`;
 * ``--format text`` (default): a readable rendering: the request's header (engine, epoch, tokens per
   component, an inferred harness overhead as ``harness (inferred)``, so they sum to the total; the first
   retained event as its position in the session, like ``latch replay``'s ``first seq``, with its store-wide
@@ -25,7 +28,7 @@ Images are included as the wire formats carry them (base64 of the stored artifac
 changed since the previous sent request instead (:func:`latch.host.changes.request_changes`: units appended
 and evicted, recall added and dropped, KernelContext messages added, whether the cached prefix held, and where
 and why it broke), as text followed by the messages after the shared prefix, or with ``--format
-openai|anthropic`` as JSON ``{"session", "request", "changes"}``.
+openai|anthropic|responses`` as JSON ``{"session", "request", "changes"}``.
 
 Errors: ``--request`` outside ``1..(number of model requests)`` is one line naming the range, exit 2; a
 request the engine refuses (:class:`~latch.port.ContextOverflow`) is one line, exit 1. Like ``latch replay``,
@@ -50,11 +53,11 @@ from ..host.changes import seq_ranges, request_changes
 from ..host.corrections import ReplayCorrections
 from ..host.ingest import SessionForgotten, imported_session_ids
 from ..host.loop import model_requests
-from ..providers import anthropic_request, to_anthropic_messages, to_openai_chat
+from ..providers import anthropic_request, to_anthropic_messages, to_openai_chat, to_responses
 
 __all__ = ["RequestOutOfRange", "SeveralSessions", "header_components", "render_view_text", "render_changes_text", "register"]
 
-FORMATS = ("text", "openai", "anthropic")
+FORMATS = ("text", "openai", "anthropic", "responses")
 
 
 class RequestOutOfRange(click.ClickException):
@@ -226,7 +229,8 @@ def register(cli: click.Group) -> None:
     @click.option("--request", "number", type=Count(), required=True, help="Model request number (1-based, as in "
                                                                         "`latch replay`).")
     @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
-                  help="openai / anthropic: the wire request body as JSON; text: a readable rendering.")
+                  help="openai / anthropic / responses: the wire request body as JSON (Chat Completions, "
+                       "Messages, Responses API); text: a readable rendering.")
     @click.option("--diff", is_flag=True, help="Show what changed since the previous request instead.")
     @click.option("--from", "transcript_format", default=None,
                   help="Transcript format of a FILE (default: auto-detect).")
@@ -303,6 +307,9 @@ def register(cli: click.Group) -> None:
             body = to_anthropic_messages(cur.view, loader, model=setup.model, max_tokens=reserve_tokens or None,
                                          known_tools=known)
             click.echo(dumps(anthropic_request(body, setup.model or "unknown"), indent=2))
+        elif fmt == "responses":
+            click.echo(dumps(to_responses(cur.view, loader, model=setup.model or "unknown", known_tools=known),
+                             indent=2))
         else:
             where = Text.from_markup(window_line(plan.window_source, plan.window_entry, setup.model)).plain
             render_view_text(console(highlight=False), cur, total_requests=count, session=sid,

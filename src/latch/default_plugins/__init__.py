@@ -5,8 +5,8 @@
   heuristic estimators, and the C-ABI estimator when its module is importable
 * :mod:`.importers`  ``latch_register_importers``: the transcript importers shipped with Latch
 * :mod:`.derivation` ``latch_register_derivation_rules``: the kernel's built-in derivation rules
-* :mod:`.providers`  ``latch_register_providers``: the ``openai``, ``openai-compatible`` and
-  ``anthropic`` providers on the official SDKs
+* :mod:`.providers`  ``latch_register_providers``: the ``openai``, ``openai-compatible``,
+  ``anthropic`` and ``openai-responses`` providers on the official SDKs
 * :mod:`.web`        ``latch_register_uis`` and ``latch_register_commands``: the web UI and ``latch web``
 * :mod:`.tui`        ``latch_register_uis`` and ``latch_register_commands``: the terminal UI and ``latch tui``
 """

@@ -43,7 +43,8 @@ bundled table):
 The provider is inferred from the model id (genai-prices' match rules), or given (``provider``: a
 genai-prices provider id such as ``anthropic``, ``openai``, ``google``; a ``PROVIDER/MODEL`` id such as
 ``anthropic/claude-sonnet-4-5`` names it too). Latch's own provider-plugin names ``openai-compatible`` and
-the like are not price providers: :func:`price_provider` maps them to ``None`` (infer from the model).
+the like are not price providers: :func:`price_provider` maps them to ``None`` (infer from the model), and
+``openai-responses`` to ``openai``.
 
 **Cache-aware view cost** (:func:`view_cost`, used by ``latch bench``): a view's prompt of ``P`` tokens whose
 first ``C`` tokens are shared with the previous request of the same engine is billed as ``C`` cache reads
@@ -79,6 +80,7 @@ UNPRICED = "unpriced"
 
 _NOT_PRICE_PROVIDERS = frozenset({"openai-compatible", "scripted", "replay", "llama-cpp", "ollama", "vllm",
                                   "lm-studio", "local"})
+_PRICE_ALIASES = {"openai-responses": "openai"}  # a Latch provider plugin priced as the price provider it calls
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,7 @@ def price_provider(name: str | None) -> str | None:
     the provider should be inferred from the model (no name, or a local/compatible server)."""
     if not name or name.lower() in _NOT_PRICE_PROVIDERS:
         return None
-    return name.lower()
+    return _PRICE_ALIASES.get(name.lower(), name.lower())
 
 
 @cache

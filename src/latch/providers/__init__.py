@@ -11,6 +11,8 @@
   its rule checker (:mod:`.openai_chat`);
 * :func:`to_anthropic_messages` / :func:`validate_anthropic_messages`: the same
   for the Messages API, and :func:`add_cache_breakpoints` (:mod:`.anthropic_messages`);
+* :class:`OpenAIResponsesProvider` (:mod:`.responses_sdk`) and :func:`to_responses` /
+  :func:`validate_responses`: the same for the Responses API (:mod:`.openai_responses`);
 * :func:`canonical_request_bytes` / :func:`common_prefix_tokens`: the
   provider-neutral bytes cacheability is measured on (:mod:`.canonical`).
 """
@@ -22,7 +24,9 @@ from .anthropic_sdk import AnthropicProvider, anthropic_request
 from .base import Provider, ProviderError, ProviderOverflow, ScriptedProvider
 from .canonical import canonical_request_bytes, common_prefix_bytes, common_prefix_tokens
 from .openai_chat import to_openai_chat, validate_openai_chat
+from .openai_responses import to_responses, validate_responses
 from .openai_sdk import OpenAICompatibleProvider, OpenAIProvider
+from .responses_sdk import OpenAIResponsesProvider
 
 __all__ = [
     "Provider",
@@ -32,12 +36,15 @@ __all__ = [
     "OpenAIProvider",
     "OpenAICompatibleProvider",
     "AnthropicProvider",
+    "OpenAIResponsesProvider",
     "add_cache_breakpoints",
     "anthropic_request",
     "to_openai_chat",
     "validate_openai_chat",
     "to_anthropic_messages",
     "validate_anthropic_messages",
+    "to_responses",
+    "validate_responses",
     "canonical_request_bytes",
     "common_prefix_bytes",
     "common_prefix_tokens",

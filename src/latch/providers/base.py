@@ -1,10 +1,10 @@
 """The provider protocol and a scripted provider (replays canned responses).
 
 A provider turns one wire-format request body (see
-:func:`latch.providers.to_openai_chat` and
-:func:`latch.providers.to_anthropic_messages`) into the provider's response
-body. The network providers (on the official SDKs) are :mod:`.openai_sdk` and
-:mod:`.anthropic_sdk`, registered as plugins by :mod:`latch.default_plugins.providers`;
+:func:`latch.providers.to_openai_chat`, :func:`latch.providers.to_anthropic_messages` and
+:func:`latch.providers.to_responses`) into the provider's response
+body. The network providers (on the official SDKs) are :mod:`.openai_sdk`,
+:mod:`.anthropic_sdk` and :mod:`.responses_sdk`, registered as plugins by :mod:`latch.default_plugins.providers`;
 :class:`ScriptedProvider` serves tests and replays.
 """
 
@@ -50,12 +50,12 @@ class ProviderOverflow(ProviderError):
 class Provider(Protocol):
     """One model endpoint (the agent runtime contract, issue 13).
 
-    ``name`` (the registered ``PLUGIN_NAME``), ``wire`` (``"openai-chat"`` or
-    ``"anthropic-messages"``: the request and response shapes), ``model`` (the model id), and
+    ``name`` (the registered ``PLUGIN_NAME``), ``wire`` (``"openai-chat"``, ``"anthropic-messages"`` or
+    ``"openai-responses"``: the request and response shapes), ``model`` (the model id), and
     ``complete(request_body, *, on_text=None) -> response body``: the request body is a view
-    rendered by :func:`latch.providers.to_openai_chat` / :func:`latch.providers.to_anthropic_messages`;
-    the answer is the wire's NON-streaming response body (a ``chat.completion`` / a Messages
-    ``message`` object, plain dicts) that :func:`latch.agent.loop.parse_response` reads;
+    rendered by :func:`latch.providers.to_openai_chat` / :func:`latch.providers.to_anthropic_messages` /
+    :func:`latch.providers.to_responses`; the answer is the wire's NON-streaming response body (a
+    ``chat.completion``, a Messages ``message`` or a Responses ``response`` object, plain dicts) that :func:`latch.agent.loop.parse_response` reads;
     ``on_text(delta)`` is called with each streamed text delta. Errors: :class:`ProviderError`,
     :class:`ProviderOverflow` for context length exceeded.
     """
@@ -74,6 +74,11 @@ def response_text(wire: str, response: Mapping[str, Any]) -> str:
         if wire == "anthropic-messages":
             return "".join(str(b.get("text", "")) for b in response.get("content") or ()
                            if isinstance(b, Mapping) and b.get("type") == "text")
+        if wire == "openai-responses":
+            return "".join(str(p.get("text", "")) for item in response.get("output") or ()
+                           if isinstance(item, Mapping) and item.get("type") == "message"
+                           for p in item.get("content") or () if isinstance(p, Mapping)
+                           and p.get("type") == "output_text")
         content = response["choices"][0]["message"].get("content")
         return content if isinstance(content, str) else ""
     except (KeyError, IndexError, TypeError, AttributeError):
