@@ -32,6 +32,7 @@ from typing import Any
 
 from ..events import AssistantMessage, EstimateCorrection
 from ..port import ContextBudget
+from .forecast import ProviderForecast
 
 __all__ = ["KIND", "Correction", "raises_ratio", "corrected_budget", "session_correction", "ReplayCorrections",
            "SAFETY_MARGIN", "RATE_MIN_REQUESTS", "rate_budget", "rate_ready", "provider_limit_tokens"]
@@ -200,8 +201,6 @@ class ReplayCorrections:
 
     def __init__(self, loop: Any, budget: ContextBudget, counter: Any, harness: Any, writer: Any, *,
                  enabled: bool = True, rate: bool = True) -> None:
-        from .forecast import ProviderForecast
-
         self.loop, self.budget, self.writer = loop, budget, writer
         self.enabled, self.rate = enabled, rate
         self.forecast = ProviderForecast() if harness is not None else None
