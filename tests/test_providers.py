@@ -358,3 +358,14 @@ def test_scripted_provider_replays_in_order():
     assert p.requests == [{"messages": []}, {"messages": [1, 2]}] and p.remaining == 0
     with pytest.raises(ProviderError, match="script: request 3 has no scripted response \\(the script has 2\\)"):
         p.complete({})
+
+
+def test_the_validators_require_a_model_when_asked():
+    view_body = {"messages": [{"role": "user", "content": "hi"}]}
+    assert validate_openai_chat(view_body) == []
+    assert validate_openai_chat(view_body, require_model=True) == ["model: missing (every request names its model)"]
+    assert validate_openai_chat({**view_body, "model": "gpt-4.1"}, require_model=True) == []
+    assert validate_anthropic_messages(view_body, require_model=True) == [
+        "model: missing (every request names its model)"]
+    assert validate_anthropic_messages({**view_body, "model": ""}, require_model=True) != []
+    assert validate_anthropic_messages({**view_body, "model": "claude-sonnet-4"}, require_model=True) == []

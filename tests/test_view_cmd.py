@@ -11,6 +11,7 @@ from rich.console import Console
 
 from latch.cli import _load_commands, cli
 from latch.commands.replay import _print, run_replay
+from latch.commands.view import UNKNOWN_MODEL
 from latch.host.changes import seq_ranges
 from latch.providers import AnthropicProvider, to_anthropic_messages, to_openai_chat, validate_anthropic_messages, validate_openai_chat
 from latch.store import EventStore
@@ -153,7 +154,7 @@ def test_view_text_escapes_transcript_text(run, tmp_path):
     assert res.exit_code == 0, res.output
     assert not any(ch in res.output for ch in ("\x1b", "\x07", "\x00", "\u202e"))
     assert "hello zebra\\x1b[2J\\x1b]0;pwned\\x07ring\\x00\\u202eevil" in res.output
-    body = run("view", str(chat), "--request", "1", "--format", "openai").output
+    body = run("view", str(chat), "--request", "1", "--format", "openai").stdout
     assert "\x1b" not in body and json.loads(body)["messages"][-1]["content"] == f"hello {nasty}"
 
 
@@ -194,3 +195,18 @@ def test_request_changes_names_a_broken_prefix_and_a_changed_system_field():
         ("rotated", "instructions_changed", "system")
     kept = request_changes(prev, _result(2, [a, b, c], common=4), {})
     assert (kept["cache"], kept["prefix_break"], kept["units_appended"], kept["tokens_delta"]) == ("kept", None, [3], 10)
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "responses"])
+def test_a_transcript_without_a_model_still_gets_a_body_that_names_one(run, tmp_path, fmt):
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps({"messages": [{"role": "user", "content": "hello"},
+                                             {"role": "assistant", "content": "hi there"}]}))
+    res = run("view", str(path), "--request", "1", "--format", fmt)
+    assert res.exit_code == 0, res.output
+    body = json.loads(res.stdout)
+    assert body["model"] == UNKNOWN_MODEL
+    assert res.stderr.strip() == ('note: the transcript names no model; the body says "model": "unknown" '
+                                  "(pass --model NAME)")
+    named = run("view", str(path), "--request", "1", "--format", fmt, "--model", "gpt-4.1")
+    assert json.loads(named.stdout)["model"] == "gpt-4.1" and named.stderr == ""

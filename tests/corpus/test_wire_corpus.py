@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from latch.commands.replay import run_replay
+from latch.commands.view import UNKNOWN_MODEL
 from latch.providers import (to_anthropic_messages, to_openai_chat, validate_anthropic_messages,
                              validate_openai_chat)
 
@@ -25,10 +26,11 @@ def test_every_view_is_a_valid_request_in_both_formats(corpus_session):
     loader = lambda sha256: store.get_artifact(sha256)[1]  # noqa: E731
     for n, view in enumerate(views, 1):
         where = f"{path.name} view {n} (epoch {view.epoch})"
-        openai = to_openai_chat(view, loader)
-        anthropic = to_anthropic_messages(view, loader)
-        assert validate_openai_chat(openai) == [], where
-        assert validate_anthropic_messages(anthropic) == [], where
+        model = doc["model"] or UNKNOWN_MODEL  # as `latch view` names it
+        openai = to_openai_chat(view, loader, model=model)
+        anthropic = to_anthropic_messages(view, loader, model=model)
+        assert validate_openai_chat(openai, require_model=True) == [], where
+        assert validate_anthropic_messages(anthropic, require_model=True) == [], where
         # nothing silently dropped: every call and every result of the view reaches both bodies
         calls = sum(len(m.tool_calls) for m in view.messages)
         results = sum(1 for m in view.messages if m.role == "tool")

@@ -59,6 +59,9 @@ __all__ = ["RequestOutOfRange", "SeveralSessions", "header_components", "render_
 
 FORMATS = ("text", "openai", "anthropic", "responses")
 
+UNKNOWN_MODEL = "unknown"
+"""The ``model`` of a wire body whose transcript names none and no ``--model`` was given (a note says so)."""
+
 
 class RequestOutOfRange(click.ClickException):
     """``--request N`` outside the session's requests: one line, exit status 2 (a usage error)."""
@@ -300,16 +303,19 @@ def register(cli: click.Group) -> None:
         # a transcript without tool schemas: every request declares the session's whole tool vocabulary
         known = list(dict.fromkeys(c.name for s in store.events(sid, kinds=["assistant_message"])
                                    for c in s.event.tool_calls))
+        wire_model = setup.model or UNKNOWN_MODEL  # every body names a model (the providers require one)
+        if fmt in ("openai", "anthropic", "responses") and not setup.model:
+            click.echo(f"note: the transcript names no model; the body says \"model\": \"{UNKNOWN_MODEL}\" "
+                       "(pass --model NAME)", err=True)
         if fmt == "openai":
-            click.echo(dumps(to_openai_chat(cur.view, loader, model=setup.model, known_tools=known), indent=2))
+            click.echo(dumps(to_openai_chat(cur.view, loader, model=wire_model, known_tools=known), indent=2))
         elif fmt == "anthropic":
             reserve_tokens = plan.budget.reserve_tokens
-            body = to_anthropic_messages(cur.view, loader, model=setup.model, max_tokens=reserve_tokens or None,
+            body = to_anthropic_messages(cur.view, loader, model=wire_model, max_tokens=reserve_tokens or None,
                                          known_tools=known)
-            click.echo(dumps(anthropic_request(body, setup.model or "unknown"), indent=2))
+            click.echo(dumps(anthropic_request(body, wire_model), indent=2))
         elif fmt == "responses":
-            click.echo(dumps(to_responses(cur.view, loader, model=setup.model or "unknown", known_tools=known),
-                             indent=2))
+            click.echo(dumps(to_responses(cur.view, loader, model=wire_model, known_tools=known), indent=2))
         else:
             where = Text.from_markup(window_line(plan.window_source, plan.window_entry, setup.model)).plain
             render_view_text(console(highlight=False), cur, total_requests=count, session=sid,

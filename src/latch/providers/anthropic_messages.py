@@ -270,7 +270,7 @@ def _block_problem(b: Any, role: str, where: str) -> str | None:
     return None
 
 
-def validate_anthropic_messages(body: Mapping[str, Any]) -> list[str]:
+def validate_anthropic_messages(body: Mapping[str, Any], *, require_model: bool = False) -> list[str]:
     """Violations of Messages API rules in ``body`` (``[]`` when valid).
 
     Checked: ``messages`` is a non-empty list starting with a user message;
@@ -282,11 +282,14 @@ def validate_anthropic_messages(body: Mapping[str, Any]) -> list[str]:
     any other block; no ``tool_result`` without its ``tool_use`` in the
     preceding assistant message; ``system`` is a string or text blocks; ``tools``
     entries are unique names with an ``input_schema`` object.
+    With ``require_model``, ``model`` must be a non-empty string (what the provider needs to accept the body).
     """
     out: list[str] = []
+    if require_model and not (isinstance(body.get("model"), str) and body["model"]):
+        out.append("model: missing (every request names its model)")
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
-        return ["messages: must be a non-empty list"]
+        return [*out, "messages: must be a non-empty list"]
     system = body.get("system")
     if system is not None and not isinstance(system, (str, list)):
         out.append("system: must be a string or a list of text blocks")

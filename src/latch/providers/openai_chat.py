@@ -129,7 +129,7 @@ def _content_problem(content: Any) -> str | None:
     return None
 
 
-def validate_openai_chat(body: Mapping[str, Any]) -> list[str]:
+def validate_openai_chat(body: Mapping[str, Any], *, require_model: bool = False) -> list[str]:
     """Violations of chat-completions rules in ``body`` (``[]`` when valid).
 
     Checked: ``messages`` is a non-empty list; roles are system/developer/user/
@@ -139,11 +139,14 @@ def validate_openai_chat(body: Mapping[str, Any]) -> list[str]:
     by the ``tool`` messages directly following its assistant message, each
     once and in call order; no ``tool`` message without its call; tool messages
     have string content; ``tools`` entries are unique named functions.
+    With ``require_model``, ``model`` must be a non-empty string (what the provider needs to accept the body).
     """
     out: list[str] = []
+    if require_model and not (isinstance(body.get("model"), str) and body["model"]):
+        out.append("model: missing (every request names its model)")
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
-        return ["messages: must be a non-empty list"]
+        return [*out, "messages: must be a non-empty list"]
     expected: list[str] = []   # call ids of the last assistant message, in call order
     names: dict[str, str] = {}
     answered: set[str] = set()
