@@ -57,7 +57,7 @@ file is 2.9 MB; the cap keeps a runaway file from exhausting memory before the p
 def builtin_importers() -> list[type[Importer]]:
     """The importer classes shipped with Latch (registered as plugins by default_plugins)."""
     found: list[type[Importer]] = []
-    for mod in ("claude_code", "codex", "openai_chat", "anthropic", "swe_agent", "openhands", "aider", "gemini_cli",
+    for mod in ("claude_code", "codex", "openai_chat", "anthropic", "swe_agent", "mini_swe_agent", "openhands", "aider", "gemini_cli",
                 "copilot_cli", "goose", "opencode", "cline", "antigravity", "merged_messages"):
         try:
             m = importlib.import_module(f"{__name__}.{mod}")
