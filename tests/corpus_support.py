@@ -40,9 +40,7 @@ DOCS = ("README.md", "FORMATS.md")
 # Formats present in the corpus that no built-in importer reads yet (issue 17, item 2).
 # Each entry: corpus folder -> why it is allowed to be skipped. Remove an entry when its
 # importer lands; the corpus tests then run its files like every other.
-NO_IMPORTER_YET: dict[str, str] = {
-    "mini-swe-agent": "no importer reads mini-SWE-agent .traj.json trajectories yet (FORMATS.md describes them)",
-}
+NO_IMPORTER_YET: dict[str, str] = {}
 
 # Units larger than a 28,000-token hard budget (window 32,000 - reserve 4,000) even alone, per corpus file:
 # the engine refuses those requests with ContextOverflow (a refusal, not a violation). Checked against the

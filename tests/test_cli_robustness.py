@@ -430,3 +430,15 @@ def test_a_named_format_that_does_not_fit_says_which_format_the_file_looks_like(
     # The right format named, or none: no hint, the file imports.
     assert run("import", str(chat), "--format", "openai-chat").exit_code == 0
     assert run("import", str(claude)).exit_code == 0
+
+
+def test_a_named_format_hint_never_leads_to_another_failing_format(run, tmp_path):
+    """A file that sniffs as openai-chat but does not parse as it either: ``--format swe-agent`` keeps its own
+    error and suggests nothing (``--format openai-chat`` would fail too)."""
+    doc = tmp_path / "chat.json"
+    doc.write_text('{"messages": [\n  {"role": "tool", "content": "x"}\n]}\n', encoding="utf-8")
+    out = run("import", str(doc), "--format", "swe-agent")
+    _one_line_error(out, f"{doc}:top level: missing field 'history'")
+    assert "--format openai-chat" not in out.output
+    _one_line_error(run("import", str(doc), "--format", "openai-chat"),
+                    f"{doc}:messages[0]: missing field 'tool_call_id'")

@@ -27,6 +27,15 @@ How each count was checked (FORMATS.md names the fields):
   exit code -1 with "no new output after 30 seconds": still running at the end.
 * ctf (SWE-agent legacy): ``create printenv.pl`` and ``edit 1:1`` on the open file; the rest is curl.
 * marshmallow (SWE-agent): open setup.py, create + insert + rm reproduce.py, open + edit fields.py.
+* astropy-12907 (mini-SWE-agent; a Python script over ``messages[].tool_calls`` and the ``tool`` messages'
+  ``extra.returncode``/``raw_output``, no latch): 64 bash commands. Reads: separable.py by cat and 5 ``sed -n``
+  (6), core.py by 3 ``sed -n``, test_separable.py by ``sed -n`` and cat, patch.txt by the two ``cat patch.txt``
+  (greps are searches, not reads) = 4 files, all read; writes: the one ``sed -i`` of separable.py and ``git diff >
+  patch.txt`` = 2 files, 2 mutations (the pip installs and ``setup.py build_ext`` are not guessed); no check
+  (``python -c`` scripts only); 15 non-zero exits in 7 lineages by error: ``No module named …`` ×7 (erfa ×5,
+  numpy, astropy.table._column_mixins), ``cannot import name … (unknown location)`` ×3, and one each of the
+  relative import, pip's ``Could not find a version … erfa``, the ``_compiler`` ImportError, numpy's missing
+  ``product`` and ``is a built-in module``; none closed by a later success of the same command, so all active.
 * spotter 8463c716 (Claude Code 2.1.39; raw counts by scripts over the JSONL that do not use latch, parallel
   results included): mutations = 5 Writes + 22 Edits over 11 paths, no Bash mutator (npm install, mix
   deps.get, git commit are not guessed) (27); validations = 11 ``mix test`` (one in the background as task
@@ -111,6 +120,7 @@ EXPECTED = {
     "openhands/basic_gui_mode.json": (3, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 1, 1, 0),
     "swe-agent/ctf_i_got_id_demo.traj": (1, 0, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0),
     "swe-agent/marshmallow-1867_function_calling.traj": (3, 2, 2, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+    "mini-swe-agent/astropy-12907.traj.json": (4, 4, 2, 2, 2, 0, 0, 0, 0, 7, 7, 0, 0, 0),
     "gemini-cli/entire_session.json": (2, 1, 2, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0),
     "gemini-cli/vibecodingtracker_session.json": (4, 3, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0),
     "gemini-cli/vibecodingtracker_session.jsonl": (8, 7, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0),

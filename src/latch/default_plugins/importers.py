@@ -8,5 +8,5 @@ from ..importers import builtin_importers
 
 @hookimpl
 def latch_register_importers() -> list[type]:
-    """Register the seven built-in transcript importers through the same hook as plugins."""
+    """Register the built-in transcript importers (:func:`latch.importers.builtin_importers`) through the same hook as plugins."""
     return builtin_importers()

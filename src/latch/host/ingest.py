@@ -106,7 +106,8 @@ def import_all(store: EventStore, path: str | Path, format: str | None = None,
 
 
 FINGERPRINTED_FORMATS = frozenset({"claude-code", "codex", "openai-chat", "anthropic-messages", "gemini-cli",
-                                   "copilot-cli", "aider", "swe-agent", "openhands", "antigravity", "merged-messages"})
+                                   "copilot-cli", "aider", "swe-agent", "mini-swe-agent", "openhands", "antigravity",
+                                   "merged-messages"})
 """The formats whose parse reads nothing but the file's own bytes, so that the bytes alone say a re-import finds
 nothing new (:func:`imported_session_ids`). Not Cline (it reads ``ui_messages.json`` beside the file) nor the
 SQLite containers (Goose, OpenCode: a ``-wal`` file beside them holds changes the main file's bytes lack)."""

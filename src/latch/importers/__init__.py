@@ -57,7 +57,7 @@ file is 2.9 MB; the cap keeps a runaway file from exhausting memory before the p
 def builtin_importers() -> list[type[Importer]]:
     """The importer classes shipped with Latch (registered as plugins by default_plugins)."""
     found: list[type[Importer]] = []
-    for mod in ("claude_code", "codex", "openai_chat", "anthropic", "swe_agent", "openhands", "aider", "gemini_cli",
+    for mod in ("claude_code", "codex", "openai_chat", "anthropic", "swe_agent", "mini_swe_agent", "openhands", "aider", "gemini_cli",
                 "copilot_cli", "goose", "opencode", "cline", "antigravity", "merged_messages"):
         try:
             m = importlib.import_module(f"{__name__}.{mod}")
@@ -134,14 +134,19 @@ def parse_all_file(path: str | Path, format: str | None = None, importers: list[
 
 def _named_format_hint(exc: TranscriptError, path: Path, data: bytes, format: str | None,
                        importers: list[type[Importer]] | None) -> TranscriptError:
-    """``exc``, or when ``format`` was named and the file sniffs as another format, the same error with that
-    said (``FILE:line 1 column 2: invalid JSON: Expecting value; the file looks like openhands, not codex:
-    pass --format openhands or leave --format out``). Forgotten sessions and other subclasses pass as they are."""
+    """``exc``, or when ``format`` was named and the file sniffs as another format that reads it, the same error
+    with that said (``FILE:line 1 column 2: invalid JSON: Expecting value; the file looks like openhands, not
+    codex: pass --format openhands or leave --format out``). A format that would fail too is never suggested (the
+    hint would lead to another error): the importer's own error stands. Forgotten sessions and other subclasses
+    pass as they are."""
     if not format or type(exc) is not TranscriptError:
         return exc
     try:
-        found = detect(path, data, importers).PLUGIN_NAME
-    except TranscriptError:
+        other = detect(path, data, importers)
+        found = other.PLUGIN_NAME
+        if found != format:
+            other.parse_all(path, data)
+    except (TranscriptError, RecursionError):
         return exc
     if found == format:
         return exc

@@ -30,7 +30,7 @@ from ..events import (AssistantMessage, Event, MediaRef, PendingEvent, SystemNot
 from .base import JSONNestingError, ParsedSession, TranscriptError, json_decode, json_loads
 
 __all__ = ["Loc", "SessionBuilder", "AssistantSlot", "image_size", "sniff_media_type", "head_text", "peek_json",
-           "json_type", "openai_usage", "anthropic_usage", "data_url_bytes", "decode_base64", "compute_stats",
+           "json_type", "openai_usage", "anthropic_usage", "litellm_usage", "data_url_bytes", "decode_base64", "compute_stats",
            "content_hash_key", "head_key", "head_jsonl", "chat_features", "dump_json", "TOOLS_SUBTYPE",
            "tool_schemas_note"]
 
@@ -176,6 +176,31 @@ def openai_usage(loc: Loc, prompt: int | None, cached: int | None, output: int |
     uncached = prompt - cached if prompt is not None and cached is not None else prompt
     return Usage(input_tokens=uncached, output_tokens=output, cache_read_tokens=cached, cache_write_tokens=None,
                  model=model, request_id=request_id)
+
+
+def litellm_usage(loc: Loc, usage: dict, prefix: str, *, model: str | None = None,
+                  request_id: str | None = None) -> Usage:
+    """LiteLLM's normalized chat-completion ``usage`` (OpenHands' ``model_response``, mini-SWE-agent's
+    ``extra.response``): ``prompt_tokens`` includes the cache reads (``prompt_tokens_details.cached_tokens``,
+    else ``cache_read_input_tokens``) and, for Anthropic models, the cache writes
+    (``cache_creation_input_tokens``), so ``input_tokens = prompt - cached - cache_write``; when that would be
+    negative (a provider that excludes writes) only ``cached`` is subtracted. Counts in tokens; a field of the
+    wrong type, or cache reads above the prompt, is a ``TranscriptError`` at ``loc`` naming ``prefix``."""
+    prompt = count_field(loc, usage, "prompt_tokens", prefix)
+    details = loc.obj(usage, "prompt_tokens_details", prefix) or {}
+    cached = count_field(loc, details, "cached_tokens", f"{prefix}.prompt_tokens_details")
+    if cached is None:
+        cached = count_field(loc, usage, "cache_read_input_tokens", prefix)
+    written = count_field(loc, usage, "cache_creation_input_tokens", prefix)
+    uncached = prompt
+    if prompt is not None:
+        uncached = prompt - (cached or 0) - (written or 0)
+        if uncached < 0:
+            uncached = prompt - (cached or 0)
+        if uncached < 0:
+            raise loc.fail(f"cached prompt tokens ({cached}) exceed prompt tokens ({prompt})")
+    return Usage(input_tokens=uncached, output_tokens=count_field(loc, usage, "completion_tokens", prefix),
+                 cache_read_tokens=cached, cache_write_tokens=written, model=model, request_id=request_id)
 
 
 # ----------------------------------------------------------------------------- media

@@ -41,10 +41,10 @@ from pathlib import Path
 from typing import Any
 
 from ..events import CompactionMarker, SystemNote, ToolCall, Usage, UserMessage
-from ._common import Loc, SessionBuilder, data_url_bytes, dump_json, json_type
+from ._common import Loc, SessionBuilder, data_url_bytes, dump_json, head_text, json_type, peek_json
 from ._sqlite import SqliteSessionsImporter, is_sqlite, json_column, present_columns, row_text, schema_mentions, \
     table_columns
-from .base import ParsedSession, TranscriptError
+from .base import ParsedSession, TranscriptError, decode_text, load_json
 
 __all__ = ["OpenCodeImporter", "IMPORTERS"]
 
@@ -104,6 +104,25 @@ def _schema_tables(path: Path) -> dict[str, set[str]]:
         db.close()
 
 
+def _json_object(data: bytes) -> bool:
+    """``data`` starts a JSON object (an ``opencode export`` document), not a database or other bytes."""
+    return head_text(data[:4096]).lstrip(" \t\r\n").startswith("{")
+
+
+def _looks_exported(head: bytes) -> bool:
+    """``head`` starts an ``opencode export`` document: ``info`` with a ``ses_`` id, or ``{info, parts}`` messages."""
+    try:
+        top, keys, items = peek_json(head)
+    except Exception:  # noqa: BLE001 - a sniffer never raises: the parser names the problem
+        return False
+    if top != "object" or "messages" not in keys:
+        return False
+    info = keys.get("info")
+    if isinstance(info, dict) and isinstance(info.get("id"), str) and info["id"].startswith("ses_"):
+        return True
+    return bool(items) and isinstance(items[0], dict) and set(items[0]) >= {"info", "parts"}
+
+
 class OpenCodeImporter(SqliteSessionsImporter):
     """OpenCode ``opencode.db`` (SQLite): every session of the file (see the module docstring)."""
 
@@ -111,11 +130,14 @@ class OpenCodeImporter(SqliteSessionsImporter):
     WHAT = _WHAT
     TABLES = _TABLES
     MESSAGE_TABLE = "message"
-    DESCRIPTION = "OpenCode opencode.db (SQLite: session, message and part tables; every session of the file)"
+    DESCRIPTION = ("OpenCode opencode.db (SQLite: session, message and part tables; every session of the file) "
+                   "or an `opencode export` JSON document")
 
     def sniff(self, path: Path, head: bytes) -> int:
+        """95 for an OpenCode database (its three tables), 90 for an ``opencode export`` JSON document (an
+        object whose ``info`` is a session with a ``ses_`` id, or whose first message is ``{info, parts}``)."""
         if not is_sqlite(head):
-            return 0
+            return 90 if _looks_exported(head) else 0
         if all(schema_mentions(head, t, *cols) for t, cols in _TABLES.items()):
             return 95
         # OpenCode's schema grows by migrations: its table definitions may lie past the head's pages
@@ -128,6 +150,53 @@ class OpenCodeImporter(SqliteSessionsImporter):
         if all(t in tables and set(cols) <= tables[t] for t, cols in _TABLES.items()):
             return 95
         return 0
+
+    def parse(self, path: Path, data: bytes) -> ParsedSession:
+        """The session of an ``opencode export`` document, or the database's session with the most events."""
+        if _json_object(data):
+            return self._export(path, data)
+        return super().parse(path, data)
+
+    def parse_all(self, path: Path, data: bytes) -> list[ParsedSession]:
+        """Every session of a database, or the one session of an ``opencode export`` document."""
+        if _json_object(data):
+            return [self._export(path, data)]
+        return super().parse_all(path, data)
+
+    def _export(self, path: Path, data: bytes) -> ParsedSession:
+        """An ``opencode export`` document (``cli/cmd/export.ts``: ``{info: Session.Info, messages: [{info:
+        MessageV2.Info, parts: MessageV2.Part[]}], todos}``): the same session as its database rows, the same
+        ``external_key``. Errors name ``messages[i].info`` or ``messages[i].parts[j]``; field names inside
+        read as in the database's ``data`` column."""
+        doc = load_json(path, decode_text(path, data))
+        top = Loc(path, "top level")
+        if not isinstance(doc, dict):
+            raise top.fail(f"expected an opencode export object with 'info' and 'messages', got {json_type(doc)}")
+        info = top.obj(doc, "info", required=True)
+        sid = top.str(info, "id", "info", required=True)
+        rows = top.list(doc, "messages", required=True)
+        messages = []
+        for i in range(len(rows)):
+            m = top.item_obj(rows, i, "messages")
+            loc = Loc(path, f"messages[{i}].info")
+            minfo = Loc(path, f"messages[{i}]").obj(m, "info", required=True)
+            mid = loc.str(minfo, "id", "data", required=True)
+            created = (loc.obj(minfo, "time", "data", required=True) or {}).get("created")
+            if isinstance(created, bool) or not isinstance(created, (int, float)):
+                raise loc.fail(f"field 'time.created' must be a number of milliseconds, got {json_type(created)}")
+            parts = Loc(path, f"messages[{i}]").list(m, "parts") or []
+            items = []
+            for j in range(len(parts)):
+                items.append((Loc(path, f"messages[{i}].parts[{j}]"),
+                              Loc(path, f"messages[{i}]").item_obj(parts, j, "parts")))
+            messages.append((loc, mid, created, minfo, items))
+        if not messages:
+            raise top.fail("field 'messages' is empty: the exported session has no message")
+        times = top.obj(info, "time", "info") or {}
+        columns = {"parent_id": top.str(info, "parentID", "info"), "title": top.str(info, "title", "info"),
+                   "version": top.str(info, "version", "info"), "slug": top.str(info, "slug", "info"),
+                   "directory": top.str(info, "directory", "info"), "time_created": times.get("created")}
+        return self._build(path, sid, columns, {}, messages)
 
     def parse_rows(self, path: Path, db: sqlite3.Connection) -> list[ParsedSession]:
         """One :class:`ParsedSession` per session with messages, in ``time_created`` order.
@@ -175,21 +244,28 @@ class OpenCodeImporter(SqliteSessionsImporter):
 
     def _session(self, path: Path, sid: str, where: str, info: dict, rows: list, parts: dict) -> ParsedSession:
         model_doc = json_column(path, where, info.pop("model", None), "model", required=False)
-        session_model = model_doc.get("id") if isinstance(model_doc.get("id"), str) else None
-        b = SessionBuilder(path, self.PLUGIN_NAME)
-        models = []
+        messages = []
         for mid, _, created, data in rows:
             mwhere = f"table message row id {mid!r}"
-            loc = Loc(path, mwhere)
             doc = json_column(path, mwhere, data, "data")
             if isinstance(created, bool) or not isinstance(created, (int, float)):
-                raise loc.fail("column 'time_created' must be an integer, got "
-                               f"{'NULL' if created is None else type(created).__name__}")
+                raise Loc(path, mwhere).fail("column 'time_created' must be an integer, got "
+                                             f"{'NULL' if created is None else type(created).__name__}")
             items = []
             for pid, _, pdata in parts.get(mid, []):
                 pwhere = f"table part row id {pid!r}"
-                part = json_column(path, pwhere, pdata, "data")
-                items.append((Loc(path, pwhere), part, Loc(path, pwhere).str(part, "type", "data", required=True)))
+                items.append((Loc(path, pwhere), json_column(path, pwhere, pdata, "data")))
+            messages.append((Loc(path, mwhere), mid, created, doc, items))
+        return self._build(path, sid, info, model_doc, messages)
+
+    def _build(self, path: Path, sid: str, info: dict, model_doc: dict, messages: list) -> ParsedSession:
+        """One session from ``messages``: ``(loc, message id, created (Unix ms), MessageV2.Info object,
+        [(part loc, MessageV2.Part object)])`` in OpenCode's order; ``info`` the session's columns."""
+        session_model = model_doc.get("id") if isinstance(model_doc.get("id"), str) else None
+        b = SessionBuilder(path, self.PLUGIN_NAME)
+        models = []
+        for loc, mid, created, doc, parts in messages:
+            items = [(ploc, part, ploc.str(part, "type", "data", required=True)) for ploc, part in parts]
             role = loc.str(doc, "role", "data", required=True)
             ts, ref = _iso_ms(created), f"message:{mid}"
             if role == "user":
@@ -204,7 +280,7 @@ class OpenCodeImporter(SqliteSessionsImporter):
         parent = info.get("parent_id")
         meta = {k: v for k, v in info.items() if k not in ("directory", "parent_id", "time_created") and v is not None}
         meta.update(opencode_session_id=sid, model=session_model or (models[0] if models else None),
-                    messages=len(rows))
+                    messages=len(messages))
         if parent:
             meta["parent_session_id"] = parent
         parsed = b.finish(external_key=f"{self.PLUGIN_NAME}:{sid}", workspace=info.get("directory") or None, meta=meta)

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage
-from ._common import (Loc, SessionBuilder, count_field, data_url_bytes, dump_json, json_type, peek_json,
+from ._common import (Loc, SessionBuilder, data_url_bytes, dump_json, json_type, litellm_usage, peek_json,
                       tool_schemas_note)
 from ._pyrepr import literal_mapping
 from .base import Importer, ParsedSession, content_key, decode_text, load_json
@@ -66,27 +66,12 @@ _TEXT_ACTIONS = ("message", "finish")
 
 def _usage(loc: Loc, response: dict) -> Usage | None:
     """Normalized usage of a LiteLLM ``model_response`` (see the module docstring)."""
-    prefix = "tool_call_metadata.model_response.usage"
     usage = loc.obj(response, "usage", "tool_call_metadata.model_response")
     if usage is None:
         return None
-    prompt = count_field(loc, usage, "prompt_tokens", prefix)
-    details = loc.obj(usage, "prompt_tokens_details", prefix) or {}
-    cached = count_field(loc, details, "cached_tokens", f"{prefix}.prompt_tokens_details")
-    if cached is None:
-        cached = count_field(loc, usage, "cache_read_input_tokens", prefix)
-    written = count_field(loc, usage, "cache_creation_input_tokens", prefix)
-    uncached = prompt
-    if prompt is not None:
-        uncached = prompt - (cached or 0) - (written or 0)
-        if uncached < 0:
-            uncached = prompt - (cached or 0)
-        if uncached < 0:
-            raise loc.fail(f"cached prompt tokens ({cached}) exceed prompt tokens ({prompt})")
-    return Usage(input_tokens=uncached, output_tokens=count_field(loc, usage, "completion_tokens", prefix),
-                 cache_read_tokens=cached, cache_write_tokens=written,
-                 model=loc.str(response, "model", "tool_call_metadata.model_response"),
-                 request_id=loc.str(response, "id", "tool_call_metadata.model_response"))
+    return litellm_usage(loc, usage, "tool_call_metadata.model_response.usage",
+                         model=loc.str(response, "model", "tool_call_metadata.model_response"),
+                         request_id=loc.str(response, "id", "tool_call_metadata.model_response"))
 
 
 def _response_message(loc: Loc, response: dict) -> tuple[str | None, list[ToolCall], bool]:
