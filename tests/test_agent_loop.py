@@ -412,3 +412,39 @@ def test_a_window_that_holds_every_schema_defers_none(agent):
     a = agent([oa("ok")], defer_tools=True)  # 64k: the schemas fit their share
     a.store.append(a.sid, [UserMessage("hi")])
     assert _names(a.loop.turn().body) == [t.NAME for t in builtin_tools()]
+
+
+def test_an_output_too_large_for_the_window_is_stored_whole_and_read_back_in_pages(agent):
+    """A shell output far larger than one result may be at the README's 8,192-token window: the result holds its head, its
+    tail and a pointer to the artifact holding all of it; read_artifact continues from the cut, and the run goes
+    on."""
+    lines = [f"line {i:05d} of the build log: compiling module_{i}.c with -O2 and checking it" for i in range(4_000)]
+    full = "\n".join(lines) + "\n"
+    a = agent([], budget=ContextBudget(8_192, 1_024, 7_168), assume_yes=True)
+    (a.ws / "log.txt").write_text(full)
+    a.provider._responses += [oa(calls=[("c1", "shell", {"command": "cat log.txt"})])]
+    a.loop.say("show me the build log")
+    a.loop.turn()
+    (res,) = a.results()
+    cap = a.loop.result_cap_tokens()
+    assert a.setup.counter.text(res.content) <= cap
+    assert res.content.startswith(lines[0]) and lines[-1] in res.content[-200:]
+    sha = res.content.split('read_artifact(sha256="', 1)[1][:64]
+    offset = int(res.content.split(f'read_artifact(sha256="{sha}", offset=', 1)[1].split(")", 1)[0])
+    _, stored = a.store.get_artifact(sha)
+    # the whole outcome of the tool (the shell keeps its output's head and tail: OUTPUT_LIMIT_BYTES)
+    assert stored.startswith(lines[0].encode()) and stored.endswith(b"Exit code: 0") and lines[-1].encode() in stored
+    assert a.setup.counter.text(stored.decode()) > 2 * cap
+    shown = res.content.split("\n[…", 1)[0]
+    assert stored.startswith(shown.encode()) and offset == len(shown.encode())
+    # the model reads on from the cut, one page at a time, within the room the next view has
+    a.provider._responses += [oa(calls=[("c2", "read_artifact", {"sha256": sha, "offset": offset})]), oa("seen")]
+    a.loop.turn()
+    page = a.results()[-1]
+    assert not page.is_error and page.content.startswith(full.encode()[offset:offset + 50].decode())
+    assert "continue with offset=" in page.content and a.setup.counter.text(page.content) <= cap
+    assert a.loop.turn().message.text == "seen"
+    a.provider._responses += [oa(calls=[("c3", "read_artifact", {"sha256": "0" * 64})]), oa("ok")]
+    a.loop.turn()
+    bad = a.results()[-1]
+    assert bad.is_error and "no artifact 000000000000" in bad.content

@@ -54,6 +54,7 @@ from .permissions import Decision, PermissionPolicy
 from .steering import SteeringInbox, pending_tool_calls
 from .supervisor import ChildPolicyError, Supervisor
 from .tools import Tool, ToolContext, ToolOutcome, run_tool
+from .tools.base import spill
 from .environment import redact, secret_values
 from .tools.compact import Compact
 from .tools.load_tools import LOAD_TOOLS, LoadTools
@@ -325,7 +326,7 @@ DEFER_SHARE = 4
 """When every tool's schema together takes more than 1/DEFER_SHARE of the hard limit, ``latch run`` offers the
 :data:`CORE_TOOLS` and ``load_tools`` for the rest (:mod:`latch.agent.tools.load_tools`)."""
 CORE_TOOLS = ("read_file", "write_file", "edit_file", "shell", "process_output", "search_history", "compact",
-              "load_skill", "read_skill_resource", "spawn_agent")
+              "read_artifact", "load_skill", "read_skill_resource", "spawn_agent")
 """The tools always offered."""
 MIN_RESULT_TOKENS = 256
 """The smallest page a tool result is cut to, however small the window."""
@@ -384,6 +385,8 @@ class AgentLoop:
         self._room: int | None = None  # tokens one tool result may take in the next view (from the latest view)
         if tool_context is not None and tool_context.room is None:
             tool_context = replace(tool_context, room=lambda: self._room)
+        if tool_context is not None and tool_context.result_tokens is None:
+            tool_context = replace(tool_context, result_tokens=self.result_cap_tokens)
         self.tool_context, self.tool_runner, self.supervisor = tool_context, tool_runner, supervisor
         self._secrets = secret_values(also=secret_names)  # this process's secret values: redacted from tool results
         self.system_prompt = system_prompt
@@ -833,19 +836,14 @@ class AgentLoop:
         return max(64, self.budget().hard_limit_tokens // 4)
 
     def _bound(self, content: str) -> str:
+        """``content`` when it fits :meth:`result_cap_tokens`; else the whole output is stored as an artifact and
+        the result is its head and tail with a pointer for ``read_artifact``, within the cap
+        (:func:`~latch.agent.tools.base.spill`; the run never ends because one output is large)."""
         cap = self.result_cap_tokens()
         estimate = self.setup.counter.text
         if estimate(content) <= cap:
             return content
-        lo, hi = 0, len(content)  # the longest head that fits with the note
-        note = "\n[output cut to {} of {} characters to fit the context; narrow the command or read by offset]"
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if estimate(content[:mid] + note.format(mid, len(content))) <= cap:
-                lo = mid
-            else:
-                hi = mid
-        return content[:lo] + note.format(lo, len(content))
+        return spill(content, self.store, lambda t: estimate(t) <= cap)
 
     # ------------------------------------------------------------------ the session
     def say(self, text: str) -> int:

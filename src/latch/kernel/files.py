@@ -157,10 +157,12 @@ def read_file(store, session_id: str, path: str | os.PathLike[str], *, offset: i
     return Page(content, offset, next_offset, len(data), sha, tokens)
 
 
-def read_artifact(store, sha256: str, *, offset: int = 0, estimate: Callable[[str], int] | None = None) -> Page:
-    """One bounded page of a stored artifact (``KeyError`` when unknown)."""
+def read_artifact(store, sha256: str, *, offset: int = 0, estimate: Callable[[str], int] | None = None,
+                  limit_tokens: int = PAGE_LIMIT_TOKENS) -> Page:
+    """One bounded page of a stored artifact from byte ``offset`` (as :func:`bounded_page`, at most
+    ``limit_tokens`` tokens). ``KeyError`` when unknown, ``ValueError`` for an offset outside it."""
     _, data = store.get_artifact(sha256)
-    content, next_offset, tokens = bounded_page(data, offset, estimate, label="artifact")
+    content, next_offset, tokens = bounded_page(data, offset, estimate, label="artifact", limit_tokens=limit_tokens)
     return Page(content, offset, next_offset, len(data), sha256, tokens)
 
 

@@ -1,7 +1,7 @@
 """The agent's built-in tools, one module each (``notes/agent_contract.md``; spec: "Agent Skills and MCP").
 
 * :mod:`.base`: :class:`ToolContext`, :class:`ToolOutcome`, :class:`Tool`, :func:`run_tool`;
-* :mod:`.files`: ``read_file``, ``write_file``, ``edit_file``;
+* :mod:`.files`: ``read_file``, ``write_file``, ``edit_file``, ``read_artifact``;
 * :mod:`.shell`: ``shell`` and ``process_output``; :mod:`.processes`: :class:`ProcessManager`;
 * :mod:`.search_history`: ``search_history``;
 * :mod:`.kernel`: the kernel tools of :data:`latch.kernel.tools.KERNEL_TOOLS`;
@@ -16,7 +16,7 @@ from __future__ import annotations
 from .agents import SpawnAgent
 from .base import (OUTCOME_LIMIT_BYTES, Tool, ToolContext, ToolError, ToolOutcome, bound_text, check_arguments,
                    run_tool, tool_schemas, workspace_path)
-from .files import EditFile, ReadFile, WriteFile
+from .files import EditFile, ReadArtifact, ReadFile, WriteFile
 from .compact import Compact
 from .kernel import KERNEL_AGENT_TOOLS, KernelTool
 from .processes import ProcessManager
@@ -25,11 +25,11 @@ from .shell import ProcessOutput, Shell
 
 __all__ = ["Tool", "ToolContext", "ToolOutcome", "ToolError", "run_tool", "builtin_tools", "tool_schemas",
            "check_arguments", "workspace_path", "bound_text", "OUTCOME_LIMIT_BYTES", "ProcessManager",
-           "ReadFile", "WriteFile", "EditFile", "Shell", "ProcessOutput", "SearchHistory", "Compact", "KernelTool",
+           "ReadFile", "ReadArtifact", "WriteFile", "EditFile", "Shell", "ProcessOutput", "SearchHistory", "Compact", "KernelTool",
            "BUILTIN_TOOL_CLASSES", "SpawnAgent", "agent_tools"]
 
 BUILTIN_TOOL_CLASSES: tuple[type, ...] = (ReadFile, WriteFile, EditFile, Shell, ProcessOutput, SearchHistory,
-                                         Compact, *KERNEL_AGENT_TOOLS)
+                                         Compact, ReadArtifact, *KERNEL_AGENT_TOOLS)
 """The built-in tool classes in their fixed order."""
 
 _TOOLS: tuple[Tool, ...] = tuple(cls() for cls in BUILTIN_TOOL_CLASSES)
@@ -37,7 +37,7 @@ _TOOLS: tuple[Tool, ...] = tuple(cls() for cls in BUILTIN_TOOL_CLASSES)
 
 def builtin_tools() -> tuple[Tool, ...]:
     """The built-in tools in their fixed order: read_file, write_file, edit_file, shell, process_output,
-    search_history, compact, then every kernel tool in :data:`~latch.kernel.tools.KERNEL_TOOLS` order (stateless
+    search_history, compact, read_artifact, then every kernel tool in :data:`~latch.kernel.tools.KERNEL_TOOLS` order (stateless
     instances, shared)."""
     return _TOOLS
 

@@ -39,7 +39,9 @@ class ToolContext:
     runs a child agent for ``spawn_agent`` (the agent loop sets it; ``None``: no children here); ``group`` is
     ``(latch.agent.group.Group, agent name)`` for a member of an agent group (the group tools use it).
     ``room()`` is how many tokens one tool result may take in the next view (the agent loop sets it from its
-    latest view; ``None``: no bound beyond the tools' own), so ``read_file`` pages fit a small window."""
+    latest view; ``None``: no bound beyond the tools' own), so ``read_file`` pages fit a small window.
+    ``result_tokens()`` is the most tokens one result may hold (the agent loop's cap; ``None``: bytes only): a
+    longer output is stored whole as an artifact and cut to its head and tail (:func:`spill`)."""
 
     workspace: Path
     store: EventStore
@@ -50,6 +52,7 @@ class ToolContext:
     spawner: "Callable[[str, Mapping[str, Any]], ToolOutcome] | None" = None
     group: "tuple[Any, str] | None" = None
     room: "Callable[[], int | None] | None" = None
+    result_tokens: "Callable[[], int] | None" = None
 
 
 @dataclass(frozen=True)
@@ -153,12 +156,55 @@ def bound_text(text: str, limit_bytes: int = OUTCOME_LIMIT_BYTES) -> str:
     return head + note.format(len(head.encode("utf-8", "surrogatepass")))
 
 
+def spill(text: str, store: Any, fits: Callable[[str], bool]) -> str:
+    """``text`` stored whole as an artifact of ``store`` (``text/plain``, content-addressed: nothing is lost) and
+    cut to the longest head, with a tail half as long, for which ``fits(result)`` holds, joined by a note naming
+    the artifact's SHA-256 and the byte offset ``read_artifact`` continues from. Units: characters for the cut,
+    bytes for the offsets."""
+    data = text.encode("utf-8", "surrogatepass")
+    sha = store.put_artifact(data, "text/plain; charset=utf-8").sha256
+
+    def cut(head: int) -> str:
+        tail = head // 2
+        start = len(text[:head].encode("utf-8", "surrogatepass"))
+        end = len(data) - len(text[len(text) - tail:].encode("utf-8", "surrogatepass")) if tail else len(data)
+        note = (f"\n[… {len(text) - head - tail:,} of {len(text):,} characters left out to fit the context; the "
+                f"whole output is stored: read_artifact(sha256=\"{sha}\", offset={start}) reads on from here "
+                f"(bytes {start:,}..{end:,} of {len(data):,} were left out)]\n")
+        return text[:head] + note + (text[len(text) - tail:] if tail else "")
+
+    lo, hi = 0, len(text) * 2 // 3
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(cut(mid)):
+            lo = mid
+        else:
+            hi = mid
+    return cut(lo)
+
+
+def bounded_outcome(text: str, ctx: ToolContext) -> str:
+    """``text`` when it is within :data:`OUTCOME_LIMIT_BYTES` and ``ctx.result_tokens()``; else :func:`spill`
+    into ``ctx.store`` (:func:`bound_text`'s head alone when there is no store)."""
+    cap = ctx.result_tokens() if ctx.result_tokens is not None else None
+
+    def fits(t: str) -> bool:
+        return len(t.encode("utf-8", "surrogatepass")) <= OUTCOME_LIMIT_BYTES and (cap is None or ctx.estimate(t) <= cap)
+
+    if fits(text):
+        return text
+    if ctx.store is None:
+        return bound_text(text)
+    return spill(text, ctx.store, fits)
+
+
 def run_tool(tools: Sequence[Tool], call: ToolCall, ctx: ToolContext) -> ToolOutcome:
     """Run ``call`` with the tool of its name among ``tools``.
 
     Never raises for a bad call: an unknown tool, arguments that are not a JSON object, a missing,
     unknown or mistyped field, or a tool's refusal (:class:`ToolError`) is an error outcome whose one
-    line names the tool and the field. The content is bounded (:data:`OUTCOME_LIMIT_BYTES`). A tool with a
+    line names the tool and the field. The content is bounded (:func:`bounded_outcome`: a longer output is kept
+    whole as an artifact). A tool with a
     true ``RAW_ARGUMENTS`` attribute (an MCP tool, whose server validates against its own JSON Schema) gets any
     JSON object unchecked.
     """
@@ -177,7 +223,7 @@ def run_tool(tools: Sequence[Tool], call: ToolCall, ctx: ToolContext) -> ToolOut
         outcome = tool.run(args, replace(ctx, call_id=call.id))
     except ToolError as exc:
         return ToolOutcome(bound_text(str(exc)), is_error=True)
-    return replace(outcome, content=bound_text(outcome.content))
+    return replace(outcome, content=bounded_outcome(outcome.content, ctx))
 
 
 def tool_schemas(tools: Sequence[Tool]) -> list[Mapping[str, Any]]:

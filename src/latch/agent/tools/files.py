@@ -1,4 +1,5 @@
-"""The file tools: ``read_file``, ``write_file``, ``edit_file`` (spec: "File state and compaction").
+"""The file tools: ``read_file``, ``read_artifact``, ``write_file``, ``edit_file`` (spec: "File state and
+compaction").
 
 Each fact is recorded once, by the tool, when it happens: ``read_file`` through
 :func:`latch.kernel.files.read_file` (one :class:`~latch.events.FileObservation` with SHA-256 and size of
@@ -19,10 +20,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ...kernel.files import PAGE_LIMIT_BYTES, PAGE_LIMIT_TOKENS, StaleFileError, guarded_write, read_file
+import re
+
+from ...kernel.files import (PAGE_LIMIT_BYTES, PAGE_LIMIT_TOKENS, StaleFileError, guarded_write, read_artifact,
+                             read_file)
 from .base import ToolContext, ToolError, ToolOutcome, schema, workspace_path
 
-__all__ = ["ReadFile", "WriteFile", "EditFile", "last_seen"]
+__all__ = ["ReadFile", "ReadArtifact", "WriteFile", "EditFile", "last_seen"]
 
 _MISSING = object()
 
@@ -93,6 +97,39 @@ class ReadFile:
             raise ToolError(f"{rel}: {getattr(exc, 'strerror', None) or exc}") from None
         if page.total_bytes == 0:
             return ToolOutcome(f"({rel} is empty)")
+        return ToolOutcome(page.content)
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+class ReadArtifact:
+    """``read_artifact(sha256, offset=0)``: one bounded page of a stored artifact (a tool output too large for
+    the window is stored whole and its result names the artifact), sized like ``read_file``'s pages."""
+
+    NAME: ClassVar[str] = "read_artifact"
+    MUTATES: ClassVar[bool] = False
+    SCHEMA: ClassVar[Mapping[str, Any]] = schema(
+        "read_artifact",
+        "Read a stored artifact (a tool output too large for the context, kept whole) one page at a time, from "
+        "a byte offset. A page that does not reach the end ends with a note giving the offset to continue from.",
+        {"sha256": {"type": "string", "minLength": 64, "maxLength": 64,
+                    "description": "The artifact's SHA-256, as the cut output names it."},
+         "offset": {"type": "integer", "minimum": 0, "description": "Byte offset to start from (default 0)."}},
+        ["sha256"])
+
+    def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
+        sha = str(args["sha256"]).strip().lower()
+        if not _SHA256.fullmatch(sha):
+            raise ToolError("sha256: must be the 64 hexadecimal digits the cut output names")
+        try:
+            room = ctx.room() if ctx.room is not None else None
+            page = read_artifact(ctx.store, sha, offset=args.get("offset", 0), estimate=ctx.estimate,
+                                 limit_tokens=PAGE_LIMIT_TOKENS if room is None else room)
+        except KeyError:
+            raise ToolError(f"no artifact {sha[:12]}… in this store") from None
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
         return ToolOutcome(page.content)
 
 
