@@ -303,3 +303,10 @@ def test_latch_run_without_bubblewrap_errors_when_asked_and_warns_by_default(tmp
 def session_count(tmp_path: Path) -> int:
     with sqlite3.connect(tmp_path / "latch.db") as db:
         return db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+
+
+def test_doctor_says_whether_the_shell_can_be_sandboxed(tmp_path):
+    r = latch(tmp_path, "doctor", "--json", cwd=tmp_path)
+    assert r.returncode == 0 and json.loads(r.stdout)["sandbox_problem"] is None, r.stderr
+    r = latch(tmp_path, "doctor", cwd=tmp_path, env=_env(tmp_path, PATH=str(Path(sys.executable).parent)))
+    assert r.returncode == 0 and "bubblewrap (bwrap) is not installed" in r.stdout, r.stderr + r.stdout
