@@ -289,6 +289,9 @@ def test_latch_run_without_bubblewrap_errors_when_asked_and_warns_by_default(tmp
     (line,) = [x for x in r.stderr.splitlines() if "--sandbox" in x]
     assert "bubblewrap (bwrap) is not installed" in line and "Traceback" not in r.stderr
     assert not (tmp_path / "latch.db").exists() or session_count(tmp_path) == 0  # nothing stored
+    r = latch(tmp_path, "run", "probe", "--provider", "openai-compatible", "--model", "m", "--base-url",
+              "http://127.0.0.1:9/v1", "--sandbox", "off", "--network", cwd=ws, env=env)
+    assert r.returncode == 2 and "--network applies to a sandbox" in r.stderr and "Traceback" not in r.stderr
     with serve_openai([Reply(tool_calls=(ToolUse("c1", "shell", json.dumps({"command": "echo ran"})),)),
                        Reply("done")]) as server:
         r = latch(tmp_path, "run", "probe", "--provider", "openai-compatible", "--model", "m", "--base-url",
