@@ -1,7 +1,8 @@
 """The shell's sandbox (latch.agent.sandbox): real bubblewrap, real processes, a real loopback server outside it.
 
 Each hostile command is also run once without the sandbox (or with the network allowed), where it succeeds: the
-probes are ones the sandbox alone defeats. Skipped without bubblewrap, failed instead when CI is set.
+probes are ones the sandbox alone defeats. The tests that need bubblewrap skip without it, and fail instead when CI
+is set; the ones about its absence run anywhere.
 """
 
 from __future__ import annotations
@@ -31,9 +32,6 @@ from fake_providers import Reply, ToolUse, serve_openai
 from sandbox_support import require_bwrap
 from test_agent_run import KEY, _env, latch, session_id
 
-pytestmark = pytest.mark.usefixtures("bwrap")
-
-
 @pytest.fixture
 def bwrap():
     require_bwrap()
@@ -49,7 +47,7 @@ def outside():
 
 
 @pytest.fixture
-def box(tmp_path, outside):
+def box(bwrap, tmp_path, outside):
     """A workspace, a folder ``outside`` it, a store, and ``run(command, sandbox)`` -> (exit code, output)."""
     ws = (tmp_path / "ws").resolve()
     ws.mkdir()
@@ -189,7 +187,7 @@ def _sleepers(tag: str) -> list[int]:
     return found
 
 
-def test_sandboxed_processes_die_with_a_killed_agent(tmp_path):
+def test_sandboxed_processes_die_with_a_killed_agent(bwrap, tmp_path):
     tag = f"{61 + os.getpid() % 1000 / 1000:.3f}"  # a sleep no one else runs
     ws = (tmp_path / "ws").resolve()
     ws.mkdir()
@@ -240,7 +238,7 @@ def _hostile_script(outside: Path, port: int) -> list:
     return [Reply(tool_calls=(ToolUse("c1", "shell", json.dumps({"command": cmd})),)), Reply("done")]
 
 
-def test_latch_run_sandboxes_the_models_shell_by_default(tmp_path, loopback, outside):
+def test_latch_run_sandboxes_the_models_shell_by_default(bwrap, tmp_path, loopback, outside):
     ws = tmp_path / "ws"
     ws.mkdir()
     with serve_openai(_hostile_script(outside, loopback)) as server:
@@ -308,7 +306,7 @@ def session_count(tmp_path: Path) -> int:
         return db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
 
 
-def test_doctor_says_whether_the_shell_can_be_sandboxed(tmp_path):
+def test_doctor_says_whether_the_shell_can_be_sandboxed(bwrap, tmp_path):
     r = latch(tmp_path, "doctor", "--json", cwd=tmp_path)
     assert r.returncode == 0 and json.loads(r.stdout)["sandbox_problem"] is None, r.stderr
     r = latch(tmp_path, "doctor", cwd=tmp_path, env=_env(tmp_path, PATH=str(Path(sys.executable).parent)))
