@@ -25,6 +25,7 @@ from latch.plugins import get_engine_factory
 from latch.port import ContextBudget
 from latch.providers import ScriptedProvider
 from latch.store import EventStore
+from sandbox_support import end_shell_group
 
 MODEL = "gpt-4.1"
 
@@ -256,10 +257,7 @@ def test_kill_9_mid_child_then_resume_rebuilds_the_child_from_its_profile(tmp_pa
         assert marker.exists(), "the child's shell call never started"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
-        try:  # the tool's own process group outlives the SIGKILLed agent; end it like a reboot would
-            os.killpg(int(marker.read_text().strip()), signal.SIGKILL)
-        except (ProcessLookupError, ValueError, PermissionError):
-            pass
+        end_shell_group(marker)  # a shell a SIGKILLed agent left behind, ended like a reboot would
         first_child_body = server.bodies[1]
     assert first_child_body["model"] == "child-model" and "Child rule: be brief." in json.dumps(first_child_body)
     assert "delegate the slow job" not in json.dumps(first_child_body)

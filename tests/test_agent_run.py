@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from fake_providers import Reply, ToolUse, serve_anthropic, serve_openai
+from sandbox_support import end_shell_group
 
 KEY = "sk-test-LATCHSECRET-0123456789abcdef"
 
@@ -115,10 +116,7 @@ def test_killed_mid_tool_resumes_with_the_call_interrupted(tmp_path, ws):
         assert kinds(tmp_path)[-1] == "tool_started"  # the call and its start are durable before it ran
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
-        try:  # the tool's own process group outlives the SIGKILLed agent; end it like an OS reboot would
-            os.killpg(int(marker.read_text().strip()), signal.SIGKILL)
-        except (ProcessLookupError, ValueError, PermissionError):
-            pass
+        end_shell_group(marker)  # a shell a SIGKILLed agent left behind, ended like a reboot would
     before = kinds(tmp_path)
     assert before.count("tool_result") == 0
     sid = session_id(tmp_path)

@@ -21,6 +21,7 @@ from latch.agent.children import child_key, child_profile, child_report
 from latch.agent.group import Group, GroupError, GroupState, resolve_group
 from latch.agent.worker import task_call_id
 from latch.store import EventStore
+from sandbox_support import end_shell_group
 
 MODEL = "gpt-4.1"
 
@@ -112,10 +113,7 @@ def test_workers_claim_run_and_reclaim_after_sigkill(tmp_path):
         os.kill(first.pid, signal.SIGKILL)
         first.wait(timeout=10)
         killed_at = time.time()
-        try:  # the tool's own process group outlives the SIGKILLed worker; end it like a reboot would
-            os.killpg(int(marker.read_text().strip()), signal.SIGKILL)
-        except (ProcessLookupError, ValueError, PermissionError):
-            pass
+        end_shell_group(marker)  # a shell a SIGKILLed worker left behind, ended like a reboot would
         child1 = store.session_id_for(child_key(root, task_call_id("t1")))
         before = [(s.seq, s.kind) for s in store.events(child1)]
         assert [k for _, k in before][-1] == "tool_started"  # killed mid-call

@@ -21,6 +21,7 @@ from latch.host.runs import RunRecord, process_alive, process_start, session_liv
 from latch.store import EventStore
 from latch.web.app import snapshot
 from test_agent_run import _env, latch, session_id
+from sandbox_support import end_shell_group
 
 
 @pytest.fixture
@@ -86,10 +87,7 @@ def test_a_sigkilled_run_is_interrupted_never_live_or_completed(tmp_path, ws):
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(10)
-            try:  # the tool's own process group outlives the SIGKILLed agent
-                os.killpg(int(marker.read_text().strip()), signal.SIGKILL)
-            except (ProcessLookupError, ValueError, PermissionError, FileNotFoundError):
-                pass
+            end_shell_group(marker)  # a shell a SIGKILLed agent left behind, ended like a reboot would
     with EventStore(db) as store:
         live, status = session_liveness(store.events(sid), observed=True)
         snap = snapshot(store, sid, live=True)  # even an observer that saw it append does not call it live

@@ -22,6 +22,7 @@ from web_server import WebServer
 
 from latch.events import AssistantMessage, CompactionMarker, ToolCall, ToolResult, ToolStarted, Usage, UserMessage
 from latch.store import EventStore
+from sandbox_support import end_shell_group
 
 CHROMIUM = Path("/usr/lib/chromium/chromium")
 
@@ -293,10 +294,7 @@ def test_a_killed_run_shows_its_turn_interrupted_after_a_server_restart(db, brow
             page.wait_for_selector('#activity .badge.tool.running[data-call-id="k1"]', timeout=15_000)
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
-            try:  # the tool's own process group outlives the SIGKILLed agent; end it like a reboot would
-                os.killpg(int(marker.read_text().strip()), signal.SIGKILL)
-            except (ProcessLookupError, ValueError, PermissionError):
-                pass
+            end_shell_group(marker)  # a shell a SIGKILLed agent left behind, ended like a reboot would
         with EventStore(db) as store:
             kinds = [e.kind for e in store.events(sid)]
         assert kinds[-1] == "tool_started" and "tool_result" not in kinds  # the turn never finished

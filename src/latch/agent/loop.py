@@ -548,7 +548,8 @@ class AgentLoop:
             budget=self.base_budget if same_model else None)
         if self.tool_context is not None:
             processes = ProcessManager(self.store, child_id, self.tool_context.workspace,
-                                       env=self.tool_context.processes.env)
+                                       env=self.tool_context.processes.env,
+                                       sandbox=self.tool_context.processes.sandbox)  # a child is no freer
             loop.tool_context = ToolContext(workspace=self.tool_context.workspace, store=self.store,
                                             session_id=child_id, processes=processes,
                                             estimate=loop.setup.counter.text, room=lambda: loop._room)

@@ -11,6 +11,7 @@ import click
 
 from .. import __version__, hotpaths
 from ..cli import pass_app
+from ..agent.sandbox import bwrap_problem
 from ..textsafe import Table, console, dumps, markup
 from ..hotpaths.cabi import default_library_path
 from ..store import data_dir, default_db_path, StoreError, replay_scratch_path
@@ -72,7 +73,8 @@ def register(cli: click.Group) -> None:
     @click.option("--json", "as_json", is_flag=True, help="Print the facts as one JSON object.")
     @pass_app
     def doctor_cmd(app, as_json):
-        """Versions, SQLite and FTS5, the hot-path backend, the native library and the data folder.
+        """Versions, SQLite and FTS5, the hot-path backend, the native library, the data folder and whether
+        bubblewrap can sandbox the shell of ``latch run``.
 
         Exits with status 1 when the requested hot-path backend (LATCH_IMPL) cannot load,
         SQLite lacks FTS5 or the store (``--db``/``LATCH_DB``, else the default) cannot be opened.
@@ -90,6 +92,7 @@ def register(cli: click.Group) -> None:
         scratch = replay_scratch_path(info["db"]) if app.db != ":memory:" else None
         info["replay_scratch"] = str(scratch) if scratch is not None and scratch.is_file() else None
         info["replay_scratch_bytes"] = scratch_bytes(scratch)  # kernel records of past replays (`latch prune-replays`)
+        info["sandbox_problem"] = bwrap_problem()  # None: latch run sandboxes the shell (bubblewrap works)
         ok = (info["backend"] is not None and info["fts5"] and info["store_error"] is None
               and not info["store_problems"])
         if as_json:
@@ -117,6 +120,10 @@ def register(cli: click.Group) -> None:
                  f" backup or move it aside and re-import[/red]"
                  if info["store_problems"] else "opens, intact (PRAGMA quick_check)" if info["store_exists"]
                  else "none yet (the first `latch import` creates it)"),
+                ("shell sandbox", "bubblewrap works (latch run --sandbox workspace-write by default)"
+                 if info["sandbox_problem"] is None else
+                 f"[yellow]none: {markup(info['sandbox_problem'])}; latch run falls back to the permission "
+                 "policy[/yellow]"),
                 ("replay scratch", f"{markup(info['replay_scratch'])} ({info['replay_scratch_bytes']:,} bytes; "
                  "`latch prune-replays` empties it)" if info["replay_scratch"] else "none (no replay has run)"),
             ]

@@ -47,6 +47,7 @@ from ..agent.context import SYSTEM_PROMPT, session_context
 from ..agent.loop import AgentError, AgentLoop, repair_interrupted, provider_prompt_tokens
 from ..agent.mcp import McpHub, mcp_servers, mcp_tools, session_mcp_tools
 from ..agent.permissions import PermissionPolicy
+from ..agent.sandbox import MODES as SANDBOX_MODES, SandboxError, choose as choose_sandbox
 from ..agent.skills import discover_skills, session_skills, skill_tools
 from ..agent.group import Group, resolve_group
 from ..agent.supervisor import ChildPolicyError, Supervisor
@@ -221,10 +222,15 @@ def register(cli: click.Group) -> None:
     @click.option("--lease", "lease_seconds", type=click.FloatRange(min=0, min_open=True), default=None,
                   help=f"Seconds a worker's claim outlives its last heartbeat before another worker may reclaim "
                        f"it (default {DEFAULT_LEASE_SECONDS:g}).")
+    @click.option("--sandbox", "sandbox_mode", type=click.Choice(SANDBOX_MODES), default=None,
+                  help="Where shell commands run: workspace-write (a bubblewrap sandbox: read-only system, writable "
+                       "workspace and private /tmp, no network), read-only (only /tmp writable) or off (default: "
+                       "workspace-write where bubblewrap works, else off with a warning).")
+    @click.option("--network", is_flag=True, help="Let sandboxed shell commands use the network.")
     @pass_app
     def run_cmd(app, task, provider_name, model, base_url, api_key_env, max_turns, assume_yes, mode, resume,
                 engine, child_engine, estimator, window, reserve, recent, tool_choice, no_stream, tool_names,
-                config_path, group_name, worker, lease_seconds):
+                config_path, group_name, worker, lease_seconds, sandbox_mode, network):
         """Run an agent on TASK in the current workspace (or continue one with --resume, or work for an agent
         group with --group NAME --worker)."""
         if worker and group_name is None:
@@ -298,6 +304,8 @@ def register(cli: click.Group) -> None:
         recent = recent or profile.get("recent")
         tool_choice = tool_choice or profile.get("tool_choice")
         no_stream = no_stream or bool(profile.get("no_stream"))
+        sandbox_mode = sandbox_mode or profile.get("sandbox")  # a resumed session keeps an explicit choice
+        network = network or bool(profile.get("network"))
         max_turns = max_turns or section.get("max_turns") or DEFAULT_MAX_TURNS
         if not name:
             raise click.UsageError("no provider: pass --provider openai|openai-responses|anthropic|openai-compatible "
@@ -327,6 +335,14 @@ def register(cli: click.Group) -> None:
                 plugins.get_estimator(estimator)
         except plugins.PluginError as exc:
             raise click.UsageError(str(exc)) from None
+        if network and sandbox_mode == "off":
+            raise click.UsageError("--network applies to a sandbox; with --sandbox off commands use the network")
+        try:
+            sandbox, sandbox_warning = choose_sandbox(
+                sandbox_mode, workspace if resume is not None else Path(os.getcwd()), network=network,
+                protected=_store_files(app))
+        except SandboxError as exc:
+            raise click.UsageError(str(exc)) from None
 
         planned = budget_for_model(config, model)
         planned_window = window if window is not None else planned.context_window_tokens
@@ -349,7 +365,7 @@ def register(cli: click.Group) -> None:
                        "mode": mode, "engine": engine, "child_engine": child_engine, "estimator": estimator,
                        "tools": [t.NAME for t in chosen_tools] if tool_names is not None else None,
                        "window": window, "reserve": reserve, "recent": recent, "tool_choice": tool_choice,
-                       "no_stream": no_stream or None}
+                       "no_stream": no_stream or None, "sandbox": sandbox_mode, "network": network or None}
             meta: dict[str, Any] = {"agent": {k: v for k, v in profile.items() if v is not None}}
             if group_name is not None:
                 meta["group"] = group_name
@@ -361,6 +377,8 @@ def register(cli: click.Group) -> None:
         skills, warnings = session_skills(store, session_id, lambda: discover_skills(workspace))
         ctx_obj, more = session_context(workspace, mode, skills)
         warnings += more
+        if sandbox_warning:
+            warnings.append(sandbox_warning)
         for w in warnings:
             warn(w)
         try:
@@ -382,7 +400,8 @@ def register(cli: click.Group) -> None:
         except plugins.PluginError as exc:
             raise click.UsageError(str(exc)) from None
         key_names = [api_key_env] if api_key_env else []  # a custom key variable is a secret whatever its name
-        processes = ProcessManager(store, session_id, workspace, env=tool_environment(also=key_names))
+        processes = ProcessManager(store, session_id, workspace, env=tool_environment(also=key_names),
+                                   sandbox=sandbox)
         servers = mcp_servers(config)
         hub = McpHub(servers, cwd=workspace, log_dir=processes.log_dir / "mcp") if servers else None
         try:
@@ -422,7 +441,8 @@ def register(cli: click.Group) -> None:
             for call in repair_interrupted(store, session_id):
                 con.print(f"[yellow]interrupted: {markup(_call_line(call))} (no result was recorded)[/yellow]")
         con.print(f"[dim]session {session_id} · {markup(name)} {markup(model)} · engine {setup.engine_name} · "
-                  f"window {budget.context_window_tokens:,} · reserve {budget.reserve_tokens:,}[/dim]",
+                  f"window {budget.context_window_tokens:,} · reserve {budget.reserve_tokens:,} · "
+                  f"{sandbox.describe()}[/dim]",
                   highlight=False)
         code = 0
         record = RunRecord(store, session_id)
@@ -448,6 +468,15 @@ def register(cli: click.Group) -> None:
             if hub is not None:
                 hub.close()
         sys.exit(code)
+
+
+def _store_files(app: Any) -> list[Path]:
+    """The store's database and its WAL and shared-memory files (kept read-only inside the sandbox when they lie
+    in the workspace: a tool command cannot rewrite the session's history)."""
+    if getattr(app, "db", None) == ":memory:":
+        return []
+    db = Path(app.db_path())
+    return [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")]
 
 
 def _work(con: Any, loop: Any, store: Any, root: str, lease_seconds: float) -> int:

@@ -5,12 +5,19 @@
   file when it is at most :data:`HASH_LIMIT_BYTES` (64 KiB); larger files are
   read in pages with no whole-file hash.
 * :func:`read_artifact` pages a stored artifact the same way.
+* :func:`current_bytes` is the bytes of a file now (no event).
 * :func:`guarded_write` re-hashes the bytes on disk just before writing: a
   mismatch with the hash the model last saw appends an
   :class:`~latch.kernel.events.ExternalChange` and raises :class:`StaleFileError`
   (the model must re-read); identical bytes are no change (no event, generation
   unchanged); otherwise a :class:`~latch.kernel.events.Mutation` is committed
   *before* the bytes are written, so a crash can only over-count a change.
+
+Every path is resolved once (symlinks followed) and must lie in the session's workspace (``PermissionError``
+otherwise). The file is then reached from the workspace root through directory file descriptors, one component
+at a time with ``O_NOFOLLOW`` (``openat``), and written by a rename inside the directory already opened: a
+symlink swapped into the path after it was resolved is refused (``OSError`` ELOOP), never followed out of the
+workspace. Only regular files are read: a FIFO, a device or a socket is refused (``OSError``), never waited on.
 
 A page's ``content`` (what the ToolResult carries) is at most
 :data:`PAGE_LIMIT_BYTES` (24 KiB of UTF-8) and :data:`PAGE_LIMIT_TOKENS` (8,000
@@ -20,9 +27,11 @@ estimated tokens), whatever the line count; the rest is reachable with
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
-import tempfile
+import secrets
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +40,7 @@ from .. import hotpaths
 from .events import ExternalChange, FileObservation, Mutation
 
 __all__ = ["HASH_LIMIT_BYTES", "PAGE_LIMIT_BYTES", "PAGE_LIMIT_TOKENS", "Page", "WriteResult", "StaleFileError",
-           "bounded_page", "read_file", "read_artifact", "guarded_write"]
+           "bounded_page", "read_file", "read_artifact", "guarded_write", "current_bytes"]
 
 HASH_LIMIT_BYTES = 64 * 1024
 PAGE_LIMIT_BYTES = 24 * 1024
@@ -118,15 +127,99 @@ def bounded_page(data: bytes, offset: int = 0, estimate: Callable[[str], int] | 
 
 
 def _resolve(store, session_id: str, path: str | os.PathLike[str]) -> tuple[Path, str]:
+    """``(root, rel)``: the session's workspace (resolved) and ``path`` resolved once, relative to it (POSIX).
+    ``PermissionError`` when the resolved path is not inside the workspace."""
     info = store.session(session_id)
-    base = Path(info.workspace) if info.workspace else Path.cwd()
+    root = Path(os.path.realpath(info.workspace if info.workspace else os.getcwd()))
     p = Path(path)
-    absolute = (p if p.is_absolute() else base / p).resolve()
     try:
-        rel = absolute.relative_to(base.resolve()).as_posix()
+        absolute = Path(os.path.realpath(p if p.is_absolute() else root / p))
+    except OSError as exc:  # a link changed while it was being resolved
+        raise OSError(errno.ELOOP, f"{path}: changed while its symlinks were being resolved (refused)") from exc
+    try:
+        rel = absolute.relative_to(root).as_posix()
     except ValueError:
-        rel = absolute.as_posix()
-    return absolute, rel
+        raise PermissionError(errno.EACCES, f"{path}: outside the workspace {root} (refused)") from None
+    if rel == ".":
+        raise IsADirectoryError(errno.EISDIR, f"{path}: is the workspace folder")
+    return root, rel
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_SWAPPED = "a symlink appeared in the path after it was resolved (refused: it could lead outside the workspace)"
+
+
+def _refuse_symlink(exc: OSError, dir_fd: int, name: str) -> None:
+    """Raise ``OSError`` ELOOP (a symlink swapped in) when ``name`` in ``dir_fd`` is a symlink that ``exc``
+    (ELOOP, or ENOTDIR from ``O_DIRECTORY``) refused to follow; return otherwise."""
+    if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+        return
+    try:
+        link = stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        link = exc.errno == errno.ELOOP
+    if link:
+        raise OSError(errno.ELOOP, _SWAPPED) from None
+
+
+def _open_dir(root: Path, parts: list[str], *, create: bool = False) -> int:
+    """A file descriptor of folder ``root/parts...``, reached one component at a time without following a
+    symlink (``create``: missing folders are made, mode 0777 less the umask). ``FileNotFoundError`` when a
+    folder is missing, ``OSError`` ELOOP when a component is a symlink."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for name in parts:
+            if create:
+                try:
+                    os.mkdir(name, 0o777, dir_fd=fd)
+                except FileExistsError:
+                    pass
+            try:
+                nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                _refuse_symlink(exc, fd, name)
+                raise
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_at(dir_fd: int, name: str) -> tuple[bytes, int]:
+    """``(bytes, mode)`` of regular file ``name`` in folder ``dir_fd``, opened without following a symlink and
+    without blocking (``FileNotFoundError``; ``OSError`` for a symlink, a FIFO, a device, a socket)."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError as exc:
+        _refuse_symlink(exc, dir_fd, name)
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket is never read)")
+        return fh.read(), st.st_mode
+
+
+def _read(root: Path, rel: str) -> tuple[bytes, int]:
+    *folders, name = rel.split("/")
+    dir_fd = _open_dir(root, folders)
+    try:
+        return _read_at(dir_fd, name)
+    finally:
+        os.close(dir_fd)
+
+
+def current_bytes(store, session_id: str, path: str | os.PathLike[str]) -> bytes:
+    """The bytes of ``path`` (in the session's workspace) now, read as :func:`read_file` reads (no event).
+
+    Raises ``FileNotFoundError``, ``PermissionError`` (outside the workspace), ``OSError`` (a symlink swapped in,
+    not a regular file)."""
+    root, rel = _resolve(store, session_id, path)
+    return _read(root, rel)[0]
 
 
 def _umask() -> int:
@@ -147,8 +240,8 @@ def read_file(store, session_id: str, path: str | os.PathLike[str], *, offset: i
 
     Raises ``OSError`` when the file cannot be read, ``ValueError`` for a bad offset.
     """
-    absolute, rel = _resolve(store, session_id, path)
-    data = absolute.read_bytes()
+    root, rel = _resolve(store, session_id, path)
+    data = _read(root, rel)[0]
     sha = _sha(data) if len(data) <= HASH_LIMIT_BYTES else None
     content, next_offset, tokens = bounded_page(data, offset, estimate, label="file", limit_tokens=limit_tokens)
     length = (next_offset if next_offset is not None else len(data)) - offset
@@ -175,33 +268,53 @@ def guarded_write(store, session_id: str, path: str | os.PathLike[str], new_byte
     untouched). Identical bytes: nothing is written or appended. Otherwise the
     Mutation is appended, then the bytes are written atomically (temp file + rename).
     """
-    absolute, rel = _resolve(store, session_id, path)
+    root, rel = _resolve(store, session_id, path)
     sid = store.session(session_id).id
+    *folders, name = rel.split("/")
     try:
-        current: bytes | None = absolute.read_bytes()
+        dir_fd: int | None = _open_dir(root, folders)
     except FileNotFoundError:
-        current = None
-    actual = _sha(current) if current is not None else None
-    if actual != expected_sha256:
-        store.append(sid, [ExternalChange(path=rel, expected_sha256=expected_sha256, actual_sha256=actual)])
-        raise StaleFileError(rel, expected_sha256, actual)
-    after = _sha(new_bytes)
-    if current == new_bytes:
-        return WriteResult(rel, False, actual, after, None)
-    (seq,) = store.append(sid, [Mutation(paths=(rel,), tool="guarded_write", sha256_before=actual,
-                                         sha256_after=after)])
-    absolute.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=absolute.parent, prefix=f".{absolute.name}.", suffix=".latch")
+        dir_fd = None
+    try:
+        current: bytes | None = None
+        mode = 0o666 & ~_umask()  # a new file gets the mode any program's new file gets
+        if dir_fd is not None:
+            try:
+                current, mode = _read_at(dir_fd, name)
+            except FileNotFoundError:
+                pass
+        actual = _sha(current) if current is not None else None
+        if actual != expected_sha256:
+            store.append(sid, [ExternalChange(path=rel, expected_sha256=expected_sha256, actual_sha256=actual)])
+            raise StaleFileError(rel, expected_sha256, actual)
+        after = _sha(new_bytes)
+        if current == new_bytes:
+            return WriteResult(rel, False, actual, after, None)
+        (seq,) = store.append(sid, [Mutation(paths=(rel,), tool="guarded_write", sha256_before=actual,
+                                             sha256_after=after)])
+        if dir_fd is None:
+            dir_fd = _open_dir(root, folders, create=True)
+        _replace_at(dir_fd, name, new_bytes, stat.S_IMODE(mode))
+    finally:
+        if dir_fd is not None:
+            os.close(dir_fd)
+    return WriteResult(rel, True, actual, after, seq)
+
+
+def _replace_at(dir_fd: int, name: str, data: bytes, mode: int) -> None:
+    """Write ``data`` to ``name`` in folder ``dir_fd`` atomically: a new temporary file in the same folder
+    (``O_EXCL | O_NOFOLLOW``), then a rename within that folder (a symlink at ``name`` is replaced, not
+    followed)."""
+    tmp = f".{name}.{secrets.token_hex(4)}.latch"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(new_bytes)
-        if current is not None:
-            os.chmod(tmp, absolute.stat().st_mode & 0o7777)
-        else:  # a new file gets the mode any program's new file gets (mkstemp's is 0600)
-            os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, absolute)
+            fh.write(data)
+            os.fchmod(fh.fileno(), mode)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except FileNotFoundError:
+            pass
         raise
-    return WriteResult(rel, True, actual, after, seq)

@@ -137,7 +137,10 @@ def workspace_path(ctx: ToolContext, raw: str) -> tuple[Path, str]:
         raise ToolError("path contains a NUL byte")
     root = Path(os.path.realpath(ctx.workspace))
     p = Path(raw)
-    absolute = Path(os.path.realpath(p if p.is_absolute() else root / p))
+    try:
+        absolute = Path(os.path.realpath(p if p.is_absolute() else root / p))
+    except OSError:  # a link was swapped while it was being resolved
+        raise ToolError(f"{raw}: changed while its symlinks were being resolved (refused)") from None
     try:
         rel = absolute.relative_to(root).as_posix()
     except ValueError:

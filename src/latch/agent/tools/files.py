@@ -11,6 +11,10 @@ these calls in an agent session (:data:`latch.kernel.derive.AGENT_EXPLICIT_TOOLS
 
 "What the model last saw" of a path is the SHA-256 of its newest FileObservation with a hash, or of the
 newest guarded Mutation (``sha256_after``), in this session.
+
+The path is resolved once (:func:`latch.agent.tools.base.workspace_path`); the kernel opens it from the workspace
+root through directory file descriptors with ``O_NOFOLLOW``, so a symlink swapped in after that (by a process
+racing the call) is refused, never followed out of the workspace (:mod:`latch.kernel.files`).
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from typing import Any, ClassVar
 
 import re
 
-from ...kernel.files import (PAGE_LIMIT_BYTES, PAGE_LIMIT_TOKENS, StaleFileError, guarded_write, read_artifact,
+from ...kernel.files import (PAGE_LIMIT_BYTES, PAGE_LIMIT_TOKENS, StaleFileError, current_bytes, guarded_write,
+                             read_artifact,
                              read_file)
 from .base import ToolContext, ToolError, ToolOutcome, schema, workspace_path
 
@@ -181,7 +186,7 @@ class EditFile:
         if expected is None:
             raise ToolError(f"{rel}: no such file (create it with write_file)")
         try:
-            current = absolute.read_bytes()
+            current: bytes | None = current_bytes(ctx.store, ctx.session_id, absolute)
         except FileNotFoundError:
             current = None
         except OSError as exc:

@@ -3,7 +3,8 @@ background processes whose natural exit is committed durably without the model p
 Skills and MCP", "Kernel validation evidence").
 
 Every command runs as ``/bin/sh -c COMMAND`` in the workspace, in its own process group (a new session),
-stdin closed, stdout and stderr merged.
+stdin closed, stdout and stderr merged; inside the manager's :class:`~latch.agent.sandbox.Sandbox` when it has
+one (there a command killed by a signal reports the shell's ``128 + N`` exit code).
 
 * :meth:`ProcessManager.run` (foreground) waits up to ``timeout`` seconds; on timeout the whole process
   group is killed (SIGTERM, then SIGKILL after :data:`KILL_GRACE_SECONDS`). When the shell exits, what it
@@ -42,6 +43,7 @@ from ...events import ProcessExited, ProcessStarted, ValidationEvidence
 from ...kernel.files import Page, bounded_page
 from ...kernel.shell import classify_command
 from ..environment import tool_environment
+from ..sandbox import NO_SANDBOX, Sandbox
 
 __all__ = ["ProcessManager", "ManagedProcess", "RunResult", "OUTPUT_LIMIT_BYTES", "OUTPUT_LIMIT_TOKENS",
            "LOG_LIMIT_BYTES", "LOG_TAIL_BYTES", "KILL_GRACE_SECONDS", "bounded_output"]
@@ -168,13 +170,16 @@ class ProcessManager:
     ``log_dir`` holds the background logs (default: a new temporary folder, removed by nothing: logs
     outlive the session's process for a resumed session to read them while the OS keeps them). ``env`` is the
     environment of every process started (default: :func:`latch.agent.environment.tool_environment`, this
-    process's environment without its secrets).
+    process's environment without its secrets). ``sandbox`` (default: none) wraps every command
+    (:class:`latch.agent.sandbox.Sandbox`: read-only system, no network, its own PID namespace).
     """
 
     def __init__(self, store: Any, session_id: str, workspace: str | os.PathLike[str], *,
-                 log_dir: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None):
+                 log_dir: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None,
+                 sandbox: Sandbox | None = None):
         self.store = store
         self.env = dict(env) if env is not None else tool_environment()  # secrets never reach a tool process
+        self.sandbox = sandbox if sandbox is not None else NO_SANDBOX
         self.session_id = store.session(session_id).id
         self.workspace = Path(workspace).resolve()
         self.log_dir = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(prefix="latch-processes-"))
@@ -190,8 +195,9 @@ class ProcessManager:
     def _spawn(self, command: str, stdout: int | IO[bytes]) -> subprocess.Popen[bytes]:
         if self.closed:
             raise RuntimeError("the process manager is closed")
-        return subprocess.Popen(["/bin/sh", "-c", command], cwd=self.workspace, stdin=subprocess.DEVNULL,
-                                stdout=stdout, stderr=subprocess.STDOUT, start_new_session=True, env=self.env)
+        return subprocess.Popen(self.sandbox.command(["/bin/sh", "-c", command]), cwd=self.workspace,
+                                stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.STDOUT,
+                                start_new_session=True, env=self.sandbox.environment(self.env))
 
     def run(self, command: str, *, timeout: float, estimate: Callable[[str], int]) -> RunResult:
         """Run ``command`` in the foreground for at most ``timeout`` seconds (see the module docstring).
