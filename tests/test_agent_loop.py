@@ -388,7 +388,7 @@ def test_a_small_window_offers_core_tools_and_the_rest_on_demand(agent, tmp_path
     first = a.loop.turn()
     offered = _names(first.body)
     assert offered == ["read_file", "write_file", "edit_file", "shell", "process_output", "search_history", "compact",
-                       "load_tools"]
+                       "read_artifact", "load_tools"]
     described = first.body["tools"][-1]["function"]["description"]
     assert "record_decision: Record a decision" in described and "set_goal" in described
     assert first.results[0].content == "loaded: record_decision, add_note: offered from the next request on"

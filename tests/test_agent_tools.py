@@ -92,7 +92,7 @@ def test_schemas_are_constant_in_a_fixed_order_and_byte_identical_across_process
     tools = builtin_tools()
     names = [t.NAME for t in tools]
     assert names == ["read_file", "write_file", "edit_file", "shell", "process_output", "search_history", "compact",
-                     *[t["name"] for t in KERNEL_TOOLS]]
+                     "read_artifact", *[t["name"] for t in KERNEL_TOOLS]]
     assert [t.SCHEMA["name"] for t in tools] == names
     assert all(list(t.SCHEMA) == ["name", "description", "input_schema"] for t in tools)
     first = json.dumps([t.SCHEMA for t in builtin_tools()])  # insertion order, as a provider SDK sends it
