@@ -102,9 +102,9 @@ def test_schemas_are_constant_in_a_fixed_order_and_byte_identical_across_process
     other = subprocess.run([sys.executable, "-c", SCHEMA_DUMP], capture_output=True, text=True, env=env,
                            check=True, cwd=ROOT).stdout.rstrip("\n")
     assert other == first
-    assert [t.MUTATES for t in tools[:7]] == [False, True, True, True, False, False, False]
-    assert not any(t.MUTATES for t in tools[7:])
-    kernel_schemas = [t.SCHEMA for t in tools[7:]]
+    assert [t.MUTATES for t in tools[:8]] == [False, True, True, True, False, False, False, False]
+    assert not any(t.MUTATES for t in tools[8:])
+    kernel_schemas = [t.SCHEMA for t in tools[8:]]
     assert kernel_schemas == KERNEL_TOOLS
 
 
