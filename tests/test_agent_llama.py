@@ -87,3 +87,40 @@ def test_latch_run_completes_a_task_on_the_local_model(tmp_path, llama_server):
         kinds = [k for (k,) in db.execute("SELECT kind FROM events WHERE kind NOT IN ('run_started', 'run_ended') "
                                           "ORDER BY seq")]
     assert kinds == ["user_message", "assistant_message", "usage", "harness_prompt"]
+
+
+def test_the_readme_small_window_reads_large_files_on_a_real_local_model(tmp_path, llama_server_factory, capsys):
+    """The README's local-model budget (``--window 8192 --reserve 1024``) on a server of that context, with every
+    default tool (the core set offered, the rest on demand) and ten 17 KB files: the model is forced to call
+    ``read_file`` on every request, each page is sized to the room the next request has, and no request is refused
+    for length: the run stops at ``--max-turns`` (exit 3), never on an overflow."""
+    gguf = require_llama()
+    base = llama_server_factory(8_192)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    line = "The invoice total is rounded half-even to the cent before tax; see the ledger for exceptions.\n"
+    for i in range(10):
+        (ws / f"notes_{i}.txt").write_text(f"notes {i}\n" + line * 180)  # 17 KB each
+    assert all(17_000 <= (ws / f"notes_{i}.txt").stat().st_size <= 17_500 for i in range(10))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LATCH_"))}
+    env.update(LATCH_HOME=str(tmp_path / "home"), COLUMNS="240")
+    turns = 12
+    r = subprocess.run([sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), "run",
+                        "Read notes_0.txt, then notes_1.txt, and so on to notes_9.txt, one file per turn.",
+                        "--provider", "openai-compatible", "--base-url", base, "--model", str(gguf),
+                        "--window", "8192", "--reserve", "1024", "--max-turns", str(turns), "--yes",
+                        "--tool-choice", "read_file", "--no-stream"],
+                       cwd=ws, env=env, capture_output=True, text=True, timeout=3600)
+    assert r.returncode == 3, r.stdout[-3000:] + r.stderr[-3000:]  # 3: stopped by --max-turns, nothing refused
+    assert "Traceback" not in r.stderr and "cannot hold" not in r.stdout + r.stderr
+    rows = [m.groups() for m in STATUS.finditer(r.stdout)]
+    assert [int(n) for n, *_ in rows] == list(range(1, turns + 1))
+    views = [_n(v) for _, _, v, *_ in rows]
+    server = [_n(p) for *_, p in rows]
+    assert views == server and max(server) <= 8_192 - 1_024
+    with sqlite3.connect(tmp_path / "latch.db") as db:
+        results = [p for (p,) in db.execute("SELECT payload FROM events WHERE kind = 'tool_result'")]
+    assert len(results) == turns and max(len(p) for p in results) > 1_000
+    with capsys.disabled():
+        print(f"\nlatch run at the README's 8k budget, {turns} forced reads on SmolLM2: largest request "
+              f"{max(server)} server tokens of 7,168")

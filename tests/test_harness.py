@@ -266,3 +266,56 @@ def test_a_replay_where_every_request_overflows_fails_and_names_the_harness(run)
             "limit") in out
     assert "✓" not in out  # no check holds vacuously
     assert run("replay", example, "--window", "16000", "--reserve", "2000", "--recent", "3000").exit_code == 0
+
+
+def _codex_like(tmp_path, gap: int, calls: bool):
+    """An OpenAI-chat transcript that records its system prompt but not its tool schemas; the provider counted
+    ``gap`` tokens more than the recorded prompt and the conversation (measured by a first replay)."""
+    import json
+
+    from latch.commands.replay import run_replay
+    from latch.host.ingest import import_file
+    from latch.store import EventStore
+
+    def doc(usage):
+        msgs = [{"role": "system", "content": "You are a careful coding agent. Follow the repository's rules."}]
+        for i in range(6):
+            msgs.append({"role": "user", "content": f"step {i}: " + "please look at the parser and fix it " * 20})
+            reply = {"role": "assistant", "content": f"looking at step {i}"}
+            if calls:
+                reply["tool_calls"] = [{"id": f"c{i}", "type": "function",
+                                        "function": {"name": "shell", "arguments": json.dumps({"cmd": "ls"})}}]
+            if usage:
+                reply["usage"] = {"prompt_tokens": usage[i], "completion_tokens": 5}
+            msgs.append(reply)
+            if calls:
+                msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": "parser.py tests.py"})
+        return {"model": "gpt-4.1", "messages": msgs}
+
+    first = tmp_path / "bare.json"
+    first.write_text(json.dumps(doc(None)))
+    with EventStore(tmp_path / "measure.db") as store:
+        sid, _, _ = import_file(store, first, final=True)
+        measured, _ = run_replay(store, sid)
+    counted = [measured["harness"]["system_tokens"] + r["history_tokens"] + gap for r in measured["requests"]]
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(doc(counted)))
+    with EventStore(tmp_path / "latch.db") as store:
+        sid, _, _ = import_file(store, path, final=True)
+        got, _ = run_replay(store, sid)
+    return got
+
+
+def test_recorded_instructions_without_the_called_tools_schemas_infer_the_rest(tmp_path):
+    doc = _codex_like(tmp_path, 7_000, calls=True)
+    h = doc["harness"]
+    assert h["source"] == "recorded+inferred" and h["inferred"] is True and h["system_tokens"] > 0
+    assert abs(h["inferred_tokens"] - 7_000) <= 60  # the gap, less the session context message Latch adds
+    assert doc["summary"]["corrections"] == []  # an inferred overhead leaves nothing to compare
+    # the gap is fixed: from request 3 the budget follows the rate and costs the gap once, not a ratio
+    assert doc["summary"]["usable_share"]["min"] >= 0.9
+
+
+def test_recorded_instructions_of_a_session_without_tool_calls_infer_nothing(tmp_path):
+    h = _codex_like(tmp_path, 7_000, calls=False)["harness"]
+    assert h["source"] == "recorded" and h["inferred_tokens"] == 0 and h["inferred"] is False

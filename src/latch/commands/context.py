@@ -69,9 +69,9 @@ def _print(con: Console, rep: dict, engine: str, estimator: str, model: str | No
         note = ""
         if key == "harness_tokens" and not c[key]:
             continue  # no inferred harness: no row
-        if key == "instructions_tokens" and h.get("source") == "recorded" and h.get("notes"):
+        if key == "instructions_tokens" and h.get("source", "").startswith("recorded") and h.get("notes"):
             note = f"the transcript's system prompt ({h['notes']} note(s)) + session context"
-        elif key == "tools_tokens" and h.get("source") == "recorded" and h.get("tools"):
+        elif key == "tools_tokens" and h.get("source", "").startswith("recorded") and h.get("tools"):
             note = f"the transcript's {h['tools']} tool schema(s)"
         elif key == "harness_tokens":
             note = "not in the transcript: provider prompt − transcript"

@@ -504,7 +504,8 @@ def ratio_summary(ratios: list[float | None]) -> dict[str, Any]:
 def harness_doc(harness: Any, counter: Any) -> dict[str, Any]:
     """The replay JSON's ``harness``: ``source`` (``"recorded"``: the transcript's system prompt/instructions
     and tool schemas are sent as the request's system and tools; ``"inferred"``: none recorded, the overhead
-    ``inferred_tokens`` is counted as ``harness_tokens``; ``"none"``), ``system_tokens`` and ``tools_tokens``
+    ``inferred_tokens`` is counted as ``harness_tokens``; ``"recorded+inferred"``: the system prompt is recorded, the
+    tool schemas are not, and what the provider counted beyond the prompt is ``inferred_tokens``; ``"none"``), ``system_tokens`` and ``tools_tokens``
     (recorded, priced by the replay's estimator), ``notes`` (recorded notes joined into the system prompt),
     ``tools`` (how many schemas), ``inferred`` (bool), ``inferred_tokens``, ``inferred_from`` (request numbers)
     and ``residuals`` (tokens per request used)."""
@@ -513,17 +514,21 @@ def harness_doc(harness: Any, counter: Any) -> dict[str, Any]:
                 "inferred_tokens": 0, "inferred_from": [], "residuals": []}
     return {"source": harness.source, "system_tokens": counter.system(harness.system),
             "tools_tokens": counter.tools(harness.tools), "notes": harness.notes, "tools": len(harness.tools),
-            "inferred": harness.source == "inferred", "inferred_tokens": harness.inferred_tokens,
+            "inferred": bool(harness.inferred_from), "inferred_tokens": harness.inferred_tokens,
             "inferred_from": list(harness.inferred_from), "residuals": list(harness.residuals)}
 
 
 def harness_line(doc: Mapping[str, Any]) -> str | None:
     """The report header's rich-markup line about the harness prompt, or ``None`` when there is none."""
     h = doc.get("harness") or {}
-    if h.get("source") == "recorded":
+    if h.get("source") in ("recorded", "recorded+inferred"):
         parts = ([f"system prompt ({h['notes']} note(s), {h['system_tokens']:,} tokens)"] if h["notes"] else []) + (
             [f"{h['tools']} tool schema(s) ({h['tools_tokens']:,} tokens)"] if h["tools"] else [])
-        return f"[dim]harness: the transcript's {' and '.join(parts)}, sent with every request[/dim]"
+        line = f"harness: the transcript's {' and '.join(parts)}, sent with every request"
+        if h.get("inferred_tokens"):
+            line += (f"; {h['inferred_tokens']:,} more tokens inferred (its tool schemas are not in the transcript: "
+                     "provider prompt − transcript), counted in every view and budget")
+        return f"[dim]{line}[/dim]"
     if h.get("source") == "inferred":
         used = h["inferred_from"]
         span = f"{used[0]}" if len(used) == 1 else f"{used[0]}–{used[-1]}"

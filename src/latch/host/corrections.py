@@ -35,7 +35,7 @@ from ..port import ContextBudget
 from .forecast import ProviderForecast
 
 __all__ = ["KIND", "Correction", "raises_ratio", "corrected_budget", "session_correction", "ReplayCorrections",
-           "SAFETY_MARGIN", "RATE_MIN_REQUESTS", "rate_budget", "rate_ready", "provider_limit_tokens"]
+           "SAFETY_MARGIN", "RATE_MIN_REQUESTS", "rate_budget", "rate_limit_tokens", "rate_ready", "provider_limit_tokens"]
 
 SAFETY_MARGIN = 0.05
 """Share of the real hard limit (window - reserve, provider tokens) a rate budget holds back for the forecast's
@@ -93,23 +93,33 @@ def corrected_budget(budget: ContextBudget, ratio: tuple[int, int] | None) -> Co
                    recent_tokens=min(budget.recent_tokens, hard))
 
 
+def rate_limit_tokens(budget: ContextBudget, forecast: Any, *, margin: float = SAFETY_MARGIN) -> int | None:
+    """The largest estimate ``L`` (tokens) whose forecast ``forecast.intercept_tokens + forecast.rate x L`` is at
+    most ``(1 - margin) x`` the real hard limit (``budget.hard_limit_tokens``, provider tokens), at least 1;
+    ``None`` before :func:`rate_ready`."""
+    if not rate_ready(forecast):
+        return None
+    return max(1, int(((1.0 - margin) * budget.hard_limit_tokens - forecast.intercept_tokens) / forecast.rate))
+
+
 def rate_budget(budget: ContextBudget, forecast: Any, correction: tuple[int, int] | None = None,
                 overflow: tuple[int, int] | None = None, *, margin: float = SAFETY_MARGIN) -> ContextBudget:
-    """``budget`` with its hard limit set from the provider's rate: the largest estimate ``L`` (tokens) whose
-    forecast ``forecast.intercept_tokens + forecast.rate x L`` is at most ``(1 - margin) x`` the real hard limit
-    (``budget.hard_limit_tokens``, provider tokens). ``L`` may be above the real limit when the estimator
-    over-counts the provider; it is never below the limit of :func:`corrected_budget` with ``correction`` (the
-    largest ``(provider, estimated)`` correction, or ``None``: a rate fitted on a few coarse counts must not shrink
-    the budget below what the counts themselves show), and never above that limit with ``overflow`` (the largest
-    overflow refusal, or ``None``). ``forecast`` follows :class:`~latch.host.forecast.ProviderForecast`; before
-    :func:`rate_ready`, :func:`corrected_budget` with the larger of the two ratios is returned. The reserve stays
-    whole; ``recent_tokens`` is lowered to ``L`` when above it."""
+    """``budget`` with its hard limit set from the provider's rate (:func:`rate_limit_tokens`): above the real
+    limit when the estimator over-counts the provider, below it by a fixed gap the provider counts and Latch does
+    not see (tool schemas a transcript does not record). A rate above 1 (the provider counts more per estimated
+    token than a calibrated estimator allows: content the transcript lacks, such as Aider's repository map, or a
+    fit on a few coarse counts) never lowers the limit below :func:`corrected_budget` with ``correction`` (the
+    largest ``(provider, estimated)`` correction, or ``None``). ``overflow`` (the largest overflow refusal, or
+    ``None``) caps the limit as :func:`corrected_budget` does. Before :func:`rate_ready`, :func:`corrected_budget`
+    with the larger of the two ratios is returned. ``forecast`` follows
+    :class:`~latch.host.forecast.ProviderForecast`. The reserve stays whole; ``recent_tokens`` is lowered to the
+    limit when above it."""
     worst = max((r for r in (correction, overflow) if r is not None), key=lambda r: r[0] / r[1], default=None)
-    if not rate_ready(forecast):
+    hard = rate_limit_tokens(budget, forecast, margin=margin)
+    if hard is None:
         return corrected_budget(budget, worst)
-    real = budget.hard_limit_tokens
-    hard = max(1, int(((1.0 - margin) * real - forecast.intercept_tokens) / forecast.rate),
-               corrected_budget(budget, worst).hard_limit_tokens)
+    if forecast.rate > 1.0:
+        hard = max(hard, corrected_budget(budget, worst).hard_limit_tokens)
     if overflow is not None:
         hard = min(hard, corrected_budget(budget, overflow).hard_limit_tokens)
     return replace(budget, context_window_tokens=budget.reserve_tokens + hard,
@@ -195,7 +205,7 @@ class ReplayCorrections:
 
     ``harness`` is the replay's :class:`~latch.host.harness.Harness` (``None``: ``--no-harness``: no forecast, no
     correction). ``enabled=False`` leaves the budget alone and records nothing. ``source`` says what set the budget
-    of the next view: ``"rate"`` (the provider's rate raised it above the corrections' limit), ``"correction"`` or
+    of the next view: ``"rate"`` (the provider's rate: :func:`rate_limit_tokens`), ``"correction"`` or
     ``"estimate"`` (the conservative estimate alone). ``current`` is the correction in effect (its :meth:`Correction.to_json` form, or ``None``), ``recorded`` every one recorded, in order.
     """
 
@@ -204,7 +214,7 @@ class ReplayCorrections:
         self.loop, self.budget, self.writer = loop, budget, writer
         self.enabled, self.rate = enabled, rate
         self.forecast = ProviderForecast() if harness is not None else None
-        self.comparable = enabled and harness is not None and harness.source != "inferred"
+        self.comparable = enabled and harness is not None and not harness.inferred_from
         self.fixed = (counter.system(harness.system) + counter.tools(harness.tools) + harness.inferred_tokens
                       if harness is not None else 0)
         self.agent = harness is not None and harness.session_context is not None
@@ -238,8 +248,8 @@ class ReplayCorrections:
         corrected = corrected_budget(self.budget, ratio)
         self.loop.budget = rate_budget(self.budget, f, ratio) if self.rate else corrected  # every later view
         self.loop.hard = self.loop.budget.hard_limit_tokens
-        self.source = ("rate" if self.loop.hard > corrected.hard_limit_tokens else
-                       "correction" if ratio is not None else "estimate")
+        by_rate = rate_limit_tokens(self.budget, f) if self.rate else None
+        self.source = ("rate" if by_rate == self.loop.hard else "correction" if ratio is not None else "estimate")
 
     def _record(self, req: Any, counted: int, estimate: int) -> None:
         c = self.current

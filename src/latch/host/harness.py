@@ -18,7 +18,9 @@ Where the transcript records none (Claude Code, Gemini CLI), :func:`infer_harnes
 overhead from the provider's reported prompt sizes of the first requests: for each of the first
 :data:`INFER_REQUESTS` requests with usage, ``provider prompt - (the estimate of the whole conversation so far +
 the session context message)``, and takes the median (robust to one odd request, e.g. a first request that
-carried extra context). The host counts it as ``ComponentTokens.harness_tokens``, marked inferred.
+carried extra context). The host counts it as ``ComponentTokens.harness_tokens``, marked inferred. A transcript
+that records its system prompt but not the schemas of the tools it called (newer Codex rollouts: about 14-16k
+tokens of tools) gets the rest inferred the same way, beyond the recorded prompt.
 
 Units: tokens (the host's estimator).
 """
@@ -84,9 +86,10 @@ class Harness:
 
     @property
     def source(self) -> str:
-        """``"recorded"`` (system or tools from the transcript), ``"inferred"`` or ``"none"``."""
+        """``"recorded"`` (system or tools from the transcript), ``"recorded+inferred"`` (the system recorded, the
+        rest of the overhead inferred), ``"inferred"`` or ``"none"``."""
         if self.system or self.tools:
-            return "recorded"
+            return "recorded+inferred" if self.inferred_from else "recorded"
         return "inferred" if self.inferred_from else "none"
 
 
@@ -160,14 +163,15 @@ def _tools(text: str) -> tuple[Mapping[str, Any], ...] | None:
 
 
 def infer_harness_tokens(events: Iterable[Any], requests: Sequence[Any], counter: TokenCounter,
-                         session_context: SessionContext, *, first: int = INFER_REQUESTS
+                         session_context: SessionContext, *, first: int = INFER_REQUESTS, known_tokens: int = 0
                          ) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
     """``(tokens, request numbers used, residuals)``: the fixed prompt overhead the provider counted beyond the
     conversation, inferred from the first ``first`` of ``requests`` (:class:`~latch.host.loop.ModelRequest`,
     in order) whose usage reports a prompt size.
 
     For each such request the residual is ``usage.prompt_tokens - (tokens of every conversation unit with
-    seq <= until_seq + the session context message)``, counted with ``counter``; ``tokens`` is the median of
+    seq <= until_seq + the session context message + known_tokens)``, counted with ``counter`` (``known_tokens``: the
+    recorded part of the harness, when some is); ``tokens`` is the median of
     the residuals, rounded, at least 0. ``events`` are the session's stored events in ``seq`` order (only
     those up to the last request used are read). ``(0, (), ())`` when fewer than :data:`MIN_REQUESTS` requests
     report usage.
@@ -175,7 +179,7 @@ def infer_harness_tokens(events: Iterable[Any], requests: Sequence[Any], counter
     chosen = [r for r in requests if r.usage is not None and r.usage.prompt_tokens][:max(first, 0)]
     if len(chosen) < MIN_REQUESTS:
         return 0, (), ()
-    base = counter.message(render_session_context(session_context))
+    base = counter.message(render_session_context(session_context)) + known_tokens
     builder = UnitBuilder()
     history = 0
     residuals: list[int] = []
@@ -207,7 +211,16 @@ def session_harness(events: Sequence[Any], requests: Sequence[Any], counter: Tok
         return Harness(agent.system_prompt, _tools(agent.tools) or (), 1 if agent.system_prompt else 0,
                        session_context=prompt_context(agent), changes=changes)
     system, tools, notes = recorded_harness(events)
-    if system or tools:
+    if tools:
         return Harness(system, tools, notes)
+    if system and any(isinstance(s.event, AssistantMessage) and s.event.tool_calls for s in events):
+        # the prompt is recorded, the schemas of the tools it called are not: infer what the provider counted
+        # beyond the prompt
+        tokens, used, residuals = infer_harness_tokens(events, requests, counter, session_context,
+                                                       known_tokens=counter.system(system))
+        return Harness(system, (), notes, inferred_tokens=tokens, inferred_from=used if tokens else (),
+                       residuals=residuals if tokens else ())
+    if system:
+        return Harness(system, (), notes)
     tokens, used, residuals = infer_harness_tokens(events, requests, counter, session_context)
     return Harness(inferred_tokens=tokens, inferred_from=used, residuals=residuals)
