@@ -100,7 +100,7 @@ def test_the_readme_small_window_reads_large_files_on_a_real_local_model(tmp_pat
     ws.mkdir()
     line = "The invoice total is rounded half-even to the cent before tax; see the ledger for exceptions.\n"
     for i in range(10):
-        (ws / f"notes_{i}.txt").write_text(f"notes {i}\n" + line * 180)  # 17 KB each
+        (ws / f"notes_{i}.txt").write_text(f"notes {i}\n" + line * 182)  # 17 KB each
     assert all(17_000 <= (ws / f"notes_{i}.txt").stat().st_size <= 17_500 for i in range(10))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LATCH_"))}
     env.update(LATCH_HOME=str(tmp_path / "home"), COLUMNS="240")
