@@ -491,6 +491,10 @@ def _work(con: Any, loop: Any, store: Any, root: str, lease_seconds: float) -> i
         con.print(f"[cyan]{how} task {markup(task.task_id)}: {markup(task.title)}[/cyan]", highlight=False)
 
     def done(run: Any) -> None:
+        if run.report is None:  # the lease was taken over while the task ran: nothing more was written for it
+            con.print(f"[yellow]the lease of task {markup(run.task_id)} was taken over by another worker: stopped, "
+                      f"nothing more written for it · child session {run.session_id}[/yellow]", highlight=False)
+            return
         what = run.report.status if run.completed else f"{run.report.status}, but another worker owns it now"
         con.print(f"[green]task {markup(run.task_id)}: {markup(what)} · child session {run.session_id}[/green]",
                   highlight=False)
