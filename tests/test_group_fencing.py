@@ -243,7 +243,7 @@ def test_a_worker_paused_in_a_command_kills_it_when_its_renewal_fails(tmp_path):
 
 
 def test_a_lease_guard_calls_its_stop_functions_once_and_then_refuses():
-    from latch.agent.lease import LeaseGuard
+    from latch.host.lease import LeaseGuard
 
     guard = LeaseGuard("the lease of task 'a'")
     called = []

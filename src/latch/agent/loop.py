@@ -398,7 +398,7 @@ class AgentLoop:
         self.inbox = SteeringInbox(store, session_id)
         self.commands = RunCommands(store, session_id)
         self.run_id = ""  # the RunStarted of the process driving this loop (latch.host.runs.RunRecord), if any
-        self.guard: Any = None  # a latch.agent.lease.LeaseGuard this loop works under: checked before each request
+        self.guard: Any = None  # a latch.host.lease.LeaseGuard this loop works under: checked before each request
         schemas = [dict(t) if isinstance(t, Mapping) else dict(t.SCHEMA) for t in tools]
         self._schemas = schemas
         self._deferred: dict[str, str] = {}  # tool name -> description, of tools offered only on demand
@@ -562,7 +562,7 @@ class AgentLoop:
     def _run_child(self, child_id: str, spawned: bool, *, store: Any = None, guard: Any = None) -> Any:
         """Run child ``child_id`` to its report (appended to it, with the ``completed`` lifecycle in this session)
         and return the report. ``store`` (default: this loop's) is what every write for the child goes through
-        and ``guard`` (a :class:`latch.agent.lease.LeaseGuard`) the lease it runs under: once lost, the child's
+        and ``guard`` (a :class:`latch.host.lease.LeaseGuard`) the lease it runs under: once lost, the child's
         processes are killed and it makes no further request or tool call (:class:`~latch.store.LeaseLost`
         propagates; a fenced ``store`` refuses any later write the same way)."""
         store = self.store if store is None else store

@@ -25,7 +25,7 @@ completion) goes through the store fenced by the claim (:meth:`latch.agent.group
 is the claim's attempt), checked inside the write's own transaction. A worker that was paused past its lease (a
 SIGSTOP, a suspended machine) and whose task another worker reclaimed meanwhile therefore commits nothing more
 for it. Its heartbeat, finding the claim taken over, kills the child's running processes and makes the child's
-loop stop before its next request or tool call (:class:`latch.agent.lease.LeaseGuard`). The run of that task
+loop stop before its next request or tool call (:class:`latch.host.lease.LeaseGuard`). The run of that task
 ends with ``lost`` set and no report of its own.
 """
 
@@ -40,7 +40,7 @@ from ..events import AgentProfile, AgentReport
 from ..store import LeaseLost, StoreError
 from .children import child_key, child_profile, child_report, create_child, find_child
 from .group import Group, GroupError, GroupTask
-from .lease import LeaseGuard
+from ..host.lease import LeaseGuard
 from .loop import engine_name
 
 __all__ = ["DEFAULT_LEASE_SECONDS", "TaskRun", "task_call_id", "run_worker"]

@@ -1,4 +1,5 @@
-"""The lease a loop works under, as the loop sees it (spec: "Group coordination durability").
+"""The lease a loop works under, as the loop sees it (spec: "Group coordination durability"; one live run per
+session).
 
 A :class:`LeaseGuard` is shared by the thread that renews a lease (a group worker's heartbeat, a run's renewal)
 and the loop that writes under it. When a renewal finds the lease taken over, the renewing thread calls
