@@ -35,11 +35,11 @@ def _damaged_store(tmp_path, page: int):
     return db
 
 
-# page 10: an events index; page 35: the first page of event rows (it was page 20 until migration
+# page 10: an events index; page 37: the first page of event rows (it was page 20 until migration
 # m005_token_counts added its table's root page and the schema grew onto a second page, then page 22 until
 # m008_group_projection added its tables' and indexes' root pages, then page 33 until m009_import_fingerprints
-# added its table's and primary key's)
-@pytest.mark.parametrize("page", [10, 35])
+# added its table's and primary key's, then page 35 until m010_run_leases added its table's and primary key's)
+@pytest.mark.parametrize("page", [10, 37])
 def test_damaged_pages_are_a_one_line_error(tmp_path, page):
     db = _damaged_store(tmp_path, page)
     before = db.read_bytes()
@@ -66,7 +66,7 @@ def test_damaged_pages_are_a_one_line_error(tmp_path, page):
 
 
 def test_damaged_fts_index_is_found_by_doctor(tmp_path):
-    db = _damaged_store(tmp_path, 41)  # the last pages of this store hold the FTS5 index (28 before m008)
+    db = _damaged_store(tmp_path, 43)  # the last pages of this store hold the FTS5 index (28 before m008, 41 before m010)
     r = CliRunner().invoke(cli, ["--db", str(db), "search", "rounding"])
     assert r.exit_code == 1 and "is damaged (" in r.output and "Traceback" not in r.output
     with EventStore(db) as s:

@@ -32,7 +32,7 @@ from typing import Any
 
 from ..events import (Event, GroupMemberJoined, GroupMessageDelivered, GroupMessageQueued, GroupTaskClaimed,
                       GroupTaskCompleted, GroupTaskCreated, GroupTaskLeaseRenewed, PendingEvent)
-from ..store import PROJECTIONS
+from ..store import PROJECTIONS, LeaseLost, TaskFence
 from .steering import pending_tool_calls
 
 __all__ = ["Group", "GroupState", "GroupTask", "GroupError", "GROUP_KINDS", "TASK_STATUSES", "group_view",
@@ -52,7 +52,8 @@ class GroupError(ValueError):
 @dataclass
 class GroupTask:
     """One task: ``owner`` the claiming agent (``None``: unclaimed); ``status`` ``None`` while open;
-    ``attempt`` the current claim's number (0 for the first, one more per reclaim); ``lease_seconds``
+    ``attempt`` the current claim's number (0 for the first, one more per reclaim: the claim's fencing token,
+    :meth:`Group.fence`); ``lease_seconds``
     (``None``: never expires) and ``alive_at`` (Unix seconds of the claim or its owner's last renewal);
     ``session_id`` the session that ran it, once completed."""
 
@@ -248,14 +249,28 @@ class Group:
         return bool(self.store.append(self.root, [PendingEvent(GroupTaskClaimed(task_id, agent, n, lease_seconds, now),
                                                                f"group-claim:{task_id}:{n}")]))
 
-    def renew_lease(self, task_id: str, agent: str, *, now: float | None = None) -> bool:
-        """Record that ``agent`` still works on its claim of ``task_id`` (its lease runs on from ``now``).
-        ``False`` (nothing appended) when ``agent`` no longer owns the open task."""
+    def fence(self, task_id: str, agent: str) -> TaskFence:
+        """The fence of ``agent``'s current claim of ``task_id`` (:class:`~latch.store.TaskFence`; its token is the
+        claim's attempt): every write made for the task carries it (``store.fenced(fence)``), so none commits once
+        another agent reclaimed the task. :class:`GroupError` when ``agent`` does not own the open task."""
         t = self.state().tasks.get(task_id)
         if t is None or t.owner != agent or t.status is not None:
+            raise GroupError(f"fence {task_id!r}: {agent!r} does not hold an open claim of it")
+        return TaskFence(self.root, task_id, agent, t.attempt)
+
+    def renew_lease(self, task_id: str, agent: str, *, token: int | None = None, now: float | None = None) -> bool:
+        """Record that ``agent`` still works on its claim ``token`` (default: its current claim) of ``task_id``
+        (its lease runs on from ``now``). ``False`` (nothing appended) when ``agent`` no longer owns the open task
+        at that token, checked inside the append's transaction."""
+        t = self.state().tasks.get(task_id)
+        if t is None or t.owner != agent or t.status is not None or token not in (None, t.attempt):
             return False
         at = time.time() if now is None else now
-        self.store.append(self.root, [GroupTaskLeaseRenewed(task_id, agent, t.attempt, at)])
+        try:
+            self.store.append(self.root, [GroupTaskLeaseRenewed(task_id, agent, t.attempt, at)],
+                              fence=TaskFence(self.root, task_id, agent, t.attempt))
+        except LeaseLost:
+            return False
         return True
 
     def claim_next(self, agent: str, *, lease_seconds: float | None = None, now: float | None = None) -> GroupTask | None:
@@ -275,10 +290,11 @@ class Group:
                     return self.state().tasks[t.task_id]
 
     def complete_task(self, task_id: str, agent: str, *, status: str = "completed", summary: str = "",
-                      session_id: str | None = None) -> bool:
+                      session_id: str | None = None, token: int | None = None) -> bool:
         """Mark ``agent``'s task done (``status`` in :data:`TASK_STATUSES`; ``session_id`` the session that
-        ran it); ``False`` when it already was. :class:`GroupError` for an unknown task, another owner or a
-        bad status."""
+        ran it), fenced by its claim ``token`` (default: the current claim's), checked inside the append's
+        transaction; ``False`` when it already was. :class:`GroupError` for an unknown task, another owner (also
+        one that reclaimed the task after this call read it), a stale ``token`` or a bad status."""
         if status not in TASK_STATUSES:
             raise GroupError(f"complete_task: status must be one of {', '.join(TASK_STATUSES)}, got {status!r}")
         t = self.state().tasks.get(task_id)
@@ -286,8 +302,18 @@ class Group:
             raise GroupError(f"complete_task: no task {task_id!r}")
         if t.owner != agent:
             raise GroupError(f"complete_task {task_id!r}: owned by {t.owner!r}, not {agent!r}")
-        return bool(self.store.append(self.root, [PendingEvent(
-            GroupTaskCompleted(task_id, agent, status, summary, session_id), f"group-complete:{task_id}")]))
+        if t.status is not None:
+            return False
+        fence = TaskFence(self.root, task_id, agent, t.attempt if token is None else token)
+        try:
+            return bool(self.store.append(self.root, [PendingEvent(
+                GroupTaskCompleted(task_id, agent, status, summary, session_id), f"group-complete:{task_id}")],
+                fence=fence))
+        except LeaseLost as exc:
+            now = self.state().tasks[task_id]
+            if (now.owner, now.attempt) == (agent, fence.token) and now.status is not None:
+                return False  # completed meanwhile by this very claim (a retry)
+            raise GroupError(f"complete_task {task_id!r}: {exc}") from None
 
     def send_message(self, sender: str, recipient: str, text: str) -> str:
         """Queue ``text`` for ``recipient``; returns its message id. :class:`GroupError` for empty text."""

@@ -398,6 +398,7 @@ class AgentLoop:
         self.inbox = SteeringInbox(store, session_id)
         self.commands = RunCommands(store, session_id)
         self.run_id = ""  # the RunStarted of the process driving this loop (latch.host.runs.RunRecord), if any
+        self.guard: Any = None  # a latch.host.lease.LeaseGuard this loop works under: checked before each request
         schemas = [dict(t) if isinstance(t, Mapping) else dict(t.SCHEMA) for t in tools]
         self._schemas = schemas
         self._deferred: dict[str, str] = {}  # tool name -> description, of tools offered only on demand
@@ -525,40 +526,52 @@ class AgentLoop:
                 return ToolOutcome(" ".join(str(exc).split()), is_error=True)
         return ToolOutcome(render_report(report, existing), is_error=report.status == "failed")
 
-    def child_loop(self, child_id: str, *, spawn: bool = False) -> "AgentLoop":
+    def child_loop(self, child_id: str, *, spawn: bool = False, store: Any = None) -> "AgentLoop":
         """The loop of child ``child_id``, built from its durable profile through the supervisor (spawn:
         ``spawn=True``; worker reconstruction and resume: the same call with ``spawn=False``). It shares
         this loop's provider, wire, permission policy and approvals; its session context holds the workspace
-        and its repository instructions only; its tools are the profile's, taken from this loop's.
+        and its repository instructions only; its tools are the profile's, taken from this loop's. ``store``
+        (default: this loop's) is the store the child, its engine, tools and processes write through (a group
+        worker passes one fenced by its claim, :meth:`latch.store.EventStore.fenced`).
         :class:`~latch.agent.supervisor.ChildPolicyError` without a child policy or when the profile's
         engine is not the one the policy builds."""
         assert self.supervisor is not None
-        profile = child_profile(self.store, child_id)
+        store = self.store if store is None else store
+        profile = child_profile(store, child_id)
         if profile is None:
             raise ValueError(f"session {child_id} is not a child agent (it has no agent profile)")
         tools = tuple(t for t in self.tools if t.NAME in profile.tools)
-        workspace = self.store.session(child_id).workspace
+        workspace = store.session(child_id).workspace
         sc = session_context(workspace, self.policy.mode)[0] if workspace else SessionContext()
         same_model = profile.model == self.setup.model
         loop = AgentLoop.from_supervisor(
-            self.store, child_id, self.supervisor, self.provider, model=profile.model, config=profile.config,
+            store, child_id, self.supervisor, self.provider, model=profile.model, config=profile.config,
             session_context=sc, system_prompt=self.system_prompt, tools=tools, _spawn=spawn, wire=self.wire,
             policy=self.policy, approve=self.approve, assume_yes=self.assume_yes, observer=self.observer,
             max_output_tokens=self.max_output_tokens if same_model else None, tool_runner=self.tool_runner,
             budget=self.base_budget if same_model else None)
         if self.tool_context is not None:
-            processes = ProcessManager(self.store, child_id, self.tool_context.workspace,
+            processes = ProcessManager(store, child_id, self.tool_context.workspace,
                                        env=self.tool_context.processes.env,
                                        sandbox=self.tool_context.processes.sandbox)  # a child is no freer
-            loop.tool_context = ToolContext(workspace=self.tool_context.workspace, store=self.store,
+            loop.tool_context = ToolContext(workspace=self.tool_context.workspace, store=store,
                                             session_id=child_id, processes=processes,
                                             estimate=loop.setup.counter.text, room=lambda: loop._room)
         return loop
 
-    def _run_child(self, child_id: str, spawned: bool) -> Any:
-        child = self.child_loop(child_id, spawn=spawned)  # ChildPolicyError: no report, the caller says why
-        repair_interrupted(self.store, child_id)  # a killed worker's calls: marked, never invented
-        done = sum(1 for _ in self.store.events(child_id, kinds=[AssistantMessage.KIND]))
+    def _run_child(self, child_id: str, spawned: bool, *, store: Any = None, guard: Any = None) -> Any:
+        """Run child ``child_id`` to its report (appended to it, with the ``completed`` lifecycle in this session)
+        and return the report. ``store`` (default: this loop's) is what every write for the child goes through
+        and ``guard`` (a :class:`latch.host.lease.LeaseGuard`) the lease it runs under: once lost, the child's
+        processes are killed and it makes no further request or tool call (:class:`~latch.store.LeaseLost`
+        propagates; a fenced ``store`` refuses any later write the same way)."""
+        store = self.store if store is None else store
+        child = self.child_loop(child_id, spawn=spawned, store=store)  # ChildPolicyError: the caller says why
+        child.guard = guard
+        if guard is not None and child.tool_context is not None:
+            guard.on_lost(child.tool_context.processes.close)  # a running command is stopped, not waited for
+        repair_interrupted(store, child_id)  # a killed worker's calls: marked, never invented
+        done = sum(1 for _ in store.events(child_id, kinds=[AssistantMessage.KIND]))
         status, error = "max_turns", None
         try:
             if done < CHILD_MAX_TURNS and child.run(CHILD_MAX_TURNS - done).stopped == "done":
@@ -568,10 +581,10 @@ class AgentLoop:
         finally:
             if child.tool_context is not None:
                 child.tool_context.processes.close()
-        report = build_report(self.store, child_id, status, error=error)
-        self.store.append(child_id, [report])
-        self.store.append(self.session_id, [AgentLifecycle(child_id, child_profile(self.store, child_id).call_id,
-                                                           "completed", report.status)])
+        report = build_report(store, child_id, status, error=error)
+        store.append(child_id, [report])
+        store.append(self.session_id, [AgentLifecycle(child_id, child_profile(store, child_id).call_id,
+                                                      "completed", report.status)])
         return report
 
     # ------------------------------------------------------------------ background children, notifications
@@ -725,6 +738,8 @@ class AgentLoop:
     def turn(self) -> Step:
         """One model request and its tool calls (see the module docstring). Raises :class:`AgentError` (view
         refused, provider refused after corrections) or :class:`latch.providers.ProviderError`."""
+        if self.guard is not None:  # a lease lost (taken over): no further request
+            self.guard.check()
         self.inbox.deliver()
         self.advance_children()  # a safe boundary: background children run and their reports are delivered
         self.deliver_notifications()
@@ -807,6 +822,8 @@ class AgentLoop:
                                  "interactive; the user can allow such calls with --yes]")
 
     def _call(self, call: ToolCall) -> ToolResult:
+        if self.guard is not None:  # a lease lost (taken over): no further tool call
+            self.guard.check()
         decision, allowed, refusal = self._decide(call)
         self.observer.on_tool_call(call, decision, allowed)
         if not allowed:

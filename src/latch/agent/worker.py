@@ -18,6 +18,15 @@ no task runs twice to completion.
 While a task runs, a heartbeat thread renews the claim's lease every third of ``lease_seconds``
 (:meth:`latch.agent.group.Group.renew_lease`); a SIGKILLed worker stops renewing, and a later worker may
 reclaim the task ``lease_seconds`` after the last renewal.
+
+Leases are fenced. Every write the worker makes for a task (the child's creation, its messages, tool calls and
+results, its engine's kernel records and processes, its report, the root's lifecycle event, the renewals and the
+completion) goes through the store fenced by the claim (:meth:`latch.agent.group.Group.fence`; the fencing token
+is the claim's attempt), checked inside the write's own transaction. A worker that was paused past its lease (a
+SIGSTOP, a suspended machine) and whose task another worker reclaimed meanwhile therefore commits nothing more
+for it. Its heartbeat, finding the claim taken over, kills the child's running processes and makes the child's
+loop stop before its next request or tool call (:class:`latch.host.lease.LeaseGuard`). The run of that task
+ends with ``lost`` set and no report of its own.
 """
 
 from __future__ import annotations
@@ -28,8 +37,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..events import AgentProfile, AgentReport
+from ..store import LeaseLost, StoreError
 from .children import child_key, child_profile, child_report, create_child, find_child
 from .group import Group, GroupError, GroupTask
+from ..host.lease import LeaseGuard
 from .loop import engine_name
 
 __all__ = ["DEFAULT_LEASE_SECONDS", "TaskRun", "task_call_id", "run_worker"]
@@ -45,30 +56,49 @@ def task_call_id(task_id: str) -> str:
 
 @dataclass(frozen=True)
 class TaskRun:
-    """What a worker did with one task: its id, the child ``session_id``, the ``report``, ``reclaimed``
-    (an earlier owner's lease had run out) and ``completed`` (this worker's completion was recorded)."""
+    """What a worker did with one task: its id, the child ``session_id``, the ``report`` (``None`` when the lease
+    was lost first), ``reclaimed`` (an earlier owner's lease had run out), ``completed`` (this worker's completion
+    was recorded) and ``lost`` (another worker took the task over while this one ran it: the one-line reason)."""
 
     task_id: str
     session_id: str
-    report: AgentReport
+    report: AgentReport | None
     reclaimed: bool
     completed: bool
+    lost: str | None = None
 
 
 class _Heartbeat:
-    def __init__(self, group: Group, task_id: str, agent: str, every: float):
+    def __init__(self, group: Group, task: GroupTask, agent: str, every: float, guard: LeaseGuard):
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, args=(group, task_id, agent, every), daemon=True)
+        self._thread = threading.Thread(target=self._beat, args=(group, task, agent, every, guard), daemon=True)
         self._thread.start()
 
-    def _beat(self, group: Group, task_id: str, agent: str, every: float) -> None:
+    def _beat(self, group: Group, task: GroupTask, agent: str, every: float, guard: LeaseGuard) -> None:
         while not self._stop.wait(every):
-            if not group.renew_lease(task_id, agent):
-                return  # the claim is no longer ours (completed or reclaimed)
+            try:
+                renewed = group.renew_lease(task.task_id, agent, token=task.attempt)
+            except StoreError:  # busy: the next beat tries again (the lease has room for two misses)
+                continue
+            if not renewed:  # the claim is no longer ours: stop the child before anything more runs
+                if not self._stop.is_set():
+                    guard.lose(_holder(group, task, agent))
+                return
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
+
+
+def _holder(group: Group, task: GroupTask, agent: str) -> str:
+    """Why ``agent``'s claim of ``task`` is no longer current, in a few words."""
+    try:
+        now = group.state().tasks.get(task.task_id)
+    except StoreError:
+        return "the claim could not be renewed"
+    if now is not None and (now.owner, now.attempt) != (agent, task.attempt):
+        return f"taken over by {now.owner!r} (token {now.attempt})"
+    return "the claim ended"
 
 
 def run_worker(group: Group, agent: str, root_loop: Any, *, lease_seconds: float = DEFAULT_LEASE_SECONDS,
@@ -94,29 +124,42 @@ def run_worker(group: Group, agent: str, root_loop: Any, *, lease_seconds: float
             return runs
         if on_task is not None:
             on_task(task)
-        beat = _Heartbeat(group, task.task_id, agent, lease_seconds / 3)
+        fence = group.fence(task.task_id, agent)  # every write for this task carries the claim's token
+        fenced = store.fenced(fence)
+        guard = LeaseGuard(f"the lease of task {task.task_id!r} (token {fence.token})")
+        beat = _Heartbeat(group, task, agent, lease_seconds / 3, guard)
+        call_id = task_call_id(task.task_id)
+        child = store.session_id_for(child_key(root, call_id))
+        report: AgentReport | None = None
         try:
-            call_id = task_call_id(task.task_id)
-            child = find_child(store, root, call_id)
-            spawned = child is None
-            if child is None:
+            found = find_child(store, root, call_id)
+            spawned = found is None
+            if found is None:
                 profile = AgentProfile(parent_session_id=root, call_id=call_id, brief=task.brief or task.title,
                                        model=root_loop.setup.model, engine=engine_name(factory),
                                        config=dict(root_loop.setup.config),
                                        tools=tuple(t.NAME for t in root_loop.tools if t.NAME != "spawn_agent"))
-                child = create_child(store, root, profile)
-            assert child == store.session_id_for(child_key(root, call_id)) and child_profile(store, child)
+                found = create_child(fenced, root, profile)
+            assert found == child and child_profile(store, child)
             report = child_report(store, child)
             if report is None:  # a reclaimed child continues from its log; a reported one is not run again
-                report = root_loop._run_child(child, spawned)
+                report = root_loop._run_child(child, spawned, store=fenced, guard=guard)
+        except LeaseLost as exc:  # taken over while it ran: nothing more was written for it
+            guard.lose(str(exc))
+            lost: str | None = str(exc)
+        else:
+            lost = None
         finally:
             beat.stop()
-        try:
-            done = group.complete_task(task.task_id, agent, status="completed" if report.status == "completed"
-                                       else "failed", summary=report.summary, session_id=child)
-        except GroupError:  # our lease ran out mid-run and another worker took the task over
-            done = False
-        run = TaskRun(task.task_id, child, report, task.attempt > 0, done)
+        done = False
+        if report is not None:
+            try:
+                done = group.complete_task(task.task_id, agent, status="completed" if report.status == "completed"
+                                           else "failed", summary=report.summary, session_id=child,
+                                           token=fence.token)
+            except GroupError as exc:  # our lease ran out at the end and another worker took the task over
+                lost = str(exc)
+        run = TaskRun(task.task_id, child, report, task.attempt > 0, done, lost)
         runs.append(run)
         if on_done is not None:
             on_done(run)

@@ -58,7 +58,8 @@ from ..agent.tools.processes import ProcessManager
 from ..engine.report import context_report
 from ..host.cost import format_usd, price_usage
 from ..host.loop import HostError, build_engine
-from ..host.runs import RunRecord
+from ..host.runs import RunLeaseHeld, RunRecord
+from ..store import LeaseLost
 from ..kernel.tombstones import tombstoned_sessions
 from ..providers import ProviderError
 
@@ -371,6 +372,14 @@ def register(cli: click.Group) -> None:
                 meta["group"] = group_name
             session_id = store.create_session(workspace=str(workspace), source="latch run", format="latch",
                                               meta=meta)
+        record = RunRecord(store, session_id)
+        if not worker:  # one live run per session: the lease comes before anything this run appends
+            try:
+                record.acquire()
+            except RunLeaseHeld as exc:
+                raise click.UsageError(str(exc)) from None
+            click.get_current_context().call_on_close(record.release)  # a run that fails before it starts
+            store = store.fenced(record.fence)  # every write of this run: refused once another run took over
         con = console(highlight=False)
 
         # the session's skills and MCP tools are fixed when it starts (stored events; resume reads them back)
@@ -445,7 +454,8 @@ def register(cli: click.Group) -> None:
                   f"{sandbox.describe()}[/dim]",
                   highlight=False)
         code = 0
-        record = RunRecord(store, session_id)
+        loop.guard = record.guard  # the lease taken over: no further request or tool call, processes stopped
+        record.guard.on_lost(processes.close)
         loop.run_id = record.start().run_id
         ended: dict[str, str] = {"outcome": "done", "detail": ""}
         try:
@@ -491,6 +501,10 @@ def _work(con: Any, loop: Any, store: Any, root: str, lease_seconds: float) -> i
         con.print(f"[cyan]{how} task {markup(task.task_id)}: {markup(task.title)}[/cyan]", highlight=False)
 
     def done(run: Any) -> None:
+        if run.report is None:  # the lease was taken over while the task ran: nothing more was written for it
+            con.print(f"[yellow]the lease of task {markup(run.task_id)} was taken over by another worker: stopped, "
+                      f"nothing more written for it · child session {run.session_id}[/yellow]", highlight=False)
+            return
         what = run.report.status if run.completed else f"{run.report.status}, but another worker owns it now"
         con.print(f"[green]task {markup(run.task_id)}: {markup(what)} · child session {run.session_id}[/green]",
                   highlight=False)
@@ -510,7 +524,7 @@ def _run_task(con: Any, loop: Any, max_turns: int, ended: dict[str, str] | None 
     ended = ended if ended is not None else {}
     try:
         outcome = loop.run(max_turns)
-    except (AgentError, ProviderError) as exc:
+    except (AgentError, ProviderError, LeaseLost) as exc:
         error(str(exc))
         ended.update(outcome="error", detail=str(exc))
         return 1
@@ -545,6 +559,8 @@ def _interactive(con: Any, loop: Any, store: Any, session_id: str, max_turns: in
         _run_task(con, loop, max_turns, ended)
         if ended is not None and ended.get("outcome") == "stopped":
             return 0
+        if loop.guard is not None and loop.guard.lost:  # another run took the session over
+            return 1
 
 
 def _slash(con: Any, loop: Any, store: Any, session_id: str, text: str, cli: click.Group) -> None:

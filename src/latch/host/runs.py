@@ -13,6 +13,14 @@ observation and reconnect").
   receipt id, stored as the event's source ref (``command:<id>``), so a retried request adds nothing. The
   receipt a client holds is transport state; the queued and applied events are the durable record.
 
+* One live run per session: :meth:`RunRecord.acquire` takes the session's run lease (:mod:`latch.store.leases`,
+  table ``run_leases``) before the run appends anything, and a renewal thread renews it every third of
+  :data:`RUN_LEASE_SECONDS`. A second run of a session whose run is live is refused with
+  :class:`RunLeaseHeld` (one line naming the session, the live run's pid and host) and nothing is appended. A
+  lease whose process is gone (this host: pid gone or reused) or that expired without renewal (a paused process,
+  another host) is taken over. Every write of the run can carry :meth:`RunRecord.fence`, and its
+  :attr:`RunRecord.guard` is lost once a renewal finds the lease taken over.
+
 :func:`process_alive` and :func:`session_liveness` read the process table (``os.kill(pid, 0)`` and Linux
 ``/proc``); the reducers they feed (:func:`latch.host.reducers.run_status`) stay pure.
 """
@@ -22,6 +30,8 @@ from __future__ import annotations
 import os
 import re
 import socket
+import threading
+import time
 import uuid
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
@@ -29,11 +39,15 @@ from typing import Any
 
 from ..events import (RUN_COMMANDS, RUN_OUTCOMES, PendingEvent, RunCommandApplied, RunCommandQueued, RunEnded,
                       RunStarted, SteeringQueued)
-from ..store import EventStore
+from ..store import EventStore, LeaseLost, RunFence, RunLease, StoreError
 from . import reducers as R
+from .lease import LeaseGuard
 
-__all__ = ["COMMANDS", "NoRunningRun", "RunRecord", "RunCommands", "process_start", "process_alive", "session_liveness",
-           "utc_now"]
+__all__ = ["COMMANDS", "NoRunningRun", "RunRecord", "RunCommands", "RunLeaseHeld", "RUN_LEASE_SECONDS", "holder_alive",
+           "process_start", "process_alive", "session_liveness", "utc_now"]
+
+RUN_LEASE_SECONDS = 30.0
+"""How long (seconds) a run's lease outlives its last renewal (renewed every third of it while the run lives)."""
 
 COMMANDS = ("steer", *RUN_COMMANDS)
 """Every command a UI can send a running agent: ``steer``, ``stop``, ``compact``."""
@@ -87,21 +101,77 @@ def session_liveness(events: Iterable[Any], *, observed: bool = False) -> tuple[
     return (run["phase"] == "running" if run["phase"] is not None else observed), run
 
 
+def holder_alive(lease: RunLease) -> bool:
+    """Whether the process holding ``lease`` may still be running: on this host, :func:`process_alive` (the pid
+    exists and started at the recorded time); on another host it cannot be checked from here, so it counts as
+    alive until its lease expires."""
+    if lease.host != socket.gethostname():
+        return True
+    return process_alive({"pid": lease.pid, "host": lease.host, "process_start": lease.process_start})
+
+
+class RunLeaseHeld(Exception):
+    """Another live run holds the session's run lease (one line naming the session, its pid and host)."""
+
+
 class RunRecord:
     """The durable start and end of one ``latch run`` process in session ``session_id`` (see the module
-    docstring). :meth:`start` once, then :meth:`end` once."""
+    docstring). :meth:`acquire` first (before anything is appended), :meth:`start` once, then :meth:`end` once."""
 
     def __init__(self, store: EventStore, session_id: str):
         self.store, self.session_id = store, session_id
         self.run_id = uuid.uuid4().hex
         self.ended = False
+        self.acquired = False
+        self.guard = LeaseGuard(f"the run lease of session {session_id}")
+        self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
+
+    @property
+    def fence(self) -> RunFence:
+        """The fence of this run's writes (:meth:`latch.store.EventStore.fenced`)."""
+        return RunFence(self.session_id, self.run_id)
+
+    def acquire(self, lease_seconds: float = RUN_LEASE_SECONDS) -> None:
+        """Take the session's run lease for this process and start renewing it every third of ``lease_seconds``.
+        :class:`RunLeaseHeld` (nothing written) when a live run holds it; a dead or expired holder is taken over.
+        :class:`~latch.store.StoreError` as for any write."""
+        me = os.getpid()
+        held = self.store.acquire_run_lease(self.session_id, self.run_id, pid=me, host=socket.gethostname(),
+                                            process_start=process_start(me), lease_seconds=lease_seconds,
+                                            now=time.time(), holder_live=holder_alive)
+        if held is not None:
+            raise RunLeaseHeld(f"session {self.session_id} is already running in another latch run (pid {held.pid} "
+                               f"on {held.host}); wait for it to end or stop it, then resume")
+        self.acquired = True
+        self._renewer = threading.Thread(target=self._renew, args=(lease_seconds / 3,), name="latch-run-lease",
+                                         daemon=True)
+        self._renewer.start()
+
+    def _renew(self, every: float) -> None:
+        while not self._stop.wait(every):
+            try:
+                renewed = self.store.renew_run_lease(self.session_id, self.run_id, now=time.time())
+            except StoreError:  # busy or closed: the next renewal tries again (the lease has room for two misses)
+                continue
+            if not renewed:
+                if not self._stop.is_set():
+                    try:
+                        lease = self.store.run_lease(self.session_id)
+                    except StoreError:
+                        lease = None
+                    self.guard.lose(f"taken over by the run of pid {lease.pid} on {lease.host}" if lease is not None
+                                    else "taken over or released")
+                return
 
     def start(self) -> RunStarted:
         """Append and return the :class:`~latch.events.RunStarted` of this process; a ``stop`` left pending
         from before (queued while no run was running) is closed as ``moot`` in the same transaction, so it
-        cannot stop this run."""
+        cannot stop this run. After :meth:`acquire` the append is fenced by the run lease
+        (:class:`~latch.store.LeaseLost` when another run took it over meanwhile)."""
         ev = RunStarted(self.run_id, os.getpid(), socket.gethostname(), utc_now(), process_start(os.getpid()))
-        self.store.append(self.session_id, [*self._moot_stops(), PendingEvent(ev, f"run-started:{self.run_id}")])
+        self.store.append(self.session_id, [*self._moot_stops(), PendingEvent(ev, f"run-started:{self.run_id}")],
+                          fence=self.fence if self.acquired else None)
         return ev
 
     def _moot_stops(self) -> list[PendingEvent]:
@@ -116,9 +186,32 @@ class RunRecord:
         if outcome not in RUN_OUTCOMES:
             raise ValueError(f"unknown run outcome {outcome!r} (known: {', '.join(RUN_OUTCOMES)})")
         ev = RunEnded(self.run_id, outcome, utc_now(), exit_code, " ".join(detail.split())[:500])
-        self.store.append(self.session_id, [*self._moot_stops(), PendingEvent(ev, f"run-ended:{self.run_id}")])
+        events = [*self._moot_stops(), PendingEvent(ev, f"run-ended:{self.run_id}")]
         self.ended = True
+        if not self.acquired:
+            self.store.append(self.session_id, events)
+            return ev
+        self._stop.set()
+        if self._renewer is not None:
+            self._renewer.join()
+        try:  # the end and the lease's release: one transaction
+            self.store.release_run_lease(self.session_id, self.run_id, events)
+        except LeaseLost:  # another run took the session over: this run writes nothing more (it reads as interrupted)
+            pass
         return ev
+
+    def release(self) -> None:
+        """Stop renewing and release the lease without recording an end (a run that never started: it failed
+        between :meth:`acquire` and :meth:`start`). Idempotent."""
+        self._stop.set()
+        if self._renewer is not None and self._renewer is not threading.current_thread():
+            self._renewer.join()
+        if self.acquired and not self.ended:
+            self.ended = True
+            try:
+                self.store.release_run_lease(self.session_id, self.run_id)
+            except LeaseLost:
+                pass
 
 
 class NoRunningRun(Exception):

@@ -26,7 +26,7 @@ import threading
 import time
 import urllib.parse
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +35,7 @@ from typing import Any
 from ..events import Event, MediaRef, PendingEvent, canonical_json, decode_event
 from ._sqlite import StoreBusyError, StoreError, _busy, _damaged, _now, _until_not_busy, non_folder_parent
 from .fts import build_match_query, prepare_text
+from .leases import (Fence, FencedStore, LeaseLost, RunFence, RunLease, TaskFence, check_fences, fences_of)
 from .migrations import MIGRATIONS
 from .projections import PROJECTIONS, Projection
 from .replays import ReplayRun, ReplayScratch, replay_scratch_path
@@ -56,6 +57,12 @@ __all__ = [
     "ReplayRun",
     "replay_scratch_path",
     "Projection",
+    "TaskFence",
+    "RunFence",
+    "Fence",
+    "FencedStore",
+    "LeaseLost",
+    "RunLease",
 ]
 
 
@@ -533,14 +540,85 @@ class EventStore:
                     raise self._error(exc) from None
                 raise
 
-    def append(self, session_id: str, events: Iterable[PendingEvent | Event]) -> list[int]:
+    def _check_fences_locked(self, fence: Fence | Sequence[Fence] | None) -> None:
+        """Inside a write transaction: :class:`LeaseLost` unless every fence holds (a task fence reads the group
+        projection, brought up to date first in this same transaction)."""
+        fences = fences_of(fence)
+        if not fences:
+            return
+        if any(isinstance(f, TaskFence) for f in fences):
+            p = PROJECTIONS["group"]
+            if self._projection_behind(p):
+                self._sync_projection_locked(p)
+        check_fences(self._db, fences)
+
+    def fenced(self, fence: Fence | Sequence[Fence]) -> FencedStore:
+        """This store with ``fence`` on every write (:class:`~latch.store.leases.FencedStore`)."""
+        return FencedStore(self, fences_of(fence))
+
+    # ---------------------------------------------------------------- run leases
+    def run_lease(self, session_id: str) -> RunLease | None:
+        """The run lease of ``session_id`` (:mod:`latch.store.leases`), or ``None`` when no run holds it."""
+        rows = self._rows("SELECT session_id, run_id, pid, host, process_start, acquired_at, renewed_at, lease_seconds "
+                          "FROM run_leases WHERE session_id = ?", (session_id,))
+        return RunLease(*rows[0]) if rows else None
+
+    def acquire_run_lease(self, session_id: str, run_id: str, *, pid: int, host: str, process_start: int | None,
+                          lease_seconds: float, now: float,
+                          holder_live: Callable[[RunLease], bool]) -> RunLease | None:
+        """In one write transaction: make run ``run_id`` (process ``pid`` on ``host``) the holder of
+        ``session_id``'s run lease for ``lease_seconds`` from ``now`` (Unix seconds), and return ``None``; or, when
+        another run holds it, its lease has not expired at ``now`` and ``holder_live(lease)`` says its process is
+        alive, return that lease and write nothing. An expired lease, or one whose holder is gone, is taken over.
+        ``ValueError`` for a lease that is not positive; :class:`StoreError` as for any write."""
+        if not lease_seconds > 0:
+            raise ValueError(f"the run lease must be a positive number of seconds, got {lease_seconds!r}")
+        with self._write() as db:
+            row = db.execute("SELECT session_id, run_id, pid, host, process_start, acquired_at, renewed_at, "
+                             "lease_seconds FROM run_leases WHERE session_id = ?", (session_id,)).fetchone()
+            if row is not None:
+                held = RunLease(*row)
+                if held.run_id != run_id and not held.expired(now) and holder_live(held):
+                    return held
+            db.execute("INSERT INTO run_leases(session_id, run_id, pid, host, process_start, acquired_at, renewed_at, "
+                       "lease_seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
+                       "run_id = excluded.run_id, pid = excluded.pid, host = excluded.host, "
+                       "process_start = excluded.process_start, acquired_at = excluded.acquired_at, "
+                       "renewed_at = excluded.renewed_at, lease_seconds = excluded.lease_seconds",
+                       (session_id, run_id, pid, host, process_start, now, now, float(lease_seconds)))
+        return None
+
+    def renew_run_lease(self, session_id: str, run_id: str, *, now: float) -> bool:
+        """Record that run ``run_id`` still holds ``session_id``'s run lease at ``now`` (Unix seconds); ``False``
+        (nothing written) when another run took it over or it was released."""
+        with self._write() as db:
+            return db.execute("UPDATE run_leases SET renewed_at = max(renewed_at, ?) WHERE session_id = ? "
+                              "AND run_id = ?", (now, session_id, run_id)).rowcount == 1
+
+    def release_run_lease(self, session_id: str, run_id: str,
+                          events: Iterable[PendingEvent | Event] = ()) -> list[int]:
+        """In one write transaction: append ``events`` to ``session_id`` (e.g. the run's ``run_ended``) and release
+        its run lease if run ``run_id`` still holds it (a lease taken over stays with its new holder, and then
+        nothing is appended: :class:`LeaseLost`). Returns the new seqs."""
+        with self._write() as db:
+            held = db.execute("SELECT run_id FROM run_leases WHERE session_id = ?", (session_id,)).fetchone()
+            if held is not None and held[0] != run_id:
+                RunFence(session_id, run_id).check(db)
+            seqs = self._append_locked(session_id, events)
+            db.execute("DELETE FROM run_leases WHERE session_id = ? AND run_id = ?", (session_id, run_id))
+        return seqs
+
+    def append(self, session_id: str, events: Iterable[PendingEvent | Event], *,
+               fence: Fence | Sequence[Fence] | None = None) -> list[int]:
         """Append a batch in one transaction; return the new seqs (skipped duplicates excluded).
 
         Readers never see half a batch. Raises ``StoreError`` (store unchanged)
-        when the session does not exist or an event cannot be encoded.
+        when the session does not exist or an event cannot be encoded, and :class:`LeaseLost` (store
+        unchanged) when a ``fence`` (:mod:`latch.store.leases`) does not hold inside this transaction.
         """
         try:
             with self._write() as db:
+                self._check_fences_locked(fence)
                 if not db.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
                     raise StoreError(f"no session {session_id!r}")
                 return self._append_locked(session_id, events)
@@ -550,8 +628,10 @@ class EventStore:
     def import_session(self, *, external_key: str, source: str | None, format: str | None,
                        workspace: str | None, events: Sequence[PendingEvent], meta: dict[str, Any] | None = None,
                        parent_id: str | None = None, artifacts: Sequence[tuple[bytes, str, int | None, int | None]] = (),
-                       parent_key: str | None = None) -> tuple[str, list[int]]:
-        """Create-or-reuse the session for ``external_key`` and append ``events``, all in one transaction.
+                       parent_key: str | None = None,
+                       fence: Fence | Sequence[Fence] | None = None) -> tuple[str, list[int]]:
+        """Create-or-reuse the session for ``external_key`` and append ``events``, all in one transaction
+        (refused with :class:`LeaseLost`, store unchanged, when a ``fence`` does not hold).
 
         Events whose ``source_ref`` is already stored are skipped, so importing
         the same file twice adds nothing. Returns ``(session_id, new_seqs)``.
@@ -561,6 +641,7 @@ class EventStore:
         as both are stored, whichever is imported first.
         """
         with self._write():
+            self._check_fences_locked(fence)
             return self._import_locked(external_key=external_key, source=source, format=format, workspace=workspace,
                                        events=events, meta=meta, parent_id=parent_id, artifacts=artifacts,
                                        parent_key=parent_key)
@@ -734,10 +815,12 @@ class EventStore:
         return MediaRef(sha256=r[0], media_type=r[1], byte_size=r[2], width=r[3], height=r[4]), bytes(r[5])
 
     # ---------------------------------------------------------- kernel records
-    def append_kernel_records(self, session_id: str, stream: str,
-                              records: Sequence[tuple[str, int, dict[str, Any]]]) -> list[int]:
-        """Append engine-owned records ``(kind, at_seq, payload)`` to ``stream`` in one transaction."""
+    def append_kernel_records(self, session_id: str, stream: str, records: Sequence[tuple[str, int, dict[str, Any]]],
+                              *, fence: Fence | Sequence[Fence] | None = None) -> list[int]:
+        """Append engine-owned records ``(kind, at_seq, payload)`` to ``stream`` in one transaction
+        (:class:`LeaseLost`, nothing written, when a ``fence`` does not hold)."""
         with self._write() as db:
+            self._check_fences_locked(fence)
             ids = []
             for kind, at_seq, payload in records:
                 cur = db.execute(

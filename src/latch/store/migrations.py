@@ -255,3 +255,26 @@ def m009_import_fingerprints(db: sqlite3.Connection) -> None:
         )
         """
     )
+
+
+@migration
+def m010_run_leases(db: sqlite3.Connection) -> None:
+    # Coordination state, not history (latch.store.leases): one row per session while a `latch run` holds it, so a
+    # second run of a live session is refused; the row is taken over when its holder is gone or its lease expired
+    # without renewal, and deleted in the transaction that appends the run's run_ended. The run_started/run_ended
+    # events stay the record of what ran; dropping the table loses only who holds a session right now.
+    """Run leases: per session, the run holding it (run id, pid, host, process start) and its lease's renewal."""
+    db.execute(
+        """
+        CREATE TABLE run_leases (
+            session_id    TEXT PRIMARY KEY REFERENCES sessions(id),
+            run_id        TEXT NOT NULL,
+            pid           INTEGER NOT NULL,
+            host          TEXT NOT NULL,
+            process_start INTEGER,
+            acquired_at   REAL NOT NULL,
+            renewed_at    REAL NOT NULL,
+            lease_seconds REAL NOT NULL CHECK (lease_seconds > 0)
+        )
+        """
+    )
