@@ -558,6 +558,8 @@ class AgentLoop:
     def _run_child(self, child_id: str, spawned: bool) -> Any:
         child = self.child_loop(child_id, spawn=spawned)  # ChildPolicyError: no report, the caller says why
         repair_interrupted(self.store, child_id)  # a killed worker's calls: marked, never invented
+        if child.tool_context is not None:  # and its background processes: killed, their exits marked unknown
+            child.tool_context.processes.reconcile()
         done = sum(1 for _ in self.store.events(child_id, kinds=[AssistantMessage.KIND]))
         status, error = "max_turns", None
         try:

@@ -30,6 +30,7 @@ API keys are read from the environment only (``OPENAI_API_KEY``, ``ANTHROPIC_API
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import uuid
 from dataclasses import replace
@@ -54,7 +55,7 @@ from ..agent.supervisor import ChildPolicyError, Supervisor
 from ..agent.tools.group import GROUP_TOOLS
 from ..agent.worker import run_worker
 from ..agent.tools import agent_tools, ToolContext
-from ..agent.tools.processes import ProcessManager
+from ..agent.tools.processes import ProcessManager, remove_stale_log_dirs
 from ..engine.report import context_report
 from ..host.cost import format_usd, price_usage
 from ..host.loop import HostError, build_engine
@@ -400,6 +401,8 @@ def register(cli: click.Group) -> None:
         except plugins.PluginError as exc:
             raise click.UsageError(str(exc)) from None
         key_names = [api_key_env] if api_key_env else []  # a custom key variable is a secret whatever its name
+        _end_on_signals()  # SIGTERM and SIGHUP end the run like Ctrl-C: recorded, processes stopped
+        remove_stale_log_dirs()  # what runs killed before they could clean up left in the temporary folder
         processes = ProcessManager(store, session_id, workspace, env=tool_environment(also=key_names),
                                    sandbox=sandbox)
         servers = mcp_servers(config)
@@ -429,10 +432,12 @@ def register(cli: click.Group) -> None:
         if worker:
             try:
                 code = _work(con, loop, store, session_id, lease_seconds or DEFAULT_LEASE_SECONDS)
+            except _Terminated as exc:
+                code = _terminated(exc, session_id)
             finally:
-                processes.close()
                 if hub is not None:
                     hub.close()
+                processes.close()
             sys.exit(code)
         if resume is not None:
             for res in loop.resume_children():  # children a killed run left mid-way: rebuilt, finished
@@ -440,6 +445,10 @@ def register(cli: click.Group) -> None:
                           highlight=False)
             for call in repair_interrupted(store, session_id):
                 con.print(f"[yellow]interrupted: {markup(_call_line(call))} (no result was recorded)[/yellow]")
+            for gone in processes.reconcile():  # background processes whose watcher died with the last run
+                what = "killed" if gone.running else "already ended"
+                con.print(f"[yellow]background process {gone.process_id} of the last run: {what}, exit code "
+                          f"unknown: {markup(' '.join(gone.command.split())[:100])}[/yellow]", highlight=False)
         con.print(f"[dim]session {session_id} · {markup(name)} {markup(model)} · engine {setup.engine_name} · "
                   f"window {budget.context_window_tokens:,} · reserve {budget.reserve_tokens:,} · "
                   f"{sandbox.describe()}[/dim]",
@@ -455,6 +464,9 @@ def register(cli: click.Group) -> None:
                 if task is not None:
                     loop.say(task)
                 code = _run_task(con, loop, max_turns, ended)
+        except _Terminated as exc:
+            record.end("interrupted", 128 + exc.signum, f"terminated by {signal.Signals(exc.signum).name}")
+            code = _terminated(exc, session_id)
         except KeyboardInterrupt:
             record.end("interrupted", 130, "keyboard interrupt")
             raise
@@ -464,10 +476,37 @@ def register(cli: click.Group) -> None:
         finally:
             if not record.ended:
                 record.end(ended["outcome"], code, ended["detail"])
-            processes.close()
             if hub is not None:
                 hub.close()
+            processes.close()
         sys.exit(code)
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived (``signum``): the run ends as on Ctrl-C (every ``KeyboardInterrupt`` cleanup
+    runs), then exits ``128 + signum``."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # the run is ending: a second signal must not cut the cleanup
+        signal.signal(sig, signal.SIG_IGN)
+    raise _Terminated(signum)
+
+
+def _end_on_signals() -> None:
+    """SIGTERM and SIGHUP raise :class:`_Terminated` in the main thread (where ``latch run`` runs)."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _on_signal)
+
+
+def _terminated(exc: _Terminated, session_id: str) -> int:
+    name = signal.Signals(exc.signum).name
+    warn(f"{name}: the run ended; its processes were stopped (continue with latch run --resume {session_id})")
+    return 128 + exc.signum
 
 
 def _store_files(app: Any) -> list[Path]:
