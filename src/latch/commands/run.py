@@ -18,7 +18,11 @@ stop, compact): a steering message is delivered before the next request, ``compa
 ``stop`` ends the run with exit code 0.
 
 Defaults come from the ``[provider]`` table of the config (``name``, ``model``, ``base_url``,
-``api_key_env``, ``max_turns``); flags win. The session's profile (provider, model, engine, estimator,
+``api_key_env``, ``max_turns``, ``response_timeout``, ``idle_timeout``); flags win. A model response has a deadline
+(``--response-timeout``, 600 s) and an idle timeout (``--idle-timeout``, 120 s without a byte): a stream that
+never ends fails the run with one line. SIGTERM and SIGHUP end a run as Ctrl-C does (``run_ended`` with outcome
+``interrupted``, its processes stopped, exit code 128 + the signal); a resumed run first reconciles the background
+processes a killed run left (:meth:`latch.agent.tools.processes.ProcessManager.reconcile`). The session's profile (provider, model, engine, estimator,
 base URL, mode; never a key) is stored in the session's metadata, so ``--resume`` needs no flags.
 The session's Agent Skills (listed in its session context; ``load_skill`` / ``read_skill_resource``) and the
 tools of the config's ``[mcp.servers.NAME]`` servers (``mcp__NAME__TOOL``) are fixed when it starts and
@@ -66,6 +70,8 @@ from ..providers import ProviderError
 __all__ = ["register"]
 
 DEFAULT_MAX_TURNS = 50
+DEFAULT_RESPONSE_TIMEOUT = 600.0  # latch.providers._sdk.DEFAULT_RESPONSE_TIMEOUT (not imported at CLI start)
+DEFAULT_IDLE_TIMEOUT = 120.0  # latch.providers._sdk.DEFAULT_IDLE_TIMEOUT
 DEFAULT_LEASE_SECONDS = 300.0  # latch.agent.worker.DEFAULT_LEASE_SECONDS (not imported at CLI start)
 SLASH_COMMANDS = ("/context", "/compact", "/state", "/evidence", "/search QUERY", "/quit")
 
@@ -228,10 +234,19 @@ def register(cli: click.Group) -> None:
                        "workspace and private /tmp, no network), read-only (only /tmp writable) or off (default: "
                        "workspace-write where bubblewrap works, else off with a warning).")
     @click.option("--network", is_flag=True, help="Let sandboxed shell commands use the network.")
+    @click.option("--response-timeout", "response_timeout", type=click.FloatRange(min=0, min_open=True),
+                  default=None, metavar="SECONDS",
+                  help=f"Deadline of one model response, retries and stream included (default: [provider] "
+                       f"response_timeout, else {DEFAULT_RESPONSE_TIMEOUT:g}).")
+    @click.option("--idle-timeout", "idle_timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+                  metavar="SECONDS",
+                  help=f"Seconds a model response may send nothing before it fails (default: [provider] "
+                       f"idle_timeout, else {DEFAULT_IDLE_TIMEOUT:g}).")
     @pass_app
     def run_cmd(app, task, provider_name, model, base_url, api_key_env, max_turns, assume_yes, mode, resume,
                 engine, child_engine, estimator, window, reserve, recent, tool_choice, no_stream, tool_names,
-                config_path, group_name, worker, lease_seconds, sandbox_mode, network):
+                config_path, group_name, worker, lease_seconds, sandbox_mode, network, response_timeout,
+                idle_timeout):
         """Run an agent on TASK in the current workspace (or continue one with --resume, or work for an agent
         group with --group NAME --worker)."""
         if worker and group_name is None:
@@ -321,6 +336,17 @@ def register(cli: click.Group) -> None:
             provider = provider_cls.from_options(model, base_url=base_url, api_key_env=api_key_env)
         except ProviderError as exc:
             raise click.ClickException(str(exc)) from None
+        limits = getattr(provider, "limits", None)  # the SDK providers' deadline and idle timeout
+        for key, flag, value in (("response_timeout", "--response-timeout", response_timeout),
+                                 ("idle_timeout", "--idle-timeout", idle_timeout)):
+            value = value if value is not None else section.get(key)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise click.UsageError(f"[provider] {key}: must be a positive number of seconds, got {value!r}")
+            if limits is None:
+                raise click.UsageError(f"{flag}: provider {name} does not take response limits")
+            setattr(limits, "deadline_seconds" if key == "response_timeout" else "idle_seconds", float(value))
         if no_stream:
             if not hasattr(provider, "stream"):
                 raise click.UsageError(f"--no-stream: provider {name} always streams")
