@@ -104,3 +104,37 @@ def test_a_bad_limit_in_the_config_is_one_line(tmp_path):
                           cwd=ws, env=_env(tmp_path), capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "idle_timeout must be a positive number of seconds" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_an_oversized_tool_call_argument_becomes_an_error_result_not_a_dead_session(tmp_path):
+    import json
+
+    from latch.events import AssistantMessage, ToolResult
+    from fake_providers import ToolUse
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    big = json.dumps({"path": "big.txt", "content": "x" * (2 << 20)})  # a 2 MiB argument
+    db = tmp_path / "latch.db"
+    args = ["--provider", "openai-compatible", "--model", "m", "--yes", "--sandbox", "off"]
+    with serve_openai([Reply(tool_calls=(ToolUse("c1", "write_file", big),), chunk=65536),
+                       Reply("I will write it in parts."), Reply("Resumed fine.")]) as server:
+        first = subprocess.run([sys.executable, "-m", "latch", "--db", str(db), "run", "write a big file", *args,
+                                "--base-url", server.base_url], cwd=ws, env=_env(tmp_path), capture_output=True,
+                               text=True, timeout=120)
+        assert first.returncode == 0, first.stderr[-800:] + first.stdout[-800:]
+        sid = session_id(tmp_path)
+        again = subprocess.run([sys.executable, "-m", "latch", "--db", str(db), "run", "--resume", sid,
+                                "--base-url", server.base_url], cwd=ws, env=_env(tmp_path), capture_output=True,
+                               text=True, timeout=120)
+        assert again.returncode == 0, again.stderr[-800:] + again.stdout[-800:]
+        second = json.dumps(server.requests[1].body)
+    assert not (ws / "big.txt").exists(), "a call with oversized arguments is never run"
+    assert len(second) < 100_000 and "oversized_arguments" in second and "not run: the arguments" in second
+    with EventStore(db) as store:
+        events = [s.event for s in store.events(sid)]
+        (call,) = [c for e in events if isinstance(e, AssistantMessage) for c in e.tool_calls]
+        (result,) = [e for e in events if isinstance(e, ToolResult)]
+        stored = json.loads(call.arguments)["oversized_arguments"]
+        assert store.get_artifact(stored["sha256"])[1] == big.encode()  # nothing is lost
+    assert stored["bytes"] == len(big) and result.is_error and result.call_id == "c1"
