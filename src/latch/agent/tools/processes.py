@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ...events import ProcessExited, ProcessStarted, UserMessage, ValidationEvidence
+from ...host import reducers as R
 from ...host.runs import process_alive, process_start
 from ...kernel.files import Page, bounded_page
 from ...kernel.shell import classify_command
@@ -438,8 +439,6 @@ class ProcessManager:
         process (another run's watcher will record its exit) is left alone, as is one without a recorded owner
         while a run of the session is live. Call it at a safe boundary (every tool call has its result).
         Returns the processes reconciled, oldest first."""
-        from ...host import reducers as R
-
         started: dict[str, ProcessStarted] = {}
         events = list(self.store.events(self.session_id))
         for s in events:
