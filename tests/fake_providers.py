@@ -70,6 +70,10 @@ class Reply:
     the start of the output, whose ``encrypted_content`` is ``encrypted_reasoning`` when the request's ``include``
     asks for ``reasoning.encrypted_content`` (else ``None``, as the API does); ``stream_error`` ends the stream
     with ``response.failed`` carrying it as ``response.error`` (``{"code", "message"}``).
+
+    A stream that does not end: ``stall`` (seconds) passes, with nothing sent, after the first two events (a stream
+    gone idle); ``trickle`` (seconds) sends the second event again every ``trickle`` seconds, forever, after the
+    first two (a stream that never goes idle and never ends).
     """
 
     text: str = ""
@@ -82,6 +86,8 @@ class Reply:
     reasoning: str = ""
     stream_error: Mapping[str, Any] | None = None
     encrypted_reasoning: str = ""
+    stall: float = 0.0
+    trickle: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -386,7 +392,12 @@ def _app(script: list[Any], requests: list[Recorded], path: str,
         chunks = events(entry, request_body)
 
         async def stream() -> Any:
-            for c in chunks:
+            for n, c in enumerate(chunks):
+                if n == 2 and entry.stall:
+                    await asyncio.sleep(entry.stall)
+                while n == 2 and entry.trickle:
+                    await asyncio.sleep(entry.trickle)
+                    yield chunks[1]
                 yield c
 
         return StreamingResponse(stream(), media_type="text/event-stream",

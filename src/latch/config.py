@@ -22,6 +22,8 @@ the defaults. Known keys (spec: "Bounded materialization", "Cache epochs and wor
     base_url = "http://127.0.0.1:8080/v1"   # openai-compatible servers (llama.cpp, Ollama, vLLM)
     api_key_env = "OPENAI_API_KEY"          # the environment variable holding the key (never the key)
     max_turns = 50
+    response_timeout = 600     # seconds one model response may take in all (retries and stream included)
+    idle_timeout = 120         # seconds a model response may send nothing before it fails
 
     [mcp.servers.github]       # an MCP server started over stdio by ``latch run`` (tools mcp__github__*)
     command = "npx"
@@ -190,6 +192,11 @@ def validate_config(data: Mapping[str, Any], source: str = "<config>") -> dict[s
         turns = provider["max_turns"]
         if isinstance(turns, bool) or not isinstance(turns, int) or not 1 <= turns <= 10_000:
             raise ConfigError(f"{source}: [provider] max_turns must be an integer from 1 to 10000, got {turns!r}")
+    for key in ("response_timeout", "idle_timeout"):
+        seconds = provider.get(key)
+        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
+                                    or not seconds > 0):
+            raise ConfigError(f"{source}: [provider] {key} must be a positive number of seconds, got {seconds!r}")
     _validate_mcp(out.get("mcp", {}), source)
     return out
 
@@ -273,7 +280,7 @@ def _validate_mcp_http(table: Mapping[str, Any], where: str) -> None:
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "context": ("recent_tokens", "recall_tokens", "state_tokens"),
     "engine": ("name",),
-    "provider": ("name", "model", "base_url", "api_key_env", "max_turns"),
+    "provider": ("name", "model", "base_url", "api_key_env", "max_turns", "response_timeout", "idle_timeout"),
     "models": (),  # [models.<model id>] tables, each with MODEL_KEYS
     "engines": (),  # [engines.<engine name>] tables, owned by each engine
     "mcp": ("servers",),  # [mcp.servers.<name>] tables, each with MCP_SERVER_KEYS (checked by validate_config)

@@ -604,11 +604,27 @@ class ValidationEvidence(Event):
 
 @dataclass(frozen=True, slots=True)
 class ProcessStarted(Event):
-    """A managed process ``process_id`` started running ``command``; it blocks certification until it exits."""
+    """A managed process ``process_id`` started running ``command``; it blocks certification until it exits.
+
+    Where it runs, when Latch started it (all ``None`` for a process derived from a transcript; ``None`` fields
+    are left out of the payload): ``pgid`` its process group (the group leader's pid; the process has a session
+    of its own), ``pgid_start`` the leader's start time (clock ticks after boot, Linux ``/proc/PID/stat``
+    field 22: a reused process group id is told apart), ``owner_pid`` / ``owner_start`` the Latch process whose
+    watcher records the exit, and ``host`` (the hostname). A resumed run reconciles a process whose owner is gone
+    (:meth:`latch.agent.tools.processes.ProcessManager.reconcile`)."""
 
     KIND: ClassVar[str] = "process_started"
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("pgid", "pgid_start", "owner_pid", "owner_start", "host")
     process_id: str
     command: str = ""
+    pgid: int | None = None
+    pgid_start: int | None = None
+    owner_pid: int | None = None
+    owner_start: int | None = None
+    host: str | None = None
+
+    def to_payload(self) -> dict[str, Any]:
+        return {k: v for k, v in _to_plain(self).items() if not (k in self.OPTIONAL and v is None)}
 
     def searchable_text(self) -> str:
         return f"process {self.process_id} started: {self.command}"
@@ -616,11 +632,22 @@ class ProcessStarted(Event):
 
 @dataclass(frozen=True, slots=True)
 class ProcessExited(Event):
-    """Managed process ``process_id`` exited (``exit_code`` ``None`` when killed or unknown)."""
+    """Managed process ``process_id`` exited (``exit_code`` ``None`` when killed or unknown).
+
+    ``unknown`` (left out of the payload when false): the exit was not observed. The watcher that would have
+    recorded it died with its run (SIGKILL, a crash), and a later run reconciled the process: it killed what was
+    left of its process group or found it gone. ``exit_code`` is then ``None``."""
 
     KIND: ClassVar[str] = "process_exited"
     process_id: str
     exit_code: int | None = None
+    unknown: bool = False
+
+    def to_payload(self) -> dict[str, Any]:
+        payload = _to_plain(self)
+        if not self.unknown:
+            del payload["unknown"]
+        return payload
 
 
 @dataclass(frozen=True, slots=True)

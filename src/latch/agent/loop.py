@@ -417,6 +417,7 @@ class AgentLoop:
                                     system_prompt=system_prompt, tools=self._offered())
         self.turns = 0
         self._harness_recorded = False
+        self._oversized: dict[str, str] = {}  # call id -> the error result of a call whose arguments were cut
 
     @classmethod
     def from_supervisor(cls, store: Any, session_id: str, supervisor: Supervisor, provider: Any, *,
@@ -571,6 +572,8 @@ class AgentLoop:
         if guard is not None and child.tool_context is not None:
             guard.on_lost(child.tool_context.processes.close)  # a running command is stopped, not waited for
         repair_interrupted(store, child_id)  # a killed worker's calls: marked, never invented
+        if child.tool_context is not None:  # and its background processes: killed, their exits marked unknown
+            child.tool_context.processes.reconcile()
         done = sum(1 for _ in store.events(child_id, kinds=[AssistantMessage.KIND]))
         status, error = "max_turns", None
         try:
@@ -768,6 +771,7 @@ class AgentLoop:
             message, usage = parse_response(self.wire, response)
         except ValueError as exc:
             raise ProviderError(f"{getattr(self.provider, 'name', 'provider')}: {exc}") from None
+        message = self._bound_arguments(message)
         events: list[Event] = [message] + ([usage] if usage is not None else []) + self._harness_prompt()
         self.store.append(self.session_id, events)  # committed before any tool runs
         self._harness_recorded = True
@@ -821,10 +825,35 @@ class AgentLoop:
         return decision, False, ("[not run: this call needs the user's approval and the session is not "
                                  "interactive; the user can allow such calls with --yes]")
 
+    def _bound_arguments(self, message: AssistantMessage) -> AssistantMessage:
+        """``message`` with the arguments of every call over :meth:`result_cap_tokens` replaced by
+        ``{"oversized_arguments": {"bytes": N, "sha256": S}}`` (the original is stored whole as artifact ``S``):
+        the stored call stays small enough for every later view, and the call is answered with an error, never
+        run (:meth:`_call`). A call within the cap is kept byte for byte."""
+        cap = self.result_cap_tokens()
+        calls, changed = [], False
+        for c in message.tool_calls:
+            if len(c.arguments) > cap and self.setup.counter.text(c.arguments) > cap:
+                data = c.arguments.encode("utf-8", "surrogatepass")
+                sha = self.store.put_artifact(data, "application/json").sha256
+                self._oversized[c.id] = (f"[not run: the arguments of this call are {len(data):,} bytes, over the "
+                                         f"{cap:,}-token limit of one call; they are stored whole as artifact "
+                                         f"{sha} (read_artifact). Do the work in smaller calls, e.g. write a large "
+                                         f"file in parts]")
+                c = replace(c, arguments=canonical_json({"oversized_arguments": {"bytes": len(data),
+                                                                                 "sha256": sha}}))
+                changed = True
+            calls.append(c)
+        return replace(message, tool_calls=tuple(calls)) if changed else message
+
     def _call(self, call: ToolCall) -> ToolResult:
         if self.guard is not None:  # a lease lost (taken over): no further tool call
             self.guard.check()
-        decision, allowed, refusal = self._decide(call)
+        oversized = self._oversized.pop(call.id, None)
+        if oversized is not None:
+            decision, allowed, refusal = Decision("deny", "oversized arguments"), False, oversized
+        else:
+            decision, allowed, refusal = self._decide(call)
         self.observer.on_tool_call(call, decision, allowed)
         if not allowed:
             outcome = ToolOutcome(refusal, is_error=True)

@@ -18,7 +18,11 @@ stop, compact): a steering message is delivered before the next request, ``compa
 ``stop`` ends the run with exit code 0.
 
 Defaults come from the ``[provider]`` table of the config (``name``, ``model``, ``base_url``,
-``api_key_env``, ``max_turns``); flags win. The session's profile (provider, model, engine, estimator,
+``api_key_env``, ``max_turns``, ``response_timeout``, ``idle_timeout``); flags win. A model response has a deadline
+(``--response-timeout``, 600 s) and an idle timeout (``--idle-timeout``, 120 s without a byte): a stream that
+never ends fails the run with one line. SIGTERM and SIGHUP end a run as Ctrl-C does (``run_ended`` with outcome
+``interrupted``, its processes stopped, exit code 128 + the signal); a resumed run first reconciles the background
+processes a killed run left (:meth:`latch.agent.tools.processes.ProcessManager.reconcile`). The session's profile (provider, model, engine, estimator,
 base URL, mode; never a key) is stored in the session's metadata, so ``--resume`` needs no flags.
 The session's Agent Skills (listed in its session context; ``load_skill`` / ``read_skill_resource``) and the
 tools of the config's ``[mcp.servers.NAME]`` servers (``mcp__NAME__TOOL``) are fixed when it starts and
@@ -30,6 +34,7 @@ API keys are read from the environment only (``OPENAI_API_KEY``, ``ANTHROPIC_API
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import uuid
 from dataclasses import replace
@@ -54,7 +59,7 @@ from ..agent.supervisor import ChildPolicyError, Supervisor
 from ..agent.tools.group import GROUP_TOOLS
 from ..agent.worker import run_worker
 from ..agent.tools import agent_tools, ToolContext
-from ..agent.tools.processes import ProcessManager
+from ..agent.tools.processes import ProcessManager, remove_stale_log_dirs
 from ..engine.report import context_report
 from ..host.cost import format_usd, price_usage
 from ..host.loop import HostError, build_engine
@@ -66,6 +71,8 @@ from ..providers import ProviderError
 __all__ = ["register"]
 
 DEFAULT_MAX_TURNS = 50
+DEFAULT_RESPONSE_TIMEOUT = 600.0  # latch.providers._sdk.DEFAULT_RESPONSE_TIMEOUT (not imported at CLI start)
+DEFAULT_IDLE_TIMEOUT = 120.0  # latch.providers._sdk.DEFAULT_IDLE_TIMEOUT
 DEFAULT_LEASE_SECONDS = 300.0  # latch.agent.worker.DEFAULT_LEASE_SECONDS (not imported at CLI start)
 SLASH_COMMANDS = ("/context", "/compact", "/state", "/evidence", "/search QUERY", "/quit")
 
@@ -228,10 +235,19 @@ def register(cli: click.Group) -> None:
                        "workspace and private /tmp, no network), read-only (only /tmp writable) or off (default: "
                        "workspace-write where bubblewrap works, else off with a warning).")
     @click.option("--network", is_flag=True, help="Let sandboxed shell commands use the network.")
+    @click.option("--response-timeout", "response_timeout", type=click.FloatRange(min=0, min_open=True),
+                  default=None, metavar="SECONDS",
+                  help=f"Deadline of one model response, retries and stream included (default: [provider] "
+                       f"response_timeout, else {DEFAULT_RESPONSE_TIMEOUT:g}).")
+    @click.option("--idle-timeout", "idle_timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+                  metavar="SECONDS",
+                  help=f"Seconds a model response may send nothing before it fails (default: [provider] "
+                       f"idle_timeout, else {DEFAULT_IDLE_TIMEOUT:g}).")
     @pass_app
     def run_cmd(app, task, provider_name, model, base_url, api_key_env, max_turns, assume_yes, mode, resume,
                 engine, child_engine, estimator, window, reserve, recent, tool_choice, no_stream, tool_names,
-                config_path, group_name, worker, lease_seconds, sandbox_mode, network):
+                config_path, group_name, worker, lease_seconds, sandbox_mode, network, response_timeout,
+                idle_timeout):
         """Run an agent on TASK in the current workspace (or continue one with --resume, or work for an agent
         group with --group NAME --worker)."""
         if worker and group_name is None:
@@ -321,6 +337,17 @@ def register(cli: click.Group) -> None:
             provider = provider_cls.from_options(model, base_url=base_url, api_key_env=api_key_env)
         except ProviderError as exc:
             raise click.ClickException(str(exc)) from None
+        limits = getattr(provider, "limits", None)  # the SDK providers' deadline and idle timeout
+        for key, flag, value in (("response_timeout", "--response-timeout", response_timeout),
+                                 ("idle_timeout", "--idle-timeout", idle_timeout)):
+            value = value if value is not None else section.get(key)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise click.UsageError(f"[provider] {key}: must be a positive number of seconds, got {value!r}")
+            if limits is None:
+                raise click.UsageError(f"{flag}: provider {name} does not take response limits")
+            setattr(limits, "deadline_seconds" if key == "response_timeout" else "idle_seconds", float(value))
         if no_stream:
             if not hasattr(provider, "stream"):
                 raise click.UsageError(f"--no-stream: provider {name} always streams")
@@ -409,6 +436,8 @@ def register(cli: click.Group) -> None:
         except plugins.PluginError as exc:
             raise click.UsageError(str(exc)) from None
         key_names = [api_key_env] if api_key_env else []  # a custom key variable is a secret whatever its name
+        _end_on_signals()  # SIGTERM and SIGHUP end the run like Ctrl-C: recorded, processes stopped
+        remove_stale_log_dirs()  # what runs killed before they could clean up left in the temporary folder
         processes = ProcessManager(store, session_id, workspace, env=tool_environment(also=key_names),
                                    sandbox=sandbox)
         servers = mcp_servers(config)
@@ -438,10 +467,12 @@ def register(cli: click.Group) -> None:
         if worker:
             try:
                 code = _work(con, loop, store, session_id, lease_seconds or DEFAULT_LEASE_SECONDS)
+            except _Terminated as exc:
+                code = _terminated(exc, session_id)
             finally:
-                processes.close()
                 if hub is not None:
                     hub.close()
+                processes.close()
             sys.exit(code)
         if resume is not None:
             for res in loop.resume_children():  # children a killed run left mid-way: rebuilt, finished
@@ -449,6 +480,10 @@ def register(cli: click.Group) -> None:
                           highlight=False)
             for call in repair_interrupted(store, session_id):
                 con.print(f"[yellow]interrupted: {markup(_call_line(call))} (no result was recorded)[/yellow]")
+            for gone in processes.reconcile():  # background processes whose watcher died with the last run
+                what = "killed" if gone.running else "already ended"
+                con.print(f"[yellow]background process {gone.process_id} of the last run: {what}, exit code "
+                          f"unknown: {markup(' '.join(gone.command.split())[:100])}[/yellow]", highlight=False)
         con.print(f"[dim]session {session_id} · {markup(name)} {markup(model)} · engine {setup.engine_name} · "
                   f"window {budget.context_window_tokens:,} · reserve {budget.reserve_tokens:,} · "
                   f"{sandbox.describe()}[/dim]",
@@ -465,19 +500,52 @@ def register(cli: click.Group) -> None:
                 if task is not None:
                     loop.say(task)
                 code = _run_task(con, loop, max_turns, ended)
+        except _Terminated as exc:
+            ended.update(outcome="interrupted", detail=f"terminated by {signal.Signals(exc.signum).name}")
+            code = _terminated(exc, session_id)
         except KeyboardInterrupt:
-            record.end("interrupted", 130, "keyboard interrupt")
+            code = 130
+            ended.update(outcome="interrupted", detail="keyboard interrupt")
             raise
         except Exception as exc:  # an unexpected failure still ends the run durably, then propagates
-            record.end("error", 1, f"{type(exc).__name__}: {exc}")
+            code = 1
+            ended.update(outcome="error", detail=f"{type(exc).__name__}: {exc}")
             raise
         finally:
-            if not record.ended:
-                record.end(ended["outcome"], code, ended["detail"])
+            # the processes first: their exits are the run's writes, recorded before run_ended releases the lease
             processes.close()
             if hub is not None:
                 hub.close()
+            if not record.ended:
+                record.end(ended["outcome"], code, ended["detail"])
         sys.exit(code)
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived (``signum``): the run ends as on Ctrl-C (every ``KeyboardInterrupt`` cleanup
+    runs), then exits ``128 + signum``."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # the run is ending: a second signal must not cut the cleanup
+        signal.signal(sig, signal.SIG_IGN)
+    raise _Terminated(signum)
+
+
+def _end_on_signals() -> None:
+    """SIGTERM and SIGHUP raise :class:`_Terminated` in the main thread (where ``latch run`` runs)."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _on_signal)
+
+
+def _terminated(exc: _Terminated, session_id: str) -> int:
+    name = signal.Signals(exc.signum).name
+    warn(f"{name}: the run ended; its processes were stopped (continue with latch run --resume {session_id})")
+    return 128 + exc.signum
 
 
 def _store_files(app: Any) -> list[Path]:

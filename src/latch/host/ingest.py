@@ -168,13 +168,22 @@ def _fingerprint(path: Path) -> tuple[str, int, tuple[int, int, int]] | None:
     before = _fingerprint_stat(path)
     if before is None or before[0] > _importers.MAX_TRANSCRIPT_BYTES:
         return None
+    digest, size = hashlib.sha256(), 0
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as fh:  # hashed in chunks: memory stays bounded whatever the file's size
+            first = fh.read(1 << 20)
+            if first.startswith(b"SQLite format 3\0"):
+                return None
+            chunk = first
+            while chunk:
+                digest.update(chunk)
+                size += len(chunk)
+                chunk = fh.read(1 << 20)
     except OSError:
         return None
-    if data.startswith(b"SQLite format 3\0") or _fingerprint_stat(path) != before or len(data) != before[0]:
+    if _fingerprint_stat(path) != before or size != before[0]:
         return None
-    return hashlib.sha256(data).hexdigest(), len(data), before
+    return digest.hexdigest(), size, before
 
 
 def _fingerprint_options(format: str | None, final: bool) -> str:

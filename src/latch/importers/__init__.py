@@ -24,6 +24,7 @@ import importlib
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from .base import Importer, JSONNestingError, ParsedSession, SessionForgotten, TranscriptError
 
@@ -84,7 +85,7 @@ def detect(path: Path, data: bytes, importers: list[type[Importer]] | None = Non
     """
     best: tuple[int, Importer] | None = None
     too_deep = False
-    head = data[:65536]
+    head = data[:SNIFF_BYTES]
     for cls in _available(importers):
         imp = cls()
         try:
@@ -154,9 +155,17 @@ def _named_format_hint(exc: TranscriptError, path: Path, data: bytes, format: st
                                                    f"pass --format {found} or leave --format out")
 
 
+SNIFF_BYTES = 65536
+"""The prefix of a file :func:`detect` gives the importers' ``sniff`` (bytes): a format is recognized, or refused
+as unrecognized, from this much, before the whole file is read."""
+
+
 def _prepare(path: str | Path, format: str | None, importers: list[type[Importer]] | None,
              live: bool) -> tuple[Path, bytes, Importer]:
-    """``(path, bytes, importer)`` for :func:`parse_file` / :func:`parse_all_file`."""
+    """``(path, bytes, importer)`` for :func:`parse_file` / :func:`parse_all_file`. The emptiness check and
+    format detection read a bounded prefix (:data:`SNIFF_BYTES`; a file of blanks is scanned in chunks): the
+    whole file is read only once an importer will parse it, so an unrecognized 2 GiB file is refused in
+    bounded memory."""
     p = Path(path)
     try:
         st = os.stat(p)
@@ -167,20 +176,43 @@ def _prepare(path: str | Path, format: str | None, importers: list[type[Importer
         if st.st_size > MAX_TRANSCRIPT_BYTES:
             raise TranscriptError(p, None, f"file is {st.st_size:,} bytes, over the {MAX_TRANSCRIPT_BYTES:,}-byte "
                                            "limit (LATCH_MAX_TRANSCRIPT_BYTES raises it)")
-        data = p.read_bytes()
+        with open(p, "rb") as fh:
+            head = fh.read(SNIFF_BYTES)
+            if not _decoded_text(head).strip() and not _rest_has_text(fh, head):
+                raise TranscriptError(p, None, "file is empty")
     except OSError as exc:
         raise TranscriptError(p, None, f"cannot read: {exc.strerror or exc}") from None
-    if not _decoded_text(data).strip():
-        raise TranscriptError(p, None, "file is empty")
     if format:
         classes = {c.PLUGIN_NAME: c for c in _available(importers)}
         if format not in classes:
             raise TranscriptError(p, None, f"unknown format {format!r} (known: {', '.join(sorted(classes))})")
         imp = classes[format]()
     else:
-        imp = detect(p, data, importers)
+        imp = detect(p, head, importers)
+    try:
+        data = p.read_bytes() if len(head) == SNIFF_BYTES else head
+    except OSError as exc:
+        raise TranscriptError(p, None, f"cannot read: {exc.strerror or exc}") from None
     imp.live = live
     return p, data, imp
+
+
+def _rest_has_text(fh: Any, head: bytes) -> bool:
+    """Whether the rest of the open file ``fh`` (after ``head``, which decoded to blanks) holds anything but
+    blanks, read in :data:`SNIFF_BYTES` chunks (memory stays bounded). UTF-16 (by its BOM) is decoded as such."""
+    utf16 = head.startswith((b"\xff\xfe", b"\xfe\xff"))
+    carry = b""
+    while True:
+        chunk = fh.read(SNIFF_BYTES)
+        if not chunk:
+            return False
+        chunk, carry = carry + chunk, b""
+        if utf16 and len(chunk) % 2:
+            chunk, carry = chunk[:-1], chunk[-1:]
+        text = chunk.decode("utf-16-le" if head.startswith(b"\xff\xfe") else "utf-16-be", "replace") if utf16 \
+            else chunk.decode("utf-8", "ignore")
+        if text.strip():
+            return True
 
 
 def _decoded_text(data: bytes) -> str:

@@ -3,7 +3,8 @@
 * :func:`read_file` returns one bounded :class:`Page` of a file and appends a
   :class:`~latch.kernel.events.FileObservation`: SHA-256 and size of the whole
   file when it is at most :data:`HASH_LIMIT_BYTES` (64 KiB); larger files are
-  read in pages with no whole-file hash.
+  read in pages with no whole-file hash, and only the requested page's bytes are
+  read (memory stays bounded whatever the file's size).
 * :func:`read_artifact` pages a stored artifact the same way.
 * :func:`current_bytes` is the bytes of a file now (no event).
 * :func:`guarded_write` re-hashes the bytes on disk just before writing: a
@@ -96,22 +97,30 @@ def bounded_page(data: bytes, offset: int = 0, estimate: Callable[[str], int] | 
 
     Invalid UTF-8 is replaced (U+FFFD). ``ValueError`` for an offset outside the data.
     """
-    limit_tokens = max(1, min(limit_tokens, PAGE_LIMIT_TOKENS))
     if not 0 <= offset <= len(data):
         raise ValueError(f"offset {offset} is outside the {label} ({len(data)} bytes)")
+    return _window_page(data[offset:offset + PAGE_LIMIT_BYTES + 1], offset, len(data), estimate, label, limit_tokens)
+
+
+def _window_page(window: bytes, offset: int, total: int, estimate: Callable[[str], int] | None, label: str,
+                 limit_tokens: int) -> tuple[str, int | None, int]:
+    """:func:`bounded_page` of a ``total``-byte whole of which ``window`` holds the bytes from ``offset`` (at
+    least the next :data:`PAGE_LIMIT_BYTES` + 1, or up to the end)."""
+    limit_tokens = max(1, min(limit_tokens, PAGE_LIMIT_TOKENS))
     estimate = estimate or _default_estimate()
+    data = memoryview(window)
 
     def page(end: int) -> str:
-        body = data[offset:end].decode("utf-8", "replace")
-        if end < len(data):
-            body += f"\n[… {len(data) - end} more bytes of this {label}; continue with offset={end}]"
+        body = bytes(data[:end - offset]).decode("utf-8", "replace")
+        if end < total:
+            body += f"\n[… {total - end} more bytes of this {label}; continue with offset={end}]"
         return body
 
     def fits(end: int) -> bool:
         text = page(end)
         return len(text.encode("utf-8")) <= PAGE_LIMIT_BYTES and estimate(text) <= limit_tokens
 
-    hi = min(len(data), offset + PAGE_LIMIT_BYTES)
+    hi = min(total, offset + PAGE_LIMIT_BYTES, offset + len(window))
     if not fits(hi):
         lo = offset  # page(offset) is a continuation note only, which always fits
         while lo < hi:
@@ -120,10 +129,10 @@ def bounded_page(data: bytes, offset: int = 0, estimate: Callable[[str], int] | 
                 lo = mid
             else:
                 hi = mid - 1
-        while hi > offset + 1 and hi < len(data) and 0x80 <= data[hi] < 0xC0:
+        while hi > offset + 1 and hi < total and hi - offset < len(window) and 0x80 <= data[hi - offset] < 0xC0:
             hi -= 1  # never split a UTF-8 sequence
     text = page(hi)
-    return text, (hi if hi < len(data) else None), estimate(text)
+    return text, (hi if hi < total else None), estimate(text)
 
 
 def _resolve(store, session_id: str, path: str | os.PathLike[str]) -> tuple[Path, str]:
@@ -190,18 +199,28 @@ def _open_dir(root: Path, parts: list[str], *, create: bool = False) -> int:
 def _read_at(dir_fd: int, name: str) -> tuple[bytes, int]:
     """``(bytes, mode)`` of regular file ``name`` in folder ``dir_fd``, opened without following a symlink and
     without blocking (``FileNotFoundError``; ``OSError`` for a symlink, a FIFO, a device, a socket)."""
+    with _open_at(dir_fd, name) as fh:
+        return fh.read(), os.fstat(fh.fileno()).st_mode
+
+
+def _open_at(dir_fd: int, name: str):
+    """Regular file ``name`` in folder ``dir_fd`` opened for binary reading, as :func:`_read_at` opens it."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     except OSError as exc:
         _refuse_symlink(exc, dir_fd, name)
         raise
-    with os.fdopen(fd, "rb") as fh:
+    fh = os.fdopen(fd, "rb")
+    try:
         st = os.fstat(fh.fileno())
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(errno.EISDIR, "is a directory")
         if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket is never read)")
-        return fh.read(), st.st_mode
+    except BaseException:
+        fh.close()
+        raise
+    return fh
 
 
 def _read(root: Path, rel: str) -> tuple[bytes, int]:
@@ -209,6 +228,32 @@ def _read(root: Path, rel: str) -> tuple[bytes, int]:
     dir_fd = _open_dir(root, folders)
     try:
         return _read_at(dir_fd, name)
+    finally:
+        os.close(dir_fd)
+
+
+def _read_window(root: Path, rel: str, offset: int) -> tuple[bytes, int, str | None]:
+    """``(window, size, sha256)`` of file ``rel``: the bytes from ``offset`` that a page can hold
+    (:data:`PAGE_LIMIT_BYTES` and one more, to see where a UTF-8 sequence ends), the file's size, and the SHA-256
+    of the whole file when it is at most :data:`HASH_LIMIT_BYTES` (else ``None``). Reads at most
+    ``max(HASH_LIMIT_BYTES, PAGE_LIMIT_BYTES + 1)`` bytes, whatever the file's size (a 2 GiB file pages in bounded
+    memory). ``ValueError`` for an offset outside the file."""
+    *folders, name = rel.split("/")
+    dir_fd = _open_dir(root, folders)
+    try:
+        with _open_at(dir_fd, name) as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size <= HASH_LIMIT_BYTES:  # small: read whole (and hash) as before; the size is what was read
+                data = fh.read(HASH_LIMIT_BYTES + 1)
+                if len(data) <= HASH_LIMIT_BYTES:
+                    if not 0 <= offset <= len(data):
+                        raise ValueError(f"offset {offset} is outside the file ({len(data)} bytes)")
+                    return data[offset:offset + PAGE_LIMIT_BYTES + 1], len(data), _sha(data)
+                size = max(size, os.fstat(fh.fileno()).st_size)  # it grew while read: page it
+            if not 0 <= offset <= size:
+                raise ValueError(f"offset {offset} is outside the file ({size} bytes)")
+            fh.seek(offset)
+            return fh.read(PAGE_LIMIT_BYTES + 1), size, None
     finally:
         os.close(dir_fd)
 
@@ -241,13 +286,12 @@ def read_file(store, session_id: str, path: str | os.PathLike[str], *, offset: i
     Raises ``OSError`` when the file cannot be read, ``ValueError`` for a bad offset.
     """
     root, rel = _resolve(store, session_id, path)
-    data = _read(root, rel)[0]
-    sha = _sha(data) if len(data) <= HASH_LIMIT_BYTES else None
-    content, next_offset, tokens = bounded_page(data, offset, estimate, label="file", limit_tokens=limit_tokens)
-    length = (next_offset if next_offset is not None else len(data)) - offset
+    window, size, sha = _read_window(root, rel, offset)
+    content, next_offset, tokens = _window_page(window, offset, size, estimate, "file", limit_tokens)
+    length = (next_offset if next_offset is not None else size) - offset
     store.append(store.session(session_id).id,
-                 [FileObservation(path=rel, sha256=sha, size=len(data), offset=offset, length=length)])
-    return Page(content, offset, next_offset, len(data), sha, tokens)
+                 [FileObservation(path=rel, sha256=sha, size=size, offset=offset, length=length)])
+    return Page(content, offset, next_offset, size, sha, tokens)
 
 
 def read_artifact(store, sha256: str, *, offset: int = 0, estimate: Callable[[str], int] | None = None,

@@ -19,7 +19,119 @@ from typing import Any
 from .base import ProviderError, ProviderOverflow
 
 __all__ = ["Secret", "api_key_from_env", "check_options", "create_kwargs", "sdk_error", "overflow_numbers",
-           "is_overflow", "RETRYABLE"]
+           "is_overflow", "RETRYABLE", "ResponseLimits", "ResponseLimitExceeded", "DEFAULT_RESPONSE_TIMEOUT",
+           "DEFAULT_IDLE_TIMEOUT"]
+
+DEFAULT_RESPONSE_TIMEOUT = 600.0
+"""Seconds one model response may take in all (the request, the SDK's retries and the whole stream)."""
+DEFAULT_IDLE_TIMEOUT = 120.0
+"""Seconds a response may send nothing (before its headers or between two reads of its stream)."""
+
+
+class ResponseLimitExceeded(Exception):
+    """A response passed its deadline or its idle timeout (:class:`ResponseLimits`; one line saying which)."""
+
+
+class ResponseLimits:
+    """The deadline (``deadline_seconds``, the whole response: request, retries, stream) and the idle timeout
+    (``idle_seconds``, no bytes received) of every response of one provider, enforced in its HTTP transport
+    (:meth:`transport`): each socket read waits at most the idle timeout or what is left of the deadline, every
+    received chunk checks the deadline, and a retry the SDK would start past the deadline is refused. A stream
+    that never ends, or trickles forever, raises :class:`ResponseLimitExceeded` (the provider turns it into a
+    :class:`~.base.ProviderError`). Change the two attributes at any time; each response reads them when it
+    starts (:meth:`begin`)."""
+
+    def __init__(self, deadline_seconds: float = DEFAULT_RESPONSE_TIMEOUT,
+                 idle_seconds: float = DEFAULT_IDLE_TIMEOUT):
+        self.deadline_seconds, self.idle_seconds = deadline_seconds, idle_seconds
+        self._until: float | None = None
+        self._deadline = self._idle = 0.0
+
+    def begin(self) -> None:
+        """A response starts now."""
+        import time
+
+        for name, value in (("response timeout", self.deadline_seconds), ("idle timeout", self.idle_seconds)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ProviderError(f"the {name} must be a positive number of seconds, got {value!r}")
+        self._deadline, self._idle = float(self.deadline_seconds), float(self.idle_seconds)
+        self._until = time.monotonic() + self._deadline
+
+    def end(self) -> None:
+        self._until = None
+
+    def remaining(self) -> float | None:
+        """Seconds left before the deadline (``None`` outside a response)."""
+        import time
+
+        return None if self._until is None else self._until - time.monotonic()
+
+    def deadline_passed(self) -> ResponseLimitExceeded:
+        return ResponseLimitExceeded(f"the response took longer than its deadline of {self._deadline:g} s "
+                                     "(--response-timeout, [provider] response_timeout)")
+
+    def idle_passed(self) -> ResponseLimitExceeded:
+        return ResponseLimitExceeded(f"the server sent nothing for {self._idle:g} s (stream idle timeout: "
+                                     "--idle-timeout, [provider] idle_timeout)")
+
+    def transport(self) -> Any:
+        """An ``httpx2`` transport (the SDKs' HTTP client) enforcing these limits."""
+        import httpx2
+
+        limits = self
+
+        class BoundedStream(httpx2.SyncByteStream):
+            def __init__(self, inner: Any, read: float):
+                self.inner, self.read = inner, read
+
+            def __iter__(self) -> Any:
+                chunks = iter(self.inner)
+                while True:
+                    try:
+                        chunk = next(chunks)
+                    except StopIteration:
+                        return
+                    except httpx2.ReadTimeout:
+                        left = limits.remaining()
+                        raise (limits.deadline_passed() if left is not None and left <= 0.05
+                               else limits.idle_passed()) from None
+                    left = limits.remaining()
+                    if left is not None and left <= 0:
+                        raise limits.deadline_passed()
+                    yield chunk
+
+            def close(self) -> None:
+                close = getattr(self.inner, "close", None)
+                if close is not None:
+                    close()
+
+        class BoundedTransport(httpx2.BaseTransport):
+            def __init__(self) -> None:
+                self.inner = httpx2.HTTPTransport()
+
+            def handle_request(self, request: Any) -> Any:
+                left = limits.remaining()
+                if left is not None and left <= 0:  # the SDK would retry past the deadline: refused, not retried
+                    raise limits.deadline_passed()
+                timeout = dict(request.extensions.get("timeout") or {})
+                reads = [t for t in (timeout.get("read"), limits._idle or None, left) if t is not None]
+                if reads:
+                    timeout["read"] = max(0.01, min(reads))
+                    request.extensions["timeout"] = timeout
+                try:
+                    response = self.inner.handle_request(request)
+                except httpx2.ReadTimeout:
+                    left = limits.remaining()
+                    if left is not None and left <= 0.05:
+                        raise limits.deadline_passed() from None
+                    raise
+                response.stream = BoundedStream(response.stream, timeout.get("read") or 0.0)
+                return response
+
+            def close(self) -> None:
+                self.inner.close()
+
+        return BoundedTransport()
 
 REDACTED = "[redacted]"
 

@@ -150,11 +150,13 @@ class AnthropicProvider:
         self.cache_breakpoints = cache_breakpoints
         self.api_key_env = api_key_env or self.KEY_ENV
         self._key = _sdk.api_key_from_env(self.name, self.api_key_env, required=True)
+        self.limits = _sdk.ResponseLimits()  # deadline and idle timeout of every response
         import anthropic
 
         self._sdk = anthropic
         self._client = anthropic.Anthropic(api_key=self._key.value, base_url=base_url, timeout=self.timeout,
-                                           max_retries=max_retries)
+                                           max_retries=max_retries, http_client=anthropic.DefaultHttpxClient(
+                                           transport=self.limits.transport()))
 
     @classmethod
     def from_options(cls, model: str, *, base_url: str | None = None, api_key_env: str | None = None,
@@ -182,11 +184,16 @@ class AnthropicProvider:
         """
         create = self._client.messages.create
         kwargs = _sdk.create_kwargs(create, self.request(request_body), stream=True)
+        self.limits.begin()
         try:
             with create(**kwargs) as stream:
                 return assemble_message((event.to_dict() for event in stream), on_text, provider=self.name)
+        except _sdk.ResponseLimitExceeded as exc:
+            error = ProviderError(f"{self.name}: {exc}", provider=self.name)
         except self._sdk.APIError as exc:
             error = _sdk.sdk_error(self.name, exc, self._key, max_retries=self.max_retries)
         except json.JSONDecodeError as exc:
             error = ProviderError(f"{self.name}: malformed stream from the server: {exc}", provider=self.name)
+        finally:
+            self.limits.end()
         raise error  # outside the handler: no __context__ holding the SDK's request (and its headers)

@@ -126,11 +126,13 @@ class OpenAIProvider:
         self._key = (_sdk.api_key_from_env(self.name, self.api_key_env,
                                            required=self.KEY_REQUIRED or api_key_env is not None)
                      if self.api_key_env else _sdk.Secret(None))
+        self.limits = _sdk.ResponseLimits()  # deadline and idle timeout of every response
         import openai
 
         self._sdk = openai
         self._client = openai.OpenAI(api_key=self._key.value or NO_KEY, base_url=base_url, timeout=self.timeout,
-                                     max_retries=max_retries)
+                                     max_retries=max_retries, http_client=openai.DefaultHttpxClient(
+                                        transport=self.limits.transport()))
 
     @classmethod
     def from_options(cls, model: str, *, base_url: str | None = None, api_key_env: str | None = None,
@@ -158,6 +160,7 @@ class OpenAIProvider:
         if "model" not in request_body:
             fixed["model"] = self.model
         kwargs = _sdk.create_kwargs(create, request_body, **fixed)
+        self.limits.begin()
         try:
             if not self.stream:
                 response: dict[str, Any] = create(**kwargs).to_dict()
@@ -167,6 +170,8 @@ class OpenAIProvider:
                 return response
             with create(**kwargs) as stream:
                 return assemble_chat_completion((chunk.to_dict() for chunk in stream), on_text)
+        except _sdk.ResponseLimitExceeded as exc:
+            error = ProviderError(f"{self.name}: {exc}", provider=self.name)
         except self._sdk.APIError as exc:
             error = _sdk.sdk_error(self.name, exc, self._key, max_retries=self.max_retries)
         except json.JSONDecodeError as exc:
@@ -174,6 +179,8 @@ class OpenAIProvider:
             error = ProviderError(f"{self.name}: malformed {what} from the server: {exc}", provider=self.name)
         except ProviderError as exc:
             error = ProviderError(f"{self.name}: {exc}", provider=self.name)
+        finally:
+            self.limits.end()
         raise error  # outside the handler: no __context__ holding the SDK's request (and its headers)
 
 

@@ -141,11 +141,13 @@ class OpenAIResponsesProvider:
         self.api_key_env = api_key_env or self.KEY_ENV
         self._key = _sdk.api_key_from_env(self.name, self.api_key_env, required=True)
         self._reasoning: dict[str, list[dict[str, Any]]] = {}
+        self.limits = _sdk.ResponseLimits()  # deadline and idle timeout of every response
         import openai
 
         self._sdk = openai
         self._client = openai.OpenAI(api_key=self._key.value, base_url=base_url, timeout=self.timeout,
-                                     max_retries=max_retries)
+                                     max_retries=max_retries, http_client=openai.DefaultHttpxClient(
+                                        transport=self.limits.transport()))
 
     @classmethod
     def from_options(cls, model: str, *, base_url: str | None = None, api_key_env: str | None = None,
@@ -189,9 +191,12 @@ class OpenAIResponsesProvider:
         create = self._client.responses.create
         body = self.request(request_body)
         kwargs = _sdk.create_kwargs(create, body, stream=True)
+        self.limits.begin()
         try:
             with create(**kwargs) as stream:
                 response = assemble_response((event.to_dict() for event in stream), on_text, provider=self.name)
+        except _sdk.ResponseLimitExceeded as exc:
+            error = ProviderError(f"{self.name}: {exc}", provider=self.name)
         except self._sdk.APIError as exc:
             error = _sdk.sdk_error(self.name, exc, self._key, max_retries=self.max_retries)
         except json.JSONDecodeError as exc:
@@ -199,4 +204,6 @@ class OpenAIResponsesProvider:
         else:
             self._remember(body, response)
             return response
+        finally:
+            self.limits.end()
         raise error  # outside the handler: no __context__ holding the SDK's request (and its headers)

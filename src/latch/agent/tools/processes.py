@@ -28,8 +28,11 @@ store's lock, so an append from the watcher is one atomic transaction between th
 from __future__ import annotations
 
 import os
+import re
 import secrets
+import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -39,21 +42,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from ...events import ProcessExited, ProcessStarted, ValidationEvidence
+from ...events import ProcessExited, ProcessStarted, UserMessage, ValidationEvidence
+from ...host import reducers as R
+from ...host.runs import process_alive, process_start
 from ...kernel.files import Page, bounded_page
 from ...kernel.shell import classify_command
 from ..environment import tool_environment
 from ..sandbox import NO_SANDBOX, Sandbox
 
-__all__ = ["ProcessManager", "ManagedProcess", "RunResult", "OUTPUT_LIMIT_BYTES", "OUTPUT_LIMIT_TOKENS",
-           "LOG_LIMIT_BYTES", "LOG_TAIL_BYTES", "KILL_GRACE_SECONDS", "bounded_output"]
+__all__ = ["ProcessManager", "ManagedProcess", "RunResult", "Reconciled", "OUTPUT_LIMIT_BYTES", "OUTPUT_LIMIT_TOKENS",
+           "LOG_LIMIT_BYTES", "LOG_TAIL_BYTES", "KILL_GRACE_SECONDS", "LOG_DIR_PREFIX", "bounded_output",
+           "remove_stale_log_dirs"]
 
 OUTPUT_LIMIT_BYTES = 16 * 1024
 OUTPUT_LIMIT_TOKENS = 4000
 LOG_LIMIT_BYTES = 1024 * 1024
 LOG_TAIL_BYTES = 64 * 1024
 KILL_GRACE_SECONDS = 2.0
+LOG_DIR_PREFIX = "latch-processes-"
+"""Temporary folders of the background logs: ``latch-processes-<pid>.<start>-<random>`` (the owning process and
+its start time, so :func:`remove_stale_log_dirs` tells a dead owner's folder from a live one's)."""
 _CHUNK = 65536
+_LOG_DIR = re.compile(re.escape(LOG_DIR_PREFIX) + r"(\d+)\.(\d+)-[A-Za-z0-9_]+$")
 
 
 def bounded_output(head: bytes, tail: bytes, total: int, estimate: Callable[[str], int],
@@ -153,6 +163,86 @@ def _kill_group(proc: subprocess.Popen[bytes], grace: float = KILL_GRACE_SECONDS
         pass
 
 
+def _group_members(pgid: int, not_before: int | None) -> list[int]:
+    """The live processes of process group ``pgid`` started at or after ``not_before`` (clock ticks after boot;
+    ``None``: any), read from Linux ``/proc`` (``[]`` where there is none): a group id reused by an unrelated
+    group started before the recorded leader is told apart by its start time."""
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read().decode("ascii", "replace")
+            fields = stat[stat.rindex(")") + 2:].split()
+            state, pgrp, start = fields[0], int(fields[2]), int(fields[19])
+        except (OSError, ValueError, IndexError):
+            continue
+        if pgrp == pgid and state not in ("Z", "X") and (not_before is None or start >= not_before):
+            found.append(int(entry))
+    return found
+
+
+def _end_group(pgid: int, not_before: int | None, grace: float = KILL_GRACE_SECONDS) -> bool:
+    """End what is left of process group ``pgid`` (see :func:`_group_members`): SIGTERM, then SIGKILL after
+    ``grace`` seconds. True when something was still running."""
+    if not _group_members(pgid, not_before):
+        return False
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            return True
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and _group_members(pgid, not_before):
+            time.sleep(0.05)
+        if not _group_members(pgid, not_before):
+            break
+    return True
+
+
+def remove_stale_log_dirs(folder: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Remove the log folders (:data:`LOG_DIR_PREFIX`) in ``folder`` (default: the temporary folder) that this
+    user's dead Latch processes left (a run killed before it could remove its own); returns those removed. A
+    folder of a live process, another user's, or one not named ``latch-processes-<pid>.<start>-…`` is kept."""
+    base = Path(folder if folder is not None else tempfile.gettempdir())
+    removed = []
+    try:
+        entries = list(base.iterdir())
+    except OSError:
+        return []
+    host = socket.gethostname()
+    for entry in entries:
+        m = _LOG_DIR.match(entry.name)
+        if m is None:
+            continue
+        try:
+            st = entry.lstat()
+        except OSError:
+            continue
+        if not os.path.isdir(entry) or entry.is_symlink() or st.st_uid != os.getuid():
+            continue
+        if process_alive({"pid": int(m[1]), "host": host, "process_start": int(m[2])}):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    return removed
+
+
+@dataclass(frozen=True)
+class Reconciled:
+    """A managed process an earlier run left without a recorded exit: ``process_id``, ``command``, and whether
+    something of its process group was still ``running`` (then killed)."""
+
+    process_id: str
+    command: str
+    running: bool
+
+
 def _validation_evidence(command: str, exit_code: int | None, signaled: bool, tail: str) -> list[Any]:
     validations = tuple(s.text for s in classify_command(command) if s.kind == "validate")
     if not validations:
@@ -167,8 +257,9 @@ def _validation_evidence(command: str, exit_code: int | None, signaled: bool, ta
 class ProcessManager:
     """The processes of session ``session_id`` in ``workspace`` (see the module docstring).
 
-    ``log_dir`` holds the background logs (default: a new temporary folder, removed by nothing: logs
-    outlive the session's process for a resumed session to read them while the OS keeps them). ``env`` is the
+    ``log_dir`` holds the background logs (default: a new temporary folder named for this process,
+    :data:`LOG_DIR_PREFIX`, removed by :meth:`close`; one a killed run left is removed by
+    :func:`remove_stale_log_dirs`). ``env`` is the
     environment of every process started (default: :func:`latch.agent.environment.tool_environment`, this
     process's environment without its secrets). ``sandbox`` (default: none) wraps every command
     (:class:`latch.agent.sandbox.Sandbox`: read-only system, no network, its own PID namespace).
@@ -182,7 +273,10 @@ class ProcessManager:
         self.sandbox = sandbox if sandbox is not None else NO_SANDBOX
         self.session_id = store.session(session_id).id
         self.workspace = Path(workspace).resolve()
-        self.log_dir = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(prefix="latch-processes-"))
+        self.owns_log_dir = log_dir is None
+        me = os.getpid()
+        self.log_dir = (Path(log_dir) if log_dir is not None else
+                        Path(tempfile.mkdtemp(prefix=f"{LOG_DIR_PREFIX}{me}.{process_start(me) or 0}-")))
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._processes: dict[str, ManagedProcess] = {}
@@ -260,7 +354,10 @@ class ProcessManager:
         with self._lock:
             self._processes[process_id] = mp
         try:
-            self.store.append(self.session_id, [ProcessStarted(process_id=process_id, command=command)])
+            me = os.getpid()
+            self.store.append(self.session_id, [ProcessStarted(
+                process_id=process_id, command=command, pgid=proc.pid, pgid_start=process_start(proc.pid),
+                owner_pid=me, owner_start=process_start(me), host=socket.gethostname())])
         except BaseException:
             _kill_group(proc, 0.2)
             os.close(read_end)
@@ -334,9 +431,54 @@ class ProcessManager:
         """Wait until the exit of ``process_id`` is committed; False on timeout."""
         return self.get(process_id).done.wait(timeout)
 
+    def reconcile(self) -> list[Reconciled]:
+        """Close the managed processes of this session that an earlier run left without a recorded exit (its
+        watcher died with it: SIGKILL, a crash): what is left of each one's recorded process group is killed
+        (SIGTERM, then SIGKILL), and a :class:`~latch.events.ProcessExited` with ``unknown=True`` is appended
+        with a meta user message telling the model, in one transaction. A process whose owner is a live
+        process (another run's watcher will record its exit) is left alone, as is one without a recorded owner
+        while a run of the session is live. Call it at a safe boundary (every tool call has its result).
+        Returns the processes reconciled, oldest first."""
+        started: dict[str, ProcessStarted] = {}
+        events = list(self.store.events(self.session_id))
+        for s in events:
+            if isinstance(s.event, ProcessStarted):
+                started[s.event.process_id] = s.event
+            elif isinstance(s.event, ProcessExited):
+                started.pop(s.event.process_id, None)
+        with self._lock:
+            mine = set(self._processes)
+        another_run: bool | None = None
+        out: list[Reconciled] = []
+        for pid, ev in started.items():
+            if pid in mine:
+                continue
+            if ev.owner_pid is None:
+                if another_run is None:
+                    another_run = R.run_status(events, alive=process_alive)["phase"] == "running"
+                if another_run:
+                    continue
+            elif process_alive({"pid": ev.owner_pid, "host": ev.host, "process_start": ev.owner_start}):
+                continue
+            here = ev.host == socket.gethostname() and ev.pgid is not None and ev.pgid > 1
+            running = _end_group(ev.pgid, ev.pgid_start) if here and ev.pgid is not None else False
+            out.append(Reconciled(pid, ev.command, running))
+        if out:
+            notes = []
+            for r in out:
+                what = ("was still running and was killed" if r.running else "had already ended")
+                notes.append(f"managed process {r.process_id} ({' '.join(r.command.split())[:200]}) {what}; "
+                             f"its exit code is unknown and its output is gone")
+            text = ("[process notification] the previous run of this session ended without recording the exit of "
+                    "its background processes: " + "; ".join(notes) + ". Start a process again if you need it.")
+            self.store.append(self.session_id, [*(ProcessExited(r.process_id, None, unknown=True) for r in out),
+                                                UserMessage(text, is_meta=True)])
+        return out
+
     def close(self, timeout: float = 10.0) -> None:
-        """Kill every process still running (their exits are committed with ``exit_code`` ``None``) and wait
-        up to ``timeout`` seconds for the watchers. Idempotent."""
+        """Kill every process still running (their exits are committed with ``exit_code`` ``None``), wait
+        up to ``timeout`` seconds for the watchers, then remove the log folder when this manager made it.
+        Idempotent."""
         with self._lock:
             self.closed = True
             running = [mp for mp in self._processes.values() if not mp.ended]
@@ -350,3 +492,5 @@ class ProcessManager:
         deadline = time.monotonic() + timeout
         for w in watchers:
             w.join(max(0.0, deadline - time.monotonic()))
+        if self.owns_log_dir:
+            shutil.rmtree(self.log_dir, ignore_errors=True)
