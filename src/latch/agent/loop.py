@@ -44,6 +44,7 @@ from ..host.corrections import raises_ratio, rate_budget
 from ..host.forecast import ProviderForecast
 from ..host.loop import EngineSetup, RequestLoop, RequestResult
 from ..host.runs import RunCommands
+from ..host.sealed import seal_reader, seal_writer
 from ..host.session import StoreKernelWriter, StoreSessionReader
 from ..port import ContextBudget, ContextView, EngineProfile, SessionContext
 from ..providers import ProviderError, ProviderOverflow, to_anthropic_messages, to_openai_chat, to_responses
@@ -442,9 +443,9 @@ class AgentLoop:
                                        f"same child policy")
         chosen = estimator if estimator is not None else plugins.select_estimator(model)
         writer = StoreKernelWriter(store, session_id, engine_stream(factory) if factory is not None else "engine:main")
-        profile = EngineProfile(session_id=session_id, model=model, reader=StoreSessionReader(store, session_id),
-                                writer=writer, config=dict(config or {}), estimator=chosen,
-                                parent_session_id=info.parent_id)
+        profile = EngineProfile(session_id=session_id, model=model,
+                                reader=seal_reader(StoreSessionReader(store, session_id)), writer=seal_writer(writer),
+                                config=dict(config or {}), estimator=chosen, parent_session_id=info.parent_id)
         if info.parent_id is None:
             engine = supervisor.build_root(profile)
         else:
