@@ -679,6 +679,16 @@ class CanonicalState:
     def active_failures(self) -> list[dict[str, Any]]:
         return [f for f in self.failures if f["active"]]
 
+    def repeated_failures(self, at_least: int) -> list[dict[str, Any]]:
+        """The active failure lineages (the unchanged writer blocker's included) that failed ``at_least`` times
+        or more, oldest first: ``{tool, signature, count, first_seq, excerpt}`` dicts. O(active lineages)."""
+        with self._core.lock:
+            _, items = self._core.section("failures")
+            found = [{"tool": f["tool"], "signature": f["signature"], "count": f["count"],
+                      "first_seq": f["first_seq"], "excerpt": f.get("excerpt") or ""}
+                     for f in items if f["count"] >= at_least]
+        return sorted(found, key=lambda f: (f["first_seq"], f["tool"], f["signature"]))
+
     def recent_files(self, n: int = 8) -> list[str]:
         """The paths of the ``n`` files seen last (first-seen order, oldest first), in O(n)."""
         return self._core.recent_files(n)
