@@ -43,7 +43,8 @@ from .events import (ExternalChange, FileObservation, Mutation, ProcessExited, P
 from .ledger import END, Disproof, KernelCache, Ledger, Pos, Workspace, ledger_for
 from .render import StateOverflow, current_passes, goal_line, render_state, update_key
 
-__all__ = ["CanonicalState", "StateOverflow", "SessionReducer", "canonical_state", "requirement_key",
+__all__ = ["CanonicalState", "StateOverflow", "SessionReducer", "canonical_state", "workspace_generation",
+           "requirement_key",
            "GOAL_REVISIONS"]
 
 GOAL_REVISIONS = 8
@@ -776,3 +777,16 @@ def canonical_state(store, session_id: str, until_seq: int | None = None, *,
         if core is None or core.revision != revision:
             core = red.issue(_Core(ledger, store, red, ws, until, generation, revision))
         return CanonicalState(core, until)
+
+
+def workspace_generation(store, session_id: str, until_seq: int | None = None, *,
+                         cache: KernelCache | None = None) -> int:
+    """The workspace generation :func:`canonical_state` reports as of global ``until_seq`` (``None``: now),
+    without reducing the session's state: an earlier ``until_seq`` rebuilds nothing. Raises ``KeyError`` for an
+    unknown session."""
+    ledger = ledger_for(store, cache)
+    sid = session_id if session_id in ledger.info else store.session(session_id).id
+    with ledger.lock:
+        until = ledger.watermark if until_seq is None else until_seq
+        ws = ledger.workspace(store, sid)
+        return ws.generation((until, END)) + ws.pending(until)
