@@ -430,3 +430,19 @@ def test_an_idle_member_is_not_woken_by_a_message_alone(tmp_path):
     assert users.count("[message from lead] FYI: the build is green") == 1
     assert g.state().pending_for("w1") == []
     store.close()
+
+
+def test_latch_group_escapes_member_names_and_sessions(group):
+    """Member names come from models and users: `latch group` shows their control characters as escapes."""
+    from click.testing import CliRunner
+
+    from latch.cli import _load_commands, cli
+
+    if "group" not in cli.commands:
+        _load_commands()
+    group.create_task("a", "write the parser")
+    group.join("w1\x1b]0;pwned\x07\u202e", "s-\x1b[2J")
+    r = CliRunner().invoke(cli, ["--db", str(group.store.path), "group", group.root])
+    assert r.exit_code == 0, r.output
+    assert "\x1b" not in r.output and "\x07" not in r.output and "\u202e" not in r.output
+    assert "member w1\\x1b]0;pwned\\x07\\u202e: session s-\\x1b[2J" in r.output.splitlines()
