@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import json
 
@@ -342,3 +343,106 @@ def test_latch_group_of_a_member_shows_its_group_and_of_a_lone_session_is_one_er
     assert r.output.strip().splitlines() == [
         f"Error: session {lone} is in no agent group (it holds no group events and no group lists it as a member); "
         "`latch group` alone shows the newest group"]
+
+
+RACER = r"""
+import os, sys, time
+from latch.store import EventStore
+from latch.agent.group import Group
+db, root, member, barrier, rounds = sys.argv[1:6]
+g = Group(EventStore(db), root)
+for r in range(int(rounds)):
+    go = f"{barrier}.go{r}"
+    while not os.path.exists(go):
+        time.sleep(0.0005)
+    g.deliver("w1", member)
+    open(f"{barrier}.done{r}.{os.getpid()}", "w").close()
+"""
+
+
+def test_two_processes_delivering_at_once_deliver_each_message_once(tmp_path):
+    """Real processes race :meth:`Group.deliver` for the same recipient, released together each round: the
+    delivery markers make each message arrive exactly once (spec: "exactly-once across restarts are properties
+    of the log, not of process memory")."""
+    db = tmp_path / "latch.db"
+    store = EventStore(db)
+    root = store.create_session(workspace="/w", source="latch run", format="latch")
+    member = store.create_session(workspace="/w", source="latch run", format="latch", parent_id=root)
+    g = Group(store, root)
+    g.join("w1", member)
+    barrier, rounds, racers = tmp_path / "barrier", 12, 4
+    procs = [subprocess.Popen([sys.executable, "-c", RACER, str(db), root, member, str(barrier), str(rounds)])
+             for _ in range(racers)]
+    sent: list[str] = []
+    try:
+        for r in range(rounds):
+            sent += [g.send_message("lead", "w1", f"round {r} note {i}") for i in range(3)]
+            Path(f"{barrier}.go{r}").touch()
+            deadline = time.monotonic() + 30
+            while len(list(tmp_path.glob(f"barrier.done{r}.*"))) < racers:
+                assert time.monotonic() < deadline, f"round {r}: the racers did not finish"
+                time.sleep(0.005)
+    finally:
+        for p in procs:
+            assert p.wait(timeout=30) == 0
+    delivered = [s.event.message_id for s in store.events(member, kinds=[GroupMessageDelivered.KIND])]
+    assert sorted(delivered) == sorted(sent)  # each message once: none lost, none twice
+    assert delivered == sent  # and FIFO
+    store.close()
+
+
+def test_an_idle_member_is_not_woken_by_a_message_alone(tmp_path):
+    """A message queued while the member answers without a tool call does not start another request: the run
+    ends ``done`` and the message waits, pending, for the member's next turn (spec: "an idle agent is never
+    woken by information alone")."""
+    from latch.agent.context import session_context
+    from latch.agent.loop import AgentLoop
+    from latch.agent.supervisor import Supervisor
+    from latch.plugins import get_engine_factory
+    from latch.providers import ScriptedProvider
+
+    store = EventStore(tmp_path / "latch.db")
+    root = store.create_session(workspace=str(tmp_path), source="latch run", format="latch")
+    g = Group(store, root)
+
+    def answer(text, send=None):
+        def reply(body):
+            if send is not None:  # the lead writes while this member's answer is being generated
+                g.send_message("lead", "w1", send)
+            return {"id": "r", "model": "gpt-4.1",
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}
+        return reply
+
+    provider = ScriptedProvider([answer("nothing to do", send="FYI: the build is green"), answer("noted")],
+                                model="gpt-4.1")
+    loop = AgentLoop.from_supervisor(store, root, Supervisor(get_engine_factory("continuity")), provider,
+                                     model="gpt-4.1", tools=(), session_context=session_context(tmp_path)[0],
+                                     group=g, group_agent="w1")
+    out = loop.run(5)
+    assert out.stopped == "done" and len(provider.requests) == 1
+    assert [m.text for m in g.state().pending_for("w1")] == ["FYI: the build is green"]
+    assert list(store.events(root, kinds=[GroupMessageDelivered.KIND])) == []
+    # the member's next turn (a user's message) delivers it, once, before that request
+    loop.say("anything new?")
+    out = loop.run(5)
+    assert out.stopped == "done" and len(provider.requests) == 2
+    users = [m["content"] for m in provider.requests[1]["messages"] if m["role"] == "user"]
+    assert users.count("[message from lead] FYI: the build is green") == 1
+    assert g.state().pending_for("w1") == []
+    store.close()
+
+
+def test_latch_group_escapes_member_names_and_sessions(group):
+    """Member names come from models and users: `latch group` shows their control characters as escapes."""
+    from click.testing import CliRunner
+
+    from latch.cli import _load_commands, cli
+
+    if "group" not in cli.commands:
+        _load_commands()
+    group.create_task("a", "write the parser")
+    group.join("w1\x1b]0;pwned\x07\u202e", "s-\x1b[2J")
+    r = CliRunner().invoke(cli, ["--db", str(group.store.path), "group", group.root])
+    assert r.exit_code == 0, r.output
+    assert "\x1b" not in r.output and "\x07" not in r.output and "\u202e" not in r.output
+    assert "member w1\\x1b]0;pwned\\x07\\u202e: session s-\\x1b[2J" in r.output.splitlines()

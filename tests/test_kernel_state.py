@@ -333,3 +333,29 @@ def test_the_engine_appends_a_state_delta_only_when_the_update_key_changes(store
     assert "Decisions:\n- [D1] keep the lexer" in body and "parser.py: read ×1, changed ×2 by Edit" in body
     first = re.search(r'<canonical-state revision="\d+">\n(.*?)\n</canonical-state>', sections[0], re.S).group(1)
     assert first.count("fix the parser") == 40 and "fix the parser" not in sections[1]
+
+
+def test_a_closed_failure_lineage_is_not_rendered_live_or_frozen(store):
+    """Canonical materialization renders only the lineages still active (spec: "Episodes": failure
+    supervision); a lineage a success closed stays in ``failures`` (inactive) but leaves the text, whether
+    the state is read from the live reducer or from a revision frozen before the reducer moved on."""
+    sid = session(store, fmt="claude-code")
+    turn(store, sid, "Bash", {"command": "cargo build"}, "error: linker `cc` not found", is_error=True)
+    turn(store, sid, "Bash", {"command": "cargo build"}, "error: linker `cc` not found", is_error=True)
+    turn(store, sid, "Bash", {"command": "pytest -q"}, "E   ImportError: no module named zlib", is_error=True)
+    turn(store, sid, "Bash", {"command": "cargo build"}, "Finished dev profile")  # closes the linker lineage
+    live = state(store, sid)
+    assert [(f["signature"], f["count"], f["active"]) for f in live.failures] == [
+        ("error: linker <q> not found", 2, False), ("E ImportError: no module named zlib", 1, True)]
+
+    def lineage_lines(text: str) -> list[str]:
+        lines = text.splitlines()
+        start = lines.index("Active failure lineages:") + 1
+        end = next((i for i in range(start, len(lines)) if not lines[i].startswith("- ")), len(lines))
+        return lines[start:end]
+
+    expected = ["- Bash ×1: E ImportError: no module named zlib — last: E   ImportError: no module named zlib"]
+    assert lineage_lines(live.render(4000, estimate_tokens)) == expected
+    turn(store, sid, "Read", {"file_path": "/ws/setup.py"}, "import zlib")  # the reducer moves on: live is frozen
+    assert state(store, sid).revision > live.revision
+    assert lineage_lines(live.render(4001, estimate_tokens)) == expected  # a fresh render of the frozen revision

@@ -133,3 +133,30 @@ def test_latch_mcp_list_bad_config_is_one_line(latch):
     r = latch("mcp", "list")
     assert r.exit_code == 2 and "mcp.servers.x.url must be an http:// or https:// URL" in r.output
     assert "Traceback" not in r.output
+
+
+def test_latch_mcp_list_connect_says_one_line_per_failing_server_never_a_traceback(tmp_path):
+    """A real `latch mcp list --connect` process over servers that fail each its own way: a line that is not
+    JSON-RPC (the SDK logs it with a traceback), a command that does not exist, a server that exits at once."""
+    import os
+    import subprocess
+
+    home = tmp_path / "home"
+    home.mkdir()
+    garbage = "import sys, time; print('not json'); print('{\"jsonrpc\": 2}'); sys.stdout.flush(); time.sleep(3)"
+    servers = {"garbage": [sys.executable, "-c", garbage], "missing": [str(tmp_path / "no-such-server")],
+               "exits": [sys.executable, "-c", "raise SystemExit(3)"]}
+    (home / "config.toml").write_text("".join(
+        f"[mcp.servers.{name}]\ncommand = {json.dumps(argv[0])}\nargs = {json.dumps(argv[1:])}\n\n"
+        for name, argv in servers.items()))
+    env = {**os.environ, "LATCH_HOME": str(home), "COLUMNS": "200"}
+    r = subprocess.run([sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), "mcp", "list", "--connect"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == "" and "Traceback" not in r.stdout
+    notes = [ln for ln in r.stdout.splitlines() if not ln.startswith(("┏", "┃", "┡", "│", "└"))]
+    assert [ln.split(":", 1)[0] for ln in notes] == ["exits", "garbage", "missing"]
+    for ln in notes:
+        name = ln.split(":", 1)[0]
+        assert ln.startswith(f"{name}: mcp server {name}: ") and len(ln) < 400
+    assert "Failed to parse JSONRPC message from server" in notes[1]

@@ -23,6 +23,7 @@ from latch.host.ingest import import_all
 from latch.host.kernel import kernel_cache
 from latch.host.runs import process_start
 from latch.kernel import canonical_state
+from latch.kernel.tombstones import forget_session
 from latch.plugins import get_plugin_manager
 from latch.store import EventStore
 from latch.tui import TerminalUI
@@ -321,3 +322,50 @@ def test_state_panel_shows_the_group_members_tasks_and_claims(tmp_path):
     with EventStore(db) as w:
         lone = w.create_session(format="test")
     assert "group" not in run(go(lone)).split("evidence")[-1]
+
+
+def test_forgotten_sessions_are_not_listed_and_cannot_be_opened(tmp_path):
+    db = tmp_path / "forgotten.sqlite"
+    store = EventStore(db)
+    kept = store.create_session(format="test", source="kept.jsonl")
+    gone = store.create_session(format="test", source="gone.jsonl")
+    child = store.create_session(format="test", source="child.jsonl", parent_id=gone)
+    for sid in (kept, gone, child):
+        store.append(sid, [UserMessage(text=f"secret plan of {sid[:4]}")])
+    forget_session(store, gone)
+    store.close()
+
+    async def go():
+        app = LatchTUI(db, poll_interval=0.05)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            table = app.screen.query_one("#sessions", DataTable)
+            assert [str(table.get_row_at(i)[0]) for i in range(table.row_count)] == [kept]
+
+    run(go())
+    for sid in (gone, child):
+        with pytest.raises(KeyError, match=f"session {sid} is forgotten"):
+            LatchTUI(db, session=sid)
+    _load_commands()
+    res = CliRunner().invoke(cli, ["--db", str(db), "tui", gone[:8]], env={"LATCH_HOME": str(tmp_path / "home")})
+    assert res.exit_code == 1 and res.output == (f"Error: session {gone} is forgotten (tombstoned by `latch forget`); "
+                                                 "its history is not shown\n")
+
+
+def test_a_session_forgotten_while_open_stops_showing_its_transcript(tmp_path):
+    db = tmp_path / "open.sqlite"
+    store = EventStore(db)
+    sid = store.create_session(format="test")
+    store.append(sid, [UserMessage(text="the secret plan")])
+
+    async def go():
+        app = LatchTUI(db, session=sid, poll_interval=0.05)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: "the secret plan" in "\n".join(
+                lines(app.screen.query_one("#transcript-text", Static))))
+            forget_session(store, sid)
+            await until(pilot, lambda: "forgotten" in str(app.screen.query_one("#title", Static).content))
+            assert "the secret plan" not in "\n".join(lines(app.screen.query_one("#transcript-text", Static)))
+
+    run(go())
+    store.close()

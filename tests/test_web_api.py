@@ -10,6 +10,7 @@ import pytest
 from web_server import WebServer, read_sse
 
 from latch.events import AssistantMessage, ToolCall, ToolStarted, Usage, UserMessage
+from latch.kernel.tombstones import forget_session
 from latch.store import EventStore
 from latch.web.app import check_bind
 
@@ -187,3 +188,26 @@ def test_non_loopback_bind_needs_a_token():
     result = subprocess.run([sys.executable, "-m", "latch", "--db", ":memory:", "web", "--host", "0.0.0.0"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "binding 0.0.0.0 (not loopback) requires --token" in result.stderr
+
+
+def test_forgotten_sessions_are_not_listed_and_their_endpoints_answer_410(db, store, client):
+    kept = store.create_session(format="test")
+    gone = store.create_session(format="test")
+    child = store.create_session(format="test", parent_id=gone)
+    for sid in (kept, gone, child):
+        store.append(sid, [UserMessage(text=f"secret plan of {sid[:4]}"), AssistantMessage(text="ok", model="m")])
+    forget_session(store, gone)
+    srv = WebServer(db).start()
+    try:
+        rows = client.get(srv.url + "/api/sessions").json()["sessions"]
+        assert [r["id"] for r in rows] == [kept]
+        assert client.get(f"{srv.url}/api/sessions/{kept}").status_code == 200
+        for sid in (gone, child):
+            for path in ("", "/events", "/replay", "/replay/1", "/commands/c1"):
+                r = client.get(f"{srv.url}/api/sessions/{sid[:8]}{path}")
+                assert r.status_code == 410, (sid, path)
+                assert r.json() == {"error": f"session {sid} is forgotten (tombstoned by `latch forget`); "
+                                             "its history is not shown"}
+                assert "secret plan" not in r.text
+    finally:
+        srv.stop()

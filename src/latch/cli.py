@@ -48,7 +48,8 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("bench", "Run every engine over every session under every budget; write a table, JSON and plots."),
     "context": ("context", "The /context report of SESSION's next view: token breakdown, retention, headroom, "
                            "status."),
-    "doctor": ("doctor", "Versions, SQLite and FTS5, the hot-path backend, the native library and the data folder."),
+    "doctor": ("doctor", "Versions, SQLite and FTS5, the hot-path backend, the native library, the data folder and "
+                         "whether bubblewrap can sandbox the shell of ``latch run``."),
     "evidence": ("state", "Show SESSION's validation evidence (current and stale) and the certification verdict."),
     "forget": ("state", "Tombstone SESSION: history and resume omit it; its events, children and artifacts stay."),
     "group": ("group", "Show the agent group rooted in ROOT (tasks, owners, members, messages)."),

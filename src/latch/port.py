@@ -5,7 +5,8 @@
 whole contract between the host and a context engine. The port exposes no
 EventStore or SQLite handle: an engine reads its session through a read-only
 :class:`SessionReader` and writes only its own kernel-context, epoch and
-materialization records through a narrow :class:`KernelWriter`. With an exact
+materialization records through a narrow :class:`KernelWriter`; the host hands both sealed
+(:mod:`latch.host.sealed`), so no attribute, closure or frame of them leads to the store. With an exact
 estimator, the host may also hand it a :class:`TokenCountCache`: the durable
 per-event exact token counts, so an event is tokenized once, not per request.
 

@@ -44,9 +44,13 @@ from ..host.corrections import raises_ratio, rate_budget
 from ..host.forecast import ProviderForecast
 from ..host.loop import EngineSetup, RequestLoop, RequestResult
 from ..host.runs import RunCommands
+from ..host.sealed import seal_reader, seal_writer
 from ..host.session import StoreKernelWriter, StoreSessionReader
 from ..port import ContextBudget, ContextView, EngineProfile, SessionContext
 from ..providers import ProviderError, ProviderOverflow, to_anthropic_messages, to_openai_chat, to_responses
+from ..host.kernel import kernel_cache
+from ..kernel.state import workspace_generation
+from .blockers import BlockerWatch
 from .children import (CHILD_MAX_TURNS, build_report, child_profile, child_report, child_tools, create_child,
                        find_child, render_report)
 from .context import SYSTEM_PROMPT, session_context
@@ -396,6 +400,8 @@ class AgentLoop:
         self.observer = observer or Observer()
         self.tool_choice, self.max_output_tokens = tool_choice, max_output_tokens
         self.inbox = SteeringInbox(store, session_id)
+        self.blockers = BlockerWatch(store, session_id, lambda until: workspace_generation(
+            store, session_id, until, cache=kernel_cache()))
         self.commands = RunCommands(store, session_id)
         self.run_id = ""  # the RunStarted of the process driving this loop (latch.host.runs.RunRecord), if any
         self.guard: Any = None  # a latch.host.lease.LeaseGuard this loop works under: checked before each request
@@ -444,9 +450,9 @@ class AgentLoop:
                                        f"same child policy")
         chosen = estimator if estimator is not None else plugins.select_estimator(model)
         writer = StoreKernelWriter(store, session_id, engine_stream(factory) if factory is not None else "engine:main")
-        profile = EngineProfile(session_id=session_id, model=model, reader=StoreSessionReader(store, session_id),
-                                writer=writer, config=dict(config or {}), estimator=chosen,
-                                parent_session_id=info.parent_id)
+        profile = EngineProfile(session_id=session_id, model=model,
+                                reader=seal_reader(StoreSessionReader(store, session_id)), writer=seal_writer(writer),
+                                config=dict(config or {}), estimator=chosen, parent_session_id=info.parent_id)
         if info.parent_id is None:
             engine = supervisor.build_root(profile)
         else:
@@ -773,7 +779,7 @@ class AgentLoop:
             raise ProviderError(f"{getattr(self.provider, 'name', 'provider')}: {exc}") from None
         message = self._bound_arguments(message)
         events: list[Event] = [message] + ([usage] if usage is not None else []) + self._harness_prompt()
-        self.store.append(self.session_id, events)  # committed before any tool runs
+        turn_seq = self.store.append(self.session_id, events)[0]  # committed before any tool runs
         self._harness_recorded = True
         self.turns = number
         self.observer.on_response(number, message, usage, view)
@@ -782,7 +788,7 @@ class AgentLoop:
             sent = max(view.tokens.total_tokens, res.recounted_tokens or 0)
             self.forecast.observe(sent, counted)
             self._correct(counted, sent, "usage")
-        results = tuple(self._call(c) for c in message.tool_calls)
+        results = tuple(self._call(c, turn_seq) for c in message.tool_calls)
         if any(c.name == Compact.NAME and not r.is_error for c, r in zip(message.tool_calls, results)):
             self.compact("model")  # the model asked for it: every call has its result, a safe boundary
         return Step(number, res, body, message, usage, results)
@@ -846,7 +852,7 @@ class AgentLoop:
             calls.append(c)
         return replace(message, tool_calls=tuple(calls)) if changed else message
 
-    def _call(self, call: ToolCall) -> ToolResult:
+    def _call(self, call: ToolCall, turn_seq: int) -> ToolResult:
         if self.guard is not None:  # a lease lost (taken over): no further tool call
             self.guard.check()
         oversized = self._oversized.pop(call.id, None)
@@ -872,7 +878,10 @@ class AgentLoop:
         content = redact(outcome.content, self._secrets)  # a key a tool printed never reaches the store or model
         result = ToolResult(call.id, self._bound(content), is_error=outcome.is_error, name=call.name,
                             exit_code=outcome.exit_code)
-        self.store.append(self.session_id, [result])
+        (seq,) = self.store.append(self.session_id, [result])
+        blocker = self.blockers.observe(call, result, seq, turn_seq)  # a refused write repeated, workspace unchanged
+        if blocker is not None:
+            self.store.append(self.session_id, [blocker])
         self.observer.on_tool_result(call, outcome)
         return result
 

@@ -28,6 +28,7 @@ import base64
 import concurrent.futures
 import contextlib
 import json
+import logging
 import os
 import re
 import threading
@@ -166,6 +167,42 @@ def _one_line(exc: BaseException) -> str:
     return text if len(text) <= 300 else text[:299] + "…"
 
 
+class _SdkNotes(logging.Handler):
+    """The MCP SDK logs a misbehaving server (a line that is not JSON-RPC, a dropped stream) with a traceback on
+    stderr. Latch keeps the newest such record as one line instead, for the error of the server being reached,
+    and prints nothing: ``latch mcp list --connect`` says one line per failing server, ``latch run`` stays clean."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.last: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = " ".join(record.getMessage().split())
+            exc = record.exc_info[1] if record.exc_info else None
+            if exc is not None:  # its first line (a pydantic error goes on for dozens)
+                first = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+                text = f"{text}: {' '.join(first.split())}"
+            self.last = text if len(text) <= 300 else text[:299] + "…"
+        except Exception:  # a log record must never break a connection
+            pass
+
+    def take(self) -> str | None:
+        got, self.last = self.last, None
+        return got
+
+
+_SDK_NOTES = _SdkNotes()
+
+
+def _quiet_sdk_logs() -> None:
+    """Route the ``mcp`` loggers to :data:`_SDK_NOTES` only (once per process)."""
+    logger = logging.getLogger("mcp")
+    if _SDK_NOTES not in logger.handlers:
+        logger.addHandler(_SDK_NOTES)
+        logger.propagate = False
+
+
 async def _list_all(client: Any) -> list[Any]:
     """Every tool a server lists now (all pages, at most 100), in its order."""
     tools: list[Any] = []
@@ -210,6 +247,7 @@ class McpHub:
         self._thread: threading.Thread | None = None
         self._lock: asyncio.Lock | None = None
         self._closed = False
+        _quiet_sdk_logs()
 
     # -------------------------------------------------------------- the loop thread
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
@@ -246,6 +284,7 @@ class McpHub:
             old.stop.set()
         conn = _Conn()
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        _SDK_NOTES.take()  # a note from before this connection is not about it
 
         async def runner() -> None:
             try:
@@ -264,7 +303,8 @@ class McpHub:
                     await conn.stop.wait()
             except BaseException as exc:  # the server exited, or could not start: the next use reconnects
                 if not ready.done():
-                    ready.set_exception(McpUnavailable(_one_line(exc)))
+                    note = _SDK_NOTES.take()
+                    ready.set_exception(McpUnavailable(_one_line(exc) + (f" ({note})" if note else "")))
                 if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                     raise
             finally:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from ..events import RawArguments, parse_arguments
 
-__all__ = ["Rule", "Decision", "PermissionPolicy", "DEFAULT_HARD_DENY", "MODES"]
+__all__ = ["Rule", "Decision", "PermissionPolicy", "DEFAULT_HARD_DENY", "MODES", "WRITE_TOOLS", "READ_TOOLS",
+           "LOOKUP_TOOLS", "SHELL_TOOLS"]
 
 MODES = ("default", "accept_edits", "bypass", "read_only")
 
@@ -24,6 +25,9 @@ SHELL_TOOLS = frozenset({"bash", "shell", "exec_command", "execute_bash", "run",
 WRITE_TOOLS = frozenset({"edit", "write", "multiedit", "notebookedit", "apply_patch", "str_replace_editor", "create",
                          "write_file", "edit_file"})
 READ_TOOLS = frozenset({"read", "grep", "glob", "ls", "view", "read_file", "search"})
+LOOKUP_TOOLS = frozenset({"search_history", "read_artifact"})
+"""Tools that only read the session's own store (its history, its stored artifacts): allowed in every mode,
+``read_only`` included."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +104,12 @@ def _normalize(arguments: str | Mapping[str, object]) -> str:
 
 @dataclass
 class PermissionPolicy:
-    """Decide tool calls. ``mode`` is one of :data:`MODES`; ``hard_deny`` rules always win."""
+    """Decide tool calls. ``mode`` is one of :data:`MODES`; ``hard_deny`` rules always win.
+
+    ``read_only`` allows only :data:`READ_TOOLS` and :data:`LOOKUP_TOOLS`; ``accept_edits`` also allows
+    :data:`WRITE_TOOLS` (Latch's ``write_file`` and ``edit_file`` among them) without asking; ``bypass``
+    allows everything hard-deny does not refuse; ``default`` asks for the rest.
+    """
 
     mode: str = "default"
     hard_deny: Sequence[Rule] = field(default_factory=lambda: DEFAULT_HARD_DENY)
@@ -117,9 +126,9 @@ class PermissionPolicy:
             if rule.matches(tool, text):
                 return Decision("deny", f"hard-deny {rule.name}: {rule.reason}", rule.name)
         t = tool.lower()
-        if self.mode == "read_only" and t not in READ_TOOLS:
+        if self.mode == "read_only" and t not in READ_TOOLS and t not in LOOKUP_TOOLS:
             return Decision("deny", "read-only mode")
-        if self.mode == "bypass" or t in self.always_allow or t in READ_TOOLS:
+        if self.mode == "bypass" or t in self.always_allow or t in READ_TOOLS or t in LOOKUP_TOOLS:
             return Decision("allow", f"mode {self.mode}")
         if self.mode == "accept_edits" and t in WRITE_TOOLS:
             return Decision("allow", "accept_edits mode")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import click
 
 from ..cli import pass_app
-from ..textsafe import Table, cell, console, dumps, plural
+from ..textsafe import Table, cell, console, dumps, plural, safe
 from ..agent.group import GROUP_KINDS, Group, group_view
 
 __all__ = ["register"]
@@ -46,7 +46,7 @@ def register(cli: click.Group) -> None:
             return
         con = console(highlight=False, soft_wrap=True)
         m = doc["messages"]
-        con.print(f"group {group.root} · {plural(len(doc['tasks']), 'task')} · {plural(len(doc['members']), 'member')} · "
+        con.print(f"group {safe(group.root)} · {plural(len(doc['tasks']), 'task')} · {plural(len(doc['members']), 'member')} · "
                   f"messages {m['delivered']}/{m['queued']} delivered", markup=False)
         table = Table("task", "status", "owner", "depends on", "title")
         titles = {t.task_id: t.title for t in group.state().tasks.values()}
@@ -55,4 +55,5 @@ def register(cli: click.Group) -> None:
                           cell(", ".join(t["depends_on"]) or "-"), cell(titles[t["id"]]))
         con.print(table)
         for member in doc["members"]:
-            con.print(f"member {member['agent']}: session {member['session'] or '-'}", markup=False)
+            # member names come from the model (join, send_message) and users: never printed raw
+            con.print(f"member {safe(member['agent'])}: session {safe(member['session'] or '-')}", markup=False)

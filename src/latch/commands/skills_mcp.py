@@ -65,6 +65,9 @@ def mcp_document(config: Any, *, connect: bool = False, cwd: str | os.PathLike[s
                     listed = hub.list_tools(s.name)
                 except McpUnavailable as exc:
                     doc.update(status="error", error=str(exc))
+                except Exception as exc:  # the SDK's own failure: still one line for this server, never a traceback
+                    text = " ".join(str(exc).split())[:300] or type(exc).__name__
+                    doc.update(status="error", error=f"mcp server {s.name}: {type(exc).__name__}: {text}")
                 else:
                     entries, left_out = tool_entries(s.name, listed)
                     doc.update(status="ok", error="; ".join(left_out) or None,

@@ -36,7 +36,11 @@ def tui_cmd(ctx: click.Context, session: str | None, poll_interval: float) -> No
         except KeyError as exc:
             raise click.ClickException(str(exc.args[0])) from None
     path = ":memory:" if app.db == ":memory:" else str(app.db_path())
-    LatchTUI(path, session=session, poll_interval=poll_interval).run()
+    try:
+        ui = LatchTUI(path, session=session, poll_interval=poll_interval)
+    except KeyError as exc:  # a forgotten (tombstoned) session
+        raise click.ClickException(str(exc.args[0])) from None
+    ui.run()
 
 
 @hookimpl

@@ -14,7 +14,9 @@ Within an epoch each request is the previous request plus a new tail, byte for b
 something changed (a canonical state whose update key differs, i.e. something the conversation does not
 show changed: the full current state, its goal stated once per epoch; a changed extension; archival
 originals recalled for a new user turn or for the agent's new work, the identifiers of its latest turn and
-tool results). Recall and the episode index only reach the archival region (``seq < epoch start``). A
+tool results; a re-ground instruction when an active failure lineage, the unchanged writer blocker included,
+reaches :data:`REGROUND_AFTER` failures: once per lineage and epoch, a snapshot counting the lineages its state
+already shows). Recall and the episode index only reach the archival region (``seq < epoch start``). A
 snapshot carries the canonical state with its working set (what the agent read, changed and ran), the
 bodies of skills the agent loaded that the epoch no longer holds (at most :data:`SKILL_TOKENS`), the episode
 index (at least :data:`INDEX_FLOOR_TOKENS` when the room allows) and recalled originals. Rotation starts a
@@ -75,11 +77,14 @@ from .episodes import EpisodeIndex
 from .units import (MESSAGE_OVERHEAD_TOKENS, TokenCounter, Unit, UnitBuilder, header_lines, message_line,
                     render_session_context, resolve_estimator)
 
-__all__ = ["ContinuityEngine", "ENGINE_NAME", "INDEX_ENTRIES", "RECORD_KINDS"]
+__all__ = ["ContinuityEngine", "ENGINE_NAME", "INDEX_ENTRIES", "RECORD_KINDS", "REGROUND_AFTER"]
 
 ENGINE_NAME = "continuity"
 INDEX_ENTRIES = 16
 INDEX_FLOOR_TOKENS = 512
+REGROUND_AFTER = 3
+"""An active failure lineage (same tool, same error signature, not closed by a success) that failed this many
+times gets a re-ground instruction in the next delta (spec: "Cache epochs and working memory")."""
 """A snapshot after a rotation gives the episode index at least this many tokens when the room allows."""
 WORK_TEXTS = 4
 WORK_CHARS = 2_000
@@ -147,6 +152,29 @@ def _current_passes(state: Any) -> frozenset[str] | None:
     return passes if isinstance(passes, frozenset) else None
 
 
+def _repeated(state: Any) -> list[dict[str, Any]]:
+    """The state's lineages at :data:`REGROUND_AFTER` failures or more (``[]``: a state without lineages)."""
+    repeated = getattr(state, "repeated_failures", None)
+    return list(repeated(REGROUND_AFTER)) if callable(repeated) else []
+
+
+def _lineage_key(f: Mapping[str, Any]) -> str:
+    return f"{f['tool']}\n{f['signature']}\n{f['first_seq']}"
+
+
+def _reground_section(lineages: Sequence[Mapping[str, Any]]) -> str:
+    """The re-ground instruction naming ``lineages`` (each cut to one line)."""
+    def one(text: Any, limit: int) -> str:
+        line = " ".join(str(text).split())
+        return line if len(line) <= limit else line[:limit - 1] + "…"
+    lines = ["The same action keeps failing the same way. Stop repeating it: re-read the goal and the files "
+             "involved, check what you assumed, and change approach."]
+    for f in lineages:
+        last = f" — last: {one(f['excerpt'], 200)}" if f.get("excerpt") and f["excerpt"] != f["signature"] else ""
+        lines.append(f"- {one(f['tool'], 60)} ×{f['count']}: {one(f['signature'], 200)}{last}")
+    return _section("reground", "\n".join(lines))
+
+
 def _digest(line: bytes) -> str:
     return hashlib.sha256(line).hexdigest()
 
@@ -155,12 +183,12 @@ class _KernelMessage:
     """One durable KernelContext message: its exact text as ``(component, text)`` parts."""
 
     __slots__ = ("at_seq", "type", "revision", "parts", "message", "tokens", "recalled", "anchor", "query",
-                 "state_revision", "extension", "state_key", "passes")
+                 "state_revision", "extension", "state_key", "passes", "reground")
 
     def __init__(self, at_seq: int, type_: str, revision: int, parts: Sequence[Sequence[str]], counter: TokenCounter,
                  *, recalled: Sequence[int] = (), anchor: int = 0, query: str | None = None, state_revision: int = 0,
                  extension: str | None = None, state_key: str | None = None,
-                 passes: Sequence[str] | None = None):
+                 passes: Sequence[str] | None = None, reground: Sequence[str] = ()):
         self.at_seq = at_seq
         self.type = type_
         self.revision = revision
@@ -180,6 +208,7 @@ class _KernelMessage:
         self.extension = extension
         self.state_key = state_key
         self.passes = None if passes is None else tuple(passes)
+        self.reground = tuple(reground)  # keys of the failure lineages this message re-grounded (or showed)
 
     @property
     def total(self) -> int:
@@ -190,13 +219,13 @@ class _KernelMessage:
                 "parts": [[c, t] for c, t in self.parts], "recalled": list(self.recalled), "anchor": self.anchor,
                 "query": self.query, "state_revision": self.state_revision, "extension": self.extension,
                 "state_key": self.state_key, "passes": None if self.passes is None else list(self.passes),
-                "tokens": dict(self.tokens)}
+                "reground": list(self.reground), "tokens": dict(self.tokens)}
 
     @classmethod
     def from_record(cls, at_seq: int, p: Mapping[str, Any], counter: TokenCounter) -> "_KernelMessage":
         return cls(at_seq, p["type"], p["revision"], p["parts"], counter, recalled=p["recalled"], anchor=p["anchor"],
                    query=p["query"], state_revision=p["state_revision"], extension=p["extension"],
-                   state_key=p.get("state_key"), passes=p.get("passes"))
+                   state_key=p.get("state_key"), passes=p.get("passes"), reground=p.get("reground", ()))
 
 
 class _Epoch:
@@ -234,6 +263,7 @@ class _Epoch:
         self.work_anchor = 0  # the latest assistant turn whose work the epoch's recall has searched for
         self.query: str | None = None
         self.recalled: set[int] = set()
+        self.regrounded: set[str] = set()  # failure lineages re-grounded (or shown by the snapshot) in this epoch
 
     def add_unit(self, u: Unit, counter: TokenCounter) -> None:
         self.units.append(u)
@@ -302,6 +332,7 @@ class _Epoch:
         if km.query is not None:
             self.query = km.query
         self.recalled.update(km.recalled)
+        self.regrounded.update(km.reground)
 
 
 @dataclass
@@ -762,6 +793,9 @@ class ContinuityEngine:
                 state_sec, has_state = self._state_section(r, goal_stated)
                 if has_state and _state_body(state_sec) != ep.state_text:
                     sections.append(("state", state_sec))
+        fresh = [f for f in _repeated(r.state) if _lineage_key(f) not in ep.regrounded]
+        if fresh:
+            sections.append(("state", _reground_section(fresh)))
         if ext != ep.extension:
             sections.append(("extension", r.ext_sec or _section("extension", "(none)")))
         fixed = r.instr_t + r.tools_t + ep.kernel_total + ep.conv_tokens
@@ -781,7 +815,7 @@ class ContinuityEngine:
                 sections.append(("recall", text))
         if not sections:
             return None, False
-        with_state = any(c == "state" for c, _ in sections)
+        with_state = any(c == "state" and t.startswith("<canonical-state") for c, t in sections)
         delta = _KernelMessage(r.until, "delta", revision,
                                self._kernel_parts("delta", ep.generation, revision, r.until, sections), self._counter,
                                recalled=[i.seq for i in items],
@@ -789,7 +823,8 @@ class ContinuityEngine:
                                state_revision=r.state_rev if with_state else 0,
                                extension=ext if ext != ep.extension else None,
                                state_key=key if with_state else None,
-                               passes=sorted(passes or ()) if with_state else None)
+                               passes=sorted(passes or ()) if with_state else None,
+                               reground=[_lineage_key(f) for f in fresh])
         assert fixed + delta.total <= r.hard, "recall was sized to the room left"
         return delta, False
 
@@ -850,7 +885,8 @@ class ContinuityEngine:
                               query=r.request.query,
                               state_revision=r.state_rev if has_state else 0, extension=r.request.extension,
                               state_key=_update_key(r.state) if has_state else None,
-                              passes=sorted(_current_passes(r.state) or ()) if has_state else None)
+                              passes=sorted(_current_passes(r.state) or ()) if has_state else None,
+                              reground=[_lineage_key(f) for f in _repeated(r.state)] if has_state else ())
         new = _Epoch(generation, start_seq, reason, kept_t, r.fingerprint)
         new.push_session(r.session_msg, r.session_t)
         new.push_kernel(snap)

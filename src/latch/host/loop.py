@@ -39,6 +39,7 @@ from ..engine.units import TokenCounter, Unit, UnitBuilder, header_lines, messag
 from ..events import AssistantMessage, Usage
 from ..kernel.derive import instruction_text
 from ..port import ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile, SessionContext
+from .sealed import seal_reader, seal_token_counts, seal_writer
 from .session import (OverlayKernelWriter, OverlayTokenCounts, ReplayKernelWriter, StoreKernelWriter,
                       StoreSessionReader, StoreTokenCounts)
 
@@ -182,8 +183,9 @@ def build_engine(store: Any, session_id: str, *, stream: str | Callable[[str], s
     writer = writer_class(store, session_id, stream(name) if callable(stream) else stream)
     counts_class = OverlayTokenCounts if overlay else StoreTokenCounts
     counts = counts_class(store, session_id) if TokenCounter(chosen).exact else None
-    eng = factory(EngineProfile(session_id=session_id, model=model, reader=StoreSessionReader(store, session_id),
-                                writer=writer, config=cfg, estimator=chosen, token_counts=counts))
+    eng = factory(EngineProfile(session_id=session_id, model=model,
+                                reader=seal_reader(StoreSessionReader(store, session_id)), writer=seal_writer(writer),
+                                config=cfg, estimator=chosen, token_counts=seal_token_counts(counts)))
     hysteretic = bool(getattr(eng, "HYSTERETIC_EPOCHS", name == plugins.DEFAULT_ENGINE))
     keeps = bool(getattr(eng, "KEEPS_LATEST_INSTRUCTION", name == plugins.DEFAULT_ENGINE))
     return EngineSetup(name, eng, chosen, TokenCounter(chosen, counts), model, cfg, writer, hysteretic, counts,

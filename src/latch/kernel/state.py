@@ -43,7 +43,8 @@ from .events import (ExternalChange, FileObservation, Mutation, ProcessExited, P
 from .ledger import END, Disproof, KernelCache, Ledger, Pos, Workspace, ledger_for
 from .render import StateOverflow, current_passes, goal_line, render_state, update_key
 
-__all__ = ["CanonicalState", "StateOverflow", "SessionReducer", "canonical_state", "requirement_key",
+__all__ = ["CanonicalState", "StateOverflow", "SessionReducer", "canonical_state", "workspace_generation",
+           "requirement_key",
            "GOAL_REVISIONS"]
 
 GOAL_REVISIONS = 8
@@ -679,6 +680,16 @@ class CanonicalState:
     def active_failures(self) -> list[dict[str, Any]]:
         return [f for f in self.failures if f["active"]]
 
+    def repeated_failures(self, at_least: int) -> list[dict[str, Any]]:
+        """The active failure lineages (the unchanged writer blocker's included) that failed ``at_least`` times
+        or more, oldest first: ``{tool, signature, count, first_seq, excerpt}`` dicts. O(active lineages)."""
+        with self._core.lock:
+            _, items = self._core.section("failures")
+            found = [{"tool": f["tool"], "signature": f["signature"], "count": f["count"],
+                      "first_seq": f["first_seq"], "excerpt": f.get("excerpt") or ""}
+                     for f in items if f["count"] >= at_least]
+        return sorted(found, key=lambda f: (f["first_seq"], f["tool"], f["signature"]))
+
     def recent_files(self, n: int = 8) -> list[str]:
         """The paths of the ``n`` files seen last (first-seen order, oldest first), in O(n)."""
         return self._core.recent_files(n)
@@ -766,3 +777,16 @@ def canonical_state(store, session_id: str, until_seq: int | None = None, *,
         if core is None or core.revision != revision:
             core = red.issue(_Core(ledger, store, red, ws, until, generation, revision))
         return CanonicalState(core, until)
+
+
+def workspace_generation(store, session_id: str, until_seq: int | None = None, *,
+                         cache: KernelCache | None = None) -> int:
+    """The workspace generation :func:`canonical_state` reports as of global ``until_seq`` (``None``: now),
+    without reducing the session's state: an earlier ``until_seq`` rebuilds nothing. Raises ``KeyError`` for an
+    unknown session."""
+    ledger = ledger_for(store, cache)
+    sid = session_id if session_id in ledger.info else store.session(session_id).id
+    with ledger.lock:
+        until = ledger.watermark if until_seq is None else until_seq
+        ws = ledger.workspace(store, sid)
+        return ws.generation((until, END)) + ws.pending(until)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .events import Tombstone
 
-__all__ = ["forget_session", "tombstoned_sessions"]
+__all__ = ["forget_session", "tombstoned_sessions", "forgotten_message"]
 
 
 def tombstoned_sessions(store) -> set[str]:
@@ -24,6 +24,11 @@ def tombstoned_sessions(store) -> set[str]:
                 dead.add(child.id)
                 todo.append(child.id)
     return dead
+
+
+def forgotten_message(session_id: str) -> str:
+    """The one line a history selector (``latch web``, ``latch tui``) gives for a forgotten session."""
+    return f"session {session_id} is forgotten (tombstoned by `latch forget`); its history is not shown"
 
 
 def forget_session(store, session_id: str, reason: str = ""):

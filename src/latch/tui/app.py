@@ -54,6 +54,7 @@ from ..host.cost import format_usd
 from ..host.kernel import kernel_cache
 from ..host.runs import NoRunningRun, RunCommands, session_liveness
 from ..kernel import canonical_state
+from ..kernel.tombstones import forgotten_message, tombstoned_sessions
 from ..store import EventStore
 from ..textsafe import plural, safe
 
@@ -188,7 +189,8 @@ def _state_text(view: dict[str, Any], group: dict[str, Any] | None = None) -> Te
 
 
 class SessionsScreen(Screen[None]):
-    """The sessions list: a table of every session in the store; Enter (or a click) opens one."""
+    """The sessions list: every session of the store but the forgotten ones (tombstoned, and their descendants);
+    Enter (or a click) opens one."""
 
     BINDINGS = [Binding("r", "reload", "reload")]
 
@@ -205,7 +207,9 @@ class SessionsScreen(Screen[None]):
     def action_reload(self) -> None:
         table = self.query_one("#sessions", DataTable)
         table.clear()
-        for s in self.app.store.sessions():  # type: ignore[attr-defined]
+        store = self.app.store  # type: ignore[attr-defined]
+        dead = tombstoned_sessions(store)  # forgotten sessions and their children are not listed
+        for s in (s for s in store.sessions() if s.id not in dead):
             table.add_row(Text(safe(s.id)), Text(safe(s.format or "")), str(s.events), Text(safe(s.source or "")),
                           Text(safe(s.title or "")), key=s.id)
 
@@ -308,6 +312,14 @@ class SessionScreen(Screen[None]):
         """Read the events after :attr:`last_seq`; rebuild the panels when there are any (or on the first call)."""
         app: LatchTUI = self.app  # type: ignore[assignment]
         new = list(app.store.events(self.session_id, after_seq=self.last_seq))
+        if any(e.kind == "tombstone" for e in new):  # forgotten while open: its history is no longer shown
+            self.events, self.view, self.last_seq = [], None, new[-1].seq
+            self.query_one("#title", Static).update(Text(forgotten_message(self.session_id)))
+            self.query_one("#transcript-text", Static).update(Text(""))
+            self.query_one("#state-text", Static).update(Text(""))
+            return
+        if self.view is None and self.last_seq and not self.events:
+            return  # forgotten earlier in this screen
         if new:
             self.events.extend(new)
             self.last_seq = new[-1].seq
@@ -385,6 +397,9 @@ class LatchTUI(App[None]):
         self.poll_interval = poll_interval
         self.start_seq = self.store.max_seq()
         self.initial = self.store.session(session).id if session is not None else None
+        if self.initial is not None and self.initial in tombstoned_sessions(self.store):
+            self.store.close()
+            raise KeyError(forgotten_message(self.initial))
 
     def live(self, session_id: str) -> bool:
         """Whether events were appended to the session since the app started (transient, like the web's): the

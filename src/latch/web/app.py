@@ -62,6 +62,7 @@ from ..host import reducers as R
 from ..host.kernel import kernel_cache
 from ..host.runs import NoRunningRun, RunCommands, session_liveness
 from ..kernel import canonical_state
+from ..kernel.tombstones import forgotten_message, tombstoned_sessions
 from ..store import EventStore, StoreError
 from ..textsafe import safe
 from . import is_loopback
@@ -163,10 +164,15 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
         return Response(_dumps(value), media_type="application/json")
 
     def find(request: Request) -> Any:
+        """The session the path names, else the error response: 404 unknown, 410 forgotten (a tombstoned
+        session or a descendant of one: normal history selectors omit it, its transcript included)."""
         try:
-            return store.session(request.path_params["sid"])
+            info = store.session(request.path_params["sid"])
         except KeyError as exc:
             return error(404, str(exc.args[0]) if exc.args else "unknown session")
+        if info.id in tombstoned_sessions(store):
+            return error(410, forgotten_message(info.id))
+        return info
 
     async def page(request: Request) -> Response:
         return Response((STATIC / "index.html").read_text(encoding="utf-8"), media_type=_STATIC_TYPES[".html"])
@@ -180,7 +186,10 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
         return Response(path.read_text(encoding="utf-8"), media_type=_STATIC_TYPES[suffix])
 
     async def sessions(request: Request) -> Response:
-        rows = await asyncio.to_thread(store.sessions)
+        def listed() -> list[Any]:
+            dead = tombstoned_sessions(store)
+            return [s for s in store.sessions() if s.id not in dead]
+        rows = await asyncio.to_thread(listed)
         return json_response({"sessions": [_session_row(s) for s in rows]})
 
     async def session(request: Request) -> Response:

@@ -1,0 +1,126 @@
+"""The re-ground delta (spec: "Cache epochs and working memory": deltas are appended when state changes,
+"a full current-state update at a higher revision, extension sources, recalled originals, an archival
+index update, or a re-ground instruction").
+
+A failure lineage (same tool, same error signature, not closed by a success) that reaches
+``REGROUND_AFTER`` failures gets one re-ground instruction in the next KernelContext delta, once per
+lineage and epoch, durable like every delta: a resumed engine neither repeats nor drops it.
+"""
+
+from __future__ import annotations
+
+from kernel_support import turn
+
+from latch.engine import ContinuityEngine
+from latch.engine.continuity import REGROUND_AFTER
+from latch.engine.port import ContextBudget, ContextRequest
+from latch.events import UserMessage
+from latch.host.session import StoreKernelWriter, StoreSessionReader
+from latch.kernel.events import WriterBlocker
+
+BUDGET = ContextBudget(context_window_tokens=60_000, reserve_tokens=2_000, recent_tokens=40_000)
+STREAM = "continuity:test"
+ERROR = "error[E0432]: unresolved import `serde`"
+
+
+class CharEstimator:
+    def estimate(self, text: str) -> int:
+        return len(text)
+
+    def image_tokens(self, width, height) -> int:
+        return 1000
+
+
+def engine(store, sid) -> ContinuityEngine:
+    return ContinuityEngine.for_model(None, reader=StoreSessionReader(store, sid),
+                                      writer=StoreKernelWriter(store, sid, STREAM), estimator=CharEstimator())
+
+
+def kernel_texts(view) -> list[str]:
+    return [m.content for m in view.messages if m.kind == "kernel_context"]
+
+
+def step(eng, store, sid):
+    return eng.materialize(ContextRequest(session_id=sid, budget=BUDGET))
+
+
+def fail(store, sid):
+    turn(store, sid, "Bash", {"command": "cargo build"}, ERROR, is_error=True)
+
+
+def test_a_lineage_reaching_the_threshold_gets_one_reground_delta_kept_across_resume(store):
+    assert REGROUND_AFTER == 3
+    sid = store.create_session(workspace="/ws", format="claude-code")
+    store.append(sid, [UserMessage("make cargo build pass")])
+    eng = engine(store, sid)
+    step(eng, store, sid)  # the snapshot: nothing repeated yet
+    for _ in range(REGROUND_AFTER - 1):
+        fail(store, sid)
+        view = step(eng, store, sid)
+        assert not any("<reground>" in t for t in kernel_texts(view))
+    fail(store, sid)
+    view = step(eng, store, sid)
+    (delta,) = [t for t in kernel_texts(view) if "<reground>" in t]
+    assert delta.split("\n", 1)[1] == (
+        "<reground>\n"
+        "The same action keeps failing the same way. Stop repeating it: re-read the goal and the files involved, "
+        "check what you assumed, and change approach.\n"
+        f"- Bash ×3: error[E<n>]: unresolved import <q> — last: {ERROR}\n"
+        "</reground>\n</kernel-context>")
+    assert view.messages[-1].content == delta  # appended: the epoch's earlier messages are untouched
+    # a fourth failure of the same lineage: no second instruction in this epoch
+    fail(store, sid)
+    view = step(eng, store, sid)
+    assert sum("<reground>" in t for t in kernel_texts(view)) == 1
+    # resume: a new engine on the stream replays the same kernel history and does not re-ground again
+    resumed = engine(store, sid)
+    fail(store, sid)
+    again = step(resumed, store, sid)
+    assert sum("<reground>" in t for t in kernel_texts(again)) == 1
+    assert kernel_texts(again)[:len(kernel_texts(view))] == kernel_texts(view)
+    # the durable delta names the lineage it re-grounded
+    records = [p for _, kind, _, p in store.kernel_records(sid, STREAM) if kind == "kernel_context"]
+    first_failure = 3  # the seq of the lineage's first failed result (user message 1, call 2, result 3)
+    assert [p["reground"] for p in records if p["reground"]] == [[f"Bash\nerror[E<n>]: unresolved import <q>\n"
+                                                                  f"{first_failure}"]]
+
+
+def test_a_closed_lineage_is_not_regrounded_and_a_new_streak_is(store):
+    sid = store.create_session(workspace="/ws", format="claude-code")
+    store.append(sid, [UserMessage("make cargo build pass")])
+    eng = engine(store, sid)
+    step(eng, store, sid)
+    fail(store, sid)
+    fail(store, sid)
+    turn(store, sid, "Bash", {"command": "cargo build"}, "Finished dev profile")  # closes the lineage at 2
+    fail(store, sid)
+    view = step(eng, store, sid)
+    assert not any("<reground>" in t for t in kernel_texts(view))
+    fail(store, sid)
+    fail(store, sid)  # the new streak reaches 3
+    view = step(eng, store, sid)
+    assert sum("<reground>" in t for t in kernel_texts(view)) == 1
+
+
+def test_an_unchanged_writer_blocker_repeated_is_regrounded(store):
+    sid = store.create_session(workspace="/ws", format="claude-code")
+    store.append(sid, [UserMessage("regenerate the bindings")])
+    eng = engine(store, sid)
+    step(eng, store, sid)
+    blocker = "cannot write src/gen.rs: generated by build.rs"
+    store.append(sid, [WriterBlocker(blocker=blocker)] * REGROUND_AFTER)
+    (delta,) = [t for t in kernel_texts(step(eng, store, sid)) if "<reground>" in t]
+    assert f"- writer_blocker ×{REGROUND_AFTER}: {blocker}" in delta
+
+
+def test_a_snapshot_counts_the_lineages_its_state_already_shows(store):
+    sid = store.create_session(workspace="/ws", format="claude-code")
+    store.append(sid, [UserMessage("make cargo build pass")])
+    for _ in range(REGROUND_AFTER):
+        fail(store, sid)
+    eng = engine(store, sid)
+    view = step(eng, store, sid)  # the first request: a snapshot, whose state lists the lineage
+    (snap,) = kernel_texts(view)
+    assert "Active failure lineages" in snap and "<reground>" not in snap
+    fail(store, sid)
+    assert not any("<reground>" in t for t in kernel_texts(step(eng, store, sid)))
