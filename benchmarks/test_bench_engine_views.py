@@ -19,6 +19,9 @@
   Before (bbc0545): 1.64 / 1.56 at the default budget with 16 state updates (each restating the whole state
   and the goal), 1.45 / 1.42 at 16k; after: 1.15 / 1.10 with none (the conversation shows every change of this
   session: reads, edits, test runs, the user's messages), 1.16 / 1.13 at 16k with 7 rotations instead of 10.
+  Since the budget follows the provider's rate from request 3 (the ``anthropic`` heuristic prices this session at
+  about 1.6x Claude's count, so the 14,000-token hard limit holds about 21,000 estimated tokens), the 16k views
+  hold more of the conversation and cost 1.20 / 1.17.
   The rest is the views' cache writes for each new turn, which the example's recorded usage (78-283 written
   tokens per request for 270 new ones) does not pay in full, and the estimate's margin over the provider's
   count.
@@ -87,5 +90,5 @@ def test_readme_example_views_against_the_harness(benchmark, tmp_path, budget):
                   if k["type"] == "delta" and "canonical-state" in k["sections"])
     benchmark.extra_info.update(view_over_original=round(view, 3), forecast_over_original=round(forecast, 3),
                                 state_updates=updates, rotations=doc["summary"]["rotations"])
-    assert view <= 1.2 and forecast <= 1.16
+    assert view <= 1.22 and forecast <= 1.19
     assert updates <= (2 if budget else 0)

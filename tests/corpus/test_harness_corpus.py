@@ -41,9 +41,9 @@ def test_harness_in_every_corpus_replay(corpus_session):
     notes = [e.event for e in store.events(sid, kinds=["system_note"])
              if isinstance(e.event, SystemNote) and e.event.subtype in ("system_prompt", "developer")]
     fmt = corpus_format(path)
-    if h["source"] == "recorded":
+    if h["source"] in ("recorded", "recorded+inferred"):
         assert notes and all(v.system == views[0].system != "" for v in views)
-        assert {r["harness_tokens"] for r in rows} == {0}
+        assert {r["harness_tokens"] for r in rows if r["total_tokens"] is not None} == {h["inferred_tokens"]}
     else:
         assert not any(v.system for v in views)
         assert {r["harness_tokens"] for r in rows if r["total_tokens"] is not None} == {h["inferred_tokens"]}
@@ -57,7 +57,8 @@ def test_harness_in_every_corpus_replay(corpus_session):
         if r["total_tokens"] is not None and r["provider_prompt_tokens"]:
             assert r["provider_ratio"] == round(r["total_tokens"] / r["provider_prompt_tokens"], 3)
     if fmt == "codex":
-        assert h["source"] == "recorded" and h["notes"] >= 2  # base instructions + developer instructions
+        # base instructions + developer instructions recorded; the tool schemas are not: their overhead is inferred
+        assert h["source"] == "recorded+inferred" and h["notes"] >= 2 and h["inferred_tokens"] > 5_000
         assert views[0].system.startswith(next(n.text for n in notes if n.subtype == "system_prompt"))
         assert LO <= rows[0]["provider_ratio"] <= HI, rows[0]
     if fmt == "claude-code" and sum(1 for r in rows if r["provider_prompt_tokens"]) >= 2:

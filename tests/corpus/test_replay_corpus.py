@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from corpus_support import OVERSIZED_AT_28K, corpus_name
+from latch import plugins
 from latch.commands.replay import _requests, run_replay
 from latch.engine import continuity_context_engine_factory
 from latch.engine.port import ContextBudget, ContextOverflow, ContextRequest, EngineProfile, SessionContext
@@ -41,7 +42,7 @@ def test_replay_holds_every_invariant(corpus_session, budget_name):
     assert s["rotations"] <= s["conversation_tokens"] / (0.25 * recent) + 1
     if budget_name == "tiny" and s["conversation_tokens"] > 2 * recent:
         assert s["rotations"] > 0
-    counter = TokenCounter(resolve_estimator(doc["model"]))
+    counter = TokenCounter(plugins.get_estimator(doc["estimator"]))  # the replay's own estimator
     memo: dict[int, tuple] = {}  # views of one epoch share message objects: line and tokens once each
 
     def line_and_tokens(m):
