@@ -155,3 +155,28 @@ def test_view_of_each_request_is_budgeted_like_the_replay(tmp_path, arabic):
         assert res.exit_code == 0, res.output
         head = " ".join(res.output.split()[:60])
         assert f"{r['total_tokens']:,} of {r['budget_hard_limit_tokens']:,} tokens" in head, (r["request"], head)
+
+
+def test_context_shows_the_usable_share_a_replay_measured(tmp_path, arabic):
+    """A replay records the provider's rate it fitted; `latch context` shows the share of the real window its hard
+    limit is in the provider's tokens (the correction divides the limit by 1.5: about the whole window)."""
+    path, hard = arabic
+    res = _run(tmp_path, "latch.db", "replay", str(path), "--window", str(hard + RESERVE), "--reserve", str(RESERVE),
+               "--recent", str(hard), "--json")
+    doc = json.loads(res.output)
+    fit = doc["summary"]["provider_rate"]
+    rep = json.loads(_run(tmp_path, "latch.db", "context", doc["session"], "--json").output)
+    rate = rep["provider_rate"]
+    assert (rate["rate"], rate["intercept_tokens"], rate["requests"]) == (fit["rate"], fit["intercept_tokens"],
+                                                                          fit["requests"])
+    assert rate["rate"] == pytest.approx(RATIO, abs=0.02) and rate["origin"].startswith("replay run ")
+    real = rep["uncorrected_hard_limit_tokens"]  # the model's window less the reserve: context's own budget
+    assert rep["usable_share"] == round((rate["intercept_tokens"] + rate["rate"] * rep["hard_limit_tokens"]) / real, 4)
+    assert 0.9 <= rep["usable_share"] <= 1.05
+    text = _run(tmp_path, "latch.db", "context", doc["session"]).output
+    assert f"usable share of the real window: {rep['usable_share']:.0%} in the provider's tokens" in text
+    bare = tmp_path / "other.json"
+    bare.write_text(path.read_text(encoding="utf-8").replace('"usage"', '"no_usage"'), encoding="utf-8")
+    other = json.loads(_run(tmp_path, "other.db", "replay", str(bare), "--json").output)
+    rep = json.loads(_run(tmp_path, "other.db", "context", other["session"], "--json").output)
+    assert rep["provider_rate"] is None and rep["usable_share"] is None

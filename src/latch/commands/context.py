@@ -36,7 +36,7 @@ import click
 from rich.console import Console
 
 from ..cli import pass_app
-from ..host.corrections import corrected_budget, session_correction
+from ..host.corrections import session_rate, corrected_budget, session_correction
 from ..textsafe import Table, console, dumps, markup
 from .replay import event_position, harness_doc, harness_line, plan_replay, resolve_engine_factory, window_line
 from ..engine.report import context_report
@@ -103,6 +103,12 @@ def _print(con: Console, rep: dict, engine: str, estimator: str, model: str | No
                   f"{_n(rep['hard_limit_tokens'])}", highlight=False)
     else:
         con.print("[dim]correction: none (no provider count above an estimate)[/dim]")
+    rate = rep.get("provider_rate")
+    if rate:
+        con.print(f"usable share of the real window: {rep['usable_share']:.0%} in the provider's tokens (rate "
+                  f"{rate['rate']:.2f} per estimated token + {rate['intercept_tokens']:,}, fitted over "
+                  f"{rate['requests']:,} requests by {markup(rate['origin'])}); a run budgets on the provider's rate "
+                  f"from its third request", highlight=False)
     if rep.get("exact_tokenizer"):
         con.print(f"[dim]tokens exact: {markup(rep['exact_tokenizer'])} (images by the provider's size rule)[/dim]")
     cache = rep["cacheability"]
@@ -141,6 +147,11 @@ def next_view_report(store, session_id: str, *, engine: str | None = None, model
     if not getattr(setup.writer, "stored", 1):  # nothing earlier on the stream: no prefix to share
         rep["cacheability"] = None
     rep["correction"] = fix.to_json() if fix else None
+    rate = session_rate(store, session_id)
+    rep["provider_rate"] = rate
+    # the hard limit counted in the provider's tokens, over the real one: how much of the window a view may use
+    rep["usable_share"] = (round((rate["intercept_tokens"] + rate["rate"] * loop.hard) / budget.hard_limit_tokens, 4)
+                           if rate and budget.hard_limit_tokens > 0 else None)
     rep["harness"] = harness_doc(harness, setup.counter)
     return {"engine": setup.engine_name, "estimator": setup.estimator_name, "model": setup.model,
             "stream": setup.writer.stream, "window_source": plan.window_source, "window_entry": plan.window_entry,

@@ -394,6 +394,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     compactions = sum(1 for r in setup.writer.records() if "compact" in r[1])
     if compactions:
         violations.append(f"{compactions} compaction record(s) in the replay stream (never automatic)")
+    fixes.finish()  # the provider's rate over the whole transcript, for latch context
     setup.writer.finish(keep=keep)
     done = [r for r in rows if r["total_tokens"] is not None]
     bound = recent_eff = None

@@ -35,7 +35,7 @@ from ..port import ContextBudget
 from .forecast import ProviderForecast
 
 __all__ = ["KIND", "Correction", "raises_ratio", "corrected_budget", "session_correction", "ReplayCorrections",
-           "SAFETY_MARGIN", "RATE_MIN_REQUESTS", "rate_budget", "rate_limit_tokens", "rate_ready", "provider_limit_tokens"]
+           "SAFETY_MARGIN", "RATE_MIN_REQUESTS", "RATE_KIND", "session_rate", "rate_budget", "rate_limit_tokens", "rate_ready", "provider_limit_tokens"]
 
 SAFETY_MARGIN = 0.05
 """Share of the real hard limit (window - reserve, provider tokens) a rate budget holds back for the forecast's
@@ -46,6 +46,9 @@ step between two requests)."""
 
 KIND = EstimateCorrection.KIND
 """Kind of a replay's correction record (the event's kind: the same fact, in the replay's scratch run)."""
+RATE_KIND = "provider_rate"
+"""Kind of a replay's record of the provider's rate fitted over the whole transcript (payload
+:meth:`~latch.host.forecast.ProviderForecast.to_json` plus ``request``: the last request observed)."""
 
 
 @dataclass(frozen=True)
@@ -163,19 +166,36 @@ def session_correction(store: Any, session_id: str) -> Correction | None:
     best = _best(found)
     if best is not None:
         return best
+    for records, origin in _replay_records(store, session_id, KIND):
+        got = _recorded(records, origin)
+        if got is not None:
+            return got
+    return None
+
+
+def session_rate(store: Any, session_id: str) -> dict[str, Any] | None:
+    """The provider's rate the newest replay of ``session_id`` fitted (its record of kind :data:`RATE_KIND`, in the
+    replay scratch or a replay kept with ``--keep``): ``{"rate", "intercept_tokens", "requests", "steps",
+    "request", "origin"}``, else ``None`` (no replay with provider usage)."""
+    for records, origin in _replay_records(store, session_id, RATE_KIND):
+        got = [p for _, _, _, p in records]
+        if got:
+            return {**got[-1], "origin": origin}
+    return None
+
+
+def _replay_records(store: Any, session_id: str, kind: str) -> Any:
+    """``(records of kind, origin)`` of the session's finished replay runs in the store's replay scratch, newest
+    first (read only when the scratch file exists; a read never creates it), then of the replays kept in the
+    store with ``latch replay --keep``, newest first."""
     where = getattr(store, "replay_scratch_path", None)
     if where is not None and where.is_file():
         scratch = store.replay_scratch()
         runs = [r for r in scratch.runs() if r.session_id == session_id and r.finished]
         for run in reversed(runs):
-            got = _recorded(scratch.records(run.id, kinds=[KIND]), f"replay run {run.id}")
-            if got is not None:
-                return got
-    for stream in reversed(store.kernel_streams(session_id, kind=KIND)):  # replays kept with --keep
-        got = _recorded(store.kernel_records(session_id, stream, kinds=[KIND]), f"kept replay {stream}")
-        if got is not None:
-            return got
-    return None
+            yield scratch.records(run.id, kinds=[kind]), f"replay run {run.id}"
+    for stream in reversed(store.kernel_streams(session_id, kind=kind)):  # replays kept with --keep
+        yield store.kernel_records(session_id, stream, kinds=[kind]), f"kept replay {stream}"
 
 
 def _recorded(records: Any, origin: str) -> Correction | None:
@@ -219,6 +239,7 @@ class ReplayCorrections:
                       if harness is not None else 0)
         self.agent = harness is not None and harness.session_context is not None
         self.last_forecast: int | None = None
+        self._last: tuple[int, int] | None = None  # (number, seq) of the last request with usage
         self.source = "estimate"
         self.current: dict[str, Any] | None = None
         self.recorded: list[dict[str, Any]] = []
@@ -239,6 +260,7 @@ class ReplayCorrections:
                               else None)
         if f is not None and counted:
             f.observe(self.sent_tokens(res), counted)
+            self._last = (req.number, req.seq)
         if not self.enabled:
             return
         if self.comparable and counted:
@@ -250,6 +272,14 @@ class ReplayCorrections:
         self.loop.hard = self.loop.budget.hard_limit_tokens
         by_rate = rate_limit_tokens(self.budget, f) if self.rate else None
         self.source = ("rate" if by_rate == self.loop.hard else "correction" if ratio is not None else "estimate")
+
+    def finish(self) -> None:
+        """Record the provider's rate fitted over every request (one record of kind :data:`RATE_KIND` through
+        ``writer``, at the last request's seq), when it is ready (:func:`rate_ready`): ``latch context`` reads it."""
+        f = self.forecast
+        if self.enabled and self._last is not None and f is not None and rate_ready(f):
+            number, seq = self._last
+            self.writer.append_many([(RATE_KIND, seq, {**f.to_json(), "request": number})])
 
     def _record(self, req: Any, counted: int, estimate: int) -> None:
         c = self.current
