@@ -48,10 +48,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..events import MediaRef, SystemNote, ToolCall, UserMessage, canonical_arguments
-from ._common import (Loc, SessionBuilder, count_field, data_url_bytes, dump_json, head_text, json_type,
+from ..events import SystemNote, ToolCall, UserMessage, canonical_arguments
+from ._common import (Loc, SessionBuilder, count_field, dump_json, head_text, json_type,
                       litellm_usage, openai_usage, peek_json, tool_schemas_note)
 from .base import Importer, ParsedSession, content_key, decode_text, load_json
+from .openai_chat import message_content
 
 __all__ = ["MiniSweAgentImporter", "IMPORTERS", "BASH_TOOL"]
 
@@ -152,12 +153,13 @@ class _Trajectory:
             if self.exited:
                 raise loc.fail(f"a {role!r} message after the run's 'exit' message")
             if role == "system":
-                self.b.add(SystemNote(text=self._text(loc, m)[0], subtype="system" if self.started
+                self.b.add(SystemNote(text=message_content(self.b, loc, m)[0], subtype="system" if self.started
                                       else "system_prompt"), ref, None)
             elif role == "assistant":
                 self._assistant(loc, ref, m, extra)
             elif role == "tool":
-                self._result(loc, ref, extra, loc.str(m, "tool_call_id", required=True), self._text(loc, m)[0])
+                self._result(loc, ref, extra, loc.str(m, "tool_call_id", required=True),
+                             message_content(self.b, loc, m)[0])
             elif role == "exit":
                 self._exit(loc, ref, m, extra)
             else:
@@ -174,7 +176,7 @@ class _Trajectory:
         self.started = True
         self.b.close_open("the next model request started first")
         self.positional.clear()
-        text = self._text(loc, msg)[0]
+        text = message_content(self.b, loc, msg)[0]
         calls = self._tool_calls(loc, msg)
         if calls:
             self.tool_calling = True
@@ -271,7 +273,7 @@ class _Trajectory:
                 self._model_call(loc, f"{ref}#response", choice, response, _iso(extra.get("timestamp")),
                                  rejected=True)
                 self.b.close_open("mini-SWE-agent rejected the response (FormatError): the call never ran")
-        text, media = self._text(loc, m)
+        text, media = message_content(self.b, loc, m)
         if self.positional and "interrupt_type" not in extra:  # the observation of a fenced action
             self._result(loc, ref, extra, self.positional.pop(0), text)
             return
@@ -282,7 +284,7 @@ class _Trajectory:
 
     def _exit(self, loc: Loc, ref: str, m: dict, extra: dict) -> None:
         status = loc.str(extra, "exit_status", "extra") or ""
-        text = self._text(loc, m)[0]
+        text = message_content(self.b, loc, m)[0]
         if status == "Submitted":
             submitter = next((cid for cid in self._open() if _SUBMIT in self.commands.get(cid, "")),
                              None) or next(reversed(self._open()), None)
@@ -299,39 +301,6 @@ class _Trajectory:
     def _note(self, status: str, ref: str) -> None:
         self.b.add(SystemNote(text=f"mini-SWE-agent run ended: exit_status={status}", subtype="exit_status"),
                    ref, None)
-
-    def _text(self, loc: Loc, m: dict) -> tuple[str, tuple[MediaRef, ...]]:
-        """``content`` as text: a string, null, or a list of ``text``/``input_text``/``image_url`` parts."""
-        content = m.get("content")
-        if content is None:
-            return "", ()
-        if isinstance(content, str):
-            return content, ()
-        if not isinstance(content, list):
-            raise loc.fail(f"field 'content' must be a string, an array of parts or null, got {json_type(content)}")
-        texts: list[str] = []
-        media: list[MediaRef] = []
-        for j in range(len(content)):
-            part = loc.item_obj(content, j, "content")
-            label = f"content[{j}]"
-            kind = loc.str(part, "type", label, required=True)
-            if kind in ("text", "input_text", "output_text"):
-                texts.append(loc.str(part, "text", label, required=True))
-            elif kind == "image_url":
-                image = part.get("image_url")
-                url = image if isinstance(image, str) else (
-                    loc.str(image, "url", f"{label}.image_url", required=True) if isinstance(image, dict) else None)
-                if url is None:
-                    raise loc.fail(f"field '{label}.image_url' must be an object with 'url' or a string, "
-                                   f"got {json_type(image)}")
-                decoded = data_url_bytes(loc, url, f"{label}.image_url.url")
-                if decoded is None:
-                    texts.append(f"[image: {url}]")
-                else:
-                    media.append(self.b.media(*decoded))
-            else:
-                texts.append(f"[{kind}]")
-        return "\n".join(texts), tuple(media)
 
     # -- the end
     def finish(self, doc: dict, data: bytes, messages: list, info: dict) -> ParsedSession:

@@ -40,7 +40,7 @@ from ._common import (Loc, SessionBuilder, chat_features, content_hash_key, data
                       openai_usage, tool_schemas_note)
 from .base import Importer, ParsedSession, decode_text, load_json
 
-__all__ = ["OpenAIChatImporter", "IMPORTERS"]
+__all__ = ["OpenAIChatImporter", "IMPORTERS", "message_content"]
 
 FORMAT = "openai-chat"
 _THINKING = re.compile(r"\A\s*<thinking>.*?</thinking>\s*", re.S)
@@ -87,7 +87,7 @@ class OpenAIChatImporter(Importer):
             msg, usage = _unwrap(loc, raw)
             role = loc.str(msg, "role", required=True)
             if role in ("system", "developer"):
-                body = _text(b, loc, msg)[0]
+                body = message_content(b, loc, msg)[0]
                 if role == "system" and body.startswith(_COMPACT):
                     b.add(CompactionMarker(summary=body[len(_COMPACT):].strip()), ref, None)
                 else:
@@ -96,14 +96,14 @@ class OpenAIChatImporter(Importer):
             elif role == "user":
                 started = True
                 b.close_open("the next message came before the tool result")
-                body, media = _text(b, loc, msg)
+                body, media = message_content(b, loc, msg)
                 b.add(UserMessage(text=body, media=media), ref, None)
             elif role == "assistant":
                 started = True
                 b.close_open("the next message came before the tool result")
                 legacy.clear()
                 msg_model = loc.str(msg, "model") or loc.str(raw, "model") or model
-                body, _ = _text(b, loc, msg)
+                body, _ = message_content(b, loc, msg)
                 reasoning = bool(loc.str(msg, "reasoning_content") or loc.str(msg, "reasoning"))
                 stripped = _THINKING.sub("", body, count=1)
                 reasoning = reasoning or stripped != body
@@ -115,11 +115,11 @@ class OpenAIChatImporter(Importer):
                     b.set_usage(slot, _usage(loc, usage, msg_model, raw), f"{ref}#usage", None)
             elif role == "tool":
                 call_id = loc.str(msg, "tool_call_id", required=True)
-                body, media = _text(b, loc, msg)
+                body, media = message_content(b, loc, msg)
                 b.result(call_id, body, ref, None, name=loc.str(msg, "name"), media=media)
             elif role == "function":
                 name = loc.str(msg, "name", required=True)
-                body, media = _text(b, loc, msg)
+                body, media = message_content(b, loc, msg)
                 b.result(legacy.pop(name, f"function:{name}"), body, ref, None, name=name, media=media)
             else:
                 raise loc.fail(f"unknown role {role!r} (expected system, developer, user, assistant, tool)")
@@ -140,7 +140,10 @@ def _unwrap(loc: Loc, raw: dict) -> tuple[dict, dict | None]:
     return raw, loc.obj(raw, "usage")
 
 
-def _text(b: SessionBuilder, loc: Loc, msg: dict) -> tuple[str, tuple[MediaRef, ...]]:
+def message_content(b: SessionBuilder, loc: Loc, msg: dict) -> tuple[str, tuple[MediaRef, ...]]:
+    """``(text, images)`` of an OpenAI chat message's ``content``: a string, null, or a list of ``text`` /
+    ``input_text`` / ``output_text`` / ``refusal`` / ``image_url`` parts (data URLs stored through ``b``, other
+    URLs kept as text); another part type is a ``[type]`` marker, an Anthropic block a one-line error at ``loc``."""
     content = msg.get("content")
     if content is None:
         return "", ()
