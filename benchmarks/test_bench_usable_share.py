@@ -10,11 +10,10 @@ tokens (``budget_provider_tokens``: the forecast of a view of that many estimate
 and the views the rate budgeted that are forecast above the real limit (none may be).
 
 Measured on this machine, same run: ``heuristic-anthropic`` (9 Claude Code sessions) median 0.647 before, at
-least 0.95 after; ``heuristic-o200k`` (the Codex session) 0.758 -> 0.95; 0 views the rate budgeted forecast above
-the real limit. ``heuristic-cjk`` (2 Aider runs on DeepSeek) reads 1.64 before and 1.00 after: Aider's counts
-include its repository map and the files added to the chat, which its history file does not record, so the
-forecast says the conservative budget was already over; the budget never goes below what the corrections allow,
-and the forecast of such a session is not evidence either way.
+least 0.95 after; ``o200k`` (the Codex session, counted exactly, its unrecorded tool schemas inferred from usage)
+1.008 before (the conservative limit was forecast 0.8% over the real one) and 0.95 after; ``heuristic-cjk`` (3
+Aider runs on DeepSeek) 1.004 before and 0.95 after; 0 views the rate budgeted forecast above the real limit.
+(With the o200k heuristic and no inferred overhead, Codex read 0.758 before.)
 
 Run: ``python -m pytest benchmarks/test_bench_usable_share.py --benchmark-only``
 """

@@ -109,10 +109,11 @@ def rate_budget(budget: ContextBudget, forecast: Any, correction: tuple[int, int
                 overflow: tuple[int, int] | None = None, *, margin: float = SAFETY_MARGIN) -> ContextBudget:
     """``budget`` with its hard limit set from the provider's rate (:func:`rate_limit_tokens`): above the real
     limit when the estimator over-counts the provider, below it by a fixed gap the provider counts and Latch does
-    not see (tool schemas a transcript does not record). A rate above 1 (the provider counts more per estimated
-    token than a calibrated estimator allows: content the transcript lacks, such as Aider's repository map, or a
-    fit on a few coarse counts) never lowers the limit below :func:`corrected_budget` with ``correction`` (the
-    largest ``(provider, estimated)`` correction, or ``None``). ``overflow`` (the largest overflow refusal, or
+    not see (tool schemas a transcript does not record). It never lowers the limit below :func:`corrected_budget`
+    with ``correction`` (the largest ``(provider, estimated)`` correction, or ``None``) when the forecast puts that
+    limit within the real one (an exact count loses nothing to the margin), nor when the rate is above 1 (the
+    provider counts more per estimated token than a calibrated estimator allows: content the transcript lacks,
+    such as Aider's repository map, or a fit on a few coarse counts). ``overflow`` (the largest overflow refusal, or
     ``None``) caps the limit as :func:`corrected_budget` does. Before :func:`rate_ready`, :func:`corrected_budget`
     with the larger of the two ratios is returned. ``forecast`` follows
     :class:`~latch.host.forecast.ProviderForecast`. The reserve stays whole; ``recent_tokens`` is lowered to the
@@ -121,8 +122,9 @@ def rate_budget(budget: ContextBudget, forecast: Any, correction: tuple[int, int
     hard = rate_limit_tokens(budget, forecast, margin=margin)
     if hard is None:
         return corrected_budget(budget, worst)
-    if forecast.rate > 1.0:
-        hard = max(hard, corrected_budget(budget, worst).hard_limit_tokens)
+    floor = corrected_budget(budget, worst).hard_limit_tokens
+    if forecast.rate > 1.0 or forecast.forecast(floor) <= budget.hard_limit_tokens:
+        hard = max(hard, floor)  # the rate never takes away what the counts themselves show to fit
     if overflow is not None:
         hard = min(hard, corrected_budget(budget, overflow).hard_limit_tokens)
     return replace(budget, context_window_tokens=budget.reserve_tokens + hard,
