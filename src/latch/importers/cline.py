@@ -49,14 +49,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..events import CompactionMarker, MediaRef, ToolCall, Usage, UserMessage, canonical_json
 from ._common import AssistantSlot, Loc, SessionBuilder, count_field, decode_base64, dump_json, json_type, \
     openai_usage, peek_json
-from .cline_ui import is_ui_messages, parse_ui_messages
+from .cline_ui import epoch_ms_iso, is_ui_messages, parse_ui_messages
 from .base import (Importer, JSONNestingError, ParsedSession, TranscriptError, content_key, decode_text, json_loads,
                    load_json)
 
@@ -75,11 +74,6 @@ _META = ("<environment_details>", "<system-reminder>", "<explicit_instructions",
 _CWD = re.compile(r"# Current (?:Working Directory|Workspace Directory) \((.+?)\)")
 _TASK_ID = re.compile(r"\d{10,16}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _ROO_FIELDS = ("isSummary", "condenseId", "isTruncationMarker", "truncationId", "condenseParent", "truncationParent")
-
-
-def epoch_ms_iso(ms: int | float) -> str:
-    """``ms`` (Unix epoch milliseconds) as ISO-8601 UTC with milliseconds (``2026-01-02T10:00:00.000Z``)."""
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class ClineImporter(Importer):

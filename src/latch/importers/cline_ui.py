@@ -25,6 +25,7 @@ Identity: ``"cline:<taskId>"`` (the folder name), else a hash of the first row, 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from ..events import SystemNote, ToolCall, Usage, UserMessage, canonical_json
 from ._common import AssistantSlot, Loc, SessionBuilder, count_field, data_url_bytes, json_type
 from .base import JSONNestingError, ParsedSession, TranscriptError, content_key, json_loads
 
-__all__ = ["is_ui_messages", "parse_ui_messages"]
+__all__ = ["epoch_ms_iso", "is_ui_messages", "parse_ui_messages"]
 
 HISTORY_ABSENT = ("api_conversation_history.json was absent: the conversation is rebuilt from ui_messages.json, "
                   "what the UI showed (tool results other than command, MCP and browser output are not "
@@ -43,6 +44,11 @@ _CALLS = {"tool": None, "command": "execute_command", "use_mcp_server": "use_mcp
           "browser_action_launch": "browser_action", "browser_action": "browser_action"}
 _RESULTS = {"command_output": "execute_command", "mcp_server_response": "use_mcp_server",
             "browser_action_result": "browser_action"}
+
+
+def epoch_ms_iso(ms: int | float) -> str:
+    """``ms`` (Unix epoch milliseconds) as ISO-8601 UTC with milliseconds (``2026-01-02T10:00:00.000Z``)."""
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def is_ui_messages(items: list) -> bool:
@@ -68,8 +74,6 @@ class _Ui:
         self.cost: float | None = None
 
     def run(self, task_id: str | None, fmt: str) -> ParsedSession:
-        from .cline import epoch_ms_iso
-
         last: dict[Any, int] = {}
         for i, row in enumerate(self.rows):
             if not isinstance(row, dict):
