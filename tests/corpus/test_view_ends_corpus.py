@@ -15,10 +15,9 @@ pytestmark = pytest.mark.corpus
 # request of its own (its own usage), so the original request ended with that assistant message as far as the
 # file says. The harness sent a turn the file does not record as one:
 ENDS_WITH_ASSISTANT = {
-    # aider's reflected message (an edit-format error, "Add file to the chat?" answered) is sent as a user
-    # message; the chat history keeps only its console lines
+    # a watch-mode request ("Processing your request...": aider sends the file's AI! comments as the user turn);
+    # the chat history keeps only its console lines
     "aider/monochromatic.aider.chat.history.md": 1,
-    "aider/mozgoslav.aider.chat.history.md": 1,
     # Gemini CLI's next-speaker check sends "Please continue." unrecorded; the file has two model messages
     "gemini-cli/entire_session.json": 1,
 }
