@@ -57,7 +57,8 @@ def test_monochromatic_counts(aider_dir):
     sessions = parse_all_file(aider_dir / MONO)
     assert compute_stats(_all_events(aider_dir / MONO)) == {
         # groups of consecutive user lines: awk '/^####/ && /  $/ {if(!p) n++; p=1; next} {p=0} END{print n}'
-        "user_messages": 26,
+        # plus 1 reflection: "Add file to the chat? ... y" after a reply's Tokens line (line 1202)
+        "user_messages": 27,
         # runs of non-user/non-output/non-header lines holding text (awk, multi-line `>` reports skipped) → 40;
         # each of the 39 `> Tokens:` lines follows one of them
         "assistant_messages": 40,
@@ -84,7 +85,7 @@ def test_monochromatic_counts(aider_dir):
 def test_mozgoslav_counts(aider_dir):
     sessions = parse_all_file(aider_dir / MOZG)
     assert compute_stats(_all_events(aider_dir / MOZG)) == {
-        "user_messages": 21,       # same awk as above
+        "user_messages": 23,       # same awk as above, plus 2 reflections (lines 388 and 3577)
         "assistant_messages": 16,  # same awk; 16 `<thinking-content-…>` openings, one per reply
         "tool_calls": 3, "tool_results": 3,  # grep -c '^> Applied edit to' → 3 (whole edit format, no SEARCH)
         "tool_errors": 0, "orphan_results": 0, "missing_results": 0,
@@ -365,5 +366,21 @@ def test_a_store_holding_the_whole_file_as_one_session_keeps_it(aider_dir, store
                                      format="aider", workspace=None, events=whole)
     got = import_all(store, path, final=True)
     assert legacy not in {sid for sid, _, _ in got}
-    assert [len(seqs) for _, _, seqs in got] == [len(s.events) for s in sessions] == [5, 34, 45]
-    assert {s.id: s.events for s in store.sessions()}[legacy] == len(whole) == 84
+    assert [len(seqs) for _, _, seqs in got] == [len(s.events) for s in sessions] == [5, 35, 46]
+    assert {s.id: s.events for s in store.sessions()}[legacy] == len(whole) == 86
+
+
+def test_a_reply_naming_files_the_user_adds_is_answered_by_the_added_files_reflection(aider_dir):
+    # aider/prompts.py added_files, sent as the next request's user turn; the file records only the confirmation
+    events = [pe for s in parse_all_file(aider_dir / MOZG) for pe in s.events]
+    got = [(pe.source_ref, pe.event.text) for pe in events if (pe.source_ref or "").endswith("#reflection")]
+    assert got == [
+        ("line:388#reflection", "I added these files to the chat: frontend/src/store/slices/jobs/index.ts\n"
+                                "Let me know if there are others we should add."),
+        ("line:3577#reflection", "I added these files to the chat: frontend/src/store/slices/settings/index.ts\n"
+                                 "Let me know if there are others we should add.")]
+    at = [pe.source_ref for pe in events].index("line:388#reflection")
+    assert isinstance(events[at + 1].event, AssistantMessage) and events[at].event.is_meta
+    # a watch-mode request ("Processing your request...") asks about its own prompt's files: no reflection
+    mono = [pe for s in parse_all_file(aider_dir / MONO) for pe in s.events]
+    assert [pe.source_ref for pe in mono if (pe.source_ref or "").endswith("#reflection")] == ["line:1202#reflection"]

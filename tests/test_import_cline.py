@@ -247,3 +247,60 @@ def test_cli_prints_one_error_line_naming_the_ui_file(tmp_path):
     assert res.exit_code == 1
     assert res.stderr.splitlines() == [
         f"Error: {ui}:ui_messages[0]: field 'text.tokensOut' must be a non-negative integer, got number"]
+
+
+UI_TASK = FIXTURES / "cline/globalStorage/saoudrizwan.claude-dev/tasks/1779000000000"
+
+
+def test_ui_messages_alone_rebuilds_the_conversation(tmp_path, store):
+    path = UI_TASK / "ui_messages.json"
+    assert not (UI_TASK / HISTORY).exists()
+    assert detected(path) == "cline"
+    parsed = parse_file(path)
+    assert ref_kinds(parsed.events) == [
+        ("history_absent", "SystemNote"), ("ui_messages[0]", "UserMessage"),
+        ("ui_messages[3]", "AssistantMessage"), ("ui_messages[2]#usage", "Usage"),  # [1]: the same ts, replaced
+        ("ui_messages[7]", "ToolResult"),
+        ("ui_messages[9]", "AssistantMessage"), ("ui_messages[8]#usage", "Usage"),
+        ("missing:ui:ui_messages[9]", "ToolResult"),
+        ("ui_messages[11]", "AssistantMessage"), ("ui_messages[10]#usage", "Usage"),
+        ("ui_messages[12]", "UserMessage"), ("ui_messages[14]", "SystemNote"),  # [13]: a request that failed
+        ("ui_messages[16]", "AssistantMessage"), ("ui_messages[15]#usage", "Usage")]
+    ev = {pe.source_ref: pe.event for pe in parsed.events}
+    assert "absent" in ev["history_absent"].text and ev["history_absent"].subtype == "history_absent"
+    assert ev["ui_messages[0]"].text == "Why does the build fail?" and len(ev["ui_messages[0]"].media) == 1
+    first = ev["ui_messages[3]"]
+    assert (first.text, first.reasoning_reported) == ("Running the build.", True)  # the last partial snapshot
+    assert first.tool_calls == (ToolCall(id="ui:ui_messages[6]", name="execute_command",
+                                         arguments='{"command":"npm run build"}'),)
+    assert ev["ui_messages[7]"] == ToolResult(call_id="ui:ui_messages[6]", name="execute_command",
+                                              content="error TS2304: Cannot find name 'fetchAll'.")
+    assert ev["ui_messages[2]#usage"] == Usage(input_tokens=12, output_tokens=80, cache_read_tokens=0,
+                                               cache_write_tokens=9000)
+    assert ev["ui_messages[9]"].tool_calls[0].name == "readFile" and ev["missing:ui:ui_messages[9]"].missing
+    assert ev["ui_messages[11]"].text == "Rename fetchAll to fetchItems?"  # the followup's question
+    assert ev["ui_messages[16]"].text == "Renamed; the build passes."
+    assert parsed.stats["usage"] == dict(input_tokens=75, output_tokens=205, cache_read_tokens=28600,
+                                         cache_write_tokens=10200, requests=4)
+    assert parsed.external_key == "cline:1779000000000"
+    assert (parsed.meta["api_history"], parsed.meta["reported_cost_usd"]) == ("absent", 0.052)
+    assert_shape(parsed.events)
+    assert_reimport_adds_nothing(store, path)
+    res = CliRunner().invoke(cli, ["--db", str(tmp_path / "cli.db"), "import", str(path)])
+    assert res.exit_code == 0 and "cline" in res.output, res.output
+
+
+def test_ui_messages_beside_the_history_reads_the_history():
+    assert parse_file(CLINE_TASK / "ui_messages.json").external_key == parse_file(CLINE_TASK / HISTORY).external_key
+    assert parse_file(CLINE_TASK / "ui_messages.json").events == parse_file(CLINE_TASK / HISTORY).events
+
+
+def test_ui_messages_alone_bad_input(tmp_path, store):
+    rows = json.loads((UI_TASK / "ui_messages.json").read_bytes())
+    path = tmp_path / "ui_messages.json"
+    bad = [dict(rows[0]), dict(rows[1]), {**rows[2], "text": "{\"tokensIn\": -4}"}]
+    assert_rejected(store, path, json.dumps(bad).encode(), where="ui_messages[2]", reason="'text.tokensIn'")
+    bad = [rows[0], {**rows[2], "text": "not json"}]
+    assert_rejected(store, path, json.dumps(bad).encode(), where="ui_messages[1]", reason="not valid JSON")
+    bad = [rows[0], {**rows[2], "ts": "noon"}]
+    assert_rejected(store, path, json.dumps(bad).encode(), where="ui_messages[1]", reason="field 'ts'")

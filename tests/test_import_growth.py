@@ -139,10 +139,11 @@ def test_the_open_tail_of_each_corpus_file(corpus_dir):
         RELIABILITY: (120, 118, ["line:97", "line:97#usage"]),
         # lines 866-867: reasoning + custom_tool_call, no output, token_count or turn end after them
         EDGERUNNER: (532, 531, ["line:866"]),
-        # parse_file: the last aider run (header on line 3352, 45 of the file's 84 events); its last turn, after
-        # the prompt on line 4252: the reply (thinking opens on 4254), its usage (4368), its two edit results in
-        # call order (4374, 4373), then aider's other output lines as one note (4369-)
-        MOZGOSLAV: (45, 40, ["line:4254", "line:4368", "line:4374", "line:4373", "line:4369"]),
+        # parse_file: the last aider run (header on line 3352, 46 of the file's 86 events, one of them the
+        # added_files reflection after line 3577); its last turn, after the prompt on line 4252: the reply
+        # (thinking opens on 4254), its usage (4368), its two edit results in call order (4374, 4373), then
+        # aider's other output lines as one note (4369-)
+        MOZGOSLAV: (46, 41, ["line:4254", "line:4368", "line:4374", "line:4373", "line:4369"]),
         # the last run (19th header, 47 of the file's 248 events); its last turn: the corrected SEARCH/REPLACE
         # reply (3679), its usage (3704), its "Applied edit" (3705), then the commit and the "unable to read" /
         # ^C output lines as one note (3706-3732)
@@ -232,12 +233,13 @@ def test_aider_identity_survives_growth(corpus_dir, tmp_path):
     # the run's ordinal and its header line
     assert [p.external_key for _, p, _ in prefix] == [p.external_key for _, p, _ in whole[:2]]
     assert [sid for sid, _, _ in prefix] == [sid for sid, _, _ in whole[:2]] and len(store.sessions()) == 3
-    # the 2 runs parse to 5 + 34 = 39 events (the tester's count); the second run's last turn, the reply
-    # interrupted on line 3062 and its "^C KeyboardInterrupt" note (3348), waits for the third header (3352) to
-    # close it: 37 stored, then those 2 and the third run's 40 settled events: 37 + 42 = 79
-    assert [len(p.events) for _, p, _ in prefix] == [5, 34]
-    assert [len(seqs) for _, _, seqs in prefix] == [5, 32] and [len(seqs) for _, _, seqs in whole] == [0, 2, 40]
-    assert store.count_events() == 79
+    # the 2 runs parse to 5 + 35 = 40 events (the tester's count, and aider's added_files reflection after line
+    # 388); the second run's last turn, the reply interrupted on line 3062 and its "^C KeyboardInterrupt" note
+    # (3348), waits for the third header (3352) to close it: 38 stored, then those 2 and the third run's 41
+    # settled events: 38 + 43 = 81
+    assert [len(p.events) for _, p, _ in prefix] == [5, 35]
+    assert [len(seqs) for _, _, seqs in prefix] == [5, 33] and [len(seqs) for _, _, seqs in whole] == [0, 2, 41]
+    assert store.count_events() == 81
 
 
 def test_an_edited_prefix_is_refused(corpus_dir, tmp_path):

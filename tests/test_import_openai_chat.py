@@ -117,6 +117,39 @@ def test_plain_chat_is_openai(tmp_path):
     assert detected(path) == "openai-chat"
 
 
+def test_consecutive_assistant_messages_are_one_request(tmp_path, store):
+    # a converter writes each block of one response as a message: thinking, text, then each tool call
+    usage = {"prompt_tokens": 900, "completion_tokens": 30}
+    doc = [{"role": "user", "content": "list the tests"},
+           {"role": "assistant", "content": "<thinking>\nls first\n</thinking>", "usage": usage},
+           {"role": "assistant", "content": "I'll look.", "usage": usage},
+           {"role": "assistant", "content": None, "tool_calls": [
+               {"id": "t1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+           {"role": "assistant", "content": None, "tool_calls": [
+               {"id": "t2", "type": "function", "function": {"name": "wc", "arguments": "{}"}}]},
+           {"role": "tool", "tool_call_id": "t1", "content": "tests/"},
+           {"role": "tool", "tool_call_id": "t2", "content": "12"},
+           {"role": "assistant", "content": "Twelve.", "usage": {"prompt_tokens": 950, "completion_tokens": 5}},
+           # usage of its own that differs: the harness asked again with the answer as a prefill
+           {"role": "assistant", "content": " Done.", "usage": {"prompt_tokens": 960, "completion_tokens": 2}}]
+    path = write_json(tmp_path / "split.json", doc)
+    parsed = parse_file(path, format="openai-chat")
+    assert_shape(parsed.events)
+    assert ref_kinds(parsed.events) == [
+        ("messages[0]", "UserMessage"), ("messages[1]", "AssistantMessage"), ("messages[1]#usage", "Usage"),
+        ("messages[5]", "ToolResult"), ("messages[6]", "ToolResult"),
+        ("messages[7]", "AssistantMessage"), ("messages[7]#usage", "Usage"),
+        ("messages[8]", "AssistantMessage"), ("messages[8]#usage", "Usage")]
+    first = parsed.events[1].event
+    assert (first.text, [c.id for c in first.tool_calls], first.reasoning_reported) == ("I'll look.", ["t1", "t2"],
+                                                                                        True)
+    assert [pe.event.missing for pe in parsed.events[3:5]] == [False, False]
+    assert parsed.events[2].event.input_tokens == 900
+    sid, _ = assert_reimport_adds_nothing(store, path)
+    from latch.host.loop import model_requests
+    assert [r.usage.input_tokens for r in model_requests(store.events(sid))] == [900, 950, 960]
+
+
 def test_legacy_function_call(tmp_path):
     doc = [{"role": "user", "content": "weather?"},
            {"role": "assistant", "content": None,

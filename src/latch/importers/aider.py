@@ -66,6 +66,11 @@ Output lines are classified:
   them); blocks with no reported outcome (ask mode, declined, interrupted) stay
   text.
 * ``litellm.…Error: …`` → ``SystemNote(subtype="api_error")``.
+* "Add file to the chat?" answered yes (``y``/``a``) after a reply's ``Tokens:`` line, its file named on the
+  line before: the reply mentioned files, and aider sends the next request with its ``added_files`` reflection
+  ("I added these files to the chat: …", ``aider/prompts.py``) as the user turn, which the file does not
+  record → ``UserMessage(is_meta=True)`` with that text before the next reply (``source_ref``
+  ``"line:<n>#reflection"``, ``n`` the last answer's line).
 * anything else → ``SystemNote(subtype="aider_output")`` (consecutive lines
   joined). ``/run`` output is not in the file (aider prints it only to the
   terminal), so ``/run`` and its "Add … tokens of command output to the chat?"
@@ -105,6 +110,10 @@ _SEARCH = re.compile(r"^<{5,9} SEARCH\s*$")
 _DIVIDER = re.compile(r"^={5,9}\s*$")
 _REPLACE = re.compile(r"^>{5,9} REPLACE\s*$")
 _FENCE = ("```", "````")
+_ADD_FILE = re.compile(r"^Add file to the chat\? .*\]: ?(\S*)\s*$")
+_WATCH_PROMPT = "Processing your request..."
+# aider/prompts.py ``added_files``: the user turn aider sends after a reply that named files the user then added
+_ADDED_FILES = "I added these files to the chat: {fnames}\nLet me know if there are others we should add."
 
 
 @dataclass
@@ -368,6 +377,9 @@ class AiderImporter(Importer):
                 turn.outputs.append(item)
                 continue
             self._flush(b, turn, model)
+            if item.kind == "assistant" and (added := _added_files(turn)) is not None:
+                b.add(UserMessage(text=_ADDED_FILES.format(fnames=", ".join(sorted(added[1]))), is_meta=True),
+                      f"line:{added[0] + 1}#reflection", None)
             turn = None
             if item.kind == "assistant":
                 turn = _Turn(item)
@@ -439,6 +451,32 @@ class AiderImporter(Importer):
             else:
                 notes.append(o)
         flush_notes()
+
+
+def _added_files(turn: _Turn | None) -> tuple[int, list[str]] | None:
+    """``(line of the last answer, files)`` when ``turn``'s reply named files the user then agreed to add: the
+    "Add file to the chat?" answers after the reply's ``Tokens:`` line (``base_coder.check_for_file_mentions``),
+    which aider answers with the ``added_files`` reflection as the next request's user turn; else ``None``. A
+    watch-mode request (``Processing your request...``) asks about its own prompt's mentions, no reflection."""
+    if turn is None or (turn.reply is None and not any(_TOKENS.match(o.text) for o in turn.outputs)):
+        return None
+    files: list[str] = []
+    subject: str | None = None
+    at = -1
+    after_usage = turn.reply is not None and not any(_TOKENS.match(o.text) for o in turn.outputs)
+    for o in turn.outputs:
+        if _TOKENS.match(o.text):
+            after_usage, files, subject = True, [], None
+        elif o.text.startswith(_WATCH_PROMPT):
+            after_usage = False
+        elif after_usage and (m := _ADD_FILE.match(o.text)):
+            if subject is not None and m.group(1)[:1].lower() in ("y", "a"):
+                files.append(subject)
+                at = o.end
+            subject = None
+        else:
+            subject = o.text.strip() if "\n" not in o.text else None
+    return (at, files) if files else None
 
 
 def _edits(reply: _Item,

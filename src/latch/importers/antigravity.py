@@ -14,7 +14,11 @@ error?, truncated_fields?}``; ``type``/``source``/``status`` may also carry Anti
   open calls **positionally**, in order → :class:`ToolResult` (the ``Created At:``/``Completed At:`` header
   lines taken off; ``status: ERROR`` or ``Encountered error in step execution`` is ``is_error``); a step
   with no open call is an orphan result;
-* ``SYSTEM_MESSAGE`` (also a sub-agent's report) → ``SystemNote(subtype="notification")``,
+* a sub-agent's report (a ``SYSTEM_MESSAGE`` whose ``content`` starts ``sender=<conversationId>``) is what the
+  model saw next, in the place it saw it → ``UserMessage(is_meta=True)`` (a user turn the harness wrote, not an
+  instruction); the sender is the ``agent_id`` of the oldest sub-agent marker that has none yet (the child
+  session with that ``meta.agent_id`` is that call's, where one is imported);
+* another ``SYSTEM_MESSAGE`` → ``SystemNote(subtype="notification")``,
   ``ERROR_MESSAGE`` → ``SystemNote(subtype="error")`` (its ``error`` or ``content``), ``EPHEMERAL_MESSAGE`` →
   ``SystemNote(subtype="info")``, except that an ``ERROR_MESSAGE`` while a call is open (a bad tool call) is
   that call's ``is_error`` result; ``CHECKPOINT`` ("# Resuming from a compaction" and the summary) →
@@ -29,6 +33,8 @@ error?, truncated_fields?}``; ``type``/``source``/``status`` may also carry Anti
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import replace
 from pathlib import Path
 
 from ..events import CompactionMarker, SubagentMarker, SystemNote, ToolCall, UserMessage
@@ -44,6 +50,7 @@ _NOT_TOOLS = {"USER_INPUT", "PLANNER_RESPONSE", "SYSTEM_MESSAGE", "ERROR_MESSAGE
               "CHECKPOINT", "EPHEMERAL_MESSAGE"}
 _NOTES = {"SYSTEM_MESSAGE": "notification", "ERROR_MESSAGE": "error", "EPHEMERAL_MESSAGE": "info"}
 _STEP_ERROR = "Encountered error in step execution"
+_SENDER = re.compile(r"sender=([^\s]+)\n")
 
 
 def _bare(value: str) -> str:
@@ -94,6 +101,7 @@ class AntigravityImporter(Importer):
         slot: AssistantSlot | None = None
         truncated = 0
         skipped: dict[str, int] = {}
+        unlinked: list[tuple[AssistantSlot, int]] = []  # sub-agent markers no report has named yet
         for n, obj in iter_jsonl(path, text, live=self.live):
             loc = Loc(path, f"line {n}")
             index = loc.int(obj, "step_index", required=True)
@@ -133,12 +141,19 @@ class AntigravityImporter(Importer):
                         prompt = next((v for v in args.values() if isinstance(v, str)), "")
                         b.after_results(slot, SubagentMarker(call_id=call.id, description=prompt[:200]),
                                         f"{ref}#subagent:{call.id}", ts)
+                        unlinked.append((slot, len(slot.after) - 1))
             elif kind == "CHECKPOINT":
                 b.close_open("the conversation was compacted before the tool returned", ts)
                 open_calls, slot = [], None
                 b.add(CompactionMarker(trigger="checkpoint", summary=content), ref, ts)
             elif kind == "ERROR_MESSAGE" and open_calls:  # a bad tool call: the call's (failed) result
                 b.result(open_calls.pop(0), loc.str(obj, "error") or content, ref, ts, is_error=True)
+            elif kind == "SYSTEM_MESSAGE" and (sender := _SENDER.match(content)):
+                if unlinked:
+                    owner, k = unlinked.pop(0)
+                    marker = owner.after[k]
+                    owner.after[k] = replace(marker, event=replace(marker.event, agent_id=sender.group(1)))
+                b.add(UserMessage(text=content, is_meta=True), ref, ts)
             elif kind in _NOTES:
                 body = (loc.str(obj, "error") or content) if kind == "ERROR_MESSAGE" else content
                 b.add(SystemNote(text=body, subtype=_NOTES[kind]), ref, ts)

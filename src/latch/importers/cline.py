@@ -1,6 +1,7 @@
 """Cline and Roo Code task folders (``<globalStorage>/<extension>/tasks/<taskId>/``), FORMATS.md sections 6 and 7.
 
-The importer reads ``api_conversation_history.json`` (what was sent to the model: a JSON array of
+A ``ui_messages.json`` alone (no history beside it) is read by :mod:`latch.importers.cline_ui`; given one
+with its history beside it, the history is read. The importer reads ``api_conversation_history.json`` (what was sent to the model: a JSON array of
 Anthropic-style messages with Cline's extra ``ts``, ``modelInfo`` and ``metrics``) and, when it sits beside
 it, ``ui_messages.json`` (the UI event log: per-request usage and Cline's context truncation). Shapes
 follow cline/cline ``apps/vscode/src/shared/messages/content.ts`` (``ClineStorageMessage``),
@@ -48,13 +49,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..events import CompactionMarker, MediaRef, ToolCall, Usage, UserMessage, canonical_json
 from ._common import AssistantSlot, Loc, SessionBuilder, count_field, decode_base64, dump_json, json_type, \
     openai_usage, peek_json
+from .cline_ui import epoch_ms_iso, is_ui_messages, parse_ui_messages
 from .base import (Importer, JSONNestingError, ParsedSession, TranscriptError, content_key, decode_text, json_loads,
                    load_json)
 
@@ -75,11 +76,6 @@ _TASK_ID = re.compile(r"\d{10,16}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4
 _ROO_FIELDS = ("isSummary", "condenseId", "isTruncationMarker", "truncationId", "condenseParent", "truncationParent")
 
 
-def epoch_ms_iso(ms: int | float) -> str:
-    """``ms`` (Unix epoch milliseconds) as ISO-8601 UTC with milliseconds (``2026-01-02T10:00:00.000Z``)."""
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 class ClineImporter(Importer):
     """Cline / Roo Code ``api_conversation_history.json`` (+ the ``ui_messages.json`` beside it) → Latch events."""
 
@@ -90,13 +86,16 @@ class ClineImporter(Importer):
     def sniff(self, path: Path, head: bytes) -> int:
         """95 for a JSON array of ``{role, content}`` messages named ``api_conversation_history.json``; 88 for
         such an array whose messages carry Cline's ``ts`` and ``modelInfo``/``metrics`` (above the plain
-        Anthropic importer's 85); 0 otherwise (``ui_messages.json`` is read with its history, not alone)."""
+        Anthropic importer's 85); 95 for ``ui_messages.json`` rows (``ClineMessage``: ``ts``, ``type`` say/ask),
+        88 for such rows under another name; 0 otherwise."""
         try:
             top, _, items = peek_json(head)
         except Exception:  # noqa: BLE001 - a sniffer never raises: the parser names the problem
             return 0
         if top != "array":
             return 0
+        if is_ui_messages(items):
+            return 95 if path.name == UI_FILE else 88
         chat = bool(items) and all(isinstance(m, dict) and "role" in m and "content" in m for m in items)
         if path.name == HISTORY_FILE and (chat or not items):
             return 95
@@ -110,16 +109,27 @@ class ClineImporter(Importer):
         doc = load_json(path, decode_text(path, data))
         if not isinstance(doc, list):
             raise TranscriptError(path, "top level", f"expected a JSON array of messages, got {json_type(doc)}")
+        if is_ui_messages(doc[:8]):
+            history = path.parent / HISTORY_FILE
+            if history.is_file():  # the task folder's history, with this file beside it
+                return self.parse(history, _read_bytes(history))
+            task_id = path.parent.name if _TASK_ID.fullmatch(path.parent.name) else None
+            roo = ROO_EXTENSION in str(path.resolve()).lower()
+            return parse_ui_messages(path, doc, roo=roo, task_id=task_id, fmt=FORMAT)
         ui_path = path.parent / UI_FILE
         ui = _read_ui(ui_path) if path.name == HISTORY_FILE and ui_path.is_file() else None
         return _Task(path, doc, ui, ui_path).run()
 
 
-def _read_ui(path: Path) -> list[dict]:
+def _read_bytes(path: Path) -> bytes:
     try:
-        raw = path.read_bytes()
+        return path.read_bytes()
     except OSError as exc:
         raise TranscriptError(path, None, f"cannot read: {exc.strerror or exc}") from None
+
+
+def _read_ui(path: Path) -> list[dict]:
+    raw = _read_bytes(path)
     doc = load_json(path, decode_text(path, raw))
     if not isinstance(doc, list):
         raise TranscriptError(path, "top level", f"expected a JSON array of UI messages, got {json_type(doc)}")

@@ -16,7 +16,10 @@ Reasoning: ``reasoning_content``/``reasoning`` fields and a leading
 ``reasoning_reported``; their text is dropped. Usage: an assistant message may
 carry ``usage`` (``prompt_tokens`` includes ``prompt_tokens_details.cached_tokens``),
 and an element may be a whole ``chat.completion`` response object (its first
-choice's message and its usage). A call still unanswered when the next user or
+choice's message and its usage). Consecutive assistant messages with no user, tool or system message
+between them are one response, one request (a converter writes each block of a response as a message): one
+:class:`AssistantMessage` with their text and calls; a later message with usage of its own that differs is a
+request of its own (a continuation the harness asked for). A call still unanswered when the next user or
 assistant message arrives gets a ``missing`` result; one unanswered at the end of
 the document is pending (no result: the conversation stops before it).
 
@@ -79,6 +82,8 @@ class OpenAIChatImporter(Importer):
         b = SessionBuilder(path, FORMAT)
         legacy: dict[str, str] = {}  # function name -> open legacy call id
         started = False
+        slot = None  # the response the next assistant message continues (no user, tool or system turn since)
+        slot_usage: dict | None = None
         for i, raw in enumerate(messages):
             loc = Loc(path, f"messages[{i}]")
             ref = f"messages[{i}]"
@@ -86,6 +91,8 @@ class OpenAIChatImporter(Importer):
                 raise loc.fail(f"expected a message object, got {json_type(raw)}")
             msg, usage = _unwrap(loc, raw)
             role = loc.str(msg, "role", required=True)
+            if role != "assistant":
+                slot = None
             if role in ("system", "developer"):
                 body = message_content(b, loc, msg)[0]
                 if role == "system" and body.startswith(_COMPACT):
@@ -100,18 +107,23 @@ class OpenAIChatImporter(Importer):
                 b.add(UserMessage(text=body, media=media), ref, None)
             elif role == "assistant":
                 started = True
-                b.close_open("the next message came before the tool result")
-                legacy.clear()
                 msg_model = loc.str(msg, "model") or loc.str(raw, "model") or model
                 body, _ = message_content(b, loc, msg)
                 reasoning = bool(loc.str(msg, "reasoning_content") or loc.str(msg, "reasoning"))
                 stripped = _THINKING.sub("", body, count=1)
                 reasoning = reasoning or stripped != body
-                calls = _calls(loc, msg, i, legacy)
-                refusal = loc.str(msg, "refusal")
-                slot = b.assistant(ref, None, text=stripped or refusal or "", calls=calls, reasoning=reasoning,
-                                   model=msg_model)
-                if usage is not None:
+                text = stripped or loc.str(msg, "refusal") or ""
+                if slot is not None and (usage is None or slot_usage is None or usage == slot_usage):
+                    # the same response split into messages (a converter writes each block as one): one request
+                    b.extend(slot, text=text, calls=_calls(loc, msg, i, legacy), reasoning=reasoning)
+                else:
+                    b.close_open("the next message came before the tool result")
+                    legacy.clear()
+                    slot = b.assistant(ref, None, text=text, calls=_calls(loc, msg, i, legacy),
+                                       reasoning=reasoning, model=msg_model)
+                    slot_usage = None
+                if usage is not None and slot_usage is None:
+                    slot_usage = usage
                     b.set_usage(slot, _usage(loc, usage, msg_model, raw), f"{ref}#usage", None)
             elif role == "tool":
                 call_id = loc.str(msg, "tool_call_id", required=True)
