@@ -29,16 +29,9 @@ from latch.port import ContextBudget
 from latch.providers import ScriptedProvider
 from latch.store import EventStore
 
+from test_agent_loop import oa
+
 BUDGET = ContextBudget(64_000, 4_000, 16_000)
-
-
-def oa(text: str = "", calls=()) -> dict:
-    msg: dict = {"role": "assistant", "content": text or None}
-    if calls:
-        msg["tool_calls"] = [{"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
-                             for i, n, a in calls]
-    return {"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4.1",
-            "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if calls else "stop"}]}
 
 
 class Run:
