@@ -180,3 +180,22 @@ def test_context_shows_the_usable_share_a_replay_measured(tmp_path, arabic):
     other = json.loads(_run(tmp_path, "other.db", "replay", str(bare), "--json").output)
     rep = json.loads(_run(tmp_path, "other.db", "context", other["session"], "--json").output)
     assert rep["provider_rate"] is None and rep["usable_share"] is None
+
+
+def test_the_table_says_the_limit_is_in_the_provider_tokens_once_the_rate_sets_it(tmp_path):
+    """The README example at its 16k budget: from request 3 a view's estimate may be above the 14,000-token hard
+    limit (the heuristic over-counts Claude); the summary says the limit is in the provider's tokens, never
+    "max N of 14,000" with N above it."""
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "invoice-rounding.claude.jsonl"
+    args = ("replay", str(example), "--window", "16000", "--reserve", "2000", "--recent", "3000")
+    doc = json.loads(_run(tmp_path, "latch.db", *args, "--json").output)
+    s = doc["summary"]
+    assert s["usable_share"]["min"] >= 1 - SAFETY_MARGIN - 0.001
+    assert all(r["provider_forecast_tokens"] <= 14_000 for r in doc["requests"] if r["budget_source"] == "rate")
+    text = _run(tmp_path, "latch.db", *args).output
+    assert (f"max {s['max_total_tokens']:,} tokens (Latch's estimate) · hard limit 14,000 provider tokens, "
+            f"{s['usable_share']['median']:.0%} of it usable on the provider's rate from request 3") in text
+    assert f"max {s['max_total_tokens']:,} of 14,000" not in text
+    assert "✓ budget never exceeded (window − reserve, in the provider's tokens on its rate)" in text

@@ -725,6 +725,12 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
 
     largest = (f"max {s['max_total_tokens']:,} of {s['hard_limit_tokens']:,} tokens" if s["overflows"] < s["requests"]
                else f"no view (hard limit {s['hard_limit_tokens']:,} tokens)")
+    share = s.get("usable_share")
+    if share is not None and s["overflows"] < s["requests"]:
+        # from request 3 the limit is in the provider's tokens: Latch's (conservative) estimate of a view may be above
+        largest = (f"max {s['max_total_tokens']:,} tokens (Latch's estimate) · hard limit {s['hard_limit_tokens']:,} "
+                   f"provider tokens, {share['median']:.0%} of it usable on the provider's rate from request "
+                   f"{share['from_request']}")
     con.print(f"\n[bold]{plural(s['requests'], 'request')}[/bold] · {s['epochs']} cache epoch(s), {s['rotations']} rotation(s) · "
               + largest)
     con.print(f"conversation {s['conversation_tokens']:,} tokens"
@@ -743,7 +749,8 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
         check(False, f"no view could be built: all {plural(s['requests'], 'request')} refused with "
                      f"ContextOverflow{why}")
         return
-    check(not any("hard limit" in x for x in v), "budget never exceeded (window − reserve)")
+    check(not any("hard limit" in x for x in v), "budget never exceeded (window − reserve"
+          + (", in the provider's tokens on its rate" if s.get("usable_share") else "") + ")")
     check(not any("orphan" in x or "call order" in x for x in v), "no orphaned tool call or result")
     check(not any("split" in x for x in v), "no split unit")
     check(s["prefix_breaks_within_epoch"] == 0,
