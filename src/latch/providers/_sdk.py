@@ -14,7 +14,7 @@ import inspect
 import os
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Self
 
 from .base import ProviderError, ProviderOverflow
 
@@ -26,6 +26,27 @@ DEFAULT_RESPONSE_TIMEOUT = 600.0
 """Seconds one model response may take in all (the request, the SDK's retries and the whole stream)."""
 DEFAULT_IDLE_TIMEOUT = 120.0
 """Seconds a response may send nothing (before its headers or between two reads of its stream)."""
+
+
+class SDKProvider:
+    """What the official-SDK providers share: :meth:`from_options` (the plugin host's constructor) and their repr
+    (model, base URL and the key's variable name, never the key)."""
+
+    model: str
+    base_url: str | None
+    api_key_env: str
+
+    @classmethod
+    def from_options(cls, model: str, *, base_url: str | None = None, api_key_env: str | None = None,
+                     timeout: float = 600.0, max_retries: int = 4) -> Self:
+        """The provider for ``model`` (see the class docstring); :class:`ProviderError` for a missing key
+        or a bad option."""
+        return cls(model, base_url=base_url, api_key_env=api_key_env,  # type: ignore[call-arg]
+                   timeout=timeout, max_retries=max_retries)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, "
+                f"api_key_env={self.api_key_env!r})")
 
 
 class ResponseLimitExceeded(Exception):

@@ -96,7 +96,7 @@ def assemble_chat_completion(chunks: Iterable[Mapping[str, Any]],
     return body
 
 
-class OpenAIProvider:
+class OpenAIProvider(_sdk.SDKProvider):
     """Chat Completions through ``openai.OpenAI`` (see the module docstring).
 
     ``model`` is the model id (used when the body has no ``"model"``); ``base_url`` defaults to the
@@ -133,17 +133,6 @@ class OpenAIProvider:
         self._client = openai.OpenAI(api_key=self._key.value or NO_KEY, base_url=base_url, timeout=self.timeout,
                                      max_retries=max_retries, http_client=openai.DefaultHttpxClient(
                                         transport=self.limits.transport()))
-
-    @classmethod
-    def from_options(cls, model: str, *, base_url: str | None = None, api_key_env: str | None = None,
-                     timeout: float = 600.0, max_retries: int = 4) -> "OpenAIProvider":
-        """The provider for ``model`` (see the class docstring); :class:`ProviderError` for a missing key
-        or a bad option."""
-        return cls(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, max_retries=max_retries)
-
-    def __repr__(self) -> str:
-        return (f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, "
-                f"api_key_env={self.api_key_env!r})")
 
     def complete(self, request_body: Mapping[str, Any], *,
                  on_text: Callable[[str], None] | None = None) -> dict[str, Any]:

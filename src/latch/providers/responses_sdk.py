@@ -118,7 +118,7 @@ def _reasoning_by_call(output: Sequence[Any]) -> dict[str, list[dict[str, Any]]]
     return out
 
 
-class OpenAIResponsesProvider:
+class OpenAIResponsesProvider(_sdk.SDKProvider):
     """The Responses API through ``openai.OpenAI`` (see the module docstring).
 
     ``model`` is the model id (used when the body has no ``"model"``); ``base_url`` defaults to the SDK's
@@ -148,17 +148,6 @@ class OpenAIResponsesProvider:
         self._client = openai.OpenAI(api_key=self._key.value, base_url=base_url, timeout=self.timeout,
                                      max_retries=max_retries, http_client=openai.DefaultHttpxClient(
                                         transport=self.limits.transport()))
-
-    @classmethod
-    def from_options(cls, model: str, *, base_url: str | None = None, api_key_env: str | None = None,
-                     timeout: float = 600.0, max_retries: int = 4) -> "OpenAIResponsesProvider":
-        """The provider for ``model`` (see the class docstring); :class:`ProviderError` for a missing key
-        or a bad option."""
-        return cls(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, max_retries=max_retries)
-
-    def __repr__(self) -> str:
-        return (f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, "
-                f"api_key_env={self.api_key_env!r})")
 
     def request(self, request_body: Mapping[str, Any]) -> dict[str, Any]:
         """The body as sent (before ``stream``): ``model`` filled in when absent, and the reasoning items this
