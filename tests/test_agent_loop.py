@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from latch.agent.context import SYSTEM_PROMPT, session_context
+from latch.agent.environment import REDACTED
 from latch.agent.loop import AgentError, AgentLoop, Observer, correction_ratio, repair_interrupted
 from latch.agent.permissions import PermissionPolicy
 from latch.agent.tools import ToolContext, builtin_tools
@@ -448,3 +449,19 @@ def test_an_output_too_large_for_the_window_is_stored_whole_and_read_back_in_pag
     a.loop.turn()
     bad = a.results()[-1]
     assert bad.is_error and "no artifact 000000000000" in bad.content
+
+
+def test_a_secret_in_an_output_too_large_for_the_window_is_redacted_before_it_is_stored(agent, monkeypatch):
+    """The whole output goes to an artifact only after redaction: read_artifact can never hand a key back."""
+    key = "sk-live-0123456789abcdef0123"
+    monkeypatch.setenv("DEPLOY_TOKEN", key)
+    a = agent([], budget=ContextBudget(8_192, 1_024, 7_168), assume_yes=True)
+    lines = [f"line {i:05d}: deploy with token $DEPLOY_TOKEN and check module_{i}.c" for i in range(3_000)]
+    (a.ws / "log.txt").write_text("\n".join(lines).replace("$DEPLOY_TOKEN", key) + "\n")
+    a.provider._responses += [oa(calls=[("c1", "shell", {"command": "cat log.txt"})])]
+    a.loop.say("show me the deploy log")
+    a.loop.turn()
+    (res,) = a.results()
+    sha = res.content.split('read_artifact(sha256="', 1)[1][:64]
+    _, stored = a.store.get_artifact(sha)
+    assert key.encode() not in stored and REDACTED.encode() in stored and key not in res.content

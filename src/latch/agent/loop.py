@@ -58,7 +58,7 @@ from .permissions import Decision, PermissionPolicy
 from .steering import SteeringInbox, pending_tool_calls
 from .supervisor import ChildPolicyError, Supervisor
 from .tools import Tool, ToolContext, ToolOutcome, run_tool
-from .tools.base import spill
+from .tools.base import OUTCOME_LIMIT_BYTES, spill
 from .environment import redact, secret_values
 from .tools.compact import Compact
 from .tools.load_tools import LOAD_TOOLS, LoadTools
@@ -389,8 +389,8 @@ class AgentLoop:
         self._room: int | None = None  # tokens one tool result may take in the next view (from the latest view)
         if tool_context is not None and tool_context.room is None:
             tool_context = replace(tool_context, room=lambda: self._room)
-        if tool_context is not None and tool_context.result_tokens is None:
-            tool_context = replace(tool_context, result_tokens=self.result_cap_tokens)
+        if tool_context is not None and not tool_context.keep_whole:
+            tool_context = replace(tool_context, keep_whole=True)  # _bound cuts each result, after redaction
         self.tool_context, self.tool_runner, self.supervisor = tool_context, tool_runner, supervisor
         self._secrets = secret_values(also=secret_names)  # this process's secret values: redacted from tool results
         self.system_prompt = system_prompt
@@ -892,14 +892,17 @@ class AgentLoop:
         return max(64, self.budget().hard_limit_tokens // 4)
 
     def _bound(self, content: str) -> str:
-        """``content`` when it fits :meth:`result_cap_tokens`; else the whole output is stored as an artifact and
-        the result is its head and tail with a pointer for ``read_artifact``, within the cap
+        """``content`` (already redacted) when it fits :meth:`result_cap_tokens` and
+        :data:`~latch.agent.tools.base.OUTCOME_LIMIT_BYTES`; else the whole output is stored as an artifact and the
+        result is its head and tail with a pointer for ``read_artifact``, within both
         (:func:`~latch.agent.tools.base.spill`; the run never ends because one output is large)."""
         cap = self.result_cap_tokens()
         estimate = self.setup.counter.text
-        if estimate(content) <= cap:
-            return content
-        return spill(content, self.store, lambda t: estimate(t) <= cap)
+
+        def fits(text: str) -> bool:
+            return len(text.encode("utf-8", "surrogatepass")) <= OUTCOME_LIMIT_BYTES and estimate(text) <= cap
+
+        return content if fits(content) else spill(content, self.store, fits)
 
     # ------------------------------------------------------------------ the session
     def say(self, text: str) -> int:

@@ -40,8 +40,9 @@ class ToolContext:
     ``(latch.agent.group.Group, agent name)`` for a member of an agent group (the group tools use it).
     ``room()`` is how many tokens one tool result may take in the next view (the agent loop sets it from its
     latest view; ``None``: no bound beyond the tools' own), so ``read_file`` pages fit a small window.
-    ``result_tokens()`` is the most tokens one result may hold (the agent loop's cap; ``None``: bytes only): a
-    longer output is stored whole as an artifact and cut to its head and tail (:func:`spill`)."""
+    ``keep_whole``: the caller bounds each result itself (the agent loop redacts secrets, then stores a long
+    output whole as an artifact: :func:`spill`), so :func:`run_tool` leaves the content whole; else
+    :func:`run_tool` cuts it to :data:`OUTCOME_LIMIT_BYTES` (:func:`bound_text`)."""
 
     workspace: Path
     store: EventStore
@@ -52,7 +53,7 @@ class ToolContext:
     spawner: "Callable[[str, Mapping[str, Any]], ToolOutcome] | None" = None
     group: "tuple[Any, str] | None" = None
     room: "Callable[[], int | None] | None" = None
-    result_tokens: "Callable[[], int] | None" = None
+    keep_whole: bool = False
 
 
 @dataclass(frozen=True)
@@ -186,28 +187,13 @@ def spill(text: str, store: Any, fits: Callable[[str], bool]) -> str:
     return cut(lo)
 
 
-def bounded_outcome(text: str, ctx: ToolContext) -> str:
-    """``text`` when it is within :data:`OUTCOME_LIMIT_BYTES` and ``ctx.result_tokens()``; else :func:`spill`
-    into ``ctx.store`` (:func:`bound_text`'s head alone when there is no store)."""
-    cap = ctx.result_tokens() if ctx.result_tokens is not None else None
-
-    def fits(t: str) -> bool:
-        return len(t.encode("utf-8", "surrogatepass")) <= OUTCOME_LIMIT_BYTES and (cap is None or ctx.estimate(t) <= cap)
-
-    if fits(text):
-        return text
-    if ctx.store is None:
-        return bound_text(text)
-    return spill(text, ctx.store, fits)
-
-
 def run_tool(tools: Sequence[Tool], call: ToolCall, ctx: ToolContext) -> ToolOutcome:
     """Run ``call`` with the tool of its name among ``tools``.
 
     Never raises for a bad call: an unknown tool, arguments that are not a JSON object, a missing,
     unknown or mistyped field, or a tool's refusal (:class:`ToolError`) is an error outcome whose one
-    line names the tool and the field. The content is bounded (:func:`bounded_outcome`: a longer output is kept
-    whole as an artifact). A tool with a
+    line names the tool and the field. The content is bounded (:data:`OUTCOME_LIMIT_BYTES`) unless
+    ``ctx.keep_whole``. A tool with a
     true ``RAW_ARGUMENTS`` attribute (an MCP tool, whose server validates against its own JSON Schema) gets any
     JSON object unchecked.
     """
@@ -226,7 +212,7 @@ def run_tool(tools: Sequence[Tool], call: ToolCall, ctx: ToolContext) -> ToolOut
         outcome = tool.run(args, replace(ctx, call_id=call.id))
     except ToolError as exc:
         return ToolOutcome(bound_text(str(exc)), is_error=True)
-    return replace(outcome, content=bounded_outcome(outcome.content, ctx))
+    return outcome if ctx.keep_whole else replace(outcome, content=bound_text(outcome.content))
 
 
 def tool_schemas(tools: Sequence[Tool]) -> list[Mapping[str, Any]]:
