@@ -91,9 +91,7 @@ def corrected_budget(budget: ContextBudget, ratio: tuple[int, int] | None) -> Co
     if ratio is None:
         return budget
     provider, estimated = ratio
-    hard = budget.hard_limit_tokens * estimated // provider
-    return replace(budget, context_window_tokens=budget.reserve_tokens + hard,
-                   recent_tokens=min(budget.recent_tokens, hard))
+    return _with_hard(budget, budget.hard_limit_tokens * estimated // provider)
 
 
 def rate_limit_tokens(budget: ContextBudget, forecast: Any, *, margin: float = SAFETY_MARGIN) -> int | None:
@@ -118,17 +116,32 @@ def rate_budget(budget: ContextBudget, forecast: Any, correction: tuple[int, int
     with the larger of the two ratios is returned. ``forecast`` follows
     :class:`~latch.host.forecast.ProviderForecast`. The reserve stays whole; ``recent_tokens`` is lowered to the
     limit when above it."""
+    return _with_hard(budget, _rate_limit(budget, forecast, correction, overflow, margin)[0])
+
+
+def _with_hard(budget: ContextBudget, hard: int) -> ContextBudget:
+    """``budget`` with hard limit ``hard`` (the reserve whole, ``recent_tokens`` lowered to it when above);
+    ``budget`` itself when that is its limit already."""
+    if hard == budget.hard_limit_tokens and budget.recent_tokens <= hard:
+        return budget
+    return replace(budget, context_window_tokens=budget.reserve_tokens + hard,
+                   recent_tokens=min(budget.recent_tokens, hard))
+
+
+def _rate_limit(budget: ContextBudget, forecast: Any, correction: tuple[int, int] | None,
+                overflow: tuple[int, int] | None, margin: float) -> tuple[int, bool]:
+    """``(hard limit, whether the provider's rate set it)`` of :func:`rate_budget`."""
     worst = max((r for r in (correction, overflow) if r is not None), key=lambda r: r[0] / r[1], default=None)
-    hard = rate_limit_tokens(budget, forecast, margin=margin)
-    if hard is None:
-        return corrected_budget(budget, worst)
     floor = corrected_budget(budget, worst).hard_limit_tokens
+    raw = rate_limit_tokens(budget, forecast, margin=margin)
+    if raw is None:
+        return floor, False
+    hard = raw
     if forecast.rate > 1.0 or forecast.forecast(floor) <= budget.hard_limit_tokens:
         hard = max(hard, floor)  # the rate never takes away what the counts themselves show to fit
     if overflow is not None:
         hard = min(hard, corrected_budget(budget, overflow).hard_limit_tokens)
-    return replace(budget, context_window_tokens=budget.reserve_tokens + hard,
-                   recent_tokens=min(budget.recent_tokens, hard))
+    return hard, hard == raw
 
 
 def rate_ready(forecast: Any) -> bool:
@@ -260,20 +273,21 @@ class ReplayCorrections:
         f = self.forecast
         self.last_forecast = (f.forecast(res.view.tokens.total_tokens) if f is not None and res.view is not None
                               else None)
+        sent = self.sent_tokens(res) if counted else 0
         if f is not None and counted:
-            f.observe(self.sent_tokens(res), counted)
+            f.observe(sent, counted)
             self._last = (req.number, req.seq)
         if not self.enabled:
             return
         if self.comparable and counted:
-            self._record(req, counted, self.sent_tokens(res))
+            self._record(req, counted, sent)
         c = self.current
         ratio = (c["provider_tokens"], c["estimated_tokens"]) if c else None
-        corrected = corrected_budget(self.budget, ratio)
-        self.loop.budget = rate_budget(self.budget, f, ratio) if self.rate else corrected  # every later view
-        self.loop.hard = self.loop.budget.hard_limit_tokens
-        by_rate = rate_limit_tokens(self.budget, f) if self.rate else None
-        self.source = ("rate" if by_rate == self.loop.hard else "correction" if ratio is not None else "estimate")
+        hard, by_rate = (_rate_limit(self.budget, f, ratio, None, SAFETY_MARGIN) if self.rate
+                         else (corrected_budget(self.budget, ratio).hard_limit_tokens, False))
+        self.loop.budget = _with_hard(self.budget, hard)  # every later view
+        self.loop.hard = hard
+        self.source = "rate" if by_rate else "correction" if ratio is not None else "estimate"
 
     def finish(self) -> None:
         """Record the provider's rate fitted over every request (one record of kind :data:`RATE_KIND` through

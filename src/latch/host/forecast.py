@@ -56,6 +56,7 @@ class ProviderForecast:
         self._obs: list[tuple[int, int]] = []
         self._slopes: list[float] = []
         self._base: tuple[int, int] | None = None  # where the growth of the next step is measured from
+        self._fit: tuple[float, int] | None = None  # (rate, intercept) of the requests observed, until the next
 
     @property
     def requests(self) -> int:
@@ -74,27 +75,32 @@ class ProviderForecast:
             self._base = (estimate_tokens, provider_tokens)
         # else a small step: growth accumulates until it informs the rate
         self._obs.append((estimate_tokens, provider_tokens))
+        self._fit = None
 
     @property
     def steps(self) -> int:
         """How many steps informed the rate."""
         return len(self._slopes)
 
+    def _fitted(self) -> tuple[float, int]:
+        """``(rate, intercept_tokens)`` of the requests observed, computed once per observation."""
+        if self._fit is None:
+            lo, hi = RATE_BOUNDS
+            rate = min(hi, max(lo, statistics.median(self._slopes))) if self._slopes else 1.0
+            intercept = (max(0, round(statistics.median(p - rate * e for e, p in self._obs[-ANCHOR_REQUESTS:])))
+                         if self._obs else 0)
+            self._fit = (rate, intercept)
+        return self._fit
+
     @property
     def rate(self) -> float:
         """Provider tokens per estimated token of appended content (1.0 before any usable step)."""
-        if not self._slopes:
-            return 1.0
-        lo, hi = RATE_BOUNDS
-        return min(hi, max(lo, statistics.median(self._slopes)))
+        return self._fitted()[0]
 
     @property
     def intercept_tokens(self) -> int:
         """The provider tokens that do not scale with the content (>= 0; 0 before any request)."""
-        if not self._obs:
-            return 0
-        rate = self.rate
-        return max(0, round(statistics.median(p - rate * e for e, p in self._obs[-ANCHOR_REQUESTS:])))
+        return self._fitted()[1]
 
     def forecast(self, view_tokens: int) -> int | None:
         """Provider tokens expected for a view of ``view_tokens`` estimated tokens (>= 0); ``None`` before any
