@@ -69,6 +69,13 @@ def _stale(exc: StaleFileError) -> ToolOutcome:
                        "read_file, then redo the change (nothing was written)", is_error=True)
 
 
+def _page_tokens(ctx: ToolContext) -> int:
+    """Tokens one page may hold: the room the next view has for a result (:attr:`ToolContext.room`), else
+    :data:`PAGE_LIMIT_TOKENS`."""
+    room = ctx.room() if ctx.room is not None else None
+    return PAGE_LIMIT_TOKENS if room is None else room
+
+
 def _target(ctx: ToolContext, raw: str) -> tuple[Path, str]:
     absolute, rel = workspace_path(ctx, raw)
     if absolute.is_dir():
@@ -93,9 +100,8 @@ class ReadFile:
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         absolute, rel = _target(ctx, args["path"])
         try:
-            room = ctx.room() if ctx.room is not None else None
             page = read_file(ctx.store, ctx.session_id, absolute, offset=args.get("offset", 0),
-                             estimate=ctx.estimate, limit_tokens=PAGE_LIMIT_TOKENS if room is None else room)
+                             estimate=ctx.estimate, limit_tokens=_page_tokens(ctx))
         except FileNotFoundError:
             raise ToolError(f"{rel}: no such file{_nearby(ctx, absolute)}") from None
         except (OSError, ValueError) as exc:
@@ -128,9 +134,8 @@ class ReadArtifact:
         if not _SHA256.fullmatch(sha):
             raise ToolError("sha256: must be the 64 hexadecimal digits the cut output names")
         try:
-            room = ctx.room() if ctx.room is not None else None
             page = read_artifact(ctx.store, sha, offset=args.get("offset", 0), estimate=ctx.estimate,
-                                 limit_tokens=PAGE_LIMIT_TOKENS if room is None else room)
+                                 limit_tokens=_page_tokens(ctx))
         except KeyError:
             raise ToolError(f"no artifact {sha[:12]}… in this store") from None
         except ValueError as exc:
