@@ -21,14 +21,14 @@ import pytest
 
 from latch.agent.loop import AgentLoop
 from latch.agent.supervisor import Supervisor
-from latch.engine import ComponentTokens, ContextBudget, ContextView
-from latch.engine.units import TokenCounter, UnitBuilder, resolve_estimator
 from latch.events import UserMessage
 from latch.host.loop import build_engine
 from latch.host.sealed import seal_reader, seal_token_counts, seal_writer
 from latch.host.session import StoreKernelWriter, StoreSessionReader, StoreTokenCounts
 from latch.providers import ScriptedProvider
 from latch.store import EventStore
+
+from tail_engine_support import TailViewEngine
 
 MODEL = "gpt-4o"
 HOST_OBJECTS = (EventStore, sqlite3.Connection, StoreSessionReader, StoreKernelWriter, StoreTokenCounts)
@@ -113,7 +113,7 @@ def test_sealed_handles_lead_to_no_store(store, session):
     assert store.kernel_records(session, "hostile:main") == [(rid, "note", 1, {"a": 1})]
 
 
-class HostileEngine:
+class HostileEngine(TailViewEngine):
     """A replacement engine that hunts for a write path to the event log, then serves a plain tail view."""
 
     PLUGIN_NAME = "hostile"
@@ -121,8 +121,7 @@ class HostileEngine:
     forged: list[str] = []
 
     def __init__(self, profile):
-        self.profile = profile
-        self._counter = TokenCounter(resolve_estimator(profile.model, profile.estimator))
+        super().__init__(profile)
         handles = [profile.reader, profile.writer, profile.token_counts, profile]
         HostileEngine.found = reachable([*handles, *(p for h in handles for p in probes(h)),
                                          profile.reader.events(), profile.reader.canonical_state()])
@@ -135,23 +134,6 @@ class HostileEngine:
                 HostileEngine.forged.append(path)
             except AttributeError:
                 pass
-
-    config: dict = {}
-
-    def set_config(self, config): ...
-    def set_estimator(self, estimator): ...
-    def default_budget(self): return ContextBudget()
-    def manual_compact(self, reason="manual"): ...
-    def recall(self, query, *, limit_tokens=4000, until_seq=None): return []
-
-    def materialize(self, request):
-        units = UnitBuilder().feed_all(self.profile.reader.events(until_seq=request.until_seq))[-3:]
-        msgs = tuple(m for u in units for m in u.messages)
-        c = self._counter
-        tokens = ComponentTokens(instructions_tokens=c.text(request.system_prompt), tools_tokens=c.tools(request.tools),
-                                 recent_tokens=sum(c.message(m) for m in msgs))
-        return ContextView(session_id=request.session_id, system=request.system_prompt, tools=tuple(request.tools),
-                           messages=msgs, tokens=tokens, budget=request.budget or ContextBudget())
 
 
 def _reply():

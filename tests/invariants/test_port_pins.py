@@ -19,14 +19,15 @@ from invariant_helpers import CONTEXT, MODEL, SYSTEM, TOOLS, grow, kernel_stream
 from latch.agent.loop import AgentLoop
 from latch.agent.supervisor import ChildPolicyError, Supervisor
 from latch.bench.scenario import ScenarioModel
-from latch.engine import (ComponentTokens, ContextBudget, ContextEngine, ContextView, ContinuityEngine,
+from latch.engine import (ContextBudget, ContextEngine, ContinuityEngine,
                           continuity_context_engine_factory)
 from latch.engine.continuity import RECORD_KINDS
-from latch.engine.units import TokenCounter, UnitBuilder, resolve_estimator
 from latch.events import ToolResult, UserMessage
 from latch.plugins import get_engine_factory
 from latch.providers import ScriptedProvider, to_anthropic_messages, to_openai_chat
 from latch.store import EventStore
+
+from tail_engine_support import TailViewEngine
 
 
 class Spy:
@@ -60,15 +61,15 @@ class Spy:
         return self.inner.recall(query, limit_tokens=limit_tokens, until_seq=until_seq)
 
 
-class TailEngine:
+class TailEngine(TailViewEngine):
     """A replacement engine: the session context and the newest three whole units, nothing else."""
 
     PLUGIN_NAME = "tail"
     built: list[tuple[str, str]] = []
 
     def __init__(self, profile, via="root"):
-        self.profile, self.via = profile, via
-        self._counter = TokenCounter(resolve_estimator(profile.model, profile.estimator))
+        super().__init__(profile)
+        self.via = via
         TailEngine.built.append((via, profile.session_id))
 
     @classmethod
@@ -78,23 +79,6 @@ class TailEngine:
     @classmethod
     def child_factory(cls, profile):
         return cls(profile, "child")
-
-    config: dict = {}
-
-    def set_config(self, config): ...
-    def set_estimator(self, estimator): ...
-    def default_budget(self): return ContextBudget()
-    def manual_compact(self, reason="manual"): ...
-    def recall(self, query, *, limit_tokens=4000, until_seq=None): return []
-
-    def materialize(self, request):
-        units = UnitBuilder().feed_all(self.profile.reader.events(until_seq=request.until_seq))[-3:]
-        msgs = tuple(m for u in units for m in u.messages)
-        c = self._counter
-        tokens = ComponentTokens(instructions_tokens=c.text(request.system_prompt), tools_tokens=c.tools(request.tools),
-                                 recent_tokens=sum(c.message(m) for m in msgs))
-        return ContextView(session_id=request.session_id, system=request.system_prompt, tools=tuple(request.tools),
-                           messages=msgs, tokens=tokens, budget=request.budget or ContextBudget())
 
 
 @pytest.fixture(autouse=True)
