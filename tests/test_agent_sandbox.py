@@ -24,7 +24,7 @@ import pytest
 
 from latch import hotpaths
 from latch.agent.environment import tool_environment
-from latch.agent.sandbox import NO_SANDBOX, Sandbox, SandboxError, choose
+from latch.agent.sandbox import NO_SANDBOX, Sandbox, SandboxError, choose, program_folders
 from latch.agent.tools.processes import ProcessManager
 from latch.store import EventStore
 
@@ -114,6 +114,39 @@ def test_writes_outside_the_workspace_fail_inside_and_succeed_without_it(box, at
     assert "Read-only file system" in out or "Directory nonexistent" in out, out
     code, out = box.run(command, NO_SANDBOX)  # the probe is real: the same command writes there without it
     assert code == 0 and target.read_text() == "pwn\n", out
+
+
+def test_programs_under_tmp_stay_visible_read_only(box, monkeypatch):
+    tools = Path(tempfile.mkdtemp(prefix="latch-sandbox-venv-", dir="/tmp")).resolve()
+    try:
+        (tools / "bin").mkdir()
+        probe = tools / "bin" / "latch-probe-tool"
+        probe.write_text("#!/bin/sh\necho tool ran\n")
+        probe.chmod(0o755)
+        path = f"{tools / 'bin'}{os.pathsep}{os.environ['PATH']}"
+        monkeypatch.setenv("PATH", path)
+        sb = sandboxed(box.ws)
+        assert tools / "bin" in sb.programs
+        env = {**tool_environment(), "PATH": path}
+        code, out = box.run(f"latch-probe-tool && echo x > {probe}", sb, env)
+        assert out.startswith("tool ran") and "Read-only file system" in out and code != 0, out
+        assert probe.read_text() == "#!/bin/sh\necho tool ran\n"
+        code, out = box.run("latch-probe-tool", Sandbox(sb.mode, sb.workspace, bwrap=sb.bwrap), env)
+        assert code != 0 and "not found" in out, out  # the probe is real: the private /tmp hides it otherwise
+    finally:
+        shutil.rmtree(tools, ignore_errors=True)
+
+
+def test_program_folders_keep_the_outermost_folder_under_tmp(tmp_path):
+    venv = Path(tempfile.mkdtemp(prefix="latch-venv-", dir="/tmp")).resolve()
+    try:
+        (venv / "bin").mkdir()
+        path = os.pathsep.join([str(venv / "bin"), "/usr/bin", "relative/bin", str(venv / "missing")])
+        assert program_folders(path, [str(venv), "/usr"]) == (venv,)
+        assert program_folders(path, ["/usr"]) == (venv / "bin",)
+        assert program_folders("/usr/bin:/bin", ["/usr"]) == ()
+    finally:
+        shutil.rmtree(venv, ignore_errors=True)
 
 
 def test_read_only_mode_keeps_the_workspace_read_only_too(box):

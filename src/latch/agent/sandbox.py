@@ -5,7 +5,10 @@ Modes (:data:`MODES`; ``latch run --sandbox MODE``):
 
 * ``workspace-write``: the whole filesystem is mounted read-only, except the workspace (writable) and a private,
   empty ``/tmp`` (a tmpfs that disappears with the command; ``TMPDIR`` is ``/tmp``); the paths of
-  :attr:`Sandbox.protected` (the Latch store when it lies in the workspace) stay read-only.
+  :attr:`Sandbox.protected` (the Latch store when it lies in the workspace) stay read-only. Folders under
+  ``/tmp`` that the agent's programs come from (:attr:`Sandbox.programs`: the ``PATH`` entries and the Python
+  environment Latch runs in) stay visible, read-only, over the private ``/tmp``: a virtualenv made with
+  ``mktemp -d`` keeps working inside.
 * ``read-only``: the same, with the workspace read-only too (only the private ``/tmp`` is writable).
 * ``off``: no sandbox; the permission policy (approval and hard-deny) is the only line.
 
@@ -31,11 +34,12 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["MODES", "DEFAULT_MODE", "Sandbox", "SandboxError", "bwrap_problem", "choose", "NO_SANDBOX"]
+__all__ = ["MODES", "DEFAULT_MODE", "Sandbox", "SandboxError", "bwrap_problem", "choose", "program_folders", "NO_SANDBOX"]
 
 MODES = ("workspace-write", "read-only", "off")
 DEFAULT_MODE = "workspace-write"
@@ -51,13 +55,15 @@ class SandboxError(Exception):
 class Sandbox:
     """How tool processes run: ``mode`` (:data:`MODES`), the ``workspace`` (absolute, resolved), ``network``
     (keep the host's network), ``protected`` (absolute paths inside the workspace kept read-only) and the
-    ``bwrap`` executable (``None`` for ``off``)."""
+    ``bwrap`` executable (``None`` for ``off``); ``programs``: absolute folders under ``/tmp`` kept visible,
+    read-only, over the private ``/tmp`` (:func:`program_folders`)."""
 
     mode: str
     workspace: Path | None = None
     network: bool = False
     protected: tuple[Path, ...] = ()
     bwrap: str | None = None
+    programs: tuple[Path, ...] = ()
 
     @property
     def active(self) -> bool:
@@ -70,8 +76,11 @@ class Sandbox:
             return list(argv)
         assert self.bwrap is not None and self.workspace is not None
         ws = str(self.workspace)
-        args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-                "--bind" if self.mode == "workspace-write" else "--ro-bind", ws, ws]
+        args = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        for p in self.programs:
+            if p.is_dir() and p != self.workspace and self.workspace not in p.parents:
+                args += ["--ro-bind", str(p), str(p)]
+        args += ["--bind" if self.mode == "workspace-write" else "--ro-bind", ws, ws]
         for p in self.protected:
             if p.exists() and self.workspace in p.parents:
                 args += ["--ro-bind", str(p), str(p)]
@@ -116,6 +125,26 @@ def bwrap_problem(bwrap: str | None = None) -> str | None:
     return None
 
 
+def program_folders(path: str | None = None, prefixes: Iterable[str] = ()) -> tuple[Path, ...]:
+    """The folders under ``/tmp`` that programs come from: each entry of ``path`` (``os.pathsep``-separated;
+    default ``$PATH``) and each of ``prefixes`` (default: this Python's ``sys.prefix`` and ``sys.base_prefix``)
+    that names a folder under ``/tmp``, outermost first, without folders inside another."""
+    tmp = Path("/tmp")
+    entries = (os.environ.get("PATH", "") if path is None else path).split(os.pathsep)
+    found: list[Path] = []
+    for entry in [*entries, *(prefixes or (sys.prefix, sys.base_prefix))]:
+        if not entry or not os.path.isabs(entry):
+            continue
+        folder = Path(os.path.normpath(entry))  # as the program names it: a symlink's target is bound there
+        if tmp in folder.parents and folder.is_dir():
+            found.append(folder)
+    kept: list[Path] = []
+    for folder in sorted(set(found), key=lambda f: len(f.parts)):
+        if not any(k == folder or k in folder.parents for k in kept):
+            kept.append(folder)
+    return tuple(kept)
+
+
 def choose(requested: str | None, workspace: str | os.PathLike[str], *, network: bool = False,
            protected: Iterable[str | os.PathLike[str]] = (), bwrap: str | None = None) -> tuple[Sandbox, str | None]:
     """``(sandbox, warning)`` for mode ``requested`` (:data:`MODES`, or ``None``: :data:`DEFAULT_MODE` where
@@ -135,4 +164,5 @@ def choose(requested: str | None, workspace: str | os.PathLike[str], *, network:
                             "(pass --sandbox off to say so)")
     ws = Path(workspace).resolve()
     kept = tuple(Path(os.path.abspath(p)) for p in protected)
-    return Sandbox(requested or DEFAULT_MODE, ws, network, kept, bwrap or shutil.which("bwrap")), None
+    return Sandbox(requested or DEFAULT_MODE, ws, network, kept, bwrap or shutil.which("bwrap"),
+                   program_folders()), None
