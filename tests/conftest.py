@@ -15,14 +15,18 @@ from llama_support import llama_server, llama_server_factory  # noqa: F401 (sess
 
 
 _HERMETIC_HOME = Path(tempfile.mkdtemp(prefix="latch-tests-"))
+_USER_SETTINGS = ("LATCH_HOME", "LATCH_DB", "LATCH_DISABLE_PLUGINS", "LATCH_LOAD_PLUGINS", "LATCH_TRACE_PLUGINS",
+                  "LATCH_MAX_TRANSCRIPT_BYTES", "LATCH_WEB_TOKEN", "LATCH_TOOL_ENV_PASS")
 
 
 def pytest_configure(config):
     """The suite never reads or writes the user's own Latch folders: without this, a CLI test that sets no
     LATCH_HOME kept its price cache in ~/.local/share/latch, and a user's config.toml changed what tests saw.
     platformdirs' data and config folders point into one temporary folder for the run (subprocesses inherit it);
-    a LATCH_HOME from the caller's shell is dropped (tests that need one set their own)."""
-    os.environ.pop("LATCH_HOME", None)
+    the user's own Latch settings from the caller's shell (store, home, plugin selection, limits, web token, tool
+    environment) are dropped (tests that need one set their own); LATCH_IMPL (the hot-path backend) is kept."""
+    for name in _USER_SETTINGS:
+        os.environ.pop(name, None)
     os.environ["XDG_DATA_HOME"] = str(_HERMETIC_HOME / "data")
     os.environ["XDG_CONFIG_HOME"] = str(_HERMETIC_HOME / "config")
 

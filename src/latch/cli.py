@@ -33,6 +33,7 @@ from typing import Any
 import click
 
 from . import __version__
+from .extras import missing_extra
 from .config import ConfigError, config_path, load_config, unknown_keys
 from .host import cost as pricing
 from .importers import transcript_limit_problem
@@ -491,6 +492,13 @@ def main(argv: list[str] | None = None) -> None:
             reconfigure(errors="replace")
     try:
         rv = cli.main(args=argv, prog_name="latch", standalone_mode=False)
+    except ModuleNotFoundError as exc:  # an optional part that is not installed: name its extra
+        words = [a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")]
+        line = missing_extra(exc, f"latch {words[0]}" if words else None)
+        if line is None:
+            raise
+        click.echo(f"Error: {line}", err=True)
+        sys.exit(1)
     except click.exceptions.Abort:  # Ctrl-C (or EOF at a prompt): the shell convention, 128 + SIGINT
         click.echo("Aborted!", err=True)
         sys.exit(130)

@@ -8,6 +8,8 @@ only when the server starts.
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
 from ..hookspecs import hookimpl
@@ -29,6 +31,9 @@ def latch_register_uis() -> list[type]:
 def web_cmd(ctx: click.Context, host: str, port: int, token: str | None) -> None:
     """Serve the browser UI: sessions list and live session pages (transcript, state, activity)."""
     from ..web.app import ListenError, check_bind, listen, serve  # asyncio and the routes load when `latch web` runs
+
+    for module in ("starlette", "uvicorn", "sse_starlette"):  # a missing 'web' extra is named before anything is said
+        importlib.import_module(module)
 
     try:
         check_bind(host, token)
