@@ -1,6 +1,6 @@
 """``latch replay`` of the Codex corpus file with ``keep-last-units`` as a user runs it: a new process each time.
 
-Issue 18 asks that ``latch-example`` replays the Codex corpus transcript in under 2 s. Around the replay itself
+The goal: ``latch-example`` replays the Codex corpus transcript in under 2 s. Around the replay itself
 (``test_bench_replay_host.py``, in one process) a command pays for its process: imports, the plugin host, the
 import of the transcript into the store, the price table. This benchmark runs the real command in subprocesses,
 ``LATCH_HOME`` in a temporary folder (so the price cache starts empty), and reports in ``extra_info``:
@@ -17,7 +17,7 @@ import of the transcript into the store, the price table. This benchmark runs th
 Always asserted (no timing): the second replay prints the same report as the first and imports neither numpy nor
 genai-prices (``sys.modules`` at exit).
 
-Measured on this shared 2-core machine (issue 18, medians of 7 runs of the command, ``.pyc`` files present): before,
+Measured on this shared 2-core machine (medians of 7 runs of the command, ``.pyc`` files present): before,
 fresh 1.91 s and second 1.76 s (2.72 s and 2.41 s with ``PYTHONDONTWRITEBYTECODE=1`` and no ``.pyc``); after, fresh
 1.26 s (1.58 s with no kept prices) and second 0.73 s (1.64 s and 1.06 s without ``.pyc``).
 

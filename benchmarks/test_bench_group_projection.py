@@ -1,5 +1,5 @@
 """Group state read: the SQLite group projection (``Group.state``) vs the reference replay of the log
-(``GroupState.replay(Group.events())``), for a group of 200 tasks and 1,000 messages (issue 14 item 3).
+(``GroupState.replay(Group.events())``), for a group of 200 tasks and 1,000 messages.
 
 The root session also holds 5,000 ordinary events and another group's 1,000 messages, which the replay
 decodes or filters and the projection never reads. Run: ``python -m pytest

@@ -4,7 +4,7 @@ estimator), measured in the same run.
 Run: ``python -m pytest benchmarks/test_bench_hotpaths.py --benchmark-only``. Each native row's
 ``extra_info`` holds its throughput and ``ratio_to_reference`` (reference time / native time per
 byte or per call; the reference rows run first); the bulk and snippet rows also hold
-``ratio_to_tiktoken``. Targets (issue #5): bulk ASCII >= 5 GB/s, >= 200x the reference, >= 400x
+``ratio_to_tiktoken``. Targets: bulk ASCII >= 5 GB/s, >= 200x the reference, >= 400x
 tiktoken. CI runs this file once with ``--benchmark-disable`` as a smoke test (every row also
 checks that native and reference agree).
 """

@@ -1,4 +1,4 @@
-"""Materialize latency against history length, and recall latency on a long history (issue #4).
+"""Materialize latency against history length, and recall latency on a long history.
 
 A synthetic session (4 events per turn: a user prompt, a tool call, its result, an answer, over a
 5,000-word vocabulary) is appended straight to a store in 20,000-event batches. Each timed round

@@ -1,6 +1,6 @@
 """``latch replay`` of the Codex corpus file with ``keep-last-units``: the host's cost against the engine's own.
 
-Issue 18 asks that ``latch-example`` replays the Codex corpus transcript (``shared/corpus/codex``) in under 2 s.
+The goal: ``latch-example`` replays the Codex corpus transcript (``shared/corpus/codex``) in under 2 s.
 The engine itself is measured in ``test_bench_engine_sdk.py``; this benchmark measures what the host adds around
 it, in one process, on a store that already holds the session (the import is not timed):
 
@@ -11,7 +11,7 @@ it, in one process, on a store that already holds the session (the import is not
 * **rendering**: the report's rich table and summary (``_print``) into a pipe-wide console. Goal: at most
   :data:`RENDER_TARGET` times the engine's time (``extra_info["render_ratio"]``).
 
-Measured on this shared 2-core machine (issue 18, in one process, store holding the session): before, the loop
+Measured on this shared 2-core machine (in one process, store holding the session): before, the loop
 took 0.61-0.66 s and the render 0.41-0.55 s around an engine of 0.21-0.23 s (the request header was serialized
 twice per request, once by the engine); after, 0.25-0.26 s and 0.23 s around an engine of 0.06-0.07 s, i.e. ratios
 of about 3.8 and 3.5.

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import statistics
 
-import pytest
 
 from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
 from latch.store import EventStore

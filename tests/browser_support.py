@@ -1,4 +1,4 @@
-"""Debian's headless Chromium under Playwright for the browser tests (issue 16): :func:`launch`.
+"""Debian's headless Chromium under Playwright for the browser tests: :func:`launch`.
 
 Skipped without Playwright or the browser, failed instead when CI is set (.ci/run installs both).
 """

@@ -37,7 +37,7 @@ def load_tool(name: str) -> ModuleType:
 CORPUS = (REPO.parent / "shared" / "corpus").resolve()
 DOCS = ("README.md", "FORMATS.md")
 
-# Formats present in the corpus that no built-in importer reads yet (issue 17, item 2).
+# Formats present in the corpus that no built-in importer reads yet.
 # Each entry: corpus folder -> why it is allowed to be skipped. Remove an entry when its
 # importer lands; the corpus tests then run its files like every other.
 NO_IMPORTER_YET: dict[str, str] = {}

@@ -1,4 +1,4 @@
-"""The group projection check every group fault test ends with (issue 14 item 3)."""
+"""The group projection check every group fault test ends with."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Child agents (issue 14 item 1): ``spawn_agent``, the child's own session from a durable profile, the
+"""Child agents: ``spawn_agent``, the child's own session from a durable profile, the
 typed AgentReport as the only thing transferred back, isolation from the parent's history, state and
 disproofs, the single child-policy path for spawn and resume. The model is a scripted provider in the
 real wire shape (parent and child share it, in request order); tools, store, kernel and engines are real."""
@@ -109,7 +109,7 @@ def test_a_child_runs_in_the_workspace_and_only_its_report_comes_back(tmp_path, 
     # the parent's durable disproof is not in the child's canonical state (it still is in the parent's)
     assert [d["claim"] for d in canonical_state(r.store, r.sid).disproofs] == ["PARENTDISPROOF flaky CI"]
     assert canonical_state(r.store, child.id).disproofs == ()
-    # the child's goal is its own brief (issue 12 item 7 derives it), never the parent's goal
+    # the child's goal is its own brief (derived from it), never the parent's goal
     assert canonical_state(r.store, child.id).goal == brief
 
     report = child_report(r.store, child.id)
@@ -358,7 +358,7 @@ def test_a_report_waits_for_every_open_call_to_have_a_result(tmp_path):
 
 
 def test_latch_run_two_children_through_the_fake_openai_server(tmp_path):
-    """Done when (issue 14): a real ``latch run`` (subprocess, official OpenAI SDK) on a parent that spawns two
+    """Done when: a real ``latch run`` (subprocess, official OpenAI SDK) on a parent that spawns two
     background children through the loopback OpenAI server. Each child's first request body, as the server
     received it, holds only the brief and the repository instructions; the parent gets both AgentReports,
     each delivered once, after every earlier call has its result, and every parent request extends the

@@ -1,4 +1,4 @@
-"""Agent groups (issue 14 item 3): tasks, claims, membership and messages as durable events of the root
+"""Agent groups: tasks, claims, membership and messages as durable events of the root
 session; claims decided by the transaction that appends them; messages delivered FIFO, exactly once, at
 safe boundaries; GroupState.replay is the one reducer. The fault test runs real worker processes on one
 store and kills them with SIGKILL at random points."""

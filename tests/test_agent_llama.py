@@ -1,4 +1,4 @@
-"""``latch run`` on a real local model (issue 13 item 6): llama-cpp-python's server on SmolLM2-135M-Instruct
+"""``latch run`` on a real local model: llama-cpp-python's server on SmolLM2-135M-Instruct
 with ``n_ctx 2048``, 30 requests with the model forced to call ``read_file`` (``--tool-choice``), whose results
 are large (a 1.6 KB module, or for a missing path the 160-name workspace listing; cut to a quarter of the
 window), under ``--window 2048 --reserve 256``. The server's own tokenizer is the judge: it never refuses a

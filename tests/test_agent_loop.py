@@ -1,4 +1,4 @@
-"""The agent loop (issue 13 items 2 and 4): commit before execution, permissions, kernel tools, interrupted
+"""The agent loop: commit before execution, permissions, kernel tools, interrupted
 calls, provider corrections, the stable system prompt. The model is a scripted provider answering in the
 real wire shapes; the tools, the store, the engine and the request loop are the real ones."""
 

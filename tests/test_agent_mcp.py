@@ -1,4 +1,4 @@
-"""MCP tools (issue 15 item 2): a real stdio MCP server built on the official SDK (tests/mcp_server.py), driven
+"""MCP tools: a real stdio MCP server built on the official SDK (tests/mcp_server.py), driven
 by the SDK's real client through :class:`latch.agent.mcp.McpHub` and the real agent loop, store and engine.
 The model is a scripted provider answering in the chat-completions wire shape."""
 

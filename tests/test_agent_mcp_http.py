@@ -1,4 +1,4 @@
-"""MCP over streamable HTTP (issue 15): a real SDK server (tests/mcp_server.py ``--http``: ``MCPServer``'s
+"""MCP over streamable HTTP: a real SDK server (tests/mcp_server.py ``--http``: ``MCPServer``'s
 streamable-HTTP app under uvicorn on a loopback port, in a subprocess) reached through the SDK's client by
 :class:`latch.agent.mcp.McpHub` and the real agent loop, store and engine; the model is a scripted provider."""
 

@@ -1,4 +1,4 @@
-"""``latch run`` end to end (issue 13 items 5 and 6): the real CLI in a subprocess, the official SDKs, and
+"""``latch run`` end to end: the real CLI in a subprocess, the official SDKs, and
 loopback servers speaking the OpenAI and Anthropic wire formats (tests/fake_providers.py); a real SIGKILL
 mid-tool and ``--resume``; the API key never in the store or the output."""
 
@@ -241,7 +241,7 @@ def test_interactive_prompt_runs_tasks_and_slash_commands(tmp_path, ws):
 
 
 def test_status_line_shows_each_requests_cost_where_priced(tmp_path, ws):
-    """issue 13 item 5: the per-request status line carries the request's cost (latch.host.cost)."""
+    """The per-request status line carries the request's cost (latch.host.cost)."""
     with serve_openai(_task_script("openai")) as server:
         r = latch(tmp_path, "run", "write hello.txt", "--provider", "openai", "--model", "gpt-4.1", "--base-url",
                   server.base_url, "--yes", cwd=ws, env=_env(tmp_path, OPENAI_API_KEY=KEY))

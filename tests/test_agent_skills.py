@@ -1,4 +1,4 @@
-"""Agent Skills (issue 15 item 1): discovery in the three folders, the session context listing, ``load_skill`` and
+"""Agent Skills: discovery in the three folders, the session context listing, ``load_skill`` and
 ``read_skill_resource`` as durable bounded tool results, and a list fixed at session start (resume included).
 The model is a scripted provider answering in the chat-completions wire shape; the store, engine and loop are real."""
 

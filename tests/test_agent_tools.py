@@ -1,4 +1,4 @@
-"""The agent's built-in tools (issue 13 item 3): real files in tmp_path, a real store, real subprocesses.
+"""The agent's built-in tools: real files in tmp_path, a real store, real subprocesses.
 
 Each call goes through the loop's order (``notes/agent_contract.md``): the assistant message holding the
 call is appended, the tool runs (``run_tool``), then its ToolResult is appended.

@@ -129,7 +129,7 @@ def test_user_mistakes_exit_2_without_a_traceback(tmp_path, args, message):
 
 
 def test_bench_uses_the_hosts_estimator_choice(tmp_path, monkeypatch):
-    """``latch bench`` resolves the estimator like ``latch replay`` (issue 10): ``--estimator NAME`` for every
+    """``latch bench`` resolves the estimator like ``latch replay``: ``--estimator NAME`` for every
     job, else the ``latch_select_estimator`` hook's choice for each session's model (on main it called
     ``resolve_estimator(model)`` and never asked the hook, so an installed latch-tiktoken was ignored)."""
     pytest.importorskip("latch_tiktoken")

@@ -1,4 +1,4 @@
-"""Needed-context coverage (issue 18 item 2): the identifier rule, and the probe on a real bench job."""
+"""Needed-context coverage: the identifier rule, and the probe on a real bench job."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``latch bench --scheduler`` on a real Dask cluster (issue 18 item 4).
+"""``latch bench --scheduler`` on a real Dask cluster.
 
 A real ``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1 (ephemeral ports; workers started
 with ``DASK_DISTRIBUTED__WORKER__DAEMON=False`` so each job runs in its own process), then ``latch bench``

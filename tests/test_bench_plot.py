@@ -1,4 +1,4 @@
-"""``latch bench --plot OUT.png`` (issue 18 item 3): per engine boxes of tokens and dollars per request, n per box,
+"""``latch bench --plot OUT.png``: per engine boxes of tokens and dollars per request, n per box,
 the budgets' hard limits as lines, the legend off the data."""
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def test_the_frontier_panel_plots_dollars_against_coverage_one_marker_per_engine
 
 
 def test_the_table_is_sorted_by_the_frontier_and_a_refusing_engine_is_never_on_it():
-    """Issue 18 item 3: per budget, the frontier's rows cheapest first, then the dominated, then an engine that
+    """Per budget, the frontier's rows cheapest first, then the dominated, then an engine that
     refused more requests than the others (raw history past the budget: cheap and fully covered over the
     requests it answered only, so it must not push the others off), then the unpriced."""
     def job(engine, budget, usd, needed, present, refused=0):

@@ -1,4 +1,4 @@
-"""Issue 12 item 6 (the remaining CLI edges) and item 7's search of glued terms, each with its failing input."""
+"""CLI edges and the search of glued terms, each with its failing input."""
 
 from __future__ import annotations
 

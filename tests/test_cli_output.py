@@ -1,4 +1,4 @@
-"""Terminal output (issue 10, item 6): tables never ellipsize, piped output is never hard-wrapped, and
+"""Terminal output: tables never ellipsize, piped output is never hard-wrapped, and
 transcript- or file-derived text cannot drive the terminal (ESC/OSC sequences, BEL, NUL, bidi overrides).
 
 Every test runs the real CLI (click's ``CliRunner``, which is not a terminal) with ``--db``.

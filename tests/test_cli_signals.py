@@ -1,4 +1,4 @@
-"""The ``latch`` process ends like other CLI tools (issue 12, item 6; found again by a new-user trial): Ctrl-C
+"""The ``latch`` process ends like other CLI tools (found again by a new-user trial): Ctrl-C
 exits 130 with "Aborted!" (it exited 1), a reader that closes the pipe early (``latch show S | head -1``) is not
 an error (exit 0, nothing on stderr), and ordinary errors keep their codes (usage 2, a failed command 1)."""
 

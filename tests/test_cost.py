@@ -1,4 +1,4 @@
-"""Dollar costs (issue 17 item 5, issue 18 item 1, issue 13 item 5): :mod:`latch.host.cost` on genai-prices.
+"""Dollar costs: :mod:`latch.host.cost` on genai-prices.
 
 Every expected dollar figure below is computed by hand from genai-prices' published rates (USD per million
 tokens, the bundled table of genai-prices 0.2.3), the arithmetic in a comment:
@@ -256,7 +256,7 @@ def test_bench_prices_each_engine_cache_aware():
     assert cost.format_usd(job["cost_usd"]) in "\n".join(cost_table([job]))
 
 
-# ------------------------------------------------------------------------ the price cache (issue 18: replay < 2 s)
+# ------------------------------------------------------------------------ the price cache (replay < 2 s)
 CACHED_MODELS = ["claude-sonnet-4-5", "gpt-5.6-sol", "gpt-5", "deepseek-chat", "gemini-2.5-flash", "no-such-model-x"]
 WHEN = [datetime(2026, 1, 15, 12, 0, tzinfo=UTC), datetime(2026, 8, 20, 23, 59, tzinfo=UTC),  # gpt-5.6-sol: the day
         datetime(2026, 8, 21, 0, 1, tzinfo=UTC), datetime(2026, 8, 21, 17, 0, tzinfo=UTC),  # before, then its new price

@@ -1,4 +1,4 @@
-"""The README documents ``latch skills`` and ``latch mcp list`` with every option they take (issue 15)."""
+"""The README documents ``latch skills`` and ``latch mcp list`` with every option they take."""
 
 from __future__ import annotations
 

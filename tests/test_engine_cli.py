@@ -125,8 +125,8 @@ def test_replay_table_shows_the_canonical_state_per_request(run, transcript):
     assert [r[header.index("state")] for r in rows] == [f"{q['state_tokens']:,}" for q in doc["requests"]]
     assert [r[header.index("view")] for r in rows] == [f"{q['total_tokens']:,}" for q in doc["requests"]]
     # the unknown model gets the most conservative heuristic; its snapshot, holding the goal derived from the
-    # user's one instruction (issue 12 item 7; 176 tokens when the state was empty), is 184 tokens (measured;
-    # 187 before the estimator refit of issue 11 item 2)
+    # user's one instruction (176 tokens when the state was empty), is 184 tokens (measured;
+    # 187 before the estimator's per-script refit)
     assert doc["estimator"] == "heuristic-anthropic"
     assert [q["state_tokens"] for q in doc["requests"]] == [184, 184, 184]
     assert "state: canonical state" in table.output

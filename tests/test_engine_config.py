@@ -27,7 +27,7 @@ def test_per_model_overrides_exact_then_longest_prefix(tmp_path, monkeypatch):
     assert budget_for_model(cfg, "claude-sonnet-4-20250514") == ContextBudget(200_000, 32_000, 48_000)
     assert budget_for_model(cfg, "claude-sonnet-4-5-20250929") == ContextBudget(1_000_000, 64_000, 48_000)
     assert budget_for_model(cfg, "tiny") == ContextBudget(32_000, 4_000, 48_000)
-    # issue 12 item 3: a model without a config entry gets Latch's model table (gpt-5: 272k prompt + 128k
+    # a model without a config entry gets Latch's model table (gpt-5: 272k prompt + 128k
     # output), and only a model the table does not know gets the defaults (was: gpt-5 -> 256,000 / 32,000)
     assert budget_for_model(cfg, "gpt-5") == ContextBudget(400_000, 128_000, 48_000)
     assert budget_for_model(cfg, "gpt-9") == ContextBudget(256_000, 32_000, 48_000)

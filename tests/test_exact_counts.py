@@ -1,4 +1,4 @@
-"""Exact token counts where an exact offline tokenizer exists (issue 11 item 3).
+"""Exact token counts where an exact offline tokenizer exists.
 
 * the store's ``token_counts`` table (migration ``m005_token_counts``): per session, tokenizer, event seq and
   rendering digest; bad input is one ``ValueError`` and nothing written;
@@ -23,7 +23,6 @@ from latch.estimators import HeuristicEstimator, openai_image_tokens
 from latch.events import UserMessage, canonical_bytes
 from latch.host.ingest import import_file
 from latch.host.loop import RequestLoop, build_engine, model_requests
-from latch.host.session import StoreTokenCounts
 from latch.port import ContextBudget, ViewMessage
 from latch.store import EventStore
 from latch.store.migrations import MIGRATIONS

@@ -1,5 +1,5 @@
 """Provider-token forecasts (latch.host.forecast): the online fit of a session's provider counts against Latch's
-estimates, and the replay's per-request forecasts, which use only the requests before them (issue 12)."""
+estimates, and the replay's per-request forecasts, which use only the requests before them."""
 
 from __future__ import annotations
 

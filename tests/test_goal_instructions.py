@@ -1,4 +1,4 @@
-"""Issue 12 item 7: the canonical goal and its revisions come from the user's instructions, and the
+"""The canonical goal and its revisions come from the user's instructions, and the
 latest user instruction is in every view (a replay check that can fail)."""
 
 from __future__ import annotations

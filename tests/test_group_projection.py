@@ -1,4 +1,4 @@
-"""The SQLite group projection (issue 14 item 3): a cache of the group events, moved in the transaction that
+"""The SQLite group projection: a cache of the group events, moved in the transaction that
 appends each one and rebuilt from the log at open or read when it is missing or behind; it always equals
 the reference reducer ``GroupState.replay``."""
 

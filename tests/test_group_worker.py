@@ -1,4 +1,4 @@
-"""Group workers (issue 14 item 5): ``latch run --group NAME --worker`` processes claim ready tasks one at a
+"""Group workers: ``latch run --group NAME --worker`` processes claim ready tasks one at a
 time, run each as a child agent built from its durable profile (the child-policy path of spawn and resume),
 complete it with its AgentReport and exit when nothing is claimable. A SIGKILLed worker's claim is taken
 over by a later worker once its lease ran out, and the task's child continues from its profile and log:

@@ -1,4 +1,4 @@
-"""The harness's prompt and tools in the replayed view (issue 12 item 1), on small generated transcripts.
+"""The harness's prompt and tools in the replayed view, on small generated transcripts.
 
 Recorded: an OpenAI-chat / Anthropic / OpenHands transcript's system prompt and tool schemas are stored (the
 schemas as one ``SystemNote(subtype="tools")`` after the conversation) and sent by replay as the request's

@@ -1,5 +1,5 @@
 """``latch.hotpaths`` chooses its backend at first use: a bad ``LATCH_IMPL`` never breaks an import,
-and the first hot-path call (or ``BACKEND``) raises one clear line (issue 10 item 5)."""
+and the first hot-path call (or ``BACKEND``) raises one clear line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``latch import DIR`` and ``latch import --discover`` (issue 17 item 4) on a fake home.
+"""``latch import DIR`` and ``latch import --discover`` on a fake home.
 
 The fake home holds one real corpus file of each harness in its default place (the Claude Code one
 with its ``subagents/`` folder). Session counts: 3 Claude Code (parent, sub-agent, compaction agent),

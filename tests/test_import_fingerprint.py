@@ -1,6 +1,6 @@
-"""A re-import of the same bytes is not parsed again (issue 18: the Codex replay under 2 s), and nothing else changes:
+"""A re-import of the same bytes is not parsed again (the Codex replay under 2 s), and nothing else changes:
 :func:`latch.host.ingest.imported_session_ids` returns what :func:`import_all` returns, with the identity rules of
-issue 12 item 5 (``tests/test_import_identity.py``) and forgotten sessions intact.
+session identity (``tests/test_import_identity.py``) and forgotten sessions intact.
 
 Real corpus files copied into ``tmp_path``; a parse is detected by wrapping the host's real ``parse_all_file``.
 """
@@ -89,7 +89,7 @@ def test_a_copy_elsewhere_parses_and_is_the_same_session(copy, tmp_path, parses)
     sid = imported_session_ids(store, copy, final=True)[0]
     moved = tmp_path / "elsewhere" / "bastion.jsonl"
     moved.parent.mkdir()
-    moved.write_bytes(copy.read_bytes().replace(b"\n", b"\r\n"))  # re-encoded: the same session (issue 12 item 5)
+    moved.write_bytes(copy.read_bytes().replace(b"\n", b"\r\n"))  # re-encoded: the same session
     assert imported_session_ids(store, moved, final=True) == [sid] and parses == [copy, moved]
     assert imported_session_ids(store, moved, final=True) == [sid] and parses == [copy, moved]
 

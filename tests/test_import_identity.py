@@ -1,4 +1,4 @@
-"""Session identity (issue 12, item 5): a session is its format's own id, its source path and its first records.
+"""Session identity: a session is its format's own id, its source path and its first records.
 
 The failing inputs, generated in ``tmp_path`` from corpus files: another Claude Code transcript that reuses a
 stored ``sessionId`` (it was merged into the stored session, appended after its last line, or refused with a

@@ -130,7 +130,7 @@ def test_a_numeric_session_id_is_rejected(tmp_path):
 
 def test_fifo_device_and_folder_are_refused_at_once(tmp_path):
     """A FIFO made ``latch import`` block forever and ``/dev/zero`` ran out of memory: anything but a regular
-    file is one TranscriptError before a byte is read (found by a new-user trial, issue 12 item 6)."""
+    file is one TranscriptError before a byte is read (found by a new-user trial)."""
     import os
 
     from latch.importers import parse_file

@@ -1,6 +1,6 @@
 """``--json`` means "print JSON to stdout" in every command; ``-o/--json-out FILE`` writes a file; ``latch
 replay --json FILE`` and ``latch stress --json FILE`` keep working as aliases of ``--json-out FILE``
-(issue 10, item 6). On main, ``--json`` was a stdout flag in six commands and an output path in two."""
+(item 6). On main, ``--json`` was a stdout flag in six commands and an output path in two."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The canonical-state cache belongs to its store object, never to a database path (issue 10 item 4).
+"""The canonical-state cache belongs to its store object, never to a database path.
 
 On the old per-process cache keyed by path, a store deleted and recreated at the same path, whose
 session has the same (deterministic) id and at least as many events, was served the old store's

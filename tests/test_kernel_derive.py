@@ -1,4 +1,4 @@
-"""Derivation rules: facts from the tool calls of every imported format (issue #3, "How state gets in")."""
+"""Derivation rules: facts from the tool calls of every imported format."""
 
 from __future__ import annotations
 
@@ -257,7 +257,7 @@ class _DeployRule(DerivationRule):
 
 def test_a_plugin_rule_extends_the_cache_it_is_given(store):
     # was test_a_plugin_rule_extends_and_invalidates_cached_reductions (register_rule, a process-wide
-    # registry, is gone: rules belong to the KernelCache the host builds from the hook; issue 10 item 4)
+    # registry, is gone: rules belong to the KernelCache the host builds from the hook)
     sid = session(store)
     turn(store, sid, "deploy_site", {"target": "prod"}, "ok")
     assert state(store, sid).generation == 0

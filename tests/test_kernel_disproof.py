@@ -1,4 +1,4 @@
-"""The durable disproof ledger: closed failures survive across sessions, children, FTS, and go stale (issue #3, 6)."""
+"""The durable disproof ledger: closed failures survive across sessions, children, FTS, and go stale."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Layering (issue 10 item 7; ``docs``/DESIGN "Layers"): which latch packages may import which.
+"""Layering (``docs``/DESIGN "Layers"): which latch packages may import which.
 
 Every module under ``src/latch`` is parsed with :mod:`ast`; every import counts, at module level
 and inside functions (a lazy import is still a dependency), with relative imports resolved. A rule
@@ -71,12 +71,12 @@ ONLY = [
     ("latch.store", ("latch.events",)),
 ]
 # only these may import the plugin manager: the CLI and its commands, the host (and the host-like
-# agent loop and bench runners, which issue 10 item 2 moves onto the one host request loop), the
+# agent loop and bench runners, which run on the one host request loop), the
 # plugin machinery itself and the built-in plugins
 PLUGIN_USERS = ("latch.cli", "latch.commands", "latch.host", "latch.agent", "latch.bench", "latch.plugins",
                 "latch.default_plugins", "latch.hookspecs")
 
-# (module, forbidden import): why. Each is deliberate; fix it and delete the entry (issue 10 item 2).
+# (module, forbidden import): why. Each is deliberate; fix it and delete the entry.
 EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
@@ -169,7 +169,7 @@ def test_no_new_subpackage_import_cycle():
     assert _cycles() == set(KNOWN_SUBPACKAGE_CYCLES)
 
 
-# Function-local imports of latch modules (issue 10 item 5): module level is the rule; each one kept is for
+# Function-local imports of latch modules: module level is the rule; each one kept is for
 # an optional dependency or to keep a heavy layer out of an import path, with its reason. (file, module).
 LOCAL_IMPORTS_ALLOWED = {
     ("cli.py", "latch.hotpaths"): "imports numpy; `import latch.cli` and the built-in listing stay without it",

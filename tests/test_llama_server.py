@@ -1,4 +1,4 @@
-"""A real local model (issue 13 item 6): llama-cpp-python's server on SmolLM2-135M-Instruct (n_ctx 2048).
+"""A real local model: llama-cpp-python's server on SmolLM2-135M-Instruct (n_ctx 2048).
 
 * the ``latch-llamacpp`` estimator's count of a Latch view equals the server's own ``usage.prompt_tokens``,
   exactly, for every request shape the agent loop sends (plain messages; tool schemas with a forced

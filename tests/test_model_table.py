@@ -1,4 +1,4 @@
-"""Latch's model table (issue 12 item 3): a data file of context windows and output reserves, matched by the
+"""Latch's model table: a data file of context windows and output reserves, matched by the
 longest prefix, overridden by the config's ``[models.NAME]``; the headers say where the window came from."""
 
 from __future__ import annotations

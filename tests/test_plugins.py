@@ -603,7 +603,7 @@ def test_a_raising_register_hook_is_named(monkeypatch, tmp_path):
         pm.registry("uis")
 
 
-# ---------------------------------------------------------------- derivation rules (issue 10 item 4)
+# ---------------------------------------------------------------- derivation rules
 RULE_PLUGIN = """
     from latch.hookspecs import hookimpl
     from latch.kernel.derive import DerivationRule

@@ -115,7 +115,7 @@ def test_tiktoken_is_selected_for_cl100k_models(tmp_path):
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert (doc["model"], doc["estimator"]) == ("gpt-4", "tiktoken")
-    # issue 12 item 3: the example's Claude model has a 200k window (model table), gpt-4 Latch's default 256k;
+    # the example's Claude model has a 200k window (model table), gpt-4 Latch's default 256k;
     # --window gives both replays the same budget, so the rows (headroom included) compare
     forced = run_latch("replay", str(example), "--estimator", "tiktoken", "--window", "256000", "--json", "-",
                        tmp_path=tmp_path)

@@ -111,7 +111,7 @@ def test_default_root_spawns_and_resumes_continuity_children(store):
     child = sup.spawn_child(real(child_id, parent=root_id))
     resumed = sup.resume(real(child_id, parent=root_id))
     assert type(root) is type(child) is type(resumed) is ContinuityEngine
-    # issue 12 item 3: claude-sonnet-4 gets Claude's 200k window from Latch's model table (was ContextBudget(): 256k)
+    # claude-sonnet-4 gets Claude's 200k window from Latch's model table (was ContextBudget(): 256k)
     assert child.default_budget() == resumed.default_budget() == ContextBudget(context_window_tokens=200_000)
 
 

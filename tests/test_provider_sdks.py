@@ -1,4 +1,4 @@
-"""The SDK-backed providers (issue 13 item 1): the real openai / anthropic SDKs against loopback fake
+"""The SDK-backed providers: the real openai / anthropic SDKs against loopback fake
 servers (tests/fake_providers.py) speaking the real streaming wire formats."""
 
 from __future__ import annotations

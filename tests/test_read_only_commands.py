@@ -1,4 +1,4 @@
-"""Read-only commands never create a store (issue 12, item 4): ``latch sessions`` in a new folder or a mistyped
+"""Read-only commands never create a store: ``latch sessions`` in a new folder or a mistyped
 ``--db`` used to leave an empty 77 KB database behind (found again by a new-user trial). They read an empty
 store instead; ``latch doctor`` says none exists yet; the first ``latch import`` creates it."""
 

@@ -1,4 +1,4 @@
-"""The shared UI reducers (latch.host.reducers, issue 16) over a real store's events."""
+"""The shared UI reducers (latch.host.reducers) over a real store's events."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The shared reducers' views added for the TUI, the report and the web page (issue 16): cache epochs and breaks,
+"""The shared reducers' views added for the TUI, the report and the web page: cache epochs and breaks,
 context breakdown, costs, session_view."""
 
 from __future__ import annotations

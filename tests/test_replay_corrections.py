@@ -1,9 +1,9 @@
-"""Provider usage is authoritative in a replay (issue 11 item 4): a transcript whose provider counted more
+"""Provider usage is authoritative in a replay: a transcript whose provider counted more
 prompt tokens than Latch estimated records the correction (in the replay's scratch run, never in the log), every
 later view is budgeted with it, and ``latch context`` shows it.
 
 The fixture is an OpenAI chat-completions transcript in Arabic (the class Latch's estimator undercounts most, 0.74
-of cl100k's count: issue 11) whose assistant messages carry ``usage``. Its ``prompt_tokens`` are 1.5x the estimate
+of cl100k's count) whose assistant messages carry ``usage``. Its ``prompt_tokens`` are 1.5x the estimate
 of each request (its system prompt and the conversation so far), measured by a first replay of the same
 conversation without usage; the window is the largest view of that replay, so without the correction every view
 fits in Latch's tokens while the later ones are 1.5x over the window in the provider's.

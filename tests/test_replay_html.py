@@ -1,4 +1,4 @@
-"""latch replay FILE --html OUT.html: the self-contained report, checked in a real headless Chromium (issue 16)."""
+"""latch replay FILE --html OUT.html: the self-contained report, checked in a real headless Chromium."""
 
 from __future__ import annotations
 

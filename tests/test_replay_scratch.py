@@ -1,4 +1,4 @@
-"""Replay records stay out of the conversation log (issue 12, item 4, "Replay records").
+"""Replay records stay out of the conversation log ("Replay records").
 
 Every replay used to append its engine's kernel records (~770 KB for the Codex corpus file) to the store,
 forever, and a killed replay left a partial stream there. Now a replay writes them to a scratch database

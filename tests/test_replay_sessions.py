@@ -1,4 +1,4 @@
-"""``latch replay`` of a file holding several sessions (issue 12): a Goose ``sessions.db`` is replayed session
+"""``latch replay`` of a file holding several sessions: a Goose ``sessions.db`` is replayed session
 after session (one report each, ``--json`` a list), or only the one ``--session ID`` names; an id that names
 none of them is one line listing them. A stored session (one ``latch run`` recorded) is replayed by its id."""
 

@@ -1,4 +1,4 @@
-"""The durable run lifecycle of ``latch run`` (issue 16: ``run_started`` / ``run_ended``, latch.host.runs) and
+"""The durable run lifecycle of ``latch run`` (``run_started`` / ``run_ended``, latch.host.runs) and
 what the UIs derive from it: a real CLI subprocess against the loopback OpenAI server, a real SIGKILL."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``latch view`` and ``latch replay`` of a session recorded by ``latch run`` show the agent's real system
-prompt, tool schemas and repository instructions (issue 12 item 1): the request body the loopback OpenAI server
+prompt, tool schemas and repository instructions: the request body the loopback OpenAI server
 received equals ``latch view --format openai`` of that request."""
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def test_view_and_replay_of_a_run_use_the_budget_it_ran_with(tmp_path):
 
 def test_a_resumed_run_with_other_instructions_is_viewed_with_the_prompt_it_sent(tmp_path):
     """A run resumed after AGENTS.md changed records a second harness prompt with its first answer; `latch view` of
-    every request, before and after the resume, is the body the provider got (issue 12: replay used the first)."""
+    every request, before and after the resume, is the body the provider got (replay once used the first)."""
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "AGENTS.md").write_text("Rule one. MARKER-ALPHA\n")

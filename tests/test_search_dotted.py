@@ -1,4 +1,4 @@
-"""Full-text search finds dotted terms as one term (issue 12): ``node.js``, ``v1.2.3``, ``os.path`` match that
+"""Full-text search finds dotted terms as one term: ``node.js``, ``v1.2.3``, ``os.path`` match that
 term only (inside a longer dotted run too), never ``node js``; a store indexed by the previous release (glued terms,
 no dotted tokens: migration m006 applied, m007 not) upgrades when it opens."""
 

@@ -1,4 +1,4 @@
-"""``latch skills`` and ``latch mcp list`` (issue 15 item 3): the real CLI (click's ``CliRunner``) over real skill
+"""``latch skills`` and ``latch mcp list``: the real CLI (click's ``CliRunner``) over real skill
 folders, and ``--connect`` against real SDK servers (tests/mcp_server.py over stdio and over streamable HTTP)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Stores written by the previous release keep working (issue 10 item 3).
+"""Stores written by the previous release keep working.
 
 The store is built by the code of commit ``5b5308c`` (before ``events.canonical_arguments``: OpenHands,
 SWE-agent and Aider tool-call arguments were stored as unsorted ``json.dumps(..., ensure_ascii=False)``),

@@ -1,4 +1,4 @@
-"""Creating the store is race-free (issue 12, item 4): two processes that open a database that does not
+"""Creating the store is race-free: two processes that open a database that does not
 exist yet and import into it at the same moment both succeed, 20 trials out of 20.
 
 Two real worker processes (spawned, so each has its own SQLite connection and file locks) meet at a

@@ -1,6 +1,5 @@
 """A damaged store (one page overwritten) is a one-line error naming the file, never a traceback, and
-``latch doctor`` finds it with ``PRAGMA quick_check`` and the FTS5 index check and exits 1 (issue 12,
-item 4). Measured on main before the fix: ``sqlite3.DatabaseError: database disk image is malformed``
+``latch doctor`` finds it with ``PRAGMA quick_check`` and the FTS5 index check and exits 1. Measured on main before the fix: ``sqlite3.DatabaseError: database disk image is malformed``
 tracebacks from ``sessions``, ``show``, ``state`` and ``search``, while ``doctor`` printed "store opens"
 and exited 0. The failing commands leave the file byte for byte as it was."""
 

@@ -96,7 +96,7 @@ def test_smoke_run_passes_every_check():
     assert doc["stored_events"] == 3_000 + 8 + 2  # planted facts, scenario, final turn and answer
     assert doc["materializations"] == 5 * 3 + 1  # bursts at 500..2,500 (none after the last event), final view
     assert doc["rotations"] >= 2
-    # issue 12 item 3: the stress model (claude-sonnet-4-5) has Claude's 200k window (model table) - 32k (was 224,000)
+    # the stress model (claude-sonnet-4-5) has Claude's 200k window (model table) - 32k (was 224,000)
     assert doc["max_total_tokens"] <= doc["hard_limit_tokens"] == 168_000
     assert doc["checks"]["raw_retention"]["detail"].startswith("3,010 events, seqs 1..3010 gapless")
     assert sum(b["count"] for b in doc["by_history"]) == doc["materializations"]

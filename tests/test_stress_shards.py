@@ -1,4 +1,4 @@
-"""``latch stress --shards K [--scheduler ...]`` (issue 18 item 4): a stress run split into independent shards.
+"""``latch stress --shards K [--scheduler ...]``: a stress run split into independent shards.
 
 The plan (event split, seed rule) and the aggregate of real shard reports run in-process in a second or two.
 The cluster test starts a real ``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1

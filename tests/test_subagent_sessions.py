@@ -1,4 +1,4 @@
-"""Claude Code sub-agent files import as child sessions of their parent (issue 17, item 3).
+"""Claude Code sub-agent files import as child sessions of their parent.
 
 The corpus session spotter (``8463c716….jsonl``) has ``subagents/agent-a7be2f0.jsonl`` (an Explore
 sub-agent spawned by the Task call whose result names ``agentId: a7be2f0``) and
@@ -82,7 +82,7 @@ def test_forgetting_the_parent_hides_its_children(tmp_path):
 
 
 def test_a_bad_subagent_file_imports_nothing_of_its_session(tmp_path):
-    """All or nothing (issue 12): a corrupted sub-agent file leaves the store unchanged, one line naming it."""
+    """All or nothing: a corrupted sub-agent file leaves the store unchanged, one line naming it."""
     parent, children = _paths()
     copy = tmp_path / "src" / parent.name
     (copy.with_suffix("") / "subagents").mkdir(parents=True)
@@ -145,4 +145,4 @@ def test_an_imported_subagent_is_a_child_linked_to_its_task_call_with_its_final_
     assert explore["child"]["report"]["summary"] == " ".join(report.summary.split())[:99] + "…" \
         if len(" ".join(report.summary.split())) > 100 else " ".join(report.summary.split())
     table = CliRunner().invoke(cli, ["--db", db, "sessions"], env={"COLUMNS": "400"}).output
-    assert f"(call toolu_017SvvKc8KLbhGMG3tXkf21Z, completed)" in table
+    assert "(call toolu_017SvvKc8KLbhGMG3tXkf21Z, completed)" in table

@@ -1,4 +1,4 @@
-"""``ToolCall.args()`` / ``ToolCall.paths()`` and ``canonical_arguments`` (issue 10 item 3)."""
+"""``ToolCall.args()`` / ``ToolCall.paths()`` and ``canonical_arguments``."""
 
 from __future__ import annotations
 

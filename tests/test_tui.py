@@ -1,4 +1,4 @@
-"""latch tui: textual pilot tests (App.run_test) of every panel over a real imported transcript (issue 16)."""
+"""latch tui: textual pilot tests (App.run_test) of every panel over a real imported transcript."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""latch tui commands (issue 16): steer, compact and stop from the terminal UI reach a real ``latch run``
+"""latch tui commands: steer, compact and stop from the terminal UI reach a real ``latch run``
 subprocess on the loopback OpenAI server, through the same durable inbox as ``latch web`` (textual pilot)."""
 
 from __future__ import annotations

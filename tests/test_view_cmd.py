@@ -1,4 +1,4 @@
-"""``latch view`` (issue 12 item 2), the replay's per-request ``changes`` and its cache column."""
+"""``latch view``, the replay's per-request ``changes`` and its cache column."""
 
 from __future__ import annotations
 
@@ -78,8 +78,8 @@ def test_view_by_session_id_and_the_text_rendering(run):
     assert "window 200,000 (Latch's model table (entry claude)) · reserve 32,000" in out
     assert "── system · 0 tokens ──\n(empty: no system prompt in this request)" in out
     assert "── [0] user · session_context · " in out and "workspace: /home/user/invoicing" in out
-    # the snapshot holds the goal derived from the first user turn (issue 12 item 7; 176 tokens when it was empty,
-    # 304 with the goal before the estimator refit of issue 11 item 2, 298 after it)
+    # the snapshot holds the goal derived from the first user turn (176 tokens when it was empty,
+    # 304 with the goal before the estimator's per-script refit, 298 after it)
     assert "── [1] user · kernel_context · 298 tokens ──" in out
     assert "Goal: The invoice totals are off by a cent or two" in out
     assert "── [2] user · conversation · seq 1 · 134 tokens ──\nThe invoice totals are off" in out

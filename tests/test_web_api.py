@@ -1,4 +1,4 @@
-"""latch web's HTTP API and SSE stream against a real uvicorn server and a real HTTP client (issue 16)."""
+"""latch web's HTTP API and SSE stream against a real uvicorn server and a real HTTP client."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""latch web in a real headless Chromium (Debian's ``chromium``, installed by .ci/run; issue 16).
+"""latch web in a real headless Chromium (Debian's ``chromium``, installed by .ci/run).
 
 The page is driven by Playwright against a real uvicorn server; events are appended to the store from the test,
 as a running ``latch run`` would. Skipped without Playwright or the browser, failed instead when CI is set.
@@ -385,7 +385,7 @@ def test_requests_show_context_bars_cache_epochs_breaks_and_cost_live(db, store,
 
 
 def test_replay_page_shows_each_requests_view_and_keeps_script_inert(db, store, page, tmp_path):
-    """The replay page (issue 16 Build item 2), linked from the session page: the per-request table, a click on
+    """The replay page, linked from the session page: the per-request table, a click on
     request 2 shows its view content, and transcript text holding markup stays text."""
     sid = store.create_session(format="test", source="/tmp/replay.jsonl")
     hostile = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> fix the rounding'

@@ -1,4 +1,4 @@
-"""Commands from the web page to a running ``latch run`` (issue 16: steer, compact, stop): a real CLI subprocess
+"""Commands from the web page to a running ``latch run`` (steer, compact, stop): a real CLI subprocess
 against the loopback OpenAI server, a real uvicorn ``latch web`` and a real Chromium page clicking the controls;
 the CSRF and token checks of the command route over HTTP."""
 

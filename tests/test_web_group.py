@@ -1,4 +1,4 @@
-"""The group sidebar of the session page (issue 16 item 3): members, tasks and claims from the group events, the
+"""The group sidebar of the session page: members, tasks and claims from the group events, the
 same reducer ``latch group`` prints (GroupState.summary), in a real Chromium page, live as a claim is appended."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""latch web's replay API (issue 16 Build item 2): every request of an imported session as `latch replay --json`
+"""latch web's replay API: every request of an imported session as `latch replay --json`
 and `latch view --format text` give it, against a real uvicorn server, real imports and the real CLI."""
 
 from __future__ import annotations

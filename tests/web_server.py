@@ -1,4 +1,4 @@
-"""A real uvicorn server for latch.web.app in a thread, and a small SSE reader (tests of issue 16)."""
+"""A real uvicorn server for latch.web.app in a thread, and a small SSE reader."""
 
 from __future__ import annotations
 

@@ -244,7 +244,7 @@ class KernelWriter(Protocol):
 
 @runtime_checkable
 class TokenCountCache(Protocol):
-    """Durable exact token counts of one session's events, per tokenizer (issue 11 item 3).
+    """Durable exact token counts of one session's events, per tokenizer.
 
     A count is that of one provider-visible message rendered from event ``seq`` (content, calls, ids,
     media and message overhead, as :meth:`latch.engine.units.TokenCounter.message` prices it);

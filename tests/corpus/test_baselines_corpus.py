@@ -67,7 +67,7 @@ def test_baseline_replays_within_budget_and_valid(item, engine, budget, corpus_d
         summary = doc["summary"]
         assert doc["engine"] == engine
         hard = summary["hard_limit_tokens"]
-        # issue 12 item 3: the default budget is the model's (model table), no longer 256,000 - 32,000 for all
+        # the default budget is the model's (model table), no longer 256,000 - 32,000 for all
         window = model_window({}, doc["model"])
         assert hard == (28_000 if budget == "tiny" else window.context_window_tokens - window.reserve_tokens)
         assert summary["violations"] == []

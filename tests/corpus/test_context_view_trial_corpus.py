@@ -1,4 +1,4 @@
-"""`latch context` and `latch view` on real corpus sessions, the defects a new-user trial found (issue 12):
+"""`latch context` and `latch view` on real corpus sessions, the defects a new-user trial found:
 
 * `latch context` wrote a kernel record to the store on every call (its JSON then said cacheability 1.0 against
   its own earlier report while the text said 0%); it must leave the store exactly as it was;

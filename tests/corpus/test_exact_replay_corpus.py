@@ -1,5 +1,5 @@
 """Every corpus session replayed with the exact cl100k estimator (latch-tiktoken) through the host request loop
-(issue 11 "Done when"): each view's reported total equals the whole view recounted by tiktoken
+: each view's reported total equals the whole view recounted by tiktoken
 (``test_exact_counts.recount``), and so does the loop's own recount."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 12 item 7 on the real corpus: every session has a derived goal, and at every budget the latest user
+"""The canonical goal on the real corpus: every session has a derived goal, and at every budget the latest user
 instruction is in every view (the replay check ``latest user instruction present``).
 
 Hand-checked goals: each session's first instruction is the first user turn the harness did not inject

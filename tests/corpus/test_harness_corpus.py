@@ -1,4 +1,4 @@
-"""The harness's prompt in the replayed views of the real corpus (issue 12 item 1 "Done when").
+"""The harness's prompt in the replayed views of the real corpus.
 
 Codex: the rollout records the system prompt (``session_meta.base_instructions``) and the developer/permission
 instructions; replay sends them as the request's system, so request 1's view is within 0.9-1.3x of the
@@ -20,9 +20,9 @@ from latch.providers import to_anthropic_messages, to_openai_chat, validate_anth
 pytestmark = pytest.mark.corpus
 LO, HI = RATIO_BAND
 KNOWN_OVER = {
-    # the heuristic over-counts this session's English prose and Rust by ~1.3x (issue 11 item 2: corpus prose
+    # the heuristic over-counts this session's English prose and Rust by ~1.3x (corpus prose
     # is at 1.45x of the exact count, against the 1.15x goal); with the derived goal and latest instruction in
-    # the state (issue 12 item 7) its whole-conversation views reach a median of 1.33. Bounded, not waived.
+    # the state its whole-conversation views reach a median of 1.33. Bounded, not waived.
     "claude-code/claude-reliability_python-to-rust-port.jsonl": 1.45,
 }
 
@@ -67,7 +67,7 @@ def test_harness_in_every_corpus_replay(corpus_session):
         hi = KNOWN_OVER.get(corpus_name(path), HI)
         assert complete["requests"] >= 2 and LO <= complete["median"] <= hi, (corpus_name(path), complete)
     # the provider-token forecast (latch.host.forecast) of each request is the fit on the earlier requests only; for
-    # Claude Code and Codex (issue 12's "Done when"), every view that still holds the whole conversation is within
+    # Claude Code and Codex, every view that still holds the whole conversation is within
     # the band, but for MISSED_FORECASTS. Other formats are reported, not held to it: Aider's "Tokens: N sent" counts
     # the repository map and added files its history lacks; sessions of 2-4 requests have one or two steps to fit.
     fixed = h["system_tokens"] + h["tools_tokens"] + h["inferred_tokens"]

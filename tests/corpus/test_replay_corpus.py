@@ -1,4 +1,4 @@
-"""Every corpus file replayed under three budgets (issue #4 "Done when"): the hard invariant is never
+"""Every corpus file replayed under three budgets: the hard invariant is never
 exceeded, no orphaned or split unit, each request a byte prefix of the next within an epoch,
 rotations within the hysteresis bound, no automatic compaction; an early fact is found by recall
 after it left the epoch; a resumed engine produces byte-identical next views."""

@@ -206,7 +206,7 @@ def test_codex_session_verdict_and_cli(corpus_dir, tmp_path):
     assert s.certification["reasons"][-3:] == [f"managed process session:{n} is running" for n in (95469, 85147, 89726)]
     # the view: 7 stale evidence lines, a verdict naming the stale passes (not the processes), no file
     lines = s.render(8_000, estimate_tokens).splitlines()
-    # the goal is the user's first instruction, the latest one follows it (issue 12 item 7; "Goal: (not set)" before)
+    # the goal is the user's first instruction, the latest one follows it ("Goal: (not set)" before)
     assert lines[:2] == ["Canonical state", "Goal: https://superteam.fun/earn/listing/trading-tools-and-agents for "
                          "this hackathon i want to build a tradaing tool or agent which is extremely fast what should "
                          "i build, give some suggestion, explore the docs give best ideas to build on top of give tech"]

@@ -1,4 +1,4 @@
-"""The CLI, the web API and the TUI show the same reducer state for every corpus session (issue 16).
+"""The CLI, the web API and the TUI show the same reducer state for every corpus session.
 
 Each corpus session (``corpus_support.corpus_items``: every importable file, every session of a container
 file) is imported into one store file. For each, ``latch show --json`` and ``latch state --json`` (the real

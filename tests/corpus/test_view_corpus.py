@@ -1,4 +1,4 @@
-"""``latch view`` on every corpus session (issue 12 item 2): the first, a middle and the last request, in both
+"""``latch view`` on every corpus session: the first, a middle and the last request, in both
 wire formats, print a request body that passes the wire validators and is exactly the view the replay builds."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Every replayed view of every corpus file renders to both wire formats and passes both validators
-(issue #4 item 8). The tiny budget (window 32,000, reserve 4,000, recent 4,000 tokens) forces rotations."""
+"""Every replayed view of every corpus file renders to both wire formats and passes both validators.
+The tiny budget (window 32,000, reserve 4,000, recent 4,000 tokens) forces rotations."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ import pytest
 from click.testing import CliRunner
 
 from group_projection_support import assert_projection_is_the_replay
-from latch.agent.children import child_key, child_profile, child_report, create_child
+from latch.agent.children import child_key, child_report, create_child
 from latch.agent.context import session_context
 from latch.agent.group import Group, GroupState
 from latch.agent.loop import AgentLoop, engine_name

@@ -193,7 +193,7 @@ def test_the_default_factory_is_for_model(store):
     assert type(a) is ContinuityEngine
     assert (a.model, dict(a.config), a.default_budget(), repr(a.estimator)) == \
         (b.model, dict(b.config), b.default_budget(), repr(b.estimator))
-    # issue 12 item 3: MODEL (claude-sonnet-4-5) gets Claude's 200k window from Latch's model table (was 256,000)
+    # MODEL (claude-sonnet-4-5) gets Claude's 200k window from Latch's model table (was 256,000)
     assert a.default_budget() == ContextBudget(context_window_tokens=200_000, reserve_tokens=5_000,
                                                recent_tokens=9_000)
 

@@ -141,7 +141,7 @@ class GroupState:
 
 
 GROUP_PROJECTION = PROJECTIONS["group"]
-"""The SQLite group projection (issue 14 item 3), built into the store (:mod:`latch.store.projections`)."""
+"""The SQLite group projection, built into the store (:mod:`latch.store.projections`)."""
 
 
 def resolve_group(store: Any, name: str, *, by_id: bool = True) -> str:

@@ -1,4 +1,4 @@
-"""Group workers: ``latch run --group NAME --worker`` (issue 14 item 5; spec: "Group coordination durability",
+"""Group workers: ``latch run --group NAME --worker`` (spec: "Group coordination durability",
 "Port boundary").
 
 A worker is one process that joins the group rooted in session ``root`` as member ``agent``, then, one

@@ -1,4 +1,4 @@
-"""Needed-context coverage (issue 18 item 2): did the view still hold what the agent needed next?
+"""Needed-context coverage: did the view still hold what the agent needed next?
 
 A deterministic, offline probe. For each model request N of a transcript, the *needed* identifiers are
 those the real agent's response N used (its text and its tool calls' names and argument values:

@@ -17,7 +17,7 @@ the view before every model request (every :class:`~latch.events.AssistantMessag
 * budget violations (total or recount above ``window - reserve``) and refusals
   (:class:`~latch.port.ContextOverflow`, never an over-budget request);
 * materialize latency;
-* cost in dollars (issue 18 item 1; :func:`latch.host.cost.view_cost`, the same genai-prices table as
+* cost in dollars (:func:`latch.host.cost.view_cost`, the same genai-prices table as
   ``latch replay``): each view's recounted prompt priced cache-aware, its common prefix with the previous
   request of the same engine (the request loop's ``common_prefix_tokens``) at the cache-read rate and the
   rest at the cache-write rate (Anthropic) or the uncached rate (OpenAI, Gemini), plus the output tokens the

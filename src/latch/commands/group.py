@@ -1,4 +1,4 @@
-"""``latch group [ROOT_SESSION] [--json]``: the /group view of an agent group (issue 14 item 4).
+"""``latch group [ROOT_SESSION] [--json]``: the /group view of an agent group.
 
 It reduces the group's durable events with :meth:`latch.agent.group.GroupState.replay` (the reducer
 the UI sidebar uses too), so a live group and a resumed one print the same: each task with its

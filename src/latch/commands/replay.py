@@ -471,7 +471,7 @@ def _cost_summary(original: Any, viewed: Any) -> dict[str, Any]:
 
 
 RATIO_BAND = (0.9, 1.3)
-"""The band a view's size should fall in relative to the provider's prompt figure (issue 12)."""
+"""The band a view's size should fall in relative to the provider's prompt figure."""
 
 
 def provider_ratio(total: int | None, provider: int | None) -> float | None:

@@ -1,4 +1,4 @@
-"""``latch replay FILE --html OUT.html``: one self-contained HTML page of a replay (issue 16, item 4).
+"""``latch replay FILE --html OUT.html``: one self-contained HTML page of a replay.
 
 :func:`render_html` takes the replay document (:func:`latch.commands.replay.run_replay`'s JSON) and the
 session's view from the shared reducers (:func:`latch.host.reducers.session_view`) and returns the page:

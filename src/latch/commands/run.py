@@ -1,4 +1,4 @@
-"""``latch run``: an agent session in the current workspace, on a real model provider (issue 13).
+"""``latch run``: an agent session in the current workspace, on a real model provider.
 
 ``latch run "TASK" --provider openai|openai-responses|anthropic|openai-compatible --model M`` creates a session in the
 workspace's store, appends TASK as the first user message and runs :class:`latch.agent.loop.AgentLoop`

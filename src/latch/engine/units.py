@@ -148,7 +148,7 @@ class TokenCounter:
     def system(self, text: str) -> int:
         """Tokens of the system prompt: its text plus one message's overhead (it is a message in OpenAI's
         chat format and a block in Anthropic's), 0 when empty. The one rule every engine and every
-        recount uses for it (issue 10: the baselines and the bench recount used to price no overhead).
+        recount uses for it (so the baselines and the bench recount price the same overhead).
         With a :class:`~latch.estimators.ChatFraming` estimator: its ``system_tokens(text)``, which also
         holds the request's fixed cost (e.g. the generation prompt), memoized."""
         if self.framing is not None:

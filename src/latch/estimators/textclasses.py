@@ -1,4 +1,4 @@
-"""The text-class suite of issue 11 item 1: deterministic texts per script and per text shape.
+"""The text-class suite: deterministic texts per script and per text shape.
 
 :func:`class_texts` builds, from a seeded :class:`random.Random` (the same strings on every run), texts
 for every class in :data:`SCRIPT_CLASSES` (writing systems: a few real common words of the script mixed
@@ -78,7 +78,7 @@ SHAPE_CLASSES = ("ascii_punctuation", "regex", "minified_js", "minified_css", "j
                  "url_encoded", "base64", "base85", "hex_dump", "uuid_digest", "ascii_art", "markdown_table",
                  "repeated_char", "digit_runs", "csv_floats", "shell_oneliner", "stack_trace")
 DEGENERATE_CLASSES = ("repeated_char", "ascii_art")
-"""Degenerate repetition: issue 11 item 2 exempts these from the 1.5x tightness goal (never from 0 under)."""
+"""Degenerate repetition: exempt from the 1.5x tightness goal (never from 0 under)."""
 
 
 def _script(rng: random.Random, words: str, ranges: list[tuple[int, int]], sep: str, end: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""Discovery: which files ``latch import DIR`` and ``latch import --discover`` import (issue 17 item 4).
+"""Discovery: which files ``latch import DIR`` and ``latch import --discover`` import.
 
 Pure functions over the file system, no store: :func:`walk` lists a folder's regular files,
 :func:`default_locations` / :func:`discover` find each harness's logs in its default place,

@@ -123,7 +123,7 @@ def imported_session_ids(store: EventStore, path: str | Path, format: str | None
     (:meth:`~latch.store.EventStore.record_import_fingerprint`, keyed by the file's resolved path and the
     options: ``format``, ``final``, the Latch version and the loaded plugins with their versions); when the
     file's bytes are those recorded and every recorded session is still stored, parsing them again would find
-    the same sessions (same path, same first records: the same identity, issue 12 item 5) and no new event, so
+    the same sessions (same path, same first records: the same identity) and no new event, so
     their ids are returned from the record. A forgotten session (``latch forget``) is still refused
     (:class:`SessionForgotten`) or, with ``forgotten``, skipped and listed there. Any other file, option or
     store state imports as :func:`import_all` does. Costs one read and one SHA-256 of the file (milliseconds

@@ -2,7 +2,7 @@
 
 ``latch replay``, ``latch context``, ``latch bench`` and ``latch stress`` build their engine with
 :func:`build_engine` and materialize through :class:`RequestLoop`; no other recount, common-prefix or
-request-listing code exists (issue 10, item 2). The agent runtime is meant to drive the same loop.
+request-listing code exists. The agent runtime is meant to drive the same loop.
 
 Per request (:meth:`RequestLoop.run`) the loop:
 

@@ -1,4 +1,4 @@
-"""Shared semantic reducers: pure functions over durable events for the user interfaces (issue 16).
+"""Shared semantic reducers: pure functions over durable events for the user interfaces.
 
 Every function takes stored events (:class:`latch.store.StoredEvent`, in ``seq`` order, of one session)
 and returns JSON-ready data; none reads the store, the clock or the network, so the CLI, the web page and

@@ -1,4 +1,4 @@
-"""Durable run lifecycle and run commands (issue 16; spec: "Transient interface activity", "Browser
+"""Durable run lifecycle and run commands (spec: "Transient interface activity", "Browser
 observation and reconnect").
 
 * :class:`RunRecord` appends a :class:`~latch.events.RunStarted` (``run_id``, ``pid``, ``host``,

@@ -1,4 +1,4 @@
-"""A view as an Anthropic Messages request body, and its validator (issue #4 item 8).
+"""A view as an Anthropic Messages request body, and its validator.
 
 Shape of :func:`to_anthropic_messages`::
 

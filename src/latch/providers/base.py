@@ -48,7 +48,7 @@ class ProviderOverflow(ProviderError):
 
 @runtime_checkable
 class Provider(Protocol):
-    """One model endpoint (the agent runtime contract, issue 13).
+    """One model endpoint (the agent runtime contract).
 
     ``name`` (the registered ``PLUGIN_NAME``), ``wire`` (``"openai-chat"``, ``"anthropic-messages"`` or
     ``"openai-responses"``: the request and response shapes), ``model`` (the model id), and

@@ -1,4 +1,4 @@
-"""A view as an OpenAI chat-completions request body, and its validator (issue #4 item 8).
+"""A view as an OpenAI chat-completions request body, and its validator.
 
 Shape of :func:`to_openai_chat`::
 

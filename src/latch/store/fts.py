@@ -109,7 +109,7 @@ def _standalone(ch: str) -> bool:
     return _in(ch, _STANDALONE)
 
 
-# Glued terms (issue 12 item 7): ``unicode61`` drops '+', '#' and '.', so ``C++`` and ``C#`` would be the bare
+# Glued terms: ``unicode61`` drops '+', '#' and '.', so ``C++`` and ``C#`` would be the bare
 # letter c and ``.NET`` the word net. Before a word that ends in ``++``/``#``, or that starts with a dot at the
 # start of a word (``.NET``, ``.env``; not the dot inside ``main.py``), the prepared text gets one more token:
 # the word with those characters spelled as private-use code points (token characters of TOKENIZE), e.g.
@@ -131,7 +131,7 @@ def _glue(text: str) -> str:
     return text
 
 
-# Dotted terms (issue 12): a run of ASCII letters and digits joined by single dots (``node.js``, ``v1.2.3``,
+# Dotted terms: a run of ASCII letters and digits joined by single dots (``node.js``, ``v1.2.3``,
 # ``os.path.join``). The main text keeps its tokens (``node``, ``js``: every phrase query matches as before), and
 # the prepared text ends with one extra token per contiguous sub-run of two or more parts, dots spelled as
 # U+E02E (``node\ue02ejs``; ``os.path.join`` gives ``os\ue02epath``, ``path\ue02ejoin``, ``os\ue02epath\ue02ejoin``).

@@ -126,7 +126,7 @@ def m004_kernel_records(db: sqlite3.Connection) -> None:
 @migration
 def m005_token_counts(db: sqlite3.Connection) -> None:
     # A cache, not history: exact token counts of provider-visible messages rendered from one event, per
-    # tokenizer (issue 11 item 3). ``digest`` identifies the rendering (an event can be rendered more than
+    # tokenizer. ``digest`` identifies the rendering (an event can be rendered more than
     # one way, e.g. by a masking engine), so a count is only ever reused for the same bytes. Rows are only
     # inserted (INSERT OR IGNORE); dropping the table loses nothing the log cannot rebuild.
     """Exact per-event token counts: (session, tokenizer, event seq, rendering digest) → tokens."""
@@ -178,7 +178,7 @@ def m007_fts_dotted_terms(db: sqlite3.Connection) -> None:
 
 @migration
 def m008_group_projection(db: sqlite3.Connection) -> None:
-    # A cache, not history (issue 14 item 3): the group projection of the root sessions' group events. Its rows
+    # A cache, not history: the group projection of the root sessions' group events. Its rows
     # are written by the registered projection (store.projections) in the transaction that appends each group
     # event; ``projection_marks`` records the last seq a projection applied, and a missing mark (a store
     # written before this migration, or rows deleted) makes the next open or read rebuild it from the log.

@@ -1,4 +1,4 @@
-"""Projections: caches derived from the event log, kept in the store's own tables (issue 14 item 3).
+"""Projections: caches derived from the event log, kept in the store's own tables.
 
 A :class:`Projection` names the event kinds it folds, the tables it owns and an ``apply`` function that
 updates those tables for one stored event, given the open write transaction's connection. The projections

@@ -1,4 +1,4 @@
-"""The terminal UI (issue 16): a textual app over the durable event log, the same panels as the web page.
+"""The terminal UI: a textual app over the durable event log, the same panels as the web page.
 
 :class:`TerminalUI` is what the built-in plugin :mod:`latch.default_plugins.tui` registers through
 ``latch_register_uis``; ``latch tui [SESSION]`` (registered through ``latch_register_commands``) runs

@@ -1,4 +1,4 @@
-"""The web UI (issue 16): a local Starlette server over the durable event log, with one static page.
+"""The web UI: a local Starlette server over the durable event log, with one static page.
 
 :class:`WebUI` is what the built-in plugin :mod:`latch.default_plugins.web` registers through
 ``latch_register_uis``; ``latch web`` (registered through ``latch_register_commands``) runs

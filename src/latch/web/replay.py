@@ -1,4 +1,4 @@
-"""The replay page's data (issue 16 Build item 2): every model request of a stored session replayed once.
+"""The replay page's data: every model request of a stored session replayed once.
 
 :class:`ReplayCache` runs :func:`latch.commands.replay.run_replay` (the host's one request loop, its kernel
 records in a run of the replay scratch database beside the store, never in the store's log) and keeps, per
