@@ -64,7 +64,8 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "Run an agent on TASK in the current workspace (or continue one with --resume, or work for an "
                    "agent group with --group NAME --worker)."),
     "search": ("sessions", "Full-text search over every event (newest first)."),
-    "sessions": ("sessions", "List sessions (tombstoned ones are omitted), each with its first event's seq."),
+    "sessions": ("listing", "List sessions, newest first: title, start, harness, model, requests, cost and status; "
+                            "sub-agent sessions under their parent (tombstoned ones are omitted)."),
     "skills": ("skills_mcp", "List the Agent Skills a new `latch run` session here would offer."),
     "mcp": ("skills_mcp", "MCP servers of the configuration ([mcp.servers.NAME])."),
     "show": ("sessions", "Show the events of SESSION (id or unique prefix)."),

@@ -1,4 +1,4 @@
-"""``latch import``, ``latch sessions``, ``latch show``, ``latch search``."""
+"""``latch import``, ``latch show``, ``latch search`` (``latch sessions``: :mod:`latch.commands.listing`)."""
 
 from __future__ import annotations
 
@@ -6,16 +6,14 @@ import os
 from pathlib import Path
 
 import click
-from rich import box
 from rich.console import Console
 
-from ..agent.children import child_link, child_result
 from ..cli import pass_app
 from ..host import reducers as R
 from ..host.kernel import kernel_cache
 from ..host.runs import session_liveness
 from ..kernel import canonical_state
-from ..textsafe import Column, cell, console, dumps, fitted_table, markup, plural, safe
+from ..textsafe import console, dumps, markup, plural, safe
 from ..host.discover import claimed_format, walk, with_companions, discover as find_logs
 from ..host.ingest import SessionForgotten, companion_files, import_group
 from .. import importers  # MAX_TRANSCRIPT_BYTES read at use (tests lower it)
@@ -108,18 +106,6 @@ def _stdin_copy(app) -> Path:
 def _visible_sessions(store):
     dead = tombstoned_sessions(store)
     return [s for s in store.sessions() if s.id not in dead]
-
-
-def _child_doc(store, session_id: str) -> dict | None:
-    """A child session's link and report for ``latch sessions``: ``{"call_id", "brief", "report": {"status",
-    "summary"} | None}`` (:func:`latch.agent.children.child_link`), or ``None`` when no tool call links it."""
-
-    link = child_link(store, session_id)
-    if link is None:
-        return None
-    report = child_result(store, session_id)
-    return {"call_id": link.call_id, "brief": _excerpt(link.brief),
-            "report": None if report is None else {"status": report.status, "summary": _excerpt(report.summary)}}
 
 
 def register(cli: click.Group) -> None:
@@ -260,45 +246,6 @@ def register(cli: click.Group) -> None:
             err.print(f"{len(errors) + held_back} of {plural(total, 'file')} not imported")
         if errors:
             raise SystemExit(1)
-
-    @cli.command("sessions")
-    @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
-    @pass_app
-    def sessions_cmd(app, as_json):
-        """List sessions (tombstoned ones are omitted), each with its first event's seq."""
-        store = app.store(create=False)
-        rows = _visible_sessions(store)
-        if as_json:
-            docs = []
-            for s in rows:
-                doc = {"id": s.id, "source": s.source, "format": s.format, "events": s.events, "parent": s.parent_id,
-                       "workspace": s.workspace, "created_at": s.created_at, "first_seq": s.first_seq,
-                       "last_seq": s.last_seq, "title": s.title}
-                if s.parent_id is not None:
-                    doc["child"] = _child_doc(store, s.id)
-                docs.append(doc)
-            click.echo(dumps(docs, indent=2))
-            return
-        con = _console()
-        titled = any(s.title for s in rows)  # the title column only when some session has one
-        cols = [Column("id"), Column("format"), Column("events", justify="right"),
-                Column("first seq", justify="right"), *([Column("title", optional=3)] if titled else []),
-                Column("source", optional=1), Column("child of", optional=2)]
-        cells = []
-        for s in rows:
-            child = _child_doc(store, s.id) if s.parent_id is not None else None
-            parent = "" if s.parent_id is None else s.parent_id + (
-                f" (call {child['call_id']}, {child['report']['status']})" if child and child.get("report") else
-                f" (call {child['call_id']})" if child else "")
-            cells.append([cell(s.id), cell(s.format or ""), str(s.events), "" if s.first_seq is None else
-                          str(s.first_seq), *([cell(s.title or "")] if titled else []), cell(s.source or ""),
-                          cell(parent)])
-        t, dropped = fitted_table(con, cols, cells, title=plural(len(rows), "session"), box=box.HEAVY_HEAD,
-                                  show_edge=True, pad_edge=True, padding=(0, 1))
-        con.print(t)
-        if dropped:
-            con.print(f"[dim]{' and '.join(dropped)} left out (too narrow): `latch sessions --json` shows "
-                      f"{'them' if len(dropped) > 1 else 'it'}[/dim]", highlight=False)
 
     @cli.command("show")
     @click.argument("session")
