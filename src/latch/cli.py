@@ -63,7 +63,8 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
                          "(like ccusage)."),
     "run": ("run", "Run an agent on TASK in the current workspace (or continue one with --resume, or work for an "
                    "agent group with --group NAME --worker)."),
-    "search": ("sessions", "Full-text search over every event (newest first)."),
+    "search": ("search", "Full-text search over every event: quoted phrases, the match shown and marked, newest "
+                         "first or by relevance."),
     "sessions": ("listing", "List sessions, newest first: title, start, harness, model, requests, cost and status; "
                             "sub-agent sessions under their parent (tombstoned ones are omitted)."),
     "skills": ("skills_mcp", "List the Agent Skills a new `latch run` session here would offer."),

@@ -1,4 +1,5 @@
-"""``latch import``, ``latch show``, ``latch search`` (``latch sessions``: :mod:`latch.commands.listing`)."""
+"""``latch import``, ``latch show`` (``latch sessions``: :mod:`latch.commands.listing`; ``latch search``:
+:mod:`latch.commands.search`)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ from ..importers.base import TranscriptError
 from ..kernel.events import Tombstone
 from ..kernel.tombstones import tombstoned_sessions
 from . import Count
-from ..store.fts import MAX_QUERY_CHARS
 
 
 def _console() -> Console:
@@ -276,40 +276,3 @@ def register(cli: click.Group) -> None:
                   f"events={info.events - tombstones}{forgotten}")
         for ev in store.events(info.id, limit=limit):
             con.print(f"{ev.seq:>7}  {event_line(ev)}", markup=False)
-
-    @cli.command("search", context_settings={"ignore_unknown_options": True})
-    @click.argument("query")
-    @click.option("--session", default=None, help="Restrict to one session (id or prefix).")
-    @click.option("--limit", type=Count(min=1), default=20, show_default=True)
-    @click.option("--include-forgotten", is_flag=True,
-                  help="Also search tombstoned sessions (`latch forget`) and their children.")
-    @click.option("--json", "as_json", is_flag=True)
-    @pass_app
-    def search_cmd(app, query, session, limit, include_forgotten, as_json):
-        """Full-text search over every event (newest first). Any string is a valid query.
-
-        Forgotten (tombstoned) sessions are left out unless --include-forgotten, or --session names one.
-        A QUERY may start with a dash (`latch search -foo`, or after `--`); one longer than
-        4,096 characters is refused.
-        """
-        if len(query) > MAX_QUERY_CHARS:
-            raise click.UsageError(f"the query is {len(query):,} characters; at most {MAX_QUERY_CHARS:,} are "
-                                   "searched (give fewer words)")
-        store = app.store(create=False)
-        sid = None
-        if session is not None:
-            try:
-                sid = store.session(session).id
-            except KeyError as exc:
-                raise click.ClickException(str(exc.args[0])) from None
-        hidden = () if include_forgotten or sid else tombstoned_sessions(store)
-        hits = store.search(query, session_id=sid, limit=limit, exclude_sessions=hidden)
-        if as_json:
-            click.echo(dumps([{"seq": h.seq, "session": h.session_id, "kind": h.kind,
-                               "text": h.event.searchable_text()} for h in hits]))
-            return
-        con = _console()
-        if not hits:
-            con.print("no matches")
-        for h in hits:
-            con.print(f"{safe(h.session_id)} {h.seq:>7}  {event_line(h)}", markup=False)

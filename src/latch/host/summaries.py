@@ -93,7 +93,7 @@ def _status(events: list[Any]) -> str:
         if outcome == "error":
             detail = (run["run"]["detail"] or "").lower()
             return "refused" if any(w in detail for w in _REFUSAL_WORDS) else "error"
-        return {"done": "done", "max_turns": "max turns"}.get(outcome, outcome)
+        return str({"done": "done", "max_turns": "max turns"}.get(outcome, outcome))
     pending: set[str] = set()
     for ev in events:
         e = ev.event
