@@ -69,7 +69,8 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
                             "sub-agent sessions under their parent (tombstoned ones are omitted)."),
     "skills": ("skills_mcp", "List the Agent Skills a new `latch run` session here would offer."),
     "mcp": ("skills_mcp", "MCP servers of the configuration ([mcp.servers.NAME])."),
-    "show": ("sessions", "Show the events of SESSION (id or unique prefix)."),
+    "show": ("sessions", "Show the events of SESSION (id or unique prefix): each tool call with its command or "
+                         "path, each result's first line; --event SEQ prints one event whole."),
     "state": ("state", "Show the canonical state (L1) of SESSION: derived files, mutations, generation, evidence, "
                        "failures."),
     "stress": ("stress", "Plant early facts, push EVENTS realistic events, verify every stress guarantee."),

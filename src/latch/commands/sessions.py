@@ -53,13 +53,30 @@ def event_line(ev) -> str:
     return safe(_event_line(ev))
 
 
+_COMMAND_KEYS = ("command", "cmd", "file_path", "path", "filePath", "pattern", "query", "url", "description")
+
+
+def call_summary(call) -> str:
+    """``name(command or path)`` of a tool call: the first of :data:`_COMMAND_KEYS` its arguments hold (a list
+    joined by spaces), cut to 60 characters; ``name`` alone when none does. Raw text (make it safe to print)."""
+    args = call.args()
+    if isinstance(args, dict):
+        for key in _COMMAND_KEYS:
+            v = args.get(key)
+            if isinstance(v, list):
+                v = " ".join(str(x) for x in v)
+            if isinstance(v, str) and v.strip():
+                return f"{call.name}({_excerpt(v, 60)})"
+    return call.name
+
+
 def _event_line(ev) -> str:
     e = ev.event
     k = ev.kind
     if k == "user_message":
         return f"user: {_excerpt(e.text)}"
     if k == "assistant_message":
-        calls = ", ".join(c.name for c in e.tool_calls)
+        calls = ", ".join(call_summary(c) for c in e.tool_calls)
         txt = _excerpt(e.text) if e.text else ""
         return f"assistant: {txt}" + (f" [calls: {calls}]" if calls else "")
     if k == "tool_result":
@@ -69,6 +86,23 @@ def _event_line(ev) -> str:
         return f"tool_result({e.call_id}){flag}: {_excerpt(e.content)}"
     text = e.searchable_text() if hasattr(e, "searchable_text") else ""
     return f"{k}: {_excerpt(text)}" if text else k
+
+
+def _print_whole(ev) -> None:
+    """One event whole: a header line, then its text (and each tool call's arguments), made safe line by line."""
+    e = ev.event
+    con = _console()
+    con.print(f"#{ev.seq} {ev.kind} {ev.ts or ''}".rstrip(), markup=False)
+    if ev.kind == "tool_result":
+        con.print(safe(f"call {e.call_id}" + (f" ({e.name})" if e.name else "") + (" ERROR" if e.is_error else "")),
+                  markup=False)
+    text = e.searchable_text() if ev.kind != "assistant_message" else e.text
+    if text:
+        con.print(safe(text, multiline=True), markup=False)
+    for c in getattr(e, "tool_calls", ()):
+        con.print(safe(f"→ {c.name} [{c.id}]"), markup=False)
+        con.print(safe(dumps(c.args(), indent=2) if isinstance(c.args(), dict) else c.arguments, multiline=True),
+                  markup=False)
 
 
 def _stdin_copy(app) -> Path:
@@ -250,16 +284,33 @@ def register(cli: click.Group) -> None:
     @cli.command("show")
     @click.argument("session")
     @click.option("--limit", type=Count(min=1), default=None, help="Show at most this many events.")
+    @click.option("--event", "event_seq", type=Count(min=1), default=None, metavar="SEQ",
+                  help="Print the event SEQ (as the list numbers it) whole.")
     @click.option("--json", "as_json", is_flag=True,
                   help="Print what the UIs show as JSON: transcript, usage, costs, context, cache epochs, state.")
     @pass_app
-    def show_cmd(app, session, limit, as_json):
-        """Show the events of SESSION (id or unique prefix)."""
+    def show_cmd(app, session, limit, event_seq, as_json):
+        """Show the events of SESSION (id or unique prefix): each tool call with its command or path, each
+        result's first line; --event SEQ prints one event whole."""
         store = app.store(create=False)
         try:
             info = store.session(session)
         except KeyError as exc:
             raise click.ClickException(str(exc.args[0])) from None
+        if event_seq is not None:
+            try:
+                ev = store.get(event_seq)
+            except KeyError:
+                ev = None
+            if ev is None or ev.session_id != info.id:
+                raise click.ClickException(f"session {info.id} has no event {event_seq} (its events are "
+                                           f"{info.first_seq}..{info.last_seq})")
+            if as_json:
+                click.echo(dumps({"seq": ev.seq, "session": ev.session_id, "kind": ev.kind, "ts": ev.ts,
+                                  "event": ev.event.to_payload()}, indent=2))
+                return
+            _print_whole(ev)
+            return
         if as_json:  # the shared reducers, as `latch web` and `latch tui` show them (--limit: the first N events)
             state = canonical_state(store, info.id, cache=kernel_cache())
             events = list(store.events(info.id, limit=limit))
