@@ -69,7 +69,7 @@ def test_lone_surrogates_print_as_replacement_characters(run, tmp_path):
 
     search = run("search", "zebra")
     assert search.exit_code == 0, search.output
-    assert search.output.count("\ufffd") == 3  # user, result, answer (the call line shows its name only)
+    assert search.output.count("\ufffd") == 4  # user, call arguments, result, answer
 
     hits = json.loads(run("search", "--json", "zebra").output)
     assert [h["kind"] for h in hits] == ["assistant_message", "tool_result", "assistant_message", "user_message"]

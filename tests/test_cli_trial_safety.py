@@ -296,6 +296,7 @@ def test_report_says_which_sessions_it_added(tmp_path):
     doc = json.loads(_run(tmp_path, "--db", db, "report", "--json", *roots).output)
     assert doc["named_sessions"] == roots and sorted(doc["child_sessions"]) == children
     assert doc["sessions"] == [*roots, *doc["child_sessions"]]
-    one = _run(tmp_path, "--db", db, "report", roots[1])
+    lonely = next(r for r in roots if not any(s.get("parent") == r for s in sessions))
+    one = _run(tmp_path, "--db", db, "report", lonely)
     assert one.output.splitlines()[0].startswith("1 session · ")
-    assert json.loads(_run(tmp_path, "--db", db, "report", "--json", roots[1]).output)["child_sessions"] == []
+    assert json.loads(_run(tmp_path, "--db", db, "report", "--json", lonely).output)["child_sessions"] == []

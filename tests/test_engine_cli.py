@@ -216,4 +216,4 @@ def test_latch_cli_and_the_command_list_import_no_command_module_and_no_engine()
 
     listed = [line.split()[0] for line in helped.stdout.split("Commands:\n")[1].splitlines()]
     assert listed == sorted([*BUILTIN_COMMANDS, "web", "tui"])
-    assert run_main("sessions", "--help").stderr == "['latch.commands', 'latch.commands.sessions']\n"
+    assert run_main("sessions", "--help").stderr == "['latch.commands', 'latch.commands.listing']\n"

@@ -144,5 +144,6 @@ def test_an_imported_subagent_is_a_child_linked_to_its_task_call_with_its_final_
     assert explore["child"]["report"]["status"] == "completed"
     assert explore["child"]["report"]["summary"] == " ".join(report.summary.split())[:99] + "…" \
         if len(" ".join(report.summary.split())) > 100 else " ".join(report.summary.split())
-    table = CliRunner().invoke(cli, ["--db", db, "sessions"], env={"COLUMNS": "400"}).output
-    assert "(call toolu_017SvvKc8KLbhGMG3tXkf21Z, completed)" in table
+    listed = CliRunner().invoke(cli, ["--db", db, "sessions"], env={"COLUMNS": "400"}).output.splitlines()
+    assert listed[1].startswith(by_source[parent.name]["id"][:8] + "  ")  # the parent, then its children under it
+    assert listed[3].startswith("└ " + explore["id"][:8] + "  ") or listed[5].startswith("└ " + explore["id"][:8])

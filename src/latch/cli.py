@@ -64,11 +64,14 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
                          "(like ccusage)."),
     "run": ("run", "Run an agent on TASK in the current workspace (or continue one with --resume, or work for an "
                    "agent group with --group NAME --worker)."),
-    "search": ("sessions", "Full-text search over every event (newest first)."),
-    "sessions": ("sessions", "List sessions (tombstoned ones are omitted), each with its first event's seq."),
+    "search": ("search", "Full-text search over every event: quoted phrases, the match shown and marked, newest "
+                         "first or by relevance."),
+    "sessions": ("listing", "List sessions, newest first: title, start, harness, model, requests, cost and status; "
+                            "sub-agent sessions under their parent (tombstoned ones are omitted)."),
     "skills": ("skills_mcp", "List the Agent Skills a new `latch run` session here would offer."),
     "mcp": ("skills_mcp", "MCP servers of the configuration ([mcp.servers.NAME])."),
-    "show": ("sessions", "Show the events of SESSION (id or unique prefix)."),
+    "show": ("sessions", "Show the events of SESSION (id or unique prefix): each tool call with its command or "
+                         "path, each result's first line; --event SEQ prints one event whole."),
     "state": ("state", "Show the canonical state (L1) of SESSION: derived files, mutations, generation, evidence, "
                        "failures."),
     "stress": ("stress", "Plant early facts, push EVENTS realistic events, verify every stress guarantee."),

@@ -10,6 +10,11 @@ bundled table, at the request's timestamp). A request without usage, or of a mod
 for, is counted as *unpriced*; its tokens still count. The cache-read share is cache-read tokens over all
 prompt tokens (uncached + cache read + cache write) of the rows' requests.
 
+With no argument every session of the store counts (forgotten ones left out). ``--daily``/``--monthly`` (the
+request's local day or month) or ``--by project|model|harness`` make the rows those groups instead of models
+(``"group_by"`` and ``"groups": {KEY: ROW}`` in the JSON); ``--since``/``--until`` (local days, both included)
+count only the requests made in between.
+
 Output: one row per model and a total (and one row per session when there are several), every number whole:
 on a narrow terminal the cache-read share, priced and cache-write columns are left out (in that order, said in
 a footer, :func:`latch.textsafe.fitted_table`); ``--json`` prints
@@ -27,6 +32,7 @@ session, an unknown id or an unreadable file is one error line (exit 1) and noth
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -70,8 +76,30 @@ def _finish(row: dict[str, Any]) -> dict[str, Any]:
             "cache_read_share": round(row["cache_read_tokens"] / prompt, 4) if prompt else None}
 
 
-def session_report(store: Any, session_ids: list[str]) -> dict[str, Any]:
-    """The report document (see the module docstring) of ``session_ids`` and their sub-agent sessions."""
+GROUPINGS = ("daily", "monthly", "project", "model", "harness")
+"""What ``groups`` rows can be keyed by: the request's local day or month, its session's workspace or harness, its
+model."""
+
+
+def _group_key(grouping: str, info: Any, name: str, at: datetime | None) -> str:
+    if grouping in ("daily", "monthly"):
+        if at is None:
+            return "undated"
+        return at.astimezone().strftime("%Y-%m-%d" if grouping == "daily" else "%Y-%m")
+    if grouping == "project":
+        return (info.workspace if info is not None else None) or "(no workspace)"
+    if grouping == "harness":
+        return (info.format if info is not None else None) or "(unknown)"
+    return name
+
+
+def session_report(store: Any, session_ids: list[str], *, group_by: str | None = None,
+                   since: datetime | None = None, until: datetime | None = None) -> dict[str, Any]:
+    """The report document (see the module docstring) of ``session_ids`` and their sub-agent sessions.
+
+    ``group_by`` (one of :data:`GROUPINGS`) adds ``"group_by"`` and ``"groups": {KEY: ROW}`` (sorted by key);
+    ``since``/``until`` (aware datetimes, ``until`` excluded) count only the requests made in between (a request
+    without a timestamp is then left out)."""
     children: dict[str, list[str]] = {}
     for s in store.sessions():
         if s.parent_id:
@@ -87,22 +115,33 @@ def session_report(store: Any, session_ids: list[str]) -> dict[str, Any]:
     by_session: dict[str, dict[str, Any]] = {}
     total = _row()
     rewrites: dict[str, Any] = {}
+    groups: dict[str, dict[str, Any]] = {}
+    infos = {s.id: s for s in store.sessions()} if group_by in ("project", "harness") else {}
     for sid in order:
         srow = by_session.setdefault(sid, _row())
         usages: list[Any] = []
         for req in model_requests(store.events(sid, kinds=["assistant_message", "usage"])):
+            at = pricing.parse_timestamp(req.ts)
+            if (since is not None or until is not None) and (
+                    at is None or (since is not None and at < since) or (until is not None and at >= until)):
+                continue
             usage = req.usage
             usages.append(usage)
-            cost = pricing.price_usage(usage, req.model, at=pricing.parse_timestamp(req.ts))
+            cost = pricing.price_usage(usage, req.model, at=at)
             name = cost.model_id if cost is not None else (req.model or "unknown")
-            for row in (models.setdefault(name, _row()), srow, total):
+            rows = [models.setdefault(name, _row()), srow, total]
+            if group_by is not None:
+                rows.append(groups.setdefault(_group_key(group_by, infos.get(sid), name, at), _row()))
+            for row in rows:
                 _add(row, usage, cost)
         rewrites[sid] = pricing.cache_rewrites(usages)
     named = list(dict.fromkeys(session_ids))
     found = [r for r in rewrites.values() if r.requests]
     all_rewrites = pricing.CacheRewrites(sum(r.requests for r in found), (),
                                          sum(r.rewrite_write_tokens for r in found), sum(r.write_tokens for r in found))
-    return {"sessions": order, "named_sessions": named, "child_sessions": [sid for sid in order if sid not in named],
+    doc: dict[str, Any] = {} if group_by is None else {
+        "group_by": group_by, "groups": {k: _finish(r) for k, r in sorted(groups.items())}}
+    return {**doc, "sessions": order, "named_sessions": named, "child_sessions": [sid for sid in order if sid not in named],
             "models": {m: _finish(r) for m, r in sorted(models.items())},
             "by_session": {s: _finish(r) for s, r in by_session.items()}, "total": _finish(total),
             "cache_rewrites": {"by_session": {s: r.as_dict() for s, r in rewrites.items() if r.requests},
@@ -166,9 +205,15 @@ def _table(con: Any, first: str, rows: list[list[Any]]) -> list[str]:
 
 
 def _print(con: Any, doc: dict[str, Any]) -> None:
-    rows = [[markup(m), *_cells(r)] for m, r in doc["models"].items()]
-    dropped = _table(con, "model", [*rows, ["[bold]total[/bold]", *_cells(doc["total"])]])
-    if len(doc["by_session"]) > 1:
+    grouping = doc.get("group_by")
+    if grouping is not None:
+        rows = [[markup(k), *_cells(r)] for k, r in doc["groups"].items()]
+        first = {"daily": "day", "monthly": "month"}.get(grouping, grouping)
+        dropped = _table(con, first, [*rows, ["[bold]total[/bold]", *_cells(doc["total"])]])
+    else:
+        rows = [[markup(m), *_cells(r)] for m, r in doc["models"].items()]
+        dropped = _table(con, "model", [*rows, ["[bold]total[/bold]", *_cells(doc["total"])]])
+    if len(doc["by_session"]) > 1 and grouping is None and not doc.get("every_session"):
         dropped += [h for h in _table(con, "session", [[sid, *_cells(r)] for sid, r in doc["by_session"].items()])
                     if h not in dropped]
     if dropped:
@@ -195,23 +240,50 @@ def _print(con: Any, doc: dict[str, Any]) -> None:
 
 def register(cli: click.Group) -> None:
     @cli.command("report")
-    @click.argument("targets", nargs=-1, required=True, metavar="SESSION_OR_FILE...")
+    @click.argument("targets", nargs=-1, metavar="[SESSION_OR_FILE]...")
+    @click.option("--daily", "period", flag_value="daily", help="One row per day (local time) of the requests.")
+    @click.option("--monthly", "period", flag_value="monthly", help="One row per month (local time).")
+    @click.option("--by", type=click.Choice(["project", "model", "harness"]), default=None,
+                  help="One row per project (workspace), model or harness.")
+    @click.option("--since", type=click.DateTime(formats=["%Y-%m-%d"]), default=None,
+                  help="Only requests on or after this day (YYYY-MM-DD, local time).")
+    @click.option("--until", type=click.DateTime(formats=["%Y-%m-%d"]), default=None,
+                  help="Only requests on or before this day (YYYY-MM-DD, local time).")
     @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
     @pass_app
-    def report_cmd(app, targets, as_json):
+    def report_cmd(app, targets, period, by, since, until, as_json):
         """What sessions cost: requests, tokens by kind, dollars and cache-read share, per model (like ccusage).
-        SESSION_OR_FILE is a stored session (id or prefix) or a transcript file (imported first)."""
-        store = app.store()
+        SESSION_OR_FILE is a stored session (id or prefix) or a transcript file (imported first); none: every
+        session of the store (forgotten ones left out)."""
+        if period is not None and by is not None:
+            raise click.UsageError(f"--{period} and --by {by} both choose the rows; give one")
+        if since is not None and until is not None and since > until:
+            raise click.UsageError(f"--since {since:%Y-%m-%d} is after --until {until:%Y-%m-%d}")
+        store = app.store(create=bool(targets))
         ids: list[str] = []
         for arg in targets:
             for sid in _resolve(app, store, arg):
                 if sid not in ids:
                     ids.append(sid)
-        doc = session_report(store, ids)
+        if not targets:
+            dead = tombstoned_sessions(store)
+            every = store.sessions()
+            known = {s.id for s in every}
+            ids = [s.id for s in every if s.id not in dead and (s.parent_id is None or s.parent_id not in known)]
+        start = None if since is None else since.astimezone()
+        end = None if until is None else (until + timedelta(days=1)).astimezone()
+        doc = session_report(store, ids, group_by=period or by, since=start, until=end)
+        if not targets:
+            doc["every_session"] = True
         if as_json:
             click.echo(dumps(doc, indent=2))
             return
         con = console(highlight=False)
+        if not targets:
+            con.print(f"[bold]every session[/bold]: {plural(len(doc['sessions']), 'session')} · "
+                      f"{plural(doc['total']['requests'], 'request', fmt=',')}")
+            _print(con, doc)
+            return
         named, added = doc["named_sessions"], doc["child_sessions"]
         counted = plural(len(named), "session") + (f" (+{plural(len(added), 'child session')})" if added else "")
         con.print(f"[bold]{counted}[/bold] · {plural(doc['total']['requests'], 'request', fmt=',')} · "

@@ -1,4 +1,5 @@
-"""``latch import``, ``latch sessions``, ``latch show``, ``latch search``."""
+"""``latch import``, ``latch show`` (``latch sessions``: :mod:`latch.commands.listing`; ``latch search``:
+:mod:`latch.commands.search`)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,14 @@ import os
 from pathlib import Path
 
 import click
-from rich import box
 from rich.console import Console
 
-from ..agent.children import child_link, child_result
 from ..cli import pass_app
 from ..host import reducers as R
 from ..host.kernel import kernel_cache
 from ..host.runs import session_liveness
 from ..kernel import canonical_state
-from ..textsafe import Column, cell, console, dumps, fitted_table, markup, plural, safe
+from ..textsafe import console, dumps, markup, plural, safe
 from ..host.discover import claimed_format, walk, with_companions, discover as find_logs
 from ..host.ingest import SessionForgotten, companion_files, import_group
 from .. import importers  # MAX_TRANSCRIPT_BYTES read at use (tests lower it)
@@ -23,7 +22,6 @@ from ..importers.base import TranscriptError
 from ..kernel.events import Tombstone
 from ..kernel.tombstones import tombstoned_sessions
 from . import Count
-from ..store.fts import MAX_QUERY_CHARS
 
 
 def _console() -> Console:
@@ -55,13 +53,30 @@ def event_line(ev) -> str:
     return safe(_event_line(ev))
 
 
+_COMMAND_KEYS = ("command", "cmd", "file_path", "path", "filePath", "pattern", "query", "url", "description")
+
+
+def call_summary(call) -> str:
+    """``name(command or path)`` of a tool call: the first of :data:`_COMMAND_KEYS` its arguments hold (a list
+    joined by spaces), cut to 60 characters; ``name`` alone when none does. Raw text (make it safe to print)."""
+    args = call.args()
+    if isinstance(args, dict):
+        for key in _COMMAND_KEYS:
+            v = args.get(key)
+            if isinstance(v, list):
+                v = " ".join(str(x) for x in v)
+            if isinstance(v, str) and v.strip():
+                return f"{call.name}({_excerpt(v, 60)})"
+    return call.name
+
+
 def _event_line(ev) -> str:
     e = ev.event
     k = ev.kind
     if k == "user_message":
         return f"user: {_excerpt(e.text)}"
     if k == "assistant_message":
-        calls = ", ".join(c.name for c in e.tool_calls)
+        calls = ", ".join(call_summary(c) for c in e.tool_calls)
         txt = _excerpt(e.text) if e.text else ""
         return f"assistant: {txt}" + (f" [calls: {calls}]" if calls else "")
     if k == "tool_result":
@@ -71,6 +86,23 @@ def _event_line(ev) -> str:
         return f"tool_result({e.call_id}){flag}: {_excerpt(e.content)}"
     text = e.searchable_text() if hasattr(e, "searchable_text") else ""
     return f"{k}: {_excerpt(text)}" if text else k
+
+
+def _print_whole(ev) -> None:
+    """One event whole: a header line, then its text (and each tool call's arguments), made safe line by line."""
+    e = ev.event
+    con = _console()
+    con.print(f"#{ev.seq} {ev.kind} {ev.ts or ''}".rstrip(), markup=False)
+    if ev.kind == "tool_result":
+        con.print(safe(f"call {e.call_id}" + (f" ({e.name})" if e.name else "") + (" ERROR" if e.is_error else "")),
+                  markup=False)
+    text = e.searchable_text() if ev.kind != "assistant_message" else e.text
+    if text:
+        con.print(safe(text, multiline=True), markup=False)
+    for c in getattr(e, "tool_calls", ()):
+        con.print(safe(f"→ {c.name} [{c.id}]"), markup=False)
+        con.print(safe(dumps(c.args(), indent=2) if isinstance(c.args(), dict) else c.arguments, multiline=True),
+                  markup=False)
 
 
 def _stdin_copy(app) -> Path:
@@ -108,18 +140,6 @@ def _stdin_copy(app) -> Path:
 def _visible_sessions(store):
     dead = tombstoned_sessions(store)
     return [s for s in store.sessions() if s.id not in dead]
-
-
-def _child_doc(store, session_id: str) -> dict | None:
-    """A child session's link and report for ``latch sessions``: ``{"call_id", "brief", "report": {"status",
-    "summary"} | None}`` (:func:`latch.agent.children.child_link`), or ``None`` when no tool call links it."""
-
-    link = child_link(store, session_id)
-    if link is None:
-        return None
-    report = child_result(store, session_id)
-    return {"call_id": link.call_id, "brief": _excerpt(link.brief),
-            "report": None if report is None else {"status": report.status, "summary": _excerpt(report.summary)}}
 
 
 def register(cli: click.Group) -> None:
@@ -261,58 +281,36 @@ def register(cli: click.Group) -> None:
         if errors:
             raise SystemExit(1)
 
-    @cli.command("sessions")
-    @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
-    @pass_app
-    def sessions_cmd(app, as_json):
-        """List sessions (tombstoned ones are omitted), each with its first event's seq."""
-        store = app.store(create=False)
-        rows = _visible_sessions(store)
-        if as_json:
-            docs = []
-            for s in rows:
-                doc = {"id": s.id, "source": s.source, "format": s.format, "events": s.events, "parent": s.parent_id,
-                       "workspace": s.workspace, "created_at": s.created_at, "first_seq": s.first_seq,
-                       "last_seq": s.last_seq, "title": s.title}
-                if s.parent_id is not None:
-                    doc["child"] = _child_doc(store, s.id)
-                docs.append(doc)
-            click.echo(dumps(docs, indent=2))
-            return
-        con = _console()
-        titled = any(s.title for s in rows)  # the title column only when some session has one
-        cols = [Column("id"), Column("format"), Column("events", justify="right"),
-                Column("first seq", justify="right"), *([Column("title", optional=3)] if titled else []),
-                Column("source", optional=1), Column("child of", optional=2)]
-        cells = []
-        for s in rows:
-            child = _child_doc(store, s.id) if s.parent_id is not None else None
-            parent = "" if s.parent_id is None else s.parent_id + (
-                f" (call {child['call_id']}, {child['report']['status']})" if child and child.get("report") else
-                f" (call {child['call_id']})" if child else "")
-            cells.append([cell(s.id), cell(s.format or ""), str(s.events), "" if s.first_seq is None else
-                          str(s.first_seq), *([cell(s.title or "")] if titled else []), cell(s.source or ""),
-                          cell(parent)])
-        t, dropped = fitted_table(con, cols, cells, title=plural(len(rows), "session"), box=box.HEAVY_HEAD,
-                                  show_edge=True, pad_edge=True, padding=(0, 1))
-        con.print(t)
-        if dropped:
-            con.print(f"[dim]{' and '.join(dropped)} left out (too narrow): `latch sessions --json` shows "
-                      f"{'them' if len(dropped) > 1 else 'it'}[/dim]", highlight=False)
-
     @cli.command("show")
     @click.argument("session")
     @click.option("--limit", type=Count(min=1), default=None, help="Show at most this many events.")
+    @click.option("--event", "event_seq", type=Count(min=1), default=None, metavar="SEQ",
+                  help="Print the event SEQ (as the list numbers it) whole.")
     @click.option("--json", "as_json", is_flag=True,
                   help="Print what the UIs show as JSON: transcript, usage, costs, context, cache epochs, state.")
     @pass_app
-    def show_cmd(app, session, limit, as_json):
-        """Show the events of SESSION (id or unique prefix)."""
+    def show_cmd(app, session, limit, event_seq, as_json):
+        """Show the events of SESSION (id or unique prefix): each tool call with its command or path, each
+        result's first line; --event SEQ prints one event whole."""
         store = app.store(create=False)
         try:
             info = store.session(session)
         except KeyError as exc:
             raise click.ClickException(str(exc.args[0])) from None
+        if event_seq is not None:
+            try:
+                ev = store.get(event_seq)
+            except KeyError:
+                ev = None
+            if ev is None or ev.session_id != info.id:
+                raise click.ClickException(f"session {info.id} has no event {event_seq} (its events are "
+                                           f"{info.first_seq}..{info.last_seq})")
+            if as_json:
+                click.echo(dumps({"seq": ev.seq, "session": ev.session_id, "kind": ev.kind, "ts": ev.ts,
+                                  "event": ev.event.to_payload()}, indent=2))
+                return
+            _print_whole(ev)
+            return
         if as_json:  # the shared reducers, as `latch web` and `latch tui` show them (--limit: the first N events)
             state = canonical_state(store, info.id, cache=kernel_cache())
             events = list(store.events(info.id, limit=limit))
@@ -329,40 +327,3 @@ def register(cli: click.Group) -> None:
                   f"events={info.events - tombstones}{forgotten}")
         for ev in store.events(info.id, limit=limit):
             con.print(f"{ev.seq:>7}  {event_line(ev)}", markup=False)
-
-    @cli.command("search", context_settings={"ignore_unknown_options": True})
-    @click.argument("query")
-    @click.option("--session", default=None, help="Restrict to one session (id or prefix).")
-    @click.option("--limit", type=Count(min=1), default=20, show_default=True)
-    @click.option("--include-forgotten", is_flag=True,
-                  help="Also search tombstoned sessions (`latch forget`) and their children.")
-    @click.option("--json", "as_json", is_flag=True)
-    @pass_app
-    def search_cmd(app, query, session, limit, include_forgotten, as_json):
-        """Full-text search over every event (newest first). Any string is a valid query.
-
-        Forgotten (tombstoned) sessions are left out unless --include-forgotten, or --session names one.
-        A QUERY may start with a dash (`latch search -foo`, or after `--`); one longer than
-        4,096 characters is refused.
-        """
-        if len(query) > MAX_QUERY_CHARS:
-            raise click.UsageError(f"the query is {len(query):,} characters; at most {MAX_QUERY_CHARS:,} are "
-                                   "searched (give fewer words)")
-        store = app.store(create=False)
-        sid = None
-        if session is not None:
-            try:
-                sid = store.session(session).id
-            except KeyError as exc:
-                raise click.ClickException(str(exc.args[0])) from None
-        hidden = () if include_forgotten or sid else tombstoned_sessions(store)
-        hits = store.search(query, session_id=sid, limit=limit, exclude_sessions=hidden)
-        if as_json:
-            click.echo(dumps([{"seq": h.seq, "session": h.session_id, "kind": h.kind,
-                               "text": h.event.searchable_text()} for h in hits]))
-            return
-        con = _console()
-        if not hits:
-            con.print("no matches")
-        for h in hits:
-            con.print(f"{safe(h.session_id)} {h.seq:>7}  {event_line(h)}", markup=False)

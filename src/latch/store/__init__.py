@@ -34,7 +34,7 @@ from typing import Any
 
 from ..events import Event, MediaRef, PendingEvent, canonical_json, decode_event
 from ._sqlite import StoreBusyError, StoreError, _busy, _damaged, _now, _until_not_busy, non_folder_parent
-from .fts import build_match_query, prepare_text
+from .fts import build_match_query, build_phrase_query, prepare_text
 from .leases import (Fence, FencedStore, LeaseLost, RunFence, RunLease, TaskFence, check_fences, fences_of)
 from .migrations import MIGRATIONS
 from .projections import PROJECTIONS, Projection
@@ -788,6 +788,73 @@ class EventStore:
         sql += " ORDER BY f.rowid DESC LIMIT ?"
         args.append(limit)
         return [self._decode_row(r) for r in self._rows(sql, args)]
+
+    def search_hits(self, query: str, *, session_id: str | None = None, limit: int = 20, order: str = "recent",
+                    kinds: Sequence[str] | None = None, tool: str | None = None, since: str | None = None,
+                    until: str | None = None, exclude_sessions: Iterable[str] = ()) -> list[tuple[StoredEvent, float]]:
+        """Full-text search for people (``latch search``): ``[(event, rank)]``, at most ``limit``.
+
+        Unlike :meth:`search` (the engine's exact recall, unchanged), a double-quoted span of ``query`` is one
+        phrase (:func:`~latch.store.fts.build_phrase_query`). ``order="recent"``: newest first;
+        ``"relevance"``: FTS5 ``bm25`` first (ties: newest first). ``rank`` is the bm25 score (lower is more
+        relevant). Filters: ``kinds`` (event kinds), ``tool`` (an assistant message calling that tool, or the
+        result of such a call), ``since``/``until`` (ISO 8601 instants; events without a timestamp are left out
+        then), ``session_id``, ``exclude_sessions``. No token → ``[]``. ``ValueError`` for another ``order``."""
+        if order not in ("recent", "relevance"):
+            raise ValueError(f"order must be 'recent' or 'relevance', not {order!r}")
+        match = build_phrase_query(query)
+        if match is None or limit <= 0:
+            return []
+        sql = ("SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts, bm25(events_fts) AS rank "
+               "FROM events_fts f JOIN events e ON e.seq = f.rowid WHERE events_fts MATCH ?")
+        args: list[Any] = [match]
+        sql, args = self._hit_filters(sql, args, session_id, kinds, tool, since, until, exclude_sessions)
+        sql += " ORDER BY " + ("rank, f.rowid DESC" if order == "relevance" else "f.rowid DESC") + " LIMIT ?"
+        args.append(limit)
+        return [(self._decode_row(r), float(r[6])) for r in self._rows(sql, args)]
+
+    def call_events(self, call_id: str, *, session_id: str | None = None, kinds: Sequence[str] | None = None,
+                    tool: str | None = None, since: str | None = None, until: str | None = None,
+                    exclude_sessions: Iterable[str] = ()) -> list[StoredEvent]:
+        """The events of the tool call ``call_id`` (the assistant message that made it, its tool result), newest
+        first, with :meth:`search_hits`' filters. A full scan of those two kinds: for a person's search only."""
+        sql = ("SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts FROM events e WHERE "
+               "((e.kind = 'tool_result' AND json_extract(e.payload, '$.call_id') = ?) OR "
+               "(e.kind = 'assistant_message' AND EXISTS (SELECT 1 FROM json_each(e.payload, '$.tool_calls') c "
+               "WHERE json_extract(c.value, '$.id') = ?)))")
+        args: list[Any] = [call_id, call_id]
+        sql, args = self._hit_filters(sql, args, session_id, kinds, tool, since, until, exclude_sessions)
+        return [self._decode_row(r) for r in self._rows(sql + " ORDER BY e.seq DESC", args)]
+
+    @staticmethod
+    def _hit_filters(sql: str, args: list[Any], session_id: str | None, kinds: Sequence[str] | None,
+                     tool: str | None, since: str | None, until: str | None,
+                     exclude_sessions: Iterable[str]) -> tuple[str, list[Any]]:
+        if session_id is not None:
+            sql += " AND e.session_id = ?"
+            args.append(session_id)
+        if kinds:
+            sql += f" AND e.kind IN ({','.join('?' * len(kinds))})"
+            args.extend(kinds)
+        if tool is not None:
+            sql += (" AND ((e.kind = 'assistant_message' AND EXISTS (SELECT 1 FROM json_each(e.payload, "
+                    "'$.tool_calls') t WHERE json_extract(t.value, '$.name') = ?)) OR (e.kind = 'tool_result' AND "
+                    "(json_extract(e.payload, '$.name') = ? OR json_extract(e.payload, '$.call_id') IN (SELECT "
+                    "json_extract(c.value, '$.id') FROM events a, json_each(a.payload, '$.tool_calls') c WHERE "
+                    "a.kind = 'assistant_message' AND a.session_id = e.session_id AND "
+                    "json_extract(c.value, '$.name') = ?))))")
+            args.extend([tool, tool, tool])
+        if since is not None:
+            sql += " AND julianday(e.ts) >= julianday(?)"
+            args.append(since)
+        if until is not None:
+            sql += " AND julianday(e.ts) < julianday(?)"
+            args.append(until)
+        excluded = sorted(set(exclude_sessions))
+        if excluded:
+            sql += f" AND e.session_id NOT IN ({','.join('?' * len(excluded))})"
+            args.extend(excluded)
+        return sql, args
 
     # --------------------------------------------------------------- artifacts
     def _put_artifact_locked(self, data: bytes, media_type: str, width: int | None, height: int | None) -> MediaRef:

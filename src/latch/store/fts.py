@@ -31,7 +31,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-__all__ = ["TOKENIZE", "prepare_text", "dotted_terms", "MAX_DOTTED_PARTS", "query_tokens", "build_match_query", "is_cjk", "is_symbol",
+__all__ = ["TOKENIZE", "prepare_text", "dotted_terms", "MAX_DOTTED_PARTS", "query_tokens", "build_match_query",
+           "quoted_chunks", "build_phrase_query", "is_cjk", "is_symbol",
            "MAX_QUERY_CHARS", "MAX_PHRASES", "MAX_PHRASE_TOKENS"]
 
 TOKENIZE = "unicode61 remove_diacritics 2 categories 'L* N* Co So'"
@@ -248,3 +249,41 @@ def build_match_query(query: str, mode: str = "and") -> str | None:
         return None
     joiner = " AND " if mode == "and" else " OR "
     return joiner.join(phrases)
+
+
+def quoted_chunks(query: str) -> list[str]:
+    """The chunks of a user query where a double-quoted span is one chunk (its inner text) and every other
+    whitespace-separated word is one; an unclosed quote runs to the end. ``'"Rust library" port'`` →
+    ``["Rust library", "port"]``."""
+    out: list[str] = []
+    for i, part in enumerate(query[:MAX_QUERY_CHARS].split('"')):
+        if i % 2:
+            if part.strip():
+                out.append(part)
+        else:
+            out.extend(part.split())
+    return out
+
+
+def build_phrase_query(query: str) -> str | None:
+    """Like :func:`build_match_query` (``mode="and"``), except that a double-quoted span is one phrase: its
+    tokens must occur next to each other in that order (``"Rust library"`` is ``"rust" + "library"``), where
+    :func:`build_match_query` makes every word its own phrase. ``None`` when the query holds no token. The same
+    bounds apply (:data:`MAX_PHRASES` chunks, :data:`MAX_PHRASE_TOKENS` tokens each)."""
+    phrases: list[str] = []
+    for chunk in quoted_chunks(query)[:MAX_PHRASES]:
+        if " " in chunk.strip():
+            toks = [t for word in chunk.split() for t in _chunk_tokens(word)][:MAX_PHRASE_TOKENS]
+            phrase = " + ".join(_quote(t) for t in toks)
+        else:
+            phrase = build_match_query(chunk) or ""
+        if phrase and phrase not in phrases:
+            phrases.append(phrase)
+    return " AND ".join(phrases) if phrases else None
+
+
+def _chunk_tokens(word: str) -> list[str]:
+    term = word.strip(_QUERY_TRIM)
+    if term.count(".") < MAX_DOTTED_PARTS and _DOTTED_QUERY_RE.fullmatch(term):
+        return term.split(".")  # inside a phrase, a dotted term is its parts in a row (the main text's tokens)
+    return query_tokens(word)
