@@ -62,6 +62,30 @@ class ContextBudget:
     reserve_tokens: int = 32_000
     recent_tokens: int = 64_000
 
+    def __post_init__(self) -> None:
+        problem = ContextBudget.problem(self.context_window_tokens, self.reserve_tokens, self.recent_tokens)
+        if problem is not None:
+            raise ValueError(f"ContextBudget: {problem}")
+
+    @staticmethod
+    def problem(context_window_tokens: object, reserve_tokens: object, recent_tokens: object = 0) -> str | None:
+        """What is wrong with these token counts as a budget (one line), else ``None``: each an ``int`` (not a
+        ``bool``), the window above 0, the reserve and ``recent_tokens`` not negative, the reserve below the
+        window. Constructing a :class:`ContextBudget` raises ``ValueError`` with this line."""
+        values = (("context_window_tokens", context_window_tokens), ("reserve_tokens", reserve_tokens),
+                  ("recent_tokens", recent_tokens))
+        for name, value in values:
+            if not isinstance(value, int) or isinstance(value, bool):
+                return f"{name} must be a whole number of tokens, got {value!r}"
+            if value < 0:
+                return f"{name} must not be negative, got {value}"
+        assert isinstance(context_window_tokens, int) and isinstance(reserve_tokens, int)
+        if context_window_tokens <= 0:
+            return f"context_window_tokens must be above 0, got {context_window_tokens}"
+        if reserve_tokens >= context_window_tokens:
+            return f"reserve_tokens ({reserve_tokens:,}) must be below context_window_tokens ({context_window_tokens:,})"
+        return None
+
     @property
     def hard_limit_tokens(self) -> int:
         """``context_window_tokens - reserve_tokens``."""

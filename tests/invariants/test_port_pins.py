@@ -269,3 +269,24 @@ def test_a_default_root_governs_its_children_with_the_default_factory(store):
     child.step()
     streams = kernel_streams(store.path)
     assert streams and all(s == "continuity:main" for s, _ in streams)
+
+
+@pytest.mark.parametrize("window, reserve, recent, problem", [
+    (32_000, 32_000, 8_000, "reserve_tokens (32,000) must be below context_window_tokens (32,000)"),
+    (32_000, 40_000, 8_000, "reserve_tokens (40,000) must be below context_window_tokens (32,000)"),
+    (0, 0, 0, "context_window_tokens must be above 0, got 0"),
+    (32_000, -1, 8_000, "reserve_tokens must not be negative, got -1"),
+    (32_000, 4_000, -5, "recent_tokens must not be negative, got -5"),
+    (32_000.0, 4_000, 8_000, "context_window_tokens must be a whole number of tokens, got 32000.0"),
+    (True, 0, 8_000, "context_window_tokens must be a whole number of tokens, got True"),
+])
+def test_a_context_budget_validates_itself(window, reserve, recent, problem):
+    assert ContextBudget.problem(window, reserve, recent) == problem
+    with pytest.raises(ValueError) as err:
+        ContextBudget(window, reserve, recent)
+    assert str(err.value) == f"ContextBudget: {problem}"
+
+
+def test_a_valid_context_budget_has_no_problem():
+    assert ContextBudget.problem(32_000, 0, 0) is None
+    assert ContextBudget(32_000, 31_999, 8_000).hard_limit_tokens == 1

@@ -205,9 +205,11 @@ def plan_replay(store: Any, session_id: str, *, engine: str | None = None, model
                                    ("recent_tokens", recorded.get("recent")),
                                    ("context_window_tokens", window), ("reserve_tokens", reserve),
                                    ("recent_tokens", recent)) if v is not None}
-    budget = replace(budget, **overrides)
-    budget_problem(budget.context_window_tokens, budget.reserve_tokens, window, reserve,
+    merged = {"context_window_tokens": budget.context_window_tokens, "reserve_tokens": budget.reserve_tokens,
+              **overrides}
+    budget_problem(merged["context_window_tokens"], merged["reserve_tokens"], window, reserve,
                    " (the budget of the session's `latch run`)" if recorded else "")
+    budget = replace(budget, **overrides)
     requested_recent = budget.recent_tokens
     budget = replace(budget, recent_tokens=min(requested_recent, budget.hard_limit_tokens))
     if window is None and "window" in recorded:

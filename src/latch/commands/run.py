@@ -425,10 +425,12 @@ def register(cli: click.Group) -> None:
         budget = setup.engine.default_budget()
         overrides = {k: v for k, v in (("context_window_tokens", window), ("reserve_tokens", reserve),
                                         ("recent_tokens", recent)) if v is not None}
+        merged = {"context_window_tokens": budget.context_window_tokens, "reserve_tokens": budget.reserve_tokens,
+                  **overrides}
+        if merged["reserve_tokens"] >= merged["context_window_tokens"]:
+            raise click.UsageError(f"the reserve ({merged['reserve_tokens']:,}) must be below the window "
+                                   f"({merged['context_window_tokens']:,}); pass --window or --reserve")
         budget = replace(budget, **overrides)
-        if budget.reserve_tokens >= budget.context_window_tokens:
-            raise click.UsageError(f"the reserve ({budget.reserve_tokens:,}) must be below the window "
-                                   f"({budget.context_window_tokens:,}); pass --window or --reserve")
 
         try:  # the root engine is the one build_engine made; children go through the child policy
             supervisor = Supervisor(plugins.get_engine_factory(setup.engine_name),

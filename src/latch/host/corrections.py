@@ -124,6 +124,7 @@ def _with_hard(budget: ContextBudget, hard: int) -> ContextBudget:
     ``budget`` itself when that is its limit already."""
     if hard == budget.hard_limit_tokens and budget.recent_tokens <= hard:
         return budget
+    hard = max(hard, 1)  # a limit nothing fits in is still a budget: materialize then refuses the request
     return replace(budget, context_window_tokens=budget.reserve_tokens + hard,
                    recent_tokens=min(budget.recent_tokens, hard))
 
