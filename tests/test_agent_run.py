@@ -241,7 +241,7 @@ def test_interactive_prompt_runs_tasks_and_slash_commands(tmp_path, ws):
 
 
 def test_status_line_shows_each_requests_cost_where_priced(tmp_path, ws):
-    """The per-request status line carries the request's cost (latch.host.cost)."""
+    """The per-request status line carries the request's cost (latch.accounting.pricing)."""
     with serve_openai(_task_script("openai")) as server:
         r = latch(tmp_path, "run", "write hello.txt", "--provider", "openai", "--model", "gpt-4.1", "--base-url",
                   server.base_url, "--yes", cwd=ws, env=_env(tmp_path, OPENAI_API_KEY=KEY))

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from latch.hotpaths import _py, cabi
+from latch.estimators import cabi
+from latch.hotpaths import _py
 
 try:
     from latch import _native as native

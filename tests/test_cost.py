@@ -1,4 +1,4 @@
-"""Dollar costs: :mod:`latch.host.cost` on genai-prices.
+"""Dollar costs: :mod:`latch.accounting.pricing` on genai-prices.
 
 Every expected dollar figure below is computed by hand from genai-prices' published rates (USD per million
 tokens, the bundled table of genai-prices 0.2.3), the arithmetic in a comment:
@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from corpus_support import require_corpus
 from latch.cli import _load_commands, cli
 from latch.events import Usage
-from latch.host import cost
+from latch.accounting import pricing
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "invoice-rounding.claude.jsonl"
@@ -33,7 +33,7 @@ AT = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
 
 
 def _rates(model: str) -> dict[str, Decimal | None]:
-    _, info = cost._lookup(model, None)
+    _, info = pricing._lookup(model, None)
     p = info.get_prices(AT)
     base = {k: getattr(p, k) for k in ("input_mtok", "cache_read_mtok", "cache_write_mtok", "output_mtok")}
     return {k: (v.base if hasattr(v, "base") else v) for k, v in base.items()}
@@ -53,39 +53,39 @@ def test_the_provider_rules_in_the_docstring_hold_in_genai_prices_data():
                     "output_mtok": 10}
     assert flash == {"input_mtok": Decimal("0.3"), "cache_read_mtok": Decimal("0.03"), "cache_write_mtok": None,
                      "output_mtok": Decimal("2.5")}
-    assert (cost.writes_cache("claude-sonnet-4-5"), cost.writes_cache("gpt-5"),
-            cost.writes_cache("gemini-2.5-flash"), cost.writes_cache("smollm2-135m")) == (True, False, False, None)
+    assert (pricing.writes_cache("claude-sonnet-4-5"), pricing.writes_cache("gpt-5"),
+            pricing.writes_cache("gemini-2.5-flash"), pricing.writes_cache("smollm2-135m")) == (True, False, False, None)
 
 
 # ------------------------------------------------------------------------ one request, by hand
 def test_anthropic_request_priced_by_kind():
-    got = cost.price(model="claude-sonnet-4-5", uncached=1_000, cache_read=10_000, cache_write=2_000, output=500,
+    got = pricing.price(model="claude-sonnet-4-5", uncached=1_000, cache_read=10_000, cache_write=2_000, output=500,
                      at=AT)
     # input 1,000 x 3 + 10,000 x 0.30 + 2,000 x 3.75 = 3,000 + 3,000 + 7,500 = 13,500 µ$; output 500 x 15 = 7,500 µ$
     assert (got.input_usd, got.output_usd, got.usd) == (Decimal("0.0135"), Decimal("0.0075"), Decimal("0.021"))
     assert (got.model_id, got.provider) == ("claude-sonnet-4-5", "anthropic")
     # a dated id and the PROVIDER/MODEL form name the same model
-    assert cost.price(model="claude-sonnet-4-5-20250929", uncached=1_000, at=AT).usd == Decimal("0.003")
-    assert cost.price(model="anthropic/claude-sonnet-4-5", uncached=1_000, at=AT).usd == Decimal("0.003")
+    assert pricing.price(model="claude-sonnet-4-5-20250929", uncached=1_000, at=AT).usd == Decimal("0.003")
+    assert pricing.price(model="anthropic/claude-sonnet-4-5", uncached=1_000, at=AT).usd == Decimal("0.003")
 
 
 def test_anthropic_long_context_tier():
     # 250,000 prompt tokens > 200,000: every token at the tier: 250,000 x 6 = $1.50; output 1,000 x 22.50 = $0.0225
-    got = cost.price(model="claude-sonnet-4-5", uncached=250_000, output=1_000, at=AT)
+    got = pricing.price(model="claude-sonnet-4-5", uncached=250_000, output=1_000, at=AT)
     assert got.usd == Decimal("1.5225")
 
 
 def test_openai_cached_input_and_no_write_premium():
-    got = cost.price(model="gpt-5", uncached=2_000, cache_read=8_000, output=500, at=AT)
+    got = pricing.price(model="gpt-5", uncached=2_000, cache_read=8_000, output=500, at=AT)
     # 2,000 x 1.25 + 8,000 x 0.125 = 2,500 + 1,000 = 3,500 µ$; 500 x 10 = 5,000 µ$
     assert (got.input_usd, got.usd) == (Decimal("0.0035"), Decimal("0.0085"))
     # tokens reported as written are billed at the plain input rate: + 1,000 x 1.25 = 1,250 µ$
-    assert cost.price(model="gpt-5", uncached=2_000, cache_read=8_000, cache_write=1_000, output=500,
+    assert pricing.price(model="gpt-5", uncached=2_000, cache_read=8_000, cache_write=1_000, output=500,
                       at=AT).usd == Decimal("0.00975")
 
 
 def test_gemini_implicit_cache():
-    got = cost.price(model="gemini-2.5-flash", uncached=10_000, cache_read=90_000, output=1_000, at=AT)
+    got = pricing.price(model="gemini-2.5-flash", uncached=10_000, cache_read=90_000, output=1_000, at=AT)
     # 10,000 x 0.30 + 90,000 x 0.03 = 3,000 + 2,700 = 5,700 µ$; 1,000 x 2.50 = 2,500 µ$
     assert got.usd == Decimal("0.0082")
 
@@ -94,33 +94,33 @@ def test_usage_is_latch_normalized_and_unknowns_stay_unpriced():
     u = Usage(input_tokens=6, output_tokens=60, cache_read_tokens=11_800, cache_write_tokens=78,
               model="claude-sonnet-4-5")
     # 6 x 3 + 11,800 x 0.30 + 78 x 3.75 + 60 x 15 = 18 + 3,540 + 292.5 + 900 = 4,750.5 µ$
-    assert cost.price_usage(u, at=AT).usd == Decimal("0.0047505")
-    assert cost.price_usage(Usage(input_tokens=100, output_tokens=1, model="smollm2-135m-instruct")) is None
-    assert cost.price_usage(Usage(input_tokens=None, output_tokens=5, model="claude-sonnet-4-5")) is None
-    assert cost.price_usage(Usage(input_tokens=5, output_tokens=None, model="claude-sonnet-4-5")) is None
-    assert cost.price_usage(None, "claude-sonnet-4-5") is None
-    assert cost.price(model="qwen3.6-35b-a3b", uncached=1_000) is None
-    assert cost.price(model=None, uncached=1_000) is None
-    assert cost.price(model="gpt-5", uncached=1, provider="openai-compatible", at=AT).model_id == "gpt-5"
-    assert cost.format_usd(None) == "unpriced"
+    assert pricing.price_usage(u, at=AT).usd == Decimal("0.0047505")
+    assert pricing.price_usage(Usage(input_tokens=100, output_tokens=1, model="smollm2-135m-instruct")) is None
+    assert pricing.price_usage(Usage(input_tokens=None, output_tokens=5, model="claude-sonnet-4-5")) is None
+    assert pricing.price_usage(Usage(input_tokens=5, output_tokens=None, model="claude-sonnet-4-5")) is None
+    assert pricing.price_usage(None, "claude-sonnet-4-5") is None
+    assert pricing.price(model="qwen3.6-35b-a3b", uncached=1_000) is None
+    assert pricing.price(model=None, uncached=1_000) is None
+    assert pricing.price(model="gpt-5", uncached=1, provider="openai-compatible", at=AT).model_id == "gpt-5"
+    assert pricing.format_usd(None) == "unpriced"
     with pytest.raises(ValueError, match="non-negative"):
-        cost.price(model="gpt-5", uncached=-1)
-    t = cost.total([cost.price(model="gpt-5", uncached=1_000, at=AT), None])
+        pricing.price(model="gpt-5", uncached=-1)
+    t = pricing.total([pricing.price(model="gpt-5", uncached=1_000, at=AT), None])
     assert (t.requests, t.priced, t.unpriced, t.usd) == (2, 1, 1, Decimal("0.00125"))
-    assert cost.total([None]).as_dict()["usd"] is None
+    assert pricing.total([None]).as_dict()["usd"] is None
 
 
 def test_view_cost_is_cache_aware():
     # Anthropic: 8,000 shared tokens read (x 0.30 = 2,400 µ$), the other 2,000 written (x 3.75 = 7,500 µ$),
     # output 500 x 15 = 7,500 µ$
-    got = cost.view_cost(10_000, 8_000, 500, "claude-sonnet-4-5", at=AT)
+    got = pricing.view_cost(10_000, 8_000, 500, "claude-sonnet-4-5", at=AT)
     assert (got.cache_read, got.cache_write, got.uncached, got.usd) == (8_000, 2_000, 0, Decimal("0.0174"))
     # OpenAI: read 8,000 x 0.125 = 1,000 µ$, the rest uncached 2,000 x 1.25 = 2,500 µ$, output 500 x 10 = 5,000 µ$
-    got = cost.view_cost(10_000, 8_000, 500, "gpt-5", at=AT)
+    got = pricing.view_cost(10_000, 8_000, 500, "gpt-5", at=AT)
     assert (got.cache_read, got.cache_write, got.uncached, got.usd) == (8_000, 0, 2_000, Decimal("0.0085"))
-    assert cost.view_cost(10_000, 0, None, "unknown-model-x") is None
+    assert pricing.view_cost(10_000, 0, None, "unknown-model-x") is None
     with pytest.raises(ValueError, match="within the prompt"):
-        cost.view_cost(10, 11, 0, "gpt-5")
+        pricing.view_cost(10, 11, 0, "gpt-5")
 
 
 def test_prices_are_the_bundled_table_offline(monkeypatch):
@@ -134,10 +134,10 @@ def test_prices_are_the_bundled_table_offline(monkeypatch):
     monkeypatch.setattr(socket, "create_connection", refuse)
     data_snapshot.set_custom_snapshot(data_snapshot.DataSnapshot(providers=[], from_auto_update=True))
     try:
-        assert cost.price(model="gpt-4.1", uncached=1_000_000, at=AT).usd == Decimal("2")  # 1M x $2
+        assert pricing.price(model="gpt-4.1", uncached=1_000_000, at=AT).usd == Decimal("2")  # 1M x $2
     finally:
         data_snapshot.set_custom_snapshot(None)
-    assert cost._snapshot().from_auto_update is False
+    assert pricing._snapshot().from_auto_update is False
 
 
 # ------------------------------------------------------------------------ replay, report, bench
@@ -231,7 +231,7 @@ def test_a_corpus_request_checked_by_hand(tmp_path):
     req = model_requests(store.events(sid))[0]
     u = req.usage
     assert (u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, u.output_tokens) == (3, 15_289, 3_315, 1)
-    got = cost.price_usage(u, req.model, at=cost.parse_timestamp(req.ts))
+    got = pricing.price_usage(u, req.model, at=pricing.parse_timestamp(req.ts))
     # claude-opus-4-5: 3 x 5 + 15,289 x 0.50 + 3,315 x 6.25 + 1 x 25 = 15 + 7,644.5 + 20,718.75 + 25 = 28,403.25 µ$
     assert (got.model_id, got.usd) == ("claude-opus-4-5", Decimal("0.02840325"))
     store.close()
@@ -252,8 +252,8 @@ def test_bench_prices_each_engine_cache_aware():
     assert job["cost"][0] == pytest.approx((job["tokens"][0] * 3.75 + 60 * 15) / 1e6, abs=3.75e-6 + 1e-9)
     row = summarize([job])[0]
     assert row["cost_usd_total"] == row["cost_usd_per_session"] == pytest.approx(job["cost_usd"], abs=1e-6)
-    assert cost.format_usd(row["cost_usd_total"]) in markdown_table([row])
-    assert cost.format_usd(job["cost_usd"]) in "\n".join(cost_table([job]))
+    assert pricing.format_usd(row["cost_usd_total"]) in markdown_table([row])
+    assert pricing.format_usd(job["cost_usd"]) in "\n".join(cost_table([job]))
 
 
 # ------------------------------------------------------------------------ the price cache (replay < 2 s)
@@ -269,8 +269,8 @@ def _all_prices():
     out = []
     for model in CACHED_MODELS:
         for at in WHEN:
-            out.append(cost.writes_cache(model, at=at))
-            out.extend(cost.price(model=model, uncached=u, cache_read=r, cache_write=w, output=o, at=at)
+            out.append(pricing.writes_cache(model, at=at))
+            out.extend(pricing.price(model=model, uncached=u, cache_read=r, cache_write=w, output=o, at=at)
                        for u, r, w, o in COUNTS)
     return out
 
@@ -280,41 +280,41 @@ def test_the_price_cache_gives_genai_prices_figures_without_genai_prices(tmp_pat
     for Decimal), across tiers, start dates and time-of-day prices, and never looks anything up in genai-prices."""
     expected = []
     for model in CACHED_MODELS:  # genai-prices itself, no cache involved
-        found = cost._lookup(model, None)
+        found = pricing._lookup(model, None)
         for at in WHEN:
             expected.append(None if found is None else found[1].get_prices(at).cache_write_mtok is not None)
             for u, r, w, o in COUNTS:
-                calc = cost._calc(model, None, u, r, w, o, at) if found is not None else None
-                expected.append(None if calc is None else cost.RequestCost(
+                calc = pricing._calc(model, None, u, r, w, o, at) if found is not None else None
+                expected.append(None if calc is None else pricing.RequestCost(
                     *map(Decimal, calc), found[1].id, found[0].id, u, r, w, o))
-    assert sum(isinstance(e, cost.RequestCost) for e in expected) == 125 and len(set(expected)) > 30
+    assert sum(isinstance(e, pricing.RequestCost) for e in expected) == 125 and len(set(expected)) > 30
     per = len(COUNTS) + 1  # one writes_cache and the prices, per model and time
     sol, deepseek = CACHED_MODELS.index("gpt-5.6-sol"), CACHED_MODELS.index("deepseek-chat")
     at = lambda m, w: expected[(m * len(WHEN) + w) * per + 2]  # noqa: E731 (the 1,234 + 20,000 read request)
     assert at(sol, 1) != at(sol, 2) and at(deepseek, 0) != at(deepseek, 3)  # a start date; off-peak hours
     path = tmp_path / "home" / "cache" / "genai-prices.json"
-    monkeypatch.setattr(cost, "_fresh", {"models": {}, "prices": {}})
-    cost.use_price_cache(path)
+    monkeypatch.setattr(pricing, "_fresh", {"models": {}, "prices": {}})
+    pricing.use_price_cache(path)
     try:
         assert _all_prices() == expected  # computed, remembered
-        cost.save_price_cache()
+        pricing.save_price_cache()
         doc = json.loads(path.read_text(encoding="utf-8"))
-        assert doc["genai_prices"] == cost._prices_version() and doc["models"]["|no-such-model-x"] is None
+        assert doc["genai_prices"] == pricing._prices_version() and doc["models"]["|no-such-model-x"] is None
         assert 30 < len(doc["prices"]) <= 150 - 25  # the unknown model's requests are not looked up
-        cost.use_price_cache(path)  # as a new process: only the file
+        pricing.use_price_cache(path)  # as a new process: only the file
 
         def refuse(*a, **k):
             raise AssertionError("genai-prices consulted for a cached price")
 
-        monkeypatch.setattr(cost, "_lookup", refuse)
-        monkeypatch.setattr(cost, "_model_price", refuse)
+        monkeypatch.setattr(pricing, "_lookup", refuse)
+        monkeypatch.setattr(pricing, "_model_price", refuse)
         assert _all_prices() == expected
         path.write_text(json.dumps({**doc, "genai_prices": "0.0.0"}), encoding="utf-8")  # another version's file
-        cost.use_price_cache(path)
+        pricing.use_price_cache(path)
         with pytest.raises(AssertionError, match="genai-prices consulted"):
-            cost.price(model="gpt-5", uncached=1, at=AT)
+            pricing.price(model="gpt-5", uncached=1, at=AT)
     finally:
-        cost.use_price_cache(None)
+        pricing.use_price_cache(None)
 
 
 # ------------------------------------------------------------------------ cache rewrites
@@ -331,11 +331,11 @@ def test_a_request_that_lost_the_cached_prefix_is_a_rewrite():
               _u(5_650, 6_000),        # 6: exactly half of 11,300 read: not below it
               _u(100, None),           # 7: writes unreported (OpenAI): skipped
               _u(0, 0)]                # 8: nothing written: no waste to count
-    r = cost.cache_rewrites(usages)
+    r = pricing.cache_rewrites(usages)
     assert r.rewrites == (4,) and r.requests == 6
     assert (r.rewrite_write_tokens, r.write_tokens) == (9_000, 10_000 + 500 + 9_000 + 300 + 6_000)
     assert r.as_dict()["share"] == round(9_000 / 25_800, 4)
-    assert cost.cache_rewrites([_u(100, None), None]).share is None
+    assert pricing.cache_rewrites([_u(100, None), None]).share is None
 
 
 def test_replay_and_report_show_the_transcripts_rewrites(run, tmp_path):

@@ -14,7 +14,7 @@ import latch
 from latch import hotpaths
 from latch.cli import cli
 from latch.commands import doctor
-from latch.hotpaths import cabi
+from latch.estimators import cabi
 from latch.store import data_dir, default_db_path
 
 

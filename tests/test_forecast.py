@@ -1,4 +1,4 @@
-"""Provider-token forecasts (latch.host.forecast): the online fit of a session's provider counts against Latch's
+"""Provider-token forecasts (latch.accounting.forecast): the online fit of a session's provider counts against Latch's
 estimates, and the replay's per-request forecasts, which use only the requests before them."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import json
 import pytest
 
 from latch.commands.replay import run_replay
-from latch.host.cost import usd, view_cost
-from latch.host.forecast import ANCHOR_REQUESTS, MIN_STEP_TOKENS, RATE_BOUNDS, ProviderForecast
+from latch.accounting.pricing import usd, view_cost
+from latch.accounting.forecast import ANCHOR_REQUESTS, MIN_STEP_TOKENS, RATE_BOUNDS, ProviderForecast
 from latch.host.ingest import import_file
 from latch.store import EventStore
 

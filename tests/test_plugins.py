@@ -435,7 +435,7 @@ def test_an_estimator_lacking_part_of_the_interface_is_named(monkeypatch, tmp_pa
 
 def test_every_builtin_estimator_follows_the_estimator_protocol(monkeypatch):
     from latch.estimators import Estimator
-    from latch.hotpaths.cabi import default_library_path
+    from latch.estimators.cabi import default_library_path
 
     monkeypatch.setenv("LATCH_LOAD_PLUGINS", "")
     monkeypatch.delenv("LATCH_CABI_LIBRARY", raising=False)

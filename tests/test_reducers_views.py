@@ -7,7 +7,7 @@ import pytest
 
 from latch.events import AssistantMessage, CompactionMarker, ToolResult, Usage, UserMessage
 from latch.host import reducers as R
-from latch.host.cost import price_usage
+from latch.accounting.pricing import price_usage
 from latch.host.kernel import kernel_cache
 from latch.kernel import canonical_state
 from latch.store import EventStore

@@ -18,7 +18,7 @@ from latch.agent.group import Group
 from latch.cli import _load_commands, cli
 from latch.events import AssistantMessage, RunStarted, ToolCall, ToolStarted, Usage, UserMessage
 from latch.host import reducers as R
-from latch.host.cost import format_usd
+from latch.accounting.pricing import format_usd
 from latch.host.ingest import import_all
 from latch.host.kernel import kernel_cache
 from latch.host.runs import process_start

@@ -35,7 +35,7 @@ import click
 from . import __version__
 from .extras import missing_extra
 from .config import ConfigError, config_path, load_config, unknown_keys
-from .host import cost as pricing
+from .accounting import pricing
 from .importers import transcript_limit_problem
 from .importers.base import TranscriptError
 from .store import (StoreError, non_folder_parent, data_dir, default_db_path, EventStore, read_only_reason,
@@ -470,7 +470,7 @@ def cli(ctx: click.Context, db: str | None) -> None:
         where = f"LATCH_DB={db}" if from_env else f"--db {db}"
         raise click.UsageError(f"{where} is a directory; give a database file path")
     ctx.obj = AppContext(db, "LATCH_DB" if from_env else "--db")
-    # prices found once are kept (per genai-prices version) for the next command: see latch.host.cost
+    # prices found once are kept (per genai-prices version) for the next command: see latch.accounting.pricing
     pricing.use_price_cache(data_dir() / "cache" / "genai-prices.json")
 
 

@@ -14,7 +14,7 @@ import pytest
 from corpus_support import corpus_format, corpus_name
 from latch.commands.replay import RATIO_BAND, ratio_summary, run_replay
 from latch.events import SystemNote
-from latch.host.forecast import ProviderForecast
+from latch.accounting.forecast import ProviderForecast
 from latch.providers import to_anthropic_messages, to_openai_chat, validate_anthropic_messages, validate_openai_chat
 
 pytestmark = pytest.mark.corpus
@@ -66,7 +66,7 @@ def test_harness_in_every_corpus_replay(corpus_session):
         complete = s["provider_ratio_complete_views"]
         hi = KNOWN_OVER.get(corpus_name(path), HI)
         assert complete["requests"] >= 2 and LO <= complete["median"] <= hi, (corpus_name(path), complete)
-    # the provider-token forecast (latch.host.forecast) of each request is the fit on the earlier requests only; for
+    # the provider-token forecast (latch.accounting.forecast) of each request is the fit on the earlier requests only; for
     # Claude Code and Codex, every view that still holds the whole conversation is within
     # the band, but for MISSED_FORECASTS. Other formats are reported, not held to it: Aider's "Tokens: N sent" counts
     # the repository map and added files its history lacks; sessions of 2-4 requests have one or two steps to fit.

@@ -5,7 +5,7 @@
  * exported as plain C from a shared library (ours: liblatch_core.so /
  * liblatch_core.dylib / latch_core.dll, installed in the `latch/_lib/` package
  * folder). Latch loads ANY shared library implementing this header through
- * cffi in ABI mode (`latch.hotpaths.cabi.load(path)`, or the `cabi` estimator
+ * cffi in ABI mode (`latch.estimators.cabi.load(path)`, or the `cabi` estimator
  * plugin with env LATCH_CABI_LIBRARY=/path/to/lib): a third party ships a
  * native tokenizer by implementing at least `latch_abi_version` and
  * `latch_estimate_utf8`; every other function is optional for them.

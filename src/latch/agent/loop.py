@@ -41,7 +41,7 @@ from ..events import (AgentLifecycle, AgentNotificationDelivered, AgentProfile, 
 from .. import plugins
 from ..engine.units import TokenCounter
 from ..host.corrections import raises_ratio, rate_budget
-from ..host.forecast import ProviderForecast
+from ..accounting.forecast import ProviderForecast
 from ..host.loop import EngineSetup, RequestLoop, RequestResult
 from ..host.runs import RunCommands
 from ..host.sealed import seal_reader, seal_writer
@@ -377,7 +377,7 @@ class AgentLoop:
                              f"{wire!r} (known: {', '.join(WIRE_FORMATS)})")
         self.store, self.session_id, self.provider, self.wire = store, session_id, provider, wire
         self.setup, self.base_budget = setup, budget
-        self.forecast = ProviderForecast()  # this process's requests: the provider's rate (host.forecast)
+        self.forecast = ProviderForecast()  # this process's requests: the provider's rate (accounting.forecast)
         self.tools = tuple(t for t in tools if not isinstance(t, Mapping))
         if tool_context is not None and tool_context.spawner is None:
             tool_context = replace(tool_context, spawner=self.spawn_agent)

@@ -17,7 +17,7 @@ the view before every model request (every :class:`~latch.events.AssistantMessag
 * budget violations (total or recount above ``window - reserve``) and refusals
   (:class:`~latch.port.ContextOverflow`, never an over-budget request);
 * materialize latency;
-* cost in dollars (:func:`latch.host.cost.view_cost`, the same genai-prices table as
+* cost in dollars (:func:`latch.accounting.pricing.view_cost`, the same genai-prices table as
   ``latch replay``): each view's recounted prompt priced cache-aware, its common prefix with the previous
   request of the same engine (the request loop's ``common_prefix_tokens``) at the cache-read rate and the
   rest at the cache-write rate (Anthropic) or the uncached rate (OpenAI, Gemini), plus the output tokens the
@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from ..events import AssistantMessage, ToolCall, ToolResult, Usage, UserMessage
-from ..host import cost as pricing
+from ..accounting import pricing
 from ..host.ingest import available_importers, import_all, import_file
 from ..importers import TranscriptError, detect, parse_all_file
 from ..importers.base import Importer
@@ -704,7 +704,7 @@ def frontier_points(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
 
 def engine_plot(results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget], *, frontier: bool = False) -> Any:
     """A matplotlib ``Figure`` comparing the engines (``latch bench --plot``): two panels, one above the other,
-    tokens sent per request and dollars per request (cache-aware, :func:`latch.host.cost.view_cost`), one box per (engine, budget) over
+    tokens sent per request and dollars per request (cache-aware, :func:`latch.accounting.pricing.view_cost`), one box per (engine, budget) over
     every request of every session (whiskers 5-95 %, no fliers), colored by budget, ``n=`` requests above each
     box; dashed lines at each budget's hard limit (``window - reserve`` tokens) on the tokens panel; both axes
     logarithmic; the legend (budgets and their lines) outside the panels, on the right.

@@ -13,7 +13,7 @@ from .. import __version__, hotpaths
 from ..cli import pass_app
 from ..agent.sandbox import bwrap_problem
 from ..textsafe import Table, console, dumps, markup
-from ..hotpaths.cabi import default_library_path
+from ..estimators.cabi import default_library_path
 from ..store import data_dir, default_db_path, StoreError, replay_scratch_path
 from ..store.replays import scratch_bytes
 

@@ -30,7 +30,7 @@ import click
 from rich.cells import cell_len, set_cell_size
 
 from ..cli import pass_app
-from ..host.cost import format_usd
+from ..accounting.pricing import format_usd
 from ..host.summaries import SessionSummary, summarize
 from ..kernel.tombstones import tombstoned_sessions
 from ..store import EventStore, StoreError, data_dir

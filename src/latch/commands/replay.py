@@ -69,9 +69,9 @@ from .outputs import output_file
 from .replay_html import render_html
 from .. import plugins
 from ..engine.report import COMPONENTS
-from ..host import cost as pricing
+from ..accounting import pricing
 from ..host.changes import request_changes
-from ..host.cost import usd as pricing_usd, format_usd
+from ..accounting.pricing import usd as pricing_usd, format_usd
 from ..host.harness import session_harness
 from ..host.ingest import parse_file, SessionForgotten, imported_session_ids
 from ..host.loop import model_requests, HostError, RequestLoop, build_engine, transcript_model
@@ -261,7 +261,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     system prompt and tools up to what the provider read from its cache for the transcript's request: the view
     starts with those very bytes), "view_forecast_usd": the same priced in the
     provider's tokens (``provider_forecast_tokens``, its cached prefix scaled alike; ``None`` without a forecast),
-    "priced_model"}``, dollars, ``None`` where unpriced: :mod:`latch.host.cost`); ``summary["cost"]`` totals them
+    "priced_model"}``, dollars, ``None`` where unpriced: :mod:`latch.accounting.pricing`); ``summary["cost"]`` totals them
     (see :func:`_cost_summary`; its ``view_forecast_usd`` prices each request's forecast where it has one, else its
     estimate, and is ``None`` when no request has a forecast). The
     Both are priced as the model that answered the request in the transcript (``--model`` changes the budget
@@ -275,11 +275,11 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     a provider figure) and ``view_complete`` whether the view still holds the whole conversation; the summary's
     ``provider_ratio``, ``provider_ratio_after_first`` and ``provider_ratio_complete_views`` are their
     distributions (:func:`ratio_summary`). Each request also has ``provider_forecast_tokens``: the provider tokens
-    its view would be counted at, forecast from the transcript's earlier requests only (:mod:`latch.host.forecast`;
+    its view would be counted at, forecast from the transcript's earlier requests only (:mod:`latch.accounting.forecast`;
     ``None`` before any earlier request has usage, or with ``harness=False``), and ``forecast_ratio``
     (``provider_forecast_tokens / provider_prompt_tokens``); the summary has ``forecast_ratio``,
     ``forecast_ratio_complete_views``, ``forecast_ratio_evicted_views`` and ``provider_rate`` (the fit after the last request:
-    :meth:`~latch.host.forecast.ProviderForecast.to_json`, ``None`` with ``harness=False``).
+    :meth:`~latch.accounting.forecast.ProviderForecast.to_json`, ``None`` with ``harness=False``).
     The views come from the host's one request loop (:class:`latch.host.loop.RequestLoop`).
 
     Provider usage is authoritative (``correct``, default true; :mod:`latch.host.corrections`): when a request's
@@ -316,7 +316,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     # Latch estimates as the harness's system and tools plus history_tokens; an overhead inferred from these very
     # figures, or --no-harness (the harness unknown), leaves nothing to compare
     # provider usage budgets every later view, and forecasts each view in provider tokens from the transcript's
-    # earlier requests (host.corrections, host.forecast)
+    # earlier requests (host.corrections, accounting.forecast)
     fixes = corrections_mod.ReplayCorrections(loop, budget, setup.counter, plan.harness, setup.writer,
                                               enabled=correct, rate=rate)
     forecaster = fixes.forecast
@@ -457,7 +457,7 @@ def _usable_share(rows: list[dict[str, Any]], hard: int) -> dict[str, Any] | Non
 
 def _cost_summary(original: Any, viewed: Any) -> dict[str, Any]:
     """``summary.cost``: ``original_usd`` (the transcript's own usage, priced), ``view_usd`` (Latch's views,
-    cache-aware: :func:`latch.host.cost.view_cost`), ``priced_model`` (the genai-prices model id that priced
+    cache-aware: :func:`latch.accounting.pricing.view_cost`), ``priced_model`` (the genai-prices model id that priced
     most requests), the cache-read share of each (reads over prompt tokens, 0..1) and the priced/unpriced
     request counts; a total is ``None`` when no request of its kind was priced."""
     models = {**viewed.models, **original.models}
@@ -809,7 +809,7 @@ def _replay_one(store: Any, sid: str, n_requests: int, options: Mapping[str, Any
 
 def _rewrites(usages: list[Any]) -> dict[str, Any] | None:
     """``summary["cache_rewrites"]``: the transcript's own full-prefix cache rewrites
-    (:func:`latch.host.cost.cache_rewrites`), ``None`` when no request reported cache reads and writes."""
+    (:func:`latch.accounting.pricing.cache_rewrites`), ``None`` when no request reported cache reads and writes."""
     found = pricing.cache_rewrites(usages)
     return found.as_dict() if found.requests else None
 

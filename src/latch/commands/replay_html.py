@@ -24,7 +24,7 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
-from ..host.cost import format_usd
+from ..accounting.pricing import format_usd
 from ..textsafe import safe
 
 __all__ = ["render_html", "CSP"]

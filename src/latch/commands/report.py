@@ -5,7 +5,7 @@ as a Goose or OpenCode database or an Aider history holds several; its forgotten
 (id or unique prefix). A session's sub-agent sessions (its children in the store, e.g. Claude Code's
 ``subagents/`` files) count with it. Every model request (:func:`latch.host.loop.model_requests`) counts
 once; its provider usage gives the tokens by kind (uncached input, cache read, cache write, output: Latch's
-normalized :class:`~latch.events.Usage`) and its price (:func:`latch.host.cost.price_usage`, genai-prices'
+normalized :class:`~latch.events.Usage`) and its price (:func:`latch.accounting.pricing.price_usage`, genai-prices'
 bundled table, at the request's timestamp). A request without usage, or of a model genai-prices has no price
 for, is counted as *unpriced*; its tokens still count. The cache-read share is cache-read tokens over all
 prompt tokens (uncached + cache read + cache write) of the rows' requests.
@@ -25,7 +25,7 @@ a footer, :func:`latch.textsafe.fitted_table`); ``--json`` prints
 "cache_write_tokens", "output_tokens", "usd" (None when nothing was priced), "cache_read_share"}``, and
 ``"cache_rewrites": {"by_session": {ID: {"requests", "rewrites" (request numbers), "rewrite_write_tokens",
 "write_tokens", "share"}}, "total": {the same, "rewrites" a count} or None}``: the requests that wrote the cached
-prefix again (:func:`latch.host.cost.cache_rewrites`; sessions whose provider reports no cache writes have
+prefix again (:func:`latch.accounting.pricing.cache_rewrites`; sessions whose provider reports no cache writes have
 none). A forgotten
 session, an unknown id or an unreadable file is one error line (exit 1) and nothing is reported.
 """
@@ -41,8 +41,8 @@ import click
 
 from ..cli import pass_app
 from ..textsafe import Column, console, dumps, fitted_table, markup, plural, safe
-from ..host import cost as pricing
-from ..host.cost import usd, format_usd
+from ..accounting import pricing
+from ..accounting.pricing import usd, format_usd
 from ..host.ingest import SessionForgotten, imported_session_ids
 from ..host.loop import model_requests
 from ..kernel.tombstones import tombstoned_sessions

@@ -5,7 +5,7 @@ workspace's store, appends TASK as the first user message and runs :class:`latch
 until the model answers without a tool call or ``--max-turns`` requests were made. It prints the
 assistant's text as it streams, each tool call and a one-line result summary, and a status line per
 request (context use, tokens, cache read, and the request's cost in dollars where genai-prices prices the model,
-"unpriced" otherwise; :mod:`latch.host.cost`). ``--resume SESSION`` continues a session (a forgotten one
+"unpriced" otherwise; :mod:`latch.accounting.pricing`). ``--resume SESSION`` continues a session (a forgotten one
 refuses); calls a killed run left without a result are closed as interrupted first. Without TASK on a
 terminal, an interactive prompt reads tasks and the commands ``/context``, ``/compact``, ``/state``,
 ``/evidence``, ``/search QUERY`` and ``/quit``.
@@ -61,7 +61,7 @@ from ..agent.worker import run_worker
 from ..agent.tools import agent_tools, ToolContext
 from ..agent.tools.processes import ProcessManager, remove_stale_log_dirs
 from ..engine.report import context_report
-from ..host.cost import format_usd, price_usage
+from ..accounting.pricing import format_usd, price_usage
 from ..host.loop import HostError, build_engine
 from ..host.runs import RunLeaseHeld, RunRecord
 from ..store import LeaseLost
@@ -107,7 +107,7 @@ class _Printer:
     def __init__(self, con: Any, budget_limit: int, model: str | None = None, provider: str | None = None,
                  exact: bool = False):
         self.con, self.limit, self.exact = con, budget_limit, exact
-        self.model, self.provider = model, provider  # what a request is priced as (latch.host.cost)
+        self.model, self.provider = model, provider  # what a request is priced as (latch.accounting.pricing)
         self._streaming = False
         self.spent: Any = None  # the run's priced total so far (Decimal), None until a request is priced
 

@@ -2,7 +2,7 @@
 
 * ``heuristic-openai``, ``heuristic-o200k``, ``heuristic-anthropic``, ``heuristic-cjk``: :class:`latch.estimators.HeuristicEstimator`
   for each profile (the hot-path estimator, native or pure Python);
-* ``cabi``: :class:`latch.hotpaths.cabi.AbiEstimator` (any shared library implementing ``latch.h``),
+* ``cabi``: :class:`latch.estimators.cabi.AbiEstimator` (any shared library implementing ``latch.h``),
   registered when that module imports;
 * ``latch_select_estimator`` (``trylast``): the heuristic estimator of the model's profile
   (:func:`latch.estimators.estimator_for_model`), so any plugin that answers wins.
@@ -54,7 +54,7 @@ class HeuristicCJKEstimator(HeuristicEstimator):
 
 def _abi_estimator() -> list[type]:
     try:
-        cabi = importlib.import_module("latch.hotpaths.cabi")
+        cabi = importlib.import_module("latch.estimators.cabi")
     except ImportError:  # cffi missing: no C-ABI estimator
         return []
     return [cabi.AbiEstimator]

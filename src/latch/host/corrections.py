@@ -15,7 +15,7 @@ conversation so far), not Latch's view of it, which holds other text (a canonica
 
 Usage is authoritative in both directions too: once a session has provider-reported prompt counts for at least
 :data:`RATE_MIN_REQUESTS` requests (a live run, or a transcript's usage in replay), :func:`rate_budget` sets the hard
-limit from the provider's own rate (:class:`~latch.host.forecast.ProviderForecast`: provider tokens = intercept +
+limit from the provider's own rate (:class:`~latch.accounting.forecast.ProviderForecast`: provider tokens = intercept +
 rate x Latch's estimate, fitted on earlier requests only) with :data:`SAFETY_MARGIN` of the real limit held back,
 instead of from the conservative estimate alone: a heuristic that prices text at twice the provider's count no
 longer leaves half the window unused, and a fixed gap (tool schemas a transcript does not record) costs its own
@@ -32,7 +32,7 @@ from typing import Any
 
 from ..events import AssistantMessage, EstimateCorrection
 from ..port import ContextBudget
-from .forecast import ProviderForecast
+from ..accounting.forecast import ProviderForecast
 
 __all__ = ["KIND", "Correction", "raises_ratio", "corrected_budget", "session_correction", "ReplayCorrections",
            "SAFETY_MARGIN", "RATE_MIN_REQUESTS", "RATE_KIND", "session_rate", "rate_budget", "rate_limit_tokens", "rate_ready", "provider_limit_tokens"]
@@ -48,7 +48,7 @@ KIND = EstimateCorrection.KIND
 """Kind of a replay's correction record (the event's kind: the same fact, in the replay's scratch run)."""
 RATE_KIND = "provider_rate"
 """Kind of a replay's record of the provider's rate fitted over the whole transcript (payload
-:meth:`~latch.host.forecast.ProviderForecast.to_json` plus ``request``: the last request observed)."""
+:meth:`~latch.accounting.forecast.ProviderForecast.to_json` plus ``request``: the last request observed)."""
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def rate_budget(budget: ContextBudget, forecast: Any, correction: tuple[int, int
     such as Aider's repository map, or a fit on a few coarse counts). ``overflow`` (the largest overflow refusal, or
     ``None``) caps the limit as :func:`corrected_budget` does. Before :func:`rate_ready`, :func:`corrected_budget`
     with the larger of the two ratios is returned. ``forecast`` follows
-    :class:`~latch.host.forecast.ProviderForecast`. The reserve stays whole; ``recent_tokens`` is lowered to the
+    :class:`~latch.accounting.forecast.ProviderForecast`. The reserve stays whole; ``recent_tokens`` is lowered to the
     limit when above it."""
     return _with_hard(budget, _rate_limit(budget, forecast, correction, overflow, margin)[0])
 
@@ -228,7 +228,7 @@ class ReplayCorrections:
 
     * forecasts the provider tokens of its view from the earlier requests only (``last_forecast``: ``None`` before
       any request with usage, or without a harness) and then feeds ``forecast`` (a
-      :class:`~latch.host.forecast.ProviderForecast`, made here) with Latch's estimate of the request the provider
+      :class:`~latch.accounting.forecast.ProviderForecast`, made here) with Latch's estimate of the request the provider
       counted and the provider's count. That estimate is the transcript's recorded harness (system prompt and
       tools, or the overhead inferred from usage) plus the whole conversation so far (``history_tokens``); for a
       session ``latch run`` recorded, the view itself, which is what it sent;

@@ -29,7 +29,7 @@ from typing import Any
 from ..events import (AssistantMessage, CompactionMarker, RunCommandApplied, RunCommandQueued, RunEnded, RunStarted,
                       SteeringDelivered, SteeringQueued, SystemNote, ToolResult, ToolStarted, Usage, UserMessage,
                       ValidationEvidence)
-from .cost import cost_dict, parse_timestamp, price_usage, total
+from ..accounting.pricing import cost_dict, parse_timestamp, price_usage, total
 
 __all__ = ["transcript_item", "transcript", "usage_requests", "usage_totals", "evidence", "activity",
            "state_summary", "request_costs", "context_breakdown", "cache_epochs", "session_view", "runs", "run_status",
@@ -155,9 +155,9 @@ def state_summary(state: Any) -> dict[str, Any]:
 
 
 def request_costs(events: Iterable[Any]) -> dict[str, Any]:
-    """Dollar cost of every ``Usage`` event, priced by :func:`latch.host.cost.price_usage` at the event's
+    """Dollar cost of every ``Usage`` event, priced by :func:`latch.accounting.pricing.price_usage` at the event's
     timestamp: ``{"requests": [{"seq", "model", "usd", "cost"}], "totals": CostTotals.as_dict()}`` where
-    ``cost`` is :func:`~latch.host.cost.cost_dict` (``None`` and ``usd`` ``None`` when unpriced: an unknown
+    ``cost`` is :func:`~latch.accounting.pricing.cost_dict` (``None`` and ``usd`` ``None`` when unpriced: an unknown
     model or unknown input/output tokens)."""
     rows, costs = [], []
     for ev in events:

@@ -10,7 +10,7 @@
 * ``harness``: the session's format (``claude-code``, ``codex``, ``latch-run``...); ``model``: the model most
   model requests name (the first on a tie), ``None`` when none does.
 * ``requests``: every model request (:func:`latch.host.loop.model_requests`); ``usd``: their summed price
-  (:func:`latch.host.cost.price_usage`, genai-prices at the request's time) or ``None`` when none is priced;
+  (:func:`latch.accounting.pricing.price_usage`, genai-prices at the request's time) or ``None`` when none is priced;
   ``unpriced``: how many requests have no price.
 * ``status``: ``live`` (a ``latch run`` of it is running), ``interrupted`` (its run was killed or ended by an
   interrupt, or the transcript ends on a tool call without its result), ``refused`` (its run ended on an error
@@ -27,7 +27,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..events import AssistantMessage, ToolResult, UserMessage
-from . import cost as pricing
+from ..accounting import pricing
 from .loop import model_requests
 from .runs import session_liveness
 

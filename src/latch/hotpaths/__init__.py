@@ -17,7 +17,7 @@ Public entries (identical answers on both backends; ``tests/test_parity.py``):
 * :func:`score_episodes` ``(CSR arrays..., now_seq, k) -> list[int]`` top-k episode indices
 
 Array arguments accept numpy int64 arrays or sequences of ``int``. The C ABI
-over the same kernels is :mod:`latch.hotpaths.cabi`.
+over the same kernels is :mod:`latch.estimators.cabi`.
 """
 
 from __future__ import annotations

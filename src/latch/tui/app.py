@@ -50,7 +50,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedCont
 
 from ..agent.group import group_view
 from ..host import reducers as R
-from ..host.cost import format_usd
+from ..accounting.pricing import format_usd
 from ..host.kernel import kernel_cache
 from ..host.runs import NoRunningRun, RunCommands, session_liveness
 from ..kernel import canonical_state
