@@ -21,7 +21,7 @@ from latch.agent.tools.processes import ProcessManager
 from latch.events import AgentProfile, AgentReport, AssistantMessage, ToolCall, ToolStarted, UserMessage
 from latch.kernel.state import canonical_state
 from latch.kernel.tools import apply_kernel_tool
-from latch.plugins import get_engine_factory
+from latch.plugins import get_engine_factory, get_estimator
 from latch.port import ContextBudget
 from latch.providers import ScriptedProvider
 from latch.store import EventStore
@@ -435,3 +435,18 @@ def test_latch_run_two_children_through_the_fake_openai_server(tmp_path):
         assert [c.disproofs[0]["claim"] for c in [canonical_state(store, root)]] == ["PARENTDISPROOF flaky CI"]
     finally:
         store.close()
+
+
+def test_a_child_engine_is_built_by_the_host_like_the_root(tmp_path):
+    pytest.importorskip("latch_tiktoken")
+    r = Root(tmp_path, [oa(calls=[("p1", "spawn_agent", {"brief": "child task"})]), oa("child done"), oa("ok")])
+    r.loop.run(3)
+    (child,) = r.store.children(r.sid)
+    exact = get_estimator("tiktoken")
+    resumed = AgentLoop.from_supervisor(r.store, child.id, r.supervisor, ScriptedProvider([]), model=MODEL,
+                                        estimator=exact)
+    assert resumed.setup.engine_name == "continuity" and resumed.setup.estimator is exact
+    assert resumed.setup.keeps_instruction  # held to "the latest user instruction is in every view"
+    assert resumed.setup.token_counts is not None  # the session's durable exact-count cache
+    assert resumed.engine.default_budget().context_window_tokens > 0
+    r.close()

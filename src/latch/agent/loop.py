@@ -38,15 +38,11 @@ import uuid
 from ..events import (AgentLifecycle, AgentNotificationDelivered, AgentProfile, AssistantMessage, EstimateCorrection, Event,
                       HarnessPrompt, ToolCall, ToolResult, ToolStarted, Usage, UserMessage, canonical_arguments,
                       canonical_json)
-from .. import plugins
-from ..engine.units import TokenCounter
 from ..host.corrections import raises_ratio, rate_budget
 from ..accounting.forecast import ProviderForecast
-from ..host.loop import EngineSetup, RequestLoop, RequestResult
+from ..host.loop import EngineSetup, RequestLoop, RequestResult, build_engine
 from ..host.runs import RunCommands
-from ..host.sealed import seal_reader, seal_writer
-from ..host.session import StoreKernelWriter, StoreSessionReader
-from ..port import ContextBudget, ContextView, EngineProfile, SessionContext
+from ..port import ContextBudget, ContextView, SessionContext
 from ..providers import ProviderError, ProviderOverflow, to_anthropic_messages, to_openai_chat, to_responses
 from ..host.kernel import kernel_cache
 from ..kernel.state import workspace_generation
@@ -448,18 +444,12 @@ class AgentLoop:
                 raise ChildPolicyError(f"child session {session_id} was built with engine {durable.engine!r}, but "
                                        f"the supervisor's child policy builds {built_by!r}; resume it with the "
                                        f"same child policy")
-        chosen = estimator if estimator is not None else plugins.select_estimator(model)
-        writer = StoreKernelWriter(store, session_id, engine_stream(factory) if factory is not None else "engine:main")
-        profile = EngineProfile(session_id=session_id, model=model,
-                                reader=seal_reader(StoreSessionReader(store, session_id)), writer=seal_writer(writer),
-                                config=dict(config or {}), estimator=chosen, parent_session_id=info.parent_id)
-        if info.parent_id is None:
-            engine = supervisor.build_root(profile)
-        else:
-            engine = supervisor.spawn_child(profile) if _spawn else supervisor.resume(profile)
-        name = getattr(type(engine), "PLUGIN_NAME", None) or type(engine).__name__
-        setup = EngineSetup(name, engine, chosen, TokenCounter(chosen), model, dict(config or {}), writer,
-                            bool(getattr(engine, "HYSTERETIC_EPOCHS", name == plugins.DEFAULT_ENGINE)))
+        build = (supervisor.build_root if info.parent_id is None
+                 else supervisor.spawn_child if _spawn else supervisor.resume)
+        setup = build_engine(store, session_id, stream=engine_stream(factory) if factory is not None else "engine:main",
+                             model=model, estimator=estimator, config=config, build=build,
+                             parent_session_id=info.parent_id)
+        engine = setup.engine
         budget = options.pop("budget", None) or engine.default_budget()
         loop = cls(store, session_id, provider, setup=setup, budget=budget, tools=tools,
                    tool_context=options.pop("tool_context", None),

@@ -152,7 +152,8 @@ class EngineSetup:
 def build_engine(store: Any, session_id: str, *, stream: str | Callable[[str], str], engine: str | None = None,
                  model: str | None = None, estimator: str | None = None,
                  config: Mapping[str, Any] | None = None, scratch: bool = False,
-                 overlay: bool = False) -> EngineSetup:
+                 overlay: bool = False, build: Callable[[EngineProfile], Any] | None = None,
+                 parent_session_id: str | None = None) -> EngineSetup:
     """Build the session's engine through the plugin host, resolving every choice once.
 
     ``engine``: a registered engine plugin name (``None``: ``[engine] name`` of ``config``, else
@@ -167,14 +168,19 @@ def build_engine(store: Any, session_id: str, *, stream: str | Callable[[str], s
     ``ValueError``. Raises :class:`HostError` for an unknown
     engine or estimator (there is no fallback to another one). With an exact estimator the engine's profile
     carries the session's :class:`~latch.host.session.StoreTokenCounts` (``EngineSetup.token_counts``).
+    ``estimator`` may also be an estimator instance (used as is). ``build`` (an agent's supervisor: the root
+    factory or the child policy) builds the engine from its profile instead of the ``engine`` plugin, whose
+    name then comes from the built engine's class (``PLUGIN_NAME``); ``parent_session_id`` goes into the
+    profile (a child session).
     """
     cfg = dict(config or {})
     try:
-        name = plugins.engine_name(engine, cfg)
-        factory = plugins.get_engine_factory(name)
+        name = plugins.engine_name(engine, cfg) if build is None else ""
+        factory = plugins.get_engine_factory(name) if build is None else build
         if model is None:
             model = transcript_model(store.events(session_id, kinds=["assistant_message"]))
-        chosen = plugins.select_estimator(model) if estimator is None else plugins.get_estimator(estimator)
+        chosen = (plugins.select_estimator(model) if estimator is None
+                  else plugins.get_estimator(estimator) if isinstance(estimator, str) else estimator)
     except plugins.PluginError as exc:
         raise HostError(str(exc)) from None
     if scratch and overlay:
@@ -185,7 +191,10 @@ def build_engine(store: Any, session_id: str, *, stream: str | Callable[[str], s
     counts = counts_class(store, session_id) if TokenCounter(chosen).exact else None
     eng = factory(EngineProfile(session_id=session_id, model=model,
                                 reader=seal_reader(StoreSessionReader(store, session_id)), writer=seal_writer(writer),
-                                config=cfg, estimator=chosen, token_counts=seal_token_counts(counts)))
+                                config=cfg, estimator=chosen, token_counts=seal_token_counts(counts),
+                                parent_session_id=parent_session_id))
+    if build is not None:
+        name = getattr(type(eng), "PLUGIN_NAME", None) or type(eng).__name__
     hysteretic = bool(getattr(eng, "HYSTERETIC_EPOCHS", name == plugins.DEFAULT_ENGINE))
     keeps = bool(getattr(eng, "KEEPS_LATEST_INSTRUCTION", name == plugins.DEFAULT_ENGINE))
     return EngineSetup(name, eng, chosen, TokenCounter(chosen, counts), model, cfg, writer, hysteretic, counts,
