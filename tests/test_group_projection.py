@@ -130,7 +130,7 @@ def test_a_store_written_by_main_before_the_projection_opens_and_rebuilds_it(tmp
     path = tmp_path / "old.db"
     with monkeypatch.context() as m:  # today's main: no m008 tables, no projection
         m.setattr(migrations, "MIGRATIONS", [x for x in migrations.MIGRATIONS if x[0] != "m008_group_projection"])
-        m.setattr("latch.store.MIGRATIONS", migrations.MIGRATIONS)
+        m.setattr("latch.store.event_store.MIGRATIONS", migrations.MIGRATIONS)
         m.delitem(projections.PROJECTIONS, GROUP_PROJECTION.name)
         with EventStore(path) as old:
             root = old.create_session(workspace="/w", source="latch run", format="latch")
@@ -167,7 +167,7 @@ def test_the_store_built_projection_folds_exactly_the_group_kinds():
     (``GROUP_KINDS`` plus deliveries, which live in the recipients' sessions)."""
     from latch.agent.group import GROUP_KINDS
     from latch.events import GroupMessageDelivered
-    from latch.store import PROJECTIONS
+    from latch.store.projections import PROJECTIONS
 
     assert PROJECTIONS["group"] is GROUP_PROJECTION
     assert set(GROUP_PROJECTION.kinds) == {*GROUP_KINDS, GroupMessageDelivered.KIND}

@@ -32,7 +32,8 @@ from typing import Any
 
 from ..events import (Event, GroupMemberJoined, GroupMessageDelivered, GroupMessageQueued, GroupTaskClaimed,
                       GroupTaskCompleted, GroupTaskCreated, GroupTaskLeaseRenewed, PendingEvent)
-from ..store import PROJECTIONS, LeaseLost, TaskFence
+from ..store import LeaseLost, TaskFence
+from ..store.projections import PROJECTIONS
 from .steering import pending_tool_calls
 
 __all__ = ["Group", "GroupState", "GroupTask", "GroupError", "GROUP_KINDS", "TASK_STATUSES", "group_view",

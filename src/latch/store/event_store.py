@@ -1,0 +1,966 @@
+"""EventStore and its records: the durable L3 raw store (see :mod:`latch.store`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+import urllib.parse
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..events import Event, MediaRef, PendingEvent, canonical_json, decode_event
+from ._sqlite import StoreBusyError, StoreError, _busy, _damaged, _now, _until_not_busy, non_folder_parent
+from .fts import build_match_query, build_phrase_query, prepare_text
+from .leases import (Fence, FencedStore, RunFence, RunLease, TaskFence, check_fences, fences_of)
+from .migrations import MIGRATIONS
+from .projections import PROJECTIONS, Projection
+from .replays import ReplayScratch, replay_scratch_path
+
+
+
+def data_dir() -> Path:
+    """The Latch data folder: ``$LATCH_HOME`` or platformdirs' user data dir."""
+    home = os.environ.get("LATCH_HOME")
+    if home:
+        return Path(home).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("latch", appauthor=False))
+
+
+def default_db_path(workspace: str | os.PathLike[str] | None = None) -> Path:
+    """The database of ``workspace`` (default: the current directory), one per workspace."""
+    ws = Path(workspace or os.getcwd()).resolve()
+    digest = hashlib.sha256(str(ws).encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    name = "".join(c if c.isalnum() or c in "-_" else "-" for c in (ws.name or "root"))[:40]
+    return data_dir() / "workspaces" / f"{name}-{digest}.db"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """An event as stored: global ``seq``, its session, the decoded record and provenance."""
+
+    seq: int
+    session_id: str
+    kind: str
+    event: Event
+    source_ref: str | None
+    ts: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One session row: ids, workspace, imported ``source`` path and ``format``, import identity (``external_key``),
+    ``meta``, its event count and the store-wide ``seq`` of its first and last event (``None`` without events)."""
+    id: str
+    parent_id: str | None
+    workspace: str | None
+    source: str | None
+    format: str | None
+    external_key: str | None
+    created_at: str
+    meta: dict[str, Any]
+    events: int = 0
+    first_seq: int | None = None  # the store-wide seq of the session's first event (None: no event)
+    last_seq: int | None = None
+
+    @property
+    def title(self) -> str | None:
+        """The session's title from its harness (``meta["title"]``: Goose's session name, OpenCode's session
+        title), raw transcript text (pass it through :func:`latch.textsafe.safe` to show it); ``None`` when
+        the importer recorded none."""
+        t = self.meta.get("title") if isinstance(self.meta, dict) else None
+        return t if isinstance(t, str) and t.strip() else None
+
+
+_READONLY = {getattr(sqlite3, n) for n in ("SQLITE_READONLY", "SQLITE_READONLY_DBMOVED", "SQLITE_READONLY_RECOVERY",
+                                              "SQLITE_READONLY_CANTINIT", "SQLITE_READONLY_CANTLOCK",
+                                              "SQLITE_READONLY_ROLLBACK", "SQLITE_READONLY_DIRECTORY")
+             if hasattr(sqlite3, n)}
+
+
+def read_only_reason(path: str | os.PathLike[str]) -> str | None:
+    """Why this process cannot write the existing store file ``path``: ``"PATH is not writable"`` or ``"its
+    folder FOLDER is not writable"`` (SQLite creates its ``-wal``/``-shm`` files there), else ``None`` (missing,
+    ``:memory:``, or writable)."""
+    p = Path(path)
+    if str(p) == ":memory:" or not p.is_file():
+        return None
+    why = [] if os.access(p, os.W_OK) else [f"{p} is not writable"]
+    folder = p.absolute().parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        wal, shm = (p.with_name(p.name + s) for s in ("-wal", "-shm"))
+        if not (wal.is_file() and shm.is_file() and os.access(wal, os.W_OK) and os.access(shm, os.W_OK)):
+            why.append(f"{'its' if not why else 'nor is its'} folder {folder}" + ("" if why else " is not writable"))
+    return ", ".join(why) or None
+
+
+def _encodable(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (no lone surrogate, e.g. no surrogate escape of an undecodable byte)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+class EventStore:
+    """The durable event log of one workspace.
+
+    Thread safety: one connection per store object, guarded by a lock; open
+    another ``EventStore`` on the same path for another process or thread.
+    ``busy_timeout_ms`` is how long an operation waits for another process's lock
+    before raising the "busy" :class:`StoreError`.
+
+    Raises :class:`StoreError` when ``path`` cannot hold a Latch database (not a
+    regular file, not a database, an unwritable folder or file system) or is busy.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, workspace: str | None = None,
+                 busy_timeout_ms: int = 10_000, read_only: bool = False):
+        if path is None:
+            path = default_db_path(workspace)
+        self.path = Path(path) if str(path) != ":memory:" else Path(":memory:")
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self._scratch: ReplayScratch | None = None
+        self._busy_timeout_ms = busy_timeout_ms
+        self.read_only = read_only and str(self.path) != ":memory:"
+        if self.read_only:
+            self._open_read_only()
+            return
+        try:
+            if str(self.path) != ":memory:":
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                if self.path.exists() and not self.path.is_file():
+                    raise StoreError(f"cannot open the Latch store at {self.path}: not a regular file")
+            self._conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+            self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+            self._refuse_foreign()
+            deadline = time.monotonic() + busy_timeout_ms / 1000
+            _until_not_busy(lambda: self._db.execute("PRAGMA journal_mode=WAL"), deadline)
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            _until_not_busy(self._migrate, deadline)
+            for name in list(PROJECTIONS):  # a cache missing or behind the log is rebuilt at open
+                try:
+                    self.sync_projection(name)
+                except StoreError:  # busy or read-only: a cache must not refuse the open; the next read retries
+                    pass
+        except (OSError, sqlite3.Error, StoreError) as exc:
+            if self._conn is not None:
+                self._conn.close()
+            if isinstance(exc, StoreError):
+                raise
+            if isinstance(exc, sqlite3.Error) and _busy(exc):
+                raise self._error(exc) from None
+            if isinstance(exc, (FileExistsError, NotADirectoryError)):  # a file where a folder must be
+                blocker = non_folder_parent(self.path) or exc.filename
+                reason = f"{blocker} is not a folder"
+            elif isinstance(exc, OSError):
+                reason = (exc.strerror or str(exc)) + (f" ({exc.filename})" if exc.filename else "")
+            else:
+                reason = str(exc)
+            unwritable = read_only_reason(self.path)
+            if unwritable is not None:
+                raise StoreError(f"the store at {self.path} is read-only ({unwritable}); this command writes to "
+                                 "it: give it write access") from None
+            raise StoreError(f"cannot open the Latch store at {self.path}: {reason}") from None
+
+    def _open_read_only(self) -> None:
+        """Open an existing store for reading only (SQLite URI ``mode=ro``, never ``immutable``): no journal mode
+        change, no migration, no projection rebuild. :class:`StoreError` when it needs a migration, or when SQLite
+        cannot read it so (a WAL store whose ``-shm`` index is missing and whose folder refuses to create it)."""
+        uri = "file:" + urllib.parse.quote(str(self.path.absolute())) + "?mode=ro"
+        try:
+            self._conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            self._db.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
+            self._refuse_foreign()
+            has_table = self._db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_latch_migrations'").fetchone()
+            done = {r[0] for r in self._db.execute("SELECT name FROM _latch_migrations")} if has_table else set()
+            pending = [name for name, _ in MIGRATIONS if name not in done]
+            if pending:
+                raise StoreError(f"the store at {self.path} is read-only and needs a migration ({len(pending)} "
+                                 f"pending, first {pending[0]}): run `latch` once with write access to it (e.g. "
+                                 "`latch sessions`)")
+        except (sqlite3.Error, StoreError) as exc:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            if isinstance(exc, StoreError):
+                raise
+            if _busy(exc):
+                raise StoreBusyError(f"the store at {self.path} is busy (locked by another process); try "
+                                     "again") from None
+            why = read_only_reason(self.path) or "not writable"
+            raise StoreError(f"the store at {self.path} is read-only ({why}), and SQLite cannot read a WAL store "
+                             f"without creating its {self.path.name}-shm index beside it ({exc}): give the folder "
+                             "write access, or copy the store and pass --db COPY") from None
+
+    def _refuse_foreign(self) -> None:
+        """Raise :class:`StoreError` when the file is an SQLite database of another program (it has tables and
+        no ``_latch_migrations``): nothing is written to it, not even the journal mode."""
+        tables = [r[0] for r in self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+        if tables and "_latch_migrations" not in tables:
+            shown = ", ".join(tables[:5]) + (f", ... ({len(tables) - 5} more)" if len(tables) > 5 else "")
+            raise StoreError(f"cannot open the Latch store at {self.path}: it is an SQLite database of another "
+                             f"program (tables: {shown}); Latch leaves it unchanged (to import it: latch import "
+                             f"{self.path})")
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        """The open connection (``StoreError`` if the store failed to open)."""
+        if self._conn is None:
+            raise StoreError(f"the Latch store at {self.path} is not open")
+        return self._conn
+
+    def _error(self, exc: BaseException) -> StoreError:
+        """The :class:`StoreError` for a failed SQLite operation (busy, I/O, disk full, read-only)."""
+        if _busy(exc):
+            return StoreBusyError(f"the store at {self.path} is busy (locked by another process); try again")
+        if isinstance(exc, sqlite3.Error) and (self.read_only or getattr(exc, "sqlite_errorcode", None) in _READONLY
+                                               or "readonly database" in str(exc)):
+            why = read_only_reason(self.path) or "opened for reading only"
+            return StoreError(f"the store at {self.path} is read-only ({why}); this needs write access to it")
+        if _damaged(exc):
+            return StoreError(f"the Latch store at {self.path} is damaged ({exc}); run `latch doctor`")
+        return StoreError(f"the Latch store at {self.path} failed: {exc}")
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``) under the lock; any exception rolls
+        it back, and SQLite operational errors (busy, I/O) become :class:`StoreError`."""
+        with self._lock:
+            db = self._db
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise self._error(exc) from None
+            try:
+                yield db
+                db.execute("COMMIT")
+            except BaseException as exc:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.OperationalError) or _damaged(exc):
+                    raise self._error(exc) from None
+                if isinstance(exc, UnicodeEncodeError):  # a surrogate escape (a file name that is not UTF-8)
+                    raise StoreError(f"cannot store {ascii(exc.object[:200])} in the store at {self.path}: it holds "
+                                     "undecodable bytes (a file name that is not UTF-8? rename the file)") from None
+                raise
+
+    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        """``fetchall`` of one read under the lock; SQLite operational errors become :class:`StoreError`, and so
+        does an argument holding undecodable bytes (surrogate escapes), which SQLite cannot bind."""
+        with self._lock:
+            try:
+                return self._db.execute(sql, args).fetchall()
+            except UnicodeEncodeError as exc:
+                raise StoreError(f"cannot look up {ascii(exc.object[:200])} in the store at {self.path}: it holds "
+                                 "undecodable bytes") from None
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) or _damaged(exc):
+                    raise self._error(exc) from None
+                raise
+
+    def quick_check(self) -> list[str]:
+        """``PRAGMA quick_check`` of the database (pages, b-trees, FTS5 index): ``[]`` when intact, else
+        SQLite's problem lines (at most 20), one per damaged spot. Never raises for damage."""
+        with self._lock:
+            try:
+                rows = [r[0] for r in self._db.execute("PRAGMA quick_check(20)").fetchall()]
+                if rows == ["ok"]:
+                    self._db.execute("INSERT INTO events_fts(events_fts) VALUES ('integrity-check')")
+                    return []
+                return rows
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) and _busy(exc):
+                    raise self._error(exc) from None
+                return [str(exc)]
+
+    # ------------------------------------------------------------------ schema
+    def _migrate(self) -> None:
+        """Apply the pending named migrations, each in its own write transaction. Another process may be
+        migrating the same new file at the same moment: each migration is re-checked under the write lock,
+        so it runs exactly once whoever gets there first."""
+        db = self._db
+        has_table = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_latch_migrations'")
+        if not has_table.fetchone():  # a new file: the write lock only when there is something to write
+            with self._write():
+                db.execute("CREATE TABLE IF NOT EXISTS _latch_migrations "
+                           "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+        done = {r[0] for r in db.execute("SELECT name FROM _latch_migrations")}
+        for name, fn in MIGRATIONS:
+            if name in done:
+                continue
+            with self._write():
+                if db.execute("SELECT 1 FROM _latch_migrations WHERE name = ?", (name,)).fetchone():
+                    continue  # another process applied it while we waited for the lock
+                fn(db)
+                db.execute("INSERT INTO _latch_migrations(name, applied_at) VALUES (?, ?)", (name, _now()))
+
+    def applied_migrations(self) -> list[str]:
+        return [r[0] for r in self._rows("SELECT name FROM _latch_migrations ORDER BY rowid")]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._scratch is not None:
+                self._scratch.close()
+                self._scratch = None
+            self._db.close()
+
+    def __enter__(self) -> "EventStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------- sessions
+    @staticmethod
+    def session_id_for(external_key: str) -> str:
+        """Deterministic 12-hex-digit session id for an external key (import identity)."""
+        return hashlib.sha256(external_key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+    def _insert_session(self, *, session_id: str, external_key: str | None, source: str | None, format: str | None,
+                        workspace: str | None, parent_id: str | None, meta: dict[str, Any] | None) -> None:
+        self._db.execute(
+            "INSERT INTO sessions(id, parent_id, workspace, source, format, external_key, created_at, meta) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (session_id, parent_id, workspace, source, format, external_key, _now(), canonical_json(meta or {})),
+        )
+
+    def create_session(self, *, external_key: str | None = None, source: str | None = None, format: str | None = None,
+                       workspace: str | None = None, parent_id: str | None = None,
+                       meta: dict[str, Any] | None = None) -> str:
+        """Create a session (or return the existing one with the same ``external_key``)."""
+        with self._write() as db:
+            if external_key is not None:
+                row = db.execute("SELECT id FROM sessions WHERE external_key = ?", (external_key,)).fetchone()
+                if row:
+                    return str(row[0])
+                sid = self.session_id_for(external_key)
+            else:
+                sid = uuid.uuid4().hex[:12]
+            self._insert_session(session_id=sid, external_key=external_key, source=source, format=format,
+                                 workspace=workspace, parent_id=parent_id, meta=meta)
+        return sid
+
+    def _row_to_session(self, r: Sequence[Any]) -> SessionInfo:
+        return SessionInfo(id=r[0], parent_id=r[1], workspace=r[2], source=r[3], format=r[4], external_key=r[5],
+                           created_at=r[6], meta=json.loads(r[7]), events=r[8] if len(r) > 8 else 0,
+                           first_seq=r[9] if len(r) > 9 else None, last_seq=r[10] if len(r) > 10 else None)
+
+    def sessions(self) -> list[SessionInfo]:
+        """All sessions (tombstoned ones included; selectors filter them), oldest first."""
+        rows = self._rows(
+            "SELECT s.id, s.parent_id, s.workspace, s.source, s.format, s.external_key, s.created_at, s.meta, "
+            "(SELECT count(*) FROM events e WHERE e.session_id = s.id), "
+            "(SELECT min(seq) FROM events e WHERE e.session_id = s.id), "
+            "(SELECT max(seq) FROM events e WHERE e.session_id = s.id) FROM sessions s ORDER BY s.rowid")
+        return [self._row_to_session(r) for r in rows]
+
+    def session(self, session_id: str) -> SessionInfo:
+        """One session by id or unique id prefix; ``KeyError`` when empty, none or ambiguous. An id holding
+        undecodable bytes (a surrogate escape from the command line) names no session (``KeyError`` whose message
+        shows it escaped, ``no session '\\udcff'``)."""
+        if not session_id.strip():
+            raise KeyError("empty session id")
+        if not _encodable(session_id):  # stored ids are UTF-8 text: nothing can match, and SQLite cannot bind it
+            raise KeyError(f"no session {session_id!r}")
+        rows = self._rows(
+            "SELECT s.id, s.parent_id, s.workspace, s.source, s.format, s.external_key, s.created_at, s.meta, "
+            "(SELECT count(*) FROM events e WHERE e.session_id = s.id), "
+            "(SELECT min(seq) FROM events e WHERE e.session_id = s.id), "
+            "(SELECT max(seq) FROM events e WHERE e.session_id = s.id) FROM sessions s "
+            "WHERE s.id = ? OR s.id LIKE ? ESCAPE '\\' ORDER BY s.id = ? DESC",
+            (session_id, session_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%", session_id))
+        if not rows:
+            raise KeyError(f"no session {session_id!r}")
+        if rows[0][0] != session_id and len(rows) > 1:
+            raise KeyError(f"session prefix {session_id!r} is ambiguous ({len(rows)} sessions)")
+        return self._row_to_session(rows[0])
+
+    def children(self, session_id: str) -> list[SessionInfo]:
+        rows = self._rows("SELECT id, parent_id, workspace, source, format, external_key, created_at, meta FROM sessions "
+                          "WHERE parent_id = ? ORDER BY rowid", (session_id,))
+        return [self._row_to_session(r) for r in rows]
+
+    # ------------------------------------------------------------------ append
+    def _append_locked(self, session_id: str, events: Iterable[PendingEvent | Event]) -> list[int]:
+        db = self._db
+        seqs: list[int] = []
+        kinds: set[str] = set()
+        for pe in events:
+            if isinstance(pe, Event):
+                pe = PendingEvent(pe)
+            ev = pe.event
+            payload = canonical_json(ev.to_payload())
+            cur = db.execute(
+                "INSERT INTO events(session_id, kind, payload, source_ref, ts) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT(session_id, source_ref) DO NOTHING",
+                (session_id, ev.KIND, payload, pe.source_ref, pe.ts),
+            )
+            if cur.rowcount == 0:
+                continue  # already imported (same source_ref)
+            seq = int(cur.lastrowid or 0)
+            seqs.append(seq)
+            text = ev.searchable_text()
+            if text:
+                db.execute("INSERT INTO events_fts(rowid, text) VALUES (?, ?)", (seq, prepare_text(text)))
+            kinds.add(ev.KIND)
+        for p in list(PROJECTIONS.values()):  # the projection moves in the transaction that appends its kinds
+            if kinds.intersection(p.kinds):
+                self._sync_projection_locked(p)
+        return seqs
+
+    # ------------------------------------------------------------- projections
+    def _projection(self, name: str) -> Projection:
+        try:
+            return PROJECTIONS[name]
+        except KeyError:
+            raise KeyError(f"no projection {name!r} is registered") from None
+
+    def _projection_behind(self, p: Projection) -> bool:
+        """``True`` when ``p``'s mark is missing or older than the newest event of its kinds."""
+        mark = self._db.execute("SELECT last_seq FROM projection_marks WHERE name = ?", (p.name,)).fetchone()
+        if mark is None:
+            return True
+        newest = self._db.execute(
+            "SELECT max(s) FROM (" + " UNION ALL ".join(["SELECT max(seq) AS s FROM events WHERE kind = ?"] * len(p.kinds))
+            + ")", p.kinds).fetchone()[0]
+        return (newest or 0) > int(mark[0])
+
+    def _sync_projection_locked(self, p: Projection) -> None:
+        """Inside a write transaction: rebuild ``p`` from the log when its mark is missing, else apply the
+        events of its kinds after the mark; then record the new mark."""
+        db = self._db
+        mark = db.execute("SELECT last_seq FROM projection_marks WHERE name = ?", (p.name,)).fetchone()
+        if mark is None:
+            for table in p.tables:
+                db.execute(f"DELETE FROM {table}")  # noqa: S608 -- table names come from the registered projection
+        last = 0 if mark is None else int(mark[0])
+        cur = db.execute(f"SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq > ? "
+                         f"AND kind IN ({','.join('?' * len(p.kinds))}) ORDER BY seq", (last, *p.kinds))
+        while True:
+            batch = cur.fetchmany(2_000)
+            if not batch:
+                break
+            for r in batch:
+                p.apply(db, self._decode_row(r))
+                last = int(r[0])
+        db.execute("INSERT INTO projection_marks(name, last_seq) VALUES (?, ?) "
+                   "ON CONFLICT(name) DO UPDATE SET last_seq = excluded.last_seq", (p.name, last))
+
+    def sync_projection(self, name: str) -> bool:
+        """Bring the registered projection ``name`` up to date with the log (see :mod:`latch.store.projections`):
+        rebuilt when its mark is missing, its tail applied when the mark is behind. Returns ``True`` when it
+        wrote. ``KeyError`` for an unregistered name; :class:`StoreError` as for any write."""
+        p = self._projection(name)
+        with self._lock:
+            try:
+                if not self._projection_behind(p):
+                    return False
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) or _damaged(exc):
+                    raise self._error(exc) from None
+                raise
+            if self.read_only:
+                raise StoreError(f"the store at {self.path} is read-only and its {name} cache is behind its log: "
+                                 "run `latch` once with write access to it (e.g. `latch sessions`)")
+            with self._write():
+                if self._projection_behind(p):  # another process may have caught it up meanwhile
+                    self._sync_projection_locked(p)
+            return True
+
+    def read_projection(self, name: str, queries: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Any]]:
+        """:meth:`sync_projection` ``name``, then run each ``(sql, args)`` read of ``queries`` in one read
+        transaction (one consistent snapshot); returns each query's rows. ``KeyError`` for an unregistered
+        name; :class:`StoreError` as for any read."""
+        self.sync_projection(name)
+        with self._lock:
+            db = self._db
+            try:
+                db.execute("BEGIN")
+                try:
+                    return [db.execute(sql, args).fetchall() for sql, args in queries]
+                finally:
+                    db.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) or _damaged(exc):
+                    raise self._error(exc) from None
+                raise
+
+    def _check_fences_locked(self, fence: Fence | Sequence[Fence] | None) -> None:
+        """Inside a write transaction: :class:`LeaseLost` unless every fence holds (a task fence reads the group
+        projection, brought up to date first in this same transaction)."""
+        fences = fences_of(fence)
+        if not fences:
+            return
+        if any(isinstance(f, TaskFence) for f in fences):
+            p = PROJECTIONS["group"]
+            if self._projection_behind(p):
+                self._sync_projection_locked(p)
+        check_fences(self._db, fences)
+
+    def fenced(self, fence: Fence | Sequence[Fence]) -> FencedStore:
+        """This store with ``fence`` on every write (:class:`~latch.store.leases.FencedStore`)."""
+        return FencedStore(self, fences_of(fence))
+
+    # ---------------------------------------------------------------- run leases
+    def run_lease(self, session_id: str) -> RunLease | None:
+        """The run lease of ``session_id`` (:mod:`latch.store.leases`), or ``None`` when no run holds it."""
+        rows = self._rows("SELECT session_id, run_id, pid, host, process_start, acquired_at, renewed_at, lease_seconds "
+                          "FROM run_leases WHERE session_id = ?", (session_id,))
+        return RunLease(*rows[0]) if rows else None
+
+    def acquire_run_lease(self, session_id: str, run_id: str, *, pid: int, host: str, process_start: int | None,
+                          lease_seconds: float, now: float,
+                          holder_live: Callable[[RunLease], bool]) -> RunLease | None:
+        """In one write transaction: make run ``run_id`` (process ``pid`` on ``host``) the holder of
+        ``session_id``'s run lease for ``lease_seconds`` from ``now`` (Unix seconds), and return ``None``; or, when
+        another run holds it, its lease has not expired at ``now`` and ``holder_live(lease)`` says its process is
+        alive, return that lease and write nothing. An expired lease, or one whose holder is gone, is taken over.
+        ``ValueError`` for a lease that is not positive; :class:`StoreError` as for any write."""
+        if not lease_seconds > 0:
+            raise ValueError(f"the run lease must be a positive number of seconds, got {lease_seconds!r}")
+        with self._write() as db:
+            row = db.execute("SELECT session_id, run_id, pid, host, process_start, acquired_at, renewed_at, "
+                             "lease_seconds FROM run_leases WHERE session_id = ?", (session_id,)).fetchone()
+            if row is not None:
+                held = RunLease(*row)
+                if held.run_id != run_id and not held.expired(now) and holder_live(held):
+                    return held
+            db.execute("INSERT INTO run_leases(session_id, run_id, pid, host, process_start, acquired_at, renewed_at, "
+                       "lease_seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
+                       "run_id = excluded.run_id, pid = excluded.pid, host = excluded.host, "
+                       "process_start = excluded.process_start, acquired_at = excluded.acquired_at, "
+                       "renewed_at = excluded.renewed_at, lease_seconds = excluded.lease_seconds",
+                       (session_id, run_id, pid, host, process_start, now, now, float(lease_seconds)))
+        return None
+
+    def renew_run_lease(self, session_id: str, run_id: str, *, now: float) -> bool:
+        """Record that run ``run_id`` still holds ``session_id``'s run lease at ``now`` (Unix seconds); ``False``
+        (nothing written) when another run took it over or it was released."""
+        with self._write() as db:
+            return db.execute("UPDATE run_leases SET renewed_at = max(renewed_at, ?) WHERE session_id = ? "
+                              "AND run_id = ?", (now, session_id, run_id)).rowcount == 1
+
+    def release_run_lease(self, session_id: str, run_id: str,
+                          events: Iterable[PendingEvent | Event] = ()) -> list[int]:
+        """In one write transaction: append ``events`` to ``session_id`` (e.g. the run's ``run_ended``) and release
+        its run lease if run ``run_id`` still holds it (a lease taken over stays with its new holder, and then
+        nothing is appended: :class:`LeaseLost`). Returns the new seqs."""
+        with self._write() as db:
+            held = db.execute("SELECT run_id FROM run_leases WHERE session_id = ?", (session_id,)).fetchone()
+            if held is not None and held[0] != run_id:
+                RunFence(session_id, run_id).check(db)
+            seqs = self._append_locked(session_id, events)
+            db.execute("DELETE FROM run_leases WHERE session_id = ? AND run_id = ?", (session_id, run_id))
+        return seqs
+
+    def append(self, session_id: str, events: Iterable[PendingEvent | Event], *,
+               fence: Fence | Sequence[Fence] | None = None) -> list[int]:
+        """Append a batch in one transaction; return the new seqs (skipped duplicates excluded).
+
+        Readers never see half a batch. Raises ``StoreError`` (store unchanged)
+        when the session does not exist or an event cannot be encoded, and :class:`LeaseLost` (store
+        unchanged) when a ``fence`` (:mod:`latch.store.leases`) does not hold inside this transaction.
+        """
+        try:
+            with self._write() as db:
+                self._check_fences_locked(fence)
+                if not db.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+                    raise StoreError(f"no session {session_id!r}")
+                return self._append_locked(session_id, events)
+        except (ValueError, TypeError) as exc:
+            raise StoreError(f"cannot append to session {session_id}: {exc}") from exc
+
+    def import_session(self, *, external_key: str, source: str | None, format: str | None,
+                       workspace: str | None, events: Sequence[PendingEvent], meta: dict[str, Any] | None = None,
+                       parent_id: str | None = None, artifacts: Sequence[tuple[bytes, str, int | None, int | None]] = (),
+                       parent_key: str | None = None,
+                       fence: Fence | Sequence[Fence] | None = None) -> tuple[str, list[int]]:
+        """Create-or-reuse the session for ``external_key`` and append ``events``, all in one transaction
+        (refused with :class:`LeaseLost`, store unchanged, when a ``fence`` does not hold).
+
+        Events whose ``source_ref`` is already stored are skipped, so importing
+        the same file twice adds nothing. Returns ``(session_id, new_seqs)``.
+
+        ``parent_key`` is the external key of the session that spawned this one (a sub-agent's parent),
+        kept in the session's meta as ``parent_key``: the child links to the parent (``parent_id``) as soon
+        as both are stored, whichever is imported first.
+        """
+        with self._write():
+            self._check_fences_locked(fence)
+            return self._import_locked(external_key=external_key, source=source, format=format, workspace=workspace,
+                                       events=events, meta=meta, parent_id=parent_id, artifacts=artifacts,
+                                       parent_key=parent_key)
+
+    def import_sessions(self, sessions: Sequence[dict[str, Any]]) -> list[tuple[str, list[int]]]:
+        """:meth:`import_session` for several sessions (each a dict of its keyword arguments), all in ONE
+        transaction: every session is stored, or (on any error) none. Returns ``[(session_id, new_seqs)]``
+        in the order given. Raises what :meth:`import_session` raises; the store is then unchanged."""
+        with self._write():
+            return [self._import_locked(**kw) for kw in sessions]
+
+    def _import_locked(self, *, external_key: str, source: str | None, format: str | None,
+                       workspace: str | None, events: Sequence[PendingEvent], meta: dict[str, Any] | None = None,
+                       parent_id: str | None = None, artifacts: Sequence[tuple[bytes, str, int | None, int | None]] = (),
+                       parent_key: str | None = None) -> tuple[str, list[int]]:
+        db = self._db
+        if parent_key is not None:
+            meta = {**(meta or {}), "parent_key": parent_key}
+            if parent_id is None:
+                got = db.execute("SELECT id FROM sessions WHERE external_key = ?", (parent_key,)).fetchone()
+                parent_id = got[0] if got else None
+        row = db.execute("SELECT id, parent_id FROM sessions WHERE external_key = ?", (external_key,)).fetchone()
+        if row:
+            sid = str(row[0])
+            if row[1] is None and parent_id is not None:
+                db.execute("UPDATE sessions SET parent_id = ? WHERE id = ?", (parent_id, sid))
+        else:
+            sid = self.session_id_for(external_key)
+            self._insert_session(session_id=sid, external_key=external_key, source=source, format=format,
+                                 workspace=workspace, parent_id=parent_id, meta=meta)
+        # children imported before their parent (meta.parent_key names this session) link to it now
+        db.execute("UPDATE sessions SET parent_id = ? WHERE parent_id IS NULL AND id != ? "
+                   "AND json_extract(meta, '$.parent_key') = ?", (sid, sid, external_key))
+        for data, media_type, w, h in artifacts:
+            self._put_artifact_locked(data, media_type, w, h)
+        return sid, self._append_locked(sid, events)
+
+    def import_fingerprint(self, path: str, options: str) -> tuple[str, int, list[str]] | None:
+        """``(sha256 hex, size in bytes, external keys of its sessions in file order)`` that
+        :meth:`record_import_fingerprint` last recorded for transcript ``path`` imported with ``options`` (an
+        opaque string), else ``None``."""
+        rows = self._rows("SELECT sha256, size, keys FROM import_fingerprints WHERE path = ? AND options = ?",
+                          (path, options))
+        if not rows:
+            return None
+        keys = json.loads(rows[0][2])
+        return str(rows[0][0]), int(rows[0][1]), [str(k) for k in keys]
+
+    def record_import_fingerprint(self, path: str, options: str, sha256: str, size: int, keys: Sequence[str]) -> None:
+        """Record that transcript ``path`` (``size`` bytes, SHA-256 ``sha256``) imported with ``options`` holds
+        the sessions of ``keys`` (their external keys, in file order), replacing what was recorded before. A
+        cache beside the log (no event, no seq); raises :class:`StoreError` like every write."""
+        with self._write() as db:
+            db.execute("INSERT OR REPLACE INTO import_fingerprints(path, options, sha256, size, keys, recorded_at) "
+                       "VALUES (?, ?, ?, ?, ?, ?)", (path, options, sha256, int(size), json.dumps(list(keys)), _now()))
+
+    # ------------------------------------------------------------------- reads
+    def _decode_row(self, r: Sequence[Any]) -> StoredEvent:
+        return StoredEvent(seq=r[0], session_id=r[1], kind=r[2], event=decode_event(r[2], r[3]), source_ref=r[4], ts=r[5])
+
+    def events(self, session_id: str | None = None, *, after_seq: int = 0, until_seq: int | None = None,
+               kinds: Sequence[str] | None = None, limit: int | None = None) -> Iterator[StoredEvent]:
+        """Events in ``seq`` order: ``after_seq < seq <= until_seq``, optionally of ``kinds``."""
+        sql = "SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq > ?"
+        args: list[Any] = [after_seq]
+        if session_id is not None:
+            sql += " AND session_id = ?"
+            args.append(session_id)
+        if until_seq is not None:
+            sql += " AND seq <= ?"
+            args.append(until_seq)
+        if kinds:
+            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+            args.extend(kinds)
+        sql += " ORDER BY seq"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        for r in self._rows(sql, args):
+            yield self._decode_row(r)
+
+    def get(self, seq: int) -> StoredEvent:
+        rows = self._rows("SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq = ?", (seq,))
+        if not rows:
+            raise KeyError(seq)
+        return self._decode_row(rows[0])
+
+    def count_events(self, session_id: str | None = None) -> int:
+        if session_id is None:
+            return int(self._rows("SELECT count(*) FROM events")[0][0])
+        return int(self._rows("SELECT count(*) FROM events WHERE session_id = ?", (session_id,))[0][0])
+
+    def empty_and_unshared(self) -> bool:
+        """Whether this store holds no event and this connection is the only one to its database, so removing
+        the file (a command that created it and then failed) cannot take another process's events with it (a
+        concurrent ``latch import`` into the same new store). SQLite changes a WAL database's journal mode only
+        for its sole connection: ``PRAGMA journal_mode=DELETE`` answers ``delete`` then, else it stays ``wal``;
+        an exclusive transaction then counts the events. A process that opens the file in the instant between
+        this check and the removal is not excluded. Any error answers ``False`` (the store stays)."""
+        try:
+            db = self._db
+            if str(db.execute("PRAGMA journal_mode=DELETE").fetchone()[0]).lower() != "delete":
+                return False
+            db.execute("BEGIN EXCLUSIVE")
+            empty = db.execute("SELECT count(*) FROM events").fetchone()[0] == 0
+            db.execute("ROLLBACK")
+            return bool(empty)
+        except Exception:  # noqa: BLE001 - busy, damaged or closed: never remove what cannot be judged
+            return False
+
+    def max_seq(self, session_id: str | None = None) -> int:
+        if session_id is None:
+            return self._rows("SELECT max(seq) FROM events")[0][0] or 0
+        return self._rows("SELECT max(seq) FROM events WHERE session_id = ?", (session_id,))[0][0] or 0
+
+    def search(self, query: str, *, session_id: str | None = None, limit: int = 20, mode: str = "and",
+               before_seq: int | None = None, until_seq: int | None = None,
+               exclude_sessions: Iterable[str] = ()) -> list[StoredEvent]:
+        """Full-text search, newest first. Any string is a valid query; no token → ``[]``.
+
+        ``before_seq`` restricts to ``seq < before_seq`` (the archival region);
+        ``until_seq`` to ``seq <= until_seq``; ``exclude_sessions`` leaves those
+        sessions' events out (e.g. tombstoned ones), before ``limit`` applies.
+        """
+        match = build_match_query(query, mode=mode)
+        if match is None or limit <= 0:
+            return []
+        sql = ("SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts FROM events_fts f "
+               "JOIN events e ON e.seq = f.rowid WHERE events_fts MATCH ?")
+        args: list[Any] = [match]
+        if session_id is not None:
+            sql += " AND e.session_id = ?"
+            args.append(session_id)
+        if before_seq is not None:
+            sql += " AND f.rowid < ?"
+            args.append(before_seq)
+        if until_seq is not None:
+            sql += " AND f.rowid <= ?"
+            args.append(until_seq)
+        excluded = sorted(set(exclude_sessions))
+        if excluded:
+            sql += f" AND e.session_id NOT IN ({','.join('?' * len(excluded))})"
+            args.extend(excluded)
+        sql += " ORDER BY f.rowid DESC LIMIT ?"
+        args.append(limit)
+        return [self._decode_row(r) for r in self._rows(sql, args)]
+
+    def search_hits(self, query: str, *, session_id: str | None = None, limit: int = 20, order: str = "recent",
+                    kinds: Sequence[str] | None = None, tool: str | None = None, since: str | None = None,
+                    until: str | None = None, exclude_sessions: Iterable[str] = ()) -> list[tuple[StoredEvent, float]]:
+        """Full-text search for people (``latch search``): ``[(event, rank)]``, at most ``limit``.
+
+        Unlike :meth:`search` (the engine's exact recall, unchanged), a double-quoted span of ``query`` is one
+        phrase (:func:`~latch.store.fts.build_phrase_query`). ``order="recent"``: newest first;
+        ``"relevance"``: FTS5 ``bm25`` first (ties: newest first). ``rank`` is the bm25 score (lower is more
+        relevant). Filters: ``kinds`` (event kinds), ``tool`` (an assistant message calling that tool, or the
+        result of such a call), ``since``/``until`` (ISO 8601 instants; events without a timestamp are left out
+        then), ``session_id``, ``exclude_sessions``. No token → ``[]``. ``ValueError`` for another ``order``."""
+        if order not in ("recent", "relevance"):
+            raise ValueError(f"order must be 'recent' or 'relevance', not {order!r}")
+        match = build_phrase_query(query)
+        if match is None or limit <= 0:
+            return []
+        sql = ("SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts, bm25(events_fts) AS rank "
+               "FROM events_fts f JOIN events e ON e.seq = f.rowid WHERE events_fts MATCH ?")
+        args: list[Any] = [match]
+        sql, args = self._hit_filters(sql, args, session_id, kinds, tool, since, until, exclude_sessions)
+        sql += " ORDER BY " + ("rank, f.rowid DESC" if order == "relevance" else "f.rowid DESC") + " LIMIT ?"
+        args.append(limit)
+        return [(self._decode_row(r), float(r[6])) for r in self._rows(sql, args)]
+
+    def call_events(self, call_id: str, *, session_id: str | None = None, kinds: Sequence[str] | None = None,
+                    tool: str | None = None, since: str | None = None, until: str | None = None,
+                    exclude_sessions: Iterable[str] = ()) -> list[StoredEvent]:
+        """The events of the tool call ``call_id`` (the assistant message that made it, its tool result), newest
+        first, with :meth:`search_hits`' filters. A full scan of those two kinds: for a person's search only."""
+        sql = ("SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts FROM events e WHERE "
+               "((e.kind = 'tool_result' AND json_extract(e.payload, '$.call_id') = ?) OR "
+               "(e.kind = 'assistant_message' AND EXISTS (SELECT 1 FROM json_each(e.payload, '$.tool_calls') c "
+               "WHERE json_extract(c.value, '$.id') = ?)))")
+        args: list[Any] = [call_id, call_id]
+        sql, args = self._hit_filters(sql, args, session_id, kinds, tool, since, until, exclude_sessions)
+        return [self._decode_row(r) for r in self._rows(sql + " ORDER BY e.seq DESC", args)]
+
+    @staticmethod
+    def _hit_filters(sql: str, args: list[Any], session_id: str | None, kinds: Sequence[str] | None,
+                     tool: str | None, since: str | None, until: str | None,
+                     exclude_sessions: Iterable[str]) -> tuple[str, list[Any]]:
+        if session_id is not None:
+            sql += " AND e.session_id = ?"
+            args.append(session_id)
+        if kinds:
+            sql += f" AND e.kind IN ({','.join('?' * len(kinds))})"
+            args.extend(kinds)
+        if tool is not None:
+            sql += (" AND ((e.kind = 'assistant_message' AND EXISTS (SELECT 1 FROM json_each(e.payload, "
+                    "'$.tool_calls') t WHERE json_extract(t.value, '$.name') = ?)) OR (e.kind = 'tool_result' AND "
+                    "(json_extract(e.payload, '$.name') = ? OR json_extract(e.payload, '$.call_id') IN (SELECT "
+                    "json_extract(c.value, '$.id') FROM events a, json_each(a.payload, '$.tool_calls') c WHERE "
+                    "a.kind = 'assistant_message' AND a.session_id = e.session_id AND "
+                    "json_extract(c.value, '$.name') = ?))))")
+            args.extend([tool, tool, tool])
+        if since is not None:
+            sql += " AND julianday(e.ts) >= julianday(?)"
+            args.append(since)
+        if until is not None:
+            sql += " AND julianday(e.ts) < julianday(?)"
+            args.append(until)
+        excluded = sorted(set(exclude_sessions))
+        if excluded:
+            sql += f" AND e.session_id NOT IN ({','.join('?' * len(excluded))})"
+            args.extend(excluded)
+        return sql, args
+
+    # --------------------------------------------------------------- artifacts
+    def _put_artifact_locked(self, data: bytes, media_type: str, width: int | None, height: int | None) -> MediaRef:
+        sha = hashlib.sha256(data).hexdigest()
+        self._db.execute(
+            "INSERT INTO artifacts(sha256, media_type, byte_size, width, height, data, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(sha256) DO NOTHING",
+            (sha, media_type, len(data), width, height, sqlite3.Binary(data), _now()),
+        )
+        return MediaRef(sha256=sha, media_type=media_type, byte_size=len(data), width=width, height=height)
+
+    def put_artifact(self, data: bytes, media_type: str, *, width: int | None = None,
+                     height: int | None = None) -> MediaRef:
+        """Store ``data`` content-addressed (SHA-256); storing the same bytes twice is a no-op."""
+        with self._write():
+            return self._put_artifact_locked(data, media_type, width, height)
+
+    def get_artifact(self, sha256: str) -> tuple[MediaRef, bytes]:
+        """The artifact's reference and exact bytes; ``KeyError`` when unknown."""
+        rows = self._rows("SELECT sha256, media_type, byte_size, width, height, data FROM artifacts WHERE sha256 = ?",
+                          (sha256,))
+        if not rows:
+            raise KeyError(sha256)
+        r = rows[0]
+        return MediaRef(sha256=r[0], media_type=r[1], byte_size=r[2], width=r[3], height=r[4]), bytes(r[5])
+
+    # ---------------------------------------------------------- kernel records
+    def append_kernel_records(self, session_id: str, stream: str, records: Sequence[tuple[str, int, dict[str, Any]]],
+                              *, fence: Fence | Sequence[Fence] | None = None) -> list[int]:
+        """Append engine-owned records ``(kind, at_seq, payload)`` to ``stream`` in one transaction
+        (:class:`LeaseLost`, nothing written, when a ``fence`` does not hold)."""
+        with self._write() as db:
+            self._check_fences_locked(fence)
+            ids = []
+            for kind, at_seq, payload in records:
+                cur = db.execute(
+                    "INSERT INTO kernel_records(session_id, stream, kind, at_seq, payload) VALUES (?, ?, ?, ?, ?)",
+                    (session_id, stream, kind, at_seq, canonical_json(payload)))
+                ids.append(int(cur.lastrowid or 0))
+        return ids
+
+    def kernel_records(self, session_id: str, stream: str, *, kinds: Sequence[str] | None = None,
+                       after_id: int = 0) -> list[tuple[int, str, int, dict[str, Any]]]:
+        """Records of ``stream`` as ``(id, kind, at_seq, payload)`` in append order."""
+        sql = "SELECT id, kind, at_seq, payload FROM kernel_records WHERE session_id = ? AND stream = ? AND id > ?"
+        args: list[Any] = [session_id, stream, after_id]
+        if kinds:
+            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+            args.extend(kinds)
+        sql += " ORDER BY id"
+        return [(r[0], r[1], r[2], json.loads(r[3])) for r in self._rows(sql, args)]
+
+    def kernel_streams(self, session_id: str, *, kind: str | None = None) -> list[str]:
+        """The record streams of ``session_id`` that hold kernel records (of ``kind`` only, when given), oldest
+        first (by their first record)."""
+        sql = "SELECT stream, MIN(id) AS first FROM kernel_records WHERE session_id = ?"
+        args: list[Any] = [session_id]
+        if kind is not None:
+            sql += " AND kind = ?"
+            args.append(kind)
+        return [r[0] for r in self._rows(sql + " GROUP BY stream ORDER BY first", args)]
+
+    # ---------------------------------------------------------- replay scratch
+    @property
+    def replay_scratch_path(self) -> Path | None:
+        """Where this store's replay runs are written (``<store>.replays.sqlite``); ``None`` in memory."""
+        return replay_scratch_path(self.path)
+
+    def replay_scratch(self) -> ReplayScratch:
+        """The replay scratch database beside this store (see :mod:`latch.store.replays`), opened (and created)
+        once; an in-memory store has an in-memory one. Raises :class:`StoreError` when it cannot be opened."""
+        with self._lock:
+            if self._scratch is None:
+                where = self.replay_scratch_path
+                self._scratch = ReplayScratch(":memory:" if where is None else where,
+                                              busy_timeout_ms=self._busy_timeout_ms)
+            return self._scratch
+
+    def keep_replay(self, run_id: int) -> list[int]:
+        """Promote finished replay run ``run_id`` from the scratch into this store's kernel records (its own
+        stream, one transaction: all of it or nothing), then drop it from the scratch. Returns the new
+        record ids. Raises :class:`StoreError` when the run is unknown or unfinished (a killed replay is
+        never promoted); the store is then unchanged."""
+        scratch = self.replay_scratch()
+        try:
+            run = scratch.run(run_id)
+        except KeyError:
+            raise StoreError(f"replay run {run_id} is not in {scratch.path}") from None
+        if not run.finished:
+            raise StoreError(f"replay run {run_id} ({run.stream}) did not finish; it is not kept")
+        records = [(kind, at_seq, payload) for _, kind, at_seq, payload in scratch.records(run_id)]
+        ids = self.append_kernel_records(run.session_id, run.stream, records)
+        scratch.discard(run_id)
+        return ids
+
+    # ------------------------------------------------------------- token counts
+    def token_counts(self, session_id: str, tokenizer: str) -> dict[tuple[int, str], int]:
+        """Cached exact token counts of ``session_id`` for ``tokenizer``: ``{(seq, digest): tokens}``
+        (``{}`` when none were recorded). ``digest`` names the rendering of event ``seq`` that was counted."""
+        rows = self._rows("SELECT seq, digest, tokens FROM token_counts WHERE session_id = ? AND tokenizer = ?",
+                          (session_id, tokenizer))
+        return {(int(r[0]), str(r[1])): int(r[2]) for r in rows}
+
+    def put_token_counts(self, session_id: str, tokenizer: str, counts: Sequence[tuple[int, str, int]]) -> int:
+        """Record exact counts ``(seq, digest, tokens)`` of ``session_id``'s events for ``tokenizer`` in one
+        transaction; a ``(seq, digest)`` already recorded keeps its count. Returns the rows added.
+
+        ``ValueError`` (one line, nothing written) on an empty ``tokenizer``, a non-integer or negative
+        ``tokens``, an empty ``digest``, or a ``seq`` that is not an event of ``session_id``."""
+        if not isinstance(tokenizer, str) or not tokenizer:
+            raise ValueError(f"token counts need a tokenizer name, got {tokenizer!r}")
+        rows = []
+        for item in counts:
+            seq, digest, tokens = item
+            if isinstance(seq, bool) or not isinstance(seq, int) or seq <= 0:
+                raise ValueError(f"token count for seq {seq!r}: seq must be a positive integer")
+            if not isinstance(digest, str) or not digest:
+                raise ValueError(f"token count for seq {seq}: digest must be a non-empty string")
+            if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+                raise ValueError(f"token count for seq {seq}: tokens must be a non-negative integer, got {tokens!r}")
+            rows.append((session_id, tokenizer, seq, digest, tokens))
+        if not rows:
+            return 0
+        with self._write() as db:
+            seqs = sorted({r[2] for r in rows})
+            known: set[int] = set()
+            for i in range(0, len(seqs), 500):
+                part = seqs[i:i + 500]
+                known.update(r[0] for r in db.execute(
+                    f"SELECT seq FROM events WHERE session_id = ? AND seq IN ({','.join('?' * len(part))})",
+                    (session_id, *part)))
+            missing = [s for s in seqs if s not in known]
+            if missing:
+                raise ValueError(f"token counts for seq {missing[0]}: not an event of session {session_id}")
+            before = db.total_changes
+            db.executemany("INSERT OR IGNORE INTO token_counts(session_id, tokenizer, seq, digest, tokens) "
+                           "VALUES (?, ?, ?, ?, ?)", rows)
+            return db.total_changes - before
+
+    def sqlite_version(self) -> str:
+        return sqlite3.sqlite_version
+
+    def has_fts5(self) -> bool:
+        with self._lock:
+            try:
+                self._db.execute("SELECT count(*) FROM events_fts WHERE events_fts MATCH '\"x\"'").fetchone()
+                return True
+            except sqlite3.Error:
+                return False
