@@ -49,9 +49,7 @@ import bisect
 import math
 import statistics
 import sys
-import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -72,11 +70,10 @@ from ..engine.report import COMPONENTS
 from ..accounting import pricing
 from ..host.changes import request_changes
 from ..accounting.pricing import usd as pricing_usd, format_usd
-from ..host.harness import session_harness
 from ..host.ingest import parse_file, SessionForgotten, imported_session_ids
-from ..host.loop import model_requests, HostError, RequestLoop, build_engine, transcript_model
+from ..host.loop import model_requests, HostError, transcript_model
+from ..host.replay import ReplayPlan, budget_problem as _budget_problem, plan_replay as _plan_replay, window_origin
 from ..importers.base import TranscriptError
-from ..port import SessionContext
 from ..store import ReplayScratch, StoreError, replay_scratch_path
 from ..store.replays import scratch_bytes
 from ..host import corrections as corrections_mod
@@ -125,108 +122,6 @@ def _requests(events: list[Any]) -> list[tuple[int, int, Usage | None]]:
     """``(assistant seq, until_seq, provider usage of that request)`` for every model request
     (:func:`latch.host.loop.model_requests`, as tuples)."""
     return [(r.seq, r.until_seq, r.usage) for r in model_requests(events)]
-
-
-@dataclass
-class ReplayPlan:
-    """A replay ready to run: the engine ``setup``, the checked ``budget`` (``recent_tokens`` effective),
-    ``requested_recent`` (as configured or passed), where the window came from (``window_source``:
-    ``"--window"``, ``"run"`` (no budget option given: the ``--window``/``--reserve``/``--recent`` the session's
-    ``latch run`` was started with, :func:`run_budget`), ``"config"``, ``"model-table"``, ``"engine"`` (the engine's own default budget differs
-    from :func:`latch.config.model_window`) or ``"default"``; ``window_entry``: the ``[models.NAME]`` or
-    model-table key), the session's model ``requests`` and the one request ``loop``."""
-
-    setup: Any
-    budget: Any
-    requested_recent: int
-    window_source: str
-    window_entry: str | None
-    requests: list[Any]
-    loop: Any
-    harness: Any = None
-    """The session's :class:`~latch.host.harness.Harness`: its recorded system prompt and tools go into every
-    request (``loop.system_prompt``, ``loop.tools``), an inferred overhead into ``loop.harness_tokens``."""
-    event_seqs: list[int] = field(default_factory=list)
-    """The store-wide seqs of the session's events, in order (``event_seqs[i]`` is the session's event ``i + 1``)."""
-
-
-def run_budget(store: Any, session_id: str) -> dict[str, int]:
-    """The budget options a ``latch run`` session was started with: ``{"window", "reserve", "recent"}`` (tokens;
-    only the ones its run set), read from the session's profile (``meta["agent"]``, the same record ``latch run
-    --resume`` reads back); ``{}`` for an imported session or a run that set none of them."""
-    profile = (store.session(session_id).meta or {}).get("agent") or {}
-    if not isinstance(profile, Mapping):
-        return {}
-    return {k: int(v) for k in ("window", "reserve", "recent")
-            if isinstance(v := profile.get(k), int) and not isinstance(v, bool)}
-
-
-def window_origin(config: Mapping[str, Any], model: str | None, window: int, flag: int | None) -> tuple[str, str | None]:
-    """``(window_source, window_entry)`` of a budget whose window is ``window`` tokens (see :class:`ReplayPlan`);
-    ``flag`` is the ``--window`` value (``None``: not given)."""
-    if flag is not None:
-        return "--window", None
-    chosen = model_window(config, model)
-    if chosen.context_window_tokens != window:
-        return "engine", None
-    return chosen.source, chosen.entry
-
-
-def plan_replay(store: Any, session_id: str, *, engine: str | None = None, model: str | None = None,
-                estimator: str | None = None, config: Mapping[str, Any] | None = None, window: int | None = None,
-                reserve: int | None = None, recent: int | None = None, scratch: bool = True,
-                harness: bool = True, overlay_main: bool = False) -> ReplayPlan:
-    """Build the engine (stream ``<engine>:replay-<id>``, a run of the replay scratch database unless
-    ``scratch`` is false; with ``overlay_main``, the session's own ``<engine>:main`` stream seen through an
-    in-memory overlay that writes nothing: :class:`~latch.host.session.OverlayKernelWriter`, for a read-only
-    report of the next view), the budget and the request loop of a replay of ``session_id`` (options as
-    :func:`run_replay`). The loop sends the session's harness prompt and tools (:func:`latch.host.harness.
-    session_harness`: recorded ones as the request's system and tools, else the overhead inferred from provider
-    usage as ``harness_tokens``) with every request; ``harness=False`` replays the conversation alone
-    (``ReplayPlan.harness`` is then ``None``). Raises ``click.UsageError`` for an unknown engine or estimator or a reserve not
-    below the window."""
-    config = dict(config or {})
-    resolve_engine_factory(engine, config)  # an unknown engine is a usage error naming the option
-    replay_id = uuid.uuid4().hex[:12]
-    suffix = "main" if overlay_main else f"replay-{replay_id}"
-    try:
-        setup = build_engine(store, session_id, stream=lambda name: f"{name}:{suffix}", engine=engine,
-                             model=model, estimator=estimator, config=config, scratch=scratch and not overlay_main,
-                             overlay=overlay_main)
-    except HostError as exc:
-        raise click.UsageError(str(exc)) from None
-    budget = setup.engine.default_budget()
-    # a `latch run` session: each budget option not given is the one its run was started with (as `latch run
-    # --resume` reads them back), not the default budget
-    # (its reserve only with its window: a --window of this command pairs with the default reserve)
-    recorded = run_budget(store, session_id) if window is None else {}
-    overrides = {k: v for k, v in (("context_window_tokens", recorded.get("window")),
-                                   ("reserve_tokens", recorded.get("reserve")),
-                                   ("recent_tokens", recorded.get("recent")),
-                                   ("context_window_tokens", window), ("reserve_tokens", reserve),
-                                   ("recent_tokens", recent)) if v is not None}
-    merged = {"context_window_tokens": budget.context_window_tokens, "reserve_tokens": budget.reserve_tokens,
-              **overrides}
-    budget_problem(merged["context_window_tokens"], merged["reserve_tokens"], window, reserve,
-                   " (the budget of the session's `latch run`)" if recorded else "")
-    budget = replace(budget, **overrides)
-    requested_recent = budget.recent_tokens
-    budget = replace(budget, recent_tokens=min(requested_recent, budget.hard_limit_tokens))
-    if window is None and "window" in recorded:
-        source, entry = "run", None
-    else:
-        source, entry = window_origin(config, setup.model, budget.context_window_tokens, window)
-    events = list(store.events(session_id))
-    requests = model_requests(events)
-    context = SessionContext(workspace=store.session(session_id).workspace)
-    harness = session_harness(events, requests, setup.counter, context) if harness else None
-    if harness is not None and harness.session_context is not None:  # a latch run session: what it sent
-        context = harness.session_context
-    loop = RequestLoop(store, session_id, setup, budget, session_context=context,
-                       system_prompt=harness.system if harness else "", tools=harness.tools if harness else (),
-                       harness_tokens=harness.inferred_tokens if harness else 0)
-    return ReplayPlan(setup, budget, requested_recent, source, entry, requests, loop, harness,
-                      [s.seq for s in events])
 
 
 def run_replay(store: Any, session_id: str, *, engine: str | None = None, model: str | None = None,
@@ -881,22 +776,22 @@ def replay_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-def budget_problem(window_tokens: int, reserve_tokens: int, window: int | None, reserve: int | None,
-                   origin: str = "") -> None:
-    """Raise ``click.UsageError`` naming the option at fault when the reserve (``reserve_tokens``) is not below
-    the window (``window_tokens``); ``window``/``reserve`` are the ``--window``/``--reserve`` values (``None``:
-    not given), ``origin`` says where a default came from (e.g. `` for model gpt-4o``)."""
-    if reserve_tokens < window_tokens:
-        return
-    if reserve is not None and window is not None:
-        raise click.UsageError(f"--reserve ({reserve}) must be below --window ({window})")
-    if reserve is not None:
-        raise click.UsageError(f"--reserve ({reserve:,}) must be below the window of {window_tokens:,} tokens"
-                               f"{origin}; pass a larger --window")
-    if window is not None:
-        raise click.UsageError(f"--window must exceed the default reserve of {reserve_tokens:,}{origin}; "
-                               "pass --reserve")
-    raise click.UsageError(f"the reserve ({reserve_tokens:,}) must be below the window ({window_tokens:,}){origin}")
+def plan_replay(store: Any, session_id: str, **options: Any) -> ReplayPlan:
+    """:func:`latch.host.replay.plan_replay` for a command: an unknown engine names its option first, and a
+    :class:`~latch.host.loop.HostError` is a ``click.UsageError`` (one line)."""
+    resolve_engine_factory(options.get("engine"), options.get("config"))
+    try:
+        return _plan_replay(store, session_id, **options)
+    except HostError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def budget_problem(*args: Any, **kwargs: Any) -> None:
+    """:func:`latch.host.replay.budget_problem` as a ``click.UsageError``."""
+    try:
+        _budget_problem(*args, **kwargs)
+    except HostError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def check_replay_options(app: Any, config: Mapping[str, Any], *, engine: str | None, estimator: str | None,
