@@ -492,7 +492,7 @@ def _fmt(v: Any) -> str:
     return "–" if v is None else f"{v:,}" if isinstance(v, int) else str(v)
 
 
-# (header, request key) of the per-request table (the README's tour names them), components in the
+# (header, request key) of the per-request table (docs/replay.md's tour names them), components in the
 # spec's order. Optional columns that are None or 0 in every row (tools, extension: replay sends
 # none; provider: no usage reported) are left out, so the table fits a 100-column terminal; the
 # per-request cacheability is in --json and its mean in the summary.
