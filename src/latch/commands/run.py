@@ -68,7 +68,7 @@ from ..host.loop import HostError, build_engine
 from ..host.runs import RunLeaseHeld, RunRecord
 from ..kernel.tombstones import tombstoned_sessions
 from ..providers import ProviderError
-from .run_console import Approver, RunInfo, RunPrinter, call_line, result_summary
+from .run_console import Approver, RunInfo, RunPrinter, call_line, fit_parts, result_summary
 from .run_prompt import exit_summary, prompt_loop, run_task
 
 __all__ = ["register"]
@@ -392,10 +392,11 @@ def register(cli: click.Group) -> None:
                 what = "killed" if gone.running else "already ended"
                 con.print(f"[yellow]background process {gone.process_id} of the last run: {what}, exit code "
                           f"unknown: {markup(' '.join(gone.command.split())[:100])}[/yellow]", highlight=False)
-        con.print(f"[dim]session {session_id} · {markup(name)} {markup(model)} · engine {setup.engine_name} · "
-                  f"window {budget.context_window_tokens:,} · reserve {budget.reserve_tokens:,} · "
-                  f"{sandbox.describe()}[/dim]",
-                  highlight=False)
+        header = fit_parts([(f"session {session_id}", 9), (f"{name} {model}", 8), (f"engine {setup.engine_name}", 5),
+                            (f"window {budget.context_window_tokens:,}", 6), (f"reserve {budget.reserve_tokens:,}", 4),
+                            (sandbox.describe(), 7, sandbox.describe().split(" (")[0])],
+                           con.width)
+        con.print(f"[dim]{markup(header)}[/dim]", highlight=False)
         code = 0
         loop.guard = record.guard  # the lease taken over: no further request or tool call, processes stopped
         record.guard.on_lost(processes.close)

@@ -66,15 +66,19 @@ def child_name(session_id: str) -> str:
     return f"child {session_id[:8]}"
 
 
-def fit_parts(parts: list[tuple[str, int]], width: int, sep: str = " · ") -> str:
-    """The ``parts`` (text, keep-priority; higher is kept longer) joined by ``sep``, dropping the lowest
-    priority part (the last of equals) until the line is at most ``width`` characters or one part is left."""
-    kept = list(parts)
-    while len(kept) > 1 and len(sep.join(t for t, _ in kept)) > width:
-        lowest = min(p for _, p in kept)
-        drop = max(i for i, (_, p) in enumerate(kept) if p == lowest)
-        kept.pop(drop)
-    return sep.join(t for t, _ in kept)
+def fit_parts(parts: list[tuple[str, int]] | list[tuple[str, int, str]], width: int, sep: str = " · ") -> str:
+    """The ``parts`` (text, keep-priority, optionally a shorter text; a higher priority is kept longer) joined by
+    ``sep``: until the line is at most ``width`` characters or one part is left, the lowest priority part (the
+    last of equals) is shortened when it has a shorter text, else dropped."""
+    kept: list[list[Any]] = [list(p) for p in parts]
+    while len(kept) > 1 and len(sep.join(p[0] for p in kept)) > width:
+        lowest = min(p[1] for p in kept)
+        i = max(i for i, p in enumerate(kept) if p[1] == lowest)
+        if len(kept[i]) > 2 and kept[i][2] != kept[i][0]:
+            kept[i][0] = kept[i][2]
+        else:
+            kept.pop(i)
+    return sep.join(p[0] for p in kept)
 
 
 @dataclass
@@ -258,8 +262,9 @@ class Approver:
                      "red" if line.startswith("-") and not line.startswith("---") else "")
             text = markup(line)
             self.con.print(f"  [{style}]{text}[/{style}]" if style else f"  {text}", highlight=False)
-        self.con.print(f"[yellow]allow {markup(call_line(call))}? ({markup(decision.reason)})[/yellow] [y]es / [n]o "
-                       f"/ [a]lways {markup(call.name)} for this session [y/N/a] ", end="", highlight=False)
+        choices = markup(f"[y]es / [n]o / [a]lways {call.name} for this session [y/N/a] ")
+        self.con.print(f"[yellow]allow {markup(call_line(call))}? ({markup(decision.reason)})[/yellow] {choices}",
+                       end="", highlight=False)
         try:
             answer = self.read().strip().lower()
         except EOFError:
