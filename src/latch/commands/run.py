@@ -208,7 +208,8 @@ def register(cli: click.Group) -> None:
             if not worker and not any(True for _ in store.events(info.id, kinds=["user_message"])):
                 raise click.ClickException(f"session {info.id} has no task (it never started); start a new run")
             session_id, workspace = info.id, Path(info.workspace or os.getcwd())
-            waiting = not worker and awaiting_user(store, info.id)
+            # a group's lead may have its workers' messages to read: its resume sends them
+            waiting = not worker and not (info.meta or {}).get("group") and awaiting_user(store, info.id)
             if task is None and not prompt and waiting:  # nothing to send: a resent answer is a wasted request
                 raise click.UsageError(f"session {info.id} waits for the user (the agent's last answer is complete): "
                                        "give a TASK, or resume on a terminal for the prompt")
