@@ -407,7 +407,7 @@ def register(cli: click.Group) -> None:
         try:
             if prompt:
                 info = RunInfo(name, model, setup.engine_name, budget.context_window_tokens, budget.reserve_tokens,
-                               mode, [t.NAME for t in loop.tools])
+                               mode, [t.NAME for t in loop.tools], estimator)
                 code = prompt_loop(con, loop, max_turns, cli, info, printer, approver, ended, task=task,
                                    resumed=resume is not None, waiting=resume is None or waiting)
             else:

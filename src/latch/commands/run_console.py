@@ -277,8 +277,8 @@ class Approver:
 
 @dataclass
 class RunInfo:
-    """What ``/model`` and ``/tools`` report: provider and model names, engine, window and reserve (tokens),
-    the permission mode and the tool names offered."""
+    """What ``/model``, ``/tools`` and ``/context`` use: provider and model names, engine, window and reserve
+    (tokens), the permission mode, the tool names offered and the estimator forced by ``--estimator`` (if any)."""
 
     provider: str
     model: str
@@ -287,3 +287,4 @@ class RunInfo:
     reserve: int
     mode: str
     tools: list[str] = field(default_factory=list)
+    estimator: str | None = None

@@ -88,7 +88,8 @@ def _slash(con: Any, loop: Any, text: str, cli: click.Group, info: RunInfo, prin
         loop.compact("manual")
         con.print("[dim]compacted: the next request starts a new cache epoch (nothing is deleted)[/dim]")
     elif cmd == "/context":
-        ctx.invoke(cli.get_command(ctx, "context"), session=session_id, engine=info.engine, model=info.model)
+        ctx.invoke(cli.get_command(ctx, "context"), session=session_id, engine=info.engine, model=info.model,
+                   estimator=info.estimator)
     elif cmd in ("/state", "/evidence"):
         ctx.invoke(cli.get_command(ctx, cmd[1:]), session=session_id)
     elif cmd == "/search":
