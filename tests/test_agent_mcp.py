@@ -288,7 +288,7 @@ def test_latch_run_offers_config_servers_and_skills_and_resume_offers_the_same_b
         (sid,) = db.execute("SELECT id FROM sessions WHERE source = 'latch run'").fetchone()
     with serve_openai([Reply(tool_calls=(ToolUse("c3", "mcp__t__add", json.dumps({"a": 1, "b": 1})),)),
                        Reply("resumed")]) as fake:
-        r = latch("run", "--resume", sid, "--base-url", fake.base_url, "--yes")
+        r = latch("run", "--resume", sid, "go on", "--base-url", fake.base_url, "--yes")
         resumed = fake.bodies
     assert r.returncode == 0, r.stderr + r.stdout
     assert "no longer offers the tool 'add'" in r.stdout

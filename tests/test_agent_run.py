@@ -286,7 +286,7 @@ def test_resume_keeps_the_budget_and_choices_of_the_run(tmp_path, ws):
                   server.base_url, "--window", "30000", "--reserve", "1000", "--recent", "5000", cwd=ws)
         assert r.returncode == 0, r.stderr
         sid = session_id(tmp_path)
-        r = latch(tmp_path, "run", "--resume", sid, cwd=ws)
+        r = latch(tmp_path, "run", "--resume", sid, "go on", cwd=ws)
         assert r.returncode == 0, r.stderr
         assert "window 30,000 · reserve 1,000" in r.stdout
         assert [b["max_tokens"] for b in server.bodies] == [1000, 1000]

@@ -292,7 +292,7 @@ def test_latch_run_sandboxes_the_models_shell_by_default(bwrap, tmp_path, loopba
     (outside / "run.txt").unlink()
     sid = session_id_of_last(tmp_path)
     with serve_openai(_hostile_script(outside, loopback)) as server:
-        r = latch(tmp_path, "run", "--resume", sid, "--base-url", server.base_url, "--yes", cwd=ws,
+        r = latch(tmp_path, "run", "--resume", sid, "probe again", "--base-url", server.base_url, "--yes", cwd=ws,
                   env=_env(tmp_path))
     assert r.returncode == 0 and "sandbox off" in r.stdout, r.stderr + r.stdout
     assert (outside / "run.txt").exists()

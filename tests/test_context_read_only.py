@@ -60,9 +60,11 @@ def test_context_writes_nothing_and_a_resumed_run_sends_the_same_request(tmp_pat
     bodies = []
     for store in (db, twin):
         with serve_openai([Reply("second answer")]) as server:
-            r = _latch(tmp_path, store, "run", "--resume", sid, "--base-url", server.base_url, cwd=ws)
+            r = _latch(tmp_path, store, "run", "--resume", sid, "go on", "--base-url", server.base_url, cwd=ws)
             assert r.returncode == 0, r.stderr
             bodies.append(server.bodies)
     assert len(bodies[0]) == 1 and bodies[0] == bodies[1]  # the report changed nothing the resumed run sends
-    # the report showed that very request: its messages, and the system prompt the wire sends as one more
-    assert len(bodies[0][0]["messages"]) == rep["messages"] + 1 and bodies[0][0]["messages"][0]["role"] == "system"
+    # the report showed that very request: its messages, the system prompt the wire sends as one more, and the
+    # resumed run's new task
+    assert len(bodies[0][0]["messages"]) == rep["messages"] + 2 and bodies[0][0]["messages"][0]["role"] == "system"
+    assert bodies[0][0]["messages"][-1] == {"role": "user", "content": "go on"}

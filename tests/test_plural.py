@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from latch.cli import _load_commands, cli
-from latch.commands.run import _summary
+from latch.commands.run_console import result_summary as _summary
 from latch.textsafe import plural
 
 _load_commands()

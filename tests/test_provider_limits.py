@@ -125,7 +125,7 @@ def test_an_oversized_tool_call_argument_becomes_an_error_result_not_a_dead_sess
         assert first.returncode == 0, first.stderr[-800:] + first.stdout[-800:]
         sid = session_id(tmp_path)
         again = subprocess.run([sys.executable, "-m", "latch", "--db", str(db), "run", "--resume", sid,
-                                "--base-url", server.base_url], cwd=ws, env=_env(tmp_path), capture_output=True,
+                                "go on", "--base-url", server.base_url], cwd=ws, env=_env(tmp_path), capture_output=True,
                                text=True, timeout=120)
         assert again.returncode == 0, again.stderr[-800:] + again.stdout[-800:]
         second = json.dumps(server.requests[1].body)

@@ -96,7 +96,8 @@ def test_a_resumed_run_with_other_instructions_is_viewed_with_the_prompt_it_sent
     sid = session_id(tmp_path)
     (ws / "AGENTS.md").write_text("Rule two replaces it. MARKER-BETA\n")
     with serve_openai([Reply("Resumed and done.", usage=_usage("openai", 1_000))]) as server:
-        r = latch(tmp_path, "run", "--resume", sid, "--base-url", server.base_url, "--yes", cwd=ws, env=env)
+        r = latch(tmp_path, "run", "--resume", sid, "go on", "--base-url", server.base_url, "--yes", cwd=ws,
+                  env=env)
         bodies += server.bodies
     assert r.returncode == 0, r.stderr + r.stdout
     assert len(bodies) == 3

@@ -376,7 +376,10 @@ class LatchGroup(click.Group):
     def parse_args(self, ctx, args):
         """``--db PATH`` is accepted after the subcommand too (``latch sessions --db X``): it is moved in
         front of it, unless that subcommand has a ``--db`` of its own (``latch stress``). Given twice: a
-        usage error."""
+        usage error. ``latch`` alone prints the help and exits 0 (asking for help is not a mistake)."""
+        if not args and not ctx.resilient_parsing:
+            click.echo(ctx.get_help(), color=ctx.color)
+            ctx.exit(0)
         return super().parse_args(ctx, self._hoist_db(ctx, list(args)))
 
     def _hoist_db(self, ctx, args: list[str]) -> list[str]:

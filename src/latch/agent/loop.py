@@ -293,6 +293,13 @@ class Observer:
     def on_correction(self, correction: EstimateCorrection) -> None:
         """The provider counted more than the estimate; later views are budgeted smaller."""
 
+    def on_steering(self, texts: list[str]) -> None:
+        """Steering messages (queued by any front end) were delivered as user turns, in order."""
+
+    def child(self, session_id: str) -> "Observer":
+        """The observer of child agent ``session_id`` (default: this one)."""
+        return self
+
 
 @dataclass(frozen=True)
 class Step:
@@ -544,7 +551,7 @@ class AgentLoop:
         loop = AgentLoop.from_supervisor(
             store, child_id, self.supervisor, self.provider, model=profile.model, config=profile.config,
             session_context=sc, system_prompt=self.system_prompt, tools=tools, _spawn=spawn, wire=self.wire,
-            policy=self.policy, approve=self.approve, assume_yes=self.assume_yes, observer=self.observer,
+            policy=self.policy, approve=self.approve, assume_yes=self.assume_yes, observer=self.observer.child(child_id),
             max_output_tokens=self.max_output_tokens if same_model else None, tool_runner=self.tool_runner,
             budget=self.base_budget if same_model else None)
         if self.tool_context is not None:
@@ -739,7 +746,9 @@ class AgentLoop:
         refused, provider refused after corrections) or :class:`latch.providers.ProviderError`."""
         if self.guard is not None:  # a lease lost (taken over): no further request
             self.guard.check()
-        self.inbox.deliver()
+        delivered = self.inbox.deliver_messages()
+        if delivered:
+            self.observer.on_steering([text for _, text in delivered])
         self.advance_children()  # a safe boundary: background children run and their reports are delivered
         self.deliver_notifications()
         if self.group is not None:  # group messages: information, delivered FIFO at this safe boundary

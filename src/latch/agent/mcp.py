@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import re
+import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,7 +47,7 @@ from .tools.base import ToolContext, ToolOutcome
 
 __all__ = ["McpServerConfig", "McpHub", "McpTool", "McpUnavailable", "mcp_servers", "tool_entries",
            "session_mcp_tools", "mcp_tools", "TOOL_PREFIX", "DEFAULT_TIMEOUT_SECONDS", "CONNECT_TIMEOUT_SECONDS",
-           "DESCRIPTION_LIMIT"]
+           "DESCRIPTION_LIMIT", "stderr_tail", "STDERR_TAIL_LINES"]
 
 TOOL_PREFIX = "mcp__"
 DEFAULT_TIMEOUT_SECONDS = 120.0
@@ -225,6 +226,22 @@ class _Conn:
         self.alive = False
 
 
+STDERR_TAIL_LINES = 3
+"""The most lines of a server's stderr an error about its failed start quotes (each at most 200 characters)."""
+
+
+def stderr_tail(fh: Any, offset: int, lines: int = STDERR_TAIL_LINES) -> str:
+    """The last ``lines`` non-blank lines written to the file ``fh`` from byte ``offset`` on, joined by `` | ``
+    (the tail of a server's stderr since it was started); ``""`` when it wrote nothing or the file is unreadable."""
+    try:
+        size = os.fstat(fh.fileno()).st_size
+        data = os.pread(fh.fileno(), min(size - offset, 64 * 1024), max(offset, size - 64 * 1024))
+    except (OSError, ValueError):
+        return ""
+    got = [" ".join(x.split()) for x in data.decode("utf-8", "replace").splitlines() if x.strip()][-lines:]
+    return " | ".join(x if len(x) <= 200 else x[:199] + "…" for x in got)
+
+
 class McpHub:
     """Connections to the configured MCP servers through the SDK's client (stdio subprocesses, or
     streamable-HTTP endpoints).
@@ -269,11 +286,13 @@ class McpHub:
             raise McpUnavailable(f"no answer within {timeout:g} s") from None
 
     def _errlog(self, name: str) -> Any:
+        """The file server ``name``'s stderr goes to: ``log_dir/NAME.log``, else a temporary file (read back by
+        :func:`stderr_tail` when the server fails to start)."""
         if self.log_dir is None:
-            fh = open(os.devnull, "w")
+            fh: Any = tempfile.TemporaryFile("w+", encoding="utf-8")
         else:
             self.log_dir.mkdir(parents=True, exist_ok=True)
-            fh = open(self.log_dir / f"{name}.log", "a", encoding="utf-8")
+            fh = open(self.log_dir / f"{name}.log", "a+", encoding="utf-8")
         self._logs.append(fh)
         return fh
 
@@ -286,7 +305,11 @@ class McpHub:
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         _SDK_NOTES.take()  # a note from before this connection is not about it
 
+        errlog: Any = None
+        started_at = 0
+
         async def runner() -> None:
+            nonlocal errlog, started_at
             try:
                 async with contextlib.AsyncExitStack() as stack:
                     if cfg.url:  # streamable HTTP: an httpx2 client carrying the headers, closed with the session
@@ -295,7 +318,9 @@ class McpHub:
                     else:
                         params = StdioServerParameters(command=cfg.command, args=list(cfg.args),
                                                        env=dict(cfg.env) or None, cwd=self.cwd)
-                        transport = stdio_client(params, errlog=self._errlog(name))
+                        errlog = self._errlog(name)
+                        started_at = os.fstat(errlog.fileno()).st_size
+                        transport = stdio_client(params, errlog=errlog)
                     client = await stack.enter_async_context(Client(transport, cache=None))
                     tools = await _list_all(client)
                     conn.client, conn.tools, conn.alive = client, {t.name: t for t in tools}, True
@@ -304,7 +329,9 @@ class McpHub:
             except BaseException as exc:  # the server exited, or could not start: the next use reconnects
                 if not ready.done():
                     note = _SDK_NOTES.take()
-                    ready.set_exception(McpUnavailable(_one_line(exc) + (f" ({note})" if note else "")))
+                    tail = stderr_tail(errlog, started_at) if errlog is not None else ""
+                    ready.set_exception(McpUnavailable(_one_line(exc) + (f" ({note})" if note else "")
+                                                       + (f"; its stderr ended: {tail}" if tail else "")))
                 if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                     raise
             finally:

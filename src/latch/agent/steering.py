@@ -16,7 +16,7 @@ import uuid
 from ..events import AssistantMessage, SteeringDelivered, SteeringQueued, ToolResult, UserMessage
 from ..store import EventStore, PendingEvent
 
-__all__ = ["SteeringQueued", "SteeringDelivered", "SteeringInbox", "pending_tool_calls"]
+__all__ = ["SteeringQueued", "SteeringDelivered", "SteeringInbox", "pending_tool_calls", "awaiting_user"]
 
 # SteeringQueued and SteeringDelivered are declared in latch.events (its explicit table of kinds), so any
 # process decodes a stored steering event without importing the agent.
@@ -64,13 +64,30 @@ class SteeringInbox:
         Returns the seqs of the delivered ``UserMessage`` events (``[]`` when
         nothing is pending or a tool call is still waiting for its result).
         """
+        return [seq for seq, _ in self.deliver_messages()]
+
+    def deliver_messages(self) -> list[tuple[int, str]]:
+        """:meth:`deliver`, returning ``(seq, text)`` of each delivered ``UserMessage`` in order."""
         if not self.at_safe_boundary():
             return []
         batch: list[PendingEvent] = []
+        texts: list[str] = []
         for q in self.pending():
             batch.append(PendingEvent(UserMessage(q.text), f"steering:{q.message_id}"))
             batch.append(PendingEvent(SteeringDelivered(q.message_id), f"steering-delivered:{q.message_id}"))
+            texts.append(q.text)
         if not batch:
             return []
         seqs = self.store.append(self.session_id, batch)
-        return seqs[0::2]
+        return list(zip(seqs[0::2], texts))
+
+
+def awaiting_user(store: EventStore, session_id: str) -> bool:
+    """Whether the session's conversation waits for the user: its last user, assistant or tool-result event is an
+    assistant answer without tool calls and no steering message is pending (a resume then has nothing to send)."""
+    last = None
+    for ev in store.events(session_id, kinds=("user_message", "assistant_message", "tool_result")):
+        last = ev.event
+    if not isinstance(last, AssistantMessage) or last.tool_calls:
+        return False
+    return not SteeringInbox(store, session_id).pending()

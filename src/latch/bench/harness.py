@@ -557,11 +557,37 @@ def verdicts(rows: Sequence[Mapping[str, Any]], engine: str = "continuity") -> l
     return out
 
 
-def markdown_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    head = "| " + " | ".join(t for _, t in _COLUMNS) + " |"
-    sep = "|" + "|".join("---" if k in ("engine", "budget", "frontier") else "---:" for k, _ in _COLUMNS) + "|"
-    body = ["| " + " | ".join(_cell(k, r[k]) for k, _ in _COLUMNS) + " |" for r in rows]
+NARROW_COLUMNS = (("engine", "engine"), ("budget", "budget"), ("frontier", "frontier"), ("requests", "requests"),
+                  ("tokens_per_request", "tokens/request"), ("coverage", "coverage"), ("refused", "refused"),
+                  ("cost_usd_total", "cost $"))
+"""The columns of the table ``latch bench`` prints (report.md has every column of :data:`_COLUMNS`)."""
+
+
+def markdown_table(rows: Sequence[Mapping[str, Any]],
+                   columns: Sequence[tuple[str, str]] = _COLUMNS) -> str:
+    """The Markdown table of :func:`summarize` ``rows``: one row each, ``columns`` as (key, title) pairs (default:
+    every figure)."""
+    head = "| " + " | ".join(t for _, t in columns) + " |"
+    sep = "|" + "|".join("---" if k in ("engine", "budget", "frontier") else "---:" for k, _ in columns) + "|"
+    body = ["| " + " | ".join(_cell(k, r[k]) for k, _ in columns) + " |" for r in rows]
     return "\n".join([head, sep, *body])
+
+
+def budget_verdicts(rows: Sequence[Mapping[str, Any]], engine: str = "continuity") -> list[str]:
+    """One plain line per budget of ``rows`` (:func:`summarize`): ``BUDGET: VERDICT`` as :func:`verdicts` words
+    it, or why there is none (the engine was not run, or no other engine has a coverage to compare)."""
+    said = {}
+    for line in verdicts(rows, engine):
+        budget, _, rest = line.removeprefix("- **").partition("**: ")
+        said[budget] = rest
+    out = []
+    for budget in dict.fromkeys(r["budget"] for r in rows):
+        if budget not in said:
+            ran = any(r["engine"] == engine and r["budget"] == budget for r in rows)
+            said[budget] = (f"no comparison: no other engine has a needed-context coverage to compare {engine} with"
+                            if ran else f"no comparison: {engine} was not run")
+        out.append(f"{budget}: {said[budget]}")
+    return out
 
 
 def cost_table(results: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -10,6 +10,11 @@ cluster with ``--scheduler`` (:mod:`latch.bench.harness`), then writes
 frontier panel).
 matplotlib is required (``pip install '.[bench]'`` in the Latch checkout).
 A job that fails (e.g. a malformed transcript) is listed with its error; the command then exits 1.
+
+Stdout gets a narrow table (:data:`latch.bench.harness.NARROW_COLUMNS`: engine, budget, frontier, requests,
+tokens/request, coverage, refused, dollars; every column is in ``report.md``) and one ``verdict BUDGET: ...`` line
+per budget (:func:`latch.bench.harness.budget_verdicts`). Progress goes to stderr: a bar on a terminal, one line now
+and then in a pipe (:mod:`latch.commands.progress`).
 """
 
 from __future__ import annotations
@@ -23,8 +28,9 @@ from ..cli import pass_app
 from ..textsafe import console, echo, markup, safe
 from . import Count
 from .outputs import folder_outputs, output_file
-from ..bench.harness import SchedulerError, discover_sessions, markdown_table, parse_budgets, run_bench, summarize, \
-    write_plot, write_report
+from .progress import progress
+from ..bench.harness import NARROW_COLUMNS, SchedulerError, budget_verdicts, discover_sessions, markdown_table, \
+    parse_budgets, run_bench, summarize, write_plot, write_report
 from ..plugins import PluginError, registered_engines
 
 __all__ = ["register"]
@@ -73,8 +79,6 @@ def register(cli: click.Group) -> None:
         except ImportError:
             raise click.ClickException("latch bench draws its plots with matplotlib, which is not installed; "
                                        "install it with: pip install '.[bench]' in the Latch checkout") from None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
         config = app.config(config_path)
         try:
             chosen_budgets = parse_budgets(budgets)
@@ -93,11 +97,9 @@ def register(cli: click.Group) -> None:
         err = console(stderr=True)
         start = time.perf_counter()
         try:
-            with Progress(TextColumn("bench"), BarColumn(), MofNCompleteColumn(), TextColumn("jobs"),
-                          TimeElapsedColumn(), console=err, transient=True) as bar:
-                task = bar.add_task("jobs", total=len(names) * len(sessions) * len(chosen_budgets))
+            with progress("bench", "jobs", len(names) * len(sessions) * len(chosen_budgets)) as update:
                 results = run_bench(names, sessions, chosen_budgets, jobs=jobs, estimator=estimator, config=config,
-                                    scheduler=scheduler, progress=lambda done, total: bar.update(task, completed=done))
+                                    scheduler=scheduler, progress=update)
         except PluginError as exc:
             raise click.UsageError(str(exc)) from None
         except SchedulerError as exc:
@@ -110,8 +112,12 @@ def register(cli: click.Group) -> None:
                 paths["plot"] = write_plot(plot, results, chosen_budgets)
             except (OSError, ValueError) as exc:
                 raise click.ClickException(f"--plot {plot}: {exc}") from None
-        echo(safe(markdown_table(summarize(results)), multiline=True))
+        rows = summarize(results)
+        echo(safe(markdown_table(rows, NARROW_COLUMNS), multiline=True))
         con = console(highlight=False)
+        con.print(f"every column: {markup(str(paths['markdown']))}", highlight=False)
+        for line in budget_verdicts(rows):
+            con.print(f"verdict {markup(line)}", highlight=False)
         failed = [r for r in results if "error" in r]
         grouped: dict[tuple[str, str], list[str]] = {}  # one line per (session, error): a bad file fails every job
         for r in failed:

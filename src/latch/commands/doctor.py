@@ -12,7 +12,7 @@ import click
 from .. import __version__, hotpaths
 from ..cli import pass_app
 from ..agent.sandbox import bwrap_problem
-from ..textsafe import Table, console, dumps, markup
+from ..textsafe import console, dumps, markup
 from ..estimators.cabi import default_library_path
 from ..store import data_dir, default_db_path, StoreError, replay_scratch_path
 from ..store.replays import scratch_bytes
@@ -98,9 +98,6 @@ def register(cli: click.Group) -> None:
         if as_json:
             click.echo(dumps(info, indent=2))
         else:
-            t = Table(show_header=False, box=None)
-            t.add_column(style="bold", no_wrap=True)
-            t.add_column(overflow="fold")
             backend = (f"{info['backend']} (LATCH_IMPL={info['impl']})" if info["backend"]
                        else f"[red]unavailable: {markup(info['backend_error'])}[/red]")
             rows = [
@@ -127,8 +124,9 @@ def register(cli: click.Group) -> None:
                 ("replay scratch", f"{markup(info['replay_scratch'])} ({info['replay_scratch_bytes']:,} bytes; "
                  "`latch prune-replays` empties it)" if info["replay_scratch"] else "none (no replay has run)"),
             ]
-            for k, v in rows:
-                t.add_row(k, str(v))
-            console(highlight=False, soft_wrap=True).print(t)
+            width = max(len(k) for k, _ in rows)
+            con = console(highlight=False, soft_wrap=True)
+            for k, v in rows:  # KEY, spaces to the longest key's width, VALUE: no trailing spaces, no edge
+                con.print(f"[bold]{k}[/bold]{' ' * (width - len(k) + 2)}{v}")
         if not ok:
             sys.exit(1)

@@ -1,10 +1,11 @@
-"""``latch group [ROOT_SESSION] [--json]``: the /group view of an agent group.
+"""``latch group [NAME_OR_ROOT_SESSION] [--json]``: the /group view of an agent group.
 
 It reduces the group's durable events with :meth:`latch.agent.group.GroupState.replay` (the reducer
 the UI sidebar uses too), so a live group and a resumed one print the same: each task with its
 dependencies, owner and status (``ready``, ``blocked``, ``claimed``, ``completed``, ``failed``), the
 members and the message counts. Without ROOT_SESSION: the newest session that has group events; a member's session shows the group it
-belongs to; a session in no group is one error line (exit 1).
+belongs to; a session in no group is one error line (exit 1). The group may be named by the NAME ``latch run --group
+NAME`` gave it (:func:`latch.agent.group.resolve_group`), as ``latch run --group NAME --worker`` does.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import click
 
 from ..cli import pass_app
 from ..textsafe import Table, cell, console, dumps, plural, safe
-from ..agent.group import GROUP_KINDS, Group, group_view
+from ..agent.group import GROUP_KINDS, Group, group_view, resolve_group
 
 __all__ = ["register"]
 
@@ -31,11 +32,13 @@ def register(cli: click.Group) -> None:
             if not rows:
                 raise click.ClickException("no agent group in this store (no session has group events)")
             root = rows[-1].session_id
-        try:
-            group = Group(store, root)
+        try:  # the NAME latch run --group gave it, else a session id or prefix
+            group = Group(store, resolve_group(store, root))
         except KeyError as exc:
             raise click.ClickException(str(exc.args[0])) from None
         view = group_view(store, group.root)  # a member's session shows the group it belongs to
+        if view is None and (store.session(group.root).meta or {}).get("group"):
+            view = {"root": group.root}  # a named group's lead before its first task
         if view is None:
             raise click.ClickException(f"session {group.root} is in no agent group (it holds no group events and "
                                        "no group lists it as a member); `latch group` alone shows the newest group")

@@ -5,10 +5,13 @@ workspace's store, appends TASK as the first user message and runs :class:`latch
 until the model answers without a tool call or ``--max-turns`` requests were made. It prints the
 assistant's text as it streams, each tool call and a one-line result summary, and a status line per
 request (context use, tokens, cache read, and the request's cost in dollars where genai-prices prices the model,
-"unpriced" otherwise; :mod:`latch.accounting.pricing`). ``--resume SESSION`` continues a session (a forgotten one
-refuses); calls a killed run left without a result are closed as interrupted first. Without TASK on a
-terminal, an interactive prompt reads tasks and the commands ``/context``, ``/compact``, ``/state``,
-``/evidence``, ``/search QUERY`` and ``/quit``.
+"unpriced" otherwise; :mod:`latch.host.cost`). ``--resume SESSION`` continues a session (a forgotten one
+refuses); calls a killed run left without a result are closed as interrupted first. On a terminal (stdin and
+stdout) the interactive prompt stays open after TASK (:mod:`latch.commands.run_prompt`: tasks and slash commands,
+a summary of tokens and dollars at the end; ``--once`` ends after TASK); ``--resume`` without TASK opens it and
+sends nothing by itself. In a pipe a run ends when TASK is answered; there ``--resume`` without TASK continues a
+run that stopped mid-turn and refuses (nothing sent) a session whose agent already answered. Request numbers
+continue across resumes. Ctrl-C ends the run (exit 130) with the command that continues it.
 
 Each run is recorded durably (:mod:`latch.host.runs`): a ``run_started`` event (run id, pid, host, start time)
 before the first request and a ``run_ended`` event with its outcome (``done``, ``max_turns``, ``stopped``,
@@ -45,11 +48,12 @@ import click
 
 from ..cli import pass_app
 from ..config import MAX_TOKENS, budget_for_model
-from ..textsafe import console, error, markup, plural, safe, warn
+from ..textsafe import console, error, markup, warn
 from .. import plugins
 from ..agent.environment import tool_environment
 from ..agent.context import SYSTEM_PROMPT, session_context
-from ..agent.loop import AgentError, AgentLoop, repair_interrupted, provider_prompt_tokens
+from ..agent.loop import AgentLoop, repair_interrupted
+from ..agent.steering import awaiting_user
 from ..agent.mcp import McpHub, mcp_servers, mcp_tools, session_mcp_tools
 from ..agent.permissions import PermissionPolicy
 from ..agent.sandbox import MODES as SANDBOX_MODES, SandboxError, choose as choose_sandbox
@@ -60,13 +64,12 @@ from ..agent.tools.group import GROUP_TOOLS
 from ..agent.worker import run_worker
 from ..agent.tools import agent_tools, ToolContext
 from ..agent.tools.processes import ProcessManager, remove_stale_log_dirs
-from ..engine.report import context_report
-from ..accounting.pricing import format_usd, price_usage
 from ..host.loop import HostError, build_engine
 from ..host.runs import RunLeaseHeld, RunRecord
-from ..store import LeaseLost
 from ..kernel.tombstones import tombstoned_sessions
 from ..providers import ProviderError
+from .run_console import Approver, RunInfo, RunPrinter, call_line, fit_parts, result_summary
+from .run_prompt import exit_summary, prompt_loop, run_task
 
 __all__ = ["register"]
 
@@ -74,113 +77,6 @@ DEFAULT_MAX_TURNS = 50
 DEFAULT_RESPONSE_TIMEOUT = 600.0  # latch.providers._sdk.DEFAULT_RESPONSE_TIMEOUT (not imported at CLI start)
 DEFAULT_IDLE_TIMEOUT = 120.0  # latch.providers._sdk.DEFAULT_IDLE_TIMEOUT
 DEFAULT_LEASE_SECONDS = 300.0  # latch.agent.worker.DEFAULT_LEASE_SECONDS (not imported at CLI start)
-SLASH_COMMANDS = ("/context", "/compact", "/state", "/evidence", "/search QUERY", "/quit")
-
-
-def _summary(content: str, is_error: bool) -> str:
-    lines = content.splitlines() or [""]
-    head = lines[0].strip()
-    if len(head) > 100:
-        head = head[:99] + "…"
-    more = f" (+{plural(len(lines) - 1, 'line')})" if len(lines) > 1 else ""
-    return f"{'error' if is_error else 'ok'}: {head}{more}"
-
-
-def _call_line(call: Any) -> str:
-    args = call.args()
-    if isinstance(args, dict):
-        first = next((v for k, v in args.items() if k in ("command", "path", "query", "goal", "decision")), None)
-        if first is None and args:
-            first = next(iter(args.values()))
-    else:
-        first = str(args)
-    text = str(first) if first is not None else ""
-    text = " ".join(text.split())
-    if len(text) > 100:
-        text = text[:99] + "…"
-    return f"{call.name}: {text}" if text else call.name
-
-
-class _Printer:
-    """The terminal observer of a run: streamed text, tool lines, a status line per request (all escaped)."""
-
-    def __init__(self, con: Any, budget_limit: int, model: str | None = None, provider: str | None = None,
-                 exact: bool = False):
-        self.con, self.limit, self.exact = con, budget_limit, exact
-        self.model, self.provider = model, provider  # what a request is priced as (latch.accounting.pricing)
-        self._streaming = False
-        self.spent: Any = None  # the run's priced total so far (Decimal), None until a request is priced
-
-    def on_request(self, number: int, result: Any) -> None:
-        self._streaming = False
-
-    def on_text(self, delta: str) -> None:
-        if delta:
-            self._streaming = True
-            sys.stdout.write(safe(delta, multiline=True))
-            sys.stdout.flush()
-
-    def _end_text(self) -> None:
-        if self._streaming:
-            sys.stdout.write("\n")
-            sys.stdout.flush()
-            self._streaming = False
-
-    def on_response(self, number: int, message: Any, usage: Any, view: Any) -> None:
-        if not self._streaming and message.text:  # a provider that answered whole (--no-stream)
-            self.on_text(message.text)
-        self._end_text()
-        total = view.tokens.total_tokens
-        hard = view.budget.hard_limit_tokens
-        parts = [f"request {number}", f"context {total / hard:.0%} of {hard:,}" if hard else f"{total:,}",
-                 f"view {total:,} tokens ({'exact' if self.exact else 'estimated'})", f"epoch {view.epoch}"]
-        if usage is not None:
-            prompt = provider_prompt_tokens(usage)
-            if prompt is not None:
-                parts.append(f"provider prompt {prompt:,}")
-            if usage.cache_read_tokens is not None:
-                parts.append(f"cache read {usage.cache_read_tokens:,}")
-            if usage.output_tokens is not None:
-                parts.append(f"output {usage.output_tokens:,}")
-        parts.append(self._cost(message, usage))
-        self.con.print("[dim]" + " · ".join(parts) + "[/dim]", highlight=False)
-
-    def _cost(self, message: Any, usage: Any) -> str:
-        """``cost $0.004751 (run $0.01234)`` from the provider's usage, or ``unpriced`` (no usage, or a model
-        genai-prices does not price, e.g. a local llama.cpp model)."""
-        got = price_usage(usage, getattr(message, "model", None) or self.model, provider=self.provider)
-        if got is None:
-            return "unpriced"
-        self.spent = got.usd if self.spent is None else self.spent + got.usd
-        return f"cost {format_usd(got.usd)} (run {format_usd(self.spent)})"
-
-    def on_tool_call(self, call: Any, decision: Any, allowed: bool) -> None:
-        mark = "→" if allowed else "✗"
-        self.con.print(f"[cyan]{mark} {markup(_call_line(call))}[/cyan]", highlight=False)
-
-    def on_tool_result(self, call: Any, outcome: Any) -> None:
-        style = "red" if outcome.is_error else "green"
-        self.con.print(f"  [{style}]{markup(_summary(outcome.content, outcome.is_error))}[/{style}]",
-                       highlight=False)
-
-    def on_correction(self, correction: Any) -> None:
-        self.con.print(f"[yellow]the provider counted {correction.provider_tokens:,} tokens for a view estimated "
-                       f"at {correction.estimated_tokens:,}; later views are budgeted smaller[/yellow]",
-                       highlight=False)
-
-
-def _approve_on_tty(con: Any):
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        return None
-
-    def approve(call: Any, decision: Any) -> bool:
-        con.print(f"[yellow]allow {markup(_call_line(call))}? ({markup(decision.reason)})[/yellow] [y/N] ", end="")
-        try:
-            answer = input()
-        except EOFError:
-            return False
-        return answer.strip().lower() in ("y", "yes")
-    return approve
 
 
 def register(cli: click.Group) -> None:
@@ -195,6 +91,8 @@ def register(cli: click.Group) -> None:
                   help="Environment variable holding the API key (default: OPENAI_API_KEY / ANTHROPIC_API_KEY).")
     @click.option("--max-turns", type=click.IntRange(1, 10_000), default=None,
                   help=f"Most model requests of this run (default: [provider] max_turns, else {DEFAULT_MAX_TURNS}).")
+    @click.option("--once", is_flag=True, help="End when TASK is answered, even on a terminal (where the prompt "
+                                               "stays open otherwise).")
     @click.option("--yes", "assume_yes", is_flag=True, help="Allow calls that ask for approval (hard denies still "
                                                             "refuse).")
     @click.option("--mode", type=click.Choice(["default", "accept_edits", "bypass", "read_only"]), default=None,
@@ -247,7 +145,7 @@ def register(cli: click.Group) -> None:
     def run_cmd(app, task, provider_name, model, base_url, api_key_env, max_turns, assume_yes, mode, resume,
                 engine, child_engine, estimator, window, reserve, recent, tool_choice, no_stream, tool_names,
                 config_path, group_name, worker, lease_seconds, sandbox_mode, network, response_timeout,
-                idle_timeout):
+                idle_timeout, once):
         """Run an agent on TASK in the current workspace (or continue one with --resume, or work for an agent
         group with --group NAME --worker)."""
         if worker and group_name is None:
@@ -264,6 +162,10 @@ def register(cli: click.Group) -> None:
             raise click.UsageError(f"--reserve ({reserve}) must be below --window ({window})")
         if task is not None and not task.strip():
             raise click.UsageError("TASK is empty")
+        if once and task is None and resume is None:
+            raise click.UsageError("--once needs a TASK (or --resume SESSION)")
+        on_terminal = sys.stdin.isatty() and sys.stdout.isatty()
+        prompt = on_terminal and not once and not worker  # the interactive prompt stays open after a task
         config = app.config(config_path)
 
         known = {t.NAME: t for t in agent_tools()}
@@ -284,6 +186,7 @@ def register(cli: click.Group) -> None:
         store = app.store(create=False) if resume is not None or worker else None  # a new run opens it once checked
         profile: dict[str, Any] = {}
         resumed_lead = False
+        waiting = True  # the conversation waits for the user (a resumed one: its last answer is complete)
         if worker:
             assert store is not None
             try:
@@ -305,6 +208,11 @@ def register(cli: click.Group) -> None:
             if not worker and not any(True for _ in store.events(info.id, kinds=["user_message"])):
                 raise click.ClickException(f"session {info.id} has no task (it never started); start a new run")
             session_id, workspace = info.id, Path(info.workspace or os.getcwd())
+            # a group's lead may have its workers' messages to read: its resume sends them
+            waiting = not worker and not (info.meta or {}).get("group") and awaiting_user(store, info.id)
+            if task is None and not prompt and waiting:  # nothing to send: a resent answer is a wasted request
+                raise click.UsageError(f"session {info.id} waits for the user (the agent's last answer is complete): "
+                                       "give a TASK, or resume on a terminal for the prompt")
             resumed_lead = not worker and bool((info.meta or {}).get("group"))  # a group's lead stays its lead
         if tool_names is None and profile.get("tools"):  # a resumed session keeps its tools, byte for byte
             chosen_tools = tuple(t for t in known.values() if t.NAME in profile["tools"])
@@ -352,8 +260,7 @@ def register(cli: click.Group) -> None:
             if not hasattr(provider, "stream"):
                 raise click.UsageError(f"--no-stream: provider {name} always streams")
             provider.stream = False
-        interactive = task is None and resume is None
-        if interactive and not sys.stdin.isatty():
+        if task is None and resume is None and not on_terminal:
             raise click.UsageError("no TASK: give one, or run on a terminal for the interactive prompt")
         try:  # every choice is checked before a new session is stored (a rejected run leaves nothing behind)
             plugins.get_engine_factory(plugins.engine_name(engine, config))
@@ -459,10 +366,12 @@ def register(cli: click.Group) -> None:
             tools = (*tools, *GROUP_TOOLS)
         tool_ctx = ToolContext(workspace=workspace, store=store, session_id=session_id, processes=processes,
                                estimate=setup.counter.text)
+        approver = Approver(con, workspace) if on_terminal else None
+        printer = RunPrinter(con, model, name, setup.counter.exact)
         loop = AgentLoop(store, session_id, provider, setup=setup, budget=budget, tools=tools, tool_context=tool_ctx,
-                         session_context=ctx_obj, policy=PermissionPolicy(mode=mode), approve=_approve_on_tty(con),
+                         session_context=ctx_obj, policy=PermissionPolicy(mode=mode), approve=approver,
                          assume_yes=assume_yes, system_prompt=SYSTEM_PROMPT,
-                         observer=_Printer(con, budget.hard_limit_tokens, model, name, setup.counter.exact),
+                         observer=printer,
                          tool_choice=tool_choice, max_output_tokens=budget.reserve_tokens, supervisor=supervisor,
                          group=Group(store, session_id) if lead else None, group_agent="lead" if lead else None,
                          defer_tools=tool_names is None and not profile.get("tools"), secret_names=key_names)
@@ -478,37 +387,41 @@ def register(cli: click.Group) -> None:
             sys.exit(code)
         if resume is not None:
             for res in loop.resume_children():  # children a killed run left mid-way: rebuilt, finished
-                con.print(f"[yellow]resumed child agent: {markup(_summary(res.content, res.is_error))}[/yellow]",
+                con.print(f"[yellow]resumed child agent: {markup(result_summary(res.content, res.is_error))}[/yellow]",
                           highlight=False)
             for call in repair_interrupted(store, session_id):
-                con.print(f"[yellow]interrupted: {markup(_call_line(call))} (no result was recorded)[/yellow]")
+                con.print(f"[yellow]interrupted: {markup(call_line(call))} (no result was recorded)[/yellow]")
             for gone in processes.reconcile():  # background processes whose watcher died with the last run
                 what = "killed" if gone.running else "already ended"
                 con.print(f"[yellow]background process {gone.process_id} of the last run: {what}, exit code "
                           f"unknown: {markup(' '.join(gone.command.split())[:100])}[/yellow]", highlight=False)
-        con.print(f"[dim]session {session_id} · {markup(name)} {markup(model)} · engine {setup.engine_name} · "
-                  f"window {budget.context_window_tokens:,} · reserve {budget.reserve_tokens:,} · "
-                  f"{sandbox.describe()}[/dim]",
-                  highlight=False)
+        header = fit_parts([(f"session {session_id}", 9), (f"{name} {model}", 8), (f"engine {setup.engine_name}", 5),
+                            (f"window {budget.context_window_tokens:,}", 6), (f"reserve {budget.reserve_tokens:,}", 4),
+                            (sandbox.describe(), 7, sandbox.describe().split(" (")[0])],
+                           con.width)
+        con.print(f"[dim]{markup(header)}[/dim]", highlight=False)
         code = 0
         loop.guard = record.guard  # the lease taken over: no further request or tool call, processes stopped
         record.guard.on_lost(processes.close)
         loop.run_id = record.start().run_id
+        loop.turns = sum(1 for _ in store.events(session_id, kinds=["assistant_message"]))  # numbers continue
         ended: dict[str, str] = {"outcome": "done", "detail": ""}
         try:
-            if interactive:
-                code = _interactive(con, loop, store, session_id, max_turns, cli, ended)
+            if prompt:
+                info = RunInfo(name, model, setup.engine_name, budget.context_window_tokens, budget.reserve_tokens,
+                               mode, [t.NAME for t in loop.tools], estimator)
+                code = prompt_loop(con, loop, max_turns, cli, info, printer, approver, ended, task=task,
+                                   resumed=resume is not None, waiting=resume is None or waiting)
             else:
                 if task is not None:
                     loop.say(task)
-                code = _run_task(con, loop, max_turns, ended)
+                code = run_task(con, loop, max_turns, ended)
         except _Terminated as exc:
             ended.update(outcome="interrupted", detail=f"terminated by {signal.Signals(exc.signum).name}")
             code = _terminated(exc, session_id)
         except KeyboardInterrupt:
             code = 130
             ended.update(outcome="interrupted", detail="keyboard interrupt")
-            raise
         except Exception as exc:  # an unexpected failure still ends the run durably, then propagates
             code = 1
             ended.update(outcome="error", detail=f"{type(exc).__name__}: {exc}")
@@ -520,6 +433,12 @@ def register(cli: click.Group) -> None:
                 hub.close()
             if not record.ended:
                 record.end(ended["outcome"], code, ended["detail"])
+        if code == 130:  # Ctrl-C: how to go on, not click's bare "Aborted!"
+            con.print()
+            if prompt:
+                exit_summary(con, printer, session_id)
+            warn(f"interrupted (Ctrl-C): the run ended; its processes were stopped (continue with latch run "
+                 f"--resume {session_id})")
         sys.exit(code)
 
 
@@ -587,70 +506,3 @@ def _work(con: Any, loop: Any, store: Any, root: str, lease_seconds: float) -> i
     con.print(f"[dim]nothing claimable: {len(runs)} task{'s' if len(runs) != 1 else ''} run by {agent}[/dim]",
               highlight=False)
     return 0
-
-
-def _run_task(con: Any, loop: Any, max_turns: int, ended: dict[str, str] | None = None) -> int:
-    """Run the loop to its end; ``ended`` receives the run outcome and a one-line detail (for ``run_ended``)."""
-    ended = ended if ended is not None else {}
-    try:
-        outcome = loop.run(max_turns)
-    except (AgentError, ProviderError, LeaseLost) as exc:
-        error(str(exc))
-        ended.update(outcome="error", detail=str(exc))
-        return 1
-    ended.update(outcome=outcome.stopped, detail="")
-    if outcome.stopped == "stopped":
-        con.print("[yellow]stopped by a stop command at a safe boundary[/yellow]")
-        return 0
-    if outcome.stopped == "max_turns":
-        con.print(f"[yellow]stopped after {plural(max_turns, 'request')} (--max-turns); continue with "
-                  f"latch run --resume {loop.session_id}[/yellow]")
-        return 3
-    return 0
-
-
-def _interactive(con: Any, loop: Any, store: Any, session_id: str, max_turns: int, cli: click.Group,
-                 ended: dict[str, str] | None = None) -> int:
-    con.print(f"[dim]type a task, or one of {', '.join(SLASH_COMMANDS)}[/dim]")
-    while True:
-        try:
-            line = input("latch> ")
-        except EOFError:
-            return 0
-        text = line.strip()
-        if not text:
-            continue
-        if text in ("/quit", "/exit"):
-            return 0
-        if text.startswith("/"):
-            _slash(con, loop, store, session_id, text, cli)
-            continue
-        loop.say(text)
-        _run_task(con, loop, max_turns, ended)
-        if ended is not None and ended.get("outcome") == "stopped":
-            return 0
-        if loop.guard is not None and loop.guard.lost:  # another run took the session over
-            return 1
-
-
-def _slash(con: Any, loop: Any, store: Any, session_id: str, text: str, cli: click.Group) -> None:
-    cmd, _, arg = text.partition(" ")
-    if cmd == "/compact":
-        loop.compact("manual")
-        con.print("[dim]compacted: the next request starts a new cache epoch (nothing is deleted)[/dim]")
-    elif cmd == "/context":
-        res = loop.view()
-        rep = context_report(res.view)
-        con.print_json(data={k: v for k, v in rep.items() if not isinstance(v, (list, dict))})
-    elif cmd in ("/state", "/evidence"):
-        ctx = click.get_current_context()
-        ctx.invoke(cli.get_command(ctx, cmd[1:]), session=session_id)
-    elif cmd == "/search":
-        if not arg.strip():
-            con.print("usage: /search QUERY")
-            return
-        for hit in reversed(store.search(arg, session_id=session_id, limit=10, mode="or")):
-            text = " ".join(hit.event.searchable_text().split())
-            con.print(safe(f"seq {hit.seq} {hit.event.KIND}: {text[:200]}"), markup=False)
-    else:
-        con.print(f"unknown command {markup(cmd)}; known: {', '.join(SLASH_COMMANDS)}")

@@ -189,12 +189,14 @@ def register(cli: click.Group) -> None:
             raise click.UsageError("give FILES (or folders) to import, or --discover")
         if not discover and (since is not None or project is not None):
             raise click.UsageError("--since and --project go with --discover")
+        stdin_copy = None  # the copy of stdin: removed when it fails to import, so an error names stdin instead
         if "-" in files:
             if files.count("-") > 1:
                 raise click.UsageError("'-' (stdin) can be given once")
             if dry_run:
                 raise click.UsageError("--dry-run does not read stdin ('-')")
-            files = tuple(str(_stdin_copy(app)) if f == "-" else f for f in files)
+            stdin_copy = str(_stdin_copy(app))
+            files = tuple(stdin_copy if f == "-" else f for f in files)
         con, err = _console(), console(stderr=True, highlight=False)
         errors: list[str] = []
         skipped: list[str] = []
@@ -274,6 +276,8 @@ def register(cli: click.Group) -> None:
         elif scan and not todo and not errors:
             con.print("no transcripts found", style="yellow")
         for message in errors:
+            if stdin_copy is not None:
+                message = message.replace(stdin_copy, "stdin (-)")
             err.print(f"Error: {markup(message)}", soft_wrap=True)
         total = len(todo) + unreadable
         if errors and total > 1:
