@@ -57,4 +57,4 @@ def test_stress_json_prints_to_stdout(tmp_path):
     _load_commands()
     r = CliRunner().invoke(cli, ["stress", "--events", "400", "--every", "200", "--json"])
     assert r.exit_code == 0, r.output
-    assert json.loads(r.output)["events"] == 400
+    assert json.loads(r.stdout)["events"] == 400

@@ -82,7 +82,7 @@ def test_one_shard_is_the_unsharded_run_and_its_row_reruns_alone():
     res = CliRunner().invoke(cli, ["stress", "--events", "600", "--every", "300", "--shards", "1", "--inline",
                                    "--json"])
     assert res.exit_code == 0, res.output
-    assert "shards" not in json.loads(res.output)  # today's report, no shard rows
+    assert "shards" not in json.loads(res.stdout)  # today's report, no shard rows
 
 
 def test_usage_mistakes_are_one_line(tmp_path):
