@@ -71,13 +71,13 @@ class Terminal:
     def send(self, line: str) -> None:
         os.write(self.master, (line + "\n").encode())
 
-    def finish(self, timeout: float = 30) -> tuple[int, str]:
+    def finish(self, timeout: float = 90) -> tuple[int, str]:
         """Read to the end; the exit code and the output since the last expect."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and self._read(0.2):
             if self.proc.poll() is not None and not select.select([self.master], [], [], 0.1)[0]:
                 break
-        code = self.proc.wait(timeout=10)
+        code = self.proc.wait(timeout=30)
         os.close(self.master)
         return code, self.out[self.seen:]
 
