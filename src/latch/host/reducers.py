@@ -29,6 +29,7 @@ from typing import Any
 from ..events import (AssistantMessage, CompactionMarker, RunCommandApplied, RunCommandQueued, RunEnded, RunStarted,
                       SteeringDelivered, SteeringQueued, SystemNote, ToolResult, ToolStarted, Usage, UserMessage,
                       ValidationEvidence)
+from .calls import call_summary, result_line
 from .cost import cost_dict, parse_timestamp, price_usage, total
 
 __all__ = ["transcript_item", "transcript", "usage_requests", "usage_totals", "evidence", "activity",
@@ -41,8 +42,10 @@ def transcript_item(ev: Any) -> dict[str, Any] | None:
     """The transcript item of one stored event, or ``None`` when the event is not conversation.
 
     Shape: ``{"seq": int, "role": "user"|"assistant"|"tool"|"system"|"compaction", "text": str}`` plus, for an
-    assistant, ``tool_calls`` (``[{"id", "name"}]``), ``reasoning_reported`` (bool) and ``model``; for a tool
-    result ``call_id``, ``name`` and ``is_error``; for a system note ``subtype``. Text is returned as stored
+    assistant, ``tool_calls`` (``[{"id", "name", "summary"}]``, ``summary``: the call's command or path,
+    :func:`latch.host.calls.call_summary`), ``reasoning_reported`` (bool) and ``model``; for a tool result
+    ``call_id``, ``name``, ``is_error`` and ``line`` (the result in one line, :func:`latch.host.calls.result_line`);
+    for a system note ``subtype``. Text is returned as stored
     (rendering it inertly is the caller's job)."""
     e = ev.event
     base: dict[str, Any] = {"seq": ev.seq}
@@ -51,10 +54,11 @@ def transcript_item(ev: Any) -> dict[str, Any] | None:
     if isinstance(e, AssistantMessage):
         return {**base, "role": "assistant", "text": e.text, "model": e.model,
                 "reasoning_reported": bool(e.reasoning_reported),
-                "tool_calls": [{"id": c.id, "name": c.name} for c in e.tool_calls]}
+                "tool_calls": [{"id": c.id, "name": c.name, "summary": call_summary(c)} for c in e.tool_calls]}
     if isinstance(e, ToolResult):
         return {**base, "role": "tool", "text": e.content, "call_id": e.call_id, "name": e.name,
-                "is_error": bool(e.is_error)}
+                "is_error": bool(e.is_error),
+                "line": result_line(e.content, is_error=bool(e.is_error), missing=bool(e.missing))}
     if isinstance(e, SystemNote):
         return {**base, "role": "system", "text": e.text, "subtype": e.subtype}
     if isinstance(e, CompactionMarker):
