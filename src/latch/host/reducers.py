@@ -264,14 +264,18 @@ def cache_epochs(events: Iterable[Any]) -> dict[str, Any]:
 def session_view(events: Iterable[Any], state: Any, *, live: bool = False) -> dict[str, Any]:
     """Everything a UI shows of one session, from its stored events (in ``seq`` order) and its canonical state:
     ``{"last_seq", "live", "transcript", "evidence", "requests", "usage", "activity", "state", "costs",
-    "context", "cache"}`` (the reducers above; ``last_seq`` 0 without events). ``latch show --json``, the web
+    "context", "cache", "canonical"}`` (the reducers above; ``canonical``: the state and its evidence as ``latch
+    state`` and ``latch evidence`` print them, :func:`latch.host.state_report.canonical_view`; ``last_seq`` 0
+    without events). ``latch show --json``, the web
     snapshot and the TUI all build this, so they agree by construction (spec: "Browser observation and
     reconnect")."""
+    from .state_report import canonical_view  # it builds on state_summary above
+
     evs = list(events)
     return {"last_seq": evs[-1].seq if evs else 0, "live": live, "transcript": transcript(evs),
             "evidence": evidence(evs), "requests": usage_requests(evs), "usage": usage_totals(evs),
             "activity": activity(evs, live=live), "state": state_summary(state), "costs": request_costs(evs),
-            "context": context_breakdown(evs), "cache": cache_epochs(evs)}
+            "context": context_breakdown(evs), "cache": cache_epochs(evs), "canonical": canonical_view(state)}
 
 
 def runs(events: Iterable[Any]) -> list[dict[str, Any]]:
