@@ -254,6 +254,7 @@
     if (v.status === "overflow") {
       $("replay-request-head").textContent = "refused by the engine: " + v.error;
       $("replay-system-title").textContent = ""; $("replay-system").textContent = ""; $("replay-tools-title").textContent = "";
+      $("replay-request").scrollIntoView({ block: "start" });
       return;
     }
     const t = v.tokens;
@@ -275,6 +276,7 @@
       for (const r of m.media) div.append(el("p", "media", "[" + r.media_type + ", " + n(r.byte_size) + " bytes, sha256 " + r.sha256.slice(0, 16) + "]"));
       box.append(div);
     }
+    $("replay-request").scrollIntoView({ block: "start" });
   }
   async function replayView(sid) {
     $("replay-view").hidden = false;
