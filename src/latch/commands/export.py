@@ -46,7 +46,8 @@ _HEADINGS = {"user_message": "user", "assistant_message": "assistant", "system_n
 
 
 def _facts(s: SessionSummary) -> list[tuple[str, str]]:
-    cost = "–" if not s.requests else format_usd(s.usd) + (f" ({s.unpriced:,} unpriced)" if s.unpriced else "")
+    cost = ("–" if not s.requests else format_usd(s.usd)
+            + (f" ({s.unpriced:,} of {s.requests:,} requests unpriced)" if s.unpriced and s.usd is not None else ""))
     return [("session", s.id), ("harness", s.harness or "?"), ("model", s.model or "unknown"),
             ("started", s.started.isoformat(timespec="seconds") if s.started else "(undated)"),
             ("requests", f"{s.requests:,}"), ("cost", cost), ("status", s.status), ("source", s.source or "–")]

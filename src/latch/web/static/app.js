@@ -284,8 +284,12 @@
     $("replay-back").href = url("/s/" + encodeURIComponent(sid));
     const doc = await getJSON("/api/sessions/" + encodeURIComponent(sid) + "/replay");
     const cost = doc.summary.cost || {};
+    // like for like: Latch's views against the transcript's cost of the same requests; refused requests counted
+    const refused = cost.refused_requests || 0;
     $("replay-summary").textContent = doc.requests.length + " requests \u00b7 engine " + doc.engine + " \u00b7 estimator " +
-      doc.estimator + " \u00b7 " + doc.summary.epochs + " epoch(s) \u00b7 cost " + usd(cost.view_usd) + " as viewed, " + usd(cost.original_usd) + " original";
+      doc.estimator + " \u00b7 " + doc.summary.epochs + " epoch(s) \u00b7 " + refused + " refused \u00b7 cost on the " +
+      cost.compared_requests + " requests with a view: " + usd(cost.view_usd) + " Latch's views vs " +
+      usd(cost.original_compared_usd) + " as the transcript ran them (all " + doc.requests.length + ": " + usd(cost.original_usd) + ")";
     const body = $("replay-table").tBodies[0];
     for (const r of doc.requests) {
       const tr = el("tr", "replay-row"); tr.dataset.request = String(r.request); tr.tabIndex = 0;
