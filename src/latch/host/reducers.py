@@ -30,6 +30,7 @@ from ..events import (AssistantMessage, CompactionMarker, RunCommandApplied, Run
                       SteeringDelivered, SteeringQueued, SystemNote, ToolResult, ToolStarted, Usage, UserMessage,
                       ValidationEvidence)
 from .calls import call_summary, result_line
+from .state_report import canonical_view, state_summary
 from .cost import cost_dict, parse_timestamp, price_usage, total
 
 __all__ = ["transcript_item", "transcript", "usage_requests", "usage_totals", "evidence", "activity",
@@ -137,25 +138,6 @@ def activity(events: Iterable[Any], *, live: bool) -> dict[str, Any]:
     tools = [{**t, "status": status} for t in open_calls.values()]
     return {"reasoning_reported": reasoning, "tools": tools,
             "running": len(tools) if live else 0, "interrupted": 0 if live else len(tools)}
-
-
-def state_summary(state: Any) -> dict[str, Any]:
-    """The counts of a canonical state (:func:`latch.kernel.canonical_state`, or its ``to_json()`` dict as
-    ``latch state --json`` prints it): ``{"goal", "revision", "generation", "files", "files_observed",
-    "files_written", "mutations", "validation_runs", "requirements", "requirements_current", "failures",
-    "failures_active", "processes", "processes_running", "tombstoned"}``."""
-    def get(name: str) -> Any:
-        return state[name] if isinstance(state, Mapping) else getattr(state, name)
-
-    files, evidence_, failures, processes = get("files"), get("evidence"), get("failures"), get("processes")
-    return {"goal": get("goal"), "revision": get("revision"), "generation": get("generation"),
-            "files": len(files), "files_observed": sum(1 for f in files if f["reads"]),
-            "files_written": sum(1 for f in files if f["writes"]),
-            "mutations": get("mutations"), "validation_runs": get("validation_runs"),
-            "requirements": len(evidence_), "requirements_current": sum(1 for o in evidence_ if o["current"]),
-            "failures": len(failures), "failures_active": sum(1 for f in failures if f["active"]),
-            "processes": len(processes), "processes_running": sum(1 for p in processes if p["running"]),
-            "tombstoned": bool(get("tombstoned"))}
 
 
 def request_costs(events: Iterable[Any]) -> dict[str, Any]:
@@ -269,8 +251,6 @@ def session_view(events: Iterable[Any], state: Any, *, live: bool = False) -> di
     without events). ``latch show --json``, the web
     snapshot and the TUI all build this, so they agree by construction (spec: "Browser observation and
     reconnect")."""
-    from .state_report import canonical_view  # it builds on state_summary above
-
     evs = list(events)
     return {"last_seq": evs[-1].seq if evs else 0, "live": live, "transcript": transcript(evs),
             "evidence": evidence(evs), "requests": usage_requests(evs), "usage": usage_totals(evs),

@@ -1,6 +1,7 @@
 """The canonical state and its validation evidence as ``latch state`` and ``latch evidence`` print them, for the
 CLI, the TUI and the web alike (spec: "Sessions & continuity").
 
+* :func:`state_summary`: the state's counts (``latch.host.reducers`` re-exports it);
 * :func:`summary_line`: the state's counts on one line, numbers with thousands separators;
 * :func:`state_lines`: what ``latch state SESSION`` prints: a head line, the counts, then the rendered state
   (:meth:`latch.kernel.state.CanonicalState.render`: goal, evidence, certification, failures, working set);
@@ -14,12 +15,12 @@ Strings are raw transcript text: make them :func:`latch.textsafe.safe` before pr
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..hotpaths import estimate_tokens
-from .reducers import state_summary
 
-__all__ = ["canonical_view", "summary_line", "state_lines", "evidence_report", "evidence_lines", "CERTIFIED", "NOT_CERTIFIED"]
+__all__ = ["canonical_view", "state_summary", "summary_line", "state_lines", "evidence_report", "evidence_lines", "CERTIFIED", "NOT_CERTIFIED"]
 
 CERTIFIED = "verdict: CERTIFIED (every required validation passed at the current generation)"
 NOT_CERTIFIED = "verdict: NOT CERTIFIED"
@@ -27,12 +28,31 @@ WHOLE_STATE_TOKENS = 10**9
 """The render budget of :func:`state_lines` without one: everything."""
 
 
+def state_summary(state: Any) -> dict[str, Any]:
+    """The counts of a canonical state (:func:`latch.kernel.canonical_state`, or its ``to_json()`` dict as
+    ``latch state --json`` prints it): ``{"goal", "revision", "generation", "files", "files_observed",
+    "files_written", "mutations", "validation_runs", "requirements", "requirements_current", "failures",
+    "failures_active", "processes", "processes_running", "tombstoned"}``."""
+    def get(name: str) -> Any:
+        return state[name] if isinstance(state, Mapping) else getattr(state, name)
+
+    files, evidence_, failures, processes = get("files"), get("evidence"), get("failures"), get("processes")
+    return {"goal": get("goal"), "revision": get("revision"), "generation": get("generation"),
+            "files": len(files), "files_observed": sum(1 for f in files if f["reads"]),
+            "files_written": sum(1 for f in files if f["writes"]),
+            "mutations": get("mutations"), "validation_runs": get("validation_runs"),
+            "requirements": len(evidence_), "requirements_current": sum(1 for o in evidence_ if o["current"]),
+            "failures": len(failures), "failures_active": sum(1 for f in failures if f["active"]),
+            "processes": len(processes), "processes_running": sum(1 for p in processes if p["running"]),
+            "tombstoned": bool(get("tombstoned"))}
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
 def summary_line(state: Any) -> str:
-    """The derived-state counts of one session on one line (:func:`latch.host.reducers.state_summary`)."""
+    """The derived-state counts of one session on one line (:func:`state_summary`)."""
     s = state_summary(state)
     return (f"files {s['files']:,} ({s['files_observed']:,} observed, {s['files_written']:,} written) · mutations "
             f"{s['mutations']:,} · generation {s['generation']:,} · validations "
@@ -55,7 +75,8 @@ def evidence_report(state: Any) -> dict[str, Any]:
     """``latch evidence``'s content: ``{"generation", "requirements": [{"requirement", "status", "generation",
     "current", "set"}] (newest first), "sets": [{"seq", "command"}] (by seq; the command's whitespace collapsed),
     "running": [{"process_id", "started_seq", "command"}], "certified", "verdict", "reasons"}``."""
-    rows, sets = [], {}
+    rows: list[dict[str, Any]] = []
+    sets: dict[int, str] = {}
     for o in reversed(state.evidence):
         rows.append({"requirement": o["requirement"], "status": o["status"], "generation": o["generation"],
                      "current": bool(o["current"]), "set": o["seq"]})
