@@ -11,7 +11,7 @@ session's view from the shared reducers (:func:`latch.host.reducers.session_view
   -- each with its reason in a ``<title>``;
 * the per-request table (view tokens by component, cacheability, provider tokens, cost of both, cache state);
 * the provider cache epochs and breaks;
-* the transcript.
+* the transcript, each tool call with its command or path and its result in one line.
 
 Nothing is loaded from anywhere: no script at all, styles inline, and a Content-Security-Policy that forbids
 scripts and every network fetch. Every string from the transcript, the file name or a plugin is made
@@ -194,8 +194,10 @@ def render_html(doc: Mapping[str, Any], view: Mapping[str, Any], source: str) ->
         out.append(f"<li>request {b['request']} (seq {b['seq']}): {_e(b['reason'])}, read "
                    f"{_n(b['cache_read_tokens'])} of {_n(b['previous_cached_tokens'])} cached tokens</li>")
     out.append('</ul><h2>Transcript</h2><div id="transcript">')
+    results = {item["call_id"]: item["line"] for item in view["transcript"] if item["role"] == "tool"}
     for item in view["transcript"]:
-        calls = "".join(f"<div>→ {_e(c['name'])} ({_e(c['id'])})</div>" for c in item.get("tool_calls") or ())
+        calls = "".join(f"<div>→ {_e(c['summary'])} ⇒ {_e(results.get(c['id'], '…'))}</div>"
+                        for c in item.get("tool_calls") or ())
         out.append(f'<div class="item {_e(item["role"])}"><span class="role">#{item["seq"]} {_e(item["role"])}'
                    f'{" " + _e(item.get("name")) if item["role"] == "tool" else ""}</span>'
                    f"<pre>{_e(item['text'])}</pre>{calls}</div>")
