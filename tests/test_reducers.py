@@ -39,10 +39,10 @@ def test_transcript_items_and_non_conversation_events(store):
     assert [i["role"] for i in items] == ["system", "user", "assistant", "tool", "compaction"]
     assert [i["seq"] for i in items] == [evs[0].seq, evs[1].seq, evs[2].seq, evs[4].seq, evs[6].seq]
     assert items[1]["text"] == "hi <b>"
-    assert items[2]["tool_calls"] == [{"id": "c1", "name": "bash"}]
+    assert items[2]["tool_calls"] == [{"id": "c1", "name": "bash", "summary": "bash"}]
     assert items[2]["reasoning_reported"] is True and items[2]["model"] == "m"
     assert items[3] == {"seq": evs[4].seq, "role": "tool", "text": "out", "call_id": "c1", "name": "bash",
-                        "is_error": True}
+                        "is_error": True, "line": "ERROR: out"}
     assert items[4]["pre_tokens"] == 100 and items[4]["text"] == "sum"
     assert R.transcript_item(evs[3]) is None and R.transcript_item(evs[5]) is None
 

@@ -7,6 +7,7 @@ import pytest
 
 from latch.events import AssistantMessage, CompactionMarker, ToolResult, Usage, UserMessage
 from latch.host import reducers as R
+from latch.host.state_report import evidence_report, summary_line
 from latch.accounting.pricing import price_usage
 from latch.host.kernel import kernel_cache
 from latch.kernel import canonical_state
@@ -75,6 +76,8 @@ def test_session_view_keys_and_state_summary_of_json(events):
         state = canonical_state(store, sid, cache=kernel_cache())
         view = R.session_view(store.events(sid), state)
     assert set(view) == {"last_seq", "live", "transcript", "evidence", "requests", "usage", "activity", "state",
-                         "costs", "context", "cache"}
+                         "costs", "context", "cache", "canonical"}
+    assert view["canonical"]["lines"][:2] == [f"session {sid} · revision {state.revision:,}", summary_line(state)]
+    assert view["canonical"]["evidence"] == evidence_report(state)
     assert R.state_summary(state.to_json()) == R.state_summary(state) == view["state"]
     assert view["usage"]["requests"] == len(view["context"]) == 5

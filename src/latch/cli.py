@@ -52,6 +52,8 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("doctor", "Versions, SQLite and FTS5, the hot-path backend, the native library, the data folder and "
                          "whether bubblewrap can sandbox the shell of ``latch run``."),
     "evidence": ("state", "Show SESSION's validation evidence (current and stale) and the certification verdict."),
+    "export": ("export", "Export SESSION (id or unique prefix) as Markdown, a self-contained HTML page or its stored "
+                         "events as JSON lines."),
     "forget": ("state", "Tombstone SESSION: history and resume omit it; its events, children and artifacts stay."),
     "group": ("group", "Show the agent group rooted in ROOT (tasks, owners, members, messages)."),
     "import": ("sessions", "Import transcript FILES into the store (idempotent; a forgotten session takes no new "

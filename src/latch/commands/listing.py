@@ -30,8 +30,7 @@ import click
 from rich.cells import cell_len, set_cell_size
 
 from ..cli import pass_app
-from ..accounting.pricing import format_usd
-from ..host.summaries import SessionSummary, summarize
+from ..host.summaries import ID_CHARS, SessionSummary, session_tree, short_ids, summarize
 from ..kernel.tombstones import tombstoned_sessions
 from ..store import EventStore, StoreError, data_dir
 from ..textsafe import console, dumps, plural, safe
@@ -41,26 +40,6 @@ __all__ = ["register", "short_ids", "WIDTH"]
 
 WIDTH = 80
 """Columns of every line ``latch sessions`` prints."""
-ID_CHARS = 8
-"""The least characters of an id shown (more when needed to be unique)."""
-
-
-def short_ids(ids: list[str]) -> dict[str, str]:
-    """Each id's shortest prefix of at least :data:`ID_CHARS` characters that no other id starts with (the whole
-    id when it is not longer, or when another id starts with all of it)."""
-    out: dict[str, str] = {}
-    ordered = sorted(ids)
-    for i, sid in enumerate(ordered):
-        n = ID_CHARS
-        for other in (ordered[i - 1] if i else None, ordered[i + 1] if i + 1 < len(ordered) else None):
-            if other is None:
-                continue
-            common = 0
-            while common < min(len(sid), len(other)) and sid[common] == other[common]:
-                common += 1
-            n = max(n, common + 1)
-        out[sid] = sid[:n]
-    return out
 
 
 def child_doc(store, session_id: str) -> dict | None:
@@ -77,7 +56,7 @@ def child_doc(store, session_id: str) -> dict | None:
 
 
 def _local(t: datetime | None) -> str:
-    return "(undated)       " if t is None else t.astimezone().strftime("%Y-%m-%d %H:%M")
+    return "(undated)       " if t is None else t.astimezone().strftime("%Y-%m-%d %H:%M")  # = started_text()
 
 
 def _cut(text: str, width: int) -> str:
@@ -90,7 +69,7 @@ def _cut(text: str, width: int) -> str:
 def _facts(s: SessionSummary, room: int) -> str:
     """Model · requests · cost · status in ``room`` columns: the model name is cut with ``…`` first, so the
     numbers and the status always show."""
-    cost = "–" if not s.requests else format_usd(s.usd) + ("+" if s.usd is not None and s.unpriced else "")
+    cost = s.cost_text()
     rest = [plural(s.requests, "request", fmt=","), cost, s.status]
     model = safe(s.model or "no model")
     over = cell_len(model) + len(" · ".join(rest)) + len(" · ") - room
@@ -106,33 +85,6 @@ def _lines(s: SessionSummary, short: str, depth: int) -> list[str]:
     indent = " " * (len(lead) + max(len(short), ID_CHARS) + 2)
     title = safe(s.title) if s.title else "(no title)"
     return [_cut(first, WIDTH), _cut(f"{indent}{safe(s.harness or '?')}: {title}", WIDTH)]
-
-
-def _tree(summaries: list[SessionSummary]) -> list[tuple[SessionSummary, int]]:
-    """Roots newest first (undated ones last), each followed by its children (oldest first, recursively) with
-    their depth."""
-    shown = {s.id for s in summaries}
-    kids: dict[str, list[SessionSummary]] = {}
-    roots: list[SessionSummary] = []
-    for s in summaries:
-        if s.parent_id is not None and s.parent_id in shown:
-            kids.setdefault(s.parent_id, []).append(s)
-        else:
-            roots.append(s)
-    def key(s: SessionSummary) -> float:
-        return s.started.timestamp() if s.started else float("-inf")
-
-    out: list[tuple[SessionSummary, int]] = []
-
-    def walk(s: SessionSummary, depth: int) -> None:
-        out.append((s, depth))
-        for child in sorted(kids.get(s.id, ()), key=key):
-            if all(child is not seen for seen, _ in out):
-                walk(child, depth + 1)
-
-    for root in sorted(roots, key=key, reverse=True):
-        walk(root, 0)
-    return out
 
 
 def _other_stores(current: Path | None) -> list[Path]:
@@ -208,7 +160,7 @@ def register(cli: click.Group) -> None:
             summaries = [s for s in summaries if s.started is not None and s.started.astimezone().date() >= day]
         if project is not None:
             summaries = [s for s in summaries if project in (s.workspace or "") or project in (s.source or "")]
-        ordered = _tree(summaries)
+        ordered = session_tree(summaries)
         if as_json:
             docs = []
             for s, depth in ordered:

@@ -158,7 +158,9 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     provider's tokens (``provider_forecast_tokens``, its cached prefix scaled alike; ``None`` without a forecast),
     "priced_model"}``, dollars, ``None`` where unpriced: :mod:`latch.accounting.pricing`); ``summary["cost"]`` totals them
     (see :func:`_cost_summary`; its ``view_forecast_usd`` prices each request's forecast where it has one, else its
-    estimate, and is ``None`` when no request has a forecast). The
+    estimate, and is ``None`` when no request has a forecast; like for like, ``original_compared_usd`` is the
+    transcript's cost of only the ``compared_requests`` that got a view, the ``refused_requests`` left out on
+    both sides, so ``view_usd`` compares with it and not with ``original_usd``). The
     Both are priced as the model that answered the request in the transcript (``--model`` changes the budget
     and the estimator, not the price), else as ``model``.
     ``progress(done, total)`` is called after each request; ``on_result(res)`` with each request's
@@ -206,6 +208,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     last_sent = None
     parsed: dict[int, Any] = {}  # request_changes' cache of parsed KernelContext messages, for this replay
     original, viewed, forecasted = pricing.CostTotals(), pricing.CostTotals(), pricing.CostTotals()
+    compared = pricing.CostTotals()  # the transcript's cost of the requests that got a view: like for like
     usages: list[Any] = []  # the transcript's provider usage per request (None: unreported)
     # the provider counted the transcript's request: its recorded harness and the whole conversation so far, which
     # Latch estimates as the harness's system and tools plus history_tokens; an overhead inferred from these very
@@ -254,6 +257,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         would = pricing.view_cost(res.recounted_tokens or 0, prefix, usage.output_tokens if usage else None,
                                   req.model or model, at=at)
         viewed.add(would)
+        compared.add(paid)
         row["cost"]["view_usd"] = pricing.usd(would.usd) if would else None
         row["cost"]["view_cached_prefix_tokens"] = prefix
         guess = would  # in the provider's tokens: the forecast, the cached prefix scaled alike; else the estimate
@@ -316,7 +320,9 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         "mean_cacheability": (sum(r["cacheability"] for r in done[1:]) / (len(done) - 1)) if len(done) > 1 else None,
         "epochs": len({r["epoch"] for r in done}),
         "cost": {**_cost_summary(original, viewed), "view_forecast_usd": pricing_usd(forecasted.usd)
-                 if any(r["cost"].get("view_forecast_usd") is not None for r in done) else None},
+                 if any(r["cost"].get("view_forecast_usd") is not None for r in done) else None,
+                 "compared_requests": len(done), "refused_requests": len(rows) - len(done),
+                 "original_compared_usd": pricing_usd(compared.usd)},
         "provider_ratio": ratio_summary([r["provider_ratio"] for r in done]),
         "provider_ratio_after_first": ratio_summary([r["provider_ratio"] for r in done if r["request"] > 1]),
         "provider_ratio_complete_views": ratio_summary([r["provider_ratio"] for r in done if r["view_complete"]]),
@@ -341,13 +347,13 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
 def _usable_share(rows: list[dict[str, Any]], hard: int) -> dict[str, Any] | None:
     """The share of the real hard limit (``window - reserve``) a view could fill, in the provider's tokens
     (``budget_provider_tokens / hard``) from request :data:`USABLE_FROM_REQUEST` on: ``{"from_request", "requests",
-    "min", "median"}``, ``None`` when no such request has a forecast."""
+    "min", "median", "max"}``, ``None`` when no such request has a forecast."""
     shares = sorted(r["budget_provider_tokens"] / hard for r in rows
                     if r["request"] >= USABLE_FROM_REQUEST and r.get("budget_provider_tokens") is not None)
     if not shares or hard <= 0:
         return None
     return {"from_request": USABLE_FROM_REQUEST, "requests": len(shares), "min": round(shares[0], 4),
-            "median": round(statistics.median(shares), 4)}
+            "median": round(statistics.median(shares), 4), "max": round(shares[-1], 4)}
 
 
 def _cost_summary(original: Any, viewed: Any) -> dict[str, Any]:
@@ -451,15 +457,17 @@ def ratio_line(s: Mapping[str, Any]) -> str | None:
     rate = s.get("provider_rate")
     if c.get("requests"):
         lines = [f"[blue]i[/blue] views that hold the whole conversation ({c['requests']:,}), ÷ the provider's prompt: "
-                 f"Latch's estimate median {c['median']:.2f}× ({c['within']:,}/{c['requests']:,} within {lo}–{hi}×)"
-                 + (f", its forecast in provider tokens median {fc['median']:.2f}× ({fc['within']:,}/"
-                    f"{fc['requests']:,} within)" if fc.get("requests") else "")]
+                 f"Latch's estimate median {c['median']:.2f}× (range {c['min']:.2f}–{c['max']:.2f}×, {c['within']:,}/"
+                 f"{c['requests']:,} within {lo}–{hi}×)"
+                 + (f", its forecast in provider tokens median {fc['median']:.2f}× (range {fc['min']:.2f}–"
+                    f"{fc['max']:.2f}×, {fc['within']:,}/{fc['requests']:,} within)" if fc.get("requests") else "")]
     else:
         lines = [f"[blue]i[/blue] no view holds the whole conversation; Latch's estimate ÷ the provider's prompt: median "
-                 f"{r['median']:.2f}× ({r['within']:,}/{r['requests']:,} within {lo}–{hi}×)"]
+                 f"{r['median']:.2f}× (range {r['min']:.2f}–{r['max']:.2f}×, {r['within']:,}/{r['requests']:,} within "
+                 f"{lo}–{hi}×)"]
     if fe.get("requests"):
         lines.append(f"[blue]i[/blue] views after eviction ({fe['requests']:,}): forecast ÷ the provider's prompt median "
-                     f"{fe['median']:.2f}× (min {fe['min']:.2f}, max {fe['max']:.2f}): the share of what the harness "
+                     f"{fe['median']:.2f}× (range {fe['min']:.2f}–{fe['max']:.2f}×): the share of what the harness "
                      f"sent that Latch's view holds")
     if rate and rate.get("requests"):
         rough = " (few steps: rough)" if rate["steps"] < 3 else ""
@@ -626,7 +634,8 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
     if share is not None and s["overflows"] < s["requests"]:
         # from request 3 the limit is in the provider's tokens: Latch's (conservative) estimate of a view may be above
         largest = (f"max {s['max_total_tokens']:,} tokens (Latch's estimate) · hard limit {s['hard_limit_tokens']:,} "
-                   f"provider tokens, {share['median']:.0%} of it usable on the provider's rate from request "
+                   f"provider tokens, {share['median']:.0%} of it usable (range {share['min']:.0%}–{share['max']:.0%}) on "
+                   "the provider's rate from request "
                    f"{share['from_request']}")
     con.print(f"\n[bold]{plural(s['requests'], 'request')}[/bold] · {s['epochs']} cache epoch(s), {s['rotations']} rotation(s) · "
               + largest)
@@ -722,10 +731,13 @@ def _rewrite_line(r: Mapping[str, Any] | None) -> str | None:
 
 
 def _cost_line(c: Mapping[str, Any] | None, model: str | None) -> str:
-    """The summary's cost line (rich markup): the transcript's cost and cache-read share, Latch's views' cost."""
+    """The summary's cost line (rich markup): the transcript's cost and cache-read share, Latch's views' cost. When
+    the budget refused some requests, Latch's views are compared like for like: with the transcript's cost of the
+    same requests (``original_compared_usd``), and the refused requests are counted."""
     if not c or (c["original_usd"] is None and c["view_usd"] is None):
         return f"cost: {'unpriced'} [dim](no genai-prices price for model {markup(model or 'unknown')})[/dim]"
     parts = []
+    refused = c.get("refused_requests") or 0
     if c["original_usd"] is not None:
         share = c["original_cache_read_share"]
         parts.append(f"cost {format_usd(c['original_usd'])} as the transcript ran it ({c['original_priced_requests']} "
@@ -734,7 +746,11 @@ def _cost_line(c: Mapping[str, Any] | None, model: str | None) -> str:
         parts.append("cost of the transcript: unpriced (no provider usage)")
     if c["view_usd"] is not None:
         vshare = c["view_cache_read_share"]
-        parts.append(f"Latch's views would cost {format_usd(c['view_usd'])} at Latch's conservative token estimate"
+        same = c.get("original_compared_usd")
+        like = (f"on the {c['compared_requests']:,} request(s) with a view ({refused:,} refused, left out of both "
+                f"sides): {format_usd(same)} as the transcript ran them vs " if refused and same is not None else "")
+        parts.append(like + f"Latch's views would cost {format_usd(c['view_usd'])} at Latch's conservative token "
+                     "estimate"
                      + (f" (cache reads {vshare:.0%})" if vshare is not None else "")
                      + (f", about {format_usd(c['view_forecast_usd'])} at the provider's count (forecast)"
                         if c.get("view_forecast_usd") is not None else "")

@@ -3,14 +3,15 @@
 :func:`render_html` takes the replay document (:func:`latch.commands.replay.run_replay`'s JSON) and the
 session's view from the shared reducers (:func:`latch.host.reducers.session_view`) and returns the page:
 
-* a summary (requests, epochs, violations, costs of the transcript and of Latch's views in dollars);
+* a summary (requests, epochs, violations, the requests the budget refused, costs of the transcript and of
+  Latch's views in dollars, compared like for like: the same requests on both sides);
 * an inline SVG chart: one bar per request (the view's tokens, coloured by the engine's cache epoch), the
   provider's reported prompt tokens as a line, and a marker at every cache break -- the engine's rotations and
   in-epoch breaks (``changes.cache``) and the provider's cache breaks (:func:`~latch.host.reducers.cache_epochs`)
   -- each with its reason in a ``<title>``;
 * the per-request table (view tokens by component, cacheability, provider tokens, cost of both, cache state);
 * the provider cache epochs and breaks;
-* the transcript.
+* the transcript, each tool call with its command or path and its result in one line.
 
 Nothing is loaded from anywhere: no script at all, styles inline, and a Content-Security-Policy that forbids
 scripts and every network fetch. Every string from the transcript, the file name or a plugin is made
@@ -61,6 +62,22 @@ def _n(value: Any) -> str:
 
 def _usd(value: float | None) -> str:
     return _e(format_usd(value))
+
+
+def _refused(doc: Mapping[str, Any]) -> str:
+    """How many requests the budget refused (no view), and the first one's reason; ``0`` when none."""
+    refused = [r for r in doc["requests"] if r.get("status") == "overflow"]
+    if not refused:
+        return "0"
+    return (f"{len(refused):,} of {len(doc['requests']):,} (no view: left out of the cost comparison); first: "
+            f"request {refused[0]['request']}: {_e(refused[0].get('error') or '')}")
+
+
+def _compared(cost: Mapping[str, Any]) -> str:
+    """The like-for-like cost comparison: the transcript's cost of the requests that got a view vs Latch's views."""
+    n = cost.get("compared_requests")
+    return (f"on the {_n(n)} requests with a view: {_usd(cost.get('original_compared_usd'))} as the transcript ran "
+            f"them vs {_usd(cost.get('view_usd'))} Latch's views")
 
 
 def _breaks(doc: Mapping[str, Any], view: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -143,7 +160,10 @@ def render_html(doc: Mapping[str, Any], view: Mapping[str, Any], source: str) ->
            f"within an epoch {_n(s.get('prefix_breaks_within_epoch'))})</dd>",
            f"<dt>provider cache epochs</dt><dd>{len(provider['epochs'])} ({len(provider['breaks'])} cache breaks)</dd>",
            f"<dt>violations</dt><dd>{len(s['violations'])}</dd>",
-           f'<dt>cost of the transcript</dt><dd id="cost-original">{_usd(cost.get("original_usd"))}</dd>',
+           f'<dt>refused requests</dt><dd id="refused">{_refused(doc)}</dd>',
+           f'<dt>cost of the transcript</dt><dd id="cost-original">{_usd(cost.get("original_usd"))} '
+           f'({_n(cost.get("original_priced_requests"))} priced requests)</dd>',
+           f'<dt>like for like</dt><dd id="cost-compared">{_compared(cost)}</dd>',
            f'<dt>cost of Latch\'s views</dt><dd id="cost-view">{_usd(cost.get("view_usd"))}</dd>',
            "</dl>"]
     for v in s["violations"]:
@@ -174,8 +194,10 @@ def render_html(doc: Mapping[str, Any], view: Mapping[str, Any], source: str) ->
         out.append(f"<li>request {b['request']} (seq {b['seq']}): {_e(b['reason'])}, read "
                    f"{_n(b['cache_read_tokens'])} of {_n(b['previous_cached_tokens'])} cached tokens</li>")
     out.append('</ul><h2>Transcript</h2><div id="transcript">')
+    results = {item["call_id"]: item["line"] for item in view["transcript"] if item["role"] == "tool"}
     for item in view["transcript"]:
-        calls = "".join(f"<div>→ {_e(c['name'])} ({_e(c['id'])})</div>" for c in item.get("tool_calls") or ())
+        calls = "".join(f"<div>→ {_e(c['summary'])} ⇒ {_e(results.get(c['id'], '…'))}</div>"
+                        for c in item.get("tool_calls") or ())
         out.append(f'<div class="item {_e(item["role"])}"><span class="role">#{item["seq"]} {_e(item["role"])}'
                    f'{" " + _e(item.get("name")) if item["role"] == "tool" else ""}</span>'
                    f"<pre>{_e(item['text'])}</pre>{calls}</div>")

@@ -15,6 +15,7 @@ from ..host.kernel import kernel_cache
 from ..host.runs import session_liveness
 from ..kernel import canonical_state
 from ..textsafe import console, dumps, markup, plural, safe
+from ..host.calls import call_summary, excerpt
 from ..host.discover import claimed_format, walk, with_companions, discover as find_logs
 from ..host.ingest import SessionForgotten, companion_files, import_group
 from .. import importers  # MAX_TRANSCRIPT_BYTES read at use (tests lower it)
@@ -43,31 +44,12 @@ def _progress(items: list, err: Console, threshold: int = 2):
             bar.advance(task)
 
 
-def _excerpt(text: str, width: int = 100) -> str:
-    one = " ".join(text.split())
-    return one if len(one) <= width else one[: width - 1] + "…"
+_excerpt = excerpt
 
 
 def event_line(ev) -> str:
     """One-line human rendering of an event (for ``show`` and ``search``), made :func:`~latch.textsafe.safe`."""
     return safe(_event_line(ev))
-
-
-_COMMAND_KEYS = ("command", "cmd", "file_path", "path", "filePath", "pattern", "query", "url", "description")
-
-
-def call_summary(call) -> str:
-    """``name(command or path)`` of a tool call: the first of :data:`_COMMAND_KEYS` its arguments hold (a list
-    joined by spaces), cut to 60 characters; ``name`` alone when none does. Raw text (make it safe to print)."""
-    args = call.args()
-    if isinstance(args, dict):
-        for key in _COMMAND_KEYS:
-            v = args.get(key)
-            if isinstance(v, list):
-                v = " ".join(str(x) for x in v)
-            if isinstance(v, str) and v.strip():
-                return f"{call.name}({_excerpt(v, 60)})"
-    return call.name
 
 
 def _event_line(ev) -> str:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import click
 from ..cli import pass_app
-from ..host import reducers as R
+from ..host.state_report import evidence_lines, evidence_report, state_lines
 from ..textsafe import Table, cell, console, dumps, echo, plural, safe
 from ..host.kernel import kernel_cache
-from ..hotpaths import estimate_tokens
 from ..kernel import StateOverflow, canonical_state
 from ..kernel.tombstones import tombstoned_sessions, forget_session
 from ..config import MAX_TOKENS
@@ -41,15 +40,6 @@ def _forget_target(store, session: str) -> str:
                                "forgotten")
 
 
-def summary_line(state) -> str:
-    """The derived-state counts of one session, on one line (:func:`latch.host.reducers.state_summary`)."""
-    s = R.state_summary(state)
-    return (f"files {s['files']} ({s['files_observed']} observed, {s['files_written']} written) · mutations "
-            f"{s['mutations']} · generation {s['generation']} · validations {plural(s['validation_runs'], 'run')}, "
-            f"{plural(s['requirements'], 'requirement')} ({s['requirements_current']} current) · failures "
-            f"{plural(s['failures'], 'lineage')} ({s['failures_active']} active) · processes {s['processes']} ({s['processes_running']} running)")
-
-
 def register(cli: click.Group) -> None:
     @cli.command("state")
     @click.argument("session")
@@ -67,14 +57,12 @@ def register(cli: click.Group) -> None:
             click.echo(dumps(state.to_json(), indent=2))
             return
         con = console(highlight=False, soft_wrap=True)
-        head = f"session {state.session_id} · revision {state.revision}"
-        con.print(head + (" · TOMBSTONED" if state.tombstoned else ""), markup=False)
-        con.print(summary_line(state), markup=False)
         try:
-            text = state.render(budget or 10**9, estimate_tokens)
+            lines = state_lines(state, budget)
         except StateOverflow as exc:
             raise click.ClickException(str(exc)) from None
-        con.print(safe(text, multiline=True) or "(empty state)", markup=False)
+        con.print(lines[0], markup=False)
+        con.print(safe("\n".join(lines[1:]), multiline=True), markup=False)
 
     @cli.command("evidence")
     @click.argument("session")
@@ -89,27 +77,15 @@ def register(cli: click.Group) -> None:
                               "processes": list(state.processes), "certification": state.certification}, indent=2))
             return
         con = console(highlight=False, soft_wrap=True)
+        report = evidence_report(state)
         t = Table("requirement", "status", "generation", "state", "set",
-                  title=f"evidence · workspace generation {state.generation}")
-        sets: dict[int, str] = {}
-        for o in reversed(state.evidence):
-            t.add_row(cell(o["requirement"]), cell(o["status"]), str(o["generation"]),
-                      "current" if o["current"] else "STALE", str(o["seq"]))
-            sets.setdefault(o["seq"], o["command"])
+                  title=f"evidence · workspace generation {state.generation:,}")
+        for r in report["requirements"]:
+            t.add_row(cell(r["requirement"]), cell(r["status"]), f"{r['generation']:,}",
+                      "current" if r["current"] else "STALE", str(r["set"]))
         con.print(t)
-        for seq, command in sorted(sets.items()):
-            con.print(f"set {seq} proved by: {safe(' '.join(command.split()))}", markup=False)
-        running = [p for p in state.processes if p["running"]]
-        for p in running:
-            con.print(f"managed process {p['process_id']} running since seq {p['started_seq']}: {safe(p['command'])}",
-                      markup=False)
-        cert = state.certification
-        if cert["certified"]:
-            con.print("verdict: CERTIFIED (every required validation passed at the current generation)", markup=False)
-        else:
-            con.print("verdict: NOT CERTIFIED", markup=False)
-            for reason in cert["reasons"]:
-                con.print(f"  - {safe(reason)}", markup=False)
+        for line in evidence_lines(report)[1 + max(1, len(report["requirements"])):]:
+            con.print(safe(line), markup=False)
 
     @cli.command("forget")
     @click.argument("session")

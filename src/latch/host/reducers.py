@@ -29,6 +29,8 @@ from typing import Any
 from ..events import (AssistantMessage, CompactionMarker, RunCommandApplied, RunCommandQueued, RunEnded, RunStarted,
                       SteeringDelivered, SteeringQueued, SystemNote, ToolResult, ToolStarted, Usage, UserMessage,
                       ValidationEvidence)
+from .calls import call_summary, result_line
+from .state_report import canonical_view, state_summary
 from ..accounting.pricing import cost_dict, parse_timestamp, price_usage, total
 
 __all__ = ["transcript_item", "transcript", "usage_requests", "usage_totals", "evidence", "activity",
@@ -41,8 +43,10 @@ def transcript_item(ev: Any) -> dict[str, Any] | None:
     """The transcript item of one stored event, or ``None`` when the event is not conversation.
 
     Shape: ``{"seq": int, "role": "user"|"assistant"|"tool"|"system"|"compaction", "text": str}`` plus, for an
-    assistant, ``tool_calls`` (``[{"id", "name"}]``), ``reasoning_reported`` (bool) and ``model``; for a tool
-    result ``call_id``, ``name`` and ``is_error``; for a system note ``subtype``. Text is returned as stored
+    assistant, ``tool_calls`` (``[{"id", "name", "summary"}]``, ``summary``: the call's command or path,
+    :func:`latch.host.calls.call_summary`), ``reasoning_reported`` (bool) and ``model``; for a tool result
+    ``call_id``, ``name``, ``is_error`` and ``line`` (the result in one line, :func:`latch.host.calls.result_line`);
+    for a system note ``subtype``. Text is returned as stored
     (rendering it inertly is the caller's job)."""
     e = ev.event
     base: dict[str, Any] = {"seq": ev.seq}
@@ -51,10 +55,11 @@ def transcript_item(ev: Any) -> dict[str, Any] | None:
     if isinstance(e, AssistantMessage):
         return {**base, "role": "assistant", "text": e.text, "model": e.model,
                 "reasoning_reported": bool(e.reasoning_reported),
-                "tool_calls": [{"id": c.id, "name": c.name} for c in e.tool_calls]}
+                "tool_calls": [{"id": c.id, "name": c.name, "summary": call_summary(c)} for c in e.tool_calls]}
     if isinstance(e, ToolResult):
         return {**base, "role": "tool", "text": e.content, "call_id": e.call_id, "name": e.name,
-                "is_error": bool(e.is_error)}
+                "is_error": bool(e.is_error),
+                "line": result_line(e.content, is_error=bool(e.is_error), missing=bool(e.missing))}
     if isinstance(e, SystemNote):
         return {**base, "role": "system", "text": e.text, "subtype": e.subtype}
     if isinstance(e, CompactionMarker):
@@ -133,25 +138,6 @@ def activity(events: Iterable[Any], *, live: bool) -> dict[str, Any]:
     tools = [{**t, "status": status} for t in open_calls.values()]
     return {"reasoning_reported": reasoning, "tools": tools,
             "running": len(tools) if live else 0, "interrupted": 0 if live else len(tools)}
-
-
-def state_summary(state: Any) -> dict[str, Any]:
-    """The counts of a canonical state (:func:`latch.kernel.canonical_state`, or its ``to_json()`` dict as
-    ``latch state --json`` prints it): ``{"goal", "revision", "generation", "files", "files_observed",
-    "files_written", "mutations", "validation_runs", "requirements", "requirements_current", "failures",
-    "failures_active", "processes", "processes_running", "tombstoned"}``."""
-    def get(name: str) -> Any:
-        return state[name] if isinstance(state, Mapping) else getattr(state, name)
-
-    files, evidence_, failures, processes = get("files"), get("evidence"), get("failures"), get("processes")
-    return {"goal": get("goal"), "revision": get("revision"), "generation": get("generation"),
-            "files": len(files), "files_observed": sum(1 for f in files if f["reads"]),
-            "files_written": sum(1 for f in files if f["writes"]),
-            "mutations": get("mutations"), "validation_runs": get("validation_runs"),
-            "requirements": len(evidence_), "requirements_current": sum(1 for o in evidence_ if o["current"]),
-            "failures": len(failures), "failures_active": sum(1 for f in failures if f["active"]),
-            "processes": len(processes), "processes_running": sum(1 for p in processes if p["running"]),
-            "tombstoned": bool(get("tombstoned"))}
 
 
 def request_costs(events: Iterable[Any]) -> dict[str, Any]:
@@ -260,14 +246,16 @@ def cache_epochs(events: Iterable[Any]) -> dict[str, Any]:
 def session_view(events: Iterable[Any], state: Any, *, live: bool = False) -> dict[str, Any]:
     """Everything a UI shows of one session, from its stored events (in ``seq`` order) and its canonical state:
     ``{"last_seq", "live", "transcript", "evidence", "requests", "usage", "activity", "state", "costs",
-    "context", "cache"}`` (the reducers above; ``last_seq`` 0 without events). ``latch show --json``, the web
+    "context", "cache", "canonical"}`` (the reducers above; ``canonical``: the state and its evidence as ``latch
+    state`` and ``latch evidence`` print them, :func:`latch.host.state_report.canonical_view`; ``last_seq`` 0
+    without events). ``latch show --json``, the web
     snapshot and the TUI all build this, so they agree by construction (spec: "Browser observation and
     reconnect")."""
     evs = list(events)
     return {"last_seq": evs[-1].seq if evs else 0, "live": live, "transcript": transcript(evs),
             "evidence": evidence(evs), "requests": usage_requests(evs), "usage": usage_totals(evs),
             "activity": activity(evs, live=live), "state": state_summary(state), "costs": request_costs(evs),
-            "context": context_breakdown(evs), "cache": cache_epochs(evs)}
+            "context": context_breakdown(evs), "cache": cache_epochs(evs), "canonical": canonical_view(state)}
 
 
 def runs(events: Iterable[Any]) -> list[dict[str, Any]]:

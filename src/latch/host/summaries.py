@@ -16,6 +16,8 @@
   interrupt, or the transcript ends on a tool call without its result), ``refused`` (its run ended on an error
   the engine raised because the view could not fit), ``error``/``stopped``/``max turns`` (how a run ended
   otherwise), else ``done``.
+
+:func:`session_tree` orders summaries as every session list shows them: newest first, children under their parent.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ from ..events import AssistantMessage, ToolResult, UserMessage
 from ..accounting import pricing
 from .loop import model_requests
 from .runs import session_liveness
+from ..kernel.tombstones import tombstoned_sessions
 
-__all__ = ["SessionSummary", "summarize", "STATUSES", "SUMMARY_KINDS"]
+__all__ = ["SessionSummary", "summarize", "session_tree", "short_ids", "listed_sessions", "ID_CHARS", "STATUSES", "SUMMARY_KINDS"]
 
 STATUSES = ("done", "interrupted", "live", "refused", "error", "stopped", "max turns")
 """Every :attr:`SessionSummary.status`."""
@@ -60,6 +63,17 @@ class SessionSummary:
     events: int
     workspace: str | None
     source: str | None
+
+    def cost_text(self) -> str:
+        """The cost as the lists show it: ``–`` without requests, else :func:`latch.accounting.pricing.format_usd` of
+        :attr:`usd` with ``+`` when some requests are unpriced."""
+        if not self.requests:
+            return "–"
+        return pricing.format_usd(self.usd) + ("+" if self.usd is not None and self.unpriced else "")
+
+    def started_text(self) -> str:
+        """The start in local time, ``YYYY-MM-DD HH:MM``, or ``(undated)``."""
+        return "(undated)" if self.started is None else self.started.astimezone().strftime("%Y-%m-%d %H:%M")
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: datetimes as ISO 8601 (UTC offset kept), dollars as a float (``None`` when unpriced)."""
@@ -129,3 +143,61 @@ def summarize(store: Any, info: Any) -> SessionSummary:
         harness=info.format, model=models.most_common(1)[0][0] if models else None, requests=len(reqs),
         usd=total, unpriced=unpriced, status=_status(events), events=info.events, workspace=info.workspace,
         source=info.source)
+
+
+def session_tree(summaries: list[SessionSummary]) -> list[tuple[SessionSummary, int]]:
+    """``[(summary, depth), ...]``: the roots newest first (undated ones last), each followed by its children
+    (oldest first, recursively) with their depth (0 for a root); a child whose parent is not in ``summaries`` is
+    a root. ``latch sessions``, the TUI and the web list sessions in this order."""
+    shown = {s.id for s in summaries}
+    kids: dict[str, list[SessionSummary]] = {}
+    roots: list[SessionSummary] = []
+    for s in summaries:
+        if s.parent_id is not None and s.parent_id in shown:
+            kids.setdefault(s.parent_id, []).append(s)
+        else:
+            roots.append(s)
+    def key(s: SessionSummary) -> float:
+        return s.started.timestamp() if s.started else float("-inf")
+
+    out: list[tuple[SessionSummary, int]] = []
+
+    def walk(s: SessionSummary, depth: int) -> None:
+        out.append((s, depth))
+        for child in sorted(kids.get(s.id, ()), key=key):
+            if all(child is not seen for seen, _ in out):
+                walk(child, depth + 1)
+
+    for root in sorted(roots, key=key, reverse=True):
+        walk(root, 0)
+    return out
+
+
+ID_CHARS = 8
+"""The least characters of an id :func:`short_ids` shows (more when needed to be unique)."""
+
+
+def short_ids(ids: list[str]) -> dict[str, str]:
+    """Each id's shortest prefix of at least :data:`ID_CHARS` characters that no other id starts with (the whole
+    id when it is not longer, or when another id starts with all of it)."""
+    out: dict[str, str] = {}
+    ordered = sorted(ids)
+    for i, sid in enumerate(ordered):
+        n = ID_CHARS
+        for other in (ordered[i - 1] if i else None, ordered[i + 1] if i + 1 < len(ordered) else None):
+            if other is None:
+                continue
+            common = 0
+            while common < min(len(sid), len(other)) and sid[common] == other[common]:
+                common += 1
+            n = max(n, common + 1)
+        out[sid] = sid[:n]
+    return out
+
+
+def listed_sessions(store: Any) -> list[tuple[SessionSummary, int]]:
+    """Every session of ``store`` but the forgotten ones (tombstoned, and their descendants), summarized and in
+    :func:`session_tree` order with their depth: what the TUI and the web list (``latch sessions`` without
+    filters)."""
+    dead = tombstoned_sessions(store)
+    return session_tree([summarize(store, info) for info in store.sessions() if info.id not in dead])

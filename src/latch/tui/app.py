@@ -3,14 +3,15 @@ only the commands a user sends a running ``latch run``.
 
 Screens:
 
-* the sessions list (a table: id, format, events, source, title: the harness's session title); Enter opens a
-  session;
+* the sessions list (a table, what ``latch sessions`` shows: id, start, harness, model, requests, cost, status,
+  title; children under their parent); Enter opens a session;
 * a session: one tab per panel, every one built from :func:`latch.host.reducers.session_view` (the reducers
   the web page and ``latch show --json`` use, nothing else):
 
   - ``transcript``: the conversation items (user, assistant, tool, system, compaction), with tool calls;
-  - ``state``: canonical state counts, activity (reasoning reported, tools running or interrupted), the
-    recorded validation evidence and, for a session of an agent group, the group (members, tasks, claims:
+  - ``state``: the canonical state as ``latch state`` prints it, activity (reasoning reported, tools running or
+    interrupted), the validation evidence and verdict as ``latch evidence`` gives them and, for a session of an
+    agent group, the group (members, tasks, claims:
     :func:`latch.agent.group.group_view`, what the web sidebar shows);
   - ``usage``: per request the provider's tokens (uncached input, cache read, cache write, output) and dollars;
   - ``context``: per request what filled the context (tokens by kind, transcript characters by role);
@@ -41,6 +42,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.cells import cell_len, set_cell_size
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -52,6 +54,8 @@ from ..agent.group import group_view
 from ..host import reducers as R
 from ..accounting.pricing import format_usd
 from ..host.kernel import kernel_cache
+from ..host.state_report import CERTIFIED, NOT_CERTIFIED, evidence_lines
+from ..host.summaries import listed_sessions, short_ids
 from ..host.runs import NoRunningRun, RunCommands, session_liveness
 from ..kernel import canonical_state
 from ..kernel.tombstones import forgotten_message, tombstoned_sessions
@@ -73,8 +77,12 @@ def _n(value: Any) -> str:
 
 
 def transcript_text(items: list[dict[str, Any]]) -> Text:
-    """The transcript panel's content: one block per item, ``seq role`` then its text, every string from the
-    transcript made :func:`~latch.textsafe.safe` and appended as plain text (rich markup is not parsed)."""
+    """The transcript panel's content: one block per item, ``seq role`` then its text; each tool call is one line,
+    ``→ name(command or path) ⇒ its result in one line`` (``⇒ …`` while it has no result), and a tool result is
+    its header and its result in one line (``latch show SESSION --event SEQ`` prints it whole). Every string
+    from the transcript is made :func:`~latch.textsafe.safe` and appended as plain text (rich markup is not
+    parsed)."""
+    results = {item["call_id"]: item["line"] for item in items if item["role"] == "tool"}
     out = Text()
     for item in items:
         role = item["role"]
@@ -85,10 +93,13 @@ def transcript_text(items: list[dict[str, Any]]) -> Text:
         elif role == "assistant" and item.get("reasoning_reported"):
             head += " · reasoning reported"
         out.append(head + "\n", style=_ROLE_STYLE.get(role, "bold"))
-        if item.get("text"):
+        if role == "tool":
+            out.append(safe(item["line"]) + "\n", style="red" if item.get("is_error") else "")
+        elif item.get("text"):
             out.append(safe(item["text"], multiline=True) + "\n")
         for call in item.get("tool_calls") or ():
-            out.append(f"  → {safe(call['name'])} ({safe(call['id'])})\n", style="yellow")
+            out.append(f"  → {safe(call['summary'])}", style="yellow")
+            out.append(f" ⇒ {safe(results.get(call['id'], '…'))}\n")
         out.append("\n")
     return out
 
@@ -160,37 +171,48 @@ def _group_text(group: dict[str, Any] | None) -> Text:
 
 
 def _state_text(view: dict[str, Any], group: dict[str, Any] | None = None) -> Text:
-    s, a = view["state"], view["activity"]
+    """The state panel: the canonical state as ``latch state`` prints it (its head and counts, then each section
+    of the rendered state under its heading), activity, the evidence and verdict as ``latch evidence`` gives
+    them (:func:`latch.host.state_report.evidence_lines`) and the group."""
+    c, a = view["canonical"], view["activity"]
     out = Text()
-    out.append("canonical state\n", style="bold")
-    goal = s["goal"]
-    out.append(f"goal: {safe(goal, multiline=True) if goal else '(none)'}\n")
-    out.append(f"revision {s['revision']} · generation {s['generation']} · files {s['files']} "
-               f"({s['files_observed']} observed, {s['files_written']} written) · mutations {s['mutations']}\n"
-               f"validations {s['validation_runs']} runs · requirements {s['requirements']} "
-               f"({s['requirements_current']} current) · failures {s['failures']} ({s['failures_active']} active)"
-               f" · processes {s['processes']} ({s['processes_running']} running)"
-               + (" · TOMBSTONED" if s["tombstoned"] else "") + "\n\n")
-    out.append("activity\n", style="bold")
+    head, counts, *body = c["lines"]
+    out.append(safe(head) + "\n", style="bold")
+    out.append(safe(counts) + "\n")
+    for line in body:
+        heading = not line.startswith(("- ", "  ")) and line.endswith(":")
+        out.append(safe(line) + "\n", style="bold" if heading or line == "Canonical state" else "")
+    out.append("\nactivity\n", style="bold")
     out.append(f"reasoning reported: {'yes' if a['reasoning_reported'] else 'no'} · running {a['running']} · "
                f"interrupted {a['interrupted']}\n")
     for t in a["tools"]:
         out.append(f"  tool {safe(t['name'])} ({safe(t['call_id'])}) at #{t['seq']}: {t['status']}\n",
                    style="yellow" if t["status"] == "running" else "red")
-    out.append("\nevidence\n", style="bold")
-    if not view["evidence"]:
-        out.append("(no validation recorded)\n")
-    for e in view["evidence"]:
-        reqs = ", ".join(safe(r) for r in e["requirements"])
-        out.append(f"#{e['seq']} {safe(e['status'])} exit {_n(e['exit_code'])}: {safe(e['command'])}"
-                   + (f" [{reqs}]" if reqs else "") + "\n")
+    lines = evidence_lines(c["evidence"])
+    out.append("\n" + safe(lines[0]) + "\n", style="bold")
+    for line in lines[1:]:
+        style = ("bold green" if line == CERTIFIED else "bold red" if line == NOT_CERTIFIED
+                 else "yellow" if line.endswith(")") and ", STALE (set " in line else "")
+        out.append(safe(line) + "\n", style=style)
     out.append_text(_group_text(group))
     return out
 
 
+SESSION_COLUMNS = ("id", "started", "harness", "model", "requests", "cost", "status", "title")
+"""The sessions list's columns: what ``latch sessions`` shows (:class:`latch.host.summaries.SessionSummary`)."""
+TITLE_CELLS = 60
+"""The most terminal cells of a title in the sessions list (cut with ``…``)."""
+
+
+def _cut(text: str, width: int) -> str:
+    return text if cell_len(text) <= width else set_cell_size(text, width - 1).rstrip() + "…"
+
+
 class SessionsScreen(Screen[None]):
-    """The sessions list: every session of the store but the forgotten ones (tombstoned, and their descendants);
-    Enter (or a click) opens one."""
+    """The sessions list, as ``latch sessions`` lists them (:func:`latch.host.summaries.listed_sessions`): newest
+    first, each child under its parent (``└``), the shortest unique id, start, harness, model, requests, cost,
+    status and title; forgotten sessions (tombstoned, and their descendants) are not listed. Enter (or a click)
+    opens one."""
 
     BINDINGS = [Binding("r", "reload", "reload")]
 
@@ -201,17 +223,19 @@ class SessionsScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#sessions", DataTable)
-        table.add_columns("id", "format", "events", "source", "title")
+        table.add_columns(*SESSION_COLUMNS)
         self.action_reload()
 
     def action_reload(self) -> None:
         table = self.query_one("#sessions", DataTable)
         table.clear()
-        store = self.app.store  # type: ignore[attr-defined]
-        dead = tombstoned_sessions(store)  # forgotten sessions and their children are not listed
-        for s in (s for s in store.sessions() if s.id not in dead):
-            table.add_row(Text(safe(s.id)), Text(safe(s.format or "")), str(s.events), Text(safe(s.source or "")),
-                          Text(safe(s.title or "")), key=s.id)
+        listed = listed_sessions(self.app.store)  # type: ignore[attr-defined]
+        shorts = short_ids([s.id for s, _ in listed])
+        for s, depth in listed:
+            lead = "" if depth == 0 else "  " * (depth - 1) + "└ "
+            table.add_row(Text(lead + safe(shorts[s.id])), s.started_text(), Text(safe(s.harness or "?")),
+                          Text(safe(s.model or "no model")), f"{s.requests:,}", s.cost_text(), s.status,
+                          Text(_cut(safe(s.title) if s.title else "(no title)", TITLE_CELLS)), key=s.id)
 
     def on_data_table_row_selected(self, message: DataTable.RowSelected) -> None:
         if message.row_key.value is not None:

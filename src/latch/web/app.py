@@ -4,13 +4,13 @@ Routes (every one answers 401 without the token when the app has one: ``Authoriz
 ``?token=T`` for the page and its ``EventSource``, which cannot send headers):
 
 * ``GET /`` and ``GET /s/{id}``: the page (``static/index.html``); ``GET /static/{file}``: its script and style.
-* ``GET /api/sessions``: ``{"sessions": [{"id", "parent_id", "format", "title", "source", "created_at",
-  "events"}]}`` (``title``: :attr:`latch.store.SessionInfo.title`, ``null`` when the harness recorded none).
+* ``GET /api/sessions``: ``{"sessions": [...]}``, what ``latch sessions`` lists (:func:`session_rows`: id, title,
+  start, harness, model, requests, cost, status; children after their parent with their ``depth``).
 * ``GET /api/sessions/{id}``: the snapshot (:func:`snapshot`); 404 for an unknown session.
 * ``GET /api/sessions/{id}/events``: Server-Sent Events. Each stored event after the resume point is one
   message ``event: event``, ``id: <seq>``, ``data: {"seq", "kind", "item"}`` (``item``: the transcript item or
   ``null``); after each batch one ``event: status`` without an id, ``data: {"last_seq", "live", "activity",
-  "usage", "state", "costs", "context", "cache"}`` (the reducers of :func:`latch.host.reducers.session_view`). The resume point is the ``Last-Event-ID`` header (what a reconnecting browser sends),
+  "usage", "state", "costs", "context", "cache", "canonical"}`` (the reducers of :func:`latch.host.reducers.session_view`). The resume point is the ``Last-Event-ID`` header (what a reconnecting browser sends),
   else ``?after=SEQ``, else 0; a value that is not a non-negative integer is a 400. New events are found by
   polling the store every ``poll_interval`` seconds, in ``seq`` order, so a stream has no gap and no
   duplicate, across server restarts too.
@@ -60,6 +60,8 @@ import click
 from ..agent.group import group_view
 from ..host import reducers as R
 from ..host.kernel import kernel_cache
+from ..host.state_report import canonical_view
+from ..host.summaries import listed_sessions, short_ids
 from ..host.runs import NoRunningRun, RunCommands, session_liveness
 from ..kernel import canonical_state
 from ..kernel.tombstones import forgotten_message, tombstoned_sessions
@@ -67,7 +69,7 @@ from ..store import EventStore, StoreError
 from ..textsafe import safe
 from . import is_loopback
 
-__all__ = ["create_app", "snapshot", "serve", "listen", "ListenError", "check_bind", "group_view"]
+__all__ = ["create_app", "snapshot", "session_rows", "serve", "listen", "ListenError", "check_bind", "group_view"]
 
 STATIC = resources.files("latch.web") / "static"
 _STATIC_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
@@ -94,6 +96,23 @@ def _session_row(info: Any) -> dict[str, Any]:
             "source": info.source, "created_at": info.created_at, "events": info.events}
 
 
+def session_rows(store: EventStore) -> list[dict[str, Any]]:
+    """``GET /api/sessions``'s rows, as ``latch sessions`` lists them (:func:`latch.host.summaries.listed_sessions`:
+    newest first, each child after its parent; forgotten sessions left out): each session's
+    :meth:`~latch.host.summaries.SessionSummary.as_dict` plus ``short`` (the shortest unique id prefix),
+    ``depth`` (0 for a root), ``started_text`` and ``cost_text`` (what ``latch sessions`` prints), ``format``
+    and ``created_at``."""
+    listed = listed_sessions(store)
+    shorts = short_ids([s.id for s, _ in listed])
+    out = []
+    for s, depth in listed:
+        info = store.session(s.id)
+        out.append({**s.as_dict(), "parent_id": s.parent_id, "short": shorts[s.id], "depth": depth,
+                    "started_text": s.started_text(), "cost_text": s.cost_text(), "format": info.format,
+                    "created_at": info.created_at})
+    return out
+
+
 def _state(store: EventStore, sid: str) -> Any:
     return canonical_state(store, sid, cache=kernel_cache())
 
@@ -104,7 +123,8 @@ def _status(store: EventStore, sid: str, events: list[Any], observed: bool) -> d
     return {"last_seq": events[-1].seq if events else 0, "live": live, "activity": R.activity(events, live=live),
             "usage": R.usage_totals(events), "state": R.state_summary(state), "costs": R.request_costs(events),
             "context": R.context_breakdown(events), "cache": R.cache_epochs(events), "run": run,
-            "commands": R.commands(events), "group": group_view(store, sid)}
+            "commands": R.commands(events), "group": group_view(store, sid),
+            "canonical": canonical_view(state)}
 
 
 def snapshot(store: EventStore, session_id: str, *, live: bool = False) -> dict[str, Any]:
@@ -186,11 +206,7 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
         return Response(path.read_text(encoding="utf-8"), media_type=_STATIC_TYPES[suffix])
 
     async def sessions(request: Request) -> Response:
-        def listed() -> list[Any]:
-            dead = tombstoned_sessions(store)
-            return [s for s in store.sessions() if s.id not in dead]
-        rows = await asyncio.to_thread(listed)
-        return json_response({"sessions": [_session_row(s) for s in rows]})
+        return json_response({"sessions": await asyncio.to_thread(session_rows, store)})
 
     async def session(request: Request) -> Response:
         info = find(request)

@@ -26,18 +26,32 @@
   }
   function fail(err) { const p = $("error"); p.hidden = false; p.textContent = String(err.message || err); }
 
+  // the sessions list, as `latch sessions` shows it: newest first, children under their parent
   async function sessionsView() {
     $("sessions-view").hidden = false;
     const body = $("sessions").tBodies[0];
     for (const s of (await getJSON("/api/sessions")).sessions) {
-      const tr = el("tr");
-      const td = el("td"); const a = el("a", null, s.id);
+      const tr = el("tr"); tr.dataset.session = s.id; tr.dataset.depth = String(s.depth);
+      const td = el("td", "id");
+      if (s.depth) td.append(el("span", "tree", "\u00a0\u00a0".repeat(s.depth - 1) + "\u2514 "));
+      const a = el("a", null, s.short); a.title = s.id;
       a.href = url("/s/" + encodeURIComponent(s.id)); td.append(a); tr.append(td);
-      for (const v of [s.format, s.title || "", s.events, s.created_at, s.source]) tr.append(el("td", null, v));
+      for (const v of [s.started_text, s.harness || "?", s.model || "no model", n(s.requests), s.cost_text, s.status])
+        tr.append(el("td", null, v));
+      tr.append(el("td", "title", s.title || "(no title)"));
       body.append(tr);
     }
   }
 
+  // each tool call is one line, its command or path then its result in one line (filled when the result
+  // arrives); a tool result shows that line, and its whole text under "whole result" when it has several lines
+  const calls = new Map(), results = new Map();
+  function setResult(callId) {
+    const line = calls.get(callId), r = results.get(callId);
+    if (!line || !r) return;
+    const span = line.querySelector(".result");
+    span.textContent = " \u21d2 " + r.line; span.classList.toggle("error", !!r.is_error);
+  }
   function renderItem(item) {
     const div = el("div", "item role-" + item.role + (item.is_error ? " is-error" : ""));
     div.dataset.seq = String(item.seq);
@@ -46,8 +60,17 @@
     if (item.subtype) meta += " (" + item.subtype + ")";
     if (item.model) meta += " " + item.model;
     div.append(el("div", "meta", meta));
-    if (item.text) div.append(el("pre", "text", item.text));
-    for (const c of item.tool_calls || []) div.append(el("div", "call", "\u2192 " + c.name + " [" + c.id + "]"));
+    if (item.role === "tool" && item.text && item.text.trim().includes("\n")) {
+      div.append(el("div", "line", item.line));
+      const more = el("details"); more.append(el("summary", null, "whole result"), el("pre", "text", item.text));
+      div.append(more);
+    } else if (item.text) div.append(el("pre", "text", item.text));
+    for (const c of item.tool_calls || []) {
+      const line = el("div", "call"); line.dataset.callId = c.id;
+      line.append(el("span", "name", "\u2192 " + c.summary), el("span", "result", " \u21d2 \u2026"));
+      calls.set(c.id, line); div.append(line); setResult(c.id);
+    }
+    if (item.role === "tool") { results.set(item.call_id, item); setResult(item.call_id); }
     if (item.reasoning_reported) div.append(el("span", "badge reasoning", "reasoning reported"));
     $("transcript").append(div);
   }
@@ -55,8 +78,42 @@
     dl.replaceChildren();
     for (const [k, v] of Object.entries(obj)) {
       if (v !== null && typeof v === "object") continue;
-      dl.append(el("dt", null, k), el("dd", null, v === null ? "unknown" : v));
+      dl.append(el("dt", null, k.replace(/_/g, " ")), el("dd", null, v === null ? "unknown" : typeof v === "number" ? n(v) : v));
     }
+  }
+  // the canonical state as `latch state` prints it: its head and counts, then one section per heading of the
+  // rendered state; the evidence and verdict as `latch evidence` gives them
+  function renderCanonical(c) {
+    const box = $("state");
+    box.replaceChildren(el("p", "state-head", c.lines[0]), el("p", "state-counts", c.lines[1]));
+    let list = null;
+    for (const line of c.lines.slice(2)) {
+      if (line.startsWith("- ") || line.startsWith("  ")) {
+        if (!list) { list = el("ul"); box.append(list); }
+        list.append(el("li", null, line.replace(/^- /, "")));
+      } else if (line.endsWith(":") || line === "Canonical state") {
+        list = null; box.append(el("h3", null, line.replace(/:$/, "")));
+      } else { list = null; box.append(el("p", null, line)); }
+    }
+    const ev = c.evidence, eb = $("evidence");
+    eb.replaceChildren(el("p", "meta", "workspace generation " + n(ev.generation)));
+    if (!ev.requirements.length) eb.append(el("p", "none", "(no validation recorded)"));
+    else {
+      const t = el("table", "evidence"); const head = el("tr");
+      for (const h of ["requirement", "status", "generation", "state", "set"]) head.append(el("th", null, h));
+      t.append(head);
+      for (const r of ev.requirements) {
+        const tr = el("tr", r.current ? "current" : "stale");
+        for (const v of [r.requirement, r.status, n(r.generation), r.current ? "current" : "STALE", r.set]) tr.append(el("td", null, v));
+        t.append(tr);
+      }
+      eb.append(t);
+    }
+    for (const s of ev.sets) eb.append(el("p", "set", "set " + s.seq + " proved by: " + s.command));
+    for (const p of ev.running) eb.append(el("p", "set", "managed process " + p.process_id + " running since seq " + p.started_seq + ": " + p.command));
+    const verdict = el("p", "verdict " + (ev.certified ? "certified" : "not-certified"), ev.verdict);
+    eb.append(verdict);
+    if (ev.reasons.length) { const ul = el("ul"); for (const r of ev.reasons) ul.append(el("li", null, r)); eb.append(ul); }
   }
   // commands: POST with a JSON body and the X-Latch-Token header; the receipt's status follows the durable
   // events (status.commands), so a reload shows the same receipts
@@ -132,8 +189,7 @@
       const b = el("span", "badge tool " + t.status, t.name + " " + t.status);
       b.dataset.callId = t.call_id; box.append(b);
     }
-    const goal = st.state.goal;
-    fill($("state"), Object.assign({}, st.state, { goal: goal ? (goal.text || JSON.stringify(goal)) : null }));
+    renderCanonical(st.canonical);
     fill($("usage"), st.usage);
     renderRequests(st);
   }
@@ -198,6 +254,7 @@
     if (v.status === "overflow") {
       $("replay-request-head").textContent = "refused by the engine: " + v.error;
       $("replay-system-title").textContent = ""; $("replay-system").textContent = ""; $("replay-tools-title").textContent = "";
+      $("replay-request").scrollIntoView({ block: "start" });
       return;
     }
     const t = v.tokens;
@@ -219,6 +276,7 @@
       for (const r of m.media) div.append(el("p", "media", "[" + r.media_type + ", " + n(r.byte_size) + " bytes, sha256 " + r.sha256.slice(0, 16) + "]"));
       box.append(div);
     }
+    $("replay-request").scrollIntoView({ block: "start" });
   }
   async function replayView(sid) {
     $("replay-view").hidden = false;
@@ -226,8 +284,12 @@
     $("replay-back").href = url("/s/" + encodeURIComponent(sid));
     const doc = await getJSON("/api/sessions/" + encodeURIComponent(sid) + "/replay");
     const cost = doc.summary.cost || {};
+    // like for like: Latch's views against the transcript's cost of the same requests; refused requests counted
+    const refused = cost.refused_requests || 0;
     $("replay-summary").textContent = doc.requests.length + " requests \u00b7 engine " + doc.engine + " \u00b7 estimator " +
-      doc.estimator + " \u00b7 " + doc.summary.epochs + " epoch(s) \u00b7 cost " + usd(cost.view_usd) + " as viewed, " + usd(cost.original_usd) + " original";
+      doc.estimator + " \u00b7 " + doc.summary.epochs + " epoch(s) \u00b7 " + refused + " refused \u00b7 cost on the " +
+      cost.compared_requests + " requests with a view: " + usd(cost.view_usd) + " Latch's views vs " +
+      usd(cost.original_compared_usd) + " as the transcript ran them (all " + doc.requests.length + ": " + usd(cost.original_usd) + ")";
     const body = $("replay-table").tBodies[0];
     for (const r of doc.requests) {
       const tr = el("tr", "replay-row"); tr.dataset.request = String(r.request); tr.tabIndex = 0;
