@@ -218,3 +218,12 @@ def test_function_local_latch_imports_are_few_and_each_has_its_reason():
     assert unexplained == [], "import these at module level (or add them with the reason to LOCAL_IMPORTS_ALLOWED)"
     assert len({(f, line) for f, line, _ in local}) <= LOCAL_IMPORTS_MAX
     assert {(f, m) for f, _, m in local} == set(LOCAL_IMPORTS_ALLOWED), "an allowed local import no longer happens"
+
+
+def test_the_architecture_map_names_every_package_and_module():
+    """docs/architecture.md's map of ``src/latch`` names every subpackage and top-level module (``latch/NAME``)."""
+    text = (SRC.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    names = sorted({p.name for p in SRC.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
+                   | {p.name for p in SRC.glob("*.py") if not p.name.startswith("_")})
+    missing = [n for n in names if f"latch/{n}" not in text]
+    assert missing == [], f"docs/architecture.md does not name: {missing}"

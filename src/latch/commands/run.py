@@ -5,7 +5,7 @@ workspace's store, appends TASK as the first user message and runs :class:`latch
 until the model answers without a tool call or ``--max-turns`` requests were made. It prints the
 assistant's text as it streams, each tool call and a one-line result summary, and a status line per
 request (context use, tokens, cache read, and the request's cost in dollars where genai-prices prices the model,
-"unpriced" otherwise; :mod:`latch.host.cost`). ``--resume SESSION`` continues a session (a forgotten one
+"unpriced" otherwise; :mod:`latch.accounting.pricing`). ``--resume SESSION`` continues a session (a forgotten one
 refuses); calls a killed run left without a result are closed as interrupted first. On a terminal (stdin and
 stdout) the interactive prompt stays open after TASK (:mod:`latch.commands.run_prompt`: tasks and slash commands,
 a summary of tokens and dollars at the end; ``--once`` ends after TASK); ``--resume`` without TASK opens it and

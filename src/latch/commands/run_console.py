@@ -5,7 +5,7 @@ child's name as a prefix (``[child 1a2b3c4d] ``, its session id's first 8 hex di
 arrived from another front end (``latch web``, ``latch tui``) is echoed when it is delivered. The status line of
 a request (request number, context use, view tokens, epoch, provider prompt, cache read, output, cost) is fitted
 to the console's width (characters): the least useful parts are dropped first (:func:`fit_parts`), never wrapped.
-:class:`RunTotals` adds up the run's requests, tokens by kind and dollars (genai-prices, :mod:`latch.host.cost`)
+:class:`RunTotals` adds up the run's requests, tokens by kind and dollars (genai-prices, :mod:`latch.accounting.pricing`)
 for ``/cost`` and the summary at exit.
 
 :class:`Approver` asks before a call the permission policy does not allow by itself: it shows the command (for
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agent.loop import Observer, provider_prompt_tokens
-from ..host.cost import format_usd, price_usage
+from ..accounting.pricing import format_usd, price_usage
 from ..textsafe import markup, plural, safe
 
 __all__ = ["RunPrinter", "RunTotals", "Approver", "fit_parts", "call_line", "result_summary", "child_name",

@@ -1,0 +1,231 @@
+"""Helpers the rules share: arguments, error signatures, shell outcomes, patches."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+from ...events import RawArguments, ToolCall
+from ..events import FileObservation, Mutation, ProcessExited, ValidationEvidence
+from ..shell import classify_command, command_text
+from .facts import ToolFailure, ToolSuccess
+from .rules import DerivationContext
+
+
+# ------------------------------------------------------------------------------------- helpers
+def call_arguments(call: ToolCall) -> dict[str, Any]:
+    """The call's arguments as a dict (:meth:`ToolCall.args`; shared, do not mutate): empty text is ``{}``,
+    a non-object or non-JSON string becomes ``{"input": value}`` (a fresh dict)."""
+    if not call.arguments:
+        return {}
+    value = call.args()
+    return value if isinstance(value, dict) else {"input": str(value) if isinstance(value, RawArguments) else value}
+
+
+_HEADER_RE = re.compile(r"^(Script (completed|failed)|Wall time [\d.]+ seconds|Output:|Script error:|Chunk ID: \S+|"
+                        r"Process exited with code -?\d+|Original token count: \d+|Total output lines: \d+)$")
+_ERRORISH_RE = re.compile(r"error|fail|exception|not found|denied|invalid|cannot|can't|unable|refused|\btimed out\b|"
+                          r"no such|panic|fatal|abort|reject|does not exist|unexpected", re.I)
+
+
+_ANSI_RE = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|[()][A-Za-z0-9]|[@-Z\\-_])")
+_LEADING_ERROR_RE = re.compile(r"^(?:error|fatal|panic|exception|failed|fail\b|npm err|[\w.]*(?:Error|Exception)\b)",
+                               re.I)
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without terminal escape sequences (colors, cursor moves)."""
+    return _ANSI_RE.sub("", text) if "\x1b" in text else text
+
+
+def _meaningful_lines(text: str) -> list[str]:
+    return [s for s in (line.strip() for line in strip_ansi(text).splitlines()) if s and not _HEADER_RE.match(s)]
+
+
+def _error_line(lines: list[str]) -> str:
+    """The line that best names the error: one starting like an error, else a test/build failure
+    marker, else one mentioning an error, else the first."""
+    for pick in (_LEADING_ERROR_RE.match, _FAIL_RE.search, _ERRORISH_RE.search):
+        line = next((s for s in lines if pick(s)), None)
+        if line is not None:
+            return line
+    return lines[0] if lines else ""
+
+
+def error_signature(text: str) -> str:
+    """A normalized one-line signature of an error text (same failure → same signature).
+
+    The first line that looks like an error (else the first line), with quoted
+    strings, paths, hex and numbers replaced by placeholders, at most 160 characters.
+    """
+    lines = _meaningful_lines(text)
+    if not lines:
+        return "(no output)"
+    line = _error_line(lines)
+    sig = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", "<q>", line)
+    sig = re.sub(r"(?:[A-Za-z]:)?(?:[\w.\-~]*/)+[\w.\-]*", "<path>", sig)
+    sig = re.sub(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8,}\b", "<hex>", sig)
+    sig = re.sub(r"\d+", "<n>", sig)
+    sig = re.sub(r"\s+", " ", sig).strip()
+    return sig[:160]
+
+
+def _excerpt(text: str, width: int = 200) -> str:
+    line = _error_line(_meaningful_lines(text))
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _action(call: ToolCall, args: dict[str, Any]) -> tuple[str, ...]:
+    for key in ("command", "cmd", "file_path", "notebook_path", "path", "filename", "cell_id", "session_id"):
+        value = args.get(key)
+        if value is not None:
+            text = command_text(value) if key in ("command", "cmd") else str(value)
+            if text:
+                return (_one_line(text),)
+    return (call.arguments[:300],)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:300]
+
+
+_EXIT_RES = (
+    re.compile(r"^(?:Process exited with code|Command exited with code|Exit code:?|exit code:?|Exit Code:|"
+               r"Exit status:?|exit status:?)\s*(-?\d+)\b", re.M),
+    re.compile(r"executed with exit code (-?\d+)"),
+    re.compile(r"<exit_code>(-?\d+)</exit_code>"),
+    re.compile(r"<exited with exit code (-?\d+)>\s*$"),
+)
+_FAIL_RE = re.compile(
+    r"test result: FAILED|^FAILED\b|\b[1-9]\d* (?:failed|failing|errors?)\b|^error(?:\[E\d+\])?:|^ERROR\b|"
+    r"Traceback \(most recent call last\)|npm ERR!|^npm error\b|BUILD FAILURE|BUILD FAILED|^FAIL\b|^--- FAIL|make: \*\*\*|"
+    r"panicked at|Segmentation fault|^Diff in \S+|\berror TS\d+:", re.M)
+_PASS_RE = re.compile(
+    r"test result: ok|\b\d+ passed\b|^OK\b|^PASS\b|BUILD SUCCESS|All tests passed|no issues found|"
+    r"Compiled successfully|^\s*Finished\b|^ok\s|\bbuilt in [\d.]+m?s\b", re.M)
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """What a command run produced: output text and what the harness said about its exit."""
+
+    output: str
+    exit_code: int | None = None
+    is_error: bool = False
+    missing: bool = False
+
+
+def _exit_code(output: str) -> int | None:
+    for rx in _EXIT_RES:
+        m = rx.search(output)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def _status(run: Run, ctx: DerivationContext, validation: bool) -> tuple[str, int | None]:
+    """``(passed|failed|unknown, exit_code)`` of a run."""
+    if run.missing:
+        return "unknown", None
+    output = strip_ansi(run.output)
+    code = run.exit_code if run.exit_code is not None else _exit_code(output)
+    if code is not None:
+        return ("passed" if code == 0 else "failed"), code
+    if validation and _FAIL_RE.search(output):
+        return "failed", None
+    if run.is_error:
+        return "failed", None
+    if validation and _PASS_RE.search(output):
+        return "passed", None
+    if ctx.error_flag_reliable:
+        return "passed", None
+    return "unknown", None
+
+
+def _summary(output: str) -> str:
+    lines = _meaningful_lines(output)
+    marked = [s for s in lines if _FAIL_RE.search(s) or _PASS_RE.search(s)]
+    line = (marked or lines or [""])[-1]
+    return line if len(line) <= 200 else line[:199] + "…"
+
+
+def shell_facts(tool: str, script: str, run: Run, ctx: DerivationContext, *, process_id: str | None = None) -> list[Any]:
+    """Facts of one shell command: mutations (in order around the validation set), the
+    validation set (deferred to the exit when ``process_id`` is still running), reads,
+    and the call's failure or success.
+    """
+    segments = classify_command(script)
+    validations = tuple(s.text for s in segments if s.kind == "validate")
+    status, code = _status(run, ctx, bool(validations))
+    facts: list[Any] = []
+    placed = False
+    for seg in segments:
+        if seg.kind == "mutate":
+            paths = tuple(ctx.path(p) for p in seg.paths)
+            if facts and isinstance(facts[-1], Mutation) and facts[-1].paths and paths:
+                facts[-1] = Mutation(paths=tuple(dict.fromkeys(facts[-1].paths + paths)), tool=tool)
+            else:
+                facts.append(Mutation(paths=paths, tool=tool))
+        elif seg.kind == "validate" and not placed:
+            placed = True
+            if process_id is not None:
+                ctx.running[process_id] = (tool, script, validations)
+            else:
+                facts.append(ValidationEvidence(command=script, status=status, requirements=validations,
+                                                exit_code=code, summary=_summary(run.output)))
+        elif seg.kind == "read" and status != "failed" and not run.missing and process_id is None:
+            facts.extend(FileObservation(path=ctx.path(p)) for p in seg.paths)
+    if run.missing or process_id is not None:
+        return facts
+    facts.append(_outcome(tool, script, validations, status, run.output))
+    return facts
+
+
+def process_exit_facts(process_id: str, run: Run, ctx: DerivationContext) -> list[Any]:
+    """``ProcessExited`` plus the validation set that waited for this exit, with its failure or success."""
+    tool, command, validations = ctx.running.pop(process_id, ("", "", ()))
+    status, code = _status(run, ctx, bool(validations))
+    facts: list[Any] = [ProcessExited(process_id=process_id, exit_code=code)]
+    if validations:
+        facts.append(ValidationEvidence(command=command, status=status, requirements=validations, exit_code=code,
+                                        summary=_summary(run.output)))
+        facts.append(_outcome(tool, command, validations, status, run.output))
+    return facts
+
+
+def _outcome(tool: str, script: str, validations: tuple[str, ...], status: str, output: str) -> Any:
+    """The failure or success of a command: its text and validation segments are the lineage actions;
+    a passing validation of a program (cargo, npm, pytest...) also closes that program's validation failures."""
+    families = tuple(dict.fromkeys(f"validation:{v.split()[0]}" for v in validations))
+    actions = tuple(dict.fromkeys((_one_line(script),) + validations))
+    if status == "failed":
+        return ToolFailure(tool, error_signature(output), actions + families, _excerpt(output))
+    return ToolSuccess(tool, actions + (families if status == "passed" else ()))
+
+
+_PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M)
+
+
+def patch_paths(patch: str) -> tuple[str, ...]:
+    """Files named by an ``*** Begin Patch`` text (Add/Update/Delete File, Move to), in order."""
+    if "*** Begin Patch\n" not in patch:  # a patch inside a JavaScript string literal: newlines escaped
+        patch = patch.replace("\\n", "\n")
+    seen: dict[str, None] = {}
+    for m in _PATCH_FILE_RE.finditer(patch):
+        seen[m.group(1) or m.group(2)] = None
+    return tuple(seen)
+
+
+def _unwrap_output(content: str) -> Run:
+    """Codex ``shell`` results are JSON ``{"output", "metadata": {"exit_code"}}``; unwrap them."""
+    if content.startswith("{") and '"metadata"' in content:
+        try:
+            obj = json.loads(content)
+        except (ValueError, RecursionError):  # not JSON, or nested too deeply
+            return Run(content)
+        if isinstance(obj, dict) and isinstance(obj.get("output"), str):
+            meta = obj.get("metadata")
+            code = meta.get("exit_code") if isinstance(meta, dict) else None
+            return Run(obj["output"], code if isinstance(code, int) else None)
+    return Run(content)

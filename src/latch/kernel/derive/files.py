@@ -1,0 +1,141 @@
+"""File rules (reads, edits, writes and patches of every harness)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from ...events import ToolCall, argument_paths
+from ..events import FileObservation, Mutation
+from .facts import AGENT_EXPLICIT_TOOLS, AGENT_FORMAT, ToolFailure, ToolSuccess
+from .rules import KERNEL_RECORDS, DerivationContext, DerivationRule
+from .common import _excerpt, call_arguments, error_signature, patch_paths
+
+
+class ApplyPatchRule(DerivationRule):
+    """Codex ``apply_patch`` (function or custom tool): the files its patch names."""
+
+    PLUGIN_NAME = "apply_patch"
+    tools = frozenset({"apply_patch"})
+
+    def may_mutate(self, call, ctx):
+        return True
+
+    def derive(self, call, result, ctx):
+        args = call_arguments(call)
+        patch = args.get("input", args.get("patch", ""))
+        return _patch_facts(patch if isinstance(patch, str) else "", result.content, result.is_error, result.missing,
+                            ctx)
+
+
+_PATCH_REJECTED_RE = re.compile(r"verification failed|Invalid patch", re.I)
+_PATCH_TARGET_RE = re.compile(r"Failed to find expected lines in (\S+?):?$", re.M)
+
+
+def _patch_facts(patch: str, output: str, failed: bool, missing: bool, ctx: DerivationContext) -> list[Any]:
+    """A patch that applied (or may have: no result) is one Mutation of its files; a rejected
+    one is an ``apply_patch`` failure on the file it names, and a success closes such failures."""
+    paths = tuple(ctx.path(p) for p in patch_paths(patch))
+    rejected = _PATCH_REJECTED_RE.search(output)
+    if missing or not (failed or rejected):
+        return [Mutation(paths=paths, tool="apply_patch")] + ([] if missing else [ToolSuccess("apply_patch", paths)])
+    if rejected:
+        target = _PATCH_TARGET_RE.search(output)
+        target = target.group(1) if target else None
+        return [ToolFailure("apply_patch", error_signature(output), (ctx.path(target),) if target else paths,
+                            _excerpt(output))]
+    return [Mutation(paths=paths, tool="apply_patch")]
+
+
+_EDIT_REJECTED_RE = re.compile(r"^(?:No replacement was performed|ERROR:|Error:|Invalid `path`|The path \S+ does not exist|"
+                               r"Your proposed edit has introduced new syntax error)", re.M)
+
+
+def _path_arg(args: dict[str, Any]) -> str | None:
+    """The first file path the arguments name (:data:`latch.events.PATH_KEYS` order)."""
+    return next(iter(argument_paths(args)), None)
+
+
+def _swe_trailer(content: str, ctx: DerivationContext) -> str | None:
+    """SWE-agent appends ``(Open file: X)`` and ``(Current directory: D)``; update ``ctx``."""
+    cwd = re.findall(r"\(Current directory: ([^)\n]+)\)", content)
+    if cwd and ctx.workspace is None:
+        ctx.cwd = cwd[-1].strip().rstrip("/")
+    opened = re.findall(r"\(Open file: ([^)\n]+)\)", content)
+    if opened and opened[-1].strip() not in ("n/a", ""):
+        ctx.open_file = opened[-1].strip()
+    return ctx.open_file
+
+
+def _legacy_path(call: ToolCall, args: dict[str, Any]) -> str | None:
+    """SWE-agent legacy actions keep the whole command line (``{"command": "create x.py"}``)."""
+    command = args.get("command")
+    if isinstance(command, str):
+        words = command.split("\n", 1)[0].split()
+        if len(words) >= 2 and words[0] == call.name:
+            return words[1]
+    return None
+
+
+class FileToolRule(DerivationRule):
+    """File tools of every format: reads → observations, edits/writes/creates → mutations.
+
+    ``str_replace_editor`` and Goose's ``developer__text_editor`` decide by their ``command`` (``view``
+    reads; ``create``, ``write``, ``str_replace``, ``insert``, ``undo_edit`` write). Gemini CLI's
+    ``read_file``/``write_file``/``replace``, Copilot CLI's ``view``/``edit``/``create`` and Goose's
+    ``write``/``edit`` name their file in ``file_path`` or ``path``. SWE-agent's ``edit``/``insert``
+    have no path: they act on the open file. A mutation counts when the call
+    succeeded or its result never came (it may have happened).
+    """
+
+    PLUGIN_NAME = "file_tools"
+    READS = frozenset({"Read", "read", "read_file", "view_file", "open", "View", "view"})
+    WRITES = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit", "write", "write_file", "write_to_file", "create",
+                        "create_file", "edit", "edit_file", "insert", "replace_in_file", "apply_diff", "replace"})
+    EDITORS = frozenset({"str_replace_editor", "developer__text_editor"})
+    EDITOR_COMMANDS = frozenset({"view", "create", "write", "str_replace", "insert", "undo_edit"})
+    tools = READS | WRITES | EDITORS
+
+    def may_mutate(self, call, ctx):
+        if call.name in self.EDITORS:
+            command = call_arguments(call).get("command")
+            return command in self.EDITOR_COMMANDS and command != "view"
+        return call.name in self.WRITES
+
+    def derive(self, call, result, ctx):
+        facts = self._derive(call, result, ctx)
+        if ctx.format == AGENT_FORMAT and call.name in AGENT_EXPLICIT_TOOLS:
+            return [f for f in facts if not isinstance(f, KERNEL_RECORDS)]  # the tool appended them itself
+        return facts
+
+    def _derive(self, call, result, ctx):
+        args = call_arguments(call)
+        open_file = _swe_trailer(result.content, ctx)
+        raw = _path_arg(args)
+        writes = call.name in self.WRITES
+        if call.name in self.EDITORS:
+            command = args.get("command")
+            if command not in self.EDITOR_COMMANDS:
+                return []
+            writes = command != "view"
+        elif raw is None:
+            raw = _legacy_path(call, args) if call.name in ("open", "create") else None
+            if raw is None and call.name in ("edit", "insert", "create", "open"):
+                raw = open_file
+        rejected = result.is_error or bool(_EDIT_REJECTED_RE.search(result.content[:500]))
+        if not writes:
+            if result.missing or raw is None or result.content.startswith("Here's the files and directories"):
+                return []
+            if rejected:
+                return [ToolFailure(call.name, error_signature(result.content), (ctx.path(raw),),
+                                    _excerpt(result.content))]
+            if call.name == "open":
+                ctx.open_file = raw
+            return [FileObservation(path=ctx.path(raw)), ToolSuccess(call.name, (ctx.path(raw),))]
+        if call.name == "create" and raw and not rejected:
+            ctx.open_file = raw
+        if result.missing:
+            return [Mutation(paths=(ctx.path(raw),) if raw else (), tool=call.name)]
+        actions = (ctx.path(raw) if raw else call.name,)
+        if rejected:
+            return [ToolFailure(call.name, error_signature(result.content), actions, _excerpt(result.content))]
+        return [Mutation(paths=(ctx.path(raw),) if raw else (), tool=call.name), ToolSuccess(call.name, actions)]
