@@ -17,7 +17,8 @@ from latch.store import EventStore
 def test_nothing_observed_forecasts_nothing():
     f = ProviderForecast()
     assert f.forecast(10_000) is None and f.rate == 1.0 and f.intercept_tokens == 0
-    assert f.to_json() == {"rate": 1.0, "intercept_tokens": 0, "requests": 0, "steps": 0}
+    assert f.to_json() == {"rate": 1.0, "intercept_tokens": 0, "requests": 0, "steps": 0,
+                          "stable": False}
 
 
 def test_one_request_anchors_a_rate_of_one():
@@ -36,7 +37,8 @@ def test_an_exact_linear_provider_is_forecast_exactly():
         f.observe(e, 4_000 + round(0.6 * e))
     assert f.rate == pytest.approx(0.6) and f.intercept_tokens == 4_000
     assert f.forecast(30_000) == 22_000 and f.forecast(0) == 4_000 and f.forecast(-5) == 4_000
-    assert f.to_json() == {"rate": 0.6, "intercept_tokens": 4_000, "requests": 10, "steps": 9}
+    assert f.to_json() == {"rate": 0.6, "intercept_tokens": 4_000, "requests": 10, "steps": 9,
+                          "stable": True}
 
 
 def test_a_spike_does_not_move_the_median_rate_and_the_intercept_follows_the_latest_requests():
@@ -97,11 +99,12 @@ def test_replay_forecasts_each_request_from_the_earlier_ones_only(tmp_path):
     fixed = h["system_tokens"] + h["tools_tokens"] + h["inferred_tokens"]
     f = ProviderForecast()
     for r in rows:  # the same fit, fed with what the JSON shows of the requests before each one
-        assert r["provider_forecast_tokens"] == f.forecast(r["total_tokens"])
+        assert r["provider_forecast_tokens"] == f.stable_forecast(r["total_tokens"])
         assert r["forecast_ratio"] == (round(r["provider_forecast_tokens"] / r["provider_prompt_tokens"], 3)
                                        if r["provider_forecast_tokens"] is not None else None)
         f.observe(fixed + r["history_tokens"], r["provider_prompt_tokens"])
-    assert rows[0]["provider_forecast_tokens"] is None and rows[1]["provider_forecast_tokens"] is not None
+    # two steps make a stable fit: requests 1-3 give two, request 4 is the first forecast
+    assert [r["provider_forecast_tokens"] is not None for r in rows] == [False, False, False, True, True]
     total = 0.0
     for r in rows:  # the forecast priced like the view: its cached prefix scaled by forecast / estimate
         fc = r["provider_forecast_tokens"]
@@ -116,4 +119,4 @@ def test_replay_forecasts_each_request_from_the_earlier_ones_only(tmp_path):
     assert doc["summary"]["cost"]["view_forecast_usd"] == pytest.approx(total, abs=1e-7)
     assert doc["summary"]["cost"]["view_forecast_usd"] < doc["summary"]["cost"]["view_usd"]  # the rate is below 1
     assert doc["summary"]["provider_rate"] == f.to_json() and f.to_json()["steps"] == 4
-    assert doc["summary"]["forecast_ratio"]["requests"] == 4
+    assert doc["summary"]["forecast_ratio"]["requests"] == 2

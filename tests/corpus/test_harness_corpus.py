@@ -73,7 +73,7 @@ def test_harness_in_every_corpus_replay(corpus_session):
     fixed = h["system_tokens"] + h["tools_tokens"] + h["inferred_tokens"]
     fit = ProviderForecast()
     for r in rows:
-        assert r["provider_forecast_tokens"] == (fit.forecast(r["total_tokens"]) if r["total_tokens"] is not None
+        assert r["provider_forecast_tokens"] == (fit.stable_forecast(r["total_tokens"]) if r["total_tokens"] is not None
                                                  else None)
         if r["provider_prompt_tokens"]:
             fit.observe(fixed + r["history_tokens"], r["provider_prompt_tokens"])

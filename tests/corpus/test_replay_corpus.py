@@ -56,7 +56,8 @@ def test_replay_holds_every_invariant(corpus_session, budget_name):
     # each view within the limit it was budgeted with; once the provider's rate is known that limit, counted in
     # the provider's tokens, is most of the real one, and no view the rate budgeted is forecast above the real limit
     assert all(r["total_tokens"] <= r["budget_hard_limit_tokens"] for r in sent)
-    assert all(r["provider_forecast_tokens"] <= hard for r in sent if r["budget_source"] == "rate")
+    assert all(r["provider_forecast_tokens"] <= hard for r in sent if r["budget_source"] == "rate"
+               and r["provider_forecast_tokens"] is not None)  # shown once the fit is stable
     share = s["usable_share"]
     if share is not None:
         assert share["min"] >= 0.9, share

@@ -173,8 +173,10 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
     ``provider_ratio``, ``provider_ratio_after_first`` and ``provider_ratio_complete_views`` are their
     distributions (:func:`ratio_summary`). Each request also has ``provider_forecast_tokens``: the provider tokens
     its view would be counted at, forecast from the transcript's earlier requests only (:mod:`latch.accounting.forecast`;
-    ``None`` before any earlier request has usage, or with ``harness=False``), and ``forecast_ratio``
-    (``provider_forecast_tokens / provider_prompt_tokens``); the summary has ``forecast_ratio``,
+    ``None`` until the fit is stable, its rule there, or with ``harness=False``), and ``forecast_ratio``
+    (``provider_forecast_tokens / provider_prompt_tokens``), and ``forecast_over_window`` (the forecast is above
+    the model's window: the report says so); the summary has ``forecasts_over_window`` (those requests' numbers),
+    ``forecast_ratio``,
     ``forecast_ratio_complete_views``, ``forecast_ratio_evicted_views`` and ``provider_rate`` (the fit after the last request:
     :meth:`~latch.accounting.forecast.ProviderForecast.to_json`, ``None`` with ``harness=False``).
     The views come from the host's one request loop (:class:`latch.host.loop.RequestLoop`).
@@ -242,6 +244,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         view = res.view
         forecast = fixes.last_forecast
         row["provider_forecast_tokens"] = forecast
+        row["forecast_over_window"] = forecast is not None and forecast > budget.context_window_tokens
         row["forecast_ratio"] = provider_ratio(forecast, row["provider_prompt_tokens"])
         if view is None:
             viewed.add(None)
@@ -327,6 +330,7 @@ def run_replay(store: Any, session_id: str, *, engine: str | None = None, model:
         "provider_ratio_after_first": ratio_summary([r["provider_ratio"] for r in done if r["request"] > 1]),
         "provider_ratio_complete_views": ratio_summary([r["provider_ratio"] for r in done if r["view_complete"]]),
         "forecast_ratio": ratio_summary([r["forecast_ratio"] for r in done]),
+        "forecasts_over_window": [r["request"] for r in rows if r["forecast_over_window"]],
         "forecast_ratio_complete_views": ratio_summary([r["forecast_ratio"] for r in done if r["view_complete"]]),
         "forecast_ratio_evicted_views": ratio_summary([r["forecast_ratio"] for r in done if not r["view_complete"]]),
         "provider_rate": forecaster.to_json() if forecaster is not None else None,
@@ -649,6 +653,11 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
     ratio = ratio_line(s)
     if ratio:
         con.print(ratio)
+    over = s.get("forecasts_over_window")
+    if over:
+        con.print(f"[yellow]![/yellow] forecast above the model's window ({doc['budget']['context_window_tokens']:,} "
+                  f"tokens) at {plural(len(over), 'request')} ({', '.join(map(str, over[:10]))}"
+                  f"{', …' if len(over) > 10 else ''}): the provider would count those views over its window")
     if s["requests"] and s["overflows"] >= s["requests"]:  # no view: the checks below would hold vacuously
         first = next((r for r in doc["requests"] if r["status"] == "overflow"), None)
         why = f": request {first['request']}: {markup(first['error'])}" if first and first.get("error") else ""

@@ -25,6 +25,15 @@ from ..kernel.tombstones import tombstoned_sessions
 from . import Count
 
 
+def _detected(path: str) -> str:
+    """The format ``latch import`` would read ``path`` as (detection, as importing does it), or ``unrecognized``
+    / ``unreadable`` when the import would fail before reading it."""
+    try:
+        return claimed_format(path, resemble=True) or "unrecognized"
+    except TranscriptError:
+        return "unreadable"
+
+
 def _console() -> Console:
     return console(highlight=False, soft_wrap=False)
 
@@ -213,7 +222,7 @@ def register(cli: click.Group) -> None:
         held_back = 0
         if dry_run:
             for f, found in todo:
-                click.echo(f"{safe(f)}\t{safe(found or 'auto-detect')}")  # PATH<TAB>FORMAT, one a line
+                click.echo(f"{safe(f)}\t{safe(found or _detected(f))}")  # PATH<TAB>FORMAT, one a line
             con.print(f"{plural(len(todo), 'file')} would be imported")
         else:
             store = app.store()

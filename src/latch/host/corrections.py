@@ -226,8 +226,8 @@ class ReplayCorrections:
 
     After each request :meth:`observe`:
 
-    * forecasts the provider tokens of its view from the earlier requests only (``last_forecast``: ``None`` before
-      any request with usage, or without a harness) and then feeds ``forecast`` (a
+    * forecasts the provider tokens of its view from the earlier requests only (``last_forecast``: ``None`` until
+      the fit is stable, :attr:`~latch.accounting.forecast.ProviderForecast.stable`, or without a harness) and then feeds ``forecast`` (a
       :class:`~latch.accounting.forecast.ProviderForecast`, made here) with Latch's estimate of the request the provider
       counted and the provider's count. That estimate is the transcript's recorded harness (system prompt and
       tools, or the overhead inferred from usage) plus the whole conversation so far (``history_tokens``); for a
@@ -272,8 +272,8 @@ class ReplayCorrections:
         usage = req.usage if req is not None else None
         counted = usage.prompt_tokens if usage is not None and usage.prompt_tokens else None
         f = self.forecast
-        self.last_forecast = (f.forecast(res.view.tokens.total_tokens) if f is not None and res.view is not None
-                              else None)
+        self.last_forecast = (f.stable_forecast(res.view.tokens.total_tokens) if f is not None
+                              and res.view is not None else None)
         sent = self.sent_tokens(res) if counted else 0
         if f is not None and counted:
             f.observe(sent, counted)

@@ -165,10 +165,13 @@ def discover(env: Mapping[str, str] | None = None, *, since: datetime | None = N
     return sorted((f for f in seen.values() if f.path not in parents), key=lambda f: str(f.path))
 
 
-def claimed_format(path: str | Path, importers: list[type[Importer]] | None = None) -> str | None:
+def claimed_format(path: str | Path, importers: list[type[Importer]] | None = None, *,
+                   resemble: bool = False) -> str | None:
     """The ``PLUGIN_NAME`` of the importer whose ``sniff`` scores ``path`` highest (the registered importers
-    when ``importers`` is ``None``), or ``None`` when none claims it (including an empty file). Reads at
-    most the first 64 KiB. Raises :class:`TranscriptError` when the file cannot be read."""
+    when ``importers`` is ``None``), or ``None`` when none claims it (including an empty file). With
+    ``resemble`` a file no importer claims gets the format it nearly has (:func:`latch.importers.detect`: what
+    importing it names). Reads at most the first 64 KiB. Raises :class:`TranscriptError` when the file cannot
+    be read."""
     p = Path(path)
     try:
         with p.open("rb") as fh:
@@ -178,7 +181,7 @@ def claimed_format(path: str | Path, importers: list[type[Importer]] | None = No
     if not head.strip():
         return None
     try:
-        return detect(p, head, available_importers(importers)).PLUGIN_NAME
+        return detect(p, head, available_importers(importers), resemble=resemble).PLUGIN_NAME
     except TranscriptError:
         return None
 

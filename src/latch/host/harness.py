@@ -36,7 +36,7 @@ from ..engine.units import TokenCounter, UnitBuilder, render_session_context
 from ..events import AssistantMessage, HarnessPrompt, JSONNestingError, SystemNote, json_loads
 from ..port import SessionContext
 
-__all__ = ["HARNESS_SUBTYPES", "TOOLS_SUBTYPE", "INFER_REQUESTS", "MIN_REQUESTS", "Harness", "HarnessChange",
+__all__ = ["HARNESS_SUBTYPES", "TOOLS_SUBTYPE", "INFER_REQUESTS", "MIN_REQUESTS", "ONE_REQUEST_FORMATS", "Harness", "HarnessChange",
            "recorded_harness", "agent_harness", "agent_harness_changes", "prompt_context", "infer_harness_tokens",
            "session_harness"]
 
@@ -48,7 +48,13 @@ INFER_REQUESTS = 5
 """How many of the first requests with provider usage the inference uses."""
 MIN_REQUESTS = 2
 """Fewer requests with usage than this infer nothing: one request's residual is not a fixed overhead (a Claude
-Code compaction thread's only request carries the whole parent conversation, which its file does not hold)."""
+Code compaction thread's only request carries the whole parent conversation, which its file does not hold),
+but for the formats of :data:`ONE_REQUEST_FORMATS`."""
+ONE_REQUEST_FORMATS = frozenset({"aider"})
+"""Formats whose every request's reported prompt is the harness's own prompt plus the transcript's conversation, so
+one request's residual is the overhead: Aider's ``Tokens: N sent`` counts its system prompt, repository map and
+the run's chat, and each aider run is its own session (a run with one request: 1.6-1.8k sent against a 300-token
+conversation)."""
 
 
 @dataclass(frozen=True)
@@ -163,8 +169,8 @@ def _tools(text: str) -> tuple[Mapping[str, Any], ...] | None:
 
 
 def infer_harness_tokens(events: Iterable[Any], requests: Sequence[Any], counter: TokenCounter,
-                         session_context: SessionContext, *, first: int = INFER_REQUESTS, known_tokens: int = 0
-                         ) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+                         session_context: SessionContext, *, first: int = INFER_REQUESTS, known_tokens: int = 0,
+                         min_requests: int = MIN_REQUESTS) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
     """``(tokens, request numbers used, residuals)``: the fixed prompt overhead the provider counted beyond the
     conversation, inferred from the first ``first`` of ``requests`` (:class:`~latch.host.loop.ModelRequest`,
     in order) whose usage reports a prompt size.
@@ -173,11 +179,11 @@ def infer_harness_tokens(events: Iterable[Any], requests: Sequence[Any], counter
     seq <= until_seq + the session context message + known_tokens)``, counted with ``counter`` (``known_tokens``: the
     recorded part of the harness, when some is); ``tokens`` is the median of
     the residuals, rounded, at least 0. ``events`` are the session's stored events in ``seq`` order (only
-    those up to the last request used are read). ``(0, (), ())`` when fewer than :data:`MIN_REQUESTS` requests
-    report usage.
+    those up to the last request used are read). ``(0, (), ())`` when fewer than ``min_requests`` (default
+    :data:`MIN_REQUESTS`) requests report usage.
     """
     chosen = [r for r in requests if r.usage is not None and r.usage.prompt_tokens][:max(first, 0)]
-    if len(chosen) < MIN_REQUESTS:
+    if len(chosen) < max(1, min_requests):
         return 0, (), ()
     base = counter.message(render_session_context(session_context)) + known_tokens
     builder = UnitBuilder()
@@ -200,10 +206,11 @@ def infer_harness_tokens(events: Iterable[Any], requests: Sequence[Any], counter
 
 
 def session_harness(events: Sequence[Any], requests: Sequence[Any], counter: TokenCounter,
-                    session_context: SessionContext) -> Harness:
+                    session_context: SessionContext, format: str | None = None) -> Harness:
     """The :class:`Harness` of a session: the recorded prompt and tools (:func:`recorded_harness`) when the
-    transcript has either, else the overhead inferred from provider usage (:func:`infer_harness_tokens`). A
-    session run by ``latch run`` has its :func:`agent_harness`: its system prompt, tools and session context."""
+    transcript has either, else the overhead inferred from provider usage (:func:`infer_harness_tokens`; from one
+    request for a ``format`` of :data:`ONE_REQUEST_FORMATS`). A session run by ``latch run`` has its
+    :func:`agent_harness`: its system prompt, tools and session context."""
     agent = agent_harness(events)
     if agent is not None:
         changes = tuple(HarnessChange(n, p.system_prompt, _tools(p.tools) or (), prompt_context(p))
@@ -222,5 +229,7 @@ def session_harness(events: Sequence[Any], requests: Sequence[Any], counter: Tok
                        residuals=residuals if tokens else ())
     if system:
         return Harness(system, (), notes)
-    tokens, used, residuals = infer_harness_tokens(events, requests, counter, session_context)
+    tokens, used, residuals = infer_harness_tokens(
+        events, requests, counter, session_context,
+        min_requests=1 if format in ONE_REQUEST_FORMATS else MIN_REQUESTS)
     return Harness(inferred_tokens=tokens, inferred_from=used, residuals=residuals)

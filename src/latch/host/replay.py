@@ -128,8 +128,9 @@ def plan_replay(store: Any, session_id: str, *, engine: str | None = None, model
         source, entry = window_origin(config, setup.model, budget.context_window_tokens, window)
     events = list(store.events(session_id))
     requests = model_requests(events)
-    context = SessionContext(workspace=store.session(session_id).workspace)
-    prompt = session_harness(events, requests, setup.counter, context) if harness else None
+    info = store.session(session_id)
+    context = SessionContext(workspace=info.workspace)
+    prompt = session_harness(events, requests, setup.counter, context, info.format) if harness else None
     if prompt is not None and prompt.session_context is not None:  # a latch run session: what it sent
         context = prompt.session_context
     loop = RequestLoop(store, session_id, setup, budget, session_context=context,

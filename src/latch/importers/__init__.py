@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from .base import Importer, JSONNestingError, ParsedSession, SessionForgotten, TranscriptError
 
@@ -33,6 +34,7 @@ __all__ = ["Importer", "ParsedSession", "TranscriptError", "SessionForgotten", "
 
 
 DEFAULT_MAX_TRANSCRIPT_BYTES = 2 << 30
+_T = TypeVar("_T")
 
 
 def transcript_limit_problem() -> str | None:
@@ -76,13 +78,22 @@ def _available(importers: list[type[Importer]] | None) -> list[type[Importer]]:
     return builtin_importers() if importers is None else importers
 
 
-def detect(path: Path, data: bytes, importers: list[type[Importer]] | None = None) -> Importer:
-    """The importer with the highest ``sniff`` score.
+def detect(path: Path, data: bytes, importers: list[type[Importer]] | None = None, *,
+           resemble: bool = True) -> Importer:
+    """The importer with the highest ``sniff`` score, or when none claims the file (and ``resemble``) the first
+    whose :meth:`~Importer.resembles` says the file nearly has its shape (so its error names what is missing).
 
     Raises :class:`TranscriptError`: ``JSON nested too deeply`` when no importer claims the file and
     a sniffer could not parse it for its nesting (a sniffer hitting that is "not mine"), else
     ``unrecognized transcript format``.
     """
+    return _detect(path, data, importers, resemble)[0]
+
+
+def _detect(path: Path, data: bytes, importers: list[type[Importer]] | None,
+            resemble: bool = True) -> tuple[Importer, bool]:
+    """``(importer, resembled)``: :func:`detect`'s importer and whether it was chosen by resemblance (no
+    importer's ``sniff`` claimed the file)."""
     best: tuple[int, Importer] | None = None
     too_deep = False
     head = data[:SNIFF_BYTES]
@@ -95,12 +106,28 @@ def detect(path: Path, data: bytes, importers: list[type[Importer]] | None = Non
             continue
         if score > 0 and (best is None or score > best[0]):
             best = (score, imp)
-    if best is None:
-        if too_deep:
-            raise TranscriptError(path, None, "JSON nested too deeply")
-        names = ", ".join(sorted(c.PLUGIN_NAME for c in _available(importers)))
-        raise TranscriptError(path, None, f"unrecognized transcript format (known: {names}); pass --format")
-    return best[1]
+    if best is not None:
+        return best[1], False
+    near = _resembling(path, head, importers) if resemble else []
+    if near:
+        return near[0], True
+    if too_deep:
+        raise TranscriptError(path, None, "JSON nested too deeply")
+    names = ", ".join(sorted(c.PLUGIN_NAME for c in _available(importers)))
+    raise TranscriptError(path, None, f"unrecognized transcript format (known: {names}); pass --format")
+
+
+def _resembling(path: Path, head: bytes, importers: list[type[Importer]] | None) -> list[Importer]:
+    """The importers whose :meth:`~Importer.resembles` accepts ``head``, in registration order."""
+    found = []
+    for cls in _available(importers):
+        imp = cls()
+        try:
+            if imp.resembles(path, head):
+                found.append(imp)
+        except (JSONNestingError, RecursionError):
+            continue
+    return found
 
 
 def parse_file(path: str | Path, format: str | None = None, importers: list[type[Importer]] | None = None, *,
@@ -113,24 +140,76 @@ def parse_file(path: str | Path, format: str | None = None, importers: list[type
 
     Raises :class:`TranscriptError` (``FILE: cannot read: REASON``, ``FILE: file is empty`` for a file
     of only whitespace, whatever the format, an unknown or undetectable format, or the importer's
-    own error).
+    own error). An auto-detected file the claiming importer cannot read, but whose shape another format
+    resembles (:meth:`Importer.resembles`), is read as that format: its result, or its error with
+    ``(read as FORMAT: the file nearly has that format's shape)``. A ``--format X`` an error suggests
+    always reads the file: a suggestion that would fail too is left out.
     """
-    p, data, imp = _prepare(path, format, importers, live)
-    try:
-        return imp.parse(p, data)
-    except TranscriptError as exc:
-        raise _named_format_hint(exc, p, data, format, importers) from None
+    return _read(path, format, importers, live, lambda imp, p, data: imp.parse(p, data))
 
 
 def parse_all_file(path: str | Path, format: str | None = None, importers: list[type[Importer]] | None = None, *,
                    live: bool = False) -> list[ParsedSession]:
     """Every session of ``path`` (:meth:`Importer.parse_all`): one for most formats, one per session of a
     container. Raises :class:`TranscriptError` like :func:`parse_file`."""
-    p, data, imp = _prepare(path, format, importers, live)
+    return _read(path, format, importers, live, lambda imp, p, data: imp.parse_all(p, data))
+
+
+def _read(path: str | Path, format: str | None, importers: list[type[Importer]] | None, live: bool,
+          read: Callable[[Importer, Path, bytes], _T]) -> _T:
+    """``read(importer, path, bytes)`` with the importer ``format`` names or detection picks (see
+    :func:`parse_file` for the errors)."""
+    p, data, imp, resembled = _prepare(path, format, importers, live)
     try:
-        return imp.parse_all(p, data)
+        return read(imp, p, data)
     except TranscriptError as exc:
-        raise _named_format_hint(exc, p, data, format, importers) from None
+        if type(exc) is not TranscriptError:
+            raise
+        if format:
+            error = _named_format_hint(exc, p, data, format, importers)
+        else:
+            error = exc
+            for other in _resembling(p, data[:SNIFF_BYTES], importers):
+                if other.PLUGIN_NAME == imp.PLUGIN_NAME:
+                    continue
+                other.live = live
+                try:
+                    return read(other, p, data)
+                except TranscriptError as again:
+                    if type(again) is not TranscriptError:
+                        raise
+                    error, resembled, imp = again, True, other
+                    break
+                except RecursionError:
+                    continue
+            if resembled:
+                error = TranscriptError(error.path, error.location, f"{error.reason} (read as {imp.PLUGIN_NAME}: the "
+                                                                    "file nearly has that format's shape)")
+        raise _live_hints(error, p, data, importers, imp.PLUGIN_NAME) from None
+
+
+_HINT = re.compile(r" \(import with --format ([\w.-]+)\)")
+"""An importer's suggestion of another format in its error's reason (``content[0] is an Anthropic 'text' block,
+not an OpenAI part (import with --format anthropic-messages)``); :func:`_live_hints` checks each."""
+
+
+def _live_hints(exc: TranscriptError, path: Path, data: bytes, importers: list[type[Importer]] | None,
+                failed: str) -> TranscriptError:
+    """``exc`` without the ``(import with --format X)`` suggestions that would fail too (the file does not read as
+    ``X``), so following a suggestion never leads to another format's error."""
+    classes = {c.PLUGIN_NAME: c for c in _available(importers)}
+
+    def reads(name: str) -> bool:
+        if name == failed or name not in classes:
+            return False
+        try:
+            classes[name]().parse_all(path, data)
+        except (TranscriptError, RecursionError):
+            return False
+        return True
+
+    reason = _HINT.sub(lambda m: m.group(0) if reads(m.group(1)) else "", exc.reason)
+    return exc if reason == exc.reason else TranscriptError(exc.path, exc.location, reason)
 
 
 def _named_format_hint(exc: TranscriptError, path: Path, data: bytes, format: str | None,
@@ -161,8 +240,8 @@ as unrecognized, from this much, before the whole file is read."""
 
 
 def _prepare(path: str | Path, format: str | None, importers: list[type[Importer]] | None,
-             live: bool) -> tuple[Path, bytes, Importer]:
-    """``(path, bytes, importer)`` for :func:`parse_file` / :func:`parse_all_file`. The emptiness check and
+             live: bool) -> tuple[Path, bytes, Importer, bool]:
+    """``(path, bytes, importer, resembled)`` (see :func:`_detect`) for :func:`parse_file` / :func:`parse_all_file`. The emptiness check and
     format detection read a bounded prefix (:data:`SNIFF_BYTES`; a file of blanks is scanned in chunks): the
     whole file is read only once an importer will parse it, so an unrecognized 2 GiB file is refused in
     bounded memory."""
@@ -186,15 +265,15 @@ def _prepare(path: str | Path, format: str | None, importers: list[type[Importer
         classes = {c.PLUGIN_NAME: c for c in _available(importers)}
         if format not in classes:
             raise TranscriptError(p, None, f"unknown format {format!r} (known: {', '.join(sorted(classes))})")
-        imp = classes[format]()
+        imp, resembled = classes[format](), False
     else:
-        imp = detect(p, head, importers)
+        imp, resembled = _detect(p, head, importers)
     try:
         data = p.read_bytes() if len(head) == SNIFF_BYTES else head
     except OSError as exc:
         raise TranscriptError(p, None, f"cannot read: {exc.strerror or exc}") from None
     imp.live = live
-    return p, data, imp
+    return p, data, imp, resembled
 
 
 def _rest_has_text(fh: Any, head: bytes) -> bool:

@@ -93,6 +93,12 @@ class AntigravityImporter(Importer):
         lines = head_jsonl(head, limit=1)
         return 95 if lines and all(k in lines[0] for k in _STEP_KEYS) else 0
 
+    def resembles(self, path: Path, head: bytes) -> bool:
+        """The first line has three of a step's five keys (``step_index``, ``source``, ``type``, ``status``,
+        ``created_at``)."""
+        lines = head_jsonl(head, limit=1)
+        return bool(lines) and sum(k in lines[0] for k in _STEP_KEYS) >= 3
+
     def parse(self, path: Path, data: bytes) -> ParsedSession:
         """Parse every step; ``TranscriptError`` names the line and field of the first problem."""
         text = decode_text(path, data)

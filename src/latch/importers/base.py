@@ -93,6 +93,14 @@ class Importer:
     def sniff(self, path: Path, head: bytes) -> int:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def resembles(self, path: Path, head: bytes) -> bool:
+        """Whether ``head`` (the file's first 64 KiB) nearly has this format's shape: the format's own
+        distinctive traits are there though ``sniff`` refuses it (a field ``sniff`` looks for is missing) or
+        another format claims it. :func:`latch.importers.parse_file` then reads an auto-detected file that no
+        importer claims, or that the claiming importer cannot read, as this format, so its error names this
+        format and what is missing. Never raises; the default is ``False``."""
+        return False
+
     def parse(self, path: Path, data: bytes) -> ParsedSession:  # pragma: no cover - interface
         raise NotImplementedError
 

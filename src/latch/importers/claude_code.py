@@ -81,6 +81,9 @@ class _Line:
     content: Any = None  # user/assistant message.content (validated)
 
 
+_LINE_KEYS = ("type", "uuid", "parentUuid", "sessionId", "message")
+
+
 class ClaudeCodeImporter(Importer):
     """Claude Code session JSONL → Latch events (active branch only)."""
 
@@ -105,6 +108,11 @@ class ClaudeCodeImporter(Importer):
                for o in lines):
             return 60
         return 0
+
+    def resembles(self, path: Path, head: bytes) -> bool:
+        """A JSONL line with three of a conversation line's keys (``type``, ``uuid``, ``parentUuid``,
+        ``sessionId``, ``message``)."""
+        return any(sum(k in o for k in _LINE_KEYS) >= 3 for o in head_jsonl(head))
 
     def parse(self, path: Path, data: bytes) -> ParsedSession:
         """Parse the whole file; ``TranscriptError`` names the line and field of the first problem."""

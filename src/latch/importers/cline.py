@@ -103,13 +103,30 @@ class ClineImporter(Importer):
             return 88
         return 0
 
+    def resembles(self, path: Path, head: bytes) -> bool:
+        """A JSON array named ``api_conversation_history.json`` or ``ui_messages.json``, or one whose rows mostly
+        carry ``ts`` with ``say``/``ask`` (``ui_messages.json``) or a row carries ``ts`` with
+        ``modelInfo``/``metrics`` (Cline's history): a Cline file missing what :meth:`sniff` looks for."""
+        try:
+            top, _, items = peek_json(head)
+        except Exception:  # noqa: BLE001 - never raises
+            return False
+        if top != "array":
+            return False
+        if path.name in (HISTORY_FILE, UI_FILE):
+            return True
+        rows = [r for r in items if isinstance(r, dict)]
+        ui = sum("ts" in r and ("say" in r or "ask" in r or r.get("type") in ("say", "ask")) for r in rows)
+        history = any(isinstance(r.get("ts"), int) and ("modelInfo" in r or "metrics" in r) for r in rows)
+        return bool(rows) and (2 * ui >= len(rows) or history)
+
     def parse(self, path: Path, data: bytes) -> ParsedSession:
         """Parse the history (and ``ui_messages.json`` beside it). ``TranscriptError`` names the file and
         ``messages[i]`` (or the ui file and ``ui_messages[i]``) and the field of the first problem."""
         doc = load_json(path, decode_text(path, data))
         if not isinstance(doc, list):
             raise TranscriptError(path, "top level", f"expected a JSON array of messages, got {json_type(doc)}")
-        if is_ui_messages(doc[:8]):
+        if is_ui_messages(doc[:8]) or path.name == UI_FILE or _ui_like(doc[:8]):
             history = path.parent / HISTORY_FILE
             if history.is_file():  # the task folder's history, with this file beside it
                 return self.parse(history, _read_bytes(history))
@@ -119,6 +136,14 @@ class ClineImporter(Importer):
         ui_path = path.parent / UI_FILE
         ui = _read_ui(ui_path) if path.name == HISTORY_FILE and ui_path.is_file() else None
         return _Task(path, doc, ui, ui_path).run()
+
+
+def _ui_like(rows: list) -> bool:
+    """Whether most of ``rows`` (a document's first elements) carry ``ts`` with ``say``/``ask`` and none a
+    ``role``: ``ui_messages.json`` rows, one of which may be malformed (the ui reader names it)."""
+    found = [r for r in rows if isinstance(r, dict)]
+    ui = sum("ts" in r and ("say" in r or "ask" in r or r.get("type") in ("say", "ask")) for r in found)
+    return bool(found) and 2 * ui >= len(found) and not any("role" in r for r in found)
 
 
 def _read_bytes(path: Path) -> bytes:

@@ -78,16 +78,20 @@ class _Ui:
         for i, row in enumerate(self.rows):
             if not isinstance(row, dict):
                 raise TranscriptError(self.path, f"ui_messages[{i}]", f"expected a JSON object, got {json_type(row)}")
-            last[row.get("ts")] = i
+            ts = row.get("ts")
+            last[ts if isinstance(ts, (int, float, str)) else ("row", i)] = i
         self.b.add(SystemNote(text=HISTORY_ABSENT, subtype="history_absent"), "history_absent", None)
         for i, row in enumerate(self.rows):
-            if last[row.get("ts")] != i:
+            ts = row.get("ts")
+            if last[ts if isinstance(ts, (int, float, str)) else ("row", i)] != i:
                 continue  # a streaming snapshot the same ts later replaced
             loc = Loc(self.path, f"ui_messages[{i}]")
             ts_ms = row.get("ts")
             if isinstance(ts_ms, bool) or not isinstance(ts_ms, (int, float)):
                 raise loc.fail(f"field 'ts' must be a number (epoch milliseconds), got {json_type(ts_ms)}")
             kind = loc.str(row, "type", required=True)
+            if kind not in ("say", "ask"):
+                raise loc.fail(f"field 'type' must be 'say' or 'ask', got a {len(kind)}-character string")
             sub = loc.str(row, kind, required=True)
             self.row(loc, f"ui_messages[{i}]", epoch_ms_iso(ts_ms), kind, sub, row)
         meta: dict[str, Any] = {"harness": "roo-code" if self.roo else "cline", "ui_messages": str(self.path),

@@ -85,6 +85,10 @@ class CodexImporter(Importer):
             return 80
         return 90 if not lines and _SESSION_META.match(head_text(head)) else 0
 
+    def resembles(self, path: Path, head: bytes) -> bool:
+        """One of the first JSONL lines has an object ``payload`` (Codex's envelope)."""
+        return any(isinstance(o.get("payload"), dict) for o in head_jsonl(head, limit=4))
+
     def parse(self, path: Path, data: bytes) -> ParsedSession:
         """Parse the whole file; ``TranscriptError`` names the line and field of the first problem."""
         text = decode_text(path, data)

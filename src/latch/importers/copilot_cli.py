@@ -134,10 +134,21 @@ class CopilotCliImporter(Importer):
             return 80
         return 0
 
+    def resembles(self, path: Path, head: bytes) -> bool:
+        """One of the first JSONL lines has three of a Copilot event envelope's four parts (a dotted ``type``
+        of Copilot's namespaces, an object ``data``, a string ``id``, ``timestamp``)."""
+        return any(_envelope_parts(o) >= 3 for o in head_jsonl(head, limit=4))
+
     def parse(self, path: Path, data: bytes) -> ParsedSession:
         """Parse the whole file; ``TranscriptError`` names the line and field of the first problem."""
         text = decode_text(path, data)
         return _Log(path).run(iter_jsonl(path, text, live=self.live), text)
+
+
+def _envelope_parts(obj: dict) -> int:
+    kind = obj.get("type")
+    return ((isinstance(kind, str) and "." in kind and kind.split(".", 1)[0] in _NAMESPACES)
+            + isinstance(obj.get("data"), dict) + isinstance(obj.get("id"), str) + ("timestamp" in obj))
 
 
 def _envelope(obj: dict) -> bool:

@@ -285,6 +285,17 @@ class GeminiCliImporter(Importer):
                 return 80
         return 0
 
+    def resembles(self, path: Path, head: bytes) -> bool:
+        """A session's metadata without all of it: a JSON object or first JSONL line with two of ``sessionId``,
+        ``projectHash``, ``startTime``, ``lastUpdated``."""
+        try:
+            top, keys, _ = peek_json(head)
+        except Exception:  # noqa: BLE001 - never raises
+            return False
+        rows = head_jsonl(head, limit=1)
+        first = keys if top == "object" and not rows else rows[0] if rows else {}
+        return sum(k in first for k in ("sessionId", "projectHash", "startTime", "lastUpdated")) >= 2
+
     def parse(self, path: Path, data: bytes) -> ParsedSession:
         """Parse the whole file (layout from its first line); ``TranscriptError`` names line/record and field."""
         text = decode_text(path, data)

@@ -151,6 +151,21 @@ class OpenCodeImporter(SqliteSessionsImporter):
             return 95
         return 0
 
+    def resembles(self, path: Path, head: bytes) -> bool:
+        """A JSON object with ``messages`` whose ``info`` has an ``id``, or whose first message has ``info`` or
+        ``parts``: an ``opencode export`` document missing what :meth:`sniff` looks for."""
+        if is_sqlite(head):
+            return False
+        try:
+            top, keys, items = peek_json(head)
+        except Exception:  # noqa: BLE001 - never raises
+            return False
+        if top != "object" or "messages" not in keys:
+            return False
+        info = keys.get("info")
+        return (isinstance(info, dict) and "id" in info) or (
+            bool(items) and isinstance(items[0], dict) and bool({"info", "parts"} & set(items[0])))
+
     def parse(self, path: Path, data: bytes) -> ParsedSession:
         """The session of an ``opencode export`` document, or the database's session with the most events."""
         if _json_object(data):

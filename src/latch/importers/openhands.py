@@ -109,6 +109,12 @@ def _exit_code(metadata: Any) -> int | None:
     return int(m.group(1)) if m else None
 
 
+_EVENT_KEYS = ("id", "source", "timestamp", "message", "action", "observation", "args", "extras", "cause")
+
+
+_EVENT_KEYS = ("id", "timestamp", "message", "action", "observation", "args", "extras", "cause")
+
+
 class OpenHandsImporter(Importer):
     """OpenHands V0 event-stream trajectory exports (JSON array of actions and observations)."""
 
@@ -124,6 +130,16 @@ class OpenHandsImporter(Importer):
                 "action" in first or "observation" in first):
             return 85
         return 0
+
+    def resembles(self, path: Path, head: bytes) -> bool:
+        """A JSON array whose first event has four of an event's keys (``id``, ``source``, ``timestamp``,
+        ``message``, ``action``, ``observation``, ``args``, ``extras``, ``cause``)."""
+        try:
+            top, _, items = peek_json(head)
+        except Exception:  # noqa: BLE001 - never raises
+            return False
+        first = items[0] if top == "array" and items else None
+        return isinstance(first, dict) and sum(k in first for k in _EVENT_KEYS) >= 4
 
     def parse(self, path: Path, data: bytes) -> ParsedSession:
         doc = load_json(path, decode_text(path, data))
