@@ -16,7 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from latch.cli import _load_commands, cli
-from latch.commands.replay import ratio_summary, run_replay
+from latch.commands.replay import run_replay
+from latch.host.replay import ratio_summary
 from latch.engine.units import TokenCounter, render_session_context
 from latch.events import SystemNote, canonical_json
 from latch.host.harness import infer_harness_tokens, recorded_harness
@@ -226,8 +227,9 @@ def test_the_replay_table_says_what_the_harness_is_and_the_ratio(run, tmp_path):
                                                 "provider_rate"))
     assert c["requests"] == 4 == r["requests"]  # nothing evicted: every view holds what the harness sent
     assert (f"views that hold the whole conversation (4), ÷ the provider's prompt: Latch's estimate median "
-            f"{c['median']:.2f}× ({c['within']}/4 within 0.9–1.3×), its forecast in provider tokens median "
-            f"{fc['median']:.2f}× ({fc['within']}/1 within)") in out  # a stable fit from request 4
+            f"{c['median']:.2f}× (range {c['min']:.2f}–{c['max']:.2f}×, {c['within']}/4 within 0.9–1.3×), its forecast "
+            f"in provider tokens median {fc['median']:.2f}× (range {fc['min']:.2f}–{fc['max']:.2f}×, {fc['within']}/1 "
+            "within)") in out  # a stable fit from request 4
     assert "views after eviction" not in out and doc["summary"]["forecast_ratio_evicted_views"]["requests"] == 0
     assert (f"forecast: {rate['rate']:.2f} provider tokens per estimated token + {rate['intercept_tokens']:,}, "
             f"fitted on each request's earlier requests ({rate['steps']} step(s) in all)") in out

@@ -173,11 +173,11 @@ LOCAL_IMPORTS_ALLOWED = {
     ("cli.py", "latch.plugins"): "the plugin host (estimators, numpy) loads only when a command needs it (twice: "
                                  "AppContext.config and LatchGroup.load_plugin_commands)",
     ("commands/doctor.py", "latch._native"): "the optional C++ extension",
-    ("default_plugins/tui.py", "latch.tui.app"): "textual (about 0.2 s to import) loads only when `latch tui` starts, "
+    ("default_plugins/tui.py", "latch.ui.tui.app"): "textual (about 0.2 s to import) loads only when `latch tui` starts, "
                                                  "not with every command's plugin host",
-    ("default_plugins/web.py", "latch.web.app"): "the server's module (asyncio, about 0.05 s, and the routes) loads "
+    ("default_plugins/web.py", "latch.ui.web.app"): "the server's module (asyncio, about 0.05 s, and the routes) loads "
                                                  "when `latch web` runs, not with every command's plugin host",
-    ("web/app.py", "latch.web.replay"): "the replay page's machinery (latch.commands.replay: engine, estimators, "
+    ("ui/web/app.py", "latch.ui.web.replay"): "the replay page's machinery (latch.host.replay: engine, estimators, "
                                         "plugin host) loads when `latch web` starts its server, not with every "
                                         "command's plugin host (`latch --help` lists `web`)",
     ("hotpaths/__init__.py", "latch._native"): "the optional C++ extension, chosen at first use",
@@ -227,3 +227,33 @@ def test_the_architecture_map_names_every_package_and_module():
                    | {p.name for p in SRC.glob("*.py") if not p.name.startswith("_")})
     missing = [n for n in names if f"latch/{n}" not in text]
     assert missing == [], f"docs/architecture.md does not name: {missing}"
+
+
+# The layers, top to bottom: a module imports only its own layer and the ones below (docs/architecture.md).
+LAYERS = [
+    ("cli", ("latch.cli", "latch.commands", "latch.default_plugins", "latch.__main__")),
+    ("agent, bench, ui", ("latch.agent", "latch.bench", "latch.ui")),
+    ("host", ("latch.host", "latch.plugins", "latch.hookspecs", "latch.accounting")),
+    ("engine, kernel, importers, providers", ("latch.engine", "latch.kernel", "latch.importers", "latch.providers",
+                                              "latch.estimators", "latch.hotpaths")),
+    ("store, events", ("latch.store", "latch.events", "latch.port", "latch.config", "latch.textsafe",
+                       "latch.extras")),
+]
+
+
+def _layer(module: str) -> int | None:
+    for k, (_, prefixes) in enumerate(LAYERS):
+        if any(_in(module, p) for p in prefixes):
+            return k
+    return None
+
+
+def test_every_module_has_a_layer():
+    assert [m for m in MODULES if m != "latch" and _layer(m) is None] == []
+
+
+def test_layers_import_only_downwards():
+    upward = sorted(f"{m} -> {t} ({LAYERS[_layer(m)][0]} imports {LAYERS[_layer(t)][0]})"
+                    for m, targets in IMPORTS.items() if _layer(m) is not None
+                    for t in targets if _layer(t) is not None and _layer(t) < _layer(m))
+    assert upward == []

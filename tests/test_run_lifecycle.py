@@ -19,7 +19,7 @@ from latch.events import AssistantMessage, RunEnded, RunStarted, ToolCall, ToolS
 from latch.host import reducers as R
 from latch.host.runs import RunRecord, process_alive, process_start, session_liveness
 from latch.store import EventStore
-from latch.web.app import snapshot
+from latch.ui.web.app import snapshot
 from test_agent_run import _env, latch, session_id
 from sandbox_support import end_shell_group
 

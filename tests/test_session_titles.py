@@ -16,8 +16,8 @@ from textual.widgets import DataTable
 from latch.cli import _load_commands, cli
 from latch.host.ingest import import_all
 from latch.store import EventStore
-from latch.tui.app import LatchTUI
-from latch.web.app import create_app
+from latch.ui.tui.app import SESSION_COLUMNS, LatchTUI
+from latch.ui.web.app import create_app
 
 _load_commands()
 
@@ -102,6 +102,7 @@ def test_web_and_tui_session_lists_show_the_title(db):
         async with app.run_test(size=(200, 40)) as pilot:
             await pilot.pause()
             table = app.screen.query_one("#sessions", DataTable)
-            return sorted(str(table.get_row_at(i)[4]) for i in range(table.row_count))
+            title = SESSION_COLUMNS.index("title")
+            return sorted(str(table.get_row_at(i)[title]) for i in range(table.row_count))
 
     assert asyncio.run(go()) == sorted([*GOOSE.values(), *OPENCODE.values()])

@@ -26,8 +26,8 @@ from latch.kernel import canonical_state
 from latch.kernel.tombstones import forget_session
 from latch.plugins import get_plugin_manager
 from latch.store import EventStore
-from latch.tui import TerminalUI
-from latch.tui.app import PANELS, LatchTUI, SessionScreen, SessionsScreen
+from latch.ui.tui import TerminalUI
+from latch.ui.tui.app import PANELS, LatchTUI, SessionScreen, SessionsScreen
 
 FILE = "claude-code/entire-image_session.jsonl"  # 89 requests, 3 provider cache epochs, 2 cache breaks
 SIZE = (200, 60)

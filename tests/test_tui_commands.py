@@ -14,7 +14,7 @@ from textual.widgets import Static
 from latch.events import SteeringQueued, UserMessage
 from latch.host import reducers as R
 from latch.store import EventStore
-from latch.tui.app import ConfirmStop, LatchTUI, SessionScreen
+from latch.ui.tui.app import ConfirmStop, LatchTUI, SessionScreen
 
 SIZE = (200, 50)
 

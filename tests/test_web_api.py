@@ -12,7 +12,7 @@ from web_server import WebServer, read_sse
 from latch.events import AssistantMessage, ToolCall, ToolStarted, Usage, UserMessage
 from latch.kernel.tombstones import forget_session
 from latch.store import EventStore
-from latch.web.app import check_bind
+from latch.ui.web.app import check_bind
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from web_server import WebServer
 from latch.agent.group import Group
 from latch.events import UserMessage
 from latch.store import EventStore
-from latch.web.app import group_view, snapshot
+from latch.ui.web.app import group_view, snapshot
 from test_web_browser import browser  # noqa: F401 (the fixture)
 
 

@@ -17,7 +17,7 @@ from web_server import WebServer
 
 from latch.events import AssistantMessage, UserMessage
 from latch.store import EventStore
-from latch.web.app import _display
+from latch.ui.web.app import _display
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "invoice-rounding.claude.jsonl"

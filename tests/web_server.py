@@ -1,4 +1,4 @@
-"""A real uvicorn server for latch.web.app in a thread, and a small SSE reader."""
+"""A real uvicorn server for latch.ui.web.app in a thread, and a small SSE reader."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 import httpx
 import uvicorn
 
-from latch.web.app import create_app
+from latch.ui.web.app import create_app
 
 
 def free_port() -> int:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 
 from corpus_support import corpus_format, corpus_name
-from latch.commands.replay import RATIO_BAND, ratio_summary, run_replay
+from latch.commands.replay import run_replay
+from latch.host.replay import RATIO_BAND, ratio_summary
 from latch.events import SystemNote
 from latch.accounting.forecast import ProviderForecast
 from latch.providers import to_anthropic_messages, to_openai_chat, validate_anthropic_messages, validate_openai_chat

@@ -22,7 +22,7 @@ from latch.cli import _load_commands, cli
 from latch.host import reducers as R
 from latch.store import EventStore
 from latch.textsafe import dumps, safe
-from latch.tui.app import LatchTUI, SessionScreen
+from latch.ui.tui.app import LatchTUI, SessionScreen
 
 ITEMS = corpus_items()
 

@@ -45,9 +45,6 @@ backend cannot load.
 
 from __future__ import annotations
 
-import bisect
-import math
-import statistics
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -60,23 +57,21 @@ from rich.measure import Measurement
 
 from ..cli import pass_app
 from ..config import MAX_TOKENS, model_window
-from ..events import Usage
 from ..textsafe import PIPE_WIDTH, Table, cell, console, dumps, markup, plural, safe, write_text
 from ..host import reducers as R
 from .outputs import output_file
 from .replay_html import render_html
 from .. import plugins
-from ..engine.report import COMPONENTS
-from ..accounting import pricing
-from ..host.changes import request_changes
-from ..accounting.pricing import usd as pricing_usd, format_usd
+from ..accounting.pricing import format_usd
 from ..host.ingest import parse_file, SessionForgotten, imported_session_ids
 from ..host.loop import model_requests, HostError, transcript_model
-from ..host.replay import ReplayPlan, budget_problem as _budget_problem, plan_replay as _plan_replay, window_origin
+from ..host.replay import (RATIO_BAND, ReplayPlan, budget_problem as _budget_problem, event_position,
+                           harness_doc, plan_replay as _plan_replay, provider_ratio, ratio_summary,
+                           run_replay as _run_replay, window_origin)
+from ..ui.render import window_line
 from ..importers.base import TranscriptError
 from ..store import ReplayScratch, StoreError, replay_scratch_path
 from ..store.replays import scratch_bytes
-from ..host import corrections as corrections_mod
 from ..host.kernel import kernel_cache
 from ..kernel import canonical_state
 
@@ -85,8 +80,6 @@ __all__ = ["resolve_engine_factory", "resolve_estimator_choice", "budget_problem
            "ratio_summary", "harness_doc", "harness_line", "ratio_line", "event_position"]
 
 PROGRESS_MIN_REQUESTS = 40
-USABLE_FROM_REQUEST = 3
-"""The summary's ``usable_share`` counts the views from this request on: the provider's rate needs two requests."""
 
 
 def resolve_engine_factory(name: str | None, config: Mapping[str, Any] | None = None,
@@ -116,314 +109,6 @@ def resolve_estimator_choice(name: str | None, model: str | None) -> Any:
         return plugins.get_estimator(name)
     except plugins.PluginError as exc:
         raise click.UsageError(str(exc)) from None
-
-
-def _requests(events: list[Any]) -> list[tuple[int, int, Usage | None]]:
-    """``(assistant seq, until_seq, provider usage of that request)`` for every model request
-    (:func:`latch.host.loop.model_requests`, as tuples)."""
-    return [(r.seq, r.until_seq, r.usage) for r in model_requests(events)]
-
-
-def run_replay(store: Any, session_id: str, *, engine: str | None = None, model: str | None = None,
-               estimator: str | None = None, config: Mapping[str, Any] | None = None, window: int | None = None,
-               reserve: int | None = None, recent: int | None = None,
-               progress: Callable[[int, int], None] | None = None,
-               keep_views: bool = False, keep: bool = False, harness: bool = True,
-               correct: bool = True, rate: bool = True,
-               on_result: Callable[[Any], None] | None = None) -> tuple[dict[str, Any], list[Any]]:
-    """Replay ``session_id`` of ``store``; return ``(document, views)`` (views only with ``keep_views``).
-
-    ``engine`` and ``estimator`` are plugin names (``None``: the configured engine, the model's
-    estimator); ``config`` is Latch's configuration, passed to the engine as
-    ``EngineProfile.config``. The document is ``{"session", "engine", "estimator", "stream",
-    "exact_tokenizer" (the tokenizer when the estimator is exact, else ``None``), "model", "kept", "budget",
-    "window_entry", "requests": [...], "summary": {...}}`` as written by ``latch replay
-    --json``; ``budget`` holds ``context_window_tokens``, ``reserve_tokens``, ``recent_tokens``
-    (effective: at most ``window - reserve``), ``requested_recent_tokens`` (as configured or
-    passed) and ``window_source`` (``"--window"``, ``"run"``: the budget of the session's ``latch run``,
-    ``"config"``: a ``[models.NAME]`` entry,
-    ``"model-table"``: Latch's model table, ``"engine"``: the engine's own default budget, or
-    ``"default"``: Latch's default window, nothing matches the model; ``window_entry`` names the entry
-    or key); each request has the
-    component tokens (``state_tokens`` is the canonical state's size), ``total_tokens``,
-    ``epoch``, ``first_retained_seq`` (store-wide) and ``first_retained_event`` (the same event's position in the
-    session, 1-based: what the table's ``first seq`` shows), ``cacheability``, ``recent_limit_tokens`` (the engine's
-    effective limit, when it reports one) and ``changes`` (since the previous sent request:
-    :func:`latch.host.changes.request_changes`; ``None`` for a refused request) and ``cost``
-    (``{"original_usd": what the transcript's request cost from its provider usage, "view_usd": what this view
-    would cost, cache-aware, with the transcript's output tokens, "view_cached_prefix_tokens": the tokens of the
-    view priced as cache reads (the prefix it shares with the previous view, or, when larger, the harness's own
-    system prompt and tools up to what the provider read from its cache for the transcript's request: the view
-    starts with those very bytes), "view_forecast_usd": the same priced in the
-    provider's tokens (``provider_forecast_tokens``, its cached prefix scaled alike; ``None`` without a forecast),
-    "priced_model"}``, dollars, ``None`` where unpriced: :mod:`latch.accounting.pricing`); ``summary["cost"]`` totals them
-    (see :func:`_cost_summary`; its ``view_forecast_usd`` prices each request's forecast where it has one, else its
-    estimate, and is ``None`` when no request has a forecast; like for like, ``original_compared_usd`` is the
-    transcript's cost of only the ``compared_requests`` that got a view, the ``refused_requests`` left out on
-    both sides, so ``view_usd`` compares with it and not with ``original_usd``). The
-    Both are priced as the model that answered the request in the transcript (``--model`` changes the budget
-    and the estimator, not the price), else as ``model``.
-    ``progress(done, total)`` is called after each request; ``on_result(res)`` with each request's
-    :class:`~latch.host.loop.RequestResult` (its ``view`` ``None`` for a refused request), in request order.
-
-    Harness (``harness``, default true; :func:`plan_replay`): ``document["harness"]`` (:func:`harness_doc`) says
-    what the requests carry besides the conversation, each request's ``harness_tokens`` is the inferred overhead
-    (0 when recorded or none), ``provider_ratio`` is ``total_tokens / provider_prompt_tokens`` (``None`` without
-    a provider figure) and ``view_complete`` whether the view still holds the whole conversation; the summary's
-    ``provider_ratio``, ``provider_ratio_after_first`` and ``provider_ratio_complete_views`` are their
-    distributions (:func:`ratio_summary`). Each request also has ``provider_forecast_tokens``: the provider tokens
-    its view would be counted at, forecast from the transcript's earlier requests only (:mod:`latch.accounting.forecast`;
-    ``None`` until the fit is stable, its rule there, or with ``harness=False``), and ``forecast_ratio``
-    (``provider_forecast_tokens / provider_prompt_tokens``), and ``forecast_over_window`` (the forecast is above
-    the model's window: the report says so); the summary has ``forecasts_over_window`` (those requests' numbers),
-    ``forecast_ratio``,
-    ``forecast_ratio_complete_views``, ``forecast_ratio_evicted_views`` and ``provider_rate`` (the fit after the last request:
-    :meth:`~latch.accounting.forecast.ProviderForecast.to_json`, ``None`` with ``harness=False``).
-    The views come from the host's one request loop (:class:`latch.host.loop.RequestLoop`).
-
-    Provider usage is authoritative (``correct``, default true; :mod:`latch.host.corrections`): when a request's
-    provider prompt tokens exceed Latch's estimate of the request the provider counted (the transcript's recorded
-    harness system prompt and tools plus the whole conversation so far, ``history_tokens``; for a session ``latch
-    run`` recorded, the view itself, which is what it sent; not with
-    ``harness=False``, nor with an overhead inferred from the same usage), and the ratio is above every earlier one, the correction is recorded (a kernel record of kind ``estimate_correction`` in
-    the replay's scratch run) and every later view is budgeted with the hard limit divided by it. Each request
-    has ``correction`` (the one its view was budgeted with: ``provider_tokens``, ``estimated_tokens``, ``ratio``,
-    ``request``, ``source``, ``origin``; ``None`` before any) and ``budget_hard_limit_tokens`` (the hard limit it
-    was given); the summary has ``corrections`` (each as recorded) and ``correction`` (the last in effect).
-
-    The engine's kernel records go to a run of the store's replay scratch database
-    (:mod:`latch.store.replays`), never to the store itself, unless ``keep``: the finished run is then
-    promoted into the store's kernel records (stream ``document["stream"]``, one transaction);
-    ``document["kept"]`` says which. Raises ``click.UsageError`` for a bad engine, estimator or budget
-    and :class:`~latch.store.StoreError` when the scratch cannot be written.
-    """
-    plan = plan_replay(store, session_id, engine=engine, model=model, estimator=estimator, config=config,
-                       window=window, reserve=reserve, recent=recent, harness=harness)
-    setup, budget, loop = plan.setup, plan.budget, plan.loop
-    model = setup.model
-    hard = budget.hard_limit_tokens
-
-    rows: list[dict[str, Any]] = []
-    views: list[Any] = []
-    violations: list[str] = []
-    instruction_misses: list[str] = []  # views without the latest user instruction (every engine)
-    last_sent = None
-    parsed: dict[int, Any] = {}  # request_changes' cache of parsed KernelContext messages, for this replay
-    original, viewed, forecasted = pricing.CostTotals(), pricing.CostTotals(), pricing.CostTotals()
-    compared = pricing.CostTotals()  # the transcript's cost of the requests that got a view: like for like
-    usages: list[Any] = []  # the transcript's provider usage per request (None: unreported)
-    # the provider counted the transcript's request: its recorded harness and the whole conversation so far, which
-    # Latch estimates as the harness's system and tools plus history_tokens; an overhead inferred from these very
-    # figures, or --no-harness (the harness unknown), leaves nothing to compare
-    # provider usage budgets every later view, and forecasts each view in provider tokens from the transcript's
-    # earlier requests (host.corrections, accounting.forecast)
-    fixes = corrections_mod.ReplayCorrections(loop, budget, setup.counter, plan.harness, setup.writer,
-                                              enabled=correct, rate=rate)
-    forecaster = fixes.forecast
-    harness_fixed = fixes.fixed
-    for res in loop.replay(plan.requests, progress, plan.harness.changes if plan.harness is not None else ()):
-        if on_result is not None:
-            on_result(res)
-        req = res.request
-        usage = req.usage
-        in_effect, limit, source = fixes.current, loop.hard, fixes.source  # what this view was budgeted with
-        limit_provider = corrections_mod.provider_limit_tokens(loop.budget, forecaster)
-        fixes.observe(res)
-        at = pricing.parse_timestamp(req.ts)
-        paid = pricing.price_usage(usage, req.model or model, at=at)  # what the transcript's request cost
-        original.add(paid)
-        usages.append(usage)
-        row: dict[str, Any] = {"request": req.number, "seq": req.seq, "until_seq": req.until_seq,
-                               "events": res.events, "history_tokens": res.history_tokens,
-                               "correction": in_effect, "budget_hard_limit_tokens": limit,
-                               "budget_provider_tokens": limit_provider, "budget_source": source,
-                               "provider_prompt_tokens": usage.prompt_tokens if usage else None,
-                               "provider_cache_read_tokens": usage.cache_read_tokens if usage else None,
-                               "cost": {"original_usd": pricing.usd(paid.usd) if paid else None, "view_usd": None,
-                                        "priced_model": paid.model_id if paid else None}}
-        view = res.view
-        forecast = fixes.last_forecast
-        row["provider_forecast_tokens"] = forecast
-        row["forecast_over_window"] = forecast is not None and forecast > budget.context_window_tokens
-        row["forecast_ratio"] = provider_ratio(forecast, row["provider_prompt_tokens"])
-        if view is None:
-            viewed.add(None)
-            forecasted.add(None)
-            rows.append({**row, "status": "overflow", "error": res.overflow, "total_tokens": None, "changes": None,
-                         "provider_ratio": None, "view_complete": None})
-            continue
-        # the view sends the harness's own system prompt and tools first, byte for byte: what the provider read
-        # of them from its cache for the transcript's request it reads for the view too (a first request, or
-        # the first after a rotation, then pays cache writes only for what follows them)
-        warm = min(harness_fixed, usage.cache_read_tokens or 0) if usage is not None else 0
-        prefix = min(res.recounted_tokens or 0, max(res.common_prefix_tokens, warm))
-        would = pricing.view_cost(res.recounted_tokens or 0, prefix, usage.output_tokens if usage else None,
-                                  req.model or model, at=at)
-        viewed.add(would)
-        compared.add(paid)
-        row["cost"]["view_usd"] = pricing.usd(would.usd) if would else None
-        row["cost"]["view_cached_prefix_tokens"] = prefix
-        guess = would  # in the provider's tokens: the forecast, the cached prefix scaled alike; else the estimate
-        if forecast is not None and view.tokens.total_tokens > 0:
-            scale = forecast / view.tokens.total_tokens
-            guess = pricing.view_cost(forecast, min(forecast, round(prefix * scale)),
-                                      usage.output_tokens if usage else None, req.model or model, at=at)
-        forecasted.add(guess)
-        row["cost"]["view_forecast_usd"] = pricing.usd(guess.usd) if guess and forecast is not None else None
-        row["cost"]["priced_model"] = row["cost"]["priced_model"] or (would.model_id if would else None)
-        if keep_views:
-            views.append(view)
-        violations.extend(res.violations)
-        instruction_misses.extend(res.instruction_violations)
-        changes = request_changes(last_sent, res, loop.units, parsed)
-        last_sent = res
-        total = view.tokens.total_tokens
-        rows.append({
-            **row, "status": view.status, "total_tokens": total, "recounted_tokens": res.recounted_tokens,
-            **{c: getattr(view.tokens, c) for c in COMPONENTS},
-            "epoch": view.epoch, "first_retained_seq": view.first_retained_seq,
-            "first_retained_event": event_position(plan.event_seqs, view.first_retained_seq),
-            "common_prefix_tokens": res.common_prefix_tokens,
-            "cacheability": res.cacheability if res.cacheability is not None else 0.0,
-            "left_tokens": view.metrics.get("left_tokens"), "rotation_reason": view.metrics.get("rotation_reason"),
-            "image_count": view.metrics.get("image_count"), "image_tokens": view.metrics.get("image_tokens"),
-            "recent_limit_tokens": view.metrics.get("recent_limit_tokens"),
-            "headroom_tokens": limit - total, "messages": len(view.messages), "changes": changes,
-            "provider_ratio": provider_ratio(total, row["provider_prompt_tokens"]),
-            "view_complete": view.tokens.recent_tokens >= res.history_tokens,
-        })
-    history = loop.history_tokens
-    if setup.keeps_instruction:
-        violations.extend(instruction_misses)
-    compactions = sum(1 for r in setup.writer.records() if "compact" in r[1])
-    if compactions:
-        violations.append(f"{compactions} compaction record(s) in the replay stream (never automatic)")
-    fixes.finish()  # the provider's rate over the whole transcript, for latch context
-    setup.writer.finish(keep=keep)
-    done = [r for r in rows if r["total_tokens"] is not None]
-    bound = recent_eff = None
-    rotations = loop.rotations
-    if setup.hysteretic:
-        recent_eff = min([budget.recent_tokens, *(r["recent_limit_tokens"] for r in done
-                                                   if isinstance(r["recent_limit_tokens"], int)
-                                                   and r["recent_limit_tokens"] > 0)])
-        bound = history / (0.25 * recent_eff) + 1
-        if rotations > bound:
-            violations.append(f"{rotations} rotations exceed the hysteresis bound {bound:.1f} "
-                              f"(conversation {history} tokens, effective recent {recent_eff})")
-    summary = {
-        "requests": len(rows), "violations": violations, "rotations": rotations,
-        "prefix_breaks_within_epoch": loop.prefix_breaks, "automatic_compactions": compactions,
-        "overflows": loop.overflows,
-        "hysteretic_epochs": setup.hysteretic, "rotation_bound": round(bound, 2) if bound is not None else None,
-        "rotation_bound_recent_tokens": recent_eff,
-        "keeps_latest_instruction": setup.keeps_instruction, "views_without_latest_instruction": len(instruction_misses),
-        "conversation_tokens": history,
-        "max_total_tokens": loop.max_total_tokens, "hard_limit_tokens": hard,
-        "mean_cacheability": (sum(r["cacheability"] for r in done[1:]) / (len(done) - 1)) if len(done) > 1 else None,
-        "epochs": len({r["epoch"] for r in done}),
-        "cost": {**_cost_summary(original, viewed), "view_forecast_usd": pricing_usd(forecasted.usd)
-                 if any(r["cost"].get("view_forecast_usd") is not None for r in done) else None,
-                 "compared_requests": len(done), "refused_requests": len(rows) - len(done),
-                 "original_compared_usd": pricing_usd(compared.usd)},
-        "provider_ratio": ratio_summary([r["provider_ratio"] for r in done]),
-        "provider_ratio_after_first": ratio_summary([r["provider_ratio"] for r in done if r["request"] > 1]),
-        "provider_ratio_complete_views": ratio_summary([r["provider_ratio"] for r in done if r["view_complete"]]),
-        "forecast_ratio": ratio_summary([r["forecast_ratio"] for r in done]),
-        "forecasts_over_window": [r["request"] for r in rows if r["forecast_over_window"]],
-        "forecast_ratio_complete_views": ratio_summary([r["forecast_ratio"] for r in done if r["view_complete"]]),
-        "forecast_ratio_evicted_views": ratio_summary([r["forecast_ratio"] for r in done if not r["view_complete"]]),
-        "provider_rate": forecaster.to_json() if forecaster is not None else None,
-        "usable_share": _usable_share(rows, hard),
-        "corrections": fixes.recorded, "correction": fixes.current,
-        "cache_rewrites": _rewrites(usages),
-    }
-    doc = {"session": session_id, "engine": setup.engine_name, "estimator": setup.estimator_name, "stream": setup.writer.stream,
-           "model": model, "kept": keep, "exact_tokenizer": setup.counter.tokenizer,
-           "budget": {"context_window_tokens": budget.context_window_tokens,
-                      "reserve_tokens": budget.reserve_tokens, "recent_tokens": budget.recent_tokens,
-                      "requested_recent_tokens": plan.requested_recent, "window_source": plan.window_source},
-           "window_entry": plan.window_entry, "harness": harness_doc(plan.harness, setup.counter),
-           "requests": rows, "summary": summary}
-    return doc, views
-
-
-def _usable_share(rows: list[dict[str, Any]], hard: int) -> dict[str, Any] | None:
-    """The share of the real hard limit (``window - reserve``) a view could fill, in the provider's tokens
-    (``budget_provider_tokens / hard``) from request :data:`USABLE_FROM_REQUEST` on: ``{"from_request", "requests",
-    "min", "median", "max"}``, ``None`` when no such request has a forecast."""
-    shares = sorted(r["budget_provider_tokens"] / hard for r in rows
-                    if r["request"] >= USABLE_FROM_REQUEST and r.get("budget_provider_tokens") is not None)
-    if not shares or hard <= 0:
-        return None
-    return {"from_request": USABLE_FROM_REQUEST, "requests": len(shares), "min": round(shares[0], 4),
-            "median": round(statistics.median(shares), 4), "max": round(shares[-1], 4)}
-
-
-def _cost_summary(original: Any, viewed: Any) -> dict[str, Any]:
-    """``summary.cost``: ``original_usd`` (the transcript's own usage, priced), ``view_usd`` (Latch's views,
-    cache-aware: :func:`latch.accounting.pricing.view_cost`), ``priced_model`` (the genai-prices model id that priced
-    most requests), the cache-read share of each (reads over prompt tokens, 0..1) and the priced/unpriced
-    request counts; a total is ``None`` when no request of its kind was priced."""
-    models = {**viewed.models, **original.models}
-    top = max(models, key=lambda m: (models[m].priced, m)) if models else None
-    share = original.cache_read_share
-    vshare = viewed.cache_read_share
-    return {"original_usd": pricing_usd(original.usd), "view_usd": pricing_usd(viewed.usd), "priced_model": top,
-            "original_cache_read_share": round(share, 4) if share is not None else None,
-            "view_cache_read_share": round(vshare, 4) if vshare is not None else None,
-            "original_priced_requests": original.priced, "view_priced_requests": viewed.priced,
-            "unpriced_requests": original.unpriced,
-            "models": {m: t.as_dict() for m, t in sorted(original.models.items())}}
-
-
-RATIO_BAND = (0.9, 1.3)
-"""The band a view's size should fall in relative to the provider's prompt figure."""
-
-
-def provider_ratio(total: int | None, provider: int | None) -> float | None:
-    """``total / provider`` rounded to 3 places: the view's tokens (harness included) per provider-reported prompt
-    token of the same request; ``None`` when either is unknown or the provider reported 0."""
-    if total is None or not provider:
-        return None
-    return round(total / provider, 3)
-
-
-def ratio_summary(ratios: list[float | None]) -> dict[str, Any]:
-    """The distribution of the known ``ratios`` (``None`` left out): ``{"requests": n, "min", "p10", "median",
-    "p90", "max", "within": how many fall in :data:`RATIO_BAND` (inclusive), "band": [lo, hi]}``; the
-    statistics are ``None`` when no ratio is known. Percentiles are nearest-rank."""
-    known = sorted(r for r in ratios if r is not None)
-    lo, hi = RATIO_BAND
-    out: dict[str, Any] = {"requests": len(known), "min": None, "p10": None, "median": None, "p90": None,
-                           "max": None, "within": sum(1 for r in known if lo <= r <= hi), "band": [lo, hi]}
-    if known:
-        n = len(known)
-
-        def rank(q: float) -> float:
-            return known[min(n - 1, max(0, math.ceil(q * n) - 1))]
-
-        median = known[n // 2] if n % 2 else (known[n // 2 - 1] + known[n // 2]) / 2
-        out.update({"min": known[0], "p10": rank(0.1), "median": round(median, 3), "p90": rank(0.9),
-                    "max": known[-1]})
-    return out
-
-
-def harness_doc(harness: Any, counter: Any) -> dict[str, Any]:
-    """The replay JSON's ``harness``: ``source`` (``"recorded"``: the transcript's system prompt/instructions
-    and tool schemas are sent as the request's system and tools; ``"inferred"``: none recorded, the overhead
-    ``inferred_tokens`` is counted as ``harness_tokens``; ``"recorded+inferred"``: the system prompt is recorded, the
-    tool schemas are not, and what the provider counted beyond the prompt is ``inferred_tokens``; ``"none"``), ``system_tokens`` and ``tools_tokens``
-    (recorded, priced by the replay's estimator), ``notes`` (recorded notes joined into the system prompt),
-    ``tools`` (how many schemas), ``inferred`` (bool), ``inferred_tokens``, ``inferred_from`` (request numbers)
-    and ``residuals`` (tokens per request used)."""
-    if harness is None:
-        return {"source": "none", "system_tokens": 0, "tools_tokens": 0, "notes": 0, "tools": 0, "inferred": False,
-                "inferred_tokens": 0, "inferred_from": [], "residuals": []}
-    return {"source": harness.source, "system_tokens": counter.system(harness.system),
-            "tools_tokens": counter.tools(harness.tools), "notes": harness.notes, "tools": len(harness.tools),
-            "inferred": bool(harness.inferred_from), "inferred_tokens": harness.inferred_tokens,
-            "inferred_from": list(harness.inferred_from), "residuals": list(harness.residuals)}
 
 
 def harness_line(doc: Mapping[str, Any]) -> str | None:
@@ -479,25 +164,6 @@ def ratio_line(s: Mapping[str, Any]) -> str | None:
                      f"{rate['intercept_tokens']:,}, fitted on each request's earlier requests ({rate['steps']:,} "
                      f"step(s) in all){rough}[/dim]")
     return "\n".join(lines)
-
-
-def window_line(source: str, entry: str | None, model: str | None) -> str:
-    """The report header's rich-markup line saying where the window came from (``source``/``entry`` as
-    :func:`window_origin` gives them; the model id escaped)."""
-    if source == "default":
-        whose = f"model {markup(model)} has no \\[models] entry" if model else "the model is unknown"
-        return f"[dim]window: Latch's default ({whose} in the config)[/dim]"
-    where = {"--window": "set by --window", "run": "the budget its `latch run` was started with",
-             "engine": "the engine's own default budget",
-             "config": f"the config's \\[models.{markup(entry)}] entry",
-             "model-table": f"Latch's model table (entry {markup(entry)})"}.get(source, markup(source))
-    return f"[dim]window: {where}[/dim]"
-
-
-def event_position(seqs: list[int], seq: int | None) -> int | None:
-    """The 1-based position in the session of its event ``seq`` (``seqs``: the session's seqs, ascending);
-    ``None`` for ``None``; a seq between two events counts as the later one."""
-    return None if seq is None else bisect.bisect_left(seqs, seq) + 1
 
 
 def _fmt(v: Any) -> str:
@@ -720,13 +386,6 @@ def _replay_one(store: Any, sid: str, n_requests: int, options: Mapping[str, Any
         return run_replay(store, sid, **options, progress=lambda done, total: bar.update(task, completed=done))[0]
 
 
-def _rewrites(usages: list[Any]) -> dict[str, Any] | None:
-    """``summary["cache_rewrites"]``: the transcript's own full-prefix cache rewrites
-    (:func:`latch.accounting.pricing.cache_rewrites`), ``None`` when no request reported cache reads and writes."""
-    found = pricing.cache_rewrites(usages)
-    return found.as_dict() if found.requests else None
-
-
 def _rewrite_line(r: Mapping[str, Any] | None) -> str | None:
     """The summary's line on the transcript's cache rewrites (``None`` when it reported no cache writes)."""
     if not r or not r["write_tokens"]:
@@ -807,6 +466,16 @@ def plan_replay(store: Any, session_id: str, **options: Any) -> ReplayPlan:
     resolve_engine_factory(options.get("engine"), options.get("config"))
     try:
         return _plan_replay(store, session_id, **options)
+    except HostError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def run_replay(store: Any, session_id: str, **options: Any) -> tuple[dict[str, Any], list[Any]]:
+    """:func:`latch.host.replay.run_replay` for a command: an unknown engine names its option first, and a
+    :class:`~latch.host.loop.HostError` is a ``click.UsageError`` (one line)."""
+    resolve_engine_factory(options.get("engine"), options.get("config"))
+    try:
+        return _run_replay(store, session_id, **options)
     except HostError as exc:
         raise click.UsageError(str(exc)) from None
 
@@ -903,7 +572,7 @@ def register(cli: click.Group) -> None:
         elif not sids and forgotten:
             raise click.ClickException(f"{safe(file)}: session {forgotten[0]} is forgotten (tombstoned by "
                                        "`latch forget`); forgotten sessions are not replayed")
-        counts = {sid: len(_requests(list(store.events(sid, kinds=["assistant_message", "usage"])))) for sid in sids}
+        counts = {sid: len(model_requests(list(store.events(sid, kinds=["assistant_message", "usage"])))) for sid in sids}
         empty = [sid for sid in sids if counts[sid] == 0]
         if len(sids) == len(empty):
             what = f"session {sids[0]} has" if len(sids) == 1 else f"none of its {len(sids)} sessions has"

@@ -1,7 +1,7 @@
-"""Built-in plugin: the terminal UI (:class:`latch.tui.TerminalUI`) and its command ``latch tui``.
+"""Built-in plugin: the terminal UI (:class:`latch.ui.tui.TerminalUI`) and its command ``latch tui``.
 
 ``latch tui [SESSION]`` opens the store of ``--db`` (or the workspace's) in a textual app: the sessions list,
-or SESSION (an id or unique prefix) directly; see :mod:`latch.tui.app` for the panels. Textual is imported only
+or SESSION (an id or unique prefix) directly; see :mod:`latch.ui.tui.app` for the panels. Textual is imported only
 when the app starts.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 
 from ..hookspecs import hookimpl
-from ..tui import TerminalUI
+from ..ui.tui import TerminalUI
 
 
 @hookimpl
@@ -26,7 +26,7 @@ def latch_register_uis() -> list[type]:
 @click.pass_context
 def tui_cmd(ctx: click.Context, session: str | None, poll_interval: float) -> None:
     """Browse sessions in the terminal: transcript, state and evidence, usage and cost, context, cache epochs."""
-    from ..tui.app import LatchTUI  # textual is imported only when the app starts
+    from ..ui.tui.app import LatchTUI  # textual is imported only when the app starts
 
     app = ctx.obj  # latch.cli.AppContext
     store = app.store(create=False)

@@ -1,7 +1,7 @@
-"""Built-in plugin: the web UI (:class:`latch.web.WebUI`) and its command ``latch web``.
+"""Built-in plugin: the web UI (:class:`latch.ui.web.WebUI`) and its command ``latch web``.
 
 ``latch web [--host 127.0.0.1] [--port 8765] [--token T]`` serves the store of ``--db`` (or the workspace's)
-to a browser; see :mod:`latch.web.app` for the routes. A host that is not loopback needs ``--token``, and
+to a browser; see :mod:`latch.ui.web.app` for the routes. A host that is not loopback needs ``--token``, and
 with a token every request must carry it (401 otherwise). Starlette, sse-starlette and uvicorn are imported
 only when the server starts.
 """
@@ -13,7 +13,7 @@ import importlib
 import click
 
 from ..hookspecs import hookimpl
-from ..web import WebUI
+from ..ui.web import WebUI
 
 
 @hookimpl
@@ -30,7 +30,7 @@ def latch_register_uis() -> list[type]:
 @click.pass_context
 def web_cmd(ctx: click.Context, host: str, port: int, token: str | None) -> None:
     """Serve the browser UI: sessions list and live session pages (transcript, state, activity)."""
-    from ..web.app import ListenError, check_bind, listen, serve  # asyncio and the routes load when `latch web` runs
+    from ..ui.web.app import ListenError, check_bind, listen, serve  # asyncio and the routes load when `latch web` runs
 
     for module in ("starlette", "uvicorn", "sse_starlette"):  # a missing 'web' extra is named before anything is said
         importlib.import_module(module)

@@ -2,7 +2,7 @@
 
 :class:`WebUI` is what the built-in plugin :mod:`latch.default_plugins.web` registers through
 ``latch_register_uis``; ``latch web`` (registered through ``latch_register_commands``) runs
-:func:`latch.web.app.serve`. Nothing here imports Starlette or uvicorn until a server is built, so loading the
+:func:`latch.ui.web.app.serve`. Nothing here imports Starlette or uvicorn until a server is built, so loading the
 plugin costs nothing.
 """
 

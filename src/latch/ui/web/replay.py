@@ -1,6 +1,6 @@
 """The replay page's data: every model request of a stored session replayed once.
 
-:class:`ReplayCache` runs :func:`latch.commands.replay.run_replay` (the host's one request loop, its kernel
+:class:`ReplayCache` runs :func:`latch.host.replay.run_replay` (the host's one request loop, its kernel
 records in a run of the replay scratch database beside the store, never in the store's log) and keeps, per
 session and its last event seq, the ``latch replay --json`` document and each request's view (its content,
 :func:`view_content`, rendered when first asked for), so a reload does not recompute and a session that grew
@@ -18,10 +18,10 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from ..commands.replay import run_replay, window_line
-from ..commands.view import render_view_text
-from ..engine.report import COMPONENTS
-from ..textsafe import PIPE_WIDTH
+from ...host.replay import run_replay
+from ..render import render_view_text, window_line
+from ...engine.report import COMPONENTS
+from ...textsafe import PIPE_WIDTH
 
 __all__ = ["ReplayCache", "view_content"]
 
@@ -114,7 +114,7 @@ class ReplayCache:
 
     def get(self, session_id: str) -> dict[str, Any]:
         """The ``latch replay --json`` document of ``session_id`` plus ``last_seq`` (the session's newest event
-        seq it covers). Raises what :func:`~latch.commands.replay.run_replay` raises (``click.ClickException``
+        seq it covers). Raises what :func:`~latch.host.replay.run_replay` raises (:class:`~latch.host.loop.HostError`
         for a bad budget, :class:`~latch.store.StoreError` when the scratch cannot be written)."""
         with self._lock:
             return self._entry(session_id)[1]

@@ -50,17 +50,17 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane
 
-from ..agent.group import group_view
-from ..host import reducers as R
-from ..accounting.pricing import format_usd
-from ..host.kernel import kernel_cache
-from ..host.state_report import CERTIFIED, NOT_CERTIFIED, evidence_lines
-from ..host.summaries import listed_sessions, short_ids
-from ..host.runs import NoRunningRun, RunCommands, session_liveness
-from ..kernel import canonical_state
-from ..kernel.tombstones import forgotten_message, tombstoned_sessions
-from ..store import EventStore
-from ..textsafe import plural, safe
+from ...agent.group import group_view
+from ...host import reducers as R
+from ...accounting.pricing import format_usd
+from ...host.kernel import kernel_cache
+from ...host.state_report import CERTIFIED, NOT_CERTIFIED, evidence_lines
+from ...host.summaries import listed_sessions, short_ids
+from ...host.runs import NoRunningRun, RunCommands, session_liveness
+from ...kernel import canonical_state
+from ...kernel.tombstones import forgotten_message, tombstoned_sessions
+from ...store import EventStore
+from ...textsafe import plural, safe
 
 __all__ = ["LatchTUI", "SessionScreen", "SessionsScreen", "ConfirmStop", "transcript_text", "receipts_text",
            "PANELS"]

@@ -2,7 +2,7 @@
 
 :class:`TerminalUI` is what the built-in plugin :mod:`latch.default_plugins.tui` registers through
 ``latch_register_uis``; ``latch tui [SESSION]`` (registered through ``latch_register_commands``) runs
-:class:`latch.tui.app.LatchTUI`. Textual is imported only when the app is built, so loading the plugin costs
+:class:`latch.ui.tui.app.LatchTUI`. Textual is imported only when the app is built, so loading the plugin costs
 nothing.
 """
 

@@ -17,9 +17,9 @@ Routes (every one answers 401 without the token when the app has one: ``Authoriz
 * ``GET /s/{id}/replay``: the replay page. ``GET /api/sessions/{id}/replay``: the session's ``latch replay
   --json`` document (:func:`latch.commands.replay.run_replay` with the default engine, estimator and budget;
   per model request its tokens, ``epoch``, ``rotation_reason``, ``changes`` and ``cost``) plus ``last_seq``;
-  computed once per session and newest event seq (:class:`latch.web.replay.ReplayCache`; the replay's kernel
+  computed once per session and newest event seq (:class:`latch.ui.web.replay.ReplayCache`; the replay's kernel
   records go to the scratch replay database, never to the store). ``GET /api/sessions/{id}/replay/{n}``:
-  request ``n``'s view content in the ``latch view --format text`` shape (:func:`latch.web.replay.
+  request ``n``'s view content in the ``latch view --format text`` shape (:func:`latch.ui.web.replay.
   view_content`: system, tools, messages, and ``text``, what ``latch view`` prints); 404 outside ``1..N``;
   a replay the budget refuses is a 400, a scratch that cannot be written a 500, each one ``{"error"}`` line.
 * ``POST /api/sessions/{id}/commands`` with a JSON body ``{"command": "steer"|"stop"|"compact", "text": str
@@ -55,23 +55,23 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import click
 
-from ..agent.group import group_view
-from ..host import reducers as R
-from ..host.kernel import kernel_cache
-from ..host.state_report import canonical_view
-from ..host.summaries import listed_sessions, short_ids
-from ..host.runs import NoRunningRun, RunCommands, session_liveness
-from ..kernel import canonical_state
-from ..kernel.tombstones import forgotten_message, tombstoned_sessions
-from ..store import EventStore, StoreError
-from ..textsafe import safe
+from ...agent.group import group_view
+from ...host import reducers as R
+from ...host.kernel import kernel_cache
+from ...host.loop import HostError
+from ...host.state_report import canonical_view
+from ...host.summaries import listed_sessions, short_ids
+from ...host.runs import NoRunningRun, RunCommands, session_liveness
+from ...kernel import canonical_state
+from ...kernel.tombstones import forgotten_message, tombstoned_sessions
+from ...store import EventStore, StoreError
+from ...textsafe import safe
 from . import is_loopback
 
 __all__ = ["create_app", "snapshot", "session_rows", "serve", "listen", "ListenError", "check_bind", "group_view"]
 
-STATIC = resources.files("latch.web") / "static"
+STATIC = resources.files("latch.ui.web") / "static"
 _STATIC_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
                  ".html": "text/html; charset=utf-8"}
 
@@ -220,9 +220,8 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
             return info
         try:
             return await asyncio.to_thread(call, info.id, *args)
-        except (click.ClickException, StoreError) as exc:
-            message = exc.format_message() if isinstance(exc, click.ClickException) else str(exc)
-            return error(400 if isinstance(exc, click.ClickException) else 500, f"replay of {info.id}: {message}")
+        except (HostError, StoreError) as exc:
+            return error(400 if isinstance(exc, HostError) else 500, f"replay of {info.id}: {exc}")
 
     async def replay_table(request: Request) -> Response:
         got = await replay(request, replays.get)
