@@ -31,6 +31,15 @@ def pytest_configure(config):
     os.environ["XDG_CONFIG_HOME"] = str(_HERMETIC_HOME / "config")
 
 
+def pytest_collection_modifyitems(config, items):
+    """The fast tier (``-m "not slow and not stress"``) is the unit, parity and invariant tests: besides the modules
+    marked ``slow`` (real processes, servers, browsers), every corpus test and every benchmark is slow too."""
+    for item in items:
+        path = Path(str(item.fspath))
+        if "corpus" in item.keywords or "benchmarks" in path.parts or path.parent.name == "corpus":
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_unconfigure(config):
     shutil.rmtree(_HERMETIC_HOME, ignore_errors=True)
 

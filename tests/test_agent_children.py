@@ -27,6 +27,8 @@ from latch.providers import ScriptedProvider
 from latch.store import EventStore
 from sandbox_support import end_shell_group
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 MODEL = "gpt-4.1"
 
 

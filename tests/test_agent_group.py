@@ -22,6 +22,8 @@ from latch.agent.group import Group, GroupError, GroupState
 from latch.events import AssistantMessage, GroupMessageDelivered, ToolCall, ToolResult
 from latch.store import EventStore
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 
 @pytest.fixture
 def group(tmp_path):

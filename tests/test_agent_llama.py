@@ -8,6 +8,8 @@ test."""
 
 from __future__ import annotations
 
+import pytest
+
 import os
 import re
 import sqlite3
@@ -15,6 +17,8 @@ import subprocess
 import sys
 
 from llama_support import require_llama
+
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 
 N_CTX, RESERVE, TURNS = 2048, 256, 30
 STATUS = re.compile(r"request (\d+) · context \d+% of ([\d,]+) · view ([\d,]+) tokens \((exact|estimated)\) · "

@@ -26,6 +26,8 @@ from latch.port import ContextBudget
 from latch.providers import ScriptedProvider
 from latch.store import EventStore
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 SERVER = Path(__file__).resolve().parent / "mcp_server.py"
 
 

@@ -21,6 +21,8 @@ from latch.kernel.state import canonical_state
 from latch.store import EventStore
 from test_agent_mcp import SERVER, Agent, Server, oa
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 TOKEN_VAR = "LATCH_TEST_MCP_TOKEN_VALUE"
 TOKEN = "s3cret-token-0f9a"
 

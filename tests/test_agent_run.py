@@ -18,6 +18,8 @@ import pytest
 from fake_providers import Reply, ToolUse, serve_anthropic, serve_openai
 from sandbox_support import end_shell_group
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 KEY = "sk-test-LATCHSECRET-0123456789abcdef"
 
 

@@ -32,6 +32,8 @@ from fake_providers import Reply, ToolUse, serve_openai
 from sandbox_support import require_bwrap
 from test_agent_run import KEY, _env, latch, session_id
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 @pytest.fixture
 def bwrap():
     require_bwrap()

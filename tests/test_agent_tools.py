@@ -27,6 +27,8 @@ from latch.kernel.state import canonical_state
 from latch.kernel.tools import KERNEL_TOOLS
 from latch.store import EventStore
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -5,7 +5,11 @@ planted fact reaches its final answer (``search_history`` shows the passage that
 
 from __future__ import annotations
 
+import pytest
+
 from view_driven_agent import run_latch
+
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 
 
 def test_no_re_reads_and_every_fact_answered_through_many_rotations(tmp_path):

@@ -23,6 +23,8 @@ import pytest
 from corpus_support import REPO
 from dask_support import BIN, dask_cluster, kill_when_busy, spawn
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 if os.environ.get("CI") and not shutil.which("dask", path=str(Path(sys.executable).parent)):
     pytest.fail("CI is set but dask[distributed] is not installed (the [test] extra has it)", pytrace=False)
 distributed = pytest.importorskip("distributed", reason="pip install '.[cluster]' in the Latch checkout")

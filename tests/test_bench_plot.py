@@ -3,6 +3,8 @@ the budgets' hard limits as lines, the legend off the data."""
 
 from __future__ import annotations
 
+import pytest
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -14,6 +16,8 @@ from click.testing import CliRunner  # noqa: E402
 from corpus_support import REPO  # noqa: E402
 from latch.bench.harness import Budget, engine_plot, frontier_points, markdown_table, summarize  # noqa: E402
 from latch.cli import _load_commands, cli  # noqa: E402
+
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 
 BUDGETS = [Budget("32k:4k:8k", 32_000, 4_000, 8_000), Budget("256k:32k:64k", 256_000, 32_000, 64_000)]
 

@@ -4,6 +4,8 @@ an error (exit 0, nothing on stderr), and ordinary errors keep their codes (usag
 
 from __future__ import annotations
 
+import pytest
+
 import os
 import signal
 import subprocess
@@ -11,6 +13,8 @@ import sys
 import time
 
 from corpus_support import REPO
+
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 
 EXAMPLE = str(REPO / "examples" / "invoice-rounding.claude.jsonl")
 LATCH = [sys.executable, "-c", "from latch.cli import main; main()"]

@@ -4,12 +4,16 @@ the help (exit 0); ``latch import -`` names stdin, not a removed copy; ``latch d
 
 from __future__ import annotations
 
+import pytest
+
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 from fake_providers import Reply, serve_openai
+
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 
 
 def _env(tmp_path: Path) -> dict[str, str]:

@@ -24,6 +24,8 @@ from click.testing import CliRunner
 from latch.cli import _load_commands, cli
 from latch.commands.report import _cells  # the cells as the report prints them
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 _load_commands()
 HUGE = str(10**20)  # above SQLite's 64-bit INTEGER (OverflowError before the fix)
 

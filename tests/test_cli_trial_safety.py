@@ -24,6 +24,8 @@ from latch.cli import _load_commands, cli
 from latch.commands.outputs import output_file, overwrite_problem
 from latch.textsafe import atomic_path, write_text
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 _load_commands()
 EXAMPLE = REPO / "examples" / "invoice-rounding.claude.jsonl"
 

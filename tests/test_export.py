@@ -3,6 +3,8 @@ its result in one line, a self-contained inert HTML page, and the stored events 
 
 from __future__ import annotations
 
+import pytest
+
 import json
 
 from click.testing import CliRunner
@@ -11,6 +13,8 @@ from corpus_support import CORPUS, require_corpus
 from latch.cli import _load_commands, cli
 from latch.events import AssistantMessage, ToolCall, ToolResult, Usage, UserMessage
 from latch.store import EventStore
+
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 
 _load_commands()
 

@@ -23,6 +23,8 @@ from latch.agent.worker import task_call_id
 from latch.events import ToolResult, UserMessage
 from latch.store import EventStore, LeaseLost, RunFence, TaskFence
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 MODEL = "gpt-4.1"
 
 

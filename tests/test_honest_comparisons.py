@@ -3,12 +3,16 @@ cost of the same requests, the refusals are counted (text report, JSON, HTML rep
 
 from __future__ import annotations
 
+import pytest
+
 import json
 
 from click.testing import CliRunner
 from corpus_support import CORPUS, require_corpus
 
 from latch.cli import _load_commands, cli
+
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 
 _load_commands()
 

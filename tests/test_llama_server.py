@@ -26,6 +26,8 @@ from latch.port import ContextBudget, SessionContext
 from latch.providers import to_openai_chat
 from llama_support import http_json, require_llama
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 SYSTEM = "You are a coding agent. Use the tools."
 READ_FILE = {"name": "read_file", "description": "Read a file of the workspace.",
              "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}

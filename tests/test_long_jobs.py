@@ -4,6 +4,8 @@ under a minute."""
 
 from __future__ import annotations
 
+import pytest
+
 import os
 import re
 import subprocess
@@ -15,6 +17,8 @@ from corpus_support import REPO
 from latch.bench.harness import budget_verdicts
 from latch.cli import _load_commands, cli
 from latch.commands.progress import progress
+
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 
 EXAMPLES = REPO / "examples"
 

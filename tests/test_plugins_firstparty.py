@@ -14,6 +14,8 @@ import pytest
 
 from latch import plugins
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 REPO = Path(__file__).resolve().parents[1]
 DISTRIBUTIONS = ("latch-tiktoken", "latch-baselines", "latch-example", "latch-llamacpp")
 LATCH = [sys.executable, "-c", "from latch.cli import main; main()"]

@@ -17,6 +17,8 @@ from latch.providers import AnthropicProvider, OpenAICompatibleProvider, OpenAIR
 from latch.store import EventStore
 from test_agent_run import _env, session_id
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 WIRES = {
     "openai-compatible": (serve_openai, lambda url: OpenAICompatibleProvider("m", base_url=url),
                           {"messages": [{"role": "user", "content": "hi"}]}),

@@ -25,6 +25,8 @@ from latch.providers._wire import DERIVED_TOOL_DESCRIPTION
 from latch.providers.openai_responses import insert_reasoning
 from latch.providers.responses_sdk import assemble_response
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 TOOLS = ({"name": "read_file", "description": "Read a file.",
           "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
          {"name": "shell", "description": "Run a command.",

@@ -25,6 +25,8 @@ from latch.providers._sdk import overflow_numbers
 from latch.providers.anthropic_sdk import assemble_message
 from latch.providers.openai_sdk import assemble_chat_completion
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 TOOLS = ({"name": "read_file", "description": "Read a file.",
           "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
          {"name": "shell", "description": "Run a command.",

@@ -25,6 +25,8 @@ from latch.commands.replay import run_replay
 from latch.host.ingest import import_file
 from latch.store import EventStore, StoreError, replay_scratch_path
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 LATCH = [sys.executable, "-c", "from latch.cli import main; main()"]
 EXAMPLE = REPO / "examples" / "invoice-rounding.claude.jsonl"
 CODEX = "codex/edgerunner_codex-session.jsonl"

@@ -22,6 +22,8 @@ from latch.host.runs import RunLeaseHeld, RunRecord, holder_alive, process_start
 from latch.store import EventStore, LeaseLost, RunLease
 from test_agent_run import _env, session_id
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 
 @pytest.fixture
 def ws(tmp_path):

@@ -23,6 +23,8 @@ from latch.ui.web.app import snapshot
 from test_agent_run import _env, latch, session_id
 from sandbox_support import end_shell_group
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 
 @pytest.fixture
 def ws(tmp_path):

@@ -20,6 +20,8 @@ import pytest
 
 from fake_providers import Reply, ToolUse, serve_openai
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 KEY = "sk-test-LATCHSECRET-0123456789abcdef"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 

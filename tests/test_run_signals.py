@@ -23,6 +23,8 @@ from latch.events import ProcessExited, ProcessStarted, RunEnded
 from latch.store import EventStore
 from test_agent_run import _env, session_id
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 
 @pytest.fixture
 def ws(tmp_path):

@@ -4,11 +4,15 @@ received equals ``latch view --format openai`` of that request."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import sqlite3
 
 from fake_providers import Reply, ToolUse, serve_openai
 from test_agent_run import KEY, _env, _usage, latch, session_id
+
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 
 
 def _script():

@@ -13,6 +13,8 @@ from latch.cli import _load_commands, cli
 from test_agent_mcp import SERVER, Server
 from test_agent_mcp_http import TOKEN, TOKEN_VAR, HttpServer
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 LONG = "a-skill-whose-name-is-long-enough-to-fold-in-a-narrow-table"
 
 

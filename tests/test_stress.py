@@ -23,6 +23,8 @@ from latch.bench.scenario import (CORPUS_SHAPE, CORPUS_SHAPE_FILES, KINDS, Scena
 from latch.bench.stress import StressConfig, run_stress
 from latch.cli import _load_commands, cli
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 CHECKS = {"canonical_survival", "rejection_preserved", "exact_raw_recall", "recent_verbatim", "bounded_tokens",
           "component_sums", "append_only_epochs", "bounded_episode_index", "no_automatic_compact", "raw_retention"}
 

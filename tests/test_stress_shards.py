@@ -28,6 +28,8 @@ from latch.bench.stress import CHECKS, StressConfig, run_stress
 from latch.cli import _load_commands, cli
 from latch.engine.continuity import ContinuityEngine
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 TIMING = {"seconds", "events_per_second", "append_seconds", "materialize_seconds", "materializations_per_second",
           "wall_materializations_per_second",
           "materialize_p50_ms", "materialize_p99_ms", "peak_rss_mb", "producer_peak_rss_mb", "db_mb", "by_history",

@@ -29,6 +29,8 @@ from latch.store import EventStore
 from latch.ui.tui import TerminalUI
 from latch.ui.tui.app import PANELS, LatchTUI, SessionScreen, SessionsScreen
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 FILE = "claude-code/entire-image_session.jsonl"  # 89 requests, 3 provider cache epochs, 2 cache breaks
 SIZE = (200, 60)
 

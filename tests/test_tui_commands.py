@@ -3,6 +3,8 @@ subprocess on the loopback OpenAI server, through the same durable inbox as ``la
 
 from __future__ import annotations
 
+import pytest
+
 import asyncio
 import json
 from pathlib import Path
@@ -15,6 +17,8 @@ from latch.events import SteeringQueued, UserMessage
 from latch.host import reducers as R
 from latch.store import EventStore
 from latch.ui.tui.app import ConfirmStop, LatchTUI, SessionScreen
+
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 
 SIZE = (200, 50)
 

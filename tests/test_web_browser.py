@@ -24,6 +24,8 @@ from latch.events import AssistantMessage, CompactionMarker, ToolCall, ToolResul
 from latch.store import EventStore
 from sandbox_support import end_shell_group
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 CHROMIUM = Path("/usr/lib/chromium/chromium")
 
 

@@ -20,6 +20,8 @@ from latch.host.runs import RunCommands, RunRecord
 from latch.store import EventStore
 from test_web_browser import _run_session, _start_run, _wait_file, browser  # noqa: F401 (the fixture)
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 
 @pytest.fixture
 def db(tmp_path):

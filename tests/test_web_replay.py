@@ -19,6 +19,8 @@ from latch.events import AssistantMessage, UserMessage
 from latch.store import EventStore
 from latch.ui.web.app import _display
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "invoice-rounding.claude.jsonl"
 

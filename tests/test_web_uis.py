@@ -14,6 +14,8 @@ from latch.cli import _load_commands, cli
 from latch.host.ingest import import_all
 from latch.store import EventStore
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 _load_commands()
 
 SPOTTER = "claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"  # two sub-agent files; `latch evidence`: CERTIFIED

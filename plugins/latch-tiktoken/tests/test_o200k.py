@@ -24,6 +24,8 @@ from latch.estimators.textclasses import class_windows
 from latch_tiktoken import latch_select_estimator
 from latch_tiktoken.o200k import TIKTOKEN_O200K_SHA256, O200kEstimator, mergeable_ranks, vocabulary_sha256
 
+pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 tiktoken = pytest.importorskip("tiktoken")
 REPO = Path(__file__).resolve().parents[3]
 
