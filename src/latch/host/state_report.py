@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..hotpaths import estimate_tokens
+from .. import hotpaths  # the backend resolves at first use, not at import
 
 __all__ = ["canonical_view", "state_summary", "summary_line", "state_lines", "evidence_report", "evidence_lines", "CERTIFIED", "NOT_CERTIFIED"]
 
@@ -67,7 +67,7 @@ def state_lines(state: Any, budget: int | None = None) -> list[str]:
     ``budget`` estimated tokens (everything when ``None``; ``(empty state)`` when it renders nothing). Raises
     :class:`latch.kernel.StateOverflow` when the state does not fit ``budget``."""
     head = f"session {state.session_id} · revision {state.revision:,}" + (" · TOMBSTONED" if state.tombstoned else "")
-    text = state.render(budget or WHOLE_STATE_TOKENS, estimate_tokens)
+    text = state.render(budget or WHOLE_STATE_TOKENS, hotpaths.estimate_tokens)
     return [head, summary_line(state), *(text.splitlines() if text.strip() else ["(empty state)"])]
 
 
