@@ -196,6 +196,7 @@ def test_the_table_says_the_limit_is_in_the_provider_tokens_once_the_rate_sets_i
     assert all(r["provider_forecast_tokens"] <= 14_000 for r in doc["requests"] if r["budget_source"] == "rate")
     text = _run(tmp_path, "latch.db", *args).output
     assert (f"max {s['max_total_tokens']:,} tokens (Latch's estimate) · hard limit 14,000 provider tokens, "
-            f"{s['usable_share']['median']:.0%} of it usable on the provider's rate from request 3") in text
+            f"{s['usable_share']['median']:.0%} of it usable (range {s['usable_share']['min']:.0%}–"
+            f"{s['usable_share']['max']:.0%}) on the provider's rate from request 3") in text
     assert f"max {s['max_total_tokens']:,} of 14,000" not in text
     assert "✓ budget never exceeded (window − reserve, in the provider's tokens on its rate)" in text
