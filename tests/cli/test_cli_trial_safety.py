@@ -65,7 +65,8 @@ def test_every_file_output_refuses_an_existing_transcript(tmp_path, name, param)
     victim = tmp_path / "A.jsonl"
     shutil.copy(EXAMPLE, victim)
     before = victim.read_bytes()
-    args = {"replay": [str(EXAMPLE)], "stress": ["--events", "50"], "bench": ["--scenario-events", "0"]}[name]
+    args = {"replay": [str(EXAMPLE)], "stress": ["--events", "50"], "bench": ["--scenario-events", "0"],
+            "export": ["c481a68c21d2"]}[name]
     res = _run(tmp_path, "--db", str(tmp_path / "s.db"), name, param.opts[0], str(victim), *args)
     assert res.exit_code == 2, res.output
     line = _last_line(res)

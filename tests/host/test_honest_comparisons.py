@@ -34,7 +34,7 @@ def test_a_refusing_budget_compares_the_same_requests_on_both_sides(tmp_path):
                            "transcript ran them vs Latch's views would cost $1.37 at Latch's conservative token "
                            "estimate (cache reads 94%)")
     assert ("Latch's estimate median 1.02× (range 1.01–1.02×, 4/4 within 0.9–1.3×), its forecast in provider tokens "
-            "median 1.02× (range 1.01–1.25×, 3/3 within)") in res.output
+            "median 1.01× (range 1.01–1.01×, 1/1 within)") in res.output  # a stable fit from request 4
     assert "forecast ÷ the provider's prompt median 0.15× (range 0.13–0.92×)" in res.output
     html = page.read_text()
     assert ('<dd id="refused">133 of 174 (no view: left out of the cost comparison); first: request 7: conversation '
