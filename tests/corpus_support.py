@@ -5,7 +5,7 @@
 The corpus is open: it grows over time and nothing here lists its files. A file's format is the
 name of its top-level folder under the corpus (``claude-code/…``, including a Claude Code
 session's ``<sessionId>/subagents/agent-<id>.jsonl`` files). A format with no importer yet must be
-named in :data:`NO_IMPORTER_YET` with the reason; ``tests/test_corpus_present.py`` fails on a
+named in :data:`NO_IMPORTER_YET` with the reason; ``tests/corpus/test_corpus_present.py`` fails on a
 corpus file whose format is neither imported nor listed there, and on a listed format that has
 gained an importer (so the list cannot go stale).
 """

@@ -1,7 +1,7 @@
 """Generate the token estimator's tables for both backends.
 
 Writes ``src/latch/hotpaths/_tables.py`` (Python) and ``native/src/cp_class_table.inc`` (C++)
-from one definition, so the two can never drift (``tests/test_tables_in_sync.py`` checks it).
+from one definition, so the two can never drift (``tests/parity/test_tables_in_sync.py`` checks it).
 
 * The code-point class table: every code point 0..0x10FFFF maps to one of 20 classes (see
   ``CLASS_NAMES``; the narrow letters by script, ``SCRIPT_RANGES``), stored two-level: ``STAGE1[cp >> 8]`` is a block number, and

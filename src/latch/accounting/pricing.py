@@ -23,7 +23,7 @@ as 0 (no caching assumed: every such token is billed as uncached input). A reque
 output is unknown, or whose model genai-prices does not know, is *unpriced* (``None``, shown as
 "unpriced"): never a made-up number.
 
-**Provider rules modelled** (as genai-prices' data encodes them; ``tests/test_cost.py`` checks each against the
+**Provider rules modelled** (as genai-prices' data encodes them; ``tests/host/test_cost.py`` checks each against the
 bundled table):
 
 * *Anthropic* (``claude-*``; explicit ``cache_control`` breakpoints): cache reads cost 0.1x the input rate,

@@ -15,7 +15,7 @@ A call *fails* when its result is an error or its validation evidence failed.
 
 :data:`CORPUS_SHAPE` holds the figures measured on the project's corpus (``../shared/corpus``: its
 43 sessions in formats with an importer; the two Aider files hold 3 and 19 runs); ``python -m latch.bench.scenario [CORPUS_DIR]`` recomputes them and
-``tests/test_stress.py`` pins that the constants equal a fresh measurement of the files they were measured on
+``tests/bench/test_stress.py`` pins that the constants equal a fresh measurement of the files they were measured on
 (:data:`CORPUS_SHAPE_FILES`, by path and hash), so a corpus that grows leaves them valid.
 
 :class:`ScenarioModel` generates an endless, deterministic (seeded) session of that shape in Claude
@@ -117,7 +117,7 @@ class ScenarioShape:
 
 
 # Measured on ../shared/corpus (18 files, 43 sessions: one per Aider run) by measure_files(); recompute with
-# `python -m latch.bench.scenario`; tests/test_stress.py pins these against a fresh measurement.
+# `python -m latch.bench.scenario`; tests/bench/test_stress.py pins these against a fresh measurement.
 CORPUS_SHAPE_FILES: dict[str, str] = {
     "aider/monochromatic.aider.chat.history.md": "571585b48cd62817",
     "aider/mozgoslav.aider.chat.history.md": "18d3b80eb36d196e",

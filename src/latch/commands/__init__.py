@@ -1,7 +1,7 @@
 """CLI subcommands, one module each; every module exposes ``register(cli)``.
 
 ``latch`` imports a module only when one of its commands runs: each command is also listed, with its
-short help, in :data:`latch.cli.BUILTIN_COMMANDS` (``tests/test_engine_cli.py`` checks the two agree).
+short help, in :data:`latch.cli.BUILTIN_COMMANDS` (``tests/cli/test_engine_cli.py`` checks the two agree).
 
 Options naming an output file or folder validate it with :func:`latch.commands.outputs.output_file` /
 :func:`~latch.commands.outputs.output_folder` (click callbacks), so a report that cannot be written, or would

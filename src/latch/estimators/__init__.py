@@ -5,9 +5,9 @@ dimensions. :class:`HeuristicEstimator` wraps the hot-path estimator (:mod:`latc
 native backend when built, else the pure-Python reference; identical counts) for one profile:
 
 * ``openai``: calibrated against exact cl100k counts (GPT-4, GPT-3.5-turbo); never below them on the
-  calibration set (``tests/test_estimator_calibration.py``), nor below o200k on the text-class suite.
+  calibration set (``tests/estimators/test_estimator_calibration.py``), nor below o200k on the text-class suite.
 * ``o200k``: fitted against exact o200k_base counts alone (GPT-4o, GPT-4.1, GPT-5, o1/o3/o4, chatgpt-4o):
-  never below them on the text-class suite and the corpus windows (``tests/test_estimator_classes.py``).
+  never below them on the text-class suite and the corpus windows (``tests/estimators/test_estimator_classes.py``).
   o200k spells Indic and other scripts in far fewer tokens than cl100k, so ``openai`` over-counts those
   models by up to 3x there; ``o200k`` must not be used for cl100k models (it is under cl100k on them).
 * ``anthropic``: Anthropic's tokenizer is not available offline; this profile is the ``openai``
@@ -161,7 +161,7 @@ class HeuristicEstimator:
 
 _OPENAI_PREFIXES = ("gpt-", "gpt4", "chatgpt", "o1", "o3", "o4", "codex", "text-embedding", "davinci")
 # Models tiktoken maps to o200k_base (tiktoken.model: MODEL_TO_ENCODING and MODEL_PREFIX_TO_ENCODING; gpt-oss
-# is o200k_harmony, the same ordinary-text vocabulary); tests/test_estimator.py checks the two agree. Every
+# is o200k_harmony, the same ordinary-text vocabulary); tests/estimators/test_estimator.py checks the two agree. Every
 # other OpenAI name (gpt-4, gpt-4-turbo, gpt-3.5-turbo, embeddings) is cl100k.
 _O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "chatgpt-4o", "gpt-oss", "o1", "o3", "o4", "codex")
 _CJK_PREFIXES = ("qwen", "glm", "chatglm", "deepseek", "kimi", "moonshot", "yi-", "baichuan", "minimax")

@@ -9,7 +9,7 @@ first use of a dispatched entry (or of :data:`BACKEND`) with an invalid
 message; every later use raises it again. :func:`backend_error` returns that
 message without raising. :data:`BACKEND` names the backend actually loaded.
 
-Public entries (identical answers on both backends; ``tests/test_parity.py``):
+Public entries (identical answers on both backends; ``tests/parity/test_parity.py``):
 
 * :func:`estimate_tokens` ``(text: str, profile: str = "openai") -> int`` tokens
 * :func:`estimate_tokens_batch` ``(texts: Iterable[str], profile: str = "openai") -> numpy int64 array``
