@@ -33,13 +33,20 @@ from typing import Any
 import click
 
 from . import __version__
-from .extras import missing_extra
-from .config import ConfigError, config_path, load_config, unknown_keys
 from .accounting import pricing
+from .config import ConfigError, config_path, load_config, unknown_keys
+from .extras import missing_extra
 from .importers import transcript_limit_problem
 from .importers.base import TranscriptError
-from .store import (StoreError, non_folder_parent, data_dir, default_db_path, EventStore, read_only_reason,
-                    replay_scratch_path)
+from .store import (
+    EventStore,
+    StoreError,
+    data_dir,
+    default_db_path,
+    non_folder_parent,
+    read_only_reason,
+    replay_scratch_path,
+)
 from .textsafe import safe, warn
 
 # The built-in commands: name -> (module under latch.commands, the short help `latch --help` shows). A module is

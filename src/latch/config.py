@@ -423,7 +423,7 @@ def model_window(config: Mapping[str, Any] | None, model: str | None) -> ModelWi
     return ModelWindow(window, reserve, source, entry, r_source, r_entry)
 
 
-def budget_for_model(config: Mapping[str, Any] | None, model: str | None) -> "ContextBudget":
+def budget_for_model(config: Mapping[str, Any] | None, model: str | None) -> ContextBudget:
     """The :class:`~latch.port.ContextBudget` of ``model`` under ``config``: window and reserve from
     :func:`model_window` (config entry, model table, defaults), ``recent_tokens`` from ``[context]``."""
     m = model_window(config, model)

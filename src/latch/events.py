@@ -38,8 +38,9 @@ import dataclasses
 import json
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 __all__ = [
     "PendingEvent",
@@ -119,7 +120,7 @@ def canonical_json(obj: Any) -> str:
     """
     text = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     if _SURROGATE_RE.search(text):
-        text = _SURROGATE_RE.sub(lambda m: "\\u%04x" % ord(m.group()), text)
+        text = _SURROGATE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text
 
 
@@ -156,7 +157,7 @@ def _integer_too_long(text: str, start: int) -> json.JSONDecodeError:
     """The ``JSONDecodeError`` for an integer longer than Python converts (``sys.get_int_max_str_digits()``),
     placed at the first such digit run."""
     limit = sys.get_int_max_str_digits()
-    run = re.compile(r"\d{%d,}" % (limit + 1)).search(text, start) if limit else None
+    run = re.compile(rf"\d{{{limit + 1},}}").search(text, start) if limit else None
     return json.JSONDecodeError("integer too long", text, run.start() if run else start)
 
 
@@ -219,12 +220,12 @@ def argument_paths(value: Any, keys: tuple[str, ...] = PATH_KEYS) -> tuple[str, 
     return tuple(found)
 
 
-EVENT_KINDS: dict[str, type["Event"]] = {}
+EVENT_KINDS: dict[str, type[Event]] = {}
 """``{KIND: class}`` for :func:`decode_event`: every class of :data:`BUILTIN_KINDS`, filled when this
 module is imported (no lazy import, no import of the kernel), plus any :func:`register_kind` additions."""
 
 
-def register_kind(cls: type["Event"]) -> type["Event"]:
+def register_kind(cls: type[Event]) -> type[Event]:
     """Register ``cls`` (an :class:`Event` subclass with a ``KIND``) for :func:`decode_event`; returns ``cls``.
 
     Every kind Latch writes is already in :data:`BUILTIN_KINDS`; this is for an event kind defined
@@ -249,7 +250,7 @@ class Event:
         return _to_plain(self)
 
     @classmethod
-    def from_payload(cls, payload: Mapping[str, Any]) -> "Event":
+    def from_payload(cls, payload: Mapping[str, Any]) -> Event:
         return _from_plain(cls, payload)
 
     def encode(self) -> bytes:
@@ -283,7 +284,7 @@ def _to_plain(obj: Any) -> Any:
 def _from_plain(cls: type, data: Mapping[str, Any]) -> Any:
     kwargs = {}
     hints = {f.name: f for f in dataclasses.fields(cls)}
-    for name, f in hints.items():
+    for name in hints:
         if name not in data:
             continue
         value = data[name]
@@ -1091,7 +1092,7 @@ def same_event(a: Event, b: Event) -> bool:
     if len(a.tool_calls) != len(b.tool_calls) or dataclasses.replace(a, tool_calls=()) != dataclasses.replace(
             b, tool_calls=()):
         return False
-    return all(x.id == y.id and x.name == y.name and _same_arguments(x, y) for x, y in zip(a.tool_calls, b.tool_calls))
+    return all(x.id == y.id and x.name == y.name and _same_arguments(x, y) for x, y in zip(a.tool_calls, b.tool_calls, strict=False))
 
 
 def _same_arguments(x: ToolCall, y: ToolCall) -> bool:

@@ -116,7 +116,7 @@ def latch_register_uis() -> list[type]:
 
 
 @hookspec
-def latch_register_commands(cli: "click.Group") -> None:
+def latch_register_commands(cli: click.Group) -> None:
     """Add subcommands to the ``latch`` click group ``cli`` (``cli.command()`` / ``cli.add_command``)."""
 
 

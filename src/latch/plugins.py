@@ -420,7 +420,7 @@ def registered_derivation_rules(pm: LatchPluginManager | None = None) -> list[ty
     return [r.cls for r in sorted(regs, key=lambda r: r.plugin.builtin)]  # stable: load order within each group
 
 
-def get_engine_factory(name: str) -> "ContextEngineFactory":
+def get_engine_factory(name: str) -> ContextEngineFactory:
     """The :data:`~latch.port.ContextEngineFactory` of the engine registered as ``name``.
 
     That is the engine class's ``factory`` classmethod. An unknown name raises
@@ -497,7 +497,7 @@ def configure(config: Mapping[str, Any]) -> None:
     get_plugin_manager().hook.latch_configure.call_historic(kwargs={"config": config})
 
 
-def register_plugin_commands(cli: "click.Group") -> None:
+def register_plugin_commands(cli: click.Group) -> None:
     """Let plugins add subcommands to ``cli``.
 
     Called by :mod:`latch.cli` before parsing arguments. A :class:`PluginError` here

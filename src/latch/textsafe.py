@@ -252,12 +252,12 @@ class Table(rich.table.Table):
             yield from super().__rich_console__(console, options)
             return
         given = [column.width for column in self.columns]
-        for column, width in zip(self.columns, widths):
+        for column, width in zip(self.columns, widths, strict=False):
             column.width = width  # fixed for this render only (rich then wraps each cell inside it)
         try:
             yield from super().__rich_console__(console, options)
         finally:
-            for column, width in zip(self.columns, given):
+            for column, width in zip(self.columns, given, strict=False):
                 column.width = width
 
     def _plain_lines(self, console: Console, options: ConsoleOptions) -> list[str] | None:
@@ -297,13 +297,13 @@ class Table(rich.table.Table):
         if sum(widths) > options.max_width - self._extra_width:
             return None
         grid: list[list[str]] = []
-        for column, width, (left, right), plain in zip(columns, widths, pads, texts):
+        for column, width, (left, right), plain in zip(columns, widths, pads, texts, strict=False):
             inner, pad_l, pad_r = width - left - right, " " * left, " " * right
             if column.justify == "right":  # rich strips a right-justified line's trailing spaces
                 grid.append([f"{pad_l}{' ' * (inner - cell_len(t))}{t}{pad_r}" for t in map(str.rstrip, plain)])
             else:
                 grid.append([f"{pad_l}{t}{' ' * (inner - cell_len(t))}{pad_r}" for t in plain])
-        rows = list(zip(*grid))
+        rows = list(zip(*grid, strict=False))
         box = self.box.substitute(options, safe=self.safe_box if self.safe_box is not None else console.safe_box) \
             if self.box else None
         box = box.get_plain_headed_box() if box and not self.show_header else box
@@ -350,7 +350,7 @@ class Table(rich.table.Table):
         wide = options.update_width(PIPE_WIDTH)
         pads = [self._cell_padding(i) for i in range(len(self.columns))]
         lows, highs = [], []
-        for column, pad in zip(self.columns, pads):
+        for column, pad in zip(self.columns, pads, strict=False):
             cells = [*([column.header] if self.show_header else []), *column.cells,
                      *([column.footer] if self.show_footer else [])]
             sizes = [Measurement.get(console, wide, c) for c in cells] or [Measurement(1, 1)]
@@ -359,7 +359,7 @@ class Table(rich.table.Table):
         if sum(highs) <= room or sum(lows) > room:
             return None
         spare, lacking = room - sum(lows), sum(highs) - sum(lows)
-        widths = [lo + (hi - lo) * spare // lacking for lo, hi in zip(lows, highs)]
+        widths = [lo + (hi - lo) * spare // lacking for lo, hi in zip(lows, highs, strict=False)]
         for i in sorted(range(len(widths)), key=lambda i: widths[i] - highs[i]):  # rounding leftovers
             if sum(widths) >= room:
                 break

@@ -19,8 +19,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..events import (AGENT_REPORT_STATUSES, AgentProfile, AgentReport, AgentValidation, AssistantMessage,
-                      Mutation, PendingEvent, UserMessage, ValidationEvidence, canonical_json)
+from ..events import (
+    AGENT_REPORT_STATUSES,
+    AgentProfile,
+    AgentReport,
+    AgentValidation,
+    AssistantMessage,
+    Mutation,
+    PendingEvent,
+    UserMessage,
+    ValidationEvidence,
+    canonical_json,
+)
 from ..host.ingest import subagent_call
 from ..host.kernel import kernel_cache
 from ..kernel.ledger import ledger_for

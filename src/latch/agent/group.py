@@ -30,8 +30,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..events import (Event, GroupMemberJoined, GroupMessageDelivered, GroupMessageQueued, GroupTaskClaimed,
-                      GroupTaskCompleted, GroupTaskCreated, GroupTaskLeaseRenewed, PendingEvent)
+from ..events import (
+    Event,
+    GroupMemberJoined,
+    GroupMessageDelivered,
+    GroupMessageQueued,
+    GroupTaskClaimed,
+    GroupTaskCompleted,
+    GroupTaskCreated,
+    GroupTaskLeaseRenewed,
+    PendingEvent,
+)
 from ..store import LeaseLost, TaskFence
 from ..store.projections import PROJECTIONS
 from .steering import pending_tool_calls
@@ -88,7 +97,7 @@ class GroupState:
     delivered: set[str] = field(default_factory=set)
 
     @classmethod
-    def replay(cls, events: Iterable[Event]) -> "GroupState":
+    def replay(cls, events: Iterable[Event]) -> GroupState:
         """The state of ``events`` (group kinds in log order; other kinds are ignored). A second claim or
         completion of one task, or a delivery of an unknown message, changes nothing (the log's own
         uniqueness already prevents them)."""

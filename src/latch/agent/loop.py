@@ -30,32 +30,53 @@ capped by the largest overflow refusal; an overflow refusal still corrects and r
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
-import uuid
 
-from ..events import (AgentLifecycle, AgentNotificationDelivered, AgentProfile, AssistantMessage, EstimateCorrection, Event,
-                      HarnessPrompt, ToolCall, ToolResult, ToolStarted, Usage, UserMessage, canonical_arguments,
-                      canonical_json)
-from ..host.corrections import raises_ratio, rate_budget
 from ..accounting.forecast import ProviderForecast
+from ..events import (
+    AgentLifecycle,
+    AgentNotificationDelivered,
+    AgentProfile,
+    AssistantMessage,
+    EstimateCorrection,
+    Event,
+    HarnessPrompt,
+    ToolCall,
+    ToolResult,
+    ToolStarted,
+    Usage,
+    UserMessage,
+    canonical_arguments,
+    canonical_json,
+)
+from ..host.corrections import raises_ratio, rate_budget
+from ..host.kernel import kernel_cache
 from ..host.loop import EngineSetup, RequestLoop, RequestResult, build_engine
 from ..host.runs import RunCommands
+from ..kernel.state import workspace_generation
 from ..port import ContextBudget, ContextView, SessionContext
 from ..providers import ProviderError, ProviderOverflow, to_anthropic_messages, to_openai_chat, to_responses
-from ..host.kernel import kernel_cache
-from ..kernel.state import workspace_generation
 from .blockers import BlockerWatch
-from .children import (CHILD_MAX_TURNS, build_report, child_profile, child_report, child_tools, create_child,
-                       find_child, render_report)
+from .children import (
+    CHILD_MAX_TURNS,
+    build_report,
+    child_profile,
+    child_report,
+    child_tools,
+    create_child,
+    find_child,
+    render_report,
+)
 from .context import SYSTEM_PROMPT, session_context
+from .environment import redact, secret_values
 from .permissions import Decision, PermissionPolicy
 from .steering import SteeringInbox, pending_tool_calls
 from .supervisor import ChildPolicyError, Supervisor
 from .tools import Tool, ToolContext, ToolOutcome, run_tool
 from .tools.base import OUTCOME_LIMIT_BYTES, spill
-from .environment import redact, secret_values
 from .tools.compact import Compact
 from .tools.load_tools import LOAD_TOOLS, LoadTools
 from .tools.processes import ProcessManager
@@ -296,7 +317,7 @@ class Observer:
     def on_steering(self, texts: list[str]) -> None:
         """Steering messages (queued by any front end) were delivered as user turns, in order."""
 
-    def child(self, session_id: str) -> "Observer":
+    def child(self, session_id: str) -> Observer:
         """The observer of child agent ``session_id`` (default: this one)."""
         return self
 
@@ -433,7 +454,7 @@ class AgentLoop:
                         model: str | None = None, config: Mapping[str, Any] | None = None, estimator: Any = None,
                         session_context: SessionContext | None = None, system_prompt: str = "",
                         tools: Sequence[Tool | Mapping[str, Any]] = (), _spawn: bool = False,
-                        **options: Any) -> "AgentLoop":
+                        **options: Any) -> AgentLoop:
         """The loop of a session whose engine the supervisor builds (spec: "Port boundary", child sessions):
         the root through its root factory, a child (the session has a parent) through the child policy,
         spawned (``_spawn``) or resumed, from the session's profile; there is no fallback to the default
@@ -471,7 +492,7 @@ class AgentLoop:
         """The session's context engine (built once, by the host or the supervisor)."""
         return self.setup.engine
 
-    def spawn_child(self, brief: str, provider: Any, **options: Any) -> "AgentLoop":
+    def spawn_child(self, brief: str, provider: Any, **options: Any) -> AgentLoop:
         """A child session (same workspace) that starts from ``brief`` only, with an engine from the
         supervisor's child policy (:class:`~latch.agent.supervisor.ChildPolicyError` when there is none).
         ``options`` override this loop's (``model``, ``tools``, ``system_prompt``, ...)."""
@@ -530,7 +551,7 @@ class AgentLoop:
                 return ToolOutcome(" ".join(str(exc).split()), is_error=True)
         return ToolOutcome(render_report(report, existing), is_error=report.status == "failed")
 
-    def child_loop(self, child_id: str, *, spawn: bool = False, store: Any = None) -> "AgentLoop":
+    def child_loop(self, child_id: str, *, spawn: bool = False, store: Any = None) -> AgentLoop:
         """The loop of child ``child_id``, built from its durable profile through the supervisor (spawn:
         ``spawn=True``; worker reconstruction and resume: the same call with ``spawn=False``). It shares
         this loop's provider, wire, permission policy and approvals; its session context holds the workspace
@@ -788,7 +809,7 @@ class AgentLoop:
             self.forecast.observe(sent, counted)
             self._correct(counted, sent, "usage")
         results = tuple(self._call(c, turn_seq) for c in message.tool_calls)
-        if any(c.name == Compact.NAME and not r.is_error for c, r in zip(message.tool_calls, results)):
+        if any(c.name == Compact.NAME and not r.is_error for c, r in zip(message.tool_calls, results, strict=False)):
             self.compact("model")  # the model asked for it: every call has its result, a safe boundary
         return Step(number, res, body, message, usage, results)
 

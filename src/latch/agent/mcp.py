@@ -340,7 +340,7 @@ class McpHub:
         conn.task = asyncio.ensure_future(runner())
         try:
             await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             conn.stop.set()
             conn.task.cancel()
             raise McpUnavailable(f"not ready within {self.connect_timeout:g} s") from None
@@ -430,7 +430,7 @@ class McpHub:
         for fh in self._logs:
             fh.close()
 
-    def __enter__(self) -> "McpHub":
+    def __enter__(self) -> McpHub:
         return self
 
     def __exit__(self, *exc: Any) -> None:

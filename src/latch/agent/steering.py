@@ -79,7 +79,7 @@ class SteeringInbox:
         if not batch:
             return []
         seqs = self.store.append(self.session_id, batch)
-        return list(zip(seqs[0::2], texts))
+        return list(zip(seqs[0::2], texts, strict=False))
 
 
 def awaiting_user(store: EventStore, session_id: str) -> bool:

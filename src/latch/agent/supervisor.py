@@ -26,7 +26,7 @@ class ChildPolicyError(Exception):
     """A child engine cannot be built: no child policy for a non-default root engine."""
 
 
-def is_default_factory(factory: "ContextEngineFactory") -> bool:
+def is_default_factory(factory: ContextEngineFactory) -> bool:
     """``True`` when ``factory`` is the registered default engine's factory (``continuity``)."""
     try:
         return factory == get_engine_factory(DEFAULT_ENGINE)
@@ -52,14 +52,14 @@ class Supervisor:
     children whose reports await delivery at the root's next safe boundary.
     """
 
-    def __init__(self, root_factory: "ContextEngineFactory", child_policy: "ContextEngineFactory | None" = None):
+    def __init__(self, root_factory: ContextEngineFactory, child_policy: ContextEngineFactory | None = None):
         self.root_factory = root_factory
         self.child_policy = child_policy
         self.children: dict[str, EngineProfile] = {}
         self.reports: list[str] = []  # background children finished and not yet delivered (a buffer; the log decides)
 
     @classmethod
-    def for_engine(cls, name: str, child_engine: str | None = None) -> "Supervisor":
+    def for_engine(cls, name: str, child_engine: str | None = None) -> Supervisor:
         """A supervisor for the engine registered as ``name`` (children: ``child_engine``, if given).
 
         Unknown names raise :class:`latch.plugins.PluginError`.
@@ -67,17 +67,17 @@ class Supervisor:
         return cls(get_engine_factory(name), get_engine_factory(child_engine) if child_engine else None)
 
     @property
-    def child_factory(self) -> "ContextEngineFactory | None":
+    def child_factory(self) -> ContextEngineFactory | None:
         """The factory children are built with, or ``None`` when spawning must fail."""
         if self.child_policy is not None:
             return self.child_policy
         return self.root_factory if is_default_factory(self.root_factory) else None
 
-    def build_root(self, profile: "EngineProfile") -> ContextEngine:
+    def build_root(self, profile: EngineProfile) -> ContextEngine:
         """The root session's engine, through ``root_factory``."""
         return _build(self.root_factory, profile)
 
-    def spawn_child(self, profile: "EngineProfile") -> ContextEngine:
+    def spawn_child(self, profile: EngineProfile) -> ContextEngine:
         """Build a child session's engine through the child policy.
 
         ``profile.parent_session_id`` must be set (``ValueError`` otherwise).
@@ -89,14 +89,14 @@ class Supervisor:
         self.children[profile.session_id] = profile
         return engine
 
-    def resume(self, profile: "EngineProfile") -> ContextEngine:
+    def resume(self, profile: EngineProfile) -> ContextEngine:
         """Rebuild an engine from a durable profile: root sessions through ``root_factory``,
         children (``parent_session_id`` set) through the child policy, exactly as when spawned."""
         if profile.parent_session_id is None:
             return self.build_root(profile)
         return _build(self._child_factory_for(profile), profile)
 
-    def require_child_factory(self, what: str = "a child session") -> "ContextEngineFactory":
+    def require_child_factory(self, what: str = "a child session") -> ContextEngineFactory:
         """The child policy's factory; :class:`ChildPolicyError` (one line naming ``what``) when there is none."""
         factory = self.child_factory
         if factory is None:
@@ -107,13 +107,13 @@ class Supervisor:
                 f"the default engine)")
         return factory
 
-    def _child_factory_for(self, profile: "EngineProfile") -> "ContextEngineFactory":
+    def _child_factory_for(self, profile: EngineProfile) -> ContextEngineFactory:
         if profile.parent_session_id is None:
             raise ValueError(f"child profile for session {profile.session_id!r} has no parent_session_id")
         return self.require_child_factory(f"child session {profile.session_id!r}")
 
 
-def _build(factory: "ContextEngineFactory", profile: "EngineProfile") -> ContextEngine:
+def _build(factory: ContextEngineFactory, profile: EngineProfile) -> ContextEngine:
     engine = factory(profile)
     if not isinstance(engine, ContextEngine):
         raise TypeError(f"{_describe(factory)} returned {type(engine).__name__}, which does not implement "

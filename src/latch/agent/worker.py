@@ -37,10 +37,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..events import AgentProfile, AgentReport
+from ..host.lease import LeaseGuard
 from ..store import LeaseLost, StoreError
 from .children import child_key, child_profile, child_report, create_child, find_child
 from .group import Group, GroupError, GroupTask
-from ..host.lease import LeaseGuard
 from .loop import engine_name
 
 __all__ = ["DEFAULT_LEASE_SECONDS", "TaskRun", "task_call_id", "run_worker"]

@@ -53,23 +53,29 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..events import AssistantMessage, ToolCall, ToolResult, Usage, UserMessage
+from .. import plugins
 from ..accounting import pricing
+from ..events import AssistantMessage, ToolCall, ToolResult, Usage, UserMessage
 from ..host.ingest import available_importers, import_all, import_file
+from ..host.loop import RequestLoop, build_engine, model_requests
 from ..importers import TranscriptError, detect, parse_all_file
 from ..importers.base import Importer
-from ..host.loop import RequestLoop, build_engine, model_requests
 from ..plugins import get_engine_factory
 from ..port import ContextBudget, SessionContext
-from ..providers import (to_anthropic_messages, to_openai_chat, to_responses, validate_anthropic_messages,
-                         validate_openai_chat, validate_responses)
+from ..providers import (
+    to_anthropic_messages,
+    to_openai_chat,
+    to_responses,
+    validate_anthropic_messages,
+    validate_openai_chat,
+    validate_responses,
+)
 from ..store import EventStore
 from ..textsafe import atomic_path, dumps, write_text
 from .coverage import CoverageProbe, WorkingSetProbe, view_text
 from .executor import SchedulerError, run_tasks
 from .scenario import ScenarioModel
 from .stress import CONSTRAINT, DECISION, DIAGNOSTIC, MODEL, SYSTEM_PROMPT, TOOLS, WORKSPACE, _plant, _screenshots
-from .. import plugins
 
 __all__ = ["Budget", "SessionSource", "Needle", "FRONTIER_MARKERS", "frontier_points", "frontier_order",
            "parse_budgets", "discover_sessions", "container_sessions", "run_job", "run_bench",
@@ -653,7 +659,7 @@ def write_report(out: str | os.PathLike[str], results: Sequence[Mapping[str, Any
         cols = min(3, len(names))
         nrows = math.ceil(len(names) / cols)
         fig, axes = plt.subplots(nrows, cols, figsize=(5.2 * cols, 3.2 * nrows), squeeze=False)
-        for ax, name in zip(axes.flat, names):
+        for ax, name in zip(axes.flat, names, strict=False):
             for r in sorted((x for x in rs if x["session"] == name), key=lambda x: x["engine"]):
                 ax.plot(range(1, len(r["tokens"]) + 1), [t if t is not None else float("nan") for t in r["tokens"]],
                         label=r["engine"], linewidth=1)

@@ -40,9 +40,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..events import (AssistantMessage, Event, MediaRef, SystemNote, ToolCall, ToolResult, Usage, UserMessage,
-                      canonical_arguments)
-from ..importers import parse_all_file, TranscriptError, detect
+from ..events import (
+    AssistantMessage,
+    Event,
+    MediaRef,
+    SystemNote,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+    canonical_arguments,
+)
+from ..importers import TranscriptError, detect, parse_all_file
 from ..kernel.derive import DerivationContext, SessionDeriver
 from ..kernel.events import FileObservation, Mutation, ValidationEvidence
 
@@ -426,7 +435,7 @@ class ScenarioModel:
 
     def _kind(self) -> str:
         x = self._rng.random() * self._weights[-1]
-        for k, w in zip(self._kinds, self._weights):
+        for k, w in zip(self._kinds, self._weights, strict=False):
             if x < w:
                 return k
         return self._kinds[-1]

@@ -61,11 +61,11 @@ try:
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
-from ..host.loop import RequestLoop, RequestResult, build_engine
-from ..host.kernel import kernel_cache
-from ..host.session import StoreKernelWriter
 from ..engine.units import TokenCounter, UnitBuilder, message_line
 from ..events import AssistantMessage, Event, MediaRef, ToolCall, ToolResult, UserMessage
+from ..host.kernel import kernel_cache
+from ..host.loop import RequestLoop, RequestResult, build_engine
+from ..host.session import StoreKernelWriter
 from ..kernel import canonical_state
 from ..kernel.tools import KERNEL_TOOLS, apply_kernel_tool
 from ..port import ContextBudget, ContextOverflow, ContextView, SessionContext
@@ -196,7 +196,7 @@ class StressReport:
         """Materialize latency (ms) by history size (events in the session): p50, p99, count."""
         out = []
         edges = [0, 1_000, 10_000, 100_000, 1_000_000, 10_000_000]
-        for lo, hi in zip(edges, edges[1:]):
+        for lo, hi in zip(edges, edges[1:], strict=False):
             for rotated in (True, False):
                 xs = sorted(s for h, s, r in self.timings if lo <= h < hi and r == rotated)
                 if xs:
@@ -372,7 +372,7 @@ class _Verifier:
         sums = dict.fromkeys(("instructions", "conversation", "state", "recall", "episode", "extension"), 0)
         sums["instructions"] = head
         states: list[str] = []
-        for m, tok in zip(v.messages, line_tokens):
+        for m, tok in zip(v.messages, line_tokens, strict=False):
             if m.kind == "session_context":
                 sums["instructions"] += tok
             elif m.kind == "conversation":

@@ -24,14 +24,24 @@ from pathlib import Path
 
 import click
 
+from ..bench.harness import (
+    NARROW_COLUMNS,
+    SchedulerError,
+    budget_verdicts,
+    discover_sessions,
+    markdown_table,
+    parse_budgets,
+    run_bench,
+    summarize,
+    write_plot,
+    write_report,
+)
 from ..cli import pass_app
+from ..plugins import PluginError, registered_engines
 from ..textsafe import console, echo, markup, safe
 from . import Count
 from .outputs import folder_outputs, output_file
 from .progress import progress
-from ..bench.harness import NARROW_COLUMNS, SchedulerError, budget_verdicts, discover_sessions, markdown_table, \
-    parse_budgets, run_bench, summarize, write_plot, write_report
-from ..plugins import PluginError, registered_engines
 
 __all__ = ["register"]
 

@@ -36,11 +36,11 @@ import click
 from rich.console import Console
 
 from ..cli import pass_app
-from ..host.corrections import session_rate, corrected_budget, session_correction
+from ..engine.report import context_report
+from ..host.corrections import corrected_budget, session_correction, session_rate
+from ..host.harness import Harness
 from ..textsafe import Table, console, dumps, markup
 from .replay import event_position, harness_doc, harness_line, plan_replay, resolve_engine_factory, window_line
-from ..engine.report import context_report
-from ..host.harness import Harness
 
 __all__ = ["register", "next_view_report"]
 

@@ -10,12 +10,12 @@ from typing import Any
 import click
 
 from .. import __version__, hotpaths
-from ..cli import pass_app
 from ..agent.sandbox import bwrap_problem
-from ..textsafe import console, dumps, markup
+from ..cli import pass_app
 from ..estimators.cabi import default_library_path
-from ..store import data_dir, default_db_path, StoreError, replay_scratch_path
+from ..store import StoreError, data_dir, default_db_path, replay_scratch_path
 from ..store.replays import scratch_bytes
+from ..textsafe import console, dumps, markup
 
 
 def _fts5_available() -> bool:

@@ -26,9 +26,9 @@ from typing import Any
 
 import click
 
+from ..accounting.pricing import format_usd
 from ..cli import pass_app
 from ..host.calls import call_results, call_summary, excerpt
-from ..accounting.pricing import format_usd
 from ..host.summaries import SessionSummary, summarize
 from ..kernel.tombstones import forgotten_message, tombstoned_sessions
 from ..textsafe import dumps, safe, write_text

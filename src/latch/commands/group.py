@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import click
 
+from ..agent.group import GROUP_KINDS, Group, group_view, resolve_group
 from ..cli import pass_app
 from ..textsafe import Table, cell, console, dumps, plural, safe
-from ..agent.group import GROUP_KINDS, Group, group_view, resolve_group
 
 __all__ = ["register"]
 

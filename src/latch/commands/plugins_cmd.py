@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import click
+
+from ..plugins import PluginError, iter_plugins
 from ..textsafe import Table, cell, console, dumps, plural
-from ..plugins import iter_plugins, PluginError
 
 
 def plugins_report() -> list[dict]:

@@ -55,25 +55,34 @@ from rich import box
 from rich.console import Console
 from rich.measure import Measurement
 
-from ..cli import pass_app
-from ..config import MAX_TOKENS, model_window
-from ..textsafe import PIPE_WIDTH, Table, cell, console, dumps, markup, plural, safe, write_text
-from ..host import reducers as R
-from .outputs import output_file
-from .replay_html import render_html
 from .. import plugins
 from ..accounting.pricing import format_usd
-from ..host.ingest import parse_file, SessionForgotten, imported_session_ids
-from ..host.loop import model_requests, HostError, transcript_model
-from ..host.replay import (RATIO_BAND, ReplayPlan, budget_problem as _budget_problem, event_position,
-                           harness_doc, plan_replay as _plan_replay, provider_ratio, ratio_summary,
-                           run_replay as _run_replay, window_origin)
-from ..ui.render import window_line
+from ..cli import pass_app
+from ..config import MAX_TOKENS, model_window
+from ..host import reducers as R
+from ..host.ingest import SessionForgotten, imported_session_ids, parse_file
+from ..host.kernel import kernel_cache
+from ..host.loop import HostError, model_requests, transcript_model
+from ..host.replay import (
+    RATIO_BAND,
+    ReplayPlan,
+    event_position,
+    harness_doc,
+    provider_ratio,
+    ratio_summary,
+    window_origin,
+)
+from ..host.replay import budget_problem as _budget_problem
+from ..host.replay import plan_replay as _plan_replay
+from ..host.replay import run_replay as _run_replay
 from ..importers.base import TranscriptError
+from ..kernel import canonical_state
 from ..store import ReplayScratch, StoreError, replay_scratch_path
 from ..store.replays import scratch_bytes
-from ..host.kernel import kernel_cache
-from ..kernel import canonical_state
+from ..textsafe import PIPE_WIDTH, Table, cell, console, dumps, markup, plural, safe, write_text
+from ..ui.render import window_line
+from .outputs import output_file
+from .replay_html import render_html
 
 __all__ = ["resolve_engine_factory", "resolve_estimator_choice", "budget_problem", "ReplayPlan", "plan_replay",
            "run_replay", "window_origin", "window_line", "replay_options", "register", "RATIO_BAND", "provider_ratio",

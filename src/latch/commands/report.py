@@ -39,13 +39,13 @@ from typing import Any
 
 import click
 
-from ..cli import pass_app
-from ..textsafe import Column, console, dumps, fitted_table, markup, plural, safe
 from ..accounting import pricing
-from ..accounting.pricing import usd, format_usd
+from ..accounting.pricing import format_usd, usd
+from ..cli import pass_app
 from ..host.ingest import SessionForgotten, imported_session_ids
 from ..host.loop import model_requests
 from ..kernel.tombstones import tombstoned_sessions
+from ..textsafe import Column, console, dumps, fitted_table, markup, plural, safe
 
 __all__ = ["register", "session_report"]
 

@@ -46,28 +46,30 @@ from typing import Any
 
 import click
 
-from ..cli import pass_app
-from ..config import MAX_TOKENS, budget_for_model
-from ..textsafe import console, error, markup, warn
 from .. import plugins
-from ..agent.environment import tool_environment
 from ..agent.context import SYSTEM_PROMPT, session_context
+from ..agent.environment import tool_environment
+from ..agent.group import Group, resolve_group
 from ..agent.loop import AgentLoop, repair_interrupted
-from ..agent.steering import awaiting_user
 from ..agent.mcp import McpHub, mcp_servers, mcp_tools, session_mcp_tools
 from ..agent.permissions import PermissionPolicy
-from ..agent.sandbox import MODES as SANDBOX_MODES, SandboxError, choose as choose_sandbox
+from ..agent.sandbox import MODES as SANDBOX_MODES
+from ..agent.sandbox import SandboxError
+from ..agent.sandbox import choose as choose_sandbox
 from ..agent.skills import discover_skills, session_skills, skill_tools
-from ..agent.group import Group, resolve_group
+from ..agent.steering import awaiting_user
 from ..agent.supervisor import ChildPolicyError, Supervisor
+from ..agent.tools import ToolContext, agent_tools
 from ..agent.tools.group import GROUP_TOOLS
-from ..agent.worker import run_worker
-from ..agent.tools import agent_tools, ToolContext
 from ..agent.tools.processes import ProcessManager, remove_stale_log_dirs
+from ..agent.worker import run_worker
+from ..cli import pass_app
+from ..config import MAX_TOKENS, budget_for_model
 from ..host.loop import HostError, build_engine
 from ..host.runs import RunLeaseHeld, RunRecord
 from ..kernel.tombstones import tombstoned_sessions
 from ..providers import ProviderError
+from ..textsafe import console, error, markup, warn
 from .run_console import Approver, RunInfo, RunPrinter, call_line, fit_parts, result_summary
 from .run_prompt import exit_summary, prompt_loop, run_task
 

@@ -23,8 +23,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from ..agent.loop import Observer, provider_prompt_tokens
 from ..accounting.pricing import format_usd, price_usage
+from ..agent.loop import Observer, provider_prompt_tokens
 from ..textsafe import markup, plural, safe
 
 __all__ = ["RunPrinter", "RunTotals", "Approver", "fit_parts", "call_line", "result_summary", "child_name",
@@ -129,7 +129,7 @@ class RunPrinter(Observer):
         self.totals = totals if totals is not None else RunTotals()
         self._streaming = False
 
-    def child(self, session_id: str) -> "RunPrinter":
+    def child(self, session_id: str) -> RunPrinter:
         return RunPrinter(self.con, self.model, self.provider, self.exact, f"[{child_name(session_id)}] ",
                           self.totals)
 

@@ -16,7 +16,7 @@ a pipe. ``--sort recent`` (default: newest first) or ``relevance`` (FTS5 bm25); 
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import click
 from rich.text import Text
@@ -102,7 +102,7 @@ def _day_bound(day: datetime | None, *, after: bool) -> str | None:
     if day is None:
         return None
     local = day.replace(hour=0, minute=0, second=0, microsecond=0) + (timedelta(days=1) if after else timedelta())
-    return local.astimezone().astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return local.astimezone().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def register(cli: click.Group) -> None:

@@ -9,19 +9,20 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from .. import importers  # MAX_TRANSCRIPT_BYTES read at use (tests lower it)
 from ..cli import pass_app
 from ..host import reducers as R
+from ..host.calls import call_summary, excerpt
+from ..host.discover import claimed_format, walk, with_companions
+from ..host.discover import discover as find_logs
+from ..host.ingest import SessionForgotten, companion_files, import_group
 from ..host.kernel import kernel_cache
 from ..host.runs import session_liveness
-from ..kernel import canonical_state
-from ..textsafe import console, dumps, markup, plural, safe
-from ..host.calls import call_summary, excerpt
-from ..host.discover import claimed_format, walk, with_companions, discover as find_logs
-from ..host.ingest import SessionForgotten, companion_files, import_group
-from .. import importers  # MAX_TRANSCRIPT_BYTES read at use (tests lower it)
 from ..importers.base import TranscriptError
+from ..kernel import canonical_state
 from ..kernel.events import Tombstone
 from ..kernel.tombstones import tombstoned_sessions
+from ..textsafe import console, dumps, markup, plural, safe
 from . import Count
 
 
@@ -257,7 +258,7 @@ def register(cli: click.Group) -> None:
                 for sid in forgotten:
                     con.print(f"{markup(group[0])}: session {markup(sid)} is forgotten (tombstoned by `latch "
                               "forget`); nothing imported", style="yellow")
-                for f, imported in zip(group, results):
+                for f, imported in zip(group, results, strict=False):
                     for sid, parsed, seqs in imported:
                         con.print(f"{markup(f)}: session [bold]{markup(sid)}[/bold] ({markup(parsed.format)}), "
                                   f"{plural(len(seqs), 'new event')}")

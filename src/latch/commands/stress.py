@@ -22,13 +22,13 @@ from typing import Any
 import click
 from rich.console import Console
 
-from ..textsafe import Table, console, dumps, write_text
-from . import Count, MAX_SEED
-from .outputs import output_file
-from .progress import progress
 from ..bench.executor import SchedulerError
 from ..bench.shards import run_sharded
 from ..bench.stress import StressConfig, run_stress
+from ..textsafe import Table, console, dumps, write_text
+from . import MAX_SEED, Count
+from .outputs import output_file
+from .progress import progress
 
 __all__ = ["register", "print_report", "DEFAULT_EVENTS"]
 

@@ -44,15 +44,15 @@ import click
 from rich.text import Text
 
 from ..cli import pass_app
-from ..textsafe import console, dumps, plural, safe
-from . import Count
-from .replay import check_replay_options, event_position, replay_options, plan_replay
-from ..ui.render import header_components, render_changes_text, render_view_text, window_line
 from ..host.changes import request_changes
 from ..host.corrections import ReplayCorrections
 from ..host.ingest import SessionForgotten, imported_session_ids
 from ..host.loop import model_requests
 from ..providers import anthropic_request, to_anthropic_messages, to_openai_chat, to_responses
+from ..textsafe import console, dumps, plural, safe
+from ..ui.render import header_components, render_changes_text, render_view_text, window_line
+from . import Count
+from .replay import check_replay_options, event_position, plan_replay, replay_options
 
 __all__ = ["RequestOutOfRange", "SeveralSessions", "header_components", "render_view_text", "render_changes_text", "register"]
 

@@ -8,9 +8,24 @@ and never construct an engine themselves.
 
 from __future__ import annotations
 
-from ..port import (ComponentTokens, ContextBudget, ContextEngine, ContextEngineFactory, ContextOverflow,
-                    ContextRequest, ContextView, EngineProfile, KernelWriter, MaterializeBudget, MaterializedContext,
-                    RecalledEvent, SessionContext, SessionReader, ViewMessage, ViewToolCall)
+from ..port import (
+    ComponentTokens,
+    ContextBudget,
+    ContextEngine,
+    ContextEngineFactory,
+    ContextOverflow,
+    ContextRequest,
+    ContextView,
+    EngineProfile,
+    KernelWriter,
+    MaterializeBudget,
+    MaterializedContext,
+    RecalledEvent,
+    SessionContext,
+    SessionReader,
+    ViewMessage,
+    ViewToolCall,
+)
 from .continuity import ContinuityEngine
 
 __all__ = [

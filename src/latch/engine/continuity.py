@@ -68,14 +68,33 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import hotpaths
-from ..config import budget_for_model, recall_tokens as config_recall_tokens, state_tokens, validate_config
+from ..config import budget_for_model, state_tokens, validate_config
+from ..config import recall_tokens as config_recall_tokens
 from ..events import AssistantMessage, SystemNote, ToolCall, ToolResult, Usage, UserMessage
-from ..port import (ComponentTokens, ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile,
-                    KernelWriter, RecalledEvent, SessionReader, ViewMessage)
+from ..port import (
+    ComponentTokens,
+    ContextBudget,
+    ContextOverflow,
+    ContextRequest,
+    ContextView,
+    EngineProfile,
+    KernelWriter,
+    RecalledEvent,
+    SessionReader,
+    ViewMessage,
+)
 from . import recall as recall_mod
 from .episodes import EpisodeIndex
-from .units import (MESSAGE_OVERHEAD_TOKENS, TokenCounter, Unit, UnitBuilder, header_lines, message_line,
-                    render_session_context, resolve_estimator)
+from .units import (
+    MESSAGE_OVERHEAD_TOKENS,
+    TokenCounter,
+    Unit,
+    UnitBuilder,
+    header_lines,
+    message_line,
+    render_session_context,
+    resolve_estimator,
+)
 
 __all__ = ["ContinuityEngine", "ENGINE_NAME", "INDEX_ENTRIES", "RECORD_KINDS", "REGROUND_AFTER"]
 
@@ -222,7 +241,7 @@ class _KernelMessage:
                 "reground": list(self.reground), "tokens": dict(self.tokens)}
 
     @classmethod
-    def from_record(cls, at_seq: int, p: Mapping[str, Any], counter: TokenCounter) -> "_KernelMessage":
+    def from_record(cls, at_seq: int, p: Mapping[str, Any], counter: TokenCounter) -> _KernelMessage:
         return cls(at_seq, p["type"], p["revision"], p["parts"], counter, recalled=p["recalled"], anchor=p["anchor"],
                    query=p["query"], state_revision=p["state_revision"], extension=p["extension"],
                    state_key=p.get("state_key"), passes=p.get("passes"), reground=p.get("reground", ()))
@@ -306,7 +325,7 @@ class _Epoch:
         """Append the messages of units ``shown..upto`` (default: every complete unit)."""
         end = len(self.units) if upto is None else upto
         for u in self.units[self.shown:end]:
-            for m, t in zip(u.messages, u.msg_tokens):
+            for m, t in zip(u.messages, u.msg_tokens, strict=False):
                 self._push(m, t)
             self.user_turns += u.user_turn
             self.images[0] += u.images[0]
@@ -400,14 +419,14 @@ class ContinuityEngine:
     @classmethod
     def for_model(cls, model: str | None, *, reader: SessionReader, writer: KernelWriter,
                   config: Mapping[str, Any] | None = None, estimator: Any = None,
-                  token_counts: Any = None) -> "ContinuityEngine":
+                  token_counts: Any = None) -> ContinuityEngine:
         """The engine of one session for ``model``: budget from ``config`` (``[models.<model>]``,
         ``[context]``), estimator ``estimator`` or the model's own; ``token_counts`` (a
         :class:`~latch.port.TokenCountCache`) holds the durable per-event counts of an exact estimator."""
         return cls(model, reader=reader, writer=writer, config=config, estimator=estimator, token_counts=token_counts)
 
     @classmethod
-    def factory(cls, profile: EngineProfile) -> "ContinuityEngine":
+    def factory(cls, profile: EngineProfile) -> ContinuityEngine:
         """This engine's :data:`~latch.port.ContextEngineFactory`: exactly :meth:`for_model`."""
         return cls.for_model(profile.model, reader=profile.reader, writer=profile.writer, config=profile.config,
                              estimator=profile.estimator, token_counts=profile.token_counts)

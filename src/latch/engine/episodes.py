@@ -74,8 +74,19 @@ if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command 
     import numpy as np
 
 from .. import hotpaths
-from ..events import (AssistantMessage, CompactionMarker, Event, RawArguments, SubagentMarker, SystemNote, ToolCall,
-                      ToolResult, Usage, UserMessage, parse_arguments)
+from ..events import (
+    AssistantMessage,
+    CompactionMarker,
+    Event,
+    RawArguments,
+    SubagentMarker,
+    SystemNote,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+    parse_arguments,
+)
 
 __all__ = [
     "Episode",
@@ -744,11 +755,11 @@ class EpisodeIndex:
             file_ids = [self._files[p] for p in snap.files]
             staged = ([lengths[1] + len(snap.term_ids)], snap.term_ids, [lengths[3] + len(file_ids)], file_ids,
                       [snap.markers], [snap.last_seq])
-            for i, (arr, values) in enumerate(zip(arrays, staged)):
+            for i, (arr, values) in enumerate(zip(arrays, staged, strict=False)):
                 arr.stage(values)
                 lengths[i] += len(values)
         query_terms = sorted({tid for t in extract_terms(query_text) if (tid := self._terms.get(t)) is not None})
-        a_terms_at, a_terms, a_files_at, a_files, a_markers, a_last = (arr.data[:m] for arr, m in zip(arrays, lengths))
+        a_terms_at, a_terms, a_files_at, a_files, a_markers, a_last = (arr.data[:m] for arr, m in zip(arrays, lengths, strict=False))
         picked = hotpaths.score_episodes(
             a_terms_at, a_terms, a_files_at, a_files, a_markers, a_last,
             np.asarray(query_terms, dtype=np.int64),

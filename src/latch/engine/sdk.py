@@ -46,10 +46,25 @@ from typing import Any, ClassVar
 
 from .. import hotpaths
 from ..config import budget_for_model
-from ..port import (ComponentTokens, ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile,
-                    RecalledEvent, ViewMessage)
-from .units import (TokenCounter, Unit, UnitBuilder, header_lines, message_line, render_session_context,
-                    resolve_estimator)
+from ..port import (
+    ComponentTokens,
+    ContextBudget,
+    ContextOverflow,
+    ContextRequest,
+    ContextView,
+    EngineProfile,
+    RecalledEvent,
+    ViewMessage,
+)
+from .units import (
+    TokenCounter,
+    Unit,
+    UnitBuilder,
+    header_lines,
+    message_line,
+    render_session_context,
+    resolve_estimator,
+)
 
 __all__ = ["PolicyEngine", "Selection", "MANUAL_COMPACT", "RECALL_ROWS"]
 
@@ -91,7 +106,7 @@ class PolicyEngine:
         self._reset_units()
 
     @classmethod
-    def factory(cls, profile: EngineProfile) -> "PolicyEngine":
+    def factory(cls, profile: EngineProfile) -> PolicyEngine:
         """The :data:`~latch.port.ContextEngineFactory` of this engine (Latch builds every engine through it)."""
         return cls(profile)
 

@@ -377,7 +377,7 @@ def header_lines(system: str, tools: Sequence[Mapping[str, Any]]) -> list[bytes]
     memo = _HEADER_MEMO
     if memo:
         m_system, m_tools, m_lines = memo[0]
-        if m_system == system and len(m_tools) == len(tools) and all(a == b for a, b in zip(m_tools, tools)):
+        if m_system == system and len(m_tools) == len(tools) and all(a == b for a, b in zip(m_tools, tools, strict=False)):
             return list(m_lines)
     listed = list(tools)
     lines = [canonical_bytes({"system": system}), canonical_bytes({"tools": listed})]

@@ -30,9 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..accounting.forecast import ProviderForecast
 from ..events import AssistantMessage, EstimateCorrection
 from ..port import ContextBudget
-from ..accounting.forecast import ProviderForecast
 
 __all__ = ["KIND", "Correction", "raises_ratio", "corrected_budget", "session_correction", "ReplayCorrections",
            "SAFETY_MARGIN", "RATE_MIN_REQUESTS", "RATE_KIND", "session_rate", "rate_budget", "rate_limit_tokens", "rate_ready", "provider_limit_tokens"]

@@ -88,7 +88,7 @@ class Harness:
     inferred_from: tuple[int, ...] = ()
     residuals: tuple[int, ...] = ()
     session_context: SessionContext | None = None
-    changes: tuple["HarnessChange", ...] = ()
+    changes: tuple[HarnessChange, ...] = ()
 
     @property
     def source(self) -> str:

@@ -216,12 +216,12 @@ def import_group(store: EventStore, paths: list[str | Path], format: str | None 
                 keep.append(parsed)
         per_file.append(keep)
     plans = [[_plan(store, p, parsed, final, as_new) for parsed in sessions]
-             for (p, _), sessions in zip(files, per_file)]
+             for (p, _), sessions in zip(files, per_file, strict=False)]
     stored = iter(store.import_sessions([plan for group in plans for plan in group if plan is not None]))
     out: list[list[tuple[str, ParsedSession, list[int]]]] = []
-    for sessions, group in zip(per_file, plans):
+    for sessions, group in zip(per_file, plans, strict=False):
         done: list[tuple[str, ParsedSession, list[int]]] = []
-        for parsed, plan in zip(sessions, group):
+        for parsed, plan in zip(sessions, group, strict=False):
             if plan is None:
                 done.append((store.session_id_for(parsed.external_key), parsed, []))
             else:
@@ -403,7 +403,7 @@ def _stored_copy(store: EventStore, fmt: str, events: list[PendingEvent], key: s
         head = _head(store, info.id)
         if len(head) != len(want):
             continue
-        if all(e.source_ref == pe.source_ref and same_record(e.event, pe.event) for e, pe in zip(head, want)):
+        if all(e.source_ref == pe.source_ref and same_record(e.event, pe.event) for e, pe in zip(head, want, strict=False)):
             return info.external_key
     return None
 

@@ -17,7 +17,7 @@ from ..plugins import LatchPluginManager, get_plugin_manager, registered_derivat
 
 __all__ = ["kernel_cache"]
 
-_BY_MANAGER: "weakref.WeakKeyDictionary[LatchPluginManager, KernelCache]" = weakref.WeakKeyDictionary()
+_BY_MANAGER: weakref.WeakKeyDictionary[LatchPluginManager, KernelCache] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 

@@ -40,8 +40,14 @@ from ..events import AssistantMessage, Usage
 from ..kernel.derive import instruction_text
 from ..port import ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile, SessionContext
 from .sealed import seal_reader, seal_token_counts, seal_writer
-from .session import (OverlayKernelWriter, OverlayTokenCounts, ReplayKernelWriter, StoreKernelWriter,
-                      StoreSessionReader, StoreTokenCounts)
+from .session import (
+    OverlayKernelWriter,
+    OverlayTokenCounts,
+    ReplayKernelWriter,
+    StoreKernelWriter,
+    StoreSessionReader,
+    StoreTokenCounts,
+)
 
 __all__ = ["INSTRUCTION_PROBE_CHARS", "instruction_present", "collapse_whitespace", "HostError", "EngineSetup", "ModelRequest", "RequestResult", "RequestLoop", "build_engine",
            "model_requests", "transcript_model", "estimator_name"]

@@ -26,12 +26,25 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..events import (AssistantMessage, CompactionMarker, RunCommandApplied, RunCommandQueued, RunEnded, RunStarted,
-                      SteeringDelivered, SteeringQueued, SystemNote, ToolResult, ToolStarted, Usage, UserMessage,
-                      ValidationEvidence)
+from ..accounting.pricing import cost_dict, parse_timestamp, price_usage, total
+from ..events import (
+    AssistantMessage,
+    CompactionMarker,
+    RunCommandApplied,
+    RunCommandQueued,
+    RunEnded,
+    RunStarted,
+    SteeringDelivered,
+    SteeringQueued,
+    SystemNote,
+    ToolResult,
+    ToolStarted,
+    Usage,
+    UserMessage,
+    ValidationEvidence,
+)
 from .calls import call_summary, result_line
 from .state_report import canonical_view, state_summary
-from ..accounting.pricing import cost_dict, parse_timestamp, price_usage, total
 
 __all__ = ["transcript_item", "transcript", "usage_requests", "usage_totals", "evidence", "activity",
            "state_summary", "request_costs", "context_breakdown", "cache_epochs", "session_view", "runs", "run_status",

@@ -11,8 +11,8 @@ import os
 import statistics
 import uuid
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from ..accounting import pricing

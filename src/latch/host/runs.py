@@ -34,11 +34,19 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
-from ..events import (RUN_COMMANDS, RUN_OUTCOMES, PendingEvent, RunCommandApplied, RunCommandQueued, RunEnded,
-                      RunStarted, SteeringQueued)
+from ..events import (
+    RUN_COMMANDS,
+    RUN_OUTCOMES,
+    PendingEvent,
+    RunCommandApplied,
+    RunCommandQueued,
+    RunEnded,
+    RunStarted,
+    SteeringQueued,
+)
 from ..store import EventStore, LeaseLost, RunFence, RunLease, StoreError
 from . import reducers as R
 from .lease import LeaseGuard
@@ -57,7 +65,7 @@ _RECEIPT = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 def utc_now() -> str:
     """The current time as ISO-8601 UTC with milliseconds (``2026-12-02T01:09:35.123Z``)."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def process_start(pid: int) -> int | None:

@@ -61,7 +61,7 @@ class _SealedIterator(_Sealed):
     def __init__(self, it: Iterator[Any]):
         self._hold(it)
 
-    def __iter__(self) -> "_SealedIterator":
+    def __iter__(self) -> _SealedIterator:
         return self
 
     def __next__(self) -> Any:

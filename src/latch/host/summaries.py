@@ -28,11 +28,11 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from ..events import AssistantMessage, ToolResult, UserMessage
 from ..accounting import pricing
+from ..events import AssistantMessage, ToolResult, UserMessage
+from ..kernel.tombstones import tombstoned_sessions
 from .loop import model_requests
 from .runs import session_liveness
-from ..kernel.tombstones import tombstoned_sessions
 
 __all__ = ["SessionSummary", "summarize", "session_tree", "short_ids", "listed_sessions", "ID_CHARS", "STATUSES", "SUMMARY_KINDS"]
 

@@ -24,8 +24,9 @@ import importlib
 import os
 import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from .base import Importer, JSONNestingError, ParsedSession, SessionForgotten, TranscriptError
 

@@ -25,8 +25,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..events import (AssistantMessage, Event, MediaRef, PendingEvent, SystemNote, ToolCall, ToolResult, Usage,
-                      UserMessage, canonical_arguments, canonical_json)
+from ..events import (
+    AssistantMessage,
+    Event,
+    MediaRef,
+    PendingEvent,
+    SystemNote,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+    canonical_arguments,
+    canonical_json,
+)
 from .base import JSONNestingError, ParsedSession, TranscriptError, json_decode, json_loads
 
 __all__ = ["Loc", "SessionBuilder", "AssistantSlot", "image_size", "sniff_media_type", "head_text", "peek_json",

@@ -33,8 +33,17 @@ from pathlib import Path
 from typing import Any
 
 from ..events import MediaRef, SystemNote, ToolCall, UserMessage
-from ._common import (Loc, SessionBuilder, anthropic_usage, chat_features, content_hash_key, decode_base64, dump_json,
-                      json_type, tool_schemas_note)
+from ._common import (
+    Loc,
+    SessionBuilder,
+    anthropic_usage,
+    chat_features,
+    content_hash_key,
+    decode_base64,
+    dump_json,
+    json_type,
+    tool_schemas_note,
+)
 from .base import Importer, ParsedSession, decode_text, load_json
 
 __all__ = ["AnthropicMessagesImporter", "IMPORTERS"]

@@ -50,8 +50,18 @@ from pathlib import Path
 from typing import Any
 
 from ..events import CompactionMarker, MediaRef, SubagentMarker, SystemNote, ToolCall, UserMessage
-from ._common import (AssistantSlot, Loc, SessionBuilder, anthropic_usage, compute_stats, decode_base64, dump_json,
-                      head_jsonl, head_key, head_text)
+from ._common import (
+    AssistantSlot,
+    Loc,
+    SessionBuilder,
+    anthropic_usage,
+    compute_stats,
+    decode_base64,
+    dump_json,
+    head_jsonl,
+    head_key,
+    head_text,
+)
 from .base import Importer, ParsedSession, TranscriptError, decode_text, iter_jsonl
 
 __all__ = ["ClaudeCodeImporter", "IMPORTERS"]

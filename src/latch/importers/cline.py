@@ -53,11 +53,28 @@ from pathlib import Path
 from typing import Any
 
 from ..events import CompactionMarker, MediaRef, ToolCall, Usage, UserMessage, canonical_json
-from ._common import AssistantSlot, Loc, SessionBuilder, count_field, decode_base64, dump_json, json_type, \
-    openai_usage, peek_json
+from ._common import (
+    AssistantSlot,
+    Loc,
+    SessionBuilder,
+    count_field,
+    decode_base64,
+    dump_json,
+    json_type,
+    openai_usage,
+    peek_json,
+)
+from .base import (
+    Importer,
+    JSONNestingError,
+    ParsedSession,
+    TranscriptError,
+    content_key,
+    decode_text,
+    json_loads,
+    load_json,
+)
 from .cline_ui import epoch_ms_iso, is_ui_messages, parse_ui_messages
-from .base import (Importer, JSONNestingError, ParsedSession, TranscriptError, content_key, decode_text, json_loads,
-                   load_json)
 
 __all__ = ["ClineImporter", "IMPORTERS", "HISTORY_FILE", "UI_FILE", "epoch_ms_iso"]
 

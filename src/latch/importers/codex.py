@@ -51,8 +51,18 @@ import re
 from pathlib import Path
 
 from ..events import CompactionMarker, MediaRef, SystemNote, ToolCall, UserMessage
-from ._common import (AssistantSlot, Loc, SessionBuilder, data_url_bytes, dump_json, head_jsonl, head_key, head_text,
-                      json_type, openai_usage)
+from ._common import (
+    AssistantSlot,
+    Loc,
+    SessionBuilder,
+    data_url_bytes,
+    dump_json,
+    head_jsonl,
+    head_key,
+    head_text,
+    json_type,
+    openai_usage,
+)
 from .base import Importer, ParsedSession, decode_text, iter_jsonl
 
 __all__ = ["CodexImporter", "IMPORTERS"]
@@ -252,7 +262,7 @@ class _Rollout:
         texts: list[str] = []
         calls: list[ToolCall] = []
         reasoning = self.carry_reasoning
-        for n, loc, p, ts in group:
+        for n, loc, p, _ts in group:
             ptype = p["type"]
             if ptype == "reasoning":
                 reasoning = True

@@ -76,9 +76,18 @@ from pathlib import Path
 from typing import Any
 
 from ..events import CompactionMarker, MediaRef, SubagentMarker, SystemNote, ToolCall, Usage, UserMessage
+from ._common import (
+    AssistantSlot,
+    Loc,
+    SessionBuilder,
+    decode_base64,
+    dump_json,
+    head_jsonl,
+    head_key,
+    head_text,
+    json_type,
+)
 from .base import Importer, ParsedSession, decode_text, iter_jsonl
-from ._common import (AssistantSlot, Loc, SessionBuilder, decode_base64, dump_json, head_jsonl, head_key, head_text,
-                      json_type)
 
 __all__ = ["CopilotCliImporter", "IMPORTERS", "PLUGIN_copilot_cli"]
 

@@ -62,9 +62,19 @@ from pathlib import Path
 from typing import Any
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage
+from ._common import (
+    Loc,
+    SessionBuilder,
+    count_field,
+    decode_base64,
+    dump_json,
+    head_jsonl,
+    head_key,
+    head_text,
+    json_type,
+    peek_json,
+)
 from .base import Importer, JSONNestingError, ParsedSession, decode_text, iter_jsonl, json_loads, load_json
-from ._common import (Loc, SessionBuilder, count_field, decode_base64, dump_json, head_jsonl, head_key, head_text, json_type,
-                      peek_json)
 
 __all__ = ["GeminiCliImporter", "IMPORTERS", "PLUGIN_gemini_cli"]
 

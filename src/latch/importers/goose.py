@@ -48,14 +48,21 @@ import base64
 import binascii
 import json
 import sqlite3
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage
 from ._common import Loc, SessionBuilder, count_field, dump_json, json_type
-from ._sqlite import SqliteSessionsImporter, is_sqlite, json_column, present_columns, row_text, schema_mentions, \
-    table_columns
+from ._sqlite import (
+    SqliteSessionsImporter,
+    is_sqlite,
+    json_column,
+    present_columns,
+    row_text,
+    schema_mentions,
+    table_columns,
+)
 from .base import ParsedSession, TranscriptError
 
 __all__ = ["GooseImporter", "IMPORTERS"]
@@ -69,7 +76,7 @@ def _iso(ts: Any) -> str | None:
     if isinstance(ts, bool) or not isinstance(ts, (int, float)):
         return None
     try:
-        return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     except (OverflowError, OSError, ValueError):
         return None
 
@@ -179,7 +186,7 @@ class GooseImporter(SqliteSessionsImporter):
         for r in rows.fetchall():
             where = f"table sessions row id {r[0]!r}"
             sid = row_text(where, path, r[0], "id")
-            info = dict(zip(opt, r[2:]))
+            info = dict(zip(opt, r[2:], strict=False))
             info["working_dir"] = row_text(where, path, r[1], "working_dir", required=False)
             sessions.append((sid, where, info))
         mcols = table_columns(db, "messages")

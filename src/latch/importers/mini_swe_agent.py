@@ -49,8 +49,18 @@ from pathlib import Path
 from typing import Any
 
 from ..events import SystemNote, ToolCall, UserMessage, canonical_arguments
-from ._common import (Loc, SessionBuilder, count_field, dump_json, head_text, json_type,
-                      litellm_usage, openai_usage, peek_json, tool_schemas_note)
+from ._common import (
+    Loc,
+    SessionBuilder,
+    count_field,
+    dump_json,
+    head_text,
+    json_type,
+    litellm_usage,
+    openai_usage,
+    peek_json,
+    tool_schemas_note,
+)
 from .base import Importer, ParsedSession, content_key, decode_text, load_json
 from .openai_chat import message_content
 

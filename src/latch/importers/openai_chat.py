@@ -39,8 +39,17 @@ from pathlib import Path
 from typing import Any
 
 from ..events import CompactionMarker, MediaRef, SystemNote, ToolCall, UserMessage
-from ._common import (Loc, SessionBuilder, chat_features, content_hash_key, data_url_bytes, dump_json, json_type,
-                      openai_usage, tool_schemas_note)
+from ._common import (
+    Loc,
+    SessionBuilder,
+    chat_features,
+    content_hash_key,
+    data_url_bytes,
+    dump_json,
+    json_type,
+    openai_usage,
+    tool_schemas_note,
+)
 from .base import Importer, ParsedSession, decode_text, load_json
 
 __all__ = ["OpenAIChatImporter", "IMPORTERS", "message_content"]

@@ -36,14 +36,21 @@ order, as OpenCode itself loads them; ``source_ref`` ``"message:<id>"``, ``ts`` 
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..events import CompactionMarker, SystemNote, ToolCall, Usage, UserMessage
 from ._common import Loc, SessionBuilder, data_url_bytes, dump_json, head_text, json_type, peek_json
-from ._sqlite import SqliteSessionsImporter, is_sqlite, json_column, present_columns, row_text, schema_mentions, \
-    table_columns
+from ._sqlite import (
+    SqliteSessionsImporter,
+    is_sqlite,
+    json_column,
+    present_columns,
+    row_text,
+    schema_mentions,
+    table_columns,
+)
 from .base import ParsedSession, TranscriptError, decode_text, load_json
 
 __all__ = ["OpenCodeImporter", "IMPORTERS"]
@@ -57,7 +64,7 @@ def _iso_ms(ms: Any) -> str | None:
     if isinstance(ms, bool) or not isinstance(ms, (int, float)):
         return None
     try:
-        return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     except (OverflowError, OSError, ValueError):
         return None
 
@@ -229,7 +236,7 @@ class OpenCodeImporter(SqliteSessionsImporter):
                             f"ORDER BY {order}").fetchall():
             where = f"table session row id {r[0]!r}"
             sid = row_text(where, path, r[0], "id")
-            info = dict(zip(opt, r[3:]))
+            info = dict(zip(opt, r[3:], strict=False))
             info["directory"] = row_text(where, path, r[1], "directory", required=False)
             info["slug"] = row_text(where, path, r[2], "slug", required=False)
             if info.get("parent_id") is not None:

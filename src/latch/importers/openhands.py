@@ -52,8 +52,16 @@ from pathlib import Path
 from typing import Any
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage
-from ._common import (Loc, SessionBuilder, data_url_bytes, dump_json, json_type, litellm_usage, peek_json,
-                      tool_schemas_note)
+from ._common import (
+    Loc,
+    SessionBuilder,
+    data_url_bytes,
+    dump_json,
+    json_type,
+    litellm_usage,
+    peek_json,
+    tool_schemas_note,
+)
 from ._pyrepr import literal_mapping
 from .base import Importer, ParsedSession, content_key, decode_text, load_json
 

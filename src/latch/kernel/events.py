@@ -25,8 +25,18 @@ is their kernel-side name and the same class objects.
 
 from __future__ import annotations
 
-from ..events import (EVIDENCE_STATUSES, ExternalChange, FileObservation, Mutation, ProcessExited, ProcessStarted,
-                      StateUpdate, Tombstone, ValidationEvidence, WriterBlocker)
+from ..events import (
+                      EVIDENCE_STATUSES,
+                      ExternalChange,
+                      FileObservation,
+                      Mutation,
+                      ProcessExited,
+                      ProcessStarted,
+                      StateUpdate,
+                      Tombstone,
+                      ValidationEvidence,
+                      WriterBlocker,
+)
 
 __all__ = [
     "StateUpdate",

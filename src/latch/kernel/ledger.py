@@ -297,7 +297,7 @@ class KernelCache:
 
     def __init__(self, rules: Sequence[DerivationRule] | None = None) -> None:
         self.rules = check_rules(builtin_rules() if rules is None else rules)
-        self._ledgers: "weakref.WeakKeyDictionary[Any, Ledger]" = weakref.WeakKeyDictionary()
+        self._ledgers: weakref.WeakKeyDictionary[Any, Ledger] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         _CACHES.add(self)
 
@@ -316,7 +316,7 @@ class KernelCache:
             self._ledgers.clear()
 
 
-_CACHES: "weakref.WeakSet[KernelCache]" = weakref.WeakSet()
+_CACHES: weakref.WeakSet[KernelCache] = weakref.WeakSet()
 _DEFAULT: KernelCache | None = None
 
 

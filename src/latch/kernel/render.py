@@ -109,7 +109,7 @@ class _Keep:
         return line is not None
 
 
-def _lines(core: "_Core", name: str, fmt: Callable[[dict[str, Any]], str]) -> tuple[int, Iterator[str]]:
+def _lines(core: _Core, name: str, fmt: Callable[[dict[str, Any]], str]) -> tuple[int, Iterator[str]]:
     count, items = core.section(name)
     return count, (fmt(x) for x in items)
 
@@ -177,7 +177,7 @@ def _one_line(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
-def _sections(core: "_Core") -> list[_Section]:
+def _sections(core: _Core) -> list[_Section]:
     cert = core.certification
     cert_lines: tuple[int, Iterator[str]] = (0, iter(()))
     if core.show_certification:
@@ -215,7 +215,7 @@ def _sections(core: "_Core") -> list[_Section]:
 def _compose(fixed: list[str], sections: list[_Section], kept: list[int], with_omitted: bool) -> str:
     out = list(fixed)
     gone = []
-    for sec, n in zip(sections, kept):
+    for sec, n in zip(sections, kept, strict=False):
         if not n:
             gone.append(f"{sec.count} {sec.noun}")
             continue
@@ -280,7 +280,7 @@ working set too. A pass made stale is the exception the engine checks apart (:fu
 that showed it current must not stay the newest word."""
 
 
-def update_key(core: "_Core") -> str:
+def update_key(core: _Core) -> str:
     """A digest of what the state says that the conversation does not show (call under the ledger lock).
 
     Goal, constraints and every section but the working set, the evidence, the certification, the failure
@@ -305,14 +305,14 @@ def goal_line(goal: str | None) -> str:
     return f"Goal: {_text(goal) if goal else '(not set)'}"
 
 
-def current_passes(core: "_Core") -> frozenset[str]:
+def current_passes(core: _Core) -> frozenset[str]:
     """The requirements whose latest evidence passed at the current workspace generation (call under the
     ledger lock): what the rendered state shows as ``passed: … (current)``."""
     return frozenset(o["requirement"] for o in core.section("evidence")[1]
                      if o["status"] == "passed" and o["generation"] == core.generation)
 
 
-def render_state(core: "_Core", budget_tokens: int, estimate: Callable[[str], int], *,
+def render_state(core: _Core, budget_tokens: int, estimate: Callable[[str], int], *,
                  goal_stated: bool = False) -> str:
     """See :meth:`latch.kernel.state.CanonicalState.render` (call under the ledger lock)."""
     if core.is_empty:

@@ -38,8 +38,17 @@ from operator import itemgetter
 from typing import Any
 
 from .derive import ActionChanged, ActionsReplaced, ShellRule, ToolFailure, ToolSuccess, UserInstruction
-from .events import (ExternalChange, FileObservation, Mutation, ProcessExited, ProcessStarted, StateUpdate, Tombstone,
-                     ValidationEvidence, WriterBlocker)
+from .events import (
+    ExternalChange,
+    FileObservation,
+    Mutation,
+    ProcessExited,
+    ProcessStarted,
+    StateUpdate,
+    Tombstone,
+    ValidationEvidence,
+    WriterBlocker,
+)
 from .ledger import END, Disproof, KernelCache, Ledger, Pos, Workspace, ledger_for
 from .render import StateOverflow, current_passes, goal_line, render_state, update_key
 
@@ -144,7 +153,7 @@ class SessionReducer:
                 self.index += 1
         self.until = max(self.until, until)
 
-    def issue(self, core: "_Core") -> "_Core":
+    def issue(self, core: _Core) -> _Core:
         """Make ``core`` the current revision's; it reads this reducer until :meth:`_detach`."""
         self.core = core
         self._issued = [r for r in self._issued if r() is not None] + [weakref.ref(core)]

@@ -39,8 +39,20 @@ from typing import Any
 
 from ..events import MediaRef, parse_arguments
 from ..port import ContextView, ViewMessage
-from ._wire import (ArtifactLoader, Turn, group, image_data, image_placeholder, is_image, nonempty, orphan_note,
-                    result_text, tools_problems, undeclared_calls, wire_tools)
+from ._wire import (
+    ArtifactLoader,
+    Turn,
+    group,
+    image_data,
+    image_placeholder,
+    is_image,
+    nonempty,
+    orphan_note,
+    result_text,
+    tools_problems,
+    undeclared_calls,
+    wire_tools,
+)
 
 __all__ = ["to_anthropic_messages", "validate_anthropic_messages", "wire_tool_id", "add_cache_breakpoints",
            "CONTINUATION_NOTE", "MAX_CACHE_BREAKPOINTS"]

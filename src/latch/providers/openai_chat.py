@@ -30,8 +30,20 @@ from typing import Any
 
 from ..events import MediaRef
 from ..port import ContextView, ViewMessage
-from ._wire import (ArtifactLoader, Turn, group, image_data, image_placeholder, is_image, nonempty, orphan_note,
-                    result_text, tools_problems, undeclared_calls, wire_tools)
+from ._wire import (
+    ArtifactLoader,
+    Turn,
+    group,
+    image_data,
+    image_placeholder,
+    is_image,
+    nonempty,
+    orphan_note,
+    result_text,
+    tools_problems,
+    undeclared_calls,
+    wire_tools,
+)
 
 __all__ = ["to_openai_chat", "validate_openai_chat"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 __all__ = ["StoreError", "StoreBusyError", "non_folder_parent"]
@@ -65,4 +65,4 @@ def non_folder_parent(path: Path) -> Path | None:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

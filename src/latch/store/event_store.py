@@ -19,11 +19,10 @@ from typing import Any
 from ..events import Event, MediaRef, PendingEvent, canonical_json, decode_event
 from ._sqlite import StoreBusyError, StoreError, _busy, _damaged, _now, _until_not_busy, non_folder_parent
 from .fts import build_match_query, build_phrase_query, prepare_text
-from .leases import (Fence, FencedStore, RunFence, RunLease, TaskFence, check_fences, fences_of)
+from .leases import Fence, FencedStore, RunFence, RunLease, TaskFence, check_fences, fences_of
 from .migrations import MIGRATIONS
 from .projections import PROJECTIONS, Projection
 from .replays import ReplayScratch, replay_scratch_path
-
 
 
 def data_dir() -> Path:
@@ -319,7 +318,7 @@ class EventStore:
                 self._scratch = None
             self._db.close()
 
-    def __enter__(self) -> "EventStore":
+    def __enter__(self) -> EventStore:
         return self
 
     def __exit__(self, *exc: object) -> None:

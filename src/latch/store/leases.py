@@ -26,7 +26,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from ._sqlite import StoreError
 
@@ -78,10 +78,10 @@ class RunFence:
             raise LeaseLost(f"{where} was taken over by run {row[0]} (pid {row[1]} on {row[2]}); nothing written")
 
 
-Fence = Union[TaskFence, RunFence]
+Fence = TaskFence | RunFence
 
 
-def fences_of(fence: "Fence | Sequence[Fence] | None") -> tuple[Fence, ...]:
+def fences_of(fence: Fence | Sequence[Fence] | None) -> tuple[Fence, ...]:
     """``fence`` as a tuple (``None``: no fence)."""
     if fence is None:
         return ()
@@ -133,7 +133,7 @@ class FencedStore:
         """The store underneath."""
         return self._store
 
-    def fenced(self, fence: "Fence | Sequence[Fence]") -> "FencedStore":
+    def fenced(self, fence: Fence | Sequence[Fence]) -> FencedStore:
         return FencedStore(self._store, self.fences + fences_of(fence))
 
     def append(self, session_id: str, events: Any, *, fence: Any = None) -> list[int]:

@@ -9,7 +9,7 @@ migrations at the end; never edit one that has shipped.
 from __future__ import annotations
 
 import sqlite3
-from typing import Callable
+from collections.abc import Callable
 
 from ..events import EVENT_KINDS, decode_event
 from .fts import prepare_text

@@ -20,8 +20,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..events import (GroupMemberJoined, GroupMessageDelivered, GroupMessageQueued, GroupTaskClaimed,
-                      GroupTaskCompleted, GroupTaskCreated, GroupTaskLeaseRenewed)
+from ..events import (
+    GroupMemberJoined,
+    GroupMessageDelivered,
+    GroupMessageQueued,
+    GroupTaskClaimed,
+    GroupTaskCompleted,
+    GroupTaskCreated,
+    GroupTaskLeaseRenewed,
+)
 
 __all__ = ["Projection", "PROJECTIONS"]
 

@@ -14,10 +14,20 @@
 from __future__ import annotations
 
 from .agents import SpawnAgent
-from .base import (OUTCOME_LIMIT_BYTES, Tool, ToolContext, ToolError, ToolOutcome, bound_text, check_arguments,
-                   run_tool, tool_schemas, workspace_path)
-from .files import EditFile, ReadArtifact, ReadFile, WriteFile
+from .base import (
+    OUTCOME_LIMIT_BYTES,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolOutcome,
+    bound_text,
+    check_arguments,
+    run_tool,
+    tool_schemas,
+    workspace_path,
+)
 from .compact import Compact
+from .files import EditFile, ReadArtifact, ReadFile, WriteFile
 from .kernel import KERNEL_AGENT_TOOLS, KernelTool
 from .processes import ProcessManager
 from .search_history import SearchHistory

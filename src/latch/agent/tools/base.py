@@ -47,12 +47,12 @@ class ToolContext:
     workspace: Path
     store: EventStore
     session_id: str
-    processes: "ProcessManager"
+    processes: ProcessManager
     estimate: Callable[[str], int]
     call_id: str = ""
-    spawner: "Callable[[str, Mapping[str, Any]], ToolOutcome] | None" = None
-    group: "tuple[Any, str] | None" = None
-    room: "Callable[[], int | None] | None" = None
+    spawner: Callable[[str, Mapping[str, Any]], ToolOutcome] | None = None
+    group: tuple[Any, str] | None = None
+    room: Callable[[], int | None] | None = None
     keep_whole: bool = False
 
 

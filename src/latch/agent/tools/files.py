@@ -20,15 +20,20 @@ racing the call) is refused, never followed out of the workspace (:mod:`latch.ke
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-import re
-
-from ...kernel.files import (PAGE_LIMIT_BYTES, PAGE_LIMIT_TOKENS, StaleFileError, current_bytes, guarded_write,
-                             read_artifact,
-                             read_file)
+from ...kernel.files import (
+    PAGE_LIMIT_BYTES,
+    PAGE_LIMIT_TOKENS,
+    StaleFileError,
+    current_bytes,
+    guarded_write,
+    read_artifact,
+    read_file,
+)
 from .base import ToolContext, ToolError, ToolOutcome, schema, workspace_path
 
 __all__ = ["ReadFile", "ReadArtifact", "WriteFile", "EditFile", "last_seen"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from .base import ToolContext, ToolError, ToolOutcome, schema
 from ..group import GroupError
+from .base import ToolContext, ToolError, ToolOutcome, schema
 
 __all__ = ["CreateTask", "ClaimTask", "CompleteTask", "SendMessage", "GROUP_TOOLS"]
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
 from ..events import ProcessStarted
 from ..shell import command_text
-from .facts import ToolFailure, ToolSuccess
-from .rules import DerivationRule
 from .common import Run, _excerpt, _one_line, call_arguments, error_signature, shell_facts
-from .shell_rules import _nested_calls, _cell_command, _session_ids, _stdin_facts
-from .plans import _plan_facts
+from .facts import ToolFailure, ToolSuccess
 from .files import _patch_facts
+from .plans import _plan_facts
+from .rules import DerivationRule
+from .shell_rules import _cell_command, _nested_calls, _session_ids, _stdin_facts
 
 
 class CodexExecRule(DerivationRule):

@@ -6,6 +6,7 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
 from ...events import RawArguments, ToolCall
 from ..events import FileObservation, Mutation, ProcessExited, ValidationEvidence
 from ..shell import classify_command, command_text

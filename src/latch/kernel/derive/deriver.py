@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
 from ...events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
 from ..events import ProcessStarted
-from .facts import ToolFailure, ToolSuccess, UserInstruction, instruction_text
-from .rules import KERNEL_RECORDS, DerivationContext, DerivationRule
-from .common import _action, _excerpt, call_arguments, error_signature
-from .shell_rules import ProcessPollRule, ShellRule
-from .plans import PlanRule
-from .files import ApplyPatchRule, FileToolRule
 from .codex_exec import CodexExecRule
-
+from .common import _action, _excerpt, call_arguments, error_signature
+from .facts import ToolFailure, ToolSuccess, UserInstruction, instruction_text
+from .files import ApplyPatchRule, FileToolRule
+from .plans import PlanRule
+from .rules import KERNEL_RECORDS, DerivationContext, DerivationRule
+from .shell_rules import ProcessPollRule, ShellRule
 
 BUILTIN_RULES: tuple[type[DerivationRule], ...] = (FileToolRule, ApplyPatchRule, PlanRule, CodexExecRule,
                                                    ProcessPollRule, ShellRule)

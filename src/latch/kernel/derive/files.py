@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
 from ...events import ToolCall, argument_paths
 from ..events import FileObservation, Mutation
+from .common import _excerpt, call_arguments, error_signature, patch_paths
 from .facts import AGENT_EXPLICIT_TOOLS, AGENT_FORMAT, ToolFailure, ToolSuccess
 from .rules import KERNEL_RECORDS, DerivationContext, DerivationRule
-from .common import _excerpt, call_arguments, error_signature, patch_paths
 
 
 class ApplyPatchRule(DerivationRule):

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
 from ...events import ToolCall
+from .common import call_arguments
 from .facts import ActionChanged, ActionsReplaced
 from .rules import DerivationRule
-from .common import call_arguments
 from .shell_rules import process_id_text
-
 
 _STATUS_WORDS = {"completed": "done", "complete": "done", "done": "done", "in_progress": "in_progress",
                  "pending": "pending", "cancelled": "cancelled", "canceled": "cancelled"}

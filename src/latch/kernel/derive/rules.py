@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from ..events import (ExternalChange, FileObservation, Mutation, ProcessExited, ProcessStarted, StateUpdate, Tombstone,
-                      ValidationEvidence, WriterBlocker)
-
 import posixpath
 from collections.abc import Sequence
 from typing import Any, ClassVar
+
 from ...events import ToolCall, ToolResult
+from ..events import (
+    ExternalChange,
+    FileObservation,
+    Mutation,
+    ProcessExited,
+    ProcessStarted,
+    StateUpdate,
+    Tombstone,
+    ValidationEvidence,
+    WriterBlocker,
+)
 from .facts import ERROR_FLAG_FORMATS
 
 

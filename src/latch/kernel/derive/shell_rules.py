@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+
 from ...events import ToolResult
 from ..events import Mutation, ProcessStarted
 from ..shell import classify_command, command_text
+from .common import Run, _one_line, _unwrap_output, call_arguments, process_exit_facts, shell_facts
 from .facts import AGENT_FORMAT
 from .rules import DerivationContext, DerivationRule
-from .common import Run, _one_line, _unwrap_output, call_arguments, process_exit_facts, shell_facts
-
 
 # --------------------------------------------------------------------------------------- rules
 _KEYS = {"", "C-c", "C-d", "C-z"}

@@ -50,13 +50,13 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane
 
+from ...accounting.pricing import format_usd
 from ...agent.group import group_view
 from ...host import reducers as R
-from ...accounting.pricing import format_usd
 from ...host.kernel import kernel_cache
+from ...host.runs import NoRunningRun, RunCommands, session_liveness
 from ...host.state_report import CERTIFIED, NOT_CERTIFIED, evidence_lines
 from ...host.summaries import listed_sessions, short_ids
-from ...host.runs import NoRunningRun, RunCommands, session_liveness
 from ...kernel import canonical_state
 from ...kernel.tombstones import forgotten_message, tombstoned_sessions
 from ...store import EventStore
@@ -372,7 +372,7 @@ class SessionScreen(Screen[None]):
             f"cost {format_usd(tot['usd'])} ({tot['priced_requests']} priced)"))
         table = self.query_one("#usage-table", DataTable)
         table.clear()
-        for i, (r, c) in enumerate(zip(view["requests"], costs["requests"]), 1):
+        for i, (r, c) in enumerate(zip(view["requests"], costs["requests"], strict=False), 1):
             table.add_row(str(i), str(r["seq"]), Text(safe(r["model"] or "")), _n(r["input_tokens"]),
                           _n(r["cache_read_tokens"]), _n(r["cache_write_tokens"]), _n(r["output_tokens"]),
                           _n(r["prompt_tokens"]), format_usd(c["usd"]))

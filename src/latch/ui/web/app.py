@@ -55,14 +55,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-
 from ...agent.group import group_view
 from ...host import reducers as R
 from ...host.kernel import kernel_cache
 from ...host.loop import HostError
+from ...host.runs import NoRunningRun, RunCommands, session_liveness
 from ...host.state_report import canonical_view
 from ...host.summaries import listed_sessions, short_ids
-from ...host.runs import NoRunningRun, RunCommands, session_liveness
 from ...kernel import canonical_state
 from ...kernel.tombstones import forgotten_message, tombstoned_sessions
 from ...store import EventStore, StoreError
@@ -258,7 +257,7 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
             seen = after
             first = True
             while True:
-                new = await asyncio.to_thread(lambda: list(store.events(sid, after_seq=seen, limit=500)))
+                new = await asyncio.to_thread(lambda after_seq=seen: list(store.events(sid, after_seq=after_seq, limit=500)))
                 for ev in new:
                     yield {"id": str(ev.seq), "event": "event",
                            "data": _dumps({"seq": ev.seq, "kind": ev.kind, "item": R.transcript_item(ev)})}

@@ -18,10 +18,10 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from ...host.replay import run_replay
-from ..render import render_view_text, window_line
 from ...engine.report import COMPONENTS
+from ...host.replay import run_replay
 from ...textsafe import PIPE_WIDTH
+from ..render import render_view_text, window_line
 
 __all__ = ["ReplayCache", "view_content"]
 
