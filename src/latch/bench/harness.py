@@ -316,6 +316,7 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
     working = WorkingSetProbe(events)
     by_seq = {s.seq: s.event for s in events}
     coverage: list[float | None] = []
+    counts: list[list[int] | None] = []  # per request: [needed, present] (None: refused or nothing needed)
     needed_total = present_total = 0
     touched_total = named_total = 0
     view_caching: list[Usage] = []  # each view's cache read (its common prefix) and cache write (the rest)
@@ -328,6 +329,7 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
             cache.append(None)
             costs.append(None)
             coverage.append(None)
+            counts.append(None)
             continue
         req = res.request
         would = pricing.view_cost(res.recounted_tokens or 0, res.common_prefix_tokens,
@@ -347,8 +349,10 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
             needed, present = probe.score(by_seq[req.seq], view, res.until_seq, text=text)
             needed_total, present_total = needed_total + needed, present_total + present
             coverage.append(_round(present / needed) if needed else None)
+            counts.append([needed, present])
         else:
             coverage.append(None)
+            counts.append([0, 0])
         tokens.append(view.tokens.total_tokens)
         cache.append(res.cacheability)
         where = f"request {k + 1}"
@@ -378,7 +382,8 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
         "needles": [asdict(n) for n in needles],
         "survival": {label: [sum(v), len(v)] for label, v in survival.items()},
         "final_view_messages": len(last_view.messages) if last_view is not None else 0,
-        "coverage": coverage, "coverage_needed": needed_total, "coverage_present": present_total,
+        "coverage": coverage, "coverage_counts": counts, "coverage_needed": needed_total,
+        "coverage_present": present_total,
         "working_set_touched": touched_total, "working_set_named": named_total,
         "cache_write_tokens": rewrites.write_tokens, "rewrite_write_tokens": rewrites.rewrite_write_tokens,
         "cost": costs, "cost_usd": pricing.usd(priced.usd),
@@ -451,9 +456,23 @@ def summarize(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for r in results:
         groups.setdefault((r["engine"], r["budget"]), []).append(r)
+    answered = _answered_by_all(results)
     rows = []
     for (engine, budget), rs in groups.items():
         ok = [r for r in rs if "error" not in r]
+        same_needed = same_present = 0
+        same_usd: float | None = None
+        same_requests = 0
+        for r in ok:
+            common = answered.get((budget, r["session"]), set())
+            same_requests += len(common)
+            for i in common:
+                c = (r.get("coverage_counts") or [None] * (i + 1))[i]
+                if c is not None:
+                    same_needed, same_present = same_needed + c[0], same_present + c[1]
+                usd = r["cost"][i]
+                if usd is not None:
+                    same_usd = (same_usd or 0.0) + usd
         toks = [t for r in ok for t in r["tokens"] if t is not None]
         cache = [c for r in ok for c in r["cacheability"] if c is not None]
         secs = [s for r in ok for s in r["seconds"]]
@@ -480,6 +499,9 @@ def summarize(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "needle_checks": checked,
             "coverage": round(needed_present[1] / needed_present[0], 3) if needed_present[0] else None,
             "coverage_needed": needed_present[0],
+            "same_requests": same_requests,
+            "coverage_same_requests": round(same_present / same_needed, 3) if same_needed else None,
+            "cost_usd_same_requests": round(same_usd, 6) if same_usd is not None else None,
             "working_set_coverage": round(sum(r.get("working_set_named", 0) for r in ok) / touched, 3)
             if touched else None,
             "rewrite_waste": round(sum(r.get("rewrite_write_tokens", 0) for r in ok) / written, 3) if written else None,
@@ -496,6 +518,24 @@ def summarize(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "priced_sessions": len(paid),
         })
     return frontier_order(rows, results)
+
+
+def _answered_by_all(results: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], set[int]]:
+    """``{(budget, session): request indices every engine's view answered}``: the like-for-like request set of a
+    budget (a request one engine refused counts for none), over the sessions every engine ran without error."""
+    runs: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    engines: dict[str, set[str]] = {}
+    for r in results:
+        engines.setdefault(r["budget"], set()).add(r["engine"])
+        if "error" not in r:
+            runs.setdefault((r["budget"], r["session"]), []).append(r)
+    out = {}
+    for (budget, session), rs in runs.items():
+        if {r["engine"] for r in rs} != engines[budget]:
+            continue
+        n = min(len(r["tokens"]) for r in rs)
+        out[(budget, session)] = {i for i in range(n) if all(r["tokens"][i] is not None for r in rs)}
+    return out
 
 
 def frontier_order(rows: list[dict[str, Any]], results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -523,6 +563,8 @@ _COLUMNS = (("engine", "engine"), ("budget", "budget (window:reserve:recent)"),
             ("tokens_per_session", "tokens/session"),
             ("protocol_invalid", "protocol-invalid requests"),
             ("budget_violations", "budget violations"), ("refused", "refused (overflow)"),
+            ("same_requests", "requests every engine answered"),
+            ("coverage_same_requests", "coverage on those"), ("cost_usd_same_requests", "cost $ on those"),
             ("materialize_p50_ms", "materialize p50 ms"), ("materialize_p99_ms", "materialize p99 ms"),
             ("peak_mb", "peak MB"), ("cost_usd_total", "cost $ total"),
             ("cost_usd_per_session", "cost $/session (priced)"), ("cache_read_share", "cache-read share"),
@@ -533,9 +575,9 @@ def _cell(key: str, v: Any) -> str:
     if v is None:
         return "–"
     if key in ("cacheability_median", "cacheability_p10", "needle_survival", "cache_read_share", "coverage",
-               "working_set_coverage", "rewrite_waste"):
+               "working_set_coverage", "rewrite_waste", "coverage_same_requests"):
         return f"{100 * v:.1f}%"
-    if key in ("cost_usd_total", "cost_usd_per_session"):
+    if key in ("cost_usd_total", "cost_usd_per_session", "cost_usd_same_requests"):
         return pricing.format_usd(v)
     if isinstance(v, int):
         return f"{v:,}"
@@ -556,16 +598,24 @@ def verdicts(rows: Sequence[Mapping[str, Any]], engine: str = "continuity") -> l
         dollars = (f"{mine['cost_usd_total'] / best['cost_usd_total']:.0%} of its dollars"
                    if mine["cost_usd_total"] is not None and best["cost_usd_total"] else "dollars not comparable")
         better = mine["coverage"] >= best["coverage"]
+        same = ""
+        if mine.get("coverage_same_requests") is not None and best.get("coverage_same_requests") is not None:
+            ratio = (f", at {mine['cost_usd_same_requests'] / best['cost_usd_same_requests']:.0%} of its dollars"
+                     if mine.get("cost_usd_same_requests") is not None and best.get("cost_usd_same_requests") else "")
+            same = (f" Like for like, on the {mine['same_requests']:,} requests every engine answered: "
+                    f"{_cell('coverage', mine['coverage_same_requests'])} vs "
+                    f"{_cell('coverage', best['coverage_same_requests'])}{ratio}.")
         out.append(f"- **{budget}**: {engine} covers {_cell('coverage', mine['coverage'])} of the needed context "
                    f"{'≥' if better else '<'} {best['engine']}'s {_cell('coverage', best['coverage'])} (the best "
                    f"baseline) at {dollars}; {'on' if mine['frontier'] == 'yes' else 'not on'} the cost/coverage "
-                   "frontier.")
+                   f"frontier.{same}")
     return out
 
 
 NARROW_COLUMNS = (("engine", "engine"), ("budget", "budget"), ("frontier", "frontier"), ("requests", "requests"),
                   ("tokens_per_request", "tokens/request"), ("coverage", "coverage"), ("refused", "refused"),
-                  ("cost_usd_total", "cost $"))
+                  ("cost_usd_total", "cost $"), ("coverage_same_requests", "coverage, same requests"),
+                  ("cost_usd_same_requests", "cost $, same requests"))
 """The columns of the table ``latch bench`` prints (report.md has every column of :data:`_COLUMNS`)."""
 
 

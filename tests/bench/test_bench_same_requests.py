@@ -1,0 +1,48 @@
+"""``latch bench`` compares engines like for like: besides each engine's own figures, coverage and dollars over the
+requests every engine at that budget answered (a request one engine refused counts for none)."""
+
+from __future__ import annotations
+
+import pytest
+
+from latch.bench.harness import Budget, SessionSource, run_job, summarize, verdicts
+
+from corpus_support import REPO
+
+EXAMPLE = REPO / "examples" / "invoice-rounding.claude.jsonl"
+BUDGET = Budget("32k:4k:8k", 32_000, 4_000, 8_000)
+
+
+def _refuse(job: dict, i: int) -> dict:
+    """``job`` as run_job reports a request its engine refused (no view: no tokens, cost or coverage)."""
+    job = {**job, **{k: list(job[k]) for k in ("tokens", "cost", "coverage", "coverage_counts", "cacheability")}}
+    job["cost_usd"] -= job["cost"][i]
+    for key in ("tokens", "cost", "coverage", "coverage_counts", "cacheability"):
+        job[key][i] = None
+    job["refused"] += 1
+    return job
+
+
+def test_coverage_and_dollars_are_also_compared_on_the_requests_every_engine_answered():
+    pytest.importorskip("latch_baselines")
+    source = SessionSource(name="invoice", path=str(EXAMPLE))
+    mine = run_job("continuity", source, BUDGET)
+    other = _refuse(run_job("sliding-window", source, BUDGET), 20)
+    assert mine["refused"] == 0 and other["refused"] == 1
+    rows = {r["engine"]: r for r in summarize([mine, other])}
+    common = [i for i in range(28) if i != 20]
+    for job in (mine, other):
+        row = rows[job["engine"]]
+        needed = sum(job["coverage_counts"][i][0] for i in common)
+        present = sum(job["coverage_counts"][i][1] for i in common)
+        assert row["same_requests"] == 27
+        assert row["coverage_same_requests"] == round(present / needed, 3)
+        assert row["cost_usd_same_requests"] == round(sum(job["cost"][i] for i in common), 6)
+    # the request the baseline refused is out of both sides: continuity's own total still counts it
+    assert rows["continuity"]["cost_usd_same_requests"] < rows["continuity"]["cost_usd_total"]
+    assert rows["sliding-window"]["cost_usd_same_requests"] == pytest.approx(rows["sliding-window"]["cost_usd_total"])
+    (line,) = verdicts(list(rows.values()))
+    c, s = rows["continuity"], rows["sliding-window"]
+    assert line.endswith(f"Like for like, on the 27 requests every engine answered: "
+                         f"{100 * c['coverage_same_requests']:.1f}% vs {100 * s['coverage_same_requests']:.1f}%, at "
+                         f"{c['cost_usd_same_requests'] / s['cost_usd_same_requests']:.0%} of its dollars.")
