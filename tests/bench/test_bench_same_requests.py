@@ -26,9 +26,9 @@ def _refuse(job: dict, i: int) -> dict:
 def test_coverage_and_dollars_are_also_compared_on_the_requests_every_engine_answered():
     pytest.importorskip("latch_baselines")
     source = SessionSource(name="invoice", path=str(EXAMPLE))
-    mine = run_job("continuity", source, BUDGET)
-    other = _refuse(run_job("sliding-window", source, BUDGET), 20)
-    assert mine["refused"] == 0 and other["refused"] == 1
+    mine = _refuse(run_job("continuity", source, BUDGET), 20)
+    other = run_job("sliding-window", source, BUDGET)
+    assert mine["refused"] == 1 and other["refused"] == 0
     rows = {r["engine"]: r for r in summarize([mine, other])}
     common = [i for i in range(28) if i != 20]
     for job in (mine, other):
@@ -38,9 +38,9 @@ def test_coverage_and_dollars_are_also_compared_on_the_requests_every_engine_ans
         assert row["same_requests"] == 27
         assert row["coverage_same_requests"] == round(present / needed, 3)
         assert row["cost_usd_same_requests"] == round(sum(job["cost"][i] for i in common), 6)
-    # the request the baseline refused is out of both sides: continuity's own total still counts it
-    assert rows["continuity"]["cost_usd_same_requests"] < rows["continuity"]["cost_usd_total"]
-    assert rows["sliding-window"]["cost_usd_same_requests"] == pytest.approx(rows["sliding-window"]["cost_usd_total"])
+    # the request continuity refused is out of both sides: the baseline's own total still counts it
+    assert rows["sliding-window"]["cost_usd_same_requests"] < rows["sliding-window"]["cost_usd_total"]
+    assert rows["continuity"]["cost_usd_same_requests"] == pytest.approx(rows["continuity"]["cost_usd_total"])
     (line,) = verdicts(list(rows.values()))
     c, s = rows["continuity"], rows["sliding-window"]
     assert line.endswith(f"Like for like, on the 27 requests every engine answered: "
