@@ -16,7 +16,7 @@ from corpus_support import require_corpus
 from fake_providers import Reply, ToolUse, openai_error, rate_limited, responses_overflow, serve_responses
 
 from latch import plugins
-from latch.agent.loop import parse_response
+from latch.providers.wire import parse_response
 from latch.engine.port import ComponentTokens, ContextBudget, ContextView, ViewMessage, ViewToolCall
 from latch.events import MediaRef, Usage
 from latch.providers import (OpenAIResponsesProvider, Provider, ProviderError, ProviderOverflow, to_responses,

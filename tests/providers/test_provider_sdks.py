@@ -15,7 +15,7 @@ from fake_providers import (Reply, ToolUse, anthropic_error, anthropic_overflow,
                             openai_overflow, rate_limited, serve_anthropic, serve_openai, server_error)
 
 from latch import plugins
-from latch.agent.loop import parse_response
+from latch.providers.wire import parse_response
 from latch.engine.port import ComponentTokens, ContextBudget, ContextView, ViewMessage, ViewToolCall
 from latch.events import Usage
 from latch.providers import (AnthropicProvider, OpenAICompatibleProvider, OpenAIProvider, Provider, ProviderError,

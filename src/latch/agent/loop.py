@@ -49,7 +49,6 @@ from ..events import (
     ToolStarted,
     Usage,
     UserMessage,
-    canonical_arguments,
     canonical_json,
 )
 from ..host.corrections import raises_ratio, rate_budget
@@ -58,7 +57,8 @@ from ..host.loop import EngineSetup, RequestLoop, RequestResult, build_engine
 from ..host.runs import RunCommands
 from ..kernel.state import workspace_generation
 from ..port import ContextBudget, ContextView, SessionContext
-from ..providers import ProviderError, ProviderOverflow, to_anthropic_messages, to_openai_chat, to_responses
+from ..providers import ProviderError, ProviderOverflow
+from ..providers.wire import WIRE_FORMATS, parse_response, render_request
 from .blockers import BlockerWatch
 from .children import (
     CHILD_MAX_TURNS,
@@ -81,11 +81,10 @@ from .tools.compact import Compact
 from .tools.load_tools import LOAD_TOOLS, LoadTools
 from .tools.processes import ProcessManager
 
-__all__ = ["AgentError", "AgentLoop", "Observer", "Step", "RunOutcome", "WIRE_FORMATS", "parse_response",
-           "repair_interrupted", "correction_ratio", "provider_prompt_tokens", "engine_stream", "engine_name",
+__all__ = ["AgentError", "AgentLoop", "Observer", "Step", "RunOutcome", "repair_interrupted", "correction_ratio",
+           "provider_prompt_tokens", "engine_stream", "engine_name",
            "open_spawn_calls"]
 
-WIRE_FORMATS = ("openai-chat", "anthropic-messages", "openai-responses")
 OVERFLOW_RETRIES = 2
 """How many times one turn is re-materialized under a corrected budget after the provider refused it as too long."""
 
@@ -121,128 +120,6 @@ def open_spawn_calls(store: Any, session_id: str) -> list[ToolCall]:
         elif isinstance(e, ToolResult):
             calls.pop(e.call_id, None)
     return [c for c in calls.values() if c.id in started]
-
-
-def _int(value: Any, where: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"provider response: {where} must be a non-negative integer, got {value!r}")
-    return value
-
-
-def parse_response(wire: str, response: Mapping[str, Any]) -> tuple[AssistantMessage, Usage | None]:
-    """The assistant message and usage of a chat-completions, Messages API or Responses API response body.
-
-    Usage is normalized: ``input_tokens`` uncached, ``cache_read_tokens`` and ``cache_write_tokens``
-    disjoint from it; unknown stays ``None``. A Responses body's text is its ``message`` items' ``output_text``
-    parts, its calls its ``function_call`` items (``call_id``, ``name``, ``arguments``), and a ``reasoning``
-    item reports reasoning. ``ValueError`` naming the field for a malformed response
-    (nothing is appended then).
-    """
-    if not isinstance(response, Mapping):
-        raise ValueError(f"provider response must be a JSON object, got {type(response).__name__}")
-    model = response.get("model") if isinstance(response.get("model"), str) else None
-    if wire == "openai-chat":
-        choices = response.get("choices")
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
-            raise ValueError("provider response: choices[0] is missing")
-        msg = choices[0].get("message")
-        if not isinstance(msg, Mapping):
-            raise ValueError("provider response: choices[0].message is missing")
-        text = msg.get("content") or ""
-        calls = []
-        for i, c in enumerate(msg.get("tool_calls") or ()):
-            fn = c.get("function") if isinstance(c, Mapping) else None
-            if not isinstance(fn, Mapping) or not isinstance(c.get("id"), str) or not isinstance(fn.get("name"), str):
-                raise ValueError(f"provider response: choices[0].message.tool_calls[{i}] needs id and function.name")
-            calls.append(ToolCall(c["id"], fn["name"], fn.get("arguments") or "{}"))
-        reasoning = bool(msg.get("reasoning_content") or msg.get("reasoning"))
-        u = response.get("usage")
-        usage = None
-        if isinstance(u, Mapping):
-            prompt = _int(u.get("prompt_tokens"), "usage.prompt_tokens")
-            details = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"), Mapping) else {}
-            cached = _int(details.get("cached_tokens"), "usage.prompt_tokens_details.cached_tokens")
-            usage = Usage(input_tokens=prompt - cached if prompt is not None and cached is not None else prompt,
-                          output_tokens=_int(u.get("completion_tokens"), "usage.completion_tokens"),
-                          cache_read_tokens=cached, model=model, request_id=response.get("id"))
-    elif wire == "anthropic-messages":
-        blocks = response.get("content")
-        if not isinstance(blocks, list):
-            raise ValueError("provider response: content must be a list of blocks")
-        texts, calls, reasoning = [], [], False
-        for i, b in enumerate(blocks):
-            kind = b.get("type") if isinstance(b, Mapping) else None
-            if kind == "text":
-                texts.append(str(b.get("text", "")))
-            elif kind == "tool_use":
-                if not isinstance(b.get("id"), str) or not isinstance(b.get("name"), str):
-                    raise ValueError(f"provider response: content[{i}] tool_use needs id and name")
-                try:
-                    arguments = canonical_arguments(b.get("input", {}))
-                except ValueError:
-                    raise ValueError(f"provider response: content[{i}] tool_use input holds NaN or Infinity") from None
-                calls.append(ToolCall(b["id"], b["name"], arguments))
-            elif kind in ("thinking", "redacted_thinking"):
-                reasoning = True
-        text = "".join(texts)
-        u = response.get("usage")
-        usage = None
-        if isinstance(u, Mapping):
-            usage = Usage(input_tokens=_int(u.get("input_tokens"), "usage.input_tokens"),
-                          output_tokens=_int(u.get("output_tokens"), "usage.output_tokens"),
-                          cache_read_tokens=_int(u.get("cache_read_input_tokens"), "usage.cache_read_input_tokens"),
-                          cache_write_tokens=_int(u.get("cache_creation_input_tokens"),
-                                                  "usage.cache_creation_input_tokens"),
-                          model=model, request_id=response.get("id"))
-    elif wire == "openai-responses":
-        text, calls, reasoning, usage = _parse_responses(response, model)
-    else:
-        raise ValueError(f"unknown wire format {wire!r} (known: {', '.join(WIRE_FORMATS)})")
-    if not isinstance(text, str):
-        raise ValueError("provider response: the message content must be text")
-    return AssistantMessage(text=text, tool_calls=tuple(calls), reasoning_reported=reasoning, model=model), usage
-
-
-def _parse_responses(response: Mapping[str, Any], model: str | None) -> tuple[str, list[ToolCall], bool, Usage | None]:
-    """``(text, calls, reasoning reported, usage)`` of a Responses API ``response`` object (see :func:`parse_response`).
-
-    Usage: ``input_tokens`` counts the cached (``input_tokens_details.cached_tokens``) and cache-written
-    (``input_tokens_details.cache_write_tokens``) tokens too, so both are taken out of the uncached input;
-    ``output_tokens`` includes the reasoning tokens."""
-    output = response.get("output")
-    if not isinstance(output, list):
-        raise ValueError("provider response: output must be a list of items")
-    texts: list[str] = []
-    calls: list[ToolCall] = []
-    reasoning = False
-    for i, item in enumerate(output):
-        kind = item.get("type") if isinstance(item, Mapping) else None
-        if kind == "message":
-            texts.extend(str(p.get("text", "")) for p in item.get("content") or ()
-                         if isinstance(p, Mapping) and p.get("type") == "output_text")
-        elif kind == "function_call":
-            if not isinstance(item.get("call_id"), str) or not isinstance(item.get("name"), str):
-                raise ValueError(f"provider response: output[{i}] function_call needs call_id and name")
-            arguments = item.get("arguments")
-            calls.append(ToolCall(item["call_id"], item["name"], arguments if isinstance(arguments, str) and
-                                  arguments else "{}"))
-        elif kind == "reasoning":
-            reasoning = True
-    u = response.get("usage")
-    usage = None
-    if isinstance(u, Mapping):
-        prompt = _int(u.get("input_tokens"), "usage.input_tokens")
-        found = u.get("input_tokens_details")
-        details: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
-        cached = _int(details.get("cached_tokens"), "usage.input_tokens_details.cached_tokens")
-        written = _int(details.get("cache_write_tokens"), "usage.input_tokens_details.cache_write_tokens")
-        uncached = None if prompt is None else max(0, prompt - (cached or 0) - (written or 0))
-        usage = Usage(input_tokens=uncached, output_tokens=_int(u.get("output_tokens"), "usage.output_tokens"),
-                      cache_read_tokens=cached, cache_write_tokens=written, model=model,
-                      request_id=response.get("id"))
-    return "".join(texts), calls, reasoning, usage
 
 
 def provider_prompt_tokens(usage: Usage | None) -> int | None:
@@ -733,34 +610,13 @@ class AgentLoop:
 
     def render(self, view: ContextView) -> dict[str, Any]:
         """The wire body of ``view`` (images inlined from the store's artifacts), with the output cap and
-        ``tool_choice`` when set."""
+        ``tool_choice`` when set (:func:`latch.providers.wire.render_request`)."""
         def loader(sha256: str) -> bytes:
             return self.store.get_artifact(sha256)[1]
 
-        model = self.setup.model or getattr(self.provider, "model", None)
-        out_cap = self.max_output_tokens or view.budget.reserve_tokens
-        if self.wire == "openai-chat":
-            body = to_openai_chat(view, loader, model=model)
-            if self.max_output_tokens is not None:
-                body["max_tokens"] = self.max_output_tokens
-            if self.tool_choice and view.tools:
-                body["tool_choice"] = (self.tool_choice if self.tool_choice in ("auto", "required", "none") else
-                                       {"type": "function", "function": {"name": self.tool_choice}})
-            return body
-        if self.wire == "openai-responses":
-            body = to_responses(view, loader, model=model)
-            if self.max_output_tokens is not None:
-                body["max_output_tokens"] = self.max_output_tokens
-            if self.tool_choice and view.tools:
-                body["tool_choice"] = (self.tool_choice if self.tool_choice in ("auto", "required", "none") else
-                                       {"type": "function", "name": self.tool_choice})
-            return body
-        body = to_anthropic_messages(view, loader, model=model, max_tokens=out_cap)
-        if self.tool_choice and view.tools:
-            body["tool_choice"] = ({"type": {"required": "any"}.get(self.tool_choice, self.tool_choice)}
-                                   if self.tool_choice in ("auto", "required", "none") else
-                                   {"type": "tool", "name": self.tool_choice})
-        return body
+        return render_request(view, self.wire or "openai-chat", loader,
+                              model=self.setup.model or getattr(self.provider, "model", None),
+                              max_output_tokens=self.max_output_tokens, tool_choice=self.tool_choice)
 
     def turn(self) -> Step:
         """One model request and its tool calls (see the module docstring). Raises :class:`AgentError` (view
