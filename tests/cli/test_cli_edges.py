@@ -6,10 +6,10 @@ import json
 import sqlite3
 
 import pytest
-from click.testing import CliRunner
-
+from cli_support import invoke
 from corpus_support import REPO
-from latch.cli import _load_commands, cli
+
+from latch.cli import _load_commands
 from latch.events import ToolResult, UserMessage
 from latch.store import EventStore
 from latch.store.fts import MAX_PHRASE_TOKENS, MAX_QUERY_CHARS, _prepare_v1, build_match_query
@@ -20,8 +20,7 @@ FIRST_USER_LINE = EXAMPLE.read_text(encoding="utf-8").splitlines()[1]  # a user 
 
 
 def _run(tmp_path, *args, input=None):
-    return CliRunner().invoke(cli, list(args), input=input,
-                              env={"COLUMNS": "300", "LATCH_HOME": str(tmp_path / "home")})
+    return invoke(tmp_path, *args, input=input)
 
 
 # ------------------------------------------------------------------ replay options before any import

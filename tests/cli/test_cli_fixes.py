@@ -7,8 +7,8 @@ import pickle
 
 import pytest
 from click.testing import CliRunner
-
 from corpus_support import REPO
+
 from latch.cli import _load_commands, cli
 from latch.engine.port import ContextOverflow
 from latch.importers import SessionForgotten

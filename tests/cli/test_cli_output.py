@@ -11,12 +11,12 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_support import invoke
 from rich import box
 from rich.console import Console
 from rich.text import Text
 
-from latch.cli import _load_commands, cli
+from latch.cli import _load_commands
 from latch.textsafe import Table, safe
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,12 +35,11 @@ def run(tmp_path):
     _load_commands()
     db = tmp_path / "latch.db"
 
-    def invoke(*args, columns: int | None = None):
+    def run_latch(*args, columns: int | None = None):
         # COLUMNS None: removed, as when a user pipes into `cat` (the shell does not export it)
-        env = {"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": None if columns is None else str(columns)}
-        return CliRunner().invoke(cli, ["--db", str(db), *args], env=env, catch_exceptions=False)
+        return invoke(tmp_path, *args, db=db, columns=columns, catch_exceptions=False)
 
-    return invoke
+    return run_latch
 
 
 def _replay_rows(output: str) -> list[list[str]]:

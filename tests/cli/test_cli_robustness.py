@@ -13,9 +13,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_support import invoke
 
-from latch.cli import _load_commands, cli
+from latch.cli import _load_commands
 from latch.store import EventStore, StoreError
 
 # An OpenAI-chat transcript whose texts carry a lone surrogate (legal JSON: "\ud800").
@@ -35,12 +35,10 @@ def run(tmp_path):
     _load_commands()
     db = tmp_path / "latch.db"
 
-    def invoke(*args, db_path=db, env=None):
-        environ = {"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200", **(env or {})}
-        pre = ["--db", str(db_path)] if db_path is not None else []
-        return CliRunner().invoke(cli, [*pre, *args], env=environ, catch_exceptions=False)
+    def run_latch(*args, db_path=db, env=None):
+        return invoke(tmp_path, *args, db=db_path, columns=200, env=env, catch_exceptions=False)
 
-    return invoke
+    return run_latch
 
 
 def _one_line_error(res, *needles: str, code: int = 1) -> str:

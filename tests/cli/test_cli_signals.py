@@ -4,14 +4,13 @@ an error (exit 0, nothing on stderr), and ordinary errors keep their codes (usag
 
 from __future__ import annotations
 
-import pytest
-
 import os
 import signal
 import subprocess
 import sys
 import time
 
+import pytest
 from corpus_support import REPO
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers

@@ -4,13 +4,12 @@ the help (exit 0); ``latch import -`` names stdin, not a removed copy; ``latch d
 
 from __future__ import annotations
 
-import pytest
-
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from fake_providers import Reply, serve_openai
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import click
 import httpx
-
-from corpus_support import REPO
 import pytest
+from cli_support import invoke
 from click.testing import CliRunner
+from corpus_support import REPO
 
 from latch.cli import _load_commands, cli
 from latch.commands.report import _cells  # the cells as the report prints them
@@ -31,8 +31,7 @@ HUGE = str(10**20)  # above SQLite's 64-bit INTEGER (OverflowError before the fi
 
 
 def _run(tmp_path, *args, input=None, env=None):
-    return CliRunner().invoke(cli, list(args), input=input,
-                              env={"COLUMNS": "300", "LATCH_HOME": str(tmp_path / "home"), **(env or {})})
+    return invoke(tmp_path, *args, input=input, env=env)
 
 
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()):

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import click
 import pytest
-from click.testing import CliRunner
-
+from cli_support import invoke
 from corpus_support import CORPUS, REPO
+
 from latch.cli import _load_commands, cli
 from latch.commands.outputs import output_file, overwrite_problem
 from latch.textsafe import atomic_path, write_text
@@ -31,7 +31,7 @@ EXAMPLE = REPO / "examples" / "invoice-rounding.claude.jsonl"
 
 
 def _run(tmp_path, *args):
-    return CliRunner().invoke(cli, list(args), env={"COLUMNS": "300", "LATCH_HOME": str(tmp_path / "home")})
+    return invoke(tmp_path, *args)
 
 
 def _last_line(res) -> str:

@@ -6,17 +6,16 @@ resumed run continues (same epoch, no rotation: it carries the run's own harness
 
 from __future__ import annotations
 
-import pytest
-
 import json
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from corpus_support import store_digest
 from fake_providers import Reply, serve_openai
 from test_agent_run import _env, session_id
-from corpus_support import store_digest
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from latch.cli import _load_commands, cli
-
 from corpus_support import REPO
+
+from latch.cli import _load_commands, cli
 
 
 def test_the_run_guide_documents_skills_and_mcp_list_and_their_options():

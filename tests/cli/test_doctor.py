@@ -17,7 +17,6 @@ from latch.commands import doctor
 from latch.estimators import cabi
 from latch.store import data_dir, default_db_path
 
-
 doctor.register(cli)
 
 

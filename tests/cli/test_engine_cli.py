@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_support import invoke
 
-from latch.cli import _load_commands, cli
+from latch.cli import _load_commands
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "invoice-rounding.claude.jsonl"
@@ -33,11 +33,10 @@ def run(tmp_path):
     _load_commands()
     db = tmp_path / "latch.db"
 
-    def invoke(*args, columns=200):
-        env = {"LATCH_HOME": str(tmp_path), "COLUMNS": str(columns)}
-        return CliRunner().invoke(cli, ["--db", str(db), *args], env=env, catch_exceptions=False)
+    def run_latch(*args, columns=200):
+        return invoke(tmp_path, *args, db=db, columns=columns, env={"LATCH_HOME": str(tmp_path)}, catch_exceptions=False)
 
-    return invoke
+    return run_latch
 
 
 @pytest.fixture

@@ -3,10 +3,9 @@ its result in one line, a self-contained inert HTML page, and the stored events 
 
 from __future__ import annotations
 
-import pytest
-
 import json
 
+import pytest
 from click.testing import CliRunner
 from corpus_support import CORPUS, require_corpus
 

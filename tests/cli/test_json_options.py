@@ -6,19 +6,18 @@ from __future__ import annotations
 
 import json
 
+from cli_support import invoke
 from click.testing import CliRunner
+from corpus_support import REPO
 
 from latch.cli import _load_commands, cli
-
-from corpus_support import REPO
 
 EXAMPLE = str(REPO / "examples" / "invoice-rounding.claude.jsonl")
 BUDGET = ["--window", "16000", "--reserve", "2000", "--recent", "3000"]
 
 
 def _run(tmp_path, *args):
-    _load_commands()
-    return CliRunner().invoke(cli, ["--db", str(tmp_path / "l.db"), *args])
+    return invoke(tmp_path, *args, db=tmp_path / "l.db")
 
 
 def test_replay_json_prints_to_stdout(tmp_path):

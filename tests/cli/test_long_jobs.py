@@ -4,16 +4,15 @@ under a minute."""
 
 from __future__ import annotations
 
-import pytest
-
 import os
 import re
 import subprocess
 import sys
 
+import pytest
 from click.testing import CliRunner
-
 from corpus_support import REPO
+
 from latch.bench.harness import budget_verdicts
 from latch.cli import _load_commands, cli
 from latch.commands.progress import progress

@@ -5,9 +5,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from click.testing import CliRunner
+from cli_support import invoke
 
-from latch.cli import _load_commands, cli
+from latch.cli import _load_commands
 from latch.commands.run_console import result_summary as _summary
 from latch.textsafe import plural
 
@@ -16,9 +16,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "invoice-rounding.c
 
 
 def _run(tmp_path, *args):
-    res = CliRunner().invoke(cli, ["--db", str(tmp_path / "p.db"), *args],
-                             env={"COLUMNS": "200", "LATCH_HOME": str(tmp_path / "home")})
-    return res
+    return invoke(tmp_path, *args, db=tmp_path / "p.db", columns=200)
 
 
 def test_plural():

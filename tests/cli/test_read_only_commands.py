@@ -7,10 +7,9 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
+from corpus_support import REPO
 
 from latch.cli import _load_commands, cli
-
-from corpus_support import REPO
 
 EXAMPLE = str(REPO / "examples" / "invoice-rounding.claude.jsonl")
 

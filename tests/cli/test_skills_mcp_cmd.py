@@ -8,10 +8,10 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-
-from latch.cli import _load_commands, cli
 from test_agent_mcp import SERVER, Server
 from test_agent_mcp_http import TOKEN, TOKEN_VAR, HttpServer
+
+from latch.cli import _load_commands, cli
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 

@@ -6,14 +6,20 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_support import invoke
 from rich.console import Console
 
-from latch.cli import _load_commands, cli
+from latch.cli import _load_commands
 from latch.commands.replay import _print, run_replay
 from latch.commands.view import UNKNOWN_MODEL
 from latch.host.changes import seq_ranges
-from latch.providers import AnthropicProvider, to_anthropic_messages, to_openai_chat, validate_anthropic_messages, validate_openai_chat
+from latch.providers import (
+    AnthropicProvider,
+    to_anthropic_messages,
+    to_openai_chat,
+    validate_anthropic_messages,
+    validate_openai_chat,
+)
 from latch.store import EventStore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,12 +32,11 @@ def run(tmp_path):
     _load_commands()
     db = tmp_path / "latch.db"
 
-    def invoke(*args, columns=None):
-        env = {"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": None if columns is None else str(columns)}
-        return CliRunner().invoke(cli, ["--db", str(db), *args], env=env, catch_exceptions=False)
+    def run_latch(*args, columns=None):
+        return invoke(tmp_path, *args, db=db, columns=columns, catch_exceptions=False)
 
-    invoke.db = db
-    return invoke
+    run_latch.db = db
+    return run_latch
 
 
 def test_view_prints_the_replayed_request_in_both_wire_formats(run, monkeypatch):
