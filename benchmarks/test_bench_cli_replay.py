@@ -10,7 +10,7 @@ import of the transcript into the store, the price table. This benchmark runs th
 * ``fresh_cached_seconds``: a replay into another new store once the prices are kept;
 * ``second_seconds``: a replay of the same file into the same store (the import finds the file's fingerprint,
   nothing is parsed; every price is kept);
-* ``in_process_seconds``: :func:`latch.commands.replay.run_replay` and the report's rendering in this process, on
+* ``in_process_seconds``: :func:`latch.cli.replay.run_replay` and the report's rendering in this process, on
   the same stored session (nothing imported), and ``overhead_ratio`` = ``second_seconds / in_process_seconds``:
   what the process adds. Goal: at most :data:`OVERHEAD_TARGET` (asserted only with ``--benchmark-only``).
 
@@ -36,7 +36,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from latch.commands.replay import _print, run_replay
+from latch.cli.replay import _print, run_replay
 from latch.host.ingest import import_file
 from latch.store import EventStore
 from latch.textsafe import PIPE_WIDTH
@@ -59,7 +59,7 @@ def codex():
 
 # the command, then (at exit, on stderr) which of these modules it imported
 MAIN = ("import atexit, sys; atexit.register(lambda: sys.stderr.write('\\nimported: ' + ' '.join(m for m in "
-        "('latch.commands.replay', 'numpy', 'genai_prices') if m in sys.modules) + '\\n')); "
+        "('latch.cli.replay', 'numpy', 'genai_prices') if m in sys.modules) + '\\n')); "
         "from latch.cli import main; main()")
 
 
@@ -79,8 +79,8 @@ def _commands(tmp: Path, path: Path) -> dict[str, float]:
     fresh_cached, _ = _replay(env, tmp / "b.db", path)
     second, again = _replay(env, tmp / "a.db", path)
     assert again.stdout == first.stdout  # the same report, nothing parsed, every price kept
-    assert first.stderr.splitlines()[-1] == "imported: latch.commands.replay genai_prices"
-    assert again.stderr.splitlines()[-1] == "imported: latch.commands.replay"  # neither numpy nor genai-prices
+    assert first.stderr.splitlines()[-1] == "imported: latch.cli.replay genai_prices"
+    assert again.stderr.splitlines()[-1] == "imported: latch.cli.replay"  # neither numpy nor genai-prices
     return {"fresh_seconds": fresh, "fresh_cached_seconds": fresh_cached, "second_seconds": second}
 
 

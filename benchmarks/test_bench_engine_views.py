@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pytest
 
-from latch.commands.replay import run_replay
+from latch.cli.replay import run_replay
 from latch.host.ingest import import_file
 from latch.store import EventStore
 

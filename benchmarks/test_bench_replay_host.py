@@ -4,7 +4,7 @@ The goal: ``latch-example`` replays the Codex corpus transcript (``shared/corpus
 The engine itself is measured in ``test_bench_engine_sdk.py``; this benchmark measures what the host adds around
 it, in one process, on a store that already holds the session (the import is not timed):
 
-* **replay loop**: :func:`latch.commands.replay.run_replay` (the request loop's recount, budget, protocol,
+* **replay loop**: :func:`latch.cli.replay.run_replay` (the request loop's recount, budget, protocol,
   append-only and instruction checks, the common prefix, request changes and pricing) over every request.
   Goal: at most :data:`LOOP_TARGET` times the engine's own ``materialize`` time of the same run
   (``extra_info["loop_ratio"]``, the sum of :attr:`~latch.host.loop.RequestResult.seconds`).
@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from latch.commands.replay import _print, run_replay
+from latch.cli.replay import _print, run_replay
 from latch.host.ingest import import_file
 from latch.store import EventStore
 from latch.textsafe import PIPE_WIDTH

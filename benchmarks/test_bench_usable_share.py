@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from latch.commands.replay import run_replay
+from latch.cli.replay import run_replay
 from latch.events import Usage
 from latch.store import EventStore
 

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from latch.commands.replay import plan_replay
+from latch.cli.replay import plan_replay
 from latch.host.ingest import import_all
 from latch.store import EventStore
 

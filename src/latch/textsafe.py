@@ -7,7 +7,7 @@ Python as surrogate escapes, so stored text can hold code points that UTF-8 cann
 :func:`echo`, JSON through :func:`dumps`. Each lone surrogate becomes U+FFFD REPLACEMENT CHARACTER;
 stored events keep their original text, only what is printed changes.
 
-On top of that, for the commands (``latch.commands``):
+On top of that, for the commands (``latch.cli``):
 
 * :func:`safe` is the one escape for every string that comes from a transcript, a file name or a
   plugin: control characters and bidi overrides become visible escapes (``\\x1b``, ``\\u202e``), so no

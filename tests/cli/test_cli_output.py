@@ -71,7 +71,7 @@ def test_readme_first_command_at_80_columns_keeps_every_number_whole(run):
 
 
 def test_replay_table_on_an_80_column_terminal(run):
-    from latch.commands.replay import _print
+    from latch.cli.replay import _print
 
     doc = json.loads(run("replay", str(EXAMPLE), *README_ARGS, "--json", "-").output)
     con = Console(width=80, force_terminal=True, color_system=None)

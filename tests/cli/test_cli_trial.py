@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from corpus_support import REPO
 
 from latch.cli import _load_commands, cli
-from latch.commands.report import _cells  # the cells as the report prints them
+from latch.cli.report import _cells  # the cells as the report prints them
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 

@@ -21,7 +21,7 @@ from cli_support import invoke
 from corpus_support import CORPUS, REPO
 
 from latch.cli import _load_commands, cli
-from latch.commands.outputs import output_file, overwrite_problem
+from latch.cli.outputs import output_file, overwrite_problem
 from latch.textsafe import atomic_path, write_text
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers

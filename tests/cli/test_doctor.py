@@ -13,7 +13,7 @@ from click.testing import CliRunner
 import latch
 from latch import hotpaths
 from latch.cli import cli
-from latch.commands import doctor
+from latch.cli import doctor
 from latch.estimators import cabi
 from latch.store import data_dir, default_db_path
 
@@ -58,7 +58,7 @@ def test_doctor_db_option_and_table(tmp_path):
 def test_doctor_reports_a_backend_that_cannot_load():
     # In a fresh process: LATCH_IMPL is read once, when latch.hotpaths is first imported.
     env = {**os.environ, "LATCH_IMPL": "turbo"}
-    code = "import json; from latch.commands.doctor import diagnose; print(json.dumps(diagnose()))"
+    code = "import json; from latch.cli.doctor import diagnose; print(json.dumps(diagnose()))"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     info = json.loads(out.stdout)

@@ -181,11 +181,11 @@ def test_the_builtin_command_table_matches_what_each_module_registers():
 
     import click
 
-    from latch.cli import BUILTIN_COMMANDS, COMMAND_MODULES
+    from latch.cli.main import BUILTIN_COMMANDS, COMMAND_MODULES
 
     for module in COMMAND_MODULES:
         group = click.Group("latch")
-        importlib.import_module(f"latch.commands.{module}").register(group)
+        importlib.import_module(f"latch.cli.{module}").register(group)
         assert sorted(group.commands) == sorted(name for name, (m, _) in BUILTIN_COMMANDS.items() if m == module)
         for name, command in group.commands.items():
             stand_in = click.Command(name, help=BUILTIN_COMMANDS[name][1])
@@ -198,14 +198,15 @@ def test_latch_cli_and_the_command_list_import_no_command_module_and_no_engine()
     """Commands load lazily: importing latch.cli imports no command module, no engine, no hot path and no plugin
     host; `latch --help` (which loads the plugins to list their commands too) lists every command and imports no
     command module; `latch sessions --help` imports only its own."""
-    prefixes = ("latch.commands", "latch.engine", "latch.hotpaths", "latch.plugins")
+    prefixes = ("latch.cli.", "latch.engine", "latch.hotpaths", "latch.plugins")
     code = f"import sys, latch.cli; print(sorted(m for m in sys.modules if m.startswith({prefixes!r})))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout == "[]\n"
+    assert out.stdout == "['latch.cli.main']\n"  # the group itself, no command module
 
     def run_main(*args: str) -> subprocess.CompletedProcess:
         code = ("import sys, latch.cli\ntry:\n    latch.cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-                "print(sorted(m for m in sys.modules if m.startswith('latch.commands')), file=sys.stderr)")
+                "print(sorted(m for m in sys.modules if m.startswith('latch.cli.') and m != 'latch.cli.main'), "
+                "file=sys.stderr)")
         env = {**os.environ, "LATCH_LOAD_PLUGINS": ""}  # the built-in plugins only: their commands are `web` and `tui`
         return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True, env=env)
 
@@ -215,4 +216,4 @@ def test_latch_cli_and_the_command_list_import_no_command_module_and_no_engine()
 
     listed = [line.split()[0] for line in helped.stdout.split("Commands:\n")[1].splitlines()]
     assert listed == sorted([*BUILTIN_COMMANDS, "web", "tui"])
-    assert run_main("sessions", "--help").stderr == "['latch.commands', 'latch.commands.listing']\n"
+    assert run_main("sessions", "--help").stderr == "['latch.cli.listing']\n"

@@ -15,7 +15,7 @@ from corpus_support import REPO
 
 from latch.bench.harness import budget_verdicts
 from latch.cli import _load_commands, cli
-from latch.commands.progress import progress
+from latch.cli.progress import progress
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 

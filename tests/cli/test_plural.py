@@ -8,7 +8,7 @@ from pathlib import Path
 from cli_support import invoke
 
 from latch.cli import _load_commands
-from latch.commands.run_console import result_summary as _summary
+from latch.cli.run_console import result_summary as _summary
 from latch.textsafe import plural
 
 _load_commands()

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from corpus_support import CORPUS, require_corpus
 
 from latch.cli import _load_commands, cli
-from latch.commands.search import passage
+from latch.cli.search import passage
 from latch.store import EventStore
 from latch.store.fts import build_match_query, build_phrase_query
 

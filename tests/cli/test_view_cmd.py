@@ -10,8 +10,8 @@ from cli_support import invoke
 from rich.console import Console
 
 from latch.cli import _load_commands
-from latch.commands.replay import _print, run_replay
-from latch.commands.view import UNKNOWN_MODEL
+from latch.cli.replay import _print, run_replay
+from latch.cli.view import UNKNOWN_MODEL
 from latch.host.changes import seq_ranges
 from latch.providers import (
     AnthropicProvider,

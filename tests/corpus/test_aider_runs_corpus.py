@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from corpus_support import CORPUS, require_corpus
-from latch.commands.replay import run_replay
+from latch.cli.replay import run_replay
 from latch.host.ingest import import_all
 from latch.host.loop import model_requests
 from latch.kernel import canonical_state

@@ -18,7 +18,7 @@ import pytest
 from corpus_support import OVERSIZED_AT_28K, corpus_items, corpus_name, import_item, item_id
 from latch import plugins
 from latch.config import model_window
-from latch.commands.replay import run_replay
+from latch.cli.replay import run_replay
 from latch.providers import (to_anthropic_messages, to_openai_chat, validate_anthropic_messages,
                              validate_openai_chat)
 from latch.store import EventStore

@@ -22,7 +22,7 @@ from corpus_support import store_digest
 from latch.cli import _load_commands, cli
 from latch.config import model_window
 from latch.providers import AnthropicProvider, to_anthropic_messages, validate_anthropic_messages
-from latch.commands.replay import run_replay
+from latch.cli.replay import run_replay
 from latch.store import EventStore
 
 pytestmark = pytest.mark.corpus

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from corpus_support import import_item, importable_corpus_items, item_id, item_name
-from latch.commands.replay import run_replay
+from latch.cli.replay import run_replay
 from latch.importers import builtin_importers
 from latch.store import EventStore
 

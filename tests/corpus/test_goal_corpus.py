@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from latch.commands.replay import run_replay
+from latch.cli.replay import run_replay
 from latch.importers import builtin_importers
 from latch.kernel import canonical_state
 from latch.store import EventStore

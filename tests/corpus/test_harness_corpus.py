@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from corpus_support import corpus_format, corpus_name
-from latch.commands.replay import run_replay
+from latch.cli.replay import run_replay
 from latch.host.replay import RATIO_BAND, ratio_summary
 from latch.events import SystemNote
 from latch.accounting.forecast import ProviderForecast

@@ -9,7 +9,7 @@ import pytest
 
 from corpus_support import OVERSIZED_AT_28K, corpus_name
 from latch import plugins
-from latch.commands.replay import run_replay
+from latch.cli.replay import run_replay
 from latch.host.replay import _requests
 from latch.engine import continuity_context_engine_factory
 from latch.engine.port import ContextBudget, ContextOverflow, ContextRequest, EngineProfile, SessionContext

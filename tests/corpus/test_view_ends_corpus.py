@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from corpus_support import corpus_name
-from latch.commands.replay import run_replay
+from latch.cli.replay import run_replay
 
 pytestmark = pytest.mark.corpus
 

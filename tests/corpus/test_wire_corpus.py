@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from latch.commands.replay import run_replay
-from latch.commands.view import UNKNOWN_MODEL
+from latch.cli.replay import run_replay
+from latch.cli.view import UNKNOWN_MODEL
 from latch.providers import (to_anthropic_messages, to_openai_chat, validate_anthropic_messages,
                              validate_openai_chat)
 

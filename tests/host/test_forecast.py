@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from latch.commands.replay import run_replay
+from latch.cli.replay import run_replay
 from latch.accounting.pricing import usd, view_cost
 from latch.accounting.forecast import ANCHOR_REQUESTS, MIN_STEP_TOKENS, RATE_BOUNDS, ProviderForecast
 from latch.host.ingest import import_file

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from latch.cli import _load_commands, cli
-from latch.commands.replay import run_replay
+from latch.cli.replay import run_replay
 from latch.host.replay import ratio_summary
 from latch.engine.units import TokenCounter, render_session_context
 from latch.events import SystemNote, canonical_json
@@ -238,7 +238,7 @@ def test_the_replay_table_says_what_the_harness_is_and_the_ratio(run, tmp_path):
 
 
 def test_the_header_line_names_what_was_recorded():
-    from latch.commands.replay import harness_line
+    from latch.cli.replay import harness_line
 
     base = {"source": "recorded", "system_tokens": 0, "tools_tokens": 120, "notes": 0, "tools": 2}
     assert harness_line({"harness": base}) == ("[dim]harness: the transcript's 2 tool schema(s) (120 tokens), sent "
@@ -275,7 +275,7 @@ def _codex_like(tmp_path, gap: int, calls: bool):
     ``gap`` tokens more than the recorded prompt and the conversation (measured by a first replay)."""
     import json
 
-    from latch.commands.replay import run_replay
+    from latch.cli.replay import run_replay
     from latch.host.ingest import import_file
     from latch.store import EventStore
 

@@ -60,9 +60,9 @@ def _under(layer: str) -> list[str]:
 
 # (layer, forbidden layers) -- a module of ``layer`` imports none of them
 FORBIDDEN = [
-    ("latch.engine", ("latch.store", "latch.kernel", "latch.host", "latch.commands", "latch.cli", "latch.plugins")),
-    ("latch.importers", ("latch.store", "latch.kernel", "latch.plugins", "latch.host", "latch.commands", "latch.cli")),
-    ("latch.kernel", ("latch.engine", "latch.host", "latch.commands", "latch.cli", "latch.plugins")),
+    ("latch.engine", ("latch.store", "latch.kernel", "latch.host", "latch.cli", "latch.plugins")),
+    ("latch.importers", ("latch.store", "latch.kernel", "latch.plugins", "latch.host", "latch.cli")),
+    ("latch.kernel", ("latch.engine", "latch.host", "latch.cli", "latch.plugins")),
 ]
 # (layer, the only latch layers it may import)
 ONLY = [
@@ -73,7 +73,7 @@ ONLY = [
 # only these may import the plugin manager: the CLI and its commands, the host (and the host-like
 # agent loop and bench runners, which run on the one host request loop), the
 # plugin machinery itself and the built-in plugins
-PLUGIN_USERS = ("latch.cli", "latch.commands", "latch.host", "latch.agent", "latch.bench", "latch.plugins",
+PLUGIN_USERS = ("latch.cli", "latch.host", "latch.agent", "latch.bench", "latch.plugins",
                 "latch.default_plugins", "latch.hookspecs")
 
 # (module, forbidden import): why. Each is deliberate; fix it and delete the entry.
@@ -95,7 +95,7 @@ def _violations() -> set[tuple[str, str]]:
 
 
 def test_the_parser_sees_function_level_and_relative_imports():
-    assert "latch.host.loop" in IMPORTS["latch.commands.replay"]  # inside a function, relative, two dots
+    assert "latch.host.loop" in IMPORTS["latch.cli.replay"]  # inside a function, relative, two dots
     assert "latch.events" in IMPORTS["latch.port"]
     assert "latch.store" in IMPORTS["latch.host.session"]
 
@@ -169,10 +169,10 @@ def test_no_new_subpackage_import_cycle():
 # Function-local imports of latch modules: module level is the rule; each one kept is for
 # an optional dependency or to keep a heavy layer out of an import path, with its reason. (file, module).
 LOCAL_IMPORTS_ALLOWED = {
-    ("cli.py", "latch.hotpaths"): "imports numpy; `import latch.cli` and the built-in listing stay without it",
-    ("cli.py", "latch.plugins"): "the plugin host (estimators, numpy) loads only when a command needs it (twice: "
+    ("cli/main.py", "latch.hotpaths"): "imports numpy; `import latch.cli` and the built-in listing stay without it",
+    ("cli/main.py", "latch.plugins"): "the plugin host (estimators, numpy) loads only when a command needs it (twice: "
                                  "AppContext.config and LatchGroup.load_plugin_commands)",
-    ("commands/doctor.py", "latch._native"): "the optional C++ extension",
+    ("cli/doctor.py", "latch._native"): "the optional C++ extension",
     ("default_plugins/tui.py", "latch.ui.tui.app"): "textual (about 0.2 s to import) loads only when `latch tui` starts, "
                                                  "not with every command's plugin host",
     ("default_plugins/web.py", "latch.ui.web.app"): "the server's module (asyncio, about 0.05 s, and the routes) loads "
@@ -231,7 +231,7 @@ def test_the_architecture_map_names_every_package_and_module():
 
 # The layers, top to bottom: a module imports only its own layer and the ones below (docs/architecture.md).
 LAYERS = [
-    ("cli", ("latch.cli", "latch.commands", "latch.default_plugins", "latch.__main__")),
+    ("cli", ("latch.cli", "latch.default_plugins", "latch.__main__")),
     ("agent, bench, ui", ("latch.agent", "latch.bench", "latch.ui")),
     ("host", ("latch.host", "latch.plugins", "latch.hookspecs", "latch.accounting")),
     ("engine, kernel, importers, providers", ("latch.engine", "latch.kernel", "latch.importers", "latch.providers",

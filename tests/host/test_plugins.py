@@ -324,7 +324,7 @@ CHAT = {"messages": [{"role": "user", "content": "list the files"},
 
 
 def _replay_with(monkeypatch, tmp_path, strategy: str, declaration: str) -> dict:
-    from latch.commands.replay import run_replay
+    from latch.cli.replay import run_replay
     from latch.host.ingest import import_file
     from latch.store import EventStore
 

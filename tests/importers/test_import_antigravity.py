@@ -9,7 +9,7 @@ from pathlib import Path
 from _importer_checks import assert_rejected, assert_reimport_adds_nothing, assert_shape, detected, ref_kinds
 
 from latch.events import CompactionMarker, SubagentMarker, ToolCall, ToolResult, UserMessage
-from latch.commands.replay import run_replay
+from latch.cli.replay import run_replay
 from latch.engine.units import message_line
 from latch.importers import parse_file
 

@@ -222,7 +222,7 @@ def test_no_default_engine_kernel_context_behind_a_replacement(store, no_continu
 
 def test_replay_through_a_replacement_writes_only_its_own_stream(store, no_continuity):
     latch_baselines = pytest.importorskip("latch_baselines")
-    from latch.commands.replay import run_replay
+    from latch.cli.replay import run_replay
 
     sid = new_session(store)
     model = ScenarioModel(10, workspace="/work/shop")

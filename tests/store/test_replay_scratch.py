@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from corpus_support import REPO
-from latch.commands.replay import run_replay
+from latch.cli.replay import run_replay
 from latch.host.ingest import import_file
 from latch.store import EventStore, StoreError, replay_scratch_path
 

@@ -104,7 +104,7 @@ def plan_replay(store: Any, session_id: str, *, engine: str | None = None, model
     ``scratch`` is false; with ``overlay_main``, the session's own ``<engine>:main`` stream seen through an
     in-memory overlay that writes nothing: :class:`~latch.host.session.OverlayKernelWriter`, for a read-only
     report of the next view), the budget and the request loop of a replay of ``session_id`` (options as
-    :func:`latch.commands.replay.run_replay`). The loop sends the session's harness prompt and tools (:func:`latch.host.harness.
+    :func:`run_replay`). The loop sends the session's harness prompt and tools (:func:`latch.host.harness.
     session_harness`: recorded ones as the request's system and tools, else the overhead inferred from provider
     usage as ``harness_tokens``) with every request; ``harness=False`` replays the conversation alone
     (``ReplayPlan.harness`` is then ``None``). Raises :class:`~latch.host.loop.HostError` (one line) for an

@@ -15,7 +15,7 @@ Routes (every one answers 401 without the token when the app has one: ``Authoriz
   polling the store every ``poll_interval`` seconds, in ``seq`` order, so a stream has no gap and no
   duplicate, across server restarts too.
 * ``GET /s/{id}/replay``: the replay page. ``GET /api/sessions/{id}/replay``: the session's ``latch replay
-  --json`` document (:func:`latch.commands.replay.run_replay` with the default engine, estimator and budget;
+  --json`` document (:func:`latch.host.replay.run_replay` with the default engine, estimator and budget;
   per model request its tokens, ``epoch``, ``rotation_reason``, ``changes`` and ``cost``) plus ``last_seq``;
   computed once per session and newest event seq (:class:`latch.ui.web.replay.ReplayCache`; the replay's kernel
   records go to the scratch replay database, never to the store). ``GET /api/sessions/{id}/replay/{n}``:
@@ -165,7 +165,7 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
-    # the replay machinery (latch.commands.replay: engine, estimators, plugin host) loads when a server starts,
+    # the replay machinery (latch.cli.replay: engine, estimators, plugin host) loads when a server starts,
     # not with the plugin host of every command (`latch --help` lists `web`)
     from .replay import ReplayCache
 

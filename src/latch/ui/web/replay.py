@@ -42,7 +42,7 @@ def view_content(res: Any, *, total_requests: int, session: str, doc: Mapping[st
     "role", "kind", "seq", "tokens", "content", "tool_call_id", "is_error", "tool_calls": [{"id", "name",
     "arguments"}], "media": [{"media_type", "byte_size", "sha256", "width", "height"}]}], "text"}``. ``text`` is
     exactly what ``latch view --format text`` prints for the request into a pipe (its rendering,
-    :func:`latch.commands.view.render_view_text`). Strings are as stored (the server makes them inert)."""
+    :func:`latch.ui.render.render_view_text`). Strings are as stored (the server makes them inert)."""
     req = res.request
     head = {"request": req.number, "total_requests": total_requests, "seq": req.seq, "session": session,
             "engine": doc["engine"], "estimator": doc["estimator"], "model": doc["model"]}

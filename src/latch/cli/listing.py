@@ -30,11 +30,11 @@ import click
 from rich.cells import cell_len, set_cell_size
 
 from ..agent.children import child_link, child_result
-from ..cli import pass_app
 from ..host.summaries import ID_CHARS, SessionSummary, session_tree, short_ids, summarize
 from ..kernel.tombstones import tombstoned_sessions
 from ..store import EventStore, StoreError, data_dir
 from ..textsafe import console, dumps, plural, safe
+from .main import pass_app
 
 __all__ = ["register", "short_ids", "WIDTH"]
 

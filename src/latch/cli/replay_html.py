@@ -1,6 +1,6 @@
 """``latch replay FILE --html OUT.html``: one self-contained HTML page of a replay.
 
-:func:`render_html` takes the replay document (:func:`latch.commands.replay.run_replay`'s JSON) and the
+:func:`render_html` takes the replay document (:func:`latch.cli.replay.run_replay`'s JSON) and the
 session's view from the shared reducers (:func:`latch.host.reducers.session_view`) and returns the page:
 
 * a summary (requests, epochs, violations, the requests the budget refused, costs of the transcript and of

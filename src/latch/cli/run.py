@@ -7,7 +7,7 @@ assistant's text as it streams, each tool call and a one-line result summary, an
 request (context use, tokens, cache read, and the request's cost in dollars where genai-prices prices the model,
 "unpriced" otherwise; :mod:`latch.accounting.pricing`). ``--resume SESSION`` continues a session (a forgotten one
 refuses); calls a killed run left without a result are closed as interrupted first. On a terminal (stdin and
-stdout) the interactive prompt stays open after TASK (:mod:`latch.commands.run_prompt`: tasks and slash commands,
+stdout) the interactive prompt stays open after TASK (:mod:`latch.cli.run_prompt`: tasks and slash commands,
 a summary of tokens and dollars at the end; ``--once`` ends after TASK); ``--resume`` without TASK opens it and
 sends nothing by itself. In a pipe a run ends when TASK is answered; there ``--resume`` without TASK continues a
 run that stopped mid-turn and refuses (nothing sent) a session whose agent already answered. Request numbers
@@ -63,13 +63,13 @@ from ..agent.tools import ToolContext, agent_tools
 from ..agent.tools.group import GROUP_TOOLS
 from ..agent.tools.processes import ProcessManager, remove_stale_log_dirs
 from ..agent.worker import run_worker
-from ..cli import pass_app
 from ..config import MAX_TOKENS, budget_for_model
 from ..host.loop import HostError, build_engine
 from ..host.runs import RunLeaseHeld, RunRecord
 from ..kernel.tombstones import tombstoned_sessions
 from ..providers import ProviderError
 from ..textsafe import console, error, markup, warn
+from .main import pass_app
 from .run_console import Approver, RunInfo, RunPrinter, call_line, fit_parts, result_summary
 from .run_prompt import exit_summary, prompt_loop, run_task
 

@@ -1,6 +1,6 @@
 """The ``latch`` command (click + rich).
 
-Subcommands live in :mod:`latch.commands` (one module each, registered through
+Subcommands live in :mod:`latch.cli` (one module each, registered through
 ``register(cli)``) and in plugins (hook ``latch_register_commands``). User
 mistakes exit with status 2 and a one-line message, never a traceback; a bad
 transcript (``TranscriptError``), a plugin failure (``PluginError``) or a store
@@ -32,13 +32,13 @@ from typing import Any
 
 import click
 
-from . import __version__
-from .accounting import pricing
-from .config import ConfigError, config_path, load_config, unknown_keys
-from .extras import missing_extra
-from .importers import transcript_limit_problem
-from .importers.base import TranscriptError
-from .store import (
+from .. import __version__
+from ..accounting import pricing
+from ..config import ConfigError, config_path, load_config, unknown_keys
+from ..extras import missing_extra
+from ..importers import transcript_limit_problem
+from ..importers.base import TranscriptError
+from ..store import (
     EventStore,
     StoreError,
     data_dir,
@@ -47,9 +47,9 @@ from .store import (
     read_only_reason,
     replay_scratch_path,
 )
-from .textsafe import safe, warn
+from ..textsafe import safe, warn
 
-# The built-in commands: name -> (module under latch.commands, the short help `latch --help` shows). A module is
+# The built-in commands: name -> (module under latch.cli, the short help `latch --help` shows). A module is
 # imported only when one of its commands is invoked or asked for its own --help; tests/cli/test_engine_cli.py checks
 # that every module's register(cli) registers exactly these names with this help.
 BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
@@ -92,7 +92,7 @@ COMMAND_MODULES = tuple(dict.fromkeys(module for module, _ in BUILTIN_COMMANDS.v
 
 def backend_error() -> str | None:
     """Why the hot-path backend (:mod:`latch.hotpaths`) cannot load, or ``None`` when it loads."""
-    from . import hotpaths  # lazy: it imports numpy; `import latch.cli` and the built-in listing stay without it
+    from .. import hotpaths  # lazy: it imports numpy; `import latch.cli` and the built-in listing stay without it
 
     return hotpaths.backend_error()
 
@@ -151,7 +151,7 @@ class AppContext:
         then the file read (``None`` when the default file is absent).
         """
         if self._config is None:
-            from . import plugins  # lazy: the plugin host imports numpy and the estimators; only commands need it
+            from .. import plugins  # lazy: the plugin host imports numpy and the estimators; only commands need it
 
             try:
                 config = load_config(path)
@@ -264,7 +264,7 @@ class OneLineUsageError(click.UsageError):
 
 OUTPUTS_KEY = "latch.outputs"
 """``ctx.meta`` key of the output files a command's options name: ``[(param, path)]``, recorded by
-:func:`latch.commands.outputs.output_file` and checked against the inputs by :class:`LatchCommand`."""
+:func:`latch.cli.outputs.output_file` and checked against the inputs by :class:`LatchCommand`."""
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -341,7 +341,7 @@ class LatchGroup(click.Group):
 
     def load_builtin(self, name: str) -> None:
         """Import the module of the built-in command ``name`` and register its commands (once)."""
-        module = importlib.import_module(f"latch.commands.{BUILTIN_COMMANDS[name][0]}")
+        module = importlib.import_module(f"latch.cli.{BUILTIN_COMMANDS[name][0]}")
         module.register(self)
 
     def load_plugin_commands(self) -> None:
@@ -351,7 +351,7 @@ class LatchGroup(click.Group):
             return
         self._plugins_loaded = True
         if backend_error() is None:
-            from .plugins import register_plugin_commands  # lazy: the plugin host loads when a command needs it
+            from ..plugins import register_plugin_commands  # lazy: the plugin host loads when a command needs it
 
             register_plugin_commands(self)
 

@@ -57,7 +57,6 @@ from rich.measure import Measurement
 
 from .. import plugins
 from ..accounting.pricing import format_usd
-from ..cli import pass_app
 from ..config import MAX_TOKENS, model_window
 from ..host import reducers as R
 from ..host.ingest import SessionForgotten, imported_session_ids, parse_file
@@ -81,6 +80,7 @@ from ..store import ReplayScratch, StoreError, replay_scratch_path
 from ..store.replays import scratch_bytes
 from ..textsafe import PIPE_WIDTH, Table, cell, console, dumps, markup, plural, safe, write_text
 from ..ui.render import window_line
+from .main import pass_app
 from .outputs import output_file
 from .replay_html import render_html
 

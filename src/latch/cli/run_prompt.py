@@ -4,7 +4,7 @@
 (Ctrl-D). A line is a task for the agent (one :func:`run_task`) or a slash command (:data:`SLASH_COMMANDS`).
 ``/context`` prints what ``latch context SESSION`` prints (the same command, invoked); ``/state`` and ``/evidence``
 likewise. Nothing is sent to the provider but for a task or ``/continue``. At the end the run's totals are
-printed (:meth:`latch.commands.run_console.RunTotals.line`) with the command that continues the session.
+printed (:meth:`latch.cli.run_console.RunTotals.line`) with the command that continues the session.
 """
 
 from __future__ import annotations

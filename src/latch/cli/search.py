@@ -21,12 +21,12 @@ from datetime import UTC, datetime, timedelta
 import click
 from rich.text import Text
 
-from ..cli import pass_app
 from ..kernel.tombstones import tombstoned_sessions
 from ..store.fts import MAX_QUERY_CHARS, quoted_chunks
 from ..textsafe import console, dumps, plural, safe
-from . import Count
 from .listing import short_ids
+from .main import pass_app
+from .params import Count
 
 __all__ = ["register", "passage", "ROLES", "PASSAGE_CHARS"]
 

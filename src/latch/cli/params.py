@@ -3,8 +3,8 @@
 ``latch`` imports a module only when one of its commands runs: each command is also listed, with its
 short help, in :data:`latch.cli.BUILTIN_COMMANDS` (``tests/cli/test_engine_cli.py`` checks the two agree).
 
-Options naming an output file or folder validate it with :func:`latch.commands.outputs.output_file` /
-:func:`~latch.commands.outputs.output_folder` (click callbacks), so a report that cannot be written, or would
+Options naming an output file or folder validate it with :func:`latch.cli.outputs.output_file` /
+:func:`~latch.cli.outputs.output_folder` (click callbacks), so a report that cannot be written, or would
 overwrite an input or a transcript, fails at once, before any import or replay.
 """
 

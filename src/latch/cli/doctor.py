@@ -11,11 +11,11 @@ import click
 
 from .. import __version__, hotpaths
 from ..agent.sandbox import bwrap_problem
-from ..cli import pass_app
 from ..estimators.cabi import default_library_path
 from ..store import StoreError, data_dir, default_db_path, replay_scratch_path
 from ..store.replays import scratch_bytes
 from ..textsafe import console, dumps, markup
+from .main import pass_app
 
 
 def _fts5_available() -> bool:

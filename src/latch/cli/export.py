@@ -27,11 +27,11 @@ from typing import Any
 import click
 
 from ..accounting.pricing import format_usd
-from ..cli import pass_app
 from ..host.calls import call_results, call_summary, excerpt
 from ..host.summaries import SessionSummary, summarize
 from ..kernel.tombstones import forgotten_message, tombstoned_sessions
 from ..textsafe import dumps, safe, write_text
+from .main import pass_app
 from .outputs import output_file
 
 __all__ = ["FORMATS", "render_markdown", "render_html", "render_jsonl", "register"]

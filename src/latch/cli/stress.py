@@ -26,8 +26,8 @@ from ..bench.executor import SchedulerError
 from ..bench.shards import run_sharded
 from ..bench.stress import StressConfig, run_stress
 from ..textsafe import Table, console, dumps, write_text
-from . import MAX_SEED, Count
 from .outputs import output_file
+from .params import MAX_SEED, Count
 from .progress import progress
 
 __all__ = ["register", "print_report", "DEFAULT_EVENTS"]

@@ -2,7 +2,7 @@
 
 The configured engine materializes the view as of now on the session's main record stream
 (``<engine>:main``, the stream an agent resuming the session continues) through an in-memory overlay
-(:class:`latch.host.session.OverlayKernelWriter`, built by :func:`latch.commands.replay.plan_replay` with
+(:class:`latch.host.session.OverlayKernelWriter`, built by :func:`latch.cli.replay.plan_replay` with
 ``overlay_main``): the engine sees every record already on the stream and the records it writes are dropped
 with the report, so the command never changes the store (no kernel record, no token count) and a later
 ``latch run --resume`` continues the stream as it was. The request carries the session's harness like
@@ -35,11 +35,11 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
-from ..cli import pass_app
 from ..engine.report import context_report
 from ..host.corrections import corrected_budget, session_correction, session_rate
 from ..host.harness import Harness
 from ..textsafe import Table, console, dumps, markup
+from .main import pass_app
 from .replay import event_position, harness_doc, harness_line, plan_replay, resolve_engine_factory, window_line
 
 __all__ = ["register", "next_view_report"]

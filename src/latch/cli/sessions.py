@@ -1,5 +1,5 @@
-"""``latch import``, ``latch show`` (``latch sessions``: :mod:`latch.commands.listing`; ``latch search``:
-:mod:`latch.commands.search`)."""
+"""``latch import``, ``latch show`` (``latch sessions``: :mod:`latch.cli.listing`; ``latch search``:
+:mod:`latch.cli.search`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import click
 from rich.console import Console
 
 from .. import importers  # MAX_TRANSCRIPT_BYTES read at use (tests lower it)
-from ..cli import pass_app
 from ..host import reducers as R
 from ..host.calls import call_summary, excerpt
 from ..host.discover import claimed_format, walk, with_companions
@@ -23,7 +22,8 @@ from ..kernel import canonical_state
 from ..kernel.events import Tombstone
 from ..kernel.tombstones import tombstoned_sessions
 from ..textsafe import console, dumps, markup, plural, safe
-from . import Count
+from .main import pass_app
+from .params import Count
 
 
 def _detected(path: str) -> str:

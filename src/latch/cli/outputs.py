@@ -24,10 +24,10 @@ from pathlib import Path
 
 import click
 
-from ..cli import OUTPUTS_KEY
 from ..host.ingest import available_importers
 from ..importers import TranscriptError, detect
 from ..textsafe import safe
+from .main import OUTPUTS_KEY
 
 __all__ = ["output_file", "output_folder", "folder_outputs", "overwrite_problem", "OUTPUTS_KEY", "FOLDERS_KEY"]
 

@@ -41,11 +41,11 @@ import click
 
 from ..accounting import pricing
 from ..accounting.pricing import format_usd, usd
-from ..cli import pass_app
 from ..host.ingest import SessionForgotten, imported_session_ids
 from ..host.loop import model_requests
 from ..kernel.tombstones import tombstoned_sessions
 from ..textsafe import Column, console, dumps, fitted_table, markup, plural, safe
+from .main import pass_app
 
 __all__ = ["register", "session_report"]
 

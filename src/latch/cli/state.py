@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import click
 
-from ..cli import pass_app
 from ..config import MAX_TOKENS
 from ..host.kernel import kernel_cache
 from ..host.state_report import evidence_lines, evidence_report, state_lines
 from ..kernel import StateOverflow, canonical_state
 from ..kernel.tombstones import forget_session, tombstoned_sessions
 from ..textsafe import Table, cell, console, dumps, echo, plural, safe
-from . import Count
+from .main import pass_app
+from .params import Count
 
 
 def _session_id(store, session: str) -> str:

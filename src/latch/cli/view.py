@@ -5,7 +5,7 @@ replay`` does; a file holding several sessions, a Goose or OpenCode database or 
 aider run), needs ``--session ID``, an id or
 unique prefix: without it the command prints one line listing the session ids with their request counts and
 exits 2) is replayed through the host's one request loop (:class:`latch.host.loop.RequestLoop`, built by
-:func:`latch.commands.replay.plan_replay` with the same engine, estimator, config and budget options as
+:func:`latch.cli.replay.plan_replay` with the same engine, estimator, config and budget options as
 ``latch replay``; a session ``latch run`` recorded keeps the ``--window``/``--reserve``/``--recent`` it ran
 with unless ``--window`` is given) up to request N, and request N's view is printed:
 
@@ -43,7 +43,6 @@ from typing import Any
 import click
 from rich.text import Text
 
-from ..cli import pass_app
 from ..host.changes import request_changes
 from ..host.corrections import ReplayCorrections
 from ..host.ingest import SessionForgotten, imported_session_ids
@@ -51,7 +50,8 @@ from ..host.loop import model_requests
 from ..providers import anthropic_request, to_anthropic_messages, to_openai_chat, to_responses
 from ..textsafe import console, dumps, plural, safe
 from ..ui.render import header_components, render_changes_text, render_view_text, window_line
-from . import Count
+from .main import pass_app
+from .params import Count
 from .replay import check_replay_options, event_position, plan_replay, replay_options
 
 __all__ = ["RequestOutOfRange", "SeveralSessions", "header_components", "render_view_text", "render_changes_text", "register"]

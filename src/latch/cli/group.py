@@ -13,8 +13,8 @@ from __future__ import annotations
 import click
 
 from ..agent.group import GROUP_KINDS, Group, group_view, resolve_group
-from ..cli import pass_app
 from ..textsafe import Table, cell, console, dumps, plural, safe
+from .main import pass_app
 
 __all__ = ["register"]
 

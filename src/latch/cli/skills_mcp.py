@@ -27,8 +27,8 @@ import click
 
 from ..agent.mcp import McpHub, McpUnavailable, mcp_servers, tool_entries
 from ..agent.skills import discover_skills
-from ..cli import pass_app
 from ..textsafe import Table, cell, console, dumps, safe, warn
+from .main import pass_app
 
 __all__ = ["register", "skills_document", "mcp_document"]
 

@@ -14,7 +14,7 @@ A job that fails (e.g. a malformed transcript) is listed with its error; the com
 Stdout gets a narrow table (:data:`latch.bench.harness.NARROW_COLUMNS`: engine, budget, frontier, requests,
 tokens/request, coverage, refused, dollars; every column is in ``report.md``) and one ``verdict BUDGET: ...`` line
 per budget (:func:`latch.bench.harness.budget_verdicts`). Progress goes to stderr: a bar on a terminal, one line now
-and then in a pipe (:mod:`latch.commands.progress`).
+and then in a pipe (:mod:`latch.cli.progress`).
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ from ..bench.harness import (
     write_plot,
     write_report,
 )
-from ..cli import pass_app
 from ..plugins import PluginError, registered_engines
 from ..textsafe import console, echo, markup, safe
-from . import Count
+from .main import pass_app
 from .outputs import folder_outputs, output_file
+from .params import Count
 from .progress import progress
 
 __all__ = ["register"]
