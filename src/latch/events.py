@@ -50,6 +50,7 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "SystemNote",
+    "ATTACHMENT_NOTE",
     "Usage",
     "CompactionMarker",
     "SubagentMarker",
@@ -432,6 +433,15 @@ EOF_PLACEHOLDER_TEXT = "[no result: the transcript ends before the tool result]"
 """Content of the legacy end-of-file placeholder (see :attr:`ToolResult.eof_placeholder`)."""
 
 
+ATTACHMENT_NOTE = "attachment:"
+"""Prefix of the :class:`SystemNote` subtype of text a harness injected as an attachment the transcript keeps
+only there (Claude Code's deferred-tool, MCP-instruction, skill and agent listings: ``attachment:skill_listing``).
+Such a note is indexed for full-text search (``latch search``, an explicit recall query) like every note, and like
+every note it is not provider-visible conversation; the engine's own recall never brings it back and the episode
+index takes no terms from it, so importing it changes no view's messages. The harness sent the listings with
+every request: their tokens are part of the overhead a replay infers from provider usage."""
+
+
 @dataclass(frozen=True, slots=True)
 class SystemNote(Event):
     """A harness/system note.
@@ -439,7 +449,7 @@ class SystemNote(Event):
     ``subtype`` vocabulary used by the importers: ``system_prompt`` (the
     harness's system prompt), ``developer`` (OpenAI/Codex developer messages),
     ``system`` (later system messages), ``api_error``, ``session_start``,
-    ``aider_output``, ``cost``, ``note``.
+    ``aider_output``, ``cost``, ``note``, and ``attachment:<type>`` (:data:`ATTACHMENT_NOTE`).
     """
 
     KIND: ClassVar[str] = "system_note"

@@ -5,6 +5,7 @@ none of them is one line listing them. A stored session (one ``latch run`` recor
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -138,3 +139,77 @@ def test_view_skips_a_forgotten_session_of_the_file(run, tmp_path):
     assert run("forget", ids[3]).exit_code == 0
     gone = run("view", str(tmp_path / "sessions.db"), "--request", "1")
     assert gone.exit_code == 1 and "is forgotten" in gone.output and "Traceback" not in gone.output
+
+
+# ------------------------------------------------------------------ a Claude Code session with sub-agent files
+SPOTTER = CORPUS / "claude-code" / "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"
+SPOTTER_AGENTS = ["a7be2f0", "acompact-f46190"]  # subagents/agent-<id>.jsonl, sorted
+# model requests: distinct message.id of each file's non-synthetic assistant lines (jq, not latch)
+SPOTTER_REQUESTS = [143, 13, 1]
+
+
+@pytest.fixture
+def claude_code(tmp_path):
+    """A copy of the corpus's Claude Code session and its ``<sessionId>/subagents`` folder, and a CLI runner."""
+    _load_commands()
+    if not SPOTTER.is_file():
+        pytest.skip("the corpus's Claude Code session with sub-agents is not here")
+    copy = tmp_path / "projects" / SPOTTER.name
+    shutil.copytree(SPOTTER.with_suffix(""), copy.with_suffix(""))
+    shutil.copyfile(SPOTTER, copy)
+
+    def invoke(*args):
+        return CliRunner().invoke(cli, ["--db", str(tmp_path / "latch.db"), *args],
+                                  env={"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200"})
+
+    return copy, invoke
+
+
+def _family(db: Path) -> tuple[str, list[str], list[str | None]]:
+    """The parent session's id, its children's ids (sorted by agent id) and their agent ids."""
+    store = EventStore(db)
+    try:
+        sessions = store.sessions()
+        (parent,) = [s for s in sessions if s.parent_id is None]
+        children = sorted((s for s in sessions if s.parent_id == parent.id), key=lambda s: s.meta.get("agent_id"))
+        return parent.id, [s.id for s in children], [s.meta.get("agent_id") for s in children]
+    finally:
+        store.close()
+
+
+def test_a_claude_code_session_is_replayed_with_its_sub_agent_files(claude_code, tmp_path):
+    path, run = claude_code
+    res = run("replay", str(path), "--json")
+    assert res.exit_code == 0, res.output
+    docs = json.loads(res.output)
+    parent, children, agents = _family(tmp_path / "latch.db")
+    assert agents == SPOTTER_AGENTS
+    assert isinstance(docs, list) and [d["session"] for d in docs] == [parent, *children]
+    assert [d["summary"]["requests"] for d in docs] == SPOTTER_REQUESTS
+    assert [d["summary"]["violations"] for d in docs] == [[], [], []]
+
+    table = run("replay", str(path))  # the second time from the import fingerprints: the same three
+    assert table.exit_code == 0, table.output
+    flat = " ".join(table.output.split())
+    assert f"{SPOTTER.name}: 3 sessions ({parent} 143 request(s), {children[0]} 13 request(s), {children[1]} 1 " \
+           "request(s))" in flat
+    assert [f"session {i} of 3: {sid}" in flat for i, sid in enumerate([parent, *children], 1)] == [True] * 3
+
+    one = run("replay", str(path), "--session", children[0][:8], "--json")
+    assert one.exit_code == 0, one.output
+    assert json.loads(one.output)["session"] == children[0]
+
+
+def test_a_bad_sub_agent_file_leaves_the_session_unreplayed_and_unimported(claude_code, tmp_path):
+    path, run = claude_code
+    agent = path.with_suffix("") / "subagents" / f"agent-{SPOTTER_AGENTS[0]}.jsonl"
+    lines = agent.read_text(encoding="utf-8").splitlines(keepends=True)
+    agent.write_text("".join(lines[:3]) + '{"type": "user", "uuid": \n' + "".join(lines[3:]), encoding="utf-8")
+    res = run("replay", str(path))
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert res.output == f"Error: {agent}:line 4 column 25: invalid JSON: Expecting value\n"
+    store = EventStore(tmp_path / "latch.db")
+    try:
+        assert store.sessions() == []
+    finally:
+        store.close()

@@ -1,7 +1,8 @@
 """``latch replay FILE``: materialize the view before every model request of a transcript.
 
 The file is imported once (idempotent; a forgotten session, see ``latch forget``, is refused with
-one line), then every ``AssistantMessage`` of the session counts as one model request: the engine
+one line; a Claude Code session's sub-agent files ``<sessionId>/subagents/agent-*.jsonl`` with it, as
+``latch import`` brings them, each replayed after it like the sessions of a file holding several), then every ``AssistantMessage`` of the session counts as one model request: the engine
 materializes the view as of the event just before it (``until_seq``) into a fresh kernel-record
 stream (``<engine>:replay-<id>``), so replays never interfere with each other or with a live
 session. The stream is a run of the scratch database beside the store (:mod:`latch.store.replays`),
@@ -546,7 +547,7 @@ def register(cli: click.Group) -> None:
                        "they go to the scratch database beside it, which `latch prune-replays` empties.")
     @click.option("--session", "session", default=None, metavar="ID",
                   help="A file holding several sessions (a Goose or OpenCode database, an Aider history: one per "
-                       "aider run): replay only this one "
+                       "aider run, a Claude Code session with its sub-agent files): replay only this one "
                        "(its Latch session id or a unique prefix); by default every session is replayed.")
     @pass_app
     def replay_cmd(app, file, fmt, model, window, reserve, recent, engine, estimator, config_path, json_out, json_file,
@@ -555,7 +556,8 @@ def register(cli: click.Group) -> None:
         invariants.
 
         A file holding several sessions is replayed session after session (a report each; the JSON is then
-        a list of per-session documents), or only the one --session names."""
+        a list of per-session documents), or only the one --session names. A Claude Code session's sub-agent
+        files (<sessionId>/subagents/agent-*.jsonl) are imported with it and replayed after it."""
         config = app.config(config_path)
         # bad options fail before anything is imported
         check_replay_options(app, config, engine=engine, estimator=estimator, model=model, window=window,
@@ -567,7 +569,8 @@ def register(cli: click.Group) -> None:
         else:
             store = app.store()
             try:
-                sids = imported_session_ids(store, file, fmt, final=not live, forgotten=forgotten)
+                sids = imported_session_ids(store, file, fmt, final=not live, forgotten=forgotten,
+                                            companions=True)
             except SessionForgotten as exc:
                 raise click.ClickException(f"{safe(file)}: session {exc.session_id} is forgotten (tombstoned by "
                                            "`latch forget`); forgotten sessions are not replayed") from None

@@ -75,6 +75,7 @@ if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command 
 
 from .. import hotpaths
 from ..events import (
+    ATTACHMENT_NOTE,
     AssistantMessage,
     CompactionMarker,
     Event,
@@ -428,6 +429,8 @@ def _compute_features(event: Event) -> _Features:
     if isinstance(event, Usage):
         return _Features(None, False, 0, none, none, none, none, none, None, 0)
     if isinstance(event, SystemNote):
+        if event.subtype.startswith(ATTACHMENT_NOTE):  # searchable by people, no index terms: the views stay as they were
+            return _Features(None, False, 0, none, none, none, none, none, None, 0)
         sub = event.subtype.lower()
         markers = (FAILURE if "error" in sub else 0) | (REGROUND if sub in ("reground", "compact_boundary",
                                                                            "manual_compact") else 0)

@@ -114,9 +114,15 @@ SQLite containers (Goose, OpenCode: a ``-wal`` file beside them holds changes th
 
 
 def imported_session_ids(store: EventStore, path: str | Path, format: str | None = None, *, final: bool = False,
-                         forgotten: list[str] | None = None) -> list[str]:
+                         forgotten: list[str] | None = None, companions: bool = False) -> list[str]:
     """The session ids :func:`import_all` ``(store, path, format, final=final, forgotten=forgotten)`` returns, in
     file order, after importing ``path`` the same way; raises what it raises.
+
+    With ``companions``, the files :func:`companion_files` names (a Claude Code session's sub-agent files
+    ``<sessionId>/subagents/agent-*.jsonl``) are imported with ``path`` in one transaction, as ``latch import``
+    does (:func:`import_group`: a sub-agent file that does not parse leaves the parent unimported too), and
+    their sessions' ids follow the file's, in :func:`companion_files` order. Not with a ``format`` other than
+    ``claude-code``.
 
     A re-import of the same bytes is not parsed again: each import of a file whose sessions are all of
     :data:`FINGERPRINTED_FORMATS` records the SHA-256 and size of the bytes it read
@@ -124,32 +130,37 @@ def imported_session_ids(store: EventStore, path: str | Path, format: str | None
     options: ``format``, ``final``, the Latch version and the loaded plugins with their versions); when the
     file's bytes are those recorded and every recorded session is still stored, parsing them again would find
     the same sessions (same path, same first records: the same identity) and no new event, so
-    their ids are returned from the record. A forgotten session (``latch forget``) is still refused
-    (:class:`SessionForgotten`) or, with ``forgotten``, skipped and listed there. Any other file, option or
-    store state imports as :func:`import_all` does. Costs one read and one SHA-256 of the file (milliseconds
-    for megabytes) over :func:`import_all` on a first import.
+    their ids are returned from the record (for a group: when every file of it is so). A forgotten session
+    (``latch forget``) is still refused (:class:`SessionForgotten`) or, with ``forgotten``, skipped and listed
+    there. Any other file, option or store state imports as :func:`import_all` does. Costs one read and one
+    SHA-256 of each file (milliseconds for megabytes) over :func:`import_all` on a first import.
     """
     p = Path(path)
-    seen = _fingerprint(p)
-    where, options = (str(p.resolve()), _fingerprint_options(format, final)) if seen is not None else ("", "")
-    if seen is not None:
-        recorded = store.import_fingerprint(where, options)
-        if recorded is not None and recorded[:2] == seen[:2]:
-            sids = [store.session_id_for(key) for key in recorded[2]]
-            if sids and all(_stored(store, key) for key in recorded[2]):
-                dead = tombstoned_sessions(store)
-                if forgotten is None and dead.intersection(sids):
-                    raise SessionForgotten(p, next(sid for sid in sids if sid in dead))
-                if forgotten is not None:
-                    forgotten.extend(sid for sid in sids if sid in dead)
-                return [sid for sid in sids if sid not in dead]
-    imported = import_all(store, p, format, final=final, forgotten=forgotten)
-    if (seen is not None and imported and not forgotten and _fingerprint_stat(p) == seen[2]
-            and all(parsed.format in FINGERPRINTED_FORMATS and _stored(store, parsed.external_key)
-                    for _, parsed, _ in imported)):
-        store.record_import_fingerprint(where, options, seen[0], seen[1],
-                                        [parsed.external_key for _, parsed, _ in imported])
-    return [sid for sid, _, _ in imported]
+    group = [p, *(companion_files(p) if companions and format in (None, "claude-code") else [])]
+    seen = [_fingerprint(q) for q in group]
+    options = _fingerprint_options(format, final)
+    recorded_ids: list[str] = []
+    for q, fp in zip(group, seen, strict=True):
+        recorded = store.import_fingerprint(str(q.resolve()), options) if fp is not None else None
+        if recorded is None or fp is None or recorded[:2] != fp[:2] or not recorded[2] or not all(
+                _stored(store, key) for key in recorded[2]):
+            break
+        recorded_ids.extend(store.session_id_for(key) for key in recorded[2])
+    else:
+        dead = tombstoned_sessions(store)
+        if forgotten is None and dead.intersection(recorded_ids):
+            raise SessionForgotten(p, next(sid for sid in recorded_ids if sid in dead))
+        if forgotten is not None:
+            forgotten.extend(sid for sid in recorded_ids if sid in dead)
+        return [sid for sid in recorded_ids if sid not in dead]
+    results = import_group(store, list(group), format, final=final, forgotten=forgotten)
+    for q, fp, imported in zip(group, seen, results, strict=True):
+        if (fp is not None and imported and not forgotten and _fingerprint_stat(q) == fp[2]
+                and all(parsed.format in FINGERPRINTED_FORMATS and _stored(store, parsed.external_key)
+                        for _, parsed, _ in imported)):
+            store.record_import_fingerprint(str(q.resolve()), options, fp[0], fp[1],
+                                            [parsed.external_key for _, parsed, _ in imported])
+    return [sid for imported in results for sid, _, _ in imported]
 
 
 def _fingerprint_stat(path: Path) -> tuple[int, int, int] | None:

@@ -26,8 +26,12 @@ Mapping:
   ``SystemNote(subtype=<subtype>)``;
 * ``attachment`` lines the model saw as injected context (``file``,
   ``edited_text_file``) → ``UserMessage(is_meta=True)``; a ``queued_command`` is a
-  prompt the user typed while the agent was busy → ``UserMessage``; other
-  attachments and bookkeeping lines (``progress``, ``file-history-snapshot``,
+  prompt the user typed while the agent was busy → ``UserMessage``; the harness's
+  listings (``deferred_tools_delta``, ``mcp_instructions_delta``, ``skill_listing``,
+  ``agent_listing_delta``) → ``SystemNote(subtype="attachment:<type>")``, text the
+  user can search (``latch search``) that is never provider-visible, never recalled
+  by the engine and gives the episode index no terms (:data:`~latch.events.ATTACHMENT_NOTE`);
+  other attachments and bookkeeping lines (``progress``, ``file-history-snapshot``,
   ``queue-operation``, ``permission-mode``...) are not conversation.
 
 Claude Code appends one line per content block while a response streams, then
@@ -49,7 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..events import CompactionMarker, MediaRef, SubagentMarker, SystemNote, ToolCall, UserMessage
+from ..events import ATTACHMENT_NOTE, CompactionMarker, MediaRef, SubagentMarker, SystemNote, ToolCall, UserMessage
 from ._common import (
     AssistantSlot,
     Loc,
@@ -453,6 +457,50 @@ def _attachment(b: SessionBuilder, ln: _Line, ref: str) -> None:
         if not is_meta:
             b.close_open("the user sent a new prompt before the tool returned", ln.ts)
         b.add(UserMessage(text=att["prompt"], is_meta=is_meta), ref, ln.ts)
+    elif kind in _LISTINGS:
+        text = _listing_text(kind, att)
+        if text:
+            b.add(SystemNote(text=text, subtype=ATTACHMENT_NOTE + kind), ref, ln.ts)
+
+
+_LISTINGS = ("deferred_tools_delta", "mcp_instructions_delta", "skill_listing", "agent_listing_delta")
+"""Attachment types that list what the harness offers (tools, MCP servers' instructions, skills, agents): the
+only record of that text in the transcript."""
+
+
+def _strings(value: Any) -> list[str]:
+    """The non-blank strings of a list (a name, or the ``name`` of an object such as a failed MCP server)."""
+    if not isinstance(value, list):
+        return []
+    out = []
+    for v in value:
+        if isinstance(v, dict):
+            v = v.get("name")
+        if isinstance(v, str) and v.strip():
+            out.append(v)
+    return out
+
+
+def _listing_text(kind: str, att: dict) -> str:
+    """The searchable text of a listing attachment: what it adds (its rendered lines or blocks where it has
+    them, else the names), then what it removes and the MCP servers it names, one labelled line each; ``""``
+    when it holds no text. Fields of another type than these are left out (no error: nothing the model saw
+    depends on them)."""
+    parts: list[str] = []
+    if kind == "skill_listing":
+        content = att.get("content")
+        parts.append(content if isinstance(content, str) and content.strip() else ", ".join(_strings(att.get("names"))))
+    elif kind == "mcp_instructions_delta":
+        parts.append("\n\n".join(_strings(att.get("addedBlocks"))) or ", ".join(_strings(att.get("addedNames"))))
+    else:  # deferred_tools_delta (addedLines/addedNames), agent_listing_delta (addedLines/addedTypes)
+        added = _strings(att.get("addedLines")) or _strings(att.get("addedNames")) or _strings(att.get("addedTypes"))
+        parts.append("\n".join(added))
+    for label, key in (("removed", "removedNames"), ("removed", "removedTypes"), ("pending MCP servers", "pendingMcpServers"),
+                       ("MCP servers needing auth", "needsAuthMcpServers"), ("failed MCP servers", "failedMcpServers")):
+        names = _strings(att.get(key))
+        if names:
+            parts.append(f"{label}: {', '.join(names)}")
+    return "\n".join(p for p in parts if p)
 
 
 IMPORTERS = [ClaudeCodeImporter]
