@@ -7,15 +7,15 @@ command (``latch.cli.replay``, ``latch.cli.run``, ...; each exposes ``register(c
 from __future__ import annotations
 
 from .main import (
-           BUILTIN_COMMANDS,
-           OUTPUTS_KEY,
-           AppContext,
-           LatchCommand,
-           LatchGroup,
-           OneLineUsageError,
-           cli,
-           main,
-           pass_app,
+    BUILTIN_COMMANDS,
+    OUTPUTS_KEY,
+    AppContext,
+    LatchCommand,
+    LatchGroup,
+    OneLineUsageError,
+    cli,
+    main,
+    pass_app,
 )
 from .main import _load_commands as _load_commands
 

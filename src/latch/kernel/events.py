@@ -26,16 +26,16 @@ is their kernel-side name and the same class objects.
 from __future__ import annotations
 
 from ..events import (
-                      EVIDENCE_STATUSES,
-                      ExternalChange,
-                      FileObservation,
-                      Mutation,
-                      ProcessExited,
-                      ProcessStarted,
-                      StateUpdate,
-                      Tombstone,
-                      ValidationEvidence,
-                      WriterBlocker,
+    EVIDENCE_STATUSES,
+    ExternalChange,
+    FileObservation,
+    Mutation,
+    ProcessExited,
+    ProcessStarted,
+    StateUpdate,
+    Tombstone,
+    ValidationEvidence,
+    WriterBlocker,
 )
 
 __all__ = [

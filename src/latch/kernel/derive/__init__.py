@@ -45,16 +45,16 @@ from .codex_exec import CodexExecRule
 from .common import Run, call_arguments, error_signature, patch_paths, process_exit_facts, shell_facts, strip_ansi
 from .deriver import BUILTIN_RULES, SessionDeriver, builtin_rules
 from .facts import (
-                    AGENT_EXPLICIT_TOOLS,
-                    AGENT_FORMAT,
-                    ERROR_FLAG_FORMATS,
-                    INSTRUCTION_CHARS,
-                    ActionChanged,
-                    ActionsReplaced,
-                    ToolFailure,
-                    ToolSuccess,
-                    UserInstruction,
-                    instruction_text,
+    AGENT_EXPLICIT_TOOLS,
+    AGENT_FORMAT,
+    ERROR_FLAG_FORMATS,
+    INSTRUCTION_CHARS,
+    ActionChanged,
+    ActionsReplaced,
+    ToolFailure,
+    ToolSuccess,
+    UserInstruction,
+    instruction_text,
 )
 from .files import ApplyPatchRule, FileToolRule
 from .plans import TASK_SOURCE, PlanRule, checklist_items
