@@ -32,6 +32,7 @@ import unicodedata
 from collections.abc import Sequence
 
 __all__ = ["TOKENIZE", "prepare_text", "dotted_terms", "MAX_DOTTED_PARTS", "query_tokens", "build_match_query",
+           "match_phrases", "quote_token",
            "quoted_chunks", "build_phrase_query", "is_cjk", "is_symbol",
            "MAX_QUERY_CHARS", "MAX_PHRASES", "MAX_PHRASE_TOKENS"]
 
@@ -107,7 +108,7 @@ def is_symbol(ch: str) -> bool:
 
 
 def _standalone(ch: str) -> bool:
-    return _in(ch, _STANDALONE)
+    return ch >= "\xa6" and _in(ch, _STANDALONE)  # no ASCII character stands alone (the first range is U+00A6)
 
 
 # Glued terms: ``unicode61`` drops '+', '#' and '.', so ``C++`` and ``C#`` would be the bare
@@ -230,7 +231,17 @@ def build_match_query(query: str, mode: str = "and") -> str | None:
     the first :data:`MAX_QUERY_CHARS` characters, :data:`MAX_PHRASES` chunks and :data:`MAX_PHRASE_TOKENS`
     tokens of each chunk count (beyond them the match can only be wider, never an error).
     """
-    phrases: list[str] = []
+    phrases = match_phrases(query)
+    if not phrases:
+        return None
+    joiner = " AND " if mode == "and" else " OR "
+    return joiner.join(" + ".join(_quote(t) for t in toks) for toks in phrases)
+
+
+def match_phrases(query: str) -> list[list[str]]:
+    """The phrases of :func:`build_match_query` for ``query``: each a list of tokens (unquoted), in query order,
+    each phrase once (same bounds). ``[]`` when the query holds no token."""
+    phrases: list[list[str]] = []
     seen = set()
     for chunk in query[:MAX_QUERY_CHARS].split():
         if len(phrases) >= MAX_PHRASES:
@@ -240,15 +251,17 @@ def build_match_query(query: str, mode: str = "and") -> str | None:
         toks = [term.replace(".", "\ue02e")] if dotted else query_tokens(chunk)[:MAX_PHRASE_TOKENS]
         if not toks:
             continue
-        phrase = " + ".join(_quote(t) for t in toks) if len(toks) > 1 else _quote(toks[0])
-        if phrase in seen:
+        key = " + ".join(_quote(t) for t in toks)
+        if key in seen:
             continue
-        seen.add(phrase)
-        phrases.append(phrase)
-    if not phrases:
-        return None
-    joiner = " AND " if mode == "and" else " OR "
-    return joiner.join(phrases)
+        seen.add(key)
+        phrases.append(toks)
+    return phrases
+
+
+def quote_token(token: str) -> str:
+    """``token`` as an FTS5 string (double quotes, inner quotes doubled): always one literal token or phrase."""
+    return _quote(token)
 
 
 def quoted_chunks(query: str) -> list[str]:
