@@ -27,8 +27,8 @@ import pytest
 from latch import hotpaths
 from latch.engine import continuity_context_engine_factory
 from latch.engine.port import ContextRequest, EngineProfile
-from latch.host.session import EmptyState, StoreKernelWriter, StoreSessionReader
 from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
+from latch.host.session import EmptyState, StoreKernelWriter, StoreSessionReader
 from latch.store import EventStore
 
 FULL = os.environ.get("LATCH_BENCH_FULL", "") not in ("", "0")

@@ -94,8 +94,8 @@ class CandidateSearch:
         if not phrases or all(len(p) == 1 for p in phrases) and (mode != "and" or len(phrases) == 1):
             return None  # single tokens joined by OR, or one token: FTS5 stops at the newest rows by itself
         if mode == "and":
-            rare = [[t for _, t in self._rare(db, p)][:RARE_PER_PHRASE] for p in phrases]
-            chosen = list(dict.fromkeys(t for r in rare for t in r))
+            rare_of = [[t for _, t in self._rare(db, p)][:RARE_PER_PHRASE] for p in phrases]
+            chosen = list(dict.fromkeys(t for r in rare_of for t in r))
             if not chosen or (all(len(p) == 1 for p in phrases) and len(chosen) == len(phrases)):
                 return None
             return [], [" AND ".join(quote_token(t) for t in chosen)]
