@@ -402,6 +402,7 @@ class EventStore:
         db = self._db
         seqs: list[int] = []
         kinds: set[str] = set()
+        indexed: list[tuple[int, str]] = []
         for pe in events:
             if isinstance(pe, Event):
                 pe = PendingEvent(pe)
@@ -418,8 +419,10 @@ class EventStore:
             seqs.append(seq)
             text = ev.searchable_text()
             if text:
-                db.execute("INSERT INTO events_fts(rowid, text) VALUES (?, ?)", (seq, prepare_text(text)))
+                indexed.append((seq, prepare_text(text)))
             kinds.add(ev.KIND)
+        if indexed:  # one statement for the batch's index rows, in the same transaction
+            db.executemany("INSERT INTO events_fts(rowid, text) VALUES (?, ?)", indexed)
         for p in list(PROJECTIONS.values()):  # the projection moves in the transaction that appends its kinds
             if kinds.intersection(p.kinds):
                 self._sync_projection_locked(p)

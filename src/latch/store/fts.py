@@ -125,10 +125,19 @@ _DOT_RE = re.compile(r"(?<![A-Za-z0-9.])\.([A-Za-z][A-Za-z0-9]*)(?![A-Za-z0-9])"
 _GLUE_CHARS = frozenset("+#.")
 
 
-def _glue(text: str) -> str:
-    if "." in text:
+def _dotted_chunks(text: str) -> list[str]:
+    """The whitespace-separated chunks of ``text`` that hold a dot, each once, in order: every match of
+    ``_DOT_RE`` and ``_DOTTED_RE`` lies inside one (whitespace is no letter, digit or dot), so scanning them is
+    scanning the text, without running a regex over every word."""
+    return [w for w in dict.fromkeys(text.split()) if "." in w] if "." in text else []
+
+
+def _glue(text: str, chunks: list[str] | None = None) -> str:
+    if chunks is None:
+        chunks = _dotted_chunks(text)
+    if any(_DOT_RE.search(w) for w in chunks):
         text = _DOT_RE.sub(lambda m: f" \ue02e{m.group(1)} .{m.group(1)}", text)
-    if "+" in text or "#" in text:
+    if "++" in text or "#" in text:  # _SUFFIX_RE needs one of them
         text = _SUFFIX_RE.sub(lambda m: m.group(1) + "".join(_GLUE[c] for c in m.group(2)) + " " + m.group(0), text)
     return text
 
@@ -147,18 +156,23 @@ MAX_DOTTED_PARTS = 8
 
 def dotted_terms(text: str) -> list[str]:
     """The extra index tokens of the dotted terms of ``text`` (see above), in order of appearance, each once."""
+    return _dotted_terms(_dotted_chunks(text))
+
+
+def _dotted_terms(chunks: list[str]) -> list[str]:
     out: dict[str, None] = {}
-    for m in _DOTTED_RE.finditer(text):
-        parts = m.group(0).split(".")[:MAX_DOTTED_PARTS]
-        for i in range(len(parts) - 1):
-            for j in range(i + 2, len(parts) + 1):
-                out.setdefault("\ue02e".join(parts[i:j]))
+    for chunk in chunks:
+        for m in _DOTTED_RE.finditer(chunk):
+            parts = m.group(0).split(".")[:MAX_DOTTED_PARTS]
+            for i in range(len(parts) - 1):
+                for j in range(i + 2, len(parts) + 1):
+                    out.setdefault("\ue02e".join(parts[i:j]))
     return list(out)
 
 
-def _prepare_glued(text: str) -> str:
+def _prepare_glued(text: str, chunks: list[str] | None = None) -> str:
     if not _GLUE_CHARS.isdisjoint(text):
-        text = _glue(text)
+        text = _glue(text, chunks)
     return _prepare_v1(text)
 
 
@@ -166,9 +180,10 @@ def prepare_text(text: str) -> str:
     """Text as stored in the FTS5 index: glued terms (``C++``, ``C#``, ``.NET``) get their own token, dotted terms
     (``node.js``) their tokens at the end (:func:`dotted_terms`), CJK characters and symbols are split apart, lone
     surrogates dropped. Deterministic; O(len(text))."""
-    prepared = _prepare_glued(text)
-    if "." in text:
-        extra = dotted_terms(text)
+    chunks = _dotted_chunks(text)
+    prepared = _prepare_glued(text, chunks)
+    if chunks:
+        extra = _dotted_terms(chunks)
         if extra:
             prepared = prepared + "\n" + " ".join(extra)
     return prepared
