@@ -120,7 +120,7 @@ def canonical_json(obj: Any) -> str:
     valid UTF-8. ``NaN``/``Infinity`` are rejected (``ValueError``).
     """
     text = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    if _SURROGATE_RE.search(text):
+    if not text.isascii() and _SURROGATE_RE.search(text):
         text = _SURROGATE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text
 

@@ -21,7 +21,7 @@ are never recalled. No embeddings; the same store and query always give the same
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ..events import AssistantMessage, ToolResult
@@ -209,6 +209,24 @@ def _recallable(stored: Any) -> bool:
     return True
 
 
+SEARCH_PAGE = 16
+"""Rows read per store search: a recall that is done early never decodes the rest of :data:`SEARCH_ROWS`."""
+
+
+def _newest_hits(reader: SessionReader, query: str, mode: str, before_seq: int,
+                 until_seq: int | None) -> Iterator[Any]:
+    """The newest :data:`SEARCH_ROWS` rows of ``reader.search(query)`` below ``before_seq``, newest first, read in
+    pages of :data:`SEARCH_PAGE` (each page continues below the last row of the one before)."""
+    left, below = SEARCH_ROWS, before_seq
+    while left > 0:
+        page = reader.search(query, limit=min(SEARCH_PAGE, left), before_seq=below, until_seq=until_seq, mode=mode)
+        yield from page
+        if len(page) < min(SEARCH_PAGE, left):
+            return
+        left -= len(page)
+        below = page[-1].seq
+
+
 def recall(reader: SessionReader, cache: RecallCache, terms: Sequence[str], *, before_seq: int, limit_tokens: int,
            until_seq: int | None = None, exclude: Iterable[int] = ()) -> list[RecalledEvent]:
     """Recalled originals for ``terms`` from the archival region ``seq < before_seq``, chronological.
@@ -236,9 +254,7 @@ def recall(reader: SessionReader, cache: RecallCache, terms: Sequence[str], *, b
     for group_terms, mode in searches:
         if rows >= RECALL_ROWS:
             break
-        hits = reader.search(" ".join(group_terms), limit=SEARCH_ROWS, before_seq=before_seq, until_seq=until_seq,
-                             mode=mode)
-        for hit in hits:
+        for hit in _newest_hits(reader, " ".join(group_terms), mode, before_seq, until_seq):
             if rows >= RECALL_ROWS:
                 break
             if hit.seq in judged or hit.seq in taken or hit.seq in skip:

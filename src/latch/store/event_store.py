@@ -19,6 +19,7 @@ from typing import Any
 from ..events import Event, MediaRef, PendingEvent, canonical_json, decode_event
 from ._sqlite import StoreBusyError, StoreError, _busy, _damaged, _now, _until_not_busy, non_folder_parent
 from .fts import build_match_query, build_phrase_query, prepare_text
+from .fts_search import CandidateSearch
 from .leases import Fence, FencedStore, RunFence, RunLease, TaskFence, check_fences, fences_of
 from .migrations import MIGRATIONS
 from .projections import PROJECTIONS, Projection
@@ -131,6 +132,7 @@ class EventStore:
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._scratch: ReplayScratch | None = None
+        self._candidates = CandidateSearch()
         self._busy_timeout_ms = busy_timeout_ms
         self.read_only = read_only and str(self.path) != ":memory:"
         if self.read_only:
@@ -316,6 +318,7 @@ class EventStore:
             if self._scratch is not None:
                 self._scratch.close()
                 self._scratch = None
+            self._candidates.close()
             self._db.close()
 
     def __enter__(self) -> EventStore:
@@ -399,6 +402,7 @@ class EventStore:
         db = self._db
         seqs: list[int] = []
         kinds: set[str] = set()
+        indexed: list[tuple[int, str]] = []
         for pe in events:
             if isinstance(pe, Event):
                 pe = PendingEvent(pe)
@@ -415,8 +419,10 @@ class EventStore:
             seqs.append(seq)
             text = ev.searchable_text()
             if text:
-                db.execute("INSERT INTO events_fts(rowid, text) VALUES (?, ?)", (seq, prepare_text(text)))
+                indexed.append((seq, prepare_text(text)))
             kinds.add(ev.KIND)
+        if indexed:  # one statement for the batch's index rows, in the same transaction
+            db.executemany("INSERT INTO events_fts(rowid, text) VALUES (?, ?)", indexed)
         for p in list(PROJECTIONS.values()):  # the projection moves in the transaction that appends its kinds
             if kinds.intersection(p.kinds):
                 self._sync_projection_locked(p)
@@ -730,7 +736,7 @@ class EventStore:
             return []
         sql = ("SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts FROM events_fts f "
                "JOIN events e ON e.seq = f.rowid WHERE events_fts MATCH ?")
-        args: list[Any] = [match]
+        args: list[Any] = []
         if session_id is not None:
             sql += " AND e.session_id = ?"
             args.append(session_id)
@@ -744,9 +750,43 @@ class EventStore:
         if excluded:
             sql += f" AND e.session_id NOT IN ({','.join('?' * len(excluded))})"
             args.extend(excluded)
-        sql += " ORDER BY f.rowid DESC LIMIT ?"
-        args.append(limit)
-        return [self._decode_row(r) for r in self._rows(sql, args)]
+        with self._lock:
+            try:
+                plan = self._candidates.plan(self._db, query, mode)
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) or _damaged(exc):
+                    raise self._error(exc) from None
+                raise
+            if plan is None:
+                return [self._decode_row(r) for r in self._rows(sql + " ORDER BY f.rowid DESC LIMIT ?",
+                                                                 [match, *args, limit])]
+            decoded: dict[int, StoredEvent] = {}
+
+            def rowids(expr: str, below: int | None, above: int | None, n: int) -> list[int]:
+                bounds = "".join((" AND f.rowid < ?" if below is not None else "",
+                                  " AND f.rowid > ?" if above is not None else ""))
+                keys = sql.replace("e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts", "f.rowid", 1)
+                return [r[0] for r in self._rows(keys + bounds + " ORDER BY f.rowid DESC LIMIT ?",
+                                                 [expr, *args, *(b for b in (below, above) if b is not None), n])]
+
+            def texts(seqs: list[int]) -> dict[int, str]:
+                fetched = self._events_by_seq([s for s in seqs if s not in decoded])
+                decoded.update(fetched)
+                return {s: decoded[s].event.searchable_text() for s in seqs}
+
+            hits = self._candidates.search(rowids, texts, match, *plan, limit)
+            missing = self._events_by_seq([s for s in hits if s not in decoded])
+            return [decoded.get(s) or missing[s] for s in hits]
+
+    def _events_by_seq(self, seqs: Sequence[int]) -> dict[int, StoredEvent]:
+        """The stored events of ``seqs`` by seq (read in chunks of 500)."""
+        out: dict[int, StoredEvent] = {}
+        for i in range(0, len(seqs), 500):
+            part = seqs[i:i + 500]
+            for r in self._rows("SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq IN "
+                                f"({','.join('?' * len(part))})", part):
+                out[r[0]] = self._decode_row(r)
+        return out
 
     def search_hits(self, query: str, *, session_id: str | None = None, limit: int = 20, order: str = "recent",
                     kinds: Sequence[str] | None = None, tool: str | None = None, since: str | None = None,

@@ -32,6 +32,7 @@ import unicodedata
 from collections.abc import Sequence
 
 __all__ = ["TOKENIZE", "prepare_text", "dotted_terms", "MAX_DOTTED_PARTS", "query_tokens", "build_match_query",
+           "match_phrases", "quote_token",
            "quoted_chunks", "build_phrase_query", "is_cjk", "is_symbol",
            "MAX_QUERY_CHARS", "MAX_PHRASES", "MAX_PHRASE_TOKENS"]
 
@@ -107,7 +108,7 @@ def is_symbol(ch: str) -> bool:
 
 
 def _standalone(ch: str) -> bool:
-    return _in(ch, _STANDALONE)
+    return ch >= "\xa6" and _in(ch, _STANDALONE)  # no ASCII character stands alone (the first range is U+00A6)
 
 
 # Glued terms: ``unicode61`` drops '+', '#' and '.', so ``C++`` and ``C#`` would be the bare
@@ -124,10 +125,19 @@ _DOT_RE = re.compile(r"(?<![A-Za-z0-9.])\.([A-Za-z][A-Za-z0-9]*)(?![A-Za-z0-9])"
 _GLUE_CHARS = frozenset("+#.")
 
 
-def _glue(text: str) -> str:
-    if "." in text:
+def _dotted_chunks(text: str) -> list[str]:
+    """The whitespace-separated chunks of ``text`` that hold a dot, each once, in order: every match of
+    ``_DOT_RE`` and ``_DOTTED_RE`` lies inside one (whitespace is no letter, digit or dot), so scanning them is
+    scanning the text, without running a regex over every word."""
+    return [w for w in dict.fromkeys(text.split()) if "." in w] if "." in text else []
+
+
+def _glue(text: str, chunks: list[str] | None = None) -> str:
+    if chunks is None:
+        chunks = _dotted_chunks(text)
+    if any(_DOT_RE.search(w) for w in chunks):
         text = _DOT_RE.sub(lambda m: f" \ue02e{m.group(1)} .{m.group(1)}", text)
-    if "+" in text or "#" in text:
+    if "++" in text or "#" in text:  # _SUFFIX_RE needs one of them
         text = _SUFFIX_RE.sub(lambda m: m.group(1) + "".join(_GLUE[c] for c in m.group(2)) + " " + m.group(0), text)
     return text
 
@@ -146,18 +156,23 @@ MAX_DOTTED_PARTS = 8
 
 def dotted_terms(text: str) -> list[str]:
     """The extra index tokens of the dotted terms of ``text`` (see above), in order of appearance, each once."""
+    return _dotted_terms(_dotted_chunks(text))
+
+
+def _dotted_terms(chunks: list[str]) -> list[str]:
     out: dict[str, None] = {}
-    for m in _DOTTED_RE.finditer(text):
-        parts = m.group(0).split(".")[:MAX_DOTTED_PARTS]
-        for i in range(len(parts) - 1):
-            for j in range(i + 2, len(parts) + 1):
-                out.setdefault("\ue02e".join(parts[i:j]))
+    for chunk in chunks:
+        for m in _DOTTED_RE.finditer(chunk):
+            parts = m.group(0).split(".")[:MAX_DOTTED_PARTS]
+            for i in range(len(parts) - 1):
+                for j in range(i + 2, len(parts) + 1):
+                    out.setdefault("\ue02e".join(parts[i:j]))
     return list(out)
 
 
-def _prepare_glued(text: str) -> str:
+def _prepare_glued(text: str, chunks: list[str] | None = None) -> str:
     if not _GLUE_CHARS.isdisjoint(text):
-        text = _glue(text)
+        text = _glue(text, chunks)
     return _prepare_v1(text)
 
 
@@ -165,9 +180,10 @@ def prepare_text(text: str) -> str:
     """Text as stored in the FTS5 index: glued terms (``C++``, ``C#``, ``.NET``) get their own token, dotted terms
     (``node.js``) their tokens at the end (:func:`dotted_terms`), CJK characters and symbols are split apart, lone
     surrogates dropped. Deterministic; O(len(text))."""
-    prepared = _prepare_glued(text)
-    if "." in text:
-        extra = dotted_terms(text)
+    chunks = _dotted_chunks(text)
+    prepared = _prepare_glued(text, chunks)
+    if chunks:
+        extra = _dotted_terms(chunks)
         if extra:
             prepared = prepared + "\n" + " ".join(extra)
     return prepared
@@ -230,7 +246,17 @@ def build_match_query(query: str, mode: str = "and") -> str | None:
     the first :data:`MAX_QUERY_CHARS` characters, :data:`MAX_PHRASES` chunks and :data:`MAX_PHRASE_TOKENS`
     tokens of each chunk count (beyond them the match can only be wider, never an error).
     """
-    phrases: list[str] = []
+    phrases = match_phrases(query)
+    if not phrases:
+        return None
+    joiner = " AND " if mode == "and" else " OR "
+    return joiner.join(" + ".join(_quote(t) for t in toks) for toks in phrases)
+
+
+def match_phrases(query: str) -> list[list[str]]:
+    """The phrases of :func:`build_match_query` for ``query``: each a list of tokens (unquoted), in query order,
+    each phrase once (same bounds). ``[]`` when the query holds no token."""
+    phrases: list[list[str]] = []
     seen = set()
     for chunk in query[:MAX_QUERY_CHARS].split():
         if len(phrases) >= MAX_PHRASES:
@@ -240,15 +266,17 @@ def build_match_query(query: str, mode: str = "and") -> str | None:
         toks = [term.replace(".", "\ue02e")] if dotted else query_tokens(chunk)[:MAX_PHRASE_TOKENS]
         if not toks:
             continue
-        phrase = " + ".join(_quote(t) for t in toks) if len(toks) > 1 else _quote(toks[0])
-        if phrase in seen:
+        key = " + ".join(_quote(t) for t in toks)
+        if key in seen:
             continue
-        seen.add(phrase)
-        phrases.append(phrase)
-    if not phrases:
-        return None
-    joiner = " AND " if mode == "and" else " OR "
-    return joiner.join(phrases)
+        seen.add(key)
+        phrases.append(toks)
+    return phrases
+
+
+def quote_token(token: str) -> str:
+    """``token`` as an FTS5 string (double quotes, inner quotes doubled): always one literal token or phrase."""
+    return _quote(token)
 
 
 def quoted_chunks(query: str) -> list[str]:

@@ -1,0 +1,129 @@
+"""The newest-first search (rare-token candidates verified exactly, latch.store.fts_search) returns the same rows
+as the one FTS5 query it replaces: on generated stores (path phrases over dense tokens, AND and OR, the bounded
+scan's fallback) and on every session of the corpus."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from corpus_support import corpus_available, import_item, importable_corpus_items
+
+from latch.engine.recall import query_terms
+from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
+from latch.store import EventStore, fts_search
+from latch.store.fts import build_match_query
+
+_WORDS = [f"word{i}" for i in range(400)] + ["parse", "cache", "token", "store", "index", "route"]
+
+
+def _exact(store: EventStore, query: str, mode: str, *, session_id: str | None = None, before_seq: int | None = None,
+           until_seq: int | None = None, limit: int = 20) -> list[int]:
+    """The rows of the one FTS5 query (the plan the candidate search replaces), newest first."""
+    match = build_match_query(query, mode=mode)
+    if match is None:
+        return []
+    sql = "SELECT f.rowid FROM events_fts f JOIN events e ON e.seq = f.rowid WHERE events_fts MATCH ?"
+    args: list = [match]
+    for clause, value in ((" AND e.session_id = ?", session_id), (" AND f.rowid < ?", before_seq),
+                          (" AND f.rowid <= ?", until_seq)):
+        if value is not None:
+            sql += clause
+            args.append(value)
+    return [r[0] for r in store._db.execute(sql + " ORDER BY f.rowid DESC LIMIT ?", (*args, limit))]
+
+
+def _generated(path, turns: int, seed: int = 3) -> tuple[EventStore, str]:
+    store = EventStore(path)
+    sid = store.create_session(external_key=f"gen:{seed}")
+    other = store.create_session(external_key=f"gen-other:{seed}")
+    rng = random.Random(seed)
+    batch = []
+    for i in range(turns):
+        words = " ".join(rng.choice(_WORDS) for _ in range(8))
+        p = f"src/pkg{rng.randrange(30)}/mod{rng.randrange(8)}.py"
+        batch += [UserMessage(f"step {i}: fix {words} in {p}"),
+                  AssistantMessage(f"Looking at {p}.", (ToolCall(f"c{i}", "Bash", json.dumps({"command": f"pytest {p}"})),)),
+                  ToolResult(f"c{i}", f"{' '.join(rng.choice(_WORDS) for _ in range(20))}\n1 failed", is_error=True)]
+    store.append(sid, batch)
+    store.append(other, batch[: len(batch) // 3])
+    return store, sid
+
+
+def _queries(rng: random.Random) -> list[str]:
+    qs = ["src/pkg3/mod1.py word7", "src/pkg3/mod1.py", "pytest src/pkg1/mod2.py", "src py", "1 failed",
+          "step 10", "parse cache word3", "\"src/pkg4\" AND mod3.py", "fix word1 in", "nothing-like-this zzz"]
+    qs += [f"src/pkg{rng.randrange(30)}/mod{rng.randrange(8)}.py word{rng.randrange(400)}" for _ in range(12)]
+    return qs
+
+
+@pytest.mark.parametrize("mode", ["and", "or"])
+def test_generated_store_same_rows(tmp_path, mode):
+    store, sid = _generated(tmp_path / "g.db", 1_500)
+    rng = random.Random(9)
+    top = store.max_seq()
+    planned = 0
+    for q in _queries(rng):
+        planned += store._candidates.plan(store._db, q, mode) is not None
+        for kw in ({}, {"session_id": sid}, {"session_id": sid, "before_seq": rng.randrange(2, top)},
+                   {"before_seq": top - 50, "until_seq": top - 400}, {"limit": 3}):
+            got = [s.seq for s in store.search(q, mode=mode, **kw)]
+            assert got == _exact(store, q, mode, **kw), (q, mode, kw)
+    assert planned >= 10, "most path queries go through the candidate search"
+    store.close()
+
+
+def test_bounded_scan_falls_back_to_the_exact_query(tmp_path, monkeypatch):
+    """Past MAX_CANDIDATES candidates without enough matches, the older rows come from the exact query."""
+    store, sid = _generated(tmp_path / "g.db", 1_500)
+    monkeypatch.setattr(fts_search, "CHUNK", 4)
+    monkeypatch.setattr(fts_search, "MAX_CANDIDATES", 8)
+    monkeypatch.setattr(fts_search, "DENSE_SPAN", 1)  # every token counts as rare: many candidates, few matches
+    store._candidates = fts_search.CandidateSearch()
+    for q in ("src/pkg3/mod1.py word7", "fix word3 in src/pkg2", "src/pkg2/mod5.py"):
+        for mode in ("and", "or"):
+            assert store._candidates.plan(store._db, q, mode) is not None
+            got = [s.seq for s in store.search(q, mode=mode, session_id=sid)]
+            assert got == _exact(store, q, mode, session_id=sid), (q, mode)
+    store.close()
+
+
+def test_plan_keeps_single_tokens_and_dense_phrases_on_fts5(tmp_path):
+    store, _ = _generated(tmp_path / "g.db", 600)
+    assert store._candidates.plan(store._db, "word3 word4", "or") is None  # single tokens: FTS5 stops early
+    assert store._candidates.plan(store._db, "src/py", "or") is None  # dense tokens only
+    exact, candidates = store._candidates.plan(store._db, "src/pkg3/mod1.py word7", "or")
+    assert exact == ['"word7"'] and candidates == ['"pkg3" AND "mod1"']
+    store.close()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not corpus_available(), reason="the corpus is absent")
+def test_corpus_same_rows(tmp_path):
+    """Every corpus session in one store; queries made of each session's own terms (paths, identifiers, words,
+    recall's query terms), AND and OR, over the whole store and below a cut."""
+    store = EventStore(tmp_path / "corpus.db")
+    sids = [import_item(store, item) for item in importable_corpus_items()]
+    assert sids
+    rng = random.Random(17)
+    checked = 0
+    for sid in sids:
+        texts = [s.event.searchable_text() for s in store.events(sid)]
+        texts = [t for t in texts if t]
+        if not texts:
+            continue
+        top = store.max_seq(sid)
+        for text in rng.sample(texts, min(4, len(texts))):
+            terms = query_terms([text])
+            for q in (" ".join(terms[:3]), " ".join(terms[:1]), " ".join(rng.sample(terms, min(2, len(terms))))):
+                if not q:
+                    continue
+                for mode in ("and", "or"):
+                    for kw in ({"session_id": sid}, {"session_id": sid, "before_seq": rng.randrange(1, top + 1)},
+                               {}):
+                        got = [s.seq for s in store.search(q, mode=mode, **kw)]
+                        assert got == _exact(store, q, mode, **kw), (sid, q, mode, kw)
+                        checked += 1
+    assert checked > 500
+    store.close()
