@@ -63,7 +63,8 @@ def test_a_check_failing_in_one_shard_fails_the_aggregate_naming_that_shard(monk
     assert good["ok"] and not bad["ok"] and not doc["ok"]
     assert [k for k, c in doc["checks"].items() if not c["ok"]] == ["exact_raw_recall"]
     assert doc["checks"]["exact_raw_recall"]["detail"] == (
-        f"shard 1 (seed {plan[1].seed}): engine.recall('INV-2024-0917 7f3a9c1e') did not return seq 7 verbatim")
+        f"shard 1 (seed {plan[1].seed}): engine.recall('INV-2024-0917 7f3a9c1e') did not return seq 7 verbatim, "
+        "and the final view does not hold it")
     assert doc["checks"]["bounded_tokens"]["detail"].startswith("all 2 shards (shard 0: max ")
     assert doc["events"] == 1_000 and doc["wall_materializations_per_second"] == round(doc["materializations"] / 2.0, 2)
     assert doc["materializations_per_second"] == round(doc["materializations"] / doc["materialize_seconds"], 2)

@@ -39,7 +39,8 @@ def test_bench_prints_a_narrow_table_and_a_verdict_per_budget_with_progress_in_a
     for line, budget in zip(lines[7:9], ("32k:4k:8k", "8k:1k:2k")):
         assert re.fullmatch(rf"verdict {budget}: continuity covers [\d.]+% of the needed context [≥<] sliding-window's "
                             r"[\d.]+% \(the best baseline\) at \d+% of its dollars; (on|not on) the cost/coverage "
-                            r"frontier\.", line), line
+                            r"frontier\.( Like for like, on the [\d,]+ requests every engine answered: [\d.]+% vs "
+                            r"[\d.]+%(, at \d+% of its dollars)?\.)?", line), line
     assert max(len(line) for line in lines[:6]) < 100  # the wide table (24 columns) is in report.md only
     assert "| cacheability median |" not in r.stdout and "cacheability median" in (out / "report.md").read_text()
     progress_lines = r.stderr.splitlines()
