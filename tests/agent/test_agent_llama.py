@@ -48,7 +48,8 @@ def test_thirty_turns_of_latch_run_never_overflow_a_real_local_model(tmp_path, l
                         "--max-turns", str(TURNS), "--yes", "--tool-choice", "read_file", "--tools", "read_file",
                         "--no-stream"], cwd=ws, env=env, capture_output=True, text=True, timeout=3600)
     assert r.returncode == 3, r.stdout[-3000:] + r.stderr[-3000:]  # 3: stopped by --max-turns, nothing refused
-    assert "Traceback" not in r.stderr and "error:" not in r.stdout.replace("  error:", "")
+    # Latch's own failures; the model's text (echoed in call lines) may hold any words, "Traceback" included
+    assert "Traceback" not in r.stderr and not any(line.startswith(("error:", "Error:")) for line in r.stdout.splitlines())
     rows = [m.groups() for m in STATUS.finditer(r.stdout)]
     assert [int(n) for n, *_ in rows] == list(range(1, TURNS + 1))
     hard = N_CTX - RESERVE
