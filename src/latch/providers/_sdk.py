@@ -34,7 +34,7 @@ class SDKProvider:
 
     model: str
     base_url: str | None
-    api_key_env: str
+    api_key_env: str | None  # None: a provider that sends no key (a local server)
 
     @classmethod
     def from_options(cls, model: str, *, base_url: str | None = None, api_key_env: str | None = None,
