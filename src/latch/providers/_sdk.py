@@ -1,4 +1,4 @@
-"""Shared pieces of the SDK-backed providers (:mod:`.openai_sdk`, :mod:`.anthropic_sdk`).
+"""Shared pieces of the SDK-backed providers (:mod:`.openai.sdk`, :mod:`.openai.responses_sdk`, :mod:`.anthropic.sdk`).
 
 * :func:`api_key_from_env`: the API key, only ever from an environment variable;
 * :func:`create_kwargs`: a request body as keyword arguments of an SDK ``create`` method (keys the

@@ -9,9 +9,9 @@ from typing import Any
 
 from ..events import AssistantMessage, ToolCall, Usage, canonical_arguments
 from ..port import ContextView
-from .anthropic_messages import to_anthropic_messages
-from .openai_chat import to_openai_chat
-from .openai_responses import to_responses
+from .anthropic.messages import to_anthropic_messages
+from .openai.chat import to_openai_chat
+from .openai.responses import to_responses
 
 __all__ = ["WIRE_FORMATS", "render_request", "tool_choice_body", "parse_response"]
 

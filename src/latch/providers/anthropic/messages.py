@@ -37,9 +37,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..events import MediaRef, parse_arguments
-from ..port import ContextView, ViewMessage
-from ._wire import (
+from ...events import MediaRef, parse_arguments
+from ...port import ContextView, ViewMessage
+from .._wire import (
     ArtifactLoader,
     Turn,
     group,
