@@ -248,11 +248,13 @@ class Event:
 
     def to_payload(self) -> dict[str, Any]:
         """The JSON-ready payload (no ``kind``); ``None`` fields are kept (unknown ≠ 0)."""
-        return _to_plain(self)
+        payload: dict[str, Any] = _to_plain(self)
+        return payload
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> Event:
-        return _from_plain(cls, payload)
+        event: Event = _from_plain(cls, payload)
+        return event
 
     def encode(self) -> bytes:
         """Canonical bytes of ``{"kind": KIND, **payload}``."""
@@ -321,6 +323,7 @@ class _ParsedSlot:
     pickled, copied, printed or encoded (those all go through the fields only)."""
 
     __slots__ = ("_parsed",)
+    _parsed: Any
 
 
 _UNSET: Any = object()
@@ -655,7 +658,7 @@ class ProcessExited(Event):
     unknown: bool = False
 
     def to_payload(self) -> dict[str, Any]:
-        payload = _to_plain(self)
+        payload: dict[str, Any] = _to_plain(self)
         if not self.unknown:
             del payload["unknown"]
         return payload
@@ -1072,13 +1075,11 @@ def decode_event(kind: str, payload: Mapping[str, Any] | str | bytes) -> Event:
 
     Raises ``KeyError`` naming the known kinds for a kind not in :data:`EVENT_KINDS`.
     """
-    if isinstance(payload, (str, bytes)):
-        payload = json.loads(payload)
+    data: Mapping[str, Any] = json.loads(payload) if isinstance(payload, (str, bytes)) else payload
     cls = EVENT_KINDS.get(kind)
     if cls is None:
         raise KeyError(f"unknown event kind {kind!r}; known: {', '.join(sorted(EVENT_KINDS))}")
-    payload = {k: v for k, v in payload.items() if k != "kind"}
-    return cls.from_payload(payload)
+    return cls.from_payload({k: v for k, v in data.items() if k != "kind"})
 
 
 def register_nested(owner: str, field_name: str, cls: type) -> None:

@@ -21,11 +21,14 @@ Units: every ``*_tokens`` field is in estimated tokens.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .events import MediaRef
+
+if TYPE_CHECKING:  # numpy loads when an estimator makes an array, not with the port
+    import numpy as np
 
 __all__ = [
     "ContextBudget",
@@ -38,6 +41,8 @@ __all__ = [
     "ContextView",
     "MaterializedContext",
     "RecalledEvent",
+    "Estimator",
+    "CanonicalStateView",
     "ContextOverflow",
     "ContextEngine",
     "SessionReader",
@@ -229,6 +234,53 @@ class ContextOverflow(Exception):
 
 
 @runtime_checkable
+class Estimator(Protocol):
+    """A conservative token estimator for one model family (spec: "Bounded materialization").
+
+    :class:`latch.estimators.HeuristicEstimator` is the built-in one; a plugin supplies others through
+    the ``latch_select_estimator`` hook. An estimator whose counts are a provider's exact tokenizer may
+    also set ``EXACT = True`` and ``TOKENIZER`` (its name), and may follow
+    :class:`latch.estimators.ChatFraming`.
+    """
+
+    name: str
+
+    def estimate(self, text: str) -> int:
+        """Tokens of ``text`` (>= 0; 0 only for ``""``)."""
+        ...
+
+    def estimate_batch(self, texts: Iterable[str]) -> np.ndarray:
+        """Tokens of each text: a numpy ``int64`` array, one entry per text."""
+        ...
+
+    def image_tokens(self, width: int | None, height: int | None) -> int:
+        """Tokens of one image of ``width`` x ``height`` pixels; a conservative fallback when either
+        is unknown (``None``). Never derived from the encoded size."""
+        ...
+
+
+@runtime_checkable
+class CanonicalStateView(Protocol):
+    """What an engine reads of a session's canonical state (:class:`latch.kernel.CanonicalState`)
+    at one event (spec: "Cache epochs and working memory").
+
+    ``revision`` counts the state's changes; ``is_empty`` says :meth:`render` has nothing to write.
+    :meth:`render` returns the state's text within ``budget_tokens`` tokens as counted by ``estimate``
+    (``goal_stated``: the goal line only says it is unchanged). The built-in engine also reads, when
+    present: ``goal`` (str or ``None``), ``goal_line`` (str), ``update_key`` (str), ``current_passes``
+    (frozenset of requirement keys), ``repeated_failures(n)`` (dicts) and ``recent_files(n)`` (paths).
+    """
+
+    @property
+    def revision(self) -> int: ...
+
+    @property
+    def is_empty(self) -> bool: ...
+
+    def render(self, budget_tokens: int, estimate: Callable[[str], int], *, goal_stated: bool = False) -> str: ...
+
+
+@runtime_checkable
 class SessionReader(Protocol):
     """Read-only access to one session's durable history (no SQLite handle)."""
 
@@ -244,7 +296,7 @@ class SessionReader(Protocol):
 
     def get_artifact(self, sha256: str) -> tuple[MediaRef, bytes]: ...
 
-    def canonical_state(self, until_seq: int | None = None) -> Any: ...
+    def canonical_state(self, until_seq: int | None = None) -> CanonicalStateView: ...
 
 
 @runtime_checkable
@@ -292,7 +344,7 @@ class ContextEngine(Protocol):
 
     def set_config(self, config: Mapping[str, Any]) -> None: ...
 
-    def set_estimator(self, estimator: Any) -> None: ...
+    def set_estimator(self, estimator: Estimator) -> None: ...
 
     def default_budget(self) -> ContextBudget: ...
 
@@ -312,7 +364,7 @@ class EngineProfile:
     reader: SessionReader
     writer: KernelWriter
     config: Mapping[str, Any] = field(default_factory=dict)
-    estimator: Any = None
+    estimator: Estimator | None = None
     parent_session_id: str | None = None
     token_counts: TokenCountCache | None = None  # exact per-event counts; used only with an exact estimator
 

@@ -22,8 +22,8 @@ from latch.events import MediaRef, Usage
 from latch.providers import (OpenAIResponsesProvider, Provider, ProviderError, ProviderOverflow, to_responses,
                              validate_responses)
 from latch.providers._wire import DERIVED_TOOL_DESCRIPTION
-from latch.providers.openai_responses import insert_reasoning
-from latch.providers.responses_sdk import assemble_response
+from latch.providers.openai.responses import insert_reasoning
+from latch.providers.openai.responses_sdk import assemble_response
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 

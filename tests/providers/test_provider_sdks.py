@@ -22,8 +22,8 @@ from latch.providers import (AnthropicProvider, OpenAICompatibleProvider, OpenAI
                              ProviderOverflow, ScriptedProvider, add_cache_breakpoints, to_anthropic_messages,
                              to_openai_chat, validate_anthropic_messages, validate_openai_chat)
 from latch.providers._sdk import overflow_numbers
-from latch.providers.anthropic_sdk import assemble_message
-from latch.providers.openai_sdk import assemble_chat_completion
+from latch.providers.anthropic.sdk import assemble_message
+from latch.providers.openai.sdk import assemble_chat_completion
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 

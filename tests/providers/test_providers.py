@@ -12,7 +12,7 @@ from latch.providers import (Provider, ProviderError, ScriptedProvider, canonica
                              common_prefix_tokens, to_anthropic_messages, to_openai_chat,
                              validate_anthropic_messages, validate_openai_chat)
 from latch.providers._wire import DERIVED_TOOL_DESCRIPTION
-from latch.providers.anthropic_messages import CONTINUATION_NOTE, wire_tool_id
+from latch.providers.anthropic.messages import CONTINUATION_NOTE, wire_tool_id
 
 
 def view(*messages, system="You are Latch.", tools=()):

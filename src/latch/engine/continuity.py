@@ -72,15 +72,18 @@ from ..config import budget_for_model, state_tokens, validate_config
 from ..config import recall_tokens as config_recall_tokens
 from ..events import AssistantMessage, SystemNote, ToolCall, ToolResult, Usage, UserMessage
 from ..port import (
+    CanonicalStateView,
     ComponentTokens,
     ContextBudget,
     ContextOverflow,
     ContextRequest,
     ContextView,
     EngineProfile,
+    Estimator,
     KernelWriter,
     RecalledEvent,
     SessionReader,
+    TokenCountCache,
     ViewMessage,
 )
 from . import recall as recall_mod
@@ -141,7 +144,7 @@ def _state_body(section: str) -> str:
     return section.split("\n", 1)[1].rsplit("\n</canonical-state>", 1)[0]
 
 
-def _states_goal(body: str, state: Any) -> bool:
+def _states_goal(body: str, state: CanonicalStateView) -> bool:
     """Whether the rendered state ``body`` states ``state``'s goal word for word (its ``goal_line``)."""
     line = getattr(state, "goal_line", None)
     if not isinstance(line, str) or not getattr(state, "goal", None):
@@ -159,19 +162,19 @@ def _skill_name(call: ToolCall) -> str:
     return name if isinstance(name, str) else call.arguments
 
 
-def _update_key(state: Any) -> str | None:
+def _update_key(state: CanonicalStateView) -> str | None:
     """The state's :attr:`~latch.kernel.state.CanonicalState.update_key` (``None``: a state without one)."""
     key = getattr(state, "update_key", None)
     return key if isinstance(key, str) else None
 
 
-def _current_passes(state: Any) -> frozenset[str] | None:
+def _current_passes(state: CanonicalStateView) -> frozenset[str] | None:
     """The state's :attr:`~latch.kernel.state.CanonicalState.current_passes` (``None``: a state without them)."""
     passes = getattr(state, "current_passes", None)
     return passes if isinstance(passes, frozenset) else None
 
 
-def _repeated(state: Any) -> list[dict[str, Any]]:
+def _repeated(state: CanonicalStateView) -> list[dict[str, Any]]:
     """The state's lineages at :data:`REGROUND_AFTER` failures or more (``[]``: a state without lineages)."""
     repeated = getattr(state, "repeated_failures", None)
     return list(repeated(REGROUND_AFTER)) if callable(repeated) else []
@@ -378,7 +381,7 @@ class _Request:
     session_t: int
     system_t: int
     tools_t: int
-    state: Any
+    state: CanonicalStateView
     state_rev: int
     state_budget: int
     ext_sec: str
@@ -407,7 +410,7 @@ class ContinuityEngine:
     DESCRIPTION = "Cache epochs over the durable log: canonical state, whole-unit recent memory, FTS recall, episodes."
 
     def __init__(self, model: str | None, *, reader: SessionReader, writer: KernelWriter,
-                 config: Mapping[str, Any] | None = None, estimator: Any = None, token_counts: Any = None):
+                 config: Mapping[str, Any] | None = None, estimator: Estimator | None = None, token_counts: TokenCountCache | None = None):
         self.model = model
         self._reader = reader
         self._writer = writer
@@ -418,8 +421,8 @@ class ContinuityEngine:
 
     @classmethod
     def for_model(cls, model: str | None, *, reader: SessionReader, writer: KernelWriter,
-                  config: Mapping[str, Any] | None = None, estimator: Any = None,
-                  token_counts: Any = None) -> ContinuityEngine:
+                  config: Mapping[str, Any] | None = None, estimator: Estimator | None = None,
+                  token_counts: TokenCountCache | None = None) -> ContinuityEngine:
         """The engine of one session for ``model``: budget from ``config`` (``[models.<model>]``,
         ``[context]``), estimator ``estimator`` or the model's own; ``token_counts`` (a
         :class:`~latch.port.TokenCountCache`) holds the durable per-event counts of an exact estimator."""
@@ -440,13 +443,13 @@ class ContinuityEngine:
         """Replace the configuration (``ConfigError`` on a bad value); budgets apply from the next request."""
         self._config = validate_config(config, "engine config")
 
-    def set_estimator(self, estimator: Any) -> None:
+    def set_estimator(self, estimator: Estimator) -> None:
         """Estimate with ``estimator`` from now on; the epoch is reloaded from durable records and re-estimated."""
         self._counter = TokenCounter(estimator, self._token_counts)
         self._loaded = False
 
     @property
-    def estimator(self) -> Any:
+    def estimator(self) -> Estimator:
         return self._counter.estimator
 
     def default_budget(self) -> ContextBudget:
@@ -595,7 +598,7 @@ class ContinuityEngine:
         }
 
     # ------------------------------------------------------------ rendering helpers
-    def _files(self, state: Any) -> list[str]:
+    def _files(self, state: CanonicalStateView) -> list[str]:
         """Open files: the canonical state's newest file entries, else paths of recent tool calls.
         The kernel's ``recent_files(n)`` costs O(n); its ``files`` tuple costs O(files) per revision."""
         recent = getattr(state, "recent_files", None)

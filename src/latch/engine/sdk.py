@@ -53,6 +53,7 @@ from ..port import (
     ContextRequest,
     ContextView,
     EngineProfile,
+    Estimator,
     RecalledEvent,
     ViewMessage,
 )
@@ -151,7 +152,7 @@ class PolicyEngine:
         self._options = options
         self._reset_units()
 
-    def set_estimator(self, estimator: Any) -> None:
+    def set_estimator(self, estimator: Estimator) -> None:
         """Price everything with ``estimator`` (a :class:`latch.estimators.Estimator`) from now on."""
         self._counter = TokenCounter(estimator)
         self._reset_units()

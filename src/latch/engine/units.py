@@ -41,7 +41,7 @@ from typing import Any
 
 from ..estimators import ChatFraming, estimator_for_model
 from ..events import AssistantMessage, MediaRef, ToolResult, UserMessage, canonical_bytes
-from ..port import ContextView, SessionContext, ViewMessage, ViewToolCall
+from ..port import ContextView, Estimator, SessionContext, TokenCountCache, ViewMessage, ViewToolCall
 
 __all__ = [
     "MESSAGE_OVERHEAD_TOKENS",
@@ -63,7 +63,7 @@ TOOL_CALL_OVERHEAD_TOKENS = 8
 """Structure of one tool call or tool result (type, id/name/arguments keys)."""
 
 
-def resolve_estimator(model: str | None, estimator: Any = None) -> Any:
+def resolve_estimator(model: str | None, estimator: Estimator | None = None) -> Estimator:
     """``estimator`` if given, else :func:`latch.estimators.estimator_for_model` of ``model``.
 
     The engine-side default for an engine built without one; hosts choose through
@@ -118,7 +118,7 @@ class TokenCounter:
     per message, :data:`TOOL_CALL_OVERHEAD_TOKENS` per call or result).
     """
 
-    def __init__(self, estimator: Any, counts: Any = None):
+    def __init__(self, estimator: Estimator, counts: TokenCountCache | None = None):
         if not callable(getattr(estimator, "estimate", None)) or not callable(getattr(estimator, "image_tokens", None)):
             raise TypeError(f"estimator {estimator!r} needs estimate(text) and image_tokens(width, height) "
                             f"(latch.estimators.Estimator)")
@@ -168,14 +168,14 @@ class TokenCounter:
     def message(self, m: ViewMessage) -> int:
         """Tokens of one provider-visible message (content, calls, ids, media, overhead); from the durable
         per-event cache when there is one (see the class docstring)."""
-        counts = self.counts
-        if counts is None or m.seq is None or m.kind != "conversation":
+        counts, tokenizer = self.counts, self.tokenizer
+        if counts is None or tokenizer is None or m.seq is None or m.kind != "conversation":
             return self._message(m)
         digest = line_digest(message_line(m))
-        got = counts.get(self.tokenizer, m.seq, digest)
+        got = counts.get(tokenizer, m.seq, digest)
         if got is None:
             got = self._message(m)
-            counts.put(self.tokenizer, m.seq, digest, got)
+            counts.put(tokenizer, m.seq, digest, got)
         return int(got)
 
     def _message(self, m: ViewMessage) -> int:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command 
     import numpy as np
 
 from .. import hotpaths
+from ..port import Estimator
 
 # Anthropic vision: images whose long edge exceeds 1568 px are scaled down, then cost
 # width * height / 750 tokens; images are also scaled down to stay within about 1600 tokens.
@@ -43,26 +44,6 @@ OPENAI_TILE = 512
 OPENAI_BASE_TOKENS = 85
 OPENAI_TILE_TOKENS = 170
 OPENAI_MAX_IMAGE_TOKENS = OPENAI_BASE_TOKENS + OPENAI_TILE_TOKENS * 8
-
-
-@runtime_checkable
-class Estimator(Protocol):
-    """A conservative token estimator for one model family."""
-
-    name: str
-
-    def estimate(self, text: str) -> int:
-        """Tokens of ``text`` (>= 0; 0 only for ``""``)."""
-        ...
-
-    def estimate_batch(self, texts: Iterable[str]) -> np.ndarray:
-        """Tokens of each text: a numpy ``int64`` array, one entry per text."""
-        ...
-
-    def image_tokens(self, width: int | None, height: int | None) -> int:
-        """Tokens of one image of ``width`` x ``height`` pixels; a conservative fallback when either
-        is unknown (``None``). Never derived from the encoded size."""
-        ...
 
 
 @runtime_checkable

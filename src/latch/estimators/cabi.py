@@ -25,6 +25,7 @@ import numpy as np
 
 import latch
 from latch.estimators import anthropic_image_tokens, openai_image_tokens
+from latch.hotpaths._py import IntArray
 
 __all__ = ["ABI_VERSION", "CDEF", "CabiError", "AbiLibrary", "AbiEstimator", "default_library_path", "load"]
 
@@ -74,7 +75,7 @@ def default_library_path() -> Path | None:
     """Latch's own ``latch/_lib/liblatch_core`` (beside the package or beside ``latch._native``), or None."""
     folders = [Path(latch.__file__).parent]
     try:
-        from latch import _native  # type: ignore[attr-defined]  # the optional C++ extension
+        from latch import _native  # the optional C++ extension
     except ImportError:
         pass
     else:
@@ -172,8 +173,9 @@ class AbiLibrary:
                     "suffix_start")
         return int(out[0])
 
-    def score_episodes(self, term_indptr, term_ids, file_indptr, file_ids, markers, last_seq,
-                       query_terms, current_files, now_seq: int, k: int) -> list[int]:
+    def score_episodes(self, term_indptr: IntArray, term_ids: IntArray, file_indptr: IntArray, file_ids: IntArray,
+                       markers: IntArray, last_seq: IntArray, query_terms: IntArray, current_files: IntArray,
+                       now_seq: int, k: int) -> list[int]:
         """As :func:`latch.hotpaths.score_episodes`."""
         arrs = [_int64(a) for a in (term_indptr, term_ids, file_indptr, file_ids, markers, last_seq,
                                     query_terms, current_files)]

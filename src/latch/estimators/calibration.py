@@ -123,9 +123,9 @@ def corpus_texts(corpus: Path, names: Iterable[str] | None = None) -> dict[str, 
             records = [json.loads(raw)]
         for record in records:
             for leaf_path, text in _leaves(record, ""):
-                category = _leaf_category(leaf_path)
-                if category:
-                    add(category, text)
+                leaf_category = _leaf_category(leaf_path)
+                if leaf_category:
+                    add(leaf_category, text)
     return out
 
 
@@ -229,7 +229,7 @@ def generated_texts(seed: int = 2024) -> dict[str, list[str]]:
 
 def windows(texts: dict[str, list[str]], phase: float = 0.0) -> list[Window]:
     """Windows of every category: ``WINDOWS_PER_SIZE[s]`` windows of ``s`` characters each."""
-    out = []
+    out: list[Window] = []
     for category, parts in texts.items():
         stream = "\n".join(parts)
         for size in WINDOW_SIZES:

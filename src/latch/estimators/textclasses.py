@@ -366,7 +366,7 @@ def class_texts(seed: int = 11) -> dict[str, list[str]]:
 
 
 def _cut(category: str, stream: str, phase: float) -> list[Window]:
-    out = []
+    out: list[Window] = []
     for size, count in CLASS_WINDOWS_PER_SIZE.items():
         span = max(len(stream) - size, 0)
         offsets = sorted({int(span * (i + phase) / count) for i in range(count)})

@@ -27,12 +27,14 @@ Units: tokens.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..accounting.forecast import ProviderForecast
 from ..events import AssistantMessage, EstimateCorrection
 from ..port import ContextBudget
+from ..store import EventStore
 
 __all__ = ["KIND", "Correction", "raises_ratio", "corrected_budget", "session_correction", "ReplayCorrections",
            "SAFETY_MARGIN", "RATE_MIN_REQUESTS", "RATE_KIND", "session_rate", "rate_budget", "rate_limit_tokens", "rate_ready", "provider_limit_tokens"]
@@ -165,7 +167,7 @@ def _best(found: list[Correction]) -> Correction | None:
     return best
 
 
-def session_correction(store: Any, session_id: str) -> Correction | None:
+def session_correction(store: EventStore, session_id: str) -> Correction | None:
     """The largest correction in effect for ``session_id``: its log's :class:`~latch.events.EstimateCorrection`
     events (``request``: how many model requests came before it), else the newest finished replay run of the
     session in the store's replay scratch (read only when the scratch file exists; a read never creates it), else
@@ -177,7 +179,7 @@ def session_correction(store: Any, session_id: str) -> Correction | None:
         e = s.event
         if isinstance(e, AssistantMessage):
             requests += 1
-        elif e.estimated_tokens > 0:
+        elif isinstance(e, EstimateCorrection) and e.estimated_tokens > 0:
             found.append(Correction(e.provider_tokens, e.estimated_tokens, requests or None, e.source))
     best = _best(found)
     if best is not None:
@@ -189,7 +191,7 @@ def session_correction(store: Any, session_id: str) -> Correction | None:
     return None
 
 
-def session_rate(store: Any, session_id: str) -> dict[str, Any] | None:
+def session_rate(store: EventStore, session_id: str) -> dict[str, Any] | None:
     """The provider's rate the newest replay of ``session_id`` fitted (its record of kind :data:`RATE_KIND`, in the
     replay scratch or a replay kept with ``--keep``): ``{"rate", "intercept_tokens", "requests", "steps",
     "request", "origin"}``, else ``None`` (no replay with provider usage)."""
@@ -200,7 +202,7 @@ def session_rate(store: Any, session_id: str) -> dict[str, Any] | None:
     return None
 
 
-def _replay_records(store: Any, session_id: str, kind: str) -> Any:
+def _replay_records(store: EventStore, session_id: str, kind: str) -> Iterator[tuple[list[tuple[int, str, int, dict[str, Any]]], str]]:
     """``(records of kind, origin)`` of the session's finished replay runs in the store's replay scratch, newest
     first (read only when the scratch file exists; a read never creates it), then of the replays kept in the
     store with ``latch replay --keep``, newest first."""

@@ -39,6 +39,7 @@ from ..engine.units import TokenCounter, Unit, UnitBuilder, header_lines, messag
 from ..events import AssistantMessage, Usage
 from ..kernel.derive import instruction_text
 from ..port import ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile, SessionContext
+from ..store import EventStore
 from .sealed import seal_reader, seal_token_counts, seal_writer
 from .session import (
     OverlayKernelWriter,
@@ -155,7 +156,7 @@ class EngineSetup:
         return estimator_name(self.estimator)
 
 
-def build_engine(store: Any, session_id: str, *, stream: str | Callable[[str], str], engine: str | None = None,
+def build_engine(store: EventStore, session_id: str, *, stream: str | Callable[[str], str], engine: str | None = None,
                  model: str | None = None, estimator: str | None = None,
                  config: Mapping[str, Any] | None = None, scratch: bool = False,
                  overlay: bool = False, build: Callable[[EngineProfile], Any] | None = None,
@@ -264,7 +265,7 @@ class RequestLoop:
     ``latest_instruction`` is ``(seq, text)`` of the newest user instruction fed so far (``None``: none yet).
     """
 
-    def __init__(self, store: Any, session_id: str, setup: EngineSetup, budget: ContextBudget, *,
+    def __init__(self, store: EventStore, session_id: str, setup: EngineSetup, budget: ContextBudget, *,
                  session_context: SessionContext | None = None, system_prompt: str = "",
                  tools: Sequence[Mapping[str, Any]] = (), harness_tokens: int = 0):
         self.store, self.session_id, self.setup, self.budget = store, session_id, setup, budget

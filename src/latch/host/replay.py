@@ -74,7 +74,7 @@ class ReplayPlan:
     """The store-wide seqs of the session's events, in order (``event_seqs[i]`` is the session's event ``i + 1``)."""
 
 
-def run_budget(store: Any, session_id: str) -> dict[str, int]:
+def run_budget(store: EventStore, session_id: str) -> dict[str, int]:
     """The budget options a ``latch run`` session was started with: ``{"window", "reserve", "recent"}`` (tokens;
     only the ones its run set), read from the session's profile (``meta["agent"]``, the same record ``latch run
     --resume`` reads back); ``{}`` for an imported session or a run that set none of them."""
@@ -96,7 +96,7 @@ def window_origin(config: Mapping[str, Any], model: str | None, window: int, fla
     return chosen.source, chosen.entry
 
 
-def plan_replay(store: Any, session_id: str, *, engine: str | None = None, model: str | None = None,
+def plan_replay(store: EventStore, session_id: str, *, engine: str | None = None, model: str | None = None,
                 estimator: str | None = None, config: Mapping[str, Any] | None = None, window: int | None = None,
                 reserve: int | None = None, recent: int | None = None, scratch: bool = True,
                 harness: bool = True, overlay_main: bool = False) -> ReplayPlan:
@@ -155,7 +155,7 @@ class Replay:
     """The outcome of :func:`replay`: the ``session_id`` in ``store``, the ``plan`` (engine, budget, harness) and
     one :class:`~latch.host.loop.RequestResult` per model request of the transcript, in order (``results``)."""
 
-    store: Any
+    store: EventStore
     session_id: str
     plan: ReplayPlan
     results: list[Any]
@@ -166,7 +166,7 @@ class Replay:
         return [v for r in self.results for v in r.violations]
 
 
-def replay(source: str | os.PathLike[str], *, store: Any = None, format: str | None = None,
+def replay(source: str | os.PathLike[str], *, store: EventStore | None = None, format: str | None = None,
            **options: Any) -> Replay:
     """Replay a transcript: every model request's view, materialized and checked (spec: "Bounded
     materialization"). ``source`` is a transcript file (imported first, as a finished session, into ``store``,
@@ -188,7 +188,7 @@ def replay(source: str | os.PathLike[str], *, store: Any = None, format: str | N
     return Replay(store, session_id, plan, list(plan.loop.replay(plan.requests)))
 
 
-def _stored(store: Any, session_id: str) -> str | None:
+def _stored(store: EventStore, session_id: str) -> str | None:
     """The full id of the session ``session_id`` names in ``store`` (an id or a unique prefix), else ``None``."""
     try:
         return str(store.session(session_id).id)
@@ -206,7 +206,7 @@ def _requests(events: list[Any]) -> list[tuple[int, int, Usage | None]]:
     return [(r.seq, r.until_seq, r.usage) for r in model_requests(events)]
 
 
-def run_replay(store: Any, session_id: str, *, engine: str | None = None, model: str | None = None,
+def run_replay(store: EventStore, session_id: str, *, engine: str | None = None, model: str | None = None,
                estimator: str | None = None, config: Mapping[str, Any] | None = None, window: int | None = None,
                reserve: int | None = None, recent: int | None = None,
                progress: Callable[[int, int], None] | None = None,

@@ -233,14 +233,14 @@ class RunCommands:
     def __init__(self, store: EventStore, session_id: str):
         self.store, self.session_id = store, session_id
 
-    def submit(self, command: str, text: str | None = None, *, receipt: str | None = None,
+    def submit(self, command: str | None, text: str | None = None, *, receipt: str | None = None,
                source: str = "web") -> dict[str, Any]:
         """Queue ``command`` (one of :data:`COMMANDS`; ``steer`` needs ``text``) and return its receipt
         ``{"id", "command", "status", "seq"}`` (``status`` from :func:`latch.host.reducers.commands`:
         ``queued``, ``applied``, ``delivered`` or ``moot``). ``receipt``: the client's id (1-64 of
         ``A-Za-z0-9_-``) so a retry adds nothing; a new one otherwise. ``ValueError`` (one line) for an unknown
         command, an empty steering text, text on another command or a malformed receipt id."""
-        if command not in COMMANDS:
+        if command is None or command not in COMMANDS:
             raise ValueError(f"unknown command {command!r} (known: {', '.join(COMMANDS)})")
         if receipt is None:
             receipt = uuid.uuid4().hex
@@ -257,7 +257,7 @@ class RunCommands:
         self.store.append(self.session_id, [PendingEvent(event, f"command:{receipt}")])
         return self.receipt(receipt) or {"id": receipt, "command": command, "status": "queued", "seq": None}
 
-    def send(self, command: str, text: str | None = None, *, receipt: str | None = None,
+    def send(self, command: str | None, text: str | None = None, *, receipt: str | None = None,
              source: str = "web") -> dict[str, Any]:
         """A UI's command: :meth:`submit`, except that ``stop`` raises :class:`NoRunningRun` (store unchanged)
         when the session has no running ``latch run`` (:func:`session_liveness`). ``source``: the UI

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..events import MediaRef
-from ..port import KernelWriter, SessionReader, TokenCountCache
+from ..port import CanonicalStateView, KernelWriter, SessionReader, TokenCountCache
 
 __all__ = ["seal_reader", "seal_writer", "seal_token_counts", "SealedReader", "SealedWriter", "SealedTokenCounts"]
 
@@ -97,9 +97,10 @@ class SealedReader(_Sealed):
         ref, data = _target(self).get_artifact(sha256)
         return ref, bytes(data)
 
-    def canonical_state(self, until_seq: int | None = None) -> Any:
+    def canonical_state(self, until_seq: int | None = None) -> CanonicalStateView:
         """The kernel's canonical state as of ``until_seq`` (it holds no store)."""
-        return _target(self).canonical_state(until_seq)
+        state: CanonicalStateView = _target(self).canonical_state(until_seq)
+        return state
 
 
 class SealedWriter(_Sealed):

@@ -16,6 +16,7 @@ from typing import Any
 from ..events import MediaRef
 from ..kernel import canonical_state
 from ..kernel.ledger import KernelCache
+from ..port import CanonicalStateView
 from ..store import EventStore, StoredEvent
 from .kernel import kernel_cache
 
@@ -65,7 +66,7 @@ class StoreSessionReader:
         """An artifact's reference and exact bytes; ``KeyError`` when unknown."""
         return self._store.get_artifact(sha256)
 
-    def canonical_state(self, until_seq: int | None = None) -> Any:
+    def canonical_state(self, until_seq: int | None = None) -> CanonicalStateView:
         """The kernel's canonical state as of ``until_seq`` (an :class:`EmptyState` before the kernel exists).
 
         The result has ``revision`` (int), ``is_empty`` (bool) and ``render() -> str``.

@@ -31,6 +31,7 @@ from typing import Any
 from ..accounting import pricing
 from ..events import AssistantMessage, ToolResult, UserMessage
 from ..kernel.tombstones import tombstoned_sessions
+from ..store import EventStore
 from .loop import model_requests
 from .runs import session_liveness
 
@@ -120,7 +121,7 @@ def _status(events: list[Any]) -> str:
     return "interrupted" if pending else "done"
 
 
-def summarize(store: Any, info: Any) -> SessionSummary:
+def summarize(store: EventStore, info: Any) -> SessionSummary:
     """The :class:`SessionSummary` of the stored session ``info`` (a :class:`latch.store.SessionInfo`); reads
     its events of :data:`SUMMARY_KINDS` once. Never raises for odd data: an unparsable timestamp is skipped."""
     events = list(store.events(info.id, kinds=list(SUMMARY_KINDS)))
@@ -195,7 +196,7 @@ def short_ids(ids: list[str]) -> dict[str, str]:
     return out
 
 
-def listed_sessions(store: Any) -> list[tuple[SessionSummary, int]]:
+def listed_sessions(store: EventStore) -> list[tuple[SessionSummary, int]]:
     """Every session of ``store`` but the forgotten ones (tombstoned, and their descendants), summarized and in
     :func:`session_tree` order with their depth: what the TUI and the web list (``latch sessions`` without
     filters)."""

@@ -61,7 +61,7 @@ def _resolve() -> None:
     backend = "python"
     if IMPL in ("auto", "native"):
         try:
-            from .. import _native  # type: ignore[attr-defined]  # the optional C++ extension
+            from .. import _native  # the optional C++ extension
         except ImportError:  # pragma: no cover - depends on build
             if IMPL == "native":
                 _error = "LATCH_IMPL=native but the native module latch._native is not built"

@@ -227,12 +227,12 @@ MARKER_BITS = ("validation_passed", "validation_failed", "reground", "mutation",
 MARKER_WEIGHTS = (300, 800, 600, 400, 500, 700)
 
 
-def _overlap(ids: Sequence[int], lo: int, hi: int, wanted: set[int]) -> int:
-    return sum(1 for j in range(lo, hi) if ids[j] in wanted)
-
-
 IntArray = Union[Sequence[int], "np.ndarray"]
 """An int64 numpy array or any sequence of ints (the score arrays' element type)."""
+
+
+def _overlap(ids: IntArray, lo: int, hi: int, wanted: set[int]) -> int:
+    return sum(1 for j in range(lo, hi) if ids[j] in wanted)
 
 
 def score_episodes(term_indptr: IntArray, term_ids: IntArray, file_indptr: IntArray,

@@ -30,15 +30,20 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import io
 import os
 import secrets
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .. import hotpaths
 from .events import ExternalChange, FileObservation, Mutation
+
+if TYPE_CHECKING:
+    from ..store import EventStore
 
 __all__ = ["HASH_LIMIT_BYTES", "PAGE_LIMIT_BYTES", "PAGE_LIMIT_TOKENS", "Page", "WriteResult", "StaleFileError",
            "bounded_page", "read_file", "read_artifact", "guarded_write", "current_bytes"]
@@ -57,7 +62,7 @@ class StaleFileError(Exception):
         was = f"sha256 {expected[:12]}" if expected else "absent"
         super().__init__(f"{path}: changed outside the agent (expected {was}, {now}); re-read it before editing")
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return type(self), (self.path, self.expected, self.actual), self.__dict__
 
 
@@ -135,7 +140,7 @@ def _window_page(window: bytes, offset: int, total: int, estimate: Callable[[str
     return text, (hi if hi < total else None), estimate(text)
 
 
-def _resolve(store, session_id: str, path: str | os.PathLike[str]) -> tuple[Path, str]:
+def _resolve(store: EventStore, session_id: str, path: str | os.PathLike[str]) -> tuple[Path, str]:
     """``(root, rel)``: the session's workspace (resolved) and ``path`` resolved once, relative to it (POSIX).
     ``PermissionError`` when the resolved path is not inside the workspace."""
     info = store.session(session_id)
@@ -203,7 +208,7 @@ def _read_at(dir_fd: int, name: str) -> tuple[bytes, int]:
         return fh.read(), os.fstat(fh.fileno()).st_mode
 
 
-def _open_at(dir_fd: int, name: str):
+def _open_at(dir_fd: int, name: str) -> io.BufferedReader:
     """Regular file ``name`` in folder ``dir_fd`` opened for binary reading, as :func:`_read_at` opens it."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
@@ -258,7 +263,7 @@ def _read_window(root: Path, rel: str, offset: int) -> tuple[bytes, int, str | N
         os.close(dir_fd)
 
 
-def current_bytes(store, session_id: str, path: str | os.PathLike[str]) -> bytes:
+def current_bytes(store: EventStore, session_id: str, path: str | os.PathLike[str]) -> bytes:
     """The bytes of ``path`` (in the session's workspace) now, read as :func:`read_file` reads (no event).
 
     Raises ``FileNotFoundError``, ``PermissionError`` (outside the workspace), ``OSError`` (a symlink swapped in,
@@ -278,7 +283,7 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_file(store, session_id: str, path: str | os.PathLike[str], *, offset: int = 0,
+def read_file(store: EventStore, session_id: str, path: str | os.PathLike[str], *, offset: int = 0,
               estimate: Callable[[str], int] | None = None, limit_tokens: int = PAGE_LIMIT_TOKENS) -> Page:
     """Read one bounded page of ``path`` (relative to the session's workspace; at most ``limit_tokens`` tokens,
     :func:`bounded_page`) and record the observation.
@@ -294,7 +299,7 @@ def read_file(store, session_id: str, path: str | os.PathLike[str], *, offset: i
     return Page(content, offset, next_offset, size, sha, tokens)
 
 
-def read_artifact(store, sha256: str, *, offset: int = 0, estimate: Callable[[str], int] | None = None,
+def read_artifact(store: EventStore, sha256: str, *, offset: int = 0, estimate: Callable[[str], int] | None = None,
                   limit_tokens: int = PAGE_LIMIT_TOKENS) -> Page:
     """One bounded page of a stored artifact from byte ``offset`` (as :func:`bounded_page`, at most
     ``limit_tokens`` tokens). ``KeyError`` when unknown, ``ValueError`` for an offset outside it."""
@@ -303,7 +308,7 @@ def read_artifact(store, sha256: str, *, offset: int = 0, estimate: Callable[[st
     return Page(content, offset, next_offset, len(data), sha256, tokens)
 
 
-def guarded_write(store, session_id: str, path: str | os.PathLike[str], new_bytes: bytes,
+def guarded_write(store: EventStore, session_id: str, path: str | os.PathLike[str], new_bytes: bytes,
                   expected_sha256: str | None) -> WriteResult:
     """Write ``new_bytes`` to ``path`` only if its current bytes hash to ``expected_sha256``.
 

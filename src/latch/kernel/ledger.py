@@ -25,10 +25,13 @@ import weakref
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .derive import DerivationContext, DerivationRule, SessionDeriver, builtin_rules, check_rules
 from .events import Mutation, StateUpdate
+
+if TYPE_CHECKING:
+    from ..store import EventStore, SessionInfo, StoredEvent
 
 __all__ = ["Ledger", "Disproof", "Workspace", "Pos", "KernelCache", "ledger_for", "clear_cache", "END"]
 
@@ -133,20 +136,20 @@ class Ledger:
         self.watermark = 0
         self.watermark_session: str | None = None
         self.facts: dict[str, list[tuple[Pos, Any]]] = {}
-        self.info: dict[str, Any] = {}
+        self.info: dict[str, SessionInfo] = {}
         self.workspace_of: dict[str, str] = {}
         self.workspaces: dict[str, Workspace] = {}
         self.derivers: dict[str, SessionDeriver] = {}
         self.reducers: dict[str, Any] = {}
 
     # ----------------------------------------------------------------- sessions
-    def _session(self, store, sid: str):
+    def _session(self, store: EventStore, sid: str) -> SessionInfo:
         info = self.info.get(sid)
         if info is None:
             info = self.info[sid] = store.session(sid)
         return info
 
-    def workspace_key(self, store, sid: str) -> str:
+    def workspace_key(self, store: EventStore, sid: str) -> str:
         key = self.workspace_of.get(sid)
         if key is None:
             info = self._session(store, sid)
@@ -159,15 +162,15 @@ class Ledger:
             self.workspace_of[sid] = key
         return key
 
-    def workspace(self, store, sid: str) -> Workspace:
+    def workspace(self, store: EventStore, sid: str) -> Workspace:
         key = self.workspace_key(store, sid)
         ws = self.workspaces.get(key)
         if ws is None:
             ws = self.workspaces[key] = Workspace(key)
         return ws
 
-    def ancestors(self, store, sid: str) -> list[str]:
-        out = []
+    def ancestors(self, store: EventStore, sid: str) -> list[str]:
+        out: list[str] = []
         parent = self._session(store, sid).parent_id
         while parent and parent not in out:
             out.append(parent)
@@ -175,7 +178,7 @@ class Ledger:
         return out
 
     # ------------------------------------------------------------------ refresh
-    def refresh(self, store) -> None:
+    def refresh(self, store: EventStore) -> None:
         """Derive the events appended since the watermark (rebuild if the log was replaced)."""
         with self.lock:
             top = store.max_seq()
@@ -187,7 +190,7 @@ class Ledger:
                 self._derive(store, ev)
                 self.watermark, self.watermark_session = ev.seq, ev.session_id
 
-    def _same_log(self, store) -> bool:
+    def _same_log(self, store: EventStore) -> bool:
         if not self.watermark:
             return True
         try:
@@ -195,7 +198,7 @@ class Ledger:
         except KeyError:
             return False
 
-    def _derive(self, store, ev) -> None:
+    def _derive(self, store: EventStore, ev: StoredEvent) -> None:
         sid = ev.session_id
         deriver = self.derivers.get(sid)
         if deriver is None:
@@ -231,26 +234,26 @@ class Ledger:
     def session_facts(self, sid: str) -> list[tuple[Pos, Any]]:
         return self.facts.get(sid, [])
 
-    def _visible(self, store, sid: str) -> list[Workspace]:
+    def _visible(self, store: EventStore, sid: str) -> list[Workspace]:
         keys = {self.workspace_key(store, sid)} | {self.workspace_key(store, a) for a in self.ancestors(store, sid)}
         return [self.workspaces[k] for k in sorted(keys) if k in self.workspaces]
 
-    def isolated(self, store, sid: str) -> bool:
+    def isolated(self, store: EventStore, sid: str) -> bool:
         """Whether ``sid`` is a spawned child agent (session meta ``agent_child``): it starts from its brief
         only, so it sees no other session's disproofs, and no other session sees its own (spec: "Every
         child agent has its own complete L0-L3 stack ... task state and evidence remain local")."""
         meta = self._session(store, sid).meta or {}
         return bool(meta.get("agent_child"))
 
-    def _isolation_matters(self, store, sid: str, found: list[Disproof]) -> bool:
+    def _isolation_matters(self, store: EventStore, sid: str, found: list[Disproof]) -> bool:
         return self.isolated(store, sid) or any(self.isolated(store, d.session_id) for d in found)
 
-    def _filter_isolated(self, store, sid: str, found: list[Disproof]) -> list[Disproof]:
+    def _filter_isolated(self, store: EventStore, sid: str, found: list[Disproof]) -> list[Disproof]:
         if self.isolated(store, sid):
             return [d for d in found if d.session_id == sid]
         return [d for d in found if not self.isolated(store, d.session_id)]
 
-    def visible_disproofs(self, store, sid: str, until: int) -> list[Disproof]:
+    def visible_disproofs(self, store: EventStore, sid: str, until: int) -> list[Disproof]:
         """Disproofs recorded at or before ``until`` in ``sid``'s workspace or one of its ancestors';
         a spawned child agent (:meth:`isolated`) sees only its own, and nobody else sees a child's."""
         end = (until, END)
@@ -260,7 +263,7 @@ class Ledger:
             out = self._filter_isolated(store, sid, out)
         return sorted(out, key=_pos)
 
-    def disproof_counts(self, store, sid: str, until: int) -> tuple[int, int]:
+    def disproof_counts(self, store: EventStore, sid: str, until: int) -> tuple[int, int]:
         """``(visible, stale)``: how many disproofs :meth:`visible_disproofs` returns and how many of them
         are stale as of ``until`` (O(log n) per workspace; a linear count when child agents take part)."""
         end = (until, END)
@@ -301,7 +304,7 @@ class KernelCache:
         self._lock = threading.Lock()
         _CACHES.add(self)
 
-    def ledger(self, store) -> Ledger:
+    def ledger(self, store: EventStore) -> Ledger:
         """The ledger of ``store`` in this cache, refreshed to the store's newest event."""
         with self._lock:
             ledger = self._ledgers.get(store)
@@ -328,7 +331,7 @@ def default_cache() -> KernelCache:
     return _DEFAULT
 
 
-def ledger_for(store, cache: KernelCache | None = None) -> Ledger:
+def ledger_for(store: EventStore, cache: KernelCache | None = None) -> Ledger:
     """The ledger of ``store`` in ``cache`` (default :func:`default_cache`), refreshed."""
     return (cache or default_cache()).ledger(store)
 

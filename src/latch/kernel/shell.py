@@ -87,7 +87,8 @@ def command_text(command: object) -> str | None:
     if isinstance(command, (list, tuple)) and command and all(isinstance(x, str) for x in command):
         if len(command) >= 3 and _basename(command[0]) in {"bash", "sh", "zsh", "dash"} and command[1].startswith("-") \
                 and "c" in command[1]:
-            return command[2]
+            script: str = command[2]
+            return script
         return shlex.join(command)
     return None
 

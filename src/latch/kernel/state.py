@@ -35,7 +35,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from itertools import chain, islice
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .derive import ActionChanged, ActionsReplaced, ShellRule, ToolFailure, ToolSuccess, UserInstruction
 from .events import (
@@ -51,6 +51,9 @@ from .events import (
 )
 from .ledger import END, Disproof, KernelCache, Ledger, Pos, Workspace, ledger_for
 from .render import StateOverflow, current_passes, goal_line, render_state, update_key
+
+if TYPE_CHECKING:
+    from ..store import EventStore
 
 __all__ = ["CanonicalState", "StateOverflow", "SessionReducer", "canonical_state", "workspace_generation",
            "requirement_key",
@@ -169,7 +172,7 @@ class SessionReducer:
         self._issued = []
 
     # ------------------------------------------------------------------- apply
-    def _apply(self, pos, fact, ws: Workspace) -> bool:
+    def _apply(self, pos: Pos, fact: Any, ws: Workspace) -> bool:
         if isinstance(fact, UserInstruction):
             return self._instruction(pos, fact)
         if isinstance(fact, StateUpdate):
@@ -214,10 +217,10 @@ class SessionReducer:
         if isinstance(fact, (ToolFailure, ToolSuccess)) and fact.tool in SHELL_TOOLS and fact.actions:
             self._command(pos, fact)
         if isinstance(fact, ToolFailure):
-            key = (fact.tool, fact.signature)
-            lin = self.active_failures.get(key)
+            lineage = (fact.tool, fact.signature)
+            lin = self.active_failures.get(lineage)
             if lin is None:
-                lin = self.active_failures[key] = {"tool": fact.tool, "signature": fact.signature, "count": 0,
+                lin = self.active_failures[lineage] = {"tool": fact.tool, "signature": fact.signature, "count": 0,
                                                    "first_seq": pos[0], "actions": {}, "active": True}
                 self.failures.append(lin)
             lin["count"] += 1
@@ -251,10 +254,10 @@ class SessionReducer:
             self.running[fact.process_id] = proc
             return True
         if isinstance(fact, ProcessExited):
-            proc = self.running.pop(fact.process_id, None)
-            if proc is None:
+            stopped = self.running.pop(fact.process_id, None)
+            if stopped is None:
                 return False
-            proc["exited"], proc["exit_code"] = pos, fact.exit_code
+            stopped["exited"], stopped["exit_code"] = pos, fact.exit_code
             self.exits.append((pos, fact.process_id))
             return True
         if isinstance(fact, WriterBlocker):
@@ -271,7 +274,7 @@ class SessionReducer:
             return True
         return False
 
-    def _instruction(self, pos, fact: UserInstruction) -> bool:
+    def _instruction(self, pos: Pos, fact: UserInstruction) -> bool:
         """The first instruction is the derived goal; a later one that differs from the latest is a revision."""
         entry = {"text": fact.text, "seq": pos[0], "truncated": fact.truncated}
         latest = self.revisions[-1] if self.revisions else self.first_instruction
@@ -286,7 +289,7 @@ class SessionReducer:
                 del self.revisions[0]
         return True
 
-    def _task_action(self, pos, fact: ActionChanged) -> bool:
+    def _task_action(self, pos: Pos, fact: ActionChanged) -> bool:
         """Create, update or remove the action a task tool keyed ``(source, key)``; ``False`` when nothing changed."""
         ref = (fact.source, fact.key)
         aid = self.task_actions.get(ref)
@@ -300,7 +303,7 @@ class SessionReducer:
                                  "source": fact.source, "seq": pos[0]}
             return True
         action = self.actions.get(aid) if aid is not None else None
-        if action is None:
+        if aid is None or action is None:
             return False
         if fact.status == "deleted":
             del self.actions[aid], self.task_actions[ref]
@@ -312,7 +315,7 @@ class SessionReducer:
                 changed = True
         return changed
 
-    def _file(self, path: str, pos) -> dict[str, Any]:
+    def _file(self, path: str, pos: Pos) -> dict[str, Any]:
         f = self.files.get(path)
         if f is None:
             f = self.files[path] = {"path": path, "reads": 0, "writes": 0, "first_seq": pos[0], "last_read": None,
@@ -322,7 +325,7 @@ class SessionReducer:
         self.touched[path] = None
         return f
 
-    def _command(self, pos, fact: Any) -> None:
+    def _command(self, pos: Pos, fact: Any) -> None:
         """A shell command's outcome (its text is the fact's first action): the command moves to the newest end."""
         text = fact.actions[0]
         prev = self.commands.pop(text, None)
@@ -331,7 +334,7 @@ class SessionReducer:
                                "excerpt": fact.excerpt if failed else "", "runs": (prev["runs"] if prev else 0) + 1,
                                "seq": pos[0]}
 
-    def _tool(self, pos, tool: str, args: dict[str, Any]) -> bool:
+    def _tool(self, pos: Pos, tool: str, args: dict[str, Any]) -> bool:
         seq = pos[0]
         if tool == "set_goal":
             self.goal = {"text": args.get("goal", ""), "seq": seq}
@@ -461,10 +464,12 @@ def _disproof_json(d: Disproof, end: Pos) -> dict[str, Any]:
     stale = d.stale_pos is not None and d.stale_pos <= end
     return {"id": d.id, "claim": d.claim, "reason": d.reason, "evidence": list(d.evidence), "files": list(d.files),
             "generation": d.generation, "session_id": d.session_id, "seq": d.pos[0], "stale": stale,
-            "stale_seq": d.stale_pos[0] if stale else None,
+            "stale_seq": d.stale_pos[0] if stale and d.stale_pos is not None else None,
             "stale_path": d.stale_path if stale else None}
 
 
+_Rows = tuple[dict[str, Any], ...]
+"""One collection of a state: JSON-ready dicts in the collection's order."""
 _COLLECTIONS = ("constraints", "decisions", "hypotheses", "notes", "questions", "actions", "criteria", "requirements",
                 "files", "commands", "evidence", "failures", "processes", "blockers", "disproofs")
 
@@ -478,7 +483,7 @@ _LIVE: dict[str, Callable[[SessionReducer], Any]] = {
     "notes": lambda r: r.notes.values(), "commands": lambda r: r.commands.values(),
     "running": lambda r: sorted(r.running.values(), key=itemgetter("order"))}
 # ... or from the collections of a frozen state.
-_FROZEN: dict[str, Callable[[dict[str, tuple]], Any]] = {
+_FROZEN: dict[str, Callable[[dict[str, _Rows]], Any]] = {
     "constraints": lambda d: [c for c in d["constraints"] if c["active"]],
     "decisions": lambda d: [x for x in d["decisions"] if x["active"]],
     "failures": lambda d: [f for f in d["failures"] if f["active"]],
@@ -495,7 +500,7 @@ class _Core:
     :meth:`freeze` before the reducer changes.
     """
 
-    def __init__(self, ledger: Ledger, store, red: SessionReducer, ws: Workspace, until: int, generation: int,
+    def __init__(self, ledger: Ledger, store: EventStore, red: SessionReducer, ws: Workspace, until: int, generation: int,
                  revision: int):
         self.lock = ledger.lock
         self.red: SessionReducer | None = red
@@ -514,12 +519,14 @@ class _Core:
         self.mutations = red.mutations
         self.validation_runs = red.validation_runs
         last = red.blockers[-1] if red.blockers else None
-        self.blocker = last if last is not None and last["generation"] == generation else None
-        attempts = red.blocker_streak if self.blocker else 0
-        self.blocker_lineage = None if self.blocker is None else {
-            "tool": "writer_blocker", "signature": last["signature"], "count": attempts,
-            "first_seq": red.blockers[-attempts]["seq"], "last_seq": last["seq"],
-            "actions": [last["command"]] if last["command"] else [], "active": True, "excerpt": last["blocker"]}
+        blocker = last if last is not None and last["generation"] == generation else None
+        self.blocker = blocker
+        attempts = red.blocker_streak if blocker else 0
+        self.blocker_lineage = None if blocker is None else {
+            "tool": "writer_blocker", "signature": blocker["signature"], "count": attempts,
+            "first_seq": red.blockers[-attempts]["seq"], "last_seq": blocker["seq"],
+            "actions": [blocker["command"]] if blocker["command"] else [], "active": True,
+            "excerpt": blocker["blocker"]}
         self.certification, self.shown_reasons = _certification(red, generation, attempts, self.blocker)
         self.disproofs = tuple(_disproof_json(d, self.end) for d in ledger.visible_disproofs(store, red.session_id,
                                                                                               until))
@@ -528,7 +535,7 @@ class _Core:
             red.active_constraints or red.active_decisions or red.hypotheses or red.notes or red.questions
             or red.actions or red.criteria or red.requirements or red.observations or red.active_failures
             or red.external or self.show_certification or self.disproofs or red.files or red.commands)
-        self._data: dict[str, tuple] | None = None
+        self._data: dict[str, _Rows] | None = None
         self._renders: dict[tuple[int, Any, bool], str] = {}
         self._update_key: str | None = None
         self._passes: frozenset[str] | None = None
@@ -539,7 +546,7 @@ class _Core:
             self.collections()
             self.red = None
 
-    def collections(self) -> dict[str, tuple]:
+    def collections(self) -> dict[str, _Rows]:
         """Every collection as a tuple of JSON-ready dicts (O(state), once per revision)."""
         if self._data is None:
             with self.lock:
@@ -547,7 +554,7 @@ class _Core:
                     self._data = self._realize()
         return self._data
 
-    def _realize(self) -> dict[str, tuple]:
+    def _realize(self) -> dict[str, _Rows]:
         red, ws, end, g = self.red, self.ws, self.end, self.generation
         assert red is not None, "a frozen state has its collections"
         files = []
@@ -757,7 +764,7 @@ class CanonicalState:
         return self._core.render(budget_tokens, estimate, goal_stated)
 
 
-def canonical_state(store, session_id: str, until_seq: int | None = None, *,
+def canonical_state(store: EventStore, session_id: str, until_seq: int | None = None, *,
                     cache: KernelCache | None = None) -> CanonicalState:
     """The canonical state of ``session_id`` (id or unique prefix) as of global ``until_seq`` (``None``: now).
 
@@ -788,7 +795,7 @@ def canonical_state(store, session_id: str, until_seq: int | None = None, *,
         return CanonicalState(core, until)
 
 
-def workspace_generation(store, session_id: str, until_seq: int | None = None, *,
+def workspace_generation(store: EventStore, session_id: str, until_seq: int | None = None, *,
                          cache: KernelCache | None = None) -> int:
     """The workspace generation :func:`canonical_state` reports as of global ``until_seq`` (``None``: now),
     without reducing the session's state: an earlier ``until_seq`` rebuilds nothing. Raises ``KeyError`` for an

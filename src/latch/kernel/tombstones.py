@@ -9,12 +9,17 @@ evidence and the workspace generation are untouched, and no disk space is reclai
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .events import Tombstone
+
+if TYPE_CHECKING:
+    from ..store import EventStore
 
 __all__ = ["forget_session", "tombstoned_sessions", "forgotten_message"]
 
 
-def tombstoned_sessions(store) -> set[str]:
+def tombstoned_sessions(store: EventStore) -> set[str]:
     """Ids of tombstoned sessions and of all their descendants."""
     dead = {ev.session_id for ev in store.events(kinds=[Tombstone.KIND])}
     todo = list(dead)
@@ -31,7 +36,7 @@ def forgotten_message(session_id: str) -> str:
     return f"session {session_id} is forgotten (tombstoned by `latch forget`); its history is not shown"
 
 
-def forget_session(store, session_id: str, reason: str = ""):
+def forget_session(store: EventStore, session_id: str, reason: str = "") -> tuple[str, int | None]:
     """Tombstone ``session_id`` (id or unique prefix); returns ``(session_id, seq or None if it already was)``.
 
     Raises ``KeyError`` for an unknown session.

@@ -15,11 +15,15 @@ naming the tool and the field; the store is then unchanged.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..events import JSONNestingError, json_loads
 from .events import StateUpdate
-from .state import canonical_state
+from .ledger import KernelCache
+from .state import CanonicalState, canonical_state
+
+if TYPE_CHECKING:
+    from ..store import EventStore, StoredEvent
 
 __all__ = ["KERNEL_TOOLS", "KernelToolError", "apply_kernel_tool", "openai_tools", "tool_schema"]
 
@@ -99,7 +103,7 @@ def openai_tools() -> list[dict[str, Any]]:
                                               "parameters": t["input_schema"]}} for t in KERNEL_TOOLS]
 
 
-_TYPES = {"string": str, "boolean": bool, "array": list, "object": dict}
+_TYPES: dict[str, type[Any]] = {"string": str, "boolean": bool, "array": list, "object": dict}
 
 
 def _check(tool: str, field: str, value: Any, schema: dict[str, Any]) -> None:
@@ -138,7 +142,7 @@ def validate_arguments(name: str, arguments: Any) -> dict[str, Any]:
     return dict(arguments)
 
 
-def _check_ids(name: str, args: dict[str, Any], state) -> None:
+def _check_ids(name: str, args: dict[str, Any], state: CanonicalState) -> None:
     refs = {"add_constraint": ("replaces", state.constraints), "record_decision": ("supersedes", state.decisions),
             "ask_question": ("id", state.questions), "plan_action": ("id", state.actions),
             "set_criterion": ("id", state.criteria)}
@@ -159,7 +163,8 @@ def _check_ids(name: str, args: dict[str, Any], state) -> None:
             raise KernelToolError(f"{name}: field 'hypothesis': {match[0]['id']} is already rejected")
 
 
-def apply_kernel_tool(store, session_id: str, name: str, arguments: Any, *, cache: Any = None):
+def apply_kernel_tool(store: EventStore, session_id: str, name: str, arguments: Any, *,
+                      cache: KernelCache | None = None) -> StoredEvent:
     """Validate a kernel tool call and append its :class:`StateUpdate` to ``session_id``.
 
     ``arguments`` is a dict or its JSON text; ids are checked against the canonical state in

@@ -2,31 +2,41 @@
 
 * :class:`Provider` / :class:`ScriptedProvider`, :class:`ProviderError` /
   :class:`ProviderOverflow` (:mod:`.base`);
-* :class:`OpenAIProvider` / :class:`OpenAICompatibleProvider` (:mod:`.openai_sdk`) and
-  :class:`AnthropicProvider` (:mod:`.anthropic_sdk`, with :func:`anthropic_request`: the body it sends): the
-  network providers on the official SDKs
-  (imported when a provider is built), registered by :mod:`latch.default_plugins.providers`;
-* :func:`to_openai_chat` / :func:`validate_openai_chat`: a
-  :class:`~latch.port.ContextView` as a chat-completions request body and
-  its rule checker (:mod:`.openai_chat`);
-* :func:`to_anthropic_messages` / :func:`validate_anthropic_messages`: the same
-  for the Messages API, and :func:`add_cache_breakpoints` (:mod:`.anthropic_messages`);
-* :class:`OpenAIResponsesProvider` (:mod:`.responses_sdk`) and :func:`to_responses` /
-  :func:`validate_responses`: the same for the Responses API (:mod:`.openai_responses`);
+* :mod:`.openai`: :class:`OpenAIProvider` / :class:`OpenAICompatibleProvider` (chat completions) and
+  :class:`OpenAIResponsesProvider` on the official SDK, :func:`to_openai_chat` / :func:`validate_openai_chat`
+  (a :class:`~latch.port.ContextView` as a chat-completions request body and its rule checker) and
+  :func:`to_responses` / :func:`validate_responses` (the same for the Responses API);
+* :mod:`.anthropic`: :class:`AnthropicProvider` on the official SDK (with :func:`anthropic_request`: the body
+  it sends), :func:`to_anthropic_messages` / :func:`validate_anthropic_messages` and
+  :func:`add_cache_breakpoints` for the Messages API;
+* :mod:`.wire`: one entry per wire format (render a view, ``tool_choice``, parse a response);
 * :func:`canonical_request_bytes` / :func:`common_prefix_tokens`: the
   provider-neutral bytes cacheability is measured on (:mod:`.canonical`).
+
+The network providers import their SDK when one is built; they are registered by
+:mod:`latch.default_plugins.providers`.
 """
 
 from __future__ import annotations
 
-from .anthropic_messages import add_cache_breakpoints, to_anthropic_messages, validate_anthropic_messages
-from .anthropic_sdk import AnthropicProvider, anthropic_request
+from .anthropic import (
+    AnthropicProvider,
+    add_cache_breakpoints,
+    anthropic_request,
+    to_anthropic_messages,
+    validate_anthropic_messages,
+)
 from .base import Provider, ProviderError, ProviderOverflow, ScriptedProvider
 from .canonical import canonical_request_bytes, common_prefix_bytes, common_prefix_tokens
-from .openai_chat import to_openai_chat, validate_openai_chat
-from .openai_responses import to_responses, validate_responses
-from .openai_sdk import OpenAICompatibleProvider, OpenAIProvider
-from .responses_sdk import OpenAIResponsesProvider
+from .openai import (
+    OpenAICompatibleProvider,
+    OpenAIProvider,
+    OpenAIResponsesProvider,
+    to_openai_chat,
+    to_responses,
+    validate_openai_chat,
+    validate_responses,
+)
 
 __all__ = [
     "Provider",

@@ -1,4 +1,4 @@
-"""Shared pieces of the SDK-backed providers (:mod:`.openai_sdk`, :mod:`.anthropic_sdk`).
+"""Shared pieces of the SDK-backed providers (:mod:`.openai.sdk`, :mod:`.openai.responses_sdk`, :mod:`.anthropic.sdk`).
 
 * :func:`api_key_from_env`: the API key, only ever from an environment variable;
 * :func:`create_kwargs`: a request body as keyword arguments of an SDK ``create`` method (keys the
@@ -34,7 +34,7 @@ class SDKProvider:
 
     model: str
     base_url: str | None
-    api_key_env: str
+    api_key_env: str | None  # None: a provider that sends no key (a local server)
 
     @classmethod
     def from_options(cls, model: str, *, base_url: str | None = None, api_key_env: str | None = None,

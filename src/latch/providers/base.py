@@ -3,8 +3,8 @@
 A provider turns one wire-format request body (see
 :func:`latch.providers.to_openai_chat`, :func:`latch.providers.to_anthropic_messages` and
 :func:`latch.providers.to_responses`) into the provider's response
-body. The network providers (on the official SDKs) are :mod:`.openai_sdk`,
-:mod:`.anthropic_sdk` and :mod:`.responses_sdk`, registered as plugins by :mod:`latch.default_plugins.providers`;
+body. The network providers (on the official SDKs) are :mod:`.openai.sdk`,
+:mod:`.anthropic.sdk` and :mod:`.openai.responses_sdk`, registered as plugins by :mod:`latch.default_plugins.providers`;
 :class:`ScriptedProvider` serves tests and replays.
 """
 

@@ -9,9 +9,9 @@ from typing import Any
 
 from ..events import AssistantMessage, ToolCall, Usage, canonical_arguments
 from ..port import ContextView
-from .anthropic_messages import to_anthropic_messages
-from .openai_chat import to_openai_chat
-from .openai_responses import to_responses
+from .anthropic.messages import to_anthropic_messages
+from .openai.chat import to_openai_chat
+from .openai.responses import to_responses
 
 __all__ = ["WIRE_FORMATS", "render_request", "tool_choice_body", "parse_response"]
 
@@ -95,7 +95,7 @@ def parse_response(wire: str, response: Mapping[str, Any]) -> tuple[AssistantMes
         usage = None
         if isinstance(u, Mapping):
             prompt = _int(u.get("prompt_tokens"), "usage.prompt_tokens")
-            details = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"), Mapping) else {}
+            details = found if isinstance(found := u.get("prompt_tokens_details"), Mapping) else {}
             cached = _int(details.get("cached_tokens"), "usage.prompt_tokens_details.cached_tokens")
             usage = Usage(input_tokens=prompt - cached if prompt is not None and cached is not None else prompt,
                           output_tokens=_int(u.get("completion_tokens"), "usage.completion_tokens"),

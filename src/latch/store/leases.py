@@ -26,9 +26,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._sqlite import StoreError
+
+if TYPE_CHECKING:
+    from .event_store import EventStore
 
 __all__ = ["TaskFence", "RunFence", "Fence", "LeaseLost", "RunLease", "FencedStore", "check_fences", "fences_of"]
 
@@ -122,7 +125,7 @@ class FencedStore:
     :meth:`append_kernel_records`); every other attribute is the store's own. A write whose fence no longer holds
     raises :class:`LeaseLost`, store unchanged."""
 
-    def __init__(self, store: Any, fences: Sequence[Fence]):
+    def __init__(self, store: EventStore, fences: Sequence[Fence]):
         self._store, self.fences = store, tuple(fences)
 
     def __getattr__(self, name: str) -> Any:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...events import ToolCall, ToolResult
 from ..events import ProcessStarted
 from ..shell import command_text
 from .common import Run, _excerpt, _one_line, call_arguments, error_signature, shell_facts
 from .facts import ToolFailure, ToolSuccess
 from .files import _patch_facts
 from .plans import _plan_facts
-from .rules import DerivationRule
+from .rules import DerivationContext, DerivationRule
 from .shell_rules import _cell_command, _nested_calls, _session_ids, _stdin_facts
 
 
@@ -25,7 +26,7 @@ class CodexExecRule(DerivationRule):
     PLUGIN_NAME = "codex_exec"
     tools = frozenset({"exec"})
 
-    def derive(self, call, result, ctx):
+    def derive(self, call: ToolCall, result: ToolResult, ctx: DerivationContext) -> list[Any]:
         code = str(call_arguments(call).get("input", call.arguments))
         content = result.content
         failed = content.startswith("Script failed") or (result.is_error and not result.missing)

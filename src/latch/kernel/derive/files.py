@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...events import ToolCall, argument_paths
+from ...events import ToolCall, ToolResult, argument_paths
 from ..events import FileObservation, Mutation
 from .common import _excerpt, call_arguments, error_signature, patch_paths
 from .facts import AGENT_EXPLICIT_TOOLS, AGENT_FORMAT, ToolFailure, ToolSuccess
@@ -18,10 +18,10 @@ class ApplyPatchRule(DerivationRule):
     PLUGIN_NAME = "apply_patch"
     tools = frozenset({"apply_patch"})
 
-    def may_mutate(self, call, ctx):
+    def may_mutate(self, call: ToolCall, ctx: DerivationContext) -> bool:
         return True
 
-    def derive(self, call, result, ctx):
+    def derive(self, call: ToolCall, result: ToolResult, ctx: DerivationContext) -> list[Any]:
         args = call_arguments(call)
         patch = args.get("input", args.get("patch", ""))
         return _patch_facts(patch if isinstance(patch, str) else "", result.content, result.is_error, result.missing,
@@ -40,8 +40,8 @@ def _patch_facts(patch: str, output: str, failed: bool, missing: bool, ctx: Deri
     if missing or not (failed or rejected):
         return [Mutation(paths=paths, tool="apply_patch")] + ([] if missing else [ToolSuccess("apply_patch", paths)])
     if rejected:
-        target = _PATCH_TARGET_RE.search(output)
-        target = target.group(1) if target else None
+        found = _PATCH_TARGET_RE.search(output)
+        target = found.group(1) if found else None
         return [ToolFailure("apply_patch", error_signature(output), (ctx.path(target),) if target else paths,
                             _excerpt(output))]
     return [Mutation(paths=paths, tool="apply_patch")]
@@ -96,19 +96,19 @@ class FileToolRule(DerivationRule):
     EDITOR_COMMANDS = frozenset({"view", "create", "write", "str_replace", "insert", "undo_edit"})
     tools = READS | WRITES | EDITORS
 
-    def may_mutate(self, call, ctx):
+    def may_mutate(self, call: ToolCall, ctx: DerivationContext) -> bool:
         if call.name in self.EDITORS:
             command = call_arguments(call).get("command")
             return command in self.EDITOR_COMMANDS and command != "view"
         return call.name in self.WRITES
 
-    def derive(self, call, result, ctx):
+    def derive(self, call: ToolCall, result: ToolResult, ctx: DerivationContext) -> list[Any]:
         facts = self._derive(call, result, ctx)
         if ctx.format == AGENT_FORMAT and call.name in AGENT_EXPLICIT_TOOLS:
             return [f for f in facts if not isinstance(f, KERNEL_RECORDS)]  # the tool appended them itself
         return facts
 
-    def _derive(self, call, result, ctx):
+    def _derive(self, call: ToolCall, result: ToolResult, ctx: DerivationContext) -> list[Any]:
         args = call_arguments(call)
         open_file = _swe_trailer(result.content, ctx)
         raw = _path_arg(args)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...events import ToolCall
+from ...events import ToolCall, ToolResult
 from .common import call_arguments
 from .facts import ActionChanged, ActionsReplaced
-from .rules import DerivationRule
+from .rules import DerivationContext, DerivationRule
 from .shell_rules import process_id_text
 
 _STATUS_WORDS = {"completed": "done", "complete": "done", "done": "done", "in_progress": "in_progress",
@@ -57,7 +57,7 @@ class PlanRule(DerivationRule):
     tools = frozenset({"TodoWrite", "update_plan", "TaskCreate", "TaskUpdate", "write_todos", "todo__todo_write",
                        "update_todo"})
 
-    def derive(self, call, result, ctx):
+    def derive(self, call: ToolCall, result: ToolResult, ctx: DerivationContext) -> list[Any]:
         if result.is_error or result.missing:
             return []
         args = call_arguments(call)

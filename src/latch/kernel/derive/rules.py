@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from ...events import ToolCall, ToolResult
@@ -108,7 +108,7 @@ def check_rules(rules: Sequence[DerivationRule]) -> tuple[DerivationRule, ...]:
     return tuple(rules)
 
 
-def _removed(name: str):
+def _removed(name: str) -> Callable[..., Any]:
     def removed(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(f"latch.kernel.derive.{name}() was removed: derivation rules are registered by a plugin "
                            "through the latch_register_derivation_rules hook (docs/plugins.md)")

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from ...events import ToolResult
+from ...events import ToolCall, ToolResult
 from ..events import Mutation, ProcessStarted
 from ..shell import classify_command, command_text
 from .common import Run, _one_line, _unwrap_output, call_arguments, process_exit_facts, shell_facts
@@ -48,12 +48,12 @@ class ShellRule(DerivationRule):
     tools = frozenset({"Bash", "bash", "shell", "exec_command", "execute_bash", "run", "run_command",
                        "execute_command", "terminal", "local_shell", "run_shell_command", "developer__shell"})
 
-    def may_mutate(self, call, ctx):
+    def may_mutate(self, call: ToolCall, ctx: DerivationContext) -> bool:
         args = call_arguments(call)
         script = command_text(args.get("command", args.get("cmd")))
         return script is not None and any(s.kind == "mutate" for s in classify_command(script))
 
-    def derive(self, call, result, ctx):
+    def derive(self, call: ToolCall, result: ToolResult, ctx: DerivationContext) -> list[Any]:
         args = call_arguments(call)
         script = command_text(args.get("command", args.get("cmd")))
         if script is None:
@@ -111,7 +111,7 @@ class ProcessPollRule(DerivationRule):
     PLUGIN_NAME = "process_poll"
     tools = frozenset({"wait", "write_stdin", "BashOutput", "TaskOutput", "read_bash", "stop_bash", *_KILL_TOOLS})
 
-    def derive(self, call, result, ctx):
+    def derive(self, call: ToolCall, result: ToolResult, ctx: DerivationContext) -> list[Any]:
         args = call_arguments(call)
         if call.name in ("read_bash", "stop_bash") and not result.missing:
             return _copilot_poll(call.name, args, result, ctx)

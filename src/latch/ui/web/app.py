@@ -51,6 +51,7 @@ import asyncio
 import hmac
 import json
 import socket
+from collections.abc import AsyncIterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,7 @@ from ...host.state_report import canonical_view
 from ...host.summaries import listed_sessions, short_ids
 from ...kernel import canonical_state
 from ...kernel.tombstones import forgotten_message, tombstoned_sessions
-from ...store import EventStore, StoreError
+from ...store import EventStore, StoredEvent, StoreError
 from ...textsafe import safe
 from . import is_loopback
 
@@ -252,12 +253,15 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
         if after > last:
             return error(400, f"resume point {after} is past the store's last event ({last})")
 
-        async def stream():
+        def read_after(after_seq: int) -> list[StoredEvent]:
+            return list(store.events(sid, after_seq=after_seq, limit=500))
+
+        async def stream() -> AsyncIterator[dict[str, Any]]:
             history = await asyncio.to_thread(lambda: list(store.events(sid, until_seq=after)))
             seen = after
             first = True
             while True:
-                new = await asyncio.to_thread(lambda after_seq=seen: list(store.events(sid, after_seq=after_seq, limit=500)))
+                new = await asyncio.to_thread(read_after, seen)
                 for ev in new:
                     yield {"id": str(ev.seq), "event": "event",
                            "data": _dumps({"seq": ev.seq, "kind": ev.kind, "item": R.transcript_item(ev)})}
@@ -267,7 +271,7 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
                 if new or first:
                     status = await asyncio.to_thread(_status, store, sid, history, observed(sid))
                     status["last_seq"] = seen
-                    message = {"event": "status", "data": _dumps(status)}
+                    message: dict[str, Any] = {"event": "status", "data": _dumps(status)}
                     if first:
                         message["retry"] = retry_ms
                     first = False

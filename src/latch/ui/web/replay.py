@@ -20,6 +20,7 @@ from rich.text import Text
 
 from ...engine.report import COMPONENTS
 from ...host.replay import run_replay
+from ...store import EventStore
 from ...textsafe import PIPE_WIDTH
 from ..render import render_view_text, window_line
 
@@ -92,7 +93,7 @@ class ReplayCache:
     A request's view content is rendered when first asked for, then kept with its replay. ``computed`` counts
     the replays run (a reload that recomputes shows here)."""
 
-    def __init__(self, store: Any, config: Mapping[str, Any] | None = None):
+    def __init__(self, store: EventStore, config: Mapping[str, Any] | None = None):
         self.store = store
         self.config = dict(config or {})
         self.computed = 0

@@ -38,9 +38,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..events import MediaRef
-from ..port import ContextView, ViewMessage
-from ._wire import (
+from ...events import MediaRef
+from ...port import ContextView, ViewMessage
+from .._wire import (
     ArtifactLoader,
     Turn,
     group,

@@ -21,8 +21,8 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar
 
-from . import _sdk
-from .base import ProviderError, response_text
+from .. import _sdk
+from ..base import ProviderError, response_text
 
 __all__ = ["OpenAIProvider", "OpenAICompatibleProvider", "assemble_chat_completion"]
 

@@ -16,9 +16,9 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar
 
-from . import _sdk
-from .anthropic_messages import add_cache_breakpoints
-from .base import ProviderError
+from .. import _sdk
+from ..base import ProviderError
+from .messages import add_cache_breakpoints
 
 __all__ = ["AnthropicProvider", "assemble_message", "anthropic_request", "DEFAULT_MAX_TOKENS"]
 

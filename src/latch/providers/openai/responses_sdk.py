@@ -9,7 +9,7 @@ inside the stream (an ``error`` event, ``response.failed``) is not retried.
 
 Reasoning items: the provider keeps the reasoning items (with their ``encrypted_content``) of each response that
 called functions, keyed by the call ids, and puts them back in the next requests' ``input`` before those calls
-(:func:`latch.providers.openai_responses.insert_reasoning`), as the API requires of a client that manages the
+(:func:`latch.providers.openai.responses.insert_reasoning`), as the API requires of a client that manages the
 context itself. They are held in memory for the calls still in the request, not in the event log: a resumed
 session sends its earlier calls without them, which the API accepts (the calls carry no item ``id``).
 """
@@ -20,9 +20,9 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from . import _sdk
-from .base import ProviderError, ProviderOverflow
-from .openai_responses import insert_reasoning
+from .. import _sdk
+from ..base import ProviderError, ProviderOverflow
+from .responses import insert_reasoning
 
 __all__ = ["OpenAIResponsesProvider", "assemble_response"]
 
@@ -151,7 +151,7 @@ class OpenAIResponsesProvider(_sdk.SDKProvider):
 
     def request(self, request_body: Mapping[str, Any]) -> dict[str, Any]:
         """The body as sent (before ``stream``): ``model`` filled in when absent, and the reasoning items this
-        provider holds put back before the calls they led to (:func:`~.openai_responses.insert_reasoning`).
+        provider holds put back before the calls they led to (:func:`~.responses.insert_reasoning`).
         ``request_body`` is not modified."""
         body = dict(request_body)
         body.setdefault("model", self.model)

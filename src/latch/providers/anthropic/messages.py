@@ -37,9 +37,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..events import MediaRef, parse_arguments
-from ..port import ContextView, ViewMessage
-from ._wire import (
+from ...events import MediaRef, parse_arguments
+from ...port import ContextView, ViewMessage
+from .._wire import (
     ArtifactLoader,
     Turn,
     group,
@@ -202,13 +202,13 @@ def add_cache_breakpoints(body: Mapping[str, Any]) -> dict[str, Any]:
     :func:`validate_anthropic_messages` when ``body`` did; ``body`` is not modified.
     """
     out = copy.deepcopy(dict(body))
-    tools = out.get("tools") if isinstance(out.get("tools"), list) else []
+    tools = found if isinstance(found := out.get("tools"), list) else []
     _strip_cache_control(tools)
     system = _as_blocks(out, "system") if "system" in out else []
     if "system" in out and not system:
         del out["system"]
     _strip_cache_control(system)
-    messages = out.get("messages") if isinstance(out.get("messages"), list) else []
+    messages = listed if isinstance(listed := out.get("messages"), list) else []
     for m in messages:
         if isinstance(m, dict):
             _strip_cache_control(m.get("content"))
