@@ -67,7 +67,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from itertools import filterfalse, islice
+from itertools import count, filterfalse, islice
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command that makes none never imports it
@@ -447,10 +447,9 @@ def _topic(text: str) -> str:
 def _features(event: Event) -> _Features:
     """Features of one event, a pure function of its value (cached: rebuilds re-read the same events)."""
     try:
-        hash(event)
-    except TypeError:  # a registered kind with unhashable fields
+        return _cached_features(event)  # the cache hashes the event once
+    except TypeError:  # a registered kind with unhashable fields (the cache cannot key it)
         return _compute_features(event)
-    return _cached_features(event)
 
 
 def _compute_features(event: Event) -> _Features:
@@ -677,9 +676,9 @@ class EpisodeIndex:
         counts.update(f.terms)
         if len(counts) > known:  # a term new to the index is new to its episode: ids in first-sighting order
             ids = self._terms
-            for t in islice(counts, known, None):
-                if t not in ids:
-                    ids[t] = len(ids)
+            fresh = [t for t in islice(counts, known, None) if t not in ids]
+            if fresh:
+                ids.update(zip(fresh, count(len(ids))))
         for p in f.call_files:
             op.call_files[self._file_id(p)] = None
         for p in f.text_files:
