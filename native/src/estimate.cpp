@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <pthread.h>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -105,6 +106,22 @@ struct PartQueue {
     }
 };
 
+// Helper threads still running (claiming nothing more, or about to exit). The library waits for
+// them when it is unloaded or the process exits, so no helper is left running code of an unloaded
+// library (past the counter, a helper runs only its thread's last few instructions). A forked child
+// has none of its parent's threads: it starts from zero.
+std::atomic<int> live_helpers{0};
+
+struct HelpersDrained {
+    HelpersDrained() { pthread_atfork(nullptr, nullptr, [] { live_helpers.store(0); }); }
+    ~HelpersDrained() {
+        while (live_helpers.load(std::memory_order_acquire) > 0) {
+            std::this_thread::yield();
+        }
+    }
+};
+const HelpersDrained drain_on_unload;
+
 // part(i) for every i < n, on the calling thread and up to `helpers` detached helper threads
 // (none when no thread can be started: the caller runs every part).
 void run_parts(std::size_t n, unsigned helpers, const std::function<void(std::size_t)>& part) noexcept {
@@ -112,7 +129,17 @@ void run_parts(std::size_t n, unsigned helpers, const std::function<void(std::si
     try {
         q = std::make_shared<PartQueue>(n, &part);
         for (unsigned h = 0; h < helpers; ++h) {
-            std::thread([q] { q->work(); }).detach();
+            live_helpers.fetch_add(1, std::memory_order_relaxed);
+            try {
+                std::thread([q]() mutable {
+                    q->work();
+                    q.reset();
+                    live_helpers.fetch_sub(1, std::memory_order_release);
+                }).detach();
+            } catch (...) {
+                live_helpers.fetch_sub(1, std::memory_order_relaxed);
+                throw;
+            }
         }
     } catch (...) {  // no memory or no thread: what was started helps, the rest runs here
         if (!q) {
