@@ -12,6 +12,7 @@ checks that native and reference agree).
 from __future__ import annotations
 
 import itertools
+import os
 import random
 
 import numpy as np
@@ -62,6 +63,15 @@ def test_estimate_bulk_native(benchmark, bulk_ascii):
     assert native.estimate_tokens(bulk_ascii[:REF_BULK_BYTES]) == _py.estimate_tokens(bulk_ascii[:REF_BULK_BYTES])
     benchmark(native.estimate_tokens, bulk_ascii)
     _record(benchmark, "bulk/native", len(bulk_ascii), ref="bulk/reference", peer="bulk/tiktoken")
+    benchmark.extra_info["cpus"] = os.cpu_count()
+
+
+def test_estimate_bulk_native_one_thread(benchmark, bulk_ascii):
+    """The kernel on one thread: 256 KiB, under the size from which a text is shared out across threads
+    (bulk/native over this row is the speed-up the other cores add)."""
+    text = bulk_ascii[:REF_BULK_BYTES]
+    benchmark(native.estimate_tokens, text)
+    _record(benchmark, "bulk/native_one_thread", len(text), ref="bulk/reference", peer="bulk/tiktoken")
 
 
 # ---- estimator: 300-byte snippets -----------------------------------------------------------------

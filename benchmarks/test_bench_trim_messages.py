@@ -8,7 +8,11 @@ about the algorithm, not the tokenizer:
   (a binary search that re-counts message lists);
 * ``latch_request``: what Latch does per request: one :func:`latch.hotpaths.suffix_start` over the
   prefix-sum array it maintains as units arrive (a bisect);
-* ``latch_from_scratch``: count every message, build the prefix sums, then ``suffix_start``.
+* ``latch_from_scratch``: what Latch does with no maintained sums (:func:`latch.engine.units.suffix_fit`,
+  as ``PolicyEngine.fit_suffix``): count messages from the newest back and stop at the first that does
+  not fit (O(kept) counts, where LangChain's bisection counts every message several times);
+* ``latch_prefix_sums_from_scratch``: count every message, build the prefix sums, then ``suffix_start``
+  (what the maintained sums cost when built in one go).
 
 Every row checks that it keeps exactly as many messages as LangChain. Each Latch row's
 ``extra_info`` holds ``ratio_to_langchain`` (LangChain time / Latch time; the LangChain row runs
@@ -23,6 +27,7 @@ import numpy as np
 import pytest
 
 from latch import hotpaths
+from latch.engine.units import suffix_fit
 
 lc = pytest.importorskip("langchain_core.messages", reason="langchain-core is a test dependency")
 
@@ -96,10 +101,19 @@ def test_latch_suffix_start_per_request(benchmark, texts, expected):
 
 def test_latch_suffix_start_from_scratch(benchmark, texts, expected):
     def trim():
+        return min(suffix_fit(texts, count, BUDGET), len(texts) - 1)
+
+    start = benchmark.pedantic(trim, rounds=5, iterations=1)
+    assert len(texts) - start == expected
+    _record(benchmark, "latch_from_scratch")
+
+
+def test_latch_prefix_sums_from_scratch(benchmark, texts, expected):
+    def trim():
         prefix = np.zeros(len(texts) + 1, dtype=np.int64)
         np.cumsum([count(t) for t in texts], out=prefix[1:])
         return hotpaths.suffix_start(prefix, BUDGET)
 
     start = benchmark.pedantic(trim, rounds=5, iterations=1)
     assert len(texts) - start == expected
-    _record(benchmark, "latch_from_scratch")
+    _record(benchmark, "latch_prefix_sums")

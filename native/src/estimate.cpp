@@ -5,12 +5,16 @@
 // One scalar piece walker (`Walker`, estimate_impl.hpp) mirrors the reference step by step
 // for every input width; latin-1 text takes the AVX-512 kernel over its pure-ASCII stretches
 // when the CPU has it (estimate_ascii.cpp, estimate_avx512.cpp), which reports the same units.
-// Texts of 2 MiB characters or more are cut at exact boundaries and estimated on several
-// threads (units_parallel below).
+// Texts of 512 Ki characters or more (and batches as large) are cut at exact boundaries into
+// parts that the calling thread and helper threads claim in turn (units_parallel, run_parts below).
 #include "latch/estimate.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <functional>
+#include <memory>
+#include <pthread.h>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -40,6 +44,12 @@ const std::uint8_t* latin1_classes() noexcept {
 }
 
 std::int64_t tokens_from_units(std::int64_t units, Profile p) noexcept {
+    const long long num = tables::PROFILE_SCALE[static_cast<int>(p)][0];
+    const long long den = tables::PROFILE_SCALE[static_cast<int>(p)][1] * tables::UNIT;
+    long long x64;
+    if (units >= 0 && !__builtin_mul_overflow(units, num, &x64)) {  // the common case, without 128-bit division
+        return x64 / den + (x64 % den != 0 ? 1 : 0);
+    }
     const wide_units x = static_cast<wide_units>(units) * tables::PROFILE_SCALE[static_cast<int>(p)][0];
     const wide_units d = static_cast<wide_units>(tables::PROFILE_SCALE[static_cast<int>(p)][1]) * tables::UNIT;
     wide_units q = x / d;
@@ -67,9 +77,85 @@ struct Latin1Text {
 // or digit and text[c] is whitespace: no piece rule looks across that boundary (a word or digit
 // run ends at c-1 whatever follows, and a whitespace run only asks whether the character before
 // it is PUNCT), so units(text) = units(text[:c]) + units(text[c:]).
-constexpr std::size_t kParallelMin = std::size_t{1} << 20;  // characters per thread, at least
+constexpr std::size_t kPartChars = std::size_t{1} << 18;  // characters per part (texts, or text ranges)
+constexpr std::size_t kParallelMin = 2 * kPartChars;       // less than this: the calling thread alone
 constexpr unsigned kMaxThreads = 8;
 
+unsigned hardware_threads() {
+    static const unsigned hw = std::thread::hardware_concurrency();  // a system call: ask once
+    return hw ? hw : 1;
+}
+
+// What the calling thread and its helpers share: parts are claimed in order from `next`, and the
+// caller returns once `done` counts every part. A helper the OS schedules late finds nothing left,
+// so a busy machine costs at most the parts a helper holds, never a wait for a helper to start.
+struct PartQueue {
+    std::size_t n;
+    std::atomic<std::size_t> next{0};
+    std::atomic<std::size_t> done{0};
+    const std::function<void(std::size_t)>* part;  // valid while done < n (the caller waits for it)
+
+    explicit PartQueue(std::size_t parts, const std::function<void(std::size_t)>* fn) : n(parts), part(fn) {}
+
+    void work() {
+        for (std::size_t i = next.fetch_add(1, std::memory_order_relaxed); i < n;
+             i = next.fetch_add(1, std::memory_order_relaxed)) {
+            (*part)(i);
+            done.fetch_add(1, std::memory_order_release);
+        }
+    }
+};
+
+// Helper threads still running (claiming nothing more, or about to exit). The library waits for
+// them when it is unloaded or the process exits, so no helper is left running code of an unloaded
+// library (past the counter, a helper runs only its thread's last few instructions). A forked child
+// has none of its parent's threads: it starts from zero.
+std::atomic<int> live_helpers{0};
+
+struct HelpersDrained {
+    HelpersDrained() { pthread_atfork(nullptr, nullptr, [] { live_helpers.store(0); }); }
+    ~HelpersDrained() {
+        while (live_helpers.load(std::memory_order_acquire) > 0) {
+            std::this_thread::yield();
+        }
+    }
+};
+const HelpersDrained drain_on_unload;
+
+// part(i) for every i < n, on the calling thread and up to `helpers` detached helper threads
+// (none when no thread can be started: the caller runs every part).
+void run_parts(std::size_t n, unsigned helpers, const std::function<void(std::size_t)>& part) noexcept {
+    std::shared_ptr<PartQueue> q;
+    try {
+        q = std::make_shared<PartQueue>(n, &part);
+        for (unsigned h = 0; h < helpers; ++h) {
+            live_helpers.fetch_add(1, std::memory_order_relaxed);
+            try {
+                std::thread([q]() mutable {
+                    q->work();
+                    q.reset();
+                    live_helpers.fetch_sub(1, std::memory_order_release);
+                }).detach();
+            } catch (...) {
+                live_helpers.fetch_sub(1, std::memory_order_relaxed);
+                throw;
+            }
+        }
+    } catch (...) {  // no memory or no thread: what was started helps, the rest runs here
+        if (!q) {
+            for (std::size_t i = 0; i < n; ++i) {
+                part(i);
+            }
+            return;
+        }
+    }
+    q->work();
+    while (q->done.load(std::memory_order_acquire) < n) {  // parts a helper still holds
+        std::this_thread::yield();
+    }
+}
+
+// Cuts near len*i/parts (searching forward up to 64 KiB); fewer parts when none is found.
 template <class CharT>
 bool safe_cut(const CharT* text, std::size_t c) {
     const std::uint32_t before = text[c - 1], at = text[c];
@@ -81,11 +167,10 @@ bool safe_cut(const CharT* text, std::size_t c) {
            (ka == tables::SPACE || ka == tables::NEWLINE);
 }
 
-// Cuts near len*i/parts (searching forward up to 64 KiB); fewer parts when none is found.
 template <class CharT>
-std::vector<std::size_t> cuts_for(const CharT* text, std::size_t len, unsigned parts) {
+std::vector<std::size_t> cuts_for(const CharT* text, std::size_t len, std::size_t parts) {
     std::vector<std::size_t> cuts{0};
-    for (unsigned i = 1; i < parts; ++i) {
+    for (std::size_t i = 1; i < parts; ++i) {
         const std::size_t target = len / parts * i;
         const std::size_t limit = target + (std::size_t{1} << 16) < len ? target + (std::size_t{1} << 16) : len;
         for (std::size_t c = target > cuts.back() + 1 ? target : cuts.back() + 1; c < limit; ++c) {
@@ -99,41 +184,30 @@ std::vector<std::size_t> cuts_for(const CharT* text, std::size_t len, unsigned p
     return cuts;
 }
 
-// units(text) computed by `one(text, n)` on up to kMaxThreads parts in parallel.
+// units(text) computed by `one(text, n)` over parts of about kPartChars characters, on the calling
+// thread and up to kMaxThreads - 1 helpers.
 template <class CharT, class One>
 std::int64_t units_parallel(const CharT* text, std::size_t len, One one) noexcept {
-    const std::size_t by_size = len / kParallelMin;
-    if (by_size < 2) {
+    const unsigned hw = hardware_threads();
+    if (len < kParallelMin || hw < 2) {
         return one(text, len);
     }
-    static const unsigned hw = std::thread::hardware_concurrency();  // a system call: ask once
-    const unsigned parts = static_cast<unsigned>(std::min<std::size_t>({hw ? hw : 1, by_size, kMaxThreads}));
-    if (parts < 2) {
-        return one(text, len);
-    }
-    const std::vector<std::size_t> cuts = cuts_for(text, len, parts);
-    const std::size_t n = cuts.size() - 1;
-    std::vector<std::int64_t> units(n, 0);
-    std::vector<std::thread> threads;
-    std::size_t done = 1;  // part 0 runs on the calling thread
     try {
-        for (; done < n; ++done) {
-            threads.emplace_back([&, done] { units[done] = one(text + cuts[done], cuts[done + 1] - cuts[done]); });
+        const std::vector<std::size_t> cuts = cuts_for(text, len, len / kPartChars);
+        const std::size_t n = cuts.size() - 1;
+        std::vector<std::int64_t> units(n, 0);
+        const std::function<void(std::size_t)> part = [&](std::size_t i) {
+            units[i] = one(text + cuts[i], cuts[i + 1] - cuts[i]);
+        };
+        run_parts(n, static_cast<unsigned>(std::min<std::size_t>({hw, kMaxThreads, n}) - 1), part);
+        std::int64_t total = 0;
+        for (const std::int64_t u : units) {
+            total += u;
         }
-    } catch (...) {  // no thread available: the remaining parts run here
+        return total;
+    } catch (...) {  // no memory for the cuts: one pass here
+        return one(text, len);
     }
-    units[0] = one(text, cuts[1]);
-    for (std::size_t i = done; i < n; ++i) {
-        units[i] = one(text + cuts[i], cuts[i + 1] - cuts[i]);
-    }
-    for (std::thread& t : threads) {
-        t.join();
-    }
-    std::int64_t total = 0;
-    for (const std::int64_t u : units) {
-        total += u;
-    }
-    return total;
 }
 
 // Units of one text on the calling thread.
@@ -176,33 +250,28 @@ void estimate_batch(const TextView* texts, std::size_t n, Profile profile, std::
     for (std::size_t i = 0; i < n; ++i) {
         total += texts[i].len;
     }
-    static const unsigned hw = std::thread::hardware_concurrency();
-    const unsigned parts = total / kParallelMin < 2 ? 1 : static_cast<unsigned>(std::min<std::size_t>(
-                                                              {hw ? hw : 1, total / kParallelMin, kMaxThreads, n}));
-    // Contiguous ranges of texts with about total / parts characters each.
-    std::vector<std::size_t> bounds{0};
-    std::size_t acc = 0;
-    for (std::size_t i = 0; i < n && bounds.size() < parts; ++i) {
-        acc += texts[i].len;
-        if (acc >= total / parts * bounds.size()) {
-            bounds.push_back(i + 1);
-        }
+    const unsigned hw = hardware_threads();
+    if (total < kParallelMin || hw < 2 || n < 2) {
+        run(0, n);
+        return;
     }
-    bounds.push_back(n);
-    std::vector<std::thread> threads;
-    std::size_t started = 1;
     try {
-        for (; started + 1 < bounds.size(); ++started) {
-            threads.emplace_back(run, bounds[started], bounds[started + 1]);
+        // Contiguous ranges of texts with about kPartChars characters each.
+        std::vector<std::size_t> bounds{0};
+        std::size_t acc = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            acc += texts[i].len;
+            if (acc >= kPartChars && i + 1 < n) {
+                bounds.push_back(i + 1);
+                acc = 0;
+            }
         }
-    } catch (...) {  // no thread available: the remaining ranges run here
-    }
-    run(bounds[0], bounds[1]);
-    for (std::size_t i = started; i + 1 < bounds.size(); ++i) {
-        run(bounds[i], bounds[i + 1]);
-    }
-    for (std::thread& t : threads) {
-        t.join();
+        bounds.push_back(n);
+        const std::size_t parts = bounds.size() - 1;
+        const std::function<void(std::size_t)> part = [&](std::size_t i) { run(bounds[i], bounds[i + 1]); };
+        run_parts(parts, static_cast<unsigned>(std::min<std::size_t>({hw, kMaxThreads, parts}) - 1), part);
+    } catch (...) {  // no memory for the ranges: every text here
+        run(0, n);
     }
 }
 

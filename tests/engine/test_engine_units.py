@@ -5,10 +5,13 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from latch import hotpaths
 from latch.engine.port import ViewMessage, ViewToolCall
 from latch.engine.units import (MESSAGE_OVERHEAD_TOKENS, TOOL_CALL_OVERHEAD_TOKENS, TokenCounter,
-                                UnitBuilder, message_line, view_violations)
+                                UnitBuilder, message_line, suffix_fit, view_violations)
 from latch.events import (EOF_PLACEHOLDER_TEXT, AssistantMessage, MediaRef, SystemNote, ToolCall, ToolResult, Usage,
                           UserMessage)
 
@@ -156,3 +159,25 @@ def test_a_pending_turn_is_no_unit_and_a_legacy_end_of_file_placeholder_is_no_re
     ])
     assert [u.seqs for u in units] == [(1,), (2, 5), (6,)] and b.pending_seq is None
     assert [(m.role, m.content) for m in units[1].messages][1] == ("tool", "the real result")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 50), max_size=30), st.integers(-5, 400))
+def test_suffix_fit_from_scratch_agrees_with_prefix_sums(costs, budget):
+    asked: list[int] = []
+
+    def cost(i: int) -> int:
+        asked.append(i)
+        return costs[i]
+
+    start = suffix_fit(range(len(costs)), cost, budget)
+    prefix = [0]
+    for c in costs:
+        prefix.append(prefix[-1] + c)
+    if costs:
+        assert min(start, len(costs) - 1) == hotpaths.suffix_start(prefix, budget)
+        assert (start == len(costs)) == (costs[-1] > budget)  # not even the newest fits
+    else:
+        assert start == 0
+    assert sum(costs[start:]) <= budget or start == len(costs)
+    assert len(asked) == min(len(costs), len(costs) - start + 1)  # the kept items and the one that did not fit

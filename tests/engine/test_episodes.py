@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from latch.engine import episodes as E
 from latch.engine.episodes import Episode, EpisodeIndex, extract_terms
@@ -146,6 +149,18 @@ def test_file_entities_found_in_text(text, paths, monkeypatch):
     assert E._paths(text) == paths
     monkeypatch.setattr(E, "_scanner", lambda text: E._UNICODE)  # the ASCII patterns are a shortcut, not a change
     assert E._paths(text) == paths
+
+
+_HINT_PIECES = ["a", "Z", "_", "1", ".", "/", "-", "~", "@", "+", " ", "\n", "é", "修", "ſ", "\u212a", ".py", ".PY",
+                ".pyi", ".Json", ".jsonl", ".c", ".cc", ".sh", ".ts", ".tsx", ".v", ".dockerfile", "x.py/", "/etc"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_HINT_PIECES), max_size=40).map("".join))
+def test_hint_search_finds_what_the_plain_alternation_finds(text):
+    for flags, sc in ((0, E._UNICODE), (re.ASCII, E._ASCII))[:2 if text.isascii() else 1]:  # as _scanner picks
+        plain = re.compile(r"(?:/|\.(?:" + E._EXTS + r")(?![\w/]))[\w.@+~/-]*", flags | re.IGNORECASE)
+        assert [m.span() for m in E._hints(sc, text)] == [m.span() for m in plain.finditer(text)]
 
 
 def test_call_classes_agree_on_ascii_control_whitespace():

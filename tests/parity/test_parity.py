@@ -75,6 +75,19 @@ def test_estimate_large_text_split_across_threads(wide):
     assert native.estimate_tokens(text, "openai") == _py.estimate_tokens(text, "openai")
 
 
+@pytest.mark.parametrize("chars", [600_000, 1_100_000])
+def test_estimate_mid_size_text_split_into_parts(chars):
+    # From 512 Ki characters the native side cuts a text into parts of about 256 Ki that the calling
+    # thread and its helpers claim in turn (two parts, then four); the sum must equal the single walk.
+    rng = random.Random(chars)
+    words = ["alpha", "Beta", "HTTPServer", "x1", "4096", "--", "a.b", "\n\n  ", "\t", "é", "(", ")"]
+    text = " ".join(rng.choice(words) for _ in range(chars // 4))
+    assert len(text) > 512 * 1024
+    assert native.estimate_tokens(text, "openai") == _py.estimate_tokens(text, "openai")
+    snippets = [text[i:i + 300] for i in range(0, len(text), 300)]
+    assert native.estimate_tokens_batch(snippets).tolist() == _py.estimate_tokens_batch(snippets).tolist()
+
+
 def test_estimate_wide_text_with_long_ascii_stretches():
     # UCS-2/UCS-4 strings: ASCII stretches of 64+ characters are narrowed to bytes for the
     # vectorized path; the neighbours (LETTER or not) must keep their meaning.

@@ -32,8 +32,8 @@ struct TextView {
     unsigned width;
 };
 
-// Tokens of one text / of each of `n` texts into out[0..n). Texts of 2 MiB characters or more,
-// and batches that large in total, are split across threads (exactly: see estimate.cpp).
+// Tokens of one text / of each of `n` texts into out[0..n). Texts of 512 Ki characters or more,
+// and batches that large in total, are shared out across threads (exactly: see estimate.cpp).
 std::int64_t estimate_view(const TextView& text, Profile profile) noexcept;
 void estimate_batch(const TextView* texts, std::size_t n, Profile profile, std::int64_t* out) noexcept;
 

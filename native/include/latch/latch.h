@@ -23,8 +23,9 @@
  *
  * Thread safety: every function is pure and reentrant (no global mutable state,
  *   no locks); any number of threads may call any function concurrently. (Our
- *   library may itself estimate texts of 2 MiB characters or more on a few
- *   worker threads, joined before returning.)
+ *   library may itself estimate texts of 512 Ki characters or more on a few
+ *   helper threads; every part is done before returning, and a helper started
+ *   late exits without touching the caller's memory.)
  *
  * Errors: every function except `latch_abi_version` and `latch_strerror`
  *   returns LATCH_OK (0) or a negative LATCH_E_* code; on error the outputs

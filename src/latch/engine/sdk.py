@@ -44,7 +44,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from .. import hotpaths
 from ..config import budget_for_model
 from ..port import (
     ComponentTokens,
@@ -65,6 +64,7 @@ from .units import (
     message_line,
     render_session_context,
     resolve_estimator,
+    suffix_fit,
 )
 
 __all__ = ["PolicyEngine", "Selection", "MANUAL_COMPACT", "RECALL_ROWS"]
@@ -205,13 +205,7 @@ class PolicyEngine:
 
         Returns ``len(units)`` when not even the newest unit fits (the caller decides: overflow).
         """
-        if not units:
-            return 0
-        sums = [0]
-        for u in units:
-            sums.append(sums[-1] + self.cost(u))
-        start = hotpaths.suffix_start(sums, available)
-        return len(units) if sums[-1] - sums[start] > available else start
+        return suffix_fit(units, self.cost, available)
 
     def compact_boundary(self, until_seq: int) -> int:
         """The seq of the newest ``manual_compact`` at or before ``until_seq`` (0 when none); reads new records only."""

@@ -48,6 +48,7 @@ __all__ = [
     "TOOL_CALL_OVERHEAD_TOKENS",
     "TokenCounter",
     "resolve_estimator",
+    "suffix_fit",
     "render_session_context",
     "Unit",
     "UnitBuilder",
@@ -201,6 +202,24 @@ class TokenCounter:
         if self.framing is not None:
             return int(self.framing.tools_tokens(tools)) if tools else 0
         return self.fixed(canonical_bytes(list(tools)).decode("utf-8")) if tools else 0
+
+
+def suffix_fit(items: Sequence[Any], cost: Callable[[Any], int], budget: int) -> int:
+    """Start index of the largest suffix of whole ``items`` within ``budget`` tokens, from scratch.
+
+    ``cost(item)`` gives an item's tokens (``>= 0``). Items are costed from the newest back and the walk
+    stops at the first that does not fit, so it asks ``cost`` only for the kept items and one more:
+    O(kept), where prefix sums over everything followed by :func:`latch.hotpaths.suffix_start` cost O(n).
+    Returns ``len(items)`` when not even the newest fits (``suffix_start`` keeps that one whole: take
+    ``min(i, len(items) - 1)`` for its answer); 0 for no items. Spec: "Bounded materialization", item 3.
+    """
+    start, used = len(items), 0
+    while start > 0:
+        used += cost(items[start - 1])
+        if used > budget:
+            break
+        start -= 1
+    return start
 
 
 class Unit:
