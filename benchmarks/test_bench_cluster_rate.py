@@ -1,7 +1,7 @@
 """Jobs per second: ``latch bench``'s local process pool against a 2-worker Dask cluster, in the same run.
 
 The same plan (continuity over six generated scenario sessions of 150 events, one budget: 6 jobs) runs
-through :func:`latch.bench.harness.run_bench` twice: locally (``jobs=2``, a fresh process per job) and on a
+through :func:`latch.bench.runner.run_bench` twice: locally (``jobs=2``, a fresh process per job) and on a
 real ``dask scheduler`` with two single-threaded ``dask worker`` processes on 127.0.0.1
 (``scheduler="tcp://..."``, each job in its own child process of the worker). Both use this machine's two
 cores, so the cluster cannot be faster here; the benchmark measures what the cluster path costs on top.
@@ -19,7 +19,7 @@ import time
 import pytest
 
 from dask_support import dask_cluster
-from latch.bench.harness import Budget, SessionSource, run_bench
+from latch.bench.runner import Budget, SessionSource, run_bench
 
 pytest.importorskip("distributed", reason="pip install 'latch[cluster]'")
 

@@ -11,8 +11,10 @@ from click.testing import CliRunner
 import shutil
 
 from corpus_support import CORPUS, REPO, require_corpus
-from latch.bench.harness import (Budget, SessionSource, corpus_needles, discover_sessions, markdown_table,
-                                 parse_budgets, run_job, summarize)
+from latch.bench.needles import corpus_needles
+from latch.bench.report import markdown_table
+from latch.bench.runner import Budget, SessionSource, discover_sessions, parse_budgets, run_job
+from latch.bench.summary import summarize
 from latch.cli import _load_commands, cli
 from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
 

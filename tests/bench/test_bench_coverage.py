@@ -6,7 +6,9 @@ import json
 
 from corpus_support import REPO
 from latch.bench.coverage import CoverageProbe, WorkingSetProbe, identifiers
-from latch.bench.harness import Budget, SessionSource, markdown_table, run_job, summarize, verdicts
+from latch.bench.report import markdown_table, verdicts
+from latch.bench.runner import Budget, SessionSource, run_job
+from latch.bench.summary import summarize
 from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
 from latch.port import ViewMessage
 

@@ -14,7 +14,10 @@ import numpy as np  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
 from corpus_support import REPO  # noqa: E402
-from latch.bench.harness import Budget, engine_plot, frontier_points, markdown_table, summarize  # noqa: E402
+from latch.bench.plots import engine_plot  # noqa: E402
+from latch.bench.report import markdown_table  # noqa: E402
+from latch.bench.runner import Budget  # noqa: E402
+from latch.bench.summary import frontier_points, summarize  # noqa: E402
 from latch.cli import _load_commands, cli  # noqa: E402
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers

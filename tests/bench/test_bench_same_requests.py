@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from latch.bench.harness import Budget, SessionSource, run_job, summarize, verdicts
+from latch.bench.report import verdicts
+from latch.bench.runner import Budget, SessionSource, run_job
+from latch.bench.summary import summarize
 
 from corpus_support import REPO
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from corpus_support import REPO
 
-from latch.bench.harness import budget_verdicts
+from latch.bench.report import budget_verdicts
 from latch.cli import _load_commands, cli
 from latch.cli.progress import progress
 

@@ -238,7 +238,9 @@ def test_a_corpus_request_checked_by_hand(tmp_path):
 
 
 def test_bench_prices_each_engine_cache_aware():
-    from latch.bench.harness import Budget, SessionSource, cost_table, markdown_table, run_job, summarize
+    from latch.bench.report import cost_table, markdown_table
+    from latch.bench.runner import Budget, SessionSource, run_job
+    from latch.bench.summary import summarize
 
     src = SessionSource("invoice", path=str(EXAMPLE))
     job = run_job("continuity", src, Budget("32k:4k:8k", 32_000, 4_000, 8_000))

@@ -1,7 +1,7 @@
 """Run independent tasks, each in a fresh process: a local process pool, or a Dask cluster (``--scheduler``).
 
 The machinery shared by ``latch bench`` (a task is one engine × session × budget job,
-:mod:`latch.bench.harness`) and ``latch stress --shards`` (a task is one shard, :mod:`latch.bench.shards`).
+:mod:`latch.bench.runner`) and ``latch stress --shards`` (a task is one shard, :mod:`latch.bench.shards`).
 
 A *task* is a module-level function ``fn`` (picklable by reference), its arguments and a *label* (a small
 dict naming the task, e.g. ``{"shard": 1}``); the function returns a JSON-ready dict. :func:`run_tasks` runs
@@ -31,7 +31,7 @@ from typing import Any
 __all__ = ["SchedulerError", "DAEMON_HINT", "SCHEDULER_RE", "mp_context", "connect", "guarded", "in_own_process",
            "run_tasks"]
 
-PRELOAD = ["latch.bench.harness", "latch.bench.shards", "latch.engine", "latch.plugins", "latch.importers"]
+PRELOAD = ["latch.bench.runner", "latch.bench.shards", "latch.engine", "latch.plugins", "latch.importers"]
 """Modules the fork server imports once, so every fresh task process starts with Latch loaded."""
 
 

@@ -367,40 +367,57 @@ class _Verifier:
             c["append_only_epochs"].fail(line)
         for line in res.protocol_violations:
             c["component_sums"].fail(line)
-        head, line_tokens = res.line_tokens[0], res.line_tokens[2:]
-
-        sums = dict.fromkeys(("instructions", "conversation", "state", "recall", "episode", "extension"), 0)
-        sums["instructions"] = head
-        states: list[str] = []
-        for m, tok in zip(v.messages, line_tokens, strict=False):
-            if m.kind == "session_context":
-                sums["instructions"] += tok
-            elif m.kind == "conversation":
-                sums["conversation"] += tok
-            elif m.kind == "kernel_context":
-                parts = self._kernel_parts(m.content)
-                if parts is None or "".join(x for _, x in parts) != m.content:
-                    c["component_sums"].fail(f"{where}: a kernel message is not the concatenation of a durable record")
-                    continue
-                sums["state"] += counter.overhead
-                for comp, text in parts:
-                    sums[comp] += counter.text(text)
-                    if comp == "state" and text.startswith("<canonical-state"):
-                        states.append(text)
-                    elif comp == "episode":
-                        entries = len(_ENTRY_RE.findall(text))
-                        self.max_index_entries = max(self.max_index_entries, entries)
-                        if entries > INDEX_ENTRIES_MAX:
-                            c["bounded_episode_index"].fail(f"{where}: {entries} episode index entries")
-            else:
-                c["component_sums"].fail(f"{where}: message of unknown kind {m.kind!r}")
+        sums, states = self._recount(v, res.line_tokens, where)
         expect = {"instructions": t.instructions_tokens, "conversation": t.recent_tokens, "state": t.state_tokens,
                   "recall": t.recall_tokens - t.episode_tokens, "episode": t.episode_tokens,
                   "extension": t.extension_tokens}
         wrong = {k: (sums[k], expect[k]) for k in expect if sums[k] != expect[k]}
         if wrong or t.tools_tokens != counter.tools(v.tools) or t.episode_tokens > t.recall_tokens:
             c["component_sums"].fail(f"{where}: recount != reported {wrong}")
+        self._states(states, where)
+        if v.metrics.get("rotation_reason") == "manual_compact":
+            c["no_automatic_compact"].fail(f"{where}: rotation reason manual_compact")
 
+    def _recount(self, v: ContextView, line_tokens: Sequence[int], where: str) -> tuple[dict[str, int], list[str]]:
+        """Each component's tokens recounted from the view's messages (``line_tokens``: the request loop's
+        per-line recount) and the durable kernel records, and the canonical-state texts the view holds."""
+        sums = dict.fromkeys(("instructions", "conversation", "state", "recall", "episode", "extension"), 0)
+        sums["instructions"] = line_tokens[0]
+        states: list[str] = []
+        for m, tok in zip(v.messages, line_tokens[2:], strict=False):
+            if m.kind == "session_context":
+                sums["instructions"] += tok
+            elif m.kind == "conversation":
+                sums["conversation"] += tok
+            elif m.kind == "kernel_context":
+                self._kernel_message(m.content, sums, states, where)
+            else:
+                self.c["component_sums"].fail(f"{where}: message of unknown kind {m.kind!r}")
+        return sums, states
+
+    def _kernel_message(self, content: str, sums: dict[str, int], states: list[str], where: str) -> None:
+        """Add a kernel message's parts (from its durable record) to ``sums``; its canonical states to
+        ``states``; check the episode index's size."""
+        c, counter = self.c, self.counter
+        parts = self._kernel_parts(content)
+        if parts is None or "".join(x for _, x in parts) != content:
+            c["component_sums"].fail(f"{where}: a kernel message is not the concatenation of a durable record")
+            return
+        sums["state"] += counter.overhead
+        for comp, text in parts:
+            sums[comp] += counter.text(text)
+            if comp == "state" and text.startswith("<canonical-state"):
+                states.append(text)
+            elif comp == "episode":
+                entries = len(_ENTRY_RE.findall(text))
+                self.max_index_entries = max(self.max_index_entries, entries)
+                if entries > INDEX_ENTRIES_MAX:
+                    c["bounded_episode_index"].fail(f"{where}: {entries} episode index entries")
+
+    def _states(self, states: Sequence[str], where: str) -> None:
+        """The current canonical state keeps the constraint and the decision; no rejected hypothesis is
+        rendered as active."""
+        c = self.c
         if states:
             current = _STATE_RE.search(states[-1])
             body = current.group(1) if current else ""
@@ -410,9 +427,6 @@ class _Verifier:
             for line in s.splitlines():
                 if HYPOTHESIS in line and "REJECTED" not in line:
                     c["rejection_preserved"].fail(f"{where}: rendered as active: {line[:120]}")
-        if v.metrics.get("rotation_reason") == "manual_compact":
-            c["no_automatic_compact"].fail(f"{where}: rotation reason manual_compact")
-
 
 def _last_unit_lines(store: EventStore, sid: str, until: int) -> list[bytes] | None:
     """The provider-visible lines of the newest unit complete as of ``until``, segmented independently

@@ -3,17 +3,17 @@
 ``latch bench [--engines a,b,c] [--corpus DIR] [--budgets ...] [--out DIR] [--jobs N]
 [--scheduler tcp://HOST:PORT|local:N] [--plot OUT.png]`` runs every engine over every session (the corpus transcripts,
 ``examples/*.jsonl``, a generated stress scenario) under every budget in a process pool, or on a Dask
-cluster with ``--scheduler`` (:mod:`latch.bench.harness`), then writes
+cluster with ``--scheduler`` (:mod:`latch.bench.runner`), then writes
 ``report.md`` (the table), ``report.json`` (every job, with per-request series) and PNG plots
 (tokens per request along each session per engine; cacheability per engine) into ``--out``, and with
-``--plot OUT.png`` one PNG comparing the engines (:func:`latch.bench.harness.engine_plot`, with its cost-vs-coverage
+``--plot OUT.png`` one PNG comparing the engines (:func:`latch.bench.plots.engine_plot`, with its cost-vs-coverage
 frontier panel).
 matplotlib is required (``pip install '.[bench]'`` in the Latch checkout).
 A job that fails (e.g. a malformed transcript) is listed with its error; the command then exits 1.
 
-Stdout gets a narrow table (:data:`latch.bench.harness.NARROW_COLUMNS`: engine, budget, frontier, requests,
+Stdout gets a narrow table (:data:`latch.bench.report.NARROW_COLUMNS`: engine, budget, frontier, requests,
 tokens/request, coverage, refused, dollars; every column is in ``report.md``) and one ``verdict BUDGET: ...`` line
-per budget (:func:`latch.bench.harness.budget_verdicts`). Progress goes to stderr: a bar on a terminal, one line now
+per budget (:func:`latch.bench.report.budget_verdicts`). Progress goes to stderr: a bar on a terminal, one line now
 and then in a pipe (:mod:`latch.cli.progress`).
 """
 
@@ -24,18 +24,11 @@ from pathlib import Path
 
 import click
 
-from ..bench.harness import (
-    NARROW_COLUMNS,
-    SchedulerError,
-    budget_verdicts,
-    discover_sessions,
-    markdown_table,
-    parse_budgets,
-    run_bench,
-    summarize,
-    write_plot,
-    write_report,
-)
+from ..bench.executor import SchedulerError
+from ..bench.plots import write_plot
+from ..bench.report import NARROW_COLUMNS, budget_verdicts, markdown_table, write_report
+from ..bench.runner import discover_sessions, parse_budgets, run_bench
+from ..bench.summary import summarize
 from ..plugins import PluginError, registered_engines
 from ..textsafe import console, echo, markup, safe
 from .main import pass_app

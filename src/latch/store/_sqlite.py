@@ -1,15 +1,17 @@
 """SQLite helpers shared by the event store and the replay scratch database: the one-line errors
-(:class:`StoreError`, :class:`StoreBusyError`), busy and damage detection, the busy back-off loop."""
+(:class:`StoreError`, :class:`StoreBusyError`), busy and damage detection, the busy back-off loop, the write
+transaction."""
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-__all__ = ["StoreError", "StoreBusyError", "non_folder_parent"]
+__all__ = ["StoreError", "StoreBusyError", "non_folder_parent", "write_transaction"]
 
 
 class StoreError(Exception):
@@ -55,6 +57,36 @@ def _damaged(exc: BaseException) -> bool:
         return False
     code = getattr(exc, "sqlite_errorcode", None)
     return code is None or code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_ERROR)
+
+
+@contextmanager
+def write_transaction(lock: AbstractContextManager[object], db: Callable[[], sqlite3.Connection],
+                      error: Callable[[BaseException], StoreError], *,
+                      begin_errors: type[sqlite3.Error] = sqlite3.OperationalError,
+                      undecodable: Callable[[UnicodeEncodeError], StoreError] | None = None,
+                      ) -> Iterator[sqlite3.Connection]:
+    """One write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``) on ``db()`` under ``lock``; any exception rolls
+    it back. ``error`` turns a failed SQLite operation into its :class:`StoreError`: a ``begin_errors`` raised by
+    ``BEGIN``, and in the transaction an operational error (busy, I/O) or damage (:func:`_damaged`). With
+    ``undecodable``, a :class:`UnicodeEncodeError` (a surrogate escape SQLite cannot bind) becomes its
+    :class:`StoreError` too; any other exception propagates unchanged."""
+    with lock:
+        conn = db()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except begin_errors as exc:
+            raise error(exc) from None
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError) or _damaged(exc):
+                raise error(exc) from None
+            if undecodable is not None and isinstance(exc, UnicodeEncodeError):
+                raise undecodable(exc) from None
+            raise
 
 
 def non_folder_parent(path: Path) -> Path | None:

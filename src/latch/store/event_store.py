@@ -11,13 +11,22 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..events import Event, MediaRef, PendingEvent, canonical_json, decode_event
-from ._sqlite import StoreBusyError, StoreError, _busy, _damaged, _now, _until_not_busy, non_folder_parent
+from ._sqlite import (
+    StoreBusyError,
+    StoreError,
+    _busy,
+    _damaged,
+    _now,
+    _until_not_busy,
+    non_folder_parent,
+    write_transaction,
+)
 from .fts import build_match_query, build_phrase_query, prepare_text
 from .fts_search import CandidateSearch
 from .leases import Fence, FencedStore, RunFence, RunLease, TaskFence, check_fences, fences_of
@@ -101,6 +110,16 @@ def read_only_reason(path: str | os.PathLike[str]) -> str | None:
         if not (wal.is_file() and shm.is_file() and os.access(wal, os.W_OK) and os.access(shm, os.W_OK)):
             why.append(f"{'its' if not why else 'nor is its'} folder {folder}" + ("" if why else " is not writable"))
     return ", ".join(why) or None
+
+
+def _and(sql: str, args: list[Any], terms: Iterable[tuple[str, Any]]) -> str:
+    """``sql`` with `` AND CLAUSE`` for each ``(CLAUSE, value)`` of ``terms`` whose value is not ``None`` (one
+    ``?`` placeholder each), that value appended to ``args``."""
+    for clause, value in terms:
+        if value is not None:
+            sql += f" AND {clause}"
+            args.append(value)
+    return sql
 
 
 def _encodable(text: str) -> bool:
@@ -237,42 +256,37 @@ class EventStore:
             return StoreError(f"the Latch store at {self.path} is damaged ({exc}); run `latch doctor`")
         return StoreError(f"the Latch store at {self.path} failed: {exc}")
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
         """One write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``) under the lock; any exception rolls
-        it back, and SQLite operational errors (busy, I/O) become :class:`StoreError`."""
-        with self._lock:
-            db = self._db
-            try:
-                db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                raise self._error(exc) from None
-            try:
-                yield db
-                db.execute("COMMIT")
-            except BaseException as exc:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.OperationalError) or _damaged(exc):
-                    raise self._error(exc) from None
-                if isinstance(exc, UnicodeEncodeError):  # a surrogate escape (a file name that is not UTF-8)
-                    raise StoreError(f"cannot store {ascii(exc.object[:200])} in the store at {self.path}: it holds "
-                                     "undecodable bytes (a file name that is not UTF-8? rename the file)") from None
-                raise
+        it back, and SQLite operational errors (busy, I/O) become :class:`StoreError`, as does text holding
+        undecodable bytes (:func:`~latch.store._sqlite.write_transaction`)."""
+        return write_transaction(self._lock, lambda: self._db, self._error, undecodable=self._undecodable)
+
+    def _undecodable(self, exc: UnicodeEncodeError) -> StoreError:
+        """A surrogate escape (a file name that is not UTF-8) SQLite cannot store."""
+        return StoreError(f"cannot store {ascii(exc.object[:200])} in the store at {self.path}: it holds "
+                          "undecodable bytes (a file name that is not UTF-8? rename the file)")
 
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         """``fetchall`` of one read under the lock; SQLite operational errors become :class:`StoreError`, and so
         does an argument holding undecodable bytes (surrogate escapes), which SQLite cannot bind."""
-        with self._lock:
+        with self._lock, self._read_errors():
             try:
                 return self._db.execute(sql, args).fetchall()
             except UnicodeEncodeError as exc:
                 raise StoreError(f"cannot look up {ascii(exc.object[:200])} in the store at {self.path}: it holds "
                                  "undecodable bytes") from None
-            except sqlite3.DatabaseError as exc:
-                if isinstance(exc, sqlite3.OperationalError) or _damaged(exc):
-                    raise self._error(exc) from None
-                raise
+
+    @contextmanager
+    def _read_errors(self) -> Iterator[None]:
+        """Around a read: SQLite operational errors (busy, I/O) and damage become :class:`StoreError`; any other
+        exception propagates unchanged."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) or _damaged(exc):
+                raise self._error(exc) from None
+            raise
 
     def quick_check(self) -> list[str]:
         """``PRAGMA quick_check`` of the database (pages, b-trees, FTS5 index): ``[]`` when intact, else
@@ -472,13 +486,9 @@ class EventStore:
         wrote. ``KeyError`` for an unregistered name; :class:`StoreError` as for any write."""
         p = self._projection(name)
         with self._lock:
-            try:
+            with self._read_errors():
                 if not self._projection_behind(p):
                     return False
-            except sqlite3.DatabaseError as exc:
-                if isinstance(exc, sqlite3.OperationalError) or _damaged(exc):
-                    raise self._error(exc) from None
-                raise
             if self.read_only:
                 raise StoreError(f"the store at {self.path} is read-only and its {name} cache is behind its log: "
                                  "run `latch` once with write access to it (e.g. `latch sessions`)")
@@ -494,16 +504,12 @@ class EventStore:
         self.sync_projection(name)
         with self._lock:
             db = self._db
-            try:
+            with self._read_errors():
                 db.execute("BEGIN")
                 try:
                     return [db.execute(sql, args).fetchall() for sql, args in queries]
                 finally:
                     db.execute("COMMIT")
-            except sqlite3.DatabaseError as exc:
-                if isinstance(exc, sqlite3.OperationalError) or _damaged(exc):
-                    raise self._error(exc) from None
-                raise
 
     def _check_fences_locked(self, fence: Fence | Sequence[Fence] | None) -> None:
         """Inside a write transaction: :class:`LeaseLost` unless every fence holds (a task fence reads the group
@@ -670,14 +676,9 @@ class EventStore:
     def events(self, session_id: str | None = None, *, after_seq: int = 0, until_seq: int | None = None,
                kinds: Sequence[str] | None = None, limit: int | None = None) -> Iterator[StoredEvent]:
         """Events in ``seq`` order: ``after_seq < seq <= until_seq``, optionally of ``kinds``."""
-        sql = "SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq > ?"
         args: list[Any] = [after_seq]
-        if session_id is not None:
-            sql += " AND session_id = ?"
-            args.append(session_id)
-        if until_seq is not None:
-            sql += " AND seq <= ?"
-            args.append(until_seq)
+        sql = _and("SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq > ?", args,
+                   (("session_id = ?", session_id), ("seq <= ?", until_seq)))
         if kinds:
             sql += f" AND kind IN ({','.join('?' * len(kinds))})"
             args.extend(kinds)
@@ -736,27 +737,11 @@ class EventStore:
             return []
         sql = ("SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts FROM events_fts f "
                "JOIN events e ON e.seq = f.rowid WHERE events_fts MATCH ?")
-        args: list[Any] = []
-        if session_id is not None:
-            sql += " AND e.session_id = ?"
-            args.append(session_id)
-        if before_seq is not None:
-            sql += " AND f.rowid < ?"
-            args.append(before_seq)
-        if until_seq is not None:
-            sql += " AND f.rowid <= ?"
-            args.append(until_seq)
-        excluded = sorted(set(exclude_sessions))
-        if excluded:
-            sql += f" AND e.session_id NOT IN ({','.join('?' * len(excluded))})"
-            args.extend(excluded)
+        sql, args = self._hit_filters(sql, [], session_id, exclude_sessions=exclude_sessions)
+        sql = _and(sql, args, (("f.rowid < ?", before_seq), ("f.rowid <= ?", until_seq)))
         with self._lock:
-            try:
+            with self._read_errors():
                 plan = self._candidates.plan(self._db, query, mode)
-            except sqlite3.DatabaseError as exc:
-                if isinstance(exc, sqlite3.OperationalError) or _damaged(exc):
-                    raise self._error(exc) from None
-                raise
             if plan is None:
                 return [self._decode_row(r) for r in self._rows(sql + " ORDER BY f.rowid DESC LIMIT ?",
                                                                  [match, *args, limit])]
@@ -826,12 +811,12 @@ class EventStore:
         return [self._decode_row(r) for r in self._rows(sql + " ORDER BY e.seq DESC", args)]
 
     @staticmethod
-    def _hit_filters(sql: str, args: list[Any], session_id: str | None, kinds: Sequence[str] | None,
-                     tool: str | None, since: str | None, until: str | None,
-                     exclude_sessions: Iterable[str]) -> tuple[str, list[Any]]:
-        if session_id is not None:
-            sql += " AND e.session_id = ?"
-            args.append(session_id)
+    def _hit_filters(sql: str, args: list[Any], session_id: str | None, kinds: Sequence[str] | None = None,
+                     tool: str | None = None, since: str | None = None, until: str | None = None,
+                     exclude_sessions: Iterable[str] = ()) -> tuple[str, list[Any]]:
+        """``sql`` (a query over ``events e`` ending in a ``WHERE`` clause) and its ``args`` with the filters of
+        :meth:`search_hits` appended as ``AND`` terms (``None``/empty: no such filter)."""
+        sql = _and(sql, args, (("e.session_id = ?", session_id),))
         if kinds:
             sql += f" AND e.kind IN ({','.join('?' * len(kinds))})"
             args.extend(kinds)
@@ -843,12 +828,8 @@ class EventStore:
                     "a.kind = 'assistant_message' AND a.session_id = e.session_id AND "
                     "json_extract(c.value, '$.name') = ?))))")
             args.extend([tool, tool, tool])
-        if since is not None:
-            sql += " AND julianday(e.ts) >= julianday(?)"
-            args.append(since)
-        if until is not None:
-            sql += " AND julianday(e.ts) < julianday(?)"
-            args.append(until)
+        sql = _and(sql, args, (("julianday(e.ts) >= julianday(?)", since),
+                               ("julianday(e.ts) < julianday(?)", until)))
         excluded = sorted(set(exclude_sessions))
         if excluded:
             sql += f" AND e.session_id NOT IN ({','.join('?' * len(excluded))})"

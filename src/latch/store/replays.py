@@ -21,14 +21,14 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..events import canonical_json
-from ._sqlite import StoreBusyError, StoreError, _busy, _damaged, _now, _until_not_busy
+from ._sqlite import StoreBusyError, StoreError, _busy, _damaged, _now, _until_not_busy, write_transaction
 
 __all__ = ["ReplayScratch", "ReplayRun", "replay_scratch_path", "SCRATCH_SUFFIX"]
 
@@ -155,24 +155,10 @@ class ReplayScratch:
                               "run `latch prune-replays`")
         return StoreError(f"the replay scratch database {self.path} failed: {exc}")
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction under the lock; SQLite errors become :class:`StoreError`."""
-        with self._lock:
-            db = self._db
-            try:
-                db.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise self._error(exc) from None
-            try:
-                yield db
-                db.execute("COMMIT")
-            except BaseException as exc:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error) and (isinstance(exc, sqlite3.OperationalError) or _damaged(exc)):
-                    raise self._error(exc) from None
-                raise
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        """One write transaction under the lock; SQLite errors become :class:`StoreError`
+        (:func:`~latch.store._sqlite.write_transaction`)."""
+        return write_transaction(self._lock, lambda: self._db, self._error, begin_errors=sqlite3.Error)
 
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         with self._lock:

@@ -1,0 +1,370 @@
+"""``latch bench``'s runner: plan every (engine, session, budget) job, run each, collect the results.
+
+A *job* is one (engine, session, budget). It runs in a worker process (a fresh one per job, so its
+peak memory is its own: a local process pool, or a child process of a Dask worker with ``--scheduler``,
+see :func:`run_bench`) on an in-memory store: the session is imported (a transcript through
+Latch's importers, or a generated scenario), then, like ``latch replay``, the engine materializes
+the view before every model request (every :class:`~latch.events.AssistantMessage`; ``until_seq``
+= the event before it) through its registered factory. Per request it records:
+
+* tokens sent: the view's total (the cost proxy) and a recount with the session's estimator;
+* estimated cacheability: the tokens of the longest common line prefix with the previous request
+  over the recount, on Latch's canonical serialization (:func:`latch.engine.units.request_lines`),
+  the same measure for every engine (spec: "Context metrics");
+* protocol validity: :func:`latch.engine.units.view_violations` plus the wire validators
+  (:func:`latch.providers.validate_openai_chat`, :func:`latch.providers.validate_anthropic_messages`,
+  :func:`latch.providers.validate_responses`);
+* budget violations (total or recount above ``window - reserve``) and refusals
+  (:class:`~latch.port.ContextOverflow`, never an over-budget request);
+* materialize latency;
+* cost in dollars (:func:`latch.accounting.pricing.view_cost`, the same genai-prices table as
+  ``latch replay``): each view's recounted prompt priced cache-aware, its common prefix with the previous
+  request of the same engine (the request loop's ``common_prefix_tokens``) at the cache-read rate and the
+  rest at the cache-write rate (Anthropic) or the uncached rate (OpenAI, Gemini), plus the output tokens the
+  transcript's usage reports for that request; per job the total (``cost_usd``, ``None`` when the model has no
+  price), per request (``cost``), and the cache-read share (cache-read tokens over priced prompt tokens).
+
+*Needles* (:mod:`latch.bench.needles`) are facts each session holds early on: for the generated scenario the planted
+constraint, decision and exact diagnostic (:mod:`latch.bench.stress`); for a transcript, picked
+deterministically from its first quarter (the first error line, the first file path a tool call
+names, the first user request's opening words). At checkpoints after a needle's event (eight,
+evenly spaced, and the last request) a needle *survives* when its text is in the view or the
+engine's ``recall(needle)`` returns it.
+
+*Needed-context coverage* (:mod:`latch.bench.coverage`, which states the rule and its blind spots): per
+request, the identifiers (paths, dotted or snake_case symbols, ids) the real agent's next response used that
+had appeared earlier in the raw history, and the fraction of them the view held verbatim; per job the
+per-request series (``coverage``, ``None`` where nothing was needed) and the totals, per engine the pooled
+fraction beside the cost.
+
+Peak memory is the job's RSS high-water mark above the worker's RSS at the job's start (MB).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import resource
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import plugins
+from ..accounting import pricing
+from ..events import Usage
+from ..host.ingest import available_importers, import_all, import_file
+from ..host.loop import RequestLoop, build_engine, model_requests
+from ..importers import TranscriptError, detect, parse_all_file
+from ..importers.base import Importer
+from ..plugins import get_engine_factory
+from ..port import ContextBudget, SessionContext
+from ..providers import (
+    to_anthropic_messages,
+    to_openai_chat,
+    to_responses,
+    validate_anthropic_messages,
+    validate_openai_chat,
+    validate_responses,
+)
+from ..store import EventStore
+from .coverage import CoverageProbe, WorkingSetProbe, view_text
+from .executor import run_tasks
+from .needles import Needle, checkpoints, corpus_needles, survives
+from .scenario import ScenarioModel
+from .stress import CONSTRAINT, DECISION, DIAGNOSTIC, MODEL, SYSTEM_PROMPT, TOOLS, WORKSPACE, _plant, _screenshots
+
+__all__ = ["Budget", "SessionSource", "parse_budgets", "discover_sessions", "container_sessions", "run_job",
+           "run_bench", "DEFAULT_BUDGETS", "SCENARIO_EVENTS"]
+
+DEFAULT_BUDGETS = "256k:32k:64k,32k:4k:8k"
+SCENARIO_EVENTS = 3_000
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A named :class:`~latch.port.ContextBudget` (tokens): ``window:reserve:recent``."""
+
+    name: str
+    context_window_tokens: int
+    reserve_tokens: int
+    recent_tokens: int
+
+    def budget(self) -> ContextBudget:
+        return ContextBudget(self.context_window_tokens, self.reserve_tokens, self.recent_tokens)
+
+
+def _tokens(text: str, where: str) -> int:
+    m = re.fullmatch(r"(\d+)([kKmM]?)", text.strip())
+    if not m:
+        raise ValueError(f"{where}: {text!r} is not a token count (e.g. 32000, 32k, 1m)")
+    return int(m.group(1)) * {"": 1, "k": 1000, "m": 1_000_000}[m.group(2).lower()]
+
+
+def parse_budgets(spec: str) -> list[Budget]:
+    """``"256k:32k:64k,32k:4k:8k"`` → budgets (window:reserve:recent, tokens; ``k``/``m`` suffixes).
+
+    ``ValueError`` naming the item for a malformed item, a reserve not below the window, or a
+    recent budget above ``window - reserve``.
+    """
+    out = []
+    for item in (s for s in spec.split(",") if s.strip()):
+        parts = item.strip().split(":")
+        if len(parts) != 3:
+            raise ValueError(f"budget {item!r}: expected WINDOW:RESERVE:RECENT (e.g. 256k:32k:64k)")
+        window, reserve, recent = (_tokens(p, f"budget {item!r}") for p in parts)
+        if not 0 <= reserve < window or not 0 < recent <= window - reserve:
+            raise ValueError(f"budget {item!r}: need reserve < window and 0 < recent <= window - reserve")
+        out.append(Budget(item.strip(), window, reserve, recent))
+    if not out:
+        raise ValueError("no budget given")
+    return out
+
+
+@dataclass(frozen=True)
+class SessionSource:
+    """A session to bench: a transcript ``path`` or a generated scenario (``seed``, ``events``)."""
+
+    name: str
+    path: str | None = None
+    seed: int | None = None
+    events: int = 0
+    session: str | None = None
+    """For a file of several sessions (a Goose or OpenCode database, an Aider history): the ``external_key`` of
+    the one to bench; ``None``: the file's only session (what ``latch import`` of the file takes)."""
+    sessions_in_file: int = 1
+
+    @property
+    def weight(self) -> int:
+        """Rough cost, to start the biggest jobs first."""
+        return os.path.getsize(self.path) // self.sessions_in_file if self.path else self.events * 1000
+
+
+
+def discover_sessions(corpus: str | os.PathLike[str] | None, examples: str | os.PathLike[str] | None = None, *,
+                      scenario_events: int = SCENARIO_EVENTS, scenario_seed: int = 0) -> list[SessionSource]:
+    """Transcripts under ``corpus`` (README/FORMATS documents skipped), ``examples/*.jsonl``, and one
+    generated scenario of ``scenario_events`` events (0: none). A file of several sessions is one source per
+    session, named ``FILE#N`` (N from 1, in the file's order: :func:`container_sessions`). ``ValueError`` for a
+    missing folder."""
+    out: list[SessionSource] = []
+    for root, pattern in ((corpus, "*"), (examples, "*.jsonl")):
+        if root is None:
+            continue
+        base = Path(root)
+        if not base.is_dir():
+            raise ValueError(f"no such folder: {base}")
+        for p in sorted(base.rglob(pattern)):
+            if p.is_file() and p.name not in ("README.md", "FORMATS.md") and not p.name.startswith("."):
+                name = str(p.relative_to(base))
+                keys = container_sessions(p)
+                out += ([SessionSource(name=f"{name}#{i}", path=str(p), session=k, sessions_in_file=len(keys))
+                         for i, k in enumerate(keys, 1)] or [SessionSource(name=name, path=str(p))])
+    if scenario_events:
+        out.append(SessionSource(name=f"scenario-{scenario_seed}-{scenario_events}", seed=scenario_seed,
+                                 events=scenario_events))
+    return out
+
+
+def container_sessions(path: str | os.PathLike[str]) -> list[str]:
+    """The ``external_key`` of each session of ``path`` when its format's importer is a container
+    (:meth:`~latch.importers.base.Importer.parse_all` overridden) and the file holds more than one; else ``[]``
+    (an ordinary transcript, a one-session container, or a file that does not parse: its job reports that).
+    Reads the sniff window of every file and parses containers only."""
+    p = Path(path)
+    importers = available_importers()
+    try:
+        with open(p, "rb") as f:
+            head = f.read(65_536)  # the importers' sniff window (latch.importers.detect)
+        importer = detect(p, head, importers)
+    except (OSError, TranscriptError, RecursionError):
+        return []
+    if type(importer).parse_all is Importer.parse_all:
+        return []
+    try:
+        keys = [s.external_key for s in parse_all_file(p, importer.PLUGIN_NAME, importers)]
+    except TranscriptError:
+        return []
+    return keys if len(keys) > 1 else []
+
+
+# ------------------------------------------------------------------------------------------ one job
+def _load(store: Any, source: SessionSource) -> tuple[str, str | None, list[Needle]]:
+    """Import ``source`` into ``store``; return ``(session id, model, needles)``."""
+    if source.path is not None:
+        if source.session is None:
+            sid, _, _ = import_file(store, source.path, final=True)
+        else:
+            found = [s for s, parsed, _ in import_all(store, source.path, final=True)
+                     if parsed.external_key == source.session]
+            if not found:
+                raise ValueError(f"{source.path}: no longer holds session {source.session}")
+            sid = found[0]
+        events = list(store.events(sid))
+        model = next((m for s in events if (m := getattr(s.event, "model", None))), None)
+        return sid, model, corpus_needles(events)
+
+    sid = store.create_session(external_key=source.name, workspace=WORKSPACE, format="claude-code",
+                               source="latch bench")
+    planted, diag_seq = _plant(store, sid)
+    gen = ScenarioModel(source.seed or 0, workspace=WORKSPACE, images=_screenshots(store)).events()
+    store.append(sid, list(itertools.islice(gen, source.events)))
+    needles = [Needle("constraint", CONSTRAINT, planted[2]), Needle("decision", DECISION, planted[3]),
+               Needle("diagnostic", DIAGNOSTIC, diag_seq)]
+    return sid, MODEL, needles
+
+
+
+def _rss_now_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: str | None = None,
+            config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Run one job (see the module docstring); a JSON-ready result with per-request series.
+
+    The engine, the estimator (``estimator`` forces a registered one; else the ``latch_select_estimator``
+    hook's choice for the session's model) and ``config`` go through the host exactly as in ``latch
+    replay`` (:func:`latch.host.loop.build_engine`), and every view through its request loop; the bench
+    adds the wire-format validation and the needle probes."""
+    try:
+        rss0 = _rss_now_mb()
+    except OSError:  # pragma: no cover - not Linux
+        rss0 = None
+    store = EventStore(":memory:")
+    sid, model, needles = _load(store, source)
+    events = list(store.events(sid))
+    setup = build_engine(store, sid, stream=f"{engine_name}:bench", engine=engine_name, model=model,
+                         estimator=estimator, config=config)
+    engine = setup.engine
+    b = budget.budget()
+    hard = b.hard_limit_tokens
+    loop = RequestLoop(store, sid, setup, b, session_context=SessionContext(workspace=store.session(sid).workspace),
+                       system_prompt=SYSTEM_PROMPT, tools=TOOLS)
+    requests = model_requests(events)
+    checkpoints_at = checkpoints(len(requests))
+
+    tokens: list[int | None] = []
+    cache: list[float | None] = []
+    seconds: list[float] = []
+    invalid: list[str] = []
+    over: list[str] = []
+    survival: dict[str, list[bool]] = {n.label: [] for n in needles}
+    costs: list[float | None] = []
+    priced = pricing.CostTotals()
+    probe = CoverageProbe(events)
+    working = WorkingSetProbe(events)
+    by_seq = {s.seq: s.event for s in events}
+    coverage: list[float | None] = []
+    counts: list[list[int] | None] = []  # per request: [needed, present] (None: refused or nothing needed)
+    needed_total = present_total = 0
+    touched_total = named_total = 0
+    view_caching: list[Usage] = []  # each view's cache read (its common prefix) and cache write (the rest)
+    last_view = None
+    for k, res in enumerate(loop.replay(requests)):
+        seconds.append(res.seconds)
+        view = res.view
+        if view is None:
+            tokens.append(None)
+            cache.append(None)
+            costs.append(None)
+            coverage.append(None)
+            counts.append(None)
+            continue
+        req = res.request
+        would = pricing.view_cost(res.recounted_tokens or 0, res.common_prefix_tokens,
+                                  req.usage.output_tokens if req is not None and req.usage is not None else None,
+                                  (req.model if req is not None else None) or model,
+                                  at=pricing.parse_timestamp(req.ts if req is not None else None))
+        priced.add(would)
+        costs.append(pricing.usd(would.usd) if would is not None else None)
+        last_view = view
+        sent = res.recounted_tokens or 0
+        view_caching.append(Usage(input_tokens=0, output_tokens=0, cache_read_tokens=res.common_prefix_tokens,
+                                  cache_write_tokens=max(0, sent - res.common_prefix_tokens)))
+        text = view_text(view)  # once, for both probes
+        touched, named = working.score(view, res.until_seq, text=text)
+        touched_total, named_total = touched_total + touched, named_total + named
+        if req is not None and req.seq in by_seq:
+            needed, present = probe.score(by_seq[req.seq], view, res.until_seq, text=text)
+            needed_total, present_total = needed_total + needed, present_total + present
+            coverage.append(_round(present / needed) if needed else None)
+            counts.append([needed, present])
+        else:
+            coverage.append(None)
+            counts.append([0, 0])
+        tokens.append(view.tokens.total_tokens)
+        cache.append(res.cacheability)
+        where = f"request {k + 1}"
+        if res.budget_violations:
+            over.append(f"{where}: {max(view.tokens.total_tokens, res.recounted_tokens or 0)} > {hard}")
+        problems = [v.split(": ", 1)[1] for v in res.protocol_violations]
+        problems += validate_openai_chat(to_openai_chat(view))
+        problems += validate_anthropic_messages(to_anthropic_messages(view, max_tokens=max(1, b.reserve_tokens)))
+        problems += validate_responses(to_responses(view, model=model or "unknown"))
+        if problems:
+            invalid.append(f"{where}: {problems[0]}")
+        if k in checkpoints_at:
+            for n in needles:
+                if n.seq <= res.until_seq:
+                    survival[n.label].append(survives(engine, view, n, res.until_seq))
+    store.close()
+    rewrites = pricing.cache_rewrites(view_caching)  # the views' own full-prefix rewrites, as a transcript's
+    peak = None
+    if rss0 is not None:
+        peak = max(0.0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - rss0)
+    return {
+        "engine": engine_name, "session": source.name, "budget": budget.name, "model": model,
+        "estimator": setup.estimator_name,
+        "events": len(events), "requests": len(requests), "hard_limit_tokens": hard,
+        "tokens": tokens, "cacheability": cache, "seconds": seconds,
+        "protocol_invalid": invalid, "budget_violations": over, "refused": loop.overflows,
+        "needles": [asdict(n) for n in needles],
+        "survival": {label: [sum(v), len(v)] for label, v in survival.items()},
+        "final_view_messages": len(last_view.messages) if last_view is not None else 0,
+        "coverage": coverage, "coverage_counts": counts, "coverage_needed": needed_total,
+        "coverage_present": present_total,
+        "working_set_touched": touched_total, "working_set_named": named_total,
+        "cache_write_tokens": rewrites.write_tokens, "rewrite_write_tokens": rewrites.rewrite_write_tokens,
+        "cost": costs, "cost_usd": pricing.usd(priced.usd),
+        "cost_cache_read_tokens": priced.cache_read, "cost_input_tokens": priced.input_tokens,
+        "cost_output_tokens": priced.output, "cache_read_share": _round(priced.cache_read_share),
+        "priced_model": max(priced.models, key=lambda m: priced.models[m].priced) if priced.models else None,
+        "peak_mb": round(peak, 1) if peak is not None else None,
+    }
+
+
+def _round(v: float | None, digits: int = 4) -> float | None:
+    return None if v is None else round(v, digits)
+
+
+
+# ------------------------------------------------------------------------------------------ all jobs
+def run_bench(engines: Sequence[str], sessions: Sequence[SessionSource], budgets: Sequence[Budget], *,
+              jobs: int = 2, progress: Callable[[int, int], None] | None = None, estimator: str | None = None,
+              config: Mapping[str, Any] | None = None, scheduler: str | None = None) -> list[dict[str, Any]]:
+    """Every (engine, session, budget) job, each in a fresh process; results in (engine, session, budget) order.
+
+    The jobs run through :func:`latch.bench.executor.run_tasks`, the biggest sessions first: locally
+    (``scheduler=None``) in a process pool of ``jobs`` workers; with ``scheduler`` (``tcp://HOST:PORT`` of a
+    running ``dask scheduler``, or ``local:N`` for a local Dask cluster of N workers) as Dask tasks through
+    ``Client.get_executor()``, each in its own child process of the worker: the rows are the same as a local
+    run's (timings and peak memory aside); a job whose worker is lost is re-run by the scheduler on another
+    worker, and each job is counted once (its row is keyed by its place in the plan). A job that fails is its
+    ``{"engine", "session", "budget", "error"}`` row. ``estimator`` (a registered estimator name) forces the
+    estimator of every job, else each session's model picks it through the ``latch_select_estimator`` hook;
+    ``config`` is Latch's configuration for every engine. Unknown engines or estimators raise
+    :class:`latch.plugins.PluginError` before anything runs; an unusable scheduler raises
+    :class:`~latch.bench.executor.SchedulerError`."""
+    for name in engines:
+        get_engine_factory(name)
+    if estimator is not None:
+        plugins.get_estimator(estimator)
+    plan = [(e, s, b) for e in engines for s in sessions for b in budgets]
+    tasks = [({"engine": e, "session": s.name, "budget": b.name}, (e, s, b, estimator, dict(config or {})))
+             for e, s, b in plan]
+    order = sorted(range(len(plan)), key=lambda i: -plan[i][1].weight)
+    return run_tasks(run_job, tasks, jobs=jobs, scheduler=scheduler, order=order, progress=progress)
+
