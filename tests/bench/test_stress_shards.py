@@ -177,9 +177,11 @@ def test_shards_on_the_cluster_match_the_local_shards_and_survive_a_lost_worker(
     for key in ("peak_rss_mb", "max_total_tokens", "hard_limit_tokens"):
         assert doc[key] == max(r[key] for r in rows), key
     assert doc["events_per_second"] == pytest.approx(doc["events"] / doc["seconds"], rel=0.01)
-    assert doc["wall_materializations_per_second"] == pytest.approx(doc["materializations"] / doc["seconds"], rel=0.02)
+    # rates are rounded to 2 decimals: under load a rate near 0.2 views/s is off by up to 0.005 from rounding alone
+    assert doc["wall_materializations_per_second"] == pytest.approx(doc["materializations"] / doc["seconds"],
+                                                                    rel=0.02, abs=0.006)
     assert doc["materializations_per_second"] == pytest.approx(doc["materializations"] / doc["materialize_seconds"],
-                                                               rel=0.02)
+                                                               rel=0.02, abs=0.006)
     assert sum(b["count"] for b in doc["by_history"]) == doc["materializations"]
     assert doc["config"] == {**want["config"], "shards": 2} == {"events": 20_000, "seed": 0, "every": 5_000,
                                                                  "burst": 4, "batch": 5_000, "parallel": False,
