@@ -124,6 +124,16 @@ class EventStore:
     regular file, not a database, an unwritable folder or file system) or is busy.
     """
 
+    def __new__(cls, path: str | os.PathLike[str] | None = None, *args: Any, **kwargs: Any) -> EventStore:
+        """A ``postgresql://`` (or ``postgres://``) ``path`` opens :class:`~latch.store.postgres.PostgresEventStore`
+        (the same interface on a server); anything else is an SQLite database file (or ``:memory:``)."""
+        if cls is EventStore and isinstance(path, str) and path.split("://", 1)[0].lower() in ("postgresql",
+                                                                                                 "postgres"):
+            from .postgres import PostgresEventStore
+
+            return super().__new__(PostgresEventStore)
+        return super().__new__(cls)
+
     def __init__(self, path: str | os.PathLike[str] | None = None, *, workspace: str | None = None,
                  busy_timeout_ms: int = 10_000, read_only: bool = False):
         if path is None:
@@ -442,7 +452,7 @@ class EventStore:
             return True
         newest = self._db.execute(
             "SELECT max(s) FROM (" + " UNION ALL ".join(["SELECT max(seq) AS s FROM events WHERE kind = ?"] * len(p.kinds))
-            + ")", p.kinds).fetchone()[0]
+            + ") AS newest", p.kinds).fetchone()[0]
         return (newest or 0) > int(mark[0])
 
     def _sync_projection_locked(self, p: Projection) -> None:
