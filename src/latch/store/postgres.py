@@ -438,7 +438,7 @@ class PostgresEventStore(EventStore):
         match = build_phrase_query(query)
         if match is None or limit <= 0:
             return []
-        phrases = [[t for t in ph] for ph in (match_phrases(c) for c in quoted_chunks(query)) for t in ph]
+        phrases = [p for chunk in quoted_chunks(query) for p in match_phrases(chunk)]
         where, args = "", []
         if session_id is not None:
             where += " AND e.session_id = ?"
