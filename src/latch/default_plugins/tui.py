@@ -35,7 +35,9 @@ def tui_cmd(ctx: click.Context, session: str | None, poll_interval: float) -> No
             store.session(session)
         except KeyError as exc:
             raise click.ClickException(str(exc.args[0])) from None
-    path = ":memory:" if app.db == ":memory:" else str(app.db_path())
+    from ..store import is_postgres_url
+
+    path = ":memory:" if app.db == ":memory:" else app.db if is_postgres_url(app.db) else str(app.db_path())
     try:
         ui = LatchTUI(path, session=session, poll_interval=poll_interval)
     except KeyError as exc:  # a forgotten (tombstoned) session

@@ -43,7 +43,7 @@ from .leases import Fence
 from .pg_migrations import PG_MIGRATIONS
 from .projections import PROJECTIONS
 
-__all__ = ["PostgresEventStore", "is_postgres_url", "redact", "WRITE_LOCK", "MIGRATE_LOCK"]
+__all__ = ["PostgresEventStore", "is_postgres_url", "redact", "local_anchor", "WRITE_LOCK", "MIGRATE_LOCK"]
 
 WRITE_LOCK = 0x4C61746368_01
 """The transaction advisory lock every write takes first (one writer at a time: gap-free, ordered seqs)."""
@@ -70,6 +70,12 @@ def redact(url: str) -> str:
         netloc = userinfo + "@" + host
     query = "&".join(p for p in parts.query.split("&") if p and not p.lower().startswith("password="))
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def local_anchor(url: str) -> Path:
+    """This host's local path for the server database ``url`` (``DATA/replays/pg-<digest>``, the digest of the
+    redacted URL): its replay scratch is ``<anchor>.replays.sqlite``. Nothing else is kept locally."""
+    return data_dir() / "replays" / f"pg-{hashlib.sha256(redact(url).encode()).hexdigest()[:12]}"
 
 
 _GREATEST = re.compile(r"\bmax\((coalesce\([^()]*\)|\w+), ")
@@ -133,8 +139,7 @@ class PostgresEventStore(EventStore):
                  read_only: bool = False):
         self._dsn = str(path)
         self.url = redact(self._dsn)
-        digest = hashlib.sha256(self.url.encode()).hexdigest()[:12]
-        self.path = data_dir() / "replays" / f"pg-{digest}"
+        self.path = local_anchor(self._dsn)
         self._lock = threading.RLock()
         self._conn = None
         self._scratch = None
