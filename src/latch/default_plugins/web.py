@@ -13,6 +13,7 @@ import importlib
 import click
 
 from ..hookspecs import hookimpl
+from ..store import is_postgres_url
 from ..ui.web import WebUI
 
 
@@ -40,8 +41,6 @@ def web_cmd(ctx: click.Context, host: str, port: int, token: str | None) -> None
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     app = ctx.obj  # latch.cli.AppContext
-    from ..store import is_postgres_url
-
     path = ":memory:" if app.db == ":memory:" else app.db if is_postgres_url(app.db) else str(app.db_path())
     try:  # bound before anything is said: a taken port or a host that does not resolve is one line, exit 1
         sock = listen(host, port)

@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from ..events import Event, PendingEvent, canonical_json
-from ._sqlite import StoreError, _now
+from ._sqlite import StoreBusyError, StoreError, _now
 from .event_store import EventStore, StoredEvent, data_dir
-from .fts import build_match_query, build_phrase_query, match_phrases, quoted_chunks, token_key
+from .fts import build_match_query, build_phrase_query, index_keys, match_phrases, quoted_chunks, token_key
 from .fts_search import CandidateSearch
 from .leases import Fence
 from .pg_migrations import PG_MIGRATIONS
@@ -187,8 +187,6 @@ class PostgresEventStore(EventStore):
         import psycopg
 
         if isinstance(exc, psycopg.errors.LockNotAvailable):
-            from ._sqlite import StoreBusyError
-
             return StoreBusyError(f"the store at {self.url} is busy (locked by another process); try again")
         return StoreError(f"the Latch store at {self.url} failed: {self._reason(exc)}")
 
@@ -349,8 +347,6 @@ class PostgresEventStore(EventStore):
             rows.append((seq, session_id, ev.KIND, canonical_json(ev.to_payload()), ref, ts))
             text = ev.searchable_text()
             if text:
-                from .fts import index_keys
-
                 indexed.append((seq, index_keys(text)))
             kinds.add(ev.KIND)
         if rows:
