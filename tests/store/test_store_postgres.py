@@ -75,6 +75,7 @@ def _fill(store: EventStore) -> list[int]:
                                        AssistantMessage(f"looking at {text[:20]}", (call,)),
                                        ToolResult(f"c{i}{j}", text + f" round {i}", is_error=bool(j % 2))])
     assert store.append(b, [PendingEvent(UserMessage("dup"), source_ref="u0.0")]) == []  # stored already
+    seqs += store.append(a, [UserMessage("after the duplicate")])  # SQLite used a seq up for it: so does PostgreSQL
     return seqs
 
 
@@ -86,7 +87,11 @@ def test_parity_same_events_and_same_recall_hits(tmp_path, pg_url):
     lite, pg = EventStore(tmp_path / "latch.db"), EventStore(pg_url)
     try:
         assert _fill(lite) == _fill(pg)
-        assert _events(lite) == _events(pg) and len(_events(pg)) == 3 * len(TEXTS) * 3
+        for s in (lite, pg):  # a duplicate inside one batch uses a seq up on both backends
+            sid = s.sessions()[0].id
+            assert s.append(sid, [PendingEvent(UserMessage("x"), source_ref="r"), PendingEvent(UserMessage("x"),
+                                  source_ref="r"), UserMessage("z")]) == [75, 77]
+        assert _events(lite) == _events(pg) and len(_events(pg)) == 3 * len(TEXTS) * 3 + 3
         assert [(s.id, s.parent_id, s.meta, s.events, s.first_seq, s.last_seq) for s in lite.sessions()] == \
                [(s.id, s.parent_id, s.meta, s.events, s.first_seq, s.last_seq) for s in pg.sessions()]
         found = 0
@@ -215,3 +220,44 @@ def test_a_server_restart_is_survived_by_reconnecting(pg_cluster):
     assert s.append(sid, [UserMessage("after restart")]) == [2]
     assert [e.event.text for e in s.search("restart")] == ["after restart", "before restart"]
     s.close()
+
+
+def _snapshot(s: EventStore) -> tuple:
+    root = s.sessions()[0].id
+    return (_events(s), [(x.id, x.parent_id, x.external_key, x.meta, x.created_at) for x in s.sessions()],
+            s.kernel_records(root, "main"), s.get_artifact(s.put_artifact(b"\x00png", "image/png").sha256),
+            [[e.seq for e in s.search(q)] for q in QUERIES],
+            s.read_projection("group", [("SELECT task_id, owner, status FROM group_tasks ORDER BY pos", ())]))
+
+
+def test_store_copy_between_backends_keeps_every_event_and_seq(tmp_path, pg_url):
+    from click.testing import CliRunner
+
+    from latch.cli.main import cli
+    from latch.events import GroupTaskClaimed, GroupTaskCreated
+
+    first = EventStore(tmp_path / "a.db")
+    _fill(first)
+    root = first.sessions()[0].id
+    first.append(root, [GroupTaskCreated(task_id="t1", title="one", brief="b"),
+                        GroupTaskClaimed(task_id="t1", agent="w1", attempt=0, lease_seconds=None, at=1.0)])
+    first.append_kernel_records(root, "main", [("snapshot", 3, {"x": [1, "é"]})])
+    counted = first.max_seq(root)
+    first.put_token_counts(root, "tok", [(counted, "d1", 7)])
+    want = _snapshot(first)
+    first.close()
+    secret = pg_url.replace("postgres@", "postgres:s3cret@")
+    runner = CliRunner()
+    out = runner.invoke(cli, ["store", "copy", str(tmp_path / "a.db"), secret])
+    assert out.exit_code == 0, out.output
+    last = want[0][-1][0]  # seq 73 was used up by the skipped duplicate: the log has 74 events up to seq 75
+    assert "s3cret" not in out.output and f"{len(want[0])} events (seq 1..{last})" in out.output
+    again = runner.invoke(cli, ["store", "copy", str(tmp_path / "a.db"), secret])
+    assert again.exit_code == 1 and "not empty" in again.output and "s3cret" not in again.output
+    back = runner.invoke(cli, ["store", "copy", secret, str(tmp_path / "b.db")])
+    assert back.exit_code == 0, back.output
+    for db in (pg_url, tmp_path / "b.db"):
+        with EventStore(db) as s:
+            assert _snapshot(s) == want
+            assert s.token_counts(root, "tok") == {(counted, "d1"): 7}
+            assert s.append(root, [UserMessage("next")]) == [last + 1]  # the seq goes on from the copy

@@ -86,6 +86,7 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
                          "path, each result's first line; --event SEQ prints one event whole."),
     "state": ("state", "Show the canonical state (L1) of SESSION: derived files, mutations, generation, evidence, "
                        "failures."),
+    "store": ("store_cmd", "The event store: copy it between backends (an SQLite file, a PostgreSQL server)."),
     "stress": ("stress", "Plant early facts, push EVENTS realistic events, verify every stress guarantee."),
     "view": ("view", "The exact request Latch would send at model request N of SESSION_OR_FILE (system, tools, "
                      "messages)."),

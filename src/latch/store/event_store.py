@@ -438,6 +438,27 @@ class EventStore:
                 self._sync_projection_locked(p)
         return seqs
 
+    def _sequence(self, table: str) -> int:
+        """The last number AUTOINCREMENT handed out for ``table`` (``events``: seq; ``kernel_records``: id); 0 when
+        none. A skipped duplicate uses one up, so it can exceed the largest stored one."""
+        rows = self._rows("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,))
+        return int(rows[0][0]) if rows else 0
+
+    def _set_sequence_locked(self, table: str, value: int) -> None:
+        """Inside a write transaction: AUTOINCREMENT of ``table`` continues after ``value`` (never goes back)."""
+        db = self._db
+        now = db.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchone()
+        if now is None:
+            db.execute("INSERT INTO sqlite_sequence(name, seq) VALUES (?, ?)", (table, value))
+        elif int(now[0]) < value:
+            db.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = ?", (value, table))
+
+    def _index_locked(self, texts: Sequence[tuple[int, str]]) -> None:
+        """Inside a write transaction: index the searchable ``texts`` ``(seq, text)`` of stored events."""
+        rows = [(seq, prepare_text(text)) for seq, text in texts if text]
+        if rows:
+            self._db.executemany("INSERT INTO events_fts(rowid, text) VALUES (?, ?)", rows)
+
     # ------------------------------------------------------------- projections
     def _projection(self, name: str) -> Projection:
         try:

@@ -10,8 +10,9 @@ Differences from the SQLite schema, each forced by the database:
   recall to candidate rows; FTS5 itself (in memory, the same tokenizer) decides the hits, so both backends
   return the same rows (:mod:`latch.store.postgres`).
 * append-only is a trigger function raising ``<table> are append-only`` before UPDATE, DELETE and TRUNCATE.
-* ``seq`` and ``kernel_records.id`` are plain ``BIGINT`` keys: the store assigns them (the next number under
-  its write lock), so they have no gaps and a copy keeps them.
+* ``seq`` and ``kernel_records.id`` are plain ``BIGINT`` keys the store assigns under its write lock from
+  ``latch_sequence`` (SQLite's ``sqlite_sequence``): the same numbers AUTOINCREMENT gives, a duplicate skipped
+  on re-import using one up as in SQLite, and a copy keeps them.
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ def m001_sessions_events(db: Any) -> None:
             ts         TEXT,
             UNIQUE (session_id, source_ref)
         )""")
+    # SQLite's sqlite_sequence: the last number handed out per table, moved in the write transaction (a rolled
+    # back batch gives its numbers back; an event skipped as a duplicate keeps its number used, as AUTOINCREMENT)
+    db.execute("CREATE TABLE latch_sequence (name TEXT PRIMARY KEY, seq BIGINT NOT NULL)")
     db.execute("CREATE INDEX events_session_seq ON events(session_id, seq)")
     db.execute("CREATE INDEX events_kind ON events(kind, session_id)")
     db.execute("CREATE OR REPLACE FUNCTION latch_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ "

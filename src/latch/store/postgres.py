@@ -326,24 +326,27 @@ class PostgresEventStore(EventStore):
         db = self._db
         batch: list[tuple[Event, str | None, str | None]] = []
         refs: set[str] = set()
+        seen: set[str] = set()
         for pe in events:
             if isinstance(pe, Event):
                 pe = PendingEvent(pe)
             if pe.source_ref is not None:
-                if pe.source_ref in refs:
-                    continue
                 refs.add(pe.source_ref)
             batch.append((pe.event, pe.source_ref, pe.ts))
         if not batch:
             return []
+        known: set[str] = set()
         if refs:
             known = {r[0] for r in db.execute("SELECT source_ref FROM events WHERE session_id = ? AND "
                                               "source_ref = ANY(?)", (session_id, sorted(refs)))}
-            batch = [b for b in batch if b[1] is None or b[1] not in known]
-        nxt = int(db.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]) + 1
+        nxt = self._take_numbers(db, "events", len(batch))
         rows, indexed, kinds = [], [], set()
         for i, (ev, ref, ts) in enumerate(batch):
             seq = nxt + i
+            if ref is not None and (ref in known or ref in seen):
+                continue  # already stored: its number stays used, as SQLite's AUTOINCREMENT does
+            if ref is not None:
+                seen.add(ref)
             rows.append((seq, session_id, ev.KIND, canonical_json(ev.to_payload()), ref, ts))
             text = ev.searchable_text()
             if text:
@@ -359,11 +362,34 @@ class PostgresEventStore(EventStore):
                 self._sync_projection_locked(p)
         return [r[0] for r in rows]
 
+    @staticmethod
+    def _take_numbers(db: Any, table: str, n: int) -> int:
+        """Inside a write transaction: hand out the next ``n`` numbers of ``table`` (``latch_sequence``); returns
+        the first."""
+        if n <= 0:
+            return 0
+        end = db.execute("INSERT INTO latch_sequence(name, seq) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET "
+                         "seq = latch_sequence.seq + excluded.seq RETURNING seq", (table, n)).fetchone()[0]
+        return int(end) - n + 1
+
+    def _sequence(self, table: str) -> int:
+        rows = self._rows("SELECT seq FROM latch_sequence WHERE name = ?", (table,))
+        return int(rows[0][0]) if rows else 0
+
+    def _set_sequence_locked(self, table: str, value: int) -> None:
+        self._db.execute("INSERT INTO latch_sequence(name, seq) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET "
+                         "seq = GREATEST(latch_sequence.seq, excluded.seq)", (table, value))
+
+    def _index_locked(self, texts: Sequence[tuple[int, str]]) -> None:
+        rows = [(seq, index_keys(text)) for seq, text in texts if text]
+        if rows:
+            self._db.executemany("INSERT INTO events_fts(seq, tokens) VALUES (?, ?)", rows)
+
     def append_kernel_records(self, session_id: str, stream: str, records: Sequence[tuple[str, int, dict[str, Any]]],
                               *, fence: Fence | Sequence[Fence] | None = None) -> list[int]:
         with self._write() as db:
             self._check_fences_locked(fence)
-            nxt = int(db.execute("SELECT coalesce(max(id), 0) FROM kernel_records").fetchone()[0]) + 1
+            nxt = self._take_numbers(db, "kernel_records", len(records))
             rows = [(nxt + i, session_id, stream, kind, at_seq, canonical_json(payload))
                     for i, (kind, at_seq, payload) in enumerate(records)]
             if rows:
