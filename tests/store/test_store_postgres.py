@@ -103,6 +103,11 @@ def test_parity_same_events_and_same_recall_hits(tmp_path, pg_url):
                 found += bool(want)
             want_hits = [e.seq for e, _ in lite.search_hits(q)]
             assert [e.seq for e, _ in pg.search_hits(q)] == want_hits, q
+        for call_id in ("c01", "c22", "nope"):
+            for kw in ({}, {"kinds": ["tool_result"]}, {"session_id": lite.sessions()[1].id}):
+                want = [e.seq for e in lite.call_events(call_id, **kw)]
+                assert [e.seq for e in pg.call_events(call_id, **kw)] == want, (call_id, kw)
+        assert len(lite.call_events("c01")) == 2
         assert found > 100  # the battery finds things, not only nothing on both sides
     finally:
         lite.close()

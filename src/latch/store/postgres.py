@@ -19,7 +19,8 @@ opens one. What it keeps from the SQLite store:
 The connection string's password is never stored or printed: :attr:`url` is the redacted string
 (:func:`redact`) and every error names it. The replay scratch database stays a local SQLite file under the data
 folder (``replays/pg-<digest>.replays.sqlite``). Not on PostgreSQL yet: ``search_hits`` ordered by
-``relevance`` or filtered by ``tool``/``since``/``until``, and ``call_events`` (:class:`StoreError`, one line).
+``relevance`` (FTS5's bm25 needs the whole index) and the ``tool``/``since``/``until`` filters of ``search_hits`` and
+``call_events`` (:class:`StoreError`, one line).
 """
 
 from __future__ import annotations
@@ -484,5 +485,28 @@ class PostgresEventStore(EventStore):
             args.append(excluded)
         return [(e, 0.0) for e in self._recall(phrases, match, "and", limit, where, args)]
 
-    def call_events(self, call_id: str, **_: Any) -> list[StoredEvent]:
-        raise StoreError(f"the store at {self.url} (PostgreSQL) does not look up tool calls by id yet")
+    def call_events(self, call_id: str, *, session_id: str | None = None, kinds: Sequence[str] | None = None,
+                    tool: str | None = None, since: str | None = None, until: str | None = None,
+                    exclude_sessions: Iterable[str] = ()) -> list[StoredEvent]:
+        """:meth:`EventStore.call_events` (jsonb lookups), with the ``session_id``, ``kinds`` and
+        ``exclude_sessions`` filters; :class:`StoreError` for the others on PostgreSQL."""
+        import json
+
+        if tool is not None or since is not None or until is not None:
+            raise StoreError(f"the store at {self.url} (PostgreSQL) searches without --tool, --since or --until "
+                             "for now")
+        sql = ("SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts FROM events e WHERE "
+               "((e.kind = 'tool_result' AND (e.payload::jsonb ->> 'call_id') = ?) OR "
+               "(e.kind = 'assistant_message' AND (e.payload::jsonb -> 'tool_calls') @> ?::jsonb))")
+        args: list[Any] = [call_id, json.dumps([{"id": call_id}])]
+        if session_id is not None:
+            sql += " AND e.session_id = ?"
+            args.append(session_id)
+        if kinds:
+            sql += " AND e.kind = ANY(?)"
+            args.append(list(kinds))
+        excluded = sorted(set(exclude_sessions))
+        if excluded:
+            sql += " AND NOT (e.session_id = ANY(?))"
+            args.append(excluded)
+        return [self._decode_row(r) for r in self._rows(sql + " ORDER BY e.seq DESC", args)]
