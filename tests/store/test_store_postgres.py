@@ -266,3 +266,27 @@ def test_store_copy_between_backends_keeps_every_event_and_seq(tmp_path, pg_url)
             assert _snapshot(s) == want
             assert s.token_counts(root, "tok") == {(counted, "d1"): 7}
             assert s.append(root, [UserMessage("next")]) == [last + 1]  # the seq goes on from the copy
+
+
+def test_doctor_and_commands_on_a_postgresql_store(pg_url, tmp_path, monkeypatch):
+    import json
+
+    from click.testing import CliRunner
+
+    from latch.cli.main import cli
+
+    monkeypatch.setenv("LATCH_HOME", str(tmp_path / "home"))
+    secret = pg_url.replace("postgres@", "postgres:s3cret@")
+    with EventStore(pg_url) as s:
+        _fill(s)
+    runner = CliRunner()
+    doctor = runner.invoke(cli, ["--db", secret, "doctor", "--json"])
+    assert "s3cret" not in doctor.output
+    info = json.loads(doctor.output)
+    assert info["store_backend"] == "postgresql" and info["store_error"] is None
+    assert info["server_version"].split(".")[0].isdigit() and info["db"].startswith("postgresql://postgres:***@")
+    assert info["migrations_applied"] == len(MIGRATIONS) and info["migrations_pending"] == []
+    listed = runner.invoke(cli, ["--db", secret, "sessions", "--json"])
+    assert listed.exit_code == 0 and len(json.loads(listed.output)) == 2
+    found = runner.invoke(cli, ["--db", secret, "search", "node.js"])
+    assert found.exit_code == 0 and "6 hits" in found.output and "s3cret" not in found.output
