@@ -150,7 +150,8 @@ class PostgresEventStore(EventStore):
         try:
             import psycopg  # noqa: F401
         except ImportError:
-            raise StoreError(f"the store at {self.url} needs psycopg: pip install 'latch-context[postgres]'") from None
+            raise StoreError(f"the store at {self.url} needs the 'postgres' extra (module 'psycopg' is not installed): "
+                             "pip install 'latch-context[postgres]' (from a checkout: pip install '.[postgres]')") from None
         self._connect()
         try:
             self._migrate()
