@@ -155,8 +155,11 @@ class PostgresEventStore(EventStore):
         self._connect()
         try:
             self._migrate()
-            for name in list(PROJECTIONS):
-                self.sync_projection(name)
+            for name in list(PROJECTIONS):  # a cache behind the log is caught up at open, as in SQLite
+                try:
+                    self.sync_projection(name)
+                except StoreError:  # busy or read-only: a cache must not refuse the open; the next read retries
+                    pass
         except BaseException:
             self.close()
             raise
