@@ -9,8 +9,9 @@ opens one. What it keeps from the SQLite store:
 * append-only ``events`` and ``kernel_records`` (triggers refuse UPDATE, DELETE and TRUNCATE);
 * one transaction per append batch, with its index rows and projection updates;
 * ``seq`` order: every write transaction first takes one transaction advisory lock (what ``BEGIN IMMEDIATE``
-  is in SQLite), and the next ``seq`` is the largest plus one, so seqs are gap-free and commit in order: a
-  reader that has seen ``seq`` N never later finds a new event below N;
+  is in SQLite) and numbers its events from ``latch_sequence`` (SQLite's ``sqlite_sequence``), so seqs commit
+  in order (a reader that has seen ``seq`` N never later finds a new event below N) and are the numbers
+  SQLite's AUTOINCREMENT gives for the same appends (a duplicate skipped on re-import uses one up there too);
 * exact recall (:meth:`search`): the same hits in the same order. PostgreSQL narrows the rows (a GIN index
   over each event's token keys, :func:`latch.store.fts.index_keys`, a superset filter); FTS5 itself, in memory
   with the index's tokenizer, decides each candidate (:meth:`latch.store.fts_search.CandidateSearch.verify`),
@@ -47,7 +48,7 @@ from .projections import PROJECTIONS
 __all__ = ["PostgresEventStore", "is_postgres_url", "redact", "local_anchor", "WRITE_LOCK", "MIGRATE_LOCK"]
 
 WRITE_LOCK = 0x4C61746368_01
-"""The transaction advisory lock every write takes first (one writer at a time: gap-free, ordered seqs)."""
+"""The transaction advisory lock every write takes first (one writer at a time, as SQLite's write lock)."""
 MIGRATE_LOCK = 0x4C61746368_02
 """The session advisory lock held while migrations run."""
 PAGE = 256
