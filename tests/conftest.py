@@ -12,6 +12,7 @@ import pytest
 
 from corpus_support import CORPUS, REPO, corpus_available, corpus_files, require_corpus  # noqa: F401
 from llama_support import llama_server, llama_server_factory  # noqa: F401 (session fixtures)
+from pg_support import pg_cluster, pg_url  # noqa: F401 (session fixtures: a temporary PostgreSQL cluster)
 
 
 _HERMETIC_HOME = Path(tempfile.mkdtemp(prefix="latch-tests-"))

@@ -18,6 +18,7 @@ EXTRA_OF_MODULE = {
     "textual": "tui",
     "matplotlib": "bench",
     "dask": "cluster", "distributed": "cluster",
+    "psycopg": "postgres",
 }
 """Top-level module → the extra that installs it."""
 

@@ -36,7 +36,7 @@ def test_the_core_dependencies_hold_no_optional_package():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["name"] == DISTRIBUTION
     core = " ".join(project["dependencies"]).lower()
-    for package in ("openai", "anthropic", "mcp", "starlette", "uvicorn", "textual", "matplotlib", "dask"):
+    for package in ("openai", "anthropic", "mcp", "starlette", "uvicorn", "textual", "matplotlib", "dask", "psycopg"):
         assert package not in core, package
     extras = project["optional-dependencies"]
     assert set(extras["all"][0].partition("[")[2].rstrip("]").split(",")) == set(EXTRA_OF_MODULE.values())
@@ -73,3 +73,11 @@ def test_an_import_error_of_another_module_is_not_blamed_on_an_extra():
     assert missing_extra(ModuleNotFoundError("x", name="distributed.client"), "latch bench") == (
         "latch bench needs the 'cluster' extra (module 'distributed' is not installed): "
         "pip install 'latch-context[cluster]' (from a checkout: pip install '.[cluster]')")
+
+
+def test_a_postgresql_store_without_psycopg_names_the_extra_and_hides_the_password(tmp_path):
+    out = _without(OPTIONAL, "--db", "postgresql://me:s3cret@db.invalid/latch", "sessions", home=tmp_path)
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr == ("Error: the store at postgresql://me:***@db.invalid/latch needs the 'postgres' extra (module "
+                          "'psycopg' is not installed): pip install 'latch-context[postgres]' (from a checkout: pip "
+                          "install '.[postgres]')\n")

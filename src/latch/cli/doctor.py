@@ -12,7 +12,8 @@ import click
 from .. import __version__, hotpaths
 from ..agent.sandbox import bwrap_problem
 from ..estimators.cabi import default_library_path
-from ..store import StoreError, data_dir, default_db_path, replay_scratch_path
+from ..store import StoreError, data_dir, default_db_path, is_postgres_url, redact, replay_scratch_path
+from ..store.migrations import MIGRATIONS
 from ..store.replays import scratch_bytes
 from ..textsafe import console, dumps, markup
 from .main import pass_app
@@ -50,7 +51,8 @@ def diagnose(db: str | None = None) -> dict[str, Any]:
         "native_library": None,
         "abi_version": None,
         "data_dir": str(data_dir()),
-        "db": str(db) if db else str(default_db_path()),
+        "db": (redact(db) if is_postgres_url(db) else str(db)) if db else str(default_db_path()),
+        "store_backend": "postgresql" if is_postgres_url(db) else "sqlite",
     }
 
     info["backend_error"] = hotpaths.backend_error()
@@ -81,15 +83,24 @@ def register(cli: click.Group) -> None:
         """
         info = diagnose(app.db)
         info["store_exists"] = app.store_exists()
+        info["server_version"] = info["migrations_applied"] = None
+        info["migrations_pending"] = []
+        scratch = replay_scratch_path(info["db"]) if app.db != ":memory:" else None
         try:
-            problems = app.store(create=False).quick_check()
+            store = app.store(create=False)
+            problems = store.quick_check()
+            if info["store_backend"] == "postgresql":
+                info["server_version"] = store.server_version()
+                scratch = store.replay_scratch_path
+            applied = store.applied_migrations()
+            info["migrations_applied"] = len(applied)
+            info["migrations_pending"] = [n for n, _ in MIGRATIONS if n not in set(applied)]
         except StoreError as exc:
             info["store_error"], info["store_problems"] = str(exc), []
         else:
             info["store_error"] = None
             info["store_problems"] = problems  # PRAGMA quick_check + the FTS5 index check; [] when intact
 
-        scratch = replay_scratch_path(info["db"]) if app.db != ":memory:" else None
         info["replay_scratch"] = str(scratch) if scratch is not None and scratch.is_file() else None
         info["replay_scratch_bytes"] = scratch_bytes(scratch)  # kernel records of past replays (`latch prune-replays`)
         info["sandbox_problem"] = bwrap_problem()  # None: latch run sandboxes the shell (bubblewrap works)
@@ -111,6 +122,12 @@ def register(cli: click.Group) -> None:
                                    if info["native_library"] else "not installed")),
                 ("data folder", markup(info["data_dir"])),
                 ("database", markup(info["db"])),
+                ("store backend", "PostgreSQL " + markup(info["server_version"] or "(server unreachable)")
+                 if info["store_backend"] == "postgresql" else "SQLite (embedded)"),
+                ("migrations", "-" if info["migrations_applied"] is None else
+                 f"{info['migrations_applied']} applied" + (f", {len(info['migrations_pending'])} pending (first "
+                                                            f"{info['migrations_pending'][0]})"
+                                                            if info["migrations_pending"] else ", none pending")),
                 ("store", f"[red]{markup(info['store_error'])}[/red]" if info["store_error"] else
                  f"[red]damaged: {markup(' '.join(info['store_problems'][0].split()))}"
                  f" ({len(info['store_problems'])} problem(s) found by PRAGMA quick_check); restore it from a"

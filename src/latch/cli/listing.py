@@ -175,7 +175,7 @@ def register(cli: click.Group) -> None:
         filtered = harness is not None or since is not None or project is not None
         if not infos:
             where = "this workspace's store" if not app.db else "this store"
-            con.print(f"0 sessions in {where} ({safe(app.db_path() if app.db != ':memory:' else ':memory:')})",
+            con.print(f"0 sessions in {where} ({safe(app.db_label())})",
                       markup=False)
             if not app.db:
                 others = _other_stores(app.db_path())

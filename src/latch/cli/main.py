@@ -43,8 +43,11 @@ from ..store import (
     StoreError,
     data_dir,
     default_db_path,
+    is_postgres_url,
+    local_anchor,
     non_folder_parent,
     read_only_reason,
+    redact,
     replay_scratch_path,
 )
 from ..textsafe import safe, warn
@@ -83,6 +86,7 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
                          "path, each result's first line; --event SEQ prints one event whole."),
     "state": ("state", "Show the canonical state (L1) of SESSION: derived files, mutations, generation, evidence, "
                        "failures."),
+    "store": ("store_cmd", "The event store: copy it between backends (an SQLite file, a PostgreSQL server)."),
     "stress": ("stress", "Plant early facts, push EVENTS realistic events, verify every stress guarantee."),
     "view": ("view", "The exact request Latch would send at model request N of SESSION_OR_FILE (system, tools, "
                      "messages)."),
@@ -169,7 +173,7 @@ class AppContext:
 
         Folders are never created for an explicit path; the default path under the data folder is.
         """
-        if not self.db or self.db == ":memory:":
+        if not self.db or self.db == ":memory:" or is_postgres_url(self.db):
             return None
         path = Path(self.db)
         if not path.parent.is_dir():
@@ -180,13 +184,22 @@ class AppContext:
         return None
 
     def db_path(self) -> Path:
-        """The database this invocation uses: ``--db``/``LATCH_DB``, else the workspace's default."""
+        """The database this invocation uses: ``--db``/``LATCH_DB``, else the workspace's default; for a
+        ``postgresql://`` database, its local anchor on this host (:func:`~latch.store.local_anchor`)."""
+        if is_postgres_url(self.db):
+            return local_anchor(str(self.db))
         return Path(self.db) if self.db else default_db_path()
+
+    def db_label(self) -> str:
+        """The database as shown to a person: the path, ``:memory:``, or the redacted server URL."""
+        if is_postgres_url(self.db):
+            return redact(str(self.db))
+        return ":memory:" if self.db == ":memory:" else str(self.db_path())
 
     def store_exists(self) -> bool:
         """Whether something exists at the database path (``:memory:`` always does); an empty file (0 bytes)
         holds no store yet, so a read-only command does not write one into it."""
-        if self.db == ":memory:":
+        if self.db == ":memory:" or is_postgres_url(self.db):  # a server database: the store reports a problem
             return True
         path = self.db_path()
         try:
@@ -208,6 +221,8 @@ class AppContext:
             if not create and not self.store_exists():
                 _check_creatable(self.db_path())  # a path that could never hold one is still an error
                 self._store = EventStore(":memory:")
+            elif is_postgres_url(self.db):
+                self._store = EventStore(self.db)
             elif not create and self.db != ":memory:" and read_only_reason(self.db_path()) is not None:
                 self._store = EventStore(self.db_path(), read_only=True)  # a reading command reads it as it is
             else:
@@ -464,7 +479,8 @@ class LatchGroup(click.Group):
 @click.group(cls=LatchGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="latch")
 @click.option("--db", metavar="PATH", envvar="LATCH_DB",
-              help="SQLite database (default: one per workspace under the Latch data folder; LATCH_HOME overrides).")
+              help="SQLite database (default: one per workspace under the Latch data folder; LATCH_HOME overrides), "
+                   "or a postgresql://USER@HOST/DB server database (the postgres extra).")
 @click.pass_context
 def cli(ctx: click.Context, db: str | None) -> None:
     """Latch: a context window that never forgets and never overflows."""

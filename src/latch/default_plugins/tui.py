@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from ..hookspecs import hookimpl
+from ..store import is_postgres_url
 from ..ui.tui import TerminalUI
 
 
@@ -35,7 +36,7 @@ def tui_cmd(ctx: click.Context, session: str | None, poll_interval: float) -> No
             store.session(session)
         except KeyError as exc:
             raise click.ClickException(str(exc.args[0])) from None
-    path = ":memory:" if app.db == ":memory:" else str(app.db_path())
+    path = ":memory:" if app.db == ":memory:" else app.db if is_postgres_url(app.db) else str(app.db_path())
     try:
         ui = LatchTUI(path, session=session, poll_interval=poll_interval)
     except KeyError as exc:  # a forgotten (tombstoned) session

@@ -13,6 +13,7 @@ import importlib
 import click
 
 from ..hookspecs import hookimpl
+from ..store import is_postgres_url
 from ..ui.web import WebUI
 
 
@@ -40,7 +41,7 @@ def web_cmd(ctx: click.Context, host: str, port: int, token: str | None) -> None
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     app = ctx.obj  # latch.cli.AppContext
-    path = ":memory:" if app.db == ":memory:" else str(app.db_path())
+    path = ":memory:" if app.db == ":memory:" else app.db if is_postgres_url(app.db) else str(app.db_path())
     try:  # bound before anything is said: a taken port or a host that does not resolve is one line, exit 1
         sock = listen(host, port)
     except ListenError as exc:

@@ -22,6 +22,7 @@ from ..events import PendingEvent
 from ._sqlite import StoreBusyError, StoreError, non_folder_parent
 from .event_store import EventStore, SessionInfo, StoredEvent, data_dir, default_db_path, read_only_reason
 from .leases import Fence, FencedStore, LeaseLost, RunFence, RunLease, TaskFence
+from .postgres import is_postgres_url, local_anchor, redact
 from .projections import Projection
 from .replays import ReplayRun, ReplayScratch, replay_scratch_path
 
@@ -29,6 +30,9 @@ StoreError.__module__ = StoreBusyError.__module__ = __name__  # their public hom
 
 __all__ = [
     "EventStore",
+    "is_postgres_url",
+    "local_anchor",
+    "redact",
     "StoredEvent",
     "SessionInfo",
     "PendingEvent",

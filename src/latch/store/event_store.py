@@ -143,6 +143,16 @@ class EventStore:
     regular file, not a database, an unwritable folder or file system) or is busy.
     """
 
+    def __new__(cls, path: str | os.PathLike[str] | None = None, *args: Any, **kwargs: Any) -> EventStore:
+        """A ``postgresql://`` (or ``postgres://``) ``path`` opens :class:`~latch.store.postgres.PostgresEventStore`
+        (the same interface on a server); anything else is an SQLite database file (or ``:memory:``)."""
+        if cls is EventStore and isinstance(path, str) and path.split("://", 1)[0].lower() in ("postgresql",
+                                                                                                 "postgres"):
+            from .postgres import PostgresEventStore
+
+            return super().__new__(PostgresEventStore)
+        return super().__new__(cls)
+
     def __init__(self, path: str | os.PathLike[str] | None = None, *, workspace: str | None = None,
                  busy_timeout_ms: int = 10_000, read_only: bool = False):
         if path is None:
@@ -442,6 +452,27 @@ class EventStore:
                 self._sync_projection_locked(p)
         return seqs
 
+    def _sequence(self, table: str) -> int:
+        """The last number AUTOINCREMENT handed out for ``table`` (``events``: seq; ``kernel_records``: id); 0 when
+        none. A skipped duplicate uses one up, so it can exceed the largest stored one."""
+        rows = self._rows("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,))
+        return int(rows[0][0]) if rows else 0
+
+    def _set_sequence_locked(self, table: str, value: int) -> None:
+        """Inside a write transaction: AUTOINCREMENT of ``table`` continues after ``value`` (never goes back)."""
+        db = self._db
+        now = db.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchone()
+        if now is None:
+            db.execute("INSERT INTO sqlite_sequence(name, seq) VALUES (?, ?)", (table, value))
+        elif int(now[0]) < value:
+            db.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = ?", (value, table))
+
+    def _index_locked(self, texts: Sequence[tuple[int, str]]) -> None:
+        """Inside a write transaction: index the searchable ``texts`` ``(seq, text)`` of stored events."""
+        rows = [(seq, prepare_text(text)) for seq, text in texts if text]
+        if rows:
+            self._db.executemany("INSERT INTO events_fts(rowid, text) VALUES (?, ?)", rows)
+
     # ------------------------------------------------------------- projections
     def _projection(self, name: str) -> Projection:
         try:
@@ -456,7 +487,7 @@ class EventStore:
             return True
         newest = self._db.execute(
             "SELECT max(s) FROM (" + " UNION ALL ".join(["SELECT max(seq) AS s FROM events WHERE kind = ?"] * len(p.kinds))
-            + ")", p.kinds).fetchone()[0]
+            + ") AS newest", p.kinds).fetchone()[0]
         return (newest or 0) > int(mark[0])
 
     def _sync_projection_locked(self, p: Projection) -> None:

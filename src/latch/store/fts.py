@@ -31,7 +31,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-__all__ = ["TOKENIZE", "prepare_text", "dotted_terms", "MAX_DOTTED_PARTS", "query_tokens", "build_match_query",
+__all__ = ["TOKENIZE", "prepare_text", "token_key", "index_keys", "MAX_KEY_CHARS", "dotted_terms", "MAX_DOTTED_PARTS", "query_tokens", "build_match_query",
            "match_phrases", "quote_token",
            "quoted_chunks", "build_phrase_query", "is_cjk", "is_symbol",
            "MAX_QUERY_CHARS", "MAX_PHRASES", "MAX_PHRASE_TOKENS"]
@@ -206,9 +206,19 @@ def query_tokens(chunk: str) -> list[str]:
     form tokens, and a mark (accent, variation selector) belongs to the token before it; a mark
     with no token before it, like every other character ('_' included), separates tokens.
     """
+    return _scan(_prepare_glued(chunk))
+
+
+_ASCII_TOKEN_RE = re.compile(r"[A-Za-z0-9]+")
+
+
+def _scan(prepared: str) -> list[str]:
+    """The ``unicode61`` tokens of an already prepared text, unfolded (see :func:`query_tokens`)."""
+    if prepared.isascii():
+        return _ASCII_TOKEN_RE.findall(prepared)
     out: list[str] = []
     cur: list[str] = []
-    for ch in _prepare_glued(chunk):
+    for ch in prepared:
         cat = unicodedata.category(ch)
         if _standalone(ch):
             if cur:
@@ -223,6 +233,26 @@ def query_tokens(chunk: str) -> list[str]:
     if cur:
         out.append("".join(cur))
     return out
+
+
+MAX_KEY_CHARS = 100
+"""Characters of a token that its :func:`token_key` keeps (a longer token shares its key with its prefix)."""
+
+
+def token_key(token: str) -> str:
+    """A token folded at least as coarsely as FTS5's ``unicode61 remove_diacritics 2`` folds it: case folded,
+    compatibility-decomposed, combining marks dropped, cut to :data:`MAX_KEY_CHARS`. Two tokens FTS5 treats as
+    equal have the same key, so the keys of a text's tokens are a superset filter for an FTS5 query over it."""
+    if token.isascii():
+        return token.lower()[:MAX_KEY_CHARS]
+    folded = unicodedata.normalize("NFKD", token.casefold())
+    return "".join(c for c in folded if not unicodedata.combining(c))[:MAX_KEY_CHARS] or token[:MAX_KEY_CHARS]
+
+
+def index_keys(text: str) -> list[str]:
+    """The distinct :func:`token_key` of every token of searchable ``text`` as indexed (:func:`prepare_text`),
+    sorted: what a token-key index (the PostgreSQL store's ``events_fts.tokens``) holds for one event."""
+    return sorted({token_key(t) for t in _scan(prepare_text(text))})
 
 
 def _quote(token: str) -> str:

@@ -1,0 +1,517 @@
+"""The event store on PostgreSQL: :class:`PostgresEventStore`, the same :class:`~latch.store.EventStore` interface
+on a server, through psycopg 3 (the ``postgres`` extra).
+
+``EventStore("postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME[?…]")`` (``--db``/``LATCH_DB``; ``postgres://`` too)
+opens one. What it keeps from the SQLite store:
+
+* the schema and its named migrations, in the same order (:mod:`latch.store.pg_migrations`); they run once
+  however many processes open a new database at once (a session advisory lock around the migration run);
+* append-only ``events`` and ``kernel_records`` (triggers refuse UPDATE, DELETE and TRUNCATE);
+* one transaction per append batch, with its index rows and projection updates;
+* ``seq`` order: every write transaction first takes one transaction advisory lock (what ``BEGIN IMMEDIATE``
+  is in SQLite) and numbers its events from ``latch_sequence`` (SQLite's ``sqlite_sequence``), so seqs commit
+  in order (a reader that has seen ``seq`` N never later finds a new event below N) and are the numbers
+  SQLite's AUTOINCREMENT gives for the same appends (a duplicate skipped on re-import uses one up there too);
+* exact recall (:meth:`search`): the same hits in the same order. PostgreSQL narrows the rows (a GIN index
+  over each event's token keys, :func:`latch.store.fts.index_keys`, a superset filter); FTS5 itself, in memory
+  with the index's tokenizer, decides each candidate (:meth:`latch.store.fts_search.CandidateSearch.verify`),
+  newest first, until ``limit`` hits.
+
+The connection string's password is never stored or printed: :attr:`url` is the redacted string
+(:func:`redact`) and every error names it. The replay scratch database stays a local SQLite file under the data
+folder (``replays/pg-<digest>.replays.sqlite``). Not on PostgreSQL yet: ``search_hits`` ordered by
+``relevance`` (FTS5's bm25 needs the whole index) and the ``tool``/``since``/``until`` filters of ``search_hits`` and
+``call_events`` (:class:`StoreError`, one line).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import urllib.parse
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..events import Event, PendingEvent, canonical_json
+from ._sqlite import StoreBusyError, StoreError, _now
+from .event_store import EventStore, StoredEvent, data_dir
+from .fts import build_match_query, build_phrase_query, index_keys, match_phrases, quoted_chunks, token_key
+from .fts_search import CandidateSearch
+from .leases import Fence
+from .pg_migrations import PG_MIGRATIONS
+from .projections import PROJECTIONS
+
+__all__ = ["PostgresEventStore", "is_postgres_url", "redact", "local_anchor", "WRITE_LOCK", "MIGRATE_LOCK"]
+
+WRITE_LOCK = 0x4C61746368_01
+"""The transaction advisory lock every write takes first (one writer at a time, as SQLite's write lock)."""
+MIGRATE_LOCK = 0x4C61746368_02
+"""The session advisory lock held while migrations run."""
+PAGE = 256
+"""Candidate rows recall verifies per step at most (the first step reads about twice ``limit``)."""
+
+
+def is_postgres_url(db: object) -> bool:
+    """Whether ``db`` (a ``--db`` value) names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
+    return isinstance(db, str) and db.split("://", 1)[0].lower() in ("postgresql", "postgres") and "://" in db
+
+
+def redact(url: str) -> str:
+    """``url`` without its password (``postgresql://user:***@host/db``; a ``password=`` query parameter is
+    dropped). Safe to print and to store."""
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        if ":" in userinfo:
+            userinfo = userinfo.split(":", 1)[0] + ":***"
+        netloc = userinfo + "@" + host
+    query = "&".join(p for p in parts.query.split("&") if p and not p.lower().startswith("password="))
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def local_anchor(url: str) -> Path:
+    """This host's local path for the server database ``url`` (``DATA/replays/pg-<digest>``, the digest of the
+    redacted URL): its replay scratch is ``<anchor>.replays.sqlite``. Nothing else is kept locally."""
+    return data_dir() / "replays" / f"pg-{hashlib.sha256(redact(url).encode()).hexdigest()[:12]}"
+
+
+_GREATEST = re.compile(r"\bmax\((coalesce\([^()]*\)|\w+), ")
+_JSON_FIELD = re.compile(r"json_extract\((\w+(?:\.\w+)?), '\$\.(\w+)'\)")
+_IGNORE = re.compile(r"^\s*INSERT OR IGNORE INTO", re.I)
+
+
+@lru_cache(maxsize=512)
+def translate(sql: str, params: bool) -> str:
+    """The PostgreSQL text of one of the store's SQLite statements: ``?`` placeholders (when ``params``), ``IS ?``,
+    two-argument ``max``, ``INSERT OR IGNORE``, ``json_extract(col, '$.key')``."""
+    if _IGNORE.match(sql):
+        sql = _IGNORE.sub("INSERT INTO", sql) + " ON CONFLICT DO NOTHING"
+    sql = _GREATEST.sub(r"GREATEST(\1, ", sql)
+    sql = _JSON_FIELD.sub(r"(\1::jsonb ->> '\2')", sql)
+    sql = sql.replace(" IS ?", " IS NOT DISTINCT FROM ?")
+    if params:
+        sql = sql.replace("%", "%%").replace("?", "%s")
+    return sql
+
+
+class _Connection:
+    """A psycopg connection (autocommit; transactions are explicit) that runs the store's SQLite-dialect
+    statements (:func:`translate`), with ``execute``/``executemany`` returning cursors as ``sqlite3`` does."""
+
+    def __init__(self, conn: Any):
+        self.conn = conn
+        self.total_changes = 0
+
+    def execute(self, sql: str, args: Sequence[Any] | None = ()) -> Any:
+        cur = self.conn.cursor()
+        if args:
+            cur.execute(translate(sql, True), list(args))
+        else:
+            cur.execute(translate(sql, False))
+        self.total_changes += max(cur.rowcount, 0)
+        return cur
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
+        cur = self.conn.cursor()
+        cur.executemany(translate(sql, True), [list(r) for r in rows])
+        self.total_changes += max(cur.rowcount, 0)
+        return cur
+
+    @property
+    def in_transaction(self) -> bool:
+        import psycopg
+
+        return bool(self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class PostgresEventStore(EventStore):
+    """:class:`~latch.store.EventStore` on a PostgreSQL database (see the module). ``url`` is a ``postgresql://``
+    connection string; :class:`StoreError` (one line, password redacted) when psycopg is missing, the server
+    cannot be reached, or the database holds tables of another program."""
+
+    def __init__(self, path: Any = None, *, workspace: str | None = None, busy_timeout_ms: int = 10_000,
+                 read_only: bool = False):
+        self._dsn = str(path)
+        self.url = redact(self._dsn)
+        self.path = local_anchor(self._dsn)
+        self._lock = threading.RLock()
+        self._conn = None
+        self._scratch = None
+        self._candidates = CandidateSearch()
+        self._busy_timeout_ms = busy_timeout_ms
+        self.read_only = read_only
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            raise StoreError(f"the store at {self.url} needs the 'postgres' extra (module 'psycopg' is not installed): "
+                             "pip install 'latch-context[postgres]' (from a checkout: pip install '.[postgres]')") from None
+        self._connect()
+        try:
+            self._migrate()
+            for name in list(PROJECTIONS):  # a cache behind the log is caught up at open, as in SQLite
+                try:
+                    self.sync_projection(name)
+                except StoreError:  # busy or read-only: a cache must not refuse the open; the next read retries
+                    pass
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------ connection
+    def _connect(self) -> None:
+        import psycopg
+
+        try:
+            conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=max(1, self._busy_timeout_ms // 1000),
+                                   application_name="latch")
+            # no server-side prepared statements: a generic plan of the recall query ignores how rare its tokens
+            # are (a backward scan of the whole log instead of the GIN index: 20x slower measured)
+            conn.prepare_threshold = None
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot open the Latch store at {self.url}: {self._reason(exc)}") from None
+        self._conn = _Connection(conn)  # type: ignore[assignment]
+        conn.execute(f"SET lock_timeout = {int(self._busy_timeout_ms)}")
+
+    def _reason(self, exc: BaseException) -> str:
+        text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return text.replace(self._dsn, self.url)
+
+    def _live(self) -> Any:
+        """The connection, reconnected when the server dropped it (a restart)."""
+        db: Any = self._db
+        if db.conn.closed or db.conn.broken:
+            self._connect()
+            db = self._db
+        return db
+
+    def _error(self, exc: BaseException) -> StoreError:
+        import psycopg
+
+        if isinstance(exc, psycopg.errors.LockNotAvailable):
+            return StoreBusyError(f"the store at {self.url} is busy (locked by another process); try again")
+        return StoreError(f"the Latch store at {self.url} failed: {self._reason(exc)}")
+
+    @contextmanager
+    def _write(self) -> Iterator[Any]:
+        """One write transaction under the store-wide advisory lock; any exception rolls it back, and a
+        database error becomes :class:`StoreError` (a trigger's refusal stays the psycopg error it is)."""
+        import psycopg
+
+        with self._lock:
+            if self.read_only:
+                raise StoreError(f"the store at {self.url} was opened read-only; this needs write access to it")
+            try:
+                db = self._live()
+                db.execute("BEGIN")
+                db.execute(f"SELECT pg_advisory_xact_lock({WRITE_LOCK})")
+            except psycopg.Error as exc:
+                raise self._error(exc) from None
+            try:
+                yield db
+                db.execute("COMMIT")
+            except BaseException as exc:
+                try:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                except psycopg.Error:
+                    pass  # the connection is gone: the server rolled the transaction back
+                if isinstance(exc, psycopg.OperationalError):
+                    raise self._error(exc) from None
+                if isinstance(exc, UnicodeEncodeError):
+                    raise StoreError(f"cannot store {ascii(exc.object[:200])} in the store at {self.url}: it holds "
+                                     "undecodable bytes (a file name that is not UTF-8? rename the file)") from None
+                raise
+
+    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        import psycopg
+
+        with self._lock:
+            try:
+                return list(self._live().execute(sql, args).fetchall())
+            except UnicodeEncodeError as exc:
+                raise StoreError(f"cannot look up {ascii(exc.object[:200])} in the store at {self.url}: it holds "
+                                 "undecodable bytes") from None
+            except psycopg.Error as exc:
+                raise self._error(exc) from None
+
+    def read_projection(self, name: str, queries: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Any]]:
+        import psycopg
+
+        self.sync_projection(name)
+        with self._lock:
+            db = self._live()
+            try:
+                db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                try:
+                    return [list(db.execute(sql, args).fetchall()) for sql, args in queries]
+                finally:
+                    db.execute("COMMIT")
+            except psycopg.Error as exc:
+                raise self._error(exc) from None
+
+    # ---------------------------------------------------------------- schema
+    def _migrate(self) -> None:
+        """Apply the pending named migrations, each in its own transaction, under a session advisory lock (one
+        process migrates; the others wait, then find them applied)."""
+        import psycopg
+
+        with self._lock:
+            db = self._live()
+            try:
+                tables = [r[0] for r in db.execute(
+                    "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+                    "ORDER BY table_name")]
+                if tables and "_latch_migrations" not in tables:
+                    shown = ", ".join(tables[:5]) + (f", ... ({len(tables) - 5} more)" if len(tables) > 5 else "")
+                    raise StoreError(f"cannot open the Latch store at {self.url}: the database holds tables of "
+                                     f"another program ({shown}); Latch leaves it unchanged")
+                db.execute(f"SELECT pg_advisory_lock({MIGRATE_LOCK})")
+            except psycopg.Error as exc:
+                raise self._error(exc) from None
+            try:
+                with self._write() as w:
+                    w.execute("CREATE TABLE IF NOT EXISTS _latch_migrations (rowid BIGINT GENERATED ALWAYS AS "
+                              "IDENTITY UNIQUE, name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+                done = {r[0] for r in db.execute("SELECT name FROM _latch_migrations")}
+                for name, fn in PG_MIGRATIONS:
+                    if name in done:
+                        continue
+                    if self.read_only:
+                        raise StoreError(f"the store at {self.url} is read-only and needs a migration (first "
+                                         f"{name})")
+                    with self._write() as w:
+                        fn(w)
+                        w.execute("INSERT INTO _latch_migrations(name, applied_at) VALUES (?, ?)", (name, _now()))
+            except psycopg.Error as exc:
+                raise self._error(exc) from None
+            finally:
+                try:
+                    db.execute(f"SELECT pg_advisory_unlock({MIGRATE_LOCK})")
+                except psycopg.Error:
+                    pass
+
+    def server_version(self) -> str:
+        """The server's version (``SHOW server_version``, e.g. ``15.14 (Debian 15.14-0+deb12u1)``)."""
+        return str(self._rows("SHOW server_version")[0][0])
+
+    def pending_migrations(self) -> list[str]:
+        """Named migrations this database has not applied (``[]`` when current)."""
+        done = set(self.applied_migrations())
+        return [n for n, _ in PG_MIGRATIONS if n not in done]
+
+    def sqlite_version(self) -> str:
+        import sqlite3
+
+        return sqlite3.sqlite_version
+
+    def has_fts5(self) -> bool:
+        """Whether the in-memory FTS5 that verifies recall candidates is available."""
+        return self._candidates.verify('"x"', [(1, "x")]) == {1}
+
+    def quick_check(self) -> list[str]:
+        """``[]`` when the index covers every event that has searchable text (a coarse check; the server keeps
+        its own pages), else one line."""
+        missing = self._rows("SELECT count(*) FROM events_fts f LEFT JOIN events e ON e.seq = f.seq "
+                             "WHERE e.seq IS NULL")[0][0]
+        return [] if not missing else [f"{missing} index rows name no event"]
+
+    def empty_and_unshared(self) -> bool:
+        return False  # a server database is never removed by a command
+
+    @property
+    def replay_scratch_path(self) -> Path | None:
+        return Path(str(self.path) + ".replays.sqlite")
+
+    # ---------------------------------------------------------------- writes
+    def _append_locked(self, session_id: str, events: Iterable[PendingEvent | Event]) -> list[int]:
+        db = self._db
+        batch: list[tuple[Event, str | None, str | None]] = []
+        refs: set[str] = set()
+        seen: set[str] = set()
+        for pe in events:
+            if isinstance(pe, Event):
+                pe = PendingEvent(pe)
+            if pe.source_ref is not None:
+                refs.add(pe.source_ref)
+            batch.append((pe.event, pe.source_ref, pe.ts))
+        if not batch:
+            return []
+        known: set[str] = set()
+        if refs:
+            known = {r[0] for r in db.execute("SELECT source_ref FROM events WHERE session_id = ? AND "
+                                              "source_ref = ANY(?)", (session_id, sorted(refs)))}
+        nxt = self._take_numbers(db, "events", len(batch))
+        rows, indexed, kinds = [], [], set()
+        for i, (ev, ref, ts) in enumerate(batch):
+            seq = nxt + i
+            if ref is not None and (ref in known or ref in seen):
+                continue  # already stored: its number stays used, as SQLite's AUTOINCREMENT does
+            if ref is not None:
+                seen.add(ref)
+            rows.append((seq, session_id, ev.KIND, canonical_json(ev.to_payload()), ref, ts))
+            text = ev.searchable_text()
+            if text:
+                indexed.append((seq, index_keys(text)))
+            kinds.add(ev.KIND)
+        if rows:
+            db.executemany("INSERT INTO events(seq, session_id, kind, payload, source_ref, ts) "
+                           "VALUES (?, ?, ?, ?, ?, ?)", rows)
+        if indexed:
+            db.executemany("INSERT INTO events_fts(seq, tokens) VALUES (?, ?)", indexed)
+        for p in list(PROJECTIONS.values()):
+            if kinds.intersection(p.kinds):
+                self._sync_projection_locked(p)
+        return [r[0] for r in rows]
+
+    @staticmethod
+    def _take_numbers(db: Any, table: str, n: int) -> int:
+        """Inside a write transaction: hand out the next ``n`` numbers of ``table`` (``latch_sequence``); returns
+        the first."""
+        if n <= 0:
+            return 0
+        end = db.execute("INSERT INTO latch_sequence(name, seq) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET "
+                         "seq = latch_sequence.seq + excluded.seq RETURNING seq", (table, n)).fetchone()[0]
+        return int(end) - n + 1
+
+    def _sequence(self, table: str) -> int:
+        rows = self._rows("SELECT seq FROM latch_sequence WHERE name = ?", (table,))
+        return int(rows[0][0]) if rows else 0
+
+    def _set_sequence_locked(self, table: str, value: int) -> None:
+        self._db.execute("INSERT INTO latch_sequence(name, seq) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET "
+                         "seq = GREATEST(latch_sequence.seq, excluded.seq)", (table, value))
+
+    def _index_locked(self, texts: Sequence[tuple[int, str]]) -> None:
+        rows = [(seq, index_keys(text)) for seq, text in texts if text]
+        if rows:
+            self._db.executemany("INSERT INTO events_fts(seq, tokens) VALUES (?, ?)", rows)
+
+    def append_kernel_records(self, session_id: str, stream: str, records: Sequence[tuple[str, int, dict[str, Any]]],
+                              *, fence: Fence | Sequence[Fence] | None = None) -> list[int]:
+        with self._write() as db:
+            self._check_fences_locked(fence)
+            nxt = self._take_numbers(db, "kernel_records", len(records))
+            rows = [(nxt + i, session_id, stream, kind, at_seq, canonical_json(payload))
+                    for i, (kind, at_seq, payload) in enumerate(records)]
+            if rows:
+                db.executemany("INSERT INTO kernel_records(id, session_id, stream, kind, at_seq, payload) "
+                               "VALUES (?, ?, ?, ?, ?, ?)", rows)
+        return [r[0] for r in rows]
+
+    def record_import_fingerprint(self, path: str, options: str, sha256: str, size: int, keys: Sequence[str]) -> None:
+        import json
+
+        with self._write() as db:
+            db.execute("INSERT INTO import_fingerprints(path, options, sha256, size, keys, recorded_at) "
+                       "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (path, options) DO UPDATE SET sha256 = excluded.sha256, "
+                       "size = excluded.size, keys = excluded.keys, recorded_at = excluded.recorded_at",
+                       (path, options, sha256, int(size), json.dumps(list(keys)), _now()))
+
+    # ---------------------------------------------------------------- recall
+    def _recall(self, phrases: list[list[str]], match: str, mode: str, limit: int, where: str,
+                args: list[Any]) -> list[StoredEvent]:
+        """The newest ``limit`` events (newest first) whose text FTS5 matches ``match``, among the rows holding
+        the token keys of every phrase (``mode="and"``) or of one phrase (``"or"``), with the filter ``where``."""
+        keyed = [sorted({token_key(t) for t in p}) for p in phrases]
+        if mode == "and":
+            cond, cargs = "f.tokens @> ?::text[]", [sorted({k for p in keyed for k in p})]
+        else:
+            cond, cargs = "(" + " OR ".join(["f.tokens @> ?::text[]"] * len(keyed)) + ")", list(keyed)
+        sql = ("SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts FROM events_fts f "
+               "JOIN events e ON e.seq = f.seq WHERE " + cond + where)
+        hits: list[StoredEvent] = []
+        below: int | None = None
+        size = min(PAGE, max(2 * limit, 32))  # most candidates match: a first page near limit, then larger ones
+        while len(hits) < limit:
+            page = self._rows(sql + (" AND f.seq < ?" if below is not None else "") + " ORDER BY f.seq DESC LIMIT ?",
+                              [*cargs, *args, *([below] if below is not None else []), size])
+            if not page:
+                break
+            decoded = [self._decode_row(r) for r in page]
+            with self._lock:
+                ok = self._candidates.verify(match, [(d.seq, d.event.searchable_text()) for d in decoded])
+            hits.extend(d for d in decoded if d.seq in ok)
+            if len(page) < size:
+                break
+            below = decoded[-1].seq
+            size = min(PAGE, size * 4)
+        return hits[:limit]
+
+    def search(self, query: str, *, session_id: str | None = None, limit: int = 20, mode: str = "and",
+               before_seq: int | None = None, until_seq: int | None = None,
+               exclude_sessions: Iterable[str] = ()) -> list[StoredEvent]:
+        match = build_match_query(query, mode=mode)
+        if match is None or limit <= 0:
+            return []
+        where, args = "", list[Any]()
+        for cond, val in ((" AND e.session_id = ?", session_id), (" AND f.seq < ?", before_seq),
+                          (" AND f.seq <= ?", until_seq)):
+            if val is not None:
+                where += cond
+                args.append(val)
+        excluded = sorted(set(exclude_sessions))
+        if excluded:
+            where += " AND NOT (e.session_id = ANY(?))"
+            args.append(excluded)
+        return self._recall(match_phrases(query), match, mode, limit, where, args)
+
+    def search_hits(self, query: str, *, session_id: str | None = None, limit: int = 20, order: str = "recent",
+                    kinds: Sequence[str] | None = None, tool: str | None = None, since: str | None = None,
+                    until: str | None = None, exclude_sessions: Iterable[str] = ()) -> list[tuple[StoredEvent, float]]:
+        """:meth:`EventStore.search_hits` with ``order="recent"`` and the ``session_id``, ``kinds`` and
+        ``exclude_sessions`` filters (rank ``0.0``); :class:`StoreError` for the others on PostgreSQL."""
+        if order not in ("recent", "relevance"):
+            raise ValueError(f"order must be 'recent' or 'relevance', not {order!r}")
+        if order != "recent" or tool is not None or since is not None or until is not None:
+            raise StoreError(f"the store at {self.url} (PostgreSQL) searches newest first without --tool, --since "
+                             "or --until for now")
+        match = build_phrase_query(query)
+        if match is None or limit <= 0:
+            return []
+        phrases = [p for chunk in quoted_chunks(query) for p in match_phrases(chunk)]
+        where, args = "", list[Any]()
+        if session_id is not None:
+            where += " AND e.session_id = ?"
+            args.append(session_id)
+        if kinds:
+            where += " AND e.kind = ANY(?)"
+            args.append(list(kinds))
+        excluded = sorted(set(exclude_sessions))
+        if excluded:
+            where += " AND NOT (e.session_id = ANY(?))"
+            args.append(excluded)
+        return [(e, 0.0) for e in self._recall(phrases, match, "and", limit, where, args)]
+
+    def call_events(self, call_id: str, *, session_id: str | None = None, kinds: Sequence[str] | None = None,
+                    tool: str | None = None, since: str | None = None, until: str | None = None,
+                    exclude_sessions: Iterable[str] = ()) -> list[StoredEvent]:
+        """:meth:`EventStore.call_events` (jsonb lookups), with the ``session_id``, ``kinds`` and
+        ``exclude_sessions`` filters; :class:`StoreError` for the others on PostgreSQL."""
+        import json
+
+        if tool is not None or since is not None or until is not None:
+            raise StoreError(f"the store at {self.url} (PostgreSQL) searches without --tool, --since or --until "
+                             "for now")
+        sql = ("SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts FROM events e WHERE "
+               "((e.kind = 'tool_result' AND (e.payload::jsonb ->> 'call_id') = ?) OR "
+               "(e.kind = 'assistant_message' AND (e.payload::jsonb -> 'tool_calls') @> ?::jsonb))")
+        args: list[Any] = [call_id, json.dumps([{"id": call_id}])]
+        if session_id is not None:
+            sql += " AND e.session_id = ?"
+            args.append(session_id)
+        if kinds:
+            sql += " AND e.kind = ANY(?)"
+            args.append(list(kinds))
+        excluded = sorted(set(exclude_sessions))
+        if excluded:
+            sql += " AND NOT (e.session_id = ANY(?))"
+            args.append(excluded)
+        return [self._decode_row(r) for r in self._rows(sql + " ORDER BY e.seq DESC", args)]
