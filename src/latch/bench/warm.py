@@ -1,0 +1,52 @@
+"""What a bench or stress task process needs loaded before its job, loaded once in the task server.
+
+:func:`latch.bench.executor.mp_context` forks every task process from a ``forkserver`` that imports this module
+(``set_forkserver_preload``), so what :func:`warm_up` loads is paid once per command, not once per job: numpy,
+the genai-prices table (:func:`latch.accounting.pricing.warm_up`), the plugin manager with every registered
+plugin's modules (:func:`latch.plugins.registered`), and the modules the engine imports lazily. Without it a fresh task process spent about 0.5 s importing
+genai-prices, 0.2 s numpy and 0.25 s the plugins' modules before a job whose own work takes a few
+hundredths of a second.
+
+The plugin manager is built from the server's environment (``LATCH_DISABLE_PLUGINS``, ...), which is the
+environment every task process forked from it has anyway (a forkserver's children inherit the server's, not
+the parent's later one). A failure here only makes the tasks colder: :func:`warm_up` never raises, and a broken
+plugin leaves no manager behind, so each task reports it as it would have without the server.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["WARM_MODULES", "warm_up"]
+
+WARM_MODULES = ("numpy", "latch.bench.harness", "latch.bench.shards", "latch.bench.stress", "latch.engine",
+                "latch.engine.episodes", "latch.engine.recall", "latch.host.replay", "latch.importers")
+"""Modules every bench job or stress shard imports (numpy: the episode index and batched estimates)."""
+
+
+def warm_up() -> list[str]:
+    """Import :data:`WARM_MODULES`, load the price table and build the plugin manager with every registry; what
+    could not be loaded (``"name: Type: message"`` each), empty when everything loaded."""
+    failed: list[str] = []
+    for name in WARM_MODULES:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - an optional module (numpy for a heuristic-only run)
+            failed.append(f"{name}: {type(exc).__name__}: {exc}")
+    try:
+        from ..accounting import pricing
+
+        pricing.warm_up()
+    except Exception as exc:  # noqa: BLE001 - the jobs then load the table themselves
+        failed.append(f"prices: {type(exc).__name__}: {exc}")
+    try:
+        from .. import plugins
+
+        for kind in plugins.KINDS:
+            plugins.registered(kind)
+    except Exception as exc:  # noqa: BLE001 - a broken plugin: each job reports it as it would without this
+        failed.append(f"plugins: {type(exc).__name__}: {exc}")
+        from .. import plugins
+
+        plugins.reset_plugin_manager()
+    return failed
