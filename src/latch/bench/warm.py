@@ -16,8 +16,9 @@ plugin leaves no manager behind, so each task reports it as it would have withou
 from __future__ import annotations
 
 import importlib
+import threading
 
-__all__ = ["WARM_MODULES", "warm_up"]
+__all__ = ["WARM_MODULES", "warm_up", "plots_in_background"]
 
 WARM_MODULES = ("numpy", "latch.bench.harness", "latch.bench.shards", "latch.bench.stress", "latch.engine",
                 "latch.engine.episodes", "latch.engine.recall", "latch.host.replay", "latch.importers")
@@ -50,3 +51,22 @@ def warm_up() -> list[str]:
 
         plugins.reset_plugin_manager()
     return failed
+
+
+def _import_pyplot() -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # as the report sets it: files only, no display
+        import matplotlib.pyplot  # noqa: F401
+    except Exception:  # noqa: BLE001 - the report imports it again and says what is wrong
+        pass
+
+
+def plots_in_background() -> threading.Thread:
+    """Start importing matplotlib's pyplot (backend ``Agg``, about half a second) in a daemon thread, e.g. while
+    the bench's jobs run in their own processes; ``join()`` it before drawing. A failed import is left for the
+    drawing code to report."""
+    thread = threading.Thread(target=_import_pyplot, name="latch-bench-plots", daemon=True)
+    thread.start()
+    return thread
