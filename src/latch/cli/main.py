@@ -34,8 +34,8 @@ import click
 
 from .. import __version__
 from ..accounting import pricing
-from ..estimators import count_cache
 from ..config import ConfigError, config_path, load_config, unknown_keys
+from ..estimators import count_cache
 from ..extras import missing_extra
 from ..importers import transcript_limit_problem
 from ..importers.base import TranscriptError

@@ -40,9 +40,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..estimators import ChatFraming, estimator_for_model
+from ..estimators.count_cache import cached_counter
 from ..events import AssistantMessage, MediaRef, ToolResult, UserMessage, canonical_bytes
 from ..port import ContextView, SessionContext, ViewMessage, ViewToolCall
-from ..estimators.count_cache import cached_counter
 
 __all__ = [
     "MESSAGE_OVERHEAD_TOKENS",
