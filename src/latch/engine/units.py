@@ -129,8 +129,8 @@ class TokenCounter:
         tokenizer = getattr(estimator, "TOKENIZER", None)
         self.exact = bool(getattr(estimator, "EXACT", False)) and isinstance(tokenizer, str) and bool(tokenizer)
         self.tokenizer: str | None = tokenizer if self.exact else None
-        self.text: Callable[[str], int] = (cached_counter(tokenizer, estimator.estimate) if self.exact
-                                           else estimator.estimate)
+        self.text: Callable[[str], int] = (cached_counter(self.tokenizer, estimator.estimate)
+                                           if self.tokenizer is not None else estimator.estimate)
         self.counts = counts if self.exact else None
         self._system_memo: dict[str, int] = {}
         self.framing: ChatFraming | None = estimator if isinstance(estimator, ChatFraming) else None
