@@ -3,7 +3,8 @@
 :func:`latch.bench.executor.mp_context` forks every task process from a ``forkserver`` that imports this module
 (``set_forkserver_preload``), so what :func:`warm_up` loads is paid once per command, not once per job: numpy,
 the genai-prices table (:func:`latch.accounting.pricing.warm_up`), the plugin manager with every registered
-plugin's modules (:func:`latch.plugins.registered`), and the modules the engine imports lazily. Without it a fresh task process spent about 0.5 s importing
+plugin's modules (:func:`latch.plugins.registered`), the estimators of common models with their vocabularies
+(:data:`WARM_MODELS`), and the modules the engine imports lazily. Without it a fresh task process spent about 0.5 s importing
 genai-prices, 0.2 s numpy and 0.25 s the plugins' modules before a job whose own work takes a few
 hundredths of a second.
 
@@ -18,11 +19,15 @@ from __future__ import annotations
 import importlib
 import threading
 
-__all__ = ["WARM_MODULES", "warm_up", "plots_in_background"]
+__all__ = ["WARM_MODULES", "WARM_MODELS", "warm_up", "plots_in_background"]
 
 WARM_MODULES = ("numpy", "latch.bench.harness", "latch.bench.shards", "latch.bench.stress", "latch.engine",
                 "latch.engine.episodes", "latch.engine.recall", "latch.host.replay", "latch.importers")
 """Modules every bench job or stress shard imports (numpy: the episode index and batched estimates)."""
+
+WARM_MODELS = ("gpt-4o", "gpt-4", "claude-sonnet-4-5", "gemini-2.5-pro")
+"""Models whose estimator (``latch_select_estimator``) the server loads and runs once, so a job on a session of
+such a model finds its tokenizer's vocabulary loaded (o200k: about 0.3 s)."""
 
 
 def warm_up() -> list[str]:
@@ -45,6 +50,8 @@ def warm_up() -> list[str]:
 
         for kind in plugins.KINDS:
             plugins.registered(kind)
+        for model in WARM_MODELS:
+            plugins.select_estimator(model).estimate("warm")  # one count in this thread: no worker threads
     except Exception as exc:  # noqa: BLE001 - a broken plugin: each job reports it as it would without this
         failed.append(f"plugins: {type(exc).__name__}: {exc}")
         from .. import plugins
