@@ -16,7 +16,7 @@ import of the transcript into the store, the price table. This benchmark runs th
   and ``overhead_ratio`` = ``second_seconds / in_process_seconds``: what the process adds. Goal:
   :data:`OVERHEAD_GOAL`; asserted (only with ``--benchmark-only``): at most :data:`OVERHEAD_TARGET`.
 
-The kept exact counts (``LATCH_HOME/cache/token-counts.json``, :mod:`latch.estimators.count_cache`) spare the
+The kept exact counts (``LATCH_HOME/cache/token-counts.json``, :mod:`latch.count_cache`) spare the
 second replay the tokenizer's vocabulary (about 0.3 s for o200k) when the estimator loads it lazily.
 
 Always asserted (no timing): the second replay prints the same report as the first and imports neither numpy nor

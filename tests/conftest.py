@@ -47,9 +47,9 @@ def pytest_unconfigure(config):
 @pytest.fixture(autouse=True)
 def _no_kept_token_counts():
     """A CLI command run in this process keeps exact token counts in its LATCH_HOME
-    (``latch.estimators.count_cache``): the next test starts without them."""
+    (``latch.count_cache``): the next test starts without them."""
     yield
-    from latch.estimators import count_cache
+    from latch import count_cache
 
     count_cache.use_count_cache(None)
     count_cache._fresh.clear()

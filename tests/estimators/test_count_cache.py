@@ -1,4 +1,4 @@
-"""Exact token counts of texts kept between processes (``latch.estimators.count_cache``)."""
+"""Exact token counts of texts kept between processes (``latch.count_cache``)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from latch import count_cache
 from latch.engine.units import TokenCounter
-from latch.estimators import HeuristicEstimator, count_cache
+from latch.estimators import HeuristicEstimator
 
 
 class CountingExact:

@@ -19,6 +19,9 @@ from __future__ import annotations
 import importlib
 import threading
 
+from .. import plugins
+from ..accounting import pricing
+
 __all__ = ["WARM_MODULES", "WARM_MODELS", "warm_up", "plots_in_background"]
 
 WARM_MODULES = ("numpy", "latch.bench.harness", "latch.bench.shards", "latch.bench.stress", "latch.engine",
@@ -40,22 +43,16 @@ def warm_up() -> list[str]:
         except Exception as exc:  # noqa: BLE001 - an optional module (numpy for a heuristic-only run)
             failed.append(f"{name}: {type(exc).__name__}: {exc}")
     try:
-        from ..accounting import pricing
-
         pricing.warm_up()
     except Exception as exc:  # noqa: BLE001 - the jobs then load the table themselves
         failed.append(f"prices: {type(exc).__name__}: {exc}")
     try:
-        from .. import plugins
-
         for kind in plugins.KINDS:
             plugins.registered(kind)
         for model in WARM_MODELS:
             plugins.select_estimator(model).estimate("warm")  # one count in this thread: no worker threads
     except Exception as exc:  # noqa: BLE001 - a broken plugin: each job reports it as it would without this
         failed.append(f"plugins: {type(exc).__name__}: {exc}")
-        from .. import plugins
-
         plugins.reset_plugin_manager()
     return failed
 

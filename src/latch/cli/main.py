@@ -32,10 +32,9 @@ from typing import Any
 
 import click
 
-from .. import __version__
+from .. import __version__, count_cache
 from ..accounting import pricing
 from ..config import ConfigError, config_path, load_config, unknown_keys
-from ..estimators import count_cache
 from ..extras import missing_extra
 from ..importers import transcript_limit_problem
 from ..importers.base import TranscriptError

@@ -39,8 +39,8 @@ import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ..count_cache import cached_counter
 from ..estimators import ChatFraming, estimator_for_model
-from ..estimators.count_cache import cached_counter
 from ..events import AssistantMessage, MediaRef, ToolResult, UserMessage, canonical_bytes
 from ..port import ContextView, SessionContext, ViewMessage, ViewToolCall
 
@@ -111,7 +111,7 @@ class TokenCounter:
     up by ``(TOKENIZER, seq, digest of its canonical line)`` and counted (then recorded) only when
     missing: an event is tokenized once per tokenizer, at first use, not once per request.
     ``counts`` is ignored for a heuristic estimator. Every other text an exact estimator counts goes through
-    :func:`latch.estimators.count_cache.cached_counter` (counts kept between processes when the host asked for it).
+    :func:`latch.count_cache.cached_counter` (counts kept between processes when the host asked for it).
 
     An estimator that also follows :class:`latch.estimators.ChatFraming` (it knows its model's chat
     template, e.g. ``latch-llamacpp``) prices whole messages, the system prompt and the tools itself

@@ -95,7 +95,7 @@ class O200kEstimator:
     @property
     def encoding(self) -> Any:
         """quicktok's o200k encoding, loaded at the first count (about 0.3 s): a command whose counts are all
-        kept (the store's per-event counts, ``latch.estimators.count_cache``) never loads it."""
+        kept (the store's per-event counts, ``latch.count_cache``) never loads it."""
         return _encoding()
 
     def estimate(self, text: str) -> int:
