@@ -7,9 +7,10 @@ per job, and decides how far the bench scales with workers. Measured on one smal
 on the corpus's OpenHands session ``basic_gui_mode.json``, 5 requests, budget ``32k:4k:8k``), in ``extra_info``
 (seconds, medians of :data:`ROUNDS`):
 
-* ``cold_seconds``: :func:`~latch.bench.executor.run_tasks` of the one job (a new pool, a process forked from the
-  task server, the job, its result back), once the task server runs (started before, untimed:
-  ``server_start_seconds``);
+* ``cold_seconds``: per job, :func:`~latch.bench.executor.run_tasks` of :data:`ROUNDS` copies of the job with one
+  worker (each in its own process forked from the task server, the job, its result back), once the task server
+  runs (started before, untimed: ``server_start_seconds``); ``single_run_seconds``: ``run_tasks`` of the one job
+  (a new pool too);
 * ``warm_seconds``: :func:`latch.bench.harness.run_job` again in this process (everything loaded);
 * ``cold_over_warm`` = ``cold_seconds / warm_seconds``; goal at most :data:`COLD_TARGET`.
 
@@ -53,11 +54,15 @@ def _measure() -> dict[str, float]:
     first = run_tasks(run_job, [(label, args)], jobs=1)[0]  # starts the task server
     server = time.perf_counter() - start
     assert "error" not in first, first
-    cold: list[float] = []
+    single: list[float] = []
     for _ in range(ROUNDS):
         start = time.perf_counter()
         row = run_tasks(run_job, [(label, args)], jobs=1)[0]
-        cold.append(time.perf_counter() - start)
+        single.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    rows = run_tasks(run_job, [(label, args)] * ROUNDS, jobs=1)
+    cold = (time.perf_counter() - start) / ROUNDS
+    assert len({r["peak_mb"] is not None for r in rows}) == 1 and all("error" not in r for r in rows)
     run_job(*args)  # this process warms up
     warm: list[float] = []
     for _ in range(ROUNDS):
@@ -65,7 +70,7 @@ def _measure() -> dict[str, float]:
         local = run_job(*args)
         warm.append(time.perf_counter() - start)
     assert _stable(row) == _stable(local)
-    return {"server_start_seconds": server, "cold_seconds": statistics.median(cold),
+    return {"server_start_seconds": server, "cold_seconds": cold, "single_run_seconds": statistics.median(single),
             "warm_seconds": statistics.median(warm)}
 
 
