@@ -11,8 +11,14 @@ import of the transcript into the store, the price table. This benchmark runs th
 * ``second_seconds``: a replay of the same file into the same store (the import finds the file's fingerprint,
   nothing is parsed; every price is kept);
 * ``in_process_seconds``: :func:`latch.cli.replay.run_replay` and the report's rendering in this process, on
-  the same stored session (nothing imported), and ``overhead_ratio`` = ``second_seconds / in_process_seconds``:
-  what the process adds. Goal: at most :data:`OVERHEAD_TARGET` (asserted only with ``--benchmark-only``).
+  the same stored session (nothing imported), once this process has run it before (the estimator and its
+  vocabulary loaded: the engine's own work); ``in_process_first_seconds``: the first such replay in this process;
+  and ``overhead_ratio`` = ``second_seconds / in_process_seconds``: what the process adds (goal:
+  :data:`OVERHEAD_GOAL`, not asserted); ``first_ratio`` = ``second_seconds / in_process_first_seconds``, asserted
+  (only with ``--benchmark-only``) at most :data:`OVERHEAD_TARGET`.
+
+The kept exact counts (``LATCH_HOME/cache/token-counts.json``, :mod:`latch.count_cache`) spare the
+second replay the tokenizer's vocabulary (about 0.3 s for o200k) when the estimator loads it lazily.
 
 Always asserted (no timing): the second replay prints the same report as the first and imports neither numpy nor
 genai-prices (``sys.modules`` at exit).
@@ -46,7 +52,9 @@ pytest.importorskip("latch_example", reason="pip install ./plugins/latch-example
 CODEX = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "codex"
 ENGINE = "keep-last-units"
 OVERHEAD_TARGET = 2.5
-"""A second ``latch replay`` (a new process) may take at most this many times the same replay in one process."""
+"""A second ``latch replay`` (a new process) may take at most this many times the first same replay in a process."""
+OVERHEAD_GOAL = 1.3
+"""Where that ratio should get to (reported in ``extra_info``, not asserted)."""
 
 
 @pytest.fixture(scope="module")
@@ -89,16 +97,22 @@ def test_cli_replay_process_overhead(benchmark, codex, tmp_path):
     store = EventStore(tmp_path / "a.db")
     try:
         sid = import_file(store, codex, final=True)[0]
-        start = time.perf_counter()
-        doc, _ = run_replay(store, sid, engine=ENGINE)
-        con = Console(file=io.StringIO(), width=PIPE_WIDTH, soft_wrap=True, color_system=None, highlight=False)
-        _print(con, doc, str(codex))
-        in_process = time.perf_counter() - start
+        times = []
+        for _ in range(2):
+            start = time.perf_counter()
+            doc, _ = run_replay(store, sid, engine=ENGINE)
+            con = Console(file=io.StringIO(), width=PIPE_WIDTH, soft_wrap=True, color_system=None, highlight=False)
+            _print(con, doc, str(codex))
+            times.append(time.perf_counter() - start)
+        in_process = times[1]
     finally:
         store.close()
     assert doc["summary"]["violations"] == [] and doc["summary"]["requests"] > 100
     ratio = figures["second_seconds"] / in_process
+    first_ratio = figures["second_seconds"] / times[0]
     benchmark.extra_info.update({k: round(v, 3) for k, v in figures.items()}, in_process_seconds=round(in_process, 3),
-                                overhead_ratio=round(ratio, 2), overhead_target=OVERHEAD_TARGET)
+                                in_process_first_seconds=round(times[0], 3), overhead_ratio=round(ratio, 2),
+                                first_ratio=round(first_ratio, 2), overhead_target=OVERHEAD_TARGET,
+                                overhead_goal=OVERHEAD_GOAL)
     if not benchmark.disabled:
-        assert ratio <= OVERHEAD_TARGET, benchmark.extra_info
+        assert first_ratio <= OVERHEAD_TARGET, benchmark.extra_info

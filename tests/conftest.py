@@ -45,6 +45,17 @@ def pytest_unconfigure(config):
     shutil.rmtree(_HERMETIC_HOME, ignore_errors=True)
 
 
+@pytest.fixture(autouse=True)
+def _no_kept_token_counts():
+    """A CLI command run in this process keeps exact token counts in its LATCH_HOME
+    (``latch.count_cache``): the next test starts without them."""
+    yield
+    from latch import count_cache
+
+    count_cache.use_count_cache(None)
+    count_cache._fresh.clear()
+
+
 @pytest.fixture
 def corpus_dir():
     return require_corpus()

@@ -51,7 +51,6 @@ the hard budget lowers the effective value (spec: "Bounded materialization").
 
 from __future__ import annotations
 
-import difflib
 import functools
 import os
 import re
@@ -100,6 +99,14 @@ RECALL_SHARE = 4
 class ConfigError(Exception):
     """The configuration file is unreadable or holds a bad value (message: ``FILE: KEY: problem``)."""
 
+
+
+def _close_matches(word: str, known: list[str]) -> list[str]:
+    """The closest of ``known`` to ``word`` (at most one), for a "did you mean" hint; difflib is imported only
+    when a name is wrong."""
+    import difflib
+
+    return difflib.get_close_matches(word, known, n=1)
 
 def config_path(explicit: str | os.PathLike[str] | None = None) -> Path:
     """The config file to read: ``explicit``, else ``$LATCH_HOME/config.toml``, else platformdirs'."""
@@ -289,7 +296,7 @@ MODEL_KEYS = ("context_window_tokens", "reserve_tokens")
 
 
 def _unknown(key: str, known: Iterable[str], what: str, source: str) -> str:
-    close = difflib.get_close_matches(key, list(known), n=1)
+    close = _close_matches(key, list(known))
     hint = f" (did you mean {close[0]}?)" if close else ""
     return f"{source}: unknown {what}{hint}; ignored"
 

@@ -42,7 +42,6 @@ invocation, when a command first needs the config (``latch.cli.AppContext.config
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import inspect
 import os
@@ -152,6 +151,14 @@ class Registration:
     plugin: PluginInfo
 
 
+
+def _close_matches(word: str, known: list[str]) -> list[str]:
+    """The closest of ``known`` to ``word`` (at most one), for a "did you mean" hint; difflib is imported only
+    when a name is wrong."""
+    import difflib
+
+    return difflib.get_close_matches(word, known, n=1)
+
 def _truthy(value: str | None) -> bool:
     return value is not None and value.strip().lower() not in ("", "0", "false", "no", "off")
 
@@ -204,7 +211,7 @@ class LatchPluginManager(pluggy.PluginManager):
             for impl in caller.get_hookimpls():
                 if impl.optionalhook:
                     continue
-                close = difflib.get_close_matches(name, known, n=1)
+                close = _close_matches(name, known)
                 hint = f"did you mean {close[0]!r}?" if close else f"known hooks: {', '.join(known)}"
                 raise PluginError(f"{_describe(self.infos[impl.plugin_name])} implements unknown hook {name!r}; {hint}")
 
@@ -319,7 +326,7 @@ def _warn_unknown_disabled(blocked: set[str], known: list[str]) -> None:
     if not unknown:
         return
     _WARNED_DISABLED.update(unknown)
-    hints = [f"{name!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(name, known, n=1))
+    hints = [f"{name!r} (did you mean {close[0]!r}?)" if (close := _close_matches(name, known))
              else repr(name) for name in unknown]
     verb = "matches" if len(unknown) == 1 else "match"
     warn(f"LATCH_DISABLE_PLUGINS names {', '.join(hints)}, which {verb} no plugin; known plugins: {', '.join(known)}")
@@ -396,7 +403,7 @@ def get_provider(name: str) -> type:
     providers = registered("providers")
     reg = providers.get(name)
     if reg is None:
-        close = difflib.get_close_matches(name, list(providers), n=1)
+        close = _close_matches(name, list(providers))
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise PluginError(f"unknown provider {name!r}{hint}; registered providers: "
                           f"{', '.join(sorted(providers)) or 'none'} (install the plugin that provides it, "
@@ -430,7 +437,7 @@ def get_engine_factory(name: str) -> ContextEngineFactory:
     engines = registered("engines")
     reg = engines.get(name)
     if reg is None:
-        close = difflib.get_close_matches(name, list(engines), n=1)
+        close = _close_matches(name, list(engines))
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise PluginError(f"unknown engine {name!r}{hint}; registered engines: "
                           f"{', '.join(sorted(engines)) or 'none'} (install the plugin that provides it, "
@@ -481,7 +488,7 @@ def get_estimator(name: str) -> Any:
     estimators = registered("estimators")
     reg = estimators.get(name)
     if reg is None:
-        close = difflib.get_close_matches(name, list(estimators), n=1)
+        close = _close_matches(name, list(estimators))
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise PluginError(f"unknown estimator {name!r}{hint}; registered estimators: "
                           f"{', '.join(sorted(estimators)) or 'none'}")

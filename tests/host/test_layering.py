@@ -239,7 +239,7 @@ LAYERS = [
     ("engine, kernel, importers, providers", ("latch.engine", "latch.kernel", "latch.importers", "latch.providers",
                                               "latch.estimators", "latch.hotpaths")),
     ("store, events", ("latch.store", "latch.events", "latch.port", "latch.config", "latch.textsafe",
-                       "latch.extras")),
+                       "latch.extras", "latch.count_cache")),
 ]
 
 

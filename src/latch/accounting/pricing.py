@@ -73,7 +73,7 @@ from ..events import Usage
 
 __all__ = ["RequestCost", "CostTotals", "price", "price_usage", "view_cost", "writes_cache", "price_provider",
            "parse_timestamp", "usd", "format_usd", "total", "cost_dict", "UNPRICED", "use_price_cache",
-           "save_price_cache", "PRICE_CACHE_ENTRIES", "CacheRewrites", "cache_rewrites", "REWRITE_READ_SHARE"]
+           "save_price_cache", "warm_up", "PRICE_CACHE_ENTRIES", "CacheRewrites", "cache_rewrites", "REWRITE_READ_SHARE"]
 
 UNPRICED = "unpriced"
 """How a report shows a request or total without a price."""
@@ -100,13 +100,41 @@ class RequestCost:
     output: int
 
 
+def _offline_package() -> None:
+    """Make ``genai_prices`` importable without ``httpx2``: its ``__init__`` imports the network updater
+    (``genai_prices.update_prices``, the only user of ``httpx2``), which Latch never starts. Without ``httpx2`` the
+    package is registered without running its ``__init__``, so its data, types and snapshot modules (all this
+    module uses) import as usual."""
+    import importlib.util
+    import sys
+
+    try:
+        import genai_prices  # noqa: F401
+        return
+    except ImportError as exc:
+        if not (exc.name or "").startswith("httpx2"):
+            raise
+    spec = importlib.util.find_spec("genai_prices")
+    if spec is None:  # pragma: no cover - a dependency of latch
+        raise ModuleNotFoundError("genai-prices is not installed", name="genai_prices")
+    sys.modules["genai_prices"] = importlib.util.module_from_spec(spec)  # its submodules, not its __init__
+
+
 @cache
 def _snapshot() -> Any:
     """The bundled price snapshot (see the module docstring: never an auto-updated one)."""
+    _offline_package()
     from genai_prices.data import providers
     from genai_prices.data_snapshot import DataSnapshot
 
     return DataSnapshot(providers=providers, from_auto_update=False)
+
+
+def warm_up() -> None:
+    """Load the price table now (genai-prices and its bundled data: about half a second), e.g. in a server that
+    forks many pricing processes; later lookups in this process or its forks find it loaded."""
+    _snapshot()
+    _prices_version()
 
 
 def price_provider(name: str | None) -> str | None:

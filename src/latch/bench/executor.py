@@ -8,7 +8,8 @@ dict naming the task, e.g. ``{"shard": 1}``); the function returns a JSON-ready 
 every task once, each in its own fresh process, so a task's peak memory (``ru_maxrss``) is its own:
 
 * locally (``scheduler=None``): a process pool of ``jobs`` workers, one task per worker process
-  (``max_tasks_per_child=1``), forked from a server that imported Latch (:func:`mp_context`);
+  (``max_tasks_per_child=1``), forked from a server that loaded what every job needs (:func:`mp_context`,
+  :mod:`latch.bench.warm`): a job's fixed cost is a fork, not an interpreter start;
 * with ``scheduler`` (``tcp://HOST:PORT`` of a running ``dask scheduler``, or ``local:N`` for a local Dask
   cluster of N single-threaded workers): Dask tasks through ``Client.get_executor()``, each running the
   function in a fresh child process of its worker (:func:`in_own_process`; the worker must not be daemonic,
@@ -31,8 +32,9 @@ from typing import Any
 __all__ = ["SchedulerError", "DAEMON_HINT", "SCHEDULER_RE", "mp_context", "connect", "guarded", "in_own_process",
            "run_tasks"]
 
-PRELOAD = ["latch.bench.runner", "latch.bench.shards", "latch.engine", "latch.plugins", "latch.importers"]
-"""Modules the fork server imports once, so every fresh task process starts with Latch loaded."""
+PRELOAD = ["latch.bench._preload"]
+"""What the fork server imports once (:mod:`latch.bench.warm`: Latch, numpy, the price table, the plugins'
+modules), so every fresh task process starts warm."""
 
 
 class SchedulerError(Exception):
@@ -46,7 +48,8 @@ SCHEDULER_RE = re.compile(r"^(?:(?P<local>local):(?P<n>[1-9][0-9]*)|(?P<addr>(?:
 
 
 def mp_context() -> Any:
-    """Fresh task processes: forked from a server that imported Latch (spawn where there is no forkserver)."""
+    """Fresh task processes: forked from a server that loaded Latch, numpy, the price table and the plugins
+    (:data:`PRELOAD`; spawn where there is no forkserver)."""
     if "forkserver" in mp.get_all_start_methods():
         ctx = mp.get_context("forkserver")
         ctx.set_forkserver_preload(PRELOAD)

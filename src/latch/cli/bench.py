@@ -29,6 +29,7 @@ from ..bench.plots import write_plot
 from ..bench.report import NARROW_COLUMNS, budget_verdicts, markdown_table, write_report
 from ..bench.runner import discover_sessions, parse_budgets, run_bench
 from ..bench.summary import summarize
+from ..bench.warm import plots_in_background
 from ..plugins import PluginError, registered_engines
 from ..textsafe import console, echo, markup, safe
 from .main import pass_app
@@ -99,6 +100,7 @@ def register(cli: click.Group) -> None:
             raise click.UsageError("no session to bench: pass --corpus, --examples or --scenario-events")
         err = console(stderr=True)
         start = time.perf_counter()
+        plotting = plots_in_background()  # while the jobs run in their own processes
         try:
             with progress("bench", "jobs", len(names) * len(sessions) * len(chosen_budgets)) as update:
                 results = run_bench(names, sessions, chosen_budgets, jobs=jobs, estimator=estimator, config=config,
@@ -108,6 +110,7 @@ def register(cli: click.Group) -> None:
         except SchedulerError as exc:
             raise click.ClickException(str(exc)) from None
         seconds = time.perf_counter() - start
+        plotting.join()
         paths = write_report(out, results, engines=names, sessions=sessions, budgets=chosen_budgets,
                              seconds=seconds)
         if plot:

@@ -32,7 +32,7 @@ from typing import Any
 
 import click
 
-from .. import __version__
+from .. import __version__, count_cache
 from ..accounting import pricing
 from ..config import ConfigError, config_path, load_config, unknown_keys
 from ..extras import missing_extra
@@ -500,6 +500,8 @@ def cli(ctx: click.Context, db: str | None) -> None:
     ctx.obj = AppContext(db, "LATCH_DB" if from_env else "--db")
     # prices found once are kept (per genai-prices version) for the next command: see latch.accounting.pricing
     pricing.use_price_cache(data_dir() / "cache" / "genai-prices.json")
+    # exact token counts of texts, likewise (a replay of a known session never loads the tokenizer's vocabulary)
+    count_cache.use_count_cache(data_dir() / "cache" / "token-counts.json")
 
 
 def _load_commands() -> None:

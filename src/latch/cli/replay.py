@@ -385,13 +385,13 @@ def _stored_session(app: Any, target: str) -> str | None:
 def _replay_one(store: Any, sid: str, n_requests: int, options: Mapping[str, Any]) -> dict[str, Any]:
     """The replay document of session ``sid`` (:func:`run_replay` with ``options``), with a progress bar on a
     terminal for a long session."""
-    if n_requests < PROGRESS_MIN_REQUESTS:
+    err = console(stderr=True)
+    if n_requests < PROGRESS_MIN_REQUESTS or not err.is_terminal:  # no bar: rich.progress is not even imported
         return run_replay(store, sid, **options)[0]
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    err = console(stderr=True)
     with Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True, disable=not err.is_terminal) as bar:
+                  console=err, transient=True) as bar:
         task = bar.add_task("replay", total=n_requests)
         return run_replay(store, sid, **options, progress=lambda done, total: bar.update(task, completed=done))[0]
 

@@ -39,6 +39,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ..count_cache import cached_counter
 from ..estimators import ChatFraming, estimator_for_model
 from ..events import AssistantMessage, MediaRef, ToolResult, UserMessage, canonical_bytes
 from ..port import ContextView, Estimator, SessionContext, TokenCountCache, ViewMessage, ViewToolCall
@@ -110,7 +111,8 @@ class TokenCounter:
     and an exact estimator, :meth:`message` of a conversation message (one with a ``seq``) is looked
     up by ``(TOKENIZER, seq, digest of its canonical line)`` and counted (then recorded) only when
     missing: an event is tokenized once per tokenizer, at first use, not once per request.
-    ``counts`` is ignored for a heuristic estimator.
+    ``counts`` is ignored for a heuristic estimator. Every other text an exact estimator counts goes through
+    :func:`latch.count_cache.cached_counter` (counts kept between processes when the host asked for it).
 
     An estimator that also follows :class:`latch.estimators.ChatFraming` (it knows its model's chat
     template, e.g. ``latch-llamacpp``) prices whole messages, the system prompt and the tools itself
@@ -124,11 +126,12 @@ class TokenCounter:
             raise TypeError(f"estimator {estimator!r} needs estimate(text) and image_tokens(width, height) "
                             f"(latch.estimators.Estimator)")
         self.estimator = estimator
-        self.text: Callable[[str], int] = estimator.estimate
         self._memo: dict[str, int] = {}
         tokenizer = getattr(estimator, "TOKENIZER", None)
         self.exact = bool(getattr(estimator, "EXACT", False)) and isinstance(tokenizer, str) and bool(tokenizer)
         self.tokenizer: str | None = tokenizer if self.exact else None
+        self.text: Callable[[str], int] = (cached_counter(self.tokenizer, estimator.estimate)
+                                           if self.tokenizer is not None else estimator.estimate)
         self.counts = counts if self.exact else None
         self._system_memo: dict[str, int] = {}
         self.framing: ChatFraming | None = estimator if isinstance(estimator, ChatFraming) else None

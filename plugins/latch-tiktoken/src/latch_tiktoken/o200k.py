@@ -90,8 +90,13 @@ class O200kEstimator:
         from latch.estimators import HeuristicEstimator
 
         self.name = self.PLUGIN_NAME
-        self.encoding = _encoding()
         self._images = HeuristicEstimator("openai")
+
+    @property
+    def encoding(self) -> Any:
+        """quicktok's o200k encoding, loaded at the first count (about 0.3 s): a command whose counts are all
+        kept (the store's per-event counts, ``latch.count_cache``) never loads it."""
+        return _encoding()
 
     def estimate(self, text: str) -> int:
         """Tokens of ``text`` (exact)."""

@@ -1,0 +1,82 @@
+"""The fixed cost of one ``latch bench`` job: a job in its own fresh process against the same job in a warm one.
+
+``latch bench`` and ``latch stress --shards`` run every task in a fresh process
+(:func:`latch.bench.executor.run_tasks`), so a task's peak memory is its own. What a fresh process pays before the
+job's own work (imports, numpy, the price table, the estimator's vocabulary, the engine's first view) is paid once
+per job, and decides how far the bench scales with workers. Measured on one small job (the ``continuity`` engine
+on the corpus's OpenHands session ``basic_gui_mode.json``, 5 requests, budget ``32k:4k:8k``), in ``extra_info``
+(seconds, medians of :data:`ROUNDS`):
+
+* ``cold_seconds``: per job, :func:`~latch.bench.executor.run_tasks` of :data:`ROUNDS` copies of the job with one
+  worker (each in its own process forked from the task server, the job, its result back), once the task server
+  runs (started before, untimed: ``server_start_seconds``); ``single_run_seconds``: ``run_tasks`` of the one job
+  (a new pool too);
+* ``warm_seconds``: :func:`latch.bench.runner.run_job` again in this process (everything loaded);
+* ``cold_over_warm`` = ``cold_seconds / warm_seconds``; goal at most :data:`COLD_TARGET`.
+
+Always asserted (no timing): the cold job's row equals the warm one's (timings and memory aside).
+
+Run: ``python -m pytest benchmarks/test_bench_job_start.py --benchmark-only``
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+
+from latch.bench.executor import run_tasks
+from latch.bench.runner import SessionSource, parse_budgets, run_job
+
+COLD_TARGET = 2.0
+"""A job in a fresh task process may take at most this many times the same job in a warm process."""
+ROUNDS = 5
+SESSION = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "openhands" / "basic_gui_mode.json"
+ENGINE = "continuity"
+
+
+def _stable(row: dict) -> dict:
+    """A job's row without what differs from run to run (timings, memory)."""
+    return {k: v for k, v in row.items() if not k.endswith(("_ms", "_mb", "seconds")) and "rss" not in k}
+
+
+def _task() -> tuple[dict, tuple]:
+    source = SessionSource(name=SESSION.name, path=str(SESSION))
+    budget = parse_budgets("32k:4k:8k")[0]
+    return {"engine": ENGINE, "session": source.name, "budget": budget.name}, (ENGINE, source, budget, None, {})
+
+
+def _measure() -> dict[str, float]:
+    label, args = _task()
+    start = time.perf_counter()
+    first = run_tasks(run_job, [(label, args)], jobs=1)[0]  # starts the task server
+    server = time.perf_counter() - start
+    assert "error" not in first, first
+    single: list[float] = []
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        row = run_tasks(run_job, [(label, args)], jobs=1)[0]
+        single.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    rows = run_tasks(run_job, [(label, args)] * ROUNDS, jobs=1)
+    cold = (time.perf_counter() - start) / ROUNDS
+    assert len({r["peak_mb"] is not None for r in rows}) == 1 and all("error" not in r for r in rows)
+    run_job(*args)  # this process warms up
+    warm: list[float] = []
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        local = run_job(*args)
+        warm.append(time.perf_counter() - start)
+    assert _stable(row) == _stable(local)
+    return {"server_start_seconds": server, "cold_seconds": cold, "single_run_seconds": statistics.median(single),
+            "warm_seconds": statistics.median(warm)}
+
+
+@pytest.mark.skipif(not SESSION.is_file(), reason=f"no corpus session {SESSION}")
+def test_job_start_cost(benchmark):
+    figures = benchmark.pedantic(_measure, rounds=1, iterations=1)
+    ratio = figures["cold_seconds"] / figures["warm_seconds"]
+    benchmark.extra_info.update({k: round(v, 4) for k, v in figures.items()}, cold_over_warm=round(ratio, 2),
+                                cold_target=COLD_TARGET)

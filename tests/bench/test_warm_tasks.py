@@ -1,0 +1,85 @@
+"""Bench and stress task processes start warm (forked from a server that loaded what every job needs), and the
+price table loads offline without genai-prices' network dependency ``httpx2``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from corpus_support import REPO
+
+from latch.bench import executor
+
+pytestmark = pytest.mark.slow  # task servers and CLI subprocesses
+
+EXAMPLES = REPO / "examples"
+
+
+def _loaded_in_task() -> dict:
+    """Run in a task process: what it found loaded before doing anything."""
+    from latch import plugins
+    from latch.accounting import pricing
+
+    return {"numpy": "numpy" in sys.modules, "genai_prices": "genai_prices.data" in sys.modules,
+            "prices": pricing._snapshot.cache_info().currsize == 1, "plugins": plugins._MANAGER is not None,
+            "pid": os.getpid()}
+
+
+def test_task_processes_start_with_numpy_prices_and_plugins_loaded():
+    rows = executor.run_tasks(_loaded_in_task, [({"task": i}, ()) for i in range(2)], jobs=1)
+    assert [{k: v for k, v in r.items() if k != "pid"} for r in rows] == [
+        {"numpy": True, "genai_prices": True, "prices": True, "plugins": True}] * 2
+    assert rows[0]["pid"] != rows[1]["pid"] != os.getpid()  # still a fresh process per task
+
+
+def test_warm_up_loads_everything_and_reports_what_failed(monkeypatch):
+    from latch.bench import warm
+
+    assert warm.warm_up() == []
+    monkeypatch.setattr(warm, "WARM_MODULES", ("latch.no_such_module",))
+    (failed,) = warm.warm_up()  # never raises: the tasks only start colder
+    assert failed.startswith("latch.no_such_module: ModuleNotFoundError:")
+
+
+@pytest.fixture
+def without_httpx2(tmp_path):
+    """The environment of a process (and of every process it starts) where ``import httpx2`` fails as if it were
+    not installed: a folder first on ``PYTHONPATH`` whose ``httpx2`` raises ``ModuleNotFoundError``."""
+    shadow = tmp_path / "shadow" / "httpx2"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'httpx2'\", name='httpx2')\n", encoding="utf-8")
+    path = os.pathsep.join(p for p in (str(shadow.parent), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path, "LATCH_HOME": str(tmp_path / "home")}
+
+
+def test_prices_load_without_httpx2(without_httpx2):
+    code = textwrap.dedent("""
+        import sys
+        from decimal import Decimal
+        try:
+            import httpx2
+        except ModuleNotFoundError:
+            print("no-httpx2")
+        from latch.accounting import pricing
+        print(pricing.price(model="gpt-4.1", uncached=1_000_000).usd == Decimal("2"))
+    """)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=without_httpx2,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["no-httpx2", "True"]
+
+
+def test_latch_bench_runs_without_httpx2(tmp_path, without_httpx2):
+    out = tmp_path / "out"
+    res = subprocess.run([sys.executable, "-m", "latch.cli", "bench", "--engines", "continuity", "--examples",
+                          str(EXAMPLES), "--scenario-events", "0", "--budgets", "32k:4k:8k", "--out", str(out),
+                          "--jobs", "1"], capture_output=True, text=True, env=without_httpx2, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    doc = json.loads((out / "report.json").read_text())
+    assert doc["jobs"] and not any("error" in j for j in doc["jobs"])
+    assert all(j["cost_usd"] is not None and j["cost_usd"] > 0 for j in doc["jobs"])
