@@ -598,7 +598,7 @@ class AgentLoop:
         """Materialize and check the next view (nothing is sent). Raises :class:`AgentError` when the engine
         refuses or the view would break the budget or the tool-call protocol."""
         budget = self.budget()
-        self.requests.budget, self.requests.hard = budget, budget.hard_limit_tokens
+        self.requests.set_budget(budget)
         res = self.requests.run(None, where=f"request {self.turns + 1}")
         if res.view is None:
             raise AgentError(f"the context cannot hold the next request: {res.overflow}; {self._overflow_fix(budget)}")
