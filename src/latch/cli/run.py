@@ -50,7 +50,8 @@ from .. import plugins
 from ..agent.context import SYSTEM_PROMPT, session_context
 from ..agent.environment import tool_environment
 from ..agent.group import Group, resolve_group
-from ..agent.loop import AgentLoop, repair_interrupted
+from ..agent.interrupted import repair_interrupted
+from ..agent.loop import AgentLoop
 from ..agent.mcp import McpHub, mcp_servers, mcp_tools, session_mcp_tools
 from ..agent.permissions import PermissionPolicy
 from ..agent.sandbox import MODES as SANDBOX_MODES
