@@ -134,10 +134,13 @@ def register(cli: click.Group) -> None:
                 idle_timeout, once):
         """Run an agent on TASK in the current workspace (or continue one with --resume, or work for an agent
         group with --group NAME --worker)."""
-        options = RunOptions(task, provider_name, model, base_url, api_key_env, max_turns, assume_yes, mode, resume,
-                             engine, child_engine, estimator, window, reserve, recent, tool_choice, no_stream,
-                             tool_names, group_name, worker, lease_seconds, sandbox_mode, network, response_timeout,
-                             idle_timeout, once)
+        options = RunOptions(
+            task=task, provider_name=provider_name, model=model, base_url=base_url, api_key_env=api_key_env,
+            max_turns=max_turns, assume_yes=assume_yes, mode=mode, resume=resume, engine=engine,
+            child_engine=child_engine, estimator=estimator, window=window, reserve=reserve, recent=recent,
+            tool_choice=tool_choice, no_stream=no_stream, tool_names=tool_names, group_name=group_name, worker=worker,
+            lease_seconds=lease_seconds, sandbox_mode=sandbox_mode, network=network,
+            response_timeout=response_timeout, idle_timeout=idle_timeout, once=once)
         on_terminal = sys.stdin.isatty() and sys.stdout.isatty()
         con = console(highlight=False)
         try:
