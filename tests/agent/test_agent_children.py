@@ -14,7 +14,8 @@ import pytest
 
 from latch.agent.children import child_key, child_profile, child_report, create_child
 from latch.agent.context import session_context
-from latch.agent.loop import AgentLoop, engine_name
+from latch.agent.handoff import engine_name
+from latch.agent.loop import AgentLoop
 from latch.agent.supervisor import ChildPolicyError, Supervisor
 from latch.agent.tools import ToolContext, agent_tools
 from latch.agent.tools.processes import ProcessManager

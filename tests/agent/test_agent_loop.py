@@ -12,10 +12,13 @@ import pytest
 
 from latch.agent.context import SYSTEM_PROMPT, session_context
 from latch.agent.environment import REDACTED
-from latch.agent.loop import AgentError, AgentLoop, Observer, correction_ratio, repair_interrupted
+from latch.agent.interrupted import repair_interrupted
+from latch.agent.loop import AgentLoop
+from latch.agent.observer import AgentError, Observer
 from latch.agent.permissions import PermissionPolicy
 from latch.agent.tools import ToolContext, builtin_tools
 from latch.agent.tools.processes import ProcessManager
+from latch.agent.usage import correction_ratio
 from latch.events import AssistantMessage, EstimateCorrection, ToolCall, ToolResult, ToolStarted, UserMessage
 from latch.host.corrections import SAFETY_MARGIN
 from latch.host.loop import build_engine

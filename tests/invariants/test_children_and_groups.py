@@ -32,7 +32,8 @@ from group_projection_support import assert_projection_is_the_replay
 from latch.agent.children import child_key, child_report, create_child
 from latch.agent.context import session_context
 from latch.agent.group import Group, GroupState
-from latch.agent.loop import AgentLoop, engine_name
+from latch.agent.handoff import engine_name
+from latch.agent.loop import AgentLoop
 from latch.agent.supervisor import ChildPolicyError, Supervisor
 from latch.agent.tools import ToolContext, agent_tools, builtin_tools
 from latch.agent.tools.processes import ProcessManager

@@ -10,7 +10,7 @@ The task's child is the session of :func:`latch.agent.children.child_key` ``(roo
 one session per task, whoever runs it. The first claimer stores its :class:`~latch.events.AgentProfile`
 (model, engine, config, tools, the task's brief) with :func:`~latch.agent.children.create_child`; every
 run, first or reclaimed, builds the child's engine from that durable profile through the supervisor's
-child policy (:meth:`latch.agent.loop.AgentLoop._run_child`, the path of ``spawn_agent`` and resume), so
+child policy (:meth:`latch.agent.handoff.ChildAgents.run_child`, the path of ``spawn_agent`` and resume), so
 a reclaimed task continues from its log (calls the killed worker left open are closed as interrupted,
 never re-run) and a child that already reported is completed with that report without a new request:
 no task runs twice to completion.
@@ -41,7 +41,7 @@ from ..host.lease import LeaseGuard
 from ..store import LeaseLost, StoreError
 from .children import child_key, child_profile, child_report, create_child, find_child
 from .group import Group, GroupError, GroupTask
-from .loop import engine_name
+from .handoff import engine_name
 
 __all__ = ["DEFAULT_LEASE_SECONDS", "TaskRun", "task_call_id", "run_worker"]
 
@@ -143,7 +143,7 @@ def run_worker(group: Group, agent: str, root_loop: Any, *, lease_seconds: float
             assert found == child and child_profile(store, child)
             report = child_report(store, child)
             if report is None:  # a reclaimed child continues from its log; a reported one is not run again
-                report = root_loop._run_child(child, spawned, store=fenced, guard=guard)
+                report = root_loop.children.run_child(child, spawned, store=fenced, guard=guard)
         except LeaseLost as exc:  # taken over while it ran: nothing more was written for it
             guard.lose(str(exc))
             lost: str | None = str(exc)

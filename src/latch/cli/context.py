@@ -131,8 +131,7 @@ def next_view_report(store, session_id: str, *, engine: str | None = None, model
         last = harness.changes[-1]
         loop.system_prompt, loop.tools, loop.session_context = last.system, tuple(last.tools), last.session_context
     fix = session_correction(store, session_id)
-    loop.budget = corrected_budget(budget, fix.pair() if fix else None)
-    loop.hard = loop.budget.hard_limit_tokens
+    loop.set_budget(corrected_budget(budget, fix.pair() if fix else None))
     res = loop.run(None)
     if res.view is None:
         raise click.ClickException(f"context overflow: {res.overflow}")

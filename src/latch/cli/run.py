@@ -1,7 +1,8 @@
 """``latch run``: an agent session in the current workspace, on a real model provider.
 
 ``latch run "TASK" --provider openai|openai-responses|anthropic|openai-compatible --model M`` creates a session in the
-workspace's store, appends TASK as the first user message and runs :class:`latch.agent.loop.AgentLoop`
+workspace's store (built by :func:`latch.agent.session.open_session`; a :class:`~latch.agent.session.SessionError`
+becomes a one-line usage error), appends TASK as the first user message and runs :class:`latch.agent.loop.AgentLoop`
 until the model answers without a tool call or ``--max-turns`` requests were made. It prints the
 assistant's text as it streams, each tool call and a one-line result summary, and a status line per
 request (context use, tokens, cache read, and the request's cost in dollars where genai-prices prices the model,
@@ -40,34 +41,18 @@ import os
 import signal
 import sys
 import uuid
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 
-from .. import plugins
-from ..agent.context import SYSTEM_PROMPT, session_context
-from ..agent.environment import tool_environment
-from ..agent.group import Group, resolve_group
-from ..agent.loop import AgentLoop, repair_interrupted
-from ..agent.mcp import McpHub, mcp_servers, mcp_tools, session_mcp_tools
-from ..agent.permissions import PermissionPolicy
+from ..agent.group import Group
+from ..agent.interrupted import repair_interrupted
 from ..agent.sandbox import MODES as SANDBOX_MODES
-from ..agent.sandbox import SandboxError
-from ..agent.sandbox import choose as choose_sandbox
-from ..agent.skills import discover_skills, session_skills, skill_tools
-from ..agent.steering import awaiting_user
-from ..agent.supervisor import ChildPolicyError, Supervisor
-from ..agent.tools import ToolContext, agent_tools
-from ..agent.tools.group import GROUP_TOOLS
-from ..agent.tools.processes import ProcessManager, remove_stale_log_dirs
+from ..agent.session import DEFAULT_MAX_TURNS, AgentSession, RunOptions, SessionError, check_options, open_session
+from ..agent.supervisor import ChildPolicyError
 from ..agent.worker import run_worker
-from ..config import MAX_TOKENS, budget_for_model
-from ..host.loop import HostError, build_engine
-from ..host.runs import RunLeaseHeld, RunRecord
-from ..kernel.tombstones import tombstoned_sessions
-from ..providers import ProviderError
+from ..config import MAX_TOKENS
 from ..textsafe import console, error, markup, warn
 from .main import pass_app
 from .run_console import Approver, RunInfo, RunPrinter, call_line, fit_parts, result_summary
@@ -75,7 +60,6 @@ from .run_prompt import exit_summary, prompt_loop, run_task
 
 __all__ = ["register"]
 
-DEFAULT_MAX_TURNS = 50
 DEFAULT_RESPONSE_TIMEOUT = 600.0  # latch.providers._sdk.DEFAULT_RESPONSE_TIMEOUT (not imported at CLI start)
 DEFAULT_IDLE_TIMEOUT = 120.0  # latch.providers._sdk.DEFAULT_IDLE_TIMEOUT
 DEFAULT_LEASE_SECONDS = 300.0  # latch.agent.worker.DEFAULT_LEASE_SECONDS (not imported at CLI start)
@@ -150,298 +134,100 @@ def register(cli: click.Group) -> None:
                 idle_timeout, once):
         """Run an agent on TASK in the current workspace (or continue one with --resume, or work for an agent
         group with --group NAME --worker)."""
-        if worker and group_name is None:
-            raise click.UsageError("--worker needs --group NAME")
-        if worker and (task is not None or resume is not None):
-            raise click.UsageError("--worker takes no TASK and no --resume (it runs the group's tasks)")
-        if lease_seconds is not None and not worker:
-            raise click.UsageError("--lease applies to --worker only")
-        if group_name is not None and not worker and (task is None or resume is not None):
-            raise click.UsageError("--group NAME without --worker starts a group's lead: give a TASK (no --resume)")
-        if group_name is not None and not group_name.strip():
-            raise click.UsageError("--group: the name is empty")
-        if window is not None and reserve is not None and reserve >= window:
-            raise click.UsageError(f"--reserve ({reserve}) must be below --window ({window})")
-        if task is not None and not task.strip():
-            raise click.UsageError("TASK is empty")
-        if once and task is None and resume is None:
-            raise click.UsageError("--once needs a TASK (or --resume SESSION)")
+        options = RunOptions(
+            task=task, provider_name=provider_name, model=model, base_url=base_url, api_key_env=api_key_env,
+            max_turns=max_turns, assume_yes=assume_yes, mode=mode, resume=resume, engine=engine,
+            child_engine=child_engine, estimator=estimator, window=window, reserve=reserve, recent=recent,
+            tool_choice=tool_choice, no_stream=no_stream, tool_names=tool_names, group_name=group_name, worker=worker,
+            lease_seconds=lease_seconds, sandbox_mode=sandbox_mode, network=network,
+            response_timeout=response_timeout, idle_timeout=idle_timeout, once=once)
         on_terminal = sys.stdin.isatty() and sys.stdout.isatty()
-        prompt = on_terminal and not once and not worker  # the interactive prompt stays open after a task
-        config = app.config(config_path)
-
-        known = {t.NAME: t for t in agent_tools()}
-        chosen_tools = tuple(known.values())
-        if tool_names is not None:
-            wanted = [n.strip() for n in tool_names.split(",") if n.strip()]
-            unknown = [n for n in wanted if n not in known]
-            if unknown or not wanted:
-                raise click.UsageError(f"--tools: unknown tool {unknown[0]!r} (known: {', '.join(known)})" if unknown
-                                       else "--tools: give at least one tool name")
-            chosen_tools = tuple(t for t in known.values() if t.NAME in wanted)  # the fixed order, always
-        if tool_choice is not None and tool_choice not in ("auto", "required", "none"):
-            if tool_choice not in {t.NAME for t in chosen_tools}:
-                raise click.UsageError(f"--tool-choice {tool_choice!r}: not auto, required, none or an offered tool "
-                                       f"({', '.join(t.NAME for t in chosen_tools)})")
-        section = config.get("provider", {}) or {}
-
-        store = app.store(create=False) if resume is not None or worker else None  # a new run opens it once checked
-        profile: dict[str, Any] = {}
-        resumed_lead = False
-        waiting = True  # the conversation waits for the user (a resumed one: its last answer is complete)
-        if worker:
-            assert store is not None
-            try:
-                resume = resolve_group(store, group_name)
-            except KeyError as exc:
-                raise click.ClickException(str(exc.args[0])) from None
-        if resume is not None:
-            assert store is not None
-            try:
-                info = store.session(resume)
-            except KeyError as exc:
-                raise click.ClickException(str(exc.args[0])) from None
-            if info.id in tombstoned_sessions(store):
-                raise click.ClickException(f"session {info.id} was forgotten (latch forget); it cannot be resumed")
-            profile = dict((info.meta or {}).get("agent") or {})
-            if not profile and not worker:
-                raise click.ClickException(f"session {info.id} was imported, not run by latch run; it cannot be "
-                                           "resumed")
-            if not worker and not any(True for _ in store.events(info.id, kinds=["user_message"])):
-                raise click.ClickException(f"session {info.id} has no task (it never started); start a new run")
-            session_id, workspace = info.id, Path(info.workspace or os.getcwd())
-            # a group's lead may have its workers' messages to read: its resume sends them
-            waiting = not worker and not (info.meta or {}).get("group") and awaiting_user(store, info.id)
-            if task is None and not prompt and waiting:  # nothing to send: a resent answer is a wasted request
-                raise click.UsageError(f"session {info.id} waits for the user (the agent's last answer is complete): "
-                                       "give a TASK, or resume on a terminal for the prompt")
-            resumed_lead = not worker and bool((info.meta or {}).get("group"))  # a group's lead stays its lead
-        if tool_names is None and profile.get("tools"):  # a resumed session keeps its tools, byte for byte
-            chosen_tools = tuple(t for t in known.values() if t.NAME in profile["tools"])
-        name = provider_name or profile.get("provider") or section.get("name")
-        model = model or profile.get("model") or section.get("model")
-        base_url = base_url or profile.get("base_url") or section.get("base_url")
-        api_key_env = api_key_env or profile.get("api_key_env") or section.get("api_key_env")
-        mode = mode or profile.get("mode") or "default"
-        engine = engine or profile.get("engine")
-        child_engine = child_engine or profile.get("child_engine")
-        estimator = estimator or profile.get("estimator")
-        window = window or profile.get("window")  # a resumed session keeps its budget unless a flag changes it
-        reserve = reserve if reserve is not None else profile.get("reserve")
-        recent = recent or profile.get("recent")
-        tool_choice = tool_choice or profile.get("tool_choice")
-        no_stream = no_stream or bool(profile.get("no_stream"))
-        sandbox_mode = sandbox_mode or profile.get("sandbox")  # a resumed session keeps an explicit choice
-        network = network or bool(profile.get("network"))
-        max_turns = max_turns or section.get("max_turns") or DEFAULT_MAX_TURNS
-        if not name:
-            raise click.UsageError("no provider: pass --provider openai|openai-responses|anthropic|openai-compatible "
-                                   "(or set [provider] name in the config)")
-        if not model:
-            raise click.UsageError("no model: pass --model (or set [provider] model in the config)")
-        try:
-            provider_cls = plugins.get_provider(name)
-        except plugins.PluginError as exc:
-            raise click.UsageError(str(exc)) from None
-        try:
-            provider = provider_cls.from_options(model, base_url=base_url, api_key_env=api_key_env)
-        except ProviderError as exc:
-            raise click.ClickException(str(exc)) from None
-        limits = getattr(provider, "limits", None)  # the SDK providers' deadline and idle timeout
-        for key, flag, value in (("response_timeout", "--response-timeout", response_timeout),
-                                 ("idle_timeout", "--idle-timeout", idle_timeout)):
-            value = value if value is not None else section.get(key)
-            if value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                raise click.UsageError(f"[provider] {key}: must be a positive number of seconds, got {value!r}")
-            if limits is None:
-                raise click.UsageError(f"{flag}: provider {name} does not take response limits")
-            setattr(limits, "deadline_seconds" if key == "response_timeout" else "idle_seconds", float(value))
-        if no_stream:
-            if not hasattr(provider, "stream"):
-                raise click.UsageError(f"--no-stream: provider {name} always streams")
-            provider.stream = False
-        if task is None and resume is None and not on_terminal:
-            raise click.UsageError("no TASK: give one, or run on a terminal for the interactive prompt")
-        try:  # every choice is checked before a new session is stored (a rejected run leaves nothing behind)
-            plugins.get_engine_factory(plugins.engine_name(engine, config))
-            if child_engine:
-                plugins.get_engine_factory(child_engine)
-            if estimator:
-                plugins.get_estimator(estimator)
-        except plugins.PluginError as exc:
-            raise click.UsageError(str(exc)) from None
-        if network and sandbox_mode == "off":
-            raise click.UsageError("--network applies to a sandbox; with --sandbox off commands use the network")
-        try:
-            sandbox, sandbox_warning = choose_sandbox(
-                sandbox_mode, workspace if resume is not None else Path(os.getcwd()), network=network,
-                protected=_store_files(app))
-        except SandboxError as exc:
-            raise click.UsageError(str(exc)) from None
-
-        planned = budget_for_model(config, model)
-        planned_window = window if window is not None else planned.context_window_tokens
-        planned_reserve = reserve if reserve is not None else planned.reserve_tokens
-        if planned_reserve >= planned_window:
-            raise click.UsageError(f"the reserve ({planned_reserve:,}) must be below the window "
-                                   f"({planned_window:,}); pass --window or --reserve")
-        if resume is None:
-            store = app.store()
-            if group_name is not None:
-                try:
-                    resolve_group(store, group_name, by_id=False)
-                except KeyError:
-                    pass
-                else:
-                    raise click.UsageError(f"--group: a group named {group_name!r} exists already; join it with "
-                                           "--worker or pick another name")
-            workspace = Path(os.getcwd()).resolve()
-            profile = {"provider": name, "model": model, "base_url": base_url, "api_key_env": api_key_env,
-                       "mode": mode, "engine": engine, "child_engine": child_engine, "estimator": estimator,
-                       "tools": [t.NAME for t in chosen_tools] if tool_names is not None else None,
-                       "window": window, "reserve": reserve, "recent": recent, "tool_choice": tool_choice,
-                       "no_stream": no_stream or None, "sandbox": sandbox_mode, "network": network or None}
-            meta: dict[str, Any] = {"agent": {k: v for k, v in profile.items() if v is not None}}
-            if group_name is not None:
-                meta["group"] = group_name
-            session_id = store.create_session(workspace=str(workspace), source="latch run", format="latch",
-                                              meta=meta)
-        record = RunRecord(store, session_id)
-        if not worker:  # one live run per session: the lease comes before anything this run appends
-            try:
-                record.acquire()
-            except RunLeaseHeld as exc:
-                raise click.UsageError(str(exc)) from None
-            click.get_current_context().call_on_close(record.release)  # a run that fails before it starts
-            store = store.fenced(record.fence)  # every write of this run: refused once another run took over
         con = console(highlight=False)
-
-        # the session's skills and MCP tools are fixed when it starts (stored events; resume reads them back)
-        skills, warnings = session_skills(store, session_id, lambda: discover_skills(workspace))
-        ctx_obj, more = session_context(workspace, mode, skills)
-        warnings += more
-        if sandbox_warning:
-            warnings.append(sandbox_warning)
-        for w in warnings:
-            warn(w)
         try:
-            setup = build_engine(store, session_id, stream=lambda n: f"{n}:main", engine=engine, model=model,
-                                 estimator=estimator, config=config)
-        except HostError as exc:
-            raise click.UsageError(str(exc)) from None
-        budget = setup.engine.default_budget()
-        overrides = {k: v for k, v in (("context_window_tokens", window), ("reserve_tokens", reserve),
-                                        ("recent_tokens", recent)) if v is not None}
-        merged = {"context_window_tokens": budget.context_window_tokens, "reserve_tokens": budget.reserve_tokens,
-                  **overrides}
-        if merged["reserve_tokens"] >= merged["context_window_tokens"]:
-            raise click.UsageError(f"the reserve ({merged['reserve_tokens']:,}) must be below the window "
-                                   f"({merged['context_window_tokens']:,}); pass --window or --reserve")
-        budget = replace(budget, **overrides)
-
-        try:  # the root engine is the one build_engine made; children go through the child policy
-            supervisor = Supervisor(plugins.get_engine_factory(setup.engine_name),
-                                    plugins.get_engine_factory(child_engine) if child_engine else None)
-        except plugins.PluginError as exc:
-            raise click.UsageError(str(exc)) from None
-        key_names = [api_key_env] if api_key_env else []  # a custom key variable is a secret whatever its name
-        _end_on_signals()  # SIGTERM and SIGHUP end the run like Ctrl-C: recorded, processes stopped
-        remove_stale_log_dirs()  # what runs killed before they could clean up left in the temporary folder
-        processes = ProcessManager(store, session_id, workspace, env=tool_environment(also=key_names),
-                                   sandbox=sandbox)
-        servers = mcp_servers(config)
-        hub = McpHub(servers, cwd=workspace, log_dir=processes.log_dir / "mcp") if servers else None
-        try:
-            entries, warnings = session_mcp_tools(store, session_id, hub)
-        except BaseException:
-            if hub is not None:
-                hub.close()
-            processes.close()
-            raise
-        for w in warnings:
-            warn(w)
-        tools = (*chosen_tools, *(skill_tools() if skills else ()), *mcp_tools(entries, hub))
-        lead = not worker and (group_name is not None or resumed_lead)
-        if lead:
-            tools = (*tools, *GROUP_TOOLS)
-        tool_ctx = ToolContext(workspace=workspace, store=store, session_id=session_id, processes=processes,
-                               estimate=setup.counter.text)
-        approver = Approver(con, workspace) if on_terminal else None
-        printer = RunPrinter(con, model, name, setup.counter.exact)
-        loop = AgentLoop(store, session_id, provider, setup=setup, budget=budget, tools=tools, tool_context=tool_ctx,
-                         session_context=ctx_obj, policy=PermissionPolicy(mode=mode), approve=approver,
-                         assume_yes=assume_yes, system_prompt=SYSTEM_PROMPT,
-                         observer=printer,
-                         tool_choice=tool_choice, max_output_tokens=budget.reserve_tokens, supervisor=supervisor,
-                         group=Group(store, session_id) if lead else None, group_agent="lead" if lead else None,
-                         defer_tools=tool_names is None and not profile.get("tools"), secret_names=key_names)
+            check_options(options)
+            session = open_session(
+                options, app.config(config_path), open_store=app.store, on_terminal=on_terminal,
+                store_files=lambda: _store_files(app), warn=warn, defer=click.get_current_context().call_on_close,
+                observer=lambda name, model, setup: RunPrinter(con, model, name, setup.counter.exact),
+                approve=lambda workspace: Approver(con, workspace) if on_terminal else None,
+                arm=_end_on_signals)  # SIGTERM and SIGHUP end the run like Ctrl-C: recorded, processes stopped
+        except SessionError as exc:
+            raise (click.UsageError if exc.usage else click.ClickException)(str(exc)) from None
         if worker:
-            try:
-                code = _work(con, loop, store, session_id, lease_seconds or DEFAULT_LEASE_SECONDS)
-            except _Terminated as exc:
-                code = _terminated(exc, session_id)
-            finally:
-                if hub is not None:
-                    hub.close()
-                processes.close()
-            sys.exit(code)
-        if resume is not None:
-            for res in loop.resume_children():  # children a killed run left mid-way: rebuilt, finished
-                con.print(f"[yellow]resumed child agent: {markup(result_summary(res.content, res.is_error))}[/yellow]",
-                          highlight=False)
-            for call in repair_interrupted(store, session_id):
-                con.print(f"[yellow]interrupted: {markup(call_line(call))} (no result was recorded)[/yellow]")
-            for gone in processes.reconcile():  # background processes whose watcher died with the last run
-                what = "killed" if gone.running else "already ended"
-                con.print(f"[yellow]background process {gone.process_id} of the last run: {what}, exit code "
-                          f"unknown: {markup(' '.join(gone.command.split())[:100])}[/yellow]", highlight=False)
-        header = fit_parts([(f"session {session_id}", 9), (f"{name} {model}", 8), (f"engine {setup.engine_name}", 5),
-                            (f"window {budget.context_window_tokens:,}", 6), (f"reserve {budget.reserve_tokens:,}", 4),
-                            (sandbox.describe(), 7, sandbox.describe().split(" (")[0])],
-                           con.width)
-        con.print(f"[dim]{markup(header)}[/dim]", highlight=False)
-        code = 0
-        loop.guard = record.guard  # the lease taken over: no further request or tool call, processes stopped
-        record.guard.on_lost(processes.close)
-        loop.run_id = record.start().run_id
-        loop.turns = sum(1 for _ in store.events(session_id, kinds=["assistant_message"]))  # numbers continue
-        ended: dict[str, str] = {"outcome": "done", "detail": ""}
-        try:
-            if prompt:
-                info = RunInfo(name, model, setup.engine_name, budget.context_window_tokens, budget.reserve_tokens,
-                               mode, [t.NAME for t in loop.tools], estimator)
-                code = prompt_loop(con, loop, max_turns, cli, info, printer, approver, ended, task=task,
-                                   resumed=resume is not None, waiting=resume is None or waiting)
-            else:
-                if task is not None:
-                    loop.say(task)
-                code = run_task(con, loop, max_turns, ended)
-        except _Terminated as exc:
-            ended.update(outcome="interrupted", detail=f"terminated by {signal.Signals(exc.signum).name}")
-            code = _terminated(exc, session_id)
-        except KeyboardInterrupt:
-            code = 130
-            ended.update(outcome="interrupted", detail="keyboard interrupt")
-        except Exception as exc:  # an unexpected failure still ends the run durably, then propagates
-            code = 1
-            ended.update(outcome="error", detail=f"{type(exc).__name__}: {exc}")
-            raise
-        finally:
-            # the processes first: their exits are the run's writes, recorded before run_ended releases the lease
-            processes.close()
-            if hub is not None:
-                hub.close()
-            if not record.ended:
-                record.end(ended["outcome"], code, ended["detail"])
-        if code == 130:  # Ctrl-C: how to go on, not click's bare "Aborted!"
-            con.print()
-            if prompt:
-                exit_summary(con, printer, session_id)
-            warn(f"interrupted (Ctrl-C): the run ended; its processes were stopped (continue with latch run "
-                 f"--resume {session_id})")
-        sys.exit(code)
+            sys.exit(_work_session(con, session))
+        sys.exit(_drive(con, session, cli, prompt=on_terminal and not once))
+
+
+def _work_session(con: Any, session: AgentSession) -> int:
+    """``latch run --group NAME --worker`` on its built session (:func:`_work`); its exit code."""
+    lease = session.options.lease_seconds or DEFAULT_LEASE_SECONDS
+    try:
+        code = _work(con, session.loop, session.store, session.session_id, lease)
+    except _Terminated as exc:
+        code = _terminated(exc, session.session_id)
+    finally:
+        session.close()
+    return code
+
+
+def _resume_notes(con: Any, session: AgentSession) -> None:
+    """A resumed session: finish the children a killed run left mid-way, close its calls left without a result and
+    its background processes, a line each."""
+    for res in session.loop.resume_children():  # children a killed run left mid-way: rebuilt, finished
+        con.print(f"[yellow]resumed child agent: {markup(result_summary(res.content, res.is_error))}[/yellow]",
+                  highlight=False)
+    for call in repair_interrupted(session.store, session.session_id):
+        con.print(f"[yellow]interrupted: {markup(call_line(call))} (no result was recorded)[/yellow]")
+    for gone in session.processes.reconcile():  # background processes whose watcher died with the last run
+        what = "killed" if gone.running else "already ended"
+        con.print(f"[yellow]background process {gone.process_id} of the last run: {what}, exit code "
+                  f"unknown: {markup(' '.join(gone.command.split())[:100])}[/yellow]", highlight=False)
+
+
+def _drive(con: Any, session: AgentSession, cli: click.Group, *, prompt: bool) -> int:
+    """Run the session: its task in a pipe (:func:`run_task`), else the interactive prompt (:func:`prompt_loop`);
+    the run is recorded from start to end (``run_ended`` with its outcome); returns the exit code."""
+    o, loop, budget, session_id = session.options, session.loop, session.budget, session.session_id
+    if session.resumed:
+        _resume_notes(con, session)
+    sandbox = session.sandbox.describe()
+    header = fit_parts([(f"session {session_id}", 9), (f"{session.name} {o.model}", 8),
+                        (f"engine {session.setup.engine_name}", 5), (f"window {budget.context_window_tokens:,}", 6),
+                        (f"reserve {budget.reserve_tokens:,}", 4), (sandbox, 7, sandbox.split(" (")[0])],
+                       con.width)
+    con.print(f"[dim]{markup(header)}[/dim]", highlight=False)
+    code = 0
+    session.start()  # the lease taken over: no further request or tool call, processes stopped
+    ended: dict[str, str] = {"outcome": "done", "detail": ""}
+    try:
+        if prompt:
+            info = RunInfo(session.name, o.model, session.setup.engine_name, budget.context_window_tokens,
+                           budget.reserve_tokens, o.mode, [t.NAME for t in loop.tools], o.estimator)
+            code = prompt_loop(con, loop, o.max_turns, cli, info, loop.observer, loop.approve, ended, task=o.task,
+                               resumed=session.resumed, waiting=session.waiting)
+        else:
+            if o.task is not None:
+                loop.say(o.task)
+            code = run_task(con, loop, o.max_turns, ended)
+    except _Terminated as exc:
+        ended.update(outcome="interrupted", detail=f"terminated by {signal.Signals(exc.signum).name}")
+        code = _terminated(exc, session_id)
+    except KeyboardInterrupt:
+        code = 130
+        ended.update(outcome="interrupted", detail="keyboard interrupt")
+    except Exception as exc:  # an unexpected failure still ends the run durably, then propagates
+        code = 1
+        ended.update(outcome="error", detail=f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        session.end(ended["outcome"], code, ended["detail"])  # processes first, then run_ended releases the lease
+    if code == 130:  # Ctrl-C: how to go on, not click's bare "Aborted!"
+        con.print()
+        if prompt:
+            exit_summary(con, loop.observer, session_id)
+        warn(f"interrupted (Ctrl-C): the run ended; its processes were stopped (continue with latch run "
+             f"--resume {session_id})")
+    return code
 
 
 class _Terminated(KeyboardInterrupt):

@@ -1,6 +1,6 @@
 """What ``latch run`` prints on its console: streamed text, tool lines, a status line per request, approvals.
 
-:class:`RunPrinter` is the run's :class:`latch.agent.loop.Observer`. Every line of a child agent carries the
+:class:`RunPrinter` is the run's :class:`latch.agent.observer.Observer`. Every line of a child agent carries the
 child's name as a prefix (``[child 1a2b3c4d] ``, its session id's first 8 hex digits); a steering message that
 arrived from another front end (``latch web``, ``latch tui``) is echoed when it is delivered. The status line of
 a request (request number, context use, view tokens, epoch, provider prompt, cache read, output, cost) is fitted
@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from ..accounting.pricing import format_usd, price_usage
-from ..agent.loop import Observer, provider_prompt_tokens
+from ..agent.observer import Observer
+from ..agent.usage import provider_prompt_tokens
 from ..textsafe import markup, plural, safe
 
 __all__ = ["RunPrinter", "RunTotals", "Approver", "fit_parts", "call_line", "result_summary", "child_name",

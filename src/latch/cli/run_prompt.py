@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from ..agent.loop import AgentError
+from ..agent.observer import AgentError
 from ..providers import ProviderError
 from ..store import LeaseLost
 from ..textsafe import error, markup, plural, safe

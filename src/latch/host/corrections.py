@@ -288,8 +288,7 @@ class ReplayCorrections:
         ratio = (c["provider_tokens"], c["estimated_tokens"]) if c else None
         hard, by_rate = (_rate_limit(self.budget, f, ratio, None, SAFETY_MARGIN) if self.rate
                          else (corrected_budget(self.budget, ratio).hard_limit_tokens, False))
-        self.loop.budget = _with_hard(self.budget, hard)  # every later view
-        self.loop.hard = hard
+        self.loop.set_budget(_with_hard(self.budget, hard))  # every later view
         self.source = "rate" if by_rate else "correction" if ratio is not None else "estimate"
 
     def finish(self) -> None:

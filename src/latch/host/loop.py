@@ -289,6 +289,15 @@ class RequestLoop:
         self._collapsed: dict[int, tuple[Any, str]] = {}  # id(message) -> (message, whitespace-collapsed content)
         self.requests = self.rotations = self.prefix_breaks = self.overflows = self.max_total_tokens = 0
 
+    def set_budget(self, budget: ContextBudget) -> None:
+        """Budget every later view with ``budget``: :attr:`budget` and the checked limit :attr:`hard` (its
+        ``hard_limit_tokens``) change together. ``budget`` validated itself when it was made
+        (:class:`~latch.port.ContextBudget`: a whole-token window above its reserve); anything else raises
+        ``TypeError``."""
+        if not isinstance(budget, ContextBudget):
+            raise TypeError(f"RequestLoop.set_budget: a ContextBudget, got {type(budget).__name__}")
+        self.budget, self.hard = budget, budget.hard_limit_tokens
+
     @property
     def engine_budget(self) -> ContextBudget:
         """The budget the engine is asked to fit: :attr:`budget` (as it is now: a host may replace it between
