@@ -278,3 +278,24 @@ def m010_run_leases(db: sqlite3.Connection) -> None:
         )
         """
     )
+
+
+PROJECTED_KINDS = ("group_task_created", "group_task_claimed", "group_task_completed", "group_task_lease_renewed",
+                   "group_member_joined", "group_message_queued", "group_message_delivered")
+"""The event kinds of the ``events_projected_kind_seq`` partial index (the projections' kinds, :mod:`.projections`)."""
+PROJECTED_KINDS_SQL = "kind IN (" + ", ".join(f"'{k}'" for k in PROJECTED_KINDS) + ")"
+"""The partial index's condition: a query must repeat it word for word for SQLite to use the index."""
+
+
+@migration
+def m011_events_kind_indexes(db: sqlite3.Connection) -> None:
+    # Two of the events table's four indexes were updated on every append for few readers. events_kind
+    # (kind, session_id) served only a person's `latch search --tool` (a session's assistant messages, now read
+    # through events_session_seq), and events_kind_seq (kind, seq) the projections' freshness check (the newest
+    # seq of each projected kind). One partial index over the projected kinds answers that check with the same
+    # seek, and an ordinary event (a message, a tool result) updates neither.
+    """Replace ``events_kind`` and ``events_kind_seq`` by ``events_projected_kind_seq`` (kind, seq), partial:
+    only the projected kinds' rows."""
+    db.execute("DROP INDEX IF EXISTS events_kind")
+    db.execute("DROP INDEX IF EXISTS events_kind_seq")
+    db.execute(f"CREATE INDEX events_projected_kind_seq ON events(kind, seq) WHERE {PROJECTED_KINDS_SQL}")
