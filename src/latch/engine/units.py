@@ -427,14 +427,13 @@ def view_violations(messages: Sequence[ViewMessage], units: Mapping[int, Unit] |
             continue
         i += 1
     if units is not None:
-        present: dict[int, set[int]] = {}
+        present: dict[int, tuple[Unit, set[int]]] = {}  # the view's units only: O(view), not O(session)
         for m in messages:
-            if m.kind == "conversation" and m.seq is not None and m.seq in units:
-                u = units[m.seq]
-                present.setdefault(id(u), set()).add(m.seq)
-        by_id = {id(u): u for u in units.values()}
-        for uid, seen in present.items():
-            u = by_id[uid]
+            if m.kind == "conversation" and m.seq is not None:
+                u = units.get(m.seq)
+                if u is not None:
+                    present.setdefault(id(u), (u, set()))[1].add(m.seq)
+        for u, seen in present.values():
             missing = [s for s in u.seqs if s not in seen]
             if missing:
                 out.append(f"unit seq {u.first_seq}..{u.close_seq} is split: seqs {missing} missing from the view")
