@@ -280,11 +280,11 @@ def m010_run_leases(db: sqlite3.Connection) -> None:
     )
 
 
-PROJECTED_KINDS = ("group_task_created", "group_task_claimed", "group_task_completed", "group_task_lease_renewed",
-                   "group_member_joined", "group_message_queued", "group_message_delivered")
-"""The event kinds of the ``events_projected_kind_seq`` partial index (the projections' kinds, :mod:`.projections`)."""
-PROJECTED_KINDS_SQL = "kind IN (" + ", ".join(f"'{k}'" for k in PROJECTED_KINDS) + ")"
-"""The partial index's condition: a query must repeat it word for word for SQLite to use the index."""
+PROJECTED_KINDS_SQL = "substr(kind, 1, 6) = 'group_'"
+"""The condition of the ``events_projected_kind_seq`` partial index: the projected kinds (:mod:`.projections`: the
+agent group's events) by their prefix. SQLite evaluates it on every insert at almost no cost (an ``IN`` list of
+the seven kinds made an insert cost more than a whole index), and unlike ``GLOB 'group_*'`` it does not turn into a
+range over every group event. A query must repeat it word for word for SQLite to use the index."""
 
 
 @migration
