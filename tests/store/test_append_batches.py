@@ -112,3 +112,11 @@ def test_a_store_from_before_the_migration_is_migrated(tmp_path):
         assert _indexes(s._db) == ["events_projected_kind_seq", "events_session_seq", "sqlite_autoindex_events_1"]
         assert [e.event.text for e in s.events(sid, kinds=["user_message"])] == ["before"]
         assert not s.sync_projection("group")  # its mark is current: the freshness check reads the new index
+
+
+def test_dots_that_end_sentences_add_no_terms_and_dotted_terms_still_do():
+    from latch.store.fts import dotted_terms, prepare_text
+
+    assert prepare_text("Done. Next step: x + 2.") == "Done. Next step: x + 2." and dotted_terms("Done. Again.") == []
+    assert dotted_terms("Done. Now see node.js. Then .NET.") == ["node\ue02ejs"]
+    assert prepare_text("Then .NET.") == "Then  \ue02eNET .NET."
