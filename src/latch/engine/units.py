@@ -262,6 +262,20 @@ class Unit:
         return f"Unit(seqs={self.seqs}, close_seq={self.close_seq}, messages={len(self.messages)})"
 
 
+class UnitSpan:
+    """The seqs of one conversation unit (``first_seq``, ``close_seq``, ``seqs``) without its messages: what a
+    whole-unit check (:func:`view_violations`) or a request diff needs of a unit that may long have left every
+    view, at a few dozen bytes instead of the unit's text."""
+
+    __slots__ = ("first_seq", "close_seq", "seqs")
+
+    def __init__(self, unit: Unit):
+        self.first_seq, self.close_seq, self.seqs = unit.first_seq, unit.close_seq, unit.seqs
+
+    def __repr__(self) -> str:
+        return f"UnitSpan(seqs={self.seqs}, close_seq={self.close_seq})"
+
+
 def _orphan_message(seq: int, r: ToolResult) -> ViewMessage:
     name = f" ({r.name})" if r.name else ""
     head = f"[result of tool call {r.call_id}{name}, whose call is not in this conversation]"
@@ -420,7 +434,8 @@ def request_lines(view: ContextView) -> list[bytes]:
 
 
 # ------------------------------------------------------------------ protocol validation
-def view_violations(messages: Sequence[ViewMessage], units: Mapping[int, Unit] | None = None) -> list[str]:
+def view_violations(messages: Sequence[ViewMessage],
+                    units: Mapping[int, Unit | UnitSpan] | None = None) -> list[str]:
     """Pairing, ordering and whole-unit violations of a view's messages (``[]`` when valid).
 
     * every assistant tool call is answered by the ``tool`` messages right after it, in call order;
@@ -449,14 +464,13 @@ def view_violations(messages: Sequence[ViewMessage], units: Mapping[int, Unit] |
             continue
         i += 1
     if units is not None:
-        present: dict[int, set[int]] = {}
+        present: dict[int, tuple[Unit | UnitSpan, set[int]]] = {}  # the view's units only: O(view), not O(session)
         for m in messages:
-            if m.kind == "conversation" and m.seq is not None and m.seq in units:
-                u = units[m.seq]
-                present.setdefault(id(u), set()).add(m.seq)
-        by_id = {id(u): u for u in units.values()}
-        for uid, seen in present.items():
-            u = by_id[uid]
+            if m.kind == "conversation" and m.seq is not None:
+                u = units.get(m.seq)
+                if u is not None:
+                    present.setdefault(id(u), (u, set()))[1].add(m.seq)
+        for u, seen in present.values():
             missing = [s for s in u.seqs if s not in seen]
             if missing:
                 out.append(f"unit seq {u.first_seq}..{u.close_seq} is split: seqs {missing} missing from the view")

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..engine.recall import recalled_seqs
-from ..engine.units import Unit
+from ..engine.units import Unit, UnitSpan
 from .loop import RequestResult
 
 __all__ = ["Parsed", "request_changes", "seq_ranges"]
@@ -45,7 +45,7 @@ HEADER_LINES = 2
 """Canonical lines before the messages: the system field and the tools."""
 
 
-def _units(res: RequestResult, units: Mapping[int, Unit]) -> list[int]:
+def _units(res: RequestResult, units: Mapping[int, Unit | UnitSpan]) -> list[int]:
     seen: dict[int, None] = {}
     for m in res.view.messages if res.view is not None else ():
         if m.kind == "conversation" and m.seq is not None:
@@ -91,7 +91,7 @@ def _kernel(res: RequestResult, cache: Parsed) -> list[tuple[bytes, dict[str, An
     return out
 
 
-def request_changes(prev: RequestResult | None, cur: RequestResult, units: Mapping[int, Unit],
+def request_changes(prev: RequestResult | None, cur: RequestResult, units: Mapping[int, Unit | UnitSpan],
                     cache: Parsed | None = None) -> dict[str, Any]:
     """The changes from ``prev`` (the previous sent request, ``None`` for the first) to ``cur`` (see the module
     docstring for the shape). ``units`` maps a seq to its conversation unit (:attr:`RequestLoop.units`);

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import plugins
-from ..engine.units import TokenCounter, Unit, UnitBuilder, header_lines, message_line, view_violations
+from ..engine.units import TokenCounter, UnitBuilder, UnitSpan, header_lines, message_line, view_violations
 from ..events import AssistantMessage, Usage
 from ..kernel.derive import instruction_text
 from ..port import ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile, SessionContext
@@ -279,7 +279,7 @@ class RequestLoop:
         self.system_prompt, self.tools = system_prompt, tuple(tools)
         self.counter = setup.counter
         self._builder = UnitBuilder()
-        self.units: dict[int, Unit] = {}
+        self.units: dict[int, UnitSpan] = {}  # seq -> its conversation unit's seqs, over the session
         self.history_tokens = 0
         self._fed_seq = 0
         self._events = 0
@@ -313,8 +313,9 @@ class RequestLoop:
         for ev in self.store.events(self.session_id, after_seq=self._fed_seq, until_seq=until):
             for u in self._builder.feed(ev):
                 self.history_tokens += u.cost(self.counter)
+                span = UnitSpan(u)  # the unit's seqs only: its text is not kept for the whole session
                 for s in u.seqs:
-                    self.units[s] = u
+                    self.units[s] = span
             found = instruction_text(ev.event)
             if found is not None:
                 self.latest_instruction = (ev.seq, found[0])

@@ -30,7 +30,7 @@ from ._sqlite import (
 from .fts import build_match_query, build_phrase_query, prepare_text
 from .fts_search import CandidateSearch
 from .leases import Fence, FencedStore, RunFence, RunLease, TaskFence, check_fences, fences_of
-from .migrations import MIGRATIONS
+from .migrations import MIGRATIONS, PROJECTED_KINDS_SQL
 from .projections import PROJECTIONS, Projection
 from .replays import ReplayScratch, replay_scratch_path
 
@@ -120,6 +120,28 @@ def _and(sql: str, args: list[Any], terms: Iterable[tuple[str, Any]]) -> str:
             sql += f" AND {clause}"
             args.append(value)
     return sql
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedBatch:
+    """A batch of events encoded for the store, outside its write lock: per event ``(kind, canonical JSON payload,
+    source_ref, ts, prepared FTS text or None)``."""
+
+    rows: list[tuple[str, str, str | None, str | None, str | None]]
+
+
+def encode_events(events: Iterable[PendingEvent | Event]) -> EncodedBatch:
+    """Encode ``events`` as the store keeps them (canonical JSON, prepared searchable text). Raises ``ValueError``
+    or ``TypeError`` for an event that cannot be encoded (NaN, an object JSON cannot hold)."""
+    rows = []
+    for pe in events:
+        if isinstance(pe, Event):
+            ev, ref, ts = pe, None, None
+        else:
+            ev, ref, ts = pe.event, pe.source_ref, pe.ts
+        text = ev.searchable_text()
+        rows.append((ev.KIND, canonical_json(ev.to_payload()), ref, ts, prepare_text(text) if text else None))
+    return EncodedBatch(rows)
 
 
 def _encodable(text: str) -> bool:
@@ -422,35 +444,40 @@ class EventStore:
         return [self._row_to_session(r) for r in rows]
 
     # ------------------------------------------------------------------ append
-    def _append_locked(self, session_id: str, events: Iterable[PendingEvent | Event]) -> list[int]:
+    def _append_locked(self, session_id: str,
+                       events: Iterable[PendingEvent | Event] | EncodedBatch) -> list[int]:
+        """Inside a write transaction: insert a batch (encoded beforehand by :func:`encode_events`, or encoded
+        here), its index rows and the projections it moves, with one statement per table. Returns the new seqs
+        in batch order; an event whose ``(session, source_ref)`` is already stored, or repeated in the batch, is
+        skipped."""
+        batch = events if isinstance(events, EncodedBatch) else encode_events(events)
+        if not batch.rows:
+            return []
         db = self._db
-        seqs: list[int] = []
-        kinds: set[str] = set()
-        indexed: list[tuple[int, str]] = []
-        for pe in events:
-            if isinstance(pe, Event):
-                pe = PendingEvent(pe)
-            ev = pe.event
-            payload = canonical_json(ev.to_payload())
-            cur = db.execute(
-                "INSERT INTO events(session_id, kind, payload, source_ref, ts) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT(session_id, source_ref) DO NOTHING",
-                (session_id, ev.KIND, payload, pe.source_ref, pe.ts),
-            )
-            if cur.rowcount == 0:
-                continue  # already imported (same source_ref)
-            seq = int(cur.lastrowid or 0)
-            seqs.append(seq)
-            text = ev.searchable_text()
-            if text:
-                indexed.append((seq, prepare_text(text)))
-            kinds.add(ev.KIND)
-        if indexed:  # one statement for the batch's index rows, in the same transaction
+        # Every new row gets a seq above the newest (AUTOINCREMENT, and events are never deleted), and this
+        # transaction is the only writer, so the rows above it are exactly this batch's inserted ones, in order.
+        newest = db.execute("SELECT max(seq) FROM events").fetchone()[0] or 0
+        inserted = db.executemany(
+            "INSERT INTO events(session_id, kind, payload, source_ref, ts) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT(session_id, source_ref) DO NOTHING",
+            [(session_id, kind, payload, ref, ts) for kind, payload, ref, ts, _ in batch.rows]).rowcount
+        stored = db.execute("SELECT seq, source_ref FROM events WHERE seq > ? ORDER BY seq", (newest,)).fetchall()
+        if inserted == len(batch.rows) == len(stored):
+            matched = list(zip((r[0] for r in stored), batch.rows, strict=True))
+        else:  # some were skipped: a skipped event has a source_ref that no later inserted row repeats
+            matched, i = [], 0
+            for row in batch.rows:
+                if i < len(stored) and stored[i][1] == row[2]:
+                    matched.append((stored[i][0], row))
+                    i += 1
+        indexed = [(seq, row[4]) for seq, row in matched if row[4]]
+        if indexed:
             db.executemany("INSERT INTO events_fts(rowid, text) VALUES (?, ?)", indexed)
+        kinds = {row[0] for _, row in matched}
         for p in list(PROJECTIONS.values()):  # the projection moves in the transaction that appends its kinds
             if kinds.intersection(p.kinds):
                 self._sync_projection_locked(p)
-        return seqs
+        return [seq for seq, _ in matched]
 
     def _sequence(self, table: str) -> int:
         """The last number AUTOINCREMENT handed out for ``table`` (``events``: seq; ``kernel_records``: id); 0 when
@@ -485,8 +512,10 @@ class EventStore:
         mark = self._db.execute("SELECT last_seq FROM projection_marks WHERE name = ?", (p.name,)).fetchone()
         if mark is None:
             return True
+        # one seek per kind in the partial index, whose condition the query repeats so that SQLite uses it
         newest = self._db.execute(
-            "SELECT max(s) FROM (" + " UNION ALL ".join(["SELECT max(seq) AS s FROM events WHERE kind = ?"] * len(p.kinds))
+            "SELECT max(s) FROM (" + " UNION ALL ".join(
+                [f"SELECT max(seq) AS s FROM events WHERE {PROJECTED_KINDS_SQL} AND kind = ?"] * len(p.kinds))
             + ") AS newest", p.kinds).fetchone()[0]
         return (newest or 0) > int(mark[0])
 
@@ -610,6 +639,11 @@ class EventStore:
             db.execute("DELETE FROM run_leases WHERE session_id = ? AND run_id = ?", (session_id, run_id))
         return seqs
 
+    def _encode(self, events: Iterable[PendingEvent | Event]) -> EncodedBatch | list[PendingEvent | Event]:
+        """A batch as :meth:`_append_locked` takes it, encoded here, outside the write lock
+        (:func:`encode_events`)."""
+        return encode_events(events)
+
     def append(self, session_id: str, events: Iterable[PendingEvent | Event], *,
                fence: Fence | Sequence[Fence] | None = None) -> list[int]:
         """Append a batch in one transaction; return the new seqs (skipped duplicates excluded).
@@ -619,11 +653,12 @@ class EventStore:
         unchanged) when a ``fence`` (:mod:`latch.store.leases`) does not hold inside this transaction.
         """
         try:
+            batch = self._encode(events)  # the per-event Python work, before the write lock
             with self._write() as db:
                 self._check_fences_locked(fence)
                 if not db.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
                     raise StoreError(f"no session {session_id!r}")
-                return self._append_locked(session_id, events)
+                return self._append_locked(session_id, batch)
         except (ValueError, TypeError) as exc:
             raise StoreError(f"cannot append to session {session_id}: {exc}") from exc
 
@@ -642,22 +677,25 @@ class EventStore:
         kept in the session's meta as ``parent_key``: the child links to the parent (``parent_id``) as soon
         as both are stored, whichever is imported first.
         """
+        batch = self._encode(events)  # the per-event Python work, before the write lock
         with self._write():
             self._check_fences_locked(fence)
             return self._import_locked(external_key=external_key, source=source, format=format, workspace=workspace,
-                                       events=events, meta=meta, parent_id=parent_id, artifacts=artifacts,
+                                       events=batch, meta=meta, parent_id=parent_id, artifacts=artifacts,
                                        parent_key=parent_key)
 
     def import_sessions(self, sessions: Sequence[dict[str, Any]]) -> list[tuple[str, list[int]]]:
         """:meth:`import_session` for several sessions (each a dict of its keyword arguments), all in ONE
         transaction: every session is stored, or (on any error) none. Returns ``[(session_id, new_seqs)]``
         in the order given. Raises what :meth:`import_session` raises; the store is then unchanged."""
+        encoded = [{**kw, "events": self._encode(kw.get("events", ()))} for kw in sessions]  # before the lock
         with self._write():
-            return [self._import_locked(**kw) for kw in sessions]
+            return [self._import_locked(**kw) for kw in encoded]
 
     def _import_locked(self, *, external_key: str, source: str | None, format: str | None,
-                       workspace: str | None, events: Sequence[PendingEvent], meta: dict[str, Any] | None = None,
-                       parent_id: str | None = None, artifacts: Sequence[tuple[bytes, str, int | None, int | None]] = (),
+                       workspace: str | None, events: Sequence[PendingEvent | Event] | EncodedBatch,
+                       meta: dict[str, Any] | None = None, parent_id: str | None = None,
+                       artifacts: Sequence[tuple[bytes, str, int | None, int | None]] = (),
                        parent_key: str | None = None) -> tuple[str, list[int]]:
         db = self._db
         if parent_key is not None:

@@ -125,11 +125,17 @@ _DOT_RE = re.compile(r"(?<![A-Za-z0-9.])\.([A-Za-z][A-Za-z0-9]*)(?![A-Za-z0-9])"
 _GLUE_CHARS = frozenset("+#.")
 
 
+_DOT_ALNUM_RE = re.compile(r"\.[A-Za-z0-9]")
+
+
 def _dotted_chunks(text: str) -> list[str]:
     """The whitespace-separated chunks of ``text`` that hold a dot, each once, in order: every match of
     ``_DOT_RE`` and ``_DOTTED_RE`` lies inside one (whitespace is no letter, digit or dot), so scanning them is
-    scanning the text, without running a regex over every word."""
-    return [w for w in dict.fromkeys(text.split()) if "." in w] if "." in text else []
+    scanning the text, without running a regex over every word. None when no dot is followed by a letter or
+    digit (both regexes need one: prose whose dots end sentences is not split at all)."""
+    if "." not in text or not _DOT_ALNUM_RE.search(text):
+        return []
+    return [w for w in dict.fromkeys(text.split()) if "." in w]
 
 
 def _glue(text: str, chunks: list[str] | None = None) -> str:

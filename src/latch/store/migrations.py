@@ -278,3 +278,25 @@ def m010_run_leases(db: sqlite3.Connection) -> None:
         )
         """
     )
+
+
+PROJECTED_KINDS_SQL = "substr(kind, 1, 6) = 'group_'"
+"""The condition of the ``events_projected_kind_seq`` partial index: the projected kinds (:mod:`.projections`: the
+agent group's events) by their prefix. SQLite evaluates it on every insert at almost no cost (an ``IN`` list of
+the seven kinds made an insert cost more than a whole index), and unlike ``GLOB 'group_*'`` it does not turn into a
+range over every group event. A query must repeat it word for word for SQLite to use the index."""
+
+
+@migration
+def m011_events_kind_indexes(db: sqlite3.Connection) -> None:
+    # Two of the events table's four indexes were updated on every append for few readers. events_kind
+    # (kind, session_id) served only a person's `latch search --tool` (a session's assistant messages, now read
+    # through events_session_seq), and events_kind_seq (kind, seq) the projections' freshness check (the newest
+    # seq of each projected kind). One partial index over the projected kinds answers that check with the same
+    # seek, and an ordinary event (a message, a tool result) updates neither.
+    """Replace ``events_kind`` and ``events_kind_seq`` by ``events_projected_kind_seq`` (kind, seq), partial:
+    only the projected kinds' rows."""
+    db.execute("DROP INDEX IF EXISTS events_kind")
+    db.execute("DROP INDEX IF EXISTS events_kind_seq")
+    # the condition spelled out (this migration never changes); PROJECTED_KINDS_SQL repeats it for the queries
+    db.execute("CREATE INDEX events_projected_kind_seq ON events(kind, seq) WHERE substr(kind, 1, 6) = 'group_'")

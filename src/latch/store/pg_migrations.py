@@ -228,5 +228,14 @@ def m010_run_leases(db: Any) -> None:
         )""")
 
 
+@_migration
+def m011_events_kind_indexes(db: Any) -> None:
+    """Replace ``events_kind`` and ``events_kind_seq`` by ``events_projected_kind_seq`` (kind, seq), partial:
+    only the projected kinds' rows (as SQLite's m011)."""
+    db.execute("DROP INDEX IF EXISTS events_kind")
+    db.execute("DROP INDEX IF EXISTS events_kind_seq")
+    db.execute("CREATE INDEX events_projected_kind_seq ON events(kind, seq) WHERE substr(kind, 1, 6) = 'group_'")
+
+
 if [n for n, _ in PG_MIGRATIONS] != [n for n, _ in SQLITE_MIGRATIONS]:  # pragma: no cover - a developer's slip
     raise RuntimeError("the PostgreSQL migrations must be SQLite's, by name and in order")

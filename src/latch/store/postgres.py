@@ -38,7 +38,7 @@ from typing import Any
 
 from ..events import Event, PendingEvent, canonical_json
 from ._sqlite import StoreBusyError, StoreError, _now
-from .event_store import EventStore, StoredEvent, data_dir
+from .event_store import EncodedBatch, EventStore, StoredEvent, data_dir
 from .fts import build_match_query, build_phrase_query, index_keys, match_phrases, quoted_chunks, token_key
 from .fts_search import CandidateSearch
 from .leases import Fence
@@ -331,7 +331,15 @@ class PostgresEventStore(EventStore):
         return Path(str(self.path) + ".replays.sqlite")
 
     # ---------------------------------------------------------------- writes
-    def _append_locked(self, session_id: str, events: Iterable[PendingEvent | Event]) -> list[int]:
+    def _encode(self, events: Iterable[PendingEvent | Event]) -> EncodedBatch | list[PendingEvent | Event]:
+        """The events as they are: this store encodes them in :meth:`_append_locked` (its index keeps token keys,
+        made from each event's searchable text)."""
+        return list(events)
+
+    def _append_locked(self, session_id: str,
+                       events: Iterable[PendingEvent | Event] | EncodedBatch) -> list[int]:
+        if isinstance(events, EncodedBatch):
+            raise TypeError("the PostgreSQL store takes events, not a batch encoded for SQLite")
         db = self._db
         batch: list[tuple[Event, str | None, str | None]] = []
         refs: set[str] = set()
