@@ -16,9 +16,11 @@ SNIPPET_BYTES = 300
 def _generated_ascii(size: int) -> str:
     """Deterministic mixed ASCII (prose, code, JSON, logs, hex) for when the corpus is absent."""
     rng = random.Random(5)
-    words = ("the of and to in is that for it with as was on be by this are from or have an but not what all "
-             "function return value error test file module import class self config request response token "
-             "budget session event context window cache").split()
+    words = (
+        "the of and to in is that for it with as was on be by this are from or have an but not what all "
+        "function return value error test file module import class self config request response token "
+        "budget session event context window cache"
+    ).split()
     parts: list[str] = []
     total = 0
     while total < size:
@@ -53,7 +55,7 @@ def bulk_ascii() -> str:
 @pytest.fixture(scope="session")
 def snippets(bulk_ascii: str) -> list[str]:
     """4,000 consecutive 300-byte snippets of the bulk text."""
-    return [bulk_ascii[i:i + SNIPPET_BYTES] for i in range(0, 4000 * SNIPPET_BYTES, SNIPPET_BYTES)]
+    return [bulk_ascii[i : i + SNIPPET_BYTES] for i in range(0, 4000 * SNIPPET_BYTES, SNIPPET_BYTES)]
 
 
 @pytest.fixture(scope="session")

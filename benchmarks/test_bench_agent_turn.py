@@ -30,28 +30,44 @@ from latch.store import EventStore
 FULL = os.environ.get("LATCH_BENCH_FULL", "") not in ("", "0")
 SIZES = [1_000] + ([10_000, 100_000] if FULL else [])
 BUDGET = ContextBudget(128_000, 16_000, 32_000)
-TOOLS = [{"type": "function", "function": {"name": "bash", "description": "Run a shell command.",
-                                           "parameters": {"type": "object", "properties": {"command": {"type": "string"}},
-                                                          "required": ["command"]}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "Run a shell command.",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+        },
+    }
+]
 GOAL_MS = 5.0
 _P50: dict[int, float] = {}
 
 
 def _history(i: int) -> list:
     path = f"src/pkg{i % 300}/mod{i % 50}.py"
-    return [UserMessage(f"step {i}: fix the failing test in {path}"),
-            AssistantMessage(f"Looking at {path}.", (ToolCall(f"h{i}", "bash", json.dumps({"command": f"pytest {path}"})),)),
-            ToolResult(f"h{i}", f"collected {i} items\nFAILED {path}::test_{i} - AssertionError", is_error=True,
-                       exit_code=1),
-            AssistantMessage(f"The failure is in {path}; the fix is one line.")]
+    return [
+        UserMessage(f"step {i}: fix the failing test in {path}"),
+        AssistantMessage(
+            f"Looking at {path}.", (ToolCall(f"h{i}", "bash", json.dumps({"command": f"pytest {path}"})),)
+        ),
+        ToolResult(
+            f"h{i}", f"collected {i} items\nFAILED {path}::test_{i} - AssertionError", is_error=True, exit_code=1
+        ),
+        AssistantMessage(f"The failure is in {path}; the fix is one line."),
+    ]
 
 
 def _response(i: int) -> tuple[list, ToolResult]:
     path = f"src/pkg{i % 300}/mod{i % 50}.py"
     call = ToolCall(f"t{i}", "bash", json.dumps({"command": f"sed -n 1,40p {path}"}))
-    return ([AssistantMessage(f"Reading {path} before the fix.", (call,)),
-             Usage(input_tokens=12_000 + i % 500, output_tokens=40)],
-            ToolResult(call.id, "\n".join(f"{n}: value_{n} = compute({n}, {i})" for n in range(1, 41)), exit_code=0))
+    return (
+        [
+            AssistantMessage(f"Reading {path} before the fix.", (call,)),
+            Usage(input_tokens=12_000 + i % 500, output_tokens=40),
+        ],
+        ToolResult(call.id, "\n".join(f"{n}: value_{n} = compute({n}, {i})" for n in range(1, 41)), exit_code=0),
+    )
 
 
 @pytest.mark.parametrize("n", SIZES)

@@ -66,15 +66,21 @@ def codex():
 
 
 # the command, then (at exit, on stderr) which of these modules it imported
-MAIN = ("import atexit, sys; atexit.register(lambda: sys.stderr.write('\\nimported: ' + ' '.join(m for m in "
-        "('latch.cli.replay', 'numpy', 'genai_prices') if m in sys.modules) + '\\n')); "
-        "from latch.cli import main; main()")
+MAIN = (
+    "import atexit, sys; atexit.register(lambda: sys.stderr.write('\\nimported: ' + ' '.join(m for m in "
+    "('latch.cli.replay', 'numpy', 'genai_prices') if m in sys.modules) + '\\n')); "
+    "from latch.cli import main; main()"
+)
 
 
 def _replay(env: dict[str, str], db: Path, path: Path) -> tuple[float, subprocess.CompletedProcess]:
     start = time.perf_counter()
-    res = subprocess.run([sys.executable, "-c", MAIN, "replay", str(path), "--engine", ENGINE, "--db", str(db)],
-                         env=env, capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-c", MAIN, "replay", str(path), "--engine", ENGINE, "--db", str(db)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     seconds = time.perf_counter() - start
     assert res.returncode == 0, res.stderr
     return seconds, res
@@ -110,9 +116,14 @@ def test_cli_replay_process_overhead(benchmark, codex, tmp_path):
     assert doc["summary"]["violations"] == [] and doc["summary"]["requests"] > 100
     ratio = figures["second_seconds"] / in_process
     first_ratio = figures["second_seconds"] / times[0]
-    benchmark.extra_info.update({k: round(v, 3) for k, v in figures.items()}, in_process_seconds=round(in_process, 3),
-                                in_process_first_seconds=round(times[0], 3), overhead_ratio=round(ratio, 2),
-                                first_ratio=round(first_ratio, 2), overhead_target=OVERHEAD_TARGET,
-                                overhead_goal=OVERHEAD_GOAL)
+    benchmark.extra_info.update(
+        {k: round(v, 3) for k, v in figures.items()},
+        in_process_seconds=round(in_process, 3),
+        in_process_first_seconds=round(times[0], 3),
+        overhead_ratio=round(ratio, 2),
+        first_ratio=round(first_ratio, 2),
+        overhead_target=OVERHEAD_TARGET,
+        overhead_goal=OVERHEAD_GOAL,
+    )
     if not benchmark.disabled:
         assert first_ratio <= OVERHEAD_TARGET, benchmark.extra_info

@@ -17,8 +17,8 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from dask_support import dask_cluster
+
 from latch.bench.runner import Budget, SessionSource, run_bench
 
 pytest.importorskip("distributed", reason="pip install 'latch[cluster]'")
@@ -46,9 +46,13 @@ def test_jobs_per_second_local_vs_cluster(benchmark, tmp_path):
     assert _strip(cluster) == _strip(local)
     n = len(local)
     ratio = (n / cluster_s) / (n / local_s)
-    benchmark.extra_info.update(jobs=n, local_jobs_per_s=round(n / local_s, 3),
-                                cluster_jobs_per_s=round(n / cluster_s, 3), cluster_to_local=round(ratio, 3),
-                                target=TARGET)
+    benchmark.extra_info.update(
+        jobs=n,
+        local_jobs_per_s=round(n / local_s, 3),
+        cluster_jobs_per_s=round(n / cluster_s, 3),
+        cluster_to_local=round(ratio, 3),
+        target=TARGET,
+    )
     print(f"\n{n} jobs: local {n / local_s:.2f} jobs/s, 2-worker cluster {n / cluster_s:.2f} jobs/s ({ratio:.2f}x)")
     if not benchmark.disabled:
         assert ratio >= TARGET

@@ -53,8 +53,14 @@ class _Rebuild(latch_example.KeepLastUnits):
 
 
 def _engine(cls, store, sid):
-    return cls(EngineProfile(session_id=sid, model=None, reader=StoreSessionReader(store, sid),
-                             writer=StoreKernelWriter(store, sid, "bench:sdk")))
+    return cls(
+        EngineProfile(
+            session_id=sid,
+            model=None,
+            reader=StoreSessionReader(store, sid),
+            writer=StoreKernelWriter(store, sid, "bench:sdk"),
+        )
+    )
 
 
 def _replay(cls, store, sid, untils) -> float:
@@ -84,18 +90,27 @@ def test_codex_replay_sdk_vs_rebuild(benchmark, codex):
     store, sid, untils = codex
     naive = _replay(_Rebuild, store, sid, untils)
     sdk = benchmark.pedantic(_replay, args=(latch_example.KeepLastUnits, store, sid, untils), rounds=3, iterations=1)
-    benchmark.extra_info.update(requests=len(untils), seconds=round(sdk, 3), rebuild_seconds=round(naive, 3),
-                                speedup=round(naive / sdk, 1), speedup_target=SPEEDUP_TARGET)
+    benchmark.extra_info.update(
+        requests=len(untils),
+        seconds=round(sdk, 3),
+        rebuild_seconds=round(naive, 3),
+        speedup=round(naive / sdk, 1),
+        speedup_target=SPEEDUP_TARGET,
+    )
     if not benchmark.disabled:
         assert naive / sdk >= SPEEDUP_TARGET, f"SDK {sdk:.2f} s vs rebuild {naive:.2f} s"
 
 
 def _turn(i: int):
     path = f"src/pkg{i % 300}/mod{i % 50}.py"
-    return [UserMessage(f"step {i}: fix {path}"),
-            AssistantMessage(f"Looking at {path}.", (ToolCall(f"c{i}", "Bash", json.dumps({"command": f"pytest {path}"})),)),
-            ToolResult(f"c{i}", f"collected {i} items\n1 failed", is_error=True, exit_code=1),
-            AssistantMessage(f"The failure is in {path}.")]
+    return [
+        UserMessage(f"step {i}: fix {path}"),
+        AssistantMessage(
+            f"Looking at {path}.", (ToolCall(f"c{i}", "Bash", json.dumps({"command": f"pytest {path}"})),)
+        ),
+        ToolResult(f"c{i}", f"collected {i} items\n1 failed", is_error=True, exit_code=1),
+        AssistantMessage(f"The failure is in {path}."),
+    ]
 
 
 @pytest.mark.parametrize("n", SIZES)

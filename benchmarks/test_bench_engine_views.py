@@ -37,12 +37,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from view_driven_agent import run_latch
 
 from latch.cli.replay import run_replay
 from latch.host.ingest import import_file
 from latch.store import EventStore
-
-from view_driven_agent import run_latch
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "invoice-rounding.claude.jsonl"
 
@@ -54,27 +53,41 @@ def test_view_driven_agent_re_reads(benchmark, tmp_path_factory):
     agent, proc, epochs = benchmark.pedantic(run, rounds=1, iterations=1)
     assert proc.returncode == 0, proc.stderr[-2000:]
     answered = len(agent.answered) / len(agent.facts)
-    benchmark.extra_info.update(requests=agent.requests, re_reads=agent.re_reads, epochs=epochs,
-                                re_reads_per_request=round(agent.re_reads / agent.requests, 3),
-                                answered_share=round(answered, 3))
+    benchmark.extra_info.update(
+        requests=agent.requests,
+        re_reads=agent.re_reads,
+        epochs=epochs,
+        re_reads_per_request=round(agent.re_reads / agent.requests, 3),
+        answered_share=round(answered, 3),
+    )
     assert agent.re_reads == 0 and answered == 1.0 and epochs >= 10
 
 
 def test_readme_local_model_budget_reads_large_files(benchmark, tmp_path_factory):
     def run():
-        return run_latch(tmp_path_factory.mktemp("small-window"), files=10, lines=260, window=8_192, reserve=1_024,
-                         recent=None, tools=None, max_turns=200)
+        return run_latch(
+            tmp_path_factory.mktemp("small-window"),
+            files=10,
+            lines=260,
+            window=8_192,
+            reserve=1_024,
+            recent=None,
+            tools=None,
+            max_turns=200,
+        )
 
     agent, proc, epochs = benchmark.pedantic(run, rounds=1, iterations=1)
     assert proc.returncode == 0, proc.stderr[-2000:]
     answered = len(agent.answered) / len(agent.facts)
-    benchmark.extra_info.update(requests=agent.requests, re_reads=agent.re_reads, epochs=epochs,
-                                answered_share=round(answered, 3))
+    benchmark.extra_info.update(
+        requests=agent.requests, re_reads=agent.re_reads, epochs=epochs, answered_share=round(answered, 3)
+    )
     assert agent.re_reads == 0 and answered == 1.0
 
 
-@pytest.mark.parametrize("budget", [{}, {"window": 16_000, "reserve": 2_000, "recent": 3_000}],
-                         ids=["default", "readme-16k"])
+@pytest.mark.parametrize(
+    "budget", [{}, {"window": 16_000, "reserve": 2_000, "recent": 3_000}], ids=["default", "readme-16k"]
+)
 def test_readme_example_views_against_the_harness(benchmark, tmp_path, budget):
     store = EventStore(tmp_path / "latch.db")
     sid, _, _ = import_file(store, EXAMPLE)
@@ -86,9 +99,17 @@ def test_readme_example_views_against_the_harness(benchmark, tmp_path, budget):
     store.close()
     cost = doc["summary"]["cost"]
     view, forecast = cost["view_usd"] / cost["original_usd"], cost["view_forecast_usd"] / cost["original_usd"]
-    updates = sum(1 for r in doc["requests"] for k in (r["changes"] or {}).get("kernel_added", ())
-                  if k["type"] == "delta" and "canonical-state" in k["sections"])
-    benchmark.extra_info.update(view_over_original=round(view, 3), forecast_over_original=round(forecast, 3),
-                                state_updates=updates, rotations=doc["summary"]["rotations"])
+    updates = sum(
+        1
+        for r in doc["requests"]
+        for k in (r["changes"] or {}).get("kernel_added", ())
+        if k["type"] == "delta" and "canonical-state" in k["sections"]
+    )
+    benchmark.extra_info.update(
+        view_over_original=round(view, 3),
+        forecast_over_original=round(forecast, 3),
+        state_updates=updates,
+        rotations=doc["summary"]["rotations"],
+    )
     assert view <= 1.22 and forecast <= 1.19
     assert updates <= (2 if budget else 0)

@@ -44,11 +44,15 @@ def _events(n_episodes: int):
     for e in range(n_episodes):
         words = " ".join(rng.choice(vocab) for _ in range(12))
         path = f"src/pkg{rng.randrange(300)}/mod{rng.randrange(50)}.py"
-        for ev in (UserMessage(f"fix {words} in {path}"),
-                   AssistantMessage(f"Looking at {path}: {words}",
-                                    (ToolCall(f"c{e}", "Bash", json.dumps({"command": f"pytest {path}"})),)),
-                   ToolResult(f"c{e}", f"{rng.choice(vocab)} failed", is_error=rng.random() < 0.3,
-                              exit_code=rng.choice((0, 1)))):
+        for ev in (
+            UserMessage(f"fix {words} in {path}"),
+            AssistantMessage(
+                f"Looking at {path}: {words}", (ToolCall(f"c{e}", "Bash", json.dumps({"command": f"pytest {path}"})),)
+            ),
+            ToolResult(
+                f"c{e}", f"{rng.choice(vocab)} failed", is_error=rng.random() < 0.3, exit_code=rng.choice((0, 1))
+            ),
+        ):
             seq += 1
             yield StoredEvent(seq=seq, session_id="bench", kind=ev.KIND, event=ev, source_ref=None, ts=None)
 
@@ -74,6 +78,7 @@ def test_select_latency(benchmark, n, monkeypatch):
     idx = _index(n)
     benchmark.extra_info.update(episodes=n, backend=hotpaths.BACKEND)
     if n == 10_000 and hotpaths.BACKEND == "native":
+
         def p50(fn) -> float:
             times = []
             for _ in range(7):
@@ -117,8 +122,10 @@ def _term_texts(events) -> list[str]:
 
 
 def test_extend_stress_events(benchmark):
-    events = [StoredEvent(seq=i, session_id="stress", kind=e.KIND, event=e, source_ref=None, ts=None)
-              for i, e in enumerate(itertools.islice(ScenarioModel(1).events(), 5_000), 1)]
+    events = [
+        StoredEvent(seq=i, session_id="stress", kind=e.KIND, event=e, source_ref=None, ts=None)
+        for i, e in enumerate(itertools.islice(ScenarioModel(1).events(), 5_000), 1)
+    ]
     texts = _term_texts(events)
 
     def build():
@@ -137,6 +144,9 @@ def test_extend_stress_events(benchmark):
             fn()
             times.append(time.perf_counter() - t)
     per_event = min(builds) / len(events)
-    benchmark.extra_info.update(events=len(events), us_per_event=round(per_event * 1e6, 1),
-                                ratio_to_word_scan=round(min(builds) / min(scans), 2))
+    benchmark.extra_info.update(
+        events=len(events),
+        us_per_event=round(per_event * 1e6, 1),
+        ratio_to_word_scan=round(min(builds) / min(scans), 2),
+    )
     benchmark.pedantic(build, rounds=3, iterations=1)

@@ -42,7 +42,9 @@ def test_estimator_accuracy(benchmark, calibration, profile):
     est = benchmark(hotpaths.estimate_tokens_batch, texts, profile).tolist()
     stats = distribution(wins, est, exact)
     benchmark.extra_info.update(
-        backend=hotpaths.BACKEND, profile=profile, characters=sum(map(len, texts)),
+        backend=hotpaths.BACKEND,
+        profile=profile,
+        characters=sum(map(len, texts)),
         categories={s.category: vars(s) for s in stats},
     )
     print(f"\n{profile} ({hotpaths.BACKEND}) vs exact cl100k\n{format_table(stats)}")

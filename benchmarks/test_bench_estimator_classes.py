@@ -14,8 +14,8 @@ once with the loaded backend.
 from __future__ import annotations
 
 import pytest
-
 from corpus_support import CORPUS, corpus_available
+
 from latch import hotpaths
 from latch.estimators.calibration import GENERATED_CATEGORIES, Window, calibration_set, distribution
 from latch.estimators.textclasses import DEGENERATE_CLASSES, class_windows, corpus_file_windows
@@ -32,8 +32,11 @@ def suite():
     wins = class_windows()
     if corpus_available():
         wins += corpus_file_windows(CORPUS)
-        wins += [Window(f"corpus:{w.category}", w.size, w.offset, w.text) for w in calibration_set(CORPUS)
-                 if w.text and w.category not in GENERATED_CATEGORIES]
+        wins += [
+            Window(f"corpus:{w.category}", w.size, w.offset, w.text)
+            for w in calibration_set(CORPUS)
+            if w.text and w.category not in GENERATED_CATEGORIES
+        ]
     return wins
 
 
@@ -57,8 +60,9 @@ def goal_of(category: str) -> float | None:
 
 
 def report(stats) -> str:
-    lines = [f"{'class':44} {'windows':>7} {'under':>5} {'min':>6} {'p50':>6} {'max':>6} {'aggr':>6} {'goal':>5}  "
-             f"verdict"]
+    lines = [
+        f"{'class':44} {'windows':>7} {'under':>5} {'min':>6} {'p50':>6} {'max':>6} {'aggr':>6} {'goal':>5}  verdict"
+    ]
     for s in stats:
         goal = goal_of(s.category)
         misses = []
@@ -66,9 +70,11 @@ def report(stats) -> str:
             misses.append(f"{s.under} under")
         if goal is not None and s.aggregate_ratio > goal:
             misses.append(f"over goal by {s.aggregate_ratio - goal:.3f}")
-        lines.append(f"{s.category[:44]:44} {s.windows:7d} {s.under:5d} {s.min_ratio:6.3f} {s.p50_ratio:6.3f} "
-                     f"{s.max_ratio:6.3f} {s.aggregate_ratio:6.3f} {goal if goal else '-':>5}  "
-                     f"{'; '.join(misses) or 'ok'}")
+        lines.append(
+            f"{s.category[:44]:44} {s.windows:7d} {s.under:5d} {s.min_ratio:6.3f} {s.p50_ratio:6.3f} "
+            f"{s.max_ratio:6.3f} {s.aggregate_ratio:6.3f} {goal if goal else '-':>5}  "
+            f"{'; '.join(misses) or 'ok'}"
+        )
     return "\n".join(lines)
 
 
@@ -81,10 +87,16 @@ def test_estimator_classes_overcount(benchmark, suite, tokenizer, profile):
     under_classes = [s.category for s in stats if s.under]
     missed = [s.category for s in stats if (g := goal_of(s.category)) is not None and s.aggregate_ratio > g]
     benchmark.extra_info.update(
-        backend=hotpaths.BACKEND, tokenizer=tokenizer, profile=profile, windows=len(suite),
+        backend=hotpaths.BACKEND,
+        tokenizer=tokenizer,
+        profile=profile,
+        windows=len(suite),
         classes={s.category: {**vars(s), "goal": goal_of(s.category)} for s in stats},
-        classes_under=under_classes, classes_over_goal=missed,
+        classes_under=under_classes,
+        classes_over_goal=missed,
     )
-    print(f"\n{profile} profile ({hotpaths.BACKEND}) vs exact {tokenizer}: per-class over-count\n{report(stats)}\n"
-          f"{len(under_classes)} classes with windows under; {len(missed)} classes over their goal")
+    print(
+        f"\n{profile} profile ({hotpaths.BACKEND}) vs exact {tokenizer}: per-class over-count\n{report(stats)}\n"
+        f"{len(under_classes)} classes with windows under; {len(missed)} classes over their goal"
+    )
     assert len(stats) == len({w.category for w in suite}) and all(s.windows > 0 for s in stats)

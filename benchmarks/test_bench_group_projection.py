@@ -32,10 +32,17 @@ def test_projection_read_vs_replay(benchmark, tmp_path):
     store = EventStore(tmp_path / "latch.db")
     root = store.create_session(workspace=str(tmp_path), source="latch run", format="latch")
     other = store.create_session(workspace=str(tmp_path), source="latch run", format="latch")
-    members = {a: store.create_session(workspace=str(tmp_path), source="latch run", format="latch", parent_id=root)
-               for a in ("w0", "w1", "w2", "w3")}
-    store.append(root, [UserMessage(f"step {i}: look at src/m{i}.py") if i % 2 else AssistantMessage(f"done {i}")
-                        for i in range(NOISE)])
+    members = {
+        a: store.create_session(workspace=str(tmp_path), source="latch run", format="latch", parent_id=root)
+        for a in ("w0", "w1", "w2", "w3")
+    }
+    store.append(
+        root,
+        [
+            UserMessage(f"step {i}: look at src/m{i}.py") if i % 2 else AssistantMessage(f"done {i}")
+            for i in range(NOISE)
+        ],
+    )
     g, h = Group(store, root), Group(store, other)
     for i in range(TASKS):
         g.create_task(f"t{i:03d}", f"task {i}", depends_on=[f"t{i - 50:03d}"] if i >= 50 and i % 5 == 0 else [])
@@ -55,8 +62,14 @@ def test_projection_read_vs_replay(benchmark, tmp_path):
     replay_s = _median(g.replayed_state)
     benchmark.pedantic(g.state, rounds=5, iterations=1)
     ratio = replay_s / projection_s
-    benchmark.extra_info.update(projection_ms=round(projection_s * 1e3, 2), replay_ms=round(replay_s * 1e3, 2),
-                                replay_to_projection=round(ratio, 2), root_events=store.count_events(root))
-    print(f"\ngroup of {TASKS} tasks, {MESSAGES} messages ({store.count_events(root)} root events): projection "
-          f"{projection_s * 1e3:.1f} ms, replay {replay_s * 1e3:.1f} ms ({ratio:.1f}x)")
+    benchmark.extra_info.update(
+        projection_ms=round(projection_s * 1e3, 2),
+        replay_ms=round(replay_s * 1e3, 2),
+        replay_to_projection=round(ratio, 2),
+        root_events=store.count_events(root),
+    )
+    print(
+        f"\ngroup of {TASKS} tasks, {MESSAGES} messages ({store.count_events(root)} root events): projection "
+        f"{projection_s * 1e3:.1f} ms, replay {replay_s * 1e3:.1f} ms ({ratio:.1f}x)"
+    )
     store.close()

@@ -27,8 +27,9 @@ REF_SNIPPETS = 500
 _per_unit: dict[str, float] = {}  # row -> median seconds per byte (estimator) or per call
 
 
-def _record(benchmark, row: str, units: int, *, unit: str = "byte", ref: str | None = None,
-            peer: str | None = None) -> None:
+def _record(
+    benchmark, row: str, units: int, *, unit: str = "byte", ref: str | None = None, peer: str | None = None
+) -> None:
     """Store this row's median time per unit and, for native rows, its ratios to earlier rows."""
     if benchmark.stats is None:  # --benchmark-disable: nothing was timed
         return
@@ -46,6 +47,7 @@ def _record(benchmark, row: str, units: int, *, unit: str = "byte", ref: str | N
 
 
 # ---- estimator: bulk ASCII ------------------------------------------------------------------------
+
 
 def test_estimate_bulk_reference(benchmark, bulk_ascii):
     text = bulk_ascii[:REF_BULK_BYTES]
@@ -76,6 +78,7 @@ def test_estimate_bulk_native_one_thread(benchmark, bulk_ascii):
 
 # ---- estimator: 300-byte snippets -----------------------------------------------------------------
 
+
 def _each(estimate, texts):
     for t in texts:
         estimate(t)
@@ -95,16 +98,16 @@ def test_estimate_snippets_tiktoken(benchmark, snippets, cl100k):
 
 def test_estimate_snippets_native(benchmark, snippets):
     benchmark(_each, native.estimate_tokens, snippets)
-    _record(benchmark, "snippets/native", sum(map(len, snippets)), ref="snippets/reference",
-            peer="snippets/tiktoken")
+    _record(benchmark, "snippets/native", sum(map(len, snippets)), ref="snippets/reference", peer="snippets/tiktoken")
 
 
 def test_estimate_snippets_native_batch(benchmark, snippets):
     want = _py.estimate_tokens_batch(snippets[:REF_SNIPPETS])
     assert native.estimate_tokens_batch(snippets[:REF_SNIPPETS]).tolist() == want.tolist()
     benchmark(native.estimate_tokens_batch, snippets)
-    _record(benchmark, "snippets/native_batch", sum(map(len, snippets)), ref="snippets/reference",
-            peer="snippets/tiktoken")
+    _record(
+        benchmark, "snippets/native_batch", sum(map(len, snippets)), ref="snippets/reference", peer="snippets/tiktoken"
+    )
 
 
 # ---- episode scoring ------------------------------------------------------------------------------

@@ -70,13 +70,18 @@ def _measure() -> dict[str, float]:
         local = run_job(*args)
         warm.append(time.perf_counter() - start)
     assert _stable(row) == _stable(local)
-    return {"server_start_seconds": server, "cold_seconds": cold, "single_run_seconds": statistics.median(single),
-            "warm_seconds": statistics.median(warm)}
+    return {
+        "server_start_seconds": server,
+        "cold_seconds": cold,
+        "single_run_seconds": statistics.median(single),
+        "warm_seconds": statistics.median(warm),
+    }
 
 
 @pytest.mark.skipif(not SESSION.is_file(), reason=f"no corpus session {SESSION}")
 def test_job_start_cost(benchmark):
     figures = benchmark.pedantic(_measure, rounds=1, iterations=1)
     ratio = figures["cold_seconds"] / figures["warm_seconds"]
-    benchmark.extra_info.update({k: round(v, 4) for k, v in figures.items()}, cold_over_warm=round(ratio, 2),
-                                cold_target=COLD_TARGET)
+    benchmark.extra_info.update(
+        {k: round(v, 4) for k, v in figures.items()}, cold_over_warm=round(ratio, 2), cold_target=COLD_TARGET
+    )

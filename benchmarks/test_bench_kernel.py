@@ -35,13 +35,20 @@ def _turn(i: int):
     cid = f"c{next(_ids)}"
     kind = i % 4
     if kind == 0:
-        call, result = ToolCall(cid, "Read", json.dumps({"file_path": f"/ws/src/m{i % 97}.py"})), ToolResult(cid, "x = 1")
+        call, result = (
+            ToolCall(cid, "Read", json.dumps({"file_path": f"/ws/src/m{i % 97}.py"})),
+            ToolResult(cid, "x = 1"),
+        )
     elif kind == 1:
-        call = ToolCall(cid, "Edit", json.dumps({"file_path": f"/ws/src/m{i % 97}.py", "old_string": "1", "new_string": "2"}))
+        call = ToolCall(
+            cid, "Edit", json.dumps({"file_path": f"/ws/src/m{i % 97}.py", "old_string": "1", "new_string": "2"})
+        )
         result = ToolResult(cid, "The file has been updated.")
     elif kind == 2:
-        call, result = ToolCall(cid, "Bash", json.dumps({"command": "pytest -q"})), ToolResult(cid, f"{i % 3} failed",
-                                                                                              is_error=i % 3 > 0)
+        call, result = (
+            ToolCall(cid, "Bash", json.dumps({"command": "pytest -q"})),
+            ToolResult(cid, f"{i % 3} failed", is_error=i % 3 > 0),
+        )
     else:
         return [UserMessage(text=f"next step {i}"), AssistantMessage(text="ok")]
     return [AssistantMessage(tool_calls=(call,)), result]
@@ -93,8 +100,11 @@ _P50: dict[int, float] = {}
 def _growing_turn(i: int):
     cid = f"g{next(_ids)}"
     call = ToolCall(cid, "Bash", json.dumps({"command": f"pytest tests/test_{i % 5_000}.py"}))
-    return [UserMessage(text=f"step {i}"), AssistantMessage(tool_calls=(call,)),
-            ToolResult(cid, f"FAILED tests/test_{i % 5_000}.py::test_case - assert 0\n1 failed", is_error=True)]
+    return [
+        UserMessage(text=f"step {i}"),
+        AssistantMessage(tool_calls=(call,)),
+        ToolResult(cid, f"FAILED tests/test_{i % 5_000}.py::test_case - assert 0\n1 failed", is_error=True),
+    ]
 
 
 @pytest.mark.parametrize("n", SIZES)

@@ -35,20 +35,25 @@ FULL = os.environ.get("LATCH_BENCH_FULL", "") not in ("", "0")
 SIZES = [1_000, 10_000] + ([100_000, 1_000_000] if FULL else [])
 BATCH = 20_000
 ROUNDS = 40
-_VOCAB = [f"{s}{t}" for s in ("parse", "cache", "token", "store", "index", "route", "query", "build", "merge", "split")
-          for t in ("r", "er", "ing", "ed", "or", "al", "ion", "ment")] + [f"word{i}" for i in range(5_000)]
+_VOCAB = [
+    f"{s}{t}"
+    for s in ("parse", "cache", "token", "store", "index", "route", "query", "build", "merge", "split")
+    for t in ("r", "er", "ing", "ed", "or", "al", "ion", "ment")
+] + [f"word{i}" for i in range(5_000)]
 _P50: dict[tuple[str, int], float] = {}
 
 
 def _turn(rng: random.Random, i: int):
     words = " ".join(rng.choice(_VOCAB) for _ in range(10))
     path = f"src/pkg{rng.randrange(300)}/mod{rng.randrange(50)}.py"
-    return [UserMessage(f"step {i}: fix {words} in {path}"),
-            AssistantMessage(f"Looking at {path}.", (ToolCall(f"c{i}", "Bash",
-                                                              json.dumps({"command": f"pytest {path}"})),)),
-            ToolResult(f"c{i}", f"{' '.join(rng.choice(_VOCAB) for _ in range(40))}\n1 failed", is_error=True,
-                       exit_code=1),
-            AssistantMessage(f"The failure comes from {words}.")]
+    return [
+        UserMessage(f"step {i}: fix {words} in {path}"),
+        AssistantMessage(
+            f"Looking at {path}.", (ToolCall(f"c{i}", "Bash", json.dumps({"command": f"pytest {path}"})),)
+        ),
+        ToolResult(f"c{i}", f"{' '.join(rng.choice(_VOCAB) for _ in range(40))}\n1 failed", is_error=True, exit_code=1),
+        AssistantMessage(f"The failure comes from {words}."),
+    ]
 
 
 class _NoStateReader(StoreSessionReader):
@@ -78,9 +83,14 @@ class _Session:
     def engine(self, state: str):
         if state not in self.engines:
             reader = (StoreSessionReader if state == "kernel" else _NoStateReader)(self.store, self.sid)
-            eng = self.engines[state] = continuity_context_engine_factory(EngineProfile(
-                session_id=self.sid, model=None, reader=reader,
-                writer=StoreKernelWriter(self.store, self.sid, f"continuity:bench-{state}")))
+            eng = self.engines[state] = continuity_context_engine_factory(
+                EngineProfile(
+                    session_id=self.sid,
+                    model=None,
+                    reader=reader,
+                    writer=StoreKernelWriter(self.store, self.sid, f"continuity:bench-{state}"),
+                )
+            )
             eng.materialize(ContextRequest(session_id=self.sid))  # cold start, not timed
         return self.engines[state]
 

@@ -75,8 +75,13 @@ def test_replay_loop_vs_engine(benchmark, codex):
     assert doc["summary"]["requests"] == len(doc["requests"]) > 100
     assert doc["summary"]["violations"] == []
     ratio = loop / engine
-    benchmark.extra_info.update(requests=len(doc["requests"]), loop_seconds=round(loop, 3),
-                                engine_seconds=round(engine, 3), loop_ratio=round(ratio, 2), loop_target=LOOP_TARGET)
+    benchmark.extra_info.update(
+        requests=len(doc["requests"]),
+        loop_seconds=round(loop, 3),
+        engine_seconds=round(engine, 3),
+        loop_ratio=round(ratio, 2),
+        loop_target=LOOP_TARGET,
+    )
     if not benchmark.disabled:
         assert ratio <= LOOP_TARGET, f"replay loop {loop:.3f} s vs engine {engine:.3f} s"
 
@@ -95,7 +100,11 @@ def test_render_vs_engine(benchmark, codex):
     text, seconds = benchmark.pedantic(render, rounds=3, iterations=1)
     assert f"{len(doc['requests'])} requests" in text
     ratio = seconds / engine
-    benchmark.extra_info.update(render_seconds=round(seconds, 3), engine_seconds=round(engine, 3),
-                                render_ratio=round(ratio, 2), render_target=RENDER_TARGET)
+    benchmark.extra_info.update(
+        render_seconds=round(seconds, 3),
+        engine_seconds=round(engine, 3),
+        render_ratio=round(ratio, 2),
+        render_target=RENDER_TARGET,
+    )
     if not benchmark.disabled:
         assert ratio <= RENDER_TARGET, f"render {seconds:.3f} s vs engine {engine:.3f} s"

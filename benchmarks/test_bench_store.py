@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import sqlite3
 
-
 from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
 from latch.store import EventStore
 
@@ -21,7 +20,11 @@ def _events():
     out = []
     for i in range(N // 4):
         out.append(UserMessage(f"please look at src/module_{i}.py and fix the failing test number {i}"))
-        out.append(AssistantMessage(f"Reading module {i}.", (ToolCall(f"c{i}", "Read", json.dumps({"file_path": f"src/module_{i}.py"})),)))
+        out.append(
+            AssistantMessage(
+                f"Reading module {i}.", (ToolCall(f"c{i}", "Read", json.dumps({"file_path": f"src/module_{i}.py"})),)
+            )
+        )
         out.append(ToolResult(f"c{i}", "def f(x):\n    return x + 1\n" * 8))
         out.append(AssistantMessage(f"The function in module {i} returns x + 1; the test expects x + 2."))
     return out

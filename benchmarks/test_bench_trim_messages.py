@@ -55,7 +55,7 @@ def texts() -> list[str]:
     for _ in range(MESSAGES):
         n = min(len(pool) - 1, int(rng.lognormvariate(5.5, 1.2)))
         start = rng.randrange(len(pool) - n)
-        out.append(pool[start:start + n])
+        out.append(pool[start : start + n])
     return out
 
 
@@ -83,8 +83,7 @@ def test_langchain_trim_messages(benchmark, texts, expected):
     messages = [lc.HumanMessage(t) if i % 2 == 0 else lc.AIMessage(t) for i, t in enumerate(texts)]
 
     def trim():
-        return lc.trim_messages(messages, strategy="last", max_tokens=BUDGET,
-                                token_counter=count_message)
+        return lc.trim_messages(messages, strategy="last", max_tokens=BUDGET, token_counter=count_message)
 
     kept = benchmark.pedantic(trim, rounds=3, iterations=1)
     assert len(kept) == expected

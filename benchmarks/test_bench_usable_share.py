@@ -71,16 +71,27 @@ def test_usable_share_of_the_real_window(benchmark, tmp_path):
     above = 0
     for name, before, after in results:
         hard = after["budget"]["context_window_tokens"] - after["budget"]["reserve_tokens"]
-        above += sum(1 for r in after["requests"] if r.get("budget_source") == "rate"
-                     and r["provider_forecast_tokens"] is not None and r["provider_forecast_tokens"] > hard)
+        above += sum(
+            1
+            for r in after["requests"]
+            if r.get("budget_source") == "rate"
+            and r["provider_forecast_tokens"] is not None
+            and r["provider_forecast_tokens"] > hard
+        )
         b, a = before["summary"]["usable_share"], after["summary"]["usable_share"]
         if a is None or b is None:
             continue
         got = by_profile.setdefault(after["estimator"], {"before": [], "after": []})
         got["before"].append(b["median"])
         got["after"].append(a["min"])
-    info = {p: {"sessions": len(v["after"]), "before_median": round(statistics.median(v["before"]), 3),
-                "after_min": round(min(v["after"]), 3)} for p, v in sorted(by_profile.items())}
+    info = {
+        p: {
+            "sessions": len(v["after"]),
+            "before_median": round(statistics.median(v["before"]), 3),
+            "after_min": round(min(v["after"]), 3),
+        }
+        for p, v in sorted(by_profile.items())
+    }
     benchmark.extra_info.update(profiles=info, views_above_the_real_limit=above)
     assert above == 0
     assert by_profile and all(v["after_min"] >= 0.9 for v in info.values())

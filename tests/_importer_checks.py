@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from latch.events import AssistantMessage, ToolResult, Usage
-from latch.importers import ParsedSession, TranscriptError, detect, parse_file
 from latch.host.ingest import import_file
+from latch.importers import ParsedSession, TranscriptError, detect, parse_file
 
 # bytes that are not UTF-8 text, to insert into a line: a PNG signature and a JPEG marker
 JUNK = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xd8\xff\xe0"
@@ -34,8 +34,12 @@ def tiny_png(width: int = 3, height: int = 2, level: int = 9) -> bytes:
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
     raw = b"".join(b"\x00" + bytes([200, 30, 30]) * width for _ in range(height))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw, level)) + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw, level))
+        + chunk(b"IEND", b"")
+    )
 
 
 def detected(path: Path) -> str:
@@ -89,8 +93,9 @@ def assert_reimport_adds_nothing(store, path: Path, fmt: str | None = None) -> t
     return sid, parsed
 
 
-def assert_rejected(store, path: Path, data: bytes | None = None, *, where: str | None, reason: str,
-                    fmt: str | None = None) -> None:
+def assert_rejected(
+    store, path: Path, data: bytes | None = None, *, where: str | None, reason: str, fmt: str | None = None
+) -> None:
     """Importing ``path`` (first written with ``data`` when given) as a finished file (``final=True``: a
     half-written last line is an error, not the open tail of a live file) raises ``TranscriptError`` and
     changes nothing.
@@ -133,8 +138,9 @@ def mutate_line(data: bytes, n: int, change) -> bytes:
     return replace_line(data, n, json.dumps(obj, ensure_ascii=False).encode("utf-8"))
 
 
-def check_jsonl_corruptions(store, tmp_path: Path, original: Path, *, middle: int, wrong_type, wrong_type_reason: str,
-                            fmt: str) -> None:
+def check_jsonl_corruptions(
+    store, tmp_path: Path, original: Path, *, middle: int, wrong_type, wrong_type_reason: str, fmt: str
+) -> None:
     """The malformed-copy battery for a JSONL transcript.
 
     ``middle`` is a line number inside the file; ``wrong_type(obj)`` breaks a
@@ -145,12 +151,22 @@ def check_jsonl_corruptions(store, tmp_path: Path, original: Path, *, middle: in
     import_file(store, original)
     name = original.stem
     line = jsonl_lines(data)[middle - 1]
-    cut = b"\n".join(jsonl_lines(data)[:middle - 1] + [line[: len(line) // 2]])
+    cut = b"\n".join(jsonl_lines(data)[: middle - 1] + [line[: len(line) // 2]])
     assert_rejected(store, tmp_path / f"{name}.cut.jsonl", cut, where=f"line {middle}", reason="invalid JSON")
-    assert_rejected(store, tmp_path / f"{name}.badjson.jsonl", replace_line(data, middle, line[:-3]),
-                    where=f"line {middle}", reason="invalid JSON")
-    assert_rejected(store, tmp_path / f"{name}.type.jsonl", mutate_line(data, middle, wrong_type),
-                    where=f"line {middle}", reason=wrong_type_reason)
+    assert_rejected(
+        store,
+        tmp_path / f"{name}.badjson.jsonl",
+        replace_line(data, middle, line[:-3]),
+        where=f"line {middle}",
+        reason="invalid JSON",
+    )
+    assert_rejected(
+        store,
+        tmp_path / f"{name}.type.jsonl",
+        mutate_line(data, middle, wrong_type),
+        where=f"line {middle}",
+        reason=wrong_type_reason,
+    )
     junk = replace_line(data, middle, line[:40] + JUNK + line[40:])
     assert_rejected(store, tmp_path / f"{name}.junk.jsonl", junk, where=f"line {middle}", reason="not UTF-8 text")
     nul = replace_line(data, middle, line[:40] + b"\x00\x00\x00" + line[40:])
@@ -171,8 +187,11 @@ def json_document_corruptions(data: bytes) -> dict[str, tuple[bytes, str | None,
     last_line = half.count(b"\n") + 1
     return {
         "cut": (half, f"line {last_line}", "invalid JSON"),
-        "garbage": (b"\n".join(lines[:mid] + [b"@@ not json @@"] + lines[mid:]), f"line {mid + 1} column 1",
-                    "invalid JSON"),
+        "garbage": (
+            b"\n".join(lines[:mid] + [b"@@ not json @@"] + lines[mid:]),
+            f"line {mid + 1} column 1",
+            "invalid JSON",
+        ),
         "empty": EMPTY_FILE,
         "binary": BINARY_FILE,
     }

@@ -9,15 +9,21 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from corpus_support import CORPUS, REPO, corpus_available, corpus_files, require_corpus  # noqa: F401
 from llama_support import llama_server, llama_server_factory  # noqa: F401 (session fixtures)
 from pg_support import pg_cluster, pg_url  # noqa: F401 (session fixtures: a temporary PostgreSQL cluster)
 
-
 _HERMETIC_HOME = Path(tempfile.mkdtemp(prefix="latch-tests-"))
-_USER_SETTINGS = ("LATCH_HOME", "LATCH_DB", "LATCH_DISABLE_PLUGINS", "LATCH_LOAD_PLUGINS", "LATCH_TRACE_PLUGINS",
-                  "LATCH_MAX_TRANSCRIPT_BYTES", "LATCH_WEB_TOKEN", "LATCH_TOOL_ENV_PASS")
+_USER_SETTINGS = (
+    "LATCH_HOME",
+    "LATCH_DB",
+    "LATCH_DISABLE_PLUGINS",
+    "LATCH_LOAD_PLUGINS",
+    "LATCH_TRACE_PLUGINS",
+    "LATCH_MAX_TRANSCRIPT_BYTES",
+    "LATCH_WEB_TOKEN",
+    "LATCH_TOOL_ENV_PASS",
+)
 
 
 def pytest_configure(config):

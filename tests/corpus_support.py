@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import importlib.util
+import json
 import os
 import sqlite3
 from pathlib import Path
@@ -34,6 +34,8 @@ def load_tool(name: str) -> ModuleType:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
 CORPUS = (REPO.parent / "shared" / "corpus").resolve()
 DOCS = ("README.md", "FORMATS.md")
 
@@ -205,12 +207,16 @@ def store_digest(db: Path, exclude: tuple[str, ...] = ()) -> tuple[str, dict[str
     ``exclude``: tables left out of both (their rows, in the digest, as an empty table)."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        tables = [t for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-                  if t not in exclude]
+        tables = [
+            t
+            for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            if t not in exclude
+        ]
         counts = {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
         skip = tuple(f'INSERT INTO "{t}"' for t in exclude)
-        digest = hashlib.sha256("\n".join(line for line in con.iterdump()
-                                           if not line.startswith(skip)).encode()).hexdigest()
+        digest = hashlib.sha256(
+            "\n".join(line for line in con.iterdump() if not line.startswith(skip)).encode()
+        ).hexdigest()
     finally:
         con.close()
     return digest, counts

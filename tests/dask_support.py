@@ -22,8 +22,14 @@ BIN = Path(sys.executable).parent
 
 def spawn(args: list[str], log: Path, **env: str) -> subprocess.Popen:
     """``args`` in a new session (process group), output to ``log``, cwd ``log``'s folder."""
-    return subprocess.Popen(args, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
-                            env={**os.environ, **env}, cwd=log.parent)
+    return subprocess.Popen(
+        args,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, **env},
+        cwd=log.parent,
+    )
 
 
 @contextlib.contextmanager
@@ -32,8 +38,22 @@ def dask_cluster(folder: Path, workers: int = 2) -> Iterator[tuple[str, dict[str
     import distributed  # optional dependency: the callers skip without it
 
     file = folder / "scheduler.json"
-    procs = [spawn([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                    "--scheduler-file", str(file)], folder / "scheduler.log")]
+    procs = [
+        spawn(
+            [
+                str(BIN / "dask"),
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--no-dashboard",
+                "--scheduler-file",
+                str(file),
+            ],
+            folder / "scheduler.log",
+        )
+    ]
     try:
         deadline = time.monotonic() + 60
         while not file.exists():
@@ -45,9 +65,24 @@ def dask_cluster(folder: Path, workers: int = 2) -> Iterator[tuple[str, dict[str
         named = {}
         for i in range(workers):
             name = f"w{i}"
-            named[name] = spawn([str(BIN / "dask"), "worker", address, "--name", name, "--nthreads", "1",
-                                 "--nworkers", "1", "--host", "127.0.0.1", "--no-dashboard"],
-                                folder / f"{name}.log", DASK_DISTRIBUTED__WORKER__DAEMON="False")
+            named[name] = spawn(
+                [
+                    str(BIN / "dask"),
+                    "worker",
+                    address,
+                    "--name",
+                    name,
+                    "--nthreads",
+                    "1",
+                    "--nworkers",
+                    "1",
+                    "--host",
+                    "127.0.0.1",
+                    "--no-dashboard",
+                ],
+                folder / f"{name}.log",
+                DASK_DISTRIBUTED__WORKER__DAEMON="False",
+            )
             procs.append(named[name])
         with distributed.Client(address, timeout=30) as client:
             client.wait_for_workers(workers, timeout=60)
@@ -64,8 +99,9 @@ def dask_cluster(folder: Path, workers: int = 2) -> Iterator[tuple[str, dict[str
                 p.wait()
 
 
-def kill_when_busy(address: str, worker: subprocess.Popen, name: str, run: subprocess.Popen,
-                   after: float = 0.0, timeout: float = 120) -> list[str]:
+def kill_when_busy(
+    address: str, worker: subprocess.Popen, name: str, run: subprocess.Popen, after: float = 0.0, timeout: float = 120
+) -> list[str]:
     """While ``run`` runs, wait for worker ``name`` to be processing a task, wait ``after`` seconds, then SIGKILL
     its whole process group (nanny, worker and the task's process); the keys it was processing (``[]``: never
     seen busy before ``run`` ended or ``timeout``)."""

@@ -38,9 +38,24 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
-__all__ = ["Reply", "ToolUse", "Fail", "Recorded", "FakeServer", "serve_openai", "serve_anthropic",
-           "serve_responses", "openai_error", "anthropic_error", "openai_overflow", "llamacpp_overflow",
-           "anthropic_overflow", "responses_overflow", "rate_limited", "server_error"]
+__all__ = [
+    "Reply",
+    "ToolUse",
+    "Fail",
+    "Recorded",
+    "FakeServer",
+    "serve_openai",
+    "serve_anthropic",
+    "serve_responses",
+    "openai_error",
+    "anthropic_error",
+    "openai_overflow",
+    "llamacpp_overflow",
+    "anthropic_overflow",
+    "responses_overflow",
+    "rate_limited",
+    "server_error",
+]
 
 
 @dataclass(frozen=True)
@@ -127,30 +142,56 @@ class FakeServer:
 
 
 # ------------------------------------------------------------------------ error bodies (real shapes)
-def openai_error(status: int, message: str, *, type: str = "invalid_request_error", code: str | None = None,
-                 param: str | None = None, headers: Mapping[str, str] | None = None) -> Fail:
+def openai_error(
+    status: int,
+    message: str,
+    *,
+    type: str = "invalid_request_error",
+    code: str | None = None,
+    param: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Fail:
     """OpenAI's error: ``{"error": {"message", "type", "param", "code"}}``."""
-    return Fail(status, {"error": {"message": message, "type": type, "param": param, "code": code}}, dict(headers or {}))
+    return Fail(
+        status, {"error": {"message": message, "type": type, "param": param, "code": code}}, dict(headers or {})
+    )
 
 
 def anthropic_error(status: int, type: str, message: str, *, headers: Mapping[str, str] | None = None) -> Fail:
     """Anthropic's error: ``{"type": "error", "error": {"type", "message"}, "request_id"}``."""
-    return Fail(status, {"type": "error", "error": {"type": type, "message": message}, "request_id": "req_fake"},
-                dict(headers or {}))
+    return Fail(
+        status,
+        {"type": "error", "error": {"type": type, "message": message}, "request_id": "req_fake"},
+        dict(headers or {}),
+    )
 
 
 def openai_overflow(limit: int, prompt: int) -> Fail:
     """OpenAI's context-length-exceeded 400 (code ``context_length_exceeded``)."""
-    return openai_error(400, f"This model's maximum context length is {limit} tokens. However, your messages "
-                             f"resulted in {prompt} tokens. Please reduce the length of the messages.",
-                        code="context_length_exceeded", param="messages")
+    return openai_error(
+        400,
+        f"This model's maximum context length is {limit} tokens. However, your messages "
+        f"resulted in {prompt} tokens. Please reduce the length of the messages.",
+        code="context_length_exceeded",
+        param="messages",
+    )
 
 
 def llamacpp_overflow(n_prompt: int, n_ctx: int) -> Fail:
     """llama.cpp server's 400 for a prompt over ``n_ctx`` (type ``exceed_context_size_error``)."""
-    return Fail(400, {"error": {"code": 400, "message": f"request ({n_prompt} tokens) exceeds the available context "
-                                                        f"size ({n_ctx} tokens), try increasing it",
-                                "type": "exceed_context_size_error", "n_prompt_tokens": n_prompt, "n_ctx": n_ctx}})
+    return Fail(
+        400,
+        {
+            "error": {
+                "code": 400,
+                "message": f"request ({n_prompt} tokens) exceeds the available context "
+                f"size ({n_ctx} tokens), try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": n_prompt,
+                "n_ctx": n_ctx,
+            }
+        },
+    )
 
 
 def anthropic_overflow(prompt: int, limit: int) -> Fail:
@@ -160,18 +201,24 @@ def anthropic_overflow(prompt: int, limit: int) -> Fail:
 
 def responses_overflow() -> Fail:
     """The Responses API's context-length-exceeded 400 (code ``context_length_exceeded``, no numbers)."""
-    return openai_error(400, "Your input exceeds the context window of this model. Please adjust your input and try "
-                             "again.", code="context_length_exceeded", param="input")
+    return openai_error(
+        400,
+        "Your input exceeds the context window of this model. Please adjust your input and try again.",
+        code="context_length_exceeded",
+        param="input",
+    )
 
 
 def rate_limited(wire: str = "openai", retry_after: str | None = "1") -> Fail:
     """A 429 in the wire's error shape, with ``Retry-After`` (seconds) unless ``None``."""
     headers = {"retry-after": retry_after} if retry_after is not None else {}
     if wire == "anthropic":
-        return anthropic_error(429, "rate_limit_error", "Number of request tokens has exceeded your rate limit.",
-                               headers=headers)
-    return openai_error(429, "Rate limit reached for requests", type="requests", code="rate_limit_exceeded",
-                        headers=headers)
+        return anthropic_error(
+            429, "rate_limit_error", "Number of request tokens has exceeded your rate limit.", headers=headers
+        )
+    return openai_error(
+        429, "Rate limit reached for requests", type="requests", code="rate_limit_exceeded", headers=headers
+    )
 
 
 def server_error(wire: str = "openai", status: int = 500) -> Fail:
@@ -179,14 +226,15 @@ def server_error(wire: str = "openai", status: int = 500) -> Fail:
     if wire == "anthropic":
         kind = "overloaded_error" if status == 529 else "api_error"
         return anthropic_error(status, kind, "Overloaded" if status == 529 else "Internal server error")
-    return openai_error(status, "The server had an error while processing your request. Sorry about that!",
-                        type="server_error")
+    return openai_error(
+        status, "The server had an error while processing your request. Sorry about that!", type="server_error"
+    )
 
 
 # ------------------------------------------------------------------------ streams
 def _pieces(text: str, n: int) -> list[str]:
     n = max(1, n)
-    return [text[i:i + n] for i in range(0, len(text), n)]
+    return [text[i : i + n] for i in range(0, len(text), n)]
 
 
 def _sse(data: Any, event: str | None = None) -> bytes:
@@ -197,8 +245,13 @@ def _sse(data: Any, event: str | None = None) -> bytes:
 def openai_events(reply: Reply, body: Mapping[str, Any]) -> list[bytes]:
     """The ``chat.completion.chunk`` SSE stream of ``reply`` (ending ``data: [DONE]``)."""
     model = reply.model or body.get("model") or "fake-model"
-    base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": model,
-            "system_fingerprint": "fp_fake"}
+    base = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": model,
+        "system_fingerprint": "fp_fake",
+    }
 
     def chunk(delta: Mapping[str, Any], finish: str | None = None) -> bytes:
         return _sse({**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]})
@@ -207,10 +260,24 @@ def openai_events(reply: Reply, body: Mapping[str, Any]) -> list[bytes]:
     out += [chunk({"reasoning_content": p}) for p in _pieces(reply.reasoning, reply.chunk)] if reply.reasoning else []
     out += [chunk({"content": p}) for p in _pieces(reply.text, reply.chunk)]
     for i, call in enumerate(reply.tool_calls):
-        out.append(chunk({"tool_calls": [{"index": i, "id": call.id, "type": "function",
-                                          "function": {"name": call.name, "arguments": ""}}]}))
-        out += [chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]})
-                for p in _pieces(call.arguments, reply.chunk)]
+        out.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": i,
+                            "id": call.id,
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
+        out += [
+            chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]})
+            for p in _pieces(call.arguments, reply.chunk)
+        ]
     if reply.stream_error is not None:
         return out + [_sse({"error": dict(reply.stream_error)})]
     out.append(chunk({}, reply.stop or ("tool_calls" if reply.tool_calls else "stop")))
@@ -227,37 +294,87 @@ def anthropic_events(reply: Reply, body: Mapping[str, Any]) -> list[bytes]:
     input_json_delta), message_delta with usage, message_stop."""
     model = reply.model or body.get("model") or "claude-fake"
     usage = dict(reply.usage or {"input_tokens": 0, "output_tokens": 0})
-    start_usage = {"input_tokens": usage.get("input_tokens", 0),
-                   "cache_creation_input_tokens": usage.get("cache_creation_input_tokens", 0),
-                   "cache_read_input_tokens": usage.get("cache_read_input_tokens", 0), "output_tokens": 1}
-    out = [_sse({"type": "message_start", "message": {"id": "msg_fake", "type": "message", "role": "assistant",
-                                                      "model": model, "content": [], "stop_reason": None,
-                                                      "stop_sequence": None, "usage": start_usage}},
-                "message_start"),
-           _sse({"type": "ping"}, "ping")]
+    start_usage = {
+        "input_tokens": usage.get("input_tokens", 0),
+        "cache_creation_input_tokens": usage.get("cache_creation_input_tokens", 0),
+        "cache_read_input_tokens": usage.get("cache_read_input_tokens", 0),
+        "output_tokens": 1,
+    }
+    out = [
+        _sse(
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_fake",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": start_usage,
+                },
+            },
+            "message_start",
+        ),
+        _sse({"type": "ping"}, "ping"),
+    ]
     index = 0
     if reply.text:
-        out.append(_sse({"type": "content_block_start", "index": index,
-                         "content_block": {"type": "text", "text": ""}}, "content_block_start"))
-        out += [_sse({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": p}},
-                     "content_block_delta") for p in _pieces(reply.text, reply.chunk)]
+        out.append(
+            _sse(
+                {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+                "content_block_start",
+            )
+        )
+        out += [
+            _sse(
+                {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": p}},
+                "content_block_delta",
+            )
+            for p in _pieces(reply.text, reply.chunk)
+        ]
         out.append(_sse({"type": "content_block_stop", "index": index}, "content_block_stop"))
         index += 1
     for call in reply.tool_calls:
-        out.append(_sse({"type": "content_block_start", "index": index,
-                         "content_block": {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}},
-                        "content_block_start"))
-        out += [_sse({"type": "content_block_delta", "index": index,
-                      "delta": {"type": "input_json_delta", "partial_json": p}}, "content_block_delta")
-                for p in _pieces(call.arguments, reply.chunk)]
+        out.append(
+            _sse(
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "tool_use", "id": call.id, "name": call.name, "input": {}},
+                },
+                "content_block_start",
+            )
+        )
+        out += [
+            _sse(
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": p},
+                },
+                "content_block_delta",
+            )
+            for p in _pieces(call.arguments, reply.chunk)
+        ]
         out.append(_sse({"type": "content_block_stop", "index": index}, "content_block_stop"))
         index += 1
     if reply.stream_error is not None:
         return out + [_sse({"type": "error", "error": dict(reply.stream_error)}, "error")]
-    out.append(_sse({"type": "message_delta",
-                     "delta": {"stop_reason": reply.stop or ("tool_use" if reply.tool_calls else "end_turn"),
-                               "stop_sequence": None},
-                     "usage": {"output_tokens": usage.get("output_tokens", 0)}}, "message_delta"))
+    out.append(
+        _sse(
+            {
+                "type": "message_delta",
+                "delta": {
+                    "stop_reason": reply.stop or ("tool_use" if reply.tool_calls else "end_turn"),
+                    "stop_sequence": None,
+                },
+                "usage": {"output_tokens": usage.get("output_tokens", 0)},
+            },
+            "message_delta",
+        )
+    )
     out.append(_sse({"type": "message_stop"}, "message_stop"))
     return out
 
@@ -276,12 +393,24 @@ def responses_events(reply: Reply, body: Mapping[str, Any]) -> list[bytes]:
         out.append(_sse({"type": kind, **data, "sequence_number": next(seq)}, kind))
 
     def response(status: str, output: list[Any], usage: Any = None, error: Any = None) -> dict[str, Any]:
-        return {"id": "resp_fake", "object": "response", "created_at": 1_700_000_000, "status": status,
-                "model": model, "output": output, "parallel_tool_calls": True, "tool_choice": "auto",
-                "tools": list(body.get("tools") or []), "store": body.get("store", True), "error": error,
-                "incomplete_details": None, "instructions": body.get("instructions"), "usage": usage,
-                "previous_response_id": body.get("previous_response_id"), "reasoning": {"effort": None,
-                                                                                       "summary": None}}
+        return {
+            "id": "resp_fake",
+            "object": "response",
+            "created_at": 1_700_000_000,
+            "status": status,
+            "model": model,
+            "output": output,
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": list(body.get("tools") or []),
+            "store": body.get("store", True),
+            "error": error,
+            "incomplete_details": None,
+            "instructions": body.get("instructions"),
+            "usage": usage,
+            "previous_response_id": body.get("previous_response_id"),
+            "reasoning": {"effort": None, "summary": None},
+        }
 
     emit("response.created", response=response("in_progress", []))
     emit("response.in_progress", response=response("in_progress", []))
@@ -289,28 +418,46 @@ def responses_events(reply: Reply, body: Mapping[str, Any]) -> list[bytes]:
     if reply.reasoning:
         rid, i = "rs_fake1", len(done)
         wanted = "reasoning.encrypted_content" in (body.get("include") or [])
-        emit("response.output_item.added", output_index=i,
-             item={"id": rid, "type": "reasoning", "summary": [], "encrypted_content": None})
-        emit("response.reasoning_summary_part.added", item_id=rid, output_index=i, summary_index=0,
-             part={"type": "summary_text", "text": ""})
+        emit(
+            "response.output_item.added",
+            output_index=i,
+            item={"id": rid, "type": "reasoning", "summary": [], "encrypted_content": None},
+        )
+        emit(
+            "response.reasoning_summary_part.added",
+            item_id=rid,
+            output_index=i,
+            summary_index=0,
+            part={"type": "summary_text", "text": ""},
+        )
         for p in _pieces(reply.reasoning, reply.chunk):
             emit("response.reasoning_summary_text.delta", item_id=rid, output_index=i, summary_index=0, delta=p)
-        emit("response.reasoning_summary_text.done", item_id=rid, output_index=i, summary_index=0,
-             text=reply.reasoning)
-        item = {"id": rid, "type": "reasoning", "summary": [{"type": "summary_text", "text": reply.reasoning}],
-                "encrypted_content": reply.encrypted_reasoning if wanted else None}
+        emit("response.reasoning_summary_text.done", item_id=rid, output_index=i, summary_index=0, text=reply.reasoning)
+        item = {
+            "id": rid,
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": reply.reasoning}],
+            "encrypted_content": reply.encrypted_reasoning if wanted else None,
+        }
         emit("response.output_item.done", output_index=i, item=item)
         done.append(item)
     if reply.text:
         mid, i = "msg_fake1", len(done)
-        emit("response.output_item.added", output_index=i,
-             item={"id": mid, "type": "message", "status": "in_progress", "role": "assistant", "content": []})
-        emit("response.content_part.added", item_id=mid, output_index=i, content_index=0,
-             part={"type": "output_text", "text": "", "annotations": [], "logprobs": []})
+        emit(
+            "response.output_item.added",
+            output_index=i,
+            item={"id": mid, "type": "message", "status": "in_progress", "role": "assistant", "content": []},
+        )
+        emit(
+            "response.content_part.added",
+            item_id=mid,
+            output_index=i,
+            content_index=0,
+            part={"type": "output_text", "text": "", "annotations": [], "logprobs": []},
+        )
         for p in _pieces(reply.text, reply.chunk):
             emit("response.output_text.delta", item_id=mid, output_index=i, content_index=0, delta=p, logprobs=[])
-        emit("response.output_text.done", item_id=mid, output_index=i, content_index=0, text=reply.text,
-             logprobs=[])
+        emit("response.output_text.done", item_id=mid, output_index=i, content_index=0, text=reply.text, logprobs=[])
         part = {"type": "output_text", "text": reply.text, "annotations": [], "logprobs": []}
         emit("response.content_part.done", item_id=mid, output_index=i, content_index=0, part=part)
         item = {"id": mid, "type": "message", "status": "completed", "role": "assistant", "content": [part]}
@@ -318,24 +465,41 @@ def responses_events(reply: Reply, body: Mapping[str, Any]) -> list[bytes]:
         done.append(item)
     for n, call in enumerate(reply.tool_calls):
         fid, i = f"fc_fake{n + 1}", len(done)
-        emit("response.output_item.added", output_index=i,
-             item={"id": fid, "type": "function_call", "status": "in_progress", "call_id": call.id,
-                   "name": call.name, "arguments": ""})
+        emit(
+            "response.output_item.added",
+            output_index=i,
+            item={
+                "id": fid,
+                "type": "function_call",
+                "status": "in_progress",
+                "call_id": call.id,
+                "name": call.name,
+                "arguments": "",
+            },
+        )
         for p in _pieces(call.arguments, reply.chunk):
             emit("response.function_call_arguments.delta", item_id=fid, output_index=i, delta=p)
         emit("response.function_call_arguments.done", item_id=fid, output_index=i, arguments=call.arguments)
-        item = {"id": fid, "type": "function_call", "status": "completed", "call_id": call.id, "name": call.name,
-                "arguments": call.arguments}
+        item = {
+            "id": fid,
+            "type": "function_call",
+            "status": "completed",
+            "call_id": call.id,
+            "name": call.name,
+            "arguments": call.arguments,
+        }
         emit("response.output_item.done", output_index=i, item=item)
         done.append(item)
     if reply.stream_error is not None:
         emit("response.failed", response=response("failed", done, error=dict(reply.stream_error)))
         return out
     u = dict(reply.usage or {"input_tokens": 0, "output_tokens": 0})
-    usage = {"input_tokens": u.get("input_tokens", 0),
-             "input_tokens_details": {"cached_tokens": 0, **(u.get("input_tokens_details") or {})},
-             "output_tokens": u.get("output_tokens", 0),
-             "output_tokens_details": {"reasoning_tokens": 0, **(u.get("output_tokens_details") or {})}}
+    usage = {
+        "input_tokens": u.get("input_tokens", 0),
+        "input_tokens_details": {"cached_tokens": 0, **(u.get("input_tokens_details") or {})},
+        "output_tokens": u.get("output_tokens", 0),
+        "output_tokens_details": {"reasoning_tokens": 0, **(u.get("output_tokens_details") or {})},
+    }
     usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
     emit("response.completed", response=response("completed", done, usage))
     return out
@@ -345,23 +509,39 @@ def openai_completion(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
     """The non-streaming ``chat.completion`` of ``reply`` (for a request with ``stream`` false)."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None, "refusal": None}
     if reply.tool_calls:
-        message["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                                 for c in reply.tool_calls]
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in reply.tool_calls
+        ]
     if reply.reasoning:
         message["reasoning_content"] = reply.reasoning
     usage = dict(reply.usage or {"prompt_tokens": 0, "completion_tokens": 0})
     usage.setdefault("total_tokens", usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
-    return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 1_700_000_000,
-            "model": reply.model or body.get("model") or "fake-model",
-            "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": reply.stop or ("tool_calls" if reply.tool_calls else "stop")}],
-            "usage": usage}
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": reply.model or body.get("model") or "fake-model",
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": reply.stop or ("tool_calls" if reply.tool_calls else "stop"),
+            }
+        ],
+        "usage": usage,
+    }
 
 
 # ------------------------------------------------------------------------ server
-def _app(script: list[Any], requests: list[Recorded], path: str,
-         events: Callable[[Reply, Mapping[str, Any]], list[bytes]],
-         whole: Callable[[Reply, Mapping[str, Any]], dict[str, Any]] | None = None) -> Starlette:
+def _app(
+    script: list[Any],
+    requests: list[Recorded],
+    path: str,
+    events: Callable[[Reply, Mapping[str, Any]], list[bytes]],
+    whole: Callable[[Reply, Mapping[str, Any]], dict[str, Any]] | None = None,
+) -> Starlette:
     lock = threading.Lock()
 
     async def endpoint(request: Request) -> Any:
@@ -374,9 +554,16 @@ def _app(script: list[Any], requests: list[Recorded], path: str,
             i = len(requests)
             requests.append(Recorded(request.url.path, {k.lower(): v for k, v in request.headers.items()}, body))
         if i >= len(script):
-            return JSONResponse({"error": {"message": f"fake server: request {i + 1} has no scripted response "
-                                                      f"(the script has {len(script)})", "type": "fake_script"}},
-                                status_code=400)
+            return JSONResponse(
+                {
+                    "error": {
+                        "message": f"fake server: request {i + 1} has no scripted response "
+                        f"(the script has {len(script)})",
+                        "type": "fake_script",
+                    }
+                },
+                status_code=400,
+            )
         entry = script[i]
         if callable(entry) and not isinstance(entry, (Reply, Fail)):
             entry = entry(body)
@@ -400,8 +587,11 @@ def _app(script: list[Any], requests: list[Recorded], path: str,
                     yield chunks[1]
                 yield c
 
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={"x-request-id": f"req_{i + 1}", "request-id": f"req_{i + 1}"})
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={"x-request-id": f"req_{i + 1}", "request-id": f"req_{i + 1}"},
+        )
 
     return Starlette(routes=[Route(path, endpoint, methods=["POST"])])
 
@@ -412,8 +602,7 @@ def _serve(app: Starlette, prefix: str, script: list[Any], requests: list[Record
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1,
-                            access_log=False)
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1, access_log=False)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name=f"fake-{port}")
     thread.start()
@@ -436,7 +625,9 @@ def serve_openai(script: Sequence[Any]) -> Iterator[FakeServer]:
     (give it to ``openai.OpenAI(base_url=...)`` or the providers). A request without ``"stream": true``
     gets the non-streaming ``chat.completion`` JSON."""
     script, requests = list(script), []
-    with _serve(_app(script, requests, "/v1/chat/completions", openai_events, openai_completion), "/v1", script, requests) as s:
+    with _serve(
+        _app(script, requests, "/v1/chat/completions", openai_events, openai_completion), "/v1", script, requests
+    ) as s:
         yield s
 
 

@@ -17,8 +17,9 @@ def assert_projection_is_the_replay(path: str | Path, root: str) -> GroupState:
     kinds = GROUP_PROJECTION.kinds
     with closing(sqlite3.connect(str(path))) as db:
         mark = db.execute("SELECT last_seq FROM projection_marks WHERE name = ?", (GROUP_PROJECTION.name,)).fetchone()
-        newest = db.execute(f"SELECT max(seq) FROM events WHERE kind IN ({','.join('?' * len(kinds))})",
-                            kinds).fetchone()[0]
+        newest = db.execute(
+            f"SELECT max(seq) FROM events WHERE kind IN ({','.join('?' * len(kinds))})", kinds
+        ).fetchone()[0]
         tasks = db.execute("SELECT count(*) FROM group_tasks WHERE root_session_id = ?", (root,)).fetchone()[0]
     assert mark is not None and mark[0] == newest, (mark, newest)
     with EventStore(path) as store:

@@ -58,8 +58,9 @@ def gguf_path() -> Path | None:
 def llama_server_available() -> bool:
     """Whether ``llama_cpp.server`` (the ``[server]`` extra of llama-cpp-python) can be imported."""
     try:
-        return importlib.util.find_spec("llama_cpp.server") is not None and \
-            importlib.util.find_spec("uvicorn") is not None
+        return (
+            importlib.util.find_spec("llama_cpp.server") is not None and importlib.util.find_spec("uvicorn") is not None
+        )
     except (ImportError, ValueError):
         return False
 
@@ -112,8 +113,14 @@ class LlamaServer:
     ``http://127.0.0.1:PORT/v1`` (what the openai SDK takes); ``root`` is without ``/v1``.
     """
 
-    def __init__(self, model: Path, n_ctx: int = DEFAULT_N_CTX, *, extra_args: Sequence[str] = (),
-                 startup_seconds: float = STARTUP_SECONDS):
+    def __init__(
+        self,
+        model: Path,
+        n_ctx: int = DEFAULT_N_CTX,
+        *,
+        extra_args: Sequence[str] = (),
+        startup_seconds: float = STARTUP_SECONDS,
+    ):
         self.model = Path(model)
         self.n_ctx = int(n_ctx)
         self.extra_args = tuple(extra_args)
@@ -139,8 +146,20 @@ class LlamaServer:
     def start(self) -> LlamaServer:
         for attempt in range(3):  # a free port can be taken between free_port() and the server's bind
             self.port = free_port()
-            cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model), "--n_ctx", str(self.n_ctx),
-                   "--host", "127.0.0.1", "--port", str(self.port), *self.extra_args]
+            cmd = [
+                sys.executable,
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                str(self.model),
+                "--n_ctx",
+                str(self.n_ctx),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                *self.extra_args,
+            ]
             with open(self.log_path, "ab") as log:
                 self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
             deadline = time.monotonic() + self.startup_seconds
@@ -157,11 +176,13 @@ class LlamaServer:
             exited = self.proc.poll() is not None
             self.stop()
             if not exited:
-                raise RuntimeError(f"llama server not ready within {self.startup_seconds:.0f} s "
-                                   f"({' '.join(cmd)}):\n{self.log_tail()}")
+                raise RuntimeError(
+                    f"llama server not ready within {self.startup_seconds:.0f} s ({' '.join(cmd)}):\n{self.log_tail()}"
+                )
             if "address already in use" not in self.log_tail().lower() or attempt == 2:
-                raise RuntimeError(f"llama server exited with {self.proc.returncode} ({' '.join(cmd)}):\n"
-                                   f"{self.log_tail()}")
+                raise RuntimeError(
+                    f"llama server exited with {self.proc.returncode} ({' '.join(cmd)}):\n{self.log_tail()}"
+                )
         raise AssertionError("unreachable")
 
     def stop(self) -> None:

@@ -88,6 +88,7 @@ def serve_http(server: MCPServer, port: int) -> None:
                 await send({"type": "http.response.body", "body": b"unauthorized"})
                 return
             await inner(scope, receive, send)
+
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
 
 

@@ -89,8 +89,19 @@ class PostgresCluster:
             for p in (self.root, self.sockets):
                 os.chown(p, uid, -1)
         self._as = ["runuser", "-u", "postgres", "--"] if uid is not None else []
-        self._run([str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust",
-                   "--encoding=UTF8", "--locale=C", "--no-sync"])
+        self._run(
+            [
+                str(self.bin / "initdb"),
+                "-D",
+                str(self.data),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--locale=C",
+                "--no-sync",
+            ]
+        )
         self.start()
         import psycopg
 
@@ -103,9 +114,22 @@ class PostgresCluster:
             raise RuntimeError(f"{Path(cmd[0]).name} failed ({done.returncode}): {done.stderr.strip()[-800:]}")
 
     def start(self) -> None:
-        self._run([str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "server.log"), "-w",
-                   "-t", "60", "-o", f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 "
-                   "-c fsync=off -c synchronous_commit=off -c full_page_writes=off", "start"])
+        self._run(
+            [
+                str(self.bin / "pg_ctl"),
+                "-D",
+                str(self.data),
+                "-l",
+                str(self.root / "server.log"),
+                "-w",
+                "-t",
+                "60",
+                "-o",
+                f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 "
+                "-c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+                "start",
+            ]
+        )
 
     def stop(self, mode: str = "fast") -> None:
         """Stop the server (``mode``: pg_ctl's ``fast`` disconnects clients and checkpoints; ``immediate`` does not)."""

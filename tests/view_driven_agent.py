@@ -40,8 +40,11 @@ def plant_workspace(root: Path, files: int = 12, lines: int = 120) -> dict[str, 
         facts[key] = value
         body = [f"notes_{i:02d}.txt: field notes, part {i}"]
         for n in range(1, lines):
-            body.append(f"{key} = {value}" if n == lines // 2 else
-                        f"line {n} of part {i}: the survey crew logged reading {n * 13 % 997} at station {n % 41}")
+            body.append(
+                f"{key} = {value}"
+                if n == lines // 2
+                else f"line {n} of part {i}: the survey crew logged reading {n * 13 % 997} at station {n % 41}"
+            )
         (root / f"notes_{i:02d}.txt").write_text("\n".join(body) + "\n", encoding="utf-8")
     return facts
 
@@ -77,8 +80,10 @@ class ViewDrivenAgent:
 
     def _call(self, name: str, **args: Any) -> Reply:
         self._ids += 1
-        return Reply(tool_calls=(ToolUse(f"call_{self._ids}", name, json.dumps(args)),),
-                     usage={"prompt_tokens": 1000, "completion_tokens": 20})
+        return Reply(
+            tool_calls=(ToolUse(f"call_{self._ids}", name, json.dumps(args)),),
+            usage={"prompt_tokens": 1000, "completion_tokens": 20},
+        )
 
     @staticmethod
     def _next_page(body: dict[str, Any], text: str, name: str) -> int | None:
@@ -126,13 +131,24 @@ class ViewDrivenAgent:
                 return self._call("search_history", query=key)
         self.answered = {k: v for k, v in self.facts.items() if f"{k} = {v}" in text}
         self.lost = [k for k in self.facts if k not in self.answered]
-        return Reply("\n".join(f"{k} = {v}" for k, v in self.answered.items()),
-                     usage={"prompt_tokens": 1000, "completion_tokens": 20})
+        return Reply(
+            "\n".join(f"{k} = {v}" for k, v in self.answered.items()),
+            usage={"prompt_tokens": 1000, "completion_tokens": 20},
+        )
 
 
-def run_latch(tmp_path: Path, *, files: int = 24, lines: int = 40, window: int = 10_000, reserve: int = 1_024,
-              recent: int | None = 2_000, max_turns: int = 150, tools: str | None = "read_file,search_history,add_note",
-              timeout: float = 900) -> tuple[ViewDrivenAgent, Any, int]:
+def run_latch(
+    tmp_path: Path,
+    *,
+    files: int = 24,
+    lines: int = 40,
+    window: int = 10_000,
+    reserve: int = 1_024,
+    recent: int | None = 2_000,
+    max_turns: int = 150,
+    tools: str | None = "read_file,search_history,add_note",
+    timeout: float = 900,
+) -> tuple[ViewDrivenAgent, Any, int]:
     """``latch run`` (the real CLI in a subprocess) on a planted workspace under ``tmp_path / "ws"``, driven by a
     :class:`ViewDrivenAgent` over a loopback OpenAI-compatible server. Returns ``(agent, completed process, the
     number of cache epochs the run's views went through)``."""
@@ -154,12 +170,36 @@ def run_latch(tmp_path: Path, *, files: int = 24, lines: int = 40, window: int =
     db = tmp_path / "latch.db"
     with serve_openai([agent] * (max_turns + 1)) as server:
         proc = subprocess.run(
-            [sys.executable, "-m", "latch", "--db", str(db), "run", "Read every notes file, then report each FACT line",
-             "--provider", "openai-compatible", "--base-url", server.base_url, "--model", "view-driven",
-             "--window", str(window), "--reserve", str(reserve),
-             *(["--recent", str(recent)] if recent is not None else []), *(["--tools", tools] if tools else []),
-             "--max-turns", str(max_turns), "--yes"],
-            cwd=ws, env=env, capture_output=True, text=True, timeout=timeout)
+            [
+                sys.executable,
+                "-m",
+                "latch",
+                "--db",
+                str(db),
+                "run",
+                "Read every notes file, then report each FACT line",
+                "--provider",
+                "openai-compatible",
+                "--base-url",
+                server.base_url,
+                "--model",
+                "view-driven",
+                "--window",
+                str(window),
+                "--reserve",
+                str(reserve),
+                *(["--recent", str(recent)] if recent is not None else []),
+                *(["--tools", tools] if tools else []),
+                "--max-turns",
+                str(max_turns),
+                "--yes",
+            ],
+            cwd=ws,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     with sqlite3.connect(db) as con:
         (epochs,) = con.execute("SELECT count(*) FROM kernel_records WHERE kind = 'epoch'").fetchone()
     return agent, proc, epochs

@@ -31,10 +31,11 @@ class WebServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> "WebServer":
+    def start(self) -> WebServer:
         app = create_app(self.db, token=self.token, poll_interval=0.05, retry_ms=200)
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                timeout_graceful_shutdown=1, lifespan="off")
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=self.port, log_level="warning", timeout_graceful_shutdown=1, lifespan="off"
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
@@ -56,8 +57,15 @@ class WebServer:
         self.start()
 
 
-def read_sse(client: httpx.Client, url: str, *, want: int, headers: dict | None = None,
-             timeout: float = 10.0, then_status: bool = False) -> list[dict]:
+def read_sse(
+    client: httpx.Client,
+    url: str,
+    *,
+    want: int,
+    headers: dict | None = None,
+    timeout: float = 10.0,
+    then_status: bool = False,
+) -> list[dict]:
     """The first messages of the stream at ``url`` until ``want`` of them carry an ``id`` (and, with
     ``then_status``, a ``status`` message follows), or the timeout: ``[{"event", "id", "data"}]`` with
     ``data`` decoded from JSON."""

@@ -21,7 +21,7 @@ class KeepLastUnits(PolicyEngine):
     DEFAULTS = {"units": 20}
 
     def select(self, units, room):
-        return self.fit(units[-int(self.options["units"]):], room)
+        return self.fit(units[-int(self.options["units"]) :], room)
 
 
 @hookimpl

@@ -100,13 +100,13 @@ class ConfigError(Exception):
     """The configuration file is unreadable or holds a bad value (message: ``FILE: KEY: problem``)."""
 
 
-
 def _close_matches(word: str, known: list[str]) -> list[str]:
     """The closest of ``known`` to ``word`` (at most one), for a "did you mean" hint; difflib is imported only
     when a name is wrong."""
     import difflib
 
     return difflib.get_close_matches(word, known, n=1)
+
 
 def config_path(explicit: str | os.PathLike[str] | None = None) -> Path:
     """The config file to read: ``explicit``, else ``$LATCH_HOME/config.toml``, else platformdirs'."""
@@ -179,9 +179,11 @@ def validate_config(data: Mapping[str, Any], source: str = "<config>") -> dict[s
         if "reserve_tokens" in table and "context_window_tokens" not in table:
             key, known = model_table_entry(str(name))  # the window this entry's models get from the table
             if known and reserve >= known["context_window_tokens"]:
-                raise ConfigError(f"{where}: reserve_tokens ({reserve}) must be below the context window of "
-                                  f"{name} ({known['context_window_tokens']}, Latch's model table entry {key}); "
-                                  f"set context_window_tokens too")
+                raise ConfigError(
+                    f"{where}: reserve_tokens ({reserve}) must be below the context window of "
+                    f"{name} ({known['context_window_tokens']}, Latch's model table entry {key}); "
+                    f"set context_window_tokens too"
+                )
     engine = out.get("engine", {})
     if not isinstance(engine, Mapping):
         raise ConfigError(f"{source}: [engine] must be a table, got {type(engine).__name__}")
@@ -201,8 +203,9 @@ def validate_config(data: Mapping[str, Any], source: str = "<config>") -> dict[s
             raise ConfigError(f"{source}: [provider] max_turns must be an integer from 1 to 10000, got {turns!r}")
     for key in ("response_timeout", "idle_timeout"):
         seconds = provider.get(key)
-        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
-                                    or not seconds > 0):
+        if seconds is not None and (
+            isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0
+        ):
             raise ConfigError(f"{source}: [provider] {key} must be a positive number of seconds, got {seconds!r}")
     _validate_mcp(out.get("mcp", {}), source)
     return out
@@ -248,12 +251,15 @@ def _validate_mcp(mcp: Any, source: str) -> None:
 def _validate_mcp_stdio(table: Mapping[str, Any], where: str) -> None:
     command = table.get("command")
     if not isinstance(command, str) or not command.strip():
-        raise ConfigError(f"{where}.command must be a non-empty string (or give url for an HTTP server), "
-                          f"got {command!r}")
+        raise ConfigError(
+            f"{where}.command must be a non-empty string (or give url for an HTTP server), got {command!r}"
+        )
     others = [k for k in table if k not in MCP_STDIO_KEYS]
     if others:
-        raise ConfigError(f"{where}: {others[0]!r} belongs to an HTTP server (with url); a server with command "
-                          f"takes {', '.join(MCP_STDIO_KEYS)}")
+        raise ConfigError(
+            f"{where}: {others[0]!r} belongs to an HTTP server (with url); a server with command "
+            f"takes {', '.join(MCP_STDIO_KEYS)}"
+        )
     args = table.get("args", [])
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise ConfigError(f"{where}.args must be a list of strings, got {args!r}")
@@ -268,20 +274,21 @@ def _validate_mcp_http(table: Mapping[str, Any], where: str) -> None:
         raise ConfigError(f"{where}.url must be an http:// or https:// URL, got {url!r}")
     others = [k for k in table if k not in MCP_HTTP_KEYS]
     if others:
-        raise ConfigError(f"{where}: {others[0]!r} belongs to a stdio server (with command); a server with url "
-                          f"takes {', '.join(MCP_HTTP_KEYS)}")
+        raise ConfigError(
+            f"{where}: {others[0]!r} belongs to a stdio server (with command); a server with url "
+            f"takes {', '.join(MCP_HTTP_KEYS)}"
+        )
     var = table.get("bearer_token_env_var")
     if var is not None and (not isinstance(var, str) or not _ENV_NAME_RE.match(var)):
         raise ConfigError(f"{where}.bearer_token_env_var must be an environment variable's name, got {var!r}")
     headers = table.get("env_http_headers", {})
     if not isinstance(headers, Mapping):
-        raise ConfigError(f"{where}.env_http_headers must be a table of header = \"ENV_VAR\"")
+        raise ConfigError(f'{where}.env_http_headers must be a table of header = "ENV_VAR"')
     for header, env_name in headers.items():
         if not _HEADER_NAME_RE.match(header):
             raise ConfigError(f"{where}.env_http_headers: {header!r} is not an HTTP header name")
         if not isinstance(env_name, str) or not _ENV_NAME_RE.match(env_name):
-            raise ConfigError(f"{where}.env_http_headers.{header} must name an environment variable, "
-                              f"got {env_name!r}")
+            raise ConfigError(f"{where}.env_http_headers.{header} must name an environment variable, got {env_name!r}")
 
 
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
@@ -315,11 +322,17 @@ def unknown_keys(data: Mapping[str, Any], source: str = "<config>", owned: Itera
         if not isinstance(body, Mapping):
             continue
         if table == "models":
-            lines += [_unknown(k, MODEL_KEYS, f"key models.{name}.{k}", source)
-                      for name, t in body.items() if isinstance(t, Mapping) for k in t if k not in MODEL_KEYS]
+            lines += [
+                _unknown(k, MODEL_KEYS, f"key models.{name}.{k}", source)
+                for name, t in body.items()
+                if isinstance(t, Mapping)
+                for k in t
+                if k not in MODEL_KEYS
+            ]
         elif KNOWN_KEYS[table]:
-            lines += [_unknown(k, KNOWN_KEYS[table], f"key [{table}] {k}", source)
-                      for k in body if k not in KNOWN_KEYS[table]]
+            lines += [
+                _unknown(k, KNOWN_KEYS[table], f"key [{table}] {k}", source) for k in body if k not in KNOWN_KEYS[table]
+            ]
     return lines
 
 
@@ -425,8 +438,10 @@ def model_window(config: Mapping[str, Any] | None, model: str | None) -> ModelWi
     else:
         reserve, r_source, r_entry = DEFAULT_RESERVE_TOKENS, "default", None
     if reserve >= window:
-        raise ConfigError(f"models.{ckey}: reserve_tokens ({reserve}) must be below the context window of {model} "
-                          f"({window}, from {ModelWindow(window, reserve, source, entry).describe()})")
+        raise ConfigError(
+            f"models.{ckey}: reserve_tokens ({reserve}) must be below the context window of {model} "
+            f"({window}, from {ModelWindow(window, reserve, source, entry).describe()})"
+        )
     return ModelWindow(window, reserve, source, entry, r_source, r_entry)
 
 

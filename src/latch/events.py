@@ -236,7 +236,9 @@ def register_kind(cls: type[Event]) -> type[Event]:
     kind = cls.KIND
     other = EVENT_KINDS.get(kind)
     if other is not None and other is not cls:
-        raise ValueError(f"event kind {kind!r} registered twice: {other.__module__}.{other.__qualname__} and {cls.__module__}.{cls.__qualname__}")
+        raise ValueError(
+            f"event kind {kind!r} registered twice: {other.__module__}.{other.__qualname__} and {cls.__module__}.{cls.__qualname__}"
+        )
     EVENT_KINDS[kind] = cls
     return cls
 
@@ -802,6 +804,8 @@ class McpToolsListed(Event):
     tools: tuple[McpToolEntry, ...] = ()
     servers: tuple[str, ...] = ()
     failed: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
 # ----------------------------------------------------------- child agents (latch.agent.children)
 @dataclass(frozen=True, slots=True)
 class AgentProfile(Event):
@@ -1042,16 +1046,44 @@ class RunCommandApplied(Event):
 
 
 BUILTIN_KINDS: tuple[type[Event], ...] = (
-    UserMessage, AssistantMessage, ToolResult, SystemNote, Usage, CompactionMarker, SubagentMarker,
-    StateUpdate, FileObservation, Mutation, ExternalChange, ValidationEvidence, ProcessStarted, ProcessExited,
-    WriterBlocker, Tombstone,
-    SteeringQueued, SteeringDelivered, ToolStarted, EstimateCorrection, HarnessPrompt, SkillsListed, McpToolsListed,
-    AgentProfile, AgentReport,
-    AgentLifecycle, AgentNotificationDelivered,
-    GroupTaskCreated, GroupTaskClaimed, GroupTaskCompleted, GroupTaskLeaseRenewed, GroupMemberJoined,
+    UserMessage,
+    AssistantMessage,
+    ToolResult,
+    SystemNote,
+    Usage,
+    CompactionMarker,
+    SubagentMarker,
+    StateUpdate,
+    FileObservation,
+    Mutation,
+    ExternalChange,
+    ValidationEvidence,
+    ProcessStarted,
+    ProcessExited,
+    WriterBlocker,
+    Tombstone,
+    SteeringQueued,
+    SteeringDelivered,
+    ToolStarted,
+    EstimateCorrection,
+    HarnessPrompt,
+    SkillsListed,
+    McpToolsListed,
+    AgentProfile,
+    AgentReport,
+    AgentLifecycle,
+    AgentNotificationDelivered,
+    GroupTaskCreated,
+    GroupTaskClaimed,
+    GroupTaskCompleted,
+    GroupTaskLeaseRenewed,
+    GroupMemberJoined,
     GroupMessageQueued,
     GroupMessageDelivered,
-    RunStarted, RunEnded, RunCommandQueued, RunCommandApplied,
+    RunStarted,
+    RunEnded,
+    RunCommandQueued,
+    RunCommandApplied,
 )
 """Every event kind Latch writes, in one explicit list: conversation, kernel, agent."""
 
@@ -1101,9 +1133,13 @@ def same_event(a: Event, b: Event) -> bool:
     if not (isinstance(a, AssistantMessage) and isinstance(b, AssistantMessage)):
         return False
     if len(a.tool_calls) != len(b.tool_calls) or dataclasses.replace(a, tool_calls=()) != dataclasses.replace(
-            b, tool_calls=()):
+        b, tool_calls=()
+    ):
         return False
-    return all(x.id == y.id and x.name == y.name and _same_arguments(x, y) for x, y in zip(a.tool_calls, b.tool_calls, strict=False))
+    return all(
+        x.id == y.id and x.name == y.name and _same_arguments(x, y)
+        for x, y in zip(a.tool_calls, b.tool_calls, strict=False)
+    )
 
 
 def _same_arguments(x: ToolCall, y: ToolCall) -> bool:

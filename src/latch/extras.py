@@ -13,11 +13,16 @@ DISTRIBUTION = "latch-context"
 """The distribution's name (``pip install latch-context``); the import name is ``latch``."""
 
 EXTRA_OF_MODULE = {
-    "openai": "agent", "anthropic": "agent", "mcp": "agent",
-    "starlette": "web", "uvicorn": "web", "sse_starlette": "web",
+    "openai": "agent",
+    "anthropic": "agent",
+    "mcp": "agent",
+    "starlette": "web",
+    "uvicorn": "web",
+    "sse_starlette": "web",
     "textual": "tui",
     "matplotlib": "bench",
-    "dask": "cluster", "distributed": "cluster",
+    "dask": "cluster",
+    "distributed": "cluster",
     "psycopg": "postgres",
 }
 """Top-level module → the extra that installs it."""
@@ -31,5 +36,7 @@ def missing_extra(exc: ImportError, command: str | None = None) -> str | None:
     if extra is None:
         return None
     who = command or "this command"
-    return (f"{who} needs the '{extra}' extra (module {name!r} is not installed): "
-            f"pip install '{DISTRIBUTION}[{extra}]' (from a checkout: pip install '.[{extra}]')")
+    return (
+        f"{who} needs the '{extra}' extra (module {name!r} is not installed): "
+        f"pip install '{DISTRIBUTION}[{extra}]' (from a checkout: pip install '.[{extra}]')"
+    )

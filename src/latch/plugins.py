@@ -151,13 +151,13 @@ class Registration:
     plugin: PluginInfo
 
 
-
 def _close_matches(word: str, known: list[str]) -> list[str]:
     """The closest of ``known`` to ``word`` (at most one), for a "did you mean" hint; difflib is imported only
     when a name is wrong."""
     import difflib
 
     return difflib.get_close_matches(word, known, n=1)
+
 
 def _truthy(value: str | None) -> bool:
     return value is not None and value.strip().lower() not in ("", "0", "false", "no", "off")
@@ -186,8 +186,14 @@ class LatchPluginManager(pluggy.PluginManager):
         opts = super().parse_hookimpl_opts(plugin, name)
         if opts is None and name.startswith(PROJECT_NAME + "_"):
             if inspect.isroutine(getattr(plugin, name)):
-                opts = {"wrapper": False, "hookwrapper": False, "optionalhook": False,
-                        "tryfirst": False, "trylast": False, "specname": None}
+                opts = {
+                    "wrapper": False,
+                    "hookwrapper": False,
+                    "optionalhook": False,
+                    "tryfirst": False,
+                    "trylast": False,
+                    "specname": None,
+                }
         return opts
 
     def add_plugin(self, obj: Any, info: PluginInfo) -> None:
@@ -238,15 +244,17 @@ class LatchPluginManager(pluggy.PluginManager):
                 raise PluginError(f"{_describe(info)}: {hook_name}() raised {type(exc).__name__}: {exc}") from exc
             for result in results:
                 if not isinstance(result, (list, tuple)):
-                    raise PluginError(f"{_describe(info)}: {hook_name}() must return a list of classes, "
-                                      f"got {type(result).__name__}")
+                    raise PluginError(
+                        f"{_describe(info)}: {hook_name}() must return a list of classes, got {type(result).__name__}"
+                    )
                 for cls in result:
                     reg = _registration(kind, cls, info, hook_name)
                     prior = found.get(reg.name)
                     if prior is not None:
                         raise PluginError(
                             f"{kind[:-1]} name {reg.name!r} is registered twice: by {_describe(prior.plugin)} "
-                            f"({_qualname(prior.cls)}) and by {_describe(info)} ({_qualname(cls)})")
+                            f"({_qualname(prior.cls)}) and by {_describe(info)} ({_qualname(cls)})"
+                        )
                     found[reg.name] = reg
         return found
 
@@ -296,22 +304,30 @@ def _build(environ: Mapping[str, str]) -> LatchPluginManager:
         unknown = sorted(allowed - {ep.name for ep in eps})
         if unknown:
             installed = ", ".join(sorted({ep.name for ep in eps})) or "none"
-            raise PluginError(f"LATCH_LOAD_PLUGINS names {', '.join(map(repr, unknown))}, which no installed "
-                              f"distribution provides in the entry-point group {ENTRY_POINT_GROUP!r} "
-                              f"(installed: {installed})")
+            raise PluginError(
+                f"LATCH_LOAD_PLUGINS names {', '.join(map(repr, unknown))}, which no installed "
+                f"distribution provides in the entry-point group {ENTRY_POINT_GROUP!r} "
+                f"(installed: {installed})"
+            )
         eps = [ep for ep in eps if ep.name in allowed]
     for ep in eps:
         if ep.name in blocked:
             continue
         dist = getattr(ep, "dist", None)
-        info = PluginInfo(name=ep.name, module=ep.module, builtin=False,
-                          distribution=dist.name if dist else None, version=dist.version if dist else None,
-                          entry_point=f"{ep.name} = {ep.value}")
+        info = PluginInfo(
+            name=ep.name,
+            module=ep.module,
+            builtin=False,
+            distribution=dist.name if dist else None,
+            version=dist.version if dist else None,
+            entry_point=f"{ep.name} = {ep.value}",
+        )
         try:
             obj = ep.load()
         except Exception as exc:  # a broken plugin must name itself, whatever it raised
-            raise PluginError(f"{_describe(info)} failed to load ({info.entry_point}): "
-                              f"{type(exc).__name__}: {exc}") from exc
+            raise PluginError(
+                f"{_describe(info)} failed to load ({info.entry_point}): {type(exc).__name__}: {exc}"
+            ) from exc
         pm.add_plugin(obj, info)
     pm.check_hooks()
     return pm
@@ -326,8 +342,10 @@ def _warn_unknown_disabled(blocked: set[str], known: list[str]) -> None:
     if not unknown:
         return
     _WARNED_DISABLED.update(unknown)
-    hints = [f"{name!r} (did you mean {close[0]!r}?)" if (close := _close_matches(name, known))
-             else repr(name) for name in unknown]
+    hints = [
+        f"{name!r} (did you mean {close[0]!r}?)" if (close := _close_matches(name, known)) else repr(name)
+        for name in unknown
+    ]
     verb = "matches" if len(unknown) == 1 else "match"
     warn(f"LATCH_DISABLE_PLUGINS names {', '.join(hints)}, which {verb} no plugin; known plugins: {', '.join(known)}")
 
@@ -405,9 +423,11 @@ def get_provider(name: str) -> type:
     if reg is None:
         close = _close_matches(name, list(providers))
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise PluginError(f"unknown provider {name!r}{hint}; registered providers: "
-                          f"{', '.join(sorted(providers)) or 'none'} (install the plugin that provides it, "
-                          f"or check LATCH_LOAD_PLUGINS / LATCH_DISABLE_PLUGINS)")
+        raise PluginError(
+            f"unknown provider {name!r}{hint}; registered providers: "
+            f"{', '.join(sorted(providers)) or 'none'} (install the plugin that provides it, "
+            f"or check LATCH_LOAD_PLUGINS / LATCH_DISABLE_PLUGINS)"
+        )
     return reg.cls
 
 
@@ -439,9 +459,11 @@ def get_engine_factory(name: str) -> ContextEngineFactory:
     if reg is None:
         close = _close_matches(name, list(engines))
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise PluginError(f"unknown engine {name!r}{hint}; registered engines: "
-                          f"{', '.join(sorted(engines)) or 'none'} (install the plugin that provides it, "
-                          f"or check LATCH_LOAD_PLUGINS / LATCH_DISABLE_PLUGINS)")
+        raise PluginError(
+            f"unknown engine {name!r}{hint}; registered engines: "
+            f"{', '.join(sorted(engines)) or 'none'} (install the plugin that provides it, "
+            f"or check LATCH_LOAD_PLUGINS / LATCH_DISABLE_PLUGINS)"
+        )
     return reg.cls.factory
 
 
@@ -490,13 +512,15 @@ def get_estimator(name: str) -> Any:
     if reg is None:
         close = _close_matches(name, list(estimators))
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise PluginError(f"unknown estimator {name!r}{hint}; registered estimators: "
-                          f"{', '.join(sorted(estimators)) or 'none'}")
+        raise PluginError(
+            f"unknown estimator {name!r}{hint}; registered estimators: {', '.join(sorted(estimators)) or 'none'}"
+        )
     try:
         return reg.cls()
     except Exception as exc:  # the estimator's own reason, on one line
-        raise PluginError(f"estimator {name!r} ({_describe(reg.plugin)}) cannot be created: "
-                          f"{type(exc).__name__}: {exc}") from exc
+        raise PluginError(
+            f"estimator {name!r} ({_describe(reg.plugin)}) cannot be created: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def configure(config: Mapping[str, Any]) -> None:
@@ -518,7 +542,9 @@ def register_plugin_commands(cli: click.Group) -> None:
         warn(f"plugin commands unavailable: {exc}")
 
 
-def iter_plugins(pm: LatchPluginManager | None = None) -> Iterable[tuple[PluginInfo, list[str], dict[str, list[Registration]]]]:
+def iter_plugins(
+    pm: LatchPluginManager | None = None,
+) -> Iterable[tuple[PluginInfo, list[str], dict[str, list[Registration]]]]:
     """``(info, hooks, {kind: [Registration, ...]})`` for every registered plugin, in load order."""
     pm = pm or get_plugin_manager()
     by_plugin: dict[str, dict[str, list[Registration]]] = {name: {} for name in pm.infos}

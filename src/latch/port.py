@@ -77,8 +77,11 @@ class ContextBudget:
         """What is wrong with these token counts as a budget (one line), else ``None``: each an ``int`` (not a
         ``bool``), the window above 0, the reserve and ``recent_tokens`` not negative, the reserve below the
         window. Constructing a :class:`ContextBudget` raises ``ValueError`` with this line."""
-        values = (("context_window_tokens", context_window_tokens), ("reserve_tokens", reserve_tokens),
-                  ("recent_tokens", recent_tokens))
+        values = (
+            ("context_window_tokens", context_window_tokens),
+            ("reserve_tokens", reserve_tokens),
+            ("recent_tokens", recent_tokens),
+        )
         for name, value in values:
             if not isinstance(value, int) or isinstance(value, bool):
                 return f"{name} must be a whole number of tokens, got {value!r}"
@@ -88,7 +91,9 @@ class ContextBudget:
         if context_window_tokens <= 0:
             return f"context_window_tokens must be above 0, got {context_window_tokens}"
         if reserve_tokens >= context_window_tokens:
-            return f"reserve_tokens ({reserve_tokens:,}) must be below context_window_tokens ({context_window_tokens:,})"
+            return (
+                f"reserve_tokens ({reserve_tokens:,}) must be below context_window_tokens ({context_window_tokens:,})"
+            )
         return None
 
     @property
@@ -136,6 +141,7 @@ class ContextRequest:
 @dataclass(frozen=True, slots=True)
 class ViewToolCall:
     """One tool call in a view: ``id`` links it to its tool message; ``arguments`` is a JSON string."""
+
     id: str
     name: str
     arguments: str  # JSON string
@@ -182,8 +188,15 @@ class ComponentTokens:
 
     @property
     def total_tokens(self) -> int:
-        return (self.instructions_tokens + self.state_tokens + self.recent_tokens + self.recall_tokens
-                + self.tools_tokens + self.extension_tokens + self.harness_tokens)
+        return (
+            self.instructions_tokens
+            + self.state_tokens
+            + self.recent_tokens
+            + self.recall_tokens
+            + self.tools_tokens
+            + self.extension_tokens
+            + self.harness_tokens
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +227,7 @@ MaterializedContext = ContextView
 @dataclass(frozen=True, slots=True)
 class RecalledEvent:
     """One original event returned by ``recall``: its ``seq``, ``kind``, text and estimated ``tokens``."""
+
     seq: int
     kind: str
     text: str
@@ -286,11 +300,19 @@ class SessionReader(Protocol):
 
     session_id: str
 
-    def events(self, *, after_seq: int = 0, until_seq: int | None = None,
-               kinds: Sequence[str] | None = None) -> Iterator[Any]: ...
+    def events(
+        self, *, after_seq: int = 0, until_seq: int | None = None, kinds: Sequence[str] | None = None
+    ) -> Iterator[Any]: ...
 
-    def search(self, query: str, *, limit: int = 20, before_seq: int | None = None,
-               until_seq: int | None = None, mode: str = "or") -> list[Any]: ...
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 20,
+        before_seq: int | None = None,
+        until_seq: int | None = None,
+        mode: str = "or",
+    ) -> list[Any]: ...
 
     def max_seq(self) -> int: ...
 
@@ -314,8 +336,9 @@ class KernelWriter(Protocol):
 
     def append_many(self, records: Sequence[tuple[str, int, Mapping[str, Any]]]) -> list[int]: ...
 
-    def records(self, kinds: Sequence[str] | None = None, *,
-                after_id: int = 0) -> list[tuple[int, str, int, dict[str, Any]]]: ...
+    def records(
+        self, kinds: Sequence[str] | None = None, *, after_id: int = 0
+    ) -> list[tuple[int, str, int, dict[str, Any]]]: ...
 
 
 @runtime_checkable

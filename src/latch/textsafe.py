@@ -45,8 +45,24 @@ from rich.measure import Measurement
 from rich.segment import Segment
 from rich.text import Text
 
-__all__ = ["printable", "safe", "markup", "cell", "warn", "dumps", "echo", "console", "Table", "PrintableStream",
-           "PIPE_WIDTH", "Column", "fitted_table", "plural", "atomic_path", "write_text"]
+__all__ = [
+    "printable",
+    "safe",
+    "markup",
+    "cell",
+    "warn",
+    "dumps",
+    "echo",
+    "console",
+    "Table",
+    "PrintableStream",
+    "PIPE_WIDTH",
+    "Column",
+    "fitted_table",
+    "plural",
+    "atomic_path",
+    "write_text",
+]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # C0 controls but \n and \t, DEL, C1 controls, ALM, LRM/RLM, LRE..RLO, LRI..PDI
@@ -268,14 +284,34 @@ class Table(rich.table.Table):
         footer, row styles or lines, vertical padding, collapsed padding, fixed or ratio widths, ``expand``,
         ``center``/``full`` justification). ``None`` otherwise: rich renders (and measures) it, which costs
         tens of microseconds per cell (a long ``latch replay`` table: tenths of a second)."""
-        if (console.color_system is not None or console.record or not self.columns or self.expand
-                or self.width is not None or self.min_width is not None or self.show_footer or self.show_lines
-                or self.leading or self.row_styles or self.collapse_padding or self.padding[0] or self.padding[2]
-                or self.title or self.caption or any(row.end_section for row in self.rows)):
+        if (
+            console.color_system is not None
+            or console.record
+            or not self.columns
+            or self.expand
+            or self.width is not None
+            or self.min_width is not None
+            or self.show_footer
+            or self.show_lines
+            or self.leading
+            or self.row_styles
+            or self.collapse_padding
+            or self.padding[0]
+            or self.padding[2]
+            or self.title
+            or self.caption
+            or any(row.end_section for row in self.rows)
+        ):
             return None
         columns = self.columns
-        if any(c.width is not None or c.min_width is not None or c.max_width is not None or c.ratio is not None
-               or c.justify not in ("left", "right") for c in columns):
+        if any(
+            c.width is not None
+            or c.min_width is not None
+            or c.max_width is not None
+            or c.ratio is not None
+            or c.justify not in ("left", "right")
+            for c in columns
+        ):
             return None
         _, right_pad, _, left_pad = self.padding
         last = len(columns) - 1
@@ -304,8 +340,11 @@ class Table(rich.table.Table):
             else:
                 grid.append([f"{pad_l}{t}{' ' * (inner - cell_len(t))}{pad_r}" for t in plain])
         rows = list(zip(*grid, strict=False))
-        box = self.box.substitute(options, safe=self.safe_box if self.safe_box is not None else console.safe_box) \
-            if self.box else None
+        box = (
+            self.box.substitute(options, safe=self.safe_box if self.safe_box is not None else console.safe_box)
+            if self.box
+            else None
+        )
         box = box.get_plain_headed_box() if box and not self.show_header else box
         if box is None:
             return ["".join(row) for row in rows]
@@ -351,8 +390,11 @@ class Table(rich.table.Table):
         pads = [self._cell_padding(i) for i in range(len(self.columns))]
         lows, highs = [], []
         for column, pad in zip(self.columns, pads, strict=False):
-            cells = [*([column.header] if self.show_header else []), *column.cells,
-                     *([column.footer] if self.show_footer else [])]
+            cells = [
+                *([column.header] if self.show_header else []),
+                *column.cells,
+                *([column.footer] if self.show_footer else []),
+            ]
             sizes = [Measurement.get(console, wide, c) for c in cells] or [Measurement(1, 1)]
             lows.append(max(m.minimum for m in sizes) + pad)
             highs.append(max(m.maximum for m in sizes) + pad)
@@ -376,16 +418,19 @@ class Column:
         self.header, self.justify, self.optional = header, justify, optional
 
 
-def fitted_table(con: Console, columns: list[Column], rows: list[list[Any]], *, title: str | None = None,
-                 **style: Any) -> tuple[Table, list[str]]:
+def fitted_table(
+    con: Console, columns: list[Column], rows: list[list[Any]], *, title: str | None = None, **style: Any
+) -> tuple[Table, list[str]]:
     """The table of ``rows`` (one cell per column) as ``latch replay`` prints its own: a simple head rule, one
     space between columns (none when that does not fit ``con``'s width), and the optional columns left out
     (lowest ``optional`` first) until it fits. ``style``: other ``rich.table.Table`` arguments (``box``...) in place
     of those. Returns the table and the headers left out (for the caller's footer)."""
     shown = list(range(len(columns)))
     while True:
-        t = Table(**{"box": box.SIMPLE_HEAD, "pad_edge": False, "show_edge": False, "padding": (0, 1, 0, 0),
-                     **style}, title=title)
+        t = Table(
+            **{"box": box.SIMPLE_HEAD, "pad_edge": False, "show_edge": False, "padding": (0, 1, 0, 0), **style},
+            title=title,
+        )
         for i in shown:
             c = columns[i]
             t.add_column(c.header, justify=c.justify)  # type: ignore[arg-type]

@@ -13,6 +13,7 @@ import json
 
 import pytest
 from sandbox_support import require_bwrap
+from test_agent_loop import oa
 
 from latch.agent.blockers import refused_write
 from latch.agent.context import session_context
@@ -29,8 +30,6 @@ from latch.port import ContextBudget
 from latch.providers import ScriptedProvider
 from latch.store import EventStore
 
-from test_agent_loop import oa
-
 BUDGET = ContextBudget(64_000, 4_000, 16_000)
 
 
@@ -45,12 +44,26 @@ class Run:
         self.sid = sid or self.store.create_session(workspace=str(self.ws), source="latch run", format="latch")
         setup = build_engine(self.store, self.sid, stream="continuity:main", model="gpt-4.1")
         self.processes = ProcessManager(self.store, self.sid, self.ws, **({"sandbox": sandbox} if sandbox else {}))
-        ctx = ToolContext(workspace=self.ws, store=self.store, session_id=self.sid, processes=self.processes,
-                          estimate=setup.counter.text)
+        ctx = ToolContext(
+            workspace=self.ws,
+            store=self.store,
+            session_id=self.sid,
+            processes=self.processes,
+            estimate=setup.counter.text,
+        )
         sc, _ = session_context(self.ws)
-        self.loop = AgentLoop(self.store, self.sid, ScriptedProvider(responses, model="gpt-4.1"), setup=setup,
-                              budget=BUDGET, tools=builtin_tools(), tool_context=ctx, session_context=sc,
-                              policy=PermissionPolicy(mode), **kw)
+        self.loop = AgentLoop(
+            self.store,
+            self.sid,
+            ScriptedProvider(responses, model="gpt-4.1"),
+            setup=setup,
+            budget=BUDGET,
+            tools=builtin_tools(),
+            tool_context=ctx,
+            session_context=sc,
+            policy=PermissionPolicy(mode),
+            **kw,
+        )
 
     def turns(self, n: int) -> None:
         for _ in range(n):
@@ -116,8 +129,15 @@ def test_a_different_refusal_in_between_is_no_repeat(tmp_path):
 
 def test_a_guarded_edit_refused_as_stale_twice_is_a_writer_blocker(tmp_path):
     edit = {"path": "lib.py", "old_string": "x = 1", "new_string": "x = 2"}
-    run = Run(tmp_path, [oa(calls=[("r1", "read_file", {"path": "lib.py"})]), oa(calls=[("e1", "edit_file", edit)]),
-                         oa(calls=[("e2", "edit_file", edit)])], mode="accept_edits")
+    run = Run(
+        tmp_path,
+        [
+            oa(calls=[("r1", "read_file", {"path": "lib.py"})]),
+            oa(calls=[("e1", "edit_file", edit)]),
+            oa(calls=[("e2", "edit_file", edit)]),
+        ],
+        mode="accept_edits",
+    )
     (run.ws / "lib.py").write_text("x = 1\n")
     run.turns(1)
     (run.ws / "lib.py").write_text("x = 1\ny = 0\n")  # changed outside the agent after its read
@@ -135,8 +155,12 @@ def test_a_write_the_sandbox_refuses_twice_is_a_writer_blocker(tmp_path):
     (tmp_path / "ws").mkdir(exist_ok=True)
     sandbox, _ = choose("read-only", tmp_path / "ws")
     shell = {"command": "echo hi > out.txt"}
-    run = Run(tmp_path, [oa(calls=[("s1", "shell", shell)]), oa(calls=[("s2", "shell", shell)]), oa("done")],
-              mode="bypass", sandbox=sandbox)
+    run = Run(
+        tmp_path,
+        [oa(calls=[("s1", "shell", shell)]), oa(calls=[("s2", "shell", shell)]), oa("done")],
+        mode="bypass",
+        sandbox=sandbox,
+    )
     run.turns(2)
     assert not (run.ws / "out.txt").exists()
     (blocker,) = run.blockers()
@@ -144,19 +168,37 @@ def test_a_write_the_sandbox_refuses_twice_is_a_writer_blocker(tmp_path):
     run.close()
 
 
-@pytest.mark.parametrize("name,args,content,is_error,expected", [
-    ("write_file", {"path": "a.py"}, "[denied: read-only mode]", True, "write_file a.py: [denied: read-only mode]"),
-    ("edit_file", {"path": "a.py"}, "[not run: the user declined this call]", True,
-     "edit_file a.py: [not run: the user declined this call]"),
-    ("write_file", {"path": "a.py"}, "a.py: exists and was not read in this session; read it with read_file first "
-     "(nothing was written)", True, "write_file a.py: a.py: exists and was not read in this session; read it with "
-     "read_file first (nothing was written)"),
-    ("write_file", {"path": "a.py"}, "wrote 12 bytes", False, None),
-    ("edit_file", {"path": "a.py"}, "a.py: old_string not found (the file is unchanged; re-read it)", True, None),
-    ("read_file", {"path": "a.py"}, "[denied: read-only mode]", True, None),
-    ("shell", {"command": "pytest"}, "1 failed", True, None),
-    ("shell", {"command": "touch /usr/x"}, "touch: cannot touch '/usr/x': Read-only file system", True,
-     "shell `touch /usr/x`: touch: cannot touch '/usr/x': Read-only file system"),
-])
+@pytest.mark.parametrize(
+    "name,args,content,is_error,expected",
+    [
+        ("write_file", {"path": "a.py"}, "[denied: read-only mode]", True, "write_file a.py: [denied: read-only mode]"),
+        (
+            "edit_file",
+            {"path": "a.py"},
+            "[not run: the user declined this call]",
+            True,
+            "edit_file a.py: [not run: the user declined this call]",
+        ),
+        (
+            "write_file",
+            {"path": "a.py"},
+            "a.py: exists and was not read in this session; read it with read_file first (nothing was written)",
+            True,
+            "write_file a.py: a.py: exists and was not read in this session; read it with "
+            "read_file first (nothing was written)",
+        ),
+        ("write_file", {"path": "a.py"}, "wrote 12 bytes", False, None),
+        ("edit_file", {"path": "a.py"}, "a.py: old_string not found (the file is unchanged; re-read it)", True, None),
+        ("read_file", {"path": "a.py"}, "[denied: read-only mode]", True, None),
+        ("shell", {"command": "pytest"}, "1 failed", True, None),
+        (
+            "shell",
+            {"command": "touch /usr/x"},
+            "touch: cannot touch '/usr/x': Read-only file system",
+            True,
+            "shell `touch /usr/x`: touch: cannot touch '/usr/x': Read-only file system",
+        ),
+    ],
+)
 def test_what_counts_as_a_refused_write(name, args, content, is_error, expected):
     assert refused_write(name, json.dumps(args), content, is_error) == expected

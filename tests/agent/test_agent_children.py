@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from sandbox_support import end_shell_group
 
 from latch.agent.children import child_key, child_profile, child_report, create_child
 from latch.agent.context import session_context
@@ -26,7 +27,6 @@ from latch.plugins import get_engine_factory, get_estimator
 from latch.port import ContextBudget
 from latch.providers import ScriptedProvider
 from latch.store import EventStore
-from sandbox_support import end_shell_group
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 
@@ -36,8 +36,9 @@ MODEL = "gpt-4.1"
 def oa(text: str = "", calls=()) -> dict:
     msg: dict = {"role": "assistant", "content": text or None}
     if calls:
-        msg["tool_calls"] = [{"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
-                             for i, n, a in calls]
+        msg["tool_calls"] = [
+            {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}} for i, n, a in calls
+        ]
     return {"id": "r", "model": MODEL, "choices": [{"index": 0, "message": msg}]}
 
 
@@ -52,13 +53,23 @@ class Root:
         self.supervisor = Supervisor(factory or get_engine_factory("continuity"), child)
         self.provider = ScriptedProvider(responses, model=MODEL)
         self.processes = ProcessManager(self.store, self.sid, self.ws)
-        ctx = ToolContext(workspace=self.ws, store=self.store, session_id=self.sid, processes=self.processes,
-                          estimate=len)
+        ctx = ToolContext(
+            workspace=self.ws, store=self.store, session_id=self.sid, processes=self.processes, estimate=len
+        )
         sc, _ = session_context(self.ws)
-        self.loop = AgentLoop.from_supervisor(self.store, self.sid, self.supervisor, self.provider, model=MODEL,
-                                              tools=agent_tools(), tool_context=ctx, session_context=sc,
-                                              system_prompt="You are a test agent.", assume_yes=True,
-                                              budget=ContextBudget(64_000, 4_000, 16_000))
+        self.loop = AgentLoop.from_supervisor(
+            self.store,
+            self.sid,
+            self.supervisor,
+            self.provider,
+            model=MODEL,
+            tools=agent_tools(),
+            tool_context=ctx,
+            session_context=sc,
+            system_prompt="You are a test agent.",
+            assume_yes=True,
+            budget=ContextBudget(64_000, 4_000, 16_000),
+        )
 
     def results(self, sid=None):
         return [s.event for s in self.store.events(sid or self.sid, kinds=["tool_result"])]
@@ -77,17 +88,21 @@ def ws_rules(tmp_path):
 def test_a_child_runs_in_the_workspace_and_only_its_report_comes_back(tmp_path, ws_rules):
     check = f"{sys.executable} -m pytest --version"
     brief = "Create notes.txt with a greeting, then run the checks."
-    r = Root(tmp_path, [
-        oa(calls=[("p1", "spawn_agent", {"brief": brief, "tools": ["shell", "write_file", "read_file"]})]),
-        oa(calls=[("k1", "write_file", {"path": "notes.txt", "content": "CHILDBYTES\n"})]),  # the child
-        oa(calls=[("k2", "shell", {"command": check})]),
-        oa("Created notes.txt; the checks ran."),
-        oa("The child did it."),  # the parent again
-    ])
+    r = Root(
+        tmp_path,
+        [
+            oa(calls=[("p1", "spawn_agent", {"brief": brief, "tools": ["shell", "write_file", "read_file"]})]),
+            oa(calls=[("k1", "write_file", {"path": "notes.txt", "content": "CHILDBYTES\n"})]),  # the child
+            oa(calls=[("k2", "shell", {"command": check})]),
+            oa("Created notes.txt; the checks ran."),
+            oa("The child did it."),  # the parent again
+        ],
+    )
     r.store.append(r.sid, [UserMessage("PARENTSECRET: delegate the notes file")])
     apply_kernel_tool(r.store, r.sid, "set_goal", {"goal": "PARENTGOAL ship the notes"})
-    apply_kernel_tool(r.store, r.sid, "record_disproof", {"claim": "PARENTDISPROOF flaky CI",
-                                                          "reason": "runner OOM, not our code"})
+    apply_kernel_tool(
+        r.store, r.sid, "record_disproof", {"claim": "PARENTDISPROOF flaky CI", "reason": "runner OOM, not our code"}
+    )
     out = r.loop.run(4)
     assert out.stopped == "done" and len(out.steps) == 2
     assert (r.ws / "notes.txt").read_text() == "CHILDBYTES\n"  # the shared workspace
@@ -97,8 +112,14 @@ def test_a_child_runs_in_the_workspace_and_only_its_report_comes_back(tmp_path, 
     kinds = [s.event.KIND for s in r.store.events(child.id)]
     assert kinds[:2] == ["agent_profile", "user_message"] and kinds[-1] == "agent_report"
     profile = child_profile(r.store, child.id)
-    assert (profile.parent_session_id, profile.call_id, profile.brief, profile.model, profile.engine, profile.tools) \
-        == (r.sid, "p1", brief, MODEL, "continuity", ("read_file", "write_file", "shell"))  # the parent's order
+    assert (
+        profile.parent_session_id,
+        profile.call_id,
+        profile.brief,
+        profile.model,
+        profile.engine,
+        profile.tools,
+    ) == (r.sid, "p1", brief, MODEL, "continuity", ("read_file", "write_file", "shell"))  # the parent's order
 
     # the child's first request: the brief and the repository instructions, nothing of the parent
     first_child = json.dumps(r.provider.requests[1])
@@ -117,8 +138,12 @@ def test_a_child_runs_in_the_workspace_and_only_its_report_comes_back(tmp_path, 
 
     report = child_report(r.store, child.id)
     assert isinstance(report, AgentReport)
-    assert (report.status, report.summary, report.files_touched, report.turns) == \
-        ("completed", "Created notes.txt; the checks ran.", ("notes.txt",), 3)
+    assert (report.status, report.summary, report.files_touched, report.turns) == (
+        "completed",
+        "Created notes.txt; the checks ran.",
+        ("notes.txt",),
+        3,
+    )
     assert [(v.command, v.status, v.exit_code) for v in report.validations] == [(check, "passed", 0)]
 
     (spawned,) = [x for x in r.results() if x.call_id == "p1"]
@@ -139,8 +164,11 @@ def test_a_child_runs_in_the_workspace_and_only_its_report_comes_back(tmp_path, 
 
 def test_a_non_default_root_without_a_child_policy_fails_the_spawn_in_one_line(tmp_path):
     pytest.importorskip("latch_baselines")
-    r = Root(tmp_path, [oa(calls=[("p1", "spawn_agent", {"brief": "do a thing"})]), oa("ok")],
-             factory=get_engine_factory("sliding-window"))
+    r = Root(
+        tmp_path,
+        [oa(calls=[("p1", "spawn_agent", {"brief": "do a thing"})]), oa("ok")],
+        factory=get_engine_factory("sliding-window"),
+    )
     r.loop.run(3)
     (res,) = r.results()
     assert res.is_error and "no child policy" in res.content and "\n" not in res.content
@@ -150,9 +178,19 @@ def test_a_non_default_root_without_a_child_policy_fails_the_spawn_in_one_line(t
 
 
 def test_bad_spawn_arguments_are_one_line_and_store_nothing(tmp_path):
-    r = Root(tmp_path, [oa(calls=[("p1", "spawn_agent", {"brief": "x", "tools": ["spawn_agent"]}),
-                                  ("p2", "spawn_agent", {"brief": "x", "tools": ["nosuch"]}),
-                                  ("p3", "spawn_agent", {"brief": ""})]), oa("ok")])
+    r = Root(
+        tmp_path,
+        [
+            oa(
+                calls=[
+                    ("p1", "spawn_agent", {"brief": "x", "tools": ["spawn_agent"]}),
+                    ("p2", "spawn_agent", {"brief": "x", "tools": ["nosuch"]}),
+                    ("p3", "spawn_agent", {"brief": ""}),
+                ]
+            ),
+            oa("ok"),
+        ],
+    )
     r.loop.run(3)
     a, b, c = r.results()
     assert a.is_error and "unknown tool 'spawn_agent' for a child" in a.content
@@ -169,21 +207,46 @@ def test_resume_rebuilds_the_child_from_its_profile_through_the_child_policy(tmp
         built.append(profile.session_id)
         return get_engine_factory("continuity")(profile)
 
-    r = Root(tmp_path, [oa(calls=[("p1", "spawn_agent", {"brief": "child task", "model": "child-model"})]),
-                        oa(calls=[("k1", "shell", {"command": "echo hi"})])], child=policy)
+    r = Root(
+        tmp_path,
+        [
+            oa(calls=[("p1", "spawn_agent", {"brief": "child task", "model": "child-model"})]),
+            oa(calls=[("k1", "shell", {"command": "echo hi"})]),
+        ],
+        child=policy,
+    )
     # a process killed while the child's shell call ran: the parent call started, the child's call too
-    r.store.append(r.sid, [UserMessage("go"),
-                           AssistantMessage("", tool_calls=(ToolCall("p1", "spawn_agent",
-                                                                     '{"brief":"child task","model":"child-model"}'),)),
-                           ToolStarted("p1", "spawn_agent")])
-    child = create_child(r.store, r.sid, AgentProfile(r.sid, "p1", "child task", model="child-model",
-                                                      engine=engine_name(policy), tools=("shell",)))
-    r.store.append(child, [AssistantMessage("", tool_calls=(ToolCall("k1", "shell", '{"command":"sleep 60"}'),)),
-                           ToolStarted("k1", "shell")])
+    r.store.append(
+        r.sid,
+        [
+            UserMessage("go"),
+            AssistantMessage(
+                "", tool_calls=(ToolCall("p1", "spawn_agent", '{"brief":"child task","model":"child-model"}'),)
+            ),
+            ToolStarted("p1", "spawn_agent"),
+        ],
+    )
+    child = create_child(
+        r.store,
+        r.sid,
+        AgentProfile(r.sid, "p1", "child task", model="child-model", engine=engine_name(policy), tools=("shell",)),
+    )
+    r.store.append(
+        child,
+        [
+            AssistantMessage("", tool_calls=(ToolCall("k1", "shell", '{"command":"sleep 60"}'),)),
+            ToolStarted("k1", "shell"),
+        ],
+    )
     r.close()
 
-    again = Root(tmp_path, [oa("child resumed and finished"), oa("parent done")], child=policy,
-                 store=EventStore(tmp_path / "latch.db"), sid=r.sid)
+    again = Root(
+        tmp_path,
+        [oa("child resumed and finished"), oa("parent done")],
+        child=policy,
+        store=EventStore(tmp_path / "latch.db"),
+        sid=r.sid,
+    )
     (res,) = again.loop.resume_children()
     assert res.call_id == "p1" and res.content.startswith("[agent report: completed after 2 requests")
     assert built == [child]  # rebuilt once, through the child policy, from the durable profile
@@ -205,17 +268,26 @@ def test_resume_with_another_child_engine_refuses(tmp_path):
     (child,) = r.store.children(r.sid)
     store = r.store
     with pytest.raises(ChildPolicyError, match="built with engine 'continuity'"):
-        AgentLoop.from_supervisor(store, child.id, Supervisor(get_engine_factory("continuity"),
-                                                              get_engine_factory("sliding-window")),
-                                  ScriptedProvider([]), model=MODEL)
+        AgentLoop.from_supervisor(
+            store,
+            child.id,
+            Supervisor(get_engine_factory("continuity"), get_engine_factory("sliding-window")),
+            ScriptedProvider([]),
+            model=MODEL,
+        )
     r.close()
 
 
 def test_resume_through_another_child_policy_refuses_and_stores_nothing(tmp_path):
     pytest.importorskip("latch_baselines")
     r = Root(tmp_path, [])
-    r.store.append(r.sid, [AssistantMessage("", tool_calls=(ToolCall("p1", "spawn_agent", '{"brief":"b"}'),)),
-                           ToolStarted("p1", "spawn_agent")])
+    r.store.append(
+        r.sid,
+        [
+            AssistantMessage("", tool_calls=(ToolCall("p1", "spawn_agent", '{"brief":"b"}'),)),
+            ToolStarted("p1", "spawn_agent"),
+        ],
+    )
     create_child(r.store, r.sid, AgentProfile(r.sid, "p1", "b", model=MODEL, engine="continuity", tools=("shell",)))
     n = r.store.max_seq()
     other = Root(tmp_path, [], child=get_engine_factory("sliding-window"), store=r.store, sid=r.sid)
@@ -248,12 +320,30 @@ def test_kill_9_mid_child_then_resume_rebuilds_the_child_from_its_profile(tmp_pa
     slow = f"echo $$ > {marker}; sleep 60"
     spawn = json.dumps({"brief": "Run the slow job and report.", "model": "child-model"})
     base = [sys.executable, "-m", "latch", "--db", str(db), "run"]
-    with serve_openai([Reply(tool_calls=(ToolUse("p1", "spawn_agent", spawn),)),
-                       Reply(tool_calls=(ToolUse("k1", "shell", json.dumps({"command": slow, "timeout": 120})),))]) \
-            as server:
-        proc = subprocess.Popen(base + ["delegate the slow job", "--provider", "openai-compatible", "--model",
-                                        "parent-model", "--base-url", server.base_url, "--yes"], cwd=ws, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with serve_openai(
+        [
+            Reply(tool_calls=(ToolUse("p1", "spawn_agent", spawn),)),
+            Reply(tool_calls=(ToolUse("k1", "shell", json.dumps({"command": slow, "timeout": 120})),)),
+        ]
+    ) as server:
+        proc = subprocess.Popen(
+            base
+            + [
+                "delegate the slow job",
+                "--provider",
+                "openai-compatible",
+                "--model",
+                "parent-model",
+                "--base-url",
+                server.base_url,
+                "--yes",
+            ],
+            cwd=ws,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 60
         while not marker.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -279,13 +369,19 @@ def test_kill_9_mid_child_then_resume_rebuilds_the_child_from_its_profile(tmp_pa
     assert [k for s, k in before if s == root][-2:] == ["tool_started", "agent_lifecycle"]
 
     with serve_openai([Reply("The slow job was interrupted; nothing else to do."), Reply("Parent done.")]) as server:
-        r = subprocess.run(base + ["--resume", root, "--base-url", server.base_url], cwd=ws, env=env,
-                           capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            base + ["--resume", root, "--base-url", server.base_url],
+            cwd=ws,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         bodies = server.bodies
     assert r.returncode == 0, r.stderr + r.stdout
     assert "resumed child agent: ok: [agent report: completed after 2 requests" in r.stdout
     after = rows()
-    assert after[:len(before)] == before  # nothing lost, nothing rewritten
+    assert after[: len(before)] == before  # nothing lost, nothing rewritten
     with sqlite3.connect(db) as c:
         assert c.execute("SELECT count(*) FROM sessions WHERE parent_id = ?", (root,)).fetchone() == (1,)
     child_body, parent_body = bodies
@@ -300,12 +396,20 @@ def test_kill_9_mid_child_then_resume_rebuilds_the_child_from_its_profile(tmp_pa
 
 
 def test_two_background_children_report_once_each_at_safe_boundaries_append_only(tmp_path, ws_rules):
-    r = Root(tmp_path, [
-        oa(calls=[("p1", "spawn_agent", {"brief": "Child one: list the files.", "background": True}),
-                  ("p2", "spawn_agent", {"brief": "Child two: count the lines.", "background": True})]),
-        oa("child one: 3 files"), oa("child two: 42 lines"),  # the children, between the parent's requests
-        oa("Both children reported."),
-    ])
+    r = Root(
+        tmp_path,
+        [
+            oa(
+                calls=[
+                    ("p1", "spawn_agent", {"brief": "Child one: list the files.", "background": True}),
+                    ("p2", "spawn_agent", {"brief": "Child two: count the lines.", "background": True}),
+                ]
+            ),
+            oa("child one: 3 files"),
+            oa("child two: 42 lines"),  # the children, between the parent's requests
+            oa("Both children reported."),
+        ],
+    )
     r.store.append(r.sid, [UserMessage("PARENTSECRET: fan out")])
     out = r.loop.run(4)
     assert out.stopped == "done" and len(out.steps) == 2
@@ -320,19 +424,24 @@ def test_two_background_children_report_once_each_at_safe_boundaries_append_only
         assert all(u.startswith("<kernel-context") for u in users[1:-1])
         assert "PARENTSECRET" not in json.dumps(body)
     parent1, parent2 = r.provider.requests[0]["messages"], r.provider.requests[3]["messages"]
-    assert parent2[:len(parent1)] == parent1  # the notifications extend the epoch; its prefix is unchanged
+    assert parent2[: len(parent1)] == parent1  # the notifications extend the epoch; its prefix is unchanged
     assert out.steps[0].view.epoch == out.steps[1].view.epoch
-    tail = parent2[len(parent1):]
+    tail = parent2[len(parent1) :]
     assert [m["role"] for m in tail] == ["assistant", "tool", "tool", "user", "user"]
-    assert tail[3]["content"].startswith("[agent notification] [agent report: completed after 1 request; "
-                                         f"child session {c1}]\nchild one: 3 files")
+    assert tail[3]["content"].startswith(
+        f"[agent notification] [agent report: completed after 1 request; child session {c1}]\nchild one: 3 files"
+    )
     assert "child two: 42 lines" in tail[4]["content"]
     notes = [s.event for s in r.store.events(r.sid, kinds=["agent_notification_delivered"])]
     assert [(n.child_session_id, n.call_id) for n in notes] == [(c1, "p1"), (c2, "p2")]
     # lifecycle bookkeeping stays out of the view and out of recall
     lifecycle = [s.event for s in r.store.events(r.sid, kinds=["agent_lifecycle"])]
-    assert [(e.child_session_id, e.phase, e.status) for e in lifecycle] == \
-        [(c1, "spawned", None), (c2, "spawned", None), (c1, "completed", "completed"), (c2, "completed", "completed")]
+    assert [(e.child_session_id, e.phase, e.status) for e in lifecycle] == [
+        (c1, "spawned", None),
+        (c2, "spawned", None),
+        (c1, "completed", "completed"),
+        (c2, "completed", "completed"),
+    ]
     assert all(h.event.KIND != "agent_lifecycle" for h in r.store.search("spawned completed", mode="or"))
     assert r.loop.deliver_notifications() == []
     r.close()
@@ -347,13 +456,15 @@ def test_two_background_children_report_once_each_at_safe_boundaries_append_only
 
 
 def test_a_report_waits_for_every_open_call_to_have_a_result(tmp_path):
-    r = Root(tmp_path, [oa(calls=[("p1", "spawn_agent", {"brief": "background job", "background": True})]),
-                        oa("child done")])
+    r = Root(
+        tmp_path, [oa(calls=[("p1", "spawn_agent", {"brief": "background job", "background": True})]), oa("child done")]
+    )
     r.loop.turn()
     assert r.loop.advance_children() != []
     r.store.append(r.sid, [AssistantMessage("", tool_calls=(ToolCall("x1", "shell", '{"command":"true"}'),))])
     assert r.loop.deliver_notifications() == []  # a call without its result: not a safe boundary
     from latch.events import ToolResult
+
     r.store.append(r.sid, [ToolResult("x1", "ok", name="shell")])
     (seq,) = r.loop.deliver_notifications()
     assert r.store.get(seq).event.KIND == "agent_notification_delivered"
@@ -378,19 +489,43 @@ def test_latch_run_two_children_through_the_fake_openai_server(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LATCH_"))}
     env.update({"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200"})
     briefs = ("Child one: list the files.", "Child two: count the lines.")
-    spawn = [ToolUse(f"p{n}", "spawn_agent", json.dumps({"brief": b, "background": True}))
-             for n, b in enumerate(briefs, 1)]
-    disproof = ToolUse("d1", "record_disproof", json.dumps({"claim": "PARENTDISPROOF flaky CI",
-                                                             "reason": "runner OOM"}))
-    script = [Reply(tool_calls=(disproof, *spawn)),                       # 0 the parent fans out
-              Reply("child one: 3 files"), Reply("child two: 42 lines"),   # 1, 2 the children
-              Reply(tool_calls=(ToolUse("r1", "read_file", json.dumps({"path": "AGENTS.md"})),)),  # 3 the parent
-              Reply("Both children reported.")]                            # 4 the parent
+    spawn = [
+        ToolUse(f"p{n}", "spawn_agent", json.dumps({"brief": b, "background": True})) for n, b in enumerate(briefs, 1)
+    ]
+    disproof = ToolUse(
+        "d1", "record_disproof", json.dumps({"claim": "PARENTDISPROOF flaky CI", "reason": "runner OOM"})
+    )
+    script = [
+        Reply(tool_calls=(disproof, *spawn)),  # 0 the parent fans out
+        Reply("child one: 3 files"),
+        Reply("child two: 42 lines"),  # 1, 2 the children
+        Reply(tool_calls=(ToolUse("r1", "read_file", json.dumps({"path": "AGENTS.md"})),)),  # 3 the parent
+        Reply("Both children reported."),
+    ]  # 4 the parent
     with serve_openai(script) as server:
-        r = subprocess.run([sys.executable, "-m", "latch", "--db", str(db), "run",
-                            "PARENTSECRET: fan out to two children", "--provider", "openai-compatible",
-                            "--model", MODEL, "--base-url", server.base_url, "--yes"],
-                           cwd=ws, env=env, capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "latch",
+                "--db",
+                str(db),
+                "run",
+                "PARENTSECRET: fan out to two children",
+                "--provider",
+                "openai-compatible",
+                "--model",
+                MODEL,
+                "--base-url",
+                server.base_url,
+                "--yes",
+            ],
+            cwd=ws,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         bodies = server.bodies
     assert r.returncode == 0, r.stderr + r.stdout
     assert len(bodies) == 5 and server.remaining == 0
@@ -417,24 +552,30 @@ def test_latch_run_two_children_through_the_fake_openai_server(tmp_path):
         # the parent: one epoch, each request's messages a prefix-extension of the previous one
         parent = [bodies[0], bodies[3], bodies[4]]
         for before, after in zip(parent, parent[1:]):
-            assert after["messages"][:len(before["messages"])] == before["messages"]
-        tail = bodies[3]["messages"][len(bodies[0]["messages"]):]
+            assert after["messages"][: len(before["messages"])] == before["messages"]
+        tail = bodies[3]["messages"][len(bodies[0]["messages"]) :]
         # the notifications come after the fan-out's every result (a safe boundary), once each, in spawn order
         # (then the parent's own kernel-context delta for its disproof: appended too, never a rewrite)
         assert [m["role"] for m in tail] == ["assistant", "tool", "tool", "tool", "user", "user", "user"]
         assert tail[6]["content"].startswith('<kernel-context type="delta"') and "PARENTDISPROOF" in tail[6]["content"]
         assert [m["tool_call_id"] for m in tail[1:4]] == ["d1", "p1", "p2"]
-        assert tail[4]["content"].startswith(f"[agent notification] [agent report: completed after 1 request; "
-                                             f"child session {kids[0]}]\nchild one: 3 files")
-        assert tail[5]["content"].startswith(f"[agent notification] [agent report: completed after 1 request; "
-                                             f"child session {kids[1]}]\nchild two: 42 lines")
+        assert tail[4]["content"].startswith(
+            f"[agent notification] [agent report: completed after 1 request; "
+            f"child session {kids[0]}]\nchild one: 3 files"
+        )
+        assert tail[5]["content"].startswith(
+            f"[agent notification] [agent report: completed after 1 request; "
+            f"child session {kids[1]}]\nchild two: 42 lines"
+        )
         last = json.dumps(bodies[4])
         assert last.count("[agent notification]") == 2 and "child one: 3 files" in last
         notes = [s.event for s in store.events(root, kinds=["agent_notification_delivered"])]
         assert [(n.child_session_id, n.call_id) for n in notes] == [(kids[0], "p1"), (kids[1], "p2")]
         reports = [child_report(store, k) for k in kids]
-        assert [(x.status, x.summary) for x in reports] == [("completed", "child one: 3 files"),
-                                                             ("completed", "child two: 42 lines")]
+        assert [(x.status, x.summary) for x in reports] == [
+            ("completed", "child one: 3 files"),
+            ("completed", "child two: 42 lines"),
+        ]
         assert [c.disproofs[0]["claim"] for c in [canonical_state(store, root)]] == ["PARENTDISPROOF flaky CI"]
     finally:
         store.close()
@@ -446,8 +587,9 @@ def test_a_child_engine_is_built_by_the_host_like_the_root(tmp_path):
     r.loop.run(3)
     (child,) = r.store.children(r.sid)
     exact = get_estimator("tiktoken")
-    resumed = AgentLoop.from_supervisor(r.store, child.id, r.supervisor, ScriptedProvider([]), model=MODEL,
-                                        estimator=exact)
+    resumed = AgentLoop.from_supervisor(
+        r.store, child.id, r.supervisor, ScriptedProvider([]), model=MODEL, estimator=exact
+    )
     assert resumed.setup.engine_name == "continuity" and resumed.setup.estimator is exact
     assert resumed.setup.keeps_instruction  # held to "the latest user instruction is in every view"
     assert resumed.setup.token_counts is not None  # the session's durable exact-count cache

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from latch.agent.environment import REDACTED, redact, secret_values, tool_environment
 
-BASE = {"PATH": "/usr/bin", "HOME": "/home/me", "OPENAI_API_KEY": "sk-abcdefgh12345", "GH_TOKEN": "ghp_0123456789",
-        "STRIPE_SECRET_KEY": "sk_live_0123456789", "DB_PASSWORD": "hunter2hunter2", "MY_APIKEY": "k-0123456789",
-        "TOKENIZERS_PARALLELISM": "false", "NPM_CONFIG_PREFIX": "/opt/npm", "CUSTOM_CRED": "c-0123456789",
-        "SHORT_TOKEN": "abc"}
+BASE = {
+    "PATH": "/usr/bin",
+    "HOME": "/home/me",
+    "OPENAI_API_KEY": "sk-abcdefgh12345",
+    "GH_TOKEN": "ghp_0123456789",
+    "STRIPE_SECRET_KEY": "sk_live_0123456789",
+    "DB_PASSWORD": "hunter2hunter2",
+    "MY_APIKEY": "k-0123456789",
+    "TOKENIZERS_PARALLELISM": "false",
+    "NPM_CONFIG_PREFIX": "/opt/npm",
+    "CUSTOM_CRED": "c-0123456789",
+    "SHORT_TOKEN": "abc",
+}
 
 
 def test_secret_names_and_the_named_variable_are_removed_the_rest_kept():

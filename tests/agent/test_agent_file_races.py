@@ -11,10 +11,9 @@ import threading
 import time
 
 import pytest
+from test_agent_tools import Agent
 
 from latch.kernel.files import _open_dir, current_bytes, guarded_write
-
-from test_agent_tools import Agent
 
 ATTEMPTS = 200
 
@@ -76,10 +75,11 @@ def test_a_symlink_swapped_in_never_leads_a_write_read_or_edit_outside(agent, tm
     leaked = answered = 0
     with Swapper(agent.ws, outside) as swapper:
         for i in range(ATTEMPTS):
-            outcomes = [agent.call("write_file", {"path": f"sub/w{i}.txt", "content": "x\n"}),
-                        agent.call("read_file", {"path": "sub/secret.txt"}),
-                        agent.call("edit_file", {"path": "sub/notes.txt", "old_string": "notes",
-                                                 "new_string": "notes"})]  # never a change: only the reads race
+            outcomes = [
+                agent.call("write_file", {"path": f"sub/w{i}.txt", "content": "x\n"}),
+                agent.call("read_file", {"path": "sub/secret.txt"}),
+                agent.call("edit_file", {"path": "sub/notes.txt", "old_string": "notes", "new_string": "notes"}),
+            ]  # never a change: only the reads race
             leaked += "OUTSIDE SECRET" in outcomes[1].content
             answered += len(outcomes)
     assert swapper.swaps > ATTEMPTS  # the race really ran

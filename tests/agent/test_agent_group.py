@@ -5,6 +5,7 @@ store and kills them with SIGKILL at random points."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -13,11 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-import json
-
 import pytest
-
 from group_projection_support import assert_projection_is_the_replay
+
 from latch.agent.group import Group, GroupError, GroupState
 from latch.events import AssistantMessage, GroupMessageDelivered, ToolCall, ToolResult
 from latch.store import EventStore
@@ -68,8 +67,9 @@ def test_messages_wait_for_a_safe_boundary_and_arrive_fifo_once(group):
     store.append(member, [ToolResult("c1", "ok", name="shell")])
     seqs = group.deliver("w1", member)
     got = [store.get(s).event for s in seqs]
-    assert [e.message_id for e in got] == ids and [e.text for e in got] == [f"[message from lead] note {i}"
-                                                                            for i in range(3)]
+    assert [e.message_id for e in got] == ids and [e.text for e in got] == [
+        f"[message from lead] note {i}" for i in range(3)
+    ]
     assert all(isinstance(e, GroupMessageDelivered) for e in got)
     assert group.deliver("w1", member) == []
     assert Group(EventStore(store.path), group.root).deliver("w1", member) == []  # a restart: nothing twice
@@ -111,8 +111,10 @@ def test_workers_killed_at_random_claim_each_task_once_and_deliver_each_message_
     for i in range(200):
         g.create_task(f"t{i:03d}", f"task {i}", depends_on=[f"t{i - 50:03d}"] if i >= 50 and i % 5 == 0 else [])
     agents = [f"w{i}" for i in range(4)]
-    members = {a: store.create_session(workspace=str(tmp_path), source="latch run", format="latch", parent_id=root)
-               for a in agents}
+    members = {
+        a: store.create_session(workspace=str(tmp_path), source="latch run", format="latch", parent_id=root)
+        for a in agents
+    }
     sent: dict[str, list[str]] = {a: [] for a in agents}
     for i in range(1000):
         to = agents[i % 4]
@@ -121,8 +123,13 @@ def test_workers_killed_at_random_claim_each_task_once_and_deliver_each_message_
     env = dict(os.environ)
 
     def start(a):
-        return subprocess.Popen([sys.executable, "-c", WORKER, str(store.path), root, a, members[a], a], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        return subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(store.path), root, a, members[a], a],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
     procs = {a: start(a) for a in agents}
     kills = 0
@@ -178,12 +185,11 @@ def test_latch_group_prints_the_view_and_json_from_the_same_reducer(group):
     r = runner.invoke(cli, ["--db", str(group.store.path), "group", group.root, "--json"])
     assert r.exit_code == 0, r.output
     doc = _json.loads(r.output)
-    assert doc["tasks"] == [{"id": "a", "title": "write the parser", "depends_on": [], "owner": "w1",
-                             "status": "claimed"},
-                            {"id": "b", "title": "test the parser", "depends_on": ["a"], "owner": None,
-                             "status": "blocked"}]
-    assert doc["members"] == [{"agent": "w1", "session": "s-w1"}] and doc["messages"] == {"queued": 1,
-                                                                                          "delivered": 0}
+    assert doc["tasks"] == [
+        {"id": "a", "title": "write the parser", "depends_on": [], "owner": "w1", "status": "claimed"},
+        {"id": "b", "title": "test the parser", "depends_on": ["a"], "owner": None, "status": "blocked"},
+    ]
+    assert doc["members"] == [{"agent": "w1", "session": "s-w1"}] and doc["messages"] == {"queued": 1, "delivered": 0}
     r = runner.invoke(cli, ["--db", str(group.store.path), "group"])
     assert r.exit_code == 0 and "2 tasks · 1 member · messages 0/1 delivered" in r.output
     assert "write the parser" in r.output and "blocked" in r.output
@@ -204,27 +210,45 @@ def test_group_tools_and_delivery_in_the_agent_loop(tmp_path):
     def oa(text="", calls=()):
         msg = {"role": "assistant", "content": text or None}
         if calls:
-            msg["tool_calls"] = [{"id": i, "type": "function", "function": {"name": n, "arguments": _json.dumps(a)}}
-                                 for i, n, a in calls]
+            msg["tool_calls"] = [
+                {"id": i, "type": "function", "function": {"name": n, "arguments": _json.dumps(a)}} for i, n, a in calls
+            ]
         return {"id": "r", "model": "gpt-4.1", "choices": [{"index": 0, "message": msg}]}
 
     store = EventStore(tmp_path / "latch.db")
     root = store.create_session(workspace=str(tmp_path), source="latch run", format="latch")
     g = Group(store, root)
-    provider = ScriptedProvider([
-        oa(calls=[("c1", "create_task", {"task_id": "t1", "title": "parse"}),
-                  ("c2", "claim_task", {"task_id": "t1"}),
-                  ("c3", "send_message", {"recipient": "lead", "text": "I took t1"}),
-                  ("c4", "complete_task", {"task_id": "t1", "summary": "parsed"}),
-                  ("c5", "claim_task", {"task_id": "nosuch"})]),
-        oa("done")], model="gpt-4.1")
+    provider = ScriptedProvider(
+        [
+            oa(
+                calls=[
+                    ("c1", "create_task", {"task_id": "t1", "title": "parse"}),
+                    ("c2", "claim_task", {"task_id": "t1"}),
+                    ("c3", "send_message", {"recipient": "lead", "text": "I took t1"}),
+                    ("c4", "complete_task", {"task_id": "t1", "summary": "parsed"}),
+                    ("c5", "claim_task", {"task_id": "nosuch"}),
+                ]
+            ),
+            oa("done"),
+        ],
+        model="gpt-4.1",
+    )
     processes = ProcessManager(store, root, tmp_path)
     ctx = ToolContext(workspace=tmp_path, store=store, session_id=root, processes=processes, estimate=len)
     g.send_message("boss", "lead", "PLEASE START")
-    loop = AgentLoop.from_supervisor(store, root, Supervisor(get_engine_factory("continuity")), provider,
-                                     model="gpt-4.1", tools=(*builtin_tools(), *GROUP_TOOLS), tool_context=ctx,
-                                     session_context=session_context(tmp_path)[0], group=g, group_agent="lead",
-                                     assume_yes=True)
+    loop = AgentLoop.from_supervisor(
+        store,
+        root,
+        Supervisor(get_engine_factory("continuity")),
+        provider,
+        model="gpt-4.1",
+        tools=(*builtin_tools(), *GROUP_TOOLS),
+        tool_context=ctx,
+        session_context=session_context(tmp_path)[0],
+        group=g,
+        group_agent="lead",
+        assume_yes=True,
+    )
     loop.run(3)
     results = [s.event for s in store.events(root, kinds=["tool_result"])]
     assert [r.is_error for r in results] == [False, False, False, False, True]
@@ -276,8 +300,12 @@ def test_leased_workers_killed_at_random_reclaim_and_complete_each_task_once(tmp
     slots = [f"w{i}" for i in range(4)]
 
     def start(slot):
-        return subprocess.Popen([sys.executable, "-c", LEASED_WORKER, str(store.path), root, slot],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        return subprocess.Popen(
+            [sys.executable, "-c", LEASED_WORKER, str(store.path), root, slot],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
     def holding(slot):  # the slot's live worker (its newest member) owns an open task
         st = g.state()
@@ -344,7 +372,8 @@ def test_latch_group_of_a_member_shows_its_group_and_of_a_lone_session_is_one_er
     assert r.exit_code == 1 and "Traceback" not in r.output
     assert r.output.strip().splitlines() == [
         f"Error: session {lone} is in no agent group (it holds no group events and no group lists it as a member); "
-        "`latch group` alone shows the newest group"]
+        "`latch group` alone shows the newest group"
+    ]
 
 
 RACER = r"""
@@ -373,8 +402,10 @@ def test_two_processes_delivering_at_once_deliver_each_message_once(tmp_path):
     g = Group(store, root)
     g.join("w1", member)
     barrier, rounds, racers = tmp_path / "barrier", 12, 4
-    procs = [subprocess.Popen([sys.executable, "-c", RACER, str(db), root, member, str(barrier), str(rounds)])
-             for _ in range(racers)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", RACER, str(db), root, member, str(barrier), str(rounds)])
+        for _ in range(racers)
+    ]
     sent: list[str] = []
     try:
         for r in range(rounds):
@@ -411,15 +442,28 @@ def test_an_idle_member_is_not_woken_by_a_message_alone(tmp_path):
         def reply(body):
             if send is not None:  # the lead writes while this member's answer is being generated
                 g.send_message("lead", "w1", send)
-            return {"id": "r", "model": "gpt-4.1",
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}
+            return {
+                "id": "r",
+                "model": "gpt-4.1",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
+            }
+
         return reply
 
-    provider = ScriptedProvider([answer("nothing to do", send="FYI: the build is green"), answer("noted")],
-                                model="gpt-4.1")
-    loop = AgentLoop.from_supervisor(store, root, Supervisor(get_engine_factory("continuity")), provider,
-                                     model="gpt-4.1", tools=(), session_context=session_context(tmp_path)[0],
-                                     group=g, group_agent="w1")
+    provider = ScriptedProvider(
+        [answer("nothing to do", send="FYI: the build is green"), answer("noted")], model="gpt-4.1"
+    )
+    loop = AgentLoop.from_supervisor(
+        store,
+        root,
+        Supervisor(get_engine_factory("continuity")),
+        provider,
+        model="gpt-4.1",
+        tools=(),
+        session_context=session_context(tmp_path)[0],
+        group=g,
+        group_agent="w1",
+    )
     out = loop.run(5)
     assert out.stopped == "done" and len(provider.requests) == 1
     assert [m.text for m in g.state().pending_for("w1")] == ["FYI: the build is green"]

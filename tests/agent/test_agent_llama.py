@@ -8,21 +8,22 @@ test."""
 
 from __future__ import annotations
 
-import pytest
-
 import os
 import re
 import sqlite3
 import subprocess
 import sys
 
+import pytest
 from llama_support import require_llama
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 
 N_CTX, RESERVE, TURNS = 2048, 256, 30
-STATUS = re.compile(r"request (\d+) · context \d+% of ([\d,]+) · view ([\d,]+) tokens \((exact|estimated)\) · "
-                    r"epoch (\d+) · provider prompt ([\d,]+)")
+STATUS = re.compile(
+    r"request (\d+) · context \d+% of ([\d,]+) · view ([\d,]+) tokens \((exact|estimated)\) · "
+    r"epoch (\d+) · provider prompt ([\d,]+)"
+)
 
 
 def _n(text: str) -> int:
@@ -37,19 +38,52 @@ def test_thirty_turns_of_latch_run_never_overflow_a_real_local_model(tmp_path, l
     # 160-name workspace. (With 40-byte modules, a run whose sampled paths all existed had no large result.)
     doc = "".join(f"    # step {k}: validate the request, look up the handler, log the outcome\n" for k in range(20))
     for i in range(160):
-        (ws / f"module_{i}_request_handlers_and_helpers.py").write_text(f"def handler_{i}(request):\n{doc}"
-                                                                         f"    return {i}\n")
+        (ws / f"module_{i}_request_handlers_and_helpers.py").write_text(
+            f"def handler_{i}(request):\n{doc}    return {i}\n"
+        )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LATCH_"))}
     env.update(LATCH_HOME=str(tmp_path / "home"), COLUMNS="240")
-    r = subprocess.run([sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), "run",
-                        "Read module_0_request_handlers_and_helpers.py, then the next module, one file per turn.",
-                        "--provider", "openai-compatible", "--base-url", llama_server, "--model", str(gguf),
-                        "--window", str(N_CTX), "--reserve", str(RESERVE), "--recent", "1200",
-                        "--max-turns", str(TURNS), "--yes", "--tool-choice", "read_file", "--tools", "read_file",
-                        "--no-stream"], cwd=ws, env=env, capture_output=True, text=True, timeout=3600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "latch",
+            "--db",
+            str(tmp_path / "latch.db"),
+            "run",
+            "Read module_0_request_handlers_and_helpers.py, then the next module, one file per turn.",
+            "--provider",
+            "openai-compatible",
+            "--base-url",
+            llama_server,
+            "--model",
+            str(gguf),
+            "--window",
+            str(N_CTX),
+            "--reserve",
+            str(RESERVE),
+            "--recent",
+            "1200",
+            "--max-turns",
+            str(TURNS),
+            "--yes",
+            "--tool-choice",
+            "read_file",
+            "--tools",
+            "read_file",
+            "--no-stream",
+        ],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
     assert r.returncode == 3, r.stdout[-3000:] + r.stderr[-3000:]  # 3: stopped by --max-turns, nothing refused
     # Latch's own failures; the model's text (echoed in call lines) may hold any words, "Traceback" included
-    assert "Traceback" not in r.stderr and not any(line.startswith(("error:", "Error:")) for line in r.stdout.splitlines())
+    assert "Traceback" not in r.stderr and not any(
+        line.startswith(("error:", "Error:")) for line in r.stdout.splitlines()
+    )
     rows = [m.groups() for m in STATUS.finditer(r.stdout)]
     assert [int(n) for n, *_ in rows] == list(range(1, TURNS + 1))
     hard = N_CTX - RESERVE
@@ -68,8 +102,10 @@ def test_thirty_turns_of_latch_run_never_overflow_a_real_local_model(tmp_path, l
     assert max(len(p) for p in results) > 1_000  # the tools really returned large outputs
     assert rotations >= 2  # the window forced the engine to rotate epochs, not to overflow
     with capsys.disabled():
-        print(f"\nlatch run, {TURNS} requests on SmolLM2 (n_ctx {N_CTX}, hard limit {hard}): rotations {rotations}, "
-              f"largest request {max(server)} server tokens, views == server counts on every request")
+        print(
+            f"\nlatch run, {TURNS} requests on SmolLM2 (n_ctx {N_CTX}, hard limit {hard}): rotations {rotations}, "
+            f"largest request {max(server)} server tokens, views == server counts on every request"
+        )
 
 
 def test_latch_run_completes_a_task_on_the_local_model(tmp_path, llama_server):
@@ -80,17 +116,47 @@ def test_latch_run_completes_a_task_on_the_local_model(tmp_path, llama_server):
     ws.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LATCH_"))}
     env.update(LATCH_HOME=str(tmp_path / "home"), COLUMNS="240")
-    r = subprocess.run([sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), "run",
-                        "Say hello in one word.", "--provider", "openai-compatible", "--base-url", llama_server,
-                        "--model", str(gguf), "--window", str(N_CTX), "--reserve", "128", "--no-stream",
-                        "--max-turns", "3", "--tools", "read_file"], cwd=ws, env=env, capture_output=True, text=True,
-                       timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "latch",
+            "--db",
+            str(tmp_path / "latch.db"),
+            "run",
+            "Say hello in one word.",
+            "--provider",
+            "openai-compatible",
+            "--base-url",
+            llama_server,
+            "--model",
+            str(gguf),
+            "--window",
+            str(N_CTX),
+            "--reserve",
+            "128",
+            "--no-stream",
+            "--max-turns",
+            "3",
+            "--tools",
+            "read_file",
+        ],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     (row,) = [m.groups() for m in STATUS.finditer(r.stdout)]
     assert row[0] == "1" and row[3] == "exact" and _n(row[2]) == _n(row[5])
     with sqlite3.connect(tmp_path / "latch.db") as db:
-        kinds = [k for (k,) in db.execute("SELECT kind FROM events WHERE kind NOT IN ('run_started', 'run_ended') "
-                                          "ORDER BY seq")]
+        kinds = [
+            k
+            for (k,) in db.execute(
+                "SELECT kind FROM events WHERE kind NOT IN ('run_started', 'run_ended') ORDER BY seq"
+            )
+        ]
     assert kinds == ["user_message", "assistant_message", "usage", "harness_prompt"]
 
 
@@ -112,12 +178,38 @@ def test_the_readme_small_window_reads_large_files_on_a_real_local_model(tmp_pat
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LATCH_"))}
     env.update(LATCH_HOME=str(tmp_path / "home"), COLUMNS="240")
     turns = 12
-    r = subprocess.run([sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), "run",
-                        "Read notes_0.txt, then notes_1.txt, and so on to notes_9.txt, one file per turn.",
-                        "--provider", "openai-compatible", "--base-url", base, "--model", str(gguf),
-                        "--window", "8192", "--reserve", "1024", "--max-turns", str(turns), "--yes",
-                        "--tool-choice", "read_file", "--no-stream"],
-                       cwd=ws, env=env, capture_output=True, text=True, timeout=3600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "latch",
+            "--db",
+            str(tmp_path / "latch.db"),
+            "run",
+            "Read notes_0.txt, then notes_1.txt, and so on to notes_9.txt, one file per turn.",
+            "--provider",
+            "openai-compatible",
+            "--base-url",
+            base,
+            "--model",
+            str(gguf),
+            "--window",
+            "8192",
+            "--reserve",
+            "1024",
+            "--max-turns",
+            str(turns),
+            "--yes",
+            "--tool-choice",
+            "read_file",
+            "--no-stream",
+        ],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
     assert r.returncode == 3, r.stdout[-3000:] + r.stderr[-3000:]  # 3: stopped by --max-turns, nothing refused
     assert "Traceback" not in r.stderr and "cannot hold" not in r.stdout + r.stderr
     rows = [m.groups() for m in STATUS.finditer(r.stdout)]
@@ -129,5 +221,7 @@ def test_the_readme_small_window_reads_large_files_on_a_real_local_model(tmp_pat
         results = [p for (p,) in db.execute("SELECT payload FROM events WHERE kind = 'tool_result'")]
     assert len(results) == turns
     with capsys.disabled():
-        print(f"\nlatch run at the README's 8k budget, {turns} forced reads on SmolLM2: largest request "
-              f"{max(server)} server tokens of 7,168")
+        print(
+            f"\nlatch run at the README's 8k budget, {turns} forced reads on SmolLM2: largest request "
+            f"{max(server)} server tokens of 7,168"
+        )

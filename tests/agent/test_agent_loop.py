@@ -32,10 +32,15 @@ def oa(text: str = "", calls=(), usage=None) -> dict:
     """A chat-completions response body: ``calls`` are ``(id, name, arguments dict)``."""
     msg: dict = {"role": "assistant", "content": text or None}
     if calls:
-        msg["tool_calls"] = [{"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
-                             for i, n, a in calls]
-    body = {"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4.1",
-            "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if calls else "stop"}]}
+        msg["tool_calls"] = [
+            {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}} for i, n, a in calls
+        ]
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "gpt-4.1",
+        "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if calls else "stop"}],
+    }
     if usage is not None:
         body["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}
     return body
@@ -49,12 +54,26 @@ class Agent:
         self.sid = self.store.create_session(workspace=str(self.ws), source="latch run", format="latch")
         self.setup = build_engine(self.store, self.sid, stream="continuity:main", model="gpt-4.1")
         self.processes = ProcessManager(self.store, self.sid, self.ws)
-        ctx = ToolContext(workspace=self.ws, store=self.store, session_id=self.sid, processes=self.processes,
-                          estimate=self.setup.counter.text)
+        ctx = ToolContext(
+            workspace=self.ws,
+            store=self.store,
+            session_id=self.sid,
+            processes=self.processes,
+            estimate=self.setup.counter.text,
+        )
         self.provider = ScriptedProvider(responses, model="gpt-4.1")
         sc, _ = session_context(self.ws)
-        self.loop = AgentLoop(self.store, self.sid, self.provider, setup=self.setup, budget=budget,
-                              tools=builtin_tools(), tool_context=ctx, session_context=sc, **kw)
+        self.loop = AgentLoop(
+            self.store,
+            self.sid,
+            self.provider,
+            setup=self.setup,
+            budget=budget,
+            tools=builtin_tools(),
+            tool_context=ctx,
+            session_context=sc,
+            **kw,
+        )
 
     def kinds(self) -> list[str]:
         return [s.event.KIND for s in self.store.events(self.sid)]
@@ -75,16 +94,19 @@ def agent(tmp_path):
         a = Agent(tmp_path, responses, **kw)
         made.append(a)
         return a
+
     yield make
     for a in made:
         a.close()
 
 
 def test_the_call_is_committed_before_the_tool_runs(agent):
-    probe = ("import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); "
-             "print(' '.join(k for (k,) in db.execute('select kind from events order by seq')))")
+    probe = (
+        "import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); "
+        "print(' '.join(k for (k,) in db.execute('select kind from events order by seq')))"
+    )
     a = agent([], assume_yes=True)
-    cmd = f"{sys.executable} -c \"{probe}\" {a.store.path}"
+    cmd = f'{sys.executable} -c "{probe}" {a.store.path}'
     a.provider._responses += [oa(calls=[("c1", "shell", {"command": cmd})]), oa("done")]
     out = a.loop.run(5)
     assert out.stopped == "done" and len(out.steps) == 2
@@ -125,8 +147,12 @@ def test_ask_refuses_when_not_interactive_unless_yes(agent, tmp_path):
 
 def test_hard_deny_is_never_overridden(agent):
     asked = []
-    a = agent([oa(calls=[("c1", "shell", {"command": "rm  -rf   /"})]), oa("ok")], assume_yes=True,
-              policy=PermissionPolicy(mode="bypass"), approve=lambda c, d: asked.append(c) or True)
+    a = agent(
+        [oa(calls=[("c1", "shell", {"command": "rm  -rf   /"})]), oa("ok")],
+        assume_yes=True,
+        policy=PermissionPolicy(mode="bypass"),
+        approve=lambda c, d: asked.append(c) or True,
+    )
     a.loop.run(3)
     (res,) = a.results()
     assert res.is_error and "hard-deny rm-root" in res.content
@@ -134,9 +160,17 @@ def test_hard_deny_is_never_overridden(agent):
 
 
 def test_kernel_tools_are_applied(agent):
-    a = agent([oa(calls=[("c1", "set_goal", {"goal": "Fix the rounding bug"}),
-                         ("c2", "record_decision", {"decision": "Use Decimal", "rationale": "exact cents"})]),
-               oa("recorded")])
+    a = agent(
+        [
+            oa(
+                calls=[
+                    ("c1", "set_goal", {"goal": "Fix the rounding bug"}),
+                    ("c2", "record_decision", {"decision": "Use Decimal", "rationale": "exact cents"}),
+                ]
+            ),
+            oa("recorded"),
+        ]
+    )
     a.loop.run(3)
     st = canonical_state(a.store, a.sid)
     assert st.goal == "Fix the rounding bug"
@@ -149,10 +183,20 @@ def test_kernel_tools_are_applied(agent):
 
 def test_interrupted_call_is_closed_with_a_marked_result_and_the_view_is_valid(agent):
     a = agent([oa("resumed fine")])
-    a.store.append(a.sid, [UserMessage("run the slow job"),
-                           AssistantMessage("", tool_calls=(ToolCall("c1", "shell", '{"command":"sleep 60"}'),
-                                                            ToolCall("c2", "shell", '{"command":"echo next"}'))),
-                           ToolStarted("c1", "shell")])
+    a.store.append(
+        a.sid,
+        [
+            UserMessage("run the slow job"),
+            AssistantMessage(
+                "",
+                tool_calls=(
+                    ToolCall("c1", "shell", '{"command":"sleep 60"}'),
+                    ToolCall("c2", "shell", '{"command":"echo next"}'),
+                ),
+            ),
+            ToolStarted("c1", "shell"),
+        ],
+    )
     before = a.loop.view().view  # the pending turn is not provider-visible: no orphan call is ever sent
     assert not any(m.tool_calls for m in before.messages)
     repaired = repair_interrupted(a.store, a.sid)
@@ -203,8 +247,12 @@ def test_provider_overflow_is_corrected_and_retried_within_the_real_limit(agent)
             views.append(result.view.tokens.total_tokens)
 
     def refuse(body):  # the provider counts twice what Latch estimated
-        raise ProviderOverflow(f"openai: 400 maximum context length is 16000 tokens; you requested {2 * views[-1]}",
-                               prompt_tokens=2 * views[-1], limit_tokens=16_000)
+        raise ProviderOverflow(
+            f"openai: 400 maximum context length is 16000 tokens; you requested {2 * views[-1]}",
+            prompt_tokens=2 * views[-1],
+            limit_tokens=16_000,
+        )
+
     a.loop.observer = Spy()
     a.provider._responses += [refuse, oa("fits now")]
     step = a.loop.turn()
@@ -227,8 +275,10 @@ def test_provider_overflow_is_corrected_and_retried_within_the_real_limit(agent)
 
 def _counting(share: float, views: list[int]):
     """A provider whose prompt count is ``share`` of each view's estimate (the last one ``views`` holds)."""
+
     def reply(body):
         return oa(f"ok {len(views)}", usage=(max(1, round(views[-1] * share)), 5))
+
     return reply
 
 
@@ -268,6 +318,7 @@ def test_a_fixed_gap_costs_its_own_size_and_an_overflow_still_caps_the_budget(ag
 
     def gap(body):
         return oa(f"ok {len(spy.totals)}", usage=(spy.totals[-1] + 3_000, 5))
+
     a.provider._responses += [gap] * 3
     for i in range(3):
         _bulk_session(a, 1, words=40 + 20 * i)
@@ -279,8 +330,10 @@ def test_a_fixed_gap_costs_its_own_size_and_an_overflow_still_caps_the_budget(ag
     assert hard == pytest.approx((1 - SAFETY_MARGIN) * budget.hard_limit_tokens - 3_000, abs=20)
 
     def refuse(body):  # this view counts 3x in the provider's tokenizer: over the real limit
-        raise ProviderOverflow("openai: 400 maximum context length", prompt_tokens=3 * spy.totals[-1],
-                               limit_tokens=16_000)
+        raise ProviderOverflow(
+            "openai: 400 maximum context length", prompt_tokens=3 * spy.totals[-1], limit_tokens=16_000
+        )
+
     _bulk_session(a, 12)
     a.loop.say("and now")
     a.provider._responses += [refuse, oa("fits")]
@@ -373,8 +426,10 @@ def test_an_overflow_says_what_would_fix_it(agent):
     # every default tool is offered: their schemas take more than a third of the 4,976-token hard limit
     schemas = a.setup.counter.tools(a.loop.requests.tools)
     assert schemas * 3 >= 4_976
-    assert (f"or fewer tools with --tools NAME,... (the {len(builtin_tools())} tool schemas take {schemas:,} of the "
-            "4,976-token hard limit)") in msg
+    assert (
+        f"or fewer tools with --tools NAME,... (the {len(builtin_tools())} tool schemas take {schemas:,} of the "
+        "4,976-token hard limit)"
+    ) in msg
     assert a.provider.requests == []  # nothing was sent
 
 
@@ -384,15 +439,30 @@ def _names(body) -> list[str]:
 
 def test_a_small_window_offers_core_tools_and_the_rest_on_demand(agent, tmp_path):
     small = ContextBudget(8_192, 1_024, 2_000)
-    a = agent([oa(calls=[("c1", "load_tools", {"names": ["record_decision", "add_note"]})]),
-               oa(calls=[("c2", "record_decision", {"decision": "round per line"})]),
-               oa(calls=[("c3", "load_tools", {"names": ["no_such_tool"]})]),
-               oa("done")], budget=small, defer_tools=True)
+    a = agent(
+        [
+            oa(calls=[("c1", "load_tools", {"names": ["record_decision", "add_note"]})]),
+            oa(calls=[("c2", "record_decision", {"decision": "round per line"})]),
+            oa(calls=[("c3", "load_tools", {"names": ["no_such_tool"]})]),
+            oa("done"),
+        ],
+        budget=small,
+        defer_tools=True,
+    )
     a.store.append(a.sid, [UserMessage("fix the rounding")])
     first = a.loop.turn()
     offered = _names(first.body)
-    assert offered == ["read_file", "write_file", "edit_file", "shell", "process_output", "search_history", "compact",
-                       "read_artifact", "load_tools"]
+    assert offered == [
+        "read_file",
+        "write_file",
+        "edit_file",
+        "shell",
+        "process_output",
+        "search_history",
+        "compact",
+        "read_artifact",
+        "load_tools",
+    ]
     described = first.body["tools"][-1]["function"]["description"]
     assert "record_decision: Record a decision" in described and "set_goal" in described
     assert first.results[0].content == "loaded: record_decision, add_note: offered from the next request on"
@@ -405,9 +475,17 @@ def test_a_small_window_offers_core_tools_and_the_rest_on_demand(agent, tmp_path
     assert third.results[0].content.startswith("not loaded: no_such_tool")
     a.loop.turn()
     # a resumed loop of the same session offers what the session loaded
-    resumed = AgentLoop(a.store, a.sid, ScriptedProvider([oa("again")], model="gpt-4.1"), setup=a.setup, budget=small,
-                        tools=builtin_tools(), tool_context=None, session_context=session_context(a.ws)[0],
-                        defer_tools=True)
+    resumed = AgentLoop(
+        a.store,
+        a.sid,
+        ScriptedProvider([oa("again")], model="gpt-4.1"),
+        setup=a.setup,
+        budget=small,
+        tools=builtin_tools(),
+        tool_context=None,
+        session_context=session_context(a.ws)[0],
+        defer_tools=True,
+    )
     assert {"record_decision", "add_note"} <= {t["name"] for t in resumed.requests.tools}
     assert "set_goal" not in {t["name"] for t in resumed.requests.tools}
 
@@ -445,7 +523,7 @@ def test_an_output_too_large_for_the_window_is_stored_whole_and_read_back_in_pag
     a.provider._responses += [oa(calls=[("c2", "read_artifact", {"sha256": sha, "offset": offset})]), oa("seen")]
     a.loop.turn()
     page = a.results()[-1]
-    assert not page.is_error and page.content.startswith(full.encode()[offset:offset + 50].decode())
+    assert not page.is_error and page.content.startswith(full.encode()[offset : offset + 50].decode())
     assert "continue with offset=" in page.content and a.setup.counter.text(page.content) <= cap
     assert a.loop.turn().message.text == "seen"
     a.provider._responses += [oa(calls=[("c3", "read_artifact", {"sha256": "0" * 64})]), oa("ok")]

@@ -34,10 +34,15 @@ SERVER = Path(__file__).resolve().parents[1] / "mcp_server.py"
 def oa(text: str = "", calls=()) -> dict:
     msg: dict = {"role": "assistant", "content": text or None}
     if calls:
-        msg["tool_calls"] = [{"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
-                             for i, n, a in calls]
-    return {"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4.1",
-            "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if calls else "stop"}]}
+        msg["tool_calls"] = [
+            {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}} for i, n, a in calls
+        ]
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "gpt-4.1",
+        "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if calls else "stop"}],
+    }
 
 
 class Server:
@@ -51,8 +56,11 @@ class Server:
         self.state.write_text(json.dumps(state))
 
     def env(self, db: Path | None = None) -> dict[str, str]:
-        env = {"LATCH_TEST_MCP_STATE": str(self.state), "LATCH_TEST_MCP_PID": str(self.pid_file),
-               "LATCH_TEST_MCP_NOTES": str(self.notes)}
+        env = {
+            "LATCH_TEST_MCP_STATE": str(self.state),
+            "LATCH_TEST_MCP_PID": str(self.pid_file),
+            "LATCH_TEST_MCP_NOTES": str(self.notes),
+        }
         if db is not None:
             env["LATCH_TEST_MCP_DB"] = str(db)
         return env
@@ -80,19 +88,34 @@ class Agent:
         self.db = tmp_path / "latch.db"
         self.store = EventStore(self.db)
         self.sid = self.store.create_session(workspace=str(self.ws), source="latch run", format="latch")
-        self.hub = McpHub([hub_config or McpServerConfig("t", sys.executable, (str(SERVER),), server.env(self.db))],
-                          cwd=self.ws, log_dir=tmp_path / "mcp-logs")
+        self.hub = McpHub(
+            [hub_config or McpServerConfig("t", sys.executable, (str(SERVER),), server.env(self.db))],
+            cwd=self.ws,
+            log_dir=tmp_path / "mcp-logs",
+        )
         self.entries, self.warnings = session_mcp_tools(self.store, self.sid, self.hub)
         self.setup = build_engine(self.store, self.sid, stream="continuity:main", model="gpt-4.1")
         self.processes = ProcessManager(self.store, self.sid, self.ws, log_dir=tmp_path / "logs")
-        ctx = ToolContext(workspace=self.ws, store=self.store, session_id=self.sid, processes=self.processes,
-                          estimate=self.setup.counter.text)
+        ctx = ToolContext(
+            workspace=self.ws,
+            store=self.store,
+            session_id=self.sid,
+            processes=self.processes,
+            estimate=self.setup.counter.text,
+        )
         self.provider = ScriptedProvider(responses, model="gpt-4.1")
         sc, _ = session_context(self.ws)
-        self.loop = AgentLoop(self.store, self.sid, self.provider, setup=self.setup,
-                              budget=ContextBudget(64_000, 4_000, 16_000),
-                              tools=(*builtin_tools(), *mcp_tools(self.entries, self.hub)), tool_context=ctx,
-                              session_context=sc, **kw)
+        self.loop = AgentLoop(
+            self.store,
+            self.sid,
+            self.provider,
+            setup=self.setup,
+            budget=ContextBudget(64_000, 4_000, 16_000),
+            tools=(*builtin_tools(), *mcp_tools(self.entries, self.hub)),
+            tool_context=ctx,
+            session_context=sc,
+            **kw,
+        )
 
     def results(self) -> list[ToolResult]:
         return [s.event for s in self.store.events(self.sid, kinds=["tool_result"])]
@@ -119,6 +142,7 @@ def agent(tmp_path, server):
         a = Agent(tmp_path, server, responses, **kw)
         made.append(a)
         return a
+
     yield make
     for a in made:
         a.close()
@@ -138,7 +162,7 @@ def test_tools_are_listed_once_prefixed_sorted_and_stored(agent, server):
     assert res.content == "42" and not res.is_error and res.name == "mcp__t__add"
     names = [t["function"]["name"] for t in out.steps[0].body["tools"]]
     assert names[-3:] == ["mcp__t__add", "mcp__t__echo", "mcp__t__note"]
-    assert names[:len(builtin_tools())] == [t.NAME for t in builtin_tools()]
+    assert names[: len(builtin_tools())] == [t.NAME for t in builtin_tools()]
     # the result is an ordinary durable event: exact recall finds it
     assert any(h.seq for h in a.store.search("42", session_id=a.sid))
     # a second call of session_mcp_tools reads the stored list back, whatever the server lists now
@@ -158,8 +182,10 @@ def test_a_restarted_server_with_reordered_and_missing_tools_leaves_the_tools_by
     down = a.loop.turn()
     assert down.results[0].is_error and "not available" in down.results[0].content
     server.set(tools=["note", "echo"])  # back, with its tools reordered and add missing
-    a.provider._responses += [oa(calls=[("c3", "mcp__t__add", {"a": 1, "b": 2}),
-                                        ("c4", "mcp__t__echo", {"text": "three"})]), oa("done")]
+    a.provider._responses += [
+        oa(calls=[("c3", "mcp__t__add", {"a": 1, "b": 2}), ("c4", "mcp__t__echo", {"text": "three"})]),
+        oa("done"),
+    ]
     back = a.loop.turn()
     missing, works = back.results
     assert missing.is_error and "no longer offers the tool 'add'" in missing.content
@@ -168,8 +194,11 @@ def test_a_restarted_server_with_reordered_and_missing_tools_leaves_the_tools_by
     steps = [first, down, back, last]
     tools = [json.dumps(s.body["tools"]).encode() for s in steps]
     assert len(set(tools)) == 1  # every request of the session offered the same bytes
-    assert [t["function"]["name"] for t in steps[-1].body["tools"] if "mcp__" in t["function"]["name"]] == \
-        ["mcp__t__add", "mcp__t__echo", "mcp__t__note"]
+    assert [t["function"]["name"] for t in steps[-1].body["tools"] if "mcp__" in t["function"]["name"]] == [
+        "mcp__t__add",
+        "mcp__t__echo",
+        "mcp__t__note",
+    ]
     assert all(s.body["messages"][0] == steps[0].body["messages"][0] for s in steps)
     assert len([s for s in a.store.events(a.sid, kinds=[McpToolsListed.KIND])]) == 1
 
@@ -224,14 +253,17 @@ def test_a_server_that_cannot_start_is_one_warning_and_offers_nothing(tmp_path, 
     store.close()
 
 
-@pytest.mark.parametrize("table, message", [
-    ({"x": {"args": []}}, "mcp.servers.x.command must be a non-empty string"),
-    ({"x": {"command": "srv", "args": "a b"}}, "mcp.servers.x.args must be a list of strings"),
-    ({"x": {"command": "srv", "env": {"A": 1}}}, "mcp.servers.x.env must be a table of strings"),
-    ({"x": {"command": "srv", "timeout": 0}}, "mcp.servers.x.timeout must be a number of seconds"),
-    ({"x": {"command": "srv", "cmd": "y"}}, "unknown key 'cmd'"),
-    ({"a__b": {"command": "srv"}}, "server name must be"),
-])
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ({"x": {"args": []}}, "mcp.servers.x.command must be a non-empty string"),
+        ({"x": {"command": "srv", "args": "a b"}}, "mcp.servers.x.args must be a list of strings"),
+        ({"x": {"command": "srv", "env": {"A": 1}}}, "mcp.servers.x.env must be a table of strings"),
+        ({"x": {"command": "srv", "timeout": 0}}, "mcp.servers.x.timeout must be a number of seconds"),
+        ({"x": {"command": "srv", "cmd": "y"}}, "unknown key 'cmd'"),
+        ({"a__b": {"command": "srv"}}, "server name must be"),
+    ],
+)
 def test_bad_mcp_config_is_one_clear_error(table, message):
     with pytest.raises(ConfigError, match="^cfg.toml: ") as exc:
         validate_config({"mcp": {"servers": table}}, "cfg.toml")
@@ -239,11 +271,20 @@ def test_bad_mcp_config_is_one_clear_error(table, message):
 
 
 def test_servers_come_from_the_config_sorted():
-    cfg = validate_config({"mcp": {"servers": {"zeta": {"command": "z"},
-                                               "alpha": {"command": "a", "args": ["-v"], "env": {"K": "v"},
-                                                         "timeout": 5}}}})
-    assert [(s.name, s.command, s.args, dict(s.env), s.timeout) for s in mcp_servers(cfg)] == \
-        [("alpha", "a", ("-v",), {"K": "v"}, 5.0), ("zeta", "z", (), {}, 120.0)]
+    cfg = validate_config(
+        {
+            "mcp": {
+                "servers": {
+                    "zeta": {"command": "z"},
+                    "alpha": {"command": "a", "args": ["-v"], "env": {"K": "v"}, "timeout": 5},
+                }
+            }
+        }
+    )
+    assert [(s.name, s.command, s.args, dict(s.env), s.timeout) for s in mcp_servers(cfg)] == [
+        ("alpha", "a", ("-v",), {"K": "v"}, 5.0),
+        ("zeta", "z", (), {}, 120.0),
+    ]
 
 
 def test_latch_run_offers_config_servers_and_skills_and_resume_offers_the_same_bytes(tmp_path, server):
@@ -254,25 +295,37 @@ def test_latch_run_offers_config_servers_and_skills_and_resume_offers_the_same_b
     ws = tmp_path / "ws"
     (ws / ".latch" / "skills" / "pdf").mkdir(parents=True)
     (ws / ".latch" / "skills" / "pdf" / "SKILL.md").write_text(
-        "---\nname: pdf\ndescription: Fill PDF forms.\n---\nUse the form filler.\n")
+        "---\nname: pdf\ndescription: Fill PDF forms.\n---\nUse the form filler.\n"
+    )
     home = tmp_path / "home"
     home.mkdir()
-    env_table = ", ".join(f'{k} = {json.dumps(v)}' for k, v in server.env().items())
-    (home / "config.toml").write_text(f'[mcp.servers.t]\ncommand = {json.dumps(sys.executable)}\n'
-                                      f'args = [{json.dumps(str(SERVER))}]\nenv = {{ {env_table} }}\n')
+    env_table = ", ".join(f"{k} = {json.dumps(v)}" for k, v in server.env().items())
+    (home / "config.toml").write_text(
+        f"[mcp.servers.t]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(str(SERVER))}]\nenv = {{ {env_table} }}\n"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LATCH_"))}
     env.update({"LATCH_HOME": str(home), "COLUMNS": "200"})
 
     def latch(*args):
-        return subprocess.run([sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), *args], cwd=ws,
-                              env=env, capture_output=True, text=True, timeout=180)
+        return subprocess.run(
+            [sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), *args],
+            cwd=ws,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
 
-    script = [Reply(tool_calls=(ToolUse("c1", "mcp__t__echo", json.dumps({"text": "hi"})),)),
-              Reply(tool_calls=(ToolUse("c2", "load_skill", json.dumps({"name": "pdf"})),)),
-              Reply("done")]
+    script = [
+        Reply(tool_calls=(ToolUse("c1", "mcp__t__echo", json.dumps({"text": "hi"})),)),
+        Reply(tool_calls=(ToolUse("c2", "load_skill", json.dumps({"name": "pdf"})),)),
+        Reply("done"),
+    ]
     with serve_openai(script) as fake:
-        r = latch("run", "use the tools", "--provider", "openai-compatible", "--model", "local", "--base-url",
-                  fake.base_url)
+        r = latch(
+            "run", "use the tools", "--provider", "openai-compatible", "--model", "local", "--base-url", fake.base_url
+        )
         bodies = fake.bodies
     assert r.returncode == 0, r.stderr + r.stdout
     assert "→ mcp__t__echo: hi" in r.stdout and "ok: echo: hi" in r.stdout and "→ load_skill: pdf" in r.stdout
@@ -288,8 +341,9 @@ def test_latch_run_offers_config_servers_and_skills_and_resume_offers_the_same_b
 
     with sqlite3.connect(tmp_path / "latch.db") as db:
         (sid,) = db.execute("SELECT id FROM sessions WHERE source = 'latch run'").fetchone()
-    with serve_openai([Reply(tool_calls=(ToolUse("c3", "mcp__t__add", json.dumps({"a": 1, "b": 1})),)),
-                       Reply("resumed")]) as fake:
+    with serve_openai(
+        [Reply(tool_calls=(ToolUse("c3", "mcp__t__add", json.dumps({"a": 1, "b": 1})),)), Reply("resumed")]
+    ) as fake:
         r = latch("run", "--resume", sid, "go on", "--base-url", fake.base_url, "--yes")
         resumed = fake.bodies
     assert r.returncode == 0, r.stderr + r.stdout

@@ -30,9 +30,21 @@ DENIED = [
     ("find ~ -exec rm {} +", "find-delete-root"),
     ("cat ~/.ssh/id_rsa", "ssh-keys"),
 ]
-ALLOWED = ["rm -rf build/", "rm -rf ./dist", "rm -rf /tmp/work/build", "find . -name '*.pyc' -delete",
-           "curl -o out.json https://x.example/a", "git push origin feature", "ls -R /usr/share", "grep -r TODO src/",
-           "cp -r src dist/", "chown -R me ./data", "echo hi | base64", "sh ./build.sh", "pytest -q"]
+ALLOWED = [
+    "rm -rf build/",
+    "rm -rf ./dist",
+    "rm -rf /tmp/work/build",
+    "find . -name '*.pyc' -delete",
+    "curl -o out.json https://x.example/a",
+    "git push origin feature",
+    "ls -R /usr/share",
+    "grep -r TODO src/",
+    "cp -r src dist/",
+    "chown -R me ./data",
+    "echo hi | base64",
+    "sh ./build.sh",
+    "pytest -q",
+]
 
 
 @pytest.mark.parametrize("command, rule", DENIED)
@@ -50,19 +62,30 @@ def test_everyday_commands_are_not_hard_denied(command):
 
 def test_latchs_own_file_tools_cannot_touch_ssh_keys():
     policy = PermissionPolicy(mode="bypass")
-    for tool, args in [("write_file", {"path": ".ssh/authorized_keys", "content": "ssh-ed25519 AAAA attacker"}),
-                       ("edit_file", {"path": "/root/.ssh/authorized_keys", "old_string": "a", "new_string": "b"}),
-                       ("read_file", {"path": "~/.ssh/id_ed25519"})]:
+    for tool, args in [
+        ("write_file", {"path": ".ssh/authorized_keys", "content": "ssh-ed25519 AAAA attacker"}),
+        ("edit_file", {"path": "/root/.ssh/authorized_keys", "old_string": "a", "new_string": "b"}),
+        ("read_file", {"path": "~/.ssh/id_ed25519"}),
+    ]:
         assert policy.decide(tool, json.dumps(args)).rule == "ssh-keys", tool
     assert policy.decide("write_file", json.dumps({"path": "src/ssh_notes.md", "content": "x"})).action == "allow"
 
 
-@pytest.mark.parametrize("mode, tool, action", [
-    ("accept_edits", "write_file", "allow"), ("accept_edits", "edit_file", "allow"),
-    ("default", "write_file", "ask"), ("read_only", "write_file", "deny"), ("read_only", "edit_file", "deny"),
-    ("read_only", "search_history", "allow"), ("read_only", "read_artifact", "allow"),
-    ("read_only", "read_file", "allow"), ("read_only", "shell", "deny"), ("default", "search_history", "allow"),
-])
+@pytest.mark.parametrize(
+    "mode, tool, action",
+    [
+        ("accept_edits", "write_file", "allow"),
+        ("accept_edits", "edit_file", "allow"),
+        ("default", "write_file", "ask"),
+        ("read_only", "write_file", "deny"),
+        ("read_only", "edit_file", "deny"),
+        ("read_only", "search_history", "allow"),
+        ("read_only", "read_artifact", "allow"),
+        ("read_only", "read_file", "allow"),
+        ("read_only", "shell", "deny"),
+        ("default", "search_history", "allow"),
+    ],
+)
 def test_modes_decide_latchs_own_tools(mode, tool, action):
     args = {"path": "src/a.py", "content": "x", "query": "parser", "sha256": "0" * 64, "command": "ls"}
     assert PermissionPolicy(mode=mode).decide(tool, json.dumps(args)).action == action
@@ -82,8 +105,13 @@ def test_modes_in_the_agent_loop_accept_edits_writes_and_read_only_searches_hist
     from latch.store import EventStore
 
     def oa(calls=(), text=""):
-        msg = {"role": "assistant", "content": text or None, "tool_calls": [
-            {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}} for i, n, a in calls]}
+        msg = {
+            "role": "assistant",
+            "content": text or None,
+            "tool_calls": [
+                {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}} for i, n, a in calls
+            ],
+        }
         return {"id": "r", "model": "gpt-4.1", "choices": [{"index": 0, "message": msg}]}
 
     def run(mode, responses):
@@ -95,23 +123,40 @@ def test_modes_in_the_agent_loop_accept_edits_writes_and_read_only_searches_hist
         setup = build_engine(store, sid, stream="continuity:main", model="gpt-4.1")
         processes = ProcessManager(store, sid, ws)
         ctx = ToolContext(workspace=ws, store=store, session_id=sid, processes=processes, estimate=setup.counter.text)
-        loop = AgentLoop(store, sid, ScriptedProvider(responses, model="gpt-4.1"), setup=setup,
-                         budget=ContextBudget(64_000, 4_000, 16_000), tools=builtin_tools(), tool_context=ctx,
-                         session_context=session_context(ws)[0], policy=PermissionPolicy(mode=mode))
+        loop = AgentLoop(
+            store,
+            sid,
+            ScriptedProvider(responses, model="gpt-4.1"),
+            setup=setup,
+            budget=ContextBudget(64_000, 4_000, 16_000),
+            tools=builtin_tools(),
+            tool_context=ctx,
+            session_context=session_context(ws)[0],
+            policy=PermissionPolicy(mode=mode),
+        )
         loop.run(len(responses))
         results = {s.event.call_id: s.event for s in store.events(sid, kinds=["tool_result"])}
         processes.close()
         store.close()
         return ws, results
 
-    ws, results = run("accept_edits", [
-        oa([("w", "write_file", {"path": "p.py", "content": "fast = False\n"})]),
-        oa([("e", "edit_file", {"path": "p.py", "old_string": "False", "new_string": "True"})]), oa(text="done")])
+    ws, results = run(
+        "accept_edits",
+        [
+            oa([("w", "write_file", {"path": "p.py", "content": "fast = False\n"})]),
+            oa([("e", "edit_file", {"path": "p.py", "old_string": "False", "new_string": "True"})]),
+            oa(text="done"),
+        ],
+    )
     assert not results["w"].is_error and not results["e"].is_error, results
     assert (ws / "p.py").read_text() == "fast = True\n"
-    ws, results = run("read_only", [
-        oa([("s", "search_history", {"query": "parser"}), ("w", "write_file", {"path": "p.py", "content": "x"})]),
-        oa(text="done")])
+    ws, results = run(
+        "read_only",
+        [
+            oa([("s", "search_history", {"query": "parser"}), ("w", "write_file", {"path": "p.py", "content": "x"})]),
+            oa(text="done"),
+        ],
+    )
     assert not results["s"].is_error and "fast path" in results["s"].content
     assert results["w"].is_error and results["w"].content == "[denied: read-only mode]"
     assert not (ws / "p.py").exists()

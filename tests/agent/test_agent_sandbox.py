@@ -21,6 +21,9 @@ import time
 from pathlib import Path
 
 import pytest
+from fake_providers import Reply, ToolUse, serve_openai
+from sandbox_support import require_bwrap
+from test_agent_run import KEY, _env, latch, session_id
 
 from latch import hotpaths
 from latch.agent.environment import tool_environment
@@ -28,11 +31,8 @@ from latch.agent.sandbox import NO_SANDBOX, Sandbox, SandboxError, choose, progr
 from latch.agent.tools.processes import ProcessManager
 from latch.store import EventStore
 
-from fake_providers import Reply, ToolUse, serve_openai
-from sandbox_support import require_bwrap
-from test_agent_run import KEY, _env, latch, session_id
-
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
+
 
 @pytest.fixture
 def bwrap():
@@ -65,6 +65,7 @@ def box(bwrap, tmp_path, outside):
 
     class Box:
         pass
+
     b = Box()
     b.ws, b.outside, b.store, b.sid, b.run, b.managers = ws, outside, store, sid, run, managers
     yield b
@@ -92,8 +93,11 @@ def loopback():
 
 def test_the_workspace_and_a_private_tmp_are_writable(box):
     sb = sandboxed(box.ws)
-    code, out = box.run("echo made > made.txt && mkdir -p a/b && echo deep > a/b/c.txt && "
-                        "echo t > /tmp/latch-sandbox-probe && cat /tmp/latch-sandbox-probe && echo $TMPDIR", sb)
+    code, out = box.run(
+        "echo made > made.txt && mkdir -p a/b && echo deep > a/b/c.txt && "
+        "echo t > /tmp/latch-sandbox-probe && cat /tmp/latch-sandbox-probe && echo $TMPDIR",
+        sb,
+    )
     assert code == 0, out
     assert (box.ws / "made.txt").read_text() == "made\n" and (box.ws / "a/b/c.txt").read_text() == "deep\n"
     assert out.split() == ["t", "/tmp"]
@@ -108,7 +112,7 @@ def test_writes_outside_the_workspace_fail_inside_and_succeed_without_it(box, at
         "symlink": f"ln -sfn {box.outside} esc && echo pwn > esc/{target.name}",
         "proc-root": f"echo pwn > /proc/{os.getpid()}/root{target}",  # the agent's own view of the host tree
         "remount": f"mount -o remount,rw / 2>/dev/null; mount -o remount,rw {box.outside} 2>/dev/null; "
-                   f"echo pwn > {target}",
+        f"echo pwn > {target}",
     }[attempt]
     code, out = box.run(command, sandboxed(box.ws))
     assert code != 0 and not target.exists(), out
@@ -174,8 +178,10 @@ def test_the_store_in_the_workspace_stays_read_only(box, tmp_path):
 
 
 def test_the_network_is_unshared_unless_allowed(box, loopback):
-    probe = (f"{sys.executable} -c \"import urllib.request; "
-             f"print(urllib.request.urlopen('http://127.0.0.1:{loopback}/', timeout=5).status)\"")
+    probe = (
+        f'{sys.executable} -c "import urllib.request; '
+        f"print(urllib.request.urlopen('http://127.0.0.1:{loopback}/', timeout=5).status)\""
+    )
     code, out = box.run(probe, sandboxed(box.ws))
     assert code != 0 and "Connection refused" in out and "200" not in out, out
     code, out = box.run(probe, sandboxed(box.ws, network=True))
@@ -183,8 +189,12 @@ def test_the_network_is_unshared_unless_allowed(box, loopback):
 
 
 def test_secrets_in_the_environment_are_never_visible(box):
-    base = {"PATH": os.environ["PATH"], "OPENAI_API_KEY": KEY, "DEPLOY_TOKEN": "tok-SECRETVALUE-42",
-            "PLAIN_SETTING": "visible-value"}
+    base = {
+        "PATH": os.environ["PATH"],
+        "OPENAI_API_KEY": KEY,
+        "DEPLOY_TOKEN": "tok-SECRETVALUE-42",
+        "PLAIN_SETTING": "visible-value",
+    }
     code, out = box.run("env; cat /proc/1/environ | tr '\\0' '\\n'", sandboxed(box.ws), env=tool_environment(base))
     assert code == 0, out
     assert "PLAIN_SETTING=visible-value" in out
@@ -231,9 +241,9 @@ import sys, time
 from latch.agent.sandbox import choose
 from latch.agent.tools.processes import ProcessManager
 from latch.store import EventStore
-store = EventStore({str(tmp_path / 'latch.db')!r})
+store = EventStore({str(tmp_path / "latch.db")!r})
 sid = store.create_session(workspace={str(ws)!r}, source="latch run", format="latch")
-pm = ProcessManager(store, sid, {str(ws)!r}, log_dir={str(tmp_path / 'logs')!r}, sandbox=choose(None, {str(ws)!r})[0])
+pm = ProcessManager(store, sid, {str(ws)!r}, log_dir={str(tmp_path / "logs")!r}, sandbox=choose(None, {str(ws)!r})[0])
 pm.start("sleep {tag} & sleep {tag}; wait")
 print("started", flush=True)
 time.sleep(120)
@@ -267,9 +277,11 @@ def test_choose_refuses_an_explicit_sandbox_without_bubblewrap_and_falls_back_by
 
 
 def _hostile_script(outside: Path, port: int) -> list:
-    cmd = (f"env; echo pwn > {outside}/run.txt; "
-           f"{sys.executable} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 3); print('NET-OK')\"; "
-           "echo fine > inside.txt")
+    cmd = (
+        f"env; echo pwn > {outside}/run.txt; "
+        f"{sys.executable} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 3); print('NET-OK')\"; "
+        "echo fine > inside.txt"
+    )
     return [Reply(tool_calls=(ToolUse("c1", "shell", json.dumps({"command": cmd})),)), Reply("done")]
 
 
@@ -277,8 +289,20 @@ def test_latch_run_sandboxes_the_models_shell_by_default(bwrap, tmp_path, loopba
     ws = tmp_path / "ws"
     ws.mkdir()
     with serve_openai(_hostile_script(outside, loopback)) as server:
-        r = latch(tmp_path, "run", "probe", "--provider", "openai-compatible", "--model", "m", "--base-url",
-                  server.base_url, "--yes", cwd=ws, env=_env(tmp_path, OPENAI_API_KEY=KEY))
+        r = latch(
+            tmp_path,
+            "run",
+            "probe",
+            "--provider",
+            "openai-compatible",
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "--yes",
+            cwd=ws,
+            env=_env(tmp_path, OPENAI_API_KEY=KEY),
+        )
         result = tool_result(server.bodies[1])
     assert r.returncode == 0, r.stderr + r.stdout
     assert "sandbox workspace-write (workspace and /tmp writable, no network)" in r.stdout
@@ -286,16 +310,40 @@ def test_latch_run_sandboxes_the_models_shell_by_default(bwrap, tmp_path, loopba
     assert "Read-only file system" in result and "NET-OK" not in result and KEY not in result
     # --sandbox off is remembered by a resumed session, and there the same commands reach out
     with serve_openai(_hostile_script(outside, loopback)) as server:
-        r = latch(tmp_path, "run", "probe", "--provider", "openai-compatible", "--model", "m", "--base-url",
-                  server.base_url, "--yes", "--sandbox", "off", cwd=ws, env=_env(tmp_path, OPENAI_API_KEY=KEY))
+        r = latch(
+            tmp_path,
+            "run",
+            "probe",
+            "--provider",
+            "openai-compatible",
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "--yes",
+            "--sandbox",
+            "off",
+            cwd=ws,
+            env=_env(tmp_path, OPENAI_API_KEY=KEY),
+        )
         result = tool_result(server.bodies[1])
     assert r.returncode == 0 and "sandbox off" in r.stdout, r.stderr + r.stdout
     assert (outside / "run.txt").exists() and "NET-OK" in result
     (outside / "run.txt").unlink()
     sid = session_id_of_last(tmp_path)
     with serve_openai(_hostile_script(outside, loopback)) as server:
-        r = latch(tmp_path, "run", "--resume", sid, "probe again", "--base-url", server.base_url, "--yes", cwd=ws,
-                  env=_env(tmp_path))
+        r = latch(
+            tmp_path,
+            "run",
+            "--resume",
+            sid,
+            "probe again",
+            "--base-url",
+            server.base_url,
+            "--yes",
+            cwd=ws,
+            env=_env(tmp_path),
+        )
     assert r.returncode == 0 and "sandbox off" in r.stdout, r.stderr + r.stdout
     assert (outside / "run.txt").exists()
 
@@ -316,19 +364,59 @@ def test_latch_run_without_bubblewrap_errors_when_asked_and_warns_by_default(tmp
     ws = tmp_path / "ws"
     ws.mkdir()
     env = _env(tmp_path, OPENAI_API_KEY=KEY, PATH=str(Path(sys.executable).parent))  # no bwrap on PATH
-    r = latch(tmp_path, "run", "probe", "--provider", "openai-compatible", "--model", "m", "--base-url",
-              "http://127.0.0.1:9/v1", "--sandbox", "workspace-write", cwd=ws, env=env)
+    r = latch(
+        tmp_path,
+        "run",
+        "probe",
+        "--provider",
+        "openai-compatible",
+        "--model",
+        "m",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--sandbox",
+        "workspace-write",
+        cwd=ws,
+        env=env,
+    )
     assert r.returncode == 2 and r.stdout == ""
     (line,) = [x for x in r.stderr.splitlines() if "--sandbox" in x]
     assert "bubblewrap (bwrap) is not installed" in line and "Traceback" not in r.stderr
     assert not (tmp_path / "latch.db").exists() or session_count(tmp_path) == 0  # nothing stored
-    r = latch(tmp_path, "run", "probe", "--provider", "openai-compatible", "--model", "m", "--base-url",
-              "http://127.0.0.1:9/v1", "--sandbox", "off", "--network", cwd=ws, env=env)
+    r = latch(
+        tmp_path,
+        "run",
+        "probe",
+        "--provider",
+        "openai-compatible",
+        "--model",
+        "m",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--sandbox",
+        "off",
+        "--network",
+        cwd=ws,
+        env=env,
+    )
     assert r.returncode == 2 and "--network applies to a sandbox" in r.stderr and "Traceback" not in r.stderr
-    with serve_openai([Reply(tool_calls=(ToolUse("c1", "shell", json.dumps({"command": "echo ran"})),)),
-                       Reply("done")]) as server:
-        r = latch(tmp_path, "run", "probe", "--provider", "openai-compatible", "--model", "m", "--base-url",
-                  server.base_url, "--yes", cwd=ws, env=env)
+    with serve_openai(
+        [Reply(tool_calls=(ToolUse("c1", "shell", json.dumps({"command": "echo ran"})),)), Reply("done")]
+    ) as server:
+        r = latch(
+            tmp_path,
+            "run",
+            "probe",
+            "--provider",
+            "openai-compatible",
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "--yes",
+            cwd=ws,
+            env=env,
+        )
         result = json.dumps(server.bodies[1])
     assert r.returncode == 0, r.stderr + r.stdout
     assert r.stderr.count("no sandbox: bubblewrap (bwrap) is not installed") == 1 and "sandbox off" in r.stdout
@@ -360,6 +448,7 @@ def payload_server(tmp_path):
 
         def log_message(self, *a):
             pass
+
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()

@@ -17,18 +17,29 @@ def _open(options: RunOptions, opened: list, *, store: EventStore | None = None,
         assert store is not None, "a rejected new run must not open the store"
         return store
 
-    return open_session(options, config or {}, open_store=open_store, on_terminal=False, store_files=lambda: [],
-                        warn=lambda line: None, defer=lambda release: None,
-                        observer=lambda name, model, setup: None, approve=lambda workspace: None)
+    return open_session(
+        options,
+        config or {},
+        open_store=open_store,
+        on_terminal=False,
+        store_files=lambda: [],
+        warn=lambda line: None,
+        defer=lambda release: None,
+        observer=lambda name, model, setup: None,
+        approve=lambda workspace: None,
+    )
 
 
-@pytest.mark.parametrize("options, message", [
-    (RunOptions(worker=True), "--worker needs --group NAME"),
-    (RunOptions(task="t", lease_seconds=5.0), "--lease applies to --worker only"),
-    (RunOptions(task="t", window=100, reserve=100), "--reserve (100) must be below --window (100)"),
-    (RunOptions(task="  "), "TASK is empty"),
-    (RunOptions(once=True), "--once needs a TASK (or --resume SESSION)"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (RunOptions(worker=True), "--worker needs --group NAME"),
+        (RunOptions(task="t", lease_seconds=5.0), "--lease applies to --worker only"),
+        (RunOptions(task="t", window=100, reserve=100), "--reserve (100) must be below --window (100)"),
+        (RunOptions(task="  "), "TASK is empty"),
+        (RunOptions(once=True), "--once needs a TASK (or --resume SESSION)"),
+    ],
+)
 def test_contradicting_options_are_usage_errors(options, message):
     with pytest.raises(SessionError) as exc:
         check_options(options)

@@ -26,10 +26,15 @@ from latch.store import EventStore
 def oa(text: str = "", calls=()) -> dict:
     msg: dict = {"role": "assistant", "content": text or None}
     if calls:
-        msg["tool_calls"] = [{"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
-                             for i, n, a in calls]
-    return {"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4.1",
-            "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if calls else "stop"}]}
+        msg["tool_calls"] = [
+            {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}} for i, n, a in calls
+        ]
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "gpt-4.1",
+        "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if calls else "stop"}],
+    }
 
 
 def skill(root: Path, folder: str, front: str, body: str = "Do the thing.\n", files: dict | None = None) -> Path:
@@ -64,8 +69,10 @@ def test_discovery_in_three_folders_with_precedence_and_one_line_warnings(dirs):
     (ws / ".latch" / "skills" / "nofront" / "SKILL.md").write_text("just text\n")
     skills, warnings = discover_skills(ws, user)
     assert [(s.name, s.source, s.description) for s in skills] == [
-        ("alpha", "claude", "Claude-format skill"), ("pdf", "workspace", "Fill PDF forms."),
-        ("release", "user", "Cut a release: tag and publish.")]
+        ("alpha", "claude", "Claude-format skill"),
+        ("pdf", "workspace", "Fill PDF forms."),
+        ("release", "user", "Cut a release: tag and publish."),
+    ]
     assert skills[1].path == str((ws / ".latch" / "skills" / "pdf").resolve())
     assert all("\n" not in w for w in warnings) and len(warnings) == 5
     by_file = {w.split(": ", 1)[0]: w for w in warnings}
@@ -77,22 +84,41 @@ def test_discovery_in_three_folders_with_precedence_and_one_line_warnings(dirs):
 
 
 class Agent:
-    def __init__(self, tmp_path: Path, ws: Path, user: Path, responses, sid: str | None = None, store=None,
-                 budget: ContextBudget | None = None):
+    def __init__(
+        self,
+        tmp_path: Path,
+        ws: Path,
+        user: Path,
+        responses,
+        sid: str | None = None,
+        store=None,
+        budget: ContextBudget | None = None,
+    ):
         self.ws = ws
         self.store = store or EventStore(tmp_path / "latch.db")
         self.sid = sid or self.store.create_session(workspace=str(ws), source="latch run", format="latch")
         self.skills, self.warnings = session_skills(self.store, self.sid, lambda: discover_skills(ws, user))
         self.setup = build_engine(self.store, self.sid, stream="continuity:main", model="gpt-4.1")
         self.processes = ProcessManager(self.store, self.sid, ws, log_dir=tmp_path / "logs")
-        ctx = ToolContext(workspace=ws, store=self.store, session_id=self.sid, processes=self.processes,
-                          estimate=self.setup.counter.text)
+        ctx = ToolContext(
+            workspace=ws,
+            store=self.store,
+            session_id=self.sid,
+            processes=self.processes,
+            estimate=self.setup.counter.text,
+        )
         self.provider = ScriptedProvider(responses, model="gpt-4.1")
         sc, _ = session_context(ws, skills=self.skills)
-        self.loop = AgentLoop(self.store, self.sid, self.provider, setup=self.setup,
-                              budget=budget or ContextBudget(64_000, 4_000, 16_000),
-                              tools=(*builtin_tools(), *(skill_tools() if self.skills else ())), tool_context=ctx,
-                              session_context=sc)
+        self.loop = AgentLoop(
+            self.store,
+            self.sid,
+            self.provider,
+            setup=self.setup,
+            budget=budget or ContextBudget(64_000, 4_000, 16_000),
+            tools=(*builtin_tools(), *(skill_tools() if self.skills else ())),
+            tool_context=ctx,
+            session_context=sc,
+        )
 
     def results(self) -> list[ToolResult]:
         return [s.event for s in self.store.events(self.sid, kinds=["tool_result"])]
@@ -105,8 +131,13 @@ class Agent:
 
 def _workspace_skills(ws: Path) -> None:
     root = ws / ".latch" / "skills"
-    skill(root, "pdf", "name: pdf\ndescription: Fill PDF forms.", "# PDF\n\nRun scripts/fill.py on the form.\n",
-          {"scripts/fill.py": "print('filling')\n", "reference.md": "Field names are case-sensitive.\n"})
+    skill(
+        root,
+        "pdf",
+        "name: pdf\ndescription: Fill PDF forms.",
+        "# PDF\n\nRun scripts/fill.py on the form.\n",
+        {"scripts/fill.py": "print('filling')\n", "reference.md": "Field names are case-sensitive.\n"},
+    )
     skill(root, "big", "name: big\ndescription: A very long skill.", "word " * 20_000)
     skill(root, "alpha", "name: alpha\ndescription: First by name.")
 
@@ -134,13 +165,27 @@ def test_skills_are_listed_in_the_session_context_in_the_same_order_across_sessi
 def test_load_skill_and_resources_are_durable_bounded_results_that_survive_resume(tmp_path, dirs):
     ws, user = dirs
     _workspace_skills(ws)
-    a = Agent(tmp_path, ws, user, [
-        oa(calls=[("c1", "load_skill", {"name": "pdf"}), ("c2", "read_skill_resource",
-                                                          {"name": "pdf", "path": "scripts/fill.py"})]),
-        oa(calls=[("c3", "load_skill", {"name": "big"}),
-                  ("c4", "read_skill_resource", {"name": "pdf", "path": "../big/SKILL.md"}),
-                  ("c5", "load_skill", {"name": "nosuch"})]),
-        oa("done")])
+    a = Agent(
+        tmp_path,
+        ws,
+        user,
+        [
+            oa(
+                calls=[
+                    ("c1", "load_skill", {"name": "pdf"}),
+                    ("c2", "read_skill_resource", {"name": "pdf", "path": "scripts/fill.py"}),
+                ]
+            ),
+            oa(
+                calls=[
+                    ("c3", "load_skill", {"name": "big"}),
+                    ("c4", "read_skill_resource", {"name": "pdf", "path": "../big/SKILL.md"}),
+                    ("c5", "load_skill", {"name": "nosuch"}),
+                ]
+            ),
+            oa("done"),
+        ],
+    )
     a.loop.say("fill the form")
     a.loop.run(5)
     r1, r2, r3, r4, r5 = a.results()
@@ -151,8 +196,11 @@ def test_load_skill_and_resources_are_durable_bounded_results_that_survive_resum
     assert len(r3.content.encode()) <= PAGE_LIMIT_BYTES + 200 and "continue with offset=" in r3.content
     assert r4.is_error and "outside the folder of skill pdf" in r4.content
     assert r5.is_error and "no skill 'nosuch'" in r5.content
-    assert [h.event.call_id for h in a.store.search("scripts/fill.py on the form", session_id=a.sid)
-            if isinstance(h.event, ToolResult)] == ["c1"]  # recall finds the loaded body
+    assert [
+        h.event.call_id
+        for h in a.store.search("scripts/fill.py on the form", session_id=a.sid)
+        if isinstance(h.event, ToolResult)
+    ] == ["c1"]  # recall finds the loaded body
     sid = a.sid
     a.close()
     # resume (a new process): the same list, and the loaded skill is in the view from the store
@@ -187,8 +235,10 @@ def test_a_skill_added_or_edited_mid_session_changes_nothing_already_sent(tmp_pa
     assert len(list(a.store.events(a.sid, kinds=[SkillsListed.KIND]))) == 1
     # the next session sees both changes
     b = Agent(tmp_path, ws, user, [], store=a.store)
-    assert [(s.name, s.description) for s in b.skills][:2] == [("alpha", "Edited description."),
-                                                              ("big", "A very long skill.")]
+    assert [(s.name, s.description) for s in b.skills][:2] == [
+        ("alpha", "Edited description."),
+        ("big", "A very long skill."),
+    ]
     assert "late" in [s.name for s in b.skills]
     b.close(store=False)
     a.close()
@@ -209,11 +259,16 @@ def test_a_loaded_skill_body_stays_in_every_view_through_rotation_and_resume(tmp
     """The loaded body leaves the recent window: every later view still holds it verbatim (the snapshot's
     loaded skills); the session ends and, resumed in a new process, the view holds the stored result."""
     ws, user = dirs
-    skill(ws / ".latch" / "skills", "ledger", "name: ledger\ndescription: Reconcile the ledger.",
-          "Reconcile shard LEDGER-7f3a9c1e with ROUND_HALF_EVEN before closing the month.\n")
+    skill(
+        ws / ".latch" / "skills",
+        "ledger",
+        "name: ledger\ndescription: Reconcile the ledger.",
+        "Reconcile shard LEDGER-7f3a9c1e with ROUND_HALF_EVEN before closing the month.\n",
+    )
     small = ContextBudget(16_000, 2_000, 3_000)
-    filler = [oa("Working through the invoices, step %d: " % i + "the totals add up line by line. " * 60)
-              for i in range(12)]
+    filler = [
+        oa("Working through the invoices, step %d: " % i + "the totals add up line by line. " * 60) for i in range(12)
+    ]
     a = Agent(tmp_path, ws, user, [oa(calls=[("c1", "load_skill", {"name": "ledger"})]), *filler], budget=small)
     a.loop.say("reconcile the books")
     a.loop.turn()

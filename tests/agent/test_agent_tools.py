@@ -19,8 +19,19 @@ import pytest
 from latch import hotpaths
 from latch.agent.tools import ToolContext, ToolOutcome, builtin_tools, run_tool
 from latch.agent.tools.processes import OUTPUT_LIMIT_BYTES, OUTPUT_LIMIT_TOKENS, ProcessManager
-from latch.events import (AssistantMessage, ExternalChange, FileObservation, Mutation, ProcessExited, ProcessStarted,
-                          ToolCall, ToolResult, UserMessage, ValidationEvidence, canonical_json)
+from latch.events import (
+    AssistantMessage,
+    ExternalChange,
+    FileObservation,
+    Mutation,
+    ProcessExited,
+    ProcessStarted,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+    ValidationEvidence,
+    canonical_json,
+)
 from latch.kernel.files import PAGE_LIMIT_BYTES
 from latch.kernel.ledger import ledger_for
 from latch.kernel.state import canonical_state
@@ -41,8 +52,13 @@ class Agent:
         self.store = EventStore(tmp_path / "latch.db")
         self.sid = self.store.create_session(workspace=str(self.ws), source="latch run", format="latch")
         self.processes = ProcessManager(self.store, self.sid, self.ws, log_dir=tmp_path / "logs")
-        self.ctx = ToolContext(workspace=self.ws, store=self.store, session_id=self.sid, processes=self.processes,
-                               estimate=hotpaths.estimate_tokens)
+        self.ctx = ToolContext(
+            workspace=self.ws,
+            store=self.store,
+            session_id=self.sid,
+            processes=self.processes,
+            estimate=hotpaths.estimate_tokens,
+        )
         self.tools = builtin_tools()
         self.n = 0
 
@@ -53,8 +69,9 @@ class Agent:
         return call
 
     def finish(self, call: ToolCall, out: ToolOutcome) -> None:
-        self.store.append(self.sid, [ToolResult(call.id, out.content, is_error=out.is_error, name=call.name,
-                                                exit_code=out.exit_code)])
+        self.store.append(
+            self.sid, [ToolResult(call.id, out.content, is_error=out.is_error, name=call.name, exit_code=out.exit_code)]
+        )
 
     def call(self, name: str, args) -> ToolOutcome:
         call = self.propose(name, args)
@@ -86,23 +103,34 @@ def _sha(data: bytes) -> str:
 
 
 # ----------------------------------------------------------------------------- schemas
-SCHEMA_DUMP = ("import json; from latch.agent.tools import builtin_tools; "
-               "print(json.dumps([t.SCHEMA for t in builtin_tools()]))")
+SCHEMA_DUMP = (
+    "import json; from latch.agent.tools import builtin_tools; print(json.dumps([t.SCHEMA for t in builtin_tools()]))"
+)
 
 
 def test_schemas_are_constant_in_a_fixed_order_and_byte_identical_across_processes():
     tools = builtin_tools()
     names = [t.NAME for t in tools]
-    assert names == ["read_file", "write_file", "edit_file", "shell", "process_output", "search_history", "compact",
-                     "read_artifact", *[t["name"] for t in KERNEL_TOOLS]]
+    assert names == [
+        "read_file",
+        "write_file",
+        "edit_file",
+        "shell",
+        "process_output",
+        "search_history",
+        "compact",
+        "read_artifact",
+        *[t["name"] for t in KERNEL_TOOLS],
+    ]
     assert [t.SCHEMA["name"] for t in tools] == names
     assert all(list(t.SCHEMA) == ["name", "description", "input_schema"] for t in tools)
     first = json.dumps([t.SCHEMA for t in builtin_tools()])  # insertion order, as a provider SDK sends it
     assert first == json.dumps([t.SCHEMA for t in builtin_tools()])
     assert canonical_json([t.SCHEMA for t in tools]) == canonical_json([t.SCHEMA for t in builtin_tools()])
     env = dict(os.environ, PYTHONHASHSEED="123")
-    other = subprocess.run([sys.executable, "-c", SCHEMA_DUMP], capture_output=True, text=True, env=env,
-                           check=True, cwd=ROOT).stdout.rstrip("\n")
+    other = subprocess.run(
+        [sys.executable, "-c", SCHEMA_DUMP], capture_output=True, text=True, env=env, check=True, cwd=ROOT
+    ).stdout.rstrip("\n")
     assert other == first
     assert [t.MUTATES for t in tools[:8]] == [False, True, True, True, False, False, False, False]
     assert not any(t.MUTATES for t in tools[8:])
@@ -112,16 +140,18 @@ def test_schemas_are_constant_in_a_fixed_order_and_byte_identical_across_process
 
 # ----------------------------------------------------------------------------- run_tool
 def test_bad_calls_are_error_outcomes_naming_the_field(agent):
-    cases = [("no_such_tool", {}, "unknown tool 'no_such_tool'"),
-             ("read_file", {}, "field 'path' is required"),
-             ("read_file", {"path": 3}, "field 'path' must be a string"),
-             ("read_file", {"path": "a", "offset": "1"}, "field 'offset' must be an integer"),
-             ("read_file", {"path": "a", "offset": -1}, "field 'offset' must be at least 0"),
-             ("read_file", {"path": "a", "mode": "r"}, "unknown field 'mode'"),
-             ("shell", {"command": "true", "timeout": True}, "field 'timeout' must be an integer"),
-             ("read_file", "not json", "arguments must be a JSON object"),
-             ("record_decision", {}, "record_decision: field 'decision' is required"),
-             ("record_decision", {"decision": "x", "supersedes": "D9"}, "field 'supersedes': no such id 'D9'")]
+    cases = [
+        ("no_such_tool", {}, "unknown tool 'no_such_tool'"),
+        ("read_file", {}, "field 'path' is required"),
+        ("read_file", {"path": 3}, "field 'path' must be a string"),
+        ("read_file", {"path": "a", "offset": "1"}, "field 'offset' must be an integer"),
+        ("read_file", {"path": "a", "offset": -1}, "field 'offset' must be at least 0"),
+        ("read_file", {"path": "a", "mode": "r"}, "unknown field 'mode'"),
+        ("shell", {"command": "true", "timeout": True}, "field 'timeout' must be an integer"),
+        ("read_file", "not json", "arguments must be a JSON object"),
+        ("record_decision", {}, "record_decision: field 'decision' is required"),
+        ("record_decision", {"decision": "x", "supersedes": "D9"}, "field 'supersedes': no such id 'D9'"),
+    ]
     for name, args, message in cases:
         before = agent.store.max_seq()
         call = ToolCall("x", name, args if isinstance(args, str) else json.dumps(args))
@@ -151,11 +181,15 @@ def test_paths_outside_the_workspace_are_refused(agent, tmp_path):
     (agent.ws / "link").symlink_to(tmp_path / "secret.txt")
     (agent.ws / "dirlink").symlink_to(tmp_path)
     before = agent.store.max_seq()
-    for name, args in [("read_file", {"path": "../secret.txt"}), ("read_file", {"path": str(tmp_path / "secret.txt")}),
-                       ("read_file", {"path": "link"}), ("read_file", {"path": "dirlink/secret.txt"}),
-                       ("write_file", {"path": "../evil.txt", "content": "x"}),
-                       ("write_file", {"path": "/tmp/latch-evil.txt", "content": "x"}),
-                       ("edit_file", {"path": "link", "old_string": "top", "new_string": "no"})]:
+    for name, args in [
+        ("read_file", {"path": "../secret.txt"}),
+        ("read_file", {"path": str(tmp_path / "secret.txt")}),
+        ("read_file", {"path": "link"}),
+        ("read_file", {"path": "dirlink/secret.txt"}),
+        ("write_file", {"path": "../evil.txt", "content": "x"}),
+        ("write_file", {"path": "/tmp/latch-evil.txt", "content": "x"}),
+        ("edit_file", {"path": "link", "old_string": "top", "new_string": "no"}),
+    ]:
         out = run_tool(agent.tools, ToolCall("x", name, json.dumps(args)), agent.ctx)
         assert out.is_error and "outside the workspace" in out.content, (args, out.content)
     assert agent.store.max_seq() == before
@@ -187,7 +221,7 @@ def test_read_file_pages_a_large_file(agent):
     assert first.content.startswith("line 000000 of the big file\n")
     nxt = int(first.content.rsplit("continue with offset=", 1)[1].rstrip("]"))
     second = agent.call("read_file", {"path": "big.txt", "offset": nxt})
-    assert data[nxt:nxt + 40].decode() == second.content[:40]
+    assert data[nxt : nxt + 40].decode() == second.content[:40]
     obs = agent.stored(FileObservation)
     assert [(o.offset, o.sha256, o.size) for o in obs] == [(0, None, len(data)), (nxt, None, len(data))]
     assert agent.call("read_file", {"path": "big.txt", "offset": len(data) + 1}).is_error
@@ -245,7 +279,10 @@ def test_external_edit_between_read_and_edit_is_rejected(agent):
     assert path.read_text() == "mode = safe\n"  # untouched
     (change,) = agent.stored(ExternalChange)
     assert (change.path, change.expected_sha256, change.actual_sha256) == (
-        "cfg.ini", _sha(b"mode = fast\n"), _sha(b"mode = safe\n"))
+        "cfg.ini",
+        _sha(b"mode = fast\n"),
+        _sha(b"mode = safe\n"),
+    )
     assert agent.facts(ExternalChange) == [change] and agent.facts(Mutation) == []
     assert agent.state().generation == g0
     # write_file is guarded the same way; after a re-read the edit goes through
@@ -411,7 +448,8 @@ def test_search_history_newest_matches_shown_oldest_first(agent):
     lines = out.content.splitlines()
     assert lines[0] == "[3 of the newest matches, oldest first]"
     assert [line.split(": ", 1)[1] for line in lines[1:]] == [
-        f"note {i}: the flux capacitor is at {i}" for i in (5, 6, 7)]
+        f"note {i}: the flux capacitor is at {i}" for i in (5, 6, 7)
+    ]
     seqs = [int(line.split()[0][1:]) for line in lines[1:]]
     assert seqs == sorted(seqs)
     assert all(" user_message: " in line for line in lines[1:])  # the search call itself is no hit

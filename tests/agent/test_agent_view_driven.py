@@ -6,7 +6,6 @@ planted fact reaches its final answer (``search_history`` shows the passage that
 from __future__ import annotations
 
 import pytest
-
 from view_driven_agent import run_latch
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
@@ -27,8 +26,9 @@ def test_the_readme_local_model_budget_reads_ten_large_files_and_answers(tmp_pat
     """The README's local-model budget (8,192 window, 1,024 reserve) with every default tool: the tool schemas
     would take most of the window, so the core set is offered and the rest on demand (``load_tools``); the 17 KB
     files are read in pages sized to the room left; the run ends by itself with every fact answered."""
-    agent, proc, epochs = run_latch(tmp_path, files=10, lines=260, window=8_192, reserve=1_024, recent=None,
-                                    tools=None, max_turns=200)
+    agent, proc, epochs = run_latch(
+        tmp_path, files=10, lines=260, window=8_192, reserve=1_024, recent=None, tools=None, max_turns=200
+    )
     assert proc.returncode == 0, proc.stderr[-2000:] + proc.stdout[-2000:]
     assert "cannot hold" not in proc.stderr + proc.stdout
     assert min((tmp_path / "ws" / n).stat().st_size for n in agent.files) > 17_000

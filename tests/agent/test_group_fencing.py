@@ -107,14 +107,37 @@ def test_a_run_fence_refuses_writes_once_the_run_lease_is_taken_over(tmp_path):
     store = EventStore(tmp_path / "latch.db")
     try:
         sid = store.create_session()
-        assert store.acquire_run_lease(sid, "run-a", pid=1, host="h", process_start=None, lease_seconds=5,
-                                       now=100.0, holder_live=lambda row: True) is None
+        assert (
+            store.acquire_run_lease(
+                sid,
+                "run-a",
+                pid=1,
+                host="h",
+                process_start=None,
+                lease_seconds=5,
+                now=100.0,
+                holder_live=lambda row: True,
+            )
+            is None
+        )
         assert store.append(sid, [UserMessage("a")], fence=RunFence(sid, "run-a"))
-        held = store.acquire_run_lease(sid, "run-b", pid=2, host="h", process_start=None, lease_seconds=5,
-                                       now=101.0, holder_live=lambda row: True)
+        held = store.acquire_run_lease(
+            sid, "run-b", pid=2, host="h", process_start=None, lease_seconds=5, now=101.0, holder_live=lambda row: True
+        )
         assert held is not None and (held.run_id, held.pid) == ("run-a", 1)  # refused: a is live
-        assert store.acquire_run_lease(sid, "run-b", pid=2, host="h", process_start=None, lease_seconds=5,
-                                       now=102.0, holder_live=lambda row: False) is None  # a is dead: taken over
+        assert (
+            store.acquire_run_lease(
+                sid,
+                "run-b",
+                pid=2,
+                host="h",
+                process_start=None,
+                lease_seconds=5,
+                now=102.0,
+                holder_live=lambda row: False,
+            )
+            is None
+        )  # a is dead: taken over
         with pytest.raises(LeaseLost, match="run-a"):
             store.append(sid, [UserMessage("late a")], fence=RunFence(sid, "run-a"))
         assert store.renew_run_lease(sid, "run-a", now=103.0) is False
@@ -133,8 +156,11 @@ def _responder(counter: dict[str, int], marker: str):
         if any(m["role"] == "tool" for m in body["messages"]):
             return Reply("appended the line")
         cmd = f"echo ran >> {marker}"
-        return Reply(tool_calls=(ToolUse(f"k{counter['n']}", "shell", json.dumps({"command": cmd})),),
-                     delay=1.5 if counter["n"] == 1 else 0.0)
+        return Reply(
+            tool_calls=(ToolUse(f"k{counter['n']}", "shell", json.dumps({"command": cmd})),),
+            delay=1.5 if counter["n"] == 1 else 0.0,
+        )
+
     return respond
 
 
@@ -152,8 +178,12 @@ def test_a_worker_paused_past_its_lease_writes_nothing_after_another_worker_recl
     db = tmp_path / "latch.db"
     marker = ws / "ran.txt"
     store = EventStore(db)
-    root = store.create_session(workspace=str(ws), source="latch run", format="latch",
-                                meta={"group": "g1", "agent": {"provider": "openai-compatible", "model": MODEL}})
+    root = store.create_session(
+        workspace=str(ws),
+        source="latch run",
+        format="latch",
+        meta={"group": "g1", "agent": {"provider": "openai-compatible", "model": MODEL}},
+    )
     g = Group(store, root)
     g.create_task("t1", "append a line", brief="Append a line to ran.txt.")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LATCH_"))}
@@ -161,8 +191,24 @@ def test_a_worker_paused_past_its_lease_writes_nothing_after_another_worker_recl
     lease = 2.0
     counter = {"n": 0}
     with serve_openai([_responder(counter, str(marker))] * 10) as server:
-        cmd = [sys.executable, "-m", "latch", "--db", str(db), "run", "--group", "g1", "--worker", "--yes",
-               "--sandbox", "off", "--base-url", server.base_url, "--lease", str(lease)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "latch",
+            "--db",
+            str(db),
+            "run",
+            "--group",
+            "g1",
+            "--worker",
+            "--yes",
+            "--sandbox",
+            "off",
+            "--base-url",
+            server.base_url,
+            "--lease",
+            str(lease),
+        ]
         first = subprocess.Popen(cmd, cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             _wait(lambda: len(server.requests) >= 1, 60, "the first worker's request")
@@ -200,8 +246,12 @@ def test_a_worker_paused_in_a_command_kills_it_when_its_renewal_fails(tmp_path):
     db = tmp_path / "latch.db"
     marker = ws / "steps.txt"
     with EventStore(db) as store:
-        root = store.create_session(workspace=str(ws), source="latch run", format="latch",
-                                    meta={"group": "g1", "agent": {"provider": "openai-compatible", "model": MODEL}})
+        root = store.create_session(
+            workspace=str(ws),
+            source="latch run",
+            format="latch",
+            meta={"group": "g1", "agent": {"provider": "openai-compatible", "model": MODEL}},
+        )
         Group(store, root).create_task("t1", "slow", brief="Run the slow step.")
 
     def respond(body):
@@ -214,8 +264,24 @@ def test_a_worker_paused_in_a_command_kills_it_when_its_renewal_fails(tmp_path):
     env.update({"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200"})
     lease = 2.0
     with serve_openai([respond] * 6) as server:
-        cmd = [sys.executable, "-m", "latch", "--db", str(db), "run", "--group", "g1", "--worker", "--yes",
-               "--sandbox", "off", "--base-url", server.base_url, "--lease", str(lease)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "latch",
+            "--db",
+            str(db),
+            "run",
+            "--group",
+            "g1",
+            "--worker",
+            "--yes",
+            "--sandbox",
+            "off",
+            "--base-url",
+            server.base_url,
+            "--lease",
+            str(lease),
+        ]
         first = subprocess.Popen(cmd, cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             _wait(marker.exists, 60, "the slow command's start")

@@ -8,11 +8,21 @@ import sqlite3
 from contextlib import closing
 
 import pytest
-
 from group_projection_support import assert_projection_is_the_replay
+
 from latch.agent.group import GROUP_PROJECTION, Group
-from latch.events import (AssistantMessage, GroupMemberJoined, GroupMessageDelivered, GroupMessageQueued, GroupTaskClaimed,
-                          GroupTaskCompleted, GroupTaskCreated, PendingEvent, ToolCall, ToolResult)
+from latch.events import (
+    AssistantMessage,
+    GroupMemberJoined,
+    GroupMessageDelivered,
+    GroupMessageQueued,
+    GroupTaskClaimed,
+    GroupTaskCompleted,
+    GroupTaskCreated,
+    PendingEvent,
+    ToolCall,
+    ToolResult,
+)
 from latch.store import EventStore, migrations, projections
 
 
@@ -82,7 +92,10 @@ def test_the_projection_equals_the_replay_after_each_operation_and_a_reopen(grou
     states = _operate(store, root, member, other)
     last = states[-1]
     assert {k: (t.owner, t.status, t.attempt) for k, t in last.tasks.items()} == {
-        "a": ("w2", "completed", 1), "b": ("w1", "failed", 0), "c": (None, None, 0)}
+        "a": ("w2", "completed", 1),
+        "b": ("w1", "failed", 0),
+        "c": (None, None, 0),
+    }
     assert last.members == {"w1": "s1", "w2": "s2"} and len(last.messages) == 6 and len(last.delivered) == 3
     assert Group(store, other).state().tasks["a"].owner == "x"
     seq = store.append(root, [PendingEvent(GroupMessageQueued("m9", "lead", "w2", "late"), "group-message:m9")])[0]
@@ -98,8 +111,10 @@ def test_deleted_projection_rows_are_rebuilt_from_the_log_at_open_and_at_read(gr
     store, root, member, other = groups
     last = _operate(store, root, member, other)[-1]
     with closing(sqlite3.connect(str(store.path))) as db:
-        db.executescript("DELETE FROM group_tasks; DELETE FROM group_members; DELETE FROM group_messages; "
-                         "DELETE FROM projection_marks;")
+        db.executescript(
+            "DELETE FROM group_tasks; DELETE FROM group_members; DELETE FROM group_messages; "
+            "DELETE FROM projection_marks;"
+        )
     assert _mark(store.path) is None
     assert Group(store, root).state() == last  # at read: the missing mark rebuilds it
     with closing(sqlite3.connect(str(store.path))) as db:
@@ -117,9 +132,14 @@ def test_a_projection_behind_the_log_catches_up_at_read(groups, monkeypatch):
     before = _mark(store.path)
     with monkeypatch.context() as m:  # a process that appends group events without the projection registered
         m.delitem(projections.PROJECTIONS, GROUP_PROJECTION.name)
-        store.append(root, [PendingEvent(GroupTaskCreated("b", "test", "", ("a",)), "group-task:b"),
-                            PendingEvent(GroupTaskClaimed("a", "w1", 0, None, None), "group-claim:a"),
-                            PendingEvent(GroupMessageQueued("m1", "lead", "w1", "hi"), "group-message:m1")])
+        store.append(
+            root,
+            [
+                PendingEvent(GroupTaskCreated("b", "test", "", ("a",)), "group-task:b"),
+                PendingEvent(GroupTaskClaimed("a", "w1", 0, None, None), "group-claim:a"),
+                PendingEvent(GroupMessageQueued("m1", "lead", "w1", "hi"), "group-message:m1"),
+            ],
+        )
     assert _mark(store.path) == before  # behind
     st = g.state()
     assert list(st.tasks) == ["a", "b"] and st.tasks["a"].owner == "w1" and len(st.messages) == 1
@@ -137,14 +157,32 @@ def test_a_store_written_by_main_before_the_projection_opens_and_rebuilds_it(tmp
             member = old.create_session(workspace="/w", source="latch run", format="latch", parent_id=root)
             other = old.create_session(workspace="/w", source="latch run", format="latch")
             g = Group(old, root)
-            old.append(root, [PendingEvent(GroupTaskCreated(f"t{i}", f"task {i}", "", (f"t{i - 1}",) if i else ()),
-                                           f"group-task:t{i}") for i in range(5)])
-            old.append(root, [GroupMemberJoined("w1", member),
-                              PendingEvent(GroupTaskClaimed("t0", "w1", 0, None, None), "group-claim:t0"),
-                              PendingEvent(GroupTaskCompleted("t0", "w1", "completed", "done", None), "group-complete:t0"),
-                              PendingEvent(GroupMessageQueued("m1", "lead", "w1", "hi"), "group-message:m1")])
-            old.append(member, [GroupMessageDelivered("[message from lead] hi", message_id="m1", sender="lead",
-                                                      recipient="w1", root_session_id=root)])
+            old.append(
+                root,
+                [
+                    PendingEvent(
+                        GroupTaskCreated(f"t{i}", f"task {i}", "", (f"t{i - 1}",) if i else ()), f"group-task:t{i}"
+                    )
+                    for i in range(5)
+                ],
+            )
+            old.append(
+                root,
+                [
+                    GroupMemberJoined("w1", member),
+                    PendingEvent(GroupTaskClaimed("t0", "w1", 0, None, None), "group-claim:t0"),
+                    PendingEvent(GroupTaskCompleted("t0", "w1", "completed", "done", None), "group-complete:t0"),
+                    PendingEvent(GroupMessageQueued("m1", "lead", "w1", "hi"), "group-message:m1"),
+                ],
+            )
+            old.append(
+                member,
+                [
+                    GroupMessageDelivered(
+                        "[message from lead] hi", message_id="m1", sender="lead", recipient="w1", root_session_id=root
+                    )
+                ],
+            )
             old.append(other, [GroupTaskCreated("z", "elsewhere")])
             expected = g.replayed_state()
             assert "m008_group_projection" not in old.applied_migrations()

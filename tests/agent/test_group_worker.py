@@ -16,12 +16,12 @@ import time
 import pytest
 from fake_providers import Reply, ToolUse, serve_openai
 from group_projection_support import assert_projection_is_the_replay
+from sandbox_support import end_shell_group
 
 from latch.agent.children import child_key, child_profile, child_report
 from latch.agent.group import Group, GroupError, GroupState, resolve_group
 from latch.agent.worker import task_call_id
 from latch.store import EventStore
-from sandbox_support import end_shell_group
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 
@@ -54,8 +54,10 @@ def test_a_lease_lets_a_second_agent_reclaim_only_after_it_ran_out(group):
     st = group.state()
     t = st.tasks["a"]
     assert (t.owner, t.attempt, t.status, t.summary, t.session_id) == ("w2", 1, "completed", "parsed", "s2")
-    claims = [(s.event.agent, s.event.attempt, s.source_ref) for s in group.store.events(group.root,
-                                                                                       kinds=["group_task_claimed"])]
+    claims = [
+        (s.event.agent, s.event.attempt, s.source_ref)
+        for s in group.store.events(group.root, kinds=["group_task_claimed"])
+    ]
     assert claims == [("w1", 0, "group-claim:a"), ("w2", 1, "group-claim:a:1")]
     assert GroupState.replay(Group(EventStore(group.store.path), group.root).events()) == st
     # a claim without a lease never expires (an agent restarted under its own name finishes it)
@@ -94,8 +96,12 @@ def test_workers_claim_run_and_reclaim_after_sigkill(tmp_path):
     db = tmp_path / "latch.db"
     marker = ws / "started.txt"
     store = EventStore(db)
-    root = store.create_session(workspace=str(ws), source="latch run", format="latch",
-                                meta={"group": "g1", "agent": {"provider": "openai-compatible", "model": MODEL}})
+    root = store.create_session(
+        workspace=str(ws),
+        source="latch run",
+        format="latch",
+        meta={"group": "g1", "agent": {"provider": "openai-compatible", "model": MODEL}},
+    )
     g = Group(store, root)
     g.create_task("t1", "slow job", brief=f"SLOW: echo $$ > {marker}; sleep 60")
     g.create_task("t2", "after the slow job", brief="Summarise the slow job.", depends_on=["t1"])
@@ -104,8 +110,22 @@ def test_workers_claim_run_and_reclaim_after_sigkill(tmp_path):
     env.update({"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200"})
     lease = 3.0
     with serve_openai([_responder] * 20) as server:
-        cmd = [sys.executable, "-m", "latch", "--db", str(db), "run", "--group", "g1", "--worker", "--yes",
-               "--base-url", server.base_url, "--lease", str(lease)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "latch",
+            "--db",
+            str(db),
+            "run",
+            "--group",
+            "g1",
+            "--worker",
+            "--yes",
+            "--base-url",
+            server.base_url,
+            "--lease",
+            str(lease),
+        ]
         first = subprocess.Popen(cmd, cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
         while not marker.exists() and time.monotonic() < deadline:
@@ -147,15 +167,18 @@ def test_workers_claim_run_and_reclaim_after_sigkill(tmp_path):
         assert seq[("group_task_claimed", "t2", 0)] > seq[("group_task_completed", "t1", 0)]
         # one child session per task, each from its durable profile, with one report
         kids = fresh.children(root)
-        assert sorted(child_profile(fresh, k.id).call_id for k in kids) == ["group-task:t1", "group-task:t2",
-                                                                             "group-task:t3"]
+        assert sorted(child_profile(fresh, k.id).call_id for k in kids) == [
+            "group-task:t1",
+            "group-task:t2",
+            "group-task:t3",
+        ]
         for k in kids:
             assert [s.kind for s in fresh.events(k.id)].count("agent_report") == 1
             assert child_profile(fresh, k.id).model == MODEL and child_profile(fresh, k.id).engine == "continuity"
             assert st.tasks[child_profile(fresh, k.id).call_id.split(":")[1]].session_id == k.id
         # the reclaimed child continued its own log: nothing rewritten, the killed call closed as interrupted
         after = [(s.seq, s.kind) for s in fresh.events(child1)]
-        assert after[:len(before)] == before
+        assert after[: len(before)] == before
         report = child_report(fresh, child1)
         assert report.status == "completed" and report.summary.startswith("finished after: [error] [interrupted:")
         assert st.tasks["t1"].summary == report.summary
@@ -181,46 +204,109 @@ def test_a_lead_creates_tasks_and_a_worker_runs_them_in_dependency_order(tmp_pat
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LATCH_"))}
     env.update({"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200"})
     base = [sys.executable, "-m", "latch", "--db", str(db), "run"]
-    create = [ToolUse("c1", "create_task", json.dumps({"task_id": "parse", "title": "parse", "brief": "Parse it."})),
-              ToolUse("c2", "create_task", json.dumps({"task_id": "test", "title": "test", "brief": "Test it.",
-                                                        "depends_on": ["parse"]}))]
+    create = [
+        ToolUse("c1", "create_task", json.dumps({"task_id": "parse", "title": "parse", "brief": "Parse it."})),
+        ToolUse(
+            "c2",
+            "create_task",
+            json.dumps({"task_id": "test", "title": "test", "brief": "Test it.", "depends_on": ["parse"]}),
+        ),
+    ]
     with serve_openai([Reply(tool_calls=tuple(create)), Reply("Two tasks queued.")]) as server:
-        lead = subprocess.run(base + ["--group", "rev", "split the work", "--provider", "openai-compatible",
-                                      "--model", MODEL, "--base-url", server.base_url], cwd=ws, env=env,
-                              capture_output=True, text=True, timeout=120)
+        lead = subprocess.run(
+            base
+            + [
+                "--group",
+                "rev",
+                "split the work",
+                "--provider",
+                "openai-compatible",
+                "--model",
+                MODEL,
+                "--base-url",
+                server.base_url,
+            ],
+            cwd=ws,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert lead.returncode == 0, lead.stderr + lead.stdout
-        assert [t["function"]["name"] for t in server.bodies[0]["tools"]][-4:] == \
-            ["create_task", "claim_task", "complete_task", "send_message"]
-    again = subprocess.run(base + ["--group", "rev", "again", "--provider", "openai-compatible", "--model", MODEL,
-                                   "--base-url", "http://127.0.0.1:9"], cwd=ws, env=env, capture_output=True,
-                           text=True, timeout=60)
+        assert [t["function"]["name"] for t in server.bodies[0]["tools"]][-4:] == [
+            "create_task",
+            "claim_task",
+            "complete_task",
+            "send_message",
+        ]
+    again = subprocess.run(
+        base
+        + [
+            "--group",
+            "rev",
+            "again",
+            "--provider",
+            "openai-compatible",
+            "--model",
+            MODEL,
+            "--base-url",
+            "http://127.0.0.1:9",
+        ],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert again.returncode == 2 and "a group named 'rev' exists already" in again.stderr
     with serve_openai([_responder] * 4) as server:
-        w = subprocess.run(base + ["--group", "rev", "--worker", "--base-url", server.base_url], cwd=ws, env=env,
-                           capture_output=True, text=True, timeout=120)
+        w = subprocess.run(
+            base + ["--group", "rev", "--worker", "--base-url", server.base_url],
+            cwd=ws,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         bodies = server.bodies
     assert w.returncode == 0, w.stderr + w.stdout
     assert w.stdout.index("claimed task parse") < w.stdout.index("claimed task test")
     assert "nothing claimable: 2 tasks run" in w.stdout
-    assert [[m["content"] for m in b["messages"] if m["role"] == "user"][-1] for b in bodies] == ["Parse it.",
-                                                                                                  "Test it."]
+    assert [[m["content"] for m in b["messages"] if m["role"] == "user"][-1] for b in bodies] == [
+        "Parse it.",
+        "Test it.",
+    ]
     assert all("split the work" not in json.dumps(b) for b in bodies)  # never the lead's conversation
     with EventStore(db) as store:
         st = Group(store, resolve_group(store, "rev")).state()
         assert [(t.task_id, t.status, t.summary) for t in st.tasks.values()] == [
-            ("parse", "completed", "done: Parse it."), ("test", "completed", "done: Test it.")]
+            ("parse", "completed", "done: Parse it."),
+            ("test", "completed", "done: Test it."),
+        ]
     with serve_openai([Reply("All tasks are done.")]) as server:  # the lead resumed keeps its group tools
         root = resolve_group(EventStore(db), "rev")
-        resumed = subprocess.run(base + ["--resume", root, "--base-url", server.base_url], cwd=ws, env=env,
-                                 capture_output=True, text=True, timeout=120)
+        resumed = subprocess.run(
+            base + ["--resume", root, "--base-url", server.base_url],
+            cwd=ws,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert resumed.returncode == 0, resumed.stderr + resumed.stdout
         (body,) = server.bodies
-        assert [t["function"]["name"] for t in body["tools"]][-4:] == \
-            ["create_task", "claim_task", "complete_task", "send_message"]
-    for args, message in ((["--worker"], "--worker needs --group NAME"),
-                          (["--group", "rev", "--worker", "task"], "--worker takes no TASK"),
-                          (["--lease", "5", "task"], "--lease applies to --worker only"),
-                          (["--group", "rev", "--worker", "--lease", "0"], "--lease"),
-                          (["--group", "nope", "--worker"], "no agent group 'nope'")):
+        assert [t["function"]["name"] for t in body["tools"]][-4:] == [
+            "create_task",
+            "claim_task",
+            "complete_task",
+            "send_message",
+        ]
+    for args, message in (
+        (["--worker"], "--worker needs --group NAME"),
+        (["--group", "rev", "--worker", "task"], "--worker takes no TASK"),
+        (["--lease", "5", "task"], "--lease applies to --worker only"),
+        (["--group", "rev", "--worker", "--lease", "0"], "--lease"),
+        (["--group", "nope", "--worker"], "no agent group 'nope'"),
+    ):
         r = subprocess.run(base + args, cwd=ws, env=env, capture_output=True, text=True, timeout=60)
         assert r.returncode != 0 and message in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)

@@ -16,11 +16,11 @@ import time
 
 import pytest
 from fake_providers import Reply, serve_openai
+from test_agent_run import _env, session_id
 
 from latch.events import UserMessage
 from latch.host.runs import RunLeaseHeld, RunRecord, holder_alive, process_start
 from latch.store import EventStore, LeaseLost, RunLease
-from test_agent_run import _env, session_id
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 
@@ -51,15 +51,26 @@ def test_a_second_resume_of_a_live_run_is_refused_and_a_killed_runs_lease_is_tak
     env = _env(tmp_path)
     script = [Reply("late answer", delay=60), Reply("resumed and done")]
     with serve_openai(script) as server:
-        first = subprocess.Popen(base + ["a long job", "--provider", "openai-compatible", "--model", "local",
-                                         "--base-url", server.base_url], cwd=ws, env=env, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
+        first = subprocess.Popen(
+            base + ["a long job", "--provider", "openai-compatible", "--model", "local", "--base-url", server.base_url],
+            cwd=ws,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             _wait(lambda: len(server.requests) >= 1, 60, "the first run's request")  # blocked inside it
             sid = session_id(tmp_path)
             before = _rows(db)
-            second = subprocess.run(base + ["--resume", sid, "--base-url", server.base_url], cwd=ws, env=env,
-                                    capture_output=True, text=True, timeout=120)
+            second = subprocess.run(
+                base + ["--resume", sid, "--base-url", server.base_url],
+                cwd=ws,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             after_refusal = _rows(db)
             requests_after_refusal = len(server.requests)
             os.kill(first.pid, signal.SIGKILL)
@@ -68,20 +79,31 @@ def test_a_second_resume_of_a_live_run_is_refused_and_a_killed_runs_lease_is_tak
             if first.poll() is None:
                 first.kill()
                 first.wait(10)
-        third = subprocess.run(base + ["--resume", sid, "--base-url", server.base_url], cwd=ws, env=env,
-                               capture_output=True, text=True, timeout=120)
+        third = subprocess.run(
+            base + ["--resume", sid, "--base-url", server.base_url],
+            cwd=ws,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert second.returncode == 2, second.stderr + second.stdout
     lines = second.stderr.strip().splitlines()
-    assert lines == [f"Error: session {sid} is already running in another latch run (pid {first.pid} on "
-                     f"{socket.gethostname()}); wait for it to end or stop it, then resume"], second.stderr
+    assert lines == [
+        f"Error: session {sid} is already running in another latch run (pid {first.pid} on "
+        f"{socket.gethostname()}); wait for it to end or stop it, then resume"
+    ], second.stderr
     assert "Traceback" not in second.stderr
     assert after_refusal == before  # nothing appended: no interrupted result, no run_started
     assert requests_after_refusal == 1  # and nothing asked of the model
     assert third.returncode == 0, third.stderr + third.stdout
     assert "resumed and done" in third.stdout
     with EventStore(db) as store:
-        runs = [(s.kind, s.event.pid if s.kind == "run_started" else None) for s in store.events(sid)
-                if s.kind in ("run_started", "run_ended")]
+        runs = [
+            (s.kind, s.event.pid if s.kind == "run_started" else None)
+            for s in store.events(sid)
+            if s.kind in ("run_started", "run_ended")
+        ]
         assert store.run_lease(sid) is None  # released with the run's end
     assert runs[0] == ("run_started", first.pid) and runs[-1] == ("run_ended", None)
     assert [k for k, _ in runs] == ["run_started", "run_started", "run_ended"]  # the killed run never ended
@@ -101,8 +123,7 @@ def test_a_lease_is_taken_over_only_from_a_dead_or_expired_holder(tmp_path):
                 record.acquire()
             assert store.run_lease(sid).run_id == "live" and not record.acquired
             # the same live pid, but its lease expired without renewal (a paused process): taken over
-            assert store.acquire_run_lease(sid, "live", now=time.time() - 100, holder_live=holder_alive,
-                                           **held) is None
+            assert store.acquire_run_lease(sid, "live", now=time.time() - 100, holder_live=holder_alive, **held) is None
             record.acquire()
             assert store.run_lease(sid).run_id == record.run_id and store.run_lease(sid).pid == me
         finally:
@@ -131,8 +152,19 @@ def test_a_run_whose_lease_was_taken_over_loses_its_guard_and_writes_nothing_mor
         killed = []
         old.guard.on_lost(lambda: killed.append(True))
         # another process takes the session over (as if this one had been paused past its lease)
-        assert store.acquire_run_lease(sid, "new", pid=os.getpid(), host=socket.gethostname(), process_start=None,
-                                       lease_seconds=30, now=time.time() + 60, holder_live=lambda lease: True) is None
+        assert (
+            store.acquire_run_lease(
+                sid,
+                "new",
+                pid=os.getpid(),
+                host=socket.gethostname(),
+                process_start=None,
+                lease_seconds=30,
+                now=time.time() + 60,
+                holder_live=lambda lease: True,
+            )
+            is None
+        )
         _wait(lambda: old.guard.lost, 5, "the renewal to find the lease taken over")
         assert killed == [True]
         with pytest.raises(LeaseLost, match="taken over"):

@@ -13,15 +13,15 @@ import time
 from pathlib import Path
 
 import pytest
-
 from fake_providers import Reply, ToolUse, serve_openai
+from sandbox_support import end_shell_group
+from test_agent_run import _env, latch, session_id
+
 from latch.events import AssistantMessage, RunEnded, RunStarted, ToolCall, ToolStarted, UserMessage
 from latch.host import reducers as R
 from latch.host.runs import RunRecord, process_alive, process_start, session_liveness
 from latch.store import EventStore
 from latch.ui.web.app import snapshot
-from test_agent_run import _env, latch, session_id
-from sandbox_support import end_shell_group
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 
@@ -40,8 +40,18 @@ def _runs(db: Path, sid: str) -> list[dict]:
 
 def test_a_finished_run_records_its_start_and_its_end(tmp_path, ws):
     with serve_openai([Reply("Nothing to do.", usage={"prompt_tokens": 500, "completion_tokens": 4})]) as server:
-        r = latch(tmp_path, "run", "say hi", "--provider", "openai-compatible", "--model", "local", "--base-url",
-                  server.base_url, cwd=ws)
+        r = latch(
+            tmp_path,
+            "run",
+            "say hi",
+            "--provider",
+            "openai-compatible",
+            "--model",
+            "local",
+            "--base-url",
+            server.base_url,
+            cwd=ws,
+        )
     assert r.returncode == 0, r.stderr + r.stdout
     sid = session_id(tmp_path)
     (run,) = _runs(tmp_path / "latch.db", sid)
@@ -56,8 +66,18 @@ def test_a_finished_run_records_its_start_and_its_end(tmp_path, ws):
 
 
 def test_a_provider_error_ends_the_run_with_outcome_error(tmp_path, ws):
-    r = latch(tmp_path, "run", "the task", "--provider", "openai-compatible", "--model", "m", "--base-url",
-              "http://127.0.0.1:9/v1", cwd=ws)
+    r = latch(
+        tmp_path,
+        "run",
+        "the task",
+        "--provider",
+        "openai-compatible",
+        "--model",
+        "m",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        cwd=ws,
+    )
     assert r.returncode == 1
     (run,) = _runs(tmp_path / "latch.db", session_id(tmp_path))
     assert (run["outcome"], run["exit_code"]) == ("error", 1) and run["detail"]
@@ -67,11 +87,37 @@ def test_a_sigkilled_run_is_interrupted_never_live_or_completed(tmp_path, ws):
     marker = ws / "pid"
     slow = f"echo $$ > {marker}; sleep 60"
     db = tmp_path / "latch.db"
-    with serve_openai([Reply(tool_calls=(ToolUse("k1", "shell", json.dumps({"command": slow, "timeout": 120})),),
-                             usage={"prompt_tokens": 800, "completion_tokens": 12})]) as server:
-        proc = subprocess.Popen([sys.executable, "-m", "latch", "--db", str(db), "run", "a slow job", "--provider",
-                                 "openai-compatible", "--model", "local", "--base-url", server.base_url, "--yes"],
-                                cwd=ws, env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with serve_openai(
+        [
+            Reply(
+                tool_calls=(ToolUse("k1", "shell", json.dumps({"command": slow, "timeout": 120})),),
+                usage={"prompt_tokens": 800, "completion_tokens": 12},
+            )
+        ]
+    ) as server:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "latch",
+                "--db",
+                str(db),
+                "run",
+                "a slow job",
+                "--provider",
+                "openai-compatible",
+                "--model",
+                "local",
+                "--base-url",
+                server.base_url,
+                "--yes",
+            ],
+            cwd=ws,
+            env=_env(tmp_path),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             deadline = time.monotonic() + 60
             while not marker.exists() and time.monotonic() < deadline:
@@ -104,8 +150,14 @@ def test_run_status_reducer_is_pure_over_events():
         assert R.run_status(store.events(sid), alive=lambda run: True) == {"phase": None, "run": None, "runs": 0}
         record = RunRecord(store, sid)
         started = record.start()
-        store.append(sid, [UserMessage(text="t"), AssistantMessage(text="", tool_calls=(ToolCall("c", "x", "{}"),)),
-                           ToolStarted(call_id="c", name="x")])
+        store.append(
+            sid,
+            [
+                UserMessage(text="t"),
+                AssistantMessage(text="", tool_calls=(ToolCall("c", "x", "{}"),)),
+                ToolStarted(call_id="c", name="x"),
+            ],
+        )
         evs = list(store.events(sid))
         assert R.run_status(evs, alive=lambda run: True)["phase"] == "running"
         assert R.run_status(evs, alive=lambda run: False)["phase"] == "interrupted"

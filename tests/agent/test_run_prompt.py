@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from fake_providers import Reply, ToolUse, serve_openai
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
@@ -28,8 +27,9 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LATCH_"))}
-    env.update({"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200", "OPENAI_API_KEY": KEY, "NO_COLOR": "1",
-                **extra})
+    env.update(
+        {"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200", "OPENAI_API_KEY": KEY, "NO_COLOR": "1", **extra}
+    )
     return env
 
 
@@ -40,9 +40,16 @@ class Terminal:
         import pty
 
         self.master, slave = pty.openpty()
-        self.proc = subprocess.Popen([sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), *args],
-                                     cwd=cwd, env=env or _env(tmp_path), stdin=slave, stdout=slave, stderr=slave,
-                                     close_fds=True, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), *args],
+            cwd=cwd,
+            env=env or _env(tmp_path),
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            close_fds=True,
+            start_new_session=True,
+        )
         os.close(slave)
         self.out = ""
         self.seen = 0  # what expect() consumed
@@ -63,11 +70,11 @@ class Terminal:
     def expect(self, text: str, timeout: float = 60) -> str:
         """The output since the last expect, up to and including ``text``; fails after ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
-        while text not in self.out[self.seen:]:
+        while text not in self.out[self.seen :]:
             if time.monotonic() > deadline or not self._read(0.2):
-                raise AssertionError(f"{text!r} never came; output:\n{self.out[self.seen:]}")
+                raise AssertionError(f"{text!r} never came; output:\n{self.out[self.seen :]}")
         end = self.out.index(text, self.seen) + len(text)
-        got, self.seen = self.out[self.seen:end], end
+        got, self.seen = self.out[self.seen : end], end
         return got
 
     def send(self, line: str) -> None:
@@ -81,7 +88,7 @@ class Terminal:
                 break
         code = self.proc.wait(timeout=30)
         os.close(self.master)
-        return code, self.out[self.seen:]
+        return code, self.out[self.seen :]
 
 
 def _usage(prompt: int, cached: int = 0) -> dict:
@@ -110,14 +117,16 @@ def ws(tmp_path):
 
 
 def test_the_prompt_stays_open_after_a_task_and_sums_up_at_exit(tmp_path, ws):
-    with serve_openai([Reply("Hello there.", usage=_usage(900)), Reply("Again.", usage=_usage(950, cached=900))]) \
-            as server:
+    with serve_openai(
+        [Reply("Hello there.", usage=_usage(900)), Reply("Again.", usage=_usage(950, cached=900))]
+    ) as server:
         t = Terminal(tmp_path, [*RUN, server.base_url, "greet me"], ws)
         assert "Hello there." in t.expect("latch> ")
         t.send("/cost")
         # gpt-4.1: 900 x $2 + 12 x $8 per million tokens
-        assert "this run: 1 request · 900 prompt tokens (0 cache read) · 12 output tokens · $0.001896\n" \
-            in t.expect("latch> ")
+        assert "this run: 1 request · 900 prompt tokens (0 cache read) · 12 output tokens · $0.001896\n" in t.expect(
+            "latch> "
+        )
         t.send("and again")
         got = t.expect("latch> ")
         assert "Again." in got and "request 2 · " in got
@@ -126,8 +135,10 @@ def test_the_prompt_stays_open_after_a_task_and_sums_up_at_exit(tmp_path, ws):
         requests = len(server.bodies)
     sid = _sid(tmp_path)
     assert code == 0, rest
-    assert (f"this run: 2 requests · 1,850 prompt tokens (900 cache read) · 24 output tokens · $0.002542 · "
-            f"continue with latch run --resume {sid}\n") in rest
+    assert (
+        f"this run: 2 requests · 1,850 prompt tokens (900 cache read) · 24 output tokens · $0.002542 · "
+        f"continue with latch run --resume {sid}\n"
+    ) in rest
     assert requests == 2
 
 
@@ -140,8 +151,14 @@ def test_once_ends_after_the_task_on_a_terminal(tmp_path, ws):
 
 def test_resume_without_a_task_opens_the_prompt_and_sends_nothing(tmp_path, ws):
     with serve_openai([Reply("First.", usage=_usage(900)), Reply("Second.", usage=_usage(950))]) as server:
-        r = subprocess.run([sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), *RUN, server.base_url,
-                            "first task"], cwd=ws, env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            [sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), *RUN, server.base_url, "first task"],
+            cwd=ws,
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert r.returncode == 0, r.stderr
         assert "request 1 · " in r.stdout
         sid = _sid(tmp_path)
@@ -159,26 +176,38 @@ def test_resume_without_a_task_opens_the_prompt_and_sends_nothing(tmp_path, ws):
 def test_resume_without_a_task_in_a_pipe_refuses_a_finished_session(tmp_path, ws):
     with serve_openai([Reply("Done.", usage=_usage(900))]) as server:
         base = [sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db")]
-        r = subprocess.run([*base, *RUN, server.base_url, "task"], cwd=ws, env=_env(tmp_path), capture_output=True,
-                           text=True, timeout=120)
+        r = subprocess.run(
+            [*base, *RUN, server.base_url, "task"],
+            cwd=ws,
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert r.returncode == 0, r.stderr
         sid, before = _sid(tmp_path), _events(tmp_path)
-        r = subprocess.run([*base, "run", "--resume", sid], cwd=ws, env=_env(tmp_path), capture_output=True,
-                           text=True, timeout=120)
+        r = subprocess.run(
+            [*base, "run", "--resume", sid], cwd=ws, env=_env(tmp_path), capture_output=True, text=True, timeout=120
+        )
         assert len(server.bodies) == 1
     assert r.returncode == 2
-    assert r.stderr.endswith(f"Error: session {sid} waits for the user (the agent's last answer is complete): give "
-                             "a TASK, or resume on a terminal for the prompt\n")
+    assert r.stderr.endswith(
+        f"Error: session {sid} waits for the user (the agent's last answer is complete): give "
+        "a TASK, or resume on a terminal for the prompt\n"
+    )
     assert _events(tmp_path) == before
 
 
 def test_approvals_show_the_diff_or_command_and_always_allows_the_tool(tmp_path, ws):
     (ws / "notes.txt").write_text("old line\nkept\n")
-    script = [Reply(tool_calls=(ToolUse("c1", "write_file", json.dumps({"path": "notes.txt",
-                                                                        "content": "new line\nkept\n"})),)),
-              Reply(tool_calls=(ToolUse("c2", "shell", json.dumps({"command": "echo one"})),)),
-              Reply(tool_calls=(ToolUse("c3", "shell", json.dumps({"command": "echo two"})),)),
-              Reply("All done.")]
+    script = [
+        Reply(
+            tool_calls=(ToolUse("c1", "write_file", json.dumps({"path": "notes.txt", "content": "new line\nkept\n"})),)
+        ),
+        Reply(tool_calls=(ToolUse("c2", "shell", json.dumps({"command": "echo one"})),)),
+        Reply(tool_calls=(ToolUse("c3", "shell", json.dumps({"command": "echo two"})),)),
+        Reply("All done."),
+    ]
     with serve_openai(script) as server:
         t = Terminal(tmp_path, [*RUN, server.base_url, "edit and run", "--sandbox", "off", "--once"], ws)
         got = t.expect("[y/N/a] ")
@@ -197,23 +226,31 @@ def test_approvals_show_the_diff_or_command_and_always_allows_the_tool(tmp_path,
 
 def test_slash_commands_context_help_model_tools(tmp_path, ws):
     with serve_openai([Reply("Hi.", usage=_usage(900))]) as server:
-        t = Terminal(tmp_path, [*RUN, server.base_url, "hello", "--window", "30000", "--reserve", "1000",
-                                "--tools", "read_file,shell"], ws)
+        t = Terminal(
+            tmp_path,
+            [*RUN, server.base_url, "hello", "--window", "30000", "--reserve", "1000", "--tools", "read_file,shell"],
+            ws,
+        )
         t.expect("latch> ")
         sid = _sid(tmp_path)
         t.send("/context")
         got = t.expect("latch> ")
         assert f"/context · session {sid} · engine continuity" in got
         assert re.search(r"┃ component\s+┃ tokens ┃ note\s+┃", got) and re.search(r"│ canonical state\s+│\s+\d+ │", got)
-        assert re.search(r"│ total\s+│\s+[\d,]+ │ of [\d,]+ \(corrected hard limit; window 30,000 − reserve 1,000 = "
-                         r"29,000\) │", got)
+        assert re.search(
+            r"│ total\s+│\s+[\d,]+ │ of [\d,]+ \(corrected hard limit; window 30,000 − reserve 1,000 = "
+            r"29,000\) │",
+            got,
+        )
         t.send("/help")
         got = t.expect("latch> ")
         assert "  /context       the next request's context by component (as latch context prints it)\n" in got
         assert "  /cost          requests, tokens and dollars of this run so far\n" in got
         t.send("/model")
-        assert (f"provider openai · model gpt-4.1 · engine continuity · window 30,000 · reserve 1,000 tokens "
-                f"(another model: latch run --resume {sid} --model NAME)") in t.expect("latch> ")
+        assert (
+            f"provider openai · model gpt-4.1 · engine continuity · window 30,000 · reserve 1,000 tokens "
+            f"(another model: latch run --resume {sid} --model NAME)"
+        ) in t.expect("latch> ")
         t.send("/tools")
         got = t.expect("latch> ")
         assert "  read_file · allowed\n  shell · asks first\n" in got
@@ -233,14 +270,22 @@ def test_ctrl_c_prints_the_resume_command(tmp_path, ws):
         code, rest = t.finish()
     assert code == 130
     assert "Aborted!" not in rest
-    assert (f"warning: interrupted (Ctrl-C): the run ended; its processes were stopped (continue with latch run "
-            f"--resume {sid})") in rest
+    assert (
+        f"warning: interrupted (Ctrl-C): the run ended; its processes were stopped (continue with latch run "
+        f"--resume {sid})"
+    ) in rest
     assert "this run: 1 request · 900 prompt tokens" in rest
 
 
 def _run(tmp_path: Path, ws: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), *args], cwd=ws,
-                          env=_env(tmp_path, **env), capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), *args],
+        cwd=ws,
+        env=_env(tmp_path, **env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_steering_from_another_front_end_is_echoed(tmp_path, ws):
@@ -261,9 +306,13 @@ def test_steering_from_another_front_end_is_echoed(tmp_path, ws):
 
 def test_a_childs_lines_carry_its_name(tmp_path, ws):
     spawn = json.dumps({"brief": "Say hello.", "model": "gpt-4.1"})
-    with serve_openai([Reply(tool_calls=(ToolUse("p1", "spawn_agent", spawn),)),
-                       Reply("child says\nhello", usage=_usage(300)), Reply("Parent done.", usage=_usage(900))]) \
-            as server:
+    with serve_openai(
+        [
+            Reply(tool_calls=(ToolUse("p1", "spawn_agent", spawn),)),
+            Reply("child says\nhello", usage=_usage(300)),
+            Reply("Parent done.", usage=_usage(900)),
+        ]
+    ) as server:
         r = _run(tmp_path, ws, *RUN, server.base_url, "delegate", "--yes")
     assert r.returncode == 0, r.stderr
     with sqlite3.connect(tmp_path / "latch.db") as db:
@@ -279,8 +328,11 @@ def test_the_status_line_fits_the_terminal_width(tmp_path, ws):
         narrow = _run(tmp_path, ws, *RUN, server.base_url, "hello", COLUMNS="80")
     assert wide.returncode == 0 and narrow.returncode == 0, narrow.stderr
     full = next(line for line in wide.stdout.splitlines() if line.startswith("request 1 · "))
-    assert re.fullmatch(r"request 1 · context \d+% of [\d,]+ · view [\d,]+ tokens \((exact|estimated)\) · epoch \d+ · provider "
-                        r"prompt 900 · cache read 0 · output 12 · cost \$0\.001896 \(run \$0\.001896\)", full)
+    assert re.fullmatch(
+        r"request 1 · context \d+% of [\d,]+ · view [\d,]+ tokens \((exact|estimated)\) · epoch \d+ · provider "
+        r"prompt 900 · cache read 0 · output 12 · cost \$0\.001896 \(run \$0\.001896\)",
+        full,
+    )
     short = next(line for line in narrow.stdout.splitlines() if line.startswith("request 1 · "))
     assert short == "request 1 · context 0% of 1,015,576 · cost $0.001896 (run $0.001896)"
     header = narrow.stdout.splitlines()[0]

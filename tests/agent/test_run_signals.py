@@ -16,12 +16,12 @@ import time
 from pathlib import Path
 
 import pytest
-
 from fake_providers import Reply, ToolUse, serve_openai
+from test_agent_run import _env, session_id
+
 from latch.agent.tools.processes import LOG_DIR_PREFIX, remove_stale_log_dirs
 from latch.events import ProcessExited, ProcessStarted, RunEnded
 from latch.store import EventStore
-from test_agent_run import _env, session_id
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 
@@ -60,16 +60,38 @@ def _gone(pid: int, seconds: float = 10) -> bool:
 
 
 def _start(tmp_path: Path, ws: Path, server, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), "run", *args,
-                             "--provider", "openai-compatible", "--model", "local", "--base-url", server.base_url,
-                             "--yes", "--sandbox", "off"],
-                            cwd=ws, env=_env(tmp_path, TMPDIR=str(tmp_path / "tmp")), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "latch",
+            "--db",
+            str(tmp_path / "latch.db"),
+            "run",
+            *args,
+            "--provider",
+            "openai-compatible",
+            "--model",
+            "local",
+            "--base-url",
+            server.base_url,
+            "--yes",
+            "--sandbox",
+            "off",
+        ],
+        cwd=ws,
+        env=_env(tmp_path, TMPDIR=str(tmp_path / "tmp")),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _call(cid: str, command: str, **more) -> Reply:
-    return Reply(tool_calls=(ToolUse(cid, "shell", json.dumps({"command": command, **more})),),
-                 usage={"prompt_tokens": 800, "completion_tokens": 12})
+    return Reply(
+        tool_calls=(ToolUse(cid, "shell", json.dumps({"command": command, **more})),),
+        usage={"prompt_tokens": 800, "completion_tokens": 12},
+    )
 
 
 def _log_dirs(tmp_path: Path) -> list[str]:
@@ -80,8 +102,10 @@ def _log_dirs(tmp_path: Path) -> list[str]:
 def test_a_terminated_run_records_its_end_and_stops_its_processes(tmp_path, ws, sig):
     (tmp_path / "tmp").mkdir()
     background, foreground = ws / "bg.pid", ws / "fg.pid"
-    script = [_call("b1", f"echo $$ > {background}; sleep 300", background=True),
-              _call("f1", f"echo $$ > {foreground}; sleep 300", timeout=600)]
+    script = [
+        _call("b1", f"echo $$ > {background}; sleep 300", background=True),
+        _call("f1", f"echo $$ > {foreground}; sleep 300", timeout=600),
+    ]
     with serve_openai(script) as server:
         proc = _start(tmp_path, ws, server, "start a server, then a long job")
         try:
@@ -104,15 +128,15 @@ def test_a_terminated_run_records_its_end_and_stops_its_processes(tmp_path, ws, 
     (started,) = [e for e in events if isinstance(e, ProcessStarted)]
     assert started.pgid == bg and started.owner_pid == proc.pid
     assert [(e.process_id, e.exit_code, e.unknown) for e in events if isinstance(e, ProcessExited)] == [
-        (started.process_id, None, False)]  # the watcher saw the exit it caused
+        (started.process_id, None, False)
+    ]  # the watcher saw the exit it caused
     assert _log_dirs(tmp_path) == [], "the run left its temporary folder behind"
 
 
 def test_a_resumed_run_reconciles_the_processes_a_killed_run_left(tmp_path, ws):
     (tmp_path / "tmp").mkdir()
     background = ws / "bg.pid"
-    script = [_call("b1", f"echo $$ > {background}; exec sleep 300", background=True),
-              Reply("still working", delay=30)]
+    script = [_call("b1", f"echo $$ > {background}; exec sleep 300", background=True), Reply("still working", delay=30)]
     db = tmp_path / "latch.db"
     with serve_openai(script) as server:
         proc = _start(tmp_path, ws, server, "start a server")
@@ -132,15 +156,38 @@ def test_a_resumed_run_reconciles_the_processes_a_killed_run_left(tmp_path, ws):
         assert _alive(bg), "a SIGKILLed run's background process is an orphan until something reconciles it"
         stale = _log_dirs(tmp_path)
         assert len(stale) == 1 and stale[0].startswith(f"{LOG_DIR_PREFIX}{proc.pid}.")
-        blocked = subprocess.run([sys.executable, "-m", "latch", "--db", str(db), "evidence", sid], cwd=ws,
-                                 env=_env(tmp_path), capture_output=True, text=True, timeout=60)
+        blocked = subprocess.run(
+            [sys.executable, "-m", "latch", "--db", str(db), "evidence", sid],
+            cwd=ws,
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert "is running" in blocked.stdout + blocked.stderr
 
         with serve_openai([Reply("The server was lost; nothing else to do.")]) as server:
-            resumed = subprocess.run([sys.executable, "-m", "latch", "--db", str(db), "run", "--resume", sid,
-                                      "--base-url", server.base_url, "--sandbox", "off"], cwd=ws,
-                                     env=_env(tmp_path, TMPDIR=str(tmp_path / "tmp")), capture_output=True,
-                                     text=True, timeout=120)
+            resumed = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "latch",
+                    "--db",
+                    str(db),
+                    "run",
+                    "--resume",
+                    sid,
+                    "--base-url",
+                    server.base_url,
+                    "--sandbox",
+                    "off",
+                ],
+                cwd=ws,
+                env=_env(tmp_path, TMPDIR=str(tmp_path / "tmp")),
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             sent = json.dumps(server.requests[0].body) if server.requests else ""
         assert resumed.returncode == 0, resumed.stderr[-800:] + resumed.stdout[-800:]
         assert _gone(bg), "the orphan survived the resume"
@@ -150,10 +197,17 @@ def test_a_resumed_run_reconciles_the_processes_a_killed_run_left(tmp_path, ws):
             events = [s.event for s in store.events(sid)]
         (started,) = [e for e in events if isinstance(e, ProcessStarted)]
         assert [e for e in events if isinstance(e, ProcessExited)] == [
-            ProcessExited(started.process_id, None, unknown=True)]
+            ProcessExited(started.process_id, None, unknown=True)
+        ]
         assert _log_dirs(tmp_path) == [], "the killed run's temporary folder was not removed"
-        after = subprocess.run([sys.executable, "-m", "latch", "--db", str(db), "evidence", sid], cwd=ws,
-                               env=_env(tmp_path), capture_output=True, text=True, timeout=60)
+        after = subprocess.run(
+            [sys.executable, "-m", "latch", "--db", str(db), "evidence", sid],
+            cwd=ws,
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert after.returncode == 0 and f"managed process {started.process_id} is running" in blocked.stdout
         assert "managed process" not in after.stdout, after.stdout  # certification is no longer blocked
     finally:
@@ -166,6 +220,7 @@ def test_stale_log_folders_of_live_or_foreign_processes_are_kept(tmp_path):
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         from latch.host.runs import process_start
+
         kept = tmp_path / f"{LOG_DIR_PREFIX}{live.pid}.{process_start(live.pid)}-xyz"
         old_style = tmp_path / f"{LOG_DIR_PREFIX}q8w7e6r5"
         for d in (mine, kept, old_style):

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 
 import pytest
 from click.testing import CliRunner
-
-import shutil
-
 from corpus_support import CORPUS, REPO, require_corpus
+
 from latch.bench.needles import corpus_needles
 from latch.bench.report import markdown_table
 from latch.bench.runner import Budget, SessionSource, discover_sessions, parse_budgets, run_job
@@ -22,11 +21,17 @@ EXAMPLES = REPO / "examples"
 
 
 def test_budgets_parse_with_suffixes_and_reject_nonsense():
-    assert parse_budgets("256k:32k:64k, 32000:4000:8k") == [Budget("256k:32k:64k", 256_000, 32_000, 64_000),
-                                                              Budget("32000:4000:8k", 32_000, 4_000, 8_000)]
-    for bad, message in (("256k:32k", "expected WINDOW:RESERVE:RECENT"), ("32k:40k:8k", "reserve < window"),
-                         ("32k:4k:30k", "recent <= window - reserve"), ("3x:1:1", "not a token count"),
-                         ("", "no budget")):
+    assert parse_budgets("256k:32k:64k, 32000:4000:8k") == [
+        Budget("256k:32k:64k", 256_000, 32_000, 64_000),
+        Budget("32000:4000:8k", 32_000, 4_000, 8_000),
+    ]
+    for bad, message in (
+        ("256k:32k", "expected WINDOW:RESERVE:RECENT"),
+        ("32k:40k:8k", "reserve < window"),
+        ("32k:4k:30k", "recent <= window - reserve"),
+        ("3x:1:1", "not a token count"),
+        ("", "no budget"),
+    ):
         with pytest.raises(ValueError, match=message):
             parse_budgets(bad)
 
@@ -36,8 +41,7 @@ def test_sessions_are_discovered_in_a_fixed_order(tmp_path):
     for name in ("b/two.jsonl", "one.traj", "README.md", "FORMATS.md", ".hidden"):
         (tmp_path / name).write_text("x")
     found = discover_sessions(tmp_path, EXAMPLES, scenario_events=500, scenario_seed=4)
-    assert [s.name for s in found] == ["b/two.jsonl", "one.traj", "invoice-rounding.claude.jsonl",
-                                       "scenario-4-500"]
+    assert [s.name for s in found] == ["b/two.jsonl", "one.traj", "invoice-rounding.claude.jsonl", "scenario-4-500"]
     assert found[-1] == SessionSource(name="scenario-4-500", seed=4, events=500)
     with pytest.raises(ValueError, match="no such folder"):
         discover_sessions(tmp_path / "missing")
@@ -45,14 +49,17 @@ def test_sessions_are_discovered_in_a_fixed_order(tmp_path):
 
 def test_corpus_needles_come_from_the_first_quarter(store):
     sid = store.create_session()
-    store.append(sid, [
-        UserMessage("Please fix the flaky export job.\nIt fails on Mondays."),
-        AssistantMessage(tool_calls=(ToolCall("c1", "Bash", json.dumps({"command": "make export"})),)),
-        ToolResult("c1", "building...\nError: export.csv: permission denied (errno 13)\ndone", is_error=True),
-        AssistantMessage(tool_calls=(ToolCall("c2", "Read", json.dumps({"file_path": "/srv/app/export.py"})),)),
-        ToolResult("c2", "def export(): ..."),
-        *[UserMessage(f"filler {i}") for i in range(16)],
-    ])
+    store.append(
+        sid,
+        [
+            UserMessage("Please fix the flaky export job.\nIt fails on Mondays."),
+            AssistantMessage(tool_calls=(ToolCall("c1", "Bash", json.dumps({"command": "make export"})),)),
+            ToolResult("c1", "building...\nError: export.csv: permission denied (errno 13)\ndone", is_error=True),
+            AssistantMessage(tool_calls=(ToolCall("c2", "Read", json.dumps({"file_path": "/srv/app/export.py"})),)),
+            ToolResult("c2", "def export(): ..."),
+            *[UserMessage(f"filler {i}") for i in range(16)],
+        ],
+    )
     needles = corpus_needles(list(store.events(sid)))
     assert [(n.label, n.text, n.seq) for n in needles] == [
         ("error line", "Error: export.csv: permission denied (errno 13)", 3),
@@ -69,8 +76,13 @@ def test_every_session_of_a_container_file_is_its_own_source(tmp_path):
     shutil.copy(CORPUS / "goose" / "lantern_sessions.db", tmp_path / "goose.db")
     shutil.copy(EXAMPLES / "invoice-rounding.claude.jsonl", tmp_path / "one.jsonl")
     found = discover_sessions(tmp_path, scenario_events=0)
-    assert [s.name for s in found] == [*(f"goose.db#{i}" for i in range(1, 5)), "moz.md#1", "moz.md#2", "moz.md#3",
-                                       "one.jsonl"]
+    assert [s.name for s in found] == [
+        *(f"goose.db#{i}" for i in range(1, 5)),
+        "moz.md#1",
+        "moz.md#2",
+        "moz.md#3",
+        "one.jsonl",
+    ]
     assert len({s.session for s in found[:7]}) == 7 and found[7].session is None
     budget = Budget("32k:4k:8k", 32_000, 4_000, 8_000)
     # mozgoslav's runs answer 0, 9 and 7 times (tests/corpus/test_aider_runs_corpus.py)
@@ -92,9 +104,24 @@ def test_one_job_on_the_example_session():
 def test_latch_bench_writes_table_json_and_plots(tmp_path):
     _load_commands()
     out = tmp_path / "out"
-    res = CliRunner().invoke(cli, ["bench", "--engines", "continuity", "--examples", str(EXAMPLES),
-                                   "--scenario-events", "400", "--budgets", "32k:4k:8k", "--out", str(out),
-                                   "--jobs", "2"])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "bench",
+            "--engines",
+            "continuity",
+            "--examples",
+            str(EXAMPLES),
+            "--scenario-events",
+            "400",
+            "--budgets",
+            "32k:4k:8k",
+            "--out",
+            str(out),
+            "--jobs",
+            "2",
+        ],
+    )
     assert res.exit_code == 0, res.output
     doc = json.loads((out / "report.json").read_text())
     assert [s["name"] for s in doc["sessions"]] == ["invoice-rounding.claude.jsonl", "scenario-0-400"]
@@ -118,11 +145,14 @@ def test_missing_matplotlib_is_a_clear_error(tmp_path, monkeypatch):
     assert "pip install '.[bench]' in the Latch checkout" in res.output and "Traceback" not in res.output
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--engines", "no-such-engine"], "unknown engine 'no-such-engine'"),
-    (["--budgets", "32k:64k:8k"], "reserve < window"),
-    (["--corpus", "/no/such/folder"], "no such folder"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--engines", "no-such-engine"], "unknown engine 'no-such-engine'"),
+        (["--budgets", "32k:64k:8k"], "reserve < window"),
+        (["--corpus", "/no/such/folder"], "no such folder"),
+    ],
+)
 def test_user_mistakes_exit_2_without_a_traceback(tmp_path, args, message):
     _load_commands()
     res = CliRunner().invoke(cli, ["bench", "--scenario-events", "50", "--out", str(tmp_path), *args])
@@ -147,8 +177,17 @@ def test_bench_uses_the_hosts_estimator_choice(tmp_path, monkeypatch):
         assert forced["estimator"] == "tiktoken"
         assert hooked["estimator"] == plugins.select_estimator(hooked["model"]).name  # the hook's choice
         gpt = tmp_path / "gpt.json"
-        gpt.write_text(json.dumps({"model": "gpt-4", "messages": [
-            {"role": "user", "content": "Round 2.675 to cents."}, {"role": "assistant", "content": "2.68"}]}))
+        gpt.write_text(
+            json.dumps(
+                {
+                    "model": "gpt-4",
+                    "messages": [
+                        {"role": "user", "content": "Round 2.675 to cents."},
+                        {"role": "assistant", "content": "2.68"},
+                    ],
+                }
+            )
+        )
         on_gpt = run_job("continuity", SessionSource(name="gpt", path=str(gpt)), budget)
         assert on_gpt["estimator"] == "tiktoken"  # latch-tiktoken answers the hook for cl100k models (gpt-4)
         assert summarize([forced])[0]["estimators"] == "tiktoken"

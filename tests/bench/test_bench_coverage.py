@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from corpus_support import REPO
+
 from latch.bench.coverage import CoverageProbe, WorkingSetProbe, identifiers
 from latch.bench.report import markdown_table, verdicts
 from latch.bench.runner import Budget, SessionSource, run_job
@@ -14,8 +15,10 @@ from latch.port import ViewMessage
 
 
 def test_the_identifier_rule():
-    text = ("Fixed src/app/export.py: export_rows() now calls pandas.read_csv; see commit 3f9a2c71d "
-            "and call_8Hq2x9 (error E42, 2024 rows, 12345). The word version and README stay out.")
+    text = (
+        "Fixed src/app/export.py: export_rows() now calls pandas.read_csv; see commit 3f9a2c71d "
+        "and call_8Hq2x9 (error E42, 2024 rows, 12345). The word version and README stay out."
+    )
     assert identifiers(text) == ["src/app/export.py", "export_rows", "pandas.read_csv", "3f9a2c71d", "call_8Hq2x9"]
 
 
@@ -25,30 +28,69 @@ class _Stored:
 
 
 def test_the_probe_counts_what_was_seen_before_and_what_the_view_holds():
-    events = [_Stored(1, UserMessage("fix the bug in src/app/export.py")),
-              _Stored(2, AssistantMessage("", (ToolCall("c1", "Read", json.dumps({"path": "src/app/export.py"})),))),
-              _Stored(3, ToolResult("c1", "def export_rows(): raise KeyError('user_id')")),
-              _Stored(4, AssistantMessage("export_rows in src/app/export.py reads user_id; new file src/app/fix.py"))]
+    events = [
+        _Stored(1, UserMessage("fix the bug in src/app/export.py")),
+        _Stored(2, AssistantMessage("", (ToolCall("c1", "Read", json.dumps({"path": "src/app/export.py"})),))),
+        _Stored(3, ToolResult("c1", "def export_rows(): raise KeyError('user_id')")),
+        _Stored(4, AssistantMessage("export_rows in src/app/export.py reads user_id; new file src/app/fix.py")),
+    ]
     probe = CoverageProbe(events)
-    full = type("V", (), {"messages": (ViewMessage("user", "fix the bug in src/app/export.py"),
-                                       ViewMessage("tool", "def export_rows(): raise KeyError('user_id')"))})
+    full = type(
+        "V",
+        (),
+        {
+            "messages": (
+                ViewMessage("user", "fix the bug in src/app/export.py"),
+                ViewMessage("tool", "def export_rows(): raise KeyError('user_id')"),
+            )
+        },
+    )
     # response 4 names export_rows, src/app/export.py, user_id (seen) and src/app/fix.py (new: not needed)
     assert probe.score(events[3].event, full, until_seq=3) == (3, 3)
     probe = CoverageProbe(events)
-    masked = type("V", (), {"messages": (ViewMessage("user", "fix the bug in src/app/export.py"),
-                                         ViewMessage("tool", "[tool output omitted: 1 lines]"))})
+    masked = type(
+        "V",
+        (),
+        {
+            "messages": (
+                ViewMessage("user", "fix the bug in src/app/export.py"),
+                ViewMessage("tool", "[tool output omitted: 1 lines]"),
+            )
+        },
+    )
     assert probe.score(events[3].event, masked, until_seq=3) == (3, 1)
 
 
 def test_a_tool_calls_parameter_names_are_not_needed_context():
     """``old_string`` and ``file_path`` come from the Edit tool's schema, which every request carries; the
     values are what the response took from the context."""
-    edit = ToolCall("c2", "Edit", json.dumps({"file_path": "src/app/export.py", "old_string": "user_id",
-                                              "new_string": "account_id", "replace_all": False}))
-    events = [_Stored(1, AssistantMessage("", (ToolCall("c1", "Edit", json.dumps(
-                  {"file_path": "src/app/a.py", "old_string": "x", "new_string": "y"})),))),
-              _Stored(2, ToolResult("c1", "ok: src/app/export.py reads user_id")),
-              _Stored(3, AssistantMessage("", (edit,)))]
+    edit = ToolCall(
+        "c2",
+        "Edit",
+        json.dumps(
+            {
+                "file_path": "src/app/export.py",
+                "old_string": "user_id",
+                "new_string": "account_id",
+                "replace_all": False,
+            }
+        ),
+    )
+    events = [
+        _Stored(
+            1,
+            AssistantMessage(
+                "",
+                (
+                    ToolCall(
+                        "c1", "Edit", json.dumps({"file_path": "src/app/a.py", "old_string": "x", "new_string": "y"})
+                    ),
+                ),
+            ),
+        ),
+        _Stored(2, ToolResult("c1", "ok: src/app/export.py reads user_id")),
+        _Stored(3, AssistantMessage("", (edit,))),
+    ]
     probe = CoverageProbe(events)
     view = type("V", (), {"messages": (ViewMessage("tool", "ok: src/app/export.py reads user_id"),)})
     # needed: src/app/export.py and user_id (account_id is new); not file_path, old_string, new_string
@@ -70,9 +112,22 @@ def test_bench_reports_coverage_per_request_and_per_engine():
 
 def test_working_set_coverage_counts_the_files_touched_so_far_that_the_view_names():
     read = AssistantMessage("", (ToolCall("c1", "Read", json.dumps({"file_path": "/home/me/repo/src/app.py"})),))
-    edit = AssistantMessage("", (ToolCall("c2", "Edit", json.dumps({"file_path": "/home/me/repo/lib/util.py",
-                                                                   "old_string": "a", "new_string": "b"})),))
-    events = [_Stored(1, read), _Stored(2, ToolResult("c1", "x = 1")), _Stored(3, edit), _Stored(4, ToolResult("c2", "ok"))]
+    edit = AssistantMessage(
+        "",
+        (
+            ToolCall(
+                "c2",
+                "Edit",
+                json.dumps({"file_path": "/home/me/repo/lib/util.py", "old_string": "a", "new_string": "b"}),
+            ),
+        ),
+    )
+    events = [
+        _Stored(1, read),
+        _Stored(2, ToolResult("c1", "x = 1")),
+        _Stored(3, edit),
+        _Stored(4, ToolResult("c2", "ok")),
+    ]
     probe = WorkingSetProbe(events)
     state = type("V", (), {"messages": (ViewMessage("user", "Working set: files\n- src/app.py: read ×1"),)})
     assert probe.score(state, until_seq=2) == (1, 1)  # a workspace-relative path names the file
@@ -80,8 +135,12 @@ def test_working_set_coverage_counts_the_files_touched_so_far_that_the_view_name
 
 
 def test_the_verdict_compares_with_the_best_baseline_that_refused_no_more():
-    rows = [{"engine": "continuity", "budget": "32k", "coverage": 0.8, "cost_usd_total": 10.0, "frontier": "yes"},
-            {"engine": "sliding-window", "budget": "32k", "coverage": 0.85, "cost_usd_total": 30.0, "frontier": "yes"},
-            {"engine": "raw-history", "budget": "32k", "coverage": 0.99, "cost_usd_total": 2.0, "frontier": "refuses"}]
-    assert verdicts(rows) == ["- **32k**: continuity covers 80.0% of the needed context < sliding-window's 85.0% "
-                              "(the best baseline) at 33% of its dollars; on the cost/coverage frontier."]
+    rows = [
+        {"engine": "continuity", "budget": "32k", "coverage": 0.8, "cost_usd_total": 10.0, "frontier": "yes"},
+        {"engine": "sliding-window", "budget": "32k", "coverage": 0.85, "cost_usd_total": 30.0, "frontier": "yes"},
+        {"engine": "raw-history", "budget": "32k", "coverage": 0.99, "cost_usd_total": 2.0, "frontier": "refuses"},
+    ]
+    assert verdicts(rows) == [
+        "- **32k**: continuity covers 80.0% of the needed context < sliding-window's 85.0% "
+        "(the best baseline) at 33% of its dollars; on the cost/coverage frontier."
+    ]

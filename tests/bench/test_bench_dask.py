@@ -19,7 +19,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from corpus_support import REPO
 from dask_support import BIN, dask_cluster, kill_when_busy, spawn
 
@@ -30,8 +29,12 @@ if os.environ.get("CI") and not shutil.which("dask", path=str(Path(sys.executabl
 distributed = pytest.importorskip("distributed", reason="pip install '.[cluster]' in the Latch checkout")
 
 CORPUS = REPO.parent / "shared" / "corpus"
-SUBSET = ["claude-code/claude-reliability_python-to-rust-port.jsonl", "swe-agent/ctf_i_got_id_demo.traj",
-          "gemini-cli/entire_session.json", "gemini-cli/vibecodingtracker_session.jsonl"]
+SUBSET = [
+    "claude-code/claude-reliability_python-to-rust-port.jsonl",
+    "swe-agent/ctf_i_got_id_demo.traj",
+    "gemini-cli/entire_session.json",
+    "gemini-cli/vibecodingtracker_session.jsonl",
+]
 ENGINES = "continuity,sliding-window"
 TIMING = ("seconds", "peak_mb")  # the only fields that differ between two runs of the same job
 
@@ -50,10 +53,29 @@ def _bench(tmp_path: Path, out: str, *extra: str) -> subprocess.Popen:
             (corpus / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(CORPUS / rel, corpus / rel)
         (tmp_path / "no-examples").mkdir()
-    return spawn([str(BIN / "latch"), "bench", "--engines", ENGINES, "--corpus", str(corpus),
-                   "--examples", str(tmp_path / "no-examples"), "--scenario-events", "0", "--budgets", "32k:4k:8k",
-                   "--out", str(tmp_path / out), "--jobs", "2", *extra], tmp_path / f"{out}.log",
-                  LATCH_HOME=str(tmp_path / "home"))
+    return spawn(
+        [
+            str(BIN / "latch"),
+            "bench",
+            "--engines",
+            ENGINES,
+            "--corpus",
+            str(corpus),
+            "--examples",
+            str(tmp_path / "no-examples"),
+            "--scenario-events",
+            "0",
+            "--budgets",
+            "32k:4k:8k",
+            "--out",
+            str(tmp_path / out),
+            "--jobs",
+            "2",
+            *extra,
+        ],
+        tmp_path / f"{out}.log",
+        LATCH_HOME=str(tmp_path / "home"),
+    )
 
 
 def _rows(tmp_path: Path, out: str) -> list[dict]:
@@ -83,12 +105,26 @@ def test_the_cluster_gives_the_local_rows_and_survives_a_lost_worker(tmp_path, c
 
 
 def test_a_bad_scheduler_is_one_clear_line(tmp_path):
-    for spec, message in (("nowhere", "expected tcp://HOST:PORT or local:N"),
-                          ("tcp://127.0.0.1:9", "cannot connect")):
-        proc = subprocess.run([str(BIN / "latch"), "bench", "--scenario-events", "50", "--examples",
-                               str(tmp_path), "--engines", "continuity", "--out", str(tmp_path / "out"),
-                               "--scheduler", spec], capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "LATCH_HOME": str(tmp_path / "home"),
-                                   "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"})
+    for spec, message in (("nowhere", "expected tcp://HOST:PORT or local:N"), ("tcp://127.0.0.1:9", "cannot connect")):
+        proc = subprocess.run(
+            [
+                str(BIN / "latch"),
+                "bench",
+                "--scenario-events",
+                "50",
+                "--examples",
+                str(tmp_path),
+                "--engines",
+                "continuity",
+                "--out",
+                str(tmp_path / "out"),
+                "--scheduler",
+                spec,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "LATCH_HOME": str(tmp_path / "home"), "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"},
+        )
         assert proc.returncode == 1, proc.stderr
         assert message in proc.stderr and "Traceback" not in proc.stderr

@@ -4,12 +4,11 @@ requests every engine at that budget answered (a request one engine refused coun
 from __future__ import annotations
 
 import pytest
+from corpus_support import REPO
 
 from latch.bench.report import verdicts
 from latch.bench.runner import Budget, SessionSource, run_job
 from latch.bench.summary import summarize
-
-from corpus_support import REPO
 
 EXAMPLE = REPO / "examples" / "invoice-rounding.claude.jsonl"
 BUDGET = Budget("32k:4k:8k", 32_000, 4_000, 8_000)
@@ -45,6 +44,8 @@ def test_coverage_and_dollars_are_also_compared_on_the_requests_every_engine_ans
     assert rows["continuity"]["cost_usd_same_requests"] == pytest.approx(rows["continuity"]["cost_usd_total"])
     (line,) = verdicts(list(rows.values()))
     c, s = rows["continuity"], rows["sliding-window"]
-    assert line.endswith(f"Like for like, on the 27 requests every engine answered: "
-                         f"{100 * c['coverage_same_requests']:.1f}% vs {100 * s['coverage_same_requests']:.1f}%, at "
-                         f"{c['cost_usd_same_requests'] / s['cost_usd_same_requests']:.0%} of its dollars.")
+    assert line.endswith(
+        f"Like for like, on the 27 requests every engine answered: "
+        f"{100 * c['coverage_same_requests']:.1f}% vs {100 * s['coverage_same_requests']:.1f}%, at "
+        f"{c['cost_usd_same_requests'] / s['cost_usd_same_requests']:.0%} of its dollars."
+    )

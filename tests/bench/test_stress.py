@@ -15,26 +15,46 @@ import struct
 
 import pytest
 from click.testing import CliRunner
-
 from corpus_support import importable_corpus_files, require_corpus
+
 from latch.bench import stress as stress_mod
-from latch.bench.scenario import (CORPUS_SHAPE, CORPUS_SHAPE_FILES, KINDS, ScenarioModel, measure_files, measure_shape,
-                                  png_bytes)
+from latch.bench.scenario import (
+    CORPUS_SHAPE,
+    CORPUS_SHAPE_FILES,
+    KINDS,
+    ScenarioModel,
+    measure_files,
+    measure_shape,
+    png_bytes,
+)
 from latch.bench.stress import StressConfig, run_stress
 from latch.cli import _load_commands, cli
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 
-CHECKS = {"canonical_survival", "rejection_preserved", "exact_raw_recall", "recent_verbatim", "bounded_tokens",
-          "component_sums", "append_only_epochs", "bounded_episode_index", "no_automatic_compact", "raw_retention"}
+CHECKS = {
+    "canonical_survival",
+    "rejection_preserved",
+    "exact_raw_recall",
+    "recent_verbatim",
+    "bounded_tokens",
+    "component_sums",
+    "append_only_epochs",
+    "bounded_episode_index",
+    "no_automatic_compact",
+    "raw_retention",
+}
 
 
 def test_corpus_shape_constants_match_a_fresh_measurement():
     """The constants equal a measurement of the files they name; files added to the corpus later do not move them."""
     corpus = require_corpus()
     files = [corpus / name for name in CORPUS_SHAPE_FILES]
-    changed = [n for n, f in zip(CORPUS_SHAPE_FILES, files)
-               if not f.is_file() or hashlib.sha256(f.read_bytes()).hexdigest()[:16] != CORPUS_SHAPE_FILES[n]]
+    changed = [
+        n
+        for n, f in zip(CORPUS_SHAPE_FILES, files)
+        if not f.is_file() or hashlib.sha256(f.read_bytes()).hexdigest()[:16] != CORPUS_SHAPE_FILES[n]
+    ]
     assert not changed, f"corpus files changed or gone (remeasure with python -m latch.bench.scenario): {changed}"
     measured = measure_files(files)
     assert measured == CORPUS_SHAPE, f"update CORPUS_SHAPE (python -m latch.bench.scenario): {measured}"
@@ -68,8 +88,14 @@ def test_generated_sessions_have_the_measured_shape():
     events = list(itertools.islice(model.events(), 30_000))
     got = measure_shape([("claude-code", model.workspace, events)])
     want = CORPUS_SHAPE
-    for name in ("text_only_share", "tool_turn_text_share", "user_turns_per_request", "usage_per_request",
-                 "notes_per_request", "non_latin_user_share"):
+    for name in (
+        "text_only_share",
+        "tool_turn_text_share",
+        "user_turns_per_request",
+        "usage_per_request",
+        "notes_per_request",
+        "non_latin_user_share",
+    ):
         assert getattr(got, name) == pytest.approx(getattr(want, name), abs=0.03), name
     assert got.calls_per_tool_turn == pytest.approx(want.calls_per_tool_turn, abs=0.02)
     for kind in KINDS:
@@ -119,8 +145,9 @@ def test_a_short_run_passes_every_check_with_the_diagnostic_still_in_the_window(
     report = run_stress(StressConfig(events=100, parallel=False))
     doc = report.to_json()
     assert report.ok, {k: v for k, v in doc["checks"].items() if not v["ok"]}
-    assert doc["checks"]["exact_raw_recall"]["detail"] == ("seq 7 verbatim in the final view's window after 100 "
-                                                           "events (not archival yet)")
+    assert doc["checks"]["exact_raw_recall"]["detail"] == (
+        "seq 7 verbatim in the final view's window after 100 events (not archival yet)"
+    )
 
 
 def test_a_short_run_fails_when_the_window_loses_the_diagnostic(monkeypatch):
@@ -142,8 +169,9 @@ def test_bad_parameters_are_clear_errors(tmp_path):
 def test_cli_writes_the_report_and_exits_0(tmp_path):
     _load_commands()
     out = tmp_path / "stress.json"
-    res = CliRunner().invoke(cli, ["stress", "--events", "2000", "--every", "1000", "--burst", "2", "--inline",
-                                   "--json", str(out)])
+    res = CliRunner().invoke(
+        cli, ["stress", "--events", "2000", "--every", "1000", "--burst", "2", "--inline", "--json", str(out)]
+    )
     assert res.exit_code == 0, res.output
     doc = json.loads(out.read_text())
     assert doc["ok"] and doc["events"] == 2_000 and doc["config"]["parallel"] is False

@@ -16,8 +16,13 @@ from latch.bench.stress import StressConfig, run_stress, sweep_orphaned_scratch
 def _start(scratch: Path, tmp_path: Path) -> tuple[subprocess.Popen, Path]:
     before = set(scratch.glob("latch-stress-*"))
     env = {**os.environ, "LATCH_HOME": str(tmp_path / "home"), "TMPDIR": str(scratch)}
-    proc = subprocess.Popen([sys.executable, "-m", "latch", "stress", "--events", "2000000", "--inline"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "latch", "stress", "--events", "2000000", "--inline"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     deadline = time.monotonic() + 60
     while True:
         new = [p for p in set(scratch.glob("latch-stress-*")) - before if (p / "stress.db").exists()]

@@ -24,15 +24,20 @@ def _loaded_in_task() -> dict:
     from latch import plugins
     from latch.accounting import pricing
 
-    return {"numpy": "numpy" in sys.modules, "genai_prices": "genai_prices.data" in sys.modules,
-            "prices": pricing._snapshot.cache_info().currsize == 1, "plugins": plugins._MANAGER is not None,
-            "pid": os.getpid()}
+    return {
+        "numpy": "numpy" in sys.modules,
+        "genai_prices": "genai_prices.data" in sys.modules,
+        "prices": pricing._snapshot.cache_info().currsize == 1,
+        "plugins": plugins._MANAGER is not None,
+        "pid": os.getpid(),
+    }
 
 
 def test_task_processes_start_with_numpy_prices_and_plugins_loaded():
     rows = executor.run_tasks(_loaded_in_task, [({"task": i}, ()) for i in range(2)], jobs=1)
     assert [{k: v for k, v in r.items() if k != "pid"} for r in rows] == [
-        {"numpy": True, "genai_prices": True, "prices": True, "plugins": True}] * 2
+        {"numpy": True, "genai_prices": True, "prices": True, "plugins": True}
+    ] * 2
     assert rows[0]["pid"] != rows[1]["pid"] != os.getpid()  # still a fresh process per task
 
 
@@ -52,7 +57,8 @@ def without_httpx2(tmp_path):
     shadow = tmp_path / "shadow" / "httpx2"
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text(
-        "raise ModuleNotFoundError(\"No module named 'httpx2'\", name='httpx2')\n", encoding="utf-8")
+        "raise ModuleNotFoundError(\"No module named 'httpx2'\", name='httpx2')\n", encoding="utf-8"
+    )
     path = os.pathsep.join(p for p in (str(shadow.parent), os.environ.get("PYTHONPATH")) if p)
     return {**os.environ, "PYTHONPATH": path, "LATCH_HOME": str(tmp_path / "home")}
 
@@ -68,17 +74,37 @@ def test_prices_load_without_httpx2(without_httpx2):
         from latch.accounting import pricing
         print(pricing.price(model="gpt-4.1", uncached=1_000_000).usd == Decimal("2"))
     """)
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=without_httpx2,
-                         timeout=120)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=without_httpx2, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.split() == ["no-httpx2", "True"]
 
 
 def test_latch_bench_runs_without_httpx2(tmp_path, without_httpx2):
     out = tmp_path / "out"
-    res = subprocess.run([sys.executable, "-m", "latch.cli", "bench", "--engines", "continuity", "--examples",
-                          str(EXAMPLES), "--scenario-events", "0", "--budgets", "32k:4k:8k", "--out", str(out),
-                          "--jobs", "1"], capture_output=True, text=True, env=without_httpx2, timeout=600)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "latch.cli",
+            "bench",
+            "--engines",
+            "continuity",
+            "--examples",
+            str(EXAMPLES),
+            "--scenario-events",
+            "0",
+            "--budgets",
+            "32k:4k:8k",
+            "--out",
+            str(out),
+            "--jobs",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        env=without_httpx2,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     doc = json.loads((out / "report.json").read_text())
     assert doc["jobs"] and not any("error" in j for j in doc["jobs"])

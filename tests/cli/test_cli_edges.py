@@ -28,8 +28,9 @@ def test_window_alone_names_the_window_and_imports_nothing(tmp_path):
     db = tmp_path / "s.db"
     res = _run(tmp_path, "--db", str(db), "replay", str(EXAMPLE), "--window", "10")
     assert res.exit_code == 2
-    assert ("--window must exceed the default reserve of 32,000 for model claude-sonnet-4-5; pass --reserve"
-            in res.output)
+    assert (
+        "--window must exceed the default reserve of 32,000 for model claude-sonnet-4-5; pass --reserve" in res.output
+    )
     assert "--reserve (32000)" not in res.output and not db.exists()  # checked before the import
 
 
@@ -65,8 +66,10 @@ def test_db_is_accepted_after_the_subcommand(tmp_path):
 def test_sessions_json_shows_each_sessions_first_seq(tmp_path):
     db = tmp_path / "s.db"
     other = tmp_path / "other.jsonl"
-    other.write_text(FIRST_USER_LINE.replace("5b1f0c2e-7d4a-4c1e-9a53-2f6e8d1b0a77", "6b1f0c2e-7d4a-4c1e-9a53-"
-                                             "2f6e8d1b0a77") + "\n", encoding="utf-8")
+    other.write_text(
+        FIRST_USER_LINE.replace("5b1f0c2e-7d4a-4c1e-9a53-2f6e8d1b0a77", "6b1f0c2e-7d4a-4c1e-9a53-2f6e8d1b0a77") + "\n",
+        encoding="utf-8",
+    )
     assert _run(tmp_path, "--db", str(db), "import", str(EXAMPLE), str(other)).exit_code == 0
     doc = json.loads(_run(tmp_path, "--db", str(db), "sessions", "--json").output)
     assert [(s["events"], s["first_seq"], s["last_seq"]) for s in doc] == [(81, 1, 81), (1, 82, 82)]
@@ -105,21 +108,33 @@ def _store_with(tmp_path, texts):
     return store
 
 
-TEXTS = ["we write it in C++ now", "a c program", "C# and .NET on Windows", "the net income", "node.js server",
-         "js node", "src/main.py changed", "the i++; loop", "node and js"]
+TEXTS = [
+    "we write it in C++ now",
+    "a c program",
+    "C# and .NET on Windows",
+    "the net income",
+    "node.js server",
+    "js node",
+    "src/main.py changed",
+    "the i++; loop",
+    "node and js",
+]
 
 
-@pytest.mark.parametrize("query, expected", [
-    ("C++", ["we write it in C++ now"]),
-    ("c", ["C# and .NET on Windows", "a c program", "we write it in C++ now"]),  # the bare letter: every c
-    ("C#", ["C# and .NET on Windows"]),
-    (".NET", ["C# and .NET on Windows"]),
-    ("net", ["the net income", "C# and .NET on Windows"]),
-    ("node.js", ["node.js server"]),
-    ("main.py", ["src/main.py changed"]),
-    ("src/main.py", ["src/main.py changed"]),
-    ("i++", ["the i++; loop"]),
-])
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("C++", ["we write it in C++ now"]),
+        ("c", ["C# and .NET on Windows", "a c program", "we write it in C++ now"]),  # the bare letter: every c
+        ("C#", ["C# and .NET on Windows"]),
+        (".NET", ["C# and .NET on Windows"]),
+        ("net", ["the net income", "C# and .NET on Windows"]),
+        ("node.js", ["node.js server"]),
+        ("main.py", ["src/main.py changed"]),
+        ("src/main.py", ["src/main.py changed"]),
+        ("i++", ["the i++; loop"]),
+    ],
+)
 def test_glued_terms_are_searched_as_themselves(tmp_path, query, expected):
     store = _store_with(tmp_path, TEXTS)
     assert [h.event.text for h in store.search(query)] == expected  # newest first

@@ -26,13 +26,16 @@ def _run(args, env=None):
     return CliRunner().invoke(cli, args, env={"COLUMNS": "300", **(env or {})})
 
 
-@pytest.mark.parametrize("exc", [
-    TranscriptError("/x/a.jsonl", "line 3", "invalid JSON"),
-    SessionForgotten("/x/a.jsonl", "abc123"),
-    ContextOverflow("too big", {"state": 5}),
-    StateOverflow("goal too big", {"goal": 7}),
-    StaleFileError("/x/f.py", "a" * 64, None),
-])
+@pytest.mark.parametrize(
+    "exc",
+    [
+        TranscriptError("/x/a.jsonl", "line 3", "invalid JSON"),
+        SessionForgotten("/x/a.jsonl", "abc123"),
+        ContextOverflow("too big", {"state": 5}),
+        StateOverflow("goal too big", {"goal": 7}),
+        StaleFileError("/x/f.py", "a" * 64, None),
+    ],
+)
 def test_custom_errors_survive_pickling(exc):
     back = pickle.loads(pickle.dumps(exc))
     assert type(back) is type(exc) and str(back) == str(exc) and vars(back) == vars(exc)
@@ -44,8 +47,25 @@ def test_bench_reports_only_the_bad_files_jobs_and_exits_1(tmp_path):
     (corpus / "bad.jsonl").write_text(BAD, encoding="utf-8")
     (corpus / "good.jsonl").write_bytes(EXAMPLE.read_bytes())
     (tmp_path / "no-examples").mkdir()
-    res = _run(["bench", "--corpus", str(corpus), "--examples", str(tmp_path / "no-examples"), "--scenario-events", "0",
-                "--engines", "continuity", "--budgets", "32k:4k:8k", "--out", str(tmp_path / "out"), "--jobs", "2"])
+    res = _run(
+        [
+            "bench",
+            "--corpus",
+            str(corpus),
+            "--examples",
+            str(tmp_path / "no-examples"),
+            "--scenario-events",
+            "0",
+            "--engines",
+            "continuity",
+            "--budgets",
+            "32k:4k:8k",
+            "--out",
+            str(tmp_path / "out"),
+            "--jobs",
+            "2",
+        ]
+    )
     assert res.exit_code == 1, res.output + res.stderr
     jobs = json.loads((tmp_path / "out" / "report.json").read_text())["jobs"]
     errors = {j["session"]: j.get("error") for j in jobs}
@@ -73,11 +93,14 @@ def test_db_option_errors(tmp_path):
 def test_config_errors_and_unknown_keys_name_file_and_key(tmp_path):
     db = ["--db", str(tmp_path / "x.db")]
     cfg = tmp_path / "config.toml"
-    cfg.write_text('[engine]\nname = 5\n', encoding="utf-8")
+    cfg.write_text("[engine]\nname = 5\n", encoding="utf-8")
     res = _run([*db, "replay", str(EXAMPLE), "--config", str(cfg)])
     assert res.exit_code == 2 and f"{cfg}: [engine] name must be a non-empty string, got 5" in res.stderr
-    cfg.write_text('[context]\nrecnt_tokens = 5\n[models.m]\ncontext_windw_tokens = 9\n[budget]\nx = 1\n'
-                   '[engine]\nname = "bogus"\n', encoding="utf-8")
+    cfg.write_text(
+        "[context]\nrecnt_tokens = 5\n[models.m]\ncontext_windw_tokens = 9\n[budget]\nx = 1\n"
+        '[engine]\nname = "bogus"\n',
+        encoding="utf-8",
+    )
     res = _run([*db, "replay", str(EXAMPLE), "--config", str(cfg)])
     assert res.exit_code == 2
     warnings = [line for line in res.stderr.splitlines() if line.startswith("warning:")]

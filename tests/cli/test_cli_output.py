@@ -46,7 +46,7 @@ def _replay_rows(output: str) -> list[list[str]]:
     lines = output.splitlines()
     h = next(i for i, line in enumerate(lines) if line.split()[:2] == ["req", "events"])
     rows = []
-    for line in lines[h + 2:]:
+    for line in lines[h + 2 :]:
         if not line.strip() or not line.split()[0].isdigit():
             break
         rows.append(line.split())
@@ -54,9 +54,20 @@ def _replay_rows(output: str) -> list[list[str]]:
 
 
 def _expected_rows(doc: dict) -> list[list[str]]:
-    keys = ["request", "events", "instructions_tokens", "state_tokens", "recent_tokens", "recall_tokens",
-            "total_tokens", "history_tokens", "first_retained_seq", "common_prefix_tokens", "epoch",
-            "provider_prompt_tokens"]
+    keys = [
+        "request",
+        "events",
+        "instructions_tokens",
+        "state_tokens",
+        "recent_tokens",
+        "recall_tokens",
+        "total_tokens",
+        "history_tokens",
+        "first_retained_seq",
+        "common_prefix_tokens",
+        "epoch",
+        "provider_prompt_tokens",
+    ]
     return [[f"{r[k]:,}" for k in keys] for r in doc["requests"]]
 
 
@@ -97,14 +108,26 @@ class _AsciiIO(io.StringIO):
 
 REPLAY_STYLE = {"box": box.SIMPLE_HEAD, "pad_edge": False, "show_edge": False, "padding": (0, 1, 0, 0)}
 TABLES = {
-    "replay": (REPLAY_STYLE, [("req", "right"), ("view", "right"), ("cost", "right"), ("cache", "left")],
-               [["1", "22,380", "$0.07307", Text("")], ["2", "[red]overflow[/red]", "–", Text("rotated (reason)")],
-               ["174", "", "–", Text("broken (at message 3)")]]),
-    "edges": ({}, [("name", "left"), ("[bold]n[/bold]", "right")],
-              [["表格 wide", "1"], [" lead", "ab  "], ["trail  ", "  x"], ["", ""], [Text("styled", style="red"), "9"]]),
+    "replay": (
+        REPLAY_STYLE,
+        [("req", "right"), ("view", "right"), ("cost", "right"), ("cache", "left")],
+        [
+            ["1", "22,380", "$0.07307", Text("")],
+            ["2", "[red]overflow[/red]", "–", Text("rotated (reason)")],
+            ["174", "", "–", Text("broken (at message 3)")],
+        ],
+    ),
+    "edges": (
+        {},
+        [("name", "left"), ("[bold]n[/bold]", "right")],
+        [["表格 wide", "1"], [" lead", "ab  "], ["trail  ", "  x"], ["", ""], [Text("styled", style="red"), "9"]],
+    ),
     "no box": ({"box": None}, [("a", "left"), ("b", "right")], [["x", "1"], ["yy", "22"]]),
-    "headless": ({"show_header": False, "box": box.ROUNDED}, [("a", "left"), ("b", "right")],
-                 [["x", "1"], ["yy", "22"], ["z", "3"]]),
+    "headless": (
+        {"show_header": False, "box": box.ROUNDED},
+        [("a", "left"), ("b", "right")],
+        [["x", "1"], ["yy", "22"], ["z", "3"]],
+    ),
     "one row": ({"box": box.SQUARE, "pad_edge": False}, [("a", "right")], [["1"]]),
     "header only": ({}, [("alpha", "left"), ("beta", "right")], []),
 }
@@ -144,8 +167,11 @@ def test_plain_table_path_only_where_nothing_else_shows():
     assert _table({**style, "title": "t"}, columns, rows)._plain_lines(plain, plain.options) is None
     assert _table(style, columns, [["1\n2", "x", "y", "z"]])._plain_lines(plain, plain.options) is None
     lines = t._plain_lines(plain, plain.options)
-    assert lines is not None and lines[0] == "req      view      cost  cache                " \
+    assert (
+        lines is not None
+        and lines[0] == "req      view      cost  cache                "
         and lines[3] == "  2  overflow         –  rotated (reason)     "
+    )
 
 
 def test_narrow_table_wraps_between_words_then_folds_never_ellipsizes():
@@ -187,23 +213,42 @@ def test_sessions_json_keeps_full_paths(run, tmp_path):
 # ----------------------------------------------------------------------------- escapes
 def _claude_code_lines() -> list[dict]:
     def line(**kw):
-        return {"isSidechain": False, "sessionId": "s-esc", "cwd": "/home/user/app", "version": "2.1.112",
-                "userType": "external", "timestamp": "2026-01-02T10:00:00.000Z", **kw}
+        return {
+            "isSidechain": False,
+            "sessionId": "s-esc",
+            "cwd": "/home/user/app",
+            "version": "2.1.112",
+            "userType": "external",
+            "timestamp": "2026-01-02T10:00:00.000Z",
+            **kw,
+        }
 
     def assistant(uuid, parent, msg_id, text):
-        return line(type="assistant", uuid=uuid, parentUuid=parent, requestId=f"req_{msg_id}",
-                    message={"id": msg_id, "model": f"claude{ESC_CLEAR}{OSC_TITLE}\x07{RLO}x", "role": "assistant",
-                             "type": "message", "content": [{"type": "text", "text": text}],
-                             "stop_reason": "end_turn",
-                             "usage": {"input_tokens": 3, "output_tokens": 5}})
+        return line(
+            type="assistant",
+            uuid=uuid,
+            parentUuid=parent,
+            requestId=f"req_{msg_id}",
+            message={
+                "id": msg_id,
+                "model": f"claude{ESC_CLEAR}{OSC_TITLE}\x07{RLO}x",
+                "role": "assistant",
+                "type": "message",
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 3, "output_tokens": 5},
+            },
+        )
 
     def user(uuid, parent, text):
         return line(type="user", uuid=uuid, parentUuid=parent, message={"role": "user", "content": text})
 
-    return [user("u1", None, f"user {NASTY} nul\x00here [bold]literal[/bold] :smile:"),
-            assistant("a1", "u1", "msg_A", f"assistant {NASTY} nul\x00here"),
-            user("u2", "a1", "thanks zebra"),
-            assistant("a2", "u2", "msg_B", "done zebra")]
+    return [
+        user("u1", None, f"user {NASTY} nul\x00here [bold]literal[/bold] :smile:"),
+        assistant("a1", "u1", "msg_A", f"assistant {NASTY} nul\x00here"),
+        user("u2", "a1", "thanks zebra"),
+        assistant("a2", "u2", "msg_B", "done zebra"),
+    ]
 
 
 def _assert_escaped(output: str, *visible: str) -> None:
@@ -232,8 +277,12 @@ def test_import_show_search_replay_escape_controls(run, nasty_file):
 
     show = run("show", sid)
     assert show.exit_code == 0, show.output
-    _assert_escaped(show.output, ESCAPED_NAME, f"user: user {ESCAPED_TEXT} nul\\x00here",
-                    f"assistant: assistant {ESCAPED_TEXT} nul\\x00here")
+    _assert_escaped(
+        show.output,
+        ESCAPED_NAME,
+        f"user: user {ESCAPED_TEXT} nul\\x00here",
+        f"assistant: assistant {ESCAPED_TEXT} nul\\x00here",
+    )
     assert "[bold]literal[/bold] :smile:" in show.output  # neither markup nor an emoji code
 
     search = run("search", "zebra")

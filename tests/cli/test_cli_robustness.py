@@ -26,7 +26,7 @@ SURROGATE_CHAT = (
     ' "function": {"name": "bash", "arguments": "{\\"command\\": \\"echo zebra \\\\ud800\\"}"}}]},'
     '{"role": "tool", "tool_call_id": "c1", "content": "zebra \\udfff done"},'
     '{"role": "assistant", "content": "zebra deployed \\ud83d"}'
-    ']}'
+    "]}"
 )
 
 
@@ -75,8 +75,16 @@ def test_lone_surrogates_print_as_replacement_characters(run, tmp_path):
     assert hits[2]["text"] == 'bash {"command": "echo zebra \ufffd"}'
     assert hits[0]["text"] == "zebra deployed \ufffd" and hits[3]["text"] == "deploy \ufffd the zebra service"
 
-    for args in (("state", sid), ("state", "--json", sid), ("context", sid), ("context", "--json", sid),
-                 ("evidence", sid), ("evidence", "--json", sid), ("sessions",), ("sessions", "--json")):
+    for args in (
+        ("state", sid),
+        ("state", "--json", sid),
+        ("context", sid),
+        ("context", "--json", sid),
+        ("evidence", sid),
+        ("evidence", "--json", sid),
+        ("sessions",),
+        ("sessions", "--json"),
+    ):
         res = run(*args)
         assert res.exit_code == 0, (args, res.output)
 
@@ -102,12 +110,15 @@ def _store_snapshot(db: Path) -> tuple[list[str], int]:
         return [x.id for x in s.sessions()], s.count_events()
 
 
-@pytest.mark.parametrize("name, data", [
-    ("deep.json", '{"messages":' + "[" * DEEP + "]" * DEEP + "}"),
-    ("deep.traj", '{"history":[{"role":"user","content":' + "[" * DEEP + "]" * DEEP + "}]}"),
-    ("deep.jsonl", "[" * DEEP + "]" * DEEP + "\n"),
-    ("deep_object.json", '{"messages":[' + '{"a":' * DEEP + "1" + "}" * DEEP + "]}"),
-])
+@pytest.mark.parametrize(
+    "name, data",
+    [
+        ("deep.json", '{"messages":' + "[" * DEEP + "]" * DEEP + "}"),
+        ("deep.traj", '{"history":[{"role":"user","content":' + "[" * DEEP + "]" * DEEP + "}]}"),
+        ("deep.jsonl", "[" * DEEP + "]" * DEEP + "\n"),
+        ("deep_object.json", '{"messages":[' + '{"a":' * DEEP + "1" + "}" * DEEP + "]}"),
+    ],
+)
 def test_deeply_nested_json_is_one_line_and_leaves_the_store_unchanged(run, tmp_path, name, data):
     good = tmp_path / "good.json"
     good.write_text(SURROGATE_CHAT, encoding="ascii")
@@ -121,9 +132,10 @@ def test_deeply_nested_json_is_one_line_and_leaves_the_store_unchanged(run, tmp_
 
 
 def test_deep_jsonl_line_after_good_lines_names_the_line(run, tmp_path):
-    lines = [json.dumps({"type": "user", "uuid": f"u{i}", "sessionId": "s", "message": {"role": "user",
-                                                                                        "content": "hi"}})
-             for i in range(3)]
+    lines = [
+        json.dumps({"type": "user", "uuid": f"u{i}", "sessionId": "s", "message": {"role": "user", "content": "hi"}})
+        for i in range(3)
+    ]
     f = tmp_path / "deep_line.jsonl"
     f.write_text("\n".join([*lines, "[" * DEEP + "]" * DEEP]) + "\n", encoding="utf-8")
     _one_line_error(run("import", str(f)), f"{f}:line 4: JSON nested too deeply")
@@ -154,23 +166,30 @@ def test_store_paths_that_cannot_hold_a_database(run, tmp_path):
     junk = tmp_path / "junk.db"
     junk.write_bytes(b"this is not a database\n" * 200)
     _one_line_error(run("sessions", db_path=junk), f"cannot open the Latch store at {junk}: file is not a database")
-    _one_line_error(run("sessions", db_path=Path("/dev/null")),
-                    "cannot open the Latch store at /dev/null: not a regular file")
-    _one_line_error(run("sessions", db_path=junk / "x.db"),
-                    f"cannot open the Latch store at {junk}/x.db: {junk} is not a folder")
+    _one_line_error(
+        run("sessions", db_path=Path("/dev/null")), "cannot open the Latch store at /dev/null: not a regular file"
+    )
+    _one_line_error(
+        run("sessions", db_path=junk / "x.db"), f"cannot open the Latch store at {junk}/x.db: {junk} is not a folder"
+    )
     (tmp_path / "adir").mkdir()
     res = run("sessions", db_path=tmp_path / "adir")  # a folder: click's usage error
     assert res.exit_code == 2 and "is a directory" in res.output
     home = junk / "home"  # LATCH_HOME below a regular file: the default database cannot exist
-    _one_line_error(run("sessions", db_path=None, env={"LATCH_HOME": str(home)}),
-                    f"cannot open the Latch store at {home}/workspaces/", f"{junk} is not a folder")
+    _one_line_error(
+        run("sessions", db_path=None, env={"LATCH_HOME": str(home)}),
+        f"cannot open the Latch store at {home}/workspaces/",
+        f"{junk} is not a folder",
+    )
     assert junk.read_bytes() == b"this is not a database\n" * 200
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
 def test_store_on_a_pseudo_file_system(run):
-    _one_line_error(run("sessions", db_path=Path("/proc/latch.db")),
-                    "cannot open the Latch store at /proc/latch.db: unable to open database file")
+    _one_line_error(
+        run("sessions", db_path=Path("/proc/latch.db")),
+        "cannot open the Latch store at /proc/latch.db: unable to open database file",
+    )
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root ignores folder permissions")
@@ -180,8 +199,11 @@ def test_store_in_an_unwritable_folder(run, tmp_path):
     ro.chmod(0o500)
     try:
         _one_line_error(run("sessions", db_path=ro / "latch.db"), f"cannot open the Latch store at {ro}/latch.db")
-        _one_line_error(run("sessions", db_path=None, env={"LATCH_HOME": str(ro / "home")}),
-                        "cannot open the Latch store at", "Permission denied")
+        _one_line_error(
+            run("sessions", db_path=None, env={"LATCH_HOME": str(ro / "home")}),
+            "cannot open the Latch store at",
+            "Permission denied",
+        )
     finally:
         ro.chmod(0o700)
 
@@ -215,8 +237,9 @@ def test_every_write_path_of_a_locked_store_is_a_busy_store_error(locked):
     busy = f"the store at {db} is busy (locked by another process); try again"
     writes = {
         "append": lambda: store.append(sid, [_user("x")]),
-        "import_session": lambda: store.import_session(external_key="y", source=None, format=None, workspace=None,
-                                                       events=[PendingEvent(_user("y"), "line:1")]),
+        "import_session": lambda: store.import_session(
+            external_key="y", source=None, format=None, workspace=None, events=[PendingEvent(_user("y"), "line:1")]
+        ),
         "put_artifact": lambda: store.put_artifact(b"\x89PNG", "image/png"),
         "create_session": lambda: store.create_session(external_key="z"),
         "append_kernel_records": lambda: store.append_kernel_records(sid, "s", [("k", 1, {})]),
@@ -254,8 +277,10 @@ def test_unwritable_report_paths_fail_before_anything_is_imported(run, tmp_path)
     f.write_text(SURROGATE_CHAT, encoding="ascii")
     res = run("replay", str(f), "--json", str(tmp_path / "nope" / "out.json"))
     assert res.exit_code == 2 and "Traceback" not in res.output
-    assert f"Invalid value for '--json': cannot write {tmp_path}/nope/out.json: folder {tmp_path}/nope does not " \
-           "exist" in res.output
+    assert (
+        f"Invalid value for '--json': cannot write {tmp_path}/nope/out.json: folder {tmp_path}/nope does not "
+        "exist" in res.output
+    )
     res = run("replay", str(f), "--json", str(tmp_path))
     assert res.exit_code == 2 and "is a directory" in res.output
     blocker = tmp_path / "file"
@@ -285,8 +310,21 @@ def test_recent_above_the_hard_budget_is_lowered_and_the_bound_uses_it(run):
     res = run("replay", str(EXAMPLE), "--window", "8000", "--reserve", "1000", "--recent", "999999", "--no-harness")
     assert res.exit_code == 0, res.output
     assert "window 8,000 · reserve 1,000 · recent 999,999 → 7,000 (limited by window − reserve) tokens" in res.output
-    doc = json.loads(run("replay", str(EXAMPLE), "--window", "8000", "--reserve", "1000", "--recent", "999999",
-                         "--no-harness", "--json", "-").output)
+    doc = json.loads(
+        run(
+            "replay",
+            str(EXAMPLE),
+            "--window",
+            "8000",
+            "--reserve",
+            "1000",
+            "--recent",
+            "999999",
+            "--no-harness",
+            "--json",
+            "-",
+        ).output
+    )
     b, s = doc["budget"], doc["summary"]
     assert (b["recent_tokens"], b["requested_recent_tokens"]) == (7_000, 999_999)
     assert s["violations"] == []
@@ -323,17 +361,26 @@ def test_a_model_without_a_config_entry_says_the_default_window_is_used(run, tmp
     res = run("replay", str(EXAMPLE), "--model", "gpt-9", "--config", str(cfg))
     assert "window 128,000" in res.output and "Latch's default" not in res.output
     sid = json.loads(run("sessions", "--json").output)[0]["id"]
-    assert "window: Latch's default (model gpt-9 has no [models] entry" in run("context", sid, "--model",
-                                                                               "gpt-9").output
+    assert (
+        "window: Latch's default (model gpt-9 has no [models] entry" in run("context", sid, "--model", "gpt-9").output
+    )
     rep = json.loads(run("context", sid, "--model", "gpt-9", "--config", str(cfg), "--json").output)
     assert (rep["window_source"], rep["context_window_tokens"]) == ("config", 128_000)
 
 
 # ----------------------------------------------------------------------------- 8. forgotten sessions
 def _chat(path: Path, word: str) -> Path:
-    path.write_text(json.dumps({"messages": [{"role": "user", "content": f"find the {word} needle"},
-                                             {"role": "assistant", "content": f"the {word} needle is here"}]}),
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            {
+                "messages": [
+                    {"role": "user", "content": f"find the {word} needle"},
+                    {"role": "assistant", "content": f"the {word} needle is here"},
+                ]
+            }
+        ),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -356,8 +403,10 @@ def test_forgotten_sessions_leave_search_and_refuse_reimport(run, tmp_path):
     assert res.exit_code == 0, res.output
     assert f"{a}: session {sid_a} is forgotten (tombstoned by `latch forget`); nothing imported" in res.output
     assert f"{b}: session {sid_b} (openai-chat), 0 new events" in res.output
-    _one_line_error(run("replay", str(a)), f"{a}: session {sid_a} is forgotten (tombstoned by `latch forget`); "
-                                           "forgotten sessions are not replayed")
+    _one_line_error(
+        run("replay", str(a)),
+        f"{a}: session {sid_a} is forgotten (tombstoned by `latch forget`); forgotten sessions are not replayed",
+    )
     with EventStore(tmp_path / "latch.db") as s:
         assert s.count_events() == events
 
@@ -400,13 +449,17 @@ def test_an_empty_file_says_so_without_format(run, tmp_path, data, suffix):
 def test_jsonl_and_json_errors_share_one_format(run, tmp_path):
     line = json.dumps({"type": "user", "uuid": "u1", "sessionId": "s", "message": {"role": "user", "content": "hi"}})
     jsonl = tmp_path / "bad.jsonl"
-    jsonl.write_text(f"{line}\n{line}\n  {{\"type\": \"user\", oops}}\n", encoding="utf-8")
-    _one_line_error(run("import", str(jsonl)),
-                    f"{jsonl}:line 3 column 20: invalid JSON: Expecting property name enclosed in double quotes")
+    jsonl.write_text(f'{line}\n{line}\n  {{"type": "user", oops}}\n', encoding="utf-8")
+    _one_line_error(
+        run("import", str(jsonl)),
+        f"{jsonl}:line 3 column 20: invalid JSON: Expecting property name enclosed in double quotes",
+    )
     doc = tmp_path / "bad.json"
     doc.write_text('{"messages": [\n  {"role": "user", oops}\n]}\n', encoding="utf-8")
-    _one_line_error(run("import", str(doc), "--format", "openai-chat"),
-                    f"{doc}:line 2 column 20: invalid JSON: Expecting property name enclosed in double quotes")
+    _one_line_error(
+        run("import", str(doc), "--format", "openai-chat"),
+        f"{doc}:line 2 column 20: invalid JSON: Expecting property name enclosed in double quotes",
+    )
 
 
 def test_a_named_format_that_does_not_fit_says_which_format_the_file_looks_like(run, tmp_path):
@@ -416,14 +469,22 @@ def test_a_named_format_that_does_not_fit_says_which_format_the_file_looks_like(
     claude = tmp_path / "claude.jsonl"
     claude.write_text(f"{line}\n", encoding="utf-8")
     chat = tmp_path / "chat.json"
-    chat.write_text('{"messages": [\n  {"role": "user", "content": "hi"},\n  {"role": "assistant", "content": "ok"}\n]}\n',
-                    encoding="utf-8")
+    chat.write_text(
+        '{"messages": [\n  {"role": "user", "content": "hi"},\n  {"role": "assistant", "content": "ok"}\n]}\n',
+        encoding="utf-8",
+    )
     db = tmp_path / "latch.db"
     for command in ("import", "replay"):
-        _one_line_error(run(command, str(claude), "--format", "codex"), f"{claude}:line 1: ",
-                        "; the file looks like claude-code, not codex: pass --format claude-code or leave --format out")
-        _one_line_error(run(command, str(chat), "--format", "codex"), f"{chat}:line 1 column 15: invalid JSON: Expecting value;",
-                        "the file looks like openai-chat, not codex")
+        _one_line_error(
+            run(command, str(claude), "--format", "codex"),
+            f"{claude}:line 1: ",
+            "; the file looks like claude-code, not codex: pass --format claude-code or leave --format out",
+        )
+        _one_line_error(
+            run(command, str(chat), "--format", "codex"),
+            f"{chat}:line 1 column 15: invalid JSON: Expecting value;",
+            "the file looks like openai-chat, not codex",
+        )
     assert not db.exists()  # nothing was imported, so no store was created
     # The right format named, or none: no hint, the file imports.
     assert run("import", str(chat), "--format", "openai-chat").exit_code == 0
@@ -438,5 +499,6 @@ def test_a_named_format_hint_never_leads_to_another_failing_format(run, tmp_path
     out = run("import", str(doc), "--format", "swe-agent")
     _one_line_error(out, f"{doc}:top level: missing field 'history'")
     assert "--format openai-chat" not in out.output
-    _one_line_error(run("import", str(doc), "--format", "openai-chat"),
-                    f"{doc}:messages[0]: missing field 'tool_call_id'")
+    _one_line_error(
+        run("import", str(doc), "--format", "openai-chat"), f"{doc}:messages[0]: missing field 'tool_call_id'"
+    )

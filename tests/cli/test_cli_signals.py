@@ -26,8 +26,13 @@ def _env(tmp_path):
 def test_ctrl_c_exits_130(tmp_path):
     env = _env(tmp_path)
     # a replay long enough to interrupt: the generated stress run of 60,000 events takes several seconds
-    proc = subprocess.Popen([*LATCH, "stress", "--events", "60000", "--inline"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*LATCH, "stress", "--events", "60000", "--inline"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(4)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
@@ -40,8 +45,9 @@ def test_closed_pipe_is_not_an_error(tmp_path):
     done = subprocess.run([*LATCH, "import", EXAMPLE], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     sid = done.stdout.split("session ")[1].split()[0]
-    proc = subprocess.Popen([*LATCH, "show", sid], env={**env, "COLUMNS": "80"}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*LATCH, "show", sid], env={**env, "COLUMNS": "80"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     proc.stdout.readline()
     proc.stdout.close()  # the reader goes away, like `| head -1`
     err = proc.stderr.read().decode()

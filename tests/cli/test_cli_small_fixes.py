@@ -22,9 +22,15 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 
 def latch(tmp_path: Path, *args: str, cwd: Path | None = None, stdin: str | None = None):
-    return subprocess.run([sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), *args],
-                          cwd=cwd or tmp_path, env=_env(tmp_path), input=stdin, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), *args],
+        cwd=cwd or tmp_path,
+        env=_env(tmp_path),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _sid(out: str) -> str:
@@ -33,8 +39,21 @@ def _sid(out: str) -> str:
 
 def test_group_by_the_name_latch_run_gave_it(tmp_path):
     with serve_openai([Reply("Planned.")]) as server:
-        r = latch(tmp_path, "run", "plan the work", "--group", "review", "--provider", "openai-compatible",
-                  "--model", "m", "--base-url", server.base_url, "--sandbox", "off")
+        r = latch(
+            tmp_path,
+            "run",
+            "plan the work",
+            "--group",
+            "review",
+            "--provider",
+            "openai-compatible",
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "--sandbox",
+            "off",
+        )
     assert r.returncode == 0, r.stderr
     root = _sid(r.stdout)
     g = latch(tmp_path, "group", "review")
@@ -42,26 +61,44 @@ def test_group_by_the_name_latch_run_gave_it(tmp_path):
     assert g.stdout.splitlines()[0] == f"group {root} · 0 tasks · 0 members · messages 0/0 delivered"
     bad = latch(tmp_path, "group", "nosuch")
     assert bad.returncode == 1
-    assert bad.stderr == ("Error: no agent group 'nosuch' (no session is named so by latch run --group, and no "
-                          "session id starts with it)\n")
+    assert bad.stderr == (
+        "Error: no agent group 'nosuch' (no session is named so by latch run --group, and no "
+        "session id starts with it)\n"
+    )
 
 
 def test_an_mcp_server_that_dies_at_start_shows_its_stderr(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
-    script = ("import sys; print('starting', file=sys.stderr); print('boom: MY_TOKEN is not set', file=sys.stderr); "
-              "sys.exit(3)")
+    script = (
+        "import sys; print('starting', file=sys.stderr); print('boom: MY_TOKEN is not set', file=sys.stderr); "
+        "sys.exit(3)"
+    )
     (home / "config.toml").write_text(f'[mcp.servers.bad]\ncommand = "{sys.executable}"\nargs = ["-c", "{script}"]\n')
     r = latch(tmp_path, "mcp", "list", "--connect")
-    assert "\nbad: mcp server bad: Connection closed; its stderr ended: starting | boom: MY_TOKEN is not set\n" \
-        in r.stdout, r.stdout + r.stderr
+    assert (
+        "\nbad: mcp server bad: Connection closed; its stderr ended: starting | boom: MY_TOKEN is not set\n" in r.stdout
+    ), r.stdout + r.stderr
     # latch run warns with the same line when it lists the session's MCP tools
     with serve_openai([Reply("Done.")]) as server:
-        run = latch(tmp_path, "run", "task", "--provider", "openai-compatible", "--model", "m", "--base-url",
-                    server.base_url, "--sandbox", "off")
+        run = latch(
+            tmp_path,
+            "run",
+            "task",
+            "--provider",
+            "openai-compatible",
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "--sandbox",
+            "off",
+        )
     assert run.returncode == 0, run.stderr
-    assert ("warning: mcp server bad: Connection closed; its stderr ended: starting | boom: MY_TOKEN is not set (its "
-            "tools are not offered in this session)\n") in run.stderr
+    assert (
+        "warning: mcp server bad: Connection closed; its stderr ended: starting | boom: MY_TOKEN is not set (its "
+        "tools are not offered in this session)\n"
+    ) in run.stderr
 
 
 def test_a_bad_skill_warns_only_where_skills_are_used(tmp_path):
@@ -70,8 +107,20 @@ def test_a_bad_skill_warns_only_where_skills_are_used(tmp_path):
     (ws / ".latch" / "skills" / "bad" / "SKILL.md").write_text("---\nname: [oops\n---\nbody\n")
     warning = "SKILL.md: skill skipped: front matter is not valid YAML"
     with serve_openai([Reply("One."), Reply("Two.")]) as server:
-        first = latch(tmp_path, "run", "task", "--provider", "openai-compatible", "--model", "m", "--base-url",
-                      server.base_url, "--sandbox", "off", cwd=ws)
+        first = latch(
+            tmp_path,
+            "run",
+            "task",
+            "--provider",
+            "openai-compatible",
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "--sandbox",
+            "off",
+            cwd=ws,
+        )
         assert first.returncode == 0, first.stderr
         assert first.stderr.count(warning) == 1  # a new session discovers its skills: here the warning belongs
         again = latch(tmp_path, "run", "--resume", _sid(first.stdout), "more", cwd=ws)
@@ -84,8 +133,7 @@ def test_a_bad_skill_warns_only_where_skills_are_used(tmp_path):
 
 
 def test_latch_alone_prints_the_help_and_exits_0(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "latch"], env=_env(tmp_path), capture_output=True, text=True,
-                       timeout=60)
+    r = subprocess.run([sys.executable, "-m", "latch"], env=_env(tmp_path), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stderr == ""
     assert r.stdout.startswith("Usage: latch [OPTIONS] COMMAND [ARGS]...\n\n  Latch: a context window")
     assert "\nCommands:\n" in r.stdout and "  run " in r.stdout

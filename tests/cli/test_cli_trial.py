@@ -55,17 +55,24 @@ INTEGER_OPTIONS = _integer_options()
 
 def test_the_walk_finds_the_integer_options_of_the_trial():
     names = {(" ".join(path), param.opts[0]) for path, _, param in INTEGER_OPTIONS}
-    assert {("show", "--limit"), ("search", "--limit"), ("stress", "--seed"), ("view", "--request"),
-            ("web", "--port")} <= names
+    assert {
+        ("show", "--limit"),
+        ("search", "--limit"),
+        ("stress", "--seed"),
+        ("view", "--request"),
+        ("web", "--port"),
+    } <= names
 
 
-@pytest.mark.parametrize("path,command,param", INTEGER_OPTIONS,
-                         ids=[f"{' '.join(p)} {o.opts[0]}" for p, _, o in INTEGER_OPTIONS])
+@pytest.mark.parametrize(
+    "path,command,param", INTEGER_OPTIONS, ids=[f"{' '.join(p)} {o.opts[0]}" for p, _, o in INTEGER_OPTIONS]
+)
 def test_every_integer_option_refuses_a_huge_value_as_a_usage_error(tmp_path, path, command, param):
     """``latch show S --limit 99999999999999999999`` raised OverflowError (SQLite INTEGER); every integer
     option of every command has an upper bound now: exit 2, one usage line, no traceback, no store."""
-    assert isinstance(param.type, click.IntRange) and param.type.max is not None, \
+    assert isinstance(param.type, click.IntRange) and param.type.max is not None, (
         f"{' '.join(path)} {param.opts[0]} has no upper bound"
+    )
     assert param.type.max < 2**63
     args = [*path, param.opts[0], HUGE]
     args += ["x"] * sum(1 for p in command.params if isinstance(p, click.Argument) and p.required)
@@ -79,10 +86,15 @@ def test_every_integer_option_refuses_a_huge_value_as_a_usage_error(tmp_path, pa
 @pytest.mark.parametrize("command", ["show", "search"])
 def test_limit_overflow_on_a_real_store(tmp_path, command):
     db = tmp_path / "s.db"
-    assert _run(tmp_path, "--db", str(db), "import", str(REPO / "examples" / "invoice-rounding.claude.jsonl")
-                ).exit_code == 0
-    target = "invoice" if command == "search" else _run(tmp_path, "--db", str(db), "sessions", "--json"
-                                                        ).output.split('"id": "')[1].split('"')[0]
+    assert (
+        _run(tmp_path, "--db", str(db), "import", str(REPO / "examples" / "invoice-rounding.claude.jsonl")).exit_code
+        == 0
+    )
+    target = (
+        "invoice"
+        if command == "search"
+        else _run(tmp_path, "--db", str(db), "sessions", "--json").output.split('"id": "')[1].split('"')[0]
+    )
     before = db.read_bytes()
     res = _run(tmp_path, "--db", str(db), command, target, "--limit", HUGE)
     assert res.exit_code == 2 and "Traceback" not in res.output
@@ -99,8 +111,9 @@ def _latch_piped_into_head(tmp_path, *args):
     """``latch ARGS | head -1`` with real processes: the reader closes the pipe after one line."""
     env = {**os.environ, "LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "80"}
     env.pop("LATCH_DB", None)
-    latch = subprocess.Popen([sys.executable, "-m", "latch", *args], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, env=env)
+    latch = subprocess.Popen(
+        [sys.executable, "-m", "latch", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
     head = subprocess.run(["head", "-1"], stdin=latch.stdout, capture_output=True, timeout=300)
     latch.stdout.close()
     err = latch.stderr.read().decode()
@@ -120,15 +133,17 @@ def test_replay_writes_its_files_though_stdout_is_closed(tmp_path):
 
 def test_stress_writes_its_json_though_stdout_is_closed(tmp_path):
     out = tmp_path / "s.json"
-    code, first, err = _latch_piped_into_head(tmp_path, "stress", "--events", "2000", "--every", "500",
-                                              "--batch", "500", "--inline", "-o", str(out))
+    code, first, err = _latch_piped_into_head(
+        tmp_path, "stress", "--events", "2000", "--every", "500", "--batch", "500", "--inline", "-o", str(out)
+    )
     assert code == 0 and "Traceback" not in err, err
     assert first.strip() and json.loads(out.read_text(encoding="utf-8"))["events"] == 2000
 
 
 # ------------------------------------------------------------------ report counts every session of a file
-@pytest.mark.parametrize("path,sessions", [(CORPUS / "goose" / "lantern_sessions.db", 4),
-                                           (CORPUS / "opencode" / "lantern_opencode.db", 3)])
+@pytest.mark.parametrize(
+    "path,sessions", [(CORPUS / "goose" / "lantern_sessions.db", 4), (CORPUS / "opencode" / "lantern_opencode.db", 3)]
+)
 def test_report_counts_every_session_of_a_multi_session_file(tmp_path, path, sessions):
     """``latch report FILE`` on a Goose or OpenCode database counted one session of several."""
     res = _run(tmp_path, "--db", str(tmp_path / "s.db"), "report", str(path), "--json")
@@ -145,16 +160,19 @@ def _files(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*")) if root.exists() else []
 
 
-@pytest.mark.parametrize("args,stdin", [
-    (["import", "GARBAGE"], None),
-    (["replay", "abc"], None),
-    (["report", "abc"], None),
-    (["forget", "abc"], None),
-    (["import", "--discover"], None),
-    (["import", "-"], "this is not a transcript\n"),
-    (["replay", "GARBAGE"], None),
-    (["report", "GARBAGE"], None),
-])
+@pytest.mark.parametrize(
+    "args,stdin",
+    [
+        (["import", "GARBAGE"], None),
+        (["replay", "abc"], None),
+        (["report", "abc"], None),
+        (["forget", "abc"], None),
+        (["import", "--discover"], None),
+        (["import", "-"], "this is not a transcript\n"),
+        (["replay", "GARBAGE"], None),
+        (["report", "GARBAGE"], None),
+    ],
+)
 @pytest.mark.parametrize("explicit_db", [False, True])
 def test_a_failed_command_leaves_no_new_file(tmp_path, args, stdin, explicit_db):
     garbage = tmp_path / "garbage.json"
@@ -173,8 +191,9 @@ def test_a_failed_command_leaves_no_new_file(tmp_path, args, stdin, explicit_db)
 
 def test_a_good_import_still_keeps_its_store_and_stdin_copy(tmp_path):
     home = tmp_path / "home"
-    res = CliRunner().invoke(cli, ["--db", str(tmp_path / "s.db"), "import", "-"],
-                             input=EXAMPLE.read_bytes(), env={"LATCH_HOME": str(home)})
+    res = CliRunner().invoke(
+        cli, ["--db", str(tmp_path / "s.db"), "import", "-"], input=EXAMPLE.read_bytes(), env={"LATCH_HOME": str(home)}
+    )
     assert res.exit_code == 0, res.output
     assert (tmp_path / "s.db").is_file() and len(list((tmp_path / "stdin").iterdir())) == 1
 
@@ -227,8 +246,13 @@ def test_sessions_list_keeps_every_id_and_number_whole_at_80_columns(tmp_path):
 def _latch(tmp_path, *args, timeout=60):
     env = {**os.environ, "LATCH_HOME": str(tmp_path / "home")}
     env.pop("LATCH_DB", None)
-    return subprocess.run([sys.executable, "-m", "latch", "--db", str(tmp_path / "s.db"), *args],
-                          capture_output=True, text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "latch", "--db", str(tmp_path / "s.db"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 def test_web_on_a_taken_port_is_one_line_and_exit_1(tmp_path):
@@ -252,8 +276,12 @@ def test_web_on_a_host_that_does_not_resolve_is_one_line_and_exit_1(tmp_path):
 
 def test_web_on_port_0_says_the_port_it_listens_on_and_serves(tmp_path):
     env = {**os.environ, "LATCH_HOME": str(tmp_path / "home")}
-    proc = subprocess.Popen([sys.executable, "-m", "latch", "--db", str(tmp_path / "s.db"), "web", "--port", "0"],
-                            stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "latch", "--db", str(tmp_path / "s.db"), "web", "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         line = proc.stderr.readline()
         port = int(line.split("http://127.0.0.1:")[1].split("/")[0])
@@ -285,14 +313,23 @@ def test_bench_plot_into_a_missing_folder_is_refused(tmp_path):
 @pytest.mark.parametrize("value", ["abc", "0", "-5", "1e6"])
 def test_a_bad_max_transcript_bytes_is_one_line_naming_the_variable(tmp_path, value):
     """``LATCH_MAX_TRANSCRIPT_BYTES=abc`` was silently ignored (the 2 GiB default used)."""
-    res = _run(tmp_path, "--db", str(tmp_path / "s.db"), "import", str(EXAMPLE),
-               env={"LATCH_MAX_TRANSCRIPT_BYTES": value})
+    res = _run(
+        tmp_path, "--db", str(tmp_path / "s.db"), "import", str(EXAMPLE), env={"LATCH_MAX_TRANSCRIPT_BYTES": value}
+    )
     assert res.exit_code == 1
-    assert res.output == (f"Error: LATCH_MAX_TRANSCRIPT_BYTES={value!r}: not a positive whole number of bytes "
-                          "(unset it for the default of 2,147,483,648)\n")
+    assert res.output == (
+        f"Error: LATCH_MAX_TRANSCRIPT_BYTES={value!r}: not a positive whole number of bytes "
+        "(unset it for the default of 2,147,483,648)\n"
+    )
     assert not (tmp_path / "s.db").exists()
-    ok = _run(tmp_path, "--db", str(tmp_path / "s.db"), "import", str(EXAMPLE),
-              env={"LATCH_MAX_TRANSCRIPT_BYTES": "100000000"})
+    ok = _run(
+        tmp_path,
+        "--db",
+        str(tmp_path / "s.db"),
+        "import",
+        str(EXAMPLE),
+        env={"LATCH_MAX_TRANSCRIPT_BYTES": "100000000"},
+    )
     assert ok.exit_code == 0, ok.output
 
 
@@ -302,8 +339,13 @@ def test_stress_removes_its_temporary_database_on_sigterm(tmp_path, mode):
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     env = {**os.environ, "LATCH_HOME": str(tmp_path / "home"), "TMPDIR": str(scratch)}
-    proc = subprocess.Popen([sys.executable, "-m", "latch", "stress", "--events", "2000000", mode],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "latch", "stress", "--events", "2000000", mode],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     deadline = time.monotonic() + 60
     while not any((p / "stress.db").exists() for p in scratch.glob("latch-stress-*")):
         assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
@@ -331,13 +373,16 @@ def test_an_empty_new_store_is_removed_only_when_no_other_connection_holds_it(tm
         mine.close()
 
 
-@pytest.mark.parametrize("args, line", [
-    (["show", "--limit", "abc", "x"], "Error: Invalid value for '--limit': 'abc' is not a valid integer."),
-    (["replay"], "Error: Missing argument 'FILE_OR_SESSION'."),
-    (["sessions", "extra"], "Error: Got unexpected extra argument (extra)"),
-    (["nosuch"], "Error: No such command 'nosuch'."),
-    (["--bogus", "sessions"], "Error: No such option '--bogus'."),
-])
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (["show", "--limit", "abc", "x"], "Error: Invalid value for '--limit': 'abc' is not a valid integer."),
+        (["replay"], "Error: Missing argument 'FILE_OR_SESSION'."),
+        (["sessions", "extra"], "Error: Got unexpected extra argument (extra)"),
+        (["nosuch"], "Error: No such command 'nosuch'."),
+        (["--bogus", "sessions"], "Error: No such option '--bogus'."),
+    ],
+)
 def test_a_usage_error_is_one_line(tmp_path, args, line):
     """Found by a new user's trial: click printed the usage, a hint and then the error (three lines and more);
     the `latch` command prints the one line every other error is, with exit status 2."""

@@ -53,8 +53,13 @@ OUTPUT_OPTIONS = _output_options()
 
 def test_the_walk_finds_every_file_output_of_the_trial():
     assert {(name, p.opts[0]) for name, p in OUTPUT_OPTIONS} >= {
-        ("replay", "--json"), ("replay", "-o"), ("replay", "--html"), ("stress", "--json"), ("stress", "-o"),
-        ("bench", "--plot")}
+        ("replay", "--json"),
+        ("replay", "-o"),
+        ("replay", "--html"),
+        ("stress", "--json"),
+        ("stress", "-o"),
+        ("bench", "--plot"),
+    }
 
 
 @pytest.mark.parametrize("name,param", OUTPUT_OPTIONS, ids=[f"{n} {p.opts[0]}" for n, p in OUTPUT_OPTIONS])
@@ -65,8 +70,12 @@ def test_every_file_output_refuses_an_existing_transcript(tmp_path, name, param)
     victim = tmp_path / "A.jsonl"
     shutil.copy(EXAMPLE, victim)
     before = victim.read_bytes()
-    args = {"replay": [str(EXAMPLE)], "stress": ["--events", "50"], "bench": ["--scenario-events", "0"],
-            "export": ["c481a68c21d2"]}[name]
+    args = {
+        "replay": [str(EXAMPLE)],
+        "stress": ["--events", "50"],
+        "bench": ["--scenario-events", "0"],
+        "export": ["c481a68c21d2"],
+    }[name]
     res = _run(tmp_path, "--db", str(tmp_path / "s.db"), name, param.opts[0], str(victim), *args)
     assert res.exit_code == 2, res.output
     line = _last_line(res)
@@ -76,12 +85,15 @@ def test_every_file_output_refuses_an_existing_transcript(tmp_path, name, param)
     assert not (tmp_path / "s.db").exists()
 
 
-@pytest.mark.parametrize("args", [
-    ["replay", "--json", "{A}", "{B}"],
-    ["replay", "{A}", "-o", "{A}"],
-    ["replay", "{A}", "--html", "{A}"],
-    ["replay", "{A}", "--json-out={A}"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["replay", "--json", "{A}", "{B}"],
+        ["replay", "{A}", "-o", "{A}"],
+        ["replay", "{A}", "--html", "{A}"],
+        ["replay", "{A}", "--json-out={A}"],
+    ],
+)
 def test_the_trials_own_inputs_are_refused_and_left_whole(tmp_path, args):
     a, b = tmp_path / "A.jsonl", tmp_path / "B.jsonl"
     shutil.copy(EXAMPLE, a)
@@ -98,8 +110,17 @@ def test_an_output_that_is_an_input_undetected_as_a_transcript_is_refused_too(tm
     output: exit 2 naming both, nothing written."""
     cfg = tmp_path / "c.toml"
     cfg.write_text("\n", encoding="utf-8")
-    res = _run(tmp_path, "--db", str(tmp_path / "s.db"), "replay", str(EXAMPLE), "--config", str(cfg),
-               "-o", str(tmp_path / "." / "c.toml"))
+    res = _run(
+        tmp_path,
+        "--db",
+        str(tmp_path / "s.db"),
+        "replay",
+        str(EXAMPLE),
+        "--config",
+        str(cfg),
+        "-o",
+        str(tmp_path / "." / "c.toml"),
+    )
     assert res.exit_code == 2 and "is the same file as '--config'" in res.output, res.output
     assert cfg.read_text(encoding="utf-8") == "\n"
     store = tmp_path / "empty.db"
@@ -162,15 +183,24 @@ def test_bench_out_refuses_a_folder_whose_report_json_is_a_transcript(tmp_path):
 
 # ------------------------------------------------------------------ 2. undecodable bytes in an argument
 SURROGATE_COMMANDS = [
-    ["replay", "a\udcff.jsonl"], ["view", "\udcff", "--request", "1"], ["view", "a\udcff.jsonl", "--request", "1"],
-    ["context", "\udcff"], ["report", "\udcff"], ["show", "\udcff"], ["state", "\udcff"], ["evidence", "\udcff"],
-    ["search", "invoice", "--session", "\udcff"], ["forget", "\udcff"], ["group", "\udcff"],
+    ["replay", "a\udcff.jsonl"],
+    ["view", "\udcff", "--request", "1"],
+    ["view", "a\udcff.jsonl", "--request", "1"],
+    ["context", "\udcff"],
+    ["report", "\udcff"],
+    ["show", "\udcff"],
+    ["state", "\udcff"],
+    ["evidence", "\udcff"],
+    ["search", "invoice", "--session", "\udcff"],
+    ["forget", "\udcff"],
+    ["group", "\udcff"],
     ["import", "a\udcff.jsonl"],
 ]
 
 
-@pytest.mark.parametrize("args", SURROGATE_COMMANDS, ids=[" ".join(a).encode("ascii", "replace").decode()
-                                                          for a in SURROGATE_COMMANDS])
+@pytest.mark.parametrize(
+    "args", SURROGATE_COMMANDS, ids=[" ".join(a).encode("ascii", "replace").decode() for a in SURROGATE_COMMANDS]
+)
 def test_an_undecodable_session_or_file_argument_is_one_line(tmp_path, args):
     """``latch show $'\\xff'`` raised UnicodeEncodeError (surrogates not allowed): one line, nonzero exit."""
     db = str(tmp_path / "s.db")
@@ -187,8 +217,12 @@ def test_an_existing_file_with_an_undecodable_name_is_one_line_in_a_real_process
     shutil.copy(EXAMPLE, name)
     env = {**os.environ, "LATCH_HOME": str(tmp_path / "home")}
     for command in (b"replay", b"import", b"report"):
-        done = subprocess.run([sys.executable.encode(), b"-m", b"latch", b"--db", os.fsencode(tmp_path / "s.db"),
-                               command, name], capture_output=True, env=env, timeout=300)
+        done = subprocess.run(
+            [sys.executable.encode(), b"-m", b"latch", b"--db", os.fsencode(tmp_path / "s.db"), command, name],
+            capture_output=True,
+            env=env,
+            timeout=300,
+        )
         err = done.stderr.decode("utf-8")
         assert done.returncode == 1 and "Traceback" not in err, err
         assert err.count("\n") == 1 and "undecodable bytes" in err and "a\\udcff.jsonl" in err
@@ -209,8 +243,13 @@ def _unprivileged() -> list[str]:
 def _latch_ro(tmp_path, db: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "300"}
     env.pop("LATCH_DB", None)
-    return subprocess.run([*_unprivileged(), sys.executable, "-m", "latch", "--db", str(db), *args],
-                          capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(
+        [*_unprivileged(), sys.executable, "-m", "latch", "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
 
 
 @pytest.fixture
@@ -255,7 +294,8 @@ def test_reading_commands_read_a_store_they_cannot_write(tmp_path, stores):
     assert found.returncode == 0 and "invoice" in found.stdout.lower(), found.stderr
     wrote = _latch_ro(tmp_path, db, "import", str(EXAMPLE))
     assert wrote.returncode == 1 and wrote.stderr.strip() == (
-        f"Error: the store at {db} is read-only ({db} is not writable); this needs write access to it")
+        f"Error: the store at {db} is read-only ({db} is not writable); this needs write access to it"
+    )
     assert db.read_bytes() == before
 
 
@@ -266,8 +306,9 @@ def test_a_store_in_a_read_only_folder_is_said_to_be_read_only_in_one_line(tmp_p
     for command in (["sessions"], ["search", "invoice"], ["show", "c481"]):
         res = _latch_ro(tmp_path, db, *command)
         assert res.returncode == 1 and res.stderr.count("\n") == 1, res.stderr
-        assert res.stderr.startswith(f"Error: the store at {db} is read-only ({db} is not writable, nor is its "
-                                     f"folder {db.parent})"), res.stderr
+        assert res.stderr.startswith(
+            f"Error: the store at {db} is read-only ({db} is not writable, nor is its folder {db.parent})"
+        ), res.stderr
     res = _latch_ro(tmp_path, db, "import", str(EXAMPLE))
     assert res.returncode == 1 and "is read-only" in res.stderr and "this command writes to it" in res.stderr
 

@@ -21,8 +21,14 @@ pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: re
 
 
 def _latch(home: Path, db: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "latch", "--db", str(db), *args], cwd=cwd, env=_env(home),
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "latch", "--db", str(db), *args],
+        cwd=cwd,
+        env=_env(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _copy(src: Path, dst: Path) -> None:
@@ -36,8 +42,23 @@ def test_context_writes_nothing_and_a_resumed_run_sends_the_same_request(tmp_pat
     (ws / "AGENTS.md").write_text("Run the tests with `python -m pytest`.\n")
     db = tmp_path / "latch.db"
     with serve_openai([Reply("first answer")]) as server:
-        r = _latch(tmp_path, db, "run", "say hello", "--provider", "openai-compatible", "--model", "m",
-                   "--base-url", server.base_url, "--window", "30000", "--reserve", "1000", cwd=ws)
+        r = _latch(
+            tmp_path,
+            db,
+            "run",
+            "say hello",
+            "--provider",
+            "openai-compatible",
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "--window",
+            "30000",
+            "--reserve",
+            "1000",
+            cwd=ws,
+        )
         assert r.returncode == 0, r.stderr
     sid = session_id(tmp_path)
     twin = tmp_path / "twin.db"

@@ -18,8 +18,9 @@ def _generator():
 def test_docs_cli_md_is_the_help_of_every_builtin_command():
     # a fresh process: click caches each command's help option from the first context that asks (see the tool)
     env = {**os.environ, "LATCH_LOAD_PLUGINS": ""}  # built-in plugins only, as the page documents
-    out = subprocess.run([sys.executable, str(REPO / "tools" / "gen_cli_docs.py"), "--check"], capture_output=True,
-                         text=True, env=env)
+    out = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "gen_cli_docs.py"), "--check"], capture_output=True, text=True, env=env
+    )
     assert out.returncode == 0, out.stderr
 
 

@@ -34,8 +34,7 @@ def _commands() -> list[tuple[str, str]]:
             for line in block.splitlines():
                 line = line.split(" #")[0].strip()
                 for part in (p.strip() for p in line.split("&&")):
-                    if (part.startswith("latch ") and not _PLACEHOLDER.search(part)
-                            and not part.startswith(_NOT_HERE)):
+                    if part.startswith("latch ") and not _PLACEHOLDER.search(part) and not part.startswith(_NOT_HERE):
                         found.append((path.name, part))
     return found
 
@@ -67,8 +66,9 @@ def workspace(tmp_path_factory):
     ws = tmp_path_factory.mktemp("docs-ws")
     env = {**os.environ, "LATCH_HOME": str(ws / "home"), "COLUMNS": "100"}
     env.pop("LATCH_DB", None)
-    subprocess.run([sys.executable, "-m", "latch", "import", str(ROOT / EXAMPLE)], cwd=ws, env=env, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "latch", "import", str(ROOT / EXAMPLE)], cwd=ws, env=env, check=True, capture_output=True
+    )
     return ws, env
 
 
@@ -76,7 +76,8 @@ def workspace(tmp_path_factory):
 def test_shell_examples_run(workspace, where, command):
     ws, env = workspace
     args = [a.replace(EXAMPLE, str(ROOT / EXAMPLE)) for a in shlex.split(command)[1:]]
-    out = subprocess.run([sys.executable, "-m", "latch", *args], cwd=ws, env=env, capture_output=True, text=True,
-                         timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "latch", *args], cwd=ws, env=env, capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, f"{where}: {command}\n{out.stdout[-1500:]}\n{out.stderr[-1500:]}"
     assert "Traceback" not in out.stderr

@@ -12,8 +12,7 @@ from click.testing import CliRunner
 
 import latch
 from latch import hotpaths
-from latch.cli import cli
-from latch.cli import doctor
+from latch.cli import cli, doctor
 from latch.estimators import cabi
 from latch.store import data_dir, default_db_path
 

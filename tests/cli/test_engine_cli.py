@@ -16,16 +16,23 @@ from latch.cli import _load_commands
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "invoice-rounding.claude.jsonl"
 
-TRANSCRIPT = {"messages": [
-    {"role": "system", "content": "You are a careful coding agent."},
-    {"role": "user", "content": "list the files in the repository"},
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{\"path\": \".\"}"}}]},
-    {"role": "tool", "tool_call_id": "call_1", "content": "a.py\nb.py"},
-    {"role": "assistant", "content": "Two files: a.py and b.py."},
-    {"role": "user", "content": "thanks"},
-    {"role": "assistant", "content": "You're welcome."},
-]}
+TRANSCRIPT = {
+    "messages": [
+        {"role": "system", "content": "You are a careful coding agent."},
+        {"role": "user", "content": "list the files in the repository"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": '{"path": "."}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "a.py\nb.py"},
+        {"role": "assistant", "content": "Two files: a.py and b.py."},
+        {"role": "user", "content": "thanks"},
+        {"role": "assistant", "content": "You're welcome."},
+    ]
+}
 
 
 @pytest.fixture
@@ -34,7 +41,9 @@ def run(tmp_path):
     db = tmp_path / "latch.db"
 
     def run_latch(*args, columns=200):
-        return invoke(tmp_path, *args, db=db, columns=columns, env={"LATCH_HOME": str(tmp_path)}, catch_exceptions=False)
+        return invoke(
+            tmp_path, *args, db=db, columns=columns, env={"LATCH_HOME": str(tmp_path)}, catch_exceptions=False
+        )
 
     return run_latch
 
@@ -48,26 +57,46 @@ def transcript(tmp_path):
 
 def test_replay_json_report(run, transcript, tmp_path):
     out = tmp_path / "replay.json"
-    res = run("replay", str(transcript), "--json", str(out), "--window", "32000", "--reserve", "4000",
-              "--recent", "4000")
+    res = run(
+        "replay", str(transcript), "--json", str(out), "--window", "32000", "--reserve", "4000", "--recent", "4000"
+    )
     assert res.exit_code == 0, res.output
     assert "3 requests" in res.output and "✓ budget never exceeded" in res.output
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert doc["engine"] == "continuity" and doc["stream"].startswith("continuity:replay-")
-    assert doc["budget"] == {"context_window_tokens": 32_000, "reserve_tokens": 4_000, "recent_tokens": 4_000,
-                             "requested_recent_tokens": 4_000, "window_source": "--window"}
+    assert doc["budget"] == {
+        "context_window_tokens": 32_000,
+        "reserve_tokens": 4_000,
+        "recent_tokens": 4_000,
+        "requested_recent_tokens": 4_000,
+        "window_source": "--window",
+    }
     reqs = doc["requests"]
     assert [r["seq"] - r["until_seq"] for r in reqs] == [1, 1, 1]
     assert [r["events"] for r in reqs] == [2, 4, 6]  # system note + user; + call and result; + answer + user
     assert all(r["epoch"] == 1 for r in reqs) and reqs[0]["first_retained_seq"] == reqs[0]["until_seq"]
     for r in reqs:
-        parts = sum(r[k] for k in ("instructions_tokens", "state_tokens", "recent_tokens", "recall_tokens",
-                                   "tools_tokens", "extension_tokens"))
+        parts = sum(
+            r[k]
+            for k in (
+                "instructions_tokens",
+                "state_tokens",
+                "recent_tokens",
+                "recall_tokens",
+                "tools_tokens",
+                "extension_tokens",
+            )
+        )
         assert r["total_tokens"] == parts <= 28_000
     assert reqs[1]["common_prefix_tokens"] == reqs[0]["recounted_tokens"]
     s = doc["summary"]
-    assert (s["requests"], s["violations"], s["rotations"], s["prefix_breaks_within_epoch"],
-            s["automatic_compactions"]) == (3, [], 0, 0, 0)
+    assert (
+        s["requests"],
+        s["violations"],
+        s["rotations"],
+        s["prefix_breaks_within_epoch"],
+        s["automatic_compactions"],
+    ) == (3, [], 0, 0, 0)
 
 
 def test_replay_twice_imports_once_and_uses_fresh_streams(run, transcript):
@@ -106,7 +135,7 @@ def _table(output: str) -> tuple[list[str], list[list[str]]]:
     lines = output.splitlines()
     h = next(i for i, line in enumerate(lines) if line.split()[:2] == ["req", "events"])
     rows = []
-    for line in lines[h + 2:]:
+    for line in lines[h + 2 :]:
         if not line.strip() or not line.split()[0].isdigit():
             break
         rows.append(line.split())
@@ -119,8 +148,19 @@ def test_replay_table_shows_the_canonical_state_per_request(run, transcript):
     table = run("replay", str(transcript))
     assert table.exit_code == 0, table.output
     header, rows = _table(table.output)
-    assert header == ["req", "events", "instr", "state", "recent", "recall", "view", "raw", "first-seq", "prefix",
-                      "epoch"]  # no tools, extension or provider usage here: those columns are left out
+    assert header == [
+        "req",
+        "events",
+        "instr",
+        "state",
+        "recent",
+        "recall",
+        "view",
+        "raw",
+        "first-seq",
+        "prefix",
+        "epoch",
+    ]  # no tools, extension or provider usage here: those columns are left out
     assert [r[header.index("state")] for r in rows] == [f"{q['state_tokens']:,}" for q in doc["requests"]]
     assert [r[header.index("view")] for r in rows] == [f"{q['total_tokens']:,}" for q in doc["requests"]]
     # the unknown model gets the most conservative heuristic; its snapshot, holding the goal derived from the
@@ -132,8 +172,18 @@ def test_replay_table_shows_the_canonical_state_per_request(run, transcript):
 
 
 def test_readme_first_command_fits_100_columns(run):
-    res = run("replay", str(EXAMPLE), "--window", "16000", "--reserve", "2000", "--recent", "3000", "--no-harness",
-              columns=100)
+    res = run(
+        "replay",
+        str(EXAMPLE),
+        "--window",
+        "16000",
+        "--reserve",
+        "2000",
+        "--recent",
+        "3000",
+        "--no-harness",
+        columns=100,
+    )
     assert res.exit_code == 0, res.output
     assert max(len(line) for line in res.output.splitlines()) <= 100
     header, rows = _table(res.output)
@@ -204,9 +254,11 @@ def test_latch_cli_and_the_command_list_import_no_command_module_and_no_engine()
     assert out.stdout == "['latch.cli.main']\n"  # the group itself, no command module
 
     def run_main(*args: str) -> subprocess.CompletedProcess:
-        code = ("import sys, latch.cli\ntry:\n    latch.cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-                "print(sorted(m for m in sys.modules if m.startswith('latch.cli.') and m != 'latch.cli.main'), "
-                "file=sys.stderr)")
+        code = (
+            "import sys, latch.cli\ntry:\n    latch.cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith('latch.cli.') and m != 'latch.cli.main'), "
+            "file=sys.stderr)"
+        )
         env = {**os.environ, "LATCH_LOAD_PLUGINS": ""}  # the built-in plugins only: their commands are `web` and `tui`
         return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True, env=env)
 

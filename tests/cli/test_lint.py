@@ -1,5 +1,5 @@
-"""``ruff check src`` and ``mypy`` (strict on the port, store, host and engine: ``[tool.mypy]``) pass with the
-project's configuration in pyproject.toml; both are in the test extra and ``.ci/run`` runs them too."""
+"""``ruff check src``, ``ruff format --check`` and ``mypy`` (strict on the packages ``[tool.mypy]`` lists) pass
+with the project's configuration in pyproject.toml; all are in the test extra and ``.ci/run`` runs them too."""
 
 from __future__ import annotations
 
@@ -17,6 +17,15 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is not installed (it is in the test extra)")
 def test_ruff_check_src_passes():
     out = subprocess.run(["ruff", "check", "--no-cache", "src"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is not installed (it is in the test extra)")
+def test_the_code_is_ruff_formatted():
+    folders = ["src", "tests", "benchmarks", "plugins"]
+    out = subprocess.run(
+        ["ruff", "format", "--check", "--no-cache", *folders], cwd=ROOT, capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stdout + out.stderr
 
 

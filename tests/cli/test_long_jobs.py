@@ -26,21 +26,51 @@ def test_bench_prints_a_narrow_table_and_a_verdict_per_budget_with_progress_in_a
     out = tmp_path / "out"
     env = {**os.environ, "LATCH_HOME": str(tmp_path / "home")}
     env.pop("COLUMNS", None)
-    r = subprocess.run([sys.executable, "-m", "latch", "bench", "--engines", "continuity,sliding-window",
-                        "--examples", str(EXAMPLES), "--scenario-events", "300", "--budgets", "32k:4k:8k,8k:1k:2k",
-                        "--out", str(out), "--jobs", "2"], env=env, capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "latch",
+            "bench",
+            "--engines",
+            "continuity,sliding-window",
+            "--examples",
+            str(EXAMPLES),
+            "--scenario-events",
+            "300",
+            "--budgets",
+            "32k:4k:8k,8k:1k:2k",
+            "--out",
+            str(out),
+            "--jobs",
+            "2",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == "| engine | budget | frontier | requests | tokens/request | coverage | refused | cost $ |"
     assert lines[1] == "|---|---|---|---:|---:|---:|---:|---:|"
-    assert all(re.fullmatch(r"\| (continuity|sliding-window) \| (32k:4k:8k|8k:1k:2k) \| (yes|no|refuses|–) \| [\d,]+ "
-                            r"\| [\d,]+ \| [\d.]+% \| \d+ \| \$[\d.,]+ \|", line) for line in lines[2:6]), lines[2:6]
+    assert all(
+        re.fullmatch(
+            r"\| (continuity|sliding-window) \| (32k:4k:8k|8k:1k:2k) \| (yes|no|refuses|–) \| [\d,]+ "
+            r"\| [\d,]+ \| [\d.]+% \| \d+ \| \$[\d.,]+ \|",
+            line,
+        )
+        for line in lines[2:6]
+    ), lines[2:6]
     assert lines[6] == f"every column: {out / 'report.md'}"
     for line, budget in zip(lines[7:9], ("32k:4k:8k", "8k:1k:2k")):
-        assert re.fullmatch(rf"verdict {budget}: continuity covers [\d.]+% of the needed context [≥<] sliding-window's "
-                            r"[\d.]+% \(the best baseline\) at \d+% of its dollars; (on|not on) the cost/coverage "
-                            r"frontier\.( Like for like, on the [\d,]+ requests every engine answered: [\d.]+% vs "
-                            r"[\d.]+%(, at \d+% of its dollars)?\.)?", line), line
+        assert re.fullmatch(
+            rf"verdict {budget}: continuity covers [\d.]+% of the needed context [≥<] sliding-window's "
+            r"[\d.]+% \(the best baseline\) at \d+% of its dollars; (on|not on) the cost/coverage "
+            r"frontier\.( Like for like, on the [\d,]+ requests every engine answered: [\d.]+% vs "
+            r"[\d.]+%(, at \d+% of its dollars)?\.)?",
+            line,
+        ), line
     assert max(len(line) for line in lines[:6]) < 100  # the wide table (24 columns) is in report.md only
     assert "| cacheability median |" not in r.stdout and "cacheability median" in (out / "report.md").read_text()
     progress_lines = r.stderr.splitlines()
@@ -50,8 +80,9 @@ def test_bench_prints_a_narrow_table_and_a_verdict_per_budget_with_progress_in_a
 
 def test_a_budget_without_a_comparison_says_so():
     rows = [{"engine": "continuity", "budget": "8k:1k:2k", "coverage": 0.5, "frontier": "yes", "cost_usd_total": 1.0}]
-    assert budget_verdicts(rows) == ["8k:1k:2k: no comparison: no other engine has a needed-context coverage to "
-                                     "compare continuity with"]
+    assert budget_verdicts(rows) == [
+        "8k:1k:2k: no comparison: no other engine has a needed-context coverage to compare continuity with"
+    ]
     assert budget_verdicts(rows, engine="summary") == ["8k:1k:2k: no comparison: summary was not run"]
 
 

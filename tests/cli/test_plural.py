@@ -37,8 +37,9 @@ def test_import_and_sessions_say_one_file_and_one_session(tmp_path):
     res = _run(tmp_path, "sessions")
     assert res.output.splitlines()[0].strip() == "1 session, newest first"
     shutil.copyfile(EXAMPLE, folder / "b.jsonl")
-    (folder / "b.jsonl").write_text(EXAMPLE.read_text(encoding="utf-8").replace(
-        '"sessionId":"', '"sessionId":"b-'), encoding="utf-8")
+    (folder / "b.jsonl").write_text(
+        EXAMPLE.read_text(encoding="utf-8").replace('"sessionId":"', '"sessionId":"b-'), encoding="utf-8"
+    )
     _run(tmp_path, "import", str(folder / "b.jsonl"))
     assert _run(tmp_path, "sessions").output.splitlines()[0].strip() == "2 sessions, newest first"
 

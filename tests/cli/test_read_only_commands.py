@@ -18,9 +18,15 @@ def test_read_only_commands_leave_no_file(tmp_path):
     _load_commands()
     db = tmp_path / "typo.db"
     runner = CliRunner()
-    for args, code in ((["sessions"], 0), (["sessions", "--json"], 0), (["search", "rounding"], 0),
-                       (["show", "abc"], 1), (["state", "abc"], 1), (["evidence", "abc"], 1),
-                       (["context", "abc"], 1)):
+    for args, code in (
+        (["sessions"], 0),
+        (["sessions", "--json"], 0),
+        (["search", "rounding"], 0),
+        (["show", "abc"], 1),
+        (["state", "abc"], 1),
+        (["evidence", "abc"], 1),
+        (["context", "abc"], 1),
+    ):
         r = runner.invoke(cli, ["--db", str(db), *args])
         assert r.exit_code == code, (args, r.output)
         assert r.exception is None or isinstance(r.exception, SystemExit), (args, repr(r.exception))

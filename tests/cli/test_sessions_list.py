@@ -76,15 +76,21 @@ def test_filters_by_harness_project_and_day(corpus_db, utc):
     res = _latch("--db", str(corpus_db), "sessions", "--since", "2026-02-12", "--harness", "claude-code")
     assert res.output == "0 sessions of 5, newest first\n"
     bad = _latch("--db", str(corpus_db), "sessions", "--since", "2026-13-01")
-    assert (bad.exit_code, bad.output) == (2, "Error: Invalid value for '--since': '2026-13-01' does not match the "
-                                              "format '%Y-%m-%d'.\n")
+    assert (bad.exit_code, bad.output) == (
+        2,
+        "Error: Invalid value for '--since': '2026-13-01' does not match the format '%Y-%m-%d'.\n",
+    )
 
 
 def test_json_has_the_summary_and_the_tree(corpus_db):
     doc = json.loads(_latch("--db", str(corpus_db), "sessions", "--json").output)
     assert [(d["id"][:8], d["depth"], d["requests"], d["status"]) for d in doc] == [
-        ("bf2333c7", 0, 174, "interrupted"), ("96d68eaa", 0, 143, "done"), ("cf37594e", 1, 1, "done"),
-        ("e46423e4", 1, 13, "done"), ("1e076572", 0, 39, "done")]
+        ("bf2333c7", 0, 174, "interrupted"),
+        ("96d68eaa", 0, 143, "done"),
+        ("cf37594e", 1, 1, "done"),
+        ("e46423e4", 1, 13, "done"),
+        ("1e076572", 0, 39, "done"),
+    ]
     assert doc[0]["model"] == "gpt-5.6-sol" and doc[0]["unpriced"] == 1 and doc[0]["usd"] == pytest.approx(32.0776402)
     assert doc[2]["parent"] == doc[3]["parent"] == doc[1]["id"] and doc[1]["parent"] is None
 
@@ -100,18 +106,35 @@ def test_title_from_the_first_prompt_is_escaped_and_status_follows_the_run(tmp_p
     host = socket.gethostname()
     with EventStore(db) as store:
         _session(store, UserMessage("<meta>", is_meta=True), UserMessage("fix \x1b[31mred[/b]\n  now"))
-        _session(store, UserMessage("run ls"),
-                 AssistantMessage(tool_calls=(ToolCall("call_1", "shell", '{"command": "ls"}'),)))
-        _session(store, RunStarted("r1", 1, host, "2026-01-01T00:00:00Z"), UserMessage("big"),
-                 RunEnded("r1", "error", "2026-01-01T00:00:01Z", 1, "ContextOverflow: the view does not fit"))
+        _session(
+            store,
+            UserMessage("run ls"),
+            AssistantMessage(tool_calls=(ToolCall("call_1", "shell", '{"command": "ls"}'),)),
+        )
+        _session(
+            store,
+            RunStarted("r1", 1, host, "2026-01-01T00:00:00Z"),
+            UserMessage("big"),
+            RunEnded("r1", "error", "2026-01-01T00:00:01Z", 1, "ContextOverflow: the view does not fit"),
+        )
         _session(store, RunStarted("r2", os.getpid(), host, "2026-01-02T00:00:00Z"), UserMessage("going"))
-        _session(store, RunStarted("r3", 2 ** 22 + 7, host, "2026-01-03T00:00:00Z"), UserMessage("killed"))
-        _session(store, UserMessage("ls"), AssistantMessage(tool_calls=(ToolCall("c2", "shell", "{}"),)),
-                 ToolResult("c2", "ok"), title="Harness title")
+        _session(store, RunStarted("r3", 2**22 + 7, host, "2026-01-03T00:00:00Z"), UserMessage("killed"))
+        _session(
+            store,
+            UserMessage("ls"),
+            AssistantMessage(tool_calls=(ToolCall("c2", "shell", "{}"),)),
+            ToolResult("c2", "ok"),
+            title="Harness title",
+        )
     doc = json.loads(_latch("--db", str(db), "sessions", "--json").output)
     assert {d["title"]: d["status"] for d in doc} == {
-        "fix \x1b[31mred[/b] now": "done", "run ls": "interrupted", "big": "refused", "going": "live",
-        "killed": "interrupted", "Harness title": "done"}
+        "fix \x1b[31mred[/b] now": "done",
+        "run ls": "interrupted",
+        "big": "refused",
+        "going": "live",
+        "killed": "interrupted",
+        "Harness title": "done",
+    }
     out = _latch("--db", str(db), "sessions").output
     assert "latch: fix \\x1b[31mred[/b] now\n" in out and "\x1b" not in out
 
@@ -128,9 +151,11 @@ def test_an_empty_store_says_stores_are_per_workspace_and_lists_the_others(tmp_p
         _session(store, UserMessage("hello"), workspace=str(there))
     monkeypatch.chdir(here)
     res = _latch("sessions", env=env)
-    assert res.output == (f"0 sessions in this workspace's store ({default_db_path(here)})\n"
-                          f"Latch keeps one store per workspace folder; 1 other store under {home / 'workspaces'}:\n"
-                          "`latch sessions --all-workspaces` lists them\n")
+    assert res.output == (
+        f"0 sessions in this workspace's store ({default_db_path(here)})\n"
+        f"Latch keeps one store per workspace folder; 1 other store under {home / 'workspaces'}:\n"
+        "`latch sessions --all-workspaces` lists them\n"
+    )
     assert not default_db_path(here).exists()  # a reading command creates no store
     res = _latch("sessions", "--all-workspaces", env=env)
     assert res.output.splitlines()[:2] == [f"1 store under {home / 'workspaces'}", f"  {other.name}  1 session, last –"]

@@ -30,6 +30,7 @@ def latch(tmp_path, monkeypatch):
     def invoke(*args, columns=200, env=None):
         e = {"LATCH_HOME": str(home), "COLUMNS": str(columns), **(env or {})}
         return CliRunner().invoke(cli, ["--db", str(tmp_path / "latch.db"), *args], env=e, catch_exceptions=False)
+
     invoke.ws, invoke.home = ws, home
     return invoke
 
@@ -50,8 +51,12 @@ def test_latch_skills_lists_the_three_folders_in_order_with_warnings_naming_the_
     r = latch("skills", "--json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
-    assert [(s["name"], s["source"]) for s in doc["skills"]] == \
-        [(LONG, "claude"), ("alpha", "claude"), ("pdf", "workspace"), ("release", "user")]
+    assert [(s["name"], s["source"]) for s in doc["skills"]] == [
+        (LONG, "claude"),
+        ("alpha", "claude"),
+        ("pdf", "workspace"),
+        ("release", "user"),
+    ]
     assert doc["skills"][2]["path"] == str((latch.ws / ".latch" / "skills" / "pdf").resolve())
     assert doc["skills"][1]["description"] == "zebra\x1b[2J\x07ring"  # JSON escapes it: \u001b
     assert "\x1b" not in r.output
@@ -79,7 +84,8 @@ def _config(latch, server: Server, http: HttpServer) -> None:
     (latch.home / "config.toml").write_text(
         f"[mcp.servers.cli]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(SERVER))}]\n"
         f"env = {{ {env_table} }}\n\n"
-        f"[mcp.servers.web]\nurl = {json.dumps(http.url)}\nenv_http_headers = {{ X-Test-Token = \"{TOKEN_VAR}\" }}\n")
+        f'[mcp.servers.web]\nurl = {json.dumps(http.url)}\nenv_http_headers = {{ X-Test-Token = "{TOKEN_VAR}" }}\n'
+    )
 
 
 @pytest.fixture
@@ -96,11 +102,26 @@ def test_latch_mcp_list_shows_the_servers_without_secrets(latch, servers):
     r = latch("mcp", "list", "--json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
-    assert doc == {"servers": [
-        {"name": "cli", "transport": "stdio", "command": [sys.executable, str(SERVER)], "status": "not connected",
-         "error": None, "tools": []},
-        {"name": "web", "transport": "http", "url": http.url, "status": "not connected", "error": None,
-         "tools": []}]}
+    assert doc == {
+        "servers": [
+            {
+                "name": "cli",
+                "transport": "stdio",
+                "command": [sys.executable, str(SERVER)],
+                "status": "not connected",
+                "error": None,
+                "tools": [],
+            },
+            {
+                "name": "web",
+                "transport": "http",
+                "url": http.url,
+                "status": "not connected",
+                "error": None,
+                "tools": [],
+            },
+        ]
+    }
     r = latch("mcp", "list", columns=50)
     assert r.exit_code == 0
     assert "topsecret" not in r.output and "…" not in r.output
@@ -117,16 +138,21 @@ def test_latch_mcp_list_connect_lists_tools_and_a_server_that_is_down(latch, ser
     cli_doc, web = json.loads(r.output)["servers"]
     assert cli_doc["status"] == "ok" and cli_doc["tools"] == [
         {"name": "mcp__cli__echo", "tool": "echo", "read_only": True},
-        {"name": "mcp__cli__note", "tool": "note", "read_only": False}]
+        {"name": "mcp__cli__note", "tool": "note", "read_only": False},
+    ]
     assert web["status"] == "error" and web["error"].startswith("mcp server web: ") and web["tools"] == []
     http.start()
     r = latch("mcp", "list", "--connect", env={TOKEN_VAR: TOKEN})
     assert r.exit_code == 0, r.output
     rows = [ln.split("│")[1:-1] for ln in r.output.splitlines() if ln.startswith("│")]
     tool_rows = [[c.strip() for c in row] for row in rows if row[0].strip().startswith("mcp__")]
-    assert tool_rows == [["mcp__cli__echo", "cli", "yes"], ["mcp__cli__note", "cli", "no"],
-                         ["mcp__web__add", "web", "yes"], ["mcp__web__echo", "web", "yes"],
-                         ["mcp__web__note", "web", "no"]]
+    assert tool_rows == [
+        ["mcp__cli__echo", "cli", "yes"],
+        ["mcp__cli__note", "cli", "no"],
+        ["mcp__web__add", "web", "yes"],
+        ["mcp__web__echo", "web", "yes"],
+        ["mcp__web__note", "web", "no"],
+    ]
     assert TOKEN not in r.output
 
 
@@ -146,14 +172,26 @@ def test_latch_mcp_list_connect_says_one_line_per_failing_server_never_a_traceba
     home = tmp_path / "home"
     home.mkdir()
     garbage = "import sys, time; print('not json'); print('{\"jsonrpc\": 2}'); sys.stdout.flush(); time.sleep(3)"
-    servers = {"garbage": [sys.executable, "-c", garbage], "missing": [str(tmp_path / "no-such-server")],
-               "exits": [sys.executable, "-c", "raise SystemExit(3)"]}
-    (home / "config.toml").write_text("".join(
-        f"[mcp.servers.{name}]\ncommand = {json.dumps(argv[0])}\nargs = {json.dumps(argv[1:])}\n\n"
-        for name, argv in servers.items()))
+    servers = {
+        "garbage": [sys.executable, "-c", garbage],
+        "missing": [str(tmp_path / "no-such-server")],
+        "exits": [sys.executable, "-c", "raise SystemExit(3)"],
+    }
+    (home / "config.toml").write_text(
+        "".join(
+            f"[mcp.servers.{name}]\ncommand = {json.dumps(argv[0])}\nargs = {json.dumps(argv[1:])}\n\n"
+            for name, argv in servers.items()
+        )
+    )
     env = {**os.environ, "LATCH_HOME": str(home), "COLUMNS": "200"}
-    r = subprocess.run([sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), "mcp", "list", "--connect"],
-                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), "mcp", "list", "--connect"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stderr == "" and "Traceback" not in r.stdout
     notes = [ln for ln in r.stdout.splitlines() if not ln.startswith(("┏", "┃", "┡", "│", "└"))]

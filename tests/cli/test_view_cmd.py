@@ -46,18 +46,17 @@ def test_view_prints_the_replayed_request_in_both_wire_formats(run, monkeypatch)
     assert validate_openai_chat(openai) == [] and validate_anthropic_messages(anthropic) == []
     with EventStore(run.db) as store:
         sid = store.sessions()[0].id
-        doc, views = run_replay(store, sid, window=16_000, reserve=2_000, recent=3_000, keep_views=True,
-                                 harness=False)
+        doc, views = run_replay(store, sid, window=16_000, reserve=2_000, recent=3_000, keep_views=True, harness=False)
         loader = lambda h: store.get_artifact(h)[1]  # noqa: E731
         # the transcript recorded no tool schemas: every request declares the session's whole tool vocabulary
-        known = list(dict.fromkeys(c.name for s in store.events(sid, kinds=["assistant_message"])
-                                   for c in s.event.tool_calls))
+        known = list(
+            dict.fromkeys(c.name for s in store.events(sid, kinds=["assistant_message"]) for c in s.event.tool_calls)
+        )
         assert [t["function"]["name"] for t in openai["tools"]] == known and len(known) > 3
         assert openai == to_openai_chat(views[12], loader, model="claude-sonnet-4-5", known_tools=known)
         # exactly what Latch's Anthropic provider sends for that view: its cache_control breakpoints included
         provider = AnthropicProvider("claude-sonnet-4-5")
-        body = to_anthropic_messages(views[12], loader, model="claude-sonnet-4-5", max_tokens=2_000,
-                                     known_tools=known)
+        body = to_anthropic_messages(views[12], loader, model="claude-sonnet-4-5", max_tokens=2_000, known_tools=known)
         assert anthropic == provider.request(body)
         assert anthropic != body  # the breakpoints are what the plain body lacks
     assert openai["model"] == "claude-sonnet-4-5" and anthropic["max_tokens"] == 2_000
@@ -69,8 +68,10 @@ def test_view_prints_the_replayed_request_in_both_wire_formats(run, monkeypatch)
 def test_derived_tools_are_the_same_in_every_request_of_a_session(run):
     """A transcript without tool schemas: the declared tools do not grow as new tools get called (a changed tools
     block would break the provider's cached prefix)."""
-    bodies = [json.loads(run("view", str(EXAMPLE), "--request", str(n), *SMALL, "--format", "anthropic").output)
-              for n in (2, 13, 28)]
+    bodies = [
+        json.loads(run("view", str(EXAMPLE), "--request", str(n), *SMALL, "--format", "anthropic").output)
+        for n in (2, 13, 28)
+    ]
     assert bodies[0]["tools"] == bodies[1]["tools"] == bodies[2]["tools"] and len(bodies[0]["tools"]) > 3
 
 
@@ -95,7 +96,8 @@ def test_a_request_out_of_range_is_one_line_exit_2(run, number):
     res = run("view", str(EXAMPLE), "--request", number)
     assert res.exit_code == 2
     assert res.output.strip().splitlines() == [
-        f"Error: --request {number} is out of range: session c481a68c21d2 has 28 model request(s), 1..28"]
+        f"Error: --request {number} is out of range: session c481a68c21d2 has 28 model request(s), 1..28"
+    ]
 
 
 def test_diff_shows_the_rotation_of_a_rotating_replay(run):
@@ -116,8 +118,10 @@ def test_diff_shows_the_rotation_of_a_rotating_replay(run):
     assert [k["type"] for k in changes["kernel_added"]] == ["snapshot"]
     assert changes["common_prefix_messages"] == 1  # only the session context survives a rotation
     text = run("view", str(EXAMPLE), "--request", str(n), *SMALL, "--diff").output
-    assert text.startswith(f"request {n} vs request {n - 1}: cache rotated (new epoch 2, reason: recent_tokens); "
-                           f"the cached prefix broke at message 1 (kernel_context) of request {n - 1}\n")
+    assert text.startswith(
+        f"request {n} vs request {n - 1}: cache rotated (new epoch 2, reason: recent_tokens); "
+        f"the cached prefix broke at message 1 (kernel_context) of request {n - 1}\n"
+    )
     assert "units appended 1 (first seqs 18) · evicted 5 (first seqs 1..2, 4, 7, 10)" in text
     kept = run("view", str(EXAMPLE), "--request", str(n + 1), *SMALL, "--diff").output
     assert "cache kept (an append-only extension" in kept and "evicted 0" in kept
@@ -137,24 +141,34 @@ def test_replay_table_marks_rotations_in_a_cache_column(run):
     assert lines[4].split()[-1] == "cache"
     # 13 cells before the cache column: the example is priced, so the table has the cost column too
     assert lines[4].split()[-3:-1] == ["cost", "provider"]
-    marked = {int(line.split()[0]): line.split(maxsplit=13)[13].strip() for line in lines[6:34]
-              if len(line.split()) > 13}
+    marked = {
+        int(line.split()[0]): line.split(maxsplit=13)[13].strip() for line in lines[6:34] if len(line.split()) > 13
+    }
     assert marked == dict.fromkeys([8, 13, 15, 21], "rotated (recent_tokens)")
     narrow = Console(width=80, force_terminal=True, color_system=None)
     with narrow.capture() as cap:
         _print(narrow, doc, str(EXAMPLE))
     out = cap.get()
-    assert "cache column left out (too narrow); per request: 8 rotated (recent_tokens), 13 rotated" in \
-        " ".join(out.split())
+    assert "cache column left out (too narrow); per request: 8 rotated (recent_tokens), 13 rotated" in " ".join(
+        out.split()
+    )
 
 
 def test_view_text_escapes_transcript_text(run, tmp_path):
     nasty = "zebra\x1b[2J\x1b]0;pwned\x07ring\x00\u202eevil"
     chat = tmp_path / "nasty.json"
-    chat.write_text(json.dumps({"messages": [
-        {"role": "system", "content": f"system {nasty}"},
-        {"role": "user", "content": f"hello {nasty}"},
-        {"role": "assistant", "content": f"answer {nasty}"}]}), encoding="utf-8")
+    chat.write_text(
+        json.dumps(
+            {
+                "messages": [
+                    {"role": "system", "content": f"system {nasty}"},
+                    {"role": "user", "content": f"hello {nasty}"},
+                    {"role": "assistant", "content": f"answer {nasty}"},
+                ]
+            }
+        ),
+        encoding="utf-8",
+    )
     res = run("view", str(chat), "--request", "1")
     assert res.exit_code == 0, res.output
     assert not any(ch in res.output for ch in ("\x1b", "\x07", "\x00", "\u202e"))
@@ -174,13 +188,32 @@ def _result(number, messages, *, system="", epoch=1, common=0, rotated=False, pr
     from latch.host.loop import ModelRequest, RequestResult
     from latch.port import ComponentTokens, ContextBudget, ContextView
 
-    view = ContextView(session_id="s", system=system, tools=(), messages=tuple(messages),
-                       tokens=ComponentTokens(recent_tokens=10 * len(messages)), budget=ContextBudget(), epoch=epoch,
-                       metrics={"rotation_reason": reason})
+    view = ContextView(
+        session_id="s",
+        system=system,
+        tools=(),
+        messages=tuple(messages),
+        tokens=ComponentTokens(recent_tokens=10 * len(messages)),
+        budget=ContextBudget(),
+        epoch=epoch,
+        metrics={"rotation_reason": reason},
+    )
     lines = request_lines(view)
-    return RequestResult(None, ModelRequest(number, number, number - 1), view, None, 0.0, 0, 0, 10 * len(messages),
-                         [1] * len(lines), lines=lines, common_prefix_lines=common, rotated=rotated,
-                         prefix_break=prefix_break)
+    return RequestResult(
+        None,
+        ModelRequest(number, number, number - 1),
+        view,
+        None,
+        0.0,
+        0,
+        0,
+        10 * len(messages),
+        [1] * len(lines),
+        lines=lines,
+        common_prefix_lines=common,
+        rotated=rotated,
+        prefix_break=prefix_break,
+    )
 
 
 def test_request_changes_names_a_broken_prefix_and_a_changed_system_field():
@@ -191,27 +224,40 @@ def test_request_changes_names_a_broken_prefix_and_a_changed_system_field():
     b2 = ViewMessage("user", "two, rewritten", seq=2)
     prev = _result(1, [a, b])
     broken = request_changes(prev, _result(2, [a, b2, c], common=3, prefix_break=True), {})
-    assert (broken["cache"], broken["prefix_break"]) == ("broken", {"line": 3, "at": "message", "message": 1,
-                                                                    "kind": "conversation"})
+    assert (broken["cache"], broken["prefix_break"]) == (
+        "broken",
+        {"line": 3, "at": "message", "message": 1, "kind": "conversation"},
+    )
     assert (broken["units_appended"], broken["units_evicted"], broken["common_prefix_messages"]) == ([3], [], 1)
-    system = request_changes(prev, _result(2, [a, b], system="new rules", epoch=2, rotated=True,
-                                           reason="instructions_changed"), {})
-    assert (system["cache"], system["rotation_reason"], system["prefix_break"]["at"]) == \
-        ("rotated", "instructions_changed", "system")
+    system = request_changes(
+        prev, _result(2, [a, b], system="new rules", epoch=2, rotated=True, reason="instructions_changed"), {}
+    )
+    assert (system["cache"], system["rotation_reason"], system["prefix_break"]["at"]) == (
+        "rotated",
+        "instructions_changed",
+        "system",
+    )
     kept = request_changes(prev, _result(2, [a, b, c], common=4), {})
-    assert (kept["cache"], kept["prefix_break"], kept["units_appended"], kept["tokens_delta"]) == ("kept", None, [3], 10)
+    assert (kept["cache"], kept["prefix_break"], kept["units_appended"], kept["tokens_delta"]) == (
+        "kept",
+        None,
+        [3],
+        10,
+    )
 
 
 @pytest.mark.parametrize("fmt", ["openai", "anthropic", "responses"])
 def test_a_transcript_without_a_model_still_gets_a_body_that_names_one(run, tmp_path, fmt):
     path = tmp_path / "chat.json"
-    path.write_text(json.dumps({"messages": [{"role": "user", "content": "hello"},
-                                             {"role": "assistant", "content": "hi there"}]}))
+    path.write_text(
+        json.dumps({"messages": [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi there"}]})
+    )
     res = run("view", str(path), "--request", "1", "--format", fmt)
     assert res.exit_code == 0, res.output
     body = json.loads(res.stdout)
     assert body["model"] == UNKNOWN_MODEL
-    assert res.stderr.strip() == ('note: the transcript names no model; the body says "model": "unknown" '
-                                  "(pass --model NAME)")
+    assert res.stderr.strip() == (
+        'note: the transcript names no model; the body says "model": "unknown" (pass --model NAME)'
+    )
     named = run("view", str(path), "--request", "1", "--format", fmt, "--model", "gpt-4.1")
     assert json.loads(named.stdout)["model"] == "gpt-4.1" and named.stderr == ""

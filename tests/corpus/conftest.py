@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-
 from corpus_support import corpus_items, import_item, item_id
+
 from latch.importers import builtin_importers
 from latch.store import EventStore
 

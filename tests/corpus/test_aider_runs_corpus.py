@@ -12,14 +12,13 @@ A run with no answer (aider started and quit, or the answer was never logged) ha
 from __future__ import annotations
 
 import pytest
-
 from corpus_support import CORPUS, require_corpus
+
 from latch.cli.replay import run_replay
 from latch.host.ingest import import_all
 from latch.host.loop import model_requests
 from latch.kernel import canonical_state
-from latch.providers import (to_anthropic_messages, to_openai_chat, validate_anthropic_messages,
-                             validate_openai_chat)
+from latch.providers import to_anthropic_messages, to_openai_chat, validate_anthropic_messages, validate_openai_chat
 from latch.store import EventStore
 
 pytestmark = pytest.mark.corpus

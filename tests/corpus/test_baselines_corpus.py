@@ -14,21 +14,23 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from corpus_support import OVERSIZED_AT_28K, corpus_items, corpus_name, import_item, item_id
+
 from latch import plugins
-from latch.config import model_window
 from latch.cli.replay import run_replay
-from latch.providers import (to_anthropic_messages, to_openai_chat, validate_anthropic_messages,
-                             validate_openai_chat)
+from latch.config import model_window
+from latch.providers import to_anthropic_messages, to_openai_chat, validate_anthropic_messages, validate_openai_chat
 from latch.store import EventStore
 
 pytestmark = pytest.mark.corpus
 
 TINY = {"window": 32_000, "reserve": 4_000, "recent": 4_000}
 DEFAULT: dict[str, int] = {}  # the model's window and reserve (latch.config.model_window) / 64,000 tokens
-CASES = [(engine, budget) for engine in ("sliding-window", "observation-masking", "summary")
-         for budget in ("tiny", "default")]
+CASES = [
+    (engine, budget)
+    for engine in ("sliding-window", "observation-masking", "summary")
+    for budget in ("tiny", "default")
+]
 CODEX = "edgerunner_codex-session.jsonl"  # the longest file: 174 requests (taken whole), ~370k tokens
 
 
@@ -62,8 +64,14 @@ def test_baseline_replays_within_budget_and_valid(item, engine, budget, corpus_d
         # corpus files are finished sessions: the last response is settled (a compaction agent's file is one request)
         sid = import_item(store, item)
         # tiny: the conversation alone (a harness prompt of up to 41k tokens does not fit a 28k request)
-        doc, views = run_replay(store, sid, engine=engine, keep_views=True, harness=budget != "tiny",
-                                **(TINY if budget == "tiny" else DEFAULT))
+        doc, views = run_replay(
+            store,
+            sid,
+            engine=engine,
+            keep_views=True,
+            harness=budget != "tiny",
+            **(TINY if budget == "tiny" else DEFAULT),
+        )
         summary = doc["summary"]
         assert doc["engine"] == engine
         hard = summary["hard_limit_tokens"]
@@ -81,8 +89,11 @@ def test_baseline_replays_within_budget_and_valid(item, engine, budget, corpus_d
         # above the real limit
         sent = [r for r in doc["requests"] if r["status"] != "overflow"]
         assert all(r["total_tokens"] <= r["budget_hard_limit_tokens"] for r in sent)
-        assert all(r["provider_forecast_tokens"] <= hard for r in sent if r["budget_source"] == "rate"
-               and r["provider_forecast_tokens"] is not None)  # shown once the fit is stable
+        assert all(
+            r["provider_forecast_tokens"] <= hard
+            for r in sent
+            if r["budget_source"] == "rate" and r["provider_forecast_tokens"] is not None
+        )  # shown once the fit is stable
         assert summary["max_total_tokens"] <= max(r["budget_hard_limit_tokens"] for r in sent)
         loader = lambda sha256: store.get_artifact(sha256)[1]  # noqa: E731
         for n, (view, row) in enumerate(zip(views, sent), 1):

@@ -16,13 +16,12 @@ import re
 
 import pytest
 from click.testing import CliRunner
-
 from corpus_support import store_digest
 
 from latch.cli import _load_commands, cli
+from latch.cli.replay import run_replay
 from latch.config import model_window
 from latch.providers import AnthropicProvider, to_anthropic_messages, validate_anthropic_messages
-from latch.cli.replay import run_replay
 from latch.store import EventStore
 
 pytestmark = pytest.mark.corpus
@@ -38,8 +37,12 @@ def run(tmp_path, corpus_dir):
     db = tmp_path / "latch.db"
 
     def invoke(*args):
-        res = CliRunner().invoke(cli, ["--db", str(db), *args], env={"LATCH_HOME": str(tmp_path / "home"),
-                                                                      "COLUMNS": "400"}, catch_exceptions=False)
+        res = CliRunner().invoke(
+            cli,
+            ["--db", str(db), *args],
+            env={"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "400"},
+            catch_exceptions=False,
+        )
         assert res.exit_code == 0, (args, res.output)
         return res.output
 
@@ -87,8 +90,7 @@ def test_context_of_the_codex_session_is_read_only_counts_the_harness_and_shows_
         seqs = [e.seq for e in store.events(sid)]
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs))) and seqs[0] > 1  # after the other session's events
     assert rep["first_retained_event"] == rep["first_retained_seq"] - seqs[0] + 1 < rep["first_retained_seq"]
-    assert (f"first retained event {rep['first_retained_event']:,} (seq {rep['first_retained_seq']:,})"
-            in text)
+    assert f"first retained event {rep['first_retained_event']:,} (seq {rep['first_retained_seq']:,})" in text
 
     # the overhead is inferred from the same usage, so the replay records no correction (it would be circular):
     # the report keeps the model's window and hard limit
@@ -134,10 +136,12 @@ def test_view_and_context_of_a_claude_code_session_count_the_inferred_harness(ru
         _, views = run_replay(store, sid, keep_views=True)
         loader = lambda h: store.get_artifact(h)[1]  # noqa: E731
         # no tool schemas in the transcript: the session's tool vocabulary, derived, as `latch view` declares it
-        known = list(dict.fromkeys(c.name for s in store.events(sid, kinds=["assistant_message"])
-                                   for c in s.event.tool_calls))
-        plain = to_anthropic_messages(views[n - 1], loader, model=doc["model"], max_tokens=doc["budget"]["reserve_tokens"],
-                                      known_tools=known)
+        known = list(
+            dict.fromkeys(c.name for s in store.events(sid, kinds=["assistant_message"]) for c in s.event.tool_calls)
+        )
+        plain = to_anthropic_messages(
+            views[n - 1], loader, model=doc["model"], max_tokens=doc["budget"]["reserve_tokens"], known_tools=known
+        )
     assert body == AnthropicProvider(doc["model"]).request(plain) != plain
     assert sum("cache_control" in b for m in body["messages"] for b in m["content"]) == 2
 

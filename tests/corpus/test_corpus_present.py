@@ -9,8 +9,8 @@ module by name before the suite.
 import shutil
 
 import pytest
-
 from corpus_support import NO_IMPORTER_YET, corpus_files, corpus_format, corpus_name, require_corpus
+
 from latch.importers import builtin_importers, detect
 
 
@@ -32,7 +32,9 @@ def test_the_allowlist_is_not_stale():
     known = {c.PLUGIN_NAME for c in builtin_importers()}
     used = {corpus_format(p) for p in corpus_files()}
     assert not set(NO_IMPORTER_YET) & known, "these formats have an importer now: remove them from NO_IMPORTER_YET"
-    assert set(NO_IMPORTER_YET) <= used, f"NO_IMPORTER_YET names formats the corpus lacks: {set(NO_IMPORTER_YET) - used}"
+    assert set(NO_IMPORTER_YET) <= used, (
+        f"NO_IMPORTER_YET names formats the corpus lacks: {set(NO_IMPORTER_YET) - used}"
+    )
 
 
 def test_content_detection_agrees_with_the_folder():
@@ -55,7 +57,9 @@ def test_a_new_file_of_a_known_format_needs_no_edit(tmp_path, monkeypatch):
     aider = (copy / "aider" / "mozgoslav.aider.chat.history.md").read_text(encoding="utf-8")
     (copy / "aider" / "zz-unanswered.aider.chat.history.md").write_text(
         aider + "\n# aider chat started at 2026-12-04 10:00:00\n\n#### и всё?  \n\n"
-        "> litellm.APIError: OpenGPU error 403: no access  \n", encoding="utf-8")
+        "> litellm.APIError: OpenGPU error 403: no access  \n",
+        encoding="utf-8",
+    )
     monkeypatch.setattr(corpus_support, "CORPUS", copy)
     corpus_support._items.cache_clear()
     try:

@@ -17,8 +17,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from corpus_support import CORPUS, REPO, corpus_files, corpus_format, require_corpus
+
 from latch.importers import TranscriptError, builtin_importers, detect, parse_all_file
 
 FORMATS = sorted(c.PLUGIN_NAME for c in builtin_importers())

@@ -5,12 +5,11 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from corpus_support import corpus_items, item_id, parse_item
 
 from latch.engine.episodes import EpisodeIndex
 from latch.events import canonical_bytes
 from latch.store import EventStore
-
-from corpus_support import corpus_items, item_id, parse_item
 
 pytestmark = pytest.mark.corpus
 
@@ -20,17 +19,37 @@ def corpus_events(item):
     in-memory store; skips formats without an importer yet."""
     parsed = parse_item(item)
     store = EventStore(":memory:")
-    sid, _ = store.import_session(external_key=parsed.external_key, source=parsed.source, format=parsed.format,
-                                  workspace=parsed.workspace, events=parsed.events, meta=parsed.meta,
-                                  artifacts=parsed.artifacts)
+    sid, _ = store.import_session(
+        external_key=parsed.external_key,
+        source=parsed.source,
+        format=parsed.format,
+        workspace=parsed.workspace,
+        events=parsed.events,
+        meta=parsed.meta,
+        artifacts=parsed.artifacts,
+    )
     events = list(store.events(sid))
     store.close()
     return events
 
 
 def episodes_digest(index: EpisodeIndex) -> str:
-    rows = [[e.number, e.part, e.first_seq, e.last_seq, e.events, e.topic, list(e.files), list(e.tools), e.markers,
-             list(e.term_ids), e.closed] for e in index.episodes]
+    rows = [
+        [
+            e.number,
+            e.part,
+            e.first_seq,
+            e.last_seq,
+            e.events,
+            e.topic,
+            list(e.files),
+            list(e.tools),
+            e.markers,
+            list(e.term_ids),
+            e.closed,
+        ]
+        for e in index.episodes
+    ]
     return hashlib.sha256(canonical_bytes([index.watermark, rows])).hexdigest()
 
 
@@ -41,7 +60,7 @@ def test_incremental_equals_rebuild_at_every_prefix(item, corpus_dir):
     assert events, "the importer produced no events"
     incremental = EpisodeIndex()
     for i in range(1, len(events) + 1):
-        assert incremental.extend(events[i - 1:i]) == 1
+        assert incremental.extend(events[i - 1 : i]) == 1
         full = EpisodeIndex()
         full.rebuild(events[:i])
         assert episodes_digest(incremental) == episodes_digest(full), f"{path.name}: prefix of {i} events"

@@ -5,8 +5,8 @@
 from __future__ import annotations
 
 import pytest
-
 from test_exact_counts import BUDGET, SYSTEM, TOOLS, _cl100k, recount
+
 from latch.host.loop import RequestLoop, build_engine, model_requests
 
 pytestmark = pytest.mark.corpus

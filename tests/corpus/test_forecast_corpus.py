@@ -7,8 +7,8 @@ with one request."""
 from __future__ import annotations
 
 import pytest
-
 from corpus_support import import_item, importable_corpus_items, item_id, item_name
+
 from latch.cli.replay import run_replay
 from latch.importers import builtin_importers
 from latch.store import EventStore
@@ -30,11 +30,20 @@ def test_forecasts_hold_from_request_3(item):
     rows, s = doc["requests"], doc["summary"]
     window = doc["budget"]["context_window_tokens"]
     assert all(r["provider_forecast_tokens"] is None for r in rows if r["request"] < 3)
-    missed = [r["request"] for r in rows if r["request"] >= 3 and r["view_complete"]
-              and r["forecast_ratio"] is not None and not BAND[0] <= r["forecast_ratio"] <= BAND[1]]
+    missed = [
+        r["request"]
+        for r in rows
+        if r["request"] >= 3
+        and r["view_complete"]
+        and r["forecast_ratio"] is not None
+        and not BAND[0] <= r["forecast_ratio"] <= BAND[1]
+    ]
     assert missed == EXCEPTIONS.get(item_name(item), []), (item_name(item), missed)
-    over = [r["request"] for r in rows if r["provider_forecast_tokens"] is not None
-            and r["provider_forecast_tokens"] > window]
+    over = [
+        r["request"]
+        for r in rows
+        if r["provider_forecast_tokens"] is not None and r["provider_forecast_tokens"] > window
+    ]
     assert [r["request"] for r in rows if r["forecast_over_window"]] == over == s["forecasts_over_window"]
 
 

@@ -11,13 +11,12 @@ derived goal and the user's request is its first revision.
 from __future__ import annotations
 
 import pytest
+from corpus_support import import_item, importable_corpus_items, item_id, item_name, require_corpus
 
 from latch.cli.replay import run_replay
 from latch.importers import builtin_importers
 from latch.kernel import canonical_state
 from latch.store import EventStore
-
-from corpus_support import import_item, importable_corpus_items, item_id, item_name, require_corpus
 
 GOALS = {  # the first words of hand-checked derived goals
     "codex/edgerunner_codex-session.jsonl": "https://superteam.fun/earn/listing/trading-tools-and-agents for",

@@ -10,12 +10,12 @@ provider's prompt. Claude Code: the JSONL records no prompt; the overhead is inf
 from __future__ import annotations
 
 import pytest
-
 from corpus_support import corpus_format, corpus_name
-from latch.cli.replay import run_replay
-from latch.host.replay import RATIO_BAND, ratio_summary
-from latch.events import SystemNote
+
 from latch.accounting.forecast import ProviderForecast
+from latch.cli.replay import run_replay
+from latch.events import SystemNote
+from latch.host.replay import RATIO_BAND, ratio_summary
 from latch.providers import to_anthropic_messages, to_openai_chat, validate_anthropic_messages, validate_openai_chat
 
 pytestmark = pytest.mark.corpus
@@ -39,8 +39,11 @@ def test_harness_in_every_corpus_replay(corpus_session):
     doc, views = run_replay(store, sid, keep_views=True)
     h, rows, s = doc["harness"], doc["requests"], doc["summary"]
     assert s["violations"] == []
-    notes = [e.event for e in store.events(sid, kinds=["system_note"])
-             if isinstance(e.event, SystemNote) and e.event.subtype in ("system_prompt", "developer")]
+    notes = [
+        e.event
+        for e in store.events(sid, kinds=["system_note"])
+        if isinstance(e.event, SystemNote) and e.event.subtype in ("system_prompt", "developer")
+    ]
     fmt = corpus_format(path)
     if h["source"] in ("recorded", "recorded+inferred"):
         assert notes and all(v.system == views[0].system != "" for v in views)
@@ -74,14 +77,19 @@ def test_harness_in_every_corpus_replay(corpus_session):
     fixed = h["system_tokens"] + h["tools_tokens"] + h["inferred_tokens"]
     fit = ProviderForecast()
     for r in rows:
-        assert r["provider_forecast_tokens"] == (fit.stable_forecast(r["total_tokens"]) if r["total_tokens"] is not None
-                                                 else None)
+        assert r["provider_forecast_tokens"] == (
+            fit.stable_forecast(r["total_tokens"]) if r["total_tokens"] is not None else None
+        )
         if r["provider_prompt_tokens"]:
             fit.observe(fixed + r["history_tokens"], r["provider_prompt_tokens"])
     assert s["forecast_ratio_evicted_views"] == ratio_summary(
-        [r["forecast_ratio"] for r in rows if r["total_tokens"] is not None and not r["view_complete"]])
+        [r["forecast_ratio"] for r in rows if r["total_tokens"] is not None and not r["view_complete"]]
+    )
     if fmt not in ("claude-code", "codex"):
         return
-    missed = [r["request"] for r in rows if r["view_complete"] and r["forecast_ratio"] is not None
-              and not LO <= r["forecast_ratio"] <= HI]
+    missed = [
+        r["request"]
+        for r in rows
+        if r["view_complete"] and r["forecast_ratio"] is not None and not LO <= r["forecast_ratio"] <= HI
+    ]
     assert missed == MISSED_FORECASTS.get(corpus_name(path), []), (corpus_name(path), missed)

@@ -6,16 +6,16 @@ after it left the epoch; a resumed engine produces byte-identical next views."""
 from __future__ import annotations
 
 import pytest
-
 from corpus_support import OVERSIZED_AT_28K, corpus_name
+
 from latch import plugins
 from latch.cli.replay import run_replay
-from latch.host.replay import _requests
 from latch.engine import continuity_context_engine_factory
 from latch.engine.port import ContextBudget, ContextOverflow, ContextRequest, EngineProfile, SessionContext
-from latch.host.session import StoreKernelWriter, StoreSessionReader
 from latch.engine.recall import query_terms
 from latch.engine.units import TokenCounter, header_lines, message_line, resolve_estimator
+from latch.host.replay import _requests
+from latch.host.session import StoreKernelWriter, StoreSessionReader
 
 # the corpus_session fixture (conftest.py) runs each test on every corpus file, imported into a new store
 pytestmark = pytest.mark.corpus
@@ -28,8 +28,9 @@ BUDGETS = {"tiny": TINY, "medium": ContextBudget(128_000, 8_000, 16_000), "defau
 def test_replay_holds_every_invariant(corpus_session, budget_name):
     path, store, sid = corpus_session
     b = BUDGETS[budget_name]
-    kw = {} if b is None else {"window": b.context_window_tokens, "reserve": b.reserve_tokens,
-                               "recent": b.recent_tokens}
+    kw = (
+        {} if b is None else {"window": b.context_window_tokens, "reserve": b.reserve_tokens, "recent": b.recent_tokens}
+    )
     # the tiny budget tests the engine on the conversation alone: a Claude Code harness prompt (16-41k tokens,
     # inferred) does not fit a 28k request at all (test_harness.py covers the harness in the budget)
     doc, views = run_replay(store, sid, keep_views=True, harness=budget_name != "tiny", **kw)
@@ -57,8 +58,11 @@ def test_replay_holds_every_invariant(corpus_session, budget_name):
     # each view within the limit it was budgeted with; once the provider's rate is known that limit, counted in
     # the provider's tokens, is most of the real one, and no view the rate budgeted is forecast above the real limit
     assert all(r["total_tokens"] <= r["budget_hard_limit_tokens"] for r in sent)
-    assert all(r["provider_forecast_tokens"] <= hard for r in sent if r["budget_source"] == "rate"
-               and r["provider_forecast_tokens"] is not None)  # shown once the fit is stable
+    assert all(
+        r["provider_forecast_tokens"] <= hard
+        for r in sent
+        if r["budget_source"] == "rate" and r["provider_forecast_tokens"] is not None
+    )  # shown once the fit is stable
     share = s["usable_share"]
     if share is not None:
         assert share["min"] >= 0.9, share
@@ -76,9 +80,15 @@ def test_replay_holds_every_invariant(corpus_session, budget_name):
 
 def _engine(store, sid, stream):
     model = next((e.event.model for e in store.events(sid, kinds=["assistant_message"]) if e.event.model), None)
-    return continuity_context_engine_factory(EngineProfile(
-        session_id=sid, model=model, reader=StoreSessionReader(store, sid),
-        writer=StoreKernelWriter(store, sid, stream), estimator=resolve_estimator(model)))
+    return continuity_context_engine_factory(
+        EngineProfile(
+            session_id=sid,
+            model=model,
+            reader=StoreSessionReader(store, sid),
+            writer=StoreKernelWriter(store, sid, stream),
+            estimator=resolve_estimator(model),
+        )
+    )
 
 
 def test_early_fact_is_recalled_after_it_left_the_epoch(corpus_session):
@@ -97,8 +107,9 @@ def test_early_fact_is_recalled_after_it_left_the_epoch(corpus_session):
     if view.metrics["epoch_start_seq"] <= fact.seq:
         # allowed only when the whole conversation fits in the tiny recent window (copilot-cli/lantern_events.jsonl:
         # 154 tokens, two requests of a small local model): nothing can leave the epoch, the fact stays in the view
-        doc, _ = run_replay(store, sid, window=TINY.context_window_tokens, reserve=TINY.reserve_tokens,
-                            recent=TINY.recent_tokens)
+        doc, _ = run_replay(
+            store, sid, window=TINY.context_window_tokens, reserve=TINY.reserve_tokens, recent=TINY.recent_tokens
+        )
         assert doc["summary"]["conversation_tokens"] <= TINY.recent_tokens, "the early message is still in the epoch"
         assert doc["summary"]["rotations"] == 0 and fact.seq in {m.seq for m in view.messages}
         return
@@ -114,8 +125,9 @@ def test_resumed_engine_produces_identical_next_views(corpus_session):
     reqs = _requests(list(store.events(sid)))
 
     def request(until):
-        return ContextRequest(session_id=sid, session_context=SessionContext(workspace=info.workspace),
-                              until_seq=until, budget=TINY)
+        return ContextRequest(
+            session_id=sid, session_context=SessionContext(workspace=info.workspace), until_seq=until, budget=TINY
+        )
 
     def view_or_refusal(engine, until):  # a unit larger than the tiny budget is refused the same way both times
         try:
@@ -125,7 +137,7 @@ def test_resumed_engine_produces_identical_next_views(corpus_session):
 
     cut = len(reqs) // 2
     ref = _engine(store, sid, "continuity:reference")
-    reference = [view_or_refusal(ref, until) for _, until, _ in reqs[:cut + 3]]
+    reference = [view_or_refusal(ref, until) for _, until, _ in reqs[: cut + 3]]
     first = _engine(store, sid, "continuity:resumed")
     for _, until, _ in reqs[:cut]:
         view_or_refusal(first, until)

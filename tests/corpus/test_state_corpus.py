@@ -91,6 +91,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from corpus_support import CorpusItem, corpus_items, import_item, importable_corpus_items, item_id, item_name
 
 from latch.cli import _load_commands, cli
 from latch.hotpaths import estimate_tokens
@@ -98,8 +99,6 @@ from latch.importers import builtin_importers
 from latch.kernel import canonical_state
 from latch.kernel.ledger import clear_cache
 from latch.store import EventStore
-
-from corpus_support import CorpusItem, corpus_items, import_item, importable_corpus_items, item_id, item_name
 
 pytestmark = pytest.mark.corpus
 
@@ -110,10 +109,38 @@ EXPECTED = {
     "claude-code/bastion_claude-session.jsonl": (1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0),
     "claude-code/claude-reliability_python-to-rust-port.jsonl": (17, 3, 17, 13, 13, 5, 5, 5, 0, 0, 0, 0, 0, 9),
     "claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl": (28, 25, 11, 27, 27, 17, 6, 5, 1, 12, 5, 1, 0, 0),
-    "claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20/subagents/agent-a7be2f0.jsonl":
-        (6, 6, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 0, 0),
-    "claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20/subagents/agent-acompact-f46190.jsonl":
-        (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+    "claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20/subagents/agent-a7be2f0.jsonl": (
+        6,
+        6,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        2,
+        2,
+        0,
+        0,
+        0,
+    ),
+    "claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20/subagents/agent-acompact-f46190.jsonl": (
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+    ),
     "claude-code/entire-image_session.jsonl": (12, 12, 11, 19, 19, 5, 4, 4, 0, 1, 1, 0, 0, 5),
     "codex/edgerunner_codex-session.jsonl": (54, 20, 42, 51, 51, 23, 7, 4, 3, 19, 2, 21, 3, 5),
     "copilot-cli/lantern_events.jsonl": (0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0),
@@ -138,10 +165,22 @@ CURRENT_EVIDENCE = {"claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl": 2}
 
 
 def counts(s) -> tuple[int, ...]:
-    return (len(s.files), sum(1 for f in s.files if f["reads"]), sum(1 for f in s.files if f["writes"]), s.mutations,
-            s.generation, s.validation_runs, len(s.evidence), sum(o["status"] == "passed" for o in s.evidence),
-            sum(o["status"] == "failed" for o in s.evidence), len(s.failures), sum(f["active"] for f in s.failures),
-            len(s.processes), sum(p["running"] for p in s.processes), len(s.actions))
+    return (
+        len(s.files),
+        sum(1 for f in s.files if f["reads"]),
+        sum(1 for f in s.files if f["writes"]),
+        s.mutations,
+        s.generation,
+        s.validation_runs,
+        len(s.evidence),
+        sum(o["status"] == "passed" for o in s.evidence),
+        sum(o["status"] == "failed" for o in s.evidence),
+        len(s.failures),
+        sum(f["active"] for f in s.failures),
+        len(s.processes),
+        sum(p["running"] for p in s.processes),
+        len(s.actions),
+    )
 
 
 def imported(tmp_path, item):
@@ -169,8 +208,22 @@ def test_derived_state_counts(item, corpus_dir, tmp_path):
     try:
         s = canonical_state(store, sid)
         got = counts(s)
-        files, observed, written, mutations, generation, runs, reqs, passed, failed, lineages, active, procs, \
-            running, _ = got
+        (
+            files,
+            observed,
+            written,
+            mutations,
+            generation,
+            runs,
+            reqs,
+            passed,
+            failed,
+            lineages,
+            active,
+            procs,
+            running,
+            _,
+        ) = got
         assert observed <= files and written <= files and mutations <= generation
         assert passed + failed <= reqs and active <= lineages and running <= procs
         assert written == 0 or mutations > 0
@@ -207,33 +260,49 @@ def test_codex_session_verdict_and_cli(corpus_dir, tmp_path):
     # the view: 7 stale evidence lines, a verdict naming the stale passes (not the processes), no file
     lines = s.render(8_000, estimate_tokens).splitlines()
     # the goal is the user's first instruction, the latest one follows it ("Goal: (not set)" before)
-    assert lines[:2] == ["Canonical state", "Goal: https://superteam.fun/earn/listing/trading-tools-and-agents for "
-                         "this hackathon i want to build a tradaing tool or agent which is extremely fast what should "
-                         "i build, give some suggestion, explore the docs give best ideas to build on top of give tech"]
-    assert lines[2:4] == ["Latest user instruction: help me apply for the agentic engineering grant by Superteam",
-                          "Validation evidence:"]
+    assert lines[:2] == [
+        "Canonical state",
+        "Goal: https://superteam.fun/earn/listing/trading-tools-and-agents for "
+        "this hackathon i want to build a tradaing tool or agent which is extremely fast what should "
+        "i build, give some suggestion, explore the docs give best ideas to build on top of give tech",
+    ]
+    assert lines[2:4] == [
+        "Latest user instruction: help me apply for the agentic engineering grant by Superteam",
+        "Validation evidence:",
+    ]
     lines = lines[:2] + lines[3:]  # the line numbers below are those of the state before the instruction line
     assert sum("(STALE: the workspace changed since)" in line for line in lines) == 7
-    assert lines[11] == ("- not certified: " + "; ".join(
-        f"{c}: passed, but the workspace changed since"
-        for c in ("cargo fmt --all -- --check", "cargo clippy --workspace --all-targets -- -D warnings",
-                  "cargo test --workspace")))
+    assert lines[11] == (
+        "- not certified: "
+        + "; ".join(
+            f"{c}: passed, but the workspace changed since"
+            for c in (
+                "cargo fmt --all -- --check",
+                "cargo clippy --workspace --all-targets -- -D warnings",
+                "cargo test --workspace",
+            )
+        )
+    )
     # the 3 running processes are listed (one names a config file on its command line); files are otherwise
     # named only in the working set, newest first, within the state budget
     running = lines.index("Background processes running:")
-    assert [line.split("]")[0] for line in lines[running + 1:running + 4]] == [
-        f"- [session:{n}" for n in (95469, 85147, 89726)]
+    assert [line.split("]")[0] for line in lines[running + 1 : running + 4]] == [
+        f"- [session:{n}" for n in (95469, 85147, 89726)
+    ]
     working = lines.index("Working set: files (newest first):")
-    assert not any(f["path"] in line for f in s.files for line in lines[:running] + lines[running + 4:working])
+    assert not any(f["path"] in line for f in s.files for line in lines[:running] + lines[running + 4 : working])
     assert lines[working + 1].startswith("- ") and "Working set: commands run (newest first):" in lines
     assert [(f["tool"], f["signature"]) for f in s.failures if f["active"]] == [
         ("exec_command", "npm error audit endpoint returned an error"),
-        ("exec_command", "aborted by user after <n>.<n>s")]
+        ("exec_command", "aborted by user after <n>.<n>s"),
+    ]
     _load_commands()
     db = str(tmp_path / "corpus.db")
     text = CliRunner().invoke(cli, ["--db", db, "state", sid])
     assert text.exit_code == 0, text.output
-    assert ("files 54 (20 observed, 42 written) · mutations 51 · generation 51 · validations 23 runs, 7 requirements "
-            "(0 current) · failures 19 lineages (2 active) · processes 21 (3 running)") in text.output
+    assert (
+        "files 54 (20 observed, 42 written) · mutations 51 · generation 51 · validations 23 runs, 7 requirements "
+        "(0 current) · failures 19 lineages (2 active) · processes 21 (3 running)"
+    ) in text.output
     data = json.loads(CliRunner().invoke(cli, ["--db", db, "state", sid, "--json"]).output)
     assert (data["revision"], data["generation"], len(data["files"])) == (s.revision, 51, 54)

@@ -5,8 +5,8 @@ into several messages is one request; a step the model answered is in its reques
 from __future__ import annotations
 
 import pytest
-
 from corpus_support import corpus_name
+
 from latch.cli.replay import run_replay
 
 pytestmark = pytest.mark.corpus

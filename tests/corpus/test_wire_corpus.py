@@ -7,8 +7,7 @@ import pytest
 
 from latch.cli.replay import run_replay
 from latch.cli.view import UNKNOWN_MODEL
-from latch.providers import (to_anthropic_messages, to_openai_chat, validate_anthropic_messages,
-                             validate_openai_chat)
+from latch.providers import to_anthropic_messages, to_openai_chat, validate_anthropic_messages, validate_openai_chat
 
 # the corpus_session fixture (conftest.py) runs each test on every corpus file, imported into a new store
 pytestmark = pytest.mark.corpus

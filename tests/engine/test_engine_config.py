@@ -19,10 +19,12 @@ def test_defaults_without_a_file(tmp_path, monkeypatch):
 def test_per_model_overrides_exact_then_longest_prefix(tmp_path, monkeypatch):
     monkeypatch.setenv("LATCH_HOME", str(tmp_path))
     (tmp_path / "config.toml").write_text(
-        '[context]\nrecent_tokens = 48000\nrecall_tokens = 5000\n'
+        "[context]\nrecent_tokens = 48000\nrecall_tokens = 5000\n"
         '[models."claude-sonnet-4"]\ncontext_window_tokens = 200000\n'
         '[models."claude-sonnet-4-5"]\ncontext_window_tokens = 1000000\nreserve_tokens = 64000\n'
-        '[models.tiny]\ncontext_window_tokens = 32000\nreserve_tokens = 4000\n', encoding="utf-8")
+        "[models.tiny]\ncontext_window_tokens = 32000\nreserve_tokens = 4000\n",
+        encoding="utf-8",
+    )
     cfg = load_config()
     assert budget_for_model(cfg, "claude-sonnet-4-20250514") == ContextBudget(200_000, 32_000, 48_000)
     assert budget_for_model(cfg, "claude-sonnet-4-5-20250929") == ContextBudget(1_000_000, 64_000, 48_000)
@@ -34,14 +36,22 @@ def test_per_model_overrides_exact_then_longest_prefix(tmp_path, monkeypatch):
     assert recall_tokens(cfg, 48_000) == 5_000
 
 
-@pytest.mark.parametrize("text, message", [
-    ("[context]\nrecent_tokens = \"lots\"\n", "context.recent_tokens must be a positive integer (tokens), got 'lots'"),
-    ("[models.m]\ncontext_window_tokens = 0\n", "models.m.context_window_tokens must be a positive integer"),
-    ("[models.m]\ncontext_window_tokens = 1000\nreserve_tokens = 1000\n",
-     "models.m: reserve_tokens (1000) must be below context_window_tokens (1000)"),
-    ("models = 3\n", "[models] must be a table"),
-    ("[context\n", "invalid TOML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            '[context]\nrecent_tokens = "lots"\n',
+            "context.recent_tokens must be a positive integer (tokens), got 'lots'",
+        ),
+        ("[models.m]\ncontext_window_tokens = 0\n", "models.m.context_window_tokens must be a positive integer"),
+        (
+            "[models.m]\ncontext_window_tokens = 1000\nreserve_tokens = 1000\n",
+            "models.m: reserve_tokens (1000) must be below context_window_tokens (1000)",
+        ),
+        ("models = 3\n", "[models] must be a table"),
+        ("[context\n", "invalid TOML"),
+    ],
+)
 def test_bad_files_name_file_and_key(tmp_path, text, message):
     p = tmp_path / "bad.toml"
     p.write_text(text, encoding="utf-8")

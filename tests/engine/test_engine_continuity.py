@@ -10,9 +10,9 @@ import pytest
 
 from latch.engine import ContinuityEngine, continuity_context_engine_factory
 from latch.engine.port import ContextBudget, ContextOverflow, ContextRequest, EngineProfile
-from latch.host.session import EmptyState, StoreKernelWriter, StoreSessionReader
 from latch.engine.units import MESSAGE_OVERHEAD_TOKENS, TokenCounter, request_lines
 from latch.events import AssistantMessage, MediaRef, ToolCall, ToolResult, Usage, UserMessage
+from latch.host.session import EmptyState, StoreKernelWriter, StoreSessionReader
 
 NO_RECALL = {"context": {"recall_tokens": 0}}
 FILL = "." * 96  # a 100-token user unit under CharEstimator, with no search terms
@@ -60,8 +60,9 @@ class Session:
         return self.store.append(self.sid, events)
 
     def engine(self, stream="continuity:test", config=None) -> ContinuityEngine:
-        return ContinuityEngine.for_model(None, reader=self.reader, writer=self.writer(stream), config=config,
-                                          estimator=CharEstimator())
+        return ContinuityEngine.for_model(
+            None, reader=self.reader, writer=self.writer(stream), config=config, estimator=CharEstimator()
+        )
 
     def writer(self, stream="continuity:test") -> StoreKernelWriter:
         return StoreKernelWriter(self.store, self.sid, stream)
@@ -104,8 +105,11 @@ def test_append_only_within_an_epoch(sess):
     prev = None
     for i in range(6):
         sess.add(UserMessage(f"step {i}"))
-        ids = sess.add(AssistantMessage("", (ToolCall(f"c{i}", "Read", '{"path": "a.py"}'),)),
-                       ToolResult(f"c{i}", f"out {i}"), AssistantMessage(f"done {i}"))
+        ids = sess.add(
+            AssistantMessage("", (ToolCall(f"c{i}", "Read", '{"path": "a.py"}'),)),
+            ToolResult(f"c{i}", f"out {i}"),
+            AssistantMessage(f"done {i}"),
+        )
         v = eng.materialize(sess.request(ids[1], budget))
         if prev is not None:
             assert v.epoch == prev.epoch
@@ -184,9 +188,11 @@ def test_oversized_unit_is_kept_whole_and_does_not_rotate_every_turn(sess):
 def test_recall_reaches_only_the_archival_region_and_follows_call_result_links(sess):
     eng = sess.engine(config={"context": {"recall_tokens": 2_000}})
     budget = ContextBudget(100_000, 0, 1_000)
-    fact = sess.add(UserMessage("deploy the relay"),
-                    AssistantMessage("", (ToolCall("k1", "Bash", '{"command": "cat relay.conf"}'),)),
-                    ToolResult("k1", "listen 0.0.0.0:8472 # ZX-4471 staging relay"))
+    fact = sess.add(
+        UserMessage("deploy the relay"),
+        AssistantMessage("", (ToolCall("k1", "Bash", '{"command": "cat relay.conf"}'),)),
+        ToolResult("k1", "listen 0.0.0.0:8472 # ZX-4471 staging relay"),
+    )
     sess.add(AssistantMessage("ok"))  # the agent's latest work names nothing to search for
     v = eng.materialize(sess.request(fact[-1], budget))
     assert eng.recall("ZX-4471") == []  # still in the epoch: nothing archival yet
@@ -210,13 +216,23 @@ def test_a_snapshot_recalls_what_the_agents_latest_work_names(sess):
     archive at a rotation, as the user's latest turn does."""
     eng = sess.engine(config={"context": {"recall_tokens": 2_000}})
     budget = ContextBudget(100_000, 0, 1_000)
-    old = sess.add(AssistantMessage("", (ToolCall("k1", "Bash", '{"command": "grep -n QX-1188 billing/tax.py"}'),)),
-                   ToolResult("k1", "41: RATE_QX_1188 = Decimal('0.19')  # QX-1188 reduced rate"))
+    old = sess.add(
+        AssistantMessage("", (ToolCall("k1", "Bash", '{"command": "grep -n QX-1188 billing/tax.py"}'),)),
+        ToolResult("k1", "41: RATE_QX_1188 = Decimal('0.19')  # QX-1188 reduced rate"),
+    )
     for _ in range(12):
         sess.add(UserMessage(FILL))
-    work = sess.add(AssistantMessage("", (ToolCall("k2", "Edit", '{"file_path": "billing/tax.py", '
-                                                   '"old_string": "QX-1188", "new_string": "QX-1188-b"}'),)),
-                    ToolResult("k2", "ok"))
+    work = sess.add(
+        AssistantMessage(
+            "",
+            (
+                ToolCall(
+                    "k2", "Edit", '{"file_path": "billing/tax.py", "old_string": "QX-1188", "new_string": "QX-1188-b"}'
+                ),
+            ),
+        ),
+        ToolResult("k2", "ok"),
+    )
     v = eng.materialize(sess.request(work[-1], budget))
     assert v.metrics["rotated"] or v.epoch == 1
     while not (v.status == "new_epoch" and v.metrics["epoch_start_seq"] > old[-1]):
@@ -292,8 +308,13 @@ def test_a_higher_state_revision_appends_the_full_state(sess):
     v3 = eng.materialize(sess.request(s, budget))
     assert v3.messages[-1].content.count('<canonical-state revision="3">\nGoal: ship v1\nDecision: use sqlite') == 1
     section = len('<canonical-state revision="3">\nGoal: ship v1\nDecision: use sqlite\n</canonical-state>\n')
-    assert v3.tokens.state_tokens - v2.tokens.state_tokens == section + len(
-        f'<kernel-context type="delta" generation="1" revision="2" at-seq="{s}">\n') + len("</kernel-context>") + 4
+    assert (
+        v3.tokens.state_tokens - v2.tokens.state_tokens
+        == section
+        + len(f'<kernel-context type="delta" generation="1" revision="2" at-seq="{s}">\n')
+        + len("</kernel-context>")
+        + 4
+    )
     assert as_bytes(v3).startswith(as_bytes(v2))
 
 
@@ -307,8 +328,11 @@ def test_provider_usage_metrics_unknown_stays_none(sess):
     p = v2.metrics["provider"]
     assert p["usage_seq"] == s[1] and p["cache_hit_rate"] == 0.8
     assert p["prefix_utilization"] is None  # the first request had no common prefix: unknown, never 0
-    s = sess.add(AssistantMessage("r2"), Usage(input_tokens=10, cache_read_tokens=150, cache_write_tokens=40),
-                 UserMessage("three"))
+    s = sess.add(
+        AssistantMessage("r2"),
+        Usage(input_tokens=10, cache_read_tokens=150, cache_write_tokens=40),
+        UserMessage("three"),
+    )
     v3 = eng.materialize(sess.request(s[-1], budget))
     p = v3.metrics["provider"]
     assert p["cache_hit_rate"] == 0.75
@@ -319,8 +343,9 @@ def test_provider_usage_metrics_unknown_stays_none(sess):
 
 def test_images_are_counted_inside_recent_tokens(sess):
     ref = MediaRef("cd" * 32, "image/png", 100, width=1_000, height=2_000)
-    s = sess.add(UserMessage("look", media=(ref,)), UserMessage("and this", media=(MediaRef("ef" * 32, "image/png",
-                                                                                            50),)))
+    s = sess.add(
+        UserMessage("look", media=(ref,)), UserMessage("and this", media=(MediaRef("ef" * 32, "image/png", 50),))
+    )
     v = sess.engine().materialize(sess.request(s[-1], ContextBudget(100_000, 0, 10_000)))
     assert (v.metrics["image_count"], v.metrics["image_tokens"]) == (2, 2_000 + 1_000)
     assert v.tokens.recent_tokens == (4 + 4 + 2_000) + (4 + 8 + 1_000)
@@ -334,8 +359,12 @@ def test_materialization_records_are_durable(sess):
     assert len(recs) == 1
     _, _, at, p = recs[0]
     assert at == s[-1]
-    assert (p["generation"], p["span_user_turns"], p["rotation_reason"], p["request_tokens"]) == \
-        (1, 2, "initial", v.tokens.total_tokens)
+    assert (p["generation"], p["span_user_turns"], p["rotation_reason"], p["request_tokens"]) == (
+        1,
+        2,
+        "initial",
+        v.tokens.total_tokens,
+    )
     assert p["cacheability"] == 0.0 and p["provider"] is None
 
 
@@ -351,13 +380,19 @@ def test_stream_only_moves_forward_and_belongs_to_one_session(sess):
 
 def _script(sess):
     """A session with tool turns, a planted fact, filler and repeated questions."""
-    seqs = list(sess.add(UserMessage("the build key is QX-99817 for the staging mirror"),
-                         UserMessage("note: the mirror listens on port PX-4410")))
+    seqs = list(
+        sess.add(
+            UserMessage("the build key is QX-99817 for the staging mirror"),
+            UserMessage("note: the mirror listens on port PX-4410"),
+        )
+    )
     for i in range(30):
-        seqs += sess.add(UserMessage(f"task {i}: " + FILL[:60]),
-                         AssistantMessage("", (ToolCall(f"r{i}", "Read", '{"path": "src/m%d.py"}' % i),)),
-                         ToolResult(f"r{i}", f"def f{i}(): pass  # " + "." * 80),
-                         AssistantMessage(f"read m{i}"))
+        seqs += sess.add(
+            UserMessage(f"task {i}: " + FILL[:60]),
+            AssistantMessage("", (ToolCall(f"r{i}", "Read", '{"path": "src/m%d.py"}' % i),)),
+            ToolResult(f"r{i}", f"def f{i}(): pass  # " + "." * 80),
+            AssistantMessage(f"read m{i}"),
+        )
         if i % 7 == 6:
             seqs += sess.add(UserMessage("remind me of the QX-99817 build key"))
         if i == 24:
@@ -376,8 +411,11 @@ def test_resume_is_byte_identical(store):
         ref.reader.state = FakeState(k // 10, f"rev {k // 10}" if k >= 10 else "")
         reference[s] = eng.materialize(ref.request(s, budget, extension="ext" if k % 17 else "x"))
     assert max(v.epoch for v in reference.values()) >= 5  # rotations happened
-    assert any('type="delta"' in m.content and "listens on port PX-4410" in m.content
-               for v in reference.values() for m in v.messages)  # a recall delta happened
+    assert any(
+        'type="delta"' in m.content and "listens on port PX-4410" in m.content
+        for v in reference.values()
+        for m in v.messages
+    )  # a recall delta happened
     for cut in (3, 40, 77, 118):
         eng_b = ref.engine(f"continuity:b{cut}", config)
         for k, s in enumerate(seqs[:cut]):
@@ -393,11 +431,18 @@ def test_resume_is_byte_identical(store):
 def test_default_factory_is_for_model(sess):
     s = sess.add(UserMessage("a"), AssistantMessage("b"))[-1]
     est = CharEstimator()
-    profile = EngineProfile(session_id=sess.sid, model="m", reader=sess.reader, writer=sess.writer("continuity:f"),
-                            config=NO_RECALL, estimator=est)
+    profile = EngineProfile(
+        session_id=sess.sid,
+        model="m",
+        reader=sess.reader,
+        writer=sess.writer("continuity:f"),
+        config=NO_RECALL,
+        estimator=est,
+    )
     via_factory = continuity_context_engine_factory(profile)
-    direct = ContinuityEngine.for_model("m", reader=sess.reader, writer=sess.writer("continuity:d"), config=NO_RECALL,
-                                        estimator=est)
+    direct = ContinuityEngine.for_model(
+        "m", reader=sess.reader, writer=sess.writer("continuity:d"), config=NO_RECALL, estimator=est
+    )
     assert type(via_factory) is ContinuityEngine and via_factory.config == direct.config
     req = sess.request(s, None)
     assert via_factory.materialize(req) == direct.materialize(req)

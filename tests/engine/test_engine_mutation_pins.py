@@ -18,8 +18,9 @@ STREAM = "continuity:test"
 
 
 def engine(store, sid, config=None) -> ContinuityEngine:
-    return ContinuityEngine.for_model("gpt-4o", reader=StoreSessionReader(store, sid),
-                                      writer=StoreKernelWriter(store, sid, STREAM), config=config)
+    return ContinuityEngine.for_model(
+        "gpt-4o", reader=StoreSessionReader(store, sid), writer=StoreKernelWriter(store, sid, STREAM), config=config
+    )
 
 
 def kernel_texts(view) -> list[str]:
@@ -29,8 +30,13 @@ def kernel_texts(view) -> list[str]:
 def test_the_episode_index_holds_at_most_16_entries_with_room_for_many_more(store):
     sid = store.create_session(workspace="/ws", format="latch")
     for i in range(120):  # every user turn starts an episode
-        store.append(sid, [UserMessage(f"task {i}: tune the parser module number {i} for the lexer cache"),
-                           AssistantMessage(text=f"tuned parser module {i} " + "details " * 40)])
+        store.append(
+            sid,
+            [
+                UserMessage(f"task {i}: tune the parser module number {i} for the lexer cache"),
+                AssistantMessage(text=f"tuned parser module {i} " + "details " * 40),
+            ],
+        )
     eng = engine(store, sid, {"context": {"recall_tokens": 120_000}})
     budget = ContextBudget(context_window_tokens=400_000, reserve_tokens=4_000, recent_tokens=6_000)
     view = eng.materialize(ContextRequest(session_id=sid, budget=budget))

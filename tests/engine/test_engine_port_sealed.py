@@ -18,6 +18,7 @@ import sys
 import types
 
 import pytest
+from tail_engine_support import TailViewEngine
 
 from latch.agent.loop import AgentLoop
 from latch.agent.supervisor import Supervisor
@@ -27,8 +28,6 @@ from latch.host.sealed import seal_reader, seal_token_counts, seal_writer
 from latch.host.session import StoreKernelWriter, StoreSessionReader, StoreTokenCounts
 from latch.providers import ScriptedProvider
 from latch.store import EventStore
-
-from tail_engine_support import TailViewEngine
 
 MODEL = "gpt-4o"
 HOST_OBJECTS = (EventStore, sqlite3.Connection, StoreSessionReader, StoreKernelWriter, StoreTokenCounts)
@@ -64,8 +63,16 @@ def probes(obj) -> list[object]:
         got.append(value)
         for inner in ("__self__", "__func__", "__closure__", "__wrapped__", "gi_frame"):
             got.append(getattr(value, inner, None))
-    for attempt in (lambda: vars(obj), lambda: obj.__dict__, lambda: obj.__reduce_ex__(4), lambda: copy.copy(obj),
-                    lambda: pickle.dumps(obj), lambda: obj._store, lambda: obj._reader, lambda: obj._writer):
+    for attempt in (
+        lambda: vars(obj),
+        lambda: obj.__dict__,
+        lambda: obj.__reduce_ex__(4),
+        lambda: copy.copy(obj),
+        lambda: pickle.dumps(obj),
+        lambda: obj._store,
+        lambda: obj._reader,
+        lambda: obj._writer,
+    ):
         try:
             got.append(attempt())
         except Exception:
@@ -91,10 +98,16 @@ def test_sealed_handles_lead_to_no_store(store, session):
     reader = seal_reader(StoreSessionReader(store, session))
     writer = seal_writer(StoreKernelWriter(store, session, "hostile:main"))
     counts = seal_token_counts(StoreTokenCounts(store, session))
-    results = [reader.events(), reader.events(kinds=["user_message"]), reader.search("failing"),
-               reader.canonical_state(), reader.max_seq(), writer.records(), counts.get("o200k", 1, "x")]
-    roots = [reader, writer, counts, *results, *probes(reader), *probes(writer), *probes(counts),
-             *probes(results[0])]
+    results = [
+        reader.events(),
+        reader.events(kinds=["user_message"]),
+        reader.search("failing"),
+        reader.canonical_state(),
+        reader.max_seq(),
+        writer.records(),
+        counts.get("o200k", 1, "x"),
+    ]
+    roots = [reader, writer, counts, *results, *probes(reader), *probes(writer), *probes(counts), *probes(results[0])]
     assert reachable(roots) == []
     for handle in (reader, writer, counts, results[0]):
         assert not hasattr(handle, "__dict__")
@@ -123,8 +136,14 @@ class HostileEngine(TailViewEngine):
     def __init__(self, profile):
         super().__init__(profile)
         handles = [profile.reader, profile.writer, profile.token_counts, profile]
-        HostileEngine.found = reachable([*handles, *(p for h in handles for p in probes(h)),
-                                         profile.reader.events(), profile.reader.canonical_state()])
+        HostileEngine.found = reachable(
+            [
+                *handles,
+                *(p for h in handles for p in probes(h)),
+                profile.reader.events(),
+                profile.reader.canonical_state(),
+            ]
+        )
         for path in ("reader._store", "reader._reader._store", "writer._store", "writer._writer._store"):
             obj = profile
             try:
@@ -137,15 +156,20 @@ class HostileEngine(TailViewEngine):
 
 
 def _reply():
-    return {"id": "r1", "model": MODEL, "choices": [{"message": {"role": "assistant", "content": "done"}}],
-            "usage": {"prompt_tokens": 50, "completion_tokens": 5}}
+    return {
+        "id": "r1",
+        "model": MODEL,
+        "choices": [{"message": {"role": "assistant", "content": "done"}}],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 5},
+    }
 
 
 def test_a_replacement_engine_built_by_the_agent_loop_cannot_forge_a_user_message(store, session):
     HostileEngine.found, HostileEngine.forged = [], []
     provider = ScriptedProvider([_reply()])
-    loop = AgentLoop.from_supervisor(store, session, Supervisor(HostileEngine, child_policy=HostileEngine), provider,
-                                     model=MODEL)
+    loop = AgentLoop.from_supervisor(
+        store, session, Supervisor(HostileEngine, child_policy=HostileEngine), provider, model=MODEL
+    )
     loop.step()
     assert HostileEngine.found == [] and HostileEngine.forged == []
     texts = [e.event.text for e in store.events(session, kinds=["user_message"])]
@@ -155,6 +179,7 @@ def test_a_replacement_engine_built_by_the_agent_loop_cannot_forge_a_user_messag
 
 def test_an_engine_built_for_replay_and_context_gets_sealed_handles(store, session, monkeypatch):
     from latch import plugins
+
     HostileEngine.found, HostileEngine.forged = [], []
     monkeypatch.setattr(plugins, "get_engine_factory", lambda name: HostileEngine)
     setup = build_engine(store, session, stream="hostile:main", engine="hostile", estimator="o200k")

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from latch.host.session import StoreSessionReader
 from latch.engine.recall import RECALL_ROWS, RecallCache, query_terms, recall
 from latch.engine.units import TokenCounter
 from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
+from latch.host.session import StoreSessionReader
 
-DIAGNOSTIC = ("E   AssertionError: invoice INV-2024-0917 total 1043.365 rounded to 1043.37, expected 1043.36 "
-              "(ROUND_HALF_EVEN) [ledger shard 7f3a9c1e]")
+DIAGNOSTIC = (
+    "E   AssertionError: invoice INV-2024-0917 total 1043.365 rounded to 1043.37, expected 1043.36 "
+    "(ROUND_HALF_EVEN) [ledger shard 7f3a9c1e]"
+)
 
 
 class CharEstimator:
@@ -25,8 +27,8 @@ def recaller(store, sid):
     reader, cache = StoreSessionReader(store, sid), RecallCache(TokenCounter(CharEstimator()))
 
     def run(query: str, limit_tokens: int = 20_000):
-        return recall(reader, cache, query_terms([query]), before_seq=store.max_seq(sid) + 1,
-                      limit_tokens=limit_tokens)
+        return recall(reader, cache, query_terms([query]), before_seq=store.max_seq(sid) + 1, limit_tokens=limit_tokens)
+
     return run
 
 
@@ -34,18 +36,25 @@ def recaller(store, sid):
 def session(store):
     sid = store.create_session(external_key="test:recall")
     call = ToolCall("t1", "Bash", '{"command": "python -m pytest -q tests/test_billing_rounding.py"}')
-    early = store.append(sid, [
-        UserMessage("The invoice totals are off by a cent against the ledger."),
-        AssistantMessage("Running the rounding tests first.", (call,)),
-        ToolResult("t1", f"F.\n{DIAGNOSTIC}\n1 failed, 1 passed in 0.08s", is_error=True, exit_code=1),
-    ])
+    early = store.append(
+        sid,
+        [
+            UserMessage("The invoice totals are off by a cent against the ledger."),
+            AssistantMessage("Running the rounding tests first.", (call,)),
+            ToolResult("t1", f"F.\n{DIAGNOSTIC}\n1 failed, 1 passed in 0.08s", is_error=True, exit_code=1),
+        ],
+    )
     later = []
     for i in range(3_000):  # the common words of the diagnostic, over and over; near-miss identifiers
         if i % 3 == 0:
             later.append(UserMessage(f"the invoice total is still rounded wrong, expected the ledger shard {i}"))
         elif i % 3 == 1:
-            later.append(AssistantMessage(f"AssertionError again: invoice INV-2024-{i:04d} total rounded to "
-                                          f"1043.37, expected the ledger value"))
+            later.append(
+                AssistantMessage(
+                    f"AssertionError again: invoice INV-2024-{i:04d} total rounded to "
+                    f"1043.37, expected the ledger value"
+                )
+            )
         else:
             later.append(AssistantMessage("rounded total expected by the ledger; the invoice shard is fine"))
     store.append(sid, later)
@@ -83,8 +92,13 @@ def test_a_query_of_words_only_finds_the_row_holding_all_of_them_first(store):
     sid = store.create_session(external_key="test:words")
     line = "Port this Python project to Rust. Create a standalone Rust library (no Python bindings)"
     first = store.append(sid, [UserMessage(line)])[0]
-    store.append(sid, [AssistantMessage(f"the python {w} and the rust {w} of the project, step {i}")
-                       for i, w in enumerate(("library", "bindings", "port", "crate") * 100)])
+    store.append(
+        sid,
+        [
+            AssistantMessage(f"the python {w} and the rust {w} of the project, step {i}")
+            for i, w in enumerate(("library", "bindings", "port", "crate") * 100)
+        ],
+    )
     got = recaller(store, sid)(line)
     assert got[0].seq == first and got[0].text == f"[seq {first} · user] {line}"
     assert len(got) <= RECALL_ROWS  # then the newest rows holding two or more of the words
@@ -93,5 +107,14 @@ def test_a_query_of_words_only_finds_the_row_holding_all_of_them_first(store):
 def test_query_terms_put_identifiers_first():
     terms = query_terms(["AssertionError in read-only mode: INV-2024-0917 at src/billing/tax.py, ledger shard"])
     # CamelCase, dashed, coded and path tokens; then words of 4+ letters ("only" is a stop word)
-    assert terms == ["AssertionError", "read-only", "INV-2024-0917", "src/billing/tax.py", "read", "mode", "billing",
-                     "ledger", "shard"]
+    assert terms == [
+        "AssertionError",
+        "read-only",
+        "INV-2024-0917",
+        "src/billing/tax.py",
+        "read",
+        "mode",
+        "billing",
+        "ledger",
+        "shard",
+    ]

@@ -32,8 +32,12 @@ class CharEstimator:
 
 
 def engine(store, sid) -> ContinuityEngine:
-    return ContinuityEngine.for_model(None, reader=StoreSessionReader(store, sid),
-                                      writer=StoreKernelWriter(store, sid, STREAM), estimator=CharEstimator())
+    return ContinuityEngine.for_model(
+        None,
+        reader=StoreSessionReader(store, sid),
+        writer=StoreKernelWriter(store, sid, STREAM),
+        estimator=CharEstimator(),
+    )
 
 
 def kernel_texts(view) -> list[str]:
@@ -66,7 +70,8 @@ def test_a_lineage_reaching_the_threshold_gets_one_reground_delta_kept_across_re
         "The same action keeps failing the same way. Stop repeating it: re-read the goal and the files involved, "
         "check what you assumed, and change approach.\n"
         f"- Bash ×3: error[E<n>]: unresolved import <q> — last: {ERROR}\n"
-        "</reground>\n</kernel-context>")
+        "</reground>\n</kernel-context>"
+    )
     assert view.messages[-1].content == delta  # appended: the epoch's earlier messages are untouched
     # a fourth failure of the same lineage: no second instruction in this epoch
     fail(store, sid)
@@ -77,12 +82,13 @@ def test_a_lineage_reaching_the_threshold_gets_one_reground_delta_kept_across_re
     fail(store, sid)
     again = step(resumed, store, sid)
     assert sum("<reground>" in t for t in kernel_texts(again)) == 1
-    assert kernel_texts(again)[:len(kernel_texts(view))] == kernel_texts(view)
+    assert kernel_texts(again)[: len(kernel_texts(view))] == kernel_texts(view)
     # the durable delta names the lineage it re-grounded
     records = [p for _, kind, _, p in store.kernel_records(sid, STREAM) if kind == "kernel_context"]
     first_failure = 3  # the seq of the lineage's first failed result (user message 1, call 2, result 3)
-    assert [p["reground"] for p in records if p["reground"]] == [[f"Bash\nerror[E<n>]: unresolved import <q>\n"
-                                                                  f"{first_failure}"]]
+    assert [p["reground"] for p in records if p["reground"]] == [
+        [f"Bash\nerror[E<n>]: unresolved import <q>\n{first_failure}"]
+    ]
 
 
 def test_a_closed_lineage_is_not_regrounded_and_a_new_streak_is(store):

@@ -5,29 +5,36 @@ instructions (the session context, the first message of every epoch) and every s
 
 from __future__ import annotations
 
+from kernel_support import session, turn
+
 from latch.engine import ContinuityEngine
 from latch.engine.continuity import SKILL_TOKENS
 from latch.engine.port import ContextBudget, ContextRequest, SessionContext
 from latch.host.session import StoreKernelWriter, StoreSessionReader
-
-from kernel_support import session, turn
 
 INSTRUCTIONS = "Run `python -m pytest -q` before every commit. Never edit generated files under gen/."
 BUDGET = ContextBudget(context_window_tokens=16_000, reserve_tokens=1_000, recent_tokens=1_500)
 
 
 def body(name: str, lines: int = 12) -> str:
-    return "\n".join([f"# {name}", *(f"{k}. step {k} of the {name} procedure: check item {k * 7}" for k in range(1, lines))])
+    return "\n".join(
+        [f"# {name}", *(f"{k}. step {k} of the {name} procedure: check item {k * 7}" for k in range(1, lines))]
+    )
 
 
 def request(sid: str, until: int) -> ContextRequest:
-    return ContextRequest(session_id=sid, until_seq=until, budget=BUDGET,
-                          session_context=SessionContext(workspace="/ws", repository_instructions=INSTRUCTIONS))
+    return ContextRequest(
+        session_id=sid,
+        until_seq=until,
+        budget=BUDGET,
+        session_context=SessionContext(workspace="/ws", repository_instructions=INSTRUCTIONS),
+    )
 
 
 def engine(store, sid: str, stream: str = "continuity:retention") -> ContinuityEngine:
-    return ContinuityEngine.for_model(None, reader=StoreSessionReader(store, sid),
-                                      writer=StoreKernelWriter(store, sid, stream))
+    return ContinuityEngine.for_model(
+        None, reader=StoreSessionReader(store, sid), writer=StoreKernelWriter(store, sid, stream)
+    )
 
 
 def script(store, sid: str) -> tuple[list[int], dict[str, int]]:
@@ -55,8 +62,14 @@ def test_instructions_and_loaded_skills_are_in_every_view_after_rotation_and_res
         for name, seq in loaded.items():
             if seq <= until[k]:
                 assert body(name) in text, (k, name)  # verbatim, in the conversation or the snapshot
-        section = next((m.content.split("<loaded-skills", 1)[1].split("</loaded-skills>", 1)[0]
-                        for m in view.messages if "<loaded-skills" in m.content), "")
+        section = next(
+            (
+                m.content.split("<loaded-skills", 1)[1].split("</loaded-skills>", 1)[0]
+                for m in view.messages
+                if "<loaded-skills" in m.content
+            ),
+            "",
+        )
         assert "unknown skill" not in section  # a failed load is no skill
     rotated = [v for v in views if v.epoch > 1]
     assert all("<loaded-skills" in m.content for v in rotated for m in v.messages[1:2])
@@ -78,8 +91,10 @@ def test_skills_past_the_cap_are_named_newest_load_first(store):
     until = [turn(store, sid, "load_skill", {"name": name}, text) for name, text in big.items()]
     for i in range(30):
         until.append(turn(store, sid, "Read", {"file_path": f"/ws/src/m{i}.py"}, f"# module {i}\n" + "x = 1\n" * 60))
-    view = [eng.materialize(ContextRequest(session_id=sid, until_seq=u, budget=ContextBudget(64_000, 4_000, 1_500)))
-            for u in until][-1]
+    view = [
+        eng.materialize(ContextRequest(session_id=sid, until_seq=u, budget=ContextBudget(64_000, 4_000, 1_500)))
+        for u in until
+    ][-1]
     snap = view.messages[1].content
     assert big["gamma"] in snap and big["beta"] in snap and big["alpha"] not in snap
     assert "Also loaded, left out for room (load_skill again when needed): alpha" in snap

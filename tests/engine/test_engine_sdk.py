@@ -16,7 +16,7 @@ class KeepLast(PolicyEngine):
     DEFAULTS = {"units": 2}
 
     def select(self, units, room):
-        return self.fit(units[-self.options["units"]:], room)
+        return self.fit(units[-self.options["units"] :], room)
 
 
 class CountingReader(StoreSessionReader):
@@ -31,22 +31,33 @@ class CountingReader(StoreSessionReader):
 
 
 def _turn(i: int):
-    return [UserMessage(f"step {i}"), AssistantMessage("", (ToolCall(f"c{i}", "Bash", '{"command": "ls"}'),)),
-            ToolResult(f"c{i}", f"file{i}.py"), AssistantMessage(f"done {i}")]
+    return [
+        UserMessage(f"step {i}"),
+        AssistantMessage("", (ToolCall(f"c{i}", "Bash", '{"command": "ls"}'),)),
+        ToolResult(f"c{i}", f"file{i}.py"),
+        AssistantMessage(f"done {i}"),
+    ]
 
 
 def _engine(store, sid, cls=KeepLast, **config):
     reader = CountingReader(store, sid)
-    return cls(EngineProfile(session_id=sid, model="gpt-4o", reader=reader,
-                             writer=StoreKernelWriter(store, sid, "sdk:test"),
-                             config={"engines": {cls.PLUGIN_NAME: config}} if config else {})), reader
+    return cls(
+        EngineProfile(
+            session_id=sid,
+            model="gpt-4o",
+            reader=reader,
+            writer=StoreKernelWriter(store, sid, "sdk:test"),
+            config={"engines": {cls.PLUGIN_NAME: config}} if config else {},
+        )
+    ), reader
 
 
 def test_every_event_is_read_once_across_requests(store):
     sid = store.create_session()
     engine, reader = _engine(store, sid)
-    request = ContextRequest(session_id=sid, session_context=SessionContext(workspace="/w"),
-                             budget=ContextBudget(32_000, 4_000, 8_000))
+    request = ContextRequest(
+        session_id=sid, session_context=SessionContext(workspace="/w"), budget=ContextBudget(32_000, 4_000, 8_000)
+    )
     views = []
     for i in range(30):
         store.append(sid, _turn(i))

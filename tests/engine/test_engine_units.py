@@ -10,10 +10,25 @@ from hypothesis import strategies as st
 
 from latch import hotpaths
 from latch.engine.port import ViewMessage, ViewToolCall
-from latch.engine.units import (MESSAGE_OVERHEAD_TOKENS, TOOL_CALL_OVERHEAD_TOKENS, TokenCounter,
-                                UnitBuilder, message_line, suffix_fit, view_violations)
-from latch.events import (EOF_PLACEHOLDER_TEXT, AssistantMessage, MediaRef, SystemNote, ToolCall, ToolResult, Usage,
-                          UserMessage)
+from latch.engine.units import (
+    MESSAGE_OVERHEAD_TOKENS,
+    TOOL_CALL_OVERHEAD_TOKENS,
+    TokenCounter,
+    UnitBuilder,
+    message_line,
+    suffix_fit,
+    view_violations,
+)
+from latch.events import (
+    EOF_PLACEHOLDER_TEXT,
+    AssistantMessage,
+    MediaRef,
+    SystemNote,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
 
 
 class CharEstimator:
@@ -43,31 +58,41 @@ def segment(events):
 
 
 def test_segmentation_keeps_tool_turns_whole_and_notes_out():
-    units, b = segment([
-        UserMessage("fix it"),                                              # 1
-        AssistantMessage("", (call("c1"), call("c2"))),                     # 2
-        Usage(input_tokens=5),                                              # 3 not visible
-        ToolResult("c2", "two"),                                            # 4
-        UserMessage("<env>", is_meta=True),                                 # 5 absorbed by the open turn
-        ToolResult("c1", "one", is_error=True),                             # 6 closes the turn
-        SystemNote("api down", subtype="api_error"),                        # 7 not visible
-        AssistantMessage("done"),                                           # 8
-        ToolResult("c9", "late", orphan=True),                              # 9 own unit
-        AssistantMessage("", (call("c3"),)),                                # 10
-        AssistantMessage("next"),                                           # 11 closes c3 with a placeholder
-        AssistantMessage(""),                                               # 12 nothing visible
-    ])
+    units, b = segment(
+        [
+            UserMessage("fix it"),  # 1
+            AssistantMessage("", (call("c1"), call("c2"))),  # 2
+            Usage(input_tokens=5),  # 3 not visible
+            ToolResult("c2", "two"),  # 4
+            UserMessage("<env>", is_meta=True),  # 5 absorbed by the open turn
+            ToolResult("c1", "one", is_error=True),  # 6 closes the turn
+            SystemNote("api down", subtype="api_error"),  # 7 not visible
+            AssistantMessage("done"),  # 8
+            ToolResult("c9", "late", orphan=True),  # 9 own unit
+            AssistantMessage("", (call("c3"),)),  # 10
+            AssistantMessage("next"),  # 11 closes c3 with a placeholder
+            AssistantMessage(""),  # 12 nothing visible
+        ]
+    )
     assert [u.seqs for u in units] == [(1,), (2, 4, 5, 6), (8,), (9,), (10,), (11,)]
     assert [u.close_seq for u in units] == [1, 6, 8, 9, 11, 11]
     turn = units[1].messages
-    assert [(m.role, m.tool_call_id) for m in turn] == [("assistant", None), ("tool", "c1"), ("tool", "c2"),
-                                                         ("user", None)]
+    assert [(m.role, m.tool_call_id) for m in turn] == [
+        ("assistant", None),
+        ("tool", "c1"),
+        ("tool", "c2"),
+        ("user", None),
+    ]
     assert turn[1].is_error and turn[1].content == "one" and turn[3].content == "<env>"
     assert units[3].messages[0].role == "user"
     assert units[3].messages[0].content.startswith("[result of tool call c9, whose call is not in this conversation]")
     placeholder = units[4].messages[1]
-    assert (placeholder.role, placeholder.tool_call_id, placeholder.is_error, placeholder.seq) == ("tool", "c3", True,
-                                                                                                   None)
+    assert (placeholder.role, placeholder.tool_call_id, placeholder.is_error, placeholder.seq) == (
+        "tool",
+        "c3",
+        True,
+        None,
+    )
     assert units[0].user_turn and not units[1].user_turn
     assert b.pending_seq is None
 
@@ -81,8 +106,13 @@ def test_open_turn_is_pending_until_all_results():
 def test_costs_count_text_calls_ids_and_images():
     c = TokenCounter(CharEstimator())
     img = MediaRef("ab" * 32, "image/png", 10, width=2000, height=1000)
-    units, _ = segment([UserMessage("hello", media=(img,)),
-                        AssistantMessage("ok", (ToolCall("id1", "Read", "{}"),)), ToolResult("id1", "data")])
+    units, _ = segment(
+        [
+            UserMessage("hello", media=(img,)),
+            AssistantMessage("ok", (ToolCall("id1", "Read", "{}"),)),
+            ToolResult("id1", "data"),
+        ]
+    )
     u0, u1 = units
     assert u0.cost(c) == MESSAGE_OVERHEAD_TOKENS + 5 + 2000
     assert u0.images == (1, 2000)
@@ -116,8 +146,9 @@ def _msgs(*spec):
     out = []
     for s in spec:
         if s[0] == "a":
-            out.append(ViewMessage(role="assistant", content="", tool_calls=tuple(ViewToolCall(i, "f", "{}")
-                                                                                  for i in s[1:])))
+            out.append(
+                ViewMessage(role="assistant", content="", tool_calls=tuple(ViewToolCall(i, "f", "{}") for i in s[1:]))
+            )
         elif s[0] == "t":
             out.append(ViewMessage(role="tool", content="", tool_call_id=s[1]))
         else:
@@ -144,19 +175,23 @@ def test_validator_finds_split_units():
 def test_a_pending_turn_is_no_unit_and_a_legacy_end_of_file_placeholder_is_no_result():
     legacy = ToolResult("c1", EOF_PLACEHOLDER_TEXT, is_error=True, name="Read", missing=True)
     assert legacy.eof_placeholder
-    units, b = segment([
-        UserMessage("fix it"),                                              # 1
-        AssistantMessage("", (call("c1"),)),                                # 2 its result is not stored yet
-    ])
+    units, b = segment(
+        [
+            UserMessage("fix it"),  # 1
+            AssistantMessage("", (call("c1"),)),  # 2 its result is not stored yet
+        ]
+    )
     assert [u.seqs for u in units] == [(1,)] and b.pending_seq == 2  # never in a view while pending
-    units, b = segment([
-        UserMessage("fix it"),                                              # 1
-        AssistantMessage("", (call("c1"),)),                                # 2
-        legacy,                                                             # 3 an earlier importer's guess
-        Usage(input_tokens=5),                                              # 4 appended by the grown file
-        ToolResult("c1", "the real result"),                                # 5
-        ToolResult("c1", "[no result: the turn was aborted]", is_error=True, missing=True),  # 6 a real one
-    ])
+    units, b = segment(
+        [
+            UserMessage("fix it"),  # 1
+            AssistantMessage("", (call("c1"),)),  # 2
+            legacy,  # 3 an earlier importer's guess
+            Usage(input_tokens=5),  # 4 appended by the grown file
+            ToolResult("c1", "the real result"),  # 5
+            ToolResult("c1", "[no result: the turn was aborted]", is_error=True, missing=True),  # 6 a real one
+        ]
+    )
     assert [u.seqs for u in units] == [(1,), (2, 5), (6,)] and b.pending_seq is None
     assert [(m.role, m.content) for m in units[1].messages][1] == ("tool", "the real result")
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import re
 
+from kernel_support import session, state, turn
+
 from latch.engine import ContinuityEngine
 from latch.engine.port import ContextBudget, ContextRequest
 from latch.events import UserMessage
-from latch.hotpaths import estimate_tokens
 from latch.host.session import StoreKernelWriter, StoreSessionReader
+from latch.hotpaths import estimate_tokens
 from latch.kernel import apply_kernel_tool
-
-from kernel_support import session, state, turn
 
 BUDGET = ContextBudget(context_window_tokens=12_000, reserve_tokens=1_000, recent_tokens=1_500)
 CONFIG = {"context": {"recall_tokens": 300}}
@@ -22,8 +22,9 @@ PAGE = "\n".join(f"{i:4d}  value_{i} = compute_{i}(x) + offset  # line {i}" for 
 
 
 def engine(store, sid: str, stream: str = "continuity:ws") -> ContinuityEngine:
-    return ContinuityEngine.for_model(None, reader=StoreSessionReader(store, sid),
-                                      writer=StoreKernelWriter(store, sid, stream), config=CONFIG)
+    return ContinuityEngine.for_model(
+        None, reader=StoreSessionReader(store, sid), writer=StoreKernelWriter(store, sid, stream), config=CONFIG
+    )
 
 
 def script(store, sid: str) -> list[int]:
@@ -106,7 +107,9 @@ def test_the_working_set_drops_before_decisions_under_a_small_state_budget(store
     full = state(store, sid).render(10_000, estimate_tokens)
     small = state(store, sid).render(estimate_tokens(full) - 40, estimate_tokens)
     assert "Decisions:\n- [D1] keep offsets integral" in small
-    assert re.search(r"Working set: commands run \(newest first\) \(\d+ older omitted\):", small) or \
-        "Omitted for budget: 8 commands" in small
+    assert (
+        re.search(r"Working set: commands run \(newest first\) \(\d+ older omitted\):", small)
+        or "Omitted for budget: 8 commands" in small
+    )
     # newest first: what survives is the newest work
     assert "mod_7.py" in small and "mod_0.py" in full

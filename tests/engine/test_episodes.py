@@ -11,14 +11,15 @@ from hypothesis import strategies as st
 
 from latch.engine import episodes as E
 from latch.engine.episodes import Episode, EpisodeIndex, extract_terms
-from latch.events import (AssistantMessage, CompactionMarker, SystemNote, ToolCall, ToolResult, Usage,
-                          UserMessage)
+from latch.events import AssistantMessage, CompactionMarker, SystemNote, ToolCall, ToolResult, Usage, UserMessage
 from latch.store import StoredEvent
 
 
 def stored(events, session="s1", start=1):
-    return [StoredEvent(seq=start + i, session_id=session, kind=e.KIND, event=e, source_ref=None, ts=None)
-            for i, e in enumerate(events)]
+    return [
+        StoredEvent(seq=start + i, session_id=session, kind=e.KIND, event=e, source_ref=None, ts=None)
+        for i, e in enumerate(events)
+    ]
 
 
 def call(cid, name, **args):
@@ -32,26 +33,40 @@ def built(events):
 
 
 def digest(eps):
-    return [(e.number, e.part, e.first_seq, e.last_seq, e.events, e.topic, e.files, e.tools, e.markers, e.term_ids,
-             e.closed) for e in eps]
+    return [
+        (
+            e.number,
+            e.part,
+            e.first_seq,
+            e.last_seq,
+            e.events,
+            e.topic,
+            e.files,
+            e.tools,
+            e.markers,
+            e.term_ids,
+            e.closed,
+        )
+        for e in eps
+    ]
 
 
 SESSION = [
-    SystemNote("You are a coding agent.", subtype="system_prompt"),                        # 1
-    UserMessage("<environment_context>cwd /repo</environment_context>", is_meta=True),     # 2
-    UserMessage("Fix the parser crash in src/parser.py"),                                  # 3
+    SystemNote("You are a coding agent.", subtype="system_prompt"),  # 1
+    UserMessage("<environment_context>cwd /repo</environment_context>", is_meta=True),  # 2
+    UserMessage("Fix the parser crash in src/parser.py"),  # 3
     AssistantMessage("Reading it.", tool_calls=(call("c1", "Read", file_path="/repo/src/parser.py"),)),  # 4
-    Usage(input_tokens=10, output_tokens=5),                                               # 5
-    ToolResult("c1", "def parse(): ..."),                                                  # 6
-    AssistantMessage("The crash comes from an empty token list."),                         # 7
-    UserMessage("now add tests"),                                                          # 8
-    UserMessage("(reminder injected by the harness)", is_meta=True),                       # 9
-    AssistantMessage("", tool_calls=(call("c2", "Bash", command="pytest -q tests"),)),     # 10
-    ToolResult("c2", "1 failed", is_error=True, exit_code=1),                              # 11
+    Usage(input_tokens=10, output_tokens=5),  # 5
+    ToolResult("c1", "def parse(): ..."),  # 6
+    AssistantMessage("The crash comes from an empty token list."),  # 7
+    UserMessage("now add tests"),  # 8
+    UserMessage("(reminder injected by the harness)", is_meta=True),  # 9
+    AssistantMessage("", tool_calls=(call("c2", "Bash", command="pytest -q tests"),)),  # 10
+    ToolResult("c2", "1 failed", is_error=True, exit_code=1),  # 11
     AssistantMessage("", tool_calls=(call("c3", "Edit", file_path="tests/test_parser.py", old="a", new="b"),)),  # 12
-    ToolResult("c3", "ok"),                                                                # 13
-    AssistantMessage("", tool_calls=(call("c4", "Bash", command="pytest -q tests"),)),     # 14
-    ToolResult("c4", "3 passed", exit_code=0),                                             # 15
+    ToolResult("c3", "ok"),  # 13
+    AssistantMessage("", tool_calls=(call("c4", "Bash", command="pytest -q tests"),)),  # 14
+    ToolResult("c4", "3 passed", exit_code=0),  # 15
 ]
 
 
@@ -84,49 +99,95 @@ def test_volume_cap_splits_on_event_count_at_unit_starts_only():
     events += [AssistantMessage(f"more {i}") for i in range(200)]  # seq n+2 .. n+201
     eps = built(events).episodes
     assert [(e.part, e.first_seq, e.last_seq, e.events) for e in eps] == [
-        (1, 1, n + 1, n + 1), (2, n + 2, 2 * n + 1, n), (3, 2 * n + 2, n + 201, 200 - n)]
+        (1, 1, n + 1, n + 1),
+        (2, n + 2, 2 * n + 1, n),
+        (3, 2 * n + 2, n + 201, 200 - n),
+    ]
     assert {e.topic for e in eps} == {"long job"}
 
 
 def test_volume_cap_splits_on_characters():
     big = "x " * 20_000  # 40,000 characters
-    eps = built([UserMessage("write docs"), AssistantMessage(big), AssistantMessage(big),
-                 AssistantMessage("done")]).episodes
+    eps = built(
+        [UserMessage("write docs"), AssistantMessage(big), AssistantMessage(big), AssistantMessage("done")]
+    ).episodes
     # 10 + 40,000 chars < 64,000 accepts the second message; then 80,010 >= 64,000 splits before the third
     assert [(e.part, e.first_seq, e.last_seq) for e in eps] == [(1, 1, 3), (2, 4, 4)]
 
 
-@pytest.mark.parametrize("events, expected", [
-    # exit code decides validation even without is_error; cargo check is test-like
-    ([AssistantMessage("", tool_calls=(call("a", "exec", cmd="cargo check --workspace"),)),
-      ToolResult("a", "error[E0425]", exit_code=101)], ("validation_failed",)),
-    ([AssistantMessage("", tool_calls=(call("a", "shell", command=["bash", "-lc", "go test ./..."]),)),
-      ToolResult("a", "ok")], ("validation_passed",)),
-    # an aborted validation is a failure, not a validation result
-    ([AssistantMessage("", tool_calls=(call("a", "Bash", command="pytest"),)),
-      ToolResult("a", "[no result: turn aborted]", is_error=True, missing=True)], ("failure",)),
-    # Codex patches travel inside a generic exec call
-    ([AssistantMessage("", tool_calls=(ToolCall("a", "exec", json.dumps({"input": "*** Begin Patch\n+x"})),)),
-      ToolResult("a", "Success")], ("mutation",)),
-    # a failed edit is a failure, not a mutation
-    ([AssistantMessage("", tool_calls=(call("a", "Write", file_path="a.py", content="x"),)),
-      ToolResult("a", "permission denied", is_error=True)], ("failure",)),
-    ([AssistantMessage("", tool_calls=(call("a", "str_replace_editor", command="view", path="/r/a.py"),)),
-      ToolResult("a", "1 x")], ("evidence",)),
-    ([AssistantMessage("", tool_calls=(call("a", "str_replace_editor", command="create", path="/r/a.py"),)),
-      ToolResult("a", "File created")], ("mutation",)),
-    ([CompactionMarker(trigger="auto", summary="earlier work")], ("reground",)),
-    ([SystemNote("overloaded", subtype="api_error")], ("failure",)),
-    ([AssistantMessage("", tool_calls=(call("a", "TodoWrite", todos=[]),)), ToolResult("a", "ok")], ()),
-])
+@pytest.mark.parametrize(
+    "events, expected",
+    [
+        # exit code decides validation even without is_error; cargo check is test-like
+        (
+            [
+                AssistantMessage("", tool_calls=(call("a", "exec", cmd="cargo check --workspace"),)),
+                ToolResult("a", "error[E0425]", exit_code=101),
+            ],
+            ("validation_failed",),
+        ),
+        (
+            [
+                AssistantMessage("", tool_calls=(call("a", "shell", command=["bash", "-lc", "go test ./..."]),)),
+                ToolResult("a", "ok"),
+            ],
+            ("validation_passed",),
+        ),
+        # an aborted validation is a failure, not a validation result
+        (
+            [
+                AssistantMessage("", tool_calls=(call("a", "Bash", command="pytest"),)),
+                ToolResult("a", "[no result: turn aborted]", is_error=True, missing=True),
+            ],
+            ("failure",),
+        ),
+        # Codex patches travel inside a generic exec call
+        (
+            [
+                AssistantMessage("", tool_calls=(ToolCall("a", "exec", json.dumps({"input": "*** Begin Patch\n+x"})),)),
+                ToolResult("a", "Success"),
+            ],
+            ("mutation",),
+        ),
+        # a failed edit is a failure, not a mutation
+        (
+            [
+                AssistantMessage("", tool_calls=(call("a", "Write", file_path="a.py", content="x"),)),
+                ToolResult("a", "permission denied", is_error=True),
+            ],
+            ("failure",),
+        ),
+        (
+            [
+                AssistantMessage("", tool_calls=(call("a", "str_replace_editor", command="view", path="/r/a.py"),)),
+                ToolResult("a", "1 x"),
+            ],
+            ("evidence",),
+        ),
+        (
+            [
+                AssistantMessage("", tool_calls=(call("a", "str_replace_editor", command="create", path="/r/a.py"),)),
+                ToolResult("a", "File created"),
+            ],
+            ("mutation",),
+        ),
+        ([CompactionMarker(trigger="auto", summary="earlier work")], ("reground",)),
+        ([SystemNote("overloaded", subtype="api_error")], ("failure",)),
+        ([AssistantMessage("", tool_calls=(call("a", "TodoWrite", todos=[]),)), ToolResult("a", "ok")], ()),
+    ],
+)
 def test_markers(events, expected):
     (ep,) = built([UserMessage("task")] + events).episodes
     assert ep.marker_names == expected
 
 
 def test_result_in_a_later_segment_still_resolves_its_call():
-    events = [UserMessage("go"), AssistantMessage("", tool_calls=(call("a", "Edit", file_path="a.py"),)),
-              UserMessage("interrupting"), ToolResult("a", "ok")]
+    events = [
+        UserMessage("go"),
+        AssistantMessage("", tool_calls=(call("a", "Edit", file_path="a.py"),)),
+        UserMessage("interrupting"),
+        ToolResult("a", "ok"),
+    ]
     eps = built(events).episodes
     assert [e.marker_names for e in eps] == [(), ("mutation",)]
 
@@ -137,28 +198,61 @@ def test_terms_cjk_bigrams_and_stop_words():
     assert extract_terms("Исправь парсер") == ["исправь", "парсер"]
 
 
-@pytest.mark.parametrize("text, paths", [
-    ("see src/a.py, then C:/x/y.rs and http://h/p.py", ["src/a.py"]),  # after ":" no path starts
-    ("edit ~/cfg/app.toml and ../up/z.md; a+b/c.py", ["~/cfg/app.toml", "../up/z.md", "a+b/c.py"]),
-    ("x\\y.py and:q.py fine.py", ["fine.py"]),
-    ("and/or input/output /etc/hosts", ["/etc/hosts"]),  # a relative path needs an extension
-    ("self.handler.parse(x) README.MD v1.2.3 foo.pyx", ["README.MD"]),
-    ("café/naïve.py 修复/a.py", ["café/naïve.py", "修复/a.py"]),
-])
+@pytest.mark.parametrize(
+    "text, paths",
+    [
+        ("see src/a.py, then C:/x/y.rs and http://h/p.py", ["src/a.py"]),  # after ":" no path starts
+        ("edit ~/cfg/app.toml and ../up/z.md; a+b/c.py", ["~/cfg/app.toml", "../up/z.md", "a+b/c.py"]),
+        ("x\\y.py and:q.py fine.py", ["fine.py"]),
+        ("and/or input/output /etc/hosts", ["/etc/hosts"]),  # a relative path needs an extension
+        ("self.handler.parse(x) README.MD v1.2.3 foo.pyx", ["README.MD"]),
+        ("café/naïve.py 修复/a.py", ["café/naïve.py", "修复/a.py"]),
+    ],
+)
 def test_file_entities_found_in_text(text, paths, monkeypatch):
     assert E._paths(text) == paths
     monkeypatch.setattr(E, "_scanner", lambda text: E._UNICODE)  # the ASCII patterns are a shortcut, not a change
     assert E._paths(text) == paths
 
 
-_HINT_PIECES = ["a", "Z", "_", "1", ".", "/", "-", "~", "@", "+", " ", "\n", "é", "修", "ſ", "\u212a", ".py", ".PY",
-                ".pyi", ".Json", ".jsonl", ".c", ".cc", ".sh", ".ts", ".tsx", ".v", ".dockerfile", "x.py/", "/etc"]
+_HINT_PIECES = [
+    "a",
+    "Z",
+    "_",
+    "1",
+    ".",
+    "/",
+    "-",
+    "~",
+    "@",
+    "+",
+    " ",
+    "\n",
+    "é",
+    "修",
+    "ſ",
+    "\u212a",
+    ".py",
+    ".PY",
+    ".pyi",
+    ".Json",
+    ".jsonl",
+    ".c",
+    ".cc",
+    ".sh",
+    ".ts",
+    ".tsx",
+    ".v",
+    ".dockerfile",
+    "x.py/",
+    "/etc",
+]
 
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(_HINT_PIECES), max_size=40).map("".join))
 def test_hint_search_finds_what_the_plain_alternation_finds(text):
-    for flags, sc in ((0, E._UNICODE), (re.ASCII, E._ASCII))[:2 if text.isascii() else 1]:  # as _scanner picks
+    for flags, sc in ((0, E._UNICODE), (re.ASCII, E._ASCII))[: 2 if text.isascii() else 1]:  # as _scanner picks
         plain = re.compile(r"(?:/|\.(?:" + E._EXTS + r")(?![\w/]))[\w.@+~/-]*", flags | re.IGNORECASE)
         assert [m.span() for m in E._hints(sc, text)] == [m.span() for m in plain.finditer(text)]
 
@@ -198,15 +292,15 @@ def test_other_session_needs_rebuild():
 
 
 SELECT_SESSION = [
-    UserMessage("Fix the parser crash"),                                                          # 1
-    AssistantMessage("", tool_calls=(call("r", "Read", file_path="src/parser.py"),)),             # 2
-    ToolResult("r", "code", is_error=True),                                                       # 3 -> failure
-    UserMessage("Update the README wording"),                                                     # 4
-    AssistantMessage("", tool_calls=(call("w", "Edit", file_path="README.md"),)),                 # 5
-    ToolResult("w", "ok"),                                                                        # 6 -> mutation
-    UserMessage("run the benchmarks"),                                                            # 7
-    AssistantMessage("", tool_calls=(call("b", "Bash", command="pytest benchmarks"),)),           # 8
-    ToolResult("b", "boom", is_error=True, exit_code=2),                                          # 9 -> failed, failure
+    UserMessage("Fix the parser crash"),  # 1
+    AssistantMessage("", tool_calls=(call("r", "Read", file_path="src/parser.py"),)),  # 2
+    ToolResult("r", "code", is_error=True),  # 3 -> failure
+    UserMessage("Update the README wording"),  # 4
+    AssistantMessage("", tool_calls=(call("w", "Edit", file_path="README.md"),)),  # 5
+    ToolResult("w", "ok"),  # 6 -> mutation
+    UserMessage("run the benchmarks"),  # 7
+    AssistantMessage("", tool_calls=(call("b", "Bash", command="pytest benchmarks"),)),  # 8
+    ToolResult("b", "boom", is_error=True, exit_code=2),  # 9 -> failed, failure
 ]
 
 
@@ -244,8 +338,19 @@ def test_select_open_segment_does_not_disturb_the_committed_arrays():
 
 
 def ep(number, first, last, topic, files=(), tools=(), markers=0, part=1):
-    return Episode(number=number, part=part, first_seq=first, last_seq=last, events=last - first + 1, topic=topic,
-                   files=tuple(files), tools=tuple(tools), markers=markers, term_ids=(), closed=True)
+    return Episode(
+        number=number,
+        part=part,
+        first_seq=first,
+        last_seq=last,
+        events=last - first + 1,
+        topic=topic,
+        files=tuple(files),
+        tools=tuple(tools),
+        markers=markers,
+        term_ids=(),
+        closed=True,
+    )
 
 
 def test_render_lines_budget_and_order():
@@ -275,8 +380,9 @@ def test_a_test_command_named_outside_a_command_argument_is_no_validation():
     sql = '{"query": "INSERT INTO todos (title) VALUES (\'run pytest -q\')", "description": "add todo"}'
     assert E._classify_call("sql", sql) == E._OTHER
     assert E._classify_call("Task", '{"prompt": "Run cargo test and fix what fails"}') == E._OTHER
-    assert E._classify_call("TodoWrite", '{"todos": [{"content": "apply_patch the fix, then cat the log"}]}') \
-        == E._OTHER
+    assert (
+        E._classify_call("TodoWrite", '{"todos": [{"content": "apply_patch the fix, then cat the log"}]}') == E._OTHER
+    )
     assert E._classify_call("Bash", '{"command": "python -m pytest -q", "description": "tests"}') == E._VALIDATE
     assert E._classify_call("shell", '{"command": ["bash", "-lc", "cargo test"]}') == E._VALIDATE
     assert E._classify_call("exec", '{"input": "await exec_command({cmd: \\"npm test\\"})"}') == E._VALIDATE

@@ -4,9 +4,7 @@ measures what its docstring reports (consecutive Claude Code requests' provider 
 
 from __future__ import annotations
 
-
 import pytest
-
 from corpus_support import CORPUS, load_tool
 
 FILE = CORPUS / "claude-code" / "claude-reliability_python-to-rust-port.jsonl"

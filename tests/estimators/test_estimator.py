@@ -56,9 +56,17 @@ def test_weights_used_by_the_pinned_derivations():
     assert T.PROFILE_TABLES["anthropic"][1] == (4, 3)
     W2 = T.PROFILE_TABLES["o200k"][0]
     assert (W2[T.OFF_WORD_CAPITAL + 5], W2[T.OFF_PUNCT + 1], W2[T.OFF_WORD_LOWER + 5], W2[T.OFF_BIGRAM + 1]) == (
-        383, 295, 394, 18)
+        383,
+        295,
+        394,
+        18,
+    )
     assert (W2[T.OFF_CHAR + T.CJK1], W2[T.OFF_CHAR + T.OTHER3], W2[T.OFF_WORD_LOWER + 1], W2[T.OFF_DIGIT]) == (
-        265, 856, 283, 284)
+        265,
+        856,
+        283,
+        284,
+    )
     assert (W2[T.OFF_NEWLINE + 4], W2[T.OFF_SPACE + 2], T.PROFILE_TABLES["o200k"][1]) == (353, 467, (1, 1))
 
 
@@ -72,11 +80,19 @@ def test_pinned_counts(text):
 
 def test_pieces_follow_the_documented_segmentation():
     assert [p for p in _py._pieces("HTTPServer fooBar") if p[0] < T.OFF_DIGIT] == [
-        (T.OFF_WORD_CAPS, 4), (T.OFF_WORD_CAPITAL, 6), (T.OFF_WORD_LOWER, 3), (T.OFF_WORD_CAPITAL, 3)]
+        (T.OFF_WORD_CAPS, 4),
+        (T.OFF_WORD_CAPITAL, 6),
+        (T.OFF_WORD_LOWER, 3),
+        (T.OFF_WORD_CAPITAL, 3),
+    ]
     assert list(_py._pieces("a(b")) == [(T.OFF_WORD_LOWER, 1), (T.OFF_PUNCT_JOIN, 1), (T.OFF_WORD_LOWER, 1)]
     assert list(_py._pieces("----")) == [(T.OFF_PUNCT_SAME, 4)]
-    assert list(_py._pieces("):\n  x")) == [(T.OFF_PUNCT, 2), (T.OFF_NEWLINE_PUNCT, 1), (T.OFF_SPACE, 1),
-                                            (T.OFF_WORD_LOWER, 1)]
+    assert list(_py._pieces("):\n  x")) == [
+        (T.OFF_PUNCT, 2),
+        (T.OFF_NEWLINE_PUNCT, 1),
+        (T.OFF_SPACE, 1),
+        (T.OFF_WORD_LOWER, 1),
+    ]
     assert list(_py._pieces("привет")) == [(T.OFF_WORD_NARROW, 6)]
     assert list(_py._pieces("1234567")) == [(T.OFF_DIGIT, 3)]
 
@@ -141,34 +157,61 @@ def test_openai_image_tokens():
     assert HeuristicEstimator("anthropic").image_tokens(None, None) == 1600
 
 
-@pytest.mark.parametrize(("model", "profile"), [
-    ("claude-sonnet-4-5", "anthropic"),
-    ("vertex_ai/claude-sonnet-4@20250514", "anthropic"),
-    ("gpt-4o", "o200k"),
-    ("openai/gpt-5-codex", "o200k"),
-    ("o3-mini", "o200k"),
-    ("gpt-4.1-mini", "o200k"),
-    ("chatgpt-4o-latest", "o200k"),
-    ("ft:gpt-4o-2024-08-06:org::id", "o200k"),
-    ("gpt-4", "openai"),
-    ("gpt-4-turbo", "openai"),
-    ("openai/gpt-3.5-turbo", "openai"),
-    ("lm_studio/qwen3.6-35b-a3b", "cjk"),
-    ("deepseek-chat", "cjk"),
-    ("llama-3.1-70b", "anthropic"),
-    (None, "anthropic"),
-])
+@pytest.mark.parametrize(
+    ("model", "profile"),
+    [
+        ("claude-sonnet-4-5", "anthropic"),
+        ("vertex_ai/claude-sonnet-4@20250514", "anthropic"),
+        ("gpt-4o", "o200k"),
+        ("openai/gpt-5-codex", "o200k"),
+        ("o3-mini", "o200k"),
+        ("gpt-4.1-mini", "o200k"),
+        ("chatgpt-4o-latest", "o200k"),
+        ("ft:gpt-4o-2024-08-06:org::id", "o200k"),
+        ("gpt-4", "openai"),
+        ("gpt-4-turbo", "openai"),
+        ("openai/gpt-3.5-turbo", "openai"),
+        ("lm_studio/qwen3.6-35b-a3b", "cjk"),
+        ("deepseek-chat", "cjk"),
+        ("llama-3.1-70b", "anthropic"),
+        (None, "anthropic"),
+    ],
+)
 def test_profile_for_model(model, profile):
     assert profile_for_model(model) == profile
     assert estimator_for_model(model).profile == profile
 
 
 # Every OpenAI chat model tiktoken knows, by exact name and by a dated variant of each prefix.
-TIKTOKEN_MODELS = ("gpt-4o", "gpt-4o-mini", "gpt-4o-2024-08-06", "chatgpt-4o-latest", "gpt-4.1", "gpt-4.1-nano",
-                   "gpt-4.5-preview", "gpt-5", "gpt-5-mini", "gpt-5-codex", "o1", "o1-mini", "o1-preview", "o3",
-                   "o3-mini", "o4-mini", "o4-mini-2025-04-16", "gpt-4", "gpt-4-turbo", "gpt-4-0613", "gpt-4-32k",
-                   "gpt-3.5-turbo", "gpt-3.5-turbo-0125", "gpt-35-turbo", "text-embedding-3-small",
-                   "text-embedding-ada-002", "gpt-oss-120b")
+TIKTOKEN_MODELS = (
+    "gpt-4o",
+    "gpt-4o-mini",
+    "gpt-4o-2024-08-06",
+    "chatgpt-4o-latest",
+    "gpt-4.1",
+    "gpt-4.1-nano",
+    "gpt-4.5-preview",
+    "gpt-5",
+    "gpt-5-mini",
+    "gpt-5-codex",
+    "o1",
+    "o1-mini",
+    "o1-preview",
+    "o3",
+    "o3-mini",
+    "o4-mini",
+    "o4-mini-2025-04-16",
+    "gpt-4",
+    "gpt-4-turbo",
+    "gpt-4-0613",
+    "gpt-4-32k",
+    "gpt-3.5-turbo",
+    "gpt-3.5-turbo-0125",
+    "gpt-35-turbo",
+    "text-embedding-3-small",
+    "text-embedding-ada-002",
+    "gpt-oss-120b",
+)
 
 
 @pytest.mark.parametrize("model", TIKTOKEN_MODELS)

@@ -10,8 +10,10 @@ without ``../shared/corpus``. ``pytest -s`` prints the distribution per category
 from __future__ import annotations
 
 import pytest
+from corpus_support import require_corpus
 
 from latch import hotpaths
+from latch.bench.scenario import CORPUS_SHAPE_FILES
 from latch.estimators.calibration import (
     GENERATED_CATEGORIES,
     calibration_set,
@@ -20,9 +22,6 @@ from latch.estimators.calibration import (
     generated_texts,
     windows,
 )
-
-from corpus_support import require_corpus
-from latch.bench.scenario import CORPUS_SHAPE_FILES
 
 tiktoken = pytest.importorskip("tiktoken")
 
@@ -33,8 +32,18 @@ tiktoken = pytest.importorskip("tiktoken")
 # against cl100k on this set: json 1.432, tool_output 1.413, code 1.467, prose 1.452, logs 1.312, cyrillic
 # 1.418, cjk 1.061, emoji 1.196, hex 1.283, uuid 1.279, base64 1.285, ids 1.205.
 AGGREGATE_BOUND = {
-    "json": 1.45, "tool_output": 1.43, "code": 1.48, "prose": 1.47, "logs": 1.34, "cyrillic": 1.44,
-    "cjk": 1.10, "emoji": 1.22, "hex": 1.31, "uuid": 1.31, "base64": 1.31, "ids": 1.23,
+    "json": 1.45,
+    "tool_output": 1.43,
+    "code": 1.48,
+    "prose": 1.47,
+    "logs": 1.34,
+    "cyrillic": 1.44,
+    "cjk": 1.10,
+    "emoji": 1.22,
+    "hex": 1.31,
+    "uuid": 1.31,
+    "base64": 1.31,
+    "ids": 1.23,
 }
 
 

@@ -16,9 +16,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from corpus_support import CORPUS, require_corpus
-from latch.engine.units import MESSAGE_OVERHEAD_TOKENS, TOOL_CALL_OVERHEAD_TOKENS, TokenCounter, line_digest, message_line
+
+from latch.engine.units import (
+    MESSAGE_OVERHEAD_TOKENS,
+    TOOL_CALL_OVERHEAD_TOKENS,
+    TokenCounter,
+    line_digest,
+    message_line,
+)
 from latch.estimators import HeuristicEstimator, openai_image_tokens
 from latch.events import UserMessage, canonical_bytes
 from latch.host.ingest import import_file
@@ -30,11 +36,19 @@ from latch.store.migrations import MIGRATIONS
 tiktoken = pytest.importorskip("tiktoken")
 
 # a few small corpus files of different formats (tool turns, orphans, placeholders, recall)
-SMALL_FILES = ("gemini-cli/vibecodingtracker_session.jsonl", "swe-agent/ctf_i_got_id_demo.traj",
-               "openhands/basic_gui_mode.json")
+SMALL_FILES = (
+    "gemini-cli/vibecodingtracker_session.jsonl",
+    "swe-agent/ctf_i_got_id_demo.traj",
+    "openhands/basic_gui_mode.json",
+)
 SYSTEM = "You are a careful coding agent. Answer briefly."
-TOOLS = ({"name": "read_file", "description": "Read a file.",
-          "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}},)
+TOOLS = (
+    {
+        "name": "read_file",
+        "description": "Read a file.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+    },
+)
 BUDGET = ContextBudget(16_000, 2_000, 3_000)  # small: rotations, snapshots, deltas and recall all happen
 
 
@@ -63,6 +77,7 @@ def _o200k_tiktoken():
 
 def recount(view, enc) -> int:
     """The whole view counted by ``enc``, framed as TokenCounter frames it (independent of Latch's counter)."""
+
     def n(text: str) -> int:
         return len(enc.encode(text, disallowed_special=()))
 
@@ -75,15 +90,21 @@ def recount(view, enc) -> int:
         if m.tool_call_id is not None:
             total += TOOL_CALL_OVERHEAD_TOKENS + n(m.tool_call_id)
         for r in m.media:
-            total += (openai_image_tokens(r.width, r.height) if r.media_type.startswith("image/")
-                      else max(1, (r.byte_size + 1) // 2))
+            total += (
+                openai_image_tokens(r.width, r.height)
+                if r.media_type.startswith("image/")
+                else max(1, (r.byte_size + 1) // 2)
+            )
     return total
 
 
 # ------------------------------------------------------------------ store
 def test_the_token_counts_migration_is_applied_in_order(tmp_path):
     with EventStore(tmp_path / "s.db") as s:
-        assert s.applied_migrations() == [name for name, _ in MIGRATIONS] and MIGRATIONS[-1][0] == "m011_events_kind_indexes"
+        assert (
+            s.applied_migrations() == [name for name, _ in MIGRATIONS]
+            and MIGRATIONS[-1][0] == "m011_events_kind_indexes"
+        )
         assert "m005_token_counts" in s.applied_migrations()
 
 
@@ -98,11 +119,13 @@ def test_store_records_counts_once_and_refuses_bad_input(tmp_path):
         assert s.put_token_counts(sid, "tok", [(seqs[0], "d1", 99), (seqs[0], "d2", 6)]) == 1  # d1 kept
         assert s.token_counts(sid, "tok") == {(seqs[0], "d1"): 5, (seqs[1], "d1"): 7, (seqs[0], "d2"): 6}
         assert s.token_counts(sid, "other-tokenizer") == {} and s.token_counts(other, "tok") == {}
-        for bad, msg in (([(other_seq, "d", 1)], f"seq {other_seq}: not an event of session {sid}"),
-                         ([(seqs[1], "d9", -1)], "tokens must be a non-negative integer"),
-                         ([(seqs[1], "d9", 1.5)], "tokens must be a non-negative integer"),
-                         ([(0, "d9", 1)], "seq must be a positive integer"),
-                         ([(seqs[1], "", 1)], "digest must be a non-empty string")):
+        for bad, msg in (
+            ([(other_seq, "d", 1)], f"seq {other_seq}: not an event of session {sid}"),
+            ([(seqs[1], "d9", -1)], "tokens must be a non-negative integer"),
+            ([(seqs[1], "d9", 1.5)], "tokens must be a non-negative integer"),
+            ([(0, "d9", 1)], "seq must be a positive integer"),
+            ([(seqs[1], "", 1)], "digest must be a non-empty string"),
+        ):
             with pytest.raises(ValueError, match=msg):
                 s.put_token_counts(sid, "tok", [(seqs[1], "d8", 3), *bad])  # a good row first: all or nothing
         with pytest.raises(ValueError, match="tokenizer name"):
@@ -223,8 +246,13 @@ def test_the_first_replay_does_tokenize_the_events(tmp_path):
         setup, results = _replay(store, sid, "tiktoken", "first")
     finally:
         est_cls.estimate = real
-    contents = {m.content for r in results if r.view for m in r.view.messages
-                if m.kind == "conversation" and len(m.content) > 40}
+    contents = {
+        m.content
+        for r in results
+        if r.view
+        for m in r.view.messages
+        if m.kind == "conversation" and len(m.content) > 40
+    }
     assert contents and contents <= set(seen)
     assert setup.token_counts.puts > 0
 
@@ -256,8 +284,9 @@ def test_a_kernel_message_is_counted_whole_where_its_parts_merge():
     km = _KernelMessage(5, "delta", 1, [("state", "11"), ("recall", "1")], counter)
     assert km.total == counter.message(km.message) == MESSAGE_OVERHEAD_TOKENS + 1
     assert km.tokens["recall"] == 1 and km.tokens["state"] == MESSAGE_OVERHEAD_TOKENS + 1 - 1
-    heuristic = _KernelMessage(5, "delta", 1, [("state", "11"), ("recall", "1")],
-                               TokenCounter(HeuristicEstimator("openai")))
+    heuristic = _KernelMessage(
+        5, "delta", 1, [("state", "11"), ("recall", "1")], TokenCounter(HeuristicEstimator("openai"))
+    )
     assert heuristic.tokens["recall"] == HeuristicEstimator("openai").estimate("1")  # priced per part, as before
 
 

@@ -11,37 +11,47 @@ import pytest
 from click.testing import CliRunner
 
 from latch.cli import _load_commands, cli
-from latch.config import (ConfigError, ModelWindow, budget_for_model, model_table, model_table_entry, model_window,
-                          validate_config)
+from latch.config import (
+    ConfigError,
+    ModelWindow,
+    budget_for_model,
+    model_table,
+    model_table_entry,
+    model_window,
+    validate_config,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "invoice-rounding.claude.jsonl"
 
 
-@pytest.mark.parametrize("model, key, window, reserve", [
-    ("claude-opus-4-6", "claude", 200_000, 32_000),
-    ("claude-haiku-4-5-20251001", "claude", 200_000, 32_000),
-    ("claude-3-5-sonnet-20241022", "claude-3-5", 200_000, 8_192),
-    ("claude-3-opus-20240229", "claude-3", 200_000, 4_096),
-    ("gpt-4o-mini", "gpt-4o", 128_000, 16_384),
-    ("gpt-4.1-nano", "gpt-4.1", 1_047_576, 32_000),
-    ("gpt-5.6-sol", "gpt-5", 400_000, 128_000),
-    ("gpt-5-chat-latest", "gpt-5-chat", 128_000, 16_384),
-    ("o3-mini", "o3", 200_000, 32_000),
-    ("o4-mini-2025-04-16", "o4-mini", 200_000, 32_000),
-    ("gemini-2.5-flash", "gemini-2.5", 1_048_576, 32_000),
-    ("gemini-3.1-pro-preview-customtools", "gemini-3", 1_048_576, 32_000),
-    ("qwen3:0.6b", "qwen3", 32_768, 8_192),
-    ("qwen3-coder-30b-a3b", "qwen3-coder", 262_144, 32_000),
-    ("qwen3-coder-plus", "qwen3-coder-plus", 1_000_000, 32_000),
-    ("glm-4.7", "glm-4.7", 200_000, 32_000),
-    ("glm-4.5-air", "glm-4", 131_072, 32_000),
-    ("deepseek-chat", "deepseek", 128_000, 8_192),
-    ("deepseek-reasoner", "deepseek-reasoner", 128_000, 32_000),
-    ("llama3.1:8b", "llama3.1", 131_072, 8_192),
-    ("meta-llama/Llama-3.3-70B-Instruct", "llama-3.3", 131_072, 8_192),  # routed, mixed case
-    ("openrouter/anthropic/claude-sonnet-4.5", "claude", 200_000, 32_000),
-])
+@pytest.mark.parametrize(
+    "model, key, window, reserve",
+    [
+        ("claude-opus-4-6", "claude", 200_000, 32_000),
+        ("claude-haiku-4-5-20251001", "claude", 200_000, 32_000),
+        ("claude-3-5-sonnet-20241022", "claude-3-5", 200_000, 8_192),
+        ("claude-3-opus-20240229", "claude-3", 200_000, 4_096),
+        ("gpt-4o-mini", "gpt-4o", 128_000, 16_384),
+        ("gpt-4.1-nano", "gpt-4.1", 1_047_576, 32_000),
+        ("gpt-5.6-sol", "gpt-5", 400_000, 128_000),
+        ("gpt-5-chat-latest", "gpt-5-chat", 128_000, 16_384),
+        ("o3-mini", "o3", 200_000, 32_000),
+        ("o4-mini-2025-04-16", "o4-mini", 200_000, 32_000),
+        ("gemini-2.5-flash", "gemini-2.5", 1_048_576, 32_000),
+        ("gemini-3.1-pro-preview-customtools", "gemini-3", 1_048_576, 32_000),
+        ("qwen3:0.6b", "qwen3", 32_768, 8_192),
+        ("qwen3-coder-30b-a3b", "qwen3-coder", 262_144, 32_000),
+        ("qwen3-coder-plus", "qwen3-coder-plus", 1_000_000, 32_000),
+        ("glm-4.7", "glm-4.7", 200_000, 32_000),
+        ("glm-4.5-air", "glm-4", 131_072, 32_000),
+        ("deepseek-chat", "deepseek", 128_000, 8_192),
+        ("deepseek-reasoner", "deepseek-reasoner", 128_000, 32_000),
+        ("llama3.1:8b", "llama3.1", 131_072, 8_192),
+        ("meta-llama/Llama-3.3-70B-Instruct", "llama-3.3", 131_072, 8_192),  # routed, mixed case
+        ("openrouter/anthropic/claude-sonnet-4.5", "claude", 200_000, 32_000),
+    ],
+)
 def test_longest_prefix_of_the_model_table(model, key, window, reserve):
     assert model_table_entry(model)[0] == key
     assert model_window({}, model) == ModelWindow(window, reserve, "model-table", key, "model-table", key)
@@ -57,8 +67,19 @@ def test_the_table_is_a_data_file_with_every_family():
     text = (REPO / "src" / "latch" / "data" / "models.toml").read_text(encoding="utf-8")
     keys = set(tomllib.loads(text)["models"])
     assert keys == set(model_table())
-    for family in ("claude", "gpt-4o", "gpt-4.1", "gpt-5", "o3", "gemini-2.5", "gemini-3", "qwen3", "glm-4",
-                   "deepseek", "llama-3.1"):
+    for family in (
+        "claude",
+        "gpt-4o",
+        "gpt-4.1",
+        "gpt-5",
+        "o3",
+        "gemini-2.5",
+        "gemini-3",
+        "qwen3",
+        "glm-4",
+        "deepseek",
+        "llama-3.1",
+    ):
         assert family in keys
     assert all(e["reserve_tokens"] < e["context_window_tokens"] for e in model_table().values())
 
@@ -71,17 +92,23 @@ def test_pyproject_ships_the_package_folder_whole():
 
 
 def test_config_entries_override_the_table_key_by_key():
-    cfg = validate_config({"models": {
-        "claude-opus-4-6": {"context_window_tokens": 1_000_000},   # the 1M beta: window only
-        "gpt-5": {"reserve_tokens": 64_000},                       # reserve only
-        "qwen3": {"context_window_tokens": 131_072, "reserve_tokens": 16_000}}})
-    assert model_window(cfg, "claude-opus-4-6") == ModelWindow(1_000_000, 32_000, "config", "claude-opus-4-6",
-                                                               "model-table", "claude")
-    assert model_window(cfg, "gpt-5.1-codex") == ModelWindow(400_000, 64_000, "model-table", "gpt-5", "config",
-                                                             "gpt-5")
+    cfg = validate_config(
+        {
+            "models": {
+                "claude-opus-4-6": {"context_window_tokens": 1_000_000},  # the 1M beta: window only
+                "gpt-5": {"reserve_tokens": 64_000},  # reserve only
+                "qwen3": {"context_window_tokens": 131_072, "reserve_tokens": 16_000},
+            }
+        }
+    )
+    assert model_window(cfg, "claude-opus-4-6") == ModelWindow(
+        1_000_000, 32_000, "config", "claude-opus-4-6", "model-table", "claude"
+    )
+    assert model_window(cfg, "gpt-5.1-codex") == ModelWindow(400_000, 64_000, "model-table", "gpt-5", "config", "gpt-5")
     assert model_window(cfg, "qwen3:0.6b") == ModelWindow(131_072, 16_000, "config", "qwen3", "config", "qwen3")
-    assert model_window(cfg, "claude-opus-4-5") == ModelWindow(200_000, 32_000, "model-table", "claude",
-                                                               "model-table", "claude")  # exact/prefix only
+    assert model_window(cfg, "claude-opus-4-5") == ModelWindow(
+        200_000, 32_000, "model-table", "claude", "model-table", "claude"
+    )  # exact/prefix only
 
 
 def test_a_table_reserve_too_big_for_a_configured_window_falls_back_to_the_default():
@@ -90,8 +117,11 @@ def test_a_table_reserve_too_big_for_a_configured_window_falls_back_to_the_defau
 
 
 def test_a_configured_reserve_above_the_tables_window_is_a_config_error():
-    with pytest.raises(ConfigError, match=r"models.llama-3.1: reserve_tokens \(200000\) must be below the context "
-                                          r"window of llama-3.1 \(131072, Latch's model table entry llama-3.1\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"models.llama-3.1: reserve_tokens \(200000\) must be below the context "
+        r"window of llama-3.1 \(131072, Latch's model table entry llama-3.1\)",
+    ):
         validate_config({"models": {"llama-3.1": {"reserve_tokens": 200_000}}}, "cfg.toml")
 
 
@@ -101,19 +131,25 @@ def run(tmp_path):
     db = tmp_path / "latch.db"
 
     def invoke(*args):
-        return CliRunner().invoke(cli, ["--db", str(db), *args], env={"LATCH_HOME": str(tmp_path / "home")},
-                                  catch_exceptions=False)
+        return CliRunner().invoke(
+            cli, ["--db", str(db), *args], env={"LATCH_HOME": str(tmp_path / "home")}, catch_exceptions=False
+        )
 
     return invoke
 
 
 def test_replay_and_context_headers_say_where_the_window_came_from(run, tmp_path):
     res = run("replay", str(EXAMPLE))
-    assert "window 200,000 · reserve 32,000 · recent 64,000 tokens\nwindow: Latch's model table (entry claude)\n" \
+    assert (
+        "window 200,000 · reserve 32,000 · recent 64,000 tokens\nwindow: Latch's model table (entry claude)\n"
         in res.output
+    )
     doc = json.loads(run("replay", str(EXAMPLE), "--json", "-").output)
-    assert (doc["budget"]["window_source"], doc["window_entry"], doc["summary"]["hard_limit_tokens"]) == \
-        ("model-table", "claude", 168_000)
+    assert (doc["budget"]["window_source"], doc["window_entry"], doc["summary"]["hard_limit_tokens"]) == (
+        "model-table",
+        "claude",
+        168_000,
+    )
     cfg = tmp_path / "c.toml"
     cfg.write_text('[models."claude-sonnet"]\ncontext_window_tokens = 1000000\n', encoding="utf-8")
     res = run("replay", str(EXAMPLE), "--config", str(cfg))
@@ -124,10 +160,15 @@ def test_replay_and_context_headers_say_where_the_window_came_from(run, tmp_path
     bad.write_text('[models."llama"]\nreserve_tokens = 10000\n', encoding="utf-8")
     res = run("replay", str(EXAMPLE), "--model", "llama-3-8b", "--config", str(bad))
     assert res.exit_code == 2 and "Traceback" not in res.output
-    assert "models.llama: reserve_tokens (10000) must be below the context window of llama-3-8b (8192, from " \
-           "Latch's model table (llama-3))" in res.output
+    assert (
+        "models.llama: reserve_tokens (10000) must be below the context window of llama-3-8b (8192, from "
+        "Latch's model table (llama-3))" in res.output
+    )
     sid = doc["session"]
     rep = json.loads(run("context", sid, "--json").output)
-    assert (rep["window_source"], rep["window_entry"], rep["context_window_tokens"]) == ("model-table", "claude",
-                                                                                        200_000)
+    assert (rep["window_source"], rep["window_entry"], rep["context_window_tokens"]) == (
+        "model-table",
+        "claude",
+        200_000,
+    )
     assert "window: Latch's model table (entry claude)" in run("context", sid).output

@@ -18,8 +18,7 @@ from latch.kernel.files import PAGE_LIMIT_BYTES, read_file
 from latch.store import EventStore
 
 GIB = 1 << 30
-PEAK = ("next(int(line.split()[1]) * 1024 for line in open('/proc/self/status') "
-        "if line.startswith('VmHWM:'))")
+PEAK = "next(int(line.split()[1]) * 1024 for line in open('/proc/self/status') if line.startswith('VmHWM:'))"
 """Python expression: this process's peak resident set, bytes (its own address space only)."""
 BOUND = 96 << 20  # what one page (24 KiB) or one prefix may cost above the interpreter's own footprint, bytes
 
@@ -49,18 +48,24 @@ def test_read_file_pages_a_2_gib_file_in_bounded_memory(tmp_path, sparse):
         from latch.store import EventStore
         from latch.kernel.files import read_file
     """
-    base, _ = _peak_rss(imports + f"""
-        store = EventStore({str(tmp_path / 'base.db')!r})
+    base, _ = _peak_rss(
+        imports
+        + f"""
+        store = EventStore({str(tmp_path / "base.db")!r})
         sid = store.create_session(workspace={str(sparse.parent)!r}, format="latch")
         out = None
-    """)
-    rss, out = _peak_rss(imports + f"""
-        store = EventStore({str(tmp_path / 'l.db')!r})
+    """
+    )
+    rss, out = _peak_rss(
+        imports
+        + f"""
+        store = EventStore({str(tmp_path / "l.db")!r})
         sid = store.create_session(workspace={str(sparse.parent)!r}, format="latch")
         first = read_file(store, sid, "big.bin")
         middle = read_file(store, sid, "big.bin", offset={GIB})
         out = [first.total_bytes, first.next_offset, first.content[:9], middle.offset, middle.next_offset]
-    """)
+    """
+    )
     assert out[0] == 2 * GIB and out[2] == "head line" and out[3] == GIB
     assert 0 < out[1] <= PAGE_LIMIT_BYTES and GIB < out[4] <= GIB + PAGE_LIMIT_BYTES
     assert rss - base < BOUND, f"paging a 2 GiB file took {(rss - base) >> 20} MiB above the baseline"
@@ -117,9 +122,17 @@ def test_latch_import_of_a_2_gib_file_says_unrecognized_in_bounded_memory(tmp_pa
         except SystemExit as exc:
             out = exc.code
     """
-    done = subprocess.run([sys.executable, "-c", "import json\n" + textwrap.dedent(code) + (
-        f"\nprint(json.dumps({{'rss': {PEAK}, 'out': out}}))\n")],
-        capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import json\n" + textwrap.dedent(code) + (f"\nprint(json.dumps({{'rss': {PEAK}, 'out': out}}))\n"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["out"] == 1 and "unrecognized transcript format" in done.stderr, done.stderr[-1000:]
     assert "Traceback" not in done.stderr

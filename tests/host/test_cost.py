@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from corpus_support import require_corpus
+
+from latch.accounting import pricing
 from latch.cli import _load_commands, cli
 from latch.events import Usage
-from latch.accounting import pricing
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "invoice-rounding.claude.jsonl"
@@ -41,26 +41,44 @@ def _rates(model: str) -> dict[str, Decimal | None]:
 
 # ------------------------------------------------------------------------ the provider rules, on the data
 def test_the_provider_rules_in_the_docstring_hold_in_genai_prices_data():
-    sonnet, opus, gpt5, flash = (_rates(m) for m in ("claude-sonnet-4-5", "claude-opus-4-5", "gpt-5",
-                                                     "gemini-2.5-flash"))
+    sonnet, opus, gpt5, flash = (
+        _rates(m) for m in ("claude-sonnet-4-5", "claude-opus-4-5", "gpt-5", "gemini-2.5-flash")
+    )
     for a in (sonnet, opus):  # Anthropic: reads 0.1x, 5-minute writes 1.25x
         assert a["cache_read_mtok"] == a["input_mtok"] * Decimal("0.1")
         assert a["cache_write_mtok"] == a["input_mtok"] * Decimal("1.25")
-    assert sonnet == {"input_mtok": 3, "cache_read_mtok": Decimal("0.3"), "cache_write_mtok": Decimal("3.75"),
-                      "output_mtok": 15}
+    assert sonnet == {
+        "input_mtok": 3,
+        "cache_read_mtok": Decimal("0.3"),
+        "cache_write_mtok": Decimal("3.75"),
+        "output_mtok": 15,
+    }
     # OpenAI automatic caching and Gemini implicit caching: a cached rate, no write premium
-    assert gpt5 == {"input_mtok": Decimal("1.25"), "cache_read_mtok": Decimal("0.125"), "cache_write_mtok": None,
-                    "output_mtok": 10}
-    assert flash == {"input_mtok": Decimal("0.3"), "cache_read_mtok": Decimal("0.03"), "cache_write_mtok": None,
-                     "output_mtok": Decimal("2.5")}
-    assert (pricing.writes_cache("claude-sonnet-4-5"), pricing.writes_cache("gpt-5"),
-            pricing.writes_cache("gemini-2.5-flash"), pricing.writes_cache("smollm2-135m")) == (True, False, False, None)
+    assert gpt5 == {
+        "input_mtok": Decimal("1.25"),
+        "cache_read_mtok": Decimal("0.125"),
+        "cache_write_mtok": None,
+        "output_mtok": 10,
+    }
+    assert flash == {
+        "input_mtok": Decimal("0.3"),
+        "cache_read_mtok": Decimal("0.03"),
+        "cache_write_mtok": None,
+        "output_mtok": Decimal("2.5"),
+    }
+    assert (
+        pricing.writes_cache("claude-sonnet-4-5"),
+        pricing.writes_cache("gpt-5"),
+        pricing.writes_cache("gemini-2.5-flash"),
+        pricing.writes_cache("smollm2-135m"),
+    ) == (True, False, False, None)
 
 
 # ------------------------------------------------------------------------ one request, by hand
 def test_anthropic_request_priced_by_kind():
-    got = pricing.price(model="claude-sonnet-4-5", uncached=1_000, cache_read=10_000, cache_write=2_000, output=500,
-                     at=AT)
+    got = pricing.price(
+        model="claude-sonnet-4-5", uncached=1_000, cache_read=10_000, cache_write=2_000, output=500, at=AT
+    )
     # input 1,000 x 3 + 10,000 x 0.30 + 2,000 x 3.75 = 3,000 + 3,000 + 7,500 = 13,500 µ$; output 500 x 15 = 7,500 µ$
     assert (got.input_usd, got.output_usd, got.usd) == (Decimal("0.0135"), Decimal("0.0075"), Decimal("0.021"))
     assert (got.model_id, got.provider) == ("claude-sonnet-4-5", "anthropic")
@@ -80,8 +98,9 @@ def test_openai_cached_input_and_no_write_premium():
     # 2,000 x 1.25 + 8,000 x 0.125 = 2,500 + 1,000 = 3,500 µ$; 500 x 10 = 5,000 µ$
     assert (got.input_usd, got.usd) == (Decimal("0.0035"), Decimal("0.0085"))
     # tokens reported as written are billed at the plain input rate: + 1,000 x 1.25 = 1,250 µ$
-    assert pricing.price(model="gpt-5", uncached=2_000, cache_read=8_000, cache_write=1_000, output=500,
-                      at=AT).usd == Decimal("0.00975")
+    assert pricing.price(
+        model="gpt-5", uncached=2_000, cache_read=8_000, cache_write=1_000, output=500, at=AT
+    ).usd == Decimal("0.00975")
 
 
 def test_gemini_implicit_cache():
@@ -91,8 +110,9 @@ def test_gemini_implicit_cache():
 
 
 def test_usage_is_latch_normalized_and_unknowns_stay_unpriced():
-    u = Usage(input_tokens=6, output_tokens=60, cache_read_tokens=11_800, cache_write_tokens=78,
-              model="claude-sonnet-4-5")
+    u = Usage(
+        input_tokens=6, output_tokens=60, cache_read_tokens=11_800, cache_write_tokens=78, model="claude-sonnet-4-5"
+    )
     # 6 x 3 + 11,800 x 0.30 + 78 x 3.75 + 60 x 15 = 18 + 3,540 + 292.5 + 900 = 4,750.5 µ$
     assert pricing.price_usage(u, at=AT).usd == Decimal("0.0047505")
     assert pricing.price_usage(Usage(input_tokens=100, output_tokens=1, model="smollm2-135m-instruct")) is None
@@ -147,8 +167,9 @@ def run(tmp_path):
     db = tmp_path / "latch.db"
 
     def invoke(*args):
-        return CliRunner().invoke(cli, ["--db", str(db), *args], env={"LATCH_HOME": str(tmp_path / "home")},
-                                  catch_exceptions=False)
+        return CliRunner().invoke(
+            cli, ["--db", str(db), *args], env={"LATCH_HOME": str(tmp_path / "home")}, catch_exceptions=False
+        )
 
     return invoke
 
@@ -173,11 +194,20 @@ def test_replay_prices_the_transcript_and_the_views(run):
     assert r1["common_prefix_tokens"] == 0 and r1["cost"]["view_cached_prefix_tokens"] == warm > 11_000
     # (recount - warm) x 3.75 + warm x 0.30 + the transcript's 60 output tokens x 15
     assert r1["cost"]["view_usd"] == pytest.approx(
-        ((r1["recounted_tokens"] - warm) * 3.75 + warm * 0.30 + 60 * 15) / 1e6, abs=1e-8)
+        ((r1["recounted_tokens"] - warm) * 3.75 + warm * 0.30 + 60 * 15) / 1e6, abs=1e-8
+    )
     # a later request's prefix is the larger of the two
-    assert all(r["cost"]["view_cached_prefix_tokens"] == min(r["recounted_tokens"], max(
-        r["common_prefix_tokens"], min(h["system_tokens"] + h["tools_tokens"] + h["inferred_tokens"],
-                                       r["provider_cache_read_tokens"]))) for r in doc["requests"])
+    assert all(
+        r["cost"]["view_cached_prefix_tokens"]
+        == min(
+            r["recounted_tokens"],
+            max(
+                r["common_prefix_tokens"],
+                min(h["system_tokens"] + h["tools_tokens"] + h["inferred_tokens"], r["provider_cache_read_tokens"]),
+            ),
+        )
+        for r in doc["requests"]
+    )
     table = run("replay", str(EXAMPLE), "--window", "16000", "--reserve", "2000", "--recent", "3000").output
     assert "$0.004751" in table and "cost $0.1909 as the transcript ran it" in table
 
@@ -210,8 +240,14 @@ def test_report_of_the_example(run):
     assert bad.exit_code == 1 and "no session 'nosuchsession'" in bad.output
 
 
-@pytest.mark.parametrize("name", ["claude-code/claude-reliability_python-to-rust-port.jsonl",
-                                  "codex/edgerunner_codex-session.jsonl", "gemini-cli/entire_session.json"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "claude-code/claude-reliability_python-to-rust-port.jsonl",
+        "codex/edgerunner_codex-session.jsonl",
+        "gemini-cli/entire_session.json",
+    ],
+)
 def test_corpus_sessions_produce_a_total(run, name):
     path = require_corpus() / name
     doc = json.loads(run("report", str(path), "--json").output)
@@ -226,8 +262,9 @@ def test_a_corpus_request_checked_by_hand(tmp_path):
     from latch.store import EventStore
 
     store = EventStore(str(tmp_path / "c.db"))
-    sid, _, _ = import_file(store, require_corpus() / "claude-code/claude-reliability_python-to-rust-port.jsonl",
-                            final=True)
+    sid, _, _ = import_file(
+        store, require_corpus() / "claude-code/claude-reliability_python-to-rust-port.jsonl", final=True
+    )
     req = model_requests(store.events(sid))[0]
     u = req.usage
     assert (u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, u.output_tokens) == (3, 15_289, 3_315, 1)
@@ -260,11 +297,20 @@ def test_bench_prices_each_engine_cache_aware():
 
 # ------------------------------------------------------------------------ the price cache (replay < 2 s)
 CACHED_MODELS = ["claude-sonnet-4-5", "gpt-5.6-sol", "gpt-5", "deepseek-chat", "gemini-2.5-flash", "no-such-model-x"]
-WHEN = [datetime(2026, 1, 15, 12, 0, tzinfo=UTC), datetime(2026, 8, 20, 23, 59, tzinfo=UTC),  # gpt-5.6-sol: the day
-        datetime(2026, 8, 21, 0, 1, tzinfo=UTC), datetime(2026, 8, 21, 17, 0, tzinfo=UTC),  # before, then its new price
-        datetime(2026, 8, 21, 9, 30)]  # naive: UTC; deepseek's off-peak hours are 16:30-00:30 UTC
-COUNTS = [(0, 0, 0, 0), (1_234, 20_000, 0, 300), (5, 11_800, 78, 60), (150_000, 140_000, 10_000, 2_000),
-          (300_000, 0, 0, 1)]  # the last two above the long-context tiers (200,000 / 272,000 prompt tokens)
+WHEN = [
+    datetime(2026, 1, 15, 12, 0, tzinfo=UTC),
+    datetime(2026, 8, 20, 23, 59, tzinfo=UTC),  # gpt-5.6-sol: the day
+    datetime(2026, 8, 21, 0, 1, tzinfo=UTC),
+    datetime(2026, 8, 21, 17, 0, tzinfo=UTC),  # before, then its new price
+    datetime(2026, 8, 21, 9, 30),
+]  # naive: UTC; deepseek's off-peak hours are 16:30-00:30 UTC
+COUNTS = [
+    (0, 0, 0, 0),
+    (1_234, 20_000, 0, 300),
+    (5, 11_800, 78, 60),
+    (150_000, 140_000, 10_000, 2_000),
+    (300_000, 0, 0, 1),
+]  # the last two above the long-context tiers (200,000 / 272,000 prompt tokens)
 
 
 def _all_prices():
@@ -272,8 +318,10 @@ def _all_prices():
     for model in CACHED_MODELS:
         for at in WHEN:
             out.append(pricing.writes_cache(model, at=at))
-            out.extend(pricing.price(model=model, uncached=u, cache_read=r, cache_write=w, output=o, at=at)
-                       for u, r, w, o in COUNTS)
+            out.extend(
+                pricing.price(model=model, uncached=u, cache_read=r, cache_write=w, output=o, at=at)
+                for u, r, w, o in COUNTS
+            )
     return out
 
 
@@ -287,8 +335,11 @@ def test_the_price_cache_gives_genai_prices_figures_without_genai_prices(tmp_pat
             expected.append(None if found is None else found[1].get_prices(at).cache_write_mtok is not None)
             for u, r, w, o in COUNTS:
                 calc = pricing._calc(model, None, u, r, w, o, at) if found is not None else None
-                expected.append(None if calc is None else pricing.RequestCost(
-                    *map(Decimal, calc), found[1].id, found[0].id, u, r, w, o))
+                expected.append(
+                    None
+                    if calc is None
+                    else pricing.RequestCost(*map(Decimal, calc), found[1].id, found[0].id, u, r, w, o)
+                )
     assert sum(isinstance(e, pricing.RequestCost) for e in expected) == 125 and len(set(expected)) > 30
     per = len(COUNTS) + 1  # one writes_cache and the prices, per model and time
     sol, deepseek = CACHED_MODELS.index("gpt-5.6-sol"), CACHED_MODELS.index("deepseek-chat")
@@ -325,14 +376,16 @@ def _u(read, write, inp=5):
 
 
 def test_a_request_that_lost_the_cached_prefix_is_a_rewrite():
-    usages = [_u(0, 10_000),           # 1: the first write is no rewrite
-              _u(10_000, 500),         # 2: read what the cache held
-              None,                    # 3: no usage: skipped
-              _u(2_000, 9_000),        # 4: read 2,000 of the 10,500 held: a rewrite
-              _u(11_000, 300),         # 5
-              _u(5_650, 6_000),        # 6: exactly half of 11,300 read: not below it
-              _u(100, None),           # 7: writes unreported (OpenAI): skipped
-              _u(0, 0)]                # 8: nothing written: no waste to count
+    usages = [
+        _u(0, 10_000),  # 1: the first write is no rewrite
+        _u(10_000, 500),  # 2: read what the cache held
+        None,  # 3: no usage: skipped
+        _u(2_000, 9_000),  # 4: read 2,000 of the 10,500 held: a rewrite
+        _u(11_000, 300),  # 5
+        _u(5_650, 6_000),  # 6: exactly half of 11,300 read: not below it
+        _u(100, None),  # 7: writes unreported (OpenAI): skipped
+        _u(0, 0),
+    ]  # 8: nothing written: no waste to count
     r = pricing.cache_rewrites(usages)
     assert r.rewrites == (4,) and r.requests == 6
     assert (r.rewrite_write_tokens, r.write_tokens) == (9_000, 10_000 + 500 + 9_000 + 300 + 6_000)
@@ -346,11 +399,21 @@ def test_replay_and_report_show_the_transcripts_rewrites(run, tmp_path):
     doc = json.loads(run("replay", str(f), "--json", "-").output)
     # requests 4 and 25 read only the 16,496-token system prefix after 42,993 and 104,135 cached tokens and wrote
     # 26,793 + 87,925 tokens again: 46.7% of the session's 245,647 cache-write tokens
-    assert doc["summary"]["cache_rewrites"] == {"requests": 89, "rewrites": [4, 25], "rewrite_write_tokens": 114_718,
-                                                "write_tokens": 245_647, "share": 0.467}
+    assert doc["summary"]["cache_rewrites"] == {
+        "requests": 89,
+        "rewrites": [4, 25],
+        "rewrite_write_tokens": 114_718,
+        "write_tokens": 245_647,
+        "share": 0.467,
+    }
     table = run("replay", str(f)).output
     assert "2 of 89 request(s) wrote the cached prefix again (request 4, 25): 114,718 of 245,647" in table
     rep = json.loads(run("report", str(f), "--json").output)
-    assert rep["cache_rewrites"]["total"] == {"requests": 89, "rewrites": 2, "rewrite_write_tokens": 114_718,
-                                              "write_tokens": 245_647, "share": 0.467}
+    assert rep["cache_rewrites"]["total"] == {
+        "requests": 89,
+        "rewrites": 2,
+        "rewrite_write_tokens": 114_718,
+        "write_tokens": 245_647,
+        "share": 0.467,
+    }
     assert "cache rewrites: 2 of 89 request(s)" in run("report", str(f)).output

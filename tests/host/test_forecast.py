@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from latch.cli.replay import run_replay
-from latch.accounting.pricing import usd, view_cost
 from latch.accounting.forecast import ANCHOR_REQUESTS, MIN_STEP_TOKENS, RATE_BOUNDS, ProviderForecast
+from latch.accounting.pricing import usd, view_cost
+from latch.cli.replay import run_replay
 from latch.host.ingest import import_file
 from latch.store import EventStore
 
@@ -17,8 +17,7 @@ from latch.store import EventStore
 def test_nothing_observed_forecasts_nothing():
     f = ProviderForecast()
     assert f.forecast(10_000) is None and f.rate == 1.0 and f.intercept_tokens == 0
-    assert f.to_json() == {"rate": 1.0, "intercept_tokens": 0, "requests": 0, "steps": 0,
-                          "stable": False}
+    assert f.to_json() == {"rate": 1.0, "intercept_tokens": 0, "requests": 0, "steps": 0, "stable": False}
 
 
 def test_one_request_anchors_a_rate_of_one():
@@ -37,14 +36,20 @@ def test_an_exact_linear_provider_is_forecast_exactly():
         f.observe(e, 4_000 + round(0.6 * e))
     assert f.rate == pytest.approx(0.6) and f.intercept_tokens == 4_000
     assert f.forecast(30_000) == 22_000 and f.forecast(0) == 4_000 and f.forecast(-5) == 4_000
-    assert f.to_json() == {"rate": 0.6, "intercept_tokens": 4_000, "requests": 10, "steps": 9,
-                          "stable": True}
+    assert f.to_json() == {"rate": 0.6, "intercept_tokens": 4_000, "requests": 10, "steps": 9, "stable": True}
 
 
 def test_a_spike_does_not_move_the_median_rate_and_the_intercept_follows_the_latest_requests():
     f = ProviderForecast()
-    counts = [(10_000, 10_000), (11_000, 10_500), (12_000, 11_000), (12_500, 41_250), (13_000, 41_500),
-              (14_000, 42_000), (15_000, 42_500)]  # request 4 carried 30,000 tokens the transcript lacks
+    counts = [
+        (10_000, 10_000),
+        (11_000, 10_500),
+        (12_000, 11_000),
+        (12_500, 41_250),
+        (13_000, 41_500),
+        (14_000, 42_000),
+        (15_000, 42_500),
+    ]  # request 4 carried 30,000 tokens the transcript lacks
     for e, p in counts:
         f.observe(e, p)
     assert f.rate == 0.5  # slopes 0.5, 0.5, 60.5, 0.5, 0.5, 0.5
@@ -78,9 +83,16 @@ def _chat(tmp_path, usage):
     """An OpenAI chat transcript: 4 user/assistant turns of growing size, each assistant turn with ``usage``."""
     messages = []
     for i, prompt in enumerate(usage):
-        messages.append({"role": "user", "content": f"step {i}: " + "please refactor the parser module " * (40 * i + 5)})
-        messages.append({"role": "assistant", "content": f"done with step {i}",
-                         "usage": {"prompt_tokens": prompt, "completion_tokens": 10}})
+        messages.append(
+            {"role": "user", "content": f"step {i}: " + "please refactor the parser module " * (40 * i + 5)}
+        )
+        messages.append(
+            {
+                "role": "assistant",
+                "content": f"done with step {i}",
+                "usage": {"prompt_tokens": prompt, "completion_tokens": 10},
+            }
+        )
     p = tmp_path / "chat.json"
     p.write_text(json.dumps({"model": "gpt-4o", "messages": messages}))
     return p
@@ -100,8 +112,11 @@ def test_replay_forecasts_each_request_from_the_earlier_ones_only(tmp_path):
     f = ProviderForecast()
     for r in rows:  # the same fit, fed with what the JSON shows of the requests before each one
         assert r["provider_forecast_tokens"] == f.stable_forecast(r["total_tokens"])
-        assert r["forecast_ratio"] == (round(r["provider_forecast_tokens"] / r["provider_prompt_tokens"], 3)
-                                       if r["provider_forecast_tokens"] is not None else None)
+        assert r["forecast_ratio"] == (
+            round(r["provider_forecast_tokens"] / r["provider_prompt_tokens"], 3)
+            if r["provider_forecast_tokens"] is not None
+            else None
+        )
         f.observe(fixed + r["history_tokens"], r["provider_prompt_tokens"])
     # two steps make a stable fit: requests 1-3 give two, request 4 is the first forecast
     assert [r["provider_forecast_tokens"] is not None for r in rows] == [False, False, False, True, True]

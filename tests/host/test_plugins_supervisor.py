@@ -40,10 +40,15 @@ class RecordingEngine:
 
     def set_config(self, config): ...
     def set_estimator(self, estimator): ...
-    def default_budget(self): return ContextBudget()
-    def materialize(self, request): raise NotImplementedError
+    def default_budget(self):
+        return ContextBudget()
+
+    def materialize(self, request):
+        raise NotImplementedError
+
     def manual_compact(self, reason="manual"): ...
-    def recall(self, query, *, limit_tokens=4000, until_seq=None): return []
+    def recall(self, query, *, limit_tokens=4000, until_seq=None):
+        return []
 
 
 @pytest.fixture(autouse=True)
@@ -62,8 +67,10 @@ def test_non_default_root_without_child_policy_fails_child_spawn():
     assert sup.child_factory is None
     with pytest.raises(ChildPolicyError) as err:
         sup.spawn_child(profile("child-1", parent="root"))
-    assert str(err.value).startswith("cannot spawn child session 'child-1': the root uses engine 'recording', "
-                                     "which is not the default engine, and no child policy is configured")
+    assert str(err.value).startswith(
+        "cannot spawn child session 'child-1': the root uses engine 'recording', "
+        "which is not the default engine, and no child policy is configured"
+    )
     assert "never falls back to the default engine" in str(err.value)
     with pytest.raises(ChildPolicyError):
         sup.resume(profile("child-1", parent="root"))
@@ -102,9 +109,13 @@ def test_default_root_spawns_and_resumes_continuity_children(store):
     child_id = store.create_session(source="child", parent_id=root_id)
 
     def real(session_id, parent=None):
-        return EngineProfile(session_id=session_id, model="claude-sonnet-4", parent_session_id=parent,
-                             reader=StoreSessionReader(store, session_id),
-                             writer=StoreKernelWriter(store, session_id, "continuity:main"))
+        return EngineProfile(
+            session_id=session_id,
+            model="claude-sonnet-4",
+            parent_session_id=parent,
+            reader=StoreSessionReader(store, session_id),
+            writer=StoreKernelWriter(store, session_id, "continuity:main"),
+        )
 
     sup = Supervisor.for_engine("continuity")
     root = sup.build_root(real(root_id))

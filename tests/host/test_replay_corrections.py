@@ -24,8 +24,10 @@ from latch.host.corrections import RATE_MIN_REQUESTS, SAFETY_MARGIN
 MODEL = "gpt-4o"
 RATIO = 1.5
 RESERVE = 1_000
-ARABIC = ("تعمل الخدمة على قراءة ملفات السجل من المجلد المشترك ثم تحسب عدد الطلبات لكل مستخدم، وبعد ذلك تكتب "
-          "النتائج في قاعدة البيانات وترسل تقريراً يومياً إلى فريق التشغيل عند اكتمال المعالجة.")
+ARABIC = (
+    "تعمل الخدمة على قراءة ملفات السجل من المجلد المشترك ثم تحسب عدد الطلبات لكل مستخدم، وبعد ذلك تكتب "
+    "النتائج في قاعدة البيانات وترسل تقريراً يومياً إلى فريق التشغيل عند اكتمال المعالجة."
+)
 
 
 def _doc(prompt_tokens: list[int] | None) -> dict:
@@ -41,8 +43,9 @@ def _doc(prompt_tokens: list[int] | None) -> dict:
 
 def _run(tmp_path, db: str, *args: str):
     _load_commands()
-    return CliRunner().invoke(cli, ["--db", str(tmp_path / db), *args],
-                              env={"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200"})
+    return CliRunner().invoke(
+        cli, ["--db", str(tmp_path / db), *args], env={"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
+    )
 
 
 @pytest.fixture
@@ -50,8 +53,7 @@ def arabic(tmp_path):
     """``(transcript path, hard limit)``: the fixture with usage 1.5x the complete views' estimates."""
     bare = tmp_path / "bare.json"
     bare.write_text(json.dumps(_doc(None), ensure_ascii=False), encoding="utf-8")
-    first = _run(tmp_path, "measure.db", "replay", str(bare), "--window", "200000", "--reserve", str(RESERVE),
-                 "--json")
+    first = _run(tmp_path, "measure.db", "replay", str(bare), "--window", "200000", "--reserve", str(RESERVE), "--json")
     assert first.exit_code == 0, first.output
     measured = json.loads(first.output)
     system = measured["harness"]["system_tokens"]
@@ -64,8 +66,19 @@ def arabic(tmp_path):
 
 def test_replay_records_the_correction_and_no_later_request_is_over_the_window(tmp_path, arabic):
     path, hard = arabic
-    res = _run(tmp_path, "latch.db", "replay", str(path), "--window", str(hard + RESERVE), "--reserve", str(RESERVE),
-               "--recent", str(hard), "--json")
+    res = _run(
+        tmp_path,
+        "latch.db",
+        "replay",
+        str(path),
+        "--window",
+        str(hard + RESERVE),
+        "--reserve",
+        str(RESERVE),
+        "--recent",
+        str(hard),
+        "--json",
+    )
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
     reqs = doc["requests"]
@@ -80,8 +93,9 @@ def test_replay_records_the_correction_and_no_later_request_is_over_the_window(t
     for r in reqs:  # each view is budgeted with the correction recorded before it (the provider's rate, known from
         # request 3 on, is the same 1.5x: its limit, less the safety margin, is not above the correction's)
         assert r["correction"] == effect
-        assert r["budget_hard_limit_tokens"] == (hard if effect is None else
-                                                 hard * effect["estimated_tokens"] // effect["provider_tokens"])
+        assert r["budget_hard_limit_tokens"] == (
+            hard if effect is None else hard * effect["estimated_tokens"] // effect["provider_tokens"]
+        )
         effect = by_request.get(r["request"], effect)
     assert reqs[0]["budget_hard_limit_tokens"] == hard
     share = doc["summary"]["usable_share"]
@@ -113,8 +127,20 @@ def test_without_the_correction_the_later_views_overflow_in_real_tokens(tmp_path
     """The fixture can fail the check above: the views of a replay that ignores the usage (--no-harness) are
     over the window once scaled by the provider's ratio."""
     path, hard = arabic
-    res = _run(tmp_path, "latch.db", "replay", str(path), "--window", str(hard + RESERVE), "--reserve", str(RESERVE),
-               "--recent", str(hard), "--json", "--no-harness")
+    res = _run(
+        tmp_path,
+        "latch.db",
+        "replay",
+        str(path),
+        "--window",
+        str(hard + RESERVE),
+        "--reserve",
+        str(RESERVE),
+        "--recent",
+        str(hard),
+        "--json",
+        "--no-harness",
+    )
     doc = json.loads(res.output)
     assert doc["summary"]["corrections"] == []
     assert max(math.ceil(r["total_tokens"] * RATIO) for r in doc["requests"][1:]) > hard
@@ -124,16 +150,29 @@ def test_context_reads_the_correction_of_a_replay_kept_in_the_store(tmp_path, ar
     """`latch replay --keep` promotes the run (its correction records too) into the store; after `latch
     prune-replays` empties the scratch, `latch context` still budgets with that correction and names the stream."""
     path, hard = arabic
-    res = _run(tmp_path, "latch.db", "replay", str(path), "--window", str(hard + RESERVE), "--reserve", str(RESERVE),
-               "--recent", str(hard), "--json", "--keep")
+    res = _run(
+        tmp_path,
+        "latch.db",
+        "replay",
+        str(path),
+        "--window",
+        str(hard + RESERVE),
+        "--reserve",
+        str(RESERVE),
+        "--recent",
+        str(hard),
+        "--json",
+        "--keep",
+    )
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
     fix = doc["summary"]["correction"]
     assert doc["kept"] is True and fix is not None
     assert _run(tmp_path, "latch.db", "prune-replays").exit_code == 0
     with sqlite3.connect(tmp_path / "latch.db") as con:
-        kept = con.execute("SELECT count(*) FROM kernel_records WHERE kind = 'estimate_correction' AND stream = ?",
-                           (doc["stream"],)).fetchone()[0]
+        kept = con.execute(
+            "SELECT count(*) FROM kernel_records WHERE kind = 'estimate_correction' AND stream = ?", (doc["stream"],)
+        ).fetchone()[0]
     assert kept == len(doc["summary"]["corrections"]) >= 1
     rep = json.loads(_run(tmp_path, "latch.db", "context", doc["session"], "--json").output)
     assert rep["correction"]["ratio"] == fix["ratio"] and rep["correction"]["request"] == fix["request"]
@@ -161,14 +200,28 @@ def test_context_shows_the_usable_share_a_replay_measured(tmp_path, arabic):
     """A replay records the provider's rate it fitted; `latch context` shows the share of the real window its hard
     limit is in the provider's tokens (the correction divides the limit by 1.5: about the whole window)."""
     path, hard = arabic
-    res = _run(tmp_path, "latch.db", "replay", str(path), "--window", str(hard + RESERVE), "--reserve", str(RESERVE),
-               "--recent", str(hard), "--json")
+    res = _run(
+        tmp_path,
+        "latch.db",
+        "replay",
+        str(path),
+        "--window",
+        str(hard + RESERVE),
+        "--reserve",
+        str(RESERVE),
+        "--recent",
+        str(hard),
+        "--json",
+    )
     doc = json.loads(res.output)
     fit = doc["summary"]["provider_rate"]
     rep = json.loads(_run(tmp_path, "latch.db", "context", doc["session"], "--json").output)
     rate = rep["provider_rate"]
-    assert (rate["rate"], rate["intercept_tokens"], rate["requests"]) == (fit["rate"], fit["intercept_tokens"],
-                                                                          fit["requests"])
+    assert (rate["rate"], rate["intercept_tokens"], rate["requests"]) == (
+        fit["rate"],
+        fit["intercept_tokens"],
+        fit["requests"],
+    )
     assert rate["rate"] == pytest.approx(RATIO, abs=0.02) and rate["origin"].startswith("replay run ")
     real = rep["uncorrected_hard_limit_tokens"]  # the model's window less the reserve: context's own budget
     assert rep["usable_share"] == round((rate["intercept_tokens"] + rate["rate"] * rep["hard_limit_tokens"]) / real, 4)
@@ -195,8 +248,10 @@ def test_the_table_says_the_limit_is_in_the_provider_tokens_once_the_rate_sets_i
     assert s["usable_share"]["min"] >= 1 - SAFETY_MARGIN - 0.001
     assert all(r["provider_forecast_tokens"] <= 14_000 for r in doc["requests"] if r["budget_source"] == "rate")
     text = _run(tmp_path, "latch.db", *args).output
-    assert (f"max {s['max_total_tokens']:,} tokens (Latch's estimate) · hard limit 14,000 provider tokens, "
-            f"{s['usable_share']['median']:.0%} of it usable (range {s['usable_share']['min']:.0%}–"
-            f"{s['usable_share']['max']:.0%}) on the provider's rate from request 3") in text
+    assert (
+        f"max {s['max_total_tokens']:,} tokens (Latch's estimate) · hard limit 14,000 provider tokens, "
+        f"{s['usable_share']['median']:.0%} of it usable (range {s['usable_share']['min']:.0%}–"
+        f"{s['usable_share']['max']:.0%}) on the provider's rate from request 3"
+    ) in text
     assert f"max {s['max_total_tokens']:,} of 14,000" not in text
     assert "✓ budget never exceeded (window − reserve, in the provider's tokens on its rate)" in text

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from corpus_support import CORPUS
+
 from latch.cli import _load_commands, cli
 from latch.store import EventStore
 
@@ -33,8 +33,11 @@ def run(tmp_path):
     copy.close()
 
     def invoke(*args):
-        return CliRunner().invoke(cli, ["--db", str(tmp_path / "latch.db"), *args],
-                                  env={"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200"})
+        return CliRunner().invoke(
+            cli,
+            ["--db", str(tmp_path / "latch.db"), *args],
+            env={"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200"},
+        )
 
     return invoke
 
@@ -102,7 +105,7 @@ def test_first_seq_is_numbered_within_the_session(run, tmp_path):
     lines = table.splitlines()
     h = next(i for i, line in enumerate(lines) if line.split()[:2] == ["req", "events"])
     header = lines[h].replace("first seq", "first-seq").split()
-    rows = [line.split() for line in lines[h + 2:h + 2 + len(last["requests"])]]
+    rows = [line.split() for line in lines[h + 2 : h + 2 + len(last["requests"])]]
     assert [r[header.index("first-seq")] for r in rows] == [str(r["first_retained_event"]) for r in last["requests"]]
     assert [r["first_retained_event"] for r in last["requests"]] == [1] * len(last["requests"])
     assert "its number in this session" in " ".join(table.split())
@@ -159,8 +162,11 @@ def claude_code(tmp_path):
     shutil.copyfile(SPOTTER, copy)
 
     def invoke(*args):
-        return CliRunner().invoke(cli, ["--db", str(tmp_path / "latch.db"), *args],
-                                  env={"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200"})
+        return CliRunner().invoke(
+            cli,
+            ["--db", str(tmp_path / "latch.db"), *args],
+            env={"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200"},
+        )
 
     return copy, invoke
 
@@ -191,8 +197,10 @@ def test_a_claude_code_session_is_replayed_with_its_sub_agent_files(claude_code,
     table = run("replay", str(path))  # the second time from the import fingerprints: the same three
     assert table.exit_code == 0, table.output
     flat = " ".join(table.output.split())
-    assert f"{SPOTTER.name}: 3 sessions ({parent} 143 request(s), {children[0]} 13 request(s), {children[1]} 1 " \
-           "request(s))" in flat
+    assert (
+        f"{SPOTTER.name}: 3 sessions ({parent} 143 request(s), {children[0]} 13 request(s), {children[1]} 1 "
+        "request(s))" in flat
+    )
     assert [f"session {i} of 3: {sid}" in flat for i, sid in enumerate([parent, *children], 1)] == [True] * 3
 
     one = run("replay", str(path), "--session", children[0][:8], "--json")

@@ -4,11 +4,10 @@ received equals ``latch view --format openai`` of that request."""
 
 from __future__ import annotations
 
-import pytest
-
 import json
 import sqlite3
 
+import pytest
 from fake_providers import Reply, ToolUse, serve_openai
 from test_agent_run import KEY, _env, _usage, latch, session_id
 
@@ -16,9 +15,13 @@ pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: re
 
 
 def _script():
-    return [Reply(tool_calls=(ToolUse("c1", "write_file", json.dumps({"path": "hello.txt", "content": "hi\n"})),),
-                  usage=_usage("openai", 900)),
-            Reply("Wrote hello.txt.", usage=_usage("openai", 950, cached=900))]
+    return [
+        Reply(
+            tool_calls=(ToolUse("c1", "write_file", json.dumps({"path": "hello.txt", "content": "hi\n"})),),
+            usage=_usage("openai", 900),
+        ),
+        Reply("Wrote hello.txt.", usage=_usage("openai", 950, cached=900)),
+    ]
 
 
 def _comparable(body: dict) -> dict:
@@ -31,8 +34,20 @@ def test_view_of_a_run_request_is_the_body_the_provider_got(tmp_path):
     ws.mkdir()
     (ws / "AGENTS.md").write_text("Always run `python -m pytest` before you answer. MARKER-7431\n")
     with serve_openai(_script()) as server:
-        r = latch(tmp_path, "run", "write hello.txt", "--provider", "openai", "--model", "gpt-4.1", "--base-url",
-                  server.base_url, "--yes", cwd=ws, env=_env(tmp_path, OPENAI_API_KEY=KEY))
+        r = latch(
+            tmp_path,
+            "run",
+            "write hello.txt",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-4.1",
+            "--base-url",
+            server.base_url,
+            "--yes",
+            cwd=ws,
+            env=_env(tmp_path, OPENAI_API_KEY=KEY),
+        )
         bodies = server.bodies
     assert r.returncode == 0, r.stderr + r.stdout
     assert len(bodies) == 2
@@ -57,16 +72,32 @@ def test_view_of_a_run_request_is_the_body_the_provider_got(tmp_path):
     assert doc["harness"]["system_tokens"] > 0
 
 
-
 def test_view_and_replay_of_a_run_use_the_budget_it_ran_with(tmp_path):
     """A `latch run --window 30000 --reserve 1000 --recent 5000` session is viewed and replayed with that budget
     (read from its profile, as `latch run --resume` does), not the default one; --window still wins."""
     ws = tmp_path / "ws"
     ws.mkdir()
     with serve_openai([Reply("first", usage=_usage("openai", 900))]) as server:
-        r = latch(tmp_path, "run", "task", "--provider", "openai", "--model", "gpt-4.1", "--base-url",
-                  server.base_url, "--window", "30000", "--reserve", "1000", "--recent", "5000", "--yes", cwd=ws,
-                  env=_env(tmp_path, OPENAI_API_KEY=KEY))
+        r = latch(
+            tmp_path,
+            "run",
+            "task",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-4.1",
+            "--base-url",
+            server.base_url,
+            "--window",
+            "30000",
+            "--reserve",
+            "1000",
+            "--recent",
+            "5000",
+            "--yes",
+            cwd=ws,
+            env=_env(tmp_path, OPENAI_API_KEY=KEY),
+        )
     assert r.returncode == 0, r.stderr + r.stdout
     sid = session_id(tmp_path)
     v = latch(tmp_path, "view", sid, "--request", "1", cwd=ws)
@@ -77,10 +108,9 @@ def test_view_and_replay_of_a_run_use_the_budget_it_ran_with(tmp_path):
     body = json.loads(latch(tmp_path, "view", sid, "--request", "1", "--format", "anthropic", cwd=ws).stdout)
     assert body["max_tokens"] == 1000
     rep = json.loads(latch(tmp_path, "replay", sid, "--json", cwd=ws).stdout)
-    assert {k: rep["budget"][k] for k in ("context_window_tokens", "reserve_tokens", "recent_tokens",
-                                          "window_source")} == {"context_window_tokens": 30000,
-                                                                "reserve_tokens": 1000, "recent_tokens": 5000,
-                                                                "window_source": "run"}
+    assert {
+        k: rep["budget"][k] for k in ("context_window_tokens", "reserve_tokens", "recent_tokens", "window_source")
+    } == {"context_window_tokens": 30000, "reserve_tokens": 1000, "recent_tokens": 5000, "window_source": "run"}
     flagged = latch(tmp_path, "view", sid, "--request", "1", "--window", "100000", cwd=ws)
     assert flagged.returncode == 0 and "window 100,000 (set by --window)" in " ".join(flagged.stdout.split())
 
@@ -93,15 +123,26 @@ def test_a_resumed_run_with_other_instructions_is_viewed_with_the_prompt_it_sent
     (ws / "AGENTS.md").write_text("Rule one. MARKER-ALPHA\n")
     env = _env(tmp_path, OPENAI_API_KEY=KEY)
     with serve_openai(_script()) as server:
-        r = latch(tmp_path, "run", "write hello.txt", "--provider", "openai", "--model", "gpt-4.1", "--base-url",
-                  server.base_url, "--yes", cwd=ws, env=env)
+        r = latch(
+            tmp_path,
+            "run",
+            "write hello.txt",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-4.1",
+            "--base-url",
+            server.base_url,
+            "--yes",
+            cwd=ws,
+            env=env,
+        )
         bodies = server.bodies
     assert r.returncode == 0, r.stderr + r.stdout
     sid = session_id(tmp_path)
     (ws / "AGENTS.md").write_text("Rule two replaces it. MARKER-BETA\n")
     with serve_openai([Reply("Resumed and done.", usage=_usage("openai", 1_000))]) as server:
-        r = latch(tmp_path, "run", "--resume", sid, "go on", "--base-url", server.base_url, "--yes", cwd=ws,
-                  env=env)
+        r = latch(tmp_path, "run", "--resume", sid, "go on", "--base-url", server.base_url, "--yes", cwd=ws, env=env)
         bodies += server.bodies
     assert r.returncode == 0, r.stderr + r.stdout
     assert len(bodies) == 3

@@ -37,25 +37,52 @@ BASTION = "claude-code/bastion_claude-session.jsonl"
 PROMPT_LINE = 5  # the session's one typed prompt; line 6 is the first response's first block
 
 ATTACHMENTS = [
-    {"type": "deferred_tools_delta", "addedNames": ["CronCreate", "WebFetch", "mcp__context7__resolve-library-id"],
-     "addedLines": ["CronCreate", "WebFetch", "mcp__context7__resolve-library-id"], "removedNames": [],
-     "wireHiddenNames": [], "readdedNames": [], "pendingMcpServers": [],
-     "needsAuthMcpServers": ["claude.ai Notion"], "failedMcpServers": []},
-    {"type": "agent_listing_delta", "addedTypes": ["Explore", "general-purpose"],
-     "addedLines": ["- Explore: Fast agent specialized for exploring codebases",
-                    "- general-purpose: General-purpose agent for researching complex questions"],
-     "removedTypes": [], "isInitial": True, "showConcurrencyNote": False},
-    {"type": "mcp_instructions_delta", "addedNames": ["context7"],
-     "addedBlocks": ["## context7\nCall resolve-library-id before get-library-docs."], "removedNames": []},
-    {"type": "skill_listing", "content": "- dataviz: Use this skill whenever you are about to create ANY chart",
-     "skillCount": 1, "isInitial": True, "names": ["dataviz"]},
+    {
+        "type": "deferred_tools_delta",
+        "addedNames": ["CronCreate", "WebFetch", "mcp__context7__resolve-library-id"],
+        "addedLines": ["CronCreate", "WebFetch", "mcp__context7__resolve-library-id"],
+        "removedNames": [],
+        "wireHiddenNames": [],
+        "readdedNames": [],
+        "pendingMcpServers": [],
+        "needsAuthMcpServers": ["claude.ai Notion"],
+        "failedMcpServers": [],
+    },
+    {
+        "type": "agent_listing_delta",
+        "addedTypes": ["Explore", "general-purpose"],
+        "addedLines": [
+            "- Explore: Fast agent specialized for exploring codebases",
+            "- general-purpose: General-purpose agent for researching complex questions",
+        ],
+        "removedTypes": [],
+        "isInitial": True,
+        "showConcurrencyNote": False,
+    },
+    {
+        "type": "mcp_instructions_delta",
+        "addedNames": ["context7"],
+        "addedBlocks": ["## context7\nCall resolve-library-id before get-library-docs."],
+        "removedNames": [],
+    },
+    {
+        "type": "skill_listing",
+        "content": "- dataviz: Use this skill whenever you are about to create ANY chart",
+        "skillCount": 1,
+        "isInitial": True,
+        "names": ["dataviz"],
+    },
 ]
 NOTES = [
-    SystemNote("CronCreate\nWebFetch\nmcp__context7__resolve-library-id\nMCP servers needing auth: claude.ai Notion",
-               "attachment:deferred_tools_delta"),
-    SystemNote("- Explore: Fast agent specialized for exploring codebases\n"
-               "- general-purpose: General-purpose agent for researching complex questions",
-               "attachment:agent_listing_delta"),
+    SystemNote(
+        "CronCreate\nWebFetch\nmcp__context7__resolve-library-id\nMCP servers needing auth: claude.ai Notion",
+        "attachment:deferred_tools_delta",
+    ),
+    SystemNote(
+        "- Explore: Fast agent specialized for exploring codebases\n"
+        "- general-purpose: General-purpose agent for researching complex questions",
+        "attachment:agent_listing_delta",
+    ),
     SystemNote("## context7\nCall resolve-library-id before get-library-docs.", "attachment:mcp_instructions_delta"),
     SystemNote("- dataviz: Use this skill whenever you are about to create ANY chart", "attachment:skill_listing"),
 ]
@@ -66,8 +93,11 @@ def with_attachments(src: Path, dest: Path) -> Path:
     lines = [json.loads(x) for x in src.read_text(encoding="utf-8").splitlines()]
     prompt = lines[PROMPT_LINE - 1]
     assert prompt["type"] == "user" and lines[PROMPT_LINE]["parentUuid"] == prompt["uuid"]
-    envelope = {k: prompt[k] for k in ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch",
-                                       "timestamp") if k in prompt}
+    envelope = {
+        k: prompt[k]
+        for k in ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch", "timestamp")
+        if k in prompt
+    }
     added, parent = [], prompt["uuid"]
     for i, att in enumerate(ATTACHMENTS):
         uuid = f"00000000-0000-4000-8000-{i:012d}"
@@ -88,22 +118,30 @@ def spliced(tmp_path):
 def test_listing_attachments_are_search_only_notes_in_place(spliced):
     original, path = spliced
     before, after = parse_file(original), parse_file(path)
-    notes = [(pe.source_ref, pe.event) for pe in after.events if isinstance(pe.event, SystemNote)
-             and pe.event.subtype.startswith(ATTACHMENT_NOTE)]
+    notes = [
+        (pe.source_ref, pe.event)
+        for pe in after.events
+        if isinstance(pe.event, SystemNote) and pe.event.subtype.startswith(ATTACHMENT_NOTE)
+    ]
     assert notes == [(f"line:{PROMPT_LINE + 1 + i}", n) for i, n in enumerate(NOTES)]
     # right after the prompt, and nothing else changed: the same events, the same stats
     kinds = [type(pe.event).__name__ for pe in after.events]
     assert kinds[:6] == ["UserMessage", "SystemNote", "SystemNote", "SystemNote", "SystemNote", "AssistantMessage"]
-    rest = [pe.event for pe in after.events if not (isinstance(pe.event, SystemNote)
-                                                    and pe.event.subtype.startswith(ATTACHMENT_NOTE))]
+    rest = [
+        pe.event
+        for pe in after.events
+        if not (isinstance(pe.event, SystemNote) and pe.event.subtype.startswith(ATTACHMENT_NOTE))
+    ]
     assert rest == [pe.event for pe in before.events] and after.stats == before.stats
 
 
 def _earlier(line: bytes) -> bytes:
     """``line`` with each ``at-seq`` after the prompt moved back by the spliced notes."""
+
     def back(m: re.Match[bytes]) -> bytes:
         seq = int(m.group(1))
         return b'at-seq=\\"%d\\"' % (seq - len(NOTES) if seq > 1 else seq)
+
     return re.sub(rb'at-seq=\\"(\d+)\\"', back, line)
 
 
@@ -129,19 +167,24 @@ def test_attachment_text_is_found_by_search_and_changes_no_view(spliced, tmp_pat
         reader = StoreSessionReader(store, sid)
         counter = TokenCounter(plugins.select_estimator(None))
         terms = query_terms(["get-library-docs resolve-library-id dataviz Explore"])
-        assert recall(reader, RecallCache(counter), terms, before_seq=store.max_seq(sid) + 1,
-                      limit_tokens=50_000) == []
+        assert recall(reader, RecallCache(counter), terms, before_seq=store.max_seq(sid) + 1, limit_tokens=50_000) == []
         assert [s.event for s in store.search("get-library-docs", session_id=sid)] == [NOTES[2]]
     finally:
         store.close()
     _load_commands()
-    res = CliRunner().invoke(cli, ["--db", str(tmp_path / "spliced.db"), "search", "--json", "--role", "system",
-                                   "claude.ai Notion"], env={"LATCH_HOME": str(tmp_path / "home")})
+    res = CliRunner().invoke(
+        cli,
+        ["--db", str(tmp_path / "spliced.db"), "search", "--json", "--role", "system", "claude.ai Notion"],
+        env={"LATCH_HOME": str(tmp_path / "home")},
+    )
     assert res.exit_code == 0, res.output
     (hit,) = json.loads(res.output)
     assert (hit["kind"], hit["session"], hit["text"]) == ("system_note", sid, NOTES[0].text)
-    skills = CliRunner().invoke(cli, ["--db", str(tmp_path / "spliced.db"), "search", "dataviz"],
-                                env={"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200"})
+    skills = CliRunner().invoke(
+        cli,
+        ["--db", str(tmp_path / "spliced.db"), "search", "dataviz"],
+        env={"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200"},
+    )
     assert skills.exit_code == 0 and skills.output.startswith("1 hit, newest first"), skills.output
     assert "system_note: - **dataviz**: Use this skill" in skills.output
 

@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from _importer_checks import BINARY_FILE, EMPTY_FILE, assert_rejected, detected, ref_kinds, snapshot
 
 from latch.events import AssistantMessage, SystemNote, ToolResult, Usage, UserMessage
 from latch.host.ingest import import_all
 from latch.importers import parse_all_file, parse_file
 from latch.importers._common import compute_stats
-
-from _importer_checks import BINARY_FILE, EMPTY_FILE, assert_rejected, detected, ref_kinds, snapshot
 
 MONO = "monochromatic.aider.chat.history.md"
 MOZG = "mozgoslav.aider.chat.history.md"
@@ -64,17 +63,25 @@ def test_monochromatic_counts(aider_dir):
         "assistant_messages": 40,
         # SEARCH blocks outside failure reports, in replies followed by `> Applied edit` or a failure report:
         # 37 (5 more got no outcome: ask mode / "Skipping edits" → they stay text)
-        "tool_calls": 37, "tool_results": 37,
+        "tool_calls": 37,
+        "tool_results": 37,
         # grep -c '^> # [0-9]* SEARCH/REPLACE blocks\? failed to match' → 7 reports, each "# 1 ... block failed"
         "tool_errors": 7,
-        "orphan_results": 0, "missing_results": 0,
+        "orphan_results": 0,
+        "missing_results": 0,
         # grep '^> Tokens:' → 39 lines; "k" values ×1000 summed: 613,500 sent, 24,145 received; no cache fields
-        "usage": {"input_tokens": 613500, "output_tokens": 24145, "cache_read_tokens": None,
-                  "cache_write_tokens": None, "requests": 39},
+        "usage": {
+            "input_tokens": 613500,
+            "output_tokens": 24145,
+            "cache_read_tokens": None,
+            "cache_write_tokens": None,
+            "requests": 39,
+        },
     }
     assert [s.meta for s in sessions] == [
         {"run": n, "started": text.removeprefix(HEADER), "title": text[2:], "usage_rounded": True}
-        for n, (_, text) in enumerate(_headers(aider_dir / MONO), 1)]
+        for n, (_, text) in enumerate(_headers(aider_dir / MONO), 1)
+    ]
     es = r"C:\Users\user\Text\Projects\Aquaticat\monochromatic2025MAY24-pnpmTest\packages\module\es"
     # each run's own "Cur working dir:" (grep -n): runs 1-3 (headers on lines 2, 8, 41) print none; run 4
     # (header on line 48) prints it on line 57, run 5 (line 82) on line 92
@@ -85,13 +92,21 @@ def test_monochromatic_counts(aider_dir):
 def test_mozgoslav_counts(aider_dir):
     sessions = parse_all_file(aider_dir / MOZG)
     assert compute_stats(_all_events(aider_dir / MOZG)) == {
-        "user_messages": 23,       # same awk as above, plus 2 reflections (lines 388 and 3577)
+        "user_messages": 23,  # same awk as above, plus 2 reflections (lines 388 and 3577)
         "assistant_messages": 16,  # same awk; 16 `<thinking-content-…>` openings, one per reply
-        "tool_calls": 3, "tool_results": 3,  # grep -c '^> Applied edit to' → 3 (whole edit format, no SEARCH)
-        "tool_errors": 0, "orphan_results": 0, "missing_results": 0,
+        "tool_calls": 3,
+        "tool_results": 3,  # grep -c '^> Applied edit to' → 3 (whole edit format, no SEARCH)
+        "tool_errors": 0,
+        "orphan_results": 0,
+        "missing_results": 0,
         # 14 `> Tokens:` lines (no cost part in this file): 83,800 sent, 25,550 received
-        "usage": {"input_tokens": 83800, "output_tokens": 25550, "cache_read_tokens": None,
-                  "cache_write_tokens": None, "requests": 14},
+        "usage": {
+            "input_tokens": 83800,
+            "output_tokens": 25550,
+            "cache_read_tokens": None,
+            "cache_write_tokens": None,
+            "requests": 14,
+        },
     }
     assert [s.meta["run"] for s in sessions] == [1, 2, 3]
     assert [s.workspace for s in sessions] == [None] * 3  # this file never prints "Cur working dir:"
@@ -105,14 +120,17 @@ def test_one_session_per_run(aider_dir, name):
     headers = _headers(path)
     sessions = parse_all_file(path)
     assert len(sessions) == len(headers) == {MONO: 19, MOZG: 3}[name]
-    assert [(s.events[0].source_ref, type(s.events[0].event), s.events[0].event.subtype, s.events[0].ts)
-            for s in sessions] == [(f"line:{n}", SystemNote, "session_start", text.removeprefix(HEADER))
-                                   for n, text in headers]
+    assert [
+        (s.events[0].source_ref, type(s.events[0].event), s.events[0].event.subtype, s.events[0].ts) for s in sessions
+    ] == [(f"line:{n}", SystemNote, "session_start", text.removeprefix(HEADER)) for n, text in headers]
     # no session holds another run's lines: each one's refs lie between its header and the next
-    bounds = [n for n, _ in headers] + [10 ** 9]
+    bounds = [n for n, _ in headers] + [10**9]
     for s, lo, hi in zip(sessions, bounds, bounds[1:]):
-        lines = [int(pe.source_ref.split(":")[-1].split("#")[0]) for pe in s.events
-                 if not pe.source_ref.startswith("missing:")]
+        lines = [
+            int(pe.source_ref.split(":")[-1].split("#")[0])
+            for pe in s.events
+            if not pe.source_ref.startswith("missing:")
+        ]
         assert lo <= min(lines) and max(lines) < hi
     keys = [s.external_key for s in sessions]
     assert len(set(keys)) == len(keys)
@@ -127,7 +145,10 @@ def test_sessions_notes_and_usage_placement(aider_dir):
     starts = [pe for pe in events if isinstance(pe.event, SystemNote) and pe.event.subtype == "session_start"]
     assert len(starts) == 19  # grep -c '^# aider chat started at'
     assert (starts[0].source_ref, starts[0].ts, starts[0].event.text) == (
-        "line:2", "2025-06-02 11:47:49", "aider chat started at 2025-06-02 11:47:49")
+        "line:2",
+        "2025-06-02 11:47:49",
+        "aider chat started at 2025-06-02 11:47:49",
+    )
     # grep -c '^> litellm\.[A-Za-z]*Error' → 11
     assert len(_notes([pe.event for pe in events], "api_error")) == 11
     for i, pe in enumerate(events):  # every Usage directly follows its reply, model unknown (rounded figures)
@@ -150,21 +171,31 @@ def test_search_replace_edits(aider_dir):
     assert "<<<<<<< SEARCH" not in reply.text
     assert reply.text.endswith("Here are the *SEARCH/REPLACE* blocks to apply these suggestions:")
     result = by_ref["line:446"]
-    assert result == ToolResult(call_id="edit-L407", content=r"Applied edit to packages\module\es\src\CONVENTIONS.md",
-                                name="edit")
+    assert result == ToolResult(
+        call_id="edit-L407", content=r"Applied edit to packages\module\es\src\CONVENTIONS.md", name="edit"
+    )
     # lines 2624-2806: two blocks on CONVENTIONS.md, the second failed to match, the first was applied
-    failed_turn = [pe.event for pe in events
-                   if isinstance(pe.event, ToolResult) and pe.source_ref.startswith("line:2806")]
+    failed_turn = [
+        pe.event for pe in events if isinstance(pe.event, ToolResult) and pe.source_ref.startswith("line:2806")
+    ]
     assert [(r.call_id, r.is_error) for r in failed_turn] == [("edit-L2635", False), ("edit-L2772", True)]
     assert failed_turn[0].content == "Applied edit to CONVENTIONS.md"
     assert failed_turn[1].content.startswith(
-        "# 1 SEARCH/REPLACE block failed to match!\n\n## SearchReplaceNoExactMatch")
+        "# 1 SEARCH/REPLACE block failed to match!\n\n## SearchReplaceNoExactMatch"
+    )
     assert failed_turn[1].content.endswith("Just reply with fixed versions of the block above that failed to match.")
     # the report is the tool result; aider's other output lines follow as a note; the fix is the next request
     refs = [pe.source_ref for pe in events]
     at = refs.index("line:2625")
-    assert refs[at:at + 7] == ["line:2625", "line:2799", "line:2806", "line:2806#1", "line:2800", "line:2843",
-                               "line:2878"]
+    assert refs[at : at + 7] == [
+        "line:2625",
+        "line:2799",
+        "line:2806",
+        "line:2806#1",
+        "line:2800",
+        "line:2843",
+        "line:2878",
+    ]
     assert by_ref["line:2800"].text.startswith("CONVENTIONS.md\nAllow edits to file that has not been added")
     unanswered = by_ref["line:1081"]  # ask-mode reply with a SEARCH block and no outcome: stays text, no call
     assert unanswered.tool_calls == () and "<<<<<<< SEARCH" in unanswered.text
@@ -195,7 +226,8 @@ def test_reimport_adds_nothing(aider_dir, store, name):
     got = import_all(store, aider_dir / name)
     sessions = parse_all_file(aider_dir / name)
     assert [(p.external_key, len(seqs)) for _, p, seqs in got] == [
-        (s.external_key, len(s.settled_events)) for s in sessions]
+        (s.external_key, len(s.settled_events)) for s in sessions
+    ]
     assert all(p.external_key.startswith("aider:sha256:") for _, p, _ in got)
     after = snapshot(store)
     assert len(after[1]) == len(_headers(aider_dir / name))
@@ -213,9 +245,12 @@ def test_malformed_is_rejected_and_store_unchanged(aider_dir, store, tmp_path, c
         "empty": EMPTY_FILE,
         "binary": BINARY_FILE,
         "invalid_utf8": (data[:mid] + b"\xff" + data[mid:], "line 81", "not UTF-8 text"),
-        "cut_in_utf8": (data[:mid + 1], "line 81", "not UTF-8 text"),  # cut inside a 2-byte character
-        "no_structure": ("# Notes\n\nJust a markdown file.\n> a quote  \n".encode(), "line 1",
-                         "not an aider chat history"),
+        "cut_in_utf8": (data[: mid + 1], "line 81", "not UTF-8 text"),  # cut inside a 2-byte character
+        "no_structure": (
+            b"# Notes\n\nJust a markdown file.\n> a quote  \n",
+            "line 1",
+            "not an aider chat history",
+        ),
     }
     blob, where, reason = variants[case]
     assert_rejected(store, tmp_path / MOZG, blob, where=where, reason=reason, fmt="aider")
@@ -259,23 +294,32 @@ def test_synthetic_history_edge_cases(tmp_path):
     path.write_text(SYNTHETIC, "utf-8")
     events = parse_file(path).events
     assert ref_kinds(events) == [
-        ("line:2", "SystemNote"), ("line:4", "SystemNote"),
-        ("line:7", "UserMessage"), ("line:8", "SystemNote"),          # /run: user input + aider output note
+        ("line:2", "SystemNote"),
+        ("line:4", "SystemNote"),
+        ("line:7", "UserMessage"),
+        ("line:8", "SystemNote"),  # /run: user input + aider output note
         ("line:10", "UserMessage"),
-        ("line:14", "AssistantMessage"), ("line:26", "Usage"), ("line:27", "ToolResult"),
+        ("line:14", "AssistantMessage"),
+        ("line:26", "Usage"),
+        ("line:27", "ToolResult"),
         ("line:28", "SystemNote"),
-        ("line:29#request", "AssistantMessage"), ("line:29", "Usage"),  # a request with no reply text
+        ("line:29#request", "AssistantMessage"),
+        ("line:29", "Usage"),  # a request with no reply text
         ("line:30", "SystemNote"),
     ]
     ev = {pe.source_ref: pe.event for pe in events}
     assert ev["line:7"].text == "/run pytest -q"
     assert ev["line:10"].text == "rename foo to bar in util.py\n\nkeep the docstring"
     reply = ev["line:14"]
-    assert reply.text == ("> quoted requirement (markdown quote, not aider output)\n"
-                          "#### Plan (a markdown heading, not user input)")
+    assert reply.text == (
+        "> quoted requirement (markdown quote, not aider output)\n#### Plan (a markdown heading, not user input)"
+    )
     assert reply.tool_calls[0].id == "edit-L19" and ev["line:27"].call_id == "edit-L19"
-    assert json.loads(reply.tool_calls[0].arguments) == {"path": "util.py", "search": "def foo():",
-                                                         "replace": "def bar():"}
+    assert json.loads(reply.tool_calls[0].arguments) == {
+        "path": "util.py",
+        "search": "def foo():",
+        "replace": "def bar():",
+    }
     assert reply.model == "anthropic/claude-x"
     # "sent" is the whole prompt, cache reads and writes included: uncached input = 9700 - 5000 - 1200
     assert ev["line:26"] == Usage(input_tokens=3500, output_tokens=90, cache_read_tokens=5000, cache_write_tokens=1200)
@@ -317,7 +361,7 @@ def test_a_file_grown_by_one_more_run_adds_one_session(aider_dir, store, tmp_pat
     before = import_all(store, live)
     assert len(before) == len(headers) - 1
     old = _logs(store)
-    tail = before[-1][1].events[before[-1][1].settled:]  # the then-last run's last turn, not stored yet
+    tail = before[-1][1].events[before[-1][1].settled :]  # the then-last run's last turn, not stored yet
     assert len(tail) == len(before[-1][1].events) - len(before[-1][2]) > 0
     live.write_bytes(src.read_bytes())
     after = import_all(store, live)
@@ -328,8 +372,8 @@ def test_a_file_grown_by_one_more_run_adds_one_session(aider_dir, store, tmp_pat
     for sid, _, _ in before[:-1]:
         assert new[sid] == old[sid]
     grown_sid = before[-1][0]
-    assert new[grown_sid][:len(old[grown_sid])] == old[grown_sid]
-    assert [ref for _, ref, _ in new[grown_sid][len(old[grown_sid]):]] == [pe.source_ref for pe in tail]
+    assert new[grown_sid][: len(old[grown_sid])] == old[grown_sid]
+    assert [ref for _, ref, _ in new[grown_sid][len(old[grown_sid]) :]] == [pe.source_ref for pe in tail]
     sid, parsed, seqs = after[-1]
     assert sid not in old and len(seqs) == len(parsed.settled_events) > 0
     assert new[sid][0][1] == f"line:{headers[-1][0]}" and parsed.meta["run"] == len(headers)
@@ -350,7 +394,7 @@ def test_a_file_whose_last_run_grew_appends_to_that_session_only(aider_dir, stor
     new = _logs(store)
     last = before[-1][0]
     assert all(new[sid] == old[sid] for sid in old if sid != last)
-    assert new[last][:len(old[last])] == old[last] and len(new[last]) > len(old[last])
+    assert new[last][: len(old[last])] == old[last] and len(new[last]) > len(old[last])
     # what one import of the whole file stores for that run
     assert [ref for _, ref, _ in new[last]] == [pe.source_ref for pe in parse_file(src).settled_events]
 
@@ -362,8 +406,13 @@ def test_a_store_holding_the_whole_file_as_one_session_keeps_it(aider_dir, store
     path = aider_dir / MOZG
     sessions = parse_all_file(path)
     whole = [pe for s in sessions for pe in s.events]
-    legacy, _ = store.import_session(external_key=sessions[0].external_key.split(":run-")[0], source=str(path),
-                                     format="aider", workspace=None, events=whole)
+    legacy, _ = store.import_session(
+        external_key=sessions[0].external_key.split(":run-")[0],
+        source=str(path),
+        format="aider",
+        workspace=None,
+        events=whole,
+    )
     got = import_all(store, path, final=True)
     assert legacy not in {sid for sid, _, _ in got}
     assert [len(seqs) for _, _, seqs in got] == [len(s.events) for s in sessions] == [5, 35, 46]
@@ -375,10 +424,17 @@ def test_a_reply_naming_files_the_user_adds_is_answered_by_the_added_files_refle
     events = [pe for s in parse_all_file(aider_dir / MOZG) for pe in s.events]
     got = [(pe.source_ref, pe.event.text) for pe in events if (pe.source_ref or "").endswith("#reflection")]
     assert got == [
-        ("line:388#reflection", "I added these files to the chat: frontend/src/store/slices/jobs/index.ts\n"
-                                "Let me know if there are others we should add."),
-        ("line:3577#reflection", "I added these files to the chat: frontend/src/store/slices/settings/index.ts\n"
-                                 "Let me know if there are others we should add.")]
+        (
+            "line:388#reflection",
+            "I added these files to the chat: frontend/src/store/slices/jobs/index.ts\n"
+            "Let me know if there are others we should add.",
+        ),
+        (
+            "line:3577#reflection",
+            "I added these files to the chat: frontend/src/store/slices/settings/index.ts\n"
+            "Let me know if there are others we should add.",
+        ),
+    ]
     at = [pe.source_ref for pe in events].index("line:388#reflection")
     assert isinstance(events[at + 1].event, AssistantMessage) and events[at].event.is_meta
     # a watch-mode request ("Processing your request...") asks about its own prompt's files: no reflection

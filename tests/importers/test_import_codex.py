@@ -6,8 +6,18 @@ import base64
 import json
 
 import pytest
-from _importer_checks import (assert_rejected, assert_reimport_adds_nothing, assert_shape, check_jsonl_corruptions,
-                              check_utf16_variant, detected, mutate_line, ref_kinds, tiny_png, write_jsonl)
+from _importer_checks import (
+    assert_reimport_adds_nothing,
+    assert_rejected,
+    assert_shape,
+    check_jsonl_corruptions,
+    check_utf16_variant,
+    detected,
+    mutate_line,
+    ref_kinds,
+    tiny_png,
+    write_jsonl,
+)
 
 from latch.events import AssistantMessage, CompactionMarker, SystemNote, ToolResult, Usage, UserMessage
 from latch.importers import TranscriptError, parse_file
@@ -36,10 +46,18 @@ EDGERUNNER = "codex/edgerunner_codex-session.jsonl"
 #                  sum(cached) = 34132736, sum(output) = 98116. The last event's cumulative
 #                  total_token_usage is exactly input 35779173 = 1646437 + 34132736, cached 34132736,
 #                  output 98116, which confirms the de-duplication.
-EXPECTED = dict(user_messages=7, assistant_messages=174, tool_calls=171, tool_results=170, tool_errors=6,
-                orphan_results=0, missing_results=0,
-                usage=dict(input_tokens=1646437, output_tokens=98116, cache_read_tokens=34132736,
-                           cache_write_tokens=None, requests=173))
+EXPECTED = dict(
+    user_messages=7,
+    assistant_messages=174,
+    tool_calls=171,
+    tool_results=170,
+    tool_errors=6,
+    orphan_results=0,
+    missing_results=0,
+    usage=dict(
+        input_tokens=1646437, output_tokens=98116, cache_read_tokens=34132736, cache_write_tokens=None, requests=173
+    ),
+)
 
 
 @pytest.mark.corpus
@@ -71,10 +89,11 @@ def test_corpus_first_response(corpus_dir):
     (call,) = first.tool_calls
     assert call.id == "call_UZKUyTF5KFRtKCgmWb5QumB9" and call.name == "exec"
     assert json.loads(call.arguments)["input"].startswith("const r = await tools.exec_command(")
-    assert refs["line:16"] == Usage(input_tokens=22727 - 11008, output_tokens=299, cache_read_tokens=11008,
-                                    model="gpt-5.6-sol")
+    assert refs["line:16"] == Usage(
+        input_tokens=22727 - 11008, output_tokens=299, cache_read_tokens=11008, model="gpt-5.6-sol"
+    )
     order = [pe.source_ref for pe in parsed.events]
-    assert order[order.index("line:11"):order.index("line:11") + 3] == ["line:11", "line:16", "line:15"]
+    assert order[order.index("line:11") : order.index("line:11") + 3] == ["line:11", "line:16", "line:15"]
     # line 496: the interrupted exec cell
     aborted = refs["line:496"]
     assert aborted.is_error and aborted.content.startswith("aborted by user after 77.1s")
@@ -96,16 +115,28 @@ def test_malformed_copies(corpus_dir, store, tmp_path):
     def wrong(obj):
         obj["payload"]["arguments"] = {"cell_id": "1"}
 
-    check_jsonl_corruptions(store, tmp_path, corpus_dir / EDGERUNNER, middle=18, wrong_type=wrong,
-                            wrong_type_reason="field 'payload.arguments' must be a string, got object", fmt="codex")
+    check_jsonl_corruptions(
+        store,
+        tmp_path,
+        corpus_dir / EDGERUNNER,
+        middle=18,
+        wrong_type=wrong,
+        wrong_type_reason="field 'payload.arguments' must be a string, got object",
+        fmt="codex",
+    )
 
 
 @pytest.mark.corpus
 def test_message_content_as_number(corpus_dir, store, tmp_path):
     # line 123: the user message "Implement the plan."
     data = mutate_line((corpus_dir / EDGERUNNER).read_bytes(), 123, lambda obj: obj["payload"].update(content=5))
-    assert_rejected(store, tmp_path / "bad.jsonl", data, where="line 123",
-                    reason="field 'payload.content' must be a string or an array, got number")
+    assert_rejected(
+        store,
+        tmp_path / "bad.jsonl",
+        data,
+        where="line 123",
+        reason="field 'payload.content' must be a string or an array, got number",
+    )
 
 
 @pytest.mark.corpus
@@ -127,10 +158,18 @@ def _event(**payload) -> dict:
 
 
 def _tokens(inp: int, cached: int, out: int, total: int) -> dict:
-    last = {"input_tokens": inp, "cached_input_tokens": cached, "output_tokens": out, "reasoning_output_tokens": 0,
-            "total_tokens": inp + out}
-    info = {"last_token_usage": last, "total_token_usage": {**last, "total_tokens": total},
-            "model_context_window": 258400}
+    last = {
+        "input_tokens": inp,
+        "cached_input_tokens": cached,
+        "output_tokens": out,
+        "reasoning_output_tokens": 0,
+        "total_tokens": inp + out,
+    }
+    info = {
+        "last_token_usage": last,
+        "total_token_usage": {**last, "total_tokens": total},
+        "model_context_window": 258400,
+    }
     return _event(type="token_count", info=info, rate_limits={})
 
 
@@ -138,27 +177,46 @@ def synthetic_rows() -> list[dict]:
     png = base64.b64encode(tiny_png(4, 5)).decode()
     text = lambda s: [{"type": "input_text", "text": s}]  # noqa: E731
     return [
-        _row("session_meta", {"id": "0190-aaaa", "cwd": "/home/user/app", "cli_version": "0.130.0",
-                              "base_instructions": {"text": "You are Codex."}}),
+        _row(
+            "session_meta",
+            {
+                "id": "0190-aaaa",
+                "cwd": "/home/user/app",
+                "cli_version": "0.130.0",
+                "base_instructions": {"text": "You are Codex."},
+            },
+        ),
         _event(type="task_started", turn_id="t1"),
         _row("turn_context", {"turn_id": "t1", "model": "gpt-5.x"}),
         _item(type="message", role="developer", content=text("<permissions instructions>sandboxed")),
         _item(type="message", role="user", content=text("<environment_context>\n<cwd>/home/user/app</cwd>")),
-        _item(type="message", role="user", content=text("what is on this screenshot? then run the tests")
-              + [{"type": "input_image", "image_url": f"data:image/png;base64,{png}"}]),  # line 6
+        _item(
+            type="message",
+            role="user",
+            content=text("what is on this screenshot? then run the tests")
+            + [{"type": "input_image", "image_url": f"data:image/png;base64,{png}"}],
+        ),  # line 6
         _event(type="user_message", message="what is on this screenshot? then run the tests", images=[]),
         _item(type="reasoning", summary=[], content=None, encrypted_content="gAAA"),  # line 8
         _item(type="message", role="assistant", content=[{"type": "output_text", "text": "Running the tests."}]),
         _event(type="agent_message", message="Running the tests."),
         _item(type="function_call", name="exec_command", arguments='{"cmd":"npm test"}', call_id="call_1"),
-        _item(type="custom_tool_call", name="apply_patch", input="*** Begin Patch\n*** End Patch\n",
-              call_id="call_2", status="completed"),
+        _item(
+            type="custom_tool_call",
+            name="apply_patch",
+            input="*** Begin Patch\n*** End Patch\n",
+            call_id="call_2",
+            status="completed",
+        ),
         _tokens(9000, 6000, 120, 9120),  # line 13
         _tokens(9000, 6000, 120, 9120),  # line 14: the same report again
         _item(type="function_call_output", call_id="call_1", output="Process exited with code 1\nOutput:\n2 failing"),
         _event(type="patch_apply_end", call_id="call_2", success=False, stdout="", stderr="rejected", changes={}),
-        _item(type="custom_tool_call_output", call_id="call_2",
-              output='{"output":"patch rejected","metadata":{"exit_code":1,"duration_seconds":0.1}}'),
+        _item(
+            type="custom_tool_call_output",
+            call_id="call_2",
+            output='{"output":"patch rejected","metadata":{"exit_code":1,"duration_seconds":0.1}}',
+        ),
         _event(type="token_count", info=None, rate_limits={"primary": {}}),  # line 18
         _item(type="web_search_call", status="completed", action={"type": "search", "query": "npm retry"}),
         _event(type="web_search_end", call_id="ws_1", query="npm retry", action={"type": "search"}),
@@ -184,12 +242,24 @@ def test_synthetic_rollout(tmp_path, store):
     parsed = parse_file(path)
     assert_shape(parsed.events)
     assert ref_kinds(parsed.events) == [
-        ("line:1", "SystemNote"), ("line:4", "SystemNote"), ("line:5", "UserMessage"), ("line:6", "UserMessage"),
-        ("line:8", "AssistantMessage"), ("line:13", "Usage"), ("line:15", "ToolResult"), ("line:17", "ToolResult"),
-        ("line:19", "AssistantMessage"), ("line:22", "Usage"), ("line:20", "ToolResult"),
-        ("line:23", "AssistantMessage"), ("line:24", "Usage"), ("missing:call_3", "ToolResult"),
-        ("line:27", "UserMessage"), ("line:28", "ToolResult"),
-        ("line:29", "AssistantMessage"), ("line:31", "Usage"),
+        ("line:1", "SystemNote"),
+        ("line:4", "SystemNote"),
+        ("line:5", "UserMessage"),
+        ("line:6", "UserMessage"),
+        ("line:8", "AssistantMessage"),
+        ("line:13", "Usage"),
+        ("line:15", "ToolResult"),
+        ("line:17", "ToolResult"),
+        ("line:19", "AssistantMessage"),
+        ("line:22", "Usage"),
+        ("line:20", "ToolResult"),
+        ("line:23", "AssistantMessage"),
+        ("line:24", "Usage"),
+        ("missing:call_3", "ToolResult"),
+        ("line:27", "UserMessage"),
+        ("line:28", "ToolResult"),
+        ("line:29", "AssistantMessage"),
+        ("line:31", "Usage"),
         ("line:32", "CompactionMarker"),
     ]
     ev = {pe.source_ref: pe.event for pe in parsed.events}
@@ -201,39 +271,71 @@ def test_synthetic_rollout(tmp_path, store):
     assert first.text == "Running the tests." and first.reasoning_reported and first.model == "gpt-5.x"
     assert [(c.id, c.name, c.arguments) for c in first.tool_calls] == [
         ("call_1", "exec_command", '{"cmd":"npm test"}'),
-        ("call_2", "apply_patch", '{"input":"*** Begin Patch\\n*** End Patch\\n"}')]
+        ("call_2", "apply_patch", '{"input":"*** Begin Patch\\n*** End Patch\\n"}'),
+    ]
     assert ev["line:13"] == Usage(input_tokens=3000, output_tokens=120, cache_read_tokens=6000, model="gpt-5.x")
     assert (ev["line:15"].is_error, ev["line:15"].exit_code) == (True, 1)
-    assert ev["line:17"] == ToolResult(call_id="call_2", content="patch rejected", is_error=True, name="apply_patch",
-                                       exit_code=1)
+    assert ev["line:17"] == ToolResult(
+        call_id="call_2", content="patch rejected", is_error=True, name="apply_patch", exit_code=1
+    )
     search = ev["line:19"]
     assert search.text == "Found the docs." and not search.reasoning_reported
     assert json.loads(search.tool_calls[0].arguments) == {"type": "search", "query": "npm retry"}
-    assert ev["line:20"] == ToolResult(call_id="web_search:line:19", content="web search completed: npm retry",
-                                       name="web_search")
-    assert ev["missing:call_3"] == ToolResult(call_id="call_3", is_error=True, name="shell", missing=True,
-                                              content="[no result: the turn was aborted (interrupted)]")
+    assert ev["line:20"] == ToolResult(
+        call_id="web_search:line:19", content="web search completed: npm retry", name="web_search"
+    )
+    assert ev["missing:call_3"] == ToolResult(
+        call_id="call_3",
+        is_error=True,
+        name="shell",
+        missing=True,
+        content="[no result: the turn was aborted (interrupted)]",
+    )
     assert ev["line:28"] == ToolResult(call_id="call_999", content="stray", orphan=True)
     assert ev["line:29"].reasoning_reported
     # no `trigger` in the item: Codex writes the same CompactedItem for /compact and auto-compaction (unknown)
     assert ev["line:32"] == CompactionMarker(trigger=None, summary="Summary of the work so far.")
-    assert parsed.stats == dict(user_messages=3, assistant_messages=4, tool_calls=4, tool_results=4, tool_errors=2,
-                                orphan_results=1, missing_results=1,
-                                usage=dict(input_tokens=3000 + 1000 + 200 + 200, output_tokens=205,
-                                           cache_read_tokens=6000 + 9000 + 9900 + 10000, cache_write_tokens=None,
-                                           requests=4))
+    assert parsed.stats == dict(
+        user_messages=3,
+        assistant_messages=4,
+        tool_calls=4,
+        tool_results=4,
+        tool_errors=2,
+        orphan_results=1,
+        missing_results=1,
+        usage=dict(
+            input_tokens=3000 + 1000 + 200 + 200,
+            output_tokens=205,
+            cache_read_tokens=6000 + 9000 + 9900 + 10000,
+            cache_write_tokens=None,
+            requests=4,
+        ),
+    )
     assert_reimport_adds_nothing(store, path)
 
 
-@pytest.mark.parametrize("line, change, reason", [
-    (13, lambda p: p["info"]["last_token_usage"].update(input_tokens="9000"),
-     "field 'payload.info.last_token_usage.input_tokens' must be a non-negative integer, got string"),
-    (13, lambda p: p["info"]["last_token_usage"].update(cached_input_tokens=9500),
-     "cached input tokens (9500) exceed input tokens (9000)"),
-    (12, lambda p: p.update(input=None), "missing field 'payload.input' (a string)"),
-    (15, lambda p: p.update(output={"text": "x"}), "field 'payload.output' must be a string or an array, got object"),
-    (4, lambda p: p.pop("role"), "missing field 'payload.role' (a string)"),
-])
+@pytest.mark.parametrize(
+    "line, change, reason",
+    [
+        (
+            13,
+            lambda p: p["info"]["last_token_usage"].update(input_tokens="9000"),
+            "field 'payload.info.last_token_usage.input_tokens' must be a non-negative integer, got string",
+        ),
+        (
+            13,
+            lambda p: p["info"]["last_token_usage"].update(cached_input_tokens=9500),
+            "cached input tokens (9500) exceed input tokens (9000)",
+        ),
+        (12, lambda p: p.update(input=None), "missing field 'payload.input' (a string)"),
+        (
+            15,
+            lambda p: p.update(output={"text": "x"}),
+            "field 'payload.output' must be a string or an array, got object",
+        ),
+        (4, lambda p: p.pop("role"), "missing field 'payload.role' (a string)"),
+    ],
+)
 def test_wrong_field_types(tmp_path, store, line, change, reason):
     rows = synthetic_rows()
     change(rows[line - 1]["payload"])
@@ -259,30 +361,52 @@ def test_context_compacted_events(tmp_path):
     """``event_msg/context_compacted`` (codex-rs ``EventMsg::ContextCompacted``, empty) right after its ``compacted``
     item is the same compaction; alone it is a marker of its own; one at the end may still get its item (open
     tail)."""
+
     def row(kind, payload, n):
         return {"timestamp": f"2026-02-01T09:00:{n:02d}.000Z", "type": kind, "payload": payload}
-    rows = [row("session_meta", {"id": "0190-cccc", "cwd": "/w"}, 0),
-            row("event_msg", {"type": "task_started", "turn_id": "t1"}, 1),
-            row("response_item", {"type": "message", "role": "user",
-                                  "content": [{"type": "input_text", "text": "go on"}]}, 2),
-            row("response_item", {"type": "message", "role": "assistant",
-                                  "content": [{"type": "output_text", "text": "ok"}]}, 3),
-            row("event_msg", {"type": "token_count", "info": {"last_token_usage": {
-                "input_tokens": 250000, "cached_input_tokens": 200000, "output_tokens": 10}}}, 4),
-            row("compacted", {"message": "Summary one.", "replacement_history": []}, 5),  # line 6
-            row("event_msg", {"type": "token_count", "info": None}, 6),
-            row("event_msg", {"type": "context_compacted"}, 7),  # line 8: joins line 6
-            row("event_msg", {"type": "task_complete", "turn_id": "t1"}, 8),
-            row("event_msg", {"type": "context_compacted"}, 9),  # line 10: alone
-            row("event_msg", {"type": "task_started", "turn_id": "t2"}, 10)]
+
+    rows = [
+        row("session_meta", {"id": "0190-cccc", "cwd": "/w"}, 0),
+        row("event_msg", {"type": "task_started", "turn_id": "t1"}, 1),
+        row(
+            "response_item",
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go on"}]},
+            2,
+        ),
+        row(
+            "response_item",
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]},
+            3,
+        ),
+        row(
+            "event_msg",
+            {
+                "type": "token_count",
+                "info": {
+                    "last_token_usage": {"input_tokens": 250000, "cached_input_tokens": 200000, "output_tokens": 10}
+                },
+            },
+            4,
+        ),
+        row("compacted", {"message": "Summary one.", "replacement_history": []}, 5),  # line 6
+        row("event_msg", {"type": "token_count", "info": None}, 6),
+        row("event_msg", {"type": "context_compacted"}, 7),  # line 8: joins line 6
+        row("event_msg", {"type": "task_complete", "turn_id": "t1"}, 8),
+        row("event_msg", {"type": "context_compacted"}, 9),  # line 10: alone
+        row("event_msg", {"type": "task_started", "turn_id": "t2"}, 10),
+    ]
     path = write_jsonl(tmp_path / "rollout-2026-02-01T09-00-00-0190-cccc.jsonl", rows)
     parsed = parse_file(path)
     markers = [(pe.source_ref, pe.ts, pe.event) for pe in parsed.events if isinstance(pe.event, CompactionMarker)]
-    assert markers == [("line:6", "2026-02-01T09:00:05.000Z", CompactionMarker(trigger=None, summary="Summary one.")),
-                       ("line:10", "2026-02-01T09:00:09.000Z", CompactionMarker())]
+    assert markers == [
+        ("line:6", "2026-02-01T09:00:05.000Z", CompactionMarker(trigger=None, summary="Summary one.")),
+        ("line:10", "2026-02-01T09:00:09.000Z", CompactionMarker()),
+    ]
     assert parsed.settled is None
-    tail = write_jsonl(tmp_path / "rollout-2026-02-01T09-00-00-0190-dddd.jsonl",
-                       [*rows[:5], row("event_msg", {"type": "context_compacted"}, 5)])
+    tail = write_jsonl(
+        tmp_path / "rollout-2026-02-01T09-00-00-0190-dddd.jsonl",
+        [*rows[:5], row("event_msg", {"type": "context_compacted"}, 5)],
+    )
     grown = parse_file(tail)
     assert isinstance(grown.events[-1].event, CompactionMarker) and grown.settled == len(grown.events) - 1
 
@@ -290,14 +414,22 @@ def test_context_compacted_events(tmp_path):
 def test_compacted_trigger_is_kept_when_written_and_unknown_when_absent(tmp_path):
     """codex-rs core/src/compact.rs writes one CompactedItem{message, replacement_history} for /compact and for
     auto-compaction alike: without a ``trigger`` field the marker's trigger is unknown (None), not "manual"."""
+
     def row(kind, payload, n):
         return {"timestamp": f"2026-02-01T09:00:{n:02d}.000Z", "type": kind, "payload": payload}
-    path = write_jsonl(tmp_path / "rollout-2026-02-01T09-00-00-0190-eeee.jsonl", [
-        row("session_meta", {"id": "0190-eeee", "cwd": "/w"}, 0),
-        row("compacted", {"message": "Summary one.", "trigger": "auto"}, 1),
-        row("event_msg", {"type": "context_compacted"}, 2),
-        row("compacted", {"message": "Summary two."}, 3),
-        row("event_msg", {"type": "context_compacted"}, 4)])
+
+    path = write_jsonl(
+        tmp_path / "rollout-2026-02-01T09-00-00-0190-eeee.jsonl",
+        [
+            row("session_meta", {"id": "0190-eeee", "cwd": "/w"}, 0),
+            row("compacted", {"message": "Summary one.", "trigger": "auto"}, 1),
+            row("event_msg", {"type": "context_compacted"}, 2),
+            row("compacted", {"message": "Summary two."}, 3),
+            row("event_msg", {"type": "context_compacted"}, 4),
+        ],
+    )
     markers = [pe.event for pe in parse_file(path).events if isinstance(pe.event, CompactionMarker)]
-    assert markers == [CompactionMarker(trigger="auto", summary="Summary one."),
-                       CompactionMarker(trigger=None, summary="Summary two.")]
+    assert markers == [
+        CompactionMarker(trigger="auto", summary="Summary one."),
+        CompactionMarker(trigger=None, summary="Summary two."),
+    ]

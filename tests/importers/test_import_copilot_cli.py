@@ -8,17 +8,36 @@ import json
 from pathlib import Path
 
 import pytest
-from _importer_checks import (assert_rejected, assert_reimport_adds_nothing, assert_shape, check_jsonl_corruptions,
-                              check_utf16_variant, detected, mutate_line, ref_kinds, tiny_png, write_jsonl)
-
+from _importer_checks import (
+    assert_reimport_adds_nothing,
+    assert_rejected,
+    assert_shape,
+    check_jsonl_corruptions,
+    check_utf16_variant,
+    detected,
+    mutate_line,
+    ref_kinds,
+    tiny_png,
+    write_jsonl,
+)
 from corpus_support import corpus_files, corpus_format, corpus_name
-from latch.events import (AssistantMessage, CompactionMarker, SubagentMarker, SystemNote, ToolCall, ToolResult, Usage,
-                          UserMessage, canonical_json)
-from latch.importers import TranscriptError, parse_file
+
 from latch.engine.episodes import EpisodeIndex
+from latch.events import (
+    AssistantMessage,
+    CompactionMarker,
+    SubagentMarker,
+    SystemNote,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+    canonical_json,
+)
 from latch.host.ingest import import_file
-from latch.kernel import canonical_state
+from latch.importers import TranscriptError, parse_file
 from latch.importers.copilot_cli import CopilotCliImporter
+from latch.kernel import canonical_state
 from latch.store import EventStore
 
 LANTERN = "copilot-cli/lantern_events.jsonl"
@@ -40,10 +59,16 @@ LANTERN = "copilot-cli/lantern_events.jsonl"
 #   usage          outputTokens 470 + 508 = 978 over 2 requests; session.shutdown (line 15)
 #                  modelMetrics["qwen3:0.6b"] = requests.count 2, usage.outputTokens 978, which confirms it;
 #                  its inputTokens 4100 (a session total) has no per-request split in the log: input None
-EXPECTED = dict(user_messages=1, assistant_messages=2, tool_calls=2, tool_results=2, tool_errors=2,
-                orphan_results=0, missing_results=0,
-                usage=dict(input_tokens=None, output_tokens=978, cache_read_tokens=None, cache_write_tokens=None,
-                           requests=2))
+EXPECTED = dict(
+    user_messages=1,
+    assistant_messages=2,
+    tool_calls=2,
+    tool_results=2,
+    tool_errors=2,
+    orphan_results=0,
+    missing_results=0,
+    usage=dict(input_tokens=None, output_tokens=978, cache_read_tokens=None, cache_write_tokens=None, requests=2),
+)
 
 
 @pytest.mark.corpus
@@ -57,17 +82,26 @@ def test_corpus_counts(corpus_dir):
     assert parsed.settled is None  # ends with session.shutdown: nothing open
     assert_shape(parsed.events)
     assert ref_kinds(parsed.events) == [
-        ("line:3", "SystemNote"), ("line:4", "UserMessage"), ("line:6", "AssistantMessage"),
-        ("line:6#usage", "Usage"), ("line:9", "ToolResult"), ("line:10", "ToolResult"),
-        ("line:13", "AssistantMessage"), ("line:13#usage", "Usage")]
+        ("line:3", "SystemNote"),
+        ("line:4", "UserMessage"),
+        ("line:6", "AssistantMessage"),
+        ("line:6#usage", "Usage"),
+        ("line:9", "ToolResult"),
+        ("line:10", "ToolResult"),
+        ("line:13", "AssistantMessage"),
+        ("line:13#usage", "Usage"),
+    ]
     ev = {pe.source_ref: pe.event for pe in parsed.events}
     assert ev["line:3"].subtype == "system_prompt" and ev["line:3"].text.startswith("You are the GitHub Copilot CLI")
-    assert ev["line:4"] == UserMessage(text="In src/orders.py make average_item_price return 0 when the cart has "
-                                            "no items.")
+    assert ev["line:4"] == UserMessage(
+        text="In src/orders.py make average_item_price return 0 when the cart has no items."
+    )
     first = ev["line:6"]
     assert (first.text, first.reasoning_reported, first.model) == ("", True, "qwen3:0.6b")
-    assert first.tool_calls == (ToolCall(id="call_fpjobf9a", name="view", arguments='{"file_path":"src/orders.py"}'),
-                                ToolCall(id="call_de798t9c", name="view", arguments='{"file_path":"src/orders.py"}'))
+    assert first.tool_calls == (
+        ToolCall(id="call_fpjobf9a", name="view", arguments='{"file_path":"src/orders.py"}'),
+        ToolCall(id="call_de798t9c", name="view", arguments='{"file_path":"src/orders.py"}'),
+    )
     assert ev["line:6#usage"] == Usage(output_tokens=470, model="qwen3:0.6b", request_id="chatcmpl-427")
     assert ev["line:9"] == ToolResult(call_id="call_fpjobf9a", content='"path": Required', is_error=True, name="view")
     assert ev["line:13"].text.startswith("The error indicates that the **`paths`** field is required")
@@ -88,26 +122,44 @@ def test_malformed_copies(corpus_dir, store, tmp_path):
     def wrong(obj):
         obj["data"]["toolRequests"] = {"toolCallId": "call_fpjobf9a"}
 
-    check_jsonl_corruptions(store, tmp_path, corpus_dir / LANTERN, middle=6, wrong_type=wrong,
-                            wrong_type_reason="field 'data.toolRequests' must be an array, got object",
-                            fmt="copilot-cli")
+    check_jsonl_corruptions(
+        store,
+        tmp_path,
+        corpus_dir / LANTERN,
+        middle=6,
+        wrong_type=wrong,
+        wrong_type_reason="field 'data.toolRequests' must be an array, got object",
+        fmt="copilot-cli",
+    )
 
 
 @pytest.mark.corpus
 def test_malformed_result_names_line_and_field(corpus_dir, store, tmp_path):
     # line 9: the first tool.execution_complete
     data = mutate_line((corpus_dir / LANTERN).read_bytes(), 9, lambda obj: obj["data"].update(success="false"))
-    assert_rejected(store, tmp_path / "bad.jsonl", data, where="line 9",
-                    reason="field 'data.success' must be a boolean, got string")
+    assert_rejected(
+        store, tmp_path / "bad.jsonl", data, where="line 9", reason="field 'data.success' must be a boolean, got string"
+    )
     data = mutate_line((corpus_dir / LANTERN).read_bytes(), 9, lambda obj: obj["data"].update(toolCallId=9))
-    assert_rejected(store, tmp_path / "bad2.jsonl", data, where="line 9",
-                    reason="field 'data.toolCallId' must be a string, got number")
+    assert_rejected(
+        store,
+        tmp_path / "bad2.jsonl",
+        data,
+        where="line 9",
+        reason="field 'data.toolCallId' must be a string, got number",
+    )
 
 
 @pytest.mark.corpus
 def test_binary_and_empty_files(store, tmp_path):
-    assert_rejected(store, tmp_path / "events.jsonl", bytes(range(256)) * 4, where="line 2", reason="not UTF-8 text",
-                    fmt="copilot-cli")
+    assert_rejected(
+        store,
+        tmp_path / "events.jsonl",
+        bytes(range(256)) * 4,
+        where="line 2",
+        reason="not UTF-8 text",
+        fmt="copilot-cli",
+    )
     assert_rejected(store, tmp_path / "events2.jsonl", b"", where=None, reason="file is empty", fmt="copilot-cli")
 
 
@@ -142,8 +194,10 @@ def _req(call_id: str, name: str, **arguments) -> dict:
 
 
 def _msg(content: str = "", *requests, **extra) -> dict:
-    return _ev("assistant.message", {"messageId": f"m-{len(content)}-{len(requests)}", "content": content,
-                                     "toolRequests": list(requests), **extra})
+    return _ev(
+        "assistant.message",
+        {"messageId": f"m-{len(content)}-{len(requests)}", "content": content, "toolRequests": list(requests), **extra},
+    )
 
 
 def _done(call_id: str, content: str | None = None, *, error: str | None = None, **extra) -> dict:
@@ -162,43 +216,96 @@ def _start(call_id: str, name: str) -> dict:
 def synthetic_rows() -> list[dict]:
     """A Copilot CLI log with every event the importer reads (written from the published schema,
     github/copilot-sdk session-events.schema.json); comments give line numbers."""
-    metrics = {"gpt-5.1": {"requests": {"count": 5, "cost": 1},
-                           "usage": {"inputTokens": 52000, "outputTokens": 101, "cacheReadTokens": 40000,
-                                     "cacheWriteTokens": 0, "reasoningTokens": 20}}}
+    metrics = {
+        "gpt-5.1": {
+            "requests": {"count": 5, "cost": 1},
+            "usage": {
+                "inputTokens": 52000,
+                "outputTokens": 101,
+                "cacheReadTokens": 40000,
+                "cacheWriteTokens": 0,
+                "reasoningTokens": 20,
+            },
+        }
+    }
     rows = [
-        _ev("session.start", {"sessionId": "5e551011-aaaa", "version": 1, "producer": "copilot-agent",
-                              "copilotVersion": "0.0.400", "startTime": "2026-03-01T10:00:00.000Z",
-                              "context": {"cwd": "/home/user/app", "gitRoot": "/home/user/app", "branch": "main"}}),
+        _ev(
+            "session.start",
+            {
+                "sessionId": "5e551011-aaaa",
+                "version": 1,
+                "producer": "copilot-agent",
+                "copilotVersion": "0.0.400",
+                "startTime": "2026-03-01T10:00:00.000Z",
+                "context": {"cwd": "/home/user/app", "gitRoot": "/home/user/app", "branch": "main"},
+            },
+        ),
         _ev("session.model_change", {"newModel": "claude-sonnet-4.5"}),
         _ev("system.message", {"role": "system", "content": "You are the GitHub Copilot CLI."}),
         _ev("session.info", {"infoType": "folder_trust", "message": "Folder /home/user/app is trusted."}),
-        _ev("user.message", {"content": "fix the failing test, see the screenshot", "delivery": "idle",  # 5
-                             "transformedContent": "<current_datetime>…</current_datetime>\n\nfix the failing test",
-                             "attachments": [{"type": "blob", "mimeType": "image/png", "data": _b64(tiny_png(4, 5))},
-                                             {"type": "file", "path": "/home/user/app/t.py", "displayName": "t.py"}]}),
+        _ev(
+            "user.message",
+            {
+                "content": "fix the failing test, see the screenshot",
+                "delivery": "idle",  # 5
+                "transformedContent": "<current_datetime>…</current_datetime>\n\nfix the failing test",
+                "attachments": [
+                    {"type": "blob", "mimeType": "image/png", "data": _b64(tiny_png(4, 5))},
+                    {"type": "file", "path": "/home/user/app/t.py", "displayName": "t.py"},
+                ],
+            },
+        ),
         _ev("assistant.turn_start", {"turnId": "0"}),
         _ev("assistant.reasoning", {"reasoningId": "r1", "content": "Run the tests first."}),  # 7
-        _msg("Running the tests.", _req("c1", "bash", command="pytest", description="run tests"),  # 8
-             _req("c2", "view", path="/home/user/app/t.py"), outputTokens=42, apiCallId="api-1", turnId="0"),
+        _msg(
+            "Running the tests.",
+            _req("c1", "bash", command="pytest", description="run tests"),  # 8
+            _req("c2", "view", path="/home/user/app/t.py"),
+            outputTokens=42,
+            apiCallId="api-1",
+            turnId="0",
+        ),
         _start("c1", "bash"),
         _start("c2", "view"),
         _done("c2", "1. def test_x(): ..."),  # 11: the second call returns first
         _done("c1", "1 failed\n<exited with exit code 1>"),  # 12
         _ev("session.model_change", {"newModel": "gpt-5.1", "previousModel": "claude-sonnet-4.5"}),  # 13
-        _msg("", _req("c3", "edit", path="t.py", old_str="a", new_str="b"), chunkIndex=0, chunkCount=2,  # 14
-             apiCallId="api-2", reasoningOpaque="opaque"),
+        _msg(
+            "",
+            _req("c3", "edit", path="t.py", old_str="a", new_str="b"),
+            chunkIndex=0,
+            chunkCount=2,  # 14
+            apiCallId="api-2",
+            reasoningOpaque="opaque",
+        ),
         _msg("Editing.", chunkIndex=1, chunkCount=2, apiCallId="api-2", outputTokens=30),  # 15: same model call
         _start("c3", "edit"),
         _done("c3", error="No match found for old_str"),  # 17
         _ev("session.warning", {"warningType": "rate_limit", "message": "Rate limit is near."}),  # 18
         _ev("tool.user_requested", {"toolCallId": "u1", "toolName": "bash"}),
         _done("u1", "hello"),  # 20: a user-run command no assistant message requested
-        _msg("", _req("c4", "task", agent_type="explore", prompt="find usages of foo"), outputTokens=12,  # 21
-             model="gpt-5.1"),
-        _ev("subagent.started", {"toolCallId": "c4", "agentName": "explore", "agentDisplayName": "Explore",
-                                 "agentDescription": "Explores the codebase"}),  # 22
-        _msg("", _req("c5", "grep", pattern="foo"), parentToolCallId="c4", outputTokens=5,  # 23
-             model="claude-haiku-4.5"),
+        _msg(
+            "",
+            _req("c4", "task", agent_type="explore", prompt="find usages of foo"),
+            outputTokens=12,  # 21
+            model="gpt-5.1",
+        ),
+        _ev(
+            "subagent.started",
+            {
+                "toolCallId": "c4",
+                "agentName": "explore",
+                "agentDisplayName": "Explore",
+                "agentDescription": "Explores the codebase",
+            },
+        ),  # 22
+        _msg(
+            "",
+            _req("c5", "grep", pattern="foo"),
+            parentToolCallId="c4",
+            outputTokens=5,  # 23
+            model="claude-haiku-4.5",
+        ),
         _done("c5", "a.py:1: foo", parentToolCallId="c4"),  # 24
         _ev("assistant.turn_end", {"turnId": "0"}),  # 25: whose turn? a sub-agent runs: nothing closed
         _msg("foo is used in a.py", parentToolCallId="c4", outputTokens=7, model="claude-haiku-4.5"),  # 26
@@ -209,28 +316,74 @@ def synthetic_rows() -> list[dict]:
         _ev("abort", {"reason": "user_initiated"}),  # 31
         _ev("assistant.turn_end", {"turnId": "0"}),
         _ev("session.compaction_start", {"trigger": "threshold"}),
-        _ev("session.compaction_complete", {"success": True, "trigger": "threshold", "preCompactionTokens": 90000,
-                                            "postCompactionTokens": 12000, "summaryContent": "Summary so far."}),
+        _ev(
+            "session.compaction_complete",
+            {
+                "success": True,
+                "trigger": "threshold",
+                "preCompactionTokens": 90000,
+                "postCompactionTokens": 12000,
+                "summaryContent": "Summary so far.",
+            },
+        ),
         _ev("session.quantum_entanglement", {"qubits": [1, 2]}),  # 35: a type a newer CLI might add
         _ev("session.error", {"errorType": "model", "message": "500 from the model"}),  # 36
         _ev("user.message", {"content": "and the docs?", "delivery": "idle"}),  # 37
         _msg("", _req("c7", "view", path="README.md"), outputTokens=4),  # 38
         _ev("assistant.turn_end", {"turnId": "1"}),  # 39: c7 never ran
-        _ev("session.truncation", {"performedBy": "BasicTruncator", "tokenLimit": 128000,
-                                   "preTruncationTokensInMessages": 130000, "postTruncationTokensInMessages": 100000,
-                                   "preTruncationMessagesLength": 40, "postTruncationMessagesLength": 30,
-                                   "messagesRemovedDuringTruncation": 10, "tokensRemovedDuringTruncation": 30000}),
-        _ev("session.binary_asset", {"assetId": "sha256:abc", "byteLength": 99, "mimeType": "image/png",  # 41
-                                     "type": "image", "data": _b64(tiny_png(6, 7))}),
-        _ev("user.message", {"content": "this one", "delivery": "idle",  # 42
-                             "attachments": [{"type": "blob", "mimeType": "image/png", "assetId": "sha256:abc"}]}),
+        _ev(
+            "session.truncation",
+            {
+                "performedBy": "BasicTruncator",
+                "tokenLimit": 128000,
+                "preTruncationTokensInMessages": 130000,
+                "postTruncationTokensInMessages": 100000,
+                "preTruncationMessagesLength": 40,
+                "postTruncationMessagesLength": 30,
+                "messagesRemovedDuringTruncation": 10,
+                "tokensRemovedDuringTruncation": 30000,
+            },
+        ),
+        _ev(
+            "session.binary_asset",
+            {
+                "assetId": "sha256:abc",
+                "byteLength": 99,
+                "mimeType": "image/png",  # 41
+                "type": "image",
+                "data": _b64(tiny_png(6, 7)),
+            },
+        ),
+        _ev(
+            "user.message",
+            {
+                "content": "this one",
+                "delivery": "idle",  # 42
+                "attachments": [{"type": "blob", "mimeType": "image/png", "assetId": "sha256:abc"}],
+            },
+        ),
         _ev("system.notification", {"content": "Shell 3 completed", "kind": {"type": "shell_completed"}}),  # 43
-        _ev("session.shutdown", {"shutdownType": "error", "errorReason": "out of memory", "modelMetrics": metrics,
-                                 "codeChanges": {"linesAdded": 1, "linesRemoved": 1, "filesModified": ["t.py"]},
-                                 "sessionStartTime": 1772359200000, "totalApiDurationMs": 9000,
-                                 "totalPremiumRequests": 3}),  # 44
-        _ev("session.resume", {"resumeTime": "2026-03-01T11:00:00.000Z", "eventCount": 44,
-                               "context": {"cwd": "/home/user/app"}, "selectedModel": "gpt-5.1-codex"}),  # 45
+        _ev(
+            "session.shutdown",
+            {
+                "shutdownType": "error",
+                "errorReason": "out of memory",
+                "modelMetrics": metrics,
+                "codeChanges": {"linesAdded": 1, "linesRemoved": 1, "filesModified": ["t.py"]},
+                "sessionStartTime": 1772359200000,
+                "totalApiDurationMs": 9000,
+                "totalPremiumRequests": 3,
+            },
+        ),  # 44
+        _ev(
+            "session.resume",
+            {
+                "resumeTime": "2026-03-01T11:00:00.000Z",
+                "eventCount": 44,
+                "context": {"cwd": "/home/user/app"},
+                "selectedModel": "gpt-5.1-codex",
+            },
+        ),  # 45
         _ev("user.message", {"content": "continue", "delivery": "idle"}),  # 46
         _msg("", _req("c8", "bash", command="make"), outputTokens=9),  # 47
         _start("c8", "bash"),  # 48: still running when the file ends
@@ -248,20 +401,44 @@ def test_synthetic_log(tmp_path, store):
     parsed = parse_file(path)
     assert_shape(parsed.events)
     assert ref_kinds(parsed.events) == [
-        ("line:3", "SystemNote"), ("line:4", "SystemNote"), ("line:5", "UserMessage"),
-        ("line:8", "AssistantMessage"), ("line:8#usage", "Usage"), ("line:12", "ToolResult"), ("line:11", "ToolResult"),
-        ("line:14", "AssistantMessage"), ("line:15#usage", "Usage"), ("line:17", "ToolResult"),
-        ("line:18", "SystemNote"), ("line:20", "ToolResult"),
-        ("line:21", "AssistantMessage"), ("line:21#usage", "Usage"), ("line:28", "ToolResult"),
+        ("line:3", "SystemNote"),
+        ("line:4", "SystemNote"),
+        ("line:5", "UserMessage"),
+        ("line:8", "AssistantMessage"),
+        ("line:8#usage", "Usage"),
+        ("line:12", "ToolResult"),
+        ("line:11", "ToolResult"),
+        ("line:14", "AssistantMessage"),
+        ("line:15#usage", "Usage"),
+        ("line:17", "ToolResult"),
+        ("line:18", "SystemNote"),
+        ("line:20", "ToolResult"),
+        ("line:21", "AssistantMessage"),
+        ("line:21#usage", "Usage"),
+        ("line:28", "ToolResult"),
         ("line:22", "SubagentMarker"),
-        ("line:23", "AssistantMessage"), ("line:23#usage", "Usage"), ("line:24", "ToolResult"),
-        ("line:26", "AssistantMessage"), ("line:26#usage", "Usage"),
-        ("line:29", "AssistantMessage"), ("line:29#usage", "Usage"), ("missing:c6", "ToolResult"),
-        ("line:31", "SystemNote"), ("line:34", "CompactionMarker"), ("line:36", "SystemNote"),
-        ("line:37", "UserMessage"), ("line:38", "AssistantMessage"), ("line:38#usage", "Usage"),
-        ("missing:c7", "ToolResult"), ("line:40", "CompactionMarker"), ("line:42", "UserMessage"),
-        ("line:43", "SystemNote"), ("line:44", "SystemNote"), ("line:46", "UserMessage"),
-        ("line:47", "AssistantMessage"), ("line:47#usage", "Usage"),
+        ("line:23", "AssistantMessage"),
+        ("line:23#usage", "Usage"),
+        ("line:24", "ToolResult"),
+        ("line:26", "AssistantMessage"),
+        ("line:26#usage", "Usage"),
+        ("line:29", "AssistantMessage"),
+        ("line:29#usage", "Usage"),
+        ("missing:c6", "ToolResult"),
+        ("line:31", "SystemNote"),
+        ("line:34", "CompactionMarker"),
+        ("line:36", "SystemNote"),
+        ("line:37", "UserMessage"),
+        ("line:38", "AssistantMessage"),
+        ("line:38#usage", "Usage"),
+        ("missing:c7", "ToolResult"),
+        ("line:40", "CompactionMarker"),
+        ("line:42", "UserMessage"),
+        ("line:43", "SystemNote"),
+        ("line:44", "SystemNote"),
+        ("line:46", "UserMessage"),
+        ("line:47", "AssistantMessage"),
+        ("line:47#usage", "Usage"),
     ]
     ev = {pe.source_ref: pe.event for pe in parsed.events}
     assert ev["line:3"] == SystemNote(text="You are the GitHub Copilot CLI.", subtype="system_prompt")
@@ -274,12 +451,15 @@ def test_synthetic_log(tmp_path, store):
     # the model of the model_change before it (the message names none); reasoning from assistant.reasoning
     first = ev["line:8"]
     assert (first.text, first.model, first.reasoning_reported) == ("Running the tests.", "claude-sonnet-4.5", True)
-    assert first.tool_calls == (ToolCall("c1", "bash", '{"command":"pytest","description":"run tests"}'),
-                                ToolCall("c2", "view", '{"path":"/home/user/app/t.py"}'))
+    assert first.tool_calls == (
+        ToolCall("c1", "bash", '{"command":"pytest","description":"run tests"}'),
+        ToolCall("c2", "view", '{"path":"/home/user/app/t.py"}'),
+    )
     assert ev["line:8#usage"] == Usage(output_tokens=42, model="claude-sonnet-4.5", request_id="api-1")
     # results in call order whatever order they came in; the exit code trailer of the bash tool
-    assert ev["line:12"] == ToolResult(call_id="c1", content="1 failed\n<exited with exit code 1>", is_error=True,
-                                       name="bash", exit_code=1)
+    assert ev["line:12"] == ToolResult(
+        call_id="c1", content="1 failed\n<exited with exit code 1>", is_error=True, name="bash", exit_code=1
+    )
     assert ev["line:11"] == ToolResult(call_id="c2", content="1. def test_x(): ...", name="view")
     # two chunks of one model call (apiCallId api-2) are one message, on the later model (gpt-5.1)
     chunked = ev["line:14"]
@@ -293,11 +473,17 @@ def test_synthetic_log(tmp_path, store):
     assert ev["line:22"] == SubagentMarker(call_id="c4", agent_type="explore", description="Explores the codebase")
     assert ev["line:28"] == ToolResult(call_id="c4", content="foo is used in a.py", name="task")
     assert ev["line:23"].model == "claude-haiku-4.5" and ev["line:26"].text == "foo is used in a.py"
-    assert ev["missing:c6"] == ToolResult(call_id="c6", content="[no result: the turn was aborted (user_initiated)]",
-                                          is_error=True, name="bash", missing=True)
+    assert ev["missing:c6"] == ToolResult(
+        call_id="c6",
+        content="[no result: the turn was aborted (user_initiated)]",
+        is_error=True,
+        name="bash",
+        missing=True,
+    )
     assert ev["line:31"] == SystemNote(text="aborted (user_initiated)", subtype="abort")
-    assert ev["line:34"] == CompactionMarker(trigger="threshold", pre_tokens=90000, post_tokens=12000,
-                                             summary="Summary so far.")
+    assert ev["line:34"] == CompactionMarker(
+        trigger="threshold", pre_tokens=90000, post_tokens=12000, summary="Summary so far."
+    )
     assert ev["line:36"] == SystemNote(text="500 from the model", subtype="error")
     assert ev["missing:c7"].content == "[no result: the turn ended without it]"
     assert ev["line:40"] == CompactionMarker(trigger="truncation", pre_tokens=130000, post_tokens=100000)
@@ -307,20 +493,36 @@ def test_synthetic_log(tmp_path, store):
     assert ev["line:44"] == SystemNote(text="out of memory", subtype="error")
     assert ev["line:47"].model == "gpt-5.1-codex"  # session.resume's selectedModel
     # 8 model calls (lines 8, 14+15, 21, 23, 26, 29, 38, 47); results of c1-c5 and u1 (c6, c7 missing, c8 running)
-    assert parsed.stats == dict(user_messages=4, assistant_messages=8, tool_calls=8, tool_results=6, tool_errors=2,
-                                orphan_results=1, missing_results=2,
-                                usage=dict(input_tokens=None, output_tokens=42 + 30 + 12 + 5 + 7 + 3 + 4 + 9,
-                                           cache_read_tokens=None, cache_write_tokens=None, requests=8))
+    assert parsed.stats == dict(
+        user_messages=4,
+        assistant_messages=8,
+        tool_calls=8,
+        tool_results=6,
+        tool_errors=2,
+        orphan_results=1,
+        missing_results=2,
+        usage=dict(
+            input_tokens=None,
+            output_tokens=42 + 30 + 12 + 5 + 7 + 3 + 4 + 9,
+            cache_read_tokens=None,
+            cache_write_tokens=None,
+            requests=8,
+        ),
+    )
     assert parsed.external_key == "copilot-cli:5e551011-aaaa" and parsed.workspace == "/home/user/app"
     assert parsed.meta["unknown_events"] == {"session.quantum_entanglement": 1}
-    assert parsed.meta["ignored_events"] == {"assistant.turn_start": 1, "session.compaction_start": 1,
-                                             "tool.user_requested": 1}
+    assert parsed.meta["ignored_events"] == {
+        "assistant.turn_start": 1,
+        "session.compaction_start": 1,
+        "tool.user_requested": 1,
+    }
     assert parsed.meta["shutdown"]["modelMetrics"]["gpt-5.1"]["usage"]["cacheReadTokens"] == 40000
     assert (parsed.meta["resumes"], parsed.meta["models"]) == (1, ["claude-sonnet-4.5", "gpt-5.1"])
     assert len(parsed.artifacts) == 2
     # c8 is still running: pending (no placeholder); its result would append at the end, so all is settled
-    assert parsed.settled is None and "c8" not in {pe.event.call_id for pe in parsed.events
-                                                   if isinstance(pe.event, ToolResult)}
+    assert parsed.settled is None and "c8" not in {
+        pe.event.call_id for pe in parsed.events if isinstance(pe.event, ToolResult)
+    }
     assert_reimport_adds_nothing(store, path)
 
 
@@ -328,14 +530,14 @@ def test_open_tail_of_a_growing_log(tmp_path):
     rows = synthetic_rows()
     # the file ends with the first of the two chunks of a model call (line 14): that message is the open tail
     parsed = parse_file(write_jsonl(tmp_path / "a.jsonl", rows[:14]))
-    assert [pe.source_ref for pe in parsed.events[parsed.settled:]] == ["line:14"]
+    assert [pe.source_ref for pe in parsed.events[parsed.settled :]] == ["line:14"]
     # a call still executing (line 9: c1 started, c2 requested): everything after the message is open
     parsed = parse_file(write_jsonl(tmp_path / "b.jsonl", rows[:10]))
     assert ref_kinds(parsed.events)[-2:] == [("line:8", "AssistantMessage"), ("line:8#usage", "Usage")]
     assert parsed.settled is None  # results append after the usage: nothing stored can change
     # c2 answered first (line 11): its result must wait behind c1's, so it is open
     parsed = parse_file(write_jsonl(tmp_path / "c.jsonl", rows[:11]))
-    assert [pe.source_ref for pe in parsed.events[parsed.settled:]] == ["line:11"]
+    assert [pe.source_ref for pe in parsed.events[parsed.settled :]] == ["line:11"]
 
 
 def test_every_prefix_of_the_synthetic_log_then_the_whole(tmp_path):
@@ -379,25 +581,40 @@ def test_sniff(tmp_path):
     assert CopilotCliImporter().sniff(tmp_path, (json.dumps(other[0]) + "\n").encode()) == 0
 
 
-@pytest.mark.parametrize("line, change, reason", [
-    (8, lambda d: d["toolRequests"][0].update(toolCallId=5),
-     "field 'data.toolRequests[0].toolCallId' must be a string, got number"),
-    (8, lambda d: d["toolRequests"][1].pop("name"), "missing field 'data.toolRequests[1].name' (a string)"),
-    (8, lambda d: d.update(toolRequests=["c1"]), "field 'data.toolRequests[0]' must be an object, got string"),
-    (5, lambda d: d.update(content=["fix it"]), "field 'data.content' must be a string, got array"),
-    (5, lambda d: d["attachments"][0].update(data="not base64!"),
-     "field 'data.attachments[0].data' is not valid base64"),
-    (15, lambda d: d.update(outputTokens=-1), "field 'data.outputTokens' must be a non-negative integer, got -1"),
-    (15, lambda d: d.update(outputTokens="30"), "field 'data.outputTokens' must be an integer, got string"),
-    (12, lambda d: d.update(result="1 failed"), "field 'data.result' must be an object, got string"),
-    (17, lambda d: d["error"].update(message=404), "field 'data.error.message' must be a string, got number"),
-    (1, lambda d: d.update(context="/home/user/app"), "field 'data.context' must be an object, got string"),
-    (2, lambda d: d.pop("newModel"), "missing field 'data.newModel' (a string)"),
-    (34, lambda d: d.update(preCompactionTokens=1.5),
-     "field 'data.preCompactionTokens' must be an integer, got number"),
-    (44, lambda d: d["modelMetrics"]["gpt-5.1"]["usage"].update(inputTokens="52000"),
-     "field 'data.modelMetrics.gpt-5.1.usage.inputTokens' must be a non-negative integer, got string"),
-])
+@pytest.mark.parametrize(
+    "line, change, reason",
+    [
+        (
+            8,
+            lambda d: d["toolRequests"][0].update(toolCallId=5),
+            "field 'data.toolRequests[0].toolCallId' must be a string, got number",
+        ),
+        (8, lambda d: d["toolRequests"][1].pop("name"), "missing field 'data.toolRequests[1].name' (a string)"),
+        (8, lambda d: d.update(toolRequests=["c1"]), "field 'data.toolRequests[0]' must be an object, got string"),
+        (5, lambda d: d.update(content=["fix it"]), "field 'data.content' must be a string, got array"),
+        (
+            5,
+            lambda d: d["attachments"][0].update(data="not base64!"),
+            "field 'data.attachments[0].data' is not valid base64",
+        ),
+        (15, lambda d: d.update(outputTokens=-1), "field 'data.outputTokens' must be a non-negative integer, got -1"),
+        (15, lambda d: d.update(outputTokens="30"), "field 'data.outputTokens' must be an integer, got string"),
+        (12, lambda d: d.update(result="1 failed"), "field 'data.result' must be an object, got string"),
+        (17, lambda d: d["error"].update(message=404), "field 'data.error.message' must be a string, got number"),
+        (1, lambda d: d.update(context="/home/user/app"), "field 'data.context' must be an object, got string"),
+        (2, lambda d: d.pop("newModel"), "missing field 'data.newModel' (a string)"),
+        (
+            34,
+            lambda d: d.update(preCompactionTokens=1.5),
+            "field 'data.preCompactionTokens' must be an integer, got number",
+        ),
+        (
+            44,
+            lambda d: d["modelMetrics"]["gpt-5.1"]["usage"].update(inputTokens="52000"),
+            "field 'data.modelMetrics.gpt-5.1.usage.inputTokens' must be a non-negative integer, got string",
+        ),
+    ],
+)
 def test_wrong_field_types(tmp_path, store, line, change, reason):
     rows = synthetic_rows()
     change(rows[line - 1]["data"])
@@ -417,7 +634,8 @@ def test_envelope_errors(tmp_path):
     rows = synthetic_rows()
     rows[34]["data"] = ["anything"]
     assert parse_file(write_jsonl(tmp_path / "c.jsonl", rows)).meta["unknown_events"] == {
-        "session.quantum_entanglement": 1}
+        "session.quantum_entanglement": 1
+    }
 
 
 def test_steering_prompt_does_not_close_the_running_call(tmp_path):
@@ -428,10 +646,13 @@ def test_steering_prompt_does_not_close_the_running_call(tmp_path):
     assert_shape(parsed.events)
     results = [pe.event for pe in parsed.events if isinstance(pe.event, ToolResult)]
     assert [(r.call_id, r.missing, r.is_error, r.exit_code) for r in results] == [
-        ("c1", False, False, 0), ("c2", False, False, None)]
+        ("c1", False, False, 0),
+        ("c2", False, False, None),
+    ]
     assert any(isinstance(pe.event, UserMessage) and pe.event.text == "also check lint" for pe in parsed.events)
-    assert all(isinstance(pe.event, (SystemNote, UserMessage, AssistantMessage, Usage, ToolResult))
-               for pe in parsed.events)
+    assert all(
+        isinstance(pe.event, (SystemNote, UserMessage, AssistantMessage, Usage, ToolResult)) for pe in parsed.events
+    )
 
 
 # ------------------------------------------------------------ sql todos and async bash (tests/fixtures/copilot-cli)
@@ -455,7 +676,10 @@ def test_sql_todos_and_async_bash_import_as_calls_with_results_and_one_command(s
     # every todo update is a call with its result, the SQL kept as written
     assert json.loads(calls[1].arguments)["query"] == "UPDATE todos SET status = 'in_progress' WHERE id = 'run-tests';"
     assert [results[c.id].content for c in calls if c.name == "sql"] == [
-        "2 row(s) inserted.", "1 row(s) updated.", "2 row(s) updated."]
+        "2 row(s) inserted.",
+        "1 row(s) updated.",
+        "2 row(s) updated.",
+    ]
     assert results["call_bash1"].exit_code is None and not results["call_bash1"].is_error
     assert results["call_read1"].exit_code == 1 and results["call_read1"].is_error
     sid, _, _ = import_file(store, SQL_ASYNC)
@@ -463,8 +687,12 @@ def test_sql_todos_and_async_bash_import_as_calls_with_results_and_one_command(s
     # the async start and its read_bash (same shellId) are one managed process whose exit is the test's outcome
     assert [(p["process_id"], p["running"], p["exit_code"]) for p in s.processes] == [("order-tests", False, 1)]
     assert [(o["requirement"], o["status"], o["exit_code"]) for o in s.evidence] == [
-        ("python -m pytest -q tests/test_orders.py", "failed", 1)]
+        ("python -m pytest -q tests/test_orders.py", "failed", 1)
+    ]
     index = EpisodeIndex()
     index.extend(store.events(sid))
-    assert [ep.marker_names for ep in index.episodes if "validation_failed" in ep.marker_names or
-            "validation_passed" in ep.marker_names] == [("validation_failed", "failure")]
+    assert [
+        ep.marker_names
+        for ep in index.episodes
+        if "validation_failed" in ep.marker_names or "validation_passed" in ep.marker_names
+    ] == [("validation_failed", "failure")]

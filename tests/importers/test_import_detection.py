@@ -9,16 +9,17 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-
 from _importer_checks import detected
+from click.testing import CliRunner
 from corpus_support import CORPUS, REPO, require_corpus
-from latch.cli import cli
-from latch.importers import TranscriptError, parse_all_file, parse_file
 from test_import_opencode_export import S3, export_of
 
-CLINE_TASK = (REPO / "tests" / "fixtures" / "cline" / "globalStorage" / "saoudrizwan.claude-dev" / "tasks"
-              / "1777000000000")
+from latch.cli import cli
+from latch.importers import TranscriptError, parse_all_file, parse_file
+
+CLINE_TASK = (
+    REPO / "tests" / "fixtures" / "cline" / "globalStorage" / "saoudrizwan.claude-dev" / "tasks" / "1777000000000"
+)
 
 
 def _history() -> list[dict]:
@@ -46,7 +47,9 @@ def test_cline_history_without_a_role_names_cline(tmp_path):
     del doc[0]["role"]
     for name in ("api_conversation_history.json", "history.json"):
         assert _reason(_write(tmp_path / name, doc)) == (
-            "messages[0]", "missing field 'role' (a string) (read as cline: the file nearly has that format's shape)")
+            "messages[0]",
+            "missing field 'role' (a string) (read as cline: the file nearly has that format's shape)",
+        )
 
 
 def test_cline_history_another_format_claims_names_cline(tmp_path):
@@ -55,8 +58,10 @@ def test_cline_history_another_format_claims_names_cline(tmp_path):
     del doc[1]["content"]
     path = _write(tmp_path / "history.json", doc)
     assert detected(path) == "anthropic-messages"
-    assert _reason(path) == ("messages[1]", "missing field 'content' (a string or an array) (read as cline: the file "
-                                            "nearly has that format's shape)")
+    assert _reason(path) == (
+        "messages[1]",
+        "missing field 'content' (a string or an array) (read as cline: the file nearly has that format's shape)",
+    )
 
 
 def test_ui_messages_with_a_bad_row_is_read_as_ui_rows(tmp_path):
@@ -69,8 +74,10 @@ def test_ui_messages_with_a_bad_row_is_read_as_ui_rows(tmp_path):
     del rows[1]["ts"]
     rows[1]["type"] = "say"
     assert _reason(_write(tmp_path / "u" / "rows.json", rows)) == (
-        "ui_messages[1]", "field 'ts' must be a number (epoch milliseconds), got null (read as cline: the file "
-                          "nearly has that format's shape)")
+        "ui_messages[1]",
+        "field 'ts' must be a number (epoch milliseconds), got null (read as cline: the file "
+        "nearly has that format's shape)",
+    )
 
 
 def test_opencode_export_without_its_marks_reads_as_opencode(tmp_path):
@@ -83,16 +90,23 @@ def test_opencode_export_without_its_marks_reads_as_opencode(tmp_path):
     broken = copy.deepcopy(doc)
     del broken["messages"][1]["info"]["time"]
     assert _reason(_write(tmp_path / "b.json", broken)) == (
-        "messages[1].info", "missing field 'data.time' (an object) (read as opencode: the file nearly has that "
-                            "format's shape)")
+        "messages[1].info",
+        "missing field 'data.time' (an object) (read as opencode: the file nearly has that format's shape)",
+    )
 
 
 def test_a_suggested_format_that_fails_too_is_not_suggested(tmp_path):
     # OpenAI traits (a system message, a tool message) and an Anthropic thinking block: neither importer reads it
-    doc = {"messages": [{"role": "system", "content": "Be brief."},
-                        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
-                        {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": "s"},
-                                                          {"type": "text", "text": "yo"}]}]}
+    doc = {
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "thinking", "thinking": "hm", "signature": "s"}, {"type": "text", "text": "yo"}],
+            },
+        ]
+    }
     path = _write(tmp_path / "mixed.json", doc)
     expected = ("messages[2]", "content[0] is an Anthropic 'thinking' block, not an OpenAI part")
     assert _reason(path) == expected
@@ -101,9 +115,11 @@ def test_a_suggested_format_that_fails_too_is_not_suggested(tmp_path):
     doc["messages"].pop(0)
     path = _write(tmp_path / "anthropic.json", doc)
     assert _reason(path, "openai-chat") == (
-        expected[0].replace("2", "1"), expected[1] + " (import with --format anthropic-messages); the file looks "
-                                                     "like anthropic-messages, not openai-chat: pass --format "
-                                                     "anthropic-messages or leave --format out")
+        expected[0].replace("2", "1"),
+        expected[1] + " (import with --format anthropic-messages); the file looks "
+        "like anthropic-messages, not openai-chat: pass --format "
+        "anthropic-messages or leave --format out",
+    )
     assert parse_file(path, "anthropic-messages").format == "anthropic-messages"
 
 
@@ -116,11 +132,25 @@ def test_dry_run_of_a_file_prints_its_format(tmp_path):
     junk = tmp_path / "notes.json"
     junk.write_text('{"a": 1}', "utf-8")
     db = tmp_path / "x.db"
-    res = CliRunner().invoke(cli, ["--db", str(db), "import", "--dry-run", str(tmp_path / "session.jsonl"),
-                                   str(near), str(junk), str(corpus / "opencode" / "lantern_opencode.db")])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "--db",
+            str(db),
+            "import",
+            "--dry-run",
+            str(tmp_path / "session.jsonl"),
+            str(near),
+            str(junk),
+            str(corpus / "opencode" / "lantern_opencode.db"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     rows = [line.split("\t") for line in res.stdout.splitlines() if "\t" in line]
     assert [(Path(p).name, fmt) for p, fmt in rows] == [
-        ("session.jsonl", "codex"), ("history.json", "cline"), ("notes.json", "unrecognized"),
-        ("lantern_opencode.db", "opencode")]
+        ("session.jsonl", "codex"),
+        ("history.json", "cline"),
+        ("notes.json", "unrecognized"),
+        ("lantern_opencode.db", "opencode"),
+    ]
     assert not db.exists()

@@ -50,12 +50,19 @@ def _home(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     shutil.copytree(corpus / "claude-code" / CC, home / ".claude/projects/-home-me-alpha" / CC)
     storage = "Code/User/globalStorage"
     shutil.copytree(CLINE_TASK, tmp_path / "xdg-config" / storage / "saoudrizwan.claude-dev/tasks" / CLINE_TASK.name)
-    shutil.copytree(ROO_TASK, home / "Library/Application Support" / storage / "rooveterinaryinc.roo-cline/tasks"
-                    / ROO_TASK.name)
+    shutil.copytree(
+        ROO_TASK, home / "Library/Application Support" / storage / "rooveterinaryinc.roo-cline/tasks" / ROO_TASK.name
+    )
     # not logs: a hidden folder's file and a Codex file not named rollout-*
     (home / ".codex/sessions/notes.jsonl").write_text("{}\n")
-    env = {"HOME": str(home), "XDG_DATA_HOME": str(data), "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
-           "CLAUDE_CONFIG_DIR": "", "CODEX_HOME": "", "COPILOT_HOME": ""}
+    env = {
+        "HOME": str(home),
+        "XDG_DATA_HOME": str(data),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+        "CLAUDE_CONFIG_DIR": "",
+        "CODEX_HOME": "",
+        "COPILOT_HOME": "",
+    }
     return home, env
 
 
@@ -75,8 +82,16 @@ def test_dry_run_lists_every_harness_and_creates_no_store(tmp_path):
     assert res.exit_code == 0, res.output
     rows = [line.split("\t") for line in res.stdout.splitlines() if "\t" in line]
     formats = [fmt for _, fmt in rows]
-    assert formats == ["claude-code"] * 3 + ["codex", "copilot-cli", "gemini-cli", "gemini-cli", "cline", "cline",
-                                             "goose", "opencode"]
+    assert formats == ["claude-code"] * 3 + [
+        "codex",
+        "copilot-cli",
+        "gemini-cli",
+        "gemini-cli",
+        "cline",
+        "cline",
+        "goose",
+        "opencode",
+    ]
     # the sub-agent files come right after their parent
     assert rows[0][0].endswith(f"{CC}.jsonl") and rows[1][0].endswith(f"{CC}/subagents/agent-a7be2f0.jsonl")
     assert "11 files would be imported" in res.stdout
@@ -91,8 +106,15 @@ def test_discover_imports_them_all(tmp_path):
     db = tmp_path / "x.db"
     res = _run(env, "--db", str(db), "import", "--discover")
     assert res.exit_code == 0, res.output
-    assert _sessions(db) == {"claude-code": 3, "codex": 1, "gemini-cli": 2, "copilot-cli": 1, "goose": 4,
-                             "opencode": 3, "cline": 2}
+    assert _sessions(db) == {
+        "claude-code": 3,
+        "codex": 1,
+        "gemini-cli": 2,
+        "copilot-cli": 1,
+        "goose": 4,
+        "opencode": 3,
+        "cline": 2,
+    }
     with sqlite3.connect(db) as con:  # the two sub-agents are children of the parent session
         assert con.execute("SELECT count(*) FROM sessions WHERE parent_id IS NOT NULL").fetchone()[0] == 2
     again = _run(env, "--db", str(db), "import", "--discover")

@@ -12,9 +12,8 @@ import os
 from pathlib import Path
 
 import pytest
-
-from corpus_support import edit_first_prompt
 from click.testing import CliRunner
+from corpus_support import edit_first_prompt
 
 from latch.cli import _load_commands, cli
 from latch.host import ingest
@@ -69,8 +68,13 @@ def test_other_options_or_a_grown_file_parse_again(copy, tmp_path, parses):
     before = store.session(sid).events
     lines = copy.read_text(encoding="utf-8").splitlines()
     last = json.loads(lines[-1])
-    grown = {**last, "uuid": "0f0f0f0f-0000-4000-8000-000000000001", "parentUuid": last.get("uuid"),
-             "type": "user", "message": {"role": "user", "content": "one more instruction"}}
+    grown = {
+        **last,
+        "uuid": "0f0f0f0f-0000-4000-8000-000000000001",
+        "parentUuid": last.get("uuid"),
+        "type": "user",
+        "message": {"role": "user", "content": "one more instruction"},
+    }
     copy.write_text("\n".join([*lines, json.dumps(grown)]) + "\n", encoding="utf-8")
     assert imported_session_ids(store, copy, final=True) == [sid] and len(parses) == 4
     assert store.session(sid).events == before + 1  # the new line's event, appended
@@ -120,8 +124,12 @@ def test_replay_twice_parses_once_and_prints_the_same(copy, tmp_path, parses):
     env = {"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": None}
 
     def replay(*extra: str) -> str:
-        res = CliRunner().invoke(cli, ["--db", str(db), "replay", str(copy), "--engine", "keep-last-units", *extra],
-                                 env=env, catch_exceptions=False)
+        res = CliRunner().invoke(
+            cli,
+            ["--db", str(db), "replay", str(copy), "--engine", "keep-last-units", *extra],
+            env=env,
+            catch_exceptions=False,
+        )
         assert res.exit_code == 0, res.output
         return res.output
 

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from latch.engine.units import UnitBuilder
 from latch.events import EOF_PLACEHOLDER_TEXT, AssistantMessage, ToolResult, UserMessage, canonical_json
-from latch.importers import TranscriptError, parse_file
 from latch.host.ingest import import_all, import_file
+from latch.importers import TranscriptError, parse_file
 from latch.kernel import canonical_state
 from latch.kernel.derive import DerivationContext, SessionDeriver
-from latch.engine.units import UnitBuilder
 from latch.store import EventStore, PendingEvent
 
 pytestmark = pytest.mark.corpus
@@ -99,9 +99,12 @@ def test_prefix_then_whole_file_equals_one_import(corpus_dir, tmp_path, case):
     live.write_bytes(src.read_bytes())
     second = {sid: seqs for sid, _, seqs in import_all(grown, live)}
     one, one_sids = _one_shot_all(tmp_path, live)
-    assert list(second) == one_sids and list(first) == one_sids[:len(first)]  # the prefix's runs come first
-    assert len(grown.sessions()) == len(one_sids) == (1 if "aider" not in name else
-                                                      src.read_text("utf-8").count("\n# aider chat started at "))
+    assert list(second) == one_sids and list(first) == one_sids[: len(first)]  # the prefix's runs come first
+    assert (
+        len(grown.sessions())
+        == len(one_sids)
+        == (1 if "aider" not in name else src.read_text("utf-8").count("\n# aider chat started at "))
+    )
     for sid in one_sids:
         assert _log(grown, sid) == _log(one, sid)
         assert first.get(sid, []) + second[sid] == [e.seq for e in one.events(sid)]
@@ -179,8 +182,9 @@ def test_codex_pending_call_is_no_unit_until_its_result(corpus_dir, tmp_path):
     units = builder.feed_all(final.events())
     assert builder.pending_seq == final.max_seq()  # the last response is no unit: never in a view
     pending = "call_PVUIL9wGKZzi71ziZvlSSb2p"
-    assert all(m.tool_call_id != pending and pending not in {c.id for c in m.tool_calls}
-               for u in units for m in u.messages)
+    assert all(
+        m.tool_call_id != pending and pending not in {c.id for c in m.tool_calls} for u in units for m in u.messages
+    )
     live.write_bytes(src.read_bytes())
     _, _, second = import_file(store, live)
     assert len(first) + len(second) == 531 == store.count_events()
@@ -196,10 +200,18 @@ def test_database_of_the_earlier_importers(corpus_dir, tmp_path):
     prefix = parse_file(live)
     call = prefix.events[-1].event.tool_calls[0]
     old = EventStore(tmp_path / "old.db")
-    legacy = PendingEvent(ToolResult(call_id=call.id, content=EOF_PLACEHOLDER_TEXT, is_error=True, name=call.name,
-                                     missing=True), f"missing:{call.id}", None)
-    sid, _ = old.import_session(external_key=prefix.external_key, source=str(live), format="codex",
-                                workspace=prefix.workspace, events=[*prefix.events, legacy])
+    legacy = PendingEvent(
+        ToolResult(call_id=call.id, content=EOF_PLACEHOLDER_TEXT, is_error=True, name=call.name, missing=True),
+        f"missing:{call.id}",
+        None,
+    )
+    sid, _ = old.import_session(
+        external_key=prefix.external_key,
+        source=str(live),
+        format="codex",
+        workspace=prefix.workspace,
+        events=[*prefix.events, legacy],
+    )
     live.write_bytes(src.read_bytes())
     import_file(old, live)
     one, one_sid = _one_shot(tmp_path, live)
@@ -266,8 +278,12 @@ def test_a_rewound_claude_code_branch_stays_and_the_new_one_follows(corpus_dir, 
     sid, _, first = import_file(store, live)
     lines = src.read_bytes().splitlines(keepends=True)[:12]
     head = json.loads(lines[1])  # line 2, the first prompt
-    rewind = {**head, "uuid": "rewound-1", "parentUuid": head["uuid"], "message": {"role": "user",
-                                                                                   "content": "Start over in Go"}}
+    rewind = {
+        **head,
+        "uuid": "rewound-1",
+        "parentUuid": head["uuid"],
+        "message": {"role": "user", "content": "Start over in Go"},
+    }
     live.write_bytes(b"".join(lines) + (json.dumps(rewind) + "\n").encode())
     _, _, second = import_file(store, live)
     refs = [e.source_ref for e in store.events(sid)]
@@ -299,4 +315,4 @@ def test_example_cut_at_every_line(tmp_path, keep):
 def test_example_last_response_is_the_open_tail():
     parsed = parse_file(EXAMPLE)
     # line 60, the final answer msg_01Ex0028 (stop_reason end_turn), is the last line: nothing proves it complete
-    assert [pe.source_ref for pe in parsed.events[parsed.settled:]] == ["line:60", "line:60#usage"]
+    assert [pe.source_ref for pe in parsed.events[parsed.settled :]] == ["line:60", "line:60#usage"]

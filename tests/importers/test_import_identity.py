@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from corpus_support import edit_first_prompt
 
 from latch.host.ingest import import_file
@@ -31,8 +30,9 @@ RELIABILITY = "claude-code/claude-reliability_python-to-rust-port.jsonl"
 
 
 def _session_id(path: Path) -> str:
-    return next(json.loads(ln)["sessionId"] for ln in path.read_text(encoding="utf-8").splitlines()
-                if '"sessionId"' in ln)
+    return next(
+        json.loads(ln)["sessionId"] for ln in path.read_text(encoding="utf-8").splitlines() if '"sessionId"' in ln
+    )
 
 
 def _reusing_id(corpus_dir: Path, dest: Path, *, shift: int = 0) -> Path:
@@ -83,7 +83,7 @@ def test_as_new_imports_it_as_its_own_session(corpus_dir, tmp_path):
     assert len(seqs) == len(alone_seqs) == store.count_events(new_sid) > 0
     assert parsed.external_key.startswith(f"claude-code:{_session_id(corpus_dir / BASTION)}#")
     # the file is now known by its own identity: importing it again, with or without --as-new, adds nothing
-    assert import_file(store, other) [0] == new_sid and import_file(store, other)[2] == []
+    assert import_file(store, other)[0] == new_sid and import_file(store, other)[2] == []
     assert import_file(store, other, as_new=True)[2] == []
     # and --as-new on the original transcript changes nothing
     assert import_file(store, corpus_dir / BASTION, as_new=True)[:3:2] == (sid, [])
@@ -100,8 +100,7 @@ def test_the_cli_refuses_in_one_line_and_takes_as_new(corpus_dir, tmp_path):
     assert line.startswith(f"Error: {other}: a different transcript") and str(corpus_dir / BASTION) in line
     done = subprocess.run([*LATCH, "import", "--as-new", str(other)], env=env, capture_output=True, text=True)
     assert done.returncode == 0 and "new events" in done.stdout and ", 0 new events" not in done.stdout, done.stdout
-    listed = json.loads(subprocess.run([*LATCH, "sessions", "--json"], env=env, capture_output=True,
-                                       text=True).stdout)
+    listed = json.loads(subprocess.run([*LATCH, "sessions", "--json"], env=env, capture_output=True, text=True).stdout)
     assert sorted(s["source"] for s in listed) == sorted([str((corpus_dir / BASTION).resolve()), str(other.resolve())])
 
 
@@ -124,9 +123,15 @@ def _variants(data: bytes, whole_json: bool, markdown: bool) -> dict[str, bytes]
 
 # (file, whole JSON document). OpenHands and SWE-agent have no id of their own (a content hash): before, every
 # re-encoding was a new session of the same events.
-ENCODED = [("openhands/basic_gui_mode.json", True), ("swe-agent/ctf_i_got_id_demo.traj", True),
-           ("gemini-cli/entire_session.json", True), (BASTION, False), ("codex/edgerunner_codex-session.jsonl", False),
-           ("aider/mozgoslav.aider.chat.history.md", False), ("copilot-cli/lantern_events.jsonl", False)]
+ENCODED = [
+    ("openhands/basic_gui_mode.json", True),
+    ("swe-agent/ctf_i_got_id_demo.traj", True),
+    ("gemini-cli/entire_session.json", True),
+    (BASTION, False),
+    ("codex/edgerunner_codex-session.jsonl", False),
+    ("aider/mozgoslav.aider.chat.history.md", False),
+    ("copilot-cli/lantern_events.jsonl", False),
+]
 
 
 @pytest.mark.parametrize("name,whole_json", ENCODED, ids=[n.split("/")[0] for n, _ in ENCODED])

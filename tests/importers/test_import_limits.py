@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from latch.events import AssistantMessage
-from latch.importers import TranscriptError, parse_file
 from latch.host.ingest import import_file
+from latch.importers import TranscriptError, parse_file
 from latch.store import EventStore
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "invoice-rounding.claude.jsonl"
@@ -20,8 +20,11 @@ LINES = EXAMPLE.read_bytes().splitlines(keepends=True)  # 60 lines; line 21 is a
 def _codex(tmp_path: Path) -> Path:
     rows = [
         {"timestamp": "t0", "type": "session_meta", "payload": {"id": "s-1", "cwd": "/w"}},
-        {"timestamp": "t1", "type": "response_item",
-         "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}},
+        {
+            "timestamp": "t1",
+            "type": "response_item",
+            "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+        },
         {"timestamp": "t2", "type": "event_msg", "payload": {"type": "task_started"}},
     ]
     p = tmp_path / "rollout.jsonl"
@@ -73,11 +76,18 @@ def test_metadata_only_file_under_live_stores_nothing(tmp_path):
         import_file(store, p, final=True)
 
 
-@pytest.mark.parametrize("suffix,text,where", [
-    (".json", '{"messages": [{"role": "user", "content": "x", "n": ' + "7" * 5000 + "}]}", "line 1 column 53"),
-    (".jsonl", json.dumps({"type": "permission-mode", "sessionId": "s"}) + '\n{"type": "user", "n": '
-     + "7" * 5000 + "}\n", "line 2 column 23"),
-], ids=["json", "jsonl"])
+@pytest.mark.parametrize(
+    "suffix,text,where",
+    [
+        (".json", '{"messages": [{"role": "user", "content": "x", "n": ' + "7" * 5000 + "}]}", "line 1 column 53"),
+        (
+            ".jsonl",
+            json.dumps({"type": "permission-mode", "sessionId": "s"}) + '\n{"type": "user", "n": ' + "7" * 5000 + "}\n",
+            "line 2 column 23",
+        ),
+    ],
+    ids=["json", "jsonl"],
+)
 def test_a_5000_digit_integer_is_invalid_json(tmp_path, suffix, text, where):
     p = tmp_path / f"big{suffix}"
     p.write_text(text, encoding="utf-8")
@@ -89,12 +99,23 @@ def test_a_5000_digit_integer_is_invalid_json(tmp_path, suffix, text, where):
 
 
 def test_cjk_in_escaped_tool_arguments_is_searchable(tmp_path, store):
-    doc = {"messages": [
-        {"role": "user", "content": "find the connection code"},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
-            "name": "shell", "arguments": '{"cmd": "grep \\u8fde\\u63a5 src/*.py"}'}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "db.py: # no match"},
-    ]}
+    doc = {
+        "messages": [
+            {"role": "user", "content": "find the connection code"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "shell", "arguments": '{"cmd": "grep \\u8fde\\u63a5 src/*.py"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "db.py: # no match"},
+        ]
+    }
     p = tmp_path / "chat.json"
     p.write_text(json.dumps(doc), encoding="utf-8")
     sid, _, _ = import_file(store, p, format="openai-chat")
@@ -138,8 +159,7 @@ def test_fifo_device_and_folder_are_refused_at_once(tmp_path):
 
     fifo = tmp_path / "live.jsonl"
     os.mkfifo(fifo)
-    for path, reason in ((fifo, "not a regular file"), ("/dev/zero", "not a regular file"),
-                         (tmp_path, "is a folder")):
+    for path, reason in ((fifo, "not a regular file"), ("/dev/zero", "not a regular file"), (tmp_path, "is a folder")):
         with pytest.raises(TranscriptError, match=reason):
             parse_file(path)
 

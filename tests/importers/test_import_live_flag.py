@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from click.testing import CliRunner
-
 from corpus_support import require_corpus
+
 from latch.cli import _load_commands, cli
 from latch.store import EventStore
 

@@ -24,18 +24,26 @@ def test_main_session_and_subagent_child():
     assert main.workspace == "/home/user/proj" and main.parent_key is None
     assert_shape(main.events)
     assert ref_kinds(main.events) == [
-        ("messages[0]", "UserMessage"), ("messages[1]", "AssistantMessage"), ("meta.token_counts[0]", "Usage"),
-        ("messages[6]", "ToolResult"), ("meta.subagents[0]", "SubagentMarker"),
-        ("messages[7]", "AssistantMessage"), ("meta.token_counts[1]", "Usage"), ("messages[8]", "ToolResult")]
+        ("messages[0]", "UserMessage"),
+        ("messages[1]", "AssistantMessage"),
+        ("meta.token_counts[0]", "Usage"),
+        ("messages[6]", "ToolResult"),
+        ("meta.subagents[0]", "SubagentMarker"),
+        ("messages[7]", "AssistantMessage"),
+        ("meta.token_counts[1]", "Usage"),
+        ("messages[8]", "ToolResult"),
+    ]
     ev = {pe.source_ref: pe.event for pe in main.events}
-    assert ev["messages[1]"].tool_calls == (ToolCall(id="toolu_P", name="Agent",
-                                                     arguments='{"subagent_type":"Explore","prompt":"Map the repo"}'),)
+    assert ev["messages[1]"].tool_calls == (
+        ToolCall(id="toolu_P", name="Agent", arguments='{"subagent_type":"Explore","prompt":"Map the repo"}'),
+    )
     # last_token_usage, cached a subset of input: 12000 - 8000 uncached
     assert ev["meta.token_counts[0]"] == Usage(input_tokens=4000, output_tokens=90, cache_read_tokens=8000)
     assert ev["meta.token_counts[1]"] == Usage(input_tokens=2000, output_tokens=60, cache_read_tokens=11000)
     assert ev["messages[6]"] == ToolResult(call_id="toolu_P", content="Report: src and tests.", name="Agent")
-    assert ev["meta.subagents[0]"] == SubagentMarker(call_id="toolu_P", agent_id="a1b2", agent_type="Explore",
-                                                     description="Survey the repository")
+    assert ev["meta.subagents[0]"] == SubagentMarker(
+        call_id="toolu_P", agent_id="a1b2", agent_type="Explore", description="Survey the repository"
+    )
     assert child.external_key == "merged-messages:s-9:agent:a1b2" and child.parent_key == main.external_key
     assert child.meta == {"agent_id": "a1b2", "agent_kind": "subagent", "agent_type": "Explore"}
     assert_shape(child.events)
@@ -43,7 +51,8 @@ def test_main_session_and_subagent_child():
         ("messages[2]", UserMessage(text="Map the repo")),
         ("messages[3]", child.events[1].event),
         ("messages[4]", ToolResult(call_id="toolu_S", content="src\ntests", name="Bash")),
-        ("messages[5]", child.events[3].event)]
+        ("messages[5]", child.events[3].event),
+    ]
     assert child.events[1].event.tool_calls == (ToolCall(id="toolu_S", name="Bash", arguments='{"command":"ls"}'),)
     assert child.events[3].event.text == "Report: src and tests."
 
@@ -70,8 +79,13 @@ def test_bad_documents_are_one_error_and_leave_the_store_unchanged(store, tmp_pa
     bad = json.loads(json.dumps(doc))
     bad["meta"]["token_counts"][1]["info"]["last_token_usage"]["output_tokens"] = "60"
     path.write_text(json.dumps(bad))
-    assert_all_rejected(store, path, "meta.token_counts[1]",
-                        "field 'info.last_token_usage.output_tokens' must be a non-negative integer, got string", None)
+    assert_all_rejected(
+        store,
+        path,
+        "meta.token_counts[1]",
+        "field 'info.last_token_usage.output_tokens' must be a non-negative integer, got string",
+        None,
+    )
 
 
 def _json_error_where(path: Path) -> str:

@@ -13,9 +13,9 @@ import json
 import sqlite3
 
 import pytest
-
-from _importer_checks import assert_rejected, assert_reimport_adds_nothing, assert_shape, detected
+from _importer_checks import assert_reimport_adds_nothing, assert_rejected, assert_shape, detected
 from corpus_support import CORPUS, require_corpus
+
 from latch.importers import TranscriptError, parse_all_file, parse_file
 
 DB = CORPUS / "opencode" / "lantern_opencode.db"
@@ -29,17 +29,28 @@ def export_of(session_id: str) -> dict:
     try:
         sid, project, parent, slug, directory, title, version, created, updated = db.execute(
             "SELECT id, project_id, parent_id, slug, directory, title, version, time_created, time_updated "
-            "FROM session WHERE id = ?", (session_id,)).fetchone()
-        info = {"id": sid, "slug": slug, "projectID": project, "directory": directory, "title": title,
-                "version": version, "time": {"created": created, "updated": updated}}
+            "FROM session WHERE id = ?",
+            (session_id,),
+        ).fetchone()
+        info = {
+            "id": sid,
+            "slug": slug,
+            "projectID": project,
+            "directory": directory,
+            "title": title,
+            "version": version,
+            "time": {"created": created, "updated": updated},
+        }
         if parent:
             info["parentID"] = parent
         messages = []
-        for mid, data in db.execute("SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id",
-                                    (session_id,)):
-            parts = [{**json.loads(pdata), "id": pid, "sessionID": sid, "messageID": mid}
-                     for pid, pdata in db.execute("SELECT id, data FROM part WHERE message_id = ? ORDER BY id",
-                                                  (mid,))]
+        for mid, data in db.execute(
+            "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id", (session_id,)
+        ):
+            parts = [
+                {**json.loads(pdata), "id": pid, "sessionID": sid, "messageID": mid}
+                for pid, pdata in db.execute("SELECT id, data FROM part WHERE message_id = ? ORDER BY id", (mid,))
+            ]
             messages.append({"info": {**json.loads(data), "id": mid, "sessionID": sid}, "parts": parts})
     finally:
         db.close()
@@ -58,11 +69,16 @@ def test_export_is_the_database_session(exported):
     from_db = next(s for s in parse_all_file(DB, "opencode") if s.external_key == f"opencode:{S3}")
     parsed = parse_file(exported)
     assert parsed.external_key == from_db.external_key == f"opencode:{S3}"
-    assert [(pe.source_ref, pe.ts, pe.event) for pe in parsed.events] == \
-        [(pe.source_ref, pe.ts, pe.event) for pe in from_db.events]
+    assert [(pe.source_ref, pe.ts, pe.event) for pe in parsed.events] == [
+        (pe.source_ref, pe.ts, pe.event) for pe in from_db.events
+    ]
     # the corpus counts of this session (test_import_opencode.py): 1 user, 2 requests, 1 write call, 7 events
-    assert (parsed.stats["user_messages"], parsed.stats["usage"]["requests"], parsed.stats["tool_calls"],
-            len(parsed.events)) == (1, 2, 1, 7)
+    assert (
+        parsed.stats["user_messages"],
+        parsed.stats["usage"]["requests"],
+        parsed.stats["tool_calls"],
+        len(parsed.events),
+    ) == (1, 2, 1, 7)
     assert parsed.workspace == "/work" and parsed.meta["title"] == from_db.meta["title"]
     assert_shape(parsed.events)
 
@@ -78,8 +94,9 @@ def _write(tmp_path, doc, name="bad.json"):
     return path
 
 
-@pytest.mark.parametrize("case", ["no_info", "message_no_info", "created_string", "part_no_type", "role_other",
-                                  "no_messages"])
+@pytest.mark.parametrize(
+    "case", ["no_info", "message_no_info", "created_string", "part_no_type", "role_other", "no_messages"]
+)
 def test_malformed_export_is_one_line(tmp_path, store, case):
     doc = export_of(S3)
     if case == "no_info":

@@ -9,17 +9,26 @@ import json
 from collections import Counter
 
 import pytest
+from _importer_checks import (
+    assert_reimport_adds_nothing,
+    assert_rejected,
+    detected,
+    json_document_corruptions,
+    mutated_json,
+)
 
 from latch.events import AssistantMessage, SystemNote, ToolResult, UserMessage
 from latch.importers import parse_file
 
-from _importer_checks import (assert_rejected, assert_reimport_adds_nothing, detected, json_document_corruptions,
-                              mutated_json)
-
 LEGACY = "ctf_i_got_id_demo.traj"
 V1 = "marshmallow-1867_function_calling.traj"
-NO_USAGE = {"input_tokens": None, "output_tokens": None, "cache_read_tokens": None, "cache_write_tokens": None,
-            "requests": 0}
+NO_USAGE = {
+    "input_tokens": None,
+    "output_tokens": None,
+    "cache_read_tokens": None,
+    "cache_write_tokens": None,
+    "requests": 0,
+}
 
 
 @pytest.fixture
@@ -45,7 +54,9 @@ def test_legacy_counts(swe):
         # 20 user messages directly after an assistant (jq: role=="user" and previous role=="assistant" → 20)
         # + the final `submit` observation, which only trajectory[20] holds (history ends with the assistant)
         "tool_results": 21,
-        "tool_errors": 0, "orphan_results": 0, "missing_results": 0,
+        "tool_errors": 0,
+        "orphan_results": 0,
+        "missing_results": 0,
         # info.model_stats are per-run totals (all 0 here): never a per-request Usage
         "usage": NO_USAGE,
     }
@@ -75,12 +86,14 @@ def test_legacy_synthesized_calls(swe):
 def test_v1_counts(swe):
     parsed = parse_file(swe / V1)
     assert parsed.stats == {
-        "user_messages": 1,        # history[1], the issue (role user, no tool_call_ids)
+        "user_messages": 1,  # history[1], the issue (role user, no tool_call_ids)
         "assistant_messages": 13,  # jq '[.history[]|select(.role=="assistant")]|length'
-        "tool_calls": 13,          # jq '[.history[]|select(.role=="assistant")|.tool_calls|length]|add'
-        "tool_results": 13,        # jq '[.history[]|select(.role=="tool")|.tool_call_ids|length]|add'
-        "tool_errors": 0, "orphan_results": 0, "missing_results": 0,
-        "usage": NO_USAGE,         # info.model_stats: tokens_sent 0, api_calls 13 (run totals only)
+        "tool_calls": 13,  # jq '[.history[]|select(.role=="assistant")|.tool_calls|length]|add'
+        "tool_results": 13,  # jq '[.history[]|select(.role=="tool")|.tool_call_ids|length]|add'
+        "tool_errors": 0,
+        "orphan_results": 0,
+        "missing_results": 0,
+        "usage": NO_USAGE,  # info.model_stats: tokens_sent 0, api_calls 13 (run totals only)
     }
     assert parsed.workspace == "/testbed"
 
@@ -91,8 +104,11 @@ def test_v1_reused_call_ids_stay_linked(swe):
     ids = [c.id for e in events if isinstance(e, AssistantMessage) for c in e.tool_calls]
     assert len(ids) == len(set(ids)) == 13
     assert [i for i in ids if i.startswith("call_5iDd")] == [
-        "call_5iDdbOYybq7L19vqXmR0DPaU", "call_5iDdbOYybq7L19vqXmR0DPaU#2",
-        "call_5iDdbOYybq7L19vqXmR0DPaU#3", "call_5iDdbOYybq7L19vqXmR0DPaU#4"]
+        "call_5iDdbOYybq7L19vqXmR0DPaU",
+        "call_5iDdbOYybq7L19vqXmR0DPaU#2",
+        "call_5iDdbOYybq7L19vqXmR0DPaU#3",
+        "call_5iDdbOYybq7L19vqXmR0DPaU#4",
+    ]
     assert "call_ahToD2vM0aQWJPkRmy5cumru#2" in ids
     for i, e in enumerate(events):  # every result directly follows its own call (one call per step)
         if isinstance(e, ToolResult):
@@ -109,8 +125,10 @@ def test_reimport_adds_nothing(swe, store, name):
 
 
 @pytest.mark.parametrize("name", [LEGACY, V1])
-@pytest.mark.parametrize("case", ["cut", "garbage", "history_string", "content_number", "role_number",
-                                  "tool_call_ids_string", "empty", "binary"])
+@pytest.mark.parametrize(
+    "case",
+    ["cut", "garbage", "history_string", "content_number", "role_number", "tool_call_ids_string", "empty", "binary"],
+)
 def test_malformed_is_rejected_and_store_unchanged(swe, store, tmp_path, name, case):
     src = swe / name
     assert_reimport_adds_nothing(store, swe / (V1 if name == LEGACY else LEGACY))  # a non-empty store
@@ -118,14 +136,26 @@ def test_malformed_is_rejected_and_store_unchanged(swe, store, tmp_path, name, c
     doc = json.loads(data)
     variants = {
         **json_document_corruptions(data),
-        "history_string": (mutated_json(doc, lambda d: d.update(history="oops")), "top level",
-                           "field 'history' must be an array, got string"),
-        "content_number": (mutated_json(doc, lambda d: d["history"][3].update(content=42)), "history[3]",
-                           "field 'content' must be a string or an array, got number"),
-        "role_number": (mutated_json(doc, lambda d: d["history"][2].update(role=7)), "history[2]",
-                        "field 'role' must be a string, got number"),
-        "tool_call_ids_string": (mutated_json(doc, lambda d: d["history"][3].update(role="tool", tool_call_ids="x")),
-                                 "history[3]", "field 'tool_call_ids' must be an array, got string"),
+        "history_string": (
+            mutated_json(doc, lambda d: d.update(history="oops")),
+            "top level",
+            "field 'history' must be an array, got string",
+        ),
+        "content_number": (
+            mutated_json(doc, lambda d: d["history"][3].update(content=42)),
+            "history[3]",
+            "field 'content' must be a string or an array, got number",
+        ),
+        "role_number": (
+            mutated_json(doc, lambda d: d["history"][2].update(role=7)),
+            "history[2]",
+            "field 'role' must be a string, got number",
+        ),
+        "tool_call_ids_string": (
+            mutated_json(doc, lambda d: d["history"][3].update(role="tool", tool_call_ids="x")),
+            "history[3]",
+            "field 'tool_call_ids' must be an array, got string",
+        ),
     }
     blob, where, reason = variants[case]
     assert_rejected(store, tmp_path / name, blob, where=where, reason=reason, fmt="swe-agent")
@@ -133,9 +163,9 @@ def test_malformed_is_rejected_and_store_unchanged(swe, store, tmp_path, name, c
 
 def test_missing_and_orphan_results_are_kept(swe, tmp_path):
     doc = json.loads((swe / V1).read_text("utf-8"))
-    del doc["history"][5]                                  # the `open setup.py` observation never came
+    del doc["history"][5]  # the `open setup.py` observation never came
     doc["history"][6]["tool_call_ids"] = ["call_unknown"]  # ...and the next observation names no known call
-    doc["trajectory"] = []                                 # no step observation to fall back on
+    doc["trajectory"] = []  # no step observation to fall back on
     path = tmp_path / "run.traj"
     path.write_text(json.dumps(doc), "utf-8")
     parsed = parse_file(path)

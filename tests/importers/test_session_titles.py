@@ -22,12 +22,18 @@ from latch.ui.web.app import create_app
 _load_commands()
 
 # hand-checked: `sqlite3 lantern_sessions.db "select id, name, description from sessions"` (descriptions empty)
-GOOSE = {"20260805_1": "What does average_item_price do?", "20260805_2": "Division by Zero on Empty Cart",
-         "20260805_3": "Cart Empty Average Price", "20260805_4": "Read file with absolute path"}
+GOOSE = {
+    "20260805_1": "What does average_item_price do?",
+    "20260805_2": "Division by Zero on Empty Cart",
+    "20260805_3": "Cart Empty Average Price",
+    "20260805_4": "Read file with absolute path",
+}
 # `sqlite3 lantern_opencode.db "select id, title from session"` (the quotes are in OpenCode's own title)
-OPENCODE = {"ses_03156b771ffeANj3CiDnYkqmmr": "What does average_item_price do?",
-            "ses_031559a74ffe4reBgr5U6MnTO4": '"Function to Validate Division on Empty Cart: Orders.py"',
-            "ses_031541bf9ffeMiy2LOFii47rch": "Fix average_item_price returns 0 when cart has no items"}
+OPENCODE = {
+    "ses_03156b771ffeANj3CiDnYkqmmr": "What does average_item_price do?",
+    "ses_031559a74ffe4reBgr5U6MnTO4": '"Function to Validate Division on Empty Cart: Orders.py"',
+    "ses_031541bf9ffeMiy2LOFii47rch": "Fix average_item_price returns 0 when cart has no items",
+}
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +48,7 @@ def db(tmp_path_factory):
 
 def _titles(db) -> dict[str, str | None]:
     with EventStore(db) as store:
-        return {s.meta.get("goose_session_id") or s.meta.get("opencode_session_id"): s.title
-                for s in store.sessions()}
+        return {s.meta.get("goose_session_id") or s.meta.get("opencode_session_id"): s.title for s in store.sessions()}
 
 
 def test_titles_are_imported_into_the_session_meta(db):

@@ -15,8 +15,8 @@ import sqlite3
 
 import pytest
 from click.testing import CliRunner
-
 from corpus_support import CORPUS, require_corpus
+
 from latch.cli import _load_commands, cli
 from latch.host.ingest import companion_files, import_file, subagent_call
 from latch.store import EventStore
@@ -75,8 +75,9 @@ def test_forgetting_the_parent_hides_its_children(tmp_path):
     db = str(tmp_path / "l.db")
     runner = CliRunner()
     assert runner.invoke(cli, ["--db", db, "import", str(parent)]).exit_code == 0
-    top = next(r for r in json.loads(runner.invoke(cli, ["--db", db, "sessions", "--json"]).output)
-               if r["parent"] is None)
+    top = next(
+        r for r in json.loads(runner.invoke(cli, ["--db", db, "sessions", "--json"]).output) if r["parent"] is None
+    )
     assert runner.invoke(cli, ["--db", db, "forget", top["id"]]).exit_code == 0
     assert json.loads(runner.invoke(cli, ["--db", db, "sessions", "--json"]).output) == []
 
@@ -91,8 +92,9 @@ def test_a_bad_subagent_file_imports_nothing_of_its_session(tmp_path):
         shutil.copy(c, copy.with_suffix("") / "subagents" / c.name)
     bad = copy.with_suffix("") / "subagents" / CHILDREN[0]
     lines = bad.read_text().splitlines(keepends=True)
-    bad.write_text("".join(lines[:3]) + '{"type": "user", "message": {"role": "user", "content": [\n'
-                   + "".join(lines[3:]))
+    bad.write_text(
+        "".join(lines[:3]) + '{"type": "user", "message": {"role": "user", "content": [\n' + "".join(lines[3:])
+    )
     _load_commands()
     db = tmp_path / "l.db"
     CliRunner().invoke(cli, ["--db", str(db), "sessions"])
@@ -129,21 +131,28 @@ def test_an_imported_subagent_is_a_child_linked_to_its_task_call_with_its_final_
         firsts = [s.event.text for s in store.events(explore["id"], kinds=["user_message"])]
         finals = [s.event for s in store.events(explore["id"], kinds=["assistant_message"])]
         report = child_result(store, explore["id"])
-        assert (link.parent_session_id, link.call_id) == (by_source[parent.name]["id"],
-                                                          "toolu_017SvvKc8KLbhGMG3tXkf21Z")
+        assert (link.parent_session_id, link.call_id) == (
+            by_source[parent.name]["id"],
+            "toolu_017SvvKc8KLbhGMG3tXkf21Z",
+        )
         assert link.brief == firsts[0] and link.config == {"agent_type": "Explore"} and link.engine is None
         assert link.model == next(m.model for m in finals if m.model)
         assert not finals[-1].tool_calls
-        assert (report.status, report.summary) == ("completed", finals[-1].text.strip()[:4_000] +
-                                                   ("" if len(finals[-1].text.strip()) <= 4_000 else
-                                                    "\n[summary cut to 4,000 characters]"))
+        assert (report.status, report.summary) == (
+            "completed",
+            finals[-1].text.strip()[:4_000]
+            + ("" if len(finals[-1].text.strip()) <= 4_000 else "\n[summary cut to 4,000 characters]"),
+        )
         assert report.turns == len(finals)
         assert child_link(store, compact["id"]) is None and child_result(store, compact["id"]) is None
         assert store.count_events(explore["id"]) == explore["events"]  # derived, nothing stored
     assert explore["child"]["call_id"] == "toolu_017SvvKc8KLbhGMG3tXkf21Z"
     assert explore["child"]["report"]["status"] == "completed"
-    assert explore["child"]["report"]["summary"] == " ".join(report.summary.split())[:99] + "…" \
-        if len(" ".join(report.summary.split())) > 100 else " ".join(report.summary.split())
+    assert (
+        explore["child"]["report"]["summary"] == " ".join(report.summary.split())[:99] + "…"
+        if len(" ".join(report.summary.split())) > 100
+        else " ".join(report.summary.split())
+    )
     listed = CliRunner().invoke(cli, ["--db", db, "sessions"], env={"COLUMNS": "400"}).output.splitlines()
     assert listed[1].startswith(by_source[parent.name]["id"][:8] + "  ")  # the parent, then its children under it
     assert listed[3].startswith("└ " + explore["id"][:8] + "  ") or listed[5].startswith("└ " + explore["id"][:8])

@@ -21,8 +21,13 @@ STREAM = "continuity:test"
 # Small enough that a few dozen scenario requests rotate several cache epochs.
 SMALL = ContextBudget(context_window_tokens=60_000, reserve_tokens=8_000, recent_tokens=8_000)
 SYSTEM = "You are a coding agent. Keep the canonical state current with the kernel tools."
-TOOLS = ({"name": "Bash", "description": "Run a command.",
-          "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}},)
+TOOLS = (
+    {
+        "name": "Bash",
+        "description": "Run a command.",
+        "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+    },
+)
 CONTEXT = SessionContext(workspace=WORKSPACE, repository_instructions="Run pytest before committing.")
 
 
@@ -31,8 +36,13 @@ def new_session(store, key: str = "invariants") -> str:
 
 
 def profile(store, sid: str, stream: str = STREAM, **kw) -> EngineProfile:
-    return EngineProfile(session_id=sid, model=MODEL, reader=StoreSessionReader(store, sid),
-                         writer=StoreKernelWriter(store, sid, stream), **kw)
+    return EngineProfile(
+        session_id=sid,
+        model=MODEL,
+        reader=StoreSessionReader(store, sid),
+        writer=StoreKernelWriter(store, sid, stream),
+        **kw,
+    )
 
 
 def continuity(store, sid: str, stream: str = STREAM):
@@ -41,12 +51,22 @@ def continuity(store, sid: str, stream: str = STREAM):
 
 
 def request(sid: str, budget: ContextBudget = SMALL, **kw) -> ContextRequest:
-    return ContextRequest(session_id=sid, system_prompt=SYSTEM, session_context=CONTEXT, tools=TOOLS, budget=budget,
-                          **kw)
+    return ContextRequest(
+        session_id=sid, system_prompt=SYSTEM, session_context=CONTEXT, tools=TOOLS, budget=budget, **kw
+    )
 
 
-def grow(store, sid: str, engine, requests: int, *, seed: int = 11, model: ScenarioModel | None = None,
-         budget: ContextBudget = SMALL, between=None) -> list:
+def grow(
+    store,
+    sid: str,
+    engine,
+    requests: int,
+    *,
+    seed: int = 11,
+    model: ScenarioModel | None = None,
+    budget: ContextBudget = SMALL,
+    between=None,
+) -> list:
     """Append ``requests`` scenario requests, materializing before each; return the views.
 
     ``between(i)`` runs after request ``i`` is appended (e.g. a kernel tool call).

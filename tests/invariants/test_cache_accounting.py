@@ -45,8 +45,9 @@ def test_provider_utilization_and_hit_rate_come_from_reported_categories(store):
     grow(store, sid, engine, 4)
     sent = engine.materialize(request(sid))  # the request the provider then answers
     common = sent.metrics["common_prefix_tokens"]
-    store.append(sid, [Usage(input_tokens=300, output_tokens=50, cache_read_tokens=common // 2,
-                             cache_write_tokens=700)])
+    store.append(
+        sid, [Usage(input_tokens=300, output_tokens=50, cache_read_tokens=common // 2, cache_write_tokens=700)]
+    )
     provider = engine.materialize(request(sid)).metrics["provider"]
     assert provider["common_prefix_tokens"] == common
     assert provider["prefix_utilization"] == (common // 2) / common
@@ -54,10 +55,13 @@ def test_provider_utilization_and_hit_rate_come_from_reported_categories(store):
     assert provider["prompt_tokens"] == 300 + common // 2 + 700
 
 
-@pytest.mark.parametrize("usage,unknown", [
-    (Usage(input_tokens=1200, output_tokens=80), ("cache_read_tokens", "prefix_utilization", "cache_hit_rate")),
-    (Usage(cache_read_tokens=900, output_tokens=80), ("input_tokens", "prompt_tokens", "cache_hit_rate")),
-])
+@pytest.mark.parametrize(
+    "usage,unknown",
+    [
+        (Usage(input_tokens=1200, output_tokens=80), ("cache_read_tokens", "prefix_utilization", "cache_hit_rate")),
+        (Usage(cache_read_tokens=900, output_tokens=80), ("input_tokens", "prompt_tokens", "cache_hit_rate")),
+    ],
+)
 def test_unknown_categories_stay_unknown(store, usage, unknown):
     sid = new_session(store)
     engine = continuity(store, sid)

@@ -40,7 +40,7 @@ def test_each_request_extends_the_previous_one_within_an_epoch(store):
     for prev, cur in zip(views, views[1:]):
         if cur.epoch == prev.epoch:
             assert wire(cur).startswith(wire(prev)), f"epoch {cur.epoch} rewrote its prefix"
-            assert cur.messages[:len(prev.messages)] == prev.messages
+            assert cur.messages[: len(prev.messages)] == prev.messages
             appends += 1
         else:
             assert cur.epoch == prev.epoch + 1

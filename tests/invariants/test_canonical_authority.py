@@ -19,8 +19,9 @@ _STATE = re.compile(r'<canonical-state revision="(\d+)">\n(.*?)\n</canonical-sta
 
 
 def _states(view) -> list[tuple[int, str]]:
-    return [(int(r), body) for m in view.messages if m.kind == "kernel_context"
-            for r, body in _STATE.findall(m.content)]
+    return [
+        (int(r), body) for m in view.messages if m.kind == "kernel_context" for r, body in _STATE.findall(m.content)
+    ]
 
 
 def _current(view) -> tuple[int, str]:

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from group_projection_support import assert_projection_is_the_replay
+
 from latch.agent.children import child_key, child_report, create_child
 from latch.agent.context import session_context
 from latch.agent.group import Group, GroupState
@@ -53,8 +53,9 @@ MODEL = "gpt-4.1"
 def oa(text: str = "", calls=()) -> dict:
     msg: dict = {"role": "assistant", "content": text or None}
     if calls:
-        msg["tool_calls"] = [{"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
-                             for i, n, a in calls]
+        msg["tool_calls"] = [
+            {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}} for i, n, a in calls
+        ]
     return {"id": "r", "model": MODEL, "choices": [{"index": 0, "message": msg}]}
 
 
@@ -68,13 +69,22 @@ class Root:
         self.supervisor = supervisor or Supervisor(get_engine_factory("continuity"))
         self.provider = ScriptedProvider(responses, model=MODEL)
         self.processes = ProcessManager(self.store, self.sid, self.ws)
-        ctx = ToolContext(workspace=self.ws, store=self.store, session_id=self.sid, processes=self.processes,
-                          estimate=len)
-        self.loop = AgentLoop.from_supervisor(self.store, self.sid, self.supervisor, self.provider, model=MODEL,
-                                              tools=agent_tools(), tool_context=ctx,
-                                              session_context=session_context(self.ws)[0],
-                                              system_prompt="You are a test agent.", assume_yes=True,
-                                              budget=ContextBudget(64_000, 4_000, 16_000))
+        ctx = ToolContext(
+            workspace=self.ws, store=self.store, session_id=self.sid, processes=self.processes, estimate=len
+        )
+        self.loop = AgentLoop.from_supervisor(
+            self.store,
+            self.sid,
+            self.supervisor,
+            self.provider,
+            model=MODEL,
+            tools=agent_tools(),
+            tool_context=ctx,
+            session_context=session_context(self.ws)[0],
+            system_prompt="You are a test agent.",
+            assume_yes=True,
+            budget=ContextBudget(64_000, 4_000, 16_000),
+        )
 
     def close(self):
         self.processes.close()
@@ -88,13 +98,16 @@ def _users(body) -> list[str]:
 def test_r5_a_child_has_its_own_stack_and_only_its_report_comes_back(tmp_path):
     check = f"{sys.executable} -m pytest --version"
     brief = "Write notes.txt and run the check."
-    r = Root(tmp_path, [
-        oa(calls=[("p1", "spawn_agent", {"brief": brief, "tools": ["write_file", "shell"]})]),
-        oa(calls=[("k1", "write_file", {"path": "notes.txt", "content": "CHILDBYTES\n"})]),
-        oa(calls=[("k2", "shell", {"command": check})]),
-        oa("CHILDSUMMARY wrote notes.txt"),
-        oa("parent done"),
-    ])
+    r = Root(
+        tmp_path,
+        [
+            oa(calls=[("p1", "spawn_agent", {"brief": brief, "tools": ["write_file", "shell"]})]),
+            oa(calls=[("k1", "write_file", {"path": "notes.txt", "content": "CHILDBYTES\n"})]),
+            oa(calls=[("k2", "shell", {"command": check})]),
+            oa("CHILDSUMMARY wrote notes.txt"),
+            oa("parent done"),
+        ],
+    )
     r.store.append(r.sid, [UserMessage("PARENTHISTORY delegate")])
     apply_kernel_tool(r.store, r.sid, "set_goal", {"goal": "PARENTGOAL"})
     apply_kernel_tool(r.store, r.sid, "record_disproof", {"claim": "PARENTDISPROOF", "reason": "not ours"})
@@ -118,8 +131,11 @@ def test_r5_a_child_has_its_own_stack_and_only_its_report_comes_back(tmp_path):
     assert ps.goal == "PARENTGOAL" and list(ps.evidence) == [] and len(ps.disproofs) == 1
     # the report is the only result transferred back
     report = child_report(r.store, child.id)
-    assert (report.status, report.summary, report.files_touched) == ("completed", "CHILDSUMMARY wrote notes.txt",
-                                                                     ("notes.txt",))
+    assert (report.status, report.summary, report.files_touched) == (
+        "completed",
+        "CHILDSUMMARY wrote notes.txt",
+        ("notes.txt",),
+    )
     (result,) = [s.event for s in r.store.events(r.sid, kinds=["tool_result"])]
     assert result.call_id == "p1" and result.content.startswith("[agent report: completed after 3 requests")
     last = json.dumps(r.provider.requests[4])
@@ -137,8 +153,16 @@ def test_r9_spawn_resume_and_worker_reconstruction_build_children_through_one_fa
         return continuity(profile)
 
     sup = Supervisor(continuity, child_policy=policy)
-    r = Root(tmp_path, [oa(calls=[("p1", "spawn_agent", {"brief": "child A", "model": "child-model"})]),
-                        oa("A done"), oa("parent done"), oa("task done")], supervisor=sup)
+    r = Root(
+        tmp_path,
+        [
+            oa(calls=[("p1", "spawn_agent", {"brief": "child A", "model": "child-model"})]),
+            oa("A done"),
+            oa("parent done"),
+            oa("task done"),
+        ],
+        supervisor=sup,
+    )
     r.loop.run(2)
     (a,) = r.store.children(r.sid)
     assert built == [(a.id, r.sid, "child-model")]  # spawn: from the durable profile's model
@@ -148,8 +172,15 @@ def test_r9_spawn_resume_and_worker_reconstruction_build_children_through_one_fa
     g = Group(r.store, r.sid)
     g.create_task("t1", "summarise", brief="Summarise the notes.")
     assert g.claim_task("t1", "dead", lease_seconds=1, now=0.0)
-    profile = AgentProfile(parent_session_id=r.sid, call_id=task_call_id("t1"), brief="Summarise the notes.",
-                           model="task-model", engine=engine_name(policy), config={}, tools=("read_file",))
+    profile = AgentProfile(
+        parent_session_id=r.sid,
+        call_id=task_call_id("t1"),
+        brief="Summarise the notes.",
+        model="task-model",
+        engine=engine_name(policy),
+        config={},
+        tools=("read_file",),
+    )
     orphan = create_child(r.store, r.sid, profile)
     (run,) = run_worker(g, "w2", r.loop, lease_seconds=30)
     assert (run.task_id, run.session_id, run.reclaimed, run.completed) == ("t1", orphan, True, True)
@@ -173,18 +204,26 @@ def test_r9_spawn_resume_and_worker_reconstruction_build_children_through_one_fa
 
 
 def test_r16_reports_are_delivered_once_at_safe_boundaries_and_lifecycle_stays_hidden(tmp_path):
-    r = Root(tmp_path, [
-        oa(calls=[("p1", "spawn_agent", {"brief": "bg child", "background": True}),
-                  ("x1", "read_file", {"path": "AGENTS.md"})]),
-        oa(calls=[("k1", "read_file", {"path": "AGENTS.md"})]), oa("CHILDREPORT ok"),  # the child
-        oa("parent saw it"),
-    ])
+    r = Root(
+        tmp_path,
+        [
+            oa(
+                calls=[
+                    ("p1", "spawn_agent", {"brief": "bg child", "background": True}),
+                    ("x1", "read_file", {"path": "AGENTS.md"}),
+                ]
+            ),
+            oa(calls=[("k1", "read_file", {"path": "AGENTS.md"})]),
+            oa("CHILDREPORT ok"),  # the child
+            oa("parent saw it"),
+        ],
+    )
     r.store.append(r.sid, [UserMessage("fan out")])
     out = r.loop.run(3)
     assert out.stopped == "done" and len(out.steps) == 2
     first, second = r.provider.requests[0]["messages"], r.provider.requests[3]["messages"]
-    assert second[:len(first)] == first and out.steps[0].view.epoch == out.steps[1].view.epoch
-    tail = second[len(first):]
+    assert second[: len(first)] == first and out.steps[0].view.epoch == out.steps[1].view.epoch
+    tail = second[len(first) :]
     assert [m["role"] for m in tail] == ["assistant", "tool", "tool", "user"]  # after both results: safe
     assert tail[3]["content"].startswith("[agent notification] [agent report: completed after 2 requests")
     text = json.dumps(second)
@@ -196,8 +235,12 @@ def test_r16_reports_are_delivered_once_at_safe_boundaries_and_lifecycle_stays_h
     # a restart delivers nothing twice; a report finished while a call is open waits for its result
     child = r.store.children(r.sid)[0].id
     r.close()
-    again = Root(tmp_path, [oa(calls=[("p2", "spawn_agent", {"brief": "bg two", "background": True})]),
-                            oa("second child done")], store=EventStore(tmp_path / "latch.db"), sid=r.sid)
+    again = Root(
+        tmp_path,
+        [oa(calls=[("p2", "spawn_agent", {"brief": "bg two", "background": True})]), oa("second child done")],
+        store=EventStore(tmp_path / "latch.db"),
+        sid=r.sid,
+    )
     marker = [s.event for s in again.store.events(again.sid, kinds=["agent_notification_delivered"])]
     assert [m.child_session_id for m in marker] == [child]
     assert again.loop.deliver_notifications() == []
@@ -232,8 +275,12 @@ def test_r27_claims_are_decided_by_their_transaction_and_replay_after_restart(tm
     for t in ids:
         g.create_task(t, f"task {t}")
     g.join("a", "sa")
-    procs = [subprocess.Popen([sys.executable, "-c", RACE, str(store.path), root, agent, *ids],
-                              stdout=subprocess.PIPE, text=True) for agent in ("a", "b")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACE, str(store.path), root, agent, *ids], stdout=subprocess.PIPE, text=True
+        )
+        for agent in ("a", "b")
+    ]
     won = [set(p.communicate(timeout=120)[0].split()) for p in procs]
     assert won[0].isdisjoint(won[1]) and won[0] | won[1] == set(ids)  # exactly one owner per task
     claims = [s for s in store.events(root, kinds=["group_task_claimed"])]
@@ -261,9 +308,18 @@ def test_r28_messages_are_information_delivered_fifo_once_at_a_safe_boundary(tmp
     provider = ScriptedProvider([oa("noted")], model=MODEL)
     processes = ProcessManager(store, member, tmp_path)
     ctx = ToolContext(workspace=tmp_path, store=store, session_id=member, processes=processes, estimate=len)
-    loop = AgentLoop.from_supervisor(store, member, Supervisor(get_engine_factory("continuity")), provider,
-                                     model=MODEL, tools=builtin_tools(), tool_context=ctx,
-                                     session_context=session_context(tmp_path)[0], group=g, group_agent="w1")
+    loop = AgentLoop.from_supervisor(
+        store,
+        member,
+        Supervisor(get_engine_factory("continuity")),
+        provider,
+        model=MODEL,
+        tools=builtin_tools(),
+        tool_context=ctx,
+        session_context=session_context(tmp_path)[0],
+        group=g,
+        group_agent="w1",
+    )
     loop.say("go on")
     loop.turn()
     delivered = list(store.events(member, kinds=["group_message_delivered"]))
@@ -298,6 +354,10 @@ def test_r29_the_group_view_reduces_the_same_events_live_and_resumed(tmp_path):
     assert doc == {"root": root, **GroupState.replay(g.events()).summary()}
     assert [(t["id"], t["status"]) for t in doc["tasks"]] == [("a", "completed"), ("b", "ready")]
     store.close()
-    resumed = subprocess.run([sys.executable, "-m", "latch", "--db", str(db), "group", root, "--json"],
-                             capture_output=True, text=True, timeout=60)
+    resumed = subprocess.run(
+        [sys.executable, "-m", "latch", "--db", str(db), "group", root, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert resumed.returncode == 0 and json.loads(resumed.stdout) == doc

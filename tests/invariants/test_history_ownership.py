@@ -43,12 +43,23 @@ def test_materialize_rotate_and_compact_leave_the_event_log_byte_identical(store
     assert [e.seq for e in early] == [1]
     # The engine's only writes are its own records, in its own stream.
     assert kernel_streams(store.path) <= {(STREAM, k) for k in RECORD_KINDS}
-    assert {k for _, k in kernel_streams(store.path)} >= {"epoch", "kernel_context", "materialization",
-                                                          "manual_compact"}
+    assert {k for _, k in kernel_streams(store.path)} >= {
+        "epoch",
+        "kernel_context",
+        "materialization",
+        "manual_compact",
+    }
 
 
-@pytest.mark.parametrize("sql", ["DELETE FROM events", "UPDATE events SET payload = '{}'",
-                                 "DELETE FROM kernel_records", "UPDATE kernel_records SET kind = 'x'"])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DELETE FROM events",
+        "UPDATE events SET payload = '{}'",
+        "DELETE FROM kernel_records",
+        "UPDATE kernel_records SET kind = 'x'",
+    ],
+)
 def test_the_database_refuses_to_rewrite_history(store, sql):
     sid = new_session(store)
     engine = continuity(store, sid)
@@ -70,5 +81,10 @@ def test_the_port_hands_the_engine_no_store_or_sqlite_handle(store):
     reader, writer = engine._reader, engine._writer
     public = {name for name in dir(reader) if not name.startswith("_")}
     assert public == {"session_id", "events", "search", "max_seq", "get_artifact", "canonical_state"}
-    assert {name for name in dir(writer) if not name.startswith("_")} == {"session_id", "stream", "append",
-                                                                           "append_many", "records"}
+    assert {name for name in dir(writer) if not name.startswith("_")} == {
+        "session_id",
+        "stream",
+        "append",
+        "append_many",
+        "records",
+    }

@@ -20,8 +20,13 @@ _STATE = re.compile(r'<canonical-state revision="\d+">\n(.*?)\n</canonical-state
 
 
 def _call(store, sid, cid, name, args, result, *, is_error=False, exit_code=None):
-    return store.append(sid, [AssistantMessage(tool_calls=(ToolCall(cid, name, json.dumps(args)),)),
-                              ToolResult(cid, result, is_error=is_error, name=name, exit_code=exit_code)])
+    return store.append(
+        sid,
+        [
+            AssistantMessage(tool_calls=(ToolCall(cid, name, json.dumps(args)),)),
+            ToolResult(cid, result, is_error=is_error, name=name, exit_code=exit_code),
+        ],
+    )
 
 
 def _state_text(view) -> str:
@@ -32,8 +37,14 @@ def test_a_pass_at_generation_g_is_stale_at_g_plus_1_in_the_view(store):
     sid = new_session(store)
     engine = continuity(store, sid)
     apply_kernel_tool(store, sid, "require_validation", {"requirement": "python -m pytest -q"})
-    _call(store, sid, "c1", "Edit", {"file_path": "/work/shop/src/tax.py", "old_string": "a", "new_string": "b"},
-          "The file /work/shop/src/tax.py has been updated.")
+    _call(
+        store,
+        sid,
+        "c1",
+        "Edit",
+        {"file_path": "/work/shop/src/tax.py", "old_string": "a", "new_string": "b"},
+        "The file /work/shop/src/tax.py has been updated.",
+    )
     _call(store, sid, "c2", "Bash", {"command": "python -m pytest -q"}, "12 passed in 0.3s", exit_code=0)
     store.append(sid, [UserMessage("are we done?")])
     text = _state_text(engine.materialize(request(sid)))
@@ -42,8 +53,14 @@ def test_a_pass_at_generation_g_is_stale_at_g_plus_1_in_the_view(store):
     s = canonical_state(store, sid)
     assert s.generation == 1 and s.certification["certified"]
 
-    _call(store, sid, "c3", "Edit", {"file_path": "/work/shop/src/tax.py", "old_string": "b", "new_string": "c"},
-          "The file /work/shop/src/tax.py has been updated.")
+    _call(
+        store,
+        sid,
+        "c3",
+        "Edit",
+        {"file_path": "/work/shop/src/tax.py", "old_string": "b", "new_string": "c"},
+        "The file /work/shop/src/tax.py has been updated.",
+    )
     store.append(sid, [UserMessage("and now?")])
     text = _state_text(engine.materialize(request(sid)))
     assert "- passed: python -m pytest -q (STALE: the workspace changed since)" in text
@@ -61,11 +78,14 @@ def test_a_child_report_never_becomes_parent_evidence(store):
     _call(store, child, "k1", "Bash", {"command": "python -m pytest -q"}, "40 passed in 1.2s", exit_code=0)
     assert canonical_state(store, child).evidence[0]["status"] == "passed"
     # The parent receives a compact report claiming success, as the result of its Task call.
-    store.append(parent, [
-        AssistantMessage(tool_calls=(ToolCall("t1", "Task", json.dumps({"prompt": "run the tests"})),)),
-        SubagentMarker(call_id="t1", agent_id=child, agent_type="general", description="run the tests"),
-        ToolResult("t1", "AgentReport: validation python -m pytest -q passed (40 passed); all green.", name="Task"),
-    ])
+    store.append(
+        parent,
+        [
+            AssistantMessage(tool_calls=(ToolCall("t1", "Task", json.dumps({"prompt": "run the tests"})),)),
+            SubagentMarker(call_id="t1", agent_id=child, agent_type="general", description="run the tests"),
+            ToolResult("t1", "AgentReport: validation python -m pytest -q passed (40 passed); all green.", name="Task"),
+        ],
+    )
     s = canonical_state(store, parent)
     assert s.evidence == () and s.validation_runs == 0
     assert s.certification["certified"] is False

@@ -40,8 +40,11 @@ def _run(path, resume_at: int | None, compact_at: int | None):
     return out, records
 
 
-@pytest.mark.parametrize("resume_at,compact_at", [(6, None), (15, None), (18, 11), (11, 11)],
-                         ids=["early", "mid-run", "after-compact", "compact-then-resume"])
+@pytest.mark.parametrize(
+    "resume_at,compact_at",
+    [(6, None), (15, None), (18, 11), (11, 11)],
+    ids=["early", "mid-run", "after-compact", "compact-then-resume"],
+)
 def test_a_new_engine_on_the_same_store_produces_byte_identical_views(tmp_path, resume_at, compact_at):
     straight, straight_records = _run(tmp_path / "a.db", None, compact_at)
     resumed, resumed_records = _run(tmp_path / "b.db", resume_at, compact_at)

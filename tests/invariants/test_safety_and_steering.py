@@ -30,14 +30,17 @@ def test_hard_deny_wins_in_every_mode(mode, tool, args):
     assert d.action == "deny" and d.hard_denied, (tool, args, d)
 
 
-@pytest.mark.parametrize("tool,args,mode,expected", [
-    ("Bash", {"command": "rm -rf build/"}, "default", "ask"),
-    ("Bash", {"command": "rm -rf build/"}, "bypass", "allow"),
-    ("Bash", {"command": "git push origin main"}, "bypass", "allow"),
-    ("Read", {"file_path": "src/app.py"}, "default", "allow"),
-    ("Edit", {"file_path": "src/app.py"}, "accept_edits", "allow"),
-    ("Edit", {"file_path": "src/app.py"}, "read_only", "deny"),
-])
+@pytest.mark.parametrize(
+    "tool,args,mode,expected",
+    [
+        ("Bash", {"command": "rm -rf build/"}, "default", "ask"),
+        ("Bash", {"command": "rm -rf build/"}, "bypass", "allow"),
+        ("Bash", {"command": "git push origin main"}, "bypass", "allow"),
+        ("Read", {"file_path": "src/app.py"}, "default", "allow"),
+        ("Edit", {"file_path": "src/app.py"}, "accept_edits", "allow"),
+        ("Edit", {"file_path": "src/app.py"}, "read_only", "deny"),
+    ],
+)
 def test_ordinary_calls_follow_the_mode(tool, args, mode, expected):
     d = PermissionPolicy(mode=mode).decide(tool, json.dumps(args))
     assert d.action == expected and not d.hard_denied
@@ -51,8 +54,13 @@ def test_unknown_mode_is_a_clear_error():
 def test_steering_waits_for_every_tool_result(store):
     sid = store.create_session(external_key="steer")
     inbox = SteeringInbox(store, sid)
-    store.append(sid, [UserMessage("run the tests"),
-                       AssistantMessage("", (ToolCall("c1", "Bash", "{}"), ToolCall("c2", "Bash", "{}")))])
+    store.append(
+        sid,
+        [
+            UserMessage("run the tests"),
+            AssistantMessage("", (ToolCall("c1", "Bash", "{}"), ToolCall("c2", "Bash", "{}"))),
+        ],
+    )
     inbox.submit("also check the linter")
     store.append(sid, [ToolResult("c1", "ok")])
     assert inbox.deliver() == []  # c2 still open: never between a call and its result

@@ -24,28 +24,46 @@ TASK_Y = "Stop that. Task Y: write a CSV exporter for the invoices table in src/
 def _turns(prefix: str, n: int) -> list[dict]:
     out = []
     for i in range(n):
-        call = {"id": f"{prefix}{i}", "type": "function",
-                "function": {"name": "bash", "arguments": json.dumps({"command": f"grep -rn thing{i} src/"})}}
+        call = {
+            "id": f"{prefix}{i}",
+            "type": "function",
+            "function": {"name": "bash", "arguments": json.dumps({"command": f"grep -rn thing{i} src/"})},
+        }
         out.append({"role": "assistant", "content": f"Looking at part {i} of the code base now.", "tool_calls": [call]})
-        out.append({"role": "tool", "tool_call_id": f"{prefix}{i}", "content": f"src/m{i}.py:{i}: thing{i} = {i}\n" * 3})
+        out.append(
+            {"role": "tool", "tool_call_id": f"{prefix}{i}", "content": f"src/m{i}.py:{i}: thing{i} = {i}\n" * 3}
+        )
     return out
 
 
 def switching_session() -> dict:
     """A generated session that switches from task X to task Y, each followed by many tool turns."""
-    return {"model": "gpt-4o", "messages": [{"role": "user", "content": TASK_X}, *_turns("x", 12),
-                                            {"role": "user", "content": TASK_Y}, *_turns("y", 12),
-                                            {"role": "assistant", "content": "Done."}]}
+    return {
+        "model": "gpt-4o",
+        "messages": [
+            {"role": "user", "content": TASK_X},
+            *_turns("x", 12),
+            {"role": "user", "content": TASK_Y},
+            *_turns("y", 12),
+            {"role": "assistant", "content": "Done."},
+        ],
+    }
 
 
 def test_instruction_text_skips_harness_text_and_acks():
     assert instruction_text(UserMessage(text="  fix   the\nbug ")) == ("fix the bug", False)
     assert instruction_text(UserMessage(text="fix it", is_meta=True)) is None
     assert instruction_text(UserMessage(text="<environment_context>\n<cwd>/x</cwd>")) is None
-    assert instruction_text(UserMessage(text="<system-reminder>be nice</system-reminder>\nport it")) == ("port it",
-                                                                                                      False)
-    assert instruction_text(UserMessage(text="<command-message>x</command-message>\n<command-name>/review</command-name>"
-                                             "\n<command-args>src/a.py</command-args>")) == ("/review src/a.py", False)
+    assert instruction_text(UserMessage(text="<system-reminder>be nice</system-reminder>\nport it")) == (
+        "port it",
+        False,
+    )
+    assert instruction_text(
+        UserMessage(
+            text="<command-message>x</command-message>\n<command-name>/review</command-name>"
+            "\n<command-args>src/a.py</command-args>"
+        )
+    ) == ("/review src/a.py", False)
     assert instruction_text(UserMessage(text="continue")) is None and instruction_text(UserMessage(text="OK.")) is None
     assert instruction_text(ToolResult("c1", "do this")) is None
     text, cut = instruction_text(UserMessage(text="a " * 1000))
@@ -55,8 +73,16 @@ def test_instruction_text_skips_harness_text_and_acks():
 def test_goal_is_the_first_instruction_and_later_ones_are_revisions(tmp_path):
     store = EventStore(tmp_path / "s.db")
     sid = store.create_session(format="openai-chat")
-    store.append(sid, [UserMessage(text=TASK_X), AssistantMessage(text="ok"), UserMessage(text="continue"),
-                       UserMessage(text=TASK_Y), UserMessage(text=TASK_Y)])
+    store.append(
+        sid,
+        [
+            UserMessage(text=TASK_X),
+            AssistantMessage(text="ok"),
+            UserMessage(text="continue"),
+            UserMessage(text=TASK_Y),
+            UserMessage(text=TASK_Y),
+        ],
+    )
     s = canonical_state(store, sid)
     assert (s.goal, s.goal_source) == (TASK_X, "user")
     assert [r["text"] for r in s.goal_revisions] == [TASK_Y]
@@ -81,8 +107,11 @@ def switching_file(tmp_path):
 
 
 def _replay(tmp_path, path, *extra):
-    return CliRunner().invoke(cli, ["--db", str(tmp_path / "r.db"), "replay", str(path), "--recent", "300", *extra],
-                              env={"COLUMNS": "200", "LATCH_HOME": str(tmp_path / "home")})
+    return CliRunner().invoke(
+        cli,
+        ["--db", str(tmp_path / "r.db"), "replay", str(path), "--recent", "300", *extra],
+        env={"COLUMNS": "200", "LATCH_HOME": str(tmp_path / "home")},
+    )
 
 
 def test_task_switch_keeps_task_y_in_every_view_at_recent_300(tmp_path, switching_file):
@@ -111,17 +140,47 @@ def test_the_check_fails_when_the_state_forgets_instructions(tmp_path, switching
 
 def test_an_engine_that_drops_old_messages_is_told_not_failed(tmp_path, switching_file):
     pytest.importorskip("latch_baselines")
-    res = CliRunner().invoke(cli, ["--db", str(tmp_path / "r.db"), "replay", str(switching_file), "--window", "2000",
-                                   "--reserve", "1000", "--engine", "sliding-window", "--estimator", "heuristic-o200k",
-                                   "--json", "-"],
-                             env={"COLUMNS": "200", "LATCH_HOME": str(tmp_path / "home")})
+    res = CliRunner().invoke(
+        cli,
+        [
+            "--db",
+            str(tmp_path / "r.db"),
+            "replay",
+            str(switching_file),
+            "--window",
+            "2000",
+            "--reserve",
+            "1000",
+            "--engine",
+            "sliding-window",
+            "--estimator",
+            "heuristic-o200k",
+            "--json",
+            "-",
+        ],
+        env={"COLUMNS": "200", "LATCH_HOME": str(tmp_path / "home")},
+    )
     assert res.exit_code == 0, res.output
     s = json.loads(res.output)["summary"]
     # 7 views of 2,000-token windows with the o200k heuristic (measured; the exact o200k count the plugin selects
     # for gpt-4o is smaller still: 3; --estimator heuristic-openai gives 8)
     assert (s["keeps_latest_instruction"], s["views_without_latest_instruction"], s["violations"]) == (False, 7, [])
-    table = CliRunner().invoke(cli, ["--db", str(tmp_path / "r.db"), "replay", str(switching_file), "--window",
-                                     "2000", "--reserve", "1000", "--engine", "sliding-window", "--estimator",
-                                     "heuristic-o200k"],
-                               env={"COLUMNS": "200", "LATCH_HOME": str(tmp_path / "home")})
+    table = CliRunner().invoke(
+        cli,
+        [
+            "--db",
+            str(tmp_path / "r.db"),
+            "replay",
+            str(switching_file),
+            "--window",
+            "2000",
+            "--reserve",
+            "1000",
+            "--engine",
+            "sliding-window",
+            "--estimator",
+            "heuristic-o200k",
+        ],
+        env={"COLUMNS": "200", "LATCH_HOME": str(tmp_path / "home")},
+    )
     assert "i 7 view(s) without the latest user instruction (sliding-window does not keep it)" in table.output

@@ -74,6 +74,8 @@ def test_a_fresh_process_decodes_kernel_and_agent_events_without_importing_them(
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     kinds, loaded = out.splitlines()
-    assert kinds == ("[('user_message', 'UserMessage'), ('state_update', 'StateUpdate'), ('mutation', 'Mutation'), "
-                     "('steering_queued', 'SteeringQueued')]")
+    assert kinds == (
+        "[('user_message', 'UserMessage'), ('state_update', 'StateUpdate'), ('mutation', 'Mutation'), "
+        "('steering_queued', 'SteeringQueued')]"
+    )
     assert loaded == "[]"

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+from kernel_support import session, state, turn
+
 from latch.kernel.derive import process_id_text
 from latch.kernel.ledger import clear_cache
 
-from kernel_support import session, state, turn
-
-_STARTED = ("Command running in background with ID: {id}. Output is being written to: "
-            "/tmp/claude-1000/-home-u-app/tasks/{id}.output")
+_STARTED = (
+    "Command running in background with ID: {id}. Output is being written to: "
+    "/tmp/claude-1000/-home-u-app/tasks/{id}.output"
+)
 
 
 def _task_output(pid: str, status: str, output: str, exit_code: int | None = None) -> str:
     """A TaskOutput result the way Claude Code 2.1.x writes it."""
     retrieval = "timeout" if status == "running" else "success"
     code = f"<exit_code>{exit_code}</exit_code>\n\n" if exit_code is not None else ""
-    return (f"<retrieval_status>{retrieval}</retrieval_status>\n\n<task_id>{pid}</task_id>\n\n"
-            f"<task_type>local_bash</task_type>\n\n<status>{status}</status>\n\n{code}<output>\n{output}\n</output>")
+    return (
+        f"<retrieval_status>{retrieval}</retrieval_status>\n\n<task_id>{pid}</task_id>\n\n"
+        f"<task_type>local_bash</task_type>\n\n<status>{status}</status>\n\n{code}<output>\n{output}\n</output>"
+    )
 
 
 def _background(store, sid: str, command: str, pid: str = "be613ab", **args) -> None:
@@ -34,14 +38,23 @@ def test_background_id_never_includes_trailing_punctuation(store):
     _background(store, sid, "npm run dev", pid="b7f00d1", run_in_background=True)
     assert _procs(state(store, sid)) == [("be613ab", True, None), ("b7f00d1", True, None)]
     assert [process_id_text(x) for x in ("be613ab.", " bash_1 ", "b1),", "shell_2")] == [
-        "be613ab", "bash_1", "b1", "shell_2"]
+        "be613ab",
+        "bash_1",
+        "b1",
+        "shell_2",
+    ]
 
 
 def test_task_output_still_running_keeps_the_process_running(store):
     sid = session(store, "/home/u/app", fmt="claude-code")
     _background(store, sid, "mix test 2>&1")
-    turn(store, sid, "TaskOutput", {"task_id": "be613ab", "block": True, "timeout": 120000},
-         _task_output("be613ab", "running", "Compiling 7 files (.ex)"))
+    turn(
+        store,
+        sid,
+        "TaskOutput",
+        {"task_id": "be613ab", "block": True, "timeout": 120000},
+        _task_output("be613ab", "running", "Compiling 7 files (.ex)"),
+    )
     s = state(store, sid)
     assert _procs(s) == [("be613ab", True, None)]
     assert s.evidence == () and s.validation_runs == 0  # the validation still waits for the exit
@@ -51,11 +64,20 @@ def test_task_output_still_running_keeps_the_process_running(store):
 def test_task_output_completed_closes_the_process_and_lands_its_validation(store):
     sid = session(store, "/home/u/app", fmt="claude-code")
     _background(store, sid, "mix test test/x_test.exs 2>&1", timeout=60000)
-    turn(store, sid, "TaskOutput", {"task_id": "be613ab", "block": True, "timeout": 120000},
-         _task_output("be613ab", "running", "Compiling 7 files (.ex)"))
-    turn(store, sid, "TaskOutput", {"task_id": "be613ab", "block": True, "timeout": 600000},
-         _task_output("be613ab", "completed", "Exit code 3 was printed by a fixture\n49 tests, 0 failures",
-                      exit_code=0))
+    turn(
+        store,
+        sid,
+        "TaskOutput",
+        {"task_id": "be613ab", "block": True, "timeout": 120000},
+        _task_output("be613ab", "running", "Compiling 7 files (.ex)"),
+    )
+    turn(
+        store,
+        sid,
+        "TaskOutput",
+        {"task_id": "be613ab", "block": True, "timeout": 600000},
+        _task_output("be613ab", "completed", "Exit code 3 was printed by a fixture\n49 tests, 0 failures", exit_code=0),
+    )
     s = state(store, sid)
     assert _procs(s) == [("be613ab", False, 0)]
     (obs,) = s.evidence
@@ -76,28 +98,46 @@ def test_task_output_failed_and_killed_and_task_stop(store):
     s = state(store, sid)
     assert _procs(s) == [("b1", False, 1), ("b2", False, None), ("b3", False, None)]
     assert [(o["requirement"], o["status"]) for o in s.evidence] == [
-        ("pytest -q", "failed"), ("cargo test", "unknown"), ("go test ./...", "unknown")]
+        ("pytest -q", "failed"),
+        ("cargo test", "unknown"),
+        ("go test ./...", "unknown"),
+    ]
 
 
 def test_older_bash_output_and_kill_shell_still_work(store):
     sid = session(store, "/home/u/app", fmt="claude-code")
     _background(store, sid, "pytest -q", pid="bash_1", run_in_background=True)
     _background(store, sid, "npm test", pid="bash_2", run_in_background=True)
-    turn(store, sid, "BashOutput", {"bash_id": "bash_1"},
-         "<status>completed</status>\n\n<exit_code>0</exit_code>\n\n<stdout>\n5 passed in 0.2s\n</stdout>")
+    turn(
+        store,
+        sid,
+        "BashOutput",
+        {"bash_id": "bash_1"},
+        "<status>completed</status>\n\n<exit_code>0</exit_code>\n\n<stdout>\n5 passed in 0.2s\n</stdout>",
+    )
     turn(store, sid, "KillShell", {"shell_id": "bash_2"}, "Successfully killed shell: bash_2 (npm test)")
     s = state(store, sid)
     assert _procs(s) == [("bash_1", False, 0), ("bash_2", False, None)]
     assert [(o["requirement"], o["status"], o["exit_code"]) for o in s.evidence] == [
-        ("pytest -q", "passed", 0), ("npm test", "unknown", None)]
+        ("pytest -q", "passed", 0),
+        ("npm test", "unknown", None),
+    ]
     assert s.evidence[0]["summary"] == "5 passed in 0.2s"
 
 
 # ------------------------------------------------------------------ TaskCreate / TaskUpdate
 def _create(store, sid: str, n: int, subject: str) -> int:
-    return turn(store, sid, "TaskCreate", {"subject": subject, "description": f"Details of {subject.lower()}.",
-                                           "activeForm": f"Working on {subject.lower()}"},
-                f"Task #{n} created successfully: {subject}")
+    return turn(
+        store,
+        sid,
+        "TaskCreate",
+        {
+            "subject": subject,
+            "description": f"Details of {subject.lower()}.",
+            "activeForm": f"Working on {subject.lower()}",
+        },
+        f"Task #{n} created successfully: {subject}",
+    )
 
 
 def test_task_create_and_update_maintain_the_actions(store):
@@ -107,7 +147,8 @@ def test_task_create_and_update_maintain_the_actions(store):
     s = state(store, sid)
     assert [dict(a) for a in s.actions] == [
         {"id": "A1", "text": "Add EndedAt field", "status": "pending", "source": "TaskCreate", "seq": first},
-        {"id": "A2", "text": "Run verification", "status": "pending", "source": "TaskCreate", "seq": second}]
+        {"id": "A2", "text": "Run verification", "status": "pending", "source": "TaskCreate", "seq": second},
+    ]
     turn(store, sid, "TaskUpdate", {"taskId": "1", "status": "in_progress"}, "Updated task #1 status")
     assert [(a["id"], a["status"]) for a in state(store, sid).actions] == [("A1", "in_progress"), ("A2", "pending")]
     turn(store, sid, "TaskUpdate", {"taskId": "1", "status": "completed"}, "Updated task #1 status")
@@ -119,12 +160,25 @@ def test_task_create_and_update_maintain_the_actions(store):
     assert "- [done] Add EndedAt field" in s.render(2000, len)
     # an unknown id, a failed update and a TodoWrite list leave the task actions alone
     turn(store, sid, "TaskUpdate", {"taskId": "9", "status": "completed"}, "Task not found")
-    turn(store, sid, "TaskUpdate", {"taskId": "1", "status": "pending"}, "<tool_use_error>boom</tool_use_error>",
-         is_error=True)
-    turn(store, sid, "TodoWrite", {"todos": [{"content": "Ship", "status": "pending", "activeForm": "Shipping"}]},
-         "Todos have been modified successfully.")
+    turn(
+        store,
+        sid,
+        "TaskUpdate",
+        {"taskId": "1", "status": "pending"},
+        "<tool_use_error>boom</tool_use_error>",
+        is_error=True,
+    )
+    turn(
+        store,
+        sid,
+        "TodoWrite",
+        {"todos": [{"content": "Ship", "status": "pending", "activeForm": "Shipping"}]},
+        "Todos have been modified successfully.",
+    )
     assert [(a["id"], a["status"], a["source"]) for a in state(store, sid).actions] == [
-        ("A1", "done", "TaskCreate"), ("A3", "pending", "TodoWrite")]
+        ("A1", "done", "TaskCreate"),
+        ("A3", "pending", "TodoWrite"),
+    ]
 
 
 def test_task_update_subject_and_revision(store):

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+from kernel_support import session, state, turn
+
 from latch.hotpaths import estimate_tokens
 from latch.kernel import apply_kernel_tool
 from latch.kernel.events import Mutation
-
-from kernel_support import session, state, turn
 
 CLAIM = "the release binary cannot be reproduced from this tree"
 REASON = "build.rs embeds the build timestamp; with SOURCE_DATE_EPOCH set the hashes match"
 
 
 def record(store, sid):
-    return apply_kernel_tool(store, sid, "record_disproof", {
-        "claim": CLAIM, "reason": REASON, "evidence": ["sha256sum target/release/app", "build.rs:12"],
-        "files": ["/repo/build.rs"]})
+    return apply_kernel_tool(
+        store,
+        sid,
+        "record_disproof",
+        {
+            "claim": CLAIM,
+            "reason": REASON,
+            "evidence": ["sha256sum target/release/app", "build.rs:12"],
+            "files": ["/repo/build.rs"],
+        },
+    )
 
 
 def test_a_disproof_is_seen_by_siblings_and_children_and_found_by_fts(store):
@@ -27,11 +35,18 @@ def test_a_disproof_is_seen_by_siblings_and_children_and_found_by_fts(store):
     ev = record(store, a)
     for sid in (a, sibling, child, grandchild_elsewhere):
         (d,) = state(store, sid).disproofs
-        assert (d["id"], d["claim"], d["files"], d["generation"], d["stale"]) == (f"X{ev.seq}", CLAIM, ["build.rs"], 0,
-                                                                                  False)
+        assert (d["id"], d["claim"], d["files"], d["generation"], d["stale"]) == (
+            f"X{ev.seq}",
+            CLAIM,
+            ["build.rs"],
+            0,
+            False,
+        )
         text = state(store, sid).render(10_000, estimate_tokens)
-        assert (f"- [X{ev.seq}] {CLAIM} — not a real problem: {REASON} (files: build.rs) "
-                "(evidence: sha256sum target/release/app, build.rs:12)\n") in text + "\n"
+        assert (
+            f"- [X{ev.seq}] {CLAIM} — not a real problem: {REASON} (files: build.rs) "
+            "(evidence: sha256sum target/release/app, build.rs:12)\n"
+        ) in text + "\n"
     assert state(store, stranger).disproofs == ()
     hits = store.search("cannot be reproduced SOURCE_DATE_EPOCH")
     assert [h.seq for h in hits] == [ev.seq]

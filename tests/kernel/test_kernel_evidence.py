@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
+from kernel_support import by, session, state, turn
 
-from latch.cli import cli, _load_commands
+from latch.cli import _load_commands, cli
 from latch.kernel import apply_kernel_tool
 from latch.kernel.events import Mutation, ProcessExited, ProcessStarted, ValidationEvidence, WriterBlocker
 from latch.kernel.ledger import clear_cache
 from latch.store import EventStore
-
-from kernel_support import by, session, state, turn
 
 
 def passed(command: str, *requirements: str) -> ValidationEvidence:
@@ -47,8 +46,10 @@ def test_a_validation_set_stales_together(store):
     (proof,) = store.append(sid, [passed(command, "cargo fmt --check", "cargo clippy -- -D warnings", "cargo test")])
     s = state(store, sid)
     assert [(o["requirement"], o["command"], o["generation"], o["seq"], o["current"]) for o in s.evidence] == [
-        ("cargo fmt --check", command, 0, proof, True), ("cargo clippy -- -D warnings", command, 0, proof, True),
-        ("cargo test", command, 0, proof, True)]
+        ("cargo fmt --check", command, 0, proof, True),
+        ("cargo clippy -- -D warnings", command, 0, proof, True),
+        ("cargo test", command, 0, proof, True),
+    ]
     assert s.certification["certified"] and len(s.certification["requirements"]) == 3
     store.append(sid, [Mutation(paths=("src/lib.rs",), tool="apply_patch")])
     s = state(store, sid)
@@ -62,7 +63,9 @@ def test_derived_validation_set_from_one_shell_command(store):
     s = state(store, sid)
     assert s.generation == 1  # cargo fmt committed before the checks ran
     assert [(o["requirement"], o["generation"], o["current"]) for o in s.evidence] == [
-        ("cargo clippy", 1, True), ("cargo test", 1, True)]
+        ("cargo clippy", 1, True),
+        ("cargo test", 1, True),
+    ]
     turn(store, sid, "Edit", {"file_path": "/ws/src/lib.rs", "old_string": "a", "new_string": "b"}, "ok")
     assert [o["current"] for o in state(store, sid).evidence] == [False, False]
 
@@ -170,8 +173,13 @@ def test_state_json_has_the_derived_counts(store, tmp_path):
 
 def test_the_view_names_a_managed_process_only_when_it_is_what_blocks(store):
     sid = session(store)
-    store.append(sid, [ValidationEvidence(command="pytest -q", status="failed", exit_code=1),
-                       ProcessStarted(process_id="p1", command="npm run dev")])
+    store.append(
+        sid,
+        [
+            ValidationEvidence(command="pytest -q", status="failed", exit_code=1),
+            ProcessStarted(process_id="p1", command="npm run dev"),
+        ],
+    )
     s = state(store, sid)
     assert s.certification["reasons"] == ["pytest -q: failed", "managed process p1 is running"]
     verdict, running = s.render(1_000, len).split("\nBackground processes running:\n")

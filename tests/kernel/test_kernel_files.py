@@ -6,13 +6,18 @@ import hashlib
 import os
 
 import pytest
+from kernel_support import by, session, state
 
 from latch.hotpaths import estimate_tokens
 from latch.kernel.events import ExternalChange, FileObservation, Mutation
-from latch.kernel.files import (PAGE_LIMIT_BYTES, PAGE_LIMIT_TOKENS, StaleFileError, guarded_write, read_artifact,
-                                read_file)
-
-from kernel_support import by, session, state
+from latch.kernel.files import (
+    PAGE_LIMIT_BYTES,
+    PAGE_LIMIT_TOKENS,
+    StaleFileError,
+    guarded_write,
+    read_artifact,
+    read_file,
+)
 
 
 def sha(data: bytes) -> str:
@@ -36,14 +41,17 @@ def test_guarded_edit_is_rejected_after_an_out_of_band_change(store, ws):
         guarded_write(store, sid, "app.py", b"x = 2\n", page.sha256)
     assert (root / "app.py").read_bytes() == b"x = 1  # edited by a human\n"  # untouched
     (change,) = [e.event for e in store.events(sid, kinds=[ExternalChange.KIND])]
-    assert change == ExternalChange(path="app.py", expected_sha256=page.sha256,
-                                    actual_sha256=sha(b"x = 1  # edited by a human\n"))
+    assert change == ExternalChange(
+        path="app.py", expected_sha256=page.sha256, actual_sha256=sha(b"x = 1  # edited by a human\n")
+    )
     s = state(store, sid)
     assert s.generation == 0 and by(s.files, "path")["app.py"]["external_change"]
-    assert s.render(10_000, estimate_tokens) == ("Canonical state\nGoal: (not set)\n"
-                                                 "Files changed outside the agent (re-read before editing):\n- app.py\n"
-                                                 "Working set: files (newest first):\n"
-                                                 f"- app.py: read ×1 (6 bytes, sha256 {page.sha256[:8]})")
+    assert s.render(10_000, estimate_tokens) == (
+        "Canonical state\nGoal: (not set)\n"
+        "Files changed outside the agent (re-read before editing):\n- app.py\n"
+        "Working set: files (newest first):\n"
+        f"- app.py: read ×1 (6 bytes, sha256 {page.sha256[:8]})"
+    )
     # the model re-reads, then the write goes through
     again = read_file(store, sid, root / "app.py")
     result = guarded_write(store, sid, "app.py", b"x = 2\n", again.sha256)
@@ -54,7 +62,8 @@ def test_guarded_edit_is_rejected_after_an_out_of_band_change(store, ws):
     # wrote; their size is not recorded by the write)
     assert not s.is_empty and s.render(10_000, estimate_tokens) == (
         "Canonical state\nGoal: (not set)\nWorking set: files (newest first):\n"
-        f"- app.py: read ×2, changed ×1 by guarded_write (sha256 {sha(b'x = 2' + bytes([10]))[:8]})")
+        f"- app.py: read ×2, changed ×1 by guarded_write (sha256 {sha(b'x = 2' + bytes([10]))[:8]})"
+    )
 
 
 def test_touch_with_identical_bytes_is_not_a_change(store, ws):
@@ -71,8 +80,12 @@ def test_touch_with_identical_bytes_is_not_a_change(store, ws):
     assert not same.changed and same.seq is None
     assert state(store, sid).generation == 1 and store.count_events(sid) == 2  # observation + one mutation
     (mutation,) = [e.event for e in store.events(sid, kinds=[Mutation.KIND])]
-    assert mutation == Mutation(paths=("lib.py",), tool="guarded_write", sha256_before=page.sha256,
-                                sha256_after=sha(b"def f():\n    return 2\n"))
+    assert mutation == Mutation(
+        paths=("lib.py",),
+        tool="guarded_write",
+        sha256_before=page.sha256,
+        sha256_after=sha(b"def f():\n    return 2\n"),
+    )
 
 
 def test_guarded_create_requires_absence(store, ws):

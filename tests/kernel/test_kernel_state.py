@@ -6,21 +6,31 @@ import json
 import re
 
 import pytest
+from kernel_support import chatter, session, state, turn
 
 from latch.engine import continuity_context_engine_factory
 from latch.engine.port import ContextOverflow, ContextRequest, EngineProfile
-from latch.host.session import StoreKernelWriter, StoreSessionReader
 from latch.events import AssistantMessage, UserMessage
+from latch.host.session import StoreKernelWriter, StoreSessionReader
 from latch.hotpaths import estimate_tokens
 from latch.kernel import KERNEL_TOOLS, KernelToolError, StateOverflow, apply_kernel_tool, canonical_state
 from latch.kernel.events import StateUpdate, ValidationEvidence
 from latch.kernel.ledger import clear_cache
 from latch.kernel.tools import openai_tools
 
-from kernel_support import chatter, session, state, turn
-
-TOOL_NAMES = ["set_goal", "add_constraint", "record_decision", "propose_hypothesis", "reject_hypothesis", "add_note",
-              "ask_question", "plan_action", "set_criterion", "require_validation", "record_disproof"]
+TOOL_NAMES = [
+    "set_goal",
+    "add_constraint",
+    "record_decision",
+    "propose_hypothesis",
+    "reject_hypothesis",
+    "add_note",
+    "ask_question",
+    "plan_action",
+    "set_criterion",
+    "require_validation",
+    "record_disproof",
+]
 
 
 def test_kernel_tool_schemas_are_provider_ready():
@@ -30,27 +40,47 @@ def test_kernel_tool_schemas_are_provider_ready():
         assert schema["type"] == "object" and schema["additionalProperties"] is False
         assert set(schema["required"]) <= set(schema["properties"]) and tool["description"]
     first = openai_tools()[0]
-    assert first == {"type": "function", "function": {"name": "set_goal", "description": KERNEL_TOOLS[0]["description"],
-                                                      "parameters": KERNEL_TOOLS[0]["input_schema"]}}
+    assert first == {
+        "type": "function",
+        "function": {
+            "name": "set_goal",
+            "description": KERNEL_TOOLS[0]["description"],
+            "parameters": KERNEL_TOOLS[0]["input_schema"],
+        },
+    }
     json.dumps(KERNEL_TOOLS)  # JSON-ready
 
 
-@pytest.mark.parametrize("name, args, message", [
-    ("set_goal", {}, "set_goal: field 'goal' is required"),
-    ("set_goal", {"goal": 3}, "set_goal: field 'goal' must be a string, got int"),
-    ("set_goal", {"goal": "  "}, "set_goal: field 'goal' must not be empty"),
-    ("set_goal", {"goal": "x", "owner": "me"}, "set_goal: unknown field 'owner'"),
-    ("set_goal", '{"goal": ', "set_goal: arguments are not valid JSON"),
-    ("set_goal", ["x"], "set_goal: arguments must be a JSON object, got list"),
-    ("plan_action", {"action": "x", "status": "later"}, "plan_action: field 'status' must be one of pending"),
-    ("plan_action", {}, "plan_action: field 'action' is required (or 'id'"),
-    ("plan_action", {"id": "A9", "status": "done"}, "plan_action: field 'id': no such id 'A9'"),
-    ("record_disproof", {"claim": "c", "reason": "r", "files": ["a", 2]},
-     "record_disproof: field 'files[1]' must be a string, got int"),
-    ("reject_hypothesis", {"hypothesis": "H1", "reason": "no"}, "reject_hypothesis: field 'hypothesis': no hypothesis"),
-    ("record_decision", {"decision": "d", "supersedes": "D4"}, "record_decision: field 'supersedes': no such id 'D4'"),
-    ("make_coffee", {}, "unknown kernel tool 'make_coffee'"),
-])
+@pytest.mark.parametrize(
+    "name, args, message",
+    [
+        ("set_goal", {}, "set_goal: field 'goal' is required"),
+        ("set_goal", {"goal": 3}, "set_goal: field 'goal' must be a string, got int"),
+        ("set_goal", {"goal": "  "}, "set_goal: field 'goal' must not be empty"),
+        ("set_goal", {"goal": "x", "owner": "me"}, "set_goal: unknown field 'owner'"),
+        ("set_goal", '{"goal": ', "set_goal: arguments are not valid JSON"),
+        ("set_goal", ["x"], "set_goal: arguments must be a JSON object, got list"),
+        ("plan_action", {"action": "x", "status": "later"}, "plan_action: field 'status' must be one of pending"),
+        ("plan_action", {}, "plan_action: field 'action' is required (or 'id'"),
+        ("plan_action", {"id": "A9", "status": "done"}, "plan_action: field 'id': no such id 'A9'"),
+        (
+            "record_disproof",
+            {"claim": "c", "reason": "r", "files": ["a", 2]},
+            "record_disproof: field 'files[1]' must be a string, got int",
+        ),
+        (
+            "reject_hypothesis",
+            {"hypothesis": "H1", "reason": "no"},
+            "reject_hypothesis: field 'hypothesis': no hypothesis",
+        ),
+        (
+            "record_decision",
+            {"decision": "d", "supersedes": "D4"},
+            "record_decision: field 'supersedes': no such id 'D4'",
+        ),
+        ("make_coffee", {}, "unknown kernel tool 'make_coffee'"),
+    ],
+)
 def test_kernel_tool_errors_name_the_field_and_leave_the_store_unchanged(store, name, args, message):
     sid = session(store)
     before = store.count_events()
@@ -63,8 +93,9 @@ def test_kernel_tools_build_the_state(store):
     sid = session(store)
     apply_kernel_tool(store, sid, "set_goal", {"goal": "Port the parser to Rust"})
     apply_kernel_tool(store, sid, "add_constraint", {"constraint": "Never change the public API"})
-    apply_kernel_tool(store, sid, "add_constraint", {"constraint": "Keep the API; additive changes only",
-                                                     "replaces": "C1"})
+    apply_kernel_tool(
+        store, sid, "add_constraint", {"constraint": "Keep the API; additive changes only", "replaces": "C1"}
+    )
     apply_kernel_tool(store, sid, "record_decision", {"decision": "Use nom", "rationale": "zero-copy"})
     apply_kernel_tool(store, sid, "record_decision", {"decision": "Use winnow", "supersedes": "D1"})
     apply_kernel_tool(store, sid, "propose_hypothesis", {"hypothesis": "The lexer leaks"})
@@ -88,7 +119,9 @@ def test_kernel_tools_build_the_state(store):
     assert [(q["text"], q["answer"]) for q in s.questions] == [("Which MSRV?", "1.75")]
     assert [(a["text"], a["status"]) for a in s.actions] == [("Write the lexer", "done")]
     assert [(k["text"], k["met"]) for k in s.criteria] == [("All fixtures parse", True)]
-    assert [(r["id"], r["requirement"], r["command"]) for r in s.requirements] == [("V1", "unit tests pass", "cargo test")]
+    assert [(r["id"], r["requirement"], r["command"]) for r in s.requirements] == [
+        ("V1", "unit tests pass", "cargo test")
+    ]
     text = s.render(10_000, estimate_tokens)
     assert "- [C2] Keep the API; additive changes only" in text and "Never change" not in text
     assert "- [D2] Use winnow" in text and "Use nom" not in text
@@ -152,8 +185,22 @@ def test_empty_state(store):
     store.append(sid, [UserMessage(text="hi")])
     s = state(store, sid)
     assert s.is_empty and s.render(100, estimate_tokens) == ""
-    assert {"revision", "generation", "files", "evidence", "failures", "constraints", "decisions", "hypotheses",
-            "goal", "actions", "questions", "criteria", "notes", "disproofs"} <= set(s.to_json())
+    assert {
+        "revision",
+        "generation",
+        "files",
+        "evidence",
+        "failures",
+        "constraints",
+        "decisions",
+        "hypotheses",
+        "goal",
+        "actions",
+        "questions",
+        "criteria",
+        "notes",
+        "disproofs",
+    } <= set(s.to_json())
 
 
 def _full(store):
@@ -178,8 +225,10 @@ def test_render_drops_notes_then_hypotheses_then_decisions(store):
     for budget in range(estimate_tokens(full), estimate_tokens("\n".join(head)) - 1, -1):
         text = s.render(budget, estimate_tokens)
         assert estimate_tokens(text) <= budget and text.splitlines()[:4] == head
-        kept = {kind: sum(f"{kind} number" in line for line in text.splitlines())
-                for kind in ("note", "hypothesis", "decision")}
+        kept = {
+            kind: sum(f"{kind} number" in line for line in text.splitlines())
+            for kind in ("note", "hypothesis", "decision")
+        }
         if kept["hypothesis"] < 3:
             assert kept["note"] == 0, (budget, text)
         if kept["decision"] < 3:
@@ -187,9 +236,11 @@ def test_render_drops_notes_then_hypotheses_then_decisions(store):
         seen.append(tuple(kept.values()))
     assert seen[0] == (3, 3, 3) and seen[-1] == (0, 0, 0)
     assert {(0, 3, 3), (0, 0, 3), (0, 0, 1)} <= set(seen)  # each tier empties before the next is touched
-    partial = ("Canonical state\nGoal: Ship v2\nConstraints:\n- [C1] No network in tests\n"
-               "Decisions (1 older omitted):\n- [D2] decision number 1\n- [D3] decision number 2\n"
-               "Omitted for budget: 3 hypotheses, 3 notes")
+    partial = (
+        "Canonical state\nGoal: Ship v2\nConstraints:\n- [C1] No network in tests\n"
+        "Decisions (1 older omitted):\n- [D2] decision number 1\n- [D3] decision number 2\n"
+        "Omitted for budget: 3 hypotheses, 3 notes"
+    )
     assert s.render(estimate_tokens(partial), estimate_tokens) == partial
 
 
@@ -200,9 +251,11 @@ def test_goal_and_constraints_never_drop_and_overflow_is_a_clear_error(store):
     with pytest.raises(StateOverflow) as err:
         s.render(estimate_tokens(head) - 1, estimate_tokens)
     assert isinstance(err.value, ContextOverflow)
-    assert err.value.breakdown == {"goal_tokens": estimate_tokens("Goal: Ship v2"),
-                                   "constraints_tokens": estimate_tokens("Constraints:\n- [C1] No network in tests"),
-                                   "budget_tokens": estimate_tokens(head) - 1}
+    assert err.value.breakdown == {
+        "goal_tokens": estimate_tokens("Goal: Ship v2"),
+        "constraints_tokens": estimate_tokens("Constraints:\n- [C1] No network in tests"),
+        "budget_tokens": estimate_tokens(head) - 1,
+    }
     assert "goal and constraints alone exceed the state budget" in str(err.value)
 
 
@@ -238,8 +291,10 @@ def test_states_of_one_revision_share_their_rendering(store):
 def test_render_formats_only_the_newest_lines_that_fit(store):
     sid = session(store)
     apply_kernel_tool(store, sid, "set_goal", {"goal": "keep the suite green"})
-    store.append(sid, [ValidationEvidence(command=f"pytest tests/test_{i}.py", status="passed", exit_code=0)
-                       for i in range(5_000)])
+    store.append(
+        sid,
+        [ValidationEvidence(command=f"pytest tests/test_{i}.py", status="passed", exit_code=0) for i in range(5_000)],
+    )
     estimated: list[str] = []
 
     def estimate(text: str) -> int:
@@ -261,8 +316,10 @@ def test_the_working_set_lists_reads_edits_and_commands_newest_first(store):
     apply_kernel_tool(store, sid, "set_goal", {"goal": "fix the parser"})
     turn(store, sid, "Bash", {"command": "pytest -q"}, "5 passed")
     text = state(store, sid).render(2_000, estimate_tokens)
-    assert text == ("Canonical state\nGoal: fix the parser\nValidation evidence:\n- passed: pytest -q (current)\n"
-                    "Certification:\n- certified\nWorking set: commands run (newest first):\n- `pytest -q` → ok")
+    assert text == (
+        "Canonical state\nGoal: fix the parser\nValidation evidence:\n- passed: pytest -q (current)\n"
+        "Certification:\n- certified\nWorking set: commands run (newest first):\n- `pytest -q` → ok"
+    )
     turn(store, sid, "Read", {"file_path": "/ws/parser.py"}, "1 def parse(): ...")
     turn(store, sid, "Edit", {"file_path": "/ws/parser.py", "old_string": "...", "new_string": "pass"}, "ok")
     turn(store, sid, "Read", {"file_path": "/ws/lexer.py"}, "1 b")
@@ -273,7 +330,8 @@ def test_the_working_set_lists_reads_edits_and_commands_newest_first(store):
         "- parser.py: read ×1, changed ×1 by Edit\n"
         "Working set: commands run (newest first):\n"
         "- `pytest -q tests/test_lexer.py` → failed: Error: boom\n"
-        "- `pytest -q` → ok")
+        "- `pytest -q` → ok"
+    )
 
 
 def test_the_update_key_ignores_what_the_conversation_shows(store):
@@ -283,18 +341,24 @@ def test_the_update_key_ignores_what_the_conversation_shows(store):
     passed = state(store, sid)
     keys = [passed.update_key]
     # a read, an edit (the evidence goes stale), another command: the conversation shows each of them
-    for name, args, out in [("Read", {"file_path": "/ws/parser.py"}, "1 def parse(): ..."),
-                            ("Edit", {"file_path": "/ws/parser.py", "old_string": "...", "new_string": "pass"}, "ok"),
-                            ("Bash", {"command": "ls"}, "parser.py")]:
+    for name, args, out in [
+        ("Read", {"file_path": "/ws/parser.py"}, "1 def parse(): ..."),
+        ("Edit", {"file_path": "/ws/parser.py", "old_string": "...", "new_string": "pass"}, "ok"),
+        ("Bash", {"command": "ls"}, "parser.py"),
+    ]:
         turn(store, sid, name, args, out)
         now = state(store, sid)
         assert now.revision > passed.revision and now.render(2_000, estimate_tokens) != passed.render(
-            2_000, estimate_tokens)
+            2_000, estimate_tokens
+        )
         keys.append(now.update_key)
     assert len(set(keys)) == 1
     # what it does not show: a decision, a new goal, a constraint
-    for tool, args in [("record_decision", {"decision": "round per line"}), ("set_goal", {"goal": "fix the lexer"}),
-                       ("add_constraint", {"constraint": "integer cents"})]:
+    for tool, args in [
+        ("record_decision", {"decision": "round per line"}),
+        ("set_goal", {"goal": "fix the lexer"}),
+        ("add_constraint", {"constraint": "integer cents"}),
+    ]:
         apply_kernel_tool(store, sid, tool, args)
         keys.append(state(store, sid).update_key)
     assert len(set(keys)) == 4 and len(keys[-1]) == 64
@@ -302,9 +366,14 @@ def test_the_update_key_ignores_what_the_conversation_shows(store):
 
 def test_the_engine_appends_a_state_delta_only_when_the_update_key_changes(store):
     sid = session(store, fmt="claude-code")
-    engine = continuity_context_engine_factory(EngineProfile(
-        session_id=sid, model=None, reader=StoreSessionReader(store, sid),
-        writer=StoreKernelWriter(store, sid, "continuity:test")))
+    engine = continuity_context_engine_factory(
+        EngineProfile(
+            session_id=sid,
+            model=None,
+            reader=StoreSessionReader(store, sid),
+            writer=StoreKernelWriter(store, sid, "continuity:test"),
+        )
+    )
 
     def state_sections() -> list[str]:
         store.append(sid, [UserMessage(text="go on")])
@@ -328,8 +397,10 @@ def test_the_engine_appends_a_state_delta_only_when_the_update_key_changes(store
     assert "- passed: pytest -q (STALE: the workspace changed since)" in sections[1]
     assert "not certified" in sections[1]
     body = re.search(r'<canonical-state revision="\d+">\n(.*?)\n</canonical-state>', sections[-1], re.S).group(1)
-    assert body.startswith("Canonical state\nGoal: unchanged, as stated in this epoch's snapshot\nValidation evidence:\n"
-                           "- passed: pytest -q (STALE: the workspace changed since)\n")
+    assert body.startswith(
+        "Canonical state\nGoal: unchanged, as stated in this epoch's snapshot\nValidation evidence:\n"
+        "- passed: pytest -q (STALE: the workspace changed since)\n"
+    )
     assert "Decisions:\n- [D1] keep the lexer" in body and "parser.py: read ×1, changed ×2 by Edit" in body
     first = re.search(r'<canonical-state revision="\d+">\n(.*?)\n</canonical-state>', sections[0], re.S).group(1)
     assert first.count("fix the parser") == 40 and "fix the parser" not in sections[1]
@@ -346,7 +417,9 @@ def test_a_closed_failure_lineage_is_not_rendered_live_or_frozen(store):
     turn(store, sid, "Bash", {"command": "cargo build"}, "Finished dev profile")  # closes the linker lineage
     live = state(store, sid)
     assert [(f["signature"], f["count"], f["active"]) for f in live.failures] == [
-        ("error: linker <q> not found", 2, False), ("E ImportError: no module named zlib", 1, True)]
+        ("error: linker <q> not found", 2, False),
+        ("E ImportError: no module named zlib", 1, True),
+    ]
 
     def lineage_lines(text: str) -> list[str]:
         lines = text.splitlines()

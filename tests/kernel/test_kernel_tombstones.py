@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
+from kernel_support import session, state
 
 from latch.cli import _load_commands, cli
 from latch.events import UserMessage
 from latch.kernel.events import Mutation, Tombstone
 from latch.kernel.tombstones import forget_session, tombstoned_sessions
-
-from kernel_support import session, state
 
 
 def _sessions_json(db) -> list[str]:

@@ -8,10 +8,18 @@ import pickle
 import sys
 
 import pytest
-
 from corpus_support import CORPUS, require_corpus
-from latch.events import (PATH_KEYS, AssistantMessage, RawArguments, ToolCall, canonical_arguments, decode_event,
-                          parse_arguments, same_event)
+
+from latch.events import (
+    PATH_KEYS,
+    AssistantMessage,
+    RawArguments,
+    ToolCall,
+    canonical_arguments,
+    decode_event,
+    parse_arguments,
+    same_event,
+)
 from latch.host.ingest import parse_file
 
 
@@ -29,8 +37,7 @@ def test_args_is_parsed_once_and_changes_nothing_else():
     assert decode_event("assistant_message", msg_b.encode()) == msg_b
 
 
-@pytest.mark.parametrize("text", ["", "  ", "not json", "{'a': 1}", "[" * (sys.getrecursionlimit() + 10),
-                                  "1" * 5000])
+@pytest.mark.parametrize("text", ["", "  ", "not json", "{'a': 1}", "[" * (sys.getrecursionlimit() + 10), "1" * 5000])
 def test_args_fallback_is_the_text_itself(text):
     value = ToolCall("c", "t", text).args()
     assert isinstance(value, RawArguments) and value == text
@@ -45,9 +52,22 @@ def test_a_json_string_value_is_not_the_fallback():
 def test_paths_one_key_list():
     assert PATH_KEYS == ("file_path", "filePath", "notebook_path", "path", "filename", "file", "target_file")
     assert ToolCall("c", "write", json.dumps({"filePath": "src/orders.py", "content": "x"})).paths() == (
-        "src/orders.py",)  # OpenCode's camelCase key
-    call = ToolCall("c", "Edit", json.dumps({"path": "b.py", "target_file": "c.py", "file_path": "a.py",
-                                             "filename": "a.py", "file": "  ", "notebook_path": 7}))
+        "src/orders.py",
+    )  # OpenCode's camelCase key
+    call = ToolCall(
+        "c",
+        "Edit",
+        json.dumps(
+            {
+                "path": "b.py",
+                "target_file": "c.py",
+                "file_path": "a.py",
+                "filename": "a.py",
+                "file": "  ",
+                "notebook_path": 7,
+            }
+        ),
+    )
     assert call.paths() == ("a.py", "b.py", "c.py")  # key order, no repeats, blank and non-strings skipped
     assert call.paths(("path",)) == ("b.py",)
     assert ToolCall("c", "Edit", '["a.py"]').paths() == ()
@@ -65,8 +85,10 @@ def test_same_event_reads_arguments_by_value():
     assert old != new and same_event(old, new)
     assert not same_event(old, AssistantMessage("t", (ToolCall("c", "edit", '{"path":"b.py","search":"é"}'),)))
     assert not same_event(old, AssistantMessage("u", new.tool_calls))
-    assert not same_event(AssistantMessage("", (ToolCall("c", "x", '{"a": 1}'),)),
-                          AssistantMessage("", (ToolCall("c", "x", '{"a": true}'),)))
+    assert not same_event(
+        AssistantMessage("", (ToolCall("c", "x", '{"a": 1}'),)),
+        AssistantMessage("", (ToolCall("c", "x", '{"a": true}'),)),
+    )
 
 
 @pytest.mark.parametrize("name", ["aider/monochromatic.aider.chat.history.md", "swe-agent/ctf_i_got_id_demo.traj"])

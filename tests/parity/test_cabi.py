@@ -66,9 +66,18 @@ def test_suffix_start_through_cffi(lib, units, budget):
 def test_score_episodes_through_cffi(lib):
     # Scores by hand (now_seq 100): ep0 2*1000 + 300 + 500 = 2800; ep1 1000 + 700 + 900 = 2600;
     # ep2 2500 + 200 = 2700.
-    case = dict(term_indptr=[0, 3, 4, 4], term_ids=[1, 2, 3, 2], file_indptr=[0, 1, 1, 3], file_ids=[10, 10, 11],
-                markers=[0b000001, 0b100000, 0], last_seq=[50, 90, 20], query_terms=[2, 3, 99], current_files=[11],
-                now_seq=100, k=3)
+    case = dict(
+        term_indptr=[0, 3, 4, 4],
+        term_ids=[1, 2, 3, 2],
+        file_indptr=[0, 1, 1, 3],
+        file_ids=[10, 10, 11],
+        markers=[0b000001, 0b100000, 0],
+        last_seq=[50, 90, 20],
+        query_terms=[2, 3, 99],
+        current_files=[11],
+        now_seq=100,
+        k=3,
+    )
     assert _py.score_episodes(**case) == [0, 2, 1]
     assert native.score_episodes(**case) == [0, 2, 1]
     assert lib.score_episodes(**case) == [0, 2, 1]
@@ -156,9 +165,9 @@ def test_third_party_library_as_estimator_plugin(tmp_path, monkeypatch):
     assert est.PLUGIN_NAME == "cabi"
     assert est.library.path == path and est.library.profiles == ()
     assert est.name == "cabi:bytes3"
-    assert est.estimate("abcdefg") == 3          # 7 bytes
-    assert est.estimate("漢字") == 2              # 6 UTF-8 bytes
-    assert est.estimate("\ud800") == 1            # surrogatepass: 3 bytes
+    assert est.estimate("abcdefg") == 3  # 7 bytes
+    assert est.estimate("漢字") == 2  # 6 UTF-8 bytes
+    assert est.estimate("\ud800") == 1  # surrogatepass: 3 bytes
     assert est.estimate_batch(["", "abcd"]).tolist() == [0, 2]  # no batch symbol: one call per text
     # images: the heuristic's Anthropic rule for a non-openai profile: ceil(1000*500/750) = 667
     assert (est.image_tokens(1000, 500), est.image_tokens(None, 500)) == (667, 1600)

@@ -61,8 +61,14 @@ def test_native_backend_is_loaded_when_required():
 
 def test_public_names():
     assert hotpaths.PROFILES == _py.PROFILES
-    assert hotpaths.MARKER_BITS == ("validation_passed", "validation_failed", "reground", "mutation", "evidence",
-                                    "failure")
+    assert hotpaths.MARKER_BITS == (
+        "validation_passed",
+        "validation_failed",
+        "reground",
+        "mutation",
+        "evidence",
+        "failure",
+    )
     got = hotpaths.estimate_tokens_batch(["", "hello world", "漢字"], "openai")
     assert got.dtype == np.int64 and got.shape == (3,)
     assert got.tolist() == [hotpaths.estimate_tokens(t) for t in ["", "hello world", "漢字"]]
@@ -73,18 +79,21 @@ def test_public_names():
 PREFIX = [0, 5, 10, 20, 40]
 
 
-@pytest.mark.parametrize(("budget", "start"), [
-    (40, 0),    # everything fits
-    (1000, 0),
-    (35, 1),    # units 1..3 = 35
-    (34, 2),    # units 2..3 = 30
-    (30, 2),
-    (29, 3),    # only unit 3 (20)
-    (20, 3),
-    (19, 3),    # the last unit alone is too big: kept whole
-    (0, 3),
-    (-5, 3),
-])
+@pytest.mark.parametrize(
+    ("budget", "start"),
+    [
+        (40, 0),  # everything fits
+        (1000, 0),
+        (35, 1),  # units 1..3 = 35
+        (34, 2),  # units 2..3 = 30
+        (30, 2),
+        (29, 3),  # only unit 3 (20)
+        (20, 3),
+        (19, 3),  # the last unit alone is too big: kept whole
+        (0, 3),
+        (-5, 3),
+    ],
+)
 def test_suffix_start_by_hand(budget, start):
     assert _py.suffix_start(PREFIX, budget) == start
     assert hotpaths.suffix_start(PREFIX, budget) == start
@@ -101,9 +110,18 @@ def test_suffix_start_degenerate():
 def test_score_episodes_by_hand():
     # now_seq 100. ep0: terms {1,2,3} & query {2,3,99} = 2 -> 2000; validation_passed 300; recency 50*1000//100
     # = 500 -> 2800. ep1: 1 term -> 1000; failure 700; 900 -> 2600. ep2: file 11 -> 2500; recency 200 -> 2700.
-    case = dict(term_indptr=[0, 3, 4, 4], term_ids=[1, 2, 3, 2], file_indptr=[0, 1, 1, 3], file_ids=[10, 10, 11],
-                markers=[0b000001, 0b100000, 0], last_seq=[50, 90, 20], query_terms=[2, 3, 99], current_files=[11],
-                now_seq=100, k=2)
+    case = dict(
+        term_indptr=[0, 3, 4, 4],
+        term_ids=[1, 2, 3, 2],
+        file_indptr=[0, 1, 1, 3],
+        file_ids=[10, 10, 11],
+        markers=[0b000001, 0b100000, 0],
+        last_seq=[50, 90, 20],
+        query_terms=[2, 3, 99],
+        current_files=[11],
+        now_seq=100,
+        k=2,
+    )
     assert hotpaths.score_episodes(**case) == [0, 2]
     assert hotpaths.score_episodes(**{**case, "k": 10}) == [0, 2, 1]
     assert hotpaths.score_episodes(**{**case, "k": -1}) == []
@@ -113,8 +131,18 @@ def test_score_episodes_by_hand():
 
 def test_score_episodes_negative_recency_floors():
     # (1000 * -1) // 3 = -334 (floor, not truncation): ep0 scores -334, ep1 (seq 0) scores 0.
-    case = dict(term_indptr=[0, 0, 0], term_ids=[], file_indptr=[0, 0, 0], file_ids=[], markers=[0, 0],
-                last_seq=[-1, 0], query_terms=[], current_files=[], now_seq=3, k=2)
+    case = dict(
+        term_indptr=[0, 0, 0],
+        term_ids=[],
+        file_indptr=[0, 0, 0],
+        file_ids=[],
+        markers=[0, 0],
+        last_seq=[-1, 0],
+        query_terms=[],
+        current_files=[],
+        now_seq=3,
+        k=2,
+    )
     assert hotpaths.score_episodes(**case) == [1, 0]
 
 

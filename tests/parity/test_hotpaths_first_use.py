@@ -19,8 +19,10 @@ def _run(code: str, impl: str = "fast") -> subprocess.CompletedProcess:
 
 
 def test_a_bad_latch_impl_does_not_break_imports():
-    code = ("import latch.hotpaths as h, latch.engine, latch.kernel, latch.estimators, latch.cli, latch.host.session\n"
-            "print(h.IMPL); print(h.backend_error())")
+    code = (
+        "import latch.hotpaths as h, latch.engine, latch.kernel, latch.estimators, latch.cli, latch.host.session\n"
+        "print(h.IMPL); print(h.backend_error())"
+    )
     out = _run(code)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["fast", BAD]
@@ -50,8 +52,10 @@ for name, call in [("estimate_tokens", lambda: h.estimate_tokens("x")),
 
 
 def test_a_good_latch_impl_binds_plain_functions():
-    out = _run("import latch.hotpaths as h; print(h.backend_error(), h.BACKEND, h.estimate_tokens('hello world'))",
-               impl="python")
+    out = _run(
+        "import latch.hotpaths as h; print(h.backend_error(), h.BACKEND, h.estimate_tokens('hello world'))",
+        impl="python",
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[:2] == ["None", "python"] and int(out.stdout.split()[2]) > 0
 

@@ -23,19 +23,39 @@ ANY_CHAR = st.characters(exclude_categories=())  # every code point, lone surrog
 
 # Structured text: runs of one character class, long enough to cross 16-byte blocks and run caps.
 _ALPHABETS = (
-    "abcxyz", "ABCXYZ", "0123456789", " ", "\t\v\f", "\n\r", ".,;:!?-_()[]{}<>/\\\"'`~@#$%^&*+=|",
-    "\x00\x01\x1b\x7f", "éüßñ", "абвгдЯ", "αβγ", "漢字仮名한글", "😀🎉", "\ud800\udfff", "\u200b\ufeff",
+    "abcxyz",
+    "ABCXYZ",
+    "0123456789",
+    " ",
+    "\t\v\f",
+    "\n\r",
+    ".,;:!?-_()[]{}<>/\\\"'`~@#$%^&*+=|",
+    "\x00\x01\x1b\x7f",
+    "éüßñ",
+    "абвгдЯ",
+    "αβγ",
+    "漢字仮名한글",
+    "😀🎉",
+    "\ud800\udfff",
+    "\u200b\ufeff",
 )
-_run = st.builds(lambda alpha, n, seed: "".join(alpha[(seed + i * 7) % len(alpha)] for i in range(n)),
-                 st.sampled_from(_ALPHABETS), st.integers(1, 40), st.integers(0, 1000))
+_run = st.builds(
+    lambda alpha, n, seed: "".join(alpha[(seed + i * 7) % len(alpha)] for i in range(n)),
+    st.sampled_from(_ALPHABETS),
+    st.integers(1, 40),
+    st.integers(0, 1000),
+)
 # One character repeated across the vectorized path's limits (16 per piece, 64 per block).
-_long_run = st.builds(lambda ch, n: ch * n, st.sampled_from(" \n\t=-.a A0\x01é"),
-                      st.sampled_from([15, 16, 17, 18, 63, 64, 65, 66, 127, 128, 129, 200]))
+_long_run = st.builds(
+    lambda ch, n: ch * n,
+    st.sampled_from(" \n\t=-.a A0\x01é"),
+    st.sampled_from([15, 16, 17, 18, 63, 64, 65, 66, 127, 128, 129, 200]),
+)
 STRUCTURED = st.lists(_run | _long_run, max_size=30).map("".join)
 TEXTS = st.one_of(
     st.text(alphabet=ANY_CHAR, max_size=300),
-    st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=300),   # PEP 393 kind 1 (ASCII)
-    st.text(alphabet=st.characters(max_codepoint=0xFF), max_size=300),   # kind 1 (latin-1)
+    st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=300),  # PEP 393 kind 1 (ASCII)
+    st.text(alphabet=st.characters(max_codepoint=0xFF), max_size=300),  # kind 1 (latin-1)
     st.text(alphabet=st.characters(max_codepoint=0xFFFF, exclude_categories=()), max_size=300),  # kind 2
     STRUCTURED,
 )
@@ -84,7 +104,7 @@ def test_estimate_mid_size_text_split_into_parts(chars):
     text = " ".join(rng.choice(words) for _ in range(chars // 4))
     assert len(text) > 512 * 1024
     assert native.estimate_tokens(text, "openai") == _py.estimate_tokens(text, "openai")
-    snippets = [text[i:i + 300] for i in range(0, len(text), 300)]
+    snippets = [text[i : i + 300] for i in range(0, len(text), 300)]
     assert native.estimate_tokens_batch(snippets).tolist() == _py.estimate_tokens_batch(snippets).tolist()
 
 
@@ -95,8 +115,10 @@ def test_estimate_wide_text_with_long_ascii_stretches():
     ascii_runs = ["alpha Beta HTTPServer x1 4096 ", "== -- ... ", "\n\n    ", "a" * 70, "=" * 70, " " * 70]
     wide = ["д", "Ж", "漢", "😀", "\ud800", "\u2500", "\u00a0"]
     for _ in range(300):
-        text = "".join(rng.choice(ascii_runs) * rng.randrange(1, 5) + rng.choice(wide) * rng.randrange(0, 3)
-                       for _ in range(rng.randrange(1, 6)))
+        text = "".join(
+            rng.choice(ascii_runs) * rng.randrange(1, 5) + rng.choice(wide) * rng.randrange(0, 3)
+            for _ in range(rng.randrange(1, 6))
+        )
         for profile in PROFILES:
             assert native.estimate_tokens(text, profile) == _py.estimate_tokens(text, profile), (text, profile)
 
@@ -114,8 +136,10 @@ def test_estimate_script_letters_and_long_runs_of_one_punct_character():
                     text = "ab " * (lead // 3) + "x" * (lead % 3) + ch * n + tail
                     assert native.estimate_tokens(text) == _py.estimate_tokens(text), (lead, n, ch, tail)
     for _ in range(300):
-        text = "".join(rng.choice(letters) * rng.randrange(1, 20) + rng.choice(["", " ", "a", "-"])
-                       for _ in range(rng.randrange(1, 12)))
+        text = "".join(
+            rng.choice(letters) * rng.randrange(1, 20) + rng.choice(["", " ", "a", "-"])
+            for _ in range(rng.randrange(1, 12))
+        )
         for profile in PROFILES:
             assert native.estimate_tokens(text, profile) == _py.estimate_tokens(text, profile), (text, profile)
 
@@ -204,8 +228,18 @@ def test_score_episodes_matches_reference(case, as_numpy):
 
 def test_score_episodes_ties_break_by_seq_then_index():
     # Five episodes with identical scores except the recency term; 2 and 4 share last_seq 30.
-    case = dict(term_indptr=[0] * 6, term_ids=[], file_indptr=[0] * 6, file_ids=[],
-                markers=[0] * 5, last_seq=[10, 20, 30, 20, 30], query_terms=[], current_files=[], now_seq=10**9, k=5)
+    case = dict(
+        term_indptr=[0] * 6,
+        term_ids=[],
+        file_indptr=[0] * 6,
+        file_ids=[],
+        markers=[0] * 5,
+        last_seq=[10, 20, 30, 20, 30],
+        query_terms=[],
+        current_files=[],
+        now_seq=10**9,
+        k=5,
+    )
     assert _py.score_episodes(**case) == [4, 2, 3, 1, 0]
     assert native.score_episodes(**case) == [4, 2, 3, 1, 0]
 
@@ -225,8 +259,9 @@ def _corpus_texts(corpus_dir):
         pytest.skip("no transcript importers are installed yet")
     from corpus_support import importable_corpus_items, parse_item
 
-    return [pe.event.searchable_text() for item in importable_corpus_items()
-            for pe in parse_item(item, importers).events]
+    return [
+        pe.event.searchable_text() for item in importable_corpus_items() for pe in parse_item(item, importers).events
+    ]
 
 
 @pytest.mark.corpus

@@ -42,8 +42,8 @@ def test_profiles_match():
     weights = _array(src, "PROFILE_WEIGHTS")
     scales = _array(src, "PROFILE_SCALE")
     for k, (w, scale) in enumerate(T.PROFILE_TABLES.values()):
-        assert weights[k * T.N_WEIGHTS:(k + 1) * T.N_WEIGHTS] == list(w)
-        assert tuple(scales[2 * k:2 * k + 2]) == scale
+        assert weights[k * T.N_WEIGHTS : (k + 1) * T.N_WEIGHTS] == list(w)
+        assert tuple(scales[2 * k : 2 * k + 2]) == scale
     assert len(weights) == len(T.PROFILE_TABLES) * T.N_WEIGHTS
 
 

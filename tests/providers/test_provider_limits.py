@@ -10,22 +10,31 @@ import sys
 import time
 
 import pytest
-
 from fake_providers import Reply, serve_anthropic, serve_openai, serve_responses
+from test_agent_run import _env, session_id
+
 from latch.events import RunEnded
 from latch.providers import AnthropicProvider, OpenAICompatibleProvider, OpenAIResponsesProvider, ProviderError
 from latch.store import EventStore
-from test_agent_run import _env, session_id
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 
 WIRES = {
-    "openai-compatible": (serve_openai, lambda url: OpenAICompatibleProvider("m", base_url=url),
-                          {"messages": [{"role": "user", "content": "hi"}]}),
-    "anthropic": (serve_anthropic, lambda url: AnthropicProvider("claude-x", base_url=url),
-                  {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 64}),
-    "openai-responses": (serve_responses, lambda url: OpenAIResponsesProvider("m", base_url=url),
-                         {"input": [{"role": "user", "content": "hi"}]}),
+    "openai-compatible": (
+        serve_openai,
+        lambda url: OpenAICompatibleProvider("m", base_url=url),
+        {"messages": [{"role": "user", "content": "hi"}]},
+    ),
+    "anthropic": (
+        serve_anthropic,
+        lambda url: AnthropicProvider("claude-x", base_url=url),
+        {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 64},
+    ),
+    "openai-responses": (
+        serve_responses,
+        lambda url: OpenAIResponsesProvider("m", base_url=url),
+        {"input": [{"role": "user", "content": "hi"}]},
+    ),
 }
 
 
@@ -75,19 +84,46 @@ def test_the_limits_leave_a_normal_stream_alone_and_are_read_per_response():
             provider.complete(body)
 
 
-@pytest.mark.parametrize("flags, reply, message", [
-    (["--idle-timeout", "1"], Reply("stops", stall=60), "sent nothing for 1 s"),
-    (["--response-timeout", "2", "--idle-timeout", "1"], Reply("never ends", trickle=0.2),
-     "longer than its deadline of 2 s"),
-], ids=["idle", "deadline"])
+@pytest.mark.parametrize(
+    "flags, reply, message",
+    [
+        (["--idle-timeout", "1"], Reply("stops", stall=60), "sent nothing for 1 s"),
+        (
+            ["--response-timeout", "2", "--idle-timeout", "1"],
+            Reply("never ends", trickle=0.2),
+            "longer than its deadline of 2 s",
+        ),
+    ],
+    ids=["idle", "deadline"],
+)
 def test_latch_run_ends_on_a_response_that_never_ends(tmp_path, flags, reply, message):
     ws = tmp_path / "ws"
     ws.mkdir()
     with serve_openai([reply]) as server:
         start = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), "run", "say hi",
-                               "--provider", "openai-compatible", "--model", "m", "--base-url", server.base_url,
-                               *flags], cwd=ws, env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "latch",
+                "--db",
+                str(tmp_path / "latch.db"),
+                "run",
+                "say hi",
+                "--provider",
+                "openai-compatible",
+                "--model",
+                "m",
+                "--base-url",
+                server.base_url,
+                *flags,
+            ],
+            cwd=ws,
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         took = time.monotonic() - start
     assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr, done.stderr[-800:]
     assert took < 60
@@ -101,9 +137,28 @@ def test_a_bad_limit_in_the_config_is_one_line(tmp_path):
     ws.mkdir()
     (tmp_path / "home").mkdir()
     (tmp_path / "home" / "config.toml").write_text('[provider]\nidle_timeout = "soon"\n')
-    done = subprocess.run([sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), "run", "say hi",
-                           "--provider", "openai-compatible", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"],
-                          cwd=ws, env=_env(tmp_path), capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "latch",
+            "--db",
+            str(tmp_path / "latch.db"),
+            "run",
+            "say hi",
+            "--provider",
+            "openai-compatible",
+            "--model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+        ],
+        cwd=ws,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode != 0 and "idle_timeout must be a positive number of seconds" in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -111,24 +166,63 @@ def test_a_bad_limit_in_the_config_is_one_line(tmp_path):
 def test_an_oversized_tool_call_argument_becomes_an_error_result_not_a_dead_session(tmp_path):
     import json
 
-    from latch.events import AssistantMessage, ToolResult
     from fake_providers import ToolUse
+
+    from latch.events import AssistantMessage, ToolResult
 
     ws = tmp_path / "ws"
     ws.mkdir()
     big = json.dumps({"path": "big.txt", "content": "x" * (2 << 20)})  # a 2 MiB argument
     db = tmp_path / "latch.db"
     args = ["--provider", "openai-compatible", "--model", "m", "--yes", "--sandbox", "off"]
-    with serve_openai([Reply(tool_calls=(ToolUse("c1", "write_file", big),), chunk=65536),
-                       Reply("I will write it in parts."), Reply("Resumed fine.")]) as server:
-        first = subprocess.run([sys.executable, "-m", "latch", "--db", str(db), "run", "write a big file", *args,
-                                "--base-url", server.base_url], cwd=ws, env=_env(tmp_path), capture_output=True,
-                               text=True, timeout=120)
+    with serve_openai(
+        [
+            Reply(tool_calls=(ToolUse("c1", "write_file", big),), chunk=65536),
+            Reply("I will write it in parts."),
+            Reply("Resumed fine."),
+        ]
+    ) as server:
+        first = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "latch",
+                "--db",
+                str(db),
+                "run",
+                "write a big file",
+                *args,
+                "--base-url",
+                server.base_url,
+            ],
+            cwd=ws,
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert first.returncode == 0, first.stderr[-800:] + first.stdout[-800:]
         sid = session_id(tmp_path)
-        again = subprocess.run([sys.executable, "-m", "latch", "--db", str(db), "run", "--resume", sid,
-                                "go on", "--base-url", server.base_url], cwd=ws, env=_env(tmp_path), capture_output=True,
-                               text=True, timeout=120)
+        again = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "latch",
+                "--db",
+                str(db),
+                "run",
+                "--resume",
+                sid,
+                "go on",
+                "--base-url",
+                server.base_url,
+            ],
+            cwd=ws,
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert again.returncode == 0, again.stderr[-800:] + again.stdout[-800:]
         second = json.dumps(server.requests[1].body)
     assert not (ws / "big.txt").exists(), "a call with oversized arguments is never run"

@@ -11,26 +11,56 @@ import traceback
 
 import pytest
 from click.testing import CliRunner
-from fake_providers import (Reply, ToolUse, anthropic_error, anthropic_overflow, llamacpp_overflow, openai_error,
-                            openai_overflow, rate_limited, serve_anthropic, serve_openai, server_error)
+from fake_providers import (
+    Reply,
+    ToolUse,
+    anthropic_error,
+    anthropic_overflow,
+    llamacpp_overflow,
+    openai_error,
+    openai_overflow,
+    rate_limited,
+    serve_anthropic,
+    serve_openai,
+    server_error,
+)
 
 from latch import plugins
-from latch.providers.wire import parse_response
 from latch.engine.port import ComponentTokens, ContextBudget, ContextView, ViewMessage, ViewToolCall
 from latch.events import Usage
-from latch.providers import (AnthropicProvider, OpenAICompatibleProvider, OpenAIProvider, Provider, ProviderError,
-                             ProviderOverflow, ScriptedProvider, add_cache_breakpoints, to_anthropic_messages,
-                             to_openai_chat, validate_anthropic_messages, validate_openai_chat)
+from latch.providers import (
+    AnthropicProvider,
+    OpenAICompatibleProvider,
+    OpenAIProvider,
+    Provider,
+    ProviderError,
+    ProviderOverflow,
+    ScriptedProvider,
+    add_cache_breakpoints,
+    to_anthropic_messages,
+    to_openai_chat,
+    validate_anthropic_messages,
+    validate_openai_chat,
+)
 from latch.providers._sdk import overflow_numbers
 from latch.providers.anthropic.sdk import assemble_message
 from latch.providers.openai.sdk import assemble_chat_completion
+from latch.providers.wire import parse_response
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 
-TOOLS = ({"name": "read_file", "description": "Read a file.",
-          "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
-         {"name": "shell", "description": "Run a command.",
-          "input_schema": {"type": "object", "properties": {"cmd": {"type": "string"}}}})
+TOOLS = (
+    {
+        "name": "read_file",
+        "description": "Read a file.",
+        "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    },
+    {
+        "name": "shell",
+        "description": "Run a command.",
+        "input_schema": {"type": "object", "properties": {"cmd": {"type": "string"}}},
+    },
+)
 OPENAI_STREAM = {"stream": True, "stream_options": {"include_usage": True}}
 
 
@@ -46,22 +76,37 @@ def a_view(*, turns: int = 1) -> ContextView:
     """system + tools + a user task, then ``turns - 1`` tool-call turns (assistant call + result)."""
     msgs = [ViewMessage("user", "Fix the failing test in calc.py.")]
     for i in range(1, turns):
-        msgs.append(ViewMessage("assistant", f"Step {i}.",
-                                tool_calls=(ViewToolCall(f"call_{i}", "read_file", json.dumps({"path": f"f{i}.py"})),)))
+        msgs.append(
+            ViewMessage(
+                "assistant",
+                f"Step {i}.",
+                tool_calls=(ViewToolCall(f"call_{i}", "read_file", json.dumps({"path": f"f{i}.py"})),),
+            )
+        )
         msgs.append(ViewMessage("tool", f"contents of f{i}.py", tool_call_id=f"call_{i}"))
-    return ContextView(session_id="s1", system="You are Latch.", tools=TOOLS, messages=tuple(msgs),
-                       tokens=ComponentTokens(), budget=ContextBudget())
+    return ContextView(
+        session_id="s1",
+        system="You are Latch.",
+        tools=TOOLS,
+        messages=tuple(msgs),
+        tokens=ComponentTokens(),
+        budget=ContextBudget(),
+    )
 
 
 # ------------------------------------------------------------------------------------------ OpenAI
 def test_openai_streams_text_and_tool_calls_and_parses_usage():
     body = to_openai_chat(a_view(turns=2), model="gpt-test")
     assert validate_openai_chat(body) == []
-    reply = Reply("Reading both files now.", chunk=3,
-                  tool_calls=[ToolUse("call_a", "read_file", '{"path": "calc.py"}'),
-                              ToolUse("call_b", "shell", '{"cmd": "pytest -q tests/test_calc.py"}')],
-                  usage={"prompt_tokens": 1200, "completion_tokens": 40,
-                         "prompt_tokens_details": {"cached_tokens": 1024}})
+    reply = Reply(
+        "Reading both files now.",
+        chunk=3,
+        tool_calls=[
+            ToolUse("call_a", "read_file", '{"path": "calc.py"}'),
+            ToolUse("call_b", "shell", '{"cmd": "pytest -q tests/test_calc.py"}'),
+        ],
+        usage={"prompt_tokens": 1200, "completion_tokens": 40, "prompt_tokens_details": {"cached_tokens": 1024}},
+    )
     deltas: list[str] = []
     with serve_openai([reply]) as server:
         provider = OpenAIProvider.from_options("gpt-test", base_url=server.base_url)
@@ -74,9 +119,17 @@ def test_openai_streams_text_and_tool_calls_and_parses_usage():
     message, usage = parse_response(provider.wire, response)
     assert message.text == "Reading both files now." and message.model == "gpt-test"
     assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == [
-        ("call_a", "read_file", '{"path": "calc.py"}'), ("call_b", "shell", '{"cmd": "pytest -q tests/test_calc.py"}')]
-    assert usage == Usage(input_tokens=176, output_tokens=40, cache_read_tokens=1024, cache_write_tokens=None,
-                          model="gpt-test", request_id="chatcmpl-fake")
+        ("call_a", "read_file", '{"path": "calc.py"}'),
+        ("call_b", "shell", '{"cmd": "pytest -q tests/test_calc.py"}'),
+    ]
+    assert usage == Usage(
+        input_tokens=176,
+        output_tokens=40,
+        cache_read_tokens=1024,
+        cache_write_tokens=None,
+        model="gpt-test",
+        request_id="chatcmpl-fake",
+    )
 
 
 def test_openai_reasoning_deltas_and_body_keys_the_sdk_does_not_name_reach_the_server():
@@ -94,8 +147,11 @@ def test_openai_reasoning_deltas_and_body_keys_the_sdk_does_not_name_reach_the_s
 def test_openai_compatible_without_streaming_returns_the_servers_completion():
     body = to_openai_chat(a_view(), model="local")
     deltas: list[str] = []
-    reply = Reply("all done", tool_calls=[ToolUse("call_9", "shell", '{"cmd": "ls"}')],
-                  usage={"prompt_tokens": 321, "completion_tokens": 9})
+    reply = Reply(
+        "all done",
+        tool_calls=[ToolUse("call_9", "shell", '{"cmd": "ls"}')],
+        usage={"prompt_tokens": 321, "completion_tokens": 9},
+    )
     with serve_openai([reply]) as server:
         provider = OpenAICompatibleProvider("local", base_url=server.base_url, stream=False)
         response = provider.complete(body, on_text=deltas.append)
@@ -126,8 +182,10 @@ def test_openai_500_every_time_is_a_clear_error_after_the_retries():
             provider.complete(to_openai_chat(a_view(), model="gpt-test"))
         elapsed = time.monotonic() - start
     assert len(server.requests) == 3 and server.remaining == 0
-    assert str(info.value) == ("openai: HTTP 500: The server had an error while processing your request. Sorry "
-                               "about that! (gave up after 2 retries)")
+    assert str(info.value) == (
+        "openai: HTTP 500: The server had an error while processing your request. Sorry "
+        "about that! (gave up after 2 retries)"
+    )
     assert info.value.status == 500 and info.value.provider == "openai"
     assert not isinstance(info.value, ProviderOverflow)
     assert elapsed >= 0.375 + 0.75  # exponential backoff: 0.5 s then 1 s, less at most 25 % jitter
@@ -152,24 +210,39 @@ def test_connection_refused_is_one_line():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    provider = OpenAICompatibleProvider.from_options("m", base_url=f"http://u:pw@127.0.0.1:{port}/v1",
-                                                     max_retries=0)
-    with pytest.raises(ProviderError, match=rf"^openai-compatible: connection failed \(http://127\.0\.0\.1:{port}"
-                                            r"/v1/chat/completions\): Connection error\. .*"
-                                            r"\(gave up after 0 retries\)$") as info:
+    provider = OpenAICompatibleProvider.from_options("m", base_url=f"http://u:pw@127.0.0.1:{port}/v1", max_retries=0)
+    with pytest.raises(
+        ProviderError,
+        match=rf"^openai-compatible: connection failed \(http://127\.0\.0\.1:{port}"
+        r"/v1/chat/completions\): Connection error\. .*"
+        r"\(gave up after 0 retries\)$",
+    ) as info:
         provider.complete({"messages": [{"role": "user", "content": "hi"}]})
     assert "\n" not in str(info.value) and info.value.status is None
     assert "pw" not in str(info.value)  # the URL without its credentials
 
 
-@pytest.mark.parametrize("fail, provider_cls, prompt, limit", [
-    (openai_overflow(128000, 130532), OpenAIProvider, 130532, 128000),
-    (llamacpp_overflow(4476, 4096), OpenAICompatibleProvider, 4476, 4096),
-    (openai_error(400, "This model's maximum context length is 2048 tokens. However, you requested 2300 tokens "
-                       "(2200 in the messages, 100 in the completion). Please reduce the length of the messages or "
-                       "completion.", code="context_length_exceeded", param="messages"),
-     OpenAICompatibleProvider, 2200, 2048),  # llama-cpp-python's server
-], ids=["openai", "llama.cpp", "llama-cpp-python"])
+@pytest.mark.parametrize(
+    "fail, provider_cls, prompt, limit",
+    [
+        (openai_overflow(128000, 130532), OpenAIProvider, 130532, 128000),
+        (llamacpp_overflow(4476, 4096), OpenAICompatibleProvider, 4476, 4096),
+        (
+            openai_error(
+                400,
+                "This model's maximum context length is 2048 tokens. However, you requested 2300 tokens "
+                "(2200 in the messages, 100 in the completion). Please reduce the length of the messages or "
+                "completion.",
+                code="context_length_exceeded",
+                param="messages",
+            ),
+            OpenAICompatibleProvider,
+            2200,
+            2048,
+        ),  # llama-cpp-python's server
+    ],
+    ids=["openai", "llama.cpp", "llama-cpp-python"],
+)
 def test_openai_context_overflow_becomes_provider_overflow(fail, provider_cls, prompt, limit):
     with serve_openai([fail]) as server:
         provider = provider_cls.from_options("m", base_url=server.base_url)
@@ -183,10 +256,20 @@ def test_openai_context_overflow_becomes_provider_overflow(fail, provider_cls, p
 # ------------------------------------------------------------------------------------------ Anthropic
 def test_anthropic_streams_text_and_tool_use_and_parses_cache_usage():
     body = to_anthropic_messages(a_view(turns=3), model="claude-test", max_tokens=2048)
-    reply = Reply("Let me look.", chunk=5, tool_calls=[ToolUse("toolu_01", "read_file", '{"path": "calc.py"}'),
-                                                       ToolUse("toolu_02", "shell", '{"cmd": "pytest -q"}')],
-                  usage={"input_tokens": 12, "output_tokens": 55, "cache_read_input_tokens": 3000,
-                         "cache_creation_input_tokens": 250})
+    reply = Reply(
+        "Let me look.",
+        chunk=5,
+        tool_calls=[
+            ToolUse("toolu_01", "read_file", '{"path": "calc.py"}'),
+            ToolUse("toolu_02", "shell", '{"cmd": "pytest -q"}'),
+        ],
+        usage={
+            "input_tokens": 12,
+            "output_tokens": 55,
+            "cache_read_input_tokens": 3000,
+            "cache_creation_input_tokens": 250,
+        },
+    )
     deltas: list[str] = []
     with serve_anthropic([reply]) as server:
         provider = AnthropicProvider.from_options("claude-test", base_url=server.base_url)
@@ -200,9 +283,17 @@ def test_anthropic_streams_text_and_tool_use_and_parses_cache_usage():
     message, usage = parse_response(provider.wire, response)
     assert message.text == "Let me look." and message.model == "claude-test"
     assert [(c.id, c.name, json.loads(c.arguments)) for c in message.tool_calls] == [
-        ("toolu_01", "read_file", {"path": "calc.py"}), ("toolu_02", "shell", {"cmd": "pytest -q"})]
-    assert usage == Usage(input_tokens=12, output_tokens=55, cache_read_tokens=3000, cache_write_tokens=250,
-                          model="claude-test", request_id="msg_fake")
+        ("toolu_01", "read_file", {"path": "calc.py"}),
+        ("toolu_02", "shell", {"cmd": "pytest -q"}),
+    ]
+    assert usage == Usage(
+        input_tokens=12,
+        output_tokens=55,
+        cache_read_tokens=3000,
+        cache_write_tokens=250,
+        model="claude-test",
+        request_id="msg_fake",
+    )
 
 
 def test_anthropic_fills_model_and_max_tokens_and_can_leave_the_body_alone():
@@ -212,8 +303,9 @@ def test_anthropic_fills_model_and_max_tokens_and_can_leave_the_body_alone():
         AnthropicProvider("claude-test", base_url=server.base_url, cache_breakpoints=False).complete(body)
     first, second = server.bodies
     assert first["model"] == "claude-test" and first["max_tokens"] == 8192
-    assert first["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hi",
-                                                               "cache_control": {"type": "ephemeral"}}]}]
+    assert first["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}
+    ]
     assert second == {**body, "model": "claude-test", "max_tokens": 8192, "stream": True}
     assert body == {"messages": [{"role": "user", "content": "hi"}]}  # the caller's body is not modified
 
@@ -251,12 +343,24 @@ def test_an_error_inside_the_stream_is_a_clear_error_and_not_retried(wire):
     assert "".join(deltas) == "partial answer"  # streamed before the error
 
 
-@pytest.mark.parametrize("fail, prompt, limit", [
-    (anthropic_overflow(208310, 200000), 208310, 200000),
-    (anthropic_error(400, "invalid_request_error", "input length and `max_tokens` exceed context limit: "
-                                                   "197626 + 21333 > 200000, decrease input length or `max_tokens` "
-                                                   "and try again"), 197626, 200000),
-], ids=["prompt-too-long", "with-max-tokens"])
+@pytest.mark.parametrize(
+    "fail, prompt, limit",
+    [
+        (anthropic_overflow(208310, 200000), 208310, 200000),
+        (
+            anthropic_error(
+                400,
+                "invalid_request_error",
+                "input length and `max_tokens` exceed context limit: "
+                "197626 + 21333 > 200000, decrease input length or `max_tokens` "
+                "and try again",
+            ),
+            197626,
+            200000,
+        ),
+    ],
+    ids=["prompt-too-long", "with-max-tokens"],
+)
 def test_anthropic_context_overflow_becomes_provider_overflow(fail, prompt, limit):
     with serve_anthropic([fail]) as server:
         provider = AnthropicProvider.from_options("claude-test", base_url=server.base_url)
@@ -275,8 +379,12 @@ def test_the_api_key_reaches_the_server_and_nothing_else(wire, monkeypatch, capl
     caplog.set_level(logging.DEBUG)
     if wire == "openai":
         serve, cls, body = serve_openai, OpenAIProvider, to_openai_chat(a_view(), model="m")
-        denied = openai_error(401, f"Incorrect API key provided: {key}. You can find your API key at "
-                                   "https://platform.openai.com/account/api-keys.", code="invalid_api_key")
+        denied = openai_error(
+            401,
+            f"Incorrect API key provided: {key}. You can find your API key at "
+            "https://platform.openai.com/account/api-keys.",
+            code="invalid_api_key",
+        )
     else:
         serve, cls, body = serve_anthropic, AnthropicProvider, to_anthropic_messages(a_view(), model="m")
         denied = anthropic_error(401, "authentication_error", f"invalid x-api-key {key}")
@@ -341,8 +449,12 @@ def test_cache_breakpoints_mark_the_stable_prefix_and_the_growing_end():
     marked = add_cache_breakpoints(body)
     n = len(marked["messages"])
     last_user_before_assistant = n - 3  # ... user (results of turn 2), assistant (turn 3 call), user (its result)
-    assert _breakpoints(marked) == [("tools", 1), ("system", 0), ("messages", last_user_before_assistant, 0),
-                                    ("messages", n - 1, 0)]
+    assert _breakpoints(marked) == [
+        ("tools", 1),
+        ("system", 0),
+        ("messages", last_user_before_assistant, 0),
+        ("messages", n - 1, 0),
+    ]
     assert len(_breakpoints(marked)) <= 4
     assert marked["system"] == [{"type": "text", "text": "You are Latch.", "cache_control": {"type": "ephemeral"}}]
     assert validate_anthropic_messages(marked) == []
@@ -358,37 +470,72 @@ def test_the_next_request_of_an_epoch_reads_the_previous_end_breakpoint():
     end_of_first = _breakpoints(first)[-1]
     assert end_of_first in _breakpoints(second)
     unmarked = json.loads(json.dumps(first["messages"]).replace(', "cache_control": {"type": "ephemeral"}', ""))
-    assert to_anthropic_messages(a_view(turns=3))["messages"][:len(unmarked)] == unmarked  # the same prefix
+    assert to_anthropic_messages(a_view(turns=3))["messages"][: len(unmarked)] == unmarked  # the same prefix
     # (cache_control marks where entries are written and read; it is not part of the cached prefix)
 
 
 def test_cache_breakpoints_without_tools_or_system_and_skipping_thinking():
-    body = {"messages": [{"role": "user", "content": "hi"},
-                         {"role": "assistant", "content": [{"type": "text", "text": "hello"},
-                                                           {"type": "thinking", "thinking": "…", "signature": "s"}]}]}
+    body = {
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "hello"}, {"type": "thinking", "thinking": "…", "signature": "s"}],
+            },
+        ]
+    }
     marked = add_cache_breakpoints(body)
     assert _breakpoints(marked) == [("messages", 0, 0), ("messages", 1, 0)]  # the thinking block is skipped
     assert marked["messages"][0]["content"] == [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]
-    stale = {"system": [{"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}},
-                        {"type": "text", "text": "b", "cache_control": {"type": "ephemeral"}}],
-             "messages": [{"role": "user", "content": [{"type": "text", "text": "x",
-                                                        "cache_control": {"type": "ephemeral"}},
-                                                       {"type": "text", "text": "y"}]}]}
+    stale = {
+        "system": [
+            {"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": "b", "cache_control": {"type": "ephemeral"}},
+        ],
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "x", "cache_control": {"type": "ephemeral"}},
+                    {"type": "text", "text": "y"},
+                ],
+            }
+        ],
+    }
     assert _breakpoints(add_cache_breakpoints(stale)) == [("system", 1), ("messages", 0, 1)]
 
 
 # ------------------------------------------------------------------------------------------ assemblers
 def test_openai_assembler_gathers_tool_calls_by_index():
-    chunks = [{"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"tool_calls": [
-                  {"index": 1, "id": "b", "function": {"name": "shell", "arguments": '{"cmd"'}},
-                  {"index": 0, "id": "a", "function": {"name": "read_file", "arguments": "{}"}}]}}]},
-              {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1, "function": {"arguments": ': "ls"}'}}]}}]},
-              {"choices": [{"index": 1, "delta": {"content": "other choice"}}]},
-              {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]
+    chunks = [
+        {
+            "id": "c1",
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "tool_calls": [
+                            {"index": 1, "id": "b", "function": {"name": "shell", "arguments": '{"cmd"'}},
+                            {"index": 0, "id": "a", "function": {"name": "read_file", "arguments": "{}"}},
+                        ]
+                    },
+                }
+            ],
+        },
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1, "function": {"arguments": ': "ls"}'}}]}}]},
+        {"choices": [{"index": 1, "delta": {"content": "other choice"}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
     out = assemble_chat_completion(chunks)
-    assert out["choices"][0]["message"] == {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "a", "type": "function", "function": {"name": "read_file", "arguments": "{}"}},
-        {"id": "b", "type": "function", "function": {"name": "shell", "arguments": '{"cmd": "ls"}'}}]}
+    assert out["choices"][0]["message"] == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "read_file", "arguments": "{}"}},
+            {"id": "b", "type": "function", "function": {"name": "shell", "arguments": '{"cmd": "ls"}'}},
+        ],
+    }
     assert "usage" not in out and parse_response("openai-chat", out)[1] is None
 
 
@@ -396,19 +543,28 @@ def test_anthropic_assembler_refuses_a_truncated_stream_or_bad_tool_json():
     start = {"type": "message_start", "message": {"id": "m", "model": "c", "content": [], "usage": {"input_tokens": 1}}}
     with pytest.raises(ProviderError, match="the stream ended before message_stop"):
         assemble_message([start])
-    bad = [start, {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t",
-                                                                                  "name": "shell", "input": {}}},
-           {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"a"'}},
-           {"type": "content_block_stop", "index": 0}]
+    bad = [
+        start,
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "t", "name": "shell", "input": {}},
+        },
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"a"'}},
+        {"type": "content_block_stop", "index": 0},
+    ]
     with pytest.raises(ProviderError, match=r"content block 0 \(shell\): tool input is not JSON"):
         assemble_message(bad)
 
 
 def test_overflow_numbers_of_each_wording():
-    assert overflow_numbers("This model's maximum context length is 8192 tokens, however you requested 8245 tokens "
-                            "(7245 in your prompt; 1000 for the completion).") == (7245, 8192)
-    assert overflow_numbers("the request exceeds the available context size, try increasing it",
-                            {"n_prompt_tokens": 3000, "n_ctx": 2048}) == (3000, 2048)
+    assert overflow_numbers(
+        "This model's maximum context length is 8192 tokens, however you requested 8245 tokens "
+        "(7245 in your prompt; 1000 for the completion)."
+    ) == (7245, 8192)
+    assert overflow_numbers(
+        "the request exceeds the available context size, try increasing it", {"n_prompt_tokens": 3000, "n_ctx": 2048}
+    ) == (3000, 2048)
     assert overflow_numbers("prompt is too long: 1,234 tokens > 1,000 maximum") == (1234, 1000)
     assert overflow_numbers("Your input exceeds the context window of this model.") == (None, None)
 
@@ -422,9 +578,12 @@ def test_providers_are_registered_builtin_plugins():
     assert plugins.get_provider("anthropic") is AnthropicProvider
     reg = plugins.registered("providers")["anthropic"]
     assert reg.plugin.name == "latch.default_plugins.providers" and reg.plugin.builtin
-    with pytest.raises(plugins.PluginError, match=r"^unknown provider 'antropic' \(did you mean 'anthropic'\?\); "
-                                                  r"registered providers: anthropic, openai, openai-compatible, "
-                                                  r"openai-responses"):
+    with pytest.raises(
+        plugins.PluginError,
+        match=r"^unknown provider 'antropic' \(did you mean 'anthropic'\?\); "
+        r"registered providers: anthropic, openai, openai-compatible, "
+        r"openai-responses",
+    ):
         plugins.get_provider("antropic")
     for cls in (OpenAIProvider, OpenAICompatibleProvider, AnthropicProvider):
         p = cls.from_options("m", base_url="http://127.0.0.1:1/v1")
@@ -449,9 +608,13 @@ def test_latch_plugins_lists_the_providers(monkeypatch):
 
 
 def test_scripted_provider_has_a_wire_and_streams_its_text():
-    p = ScriptedProvider([{"content": [{"type": "text", "text": "hi"}], "usage": {}},
-                          ProviderOverflow("scripted: too long", prompt_tokens=9, limit_tokens=8)],
-                         wire="anthropic-messages")
+    p = ScriptedProvider(
+        [
+            {"content": [{"type": "text", "text": "hi"}], "usage": {}},
+            ProviderOverflow("scripted: too long", prompt_tokens=9, limit_tokens=8),
+        ],
+        wire="anthropic-messages",
+    )
     deltas: list[str] = []
     assert p.wire == "anthropic-messages" and isinstance(p, Provider)
     p.complete({"messages": []}, on_text=deltas.append)
@@ -467,8 +630,14 @@ def test_a_server_that_ignores_stream_true_is_a_clear_error_not_an_empty_turn():
     import http.server
     import threading
 
-    body = json.dumps({"id": "x", "object": "chat.completion", "model": "m", "choices": [
-        {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]}).encode()
+    body = json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+        }
+    ).encode()
 
     class Plain(http.server.BaseHTTPRequestHandler):
         def do_POST(self):
@@ -490,7 +659,8 @@ def test_a_server_that_ignores_stream_true_is_a_clear_error_not_an_empty_turn():
         with pytest.raises(ProviderError, match=r"^openai-compatible: the server sent no stream events.*--no-stream"):
             p.complete({"messages": [{"role": "user", "content": "x"}]})
         whole = OpenAICompatibleProvider("m", base_url=url, stream=False)
-        assert whole.complete({"messages": [{"role": "user", "content": "x"}]})["choices"][0]["message"]["content"] \
-            == "hi"
+        assert (
+            whole.complete({"messages": [{"role": "user", "content": "x"}]})["choices"][0]["message"]["content"] == "hi"
+        )
     finally:
         srv.shutdown()

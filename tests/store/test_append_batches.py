@@ -7,10 +7,9 @@ import sqlite3
 
 import pytest
 
-from latch.events import GroupMemberJoined, GroupTaskCreated, ToolResult, UserMessage
+from latch.events import EVENT_KINDS, GroupMemberJoined, GroupTaskCreated, ToolResult, UserMessage
 from latch.store import EventStore, PendingEvent, StoreError
 from latch.store.event_store import encode_events
-from latch.events import EVENT_KINDS
 from latch.store.migrations import MIGRATIONS, PROJECTED_KINDS_SQL
 from latch.store.projections import PROJECTIONS
 
@@ -22,19 +21,30 @@ def store(tmp_path):
 
 
 def test_a_batch_with_skipped_duplicates_returns_the_seqs_of_what_it_stored(store):
-    sid, first = store.import_session(external_key="fmt:x", source="f", format="fmt", workspace=None,
-                                      events=[PendingEvent(UserMessage("alpha stored"), "line:1")])
-    batch = [PendingEvent(UserMessage("beta unreferenced")),          # no source_ref: always stored
-             PendingEvent(UserMessage("alpha again"), "line:1"),       # already stored: skipped
-             PendingEvent(UserMessage("gamma first"), "line:2"),
-             PendingEvent(UserMessage("gamma repeated"), "line:2"),    # repeated in the batch: skipped
-             PendingEvent(UserMessage("delta unreferenced")),
-             PendingEvent(UserMessage("epsilon last"), "line:3")]
+    sid, first = store.import_session(
+        external_key="fmt:x",
+        source="f",
+        format="fmt",
+        workspace=None,
+        events=[PendingEvent(UserMessage("alpha stored"), "line:1")],
+    )
+    batch = [
+        PendingEvent(UserMessage("beta unreferenced")),  # no source_ref: always stored
+        PendingEvent(UserMessage("alpha again"), "line:1"),  # already stored: skipped
+        PendingEvent(UserMessage("gamma first"), "line:2"),
+        PendingEvent(UserMessage("gamma repeated"), "line:2"),  # repeated in the batch: skipped
+        PendingEvent(UserMessage("delta unreferenced")),
+        PendingEvent(UserMessage("epsilon last"), "line:3"),
+    ]
     _, seqs = store.import_session(external_key="fmt:x", source="f", format="fmt", workspace=None, events=batch)
     assert len(seqs) == 4 and seqs == sorted(seqs) and seqs[0] == first[0] + 1
     got = {e.seq: (e.event.text, e.source_ref) for e in store.events(sid)}
-    assert [got[s] for s in seqs] == [("beta unreferenced", None), ("gamma first", "line:2"),
-                                      ("delta unreferenced", None), ("epsilon last", "line:3")]
+    assert [got[s] for s in seqs] == [
+        ("beta unreferenced", None),
+        ("gamma first", "line:2"),
+        ("delta unreferenced", None),
+        ("epsilon last", "line:3"),
+    ]
     # each stored event is found by its own words, and no skipped one was indexed
     for seq, word in zip(seqs, ("beta", "gamma", "delta", "epsilon"), strict=True):
         assert [e.seq for e in store.search(word, session_id=sid)] == [seq]
@@ -59,7 +69,9 @@ def test_encoded_rows_hold_canonical_payloads_and_prepared_text():
 
 
 def _indexes(db: sqlite3.Connection) -> list[str]:
-    return sorted(r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events'"))
+    return sorted(
+        r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events'")
+    )
 
 
 def test_the_kind_indexes_are_replaced_by_one_partial_index(tmp_path):
@@ -69,14 +81,22 @@ def test_the_kind_indexes_are_replaced_by_one_partial_index(tmp_path):
         sid = s.create_session(external_key="g")
         s.append(sid, [UserMessage("hello")] * 3 + [GroupMemberJoined("a1", None), GroupTaskCreated("t1", "T", "b")])
         # only the projected kinds' rows are in the partial index
-        assert s._db.execute(f"SELECT count(*) FROM events INDEXED BY events_projected_kind_seq "
-                             f"WHERE {PROJECTED_KINDS_SQL}").fetchone()[0] == 2
+        assert (
+            s._db.execute(
+                f"SELECT count(*) FROM events INDEXED BY events_projected_kind_seq WHERE {PROJECTED_KINDS_SQL}"
+            ).fetchone()[0]
+            == 2
+        )
 
 
 def test_the_partial_index_holds_exactly_the_projected_kinds():
     db = sqlite3.connect(":memory:")
     projected = {k for p in PROJECTIONS.values() for k in p.kinds}
-    indexed = {k for k in EVENT_KINDS if db.execute(f"SELECT {PROJECTED_KINDS_SQL} FROM (SELECT ? AS kind)", (k,)).fetchone()[0]}
+    indexed = {
+        k
+        for k in EVENT_KINDS
+        if db.execute(f"SELECT {PROJECTED_KINDS_SQL} FROM (SELECT ? AS kind)", (k,)).fetchone()[0]
+    }
     assert projected and indexed == projected
 
 
@@ -89,10 +109,13 @@ def test_each_read_of_the_events_table_keeps_an_index(store):
     fresh = f"SELECT max(seq) FROM events WHERE {PROJECTED_KINDS_SQL} AND kind = ?"
     assert "USING COVERING INDEX events_projected_kind_seq (kind=?)" in _plan(db, fresh, ("group_task_created",))
     assert "events_session_seq (session_id=? AND seq>?)" in _plan(
-        db, "SELECT seq FROM events WHERE seq > ? AND session_id = ? AND kind IN (?, ?) ORDER BY seq",
-        (0, "s", "user_message", "tool_result"))
+        db,
+        "SELECT seq FROM events WHERE seq > ? AND session_id = ? AND kind IN (?, ?) ORDER BY seq",
+        (0, "s", "user_message", "tool_result"),
+    )
     assert "USING INTEGER PRIMARY KEY (rowid>?)" in _plan(
-        db, "SELECT seq FROM events WHERE seq > ? AND kind IN (?, ?) ORDER BY seq", (0, "a", "b"))
+        db, "SELECT seq FROM events WHERE seq > ? AND kind IN (?, ?) ORDER BY seq", (0, "a", "b")
+    )
     assert "events_session_seq (session_id=?)" in _plan(db, "SELECT count(*) FROM events WHERE session_id = ?", ("s",))
 
 

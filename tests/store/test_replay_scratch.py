@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from corpus_support import REPO
+
 from latch.cli.replay import run_replay
 from latch.host.ingest import import_file
 from latch.store import EventStore, StoreError, replay_scratch_path
@@ -48,9 +48,13 @@ def _scratch_runs(db: Path) -> list[tuple[str, bool, int]]:
     """``(stream, finished, records)`` of every run in the scratch beside ``db``, read with plain SQLite."""
     con = sqlite3.connect(str(replay_scratch_path(db)))
     try:
-        return [(s, f is not None, n) for s, f, n in con.execute(
-            "SELECT stream, finished_at, (SELECT count(*) FROM records r WHERE r.run_id = runs.id) FROM runs "
-            "ORDER BY id")]
+        return [
+            (s, f is not None, n)
+            for s, f, n in con.execute(
+                "SELECT stream, finished_at, (SELECT count(*) FROM records r WHERE r.run_id = runs.id) FROM runs "
+                "ORDER BY id"
+            )
+        ]
     finally:
         con.close()
 
@@ -83,8 +87,12 @@ def test_three_replays_leave_the_store_as_it_was(corpus_dir, tmp_path):
     assert [s for s, _, _ in runs] == streams and all(done and n > 50 for _, done, n in runs)
     scratch = _size(replay_scratch_path(db))
     assert scratch > 3 * 50_000
-    done = subprocess.run([*LATCH, "--db", str(db), "prune-replays"], capture_output=True, text=True,
-                          env={**os.environ, "LATCH_HOME": str(tmp_path / "home")})
+    done = subprocess.run(
+        [*LATCH, "--db", str(db), "prune-replays"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LATCH_HOME": str(tmp_path / "home")},
+    )
     assert done.returncode == 0, done.stderr
     freed = int(done.stdout.split("freed ")[1].split(" bytes")[0].replace(",", ""))
     assert f"dropped 3 replay run(s) ({sum(n for _, _, n in runs):,} kernel records)" in done.stdout
@@ -156,8 +164,9 @@ def test_a_killed_replay_leaves_nothing_half_written(corpus_dir, tmp_path):
     codex = str(corpus_dir / CODEX)
     assert subprocess.run([*LATCH, "import", codex], capture_output=True, env=env).returncode == 0
     imported = _size(db)
-    proc = subprocess.Popen([*LATCH, "replay", codex, "--keep"], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [*LATCH, "replay", codex, "--keep"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     scratch = replay_scratch_path(db)
     deadline = time.monotonic() + 120
     written = 0

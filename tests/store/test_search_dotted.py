@@ -14,8 +14,18 @@ from latch.store import EventStore
 from latch.store.fts import _prepare_glued, build_match_query, dotted_terms
 from latch.store.migrations import MIGRATIONS
 
-TEXTS = ["node.js server", "node and js", "js node", "released v1.2.3 today", "v1 2 3 items", "v1.2.30 is out",
-         "import os.path.join(a, b)", "the os path", "see src/main.py", "C++ and .NET"]
+TEXTS = [
+    "node.js server",
+    "node and js",
+    "js node",
+    "released v1.2.3 today",
+    "v1 2 3 items",
+    "v1.2.30 is out",
+    "import os.path.join(a, b)",
+    "the os path",
+    "see src/main.py",
+    "C++ and .NET",
+]
 
 
 def _store(tmp_path, texts=TEXTS):
@@ -25,18 +35,21 @@ def _store(tmp_path, texts=TEXTS):
     return store
 
 
-@pytest.mark.parametrize("query, expected", [
-    ("node.js", ["node.js server"]),
-    ("Node.JS,", ["node.js server"]),  # case folded, trailing punctuation set aside
-    ("v1.2.3", ["released v1.2.3 today"]),
-    ("os.path", ["import os.path.join(a, b)"]),
-    ("path.join", ["import os.path.join(a, b)"]),
-    ("main.py", ["see src/main.py"]),
-    ("src/main.py", ["see src/main.py"]),  # a phrase, as before
-    ("node", ["js node", "node and js", "node.js server"]),  # the parts are still words
-    ("C++", ["C++ and .NET"]),
-    (".NET", ["C++ and .NET"]),
-])
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("node.js", ["node.js server"]),
+        ("Node.JS,", ["node.js server"]),  # case folded, trailing punctuation set aside
+        ("v1.2.3", ["released v1.2.3 today"]),
+        ("os.path", ["import os.path.join(a, b)"]),
+        ("path.join", ["import os.path.join(a, b)"]),
+        ("main.py", ["see src/main.py"]),
+        ("src/main.py", ["see src/main.py"]),  # a phrase, as before
+        ("node", ["js node", "node and js", "node.js server"]),  # the parts are still words
+        ("C++", ["C++ and .NET"]),
+        (".NET", ["C++ and .NET"]),
+    ],
+)
 def test_dotted_terms_are_searched_as_one_term(tmp_path, query, expected):
     store = _store(tmp_path)
     assert [h.event.text for h in store.search(query)] == expected  # newest first
@@ -44,8 +57,12 @@ def test_dotted_terms_are_searched_as_one_term(tmp_path, query, expected):
 
 
 def test_dotted_tokens_and_query():
-    assert dotted_terms("os.path.join and v1.2") == ["os\ue02epath", "os\ue02epath\ue02ejoin", "path\ue02ejoin",
-                                                      "v1\ue02e2"]
+    assert dotted_terms("os.path.join and v1.2") == [
+        "os\ue02epath",
+        "os\ue02epath\ue02ejoin",
+        "path\ue02ejoin",
+        "v1\ue02e2",
+    ]
     assert dotted_terms("end of a sentence. Next one") == []
     assert build_match_query("node.js") == '"node\ue02ejs"'
     assert build_match_query("src/main.py") == '"src" + "main" + "py"'

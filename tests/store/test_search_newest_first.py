@@ -18,16 +18,27 @@ from latch.store.fts import build_match_query
 _WORDS = [f"word{i}" for i in range(400)] + ["parse", "cache", "token", "store", "index", "route"]
 
 
-def _exact(store: EventStore, query: str, mode: str, *, session_id: str | None = None, before_seq: int | None = None,
-           until_seq: int | None = None, limit: int = 20) -> list[int]:
+def _exact(
+    store: EventStore,
+    query: str,
+    mode: str,
+    *,
+    session_id: str | None = None,
+    before_seq: int | None = None,
+    until_seq: int | None = None,
+    limit: int = 20,
+) -> list[int]:
     """The rows of the one FTS5 query (the plan the candidate search replaces), newest first."""
     match = build_match_query(query, mode=mode)
     if match is None:
         return []
     sql = "SELECT f.rowid FROM events_fts f JOIN events e ON e.seq = f.rowid WHERE events_fts MATCH ?"
     args: list = [match]
-    for clause, value in ((" AND e.session_id = ?", session_id), (" AND f.rowid < ?", before_seq),
-                          (" AND f.rowid <= ?", until_seq)):
+    for clause, value in (
+        (" AND e.session_id = ?", session_id),
+        (" AND f.rowid < ?", before_seq),
+        (" AND f.rowid <= ?", until_seq),
+    ):
         if value is not None:
             sql += clause
             args.append(value)
@@ -43,17 +54,29 @@ def _generated(path, turns: int, seed: int = 3) -> tuple[EventStore, str]:
     for i in range(turns):
         words = " ".join(rng.choice(_WORDS) for _ in range(8))
         p = f"src/pkg{rng.randrange(30)}/mod{rng.randrange(8)}.py"
-        batch += [UserMessage(f"step {i}: fix {words} in {p}"),
-                  AssistantMessage(f"Looking at {p}.", (ToolCall(f"c{i}", "Bash", json.dumps({"command": f"pytest {p}"})),)),
-                  ToolResult(f"c{i}", f"{' '.join(rng.choice(_WORDS) for _ in range(20))}\n1 failed", is_error=True)]
+        batch += [
+            UserMessage(f"step {i}: fix {words} in {p}"),
+            AssistantMessage(f"Looking at {p}.", (ToolCall(f"c{i}", "Bash", json.dumps({"command": f"pytest {p}"})),)),
+            ToolResult(f"c{i}", f"{' '.join(rng.choice(_WORDS) for _ in range(20))}\n1 failed", is_error=True),
+        ]
     store.append(sid, batch)
     store.append(other, batch[: len(batch) // 3])
     return store, sid
 
 
 def _queries(rng: random.Random) -> list[str]:
-    qs = ["src/pkg3/mod1.py word7", "src/pkg3/mod1.py", "pytest src/pkg1/mod2.py", "src py", "1 failed",
-          "step 10", "parse cache word3", "\"src/pkg4\" AND mod3.py", "fix word1 in", "nothing-like-this zzz"]
+    qs = [
+        "src/pkg3/mod1.py word7",
+        "src/pkg3/mod1.py",
+        "pytest src/pkg1/mod2.py",
+        "src py",
+        "1 failed",
+        "step 10",
+        "parse cache word3",
+        '"src/pkg4" AND mod3.py',
+        "fix word1 in",
+        "nothing-like-this zzz",
+    ]
     qs += [f"src/pkg{rng.randrange(30)}/mod{rng.randrange(8)}.py word{rng.randrange(400)}" for _ in range(12)]
     return qs
 
@@ -66,8 +89,13 @@ def test_generated_store_same_rows(tmp_path, mode):
     planned = 0
     for q in _queries(rng):
         planned += store._candidates.plan(store._db, q, mode) is not None
-        for kw in ({}, {"session_id": sid}, {"session_id": sid, "before_seq": rng.randrange(2, top)},
-                   {"before_seq": top - 50, "until_seq": top - 400}, {"limit": 3}):
+        for kw in (
+            {},
+            {"session_id": sid},
+            {"session_id": sid, "before_seq": rng.randrange(2, top)},
+            {"before_seq": top - 50, "until_seq": top - 400},
+            {"limit": 3},
+        ):
             got = [s.seq for s in store.search(q, mode=mode, **kw)]
             assert got == _exact(store, q, mode, **kw), (q, mode, kw)
     assert planned >= 10, "most path queries go through the candidate search"
@@ -120,8 +148,7 @@ def test_corpus_same_rows(tmp_path):
                 if not q:
                     continue
                 for mode in ("and", "or"):
-                    for kw in ({"session_id": sid}, {"session_id": sid, "before_seq": rng.randrange(1, top + 1)},
-                               {}):
+                    for kw in ({"session_id": sid}, {"session_id": sid, "before_seq": rng.randrange(1, top + 1)}, {}):
                         got = [s.seq for s in store.search(q, mode=mode, **kw)]
                         assert got == _exact(store, q, mode, **kw), (sid, q, mode, kw)
                         checked += 1

@@ -9,16 +9,28 @@ import unicodedata
 
 import pytest
 
-from latch.events import (AssistantMessage, CompactionMarker, MediaRef, SubagentMarker, SystemNote, ToolCall,
-                          ToolResult, Usage, UserMessage, canonical_bytes, decode_event)
-from latch.store import EventStore, PendingEvent, StoreError
-from latch.store import fts
+from latch.events import (
+    AssistantMessage,
+    CompactionMarker,
+    MediaRef,
+    SubagentMarker,
+    SystemNote,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+    canonical_bytes,
+    decode_event,
+)
+from latch.store import EventStore, PendingEvent, StoreError, fts
 from latch.store.fts import build_match_query, prepare_text, query_tokens
 from latch.store.migrations import MIGRATIONS
 
 
 def test_canonical_bytes_are_pinned():
-    ev = AssistantMessage(text="héllo", tool_calls=(ToolCall("c1", "Bash", '{"command":"ls"}'),), reasoning_reported=True)
+    ev = AssistantMessage(
+        text="héllo", tool_calls=(ToolCall("c1", "Bash", '{"command":"ls"}'),), reasoning_reported=True
+    )
     assert ev.encode() == (
         b'{"kind":"assistant_message","model":null,"reasoning_reported":true,'
         b'"text":"h\xc3\xa9llo","tool_calls":[{"arguments":"{\\"command\\":\\"ls\\"}","id":"c1","name":"Bash"}]}'
@@ -37,16 +49,19 @@ def test_canonical_rejects_nan():
         canonical_bytes({"x": float("nan")})
 
 
-@pytest.mark.parametrize("event", [
-    UserMessage("hi", media=(MediaRef("ab" * 32, "image/png", 10, 4, 3),), is_meta=True),
-    AssistantMessage("x", (ToolCall("1", "Read", "{}"),), True, "claude-x"),
-    ToolResult("1", "out", is_error=True, name="Read", orphan=True, exit_code=2),
-    ToolResult("2", "", missing=True, is_error=True),
-    SystemNote("retry", "api_error"),
-    Usage(input_tokens=3, output_tokens=None, cache_read_tokens=10, cache_write_tokens=0),
-    CompactionMarker("auto", 1000, 100, "summary"),
-    SubagentMarker("c9", "a1", "Explore", "map"),
-])
+@pytest.mark.parametrize(
+    "event",
+    [
+        UserMessage("hi", media=(MediaRef("ab" * 32, "image/png", 10, 4, 3),), is_meta=True),
+        AssistantMessage("x", (ToolCall("1", "Read", "{}"),), True, "claude-x"),
+        ToolResult("1", "out", is_error=True, name="Read", orphan=True, exit_code=2),
+        ToolResult("2", "", missing=True, is_error=True),
+        SystemNote("retry", "api_error"),
+        Usage(input_tokens=3, output_tokens=None, cache_read_tokens=10, cache_write_tokens=0),
+        CompactionMarker("auto", 1000, 100, "summary"),
+        SubagentMarker("c9", "a1", "Explore", "map"),
+    ],
+)
 def test_every_kind_round_trips(event):
     assert decode_event(event.KIND, event.encode()) == event
 
@@ -131,12 +146,63 @@ def test_reimport_by_source_ref_adds_nothing(store):
 
 
 QUERY_BATTERY = [
-    "fix-the-bug", '"quoted', 'say "hi"', "key:value", "#123", "src/main.py", "don't", "50%",
-    "ann@example.com", "AND", "OR", "NOT", "NEAR(", "NEAR(a b)", "(", ")", "[", "]", "{", "*", "a*", "**",
-    "^start", "col:umn", "-", "--", "+", "'", "\\", "''", "\"\"", "数据", "日本語", "\udc80", "", "   ",
-    "x" * 2000, "😀", "a AND (b OR", "\x00", "SELECT * FROM events;", "%_%",
-    "🔥", "📊", "fix 🔥 now", "fix🔥now", "👩\u200d💻", "❤\ufe0f", "\ufe0f", "👍🏽", "🇫🇷", "™", "\u166d", "e\u0301",
-    "→", "✓ done", "🔥" * 500,
+    "fix-the-bug",
+    '"quoted',
+    'say "hi"',
+    "key:value",
+    "#123",
+    "src/main.py",
+    "don't",
+    "50%",
+    "ann@example.com",
+    "AND",
+    "OR",
+    "NOT",
+    "NEAR(",
+    "NEAR(a b)",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "*",
+    "a*",
+    "**",
+    "^start",
+    "col:umn",
+    "-",
+    "--",
+    "+",
+    "'",
+    "\\",
+    "''",
+    '""',
+    "数据",
+    "日本語",
+    "\udc80",
+    "",
+    "   ",
+    "x" * 2000,
+    "😀",
+    "a AND (b OR",
+    "\x00",
+    "SELECT * FROM events;",
+    "%_%",
+    "🔥",
+    "📊",
+    "fix 🔥 now",
+    "fix🔥now",
+    "👩\u200d💻",
+    "❤\ufe0f",
+    "\ufe0f",
+    "👍🏽",
+    "🇫🇷",
+    "™",
+    "\u166d",
+    "e\u0301",
+    "→",
+    "✓ done",
+    "🔥" * 500,
 ]
 
 
@@ -229,7 +295,7 @@ def test_symbol_table_is_every_other_symbol_and_sqlite_agrees():
         assert so <= inside
     # SQLite's unicode61 with TOKENIZE makes each assigned table character a token of its own
     db = sqlite3.connect(":memory:")
-    db.execute(f"CREATE VIRTUAL TABLE t USING fts5(text, tokenize=\"{fts.TOKENIZE}\")")
+    db.execute(f'CREATE VIRTUAL TABLE t USING fts5(text, tokenize="{fts.TOKENIZE}")')
     db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
     chars = [chr(cp) for cp in sorted(inside) if unicodedata.category(chr(cp)) != "Cn"]
     db.execute("INSERT INTO t(text) VALUES (?)", ("x".join(chars),))  # glued to letters: must still split

@@ -19,8 +19,8 @@ import sys
 import tarfile
 
 import pytest
-
 from corpus_support import REPO, corpus_name, importable_corpus_files, require_corpus
+
 from latch.events import AssistantMessage, same_event
 from latch.host.ingest import import_file, parse_file
 from latch.store import EventStore
@@ -52,8 +52,7 @@ print(json.dumps(counts))
 def _old_source(tmp_path) -> str:
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
-    probe = subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{OLD_COMMIT}^{{commit}}"],
-                           capture_output=True)
+    probe = subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{OLD_COMMIT}^{{commit}}"], capture_output=True)
     if probe.returncode != 0:
         pytest.skip(f"commit {OLD_COMMIT} is not in this repository's history")
     archive = subprocess.run(["git", "-C", str(REPO), "archive", OLD_COMMIT, "src"], capture_output=True, check=True)
@@ -72,8 +71,9 @@ def old_store(tmp_path_factory):
     db = str(tmp / "old.db")
     # built-ins only: the installed plugins belong to the current release
     env = {**os.environ, "PYTHONPATH": src, "LATCH_IMPL": "python", "LATCH_LOAD_PLUGINS": ""}
-    done = subprocess.run([sys.executable, "-c", _BUILD, src, db, *files], capture_output=True, text=True, env=env,
-                          timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", _BUILD, src, db, *files], capture_output=True, text=True, env=env, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     counts = json.loads(done.stdout.strip().splitlines()[-1])
     assert sum(counts.values()) > 0
@@ -112,9 +112,14 @@ def test_the_old_store_holds_arguments_in_another_encoding(old_store):
         for path in counts:
             parsed = parse_file(path, live=False)
             stored = {e.source_ref: e.event for e in store.events(store.session_id_for(parsed.external_key))}
-            n = sum(1 for pe in parsed.events if isinstance(pe.event, AssistantMessage)
-                    and (old := stored.get(pe.source_ref)) is not None and old != pe.event
-                    and same_event(old, pe.event))
+            n = sum(
+                1
+                for pe in parsed.events
+                if isinstance(pe.event, AssistantMessage)
+                and (old := stored.get(pe.source_ref)) is not None
+                and old != pe.event
+                and same_event(old, pe.event)
+            )
             if n:
                 by_value[corpus_name_of(path)] = n
     finally:

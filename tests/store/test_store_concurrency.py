@@ -18,8 +18,10 @@ TRIALS = 20
 
 
 def _transcript(folder: Path, n: int) -> Path:
-    msgs = [{"role": "user", "content": f"task {n}: fix the rounding"},
-            {"role": "assistant", "content": f"done with task {n}"}]
+    msgs = [
+        {"role": "user", "content": f"task {n}: fix the rounding"},
+        {"role": "assistant", "content": f"done with task {n}"},
+    ]
     path = folder / f"t{n}.json"
     path.write_text(json.dumps({"messages": msgs}), encoding="utf-8")
     return path

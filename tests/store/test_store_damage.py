@@ -9,11 +9,10 @@ import sqlite3
 
 import pytest
 from click.testing import CliRunner
+from corpus_support import REPO
 
 from latch.cli import _load_commands, cli
 from latch.store import EventStore
-
-from corpus_support import REPO
 
 EXAMPLE = REPO / "examples" / "invoice-rounding.claude.jsonl"
 SID = "c481a68c21d2"
@@ -29,7 +28,7 @@ def _damaged_store(tmp_path, page: int):
     assert con.execute("PRAGMA page_count").fetchone()[0] > page
     con.close()
     data = bytearray(db.read_bytes())
-    data[page_size * (page - 1):page_size * page] = b"\xde\xad\xbe\xef" * (page_size // 4)
+    data[page_size * (page - 1) : page_size * page] = b"\xde\xad\xbe\xef" * (page_size // 4)
     db.write_bytes(bytes(data))
     return db
 
@@ -52,7 +51,8 @@ def test_damaged_pages_are_a_one_line_error(tmp_path, page):
             assert r.exit_code == 1, (args, r.output)
             # one error line, last (``show`` has printed the session header read before the damaged page)
             assert r.output.strip().splitlines()[-1] == (
-                f"Error: the Latch store at {db} is damaged (database disk image is malformed); run `latch doctor`")
+                f"Error: the Latch store at {db} is damaged (database disk image is malformed); run `latch doctor`"
+            )
             assert "Traceback" not in r.output and r.output.count("Error") == 1, (args, r.output)
     assert failed >= 3  # the damaged page holds events every reader needs
     assert db.read_bytes() == before
@@ -65,7 +65,9 @@ def test_damaged_pages_are_a_one_line_error(tmp_path, page):
 
 
 def test_damaged_fts_index_is_found_by_doctor(tmp_path):
-    db = _damaged_store(tmp_path, 43)  # the last pages of this store hold the FTS5 index (28 before m008, 41 before m010)
+    db = _damaged_store(
+        tmp_path, 43
+    )  # the last pages of this store hold the FTS5 index (28 before m008, 41 before m010)
     r = CliRunner().invoke(cli, ["--db", str(db), "search", "rounding"])
     assert r.exit_code == 1 and "is damaged (" in r.output and "Traceback" not in r.output
     with EventStore(db) as s:

@@ -36,8 +36,13 @@ def _foreign(path: Path) -> Path:
 def test_another_programs_database_is_refused_and_unchanged(tmp_path, args):
     db = _foreign(tmp_path / "other.db")
     before = _digest(db)
-    r = subprocess.run([sys.executable, "-m", "latch", "--db", str(db), *args], capture_output=True, text=True,
-                       cwd=tmp_path, env={**os.environ, "COLUMNS": "400"})
+    r = subprocess.run(
+        [sys.executable, "-m", "latch", "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "400"},
+    )
     assert _digest(db) == before
     assert not (tmp_path / "other.db-wal").exists() or (tmp_path / "other.db-wal").stat().st_size == 0
     if args != ["doctor"]:
@@ -59,11 +64,16 @@ def test_read_only_commands_leave_an_empty_file_empty(tmp_path):
     empty = tmp_path / "empty.db"
     empty.write_bytes(b"")
     for args in (["sessions"], ["search", "x"]):
-        r = subprocess.run([sys.executable, "-m", "latch", "--db", str(empty), *args], capture_output=True,
-                           text=True, cwd=tmp_path)
+        r = subprocess.run(
+            [sys.executable, "-m", "latch", "--db", str(empty), *args], capture_output=True, text=True, cwd=tmp_path
+        )
         assert r.returncode == 0, r.stderr
         assert empty.exists() and empty.stat().st_size == 0
-    r = subprocess.run([sys.executable, "-m", "latch", "--db", str(empty), "import", str(EXAMPLE)],
-                       capture_output=True, text=True, cwd=tmp_path)
+    r = subprocess.run(
+        [sys.executable, "-m", "latch", "--db", str(empty), "import", str(EXAMPLE)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr  # a writing command makes the empty file a store
     assert EventStore(empty).sessions()

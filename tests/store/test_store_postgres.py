@@ -54,15 +54,47 @@ TEXTS = [
     "大数据库 的 数据 migration 完成 ✓ fix🔥now 👩‍💻",
     "E   AssertionError: invoice INV-2024-0917 total 1043.365 rounded to 1043.37",
     "src/pkg7/mod3.py:41: TypeError: unsupported operand type(s) for +: 'int' and 'str'",
-    "the .NET runtime and C# compiler; rust_lib::parse() returned Err(\"bad\")",
+    'the .NET runtime and C# compiler; rust_lib::parse() returned Err("bad")',
     "Straße STRASSE strasse ﬁle file ǅemal",
     "ﬁnance report for Q3",  # a ligature: its token key is "finance", FTS5's token is not
     "",  # no searchable text: not indexed on either backend
 ]
-QUERIES = ["node.js", "C++", "os.path", "cafe", "CAFÉ", "brulee", "数据", "🔥", "👩‍💻", "INV-2024-0917", "1043.37",
-           "src/pkg7/mod3.py", "TypeError unsupported", ".NET", "C#", "rust_lib", "parse()", "strasse", "file",
-           "fix", "v1.2.3", "main.py", "the", "AND", "NEAR(", "\"quoted\"", "ǆemal", "résumé naïve", "zzz-nothing",
-           "finance", "py/main", "join/os", "0/round", "round/0"]  # keys present, FTS5 says no: verification decides
+QUERIES = [
+    "node.js",
+    "C++",
+    "os.path",
+    "cafe",
+    "CAFÉ",
+    "brulee",
+    "数据",
+    "🔥",
+    "👩‍💻",
+    "INV-2024-0917",
+    "1043.37",
+    "src/pkg7/mod3.py",
+    "TypeError unsupported",
+    ".NET",
+    "C#",
+    "rust_lib",
+    "parse()",
+    "strasse",
+    "file",
+    "fix",
+    "v1.2.3",
+    "main.py",
+    "the",
+    "AND",
+    "NEAR(",
+    '"quoted"',
+    "ǆemal",
+    "résumé naïve",
+    "zzz-nothing",
+    "finance",
+    "py/main",
+    "join/os",
+    "0/round",
+    "round/0",
+]  # keys present, FTS5 says no: verification decides
 
 
 def _fill(store: EventStore) -> list[int]:
@@ -73,9 +105,14 @@ def _fill(store: EventStore) -> list[int]:
         for j, text in enumerate(TEXTS):
             sid = a if (i + j) % 2 else b
             call = ToolCall(f"c{i}{j}", "Bash", '{"command": "grep -rn parse src"}')
-            seqs += store.append(sid, [PendingEvent(UserMessage(text), source_ref=f"u{i}.{j}", ts=f"2026-01-0{i + 1}"),
-                                       AssistantMessage(f"looking at {text[:20]}", (call,)),
-                                       ToolResult(f"c{i}{j}", text + f" round {i}", is_error=bool(j % 2))])
+            seqs += store.append(
+                sid,
+                [
+                    PendingEvent(UserMessage(text), source_ref=f"u{i}.{j}", ts=f"2026-01-0{i + 1}"),
+                    AssistantMessage(f"looking at {text[:20]}", (call,)),
+                    ToolResult(f"c{i}{j}", text + f" round {i}", is_error=bool(j % 2)),
+                ],
+            )
     assert store.append(b, [PendingEvent(UserMessage("dup"), source_ref="u0.0")]) == []  # stored already
     seqs += store.append(a, [UserMessage("after the duplicate")])  # SQLite used a seq up for it: so does PostgreSQL
     return seqs
@@ -91,15 +128,28 @@ def test_parity_same_events_and_same_recall_hits(tmp_path, pg_url):
         assert _fill(lite) == _fill(pg)
         for s in (lite, pg):  # a duplicate inside one batch uses a seq up on both backends
             sid = s.sessions()[0].id
-            assert s.append(sid, [PendingEvent(UserMessage("x"), source_ref="r"), PendingEvent(UserMessage("x"),
-                                  source_ref="r"), UserMessage("z")]) == [9 * len(TEXTS) + 3, 9 * len(TEXTS) + 5]
+            assert s.append(
+                sid,
+                [
+                    PendingEvent(UserMessage("x"), source_ref="r"),
+                    PendingEvent(UserMessage("x"), source_ref="r"),
+                    UserMessage("z"),
+                ],
+            ) == [9 * len(TEXTS) + 3, 9 * len(TEXTS) + 5]
         assert _events(lite) == _events(pg) and len(_events(pg)) == 3 * len(TEXTS) * 3 + 3
-        assert [(s.id, s.parent_id, s.meta, s.events, s.first_seq, s.last_seq) for s in lite.sessions()] == \
-               [(s.id, s.parent_id, s.meta, s.events, s.first_seq, s.last_seq) for s in pg.sessions()]
+        assert [(s.id, s.parent_id, s.meta, s.events, s.first_seq, s.last_seq) for s in lite.sessions()] == [
+            (s.id, s.parent_id, s.meta, s.events, s.first_seq, s.last_seq) for s in pg.sessions()
+        ]
         found = 0
         for q in QUERIES:
-            for kw in ({}, {"mode": "or"}, {"limit": 2}, {"session_id": lite.sessions()[0].id},
-                       {"before_seq": 40}, {"exclude_sessions": [lite.sessions()[1].id]}):
+            for kw in (
+                {},
+                {"mode": "or"},
+                {"limit": 2},
+                {"session_id": lite.sessions()[0].id},
+                {"before_seq": 40},
+                {"exclude_sessions": [lite.sessions()[1].id]},
+            ):
                 want = [e.seq for e in lite.search(q, **kw)]
                 assert [e.seq for e in pg.search(q, **kw)] == want, (q, kw)
                 found += bool(want)
@@ -119,15 +169,22 @@ def test_parity_same_events_and_same_recall_hits(tmp_path, pg_url):
 def test_parity_group_projection_and_kernel_records(tmp_path, pg_url):
     from latch.events import GroupMessageQueued, GroupTaskClaimed, GroupTaskCompleted, GroupTaskCreated
 
-    queries = [("SELECT task_id, owner, status, attempt, summary FROM group_tasks ORDER BY pos", ()),
-               ("SELECT message_id, sender, recipient, delivered FROM group_messages ORDER BY pos", ())]
+    queries = [
+        ("SELECT task_id, owner, status, attempt, summary FROM group_tasks ORDER BY pos", ()),
+        ("SELECT message_id, sender, recipient, delivered FROM group_messages ORDER BY pos", ()),
+    ]
     out = []
     for s in (EventStore(tmp_path / "latch.db"), EventStore(pg_url)):
         root = s.create_session(external_key="group:root")
-        s.append(root, [GroupTaskCreated(task_id="t1", title="one", brief="do one", depends_on=()),
-                        GroupTaskCreated(task_id="t2", title="two", brief="do two", depends_on=("t1",)),
-                        GroupTaskClaimed(task_id="t1", agent="w1", attempt=0, lease_seconds=30.0, at=1.0),
-                        GroupMessageQueued(message_id="m1", sender="w1", recipient="lead", text="hi")])
+        s.append(
+            root,
+            [
+                GroupTaskCreated(task_id="t1", title="one", brief="do one", depends_on=()),
+                GroupTaskCreated(task_id="t2", title="two", brief="do two", depends_on=("t1",)),
+                GroupTaskClaimed(task_id="t1", agent="w1", attempt=0, lease_seconds=30.0, at=1.0),
+                GroupMessageQueued(message_id="m1", sender="w1", recipient="lead", text="hi"),
+            ],
+        )
         s.append(root, [GroupTaskCompleted(task_id="t1", agent="w1", status="done", summary="ok", session_id=None)])
         ids = s.append_kernel_records(root, "main", [("snapshot", 1, {"a": 1}), ("delta", 2, {"b": [1, 2]})])
         out.append((s.read_projection("group", queries), ids, s.kernel_records(root, "main"), s.kernel_streams(root)))
@@ -156,8 +213,10 @@ def test_migrations_same_names_in_order_once_under_concurrency(pg_cluster):
     assert not errors and len(stores) == 4
     assert stores[0].applied_migrations() == [n for n, _ in MIGRATIONS]
     with psycopg.connect(url) as conn:
-        assert conn.execute("SELECT count(*), count(DISTINCT name) FROM _latch_migrations").fetchone() == \
-               (len(MIGRATIONS), len(MIGRATIONS))
+        assert conn.execute("SELECT count(*), count(DISTINCT name) FROM _latch_migrations").fetchone() == (
+            len(MIGRATIONS),
+            len(MIGRATIONS),
+        )
     for s in stores:
         s.close()
 
@@ -167,8 +226,13 @@ def test_server_refuses_update_delete_and_truncate_of_the_log(store):
     store.append(sid, [UserMessage("keep me")])
     store.append_kernel_records(sid, "s", [("k", 1, {})])
     with psycopg.connect(store._dsn, autocommit=True) as raw:
-        for sql in ("UPDATE events SET payload = '{}'", "DELETE FROM events", "TRUNCATE events CASCADE",
-                    "UPDATE kernel_records SET kind = 'x'", "DELETE FROM kernel_records"):
+        for sql in (
+            "UPDATE events SET payload = '{}'",
+            "DELETE FROM events",
+            "TRUNCATE events CASCADE",
+            "UPDATE kernel_records SET kind = 'x'",
+            "DELETE FROM kernel_records",
+        ):
             with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
                 raw.execute(sql)
     assert [e.event.text for e in store.events(sid)] == ["keep me"]
@@ -197,8 +261,9 @@ def test_concurrent_writers_get_gap_free_ordered_seqs(pg_url):
 
 
 def test_password_is_redacted_in_url_and_errors(pg_cluster):
-    assert redact("postgresql://u:s3cret@h:5/db?sslmode=disable&password=x") == \
-           "postgresql://u:***@h:5/db?sslmode=disable"
+    assert (
+        redact("postgresql://u:s3cret@h:5/db?sslmode=disable&password=x") == "postgresql://u:***@h:5/db?sslmode=disable"
+    )
     url = pg_cluster.url("no_such_db").replace("postgres@", "postgres:s3cret@")
     with pytest.raises(StoreError) as err:
         EventStore(url)
@@ -211,8 +276,9 @@ def test_a_database_of_another_program_is_left_unchanged(pg_url):
     with pytest.raises(StoreError, match="another program.*orders"):
         EventStore(pg_url)
     with psycopg.connect(pg_url) as raw:
-        assert raw.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
-                           ).fetchone() == (1,)
+        assert raw.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
+        ).fetchone() == (1,)
 
 
 def test_a_server_restart_is_survived_by_reconnecting(pg_cluster):
@@ -231,10 +297,14 @@ def test_a_server_restart_is_survived_by_reconnecting(pg_cluster):
 
 def _snapshot(s: EventStore) -> tuple:
     root = s.sessions()[0].id
-    return (_events(s), [(x.id, x.parent_id, x.external_key, x.meta, x.created_at) for x in s.sessions()],
-            s.kernel_records(root, "main"), s.get_artifact(s.put_artifact(b"\x00png", "image/png").sha256),
-            [[e.seq for e in s.search(q)] for q in QUERIES],
-            s.read_projection("group", [("SELECT task_id, owner, status FROM group_tasks ORDER BY pos", ())]))
+    return (
+        _events(s),
+        [(x.id, x.parent_id, x.external_key, x.meta, x.created_at) for x in s.sessions()],
+        s.kernel_records(root, "main"),
+        s.get_artifact(s.put_artifact(b"\x00png", "image/png").sha256),
+        [[e.seq for e in s.search(q)] for q in QUERIES],
+        s.read_projection("group", [("SELECT task_id, owner, status FROM group_tasks ORDER BY pos", ())]),
+    )
 
 
 def test_store_copy_between_backends_keeps_every_event_and_seq(tmp_path, pg_url):
@@ -246,8 +316,13 @@ def test_store_copy_between_backends_keeps_every_event_and_seq(tmp_path, pg_url)
     first = EventStore(tmp_path / "a.db")
     _fill(first)
     root = first.sessions()[0].id
-    first.append(root, [GroupTaskCreated(task_id="t1", title="one", brief="b"),
-                        GroupTaskClaimed(task_id="t1", agent="w1", attempt=0, lease_seconds=None, at=1.0)])
+    first.append(
+        root,
+        [
+            GroupTaskCreated(task_id="t1", title="one", brief="b"),
+            GroupTaskClaimed(task_id="t1", agent="w1", attempt=0, lease_seconds=None, at=1.0),
+        ],
+    )
     first.append_kernel_records(root, "main", [("snapshot", 3, {"x": [1, "é"]})])
     counted = first.max_seq(root)
     first.put_token_counts(root, "tok", [(counted, "d1", 7)])

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from latch.accounting.pricing import price_usage
 from latch.events import AssistantMessage, CompactionMarker, ToolResult, Usage, UserMessage
 from latch.host import reducers as R
-from latch.host.state_report import evidence_report, summary_line
-from latch.accounting.pricing import price_usage
 from latch.host.kernel import kernel_cache
+from latch.host.state_report import evidence_report, summary_line
 from latch.kernel import canonical_state
 from latch.store import EventStore
 
@@ -20,29 +20,51 @@ M = "claude-sonnet-4-5"
 def events():
     with EventStore(":memory:") as store:
         sid = store.create_session(format="test")
-        store.append(sid, [
-            UserMessage(text="hello"),                                                              # 5 user chars
-            Usage(input_tokens=10, cache_read_tokens=0, cache_write_tokens=1000, output_tokens=4, model=M),
-            AssistantMessage(text="abc", model=M), ToolResult(call_id="c", content="0123456789"),
-            Usage(input_tokens=5, cache_read_tokens=1000, cache_write_tokens=200, output_tokens=4, model=M),
-            Usage(input_tokens=5, cache_read_tokens=100, cache_write_tokens=1100, output_tokens=4, model=M),  # broken
-            Usage(input_tokens=7, output_tokens=1, model="no-such-model"),                            # no cache counts
-            CompactionMarker(summary="sum", pre_tokens=1200, post_tokens=50),
-            Usage(input_tokens=50, cache_read_tokens=0, cache_write_tokens=0, output_tokens=2, model=M),   # compaction
-        ])
+        store.append(
+            sid,
+            [
+                UserMessage(text="hello"),  # 5 user chars
+                Usage(input_tokens=10, cache_read_tokens=0, cache_write_tokens=1000, output_tokens=4, model=M),
+                AssistantMessage(text="abc", model=M),
+                ToolResult(call_id="c", content="0123456789"),
+                Usage(input_tokens=5, cache_read_tokens=1000, cache_write_tokens=200, output_tokens=4, model=M),
+                Usage(
+                    input_tokens=5, cache_read_tokens=100, cache_write_tokens=1100, output_tokens=4, model=M
+                ),  # broken
+                Usage(input_tokens=7, output_tokens=1, model="no-such-model"),  # no cache counts
+                CompactionMarker(summary="sum", pre_tokens=1200, post_tokens=50),
+                Usage(
+                    input_tokens=50, cache_read_tokens=0, cache_write_tokens=0, output_tokens=2, model=M
+                ),  # compaction
+            ],
+        )
         yield list(store.events(sid))
 
 
 def test_cache_epochs_and_breaks(events):
     c = R.cache_epochs(events)
     assert [(r["request"], r["epoch"], r["cache"], r["reason"]) for r in c["requests"]] == [
-        (1, 1, "first", None), (2, 1, "kept", None), (3, 2, "broken", "prefix changed"), (4, 2, "unknown", None),
-        (5, 3, "broken", "compaction")]
-    assert [(e["epoch"], e["first_request"], e["last_request"], e["requests"], e["cache_read_tokens"],
-             e["cache_write_tokens"]) for e in c["epochs"]] == [(1, 1, 2, 2, 1000, 1200), (2, 3, 4, 2, 100, 1100),
-                                                                 (3, 5, 5, 1, 0, 0)]
+        (1, 1, "first", None),
+        (2, 1, "kept", None),
+        (3, 2, "broken", "prefix changed"),
+        (4, 2, "unknown", None),
+        (5, 3, "broken", "compaction"),
+    ]
+    assert [
+        (
+            e["epoch"],
+            e["first_request"],
+            e["last_request"],
+            e["requests"],
+            e["cache_read_tokens"],
+            e["cache_write_tokens"],
+        )
+        for e in c["epochs"]
+    ] == [(1, 1, 2, 2, 1000, 1200), (2, 3, 4, 2, 100, 1100), (3, 5, 5, 1, 0, 0)]
     assert [(b["request"], b["cache_read_tokens"], b["previous_cached_tokens"]) for b in c["breaks"]] == [
-        (3, 100, 1200), (5, 0, 1200)]
+        (3, 100, 1200),
+        (5, 0, 1200),
+    ]
     assert R.cache_epochs([]) == {"requests": [], "epochs": [], "breaks": []}
 
 
@@ -75,8 +97,20 @@ def test_session_view_keys_and_state_summary_of_json(events):
         store.append(sid, [e.event for e in events])
         state = canonical_state(store, sid, cache=kernel_cache())
         view = R.session_view(store.events(sid), state)
-    assert set(view) == {"last_seq", "live", "transcript", "evidence", "requests", "usage", "activity", "state",
-                         "costs", "context", "cache", "canonical"}
+    assert set(view) == {
+        "last_seq",
+        "live",
+        "transcript",
+        "evidence",
+        "requests",
+        "usage",
+        "activity",
+        "state",
+        "costs",
+        "context",
+        "cache",
+        "canonical",
+    }
     assert view["canonical"]["lines"][:2] == [f"session {sid} · revision {state.revision:,}", summary_line(state)]
     assert view["canonical"]["evidence"] == evidence_report(state)
     assert R.state_summary(state.to_json()) == R.state_summary(state) == view["state"]

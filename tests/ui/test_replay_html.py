@@ -52,15 +52,19 @@ def report(tmp_path_factory):
     src = _evil_transcript(tmp / "evil.claude.jsonl")
     out = tmp / "report.html"
     _load_commands()
-    res = CliRunner().invoke(cli, ["--db", str(tmp / "latch.db"), "replay", str(src), "--html", str(out)],
-                             env={"LATCH_HOME": str(tmp / "home")}, catch_exceptions=False)
+    res = CliRunner().invoke(
+        cli,
+        ["--db", str(tmp / "latch.db"), "replay", str(src), "--html", str(out)],
+        env={"LATCH_HOME": str(tmp / "home")},
+        catch_exceptions=False,
+    )
     assert res.exit_code == 0, res.output
     return out
 
 
 def test_report_is_self_contained_and_escaped(report):
     text = report.read_text(encoding="utf-8")
-    assert "<script" not in text and "onerror=\"" not in text
+    assert "<script" not in text and 'onerror="' not in text
     assert "&lt;script&gt;document.title=&quot;pwned&quot;" in text
     assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "") and "https://" not in text
     assert "Content-Security-Policy" in text and "default-src 'none'" in text
@@ -87,7 +91,9 @@ def test_report_in_chromium(browser, report, tmp_path):
     assert page.locator("#chart polyline.provider").count() == 1
     breaks = page.locator("#chart line.break.provider")
     assert breaks.count() == 1
-    assert breaks.first.locator("title").text_content() == f"request {BROKEN_AT}: provider cache broken (prefix changed)"
+    assert (
+        breaks.first.locator("title").text_content() == f"request {BROKEN_AT}: provider cache broken (prefix changed)"
+    )
     assert page.locator("#cost-original").text_content().startswith("$")
     assert page.locator("#cost-view").text_content().startswith("$")
     assert page.locator("#epochs tbody tr").count() == 2

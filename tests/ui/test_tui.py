@@ -14,11 +14,11 @@ from click.testing import CliRunner
 from corpus_support import CORPUS, require_corpus
 from textual.widgets import DataTable, Static
 
+from latch.accounting.pricing import format_usd
 from latch.agent.group import Group
 from latch.cli import _load_commands, cli
 from latch.events import AssistantMessage, RunStarted, ToolCall, ToolStarted, Usage, UserMessage
 from latch.host import reducers as R
-from latch.accounting.pricing import format_usd
 from latch.host.ingest import import_all
 from latch.host.kernel import kernel_cache
 from latch.host.runs import process_start
@@ -80,13 +80,22 @@ def test_sessions_list_opens_a_session(imported):
             table = app.screen.query_one("#sessions", DataTable)
             assert table.row_count == 1
             row = [str(v) for v in table.get_row_at(0)]
-            assert row[:1] + row[2:] == [sid[:8], "claude-code", "claude-opus-4-5-20251101", "89", "$6.67", "done",
-                                         "<command-message>superpowers:brainstorm</command-message> <…"]  # 60 cells
+            assert row[:1] + row[2:] == [
+                sid[:8],
+                "claude-code",
+                "claude-opus-4-5-20251101",
+                "89",
+                "$6.67",
+                "done",
+                "<command-message>superpowers:brainstorm</command-message> <…",
+            ]  # 60 cells
             await pilot.press("enter")
             await until(pilot, lambda: isinstance(app.screen, SessionScreen))
             assert app.screen.session_id == sid
             title = str(app.screen.query_one("#title", Static).content)
-            assert title == f"session {sid} · last seq {view['last_seq']} · {len(view['transcript'])} items · 89 requests"
+            assert (
+                title == f"session {sid} · last seq {view['last_seq']} · {len(view['transcript'])} items · 89 requests"
+            )
             await pilot.press("escape")
             await until(pilot, lambda: isinstance(app.screen, SessionsScreen))
 
@@ -102,18 +111,23 @@ def test_transcript_panel(imported):
             await pilot.pause()
             shown = lines(app.screen.query_one("#transcript-text", Static))
             first = view["transcript"][0]
-            assert shown[:3] == [f"#{first['seq']} user", "<command-message>superpowers:brainstorm</command-message>",
-                                 "<command-name>/superpowers:brainstorm</command-name>"]
+            assert shown[:3] == [
+                f"#{first['seq']} user",
+                "<command-message>superpowers:brainstorm</command-message>",
+                "<command-name>/superpowers:brainstorm</command-name>",
+            ]
             tool = next(i for i in view["transcript"] if i["role"] == "tool")
             at = shown.index(f"#{tool['seq']} tool {tool['name']} ({tool['call_id']})")
             assert shown[at + 1] == tool["line"]  # the result in one line, not its whole text
             # each call: its command or path, then its result in one line
-            at = shown.index("I'll help you brainstorm and design something. Let me first understand the current "
-                             "project context.")
-            assert shown[at + 1:at + 3] == [
+            at = shown.index(
+                "I'll help you brainstorm and design something. Let me first understand the current project context."
+            )
+            assert shown[at + 1 : at + 3] == [
                 "  → Bash(git log --oneline -10) ⇒ 2474647 Merge pull request #135 from "
                 "entireio/alex/fix-worktree-shadow-branch-c… (+9 lines)",  # cut at 80 characters
-                "  → Glob(/Users/user/workspace/cli/.worktrees/1) ⇒ No files found"]
+                "  → Glob(/Users/user/workspace/cli/.worktrees/1) ⇒ No files found",
+            ]
 
     run(go())
 
@@ -129,14 +143,16 @@ def test_state_panel(imported):
             await pilot.pause()
             shown = lines(app.screen.query_one("#state-text", Static))
             assert shown[0] == f"session {sid} · revision {s['revision']}"
-            assert shown[1].startswith(f"files {s['files']} ({s['files_observed']} observed, {s['files_written']} "
-                                       f"written) · mutations {s['mutations']} · generation {s['generation']}")
+            assert shown[1].startswith(
+                f"files {s['files']} ({s['files_observed']} observed, {s['files_written']} "
+                f"written) · mutations {s['mutations']} · generation {s['generation']}"
+            )
             assert shown[2:4] == ["Canonical state", "Goal: /superpowers:brainstorm"]
             assert s["files"] > 0 and s["revision"] > 0
             assert "reasoning reported: no · running 0 · interrupted 0" in shown
             # the validation `latch evidence` finds (4 go builds and tests, stale since), not "no validation"
             at = shown.index("evidence · workspace generation 19")
-            assert shown[at + 1:at + 11] == [
+            assert shown[at + 1 : at + 11] == [
                 "- go test -v ./cmd/entire/cli/strategy/... -run TestLoadSessionState_WithEndedAt: passed at generation "
                 "17, STALE (set 244)",
                 "- go build ./cmd/entire/...: passed at generation 16, STALE (set 223)",
@@ -149,7 +165,8 @@ def test_state_panel(imported):
                 "2>&1 | head -50",
                 "verdict: NOT CERTIFIED",
                 "  - go test -v ./cmd/entire/cli/strategy/... -run TestLoadSessionState_WithEndedAt: passed, but the "
-                "workspace changed since"]
+                "workspace changed since",
+            ]
             assert "(no validation recorded)" not in shown
 
     run(go())
@@ -167,10 +184,22 @@ def test_usage_panel(imported):
             assert table.row_count == 89
             r, c = view["requests"][0], view["costs"]["requests"][0]
             assert [str(v) for v in table.get_row_at(0)] == [
-                "1", str(r["seq"]), "claude-opus-4-5-20251101", "2", "16,496", "25,415", "1", "41,913", format_usd(c["usd"])]
+                "1",
+                str(r["seq"]),
+                "claude-opus-4-5-20251101",
+                "2",
+                "16,496",
+                "25,415",
+                "1",
+                "41,913",
+                format_usd(c["usd"]),
+            ]
             assert c["usd"] > 0
             total = str(app.screen.query_one("#usage-total", Static).content)
-            assert total.startswith("89 requests · uncached ") and f"cost {format_usd(view['costs']['totals']['usd'])}" in total
+            assert (
+                total.startswith("89 requests · uncached ")
+                and f"cost {format_usd(view['costs']['totals']['usd'])}" in total
+            )
 
     run(go())
 
@@ -204,8 +233,12 @@ def test_epochs_panel(imported):
             await pilot.pause()
             shown = lines(app.screen.query_one("#epochs-text", Static))
             assert shown[0] == "3 cache epochs · 2 cache breaks"
-            assert "break at request 4 (seq 1000): prefix changed · read 16,496 of 42,993 cached".replace(
-                "1000", str(view["cache"]["breaks"][0]["seq"])) in shown
+            assert (
+                "break at request 4 (seq 1000): prefix changed · read 16,496 of 42,993 cached".replace(
+                    "1000", str(view["cache"]["breaks"][0]["seq"])
+                )
+                in shown
+            )
             table = app.screen.query_one("#epochs-table", DataTable)
             assert table.row_count == 89
             assert [str(v) for v in table.get_row_at(3)][2:] == ["2", "broken", "prefix changed"]
@@ -228,26 +261,39 @@ def test_follows_new_events_and_never_parses_markup(imported, tmp_path):
             screen = app.screen
             before = screen.last_seq
             assert "running 0" in str(screen.query_one("#state-text", Static).content)
-            seqs = writer.append(sid, [UserMessage(text=evil),
-                                       AssistantMessage(text="", tool_calls=(ToolCall(id="c9", name="Bash",
-                                                                                      arguments="{}"),)),
-                                       Usage(input_tokens=5, cache_read_tokens=0, cache_write_tokens=0, output_tokens=1,
-                                             model="claude-opus-4-5-20251101"),
-                                       ToolStarted(call_id="c9", name="Bash")])
+            seqs = writer.append(
+                sid,
+                [
+                    UserMessage(text=evil),
+                    AssistantMessage(text="", tool_calls=(ToolCall(id="c9", name="Bash", arguments="{}"),)),
+                    Usage(
+                        input_tokens=5,
+                        cache_read_tokens=0,
+                        cache_write_tokens=0,
+                        output_tokens=1,
+                        model="claude-opus-4-5-20251101",
+                    ),
+                    ToolStarted(call_id="c9", name="Bash"),
+                ],
+            )
             await until(pilot, lambda: screen.last_seq == seqs[-1])
             assert before < seqs[0]
             text = screen.query_one("#transcript-text", Static)
             content = text.content
             at = content.plain.index(f"#{seqs[0]} user\n") + len(f"#{seqs[0]} user\n")
-            assert content.plain[at:].startswith("[bold red]not bold[/bold red] [link=http://x.test]y[/link] "
-                                                 "\\x1b[2J done\n")
+            assert content.plain[at:].startswith(
+                "[bold red]not bold[/bold red] [link=http://x.test]y[/link] \\x1b[2J done\n"
+            )
             assert not [s for s in content.spans if s.start < at + len(evil) and s.end > at]  # no style on it
             assert "[bold red]not bold[/bold red] [link=http://x.test]y[/link] \\x1b[2J done" in lines(text)
             state = str(screen.query_one("#state-text", Static).content)
             assert "running 1" in state and f"tool Bash (c9) at #{seqs[-1]}: running" in state
             assert screen.query_one("#usage-table", DataTable).row_count == 90
             assert [str(v) for v in screen.query_one("#epochs-table", DataTable).get_row_at(89)][2:] == [
-                "4", "broken", "prefix changed"]
+                "4",
+                "broken",
+                "prefix changed",
+            ]
 
     try:
         run(go())
@@ -293,11 +339,17 @@ def test_a_run_whose_process_dies_turns_interrupted_while_watched(tmp_path):
     try:
         with EventStore(db) as w:
             sid = w.create_session(format="test")
-            w.append(sid, [RunStarted("r1", child.pid, socket.gethostname(), "2026-12-02T00:00:00.000Z",
-                                      process_start(child.pid)),
-                           UserMessage(text="go"),
-                           AssistantMessage(text="", tool_calls=(ToolCall(id="k1", name="Bash", arguments="{}"),)),
-                           ToolStarted(call_id="k1", name="Bash")])
+            w.append(
+                sid,
+                [
+                    RunStarted(
+                        "r1", child.pid, socket.gethostname(), "2026-12-02T00:00:00.000Z", process_start(child.pid)
+                    ),
+                    UserMessage(text="go"),
+                    AssistantMessage(text="", tool_calls=(ToolCall(id="k1", name="Bash", arguments="{}"),)),
+                    ToolStarted(call_id="k1", name="Bash"),
+                ],
+            )
 
         async def go():
             app = LatchTUI(db, session=sid, poll_interval=0.05)
@@ -373,8 +425,9 @@ def test_forgotten_sessions_are_not_listed_and_cannot_be_opened(tmp_path):
             LatchTUI(db, session=sid)
     _load_commands()
     res = CliRunner().invoke(cli, ["--db", str(db), "tui", gone[:8]], env={"LATCH_HOME": str(tmp_path / "home")})
-    assert res.exit_code == 1 and res.output == (f"Error: session {gone} is forgotten (tombstoned by `latch forget`); "
-                                                 "its history is not shown\n")
+    assert res.exit_code == 1 and res.output == (
+        f"Error: session {gone} is forgotten (tombstoned by `latch forget`); its history is not shown\n"
+    )
 
 
 def test_a_session_forgotten_while_open_stops_showing_its_transcript(tmp_path):
@@ -386,8 +439,9 @@ def test_a_session_forgotten_while_open_stops_showing_its_transcript(tmp_path):
     async def go():
         app = LatchTUI(db, session=sid, poll_interval=0.05)
         async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: "the secret plan" in "\n".join(
-                lines(app.screen.query_one("#transcript-text", Static))))
+            await until(
+                pilot, lambda: "the secret plan" in "\n".join(lines(app.screen.query_one("#transcript-text", Static)))
+            )
             forget_session(store, sid)
             await until(pilot, lambda: "forgotten" in str(app.screen.query_one("#title", Static).content))
             assert "the secret plan" not in "\n".join(lines(app.screen.query_one("#transcript-text", Static)))

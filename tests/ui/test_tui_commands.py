@@ -3,12 +3,11 @@ subprocess on the loopback OpenAI server, through the same durable inbox as ``la
 
 from __future__ import annotations
 
-import pytest
-
 import asyncio
 import json
 from pathlib import Path
 
+import pytest
 from fake_providers import Reply, ToolUse, serve_openai
 from test_web_browser import _run_session, _start_run
 from textual.widgets import Static
@@ -24,8 +23,9 @@ SIZE = (200, 50)
 
 
 def _gated(started: Path, gate: Path) -> str:
-    return json.dumps({"command": f"touch {started}; while [ ! -f {gate} ]; do sleep 0.1; done; echo passed",
-                       "timeout": 120})
+    return json.dumps(
+        {"command": f"touch {started}; while [ ! -f {gate} ]; do sleep 0.1; done; echo passed", "timeout": 120}
+    )
 
 
 async def until(pilot, check, timeout: float = 60.0, what: str = "") -> None:
@@ -45,11 +45,15 @@ def test_steer_compact_and_stop_from_the_tui_reach_a_real_latch_run(tmp_path):
     ws.mkdir()
     db = tmp_path / "tui.sqlite"
     s1, g1, s2, g2 = ws / "s1", ws / "g1", ws / "s2", ws / "g2"
-    script = [Reply(tool_calls=(ToolUse("c1", "shell", _gated(s1, g1)),), usage={"prompt_tokens": 900,
-                                                                                  "completion_tokens": 20}),
-              Reply(tool_calls=(ToolUse("c2", "shell", _gated(s2, g2)),), usage={"prompt_tokens": 950,
-                                                                                  "completion_tokens": 20}),
-              Reply("never asked: the run is stopped before this request")]
+    script = [
+        Reply(
+            tool_calls=(ToolUse("c1", "shell", _gated(s1, g1)),), usage={"prompt_tokens": 900, "completion_tokens": 20}
+        ),
+        Reply(
+            tool_calls=(ToolUse("c2", "shell", _gated(s2, g2)),), usage={"prompt_tokens": 950, "completion_tokens": 20}
+        ),
+        Reply("never asked: the run is stopped before this request"),
+    ]
     EventStore(db).close()
     proc = None
     try:
@@ -75,7 +79,8 @@ def test_steer_compact_and_stop_from_the_tui_reach_a_real_latch_run(tmp_path):
                     await until(pilot, lambda: "delivered" in _receipts(app) and "applied" in _receipts(app))
                     second = model.requests[1].body["messages"]
                     assert "Also check the [b]logs[/b]" in json.dumps(
-                        [m for m in second if m["role"] == "user"][-1]["content"]), second
+                        [m for m in second if m["role"] == "user"][-1]["content"]
+                    ), second
                     await pilot.press("x")
                     await until(pilot, lambda: isinstance(app.screen, ConfirmStop))
                     await pilot.press("n")  # declined: nothing queued
@@ -87,12 +92,15 @@ def test_steer_compact_and_stop_from_the_tui_reach_a_real_latch_run(tmp_path):
                     await until(pilot, lambda: isinstance(app.screen, SessionScreen) and "stop" in _receipts(app))
                     g2.touch()
                     await until(pilot, lambda: proc.poll() is not None, what="latch run did not stop")
-                    await until(pilot, lambda: "run ended (stopped)" in str(
-                        app.screen.query_one("#title", Static).content))
+                    await until(
+                        pilot, lambda: "run ended (stopped)" in str(app.screen.query_one("#title", Static).content)
+                    )
                     shown = _receipts(app)
                     steer, compact, stop = (c for c in R.commands(app.screen.events))
-                    assert shown == (f"commands: · steer {steer['id']} 'Also check the [b]logs[/b]' delivered"
-                                     f" · compact {compact['id']} applied · stop {stop['id']} applied")
+                    assert shown == (
+                        f"commands: · steer {steer['id']} 'Also check the [b]logs[/b]' delivered"
+                        f" · compact {compact['id']} applied · stop {stop['id']} applied"
+                    )
 
             asyncio.run(go())
             out, err = proc.communicate(timeout=60)
@@ -103,8 +111,11 @@ def test_steer_compact_and_stop_from_the_tui_reach_a_real_latch_run(tmp_path):
         (run,) = R.runs(events)
         assert (run["outcome"], run["exit_code"]) == ("stopped", 0)
         cmds = {c["command"]: c for c in R.commands(events)}
-        assert {k: c["status"] for k, c in cmds.items()} == {"steer": "delivered", "compact": "applied",
-                                                             "stop": "applied"}
+        assert {k: c["status"] for k, c in cmds.items()} == {
+            "steer": "delivered",
+            "compact": "applied",
+            "stop": "applied",
+        }
         assert {e.event.source for e in events if e.kind == "run_command_queued"} == {"tui"}
     finally:
         if proc is not None and proc.poll() is None:

@@ -35,8 +35,14 @@ def client():
 
 def test_sessions_and_snapshot(db, store, client):
     sid = store.create_session(format="test", source="/tmp/t.jsonl")
-    seqs = store.append(sid, [UserMessage(text="hello \x1b[31mred\n<b>"), AssistantMessage(text="hi", model="m"),
-                              Usage(input_tokens=10, cache_read_tokens=90, output_tokens=5)])
+    seqs = store.append(
+        sid,
+        [
+            UserMessage(text="hello \x1b[31mred\n<b>"),
+            AssistantMessage(text="hi", model="m"),
+            Usage(input_tokens=10, cache_read_tokens=90, output_tokens=5),
+        ],
+    )
     srv = WebServer(db).start()
     try:
         rows = client.get(srv.url + "/api/sessions").json()["sessions"]
@@ -119,9 +125,15 @@ def test_tool_running_only_while_this_server_sees_the_run_append_then_interrupte
     sid = store.create_session(format="test")
     srv = WebServer(db).start()
     try:
-        store.append(sid, [AssistantMessage(text="", tool_calls=(ToolCall(id="c1", name="bash", arguments="{}"),),
-                                            reasoning_reported=True),
-                           ToolStarted(call_id="c1", name="bash")])
+        store.append(
+            sid,
+            [
+                AssistantMessage(
+                    text="", tool_calls=(ToolCall(id="c1", name="bash", arguments="{}"),), reasoning_reported=True
+                ),
+                ToolStarted(call_id="c1", name="bash"),
+            ],
+        )
         snap = client.get(f"{srv.url}/api/sessions/{sid}").json()
         assert snap["live"] is True and snap["activity"]["reasoning_reported"] is True
         assert [(t["call_id"], t["status"]) for t in snap["activity"]["tools"]] == [("c1", "running")]
@@ -139,8 +151,14 @@ def test_token_is_checked_on_every_request(db, store, client):
     store.append(sid, [UserMessage(text="x")])
     srv = WebServer(db, token="s3cret").start()
     try:
-        for path in ("/", f"/s/{sid}", "/static/app.js", "/api/sessions", f"/api/sessions/{sid}",
-                     f"/api/sessions/{sid}/events"):
+        for path in (
+            "/",
+            f"/s/{sid}",
+            "/static/app.js",
+            "/api/sessions",
+            f"/api/sessions/{sid}",
+            f"/api/sessions/{sid}/events",
+        ):
             assert client.get(srv.url + path).status_code == 401, path
             assert client.get(srv.url + path + "?token=wrong").status_code == 401, path
             assert client.get(srv.url + path, headers={"Authorization": "Bearer s3cre"}).status_code == 401, path
@@ -159,8 +177,15 @@ def test_a_server_without_a_token_answers_loopback_host_names_only(db, store, cl
     store.append(sid, [UserMessage(text="the secret plan")])
     srv = WebServer(db).start()
     try:
-        for path in ("/", f"/s/{sid}", "/static/app.js", "/api/sessions", f"/api/sessions/{sid}",
-                     f"/api/sessions/{sid}/events", f"/api/sessions/{sid}/replay"):
+        for path in (
+            "/",
+            f"/s/{sid}",
+            "/static/app.js",
+            "/api/sessions",
+            f"/api/sessions/{sid}",
+            f"/api/sessions/{sid}/events",
+            f"/api/sessions/{sid}/replay",
+        ):
             res = client.get(srv.url + path, headers={"Host": "evil.example"})
             assert res.status_code == 403 and "the secret plan" not in res.text, path
             assert client.get(srv.url + path, headers={"Host": "evil.example:8765"}).status_code == 403, path
@@ -185,8 +210,12 @@ def test_non_loopback_bind_needs_a_token():
             check_bind(host, None)
     with pytest.raises(ValueError, match="empty --token"):
         check_bind("127.0.0.1", " ")
-    result = subprocess.run([sys.executable, "-m", "latch", "--db", ":memory:", "web", "--host", "0.0.0.0"],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "latch", "--db", ":memory:", "web", "--host", "0.0.0.0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2 and "binding 0.0.0.0 (not loopback) requires --token" in result.stderr
 
 
@@ -206,8 +235,9 @@ def test_forgotten_sessions_are_not_listed_and_their_endpoints_answer_410(db, st
             for path in ("", "/events", "/replay", "/replay/1", "/commands/c1"):
                 r = client.get(f"{srv.url}/api/sessions/{sid[:8]}{path}")
                 assert r.status_code == 410, (sid, path)
-                assert r.json() == {"error": f"session {sid} is forgotten (tombstoned by `latch forget`); "
-                                             "its history is not shown"}
+                assert r.json() == {
+                    "error": f"session {sid} is forgotten (tombstoned by `latch forget`); its history is not shown"
+                }
                 assert "secret plan" not in r.text
     finally:
         srv.stop()

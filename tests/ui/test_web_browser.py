@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 from fake_providers import Reply, ToolUse, serve_openai
+from sandbox_support import end_shell_group
 from web_server import WebServer
 
 from latch.events import AssistantMessage, CompactionMarker, ToolCall, ToolResult, ToolStarted, Usage, UserMessage
 from latch.store import EventStore
-from sandbox_support import end_shell_group
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 
@@ -107,9 +107,14 @@ def test_live_page_appends_events_and_resumes_after_a_server_restart_without_dup
         page.goto(f"{srv.url}/s/{sid}")
         _wait_seq(page, first[-1])
         page.wait_for_function("document.body.dataset.connects === '1'", timeout=15_000)
-        live = store.append(sid, [AssistantMessage(text="step 1",
-                                                   tool_calls=(ToolCall(id="c1", name="bash", arguments="{}"),)),
-                                  ToolStarted(call_id="c1", name="bash"), ToolResult(call_id="c1", content="ok")])
+        live = store.append(
+            sid,
+            [
+                AssistantMessage(text="step 1", tool_calls=(ToolCall(id="c1", name="bash", arguments="{}"),)),
+                ToolStarted(call_id="c1", name="bash"),
+                ToolResult(call_id="c1", content="ok"),
+            ],
+        )
         _wait_seq(page, live[-1])
         assert page.inner_text(f'#transcript .item[data-seq="{live[2]}"] pre') == "ok"
 
@@ -133,9 +138,15 @@ def test_a_running_tool_shows_as_interrupted_after_a_restart(db, store, page):
     sid = store.create_session(format="test")
     srv = WebServer(db).start()
     try:
-        store.append(sid, [AssistantMessage(text="", reasoning_reported=True,
-                                            tool_calls=(ToolCall(id="c9", name="pytest", arguments="{}"),)),
-                           ToolStarted(call_id="c9", name="pytest")])
+        store.append(
+            sid,
+            [
+                AssistantMessage(
+                    text="", reasoning_reported=True, tool_calls=(ToolCall(id="c9", name="pytest", arguments="{}"),)
+                ),
+                ToolStarted(call_id="c9", name="pytest"),
+            ],
+        )
         page.goto(f"{srv.url}/s/{sid}")
         page.wait_for_selector('#activity .badge.tool.running[data-call-id="c9"]', timeout=15_000)
         assert "reasoning reported" in page.inner_text("#activity")
@@ -147,8 +158,10 @@ def test_a_running_tool_shows_as_interrupted_after_a_restart(db, store, page):
         srv.stop()
 
 
-HOSTILE = ("<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">"
-           "\x1b[31mred\x1b[0m\x07bell\u202eevil\nline2")
+HOSTILE = (
+    '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+    "\x1b[31mred\x1b[0m\x07bell\u202eevil\nline2"
+)
 
 
 def test_hostile_transcript_text_renders_as_inert_text(db, store, page):
@@ -160,8 +173,10 @@ def test_hostile_transcript_text_renders_as_inert_text(db, store, page):
         _wait_seq(page, seqs[0])
         live = store.append(sid, [ToolResult(call_id="x", content=HOSTILE, name="<b>bold</b>")])
         _wait_seq(page, live[0])  # through the snapshot and through the stream alike
-        expected = ("<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">"
-                    "\\x1b[31mred\\x1b[0m\\x07bell\\u202eevil\nline2")
+        expected = (
+            '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+            "\\x1b[31mred\\x1b[0m\\x07bell\\u202eevil\nline2"
+        )
         texts = page.eval_on_selector_all("#transcript .item pre", "els => els.map(e => e.textContent)")
         assert texts == [expected, expected]
         assert page.evaluate("window.__pwned") is None
@@ -183,9 +198,29 @@ def _run_env(tmp_path: Path) -> dict[str, str]:
 
 
 def _start_run(tmp_path: Path, db: Path, ws: Path, base_url: str, task: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "latch", "--db", str(db), "run", task, "--provider",
-                             "openai-compatible", "--model", "local", "--base-url", base_url, "--yes"], cwd=ws,
-                            env=_run_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "latch",
+            "--db",
+            str(db),
+            "run",
+            task,
+            "--provider",
+            "openai-compatible",
+            "--model",
+            "local",
+            "--base-url",
+            base_url,
+            "--yes",
+        ],
+        cwd=ws,
+        env=_run_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _run_session(db: Path, timeout: float = 60) -> str:
@@ -237,9 +272,13 @@ def ws(tmp_path):
 def test_closing_the_page_does_not_stop_a_running_latch_run(db, browser, tmp_path, ws):
     gate, started = ws / "gate", ws / "started"
     command = f"touch {started}; while [ ! -f {gate} ]; do sleep 0.1; done; echo gate-passed"
-    script = [Reply(tool_calls=(ToolUse("c1", "shell", json.dumps({"command": command, "timeout": 120})),),
-                    usage={"prompt_tokens": 900, "completion_tokens": 20}),
-              Reply("The gate opened and the command passed.", usage={"prompt_tokens": 950, "completion_tokens": 9})]
+    script = [
+        Reply(
+            tool_calls=(ToolUse("c1", "shell", json.dumps({"command": command, "timeout": 120})),),
+            usage={"prompt_tokens": 900, "completion_tokens": 20},
+        ),
+        Reply("The gate opened and the command passed.", usage={"prompt_tokens": 950, "completion_tokens": 9}),
+    ]
     EventStore(db).close()
     srv = WebServer(db).start()  # up before the run: it sees the run append, so the run is live to it
     proc = None
@@ -267,8 +306,10 @@ def test_closing_the_page_does_not_stop_a_running_latch_run(db, browser, tmp_pat
         page = context.new_page()
         page.goto(f"{srv.url}/s/{sid}")
         page.wait_for_selector("#transcript .item", timeout=15_000)
-        page.wait_for_function("document.getElementById('transcript').textContent"
-                               ".includes('The gate opened and the command passed.')", timeout=15_000)
+        page.wait_for_function(
+            "document.getElementById('transcript').textContent.includes('The gate opened and the command passed.')",
+            timeout=15_000,
+        )
         assert page.query_selector("#activity .badge.tool") is None
         context.close()
     finally:
@@ -285,8 +326,14 @@ def test_a_killed_run_shows_its_turn_interrupted_after_a_server_restart(db, brow
     srv = WebServer(db).start()
     proc = None
     try:
-        with serve_openai([Reply(tool_calls=(ToolUse("k1", "shell", json.dumps({"command": slow, "timeout": 120})),),
-                                 usage={"prompt_tokens": 800, "completion_tokens": 12})]) as model:
+        with serve_openai(
+            [
+                Reply(
+                    tool_calls=(ToolUse("k1", "shell", json.dumps({"command": slow, "timeout": 120})),),
+                    usage={"prompt_tokens": 800, "completion_tokens": 12},
+                )
+            ]
+        ) as model:
             proc = _start_run(tmp_path, db, ws, model.base_url, "a slow job")
             sid = _run_session(db)
             _wait_file(marker)
@@ -308,8 +355,11 @@ def test_a_killed_run_shows_its_turn_interrupted_after_a_server_restart(db, brow
         fresh = context.new_page()
         fresh.goto(f"{srv.url}/s/{sid}")
         fresh.wait_for_selector('#activity .badge.tool.interrupted[data-call-id="k1"]', timeout=15_000)
-        _screenshot_shows(fresh, tmp_path / "interrupted.png", ['#activity .badge.tool.interrupted',
-                                                                "#transcript .item", "#state", "#usage"])
+        _screenshot_shows(
+            fresh,
+            tmp_path / "interrupted.png",
+            ["#activity .badge.tool.interrupted", "#transcript .item", "#state", "#usage"],
+        )
         context.close()
     finally:
         if proc is not None and proc.poll() is None:
@@ -320,27 +370,51 @@ def test_a_killed_run_shows_its_turn_interrupted_after_a_server_restart(db, brow
 
 def test_a_screenshot_of_each_page_shows_its_elements(db, store, browser, tmp_path):
     sid = store.create_session(format="test", source="/tmp/shot.jsonl")
-    seqs = store.append(sid, [UserMessage(text="make the screenshot"),
-                              AssistantMessage(text="", reasoning_reported=True,
-                                               tool_calls=(ToolCall(id="s1", name="pytest", arguments="{}"),)),
-                              Usage(input_tokens=10, cache_read_tokens=900, cache_write_tokens=50, output_tokens=7,
-                                    model="claude-sonnet-4-5"),
-                              ToolStarted(call_id="s1", name="pytest")])
+    seqs = store.append(
+        sid,
+        [
+            UserMessage(text="make the screenshot"),
+            AssistantMessage(
+                text="", reasoning_reported=True, tool_calls=(ToolCall(id="s1", name="pytest", arguments="{}"),)
+            ),
+            Usage(
+                input_tokens=10,
+                cache_read_tokens=900,
+                cache_write_tokens=50,
+                output_tokens=7,
+                model="claude-sonnet-4-5",
+            ),
+            ToolStarted(call_id="s1", name="pytest"),
+        ],
+    )
     srv = WebServer(db).start()
     try:
         context = browser.new_context(viewport={"width": 1200, "height": 800})
         page = context.new_page()
         page.goto(srv.url + "/")
         page.wait_for_selector("#sessions tbody tr")
-        _screenshot_shows(page, tmp_path / "sessions.png", ["header #home", "#sessions-view h1", "#sessions thead",
-                                                            "#sessions tbody tr td a"])
+        _screenshot_shows(
+            page,
+            tmp_path / "sessions.png",
+            ["header #home", "#sessions-view h1", "#sessions thead", "#sessions tbody tr td a"],
+        )
         assert page.inner_text("#sessions tbody tr td a") == sid[:8]
         assert page.locator("#session-view").is_hidden()
         page.click("#sessions tbody tr td a")
         _wait_seq(page, seqs[1])
         page.wait_for_selector("#activity .badge.tool")
-        _screenshot_shows(page, tmp_path / "session.png", ["header #title", "#conn", f'#transcript .item[data-seq="{seqs[0]}"]',
-                                                           "#activity .badge.tool", "#state", "#usage"])
+        _screenshot_shows(
+            page,
+            tmp_path / "session.png",
+            [
+                "header #title",
+                "#conn",
+                f'#transcript .item[data-seq="{seqs[0]}"]',
+                "#activity .badge.tool",
+                "#state",
+                "#usage",
+            ],
+        )
         assert page.locator("#sessions-view").is_hidden()
         assert "reasoning reported" in page.inner_text("#activity")
         assert page.inner_text(f'#transcript .item[data-seq="{seqs[0]}"] pre') == "make the screenshot"
@@ -352,10 +426,14 @@ def test_a_screenshot_of_each_page_shows_its_elements(db, store, browser, tmp_pa
 def test_requests_show_context_bars_cache_epochs_breaks_and_cost_live(db, store, page, tmp_path):
     sid = store.create_session(format="test")
     model = "claude-sonnet-4-5"
-    store.append(sid, [UserMessage(text="go"),
-                       Usage(input_tokens=10, cache_read_tokens=0, cache_write_tokens=4000, output_tokens=5, model=model),
-                       Usage(input_tokens=10, cache_read_tokens=4000, cache_write_tokens=500, output_tokens=5,
-                             model=model)])
+    store.append(
+        sid,
+        [
+            UserMessage(text="go"),
+            Usage(input_tokens=10, cache_read_tokens=0, cache_write_tokens=4000, output_tokens=5, model=model),
+            Usage(input_tokens=10, cache_read_tokens=4000, cache_write_tokens=500, output_tokens=5, model=model),
+        ],
+    )
     srv = WebServer(db).start()
     try:
         page.goto(f"{srv.url}/s/{sid}")
@@ -364,23 +442,31 @@ def test_requests_show_context_bars_cache_epochs_breaks_and_cost_live(db, store,
         assert page.inner_text('#requests .req[data-request="1"] .info').endswith("epoch 1 first")
         assert page.inner_text('#requests .req[data-request="2"] .info').startswith("4,510 tokens \u00b7 $")
         # the bars are drawn to scale: request 2's cache read is 4000 of the largest request's 4510 tokens
-        widths = page.eval_on_selector_all('#requests .req[data-request="2"] .seg',
-                                           "els => els.map(e => e.getBoundingClientRect().width)")
+        widths = page.eval_on_selector_all(
+            '#requests .req[data-request="2"] .seg', "els => els.map(e => e.getBoundingClientRect().width)"
+        )
         bar = page.eval_on_selector('#requests .req[data-request="2"] .bar', "e => e.getBoundingClientRect().width")
         assert abs(widths[0] / bar - 4000 / 4510) < 0.01 and abs(widths[1] / bar - 500 / 4510) < 0.01
         assert page.locator("#epochs .epoch").count() == 1
         assert page.inner_text("#epochs .cost").startswith("cost $")
         # a compaction, then a request that reads nothing from the cache: a break, streamed live
-        live = store.append(sid, [CompactionMarker(summary="s", pre_tokens=4510, post_tokens=300),
-                                  Usage(input_tokens=300, cache_read_tokens=0, cache_write_tokens=0,
-                                        output_tokens=3, model=model)])
+        live = store.append(
+            sid,
+            [
+                CompactionMarker(summary="s", pre_tokens=4510, post_tokens=300),
+                Usage(input_tokens=300, cache_read_tokens=0, cache_write_tokens=0, output_tokens=3, model=model),
+            ],
+        )
         page.wait_for_selector('#requests .req.broken[data-request="3"]', timeout=15_000)
         assert page.inner_text('#requests .req[data-request="3"] .info').endswith("epoch 2 broken (compaction)")
         assert page.get_attribute('#requests .req[data-request="3"]', "data-seq") == str(live[1])
         assert page.locator("#epochs .epoch").count() == 2
         assert page.inner_text("#epochs .cache-break") == "cache break at request 3: compaction"
-        _screenshot_shows(page, tmp_path / "requests.png", ["#requests-view h2", '#requests .req.broken',
-                                                            "#epochs .epoch", "#epochs .cache-break"])
+        _screenshot_shows(
+            page,
+            tmp_path / "requests.png",
+            ["#requests-view h2", "#requests .req.broken", "#epochs .epoch", "#epochs .cache-break"],
+        )
         assert page.errors == []
     finally:
         srv.stop()
@@ -391,10 +477,19 @@ def test_replay_page_shows_each_requests_view_and_keeps_script_inert(db, store, 
     request 2 shows its view content, and transcript text holding markup stays text."""
     sid = store.create_session(format="test", source="/tmp/replay.jsonl")
     hostile = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> fix the rounding'
-    store.append(sid, [UserMessage(text="round the invoice totals"), AssistantMessage(text="looking", model="m"),
-                       Usage(input_tokens=100, output_tokens=5), UserMessage(text=hostile),
-                       AssistantMessage(text="done <b>bold</b>", model="m"), Usage(input_tokens=150, output_tokens=7),
-                       UserMessage(text="thanks"), AssistantMessage(text="ok", model="m")])
+    store.append(
+        sid,
+        [
+            UserMessage(text="round the invoice totals"),
+            AssistantMessage(text="looking", model="m"),
+            Usage(input_tokens=100, output_tokens=5),
+            UserMessage(text=hostile),
+            AssistantMessage(text="done <b>bold</b>", model="m"),
+            Usage(input_tokens=150, output_tokens=7),
+            UserMessage(text="thanks"),
+            AssistantMessage(text="ok", model="m"),
+        ],
+    )
     srv = WebServer(db).start()
     try:
         page.goto(f"{srv.url}/s/{sid}")
@@ -415,10 +510,15 @@ def test_replay_page_shows_each_requests_view_and_keeps_script_inert(db, store, 
         assert any(hostile in c for c in contents)  # request 2's view holds the hostile message, as text
         assert not any("done <b>bold</b>" in c for c in contents)  # request 2 is before that answer
         assert page.evaluate("window.__pwned") is None
-        assert page.eval_on_selector_all("#replay-request script, #replay-request img, #replay-request b",
-                                         "els => els.length") == 0
-        _screenshot_shows(page, tmp_path / "replay.png", ["#replay-table", "#replay-request-title",
-                                                          "#replay-messages .msg"])
+        assert (
+            page.eval_on_selector_all(
+                "#replay-request script, #replay-request img, #replay-request b", "els => els.length"
+            )
+            == 0
+        )
+        _screenshot_shows(
+            page, tmp_path / "replay.png", ["#replay-table", "#replay-request-title", "#replay-messages .msg"]
+        )
         assert page.errors == []
     finally:
         srv.stop()

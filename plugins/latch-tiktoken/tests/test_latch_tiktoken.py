@@ -7,8 +7,9 @@ import subprocess
 import sys
 import textwrap
 
-from latch.estimators import HeuristicEstimator
 from latch_tiktoken import TiktokenEstimator, is_cl100k_model, latch_select_estimator
+
+from latch.estimators import HeuristicEstimator
 
 
 def test_exact_counts():
@@ -75,9 +76,10 @@ def test_long_runs_are_counted_piecewise_in_linear_time():
     normal = "def f(x):\n    return x + 1\n" * 500  # no long run: exact
     assert est.estimate(normal) == len(enc.encode(normal, disallowed_special=()))
     blob = "QUJD" * 250_000  # a 1,000,000-character base64-like run
-    pieces = [blob[i:i + LONG_RUN] for i in range(0, len(blob), LONG_RUN)]
+    pieces = [blob[i : i + LONG_RUN] for i in range(0, len(blob), LONG_RUN)]
     expected = sum(len(enc.encode(p, disallowed_special=())) for p in pieces)
     text = "header " + blob + " trailer"
     assert est.estimate(text) == len(enc.encode("header ", disallowed_special=())) + expected + len(
-        enc.encode(" trailer", disallowed_special=()))
+        enc.encode(" trailer", disallowed_special=())
+    )
     assert list(est.estimate_batch([normal, text])) == [est.estimate(normal), est.estimate(text)]

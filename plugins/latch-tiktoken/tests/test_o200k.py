@@ -17,12 +17,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from latch_tiktoken import latch_select_estimator
+from latch_tiktoken.o200k import TIKTOKEN_O200K_SHA256, O200kEstimator, mergeable_ranks, vocabulary_sha256
 
 from latch import plugins
 from latch.estimators import HeuristicEstimator
 from latch.estimators.textclasses import class_windows
-from latch_tiktoken import latch_select_estimator
-from latch_tiktoken.o200k import TIKTOKEN_O200K_SHA256, O200kEstimator, mergeable_ranks, vocabulary_sha256
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 
@@ -54,8 +54,12 @@ def test_counts_equal_tiktoken_bpe_on_the_class_suite_and_random_unicode(referen
     est = O200kEstimator()
     texts = [w.text for w in class_windows()]
     rng = random.Random(7)
-    texts += ["".join(chr(rng.randrange(1, 0x2FFFF)) for _ in range(rng.randrange(1, 200))).encode(
-        "utf-8", "replace").decode("utf-8", "replace") for _ in range(500)]
+    texts += [
+        "".join(chr(rng.randrange(1, 0x2FFFF)) for _ in range(rng.randrange(1, 200)))
+        .encode("utf-8", "replace")
+        .decode("utf-8", "replace")
+        for _ in range(500)
+    ]
     texts += ["x" * 50_000, "hello <|endoftext|> world <|endofprompt|>", "", " \n\t ", "gpt-4o tokenizes this."]
     want = [len(reference.encode(t, disallowed_special=())) for t in texts]
     assert est.estimate_batch(texts).tolist() == want
@@ -100,8 +104,13 @@ def test_no_network_needed(tmp_path):
         from latch_tiktoken.o200k import O200kEstimator
         print(O200kEstimator().estimate("hello world"))
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path / "empty")})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path / "empty")},
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "2"
 
@@ -110,13 +119,31 @@ def test_latch_replay_estimator_o200k(tmp_path):
     example = REPO / "examples" / "invoice-rounding.claude.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith("LATCH_")}
     env.update(LATCH_HOME=str(tmp_path / "home"), COLUMNS="200")
-    out = subprocess.run([sys.executable, "-c", "from latch.cli import main; main()", "replay", str(example),
-                          "--estimator", "o200k", "--json", "-"], env=env, capture_output=True, text=True,
-                         timeout=300, cwd=tmp_path)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from latch.cli import main; main()",
+            "replay",
+            str(example),
+            "--estimator",
+            "o200k",
+            "--json",
+            "-",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["estimator"] == "o200k"
-    first = next(json.loads(line)["message"]["content"] for line in example.read_text(encoding="utf-8").splitlines()
-                 if json.loads(line).get("type") == "user")
+    first = next(
+        json.loads(line)["message"]["content"]
+        for line in example.read_text(encoding="utf-8").splitlines()
+        if json.loads(line).get("type") == "user"
+    )
     assert doc["requests"][0]["recent_tokens"] == 4 + O200kEstimator().estimate(first)
     assert doc["summary"]["violations"] == []

@@ -42,8 +42,15 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-__all__ = ["MIN_STEP_TOKENS", "RATE_BOUNDS", "ANCHOR_REQUESTS", "STABLE_STEPS", "STABLE_RATE_BAND", "RATE_AGREEMENT",
-           "ProviderForecast"]
+__all__ = [
+    "MIN_STEP_TOKENS",
+    "RATE_BOUNDS",
+    "ANCHOR_REQUESTS",
+    "STABLE_STEPS",
+    "STABLE_RATE_BAND",
+    "RATE_AGREEMENT",
+    "ProviderForecast",
+]
 
 MIN_STEP_TOKENS = 50
 """Estimated growth (tokens) a step needs before it informs the rate: framing and the harness's per-turn reminders
@@ -108,8 +115,11 @@ class ProviderForecast:
         if self._fit is None:
             lo, hi = RATE_BOUNDS
             rate = min(hi, max(lo, statistics.median(self._slopes))) if self._slopes else 1.0
-            intercept = (max(0, round(statistics.median(p - rate * e for e, p in self._obs[-ANCHOR_REQUESTS:])))
-                         if self._obs else 0)
+            intercept = (
+                max(0, round(statistics.median(p - rate * e for e, p in self._obs[-ANCHOR_REQUESTS:])))
+                if self._obs
+                else 0
+            )
             self._fit = (rate, intercept)
         return self._fit
 
@@ -148,5 +158,10 @@ class ProviderForecast:
     def to_json(self) -> dict[str, Any]:
         """``{"rate", "intercept_tokens", "requests", "steps", "stable"}``: the fit after every observed request
         (``rate`` rounded to 4 places; ``steps``: how many steps informed the rate; ``stable``: :attr:`stable`)."""
-        return {"rate": round(self.rate, 4), "intercept_tokens": self.intercept_tokens, "requests": self.requests,
-                "steps": len(self._slopes), "stable": self.stable}
+        return {
+            "rate": round(self.rate, 4),
+            "intercept_tokens": self.intercept_tokens,
+            "requests": self.requests,
+            "steps": len(self._slopes),
+            "stable": self.stable,
+        }

@@ -71,15 +71,35 @@ from typing import Any
 
 from ..events import Usage
 
-__all__ = ["RequestCost", "CostTotals", "price", "price_usage", "view_cost", "writes_cache", "price_provider",
-           "parse_timestamp", "usd", "format_usd", "total", "cost_dict", "UNPRICED", "use_price_cache",
-           "save_price_cache", "warm_up", "PRICE_CACHE_ENTRIES", "CacheRewrites", "cache_rewrites", "REWRITE_READ_SHARE"]
+__all__ = [
+    "RequestCost",
+    "CostTotals",
+    "price",
+    "price_usage",
+    "view_cost",
+    "writes_cache",
+    "price_provider",
+    "parse_timestamp",
+    "usd",
+    "format_usd",
+    "total",
+    "cost_dict",
+    "UNPRICED",
+    "use_price_cache",
+    "save_price_cache",
+    "warm_up",
+    "PRICE_CACHE_ENTRIES",
+    "CacheRewrites",
+    "cache_rewrites",
+    "REWRITE_READ_SHARE",
+]
 
 UNPRICED = "unpriced"
 """How a report shows a request or total without a price."""
 
-_NOT_PRICE_PROVIDERS = frozenset({"openai-compatible", "scripted", "replay", "llama-cpp", "ollama", "vllm",
-                                  "lm-studio", "local"})
+_NOT_PRICE_PROVIDERS = frozenset(
+    {"openai-compatible", "scripted", "replay", "llama-cpp", "ollama", "vllm", "lm-studio", "local"}
+)
 _PRICE_ALIASES = {"openai-responses": "openai"}  # a Latch provider plugin priced as the price provider it calls
 
 
@@ -110,6 +130,7 @@ def _offline_package() -> None:
 
     try:
         import genai_prices  # noqa: F401
+
         return
     except ImportError as exc:
         if not (exc.name or "").startswith("httpx2"):
@@ -270,8 +291,13 @@ def _priced_as(model: str, provider: str | None) -> dict[str, Any] | None:
     models = _cached()["models"]
     if key not in models:
         found = _lookup(model, provider)
-        _remember("models", key, None if found is None else {
-            "model_id": found[1].id, "provider_id": found[0].id, "time": _time_dependence(found[1])})
+        _remember(
+            "models",
+            key,
+            None
+            if found is None
+            else {"model_id": found[1].id, "provider_id": found[0].id, "time": _time_dependence(found[1])},
+        )
     entry = models[key]
     return entry if isinstance(entry, dict) else None
 
@@ -303,35 +329,57 @@ def writes_cache(model: str | None, provider: str | None = None, at: datetime | 
     return bool(prices[key])
 
 
-def price(*, model: str | None, uncached: int, cache_read: int = 0, cache_write: int = 0, output: int = 0,
-          provider: str | None = None, at: datetime | None = None) -> RequestCost | None:
+def price(
+    *,
+    model: str | None,
+    uncached: int,
+    cache_read: int = 0,
+    cache_write: int = 0,
+    output: int = 0,
+    provider: str | None = None,
+    at: datetime | None = None,
+) -> RequestCost | None:
     """The price of one request of ``model`` that billed ``uncached`` input tokens, ``cache_read`` and
     ``cache_write`` tokens (disjoint from ``uncached``) and ``output`` tokens, at time ``at`` (default: now;
     a price that depends on the date or the time of day uses it). ``None`` when the model (or ``provider``)
     has no price. Raises ``ValueError`` for a negative count."""
     if min(uncached, cache_read, cache_write, output) < 0:
-        raise ValueError(f"token counts must be non-negative (uncached {uncached}, cache read {cache_read}, "
-                         f"cache write {cache_write}, output {output})")
+        raise ValueError(
+            f"token counts must be non-negative (uncached {uncached}, cache read {cache_read}, "
+            f"cache write {cache_write}, output {output})"
+        )
     if not model:
         return None
     entry = _priced_as(model, price_provider(provider))
     if entry is None:
         return None
     when = at or datetime.now(tz=UTC)
-    key = (f"{entry['provider_id']}|{entry['model_id']}|{uncached}|{cache_read}|{cache_write}|{output}|"
-           f"{_when_key(entry, when)}")
+    key = (
+        f"{entry['provider_id']}|{entry['model_id']}|{uncached}|{cache_read}|{cache_write}|{output}|"
+        f"{_when_key(entry, when)}"
+    )
     prices = _cached()["prices"]
     if key not in prices:
         _remember("prices", key, _calc(model, provider, uncached, cache_read, cache_write, output, when))
     got = prices[key]
     if not isinstance(got, list):
         return None
-    return RequestCost(Decimal(got[0]), Decimal(got[1]), Decimal(got[2]), entry["model_id"], entry["provider_id"],
-                       uncached, cache_read, cache_write, output)
+    return RequestCost(
+        Decimal(got[0]),
+        Decimal(got[1]),
+        Decimal(got[2]),
+        entry["model_id"],
+        entry["provider_id"],
+        uncached,
+        cache_read,
+        cache_write,
+        output,
+    )
 
 
-def _calc(model: str, provider: str | None, uncached: int, cache_read: int, cache_write: int, output: int,
-          when: datetime) -> list[str] | None:
+def _calc(
+    model: str, provider: str | None, uncached: int, cache_read: int, cache_write: int, output: int, when: datetime
+) -> list[str] | None:
     """genai-prices' ``[total, input, output]`` dollars (decimal strings) of one request, ``None`` when its table
     cannot price these counts."""
     found = _model_price(model, provider)
@@ -340,8 +388,12 @@ def _calc(model: str, provider: str | None, uncached: int, cache_read: int, cach
     prov, info = found
     from genai_prices.types import Usage as PriceUsage
 
-    usage = PriceUsage(input_tokens=uncached + cache_read + cache_write, cache_read_tokens=cache_read,
-                       cache_write_tokens=cache_write, output_tokens=output)
+    usage = PriceUsage(
+        input_tokens=uncached + cache_read + cache_write,
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
+        output_tokens=output,
+    )
     try:
         calc = info.calc_price(usage, prov, genai_request_timestamp=when)
     except (LookupError, ValueError):  # a table entry genai-prices cannot apply to these counts
@@ -349,19 +401,34 @@ def _calc(model: str, provider: str | None, uncached: int, cache_read: int, cach
     return [str(calc.total_price), str(calc.input_price), str(calc.output_price)]
 
 
-def price_usage(usage: Usage | None, model: str | None = None, *, provider: str | None = None,
-                at: datetime | None = None) -> RequestCost | None:
+def price_usage(
+    usage: Usage | None, model: str | None = None, *, provider: str | None = None, at: datetime | None = None
+) -> RequestCost | None:
     """The price of a request from the provider's reported ``usage`` (its own ``model`` unless ``model`` is
     given). ``None`` (unpriced) without usage, when its uncached input or output is unknown, or when the model
     has no price; unknown cache fields count as 0 (see the module docstring)."""
     if usage is None or usage.input_tokens is None or usage.output_tokens is None:
         return None
-    return price(model=model or usage.model, uncached=usage.input_tokens, cache_read=usage.cache_read_tokens or 0,
-                 cache_write=usage.cache_write_tokens or 0, output=usage.output_tokens, provider=provider, at=at)
+    return price(
+        model=model or usage.model,
+        uncached=usage.input_tokens,
+        cache_read=usage.cache_read_tokens or 0,
+        cache_write=usage.cache_write_tokens or 0,
+        output=usage.output_tokens,
+        provider=provider,
+        at=at,
+    )
 
 
-def view_cost(prompt_tokens: int, common_prefix_tokens: int, output_tokens: int | None, model: str | None, *,
-              provider: str | None = None, at: datetime | None = None) -> RequestCost | None:
+def view_cost(
+    prompt_tokens: int,
+    common_prefix_tokens: int,
+    output_tokens: int | None,
+    model: str | None,
+    *,
+    provider: str | None = None,
+    at: datetime | None = None,
+) -> RequestCost | None:
     """What a view of ``prompt_tokens`` would cost, cache-aware: the ``common_prefix_tokens`` it shares with
     the previous request of the same engine at the cache-read rate, the rest at the cache-write rate where
     the model's table has one (Anthropic) or else at the uncached rate (OpenAI, Gemini), plus
@@ -373,8 +440,15 @@ def view_cost(prompt_tokens: int, common_prefix_tokens: int, output_tokens: int 
     writes = writes_cache(model, provider, at)
     if writes is None:
         return None
-    return price(model=model, uncached=0 if writes else rest, cache_read=common_prefix_tokens,
-                 cache_write=rest if writes else 0, output=output_tokens or 0, provider=provider, at=at)
+    return price(
+        model=model,
+        uncached=0 if writes else rest,
+        cache_read=common_prefix_tokens,
+        cache_write=rest if writes else 0,
+        output=output_tokens or 0,
+        provider=provider,
+        at=at,
+    )
 
 
 def parse_timestamp(ts: str | None) -> datetime | None:
@@ -452,10 +526,16 @@ class CostTotals:
         """JSON-ready: counts, tokens by kind, ``usd`` (float or ``None``), ``cache_read_share`` and, at the top
         level, ``models`` (model id → the same fields)."""
         out: dict[str, Any] = {
-            "requests": self.requests, "priced_requests": self.priced, "unpriced_requests": self.unpriced,
-            "uncached_input_tokens": self.uncached, "cache_read_tokens": self.cache_read,
-            "cache_write_tokens": self.cache_write, "output_tokens": self.output, "usd": usd(self.usd),
-            "cache_read_share": round(self.cache_read_share, 4) if self.cache_read_share is not None else None}
+            "requests": self.requests,
+            "priced_requests": self.priced,
+            "unpriced_requests": self.unpriced,
+            "uncached_input_tokens": self.uncached,
+            "cache_read_tokens": self.cache_read,
+            "cache_write_tokens": self.cache_write,
+            "output_tokens": self.output,
+            "usd": usd(self.usd),
+            "cache_read_share": round(self.cache_read_share, 4) if self.cache_read_share is not None else None,
+        }
         if self.models:
             out["models"] = {m: t.as_dict() for m, t in sorted(self.models.items())}
         return out
@@ -473,8 +553,13 @@ def cost_dict(cost: RequestCost | None) -> dict[str, Any] | None:
     """JSON-ready ``{"usd", "input_usd", "output_usd", "model_id", "provider"}`` of one request, or ``None``."""
     if cost is None:
         return None
-    return {"usd": usd(cost.usd), "input_usd": usd(cost.input_usd), "output_usd": usd(cost.output_usd),
-            "model_id": cost.model_id, "provider": cost.provider}
+    return {
+        "usd": usd(cost.usd),
+        "input_usd": usd(cost.input_usd),
+        "output_usd": usd(cost.output_usd),
+        "model_id": cost.model_id,
+        "provider": cost.provider,
+    }
 
 
 REWRITE_READ_SHARE = 0.5
@@ -499,9 +584,13 @@ class CacheRewrites:
 
     def as_dict(self) -> dict[str, Any]:
         share = self.share
-        return {"requests": self.requests, "rewrites": list(self.rewrites),
-                "rewrite_write_tokens": self.rewrite_write_tokens, "write_tokens": self.write_tokens,
-                "share": round(share, 4) if share is not None else None}
+        return {
+            "requests": self.requests,
+            "rewrites": list(self.rewrites),
+            "rewrite_write_tokens": self.rewrite_write_tokens,
+            "write_tokens": self.write_tokens,
+            "share": round(share, 4) if share is not None else None,
+        }
 
 
 def cache_rewrites(usages: Iterable[Usage | None]) -> CacheRewrites:

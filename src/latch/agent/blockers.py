@@ -42,7 +42,7 @@ _READ_ONLY_FS = re.compile(r"read-only file system", re.IGNORECASE)
 def _first_line(text: str) -> str:
     line = next((ln for ln in text.splitlines() if ln.strip()), "")
     line = " ".join(line.split())
-    return line if len(line) <= BLOCKER_CHARS else line[:BLOCKER_CHARS - 1] + "…"
+    return line if len(line) <= BLOCKER_CHARS else line[: BLOCKER_CHARS - 1] + "…"
 
 
 def refused_write(name: str, arguments: str, content: str, is_error: bool) -> str | None:
@@ -91,8 +91,9 @@ class BlockerWatch:
         self._seeded = True
         calls: dict[str, ToolCall] = {}
         latest: tuple[int, str] | None = None
-        for stored in self.store.events(self.session_id, until_seq=before_seq - 1,
-                                        kinds=["assistant_message", "tool_result"]):
+        for stored in self.store.events(
+            self.session_id, until_seq=before_seq - 1, kinds=["assistant_message", "tool_result"]
+        ):
             event = stored.event
             if isinstance(event, ToolResult):
                 call = calls.pop(event.call_id, None)

@@ -36,9 +36,22 @@ from ..host.kernel import kernel_cache
 from ..kernel.ledger import ledger_for
 from .tools.base import bound_text
 
-__all__ = ["CHILD_SOURCE", "CHILD_MAX_TURNS", "REPORT_LIMIT_BYTES", "SUMMARY_LIMIT_CHARS", "child_key",
-           "find_child", "create_child", "child_profile", "child_report", "build_report", "render_report", "child_tools",
-           "child_link", "child_result"]
+__all__ = [
+    "CHILD_SOURCE",
+    "CHILD_MAX_TURNS",
+    "REPORT_LIMIT_BYTES",
+    "SUMMARY_LIMIT_CHARS",
+    "child_key",
+    "find_child",
+    "create_child",
+    "child_profile",
+    "child_report",
+    "build_report",
+    "render_report",
+    "child_tools",
+    "child_link",
+    "child_result",
+]
 
 CHILD_SOURCE = "latch agent"
 CHILD_MAX_TURNS = 40
@@ -75,9 +88,14 @@ def create_child(store: Any, parent_session_id: str, profile: AgentProfile) -> s
     info = store.session(parent_session_id)
     key = child_key(parent_session_id, profile.call_id)
     sid, _ = store.import_session(
-        external_key=key, source=CHILD_SOURCE, format="latch", workspace=info.workspace,
-        parent_id=parent_session_id, meta={"agent_child": True, "parent_call_id": profile.call_id},
-        events=[PendingEvent(profile, "agent:profile"), PendingEvent(UserMessage(profile.brief), "agent:brief")])
+        external_key=key,
+        source=CHILD_SOURCE,
+        format="latch",
+        workspace=info.workspace,
+        parent_id=parent_session_id,
+        meta={"agent_child": True, "parent_call_id": profile.call_id},
+        events=[PendingEvent(profile, "agent:profile"), PendingEvent(UserMessage(profile.brief), "agent:brief")],
+    )
     return sid
 
 
@@ -119,21 +137,27 @@ def build_report(store: Any, session_id: str, status: str, *, error: str | None 
     summary = error if error is not None else last_text
     if len(summary) > SUMMARY_LIMIT_CHARS:
         summary = summary[:SUMMARY_LIMIT_CHARS] + f"\n[summary cut to {SUMMARY_LIMIT_CHARS:,} characters]"
-    return AgentReport(status=status, summary=summary, files_touched=tuple(files), validations=tuple(validations),
-                       turns=turns)
+    return AgentReport(
+        status=status, summary=summary, files_touched=tuple(files), validations=tuple(validations), turns=turns
+    )
 
 
 def render_report(report: AgentReport, session_id: str) -> str:
     """The text of a ``spawn_agent`` result: a header line, the summary, the files and validations,
     bounded to :data:`REPORT_LIMIT_BYTES` UTF-8 bytes."""
-    lines = [f"[agent report: {report.status} after {report.turns} request{'s' if report.turns != 1 else ''}; "
-             f"child session {session_id}]", report.summary or "(no summary)"]
+    lines = [
+        f"[agent report: {report.status} after {report.turns} request{'s' if report.turns != 1 else ''}; "
+        f"child session {session_id}]",
+        report.summary or "(no summary)",
+    ]
     if report.files_touched:
         lines.append("files touched: " + ", ".join(report.files_touched))
     if report.validations:
         lines.append("validations it ran (informational, not your evidence):")
-        lines += [f"- {v.status}: {v.command}" + (f" (exit {v.exit_code})" if v.exit_code is not None else "")
-                  for v in report.validations]
+        lines += [
+            f"- {v.status}: {v.command}" + (f" (exit {v.exit_code})" if v.exit_code is not None else "")
+            for v in report.validations
+        ]
     return bound_text("\n".join(lines), REPORT_LIMIT_BYTES)
 
 
@@ -180,10 +204,18 @@ def child_link(store: Any, session_id: str) -> AgentProfile | None:
             brief = s.event.text
         if brief and model:
             break
-    kinds = {m.event.agent_type for m in store.events(info.parent_id, kinds=["subagent_marker"])
-             if m.event.call_id == call and m.event.agent_type}
-    return AgentProfile(parent_session_id=info.parent_id, call_id=call, brief=brief, model=model,
-                        config={"agent_type": sorted(kinds)[0]} if kinds else {})
+    kinds = {
+        m.event.agent_type
+        for m in store.events(info.parent_id, kinds=["subagent_marker"])
+        if m.event.call_id == call and m.event.agent_type
+    }
+    return AgentProfile(
+        parent_session_id=info.parent_id,
+        call_id=call,
+        brief=brief,
+        model=model,
+        config={"agent_type": sorted(kinds)[0]} if kinds else {},
+    )
 
 
 def child_result(store: Any, session_id: str) -> AgentReport | None:

@@ -23,8 +23,13 @@ from ..events import SkillEntry
 from ..port import SessionContext
 from .skills import skills_section
 
-__all__ = ["SYSTEM_PROMPT", "INSTRUCTION_FILES", "INSTRUCTIONS_LIMIT_BYTES", "repository_instructions",
-           "session_context"]
+__all__ = [
+    "SYSTEM_PROMPT",
+    "INSTRUCTION_FILES",
+    "INSTRUCTIONS_LIMIT_BYTES",
+    "repository_instructions",
+    "session_context",
+]
 
 SYSTEM_PROMPT = """\
 You are a coding agent working in the user's workspace through tools. Latch manages your context: \
@@ -87,8 +92,9 @@ def _binary(data: bytes, text: str) -> bool:
     return bad > max(1, len(text) // 100)
 
 
-def session_context(workspace: str | os.PathLike[str], mode: str = "default",
-                    skills: Sequence[SkillEntry] = ()) -> tuple[SessionContext, list[str]]:
+def session_context(
+    workspace: str | os.PathLike[str], mode: str = "default", skills: Sequence[SkillEntry] = ()
+) -> tuple[SessionContext, list[str]]:
     """``(SessionContext, warnings)`` of a session in ``workspace`` (absolute path) with permission ``mode``.
 
     ``skills`` (the session's fixed list, :func:`latch.agent.skills.session_skills`) are listed by name and

@@ -45,11 +45,26 @@ from ..store import LeaseLost, TaskFence
 from ..store.projections import PROJECTIONS
 from .steering import pending_tool_calls
 
-__all__ = ["Group", "GroupState", "GroupTask", "GroupError", "GROUP_KINDS", "TASK_STATUSES", "group_view",
-           "resolve_group", "GROUP_PROJECTION"]
+__all__ = [
+    "Group",
+    "GroupState",
+    "GroupTask",
+    "GroupError",
+    "GROUP_KINDS",
+    "TASK_STATUSES",
+    "group_view",
+    "resolve_group",
+    "GROUP_PROJECTION",
+]
 
-GROUP_KINDS = (GroupTaskCreated.KIND, GroupTaskClaimed.KIND, GroupTaskCompleted.KIND, GroupTaskLeaseRenewed.KIND,
-               GroupMemberJoined.KIND, GroupMessageQueued.KIND)
+GROUP_KINDS = (
+    GroupTaskCreated.KIND,
+    GroupTaskClaimed.KIND,
+    GroupTaskCompleted.KIND,
+    GroupTaskLeaseRenewed.KIND,
+    GroupMemberJoined.KIND,
+    GroupMessageQueued.KIND,
+)
 """The kinds of the root session that make up a group (deliveries live in the recipients' sessions)."""
 TASK_STATUSES = ("completed", "failed")
 
@@ -81,8 +96,13 @@ class GroupTask:
 
     def lease_expired(self, now: float) -> bool:
         """``True`` when the task is claimed, open, and its lease ran out before ``now`` (Unix seconds)."""
-        return (self.owner is not None and self.status is None and self.lease_seconds is not None
-                and self.alive_at is not None and now > self.alive_at + self.lease_seconds)
+        return (
+            self.owner is not None
+            and self.status is None
+            and self.lease_seconds is not None
+            and self.alive_at is not None
+            and now > self.alive_at + self.lease_seconds
+        )
 
 
 @dataclass
@@ -107,8 +127,11 @@ class GroupState:
                 st.tasks.setdefault(e.task_id, GroupTask(e.task_id, e.title, e.brief, tuple(e.depends_on)))
             elif isinstance(e, GroupTaskClaimed):
                 t = st.tasks.get(e.task_id)
-                if t is not None and t.status is None and (
-                        (t.owner is None and e.attempt == 0) or (t.owner is not None and e.attempt == t.attempt + 1)):
+                if (
+                    t is not None
+                    and t.status is None
+                    and ((t.owner is None and e.attempt == 0) or (t.owner is not None and e.attempt == t.attempt + 1))
+                ):
                     t.owner, t.attempt, t.lease_seconds, t.alive_at = e.agent, e.attempt, e.lease_seconds, e.at
             elif isinstance(e, GroupTaskLeaseRenewed):
                 t = st.tasks.get(e.task_id)
@@ -130,8 +153,11 @@ class GroupState:
 
     def ready(self) -> list[GroupTask]:
         """Unclaimed tasks whose every dependency completed, in creation order."""
-        return [t for t in self.tasks.values() if t.owner is None and all(
-            self.tasks[d].status == "completed" for d in t.depends_on if d in self.tasks)]
+        return [
+            t
+            for t in self.tasks.values()
+            if t.owner is None and all(self.tasks[d].status == "completed" for d in t.depends_on if d in self.tasks)
+        ]
 
     def reclaimable(self, now: float) -> list[GroupTask]:
         """Claimed open tasks whose lease expired before ``now`` (Unix seconds), in creation order."""
@@ -143,11 +169,20 @@ class GroupState:
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready view (the ``/group`` view and the UI sidebar reduce to this)."""
-        return {"tasks": [{"id": t.task_id, "title": t.title, "depends_on": list(t.depends_on), "owner": t.owner,
-                           "status": t.status or ("claimed" if t.owner else "ready" if t in self.ready() else
-                                                  "blocked")} for t in self.tasks.values()],
-                "members": [{"agent": a, "session": s} for a, s in self.members.items()],
-                "messages": {"queued": len(self.messages), "delivered": len(self.delivered)}}
+        return {
+            "tasks": [
+                {
+                    "id": t.task_id,
+                    "title": t.title,
+                    "depends_on": list(t.depends_on),
+                    "owner": t.owner,
+                    "status": t.status or ("claimed" if t.owner else "ready" if t in self.ready() else "blocked"),
+                }
+                for t in self.tasks.values()
+            ],
+            "members": [{"agent": a, "session": s} for a, s in self.members.items()],
+            "messages": {"queued": len(self.messages), "delivered": len(self.delivered)},
+        }
 
 
 GROUP_PROJECTION = PROJECTIONS["group"]
@@ -166,8 +201,9 @@ def resolve_group(store: Any, name: str, *, by_id: bool = True) -> str:
             return str(store.session(name).id)
         except KeyError:
             pass
-    raise KeyError(f"no agent group {name!r} (no session is named so by latch run --group, and no session id "
-                   f"starts with it)")
+    raise KeyError(
+        f"no agent group {name!r} (no session is named so by latch run --group, and no session id starts with it)"
+    )
 
 
 class Group:
@@ -180,23 +216,35 @@ class Group:
     def events(self) -> list[Event]:
         """The group's events in log order: the root's group kinds and every delivery of its messages."""
         rows = list(self.store.events(self.root, kinds=list(GROUP_KINDS)))
-        rows += [s for s in self.store.events(kinds=[GroupMessageDelivered.KIND])
-                 if s.event.root_session_id == self.root]
+        rows += [
+            s for s in self.store.events(kinds=[GroupMessageDelivered.KIND]) if s.event.root_session_id == self.root
+        ]
         return [s.event for s in sorted(rows, key=lambda s: s.seq)]
 
     def state(self) -> GroupState:
         """The group's state from the SQLite projection (brought up to date with the log first); equal to
         :meth:`replayed_state`, read in O(group size). :class:`~latch.store.StoreError` as for any read."""
-        tasks, members, messages = self.store.read_projection(GROUP_PROJECTION.name, [
-            ("SELECT task_id, title, brief, depends_on, owner, status, summary, attempt, lease_seconds, alive_at, "
-             "session_id FROM group_tasks WHERE root_session_id = ? ORDER BY pos", (self.root,)),
-            ("SELECT agent, session_id FROM group_members WHERE root_session_id = ? ORDER BY pos", (self.root,)),
-            ("SELECT message_id, sender, recipient, text, delivered FROM group_messages WHERE root_session_id = ? "
-             "ORDER BY pos", (self.root,))])
+        tasks, members, messages = self.store.read_projection(
+            GROUP_PROJECTION.name,
+            [
+                (
+                    "SELECT task_id, title, brief, depends_on, owner, status, summary, attempt, lease_seconds, alive_at, "
+                    "session_id FROM group_tasks WHERE root_session_id = ? ORDER BY pos",
+                    (self.root,),
+                ),
+                ("SELECT agent, session_id FROM group_members WHERE root_session_id = ? ORDER BY pos", (self.root,)),
+                (
+                    "SELECT message_id, sender, recipient, text, delivered FROM group_messages WHERE root_session_id = ? "
+                    "ORDER BY pos",
+                    (self.root,),
+                ),
+            ],
+        )
         st = GroupState()
         for tid, title, brief, deps, owner, status, summary, attempt, lease, alive, sid in tasks:
-            st.tasks[tid] = GroupTask(tid, title, brief, tuple(json.loads(deps)), owner, status, summary, attempt,
-                                      lease, alive, sid)
+            st.tasks[tid] = GroupTask(
+                tid, title, brief, tuple(json.loads(deps)), owner, status, summary, attempt, lease, alive, sid
+            )
         st.members = {agent: sid for agent, sid in members}
         for mid, sender, recipient, text, delivered in messages:
             st.messages[mid] = GroupMessageQueued(mid, sender, recipient, text)
@@ -218,8 +266,10 @@ class Group:
         unknown = [d for d in depends_on if d not in tasks]
         if unknown:
             raise GroupError(f"create_task {task_id!r}: unknown dependency {unknown[0]!r}")
-        seqs = self.store.append(self.root, [PendingEvent(GroupTaskCreated(task_id, title, brief, tuple(depends_on)),
-                                                          f"group-task:{task_id}")])
+        seqs = self.store.append(
+            self.root,
+            [PendingEvent(GroupTaskCreated(task_id, title, brief, tuple(depends_on)), f"group-task:{task_id}")],
+        )
         if not seqs:
             raise GroupError(f"create_task: task {task_id!r} already exists")
         return seqs[0]
@@ -229,8 +279,9 @@ class Group:
         ref = f"group-member:{agent}" + (f":{session_id}" if session_id else "")
         self.store.append(self.root, [PendingEvent(GroupMemberJoined(agent, session_id), ref)])
 
-    def claim_task(self, task_id: str, agent: str, *, lease_seconds: float | None = None,
-                   now: float | None = None) -> bool:
+    def claim_task(
+        self, task_id: str, agent: str, *, lease_seconds: float | None = None, now: float | None = None
+    ) -> bool:
         """Try to own ``task_id``: ``True`` when this call's transaction appended the claim, ``False`` when
         another agent had it. With ``lease_seconds`` the claim expires that long after ``now`` (Unix seconds,
         default the clock) or its last :meth:`renew_lease`. :class:`GroupError` for an unknown task or one
@@ -242,8 +293,12 @@ class Group:
         if t.owner is None and t not in st.ready():
             raise GroupError(f"claim_task {task_id!r}: its dependencies have not completed")
         at = (time.time() if now is None else now) if lease_seconds is not None else None
-        return bool(self.store.append(self.root, [PendingEvent(GroupTaskClaimed(task_id, agent, 0, lease_seconds, at),
-                                                               f"group-claim:{task_id}")]))
+        return bool(
+            self.store.append(
+                self.root,
+                [PendingEvent(GroupTaskClaimed(task_id, agent, 0, lease_seconds, at), f"group-claim:{task_id}")],
+            )
+        )
 
     def reclaim_task(self, task_id: str, agent: str, *, lease_seconds: float, now: float | None = None) -> bool:
         """Take over ``task_id`` whose owner's lease expired (a killed worker): claim attempt ``n + 1``, decided
@@ -256,8 +311,12 @@ class Group:
         if not t.lease_expired(now):
             return False
         n = t.attempt + 1
-        return bool(self.store.append(self.root, [PendingEvent(GroupTaskClaimed(task_id, agent, n, lease_seconds, now),
-                                                               f"group-claim:{task_id}:{n}")]))
+        return bool(
+            self.store.append(
+                self.root,
+                [PendingEvent(GroupTaskClaimed(task_id, agent, n, lease_seconds, now), f"group-claim:{task_id}:{n}")],
+            )
+        )
 
     def fence(self, task_id: str, agent: str) -> TaskFence:
         """The fence of ``agent``'s current claim of ``task_id`` (:class:`~latch.store.TaskFence`; its token is the
@@ -277,13 +336,18 @@ class Group:
             return False
         at = time.time() if now is None else now
         try:
-            self.store.append(self.root, [GroupTaskLeaseRenewed(task_id, agent, t.attempt, at)],
-                              fence=TaskFence(self.root, task_id, agent, t.attempt))
+            self.store.append(
+                self.root,
+                [GroupTaskLeaseRenewed(task_id, agent, t.attempt, at)],
+                fence=TaskFence(self.root, task_id, agent, t.attempt),
+            )
         except LeaseLost:
             return False
         return True
 
-    def claim_next(self, agent: str, *, lease_seconds: float | None = None, now: float | None = None) -> GroupTask | None:
+    def claim_next(
+        self, agent: str, *, lease_seconds: float | None = None, now: float | None = None
+    ) -> GroupTask | None:
         """Claim the first ready task another agent does not win first, else (with ``lease_seconds``) reclaim
         the first task whose lease expired; ``None`` when nothing is claimable."""
         while True:
@@ -299,8 +363,16 @@ class Group:
                 if self.reclaim_task(t.task_id, agent, lease_seconds=lease_seconds or 0.0, now=now):
                     return self.state().tasks[t.task_id]
 
-    def complete_task(self, task_id: str, agent: str, *, status: str = "completed", summary: str = "",
-                      session_id: str | None = None, token: int | None = None) -> bool:
+    def complete_task(
+        self,
+        task_id: str,
+        agent: str,
+        *,
+        status: str = "completed",
+        summary: str = "",
+        session_id: str | None = None,
+        token: int | None = None,
+    ) -> bool:
         """Mark ``agent``'s task done (``status`` in :data:`TASK_STATUSES`; ``session_id`` the session that
         ran it), fenced by its claim ``token`` (default: the current claim's), checked inside the append's
         transaction; ``False`` when it already was. :class:`GroupError` for an unknown task, another owner (also
@@ -316,9 +388,17 @@ class Group:
             return False
         fence = TaskFence(self.root, task_id, agent, t.attempt if token is None else token)
         try:
-            return bool(self.store.append(self.root, [PendingEvent(
-                GroupTaskCompleted(task_id, agent, status, summary, session_id), f"group-complete:{task_id}")],
-                fence=fence))
+            return bool(
+                self.store.append(
+                    self.root,
+                    [
+                        PendingEvent(
+                            GroupTaskCompleted(task_id, agent, status, summary, session_id), f"group-complete:{task_id}"
+                        )
+                    ],
+                    fence=fence,
+                )
+            )
         except LeaseLost as exc:
             now = self.state().tasks[task_id]
             if (now.owner, now.attempt) == (agent, fence.token) and now.status is not None:
@@ -330,8 +410,9 @@ class Group:
         if not text.strip():
             raise GroupError("send_message: the text is empty")
         mid = uuid.uuid4().hex
-        self.store.append(self.root, [PendingEvent(GroupMessageQueued(mid, sender, recipient, text),
-                                                   f"group-message:{mid}")])
+        self.store.append(
+            self.root, [PendingEvent(GroupMessageQueued(mid, sender, recipient, text), f"group-message:{mid}")]
+        )
         return mid
 
     def deliver(self, recipient: str, session_id: str) -> list[int]:
@@ -344,10 +425,22 @@ class Group:
         due = self.state().pending_for(recipient)
         if not due:
             return []
-        return self.store.append(session_id, [
-            PendingEvent(GroupMessageDelivered(f"[message from {m.sender}] {m.text}", message_id=m.message_id,
-                                               sender=m.sender, recipient=recipient, root_session_id=self.root),
-                         f"group-delivered:{m.message_id}") for m in due])
+        return self.store.append(
+            session_id,
+            [
+                PendingEvent(
+                    GroupMessageDelivered(
+                        f"[message from {m.sender}] {m.text}",
+                        message_id=m.message_id,
+                        sender=m.sender,
+                        recipient=recipient,
+                        root_session_id=self.root,
+                    ),
+                    f"group-delivered:{m.message_id}",
+                )
+                for m in due
+            ],
+        )
 
 
 def group_view(store: Any, session_id: str) -> dict[str, Any] | None:

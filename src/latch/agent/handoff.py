@@ -80,15 +80,29 @@ def _same_child_policy(durable: AgentProfile | None, factory: Callable[..., Any]
     than ``factory`` builds."""
     built_by = engine_name(factory)
     if durable is not None and durable.engine and durable.engine != built_by:
-        raise ChildPolicyError(f"child session {child} was built with engine {durable.engine!r}, but the "
-                               f"supervisor's child policy builds {built_by!r}; resume it with the same child "
-                               f"policy")
+        raise ChildPolicyError(
+            f"child session {child} was built with engine {durable.engine!r}, but the "
+            f"supervisor's child policy builds {built_by!r}; resume it with the same child "
+            f"policy"
+        )
 
 
-def from_supervisor(cls: Any, store: Any, session_id: str, supervisor: Supervisor, provider: Any, *,
-                    model: str | None = None, config: Mapping[str, Any] | None = None, estimator: Any = None,
-                    session_context: SessionContext | None = None, system_prompt: str = "",
-                    tools: Sequence[Tool | Mapping[str, Any]] = (), _spawn: bool = False, **options: Any) -> Any:
+def from_supervisor(
+    cls: Any,
+    store: Any,
+    session_id: str,
+    supervisor: Supervisor,
+    provider: Any,
+    *,
+    model: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    estimator: Any = None,
+    session_context: SessionContext | None = None,
+    system_prompt: str = "",
+    tools: Sequence[Tool | Mapping[str, Any]] = (),
+    _spawn: bool = False,
+    **options: Any,
+) -> Any:
     """:meth:`latch.agent.loop.AgentLoop.from_supervisor` (``cls``: the loop class): the loop of a session whose
     engine the supervisor builds, the root through its root factory, a child through the child policy."""
     info = store.session(session_id)
@@ -98,18 +112,40 @@ def from_supervisor(cls: Any, store: Any, session_id: str, supervisor: Superviso
         model = model if model is not None else durable.model
         config = config if config is not None else durable.config
         _same_child_policy(durable, supervisor.require_child_factory(f"child session {session_id!r}"), session_id)
-    build = (supervisor.build_root if info.parent_id is None
-             else supervisor.spawn_child if _spawn else supervisor.resume)
-    setup = build_engine(store, session_id, stream=engine_stream(factory) if factory is not None else "engine:main",
-                         model=model, estimator=estimator, config=config, build=build,
-                         parent_session_id=info.parent_id)
+    build = supervisor.build_root if info.parent_id is None else supervisor.spawn_child if _spawn else supervisor.resume
+    setup = build_engine(
+        store,
+        session_id,
+        stream=engine_stream(factory) if factory is not None else "engine:main",
+        model=model,
+        estimator=estimator,
+        config=config,
+        build=build,
+        parent_session_id=info.parent_id,
+    )
     budget = options.pop("budget", None) or setup.engine.default_budget()
-    loop = cls(store, session_id, provider, setup=setup, budget=budget, tools=tools,
-               tool_context=options.pop("tool_context", None),
-               session_context=session_context or SessionContext(workspace=info.workspace),
-               system_prompt=system_prompt, supervisor=supervisor, **options)
-    loop._child_options = dict(model=model, config=config, estimator=estimator, session_context=session_context,
-                               system_prompt=system_prompt, tools=tools, **options)
+    loop = cls(
+        store,
+        session_id,
+        provider,
+        setup=setup,
+        budget=budget,
+        tools=tools,
+        tool_context=options.pop("tool_context", None),
+        session_context=session_context or SessionContext(workspace=info.workspace),
+        system_prompt=system_prompt,
+        supervisor=supervisor,
+        **options,
+    )
+    loop._child_options = dict(
+        model=model,
+        config=config,
+        estimator=estimator,
+        session_context=session_context,
+        system_prompt=system_prompt,
+        tools=tools,
+        **options,
+    )
     return loop
 
 
@@ -130,10 +166,15 @@ class ChildAgents:
         kwargs = {**getattr(loop, "_child_options", {}), **options}
         kwargs.pop("session_context", None)  # the child's own workspace context, never the parent's
         tools = kwargs.get("tools") or ()
-        profile = AgentProfile(parent_session_id=loop.session_id, call_id="direct-" + uuid.uuid4().hex[:12],
-                               brief=brief, model=kwargs.get("model"), engine=engine_name(factory),
-                               config=dict(kwargs.get("config") or {}),
-                               tools=tuple(t["name"] if isinstance(t, Mapping) else t.NAME for t in tools))
+        profile = AgentProfile(
+            parent_session_id=loop.session_id,
+            call_id="direct-" + uuid.uuid4().hex[:12],
+            brief=brief,
+            model=kwargs.get("model"),
+            engine=engine_name(factory),
+            config=dict(kwargs.get("config") or {}),
+            tools=tuple(t["name"] if isinstance(t, Mapping) else t.NAME for t in tools),
+        )
         child = create_child(loop.store, loop.session_id, profile)
         return type(loop).from_supervisor(loop.store, child, loop.supervisor, provider, _spawn=True, **kwargs)
 
@@ -141,17 +182,25 @@ class ChildAgents:
         """:meth:`latch.agent.loop.AgentLoop.spawn_agent`."""
         loop = self.loop
         if loop.supervisor is None:
-            return ToolOutcome("spawn_agent: this session has no supervisor, so it cannot build a child engine",
-                               is_error=True)
+            return ToolOutcome(
+                "spawn_agent: this session has no supervisor, so it cannot build a child engine", is_error=True
+            )
         existing = find_child(loop.store, loop.session_id, call_id)
         try:
             factory = loop.supervisor.require_child_factory(f"a child agent for call {call_id!r}")
             if existing is None:
                 tools = child_tools(loop.tools, args.get("tools"))
                 model = args.get("model") or loop.setup.model
-                profile = AgentProfile(parent_session_id=loop.session_id, call_id=call_id, brief=str(args["brief"]),
-                                       model=model, engine=engine_name(factory), config=dict(loop.setup.config),
-                                       tools=tuple(t.NAME for t in tools), background=bool(args.get("background")))
+                profile = AgentProfile(
+                    parent_session_id=loop.session_id,
+                    call_id=call_id,
+                    brief=str(args["brief"]),
+                    model=model,
+                    engine=engine_name(factory),
+                    config=dict(loop.setup.config),
+                    tools=tuple(t.NAME for t in tools),
+                    background=bool(args.get("background")),
+                )
                 existing, spawned = create_child(loop.store, loop.session_id, profile), True
                 loop.store.append(loop.session_id, [AgentLifecycle(existing, call_id, "spawned")])
                 self.spawned.add(existing)
@@ -161,8 +210,10 @@ class ChildAgents:
             return ToolOutcome(" ".join(str(exc.args[0] if exc.args else exc).split()), is_error=True)
         durable = child_profile(loop.store, existing)
         if durable is not None and durable.background:
-            return ToolOutcome(f"[agent started in the background: child session {existing}; its report is "
-                               "delivered to you as a notification when it ends]")
+            return ToolOutcome(
+                f"[agent started in the background: child session {existing}; its report is "
+                "delivered to you as a notification when it ends]"
+            )
         report = child_report(loop.store, existing)
         if report is None:
             try:
@@ -184,19 +235,38 @@ class ChildAgents:
         sc = session_context(workspace, parent.policy.mode)[0] if workspace else SessionContext()
         same_model = profile.model == parent.setup.model
         loop = type(parent).from_supervisor(
-            store, child_id, parent.supervisor, parent.provider, model=profile.model, config=profile.config,
-            session_context=sc, system_prompt=parent.system_prompt, tools=tools, _spawn=spawn, wire=parent.wire,
-            policy=parent.policy, approve=parent.approve, assume_yes=parent.assume_yes,
+            store,
+            child_id,
+            parent.supervisor,
+            parent.provider,
+            model=profile.model,
+            config=profile.config,
+            session_context=sc,
+            system_prompt=parent.system_prompt,
+            tools=tools,
+            _spawn=spawn,
+            wire=parent.wire,
+            policy=parent.policy,
+            approve=parent.approve,
+            assume_yes=parent.assume_yes,
             observer=parent.observer.child(child_id),
-            max_output_tokens=parent.max_output_tokens if same_model else None, tool_runner=parent.tool_runner,
-            budget=parent.base_budget if same_model else None)
+            max_output_tokens=parent.max_output_tokens if same_model else None,
+            tool_runner=parent.tool_runner,
+            budget=parent.base_budget if same_model else None,
+        )
         ctx = parent.tool_context
         if ctx is not None:
-            processes = ProcessManager(store, child_id, ctx.workspace, env=ctx.processes.env,
-                                       sandbox=ctx.processes.sandbox)  # a child is no freer
-            loop.tool_context = ToolContext(workspace=ctx.workspace, store=store, session_id=child_id,
-                                            processes=processes, estimate=loop.setup.counter.text,
-                                            room=lambda: loop._room)
+            processes = ProcessManager(
+                store, child_id, ctx.workspace, env=ctx.processes.env, sandbox=ctx.processes.sandbox
+            )  # a child is no freer
+            loop.tool_context = ToolContext(
+                workspace=ctx.workspace,
+                store=store,
+                session_id=child_id,
+                processes=processes,
+                estimate=loop.setup.counter.text,
+                room=lambda: loop._room,
+            )
         return loop
 
     def run_child(self, child_id: str, spawned: bool, *, store: Any = None, guard: Any = None) -> Any:
@@ -225,15 +295,18 @@ class ChildAgents:
                 child.tool_context.processes.close()
         report = build_report(store, child_id, status, error=error)
         store.append(child_id, [report])
-        store.append(self.loop.session_id, [AgentLifecycle(child_id, child_profile(store, child_id).call_id,
-                                                           "completed", report.status)])
+        store.append(
+            self.loop.session_id,
+            [AgentLifecycle(child_id, child_profile(store, child_id).call_id, "completed", report.status)],
+        )
         return report
 
     def background(self) -> list[tuple[str, Any, bool]]:
         """:meth:`latch.agent.loop.AgentLoop.background_children`."""
         store, session_id = self.loop.store, self.loop.session_id
-        delivered = {s.event.child_session_id
-                     for s in store.events(session_id, kinds=[AgentNotificationDelivered.KIND])}
+        delivered = {
+            s.event.child_session_id for s in store.events(session_id, kinds=[AgentNotificationDelivered.KIND])
+        }
         out = []
         for info in store.children(session_id):
             profile = child_profile(store, info.id)
@@ -265,8 +338,14 @@ class ChildAgents:
             self.loop.supervisor.reports.clear()
         if not due:
             return []
-        events = [AgentNotificationDelivered("[agent notification] " + render_report(r, c), child_session_id=c,
-                                             call_id=child_profile(store, c).call_id) for c, r in due]
+        events = [
+            AgentNotificationDelivered(
+                "[agent notification] " + render_report(r, c),
+                child_session_id=c,
+                call_id=child_profile(store, c).call_id,
+            )
+            for c, r in due
+        ]
         return store.append(session_id, events)
 
     def outstanding(self) -> bool:
@@ -286,8 +365,7 @@ class ChildAgents:
         for call in calls:
             args = call.args()
             outcome = self.spawn_agent(call.id, args if isinstance(args, dict) else {"brief": str(args)})
-            result = ToolResult(call.id, loop.calls.bound(outcome.content), is_error=outcome.is_error,
-                                name=call.name)
+            result = ToolResult(call.id, loop.calls.bound(outcome.content), is_error=outcome.is_error, name=call.name)
             loop.store.append(loop.session_id, [result])
             out.append(result)
         return out

@@ -33,8 +33,11 @@ def repair_interrupted(store: Any, session_id: str) -> list[ToolCall]:
         return []
     out = []
     for c in calls.values():
-        what = ("the agent stopped while this call was running; its outcome is unknown (it may have partly run)"
-                if c.id in started else "the agent stopped before running this call; it did not run")
+        what = (
+            "the agent stopped while this call was running; its outcome is unknown (it may have partly run)"
+            if c.id in started
+            else "the agent stopped before running this call; it did not run"
+        )
         out.append(ToolResult(c.id, f"[interrupted: {what}]", is_error=True, name=c.name, missing=True))
     store.append(session_id, out)
     return list(calls.values())

@@ -63,18 +63,38 @@ class AgentLoop:
     defaults to the budget's reserve.
     """
 
-    def __init__(self, store: Any, session_id: str, provider: Any, *, setup: EngineSetup, budget: ContextBudget,
-                 tools: Sequence[Tool | Mapping[str, Any]], tool_context: ToolContext | None,
-                 session_context: SessionContext, policy: PermissionPolicy | None = None,
-                 approve: Callable[[ToolCall, Decision], bool] | None = None, assume_yes: bool = False,
-                 system_prompt: str = SYSTEM_PROMPT, observer: Observer | None = None, tool_choice: str | None = None,
-                 max_output_tokens: int | None = None, tool_runner: Callable[[ToolCall], ToolResult] | None = None,
-                 wire: str | None = None, supervisor: Supervisor | None = None, group: Any = None,
-                 group_agent: str | None = None, defer_tools: bool = False, secret_names: Sequence[str] = ()):
+    def __init__(
+        self,
+        store: Any,
+        session_id: str,
+        provider: Any,
+        *,
+        setup: EngineSetup,
+        budget: ContextBudget,
+        tools: Sequence[Tool | Mapping[str, Any]],
+        tool_context: ToolContext | None,
+        session_context: SessionContext,
+        policy: PermissionPolicy | None = None,
+        approve: Callable[[ToolCall, Decision], bool] | None = None,
+        assume_yes: bool = False,
+        system_prompt: str = SYSTEM_PROMPT,
+        observer: Observer | None = None,
+        tool_choice: str | None = None,
+        max_output_tokens: int | None = None,
+        tool_runner: Callable[[ToolCall], ToolResult] | None = None,
+        wire: str | None = None,
+        supervisor: Supervisor | None = None,
+        group: Any = None,
+        group_agent: str | None = None,
+        defer_tools: bool = False,
+        secret_names: Sequence[str] = (),
+    ):
         wire = wire or getattr(provider, "wire", None)
         if wire not in WIRE_FORMATS:
-            raise ValueError(f"provider {getattr(provider, 'name', provider)!r} speaks an unknown wire format "
-                             f"{wire!r} (known: {', '.join(WIRE_FORMATS)})")
+            raise ValueError(
+                f"provider {getattr(provider, 'name', provider)!r} speaks an unknown wire format "
+                f"{wire!r} (known: {', '.join(WIRE_FORMATS)})"
+            )
         self.store, self.session_id, self.provider, self.wire = store, session_id, provider, wire
         self.setup = setup
         self.request_budget = RequestBudget(store, session_id, budget, lambda ev: self.observer.on_correction(ev))
@@ -101,25 +121,49 @@ class AgentLoop:
         self.commands = RunCommands(store, session_id)
         self.run_id = ""  # the RunStarted of the process driving this loop (latch.host.runs.RunRecord), if any
         self.guard: Any = None  # a latch.host.lease.LeaseGuard this loop works under: checked before each request
-        self.offer = ToolOffer(store, session_id, [t if isinstance(t, Mapping) else t.SCHEMA for t in tools],
-                               defer=defer_tools, counter=setup.counter,
-                               hard_limit_tokens=self.budget().hard_limit_tokens,
-                               keep=[tool_choice] if tool_choice else [], on_load=self._tools_loaded)
+        self.offer = ToolOffer(
+            store,
+            session_id,
+            [t if isinstance(t, Mapping) else t.SCHEMA for t in tools],
+            defer=defer_tools,
+            counter=setup.counter,
+            hard_limit_tokens=self.budget().hard_limit_tokens,
+            keep=[tool_choice] if tool_choice else [],
+            on_load=self._tools_loaded,
+        )
         if self.offer.loader is not None:
             self.tools = (*self.tools, self.offer.loader)
         self.calls = ToolCalls(self, secret_names)
         self.children = ChildAgents(self)
-        self.requests = RequestLoop(store, session_id, setup, self.budget(), session_context=session_context,
-                                    system_prompt=system_prompt, tools=self.offer.offered())
+        self.requests = RequestLoop(
+            store,
+            session_id,
+            setup,
+            self.budget(),
+            session_context=session_context,
+            system_prompt=system_prompt,
+            tools=self.offer.offered(),
+        )
         self.turns = 0
         self._harness_recorded = False
 
     @classmethod
-    def from_supervisor(cls, store: Any, session_id: str, supervisor: Supervisor, provider: Any, *,
-                        model: str | None = None, config: Mapping[str, Any] | None = None, estimator: Any = None,
-                        session_context: SessionContext | None = None, system_prompt: str = "",
-                        tools: Sequence[Tool | Mapping[str, Any]] = (), _spawn: bool = False,
-                        **options: Any) -> AgentLoop:
+    def from_supervisor(
+        cls,
+        store: Any,
+        session_id: str,
+        supervisor: Supervisor,
+        provider: Any,
+        *,
+        model: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        estimator: Any = None,
+        session_context: SessionContext | None = None,
+        system_prompt: str = "",
+        tools: Sequence[Tool | Mapping[str, Any]] = (),
+        _spawn: bool = False,
+        **options: Any,
+    ) -> AgentLoop:
         """The loop of a session whose engine the supervisor builds (spec: "Port boundary", child sessions):
         the root through its root factory, a child (the session has a parent) through the child policy,
         spawned (``_spawn``) or resumed, from the session's profile; there is no fallback to the default
@@ -127,9 +171,21 @@ class AgentLoop:
         ``latch_select_estimator`` choice for ``model``. ``options`` are :class:`AgentLoop`'s (``wire``,
         ``tool_runner``, ``policy``, ``assume_yes``, ...); the budget is the engine's default unless given
         (:func:`latch.agent.handoff.from_supervisor`)."""
-        loop: AgentLoop = from_supervisor(cls, store, session_id, supervisor, provider, model=model, config=config,
-                                          estimator=estimator, session_context=session_context,
-                                          system_prompt=system_prompt, tools=tools, _spawn=_spawn, **options)
+        loop: AgentLoop = from_supervisor(
+            cls,
+            store,
+            session_id,
+            supervisor,
+            provider,
+            model=model,
+            config=config,
+            estimator=estimator,
+            session_context=session_context,
+            system_prompt=system_prompt,
+            tools=tools,
+            _spawn=_spawn,
+            **options,
+        )
         return loop
 
     @property
@@ -236,12 +292,18 @@ class AgentLoop:
     def render(self, view: ContextView) -> dict[str, Any]:
         """The wire body of ``view`` (images inlined from the store's artifacts), with the output cap and
         ``tool_choice`` when set (:func:`latch.providers.wire.render_request`)."""
+
         def loader(sha256: str) -> bytes:
             return self.store.get_artifact(sha256)[1]
 
-        return render_request(view, self.wire or "openai-chat", loader,
-                              model=self.setup.model or getattr(self.provider, "model", None),
-                              max_output_tokens=self.max_output_tokens, tool_choice=self.tool_choice)
+        return render_request(
+            view,
+            self.wire or "openai-chat",
+            loader,
+            model=self.setup.model or getattr(self.provider, "model", None),
+            max_output_tokens=self.max_output_tokens,
+            tool_choice=self.tool_choice,
+        )
 
     def _boundary(self) -> None:
         """What happens at the safe boundary before a request: steering messages delivered, background children
@@ -268,8 +330,9 @@ class AgentLoop:
             except ProviderOverflow as exc:
                 self.request_budget.on_overflow(res, exc.prompt_tokens)
                 if attempt == OVERFLOW_RETRIES:
-                    raise AgentError(f"the provider refused the request as too long {OVERFLOW_RETRIES + 1} times "
-                                     f"({exc})") from None
+                    raise AgentError(
+                        f"the provider refused the request as too long {OVERFLOW_RETRIES + 1} times ({exc})"
+                    ) from None
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def turn(self) -> Step:
@@ -303,9 +366,13 @@ class AgentLoop:
         session context, exactly as every request renders them."""
         r = self.requests
         ctx = r.session_context
-        return HarnessPrompt(system_prompt=r.system_prompt, tools=canonical_json([dict(t) for t in r.tools]),
-                             workspace=ctx.workspace, repository_instructions=ctx.repository_instructions,
-                             mode=ctx.mode)
+        return HarnessPrompt(
+            system_prompt=r.system_prompt,
+            tools=canonical_json([dict(t) for t in r.tools]),
+            workspace=ctx.workspace,
+            repository_instructions=ctx.repository_instructions,
+            mode=ctx.mode,
+        )
 
     def _harness_prompt(self) -> list[HarnessPrompt]:
         """``[the HarnessPrompt]`` when the session has not recorded this one as its latest (the first request of a

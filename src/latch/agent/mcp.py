@@ -45,9 +45,22 @@ from mcp.client.streamable_http import create_mcp_http_client, streamable_http_c
 from ..events import McpToolEntry, McpToolsListed, Mutation, canonical_json
 from .tools.base import ToolContext, ToolOutcome
 
-__all__ = ["McpServerConfig", "McpHub", "McpTool", "McpUnavailable", "mcp_servers", "tool_entries",
-           "session_mcp_tools", "mcp_tools", "TOOL_PREFIX", "DEFAULT_TIMEOUT_SECONDS", "CONNECT_TIMEOUT_SECONDS",
-           "DESCRIPTION_LIMIT", "stderr_tail", "STDERR_TAIL_LINES"]
+__all__ = [
+    "McpServerConfig",
+    "McpHub",
+    "McpTool",
+    "McpUnavailable",
+    "mcp_servers",
+    "tool_entries",
+    "session_mcp_tools",
+    "mcp_tools",
+    "TOOL_PREFIX",
+    "DEFAULT_TIMEOUT_SECONDS",
+    "CONNECT_TIMEOUT_SECONDS",
+    "DESCRIPTION_LIMIT",
+    "stderr_tail",
+    "STDERR_TAIL_LINES",
+]
 
 TOOL_PREFIX = "mcp__"
 DEFAULT_TIMEOUT_SECONDS = 120.0
@@ -110,10 +123,19 @@ class McpServerConfig:
 def mcp_servers(config: Mapping[str, Any] | None) -> list[McpServerConfig]:
     """The servers of a config already checked by :func:`latch.config.validate_config`, sorted by name."""
     servers = ((config or {}).get("mcp") or {}).get("servers") or {}
-    return [McpServerConfig(name, t.get("command", ""), tuple(t.get("args", ())), dict(t.get("env", {})),
-                            float(t.get("timeout", DEFAULT_TIMEOUT_SECONDS)), t.get("url"),
-                            t.get("bearer_token_env_var"), dict(t.get("env_http_headers", {})))
-            for name, t in sorted(servers.items())]
+    return [
+        McpServerConfig(
+            name,
+            t.get("command", ""),
+            tuple(t.get("args", ())),
+            dict(t.get("env", {})),
+            float(t.get("timeout", DEFAULT_TIMEOUT_SECONDS)),
+            t.get("url"),
+            t.get("bearer_token_env_var"),
+            dict(t.get("env_http_headers", {})),
+        )
+        for name, t in sorted(servers.items())
+    ]
 
 
 def tool_entries(server: str, tools: Sequence[Any]) -> tuple[list[McpToolEntry], list[str]]:
@@ -125,14 +147,19 @@ def tool_entries(server: str, tools: Sequence[Any]) -> tuple[list[McpToolEntry],
     for t in tools:
         name = f"{TOOL_PREFIX}{server}__{t.name}"
         if not _NAME_RE.match(name):
-            warnings.append(f"mcp server {server}: tool {t.name!r} left out: {name!r} is not a valid tool name "
-                            "(1-64 letters, digits, _ or -)")
+            warnings.append(
+                f"mcp server {server}: tool {t.name!r} left out: {name!r} is not a valid tool name "
+                "(1-64 letters, digits, _ or -)"
+            )
             continue
         description = " ".join((t.description or getattr(t, "title", None) or "").split())
         if len(description) > DESCRIPTION_LIMIT:
-            description = description[:DESCRIPTION_LIMIT - 1] + "…"
-        schema = {"name": name, "description": description or f"The {t.name} tool of MCP server {server}.",
-                  "input_schema": dict(t.input_schema or {"type": "object"})}
+            description = description[: DESCRIPTION_LIMIT - 1] + "…"
+        schema = {
+            "name": name,
+            "description": description or f"The {t.name} tool of MCP server {server}.",
+            "input_schema": dict(t.input_schema or {"type": "object"}),
+        }
         annotations = getattr(t, "annotations", None)
         read_only = bool(annotations is not None and getattr(annotations, "read_only_hint", None) is True)
         out.append(McpToolEntry(name, server, t.name, canonical_json(schema), read_only))
@@ -252,8 +279,14 @@ class McpHub:
     them all. Thread-safe: calls are serialized on the hub's own event loop thread.
     """
 
-    def __init__(self, servers: Sequence[McpServerConfig], *, cwd: str | os.PathLike[str] | None = None,
-                 log_dir: str | os.PathLike[str] | None = None, connect_timeout: float = CONNECT_TIMEOUT_SECONDS):
+    def __init__(
+        self,
+        servers: Sequence[McpServerConfig],
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        log_dir: str | os.PathLike[str] | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT_SECONDS,
+    ):
         self.servers = {s.name: s for s in servers}
         self.cwd = str(cwd) if cwd is not None else None
         self.log_dir = Path(log_dir) if log_dir is not None else None
@@ -316,8 +349,9 @@ class McpHub:
                         http = await stack.enter_async_context(create_mcp_http_client(headers=cfg.http_headers()))
                         transport: Any = streamable_http_client(cfg.url, http_client=http)
                     else:
-                        params = StdioServerParameters(command=cfg.command, args=list(cfg.args),
-                                                       env=dict(cfg.env) or None, cwd=self.cwd)
+                        params = StdioServerParameters(
+                            command=cfg.command, args=list(cfg.args), env=dict(cfg.env) or None, cwd=self.cwd
+                        )
                         errlog = self._errlog(name)
                         started_at = os.fstat(errlog.fileno()).st_size
                         transport = stdio_client(params, errlog=errlog)
@@ -330,8 +364,13 @@ class McpHub:
                 if not ready.done():
                     note = _SDK_NOTES.take()
                     tail = stderr_tail(errlog, started_at) if errlog is not None else ""
-                    ready.set_exception(McpUnavailable(_one_line(exc) + (f" ({note})" if note else "")
-                                                       + (f"; its stderr ended: {tail}" if tail else "")))
+                    ready.set_exception(
+                        McpUnavailable(
+                            _one_line(exc)
+                            + (f" ({note})" if note else "")
+                            + (f"; its stderr ended: {tail}" if tail else "")
+                        )
+                    )
                 if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                     raise
             finally:
@@ -374,6 +413,7 @@ class McpHub:
 
         async def go() -> list[Any]:
             return list((await self._live(name)).tools.values())
+
         try:
             return self._run(self._locked(go()), self.connect_timeout + PING_TIMEOUT_SECONDS + 5)
         except McpUnavailable as exc:
@@ -392,14 +432,17 @@ class McpHub:
             except McpUnavailable as exc:
                 return f"[not run: MCP server {server} is not available: {exc}]", True
             if tool not in conn.tools:
-                return (f"[not run: MCP server {server} no longer offers the tool {tool!r} (it did when this "
-                        f"session started; it lists: {', '.join(conn.tools) or 'nothing'})]"), True
+                return (
+                    f"[not run: MCP server {server} no longer offers the tool {tool!r} (it did when this "
+                    f"session started; it lists: {', '.join(conn.tools) or 'nothing'})]"
+                ), True
             try:
                 result = await conn.client.call_tool(tool, dict(arguments), read_timeout_seconds=cfg.timeout)
             except Exception as exc:
                 conn.alive = conn.alive and not isinstance(exc, (OSError, EOFError))
                 return f"[MCP server {server}: the call failed: {_one_line(exc)}]", True
             return _result_text(result), bool(result.is_error)
+
         try:
             return self._run(self._locked(go()), cfg.timeout + self.connect_timeout + PING_TIMEOUT_SECONDS + 5)
         except McpUnavailable as exc:
@@ -412,6 +455,7 @@ class McpHub:
         self._closed = True
         loop = self._loop
         if loop is not None:
+
             async def stop_all() -> None:
                 tasks = []
                 for conn in self._conns.values():
@@ -420,6 +464,7 @@ class McpHub:
                         tasks.append(conn.task)
                 if tasks:
                     await asyncio.wait(tasks, timeout=5)
+
             try:
                 asyncio.run_coroutine_threadsafe(stop_all(), loop).result(10)
             except Exception:
@@ -486,8 +531,9 @@ class McpTool:
         if self.MUTATES:  # a possible external mutation, committed before the server runs it
             ctx.store.append(ctx.session_id, [Mutation(paths=(), tool=self.NAME)])
         if self.hub is None:
-            return ToolOutcome(f"[not run: MCP server {self.entry.server} is not configured in this run]",
-                               is_error=True)
+            return ToolOutcome(
+                f"[not run: MCP server {self.entry.server} is not configured in this run]", is_error=True
+            )
         text, is_error = self.hub.call(self.entry.server, self.entry.tool, args)
         return ToolOutcome(text, is_error=is_error)
 

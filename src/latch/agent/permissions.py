@@ -16,14 +16,34 @@ from dataclasses import dataclass, field
 
 from ..events import RawArguments, parse_arguments
 
-__all__ = ["Rule", "Decision", "PermissionPolicy", "DEFAULT_HARD_DENY", "MODES", "WRITE_TOOLS", "READ_TOOLS",
-           "LOOKUP_TOOLS", "SHELL_TOOLS"]
+__all__ = [
+    "Rule",
+    "Decision",
+    "PermissionPolicy",
+    "DEFAULT_HARD_DENY",
+    "MODES",
+    "WRITE_TOOLS",
+    "READ_TOOLS",
+    "LOOKUP_TOOLS",
+    "SHELL_TOOLS",
+]
 
 MODES = ("default", "accept_edits", "bypass", "read_only")
 
 SHELL_TOOLS = frozenset({"bash", "shell", "exec_command", "execute_bash", "run", "local_shell", "container.exec"})
-WRITE_TOOLS = frozenset({"edit", "write", "multiedit", "notebookedit", "apply_patch", "str_replace_editor", "create",
-                         "write_file", "edit_file"})
+WRITE_TOOLS = frozenset(
+    {
+        "edit",
+        "write",
+        "multiedit",
+        "notebookedit",
+        "apply_patch",
+        "str_replace_editor",
+        "create",
+        "write_file",
+        "edit_file",
+    }
+)
 READ_TOOLS = frozenset({"read", "grep", "glob", "ls", "view", "read_file", "search"})
 LOOKUP_TOOLS = frozenset({"search_history", "read_artifact"})
 """Tools that only read the session's own store (its history, its stored artifacts): allowed in every mode,
@@ -49,23 +69,38 @@ _ROOTS = r"(/+|/+\*|/+\.|~/?|\$home/?|\$\{home\}/?)"
 """The filesystem root or the home directory as a command's target: ``/``, ``//``, ``/*``, ``~``, ``$HOME``."""
 
 DEFAULT_HARD_DENY: tuple[Rule, ...] = (
-    Rule("rm-root", r"(^|[\s;&|(`])(-[a-z]*r[a-z]*|--recursive)\b[^|;&]*\s" + _ROOTS + r"(\s|$|[;&|)`])",
-         "recursive delete (or any recursive command) of the filesystem root or home directory"),
-    Rule("find-delete-root", r"\bfind\s+" + _ROOTS + r"(\s.*)?\s-(delete|exec\s+rm)\b",
-         "deleting files from the filesystem root or home directory"),
+    Rule(
+        "rm-root",
+        r"(^|[\s;&|(`])(-[a-z]*r[a-z]*|--recursive)\b[^|;&]*\s" + _ROOTS + r"(\s|$|[;&|)`])",
+        "recursive delete (or any recursive command) of the filesystem root or home directory",
+    ),
+    Rule(
+        "find-delete-root",
+        r"\bfind\s+" + _ROOTS + r"(\s.*)?\s-(delete|exec\s+rm)\b",
+        "deleting files from the filesystem root or home directory",
+    ),
     Rule("mkfs", r"\bmkfs(\.\w+)?\b", "formatting a filesystem"),
     Rule("dd-device", r"\bdd\b.*\bof=/dev/(sd|nvme|hd|vd|disk)", "writing raw bytes to a block device"),
     Rule("fork-bomb", r":\(\)\s*\{\s*:\|:&\s*\}\s*;\s*:", "fork bomb"),
-    Rule("curl-pipe-shell", r"\b(curl|wget)\b[^|;&]*\|\s*" + _SHELL + r"|\b(ba|z|da)?sh\s+<\(\s*(curl|wget)\b"
-         r"|(\bsource|(^|[\s;&])\.)\s+<\(\s*(curl|wget)\b|\beval\s+.?\$\(\s*(curl|wget)\b",
-         "piping a download into a shell"),
-    Rule("decode-pipe-shell", r"\b(base64\s+(-d|--decode|-D)|xxd\s+-r|openssl\s+(base64|enc)\s.*-d)\b[^;&]*\|\s*"
-         + _SHELL, "running decoded text as a shell script"),
-    Rule("force-push-main", r"\bgit\s+push\b.*(--force|-f\b|\+)(.*\b(main|master)\b)",
-         "force-pushing the main branch"),
+    Rule(
+        "curl-pipe-shell",
+        r"\b(curl|wget)\b[^|;&]*\|\s*" + _SHELL + r"|\b(ba|z|da)?sh\s+<\(\s*(curl|wget)\b"
+        r"|(\bsource|(^|[\s;&])\.)\s+<\(\s*(curl|wget)\b|\beval\s+.?\$\(\s*(curl|wget)\b",
+        "piping a download into a shell",
+    ),
+    Rule(
+        "decode-pipe-shell",
+        r"\b(base64\s+(-d|--decode|-D)|xxd\s+-r|openssl\s+(base64|enc)\s.*-d)\b[^;&]*\|\s*" + _SHELL,
+        "running decoded text as a shell script",
+    ),
+    Rule("force-push-main", r"\bgit\s+push\b.*(--force|-f\b|\+)(.*\b(main|master)\b)", "force-pushing the main branch"),
     Rule("chmod-root", r"\bchmod\s+(-r\s+)?777\s+/(\s|$)", "making the filesystem root world-writable"),
-    Rule("ssh-keys", r"((~|\$home|/home/[^/\s]+|/root)/|(^|[\s=:]))\.ssh/(id_|authorized_keys)", "touching SSH keys",
-         SHELL_TOOLS | WRITE_TOOLS | READ_TOOLS),
+    Rule(
+        "ssh-keys",
+        r"((~|\$home|/home/[^/\s]+|/root)/|(^|[\s=:]))\.ssh/(id_|authorized_keys)",
+        "touching SSH keys",
+        SHELL_TOOLS | WRITE_TOOLS | READ_TOOLS,
+    ),
 )
 
 
@@ -97,6 +132,7 @@ def _normalize(arguments: str | Mapping[str, object]) -> str:
                 walk(x)
         elif isinstance(v, (list, tuple)):
             parts.append(" ".join(str(x) for x in v))
+
     walk(arguments)
     text = " ".join(parts).replace('"', "").replace("'", "").replace("\\\n", " ")
     return " ".join(text.split()).lower()

@@ -39,7 +39,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["MODES", "DEFAULT_MODE", "Sandbox", "SandboxError", "bwrap_problem", "choose", "program_folders", "NO_SANDBOX"]
+__all__ = [
+    "MODES",
+    "DEFAULT_MODE",
+    "Sandbox",
+    "SandboxError",
+    "bwrap_problem",
+    "choose",
+    "program_folders",
+    "NO_SANDBOX",
+]
 
 MODES = ("workspace-write", "read-only", "off")
 DEFAULT_MODE = "workspace-write"
@@ -145,8 +154,14 @@ def program_folders(path: str | None = None, prefixes: Iterable[str] = ()) -> tu
     return tuple(kept)
 
 
-def choose(requested: str | None, workspace: str | os.PathLike[str], *, network: bool = False,
-           protected: Iterable[str | os.PathLike[str]] = (), bwrap: str | None = None) -> tuple[Sandbox, str | None]:
+def choose(
+    requested: str | None,
+    workspace: str | os.PathLike[str],
+    *,
+    network: bool = False,
+    protected: Iterable[str | os.PathLike[str]] = (),
+    bwrap: str | None = None,
+) -> tuple[Sandbox, str | None]:
     """``(sandbox, warning)`` for mode ``requested`` (:data:`MODES`, or ``None``: :data:`DEFAULT_MODE` where
     bubblewrap works, else ``off`` and a one-line ``warning``) in ``workspace``.
 
@@ -160,9 +175,11 @@ def choose(requested: str | None, workspace: str | os.PathLike[str], *, network:
     if problem is not None:
         if requested is not None:
             raise SandboxError(f"--sandbox {requested}: {problem}; or pass --sandbox off")
-        return NO_SANDBOX, (f"no sandbox: {problem}; tool commands run with the permission policy only "
-                            "(pass --sandbox off to say so)")
+        return NO_SANDBOX, (
+            f"no sandbox: {problem}; tool commands run with the permission policy only (pass --sandbox off to say so)"
+        )
     ws = Path(workspace).resolve()
     kept = tuple(Path(os.path.abspath(p)) for p in protected)
-    return Sandbox(requested or DEFAULT_MODE, ws, network, kept, bwrap or shutil.which("bwrap"),
-                   program_folders()), None
+    return Sandbox(
+        requested or DEFAULT_MODE, ws, network, kept, bwrap or shutil.which("bwrap"), program_folders()
+    ), None

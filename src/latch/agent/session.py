@@ -166,13 +166,18 @@ def _chosen_tools(o: RunOptions) -> tuple[dict[str, Any], tuple[Any, ...]]:
         wanted = [n.strip() for n in o.tool_names.split(",") if n.strip()]
         unknown = [n for n in wanted if n not in known]
         if unknown or not wanted:
-            raise SessionError(f"--tools: unknown tool {unknown[0]!r} (known: {', '.join(known)})" if unknown
-                               else "--tools: give at least one tool name")
+            raise SessionError(
+                f"--tools: unknown tool {unknown[0]!r} (known: {', '.join(known)})"
+                if unknown
+                else "--tools: give at least one tool name"
+            )
         chosen = tuple(t for t in known.values() if t.NAME in wanted)  # the fixed order, always
     if o.tool_choice is not None and o.tool_choice not in ("auto", "required", "none"):
         if o.tool_choice not in {t.NAME for t in chosen}:
-            raise SessionError(f"--tool-choice {o.tool_choice!r}: not auto, required, none or an offered tool "
-                               f"({', '.join(t.NAME for t in chosen)})")
+            raise SessionError(
+                f"--tool-choice {o.tool_choice!r}: not auto, required, none or an offered tool "
+                f"({', '.join(t.NAME for t in chosen)})"
+            )
     return known, chosen
 
 
@@ -208,36 +213,51 @@ def _resume(o: RunOptions, store: Any, prompt: bool) -> _Resumed:
     # a group's lead may have its workers' messages to read: its resume sends them
     waiting = not o.worker and not (info.meta or {}).get("group") and awaiting_user(store, info.id)
     if o.task is None and not prompt and waiting:  # nothing to send: a resent answer is a wasted request
-        raise SessionError(f"session {info.id} waits for the user (the agent's last answer is complete): give a "
-                           "TASK, or resume on a terminal for the prompt")
-    return _Resumed(info.id, Path(info.workspace or os.getcwd()), profile, waiting,
-                    not o.worker and bool((info.meta or {}).get("group")))  # a group's lead stays its lead
+        raise SessionError(
+            f"session {info.id} waits for the user (the agent's last answer is complete): give a "
+            "TASK, or resume on a terminal for the prompt"
+        )
+    return _Resumed(
+        info.id,
+        Path(info.workspace or os.getcwd()),
+        profile,
+        waiting,
+        not o.worker and bool((info.meta or {}).get("group")),
+    )  # a group's lead stays its lead
 
 
 def _with_profile(o: RunOptions, profile: Mapping[str, Any], section: Mapping[str, Any]) -> RunOptions:
     """``o`` with each option left unset taken from the session's ``profile``, then the ``[provider]``
     ``section`` (flags win; a resumed session keeps its budget and sandbox choice unless a flag changes them)."""
     return replace(
-        o, provider_name=o.provider_name or profile.get("provider") or section.get("name"),
+        o,
+        provider_name=o.provider_name or profile.get("provider") or section.get("name"),
         model=o.model or profile.get("model") or section.get("model"),
         base_url=o.base_url or profile.get("base_url") or section.get("base_url"),
         api_key_env=o.api_key_env or profile.get("api_key_env") or section.get("api_key_env"),
-        mode=o.mode or profile.get("mode") or "default", engine=o.engine or profile.get("engine"),
-        child_engine=o.child_engine or profile.get("child_engine"), estimator=o.estimator or profile.get("estimator"),
+        mode=o.mode or profile.get("mode") or "default",
+        engine=o.engine or profile.get("engine"),
+        child_engine=o.child_engine or profile.get("child_engine"),
+        estimator=o.estimator or profile.get("estimator"),
         window=o.window or profile.get("window"),
         reserve=o.reserve if o.reserve is not None else profile.get("reserve"),
-        recent=o.recent or profile.get("recent"), tool_choice=o.tool_choice or profile.get("tool_choice"),
-        no_stream=o.no_stream or bool(profile.get("no_stream")), sandbox_mode=o.sandbox_mode or profile.get("sandbox"),
+        recent=o.recent or profile.get("recent"),
+        tool_choice=o.tool_choice or profile.get("tool_choice"),
+        no_stream=o.no_stream or bool(profile.get("no_stream")),
+        sandbox_mode=o.sandbox_mode or profile.get("sandbox"),
         network=o.network or bool(profile.get("network")),
-        max_turns=o.max_turns or section.get("max_turns") or DEFAULT_MAX_TURNS)
+        max_turns=o.max_turns or section.get("max_turns") or DEFAULT_MAX_TURNS,
+    )
 
 
 def _provider(o: RunOptions, section: Mapping[str, Any]) -> Any:
     """The provider plugin ``o`` names, set up (model, base URL, key variable, response limits, streaming)."""
     name, model = o.provider_name, o.model
     if not name:
-        raise SessionError("no provider: pass --provider openai|openai-responses|anthropic|openai-compatible "
-                           "(or set [provider] name in the config)")
+        raise SessionError(
+            "no provider: pass --provider openai|openai-responses|anthropic|openai-compatible "
+            "(or set [provider] name in the config)"
+        )
     if not model:
         raise SessionError("no model: pass --model (or set [provider] model in the config)")
     try:
@@ -249,8 +269,10 @@ def _provider(o: RunOptions, section: Mapping[str, Any]) -> Any:
     except ProviderError as exc:
         raise SessionError(str(exc), usage=False) from None
     limits = getattr(provider, "limits", None)  # the SDK providers' deadline and idle timeout
-    for key, flag, value in (("response_timeout", "--response-timeout", o.response_timeout),
-                             ("idle_timeout", "--idle-timeout", o.idle_timeout)):
+    for key, flag, value in (
+        ("response_timeout", "--response-timeout", o.response_timeout),
+        ("idle_timeout", "--idle-timeout", o.idle_timeout),
+    ):
         value = value if value is not None else section.get(key)
         if value is None:
             continue
@@ -266,8 +288,9 @@ def _provider(o: RunOptions, section: Mapping[str, Any]) -> Any:
     return provider
 
 
-def _check_choices(o: RunOptions, config: Mapping[str, Any], workspace: Path,
-                   store_files: Callable[[], Sequence[Path]]) -> tuple[Sandbox, str | None]:
+def _check_choices(
+    o: RunOptions, config: Mapping[str, Any], workspace: Path, store_files: Callable[[], Sequence[Path]]
+) -> tuple[Sandbox, str | None]:
     """The engine, child engine and estimator plugins exist, the sandbox can run and the planned budget leaves
     the window above the reserve; returns ``(sandbox, its warning or None)``."""
     try:
@@ -288,8 +311,9 @@ def _check_choices(o: RunOptions, config: Mapping[str, Any], workspace: Path,
     window = o.window if o.window is not None else planned.context_window_tokens
     reserve = o.reserve if o.reserve is not None else planned.reserve_tokens
     if reserve >= window:
-        raise SessionError(f"the reserve ({reserve:,}) must be below the window ({window:,}); pass --window or "
-                           "--reserve")
+        raise SessionError(
+            f"the reserve ({reserve:,}) must be below the window ({window:,}); pass --window or --reserve"
+        )
     return sandbox, warning
 
 
@@ -301,14 +325,28 @@ def _create(o: RunOptions, store: Any, chosen: Sequence[Any]) -> tuple[str, Path
         except KeyError:
             pass
         else:
-            raise SessionError(f"--group: a group named {o.group_name!r} exists already; join it with --worker or "
-                               "pick another name")
+            raise SessionError(
+                f"--group: a group named {o.group_name!r} exists already; join it with --worker or pick another name"
+            )
     workspace = Path(os.getcwd()).resolve()
-    profile = {"provider": o.provider_name, "model": o.model, "base_url": o.base_url, "api_key_env": o.api_key_env,
-               "mode": o.mode, "engine": o.engine, "child_engine": o.child_engine, "estimator": o.estimator,
-               "tools": [t.NAME for t in chosen] if o.tool_names is not None else None,
-               "window": o.window, "reserve": o.reserve, "recent": o.recent, "tool_choice": o.tool_choice,
-               "no_stream": o.no_stream or None, "sandbox": o.sandbox_mode, "network": o.network or None}
+    profile = {
+        "provider": o.provider_name,
+        "model": o.model,
+        "base_url": o.base_url,
+        "api_key_env": o.api_key_env,
+        "mode": o.mode,
+        "engine": o.engine,
+        "child_engine": o.child_engine,
+        "estimator": o.estimator,
+        "tools": [t.NAME for t in chosen] if o.tool_names is not None else None,
+        "window": o.window,
+        "reserve": o.reserve,
+        "recent": o.recent,
+        "tool_choice": o.tool_choice,
+        "no_stream": o.no_stream or None,
+        "sandbox": o.sandbox_mode,
+        "network": o.network or None,
+    }
     meta: dict[str, Any] = {"agent": {k: v for k, v in profile.items() if v is not None}}
     if o.group_name is not None:
         meta["group"] = o.group_name
@@ -319,21 +357,37 @@ def _create(o: RunOptions, store: Any, chosen: Sequence[Any]) -> tuple[str, Path
 def _budget(o: RunOptions, setup: EngineSetup) -> ContextBudget:
     """The engine's default budget with ``--window``, ``--reserve`` and ``--recent`` applied."""
     budget = setup.engine.default_budget()
-    overrides = {k: v for k, v in (("context_window_tokens", o.window), ("reserve_tokens", o.reserve),
-                                    ("recent_tokens", o.recent)) if v is not None}
-    merged = {"context_window_tokens": budget.context_window_tokens, "reserve_tokens": budget.reserve_tokens,
-              **overrides}
+    overrides = {
+        k: v
+        for k, v in (("context_window_tokens", o.window), ("reserve_tokens", o.reserve), ("recent_tokens", o.recent))
+        if v is not None
+    }
+    merged = {
+        "context_window_tokens": budget.context_window_tokens,
+        "reserve_tokens": budget.reserve_tokens,
+        **overrides,
+    }
     if merged["reserve_tokens"] >= merged["context_window_tokens"]:
-        raise SessionError(f"the reserve ({merged['reserve_tokens']:,}) must be below the window "
-                           f"({merged['context_window_tokens']:,}); pass --window or --reserve")
+        raise SessionError(
+            f"the reserve ({merged['reserve_tokens']:,}) must be below the window "
+            f"({merged['context_window_tokens']:,}); pass --window or --reserve"
+        )
     return replace(budget, **overrides)
 
 
-def open_session(o: RunOptions, config: Mapping[str, Any], *, open_store: Callable[..., Any], on_terminal: bool,
-                 store_files: Callable[[], Sequence[Path]], warn: Callable[[str], None],
-                 defer: Callable[[Callable[[], Any]], Any],
-                 observer: Callable[[str, str, EngineSetup], Observer],
-                 approve: Callable[[Path], Any], arm: Callable[[], None] = lambda: None) -> AgentSession:
+def open_session(
+    o: RunOptions,
+    config: Mapping[str, Any],
+    *,
+    open_store: Callable[..., Any],
+    on_terminal: bool,
+    store_files: Callable[[], Sequence[Path]],
+    warn: Callable[[str], None],
+    defer: Callable[[Callable[[], Any]], Any],
+    observer: Callable[[str, str, EngineSetup], Observer],
+    approve: Callable[[Path], Any],
+    arm: Callable[[], None] = lambda: None,
+) -> AgentSession:
     """Build the session ``o`` asks for (see the module docstring; call :func:`check_options` first).
 
     ``open_store(create=...)`` opens the workspace's store (not created for a resume or a worker);
@@ -357,8 +411,9 @@ def open_session(o: RunOptions, config: Mapping[str, Any], *, open_store: Callab
     if o.task is None and resumed is None and not on_terminal:
         raise SessionError("no TASK: give one, or run on a terminal for the interactive prompt")
     # every choice is checked before a new session is stored (a rejected run leaves nothing behind)
-    sandbox, sandbox_warning = _check_choices(o, config, resumed.workspace if resumed is not None
-                                              else Path(os.getcwd()), store_files)
+    sandbox, sandbox_warning = _check_choices(
+        o, config, resumed.workspace if resumed is not None else Path(os.getcwd()), store_files
+    )
     if resumed is None:
         store = open_store()
         session_id, workspace = _create(o, store, chosen)
@@ -382,14 +437,23 @@ def open_session(o: RunOptions, config: Mapping[str, Any], *, open_store: Callab
     for w in warnings:
         warn(w)
     try:
-        setup = build_engine(store, session_id, stream=lambda n: f"{n}:main", engine=o.engine, model=o.model,
-                             estimator=o.estimator, config=config)
+        setup = build_engine(
+            store,
+            session_id,
+            stream=lambda n: f"{n}:main",
+            engine=o.engine,
+            model=o.model,
+            estimator=o.estimator,
+            config=config,
+        )
     except HostError as exc:
         raise SessionError(str(exc)) from None
     budget = _budget(o, setup)
     try:  # the root engine is the one build_engine made; children go through the child policy
-        supervisor = Supervisor(plugins.get_engine_factory(setup.engine_name),
-                                plugins.get_engine_factory(o.child_engine) if o.child_engine else None)
+        supervisor = Supervisor(
+            plugins.get_engine_factory(setup.engine_name),
+            plugins.get_engine_factory(o.child_engine) if o.child_engine else None,
+        )
     except plugins.PluginError as exc:
         raise SessionError(str(exc)) from None
     key_names = [o.api_key_env] if o.api_key_env else []  # a custom key variable is a secret whatever its name
@@ -411,16 +475,46 @@ def open_session(o: RunOptions, config: Mapping[str, Any], *, open_store: Callab
     lead = not o.worker and (o.group_name is not None or (resumed is not None and resumed.lead))
     if lead:
         tools = (*tools, *GROUP_TOOLS)
-    tool_ctx = ToolContext(workspace=workspace, store=store, session_id=session_id, processes=processes,
-                           estimate=setup.counter.text)
+    tool_ctx = ToolContext(
+        workspace=workspace, store=store, session_id=session_id, processes=processes, estimate=setup.counter.text
+    )
     assert o.provider_name is not None and o.model is not None
-    loop = AgentLoop(store, session_id, provider, setup=setup, budget=budget, tools=tools, tool_context=tool_ctx,
-                     session_context=ctx_obj, policy=PermissionPolicy(mode=o.mode), approve=approve(workspace),
-                     assume_yes=o.assume_yes, system_prompt=SYSTEM_PROMPT,
-                     observer=observer(o.provider_name, o.model, setup),
-                     tool_choice=o.tool_choice, max_output_tokens=budget.reserve_tokens, supervisor=supervisor,
-                     group=Group(store, session_id) if lead else None, group_agent="lead" if lead else None,
-                     defer_tools=o.tool_names is None and not profile.get("tools"), secret_names=key_names)
-    return AgentSession(o, o.provider_name, store, session_id, workspace, record, setup, budget, sandbox, processes,
-                        hub, loop, resumed=resumed is not None, waiting=resumed.waiting if resumed else True,
-                        profile=profile)
+    loop = AgentLoop(
+        store,
+        session_id,
+        provider,
+        setup=setup,
+        budget=budget,
+        tools=tools,
+        tool_context=tool_ctx,
+        session_context=ctx_obj,
+        policy=PermissionPolicy(mode=o.mode),
+        approve=approve(workspace),
+        assume_yes=o.assume_yes,
+        system_prompt=SYSTEM_PROMPT,
+        observer=observer(o.provider_name, o.model, setup),
+        tool_choice=o.tool_choice,
+        max_output_tokens=budget.reserve_tokens,
+        supervisor=supervisor,
+        group=Group(store, session_id) if lead else None,
+        group_agent="lead" if lead else None,
+        defer_tools=o.tool_names is None and not profile.get("tools"),
+        secret_names=key_names,
+    )
+    return AgentSession(
+        o,
+        o.provider_name,
+        store,
+        session_id,
+        workspace,
+        record,
+        setup,
+        budget,
+        sandbox,
+        processes,
+        hub,
+        loop,
+        resumed=resumed is not None,
+        waiting=resumed.waiting if resumed else True,
+        profile=profile,
+    )

@@ -32,9 +32,22 @@ from ..events import SkillEntry, SkillsListed
 from ..kernel.files import PAGE_LIMIT_BYTES, PAGE_LIMIT_TOKENS, bounded_page
 from .tools.base import ToolContext, ToolError, ToolOutcome, schema
 
-__all__ = ["Skill", "discover_skills", "skill_roots", "parse_skill_file", "session_skills", "skills_section",
-           "LoadSkill", "ReadSkillResource", "skill_tools", "SKILL_FILE", "NAME_RE", "DESCRIPTION_LIMIT",
-           "SKILL_FILE_LIMIT_BYTES", "RESOURCE_LIST_LIMIT"]
+__all__ = [
+    "Skill",
+    "discover_skills",
+    "skill_roots",
+    "parse_skill_file",
+    "session_skills",
+    "skills_section",
+    "LoadSkill",
+    "ReadSkillResource",
+    "skill_tools",
+    "SKILL_FILE",
+    "NAME_RE",
+    "DESCRIPTION_LIMIT",
+    "SKILL_FILE_LIMIT_BYTES",
+    "RESOURCE_LIST_LIMIT",
+]
 
 SKILL_FILE = "SKILL.md"
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -51,8 +64,9 @@ Skill = SkillEntry
 """A discovered skill (:class:`latch.events.SkillEntry`: name, description, folder path, source)."""
 
 
-def skill_roots(workspace: str | os.PathLike[str], user_dir: str | os.PathLike[str] | None = None
-                ) -> list[tuple[str, Path]]:
+def skill_roots(
+    workspace: str | os.PathLike[str], user_dir: str | os.PathLike[str] | None = None
+) -> list[tuple[str, Path]]:
     """``[(source, folder)]`` searched for skills, in precedence order: ``("workspace", WS/.latch/skills)``,
     ``("user", USER)`` (``user_dir``, default ``skills/`` beside :func:`latch.config.config_path`),
     ``("claude", WS/.claude/skills)``."""
@@ -68,7 +82,7 @@ def _split_front_matter(text: str) -> tuple[str, str]:
         raise ValueError("no front matter (the file must start with a '---' line)")
     for i in range(1, len(lines)):
         if lines[i].strip() == "---":
-            return "".join(lines[1:i]), "".join(lines[i + 1:])
+            return "".join(lines[1:i]), "".join(lines[i + 1 :])
     raise ValueError("front matter is not closed by a '---' line")
 
 
@@ -100,7 +114,9 @@ def parse_skill_file(path: str | os.PathLike[str], source: str = "workspace") ->
         raise ValueError("front matter has no name")
     name = name.strip()
     if len(name) > NAME_LIMIT or not NAME_RE.match(name):
-        raise ValueError(f"name {name!r} must be lowercase letters, digits and hyphens, at most {NAME_LIMIT} characters")
+        raise ValueError(
+            f"name {name!r} must be lowercase letters, digits and hyphens, at most {NAME_LIMIT} characters"
+        )
     if not isinstance(description, str) or not description.strip():
         raise ValueError("front matter has no description")
     description = " ".join(description.split())
@@ -109,8 +125,9 @@ def parse_skill_file(path: str | os.PathLike[str], source: str = "workspace") ->
     return SkillEntry(name, description, str(p.parent.resolve()), source), body
 
 
-def discover_skills(workspace: str | os.PathLike[str], user_dir: str | os.PathLike[str] | None = None
-                    ) -> tuple[list[SkillEntry], list[str]]:
+def discover_skills(
+    workspace: str | os.PathLike[str], user_dir: str | os.PathLike[str] | None = None
+) -> tuple[list[SkillEntry], list[str]]:
     """``(skills sorted by name, warnings)`` found under :func:`skill_roots`: every direct subfolder holding a
     ``SKILL.md``. Each warning is one line naming the file (invalid front matter, unreadable, a name shadowed
     by an earlier root). Never raises."""
@@ -129,16 +146,18 @@ def discover_skills(workspace: str | os.PathLike[str], user_dir: str | os.PathLi
                 warnings.append(f"{path}: skill skipped: {exc}")
                 continue
             if entry.name in found:
-                warnings.append(f"{path}: skill {entry.name!r} skipped: the same name is already loaded from "
-                                f"{found[entry.name].path}")
+                warnings.append(
+                    f"{path}: skill {entry.name!r} skipped: the same name is already loaded from "
+                    f"{found[entry.name].path}"
+                )
                 continue
             found[entry.name] = entry
     return [found[n] for n in sorted(found)], warnings
 
 
-def session_skills(store: Any, session_id: str,
-                   discover: Callable[[], tuple[Sequence[SkillEntry], Sequence[str]]] | None = None
-                   ) -> tuple[tuple[SkillEntry, ...], list[str]]:
+def session_skills(
+    store: Any, session_id: str, discover: Callable[[], tuple[Sequence[SkillEntry], Sequence[str]]] | None = None
+) -> tuple[tuple[SkillEntry, ...], list[str]]:
     """``(skills, warnings)`` of the session, fixed at its start.
 
     The session's first :class:`~latch.events.SkillsListed` when it has one (resume: the same list, whatever
@@ -170,10 +189,13 @@ def skills_section(skills: Sequence[SkillEntry]) -> str:
     how to use them, then one ``- NAME: DESCRIPTION`` line each, in the given (stored) order."""
     if not skills:
         return ""
-    lines = ["# Agent skills", "",
-             "Skills are instructions for particular tasks. When a task matches a skill's description, load it "
-             "with load_skill(name) and follow it; read the files it mentions with read_skill_resource(name, path).",
-             ""]
+    lines = [
+        "# Agent skills",
+        "",
+        "Skills are instructions for particular tasks. When a task matches a skill's description, load it "
+        "with load_skill(name) and follow it; read the files it mentions with read_skill_resource(name, path).",
+        "",
+    ]
     lines += [f"- {s.name}: {s.description}" for s in skills]
     return "\n".join(lines)
 
@@ -187,8 +209,10 @@ def _entry(ctx: ToolContext, name: str) -> SkillEntry:
         if e.name == name:
             return e
     known = ", ".join(e.name for e in skills) or "none"
-    raise ToolError(f"no skill {name!r} in this session (skills: {known}; a skill added after the session "
-                    "started is offered from the next session)")
+    raise ToolError(
+        f"no skill {name!r} in this session (skills: {known}; a skill added after the session "
+        "started is offered from the next session)"
+    )
 
 
 def _page(data: bytes, offset: int, ctx: ToolContext, what: str) -> str:
@@ -220,9 +244,12 @@ class LoadSkill:
         "Load the instructions of an agent skill listed in the session context, by name. Returns the skill's "
         f"SKILL.md body (one page: at most {PAGE_LIMIT_BYTES // 1024} KiB and {PAGE_LIMIT_TOKENS:,} tokens; a "
         "longer one ends with the offset to continue from) and the names of its resource files.",
-        {"name": {"type": "string", "minLength": 1, "description": "The skill's name."},
-         "offset": {"type": "integer", "minimum": 0, "description": "Byte offset in the body (default 0)."}},
-        ["name"])
+        {
+            "name": {"type": "string", "minLength": 1, "description": "The skill's name."},
+            "offset": {"type": "integer", "minimum": 0, "description": "Byte offset in the body (default 0)."},
+        },
+        ["name"],
+    )
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         entry = _entry(ctx, args["name"])
@@ -252,10 +279,13 @@ class ReadSkillResource:
         "read_skill_resource",
         "Read a file of an agent skill (a script, reference or template in the skill's folder), one page at a "
         f"time (at most {PAGE_LIMIT_BYTES // 1024} KiB and {PAGE_LIMIT_TOKENS:,} tokens).",
-        {"name": {"type": "string", "minLength": 1, "description": "The skill's name."},
-         "path": {"type": "string", "minLength": 1, "description": "The file, relative to the skill's folder."},
-         "offset": {"type": "integer", "minimum": 0, "description": "Byte offset to start from (default 0)."}},
-        ["name", "path"])
+        {
+            "name": {"type": "string", "minLength": 1, "description": "The skill's name."},
+            "path": {"type": "string", "minLength": 1, "description": "The file, relative to the skill's folder."},
+            "offset": {"type": "integer", "minimum": 0, "description": "Byte offset to start from (default 0)."},
+        },
+        ["name", "path"],
+    )
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         entry = _entry(ctx, args["name"])

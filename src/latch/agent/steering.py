@@ -52,8 +52,11 @@ class SteeringInbox:
 
     def pending(self) -> list[SteeringQueued]:
         delivered = {e.event.message_id for e in self.store.events(self.session_id, kinds=("steering_delivered",))}
-        return [e.event for e in self.store.events(self.session_id, kinds=("steering_queued",))
-                if e.event.message_id not in delivered]
+        return [
+            e.event
+            for e in self.store.events(self.session_id, kinds=("steering_queued",))
+            if e.event.message_id not in delivered
+        ]
 
     def at_safe_boundary(self) -> bool:
         return not pending_tool_calls(self.store, self.session_id)

@@ -104,7 +104,8 @@ class Supervisor:
                 f"cannot spawn {what}: the root uses {_describe(self.root_factory)}, "
                 f"which is not the default engine, and no child policy is configured; pass child_policy= "
                 f"(e.g. the root factory itself) to say how children are built (Latch never falls back to "
-                f"the default engine)")
+                f"the default engine)"
+            )
         return factory
 
     def _child_factory_for(self, profile: EngineProfile) -> ContextEngineFactory:
@@ -116,7 +117,9 @@ class Supervisor:
 def _build(factory: ContextEngineFactory, profile: EngineProfile) -> ContextEngine:
     engine = factory(profile)
     if not isinstance(engine, ContextEngine):
-        raise TypeError(f"{_describe(factory)} returned {type(engine).__name__}, which does not implement "
-                        f"the ContextEngine port (materialize, config, set_config, set_estimator, "
-                        f"default_budget, manual_compact, recall)")
+        raise TypeError(
+            f"{_describe(factory)} returned {type(engine).__name__}, which does not implement "
+            f"the ContextEngine port (materialize, config, set_config, set_estimator, "
+            f"default_budget, manual_compact, recall)"
+        )
     return engine

@@ -38,8 +38,9 @@ def result_room(view: ContextView) -> int:
     if not isinstance(recent, int) or recent <= 0:
         t = view.tokens
         hard = view.budget.hard_limit_tokens if view.budget is not None else t.total_tokens
-        recent = (hard - t.instructions_tokens - t.tools_tokens - t.state_tokens - t.extension_tokens
-                  - t.harness_tokens) // 2
+        recent = (
+            hard - t.instructions_tokens - t.tools_tokens - t.state_tokens - t.extension_tokens - t.harness_tokens
+        ) // 2
     return max(MIN_RESULT_TOKENS, recent * 3 // 4)
 
 
@@ -54,8 +55,9 @@ class ToolCalls:
         self.loop = loop
         self.secrets = secret_values(also=secret_names)  # this process's secret values: redacted from tool results
         store, session_id = loop.store, loop.session_id
-        self.blockers = BlockerWatch(store, session_id, lambda until: workspace_generation(
-            store, session_id, until, cache=kernel_cache()))
+        self.blockers = BlockerWatch(
+            store, session_id, lambda until: workspace_generation(store, session_id, until, cache=kernel_cache())
+        )
         self.by_name = {t.NAME: t for t in loop.tools}
         self.oversized: dict[str, str] = {}  # call id -> the error result of a call whose arguments were cut
 
@@ -77,8 +79,14 @@ class ToolCalls:
             if loop.approve(call, decision):
                 return decision, True, ""
             return decision, False, "[not run: the user declined this call]"
-        return decision, False, ("[not run: this call needs the user's approval and the session is not "
-                                 "interactive; the user can allow such calls with --yes]")
+        return (
+            decision,
+            False,
+            (
+                "[not run: this call needs the user's approval and the session is not "
+                "interactive; the user can allow such calls with --yes]"
+            ),
+        )
 
     def bound_arguments(self, message: AssistantMessage) -> AssistantMessage:
         """``message`` with the arguments of every call over :meth:`cap_tokens` replaced by
@@ -91,12 +99,13 @@ class ToolCalls:
             if len(c.arguments) > cap and self.loop.setup.counter.text(c.arguments) > cap:
                 data = c.arguments.encode("utf-8", "surrogatepass")
                 sha = self.loop.store.put_artifact(data, "application/json").sha256
-                self.oversized[c.id] = (f"[not run: the arguments of this call are {len(data):,} bytes, over the "
-                                        f"{cap:,}-token limit of one call; they are stored whole as artifact "
-                                        f"{sha} (read_artifact). Do the work in smaller calls, e.g. write a large "
-                                        f"file in parts]")
-                c = replace(c, arguments=canonical_json({"oversized_arguments": {"bytes": len(data),
-                                                                                 "sha256": sha}}))
+                self.oversized[c.id] = (
+                    f"[not run: the arguments of this call are {len(data):,} bytes, over the "
+                    f"{cap:,}-token limit of one call; they are stored whole as artifact "
+                    f"{sha} (read_artifact). Do the work in smaller calls, e.g. write a large "
+                    f"file in parts]"
+                )
+                c = replace(c, arguments=canonical_json({"oversized_arguments": {"bytes": len(data), "sha256": sha}}))
                 changed = True
             calls.append(c)
         return replace(message, tool_calls=tuple(calls)) if changed else message
@@ -115,8 +124,9 @@ class ToolCalls:
         loop.observer.on_tool_call(call, decision, allowed)
         outcome = self._run(call, decision) if allowed else ToolOutcome(refusal, is_error=True)
         content = redact(outcome.content, self.secrets)  # a key a tool printed never reaches the store or model
-        result = ToolResult(call.id, self.bound(content), is_error=outcome.is_error, name=call.name,
-                            exit_code=outcome.exit_code)
+        result = ToolResult(
+            call.id, self.bound(content), is_error=outcome.is_error, name=call.name, exit_code=outcome.exit_code
+        )
         (seq,) = loop.store.append(loop.session_id, [result])
         blocker = self.blockers.observe(call, result, seq, turn_seq)  # a refused write repeated, workspace unchanged
         if blocker is not None:

@@ -14,8 +14,19 @@ __all__ = ["DEFER_SHARE", "CORE_TOOLS", "ToolOffer"]
 DEFER_SHARE = 4
 """When every tool's schema together takes more than 1/DEFER_SHARE of the hard limit, ``latch run`` offers the
 :data:`CORE_TOOLS` and ``load_tools`` for the rest (:mod:`latch.agent.tools.load_tools`)."""
-CORE_TOOLS = ("read_file", "write_file", "edit_file", "shell", "process_output", "search_history", "compact",
-              "read_artifact", "load_skill", "read_skill_resource", "spawn_agent")
+CORE_TOOLS = (
+    "read_file",
+    "write_file",
+    "edit_file",
+    "shell",
+    "process_output",
+    "search_history",
+    "compact",
+    "read_artifact",
+    "load_skill",
+    "read_skill_resource",
+    "spawn_agent",
+)
 """The tools always offered."""
 
 
@@ -27,8 +38,18 @@ class ToolOffer:
     ``None``) loads them by name, the ones earlier ``load_tools`` calls of the session loaded are offered again, and
     ``on_load()`` is called whenever the list offered changes."""
 
-    def __init__(self, store: Any, session_id: str, schemas: Sequence[Mapping[str, Any]], *, defer: bool,
-                 counter: Any, hard_limit_tokens: int, keep: Sequence[str], on_load: Callable[[], None]):
+    def __init__(
+        self,
+        store: Any,
+        session_id: str,
+        schemas: Sequence[Mapping[str, Any]],
+        *,
+        defer: bool,
+        counter: Any,
+        hard_limit_tokens: int,
+        keep: Sequence[str],
+        on_load: Callable[[], None],
+    ):
         self.store, self.session_id, self.on_load = store, session_id, on_load
         self.schemas = [dict(sc) for sc in schemas]
         self.deferred: dict[str, str] = {}  # tool name -> description, of tools offered only on demand
@@ -36,8 +57,11 @@ class ToolOffer:
         self.loader: LoadTools | None = None
         if defer and counter.tools(self.schemas) * DEFER_SHARE > hard_limit_tokens:
             keep_names = {*CORE_TOOLS, *keep}
-            self.deferred = {str(sc["name"]): str(sc.get("description") or "") for sc in self.schemas
-                             if sc.get("name") not in keep_names}
+            self.deferred = {
+                str(sc["name"]): str(sc.get("description") or "")
+                for sc in self.schemas
+                if sc.get("name") not in keep_names
+            }
             if self.deferred:
                 self.loader = LoadTools(self.deferred, self.load)
                 self.loaded = self.loaded_before()
@@ -52,8 +76,9 @@ class ToolOffer:
 
     def loaded_before(self) -> set[str]:
         """The deferred tools earlier ``load_tools`` calls of this session loaded (a resumed run offers them)."""
-        ok = {s.event.call_id for s in self.store.events(self.session_id, kinds=["tool_result"])
-              if not s.event.is_error}
+        ok = {
+            s.event.call_id for s in self.store.events(self.session_id, kinds=["tool_result"]) if not s.event.is_error
+        }
         found: set[str] = set()
         for s in self.store.events(self.session_id, kinds=["assistant_message"]):
             for c in s.event.tool_calls:

@@ -39,8 +39,11 @@ def correction_ratio(store: Any, session_id: str, source: str | None = None) -> 
         e = s.event
         if source is not None and e.source != source:
             continue
-        if e.estimated_tokens > 0 and e.provider_tokens > e.estimated_tokens and (
-                best is None or e.provider_tokens * best[1] > best[0] * e.estimated_tokens):
+        if (
+            e.estimated_tokens > 0
+            and e.provider_tokens > e.estimated_tokens
+            and (best is None or e.provider_tokens * best[1] > best[0] * e.estimated_tokens)
+        ):
             best = (e.provider_tokens, e.estimated_tokens)
     return best
 
@@ -49,12 +52,16 @@ def overflow_fix(budget: ContextBudget, counter: Any, tools: Sequence[Any]) -> s
     """What would make the next request fit: a larger window or smaller reserve, and fewer tool schemas when
     they (``tools``, counted by ``counter``) take a third of the hard limit or more."""
     hard = budget.hard_limit_tokens
-    fix = (f"to fix it: a larger --window or a smaller --reserve (now {budget.context_window_tokens:,} and "
-           f"{budget.reserve_tokens:,} tokens)")
+    fix = (
+        f"to fix it: a larger --window or a smaller --reserve (now {budget.context_window_tokens:,} and "
+        f"{budget.reserve_tokens:,} tokens)"
+    )
     schemas = counter.tools(tools)
     if schemas * 3 >= hard:
-        fix += (f", or fewer tools with --tools NAME,... (the {len(tools)} tool schemas take "
-                f"{schemas:,} of the {hard:,}-token hard limit)")
+        fix += (
+            f", or fewer tools with --tools NAME,... (the {len(tools)} tool schemas take "
+            f"{schemas:,} of the {hard:,}-token hard limit)"
+        )
     return fix
 
 
@@ -70,8 +77,9 @@ class RequestBudget:
     provider's rate (``forecast``, this process's requests: :mod:`latch.accounting.forecast`). Each correction
     appended is passed to ``on_correction``. This is the session's only writer of corrections."""
 
-    def __init__(self, store: Any, session_id: str, base: ContextBudget,
-                 on_correction: Callable[[EstimateCorrection], None]):
+    def __init__(
+        self, store: Any, session_id: str, base: ContextBudget, on_correction: Callable[[EstimateCorrection], None]
+    ):
         self.store, self.session_id, self.base, self.on_correction = store, session_id, base, on_correction
         self.forecast = ProviderForecast()
         self._ratios: dict[str | None, tuple[int, int] | None] | None = None
@@ -80,8 +88,10 @@ class RequestBudget:
         """The session's largest correction (:func:`correction_ratio`; of ``source`` only when given), read from
         the store once and then kept current by :meth:`correct`."""
         if self._ratios is None:
-            self._ratios = {None: correction_ratio(self.store, self.session_id),
-                            "overflow": correction_ratio(self.store, self.session_id, "overflow")}
+            self._ratios = {
+                None: correction_ratio(self.store, self.session_id),
+                "overflow": correction_ratio(self.store, self.session_id, "overflow"),
+            }
         return self._ratios[source]
 
     def current(self) -> ContextBudget:
@@ -94,13 +104,14 @@ class RequestBudget:
         """Append an :class:`~latch.events.EstimateCorrection` (``source`` ``"usage"`` or ``"overflow"``) when
         ``provider_tokens / estimated`` is above every earlier one (of that source, for an overflow)."""
         if not raises_ratio(self.ratio(), provider_tokens, estimated) and not (
-                source == "overflow" and raises_ratio(self.ratio("overflow"), provider_tokens, estimated)):
+            source == "overflow" and raises_ratio(self.ratio("overflow"), provider_tokens, estimated)
+        ):
             return
         ev = EstimateCorrection(provider_tokens, estimated, source)
         self.store.append(self.session_id, [ev])
         cache = self._ratios
         assert cache is not None
-        for key in ([None, "overflow"] if source == "overflow" else [None]):
+        for key in [None, "overflow"] if source == "overflow" else [None]:
             if raises_ratio(cache[key], provider_tokens, estimated):
                 cache[key] = (provider_tokens, estimated)
         self.on_correction(ev)

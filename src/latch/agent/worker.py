@@ -101,9 +101,15 @@ def _holder(group: Group, task: GroupTask, agent: str) -> str:
     return "the claim ended"
 
 
-def run_worker(group: Group, agent: str, root_loop: Any, *, lease_seconds: float = DEFAULT_LEASE_SECONDS,
-               on_task: Callable[[GroupTask], None] | None = None,
-               on_done: Callable[[TaskRun], None] | None = None) -> list[TaskRun]:
+def run_worker(
+    group: Group,
+    agent: str,
+    root_loop: Any,
+    *,
+    lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    on_task: Callable[[GroupTask], None] | None = None,
+    on_done: Callable[[TaskRun], None] | None = None,
+) -> list[TaskRun]:
     """Run group tasks as ``agent`` until nothing is claimable (see the module docstring); the runs in order.
 
     ``root_loop`` is the :class:`~latch.agent.loop.AgentLoop` of the group's root session, built with the
@@ -135,10 +141,15 @@ def run_worker(group: Group, agent: str, root_loop: Any, *, lease_seconds: float
             found = find_child(store, root, call_id)
             spawned = found is None
             if found is None:
-                profile = AgentProfile(parent_session_id=root, call_id=call_id, brief=task.brief or task.title,
-                                       model=root_loop.setup.model, engine=engine_name(factory),
-                                       config=dict(root_loop.setup.config),
-                                       tools=tuple(t.NAME for t in root_loop.tools if t.NAME != "spawn_agent"))
+                profile = AgentProfile(
+                    parent_session_id=root,
+                    call_id=call_id,
+                    brief=task.brief or task.title,
+                    model=root_loop.setup.model,
+                    engine=engine_name(factory),
+                    config=dict(root_loop.setup.config),
+                    tools=tuple(t.NAME for t in root_loop.tools if t.NAME != "spawn_agent"),
+                )
                 found = create_child(fenced, root, profile)
             assert found == child and child_profile(store, child)
             report = child_report(store, child)
@@ -154,9 +165,14 @@ def run_worker(group: Group, agent: str, root_loop: Any, *, lease_seconds: float
         done = False
         if report is not None:
             try:
-                done = group.complete_task(task.task_id, agent, status="completed" if report.status == "completed"
-                                           else "failed", summary=report.summary, session_id=child,
-                                           token=fence.token)
+                done = group.complete_task(
+                    task.task_id,
+                    agent,
+                    status="completed" if report.status == "completed" else "failed",
+                    summary=report.summary,
+                    session_id=child,
+                    token=fence.token,
+                )
             except GroupError as exc:  # our lease ran out at the end and another worker took the task over
                 lost = str(exc)
         run = TaskRun(task.task_id, child, report, task.attempt > 0, done, lost)

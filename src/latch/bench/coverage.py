@@ -43,8 +43,7 @@ def identifiers(text: str) -> list[str]:
         tok = m.group(0).strip("./-")
         if len(tok) < MIN_CHARS or tok in out:
             continue
-        if ("/" in tok or "_" in tok or _DOTTED.search(tok)
-                or (_LETTER.search(tok) and len(_DIGITS.findall(tok)) >= 4)):
+        if "/" in tok or "_" in tok or _DOTTED.search(tok) or (_LETTER.search(tok) and len(_DIGITS.findall(tok)) >= 4):
             out[tok] = None
     return list(out)
 

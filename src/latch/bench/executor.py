@@ -29,8 +29,16 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["SchedulerError", "DAEMON_HINT", "SCHEDULER_RE", "mp_context", "connect", "guarded", "in_own_process",
-           "run_tasks"]
+__all__ = [
+    "SchedulerError",
+    "DAEMON_HINT",
+    "SCHEDULER_RE",
+    "mp_context",
+    "connect",
+    "guarded",
+    "in_own_process",
+    "run_tasks",
+]
 
 PRELOAD = ["latch.bench._preload"]
 """What the fork server imports once (:mod:`latch.bench.warm`: Latch, numpy, the price table, the plugins'
@@ -41,8 +49,10 @@ class SchedulerError(Exception):
     """``--scheduler`` could not be used: dask is not installed, the address is malformed or unreachable."""
 
 
-DAEMON_HINT = ("the Dask worker is daemonic and cannot start the task's own process: start workers with "
-               "DASK_DISTRIBUTED__WORKER__DAEMON=False (config distributed.worker.daemon: False)")
+DAEMON_HINT = (
+    "the Dask worker is daemonic and cannot start the task's own process: start workers with "
+    "DASK_DISTRIBUTED__WORKER__DAEMON=False (config distributed.worker.daemon: False)"
+)
 
 SCHEDULER_RE = re.compile(r"^(?:(?P<local>local):(?P<n>[1-9][0-9]*)|(?P<addr>(?:tcp|tls|inproc|ws|wss)://\S+))$")
 
@@ -94,13 +104,16 @@ def connect(scheduler: str) -> tuple[Any, Any]:
         import dask
         from distributed import Client, LocalCluster
     except ImportError:
-        raise SchedulerError("--scheduler needs dask.distributed: pip install '.[cluster]' in the Latch checkout") from None
+        raise SchedulerError(
+            "--scheduler needs dask.distributed: pip install '.[cluster]' in the Latch checkout"
+        ) from None
     cluster = None
     try:
         if m.group("local"):
             with dask.config.set({"distributed.worker.daemon": False}):
-                cluster = LocalCluster(n_workers=int(m.group("n")), threads_per_worker=1, processes=True,
-                                       dashboard_address=None)
+                cluster = LocalCluster(
+                    n_workers=int(m.group("n")), threads_per_worker=1, processes=True, dashboard_address=None
+                )
             return Client(cluster), cluster
         return Client(m.group("addr")), None
     except (OSError, TimeoutError) as exc:
@@ -110,9 +123,15 @@ def connect(scheduler: str) -> tuple[Any, Any]:
         raise SchedulerError(f"--scheduler {scheduler}: cannot connect ({reason})") from None
 
 
-def run_tasks(fn: Callable[..., dict[str, Any]], tasks: Sequence[tuple[Mapping[str, Any], tuple[Any, ...]]], *,
-              jobs: int = 2, scheduler: str | None = None, order: Sequence[int] | None = None,
-              progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+def run_tasks(
+    fn: Callable[..., dict[str, Any]],
+    tasks: Sequence[tuple[Mapping[str, Any], tuple[Any, ...]]],
+    *,
+    jobs: int = 2,
+    scheduler: str | None = None,
+    order: Sequence[int] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[dict[str, Any]]:
     """``fn(*args)`` for every ``(label, args)`` of ``tasks``, each once in a fresh process (see the module
     docstring); the results in the order of ``tasks``.
 
@@ -131,8 +150,10 @@ def run_tasks(fn: Callable[..., dict[str, Any]], tasks: Sequence[tuple[Mapping[s
     try:
         with pool:
             try:
-                futures = {pool.submit(runner, fn, dict(tasks[i][0]), *tasks[i][1]): i
-                           for i in (order if order is not None else range(len(tasks)))}
+                futures = {
+                    pool.submit(runner, fn, dict(tasks[i][0]), *tasks[i][1]): i
+                    for i in (order if order is not None else range(len(tasks)))
+                }
                 for fut in cf.as_completed(futures):
                     i = futures[fut]
                     try:

@@ -36,7 +36,7 @@ def corpus_needles(events: Sequence[Any]) -> list[Needle]:
     """Needles of a transcript, from its first quarter, in a fixed order: the first error line said only once
     in the session, the first file path a tool call names, the first line of the first user request (at
     most 80 characters, cut at a word)."""
-    early = events[:max(1, len(events) // 4)]
+    early = events[: max(1, len(events) // 4)]
     texts = [s.event.searchable_text() for s in events]
     out: list[Needle] = []
     for s in early:
@@ -48,8 +48,16 @@ def corpus_needles(events: Sequence[Any]) -> list[Needle]:
             if line:
                 out.append(Needle("error line", line, s.seq))
                 break
-    path = next(((p, s.seq) for s in early if isinstance(s.event, AssistantMessage)
-                 for c in s.event.tool_calls if (p := _call_path(c))), None)
+    path = next(
+        (
+            (p, s.seq)
+            for s in early
+            if isinstance(s.event, AssistantMessage)
+            for c in s.event.tool_calls
+            if (p := _call_path(c))
+        ),
+        None,
+    )
     if path:
         out.append(Needle("file path", *path))
     for s in early:

@@ -46,8 +46,9 @@ def budget_plots(folder: Path, results: Sequence[Mapping[str, Any]], engines: Se
     for budget, rs in by_budget.items():
         slug = re.sub(r"[^A-Za-z0-9]+", "-", budget).strip("-")
         paths[f"tokens {budget}"] = _save(plt, _tokens_figure(plt, budget, rs), folder / f"tokens_{slug}.png")
-        paths[f"cacheability {budget}"] = _save(plt, _cacheability_figure(plt, budget, rs, engines),
-                                                folder / f"cacheability_{slug}.png")
+        paths[f"cacheability {budget}"] = _save(
+            plt, _cacheability_figure(plt, budget, rs, engines), folder / f"cacheability_{slug}.png"
+        )
     return paths
 
 
@@ -68,13 +69,17 @@ def _tokens_figure(plt: Any, budget: str, rs: Sequence[Mapping[str, Any]]) -> An
     fig, axes = plt.subplots(nrows, cols, figsize=(5.2 * cols, 3.2 * nrows), squeeze=False)
     for ax, name in zip(axes.flat, names, strict=False):
         for r in sorted((x for x in rs if x["session"] == name), key=lambda x: x["engine"]):
-            ax.plot(range(1, len(r["tokens"]) + 1), [t if t is not None else float("nan") for t in r["tokens"]],
-                    label=r["engine"], linewidth=1)
+            ax.plot(
+                range(1, len(r["tokens"]) + 1),
+                [t if t is not None else float("nan") for t in r["tokens"]],
+                label=r["engine"],
+                linewidth=1,
+            )
         ax.set_title(name, fontsize=8)
         ax.set_xlabel("request", fontsize=7)
         ax.set_ylabel("tokens sent", fontsize=7)
         ax.tick_params(labelsize=6)
-    for ax in list(axes.flat)[len(names):]:
+    for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)
     fig.suptitle(f"tokens per request along each session · budget {budget}", fontsize=10)
@@ -114,8 +119,9 @@ def engine_plot(results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget],
     engines = sorted({r["engine"] for r in ok})
     names = [b.name for b in budgets]
     colors = {b: plt.get_cmap("tab10")(i % 10) for i, b in enumerate(names)}
-    fig = plt.figure(figsize=(max(8.0, 3.0 + 0.9 * len(engines) * len(names)), 11.0 if frontier else 7.6),
-                     layout="constrained")
+    fig = plt.figure(
+        figsize=(max(8.0, 3.0 + 0.9 * len(engines) * len(names)), 11.0 if frontier else 7.6), layout="constrained"
+    )
     axes = fig.subplots(3 if frontier else 2, 1)
     axes[1].sharex(axes[0])
     width = 0.8 / max(1, len(names))
@@ -123,19 +129,39 @@ def engine_plot(results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget],
     for ax, key, label in panels:
         for i, engine in enumerate(engines):
             for j, budget in enumerate(names):
-                values = [v for r in ok if r["engine"] == engine and r["budget"] == budget
-                          for v in (r.get(key) or []) if v is not None and v > 0]
+                values = [
+                    v
+                    for r in ok
+                    if r["engine"] == engine and r["budget"] == budget
+                    for v in (r.get(key) or [])
+                    if v is not None and v > 0
+                ]
                 x = i + (j - (len(names) - 1) / 2) * width
                 if values:
-                    box = ax.boxplot([values], positions=[x], widths=width * 0.85, whis=(5, 95), showfliers=False,
-                                     patch_artist=True, manage_ticks=False)
+                    box = ax.boxplot(
+                        [values],
+                        positions=[x],
+                        widths=width * 0.85,
+                        whis=(5, 95),
+                        showfliers=False,
+                        patch_artist=True,
+                        manage_ticks=False,
+                    )
                     for patch in box["boxes"]:
                         patch.set_facecolor(colors[budget])
                         patch.set_alpha(0.75)
                     for median in box["medians"]:
                         median.set_color("black")
-                ax.text(x, 1.01, f"n={len(values)}", transform=ax.get_xaxis_transform(), ha="center", va="bottom",
-                        fontsize=6, rotation=90 if len(names) > 1 else 0)
+                ax.text(
+                    x,
+                    1.01,
+                    f"n={len(values)}",
+                    transform=ax.get_xaxis_transform(),
+                    ha="center",
+                    va="bottom",
+                    fontsize=6,
+                    rotation=90 if len(names) > 1 else 0,
+                )
         ax.set_xticks(range(len(engines)), engines, fontsize=8)
         ax.tick_params(axis="x", labelbottom=True)
         ax.set_xlim(-0.6, len(engines) - 0.4)
@@ -146,18 +172,26 @@ def engine_plot(results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget],
     for b in budgets:
         axes[0].axhline(b.context_window_tokens - b.reserve_tokens, color=colors[b.name], linestyle="--", linewidth=1)
     handles = [Patch(facecolor=colors[n], alpha=0.75, label=f"budget {n}") for n in names]
-    handles += [Line2D([], [], color=colors[b.name], linestyle="--",
-                       label=f"hard limit {b.context_window_tokens - b.reserve_tokens:,} tokens") for b in budgets]
-    fig.legend(handles=handles, loc="outside right upper", fontsize=7, title="window:reserve:recent",
-               title_fontsize=7)
+    handles += [
+        Line2D(
+            [],
+            [],
+            color=colors[b.name],
+            linestyle="--",
+            label=f"hard limit {b.context_window_tokens - b.reserve_tokens:,} tokens",
+        )
+        for b in budgets
+    ]
+    fig.legend(handles=handles, loc="outside right upper", fontsize=7, title="window:reserve:recent", title_fontsize=7)
     fig.suptitle("per engine: tokens and cost per request (boxes: quartiles, whiskers 5-95 %)", fontsize=9)
     if frontier:
         _frontier_panel(axes[2], results, names, engines)
     return fig
 
 
-def _frontier_panel(ax: Any, results: Sequence[Mapping[str, Any]], names: Sequence[str],
-                    engines: Sequence[str]) -> None:
+def _frontier_panel(
+    ax: Any, results: Sequence[Mapping[str, Any]], names: Sequence[str], engines: Sequence[str]
+) -> None:
     """Draw :func:`frontier_points` on ``ax`` (see :func:`engine_plot`)."""
     import matplotlib.pyplot as plt  # optional dependency (the bench extra)
     from matplotlib.lines import Line2D
@@ -168,11 +202,27 @@ def _frontier_panel(ax: Any, results: Sequence[Mapping[str, Any]], names: Sequen
     for p in points:
         color = ink.get(p["engine"], "gray")
         if p["refuses_more"]:  # hollow: over fewer requests than the others, not comparable on this panel
-            ax.scatter([p["coverage"]], [p["usd"]], facecolors="none", edgecolors=[color],
-                       marker=shape.get(p["budget"], "o"), s=40, linewidths=1.5, zorder=3)
+            ax.scatter(
+                [p["coverage"]],
+                [p["usd"]],
+                facecolors="none",
+                edgecolors=[color],
+                marker=shape.get(p["budget"], "o"),
+                s=40,
+                linewidths=1.5,
+                zorder=3,
+            )
         else:
-            ax.scatter([p["coverage"]], [p["usd"]], color=color, marker=shape.get(p["budget"], "o"), s=40,
-                       edgecolors="black", linewidths=0.5, zorder=3)
+            ax.scatter(
+                [p["coverage"]],
+                [p["usd"]],
+                color=color,
+                marker=shape.get(p["budget"], "o"),
+                s=40,
+                edgecolors="black",
+                linewidths=0.5,
+                zorder=3,
+            )
     for b in names:
         best = sorted((p["coverage"], p["usd"]) for p in points if p["budget"] == b and p["pareto"])
         if len(best) > 1:
@@ -186,22 +236,36 @@ def _frontier_panel(ax: Any, results: Sequence[Mapping[str, Any]], names: Sequen
     ax.grid(alpha=0.3)
     missing = len({(r["engine"], r["budget"]) for r in results if "error" not in r}) - len(points)
     refusing = sum(1 for p in points if p["refuses_more"])
-    ax.set_title("cost vs needed-context coverage (dotted: each budget's frontier"
-                 + ("; hollow: refused more requests than the others, so over fewer requests" if refusing else "")
-                 + ")"
-                 + (f"; {missing} engine/budget pair(s) unpriced or with nothing needed, not shown" if missing else ""),
-                 fontsize=8)
-    handles = [Line2D([], [], linestyle="", marker="o", color=ink[e], markeredgecolor="black", label=e)
-               for e in engines if any(p["engine"] == e for p in points)]
-    handles += [Line2D([], [], linestyle="", marker=shape[b], color="white", markeredgecolor="black",
-                       label=f"budget {b}") for b in names if any(p["budget"] == b for p in points)]
+    ax.set_title(
+        "cost vs needed-context coverage (dotted: each budget's frontier"
+        + ("; hollow: refused more requests than the others, so over fewer requests" if refusing else "")
+        + ")"
+        + (f"; {missing} engine/budget pair(s) unpriced or with nothing needed, not shown" if missing else ""),
+        fontsize=8,
+    )
+    handles = [
+        Line2D([], [], linestyle="", marker="o", color=ink[e], markeredgecolor="black", label=e)
+        for e in engines
+        if any(p["engine"] == e for p in points)
+    ]
+    handles += [
+        Line2D([], [], linestyle="", marker=shape[b], color="white", markeredgecolor="black", label=f"budget {b}")
+        for b in names
+        if any(p["budget"] == b for p in points)
+    ]
     if handles:
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=7,
-                  title="engine / budget", title_fontsize=7)
+        ax.legend(
+            handles=handles,
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            borderaxespad=0.0,
+            fontsize=7,
+            title="engine / budget",
+            title_fontsize=7,
+        )
 
 
-def write_plot(path: str | os.PathLike[str], results: Sequence[Mapping[str, Any]],
-               budgets: Sequence[Budget]) -> Path:
+def write_plot(path: str | os.PathLike[str], results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget]) -> Path:
     """Save :func:`engine_plot` as a PNG at ``path`` (110 dpi); return the path."""
     import matplotlib.pyplot as plt  # optional dependency (the bench extra)
 

@@ -21,27 +21,50 @@ from .summary import summarize
 __all__ = ["markdown_table", "verdicts", "budget_verdicts", "cost_table", "write_report", "NARROW_COLUMNS"]
 
 
-_COLUMNS = (("engine", "engine"), ("budget", "budget (window:reserve:recent)"),
-            ("frontier", "cost/coverage frontier"), ("sessions", "sessions"), ("requests", "requests"), ("tokens_per_request", "tokens/request (mean)"), ("tokens_total", "tokens total"),
-            ("cacheability_median", "cacheability median"), ("cacheability_p10", "cacheability p10"),
-            ("needle_survival", "needle survival"), ("coverage", "needed-context coverage"),
-            ("working_set_coverage", "working-set coverage"), ("rewrite_waste", "cache-write rewrite waste"),
-            ("tokens_per_session", "tokens/session"),
-            ("protocol_invalid", "protocol-invalid requests"),
-            ("budget_violations", "budget violations"), ("refused", "refused (overflow)"),
-            ("same_requests", "requests every engine answered"),
-            ("coverage_same_requests", "coverage on those"), ("cost_usd_same_requests", "cost $ on those"),
-            ("materialize_p50_ms", "materialize p50 ms"), ("materialize_p99_ms", "materialize p99 ms"),
-            ("peak_mb", "peak MB"), ("cost_usd_total", "cost $ total"),
-            ("cost_usd_per_session", "cost $/session (priced)"), ("cache_read_share", "cache-read share"),
-            ("estimators", "estimator(s)"))
+_COLUMNS = (
+    ("engine", "engine"),
+    ("budget", "budget (window:reserve:recent)"),
+    ("frontier", "cost/coverage frontier"),
+    ("sessions", "sessions"),
+    ("requests", "requests"),
+    ("tokens_per_request", "tokens/request (mean)"),
+    ("tokens_total", "tokens total"),
+    ("cacheability_median", "cacheability median"),
+    ("cacheability_p10", "cacheability p10"),
+    ("needle_survival", "needle survival"),
+    ("coverage", "needed-context coverage"),
+    ("working_set_coverage", "working-set coverage"),
+    ("rewrite_waste", "cache-write rewrite waste"),
+    ("tokens_per_session", "tokens/session"),
+    ("protocol_invalid", "protocol-invalid requests"),
+    ("budget_violations", "budget violations"),
+    ("refused", "refused (overflow)"),
+    ("same_requests", "requests every engine answered"),
+    ("coverage_same_requests", "coverage on those"),
+    ("cost_usd_same_requests", "cost $ on those"),
+    ("materialize_p50_ms", "materialize p50 ms"),
+    ("materialize_p99_ms", "materialize p99 ms"),
+    ("peak_mb", "peak MB"),
+    ("cost_usd_total", "cost $ total"),
+    ("cost_usd_per_session", "cost $/session (priced)"),
+    ("cache_read_share", "cache-read share"),
+    ("estimators", "estimator(s)"),
+)
 
 
 def _cell(key: str, v: Any) -> str:
     if v is None:
         return "–"
-    if key in ("cacheability_median", "cacheability_p10", "needle_survival", "cache_read_share", "coverage",
-               "working_set_coverage", "rewrite_waste", "coverage_same_requests"):
+    if key in (
+        "cacheability_median",
+        "cacheability_p10",
+        "needle_survival",
+        "cache_read_share",
+        "coverage",
+        "working_set_coverage",
+        "rewrite_waste",
+        "coverage_same_requests",
+    ):
         return f"{100 * v:.1f}%"
     if key in ("cost_usd_total", "cost_usd_per_session", "cost_usd_same_requests"):
         return pricing.format_usd(v)
@@ -61,32 +84,48 @@ def verdicts(rows: Sequence[Mapping[str, Any]], engine: str = "continuity") -> l
         if mine is None or mine["coverage"] is None or not fair:
             continue
         best = max(fair, key=lambda r: (r["coverage"], -(r["cost_usd_total"] or 0)))
-        dollars = (f"{mine['cost_usd_total'] / best['cost_usd_total']:.0%} of its dollars"
-                   if mine["cost_usd_total"] is not None and best["cost_usd_total"] else "dollars not comparable")
+        dollars = (
+            f"{mine['cost_usd_total'] / best['cost_usd_total']:.0%} of its dollars"
+            if mine["cost_usd_total"] is not None and best["cost_usd_total"]
+            else "dollars not comparable"
+        )
         better = mine["coverage"] >= best["coverage"]
         same = ""
         if mine.get("coverage_same_requests") is not None and best.get("coverage_same_requests") is not None:
-            ratio = (f", at {mine['cost_usd_same_requests'] / best['cost_usd_same_requests']:.0%} of its dollars"
-                     if mine.get("cost_usd_same_requests") is not None and best.get("cost_usd_same_requests") else "")
-            same = (f" Like for like, on the {mine['same_requests']:,} requests every engine answered: "
-                    f"{_cell('coverage', mine['coverage_same_requests'])} vs "
-                    f"{_cell('coverage', best['coverage_same_requests'])}{ratio}.")
-        out.append(f"- **{budget}**: {engine} covers {_cell('coverage', mine['coverage'])} of the needed context "
-                   f"{'≥' if better else '<'} {best['engine']}'s {_cell('coverage', best['coverage'])} (the best "
-                   f"baseline) at {dollars}; {'on' if mine['frontier'] == 'yes' else 'not on'} the cost/coverage "
-                   f"frontier.{same}")
+            ratio = (
+                f", at {mine['cost_usd_same_requests'] / best['cost_usd_same_requests']:.0%} of its dollars"
+                if mine.get("cost_usd_same_requests") is not None and best.get("cost_usd_same_requests")
+                else ""
+            )
+            same = (
+                f" Like for like, on the {mine['same_requests']:,} requests every engine answered: "
+                f"{_cell('coverage', mine['coverage_same_requests'])} vs "
+                f"{_cell('coverage', best['coverage_same_requests'])}{ratio}."
+            )
+        out.append(
+            f"- **{budget}**: {engine} covers {_cell('coverage', mine['coverage'])} of the needed context "
+            f"{'≥' if better else '<'} {best['engine']}'s {_cell('coverage', best['coverage'])} (the best "
+            f"baseline) at {dollars}; {'on' if mine['frontier'] == 'yes' else 'not on'} the cost/coverage "
+            f"frontier.{same}"
+        )
     return out
 
 
-NARROW_COLUMNS = (("engine", "engine"), ("budget", "budget"), ("frontier", "frontier"), ("requests", "requests"),
-                  ("tokens_per_request", "tokens/request"), ("coverage", "coverage"), ("refused", "refused"),
-                  ("cost_usd_total", "cost $"))
+NARROW_COLUMNS = (
+    ("engine", "engine"),
+    ("budget", "budget"),
+    ("frontier", "frontier"),
+    ("requests", "requests"),
+    ("tokens_per_request", "tokens/request"),
+    ("coverage", "coverage"),
+    ("refused", "refused"),
+    ("cost_usd_total", "cost $"),
+)
 """The columns of the table ``latch bench`` prints (report.md has every column of :data:`_COLUMNS`; the
 like-for-like figures are in report.md and in each verdict line)."""
 
 
-def markdown_table(rows: Sequence[Mapping[str, Any]],
-                   columns: Sequence[tuple[str, str]] = _COLUMNS) -> str:
+def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str]] = _COLUMNS) -> str:
     """The Markdown table of :func:`summarize` ``rows``: one row each, ``columns`` as (key, title) pairs (default:
     every figure)."""
     head = "| " + " | ".join(t for _, t in columns) + " |"
@@ -106,8 +145,11 @@ def budget_verdicts(rows: Sequence[Mapping[str, Any]], engine: str = "continuity
     for budget in dict.fromkeys(r["budget"] for r in rows):
         if budget not in said:
             ran = any(r["engine"] == engine and r["budget"] == budget for r in rows)
-            said[budget] = (f"no comparison: no other engine has a needed-context coverage to compare {engine} with"
-                            if ran else f"no comparison: {engine} was not run")
+            said[budget] = (
+                f"no comparison: no other engine has a needed-context coverage to compare {engine} with"
+                if ran
+                else f"no comparison: {engine} was not run"
+            )
         out.append(f"{budget}: {said[budget]}")
     return out
 
@@ -121,44 +163,66 @@ def cost_table(results: Sequence[Mapping[str, Any]]) -> list[str]:
     if not keys:
         return []
     got = {(r["session"], r["engine"], r["budget"]): r.get("cost_usd") for r in ok}
-    lines = ["Cost per session (USD): each view's prompt at the cache-read rate for its common prefix with the "
-             "engine's previous request and the cache-write (Anthropic) or uncached (OpenAI, Gemini) rate for the "
-             "rest, plus the transcript's output tokens; genai-prices' bundled table.", "",
-             "| session | " + " | ".join(f"{e} ({b})" for e, b in keys) + " |",
-             "|---|" + "---:|" * len(keys)]
+    lines = [
+        "Cost per session (USD): each view's prompt at the cache-read rate for its common prefix with the "
+        "engine's previous request and the cache-write (Anthropic) or uncached (OpenAI, Gemini) rate for the "
+        "rest, plus the transcript's output tokens; genai-prices' bundled table.",
+        "",
+        "| session | " + " | ".join(f"{e} ({b})" for e, b in keys) + " |",
+        "|---|" + "---:|" * len(keys),
+    ]
     for name in sessions:
         cells = [pricing.format_usd(got[(name, e, b)]) if (name, e, b) in got else "–" for e, b in keys]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines
 
 
-def write_report(out: str | os.PathLike[str], results: Sequence[Mapping[str, Any]], *, engines: Sequence[str],
-                 sessions: Sequence[SessionSource], budgets: Sequence[Budget], seconds: float) -> dict[str, Path]:
+def write_report(
+    out: str | os.PathLike[str],
+    results: Sequence[Mapping[str, Any]],
+    *,
+    engines: Sequence[str],
+    sessions: Sequence[SessionSource],
+    budgets: Sequence[Budget],
+    seconds: float,
+) -> dict[str, Path]:
     """Write ``report.md``, ``report.json`` and the PNG plots into ``out``; return their paths."""
     pyplot()  # the bench extra: missing, nothing is written
 
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     rows = summarize(results)
-    doc = {"engines": list(engines), "budgets": [asdict(b) for b in budgets],
-           "sessions": [asdict(s) for s in sessions], "seconds": round(seconds, 1), "summary": rows,
-           "jobs": list(results)}
+    doc = {
+        "engines": list(engines),
+        "budgets": [asdict(b) for b in budgets],
+        "sessions": [asdict(s) for s in sessions],
+        "seconds": round(seconds, 1),
+        "summary": rows,
+        "jobs": list(results),
+    }
     paths = {"json": folder / "report.json", "markdown": folder / "report.md"}
     write_text(paths["json"], dumps(doc, indent=1) + "\n")
 
     errors = [r for r in results if "error" in r]
     notes = [f"- {r['engine']} on {r['session']} ({r['budget']}): {r['error']}" for r in errors]
-    md = ["# latch bench", "",
-          f"{len(engines)} engines × {len(sessions)} sessions × {len(budgets)} budgets in {seconds:,.0f} s. "
-          "Tokens are Latch's estimate of each request as sent; cacheability is the common prefix with the previous "
-          "request over the request, on the canonical serialization; needle survival counts checkpoints where an "
-          "early fact was in the view or returned by the engine's recall. Rows are sorted per budget by the "
-          "cost/coverage frontier: engines no other beats on both dollars and needed-context coverage first, "
-          "cheapest first; an engine that refused more requests than the fewest any engine refused at that budget "
-          "is never on it (its dollars and coverage are over fewer requests). Working-set coverage: of the files the "
-          "session had read or changed so far, the share each view names; cache-write rewrite waste: the share of "
-          "the views' cache-write tokens spent on requests that did not reuse the previous request's prefix.", "",
-          markdown_table(rows), "", *verdicts(rows), ""]
+    md = [
+        "# latch bench",
+        "",
+        f"{len(engines)} engines × {len(sessions)} sessions × {len(budgets)} budgets in {seconds:,.0f} s. "
+        "Tokens are Latch's estimate of each request as sent; cacheability is the common prefix with the previous "
+        "request over the request, on the canonical serialization; needle survival counts checkpoints where an "
+        "early fact was in the view or returned by the engine's recall. Rows are sorted per budget by the "
+        "cost/coverage frontier: engines no other beats on both dollars and needed-context coverage first, "
+        "cheapest first; an engine that refused more requests than the fewest any engine refused at that budget "
+        "is never on it (its dollars and coverage are over fewer requests). Working-set coverage: of the files the "
+        "session had read or changed so far, the share each view names; cache-write rewrite waste: the share of "
+        "the views' cache-write tokens spent on requests that did not reuse the previous request's prefix.",
+        "",
+        markdown_table(rows),
+        "",
+        *verdicts(rows),
+        "",
+    ]
     md += [*cost_table(results), ""]
     if notes:
         md += ["Failed jobs:", *notes, ""]

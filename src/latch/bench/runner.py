@@ -75,8 +75,17 @@ from .needles import Needle, checkpoints, corpus_needles, survives
 from .scenario import ScenarioModel
 from .stress import CONSTRAINT, DECISION, DIAGNOSTIC, MODEL, SYSTEM_PROMPT, TOOLS, WORKSPACE, _plant, _screenshots
 
-__all__ = ["Budget", "SessionSource", "parse_budgets", "discover_sessions", "container_sessions", "run_job",
-           "run_bench", "DEFAULT_BUDGETS", "SCENARIO_EVENTS"]
+__all__ = [
+    "Budget",
+    "SessionSource",
+    "parse_budgets",
+    "discover_sessions",
+    "container_sessions",
+    "run_job",
+    "run_bench",
+    "DEFAULT_BUDGETS",
+    "SCENARIO_EVENTS",
+]
 
 DEFAULT_BUDGETS = "256k:32k:64k,32k:4k:8k"
 SCENARIO_EVENTS = 3_000
@@ -141,9 +150,13 @@ class SessionSource:
         return os.path.getsize(self.path) // self.sessions_in_file if self.path else self.events * 1000
 
 
-
-def discover_sessions(corpus: str | os.PathLike[str] | None, examples: str | os.PathLike[str] | None = None, *,
-                      scenario_events: int = SCENARIO_EVENTS, scenario_seed: int = 0) -> list[SessionSource]:
+def discover_sessions(
+    corpus: str | os.PathLike[str] | None,
+    examples: str | os.PathLike[str] | None = None,
+    *,
+    scenario_events: int = SCENARIO_EVENTS,
+    scenario_seed: int = 0,
+) -> list[SessionSource]:
     """Transcripts under ``corpus`` (README/FORMATS documents skipped), ``examples/*.jsonl``, and one
     generated scenario of ``scenario_events`` events (0: none). A file of several sessions is one source per
     session, named ``FILE#N`` (N from 1, in the file's order: :func:`container_sessions`). ``ValueError`` for a
@@ -159,11 +172,16 @@ def discover_sessions(corpus: str | os.PathLike[str] | None, examples: str | os.
             if p.is_file() and p.name not in ("README.md", "FORMATS.md") and not p.name.startswith("."):
                 name = str(p.relative_to(base))
                 keys = container_sessions(p)
-                out += ([SessionSource(name=f"{name}#{i}", path=str(p), session=k, sessions_in_file=len(keys))
-                         for i, k in enumerate(keys, 1)] or [SessionSource(name=name, path=str(p))])
+                out += [
+                    SessionSource(name=f"{name}#{i}", path=str(p), session=k, sessions_in_file=len(keys))
+                    for i, k in enumerate(keys, 1)
+                ] or [SessionSource(name=name, path=str(p))]
     if scenario_events:
-        out.append(SessionSource(name=f"scenario-{scenario_seed}-{scenario_events}", seed=scenario_seed,
-                                 events=scenario_events))
+        out.append(
+            SessionSource(
+                name=f"scenario-{scenario_seed}-{scenario_events}", seed=scenario_seed, events=scenario_events
+            )
+        )
     return out
 
 
@@ -196,8 +214,11 @@ def _load(store: Any, source: SessionSource) -> tuple[str, str | None, list[Need
         if source.session is None:
             sid, _, _ = import_file(store, source.path, final=True)
         else:
-            found = [s for s, parsed, _ in import_all(store, source.path, final=True)
-                     if parsed.external_key == source.session]
+            found = [
+                s
+                for s, parsed, _ in import_all(store, source.path, final=True)
+                if parsed.external_key == source.session
+            ]
             if not found:
                 raise ValueError(f"{source.path}: no longer holds session {source.session}")
             sid = found[0]
@@ -205,15 +226,18 @@ def _load(store: Any, source: SessionSource) -> tuple[str, str | None, list[Need
         model = next((m for s in events if (m := getattr(s.event, "model", None))), None)
         return sid, model, corpus_needles(events)
 
-    sid = store.create_session(external_key=source.name, workspace=WORKSPACE, format="claude-code",
-                               source="latch bench")
+    sid = store.create_session(
+        external_key=source.name, workspace=WORKSPACE, format="claude-code", source="latch bench"
+    )
     planted, diag_seq = _plant(store, sid)
     gen = ScenarioModel(source.seed or 0, workspace=WORKSPACE, images=_screenshots(store)).events()
     store.append(sid, list(itertools.islice(gen, source.events)))
-    needles = [Needle("constraint", CONSTRAINT, planted[2]), Needle("decision", DECISION, planted[3]),
-               Needle("diagnostic", DIAGNOSTIC, diag_seq)]
+    needles = [
+        Needle("constraint", CONSTRAINT, planted[2]),
+        Needle("decision", DECISION, planted[3]),
+        Needle("diagnostic", DIAGNOSTIC, diag_seq),
+    ]
     return sid, MODEL, needles
-
 
 
 def _rss_now_mb() -> float:
@@ -221,8 +245,13 @@ def _rss_now_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
-def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: str | None = None,
-            config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def run_job(
+    engine_name: str,
+    source: SessionSource,
+    budget: Budget,
+    estimator: str | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """Run one job (see the module docstring); a JSON-ready result with per-request series.
 
     The engine, the estimator (``estimator`` forces a registered one; else the ``latch_select_estimator``
@@ -236,13 +265,21 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
     store = EventStore(":memory:")
     sid, model, needles = _load(store, source)
     events = list(store.events(sid))
-    setup = build_engine(store, sid, stream=f"{engine_name}:bench", engine=engine_name, model=model,
-                         estimator=estimator, config=config)
+    setup = build_engine(
+        store, sid, stream=f"{engine_name}:bench", engine=engine_name, model=model, estimator=estimator, config=config
+    )
     engine = setup.engine
     b = budget.budget()
     hard = b.hard_limit_tokens
-    loop = RequestLoop(store, sid, setup, b, session_context=SessionContext(workspace=store.session(sid).workspace),
-                       system_prompt=SYSTEM_PROMPT, tools=TOOLS)
+    loop = RequestLoop(
+        store,
+        sid,
+        setup,
+        b,
+        session_context=SessionContext(workspace=store.session(sid).workspace),
+        system_prompt=SYSTEM_PROMPT,
+        tools=TOOLS,
+    )
     requests = model_requests(events)
     checkpoints_at = checkpoints(len(requests))
 
@@ -274,16 +311,25 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
             counts.append(None)
             continue
         req = res.request
-        would = pricing.view_cost(res.recounted_tokens or 0, res.common_prefix_tokens,
-                                  req.usage.output_tokens if req is not None and req.usage is not None else None,
-                                  (req.model if req is not None else None) or model,
-                                  at=pricing.parse_timestamp(req.ts if req is not None else None))
+        would = pricing.view_cost(
+            res.recounted_tokens or 0,
+            res.common_prefix_tokens,
+            req.usage.output_tokens if req is not None and req.usage is not None else None,
+            (req.model if req is not None else None) or model,
+            at=pricing.parse_timestamp(req.ts if req is not None else None),
+        )
         priced.add(would)
         costs.append(pricing.usd(would.usd) if would is not None else None)
         last_view = view
         sent = res.recounted_tokens or 0
-        view_caching.append(Usage(input_tokens=0, output_tokens=0, cache_read_tokens=res.common_prefix_tokens,
-                                  cache_write_tokens=max(0, sent - res.common_prefix_tokens)))
+        view_caching.append(
+            Usage(
+                input_tokens=0,
+                output_tokens=0,
+                cache_read_tokens=res.common_prefix_tokens,
+                cache_write_tokens=max(0, sent - res.common_prefix_tokens),
+            )
+        )
         text = view_text(view)  # once, for both probes
         touched, named = working.score(view, res.until_seq, text=text)
         touched_total, named_total = touched_total + touched, named_total + named
@@ -316,21 +362,37 @@ def run_job(engine_name: str, source: SessionSource, budget: Budget, estimator: 
     if rss0 is not None:
         peak = max(0.0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - rss0)
     return {
-        "engine": engine_name, "session": source.name, "budget": budget.name, "model": model,
+        "engine": engine_name,
+        "session": source.name,
+        "budget": budget.name,
+        "model": model,
         "estimator": setup.estimator_name,
-        "events": len(events), "requests": len(requests), "hard_limit_tokens": hard,
-        "tokens": tokens, "cacheability": cache, "seconds": seconds,
-        "protocol_invalid": invalid, "budget_violations": over, "refused": loop.overflows,
+        "events": len(events),
+        "requests": len(requests),
+        "hard_limit_tokens": hard,
+        "tokens": tokens,
+        "cacheability": cache,
+        "seconds": seconds,
+        "protocol_invalid": invalid,
+        "budget_violations": over,
+        "refused": loop.overflows,
         "needles": [asdict(n) for n in needles],
         "survival": {label: [sum(v), len(v)] for label, v in survival.items()},
         "final_view_messages": len(last_view.messages) if last_view is not None else 0,
-        "coverage": coverage, "coverage_counts": counts, "coverage_needed": needed_total,
+        "coverage": coverage,
+        "coverage_counts": counts,
+        "coverage_needed": needed_total,
         "coverage_present": present_total,
-        "working_set_touched": touched_total, "working_set_named": named_total,
-        "cache_write_tokens": rewrites.write_tokens, "rewrite_write_tokens": rewrites.rewrite_write_tokens,
-        "cost": costs, "cost_usd": pricing.usd(priced.usd),
-        "cost_cache_read_tokens": priced.cache_read, "cost_input_tokens": priced.input_tokens,
-        "cost_output_tokens": priced.output, "cache_read_share": _round(priced.cache_read_share),
+        "working_set_touched": touched_total,
+        "working_set_named": named_total,
+        "cache_write_tokens": rewrites.write_tokens,
+        "rewrite_write_tokens": rewrites.rewrite_write_tokens,
+        "cost": costs,
+        "cost_usd": pricing.usd(priced.usd),
+        "cost_cache_read_tokens": priced.cache_read,
+        "cost_input_tokens": priced.input_tokens,
+        "cost_output_tokens": priced.output,
+        "cache_read_share": _round(priced.cache_read_share),
         "priced_model": max(priced.models, key=lambda m: priced.models[m].priced) if priced.models else None,
         "peak_mb": round(peak, 1) if peak is not None else None,
     }
@@ -340,11 +402,18 @@ def _round(v: float | None, digits: int = 4) -> float | None:
     return None if v is None else round(v, digits)
 
 
-
 # ------------------------------------------------------------------------------------------ all jobs
-def run_bench(engines: Sequence[str], sessions: Sequence[SessionSource], budgets: Sequence[Budget], *,
-              jobs: int = 2, progress: Callable[[int, int], None] | None = None, estimator: str | None = None,
-              config: Mapping[str, Any] | None = None, scheduler: str | None = None) -> list[dict[str, Any]]:
+def run_bench(
+    engines: Sequence[str],
+    sessions: Sequence[SessionSource],
+    budgets: Sequence[Budget],
+    *,
+    jobs: int = 2,
+    progress: Callable[[int, int], None] | None = None,
+    estimator: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    scheduler: str | None = None,
+) -> list[dict[str, Any]]:
     """Every (engine, session, budget) job, each in a fresh process; results in (engine, session, budget) order.
 
     The jobs run through :func:`latch.bench.executor.run_tasks`, the biggest sessions first: locally
@@ -363,8 +432,9 @@ def run_bench(engines: Sequence[str], sessions: Sequence[SessionSource], budgets
     if estimator is not None:
         plugins.get_estimator(estimator)
     plan = [(e, s, b) for e in engines for s in sessions for b in budgets]
-    tasks = [({"engine": e, "session": s.name, "budget": b.name}, (e, s, b, estimator, dict(config or {})))
-             for e, s, b in plan]
+    tasks = [
+        ({"engine": e, "session": s.name, "budget": b.name}, (e, s, b, estimator, dict(config or {})))
+        for e, s, b in plan
+    ]
     order = sorted(range(len(plan)), key=lambda i: -plan[i][1].weight)
     return run_tasks(run_job, tasks, jobs=jobs, scheduler=scheduler, order=order, progress=progress)
-

@@ -163,14 +163,30 @@ CORPUS_SHAPE = ScenarioShape(
     usage_per_request=0.921,
     notes_per_request=0.263,
     kinds={
-        "read": CallKind(share=0.165, error_rate=0.0, args_chars=Spread(median=105, p90=244, max=792),
-                         result_chars=Spread(median=4457, p90=21011, max=45496)),
-        "edit": CallKind(share=0.258, error_rate=0.0, args_chars=Spread(median=1243, p90=6637, max=33969),
-                         result_chars=Spread(median=64, p90=374, max=16511)),
-        "test": CallKind(share=0.083, error_rate=0.42, args_chars=Spread(median=143, p90=283, max=407),
-                         result_chars=Spread(median=894, p90=10039, max=16962)),
-        "other": CallKind(share=0.494, error_rate=0.104, args_chars=Spread(median=139, p90=809, max=28053),
-                          result_chars=Spread(median=202, p90=2976, max=40153)),
+        "read": CallKind(
+            share=0.165,
+            error_rate=0.0,
+            args_chars=Spread(median=105, p90=244, max=792),
+            result_chars=Spread(median=4457, p90=21011, max=45496),
+        ),
+        "edit": CallKind(
+            share=0.258,
+            error_rate=0.0,
+            args_chars=Spread(median=1243, p90=6637, max=33969),
+            result_chars=Spread(median=64, p90=374, max=16511),
+        ),
+        "test": CallKind(
+            share=0.083,
+            error_rate=0.42,
+            args_chars=Spread(median=143, p90=283, max=407),
+            result_chars=Spread(median=894, p90=10039, max=16962),
+        ),
+        "other": CallKind(
+            share=0.494,
+            error_rate=0.104,
+            args_chars=Spread(median=139, p90=809, max=28053),
+            result_chars=Spread(median=202, p90=2976, max=40153),
+        ),
     },
 )
 
@@ -249,21 +265,35 @@ def measure_shape(sessions: Iterable[tuple[str | None, str | None, Iterable[Even
     def rate(a: int, b: int) -> float:
         return round(a / b, 3) if b else 0.0
 
-    kinds = {k: CallKind(share=rate(len(v["result"]), n_calls),
-                         error_rate=round(statistics.fmean(v["errors"]), 3) if v["errors"] else 0.0,
-                         args_chars=_spread(v["args"]), result_chars=_spread(v["result"]))
-             for k, v in per_kind.items()}
+    kinds = {
+        k: CallKind(
+            share=rate(len(v["result"]), n_calls),
+            error_rate=round(statistics.fmean(v["errors"]), 3) if v["errors"] else 0.0,
+            args_chars=_spread(v["args"]),
+            result_chars=_spread(v["result"]),
+        )
+        for k, v in per_kind.items()
+    }
     return ScenarioShape(
-        sessions=n_sessions, requests=requests, text_only_share=rate(text_only, requests),
-        calls_per_tool_turn=rate(calls, tool_turns), tool_turn_text_share=rate(tool_text, tool_turns),
-        assistant_text_chars=_spread(assistant_chars), user_turns_per_request=rate(users, requests),
-        user_text_chars=_spread(user_chars), non_latin_user_share=rate(non_latin, users),
-        usage_per_request=rate(usage, requests), notes_per_request=rate(notes, requests), kinds=kinds)
+        sessions=n_sessions,
+        requests=requests,
+        text_only_share=rate(text_only, requests),
+        calls_per_tool_turn=rate(calls, tool_turns),
+        tool_turn_text_share=rate(tool_text, tool_turns),
+        assistant_text_chars=_spread(assistant_chars),
+        user_turns_per_request=rate(users, requests),
+        user_text_chars=_spread(user_chars),
+        non_latin_user_share=rate(non_latin, users),
+        usage_per_request=rate(usage, requests),
+        notes_per_request=rate(notes, requests),
+        kinds=kinds,
+    )
 
 
 def measure_files(paths: Iterable[str | Path]) -> ScenarioShape:
     """:func:`measure_shape` of transcript files, parsed by Latch's built-in importers (formats auto-detected);
     every session of a file that holds several (a Goose database) counts."""
+
     def sessions() -> Iterator[tuple[str | None, str | None, list[Event]]]:
         for p in paths:
             for parsed in parse_all_file(p):
@@ -296,11 +326,34 @@ _ERRORS = (
     "TimeoutError: request to http://localhost:8080/health timed out after 30s",
     "Traceback (most recent call last):\n  File \"scripts/seed.py\", line 41, in <module>\nKeyError: 'currency'",
 )
-_OTHER_COMMANDS = ("git status --short", "git log --oneline -8", "git diff --stat", "git branch --show-current",
-                   "python -m pip list --format=freeze", "docker compose ps", "env | sort", "which python3")
-_MODULES = tuple(f"{pkg}/{name}" for pkg in ("billing", "core", "api", "storage", "reports", "auth")
-                 for name in ("models", "service", "views", "utils", "rounding", "tax", "export", "cache", "client",
-                              "parser", "schema", "tasks"))
+_OTHER_COMMANDS = (
+    "git status --short",
+    "git log --oneline -8",
+    "git diff --stat",
+    "git branch --show-current",
+    "python -m pip list --format=freeze",
+    "docker compose ps",
+    "env | sort",
+    "which python3",
+)
+_MODULES = tuple(
+    f"{pkg}/{name}"
+    for pkg in ("billing", "core", "api", "storage", "reports", "auth")
+    for name in (
+        "models",
+        "service",
+        "views",
+        "utils",
+        "rounding",
+        "tax",
+        "export",
+        "cache",
+        "client",
+        "parser",
+        "schema",
+        "tasks",
+    )
+)
 
 
 def _pool(rng: random.Random, size: int, line: Any) -> str:
@@ -320,22 +373,26 @@ def _prose_line(rng: random.Random) -> str:
 
 def _code_line(rng: random.Random) -> str:
     w, v, i = rng.choice(_WORDS), rng.choice(_WORDS), rng.choice(_IDENTS)
-    return rng.choice((
-        f"def {w}_{i}(self, {v}_{rng.randrange(9)}):\n",
-        f"    return self.{i}.{w}({v}, {rng.randrange(1000)})\n",
-        f"    if {v} is None:\n        raise ValueError(\"{w} {v} missing\")\n",
-        f"class {i.capitalize()}{w.capitalize()}:\n",
-        f"    {v}_{w} = Decimal(\"{rng.randrange(100)}.{rng.randrange(100):02d}\")\n",
-        f"# {w} {v} {i}\n",
-        f"from .{w} import {i}_{v}\n",
-        "\n",
-    ))
+    return rng.choice(
+        (
+            f"def {w}_{i}(self, {v}_{rng.randrange(9)}):\n",
+            f"    return self.{i}.{w}({v}, {rng.randrange(1000)})\n",
+            f'    if {v} is None:\n        raise ValueError("{w} {v} missing")\n',
+            f"class {i.capitalize()}{w.capitalize()}:\n",
+            f'    {v}_{w} = Decimal("{rng.randrange(100)}.{rng.randrange(100):02d}")\n',
+            f"# {w} {v} {i}\n",
+            f"from .{w} import {i}_{v}\n",
+            "\n",
+        )
+    )
 
 
 def _log_line(rng: random.Random) -> str:
-    return (f"2025-03-{rng.randrange(1, 29):02d} 10:{rng.randrange(60):02d}:{rng.randrange(60):02d} "
-            f"{rng.choice(('INFO', 'DEBUG', 'WARN'))} {rng.choice(_IDENTS)}: {rng.choice(_WORDS)} "
-            f"{rng.choice(_WORDS)} in {rng.randrange(999)}ms\n")
+    return (
+        f"2025-03-{rng.randrange(1, 29):02d} 10:{rng.randrange(60):02d}:{rng.randrange(60):02d} "
+        f"{rng.choice(('INFO', 'DEBUG', 'WARN'))} {rng.choice(_IDENTS)}: {rng.choice(_WORDS)} "
+        f"{rng.choice(_WORDS)} in {rng.randrange(999)}ms\n"
+    )
 
 
 def _cjk_line(rng: random.Random) -> str:
@@ -366,8 +423,14 @@ class ScenarioModel:
 
     POOL_CHARS = 1 << 20
 
-    def __init__(self, seed: int, *, shape: ScenarioShape = CORPUS_SHAPE, workspace: str = "/work/shop",
-                 images: Sequence[MediaRef] = ()):
+    def __init__(
+        self,
+        seed: int,
+        *,
+        shape: ScenarioShape = CORPUS_SHAPE,
+        workspace: str = "/work/shop",
+        images: Sequence[MediaRef] = (),
+    ):
         self.shape = shape
         self.workspace = workspace.rstrip("/")
         self.images = tuple(images)
@@ -384,7 +447,7 @@ class ScenarioModel:
     def _slice(self, pool: str, n: int) -> str:
         n = min(n, len(pool) - 1)
         start = self._rng.randrange(len(pool) - n)
-        return pool[start:start + n]
+        return pool[start : start + n]
 
     def _path(self) -> str:
         return f"src/{self._rng.choice(_MODULES)}.py"
@@ -407,16 +470,22 @@ class ScenarioModel:
             out.append(UserMessage(text=text, media=media))
         pool = self._cjk if cjk else self._prose
         if rng.random() < shape.text_only_share:
-            out.append(AssistantMessage(text=self._slice(pool, shape.assistant_text_chars.sample(rng)),
-                                        model="claude-sonnet-4-5"))
+            out.append(
+                AssistantMessage(
+                    text=self._slice(pool, shape.assistant_text_chars.sample(rng)), model="claude-sonnet-4-5"
+                )
+            )
             return self._tail(out, [])
         n_calls = 1
         extra = shape.calls_per_tool_turn - 1
         while extra > 0 and rng.random() < extra / (1 + extra):
             n_calls += 1
         calls = [self._call(self._kind()) for _ in range(n_calls)]
-        text = (self._slice(pool, shape.assistant_text_chars.sample(rng))
-                if rng.random() < shape.tool_turn_text_share else "")
+        text = (
+            self._slice(pool, shape.assistant_text_chars.sample(rng))
+            if rng.random() < shape.tool_turn_text_share
+            else ""
+        )
         out.append(AssistantMessage(text=text, tool_calls=tuple(c for c, _ in calls), model="claude-sonnet-4-5"))
         return self._tail(out, calls)
 
@@ -424,13 +493,22 @@ class ScenarioModel:
         rng = self._rng
         if rng.random() < self.shape.usage_per_request:
             cached = rng.randrange(2_000, 90_000)
-            out.append(Usage(input_tokens=rng.randrange(50, 4_000), output_tokens=rng.randrange(20, 1_500),
-                             cache_read_tokens=cached, cache_write_tokens=rng.randrange(0, 3_000),
-                             model="claude-sonnet-4-5"))
+            out.append(
+                Usage(
+                    input_tokens=rng.randrange(50, 4_000),
+                    output_tokens=rng.randrange(20, 1_500),
+                    cache_read_tokens=cached,
+                    cache_write_tokens=rng.randrange(0, 3_000),
+                    model="claude-sonnet-4-5",
+                )
+            )
         out.extend(r for _, r in calls)
         if rng.random() < self.shape.notes_per_request:
-            out.append(SystemNote(text=f"Tokens: {rng.randrange(2, 90)}k sent, {rng.randrange(1, 30) / 10}k "
-                                       f"received.", subtype="cost"))
+            out.append(
+                SystemNote(
+                    text=f"Tokens: {rng.randrange(2, 90)}k sent, {rng.randrange(1, 30) / 10}k received.", subtype="cost"
+                )
+            )
         return out
 
     def _kind(self) -> str:
@@ -448,12 +526,17 @@ class ScenarioModel:
         path = self._path()
         if kind == "read":
             args = {"file_path": f"{self.workspace}/{path}"}
-            call, result = ToolCall(cid, "Read", canonical_arguments(args)), ToolResult(cid, self._slice(self._code, size),
-                                                                               name="Read")
+            call, result = (
+                ToolCall(cid, "Read", canonical_arguments(args)),
+                ToolResult(cid, self._slice(self._code, size), name="Read"),
+            )
         elif kind == "edit":
             n = shape.args_chars.sample(rng)
-            args = {"file_path": f"{self.workspace}/{path}", "old_string": self._slice(self._code, n // 2),
-                    "new_string": self._slice(self._code, n - n // 2)}
+            args = {
+                "file_path": f"{self.workspace}/{path}",
+                "old_string": self._slice(self._code, n // 2),
+                "new_string": self._slice(self._code, n - n // 2),
+            }
             head = f"The file {self.workspace}/{path} has been updated."
             body = head if size <= len(head) else head + "\n" + self._slice(self._code, size - len(head) - 1)
             call, result = ToolCall(cid, "Edit", canonical_arguments(args)), ToolResult(cid, body, name="Edit")
@@ -461,9 +544,11 @@ class ScenarioModel:
             test = path.replace("src/", "tests/test_").replace("/", "_", 1)
             cmd = f"python -m pytest -q {test}"
             if fails:
-                tail = (f"FAILED {test}::test_{rng.choice(_WORDS)}_{rng.choice(_IDENTS)} - AssertionError: "
-                        f"assert Decimal('{rng.randrange(100)}.{rng.randrange(100):02d}') == Decimal('0.05')\n"
-                        f"1 failed, {rng.randrange(3, 80)} passed in {rng.randrange(10, 900) / 100}s")
+                tail = (
+                    f"FAILED {test}::test_{rng.choice(_WORDS)}_{rng.choice(_IDENTS)} - AssertionError: "
+                    f"assert Decimal('{rng.randrange(100)}.{rng.randrange(100):02d}') == Decimal('0.05')\n"
+                    f"1 failed, {rng.randrange(3, 80)} passed in {rng.randrange(10, 900) / 100}s"
+                )
             else:
                 tail = f"{rng.randrange(3, 80)} passed in {rng.randrange(10, 900) / 100}s"
             body = self._slice(self._logs, max(0, size - len(tail) - 1)) + "\n" + tail

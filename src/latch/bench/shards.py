@@ -81,8 +81,10 @@ def plan_shards(cfg: StressConfig, shards: int) -> list[StressConfig]:
     for ``shards < 1``, fewer events than shards, or a kept database (``cfg.db``: each shard has its own
     temporary store)."""
     if cfg.db is not None:
-        raise ValueError("--db keeps one run's database; it cannot be used with --shards or --scheduler "
-                         "(each shard has its own temporary store)")
+        raise ValueError(
+            "--db keeps one run's database; it cannot be used with --shards or --scheduler "
+            "(each shard has its own temporary store)"
+        )
     counts = shard_events(cfg.events, shards)
     parallel = cfg.parallel if cfg.parallel is not None else max(counts) >= PARALLEL_MIN_EVENTS
     return [replace(cfg, events=n, seed=shard_seed(cfg.seed, i), parallel=parallel) for i, n in enumerate(counts)]
@@ -104,8 +106,14 @@ def run_shard(index: int, cfg: StressConfig) -> dict[str, Any]:
     finally:
         if main:
             signal.signal(signal.SIGTERM, previous)
-    return {"shard": index, "seed": cfg.seed, "host": socket.gethostname(), "pid": os.getpid(), **report.to_json(),
-            "timings": [list(t) for t in report.timings]}
+    return {
+        "shard": index,
+        "seed": cfg.seed,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        **report.to_json(),
+        "timings": [list(t) for t in report.timings],
+    }
 
 
 def _merge_checks(rows: Sequence[Mapping[str, Any]]) -> dict[str, Check]:
@@ -137,13 +145,27 @@ def aggregate(cfg: StressConfig, rows: Sequence[Mapping[str, Any]], seconds: flo
     """The aggregate report of shard results ``rows`` (from :func:`run_shard`, or ``{"shard", "seed", "error"}``)
     after ``seconds`` of wall time: the JSON document described in the module docstring."""
     done = [r for r in rows if "error" not in r]
-    report = StressReport(config={"events": cfg.events, "seed": cfg.seed, "every": cfg.every, "burst": cfg.burst,
-                                  "batch": cfg.batch, "parallel": bool(done) and all(r["config"]["parallel"]
-                                                                                     for r in done),
-                                  "shards": len(rows)})
+    report = StressReport(
+        config={
+            "events": cfg.events,
+            "seed": cfg.seed,
+            "every": cfg.every,
+            "burst": cfg.burst,
+            "batch": cfg.batch,
+            "parallel": bool(done) and all(r["config"]["parallel"] for r in done),
+            "shards": len(rows),
+        }
+    )
     report.seconds = seconds
-    for key in ("events", "stored_events", "append_seconds", "materialize_seconds", "materializations",
-                "rotations", "db_mb"):
+    for key in (
+        "events",
+        "stored_events",
+        "append_seconds",
+        "materialize_seconds",
+        "materializations",
+        "rotations",
+        "db_mb",
+    ):
         setattr(report, key, sum(r[key] for r in done))
     for key in ("max_total_tokens", "hard_limit_tokens", "peak_rss_mb"):
         setattr(report, key, max((r[key] for r in done), default=0))
@@ -157,8 +179,14 @@ def aggregate(cfg: StressConfig, rows: Sequence[Mapping[str, Any]], seconds: flo
     return doc
 
 
-def run_sharded(cfg: StressConfig, shards: int, *, jobs: int = 2, scheduler: str | None = None,
-                progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def run_sharded(
+    cfg: StressConfig,
+    shards: int,
+    *,
+    jobs: int = 2,
+    scheduler: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
     """Run ``cfg`` as ``shards`` shards (see the module docstring) on ``jobs`` local processes, or on the Dask
     cluster of ``scheduler`` (``tcp://HOST:PORT`` or ``local:N``); ``progress(shards done, shards)`` after each.
 

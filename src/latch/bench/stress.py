@@ -72,8 +72,19 @@ from ..port import ContextBudget, ContextOverflow, ContextView, SessionContext
 from ..store import EventStore
 from .scenario import ScenarioModel, png_bytes
 
-__all__ = ["StressConfig", "StressReport", "Check", "CHECKS", "run_stress", "DIAGNOSTIC", "PARALLEL_MIN_EVENTS",
-           "SYSTEM_PROMPT", "TOOLS", "SCRATCH_PREFIX", "sweep_orphaned_scratch"]
+__all__ = [
+    "StressConfig",
+    "StressReport",
+    "Check",
+    "CHECKS",
+    "run_stress",
+    "DIAGNOSTIC",
+    "PARALLEL_MIN_EVENTS",
+    "SYSTEM_PROMPT",
+    "TOOLS",
+    "SCRATCH_PREFIX",
+    "sweep_orphaned_scratch",
+]
 
 MODEL = "claude-sonnet-4-5"
 WORKSPACE = "/work/shop"
@@ -81,8 +92,18 @@ STREAM = "continuity:stress"
 PARALLEL_MIN_EVENTS = 50_000
 """Runs of at least this many events append from a producer process (two cores: write || read)."""
 INDEX_ENTRIES_MAX = 16
-CHECKS = ("canonical_survival", "rejection_preserved", "exact_raw_recall", "recent_verbatim", "bounded_tokens",
-          "component_sums", "append_only_epochs", "bounded_episode_index", "no_automatic_compact", "raw_retention")
+CHECKS = (
+    "canonical_survival",
+    "rejection_preserved",
+    "exact_raw_recall",
+    "recent_verbatim",
+    "bounded_tokens",
+    "component_sums",
+    "append_only_epochs",
+    "bounded_episode_index",
+    "no_automatic_compact",
+    "raw_retention",
+)
 """The names of the guarantees a run checks, in report order (see the module docstring)."""
 
 GOAL = "Fix the invoice rounding bug so totals match the accountant's ledger to the cent."
@@ -91,29 +112,40 @@ DECISION = "Round every currency amount with ROUND_HALF_EVEN on Decimal values, 
 DECISION_RATIONALE = "the ledger uses banker's rounding per line item"
 HYPOTHESIS = "The rounding error comes from float conversion in billing/tax.py."
 REJECTION = "amounts are Decimal end to end; tax.py never converts to float"
-DIAGNOSTIC = ("E   AssertionError: invoice INV-2024-0917 total 1043.365 rounded to 1043.37, expected 1043.36 "
-              "(ROUND_HALF_EVEN) [ledger shard 7f3a9c1e]")
+DIAGNOSTIC = (
+    "E   AssertionError: invoice INV-2024-0917 total 1043.365 rounded to 1043.37, expected 1043.36 "
+    "(ROUND_HALF_EVEN) [ledger shard 7f3a9c1e]"
+)
 DIAGNOSTIC_QUERY = "INV-2024-0917 7f3a9c1e"
 FINAL_USER = "Before you wrap up: 請確認 INV-2024-0917 的總額 and tell me which files you changed."
 FINAL_ANSWER = "Totals now match the ledger; I changed src/billing/rounding.py and src/billing/tax.py only."
 
-SYSTEM_PROMPT = ("You are a careful coding agent working in a git repository. Use the tools to read, edit and test "
-                 "code. Keep the canonical task state current with the kernel tools: record decisions, "
-                 "constraints and rejected hypotheses as soon as they are made. Never claim completion without "
-                 "a passing validation at the current workspace generation.")
+SYSTEM_PROMPT = (
+    "You are a careful coding agent working in a git repository. Use the tools to read, edit and test "
+    "code. Keep the canonical task state current with the kernel tools: record decisions, "
+    "constraints and rejected hypotheses as soon as they are made. Never claim completion without "
+    "a passing validation at the current workspace generation."
+)
 
 
 def _tool(name: str, description: str, props: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"name": name, "description": description,
-            "input_schema": {"type": "object", "properties": props, "required": required}}
+    return {
+        "name": name,
+        "description": description,
+        "input_schema": {"type": "object", "properties": props, "required": required},
+    }
 
 
 def _tools() -> tuple[dict[str, Any], ...]:
     s = {"type": "string"}
     agent = [
         _tool("Read", "Read a file (numbered lines).", {"file_path": s, "offset": {"type": "integer"}}, ["file_path"]),
-        _tool("Edit", "Replace old_string with new_string in a file.",
-              {"file_path": s, "old_string": s, "new_string": s}, ["file_path", "old_string", "new_string"]),
+        _tool(
+            "Edit",
+            "Replace old_string with new_string in a file.",
+            {"file_path": s, "old_string": s, "new_string": s},
+            ["file_path", "old_string", "new_string"],
+        ),
         _tool("Bash", "Run a shell command in the workspace.", {"command": s, "description": s}, ["command"]),
     ]
     return tuple(agent + list(KERNEL_TOOLS))
@@ -200,26 +232,41 @@ class StressReport:
             for rotated in (True, False):
                 xs = sorted(s for h, s, r in self.timings if lo <= h < hi and r == rotated)
                 if xs:
-                    out.append({"history_events": f"{lo:,}–{hi:,}", "kind": "rotation" if rotated else "append",
-                                "count": len(xs), "p50_ms": round(1000 * _pct(xs, 0.50), 1),
-                                "p99_ms": round(1000 * _pct(xs, 0.99), 1)})
+                    out.append(
+                        {
+                            "history_events": f"{lo:,}–{hi:,}",
+                            "kind": "rotation" if rotated else "append",
+                            "count": len(xs),
+                            "p50_ms": round(1000 * _pct(xs, 0.50), 1),
+                            "p99_ms": round(1000 * _pct(xs, 0.99), 1),
+                        }
+                    )
         return out
 
     def to_json(self) -> dict[str, Any]:
         allt = sorted(s for _, s, _ in self.timings)
         return {
-            "ok": self.ok, "config": self.config, "events": self.events, "stored_events": self.stored_events,
-            "seconds": round(self.seconds, 2), "events_per_second": round(self.events_per_second),
+            "ok": self.ok,
+            "config": self.config,
+            "events": self.events,
+            "stored_events": self.stored_events,
+            "seconds": round(self.seconds, 2),
+            "events_per_second": round(self.events_per_second),
             "append_seconds": round(self.append_seconds, 2),
-            "materialize_seconds": round(self.materialize_seconds, 2), "materializations": self.materializations,
+            "materialize_seconds": round(self.materialize_seconds, 2),
+            "materializations": self.materializations,
             "materializations_per_second": round(self.materializations_per_second, 2),
             "materialize_p50_ms": round(1000 * _pct(allt, 0.5), 1) if allt else None,
             "materialize_p99_ms": round(1000 * _pct(allt, 0.99), 1) if allt else None,
-            "rotations": self.rotations, "max_total_tokens": self.max_total_tokens,
-            "hard_limit_tokens": self.hard_limit_tokens, "peak_rss_mb": round(self.peak_rss_mb, 1),
-            "producer_peak_rss_mb": (round(self.producer_peak_rss_mb, 1)
-                                     if self.producer_peak_rss_mb is not None else None),
-            "db_mb": round(self.db_mb, 1), "by_history": self.buckets(),
+            "rotations": self.rotations,
+            "max_total_tokens": self.max_total_tokens,
+            "hard_limit_tokens": self.hard_limit_tokens,
+            "peak_rss_mb": round(self.peak_rss_mb, 1),
+            "producer_peak_rss_mb": (
+                round(self.producer_peak_rss_mb, 1) if self.producer_peak_rss_mb is not None else None
+            ),
+            "db_mb": round(self.db_mb, 1),
+            "by_history": self.buckets(),
             "checks": {k: {"ok": c.ok, "detail": c.detail, "failures": c.failures} for k, c in self.checks.items()},
         }
 
@@ -235,8 +282,10 @@ def _rss_mb(who: int = resource.RUSAGE_SELF) -> float:
 
 # ------------------------------------------------------------------------------------------ producing
 def _screenshots(store: EventStore) -> tuple[MediaRef, ...]:
-    return tuple(store.put_artifact(png_bytes(w, h, rgb), "image/png", width=w, height=h)
-                 for w, h, rgb in ((1280, 800, (30, 30, 30)), (1920, 1080, (240, 240, 240)), (390, 844, (20, 90, 200))))
+    return tuple(
+        store.put_artifact(png_bytes(w, h, rgb), "image/png", width=w, height=h)
+        for w, h, rgb in ((1280, 800, (30, 30, 30)), (1920, 1080, (240, 240, 240)), (390, 844, (20, 90, 200)))
+    )
 
 
 def _batches(seed: int, images: tuple[MediaRef, ...], total: int, batch: int) -> Iterator[list[Event]]:
@@ -248,8 +297,17 @@ def _batches(seed: int, images: tuple[MediaRef, ...], total: int, batch: int) ->
         yield chunk
 
 
-def _produce(db: str, sid: str, seed: int, images: tuple[MediaRef, ...], total: int, batch: int,
-             appended: Any, wanted: Any, seconds: Any) -> None:
+def _produce(
+    db: str,
+    sid: str,
+    seed: int,
+    images: tuple[MediaRef, ...],
+    total: int,
+    batch: int,
+    appended: Any,
+    wanted: Any,
+    seconds: Any,
+) -> None:
     """Producer process: generate and append ``total`` events, never more than ``wanted`` ahead of
     need (so its transactions do not starve the engine's record writes); publish progress in ``appended``."""
     store = EventStore(db)
@@ -277,9 +335,22 @@ class _Appender:
             self._appended = ctx.Value("q", 0, lock=False)
             self._wanted = ctx.Value("q", 0, lock=False)
             self._secs = ctx.Value("d", 0.0, lock=False)
-            self._proc = ctx.Process(target=_produce, name="latch-stress-producer", daemon=True,
-                                     args=(str(store.path), sid, cfg.seed, images, cfg.events,
-                                           min(cfg.batch, cfg.every), self._appended, self._wanted, self._secs))
+            self._proc = ctx.Process(
+                target=_produce,
+                name="latch-stress-producer",
+                daemon=True,
+                args=(
+                    str(store.path),
+                    sid,
+                    cfg.seed,
+                    images,
+                    cfg.events,
+                    min(cfg.batch, cfg.every),
+                    self._appended,
+                    self._wanted,
+                    self._secs,
+                ),
+            )
             self._proc.start()
         else:
             self._gen = _batches(cfg.seed, images, cfg.events, cfg.batch)
@@ -304,8 +375,10 @@ class _Appender:
         self._wanted.value = max(self._wanted.value, n + ahead)
         while self._appended.value < n:
             if not self._proc.is_alive() and self._appended.value < n:
-                raise RuntimeError(f"stress producer exited with code {self._proc.exitcode} after "
-                                   f"{self._appended.value:,} of {self.cfg.events:,} events")
+                raise RuntimeError(
+                    f"stress producer exited with code {self._proc.exitcode} after "
+                    f"{self._appended.value:,} of {self.cfg.events:,} events"
+                )
             time.sleep(0.002)
         return self._appended.value
 
@@ -368,9 +441,14 @@ class _Verifier:
         for line in res.protocol_violations:
             c["component_sums"].fail(line)
         sums, states = self._recount(v, res.line_tokens, where)
-        expect = {"instructions": t.instructions_tokens, "conversation": t.recent_tokens, "state": t.state_tokens,
-                  "recall": t.recall_tokens - t.episode_tokens, "episode": t.episode_tokens,
-                  "extension": t.extension_tokens}
+        expect = {
+            "instructions": t.instructions_tokens,
+            "conversation": t.recent_tokens,
+            "state": t.state_tokens,
+            "recall": t.recall_tokens - t.episode_tokens,
+            "episode": t.episode_tokens,
+            "extension": t.extension_tokens,
+        }
         wrong = {k: (sums[k], expect[k]) for k in expect if sums[k] != expect[k]}
         if wrong or t.tools_tokens != counter.tools(v.tools) or t.episode_tokens > t.recall_tokens:
             c["component_sums"].fail(f"{where}: recount != reported {wrong}")
@@ -428,6 +506,7 @@ class _Verifier:
                 if HYPOTHESIS in line and "REJECTED" not in line:
                     c["rejection_preserved"].fail(f"{where}: rendered as active: {line[:120]}")
 
+
 def _last_unit_lines(store: EventStore, sid: str, until: int) -> list[bytes] | None:
     """The provider-visible lines of the newest unit complete as of ``until``, segmented independently
     from the raw log's last 400 events (units starting in the first 20 may lack their opening event)."""
@@ -440,21 +519,43 @@ def _last_unit_lines(store: EventStore, sid: str, until: int) -> list[bytes] | N
 # ------------------------------------------------------------------------------------------ running
 def _plant(store: EventStore, sid: str) -> tuple[list[int], int]:
     """The early facts (see the module docstring); returns ``(planted seqs, diagnostic seq)``."""
-    seqs = store.append(sid, [UserMessage("The invoice totals are off by a cent against the ledger; please fix "
-                                          "the rounding in the billing package.")])
-    for name, args in (("set_goal", {"goal": GOAL}), ("add_constraint", {"constraint": CONSTRAINT}),
-                       ("record_decision", {"decision": DECISION, "rationale": DECISION_RATIONALE}),
-                       ("propose_hypothesis", {"hypothesis": HYPOTHESIS})):
+    seqs = store.append(
+        sid,
+        [
+            UserMessage(
+                "The invoice totals are off by a cent against the ledger; please fix "
+                "the rounding in the billing package."
+            )
+        ],
+    )
+    for name, args in (
+        ("set_goal", {"goal": GOAL}),
+        ("add_constraint", {"constraint": CONSTRAINT}),
+        ("record_decision", {"decision": DECISION, "rationale": DECISION_RATIONALE}),
+        ("propose_hypothesis", {"hypothesis": HYPOTHESIS}),
+    ):
         seqs.append(apply_kernel_tool(store, sid, name, args, cache=kernel_cache()).seq)
     call = ToolCall("toolu_plant_1", "Bash", '{"command": "python -m pytest -q tests/test_billing_rounding.py"}')
-    run = store.append(sid, [
-        AssistantMessage(text="Running the rounding tests first.", tool_calls=(call,), model=MODEL),
-        ToolResult(call.id, "F.\n=================================== FAILURES ===================================\n"
-                            f"{DIAGNOSTIC}\n1 failed, 1 passed in 0.08s", is_error=True, name="Bash", exit_code=1),
-    ])
+    run = store.append(
+        sid,
+        [
+            AssistantMessage(text="Running the rounding tests first.", tool_calls=(call,), model=MODEL),
+            ToolResult(
+                call.id,
+                "F.\n=================================== FAILURES ===================================\n"
+                f"{DIAGNOSTIC}\n1 failed, 1 passed in 0.08s",
+                is_error=True,
+                name="Bash",
+                exit_code=1,
+            ),
+        ],
+    )
     seqs += run
-    seqs.append(apply_kernel_tool(store, sid, "reject_hypothesis", {"hypothesis": "H1", "reason": REJECTION},
-                                  cache=kernel_cache()).seq)
+    seqs.append(
+        apply_kernel_tool(
+            store, sid, "reject_hypothesis", {"hypothesis": "H1", "reason": REJECTION}, cache=kernel_cache()
+        ).seq
+    )
     return seqs, run[1]
 
 
@@ -478,8 +579,16 @@ def run_stress(cfg: StressConfig, progress: Callable[[int, int], None] | None = 
         db = cfg.db
         if Path(db).exists():
             raise ValueError(f"stress: database {db} already exists; pass a new path")
-    report = StressReport(config={"events": cfg.events, "seed": cfg.seed, "every": cfg.every, "burst": cfg.burst,
-                                  "batch": cfg.batch, "parallel": parallel})
+    report = StressReport(
+        config={
+            "events": cfg.events,
+            "seed": cfg.seed,
+            "every": cfg.every,
+            "burst": cfg.burst,
+            "batch": cfg.batch,
+            "parallel": parallel,
+        }
+    )
     start = time.perf_counter()
     store = EventStore(db)
     try:
@@ -543,10 +652,16 @@ def sweep_orphaned_scratch(parent: str | None = None) -> list[str]:
     return removed
 
 
-def _run(store: EventStore, cfg: StressConfig, parallel: bool, report: StressReport,
-         progress: Callable[[int, int], None] | None) -> None:
-    sid = store.create_session(workspace=WORKSPACE, format="claude-code", source="latch stress",
-                               meta={"seed": cfg.seed})
+def _run(
+    store: EventStore,
+    cfg: StressConfig,
+    parallel: bool,
+    report: StressReport,
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    sid = store.create_session(
+        workspace=WORKSPACE, format="claude-code", source="latch stress", meta={"seed": cfg.seed}
+    )
     images = _screenshots(store)
     planted, diag_seq = _plant(store, sid)
     planted_bytes = [store.get(s).event.encode() for s in planted]
@@ -589,9 +704,10 @@ def _run(store: EventStore, cfg: StressConfig, parallel: bool, report: StressRep
                 if k == 0:
                     want = _last_unit_lines(store, sid, until)
                     got = [message_line(m) for m in v.messages if m.kind == "conversation"]
-                    if want is None or got[-len(want):] != want:
-                        report.checks["recent_verbatim"].fail(f"view at seq {until}: the newest unit is not the "
-                                                              f"verbatim end of the conversation")
+                    if want is None or got[-len(want) :] != want:
+                        report.checks["recent_verbatim"].fail(
+                            f"view at seq {until}: the newest unit is not the verbatim end of the conversation"
+                        )
             if progress:
                 progress(appender.appended, cfg.events)
         producer_rss = appender.finish()
@@ -606,17 +722,29 @@ def _run(store: EventStore, cfg: StressConfig, parallel: bool, report: StressRep
     final = store.append(sid, [UserMessage(FINAL_USER), AssistantMessage(text=FINAL_ANSWER, model=MODEL)])
     v = materialize(None, "final view")
     tail = [m for m in v.messages if m.kind == "conversation"][-2:]
-    if [(m.role, m.content, m.seq) for m in tail] != [("user", FINAL_USER, final[0]),
-                                                      ("assistant", FINAL_ANSWER, final[1])]:
+    if [(m.role, m.content, m.seq) for m in tail] != [
+        ("user", FINAL_USER, final[0]),
+        ("assistant", FINAL_ANSWER, final[1]),
+    ]:
         report.checks["recent_verbatim"].fail("final view: the last user turn and answer are not its verbatim end")
-    _final_checks(store, sid, engine, writer, report, planted, planted_bytes, diag_seq, cfg.events + len(planted) + 2,
-                  final_view=v)
+    _final_checks(
+        store,
+        sid,
+        engine,
+        writer,
+        report,
+        planted,
+        planted_bytes,
+        diag_seq,
+        cfg.events + len(planted) + 2,
+        final_view=v,
+    )
     report.events = cfg.events
     report.max_total_tokens = verify.max_total
     report.peak_rss_mb = _rss_mb()
     details = {
         "bounded_tokens": f"max {verify.max_total:,} of {budget.hard_limit_tokens:,} tokens over "
-                          f"{report.materializations:,} views",
+        f"{report.materializations:,} views",
         "bounded_episode_index": f"at most {verify.max_index_entries} entries per view (cap {INDEX_ENTRIES_MAX})",
         "append_only_epochs": f"{report.rotations:,} rotations; every other view extended its epoch byte for byte",
         "component_sums": "every component recounted exactly from the view and the durable parts",
@@ -627,9 +755,19 @@ def _run(store: EventStore, cfg: StressConfig, parallel: bool, report: StressRep
             report.checks[name].detail = detail
 
 
-def _final_checks(store: EventStore, sid: str, engine: Any, writer: StoreKernelWriter, report: StressReport,
-                  planted: list[int], planted_bytes: list[bytes], diag_seq: int, expected: int, *,
-                  final_view: ContextView | None = None) -> None:
+def _final_checks(
+    store: EventStore,
+    sid: str,
+    engine: Any,
+    writer: StoreKernelWriter,
+    report: StressReport,
+    planted: list[int],
+    planted_bytes: list[bytes],
+    diag_seq: int,
+    expected: int,
+    *,
+    final_view: ContextView | None = None,
+) -> None:
     c = report.checks
     state = canonical_state(store, sid, cache=kernel_cache())
     cons = [x for x in state.constraints if x["text"] == CONSTRAINT and x["active"]]
@@ -638,8 +776,9 @@ def _final_checks(store: EventStore, sid: str, engine: Any, writer: StoreKernelW
     if not cons or not decs:
         c["canonical_survival"].fail("final canonical state lost the constraint or the decision")
     elif c["canonical_survival"].ok:
-        c["canonical_survival"].detail = (f"{cons[0]['id']} and {decs[0]['id']} active in every view and at "
-                                          f"revision {state.revision}")
+        c["canonical_survival"].detail = (
+            f"{cons[0]['id']} and {decs[0]['id']} active in every view and at revision {state.revision}"
+        )
     if not hyps or hyps[0]["status"] != "rejected":
         c["rejection_preserved"].fail(f"final canonical state: hypothesis is {hyps[0]['status'] if hyps else 'gone'}")
     elif c["rejection_preserved"].ok:
@@ -649,26 +788,33 @@ def _final_checks(store: EventStore, sid: str, engine: Any, writer: StoreKernelW
     fts = [s.seq for s in store.search("7f3a9c1e", session_id=sid)]
     stored = store.get(diag_seq).event
     # a short run never moves the diagnostic out of the window: then the final view holds it verbatim instead
-    in_window = final_view is not None and any(m.seq == diag_seq and DIAGNOSTIC in str(m.content)
-                                               for m in final_view.messages if m.kind == "conversation")
+    in_window = final_view is not None and any(
+        m.seq == diag_seq and DIAGNOSTIC in str(m.content) for m in final_view.messages if m.kind == "conversation"
+    )
     if (not recalled or DIAGNOSTIC not in recalled[0].text) and not in_window:
-        c["exact_raw_recall"].fail(f"engine.recall({DIAGNOSTIC_QUERY!r}) did not return seq {diag_seq} verbatim, "
-                                   "and the final view does not hold it")
+        c["exact_raw_recall"].fail(
+            f"engine.recall({DIAGNOSTIC_QUERY!r}) did not return seq {diag_seq} verbatim, "
+            "and the final view does not hold it"
+        )
     elif diag_seq not in fts or DIAGNOSTIC not in getattr(stored, "content", ""):
         c["exact_raw_recall"].fail(f"FTS or the raw store lost seq {diag_seq}")
     elif recalled:
         c["exact_raw_recall"].detail = f"seq {diag_seq} recalled verbatim after {report.config['events']:,} events"
     else:
-        c["exact_raw_recall"].detail = (f"seq {diag_seq} verbatim in the final view's window after "
-                                        f"{report.config['events']:,} events (not archival yet)")
+        c["exact_raw_recall"].detail = (
+            f"seq {diag_seq} verbatim in the final view's window after "
+            f"{report.config['events']:,} events (not archival yet)"
+        )
 
     n = store.count_events(sid)
     lo = min(planted)
     hi = store.max_seq(sid)
     now = [store.get(s).event.encode() for s in planted]
     if n != expected or hi - lo + 1 != n or now != planted_bytes:
-        c["raw_retention"].fail(f"{n:,} events stored, {expected:,} appended, seqs {lo}..{hi}, planted "
-                                f"{'identical' if now == planted_bytes else 'changed'}")
+        c["raw_retention"].fail(
+            f"{n:,} events stored, {expected:,} appended, seqs {lo}..{hi}, planted "
+            f"{'identical' if now == planted_bytes else 'changed'}"
+        )
     else:
         c["raw_retention"].detail = f"{n:,} events, seqs {lo}..{hi} gapless, planted events byte-identical"
     report.stored_events = n

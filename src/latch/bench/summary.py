@@ -58,37 +58,44 @@ def summarize(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         usd_total = sum(r["cost_usd"] for r in paid) if paid else None
         reads = sum(r["cost_cache_read_tokens"] for r in paid)
         prompt = sum(r["cost_input_tokens"] for r in paid)
-        rows.append({
-            "engine": engine, "budget": budget,
-            "estimators": ", ".join(sorted({r["estimator"] for r in ok if r.get("estimator")})) or None,
-            "sessions": len(ok), "errors": len(rs) - len(ok),
-            "requests": sum(r["requests"] for r in ok),
-            "tokens_per_request": round(statistics.fmean(toks)) if toks else None,
-            "tokens_total": sum(toks),
-            "cacheability_median": round(statistics.median(cache), 3) if cache else None,
-            "cacheability_p10": round(_pct(cache, 0.10), 3) if cache else None,
-            "needle_survival": round(got / checked, 3) if checked else None,
-            "needle_checks": checked,
-            "coverage": round(needed_present[1] / needed_present[0], 3) if needed_present[0] else None,
-            "coverage_needed": needed_present[0],
-            "same_requests": same_requests,
-            "coverage_same_requests": round(same_present / same_needed, 3) if same_needed else None,
-            "cost_usd_same_requests": round(same_usd, 6) if same_usd is not None else None,
-            "working_set_coverage": round(sum(r.get("working_set_named", 0) for r in ok) / touched, 3)
-            if touched else None,
-            "rewrite_waste": round(sum(r.get("rewrite_write_tokens", 0) for r in ok) / written, 3) if written else None,
-            "tokens_per_session": round(sum(toks) / len(ok)) if ok else None,
-            "protocol_invalid": sum(len(r["protocol_invalid"]) for r in ok),
-            "budget_violations": sum(len(r["budget_violations"]) for r in ok),
-            "refused": sum(r["refused"] for r in ok),
-            "materialize_p50_ms": round(1000 * _pct(secs, 0.5), 2) if secs else None,
-            "materialize_p99_ms": round(1000 * _pct(secs, 0.99), 2) if secs else None,
-            "peak_mb": max(peaks) if peaks else None,
-            "cost_usd_total": round(usd_total, 6) if usd_total is not None else None,
-            "cost_usd_per_session": round(usd_total / len(paid), 6) if usd_total is not None else None,
-            "cache_read_share": round(reads / prompt, 4) if prompt else None,
-            "priced_sessions": len(paid),
-        })
+        rows.append(
+            {
+                "engine": engine,
+                "budget": budget,
+                "estimators": ", ".join(sorted({r["estimator"] for r in ok if r.get("estimator")})) or None,
+                "sessions": len(ok),
+                "errors": len(rs) - len(ok),
+                "requests": sum(r["requests"] for r in ok),
+                "tokens_per_request": round(statistics.fmean(toks)) if toks else None,
+                "tokens_total": sum(toks),
+                "cacheability_median": round(statistics.median(cache), 3) if cache else None,
+                "cacheability_p10": round(_pct(cache, 0.10), 3) if cache else None,
+                "needle_survival": round(got / checked, 3) if checked else None,
+                "needle_checks": checked,
+                "coverage": round(needed_present[1] / needed_present[0], 3) if needed_present[0] else None,
+                "coverage_needed": needed_present[0],
+                "same_requests": same_requests,
+                "coverage_same_requests": round(same_present / same_needed, 3) if same_needed else None,
+                "cost_usd_same_requests": round(same_usd, 6) if same_usd is not None else None,
+                "working_set_coverage": round(sum(r.get("working_set_named", 0) for r in ok) / touched, 3)
+                if touched
+                else None,
+                "rewrite_waste": round(sum(r.get("rewrite_write_tokens", 0) for r in ok) / written, 3)
+                if written
+                else None,
+                "tokens_per_session": round(sum(toks) / len(ok)) if ok else None,
+                "protocol_invalid": sum(len(r["protocol_invalid"]) for r in ok),
+                "budget_violations": sum(len(r["budget_violations"]) for r in ok),
+                "refused": sum(r["refused"] for r in ok),
+                "materialize_p50_ms": round(1000 * _pct(secs, 0.5), 2) if secs else None,
+                "materialize_p99_ms": round(1000 * _pct(secs, 0.99), 2) if secs else None,
+                "peak_mb": max(peaks) if peaks else None,
+                "cost_usd_total": round(usd_total, 6) if usd_total is not None else None,
+                "cost_usd_per_session": round(usd_total / len(paid), 6) if usd_total is not None else None,
+                "cache_read_share": round(reads / prompt, 4) if prompt else None,
+                "priced_sessions": len(paid),
+            }
+        )
     return frontier_order(rows, results)
 
 
@@ -122,9 +129,15 @@ def frontier_order(rows: list[dict[str, Any]], results: Iterable[Mapping[str, An
     for r in rows:
         p = points.get((r["engine"], r["budget"]))
         r["frontier"] = None if p is None else "yes" if p["pareto"] else "refuses" if p["refuses_more"] else "no"
-    return sorted(rows, key=lambda r: (order[r["budget"]], rank[r["frontier"]],
-                                       r["cost_usd_total"] if r["cost_usd_total"] is not None else math.inf,
-                                       r["engine"]))
+    return sorted(
+        rows,
+        key=lambda r: (
+            order[r["budget"]],
+            rank[r["frontier"]],
+            r["cost_usd_total"] if r["cost_usd_total"] is not None else math.inf,
+            r["engine"],
+        ),
+    )
 
 
 def frontier_points(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -147,9 +160,16 @@ def frontier_points(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
         needed = sum(r.get("coverage_needed", 0) for r in rs)
         if not paid or not needed:
             continue
-        points.append({"engine": engine, "budget": budget, "usd": float(sum(paid)),
-                       "coverage": sum(r.get("coverage_present", 0) for r in rs) / needed, "sessions": len(rs),
-                       "refused": sum(r.get("refused", 0) for r in rs)})
+        points.append(
+            {
+                "engine": engine,
+                "budget": budget,
+                "usd": float(sum(paid)),
+                "coverage": sum(r.get("coverage_present", 0) for r in rs) / needed,
+                "sessions": len(rs),
+                "refused": sum(r.get("refused", 0) for r in rs),
+            }
+        )
     fewest: dict[str, int] = {}
     for p in points:
         fewest[p["budget"]] = min(fewest.get(p["budget"], p["refused"]), p["refused"])
@@ -158,6 +178,11 @@ def frontier_points(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
     answering = [p for p in points if not p["refuses_more"]]
     for p in points:
         p["pareto"] = not p["refuses_more"] and not any(
-            q is not p and q["budget"] == p["budget"] and q["coverage"] >= p["coverage"] and q["usd"] <= p["usd"]
-            and (q["coverage"], -q["usd"]) != (p["coverage"], -p["usd"]) for q in answering)
+            q is not p
+            and q["budget"] == p["budget"]
+            and q["coverage"] >= p["coverage"]
+            and q["usd"] <= p["usd"]
+            and (q["coverage"], -q["usd"]) != (p["coverage"], -p["usd"])
+            for q in answering
+        )
     return sorted(points, key=lambda p: p["engine"])

@@ -27,14 +27,22 @@ from .runner import Budget, SessionSource, run_job
 
 __all__ = ["WARM_MODULES", "WARM_JOB_EVENTS", "warm_up", "plots_in_background"]
 
-WARM_MODULES = ("numpy", "latch.bench.runner", "latch.bench.shards", "latch.bench.stress", "latch.engine",
-                "latch.engine.episodes", "latch.engine.recall", "latch.host.replay", "latch.importers")
+WARM_MODULES = (
+    "numpy",
+    "latch.bench.runner",
+    "latch.bench.shards",
+    "latch.bench.stress",
+    "latch.engine",
+    "latch.engine.episodes",
+    "latch.engine.recall",
+    "latch.host.replay",
+    "latch.importers",
+)
 """Modules every bench job or stress shard imports (numpy: the episode index and batched estimates)."""
 
 WARM_JOB_EVENTS = 30
 """Events of the generated session the server runs one ``continuity`` job on (about 0.3 s), so the engine's
 first view in a task process finds its lazily built tables and compiled patterns ready."""
-
 
 
 def warm_up() -> list[str]:
@@ -58,8 +66,11 @@ def warm_up() -> list[str]:
         plugins.reset_plugin_manager()
         return failed
     try:
-        run_job("continuity", SessionSource(name="warm-up", seed=0, events=WARM_JOB_EVENTS),
-                Budget("32k:4k:8k", 32_000, 4_000, 8_000))
+        run_job(
+            "continuity",
+            SessionSource(name="warm-up", seed=0, events=WARM_JOB_EVENTS),
+            Budget("32k:4k:8k", 32_000, 4_000, 8_000),
+        )
     except Exception as exc:  # noqa: BLE001 - the jobs then take their first views cold
         failed.append(f"job: {type(exc).__name__}: {exc}")
     return failed

@@ -19,5 +19,14 @@ from .main import (
 )
 from .main import _load_commands as _load_commands
 
-__all__ = ["main", "cli", "pass_app", "AppContext", "BUILTIN_COMMANDS", "OUTPUTS_KEY", "LatchCommand", "LatchGroup",
-           "OneLineUsageError"]
+__all__ = [
+    "main",
+    "cli",
+    "pass_app",
+    "AppContext",
+    "BUILTIN_COMMANDS",
+    "OUTPUTS_KEY",
+    "LatchCommand",
+    "LatchGroup",
+    "OneLineUsageError",
+]

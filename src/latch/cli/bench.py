@@ -47,42 +47,87 @@ def _default_examples() -> Path | None:
 
 def register(cli: click.Group) -> None:
     @cli.command("bench")
-    @click.option("--engines", default=None,
-                  help="Comma-separated engine names (default: every registered engine).")
-    @click.option("--corpus", type=click.Path(file_okay=False), default=None,
-                  help="Folder of transcripts, searched recursively (default: none).")
-    @click.option("--examples", type=click.Path(file_okay=False), default=None,
-                  help="Folder whose *.jsonl sessions are included (default: ./examples when present).")
-    @click.option("--scenario-events", type=Count(min=0), default=3_000, show_default=True,
-                  help="Events of the generated stress scenario session (0: none).")
-    @click.option("--budgets", default="256k:32k:64k,32k:4k:8k", show_default=True,
-                  help="Comma-separated WINDOW:RESERVE:RECENT token budgets (k/m suffixes).")
-    @click.option("--out", "out", type=click.Path(file_okay=False), default="bench-out", show_default=True, is_eager=True,
-                  callback=folder_outputs(("report.json", "report.md")), help="Output folder for report.md, report.json and the plots.")
+    @click.option("--engines", default=None, help="Comma-separated engine names (default: every registered engine).")
+    @click.option(
+        "--corpus",
+        type=click.Path(file_okay=False),
+        default=None,
+        help="Folder of transcripts, searched recursively (default: none).",
+    )
+    @click.option(
+        "--examples",
+        type=click.Path(file_okay=False),
+        default=None,
+        help="Folder whose *.jsonl sessions are included (default: ./examples when present).",
+    )
+    @click.option(
+        "--scenario-events",
+        type=Count(min=0),
+        default=3_000,
+        show_default=True,
+        help="Events of the generated stress scenario session (0: none).",
+    )
+    @click.option(
+        "--budgets",
+        default="256k:32k:64k,32k:4k:8k",
+        show_default=True,
+        help="Comma-separated WINDOW:RESERVE:RECENT token budgets (k/m suffixes).",
+    )
+    @click.option(
+        "--out",
+        "out",
+        type=click.Path(file_okay=False),
+        default="bench-out",
+        show_default=True,
+        is_eager=True,
+        callback=folder_outputs(("report.json", "report.md")),
+        help="Output folder for report.md, report.json and the plots.",
+    )
     @click.option("--jobs", type=Count(min=1), default=2, show_default=True, help="Worker processes.")
-    @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT|local:N",
-                  help="Run the jobs on a Dask cluster: a running `dask scheduler` (workers started with "
-                       "DASK_DISTRIBUTED__WORKER__DAEMON=False) or a local cluster of N workers; needs "
-                       "pip install '.[cluster]' in the Latch checkout (default: the local process pool of --jobs).")
-    @click.option("--plot", "plot", type=click.Path(dir_okay=False), default=None, callback=output_file,
-                  help="Also write one PNG comparing the engines: per engine and budget, boxes of tokens and of "
-                       "dollars per request, n per box, the budgets' hard limits as lines; and total dollars "
-                       "against needed-context coverage, one marker per engine, budget as its shape.")
-    @click.option("--estimator", "estimator", default=None,
-                  help="Estimator plugin by name for every job, e.g. tiktoken, heuristic-openai (default: the one "
-                       "the plugins select for each session's model).")
-    @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
-                  help="Config TOML passed to every engine (default: $LATCH_HOME/config.toml or the user config "
-                       "folder).")
+    @click.option(
+        "--scheduler",
+        default=None,
+        metavar="tcp://HOST:PORT|local:N",
+        help="Run the jobs on a Dask cluster: a running `dask scheduler` (workers started with "
+        "DASK_DISTRIBUTED__WORKER__DAEMON=False) or a local cluster of N workers; needs "
+        "pip install '.[cluster]' in the Latch checkout (default: the local process pool of --jobs).",
+    )
+    @click.option(
+        "--plot",
+        "plot",
+        type=click.Path(dir_okay=False),
+        default=None,
+        callback=output_file,
+        help="Also write one PNG comparing the engines: per engine and budget, boxes of tokens and of "
+        "dollars per request, n per box, the budgets' hard limits as lines; and total dollars "
+        "against needed-context coverage, one marker per engine, budget as its shape.",
+    )
+    @click.option(
+        "--estimator",
+        "estimator",
+        default=None,
+        help="Estimator plugin by name for every job, e.g. tiktoken, heuristic-openai (default: the one "
+        "the plugins select for each session's model).",
+    )
+    @click.option(
+        "--config",
+        "config_path",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Config TOML passed to every engine (default: $LATCH_HOME/config.toml or the user config folder).",
+    )
     @pass_app
-    def bench_cmd(app, engines, corpus, examples, scenario_events, budgets, out, jobs, scheduler, plot, estimator,
-                  config_path):
+    def bench_cmd(
+        app, engines, corpus, examples, scenario_events, budgets, out, jobs, scheduler, plot, estimator, config_path
+    ):
         """Run every engine over every session under every budget; write a table, JSON and plots."""
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            raise click.ClickException("latch bench draws its plots with matplotlib, which is not installed; "
-                                       "install it with: pip install '.[bench]' in the Latch checkout") from None
+            raise click.ClickException(
+                "latch bench draws its plots with matplotlib, which is not installed; "
+                "install it with: pip install '.[bench]' in the Latch checkout"
+            ) from None
         config = app.config(config_path)
         try:
             chosen_budgets = parse_budgets(budgets)
@@ -92,8 +137,9 @@ def register(cli: click.Group) -> None:
         if not names:
             raise click.BadParameter("no engine named", param_hint="--engines")
         try:
-            sessions = discover_sessions(corpus, examples if examples is not None else _default_examples(),
-                                         scenario_events=scenario_events)
+            sessions = discover_sessions(
+                corpus, examples if examples is not None else _default_examples(), scenario_events=scenario_events
+            )
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
         if not sessions:
@@ -103,16 +149,23 @@ def register(cli: click.Group) -> None:
         plotting = plots_in_background()  # while the jobs run in their own processes
         try:
             with progress("bench", "jobs", len(names) * len(sessions) * len(chosen_budgets)) as update:
-                results = run_bench(names, sessions, chosen_budgets, jobs=jobs, estimator=estimator, config=config,
-                                    scheduler=scheduler, progress=update)
+                results = run_bench(
+                    names,
+                    sessions,
+                    chosen_budgets,
+                    jobs=jobs,
+                    estimator=estimator,
+                    config=config,
+                    scheduler=scheduler,
+                    progress=update,
+                )
         except PluginError as exc:
             raise click.UsageError(str(exc)) from None
         except SchedulerError as exc:
             raise click.ClickException(str(exc)) from None
         seconds = time.perf_counter() - start
         plotting.join()
-        paths = write_report(out, results, engines=names, sessions=sessions, budgets=chosen_budgets,
-                             seconds=seconds)
+        paths = write_report(out, results, engines=names, sessions=sessions, budgets=chosen_budgets, seconds=seconds)
         if plot:
             try:
                 paths["plot"] = write_plot(plot, results, chosen_budgets)

@@ -44,22 +44,37 @@ from .replay import event_position, harness_doc, harness_line, plan_replay, reso
 
 __all__ = ["register", "next_view_report"]
 
-_LABELS = (("instructions_tokens", "instructions"), ("state_tokens", "canonical state"),
-           ("recent_tokens", "recent conversation"), ("recall_tokens", "recall + episode index"),
-           ("tools_tokens", "tools"), ("extension_tokens", "extension"), ("harness_tokens", "harness (inferred)"))
+_LABELS = (
+    ("instructions_tokens", "instructions"),
+    ("state_tokens", "canonical state"),
+    ("recent_tokens", "recent conversation"),
+    ("recall_tokens", "recall + episode index"),
+    ("tools_tokens", "tools"),
+    ("extension_tokens", "extension"),
+    ("harness_tokens", "harness (inferred)"),
+)
 
 
 def _n(v) -> str:
     return "–" if v is None else f"{v:,}"
 
 
-def _print(con: Console, rep: dict, engine: str, estimator: str, model: str | None, window_source: str,
-           window_entry: str | None = None) -> None:
+def _print(
+    con: Console,
+    rep: dict,
+    engine: str,
+    estimator: str,
+    model: str | None,
+    window_source: str,
+    window_entry: str | None = None,
+) -> None:
     approx = "≈ " if rep["approximate"] else ""
-    t = Table(title=f"/context · session {markup(rep['session'])} · engine {markup(engine)} · estimator "
-                    f"{markup(estimator)} · epoch {rep['epoch']} ({markup(rep['rotation_reason'] or 'n/a')}) · "
-                    f"status {markup(rep['status'])}",
-              title_justify="left")
+    t = Table(
+        title=f"/context · session {markup(rep['session'])} · engine {markup(engine)} · estimator "
+        f"{markup(estimator)} · epoch {rep['epoch']} ({markup(rep['rotation_reason'] or 'n/a')}) · "
+        f"status {markup(rep['status'])}",
+        title_justify="left",
+    )
     t.add_column("component")
     t.add_column("tokens", justify="right")
     t.add_column("note")
@@ -76,16 +91,21 @@ def _print(con: Console, rep: dict, engine: str, estimator: str, model: str | No
         elif key == "harness_tokens":
             note = "not in the transcript: provider prompt − transcript"
         elif key == "recent_tokens":
-            note = (f"first retained event {_n(rep['first_retained_event'])} (seq {_n(rep['first_retained_seq'])}); "
-                    f"limit {_n(rep['recent_limit_tokens'])}")
+            note = (
+                f"first retained event {_n(rep['first_retained_event'])} (seq {_n(rep['first_retained_seq'])}); "
+                f"limit {_n(rep['recent_limit_tokens'])}"
+            )
         elif key == "recall_tokens":
             note = f"episode index {approx}{_n(c['episode_tokens'])}"
         t.add_row(label, approx + _n(c[key]), note)
     corrected = rep.get("corrected_hard_limit_tokens")
-    limit = (f"of {_n(rep['hard_limit_tokens'])} = window {_n(rep['context_window_tokens'])} − reserve "
-             f"{_n(rep['reserve_tokens'])}" if corrected is None else
-             f"of {_n(corrected)} (corrected hard limit; window {_n(rep['context_window_tokens'])} − reserve "
-             f"{_n(rep['reserve_tokens'])} = {_n(rep['uncorrected_hard_limit_tokens'])})")
+    limit = (
+        f"of {_n(rep['hard_limit_tokens'])} = window {_n(rep['context_window_tokens'])} − reserve "
+        f"{_n(rep['reserve_tokens'])}"
+        if corrected is None
+        else f"of {_n(corrected)} (corrected hard limit; window {_n(rep['context_window_tokens'])} − reserve "
+        f"{_n(rep['reserve_tokens'])} = {_n(rep['uncorrected_hard_limit_tokens'])})"
+    )
     t.add_row("[bold]total[/bold]", f"[bold]{approx}{_n(rep['total_tokens'])}[/bold]", limit)
     t.add_row("headroom", approx + _n(rep["headroom_tokens"]), "")
     fix = rep.get("correction")
@@ -97,34 +117,50 @@ def _print(con: Console, rep: dict, engine: str, estimator: str, model: str | No
         con.print(line)
     if fix:
         at = f"request {fix['request']}" if fix.get("request") else "an earlier request"
-        con.print(f"correction in effect: ×{fix['ratio']:.2f} (the provider counted {fix['provider_tokens']:,} tokens "
-                  f"for a view estimated at {fix['estimated_tokens']:,}, {at}, {markup(fix['origin'])}); the hard "
-                  f"limit {_n(rep['uncorrected_hard_limit_tokens'])} is divided by it: "
-                  f"{_n(rep['hard_limit_tokens'])}", highlight=False)
+        con.print(
+            f"correction in effect: ×{fix['ratio']:.2f} (the provider counted {fix['provider_tokens']:,} tokens "
+            f"for a view estimated at {fix['estimated_tokens']:,}, {at}, {markup(fix['origin'])}); the hard "
+            f"limit {_n(rep['uncorrected_hard_limit_tokens'])} is divided by it: "
+            f"{_n(rep['hard_limit_tokens'])}",
+            highlight=False,
+        )
     else:
         con.print("[dim]correction: none (no provider count above an estimate)[/dim]")
     rate = rep.get("provider_rate")
     if rate:
-        con.print(f"usable share of the real window: {rep['usable_share']:.0%} in the provider's tokens (rate "
-                  f"{rate['rate']:.2f} per estimated token + {rate['intercept_tokens']:,}, fitted over "
-                  f"{rate['requests']:,} requests by {markup(rate['origin'])}); a run budgets on the provider's rate "
-                  f"from its third request", highlight=False)
+        con.print(
+            f"usable share of the real window: {rep['usable_share']:.0%} in the provider's tokens (rate "
+            f"{rate['rate']:.2f} per estimated token + {rate['intercept_tokens']:,}, fitted over "
+            f"{rate['requests']:,} requests by {markup(rate['origin'])}); a run budgets on the provider's rate "
+            f"from its third request",
+            highlight=False,
+        )
     if rep.get("exact_tokenizer"):
         con.print(f"[dim]tokens exact: {markup(rep['exact_tokenizer'])} (images by the provider's size rule)[/dim]")
     cache = rep["cacheability"]
-    con.print(f"events {_n(rep['events'])} · episodes {_n(rep['episodes'])} · messages {_n(rep['messages'])} · "
-              f"span {_n(rep['span_user_turns'])} user turn(s) · images {_n(rep['image_count'])} "
-              f"({approx}{_n(rep['image_tokens'])} tokens) · estimated cacheability "
-              + (f"{cache:.0%}" if cache is not None else "n/a (no earlier view on the stream)"))
+    con.print(
+        f"events {_n(rep['events'])} · episodes {_n(rep['episodes'])} · messages {_n(rep['messages'])} · "
+        f"span {_n(rep['span_user_turns'])} user turn(s) · images {_n(rep['image_count'])} "
+        f"({approx}{_n(rep['image_tokens'])} tokens) · estimated cacheability "
+        + (f"{cache:.0%}" if cache is not None else "n/a (no earlier view on the stream)")
+    )
 
 
-def next_view_report(store, session_id: str, *, engine: str | None = None, model: str | None = None,
-                     estimator: str | None = None, config: dict | None = None) -> dict:
+def next_view_report(
+    store,
+    session_id: str,
+    *,
+    engine: str | None = None,
+    model: str | None = None,
+    estimator: str | None = None,
+    config: dict | None = None,
+) -> dict:
     """The /context report (JSON-ready, the ``--json`` document) of ``session_id``'s next view, computed without
     writing to ``store`` (see the module docstring). Raises ``click.UsageError`` for an unknown engine or
     estimator or a bad budget, ``click.ClickException`` when the engine refuses the view (context overflow)."""
-    plan = plan_replay(store, session_id, engine=engine, model=model, estimator=estimator, config=config,
-                       overlay_main=True)
+    plan = plan_replay(
+        store, session_id, engine=engine, model=model, estimator=estimator, config=config, overlay_main=True
+    )
     setup, loop, budget = plan.setup, plan.loop, plan.budget
     harness: Harness | None = plan.harness
     if harness is not None and harness.changes:  # a resumed latch run sends its latest prompt
@@ -149,25 +185,44 @@ def next_view_report(store, session_id: str, *, engine: str | None = None, model
     rate = session_rate(store, session_id)
     rep["provider_rate"] = rate
     # the hard limit counted in the provider's tokens, over the real one: how much of the window a view may use
-    rep["usable_share"] = (round((rate["intercept_tokens"] + rate["rate"] * loop.hard) / budget.hard_limit_tokens, 4)
-                           if rate and budget.hard_limit_tokens > 0 else None)
+    rep["usable_share"] = (
+        round((rate["intercept_tokens"] + rate["rate"] * loop.hard) / budget.hard_limit_tokens, 4)
+        if rate and budget.hard_limit_tokens > 0
+        else None
+    )
     rep["harness"] = harness_doc(harness, setup.counter)
-    return {"engine": setup.engine_name, "estimator": setup.estimator_name, "model": setup.model,
-            "stream": setup.writer.stream, "window_source": plan.window_source, "window_entry": plan.window_entry,
-            **rep}
+    return {
+        "engine": setup.engine_name,
+        "estimator": setup.estimator_name,
+        "model": setup.model,
+        "stream": setup.writer.stream,
+        "window_source": plan.window_source,
+        "window_entry": plan.window_entry,
+        **rep,
+    }
 
 
 def register(cli: click.Group) -> None:
     @cli.command("context")
     @click.argument("session")
-    @click.option("--engine", "engine", default=None, help="Context engine plugin (default: [engine] name, "
-                                                            "else continuity).")
+    @click.option(
+        "--engine", "engine", default=None, help="Context engine plugin (default: [engine] name, else continuity)."
+    )
     @click.option("--model", default=None, help="Model id for budgets and the estimator (default: the session's).")
-    @click.option("--estimator", "estimator", default=None,
-                  help="Estimator plugin by name, e.g. tiktoken, heuristic-openai, cabi (default: the one the "
-                       "plugins select for the model).")
-    @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
-                  help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder).")
+    @click.option(
+        "--estimator",
+        "estimator",
+        default=None,
+        help="Estimator plugin by name, e.g. tiktoken, heuristic-openai, cabi (default: the one the "
+        "plugins select for the model).",
+    )
+    @click.option(
+        "--config",
+        "config_path",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder).",
+    )
     @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
     @pass_app
     def context_cmd(app, session, engine, model, estimator, config_path, as_json):
@@ -183,5 +238,12 @@ def register(cli: click.Group) -> None:
         if as_json:
             click.echo(dumps(doc, indent=2))
         else:
-            _print(console(highlight=False), doc, doc["engine"], doc["estimator"], doc["model"],
-                   doc["window_source"], doc["window_entry"])
+            _print(
+                console(highlight=False),
+                doc,
+                doc["engine"],
+                doc["estimator"],
+                doc["model"],
+                doc["window_source"],
+                doc["window_entry"],
+            )

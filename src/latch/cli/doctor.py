@@ -104,13 +104,15 @@ def register(cli: click.Group) -> None:
         info["replay_scratch"] = str(scratch) if scratch is not None and scratch.is_file() else None
         info["replay_scratch_bytes"] = scratch_bytes(scratch)  # kernel records of past replays (`latch prune-replays`)
         info["sandbox_problem"] = bwrap_problem()  # None: latch run sandboxes the shell (bubblewrap works)
-        ok = (info["backend"] is not None and info["fts5"] and info["store_error"] is None
-              and not info["store_problems"])
+        ok = info["backend"] is not None and info["fts5"] and info["store_error"] is None and not info["store_problems"]
         if as_json:
             click.echo(dumps(info, indent=2))
         else:
-            backend = (f"{info['backend']} (LATCH_IMPL={info['impl']})" if info["backend"]
-                       else f"[red]unavailable: {markup(info['backend_error'])}[/red]")
+            backend = (
+                f"{info['backend']} (LATCH_IMPL={info['impl']})"
+                if info["backend"]
+                else f"[red]unavailable: {markup(info['backend_error'])}[/red]"
+            )
             rows = [
                 ("latch", info["latch"]),
                 ("python", f"{info['python']} ({markup(info['python_executable'])})"),
@@ -118,28 +120,59 @@ def register(cli: click.Group) -> None:
                 ("fts5", "yes" if info["fts5"] else "[red]no[/red]"),
                 ("hot-path backend", backend),
                 ("native module", markup(info["native_module"] or "not built (pure-Python install)")),
-                ("C-ABI library", (f"{markup(info['native_library'])} (ABI v{info['abi_version']})"
-                                   if info["native_library"] else "not installed")),
+                (
+                    "C-ABI library",
+                    (
+                        f"{markup(info['native_library'])} (ABI v{info['abi_version']})"
+                        if info["native_library"]
+                        else "not installed"
+                    ),
+                ),
                 ("data folder", markup(info["data_dir"])),
                 ("database", markup(info["db"])),
-                ("store backend", "PostgreSQL " + markup(info["server_version"] or "(server unreachable)")
-                 if info["store_backend"] == "postgresql" else "SQLite (embedded)"),
-                ("migrations", "-" if info["migrations_applied"] is None else
-                 f"{info['migrations_applied']} applied" + (f", {len(info['migrations_pending'])} pending (first "
-                                                            f"{info['migrations_pending'][0]})"
-                                                            if info["migrations_pending"] else ", none pending")),
-                ("store", f"[red]{markup(info['store_error'])}[/red]" if info["store_error"] else
-                 f"[red]damaged: {markup(' '.join(info['store_problems'][0].split()))}"
-                 f" ({len(info['store_problems'])} problem(s) found by PRAGMA quick_check); restore it from a"
-                 f" backup or move it aside and re-import[/red]"
-                 if info["store_problems"] else "opens, intact (PRAGMA quick_check)" if info["store_exists"]
-                 else "none yet (the first `latch import` creates it)"),
-                ("shell sandbox", "bubblewrap works (latch run --sandbox workspace-write by default)"
-                 if info["sandbox_problem"] is None else
-                 f"[yellow]none: {markup(info['sandbox_problem'])}; latch run falls back to the permission "
-                 "policy[/yellow]"),
-                ("replay scratch", f"{markup(info['replay_scratch'])} ({info['replay_scratch_bytes']:,} bytes; "
-                 "`latch prune-replays` empties it)" if info["replay_scratch"] else "none (no replay has run)"),
+                (
+                    "store backend",
+                    "PostgreSQL " + markup(info["server_version"] or "(server unreachable)")
+                    if info["store_backend"] == "postgresql"
+                    else "SQLite (embedded)",
+                ),
+                (
+                    "migrations",
+                    "-"
+                    if info["migrations_applied"] is None
+                    else f"{info['migrations_applied']} applied"
+                    + (
+                        f", {len(info['migrations_pending'])} pending (first {info['migrations_pending'][0]})"
+                        if info["migrations_pending"]
+                        else ", none pending"
+                    ),
+                ),
+                (
+                    "store",
+                    f"[red]{markup(info['store_error'])}[/red]"
+                    if info["store_error"]
+                    else f"[red]damaged: {markup(' '.join(info['store_problems'][0].split()))}"
+                    f" ({len(info['store_problems'])} problem(s) found by PRAGMA quick_check); restore it from a"
+                    f" backup or move it aside and re-import[/red]"
+                    if info["store_problems"]
+                    else "opens, intact (PRAGMA quick_check)"
+                    if info["store_exists"]
+                    else "none yet (the first `latch import` creates it)",
+                ),
+                (
+                    "shell sandbox",
+                    "bubblewrap works (latch run --sandbox workspace-write by default)"
+                    if info["sandbox_problem"] is None
+                    else f"[yellow]none: {markup(info['sandbox_problem'])}; latch run falls back to the permission "
+                    "policy[/yellow]",
+                ),
+                (
+                    "replay scratch",
+                    f"{markup(info['replay_scratch'])} ({info['replay_scratch_bytes']:,} bytes; "
+                    "`latch prune-replays` empties it)"
+                    if info["replay_scratch"]
+                    else "none (no replay has run)",
+                ),
             ]
             width = max(len(k) for k, _ in rows)
             con = console(highlight=False, soft_wrap=True)

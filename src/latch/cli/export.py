@@ -41,16 +41,31 @@ FORMATS = ("md", "html", "jsonl")
 CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 """The HTML page's Content-Security-Policy: no script, no fetch, inline styles only."""
 
-_HEADINGS = {"user_message": "user", "assistant_message": "assistant", "system_note": "system",
-             "compaction_marker": "compaction"}
+_HEADINGS = {
+    "user_message": "user",
+    "assistant_message": "assistant",
+    "system_note": "system",
+    "compaction_marker": "compaction",
+}
 
 
 def _facts(s: SessionSummary) -> list[tuple[str, str]]:
-    cost = ("–" if not s.requests else format_usd(s.usd)
-            + (f" ({s.unpriced:,} of {s.requests:,} requests unpriced)" if s.unpriced and s.usd is not None else ""))
-    return [("session", s.id), ("harness", s.harness or "?"), ("model", s.model or "unknown"),
-            ("started", s.started.isoformat(timespec="seconds") if s.started else "(undated)"),
-            ("requests", f"{s.requests:,}"), ("cost", cost), ("status", s.status), ("source", s.source or "–")]
+    cost = (
+        "–"
+        if not s.requests
+        else format_usd(s.usd)
+        + (f" ({s.unpriced:,} of {s.requests:,} requests unpriced)" if s.unpriced and s.usd is not None else "")
+    )
+    return [
+        ("session", s.id),
+        ("harness", s.harness or "?"),
+        ("model", s.model or "unknown"),
+        ("started", s.started.isoformat(timespec="seconds") if s.started else "(undated)"),
+        ("requests", f"{s.requests:,}"),
+        ("cost", cost),
+        ("status", s.status),
+        ("source", s.source or "–"),
+    ]
 
 
 TITLE_CHARACTERS = 80
@@ -73,11 +88,19 @@ def _items(events: Iterable[Any], results: dict[str, str]) -> list[dict[str, Any
             called.update(c.id for c in e.tool_calls)
             out.append({"seq": ev.seq, "role": "assistant", "text": e.text, "calls": calls, "ts": ev.ts})
         elif ev.kind == "tool_result" and e.call_id not in called:
-            out.append({"seq": ev.seq, "role": f"tool result ({e.call_id})", "text": e.content, "calls": [],
-                        "ts": ev.ts})
+            out.append(
+                {"seq": ev.seq, "role": f"tool result ({e.call_id})", "text": e.content, "calls": [], "ts": ev.ts}
+            )
         elif ev.kind == "user_message":
-            out.append({"seq": ev.seq, "role": "user" + (" (harness)" if e.is_meta else ""), "text": e.text,
-                        "calls": [], "ts": ev.ts})
+            out.append(
+                {
+                    "seq": ev.seq,
+                    "role": "user" + (" (harness)" if e.is_meta else ""),
+                    "text": e.text,
+                    "calls": [],
+                    "ts": ev.ts,
+                }
+            )
         elif ev.kind in _HEADINGS:
             text = e.searchable_text() if hasattr(e, "searchable_text") else ""
             out.append({"seq": ev.seq, "role": _HEADINGS[ev.kind], "text": text, "calls": [], "ts": ev.ts})
@@ -99,8 +122,9 @@ def render_markdown(summary: SessionSummary, events: list[Any]) -> str:
     """The Markdown transcript of a session (its :class:`~latch.host.summaries.SessionSummary` and stored events
     in seq order); every transcript string made :func:`~latch.textsafe.safe`."""
     out = [f"# {safe(_title(summary))}", ""]
-    out += [f"- {k}: {_code(safe(v))}" if k in ("session", "source") else f"- {k}: {safe(v)}"
-            for k, v in _facts(summary)]
+    out += [
+        f"- {k}: {_code(safe(v))}" if k in ("session", "source") else f"- {k}: {safe(v)}" for k, v in _facts(summary)
+    ]
     for item in _items(events, call_results(events)):
         out += ["", f"## {item['role']} · #{item['seq']}", ""]
         if item["text"].strip():
@@ -131,14 +155,20 @@ def render_html(summary: SessionSummary, events: list[Any]) -> str:
     """The transcript of a session as one self-contained HTML page (see the module docstring)."""
     title = _title(summary)
     whole = {ev.event.call_id: ev.event.content for ev in events if ev.kind == "tool_result"}
-    out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-           f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
-           f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>", f"<h1>{_e(title)}</h1>",
-           '<dl id="facts">', *(f"<dt>{k}</dt><dd>{_e(v)}</dd>" for k, v in _facts(summary)), "</dl>"]
+    out = [
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{_e(title)}</h1>",
+        '<dl id="facts">',
+        *(f"<dt>{k}</dt><dd>{_e(v)}</dd>" for k, v in _facts(summary)),
+        "</dl>",
+    ]
     for item in _items(events, call_results(events)):
         role = item["role"].split(" ")[0]
-        out.append(f'<section class="item {_e(role)}" data-seq="{item["seq"]}"><h2>{_e(item["role"])} · '
-                   f'#{item["seq"]}</h2>')
+        out.append(
+            f'<section class="item {_e(role)}" data-seq="{item["seq"]}"><h2>{_e(item["role"])} · #{item["seq"]}</h2>'
+        )
         if item["text"].strip():
             out.append(f"<pre>{_e(item['text'].strip())}</pre>")
         if item["calls"]:
@@ -157,18 +187,33 @@ def render_html(summary: SessionSummary, events: list[Any]) -> str:
 
 def render_jsonl(events: Iterable[Any]) -> str:
     """The stored events, one JSON object a line (``{"seq", "session", "kind", "ts", "event"}``)."""
-    return "".join(dumps({"seq": ev.seq, "session": ev.session_id, "kind": ev.kind, "ts": ev.ts,
-                          "event": ev.event.to_payload()}) + "\n" for ev in events)
+    return "".join(
+        dumps({"seq": ev.seq, "session": ev.session_id, "kind": ev.kind, "ts": ev.ts, "event": ev.event.to_payload()})
+        + "\n"
+        for ev in events
+    )
 
 
 def register(cli: click.Group) -> None:
     @cli.command("export")
     @click.argument("session")
-    @click.option("--format", "fmt", type=click.Choice(FORMATS), default="md", show_default=True,
-                  help="md / html: a readable transcript (each tool call with its command or path and its "
-                       "result in one line); jsonl: the stored events, one JSON object a line.")
-    @click.option("--out", "out", type=click.Path(dir_okay=False), default=None, callback=output_file,
-                  help="Write to this file instead of stdout.")
+    @click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(FORMATS),
+        default="md",
+        show_default=True,
+        help="md / html: a readable transcript (each tool call with its command or path and its "
+        "result in one line); jsonl: the stored events, one JSON object a line.",
+    )
+    @click.option(
+        "--out",
+        "out",
+        type=click.Path(dir_okay=False),
+        default=None,
+        callback=output_file,
+        help="Write to this file instead of stdout.",
+    )
     @pass_app
     def export_cmd(app, session, fmt, out):
         """Export SESSION (id or unique prefix) as Markdown, a self-contained HTML page or its stored events as

@@ -40,8 +40,10 @@ def register(cli: click.Group) -> None:
         if view is None and (store.session(group.root).meta or {}).get("group"):
             view = {"root": group.root}  # a named group's lead before its first task
         if view is None:
-            raise click.ClickException(f"session {group.root} is in no agent group (it holds no group events and "
-                                       "no group lists it as a member); `latch group` alone shows the newest group")
+            raise click.ClickException(
+                f"session {group.root} is in no agent group (it holds no group events and "
+                "no group lists it as a member); `latch group` alone shows the newest group"
+            )
         group = Group(store, view["root"])
         doc = {"root": group.root, **group.state().summary()}
         if as_json:
@@ -49,13 +51,21 @@ def register(cli: click.Group) -> None:
             return
         con = console(highlight=False, soft_wrap=True)
         m = doc["messages"]
-        con.print(f"group {safe(group.root)} · {plural(len(doc['tasks']), 'task')} · {plural(len(doc['members']), 'member')} · "
-                  f"messages {m['delivered']}/{m['queued']} delivered", markup=False)
+        con.print(
+            f"group {safe(group.root)} · {plural(len(doc['tasks']), 'task')} · {plural(len(doc['members']), 'member')} · "
+            f"messages {m['delivered']}/{m['queued']} delivered",
+            markup=False,
+        )
         table = Table("task", "status", "owner", "depends on", "title")
         titles = {t.task_id: t.title for t in group.state().tasks.values()}
         for t in doc["tasks"]:
-            table.add_row(cell(t["id"]), cell(t["status"]), cell(t["owner"] or "-"),
-                          cell(", ".join(t["depends_on"]) or "-"), cell(titles[t["id"]]))
+            table.add_row(
+                cell(t["id"]),
+                cell(t["status"]),
+                cell(t["owner"] or "-"),
+                cell(", ".join(t["depends_on"]) or "-"),
+                cell(titles[t["id"]]),
+            )
         con.print(table)
         for member in doc["members"]:
             # member names come from the model (join, send_message) and users: never printed raw

@@ -50,9 +50,13 @@ def child_doc(store, session_id: str) -> dict | None:
     if link is None:
         return None
     report = child_result(store, session_id)
-    return {"call_id": link.call_id, "brief": _cut(" ".join(link.brief.split()), 100),
-            "report": None if report is None else {"status": report.status,
-                                                   "summary": _cut(" ".join(report.summary.split()), 100)}}
+    return {
+        "call_id": link.call_id,
+        "brief": _cut(" ".join(link.brief.split()), 100),
+        "report": None
+        if report is None
+        else {"status": report.status, "summary": _cut(" ".join(report.summary.split()), 100)},
+    }
 
 
 def _local(t: datetime | None) -> str:
@@ -115,14 +119,27 @@ def _store_row(path: Path) -> dict[str, Any]:
 
 def register(cli: click.Group) -> None:
     @cli.command("sessions")
-    @click.option("--harness", default=None, metavar="FORMAT",
-                  help="Only sessions of this harness (its transcript format: claude-code, codex, latch...).")
-    @click.option("--since", type=click.DateTime(formats=["%Y-%m-%d"]), default=None,
-                  help="Only sessions started on or after this day (YYYY-MM-DD, local time).")
-    @click.option("--project", default=None, metavar="SUBSTRING",
-                  help="Only sessions whose workspace path or source contains SUBSTRING.")
-    @click.option("--all-workspaces", is_flag=True,
-                  help="List every workspace's store under the Latch data folder instead.")
+    @click.option(
+        "--harness",
+        default=None,
+        metavar="FORMAT",
+        help="Only sessions of this harness (its transcript format: claude-code, codex, latch...).",
+    )
+    @click.option(
+        "--since",
+        type=click.DateTime(formats=["%Y-%m-%d"]),
+        default=None,
+        help="Only sessions started on or after this day (YYYY-MM-DD, local time).",
+    )
+    @click.option(
+        "--project",
+        default=None,
+        metavar="SUBSTRING",
+        help="Only sessions whose workspace path or source contains SUBSTRING.",
+    )
+    @click.option(
+        "--all-workspaces", is_flag=True, help="List every workspace's store under the Latch data folder instead."
+    )
     @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
     @pass_app
     def sessions_cmd(app, harness, since, project, all_workspaces, as_json):
@@ -138,16 +155,20 @@ def register(cli: click.Group) -> None:
             con.print(f"{plural(len(rows), 'store')} under {safe(data_dir() / 'workspaces')}", markup=False)
             for row in rows:
                 mark = "* " if current is not None and Path(row["path"]).resolve() == current.resolve() else "  "
-                what = (f"unreadable: {row['error']}" if row["error"] else
-                        f"{plural(row['sessions'], 'session')}, last {str(row['last'] or '–')[:16]}")
+                what = (
+                    f"unreadable: {row['error']}"
+                    if row["error"]
+                    else f"{plural(row['sessions'], 'session')}, last {str(row['last'] or '–')[:16]}"
+                )
                 con.print(safe(f"{mark}{Path(row['path']).name}  {what}"), markup=False)
                 for ws in row["workspaces"][:3]:
                     con.print(safe(f"    {ws}"), markup=False)
                 if len(row["workspaces"]) > 3:
                     con.print(f"    and {len(row['workspaces']) - 3} more", markup=False)
             if rows:
-                con.print("(* this workspace's store) `latch --db PATH sessions` lists one store's sessions",
-                          markup=False)
+                con.print(
+                    "(* this workspace's store) `latch --db PATH sessions` lists one store's sessions", markup=False
+                )
             return
         store = app.store(create=False)
         dead = tombstoned_sessions(store)
@@ -165,8 +186,14 @@ def register(cli: click.Group) -> None:
             docs = []
             for s, depth in ordered:
                 info = infos[s.id]
-                doc = {**s.as_dict(), "format": info.format, "created_at": info.created_at,
-                       "first_seq": info.first_seq, "last_seq": info.last_seq, "depth": depth}
+                doc = {
+                    **s.as_dict(),
+                    "format": info.format,
+                    "created_at": info.created_at,
+                    "first_seq": info.first_seq,
+                    "last_seq": info.last_seq,
+                    "depth": depth,
+                }
                 if s.parent_id is not None:
                     doc["child"] = child_doc(store, s.id)
                 docs.append(doc)
@@ -175,17 +202,20 @@ def register(cli: click.Group) -> None:
         filtered = harness is not None or since is not None or project is not None
         if not infos:
             where = "this workspace's store" if not app.db else "this store"
-            con.print(f"0 sessions in {where} ({safe(app.db_label())})",
-                      markup=False)
+            con.print(f"0 sessions in {where} ({safe(app.db_label())})", markup=False)
             if not app.db:
                 others = _other_stores(app.db_path())
                 folder = safe(data_dir() / "workspaces")
                 if others:
-                    con.print(f"Latch keeps one store per workspace folder; {plural(len(others), 'other store')} "
-                              f"under {folder}:\n`latch sessions --all-workspaces` lists them", markup=False)
+                    con.print(
+                        f"Latch keeps one store per workspace folder; {plural(len(others), 'other store')} "
+                        f"under {folder}:\n`latch sessions --all-workspaces` lists them",
+                        markup=False,
+                    )
                 else:
-                    con.print(f"Latch keeps one store per workspace folder; there is no other under {folder}",
-                              markup=False)
+                    con.print(
+                        f"Latch keeps one store per workspace folder; there is no other under {folder}", markup=False
+                    )
             return
         shorts = short_ids(list(infos))
         head = plural(len(ordered), "session") + (f" of {len(infos)}" if filtered else "") + ", newest first"

@@ -57,39 +57,69 @@ from ..textsafe import safe, warn
 # that every module's register(cli) registers exactly these names with this help.
 BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("bench", "Run every engine over every session under every budget; write a table, JSON and plots."),
-    "context": ("context", "The /context report of SESSION's next view: token breakdown, retention, headroom, "
-                           "status."),
-    "doctor": ("doctor", "Versions, SQLite and FTS5, the hot-path backend, the native library, the data folder and "
-                         "whether bubblewrap can sandbox the shell of ``latch run``."),
+    "context": ("context", "The /context report of SESSION's next view: token breakdown, retention, headroom, status."),
+    "doctor": (
+        "doctor",
+        "Versions, SQLite and FTS5, the hot-path backend, the native library, the data folder and "
+        "whether bubblewrap can sandbox the shell of ``latch run``.",
+    ),
     "evidence": ("state", "Show SESSION's validation evidence (current and stale) and the certification verdict."),
-    "export": ("export", "Export SESSION (id or unique prefix) as Markdown, a self-contained HTML page or its stored "
-                         "events as JSON lines."),
+    "export": (
+        "export",
+        "Export SESSION (id or unique prefix) as Markdown, a self-contained HTML page or its stored "
+        "events as JSON lines.",
+    ),
     "forget": ("state", "Tombstone SESSION: history and resume omit it; its events, children and artifacts stay."),
     "group": ("group", "Show the agent group rooted in ROOT (tasks, owners, members, messages)."),
-    "import": ("sessions", "Import transcript FILES into the store (idempotent; a forgotten session takes no new "
-                           "events)."),
+    "import": (
+        "sessions",
+        "Import transcript FILES into the store (idempotent; a forgotten session takes no new events).",
+    ),
     "plugins": ("plugins_cmd", "List plugins, their hooks and what they registered (engines, estimators, ...)."),
-    "prune-replays": ("replay", "Drop the kernel records of past replays (the scratch database beside the store) and "
-                                "say how many bytes that freed."),
-    "replay": ("replay", "Replay FILE (or a stored SESSION): materialize the view before every model request and check the invariants."),
-    "report": ("report", "What sessions cost: requests, tokens by kind, dollars and cache-read share, per model "
-                         "(like ccusage)."),
-    "run": ("run", "Run an agent on TASK in the current workspace (or continue one with --resume, or work for an "
-                   "agent group with --group NAME --worker)."),
-    "search": ("search", "Full-text search over every event: quoted phrases, the match shown and marked, newest "
-                         "first or by relevance."),
-    "sessions": ("listing", "List sessions, newest first: title, start, harness, model, requests, cost and status; "
-                            "sub-agent sessions under their parent (tombstoned ones are omitted)."),
+    "prune-replays": (
+        "replay",
+        "Drop the kernel records of past replays (the scratch database beside the store) and "
+        "say how many bytes that freed.",
+    ),
+    "replay": (
+        "replay",
+        "Replay FILE (or a stored SESSION): materialize the view before every model request and check the invariants.",
+    ),
+    "report": (
+        "report",
+        "What sessions cost: requests, tokens by kind, dollars and cache-read share, per model (like ccusage).",
+    ),
+    "run": (
+        "run",
+        "Run an agent on TASK in the current workspace (or continue one with --resume, or work for an "
+        "agent group with --group NAME --worker).",
+    ),
+    "search": (
+        "search",
+        "Full-text search over every event: quoted phrases, the match shown and marked, newest first or by relevance.",
+    ),
+    "sessions": (
+        "listing",
+        "List sessions, newest first: title, start, harness, model, requests, cost and status; "
+        "sub-agent sessions under their parent (tombstoned ones are omitted).",
+    ),
     "skills": ("skills_mcp", "List the Agent Skills a new `latch run` session here would offer."),
     "mcp": ("skills_mcp", "MCP servers of the configuration ([mcp.servers.NAME])."),
-    "show": ("sessions", "Show the events of SESSION (id or unique prefix): each tool call with its command or "
-                         "path, each result's first line; --event SEQ prints one event whole."),
-    "state": ("state", "Show the canonical state (L1) of SESSION: derived files, mutations, generation, evidence, "
-                       "failures."),
+    "show": (
+        "sessions",
+        "Show the events of SESSION (id or unique prefix): each tool call with its command or "
+        "path, each result's first line; --event SEQ prints one event whole.",
+    ),
+    "state": (
+        "state",
+        "Show the canonical state (L1) of SESSION: derived files, mutations, generation, evidence, failures.",
+    ),
     "store": ("store_cmd", "The event store: copy it between backends (an SQLite file, a PostgreSQL server)."),
     "stress": ("stress", "Plant early facts, push EVENTS realistic events, verify every stress guarantee."),
-    "view": ("view", "The exact request Latch would send at model request N of SESSION_OR_FILE (system, tools, "
-                     "messages)."),
+    "view": (
+        "view",
+        "The exact request Latch would send at model request N of SESSION_OR_FILE (system, tools, messages).",
+    ),
 }
 COMMAND_MODULES = tuple(dict.fromkeys(module for module, _ in BUILTIN_COMMANDS.values()))
 
@@ -231,8 +261,11 @@ class AppContext:
                 new = [q for q in path.parents if not q.exists()] if fresh else []
                 self._store = EventStore(self.db) if self.db else EventStore()
                 if fresh:
-                    self._new_store = [*new, path, *(path.with_name(path.name + s) for s in ("-wal", "-shm",
-                                                                                             "-journal"))]
+                    self._new_store = [
+                        *new,
+                        path,
+                        *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal")),
+                    ]
                     scratch = self._store.replay_scratch_path
                     if scratch is not None:
                         self._new_store += [scratch, *(scratch.with_name(scratch.name + s) for s in ("-wal", "-shm"))]
@@ -328,15 +361,16 @@ class LatchCommand(click.Command):
             if db is not None:
                 inputs += [("the Latch store", str(db.with_name(db.name + s))) for s in ("", "-wal", "-shm")]
                 scratch = replay_scratch_path(db)
-                inputs += [("the replay scratch database", str(scratch.with_name(scratch.name + s)))
-                           for s in ("", "-wal", "-shm")]
+                inputs += [
+                    ("the replay scratch database", str(scratch.with_name(scratch.name + s)))
+                    for s in ("", "-wal", "-shm")
+                ]
         seen: list[tuple[click.Parameter, str]] = []
         for param, path in outputs:
             for what, other in [*inputs, *((p.get_error_hint(ctx), v) for p, v in seen)]:
                 if _same_file(path, other):
                     same = f"the same file as {what}" + (f" ({other})" if other != path else "")
-                    raise click.BadParameter(f"refusing to write {path}: it is {same}; name another file",
-                                             ctx, param)
+                    raise click.BadParameter(f"refusing to write {path}: it is {same}; name another file", ctx, param)
             seen.append((param, path))
 
 
@@ -386,8 +420,9 @@ class LatchGroup(click.Group):
         """The commands section of ``latch --help``: built-ins not loaded yet are shown from the table."""
         rows = []
         names = self.list_commands(ctx)
-        commands = {name: self.commands.get(name) or click.Command(name, help=BUILTIN_COMMANDS[name][1])
-                    for name in names}
+        commands = {
+            name: self.commands.get(name) or click.Command(name, help=BUILTIN_COMMANDS[name][1]) for name in names
+        }
         shown = {name: cmd for name, cmd in commands.items() if not cmd.hidden}
         if not shown:
             return
@@ -416,7 +451,7 @@ class LatchGroup(click.Group):
         cmd = self.get_command(ctx, args[i])
         if cmd is None or any("--db" in p.opts for p in getattr(cmd, "params", ())):
             return args
-        rest = args[i + 1:]
+        rest = args[i + 1 :]
         end = rest.index("--") if "--" in rest else len(rest)
         for j in range(end):
             if rest[j] == "--db" or rest[j].startswith("--db="):
@@ -427,8 +462,8 @@ class LatchGroup(click.Group):
                         raise click.UsageError("--db needs a database file path")
                     value, k = rest[j + 1], 2
                 else:
-                    value, k = rest[j][len("--db="):], 1
-                return ["--db", value, *args[:i + 1], *rest[:j], *rest[j + k:]]
+                    value, k = rest[j][len("--db=") :], 1
+                return ["--db", value, *args[: i + 1], *rest[:j], *rest[j + k :]]
         return args
 
     def invoke(self, ctx):
@@ -478,9 +513,13 @@ class LatchGroup(click.Group):
 
 @click.group(cls=LatchGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="latch")
-@click.option("--db", metavar="PATH", envvar="LATCH_DB",
-              help="SQLite database (default: one per workspace under the Latch data folder; LATCH_HOME overrides), "
-                   "or a postgresql://USER@HOST/DB server database (the postgres extra).")
+@click.option(
+    "--db",
+    metavar="PATH",
+    envvar="LATCH_DB",
+    help="SQLite database (default: one per workspace under the Latch data folder; LATCH_HOME overrides), "
+    "or a postgresql://USER@HOST/DB server database (the postgres extra).",
+)
 @click.pass_context
 def cli(ctx: click.Context, db: str | None) -> None:
     """Latch: a context window that never forgets and never overflows."""
@@ -537,7 +576,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except click.ClickException as exc:
         if isinstance(exc, click.UsageError) and not isinstance(exc, OneLineUsageError):
-            exc = OneLineUsageError(safe(exc.format_message(), multiline=True), exc.ctx)  # a bad option before the command
+            exc = OneLineUsageError(
+                safe(exc.format_message(), multiline=True), exc.ctx
+            )  # a bad option before the command
         exc.show()
         sys.exit(exc.exit_code)
     except SystemExit as exc:

@@ -81,8 +81,12 @@ def output_file(ctx: click.Context, param: click.Parameter, value: str | None) -
         raise click.BadParameter(f"cannot write {safe(value)}: folder {safe(path.parent)} does not exist", ctx, param)
     problem = overwrite_problem(path)
     if problem:
-        raise click.BadParameter(f"refusing to overwrite {safe(value)}: {problem} (reports never replace an input "
-                                 "or a transcript; name another file)", ctx, param)
+        raise click.BadParameter(
+            f"refusing to overwrite {safe(value)}: {problem} (reports never replace an input "
+            "or a transcript; name another file)",
+            ctx,
+            param,
+        )
     existed = path.exists()
     try:
         with open(path, "a", encoding="utf-8"):
@@ -127,8 +131,9 @@ def folder_outputs(names: tuple[str, ...]):
             for name in names:
                 problem = overwrite_problem(Path(value) / name)
                 if problem:
-                    raise click.BadParameter(f"refusing to overwrite {safe(Path(value) / name)}: {problem} (name "
-                                             "another folder)", ctx, param)
+                    raise click.BadParameter(
+                        f"refusing to overwrite {safe(Path(value) / name)}: {problem} (name another folder)", ctx, param
+                    )
         return value
 
     return callback

@@ -16,12 +16,23 @@ def plugins_report() -> list[dict]:
     (sorted), ``registered`` (``{kind: [PLUGIN_NAME, ...]}``, only kinds with entries) and
     ``descriptions`` (``{PLUGIN_NAME: DESCRIPTION}`` of what it registered, ``""`` when absent).
     """
-    return [{"name": info.name, "source": info.source, "module": info.module, "builtin": info.builtin,
-             "distribution": info.distribution, "version": info.version, "entry_point": info.entry_point,
-             "hooks": hooks, "registered": {kind: [r.name for r in regs] for kind, regs in registered.items()},
-             "descriptions": {r.name: str(getattr(r.cls, "DESCRIPTION", "") or "")
-                              for regs in registered.values() for r in regs}}
-            for info, hooks, registered in iter_plugins()]
+    return [
+        {
+            "name": info.name,
+            "source": info.source,
+            "module": info.module,
+            "builtin": info.builtin,
+            "distribution": info.distribution,
+            "version": info.version,
+            "entry_point": info.entry_point,
+            "hooks": hooks,
+            "registered": {kind: [r.name for r in regs] for kind, regs in registered.items()},
+            "descriptions": {
+                r.name: str(getattr(r.cls, "DESCRIPTION", "") or "") for regs in registered.values() for r in regs
+            },
+        }
+        for info, hooks, registered in iter_plugins()
+    ]
 
 
 def register(cli: click.Group) -> None:
@@ -44,6 +55,10 @@ def register(cli: click.Group) -> None:
         for row in rows:
             registered = "\n".join(f"{kind}: {', '.join(names)}" for kind, names in row["registered"].items())
             hooks = "\n".join(h.removeprefix("latch_") for h in row["hooks"])
-            table.add_row(cell(row["name"]), cell(row["source"]), cell(hooks, multiline=True),
-                          cell(registered or "-", multiline=True))
+            table.add_row(
+                cell(row["name"]),
+                cell(row["source"]),
+                cell(hooks, multiline=True),
+                cell(registered or "-", multiline=True),
+            )
         console(highlight=False, soft_wrap=False).print(table)

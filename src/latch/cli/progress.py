@@ -22,15 +22,23 @@ PIPE_INTERVAL = 15.0
 
 
 @contextmanager
-def progress(label: str, unit: str, total: int, *, interval: float = PIPE_INTERVAL) \
-        -> Iterator[Callable[[int, int], None]]:
+def progress(
+    label: str, unit: str, total: int, *, interval: float = PIPE_INTERVAL
+) -> Iterator[Callable[[int, int], None]]:
     """Yield ``update(done, total)`` for a job of ``total`` ``unit`` (see the module docstring)."""
     err = console(stderr=True)
     if err.is_terminal:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn(unit), TimeElapsedColumn(),
-                      console=err, transient=True) as bar:
+        with Progress(
+            TextColumn(label),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn(unit),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as bar:
             task = bar.add_task(unit, total=total)
             yield lambda done, total: bar.update(task, completed=done, total=total)
         return

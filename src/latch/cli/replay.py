@@ -85,15 +85,32 @@ from .main import pass_app
 from .outputs import output_file
 from .replay_html import render_html
 
-__all__ = ["resolve_engine_factory", "resolve_estimator_choice", "budget_problem", "ReplayPlan", "plan_replay",
-           "run_replay", "window_origin", "window_line", "replay_options", "register", "RATIO_BAND", "provider_ratio",
-           "ratio_summary", "harness_doc", "harness_line", "ratio_line", "event_position"]
+__all__ = [
+    "resolve_engine_factory",
+    "resolve_estimator_choice",
+    "budget_problem",
+    "ReplayPlan",
+    "plan_replay",
+    "run_replay",
+    "window_origin",
+    "window_line",
+    "replay_options",
+    "register",
+    "RATIO_BAND",
+    "provider_ratio",
+    "ratio_summary",
+    "harness_doc",
+    "harness_line",
+    "ratio_line",
+    "event_position",
+]
 
 PROGRESS_MIN_REQUESTS = 40
 
 
-def resolve_engine_factory(name: str | None, config: Mapping[str, Any] | None = None,
-                           config_file: str | None = None) -> tuple[str, Callable]:
+def resolve_engine_factory(
+    name: str | None, config: Mapping[str, Any] | None = None, config_file: str | None = None
+) -> tuple[str, Callable]:
     """``(engine name, ContextEngineFactory)`` through :func:`latch.plugins.get_engine_factory`.
 
     ``name`` ``None`` means ``[engine] name`` of the config (read from ``config_file``, named in
@@ -126,17 +143,22 @@ def harness_line(doc: Mapping[str, Any]) -> str | None:
     h = doc.get("harness") or {}
     if h.get("source") in ("recorded", "recorded+inferred"):
         parts = ([f"system prompt ({h['notes']} note(s), {h['system_tokens']:,} tokens)"] if h["notes"] else []) + (
-            [f"{h['tools']} tool schema(s) ({h['tools_tokens']:,} tokens)"] if h["tools"] else [])
+            [f"{h['tools']} tool schema(s) ({h['tools_tokens']:,} tokens)"] if h["tools"] else []
+        )
         line = f"harness: the transcript's {' and '.join(parts)}, sent with every request"
         if h.get("inferred_tokens"):
-            line += (f"; {h['inferred_tokens']:,} more tokens inferred (its tool schemas are not in the transcript: "
-                     "provider prompt − transcript), counted in every view and budget")
+            line += (
+                f"; {h['inferred_tokens']:,} more tokens inferred (its tool schemas are not in the transcript: "
+                "provider prompt − transcript), counted in every view and budget"
+            )
         return f"[dim]{line}[/dim]"
     if h.get("source") == "inferred":
         used = h["inferred_from"]
         span = f"{used[0]}" if len(used) == 1 else f"{used[0]}–{used[-1]}"
-        return (f"[dim]harness: {h['inferred_tokens']:,} tokens inferred (not in the transcript: provider prompt − "
-                f"transcript, median of request(s) {span}), counted in every request's view and budget[/dim]")
+        return (
+            f"[dim]harness: {h['inferred_tokens']:,} tokens inferred (not in the transcript: provider prompt − "
+            f"transcript, median of request(s) {span}), counted in every request's view and budget[/dim]"
+        )
     return None
 
 
@@ -155,24 +177,36 @@ def ratio_line(s: Mapping[str, Any]) -> str | None:
     fe = s.get("forecast_ratio_evicted_views") or {}
     rate = s.get("provider_rate")
     if c.get("requests"):
-        lines = [f"[blue]i[/blue] views that hold the whole conversation ({c['requests']:,}), ÷ the provider's prompt: "
-                 f"Latch's estimate median {c['median']:.2f}× (range {c['min']:.2f}–{c['max']:.2f}×, {c['within']:,}/"
-                 f"{c['requests']:,} within {lo}–{hi}×)"
-                 + (f", its forecast in provider tokens median {fc['median']:.2f}× (range {fc['min']:.2f}–"
-                    f"{fc['max']:.2f}×, {fc['within']:,}/{fc['requests']:,} within)" if fc.get("requests") else "")]
+        lines = [
+            f"[blue]i[/blue] views that hold the whole conversation ({c['requests']:,}), ÷ the provider's prompt: "
+            f"Latch's estimate median {c['median']:.2f}× (range {c['min']:.2f}–{c['max']:.2f}×, {c['within']:,}/"
+            f"{c['requests']:,} within {lo}–{hi}×)"
+            + (
+                f", its forecast in provider tokens median {fc['median']:.2f}× (range {fc['min']:.2f}–"
+                f"{fc['max']:.2f}×, {fc['within']:,}/{fc['requests']:,} within)"
+                if fc.get("requests")
+                else ""
+            )
+        ]
     else:
-        lines = [f"[blue]i[/blue] no view holds the whole conversation; Latch's estimate ÷ the provider's prompt: median "
-                 f"{r['median']:.2f}× (range {r['min']:.2f}–{r['max']:.2f}×, {r['within']:,}/{r['requests']:,} within "
-                 f"{lo}–{hi}×)"]
+        lines = [
+            f"[blue]i[/blue] no view holds the whole conversation; Latch's estimate ÷ the provider's prompt: median "
+            f"{r['median']:.2f}× (range {r['min']:.2f}–{r['max']:.2f}×, {r['within']:,}/{r['requests']:,} within "
+            f"{lo}–{hi}×)"
+        ]
     if fe.get("requests"):
-        lines.append(f"[blue]i[/blue] views after eviction ({fe['requests']:,}): forecast ÷ the provider's prompt median "
-                     f"{fe['median']:.2f}× (range {fe['min']:.2f}–{fe['max']:.2f}×): the share of what the harness "
-                     f"sent that Latch's view holds")
+        lines.append(
+            f"[blue]i[/blue] views after eviction ({fe['requests']:,}): forecast ÷ the provider's prompt median "
+            f"{fe['median']:.2f}× (range {fe['min']:.2f}–{fe['max']:.2f}×): the share of what the harness "
+            f"sent that Latch's view holds"
+        )
     if rate and rate.get("requests"):
         rough = " (few steps: rough)" if rate["steps"] < 3 else ""
-        lines.append(f"[dim]forecast: {rate['rate']:.2f} provider tokens per estimated token + "
-                     f"{rate['intercept_tokens']:,}, fitted on each request's earlier requests ({rate['steps']:,} "
-                     f"step(s) in all){rough}[/dim]")
+        lines.append(
+            f"[dim]forecast: {rate['rate']:.2f} provider tokens per estimated token + "
+            f"{rate['intercept_tokens']:,}, fitted on each request's earlier requests ({rate['steps']:,} "
+            f"step(s) in all){rough}[/dim]"
+        )
     return "\n".join(lines)
 
 
@@ -184,22 +218,39 @@ def _fmt(v: Any) -> str:
 # spec's order. Optional columns that are None or 0 in every row (tools, extension: replay sends
 # none; provider: no usage reported) are left out, so the table fits a 100-column terminal; the
 # per-request cacheability is in --json and its mean in the summary.
-_COLUMNS = (("req", "request"), ("events", "events"), ("instr", "instructions_tokens"), ("state", "state_tokens"),
-            ("recent", "recent_tokens"), ("recall", "recall_tokens"), ("tools", "tools_tokens"),
-            ("ext", "extension_tokens"), ("view", "total_tokens"), ("raw", "history_tokens"),
-            ("first seq", "first_retained_event"), ("prefix", "common_prefix_tokens"), ("epoch", "epoch"),
-            ("provider", "provider_prompt_tokens"))
+_COLUMNS = (
+    ("req", "request"),
+    ("events", "events"),
+    ("instr", "instructions_tokens"),
+    ("state", "state_tokens"),
+    ("recent", "recent_tokens"),
+    ("recall", "recall_tokens"),
+    ("tools", "tools_tokens"),
+    ("ext", "extension_tokens"),
+    ("view", "total_tokens"),
+    ("raw", "history_tokens"),
+    ("first seq", "first_retained_event"),
+    ("prefix", "common_prefix_tokens"),
+    ("epoch", "epoch"),
+    ("provider", "provider_prompt_tokens"),
+)
 _OPTIONAL = ("tools_tokens", "extension_tokens", "provider_prompt_tokens")
-_LEGEND = {"instr": "system + session context", "state": "canonical state", "view": "tokens sent",
-           "raw": "whole conversation so far",
-           "first seq": "first event still in the view (its number in this session: 1 is the session's first)",
-           "prefix": "tokens shared with the previous request (cacheable)",
-           "provider": "prompt tokens the provider reported"}
+_LEGEND = {
+    "instr": "system + session context",
+    "state": "canonical state",
+    "view": "tokens sent",
+    "raw": "whole conversation so far",
+    "first seq": "first event still in the view (its number in this session: 1 is the session's first)",
+    "prefix": "tokens shared with the previous request (cacheable)",
+    "provider": "prompt tokens the provider reported",
+}
 
 
 _LEGEND["cost"] = "what the transcript's request cost (its provider usage, genai-prices)"
-_LEGEND["cache"] = ("rotated: a new cache epoch (the engine's reason); broken: the cached prefix broke "
-                    "within an epoch (see `latch view --diff`)")
+_LEGEND["cache"] = (
+    "rotated: a new cache epoch (the engine's reason); broken: the cached prefix broke "
+    "within an epoch (see `latch view --diff`)"
+)
 
 
 def _cache_mark(changes: Mapping[str, Any] | None) -> str:
@@ -213,16 +264,23 @@ def _cache_mark(changes: Mapping[str, Any] | None) -> str:
     return f"broken (at {at})"
 
 
-def _table(con: Console, columns: list[tuple[str, str]], rows: list[dict[str, Any]],
-           marks: Mapping[int, str] | None, *, force: bool = False) -> Table | None:
+def _table(
+    con: Console,
+    columns: list[tuple[str, str]],
+    rows: list[dict[str, Any]],
+    marks: Mapping[int, str] | None,
+    *,
+    force: bool = False,
+) -> Table | None:
     """The per-request table (with the ``cache`` column when ``marks`` is given): one space of padding, or none
     when that does not fit the console; ``None`` when even that does not fit, unless ``force``."""
     t, fits = _layout(con, columns, rows, marks)
     return t if fits or force or marks is None else None
 
 
-def _layout(con: Console, columns: list[tuple[str, str]], rows: list[dict[str, Any]],
-            marks: Mapping[int, str] | None) -> tuple[Table, bool]:
+def _layout(
+    con: Console, columns: list[tuple[str, str]], rows: list[dict[str, Any]], marks: Mapping[int, str] | None
+) -> tuple[Table, bool]:
     """``(table, fits)``: the per-request table of ``columns`` (and the ``cache`` column with ``marks``), with one
     space of padding when that fits the console, else none; ``fits`` says whether it fits (measured once per
     padding: a table of a long session measures in tenths of a second)."""
@@ -247,7 +305,6 @@ def _layout(con: Console, columns: list[tuple[str, str]], rows: list[dict[str, A
 
 def _cell(r: dict[str, Any], key: str) -> str:
     if key == "original_usd":  # the optional cost column: what the transcript's request cost
-
         got = (r.get("cost") or {}).get("original_usd")
         return format_usd(got) if got is not None else "–"
     if r["total_tokens"] is None and key not in ("request", "events", "history_tokens", "provider_prompt_tokens"):
@@ -298,29 +355,43 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
     tokens = f"tokens exact ({markup(exact)})" if exact else "tokens ≈"
     con.print(f"[dim]{tokens}; " + "; ".join(legend) + "[/dim]")
     if dropped:
-        con.print("[dim]cache column left out (too narrow); per request: "
-                  + ", ".join(f"{n} {markup(m)}" for n, m in marked) + "[/dim]")
+        con.print(
+            "[dim]cache column left out (too narrow); per request: "
+            + ", ".join(f"{n} {markup(m)}" for n, m in marked)
+            + "[/dim]"
+        )
     if cost_dropped:
-        con.print("[dim]cost column left out (too narrow); the session's cost is in the summary and each "
-                  "request's in --json[/dim]")
+        con.print(
+            "[dim]cost column left out (too narrow); the session's cost is in the summary and each "
+            "request's in --json[/dim]"
+        )
     s = doc["summary"]
 
     def check(ok: bool, text: str) -> None:
         con.print(("[green]✓[/green] " if ok else "[red]✗[/red] ") + text)
 
-    largest = (f"max {s['max_total_tokens']:,} of {s['hard_limit_tokens']:,} tokens" if s["overflows"] < s["requests"]
-               else f"no view (hard limit {s['hard_limit_tokens']:,} tokens)")
+    largest = (
+        f"max {s['max_total_tokens']:,} of {s['hard_limit_tokens']:,} tokens"
+        if s["overflows"] < s["requests"]
+        else f"no view (hard limit {s['hard_limit_tokens']:,} tokens)"
+    )
     share = s.get("usable_share")
     if share is not None and s["overflows"] < s["requests"]:
         # from request 3 the limit is in the provider's tokens: Latch's (conservative) estimate of a view may be above
-        largest = (f"max {s['max_total_tokens']:,} tokens (Latch's estimate) · hard limit {s['hard_limit_tokens']:,} "
-                   f"provider tokens, {share['median']:.0%} of it usable (range {share['min']:.0%}–{share['max']:.0%}) on "
-                   "the provider's rate from request "
-                   f"{share['from_request']}")
-    con.print(f"\n[bold]{plural(s['requests'], 'request')}[/bold] · {s['epochs']} cache epoch(s), {s['rotations']} rotation(s) · "
-              + largest)
-    con.print(f"conversation {s['conversation_tokens']:,} tokens"
-              + (f" · mean cacheability {s['mean_cacheability']:.0%}" if s["mean_cacheability"] is not None else ""))
+        largest = (
+            f"max {s['max_total_tokens']:,} tokens (Latch's estimate) · hard limit {s['hard_limit_tokens']:,} "
+            f"provider tokens, {share['median']:.0%} of it usable (range {share['min']:.0%}–{share['max']:.0%}) on "
+            "the provider's rate from request "
+            f"{share['from_request']}"
+        )
+    con.print(
+        f"\n[bold]{plural(s['requests'], 'request')}[/bold] · {s['epochs']} cache epoch(s), {s['rotations']} rotation(s) · "
+        + largest
+    )
+    con.print(
+        f"conversation {s['conversation_tokens']:,} tokens"
+        + (f" · mean cacheability {s['mean_cacheability']:.0%}" if s["mean_cacheability"] is not None else "")
+    )
     con.print(_cost_line(s.get("cost"), doc["model"]))
     rewrites = _rewrite_line(s.get("cache_rewrites"))
     if rewrites is not None:
@@ -331,36 +402,51 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
         con.print(ratio)
     over = s.get("forecasts_over_window")
     if over:
-        con.print(f"[yellow]![/yellow] forecast above the model's window ({doc['budget']['context_window_tokens']:,} "
-                  f"tokens) at {plural(len(over), 'request')} ({', '.join(map(str, over[:10]))}"
-                  f"{', …' if len(over) > 10 else ''}): the provider would count those views over its window")
+        con.print(
+            f"[yellow]![/yellow] forecast above the model's window ({doc['budget']['context_window_tokens']:,} "
+            f"tokens) at {plural(len(over), 'request')} ({', '.join(map(str, over[:10]))}"
+            f"{', …' if len(over) > 10 else ''}): the provider would count those views over its window"
+        )
     if s["requests"] and s["overflows"] >= s["requests"]:  # no view: the checks below would hold vacuously
         first = next((r for r in doc["requests"] if r["status"] == "overflow"), None)
         why = f": request {first['request']}: {markup(first['error'])}" if first and first.get("error") else ""
-        check(False, f"no view could be built: all {plural(s['requests'], 'request')} refused with "
-                     f"ContextOverflow{why}")
+        check(
+            False, f"no view could be built: all {plural(s['requests'], 'request')} refused with ContextOverflow{why}"
+        )
         return
-    check(not any("hard limit" in x for x in v), "budget never exceeded (window − reserve"
-          + (", in the provider's tokens on its rate" if s.get("usable_share") else "") + ")")
+    check(
+        not any("hard limit" in x for x in v),
+        "budget never exceeded (window − reserve"
+        + (", in the provider's tokens on its rate" if s.get("usable_share") else "")
+        + ")",
+    )
     check(not any("orphan" in x or "call order" in x for x in v), "no orphaned tool call or result")
     check(not any("split" in x for x in v), "no split unit")
-    check(s["prefix_breaks_within_epoch"] == 0,
-          f"append-only within each epoch ({s['prefix_breaks_within_epoch']} prefix breaks)")
+    check(
+        s["prefix_breaks_within_epoch"] == 0,
+        f"append-only within each epoch ({s['prefix_breaks_within_epoch']} prefix breaks)",
+    )
     check(s["automatic_compactions"] == 0, f"no automatic compaction ({s['automatic_compactions']})")
     misses = s.get("views_without_latest_instruction", 0)
     if s.get("keeps_latest_instruction", True):
-        check(not misses, "latest user instruction present in every view"
-              + (f" ({misses} view(s) without it)" if misses else ""))
+        check(
+            not misses,
+            "latest user instruction present in every view" + (f" ({misses} view(s) without it)" if misses else ""),
+        )
     elif misses:
-        con.print(f"[blue]i[/blue] {misses} view(s) without the latest user instruction ({markup(doc['engine'])} "
-                  "does not keep it)")
+        con.print(
+            f"[blue]i[/blue] {misses} view(s) without the latest user instruction ({markup(doc['engine'])} "
+            "does not keep it)"
+        )
     else:
         con.print("[blue]i[/blue] latest user instruction present in every view")
     if s["hysteretic_epochs"]:
         check(not any("hysteresis" in x for x in v), f"rotations within the hysteresis bound ({s['rotation_bound']})")
     else:
-        con.print(f"[blue]i[/blue] {s['rotations']} cache rewrite(s) (no rotation bound: {doc['engine']} does not "
-                  f"rotate with hysteresis)")
+        con.print(
+            f"[blue]i[/blue] {s['rotations']} cache rewrite(s) (no rotation bound: {doc['engine']} does not "
+            f"rotate with hysteresis)"
+        )
     if s["overflows"]:
         first = next((r for r in doc["requests"] if r["status"] == "overflow"), None)
         why = f": request {first['request']}: {markup(first['error'])}" if first and first.get("error") else ""
@@ -390,8 +476,9 @@ def _replay_one(store: Any, sid: str, n_requests: int, options: Mapping[str, Any
         return run_replay(store, sid, **options)[0]
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True) as bar:
+    with Progress(
+        TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True
+    ) as bar:
         task = bar.add_task("replay", total=n_requests)
         return run_replay(store, sid, **options, progress=lambda done, total: bar.update(task, completed=done))[0]
 
@@ -403,9 +490,11 @@ def _rewrite_line(r: Mapping[str, Any] | None) -> str | None:
     if not r["rewrites"]:
         return f"cache rewrites as the transcript ran it: none ({r['requests']:,} request(s) with cache figures)"
     shown = ", ".join(map(str, r["rewrites"][:8])) + (", …" if len(r["rewrites"]) > 8 else "")
-    return (f"cache rewrites as the transcript ran it: {len(r['rewrites'])} of {r['requests']:,} request(s) wrote "
-            f"the cached prefix again (request {shown}): {r['rewrite_write_tokens']:,} of {r['write_tokens']:,} "
-            f"cache-write tokens ({r['share']:.1%}) [dim](hit rate hides it: the cache had lost the prefix)[/dim]")
+    return (
+        f"cache rewrites as the transcript ran it: {len(r['rewrites'])} of {r['requests']:,} request(s) wrote "
+        f"the cached prefix again (request {shown}): {r['rewrite_write_tokens']:,} of {r['write_tokens']:,} "
+        f"cache-write tokens ({r['share']:.1%}) [dim](hit rate hides it: the cache had lost the prefix)[/dim]"
+    )
 
 
 def _cost_line(c: Mapping[str, Any] | None, model: str | None) -> str:
@@ -418,21 +507,32 @@ def _cost_line(c: Mapping[str, Any] | None, model: str | None) -> str:
     refused = c.get("refused_requests") or 0
     if c["original_usd"] is not None:
         share = c["original_cache_read_share"]
-        parts.append(f"cost {format_usd(c['original_usd'])} as the transcript ran it ({c['original_priced_requests']} "
-                     f"priced request(s)" + (f"; cache reads {share:.0%} of input" if share is not None else "") + ")")
+        parts.append(
+            f"cost {format_usd(c['original_usd'])} as the transcript ran it ({c['original_priced_requests']} "
+            f"priced request(s)" + (f"; cache reads {share:.0%} of input" if share is not None else "") + ")"
+        )
     else:
         parts.append("cost of the transcript: unpriced (no provider usage)")
     if c["view_usd"] is not None:
         vshare = c["view_cache_read_share"]
         same = c.get("original_compared_usd")
-        like = (f"on the {c['compared_requests']:,} request(s) with a view ({refused:,} refused, left out of both "
-                f"sides): {format_usd(same)} as the transcript ran them vs " if refused and same is not None else "")
-        parts.append(like + f"Latch's views would cost {format_usd(c['view_usd'])} at Latch's conservative token "
-                     "estimate"
-                     + (f" (cache reads {vshare:.0%})" if vshare is not None else "")
-                     + (f", about {format_usd(c['view_forecast_usd'])} at the provider's count (forecast)"
-                        if c.get("view_forecast_usd") is not None else "")
-                     + ("" if c.get("original_usd") is not None else "; output tokens unknown, counted as 0"))
+        like = (
+            f"on the {c['compared_requests']:,} request(s) with a view ({refused:,} refused, left out of both "
+            f"sides): {format_usd(same)} as the transcript ran them vs "
+            if refused and same is not None
+            else ""
+        )
+        parts.append(
+            like + f"Latch's views would cost {format_usd(c['view_usd'])} at Latch's conservative token "
+            "estimate"
+            + (f" (cache reads {vshare:.0%})" if vshare is not None else "")
+            + (
+                f", about {format_usd(c['view_forecast_usd'])} at the provider's count (forecast)"
+                if c.get("view_forecast_usd") is not None
+                else ""
+            )
+            + ("" if c.get("original_usd") is not None else "; output tokens unknown, counted as 0")
+        )
     return " · ".join(parts) + f" [dim]· priced as {markup(c['priced_model'] or '')} (genai-prices)[/dim]"
 
 
@@ -446,24 +546,45 @@ def replay_options(f: Callable[..., Any]) -> Callable[..., Any]:
     ``window``, ``reserve``, ``recent``, ``engine``, ``estimator``, ``config_path``, ``no_harness`` keyword
     arguments."""
     decorators = [
-        click.option("--model", default=None, help="Model id for budgets and the estimator (default: the "
-                                                   "transcript's)."),
-        click.option("--window", type=click.IntRange(min=1, max=MAX_TOKENS), default=None,
-                     help="context_window_tokens override."),
-        click.option("--reserve", type=click.IntRange(min=0, max=MAX_TOKENS), default=None,
-                     help="reserve_tokens override."),
-        click.option("--recent", type=click.IntRange(min=1, max=MAX_TOKENS), default=None,
-                     help="recent_tokens override (lowered to window − reserve when larger)."),
-        click.option("--engine", "engine", default=None, help="Context engine plugin (default: [engine] name, "
-                                                               "else continuity)."),
-        click.option("--estimator", "estimator", default=None,
-                     help="Estimator plugin by name, e.g. tiktoken, heuristic-openai, cabi (default: the one the "
-                          "plugins select for the model)."),
-        click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
-                     help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder)."),
-        click.option("--no-harness", "no_harness", is_flag=True,
-                     help="The conversation alone: leave out the harness's recorded system prompt and tools, or "
-                          "its overhead inferred from provider usage (harness_tokens)."),
+        click.option(
+            "--model", default=None, help="Model id for budgets and the estimator (default: the transcript's)."
+        ),
+        click.option(
+            "--window", type=click.IntRange(min=1, max=MAX_TOKENS), default=None, help="context_window_tokens override."
+        ),
+        click.option(
+            "--reserve", type=click.IntRange(min=0, max=MAX_TOKENS), default=None, help="reserve_tokens override."
+        ),
+        click.option(
+            "--recent",
+            type=click.IntRange(min=1, max=MAX_TOKENS),
+            default=None,
+            help="recent_tokens override (lowered to window − reserve when larger).",
+        ),
+        click.option(
+            "--engine", "engine", default=None, help="Context engine plugin (default: [engine] name, else continuity)."
+        ),
+        click.option(
+            "--estimator",
+            "estimator",
+            default=None,
+            help="Estimator plugin by name, e.g. tiktoken, heuristic-openai, cabi (default: the one the "
+            "plugins select for the model).",
+        ),
+        click.option(
+            "--config",
+            "config_path",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder).",
+        ),
+        click.option(
+            "--no-harness",
+            "no_harness",
+            is_flag=True,
+            help="The conversation alone: leave out the harness's recorded system prompt and tools, or "
+            "its overhead inferred from provider usage (harness_tokens).",
+        ),
     ]
     for d in reversed(decorators):
         f = d(f)
@@ -498,9 +619,18 @@ def budget_problem(*args: Any, **kwargs: Any) -> None:
         raise click.UsageError(str(exc)) from None
 
 
-def check_replay_options(app: Any, config: Mapping[str, Any], *, engine: str | None, estimator: str | None,
-                         model: str | None, window: int | None, reserve: int | None,
-                         file: str | None = None, fmt: str | None = None) -> None:
+def check_replay_options(
+    app: Any,
+    config: Mapping[str, Any],
+    *,
+    engine: str | None,
+    estimator: str | None,
+    model: str | None,
+    window: int | None,
+    reserve: int | None,
+    file: str | None = None,
+    fmt: str | None = None,
+) -> None:
     """Fail on a bad engine, estimator or ``--reserve``/``--window`` pair before anything is imported
     (``click.UsageError`` naming the option at fault). Without ``model``, the model the transcript ``file``
     names decides the default window and reserve (the file is parsed, never stored: a file that does not
@@ -520,9 +650,13 @@ def check_replay_options(app: Any, config: Mapping[str, Any], *, engine: str | N
         except (TranscriptError, OSError):
             model = None
     default = model_window(config, model)
-    budget_problem(window if window is not None else default.context_window_tokens,
-                   reserve if reserve is not None else default.reserve_tokens, window, reserve,
-                   f" for model {safe(model)}" if model else "")
+    budget_problem(
+        window if window is not None else default.context_window_tokens,
+        reserve if reserve is not None else default.reserve_tokens,
+        window,
+        reserve,
+        f" for model {safe(model)}" if model else "",
+    )
 
 
 def register(cli: click.Group) -> None:
@@ -530,28 +664,77 @@ def register(cli: click.Group) -> None:
     @click.argument("file", metavar="FILE_OR_SESSION", type=click.Path(dir_okay=False))
     @click.option("--format", "fmt", default=None, help="Transcript format (default: auto-detect).")
     @replay_options
-    @click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
-                  is_flag=False, flag_value="-", metavar="[FILE]", callback=output_file,
-                  help="Print the per-request report as JSON to stdout instead of the table (like every command's --json); "
-                       "`--json FILE` is kept as an alias of --json-out FILE.")
-    @click.option("-o", "--json-out", "json_file", type=click.Path(dir_okay=False, allow_dash=True), default=None,
-                  callback=output_file, help="Also write the per-request report as JSON to this file ('-': stdout).")
-    @click.option("--html", "html_file", type=click.Path(dir_okay=False), default=None, callback=output_file,
-                  help="Also write a self-contained HTML report to this file: per-request table, cache epochs and "
-                       "breaks as an inline SVG chart, costs, the transcript (no scripts, nothing fetched).")
-    @click.option("--live", is_flag=True,
-                  help="The transcript is still being written: store only its settled events; the open tail "
-                       "(e.g. a response still streaming) waits for the next import.")
-    @click.option("--keep", is_flag=True,
-                  help="Keep the replay's kernel records in the store (stream <engine>:replay-<id>); by default "
-                       "they go to the scratch database beside it, which `latch prune-replays` empties.")
-    @click.option("--session", "session", default=None, metavar="ID",
-                  help="A file holding several sessions (a Goose or OpenCode database, an Aider history: one per "
-                       "aider run, a Claude Code session with its sub-agent files): replay only this one "
-                       "(its Latch session id or a unique prefix); by default every session is replayed.")
+    @click.option(
+        "--json",
+        "json_out",
+        type=click.Path(dir_okay=False, allow_dash=True),
+        default=None,
+        is_flag=False,
+        flag_value="-",
+        metavar="[FILE]",
+        callback=output_file,
+        help="Print the per-request report as JSON to stdout instead of the table (like every command's --json); "
+        "`--json FILE` is kept as an alias of --json-out FILE.",
+    )
+    @click.option(
+        "-o",
+        "--json-out",
+        "json_file",
+        type=click.Path(dir_okay=False, allow_dash=True),
+        default=None,
+        callback=output_file,
+        help="Also write the per-request report as JSON to this file ('-': stdout).",
+    )
+    @click.option(
+        "--html",
+        "html_file",
+        type=click.Path(dir_okay=False),
+        default=None,
+        callback=output_file,
+        help="Also write a self-contained HTML report to this file: per-request table, cache epochs and "
+        "breaks as an inline SVG chart, costs, the transcript (no scripts, nothing fetched).",
+    )
+    @click.option(
+        "--live",
+        is_flag=True,
+        help="The transcript is still being written: store only its settled events; the open tail "
+        "(e.g. a response still streaming) waits for the next import.",
+    )
+    @click.option(
+        "--keep",
+        is_flag=True,
+        help="Keep the replay's kernel records in the store (stream <engine>:replay-<id>); by default "
+        "they go to the scratch database beside it, which `latch prune-replays` empties.",
+    )
+    @click.option(
+        "--session",
+        "session",
+        default=None,
+        metavar="ID",
+        help="A file holding several sessions (a Goose or OpenCode database, an Aider history: one per "
+        "aider run, a Claude Code session with its sub-agent files): replay only this one "
+        "(its Latch session id or a unique prefix); by default every session is replayed.",
+    )
     @pass_app
-    def replay_cmd(app, file, fmt, model, window, reserve, recent, engine, estimator, config_path, json_out, json_file,
-                   html_file, live, keep, no_harness, session):
+    def replay_cmd(
+        app,
+        file,
+        fmt,
+        model,
+        window,
+        reserve,
+        recent,
+        engine,
+        estimator,
+        config_path,
+        json_out,
+        json_file,
+        html_file,
+        live,
+        keep,
+        no_harness,
+        session,
+    ):
         """Replay FILE (or a stored SESSION): materialize the view before every model request and check the
         invariants.
 
@@ -560,8 +743,17 @@ def register(cli: click.Group) -> None:
         files (<sessionId>/subagents/agent-*.jsonl) are imported with it and replayed after it."""
         config = app.config(config_path)
         # bad options fail before anything is imported
-        check_replay_options(app, config, engine=engine, estimator=estimator, model=model, window=window,
-                             reserve=reserve, file=file, fmt=fmt)
+        check_replay_options(
+            app,
+            config,
+            engine=engine,
+            estimator=estimator,
+            model=model,
+            window=window,
+            reserve=reserve,
+            file=file,
+            fmt=fmt,
+        )
         forgotten: list[str] = []
         stored = _stored_session(app, file)
         if stored is not None:  # not a file: a session of the store (one `latch run` recorded, say)
@@ -569,11 +761,12 @@ def register(cli: click.Group) -> None:
         else:
             store = app.store()
             try:
-                sids = imported_session_ids(store, file, fmt, final=not live, forgotten=forgotten,
-                                            companions=True)
+                sids = imported_session_ids(store, file, fmt, final=not live, forgotten=forgotten, companions=True)
             except SessionForgotten as exc:
-                raise click.ClickException(f"{safe(file)}: session {exc.session_id} is forgotten (tombstoned by "
-                                           "`latch forget`); forgotten sessions are not replayed") from None
+                raise click.ClickException(
+                    f"{safe(file)}: session {exc.session_id} is forgotten (tombstoned by "
+                    "`latch forget`); forgotten sessions are not replayed"
+                ) from None
         if session is not None:
             chosen = [sid for sid in sids if sid == session] or [sid for sid in sids if sid.startswith(session)]
             if len(chosen) != 1:
@@ -582,48 +775,71 @@ def register(cli: click.Group) -> None:
                 raise click.UsageError(f"--session {safe(session)} {what} of {safe(file)} (its sessions: {listed})")
             sids = chosen
         elif not sids and forgotten:
-            raise click.ClickException(f"{safe(file)}: session {forgotten[0]} is forgotten (tombstoned by "
-                                       "`latch forget`); forgotten sessions are not replayed")
-        counts = {sid: len(model_requests(list(store.events(sid, kinds=["assistant_message", "usage"])))) for sid in sids}
+            raise click.ClickException(
+                f"{safe(file)}: session {forgotten[0]} is forgotten (tombstoned by "
+                "`latch forget`); forgotten sessions are not replayed"
+            )
+        counts = {
+            sid: len(model_requests(list(store.events(sid, kinds=["assistant_message", "usage"])))) for sid in sids
+        }
         empty = [sid for sid in sids if counts[sid] == 0]
         if len(sids) == len(empty):
             what = f"session {sids[0]} has" if len(sids) == 1 else f"none of its {len(sids)} sessions has"
-            raise click.ClickException(f"{safe(file)}: {what} no model request (no assistant message): nothing "
-                                       "to replay")
-        options = dict(engine=engine, model=model, estimator=estimator, config=config, window=window,
-                       reserve=reserve, recent=recent, keep=keep, harness=not no_harness)
+            raise click.ClickException(
+                f"{safe(file)}: {what} no model request (no assistant message): nothing to replay"
+            )
+        options = dict(
+            engine=engine,
+            model=model,
+            estimator=estimator,
+            config=config,
+            window=window,
+            reserve=reserve,
+            recent=recent,
+            keep=keep,
+            harness=not no_harness,
+        )
         docs = [_replay_one(store, sid, counts[sid], options) for sid in sids if counts[sid]]
         if json_out not in (None, "-"):  # `--json FILE`: the alias of --json-out FILE
             json_out, json_file = None, json_file or json_out
         out: Any = docs[0] if len(sids) == 1 else docs
         if html_file and len(docs) != 1:
-            raise click.UsageError(f"--html writes one session's report and {safe(file)} holds {len(docs)} "
-                                   "replayed sessions: add --session ID")
+            raise click.UsageError(
+                f"--html writes one session's report and {safe(file)} holds {len(docs)} "
+                "replayed sessions: add --session ID"
+            )
         # the files first: a reader that stops reading stdout (`| head -1`) ends the command at the next print
         if json_file not in (None, "-"):
             write_text(json_file, dumps(out, indent=2) + "\n")
         if html_file:
             doc = docs[0]
-            view = R.session_view(store.events(doc["session"]), canonical_state(store, doc["session"], cache=kernel_cache()))
+            view = R.session_view(
+                store.events(doc["session"]), canonical_state(store, doc["session"], cache=kernel_cache())
+            )
             write_text(html_file, render_html(doc, view, file))
         if "-" in (json_out, json_file):
             click.echo(dumps(out, indent=2))
         else:
             con = _stdout_console()
             if len(sids) > 1:
-                con.print(f"[bold]{markup(safe(file))}: {len(sids)} sessions[/bold] ("
-                          + ", ".join(f"{sid} {counts[sid]} request(s)" for sid in sids) + ")"
-                          + (f"; forgotten, not replayed: {', '.join(forgotten)}" if forgotten else ""),
-                          highlight=False)
+                con.print(
+                    f"[bold]{markup(safe(file))}: {len(sids)} sessions[/bold] ("
+                    + ", ".join(f"{sid} {counts[sid]} request(s)" for sid in sids)
+                    + ")"
+                    + (f"; forgotten, not replayed: {', '.join(forgotten)}" if forgotten else ""),
+                    highlight=False,
+                )
             for i, doc in enumerate(docs):
                 if len(sids) > 1:
                     con.print(f"\n[bold]── session {i + 1} of {len(docs)}: {doc['session']} ──[/bold]", highlight=False)
                 _print(con, doc, file)
             for sid in empty if len(sids) > 1 else ():
                 con.print(f"[blue]i[/blue] session {sid} has no model request: not replayed", highlight=False)
-        if any(doc["summary"]["violations"] or (doc["summary"]["requests"]
-                                                 and doc["summary"]["overflows"] >= doc["summary"]["requests"])
-               for doc in docs):
+        if any(
+            doc["summary"]["violations"]
+            or (doc["summary"]["requests"] and doc["summary"]["overflows"] >= doc["summary"]["requests"])
+            for doc in docs
+        ):
             sys.exit(1)
 
     @cli.command("prune-replays")
@@ -649,8 +865,11 @@ def register(cli: click.Group) -> None:
         freed = max(0, before - scratch_bytes(path))
         killed = sum(1 for r in dropped if not r.finished)
         records = sum(r.records for r in dropped)
-        con.print(f"dropped {len(dropped)} replay run(s) ({records:,} kernel records"
-                  + (f"; {killed} unfinished: killed" if killed else "") + f"), freed {freed:,} bytes "
-                  f"({markup(safe(str(path)))})")
+        con.print(
+            f"dropped {len(dropped)} replay run(s) ({records:,} kernel records"
+            + (f"; {killed} unfinished: killed" if killed else "")
+            + f"), freed {freed:,} bytes "
+            f"({markup(safe(str(path)))})"
+        )
         if kept:
             con.print(f"[yellow]![/yellow] {len(kept)} replay run(s) still running, kept")

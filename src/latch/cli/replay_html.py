@@ -69,15 +69,19 @@ def _refused(doc: Mapping[str, Any]) -> str:
     refused = [r for r in doc["requests"] if r.get("status") == "overflow"]
     if not refused:
         return "0"
-    return (f"{len(refused):,} of {len(doc['requests']):,} (no view: left out of the cost comparison); first: "
-            f"request {refused[0]['request']}: {_e(refused[0].get('error') or '')}")
+    return (
+        f"{len(refused):,} of {len(doc['requests']):,} (no view: left out of the cost comparison); first: "
+        f"request {refused[0]['request']}: {_e(refused[0].get('error') or '')}"
+    )
 
 
 def _compared(cost: Mapping[str, Any]) -> str:
     """The like-for-like cost comparison: the transcript's cost of the requests that got a view vs Latch's views."""
     n = cost.get("compared_requests")
-    return (f"on the {_n(n)} requests with a view: {_usd(cost.get('original_compared_usd'))} as the transcript ran "
-            f"them vs {_usd(cost.get('view_usd'))} Latch's views")
+    return (
+        f"on the {_n(n)} requests with a view: {_usd(cost.get('original_compared_usd'))} as the transcript ran "
+        f"them vs {_usd(cost.get('view_usd'))} Latch's views"
+    )
 
 
 def _breaks(doc: Mapping[str, Any], view: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -86,8 +90,14 @@ def _breaks(doc: Mapping[str, Any], view: Mapping[str, Any]) -> list[dict[str, A
     for r in doc["requests"]:
         ch = r.get("changes") or {}
         if ch.get("cache") in ("rotated", "broken"):
-            out.append({"request": r["request"], "source": "latch", "kind": ch["cache"],
-                        "reason": ch.get("rotation_reason") or (ch.get("prefix_break") or {}).get("at") or ""})
+            out.append(
+                {
+                    "request": r["request"],
+                    "source": "latch",
+                    "kind": ch["cache"],
+                    "reason": ch.get("rotation_reason") or (ch.get("prefix_break") or {}).get("at") or "",
+                }
+            )
     for b in view["cache"]["breaks"]:
         out.append({"request": b["request"], "source": "provider", "kind": "broken", "reason": b["reason"]})
     return out
@@ -97,47 +107,67 @@ def _chart(doc: Mapping[str, Any], view: Mapping[str, Any]) -> str:
     reqs = doc["requests"]
     width, height, left, bottom, top = 900, 260, 60, 30, 10
     plot_w, plot_h = width - left - 10, height - bottom - top
-    peak = max([r.get("total_tokens") or 0 for r in reqs] + [r.get("provider_prompt_tokens") or 0 for r in reqs]
-               + [1])
+    peak = max([r.get("total_tokens") or 0 for r in reqs] + [r.get("provider_prompt_tokens") or 0 for r in reqs] + [1])
     step = plot_w / max(len(reqs), 1)
 
     def y(tokens: float) -> float:
         return top + plot_h - plot_h * tokens / peak
 
-    parts = [f'<svg id="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" role="img" aria-label="tokens per request">',
-             f'<line x1="{left}" y1="{top + plot_h}" x2="{width - 10}" y2="{top + plot_h}" stroke="#888"/>',
-             f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#888"/>',
-             f'<text x="{left - 4}" y="{top + 10}" text-anchor="end">{peak:,}</text>',
-             f'<text x="{left - 4}" y="{top + plot_h}" text-anchor="end">0</text>',
-             f'<text x="{left}" y="{height - 8}">request 1</text>',
-             f'<text x="{width - 10}" y="{height - 8}" text-anchor="end">request {len(reqs)}</text>']
+    parts = [
+        f'<svg id="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="tokens per request">',
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{width - 10}" y2="{top + plot_h}" stroke="#888"/>',
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#888"/>',
+        f'<text x="{left - 4}" y="{top + 10}" text-anchor="end">{peak:,}</text>',
+        f'<text x="{left - 4}" y="{top + plot_h}" text-anchor="end">0</text>',
+        f'<text x="{left}" y="{height - 8}">request 1</text>',
+        f'<text x="{width - 10}" y="{height - 8}" text-anchor="end">request {len(reqs)}</text>',
+    ]
     for i, r in enumerate(reqs):
         tokens = r.get("total_tokens") or 0
         colour = _PALETTE[(int(r.get("epoch") or 1) - 1) % len(_PALETTE)]
         x = left + i * step
-        parts.append(f'<rect class="bar" x="{x:.1f}" y="{y(tokens):.1f}" width="{max(step - 1, 0.5):.1f}" '
-                     f'height="{top + plot_h - y(tokens):.1f}" fill="{colour}"><title>request {r["request"]}: '
-                     f'{tokens:,} view tokens, epoch {_e(r.get("epoch"))}</title></rect>')
-    points = [f"{left + (i + 0.5) * step:.1f},{y(r['provider_prompt_tokens']):.1f}"
-              for i, r in enumerate(reqs) if r.get("provider_prompt_tokens") is not None]
+        parts.append(
+            f'<rect class="bar" x="{x:.1f}" y="{y(tokens):.1f}" width="{max(step - 1, 0.5):.1f}" '
+            f'height="{top + plot_h - y(tokens):.1f}" fill="{colour}"><title>request {r["request"]}: '
+            f"{tokens:,} view tokens, epoch {_e(r.get('epoch'))}</title></rect>"
+        )
+    points = [
+        f"{left + (i + 0.5) * step:.1f},{y(r['provider_prompt_tokens']):.1f}"
+        for i, r in enumerate(reqs)
+        if r.get("provider_prompt_tokens") is not None
+    ]
     if points:
-        parts.append(f'<polyline class="provider" points="{" ".join(points)}" fill="none" stroke="#222" '
-                     'stroke-width="1.5"><title>provider prompt tokens</title></polyline>')
+        parts.append(
+            f'<polyline class="provider" points="{" ".join(points)}" fill="none" stroke="#222" '
+            'stroke-width="1.5"><title>provider prompt tokens</title></polyline>'
+        )
     for b in _breaks(doc, view):
         x = left + (b["request"] - 1) * step
         colour = "#e15759" if b["source"] == "provider" else "#f28e2b"
-        parts.append(f'<line class="break {b["source"]}" x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + plot_h}" '
-                     f'stroke="{colour}" stroke-width="3" stroke-dasharray="6 3"><title>request {b["request"]}: {b["source"]} cache '
-                     f'{_e(b["kind"])} ({_e(b["reason"])})</title></line>')
+        parts.append(
+            f'<line class="break {b["source"]}" x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + plot_h}" '
+            f'stroke="{colour}" stroke-width="3" stroke-dasharray="6 3"><title>request {b["request"]}: {b["source"]} cache '
+            f"{_e(b['kind'])} ({_e(b['reason'])})</title></line>"
+        )
     parts.append("</svg>")
     return "".join(parts)
 
 
-_COLUMNS = (("request", "request"), ("seq", "seq"), ("epoch", "epoch"), ("total_tokens", "view tokens"),
-            ("state_tokens", "state"), ("recent_tokens", "recent"), ("recall_tokens", "recall"),
-            ("harness_tokens", "harness"), ("common_prefix_tokens", "cached prefix"), ("cacheability", "cacheability"),
-            ("provider_prompt_tokens", "provider prompt"), ("provider_cache_read_tokens", "provider cache read"))
+_COLUMNS = (
+    ("request", "request"),
+    ("seq", "seq"),
+    ("epoch", "epoch"),
+    ("total_tokens", "view tokens"),
+    ("state_tokens", "state"),
+    ("recent_tokens", "recent"),
+    ("recall_tokens", "recall"),
+    ("harness_tokens", "harness"),
+    ("common_prefix_tokens", "cached prefix"),
+    ("cacheability", "cacheability"),
+    ("provider_prompt_tokens", "provider prompt"),
+    ("provider_cache_read_tokens", "provider cache read"),
+)
 
 
 def render_html(doc: Mapping[str, Any], view: Mapping[str, Any], source: str) -> str:
@@ -147,31 +177,36 @@ def render_html(doc: Mapping[str, Any], view: Mapping[str, Any], source: str) ->
     s = doc["summary"]
     cost = s.get("cost") or {}
     provider = view["cache"]
-    out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-           f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
-           f"<title>latch replay · {_e(source)}</title><style>{_STYLE}</style></head><body>",
-           f'<h1>latch replay · <span id="source">{_e(source)}</span></h1>',
-           '<dl class="summary" id="summary">',
-           f"<dt>session</dt><dd>{_e(doc['session'])}</dd>",
-           f"<dt>engine · estimator</dt><dd>{_e(doc['engine'])} · {_e(doc['estimator'])}</dd>",
-           f"<dt>model</dt><dd>{_e(doc.get('model'))}</dd>",
-           f"<dt>requests</dt><dd>{s['requests']:,}</dd>",
-           f"<dt>Latch cache epochs</dt><dd>{_n(s.get('epochs'))} (rotations {_n(s.get('rotations'))}, prefix breaks "
-           f"within an epoch {_n(s.get('prefix_breaks_within_epoch'))})</dd>",
-           f"<dt>provider cache epochs</dt><dd>{len(provider['epochs'])} ({len(provider['breaks'])} cache breaks)</dd>",
-           f"<dt>violations</dt><dd>{len(s['violations'])}</dd>",
-           f'<dt>refused requests</dt><dd id="refused">{_refused(doc)}</dd>',
-           f'<dt>cost of the transcript</dt><dd id="cost-original">{_usd(cost.get("original_usd"))} '
-           f'({_n(cost.get("original_priced_requests"))} priced requests)</dd>',
-           f'<dt>like for like</dt><dd id="cost-compared">{_compared(cost)}</dd>',
-           f'<dt>cost of Latch\'s views</dt><dd id="cost-view">{_usd(cost.get("view_usd"))}</dd>',
-           "</dl>"]
+    out = [
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        f"<title>latch replay · {_e(source)}</title><style>{_STYLE}</style></head><body>",
+        f'<h1>latch replay · <span id="source">{_e(source)}</span></h1>',
+        '<dl class="summary" id="summary">',
+        f"<dt>session</dt><dd>{_e(doc['session'])}</dd>",
+        f"<dt>engine · estimator</dt><dd>{_e(doc['engine'])} · {_e(doc['estimator'])}</dd>",
+        f"<dt>model</dt><dd>{_e(doc.get('model'))}</dd>",
+        f"<dt>requests</dt><dd>{s['requests']:,}</dd>",
+        f"<dt>Latch cache epochs</dt><dd>{_n(s.get('epochs'))} (rotations {_n(s.get('rotations'))}, prefix breaks "
+        f"within an epoch {_n(s.get('prefix_breaks_within_epoch'))})</dd>",
+        f"<dt>provider cache epochs</dt><dd>{len(provider['epochs'])} ({len(provider['breaks'])} cache breaks)</dd>",
+        f"<dt>violations</dt><dd>{len(s['violations'])}</dd>",
+        f'<dt>refused requests</dt><dd id="refused">{_refused(doc)}</dd>',
+        f'<dt>cost of the transcript</dt><dd id="cost-original">{_usd(cost.get("original_usd"))} '
+        f"({_n(cost.get('original_priced_requests'))} priced requests)</dd>",
+        f'<dt>like for like</dt><dd id="cost-compared">{_compared(cost)}</dd>',
+        f'<dt>cost of Latch\'s views</dt><dd id="cost-view">{_usd(cost.get("view_usd"))}</dd>',
+        "</dl>",
+    ]
     for v in s["violations"]:
         out.append(f'<p class="violation">{_e(v)}</p>')
-    out += ["<h2>Tokens per request and cache breaks</h2>", _chart(doc, view),
-            "<p>Bars: the tokens of Latch's view (colour: its cache epoch); line: the provider's prompt tokens; "
-            "dashed: cache breaks (orange: Latch rotated or broke its prefix, red: the provider's cache broke).</p>",
-            '<h2>Requests</h2><table id="requests"><thead><tr>']
+    out += [
+        "<h2>Tokens per request and cache breaks</h2>",
+        _chart(doc, view),
+        "<p>Bars: the tokens of Latch's view (colour: its cache epoch); line: the provider's prompt tokens; "
+        "dashed: cache breaks (orange: Latch rotated or broke its prefix, red: the provider's cache broke).</p>",
+        '<h2>Requests</h2><table id="requests"><thead><tr>',
+    ]
     out += [f"<th>{label}</th>" for _, label in _COLUMNS]
     out.append('<th>transcript cost</th><th>view cost</th><th class="l">cache</th></tr></thead><tbody>')
     for r in doc["requests"]:
@@ -179,27 +214,39 @@ def render_html(doc: Mapping[str, Any], view: Mapping[str, Any], source: str) ->
         state = ch.get("cache") or ""
         reason = ch.get("rotation_reason") or ""
         rc = r.get("cost") or {}
-        out.append(f'<tr class="{_e(state)}">' + "".join(f"<td>{_n(r.get(k))}</td>" for k, _ in _COLUMNS)
-                   + f"<td>{_usd(rc.get('original_usd'))}</td><td>{_usd(rc.get('view_usd'))}</td>"
-                   f'<td class="l">{_e(state)}{" (" + _e(reason) + ")" if reason else ""}</td></tr>')
+        out.append(
+            f'<tr class="{_e(state)}">'
+            + "".join(f"<td>{_n(r.get(k))}</td>" for k, _ in _COLUMNS)
+            + f"<td>{_usd(rc.get('original_usd'))}</td><td>{_usd(rc.get('view_usd'))}</td>"
+            f'<td class="l">{_e(state)}{" (" + _e(reason) + ")" if reason else ""}</td></tr>'
+        )
     out.append("</tbody></table>")
-    out.append('<h2>Provider cache epochs</h2><table id="epochs"><thead><tr><th>epoch</th><th>requests</th>'
-               "<th>seqs</th><th>cache read</th><th>cache write</th></tr></thead><tbody>")
+    out.append(
+        '<h2>Provider cache epochs</h2><table id="epochs"><thead><tr><th>epoch</th><th>requests</th>'
+        "<th>seqs</th><th>cache read</th><th>cache write</th></tr></thead><tbody>"
+    )
     for ep in provider["epochs"]:
-        out.append(f"<tr><td>{ep['epoch']}</td><td>{ep['first_request']}–{ep['last_request']}</td>"
-                   f"<td>{ep['start_seq']}–{ep['end_seq']}</td><td>{_n(ep['cache_read_tokens'])}</td>"
-                   f"<td>{_n(ep['cache_write_tokens'])}</td></tr>")
+        out.append(
+            f"<tr><td>{ep['epoch']}</td><td>{ep['first_request']}–{ep['last_request']}</td>"
+            f"<td>{ep['start_seq']}–{ep['end_seq']}</td><td>{_n(ep['cache_read_tokens'])}</td>"
+            f"<td>{_n(ep['cache_write_tokens'])}</td></tr>"
+        )
     out.append('</tbody></table><ul id="breaks">')
     for b in provider["breaks"]:
-        out.append(f"<li>request {b['request']} (seq {b['seq']}): {_e(b['reason'])}, read "
-                   f"{_n(b['cache_read_tokens'])} of {_n(b['previous_cached_tokens'])} cached tokens</li>")
+        out.append(
+            f"<li>request {b['request']} (seq {b['seq']}): {_e(b['reason'])}, read "
+            f"{_n(b['cache_read_tokens'])} of {_n(b['previous_cached_tokens'])} cached tokens</li>"
+        )
     out.append('</ul><h2>Transcript</h2><div id="transcript">')
     results = {item["call_id"]: item["line"] for item in view["transcript"] if item["role"] == "tool"}
     for item in view["transcript"]:
-        calls = "".join(f"<div>→ {_e(c['summary'])} ⇒ {_e(results.get(c['id'], '…'))}</div>"
-                        for c in item.get("tool_calls") or ())
-        out.append(f'<div class="item {_e(item["role"])}"><span class="role">#{item["seq"]} {_e(item["role"])}'
-                   f'{" " + _e(item.get("name")) if item["role"] == "tool" else ""}</span>'
-                   f"<pre>{_e(item['text'])}</pre>{calls}</div>")
+        calls = "".join(
+            f"<div>→ {_e(c['summary'])} ⇒ {_e(results.get(c['id'], '…'))}</div>" for c in item.get("tool_calls") or ()
+        )
+        out.append(
+            f'<div class="item {_e(item["role"])}"><span class="role">#{item["seq"]} {_e(item["role"])}'
+            f"{' ' + _e(item.get('name')) if item['role'] == 'tool' else ''}</span>"
+            f"<pre>{_e(item['text'])}</pre>{calls}</div>"
+        )
     out.append("</div></body></html>\n")
     return "".join(out)

@@ -51,8 +51,17 @@ __all__ = ["register", "session_report"]
 
 
 def _row() -> dict[str, Any]:
-    return {"requests": 0, "with_usage": 0, "priced": 0, "unpriced": 0, "uncached_input_tokens": 0,
-            "cache_read_tokens": 0, "cache_write_tokens": 0, "output_tokens": 0, "usd": None}
+    return {
+        "requests": 0,
+        "with_usage": 0,
+        "priced": 0,
+        "unpriced": 0,
+        "uncached_input_tokens": 0,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+        "output_tokens": 0,
+        "usd": None,
+    }
 
 
 def _add(row: dict[str, Any], usage: Any, cost: Any) -> None:
@@ -72,8 +81,11 @@ def _add(row: dict[str, Any], usage: Any, cost: Any) -> None:
 
 def _finish(row: dict[str, Any]) -> dict[str, Any]:
     prompt = row["uncached_input_tokens"] + row["cache_read_tokens"] + row["cache_write_tokens"]
-    return {**row, "usd": usd(row["usd"]),
-            "cache_read_share": round(row["cache_read_tokens"] / prompt, 4) if prompt else None}
+    return {
+        **row,
+        "usd": usd(row["usd"]),
+        "cache_read_share": round(row["cache_read_tokens"] / prompt, 4) if prompt else None,
+    }
 
 
 GROUPINGS = ("daily", "monthly", "project", "model", "harness")
@@ -93,8 +105,14 @@ def _group_key(grouping: str, info: Any, name: str, at: datetime | None) -> str:
     return name
 
 
-def session_report(store: Any, session_ids: list[str], *, group_by: str | None = None,
-                   since: datetime | None = None, until: datetime | None = None) -> dict[str, Any]:
+def session_report(
+    store: Any,
+    session_ids: list[str],
+    *,
+    group_by: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> dict[str, Any]:
     """The report document (see the module docstring) of ``session_ids`` and their sub-agent sessions.
 
     ``group_by`` (one of :data:`GROUPINGS`) adds ``"group_by"`` and ``"groups": {KEY: ROW}`` (sorted by key);
@@ -123,7 +141,8 @@ def session_report(store: Any, session_ids: list[str], *, group_by: str | None =
         for req in model_requests(store.events(sid, kinds=["assistant_message", "usage"])):
             at = pricing.parse_timestamp(req.ts)
             if (since is not None or until is not None) and (
-                    at is None or (since is not None and at < since) or (until is not None and at >= until)):
+                at is None or (since is not None and at < since) or (until is not None and at >= until)
+            ):
                 continue
             usage = req.usage
             usages.append(usage)
@@ -137,16 +156,28 @@ def session_report(store: Any, session_ids: list[str], *, group_by: str | None =
         rewrites[sid] = pricing.cache_rewrites(usages)
     named = list(dict.fromkeys(session_ids))
     found = [r for r in rewrites.values() if r.requests]
-    all_rewrites = pricing.CacheRewrites(sum(r.requests for r in found), (),
-                                         sum(r.rewrite_write_tokens for r in found), sum(r.write_tokens for r in found))
-    doc: dict[str, Any] = {} if group_by is None else {
-        "group_by": group_by, "groups": {k: _finish(r) for k, r in sorted(groups.items())}}
-    return {**doc, "sessions": order, "named_sessions": named, "child_sessions": [sid for sid in order if sid not in named],
-            "models": {m: _finish(r) for m, r in sorted(models.items())},
-            "by_session": {s: _finish(r) for s, r in by_session.items()}, "total": _finish(total),
-            "cache_rewrites": {"by_session": {s: r.as_dict() for s, r in rewrites.items() if r.requests},
-                               "total": {**all_rewrites.as_dict(), "rewrites": sum(len(r.rewrites) for r in found)}
-                               if found else None}}
+    all_rewrites = pricing.CacheRewrites(
+        sum(r.requests for r in found),
+        (),
+        sum(r.rewrite_write_tokens for r in found),
+        sum(r.write_tokens for r in found),
+    )
+    doc: dict[str, Any] = (
+        {} if group_by is None else {"group_by": group_by, "groups": {k: _finish(r) for k, r in sorted(groups.items())}}
+    )
+    return {
+        **doc,
+        "sessions": order,
+        "named_sessions": named,
+        "child_sessions": [sid for sid in order if sid not in named],
+        "models": {m: _finish(r) for m, r in sorted(models.items())},
+        "by_session": {s: _finish(r) for s, r in by_session.items()},
+        "total": _finish(total),
+        "cache_rewrites": {
+            "by_session": {s: r.as_dict() for s, r in rewrites.items() if r.requests},
+            "total": {**all_rewrites.as_dict(), "rewrites": sum(len(r.rewrites) for r in found)} if found else None,
+        },
+    }
 
 
 def _resolve(app: Any, store: Any, arg: str) -> list[str]:
@@ -160,22 +191,32 @@ def _resolve(app: Any, store: Any, arg: str) -> list[str]:
             forgotten.append(exc.session_id)
             imported = []
         if not imported and forgotten:
-            raise click.ClickException(f"{safe(arg)}: session {forgotten[0]} is forgotten (tombstoned by "
-                                       "`latch forget`); forgotten sessions are not reported") from None
+            raise click.ClickException(
+                f"{safe(arg)}: session {forgotten[0]} is forgotten (tombstoned by "
+                "`latch forget`); forgotten sessions are not reported"
+            ) from None
         return [str(sid) for sid in imported]
     try:
         sid = store.session(arg).id
     except KeyError as exc:
         raise click.ClickException(f"{safe(str(exc.args[0]))} (and no such file)") from None
     if sid in tombstoned_sessions(store):
-        raise click.ClickException(f"session {sid} is forgotten (tombstoned by `latch forget`); forgotten sessions "
-                                   "are not reported")
+        raise click.ClickException(
+            f"session {sid} is forgotten (tombstoned by `latch forget`); forgotten sessions are not reported"
+        )
     return [str(sid)]
 
 
-_HEAD = (("requests", "requests"), ("priced", "priced"), ("uncached_input_tokens", "input"),
-         ("cache_read_tokens", "cache read"), ("cache_write_tokens", "cache write"), ("output_tokens", "output"),
-         ("usd", "cost"), ("cache_read_share", "cache-read share"))
+_HEAD = (
+    ("requests", "requests"),
+    ("priced", "priced"),
+    ("uncached_input_tokens", "input"),
+    ("cache_read_tokens", "cache read"),
+    ("cache_write_tokens", "cache write"),
+    ("output_tokens", "output"),
+    ("usd", "cost"),
+    ("cache_read_share", "cache-read share"),
+)
 
 
 def _cells(row: dict[str, Any]) -> list[str]:
@@ -197,8 +238,7 @@ _OPTIONAL = {"cache_read_share": 1, "priced": 2, "cache_write_tokens": 3}
 
 def _table(con: Any, first: str, rows: list[list[Any]]) -> list[str]:
     """Print one report table (``first``: its first column's header); returns the headers left out."""
-    cols = [Column(first), *(Column(h, justify="right", optional=_OPTIONAL.get(k, 0))
-                                         for k, h in _HEAD)]
+    cols = [Column(first), *(Column(h, justify="right", optional=_OPTIONAL.get(k, 0)) for k, h in _HEAD)]
     t, dropped = fitted_table(con, cols, rows)
     con.print(t)
     return dropped
@@ -214,28 +254,41 @@ def _print(con: Any, doc: dict[str, Any]) -> None:
         rows = [[markup(m), *_cells(r)] for m, r in doc["models"].items()]
         dropped = _table(con, "model", [*rows, ["[bold]total[/bold]", *_cells(doc["total"])]])
     if len(doc["by_session"]) > 1 and grouping is None and not doc.get("every_session"):
-        dropped += [h for h in _table(con, "session", [[sid, *_cells(r)] for sid, r in doc["by_session"].items()])
-                    if h not in dropped]
+        dropped += [
+            h
+            for h in _table(con, "session", [[sid, *_cells(r)] for sid, r in doc["by_session"].items()])
+            if h not in dropped
+        ]
     if dropped:
-        con.print(f"[dim]{', '.join(dropped)} left out (too narrow): `latch report --json` has every column[/dim]",
-                  highlight=False)
+        con.print(
+            f"[dim]{', '.join(dropped)} left out (too narrow): `latch report --json` has every column[/dim]",
+            highlight=False,
+        )
     tot = doc["total"]
     if tot["unpriced"]:
         bare = tot["requests"] - tot["with_usage"]
         why = [f"{bare:,} without provider usage"] if bare else []
         if tot["unpriced"] - bare:
-            why.append(f"{tot['unpriced'] - bare:,} of a model genai-prices has no price for, or without input or "
-                       "output counts")
-        con.print(f"[dim]{tot['unpriced']:,} of {tot['requests']:,} request(s) unpriced ({'; '.join(why)}); their "
-                  "tokens still count[/dim]")
+            why.append(
+                f"{tot['unpriced'] - bare:,} of a model genai-prices has no price for, or without input or "
+                "output counts"
+            )
+        con.print(
+            f"[dim]{tot['unpriced']:,} of {tot['requests']:,} request(s) unpriced ({'; '.join(why)}); their "
+            "tokens still count[/dim]"
+        )
     rw = doc["cache_rewrites"]["total"]
     if rw and rw["write_tokens"]:
-        con.print(f"cache rewrites: {rw['rewrites']:,} of {rw['requests']:,} request(s) wrote the cached prefix again: "
-                  f"{rw['rewrite_write_tokens']:,} of {rw['write_tokens']:,} cache-write tokens ({rw['share']:.1%}) "
-                  "[dim](the provider's cache had lost the prefix: `latch replay` names the requests)[/dim]",
-                  highlight=False)
-    con.print("[dim]input: uncached prompt tokens; cache-read share: cache reads over all prompt tokens; "
-              "prices: genai-prices' bundled table (offline)[/dim]")
+        con.print(
+            f"cache rewrites: {rw['rewrites']:,} of {rw['requests']:,} request(s) wrote the cached prefix again: "
+            f"{rw['rewrite_write_tokens']:,} of {rw['write_tokens']:,} cache-write tokens ({rw['share']:.1%}) "
+            "[dim](the provider's cache had lost the prefix: `latch replay` names the requests)[/dim]",
+            highlight=False,
+        )
+    con.print(
+        "[dim]input: uncached prompt tokens; cache-read share: cache reads over all prompt tokens; "
+        "prices: genai-prices' bundled table (offline)[/dim]"
+    )
 
 
 def register(cli: click.Group) -> None:
@@ -243,12 +296,24 @@ def register(cli: click.Group) -> None:
     @click.argument("targets", nargs=-1, metavar="[SESSION_OR_FILE]...")
     @click.option("--daily", "period", flag_value="daily", help="One row per day (local time) of the requests.")
     @click.option("--monthly", "period", flag_value="monthly", help="One row per month (local time).")
-    @click.option("--by", type=click.Choice(["project", "model", "harness"]), default=None,
-                  help="One row per project (workspace), model or harness.")
-    @click.option("--since", type=click.DateTime(formats=["%Y-%m-%d"]), default=None,
-                  help="Only requests on or after this day (YYYY-MM-DD, local time).")
-    @click.option("--until", type=click.DateTime(formats=["%Y-%m-%d"]), default=None,
-                  help="Only requests on or before this day (YYYY-MM-DD, local time).")
+    @click.option(
+        "--by",
+        type=click.Choice(["project", "model", "harness"]),
+        default=None,
+        help="One row per project (workspace), model or harness.",
+    )
+    @click.option(
+        "--since",
+        type=click.DateTime(formats=["%Y-%m-%d"]),
+        default=None,
+        help="Only requests on or after this day (YYYY-MM-DD, local time).",
+    )
+    @click.option(
+        "--until",
+        type=click.DateTime(formats=["%Y-%m-%d"]),
+        default=None,
+        help="Only requests on or before this day (YYYY-MM-DD, local time).",
+    )
     @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
     @pass_app
     def report_cmd(app, targets, period, by, since, until, as_json):
@@ -280,12 +345,16 @@ def register(cli: click.Group) -> None:
             return
         con = console(highlight=False)
         if not targets:
-            con.print(f"[bold]every session[/bold]: {plural(len(doc['sessions']), 'session')} · "
-                      f"{plural(doc['total']['requests'], 'request', fmt=',')}")
+            con.print(
+                f"[bold]every session[/bold]: {plural(len(doc['sessions']), 'session')} · "
+                f"{plural(doc['total']['requests'], 'request', fmt=',')}"
+            )
             _print(con, doc)
             return
         named, added = doc["named_sessions"], doc["child_sessions"]
         counted = plural(len(named), "session") + (f" (+{plural(len(added), 'child session')})" if added else "")
-        con.print(f"[bold]{counted}[/bold] · {plural(doc['total']['requests'], 'request', fmt=',')} · "
-                  f"{markup(', '.join(named))}" + (f" · child sessions: {markup(', '.join(added))}" if added else ""))
+        con.print(
+            f"[bold]{counted}[/bold] · {plural(doc['total']['requests'], 'request', fmt=',')} · "
+            f"{markup(', '.join(named))}" + (f" · child sessions: {markup(', '.join(added))}" if added else "")
+        )
         _print(con, doc)

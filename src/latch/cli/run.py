@@ -68,89 +68,219 @@ DEFAULT_LEASE_SECONDS = 300.0  # latch.agent.worker.DEFAULT_LEASE_SECONDS (not i
 def register(cli: click.Group) -> None:
     @cli.command("run")
     @click.argument("task", required=False)
-    @click.option("--provider", "provider_name", default=None,
-                  help="Provider plugin: openai, openai-responses, anthropic, openai-compatible (default: [provider] name).")
+    @click.option(
+        "--provider",
+        "provider_name",
+        default=None,
+        help="Provider plugin: openai, openai-responses, anthropic, openai-compatible (default: [provider] name).",
+    )
     @click.option("--model", default=None, help="Model id (default: [provider] model).")
-    @click.option("--base-url", default=None, help="Provider base URL (openai-compatible servers: llama.cpp, "
-                                                   "Ollama, vLLM, LM Studio).")
-    @click.option("--api-key-env", default=None, metavar="NAME",
-                  help="Environment variable holding the API key (default: OPENAI_API_KEY / ANTHROPIC_API_KEY).")
-    @click.option("--max-turns", type=click.IntRange(1, 10_000), default=None,
-                  help=f"Most model requests of this run (default: [provider] max_turns, else {DEFAULT_MAX_TURNS}).")
-    @click.option("--once", is_flag=True, help="End when TASK is answered, even on a terminal (where the prompt "
-                                               "stays open otherwise).")
-    @click.option("--yes", "assume_yes", is_flag=True, help="Allow calls that ask for approval (hard denies still "
-                                                            "refuse).")
-    @click.option("--mode", type=click.Choice(["default", "accept_edits", "bypass", "read_only"]), default=None,
-                  help="Permission mode (default: default).")
+    @click.option(
+        "--base-url",
+        default=None,
+        help="Provider base URL (openai-compatible servers: llama.cpp, Ollama, vLLM, LM Studio).",
+    )
+    @click.option(
+        "--api-key-env",
+        default=None,
+        metavar="NAME",
+        help="Environment variable holding the API key (default: OPENAI_API_KEY / ANTHROPIC_API_KEY).",
+    )
+    @click.option(
+        "--max-turns",
+        type=click.IntRange(1, 10_000),
+        default=None,
+        help=f"Most model requests of this run (default: [provider] max_turns, else {DEFAULT_MAX_TURNS}).",
+    )
+    @click.option(
+        "--once",
+        is_flag=True,
+        help="End when TASK is answered, even on a terminal (where the prompt stays open otherwise).",
+    )
+    @click.option(
+        "--yes", "assume_yes", is_flag=True, help="Allow calls that ask for approval (hard denies still refuse)."
+    )
+    @click.option(
+        "--mode",
+        type=click.Choice(["default", "accept_edits", "bypass", "read_only"]),
+        default=None,
+        help="Permission mode (default: default).",
+    )
     @click.option("--resume", "resume", default=None, metavar="SESSION", help="Continue SESSION (id or prefix).")
-    @click.option("--engine", "engine", default=None, help="Context engine plugin (default: [engine] name, "
-                                                            "else continuity).")
-    @click.option("--child-engine", "child_engine", default=None,
-                  help="Engine plugin for child agents (spawn_agent); required when --engine is not the default.")
+    @click.option(
+        "--engine", "engine", default=None, help="Context engine plugin (default: [engine] name, else continuity)."
+    )
+    @click.option(
+        "--child-engine",
+        "child_engine",
+        default=None,
+        help="Engine plugin for child agents (spawn_agent); required when --engine is not the default.",
+    )
     @click.option("--estimator", "estimator", default=None, help="Estimator plugin by name.")
-    @click.option("--window", type=click.IntRange(min=1, max=MAX_TOKENS), default=None,
-                  help="context_window_tokens override.")
-    @click.option("--reserve", type=click.IntRange(min=0, max=MAX_TOKENS), default=None,
-                  help="reserve_tokens override (the model's output cap).")
-    @click.option("--recent", type=click.IntRange(min=1, max=MAX_TOKENS), default=None,
-                  help="recent_tokens override.")
-    @click.option("--tool-choice", default=None, metavar="auto|required|TOOL",
-                  help="Ask the provider to force tool calls (required, or one TOOL by name) or leave it to the "
-                       "model (auto).")
-    @click.option("--no-stream", "no_stream", is_flag=True,
-                  help="Ask for whole answers instead of a stream (llama.cpp's server reports token usage only "
-                       "then).")
-    @click.option("--tools", "tool_names", default=None, metavar="NAME,...",
-                  help="Offer only these built-in tools (comma-separated; default: all).")
-    @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
-                  help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder).")
-    @click.option("--group", "group_name", default=None, metavar="NAME",
-                  help="With TASK: start the lead of a new agent group NAME (it gets create_task, claim_task, "
-                       "complete_task, send_message). With --worker: the group to work for (its name or root "
-                       "session id).")
-    @click.option("--worker", is_flag=True, help="Join --group as a worker: claim ready tasks one at a time, run "
-                                                 "each as a child agent, exit when nothing is claimable.")
-    @click.option("--lease", "lease_seconds", type=click.FloatRange(min=0, min_open=True), default=None,
-                  help=f"Seconds a worker's claim outlives its last heartbeat before another worker may reclaim "
-                       f"it (default {DEFAULT_LEASE_SECONDS:g}).")
-    @click.option("--sandbox", "sandbox_mode", type=click.Choice(SANDBOX_MODES), default=None,
-                  help="Where shell commands run: workspace-write (a bubblewrap sandbox: read-only system, writable "
-                       "workspace and private /tmp, no network), read-only (only /tmp writable) or off (default: "
-                       "workspace-write where bubblewrap works, else off with a warning).")
+    @click.option(
+        "--window", type=click.IntRange(min=1, max=MAX_TOKENS), default=None, help="context_window_tokens override."
+    )
+    @click.option(
+        "--reserve",
+        type=click.IntRange(min=0, max=MAX_TOKENS),
+        default=None,
+        help="reserve_tokens override (the model's output cap).",
+    )
+    @click.option("--recent", type=click.IntRange(min=1, max=MAX_TOKENS), default=None, help="recent_tokens override.")
+    @click.option(
+        "--tool-choice",
+        default=None,
+        metavar="auto|required|TOOL",
+        help="Ask the provider to force tool calls (required, or one TOOL by name) or leave it to the model (auto).",
+    )
+    @click.option(
+        "--no-stream",
+        "no_stream",
+        is_flag=True,
+        help="Ask for whole answers instead of a stream (llama.cpp's server reports token usage only then).",
+    )
+    @click.option(
+        "--tools",
+        "tool_names",
+        default=None,
+        metavar="NAME,...",
+        help="Offer only these built-in tools (comma-separated; default: all).",
+    )
+    @click.option(
+        "--config",
+        "config_path",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder).",
+    )
+    @click.option(
+        "--group",
+        "group_name",
+        default=None,
+        metavar="NAME",
+        help="With TASK: start the lead of a new agent group NAME (it gets create_task, claim_task, "
+        "complete_task, send_message). With --worker: the group to work for (its name or root "
+        "session id).",
+    )
+    @click.option(
+        "--worker",
+        is_flag=True,
+        help="Join --group as a worker: claim ready tasks one at a time, run "
+        "each as a child agent, exit when nothing is claimable.",
+    )
+    @click.option(
+        "--lease",
+        "lease_seconds",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        help=f"Seconds a worker's claim outlives its last heartbeat before another worker may reclaim "
+        f"it (default {DEFAULT_LEASE_SECONDS:g}).",
+    )
+    @click.option(
+        "--sandbox",
+        "sandbox_mode",
+        type=click.Choice(SANDBOX_MODES),
+        default=None,
+        help="Where shell commands run: workspace-write (a bubblewrap sandbox: read-only system, writable "
+        "workspace and private /tmp, no network), read-only (only /tmp writable) or off (default: "
+        "workspace-write where bubblewrap works, else off with a warning).",
+    )
     @click.option("--network", is_flag=True, help="Let sandboxed shell commands use the network.")
-    @click.option("--response-timeout", "response_timeout", type=click.FloatRange(min=0, min_open=True),
-                  default=None, metavar="SECONDS",
-                  help=f"Deadline of one model response, retries and stream included (default: [provider] "
-                       f"response_timeout, else {DEFAULT_RESPONSE_TIMEOUT:g}).")
-    @click.option("--idle-timeout", "idle_timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-                  metavar="SECONDS",
-                  help=f"Seconds a model response may send nothing before it fails (default: [provider] "
-                       f"idle_timeout, else {DEFAULT_IDLE_TIMEOUT:g}).")
+    @click.option(
+        "--response-timeout",
+        "response_timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        metavar="SECONDS",
+        help=f"Deadline of one model response, retries and stream included (default: [provider] "
+        f"response_timeout, else {DEFAULT_RESPONSE_TIMEOUT:g}).",
+    )
+    @click.option(
+        "--idle-timeout",
+        "idle_timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        metavar="SECONDS",
+        help=f"Seconds a model response may send nothing before it fails (default: [provider] "
+        f"idle_timeout, else {DEFAULT_IDLE_TIMEOUT:g}).",
+    )
     @pass_app
-    def run_cmd(app, task, provider_name, model, base_url, api_key_env, max_turns, assume_yes, mode, resume,
-                engine, child_engine, estimator, window, reserve, recent, tool_choice, no_stream, tool_names,
-                config_path, group_name, worker, lease_seconds, sandbox_mode, network, response_timeout,
-                idle_timeout, once):
+    def run_cmd(
+        app,
+        task,
+        provider_name,
+        model,
+        base_url,
+        api_key_env,
+        max_turns,
+        assume_yes,
+        mode,
+        resume,
+        engine,
+        child_engine,
+        estimator,
+        window,
+        reserve,
+        recent,
+        tool_choice,
+        no_stream,
+        tool_names,
+        config_path,
+        group_name,
+        worker,
+        lease_seconds,
+        sandbox_mode,
+        network,
+        response_timeout,
+        idle_timeout,
+        once,
+    ):
         """Run an agent on TASK in the current workspace (or continue one with --resume, or work for an agent
         group with --group NAME --worker)."""
         options = RunOptions(
-            task=task, provider_name=provider_name, model=model, base_url=base_url, api_key_env=api_key_env,
-            max_turns=max_turns, assume_yes=assume_yes, mode=mode, resume=resume, engine=engine,
-            child_engine=child_engine, estimator=estimator, window=window, reserve=reserve, recent=recent,
-            tool_choice=tool_choice, no_stream=no_stream, tool_names=tool_names, group_name=group_name, worker=worker,
-            lease_seconds=lease_seconds, sandbox_mode=sandbox_mode, network=network,
-            response_timeout=response_timeout, idle_timeout=idle_timeout, once=once)
+            task=task,
+            provider_name=provider_name,
+            model=model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            max_turns=max_turns,
+            assume_yes=assume_yes,
+            mode=mode,
+            resume=resume,
+            engine=engine,
+            child_engine=child_engine,
+            estimator=estimator,
+            window=window,
+            reserve=reserve,
+            recent=recent,
+            tool_choice=tool_choice,
+            no_stream=no_stream,
+            tool_names=tool_names,
+            group_name=group_name,
+            worker=worker,
+            lease_seconds=lease_seconds,
+            sandbox_mode=sandbox_mode,
+            network=network,
+            response_timeout=response_timeout,
+            idle_timeout=idle_timeout,
+            once=once,
+        )
         on_terminal = sys.stdin.isatty() and sys.stdout.isatty()
         con = console(highlight=False)
         try:
             check_options(options)
             session = open_session(
-                options, app.config(config_path), open_store=app.store, on_terminal=on_terminal,
-                store_files=lambda: _store_files(app), warn=warn, defer=click.get_current_context().call_on_close,
+                options,
+                app.config(config_path),
+                open_store=app.store,
+                on_terminal=on_terminal,
+                store_files=lambda: _store_files(app),
+                warn=warn,
+                defer=click.get_current_context().call_on_close,
                 observer=lambda name, model, setup: RunPrinter(con, model, name, setup.counter.exact),
                 approve=lambda workspace: Approver(con, workspace) if on_terminal else None,
-                arm=_end_on_signals)  # SIGTERM and SIGHUP end the run like Ctrl-C: recorded, processes stopped
+                arm=_end_on_signals,
+            )  # SIGTERM and SIGHUP end the run like Ctrl-C: recorded, processes stopped
         except SessionError as exc:
             raise (click.UsageError if exc.usage else click.ClickException)(str(exc)) from None
         if worker:
@@ -174,14 +304,19 @@ def _resume_notes(con: Any, session: AgentSession) -> None:
     """A resumed session: finish the children a killed run left mid-way, close its calls left without a result and
     its background processes, a line each."""
     for res in session.loop.resume_children():  # children a killed run left mid-way: rebuilt, finished
-        con.print(f"[yellow]resumed child agent: {markup(result_summary(res.content, res.is_error))}[/yellow]",
-                  highlight=False)
+        con.print(
+            f"[yellow]resumed child agent: {markup(result_summary(res.content, res.is_error))}[/yellow]",
+            highlight=False,
+        )
     for call in repair_interrupted(session.store, session.session_id):
         con.print(f"[yellow]interrupted: {markup(call_line(call))} (no result was recorded)[/yellow]")
     for gone in session.processes.reconcile():  # background processes whose watcher died with the last run
         what = "killed" if gone.running else "already ended"
-        con.print(f"[yellow]background process {gone.process_id} of the last run: {what}, exit code "
-                  f"unknown: {markup(' '.join(gone.command.split())[:100])}[/yellow]", highlight=False)
+        con.print(
+            f"[yellow]background process {gone.process_id} of the last run: {what}, exit code "
+            f"unknown: {markup(' '.join(gone.command.split())[:100])}[/yellow]",
+            highlight=False,
+        )
 
 
 def _drive(con: Any, session: AgentSession, cli: click.Group, *, prompt: bool) -> int:
@@ -191,20 +326,46 @@ def _drive(con: Any, session: AgentSession, cli: click.Group, *, prompt: bool) -
     if session.resumed:
         _resume_notes(con, session)
     sandbox = session.sandbox.describe()
-    header = fit_parts([(f"session {session_id}", 9), (f"{session.name} {o.model}", 8),
-                        (f"engine {session.setup.engine_name}", 5), (f"window {budget.context_window_tokens:,}", 6),
-                        (f"reserve {budget.reserve_tokens:,}", 4), (sandbox, 7, sandbox.split(" (")[0])],
-                       con.width)
+    header = fit_parts(
+        [
+            (f"session {session_id}", 9),
+            (f"{session.name} {o.model}", 8),
+            (f"engine {session.setup.engine_name}", 5),
+            (f"window {budget.context_window_tokens:,}", 6),
+            (f"reserve {budget.reserve_tokens:,}", 4),
+            (sandbox, 7, sandbox.split(" (")[0]),
+        ],
+        con.width,
+    )
     con.print(f"[dim]{markup(header)}[/dim]", highlight=False)
     code = 0
     session.start()  # the lease taken over: no further request or tool call, processes stopped
     ended: dict[str, str] = {"outcome": "done", "detail": ""}
     try:
         if prompt:
-            info = RunInfo(session.name, o.model, session.setup.engine_name, budget.context_window_tokens,
-                           budget.reserve_tokens, o.mode, [t.NAME for t in loop.tools], o.estimator)
-            code = prompt_loop(con, loop, o.max_turns, cli, info, loop.observer, loop.approve, ended, task=o.task,
-                               resumed=session.resumed, waiting=session.waiting)
+            info = RunInfo(
+                session.name,
+                o.model,
+                session.setup.engine_name,
+                budget.context_window_tokens,
+                budget.reserve_tokens,
+                o.mode,
+                [t.NAME for t in loop.tools],
+                o.estimator,
+            )
+            code = prompt_loop(
+                con,
+                loop,
+                o.max_turns,
+                cli,
+                info,
+                loop.observer,
+                loop.approve,
+                ended,
+                task=o.task,
+                resumed=session.resumed,
+                waiting=session.waiting,
+            )
         else:
             if o.task is not None:
                 loop.say(o.task)
@@ -225,8 +386,10 @@ def _drive(con: Any, session: AgentSession, cli: click.Group, *, prompt: bool) -
         con.print()
         if prompt:
             exit_summary(con, loop.observer, session_id)
-        warn(f"interrupted (Ctrl-C): the run ended; its processes were stopped (continue with latch run "
-             f"--resume {session_id})")
+        warn(
+            f"interrupted (Ctrl-C): the run ended; its processes were stopped (continue with latch run "
+            f"--resume {session_id})"
+        )
     return code
 
 
@@ -270,8 +433,9 @@ def _work(con: Any, loop: Any, store: Any, root: str, lease_seconds: float) -> i
     """The worker of ``latch run --group NAME --worker``: :func:`latch.agent.worker.run_worker` as a fresh
     member (``worker-<pid>-<hex>``), a line per task claimed and done; exit 0 when nothing is claimable."""
     agent = f"worker-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-    con.print(f"[dim]worker {agent} joined the group rooted in {root} · lease {lease_seconds:g} s[/dim]",
-              highlight=False)
+    con.print(
+        f"[dim]worker {agent} joined the group rooted in {root} · lease {lease_seconds:g} s[/dim]", highlight=False
+    )
 
     def claimed(task: Any) -> None:
         how = f"reclaimed (attempt {task.attempt})" if task.attempt else "claimed"
@@ -279,18 +443,24 @@ def _work(con: Any, loop: Any, store: Any, root: str, lease_seconds: float) -> i
 
     def done(run: Any) -> None:
         if run.report is None:  # the lease was taken over while the task ran: nothing more was written for it
-            con.print(f"[yellow]the lease of task {markup(run.task_id)} was taken over by another worker: stopped, "
-                      f"nothing more written for it · child session {run.session_id}[/yellow]", highlight=False)
+            con.print(
+                f"[yellow]the lease of task {markup(run.task_id)} was taken over by another worker: stopped, "
+                f"nothing more written for it · child session {run.session_id}[/yellow]",
+                highlight=False,
+            )
             return
         what = run.report.status if run.completed else f"{run.report.status}, but another worker owns it now"
-        con.print(f"[green]task {markup(run.task_id)}: {markup(what)} · child session {run.session_id}[/green]",
-                  highlight=False)
+        con.print(
+            f"[green]task {markup(run.task_id)}: {markup(what)} · child session {run.session_id}[/green]",
+            highlight=False,
+        )
 
     try:
         runs = run_worker(Group(store, root), agent, loop, lease_seconds=lease_seconds, on_task=claimed, on_done=done)
     except ChildPolicyError as exc:
         error(str(exc))
         return 1
-    con.print(f"[dim]nothing claimable: {len(runs)} task{'s' if len(runs) != 1 else ''} run by {agent}[/dim]",
-              highlight=False)
+    con.print(
+        f"[dim]nothing claimable: {len(runs)} task{'s' if len(runs) != 1 else ''} run by {agent}[/dim]", highlight=False
+    )
     return 0

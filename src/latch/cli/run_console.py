@@ -28,8 +28,16 @@ from ..agent.observer import Observer
 from ..agent.usage import provider_prompt_tokens
 from ..textsafe import markup, plural, safe
 
-__all__ = ["RunPrinter", "RunTotals", "Approver", "fit_parts", "call_line", "result_summary", "child_name",
-           "PREVIEW_LINES"]
+__all__ = [
+    "RunPrinter",
+    "RunTotals",
+    "Approver",
+    "fit_parts",
+    "call_line",
+    "result_summary",
+    "child_name",
+    "PREVIEW_LINES",
+]
 
 PREVIEW_LINES = 40
 """The most lines of a command or diff an approval shows (the rest is counted)."""
@@ -112,8 +120,10 @@ class RunTotals:
         dollars = format_usd(self.usd)
         if self.unpriced and self.usd is not None:
             dollars += f" (+{self.unpriced} unpriced)"
-        return (f"{plural(self.requests, 'request')} · {self.prompt:,} prompt tokens ({self.cache_read:,} cache "
-                f"read) · {self.output:,} output tokens · {dollars}")
+        return (
+            f"{plural(self.requests, 'request')} · {self.prompt:,} prompt tokens ({self.cache_read:,} cache "
+            f"read) · {self.output:,} output tokens · {dollars}"
+        )
 
 
 class RunPrinter(Observer):
@@ -123,16 +133,22 @@ class RunPrinter(Observer):
     says whether the view's tokens are the model's tokenizer's (else estimated). ``prefix`` starts every line
     (a child's name); ``totals`` is shared with the children's printers (:meth:`child`)."""
 
-    def __init__(self, con: Any, model: str | None = None, provider: str | None = None, exact: bool = False,
-                 prefix: str = "", totals: RunTotals | None = None):
+    def __init__(
+        self,
+        con: Any,
+        model: str | None = None,
+        provider: str | None = None,
+        exact: bool = False,
+        prefix: str = "",
+        totals: RunTotals | None = None,
+    ):
         self.con, self.exact, self.prefix = con, exact, prefix
         self.model, self.provider = model, provider
         self.totals = totals if totals is not None else RunTotals()
         self._streaming = False
 
     def child(self, session_id: str) -> RunPrinter:
-        return RunPrinter(self.con, self.model, self.provider, self.exact, f"[{child_name(session_id)}] ",
-                          self.totals)
+        return RunPrinter(self.con, self.model, self.provider, self.exact, f"[{child_name(session_id)}] ", self.totals)
 
     def _line(self, text: str, style: str = "") -> None:
         body = markup(self.prefix) + text
@@ -172,8 +188,12 @@ class RunPrinter(Observer):
         self.totals.add(usage, cost)
         total = view.tokens.total_tokens
         hard = view.budget.hard_limit_tokens
-        parts = [(f"request {number}", 9), (f"context {total / hard:.0%} of {hard:,}" if hard else f"{total:,}", 8),
-                 (f"view {total:,} tokens ({'exact' if self.exact else 'estimated'})", 2), (f"epoch {view.epoch}", 1)]
+        parts = [
+            (f"request {number}", 9),
+            (f"context {total / hard:.0%} of {hard:,}" if hard else f"{total:,}", 8),
+            (f"view {total:,} tokens ({'exact' if self.exact else 'estimated'})", 2),
+            (f"epoch {view.epoch}", 1),
+        ]
         if usage is not None:
             prompt = provider_prompt_tokens(usage)
             if prompt is not None:
@@ -198,8 +218,11 @@ class RunPrinter(Observer):
         self._line(f"  {markup(result_summary(outcome.content, outcome.is_error))}", style)
 
     def on_correction(self, correction: Any) -> None:
-        self._line(f"the provider counted {correction.provider_tokens:,} tokens for a view estimated at "
-                   f"{correction.estimated_tokens:,}; later views are budgeted smaller", "yellow")
+        self._line(
+            f"the provider counted {correction.provider_tokens:,} tokens for a view estimated at "
+            f"{correction.estimated_tokens:,}; later views are budgeted smaller",
+            "yellow",
+        )
 
 
 def _bounded(lines: list[str]) -> list[str]:
@@ -229,17 +252,31 @@ def preview(call: Any, workspace: Path) -> list[str]:
         before = _read(workspace / path)
         if call.name == "write_file" and isinstance(args.get("content"), str):
             after = args["content"]
-        elif call.name == "edit_file" and isinstance(args.get("old_string"), str) \
-                and isinstance(args.get("new_string"), str):
+        elif (
+            call.name == "edit_file"
+            and isinstance(args.get("old_string"), str)
+            and isinstance(args.get("new_string"), str)
+        ):
             old, new = args["old_string"], args["new_string"]
             if before is None or old not in before:
-                return _bounded([f"--- {path}", f"+++ {path}", *(f"-{x}" for x in old.splitlines()),
-                                 *(f"+{x}" for x in new.splitlines())])
+                return _bounded(
+                    [
+                        f"--- {path}",
+                        f"+++ {path}",
+                        *(f"-{x}" for x in old.splitlines()),
+                        *(f"+{x}" for x in new.splitlines()),
+                    ]
+                )
             after = before.replace(old, new) if args.get("replace_all") else before.replace(old, new, 1)
         else:
             return _bounded(json.dumps(args, indent=2, ensure_ascii=False).splitlines())
-        diff = difflib.unified_diff((before or "").splitlines(), after.splitlines(),
-                                    "/dev/null" if before is None else f"a/{path}", f"b/{path}", lineterm="")
+        diff = difflib.unified_diff(
+            (before or "").splitlines(),
+            after.splitlines(),
+            "/dev/null" if before is None else f"a/{path}",
+            f"b/{path}",
+            lineterm="",
+        )
         return _bounded(list(diff))
     return _bounded(json.dumps(args, indent=2, ensure_ascii=False).splitlines())
 
@@ -255,17 +292,27 @@ class Approver:
 
     def __call__(self, call: Any, decision: Any) -> bool:
         if call.name in self.always:
-            self.con.print(f"[dim]allowed (always {markup(call.name)} this session): "
-                           f"{markup(call_line(call))}[/dim]", highlight=False)
+            self.con.print(
+                f"[dim]allowed (always {markup(call.name)} this session): {markup(call_line(call))}[/dim]",
+                highlight=False,
+            )
             return True
         for line in preview(call, self.workspace):
-            style = ("green" if line.startswith("+") and not line.startswith("+++") else
-                     "red" if line.startswith("-") and not line.startswith("---") else "")
+            style = (
+                "green"
+                if line.startswith("+") and not line.startswith("+++")
+                else "red"
+                if line.startswith("-") and not line.startswith("---")
+                else ""
+            )
             text = markup(line)
             self.con.print(f"  [{style}]{text}[/{style}]" if style else f"  {text}", highlight=False)
         choices = markup(f"[y]es / [n]o / [a]lways {call.name} for this session [y/N/a] ")
-        self.con.print(f"[yellow]allow {markup(call_line(call))}? ({markup(decision.reason)})[/yellow] {choices}",
-                       end="", highlight=False)
+        self.con.print(
+            f"[yellow]allow {markup(call_line(call))}? ({markup(decision.reason)})[/yellow] {choices}",
+            end="",
+            highlight=False,
+        )
         try:
             answer = self.read().strip().lower()
         except EOFError:

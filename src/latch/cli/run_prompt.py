@@ -51,8 +51,10 @@ def run_task(con: Any, loop: Any, max_turns: int, ended: dict[str, str] | None =
         con.print("[yellow]stopped by a stop command at a safe boundary[/yellow]")
         return 0
     if outcome.stopped == "max_turns":
-        con.print(f"[yellow]stopped after {plural(max_turns, 'request')} (--max-turns); continue with "
-                  f"latch run --resume {loop.session_id}[/yellow]")
+        con.print(
+            f"[yellow]stopped after {plural(max_turns, 'request')} (--max-turns); continue with "
+            f"latch run --resume {loop.session_id}[/yellow]"
+        )
         return 3
     return 0
 
@@ -60,8 +62,10 @@ def run_task(con: Any, loop: Any, max_turns: int, ended: dict[str, str] | None =
 def exit_summary(con: Any, printer: RunPrinter, session_id: str) -> None:
     """The run's totals and how to continue: ``this run: 2 requests · ... · $0.002542 · continue with latch run
     --resume ID``."""
-    con.print(f"[dim]this run: {markup(printer.totals.line())} · continue with latch run --resume {session_id}[/dim]",
-              highlight=False)
+    con.print(
+        f"[dim]this run: {markup(printer.totals.line())} · continue with latch run --resume {session_id}[/dim]",
+        highlight=False,
+    )
 
 
 def _tools(con: Any, loop: Any, info: RunInfo, approve: Any) -> None:
@@ -70,14 +74,30 @@ def _tools(con: Any, loop: Any, info: RunInfo, approve: Any) -> None:
         name = tool.NAME
         decision = loop.policy.decide(name, "{}")
         asks = decision.action == "ask" and getattr(tool, "MUTATES", True) and not loop.assume_yes
-        how = ("always allowed this session" if name in always else "asks first" if asks else
-               "denied" if decision.action == "deny" else "allowed")
+        how = (
+            "always allowed this session"
+            if name in always
+            else "asks first"
+            if asks
+            else "denied"
+            if decision.action == "deny"
+            else "allowed"
+        )
         con.print(f"  {markup(name)} · {how}", highlight=False)
     con.print(f"[dim]{plural(len(loop.tools), 'tool')} · permission mode {markup(info.mode)}[/dim]", highlight=False)
 
 
-def _slash(con: Any, loop: Any, text: str, cli: click.Group, info: RunInfo, printer: RunPrinter, approve: Any,
-           max_turns: int, ended: dict[str, str]) -> None:
+def _slash(
+    con: Any,
+    loop: Any,
+    text: str,
+    cli: click.Group,
+    info: RunInfo,
+    printer: RunPrinter,
+    approve: Any,
+    max_turns: int,
+    ended: dict[str, str],
+) -> None:
     cmd, _, arg = text.partition(" ")
     session_id, store = loop.session_id, loop.store
     ctx = click.get_current_context()
@@ -88,8 +108,13 @@ def _slash(con: Any, loop: Any, text: str, cli: click.Group, info: RunInfo, prin
         loop.compact("manual")
         con.print("[dim]compacted: the next request starts a new cache epoch (nothing is deleted)[/dim]")
     elif cmd == "/context":
-        ctx.invoke(cli.get_command(ctx, "context"), session=session_id, engine=info.engine, model=info.model,
-                   estimator=info.estimator)
+        ctx.invoke(
+            cli.get_command(ctx, "context"),
+            session=session_id,
+            engine=info.engine,
+            model=info.model,
+            estimator=info.estimator,
+        )
     elif cmd in ("/state", "/evidence"):
         ctx.invoke(cli.get_command(ctx, cmd[1:]), session=session_id)
     elif cmd == "/search":
@@ -100,9 +125,12 @@ def _slash(con: Any, loop: Any, text: str, cli: click.Group, info: RunInfo, prin
             line = " ".join(hit.event.searchable_text().split())
             con.print(safe(f"seq {hit.seq} {hit.event.KIND}: {line[:200]}"), markup=False)
     elif cmd == "/model":
-        con.print(f"provider {markup(info.provider)} · model {markup(info.model)} · engine {markup(info.engine)} · "
-                  f"window {info.window:,} · reserve {info.reserve:,} tokens (another model: latch run --resume "
-                  f"{session_id} --model NAME)", highlight=False)
+        con.print(
+            f"provider {markup(info.provider)} · model {markup(info.model)} · engine {markup(info.engine)} · "
+            f"window {info.window:,} · reserve {info.reserve:,} tokens (another model: latch run --resume "
+            f"{session_id} --model NAME)",
+            highlight=False,
+        )
     elif cmd == "/tools":
         _tools(con, loop, info, approve)
     elif cmd == "/cost":
@@ -113,9 +141,20 @@ def _slash(con: Any, loop: Any, text: str, cli: click.Group, info: RunInfo, prin
         con.print(f"unknown command {markup(cmd)}; /help lists them", highlight=False)
 
 
-def prompt_loop(con: Any, loop: Any, max_turns: int, cli: click.Group, info: RunInfo, printer: RunPrinter,
-                approve: Any, ended: dict[str, str], *, task: str | None = None, resumed: bool = False,
-                waiting: bool = True) -> int:
+def prompt_loop(
+    con: Any,
+    loop: Any,
+    max_turns: int,
+    cli: click.Group,
+    info: RunInfo,
+    printer: RunPrinter,
+    approve: Any,
+    ended: dict[str, str],
+    *,
+    task: str | None = None,
+    resumed: bool = False,
+    waiting: bool = True,
+) -> int:
     """The interactive prompt (see the module docstring). ``task`` runs first; ``resumed`` with ``waiting``
     False says that the last run stopped before the agent finished (``/continue`` goes on). Returns the exit
     code: 0, or 1 when another run took the session over. Ctrl-C propagates (``KeyboardInterrupt``)."""
@@ -125,9 +164,12 @@ def prompt_loop(con: Any, loop: Any, max_turns: int, cli: click.Group, info: Run
         if ended.get("outcome") == "stopped":
             return 0
     elif resumed:
-        con.print(f"[dim]resumed after {plural(loop.turns, 'request')}; nothing is sent until you type a task"
-                  + ("" if waiting else " (the last run stopped before the agent finished: /continue goes on)")
-                  + "[/dim]", highlight=False)
+        con.print(
+            f"[dim]resumed after {plural(loop.turns, 'request')}; nothing is sent until you type a task"
+            + ("" if waiting else " (the last run stopped before the agent finished: /continue goes on)")
+            + "[/dim]",
+            highlight=False,
+        )
     con.print("[dim]type a task, /help for the commands, /quit to end[/dim]")
     code = 0
     while True:

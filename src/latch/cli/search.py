@@ -30,8 +30,12 @@ from .params import Count
 
 __all__ = ["register", "passage", "ROLES", "PASSAGE_CHARS"]
 
-ROLES = {"user": ("user_message",), "assistant": ("assistant_message",), "tool": ("tool_result",),
-         "system": ("system_note",)}
+ROLES = {
+    "user": ("user_message",),
+    "assistant": ("assistant_message",),
+    "tool": ("tool_result",),
+    "system": ("system_note",),
+}
 """``--role`` values and the event kinds each selects."""
 PASSAGE_CHARS = 120
 """Characters of text shown around a match (``…`` marks a cut)."""
@@ -67,8 +71,9 @@ def passage(text: str, query: str, width: int = PASSAGE_CHARS) -> tuple[str, lis
     lead = "…" if start else ""
     shown = lead + flat[start:end] + ("…" if end < len(flat) else "")
     off = len(lead) - start
-    spans = [(max(m.start(), start) + off, min(m.end(), end) + off) for m in found
-             if m.start() < end and m.end() > start]
+    spans = [
+        (max(m.start(), start) + off, min(m.end(), end) + off) for m in found if m.start() < end and m.end() > start
+    ]
     return shown, spans
 
 
@@ -108,19 +113,37 @@ def _day_bound(day: datetime | None, *, after: bool) -> str | None:
 def register(cli: click.Group) -> None:
     @cli.command("search", context_settings={"ignore_unknown_options": True})
     @click.argument("query")
-    @click.option("--sort", type=click.Choice(["recent", "relevance"]), default="recent", show_default=True,
-                  help="Newest first, or most relevant first (FTS5 bm25).")
-    @click.option("--role", type=click.Choice(sorted(ROLES)), multiple=True,
-                  help="Only events of this role (repeatable): user, assistant, tool (results), system.")
+    @click.option(
+        "--sort",
+        type=click.Choice(["recent", "relevance"]),
+        default="recent",
+        show_default=True,
+        help="Newest first, or most relevant first (FTS5 bm25).",
+    )
+    @click.option(
+        "--role",
+        type=click.Choice(sorted(ROLES)),
+        multiple=True,
+        help="Only events of this role (repeatable): user, assistant, tool (results), system.",
+    )
     @click.option("--tool", default=None, metavar="NAME", help="Only calls of tool NAME and their results.")
     @click.option("--session", default=None, help="Restrict to one session (id or prefix).")
-    @click.option("--since", type=click.DateTime(formats=["%Y-%m-%d"]), default=None,
-                  help="Only events on or after this day (YYYY-MM-DD, local time).")
-    @click.option("--until", type=click.DateTime(formats=["%Y-%m-%d"]), default=None,
-                  help="Only events on or before this day (YYYY-MM-DD, local time).")
+    @click.option(
+        "--since",
+        type=click.DateTime(formats=["%Y-%m-%d"]),
+        default=None,
+        help="Only events on or after this day (YYYY-MM-DD, local time).",
+    )
+    @click.option(
+        "--until",
+        type=click.DateTime(formats=["%Y-%m-%d"]),
+        default=None,
+        help="Only events on or before this day (YYYY-MM-DD, local time).",
+    )
     @click.option("--limit", type=Count(min=1), default=20, show_default=True)
-    @click.option("--include-forgotten", is_flag=True,
-                  help="Also search tombstoned sessions (`latch forget`) and their children.")
+    @click.option(
+        "--include-forgotten", is_flag=True, help="Also search tombstoned sessions (`latch forget`) and their children."
+    )
     @click.option("--json", "as_json", is_flag=True)
     @pass_app
     def search_cmd(app, query, sort, role, tool, session, since, until, limit, include_forgotten, as_json):
@@ -133,8 +156,9 @@ def register(cli: click.Group) -> None:
         after `--`); one longer than 4,096 characters is refused.
         """
         if len(query) > MAX_QUERY_CHARS:
-            raise click.UsageError(f"the query is {len(query):,} characters; at most {MAX_QUERY_CHARS:,} are "
-                                   "searched (give fewer words)")
+            raise click.UsageError(
+                f"the query is {len(query):,} characters; at most {MAX_QUERY_CHARS:,} are searched (give fewer words)"
+            )
         if since is not None and until is not None and since > until:
             raise click.UsageError(f"--since {since:%Y-%m-%d} is after --until {until:%Y-%m-%d}")
         store = app.store(create=False)
@@ -146,12 +170,20 @@ def register(cli: click.Group) -> None:
                 raise click.ClickException(str(exc.args[0])) from None
         hidden = () if include_forgotten or sid else tombstoned_sessions(store)
         kinds = [k for r in role for k in ROLES[r]] or None
-        filters = {"session_id": sid, "kinds": kinds, "tool": tool, "since": _day_bound(since, after=False),
-                   "until": _day_bound(until, after=True), "exclude_sessions": hidden}
+        filters = {
+            "session_id": sid,
+            "kinds": kinds,
+            "tool": tool,
+            "since": _day_bound(since, after=False),
+            "until": _day_bound(until, after=True),
+            "exclude_sessions": hidden,
+        }
         chunks = quoted_chunks(query)
-        by_id = (store.call_events(chunks[0], **filters)
-                 if len(chunks) == 1 and _ID.fullmatch(chunks[0]) and any(c.isdigit() or c == "_" for c in chunks[0])
-                 else [])
+        by_id = (
+            store.call_events(chunks[0], **filters)
+            if len(chunks) == 1 and _ID.fullmatch(chunks[0]) and any(c.isdigit() or c == "_" for c in chunks[0])
+            else []
+        )
         ranked = store.search_hits(query, limit=limit, order=sort, **filters)
         seen = {h.seq for h in by_id}
         hits = [(h, None) for h in by_id] + [(h, r) for h, r in ranked if h.seq not in seen]
@@ -160,8 +192,18 @@ def register(cli: click.Group) -> None:
             docs = []
             for h, rank in hits:
                 shown, spans = passage(h.event.searchable_text(), query)
-                docs.append({"seq": h.seq, "session": h.session_id, "kind": h.kind, "ts": h.ts, "rank": rank,
-                             "text": h.event.searchable_text(), "passage": shown, "matches": spans})
+                docs.append(
+                    {
+                        "seq": h.seq,
+                        "session": h.session_id,
+                        "kind": h.kind,
+                        "ts": h.ts,
+                        "rank": rank,
+                        "text": h.event.searchable_text(),
+                        "passage": shown,
+                        "matches": spans,
+                    }
+                )
             click.echo(dumps(docs))
             return
         con = console(highlight=False, soft_wrap=True)
@@ -170,8 +212,11 @@ def register(cli: click.Group) -> None:
             return
         shorts = short_ids([s.id for s in store.sessions()])
         order = "newest first" if sort == "recent" else "most relevant first"
-        con.print(f"{plural(len(hits), 'hit')}, {order}" + (f" (the first {limit}: --limit shows more)"
-                                                           if len(hits) == limit else ""), markup=False)
+        con.print(
+            f"{plural(len(hits), 'hit')}, {order}"
+            + (f" (the first {limit}: --limit shows more)" if len(hits) == limit else ""),
+            markup=False,
+        )
         for h, _rank in hits:
             shown, spans = passage(h.event.searchable_text(), query)
             line = Text(f"{safe(shorts.get(h.session_id, h.session_id))}  #{h.seq}  {safe(_label(h))}: ")

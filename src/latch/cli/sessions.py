@@ -86,15 +86,18 @@ def _print_whole(ev) -> None:
     con = _console()
     con.print(f"#{ev.seq} {ev.kind} {ev.ts or ''}".rstrip(), markup=False)
     if ev.kind == "tool_result":
-        con.print(safe(f"call {e.call_id}" + (f" ({e.name})" if e.name else "") + (" ERROR" if e.is_error else "")),
-                  markup=False)
+        con.print(
+            safe(f"call {e.call_id}" + (f" ({e.name})" if e.name else "") + (" ERROR" if e.is_error else "")),
+            markup=False,
+        )
     text = e.searchable_text() if ev.kind != "assistant_message" else e.text
     if text:
         con.print(safe(text, multiline=True), markup=False)
     for c in getattr(e, "tool_calls", ()):
         con.print(safe(f"→ {c.name} [{c.id}]"), markup=False)
-        con.print(safe(dumps(c.args(), indent=2) if isinstance(c.args(), dict) else c.arguments, multiline=True),
-                  markup=False)
+        con.print(
+            safe(dumps(c.args(), indent=2) if isinstance(c.args(), dict) else c.arguments, multiline=True), markup=False
+        )
 
 
 def _stdin_copy(app) -> Path:
@@ -112,8 +115,9 @@ def _stdin_copy(app) -> Path:
     limit = importers.MAX_TRANSCRIPT_BYTES
     data = raw.read(limit + 1) if raw is not None else stream.read(limit + 1).encode()
     if len(data) > limit:
-        raise click.ClickException(f"-: stdin holds more than {limit:,} bytes, the transcript limit "
-                                   "(LATCH_MAX_TRANSCRIPT_BYTES raises it)")
+        raise click.ClickException(
+            f"-: stdin holds more than {limit:,} bytes, the transcript limit (LATCH_MAX_TRANSCRIPT_BYTES raises it)"
+        )
     if not data.strip():
         raise click.ClickException("-: stdin is empty")
     folder = Path(tempfile.mkdtemp(prefix="latch-stdin-")) if app.db == ":memory:" else app.db_path().parent / "stdin"
@@ -138,21 +142,42 @@ def register(cli: click.Group) -> None:
     @cli.command("import")
     @click.argument("files", nargs=-1, type=click.Path())
     @click.option("--format", "fmt", default=None, help="Transcript format (default: auto-detect).")
-    @click.option("--live", is_flag=True,
-                  help="The transcript is still being written: store only its settled events; the open tail "
-                       "(e.g. a response still streaming) waits for the next import.")
-    @click.option("--discover", is_flag=True,
-                  help="Find the logs in each harness's default place (~/.claude/projects, ~/.codex/sessions, "
-                       "~/.gemini/tmp, Goose's and OpenCode's data folders, ~/.copilot/session-state).")
-    @click.option("--since", type=click.DateTime(formats=["%Y-%m-%d"]), default=None,
-                  help="With --discover: only files modified on or after this day (YYYY-MM-DD, local time).")
-    @click.option("--project", default=None, metavar="SUBSTRING",
-                  help="With --discover: only files whose path contains SUBSTRING.")
-    @click.option("--dry-run", is_flag=True,
-                  help="List what would be imported (path and detected format); import nothing, create no store.")
-    @click.option("--as-new", "as_new", is_flag=True,
-                  help="Import a transcript that reuses the id of a stored session from another file (its first "
-                       "records differ) as its own session, instead of refusing it.")
+    @click.option(
+        "--live",
+        is_flag=True,
+        help="The transcript is still being written: store only its settled events; the open tail "
+        "(e.g. a response still streaming) waits for the next import.",
+    )
+    @click.option(
+        "--discover",
+        is_flag=True,
+        help="Find the logs in each harness's default place (~/.claude/projects, ~/.codex/sessions, "
+        "~/.gemini/tmp, Goose's and OpenCode's data folders, ~/.copilot/session-state).",
+    )
+    @click.option(
+        "--since",
+        type=click.DateTime(formats=["%Y-%m-%d"]),
+        default=None,
+        help="With --discover: only files modified on or after this day (YYYY-MM-DD, local time).",
+    )
+    @click.option(
+        "--project",
+        default=None,
+        metavar="SUBSTRING",
+        help="With --discover: only files whose path contains SUBSTRING.",
+    )
+    @click.option(
+        "--dry-run",
+        is_flag=True,
+        help="List what would be imported (path and detected format); import nothing, create no store.",
+    )
+    @click.option(
+        "--as-new",
+        "as_new",
+        is_flag=True,
+        help="Import a transcript that reuses the id of a stored session from another file (its first "
+        "records differ) as its own session, instead of refusing it.",
+    )
     @pass_app
     def import_cmd(app, files, fmt, live, discover, since, project, dry_run, as_new):
         """Import transcript FILES into the store (idempotent; a forgotten session takes no new events).
@@ -241,8 +266,7 @@ def register(cli: click.Group) -> None:
                 try:
                     # every session of each file (a Goose or OpenCode database holds several), and a session's
                     # sub-agent files with it: one transaction, all or nothing
-                    results = import_group(store, list(group), fmt, final=not live, forgotten=forgotten,
-                                           as_new=as_new)
+                    results = import_group(store, list(group), fmt, final=not live, forgotten=forgotten, as_new=as_new)
                 except SessionForgotten as exc:
                     con.print(markup(str(exc)), style="yellow")
                     continue
@@ -251,20 +275,35 @@ def register(cli: click.Group) -> None:
                     # task's ui_messages.json beside api_conversation_history.json): then it stands for that one
                     bad = next((g for g in group if str(g) == str(exc.path)), group[0])
                     others = [g for g in group if g is not bad]
-                    errors.append(str(exc) + (f" (nothing of {group[0]} and its {len(group) - 1} sub-agent file(s) "
-                                              "was imported)" if others else ""))
+                    errors.append(
+                        str(exc)
+                        + (
+                            f" (nothing of {group[0]} and its {len(group) - 1} sub-agent file(s) was imported)"
+                            if others
+                            else ""
+                        )
+                    )
                     held_back += len(others)
                     continue
                 for sid in forgotten:
-                    con.print(f"{markup(group[0])}: session {markup(sid)} is forgotten (tombstoned by `latch "
-                              "forget`); nothing imported", style="yellow")
+                    con.print(
+                        f"{markup(group[0])}: session {markup(sid)} is forgotten (tombstoned by `latch "
+                        "forget`); nothing imported",
+                        style="yellow",
+                    )
                 for f, imported in zip(group, results, strict=False):
                     for sid, parsed, seqs in imported:
-                        con.print(f"{markup(f)}: session [bold]{markup(sid)}[/bold] ({markup(parsed.format)}), "
-                                  f"{plural(len(seqs), 'new event')}")
+                        con.print(
+                            f"{markup(f)}: session [bold]{markup(sid)}[/bold] ({markup(parsed.format)}), "
+                            f"{plural(len(seqs), 'new event')}"
+                        )
         if scan and skipped:
-            con.print(f"{plural(len(skipped), 'file')} skipped (no importer recognizes them): "
-                      + ", ".join(markup(s) for s in skipped), soft_wrap=True, highlight=False)
+            con.print(
+                f"{plural(len(skipped), 'file')} skipped (no importer recognizes them): "
+                + ", ".join(markup(s) for s in skipped),
+                soft_wrap=True,
+                highlight=False,
+            )
         elif scan and not todo and not errors:
             con.print("no transcripts found", style="yellow")
         for message in errors:
@@ -280,10 +319,20 @@ def register(cli: click.Group) -> None:
     @cli.command("show")
     @click.argument("session")
     @click.option("--limit", type=Count(min=1), default=None, help="Show at most this many events.")
-    @click.option("--event", "event_seq", type=Count(min=1), default=None, metavar="SEQ",
-                  help="Print the event SEQ (as the list numbers it) whole.")
-    @click.option("--json", "as_json", is_flag=True,
-                  help="Print what the UIs show as JSON: transcript, usage, costs, context, cache epochs, state.")
+    @click.option(
+        "--event",
+        "event_seq",
+        type=Count(min=1),
+        default=None,
+        metavar="SEQ",
+        help="Print the event SEQ (as the list numbers it) whole.",
+    )
+    @click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        help="Print what the UIs show as JSON: transcript, usage, costs, context, cache epochs, state.",
+    )
     @pass_app
     def show_cmd(app, session, limit, event_seq, as_json):
         """Show the events of SESSION (id or unique prefix): each tool call with its command or path, each
@@ -299,11 +348,22 @@ def register(cli: click.Group) -> None:
             except KeyError:
                 ev = None
             if ev is None or ev.session_id != info.id:
-                raise click.ClickException(f"session {info.id} has no event {event_seq} (its events are "
-                                           f"{info.first_seq}..{info.last_seq})")
+                raise click.ClickException(
+                    f"session {info.id} has no event {event_seq} (its events are {info.first_seq}..{info.last_seq})"
+                )
             if as_json:
-                click.echo(dumps({"seq": ev.seq, "session": ev.session_id, "kind": ev.kind, "ts": ev.ts,
-                                  "event": ev.event.to_payload()}, indent=2))
+                click.echo(
+                    dumps(
+                        {
+                            "seq": ev.seq,
+                            "session": ev.session_id,
+                            "kind": ev.kind,
+                            "ts": ev.ts,
+                            "event": ev.event.to_payload(),
+                        },
+                        indent=2,
+                    )
+                )
                 return
             _print_whole(ev)
             return
@@ -316,10 +376,15 @@ def register(cli: click.Group) -> None:
             return
 
         tombstones = sum(1 for _ in store.events(info.id, kinds=[Tombstone.KIND]))
-        forgotten = " [yellow]forgotten (tombstoned by `latch forget`)[/yellow]" \
-            if info.id in tombstoned_sessions(store) else ""
+        forgotten = (
+            " [yellow]forgotten (tombstoned by `latch forget`)[/yellow]"
+            if info.id in tombstoned_sessions(store)
+            else ""
+        )
         con = _console()
-        con.print(f"session [bold]{markup(info.id)}[/bold] format={markup(info.format)} source={markup(info.source)} "
-                  f"events={info.events - tombstones}{forgotten}")
+        con.print(
+            f"session [bold]{markup(info.id)}[/bold] format={markup(info.format)} source={markup(info.source)} "
+            f"events={info.events - tombstones}{forgotten}"
+        )
         for ev in store.events(info.id, limit=limit):
             con.print(f"{ev.seq:>7}  {event_line(ev)}", markup=False)

@@ -33,18 +33,19 @@ from .main import pass_app
 __all__ = ["register", "skills_document", "mcp_document"]
 
 
-def skills_document(workspace: str | os.PathLike[str], user_dir: str | os.PathLike[str] | None = None
-                    ) -> dict[str, Any]:
+def skills_document(
+    workspace: str | os.PathLike[str], user_dir: str | os.PathLike[str] | None = None
+) -> dict[str, Any]:
     """``{"skills": [...], "warnings": [...]}`` of the skills found for ``workspace`` (see the module doc)."""
 
     skills, warnings = discover_skills(workspace, user_dir)
-    return {"skills": [{"name": s.name, "description": s.description, "source": s.source, "path": s.path}
-                       for s in skills],
-            "warnings": list(warnings)}
+    return {
+        "skills": [{"name": s.name, "description": s.description, "source": s.source, "path": s.path} for s in skills],
+        "warnings": list(warnings),
+    }
 
 
-def mcp_document(config: Any, *, connect: bool = False, cwd: str | os.PathLike[str] | None = None
-                 ) -> dict[str, Any]:
+def mcp_document(config: Any, *, connect: bool = False, cwd: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """``{"servers": [...]}`` of a checked config's MCP servers, sorted by name; with ``connect`` each one is
     listed now through :class:`latch.agent.mcp.McpHub` (see the module doc). Never raises for a server that
     cannot be reached."""
@@ -70,8 +71,11 @@ def mcp_document(config: Any, *, connect: bool = False, cwd: str | os.PathLike[s
                     doc.update(status="error", error=f"mcp server {s.name}: {type(exc).__name__}: {text}")
                 else:
                     entries, left_out = tool_entries(s.name, listed)
-                    doc.update(status="ok", error="; ".join(left_out) or None,
-                               tools=[{"name": e.name, "tool": e.tool, "read_only": e.read_only} for e in entries])
+                    doc.update(
+                        status="ok",
+                        error="; ".join(left_out) or None,
+                        tools=[{"name": e.name, "tool": e.tool, "read_only": e.read_only} for e in entries],
+                    )
             docs.append(doc)
     finally:
         if hub is not None:
@@ -92,8 +96,9 @@ def register(cli: click.Group) -> None:
             warn(w)
         con = console(highlight=False, soft_wrap=True)
         if not doc["skills"]:
-            con.print("no skills (looked in .latch/skills/, skills/ beside the config file, .claude/skills/)",
-                      markup=False)
+            con.print(
+                "no skills (looked in .latch/skills/, skills/ beside the config file, .claude/skills/)", markup=False
+            )
             return
         table = Table("skill", "source", "description", "folder")
         for s in doc["skills"]:
@@ -107,8 +112,13 @@ def register(cli: click.Group) -> None:
     @mcp_group.command("list")
     @click.option("--json", "as_json", is_flag=True, help="Print the servers (and tools) as JSON.")
     @click.option("--connect", is_flag=True, help="Start or reach each server and list its tools.")
-    @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
-                  help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder).")
+    @click.option(
+        "--config",
+        "config_path",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder).",
+    )
     @pass_app
     def mcp_list_cmd(app, as_json, connect, config_path):
         """List the configured MCP servers (name, transport, command or URL); --connect adds their tools."""

@@ -37,18 +37,22 @@ def _forget_target(store, session: str) -> str:
         return (visible or ids)[0]
     if visible:
         raise click.ClickException(f"session prefix {session!r} is ambiguous ({len(visible)} sessions)")
-    raise click.ClickException(f"session prefix {session!r} names {plural(len(ids), 'session')}, all already "
-                               "forgotten")
+    raise click.ClickException(f"session prefix {session!r} names {plural(len(ids), 'session')}, all already forgotten")
 
 
 def register(cli: click.Group) -> None:
     @cli.command("state")
     @click.argument("session")
     @click.option("--json", "as_json", is_flag=True, help="Print the whole state as JSON.")
-    @click.option("--until", "until_seq", type=Count(min=0), default=None,
-                  help="Reduce the log only up to this global seq.")
-    @click.option("--budget", type=click.IntRange(min=1, max=MAX_TOKENS), default=None,
-                  help="Render within this many estimated tokens (default: everything).")
+    @click.option(
+        "--until", "until_seq", type=Count(min=0), default=None, help="Reduce the log only up to this global seq."
+    )
+    @click.option(
+        "--budget",
+        type=click.IntRange(min=1, max=MAX_TOKENS),
+        default=None,
+        help="Render within this many estimated tokens (default: everything).",
+    )
     @pass_app
     def state_cmd(app, session, as_json, until_seq, budget):
         """Show the canonical state (L1) of SESSION: derived files, mutations, generation, evidence, failures."""
@@ -74,18 +78,38 @@ def register(cli: click.Group) -> None:
         store = app.store(create=False)
         state = canonical_state(store, _session_id(store, session), cache=kernel_cache())
         if as_json:
-            click.echo(dumps({"generation": state.generation, "evidence": list(state.evidence),
-                              "processes": list(state.processes), "certification": state.certification}, indent=2))
+            click.echo(
+                dumps(
+                    {
+                        "generation": state.generation,
+                        "evidence": list(state.evidence),
+                        "processes": list(state.processes),
+                        "certification": state.certification,
+                    },
+                    indent=2,
+                )
+            )
             return
         con = console(highlight=False, soft_wrap=True)
         report = evidence_report(state)
-        t = Table("requirement", "status", "generation", "state", "set",
-                  title=f"evidence · workspace generation {state.generation:,}")
+        t = Table(
+            "requirement",
+            "status",
+            "generation",
+            "state",
+            "set",
+            title=f"evidence · workspace generation {state.generation:,}",
+        )
         for r in report["requirements"]:
-            t.add_row(cell(r["requirement"]), cell(r["status"]), f"{r['generation']:,}",
-                      "current" if r["current"] else "STALE", str(r["set"]))
+            t.add_row(
+                cell(r["requirement"]),
+                cell(r["status"]),
+                f"{r['generation']:,}",
+                "current" if r["current"] else "STALE",
+                str(r["set"]),
+            )
         con.print(t)
-        for line in evidence_lines(report)[1 + max(1, len(report["requirements"])):]:
+        for line in evidence_lines(report)[1 + max(1, len(report["requirements"])) :]:
             con.print(safe(line), markup=False)
 
     @cli.command("forget")
@@ -99,5 +123,7 @@ def register(cli: click.Group) -> None:
         if seq is None:
             echo(f"session {sid} was already tombstoned; nothing appended")
         else:
-            echo(f"session {sid} tombstoned (seq {seq}): `latch sessions` and `latch search` omit it and its "
-                 "children; events, artifacts and workspace generation are unchanged")
+            echo(
+                f"session {sid} tombstoned (seq {seq}): `latch sessions` and `latch search` omit it and its "
+                "children; events, artifacts and workspace generation are unchanged"
+            )

@@ -44,6 +44,8 @@ def register(cli: click.Group) -> None:
                 for suffix in ("", "-wal", "-shm"):
                     Path(dst + suffix).unlink(missing_ok=True)
             raise click.ClickException(safe(str(exc))) from None
-        click.echo(f"copied {report.sessions} sessions, {report.events} events (seq 1..{report.max_seq}), "
-                   f"{report.artifacts} artifacts, {report.kernel_records} kernel records from "
-                   f"{safe(_label(src))} to {safe(_label(dst))}")
+        click.echo(
+            f"copied {report.sessions} sessions, {report.events} events (seq 1..{report.max_seq}), "
+            f"{report.artifacts} artifacts, {report.kernel_records} kernel records from "
+            f"{safe(_label(src))} to {safe(_label(dst))}"
+        )

@@ -54,7 +54,14 @@ from .main import pass_app
 from .params import Count
 from .replay import check_replay_options, event_position, plan_replay, replay_options
 
-__all__ = ["RequestOutOfRange", "SeveralSessions", "header_components", "render_view_text", "render_changes_text", "register"]
+__all__ = [
+    "RequestOutOfRange",
+    "SeveralSessions",
+    "header_components",
+    "render_view_text",
+    "render_changes_text",
+    "register",
+]
 
 FORMATS = ("text", "openai", "anthropic", "responses")
 
@@ -89,8 +96,9 @@ def _pick_session(store: Any, file: str, sids: list[str], session: str | None) -
         chosen = [s for s in sids if s == session] or [s for s in sids if s.startswith(session)]
         if len(chosen) != 1:
             what = "matches several sessions" if chosen else "names no session"
-            raise click.UsageError(f"--session {safe(session)} {what} of {safe(file)} (its sessions: "
-                                   f"{listed() or 'none'})")
+            raise click.UsageError(
+                f"--session {safe(session)} {what} of {safe(file)} (its sessions: {listed() or 'none'})"
+            )
         return chosen[0]
     if not sids:
         raise click.ClickException(f"{safe(file)}: no session to view")
@@ -102,37 +110,68 @@ def _pick_session(store: Any, file: str, sids: list[str], session: str | None) -
 def register(cli: click.Group) -> None:
     @cli.command("view")
     @click.argument("target", metavar="SESSION_OR_FILE")
-    @click.option("--request", "number", type=Count(), required=True, help="Model request number (1-based, as in "
-                                                                        "`latch replay`).")
-    @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
-                  help="openai / anthropic / responses: the wire request body as JSON (Chat Completions, "
-                       "Messages, Responses API); text: a readable rendering.")
+    @click.option(
+        "--request", "number", type=Count(), required=True, help="Model request number (1-based, as in `latch replay`)."
+    )
+    @click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(FORMATS),
+        default="text",
+        show_default=True,
+        help="openai / anthropic / responses: the wire request body as JSON (Chat Completions, "
+        "Messages, Responses API); text: a readable rendering.",
+    )
     @click.option("--diff", is_flag=True, help="Show what changed since the previous request instead.")
-    @click.option("--from", "transcript_format", default=None,
-                  help="Transcript format of a FILE (default: auto-detect).")
-    @click.option("--session", "session", default=None, metavar="ID",
-                  help="A file holding several sessions (a Goose or OpenCode database, an Aider history: one per "
-                       "aider run): view this one (its Latch "
-                       "session id or a unique prefix); required for such a file.")
+    @click.option(
+        "--from", "transcript_format", default=None, help="Transcript format of a FILE (default: auto-detect)."
+    )
+    @click.option(
+        "--session",
+        "session",
+        default=None,
+        metavar="ID",
+        help="A file holding several sessions (a Goose or OpenCode database, an Aider history: one per "
+        "aider run): view this one (its Latch "
+        "session id or a unique prefix); required for such a file.",
+    )
     @replay_options
     @pass_app
-    def view_cmd(app, target, number, fmt, diff, transcript_format, session, model, window, reserve, recent, engine,
-                 estimator, config_path, no_harness):
+    def view_cmd(
+        app,
+        target,
+        number,
+        fmt,
+        diff,
+        transcript_format,
+        session,
+        model,
+        window,
+        reserve,
+        recent,
+        engine,
+        estimator,
+        config_path,
+        no_harness,
+    ):
         """The exact request Latch would send at model request N of SESSION_OR_FILE (system, tools, messages)."""
         config = app.config(config_path)
-        check_replay_options(app, config, engine=engine, estimator=estimator, model=model, window=window,
-                             reserve=reserve)
+        check_replay_options(
+            app, config, engine=engine, estimator=estimator, model=model, window=window, reserve=reserve
+        )
         if Path(target).is_file():
             store = app.store()
             forgotten: list[str] = []
             try:
                 sids = imported_session_ids(store, target, transcript_format, final=True, forgotten=forgotten)
             except SessionForgotten as exc:
-                raise click.ClickException(f"{safe(target)}: session {exc.session_id} is forgotten (tombstoned by "
-                                           "`latch forget`)") from None
+                raise click.ClickException(
+                    f"{safe(target)}: session {exc.session_id} is forgotten (tombstoned by `latch forget`)"
+                ) from None
             if not sids and forgotten:
-                raise click.ClickException(f"{safe(target)}: session {forgotten[0]} is forgotten (tombstoned by "
-                                           "`latch forget`)")
+                raise click.ClickException(
+                    f"{safe(target)}: session {forgotten[0]} is forgotten (tombstoned by `latch forget`)"
+                )
             sid = _pick_session(store, target, sids, session)
         else:
             store = app.store(create=False)
@@ -146,10 +185,21 @@ def register(cli: click.Group) -> None:
         if count == 0:
             raise RequestOutOfRange(f"--request {number}: session {sid} has no model request (nothing to view)")
         if not 1 <= number <= count:
-            raise RequestOutOfRange(f"--request {number} is out of range: session {sid} has {count} model "
-                                    f"request(s), 1..{count}")
-        plan = plan_replay(store, sid, engine=engine, model=model, estimator=estimator, config=config,
-                           window=window, reserve=reserve, recent=recent, harness=not no_harness)
+            raise RequestOutOfRange(
+                f"--request {number} is out of range: session {sid} has {count} model request(s), 1..{count}"
+            )
+        plan = plan_replay(
+            store,
+            sid,
+            engine=engine,
+            model=model,
+            estimator=estimator,
+            config=config,
+            window=window,
+            reserve=reserve,
+            recent=recent,
+            harness=not no_harness,
+        )
         last_sent = cur = None
         # provider usage budgets the later views exactly as `latch replay` does (host.corrections)
         fixes = ReplayCorrections(plan.loop, plan.budget, plan.setup.counter, plan.harness, plan.setup.writer)
@@ -174,24 +224,35 @@ def register(cli: click.Group) -> None:
             return
         loader = lambda sha256: store.get_artifact(sha256)[1]  # noqa: E731
         # a transcript without tool schemas: every request declares the session's whole tool vocabulary
-        known = list(dict.fromkeys(c.name for s in store.events(sid, kinds=["assistant_message"])
-                                   for c in s.event.tool_calls))
+        known = list(
+            dict.fromkeys(c.name for s in store.events(sid, kinds=["assistant_message"]) for c in s.event.tool_calls)
+        )
         wire_model = setup.model or UNKNOWN_MODEL  # every body names a model (the providers require one)
         if fmt in ("openai", "anthropic", "responses") and not setup.model:
-            click.echo(f"note: the transcript names no model; the body says \"model\": \"{UNKNOWN_MODEL}\" "
-                       "(pass --model NAME)", err=True)
+            click.echo(
+                f'note: the transcript names no model; the body says "model": "{UNKNOWN_MODEL}" (pass --model NAME)',
+                err=True,
+            )
         if fmt == "openai":
             click.echo(dumps(to_openai_chat(cur.view, loader, model=wire_model, known_tools=known), indent=2))
         elif fmt == "anthropic":
             reserve_tokens = plan.budget.reserve_tokens
-            body = to_anthropic_messages(cur.view, loader, model=wire_model, max_tokens=reserve_tokens or None,
-                                         known_tools=known)
+            body = to_anthropic_messages(
+                cur.view, loader, model=wire_model, max_tokens=reserve_tokens or None, known_tools=known
+            )
             click.echo(dumps(anthropic_request(body, wire_model), indent=2))
         elif fmt == "responses":
             click.echo(dumps(to_responses(cur.view, loader, model=wire_model, known_tools=known), indent=2))
         else:
             where = Text.from_markup(window_line(plan.window_source, plan.window_entry, setup.model)).plain
-            render_view_text(console(highlight=False), cur, total_requests=count, session=sid,
-                             engine=setup.engine_name, estimator=setup.estimator_name, model=setup.model,
-                             window=where.removeprefix("window: "),
-                             first_retained_event=event_position(plan.event_seqs, cur.view.first_retained_seq))
+            render_view_text(
+                console(highlight=False),
+                cur,
+                total_requests=count,
+                session=sid,
+                engine=setup.engine_name,
+                estimator=setup.estimator_name,
+                model=setup.model,
+                window=where.removeprefix("window: "),
+                first_retained_event=event_position(plan.event_seqs, cur.view.first_retained_seq),
+            )

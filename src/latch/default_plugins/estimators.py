@@ -18,6 +18,7 @@ from ..hookspecs import hookimpl
 
 class HeuristicOpenAIEstimator(HeuristicEstimator):
     """Built-in heuristic estimator, ``openai`` profile (cl100k-calibrated, never under the exact count)."""
+
     PLUGIN_NAME = "heuristic-openai"
     DESCRIPTION = "Conservative heuristic calibrated on cl100k (GPT-4, GPT-3.5-turbo)."
 
@@ -27,6 +28,7 @@ class HeuristicOpenAIEstimator(HeuristicEstimator):
 
 class HeuristicO200kEstimator(HeuristicEstimator):
     """Built-in heuristic estimator, ``o200k`` profile (fitted on o200k_base, never under it on the class suite)."""
+
     PLUGIN_NAME = "heuristic-o200k"
     DESCRIPTION = "Conservative heuristic fitted on o200k (GPT-4o, GPT-4.1, GPT-5, o-series models)."
 
@@ -36,6 +38,7 @@ class HeuristicO200kEstimator(HeuristicEstimator):
 
 class HeuristicAnthropicEstimator(HeuristicEstimator):
     """Built-in heuristic estimator, ``anthropic`` profile (the openai estimate × 4/3)."""
+
     PLUGIN_NAME = "heuristic-anthropic"
     DESCRIPTION = "Conservative heuristic for Claude models (4/3 of the openai profile)."
 
@@ -45,6 +48,7 @@ class HeuristicAnthropicEstimator(HeuristicEstimator):
 
 class HeuristicCJKEstimator(HeuristicEstimator):
     """Built-in heuristic estimator, ``cjk`` profile (one token per CJK character) for CJK-optimized models."""
+
     PLUGIN_NAME = "heuristic-cjk"
     DESCRIPTION = "Heuristic for CJK-optimized tokenizers (one token per CJK character)."
 
@@ -63,7 +67,13 @@ def _abi_estimator() -> list[type]:
 @hookimpl
 def latch_register_estimators() -> list[type]:
     """Register the built-in estimators (heuristic profiles and the C-ABI loader) through the same hook as plugins."""
-    return [HeuristicOpenAIEstimator, HeuristicO200kEstimator, HeuristicAnthropicEstimator, HeuristicCJKEstimator, *_abi_estimator()]
+    return [
+        HeuristicOpenAIEstimator,
+        HeuristicO200kEstimator,
+        HeuristicAnthropicEstimator,
+        HeuristicCJKEstimator,
+        *_abi_estimator(),
+    ]
 
 
 @hookimpl(trylast=True)

@@ -22,8 +22,14 @@ def latch_register_uis() -> list[type]:
 
 @click.command("tui")
 @click.argument("session", required=False)
-@click.option("--poll", "poll_interval", type=click.FloatRange(min=0.05), default=0.5, show_default=True,
-              help="Seconds between store polls for new events.")
+@click.option(
+    "--poll",
+    "poll_interval",
+    type=click.FloatRange(min=0.05),
+    default=0.5,
+    show_default=True,
+    help="Seconds between store polls for new events.",
+)
 @click.pass_context
 def tui_cmd(ctx: click.Context, session: str | None, poll_interval: float) -> None:
     """Browse sessions in the terminal: transcript, state and evidence, usage and cost, context, cache epochs."""

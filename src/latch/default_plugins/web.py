@@ -26,8 +26,12 @@ def latch_register_uis() -> list[type]:
 @click.command("web")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (loopback by default).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
-@click.option("--token", default=None, envvar="LATCH_WEB_TOKEN",
-              help="Secret every request must carry (Bearer header or ?token=); required off loopback.")
+@click.option(
+    "--token",
+    default=None,
+    envvar="LATCH_WEB_TOKEN",
+    help="Secret every request must carry (Bearer header or ?token=); required off loopback.",
+)
 @click.pass_context
 def web_cmd(ctx: click.Context, host: str, port: int, token: str | None) -> None:
     """Serve the browser UI: sessions list and live session pages (transcript, state, activity)."""

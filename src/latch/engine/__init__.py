@@ -53,5 +53,6 @@ __all__ = [
 def continuity_context_engine_factory(profile: EngineProfile) -> ContinuityEngine:
     """The default factory: exactly ``ContinuityEngine.for_model(profile.model, reader=..., writer=...,
     config=..., estimator=...)`` from the session's durable profile."""
-    return ContinuityEngine.for_model(profile.model, reader=profile.reader, writer=profile.writer,
-                                      config=profile.config, estimator=profile.estimator)
+    return ContinuityEngine.for_model(
+        profile.model, reader=profile.reader, writer=profile.writer, config=profile.config, estimator=profile.estimator
+    )

@@ -186,11 +186,15 @@ def _lineage_key(f: Mapping[str, Any]) -> str:
 
 def _reground_section(lineages: Sequence[Mapping[str, Any]]) -> str:
     """The re-ground instruction naming ``lineages`` (each cut to one line)."""
+
     def one(text: Any, limit: int) -> str:
         line = " ".join(str(text).split())
-        return line if len(line) <= limit else line[:limit - 1] + "…"
-    lines = ["The same action keeps failing the same way. Stop repeating it: re-read the goal and the files "
-             "involved, check what you assumed, and change approach."]
+        return line if len(line) <= limit else line[: limit - 1] + "…"
+
+    lines = [
+        "The same action keeps failing the same way. Stop repeating it: re-read the goal and the files "
+        "involved, check what you assumed, and change approach."
+    ]
     for f in lineages:
         last = f" — last: {one(f['excerpt'], 200)}" if f.get("excerpt") and f["excerpt"] != f["signature"] else ""
         lines.append(f"- {one(f['tool'], 60)} ×{f['count']}: {one(f['signature'], 200)}{last}")
@@ -204,13 +208,40 @@ def _digest(line: bytes) -> str:
 class _KernelMessage:
     """One durable KernelContext message: its exact text as ``(component, text)`` parts."""
 
-    __slots__ = ("at_seq", "type", "revision", "parts", "message", "tokens", "recalled", "anchor", "query",
-                 "state_revision", "extension", "state_key", "passes", "reground")
+    __slots__ = (
+        "at_seq",
+        "type",
+        "revision",
+        "parts",
+        "message",
+        "tokens",
+        "recalled",
+        "anchor",
+        "query",
+        "state_revision",
+        "extension",
+        "state_key",
+        "passes",
+        "reground",
+    )
 
-    def __init__(self, at_seq: int, type_: str, revision: int, parts: Sequence[Sequence[str]], counter: TokenCounter,
-                 *, recalled: Sequence[int] = (), anchor: int = 0, query: str | None = None, state_revision: int = 0,
-                 extension: str | None = None, state_key: str | None = None,
-                 passes: Sequence[str] | None = None, reground: Sequence[str] = ()):
+    def __init__(
+        self,
+        at_seq: int,
+        type_: str,
+        revision: int,
+        parts: Sequence[Sequence[str]],
+        counter: TokenCounter,
+        *,
+        recalled: Sequence[int] = (),
+        anchor: int = 0,
+        query: str | None = None,
+        state_revision: int = 0,
+        extension: str | None = None,
+        state_key: str | None = None,
+        passes: Sequence[str] | None = None,
+        reground: Sequence[str] = (),
+    ):
         self.at_seq = at_seq
         self.type = type_
         self.revision = revision
@@ -237,17 +268,39 @@ class _KernelMessage:
         return sum(self.tokens.values())
 
     def payload(self, generation: int) -> dict[str, Any]:
-        return {"generation": generation, "revision": self.revision, "type": self.type,
-                "parts": [[c, t] for c, t in self.parts], "recalled": list(self.recalled), "anchor": self.anchor,
-                "query": self.query, "state_revision": self.state_revision, "extension": self.extension,
-                "state_key": self.state_key, "passes": None if self.passes is None else list(self.passes),
-                "reground": list(self.reground), "tokens": dict(self.tokens)}
+        return {
+            "generation": generation,
+            "revision": self.revision,
+            "type": self.type,
+            "parts": [[c, t] for c, t in self.parts],
+            "recalled": list(self.recalled),
+            "anchor": self.anchor,
+            "query": self.query,
+            "state_revision": self.state_revision,
+            "extension": self.extension,
+            "state_key": self.state_key,
+            "passes": None if self.passes is None else list(self.passes),
+            "reground": list(self.reground),
+            "tokens": dict(self.tokens),
+        }
 
     @classmethod
     def from_record(cls, at_seq: int, p: Mapping[str, Any], counter: TokenCounter) -> _KernelMessage:
-        return cls(at_seq, p["type"], p["revision"], p["parts"], counter, recalled=p["recalled"], anchor=p["anchor"],
-                   query=p["query"], state_revision=p["state_revision"], extension=p["extension"],
-                   state_key=p.get("state_key"), passes=p.get("passes"), reground=p.get("reground", ()))
+        return cls(
+            at_seq,
+            p["type"],
+            p["revision"],
+            p["parts"],
+            counter,
+            recalled=p["recalled"],
+            anchor=p["anchor"],
+            query=p["query"],
+            state_revision=p["state_revision"],
+            extension=p["extension"],
+            state_key=p.get("state_key"),
+            passes=p.get("passes"),
+            reground=p.get("reground", ()),
+        )
 
 
 class _Epoch:
@@ -327,7 +380,7 @@ class _Epoch:
     def show_units(self, upto: int | None = None) -> None:
         """Append the messages of units ``shown..upto`` (default: every complete unit)."""
         end = len(self.units) if upto is None else upto
-        for u in self.units[self.shown:end]:
+        for u in self.units[self.shown : end]:
             for m, t in zip(u.messages, u.msg_tokens, strict=False):
                 self._push(m, t)
             self.user_turns += u.user_turn
@@ -409,8 +462,16 @@ class ContinuityEngine:
     KEEPS_LATEST_INSTRUCTION = True  # the canonical state renders it: replay checks it is in every view
     DESCRIPTION = "Cache epochs over the durable log: canonical state, whole-unit recent memory, FTS recall, episodes."
 
-    def __init__(self, model: str | None, *, reader: SessionReader, writer: KernelWriter,
-                 config: Mapping[str, Any] | None = None, estimator: Estimator | None = None, token_counts: TokenCountCache | None = None):
+    def __init__(
+        self,
+        model: str | None,
+        *,
+        reader: SessionReader,
+        writer: KernelWriter,
+        config: Mapping[str, Any] | None = None,
+        estimator: Estimator | None = None,
+        token_counts: TokenCountCache | None = None,
+    ):
         self.model = model
         self._reader = reader
         self._writer = writer
@@ -420,9 +481,16 @@ class ContinuityEngine:
         self._loaded = False
 
     @classmethod
-    def for_model(cls, model: str | None, *, reader: SessionReader, writer: KernelWriter,
-                  config: Mapping[str, Any] | None = None, estimator: Estimator | None = None,
-                  token_counts: TokenCountCache | None = None) -> ContinuityEngine:
+    def for_model(
+        cls,
+        model: str | None,
+        *,
+        reader: SessionReader,
+        writer: KernelWriter,
+        config: Mapping[str, Any] | None = None,
+        estimator: Estimator | None = None,
+        token_counts: TokenCountCache | None = None,
+    ) -> ContinuityEngine:
         """The engine of one session for ``model``: budget from ``config`` (``[models.<model>]``,
         ``[context]``), estimator ``estimator`` or the model's own; ``token_counts`` (a
         :class:`~latch.port.TokenCountCache`) holds the durable per-event counts of an exact estimator."""
@@ -431,8 +499,14 @@ class ContinuityEngine:
     @classmethod
     def factory(cls, profile: EngineProfile) -> ContinuityEngine:
         """This engine's :data:`~latch.port.ContextEngineFactory`: exactly :meth:`for_model`."""
-        return cls.for_model(profile.model, reader=profile.reader, writer=profile.writer, config=profile.config,
-                             estimator=profile.estimator, token_counts=profile.token_counts)
+        return cls.for_model(
+            profile.model,
+            reader=profile.reader,
+            writer=profile.writer,
+            config=profile.config,
+            estimator=profile.estimator,
+            token_counts=profile.token_counts,
+        )
 
     # ------------------------------------------------------------ port: configuration
     @property
@@ -591,8 +665,12 @@ class ContinuityEngine:
         if cr is not None and inp is not None and cr + inp + (cw or 0) > 0:
             hit = cr / (cr + inp + (cw or 0))
         self._provider = {
-            "usage_seq": seq, "prompt_tokens": u.prompt_tokens, "input_tokens": inp, "cache_read_tokens": cr,
-            "cache_write_tokens": cw, "common_prefix_tokens": common,
+            "usage_seq": seq,
+            "prompt_tokens": u.prompt_tokens,
+            "input_tokens": inp,
+            "cache_read_tokens": cr,
+            "cache_write_tokens": cw,
+            "common_prefix_tokens": common,
             "prefix_utilization": (cr / common) if cr is not None and common else None,
             "cache_hit_rate": hit,
         }
@@ -607,13 +685,16 @@ class ContinuityEngine:
         files = [f for f in found if isinstance(f, str) and f]
         return files[-8:] or list(self._paths)
 
-    def _kernel_parts(self, type_: str, generation: int, revision: int, at_seq: int,
-                      sections: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    def _kernel_parts(
+        self, type_: str, generation: int, revision: int, at_seq: int, sections: Sequence[tuple[str, str]]
+    ) -> list[tuple[str, str]]:
         head = f'<kernel-context type="{type_}" generation="{generation}" revision="{revision}" at-seq="{at_seq}">\n'
         if type_ == "snapshot":
-            head += ("Authoritative task context kept by Latch; a later revision supersedes an earlier one. "
-                     "Older conversation is archived: the episode index points at it and recalled originals "
-                     "quote it exactly.\n")
+            head += (
+                "Authoritative task context kept by Latch; a later revision supersedes an earlier one. "
+                "Older conversation is archived: the episode index points at it and recalled originals "
+                "quote it exactly.\n"
+            )
         return [("state", head), *sections, ("state", "</kernel-context>")]
 
     def _parts_cost(self, parts: Sequence[tuple[str, str]]) -> int:
@@ -633,8 +714,15 @@ class ContinuityEngine:
         budget = limit - self._counter.text(self._recall_section((), before_seq))
         if budget <= 0:
             return [], ""
-        items = recall_mod.recall(self._reader, self._recall_cache, recall_mod.query_terms(r.query_texts),
-                                  before_seq=before_seq, limit_tokens=budget, until_seq=r.until, exclude=exclude)
+        items = recall_mod.recall(
+            self._reader,
+            self._recall_cache,
+            recall_mod.query_terms(r.query_texts),
+            before_seq=before_seq,
+            limit_tokens=budget,
+            until_seq=r.until,
+            exclude=exclude,
+        )
         return (items, self._recall_section(items, before_seq)) if items else ([], "")
 
     def _skills_section(self, before_seq: int, limit: int) -> tuple[list[int], str]:
@@ -674,8 +762,9 @@ class ContinuityEngine:
         budget = limit - self._counter.text(_section("episode-index", "", attrs))
         if budget <= 0:
             return ""
-        entries = idx.select(" ".join(t for t in r.query_texts if t), r.files, r.until, k=INDEX_ENTRIES,
-                             before_seq=before_seq)
+        entries = idx.select(
+            " ".join(t for t in r.query_texts if t), r.files, r.until, k=INDEX_ENTRIES, before_seq=before_seq
+        )
         body = idx.render(entries, self._counter.text, budget) if entries else ""
         return _section("episode-index", body, attrs) if body else ""
 
@@ -688,13 +777,16 @@ class ContinuityEngine:
         when even the hard budget cannot hold the request; nothing is written then.
         """
         if request.session_id != self._reader.session_id:
-            raise ValueError(f"request for session {request.session_id} sent to the engine of session "
-                             f"{self._reader.session_id}")
+            raise ValueError(
+                f"request for session {request.session_id} sent to the engine of session {self._reader.session_id}"
+            )
         self._ensure_loaded()
         until = self._reader.max_seq() if request.until_seq is None else request.until_seq
         if until < self._watermark:
-            raise ValueError(f"materialize(until_seq={until}) is before this stream's last materialization "
-                             f"(seq {self._watermark}); a record stream only moves forward")
+            raise ValueError(
+                f"materialize(until_seq={until}) is before this stream's last materialization "
+                f"(seq {self._watermark}); a record stream only moves forward"
+            )
         budget = request.budget or self.default_budget()
         self._ingest(until, budget.recent_tokens)
         r = self._prepare(request, until, budget)
@@ -725,9 +817,20 @@ class ContinuityEngine:
         new_user = self._last_user[0] > new_ep.anchor
         anchor = self._last_user[0] if new_user else new_ep.anchor
         query = request.query if request.query is not None else new_ep.query
-        records.append((MATERIALIZATION, until, {**metrics, "status": view.status, "header_sha256": list(r.header),
-                                                  "recall_anchor": anchor, "recall_query": query,
-                                                  "recall_work_anchor": self._work_seq}))
+        records.append(
+            (
+                MATERIALIZATION,
+                until,
+                {
+                    **metrics,
+                    "status": view.status,
+                    "header_sha256": list(r.header),
+                    "recall_anchor": anchor,
+                    "recall_query": query,
+                    "recall_work_anchor": self._work_seq,
+                },
+            )
+        )
         self._writer.append_many(records)
         # commit (the records are durable)
         if new_ep is ep:
@@ -755,30 +858,67 @@ class ContinuityEngine:
         tools_t = c.tools(request.tools)
         state = self._reader.canonical_state(until)
         state_rev = int(getattr(state, "revision", 0) or 0)
-        session_t = c.message(session_msg) if c.framing is not None else MESSAGE_OVERHEAD_TOKENS + c.fixed(session_msg.content)
+        session_t = (
+            c.message(session_msg) if c.framing is not None else MESSAGE_OVERHEAD_TOKENS + c.fixed(session_msg.content)
+        )
         ext_sec = _section("extension", request.extension) if request.extension else ""
-        state_budget = min((hard - system_t - session_t - tools_t - c.fixed(ext_sec)) // STATE_SHARE,
-                           state_tokens(self._config, budget.recent_tokens))
+        state_budget = min(
+            (hard - system_t - session_t - tools_t - c.fixed(ext_sec)) // STATE_SHARE,
+            state_tokens(self._config, budget.recent_tokens),
+        )
         # reserve the state's whole budget: the state is rendered only when it will be sent
-        snap = self._kernel_parts("snapshot", self._epoch.generation + 1, self._revision + 1, until,
-                                  [("state", self._state_placeholder(state_rev)),
-                                   *([("extension", ext_sec)] if ext_sec else [])])
+        snap = self._kernel_parts(
+            "snapshot",
+            self._epoch.generation + 1,
+            self._revision + 1,
+            until,
+            [("state", self._state_placeholder(state_rev)), *([("extension", ext_sec)] if ext_sec else [])],
+        )
         base = system_t + session_t + tools_t + self._parts_cost(snap) + max(state_budget, 0)
-        breakdown = {"instructions_tokens": system_t + session_t, "tools_tokens": tools_t,
-                     "state_and_extension_tokens": base - system_t - session_t - tools_t, "hard_limit_tokens": hard}
+        breakdown = {
+            "instructions_tokens": system_t + session_t,
+            "tools_tokens": tools_t,
+            "state_and_extension_tokens": base - system_t - session_t - tools_t,
+            "hard_limit_tokens": hard,
+        }
         if base > hard or state_budget <= 0:
-            raise ContextOverflow("instructions, tools, extension and canonical state alone exceed the hard budget",
-                                  breakdown)
+            raise ContextOverflow(
+                "instructions, tools, extension and canonical state alone exceed the hard budget", breakdown
+            )
         recent_eff = min(budget.recent_tokens, hard - base)
         recall_cap = max(0, min(config_recall_tokens(self._config, recent_eff), hard - base - recent_eff))
         goal = getattr(state, "goal", None)
         files = self._files(state)
         work = [e.searchable_text()[:WORK_CHARS] for e in self._work]
-        query_texts = [request.query or "", self._last_user[1], *work, goal if isinstance(goal, str) else "",
-                       " ".join(files), *self._errors]
-        return _Request(request, until, hard, fingerprint, header, session_msg, session_t, system_t, tools_t,
-                        state, state_rev, state_budget, ext_sec, base, recent_eff, recall_cap, query_texts, files,
-                        breakdown)
+        query_texts = [
+            request.query or "",
+            self._last_user[1],
+            *work,
+            goal if isinstance(goal, str) else "",
+            " ".join(files),
+            *self._errors,
+        ]
+        return _Request(
+            request,
+            until,
+            hard,
+            fingerprint,
+            header,
+            session_msg,
+            session_t,
+            system_t,
+            tools_t,
+            state,
+            state_rev,
+            state_budget,
+            ext_sec,
+            base,
+            recent_eff,
+            recall_cap,
+            query_texts,
+            files,
+            breakdown,
+        )
 
     @staticmethod
     def _state_placeholder(revision: int) -> str:
@@ -791,11 +931,23 @@ class ContinuityEngine:
         key = (r.state_rev, r.state_budget, goal_stated)
         if self._state_memo is None or self._state_memo[0] != key:
             empty = bool(getattr(r.state, "is_empty", False))
-            body = "" if empty else (
-                (r.state.render(r.state_budget, self._counter.text, goal_stated=True) if goal_stated
-                 else r.state.render(r.state_budget, self._counter.text)) or "")
-            sec = _section("canonical-state", body, f' revision="{r.state_rev}"') if body \
+            body = (
+                ""
+                if empty
+                else (
+                    (
+                        r.state.render(r.state_budget, self._counter.text, goal_stated=True)
+                        if goal_stated
+                        else r.state.render(r.state_budget, self._counter.text)
+                    )
+                    or ""
+                )
+            )
+            sec = (
+                _section("canonical-state", body, f' revision="{r.state_rev}"')
+                if body
                 else self._state_placeholder(r.state_rev)
+            )
             self._state_memo = (key, sec, bool(body))
         return self._state_memo[1], self._state_memo[2]
 
@@ -838,15 +990,21 @@ class ContinuityEngine:
         if not sections:
             return None, False
         with_state = any(c == "state" and t.startswith("<canonical-state") for c, t in sections)
-        delta = _KernelMessage(r.until, "delta", revision,
-                               self._kernel_parts("delta", ep.generation, revision, r.until, sections), self._counter,
-                               recalled=[i.seq for i in items],
-                               anchor=self._last_user[0] if new_user else 0, query=r.request.query,
-                               state_revision=r.state_rev if with_state else 0,
-                               extension=ext if ext != ep.extension else None,
-                               state_key=key if with_state else None,
-                               passes=sorted(passes or ()) if with_state else None,
-                               reground=[_lineage_key(f) for f in fresh])
+        delta = _KernelMessage(
+            r.until,
+            "delta",
+            revision,
+            self._kernel_parts("delta", ep.generation, revision, r.until, sections),
+            self._counter,
+            recalled=[i.seq for i in items],
+            anchor=self._last_user[0] if new_user else 0,
+            query=r.request.query,
+            state_revision=r.state_rev if with_state else 0,
+            extension=ext if ext != ep.extension else None,
+            state_key=key if with_state else None,
+            passes=sorted(passes or ()) if with_state else None,
+            reground=[_lineage_key(f) for f in fresh],
+        )
         assert fixed + delta.total <= r.hard, "recall was sized to the room left"
         return delta, False
 
@@ -874,12 +1032,19 @@ class ContinuityEngine:
             start_seq = self._builder.pending_seq or r.until + 1
         state_sec, has_state = self._state_section(r)
         fixed = [("state", state_sec), *([("extension", r.ext_sec)] if r.ext_sec else [])]
-        room = r.hard - r.instr_t - r.tools_t - kept_t - self._parts_cost(
-            self._kernel_parts("snapshot", old.generation + 1, self._revision + 1, r.until, fixed))
+        room = (
+            r.hard
+            - r.instr_t
+            - r.tools_t
+            - kept_t
+            - self._parts_cost(self._kernel_parts("snapshot", old.generation + 1, self._revision + 1, r.until, fixed))
+        )
         if room < 0:
             u = kept[-1]
-            raise ContextOverflow(f"conversation unit seq {u.first_seq}..{u.close_seq} does not fit the hard budget "
-                                  f"even alone", {**r.breakdown, "unit_tokens": u.tokens})
+            raise ContextOverflow(
+                f"conversation unit seq {u.first_seq}..{u.close_seq} does not fit the hard budget even alone",
+                {**r.breakdown, "unit_tokens": u.tokens},
+            )
         generation, revision = old.generation + 1, self._revision + 1
         skill_seqs, skills_text = self._skills_section(start_seq, min(room, SKILL_TOKENS))
         skills_t = self._counter.text(skills_text) if skills_text else 0
@@ -888,8 +1053,9 @@ class ContinuityEngine:
         # the episode index: a quarter of that, and at least INDEX_FLOOR_TOKENS taken from what the state's
         # reservation left unused (a small window's recall share alone cannot hold one entry)
         state_left = max(0, r.state_budget - self._counter.text(state_sec)) if has_state else 0
-        index_text = self._index(r, start_seq, min(room, max(limit // 4, min(INDEX_FLOOR_TOKENS,
-                                                                             limit // 4 + state_left))))
+        index_text = self._index(
+            r, start_seq, min(room, max(limit // 4, min(INDEX_FLOOR_TOKENS, limit // 4 + state_left)))
+        )
         index_t = self._counter.text(index_text) if index_text else 0
         # what the index took beyond the state's unused reservation comes out of recall's share
         recall_limit = min(limit - max(0, index_t - state_left), room - index_t)
@@ -901,14 +1067,21 @@ class ContinuityEngine:
             sections.append(("episode", index_text))
         if recall_text:
             sections.append(("recall", recall_text))
-        snap = _KernelMessage(r.until, "snapshot", revision,
-                              self._kernel_parts("snapshot", generation, revision, r.until, sections), self._counter,
-                              recalled=[*skill_seqs, *(i.seq for i in items)], anchor=self._last_user[0],
-                              query=r.request.query,
-                              state_revision=r.state_rev if has_state else 0, extension=r.request.extension,
-                              state_key=_update_key(r.state) if has_state else None,
-                              passes=sorted(_current_passes(r.state) or ()) if has_state else None,
-                              reground=[_lineage_key(f) for f in _repeated(r.state)] if has_state else ())
+        snap = _KernelMessage(
+            r.until,
+            "snapshot",
+            revision,
+            self._kernel_parts("snapshot", generation, revision, r.until, sections),
+            self._counter,
+            recalled=[*skill_seqs, *(i.seq for i in items)],
+            anchor=self._last_user[0],
+            query=r.request.query,
+            state_revision=r.state_rev if has_state else 0,
+            extension=r.request.extension,
+            state_key=_update_key(r.state) if has_state else None,
+            passes=sorted(_current_passes(r.state) or ()) if has_state else None,
+            reground=[_lineage_key(f) for f in _repeated(r.state)] if has_state else (),
+        )
         new = _Epoch(generation, start_seq, reason, kept_t, r.fingerprint)
         new.push_session(r.session_msg, r.session_t)
         new.push_kernel(snap)
@@ -920,15 +1093,22 @@ class ContinuityEngine:
         if old.generation > 0:  # the previous view minus what the new epoch sends again
             resent = prefix[old.shown] - prefix[i] if i < old.shown else 0
             left = old.kernel_total + old.shown_conv_tokens - resent
-        payload = {"generation": generation, "start_seq": start_seq, "reason": reason, "retained_tokens": kept_t,
-                   "fingerprint": r.fingerprint, "session_context": r.session_msg.content,
-                   "recent_limit_tokens": r.recent_eff}
+        payload = {
+            "generation": generation,
+            "start_seq": start_seq,
+            "reason": reason,
+            "retained_tokens": kept_t,
+            "fingerprint": r.fingerprint,
+            "session_context": r.session_msg.content,
+            "recent_limit_tokens": r.recent_eff,
+        }
         return new, [(EPOCH, r.until, payload), (KERNEL, r.until, snap.payload(generation))], left
 
-    def _view(self, r: _Request, ep: _Epoch, delta: _KernelMessage | None, left: int,
-              budget: ContextBudget) -> tuple[ContextView, dict[str, Any]]:
+    def _view(
+        self, r: _Request, ep: _Epoch, delta: _KernelMessage | None, left: int, budget: ContextBudget
+    ) -> tuple[ContextView, dict[str, Any]]:
         """The view of ``ep`` plus its not-yet-shown units and ``delta`` (nothing committed), and its metrics."""
-        pending = ep.units[ep.shown:]
+        pending = ep.units[ep.shown :]
         msgs = [*ep.messages, *(m for u in pending for m in u.messages)]
         kt = dict(ep.kernel_tokens)
         if delta is not None:
@@ -937,9 +1117,14 @@ class ContinuityEngine:
                 kt[k] += delta.tokens[k]
         conv_t = ep.conv_tokens
         tokens = ComponentTokens(
-            instructions_tokens=r.instr_t, state_tokens=kt["state"], recent_tokens=conv_t,
-            recall_tokens=kt["recall"] + kt["episode"], episode_tokens=kt["episode"], tools_tokens=r.tools_t,
-            extension_tokens=kt["extension"])
+            instructions_tokens=r.instr_t,
+            state_tokens=kt["state"],
+            recent_tokens=conv_t,
+            recall_tokens=kt["recall"] + kt["episode"],
+            episode_tokens=kt["episode"],
+            tools_tokens=r.tools_t,
+            extension_tokens=kt["extension"],
+        )
         total = tokens.total_tokens
         if total > r.hard:
             raise AssertionError(f"accounting error: {total} tokens over the hard limit {r.hard}")
@@ -973,16 +1158,30 @@ class ContinuityEngine:
             "recalled_events": len(ep.recalled) + (len(delta.recalled) if delta is not None else 0),
             "image_count": images[0],
             "image_tokens": images[1],
-            "components": {"instructions_tokens": tokens.instructions_tokens, "state_tokens": tokens.state_tokens,
-                           "recent_tokens": tokens.recent_tokens, "recall_tokens": tokens.recall_tokens,
-                           "episode_tokens": tokens.episode_tokens, "tools_tokens": tokens.tools_tokens,
-                           "extension_tokens": tokens.extension_tokens},
+            "components": {
+                "instructions_tokens": tokens.instructions_tokens,
+                "state_tokens": tokens.state_tokens,
+                "recent_tokens": tokens.recent_tokens,
+                "recall_tokens": tokens.recall_tokens,
+                "episode_tokens": tokens.episode_tokens,
+                "tools_tokens": tokens.tools_tokens,
+                "extension_tokens": tokens.extension_tokens,
+            },
             "provider": dict(self._provider) if self._provider else None,
             "exact_tokenizer": self._counter.tokenizer,  # None: heuristic estimates
         }
-        view = ContextView(session_id=r.request.session_id, system=r.request.system_prompt,
-                           tools=tuple(r.request.tools), messages=tuple(msgs), tokens=tokens, budget=budget,
-                           epoch=ep.generation, first_retained_seq=first, metrics=metrics, status=status)
+        view = ContextView(
+            session_id=r.request.session_id,
+            system=r.request.system_prompt,
+            tools=tuple(r.request.tools),
+            messages=tuple(msgs),
+            tokens=tokens,
+            budget=budget,
+            epoch=ep.generation,
+            first_retained_seq=first,
+            metrics=metrics,
+            status=status,
+        )
         return view, metrics
 
     def _common_prefix(self, ep: _Epoch, r: _Request) -> int:
@@ -1019,5 +1218,11 @@ class ContinuityEngine:
         """
         self._ensure_loaded()
         before = self._epoch.start_seq if self._epoch.generation > 0 else 1
-        return recall_mod.recall(self._reader, self._recall_cache, recall_mod.query_terms([query]), before_seq=before,
-                                 limit_tokens=limit_tokens, until_seq=until_seq)
+        return recall_mod.recall(
+            self._reader,
+            self._recall_cache,
+            recall_mod.query_terms([query]),
+            before_seq=before,
+            limit_tokens=limit_tokens,
+            until_seq=until_seq,
+        )

@@ -157,21 +157,27 @@ class Episode:
 
 
 # --------------------------------------------------------------------------- text features
-_STOP = frozenset("""
+_STOP = frozenset(
+    """
 the and for with this that you are was were from have has had not but can will what all any its our out use
 into then than some just also been there their they them which when where would should could about after before
 more most other such only over very your yours let lets here how why who whom does did done doing get got make
 made need needs want like one two now new yes okay please thanks thank i'm it's don't can't we're you're
-""".split())
+""".split()
+)
 _CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
-_EXTS = ("py|pyi|ipynb|rs|go|c|h|cc|cpp|cxx|hpp|hh|cs|java|kt|kts|scala|swift|m|mm|rb|php|pl|lua|r|jl|dart|ex|exs|erl|"
-         "hs|ml|clj|js|mjs|cjs|jsx|ts|tsx|vue|svelte|css|scss|sass|less|html|htm|xml|svg|json|jsonl|yaml|yml|toml|"
-         "ini|cfg|conf|env|lock|md|rst|txt|csv|tsv|sql|sh|bash|zsh|fish|ps1|bat|gradle|cmake|mk|proto|graphql|"
-         "tf|nix|dockerfile|patch|diff|log|traj|pem|wasm|sol|zig|nim|v|sv|vhd")
-_PATH = (r"(?<![\w:/.\\@-])"
-         r"((?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]+"
-         r"|[\w+-][\w.@+-]*\.(?:" + _EXTS + r"))"
-         r"(?![\w/])")
+_EXTS = (
+    "py|pyi|ipynb|rs|go|c|h|cc|cpp|cxx|hpp|hh|cs|java|kt|kts|scala|swift|m|mm|rb|php|pl|lua|r|jl|dart|ex|exs|erl|"
+    "hs|ml|clj|js|mjs|cjs|jsx|ts|tsx|vue|svelte|css|scss|sass|less|html|htm|xml|svg|json|jsonl|yaml|yml|toml|"
+    "ini|cfg|conf|env|lock|md|rst|txt|csv|tsv|sql|sh|bash|zsh|fish|ps1|bat|gradle|cmake|mk|proto|graphql|"
+    "tf|nix|dockerfile|patch|diff|log|traj|pem|wasm|sol|zig|nim|v|sv|vhd"
+)
+_PATH = (
+    r"(?<![\w:/.\\@-])"
+    r"((?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]+"
+    r"|[\w+-][\w.@+-]*\.(?:" + _EXTS + r"))"
+    r"(?![\w/])"
+)
 _EXT_RE = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,9}$")
 
 
@@ -203,7 +209,7 @@ def extract_terms(text: str) -> list[str]:
     out: list[str] = []
     if not text.isascii() and _CJK_RE.search(text):
         for run in _CJK_RE.findall(text):
-            out.extend(run[i:i + 2] for i in range(max(len(run) - 1, 1)))
+            out.extend(run[i : i + 2] for i in range(max(len(run) - 1, 1)))
         text = _CJK_RE.sub(" ", text)
     out.extend(filterfalse(_STOP.__contains__, _scanner(text).word.findall(text)))
     return out
@@ -277,10 +283,14 @@ def _paths(text: str) -> list[str]:
 
 # Call classes, by precedence: a mutating call, a validation (test-like) command, a read/search.
 _MUTATE, _VALIDATE, _READ, _OTHER = 1, 2, 3, 0
-_MUTATING_TOOLS = frozenset("""edit multiedit write write_file edit_file create create_file insert apply_patch patch
-str_replace replace delete_file notebookedit notebook_edit""".split())
-_READ_TOOLS = frozenset("""read read_file view open cat grep glob search search_file search_dir find find_file ls
-list list_files list_dir webfetch web_fetch websearch web_search""".split())
+_MUTATING_TOOLS = frozenset(
+    """edit multiedit write write_file edit_file create create_file insert apply_patch patch
+str_replace replace delete_file notebookedit notebook_edit""".split()
+)
+_READ_TOOLS = frozenset(
+    """read read_file view open cat grep glob search search_file search_dir find find_file ls
+list list_files list_dir webfetch web_fetch websearch web_search""".split()
+)
 _MUTATING_CMDS = ("*** Begin Patch", "apply_patch", "sed -i", "git apply")
 """Literals of :data:`_MUTATING_CMD_RE`, one in each alternative: a substring test rules most calls out."""
 _MUTATING_CMD_RE = re.compile(r"\*\*\* Begin Patch|\bapply_patch\b|\bsed -i\b|\bgit apply\b")
@@ -289,7 +299,8 @@ _TEST_CMD = (
     r"\b(?:pytest|py\.test|unittest|tox|nox|jest|vitest|mocha|ctest|phpunit|rspec|mypy|pyright|ruff|flake8|pylint|"
     r"eslint|tsc|cargo (?:test|check|clippy|build|nextest)|go (?:test|vet|build)|(?:npm|yarn|pnpm|bun) (?:run )?"
     r"(?:test|lint|typecheck|build)|make (?:test|check)|mvn (?:test|verify)|gradle(?:w)? (?:test|check)|"
-    r"dotnet test|swift test|zig build test)\b")
+    r"dotnet test|swift test|zig build test)\b"
+)
 _READ_CMD = r'(?:^|["\s;&|(])(?:cat|head|tail|sed -n|rg|grep|ls|find|nl|wc|less|tree)[\s]'
 _ASCII_SPACE = r"\t-\r\x1c-\x20"
 """The ASCII characters Unicode whitespace holds (``re.ASCII`` whitespace leaves out 0x1C-0x1F)."""
@@ -354,8 +365,11 @@ def _classify_call(name: str, arguments: str, parsed: Callable[[], Any] | None =
             command.append(_command_text(arguments, value)[:SCAN_CHARS])
         return command[0]
 
-    if any(cmd in args for cmd in _MUTATING_CMDS) and _MUTATING_CMD_RE.search(args) \
-            and _MUTATING_CMD_RE.search(command_text()):
+    if (
+        any(cmd in args for cmd in _MUTATING_CMDS)
+        and _MUTATING_CMD_RE.search(args)
+        and _MUTATING_CMD_RE.search(command_text())
+    ):
         return _MUTATE
     sc = _scanner(args)
     if sc.test_cmd.search(args) and sc.test_cmd.search(command_text()):
@@ -419,10 +433,10 @@ def _shell_link(call: ToolCall) -> tuple[str, str] | None:
 class _Features:
     """What one event contributes (a pure function of the event)."""
 
-    intent: str | None          # topic of a new user intent (non-meta UserMessage), else None
-    unit_start: bool            # a volume-cap split may happen before this event
-    chars: int                  # text volume
-    terms: tuple[str, ...]      # in order of occurrence
+    intent: str | None  # topic of a new user intent (non-meta UserMessage), else None
+    unit_start: bool  # a volume-cap split may happen before this event
+    chars: int  # text volume
+    terms: tuple[str, ...]  # in order of occurrence
     call_files: tuple[str, ...]
     text_files: tuple[str, ...]
     tools: tuple[str, ...]
@@ -437,7 +451,7 @@ def _topic(text: str) -> str:
         return "(empty prompt)"
     if len(words) <= TOPIC_CHARS:
         return words
-    cut = words[:TOPIC_CHARS - 1]
+    cut = words[: TOPIC_CHARS - 1]
     space = cut.rfind(" ")
     if space >= TOPIC_CHARS // 2:
         cut = cut[:space]
@@ -458,8 +472,18 @@ def _compute_features(event: Event) -> _Features:
         if event.is_meta:
             return _Features(None, True, len(event.text), none, none, none, none, none, None, 0)
         text = event.text if event.text.strip() or not event.media else "(image)"
-        return _Features(_topic(text), True, len(event.text), tuple(extract_terms(event.text)), none,
-                         tuple(_paths(event.text)), none, none, None, 0)
+        return _Features(
+            _topic(text),
+            True,
+            len(event.text),
+            tuple(extract_terms(event.text)),
+            none,
+            tuple(_paths(event.text)),
+            none,
+            none,
+            None,
+            0,
+        )
     if isinstance(event, AssistantMessage):
         terms = extract_terms(event.text)
         call_files: list[str] = []
@@ -471,34 +495,88 @@ def _compute_features(event: Event) -> _Features:
             terms.extend(extract_terms(f"{c.name} {args}"))
             call_files.extend(_paths(args))
             calls.append((c.id, _classify_call(c.name, c.arguments, c.args), _shell_link(c)))
-        return _Features(None, True, chars, tuple(terms), tuple(call_files), tuple(_paths(event.text)),
-                         tuple(c.name for c in event.tool_calls), tuple(calls), None, 0)
+        return _Features(
+            None,
+            True,
+            chars,
+            tuple(terms),
+            tuple(call_files),
+            tuple(_paths(event.text)),
+            tuple(c.name for c in event.tool_calls),
+            tuple(calls),
+            None,
+            0,
+        )
     if isinstance(event, ToolResult):
         markers = FAILURE if event.is_error else 0
         result_terms = tuple(extract_terms(event.content[:RESULT_TERM_CHARS]))
-        return _Features(None, False, len(event.content), result_terms, none, tuple(_paths(event.content)), none, none,
-                         (event.call_id, event.is_error, event.exit_code, event.missing), markers)
+        return _Features(
+            None,
+            False,
+            len(event.content),
+            result_terms,
+            none,
+            tuple(_paths(event.content)),
+            none,
+            none,
+            (event.call_id, event.is_error, event.exit_code, event.missing),
+            markers,
+        )
     if isinstance(event, Usage):
         return _Features(None, False, 0, none, none, none, none, none, None, 0)
     if isinstance(event, SystemNote):
-        if event.subtype.startswith(ATTACHMENT_NOTE):  # searchable by people, no index terms: the views stay as they were
+        if event.subtype.startswith(
+            ATTACHMENT_NOTE
+        ):  # searchable by people, no index terms: the views stay as they were
             return _Features(None, False, 0, none, none, none, none, none, None, 0)
         sub = event.subtype.lower()
-        markers = (FAILURE if "error" in sub else 0) | (REGROUND if sub in ("reground", "compact_boundary",
-                                                                           "manual_compact") else 0)
-        return _Features(None, True, len(event.text), tuple(extract_terms(event.text[:RESULT_TERM_CHARS])), none,
-                         tuple(_paths(event.text)), none, none, None, markers)
+        markers = (FAILURE if "error" in sub else 0) | (
+            REGROUND if sub in ("reground", "compact_boundary", "manual_compact") else 0
+        )
+        return _Features(
+            None,
+            True,
+            len(event.text),
+            tuple(extract_terms(event.text[:RESULT_TERM_CHARS])),
+            none,
+            tuple(_paths(event.text)),
+            none,
+            none,
+            None,
+            markers,
+        )
     if isinstance(event, CompactionMarker):
-        return _Features(None, True, len(event.summary), tuple(extract_terms(event.summary)), none,
-                         tuple(_paths(event.summary)), none, none, None, REGROUND)
+        return _Features(
+            None,
+            True,
+            len(event.summary),
+            tuple(extract_terms(event.summary)),
+            none,
+            tuple(_paths(event.summary)),
+            none,
+            none,
+            None,
+            REGROUND,
+        )
     if isinstance(event, SubagentMarker):
-        return _Features(None, True, len(event.description), tuple(extract_terms(event.description)), none,
-                         tuple(_paths(event.description)), none, none, None, 0)
+        return _Features(
+            None,
+            True,
+            len(event.description),
+            tuple(extract_terms(event.description)),
+            none,
+            tuple(_paths(event.description)),
+            none,
+            none,
+            None,
+            0,
+        )
     kind = event.KIND.lower()
     text = event.searchable_text()
     markers = (REGROUND if ("compact" in kind or "reground" in kind) else 0) | (EVIDENCE if "evidence" in kind else 0)
-    return _Features(None, True, len(text), tuple(extract_terms(text)), none, tuple(_paths(text)), none, none,
-                     None, markers)
+    return _Features(
+        None, True, len(text), tuple(extract_terms(text)), none, tuple(_paths(text)), none, none, None, markers
+    )
 
 
 _cached_features = lru_cache(maxsize=2048)(_compute_features)
@@ -534,8 +612,21 @@ def _argument_text(call: ToolCall) -> str:
 class _Open:
     """The open trailing segment being accumulated."""
 
-    __slots__ = ("number", "part", "topic", "first_seq", "last_seq", "events", "chars", "topic_terms",
-                 "term_counts", "call_files", "text_files", "tools", "markers")
+    __slots__ = (
+        "number",
+        "part",
+        "topic",
+        "first_seq",
+        "last_seq",
+        "events",
+        "chars",
+        "topic_terms",
+        "term_counts",
+        "call_files",
+        "text_files",
+        "tools",
+        "markers",
+    )
 
     def __init__(self, number: int, part: int, topic: str, seq: int):
         self.number = number
@@ -584,7 +675,7 @@ class _Growable:
     def stage(self, values: Sequence[int]) -> None:
         """Write ``values`` right after the committed entries without committing them."""
         self.reserve(len(values))
-        self.data[self.size: self.size + len(values)] = values
+        self.data[self.size : self.size + len(values)] = values
 
     def view(self) -> np.ndarray:
         """The committed entries."""
@@ -639,8 +730,10 @@ class EpisodeIndex:
             if self.session_id is None:
                 self.session_id = stored.session_id
             elif stored.session_id != self.session_id:
-                raise ValueError(f"episode index of session {self.session_id} got event seq {stored.seq} of session "
-                                 f"{stored.session_id}; a session change needs rebuild()")
+                raise ValueError(
+                    f"episode index of session {self.session_id} got event seq {stored.seq} of session "
+                    f"{stored.session_id}; a session change needs rebuild()"
+                )
             self._accept(stored.seq, _features(stored.event))
             self.watermark = stored.seq
             accepted += 1
@@ -697,8 +790,13 @@ class EpisodeIndex:
             if link is not None and link[0] == "start" and not is_error and not missing and exit_code is None:
                 self._shells[link[1]] = cls  # started detached: its outcome comes with a later read_bash
                 cls = _OTHER
-            elif link is not None and link[0] == "poll" and link[1] in self._shells and not missing and (
-                    exit_code is not None):
+            elif (
+                link is not None
+                and link[0] == "poll"
+                and link[1] in self._shells
+                and not missing
+                and (exit_code is not None)
+            ):
                 cls = self._shells.pop(link[1])  # the async command's exit: the outcome of its class
             if cls == _VALIDATE and not missing:
                 ok = exit_code == 0 if exit_code is not None else not is_error
@@ -723,17 +821,28 @@ class EpisodeIndex:
             chosen = set(terms)
             counts = op.term_counts
             # most frequent first, ties in first-sighting order (the counter keeps it; a reverse sort is stable)
-            ranked = [t for t in sorted(counts, key=counts.__getitem__, reverse=True)[:TERMS_PER_EPISODE]
-                      if t not in chosen]  # the TERMS_PER_EPISODE most frequent hold every term still picked
+            ranked = [
+                t for t in sorted(counts, key=counts.__getitem__, reverse=True)[:TERMS_PER_EPISODE] if t not in chosen
+            ]  # the TERMS_PER_EPISODE most frequent hold every term still picked
             terms.extend(ranked[: TERMS_PER_EPISODE - len(terms)])
         term_ids = tuple(map(self._terms.__getitem__, terms))
         files = list(op.call_files)[:FILES_PER_EPISODE]
         if len(files) < FILES_PER_EPISODE:
             seen = set(files)
             files.extend([x for x in op.text_files if x not in seen][: FILES_PER_EPISODE - len(files)])
-        return Episode(number=op.number, part=op.part, first_seq=op.first_seq, last_seq=op.last_seq,
-                       events=op.events, topic=op.topic, files=tuple(self._file_names[i] for i in files),
-                       tools=tuple(op.tools), markers=op.markers, term_ids=term_ids, closed=closed)
+        return Episode(
+            number=op.number,
+            part=op.part,
+            first_seq=op.first_seq,
+            last_seq=op.last_seq,
+            events=op.events,
+            topic=op.topic,
+            files=tuple(self._file_names[i] for i in files),
+            tools=tuple(op.tools),
+            markers=op.markers,
+            term_ids=term_ids,
+            closed=closed,
+        )
 
     def _close(self) -> None:
         op = self._open
@@ -776,8 +885,9 @@ class EpisodeIndex:
                     out[fid] = None
         return list(out)
 
-    def select(self, query_text: str, current_files: Sequence[str], now_seq: int, k: int = 16,
-               before_seq: int | None = None) -> list[Episode]:
+    def select(
+        self, query_text: str, current_files: Sequence[str], now_seq: int, k: int = 16, before_seq: int | None = None
+    ) -> list[Episode]:
         """The ``k`` best episodes for a request, best first.
 
         Scores with :func:`latch.hotpaths.score_episodes` (lexical overlap of
@@ -808,17 +918,33 @@ class EpisodeIndex:
             # scored as episode n; then every closed episode is a candidate, so n == len(self._closed)
             # and staging past each array's committed size appends without committing
             file_ids = [self._files[p] for p in snap.files]
-            staged = ([lengths[1] + len(snap.term_ids)], snap.term_ids, [lengths[3] + len(file_ids)], file_ids,
-                      [snap.markers], [snap.last_seq])
+            staged = (
+                [lengths[1] + len(snap.term_ids)],
+                snap.term_ids,
+                [lengths[3] + len(file_ids)],
+                file_ids,
+                [snap.markers],
+                [snap.last_seq],
+            )
             for i, (arr, values) in enumerate(zip(arrays, staged, strict=False)):
                 arr.stage(values)
                 lengths[i] += len(values)
         query_terms = sorted({tid for t in extract_terms(query_text) if (tid := self._terms.get(t)) is not None})
-        a_terms_at, a_terms, a_files_at, a_files, a_markers, a_last = (arr.data[:m] for arr, m in zip(arrays, lengths, strict=False))
+        a_terms_at, a_terms, a_files_at, a_files, a_markers, a_last = (
+            arr.data[:m] for arr, m in zip(arrays, lengths, strict=False)
+        )
         picked = hotpaths.score_episodes(
-            a_terms_at, a_terms, a_files_at, a_files, a_markers, a_last,
+            a_terms_at,
+            a_terms,
+            a_files_at,
+            a_files,
+            a_markers,
+            a_last,
             np.asarray(query_terms, dtype=np.int64),
-            np.asarray(self._current_file_ids(current_files), dtype=np.int64), int(now_seq), int(k))
+            np.asarray(self._current_file_ids(current_files), dtype=np.int64),
+            int(now_seq),
+            int(k),
+        )
         found = [snap if (snap is not None and i == n) else self._closed[i] for i in map(int, picked)]
         if before_seq is None:
             return found

@@ -27,8 +27,17 @@ from typing import Any
 from ..events import AssistantMessage, ToolResult
 from ..port import RecalledEvent, SessionReader
 
-__all__ = ["MAX_TERMS", "SEARCH_ROWS", "RECALL_ROWS", "PARTNER_WINDOW", "RecallCache", "query_terms",
-           "render_recalled", "recalled_seqs", "recall"]
+__all__ = [
+    "MAX_TERMS",
+    "SEARCH_ROWS",
+    "RECALL_ROWS",
+    "PARTNER_WINDOW",
+    "RecallCache",
+    "query_terms",
+    "render_recalled",
+    "recalled_seqs",
+    "recall",
+]
 
 MAX_TERMS = 24
 """Search terms per query (each an FTS phrase)."""
@@ -39,14 +48,16 @@ RECALL_ROWS = 12
 PARTNER_WINDOW = 512
 """How far (in seq) a call and its result may lie apart and still be linked."""
 
-_STOP = frozenset("""
+_STOP = frozenset(
+    """
 about above after again against also been before being below between both could does doing down during each
 either else even ever every from have having here hers herself himself into itself just more most much must
 myself never only other ought ours ourselves over same shall should some such than that their theirs them
 themselves then there these they this those through under until very want what when where which while whom
 whose will with within without would your yours yourself yourselves please thanks thank okay sure done make
 made need needs like look looks using used file files code line lines work works working still again maybe
-""".split())
+""".split()
+)
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 _TOKEN = re.compile(r"[^\s\"'`()\[\]{}<>,;!?|=*]+")
@@ -80,7 +91,7 @@ def query_terms(texts: Iterable[str], max_terms: int = MAX_TERMS) -> list[str]:
             continue
         text = text[:8192]
         for run in _CJK_RUN.findall(text):
-            cjk.extend(run[i:i + 2] for i in range(len(run) - 1))
+            cjk.extend(run[i : i + 2] for i in range(len(run) - 1))
         plain = _CJK_RUN.sub(" ", text)
         for tok in _TOKEN.findall(plain):
             tok = tok.strip(".:-#")
@@ -110,8 +121,9 @@ def render_recalled(stored: Any) -> str:
         calls = [f"call {c.id} {c.name}({c.arguments})" for c in e.tool_calls]
         body = "\n".join([e.text, *calls] if e.text else calls)
     elif isinstance(e, ToolResult):
-        flags = "".join((" error" if e.is_error else "", " orphan" if e.orphan else "",
-                         " missing" if e.missing else ""))
+        flags = "".join(
+            (" error" if e.is_error else "", " orphan" if e.orphan else "", " missing" if e.missing else "")
+        )
         head = f"tool result {e.call_id}{flags}"
         body = e.content
     else:
@@ -135,8 +147,11 @@ def recalled_seqs(text: str) -> list[int]:
     only those sections are read; a text without one (a ``recall``-kind view message) is read whole. A quoted
     body line that itself starts with ``[seq N · `` would be counted too (the rendering has no closing marker).
     """
-    sections = ([body for _, body in _RECALL_SECTION.findall(text)]
-                if "<recalled-originals" in text or "<loaded-skills" in text else [text])
+    sections = (
+        [body for _, body in _RECALL_SECTION.findall(text)]
+        if "<recalled-originals" in text or "<loaded-skills" in text
+        else [text]
+    )
     return list(dict.fromkeys(int(m) for body in sections for m in _RECALLED_LINE.findall(body)))
 
 
@@ -149,8 +164,11 @@ def _linked(reader: SessionReader, stored: Any, lo: int, hi: int) -> list[Any]:
             if s.event.call_id in ids and not s.event.orphan:
                 first.setdefault(s.event.call_id, s)
         return sorted(first.values(), key=lambda s: s.seq)
-    calls = [s for s in reader.events(after_seq=lo, until_seq=hi, kinds=("assistant_message",))
-             if any(c.id == e.call_id for c in s.event.tool_calls)]
+    calls = [
+        s
+        for s in reader.events(after_seq=lo, until_seq=hi, kinds=("assistant_message",))
+        if any(c.id == e.call_id for c in s.event.tool_calls)
+    ]
     return calls[-1:]
 
 
@@ -171,8 +189,9 @@ class RecallCache:
             if len(self._items) >= self.MAX:
                 self._items.clear()
             text = render_recalled(stored)
-            got = self._items[stored.seq] = RecalledEvent(seq=stored.seq, kind=stored.kind, text=text,
-                                                          tokens=self.counter.text(text + "\n"))
+            got = self._items[stored.seq] = RecalledEvent(
+                seq=stored.seq, kind=stored.kind, text=text, tokens=self.counter.text(text + "\n")
+            )
         return got
 
     def partners(self, reader: SessionReader, stored: Any, before_seq: int) -> list[Any]:
@@ -213,8 +232,7 @@ SEARCH_PAGE = 16
 """Rows read per store search: a recall that is done early never decodes the rest of :data:`SEARCH_ROWS`."""
 
 
-def _newest_hits(reader: SessionReader, query: str, mode: str, before_seq: int,
-                 until_seq: int | None) -> Iterator[Any]:
+def _newest_hits(reader: SessionReader, query: str, mode: str, before_seq: int, until_seq: int | None) -> Iterator[Any]:
     """The newest :data:`SEARCH_ROWS` rows of ``reader.search(query)`` below ``before_seq``, newest first, read in
     pages of :data:`SEARCH_PAGE` (each page continues below the last row of the one before)."""
     left, below = SEARCH_ROWS, before_seq
@@ -227,8 +245,16 @@ def _newest_hits(reader: SessionReader, query: str, mode: str, before_seq: int,
         below = page[-1].seq
 
 
-def recall(reader: SessionReader, cache: RecallCache, terms: Sequence[str], *, before_seq: int, limit_tokens: int,
-           until_seq: int | None = None, exclude: Iterable[int] = ()) -> list[RecalledEvent]:
+def recall(
+    reader: SessionReader,
+    cache: RecallCache,
+    terms: Sequence[str],
+    *,
+    before_seq: int,
+    limit_tokens: int,
+    until_seq: int | None = None,
+    exclude: Iterable[int] = (),
+) -> list[RecalledEvent]:
     """Recalled originals for ``terms`` from the archival region ``seq < before_seq``, chronological.
 
     Rows holding every identifier of ``terms`` (without identifiers: every term) first, then rows

@@ -15,8 +15,16 @@ from ..port import ContextView
 
 __all__ = ["COMPONENTS", "context_report"]
 
-COMPONENTS = ("instructions_tokens", "state_tokens", "recent_tokens", "recall_tokens", "episode_tokens",
-              "tools_tokens", "extension_tokens", "harness_tokens")
+COMPONENTS = (
+    "instructions_tokens",
+    "state_tokens",
+    "recent_tokens",
+    "recall_tokens",
+    "episode_tokens",
+    "tools_tokens",
+    "extension_tokens",
+    "harness_tokens",
+)
 """Component keys in the spec's priority order; ``episode_tokens`` is inside ``recall_tokens``;
 ``harness_tokens`` is the host's inferred harness overhead (0 unless inferred, see
 :class:`~latch.port.ComponentTokens`)."""

@@ -81,8 +81,9 @@ class Selection:
 
     __slots__ = ("prefix", "units", "metrics")
 
-    def __init__(self, units: Sequence[Unit], prefix: Sequence[ViewMessage] = (),
-                 metrics: Mapping[str, Any] | None = None):
+    def __init__(
+        self, units: Sequence[Unit], prefix: Sequence[ViewMessage] = (), metrics: Mapping[str, Any] | None = None
+    ):
         self.units = list(units)
         self.prefix = tuple(prefix)
         self.metrics = dict(metrics or {})
@@ -118,8 +119,10 @@ class PolicyEngine:
             raise ValueError(f"[engines.{self.PLUGIN_NAME}] must be a table, got {type(table).__name__}")
         unknown = sorted(set(table) - set(self.DEFAULTS))
         if unknown:
-            raise ValueError(f"[engines.{self.PLUGIN_NAME}]: unknown option(s) {', '.join(unknown)}; "
-                             f"known: {', '.join(sorted(self.DEFAULTS)) or 'none'}")
+            raise ValueError(
+                f"[engines.{self.PLUGIN_NAME}]: unknown option(s) {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(self.DEFAULTS)) or 'none'}"
+            )
         options = {**self.DEFAULTS, **table}
         self._check_options(options)
         return options
@@ -242,9 +245,14 @@ class PolicyEngine:
         if available < 0 or (units and available < self.cost(units[-1])):
             raise ContextOverflow(
                 f"{self.PLUGIN_NAME}: the newest unit cannot fit the hard budget",
-                {"instructions_tokens": instructions, "tools_tokens": tools, "extension_tokens": extension_tokens,
-                 "newest_unit_tokens": self.cost(units[-1]) if units else 0,
-                 "hard_limit_tokens": budget.hard_limit_tokens})
+                {
+                    "instructions_tokens": instructions,
+                    "tools_tokens": tools,
+                    "extension_tokens": extension_tokens,
+                    "newest_unit_tokens": self.cost(units[-1]) if units else 0,
+                    "hard_limit_tokens": budget.hard_limit_tokens,
+                },
+            )
         self.budget, self.compacted = budget, compacted
         try:
             chosen = self.select(units, available)
@@ -282,8 +290,13 @@ class PolicyEngine:
             system=request.system_prompt,
             tools=tuple(request.tools),
             messages=messages,
-            tokens=ComponentTokens(instructions_tokens=instructions, state_tokens=state, recent_tokens=recent,
-                                   tools_tokens=tools, extension_tokens=extension_tokens),
+            tokens=ComponentTokens(
+                instructions_tokens=instructions,
+                state_tokens=state,
+                recent_tokens=recent,
+                tools_tokens=tools,
+                extension_tokens=extension_tokens,
+            ),
             budget=budget,
             epoch=epoch,
             first_retained_seq=first,
@@ -296,11 +309,15 @@ class PolicyEngine:
         epoch, reason = 1, None  # epochs count from 1, as ContinuityEngine's generations do
         if prev is not None:
             p_until, epoch, p_first, p_lines = prev
-            if until < p_until or lines[:len(p_lines)] != p_lines:
+            if until < p_until or lines[: len(p_lines)] != p_lines:
                 epoch += 1
-                reason = ("earlier request" if until < p_until else
-                          "dropped oldest units" if p_first is not None and (first is None or first > p_first) else
-                          "rewrote earlier messages")
+                reason = (
+                    "earlier request"
+                    if until < p_until
+                    else "dropped oldest units"
+                    if p_first is not None and (first is None or first > p_first)
+                    else "rewrote earlier messages"
+                )
         self._prev = (until, epoch, first, lines)
         return epoch, reason
 

@@ -123,20 +123,24 @@ class TokenCounter:
 
     def __init__(self, estimator: Estimator, counts: TokenCountCache | None = None):
         if not callable(getattr(estimator, "estimate", None)) or not callable(getattr(estimator, "image_tokens", None)):
-            raise TypeError(f"estimator {estimator!r} needs estimate(text) and image_tokens(width, height) "
-                            f"(latch.estimators.Estimator)")
+            raise TypeError(
+                f"estimator {estimator!r} needs estimate(text) and image_tokens(width, height) "
+                f"(latch.estimators.Estimator)"
+            )
         self.estimator = estimator
         self._memo: dict[str, int] = {}
         tokenizer = getattr(estimator, "TOKENIZER", None)
         self.exact = bool(getattr(estimator, "EXACT", False)) and isinstance(tokenizer, str) and bool(tokenizer)
         self.tokenizer: str | None = tokenizer if self.exact else None
-        self.text: Callable[[str], int] = (cached_counter(self.tokenizer, estimator.estimate)
-                                           if self.tokenizer is not None else estimator.estimate)
+        self.text: Callable[[str], int] = (
+            cached_counter(self.tokenizer, estimator.estimate) if self.tokenizer is not None else estimator.estimate
+        )
         self.counts = counts if self.exact else None
         self._system_memo: dict[str, int] = {}
         self.framing: ChatFraming | None = estimator if isinstance(estimator, ChatFraming) else None
-        self.overhead: int = (int(self.framing.message_overhead_tokens) if self.framing is not None
-                              else MESSAGE_OVERHEAD_TOKENS)
+        self.overhead: int = (
+            int(self.framing.message_overhead_tokens) if self.framing is not None else MESSAGE_OVERHEAD_TOKENS
+        )
         """Tokens of one user message's framing around its text (role and delimiters)."""
 
     def fixed(self, text: str) -> int:
@@ -235,8 +239,14 @@ class Unit:
 
     __slots__ = ("first_seq", "close_seq", "seqs", "messages", "user_turn", "tokens", "msg_tokens", "images")
 
-    def __init__(self, first_seq: int, close_seq: int, seqs: tuple[int, ...], messages: tuple[ViewMessage, ...],
-                 user_turn: bool = False):
+    def __init__(
+        self,
+        first_seq: int,
+        close_seq: int,
+        seqs: tuple[int, ...],
+        messages: tuple[ViewMessage, ...],
+        user_turn: bool = False,
+    ):
         self.first_seq = first_seq
         self.close_seq = close_seq
         self.seqs = seqs
@@ -284,10 +294,16 @@ def _orphan_message(seq: int, r: ToolResult) -> ViewMessage:
 
 def _tool_message(seq: int | None, call_id: str, r: ToolResult | None) -> ViewMessage:
     if r is None:
-        return ViewMessage(role="tool", content="[no result: the turn ended before this call returned]",
-                           tool_call_id=call_id, is_error=True, seq=None)
-    return ViewMessage(role="tool", content=r.content, tool_call_id=call_id, is_error=r.is_error, media=r.media,
-                       seq=seq)
+        return ViewMessage(
+            role="tool",
+            content="[no result: the turn ended before this call returned]",
+            tool_call_id=call_id,
+            is_error=True,
+            seq=None,
+        )
+    return ViewMessage(
+        role="tool", content=r.content, tool_call_id=call_id, is_error=r.is_error, media=r.media, seq=seq
+    )
 
 
 def _user_message(seq: int, u: UserMessage) -> ViewMessage:
@@ -309,8 +325,14 @@ class _Turn:
 
     def close(self, close_seq: int) -> Unit:
         m = self.msg
-        msgs = [ViewMessage(role="assistant", content=m.text, seq=self.seq,
-                            tool_calls=tuple(ViewToolCall(c.id, c.name, c.arguments) for c in m.tool_calls))]
+        msgs = [
+            ViewMessage(
+                role="assistant",
+                content=m.text,
+                seq=self.seq,
+                tool_calls=tuple(ViewToolCall(c.id, c.name, c.arguments) for c in m.tool_calls),
+            )
+        ]
         for c in m.tool_calls:
             got = self.results.get(c.id)
             msgs.append(_tool_message(got[0] if got else None, c.id, got[1] if got else None))
@@ -396,8 +418,16 @@ def message_line(m: ViewMessage) -> bytes:
     if m.is_error:
         d["is_error"] = True
     if m.media:
-        d["media"] = [{"sha256": r.sha256, "media_type": r.media_type, "byte_size": r.byte_size,
-                       "width": r.width, "height": r.height} for r in m.media]
+        d["media"] = [
+            {
+                "sha256": r.sha256,
+                "media_type": r.media_type,
+                "byte_size": r.byte_size,
+                "width": r.width,
+                "height": r.height,
+            }
+            for r in m.media
+        ]
     return canonical_bytes(d)
 
 
@@ -413,7 +443,11 @@ def header_lines(system: str, tools: Sequence[Mapping[str, Any]]) -> list[bytes]
     memo = _HEADER_MEMO
     if memo:
         m_system, m_tools, m_lines = memo[0]
-        if m_system == system and len(m_tools) == len(tools) and all(a == b for a, b in zip(m_tools, tools, strict=False)):
+        if (
+            m_system == system
+            and len(m_tools) == len(tools)
+            and all(a == b for a, b in zip(m_tools, tools, strict=False))
+        ):
             return list(m_lines)
     listed = list(tools)
     lines = [canonical_bytes({"system": system}), canonical_bytes({"tools": listed})]
@@ -434,8 +468,7 @@ def request_lines(view: ContextView) -> list[bytes]:
 
 
 # ------------------------------------------------------------------ protocol validation
-def view_violations(messages: Sequence[ViewMessage],
-                    units: Mapping[int, Unit | UnitSpan] | None = None) -> list[str]:
+def view_violations(messages: Sequence[ViewMessage], units: Mapping[int, Unit | UnitSpan] | None = None) -> list[str]:
     """Pairing, ordering and whole-unit violations of a view's messages (``[]`` when valid).
 
     * every assistant tool call is answered by the ``tool`` messages right after it, in call order;
@@ -458,8 +491,10 @@ def view_violations(messages: Sequence[ViewMessage],
                     out.append(f"message {i}: tool call {call.id!r} ({call.name}) is not answered (orphan call)")
                     break
                 if messages[k].tool_call_id != call.id:
-                    out.append(f"message {k}: result {messages[k].tool_call_id!r} where call {call.id!r} "
-                               f"was expected (call order)")
+                    out.append(
+                        f"message {k}: result {messages[k].tool_call_id!r} where call {call.id!r} "
+                        f"was expected (call order)"
+                    )
             i += 1 + len(m.tool_calls)
             continue
         i += 1

@@ -172,6 +172,11 @@ def estimator_for_model(model: str | None) -> HeuristicEstimator:
 
 
 __all__ = [
-    "ChatFraming", "Estimator", "HeuristicEstimator", "estimator_for_model", "profile_for_model",
-    "anthropic_image_tokens", "openai_image_tokens",
+    "ChatFraming",
+    "Estimator",
+    "HeuristicEstimator",
+    "estimator_for_model",
+    "profile_for_model",
+    "anthropic_image_tokens",
+    "openai_image_tokens",
 ]

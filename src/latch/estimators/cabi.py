@@ -106,8 +106,9 @@ class AbiLibrary:
                 raise CabiError(f"{self.path}: not a Latch C-ABI library (missing symbol {required})")
         self.abi_version = int(self._lib.latch_abi_version())
         if self.abi_version != ABI_VERSION:
-            raise CabiError(f"{self.path}: speaks Latch C ABI version {self.abi_version}; "
-                            f"this Latch needs version {ABI_VERSION}")
+            raise CabiError(
+                f"{self.path}: speaks Latch C ABI version {self.abi_version}; this Latch needs version {ABI_VERSION}"
+            )
         profiles = _ffi.string(self._lib.latch_profiles()).decode() if self.has("latch_profiles") else ""
         self.profiles: tuple[str, ...] = tuple(p for p in profiles.split(",") if p)
 
@@ -160,8 +161,12 @@ class AbiLibrary:
         np.cumsum([len(b) for b in encoded], out=offsets[1:])
         out = np.empty(len(encoded), dtype=np.int64)
         rc = self._lib.latch_estimate_utf8_batch(
-            b"".join(encoded), _ffi.from_buffer("int64_t[]", offsets), len(encoded), profile.encode(),
-            _ffi.from_buffer("int64_t[]", out))
+            b"".join(encoded),
+            _ffi.from_buffer("int64_t[]", offsets),
+            len(encoded),
+            profile.encode(),
+            _ffi.from_buffer("int64_t[]", out),
+        )
         self._check(rc, "estimate_batch", profile)
         return out
 
@@ -169,16 +174,29 @@ class AbiLibrary:
         """As :func:`latch.hotpaths.suffix_start` (``budget`` must fit int64)."""
         arr = _int64(prefix_sums)
         out = _ffi.new("int64_t *")
-        self._check(self._lib.latch_suffix_start(_ffi.from_buffer("int64_t[]", arr), len(arr), budget, out),
-                    "suffix_start")
+        self._check(
+            self._lib.latch_suffix_start(_ffi.from_buffer("int64_t[]", arr), len(arr), budget, out), "suffix_start"
+        )
         return int(out[0])
 
-    def score_episodes(self, term_indptr: IntArray, term_ids: IntArray, file_indptr: IntArray, file_ids: IntArray,
-                       markers: IntArray, last_seq: IntArray, query_terms: IntArray, current_files: IntArray,
-                       now_seq: int, k: int) -> list[int]:
+    def score_episodes(
+        self,
+        term_indptr: IntArray,
+        term_ids: IntArray,
+        file_indptr: IntArray,
+        file_ids: IntArray,
+        markers: IntArray,
+        last_seq: IntArray,
+        query_terms: IntArray,
+        current_files: IntArray,
+        now_seq: int,
+        k: int,
+    ) -> list[int]:
         """As :func:`latch.hotpaths.score_episodes`."""
-        arrs = [_int64(a) for a in (term_indptr, term_ids, file_indptr, file_ids, markers, last_seq,
-                                    query_terms, current_files)]
+        arrs = [
+            _int64(a)
+            for a in (term_indptr, term_ids, file_indptr, file_ids, markers, last_seq, query_terms, current_files)
+        ]
         ti, tid, fi, fid, mk, ls, q, cf = arrs
         n = len(mk)
         if len(ti) != n + 1 or len(fi) != n + 1 or len(ls) != n:
@@ -187,9 +205,25 @@ class AbiLibrary:
         out = np.empty(max(take, 1), dtype=np.int64)
         count = _ffi.new("size_t *")
         buf = [_ffi.from_buffer("int64_t[]", a) for a in arrs]
-        rc = self._lib.latch_score_episodes(buf[0], buf[1], len(tid), buf[2], buf[3], len(fid), buf[4], buf[5], n,
-                                            buf[6], len(q), buf[7], len(cf), now_seq, take,
-                                            _ffi.from_buffer("int64_t[]", out), count)
+        rc = self._lib.latch_score_episodes(
+            buf[0],
+            buf[1],
+            len(tid),
+            buf[2],
+            buf[3],
+            len(fid),
+            buf[4],
+            buf[5],
+            n,
+            buf[6],
+            len(q),
+            buf[7],
+            len(cf),
+            now_seq,
+            take,
+            _ffi.from_buffer("int64_t[]", out),
+            count,
+        )
         self._check(rc, "score_episodes")
         return [int(i) for i in out[: count[0]]]
 
@@ -201,8 +235,7 @@ def load(path: str | os.PathLike[str] | None = None) -> AbiLibrary:
     """
     chosen = path or os.environ.get(ENV_LIBRARY) or default_library_path()
     if not chosen:
-        raise CabiError(f"Latch's C-ABI library is not installed (pure-Python build); "
-                        f"pass a path or set {ENV_LIBRARY}")
+        raise CabiError(f"Latch's C-ABI library is not installed (pure-Python build); pass a path or set {ENV_LIBRARY}")
     return AbiLibrary(chosen)
 
 

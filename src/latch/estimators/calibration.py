@@ -31,6 +31,7 @@ GENERATED_CATEGORIES = ("cjk", "emoji", "hex", "uuid", "base64", "ids")
 @dataclass(frozen=True)
 class Window:
     """One calibration window: ``text`` cut at character ``offset`` of its ``category`` stream, ``size`` characters requested."""
+
     category: str
     size: int  # characters requested (the stream may be shorter)
     offset: int  # character offset in the category stream
@@ -39,13 +40,29 @@ class Window:
 
 # Last path component (JSON key) of a string leaf -> category.
 _KEY_CATEGORY = {
-    "stdout": "tool_output", "stderr": "tool_output", "observation": "tool_output", "output": "tool_output",
+    "stdout": "tool_output",
+    "stderr": "tool_output",
+    "observation": "tool_output",
+    "output": "tool_output",
     "content": "tool_output",  # tool_result blocks, OpenHands observations, SWE-agent history
-    "new_string": "code", "old_string": "code", "newString": "code", "oldString": "code",
-    "originalFile": "code", "unified_diff": "code", "translated_ipython_code": "code",
-    "new_content": "code", "input": "code", "arguments": "code", "action": "code",
-    "text": "prose", "thinking": "prose", "thought": "prose", "response": "prose", "message": "prose",
-    "developer_instructions": "prose", "prompt": "prose",
+    "new_string": "code",
+    "old_string": "code",
+    "newString": "code",
+    "oldString": "code",
+    "originalFile": "code",
+    "unified_diff": "code",
+    "translated_ipython_code": "code",
+    "new_content": "code",
+    "input": "code",
+    "arguments": "code",
+    "action": "code",
+    "text": "prose",
+    "thinking": "prose",
+    "thought": "prose",
+    "response": "prose",
+    "message": "prose",
+    "developer_instructions": "prose",
+    "prompt": "prose",
 }
 # Key paths whose string is file content even though the key is "content".
 _CODE_PARENTS = ("/file/content", "/input/content", "/args/content", "/toolUseResult/content")
@@ -107,8 +124,11 @@ def corpus_texts(corpus: Path, names: Iterable[str] | None = None) -> dict[str, 
         out["cyrillic" if _is_cyrillic(text) else category].append(text)
 
     wanted = None if names is None else {corpus / n for n in names}
-    for path in sorted(p for p in corpus.rglob("*") if p.is_file() and p.suffix in (".jsonl", ".json", ".traj", ".md")
-                       and (wanted is None or p in wanted)):
+    for path in sorted(
+        p
+        for p in corpus.rglob("*")
+        if p.is_file() and p.suffix in (".jsonl", ".json", ".traj", ".md") and (wanted is None or p in wanted)
+    ):
         if path.name in ("README.md", "FORMATS.md"):
             continue
         raw = path.read_text(encoding="utf-8-sig")
@@ -146,18 +166,26 @@ def generated_texts(seed: int = 2024) -> dict[str, list[str]]:
             "李息写呢识极令黄德收脸钱党倒未持取设始版双历越史商千片容研像找友孩站广改议形委早房音火际则首单据"
             "导影失拿网香似斯专石若兵弟谁校读志飞观争究包组造落视济喜离虽坏兴"
         )
-        han = [chr(rng.randrange(0x4E00, 0xA000)) if rng.random() < 0.3 else rng.choice(han_common) for _ in range(40000)]
+        han = [
+            chr(rng.randrange(0x4E00, 0xA000)) if rng.random() < 0.3 else rng.choice(han_common) for _ in range(40000)
+        ]
         texts, i = [], 0
         while i < len(han):
             k = rng.randrange(4, 30)
-            texts.append("".join(han[i:i + k]) + rng.choice("，。、！？：；"))
+            texts.append("".join(han[i : i + k]) + rng.choice("，。、！？：；"))
             i += k
-        kana = [chr(rng.randrange(0x3041, 0x3097)) if rng.random() < 0.7 else chr(rng.randrange(0x30A1, 0x30FB)) for _ in range(6000)]
-        texts += ["".join(kana[j:j + 20]) + "。" for j in range(0, len(kana), 20)]
+        kana = [
+            chr(rng.randrange(0x3041, 0x3097)) if rng.random() < 0.7 else chr(rng.randrange(0x30A1, 0x30FB))
+            for _ in range(6000)
+        ]
+        texts += ["".join(kana[j : j + 20]) + "。" for j in range(0, len(kana), 20)]
         hangul = [chr(rng.randrange(0xAC00, 0xD7A4)) for _ in range(6000)]
-        texts += [" ".join("".join(hangul[j + m:j + m + 3]) for m in range(0, 15, 3)) + "." for j in range(0, len(hangul), 15)]
+        texts += [
+            " ".join("".join(hangul[j + m : j + m + 3]) for m in range(0, 15, 3)) + "."
+            for j in range(0, len(hangul), 15)
+        ]
         rng.shuffle(texts)
-        return ["".join(texts[j:j + 8]) for j in range(0, len(texts), 8)]
+        return ["".join(texts[j : j + 8]) for j in range(0, len(texts), 8)]
 
     def emoji() -> list[str]:
         words = "ok ship it done fix bug test pass fail lgtm nice wow great".split()
@@ -195,7 +223,9 @@ def generated_texts(seed: int = 2024) -> dict[str, list[str]]:
         for _ in range(3000):
             b = rng.randbytes(16).hex()
             u = f"{b[:8]}-{b[8:12]}-4{b[13:16]}-{rng.choice('89ab')}{b[17:20]}-{b[20:32]}"
-            out.append(rng.choice(('"id": "{}",', "{}", "uuid={}", '"{}"')).format(u.upper() if rng.random() < 0.1 else u))
+            out.append(
+                rng.choice(('"id": "{}",', "{}", "uuid={}", '"{}"')).format(u.upper() if rng.random() < 0.1 else u)
+            )
         return out
 
     def b64() -> list[str]:
@@ -205,7 +235,7 @@ def generated_texts(seed: int = 2024) -> dict[str, list[str]]:
             enc = base64.urlsafe_b64encode(data) if rng.random() < 0.3 else base64.b64encode(data)
             s = enc.decode()
             if rng.random() < 0.4:
-                s = "\n".join(s[j:j + 76] for j in range(0, len(s), 76))
+                s = "\n".join(s[j : j + 76] for j in range(0, len(s), 76))
             out.append(s)
         return out
 
@@ -216,11 +246,13 @@ def generated_texts(seed: int = 2024) -> dict[str, list[str]]:
         for _ in range(3000):
             r = rng.random()
             if r < 0.4:
-                s = rng.choice(("req_", "msg_", "toolu_", "call_", "")) + "".join(rng.choice(alnum) for _ in range(rng.randrange(8, 28)))
+                s = rng.choice(("req_", "msg_", "toolu_", "call_", "")) + "".join(
+                    rng.choice(alnum) for _ in range(rng.randrange(8, 28))
+                )
             elif r < 0.7:
                 s = "".join(rng.choice(nano) for _ in range(rng.randrange(10, 32)))
             else:
-                s = f"{rng.randrange(1, 10**rng.randrange(1, 12))}.{rng.randrange(0, 1000)}"
+                s = f"{rng.randrange(1, 10 ** rng.randrange(1, 12))}.{rng.randrange(0, 1000)}"
             out.append(s)
         return out
 
@@ -236,7 +268,7 @@ def windows(texts: dict[str, list[str]], phase: float = 0.0) -> list[Window]:
             span = max(len(stream) - size, 0)
             count = WINDOWS_PER_SIZE[size]
             offsets = sorted({int(span * (i + phase) / count) for i in range(count)})
-            out.extend(Window(category, size, o, stream[o:o + size]) for o in offsets)
+            out.extend(Window(category, size, o, stream[o : o + size]) for o in offsets)
     return out
 
 
@@ -271,10 +303,17 @@ def distribution(wins: list[Window], estimates: list[int], exact: list[int]) -> 
     out = []
     for cat, pairs in by_cat.items():
         ratios = sorted(e / x for e, x in pairs)
-        out.append(CategoryStats(
-            cat, len(pairs), sum(1 for e, x in pairs if e < x), ratios[0], ratios[len(ratios) // 2], ratios[-1],
-            sum(e for e, _ in pairs) / sum(x for _, x in pairs),
-        ))
+        out.append(
+            CategoryStats(
+                cat,
+                len(pairs),
+                sum(1 for e, x in pairs if e < x),
+                ratios[0],
+                ratios[len(ratios) // 2],
+                ratios[-1],
+                sum(e for e, _ in pairs) / sum(x for _, x in pairs),
+            )
+        )
     return out
 
 
@@ -282,6 +321,8 @@ def format_table(stats: list[CategoryStats]) -> str:
     """The distribution as a fixed-width text table."""
     lines = [f"{'category':12} {'windows':>7} {'under':>5} {'min':>6} {'p50':>6} {'max':>6} {'aggregate':>9}"]
     for s in stats:
-        lines.append(f"{s.category:12} {s.windows:7d} {s.under:5d} {s.min_ratio:6.3f} {s.p50_ratio:6.3f} "
-                     f"{s.max_ratio:6.3f} {s.aggregate_ratio:9.3f}")
+        lines.append(
+            f"{s.category:12} {s.windows:7d} {s.under:5d} {s.min_ratio:6.3f} {s.p50_ratio:6.3f} "
+            f"{s.max_ratio:6.3f} {s.aggregate_ratio:9.3f}"
+        )
     return "\n".join(lines)

@@ -15,8 +15,19 @@ from ..events import ToolResult
 
 __all__ = ["COMMAND_KEYS", "call_summary", "result_line", "call_results", "excerpt"]
 
-COMMAND_KEYS = ("command", "cmd", "file_path", "path", "filePath", "pattern", "query", "url", "description", "input",
-                "code")
+COMMAND_KEYS = (
+    "command",
+    "cmd",
+    "file_path",
+    "path",
+    "filePath",
+    "pattern",
+    "query",
+    "url",
+    "description",
+    "input",
+    "code",
+)
 """The argument keys that name what a call did, in the order :func:`call_summary` looks for them."""
 
 CALL_CHARACTERS = 60

@@ -65,10 +65,18 @@ def _parse(m: Any, cache: Parsed) -> tuple[list[int], str | None, int | None, li
         if len(cache) > 65_536:
             cache.clear()
         head = _KERNEL_HEAD.search(m.content) if m.kind == "kernel_context" else None
-        sections = ([t for t in dict.fromkeys(_SECTION.findall(m.content)) if t != "kernel-context"]
-                    if m.kind == "kernel_context" else [])
-        got = cache[id(m)] = (m, recalled_seqs(m.content), head.group(1) if head else None,
-                              int(head.group(2)) if head else None, sections)
+        sections = (
+            [t for t in dict.fromkeys(_SECTION.findall(m.content)) if t != "kernel-context"]
+            if m.kind == "kernel_context"
+            else []
+        )
+        got = cache[id(m)] = (
+            m,
+            recalled_seqs(m.content),
+            head.group(1) if head else None,
+            int(head.group(2)) if head else None,
+            sections,
+        )
     return got[1], got[2], got[3], got[4]
 
 
@@ -86,13 +94,24 @@ def _kernel(res: RequestResult, cache: Parsed) -> list[tuple[bytes, dict[str, An
         if m.kind != "kernel_context":
             continue
         _, kind, revision, sections = _parse(m, cache)
-        out.append((res.lines[HEADER_LINES + i], {"message": i, "type": kind, "revision": revision,
-                                                  "sections": sections, "tokens": res.line_tokens[HEADER_LINES + i]}))
+        out.append(
+            (
+                res.lines[HEADER_LINES + i],
+                {
+                    "message": i,
+                    "type": kind,
+                    "revision": revision,
+                    "sections": sections,
+                    "tokens": res.line_tokens[HEADER_LINES + i],
+                },
+            )
+        )
     return out
 
 
-def request_changes(prev: RequestResult | None, cur: RequestResult, units: Mapping[int, Unit | UnitSpan],
-                    cache: Parsed | None = None) -> dict[str, Any]:
+def request_changes(
+    prev: RequestResult | None, cur: RequestResult, units: Mapping[int, Unit | UnitSpan], cache: Parsed | None = None
+) -> dict[str, Any]:
     """The changes from ``prev`` (the previous sent request, ``None`` for the first) to ``cur`` (see the module
     docstring for the shape). ``units`` maps a seq to its conversation unit (:attr:`RequestLoop.units`);
     ``cache`` (:data:`Parsed`, owned by the caller and passed to every call of one replay) saves parsing the
@@ -103,10 +122,22 @@ def request_changes(prev: RequestResult | None, cur: RequestResult, units: Mappi
     total = cur.view.tokens.total_tokens
     now_units, now_recall, now_kernel = _units(cur, units), _recalled(cur, cache), _kernel(cur, cache)
     if prev is None:
-        return {"previous": None, "cache": "first", "rotation_reason": None, "prefix_break": None,
-                "common_prefix_messages": 0, "common_prefix_tokens": 0, "tokens": total, "tokens_delta": total,
-                "units_appended": now_units, "units_evicted": [], "recall_added": now_recall, "recall_dropped": [],
-                "kernel_added": [k for _, k in now_kernel], "kernel_dropped": 0}
+        return {
+            "previous": None,
+            "cache": "first",
+            "rotation_reason": None,
+            "prefix_break": None,
+            "common_prefix_messages": 0,
+            "common_prefix_tokens": 0,
+            "tokens": total,
+            "tokens_delta": total,
+            "units_appended": now_units,
+            "units_evicted": [],
+            "recall_added": now_recall,
+            "recall_dropped": [],
+            "kernel_added": [k for _, k in now_kernel],
+            "kernel_dropped": 0,
+        }
     assert prev.view is not None
     n = cur.common_prefix_lines
     broke = None
@@ -118,8 +149,12 @@ def request_changes(prev: RequestResult | None, cur: RequestResult, units: Mappi
     before_units, before_recall = _units(prev, units), _recalled(prev, cache)
     before_kernel = {line for line, _ in _kernel(prev, cache)}
     now_lines = {line for line, _ in now_kernel}
-    had_units, has_units, had_recall, has_recall = (set(before_units), set(now_units), set(before_recall),
-                                                    set(now_recall))
+    had_units, has_units, had_recall, has_recall = (
+        set(before_units),
+        set(now_units),
+        set(before_recall),
+        set(now_recall),
+    )
     return {
         "previous": prev.request.number if prev.request is not None else None,
         "cache": status,
@@ -127,7 +162,8 @@ def request_changes(prev: RequestResult | None, cur: RequestResult, units: Mappi
         "prefix_break": broke,
         "common_prefix_messages": max(0, n - HEADER_LINES),
         "common_prefix_tokens": cur.common_prefix_tokens,
-        "tokens": total, "tokens_delta": total - prev.view.tokens.total_tokens,
+        "tokens": total,
+        "tokens_delta": total - prev.view.tokens.total_tokens,
         "units_appended": [s for s in now_units if s not in had_units],
         "units_evicted": [s for s in before_units if s not in has_units],
         "recall_added": [s for s in now_recall if s not in had_recall],

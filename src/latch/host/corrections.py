@@ -36,8 +36,22 @@ from ..events import AssistantMessage, EstimateCorrection
 from ..port import ContextBudget
 from ..store import EventStore
 
-__all__ = ["KIND", "Correction", "raises_ratio", "corrected_budget", "session_correction", "ReplayCorrections",
-           "SAFETY_MARGIN", "RATE_MIN_REQUESTS", "RATE_KIND", "session_rate", "rate_budget", "rate_limit_tokens", "rate_ready", "provider_limit_tokens"]
+__all__ = [
+    "KIND",
+    "Correction",
+    "raises_ratio",
+    "corrected_budget",
+    "session_correction",
+    "ReplayCorrections",
+    "SAFETY_MARGIN",
+    "RATE_MIN_REQUESTS",
+    "RATE_KIND",
+    "session_rate",
+    "rate_budget",
+    "rate_limit_tokens",
+    "rate_ready",
+    "provider_limit_tokens",
+]
 
 SAFETY_MARGIN = 0.05
 """Share of the real hard limit (window - reserve, provider tokens) a rate budget holds back for the forecast's
@@ -75,8 +89,14 @@ class Correction:
         return self.provider_tokens, self.estimated_tokens
 
     def to_json(self) -> dict[str, Any]:
-        return {"provider_tokens": self.provider_tokens, "estimated_tokens": self.estimated_tokens,
-                "ratio": round(self.ratio, 4), "request": self.request, "source": self.source, "origin": self.origin}
+        return {
+            "provider_tokens": self.provider_tokens,
+            "estimated_tokens": self.estimated_tokens,
+            "ratio": round(self.ratio, 4),
+            "request": self.request,
+            "source": self.source,
+            "origin": self.origin,
+        }
 
 
 def raises_ratio(current: tuple[int, int] | None, provider_tokens: int, estimated_tokens: int) -> bool:
@@ -105,8 +125,14 @@ def rate_limit_tokens(budget: ContextBudget, forecast: Any, *, margin: float = S
     return max(1, int(((1.0 - margin) * budget.hard_limit_tokens - forecast.intercept_tokens) / forecast.rate))
 
 
-def rate_budget(budget: ContextBudget, forecast: Any, correction: tuple[int, int] | None = None,
-                overflow: tuple[int, int] | None = None, *, margin: float = SAFETY_MARGIN) -> ContextBudget:
+def rate_budget(
+    budget: ContextBudget,
+    forecast: Any,
+    correction: tuple[int, int] | None = None,
+    overflow: tuple[int, int] | None = None,
+    *,
+    margin: float = SAFETY_MARGIN,
+) -> ContextBudget:
     """``budget`` with its hard limit set from the provider's rate (:func:`rate_limit_tokens`): above the real
     limit when the estimator over-counts the provider, below it by a fixed gap the provider counts and Latch does
     not see (tool schemas a transcript does not record). It never lowers the limit below :func:`corrected_budget`
@@ -127,12 +153,18 @@ def _with_hard(budget: ContextBudget, hard: int) -> ContextBudget:
     if hard == budget.hard_limit_tokens and budget.recent_tokens <= hard:
         return budget
     hard = max(hard, 1)  # a limit nothing fits in is still a budget: materialize then refuses the request
-    return replace(budget, context_window_tokens=budget.reserve_tokens + hard,
-                   recent_tokens=min(budget.recent_tokens, hard))
+    return replace(
+        budget, context_window_tokens=budget.reserve_tokens + hard, recent_tokens=min(budget.recent_tokens, hard)
+    )
 
 
-def _rate_limit(budget: ContextBudget, forecast: Any, correction: tuple[int, int] | None,
-                overflow: tuple[int, int] | None, margin: float) -> tuple[int, bool]:
+def _rate_limit(
+    budget: ContextBudget,
+    forecast: Any,
+    correction: tuple[int, int] | None,
+    overflow: tuple[int, int] | None,
+    margin: float,
+) -> tuple[int, bool]:
     """``(hard limit, whether the provider's rate set it)`` of :func:`rate_budget`."""
     worst = max((r for r in (correction, overflow) if r is not None), key=lambda r: r[0] / r[1], default=None)
     floor = corrected_budget(budget, worst).hard_limit_tokens
@@ -202,7 +234,9 @@ def session_rate(store: EventStore, session_id: str) -> dict[str, Any] | None:
     return None
 
 
-def _replay_records(store: EventStore, session_id: str, kind: str) -> Iterator[tuple[list[tuple[int, str, int, dict[str, Any]]], str]]:
+def _replay_records(
+    store: EventStore, session_id: str, kind: str
+) -> Iterator[tuple[list[tuple[int, str, int, dict[str, Any]]], str]]:
     """``(records of kind, origin)`` of the session's finished replay runs in the store's replay scratch, newest
     first (read only when the scratch file exists; a read never creates it), then of the replays kept in the
     store with ``latch replay --keep``, newest first."""
@@ -218,9 +252,19 @@ def _replay_records(store: EventStore, session_id: str, kind: str) -> Iterator[t
 
 def _recorded(records: Any, origin: str) -> Correction | None:
     """The largest of a replay's correction records ``(id, kind, at_seq, payload)``."""
-    return _best([Correction(int(p["provider_tokens"]), int(p["estimated_tokens"]), p.get("request"),
-                             str(p.get("source", "usage")), origin)
-                  for _, _, _, p in records if int(p.get("estimated_tokens", 0)) > 0])
+    return _best(
+        [
+            Correction(
+                int(p["provider_tokens"]),
+                int(p["estimated_tokens"]),
+                p.get("request"),
+                str(p.get("source", "usage")),
+                origin,
+            )
+            for _, _, _, p in records
+            if int(p.get("estimated_tokens", 0)) > 0
+        ]
+    )
 
 
 class ReplayCorrections:
@@ -247,14 +291,26 @@ class ReplayCorrections:
     ``"estimate"`` (the conservative estimate alone). ``current`` is the correction in effect (its :meth:`Correction.to_json` form, or ``None``), ``recorded`` every one recorded, in order.
     """
 
-    def __init__(self, loop: Any, budget: ContextBudget, counter: Any, harness: Any, writer: Any, *,
-                 enabled: bool = True, rate: bool = True) -> None:
+    def __init__(
+        self,
+        loop: Any,
+        budget: ContextBudget,
+        counter: Any,
+        harness: Any,
+        writer: Any,
+        *,
+        enabled: bool = True,
+        rate: bool = True,
+    ) -> None:
         self.loop, self.budget, self.writer = loop, budget, writer
         self.enabled, self.rate = enabled, rate
         self.forecast = ProviderForecast() if harness is not None else None
         self.comparable = enabled and harness is not None and not harness.inferred_from
-        self.fixed = (counter.system(harness.system) + counter.tools(harness.tools) + harness.inferred_tokens
-                      if harness is not None else 0)
+        self.fixed = (
+            counter.system(harness.system) + counter.tools(harness.tools) + harness.inferred_tokens
+            if harness is not None
+            else 0
+        )
         self.agent = harness is not None and harness.session_context is not None
         self.last_forecast: int | None = None
         self._last: tuple[int, int] | None = None  # (number, seq) of the last request with usage
@@ -274,8 +330,9 @@ class ReplayCorrections:
         usage = req.usage if req is not None else None
         counted = usage.prompt_tokens if usage is not None and usage.prompt_tokens else None
         f = self.forecast
-        self.last_forecast = (f.stable_forecast(res.view.tokens.total_tokens) if f is not None
-                              and res.view is not None else None)
+        self.last_forecast = (
+            f.stable_forecast(res.view.tokens.total_tokens) if f is not None and res.view is not None else None
+        )
         sent = self.sent_tokens(res) if counted else 0
         if f is not None and counted:
             f.observe(sent, counted)
@@ -286,8 +343,11 @@ class ReplayCorrections:
             self._record(req, counted, sent)
         c = self.current
         ratio = (c["provider_tokens"], c["estimated_tokens"]) if c else None
-        hard, by_rate = (_rate_limit(self.budget, f, ratio, None, SAFETY_MARGIN) if self.rate
-                         else (corrected_budget(self.budget, ratio).hard_limit_tokens, False))
+        hard, by_rate = (
+            _rate_limit(self.budget, f, ratio, None, SAFETY_MARGIN)
+            if self.rate
+            else (corrected_budget(self.budget, ratio).hard_limit_tokens, False)
+        )
         self.loop.set_budget(_with_hard(self.budget, hard))  # every later view
         self.source = "rate" if by_rate else "correction" if ratio is not None else "estimate"
 
@@ -302,10 +362,22 @@ class ReplayCorrections:
     def _record(self, req: Any, counted: int, estimate: int) -> None:
         c = self.current
         if raises_ratio((c["provider_tokens"], c["estimated_tokens"]) if c else None, counted, estimate):
-            found = Correction(counted, estimate, req.number,
-                               origin=f"replay run {getattr(self.writer, 'run_id', '?')}")
-            self.writer.append_many([(KIND, req.seq, {
-                "provider_tokens": found.provider_tokens, "estimated_tokens": found.estimated_tokens,
-                "source": found.source, "request": req.number})])
+            found = Correction(
+                counted, estimate, req.number, origin=f"replay run {getattr(self.writer, 'run_id', '?')}"
+            )
+            self.writer.append_many(
+                [
+                    (
+                        KIND,
+                        req.seq,
+                        {
+                            "provider_tokens": found.provider_tokens,
+                            "estimated_tokens": found.estimated_tokens,
+                            "source": found.source,
+                            "request": req.number,
+                        },
+                    )
+                ]
+            )
             self.current = found.to_json()
             self.recorded.append(self.current)

@@ -137,8 +137,9 @@ def default_locations(env: Mapping[str, str] | None = None) -> list[Location]:
     return locs
 
 
-def discover(env: Mapping[str, str] | None = None, *, since: datetime | None = None,
-             project: str | None = None) -> list[Found]:
+def discover(
+    env: Mapping[str, str] | None = None, *, since: datetime | None = None, project: str | None = None
+) -> list[Found]:
     """The logs in the default places (:func:`default_locations`), sorted by path string, each once.
 
     ``since`` keeps files modified at or after it (file mtime, local time when naive); ``project`` keeps
@@ -165,8 +166,9 @@ def discover(env: Mapping[str, str] | None = None, *, since: datetime | None = N
     return sorted((f for f in seen.values() if f.path not in parents), key=lambda f: str(f.path))
 
 
-def claimed_format(path: str | Path, importers: list[type[Importer]] | None = None, *,
-                   resemble: bool = False) -> str | None:
+def claimed_format(
+    path: str | Path, importers: list[type[Importer]] | None = None, *, resemble: bool = False
+) -> str | None:
     """The ``PLUGIN_NAME`` of the importer whose ``sniff`` scores ``path`` highest (the registered importers
     when ``importers`` is ``None``), or ``None`` when none claims it (including an empty file). With
     ``resemble`` a file no importer claims gets the format it nearly has (:func:`latch.importers.detect`: what

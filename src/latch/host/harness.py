@@ -36,9 +36,21 @@ from ..engine.units import TokenCounter, UnitBuilder, render_session_context
 from ..events import AssistantMessage, HarnessPrompt, JSONNestingError, SystemNote, json_loads
 from ..port import SessionContext
 
-__all__ = ["HARNESS_SUBTYPES", "TOOLS_SUBTYPE", "INFER_REQUESTS", "MIN_REQUESTS", "ONE_REQUEST_FORMATS", "Harness", "HarnessChange",
-           "recorded_harness", "agent_harness", "agent_harness_changes", "prompt_context", "infer_harness_tokens",
-           "session_harness"]
+__all__ = [
+    "HARNESS_SUBTYPES",
+    "TOOLS_SUBTYPE",
+    "INFER_REQUESTS",
+    "MIN_REQUESTS",
+    "ONE_REQUEST_FORMATS",
+    "Harness",
+    "HarnessChange",
+    "recorded_harness",
+    "agent_harness",
+    "agent_harness_changes",
+    "prompt_context",
+    "infer_harness_tokens",
+    "session_harness",
+]
 
 HARNESS_SUBTYPES = ("system_prompt", "developer", "demonstration")
 """``SystemNote`` subtypes that make the harness's system prompt (in this order of appearance, joined)."""
@@ -154,8 +166,9 @@ def agent_harness_changes(events: Iterable[Any]) -> tuple[tuple[int, HarnessProm
 def prompt_context(prompt: HarnessPrompt) -> SessionContext:
     """The session context a ``latch run`` request rendered with ``prompt`` (workspace, repository instructions,
     mode)."""
-    return SessionContext(workspace=prompt.workspace, repository_instructions=prompt.repository_instructions,
-                          mode=prompt.mode)
+    return SessionContext(
+        workspace=prompt.workspace, repository_instructions=prompt.repository_instructions, mode=prompt.mode
+    )
 
 
 def _tools(text: str) -> tuple[Mapping[str, Any], ...] | None:
@@ -168,9 +181,16 @@ def _tools(text: str) -> tuple[Mapping[str, Any], ...] | None:
     return None
 
 
-def infer_harness_tokens(events: Iterable[Any], requests: Sequence[Any], counter: TokenCounter,
-                         session_context: SessionContext, *, first: int = INFER_REQUESTS, known_tokens: int = 0,
-                         min_requests: int = MIN_REQUESTS) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+def infer_harness_tokens(
+    events: Iterable[Any],
+    requests: Sequence[Any],
+    counter: TokenCounter,
+    session_context: SessionContext,
+    *,
+    first: int = INFER_REQUESTS,
+    known_tokens: int = 0,
+    min_requests: int = MIN_REQUESTS,
+) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
     """``(tokens, request numbers used, residuals)``: the fixed prompt overhead the provider counted beyond the
     conversation, inferred from the first ``first`` of ``requests`` (:class:`~latch.host.loop.ModelRequest`,
     in order) whose usage reports a prompt size.
@@ -182,7 +202,7 @@ def infer_harness_tokens(events: Iterable[Any], requests: Sequence[Any], counter
     those up to the last request used are read). ``(0, (), ())`` when fewer than ``min_requests`` (default
     :data:`MIN_REQUESTS`) requests report usage.
     """
-    chosen = [r for r in requests if r.usage is not None and r.usage.prompt_tokens][:max(first, 0)]
+    chosen = [r for r in requests if r.usage is not None and r.usage.prompt_tokens][: max(first, 0)]
     if len(chosen) < max(1, min_requests):
         return 0, (), ()
     base = counter.message(render_session_context(session_context)) + known_tokens
@@ -205,31 +225,50 @@ def infer_harness_tokens(events: Iterable[Any], requests: Sequence[Any], counter
     return max(0, round(statistics.median(residuals))), tuple(q.number for q in chosen), tuple(residuals)
 
 
-def session_harness(events: Sequence[Any], requests: Sequence[Any], counter: TokenCounter,
-                    session_context: SessionContext, format: str | None = None) -> Harness:
+def session_harness(
+    events: Sequence[Any],
+    requests: Sequence[Any],
+    counter: TokenCounter,
+    session_context: SessionContext,
+    format: str | None = None,
+) -> Harness:
     """The :class:`Harness` of a session: the recorded prompt and tools (:func:`recorded_harness`) when the
     transcript has either, else the overhead inferred from provider usage (:func:`infer_harness_tokens`; from one
     request for a ``format`` of :data:`ONE_REQUEST_FORMATS`). A session run by ``latch run`` has its
     :func:`agent_harness`: its system prompt, tools and session context."""
     agent = agent_harness(events)
     if agent is not None:
-        changes = tuple(HarnessChange(n, p.system_prompt, _tools(p.tools) or (), prompt_context(p))
-                        for n, p in agent_harness_changes(events))
-        return Harness(agent.system_prompt, _tools(agent.tools) or (), 1 if agent.system_prompt else 0,
-                       session_context=prompt_context(agent), changes=changes)
+        changes = tuple(
+            HarnessChange(n, p.system_prompt, _tools(p.tools) or (), prompt_context(p))
+            for n, p in agent_harness_changes(events)
+        )
+        return Harness(
+            agent.system_prompt,
+            _tools(agent.tools) or (),
+            1 if agent.system_prompt else 0,
+            session_context=prompt_context(agent),
+            changes=changes,
+        )
     system, tools, notes = recorded_harness(events)
     if tools:
         return Harness(system, tools, notes)
     if system and any(isinstance(s.event, AssistantMessage) and s.event.tool_calls for s in events):
         # the prompt is recorded, the schemas of the tools it called are not: infer what the provider counted
         # beyond the prompt
-        tokens, used, residuals = infer_harness_tokens(events, requests, counter, session_context,
-                                                       known_tokens=counter.system(system))
-        return Harness(system, (), notes, inferred_tokens=tokens, inferred_from=used if tokens else (),
-                       residuals=residuals if tokens else ())
+        tokens, used, residuals = infer_harness_tokens(
+            events, requests, counter, session_context, known_tokens=counter.system(system)
+        )
+        return Harness(
+            system,
+            (),
+            notes,
+            inferred_tokens=tokens,
+            inferred_from=used if tokens else (),
+            residuals=residuals if tokens else (),
+        )
     if system:
         return Harness(system, (), notes)
     tokens, used, residuals = infer_harness_tokens(
-        events, requests, counter, session_context,
-        min_requests=1 if format in ONE_REQUEST_FORMATS else MIN_REQUESTS)
+        events, requests, counter, session_context, min_requests=1 if format in ONE_REQUEST_FORMATS else MIN_REQUESTS
+    )
     return Harness(inferred_tokens=tokens, inferred_from=used, residuals=residuals)

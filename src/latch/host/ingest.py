@@ -23,8 +23,19 @@ from ..kernel.tombstones import tombstoned_sessions
 from ..plugins import get_plugin_manager, registered_importers
 from ..store import EventStore, PendingEvent
 
-__all__ = ["import_file", "import_all", "import_group", "parse_file", "parse_all_file", "available_importers", "SessionForgotten",
-           "same_record", "HEAD_RECORDS", "imported_session_ids", "FINGERPRINTED_FORMATS"]
+__all__ = [
+    "import_file",
+    "import_all",
+    "import_group",
+    "parse_file",
+    "parse_all_file",
+    "available_importers",
+    "SessionForgotten",
+    "same_record",
+    "HEAD_RECORDS",
+    "imported_session_ids",
+    "FINGERPRINTED_FORMATS",
+]
 
 HEAD_RECORDS = 4
 """How many of a session's first records identify it (with its format's own id and its source path)."""
@@ -35,21 +46,29 @@ def available_importers(importers: list[type[Importer]] | None = None) -> list[t
     return list(registered_importers().values()) if importers is None else importers
 
 
-def parse_file(path: str | Path, format: str | None = None, importers: list[type[Importer]] | None = None, *,
-               live: bool = False) -> ParsedSession:
+def parse_file(
+    path: str | Path, format: str | None = None, importers: list[type[Importer]] | None = None, *, live: bool = False
+) -> ParsedSession:
     """:func:`latch.importers.parse_file` over the registered importers (when ``importers`` is ``None``)."""
     return _importers.parse_file(path, format, available_importers(importers), live=live)
 
 
-def parse_all_file(path: str | Path, format: str | None = None, importers: list[type[Importer]] | None = None, *,
-                   live: bool = False) -> list[ParsedSession]:
+def parse_all_file(
+    path: str | Path, format: str | None = None, importers: list[type[Importer]] | None = None, *, live: bool = False
+) -> list[ParsedSession]:
     """:func:`latch.importers.parse_all_file` over the registered importers (when ``importers`` is ``None``)."""
     return _importers.parse_all_file(path, format, available_importers(importers), live=live)
 
 
-def import_file(store: EventStore, path: str | Path, format: str | None = None,
-                importers: list[type[Importer]] | None = None, *,
-                final: bool = False, as_new: bool = False) -> tuple[str, ParsedSession, list[int]]:
+def import_file(
+    store: EventStore,
+    path: str | Path,
+    format: str | None = None,
+    importers: list[type[Importer]] | None = None,
+    *,
+    final: bool = False,
+    as_new: bool = False,
+) -> tuple[str, ParsedSession, list[int]]:
     """Parse and append ``path`` to ``store`` in one transaction.
 
     Returns ``(session_id, parsed, new_seqs)``; importing the same file again
@@ -87,10 +106,16 @@ def import_file(store: EventStore, path: str | Path, format: str | None = None,
     return sid, parsed, seqs
 
 
-def import_all(store: EventStore, path: str | Path, format: str | None = None,
-               importers: list[type[Importer]] | None = None, *,
-               final: bool = False, forgotten: list[str] | None = None,
-               as_new: bool = False) -> list[tuple[str, ParsedSession, list[int]]]:
+def import_all(
+    store: EventStore,
+    path: str | Path,
+    format: str | None = None,
+    importers: list[type[Importer]] | None = None,
+    *,
+    final: bool = False,
+    forgotten: list[str] | None = None,
+    as_new: bool = False,
+) -> list[tuple[str, ParsedSession, list[int]]]:
     """Parse and append EVERY session of ``path`` to ``store`` in one transaction (all or nothing).
 
     Returns ``[(session_id, parsed, new_seqs)]``, one per session of the file in the file's order
@@ -105,16 +130,36 @@ def import_all(store: EventStore, path: str | Path, format: str | None = None,
     return import_group(store, [path], format, importers, final=final, forgotten=forgotten, as_new=as_new)[0]
 
 
-FINGERPRINTED_FORMATS = frozenset({"claude-code", "codex", "openai-chat", "anthropic-messages", "gemini-cli",
-                                   "copilot-cli", "aider", "swe-agent", "mini-swe-agent", "openhands", "antigravity",
-                                   "merged-messages"})
+FINGERPRINTED_FORMATS = frozenset(
+    {
+        "claude-code",
+        "codex",
+        "openai-chat",
+        "anthropic-messages",
+        "gemini-cli",
+        "copilot-cli",
+        "aider",
+        "swe-agent",
+        "mini-swe-agent",
+        "openhands",
+        "antigravity",
+        "merged-messages",
+    }
+)
 """The formats whose parse reads nothing but the file's own bytes, so that the bytes alone say a re-import finds
 nothing new (:func:`imported_session_ids`). Not Cline (it reads ``ui_messages.json`` beside the file) nor the
 SQLite containers (Goose, OpenCode: a ``-wal`` file beside them holds changes the main file's bytes lack)."""
 
 
-def imported_session_ids(store: EventStore, path: str | Path, format: str | None = None, *, final: bool = False,
-                         forgotten: list[str] | None = None, companions: bool = False) -> list[str]:
+def imported_session_ids(
+    store: EventStore,
+    path: str | Path,
+    format: str | None = None,
+    *,
+    final: bool = False,
+    forgotten: list[str] | None = None,
+    companions: bool = False,
+) -> list[str]:
     """The session ids :func:`import_all` ``(store, path, format, final=final, forgotten=forgotten)`` returns, in
     file order, after importing ``path`` the same way; raises what it raises.
 
@@ -142,8 +187,13 @@ def imported_session_ids(store: EventStore, path: str | Path, format: str | None
     recorded_ids: list[str] = []
     for q, fp in zip(group, seen, strict=True):
         recorded = store.import_fingerprint(str(q.resolve()), options) if fp is not None else None
-        if recorded is None or fp is None or recorded[:2] != fp[:2] or not recorded[2] or not all(
-                _stored(store, key) for key in recorded[2]):
+        if (
+            recorded is None
+            or fp is None
+            or recorded[:2] != fp[:2]
+            or not recorded[2]
+            or not all(_stored(store, key) for key in recorded[2])
+        ):
             break
         recorded_ids.extend(store.session_id_for(key) for key in recorded[2])
     else:
@@ -155,11 +205,19 @@ def imported_session_ids(store: EventStore, path: str | Path, format: str | None
         return [sid for sid in recorded_ids if sid not in dead]
     results = import_group(store, list(group), format, final=final, forgotten=forgotten)
     for q, fp, imported in zip(group, seen, results, strict=True):
-        if (fp is not None and imported and not forgotten and _fingerprint_stat(q) == fp[2]
-                and all(parsed.format in FINGERPRINTED_FORMATS and _stored(store, parsed.external_key)
-                        for _, parsed, _ in imported)):
-            store.record_import_fingerprint(str(q.resolve()), options, fp[0], fp[1],
-                                            [parsed.external_key for _, parsed, _ in imported])
+        if (
+            fp is not None
+            and imported
+            and not forgotten
+            and _fingerprint_stat(q) == fp[2]
+            and all(
+                parsed.format in FINGERPRINTED_FORMATS and _stored(store, parsed.external_key)
+                for _, parsed, _ in imported
+            )
+        ):
+            store.record_import_fingerprint(
+                str(q.resolve()), options, fp[0], fp[1], [parsed.external_key for _, parsed, _ in imported]
+            )
     return [sid for imported in results for sid, _, _ in imported]
 
 
@@ -203,10 +261,16 @@ def _fingerprint_options(format: str | None, final: bool) -> str:
     return json.dumps({"format": format, "final": final, "latch": __version__, "plugins": plugins}, sort_keys=True)
 
 
-def import_group(store: EventStore, paths: list[str | Path], format: str | None = None,
-                 importers: list[type[Importer]] | None = None, *, final: bool = False,
-                 forgotten: list[str] | None = None,
-                 as_new: bool = False) -> list[list[tuple[str, ParsedSession, list[int]]]]:
+def import_group(
+    store: EventStore,
+    paths: list[str | Path],
+    format: str | None = None,
+    importers: list[type[Importer]] | None = None,
+    *,
+    final: bool = False,
+    forgotten: list[str] | None = None,
+    as_new: bool = False,
+) -> list[list[tuple[str, ParsedSession, list[int]]]]:
     """:func:`import_all` of several files in ONE transaction: every session of every file is stored, or none.
 
     For a Claude Code session and its sub-agent files (:func:`companion_files`): a sub-agent file that does not
@@ -226,8 +290,10 @@ def import_group(store: EventStore, paths: list[str | Path], format: str | None 
             else:
                 keep.append(parsed)
         per_file.append(keep)
-    plans = [[_plan(store, p, parsed, final, as_new) for parsed in sessions]
-             for (p, _), sessions in zip(files, per_file, strict=False)]
+    plans = [
+        [_plan(store, p, parsed, final, as_new) for parsed in sessions]
+        for (p, _), sessions in zip(files, per_file, strict=False)
+    ]
     stored = iter(store.import_sessions([plan for group in plans for plan in group if plan is not None]))
     out: list[list[tuple[str, ParsedSession, list[int]]]] = []
     for sessions, group in zip(per_file, plans, strict=False):
@@ -242,8 +308,9 @@ def import_group(store: EventStore, paths: list[str | Path], format: str | None 
     return out
 
 
-def _plan(store: EventStore, path: Path, parsed: ParsedSession, final: bool,
-          as_new: bool = False) -> dict[str, Any] | None:
+def _plan(
+    store: EventStore, path: Path, parsed: ParsedSession, final: bool, as_new: bool = False
+) -> dict[str, Any] | None:
     """The :meth:`EventStore.import_session` arguments for ``parsed`` (only its new events), or ``None``
     when there is nothing to store and no session yet. Raises like :func:`import_file`."""
     parsed.external_key = _identity(store, path, parsed, as_new)
@@ -251,9 +318,16 @@ def _plan(store: EventStore, path: Path, parsed: ParsedSession, final: bool,
     events = _new_events(store, path, parsed.external_key, parsed.events if final else parsed.settled_events)
     if not events and not final and not _stored(store, parsed.external_key):
         return None
-    return dict(external_key=parsed.external_key, source=parsed.source, format=parsed.format,
-                workspace=parsed.workspace, events=events, meta=parsed.meta, artifacts=parsed.artifacts,
-                parent_key=parsed.parent_key)
+    return dict(
+        external_key=parsed.external_key,
+        source=parsed.source,
+        format=parsed.format,
+        workspace=parsed.workspace,
+        events=events,
+        meta=parsed.meta,
+        artifacts=parsed.artifacts,
+        parent_key=parsed.parent_key,
+    )
 
 
 def companion_files(path: str | Path) -> list[Path]:
@@ -310,8 +384,9 @@ def _new_events(store: EventStore, path: Path, external_key: str, events: list[P
     placeholder) are allowed: the store keeps them. Only new events go to the store, so a re-import
     spends no ``seq`` on duplicates and the seqs match those of a single import.
     """
-    stored = {e.source_ref: e.event for e in store.events(store.session_id_for(external_key))
-              if e.source_ref is not None}
+    stored = {
+        e.source_ref: e.event for e in store.events(store.session_id_for(external_key)) if e.source_ref is not None
+    }
     if not stored:
         return events
     first_new = None
@@ -322,12 +397,20 @@ def _new_events(store: EventStore, path: Path, external_key: str, events: list[P
         if old is None:
             first_new = first_new or pe.source_ref
         elif first_new is not None:
-            raise TranscriptError(path, _where(pe.source_ref), f"already imported, but it now comes after "
-                                  f"{_where(first_new)}, which is new: the file changed before its end")
+            raise TranscriptError(
+                path,
+                _where(pe.source_ref),
+                f"already imported, but it now comes after "
+                f"{_where(first_new)}, which is new: the file changed before its end",
+            )
         elif not same_record(old, pe.event):  # arguments by value: stores predate canonical_arguments
-            raise TranscriptError(path, _where(pe.source_ref), "reads differently from when it was imported: the "
-                                  "file was edited, or another transcript has the same identity "
-                                  f"({external_key}); import a transcript that is still being written with --live")
+            raise TranscriptError(
+                path,
+                _where(pe.source_ref),
+                "reads differently from when it was imported: the "
+                "file was edited, or another transcript has the same identity "
+                f"({external_key}); import a transcript that is still being written with --live",
+            )
     return [pe for pe in events if pe.source_ref not in stored]
 
 
@@ -414,7 +497,9 @@ def _stored_copy(store: EventStore, fmt: str, events: list[PendingEvent], key: s
         head = _head(store, info.id)
         if len(head) != len(want):
             continue
-        if all(e.source_ref == pe.source_ref and same_record(e.event, pe.event) for e, pe in zip(head, want, strict=False)):
+        if all(
+            e.source_ref == pe.source_ref and same_record(e.event, pe.event) for e, pe in zip(head, want, strict=False)
+        ):
             return info.external_key
     return None
 
@@ -436,9 +521,13 @@ def _identity(store: EventStore, path: Path, parsed: ParsedSession, as_new: bool
             return key  # a copy of it (moved, re-encoded)
         if as_new:
             return alias
-        raise TranscriptError(path, None, f"a different transcript with the id of session {info.id} ({key}), "
-                              f"imported from {info.source}: its first records differ; nothing imported "
-                              "(--as-new imports it as its own session)")
+        raise TranscriptError(
+            path,
+            None,
+            f"a different transcript with the id of session {info.id} ({key}), "
+            f"imported from {info.source}: its first records differ; nothing imported "
+            "(--as-new imports it as its own session)",
+        )
     if ":sha256:" in key:  # no id of its own: a re-encoded copy of a stored transcript is that session
         return _stored_copy(store, parsed.format, events, key) or key
     return key

@@ -50,8 +50,20 @@ from .session import (
     StoreTokenCounts,
 )
 
-__all__ = ["INSTRUCTION_PROBE_CHARS", "instruction_present", "collapse_whitespace", "HostError", "EngineSetup", "ModelRequest", "RequestResult", "RequestLoop", "build_engine",
-           "model_requests", "transcript_model", "estimator_name"]
+__all__ = [
+    "INSTRUCTION_PROBE_CHARS",
+    "instruction_present",
+    "collapse_whitespace",
+    "HostError",
+    "EngineSetup",
+    "ModelRequest",
+    "RequestResult",
+    "RequestLoop",
+    "build_engine",
+    "model_requests",
+    "transcript_model",
+    "estimator_name",
+]
 
 
 INSTRUCTION_PROBE_CHARS = 200
@@ -64,8 +76,9 @@ def collapse_whitespace(text: str) -> str:
     return " ".join(text.split())
 
 
-def instruction_present(messages: Sequence[Any], seq: int, text: str,
-                        collapsed: Callable[[Any], str] | None = None) -> bool:
+def instruction_present(
+    messages: Sequence[Any], seq: int, text: str, collapsed: Callable[[Any], str] | None = None
+) -> bool:
     """Whether the instruction of event ``seq`` (``text`` as :func:`~latch.kernel.derive.instruction_text`
     gives it) is in ``messages``: the message of that ``seq``, or the first :data:`INSTRUCTION_PROBE_CHARS`
     characters of ``text`` (without a trailing ``…``) in some message's whitespace-collapsed content
@@ -105,12 +118,12 @@ def model_requests(events: Iterable[Any]) -> list[ModelRequest]:
     prev_seq = 0
     for s in events:
         if isinstance(s.event, AssistantMessage):
-            out.append(ModelRequest(len(out) + 1, s.seq, prev_seq, ts=getattr(s, "ts", None),
-                                    model=s.event.model or None))
+            out.append(
+                ModelRequest(len(out) + 1, s.seq, prev_seq, ts=getattr(s, "ts", None), model=s.event.model or None)
+            )
         elif isinstance(s.event, Usage) and out and out[-1].usage is None:
             last = out[-1]
-            out[-1] = ModelRequest(last.number, last.seq, last.until_seq, s.event, last.ts,
-                                   s.event.model or last.model)
+            out[-1] = ModelRequest(last.number, last.seq, last.until_seq, s.event, last.ts, s.event.model or last.model)
         prev_seq = s.seq
     return out
 
@@ -156,11 +169,20 @@ class EngineSetup:
         return estimator_name(self.estimator)
 
 
-def build_engine(store: EventStore, session_id: str, *, stream: str | Callable[[str], str], engine: str | None = None,
-                 model: str | None = None, estimator: str | None = None,
-                 config: Mapping[str, Any] | None = None, scratch: bool = False,
-                 overlay: bool = False, build: Callable[[EngineProfile], Any] | None = None,
-                 parent_session_id: str | None = None) -> EngineSetup:
+def build_engine(
+    store: EventStore,
+    session_id: str,
+    *,
+    stream: str | Callable[[str], str],
+    engine: str | None = None,
+    model: str | None = None,
+    estimator: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    scratch: bool = False,
+    overlay: bool = False,
+    build: Callable[[EngineProfile], Any] | None = None,
+    parent_session_id: str | None = None,
+) -> EngineSetup:
     """Build the session's engine through the plugin host, resolving every choice once.
 
     ``engine``: a registered engine plugin name (``None``: ``[engine] name`` of ``config``, else
@@ -186,8 +208,13 @@ def build_engine(store: EventStore, session_id: str, *, stream: str | Callable[[
         factory = plugins.get_engine_factory(name) if build is None else build
         if model is None:
             model = transcript_model(store.events(session_id, kinds=["assistant_message"]))
-        chosen = (plugins.select_estimator(model) if estimator is None
-                  else plugins.get_estimator(estimator) if isinstance(estimator, str) else estimator)
+        chosen = (
+            plugins.select_estimator(model)
+            if estimator is None
+            else plugins.get_estimator(estimator)
+            if isinstance(estimator, str)
+            else estimator
+        )
     except plugins.PluginError as exc:
         raise HostError(str(exc)) from None
     if scratch and overlay:
@@ -196,16 +223,23 @@ def build_engine(store: EventStore, session_id: str, *, stream: str | Callable[[
     writer = writer_class(store, session_id, stream(name) if callable(stream) else stream)
     counts_class = OverlayTokenCounts if overlay else StoreTokenCounts
     counts = counts_class(store, session_id) if TokenCounter(chosen).exact else None
-    eng = factory(EngineProfile(session_id=session_id, model=model,
-                                reader=seal_reader(StoreSessionReader(store, session_id)), writer=seal_writer(writer),
-                                config=cfg, estimator=chosen, token_counts=seal_token_counts(counts),
-                                parent_session_id=parent_session_id))
+    eng = factory(
+        EngineProfile(
+            session_id=session_id,
+            model=model,
+            reader=seal_reader(StoreSessionReader(store, session_id)),
+            writer=seal_writer(writer),
+            config=cfg,
+            estimator=chosen,
+            token_counts=seal_token_counts(counts),
+            parent_session_id=parent_session_id,
+        )
+    )
     if build is not None:
         name = getattr(type(eng), "PLUGIN_NAME", None) or type(eng).__name__
     hysteretic = bool(getattr(eng, "HYSTERETIC_EPOCHS", name == plugins.DEFAULT_ENGINE))
     keeps = bool(getattr(eng, "KEEPS_LATEST_INSTRUCTION", name == plugins.DEFAULT_ENGINE))
-    return EngineSetup(name, eng, chosen, TokenCounter(chosen, counts), model, cfg, writer, hysteretic, counts,
-                       keeps)
+    return EngineSetup(name, eng, chosen, TokenCounter(chosen, counts), model, cfg, writer, hysteretic, counts, keeps)
 
 
 @dataclass
@@ -265,9 +299,18 @@ class RequestLoop:
     ``latest_instruction`` is ``(seq, text)`` of the newest user instruction fed so far (``None``: none yet).
     """
 
-    def __init__(self, store: EventStore, session_id: str, setup: EngineSetup, budget: ContextBudget, *,
-                 session_context: SessionContext | None = None, system_prompt: str = "",
-                 tools: Sequence[Mapping[str, Any]] = (), harness_tokens: int = 0):
+    def __init__(
+        self,
+        store: EventStore,
+        session_id: str,
+        setup: EngineSetup,
+        budget: ContextBudget,
+        *,
+        session_context: SessionContext | None = None,
+        system_prompt: str = "",
+        tools: Sequence[Mapping[str, Any]] = (),
+        harness_tokens: int = 0,
+    ):
         self.store, self.session_id, self.setup, self.budget = store, session_id, setup, budget
         self.hard = budget.hard_limit_tokens
         if harness_tokens < 0:
@@ -338,31 +381,47 @@ class RequestLoop:
             got = self._collapsed[id(m)] = (m, collapse_whitespace(m.content))
         return got[1]
 
-    def run(self, until_seq: int | None = None, *, request: ModelRequest | None = None,
-            where: str | None = None) -> RequestResult:
+    def run(
+        self, until_seq: int | None = None, *, request: ModelRequest | None = None, where: str | None = None
+    ) -> RequestResult:
         """The view as of ``until_seq`` (``None``: the whole session), checked; see :class:`RequestResult`.
         ``where`` names the request in violation lines (default ``request N (seq S)`` or ``view at seq S``)."""
         self._feed(until_seq)
         self.requests += 1
         if where is None:
-            where = (f"request {request.number} (seq {request.seq})" if request is not None
-                     else f"view at seq {until_seq}" if until_seq is not None else "view")
+            where = (
+                f"request {request.number} (seq {request.seq})"
+                if request is not None
+                else f"view at seq {until_seq}"
+                if until_seq is not None
+                else "view"
+            )
         t = time.perf_counter()
         try:
-            view = self.setup.engine.materialize(ContextRequest(
-                session_id=self.session_id, system_prompt=self.system_prompt, session_context=self.session_context,
-                tools=self.tools, until_seq=until_seq, budget=self.engine_budget))
+            view = self.setup.engine.materialize(
+                ContextRequest(
+                    session_id=self.session_id,
+                    system_prompt=self.system_prompt,
+                    session_context=self.session_context,
+                    tools=self.tools,
+                    until_seq=until_seq,
+                    budget=self.engine_budget,
+                )
+            )
         except ContextOverflow as exc:
             self.overflows += 1
             if self.setup.token_counts is not None:
                 self.setup.token_counts.flush()
             why = str(exc)
             if self.harness_tokens:  # the engine saw the hard limit less the harness: say what took the rest
-                why += (f"; the harness's {self.harness_tokens:,} inferred tokens leave the engine "
-                        f"{self.engine_budget.hard_limit_tokens:,} of the {self.budget.hard_limit_tokens:,}-token "
-                        f"hard limit")
-            return RequestResult(until_seq, request, None, why, time.perf_counter() - t, self._events,
-                                 self.history_tokens)
+                why += (
+                    f"; the harness's {self.harness_tokens:,} inferred tokens leave the engine "
+                    f"{self.engine_budget.hard_limit_tokens:,} of the {self.budget.hard_limit_tokens:,}-token "
+                    f"hard limit"
+                )
+            return RequestResult(
+                until_seq, request, None, why, time.perf_counter() - t, self._events, self.history_tokens
+            )
         seconds = time.perf_counter() - t
         harness = self.harness_tokens
         if harness:
@@ -376,15 +435,26 @@ class RequestLoop:
         recount = sum(line_tokens) + harness
         total = view.tokens.total_tokens
         self.max_total_tokens = max(self.max_total_tokens, total)
-        res = RequestResult(until_seq, request, view, None, seconds, self._events, self.history_tokens, recount,
-                            line_tokens, lines=lines)
+        res = RequestResult(
+            until_seq,
+            request,
+            view,
+            None,
+            seconds,
+            self._events,
+            self.history_tokens,
+            recount,
+            line_tokens,
+            lines=lines,
+        )
         if total > self.hard or recount > self.hard:
             res.budget_violations.append(f"{where}: {max(total, recount)} tokens over the hard limit {self.hard}")
         res.protocol_violations.extend(f"{where}: {v}" for v in view_violations(view.messages, self.units))
         latest = self.latest_instruction
         if latest is not None and not instruction_present(view.messages, *latest, collapsed=self._collapse):
-            res.instruction_violations.append(f"{where}: the latest user instruction (seq {latest[0]}) is not in "
-                                              "the view")
+            res.instruction_violations.append(
+                f"{where}: the latest user instruction (seq {latest[0]}) is not in the view"
+            )
         prev = self._prev
         if prev is not None:
             p_epoch, p_lines, p_tokens = prev
@@ -400,16 +470,20 @@ class RequestLoop:
             elif n < len(p_lines):
                 res.prefix_break = True
                 self.prefix_breaks += 1
-                res.epoch_violations.append(f"{where}: not an append-only extension of the previous request in epoch "
-                                      f"{view.epoch}")
+                res.epoch_violations.append(
+                    f"{where}: not an append-only extension of the previous request in epoch {view.epoch}"
+                )
         self._prev = (view.epoch, lines, line_tokens)
         if self.setup.token_counts is not None:
             self.setup.token_counts.flush()  # counts of the events first seen in this request become durable
         return res
 
-    def replay(self, requests: Sequence[ModelRequest],
-               progress: Callable[[int, int], None] | None = None,
-               harness_changes: Sequence[Any] = ()) -> Iterator[RequestResult]:
+    def replay(
+        self,
+        requests: Sequence[ModelRequest],
+        progress: Callable[[int, int], None] | None = None,
+        harness_changes: Sequence[Any] = (),
+    ) -> Iterator[RequestResult]:
         """:meth:`run` for each of ``requests`` in order; ``progress(done, total)`` after each.
         ``harness_changes`` (:class:`latch.host.harness.HarnessChange`, in request order): from each one's
         ``request`` number on, the requests carry its ``system``, ``tools`` and ``session_context`` (a resumed

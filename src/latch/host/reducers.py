@@ -46,10 +46,23 @@ from ..events import (
 from .calls import call_summary, result_line
 from .state_report import canonical_view, state_summary
 
-__all__ = ["transcript_item", "transcript", "usage_requests", "usage_totals", "evidence", "activity",
-           "state_summary", "request_costs", "context_breakdown", "cache_epochs", "session_view", "runs", "run_status",
-           "commands",
-           "CACHE_BREAK_TOLERANCE"]
+__all__ = [
+    "transcript_item",
+    "transcript",
+    "usage_requests",
+    "usage_totals",
+    "evidence",
+    "activity",
+    "state_summary",
+    "request_costs",
+    "context_breakdown",
+    "cache_epochs",
+    "session_view",
+    "runs",
+    "run_status",
+    "commands",
+    "CACHE_BREAK_TOLERANCE",
+]
 
 
 def transcript_item(ev: Any) -> dict[str, Any] | None:
@@ -66,18 +79,34 @@ def transcript_item(ev: Any) -> dict[str, Any] | None:
     if isinstance(e, UserMessage):
         return {**base, "role": "user", "text": e.text, "is_meta": e.is_meta}
     if isinstance(e, AssistantMessage):
-        return {**base, "role": "assistant", "text": e.text, "model": e.model,
-                "reasoning_reported": bool(e.reasoning_reported),
-                "tool_calls": [{"id": c.id, "name": c.name, "summary": call_summary(c)} for c in e.tool_calls]}
+        return {
+            **base,
+            "role": "assistant",
+            "text": e.text,
+            "model": e.model,
+            "reasoning_reported": bool(e.reasoning_reported),
+            "tool_calls": [{"id": c.id, "name": c.name, "summary": call_summary(c)} for c in e.tool_calls],
+        }
     if isinstance(e, ToolResult):
-        return {**base, "role": "tool", "text": e.content, "call_id": e.call_id, "name": e.name,
-                "is_error": bool(e.is_error),
-                "line": result_line(e.content, is_error=bool(e.is_error), missing=bool(e.missing))}
+        return {
+            **base,
+            "role": "tool",
+            "text": e.content,
+            "call_id": e.call_id,
+            "name": e.name,
+            "is_error": bool(e.is_error),
+            "line": result_line(e.content, is_error=bool(e.is_error), missing=bool(e.missing)),
+        }
     if isinstance(e, SystemNote):
         return {**base, "role": "system", "text": e.text, "subtype": e.subtype}
     if isinstance(e, CompactionMarker):
-        return {**base, "role": "compaction", "text": e.summary, "pre_tokens": e.pre_tokens,
-                "post_tokens": e.post_tokens}
+        return {
+            **base,
+            "role": "compaction",
+            "text": e.summary,
+            "pre_tokens": e.pre_tokens,
+            "post_tokens": e.post_tokens,
+        }
     return None
 
 
@@ -95,10 +124,18 @@ def usage_requests(events: Iterable[Any]) -> list[dict[str, Any]]:
     for ev in events:
         e = ev.event
         if isinstance(e, Usage):
-            out.append({"seq": ev.seq, "request_id": e.request_id, "model": e.model,
-                        "input_tokens": e.input_tokens, "cache_read_tokens": e.cache_read_tokens,
-                        "cache_write_tokens": e.cache_write_tokens, "output_tokens": e.output_tokens,
-                        "prompt_tokens": e.prompt_tokens})
+            out.append(
+                {
+                    "seq": ev.seq,
+                    "request_id": e.request_id,
+                    "model": e.model,
+                    "input_tokens": e.input_tokens,
+                    "cache_read_tokens": e.cache_read_tokens,
+                    "cache_write_tokens": e.cache_write_tokens,
+                    "output_tokens": e.output_tokens,
+                    "prompt_tokens": e.prompt_tokens,
+                }
+            )
     return out
 
 
@@ -123,10 +160,18 @@ def usage_totals(events: Iterable[Any]) -> dict[str, Any]:
 def evidence(events: Iterable[Any]) -> list[dict[str, Any]]:
     """The recorded validation runs in order: ``{"seq", "command", "status", "requirements", "exit_code",
     "summary"}``."""
-    return [{"seq": ev.seq, "command": ev.event.command, "status": ev.event.status,
-             "requirements": list(ev.event.requirements), "exit_code": ev.event.exit_code,
-             "summary": ev.event.summary}
-            for ev in events if isinstance(ev.event, ValidationEvidence)]
+    return [
+        {
+            "seq": ev.seq,
+            "command": ev.event.command,
+            "status": ev.event.status,
+            "requirements": list(ev.event.requirements),
+            "exit_code": ev.event.exit_code,
+            "summary": ev.event.summary,
+        }
+        for ev in events
+        if isinstance(ev.event, ValidationEvidence)
+    ]
 
 
 def activity(events: Iterable[Any], *, live: bool) -> dict[str, Any]:
@@ -149,8 +194,12 @@ def activity(events: Iterable[Any], *, live: bool) -> dict[str, Any]:
             open_calls.pop(e.call_id, None)
     status = "running" if live else "interrupted"
     tools = [{**t, "status": status} for t in open_calls.values()]
-    return {"reasoning_reported": reasoning, "tools": tools,
-            "running": len(tools) if live else 0, "interrupted": 0 if live else len(tools)}
+    return {
+        "reasoning_reported": reasoning,
+        "tools": tools,
+        "running": len(tools) if live else 0,
+        "interrupted": 0 if live else len(tools),
+    }
 
 
 def request_costs(events: Iterable[Any]) -> dict[str, Any]:
@@ -188,10 +237,20 @@ def context_breakdown(events: Iterable[Any]) -> list[dict[str, Any]]:
             chars, items, since = dict.fromkeys(_ROLES, 0), 0, ev.seq
             continue
         if isinstance(e, Usage):
-            out.append({"request": len(out) + 1, "seq": ev.seq, "prompt_tokens": e.prompt_tokens,
-                        "cache_read_tokens": e.cache_read_tokens, "cache_write_tokens": e.cache_write_tokens,
-                        "uncached_tokens": e.input_tokens, "output_tokens": e.output_tokens,
-                        "chars": dict(chars), "items": items, "since_compaction_seq": since})
+            out.append(
+                {
+                    "request": len(out) + 1,
+                    "seq": ev.seq,
+                    "prompt_tokens": e.prompt_tokens,
+                    "cache_read_tokens": e.cache_read_tokens,
+                    "cache_write_tokens": e.cache_write_tokens,
+                    "uncached_tokens": e.input_tokens,
+                    "output_tokens": e.output_tokens,
+                    "chars": dict(chars),
+                    "items": items,
+                    "since_compaction_seq": since,
+                }
+            )
             continue
         item = transcript_item(ev)
         if item is not None and item["role"] in chars:
@@ -242,14 +301,37 @@ def cache_epochs(events: Iterable[Any]) -> dict[str, Any]:
         else:
             cache = "kept"
         if cache in ("first", "broken"):
-            epochs.append({"epoch": len(epochs) + 1, "first_request": n, "last_request": n, "start_seq": ev.seq,
-                           "end_seq": ev.seq, "requests": 0, "cache_read_tokens": 0, "cache_write_tokens": 0})
+            epochs.append(
+                {
+                    "epoch": len(epochs) + 1,
+                    "first_request": n,
+                    "last_request": n,
+                    "start_seq": ev.seq,
+                    "end_seq": ev.seq,
+                    "requests": 0,
+                    "cache_read_tokens": 0,
+                    "cache_write_tokens": 0,
+                }
+            )
         ep = epochs[-1]
-        ep.update(last_request=n, end_seq=ev.seq, requests=ep["requests"] + 1,
-                  cache_read_tokens=ep["cache_read_tokens"] + read, cache_write_tokens=ep["cache_write_tokens"] + write)
+        ep.update(
+            last_request=n,
+            end_seq=ev.seq,
+            requests=ep["requests"] + 1,
+            cache_read_tokens=ep["cache_read_tokens"] + read,
+            cache_write_tokens=ep["cache_write_tokens"] + write,
+        )
         if cache == "broken":
-            breaks.append({"request": n, "seq": ev.seq, "epoch": ep["epoch"], "reason": reason,
-                           "cache_read_tokens": read, "previous_cached_tokens": prev_cached})
+            breaks.append(
+                {
+                    "request": n,
+                    "seq": ev.seq,
+                    "epoch": ep["epoch"],
+                    "reason": reason,
+                    "cache_read_tokens": read,
+                    "previous_cached_tokens": prev_cached,
+                }
+            )
         reqs.append({"request": n, "seq": ev.seq, "epoch": ep["epoch"], "cache": cache, "reason": reason})
         if known:
             prev_cached, compacted = read + write, False
@@ -265,10 +347,20 @@ def session_view(events: Iterable[Any], state: Any, *, live: bool = False) -> di
     snapshot and the TUI all build this, so they agree by construction (spec: "Browser observation and
     reconnect")."""
     evs = list(events)
-    return {"last_seq": evs[-1].seq if evs else 0, "live": live, "transcript": transcript(evs),
-            "evidence": evidence(evs), "requests": usage_requests(evs), "usage": usage_totals(evs),
-            "activity": activity(evs, live=live), "state": state_summary(state), "costs": request_costs(evs),
-            "context": context_breakdown(evs), "cache": cache_epochs(evs), "canonical": canonical_view(state)}
+    return {
+        "last_seq": evs[-1].seq if evs else 0,
+        "live": live,
+        "transcript": transcript(evs),
+        "evidence": evidence(evs),
+        "requests": usage_requests(evs),
+        "usage": usage_totals(evs),
+        "activity": activity(evs, live=live),
+        "state": state_summary(state),
+        "costs": request_costs(evs),
+        "context": context_breakdown(evs),
+        "cache": cache_epochs(evs),
+        "canonical": canonical_view(state),
+    }
 
 
 def runs(events: Iterable[Any]) -> list[dict[str, Any]]:
@@ -279,12 +371,29 @@ def runs(events: Iterable[Any]) -> list[dict[str, Any]]:
     for ev in events:
         e = ev.event
         if isinstance(e, RunStarted):
-            out[e.run_id] = {"run_id": e.run_id, "seq": ev.seq, "pid": e.pid, "host": e.host,
-                             "started_at": e.started_at, "process_start": e.process_start, "ended": False,
-                             "end_seq": None, "outcome": None, "ended_at": None, "exit_code": None, "detail": None}
+            out[e.run_id] = {
+                "run_id": e.run_id,
+                "seq": ev.seq,
+                "pid": e.pid,
+                "host": e.host,
+                "started_at": e.started_at,
+                "process_start": e.process_start,
+                "ended": False,
+                "end_seq": None,
+                "outcome": None,
+                "ended_at": None,
+                "exit_code": None,
+                "detail": None,
+            }
         elif isinstance(e, RunEnded) and e.run_id in out:
-            out[e.run_id].update(ended=True, end_seq=ev.seq, outcome=e.outcome, ended_at=e.ended_at,
-                                 exit_code=e.exit_code, detail=e.detail)
+            out[e.run_id].update(
+                ended=True,
+                end_seq=ev.seq,
+                outcome=e.outcome,
+                ended_at=e.ended_at,
+                exit_code=e.exit_code,
+                detail=e.detail,
+            )
     return list(out.values())
 
 
@@ -312,11 +421,25 @@ def commands(events: Iterable[Any]) -> list[dict[str, Any]]:
     for ev in events:
         e = ev.event
         if isinstance(e, SteeringQueued):
-            out[e.message_id] = {"id": e.message_id, "command": "steer", "seq": ev.seq, "status": "queued",
-                                 "applied_seq": None, "run_id": None, "text": e.text}
+            out[e.message_id] = {
+                "id": e.message_id,
+                "command": "steer",
+                "seq": ev.seq,
+                "status": "queued",
+                "applied_seq": None,
+                "run_id": None,
+                "text": e.text,
+            }
         elif isinstance(e, RunCommandQueued):
-            out[e.command_id] = {"id": e.command_id, "command": e.command, "seq": ev.seq, "status": "queued",
-                                 "applied_seq": None, "run_id": None, "text": None}
+            out[e.command_id] = {
+                "id": e.command_id,
+                "command": e.command,
+                "seq": ev.seq,
+                "status": "queued",
+                "applied_seq": None,
+                "run_id": None,
+                "text": None,
+            }
         elif isinstance(e, SteeringDelivered) and e.message_id in out:
             out[e.message_id].update(status="delivered", applied_seq=ev.seq)
         elif isinstance(e, RunCommandApplied) and e.command_id in out:

@@ -28,12 +28,27 @@ from .harness import session_harness
 from .ingest import import_file
 from .loop import HostError, RequestLoop, build_engine, model_requests
 
-__all__ = ["Replay", "ReplayPlan", "replay", "plan_replay", "run_replay", "run_budget", "window_origin", "budget_problem",
-           "RATIO_BAND", "USABLE_FROM_REQUEST", "provider_ratio", "ratio_summary", "harness_doc", "event_position"]
+__all__ = [
+    "Replay",
+    "ReplayPlan",
+    "replay",
+    "plan_replay",
+    "run_replay",
+    "run_budget",
+    "window_origin",
+    "budget_problem",
+    "RATIO_BAND",
+    "USABLE_FROM_REQUEST",
+    "provider_ratio",
+    "ratio_summary",
+    "harness_doc",
+    "event_position",
+]
 
 
-def budget_problem(window_tokens: int, reserve_tokens: int, window: int | None, reserve: int | None,
-                   origin: str = "") -> None:
+def budget_problem(
+    window_tokens: int, reserve_tokens: int, window: int | None, reserve: int | None, origin: str = ""
+) -> None:
     """Raise :class:`~latch.host.loop.HostError` naming the option at fault when the reserve (``reserve_tokens``) is not below
     the window (``window_tokens``); ``window``/``reserve`` are the ``--window``/``--reserve`` values (``None``:
     not given), ``origin`` says where a default came from (e.g. `` for model gpt-4o``)."""
@@ -42,13 +57,13 @@ def budget_problem(window_tokens: int, reserve_tokens: int, window: int | None, 
     if reserve is not None and window is not None:
         raise HostError(f"--reserve ({reserve}) must be below --window ({window})")
     if reserve is not None:
-        raise HostError(f"--reserve ({reserve:,}) must be below the window of {window_tokens:,} tokens"
-                               f"{origin}; pass a larger --window")
+        raise HostError(
+            f"--reserve ({reserve:,}) must be below the window of {window_tokens:,} tokens"
+            f"{origin}; pass a larger --window"
+        )
     if window is not None:
-        raise HostError(f"--window must exceed the default reserve of {reserve_tokens:,}{origin}; "
-                               "pass --reserve")
+        raise HostError(f"--window must exceed the default reserve of {reserve_tokens:,}{origin}; pass --reserve")
     raise HostError(f"the reserve ({reserve_tokens:,}) must be below the window ({window_tokens:,}){origin}")
-
 
 
 @dataclass
@@ -81,11 +96,16 @@ def run_budget(store: EventStore, session_id: str) -> dict[str, int]:
     profile = (store.session(session_id).meta or {}).get("agent") or {}
     if not isinstance(profile, Mapping):
         return {}
-    return {k: int(v) for k in ("window", "reserve", "recent")
-            if isinstance(v := profile.get(k), int) and not isinstance(v, bool)}
+    return {
+        k: int(v)
+        for k in ("window", "reserve", "recent")
+        if isinstance(v := profile.get(k), int) and not isinstance(v, bool)
+    }
 
 
-def window_origin(config: Mapping[str, Any], model: str | None, window: int, flag: int | None) -> tuple[str, str | None]:
+def window_origin(
+    config: Mapping[str, Any], model: str | None, window: int, flag: int | None
+) -> tuple[str, str | None]:
     """``(window_source, window_entry)`` of a budget whose window is ``window`` tokens (see :class:`ReplayPlan`);
     ``flag`` is the ``--window`` value (``None``: not given)."""
     if flag is not None:
@@ -96,10 +116,21 @@ def window_origin(config: Mapping[str, Any], model: str | None, window: int, fla
     return chosen.source, chosen.entry
 
 
-def plan_replay(store: EventStore, session_id: str, *, engine: str | None = None, model: str | None = None,
-                estimator: str | None = None, config: Mapping[str, Any] | None = None, window: int | None = None,
-                reserve: int | None = None, recent: int | None = None, scratch: bool = True,
-                harness: bool = True, overlay_main: bool = False) -> ReplayPlan:
+def plan_replay(
+    store: EventStore,
+    session_id: str,
+    *,
+    engine: str | None = None,
+    model: str | None = None,
+    estimator: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    window: int | None = None,
+    reserve: int | None = None,
+    recent: int | None = None,
+    scratch: bool = True,
+    harness: bool = True,
+    overlay_main: bool = False,
+) -> ReplayPlan:
     """Build the engine (stream ``<engine>:replay-<id>``, a run of the replay scratch database unless
     ``scratch`` is false; with ``overlay_main``, the session's own ``<engine>:main`` stream seen through an
     in-memory overlay that writes nothing: :class:`~latch.host.session.OverlayKernelWriter`, for a read-only
@@ -112,23 +143,46 @@ def plan_replay(store: EventStore, session_id: str, *, engine: str | None = None
     config = dict(config or {})
     replay_id = uuid.uuid4().hex[:12]
     suffix = "main" if overlay_main else f"replay-{replay_id}"
-    setup = build_engine(store, session_id, stream=lambda name: f"{name}:{suffix}", engine=engine,
-                         model=model, estimator=estimator, config=config, scratch=scratch and not overlay_main,
-                         overlay=overlay_main)
+    setup = build_engine(
+        store,
+        session_id,
+        stream=lambda name: f"{name}:{suffix}",
+        engine=engine,
+        model=model,
+        estimator=estimator,
+        config=config,
+        scratch=scratch and not overlay_main,
+        overlay=overlay_main,
+    )
     budget = setup.engine.default_budget()
     # a `latch run` session: each budget option not given is the one its run was started with (as `latch run
     # --resume` reads them back), not the default budget
     # (its reserve only with its window: a --window of this command pairs with the default reserve)
     recorded = run_budget(store, session_id) if window is None else {}
-    overrides = {k: v for k, v in (("context_window_tokens", recorded.get("window")),
-                                   ("reserve_tokens", recorded.get("reserve")),
-                                   ("recent_tokens", recorded.get("recent")),
-                                   ("context_window_tokens", window), ("reserve_tokens", reserve),
-                                   ("recent_tokens", recent)) if v is not None}
-    merged = {"context_window_tokens": budget.context_window_tokens, "reserve_tokens": budget.reserve_tokens,
-              **overrides}
-    budget_problem(merged["context_window_tokens"], merged["reserve_tokens"], window, reserve,
-                   " (the budget of the session's `latch run`)" if recorded else "")
+    overrides = {
+        k: v
+        for k, v in (
+            ("context_window_tokens", recorded.get("window")),
+            ("reserve_tokens", recorded.get("reserve")),
+            ("recent_tokens", recorded.get("recent")),
+            ("context_window_tokens", window),
+            ("reserve_tokens", reserve),
+            ("recent_tokens", recent),
+        )
+        if v is not None
+    }
+    merged = {
+        "context_window_tokens": budget.context_window_tokens,
+        "reserve_tokens": budget.reserve_tokens,
+        **overrides,
+    }
+    budget_problem(
+        merged["context_window_tokens"],
+        merged["reserve_tokens"],
+        window,
+        reserve,
+        " (the budget of the session's `latch run`)" if recorded else "",
+    )
     budget = replace(budget, **overrides)
     requested_recent = budget.recent_tokens
     budget = replace(budget, recent_tokens=min(requested_recent, budget.hard_limit_tokens))
@@ -143,11 +197,17 @@ def plan_replay(store: EventStore, session_id: str, *, engine: str | None = None
     prompt = session_harness(events, requests, setup.counter, context, info.format) if harness else None
     if prompt is not None and prompt.session_context is not None:  # a latch run session: what it sent
         context = prompt.session_context
-    loop = RequestLoop(store, session_id, setup, budget, session_context=context,
-                       system_prompt=prompt.system if prompt else "", tools=prompt.tools if prompt else (),
-                       harness_tokens=prompt.inferred_tokens if prompt else 0)
-    return ReplayPlan(setup, budget, requested_recent, source, entry, requests, loop, prompt,
-                      [s.seq for s in events])
+    loop = RequestLoop(
+        store,
+        session_id,
+        setup,
+        budget,
+        session_context=context,
+        system_prompt=prompt.system if prompt else "",
+        tools=prompt.tools if prompt else (),
+        harness_tokens=prompt.inferred_tokens if prompt else 0,
+    )
+    return ReplayPlan(setup, budget, requested_recent, source, entry, requests, loop, prompt, [s.seq for s in events])
 
 
 @dataclass
@@ -166,8 +226,9 @@ class Replay:
         return [v for r in self.results for v in r.violations]
 
 
-def replay(source: str | os.PathLike[str], *, store: EventStore | None = None, format: str | None = None,
-           **options: Any) -> Replay:
+def replay(
+    source: str | os.PathLike[str], *, store: EventStore | None = None, format: str | None = None, **options: Any
+) -> Replay:
     """Replay a transcript: every model request's view, materialized and checked (spec: "Bounded
     materialization"). ``source`` is a transcript file (imported first, as a finished session, into ``store``,
     default a new in-memory :class:`~latch.store.EventStore`; ``format`` forces an importer) or the id of a
@@ -206,13 +267,25 @@ def _requests(events: list[Any]) -> list[tuple[int, int, Usage | None]]:
     return [(r.seq, r.until_seq, r.usage) for r in model_requests(events)]
 
 
-def run_replay(store: EventStore, session_id: str, *, engine: str | None = None, model: str | None = None,
-               estimator: str | None = None, config: Mapping[str, Any] | None = None, window: int | None = None,
-               reserve: int | None = None, recent: int | None = None,
-               progress: Callable[[int, int], None] | None = None,
-               keep_views: bool = False, keep: bool = False, harness: bool = True,
-               correct: bool = True, rate: bool = True,
-               on_result: Callable[[Any], None] | None = None) -> tuple[dict[str, Any], list[Any]]:
+def run_replay(
+    store: EventStore,
+    session_id: str,
+    *,
+    engine: str | None = None,
+    model: str | None = None,
+    estimator: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    window: int | None = None,
+    reserve: int | None = None,
+    recent: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    keep_views: bool = False,
+    keep: bool = False,
+    harness: bool = True,
+    correct: bool = True,
+    rate: bool = True,
+    on_result: Callable[[Any], None] | None = None,
+) -> tuple[dict[str, Any], list[Any]]:
     """Replay ``session_id`` of ``store``; return ``(document, views)`` (views only with ``keep_views``).
 
     ``engine`` and ``estimator`` are plugin names (``None``: the configured engine, the model's
@@ -279,8 +352,18 @@ def run_replay(store: EventStore, session_id: str, *, engine: str | None = None,
     ``document["kept"]`` says which. Raises :class:`~latch.host.loop.HostError` for a bad engine, estimator or budget
     and :class:`~latch.store.StoreError` when the scratch cannot be written.
     """
-    plan = plan_replay(store, session_id, engine=engine, model=model, estimator=estimator, config=config,
-                       window=window, reserve=reserve, recent=recent, harness=harness)
+    plan = plan_replay(
+        store,
+        session_id,
+        engine=engine,
+        model=model,
+        estimator=estimator,
+        config=config,
+        window=window,
+        reserve=reserve,
+        recent=recent,
+        harness=harness,
+    )
     setup, budget, loop = plan.setup, plan.budget, plan.loop
     model = setup.model
     hard = budget.hard_limit_tokens
@@ -299,8 +382,9 @@ def run_replay(store: EventStore, session_id: str, *, engine: str | None = None,
     # figures, or --no-harness (the harness unknown), leaves nothing to compare
     # provider usage budgets every later view, and forecasts each view in provider tokens from the transcript's
     # earlier requests (host.corrections, accounting.forecast)
-    fixes = corrections_mod.ReplayCorrections(loop, budget, setup.counter, plan.harness, setup.writer,
-                                              enabled=correct, rate=rate)
+    fixes = corrections_mod.ReplayCorrections(
+        loop, budget, setup.counter, plan.harness, setup.writer, enabled=correct, rate=rate
+    )
     forecaster = fixes.forecast
     harness_fixed = fixes.fixed
     for res in loop.replay(plan.requests, progress, plan.harness.changes if plan.harness is not None else ()):
@@ -315,14 +399,24 @@ def run_replay(store: EventStore, session_id: str, *, engine: str | None = None,
         paid = pricing.price_usage(usage, req.model or model, at=at)  # what the transcript's request cost
         original.add(paid)
         usages.append(usage)
-        row: dict[str, Any] = {"request": req.number, "seq": req.seq, "until_seq": req.until_seq,
-                               "events": res.events, "history_tokens": res.history_tokens,
-                               "correction": in_effect, "budget_hard_limit_tokens": limit,
-                               "budget_provider_tokens": limit_provider, "budget_source": source,
-                               "provider_prompt_tokens": usage.prompt_tokens if usage else None,
-                               "provider_cache_read_tokens": usage.cache_read_tokens if usage else None,
-                               "cost": {"original_usd": pricing.usd(paid.usd) if paid else None, "view_usd": None,
-                                        "priced_model": paid.model_id if paid else None}}
+        row: dict[str, Any] = {
+            "request": req.number,
+            "seq": req.seq,
+            "until_seq": req.until_seq,
+            "events": res.events,
+            "history_tokens": res.history_tokens,
+            "correction": in_effect,
+            "budget_hard_limit_tokens": limit,
+            "budget_provider_tokens": limit_provider,
+            "budget_source": source,
+            "provider_prompt_tokens": usage.prompt_tokens if usage else None,
+            "provider_cache_read_tokens": usage.cache_read_tokens if usage else None,
+            "cost": {
+                "original_usd": pricing.usd(paid.usd) if paid else None,
+                "view_usd": None,
+                "priced_model": paid.model_id if paid else None,
+            },
+        }
         view = res.view
         forecast = fixes.last_forecast
         row["provider_forecast_tokens"] = forecast
@@ -331,16 +425,26 @@ def run_replay(store: EventStore, session_id: str, *, engine: str | None = None,
         if view is None:
             viewed.add(None)
             forecasted.add(None)
-            rows.append({**row, "status": "overflow", "error": res.overflow, "total_tokens": None, "changes": None,
-                         "provider_ratio": None, "view_complete": None})
+            rows.append(
+                {
+                    **row,
+                    "status": "overflow",
+                    "error": res.overflow,
+                    "total_tokens": None,
+                    "changes": None,
+                    "provider_ratio": None,
+                    "view_complete": None,
+                }
+            )
             continue
         # the view sends the harness's own system prompt and tools first, byte for byte: what the provider read
         # of them from its cache for the transcript's request it reads for the view too (a first request, or
         # the first after a rotation, then pays cache writes only for what follows them)
         warm = min(harness_fixed, usage.cache_read_tokens or 0) if usage is not None else 0
         prefix = min(res.recounted_tokens or 0, max(res.common_prefix_tokens, warm))
-        would = pricing.view_cost(res.recounted_tokens or 0, prefix, usage.output_tokens if usage else None,
-                                  req.model or model, at=at)
+        would = pricing.view_cost(
+            res.recounted_tokens or 0, prefix, usage.output_tokens if usage else None, req.model or model, at=at
+        )
         viewed.add(would)
         compared.add(paid)
         row["cost"]["view_usd"] = pricing.usd(would.usd) if would else None
@@ -348,8 +452,13 @@ def run_replay(store: EventStore, session_id: str, *, engine: str | None = None,
         guess = would  # in the provider's tokens: the forecast, the cached prefix scaled alike; else the estimate
         if forecast is not None and view.tokens.total_tokens > 0:
             scale = forecast / view.tokens.total_tokens
-            guess = pricing.view_cost(forecast, min(forecast, round(prefix * scale)),
-                                      usage.output_tokens if usage else None, req.model or model, at=at)
+            guess = pricing.view_cost(
+                forecast,
+                min(forecast, round(prefix * scale)),
+                usage.output_tokens if usage else None,
+                req.model or model,
+                at=at,
+            )
         forecasted.add(guess)
         row["cost"]["view_forecast_usd"] = pricing.usd(guess.usd) if guess and forecast is not None else None
         row["cost"]["priced_model"] = row["cost"]["priced_model"] or (would.model_id if would else None)
@@ -360,20 +469,30 @@ def run_replay(store: EventStore, session_id: str, *, engine: str | None = None,
         changes = request_changes(last_sent, res, loop.units, parsed)
         last_sent = res
         total = view.tokens.total_tokens
-        rows.append({
-            **row, "status": view.status, "total_tokens": total, "recounted_tokens": res.recounted_tokens,
-            **{c: getattr(view.tokens, c) for c in COMPONENTS},
-            "epoch": view.epoch, "first_retained_seq": view.first_retained_seq,
-            "first_retained_event": event_position(plan.event_seqs, view.first_retained_seq),
-            "common_prefix_tokens": res.common_prefix_tokens,
-            "cacheability": res.cacheability if res.cacheability is not None else 0.0,
-            "left_tokens": view.metrics.get("left_tokens"), "rotation_reason": view.metrics.get("rotation_reason"),
-            "image_count": view.metrics.get("image_count"), "image_tokens": view.metrics.get("image_tokens"),
-            "recent_limit_tokens": view.metrics.get("recent_limit_tokens"),
-            "headroom_tokens": limit - total, "messages": len(view.messages), "changes": changes,
-            "provider_ratio": provider_ratio(total, row["provider_prompt_tokens"]),
-            "view_complete": view.tokens.recent_tokens >= res.history_tokens,
-        })
+        rows.append(
+            {
+                **row,
+                "status": view.status,
+                "total_tokens": total,
+                "recounted_tokens": res.recounted_tokens,
+                **{c: getattr(view.tokens, c) for c in COMPONENTS},
+                "epoch": view.epoch,
+                "first_retained_seq": view.first_retained_seq,
+                "first_retained_event": event_position(plan.event_seqs, view.first_retained_seq),
+                "common_prefix_tokens": res.common_prefix_tokens,
+                "cacheability": res.cacheability if res.cacheability is not None else 0.0,
+                "left_tokens": view.metrics.get("left_tokens"),
+                "rotation_reason": view.metrics.get("rotation_reason"),
+                "image_count": view.metrics.get("image_count"),
+                "image_tokens": view.metrics.get("image_tokens"),
+                "recent_limit_tokens": view.metrics.get("recent_limit_tokens"),
+                "headroom_tokens": limit - total,
+                "messages": len(view.messages),
+                "changes": changes,
+                "provider_ratio": provider_ratio(total, row["provider_prompt_tokens"]),
+                "view_complete": view.tokens.recent_tokens >= res.history_tokens,
+            }
+        )
     history = loop.history_tokens
     if setup.keeps_instruction:
         violations.extend(instruction_misses)
@@ -386,28 +505,48 @@ def run_replay(store: EventStore, session_id: str, *, engine: str | None = None,
     bound = recent_eff = None
     rotations = loop.rotations
     if setup.hysteretic:
-        recent_eff = min([budget.recent_tokens, *(r["recent_limit_tokens"] for r in done
-                                                   if isinstance(r["recent_limit_tokens"], int)
-                                                   and r["recent_limit_tokens"] > 0)])
+        recent_eff = min(
+            [
+                budget.recent_tokens,
+                *(
+                    r["recent_limit_tokens"]
+                    for r in done
+                    if isinstance(r["recent_limit_tokens"], int) and r["recent_limit_tokens"] > 0
+                ),
+            ]
+        )
         bound = history / (0.25 * recent_eff) + 1
         if rotations > bound:
-            violations.append(f"{rotations} rotations exceed the hysteresis bound {bound:.1f} "
-                              f"(conversation {history} tokens, effective recent {recent_eff})")
+            violations.append(
+                f"{rotations} rotations exceed the hysteresis bound {bound:.1f} "
+                f"(conversation {history} tokens, effective recent {recent_eff})"
+            )
     summary = {
-        "requests": len(rows), "violations": violations, "rotations": rotations,
-        "prefix_breaks_within_epoch": loop.prefix_breaks, "automatic_compactions": compactions,
+        "requests": len(rows),
+        "violations": violations,
+        "rotations": rotations,
+        "prefix_breaks_within_epoch": loop.prefix_breaks,
+        "automatic_compactions": compactions,
         "overflows": loop.overflows,
-        "hysteretic_epochs": setup.hysteretic, "rotation_bound": round(bound, 2) if bound is not None else None,
+        "hysteretic_epochs": setup.hysteretic,
+        "rotation_bound": round(bound, 2) if bound is not None else None,
         "rotation_bound_recent_tokens": recent_eff,
-        "keeps_latest_instruction": setup.keeps_instruction, "views_without_latest_instruction": len(instruction_misses),
+        "keeps_latest_instruction": setup.keeps_instruction,
+        "views_without_latest_instruction": len(instruction_misses),
         "conversation_tokens": history,
-        "max_total_tokens": loop.max_total_tokens, "hard_limit_tokens": hard,
+        "max_total_tokens": loop.max_total_tokens,
+        "hard_limit_tokens": hard,
         "mean_cacheability": (sum(r["cacheability"] for r in done[1:]) / (len(done) - 1)) if len(done) > 1 else None,
         "epochs": len({r["epoch"] for r in done}),
-        "cost": {**_cost_summary(original, viewed), "view_forecast_usd": pricing_usd(forecasted.usd)
-                 if any(r["cost"].get("view_forecast_usd") is not None for r in done) else None,
-                 "compared_requests": len(done), "refused_requests": len(rows) - len(done),
-                 "original_compared_usd": pricing_usd(compared.usd)},
+        "cost": {
+            **_cost_summary(original, viewed),
+            "view_forecast_usd": pricing_usd(forecasted.usd)
+            if any(r["cost"].get("view_forecast_usd") is not None for r in done)
+            else None,
+            "compared_requests": len(done),
+            "refused_requests": len(rows) - len(done),
+            "original_compared_usd": pricing_usd(compared.usd),
+        },
         "provider_ratio": ratio_summary([r["provider_ratio"] for r in done]),
         "provider_ratio_after_first": ratio_summary([r["provider_ratio"] for r in done if r["request"] > 1]),
         "provider_ratio_complete_views": ratio_summary([r["provider_ratio"] for r in done if r["view_complete"]]),
@@ -417,16 +556,30 @@ def run_replay(store: EventStore, session_id: str, *, engine: str | None = None,
         "forecast_ratio_evicted_views": ratio_summary([r["forecast_ratio"] for r in done if not r["view_complete"]]),
         "provider_rate": forecaster.to_json() if forecaster is not None else None,
         "usable_share": _usable_share(rows, hard),
-        "corrections": fixes.recorded, "correction": fixes.current,
+        "corrections": fixes.recorded,
+        "correction": fixes.current,
         "cache_rewrites": _rewrites(usages),
     }
-    doc = {"session": session_id, "engine": setup.engine_name, "estimator": setup.estimator_name, "stream": setup.writer.stream,
-           "model": model, "kept": keep, "exact_tokenizer": setup.counter.tokenizer,
-           "budget": {"context_window_tokens": budget.context_window_tokens,
-                      "reserve_tokens": budget.reserve_tokens, "recent_tokens": budget.recent_tokens,
-                      "requested_recent_tokens": plan.requested_recent, "window_source": plan.window_source},
-           "window_entry": plan.window_entry, "harness": harness_doc(plan.harness, setup.counter),
-           "requests": rows, "summary": summary}
+    doc = {
+        "session": session_id,
+        "engine": setup.engine_name,
+        "estimator": setup.estimator_name,
+        "stream": setup.writer.stream,
+        "model": model,
+        "kept": keep,
+        "exact_tokenizer": setup.counter.tokenizer,
+        "budget": {
+            "context_window_tokens": budget.context_window_tokens,
+            "reserve_tokens": budget.reserve_tokens,
+            "recent_tokens": budget.recent_tokens,
+            "requested_recent_tokens": plan.requested_recent,
+            "window_source": plan.window_source,
+        },
+        "window_entry": plan.window_entry,
+        "harness": harness_doc(plan.harness, setup.counter),
+        "requests": rows,
+        "summary": summary,
+    }
     return doc, views
 
 
@@ -434,12 +587,20 @@ def _usable_share(rows: list[dict[str, Any]], hard: int) -> dict[str, Any] | Non
     """The share of the real hard limit (``window - reserve``) a view could fill, in the provider's tokens
     (``budget_provider_tokens / hard``) from request :data:`USABLE_FROM_REQUEST` on: ``{"from_request", "requests",
     "min", "median", "max"}``, ``None`` when no such request has a forecast."""
-    shares = sorted(r["budget_provider_tokens"] / hard for r in rows
-                    if r["request"] >= USABLE_FROM_REQUEST and r.get("budget_provider_tokens") is not None)
+    shares = sorted(
+        r["budget_provider_tokens"] / hard
+        for r in rows
+        if r["request"] >= USABLE_FROM_REQUEST and r.get("budget_provider_tokens") is not None
+    )
     if not shares or hard <= 0:
         return None
-    return {"from_request": USABLE_FROM_REQUEST, "requests": len(shares), "min": round(shares[0], 4),
-            "median": round(statistics.median(shares), 4), "max": round(shares[-1], 4)}
+    return {
+        "from_request": USABLE_FROM_REQUEST,
+        "requests": len(shares),
+        "min": round(shares[0], 4),
+        "median": round(statistics.median(shares), 4),
+        "max": round(shares[-1], 4),
+    }
 
 
 def _cost_summary(original: Any, viewed: Any) -> dict[str, Any]:
@@ -451,12 +612,17 @@ def _cost_summary(original: Any, viewed: Any) -> dict[str, Any]:
     top = max(models, key=lambda m: (models[m].priced, m)) if models else None
     share = original.cache_read_share
     vshare = viewed.cache_read_share
-    return {"original_usd": pricing_usd(original.usd), "view_usd": pricing_usd(viewed.usd), "priced_model": top,
-            "original_cache_read_share": round(share, 4) if share is not None else None,
-            "view_cache_read_share": round(vshare, 4) if vshare is not None else None,
-            "original_priced_requests": original.priced, "view_priced_requests": viewed.priced,
-            "unpriced_requests": original.unpriced,
-            "models": {m: t.as_dict() for m, t in sorted(original.models.items())}}
+    return {
+        "original_usd": pricing_usd(original.usd),
+        "view_usd": pricing_usd(viewed.usd),
+        "priced_model": top,
+        "original_cache_read_share": round(share, 4) if share is not None else None,
+        "view_cache_read_share": round(vshare, 4) if vshare is not None else None,
+        "original_priced_requests": original.priced,
+        "view_priced_requests": viewed.priced,
+        "unpriced_requests": original.unpriced,
+        "models": {m: t.as_dict() for m, t in sorted(original.models.items())},
+    }
 
 
 RATIO_BAND = (0.9, 1.3)
@@ -477,8 +643,16 @@ def ratio_summary(ratios: list[float | None]) -> dict[str, Any]:
     statistics are ``None`` when no ratio is known. Percentiles are nearest-rank."""
     known = sorted(r for r in ratios if r is not None)
     lo, hi = RATIO_BAND
-    out: dict[str, Any] = {"requests": len(known), "min": None, "p10": None, "median": None, "p90": None,
-                           "max": None, "within": sum(1 for r in known if lo <= r <= hi), "band": [lo, hi]}
+    out: dict[str, Any] = {
+        "requests": len(known),
+        "min": None,
+        "p10": None,
+        "median": None,
+        "p90": None,
+        "max": None,
+        "within": sum(1 for r in known if lo <= r <= hi),
+        "band": [lo, hi],
+    }
     if known:
         n = len(known)
 
@@ -486,8 +660,7 @@ def ratio_summary(ratios: list[float | None]) -> dict[str, Any]:
             return known[min(n - 1, max(0, math.ceil(q * n) - 1))]
 
         median = known[n // 2] if n % 2 else (known[n // 2 - 1] + known[n // 2]) / 2
-        out.update({"min": known[0], "p10": rank(0.1), "median": round(median, 3), "p90": rank(0.9),
-                    "max": known[-1]})
+        out.update({"min": known[0], "p10": rank(0.1), "median": round(median, 3), "p90": rank(0.9), "max": known[-1]})
     return out
 
 
@@ -500,12 +673,28 @@ def harness_doc(harness: Any, counter: Any) -> dict[str, Any]:
     ``tools`` (how many schemas), ``inferred`` (bool), ``inferred_tokens``, ``inferred_from`` (request numbers)
     and ``residuals`` (tokens per request used)."""
     if harness is None:
-        return {"source": "none", "system_tokens": 0, "tools_tokens": 0, "notes": 0, "tools": 0, "inferred": False,
-                "inferred_tokens": 0, "inferred_from": [], "residuals": []}
-    return {"source": harness.source, "system_tokens": counter.system(harness.system),
-            "tools_tokens": counter.tools(harness.tools), "notes": harness.notes, "tools": len(harness.tools),
-            "inferred": bool(harness.inferred_from), "inferred_tokens": harness.inferred_tokens,
-            "inferred_from": list(harness.inferred_from), "residuals": list(harness.residuals)}
+        return {
+            "source": "none",
+            "system_tokens": 0,
+            "tools_tokens": 0,
+            "notes": 0,
+            "tools": 0,
+            "inferred": False,
+            "inferred_tokens": 0,
+            "inferred_from": [],
+            "residuals": [],
+        }
+    return {
+        "source": harness.source,
+        "system_tokens": counter.system(harness.system),
+        "tools_tokens": counter.tools(harness.tools),
+        "notes": harness.notes,
+        "tools": len(harness.tools),
+        "inferred": bool(harness.inferred_from),
+        "inferred_tokens": harness.inferred_tokens,
+        "inferred_from": list(harness.inferred_from),
+        "residuals": list(harness.residuals),
+    }
 
 
 def event_position(seqs: list[int], seq: int | None) -> int | None:

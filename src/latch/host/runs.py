@@ -51,8 +51,19 @@ from ..store import EventStore, LeaseLost, RunFence, RunLease, StoreError
 from . import reducers as R
 from .lease import LeaseGuard
 
-__all__ = ["COMMANDS", "NoRunningRun", "RunRecord", "RunCommands", "RunLeaseHeld", "RUN_LEASE_SECONDS", "holder_alive",
-           "process_start", "process_alive", "session_liveness", "utc_now"]
+__all__ = [
+    "COMMANDS",
+    "NoRunningRun",
+    "RunRecord",
+    "RunCommands",
+    "RunLeaseHeld",
+    "RUN_LEASE_SECONDS",
+    "holder_alive",
+    "process_start",
+    "process_alive",
+    "session_liveness",
+    "utc_now",
+]
 
 RUN_LEASE_SECONDS = 30.0
 """How long (seconds) a run's lease outlives its last renewal (renewed every third of it while the run lives)."""
@@ -74,7 +85,7 @@ def process_start(pid: int) -> int | None:
     try:
         with open(f"/proc/{int(pid)}/stat", "rb") as f:
             stat = f.read().decode("ascii", "replace")
-        return int(stat[stat.rindex(")") + 2:].split()[19])
+        return int(stat[stat.rindex(")") + 2 :].split()[19])
     except (OSError, ValueError, IndexError):
         return None
 
@@ -145,15 +156,25 @@ class RunRecord:
         :class:`RunLeaseHeld` (nothing written) when a live run holds it; a dead or expired holder is taken over.
         :class:`~latch.store.StoreError` as for any write."""
         me = os.getpid()
-        held = self.store.acquire_run_lease(self.session_id, self.run_id, pid=me, host=socket.gethostname(),
-                                            process_start=process_start(me), lease_seconds=lease_seconds,
-                                            now=time.time(), holder_live=holder_alive)
+        held = self.store.acquire_run_lease(
+            self.session_id,
+            self.run_id,
+            pid=me,
+            host=socket.gethostname(),
+            process_start=process_start(me),
+            lease_seconds=lease_seconds,
+            now=time.time(),
+            holder_live=holder_alive,
+        )
         if held is not None:
-            raise RunLeaseHeld(f"session {self.session_id} is already running in another latch run (pid {held.pid} "
-                               f"on {held.host}); wait for it to end or stop it, then resume")
+            raise RunLeaseHeld(
+                f"session {self.session_id} is already running in another latch run (pid {held.pid} "
+                f"on {held.host}); wait for it to end or stop it, then resume"
+            )
         self.acquired = True
-        self._renewer = threading.Thread(target=self._renew, args=(lease_seconds / 3,), name="latch-run-lease",
-                                         daemon=True)
+        self._renewer = threading.Thread(
+            target=self._renew, args=(lease_seconds / 3,), name="latch-run-lease", daemon=True
+        )
         self._renewer.start()
 
     def _renew(self, every: float) -> None:
@@ -168,8 +189,11 @@ class RunRecord:
                         lease = self.store.run_lease(self.session_id)
                     except StoreError:
                         lease = None
-                    self.guard.lose(f"taken over by the run of pid {lease.pid} on {lease.host}" if lease is not None
-                                    else "taken over or released")
+                    self.guard.lose(
+                        f"taken over by the run of pid {lease.pid} on {lease.host}"
+                        if lease is not None
+                        else "taken over or released"
+                    )
                 return
 
     def start(self) -> RunStarted:
@@ -178,14 +202,21 @@ class RunRecord:
         cannot stop this run. After :meth:`acquire` the append is fenced by the run lease
         (:class:`~latch.store.LeaseLost` when another run took it over meanwhile)."""
         ev = RunStarted(self.run_id, os.getpid(), socket.gethostname(), utc_now(), process_start(os.getpid()))
-        self.store.append(self.session_id, [*self._moot_stops(), PendingEvent(ev, f"run-started:{self.run_id}")],
-                          fence=self.fence if self.acquired else None)
+        self.store.append(
+            self.session_id,
+            [*self._moot_stops(), PendingEvent(ev, f"run-started:{self.run_id}")],
+            fence=self.fence if self.acquired else None,
+        )
         return ev
 
     def _moot_stops(self) -> list[PendingEvent]:
-        return [PendingEvent(RunCommandApplied(q.command_id, q.command, self.run_id, "moot"),
-                             f"command-applied:{q.command_id}")
-                for q in RunCommands(self.store, self.session_id).pending() if q.command == "stop"]
+        return [
+            PendingEvent(
+                RunCommandApplied(q.command_id, q.command, self.run_id, "moot"), f"command-applied:{q.command_id}"
+            )
+            for q in RunCommands(self.store, self.session_id).pending()
+            if q.command == "stop"
+        ]
 
     def end(self, outcome: str, exit_code: int | None = None, detail: str = "") -> RunEnded:
         """Append the :class:`~latch.events.RunEnded`; a ``stop`` still pending is closed as ``moot`` in the
@@ -233,8 +264,9 @@ class RunCommands:
     def __init__(self, store: EventStore, session_id: str):
         self.store, self.session_id = store, session_id
 
-    def submit(self, command: str | None, text: str | None = None, *, receipt: str | None = None,
-               source: str = "web") -> dict[str, Any]:
+    def submit(
+        self, command: str | None, text: str | None = None, *, receipt: str | None = None, source: str = "web"
+    ) -> dict[str, Any]:
         """Queue ``command`` (one of :data:`COMMANDS`; ``steer`` needs ``text``) and return its receipt
         ``{"id", "command", "status", "seq"}`` (``status`` from :func:`latch.host.reducers.commands`:
         ``queued``, ``applied``, ``delivered`` or ``moot``). ``receipt``: the client's id (1-64 of
@@ -257,8 +289,9 @@ class RunCommands:
         self.store.append(self.session_id, [PendingEvent(event, f"command:{receipt}")])
         return self.receipt(receipt) or {"id": receipt, "command": command, "status": "queued", "seq": None}
 
-    def send(self, command: str | None, text: str | None = None, *, receipt: str | None = None,
-             source: str = "web") -> dict[str, Any]:
+    def send(
+        self, command: str | None, text: str | None = None, *, receipt: str | None = None, source: str = "web"
+    ) -> dict[str, Any]:
         """A UI's command: :meth:`submit`, except that ``stop`` raises :class:`NoRunningRun` (store unchanged)
         when the session has no running ``latch run`` (:func:`session_liveness`). ``source``: the UI
         (``web``, ``tui``). ``ValueError`` as :meth:`submit`."""
@@ -275,16 +308,28 @@ class RunCommands:
 
     def pending(self) -> list[RunCommandQueued]:
         """The ``stop`` and ``compact`` commands not applied yet, in order (steering: the steering inbox)."""
-        done = {s.event.command_id for s in self.store.events(self.session_id, kinds=[RunCommandApplied.KIND])
-                if isinstance(s.event, RunCommandApplied)}
-        return [s.event for s in self.store.events(self.session_id, kinds=[RunCommandQueued.KIND])
-                if isinstance(s.event, RunCommandQueued) and s.event.command_id not in done]
+        done = {
+            s.event.command_id
+            for s in self.store.events(self.session_id, kinds=[RunCommandApplied.KIND])
+            if isinstance(s.event, RunCommandApplied)
+        }
+        return [
+            s.event
+            for s in self.store.events(self.session_id, kinds=[RunCommandQueued.KIND])
+            if isinstance(s.event, RunCommandQueued) and s.event.command_id not in done
+        ]
 
     def applied(self, command: RunCommandQueued, run_id: str, result: str = "applied") -> list[int]:
         """Record that run ``run_id`` applied ``command`` (once: a second call adds nothing)."""
-        return self.store.append(self.session_id, [PendingEvent(
-            RunCommandApplied(command.command_id, command.command, run_id, result),
-            f"command-applied:{command.command_id}")])
+        return self.store.append(
+            self.session_id,
+            [
+                PendingEvent(
+                    RunCommandApplied(command.command_id, command.command, run_id, result),
+                    f"command-applied:{command.command_id}",
+                )
+            ],
+        )
 
 
 _COMMAND_KINDS = [SteeringQueued.KIND, "steering_delivered", RunCommandQueued.KIND, RunCommandApplied.KIND]

@@ -77,16 +77,23 @@ class SealedReader(_Sealed):
         self.session_id = reader.session_id
         self._hold(reader)
 
-    def events(self, *, after_seq: int = 0, until_seq: int | None = None,
-               kinds: Sequence[str] | None = None) -> Iterator[Any]:
+    def events(
+        self, *, after_seq: int = 0, until_seq: int | None = None, kinds: Sequence[str] | None = None
+    ) -> Iterator[Any]:
         """This session's events with ``after_seq < seq <= until_seq``, in seq order."""
         return _SealedIterator(iter(_target(self).events(after_seq=after_seq, until_seq=until_seq, kinds=kinds)))
 
-    def search(self, query: str, *, limit: int = 20, before_seq: int | None = None,
-               until_seq: int | None = None, mode: str = "or") -> list[Any]:
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 20,
+        before_seq: int | None = None,
+        until_seq: int | None = None,
+        mode: str = "or",
+    ) -> list[Any]:
         """FTS over this session, newest first (a list)."""
-        return list(_target(self).search(query, limit=limit, before_seq=before_seq, until_seq=until_seq,
-                                          mode=mode))
+        return list(_target(self).search(query, limit=limit, before_seq=before_seq, until_seq=until_seq, mode=mode))
 
     def max_seq(self) -> int:
         """The newest seq of this session (0 when it has no events)."""
@@ -120,8 +127,9 @@ class SealedWriter(_Sealed):
         """Append records in one transaction (all or nothing); return their ids."""
         return list(_target(self).append_many(records))
 
-    def records(self, kinds: Sequence[str] | None = None, *,
-                after_id: int = 0) -> list[tuple[int, str, int, dict[str, Any]]]:
+    def records(
+        self, kinds: Sequence[str] | None = None, *, after_id: int = 0
+    ) -> list[tuple[int, str, int, dict[str, Any]]]:
         """``(id, kind, at_seq, payload)`` of this stream with ``id > after_id``, in append order."""
         return list(_target(self).records(kinds, after_id=after_id))
 

@@ -20,8 +20,15 @@ from ..port import CanonicalStateView
 from ..store import EventStore, StoredEvent
 from .kernel import kernel_cache
 
-__all__ = ["StoreSessionReader", "StoreKernelWriter", "ReplayKernelWriter", "OverlayKernelWriter",
-           "StoreTokenCounts", "OverlayTokenCounts", "EmptyState"]
+__all__ = [
+    "StoreSessionReader",
+    "StoreKernelWriter",
+    "ReplayKernelWriter",
+    "OverlayKernelWriter",
+    "StoreTokenCounts",
+    "OverlayTokenCounts",
+    "EmptyState",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,16 +54,25 @@ class StoreSessionReader:
         self.session_id = session_id
         self._cache = cache
 
-    def events(self, *, after_seq: int = 0, until_seq: int | None = None,
-               kinds: Sequence[str] | None = None) -> Iterator[StoredEvent]:
+    def events(
+        self, *, after_seq: int = 0, until_seq: int | None = None, kinds: Sequence[str] | None = None
+    ) -> Iterator[StoredEvent]:
         """This session's events with ``after_seq < seq <= until_seq``, in seq order."""
         return self._store.events(self.session_id, after_seq=after_seq, until_seq=until_seq, kinds=kinds)
 
-    def search(self, query: str, *, limit: int = 20, before_seq: int | None = None,
-               until_seq: int | None = None, mode: str = "or") -> list[StoredEvent]:
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 20,
+        before_seq: int | None = None,
+        until_seq: int | None = None,
+        mode: str = "or",
+    ) -> list[StoredEvent]:
         """FTS over this session, newest first; any string is a valid query (no token → ``[]``)."""
-        return self._store.search(query, session_id=self.session_id, limit=limit, mode=mode,
-                                  before_seq=before_seq, until_seq=until_seq)
+        return self._store.search(
+            query, session_id=self.session_id, limit=limit, mode=mode, before_seq=before_seq, until_seq=until_seq
+        )
 
     def max_seq(self) -> int:
         """The newest seq of this session (0 when it has no events)."""
@@ -94,11 +110,11 @@ class StoreKernelWriter:
 
     def append_many(self, records: Sequence[tuple[str, int, Mapping[str, Any]]]) -> list[int]:
         """Append ``(kind, at_seq, payload)`` records in one transaction; return their ids."""
-        return self._store.append_kernel_records(self.session_id, self.stream,
-                                                 [(k, s, dict(p)) for k, s, p in records])
+        return self._store.append_kernel_records(self.session_id, self.stream, [(k, s, dict(p)) for k, s, p in records])
 
-    def records(self, kinds: Sequence[str] | None = None, *,
-                after_id: int = 0) -> list[tuple[int, str, int, dict[str, Any]]]:
+    def records(
+        self, kinds: Sequence[str] | None = None, *, after_id: int = 0
+    ) -> list[tuple[int, str, int, dict[str, Any]]]:
         """``(id, kind, at_seq, payload)`` of this stream with ``id > after_id``, in append order."""
         return self._store.kernel_records(self.session_id, self.stream, kinds=kinds, after_id=after_id)
 
@@ -123,8 +139,9 @@ class ReplayKernelWriter(StoreKernelWriter):
         """Append ``(kind, at_seq, payload)`` records to the run in one transaction; return their ids."""
         return self._scratch.append(self.run_id, [(k, s, dict(p)) for k, s, p in records])
 
-    def records(self, kinds: Sequence[str] | None = None, *,
-                after_id: int = 0) -> list[tuple[int, str, int, dict[str, Any]]]:
+    def records(
+        self, kinds: Sequence[str] | None = None, *, after_id: int = 0
+    ) -> list[tuple[int, str, int, dict[str, Any]]]:
         """``(id, kind, at_seq, payload)`` of this run with ``id > after_id``, in append order."""
         return self._scratch.records(self.run_id, kinds=kinds, after_id=after_id)
 
@@ -166,8 +183,9 @@ class OverlayKernelWriter(StoreKernelWriter):
             self._next += 1
         return ids
 
-    def records(self, kinds: Sequence[str] | None = None, *,
-                after_id: int = 0) -> list[tuple[int, str, int, dict[str, Any]]]:
+    def records(
+        self, kinds: Sequence[str] | None = None, *, after_id: int = 0
+    ) -> list[tuple[int, str, int, dict[str, Any]]]:
         """The store's records of the stream, then this writer's, with ``id > after_id``, in append order."""
         stored = self._store.kernel_records(self.session_id, self.stream, kinds=kinds, after_id=after_id)
         first_mine = self._mine[0][0] if self._mine else None

@@ -20,7 +20,16 @@ from typing import Any
 
 from .. import hotpaths  # the backend resolves at first use, not at import
 
-__all__ = ["canonical_view", "state_summary", "summary_line", "state_lines", "evidence_report", "evidence_lines", "CERTIFIED", "NOT_CERTIFIED"]
+__all__ = [
+    "canonical_view",
+    "state_summary",
+    "summary_line",
+    "state_lines",
+    "evidence_report",
+    "evidence_lines",
+    "CERTIFIED",
+    "NOT_CERTIFIED",
+]
 
 CERTIFIED = "verdict: CERTIFIED (every required validation passed at the current generation)"
 NOT_CERTIFIED = "verdict: NOT CERTIFIED"
@@ -33,18 +42,28 @@ def state_summary(state: Any) -> dict[str, Any]:
     ``latch state --json`` prints it): ``{"goal", "revision", "generation", "files", "files_observed",
     "files_written", "mutations", "validation_runs", "requirements", "requirements_current", "failures",
     "failures_active", "processes", "processes_running", "tombstoned"}``."""
+
     def get(name: str) -> Any:
         return state[name] if isinstance(state, Mapping) else getattr(state, name)
 
     files, evidence_, failures, processes = get("files"), get("evidence"), get("failures"), get("processes")
-    return {"goal": get("goal"), "revision": get("revision"), "generation": get("generation"),
-            "files": len(files), "files_observed": sum(1 for f in files if f["reads"]),
-            "files_written": sum(1 for f in files if f["writes"]),
-            "mutations": get("mutations"), "validation_runs": get("validation_runs"),
-            "requirements": len(evidence_), "requirements_current": sum(1 for o in evidence_ if o["current"]),
-            "failures": len(failures), "failures_active": sum(1 for f in failures if f["active"]),
-            "processes": len(processes), "processes_running": sum(1 for p in processes if p["running"]),
-            "tombstoned": bool(get("tombstoned"))}
+    return {
+        "goal": get("goal"),
+        "revision": get("revision"),
+        "generation": get("generation"),
+        "files": len(files),
+        "files_observed": sum(1 for f in files if f["reads"]),
+        "files_written": sum(1 for f in files if f["writes"]),
+        "mutations": get("mutations"),
+        "validation_runs": get("validation_runs"),
+        "requirements": len(evidence_),
+        "requirements_current": sum(1 for o in evidence_ if o["current"]),
+        "failures": len(failures),
+        "failures_active": sum(1 for f in failures if f["active"]),
+        "processes": len(processes),
+        "processes_running": sum(1 for p in processes if p["running"]),
+        "tombstoned": bool(get("tombstoned")),
+    }
 
 
 def _plural(n: int, word: str) -> str:
@@ -54,11 +73,13 @@ def _plural(n: int, word: str) -> str:
 def summary_line(state: Any) -> str:
     """The derived-state counts of one session on one line (:func:`state_summary`)."""
     s = state_summary(state)
-    return (f"files {s['files']:,} ({s['files_observed']:,} observed, {s['files_written']:,} written) · mutations "
-            f"{s['mutations']:,} · generation {s['generation']:,} · validations "
-            f"{_plural(s['validation_runs'], 'run')}, {_plural(s['requirements'], 'requirement')} "
-            f"({s['requirements_current']:,} current) · failures {_plural(s['failures'], 'lineage')} "
-            f"({s['failures_active']:,} active) · processes {s['processes']:,} ({s['processes_running']:,} running)")
+    return (
+        f"files {s['files']:,} ({s['files_observed']:,} observed, {s['files_written']:,} written) · mutations "
+        f"{s['mutations']:,} · generation {s['generation']:,} · validations "
+        f"{_plural(s['validation_runs'], 'run')}, {_plural(s['requirements'], 'requirement')} "
+        f"({s['requirements_current']:,} current) · failures {_plural(s['failures'], 'lineage')} "
+        f"({s['failures_active']:,} active) · processes {s['processes']:,} ({s['processes_running']:,} running)"
+    )
 
 
 def state_lines(state: Any, budget: int | None = None) -> list[str]:
@@ -78,16 +99,30 @@ def evidence_report(state: Any) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     sets: dict[int, str] = {}
     for o in reversed(state.evidence):
-        rows.append({"requirement": o["requirement"], "status": o["status"], "generation": o["generation"],
-                     "current": bool(o["current"]), "set": o["seq"]})
+        rows.append(
+            {
+                "requirement": o["requirement"],
+                "status": o["status"],
+                "generation": o["generation"],
+                "current": bool(o["current"]),
+                "set": o["seq"],
+            }
+        )
         sets.setdefault(o["seq"], " ".join(o["command"].split()))
     cert = state.certification
-    return {"generation": state.generation, "requirements": rows,
-            "sets": [{"seq": seq, "command": cmd} for seq, cmd in sorted(sets.items())],
-            "running": [{"process_id": p["process_id"], "started_seq": p["started_seq"], "command": p["command"]}
-                        for p in state.processes if p["running"]],
-            "certified": bool(cert["certified"]), "verdict": CERTIFIED if cert["certified"] else NOT_CERTIFIED,
-            "reasons": [] if cert["certified"] else list(cert["reasons"])}
+    return {
+        "generation": state.generation,
+        "requirements": rows,
+        "sets": [{"seq": seq, "command": cmd} for seq, cmd in sorted(sets.items())],
+        "running": [
+            {"process_id": p["process_id"], "started_seq": p["started_seq"], "command": p["command"]}
+            for p in state.processes
+            if p["running"]
+        ],
+        "certified": bool(cert["certified"]),
+        "verdict": CERTIFIED if cert["certified"] else NOT_CERTIFIED,
+        "reasons": [] if cert["certified"] else list(cert["reasons"]),
+    }
 
 
 def evidence_lines(report: dict[str, Any]) -> list[str]:
@@ -96,13 +131,18 @@ def evidence_lines(report: dict[str, Any]) -> list[str]:
     ``(no validation recorded)``, then ``set S proved by: COMMAND``, the running processes, the verdict and its
     reasons."""
     out = [f"evidence · workspace generation {report['generation']:,}"]
-    out += [f"- {r['requirement']}: {r['status']} at generation {r['generation']:,}, "
-            f"{'current' if r['current'] else 'STALE'} (set {r['set']})" for r in report["requirements"]]
+    out += [
+        f"- {r['requirement']}: {r['status']} at generation {r['generation']:,}, "
+        f"{'current' if r['current'] else 'STALE'} (set {r['set']})"
+        for r in report["requirements"]
+    ]
     if not report["requirements"]:
         out.append("(no validation recorded)")
     out += [f"set {s['seq']} proved by: {s['command']}" for s in report["sets"]]
-    out += [f"managed process {p['process_id']} running since seq {p['started_seq']}: {p['command']}"
-            for p in report["running"]]
+    out += [
+        f"managed process {p['process_id']} running since seq {p['started_seq']}: {p['command']}"
+        for p in report["running"]
+    ]
     out.append(report["verdict"])
     out += [f"  - {reason}" for reason in report["reasons"]]
     return out

@@ -35,7 +35,16 @@ from ..store import EventStore
 from .loop import model_requests
 from .runs import session_liveness
 
-__all__ = ["SessionSummary", "summarize", "session_tree", "short_ids", "listed_sessions", "ID_CHARS", "STATUSES", "SUMMARY_KINDS"]
+__all__ = [
+    "SessionSummary",
+    "summarize",
+    "session_tree",
+    "short_ids",
+    "listed_sessions",
+    "ID_CHARS",
+    "STATUSES",
+    "SUMMARY_KINDS",
+]
 
 STATUSES = ("done", "interrupted", "live", "refused", "error", "stopped", "max turns")
 """Every :attr:`SessionSummary.status`."""
@@ -78,12 +87,22 @@ class SessionSummary:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: datetimes as ISO 8601 (UTC offset kept), dollars as a float (``None`` when unpriced)."""
-        return {"id": self.id, "parent": self.parent_id, "title": self.title,
-                "started": None if self.started is None else self.started.isoformat(),
-                "last": None if self.last is None else self.last.isoformat(), "harness": self.harness,
-                "model": self.model, "requests": self.requests, "usd": pricing.usd(self.usd),
-                "unpriced": self.unpriced, "status": self.status, "events": self.events,
-                "workspace": self.workspace, "source": self.source}
+        return {
+            "id": self.id,
+            "parent": self.parent_id,
+            "title": self.title,
+            "started": None if self.started is None else self.started.isoformat(),
+            "last": None if self.last is None else self.last.isoformat(),
+            "harness": self.harness,
+            "model": self.model,
+            "requests": self.requests,
+            "usd": pricing.usd(self.usd),
+            "unpriced": self.unpriced,
+            "status": self.status,
+            "events": self.events,
+            "workspace": self.workspace,
+            "source": self.source,
+        }
 
 
 def _title(info: Any, events: list[Any]) -> str | None:
@@ -139,11 +158,21 @@ def summarize(store: EventStore, info: Any) -> SessionSummary:
         else:
             total = (total or Decimal(0)) + price.usd
     return SessionSummary(
-        id=info.id, parent_id=info.parent_id, title=_title(info, events),
-        started=min(stamps, default=None), last=max(stamps, default=None),
-        harness=info.format, model=models.most_common(1)[0][0] if models else None, requests=len(reqs),
-        usd=total, unpriced=unpriced, status=_status(events), events=info.events, workspace=info.workspace,
-        source=info.source)
+        id=info.id,
+        parent_id=info.parent_id,
+        title=_title(info, events),
+        started=min(stamps, default=None),
+        last=max(stamps, default=None),
+        harness=info.format,
+        model=models.most_common(1)[0][0] if models else None,
+        requests=len(reqs),
+        usd=total,
+        unpriced=unpriced,
+        status=_status(events),
+        events=info.events,
+        workspace=info.workspace,
+        source=info.source,
+    )
 
 
 def session_tree(summaries: list[SessionSummary]) -> list[tuple[SessionSummary, int]]:
@@ -158,6 +187,7 @@ def session_tree(summaries: list[SessionSummary]) -> list[tuple[SessionSummary, 
             kids.setdefault(s.parent_id, []).append(s)
         else:
             roots.append(s)
+
     def key(s: SessionSummary) -> float:
         return s.started.timestamp() if s.started else float("-inf")
 

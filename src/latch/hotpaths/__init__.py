@@ -27,8 +27,18 @@ from typing import TYPE_CHECKING, Any
 
 from . import _py
 
-__all__ = ["BACKEND", "IMPL", "PROFILES", "BackendError", "backend_error", "estimate_tokens",
-           "estimate_tokens_batch", "suffix_start", "score_episodes", "MARKER_BITS"]
+__all__ = [
+    "BACKEND",
+    "IMPL",
+    "PROFILES",
+    "BackendError",
+    "backend_error",
+    "estimate_tokens",
+    "estimate_tokens_batch",
+    "suffix_start",
+    "score_episodes",
+    "MARKER_BITS",
+]
 
 IMPL = os.environ.get("LATCH_IMPL", "auto").strip().lower() or "auto"
 ALLOWED = ("auto", "native", "python")

@@ -55,7 +55,7 @@ PROFILES = tuple(T.PROFILE_TABLES)
 
 # Per-code-point class, expanded once from the two-level table (1.1 MB; one index per character).
 _CLASS = b"".join(
-    T.STAGE2[(T.STAGE1[2 * b] << 8 | T.STAGE1[2 * b + 1]) * 256:][:256] for b in range(len(T.STAGE1) // 2)
+    T.STAGE2[(T.STAGE1[2 * b] << 8 | T.STAGE1[2 * b + 1]) * 256 :][:256] for b in range(len(T.STAGE1) // 2)
 )
 _BIGRAM = T.BIGRAM
 _NARROW = T.NARROW_RUNS
@@ -235,9 +235,18 @@ def _overlap(ids: IntArray, lo: int, hi: int, wanted: set[int]) -> int:
     return sum(1 for j in range(lo, hi) if ids[j] in wanted)
 
 
-def score_episodes(term_indptr: IntArray, term_ids: IntArray, file_indptr: IntArray,
-                   file_ids: IntArray, markers: IntArray, last_seq: IntArray,
-                   query_terms: IntArray, current_files: IntArray, now_seq: int, k: int) -> list[int]:
+def score_episodes(
+    term_indptr: IntArray,
+    term_ids: IntArray,
+    file_indptr: IntArray,
+    file_ids: IntArray,
+    markers: IntArray,
+    last_seq: IntArray,
+    query_terms: IntArray,
+    current_files: IntArray,
+    now_seq: int,
+    k: int,
+) -> list[int]:
     """Indices of the ``k`` best episodes (CSR layout: episode ``i`` owns
     ``term_ids[term_indptr[i]:term_indptr[i+1]]``, ids unique within an episode).
 

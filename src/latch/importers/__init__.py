@@ -30,8 +30,16 @@ from typing import Any, TypeVar
 
 from .base import Importer, JSONNestingError, ParsedSession, SessionForgotten, TranscriptError
 
-__all__ = ["Importer", "ParsedSession", "TranscriptError", "SessionForgotten", "builtin_importers", "detect",
-           "parse_file", "parse_all_file"]
+__all__ = [
+    "Importer",
+    "ParsedSession",
+    "TranscriptError",
+    "SessionForgotten",
+    "builtin_importers",
+    "detect",
+    "parse_file",
+    "parse_all_file",
+]
 
 
 DEFAULT_MAX_TRANSCRIPT_BYTES = 2 << 30
@@ -44,8 +52,10 @@ def transcript_limit_problem() -> str | None:
     raw = os.environ.get("LATCH_MAX_TRANSCRIPT_BYTES")
     if raw is None or not raw.strip() or (raw.strip().isdigit() and int(raw.strip()) > 0):
         return None
-    return (f"LATCH_MAX_TRANSCRIPT_BYTES={raw!r}: not a positive whole number of bytes (unset it for the default "
-            f"of {DEFAULT_MAX_TRANSCRIPT_BYTES:,})")
+    return (
+        f"LATCH_MAX_TRANSCRIPT_BYTES={raw!r}: not a positive whole number of bytes (unset it for the default "
+        f"of {DEFAULT_MAX_TRANSCRIPT_BYTES:,})"
+    )
 
 
 def _max_transcript_bytes() -> int:
@@ -61,8 +71,23 @@ file is 2.9 MB; the cap keeps a runaway file from exhausting memory before the p
 def builtin_importers() -> list[type[Importer]]:
     """The importer classes shipped with Latch (registered as plugins by default_plugins)."""
     found: list[type[Importer]] = []
-    for mod in ("claude_code", "codex", "openai_chat", "anthropic", "swe_agent", "mini_swe_agent", "openhands", "aider", "gemini_cli",
-                "copilot_cli", "goose", "opencode", "cline", "antigravity", "merged_messages"):
+    for mod in (
+        "claude_code",
+        "codex",
+        "openai_chat",
+        "anthropic",
+        "swe_agent",
+        "mini_swe_agent",
+        "openhands",
+        "aider",
+        "gemini_cli",
+        "copilot_cli",
+        "goose",
+        "opencode",
+        "cline",
+        "antigravity",
+        "merged_messages",
+    ):
         try:
             m = importlib.import_module(f"{__name__}.{mod}")
         except ModuleNotFoundError as exc:
@@ -79,8 +104,9 @@ def _available(importers: list[type[Importer]] | None) -> list[type[Importer]]:
     return builtin_importers() if importers is None else importers
 
 
-def detect(path: Path, data: bytes, importers: list[type[Importer]] | None = None, *,
-           resemble: bool = True) -> Importer:
+def detect(
+    path: Path, data: bytes, importers: list[type[Importer]] | None = None, *, resemble: bool = True
+) -> Importer:
     """The importer with the highest ``sniff`` score, or when none claims the file (and ``resemble``) the first
     whose :meth:`~Importer.resembles` says the file nearly has its shape (so its error names what is missing).
 
@@ -91,8 +117,9 @@ def detect(path: Path, data: bytes, importers: list[type[Importer]] | None = Non
     return _detect(path, data, importers, resemble)[0]
 
 
-def _detect(path: Path, data: bytes, importers: list[type[Importer]] | None,
-            resemble: bool = True) -> tuple[Importer, bool]:
+def _detect(
+    path: Path, data: bytes, importers: list[type[Importer]] | None, resemble: bool = True
+) -> tuple[Importer, bool]:
     """``(importer, resembled)``: :func:`detect`'s importer and whether it was chosen by resemblance (no
     importer's ``sniff`` claimed the file)."""
     best: tuple[int, Importer] | None = None
@@ -131,8 +158,9 @@ def _resembling(path: Path, head: bytes, importers: list[type[Importer]] | None)
     return found
 
 
-def parse_file(path: str | Path, format: str | None = None, importers: list[type[Importer]] | None = None, *,
-               live: bool = False) -> ParsedSession:
+def parse_file(
+    path: str | Path, format: str | None = None, importers: list[type[Importer]] | None = None, *, live: bool = False
+) -> ParsedSession:
     """Parse ``path`` without touching any store; ``live=True`` when the file is still being written
     (:attr:`Importer.live`: a half-written last JSONL line is open tail, no conversation yet is no events).
     For a container of several sessions (a Goose or OpenCode database, an Aider history: one per
@@ -149,15 +177,21 @@ def parse_file(path: str | Path, format: str | None = None, importers: list[type
     return _read(path, format, importers, live, lambda imp, p, data: imp.parse(p, data))
 
 
-def parse_all_file(path: str | Path, format: str | None = None, importers: list[type[Importer]] | None = None, *,
-                   live: bool = False) -> list[ParsedSession]:
+def parse_all_file(
+    path: str | Path, format: str | None = None, importers: list[type[Importer]] | None = None, *, live: bool = False
+) -> list[ParsedSession]:
     """Every session of ``path`` (:meth:`Importer.parse_all`): one for most formats, one per session of a
     container. Raises :class:`TranscriptError` like :func:`parse_file`."""
     return _read(path, format, importers, live, lambda imp, p, data: imp.parse_all(p, data))
 
 
-def _read(path: str | Path, format: str | None, importers: list[type[Importer]] | None, live: bool,
-          read: Callable[[Importer, Path, bytes], _T]) -> _T:
+def _read(
+    path: str | Path,
+    format: str | None,
+    importers: list[type[Importer]] | None,
+    live: bool,
+    read: Callable[[Importer, Path, bytes], _T],
+) -> _T:
     """``read(importer, path, bytes)`` with the importer ``format`` names or detection picks (see
     :func:`parse_file` for the errors)."""
     p, data, imp, resembled = _prepare(path, format, importers, live)
@@ -184,8 +218,11 @@ def _read(path: str | Path, format: str | None, importers: list[type[Importer]] 
                 except RecursionError:
                     continue
             if resembled:
-                error = TranscriptError(error.path, error.location, f"{error.reason} (read as {imp.PLUGIN_NAME}: the "
-                                                                    "file nearly has that format's shape)")
+                error = TranscriptError(
+                    error.path,
+                    error.location,
+                    f"{error.reason} (read as {imp.PLUGIN_NAME}: the file nearly has that format's shape)",
+                )
         raise _live_hints(error, p, data, importers, imp.PLUGIN_NAME) from None
 
 
@@ -194,8 +231,9 @@ _HINT = re.compile(r" \(import with --format ([\w.-]+)\)")
 not an OpenAI part (import with --format anthropic-messages)``); :func:`_live_hints` checks each."""
 
 
-def _live_hints(exc: TranscriptError, path: Path, data: bytes, importers: list[type[Importer]] | None,
-                failed: str) -> TranscriptError:
+def _live_hints(
+    exc: TranscriptError, path: Path, data: bytes, importers: list[type[Importer]] | None, failed: str
+) -> TranscriptError:
     """``exc`` without the ``(import with --format X)`` suggestions that would fail too (the file does not read as
     ``X``), so following a suggestion never leads to another format's error."""
     classes = {c.PLUGIN_NAME: c for c in _available(importers)}
@@ -213,8 +251,9 @@ def _live_hints(exc: TranscriptError, path: Path, data: bytes, importers: list[t
     return exc if reason == exc.reason else TranscriptError(exc.path, exc.location, reason)
 
 
-def _named_format_hint(exc: TranscriptError, path: Path, data: bytes, format: str | None,
-                       importers: list[type[Importer]] | None) -> TranscriptError:
+def _named_format_hint(
+    exc: TranscriptError, path: Path, data: bytes, format: str | None, importers: list[type[Importer]] | None
+) -> TranscriptError:
     """``exc``, or when ``format`` was named and the file sniffs as another format that reads it, the same error
     with that said (``FILE:line 1 column 2: invalid JSON: Expecting value; the file looks like openhands, not
     codex: pass --format openhands or leave --format out``). A format that would fail too is never suggested (the
@@ -231,8 +270,11 @@ def _named_format_hint(exc: TranscriptError, path: Path, data: bytes, format: st
         return exc
     if found == format:
         return exc
-    return TranscriptError(exc.path, exc.location, f"{exc.reason}; the file looks like {found}, not {format}: "
-                                                   f"pass --format {found} or leave --format out")
+    return TranscriptError(
+        exc.path,
+        exc.location,
+        f"{exc.reason}; the file looks like {found}, not {format}: pass --format {found} or leave --format out",
+    )
 
 
 SNIFF_BYTES = 65536
@@ -240,8 +282,9 @@ SNIFF_BYTES = 65536
 as unrecognized, from this much, before the whole file is read."""
 
 
-def _prepare(path: str | Path, format: str | None, importers: list[type[Importer]] | None,
-             live: bool) -> tuple[Path, bytes, Importer, bool]:
+def _prepare(
+    path: str | Path, format: str | None, importers: list[type[Importer]] | None, live: bool
+) -> tuple[Path, bytes, Importer, bool]:
     """``(path, bytes, importer, resembled)`` (see :func:`_detect`) for :func:`parse_file` / :func:`parse_all_file`. The emptiness check and
     format detection read a bounded prefix (:data:`SNIFF_BYTES`; a file of blanks is scanned in chunks): the
     whole file is read only once an importer will parse it, so an unrecognized 2 GiB file is refused in
@@ -254,8 +297,12 @@ def _prepare(path: str | Path, format: str | None, importers: list[type[Importer
         if not stat.S_ISREG(st.st_mode):  # a FIFO would block forever, /dev/zero never ends
             raise TranscriptError(p, None, "not a regular file (FIFOs, devices and sockets are not read)")
         if st.st_size > MAX_TRANSCRIPT_BYTES:
-            raise TranscriptError(p, None, f"file is {st.st_size:,} bytes, over the {MAX_TRANSCRIPT_BYTES:,}-byte "
-                                           "limit (LATCH_MAX_TRANSCRIPT_BYTES raises it)")
+            raise TranscriptError(
+                p,
+                None,
+                f"file is {st.st_size:,} bytes, over the {MAX_TRANSCRIPT_BYTES:,}-byte "
+                "limit (LATCH_MAX_TRANSCRIPT_BYTES raises it)",
+            )
         with open(p, "rb") as fh:
             head = fh.read(SNIFF_BYTES)
             if not _decoded_text(head).strip() and not _rest_has_text(fh, head):
@@ -289,8 +336,11 @@ def _rest_has_text(fh: Any, head: bytes) -> bool:
         chunk, carry = carry + chunk, b""
         if utf16 and len(chunk) % 2:
             chunk, carry = chunk[:-1], chunk[-1:]
-        text = chunk.decode("utf-16-le" if head.startswith(b"\xff\xfe") else "utf-16-be", "replace") if utf16 \
+        text = (
+            chunk.decode("utf-16-le" if head.startswith(b"\xff\xfe") else "utf-16-be", "replace")
+            if utf16
             else chunk.decode("utf-8", "ignore")
+        )
         if text.strip():
             return True
 

@@ -40,10 +40,29 @@ from ..events import (
 )
 from .base import JSONNestingError, ParsedSession, TranscriptError, json_decode, json_loads
 
-__all__ = ["Loc", "SessionBuilder", "AssistantSlot", "image_size", "sniff_media_type", "head_text", "peek_json",
-           "json_type", "openai_usage", "anthropic_usage", "litellm_usage", "data_url_bytes", "decode_base64", "compute_stats",
-           "content_hash_key", "head_key", "head_jsonl", "chat_features", "dump_json", "TOOLS_SUBTYPE",
-           "tool_schemas_note"]
+__all__ = [
+    "Loc",
+    "SessionBuilder",
+    "AssistantSlot",
+    "image_size",
+    "sniff_media_type",
+    "head_text",
+    "peek_json",
+    "json_type",
+    "openai_usage",
+    "anthropic_usage",
+    "litellm_usage",
+    "data_url_bytes",
+    "decode_base64",
+    "compute_stats",
+    "content_hash_key",
+    "head_key",
+    "head_jsonl",
+    "chat_features",
+    "dump_json",
+    "TOOLS_SUBTYPE",
+    "tool_schemas_note",
+]
 
 
 def json_type(value: Any) -> str:
@@ -166,18 +185,29 @@ def count_field(loc: Loc, obj: dict, key: str, prefix: str) -> int | None:
     return value
 
 
-def anthropic_usage(loc: Loc, usage: dict, prefix: str, *, model: str | None = None,
-                    request_id: str | None = None) -> Usage:
+def anthropic_usage(
+    loc: Loc, usage: dict, prefix: str, *, model: str | None = None, request_id: str | None = None
+) -> Usage:
     """Anthropic/Claude Code ``usage``: ``input_tokens`` is already uncached, cache fields disjoint."""
-    return Usage(input_tokens=count_field(loc, usage, "input_tokens", prefix),
-                 output_tokens=count_field(loc, usage, "output_tokens", prefix),
-                 cache_read_tokens=count_field(loc, usage, "cache_read_input_tokens", prefix),
-                 cache_write_tokens=count_field(loc, usage, "cache_creation_input_tokens", prefix),
-                 model=model, request_id=request_id)
+    return Usage(
+        input_tokens=count_field(loc, usage, "input_tokens", prefix),
+        output_tokens=count_field(loc, usage, "output_tokens", prefix),
+        cache_read_tokens=count_field(loc, usage, "cache_read_input_tokens", prefix),
+        cache_write_tokens=count_field(loc, usage, "cache_creation_input_tokens", prefix),
+        model=model,
+        request_id=request_id,
+    )
 
 
-def openai_usage(loc: Loc, prompt: int | None, cached: int | None, output: int | None, *,
-                 model: str | None = None, request_id: str | None = None) -> Usage:
+def openai_usage(
+    loc: Loc,
+    prompt: int | None,
+    cached: int | None,
+    output: int | None,
+    *,
+    model: str | None = None,
+    request_id: str | None = None,
+) -> Usage:
     """OpenAI/Codex usage: ``cached`` is a subset of ``prompt``, so uncached input = prompt - cached.
 
     OpenAI reports no cache writes: ``cache_write_tokens`` stays ``None``.
@@ -185,12 +215,19 @@ def openai_usage(loc: Loc, prompt: int | None, cached: int | None, output: int |
     if prompt is not None and cached is not None and cached > prompt:
         raise loc.fail(f"cached input tokens ({cached}) exceed input tokens ({prompt})")
     uncached = prompt - cached if prompt is not None and cached is not None else prompt
-    return Usage(input_tokens=uncached, output_tokens=output, cache_read_tokens=cached, cache_write_tokens=None,
-                 model=model, request_id=request_id)
+    return Usage(
+        input_tokens=uncached,
+        output_tokens=output,
+        cache_read_tokens=cached,
+        cache_write_tokens=None,
+        model=model,
+        request_id=request_id,
+    )
 
 
-def litellm_usage(loc: Loc, usage: dict, prefix: str, *, model: str | None = None,
-                  request_id: str | None = None) -> Usage:
+def litellm_usage(
+    loc: Loc, usage: dict, prefix: str, *, model: str | None = None, request_id: str | None = None
+) -> Usage:
     """LiteLLM's normalized chat-completion ``usage`` (OpenHands' ``model_response``, mini-SWE-agent's
     ``extra.response``): ``prompt_tokens`` includes the cache reads (``prompt_tokens_details.cached_tokens``,
     else ``cache_read_input_tokens``) and, for Anthropic models, the cache writes
@@ -210,8 +247,14 @@ def litellm_usage(loc: Loc, usage: dict, prefix: str, *, model: str | None = Non
             uncached = prompt - (cached or 0)
         if uncached < 0:
             raise loc.fail(f"cached prompt tokens ({cached}) exceed prompt tokens ({prompt})")
-    return Usage(input_tokens=uncached, output_tokens=count_field(loc, usage, "completion_tokens", prefix),
-                 cache_read_tokens=cached, cache_write_tokens=written, model=model, request_id=request_id)
+    return Usage(
+        input_tokens=uncached,
+        output_tokens=count_field(loc, usage, "completion_tokens", prefix),
+        cache_read_tokens=cached,
+        cache_write_tokens=written,
+        model=model,
+        request_id=request_id,
+    )
 
 
 # ----------------------------------------------------------------------------- media
@@ -258,9 +301,9 @@ def image_size(data: bytes) -> tuple[int | None, int | None]:
                 if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
                     i += 2
                     continue
-                (length,) = struct.unpack(">H", data[i + 2:i + 4])
+                (length,) = struct.unpack(">H", data[i + 2 : i + 4])
                 if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
-                    h, w = struct.unpack(">HH", data[i + 5:i + 9])
+                    h, w = struct.unpack(">HH", data[i + 5 : i + 9])
                     return w, h
                 i += 2 + length
     except (struct.error, IndexError):
@@ -276,7 +319,7 @@ def data_url_bytes(loc: Loc, url: str, label: str) -> tuple[bytes, str] | None:
     m = _DATA_URL.match(url)
     if not m:
         return None
-    return decode_base64(loc, url[m.end():], label), m.group(1)
+    return decode_base64(loc, url[m.end() :], label), m.group(1)
 
 
 def decode_base64(loc: Loc, text: str, label: str) -> bytes:
@@ -436,16 +479,25 @@ class SessionBuilder:
         """Append a non-assistant, non-result event (user message, note, marker)."""
         self._items.append(PendingEvent(event, self.ref(ref), ts))
 
-    def assistant(self, ref: str, ts: str | None, *, text: str = "", calls: list[ToolCall] | tuple = (),
-                  reasoning: bool = False, model: str | None = None) -> AssistantSlot:
+    def assistant(
+        self,
+        ref: str,
+        ts: str | None,
+        *,
+        text: str = "",
+        calls: list[ToolCall] | tuple = (),
+        reasoning: bool = False,
+        model: str | None = None,
+    ) -> AssistantSlot:
         """Start one provider response; more text/calls may be added with :meth:`extend`."""
         slot = AssistantSlot(ref=self.ref(ref), ts=ts, model=model)
         self._items.append(slot)
         self.extend(slot, text=text, calls=calls, reasoning=reasoning)
         return slot
 
-    def extend(self, slot: AssistantSlot, *, text: str = "", calls: list[ToolCall] | tuple = (),
-               reasoning: bool = False) -> None:
+    def extend(
+        self, slot: AssistantSlot, *, text: str = "", calls: list[ToolCall] | tuple = (), reasoning: bool = False
+    ) -> None:
         if text:
             slot.text_parts.append(text)
         slot.reasoning = slot.reasoning or reasoning
@@ -479,26 +531,54 @@ class SessionBuilder:
         if self._open_at is None:
             self._open_at = len(self._items)
 
-    def result(self, call_id: str, content: str, ref: str, ts: str | None, *, is_error: bool = False,
-               name: str | None = None, media: tuple[MediaRef, ...] = (), exit_code: int | None = None) -> None:
+    def result(
+        self,
+        call_id: str,
+        content: str,
+        ref: str,
+        ts: str | None,
+        *,
+        is_error: bool = False,
+        name: str | None = None,
+        media: tuple[MediaRef, ...] = (),
+        exit_code: int | None = None,
+    ) -> None:
         """Record a tool result: linked to its open call, else kept in place as an orphan."""
         opened = self._open.pop(call_id, None)
         if opened is None:
-            ev = ToolResult(call_id=call_id, content=content, is_error=is_error, name=name, orphan=True,
-                            media=tuple(media), exit_code=exit_code)
+            ev = ToolResult(
+                call_id=call_id,
+                content=content,
+                is_error=is_error,
+                name=name,
+                orphan=True,
+                media=tuple(media),
+                exit_code=exit_code,
+            )
             self._items.append(PendingEvent(ev, self.ref(ref), ts))
             return
         slot, index = opened
-        ev = ToolResult(call_id=call_id, content=content, is_error=is_error, name=name or slot.calls[index].name,
-                        media=tuple(media), exit_code=exit_code)
+        ev = ToolResult(
+            call_id=call_id,
+            content=content,
+            is_error=is_error,
+            name=name or slot.calls[index].name,
+            media=tuple(media),
+            exit_code=exit_code,
+        )
         slot.results.append((index, PendingEvent(ev, self.ref(ref), ts)))
 
     def close_open(self, reason: str, ts: str | None = None) -> int:
         """Append a ``missing`` placeholder for every unanswered call; returns how many."""
         n = 0
         for call_id, (slot, index) in list(self._open.items()):
-            ev = ToolResult(call_id=call_id, content=f"[no result: {reason}]", is_error=True,
-                            name=slot.calls[index].name, missing=True)
+            ev = ToolResult(
+                call_id=call_id,
+                content=f"[no result: {reason}]",
+                is_error=True,
+                name=slot.calls[index].name,
+                missing=True,
+            )
             slot.results.append((index, PendingEvent(ev, self.ref(f"missing:{call_id}"), ts)))
             n += 1
         self._open.clear()
@@ -526,8 +606,12 @@ class SessionBuilder:
                 continue
             if item.hold == "message" and settled is None:
                 settled = len(out)
-            msg = AssistantMessage(text="\n".join(item.text_parts), tool_calls=tuple(item.calls),
-                                   reasoning_reported=item.reasoning, model=item.model)
+            msg = AssistantMessage(
+                text="\n".join(item.text_parts),
+                tool_calls=tuple(item.calls),
+                reasoning_reported=item.reasoning,
+                model=item.model,
+            )
             out.append(PendingEvent(msg, item.ref, item.ts))
             if item.usage is not None:
                 out.append(item.usage)
@@ -542,18 +626,31 @@ class SessionBuilder:
             out.extend(item.after)
         return out, len(out) if settled is None else settled
 
-    def finish(self, *, external_key: str, workspace: str | None = None, meta: dict[str, Any] | None = None,
-               growing: bool = False) -> ParsedSession:
+    def finish(
+        self,
+        *,
+        external_key: str,
+        workspace: str | None = None,
+        meta: dict[str, Any] | None = None,
+        growing: bool = False,
+    ) -> ParsedSession:
         """The parsed session. Calls still unanswered stay pending (no placeholder).
 
         ``growing=True`` for formats that agents append to: ``ParsedSession.settled`` then marks the
         open tail (see the class docstring); whole-document formats leave it ``None``.
         """
         events, settled = self.events()
-        return ParsedSession(external_key=external_key, format=self.format, source=str(self.path.resolve()),
-                             events=events, workspace=workspace, meta=meta or {},
-                             artifacts=list(self._artifacts.values()), stats=compute_stats(events),
-                             settled=settled if growing and settled < len(events) else None)
+        return ParsedSession(
+            external_key=external_key,
+            format=self.format,
+            source=str(self.path.resolve()),
+            events=events,
+            workspace=workspace,
+            meta=meta or {},
+            artifacts=list(self._artifacts.values()),
+            stats=compute_stats(events),
+            settled=settled if growing and settled < len(events) else None,
+        )
 
 
 def compute_stats(events: list[PendingEvent]) -> dict[str, Any]:
@@ -563,10 +660,18 @@ def compute_stats(events: list[PendingEvent]) -> dict[str, Any]:
     missing-result placeholders excluded); ``tool_errors`` counts those with
     ``is_error``. Usage totals are ``None`` when no request reported that field.
     """
-    stats: dict[str, Any] = dict(user_messages=0, assistant_messages=0, tool_calls=0, tool_results=0,
-                                 tool_errors=0, orphan_results=0, missing_results=0)
-    totals: dict[str, int | None] = dict(input_tokens=None, output_tokens=None, cache_read_tokens=None,
-                                         cache_write_tokens=None)
+    stats: dict[str, Any] = dict(
+        user_messages=0,
+        assistant_messages=0,
+        tool_calls=0,
+        tool_results=0,
+        tool_errors=0,
+        orphan_results=0,
+        missing_results=0,
+    )
+    totals: dict[str, int | None] = dict(
+        input_tokens=None, output_tokens=None, cache_read_tokens=None, cache_write_tokens=None
+    )
     requests = 0
     for pe in events:
         ev = pe.event
@@ -650,6 +755,13 @@ def chat_features(head: bytes) -> tuple[set[str], dict[str, Any]]:
 
 
 _ROLE = re.compile(r'"role"\s*:\s*"')
-_TRAITS = (("openai", re.compile(r'"(tool_calls|tool_call_id|image_url)"\s*:|"role"\s*:\s*"(tool|system|developer)"')),
-           ("anthropic", re.compile(r'"type"\s*:\s*"(tool_use|tool_result|thinking|redacted_thinking)"'
-                                    r'|"source"\s*:\s*\{\s*"type"\s*:\s*"(base64|url)"')))
+_TRAITS = (
+    ("openai", re.compile(r'"(tool_calls|tool_call_id|image_url)"\s*:|"role"\s*:\s*"(tool|system|developer)"')),
+    (
+        "anthropic",
+        re.compile(
+            r'"type"\s*:\s*"(tool_use|tool_result|thinking|redacted_thinking)"'
+            r'|"source"\s*:\s*\{\s*"type"\s*:\s*"(base64|url)"'
+        ),
+    ),
+)

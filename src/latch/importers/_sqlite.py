@@ -22,8 +22,17 @@ from typing import Any
 from ._common import json_type
 from .base import Importer, JSONNestingError, ParsedSession, TranscriptError, json_loads
 
-__all__ = ["SQLITE_MAGIC", "is_sqlite", "schema_mentions", "open_bytes", "table_columns", "row_text",
-           "json_column", "present_columns", "SqliteSessionsImporter"]
+__all__ = [
+    "SQLITE_MAGIC",
+    "is_sqlite",
+    "schema_mentions",
+    "open_bytes",
+    "table_columns",
+    "row_text",
+    "json_column",
+    "present_columns",
+    "SqliteSessionsImporter",
+]
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -40,7 +49,7 @@ def schema_mentions(head: bytes, table: str, *columns: str) -> bool:
     m = re.search(rb"CREATE TABLE [`\"']?" + re.escape(table.encode()) + rb"[`\"']?\s*\(", head)
     if not m:
         return False
-    body = head[m.end():m.end() + 4096]
+    body = head[m.end() : m.end() + 4096]
     end = body.find(b"CREATE ")
     body = body if end < 0 else body[:end]
     return all(re.search(rb"[`\"'\s(,]" + re.escape(c.encode()) + rb"[`\"'\s]", body) for c in columns)
@@ -123,8 +132,11 @@ def json_column(path: Path, where: str, value: Any, column: str, kind: type = di
     except JSONNestingError as exc:
         raise TranscriptError(path, where, f"column {column!r}: {exc}") from None
     if not isinstance(doc, kind):
-        raise TranscriptError(path, where, f"column {column!r} must hold a JSON "
-                                           f"{'array' if kind is list else 'object'}, got {json_type(doc)}")
+        raise TranscriptError(
+            path,
+            where,
+            f"column {column!r} must hold a JSON {'array' if kind is list else 'object'}, got {json_type(doc)}",
+        )
     return doc
 
 

@@ -98,9 +98,11 @@ __all__ = ["AiderImporter", "IMPORTERS"]
 
 _HEADER = "# aider chat started at "
 _THINK_OPEN = re.compile(r"^\s*<thinking-content-([0-9a-f]+)>")
-_TOKENS = re.compile(r"^Tokens: (?P<sent>[\d.]+[kM]?) sent"
-                     r"(?:, (?P<write>[\d.]+[kM]?) cache write)?(?:, (?P<hit>[\d.]+[kM]?) cache hit)?"
-                     r", (?P<received>[\d.]+[kM]?) received\.")
+_TOKENS = re.compile(
+    r"^Tokens: (?P<sent>[\d.]+[kM]?) sent"
+    r"(?:, (?P<write>[\d.]+[kM]?) cache write)?(?:, (?P<hit>[\d.]+[kM]?) cache hit)?"
+    r", (?P<received>[\d.]+[kM]?) received\."
+)
 _APPLIED = "Applied edit to "
 _FAILED = re.compile(r"^# \d+ SEARCH/REPLACE blocks? failed to match!")
 _NO_MATCH = re.compile(r"^## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in (.+)$")
@@ -136,7 +138,7 @@ class _Block:
     args: dict
     first: int
     last: int
-    line_no: int          # 1-based file line of the block's marker (call id)
+    line_no: int  # 1-based file line of the block's marker (call id)
 
 
 @dataclass
@@ -183,7 +185,7 @@ def _clean_name(line: str) -> str:
     name = line.strip()
     for fence in _FENCE[::-1]:
         if name.startswith(fence):
-            name = name[len(fence):]
+            name = name[len(fence) :]
             break
     return name.rstrip(":").lstrip("#").strip().strip("`").strip("*").strip()
 
@@ -202,8 +204,9 @@ def _scan(path: Path, lines: list[str]) -> list[_Item]:
             while i < n and _is_user(lines[i]):
                 i += 1
             items.append(_Item("user", start, i - 1, "\n".join(u[5:].rstrip() for u in lines[start:i])))
-        elif _is_output(line) and (line.endswith("  ") or (items and items[-1].kind == "output"
-                                                            and items[-1].end == i - 1)):
+        elif _is_output(line) and (
+            line.endswith("  ") or (items and items[-1].kind == "output" and items[-1].end == i - 1)
+        ):
             start, body = i, [line[2:]]
             while not lines[i].endswith("  ") and i + 1 < n and not lines[i + 1].startswith(_HEADER):
                 i += 1
@@ -231,8 +234,9 @@ def _scan(path: Path, lines: list[str]) -> list[_Item]:
             if start is not None:
                 items.append(_Item("assistant", start, i - 1, "\n".join(t for _, t in rows), reasoning, rows))
     if not any(it.kind in ("header", "user") for it in items):
-        raise TranscriptError(path, "line 1", "not an aider chat history: no '# aider chat started at' header "
-                                              "and no '#### ' user lines")
+        raise TranscriptError(
+            path, "line 1", "not an aider chat history: no '# aider chat started at' header and no '#### ' user lines"
+        )
     return items
 
 
@@ -265,9 +269,10 @@ def _search_replace_blocks(rows: list[tuple[int, str]]) -> list[_Block]:
         name = name or last_path
         last = end + 1 if end + 1 < len(lines) and lines[end + 1].startswith(_FENCE) else end
         if name:
-            search, replace = "\n".join(lines[i + 1:div]), "\n".join(lines[div + 1:end])
-            blocks.append(_Block(name, {"path": name, "search": search, "replace": replace}, first, last,
-                                 rows[i][0] + 1))
+            search, replace = "\n".join(lines[i + 1 : div]), "\n".join(lines[div + 1 : end])
+            blocks.append(
+                _Block(name, {"path": name, "search": search, "replace": replace}, first, last, rows[i][0] + 1)
+            )
             last_path = name
         i = end + 1
     return blocks
@@ -283,8 +288,11 @@ def _whole_file_blocks(rows: list[tuple[int, str]]) -> list[_Block]:
             continue
         if opened is not None:
             name, start = opened
-            blocks.append(_Block(name, {"path": name, "content": "\n".join(lines[start + 2:i])}, start, i,
-                                 rows[start + 1][0] + 1))
+            blocks.append(
+                _Block(
+                    name, {"path": name, "content": "\n".join(lines[start + 2 : i])}, start, i, rows[start + 1][0] + 1
+                )
+            )
             opened = None
         elif i > 0 and (name := _clean_name(lines[i - 1])):
             opened = (name, i - 1)
@@ -298,7 +306,7 @@ def _failed_blocks(report: str) -> list[tuple[str, str]]:
         m = _NO_MATCH.match(line)
         if m and i + 1 < len(lines) and _SEARCH.match(lines[i + 1]):
             end = next((j for j in range(i + 2, len(lines)) if _DIVIDER.match(lines[j])), len(lines))
-            out.append((m.group(1).strip(), "\n".join(lines[i + 2:end])))
+            out.append((m.group(1).strip(), "\n".join(lines[i + 2 : end])))
     return out
 
 
@@ -353,8 +361,7 @@ class AiderImporter(Importer):
                 runs.append([])
             runs[-1].append(item)
         first = 1 if runs[0][0].kind == "header" else 0  # lines before the first header: run 0
-        return [self._run(path, file_key, n, run, last=run is runs[-1])
-                for n, run in enumerate(runs, first)]
+        return [self._run(path, file_key, n, run, last=run is runs[-1]) for n, run in enumerate(runs, first)]
 
     def _run(self, path: Path, file_key: str, n: int, items: list[_Item], *, last: bool) -> ParsedSession:
         """One run's session: ``items`` from its header (none for run 0) up to the next header."""
@@ -371,15 +378,18 @@ class AiderImporter(Importer):
                     model = m.group(1)
                 for key in ("Cur working dir: ", "Git working dir: "):
                     if item.text.startswith(key):
-                        workspace.setdefault(key, item.text[len(key):].strip())
+                        workspace.setdefault(key, item.text[len(key) :].strip())
                 if turn is None:
                     turn = _Turn(None)
                 turn.outputs.append(item)
                 continue
             self._flush(b, turn, model)
             if item.kind == "assistant" and (added := _added_files(turn)) is not None:
-                b.add(UserMessage(text=_ADDED_FILES.format(fnames=", ".join(sorted(added[1]))), is_meta=True),
-                      f"line:{added[0] + 1}#reflection", None)
+                b.add(
+                    UserMessage(text=_ADDED_FILES.format(fnames=", ".join(sorted(added[1]))), is_meta=True),
+                    f"line:{added[0] + 1}#reflection",
+                    None,
+                )
             turn = None
             if item.kind == "assistant":
                 turn = _Turn(item)
@@ -389,8 +399,11 @@ class AiderImporter(Importer):
                     b.open_here()  # more lines of the prompt may follow
                 b.add(UserMessage(text=item.text), ref, None)
             else:
-                b.add(SystemNote(text=item.text, subtype="session_start"), ref,
-                      item.text.removeprefix(_HEADER[2:]).strip())
+                b.add(
+                    SystemNote(text=item.text, subtype="session_start"),
+                    ref,
+                    item.text.removeprefix(_HEADER[2:]).strip(),
+                )
         if last:
             b.open_here()  # the last turn: its output lines may still follow
         self._flush(b, turn, model)
@@ -418,16 +431,25 @@ class AiderImporter(Importer):
             if reply is not None:
                 text, calls, results, used = _edits(reply, outputs)
             b.close_open("the next model request started first")
-            slot = b.assistant(f"line:{(reply or usage_lines[0]).start + 1}", None, text=text, calls=calls,
-                               reasoning=bool(reply and reply.reasoning), model=model)
+            slot = b.assistant(
+                f"line:{(reply or usage_lines[0]).start + 1}",
+                None,
+                text=text,
+                calls=calls,
+                reasoning=bool(reply and reply.reasoning),
+                model=model,
+            )
             for call_id, content, is_error, ref in results:
                 b.result(call_id, content, ref, None, is_error=is_error)
         notes: list[_Item] = []
 
         def flush_notes() -> None:
             if notes:
-                b.add(SystemNote(text="\n".join(o.text for o in notes), subtype="aider_output"),
-                      f"line:{notes[0].start + 1}", None)
+                b.add(
+                    SystemNote(text="\n".join(o.text for o in notes), subtype="aider_output"),
+                    f"line:{notes[0].start + 1}",
+                    None,
+                )
                 notes.clear()
 
         for o in outputs:
@@ -436,8 +458,12 @@ class AiderImporter(Importer):
                 sent, received = _tokens(m["sent"]), _tokens(m["received"])
                 hit = _tokens(m["hit"]) if m["hit"] else None
                 write = _tokens(m["write"]) if m["write"] else None
-                usage = Usage(input_tokens=max(sent - (hit or 0) - (write or 0), 0), output_tokens=received,
-                              cache_read_tokens=hit, cache_write_tokens=write)
+                usage = Usage(
+                    input_tokens=max(sent - (hit or 0) - (write or 0), 0),
+                    output_tokens=received,
+                    cache_read_tokens=hit,
+                    cache_write_tokens=write,
+                )
                 if slot is None or slot.usage is not None:  # a further request with no reply text
                     flush_notes()
                     b.close_open("the next model request started first")
@@ -479,8 +505,9 @@ def _added_files(turn: _Turn | None) -> tuple[int, list[str]] | None:
     return (at, files) if files else None
 
 
-def _edits(reply: _Item,
-           outputs: list[_Item]) -> tuple[str, list[ToolCall], list[tuple[str, str, bool, str]], set[int]]:
+def _edits(
+    reply: _Item, outputs: list[_Item]
+) -> tuple[str, list[ToolCall], list[tuple[str, str, bool, str]], set[int]]:
     """Edit calls of ``reply`` whose outcome ``outputs`` report.
 
     Returns the reply text without the blocks that became calls, the calls,
@@ -493,11 +520,13 @@ def _edits(reply: _Item,
         return reply.text, [], [], set()
     blocks = _search_replace_blocks(reply.rows)
     failed = _failed_blocks(failure.text) if failure else []
-    chosen: list[tuple[_Block, _Item, bool, str]] = []   # block, outcome line, is_error, result content
+    chosen: list[tuple[_Block, _Item, bool, str]] = []  # block, outcome line, is_error, result content
     for blk in blocks:
-        hit = next((o for o in applied if _same_file(o.text[len(_APPLIED):], blk.path)), None)
-        if failure is not None and (not failed or any(
-                _same_file(p, blk.path) and srch.strip() == blk.args["search"].strip() for p, srch in failed)):
+        hit = next((o for o in applied if _same_file(o.text[len(_APPLIED) :], blk.path)), None)
+        if failure is not None and (
+            not failed
+            or any(_same_file(p, blk.path) and srch.strip() == blk.args["search"].strip() for p, srch in failed)
+        ):
             chosen.append((blk, failure, True, failure.text))
         elif hit is not None:
             chosen.append((blk, hit, False, hit.text))
@@ -505,7 +534,7 @@ def _edits(reply: _Item,
             chosen.append((blk, failure, False, f"{_APPLIED}{blk.path}"))
     whole = _whole_file_blocks(reply.rows)
     for o in applied:
-        target = o.text[len(_APPLIED):]
+        target = o.text[len(_APPLIED) :]
         if any(_same_file(target, blk.path) for blk in blocks):
             continue
         blk = next((w for w in whole if _same_file(w.path, target)), None)

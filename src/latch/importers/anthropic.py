@@ -172,17 +172,27 @@ def _assistant(b: SessionBuilder, loc: Loc, msg: dict, blocks: list, ref: str, m
             arguments = dump_json(loc, block.get("input") or {}, f"content[{j}].input")
             calls.append(ToolCall(id=block["id"], name=block["name"], arguments=arguments))
         elif kind.endswith("_tool_result"):  # a server tool's result, in the same response
-            inline_results.append((block["tool_use_id"], dump_json(loc, block.get("content"), f"content[{j}].content"),
-                                   block.get("is_error") is True))
+            inline_results.append(
+                (
+                    block["tool_use_id"],
+                    dump_json(loc, block.get("content"), f"content[{j}].content"),
+                    block.get("is_error") is True,
+                )
+            )
         else:
             texts.append(f"[{kind}]")
     msg_model = loc.str(msg, "model") or model
-    slot = b.assistant(ref, None, text="\n".join(t for t in texts if t), calls=calls, reasoning=reasoning,
-                       model=msg_model)
+    slot = b.assistant(
+        ref, None, text="\n".join(t for t in texts if t), calls=calls, reasoning=reasoning, model=msg_model
+    )
     usage = loc.obj(msg, "usage")
     if usage is not None:
-        b.set_usage(slot, anthropic_usage(loc, usage, "usage", model=msg_model, request_id=loc.str(msg, "id")),
-                    f"{ref}#usage", None)
+        b.set_usage(
+            slot,
+            anthropic_usage(loc, usage, "usage", model=msg_model, request_id=loc.str(msg, "id")),
+            f"{ref}#usage",
+            None,
+        )
     for call_id, content, is_error in inline_results:
         b.result(call_id, content, ref, None, is_error=is_error)
 
@@ -208,8 +218,14 @@ def _user(b: SessionBuilder, loc: Loc, blocks: list, ref: str) -> None:
                         rtexts.append(got)
                 else:
                     rtexts.append(f"[{item['type']}]")
-            b.result(block["tool_use_id"], "\n".join(rtexts), ref, None, is_error=block.get("is_error") is True,
-                     media=tuple(rmedia))
+            b.result(
+                block["tool_use_id"],
+                "\n".join(rtexts),
+                ref,
+                None,
+                is_error=block.get("is_error") is True,
+                media=tuple(rmedia),
+            )
         elif kind == "text":
             texts.append(block["text"])
         elif kind == "image":

@@ -46,8 +46,15 @@ __all__ = ["AntigravityImporter", "IMPORTERS"]
 FORMAT = "antigravity"
 _PREFIXES = ("CORTEX_STEP_TYPE_", "CORTEX_STEP_SOURCE_", "CORTEX_STEP_STATUS_")
 _STEP_KEYS = ("step_index", "source", "type", "status", "created_at")
-_NOT_TOOLS = {"USER_INPUT", "PLANNER_RESPONSE", "SYSTEM_MESSAGE", "ERROR_MESSAGE", "CONVERSATION_HISTORY",
-              "CHECKPOINT", "EPHEMERAL_MESSAGE"}
+_NOT_TOOLS = {
+    "USER_INPUT",
+    "PLANNER_RESPONSE",
+    "SYSTEM_MESSAGE",
+    "ERROR_MESSAGE",
+    "CONVERSATION_HISTORY",
+    "CHECKPOINT",
+    "EPHEMERAL_MESSAGE",
+}
 _NOTES = {"SYSTEM_MESSAGE": "notification", "ERROR_MESSAGE": "error", "EPHEMERAL_MESSAGE": "info"}
 _STEP_ERROR = "Encountered error in step execution"
 _SENDER = re.compile(r"sender=([^\s]+)\n")
@@ -56,7 +63,7 @@ _SENDER = re.compile(r"sender=([^\s]+)\n")
 def _bare(value: str) -> str:
     for prefix in _PREFIXES:
         if value.startswith(prefix):
-            return value[len(prefix):]
+            return value[len(prefix) :]
     return value
 
 
@@ -124,7 +131,7 @@ class AntigravityImporter(Importer):
                 open_calls, slot = [], None
                 inner = content.strip()
                 if inner.startswith("<USER_REQUEST>") and inner.endswith("</USER_REQUEST>"):
-                    inner = inner[len("<USER_REQUEST>"):-len("</USER_REQUEST>")].strip("\n")
+                    inner = inner[len("<USER_REQUEST>") : -len("</USER_REQUEST>")].strip("\n")
                     content = inner
                 b.add(UserMessage(text=content), ref, ts)
             elif kind == "PLANNER_RESPONSE":
@@ -136,8 +143,13 @@ class AntigravityImporter(Importer):
                     label = f"tool_calls[{k}]"
                     name = loc.str(call, "name", label, required=True)
                     args = loc.obj(call, "args", label) or {}
-                    calls.append(ToolCall(id=f"step:{index}:{k}", name=name,
-                                          arguments=dump_json(loc, _decode_args(args), f"{label}.args")))
+                    calls.append(
+                        ToolCall(
+                            id=f"step:{index}:{k}",
+                            name=name,
+                            arguments=dump_json(loc, _decode_args(args), f"{label}.args"),
+                        )
+                    )
                 thinking = loc.str(obj, "thinking")
                 slot = b.assistant(ref, ts, text=content, calls=calls, reasoning=bool(thinking))
                 open_calls = [c.id for c in calls]
@@ -145,8 +157,12 @@ class AntigravityImporter(Importer):
                     if call.name == "invoke_subagent":
                         args = json.loads(call.arguments)
                         prompt = next((v for v in args.values() if isinstance(v, str)), "")
-                        b.after_results(slot, SubagentMarker(call_id=call.id, description=prompt[:200]),
-                                        f"{ref}#subagent:{call.id}", ts)
+                        b.after_results(
+                            slot,
+                            SubagentMarker(call_id=call.id, description=prompt[:200]),
+                            f"{ref}#subagent:{call.id}",
+                            ts,
+                        )
                         unlinked.append((slot, len(slot.after) - 1))
             elif kind == "CHECKPOINT":
                 b.close_open("the conversation was compacted before the tool returned", ts)

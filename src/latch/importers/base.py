@@ -23,8 +23,18 @@ from typing import Any, ClassVar
 
 from ..events import JSONNestingError, PendingEvent, _integer_too_long, json_loads
 
-__all__ = ["TranscriptError", "ParsedSession", "Importer", "decode_text", "load_json", "iter_jsonl", "content_key",
-           "JSONNestingError", "json_loads", "json_decode"]
+__all__ = [
+    "TranscriptError",
+    "ParsedSession",
+    "Importer",
+    "decode_text",
+    "load_json",
+    "iter_jsonl",
+    "content_key",
+    "JSONNestingError",
+    "json_loads",
+    "json_decode",
+]
 
 
 class TranscriptError(Exception):
@@ -77,7 +87,7 @@ class ParsedSession:
     @property
     def settled_events(self) -> list[PendingEvent]:
         """The events no later growth of the file can change (``events[:settled]``)."""
-        return self.events if self.settled is None else self.events[:self.settled]
+        return self.events if self.settled is None else self.events[: self.settled]
 
 
 class Importer:
@@ -131,7 +141,9 @@ def decode_text(path: str | Path, data: bytes) -> str:
         try:
             return data.decode("utf-16")
         except UnicodeDecodeError as exc:
-            raise TranscriptError(path, f"byte {exc.start}", f"invalid UTF-16 after a UTF-16 BOM: {exc.reason}") from None
+            raise TranscriptError(
+                path, f"byte {exc.start}", f"invalid UTF-16 after a UTF-16 BOM: {exc.reason}"
+            ) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -202,8 +214,9 @@ class SessionForgotten(TranscriptError):
 
     def __init__(self, path: str | Path, session_id: str):
         self.session_id = session_id
-        super().__init__(path, None, f"session {session_id} is forgotten (tombstoned by `latch forget`); "
-                                     "nothing imported")
+        super().__init__(
+            path, None, f"session {session_id} is forgotten (tombstoned by `latch forget`); nothing imported"
+        )
 
     def __reduce__(self):
         return type(self), (self.path, self.session_id), self.__dict__

@@ -73,11 +73,25 @@ __all__ = ["ClaudeCodeImporter", "IMPORTERS"]
 FORMAT = "claude-code"
 _CONVERSATION = ("user", "assistant", "system")
 _TREE_TYPES = _CONVERSATION + ("attachment", "progress")
-_BOOKKEEPING = ("file-history-snapshot", "queue-operation", "permission-mode", "mode", "last-prompt", "ai-title",
-                "summary", "custom-title")
+_BOOKKEEPING = (
+    "file-history-snapshot",
+    "queue-operation",
+    "permission-mode",
+    "mode",
+    "last-prompt",
+    "ai-title",
+    "summary",
+    "custom-title",
+)
 _SUBAGENT_TOOLS = ("Task", "Agent")
-_META_PREFIXES = ("<local-command-stdout>", "<local-command-stderr>", "<local-command-caveat>", "<task-notification>",
-                  "<system-reminder>", "[Request interrupted by user")
+_META_PREFIXES = (
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "<task-notification>",
+    "<system-reminder>",
+    "[Request interrupted by user",
+)
 _EXIT_CODE = re.compile(r"\AExit code (-?\d+)")
 _PARTIAL_LINE = (re.compile(r'"sessionId"\s*:\s*"'), re.compile(r'"(parentUuid|uuid)"\s*:'))
 
@@ -115,11 +129,15 @@ class ClaudeCodeImporter(Importer):
             return 70 if first.startswith("{") and all(m.search(first) for m in _PARTIAL_LINE) else 0
         if any("payload" in o for o in lines):
             return 0
-        if any(o.get("type") in ("user", "assistant") and "uuid" in o and "sessionId" in o and "message" in o
-               for o in lines):
+        if any(
+            o.get("type") in ("user", "assistant") and "uuid" in o and "sessionId" in o and "message" in o
+            for o in lines
+        ):
             return 95
-        if all(o.get("type") in _BOOKKEEPING + _TREE_TYPES and ("sessionId" in o or "messageId" in o or "leafUuid" in o)
-               for o in lines):
+        if all(
+            o.get("type") in _BOOKKEEPING + _TREE_TYPES and ("sessionId" in o or "messageId" in o or "leafUuid" in o)
+            for o in lines
+        ):
             return 60
         return 0
 
@@ -157,8 +175,14 @@ class ClaudeCodeImporter(Importer):
                 key = f"{key}:agent-{agent}"
         if not any(ln.type in _CONVERSATION for ln in main):
             if self.live:  # only metadata written so far: nothing to store yet
-                return ParsedSession(external_key=key or head_key(FORMAT, text), format=FORMAT,
-                                     source=str(path.resolve()), events=[], stats=compute_stats([]), settled=0)
+                return ParsedSession(
+                    external_key=key or head_key(FORMAT, text),
+                    format=FORMAT,
+                    source=str(path.resolve()),
+                    events=[],
+                    stats=compute_stats([]),
+                    settled=0,
+                )
             raise TranscriptError(path, None, "no conversation lines (user/assistant/system with a uuid)")
         chosen = _active_branch(main)
         builder = SessionBuilder(path, FORMAT)
@@ -171,13 +195,20 @@ class ClaudeCodeImporter(Importer):
             if slot is not None:
                 builder.hold(slot)
         skipped = sum(ln.type in _CONVERSATION for ln in lines) - sum(ln.type in _CONVERSATION for ln in chosen)
-        meta = {k: v for k, v in (("session_id", session_id), ("version", version), ("git_branch", branch),
-                                  ("agent_id", agent)) if isinstance(v, str)}
+        meta = {
+            k: v
+            for k, v in (("session_id", session_id), ("version", version), ("git_branch", branch), ("agent_id", agent))
+            if isinstance(v, str)
+        }
         meta["lines_not_on_active_branch"] = skipped
         if agent:  # agent-acompact-<id>.jsonl is the thread of the auto-compaction agent, not a Task sub-agent
             meta["agent_kind"] = "compaction" if agent.startswith("acompact") else "subagent"
-        parsed = builder.finish(external_key=key or head_key(FORMAT, text),
-                                workspace=cwd if isinstance(cwd, str) else None, meta=meta, growing=True)
+        parsed = builder.finish(
+            external_key=key or head_key(FORMAT, text),
+            workspace=cwd if isinstance(cwd, str) else None,
+            meta=meta,
+            growing=True,
+        )
         if agent and isinstance(session_id, str):
             parsed.parent_key = f"{FORMAT}:{session_id}"  # subagents/agent-<id>.jsonl of <sessionId>.jsonl
         return parsed
@@ -186,9 +217,16 @@ class ClaudeCodeImporter(Importer):
 def _read_line(loc: Loc, n: int, obj: dict) -> _Line:
     """Validate the envelope and the message fields the importer reads."""
     typ = loc.str(obj, "type", required=True)
-    line = _Line(n=n, type=typ, obj=obj, uuid=loc.str(obj, "uuid"), parent=loc.str(obj, "parentUuid"),
-                 logical_parent=loc.str(obj, "logicalParentUuid"), sidechain=loc.bool(obj, "isSidechain"),
-                 ts=loc.str(obj, "timestamp"))
+    line = _Line(
+        n=n,
+        type=typ,
+        obj=obj,
+        uuid=loc.str(obj, "uuid"),
+        parent=loc.str(obj, "parentUuid"),
+        logical_parent=loc.str(obj, "logicalParentUuid"),
+        sidechain=loc.bool(obj, "isSidechain"),
+        ts=loc.str(obj, "timestamp"),
+    )
     loc.str(obj, "sessionId")
     if typ in ("user", "assistant"):
         msg = loc.obj(obj, "message", required=True)
@@ -263,13 +301,27 @@ def _active_branch(lines: list[_Line]) -> list[_Line]:
     kept = [ln for ln in lines if ln.uuid in keep]
     # ... then the calls of all those blocks, so that the result of a parallel call whose tool_use block
     # is off the chain (the chain runs through a sibling block's result) is kept too
-    calls = {b["id"] for ln in kept if ln.type == "assistant" and isinstance(ln.content, list)
-             for b in ln.content if b["type"] == "tool_use"}
-    calls -= {b["tool_use_id"] for ln in kept if ln.type == "user" and isinstance(ln.content, list)
-              for b in ln.content if b["type"] == "tool_result"}
+    calls = {
+        b["id"]
+        for ln in kept
+        if ln.type == "assistant" and isinstance(ln.content, list)
+        for b in ln.content
+        if b["type"] == "tool_use"
+    }
+    calls -= {
+        b["tool_use_id"]
+        for ln in kept
+        if ln.type == "user" and isinstance(ln.content, list)
+        for b in ln.content
+        if b["type"] == "tool_result"
+    }
     for ln in lines:
-        if ln.uuid not in keep and ln.type == "user" and isinstance(ln.content, list) and any(
-                b["type"] == "tool_result" and b["tool_use_id"] in calls for b in ln.content):
+        if (
+            ln.uuid not in keep
+            and ln.type == "user"
+            and isinstance(ln.content, list)
+            and any(b["type"] == "tool_result" and b["tool_use_id"] in calls for b in ln.content)
+        ):
             keep.add(ln.uuid)  # result of a parallel call, chained to its own tool_use line
     return [ln for ln in lines if ln.uuid in keep]
 
@@ -280,8 +332,11 @@ def _emit(b: SessionBuilder, path: Path, lines: list[_Line]) -> dict[str, Assist
     subagents: dict[str, tuple[AssistantSlot, dict, str, str | None]] = {}
     agent_results: dict[str, dict] = {}
     boundaries = {ln.uuid for ln in lines if ln.type == "system" and ln.obj.get("subtype") == "compact_boundary"}
-    summaries = {ln.parent: ln for ln in lines
-                 if ln.type == "user" and ln.obj.get("isCompactSummary") is True and ln.parent in boundaries}
+    summaries = {
+        ln.parent: ln
+        for ln in lines
+        if ln.type == "user" and ln.obj.get("isCompactSummary") is True and ln.parent in boundaries
+    }
     for ln in lines:
         loc = Loc(path, f"line {ln.n}")
         ref = f"line:{ln.n}"
@@ -305,8 +360,12 @@ def _emit(b: SessionBuilder, path: Path, lines: list[_Line]) -> dict[str, Assist
                     subagents[block["id"]] = (slot, block.get("input") or {}, ref, ln.ts)
             usage = msg.get("usage")
             if usage and any(v for k, v in usage.items() if k.endswith("_tokens") and isinstance(v, int)):
-                b.set_usage(slot, anthropic_usage(loc, usage, "message.usage", model=model,
-                                                  request_id=loc.str(obj, "requestId")), f"{slot.ref}#usage", ln.ts)
+                b.set_usage(
+                    slot,
+                    anthropic_usage(loc, usage, "message.usage", model=model, request_id=loc.str(obj, "requestId")),
+                    f"{slot.ref}#usage",
+                    ln.ts,
+                )
         elif ln.type == "user":
             if summaries.get(ln.parent) is ln:
                 continue  # folded into the CompactionMarker of its boundary
@@ -318,11 +377,18 @@ def _emit(b: SessionBuilder, path: Path, lines: list[_Line]) -> dict[str, Assist
     for call_id, (slot, inp, ref, ts) in subagents.items():
         result = agent_results.get(call_id, {})
         agent_type = inp.get("subagent_type") if isinstance(inp.get("subagent_type"), str) else None
-        b.after_results(slot, SubagentMarker(
-            call_id=call_id, agent_id=result.get("agentId") if isinstance(result.get("agentId"), str) else None,
-            agent_type=agent_type or (result.get("agentType") if isinstance(result.get("agentType"), str) else None),
-            description=inp.get("description") if isinstance(inp.get("description"), str) else ""),
-            f"{ref}#subagent", ts)
+        b.after_results(
+            slot,
+            SubagentMarker(
+                call_id=call_id,
+                agent_id=result.get("agentId") if isinstance(result.get("agentId"), str) else None,
+                agent_type=agent_type
+                or (result.get("agentType") if isinstance(result.get("agentType"), str) else None),
+                description=inp.get("description") if isinstance(inp.get("description"), str) else "",
+            ),
+            f"{ref}#subagent",
+            ts,
+        )
     return slots
 
 
@@ -377,8 +443,15 @@ def _user_line(b: SessionBuilder, loc: Loc, ln: _Line, ref: str, agent_results: 
                 tur = obj.get("toolUseResult")
                 if isinstance(tur, dict) and tur.get("agentId"):
                     agent_results[block["tool_use_id"]] = tur
-                b.result(block["tool_use_id"], rtext, ref, ln.ts, is_error=is_error, media=tuple(rmedia),
-                         exit_code=int(m.group(1)) if m else None)
+                b.result(
+                    block["tool_use_id"],
+                    rtext,
+                    ref,
+                    ln.ts,
+                    is_error=is_error,
+                    media=tuple(rmedia),
+                    exit_code=int(m.group(1)) if m else None,
+                )
             elif kind == "text":
                 texts.append(block["text"])
             elif kind == "image":
@@ -392,8 +465,9 @@ def _user_line(b: SessionBuilder, loc: Loc, ln: _Line, ref: str, agent_results: 
     text = "\n".join(texts)
     if not text and not media:
         return
-    is_meta = (obj.get("isMeta") is True or obj.get("isCompactSummary") is True
-               or text.lstrip().startswith(_META_PREFIXES))
+    is_meta = (
+        obj.get("isMeta") is True or obj.get("isCompactSummary") is True or text.lstrip().startswith(_META_PREFIXES)
+    )
     if not is_meta:
         b.close_open("the user sent a new prompt before the tool returned", ln.ts)
     b.add(UserMessage(text=text, media=tuple(media), is_meta=is_meta), ref, ln.ts)
@@ -425,9 +499,16 @@ def _system_line(b: SessionBuilder, loc: Loc, ln: _Line, ref: str, summary: _Lin
     subtype = obj.get("subtype") or "note"
     if subtype == "compact_boundary":
         cm = obj.get("compactMetadata") or {}
-        b.add(CompactionMarker(trigger=cm.get("trigger"), pre_tokens=cm.get("preTokens"),
-                               post_tokens=cm.get("postTokens"),
-                               summary=_blocks_text(summary.content) if summary is not None else ""), ref, ln.ts)
+        b.add(
+            CompactionMarker(
+                trigger=cm.get("trigger"),
+                pre_tokens=cm.get("preTokens"),
+                post_tokens=cm.get("postTokens"),
+                summary=_blocks_text(summary.content) if summary is not None else "",
+            ),
+            ref,
+            ln.ts,
+        )
     elif subtype == "api_error":
         err = obj.get("error")
         detail = err if isinstance(err, str) else dump_json(loc, err, "error") if err is not None else ""
@@ -495,8 +576,13 @@ def _listing_text(kind: str, att: dict) -> str:
     else:  # deferred_tools_delta (addedLines/addedNames), agent_listing_delta (addedLines/addedTypes)
         added = _strings(att.get("addedLines")) or _strings(att.get("addedNames")) or _strings(att.get("addedTypes"))
         parts.append("\n".join(added))
-    for label, key in (("removed", "removedNames"), ("removed", "removedTypes"), ("pending MCP servers", "pendingMcpServers"),
-                       ("MCP servers needing auth", "needsAuthMcpServers"), ("failed MCP servers", "failedMcpServers")):
+    for label, key in (
+        ("removed", "removedNames"),
+        ("removed", "removedTypes"),
+        ("pending MCP servers", "pendingMcpServers"),
+        ("MCP servers needing auth", "needsAuthMcpServers"),
+        ("failed MCP servers", "failedMcpServers"),
+    ):
         names = _strings(att.get(key))
         if names:
             parts.append(f"{label}: {', '.join(names)}")

@@ -84,10 +84,14 @@ UI_FILE = "ui_messages.json"
 ROO_EXTENSION = "rooveterinaryinc.roo-cline"
 _RESULT = re.compile(r"\[(?P<name>[A-Za-z0-9_.:-]+)(?: for '(?P<arg>.*?)')?\] Result:[ \t]*\n?", re.DOTALL)
 _EXIT = re.compile(r"Command failed with exit code (-?\d+)")
-_FAILED = ("The tool execution failed", "The user denied this operation", "[ERROR]", "Error executing",
-           "The user rejected")
-_META = ("<environment_details>", "<system-reminder>", "<explicit_instructions", "[TASK RESUMPTION]",
-         "<reminder>")
+_FAILED = (
+    "The tool execution failed",
+    "The user denied this operation",
+    "[ERROR]",
+    "Error executing",
+    "The user rejected",
+)
+_META = ("<environment_details>", "<system-reminder>", "<explicit_instructions", "[TASK RESUMPTION]", "<reminder>")
 _CWD = re.compile(r"# Current (?:Working Directory|Workspace Directory) \((.+?)\)")
 _TASK_ID = re.compile(r"\d{10,16}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _ROO_FIELDS = ("isSummary", "condenseId", "isTruncationMarker", "truncationId", "condenseParent", "truncationParent")
@@ -97,8 +101,10 @@ class ClineImporter(Importer):
     """Cline / Roo Code ``api_conversation_history.json`` (+ the ``ui_messages.json`` beside it) → Latch events."""
 
     PLUGIN_NAME = FORMAT
-    DESCRIPTION = ("Cline / Roo Code task folder (VS Code globalStorage saoudrizwan.claude-dev/tasks/<id>/"
-                   "api_conversation_history.json, with ui_messages.json)")
+    DESCRIPTION = (
+        "Cline / Roo Code task folder (VS Code globalStorage saoudrizwan.claude-dev/tasks/<id>/"
+        "api_conversation_history.json, with ui_messages.json)"
+    )
 
     def sniff(self, path: Path, head: bytes) -> int:
         """95 for a JSON array of ``{role, content}`` messages named ``api_conversation_history.json``; 88 for
@@ -218,9 +224,11 @@ class _Task:
         tokens = (count_field(loc, info, "tokensBefore", "text"), count_field(loc, info, "tokensAfter", "text"))
         before, after = (count_field(loc, info, k, "text") for k in ("messagesBefore", "messagesAfter"))
         summary = "Cline compacted the conversation" + (
-            f" from {before} to {after} messages" if before is not None and after is not None else "")
-        self.standalone.append(_UiMarker(mode if mode in ("auto", "manual") else None, None, tokens, summary,
-                                         f"ui:{i}", ts_ms))
+            f" from {before} to {after} messages" if before is not None and after is not None else ""
+        )
+        self.standalone.append(
+            _UiMarker(mode if mode in ("auto", "manual") else None, None, tokens, summary, f"ui:{i}", ts_ms)
+        )
 
     def match_markers(self) -> None:
         """Give each Roo history marker (``isSummary``/``isTruncationMarker``) the counts of its ui row: by
@@ -238,8 +246,9 @@ class _Task:
             if um.marker_id is not None:
                 hit = next((j for j, kind, mid in history if kind == um.kind and mid == um.marker_id), None)
             else:
-                hit = next((j for j, kind, mid in history
-                            if kind == um.kind and j not in taken and mid not in claimed), None)
+                hit = next(
+                    (j for j, kind, mid in history if kind == um.kind and j not in taken and mid not in claimed), None
+                )
             if hit is None or hit in taken:
                 self.standalone.append(um)
             else:
@@ -249,19 +258,27 @@ class _Task:
 
     def flush_standalone(self, before_ms: int | float | None) -> None:
         """Add the ui-only compactions whose ``ts`` precedes ``before_ms`` (all of them when ``None``)."""
-        while self.standalone and (before_ms is None or (
-                self.standalone[0].ts_ms is not None and self.standalone[0].ts_ms < before_ms)):
+        while self.standalone and (
+            before_ms is None or (self.standalone[0].ts_ms is not None and self.standalone[0].ts_ms < before_ms)
+        ):
             um = self.standalone.pop(0)
-            self.b.close_open("the context was compacted before the tool returned",
-                              epoch_ms_iso(um.ts_ms) if um.ts_ms is not None else None)
+            self.b.close_open(
+                "the context was compacted before the tool returned",
+                epoch_ms_iso(um.ts_ms) if um.ts_ms is not None else None,
+            )
             self.open_calls = []
-            self.b.add(CompactionMarker(trigger=um.kind, pre_tokens=um.tokens[0], post_tokens=um.tokens[1],
-                                        summary=um.summary), um.ref,
-                       epoch_ms_iso(um.ts_ms) if um.ts_ms is not None else None)
+            self.b.add(
+                CompactionMarker(
+                    trigger=um.kind, pre_tokens=um.tokens[0], post_tokens=um.tokens[1], summary=um.summary
+                ),
+                um.ref,
+                epoch_ms_iso(um.ts_ms) if um.ts_ms is not None else None,
+            )
 
     # -- ui_messages
-    def ui_index(self, roo: bool) -> tuple[dict[int, tuple[Usage, str, str | None]], dict[int, list[tuple[list[int], str, str]]],
-                                float | None]:
+    def ui_index(
+        self, roo: bool
+    ) -> tuple[dict[int, tuple[Usage, str, str | None]], dict[int, list[tuple[list[int], str, str]]], float | None]:
         """``(usage by assistant index, truncations by the history index they follow, total cost)``."""
         usage: dict[int, tuple[Usage, str, str | None]] = {}
         cuts: dict[int, list[tuple[list[int], str, str]]] = {}
@@ -288,22 +305,30 @@ class _Task:
                 if deleted != last_range:
                     last_range = list(deleted)
                     at = index if index is not None else -1
-                    cuts.setdefault(at, []).append((last_range, f"ui:{i}",
-                                                    epoch_ms_iso(ts_ms) if ts_ms is not None else None))
-            for field_name, id_key, kind in (("contextCondense", "condenseId", "condense"),
-                                             ("contextTruncation", "truncationId", "truncation")):
+                    cuts.setdefault(at, []).append(
+                        (last_range, f"ui:{i}", epoch_ms_iso(ts_ms) if ts_ms is not None else None)
+                    )
+            for field_name, id_key, kind in (
+                ("contextCondense", "condenseId", "condense"),
+                ("contextTruncation", "truncationId", "truncation"),
+            ):
                 done = loc.obj(row, field_name)
                 if done is None:
                     continue
                 marker_id = done.get(id_key) if isinstance(done.get(id_key), str) else None
-                tokens = (count_field(loc, done, "prevContextTokens", field_name),
-                          count_field(loc, done, "newContextTokens", field_name))
+                tokens = (
+                    count_field(loc, done, "prevContextTokens", field_name),
+                    count_field(loc, done, "newContextTokens", field_name),
+                )
                 if kind == "condense":
                     summary = loc.str(done, "summary", field_name) or ""
                 else:
                     removed = count_field(loc, done, "messagesRemoved", field_name)
-                    summary = (f"Roo Code's sliding window hid {removed} messages from later requests"
-                               if removed is not None else "Roo Code's sliding window hid older messages")
+                    summary = (
+                        f"Roo Code's sliding window hid {removed} messages from later requests"
+                        if removed is not None
+                        else "Roo Code's sliding window hid older messages"
+                    )
                 self.ui_markers.append(_UiMarker(kind, marker_id, tokens, summary, f"ui:{i}", ts_ms))
             if seen_ts.get(ts_ms) == i and row.get("say") == "compaction" and loc.str(row, "text"):
                 self.cline_compaction(loc, row, ts_ms, i)
@@ -318,8 +343,7 @@ class _Task:
                 if isinstance(c, bool) or not isinstance(c, (int, float)):
                     raise loc.fail(f"field 'text.cost' must be a number, got {json_type(c)}")
                 cost = (cost or 0.0) + c
-            counts = [count_field(loc, info, k, "text") for k in ("tokensIn", "tokensOut", "cacheReads",
-                                                                  "cacheWrites")]
+            counts = [count_field(loc, info, k, "text") for k in ("tokensIn", "tokensOut", "cacheReads", "cacheWrites")]
             if all(v is None for v in counts):
                 continue  # a request cancelled before any usage came back
             if index is None:
@@ -332,16 +356,24 @@ class _Task:
             tokens_in = counts[0]
             if roo and tokens_in is not None and tokens_in >= (counts[2] or 0) + (counts[3] or 0):
                 tokens_in -= (counts[2] or 0) + (counts[3] or 0)  # Roo's tokensIn is the total input
-            usage[target] = (Usage(input_tokens=tokens_in, output_tokens=counts[1], cache_read_tokens=counts[2],
-                                   cache_write_tokens=counts[3]), f"ui:{i}",
-                             epoch_ms_iso(ts_ms) if ts_ms is not None else None)
+            usage[target] = (
+                Usage(
+                    input_tokens=tokens_in,
+                    output_tokens=counts[1],
+                    cache_read_tokens=counts[2],
+                    cache_write_tokens=counts[3],
+                ),
+                f"ui:{i}",
+                epoch_ms_iso(ts_ms) if ts_ms is not None else None,
+            )
         return usage, cuts, cost
 
     # -- history
     def run(self) -> ParsedSession:
         b = self.b
         roo = ROO_EXTENSION in str(self.path.resolve()).lower() or any(
-            isinstance(m, dict) and any(k in m for k in _ROO_FIELDS) for m in self.messages)
+            isinstance(m, dict) and any(k in m for k in _ROO_FIELDS) for m in self.messages
+        )
         usage, cuts, cost = self.ui_index(roo)
         self.match_markers()
         self.add_cuts(cuts.get(-1, []))  # truncations before the first request
@@ -367,8 +399,13 @@ class _Task:
                 self.open_calls = []
                 summary = msg.get("isSummary") is True
                 pre, post = self.marker_tokens.get(i, (None, None))
-                b.add(CompactionMarker(trigger="condense" if summary else "truncation", pre_tokens=pre,
-                                       post_tokens=post, summary=text), ref, ts)
+                b.add(
+                    CompactionMarker(
+                        trigger="condense" if summary else "truncation", pre_tokens=pre, post_tokens=post, summary=text
+                    ),
+                    ref,
+                    ts,
+                )
             elif role == "assistant":
                 self.assistant(loc, msg, blocks, ref, ts, usage.get(i))
             elif role == "user":
@@ -394,9 +431,14 @@ class _Task:
 
     def add_cuts(self, items: list[tuple[list[int], str, str]]) -> None:
         for (start, end), ref, ts in items:
-            self.b.add(CompactionMarker(trigger="truncation",
-                                        summary=f"Cline dropped API history messages {start}-{end} from the "
-                                                "prompt of every later request"), ref, ts)
+            self.b.add(
+                CompactionMarker(
+                    trigger="truncation",
+                    summary=f"Cline dropped API history messages {start}-{end} from the prompt of every later request",
+                ),
+                ref,
+                ts,
+            )
 
     def texts(self, loc: Loc, blocks: list) -> tuple[str, tuple[MediaRef, ...]]:
         texts, media = [], []
@@ -416,8 +458,9 @@ class _Task:
         data = decode_base64(loc, loc.str(source, "data", f"{label}.source", required=True), f"{label}.source.data")
         return self.b.media(data, loc.str(source, "media_type", f"{label}.source"))
 
-    def assistant(self, loc: Loc, msg: dict, blocks: list, ref: str, ts: str | None,
-                  usage: tuple[Usage, str, str | None] | None) -> None:
+    def assistant(
+        self, loc: Loc, msg: dict, blocks: list, ref: str, ts: str | None, usage: tuple[Usage, str, str | None] | None
+    ) -> None:
         self.b.close_open("the next request was sent before the tool returned", ts)
         self.open_calls = []
         model_info = loc.obj(msg, "modelInfo")
@@ -440,20 +483,31 @@ class _Task:
                 if not isinstance(args, dict):
                     raise loc.fail(f"field '{label}.input' must be an object, got {json_type(args)}")
                 calls.append(ToolCall(id=call_id, name=name, arguments=dump_json(loc, args, f"{label}.input")))
-        slot: AssistantSlot = self.b.assistant(ref, ts, text="\n".join(t for t in texts if t), calls=calls,
-                                               reasoning=reasoning, model=model)
+        slot: AssistantSlot = self.b.assistant(
+            ref, ts, text="\n".join(t for t in texts if t), calls=calls, reasoning=reasoning, model=model
+        )
         self.open_calls = [c.id for c in calls]
         if usage is not None:
             u, uref, uts = usage
-            self.b.set_usage(slot, Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
-                                         cache_read_tokens=u.cache_read_tokens,
-                                         cache_write_tokens=u.cache_write_tokens, model=model), uref, uts)
+            self.b.set_usage(
+                slot,
+                Usage(
+                    input_tokens=u.input_tokens,
+                    output_tokens=u.output_tokens,
+                    cache_read_tokens=u.cache_read_tokens,
+                    cache_write_tokens=u.cache_write_tokens,
+                    model=model,
+                ),
+                uref,
+                uts,
+            )
             return
         metrics = loc.obj(msg, "metrics")
         tokens = loc.obj(metrics, "tokens", "metrics") if metrics else None
         if tokens:
-            prompt, completion, cached = (count_field(loc, tokens, k, "metrics.tokens")
-                                          for k in ("prompt", "completion", "cached"))
+            prompt, completion, cached = (
+                count_field(loc, tokens, k, "metrics.tokens") for k in ("prompt", "completion", "cached")
+            )
             self.b.set_usage(slot, openai_usage(loc, prompt, cached, completion, model=model), f"{ref}#usage", ts)
 
     def user(self, loc: Loc, blocks: list, ref: str, ts: str | None) -> None:
@@ -466,18 +520,24 @@ class _Task:
             if kind == "tool_result":
                 call_id = loc.str(block, "tool_use_id", label, required=True)
                 body = loc.text_or_list(block, "content", label)
-                text, result_media = ("", ()) if body is None else (
-                    (body, ()) if isinstance(body, str) else self.texts(Loc(self.path, f"{loc.where} {label}"), body))
+                text, result_media = (
+                    ("", ())
+                    if body is None
+                    else (
+                        (body, ())
+                        if isinstance(body, str)
+                        else self.texts(Loc(self.path, f"{loc.where} {label}"), body)
+                    )
+                )
                 if call_id in self.open_calls:
                     self.open_calls.remove(call_id)
-                self.tool_result(call_id, text, f"{ref}.{label}", ts, loc.bool(block, "is_error", label),
-                                 result_media)
+                self.tool_result(call_id, text, f"{ref}.{label}", ts, loc.bool(block, "is_error", label), result_media)
                 results += 1
             elif kind == "text":
                 text = loc.str(block, "text", label, required=True)
                 m = _RESULT.match(text)
                 if m:
-                    body = text[m.end():]
+                    body = text[m.end() :]
                     if self.open_calls:
                         call_id = self.open_calls.pop(0)
                     else:
@@ -501,8 +561,16 @@ class _Task:
             self.b.close_open("Cline ran one tool per message; this call was not executed", ts)
             self.open_calls = []
 
-    def tool_result(self, call_id: str, text: str, ref: str, ts: str | None, is_error: bool,
-                    media: tuple[MediaRef, ...], name: str | None = None) -> None:
+    def tool_result(
+        self,
+        call_id: str,
+        text: str,
+        ref: str,
+        ts: str | None,
+        is_error: bool,
+        media: tuple[MediaRef, ...],
+        name: str | None = None,
+    ) -> None:
         m = _EXIT.search(text[:500])
         exit_code = int(m.group(1)) if m else None
         is_error = is_error or exit_code not in (None, 0) or text.lstrip().startswith(_FAILED)

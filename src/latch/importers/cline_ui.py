@@ -35,15 +35,25 @@ from .base import JSONNestingError, ParsedSession, TranscriptError, content_key,
 
 __all__ = ["epoch_ms_iso", "is_ui_messages", "parse_ui_messages"]
 
-HISTORY_ABSENT = ("api_conversation_history.json was absent: the conversation is rebuilt from ui_messages.json, "
-                  "what the UI showed (tool results other than command, MCP and browser output are not "
-                  "recorded; each request's exact input is unknown)")
+HISTORY_ABSENT = (
+    "api_conversation_history.json was absent: the conversation is rebuilt from ui_messages.json, "
+    "what the UI showed (tool results other than command, MCP and browser output are not "
+    "recorded; each request's exact input is unknown)"
+)
 _ANSWER_SAY = ("text", "completion_result")
 _ANSWER_ASK = ("followup", "plan_mode_respond", "act_mode_respond", "completion_result")
-_CALLS = {"tool": None, "command": "execute_command", "use_mcp_server": "use_mcp_server",
-          "browser_action_launch": "browser_action", "browser_action": "browser_action"}
-_RESULTS = {"command_output": "execute_command", "mcp_server_response": "use_mcp_server",
-            "browser_action_result": "browser_action"}
+_CALLS = {
+    "tool": None,
+    "command": "execute_command",
+    "use_mcp_server": "use_mcp_server",
+    "browser_action_launch": "browser_action",
+    "browser_action": "browser_action",
+}
+_RESULTS = {
+    "command_output": "execute_command",
+    "mcp_server_response": "use_mcp_server",
+    "browser_action_result": "browser_action",
+}
 
 
 def epoch_ms_iso(ms: int | float) -> str:
@@ -53,8 +63,7 @@ def epoch_ms_iso(ms: int | float) -> str:
 
 def is_ui_messages(items: list) -> bool:
     """Whether ``items`` (a document's first elements) are ``ClineMessage`` rows: ``ts`` and ``type`` say/ask."""
-    return bool(items) and all(isinstance(r, dict) and r.get("type") in ("say", "ask") and "ts" in r
-                               for r in items)
+    return bool(items) and all(isinstance(r, dict) and r.get("type") in ("say", "ask") and "ts" in r for r in items)
 
 
 def parse_ui_messages(path: Path, rows: list, *, roo: bool, task_id: str | None, fmt: str) -> ParsedSession:
@@ -94,8 +103,11 @@ class _Ui:
                 raise loc.fail(f"field 'type' must be 'say' or 'ask', got a {len(kind)}-character string")
             sub = loc.str(row, kind, required=True)
             self.row(loc, f"ui_messages[{i}]", epoch_ms_iso(ts_ms), kind, sub, row)
-        meta: dict[str, Any] = {"harness": "roo-code" if self.roo else "cline", "ui_messages": str(self.path),
-                                "api_history": "absent"}
+        meta: dict[str, Any] = {
+            "harness": "roo-code" if self.roo else "cline",
+            "ui_messages": str(self.path),
+            "api_history": "absent",
+        }
         if task_id:
             meta["task_id"] = task_id
         if self.cost is not None:
@@ -111,9 +123,11 @@ class _Ui:
         text = loc.str(row, "text") or ""
         if kind == "say" and sub in ("task", "user_feedback"):
             self.end_request("the user spoke before the tool result", ts)
-            media = tuple(self.b.media(*got) for j, url in enumerate(loc.list(row, "images") or ())
-                          if (got := data_url_bytes(loc, url if isinstance(url, str) else "",
-                                                    f"images[{j}]")) is not None)
+            media = tuple(
+                self.b.media(*got)
+                for j, url in enumerate(loc.list(row, "images") or ())
+                if (got := data_url_bytes(loc, url if isinstance(url, str) else "", f"images[{j}]")) is not None
+            )
             self.b.add(UserMessage(text=text, media=media), ref, ts)
         elif kind == "say" and sub == "api_req_started":
             self.end_request("ui_messages.json records no result of this tool", ts)
@@ -160,8 +174,16 @@ class _Ui:
         tokens_in = counts[0]
         if self.roo and tokens_in is not None and tokens_in >= (counts[2] or 0) + (counts[3] or 0):
             tokens_in -= (counts[2] or 0) + (counts[3] or 0)
-        self.usage = (Usage(input_tokens=tokens_in, output_tokens=counts[1], cache_read_tokens=counts[2],
-                            cache_write_tokens=counts[3]), f"{ref}#usage", ts)
+        self.usage = (
+            Usage(
+                input_tokens=tokens_in,
+                output_tokens=counts[1],
+                cache_read_tokens=counts[2],
+                cache_write_tokens=counts[3],
+            ),
+            f"{ref}#usage",
+            ts,
+        )
 
     def answer(self, ref: str, ts: str) -> AssistantSlot:
         """The started request's answer (begun at the first row that shows it)."""

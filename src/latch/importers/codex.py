@@ -69,8 +69,16 @@ __all__ = ["CodexImporter", "IMPORTERS"]
 
 FORMAT = "codex"
 _OUTPUT_ITEMS = ("reasoning", "function_call", "custom_tool_call", "local_shell_call", "web_search_call")
-_META_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<INSTRUCTIONS>",
-                  "<skills_instructions>", "<permissions instructions>", "<turn_aborted>", "<user_shell_command>")
+_META_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<INSTRUCTIONS>",
+    "<skills_instructions>",
+    "<permissions instructions>",
+    "<turn_aborted>",
+    "<user_shell_command>",
+)
 _EXIT = re.compile(r"Process exited with code (-?\d+)")
 _FAILED = ("Script failed", "aborted by ")
 _SESSION_META = re.compile(r'\s*\{\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*"type"\s*:\s*"session_meta"\s*,\s*"payload"')
@@ -289,8 +297,9 @@ class _Rollout:
             return
         self.carry_reasoning = False
         n0, _, _, ts0 = group[0]
-        slot = self.b.assistant(f"line:{n0}", ts0, text="\n".join(texts), calls=calls, reasoning=reasoning,
-                                model=self.model)
+        slot = self.b.assistant(
+            f"line:{n0}", ts0, text="\n".join(texts), calls=calls, reasoning=reasoning, model=self.model
+        )
         self.last_slot = slot
         if usage is not None:
             self.attach_usage(slot, *usage)
@@ -308,8 +317,9 @@ class _Rollout:
             value = last.get(key)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 raise loc.fail(f"field '{prefix}.{key}' must be a non-negative integer, got {json_type(value)}")
-        usage = openai_usage(loc, last.get("input_tokens"), last.get("cached_input_tokens"),
-                             last.get("output_tokens"), model=self.model)
+        usage = openai_usage(
+            loc, last.get("input_tokens"), last.get("cached_input_tokens"), last.get("output_tokens"), model=self.model
+        )
         self.b.set_usage(slot, usage, f"line:{n}", ts)
 
     # -- results
@@ -334,7 +344,7 @@ class _Rollout:
         if exit_code is None:  # in the header ("Chunk ID/Wall time/Process exited"), not in the output itself
             m = _EXIT.search(text.split("\nOutput:", 1)[0])
             exit_code = int(m.group(1)) if m else None
-        is_error = (exit_code not in (None, 0) or text.startswith(_FAILED) or call_id in self.failed_calls)
+        is_error = exit_code not in (None, 0) or text.startswith(_FAILED) or call_id in self.failed_calls
         self.b.result(call_id, text, ref, ts, is_error=is_error, media=media, exit_code=exit_code)
 
     # -- events

@@ -95,12 +95,27 @@ FORMAT = PLUGIN_copilot_cli = "copilot-cli"
 _START = re.compile(r'\s*\{\s*"type"\s*:\s*"session\.(start|resume)"\s*,\s*"data"\s*:\s*\{')
 _EXIT = re.compile(r"<exited with exit code (-?\d+)>\s*$")
 # event namespaces of the Copilot CLI schema (session-events.schema.json): sniffing envelopes
-_NAMESPACES = ("session", "user", "assistant", "tool", "system", "subagent", "hook", "skill", "abort",
-               "permission", "external_tool", "tool_search", "model", "pending_messages")
+_NAMESPACES = (
+    "session",
+    "user",
+    "assistant",
+    "tool",
+    "system",
+    "subagent",
+    "hook",
+    "skill",
+    "abort",
+    "permission",
+    "external_tool",
+    "tool_search",
+    "model",
+    "pending_messages",
+)
 # event types of the schema (github/copilot-sdk session-events.schema.json, 2026-08) that carry nothing
 # to import, or are ephemeral and never written: counted in meta["ignored_events"]; any type neither
 # here nor handled is a newer CLI's, counted in meta["unknown_events"]
-_IGNORED = frozenset("""
+_IGNORED = frozenset(
+    """
 session.remote_steerable_changed session.idle session.title_changed session.schedule_created
 session.schedule_cancelled session.schedule_rearmed session.autopilot_objective_changed session.mode_changed
 session.mode_notice_delivered session.session_limits_changed session.permissions_changed session.plan_changed
@@ -120,7 +135,8 @@ tool_search.activated skill.invoked subagent.configured subagent.selected subage
 hook.end hook.progress permission.requested permission.completed user_input.requested user_input.completed
 elicitation.requested elicitation.completed sampling.requested sampling.completed external_tool.requested
 external_tool.completed
-""".split())
+""".split()
+)
 
 
 class CopilotCliImporter(Importer):
@@ -156,14 +172,24 @@ class CopilotCliImporter(Importer):
 
 def _envelope_parts(obj: dict) -> int:
     kind = obj.get("type")
-    return ((isinstance(kind, str) and "." in kind and kind.split(".", 1)[0] in _NAMESPACES)
-            + isinstance(obj.get("data"), dict) + isinstance(obj.get("id"), str) + ("timestamp" in obj))
+    return (
+        (isinstance(kind, str) and "." in kind and kind.split(".", 1)[0] in _NAMESPACES)
+        + isinstance(obj.get("data"), dict)
+        + isinstance(obj.get("id"), str)
+        + ("timestamp" in obj)
+    )
 
 
 def _envelope(obj: dict) -> bool:
     kind = obj.get("type")
-    return (isinstance(kind, str) and "." in kind and kind.split(".", 1)[0] in _NAMESPACES
-            and isinstance(obj.get("data"), dict) and isinstance(obj.get("id"), str) and "timestamp" in obj)
+    return (
+        isinstance(kind, str)
+        and "." in kind
+        and kind.split(".", 1)[0] in _NAMESPACES
+        and isinstance(obj.get("data"), dict)
+        and isinstance(obj.get("id"), str)
+        and "timestamp" in obj
+    )
 
 
 class _Log:
@@ -245,8 +271,15 @@ class _Log:
         self.close_turn("the session shut down before the tool returned", ts)
         kind = loc.str(data, "shutdownType", "data")
         summary: dict[str, Any] = {"shutdown_type": kind}
-        for key in ("totalPremiumRequests", "totalApiDurationMs", "totalNanoAiu", "currentTokens", "systemTokens",
-                    "conversationTokens", "toolDefinitionsTokens"):
+        for key in (
+            "totalPremiumRequests",
+            "totalApiDurationMs",
+            "totalNanoAiu",
+            "currentTokens",
+            "systemTokens",
+            "conversationTokens",
+            "toolDefinitionsTokens",
+        ):
             value = data.get(key)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
                 raise loc.fail(f"field 'data.{key}' must be a number, got {json_type(value)}")
@@ -267,8 +300,10 @@ class _Log:
                 requests = loc.obj(metric, "requests", f"data.modelMetrics.{model}") or {}
                 for key, value in usage.items():
                     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                        raise loc.fail(f"field 'data.modelMetrics.{model}.usage.{key}' must be a non-negative "
-                                       f"integer, got {json_type(value)}")
+                        raise loc.fail(
+                            f"field 'data.modelMetrics.{model}.usage.{key}' must be a non-negative "
+                            f"integer, got {json_type(value)}"
+                        )
                 summary["modelMetrics"][model] = {"requests": requests, "usage": usage}
         self.meta["shutdown"] = summary
         if kind == "error":
@@ -320,11 +355,13 @@ class _Log:
             call_id = loc.str(req, "toolCallId", label, required=True)
             name = loc.str(req, "name", label, required=True)
             args = req.get("arguments")
-            arguments = args if isinstance(args, str) else dump_json(loc, {} if args is None else args,
-                                                                    f"{label}.arguments")
+            arguments = (
+                args if isinstance(args, str) else dump_json(loc, {} if args is None else args, f"{label}.arguments")
+            )
             calls.append(ToolCall(id=call_id, name=name, arguments=arguments))
-        reasoning = self.reasoning or any(loc.str(data, key, "data") for key in
-                                          ("reasoningText", "reasoningOpaque", "encryptedContent"))
+        reasoning = self.reasoning or any(
+            loc.str(data, key, "data") for key in ("reasoningText", "reasoningOpaque", "encryptedContent")
+        )
         self.reasoning = False
         model = loc.str(data, "model", "data") or self.model
         api_call = loc.str(data, "apiCallId", "data")
@@ -332,8 +369,13 @@ class _Log:
         if output is not None and output < 0:
             raise loc.fail(f"field 'data.outputTokens' must be a non-negative integer, got {output}")
         index, count = loc.int(data, "chunkIndex", "data"), loc.int(data, "chunkCount", "data")
-        if (self.chunked is not None and api_call is not None and index is not None and index > 0
-                and self.chunked[0] == api_call):
+        if (
+            self.chunked is not None
+            and api_call is not None
+            and index is not None
+            and index > 0
+            and self.chunked[0] == api_call
+        ):
             slot = self.chunked[1]  # a later chunk of the same model call
             self.b.extend(slot, text=content, calls=calls, reasoning=reasoning)
         else:
@@ -398,8 +440,12 @@ class _Log:
 
     def subagent_started(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
         call_id = loc.str(data, "toolCallId", "data", required=True)
-        marker = SubagentMarker(call_id=call_id, agent_id=None, agent_type=loc.str(data, "agentName", "data"),
-                                description=loc.str(data, "agentDescription", "data") or "")
+        marker = SubagentMarker(
+            call_id=call_id,
+            agent_id=None,
+            agent_type=loc.str(data, "agentName", "data"),
+            description=loc.str(data, "agentDescription", "data") or "",
+        )
         self.subagents.add(call_id)
         slot = self.call_slots.get(call_id)
         if slot is not None:
@@ -432,15 +478,27 @@ class _Log:
         if not success:
             self.b.add(SystemNote(text=loc.str(data, "error", "data") or "compaction failed", subtype="error"), ref, ts)
             return
-        self.b.add(CompactionMarker(trigger=loc.str(data, "trigger", "data"),
-                                    pre_tokens=_tokens(loc, data, "preCompactionTokens"),
-                                    post_tokens=_tokens(loc, data, "postCompactionTokens"),
-                                    summary=loc.str(data, "summaryContent", "data") or ""), ref, ts)
+        self.b.add(
+            CompactionMarker(
+                trigger=loc.str(data, "trigger", "data"),
+                pre_tokens=_tokens(loc, data, "preCompactionTokens"),
+                post_tokens=_tokens(loc, data, "postCompactionTokens"),
+                summary=loc.str(data, "summaryContent", "data") or "",
+            ),
+            ref,
+            ts,
+        )
 
     def truncation(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
-        self.b.add(CompactionMarker(trigger="truncation",
-                                    pre_tokens=_tokens(loc, data, "preTruncationTokensInMessages"),
-                                    post_tokens=_tokens(loc, data, "postTruncationTokensInMessages")), ref, ts)
+        self.b.add(
+            CompactionMarker(
+                trigger="truncation",
+                pre_tokens=_tokens(loc, data, "preTruncationTokensInMessages"),
+                post_tokens=_tokens(loc, data, "postTruncationTokensInMessages"),
+            ),
+            ref,
+            ts,
+        )
 
     def close_turn(self, reason: str, ts: str | None) -> None:
         self.b.close_open(reason, ts)
@@ -452,8 +510,10 @@ class _Log:
 
 def _note(subtype: str):
     """The handler of a ``session.info``/``warning``/``error`` event: ``SystemNote(subtype)`` of ``data.message``."""
+
     def handler(log: _Log, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
         log.b.add(SystemNote(text=loc.str(data, "message", "data", required=True), subtype=subtype), ref, ts)
+
     return handler
 
 

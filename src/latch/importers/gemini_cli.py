@@ -117,7 +117,7 @@ class _Message:
     ts: str | None
     text: str
     media: list[_Media]
-    display: str | None = None        # displayContent text ("" when it holds no text part)
+    display: str | None = None  # displayContent text ("" when it holds no text part)
     model: str | None = None
     thoughts: int = 0
     usage: Usage | None = None
@@ -148,8 +148,9 @@ def _parts_text(loc: Loc, value: Any, label: str, media: list[_Media] | None) ->
         elif "inlineData" in part:
             inline = loc.obj(part, "inlineData", where, required=True)
             mime = loc.str(inline, "mimeType", f"{where}.inlineData")
-            data = decode_base64(loc, loc.str(inline, "data", f"{where}.inlineData", required=True) or "",
-                                 f"{where}.inlineData.data")
+            data = decode_base64(
+                loc, loc.str(inline, "data", f"{where}.inlineData", required=True) or "", f"{where}.inlineData.data"
+            )
             if media is None:
                 texts.append(f"[{mime or 'binary'} data]")
             else:
@@ -199,12 +200,18 @@ def _usage(loc: Loc, msg: dict, prefix: str, model: str | None) -> Usage | None:
     prompt = n["input"] + n["tool"]
     if n["cached"] > prompt:
         raise loc.fail(f"cached input tokens ({n['cached']}) exceed input tokens ({prompt})")
-    return Usage(input_tokens=prompt - n["cached"], output_tokens=n["output"] + n["thoughts"],
-                 cache_read_tokens=n["cached"], cache_write_tokens=None, model=model)
+    return Usage(
+        input_tokens=prompt - n["cached"],
+        output_tokens=n["output"] + n["thoughts"],
+        cache_read_tokens=n["cached"],
+        cache_write_tokens=None,
+        model=model,
+    )
 
 
 def _message(loc: Loc, msg: dict, prefix: str = "") -> _Message:
     """Validate one message record (``prefix``: its field path, ``"messages[3]"`` or ``""``)."""
+
     def lbl(key: str) -> str:
         return f"{prefix}.{key}" if prefix else key
 
@@ -250,8 +257,14 @@ def _call(loc: Loc, tc: dict, prefix: str) -> _Call:
         raise loc.fail(f"field '{prefix}.args' must be an object, got {json_type(args)}")
     status = loc.str(tc, "status", prefix) or ""
     result = tc.get("result")
-    call = _Call(id=cid, name=name, arguments=dump_json(loc, args or {}, f"{prefix}.args"), status=status,
-                 ts=loc.str(tc, "timestamp", prefix), has_result=result is not None)
+    call = _Call(
+        id=cid,
+        name=name,
+        arguments=dump_json(loc, args or {}, f"{prefix}.args"),
+        status=status,
+        ts=loc.str(tc, "timestamp", prefix),
+        has_result=result is not None,
+    )
     if result is not None:
         call.output = _parts_text(loc, result, f"{prefix}.result", call.media)
     elif status in _ERROR_STATUSES or status == "success":
@@ -264,8 +277,10 @@ class GeminiCliImporter(Importer):
     """Gemini CLI chat sessions (JSON document and JSONL) and headless stream-json → Latch events."""
 
     PLUGIN_NAME = PLUGIN_gemini_cli
-    DESCRIPTION = ("Gemini CLI chat session (~/.gemini/tmp/<hash>/chats/session-*.json or .jsonl) and headless "
-                   "`--output-format stream-json` output")
+    DESCRIPTION = (
+        "Gemini CLI chat session (~/.gemini/tmp/<hash>/chats/session-*.json or .jsonl) and headless "
+        "`--output-format stream-json` output"
+    )
 
     def sniff(self, path: Path, head: bytes) -> int:
         """95 for a chat session (a JSON document or a first JSONL line with ``sessionId`` + ``projectHash``,
@@ -274,9 +289,17 @@ class GeminiCliImporter(Importer):
         top, keys, items = peek_json(head)
         if top == "object" and "sessionId" in keys and "projectHash" in keys:
             return 95
-        if top == "object" and items and all(
-                isinstance(m, dict) and m.get("type") in _MESSAGE_TYPES and isinstance(m.get("id"), str)
-                and "role" not in m for m in items):
+        if (
+            top == "object"
+            and items
+            and all(
+                isinstance(m, dict)
+                and m.get("type") in _MESSAGE_TYPES
+                and isinstance(m.get("id"), str)
+                and "role" not in m
+                for m in items
+            )
+        ):
             return 90
         rows = head_jsonl(head, limit=8)
         if not rows:
@@ -284,14 +307,14 @@ class GeminiCliImporter(Importer):
         first = rows[0]
         if isinstance(first.get("sessionId"), str) and isinstance(first.get("projectHash"), str):
             return 95
-        if all(isinstance(r.get("id"), str) and r.get("type") in _MESSAGE_TYPES and "timestamp" in r
-               for r in rows):
+        if all(isinstance(r.get("id"), str) and r.get("type") in _MESSAGE_TYPES and "timestamp" in r for r in rows):
             return 85
         if all(r.get("type") in _STREAM_TYPES for r in rows):
             if any(r["type"] == "init" and "session_id" in r for r in rows):
                 return 95
             if any(r["type"] in ("tool_use", "tool_result") and "tool_id" in r for r in rows) or any(
-                    r["type"] == "message" and r.get("role") in ("user", "assistant") for r in rows):
+                r["type"] == "message" and r.get("role") in ("user", "assistant") for r in rows
+            ):
                 return 80
         return 0
 
@@ -317,8 +340,9 @@ class GeminiCliImporter(Importer):
         if not isinstance(head, dict):
             doc = load_json(path, text)
             if not isinstance(doc, dict):
-                raise Loc(path, "top level").fail(f"expected a JSON object (a Gemini CLI session), got "
-                                                  f"{json_type(doc)}")
+                raise Loc(path, "top level").fail(
+                    f"expected a JSON object (a Gemini CLI session), got {json_type(doc)}"
+                )
             return _Chat(path, "json").document(doc, text)
         if head.get("type") in _STREAM_TYPES and "sessionId" not in head and not isinstance(head.get("id"), str):
             return _Stream(path).run(iter_jsonl(path, text, live=self.live), text)
@@ -342,8 +366,9 @@ class _Chat:
             dirs = loc.list(record, "directories", prefix)
             for i, d in enumerate(dirs):
                 if not isinstance(d, str):
-                    raise loc.fail(f"field '{prefix + '.' if prefix else ''}directories[{i}]' must be a string, "
-                                   f"got {json_type(d)}")
+                    raise loc.fail(
+                        f"field '{prefix + '.' if prefix else ''}directories[{i}]' must be a string, got {json_type(d)}"
+                    )
             self.meta["directories"] = list(dirs)
 
     def document(self, doc: dict, text: str) -> ParsedSession:
@@ -363,7 +388,7 @@ class _Chat:
                 target = loc.str(rec, "$rewindTo", required=True)
                 if target in self.messages:
                     ids = list(self.messages)
-                    for mid in ids[ids.index(target):]:
+                    for mid in ids[ids.index(target) :]:
                         del self.messages[mid]
                 else:
                     self.messages.clear()
@@ -420,15 +445,28 @@ class _Chat:
                         codes = _EXIT.findall(c.output)
                         exit_code = int(codes[-1]) if codes else None
                     media = tuple(b.media(x.data, x.media_type) for x in c.media)
-                    b.result(c.id, c.output, f"{ref}/call:{c.id}", c.ts or m.ts, name=c.name, media=media,
-                             exit_code=exit_code,
-                             is_error=c.status in _ERROR_STATUSES or exit_code not in (None, 0))
+                    b.result(
+                        c.id,
+                        c.output,
+                        f"{ref}/call:{c.id}",
+                        c.ts or m.ts,
+                        name=c.name,
+                        media=media,
+                        exit_code=exit_code,
+                        is_error=c.status in _ERROR_STATUSES or exit_code not in (None, 0),
+                    )
                 if k == len(msgs) - 1:
                     b.hold(slot, "message")  # its tool results and tokens may still be written
         sid = self.meta.get("sessionId")
         meta = {"layout": self.layout, "messages": len(msgs), "thoughts": thoughts}
-        for key, name in (("sessionId", "session_id"), ("projectHash", "project_hash"), ("kind", "kind"),
-                          ("startTime", "start_time"), ("lastUpdated", "last_updated"), ("summary", "summary")):
+        for key, name in (
+            ("sessionId", "session_id"),
+            ("projectHash", "project_hash"),
+            ("kind", "kind"),
+            ("startTime", "start_time"),
+            ("lastUpdated", "last_updated"),
+            ("summary", "summary"),
+        ):
             if key in self.meta:
                 meta[name] = self.meta[key]
         dirs = self.meta.get("directories") or []
@@ -442,7 +480,7 @@ class _Stream:
     def __init__(self, path: Path):
         self.path = path
         self.b = SessionBuilder(path, FORMAT)
-        self.slot = None          # the open request (assistant deltas and tool_use events)
+        self.slot = None  # the open request (assistant deltas and tool_use events)
         self.slot_text: list[str] = []
         self.model: str | None = None
 
@@ -494,8 +532,11 @@ class _Stream:
                 params = ev.get("parameters")
                 if params is not None and not isinstance(params, dict):
                     raise loc.fail(f"field 'parameters' must be an object, got {json_type(params)}")
-                call = ToolCall(id=loc.str(ev, "tool_id", required=True), name=loc.str(ev, "tool_name", required=True),
-                                arguments=dump_json(loc, params or {}, "parameters"))
+                call = ToolCall(
+                    id=loc.str(ev, "tool_id", required=True),
+                    name=loc.str(ev, "tool_name", required=True),
+                    arguments=dump_json(loc, params or {}, "parameters"),
+                )
                 if self.slot is None or self.slot.results:
                     self.close()
                     b.close_open("the next model request came first", ts)

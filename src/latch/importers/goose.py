@@ -94,8 +94,14 @@ def _usage(loc: Loc, meta: dict, model: str | None, request_id: str | None) -> U
         uncached = total_in - (read or 0) - (write or 0)
         if uncached < 0:
             uncached = max(total_in - (read or 0), 0)
-    return Usage(input_tokens=uncached, output_tokens=count_field(loc, usage, "outputTokens", p),
-                 cache_read_tokens=read, cache_write_tokens=write, model=model, request_id=request_id)
+    return Usage(
+        input_tokens=uncached,
+        output_tokens=count_field(loc, usage, "outputTokens", p),
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+        model=model,
+        request_id=request_id,
+    )
 
 
 def _image(loc: Loc, b: SessionBuilder, item: dict, label: str):
@@ -141,16 +147,22 @@ def _tool_call(loc: Loc, item: dict, label: str) -> ToolCall:
     cp = f"{label}.toolCall"
     status = loc.str(call, "status", cp, required=True)
     if status == "error":  # the model's call could not be parsed: Goose answers it with an error result
-        return ToolCall(id=call_id, name="invalid_tool_call",
-                        arguments=dump_json(loc, {"error": loc.str(call, "error", cp) or ""}, f"{cp}.error"))
+        return ToolCall(
+            id=call_id,
+            name="invalid_tool_call",
+            arguments=dump_json(loc, {"error": loc.str(call, "error", cp) or ""}, f"{cp}.error"),
+        )
     if status != "success":
         raise loc.fail(f"field '{cp}.status' must be 'success' or 'error', got {status!r}")
     value = loc.obj(call, "value", cp, required=True)
     args = value.get("arguments")
     if args is not None and not isinstance(args, dict):
         raise loc.fail(f"field '{cp}.value.arguments' must be an object, got {json_type(args)}")
-    return ToolCall(id=call_id, name=loc.str(value, "name", f"{cp}.value", required=True),
-                    arguments=dump_json(loc, args or {}, f"{cp}.value.arguments"))
+    return ToolCall(
+        id=call_id,
+        name=loc.str(value, "name", f"{cp}.value", required=True),
+        arguments=dump_json(loc, args or {}, f"{cp}.value.arguments"),
+    )
 
 
 class GooseImporter(SqliteSessionsImporter):
@@ -165,8 +177,9 @@ class GooseImporter(SqliteSessionsImporter):
     def sniff(self, path: Path, head: bytes) -> int:
         if not is_sqlite(head):
             return 0
-        if schema_mentions(head, "messages", "session_id", "content_json") and \
-                schema_mentions(head, "sessions", "working_dir"):
+        if schema_mentions(head, "messages", "session_id", "content_json") and schema_mentions(
+            head, "sessions", "working_dir"
+        ):
             return 95
         return 0
 
@@ -177,9 +190,21 @@ class GooseImporter(SqliteSessionsImporter):
         of the wrong SQLite type, invalid JSON in ``content_json``/``metadata_json``, a content item of
         the wrong shape), or the file alone when it is not a readable Goose database.
         """
-        opt = present_columns(db, "sessions", ("name", "description", "session_type", "created_at", "provider_name",
-                                               "model_config_json", "parent_session_id", "accumulated_input_tokens",
-                                               "accumulated_output_tokens"))
+        opt = present_columns(
+            db,
+            "sessions",
+            (
+                "name",
+                "description",
+                "session_type",
+                "created_at",
+                "provider_name",
+                "model_config_json",
+                "parent_session_id",
+                "accumulated_input_tokens",
+                "accumulated_output_tokens",
+            ),
+        )
         order = "created_at, id" if "created_at" in opt else "rowid"
         rows = db.execute(f"SELECT id, working_dir, {', '.join(opt) or 'NULL'} FROM sessions ORDER BY {order}")
         sessions = []
@@ -193,18 +218,23 @@ class GooseImporter(SqliteSessionsImporter):
         meta_col = "metadata_json" if "metadata_json" in mcols else "NULL"
         msg_id = "message_id" if "message_id" in mcols else "NULL"
         by_session: dict[str, list] = {}
-        for m in db.execute(f"SELECT id, session_id, role, content_json, created_timestamp, {meta_col}, {msg_id} "
-                            "FROM messages ORDER BY id").fetchall():
+        for m in db.execute(
+            f"SELECT id, session_id, role, content_json, created_timestamp, {meta_col}, {msg_id} "
+            "FROM messages ORDER BY id"
+        ).fetchall():
             if not isinstance(m[1], str):
-                raise TranscriptError(path, f"table messages row id {m[0]}",
-                                      "column 'session_id' must be text, got "
-                                      f"{'NULL' if m[1] is None else type(m[1]).__name__}")
+                raise TranscriptError(
+                    path,
+                    f"table messages row id {m[0]}",
+                    f"column 'session_id' must be text, got {'NULL' if m[1] is None else type(m[1]).__name__}",
+                )
             by_session.setdefault(m[1], []).append(m)
         known = {s[0] for s in sessions}
         stray = next((ms[0] for key, ms in by_session.items() if key not in known), None)
         if stray is not None:
-            raise TranscriptError(path, f"table messages row id {stray[0]}",
-                                  f"session_id {stray[1]!r} names no row of table sessions")
+            raise TranscriptError(
+                path, f"table messages row id {stray[0]}", f"session_id {stray[1]!r} names no row of table sessions"
+            )
         out = []
         for sid, where, info in sessions:
             if sid in by_session:
@@ -222,25 +252,31 @@ class GooseImporter(SqliteSessionsImporter):
             items = json_column(path, rwhere, content_json, "content_json", list, required=True)
             meta = json_column(path, rwhere, meta_json, "metadata_json", dict, required=False)
             if isinstance(created, bool) or not isinstance(created, (int, float)):
-                raise loc.fail(f"column 'created_timestamp' must be an integer, got "
-                               f"{'NULL' if created is None else type(created).__name__}")
+                raise loc.fail(
+                    f"column 'created_timestamp' must be an integer, got "
+                    f"{'NULL' if created is None else type(created).__name__}"
+                )
             ts, ref = _iso(created), f"message:{rid}"
             if role == "user":
                 self._user(b, loc, items, meta, ref, ts)
             elif role == "assistant":
-                self._assistant(b, loc, items, meta, ref, ts, model,
-                                message_id if isinstance(message_id, str) else None)
+                self._assistant(
+                    b, loc, items, meta, ref, ts, model, message_id if isinstance(message_id, str) else None
+                )
             else:
                 raise loc.fail(f"column 'role' must be 'user' or 'assistant', got {role!r}")
-        smeta = {k: v for k, v in info.items()
-                 if k not in ("model_config_json", "working_dir", "description") and v is not None}
-        title = next((t.strip() for t in (info.get("name"), info.get("description")) if isinstance(t, str)
-                      and t.strip()), None)
+        smeta = {
+            k: v
+            for k, v in info.items()
+            if k not in ("model_config_json", "working_dir", "description") and v is not None
+        }
+        title = next(
+            (t.strip() for t in (info.get("name"), info.get("description")) if isinstance(t, str) and t.strip()), None
+        )
         if title is not None:
             smeta["title"] = title
         smeta.update(goose_session_id=sid, model=model, messages=len(rows))
-        return b.finish(external_key=f"{self.PLUGIN_NAME}:{sid}", workspace=info.get("working_dir") or None,
-                        meta=smeta)
+        return b.finish(external_key=f"{self.PLUGIN_NAME}:{sid}", workspace=info.get("working_dir") or None, meta=smeta)
 
     @staticmethod
     def _notes(b: SessionBuilder, loc: Loc, item: dict, kind: str, label: str, ref: str, ts: str | None) -> bool:
@@ -249,8 +285,11 @@ class GooseImporter(SqliteSessionsImporter):
             b.add(SystemNote(text=loc.str(item, "msg", label) or "", subtype=f"goose_{ntype}"), f"{ref}#note", ts)
             return True
         if kind in ("toolConfirmationRequest", "actionRequired"):
-            b.add(SystemNote(text=json.dumps(item, ensure_ascii=False, sort_keys=True),
-                             subtype="goose_action_required"), f"{ref}#action", ts)
+            b.add(
+                SystemNote(text=json.dumps(item, ensure_ascii=False, sort_keys=True), subtype="goose_action_required"),
+                f"{ref}#action",
+                ts,
+            )
             return True
         return False
 
@@ -275,8 +314,17 @@ class GooseImporter(SqliteSessionsImporter):
             visible = meta.get("userVisible") is not False
             b.add(UserMessage(text="\n".join(texts), media=tuple(media), is_meta=not visible), ref, ts)
 
-    def _assistant(self, b: SessionBuilder, loc: Loc, items: list, meta: dict, ref: str, ts: str | None,
-                   model: str | None, message_id: str | None) -> None:
+    def _assistant(
+        self,
+        b: SessionBuilder,
+        loc: Loc,
+        items: list,
+        meta: dict,
+        ref: str,
+        ts: str | None,
+        model: str | None,
+        message_id: str | None,
+    ) -> None:
         texts, calls, reasoning = [], [], False
         for j in range(len(items)):
             label = f"content_json[{j}]"

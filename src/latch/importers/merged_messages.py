@@ -76,8 +76,12 @@ class MergedMessagesImporter(Importer):
         msgs = [m for m in items if isinstance(m, dict)]
         if any(isinstance(m.get("role"), str) and m["role"].startswith(SUBAGENT_ROLE) for m in msgs):
             return 96
-        blocks = {b.get("type") for m in msgs for b in (m.get("content") if isinstance(m.get("content"), list)
-                                                        else ()) if isinstance(b, dict)}
+        blocks = {
+            b.get("type")
+            for m in msgs
+            for b in (m.get("content") if isinstance(m.get("content"), list) else ())
+            if isinstance(b, dict)
+        }
         if msgs and all(isinstance(m.get("_metadata"), dict) for m in msgs) and blocks & {"tool_output", "tool_call"}:
             return 90
         return 0
@@ -107,7 +111,7 @@ class MergedMessagesImporter(Importer):
             ts = loc.str(md, "timestamp", "_metadata")
             thread = main
             if role.startswith(SUBAGENT_ROLE):
-                agent = role[len(SUBAGENT_ROLE):]
+                agent = role[len(SUBAGENT_ROLE) :]
                 thread = agents.setdefault(agent, _Thread(path))
                 role = loc.str(md, "original_role", "_metadata", required=True)
             self.message(loc, thread, role, msg, f"messages[{i}]", ts)
@@ -122,8 +126,9 @@ class MergedMessagesImporter(Importer):
                 last = cloc.obj(info, "last_token_usage", "info")
                 if last is None:
                     continue
-                usage = openai_usage(cloc, *(_count(cloc, last, key) for key in (
-                    "input_tokens", "cached_input_tokens", "output_tokens")))
+                usage = openai_usage(
+                    cloc, *(_count(cloc, last, key) for key in ("input_tokens", "cached_input_tokens", "output_tokens"))
+                )
                 main.b.set_usage(slot, usage, f"meta.token_counts[{k}]", cloc.str(entry, "_timestamp"))
         else:
             unattached = len(counts)
@@ -136,8 +141,13 @@ class MergedMessagesImporter(Importer):
             agent_id = mloc.str(sub, "agent_id", f"meta.subagents[{k}]", required=True)
             info_by_agent[agent_id] = sub
             where_by_agent[agent_id] = f"meta.subagents[{k}]"
-            for field in ("mapped_tool_use_id", "subagent_prompt", "agent_type", "description",
-                          "subagent_start_timestamp"):
+            for field in (
+                "mapped_tool_use_id",
+                "subagent_prompt",
+                "agent_type",
+                "description",
+                "subagent_start_timestamp",
+            ):
                 mloc.str(sub, field, f"meta.subagents[{k}]")  # a string when present (one error line, else)
         spawned = _spawning_calls(main, agents, info_by_agent)
         for agent_id in [*info_by_agent, *(a for a in agents if a not in info_by_agent)]:
@@ -148,11 +158,20 @@ class MergedMessagesImporter(Importer):
             args = _call_input(main.calls[call_id])
             agent_type = sub.get("agent_type") if isinstance(sub.get("agent_type"), str) else args.get("subagent_type")
             description = sub.get("description") if isinstance(sub.get("description"), str) else args.get("description")
-            start = sub.get("subagent_start_timestamp") if isinstance(sub.get("subagent_start_timestamp"), str) else None
-            main.b.after_results(main.call_slots[call_id], SubagentMarker(
-                call_id=call_id, agent_id=agent_id, agent_type=agent_type if isinstance(agent_type, str) else None,
-                description=description if isinstance(description, str) else ""),
-                where or f"subagent:{agent_id}", start)
+            start = (
+                sub.get("subagent_start_timestamp") if isinstance(sub.get("subagent_start_timestamp"), str) else None
+            )
+            main.b.after_results(
+                main.call_slots[call_id],
+                SubagentMarker(
+                    call_id=call_id,
+                    agent_id=agent_id,
+                    agent_type=agent_type if isinstance(agent_type, str) else None,
+                    description=description if isinstance(description, str) else "",
+                ),
+                where or f"subagent:{agent_id}",
+                start,
+            )
             if isinstance(agent_type, str) and agent_id not in info_by_agent:
                 info_by_agent[agent_id] = {"agent_type": agent_type}
         meta: dict[str, Any] = {}
@@ -186,9 +205,13 @@ class MergedMessagesImporter(Importer):
             if kind == "text":
                 texts.append(loc.str(block, "text", label, required=True))
             elif kind == "tool_call":
-                calls.append(ToolCall(id=loc.str(block, "tool_call_id", label, required=True),
-                                      name=loc.str(block, "name", label, required=True),
-                                      arguments=loc.str(block, "arguments", label) or "{}"))
+                calls.append(
+                    ToolCall(
+                        id=loc.str(block, "tool_call_id", label, required=True),
+                        name=loc.str(block, "name", label, required=True),
+                        arguments=loc.str(block, "arguments", label) or "{}",
+                    )
+                )
             elif kind == "tool_output":
                 body = loc.text_or_list(block, "text", label)
                 if isinstance(body, list):
@@ -204,9 +227,13 @@ class MergedMessagesImporter(Importer):
                 for k in range(len(raw)):
                     call = loc.item_obj(raw, k, "tool_calls")
                     fn = loc.obj(call, "function", f"tool_calls[{k}]", required=True)
-                    calls.append(ToolCall(id=loc.str(call, "id", f"tool_calls[{k}]", required=True),
-                                          name=loc.str(fn, "name", f"tool_calls[{k}].function", required=True),
-                                          arguments=loc.str(fn, "arguments", f"tool_calls[{k}].function") or "{}"))
+                    calls.append(
+                        ToolCall(
+                            id=loc.str(call, "id", f"tool_calls[{k}]", required=True),
+                            name=loc.str(fn, "name", f"tool_calls[{k}].function", required=True),
+                            arguments=loc.str(fn, "arguments", f"tool_calls[{k}].function") or "{}",
+                        )
+                    )
             slot = b.assistant(ref, ts, text=text, calls=calls)
             thread.assistants.append(slot)
             for call in calls:
@@ -222,8 +249,9 @@ class MergedMessagesImporter(Importer):
         elif role == "system":
             b.add(SystemNote(text=text, subtype="system_prompt"), ref, ts)
         else:
-            raise loc.fail(f"field 'role' must be user, assistant, tool, system or assistant-subagent-<id>, "
-                           f"got {role!r}")
+            raise loc.fail(
+                f"field 'role' must be user, assistant, tool, system or assistant-subagent-<id>, got {role!r}"
+            )
 
 
 SPAWN_TOOLS = ("Agent", "Task")
@@ -253,9 +281,14 @@ def _spawning_calls(main: _Thread, agents: dict[str, _Thread], info: dict[str, d
     for agent_id in [*info, *(a for a in agents if a not in info)]:
         if agent_id in out:
             continue
-        prompts = {p.strip() for p in (info.get(agent_id, {}).get("subagent_prompt"),
-                                       agents[agent_id].first_user if agent_id in agents else None)
-                   if isinstance(p, str) and p.strip()}
+        prompts = {
+            p.strip()
+            for p in (
+                info.get(agent_id, {}).get("subagent_prompt"),
+                agents[agent_id].first_user if agent_id in agents else None,
+            )
+            if isinstance(p, str) and p.strip()
+        }
         for call in open_calls:
             prompt = _call_input(call).get("prompt")
             if isinstance(prompt, str) and prompt.strip() in prompts:

@@ -115,7 +115,8 @@ class MiniSweAgentImporter(Importer):
         fmt = keys.get("trajectory_format")
         info = keys.get("info")
         if (isinstance(fmt, str) and fmt.startswith("mini-swe-agent")) or (
-                isinstance(info, dict) and "mini_version" in info):
+            isinstance(info, dict) and "mini_version" in info
+        ):
             return 98
         if "messages" in keys and _MARKERS.search(head_text(head)):
             return 90
@@ -138,9 +139,9 @@ class _Trajectory:
     def __init__(self, path: Path):
         self.path = path
         self.b = SessionBuilder(path, FORMAT)
-        self.calls = 0                        # model calls so far (the k of step-<k>)
-        self.positional: list[str] = []       # synthesized calls the next user messages answer, in order
-        self.commands: dict[str, str] = {}    # call id -> command
+        self.calls = 0  # model calls so far (the k of step-<k>)
+        self.positional: list[str] = []  # synthesized calls the next user messages answer, in order
+        self.commands: dict[str, str] = {}  # call id -> command
         self.started = False
         self.tool_calling = False
         self.exited = False
@@ -163,13 +164,19 @@ class _Trajectory:
             if self.exited:
                 raise loc.fail(f"a {role!r} message after the run's 'exit' message")
             if role == "system":
-                self.b.add(SystemNote(text=message_content(self.b, loc, m)[0], subtype="system" if self.started
-                                      else "system_prompt"), ref, None)
+                self.b.add(
+                    SystemNote(
+                        text=message_content(self.b, loc, m)[0], subtype="system" if self.started else "system_prompt"
+                    ),
+                    ref,
+                    None,
+                )
             elif role == "assistant":
                 self._assistant(loc, ref, m, extra)
             elif role == "tool":
-                self._result(loc, ref, extra, loc.str(m, "tool_call_id", required=True),
-                             message_content(self.b, loc, m)[0])
+                self._result(
+                    loc, ref, extra, loc.str(m, "tool_call_id", required=True), message_content(self.b, loc, m)[0]
+                )
             elif role == "exit":
                 self._exit(loc, ref, m, extra)
             else:
@@ -179,8 +186,9 @@ class _Trajectory:
         response = loc.obj(extra, "response", "extra")
         self._model_call(loc, ref, m, response, _iso(extra.get("timestamp")))
 
-    def _model_call(self, loc: Loc, ref: str, msg: dict, response: dict | None, ts: str | None,
-                    rejected: bool = False) -> None:
+    def _model_call(
+        self, loc: Loc, ref: str, msg: dict, response: dict | None, ts: str | None, rejected: bool = False
+    ) -> None:
         """One model call: the message ``msg`` (an assistant message, or the first choice of a rejected
         ``response``) with its calls and the usage of ``response``."""
         self.started = True
@@ -193,8 +201,9 @@ class _Trajectory:
         elif not rejected:
             fences = _FENCE.findall(text)
             if len(fences) == 1:  # mini-SWE-agent runs exactly one fenced action, else it is a format error
-                call = ToolCall(id=f"step-{self.calls}", name="bash",
-                                arguments=canonical_arguments({"command": fences[0].strip()}))
+                call = ToolCall(
+                    id=f"step-{self.calls}", name="bash", arguments=canonical_arguments({"command": fences[0].strip()})
+                )
                 calls = [call]
                 self.positional.append(call.id)
                 text = _FENCE.sub("", text, count=1).strip()
@@ -205,9 +214,18 @@ class _Trajectory:
         slot = self.b.assistant(ref, ts, text=text, calls=calls, reasoning=reasoning, model=model)
         usage = loc.obj(response, "usage", "extra.response") if response else None
         if usage is not None:
-            self.b.set_usage(slot, litellm_usage(loc, usage, "extra.response.usage", model=model,
-                                                 request_id=loc.str(response, "id", "extra.response")),
-                             f"{ref}#usage", ts)
+            self.b.set_usage(
+                slot,
+                litellm_usage(
+                    loc,
+                    usage,
+                    "extra.response.usage",
+                    model=model,
+                    request_id=loc.str(response, "id", "extra.response"),
+                ),
+                f"{ref}#usage",
+                ts,
+            )
         self.calls += 1
 
     def _tool_calls(self, loc: Loc, msg: dict) -> list[ToolCall]:
@@ -223,10 +241,16 @@ class _Trajectory:
             elif args is None:
                 args = "{}"
             elif not isinstance(args, str):
-                raise loc.fail(f"field '{label}.function.arguments' must be a JSON string or an object, "
-                               f"got {json_type(args)}")
-            out.append(ToolCall(id=loc.str(tc, "id", label, required=True),
-                                name=loc.str(fn, "name", f"{label}.function", required=True), arguments=args))
+                raise loc.fail(
+                    f"field '{label}.function.arguments' must be a JSON string or an object, got {json_type(args)}"
+                )
+            out.append(
+                ToolCall(
+                    id=loc.str(tc, "id", label, required=True),
+                    name=loc.str(fn, "name", f"{label}.function", required=True),
+                    arguments=args,
+                )
+            )
         return out
 
     def _response_api(self, loc: Loc, ref: str, m: dict, extra: dict) -> None:
@@ -256,32 +280,41 @@ class _Trajectory:
             self.commands[c.id] = c.arguments
         ts = _iso(extra.get("timestamp"))
         model = loc.str(m, "model")
-        slot = self.b.assistant(ref, ts, text="\n".join(t for t in texts if t), calls=calls, reasoning=reasoning,
-                                model=model)
+        slot = self.b.assistant(
+            ref, ts, text="\n".join(t for t in texts if t), calls=calls, reasoning=reasoning, model=model
+        )
         usage = loc.obj(m, "usage")
         if usage is not None:
             details = loc.obj(usage, "input_tokens_details", "usage") or {}
-            self.b.set_usage(slot, openai_usage(
-                loc, count_field(loc, usage, "input_tokens", "usage"),
-                count_field(loc, details, "cached_tokens", "usage.input_tokens_details"),
-                count_field(loc, usage, "output_tokens", "usage"), model=model, request_id=loc.str(m, "id")),
-                f"{ref}#usage", ts)
+            self.b.set_usage(
+                slot,
+                openai_usage(
+                    loc,
+                    count_field(loc, usage, "input_tokens", "usage"),
+                    count_field(loc, details, "cached_tokens", "usage.input_tokens_details"),
+                    count_field(loc, usage, "output_tokens", "usage"),
+                    model=model,
+                    request_id=loc.str(m, "id"),
+                ),
+                f"{ref}#usage",
+                ts,
+            )
         self.calls += 1
 
     def _result(self, loc: Loc, ref: str, extra: dict, call_id: str, text: str) -> None:
         code = extra.get("returncode")
         code = code if isinstance(code, int) and not isinstance(code, bool) else None
         failed = bool(loc.str(extra, "exception_info", "extra"))
-        self.b.result(call_id, text, ref, _iso(extra.get("timestamp")), is_error=failed or code not in (None, 0),
-                      exit_code=code)
+        self.b.result(
+            call_id, text, ref, _iso(extra.get("timestamp")), is_error=failed or code not in (None, 0), exit_code=code
+        )
 
     def _user(self, loc: Loc, ref: str, m: dict, extra: dict) -> None:
         response = extra.get("response")
         if extra.get("interrupt_type") == "FormatError" and isinstance(response, dict):
             choice = _first_choice(loc, response)
             if choice is not None:  # a billed call whose answer was rejected (LitellmModel.query)
-                self._model_call(loc, f"{ref}#response", choice, response, _iso(extra.get("timestamp")),
-                                 rejected=True)
+                self._model_call(loc, f"{ref}#response", choice, response, _iso(extra.get("timestamp")), rejected=True)
                 self.b.close_open("mini-SWE-agent rejected the response (FormatError): the call never ran")
         text, media = message_content(self.b, loc, m)
         if self.positional and "interrupt_type" not in extra:  # the observation of a fenced action
@@ -296,8 +329,9 @@ class _Trajectory:
         status = loc.str(extra, "exit_status", "extra") or ""
         text = message_content(self.b, loc, m)[0]
         if status == "Submitted":
-            submitter = next((cid for cid in self._open() if _SUBMIT in self.commands.get(cid, "")),
-                             None) or next(reversed(self._open()), None)
+            submitter = next((cid for cid in self._open() if _SUBMIT in self.commands.get(cid, "")), None) or next(
+                reversed(self._open()), None
+            )
             if submitter is not None:
                 self.b.result(submitter, text, ref, None, exit_code=0)
         self.b.close_open(f"the run ended ({status or 'exit'}) before its output was recorded")
@@ -309,8 +343,7 @@ class _Trajectory:
         return [cid for cid in self.commands if self.b.is_open(cid)]
 
     def _note(self, status: str, ref: str) -> None:
-        self.b.add(SystemNote(text=f"mini-SWE-agent run ended: exit_status={status}", subtype="exit_status"),
-                   ref, None)
+        self.b.add(SystemNote(text=f"mini-SWE-agent run ended: exit_status={status}", subtype="exit_status"), ref, None)
 
     # -- the end
     def finish(self, doc: dict, data: bytes, messages: list, info: dict) -> ParsedSession:
@@ -325,12 +358,20 @@ class _Trajectory:
         config = top.obj(info, "config") or {}
         env = top.obj(config, "environment", "config") or {}
         model = top.obj(config, "model", "config") or {}
-        meta = {"trajectory_format": doc.get("trajectory_format"), "mini_version": info.get("mini_version"),
-                "exit_status": status, "model_stats": info.get("model_stats"),
-                "model": model.get("model_name"), "instance_id": doc.get("instance_id")}
+        meta = {
+            "trajectory_format": doc.get("trajectory_format"),
+            "mini_version": info.get("mini_version"),
+            "exit_status": status,
+            "model_stats": info.get("model_stats"),
+            "model": model.get("model_name"),
+            "instance_id": doc.get("instance_id"),
+        }
         workspace = env.get("cwd") if isinstance(env.get("cwd"), str) and env.get("cwd") else None
-        return self.b.finish(external_key=f"{FORMAT}:sha256:{content_key(data)}", workspace=workspace,
-                             meta={k: v for k, v in meta.items() if v is not None})
+        return self.b.finish(
+            external_key=f"{FORMAT}:sha256:{content_key(data)}",
+            workspace=workspace,
+            meta={k: v for k, v in meta.items() if v is not None},
+        )
 
 
 def _first_choice(loc: Loc, response: dict) -> dict | None:

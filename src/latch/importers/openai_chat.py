@@ -105,7 +105,7 @@ class OpenAIChatImporter(Importer):
             if role in ("system", "developer"):
                 body = message_content(b, loc, msg)[0]
                 if role == "system" and body.startswith(_COMPACT):
-                    b.add(CompactionMarker(summary=body[len(_COMPACT):].strip()), ref, None)
+                    b.add(CompactionMarker(summary=body[len(_COMPACT) :].strip()), ref, None)
                 else:
                     subtype = "developer" if role == "developer" else "system" if started else "system_prompt"
                     b.add(SystemNote(text=body, subtype=subtype), ref, None)
@@ -128,8 +128,9 @@ class OpenAIChatImporter(Importer):
                 else:
                     b.close_open("the next message came before the tool result")
                     legacy.clear()
-                    slot = b.assistant(ref, None, text=text, calls=_calls(loc, msg, i, legacy),
-                                       reasoning=reasoning, model=msg_model)
+                    slot = b.assistant(
+                        ref, None, text=text, calls=_calls(loc, msg, i, legacy), reasoning=reasoning, model=msg_model
+                    )
                     slot_usage = None
                 if usage is not None and slot_usage is None:
                     slot_usage = usage
@@ -184,19 +185,27 @@ def message_content(b: SessionBuilder, loc: Loc, msg: dict) -> tuple[str, tuple[
             texts.append(loc.str(part, "refusal", label) or "")
         elif kind == "image_url":
             image = part.get("image_url")
-            url = image if isinstance(image, str) else loc.str(image, "url", f"{label}.image_url", required=True) \
-                if isinstance(image, dict) else None
+            url = (
+                image
+                if isinstance(image, str)
+                else loc.str(image, "url", f"{label}.image_url", required=True)
+                if isinstance(image, dict)
+                else None
+            )
             if url is None:
-                raise loc.fail(f"field '{label}.image_url' must be an object with 'url' or a string, "
-                               f"got {json_type(image)}")
+                raise loc.fail(
+                    f"field '{label}.image_url' must be an object with 'url' or a string, got {json_type(image)}"
+                )
             decoded = data_url_bytes(loc, url, f"{label}.image_url.url")
             if decoded is None:
                 texts.append(f"[image: {url}]")
             else:
                 media.append(b.media(*decoded))
         elif kind in _ANTHROPIC_BLOCKS or (kind == "image" and "source" in part):
-            raise loc.fail(f"content[{j}] is an Anthropic {kind!r} block, not an OpenAI part "
-                           f"(import with --format anthropic-messages)")
+            raise loc.fail(
+                f"content[{j}] is an Anthropic {kind!r} block, not an OpenAI part "
+                f"(import with --format anthropic-messages)"
+            )
         else:
             texts.append(f"[{kind}]")
     return "\n".join(texts), tuple(media)
@@ -209,9 +218,13 @@ def _calls(loc: Loc, msg: dict, i: int, legacy: dict[str, str]) -> list[ToolCall
         if not isinstance(tc, dict):
             raise loc.fail(f"field {label!r} must be an object, got {json_type(tc)}")
         fn = loc.obj(tc, "function", label, required=True)
-        calls.append(ToolCall(id=loc.str(tc, "id", label, required=True),
-                              name=loc.str(fn, "name", f"{label}.function", required=True),
-                              arguments=_arguments(loc, fn, f"{label}.function")))
+        calls.append(
+            ToolCall(
+                id=loc.str(tc, "id", label, required=True),
+                name=loc.str(fn, "name", f"{label}.function", required=True),
+                arguments=_arguments(loc, fn, f"{label}.function"),
+            )
+        )
     fc = loc.obj(msg, "function_call")
     if fc is not None:
         name = loc.str(fc, "name", "function_call", required=True)
@@ -239,8 +252,9 @@ def _usage(loc: Loc, usage: dict, model: str | None, raw: dict):
     details = loc.obj(usage, "prompt_tokens_details", "usage")
     cached = loc.int(details, "cached_tokens", "usage.prompt_tokens_details") if details else None
     request_id = raw.get("id") if isinstance(raw.get("id"), str) and "choices" in raw else None
-    return openai_usage(loc, usage.get("prompt_tokens"), cached, usage.get("completion_tokens"), model=model,
-                        request_id=request_id)
+    return openai_usage(
+        loc, usage.get("prompt_tokens"), cached, usage.get("completion_tokens"), model=model, request_id=request_id
+    )
 
 
 IMPORTERS = [OpenAIChatImporter]

@@ -56,8 +56,11 @@ from .base import ParsedSession, TranscriptError, decode_text, load_json
 __all__ = ["OpenCodeImporter", "IMPORTERS"]
 
 _WHAT = "an OpenCode database"
-_TABLES = {"session": ("id", "directory", "slug"), "message": ("id", "session_id", "time_created", "data"),
-           "part": ("id", "message_id", "session_id", "data")}
+_TABLES = {
+    "session": ("id", "directory", "slug"),
+    "message": ("id", "session_id", "time_created", "data"),
+    "part": ("id", "message_id", "session_id", "data"),
+}
 
 
 def _iso_ms(ms: Any) -> str | None:
@@ -80,9 +83,14 @@ def _count(loc: Loc, obj: dict, key: str, prefix: str) -> int | None:
 
 def _usage(loc: Loc, tokens: dict, prefix: str, model: str | None, request_id: str) -> Usage:
     cache = loc.obj(tokens, "cache", prefix) or {}
-    return Usage(input_tokens=_count(loc, tokens, "input", prefix), output_tokens=_count(loc, tokens, "output", prefix),
-                 cache_read_tokens=_count(loc, cache, "read", f"{prefix}.cache"),
-                 cache_write_tokens=_count(loc, cache, "write", f"{prefix}.cache"), model=model, request_id=request_id)
+    return Usage(
+        input_tokens=_count(loc, tokens, "input", prefix),
+        output_tokens=_count(loc, tokens, "output", prefix),
+        cache_read_tokens=_count(loc, cache, "read", f"{prefix}.cache"),
+        cache_write_tokens=_count(loc, cache, "write", f"{prefix}.cache"),
+        model=model,
+        request_id=request_id,
+    )
 
 
 def _media(loc: Loc, b: SessionBuilder, files: list, label: str) -> list:
@@ -137,8 +145,10 @@ class OpenCodeImporter(SqliteSessionsImporter):
     WHAT = _WHAT
     TABLES = _TABLES
     MESSAGE_TABLE = "message"
-    DESCRIPTION = ("OpenCode opencode.db (SQLite: session, message and part tables; every session of the file) "
-                   "or an `opencode export` JSON document")
+    DESCRIPTION = (
+        "OpenCode opencode.db (SQLite: session, message and part tables; every session of the file) "
+        "or an `opencode export` JSON document"
+    )
 
     def sniff(self, path: Path, head: bytes) -> int:
         """95 for an OpenCode database (its three tables), 90 for an ``opencode export`` JSON document (an
@@ -171,7 +181,8 @@ class OpenCodeImporter(SqliteSessionsImporter):
             return False
         info = keys.get("info")
         return (isinstance(info, dict) and "id" in info) or (
-            bool(items) and isinstance(items[0], dict) and bool({"info", "parts"} & set(items[0])))
+            bool(items) and isinstance(items[0], dict) and bool({"info", "parts"} & set(items[0]))
+        )
 
     def parse(self, path: Path, data: bytes) -> ParsedSession:
         """The session of an ``opencode export`` document, or the database's session with the most events."""
@@ -209,15 +220,21 @@ class OpenCodeImporter(SqliteSessionsImporter):
             parts = Loc(path, f"messages[{i}]").list(m, "parts") or []
             items = []
             for j in range(len(parts)):
-                items.append((Loc(path, f"messages[{i}].parts[{j}]"),
-                              Loc(path, f"messages[{i}]").item_obj(parts, j, "parts")))
+                items.append(
+                    (Loc(path, f"messages[{i}].parts[{j}]"), Loc(path, f"messages[{i}]").item_obj(parts, j, "parts"))
+                )
             messages.append((loc, mid, created, minfo, items))
         if not messages:
             raise top.fail("field 'messages' is empty: the exported session has no message")
         times = top.obj(info, "time", "info") or {}
-        columns = {"parent_id": top.str(info, "parentID", "info"), "title": top.str(info, "title", "info"),
-                   "version": top.str(info, "version", "info"), "slug": top.str(info, "slug", "info"),
-                   "directory": top.str(info, "directory", "info"), "time_created": times.get("created")}
+        columns = {
+            "parent_id": top.str(info, "parentID", "info"),
+            "title": top.str(info, "title", "info"),
+            "version": top.str(info, "version", "info"),
+            "slug": top.str(info, "slug", "info"),
+            "directory": top.str(info, "directory", "info"),
+            "time_created": times.get("created"),
+        }
         return self._build(path, sid, columns, {}, messages)
 
     def parse_rows(self, path: Path, db: sqlite3.Connection) -> list[ParsedSession]:
@@ -227,13 +244,29 @@ class OpenCodeImporter(SqliteSessionsImporter):
         of the wrong SQLite type, invalid JSON in ``data``, a field of the wrong shape, a message or
         part naming no session or message), or the file alone when it is not a readable OpenCode database.
         """
-        opt = present_columns(db, "session", ("parent_id", "title", "version", "agent", "model", "cost",
-                                              "tokens_input", "tokens_output", "tokens_reasoning", "tokens_cache_read",
-                                              "tokens_cache_write", "time_created"))
+        opt = present_columns(
+            db,
+            "session",
+            (
+                "parent_id",
+                "title",
+                "version",
+                "agent",
+                "model",
+                "cost",
+                "tokens_input",
+                "tokens_output",
+                "tokens_reasoning",
+                "tokens_cache_read",
+                "tokens_cache_write",
+                "time_created",
+            ),
+        )
         order = "time_created, id" if "time_created" in opt else "rowid"
         sessions = []
-        for r in db.execute(f"SELECT id, directory, slug, {', '.join(opt) or 'NULL'} FROM session "
-                            f"ORDER BY {order}").fetchall():
+        for r in db.execute(
+            f"SELECT id, directory, slug, {', '.join(opt) or 'NULL'} FROM session ORDER BY {order}"
+        ).fetchall():
             where = f"table session row id {r[0]!r}"
             sid = row_text(where, path, r[0], "id")
             info = dict(zip(opt, r[3:], strict=False))
@@ -261,8 +294,11 @@ class OpenCodeImporter(SqliteSessionsImporter):
             if msg not in owner:
                 raise TranscriptError(path, where, f"message_id {msg!r} names no row of table message")
             parts.setdefault(msg, []).append(p)
-        return [self._session(path, sid, where, info, messages[sid], parts)
-                for sid, where, info in sessions if sid in messages]
+        return [
+            self._session(path, sid, where, info, messages[sid], parts)
+            for sid, where, info in sessions
+            if sid in messages
+        ]
 
     def _session(self, path: Path, sid: str, where: str, info: dict, rows: list, parts: dict) -> ParsedSession:
         model_doc = json_column(path, where, info.pop("model", None), "model", required=False)
@@ -271,8 +307,10 @@ class OpenCodeImporter(SqliteSessionsImporter):
             mwhere = f"table message row id {mid!r}"
             doc = json_column(path, mwhere, data, "data")
             if isinstance(created, bool) or not isinstance(created, (int, float)):
-                raise Loc(path, mwhere).fail("column 'time_created' must be an integer, got "
-                                             f"{'NULL' if created is None else type(created).__name__}")
+                raise Loc(path, mwhere).fail(
+                    "column 'time_created' must be an integer, got "
+                    f"{'NULL' if created is None else type(created).__name__}"
+                )
             items = []
             for pid, _, pdata in parts.get(mid, []):
                 pwhere = f"table part row id {pid!r}"
@@ -301,8 +339,9 @@ class OpenCodeImporter(SqliteSessionsImporter):
                 raise loc.fail(f"field 'data.role' must be 'user' or 'assistant', got {role!r}")
         parent = info.get("parent_id")
         meta = {k: v for k, v in info.items() if k not in ("directory", "parent_id", "time_created") and v is not None}
-        meta.update(opencode_session_id=sid, model=session_model or (models[0] if models else None),
-                    messages=len(messages))
+        meta.update(
+            opencode_session_id=sid, model=session_model or (models[0] if models else None), messages=len(messages)
+        )
         if parent:
             meta["parent_session_id"] = parent
         parsed = b.finish(external_key=f"{self.PLUGIN_NAME}:{sid}", workspace=info.get("directory") or None, meta=meta)
@@ -331,17 +370,23 @@ class OpenCodeImporter(SqliteSessionsImporter):
             elif kind == "compaction":
                 later.append(CompactionMarker(trigger="auto" if ploc.bool(part, "auto", "data") else "manual"))
             elif kind == "subtask":
-                later.append(SystemNote(text=f"{ploc.str(part, 'agent', 'data') or ''}: "
-                                             f"{ploc.str(part, 'prompt', 'data') or ''}", subtype="opencode_subtask"))
+                later.append(
+                    SystemNote(
+                        text=f"{ploc.str(part, 'agent', 'data') or ''}: {ploc.str(part, 'prompt', 'data') or ''}",
+                        subtype="opencode_subtask",
+                    )
+                )
         if texts or media:
             b.close_open("the next user message arrived first")
-            b.add(UserMessage(text="\n".join(texts), media=tuple(media), is_meta=bool(texts) and synthetic_only),
-                  ref, ts)
+            b.add(
+                UserMessage(text="\n".join(texts), media=tuple(media), is_meta=bool(texts) and synthetic_only), ref, ts
+            )
         for n, ev in enumerate(later):
             b.add(ev, f"{ref}#{ev.KIND}:{n}", ts)
 
-    def _assistant(self, b: SessionBuilder, loc: Loc, doc: dict, items: list, mid: str, ref: str, ts: str | None,
-                   model: str | None) -> None:
+    def _assistant(
+        self, b: SessionBuilder, loc: Loc, doc: dict, items: list, mid: str, ref: str, ts: str | None, model: str | None
+    ) -> None:
         steps: list[dict] = [{"parts": [], "finish": None}]
         for item in items:
             kind = item[2]
@@ -382,17 +427,26 @@ class OpenCodeImporter(SqliteSessionsImporter):
                 state = ploc.obj(part, "state", "data", required=True)
                 status = ploc.str(state, "status", "data.state", required=True)
                 if status not in ("pending", "running", "completed", "error"):
-                    raise ploc.fail("field 'data.state.status' must be 'pending', 'running', 'completed' or "
-                                    f"'error', got {status!r}")
+                    raise ploc.fail(
+                        "field 'data.state.status' must be 'pending', 'running', 'completed' or "
+                        f"'error', got {status!r}"
+                    )
                 args = state.get("input")
                 if args is not None and not isinstance(args, dict):
                     raise ploc.fail(f"field 'data.state.input' must be an object, got {json_type(args)}")
-                calls.append(ToolCall(id=call_id, name=ploc.str(part, "tool", "data", required=True),
-                                      arguments=dump_json(ploc, args or {}, "data.state.input")))
+                calls.append(
+                    ToolCall(
+                        id=call_id,
+                        name=ploc.str(part, "tool", "data", required=True),
+                        arguments=dump_json(ploc, args or {}, "data.state.input"),
+                    )
+                )
                 times = ploc.obj(state, "time", "data.state") or {}
                 rts = _iso_ms(times.get("end")) or ts
                 if status == "completed":
-                    media = _media(ploc, b, ploc.list(state, "attachments", "data.state") or [], "data.state.attachments")
+                    media = _media(
+                        ploc, b, ploc.list(state, "attachments", "data.state") or [], "data.state.attachments"
+                    )
                     results.append((call_id, ploc.str(state, "output", "data.state") or "", False, tuple(media), rts))
                 elif status == "error":
                     meta = ploc.obj(state, "metadata", "data.state") or {}

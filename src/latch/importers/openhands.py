@@ -71,15 +71,18 @@ _EXIT_RE = re.compile(r"""['"]exit_code['"]\s*:\s*(-?\d+)""")
 _TEXT_ACTIONS = ("message", "finish")
 
 
-
 def _usage(loc: Loc, response: dict) -> Usage | None:
     """Normalized usage of a LiteLLM ``model_response`` (see the module docstring)."""
     usage = loc.obj(response, "usage", "tool_call_metadata.model_response")
     if usage is None:
         return None
-    return litellm_usage(loc, usage, "tool_call_metadata.model_response.usage",
-                         model=loc.str(response, "model", "tool_call_metadata.model_response"),
-                         request_id=loc.str(response, "id", "tool_call_metadata.model_response"))
+    return litellm_usage(
+        loc,
+        usage,
+        "tool_call_metadata.model_response.usage",
+        model=loc.str(response, "model", "tool_call_metadata.model_response"),
+        request_id=loc.str(response, "id", "tool_call_metadata.model_response"),
+    )
 
 
 def _response_message(loc: Loc, response: dict) -> tuple[str | None, list[ToolCall], bool]:
@@ -101,9 +104,13 @@ def _response_message(loc: Loc, response: dict) -> tuple[str | None, list[ToolCa
         args = fn.get("arguments") or "{}"
         if not isinstance(args, str):
             raise loc.fail(f"field '{mp}.tool_calls[{j}].function.arguments' must be a string, got {json_type(args)}")
-        calls.append(ToolCall(id=loc.str(tc, "id", f"{mp}.tool_calls[{j}]", required=True),
-                              name=loc.str(fn, "name", f"{mp}.tool_calls[{j}].function", required=True),
-                              arguments=args))
+        calls.append(
+            ToolCall(
+                id=loc.str(tc, "id", f"{mp}.tool_calls[{j}]", required=True),
+                name=loc.str(fn, "name", f"{mp}.tool_calls[{j}].function", required=True),
+                arguments=args,
+            )
+        )
     reasoning = bool(msg.get("reasoning_content") or msg.get("thinking_blocks"))
     return content, calls, reasoning
 
@@ -134,8 +141,12 @@ class OpenHandsImporter(Importer):
         if top != "array" or not items:
             return 0
         first = items[0]
-        if isinstance(first, dict) and "id" in first and "source" in first and (
-                "action" in first or "observation" in first):
+        if (
+            isinstance(first, dict)
+            and "id" in first
+            and "source" in first
+            and ("action" in first or "observation" in first)
+        ):
             return 85
         return 0
 
@@ -154,11 +165,11 @@ class OpenHandsImporter(Importer):
         if not isinstance(doc, list):
             raise Loc(path, "top level").fail(f"expected a JSON array of events, got {json_type(doc)}")
         b = SessionBuilder(path, self.PLUGIN_NAME)
-        call_of_action: dict[int, str] = {}   # action event id -> call id
-        responses: set[str] = set()           # model_response ids already emitted
+        call_of_action: dict[int, str] = {}  # action event id -> call id
+        responses: set[str] = set()  # model_response ids already emitted
         seen_ids: set[int] = set()
         workspace: str | None = None
-        tools: SystemNote | None = None       # the first system action's tool schemas
+        tools: SystemNote | None = None  # the first system action's tool schemas
         for i in range(len(doc)):
             ev = Loc(path, f"record {i}").item_obj(doc, i, "events")
             eid = Loc(path, f"record {i}").int(ev, "id", required=True)
@@ -193,11 +204,21 @@ class OpenHandsImporter(Importer):
                 exit_code = _exit_code(metadata)
                 if observation == "run":
                     prefix, suffix = meta.get("prefix"), meta.get("suffix")
-                    content = (prefix if isinstance(prefix, str) else "") + content + (
-                        suffix if isinstance(suffix, str) else "")
+                    content = (
+                        (prefix if isinstance(prefix, str) else "")
+                        + content
+                        + (suffix if isinstance(suffix, str) else "")
+                    )
                 failed = observation == "error" or exit_code not in (None, 0)
-                b.result(call_id, content or message, ref, ts, is_error=failed, exit_code=exit_code,
-                         name=loc.str(tcm, "function_name", "tool_call_metadata"))
+                b.result(
+                    call_id,
+                    content or message,
+                    ref,
+                    ts,
+                    is_error=failed,
+                    exit_code=exit_code,
+                    name=loc.str(tcm, "function_name", "tool_call_metadata"),
+                )
             elif observation == "agent_state_changed":
                 state = extras.get("agent_state")
                 b.add(SystemNote(text=f"agent state: {state}", subtype="agent_state"), ref, ts)
@@ -208,12 +229,27 @@ class OpenHandsImporter(Importer):
                 b.add(SystemNote(text=content or message, subtype=subtype), ref, ts)
         if tools is not None:  # after the conversation: see tool_schemas_note
             b.add(tools, "tools", None)
-        return b.finish(external_key=f"{self.PLUGIN_NAME}:sha256:{content_key(data)}", workspace=workspace,
-                        meta={"events": len(doc)})
+        return b.finish(
+            external_key=f"{self.PLUGIN_NAME}:sha256:{content_key(data)}",
+            workspace=workspace,
+            meta={"events": len(doc)},
+        )
 
     @staticmethod
-    def _action(b: SessionBuilder, loc: Loc, ev: dict, eid: int, ref: str, ts: str | None, source: str, action: str,
-                args: dict, message: str, call_of_action: dict[int, str], responses: set[str]) -> None:
+    def _action(
+        b: SessionBuilder,
+        loc: Loc,
+        ev: dict,
+        eid: int,
+        ref: str,
+        ts: str | None,
+        source: str,
+        action: str,
+        args: dict,
+        message: str,
+        call_of_action: dict[int, str],
+        responses: set[str],
+    ) -> None:
         if source == "user" and action == "message":
             text = loc.str(args, "content", "args") or message
             media = []
@@ -254,14 +290,25 @@ class OpenHandsImporter(Importer):
             responses.add(rid)
             text, calls, reasoning = _response_message(loc, response)
             if action not in _TEXT_ACTIONS and call_id is not None and all(c.id != call_id for c in calls):
-                calls.append(ToolCall(id=call_id, name=loc.str(tcm, "function_name", "tool_call_metadata") or action,
-                                      arguments=dump_json(loc, _call_args(args), "args")))
+                calls.append(
+                    ToolCall(
+                        id=call_id,
+                        name=loc.str(tcm, "function_name", "tool_call_metadata") or action,
+                        arguments=dump_json(loc, _call_args(args), "args"),
+                    )
+                )
             calls = [c for c in calls if c.name != "finish"]
             if action == "finish" and thought and thought not in (text or ""):
                 text = f"{text}\n\n{thought}" if text else thought
             b.close_open("the next model request started first")
-            slot = b.assistant(ref, ts, text=text or thought, calls=calls, reasoning=reasoning,
-                               model=loc.str(response, "model", "tool_call_metadata.model_response"))
+            slot = b.assistant(
+                ref,
+                ts,
+                text=text or thought,
+                calls=calls,
+                reasoning=reasoning,
+                model=loc.str(response, "model", "tool_call_metadata.model_response"),
+            )
             usage = _usage(loc, response)
             if usage is not None:
                 b.set_usage(slot, usage, f"{ref}#usage", ts)

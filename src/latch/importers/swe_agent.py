@@ -58,8 +58,9 @@ def _text(loc: Loc, m: dict) -> str:
     for j in range(len(content)):
         part = loc.item_obj(content, j, "content")
         kind = loc.str(part, "type", f"content[{j}]", required=True)
-        parts.append(loc.str(part, "text", f"content[{j}]", required=True) if kind == "text"
-                     else f"[{kind} part not imported]")
+        parts.append(
+            loc.str(part, "text", f"content[{j}]", required=True) if kind == "text" else f"[{kind} part not imported]"
+        )
     return "\n".join(parts)
 
 
@@ -75,10 +76,12 @@ def _calls(loc: Loc, m: dict) -> list[tuple[str, str, str]]:
         if isinstance(args, dict):
             args = dump_json(loc, args, f"{prefix}.function.arguments")
         elif not isinstance(args, str):
-            raise loc.fail(f"field '{prefix}.function.arguments' must be a JSON string or an object, "
-                           f"got {json_type(args)}")
-        out.append((loc.str(tc, "id", prefix, required=True),
-                    loc.str(fn, "name", f"{prefix}.function", required=True), args))
+            raise loc.fail(
+                f"field '{prefix}.function.arguments' must be a JSON string or an object, got {json_type(args)}"
+            )
+        out.append(
+            (loc.str(tc, "id", prefix, required=True), loc.str(fn, "name", f"{prefix}.function", required=True), args)
+        )
     return out
 
 
@@ -131,9 +134,9 @@ class SweAgentImporter(Importer):
         b = SessionBuilder(path, self.PLUGIN_NAME)
         ids = _CallIds()
         commands: set[str] = set()
-        step = 0                         # trajectory index of the next assistant action
-        positional: str | None = None    # synthesized call answered by the next user message
-        step_of: dict[str, int] = {}     # unique call id -> trajectory index
+        step = 0  # trajectory index of the next assistant action
+        positional: str | None = None  # synthesized call answered by the next user message
+        step_of: dict[str, int] = {}  # unique call id -> trajectory index
         for i in range(len(history)):
             loc, ref = Loc(path, f"history[{i}]"), f"history:{i}"
             m = top.item_obj(history, i, "history")
@@ -156,8 +159,13 @@ class SweAgentImporter(Importer):
                 elif action and action.strip():
                     command = action.rstrip("\n")
                     first = command.split(maxsplit=1)[0]
-                    calls = [(f"step-{step}", first if first in commands else "bash",
-                              canonical_arguments({"command": command}))]
+                    calls = [
+                        (
+                            f"step-{step}",
+                            first if first in commands else "bash",
+                            canonical_arguments({"command": command}),
+                        )
+                    ]
                     positional = calls[0][0]
                     if thought is not None and text.startswith(thought):
                         text = thought.rstrip()
@@ -193,15 +201,20 @@ class SweAgentImporter(Importer):
                 b.result(unique, obs, f"trajectory:{k}", None)
         exit_status = info.get("exit_status")
         if exit_status is not None:
-            b.add(SystemNote(text=f"SWE-agent run ended: exit_status={exit_status}", subtype="exit_status"),
-                  "info", None)
+            b.add(
+                SystemNote(text=f"SWE-agent run ended: exit_status={exit_status}", subtype="exit_status"), "info", None
+            )
 
         workspace = None
         state = literal_mapping(trajectory[0].get("state")) if trajectory else None
         if state and isinstance(state.get("working_dir"), str):
             workspace = state["working_dir"]
-        meta = {"environment": doc.get("environment"), "exit_status": exit_status,
-                "model_stats": info.get("model_stats"), "steps": len(trajectory)}
+        meta = {
+            "environment": doc.get("environment"),
+            "exit_status": exit_status,
+            "model_stats": info.get("model_stats"),
+            "steps": len(trajectory),
+        }
         return b.finish(external_key=f"{self.PLUGIN_NAME}:sha256:{content_key(data)}", workspace=workspace, meta=meta)
 
 

@@ -23,5 +23,4 @@ from . import events  # noqa: F401  (the kernel event kinds, declared in latch.e
 from .state import CanonicalState, StateOverflow, canonical_state
 from .tools import KERNEL_TOOLS, KernelToolError, apply_kernel_tool
 
-__all__ = ["CanonicalState", "StateOverflow", "canonical_state", "KERNEL_TOOLS", "KernelToolError",
-           "apply_kernel_tool"]
+__all__ = ["CanonicalState", "StateOverflow", "canonical_state", "KERNEL_TOOLS", "KernelToolError", "apply_kernel_tool"]

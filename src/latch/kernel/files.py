@@ -45,8 +45,19 @@ from .events import ExternalChange, FileObservation, Mutation
 if TYPE_CHECKING:
     from ..store import EventStore
 
-__all__ = ["HASH_LIMIT_BYTES", "PAGE_LIMIT_BYTES", "PAGE_LIMIT_TOKENS", "Page", "WriteResult", "StaleFileError",
-           "bounded_page", "read_file", "read_artifact", "guarded_write", "current_bytes"]
+__all__ = [
+    "HASH_LIMIT_BYTES",
+    "PAGE_LIMIT_BYTES",
+    "PAGE_LIMIT_TOKENS",
+    "Page",
+    "WriteResult",
+    "StaleFileError",
+    "bounded_page",
+    "read_file",
+    "read_artifact",
+    "guarded_write",
+    "current_bytes",
+]
 
 HASH_LIMIT_BYTES = 64 * 1024
 PAGE_LIMIT_BYTES = 24 * 1024
@@ -95,8 +106,14 @@ def _default_estimate() -> Callable[[str], int]:
     return hotpaths.estimate_tokens
 
 
-def bounded_page(data: bytes, offset: int = 0, estimate: Callable[[str], int] | None = None,
-                 *, label: str = "file", limit_tokens: int = PAGE_LIMIT_TOKENS) -> tuple[str, int | None, int]:
+def bounded_page(
+    data: bytes,
+    offset: int = 0,
+    estimate: Callable[[str], int] | None = None,
+    *,
+    label: str = "file",
+    limit_tokens: int = PAGE_LIMIT_TOKENS,
+) -> tuple[str, int | None, int]:
     """``(content, next_offset, tokens)`` of the largest page of ``data`` from byte ``offset`` within
     :data:`PAGE_LIMIT_BYTES` bytes and ``limit_tokens`` tokens (at most :data:`PAGE_LIMIT_TOKENS`).
 
@@ -104,11 +121,12 @@ def bounded_page(data: bytes, offset: int = 0, estimate: Callable[[str], int] | 
     """
     if not 0 <= offset <= len(data):
         raise ValueError(f"offset {offset} is outside the {label} ({len(data)} bytes)")
-    return _window_page(data[offset:offset + PAGE_LIMIT_BYTES + 1], offset, len(data), estimate, label, limit_tokens)
+    return _window_page(data[offset : offset + PAGE_LIMIT_BYTES + 1], offset, len(data), estimate, label, limit_tokens)
 
 
-def _window_page(window: bytes, offset: int, total: int, estimate: Callable[[str], int] | None, label: str,
-                 limit_tokens: int) -> tuple[str, int | None, int]:
+def _window_page(
+    window: bytes, offset: int, total: int, estimate: Callable[[str], int] | None, label: str, limit_tokens: int
+) -> tuple[str, int | None, int]:
     """:func:`bounded_page` of a ``total``-byte whole of which ``window`` holds the bytes from ``offset`` (at
     least the next :data:`PAGE_LIMIT_BYTES` + 1, or up to the end)."""
     limit_tokens = max(1, min(limit_tokens, PAGE_LIMIT_TOKENS))
@@ -116,7 +134,7 @@ def _window_page(window: bytes, offset: int, total: int, estimate: Callable[[str
     data = memoryview(window)
 
     def page(end: int) -> str:
-        body = bytes(data[:end - offset]).decode("utf-8", "replace")
+        body = bytes(data[: end - offset]).decode("utf-8", "replace")
         if end < total:
             body += f"\n[… {total - end} more bytes of this {label}; continue with offset={end}]"
         return body
@@ -253,7 +271,7 @@ def _read_window(root: Path, rel: str, offset: int) -> tuple[bytes, int, str | N
                 if len(data) <= HASH_LIMIT_BYTES:
                     if not 0 <= offset <= len(data):
                         raise ValueError(f"offset {offset} is outside the file ({len(data)} bytes)")
-                    return data[offset:offset + PAGE_LIMIT_BYTES + 1], len(data), _sha(data)
+                    return data[offset : offset + PAGE_LIMIT_BYTES + 1], len(data), _sha(data)
                 size = max(size, os.fstat(fh.fileno()).st_size)  # it grew while read: page it
             if not 0 <= offset <= size:
                 raise ValueError(f"offset {offset} is outside the file ({size} bytes)")
@@ -283,8 +301,15 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_file(store: EventStore, session_id: str, path: str | os.PathLike[str], *, offset: int = 0,
-              estimate: Callable[[str], int] | None = None, limit_tokens: int = PAGE_LIMIT_TOKENS) -> Page:
+def read_file(
+    store: EventStore,
+    session_id: str,
+    path: str | os.PathLike[str],
+    *,
+    offset: int = 0,
+    estimate: Callable[[str], int] | None = None,
+    limit_tokens: int = PAGE_LIMIT_TOKENS,
+) -> Page:
     """Read one bounded page of ``path`` (relative to the session's workspace; at most ``limit_tokens`` tokens,
     :func:`bounded_page`) and record the observation.
 
@@ -294,13 +319,20 @@ def read_file(store: EventStore, session_id: str, path: str | os.PathLike[str], 
     window, size, sha = _read_window(root, rel, offset)
     content, next_offset, tokens = _window_page(window, offset, size, estimate, "file", limit_tokens)
     length = (next_offset if next_offset is not None else size) - offset
-    store.append(store.session(session_id).id,
-                 [FileObservation(path=rel, sha256=sha, size=size, offset=offset, length=length)])
+    store.append(
+        store.session(session_id).id, [FileObservation(path=rel, sha256=sha, size=size, offset=offset, length=length)]
+    )
     return Page(content, offset, next_offset, size, sha, tokens)
 
 
-def read_artifact(store: EventStore, sha256: str, *, offset: int = 0, estimate: Callable[[str], int] | None = None,
-                  limit_tokens: int = PAGE_LIMIT_TOKENS) -> Page:
+def read_artifact(
+    store: EventStore,
+    sha256: str,
+    *,
+    offset: int = 0,
+    estimate: Callable[[str], int] | None = None,
+    limit_tokens: int = PAGE_LIMIT_TOKENS,
+) -> Page:
     """One bounded page of a stored artifact from byte ``offset`` (as :func:`bounded_page`, at most
     ``limit_tokens`` tokens). ``KeyError`` when unknown, ``ValueError`` for an offset outside it."""
     _, data = store.get_artifact(sha256)
@@ -308,8 +340,9 @@ def read_artifact(store: EventStore, sha256: str, *, offset: int = 0, estimate: 
     return Page(content, offset, next_offset, len(data), sha256, tokens)
 
 
-def guarded_write(store: EventStore, session_id: str, path: str | os.PathLike[str], new_bytes: bytes,
-                  expected_sha256: str | None) -> WriteResult:
+def guarded_write(
+    store: EventStore, session_id: str, path: str | os.PathLike[str], new_bytes: bytes, expected_sha256: str | None
+) -> WriteResult:
     """Write ``new_bytes`` to ``path`` only if its current bytes hash to ``expected_sha256``.
 
     ``expected_sha256=None`` means the file must not exist yet. On mismatch an
@@ -339,8 +372,9 @@ def guarded_write(store: EventStore, session_id: str, path: str | os.PathLike[st
         after = _sha(new_bytes)
         if current == new_bytes:
             return WriteResult(rel, False, actual, after, None)
-        (seq,) = store.append(sid, [Mutation(paths=(rel,), tool="guarded_write", sha256_before=actual,
-                                             sha256_after=after)])
+        (seq,) = store.append(
+            sid, [Mutation(paths=(rel,), tool="guarded_write", sha256_before=actual, sha256_after=after)]
+        )
         if dir_fd is None:
             dir_fd = _open_dir(root, folders, create=True)
         _replace_at(dir_fd, name, new_bytes, stat.S_IMODE(mode))

@@ -205,8 +205,7 @@ class Ledger:
             info = self._session(store, sid)
             ws_key = self.workspace_key(store, sid)
             workspace = info.workspace or (ws_key[3:] if ws_key.startswith("ws:") else None)
-            deriver = self.derivers[sid] = SessionDeriver(DerivationContext(sid, info.format, workspace),
-                                                          self.rules)
+            deriver = self.derivers[sid] = SessionDeriver(DerivationContext(sid, info.format, workspace), self.rules)
         facts = deriver.feed(ev.event)
         if deriver.opened or deriver.closed:
             pws = self.workspace(store, sid)
@@ -224,11 +223,17 @@ class Ledger:
                 ws.add_mutation(pos, fact)
             elif isinstance(fact, StateUpdate) and fact.tool == "record_disproof":
                 args = fact.arguments
-                ws.add_disproof(Disproof(
-                    pos=pos, session_id=sid, claim=str(args.get("claim", "")), reason=str(args.get("reason", "")),
-                    evidence=tuple(str(x) for x in args.get("evidence", ()) or ()),
-                    files=tuple(deriver.ctx.path(str(x)) for x in args.get("files", ()) or ()),
-                    generation=ws.generation(pos)))
+                ws.add_disproof(
+                    Disproof(
+                        pos=pos,
+                        session_id=sid,
+                        claim=str(args.get("claim", "")),
+                        reason=str(args.get("reason", "")),
+                        evidence=tuple(str(x) for x in args.get("evidence", ()) or ()),
+                        files=tuple(deriver.ctx.path(str(x)) for x in args.get("files", ()) or ()),
+                        generation=ws.generation(pos),
+                    )
+                )
 
     # -------------------------------------------------------------------- reads
     def session_facts(self, sid: str) -> list[tuple[Pos, Any]]:
@@ -257,8 +262,7 @@ class Ledger:
         """Disproofs recorded at or before ``until`` in ``sid``'s workspace or one of its ancestors';
         a spawned child agent (:meth:`isolated`) sees only its own, and nobody else sees a child's."""
         end = (until, END)
-        out = [d for ws in self._visible(store, sid) for d in ws.disproofs[:bisect_right(ws.disproofs, end,
-                                                                                          key=_pos)]]
+        out = [d for ws in self._visible(store, sid) for d in ws.disproofs[: bisect_right(ws.disproofs, end, key=_pos)]]
         if self._isolation_matters(store, sid, out):
             out = self._filter_isolated(store, sid, out)
         return sorted(out, key=_pos)
@@ -269,7 +273,7 @@ class Ledger:
         end = (until, END)
         visible = stale = 0
         for ws in self._visible(store, sid):
-            shown = ws.disproofs[:bisect_right(ws.disproofs, end, key=_pos)]
+            shown = ws.disproofs[: bisect_right(ws.disproofs, end, key=_pos)]
             if self._isolation_matters(store, sid, shown):
                 kept = {d.pos for d in self._filter_isolated(store, sid, shown)}
                 visible += len(kept)

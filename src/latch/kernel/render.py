@@ -48,7 +48,6 @@ GOAL_STATED = "Goal: unchanged, as stated in this epoch's snapshot"
 """The goal line of a state update whose goal its epoch's snapshot already states word for word."""
 
 
-
 class StateOverflow(ContextOverflow):
     """Goal and constraints alone exceed the state budget; ``breakdown`` has their tokens."""
 
@@ -61,8 +60,9 @@ class _Section:
     """One section: ``count`` lines, formatted lazily newest first as they are taken; shown oldest first,
     or newest first when ``newest_first``."""
 
-    def __init__(self, tier: float, title: str, noun: str, count: int, newest: Iterator[str], *,
-                 newest_first: bool = False):
+    def __init__(
+        self, tier: float, title: str, noun: str, count: int, newest: Iterator[str], *, newest_first: bool = False
+    ):
         self.tier, self.title, self.noun, self.count = tier, title, noun, count
         self.newest_first = newest_first
         self._newest = newest
@@ -78,7 +78,7 @@ class _Section:
         """The newest ``n`` lines (already taken) in display order."""
         if self.newest_first:
             return self._taken[:n]
-        return self._taken[n - 1::-1] if n else []
+        return self._taken[n - 1 :: -1] if n else []
 
 
 class _Keep:
@@ -118,27 +118,33 @@ _STALE_MARK = " (STALE: the workspace changed since)"
 
 
 def _evidence_line(g: int) -> Callable[[dict[str, Any]], str]:
-    return lambda o: (f"- {o['status']}: {o['requirement']}"
-                      + (" (current)" if o["generation"] == g else _STALE_MARK)
-                      + (f" — {o['summary']}" if o["status"] != "passed" and o["summary"] else ""))
+    return lambda o: (
+        f"- {o['status']}: {o['requirement']}"
+        + (" (current)" if o["generation"] == g else _STALE_MARK)
+        + (f" — {o['summary']}" if o["status"] != "passed" and o["summary"] else "")
+    )
 
 
 def _requirement_line(r: dict[str, Any]) -> str:
     command = r["command"]
-    return f"- [{r['id']}] {r['requirement']}" + (f" (command: {command})"
-                                                   if command and command != r["requirement"] else "")
+    return f"- [{r['id']}] {r['requirement']}" + (
+        f" (command: {command})" if command and command != r["requirement"] else ""
+    )
 
 
 def _failure_line(f: dict[str, Any]) -> str:
-    return (f"- {f['tool']} ×{f['count']}: {f['signature']}"
-            + (f" — last: {f['excerpt']}" if f.get("excerpt") and f["excerpt"] != f["signature"] else ""))
+    return f"- {f['tool']} ×{f['count']}: {f['signature']}" + (
+        f" — last: {f['excerpt']}" if f.get("excerpt") and f["excerpt"] != f["signature"] else ""
+    )
 
 
 def _disproof_line(d: dict[str, Any]) -> str:
-    return (f"- [{d['id']}] {_text(d['claim'])} — not a real problem: {_text(d['reason'])}"
-            + (f" (files: {', '.join(d['files'])})" if d["files"] else "")
-            + (f" (evidence: {', '.join(d['evidence'])})" if d["evidence"] else "")
-            + (f" — STALE: {d['stale_path'] or 'the workspace'} changed since" if d["stale"] else ""))
+    return (
+        f"- [{d['id']}] {_text(d['claim'])} — not a real problem: {_text(d['reason'])}"
+        + (f" (files: {', '.join(d['files'])})" if d["files"] else "")
+        + (f" (evidence: {', '.join(d['evidence'])})" if d["evidence"] else "")
+        + (f" — STALE: {d['stale_path'] or 'the workspace'} changed since" if d["stale"] else "")
+    )
 
 
 def _hypothesis_line(h: dict[str, Any]) -> str:
@@ -152,12 +158,18 @@ def _file_line(f: dict[str, Any]) -> str:
     rng = f.get("read_range") if f["reads"] else None
     if f["reads"]:
         of = f" of {f['size']:,}" if f.get("size") is not None else ""
-        done.append(f"read ×{f['reads']}" + (f", bytes {rng[0]:,}..{'end' if rng[1] is None else f'{rng[1]:,}'}{of} so far"
-                                               if rng else ""))
+        done.append(
+            f"read ×{f['reads']}"
+            + (f", bytes {rng[0]:,}..{'end' if rng[1] is None else f'{rng[1]:,}'}{of} so far" if rng else "")
+        )
     if f["writes"]:
         done.append(f"changed ×{f['writes']}" + (f" by {f['write_tool']}" if f.get("write_tool") else ""))
-    known = [] if rng else ([f"{f['size']:,} bytes"] if f.get("size") is not None else []) + (
-        [f"sha256 {f['sha256'][:8]}"] if f.get("sha256") else [])
+    known = (
+        []
+        if rng
+        else ([f"{f['size']:,} bytes"] if f.get("size") is not None else [])
+        + ([f"sha256 {f['sha256'][:8]}"] if f.get("sha256") else [])
+    )
     return f"- {_one_line(f['path'], 200)}: {', '.join(done) or 'named'}" + (f" ({', '.join(known)})" if known else "")
 
 
@@ -174,38 +186,78 @@ def _process_line(p: dict[str, Any]) -> str:
 
 def _one_line(text: str, limit: int) -> str:
     line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[:limit - 1] + "…"
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _sections(core: _Core) -> list[_Section]:
     cert = core.certification
     cert_lines: tuple[int, Iterator[str]] = (0, iter(()))
     if core.show_certification:
-        cert_lines = (1, iter(["- certified" if cert["certified"] else
-                               "- not certified: " + "; ".join(core.shown_reasons)]))
+        cert_lines = (
+            1,
+            iter(["- certified" if cert["certified"] else "- not certified: " + "; ".join(core.shown_reasons)]),
+        )
     sections = [
-        _Section(10, "Success criteria", "criteria", *_lines(
-            core, "criteria", lambda k: f"- [{k['id']}] [{'met' if k['met'] else ' '}] {_text(k['text'])}")),
+        _Section(
+            10,
+            "Success criteria",
+            "criteria",
+            *_lines(core, "criteria", lambda k: f"- [{k['id']}] [{'met' if k['met'] else ' '}] {_text(k['text'])}"),
+        ),
         _Section(10, "Required validations", "requirements", *_lines(core, "requirements", _requirement_line)),
-        _Section(8, "Validation evidence", "evidence lines",
-                 *_lines(core, "evidence", _evidence_line(core.generation))),
+        _Section(
+            8, "Validation evidence", "evidence lines", *_lines(core, "evidence", _evidence_line(core.generation))
+        ),
         _Section(9, "Certification", "certification lines", *cert_lines),
         _Section(7, "Active failure lineages", "failure lineages", *_lines(core, "failures", _failure_line)),
-        _Section(6, "Files changed outside the agent (re-read before editing)", "files",
-                 *_lines(core, "external", lambda path: f"- {path}")),
+        _Section(
+            6,
+            "Files changed outside the agent (re-read before editing)",
+            "files",
+            *_lines(core, "external", lambda path: f"- {path}"),
+        ),
         _Section(5.5, "Background processes running", "processes", *_lines(core, "running", _process_line)),
         _Section(5, "Disproofs", "disproofs", *_lines(core, "disproofs", _disproof_line)),
-        _Section(4, "Decisions", "decisions", *_lines(
-            core, "decisions", lambda d: f"- [{d['id']}] {_text(d['text'])}"
-            + (f" (because {_text(d['rationale'])})" if d.get("rationale") else ""))),
-        _Section(-1, "Working set: files (newest first)", "files",
-                 *_lines(core, "working_files", _file_line), newest_first=True),
-        _Section(-2, "Working set: commands run (newest first)", "commands",
-                 *_lines(core, "commands", _command_line), newest_first=True),
+        _Section(
+            4,
+            "Decisions",
+            "decisions",
+            *_lines(
+                core,
+                "decisions",
+                lambda d: (
+                    f"- [{d['id']}] {_text(d['text'])}"
+                    + (f" (because {_text(d['rationale'])})" if d.get("rationale") else "")
+                ),
+            ),
+        ),
+        _Section(
+            -1,
+            "Working set: files (newest first)",
+            "files",
+            *_lines(core, "working_files", _file_line),
+            newest_first=True,
+        ),
+        _Section(
+            -2,
+            "Working set: commands run (newest first)",
+            "commands",
+            *_lines(core, "commands", _command_line),
+            newest_first=True,
+        ),
         _Section(3, "Plan", "plan items", *_lines(core, "actions", lambda a: f"- [{a['status']}] {_text(a['text'])}")),
-        _Section(2, "Questions", "questions", *_lines(
-            core, "questions", lambda q: f"- [{q['id']}] {_text(q['text'])}"
-            + (f" → answered: {_text(q['answer'])}" if q["answer"] else ""))),
+        _Section(
+            2,
+            "Questions",
+            "questions",
+            *_lines(
+                core,
+                "questions",
+                lambda q: (
+                    f"- [{q['id']}] {_text(q['text'])}" + (f" → answered: {_text(q['answer'])}" if q["answer"] else "")
+                ),
+            ),
+        ),
         _Section(1, "Hypotheses", "hypotheses", *_lines(core, "hypotheses", _hypothesis_line)),
         _Section(0, "Notes", "notes", *_lines(core, "notes", lambda n: f"- [{n['id']}] {_text(n['text'])}")),
     ]
@@ -308,12 +360,14 @@ def goal_line(goal: str | None) -> str:
 def current_passes(core: _Core) -> frozenset[str]:
     """The requirements whose latest evidence passed at the current workspace generation (call under the
     ledger lock): what the rendered state shows as ``passed: … (current)``."""
-    return frozenset(o["requirement"] for o in core.section("evidence")[1]
-                     if o["status"] == "passed" and o["generation"] == core.generation)
+    return frozenset(
+        o["requirement"]
+        for o in core.section("evidence")[1]
+        if o["status"] == "passed" and o["generation"] == core.generation
+    )
 
 
-def render_state(core: _Core, budget_tokens: int, estimate: Callable[[str], int], *,
-                 goal_stated: bool = False) -> str:
+def render_state(core: _Core, budget_tokens: int, estimate: Callable[[str], int], *, goal_stated: bool = False) -> str:
     """See :meth:`latch.kernel.state.CanonicalState.render` (call under the ledger lock)."""
     if core.is_empty:
         return ""
@@ -325,10 +379,14 @@ def render_state(core: _Core, budget_tokens: int, estimate: Callable[[str], int]
         head.append(f"Latest user instruction: {_text(latest['text'])}")
     fixed = head + (["Constraints:", *constraints] if count else [])
     if estimate("\n".join(fixed)) > budget_tokens:
-        raise StateOverflow("goal and constraints alone exceed the state budget", {
-            "goal_tokens": estimate("\n".join(head[1:])),
-            "constraints_tokens": estimate("\n".join(fixed[len(head):])),
-            "budget_tokens": budget_tokens})
+        raise StateOverflow(
+            "goal and constraints alone exceed the state budget",
+            {
+                "goal_tokens": estimate("\n".join(head[1:])),
+                "constraints_tokens": estimate("\n".join(fixed[len(head) :])),
+                "budget_tokens": budget_tokens,
+            },
+        )
     sections = _sections(core)
     total = sum(sec.count for sec in sections)
     # the keep order: highest tier first (later sections first among equals), newest line first

@@ -28,12 +28,50 @@ _WRITE_REDIRECTS = {">", ">>", "&>", "&>>", ">|"}
 _OTHER_REDIRECTS = {"<", "<<", "<<<", ">&", "<&", "<>"}
 _HEREDOC_RE = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1([^\n]*)\n.*?\n[ \t]*\2[ \t]*(?=\n|$)", re.S)
 _WRAPPERS = {"sudo", "time", "env", "nohup", "command", "exec", "nice", "stdbuf", "xargs"}
-_RUNNERS = {("uv", "run"), ("poetry", "run"), ("pipenv", "run"), ("pdm", "run"), ("hatch", "run"), ("rye", "run"),
-            ("bundle", "exec"), ("npm", "exec"), ("pnpm", "exec"), ("yarn", "exec"), ("conda", "run")}
+_RUNNERS = {
+    ("uv", "run"),
+    ("poetry", "run"),
+    ("pipenv", "run"),
+    ("pdm", "run"),
+    ("hatch", "run"),
+    ("rye", "run"),
+    ("bundle", "exec"),
+    ("npm", "exec"),
+    ("pnpm", "exec"),
+    ("yarn", "exec"),
+    ("conda", "run"),
+}
 
-_VALIDATOR_PROGS = {"pytest", "py.test", "tox", "nox", "jest", "vitest", "mocha", "ava", "karma", "rspec", "phpunit",
-                    "ctest", "mypy", "pyright", "flake8", "pylint", "tsc", "eslint", "ninja", "mvn",
-                    "mvnw", "gradle", "gradlew", "nextest", "cargo-nextest", "golangci-lint", "shellcheck", "trial"}
+_VALIDATOR_PROGS = {
+    "pytest",
+    "py.test",
+    "tox",
+    "nox",
+    "jest",
+    "vitest",
+    "mocha",
+    "ava",
+    "karma",
+    "rspec",
+    "phpunit",
+    "ctest",
+    "mypy",
+    "pyright",
+    "flake8",
+    "pylint",
+    "tsc",
+    "eslint",
+    "ninja",
+    "mvn",
+    "mvnw",
+    "gradle",
+    "gradlew",
+    "nextest",
+    "cargo-nextest",
+    "golangci-lint",
+    "shellcheck",
+    "trial",
+}
 _VALIDATOR_SUBCOMMANDS = {
     "cargo": {"test", "build", "check", "clippy", "nextest", "bench", "llvm-cov", "tarpaulin", "miri"},
     "go": {"test", "build", "vet"},
@@ -60,10 +98,43 @@ _PYTHON_MODULES = {"pytest", "unittest", "tox", "nox", "mypy", "pyflakes", "flak
 _CHECK_FLAGS = {"--check", "--check-only", "--diff", "-l", "--list-different", "--dry-run"}
 _FORMATTERS = {"black", "isort", "rustfmt", "prettier", "gofmt", "clang-format", "autopep8", "yapf"}
 
-_MUTATOR_PROGS = {"rm", "mv", "cp", "touch", "mkdir", "rmdir", "ln", "chmod", "chown", "truncate", "install",
-                  "unzip", "patch", "tee", "dd", "rsync", "shred", "unlink"}
-_GIT_MUTATING = {"apply", "checkout", "restore", "reset", "stash", "merge", "rebase", "pull", "mv", "rm", "clean",
-                 "cherry-pick", "revert", "am", "switch"}
+_MUTATOR_PROGS = {
+    "rm",
+    "mv",
+    "cp",
+    "touch",
+    "mkdir",
+    "rmdir",
+    "ln",
+    "chmod",
+    "chown",
+    "truncate",
+    "install",
+    "unzip",
+    "patch",
+    "tee",
+    "dd",
+    "rsync",
+    "shred",
+    "unlink",
+}
+_GIT_MUTATING = {
+    "apply",
+    "checkout",
+    "restore",
+    "reset",
+    "stash",
+    "merge",
+    "rebase",
+    "pull",
+    "mv",
+    "rm",
+    "clean",
+    "cherry-pick",
+    "revert",
+    "am",
+    "switch",
+}
 _READERS = {"cat", "head", "tail", "nl", "less", "more", "bat"}
 _VALUE_FLAGS = {"-n", "-c", "--lines", "--bytes", "-m", "-e", "-f", "--expression", "--file"}
 
@@ -85,8 +156,12 @@ def command_text(command: object) -> str | None:
     if isinstance(command, str):
         return command
     if isinstance(command, (list, tuple)) and command and all(isinstance(x, str) for x in command):
-        if len(command) >= 3 and _basename(command[0]) in {"bash", "sh", "zsh", "dash"} and command[1].startswith("-") \
-                and "c" in command[1]:
+        if (
+            len(command) >= 3
+            and _basename(command[0]) in {"bash", "sh", "zsh", "dash"}
+            and command[1].startswith("-")
+            and "c" in command[1]
+        ):
             script: str = command[2]
             return script
         return shlex.join(command)
@@ -241,7 +316,9 @@ def _mutated_paths(prog: str, args: list[str]) -> tuple[bool, list[str]]:
         return True, pos if scripted else pos[1:]
     if prog == "git" and args and args[0] in _GIT_MUTATING:
         return True, _positionals(args[1:]) if args[0] in ("mv", "rm") else []
-    formatter = prog in _FORMATTERS or (prog == "cargo" and args[:1] == ["fmt"]) or (prog == "ruff" and args[:1] == ["format"])
+    formatter = (
+        prog in _FORMATTERS or (prog == "cargo" and args[:1] == ["fmt"]) or (prog == "ruff" and args[:1] == ["format"])
+    )
     if formatter and not any(a in _CHECK_FLAGS for a in args):
         if prog == "prettier" and "--write" not in args and "-w" not in args:
             return False, []

@@ -55,9 +55,15 @@ from .render import StateOverflow, current_passes, goal_line, render_state, upda
 if TYPE_CHECKING:
     from ..store import EventStore
 
-__all__ = ["CanonicalState", "StateOverflow", "SessionReducer", "canonical_state", "workspace_generation",
-           "requirement_key",
-           "GOAL_REVISIONS"]
+__all__ = [
+    "CanonicalState",
+    "StateOverflow",
+    "SessionReducer",
+    "canonical_state",
+    "workspace_generation",
+    "requirement_key",
+    "GOAL_REVISIONS",
+]
 
 GOAL_REVISIONS = 8
 """The most goal revisions (later user instructions) a state keeps, newest last."""
@@ -209,9 +215,16 @@ class SessionReducer:
             for key in keys:
                 prev = self.observations.pop(key, None)  # re-inserted: the newest run is last
                 self.observations[key] = {
-                    "requirement": key, "command": fact.command, "status": fact.status, "exit_code": fact.exit_code,
-                    "generation": generation, "seq": pos[0], "pos": pos, "summary": fact.summary,
-                    "attempts": (prev["attempts"] if prev else 0) + 1}
+                    "requirement": key,
+                    "command": fact.command,
+                    "status": fact.status,
+                    "exit_code": fact.exit_code,
+                    "generation": generation,
+                    "seq": pos[0],
+                    "pos": pos,
+                    "summary": fact.summary,
+                    "attempts": (prev["attempts"] if prev else 0) + 1,
+                }
             self.last_set_keys = tuple(dict.fromkeys(keys))
             return True
         if isinstance(fact, (ToolFailure, ToolSuccess)) and fact.tool in SHELL_TOOLS and fact.actions:
@@ -220,8 +233,14 @@ class SessionReducer:
             lineage = (fact.tool, fact.signature)
             lin = self.active_failures.get(lineage)
             if lin is None:
-                lin = self.active_failures[lineage] = {"tool": fact.tool, "signature": fact.signature, "count": 0,
-                                                   "first_seq": pos[0], "actions": {}, "active": True}
+                lin = self.active_failures[lineage] = {
+                    "tool": fact.tool,
+                    "signature": fact.signature,
+                    "count": 0,
+                    "first_seq": pos[0],
+                    "actions": {},
+                    "active": True,
+                }
                 self.failures.append(lin)
             lin["count"] += 1
             lin["last_seq"] = pos[0]
@@ -229,8 +248,11 @@ class SessionReducer:
             lin["actions"].update(dict.fromkeys(fact.actions))  # an ordered set
             return True
         if isinstance(fact, ToolSuccess):
-            closed = [k for k, lin in self.active_failures.items()
-                      if lin["tool"] == fact.tool and any(a in lin["actions"] for a in fact.actions)]
+            closed = [
+                k
+                for k, lin in self.active_failures.items()
+                if lin["tool"] == fact.tool and any(a in lin["actions"] for a in fact.actions)
+            ]
             for k in closed:
                 lin = self.active_failures.pop(k)
                 lin["active"], lin["closed_seq"] = False, pos[0]
@@ -249,8 +271,13 @@ class SessionReducer:
         if isinstance(fact, ProcessStarted):
             old = self.processes.get(fact.process_id)
             proc = self.processes[fact.process_id] = {
-                "process_id": fact.process_id, "command": fact.command, "started": pos, "exited": None,
-                "exit_code": None, "order": old["order"] if old else len(self.processes)}
+                "process_id": fact.process_id,
+                "command": fact.command,
+                "started": pos,
+                "exited": None,
+                "exit_code": None,
+                "order": old["order"] if old else len(self.processes),
+            }
             self.running[fact.process_id] = proc
             return True
         if isinstance(fact, ProcessExited):
@@ -261,11 +288,19 @@ class SessionReducer:
             self.exits.append((pos, fact.process_id))
             return True
         if isinstance(fact, WriterBlocker):
-            blocker = {"blocker": fact.blocker, "signature": _sig(fact.blocker), "command": fact.command,
-                       "command_passed": fact.command_passed, "generation": ws.generation(pos), "seq": pos[0]}
+            blocker = {
+                "blocker": fact.blocker,
+                "signature": _sig(fact.blocker),
+                "command": fact.command,
+                "command_passed": fact.command_passed,
+                "generation": ws.generation(pos),
+                "seq": pos[0],
+            }
             last = self.blockers[-1] if self.blockers else None
-            same = last is not None and (last["signature"], last["generation"]) == (blocker["signature"],
-                                                                                     blocker["generation"])
+            same = last is not None and (last["signature"], last["generation"]) == (
+                blocker["signature"],
+                blocker["generation"],
+            )
             self.blocker_streak = self.blocker_streak + 1 if same else 1
             self.blockers.append(blocker)
             return True
@@ -299,8 +334,13 @@ class SessionReducer:
             if aid is not None:  # the harness reused the id: the new task replaces the old one
                 self.actions.pop(aid, None)
             aid = self.task_actions[ref] = self._id("A")
-            self.actions[aid] = {"id": aid, "text": fact.text or "", "status": fact.status or "pending",
-                                 "source": fact.source, "seq": pos[0]}
+            self.actions[aid] = {
+                "id": aid,
+                "text": fact.text or "",
+                "status": fact.status or "pending",
+                "source": fact.source,
+                "seq": pos[0],
+            }
             return True
         action = self.actions.get(aid) if aid is not None else None
         if aid is None or action is None:
@@ -318,9 +358,19 @@ class SessionReducer:
     def _file(self, path: str, pos: Pos) -> dict[str, Any]:
         f = self.files.get(path)
         if f is None:
-            f = self.files[path] = {"path": path, "reads": 0, "writes": 0, "first_seq": pos[0], "last_read": None,
-                                    "last_write": None, "sha256": None, "size": None, "written_generation": None,
-                                    "read_range": None, "write_tool": None}
+            f = self.files[path] = {
+                "path": path,
+                "reads": 0,
+                "writes": 0,
+                "first_seq": pos[0],
+                "last_read": None,
+                "last_write": None,
+                "sha256": None,
+                "size": None,
+                "written_generation": None,
+                "read_range": None,
+                "write_tool": None,
+            }
         self.touched.pop(path, None)
         self.touched[path] = None
         return f
@@ -330,9 +380,13 @@ class SessionReducer:
         text = fact.actions[0]
         prev = self.commands.pop(text, None)
         failed = isinstance(fact, ToolFailure)
-        self.commands[text] = {"command": text, "status": "failed" if failed else "ok",
-                               "excerpt": fact.excerpt if failed else "", "runs": (prev["runs"] if prev else 0) + 1,
-                               "seq": pos[0]}
+        self.commands[text] = {
+            "command": text,
+            "status": "failed" if failed else "ok",
+            "excerpt": fact.excerpt if failed else "",
+            "runs": (prev["runs"] if prev else 0) + 1,
+            "seq": pos[0],
+        }
 
     def _tool(self, pos: Pos, tool: str, args: dict[str, Any]) -> bool:
         seq = pos[0]
@@ -342,15 +396,23 @@ class SessionReducer:
             old = self.active_constraints.pop(args.get("replaces", ""), None)
             cid = self._id("C")
             self.constraints[cid] = self.active_constraints[cid] = {
-                "id": cid, "text": args.get("constraint", ""), "seq": seq, "active": True}
+                "id": cid,
+                "text": args.get("constraint", ""),
+                "seq": seq,
+                "active": True,
+            }
             if old:
                 old["active"], old["replaced_by"] = False, cid
         elif tool == "record_decision":
             old = self.active_decisions.pop(args.get("supersedes", ""), None)
             did = self._id("D")
             self.decisions[did] = self.active_decisions[did] = {
-                "id": did, "text": args.get("decision", ""), "rationale": args.get("rationale"), "seq": seq,
-                "active": True}
+                "id": did,
+                "text": args.get("decision", ""),
+                "rationale": args.get("rationale"),
+                "seq": seq,
+                "active": True,
+            }
             if old:
                 old["active"], old["superseded_by"] = False, did
         elif tool == "propose_hypothesis":
@@ -375,8 +437,13 @@ class SessionReducer:
             a = self.actions.get(args.get("id", ""))
             if a is None:
                 aid = self._id("A")
-                a = self.actions[aid] = {"id": aid, "text": args.get("action", ""), "status": "pending",
-                                         "source": "plan_action", "seq": seq}
+                a = self.actions[aid] = {
+                    "id": aid,
+                    "text": args.get("action", ""),
+                    "status": "pending",
+                    "source": "plan_action",
+                    "seq": seq,
+                }
             elif args.get("action"):
                 a["text"] = args["action"]
             a["status"] = args.get("status", a["status"])
@@ -396,8 +463,12 @@ class SessionReducer:
             self.requirement_keys.add(req)
             vid = self._id("V")
             command = args.get("command")
-            self.requirements[vid] = {"id": vid, "requirement": req, "seq": seq,
-                                      "command": requirement_key(command) if command else None}
+            self.requirements[vid] = {
+                "id": vid,
+                "requirement": req,
+                "seq": seq,
+                "command": requirement_key(command) if command else None,
+            }
         elif tool != "record_disproof":  # disproofs live in the workspace ledger
             return False
         return True
@@ -415,8 +486,9 @@ def _strip(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if k != "pos"}
 
 
-def _certification(red: SessionReducer, generation: int, attempts: int,
-                   blocker: dict[str, Any] | None) -> tuple[dict[str, Any], list[str]]:
+def _certification(
+    red: SessionReducer, generation: int, attempts: int, blocker: dict[str, Any] | None
+) -> tuple[dict[str, Any], list[str]]:
     """The verdict and the reasons the view shows.
 
     Certified only when every required observation passed at ``generation``
@@ -445,43 +517,86 @@ def _certification(red: SessionReducer, generation: int, attempts: int,
             since = obs["pos"]
     procs = list(red.running.values())
     if since is not None:
-        later = red.exits[bisect_right(red.exits, since, key=itemgetter(0)):]
+        later = red.exits[bisect_right(red.exits, since, key=itemgetter(0)) :]
         procs += [red.processes[pid] for pos, pid in later if red.processes[pid]["exited"] == pos]
-    process_reasons = [f"managed process {p['process_id']} is running" if p["exited"] is None
-                       else f"managed process {p['process_id']} exited after the validation; rerun it"
-                       for p in sorted(procs, key=itemgetter("order"))]
+    process_reasons = [
+        f"managed process {p['process_id']} is running"
+        if p["exited"] is None
+        else f"managed process {p['process_id']} exited after the validation; rerun it"
+        for p in sorted(procs, key=itemgetter("order"))
+    ]
     shown = list(reasons or process_reasons)
     reasons += process_reasons
     if blocker is not None:
-        reasons.append(f"writer blocker unchanged ({attempts} failed certification attempt"
-                       f"{'s' if attempts != 1 else ''}): {blocker['blocker']}")
+        reasons.append(
+            f"writer blocker unchanged ({attempts} failed certification attempt"
+            f"{'s' if attempts != 1 else ''}): {blocker['blocker']}"
+        )
         shown = [*shown, reasons[-1]]
-    return ({"certified": not reasons, "requirements": [k for _, k in keys], "reasons": reasons,
-             "failed_attempts": attempts}, shown)
+    return (
+        {
+            "certified": not reasons,
+            "requirements": [k for _, k in keys],
+            "reasons": reasons,
+            "failed_attempts": attempts,
+        },
+        shown,
+    )
 
 
 def _disproof_json(d: Disproof, end: Pos) -> dict[str, Any]:
     stale = d.stale_pos is not None and d.stale_pos <= end
-    return {"id": d.id, "claim": d.claim, "reason": d.reason, "evidence": list(d.evidence), "files": list(d.files),
-            "generation": d.generation, "session_id": d.session_id, "seq": d.pos[0], "stale": stale,
-            "stale_seq": d.stale_pos[0] if stale and d.stale_pos is not None else None,
-            "stale_path": d.stale_path if stale else None}
+    return {
+        "id": d.id,
+        "claim": d.claim,
+        "reason": d.reason,
+        "evidence": list(d.evidence),
+        "files": list(d.files),
+        "generation": d.generation,
+        "session_id": d.session_id,
+        "seq": d.pos[0],
+        "stale": stale,
+        "stale_seq": d.stale_pos[0] if stale and d.stale_pos is not None else None,
+        "stale_path": d.stale_path if stale else None,
+    }
 
 
 _Rows = tuple[dict[str, Any], ...]
 """One collection of a state: JSON-ready dicts in the collection's order."""
-_COLLECTIONS = ("constraints", "decisions", "hypotheses", "notes", "questions", "actions", "criteria", "requirements",
-                "files", "commands", "evidence", "failures", "processes", "blockers", "disproofs")
+_COLLECTIONS = (
+    "constraints",
+    "decisions",
+    "hypotheses",
+    "notes",
+    "questions",
+    "actions",
+    "criteria",
+    "requirements",
+    "files",
+    "commands",
+    "evidence",
+    "failures",
+    "processes",
+    "blockers",
+    "disproofs",
+)
 
 # What each rendered section lists, read from the live reducer (oldest first) ...
 _LIVE: dict[str, Callable[[SessionReducer], Any]] = {
-    "constraints": lambda r: r.active_constraints.values(), "decisions": lambda r: r.active_decisions.values(),
-    "evidence": lambda r: r.observations.values(), "failures": lambda r: r.active_failures.values(),
-    "external": lambda r: sorted(r.external), "criteria": lambda r: r.criteria.values(),
-    "requirements": lambda r: r.requirements.values(), "actions": lambda r: r.actions.values(),
-    "questions": lambda r: r.questions.values(), "hypotheses": lambda r: r.hypotheses.values(),
-    "notes": lambda r: r.notes.values(), "commands": lambda r: r.commands.values(),
-    "running": lambda r: sorted(r.running.values(), key=itemgetter("order"))}
+    "constraints": lambda r: r.active_constraints.values(),
+    "decisions": lambda r: r.active_decisions.values(),
+    "evidence": lambda r: r.observations.values(),
+    "failures": lambda r: r.active_failures.values(),
+    "external": lambda r: sorted(r.external),
+    "criteria": lambda r: r.criteria.values(),
+    "requirements": lambda r: r.requirements.values(),
+    "actions": lambda r: r.actions.values(),
+    "questions": lambda r: r.questions.values(),
+    "hypotheses": lambda r: r.hypotheses.values(),
+    "notes": lambda r: r.notes.values(),
+    "commands": lambda r: r.commands.values(),
+    "running": lambda r: sorted(r.running.values(), key=itemgetter("order")),
+}
 # ... or from the collections of a frozen state.
 _FROZEN: dict[str, Callable[[dict[str, _Rows]], Any]] = {
     "constraints": lambda d: [c for c in d["constraints"] if c["active"]],
@@ -489,7 +604,8 @@ _FROZEN: dict[str, Callable[[dict[str, _Rows]], Any]] = {
     "failures": lambda d: [f for f in d["failures"] if f["active"]],
     "external": lambda d: sorted(f["path"] for f in d["files"] if f["external_change"]),
     "working_files": lambda d: sorted(d["files"], key=lambda f: f["touched"]),
-    "running": lambda d: [p for p in d["processes"] if p["running"]]}
+    "running": lambda d: [p for p in d["processes"] if p["running"]],
+}
 
 
 class _Core:
@@ -500,8 +616,16 @@ class _Core:
     :meth:`freeze` before the reducer changes.
     """
 
-    def __init__(self, ledger: Ledger, store: EventStore, red: SessionReducer, ws: Workspace, until: int, generation: int,
-                 revision: int):
+    def __init__(
+        self,
+        ledger: Ledger,
+        store: EventStore,
+        red: SessionReducer,
+        ws: Workspace,
+        until: int,
+        generation: int,
+        revision: int,
+    ):
         self.lock = ledger.lock
         self.red: SessionReducer | None = red
         self.ws = ws
@@ -522,19 +646,42 @@ class _Core:
         blocker = last if last is not None and last["generation"] == generation else None
         self.blocker = blocker
         attempts = red.blocker_streak if blocker else 0
-        self.blocker_lineage = None if blocker is None else {
-            "tool": "writer_blocker", "signature": blocker["signature"], "count": attempts,
-            "first_seq": red.blockers[-attempts]["seq"], "last_seq": blocker["seq"],
-            "actions": [blocker["command"]] if blocker["command"] else [], "active": True,
-            "excerpt": blocker["blocker"]}
+        self.blocker_lineage = (
+            None
+            if blocker is None
+            else {
+                "tool": "writer_blocker",
+                "signature": blocker["signature"],
+                "count": attempts,
+                "first_seq": red.blockers[-attempts]["seq"],
+                "last_seq": blocker["seq"],
+                "actions": [blocker["command"]] if blocker["command"] else [],
+                "active": True,
+                "excerpt": blocker["blocker"],
+            }
+        )
         self.certification, self.shown_reasons = _certification(red, generation, attempts, self.blocker)
-        self.disproofs = tuple(_disproof_json(d, self.end) for d in ledger.visible_disproofs(store, red.session_id,
-                                                                                              until))
+        self.disproofs = tuple(
+            _disproof_json(d, self.end) for d in ledger.visible_disproofs(store, red.session_id, until)
+        )
         self.show_certification = bool(red.observations or red.requirements or red.processes or red.blockers)
         self.is_empty = self.goal is None and not (
-            red.active_constraints or red.active_decisions or red.hypotheses or red.notes or red.questions
-            or red.actions or red.criteria or red.requirements or red.observations or red.active_failures
-            or red.external or self.show_certification or self.disproofs or red.files or red.commands)
+            red.active_constraints
+            or red.active_decisions
+            or red.hypotheses
+            or red.notes
+            or red.questions
+            or red.actions
+            or red.criteria
+            or red.requirements
+            or red.observations
+            or red.active_failures
+            or red.external
+            or self.show_certification
+            or self.disproofs
+            or red.files
+            or red.commands
+        )
         self._data: dict[str, _Rows] | None = None
         self._renders: dict[tuple[int, Any, bool], str] = {}
         self._update_key: str | None = None
@@ -563,24 +710,49 @@ class _Core:
             entry = {k: v for k, v in f.items() if k not in ("last_read", "last_write", "external_change")}
             entry["last_read_seq"] = f["last_read"][0] if f["last_read"] else None
             entry["last_write_seq"] = f["last_write"][0] if f["last_write"] else None
-            entry["changed_since_read"] = bool(f["last_read"]) and ws.changed_after(f["path"], f["last_read"],
-                                                                                    end) is not None
+            entry["changed_since_read"] = (
+                bool(f["last_read"]) and ws.changed_after(f["path"], f["last_read"], end) is not None
+            )
             entry["external_change"] = "external_change" in f
             entry["touched"] = touched[f["path"]]
             files.append(entry)
         failures = [dict(lin, actions=list(lin["actions"])) for lin in red.failures]
         if self.blocker_lineage is not None:
             failures.append(dict(self.blocker_lineage, actions=list(self.blocker_lineage["actions"])))
-        processes = [{"process_id": p["process_id"], "command": p["command"], "started_seq": p["started"][0],
-                      "exited_seq": p["exited"][0] if p["exited"] else None, "exit_code": p["exit_code"],
-                      "running": p["exited"] is None} for p in red.processes.values()]
-        copies = {name: tuple(dict(x) for x in getattr(red, name).values())
-                  for name in ("constraints", "decisions", "hypotheses", "notes", "questions", "actions", "criteria",
-                               "requirements", "commands")}
-        return {**copies, "files": tuple(files), "processes": tuple(processes),
-                "evidence": tuple(dict(_strip(o), current=o["generation"] == g) for o in red.observations.values()),
-                "failures": tuple(failures), "blockers": tuple(dict(b) for b in red.blockers),
-                "disproofs": tuple(dict(d) for d in self.disproofs)}
+        processes = [
+            {
+                "process_id": p["process_id"],
+                "command": p["command"],
+                "started_seq": p["started"][0],
+                "exited_seq": p["exited"][0] if p["exited"] else None,
+                "exit_code": p["exit_code"],
+                "running": p["exited"] is None,
+            }
+            for p in red.processes.values()
+        ]
+        copies = {
+            name: tuple(dict(x) for x in getattr(red, name).values())
+            for name in (
+                "constraints",
+                "decisions",
+                "hypotheses",
+                "notes",
+                "questions",
+                "actions",
+                "criteria",
+                "requirements",
+                "commands",
+            )
+        }
+        return {
+            **copies,
+            "files": tuple(files),
+            "processes": tuple(processes),
+            "evidence": tuple(dict(_strip(o), current=o["generation"] == g) for o in red.observations.values()),
+            "failures": tuple(failures),
+            "blockers": tuple(dict(b) for b in red.blockers),
+            "disproofs": tuple(dict(d) for d in self.disproofs),
+        }
 
     def section(self, name: str) -> tuple[int, Iterable[dict[str, Any]]]:
         """``(count, entries newest first)`` of what rendered section ``name`` lists (call under ``lock``)."""
@@ -630,8 +802,10 @@ class _Core:
 
 
 def _collection(name: str) -> property:
-    return property(lambda self: self._core.collections()[name],
-                    doc=f"``{name}``: a tuple of JSON-ready dicts (built on first access, O(state)).")
+    return property(
+        lambda self: self._core.collections()[name],
+        doc=f"``{name}``: a tuple of JSON-ready dicts (built on first access, O(state)).",
+    )
 
 
 class CanonicalState:
@@ -658,19 +832,28 @@ class CanonicalState:
     revision = property(lambda self: self._core.revision)
     generation = property(lambda self: self._core.generation)
     tombstoned = property(lambda self: self._core.tombstoned)
-    goal = property(lambda self: self._core.goal,
-                    doc="The goal: ``set_goal``'s text, else the session's first user instruction, else ``None``.")
-    goal_source = property(lambda self: self._core.goal_source,
-                           doc="``\"set_goal\"``, ``\"user\"`` (derived from the first instruction) or ``None``.")
-    goal_revisions = property(lambda self: self._core.goal_revisions,
-                              doc="Later user instructions that changed the task, ``{text, seq, truncated}`` "
-                                  "dicts, newest last, at most :data:`GOAL_REVISIONS`.")
-    latest_instruction = property(lambda self: self._core.latest_instruction,
-                                  doc="The newest user instruction ``{text, seq, truncated}``, else ``None``.")
+    goal = property(
+        lambda self: self._core.goal,
+        doc="The goal: ``set_goal``'s text, else the session's first user instruction, else ``None``.",
+    )
+    goal_source = property(
+        lambda self: self._core.goal_source,
+        doc='``"set_goal"``, ``"user"`` (derived from the first instruction) or ``None``.',
+    )
+    goal_revisions = property(
+        lambda self: self._core.goal_revisions,
+        doc="Later user instructions that changed the task, ``{text, seq, truncated}`` "
+        "dicts, newest last, at most :data:`GOAL_REVISIONS`.",
+    )
+    latest_instruction = property(
+        lambda self: self._core.latest_instruction,
+        doc="The newest user instruction ``{text, seq, truncated}``, else ``None``.",
+    )
     mutations = property(lambda self: self._core.mutations)
     validation_runs = property(lambda self: self._core.validation_runs)
-    certification = property(lambda self: self._core.certification,
-                             doc="``{certified, requirements, reasons, failed_attempts}``.")
+    certification = property(
+        lambda self: self._core.certification, doc="``{certified, requirements, reasons, failed_attempts}``."
+    )
     constraints = _collection("constraints")
     decisions = _collection("decisions")
     hypotheses = _collection("hypotheses")
@@ -701,9 +884,17 @@ class CanonicalState:
         or more, oldest first: ``{tool, signature, count, first_seq, excerpt}`` dicts. O(active lineages)."""
         with self._core.lock:
             _, items = self._core.section("failures")
-            found = [{"tool": f["tool"], "signature": f["signature"], "count": f["count"],
-                      "first_seq": f["first_seq"], "excerpt": f.get("excerpt") or ""}
-                     for f in items if f["count"] >= at_least]
+            found = [
+                {
+                    "tool": f["tool"],
+                    "signature": f["signature"],
+                    "count": f["count"],
+                    "first_seq": f["first_seq"],
+                    "excerpt": f.get("excerpt") or "",
+                }
+                for f in items
+                if f["count"] >= at_least
+            ]
         return sorted(found, key=lambda f: (f["first_seq"], f["tool"], f["signature"]))
 
     def recent_files(self, n: int = 8) -> list[str]:
@@ -713,14 +904,22 @@ class CanonicalState:
     def to_json(self) -> dict[str, Any]:
         """Everything as JSON-ready data (keys include revision, generation, files, evidence, failures, ...)."""
         data = self._core.collections()
-        return {"session_id": self.session_id, "until_seq": self.until_seq, "revision": self.revision,
-                "generation": self.generation, "tombstoned": self.tombstoned, "goal": self.goal,
-                "goal_source": self.goal_source, "goal_revisions": [dict(r) for r in self.goal_revisions],
-                "latest_instruction": dict(self.latest_instruction) if self.latest_instruction else None,
-                "instructions": self._core.instructions,
-                **{name: list(data[name]) for name in _COLLECTIONS},
-                "certification": dict(self.certification), "mutations": self.mutations,
-                "validation_runs": self.validation_runs}
+        return {
+            "session_id": self.session_id,
+            "until_seq": self.until_seq,
+            "revision": self.revision,
+            "generation": self.generation,
+            "tombstoned": self.tombstoned,
+            "goal": self.goal,
+            "goal_source": self.goal_source,
+            "goal_revisions": [dict(r) for r in self.goal_revisions],
+            "latest_instruction": dict(self.latest_instruction) if self.latest_instruction else None,
+            "instructions": self._core.instructions,
+            **{name: list(data[name]) for name in _COLLECTIONS},
+            "certification": dict(self.certification),
+            "mutations": self.mutations,
+            "validation_runs": self.validation_runs,
+        }
 
     @property
     def update_key(self) -> str:
@@ -764,8 +963,9 @@ class CanonicalState:
         return self._core.render(budget_tokens, estimate, goal_stated)
 
 
-def canonical_state(store: EventStore, session_id: str, until_seq: int | None = None, *,
-                    cache: KernelCache | None = None) -> CanonicalState:
+def canonical_state(
+    store: EventStore, session_id: str, until_seq: int | None = None, *, cache: KernelCache | None = None
+) -> CanonicalState:
     """The canonical state of ``session_id`` (id or unique prefix) as of global ``until_seq`` (``None``: now).
 
     ``cache`` is the :class:`~latch.kernel.ledger.KernelCache` holding the derived facts and the
@@ -795,8 +995,9 @@ def canonical_state(store: EventStore, session_id: str, until_seq: int | None = 
         return CanonicalState(core, until)
 
 
-def workspace_generation(store: EventStore, session_id: str, until_seq: int | None = None, *,
-                         cache: KernelCache | None = None) -> int:
+def workspace_generation(
+    store: EventStore, session_id: str, until_seq: int | None = None, *, cache: KernelCache | None = None
+) -> int:
     """The workspace generation :func:`canonical_state` reports as of global ``until_seq`` (``None``: now),
     without reducing the session's state: an earlier ``until_seq`` rebuilds nothing. Raises ``KeyError`` for an
     unknown session."""

@@ -33,53 +33,123 @@ def _str(description: str, **extra: Any) -> dict[str, Any]:
 
 
 def _tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"name": name, "description": description,
-            "input_schema": {"type": "object", "properties": properties, "required": required,
-                             "additionalProperties": False}}
+    return {
+        "name": name,
+        "description": description,
+        "input_schema": {
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": False,
+        },
+    }
 
 
 _STATUS = ["pending", "in_progress", "done", "cancelled"]
 
 KERNEL_TOOLS: list[dict[str, Any]] = [
-    _tool("set_goal", "Set the task's goal (replaces the previous goal). The goal is rendered in every request.",
-          {"goal": _str("The goal, one or two sentences.")}, ["goal"]),
-    _tool("add_constraint", "Record a rule the work must respect. Constraints are never dropped from context.",
-          {"constraint": _str("The constraint, stated as a rule."),
-           "replaces": _str("Id of a constraint this one replaces (e.g. C2).")}, ["constraint"]),
-    _tool("record_decision", "Record a decision so it is not reopened later.",
-          {"decision": _str("What was decided."), "rationale": _str("Why."),
-           "supersedes": _str("Id of an earlier decision this one replaces (e.g. D1).")}, ["decision"]),
-    _tool("propose_hypothesis", "Record a hypothesis under investigation.",
-          {"hypothesis": _str("The hypothesis.")}, ["hypothesis"]),
-    _tool("reject_hypothesis", "Reject a hypothesis; it is never shown as active again.",
-          {"hypothesis": _str("Its id (e.g. H3) or exact text."), "reason": _str("Why it is wrong.")},
-          ["hypothesis", "reason"]),
-    _tool("add_note", "Keep a note (the lowest-priority memory; dropped first under pressure).",
-          {"note": _str("The note.")}, ["note"]),
-    _tool("ask_question", "Record an open question, or answer one by id.",
-          {"question": _str("The question."), "id": _str("Id of an existing question (e.g. Q1) to answer."),
-           "answer": _str("The answer.")}, []),
-    _tool("plan_action", "Add a planned action, or update one by id.",
-          {"action": _str("The action."), "id": _str("Id of an existing action (e.g. A2) to update."),
-           "status": {"type": "string", "enum": _STATUS, "description": "Its status (default pending)."}},
-          []),
-    _tool("set_criterion", "Add a success criterion, or mark one met by id.",
-          {"criterion": _str("The criterion."), "id": _str("Id of an existing criterion (e.g. K1)."),
-           "met": {"type": "boolean", "description": "Whether it is met."}}, []),
-    _tool("require_validation", "Require a validation before completion; only a pass at the current workspace "
-                                "generation certifies it.",
-          {"requirement": _str("The exact requirement (e.g. 'unit tests pass')."),
-           "command": _str("The proving command (e.g. 'pytest -q'); defaults to the requirement text.")},
-          ["requirement"]),
-    _tool("record_disproof", "Record durably that a suspected problem is not real, and why. Every later session "
-                             "of this workspace and every child sees it until a cited file changes.",
-          {"claim": _str("The suspected problem (e.g. 'the binary cannot be reproduced from this tree')."),
-           "reason": _str("Why it is not a real problem."),
-           "evidence": {"type": "array", "items": _str("A reference: command, file:line, seq."),
-                        "description": "Evidence references."},
-           "files": {"type": "array", "items": _str("A workspace file path."),
-                     "description": "Files the reasoning depends on; a change to one makes it stale."}},
-          ["claim", "reason"]),
+    _tool(
+        "set_goal",
+        "Set the task's goal (replaces the previous goal). The goal is rendered in every request.",
+        {"goal": _str("The goal, one or two sentences.")},
+        ["goal"],
+    ),
+    _tool(
+        "add_constraint",
+        "Record a rule the work must respect. Constraints are never dropped from context.",
+        {
+            "constraint": _str("The constraint, stated as a rule."),
+            "replaces": _str("Id of a constraint this one replaces (e.g. C2)."),
+        },
+        ["constraint"],
+    ),
+    _tool(
+        "record_decision",
+        "Record a decision so it is not reopened later.",
+        {
+            "decision": _str("What was decided."),
+            "rationale": _str("Why."),
+            "supersedes": _str("Id of an earlier decision this one replaces (e.g. D1)."),
+        },
+        ["decision"],
+    ),
+    _tool(
+        "propose_hypothesis",
+        "Record a hypothesis under investigation.",
+        {"hypothesis": _str("The hypothesis.")},
+        ["hypothesis"],
+    ),
+    _tool(
+        "reject_hypothesis",
+        "Reject a hypothesis; it is never shown as active again.",
+        {"hypothesis": _str("Its id (e.g. H3) or exact text."), "reason": _str("Why it is wrong.")},
+        ["hypothesis", "reason"],
+    ),
+    _tool(
+        "add_note",
+        "Keep a note (the lowest-priority memory; dropped first under pressure).",
+        {"note": _str("The note.")},
+        ["note"],
+    ),
+    _tool(
+        "ask_question",
+        "Record an open question, or answer one by id.",
+        {
+            "question": _str("The question."),
+            "id": _str("Id of an existing question (e.g. Q1) to answer."),
+            "answer": _str("The answer."),
+        },
+        [],
+    ),
+    _tool(
+        "plan_action",
+        "Add a planned action, or update one by id.",
+        {
+            "action": _str("The action."),
+            "id": _str("Id of an existing action (e.g. A2) to update."),
+            "status": {"type": "string", "enum": _STATUS, "description": "Its status (default pending)."},
+        },
+        [],
+    ),
+    _tool(
+        "set_criterion",
+        "Add a success criterion, or mark one met by id.",
+        {
+            "criterion": _str("The criterion."),
+            "id": _str("Id of an existing criterion (e.g. K1)."),
+            "met": {"type": "boolean", "description": "Whether it is met."},
+        },
+        [],
+    ),
+    _tool(
+        "require_validation",
+        "Require a validation before completion; only a pass at the current workspace generation certifies it.",
+        {
+            "requirement": _str("The exact requirement (e.g. 'unit tests pass')."),
+            "command": _str("The proving command (e.g. 'pytest -q'); defaults to the requirement text."),
+        },
+        ["requirement"],
+    ),
+    _tool(
+        "record_disproof",
+        "Record durably that a suspected problem is not real, and why. Every later session "
+        "of this workspace and every child sees it until a cited file changes.",
+        {
+            "claim": _str("The suspected problem (e.g. 'the binary cannot be reproduced from this tree')."),
+            "reason": _str("Why it is not a real problem."),
+            "evidence": {
+                "type": "array",
+                "items": _str("A reference: command, file:line, seq."),
+                "description": "Evidence references.",
+            },
+            "files": {
+                "type": "array",
+                "items": _str("A workspace file path."),
+                "description": "Files the reasoning depends on; a change to one makes it stale.",
+            },
+        },
+        ["claim", "reason"],
+    ),
 ]
 
 _BY_NAME = {t["name"]: t for t in KERNEL_TOOLS}
@@ -99,8 +169,13 @@ def tool_schema(name: str) -> dict[str, Any]:
 
 def openai_tools() -> list[dict[str, Any]]:
     """:data:`KERNEL_TOOLS` in OpenAI's function-tool shape."""
-    return [{"type": "function", "function": {"name": t["name"], "description": t["description"],
-                                              "parameters": t["input_schema"]}} for t in KERNEL_TOOLS]
+    return [
+        {
+            "type": "function",
+            "function": {"name": t["name"], "description": t["description"], "parameters": t["input_schema"]},
+        }
+        for t in KERNEL_TOOLS
+    ]
 
 
 _TYPES: dict[str, type[Any]] = {"string": str, "boolean": bool, "array": list, "object": dict}
@@ -143,9 +218,13 @@ def validate_arguments(name: str, arguments: Any) -> dict[str, Any]:
 
 
 def _check_ids(name: str, args: dict[str, Any], state: CanonicalState) -> None:
-    refs = {"add_constraint": ("replaces", state.constraints), "record_decision": ("supersedes", state.decisions),
-            "ask_question": ("id", state.questions), "plan_action": ("id", state.actions),
-            "set_criterion": ("id", state.criteria)}
+    refs = {
+        "add_constraint": ("replaces", state.constraints),
+        "record_decision": ("supersedes", state.decisions),
+        "ask_question": ("id", state.questions),
+        "plan_action": ("id", state.actions),
+        "set_criterion": ("id", state.criteria),
+    }
     text_field = {"ask_question": "question", "plan_action": "action", "set_criterion": "criterion"}.get(name)
     if text_field and text_field not in args and "id" not in args:
         raise KernelToolError(f"{name}: field {text_field!r} is required (or 'id' to update an existing one)")
@@ -163,8 +242,9 @@ def _check_ids(name: str, args: dict[str, Any], state: CanonicalState) -> None:
             raise KernelToolError(f"{name}: field 'hypothesis': {match[0]['id']} is already rejected")
 
 
-def apply_kernel_tool(store: EventStore, session_id: str, name: str, arguments: Any, *,
-                      cache: KernelCache | None = None) -> StoredEvent:
+def apply_kernel_tool(
+    store: EventStore, session_id: str, name: str, arguments: Any, *, cache: KernelCache | None = None
+) -> StoredEvent:
     """Validate a kernel tool call and append its :class:`StateUpdate` to ``session_id``.
 
     ``arguments`` is a dict or its JSON text; ids are checked against the canonical state in

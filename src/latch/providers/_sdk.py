@@ -18,9 +18,20 @@ from typing import Any, Self
 
 from .base import ProviderError, ProviderOverflow
 
-__all__ = ["Secret", "api_key_from_env", "check_options", "create_kwargs", "sdk_error", "overflow_numbers",
-           "is_overflow", "RETRYABLE", "ResponseLimits", "ResponseLimitExceeded", "DEFAULT_RESPONSE_TIMEOUT",
-           "DEFAULT_IDLE_TIMEOUT"]
+__all__ = [
+    "Secret",
+    "api_key_from_env",
+    "check_options",
+    "create_kwargs",
+    "sdk_error",
+    "overflow_numbers",
+    "is_overflow",
+    "RETRYABLE",
+    "ResponseLimits",
+    "ResponseLimitExceeded",
+    "DEFAULT_RESPONSE_TIMEOUT",
+    "DEFAULT_IDLE_TIMEOUT",
+]
 
 DEFAULT_RESPONSE_TIMEOUT = 600.0
 """Seconds one model response may take in all (the request, the SDK's retries and the whole stream)."""
@@ -37,16 +48,29 @@ class SDKProvider:
     api_key_env: str | None  # None: a provider that sends no key (a local server)
 
     @classmethod
-    def from_options(cls, model: str, *, base_url: str | None = None, api_key_env: str | None = None,
-                     timeout: float = 600.0, max_retries: int = 4) -> Self:
+    def from_options(
+        cls,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        timeout: float = 600.0,
+        max_retries: int = 4,
+    ) -> Self:
         """The provider for ``model`` (see the class docstring); :class:`ProviderError` for a missing key
         or a bad option."""
-        return cls(model, base_url=base_url, api_key_env=api_key_env,  # type: ignore[call-arg]
-                   timeout=timeout, max_retries=max_retries)
+        return cls(
+            model,
+            base_url=base_url,
+            api_key_env=api_key_env,  # type: ignore[call-arg]
+            timeout=timeout,
+            max_retries=max_retries,
+        )
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, "
-                f"api_key_env={self.api_key_env!r})")
+        return (
+            f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
+        )
 
 
 class ResponseLimitExceeded(Exception):
@@ -62,8 +86,7 @@ class ResponseLimits:
     :class:`~.base.ProviderError`). Change the two attributes at any time; each response reads them when it
     starts (:meth:`begin`)."""
 
-    def __init__(self, deadline_seconds: float = DEFAULT_RESPONSE_TIMEOUT,
-                 idle_seconds: float = DEFAULT_IDLE_TIMEOUT):
+    def __init__(self, deadline_seconds: float = DEFAULT_RESPONSE_TIMEOUT, idle_seconds: float = DEFAULT_IDLE_TIMEOUT):
         self.deadline_seconds, self.idle_seconds = deadline_seconds, idle_seconds
         self._until: float | None = None
         self._deadline = self._idle = 0.0
@@ -88,12 +111,16 @@ class ResponseLimits:
         return None if self._until is None else self._until - time.monotonic()
 
     def deadline_passed(self) -> ResponseLimitExceeded:
-        return ResponseLimitExceeded(f"the response took longer than its deadline of {self._deadline:g} s "
-                                     "(--response-timeout, [provider] response_timeout)")
+        return ResponseLimitExceeded(
+            f"the response took longer than its deadline of {self._deadline:g} s "
+            "(--response-timeout, [provider] response_timeout)"
+        )
 
     def idle_passed(self) -> ResponseLimitExceeded:
-        return ResponseLimitExceeded(f"the server sent nothing for {self._idle:g} s (stream idle timeout: "
-                                     "--idle-timeout, [provider] idle_timeout)")
+        return ResponseLimitExceeded(
+            f"the server sent nothing for {self._idle:g} s (stream idle timeout: "
+            "--idle-timeout, [provider] idle_timeout)"
+        )
 
     def transport(self) -> Any:
         """An ``httpx2`` transport (the SDKs' HTTP client) enforcing these limits."""
@@ -114,8 +141,9 @@ class ResponseLimits:
                         return
                     except httpx2.ReadTimeout:
                         left = limits.remaining()
-                        raise (limits.deadline_passed() if left is not None and left <= 0.05
-                               else limits.idle_passed()) from None
+                        raise (
+                            limits.deadline_passed() if left is not None and left <= 0.05 else limits.idle_passed()
+                        ) from None
                     left = limits.remaining()
                     if left is not None and left <= 0:
                         raise limits.deadline_passed()
@@ -154,6 +182,7 @@ class ResponseLimits:
 
         return BoundedTransport()
 
+
 REDACTED = "[redacted]"
 
 
@@ -183,8 +212,11 @@ def api_key_from_env(provider: str, variable: str, *, required: bool) -> Secret:
     """
     value = os.environ.get(variable, "").strip()
     if not value and required:
-        raise ProviderError(f"{provider}: no API key: the environment variable {variable} is not set "
-                            f"(keys are read only from the environment)", provider=provider)
+        raise ProviderError(
+            f"{provider}: no API key: the environment variable {variable} is not set "
+            f"(keys are read only from the environment)",
+            provider=provider,
+        )
     return Secret(value or None)
 
 
@@ -194,11 +226,13 @@ def check_options(provider: str, model: Any, timeout: Any, max_retries: Any) -> 
     if not isinstance(model, str) or not model.strip():
         raise ProviderError(f"{provider}: the model must be a non-empty string, got {model!r}", provider=provider)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise ProviderError(f"{provider}: timeout must be a positive number of seconds, got {timeout!r}",
-                            provider=provider)
+        raise ProviderError(
+            f"{provider}: timeout must be a positive number of seconds, got {timeout!r}", provider=provider
+        )
     if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-        raise ProviderError(f"{provider}: max_retries must be a non-negative integer, got {max_retries!r}",
-                            provider=provider)
+        raise ProviderError(
+            f"{provider}: max_retries must be a non-negative integer, got {max_retries!r}", provider=provider
+        )
 
 
 _PARAMS: dict[Any, frozenset[str]] = {}
@@ -250,11 +284,21 @@ _PROMPT = (  # OpenAI and llama-cpp-python wordings after "maximum context lengt
     re.compile(rf"{_INT} in your prompt", re.I),
     re.compile(rf"requested {_INT} tokens", re.I),
 )
-_OVERFLOW_WORDS = re.compile(r"context[_ ]length[_ ]exceeded|exceeds? the (available )?context (size|window)|"
-                             r"maximum context length|prompt is too long|exceed context limit|"
-                             r"context window exceeded|input exceeds the context window", re.I)
-_OVERFLOW_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error", "context_window_exceeded",
-                             "model_context_window_exceeded", "request_too_large_for_context"})
+_OVERFLOW_WORDS = re.compile(
+    r"context[_ ]length[_ ]exceeded|exceeds? the (available )?context (size|window)|"
+    r"maximum context length|prompt is too long|exceed context limit|"
+    r"context window exceeded|input exceeds the context window",
+    re.I,
+)
+_OVERFLOW_CODES = frozenset(
+    {
+        "context_length_exceeded",
+        "exceed_context_size_error",
+        "context_window_exceeded",
+        "model_context_window_exceeded",
+        "request_too_large_for_context",
+    }
+)
 
 
 def _num(text: str) -> int:
@@ -347,8 +391,11 @@ def sdk_error(provider: str, exc: BaseException, key: Secret, *, max_retries: in
         reason = f"{message} ({type(cause).__name__}: {cause})" if cause is not None and str(cause) else message
         what = "timed out" if "Timeout" in name else "connection failed"
         where = _endpoint(exc)
-        text = (f"{provider}: {what}" + (f" ({where})" if where else "")
-                + f": {_one_line(reason)} (gave up after {max_retries} retries)")
+        text = (
+            f"{provider}: {what}"
+            + (f" ({where})" if where else "")
+            + f": {_one_line(reason)} (gave up after {max_retries} retries)"
+        )
         return ProviderError(key.redact(text), provider=provider)
     mapping = error if isinstance(error, Mapping) else None
     if status is None or status < 400:  # an error event inside a stream that started with 200

@@ -104,8 +104,9 @@ def wire_tools(view: Any, known_tools: Sequence[str] = ()) -> list[tuple[str, st
 def undeclared_calls(called: list[str], tools: Any) -> list[str]:
     """The violation of a body whose messages call tools (``called``) but whose ``tools`` declare none."""
     if called and not (isinstance(tools, list) and tools):
-        return ["tools: the messages call tools but the body declares none (providers reject tool blocks without "
-                "tools)"]
+        return [
+            "tools: the messages call tools but the body declares none (providers reject tool blocks without tools)"
+        ]
     return []
 
 
@@ -143,8 +144,9 @@ def nonempty(text: str) -> bool:
     return bool(text and text.strip())
 
 
-def tools_problems(tools: Any, schema_of: Callable[[Any], tuple[str | None, Any]], shape: str,
-                   schema_field: str) -> list[str]:
+def tools_problems(
+    tools: Any, schema_of: Callable[[Any], tuple[str | None, Any]], shape: str, schema_field: str
+) -> list[str]:
     """Violations of a request's ``tools`` list (shared by both validators).
 
     ``schema_of(tool)`` returns ``(name, schema)`` in the provider's shape (``None`` name when the

@@ -39,8 +39,15 @@ class ProviderOverflow(ProviderError):
     own tokens as its error message reported them (``None`` when it did not say).
     """
 
-    def __init__(self, message: str, *, provider: str | None = None, status: int | None = None,
-                 prompt_tokens: int | None = None, limit_tokens: int | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        status: int | None = None,
+        prompt_tokens: int | None = None,
+        limit_tokens: int | None = None,
+    ):
         super().__init__(message, provider=provider, status=status)
         self.prompt_tokens = prompt_tokens
         self.limit_tokens = limit_tokens
@@ -64,21 +71,28 @@ class Provider(Protocol):
     wire: str
     model: str
 
-    def complete(self, request_body: Mapping[str, Any], *,
-                 on_text: Callable[[str], None] | None = None) -> Response: ...
+    def complete(
+        self, request_body: Mapping[str, Any], *, on_text: Callable[[str], None] | None = None
+    ) -> Response: ...
 
 
 def response_text(wire: str, response: Mapping[str, Any]) -> str:
     """The assistant text of a ``wire`` response body (``""`` when it has none or is not that shape)."""
     try:
         if wire == "anthropic-messages":
-            return "".join(str(b.get("text", "")) for b in response.get("content") or ()
-                           if isinstance(b, Mapping) and b.get("type") == "text")
+            return "".join(
+                str(b.get("text", ""))
+                for b in response.get("content") or ()
+                if isinstance(b, Mapping) and b.get("type") == "text"
+            )
         if wire == "openai-responses":
-            return "".join(str(p.get("text", "")) for item in response.get("output") or ()
-                           if isinstance(item, Mapping) and item.get("type") == "message"
-                           for p in item.get("content") or () if isinstance(p, Mapping)
-                           and p.get("type") == "output_text")
+            return "".join(
+                str(p.get("text", ""))
+                for item in response.get("output") or ()
+                if isinstance(item, Mapping) and item.get("type") == "message"
+                for p in item.get("content") or ()
+                if isinstance(p, Mapping) and p.get("type") == "output_text"
+            )
         content = response["choices"][0]["message"].get("content")
         return content if isinstance(content, str) else ""
     except (KeyError, IndexError, TypeError, AttributeError):
@@ -98,8 +112,14 @@ class ScriptedProvider:
 
     PLUGIN_NAME = "scripted"
 
-    def __init__(self, responses: Iterable[Response | BaseException | Callable[[Mapping[str, Any]], Response]],
-                 name: str = "scripted", *, wire: str = "openai-chat", model: str = "scripted"):
+    def __init__(
+        self,
+        responses: Iterable[Response | BaseException | Callable[[Mapping[str, Any]], Response]],
+        name: str = "scripted",
+        *,
+        wire: str = "openai-chat",
+        model: str = "scripted",
+    ):
         self.name = name
         self.wire = wire
         self.model = model
@@ -111,12 +131,13 @@ class ScriptedProvider:
         """Canned responses not yet served."""
         return len(self._responses) - len(self.requests)
 
-    def complete(self, request_body: Mapping[str, Any], *,
-                 on_text: Callable[[str], None] | None = None) -> Response:
+    def complete(self, request_body: Mapping[str, Any], *, on_text: Callable[[str], None] | None = None) -> Response:
         i = len(self.requests)
         if i >= len(self._responses):
-            raise ProviderError(f"{self.name}: request {i + 1} has no scripted response "
-                                f"(the script has {len(self._responses)})", provider=self.name)
+            raise ProviderError(
+                f"{self.name}: request {i + 1} has no scripted response (the script has {len(self._responses)})",
+                provider=self.name,
+            )
         self.requests.append(request_body)
         answer = self._responses[i]
         if isinstance(answer, BaseException):

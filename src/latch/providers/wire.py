@@ -24,7 +24,9 @@ _NAMED = ("auto", "required", "none")
 def tool_choice_body(wire: str, choice: str) -> Any:
     """``choice`` (``"auto"``, ``"required"``, ``"none"`` or a tool name to force) as ``wire`` spells it."""
     if wire == "anthropic-messages":
-        return {"type": {"required": "any"}.get(choice, choice)} if choice in _NAMED else {"type": "tool", "name": choice}
+        return (
+            {"type": {"required": "any"}.get(choice, choice)} if choice in _NAMED else {"type": "tool", "name": choice}
+        )
     if choice in _NAMED:
         return choice
     if wire == "openai-responses":
@@ -32,9 +34,15 @@ def tool_choice_body(wire: str, choice: str) -> Any:
     return {"type": "function", "function": {"name": choice}}
 
 
-def render_request(view: ContextView, wire: str, loader: Callable[[str], bytes] | None = None, *,
-                   model: str | None = None, max_output_tokens: int | None = None,
-                   tool_choice: str | None = None) -> dict[str, Any]:
+def render_request(
+    view: ContextView,
+    wire: str,
+    loader: Callable[[str], bytes] | None = None,
+    *,
+    model: str | None = None,
+    max_output_tokens: int | None = None,
+    tool_choice: str | None = None,
+) -> dict[str, Any]:
     """``view`` as a ``wire`` request body (images inlined through ``loader(sha256) -> bytes``): the output cap
     is ``max_output_tokens`` (tokens; Anthropic's required ``max_tokens`` defaults to the view's reserve), and
     ``tool_choice`` is set when given and the view declares tools. Raises ``ValueError`` for an unknown wire."""
@@ -47,8 +55,9 @@ def render_request(view: ContextView, wire: str, loader: Callable[[str], bytes] 
         if max_output_tokens is not None:
             body["max_output_tokens"] = max_output_tokens
     elif wire == "anthropic-messages":
-        body = to_anthropic_messages(view, loader, model=model,
-                                     max_tokens=max_output_tokens or view.budget.reserve_tokens)
+        body = to_anthropic_messages(
+            view, loader, model=model, max_tokens=max_output_tokens or view.budget.reserve_tokens
+        )
     else:
         raise ValueError(f"unknown wire format {wire!r} (known: {', '.join(WIRE_FORMATS)})")
     if tool_choice and view.tools:
@@ -97,9 +106,13 @@ def parse_response(wire: str, response: Mapping[str, Any]) -> tuple[AssistantMes
             prompt = _int(u.get("prompt_tokens"), "usage.prompt_tokens")
             details = found if isinstance(found := u.get("prompt_tokens_details"), Mapping) else {}
             cached = _int(details.get("cached_tokens"), "usage.prompt_tokens_details.cached_tokens")
-            usage = Usage(input_tokens=prompt - cached if prompt is not None and cached is not None else prompt,
-                          output_tokens=_int(u.get("completion_tokens"), "usage.completion_tokens"),
-                          cache_read_tokens=cached, model=model, request_id=response.get("id"))
+            usage = Usage(
+                input_tokens=prompt - cached if prompt is not None and cached is not None else prompt,
+                output_tokens=_int(u.get("completion_tokens"), "usage.completion_tokens"),
+                cache_read_tokens=cached,
+                model=model,
+                request_id=response.get("id"),
+            )
     elif wire == "anthropic-messages":
         blocks = response.get("content")
         if not isinstance(blocks, list):
@@ -123,12 +136,14 @@ def parse_response(wire: str, response: Mapping[str, Any]) -> tuple[AssistantMes
         u = response.get("usage")
         usage = None
         if isinstance(u, Mapping):
-            usage = Usage(input_tokens=_int(u.get("input_tokens"), "usage.input_tokens"),
-                          output_tokens=_int(u.get("output_tokens"), "usage.output_tokens"),
-                          cache_read_tokens=_int(u.get("cache_read_input_tokens"), "usage.cache_read_input_tokens"),
-                          cache_write_tokens=_int(u.get("cache_creation_input_tokens"),
-                                                  "usage.cache_creation_input_tokens"),
-                          model=model, request_id=response.get("id"))
+            usage = Usage(
+                input_tokens=_int(u.get("input_tokens"), "usage.input_tokens"),
+                output_tokens=_int(u.get("output_tokens"), "usage.output_tokens"),
+                cache_read_tokens=_int(u.get("cache_read_input_tokens"), "usage.cache_read_input_tokens"),
+                cache_write_tokens=_int(u.get("cache_creation_input_tokens"), "usage.cache_creation_input_tokens"),
+                model=model,
+                request_id=response.get("id"),
+            )
     elif wire == "openai-responses":
         text, calls, reasoning, usage = _parse_responses(response, model)
     else:
@@ -153,14 +168,18 @@ def _parse_responses(response: Mapping[str, Any], model: str | None) -> tuple[st
     for i, item in enumerate(output):
         kind = item.get("type") if isinstance(item, Mapping) else None
         if kind == "message":
-            texts.extend(str(p.get("text", "")) for p in item.get("content") or ()
-                         if isinstance(p, Mapping) and p.get("type") == "output_text")
+            texts.extend(
+                str(p.get("text", ""))
+                for p in item.get("content") or ()
+                if isinstance(p, Mapping) and p.get("type") == "output_text"
+            )
         elif kind == "function_call":
             if not isinstance(item.get("call_id"), str) or not isinstance(item.get("name"), str):
                 raise ValueError(f"provider response: output[{i}] function_call needs call_id and name")
             arguments = item.get("arguments")
-            calls.append(ToolCall(item["call_id"], item["name"], arguments if isinstance(arguments, str) and
-                                  arguments else "{}"))
+            calls.append(
+                ToolCall(item["call_id"], item["name"], arguments if isinstance(arguments, str) and arguments else "{}")
+            )
         elif kind == "reasoning":
             reasoning = True
     u = response.get("usage")
@@ -172,7 +191,12 @@ def _parse_responses(response: Mapping[str, Any], model: str | None) -> tuple[st
         cached = _int(details.get("cached_tokens"), "usage.input_tokens_details.cached_tokens")
         written = _int(details.get("cache_write_tokens"), "usage.input_tokens_details.cache_write_tokens")
         uncached = None if prompt is None else max(0, prompt - (cached or 0) - (written or 0))
-        usage = Usage(input_tokens=uncached, output_tokens=_int(u.get("output_tokens"), "usage.output_tokens"),
-                      cache_read_tokens=cached, cache_write_tokens=written, model=model,
-                      request_id=response.get("id"))
+        usage = Usage(
+            input_tokens=uncached,
+            output_tokens=_int(u.get("output_tokens"), "usage.output_tokens"),
+            cache_read_tokens=cached,
+            cache_write_tokens=written,
+            model=model,
+            request_id=response.get("id"),
+        )
     return "".join(texts), calls, reasoning, usage

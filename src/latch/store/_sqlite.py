@@ -60,11 +60,14 @@ def _damaged(exc: BaseException) -> bool:
 
 
 @contextmanager
-def write_transaction(lock: AbstractContextManager[object], db: Callable[[], sqlite3.Connection],
-                      error: Callable[[BaseException], StoreError], *,
-                      begin_errors: type[sqlite3.Error] = sqlite3.OperationalError,
-                      undecodable: Callable[[UnicodeEncodeError], StoreError] | None = None,
-                      ) -> Iterator[sqlite3.Connection]:
+def write_transaction(
+    lock: AbstractContextManager[object],
+    db: Callable[[], sqlite3.Connection],
+    error: Callable[[BaseException], StoreError],
+    *,
+    begin_errors: type[sqlite3.Error] = sqlite3.OperationalError,
+    undecodable: Callable[[UnicodeEncodeError], StoreError] | None = None,
+) -> Iterator[sqlite3.Connection]:
     """One write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``) on ``db()`` under ``lock``; any exception rolls
     it back. ``error`` turns a failed SQLite operation into its :class:`StoreError`: a ``begin_errors`` raised by
     ``BEGIN``, and in the transaction an operational error (busy, I/O) or damage (:func:`_damaged`). With
@@ -93,7 +96,6 @@ def non_folder_parent(path: Path) -> Path | None:
     """The first of ``path``'s parents that exists but is not a folder (a file where a folder must be), else
     ``None``: why no database can ever be created at ``path``."""
     return next((q for q in path.parents if q.exists() and not q.is_dir()), None)
-
 
 
 def _now() -> str:

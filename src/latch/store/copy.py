@@ -55,43 +55,69 @@ def copy_store(src: EventStore, dst: EventStore) -> CopyReport:
     ``dst`` already holds a session or an event, or a write fails."""
     if dst.count_events() or dst.sessions():
         raise StoreError("the destination store is not empty (it holds sessions or events); copy into a new one")
-    counts = dict.fromkeys(("sessions", "events", "artifacts", "kernel_records", "token_counts",
-                            "import_fingerprints"), 0)
+    counts = dict.fromkeys(
+        ("sessions", "events", "artifacts", "kernel_records", "token_counts", "import_fingerprints"), 0
+    )
     with dst._write() as db:
-        sessions = src._rows("SELECT id, parent_id, workspace, source, format, external_key, created_at, meta "
-                             "FROM sessions ORDER BY rowid")
+        sessions = src._rows(
+            "SELECT id, parent_id, workspace, source, format, external_key, created_at, meta "
+            "FROM sessions ORDER BY rowid"
+        )
         for r in sessions:  # parents after: a child may have been created before its parent
-            db.execute("INSERT INTO sessions(id, parent_id, workspace, source, format, external_key, created_at, "
-                       "meta) VALUES (?, NULL, ?, ?, ?, ?, ?, ?)", (r[0], *r[2:]))
+            db.execute(
+                "INSERT INTO sessions(id, parent_id, workspace, source, format, external_key, created_at, "
+                "meta) VALUES (?, NULL, ?, ?, ?, ?, ?, ?)",
+                (r[0], *r[2:]),
+            )
         for r in sessions:
             if r[1] is not None:
                 db.execute("UPDATE sessions SET parent_id = ? WHERE id = ?", (r[1], r[0]))
         counts["sessions"] = len(sessions)
-        for rows in _batches(src, "SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq > ? "
-                                  "ORDER BY seq LIMIT ?", 0):
-            db.executemany("INSERT INTO events(seq, session_id, kind, payload, source_ref, ts) "
-                           "VALUES (?, ?, ?, ?, ?, ?)", rows)
+        for rows in _batches(
+            src,
+            "SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+            0,
+        ):
+            db.executemany(
+                "INSERT INTO events(seq, session_id, kind, payload, source_ref, ts) VALUES (?, ?, ?, ?, ?, ?)", rows
+            )
             dst._index_locked([(r[0], decode_event(r[2], r[3]).searchable_text()) for r in rows])
             counts["events"] += len(rows)
-        for rows in _batches(src, "SELECT sha256, media_type, byte_size, width, height, data, created_at FROM "
-                                  "artifacts WHERE sha256 > ? ORDER BY sha256 LIMIT ?", ""):
-            db.executemany("INSERT INTO artifacts(sha256, media_type, byte_size, width, height, data, created_at) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?)", [(*r[:5], bytes(r[5]), r[6]) for r in rows])
+        for rows in _batches(
+            src,
+            "SELECT sha256, media_type, byte_size, width, height, data, created_at FROM "
+            "artifacts WHERE sha256 > ? ORDER BY sha256 LIMIT ?",
+            "",
+        ):
+            db.executemany(
+                "INSERT INTO artifacts(sha256, media_type, byte_size, width, height, data, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(*r[:5], bytes(r[5]), r[6]) for r in rows],
+            )
             counts["artifacts"] += len(rows)
-        for rows in _batches(src, "SELECT id, session_id, stream, kind, at_seq, payload FROM kernel_records "
-                                  "WHERE id > ? ORDER BY id LIMIT ?", 0):
-            db.executemany("INSERT INTO kernel_records(id, session_id, stream, kind, at_seq, payload) "
-                           "VALUES (?, ?, ?, ?, ?, ?)", rows)
+        for rows in _batches(
+            src,
+            "SELECT id, session_id, stream, kind, at_seq, payload FROM kernel_records WHERE id > ? ORDER BY id LIMIT ?",
+            0,
+        ):
+            db.executemany(
+                "INSERT INTO kernel_records(id, session_id, stream, kind, at_seq, payload) VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
             counts["kernel_records"] += len(rows)
         rows = src._rows("SELECT session_id, tokenizer, seq, digest, tokens FROM token_counts")
         if rows:
-            db.executemany("INSERT INTO token_counts(session_id, tokenizer, seq, digest, tokens) "
-                           "VALUES (?, ?, ?, ?, ?)", rows)
+            db.executemany(
+                "INSERT INTO token_counts(session_id, tokenizer, seq, digest, tokens) VALUES (?, ?, ?, ?, ?)", rows
+            )
         counts["token_counts"] = len(rows)
         rows = src._rows("SELECT path, options, sha256, size, keys, recorded_at FROM import_fingerprints")
         if rows:
-            db.executemany("INSERT INTO import_fingerprints(path, options, sha256, size, keys, recorded_at) "
-                           "VALUES (?, ?, ?, ?, ?, ?)", rows)
+            db.executemany(
+                "INSERT INTO import_fingerprints(path, options, sha256, size, keys, recorded_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
         counts["import_fingerprints"] = len(rows)
         for table in ("events", "kernel_records"):  # numbers a skipped duplicate used up stay used
             dst._set_sequence_locked(table, src._sequence(table))

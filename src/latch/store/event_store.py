@@ -69,6 +69,7 @@ class StoredEvent:
 class SessionInfo:
     """One session row: ids, workspace, imported ``source`` path and ``format``, import identity (``external_key``),
     ``meta``, its event count and the store-wide ``seq`` of its first and last event (``None`` without events)."""
+
     id: str
     parent_id: str | None
     workspace: str | None
@@ -90,10 +91,19 @@ class SessionInfo:
         return t if isinstance(t, str) and t.strip() else None
 
 
-_READONLY = {getattr(sqlite3, n) for n in ("SQLITE_READONLY", "SQLITE_READONLY_DBMOVED", "SQLITE_READONLY_RECOVERY",
-                                              "SQLITE_READONLY_CANTINIT", "SQLITE_READONLY_CANTLOCK",
-                                              "SQLITE_READONLY_ROLLBACK", "SQLITE_READONLY_DIRECTORY")
-             if hasattr(sqlite3, n)}
+_READONLY = {
+    getattr(sqlite3, n)
+    for n in (
+        "SQLITE_READONLY",
+        "SQLITE_READONLY_DBMOVED",
+        "SQLITE_READONLY_RECOVERY",
+        "SQLITE_READONLY_CANTINIT",
+        "SQLITE_READONLY_CANTLOCK",
+        "SQLITE_READONLY_ROLLBACK",
+        "SQLITE_READONLY_DIRECTORY",
+    )
+    if hasattr(sqlite3, n)
+}
 
 
 def read_only_reason(path: str | os.PathLike[str]) -> str | None:
@@ -168,15 +178,24 @@ class EventStore:
     def __new__(cls, path: str | os.PathLike[str] | None = None, *args: Any, **kwargs: Any) -> EventStore:
         """A ``postgresql://`` (or ``postgres://``) ``path`` opens :class:`~latch.store.postgres.PostgresEventStore`
         (the same interface on a server); anything else is an SQLite database file (or ``:memory:``)."""
-        if cls is EventStore and isinstance(path, str) and path.split("://", 1)[0].lower() in ("postgresql",
-                                                                                                 "postgres"):
+        if (
+            cls is EventStore
+            and isinstance(path, str)
+            and path.split("://", 1)[0].lower() in ("postgresql", "postgres")
+        ):
             from .postgres import PostgresEventStore
 
             return super().__new__(PostgresEventStore)
         return super().__new__(cls)
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, workspace: str | None = None,
-                 busy_timeout_ms: int = 10_000, read_only: bool = False):
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        workspace: str | None = None,
+        busy_timeout_ms: int = 10_000,
+        read_only: bool = False,
+    ):
         if path is None:
             path = default_db_path(workspace)
         self.path = Path(path) if str(path) != ":memory:" else Path(":memory:")
@@ -223,8 +242,10 @@ class EventStore:
                 reason = str(exc)
             unwritable = read_only_reason(self.path)
             if unwritable is not None:
-                raise StoreError(f"the store at {self.path} is read-only ({unwritable}); this command writes to "
-                                 "it: give it write access") from None
+                raise StoreError(
+                    f"the store at {self.path} is read-only ({unwritable}); this command writes to "
+                    "it: give it write access"
+                ) from None
             raise StoreError(f"cannot open the Latch store at {self.path}: {reason}") from None
 
     def _open_read_only(self) -> None:
@@ -237,13 +258,16 @@ class EventStore:
             self._db.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
             self._refuse_foreign()
             has_table = self._db.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_latch_migrations'").fetchone()
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_latch_migrations'"
+            ).fetchone()
             done = {r[0] for r in self._db.execute("SELECT name FROM _latch_migrations")} if has_table else set()
             pending = [name for name, _ in MIGRATIONS if name not in done]
             if pending:
-                raise StoreError(f"the store at {self.path} is read-only and needs a migration ({len(pending)} "
-                                 f"pending, first {pending[0]}): run `latch` once with write access to it (e.g. "
-                                 "`latch sessions`)")
+                raise StoreError(
+                    f"the store at {self.path} is read-only and needs a migration ({len(pending)} "
+                    f"pending, first {pending[0]}): run `latch` once with write access to it (e.g. "
+                    "`latch sessions`)"
+                )
         except (sqlite3.Error, StoreError) as exc:
             if self._conn is not None:
                 self._conn.close()
@@ -251,23 +275,32 @@ class EventStore:
             if isinstance(exc, StoreError):
                 raise
             if _busy(exc):
-                raise StoreBusyError(f"the store at {self.path} is busy (locked by another process); try "
-                                     "again") from None
+                raise StoreBusyError(
+                    f"the store at {self.path} is busy (locked by another process); try again"
+                ) from None
             why = read_only_reason(self.path) or "not writable"
-            raise StoreError(f"the store at {self.path} is read-only ({why}), and SQLite cannot read a WAL store "
-                             f"without creating its {self.path.name}-shm index beside it ({exc}): give the folder "
-                             "write access, or copy the store and pass --db COPY") from None
+            raise StoreError(
+                f"the store at {self.path} is read-only ({why}), and SQLite cannot read a WAL store "
+                f"without creating its {self.path.name}-shm index beside it ({exc}): give the folder "
+                "write access, or copy the store and pass --db COPY"
+            ) from None
 
     def _refuse_foreign(self) -> None:
         """Raise :class:`StoreError` when the file is an SQLite database of another program (it has tables and
         no ``_latch_migrations``): nothing is written to it, not even the journal mode."""
-        tables = [r[0] for r in self._db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+        tables = [
+            r[0]
+            for r in self._db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+        ]
         if tables and "_latch_migrations" not in tables:
             shown = ", ".join(tables[:5]) + (f", ... ({len(tables) - 5} more)" if len(tables) > 5 else "")
-            raise StoreError(f"cannot open the Latch store at {self.path}: it is an SQLite database of another "
-                             f"program (tables: {shown}); Latch leaves it unchanged (to import it: latch import "
-                             f"{self.path})")
+            raise StoreError(
+                f"cannot open the Latch store at {self.path}: it is an SQLite database of another "
+                f"program (tables: {shown}); Latch leaves it unchanged (to import it: latch import "
+                f"{self.path})"
+            )
 
     @property
     def _db(self) -> sqlite3.Connection:
@@ -280,8 +313,9 @@ class EventStore:
         """The :class:`StoreError` for a failed SQLite operation (busy, I/O, disk full, read-only)."""
         if _busy(exc):
             return StoreBusyError(f"the store at {self.path} is busy (locked by another process); try again")
-        if isinstance(exc, sqlite3.Error) and (self.read_only or getattr(exc, "sqlite_errorcode", None) in _READONLY
-                                               or "readonly database" in str(exc)):
+        if isinstance(exc, sqlite3.Error) and (
+            self.read_only or getattr(exc, "sqlite_errorcode", None) in _READONLY or "readonly database" in str(exc)
+        ):
             why = read_only_reason(self.path) or "opened for reading only"
             return StoreError(f"the store at {self.path} is read-only ({why}); this needs write access to it")
         if _damaged(exc):
@@ -296,8 +330,10 @@ class EventStore:
 
     def _undecodable(self, exc: UnicodeEncodeError) -> StoreError:
         """A surrogate escape (a file name that is not UTF-8) SQLite cannot store."""
-        return StoreError(f"cannot store {ascii(exc.object[:200])} in the store at {self.path}: it holds "
-                          "undecodable bytes (a file name that is not UTF-8? rename the file)")
+        return StoreError(
+            f"cannot store {ascii(exc.object[:200])} in the store at {self.path}: it holds "
+            "undecodable bytes (a file name that is not UTF-8? rename the file)"
+        )
 
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         """``fetchall`` of one read under the lock; SQLite operational errors become :class:`StoreError`, and so
@@ -306,8 +342,9 @@ class EventStore:
             try:
                 return self._db.execute(sql, args).fetchall()
             except UnicodeEncodeError as exc:
-                raise StoreError(f"cannot look up {ascii(exc.object[:200])} in the store at {self.path}: it holds "
-                                 "undecodable bytes") from None
+                raise StoreError(
+                    f"cannot look up {ascii(exc.object[:200])} in the store at {self.path}: it holds undecodable bytes"
+                ) from None
 
     @contextmanager
     def _read_errors(self) -> Iterator[None]:
@@ -344,8 +381,9 @@ class EventStore:
         has_table = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_latch_migrations'")
         if not has_table.fetchone():  # a new file: the write lock only when there is something to write
             with self._write():
-                db.execute("CREATE TABLE IF NOT EXISTS _latch_migrations "
-                           "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+                db.execute(
+                    "CREATE TABLE IF NOT EXISTS _latch_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+                )
         done = {r[0] for r in db.execute("SELECT name FROM _latch_migrations")}
         for name, fn in MIGRATIONS:
             if name in done:
@@ -379,17 +417,33 @@ class EventStore:
         """Deterministic 12-hex-digit session id for an external key (import identity)."""
         return hashlib.sha256(external_key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
-    def _insert_session(self, *, session_id: str, external_key: str | None, source: str | None, format: str | None,
-                        workspace: str | None, parent_id: str | None, meta: dict[str, Any] | None) -> None:
+    def _insert_session(
+        self,
+        *,
+        session_id: str,
+        external_key: str | None,
+        source: str | None,
+        format: str | None,
+        workspace: str | None,
+        parent_id: str | None,
+        meta: dict[str, Any] | None,
+    ) -> None:
         self._db.execute(
             "INSERT INTO sessions(id, parent_id, workspace, source, format, external_key, created_at, meta) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (session_id, parent_id, workspace, source, format, external_key, _now(), canonical_json(meta or {})),
         )
 
-    def create_session(self, *, external_key: str | None = None, source: str | None = None, format: str | None = None,
-                       workspace: str | None = None, parent_id: str | None = None,
-                       meta: dict[str, Any] | None = None) -> str:
+    def create_session(
+        self,
+        *,
+        external_key: str | None = None,
+        source: str | None = None,
+        format: str | None = None,
+        workspace: str | None = None,
+        parent_id: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> str:
         """Create a session (or return the existing one with the same ``external_key``)."""
         with self._write() as db:
             if external_key is not None:
@@ -399,14 +453,31 @@ class EventStore:
                 sid = self.session_id_for(external_key)
             else:
                 sid = uuid.uuid4().hex[:12]
-            self._insert_session(session_id=sid, external_key=external_key, source=source, format=format,
-                                 workspace=workspace, parent_id=parent_id, meta=meta)
+            self._insert_session(
+                session_id=sid,
+                external_key=external_key,
+                source=source,
+                format=format,
+                workspace=workspace,
+                parent_id=parent_id,
+                meta=meta,
+            )
         return sid
 
     def _row_to_session(self, r: Sequence[Any]) -> SessionInfo:
-        return SessionInfo(id=r[0], parent_id=r[1], workspace=r[2], source=r[3], format=r[4], external_key=r[5],
-                           created_at=r[6], meta=json.loads(r[7]), events=r[8] if len(r) > 8 else 0,
-                           first_seq=r[9] if len(r) > 9 else None, last_seq=r[10] if len(r) > 10 else None)
+        return SessionInfo(
+            id=r[0],
+            parent_id=r[1],
+            workspace=r[2],
+            source=r[3],
+            format=r[4],
+            external_key=r[5],
+            created_at=r[6],
+            meta=json.loads(r[7]),
+            events=r[8] if len(r) > 8 else 0,
+            first_seq=r[9] if len(r) > 9 else None,
+            last_seq=r[10] if len(r) > 10 else None,
+        )
 
     def sessions(self) -> list[SessionInfo]:
         """All sessions (tombstoned ones included; selectors filter them), oldest first."""
@@ -414,7 +485,8 @@ class EventStore:
             "SELECT s.id, s.parent_id, s.workspace, s.source, s.format, s.external_key, s.created_at, s.meta, "
             "(SELECT count(*) FROM events e WHERE e.session_id = s.id), "
             "(SELECT min(seq) FROM events e WHERE e.session_id = s.id), "
-            "(SELECT max(seq) FROM events e WHERE e.session_id = s.id) FROM sessions s ORDER BY s.rowid")
+            "(SELECT max(seq) FROM events e WHERE e.session_id = s.id) FROM sessions s ORDER BY s.rowid"
+        )
         return [self._row_to_session(r) for r in rows]
 
     def session(self, session_id: str) -> SessionInfo:
@@ -431,7 +503,8 @@ class EventStore:
             "(SELECT min(seq) FROM events e WHERE e.session_id = s.id), "
             "(SELECT max(seq) FROM events e WHERE e.session_id = s.id) FROM sessions s "
             "WHERE s.id = ? OR s.id LIKE ? ESCAPE '\\' ORDER BY s.id = ? DESC",
-            (session_id, session_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%", session_id))
+            (session_id, session_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%", session_id),
+        )
         if not rows:
             raise KeyError(f"no session {session_id!r}")
         if rows[0][0] != session_id and len(rows) > 1:
@@ -439,13 +512,15 @@ class EventStore:
         return self._row_to_session(rows[0])
 
     def children(self, session_id: str) -> list[SessionInfo]:
-        rows = self._rows("SELECT id, parent_id, workspace, source, format, external_key, created_at, meta FROM sessions "
-                          "WHERE parent_id = ? ORDER BY rowid", (session_id,))
+        rows = self._rows(
+            "SELECT id, parent_id, workspace, source, format, external_key, created_at, meta FROM sessions "
+            "WHERE parent_id = ? ORDER BY rowid",
+            (session_id,),
+        )
         return [self._row_to_session(r) for r in rows]
 
     # ------------------------------------------------------------------ append
-    def _append_locked(self, session_id: str,
-                       events: Iterable[PendingEvent | Event] | EncodedBatch) -> list[int]:
+    def _append_locked(self, session_id: str, events: Iterable[PendingEvent | Event] | EncodedBatch) -> list[int]:
         """Inside a write transaction: insert a batch (encoded beforehand by :func:`encode_events`, or encoded
         here), its index rows and the projections it moves, with one statement per table. Returns the new seqs
         in batch order; an event whose ``(session, source_ref)`` is already stored, or repeated in the batch, is
@@ -460,7 +535,8 @@ class EventStore:
         inserted = db.executemany(
             "INSERT INTO events(session_id, kind, payload, source_ref, ts) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT(session_id, source_ref) DO NOTHING",
-            [(session_id, kind, payload, ref, ts) for kind, payload, ref, ts, _ in batch.rows]).rowcount
+            [(session_id, kind, payload, ref, ts) for kind, payload, ref, ts, _ in batch.rows],
+        ).rowcount
         stored = db.execute("SELECT seq, source_ref FROM events WHERE seq > ? ORDER BY seq", (newest,)).fetchall()
         if inserted == len(batch.rows) == len(stored):
             matched = list(zip((r[0] for r in stored), batch.rows, strict=True))
@@ -514,9 +590,13 @@ class EventStore:
             return True
         # one seek per kind in the partial index, whose condition the query repeats so that SQLite uses it
         newest = self._db.execute(
-            "SELECT max(s) FROM (" + " UNION ALL ".join(
-                [f"SELECT max(seq) AS s FROM events WHERE {PROJECTED_KINDS_SQL} AND kind = ?"] * len(p.kinds))
-            + ") AS newest", p.kinds).fetchone()[0]
+            "SELECT max(s) FROM ("
+            + " UNION ALL ".join(
+                [f"SELECT max(seq) AS s FROM events WHERE {PROJECTED_KINDS_SQL} AND kind = ?"] * len(p.kinds)
+            )
+            + ") AS newest",
+            p.kinds,
+        ).fetchone()[0]
         return (newest or 0) > int(mark[0])
 
     def _sync_projection_locked(self, p: Projection) -> None:
@@ -528,8 +608,11 @@ class EventStore:
             for table in p.tables:
                 db.execute(f"DELETE FROM {table}")  # noqa: S608 -- table names come from the registered projection
         last = 0 if mark is None else int(mark[0])
-        cur = db.execute(f"SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq > ? "
-                         f"AND kind IN ({','.join('?' * len(p.kinds))}) ORDER BY seq", (last, *p.kinds))
+        cur = db.execute(
+            f"SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq > ? "
+            f"AND kind IN ({','.join('?' * len(p.kinds))}) ORDER BY seq",
+            (last, *p.kinds),
+        )
         while True:
             batch = cur.fetchmany(2_000)
             if not batch:
@@ -537,8 +620,11 @@ class EventStore:
             for r in batch:
                 p.apply(db, self._decode_row(r))
                 last = int(r[0])
-        db.execute("INSERT INTO projection_marks(name, last_seq) VALUES (?, ?) "
-                   "ON CONFLICT(name) DO UPDATE SET last_seq = excluded.last_seq", (p.name, last))
+        db.execute(
+            "INSERT INTO projection_marks(name, last_seq) VALUES (?, ?) "
+            "ON CONFLICT(name) DO UPDATE SET last_seq = excluded.last_seq",
+            (p.name, last),
+        )
 
     def sync_projection(self, name: str) -> bool:
         """Bring the registered projection ``name`` up to date with the log (see :mod:`latch.store.projections`):
@@ -550,8 +636,10 @@ class EventStore:
                 if not self._projection_behind(p):
                     return False
             if self.read_only:
-                raise StoreError(f"the store at {self.path} is read-only and its {name} cache is behind its log: "
-                                 "run `latch` once with write access to it (e.g. `latch sessions`)")
+                raise StoreError(
+                    f"the store at {self.path} is read-only and its {name} cache is behind its log: "
+                    "run `latch` once with write access to it (e.g. `latch sessions`)"
+                )
             with self._write():
                 if self._projection_behind(p):  # another process may have caught it up meanwhile
                     self._sync_projection_locked(p)
@@ -590,13 +678,25 @@ class EventStore:
     # ---------------------------------------------------------------- run leases
     def run_lease(self, session_id: str) -> RunLease | None:
         """The run lease of ``session_id`` (:mod:`latch.store.leases`), or ``None`` when no run holds it."""
-        rows = self._rows("SELECT session_id, run_id, pid, host, process_start, acquired_at, renewed_at, lease_seconds "
-                          "FROM run_leases WHERE session_id = ?", (session_id,))
+        rows = self._rows(
+            "SELECT session_id, run_id, pid, host, process_start, acquired_at, renewed_at, lease_seconds "
+            "FROM run_leases WHERE session_id = ?",
+            (session_id,),
+        )
         return RunLease(*rows[0]) if rows else None
 
-    def acquire_run_lease(self, session_id: str, run_id: str, *, pid: int, host: str, process_start: int | None,
-                          lease_seconds: float, now: float,
-                          holder_live: Callable[[RunLease], bool]) -> RunLease | None:
+    def acquire_run_lease(
+        self,
+        session_id: str,
+        run_id: str,
+        *,
+        pid: int,
+        host: str,
+        process_start: int | None,
+        lease_seconds: float,
+        now: float,
+        holder_live: Callable[[RunLease], bool],
+    ) -> RunLease | None:
         """In one write transaction: make run ``run_id`` (process ``pid`` on ``host``) the holder of
         ``session_id``'s run lease for ``lease_seconds`` from ``now`` (Unix seconds), and return ``None``; or, when
         another run holds it, its lease has not expired at ``now`` and ``holder_live(lease)`` says its process is
@@ -605,29 +705,38 @@ class EventStore:
         if not lease_seconds > 0:
             raise ValueError(f"the run lease must be a positive number of seconds, got {lease_seconds!r}")
         with self._write() as db:
-            row = db.execute("SELECT session_id, run_id, pid, host, process_start, acquired_at, renewed_at, "
-                             "lease_seconds FROM run_leases WHERE session_id = ?", (session_id,)).fetchone()
+            row = db.execute(
+                "SELECT session_id, run_id, pid, host, process_start, acquired_at, renewed_at, "
+                "lease_seconds FROM run_leases WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
             if row is not None:
                 held = RunLease(*row)
                 if held.run_id != run_id and not held.expired(now) and holder_live(held):
                     return held
-            db.execute("INSERT INTO run_leases(session_id, run_id, pid, host, process_start, acquired_at, renewed_at, "
-                       "lease_seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
-                       "run_id = excluded.run_id, pid = excluded.pid, host = excluded.host, "
-                       "process_start = excluded.process_start, acquired_at = excluded.acquired_at, "
-                       "renewed_at = excluded.renewed_at, lease_seconds = excluded.lease_seconds",
-                       (session_id, run_id, pid, host, process_start, now, now, float(lease_seconds)))
+            db.execute(
+                "INSERT INTO run_leases(session_id, run_id, pid, host, process_start, acquired_at, renewed_at, "
+                "lease_seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
+                "run_id = excluded.run_id, pid = excluded.pid, host = excluded.host, "
+                "process_start = excluded.process_start, acquired_at = excluded.acquired_at, "
+                "renewed_at = excluded.renewed_at, lease_seconds = excluded.lease_seconds",
+                (session_id, run_id, pid, host, process_start, now, now, float(lease_seconds)),
+            )
         return None
 
     def renew_run_lease(self, session_id: str, run_id: str, *, now: float) -> bool:
         """Record that run ``run_id`` still holds ``session_id``'s run lease at ``now`` (Unix seconds); ``False``
         (nothing written) when another run took it over or it was released."""
         with self._write() as db:
-            return db.execute("UPDATE run_leases SET renewed_at = max(renewed_at, ?) WHERE session_id = ? "
-                              "AND run_id = ?", (now, session_id, run_id)).rowcount == 1
+            return (
+                db.execute(
+                    "UPDATE run_leases SET renewed_at = max(renewed_at, ?) WHERE session_id = ? AND run_id = ?",
+                    (now, session_id, run_id),
+                ).rowcount
+                == 1
+            )
 
-    def release_run_lease(self, session_id: str, run_id: str,
-                          events: Iterable[PendingEvent | Event] = ()) -> list[int]:
+    def release_run_lease(self, session_id: str, run_id: str, events: Iterable[PendingEvent | Event] = ()) -> list[int]:
         """In one write transaction: append ``events`` to ``session_id`` (e.g. the run's ``run_ended``) and release
         its run lease if run ``run_id`` still holds it (a lease taken over stays with its new holder, and then
         nothing is appended: :class:`LeaseLost`). Returns the new seqs."""
@@ -644,8 +753,9 @@ class EventStore:
         (:func:`encode_events`)."""
         return encode_events(events)
 
-    def append(self, session_id: str, events: Iterable[PendingEvent | Event], *,
-               fence: Fence | Sequence[Fence] | None = None) -> list[int]:
+    def append(
+        self, session_id: str, events: Iterable[PendingEvent | Event], *, fence: Fence | Sequence[Fence] | None = None
+    ) -> list[int]:
         """Append a batch in one transaction; return the new seqs (skipped duplicates excluded).
 
         Readers never see half a batch. Raises ``StoreError`` (store unchanged)
@@ -662,11 +772,20 @@ class EventStore:
         except (ValueError, TypeError) as exc:
             raise StoreError(f"cannot append to session {session_id}: {exc}") from exc
 
-    def import_session(self, *, external_key: str, source: str | None, format: str | None,
-                       workspace: str | None, events: Sequence[PendingEvent], meta: dict[str, Any] | None = None,
-                       parent_id: str | None = None, artifacts: Sequence[tuple[bytes, str, int | None, int | None]] = (),
-                       parent_key: str | None = None,
-                       fence: Fence | Sequence[Fence] | None = None) -> tuple[str, list[int]]:
+    def import_session(
+        self,
+        *,
+        external_key: str,
+        source: str | None,
+        format: str | None,
+        workspace: str | None,
+        events: Sequence[PendingEvent],
+        meta: dict[str, Any] | None = None,
+        parent_id: str | None = None,
+        artifacts: Sequence[tuple[bytes, str, int | None, int | None]] = (),
+        parent_key: str | None = None,
+        fence: Fence | Sequence[Fence] | None = None,
+    ) -> tuple[str, list[int]]:
         """Create-or-reuse the session for ``external_key`` and append ``events``, all in one transaction
         (refused with :class:`LeaseLost`, store unchanged, when a ``fence`` does not hold).
 
@@ -680,9 +799,17 @@ class EventStore:
         batch = self._encode(events)  # the per-event Python work, before the write lock
         with self._write():
             self._check_fences_locked(fence)
-            return self._import_locked(external_key=external_key, source=source, format=format, workspace=workspace,
-                                       events=batch, meta=meta, parent_id=parent_id, artifacts=artifacts,
-                                       parent_key=parent_key)
+            return self._import_locked(
+                external_key=external_key,
+                source=source,
+                format=format,
+                workspace=workspace,
+                events=batch,
+                meta=meta,
+                parent_id=parent_id,
+                artifacts=artifacts,
+                parent_key=parent_key,
+            )
 
     def import_sessions(self, sessions: Sequence[dict[str, Any]]) -> list[tuple[str, list[int]]]:
         """:meth:`import_session` for several sessions (each a dict of its keyword arguments), all in ONE
@@ -692,11 +819,19 @@ class EventStore:
         with self._write():
             return [self._import_locked(**kw) for kw in encoded]
 
-    def _import_locked(self, *, external_key: str, source: str | None, format: str | None,
-                       workspace: str | None, events: Sequence[PendingEvent | Event] | EncodedBatch,
-                       meta: dict[str, Any] | None = None, parent_id: str | None = None,
-                       artifacts: Sequence[tuple[bytes, str, int | None, int | None]] = (),
-                       parent_key: str | None = None) -> tuple[str, list[int]]:
+    def _import_locked(
+        self,
+        *,
+        external_key: str,
+        source: str | None,
+        format: str | None,
+        workspace: str | None,
+        events: Sequence[PendingEvent | Event] | EncodedBatch,
+        meta: dict[str, Any] | None = None,
+        parent_id: str | None = None,
+        artifacts: Sequence[tuple[bytes, str, int | None, int | None]] = (),
+        parent_key: str | None = None,
+    ) -> tuple[str, list[int]]:
         db = self._db
         if parent_key is not None:
             meta = {**(meta or {}), "parent_key": parent_key}
@@ -710,11 +845,21 @@ class EventStore:
                 db.execute("UPDATE sessions SET parent_id = ? WHERE id = ?", (parent_id, sid))
         else:
             sid = self.session_id_for(external_key)
-            self._insert_session(session_id=sid, external_key=external_key, source=source, format=format,
-                                 workspace=workspace, parent_id=parent_id, meta=meta)
+            self._insert_session(
+                session_id=sid,
+                external_key=external_key,
+                source=source,
+                format=format,
+                workspace=workspace,
+                parent_id=parent_id,
+                meta=meta,
+            )
         # children imported before their parent (meta.parent_key names this session) link to it now
-        db.execute("UPDATE sessions SET parent_id = ? WHERE parent_id IS NULL AND id != ? "
-                   "AND json_extract(meta, '$.parent_key') = ?", (sid, sid, external_key))
+        db.execute(
+            "UPDATE sessions SET parent_id = ? WHERE parent_id IS NULL AND id != ? "
+            "AND json_extract(meta, '$.parent_key') = ?",
+            (sid, sid, external_key),
+        )
         for data, media_type, w, h in artifacts:
             self._put_artifact_locked(data, media_type, w, h)
         return sid, self._append_locked(sid, events)
@@ -723,8 +868,9 @@ class EventStore:
         """``(sha256 hex, size in bytes, external keys of its sessions in file order)`` that
         :meth:`record_import_fingerprint` last recorded for transcript ``path`` imported with ``options`` (an
         opaque string), else ``None``."""
-        rows = self._rows("SELECT sha256, size, keys FROM import_fingerprints WHERE path = ? AND options = ?",
-                          (path, options))
+        rows = self._rows(
+            "SELECT sha256, size, keys FROM import_fingerprints WHERE path = ? AND options = ?", (path, options)
+        )
         if not rows:
             return None
         keys = json.loads(rows[0][2])
@@ -735,19 +881,34 @@ class EventStore:
         the sessions of ``keys`` (their external keys, in file order), replacing what was recorded before. A
         cache beside the log (no event, no seq); raises :class:`StoreError` like every write."""
         with self._write() as db:
-            db.execute("INSERT OR REPLACE INTO import_fingerprints(path, options, sha256, size, keys, recorded_at) "
-                       "VALUES (?, ?, ?, ?, ?, ?)", (path, options, sha256, int(size), json.dumps(list(keys)), _now()))
+            db.execute(
+                "INSERT OR REPLACE INTO import_fingerprints(path, options, sha256, size, keys, recorded_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (path, options, sha256, int(size), json.dumps(list(keys)), _now()),
+            )
 
     # ------------------------------------------------------------------- reads
     def _decode_row(self, r: Sequence[Any]) -> StoredEvent:
-        return StoredEvent(seq=r[0], session_id=r[1], kind=r[2], event=decode_event(r[2], r[3]), source_ref=r[4], ts=r[5])
+        return StoredEvent(
+            seq=r[0], session_id=r[1], kind=r[2], event=decode_event(r[2], r[3]), source_ref=r[4], ts=r[5]
+        )
 
-    def events(self, session_id: str | None = None, *, after_seq: int = 0, until_seq: int | None = None,
-               kinds: Sequence[str] | None = None, limit: int | None = None) -> Iterator[StoredEvent]:
+    def events(
+        self,
+        session_id: str | None = None,
+        *,
+        after_seq: int = 0,
+        until_seq: int | None = None,
+        kinds: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> Iterator[StoredEvent]:
         """Events in ``seq`` order: ``after_seq < seq <= until_seq``, optionally of ``kinds``."""
         args: list[Any] = [after_seq]
-        sql = _and("SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq > ?", args,
-                   (("session_id = ?", session_id), ("seq <= ?", until_seq)))
+        sql = _and(
+            "SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq > ?",
+            args,
+            (("session_id = ?", session_id), ("seq <= ?", until_seq)),
+        )
         if kinds:
             sql += f" AND kind IN ({','.join('?' * len(kinds))})"
             args.extend(kinds)
@@ -792,9 +953,17 @@ class EventStore:
             return self._rows("SELECT max(seq) FROM events")[0][0] or 0
         return self._rows("SELECT max(seq) FROM events WHERE session_id = ?", (session_id,))[0][0] or 0
 
-    def search(self, query: str, *, session_id: str | None = None, limit: int = 20, mode: str = "and",
-               before_seq: int | None = None, until_seq: int | None = None,
-               exclude_sessions: Iterable[str] = ()) -> list[StoredEvent]:
+    def search(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        limit: int = 20,
+        mode: str = "and",
+        before_seq: int | None = None,
+        until_seq: int | None = None,
+        exclude_sessions: Iterable[str] = (),
+    ) -> list[StoredEvent]:
         """Full-text search, newest first. Any string is a valid query; no token → ``[]``.
 
         ``before_seq`` restricts to ``seq < before_seq`` (the archival region);
@@ -804,24 +973,34 @@ class EventStore:
         match = build_match_query(query, mode=mode)
         if match is None or limit <= 0:
             return []
-        sql = ("SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts FROM events_fts f "
-               "JOIN events e ON e.seq = f.rowid WHERE events_fts MATCH ?")
+        sql = (
+            "SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts FROM events_fts f "
+            "JOIN events e ON e.seq = f.rowid WHERE events_fts MATCH ?"
+        )
         sql, args = self._hit_filters(sql, [], session_id, exclude_sessions=exclude_sessions)
         sql = _and(sql, args, (("f.rowid < ?", before_seq), ("f.rowid <= ?", until_seq)))
         with self._lock:
             with self._read_errors():
                 plan = self._candidates.plan(self._db, query, mode)
             if plan is None:
-                return [self._decode_row(r) for r in self._rows(sql + " ORDER BY f.rowid DESC LIMIT ?",
-                                                                 [match, *args, limit])]
+                return [
+                    self._decode_row(r)
+                    for r in self._rows(sql + " ORDER BY f.rowid DESC LIMIT ?", [match, *args, limit])
+                ]
             decoded: dict[int, StoredEvent] = {}
 
             def rowids(expr: str, below: int | None, above: int | None, n: int) -> list[int]:
-                bounds = "".join((" AND f.rowid < ?" if below is not None else "",
-                                  " AND f.rowid > ?" if above is not None else ""))
+                bounds = "".join(
+                    (" AND f.rowid < ?" if below is not None else "", " AND f.rowid > ?" if above is not None else "")
+                )
                 keys = sql.replace("e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts", "f.rowid", 1)
-                return [r[0] for r in self._rows(keys + bounds + " ORDER BY f.rowid DESC LIMIT ?",
-                                                 [expr, *args, *(b for b in (below, above) if b is not None), n])]
+                return [
+                    r[0]
+                    for r in self._rows(
+                        keys + bounds + " ORDER BY f.rowid DESC LIMIT ?",
+                        [expr, *args, *(b for b in (below, above) if b is not None), n],
+                    )
+                ]
 
             def texts(seqs: list[int]) -> dict[int, str]:
                 fetched = self._events_by_seq([s for s in seqs if s not in decoded])
@@ -836,15 +1015,28 @@ class EventStore:
         """The stored events of ``seqs`` by seq (read in chunks of 500)."""
         out: dict[int, StoredEvent] = {}
         for i in range(0, len(seqs), 500):
-            part = seqs[i:i + 500]
-            for r in self._rows("SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq IN "
-                                f"({','.join('?' * len(part))})", part):
+            part = seqs[i : i + 500]
+            for r in self._rows(
+                "SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq IN "
+                f"({','.join('?' * len(part))})",
+                part,
+            ):
                 out[r[0]] = self._decode_row(r)
         return out
 
-    def search_hits(self, query: str, *, session_id: str | None = None, limit: int = 20, order: str = "recent",
-                    kinds: Sequence[str] | None = None, tool: str | None = None, since: str | None = None,
-                    until: str | None = None, exclude_sessions: Iterable[str] = ()) -> list[tuple[StoredEvent, float]]:
+    def search_hits(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        limit: int = 20,
+        order: str = "recent",
+        kinds: Sequence[str] | None = None,
+        tool: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        exclude_sessions: Iterable[str] = (),
+    ) -> list[tuple[StoredEvent, float]]:
         """Full-text search for people (``latch search``): ``[(event, rank)]``, at most ``limit``.
 
         Unlike :meth:`search` (the engine's exact recall, unchanged), a double-quoted span of ``query`` is one
@@ -858,31 +1050,50 @@ class EventStore:
         match = build_phrase_query(query)
         if match is None or limit <= 0:
             return []
-        sql = ("SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts, bm25(events_fts) AS rank "
-               "FROM events_fts f JOIN events e ON e.seq = f.rowid WHERE events_fts MATCH ?")
+        sql = (
+            "SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts, bm25(events_fts) AS rank "
+            "FROM events_fts f JOIN events e ON e.seq = f.rowid WHERE events_fts MATCH ?"
+        )
         args: list[Any] = [match]
         sql, args = self._hit_filters(sql, args, session_id, kinds, tool, since, until, exclude_sessions)
         sql += " ORDER BY " + ("rank, f.rowid DESC" if order == "relevance" else "f.rowid DESC") + " LIMIT ?"
         args.append(limit)
         return [(self._decode_row(r), float(r[6])) for r in self._rows(sql, args)]
 
-    def call_events(self, call_id: str, *, session_id: str | None = None, kinds: Sequence[str] | None = None,
-                    tool: str | None = None, since: str | None = None, until: str | None = None,
-                    exclude_sessions: Iterable[str] = ()) -> list[StoredEvent]:
+    def call_events(
+        self,
+        call_id: str,
+        *,
+        session_id: str | None = None,
+        kinds: Sequence[str] | None = None,
+        tool: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        exclude_sessions: Iterable[str] = (),
+    ) -> list[StoredEvent]:
         """The events of the tool call ``call_id`` (the assistant message that made it, its tool result), newest
         first, with :meth:`search_hits`' filters. A full scan of those two kinds: for a person's search only."""
-        sql = ("SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts FROM events e WHERE "
-               "((e.kind = 'tool_result' AND json_extract(e.payload, '$.call_id') = ?) OR "
-               "(e.kind = 'assistant_message' AND EXISTS (SELECT 1 FROM json_each(e.payload, '$.tool_calls') c "
-               "WHERE json_extract(c.value, '$.id') = ?)))")
+        sql = (
+            "SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts FROM events e WHERE "
+            "((e.kind = 'tool_result' AND json_extract(e.payload, '$.call_id') = ?) OR "
+            "(e.kind = 'assistant_message' AND EXISTS (SELECT 1 FROM json_each(e.payload, '$.tool_calls') c "
+            "WHERE json_extract(c.value, '$.id') = ?)))"
+        )
         args: list[Any] = [call_id, call_id]
         sql, args = self._hit_filters(sql, args, session_id, kinds, tool, since, until, exclude_sessions)
         return [self._decode_row(r) for r in self._rows(sql + " ORDER BY e.seq DESC", args)]
 
     @staticmethod
-    def _hit_filters(sql: str, args: list[Any], session_id: str | None, kinds: Sequence[str] | None = None,
-                     tool: str | None = None, since: str | None = None, until: str | None = None,
-                     exclude_sessions: Iterable[str] = ()) -> tuple[str, list[Any]]:
+    def _hit_filters(
+        sql: str,
+        args: list[Any],
+        session_id: str | None,
+        kinds: Sequence[str] | None = None,
+        tool: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        exclude_sessions: Iterable[str] = (),
+    ) -> tuple[str, list[Any]]:
         """``sql`` (a query over ``events e`` ending in a ``WHERE`` clause) and its ``args`` with the filters of
         :meth:`search_hits` appended as ``AND`` terms (``None``/empty: no such filter)."""
         sql = _and(sql, args, (("e.session_id = ?", session_id),))
@@ -890,15 +1101,16 @@ class EventStore:
             sql += f" AND e.kind IN ({','.join('?' * len(kinds))})"
             args.extend(kinds)
         if tool is not None:
-            sql += (" AND ((e.kind = 'assistant_message' AND EXISTS (SELECT 1 FROM json_each(e.payload, "
-                    "'$.tool_calls') t WHERE json_extract(t.value, '$.name') = ?)) OR (e.kind = 'tool_result' AND "
-                    "(json_extract(e.payload, '$.name') = ? OR json_extract(e.payload, '$.call_id') IN (SELECT "
-                    "json_extract(c.value, '$.id') FROM events a, json_each(a.payload, '$.tool_calls') c WHERE "
-                    "a.kind = 'assistant_message' AND a.session_id = e.session_id AND "
-                    "json_extract(c.value, '$.name') = ?))))")
+            sql += (
+                " AND ((e.kind = 'assistant_message' AND EXISTS (SELECT 1 FROM json_each(e.payload, "
+                "'$.tool_calls') t WHERE json_extract(t.value, '$.name') = ?)) OR (e.kind = 'tool_result' AND "
+                "(json_extract(e.payload, '$.name') = ? OR json_extract(e.payload, '$.call_id') IN (SELECT "
+                "json_extract(c.value, '$.id') FROM events a, json_each(a.payload, '$.tool_calls') c WHERE "
+                "a.kind = 'assistant_message' AND a.session_id = e.session_id AND "
+                "json_extract(c.value, '$.name') = ?))))"
+            )
             args.extend([tool, tool, tool])
-        sql = _and(sql, args, (("julianday(e.ts) >= julianday(?)", since),
-                               ("julianday(e.ts) < julianday(?)", until)))
+        sql = _and(sql, args, (("julianday(e.ts) >= julianday(?)", since), ("julianday(e.ts) < julianday(?)", until)))
         excluded = sorted(set(exclude_sessions))
         if excluded:
             sql += f" AND e.session_id NOT IN ({','.join('?' * len(excluded))})"
@@ -915,24 +1127,32 @@ class EventStore:
         )
         return MediaRef(sha256=sha, media_type=media_type, byte_size=len(data), width=width, height=height)
 
-    def put_artifact(self, data: bytes, media_type: str, *, width: int | None = None,
-                     height: int | None = None) -> MediaRef:
+    def put_artifact(
+        self, data: bytes, media_type: str, *, width: int | None = None, height: int | None = None
+    ) -> MediaRef:
         """Store ``data`` content-addressed (SHA-256); storing the same bytes twice is a no-op."""
         with self._write():
             return self._put_artifact_locked(data, media_type, width, height)
 
     def get_artifact(self, sha256: str) -> tuple[MediaRef, bytes]:
         """The artifact's reference and exact bytes; ``KeyError`` when unknown."""
-        rows = self._rows("SELECT sha256, media_type, byte_size, width, height, data FROM artifacts WHERE sha256 = ?",
-                          (sha256,))
+        rows = self._rows(
+            "SELECT sha256, media_type, byte_size, width, height, data FROM artifacts WHERE sha256 = ?", (sha256,)
+        )
         if not rows:
             raise KeyError(sha256)
         r = rows[0]
         return MediaRef(sha256=r[0], media_type=r[1], byte_size=r[2], width=r[3], height=r[4]), bytes(r[5])
 
     # ---------------------------------------------------------- kernel records
-    def append_kernel_records(self, session_id: str, stream: str, records: Sequence[tuple[str, int, dict[str, Any]]],
-                              *, fence: Fence | Sequence[Fence] | None = None) -> list[int]:
+    def append_kernel_records(
+        self,
+        session_id: str,
+        stream: str,
+        records: Sequence[tuple[str, int, dict[str, Any]]],
+        *,
+        fence: Fence | Sequence[Fence] | None = None,
+    ) -> list[int]:
         """Append engine-owned records ``(kind, at_seq, payload)`` to ``stream`` in one transaction
         (:class:`LeaseLost`, nothing written, when a ``fence`` does not hold)."""
         with self._write() as db:
@@ -941,12 +1161,14 @@ class EventStore:
             for kind, at_seq, payload in records:
                 cur = db.execute(
                     "INSERT INTO kernel_records(session_id, stream, kind, at_seq, payload) VALUES (?, ?, ?, ?, ?)",
-                    (session_id, stream, kind, at_seq, canonical_json(payload)))
+                    (session_id, stream, kind, at_seq, canonical_json(payload)),
+                )
                 ids.append(int(cur.lastrowid or 0))
         return ids
 
-    def kernel_records(self, session_id: str, stream: str, *, kinds: Sequence[str] | None = None,
-                       after_id: int = 0) -> list[tuple[int, str, int, dict[str, Any]]]:
+    def kernel_records(
+        self, session_id: str, stream: str, *, kinds: Sequence[str] | None = None, after_id: int = 0
+    ) -> list[tuple[int, str, int, dict[str, Any]]]:
         """Records of ``stream`` as ``(id, kind, at_seq, payload)`` in append order."""
         sql = "SELECT id, kind, at_seq, payload FROM kernel_records WHERE session_id = ? AND stream = ? AND id > ?"
         args: list[Any] = [session_id, stream, after_id]
@@ -978,8 +1200,9 @@ class EventStore:
         with self._lock:
             if self._scratch is None:
                 where = self.replay_scratch_path
-                self._scratch = ReplayScratch(":memory:" if where is None else where,
-                                              busy_timeout_ms=self._busy_timeout_ms)
+                self._scratch = ReplayScratch(
+                    ":memory:" if where is None else where, busy_timeout_ms=self._busy_timeout_ms
+                )
             return self._scratch
 
     def keep_replay(self, run_id: int) -> list[int]:
@@ -1003,8 +1226,10 @@ class EventStore:
     def token_counts(self, session_id: str, tokenizer: str) -> dict[tuple[int, str], int]:
         """Cached exact token counts of ``session_id`` for ``tokenizer``: ``{(seq, digest): tokens}``
         (``{}`` when none were recorded). ``digest`` names the rendering of event ``seq`` that was counted."""
-        rows = self._rows("SELECT seq, digest, tokens FROM token_counts WHERE session_id = ? AND tokenizer = ?",
-                          (session_id, tokenizer))
+        rows = self._rows(
+            "SELECT seq, digest, tokens FROM token_counts WHERE session_id = ? AND tokenizer = ?",
+            (session_id, tokenizer),
+        )
         return {(int(r[0]), str(r[1])): int(r[2]) for r in rows}
 
     def put_token_counts(self, session_id: str, tokenizer: str, counts: Sequence[tuple[int, str, int]]) -> int:
@@ -1031,16 +1256,22 @@ class EventStore:
             seqs = sorted({r[2] for r in rows})
             known: set[int] = set()
             for i in range(0, len(seqs), 500):
-                part = seqs[i:i + 500]
-                known.update(r[0] for r in db.execute(
-                    f"SELECT seq FROM events WHERE session_id = ? AND seq IN ({','.join('?' * len(part))})",
-                    (session_id, *part)))
+                part = seqs[i : i + 500]
+                known.update(
+                    r[0]
+                    for r in db.execute(
+                        f"SELECT seq FROM events WHERE session_id = ? AND seq IN ({','.join('?' * len(part))})",
+                        (session_id, *part),
+                    )
+                )
             missing = [s for s in seqs if s not in known]
             if missing:
                 raise ValueError(f"token counts for seq {missing[0]}: not an event of session {session_id}")
             before = db.total_changes
-            db.executemany("INSERT OR IGNORE INTO token_counts(session_id, tokenizer, seq, digest, tokens) "
-                           "VALUES (?, ?, ?, ?, ?)", rows)
+            db.executemany(
+                "INSERT OR IGNORE INTO token_counts(session_id, tokenizer, seq, digest, tokens) VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
             return db.total_changes - before
 
     def sqlite_version(self) -> str:

@@ -64,8 +64,11 @@ class CandidateSearch:
         if token not in self._span:
             if len(self._span) >= MAX_KEPT:
                 self._span.clear()
-            rows = db.execute("SELECT rowid FROM events_fts WHERE events_fts MATCH ? ORDER BY rowid DESC "
-                              f"LIMIT 1 OFFSET {PROBE_ROWS - 1}", (quote_token(token),)).fetchall()
+            rows = db.execute(
+                "SELECT rowid FROM events_fts WHERE events_fts MATCH ? ORDER BY rowid DESC "
+                f"LIMIT 1 OFFSET {PROBE_ROWS - 1}",
+                (quote_token(token),),
+            ).fetchall()
             if not rows:
                 self._span[token] = None
             else:
@@ -109,9 +112,15 @@ class CandidateSearch:
                 candidates.append(" AND ".join(quote_token(t) for t in rare))
         return exact, candidates
 
-    def search(self, rowids: Callable[[str, int | None, int | None, int], list[int]],
-               texts: Callable[[list[int]], dict[int, str]], match: str, exact: list[str], candidates: list[str],
-               limit: int) -> list[int]:
+    def search(
+        self,
+        rowids: Callable[[str, int | None, int | None, int], list[int]],
+        texts: Callable[[list[int]], dict[int, str]],
+        match: str,
+        exact: list[str],
+        candidates: list[str],
+        limit: int,
+    ) -> list[int]:
         """The newest ``limit`` rowids matching ``match`` (newest first), from a :meth:`plan`.
 
         ``rowids(expr, below, above, n)``: the newest ``n`` rowids matching FTS expression ``expr`` (with the

@@ -52,8 +52,10 @@ class TaskFence:
     token: int
 
     def check(self, db: sqlite3.Connection) -> None:
-        row = db.execute("SELECT owner, attempt, status FROM group_tasks WHERE root_session_id = ? AND task_id = ?",
-                         (self.root_session_id, self.task_id)).fetchone()
+        row = db.execute(
+            "SELECT owner, attempt, status FROM group_tasks WHERE root_session_id = ? AND task_id = ?",
+            (self.root_session_id, self.task_id),
+        ).fetchone()
         where = f"the lease of task {self.task_id!r} (token {self.token}, held by {self.agent!r})"
         if row is None:
             raise LeaseLost(f"{where}: no such task in the group rooted in {self.root_session_id}; nothing written")
@@ -72,8 +74,7 @@ class RunFence:
     run_id: str
 
     def check(self, db: sqlite3.Connection) -> None:
-        row = db.execute("SELECT run_id, pid, host FROM run_leases WHERE session_id = ?",
-                         (self.session_id,)).fetchone()
+        row = db.execute("SELECT run_id, pid, host FROM run_leases WHERE session_id = ?", (self.session_id,)).fetchone()
         where = f"the run lease of session {self.session_id} (run {self.run_id})"
         if row is None:
             raise LeaseLost(f"{where} was released; nothing written")
@@ -147,5 +148,6 @@ class FencedStore:
         return self._store.import_session(**kwargs, fence=self.fences + extra)
 
     def append_kernel_records(self, session_id: str, stream: str, records: Any, *, fence: Any = None) -> list[int]:
-        return list(self._store.append_kernel_records(session_id, stream, records,
-                                                      fence=self.fences + fences_of(fence)))
+        return list(
+            self._store.append_kernel_records(session_id, stream, records, fence=self.fences + fences_of(fence))
+        )

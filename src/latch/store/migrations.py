@@ -175,7 +175,6 @@ def m007_fts_dotted_terms(db: sqlite3.Connection) -> None:
     m006_fts_glued_terms(db)
 
 
-
 @migration
 def m008_group_projection(db: sqlite3.Connection) -> None:
     # A cache, not history: the group projection of the root sessions' group events. Its rows

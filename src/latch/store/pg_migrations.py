@@ -33,12 +33,18 @@ def _migration(fn: Callable[[Any], None]) -> Callable[[Any], None]:
 
 
 def _append_only(db: Any, table: str, what: str) -> None:
-    db.execute(f"CREATE TRIGGER {table}_no_update BEFORE UPDATE ON {table} FOR EACH ROW "
-               f"EXECUTE FUNCTION latch_append_only('{what}')")
-    db.execute(f"CREATE TRIGGER {table}_no_delete BEFORE DELETE ON {table} FOR EACH ROW "
-               f"EXECUTE FUNCTION latch_append_only('{what}')")
-    db.execute(f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table} FOR EACH STATEMENT "
-               f"EXECUTE FUNCTION latch_append_only('{what}')")
+    db.execute(
+        f"CREATE TRIGGER {table}_no_update BEFORE UPDATE ON {table} FOR EACH ROW "
+        f"EXECUTE FUNCTION latch_append_only('{what}')"
+    )
+    db.execute(
+        f"CREATE TRIGGER {table}_no_delete BEFORE DELETE ON {table} FOR EACH ROW "
+        f"EXECUTE FUNCTION latch_append_only('{what}')"
+    )
+    db.execute(
+        f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table} FOR EACH STATEMENT "
+        f"EXECUTE FUNCTION latch_append_only('{what}')"
+    )
 
 
 @_migration
@@ -70,8 +76,10 @@ def m001_sessions_events(db: Any) -> None:
     db.execute("CREATE TABLE latch_sequence (name TEXT PRIMARY KEY, seq BIGINT NOT NULL)")
     db.execute("CREATE INDEX events_session_seq ON events(session_id, seq)")
     db.execute("CREATE INDEX events_kind ON events(kind, session_id)")
-    db.execute("CREATE OR REPLACE FUNCTION latch_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ "
-               "BEGIN RAISE EXCEPTION '% are append-only', TG_ARGV[0]; END $$")
+    db.execute(
+        "CREATE OR REPLACE FUNCTION latch_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ "
+        "BEGIN RAISE EXCEPTION '% are append-only', TG_ARGV[0]; END $$"
+    )
     _append_only(db, "events", "events")
 
 
@@ -132,8 +140,9 @@ def reindex(db: Any) -> None:
     db.execute("DELETE FROM events_fts")
     after = 0
     while True:
-        batch = db.execute("SELECT seq, kind, payload FROM events WHERE seq > ? ORDER BY seq LIMIT 2000",
-                           (after,)).fetchall()
+        batch = db.execute(
+            "SELECT seq, kind, payload FROM events WHERE seq > ? ORDER BY seq LIMIT 2000", (after,)
+        ).fetchall()
         if not batch:
             break
         rows = []

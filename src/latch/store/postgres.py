@@ -137,8 +137,9 @@ class PostgresEventStore(EventStore):
     connection string; :class:`StoreError` (one line, password redacted) when psycopg is missing, the server
     cannot be reached, or the database holds tables of another program."""
 
-    def __init__(self, path: Any = None, *, workspace: str | None = None, busy_timeout_ms: int = 10_000,
-                 read_only: bool = False):
+    def __init__(
+        self, path: Any = None, *, workspace: str | None = None, busy_timeout_ms: int = 10_000, read_only: bool = False
+    ):
         self._dsn = str(path)
         self.url = redact(self._dsn)
         self.path = local_anchor(self._dsn)
@@ -151,8 +152,10 @@ class PostgresEventStore(EventStore):
         try:
             import psycopg  # noqa: F401
         except ImportError:
-            raise StoreError(f"the store at {self.url} needs the 'postgres' extra (module 'psycopg' is not installed): "
-                             "pip install 'latch-context[postgres]' (from a checkout: pip install '.[postgres]')") from None
+            raise StoreError(
+                f"the store at {self.url} needs the 'postgres' extra (module 'psycopg' is not installed): "
+                "pip install 'latch-context[postgres]' (from a checkout: pip install '.[postgres]')"
+            ) from None
         self._connect()
         try:
             self._migrate()
@@ -170,8 +173,12 @@ class PostgresEventStore(EventStore):
         import psycopg
 
         try:
-            conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=max(1, self._busy_timeout_ms // 1000),
-                                   application_name="latch")
+            conn = psycopg.connect(
+                self._dsn,
+                autocommit=True,
+                connect_timeout=max(1, self._busy_timeout_ms // 1000),
+                application_name="latch",
+            )
             # no server-side prepared statements: a generic plan of the recall query ignores how rare its tokens
             # are (a backward scan of the whole log instead of the GIN index: 20x slower measured)
             conn.prepare_threshold = None
@@ -226,8 +233,10 @@ class PostgresEventStore(EventStore):
                 if isinstance(exc, psycopg.OperationalError):
                     raise self._error(exc) from None
                 if isinstance(exc, UnicodeEncodeError):
-                    raise StoreError(f"cannot store {ascii(exc.object[:200])} in the store at {self.url}: it holds "
-                                     "undecodable bytes (a file name that is not UTF-8? rename the file)") from None
+                    raise StoreError(
+                        f"cannot store {ascii(exc.object[:200])} in the store at {self.url}: it holds "
+                        "undecodable bytes (a file name that is not UTF-8? rename the file)"
+                    ) from None
                 raise
 
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
@@ -237,8 +246,9 @@ class PostgresEventStore(EventStore):
             try:
                 return list(self._live().execute(sql, args).fetchall())
             except UnicodeEncodeError as exc:
-                raise StoreError(f"cannot look up {ascii(exc.object[:200])} in the store at {self.url}: it holds "
-                                 "undecodable bytes") from None
+                raise StoreError(
+                    f"cannot look up {ascii(exc.object[:200])} in the store at {self.url}: it holds undecodable bytes"
+                ) from None
             except psycopg.Error as exc:
                 raise self._error(exc) from None
 
@@ -266,27 +276,34 @@ class PostgresEventStore(EventStore):
         with self._lock:
             db = self._live()
             try:
-                tables = [r[0] for r in db.execute(
-                    "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
-                    "ORDER BY table_name")]
+                tables = [
+                    r[0]
+                    for r in db.execute(
+                        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+                        "ORDER BY table_name"
+                    )
+                ]
                 if tables and "_latch_migrations" not in tables:
                     shown = ", ".join(tables[:5]) + (f", ... ({len(tables) - 5} more)" if len(tables) > 5 else "")
-                    raise StoreError(f"cannot open the Latch store at {self.url}: the database holds tables of "
-                                     f"another program ({shown}); Latch leaves it unchanged")
+                    raise StoreError(
+                        f"cannot open the Latch store at {self.url}: the database holds tables of "
+                        f"another program ({shown}); Latch leaves it unchanged"
+                    )
                 db.execute(f"SELECT pg_advisory_lock({MIGRATE_LOCK})")
             except psycopg.Error as exc:
                 raise self._error(exc) from None
             try:
                 with self._write() as w:
-                    w.execute("CREATE TABLE IF NOT EXISTS _latch_migrations (rowid BIGINT GENERATED ALWAYS AS "
-                              "IDENTITY UNIQUE, name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+                    w.execute(
+                        "CREATE TABLE IF NOT EXISTS _latch_migrations (rowid BIGINT GENERATED ALWAYS AS "
+                        "IDENTITY UNIQUE, name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+                    )
                 done = {r[0] for r in db.execute("SELECT name FROM _latch_migrations")}
                 for name, fn in PG_MIGRATIONS:
                     if name in done:
                         continue
                     if self.read_only:
-                        raise StoreError(f"the store at {self.url} is read-only and needs a migration (first "
-                                         f"{name})")
+                        raise StoreError(f"the store at {self.url} is read-only and needs a migration (first {name})")
                     with self._write() as w:
                         fn(w)
                         w.execute("INSERT INTO _latch_migrations(name, applied_at) VALUES (?, ?)", (name, _now()))
@@ -319,8 +336,9 @@ class PostgresEventStore(EventStore):
     def quick_check(self) -> list[str]:
         """``[]`` when the index covers every event that has searchable text (a coarse check; the server keeps
         its own pages), else one line."""
-        missing = self._rows("SELECT count(*) FROM events_fts f LEFT JOIN events e ON e.seq = f.seq "
-                             "WHERE e.seq IS NULL")[0][0]
+        missing = self._rows(
+            "SELECT count(*) FROM events_fts f LEFT JOIN events e ON e.seq = f.seq WHERE e.seq IS NULL"
+        )[0][0]
         return [] if not missing else [f"{missing} index rows name no event"]
 
     def empty_and_unshared(self) -> bool:
@@ -336,8 +354,7 @@ class PostgresEventStore(EventStore):
         made from each event's searchable text)."""
         return list(events)
 
-    def _append_locked(self, session_id: str,
-                       events: Iterable[PendingEvent | Event] | EncodedBatch) -> list[int]:
+    def _append_locked(self, session_id: str, events: Iterable[PendingEvent | Event] | EncodedBatch) -> list[int]:
         if isinstance(events, EncodedBatch):
             raise TypeError("the PostgreSQL store takes events, not a batch encoded for SQLite")
         db = self._db
@@ -354,8 +371,13 @@ class PostgresEventStore(EventStore):
             return []
         known: set[str] = set()
         if refs:
-            known = {r[0] for r in db.execute("SELECT source_ref FROM events WHERE session_id = ? AND "
-                                              "source_ref = ANY(?)", (session_id, sorted(refs)))}
+            known = {
+                r[0]
+                for r in db.execute(
+                    "SELECT source_ref FROM events WHERE session_id = ? AND source_ref = ANY(?)",
+                    (session_id, sorted(refs)),
+                )
+            }
         nxt = self._take_numbers(db, "events", len(batch))
         rows, indexed, kinds = [], [], set()
         for i, (ev, ref, ts) in enumerate(batch):
@@ -370,8 +392,9 @@ class PostgresEventStore(EventStore):
                 indexed.append((seq, index_keys(text)))
             kinds.add(ev.KIND)
         if rows:
-            db.executemany("INSERT INTO events(seq, session_id, kind, payload, source_ref, ts) "
-                           "VALUES (?, ?, ?, ?, ?, ?)", rows)
+            db.executemany(
+                "INSERT INTO events(seq, session_id, kind, payload, source_ref, ts) VALUES (?, ?, ?, ?, ?, ?)", rows
+            )
         if indexed:
             db.executemany("INSERT INTO events_fts(seq, tokens) VALUES (?, ?)", indexed)
         for p in list(PROJECTIONS.values()):
@@ -385,8 +408,11 @@ class PostgresEventStore(EventStore):
         the first."""
         if n <= 0:
             return 0
-        end = db.execute("INSERT INTO latch_sequence(name, seq) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET "
-                         "seq = latch_sequence.seq + excluded.seq RETURNING seq", (table, n)).fetchone()[0]
+        end = db.execute(
+            "INSERT INTO latch_sequence(name, seq) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET "
+            "seq = latch_sequence.seq + excluded.seq RETURNING seq",
+            (table, n),
+        ).fetchone()[0]
         return int(end) - n + 1
 
     def _sequence(self, table: str) -> int:
@@ -394,38 +420,55 @@ class PostgresEventStore(EventStore):
         return int(rows[0][0]) if rows else 0
 
     def _set_sequence_locked(self, table: str, value: int) -> None:
-        self._db.execute("INSERT INTO latch_sequence(name, seq) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET "
-                         "seq = GREATEST(latch_sequence.seq, excluded.seq)", (table, value))
+        self._db.execute(
+            "INSERT INTO latch_sequence(name, seq) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET "
+            "seq = GREATEST(latch_sequence.seq, excluded.seq)",
+            (table, value),
+        )
 
     def _index_locked(self, texts: Sequence[tuple[int, str]]) -> None:
         rows = [(seq, index_keys(text)) for seq, text in texts if text]
         if rows:
             self._db.executemany("INSERT INTO events_fts(seq, tokens) VALUES (?, ?)", rows)
 
-    def append_kernel_records(self, session_id: str, stream: str, records: Sequence[tuple[str, int, dict[str, Any]]],
-                              *, fence: Fence | Sequence[Fence] | None = None) -> list[int]:
+    def append_kernel_records(
+        self,
+        session_id: str,
+        stream: str,
+        records: Sequence[tuple[str, int, dict[str, Any]]],
+        *,
+        fence: Fence | Sequence[Fence] | None = None,
+    ) -> list[int]:
         with self._write() as db:
             self._check_fences_locked(fence)
             nxt = self._take_numbers(db, "kernel_records", len(records))
-            rows = [(nxt + i, session_id, stream, kind, at_seq, canonical_json(payload))
-                    for i, (kind, at_seq, payload) in enumerate(records)]
+            rows = [
+                (nxt + i, session_id, stream, kind, at_seq, canonical_json(payload))
+                for i, (kind, at_seq, payload) in enumerate(records)
+            ]
             if rows:
-                db.executemany("INSERT INTO kernel_records(id, session_id, stream, kind, at_seq, payload) "
-                               "VALUES (?, ?, ?, ?, ?, ?)", rows)
+                db.executemany(
+                    "INSERT INTO kernel_records(id, session_id, stream, kind, at_seq, payload) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
         return [r[0] for r in rows]
 
     def record_import_fingerprint(self, path: str, options: str, sha256: str, size: int, keys: Sequence[str]) -> None:
         import json
 
         with self._write() as db:
-            db.execute("INSERT INTO import_fingerprints(path, options, sha256, size, keys, recorded_at) "
-                       "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (path, options) DO UPDATE SET sha256 = excluded.sha256, "
-                       "size = excluded.size, keys = excluded.keys, recorded_at = excluded.recorded_at",
-                       (path, options, sha256, int(size), json.dumps(list(keys)), _now()))
+            db.execute(
+                "INSERT INTO import_fingerprints(path, options, sha256, size, keys, recorded_at) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (path, options) DO UPDATE SET sha256 = excluded.sha256, "
+                "size = excluded.size, keys = excluded.keys, recorded_at = excluded.recorded_at",
+                (path, options, sha256, int(size), json.dumps(list(keys)), _now()),
+            )
 
     # ---------------------------------------------------------------- recall
-    def _recall(self, phrases: list[list[str]], match: str, mode: str, limit: int, where: str,
-                args: list[Any]) -> list[StoredEvent]:
+    def _recall(
+        self, phrases: list[list[str]], match: str, mode: str, limit: int, where: str, args: list[Any]
+    ) -> list[StoredEvent]:
         """The newest ``limit`` events (newest first) whose text FTS5 matches ``match``, among the rows holding
         the token keys of every phrase (``mode="and"``) or of one phrase (``"or"``), with the filter ``where``."""
         keyed = [sorted({token_key(t) for t in p}) for p in phrases]
@@ -433,14 +476,18 @@ class PostgresEventStore(EventStore):
             cond, cargs = "f.tokens @> ?::text[]", [sorted({k for p in keyed for k in p})]
         else:
             cond, cargs = "(" + " OR ".join(["f.tokens @> ?::text[]"] * len(keyed)) + ")", list(keyed)
-        sql = ("SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts FROM events_fts f "
-               "JOIN events e ON e.seq = f.seq WHERE " + cond + where)
+        sql = (
+            "SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts FROM events_fts f "
+            "JOIN events e ON e.seq = f.seq WHERE " + cond + where
+        )
         hits: list[StoredEvent] = []
         below: int | None = None
         size = min(PAGE, max(2 * limit, 32))  # most candidates match: a first page near limit, then larger ones
         while len(hits) < limit:
-            page = self._rows(sql + (" AND f.seq < ?" if below is not None else "") + " ORDER BY f.seq DESC LIMIT ?",
-                              [*cargs, *args, *([below] if below is not None else []), size])
+            page = self._rows(
+                sql + (" AND f.seq < ?" if below is not None else "") + " ORDER BY f.seq DESC LIMIT ?",
+                [*cargs, *args, *([below] if below is not None else []), size],
+            )
             if not page:
                 break
             decoded = [self._decode_row(r) for r in page]
@@ -453,15 +500,26 @@ class PostgresEventStore(EventStore):
             size = min(PAGE, size * 4)
         return hits[:limit]
 
-    def search(self, query: str, *, session_id: str | None = None, limit: int = 20, mode: str = "and",
-               before_seq: int | None = None, until_seq: int | None = None,
-               exclude_sessions: Iterable[str] = ()) -> list[StoredEvent]:
+    def search(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        limit: int = 20,
+        mode: str = "and",
+        before_seq: int | None = None,
+        until_seq: int | None = None,
+        exclude_sessions: Iterable[str] = (),
+    ) -> list[StoredEvent]:
         match = build_match_query(query, mode=mode)
         if match is None or limit <= 0:
             return []
         where, args = "", list[Any]()
-        for cond, val in ((" AND e.session_id = ?", session_id), (" AND f.seq < ?", before_seq),
-                          (" AND f.seq <= ?", until_seq)):
+        for cond, val in (
+            (" AND e.session_id = ?", session_id),
+            (" AND f.seq < ?", before_seq),
+            (" AND f.seq <= ?", until_seq),
+        ):
             if val is not None:
                 where += cond
                 args.append(val)
@@ -471,16 +529,27 @@ class PostgresEventStore(EventStore):
             args.append(excluded)
         return self._recall(match_phrases(query), match, mode, limit, where, args)
 
-    def search_hits(self, query: str, *, session_id: str | None = None, limit: int = 20, order: str = "recent",
-                    kinds: Sequence[str] | None = None, tool: str | None = None, since: str | None = None,
-                    until: str | None = None, exclude_sessions: Iterable[str] = ()) -> list[tuple[StoredEvent, float]]:
+    def search_hits(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        limit: int = 20,
+        order: str = "recent",
+        kinds: Sequence[str] | None = None,
+        tool: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        exclude_sessions: Iterable[str] = (),
+    ) -> list[tuple[StoredEvent, float]]:
         """:meth:`EventStore.search_hits` with ``order="recent"`` and the ``session_id``, ``kinds`` and
         ``exclude_sessions`` filters (rank ``0.0``); :class:`StoreError` for the others on PostgreSQL."""
         if order not in ("recent", "relevance"):
             raise ValueError(f"order must be 'recent' or 'relevance', not {order!r}")
         if order != "recent" or tool is not None or since is not None or until is not None:
-            raise StoreError(f"the store at {self.url} (PostgreSQL) searches newest first without --tool, --since "
-                             "or --until for now")
+            raise StoreError(
+                f"the store at {self.url} (PostgreSQL) searches newest first without --tool, --since or --until for now"
+            )
         match = build_phrase_query(query)
         if match is None or limit <= 0:
             return []
@@ -498,19 +567,30 @@ class PostgresEventStore(EventStore):
             args.append(excluded)
         return [(e, 0.0) for e in self._recall(phrases, match, "and", limit, where, args)]
 
-    def call_events(self, call_id: str, *, session_id: str | None = None, kinds: Sequence[str] | None = None,
-                    tool: str | None = None, since: str | None = None, until: str | None = None,
-                    exclude_sessions: Iterable[str] = ()) -> list[StoredEvent]:
+    def call_events(
+        self,
+        call_id: str,
+        *,
+        session_id: str | None = None,
+        kinds: Sequence[str] | None = None,
+        tool: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        exclude_sessions: Iterable[str] = (),
+    ) -> list[StoredEvent]:
         """:meth:`EventStore.call_events` (jsonb lookups), with the ``session_id``, ``kinds`` and
         ``exclude_sessions`` filters; :class:`StoreError` for the others on PostgreSQL."""
         import json
 
         if tool is not None or since is not None or until is not None:
-            raise StoreError(f"the store at {self.url} (PostgreSQL) searches without --tool, --since or --until "
-                             "for now")
-        sql = ("SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts FROM events e WHERE "
-               "((e.kind = 'tool_result' AND (e.payload::jsonb ->> 'call_id') = ?) OR "
-               "(e.kind = 'assistant_message' AND (e.payload::jsonb -> 'tool_calls') @> ?::jsonb))")
+            raise StoreError(
+                f"the store at {self.url} (PostgreSQL) searches without --tool, --since or --until for now"
+            )
+        sql = (
+            "SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts FROM events e WHERE "
+            "((e.kind = 'tool_result' AND (e.payload::jsonb ->> 'call_id') = ?) OR "
+            "(e.kind = 'assistant_message' AND (e.payload::jsonb -> 'tool_calls') @> ?::jsonb))"
+        )
         args: list[Any] = [call_id, json.dumps([{"id": call_id}])]
         if session_id is not None:
             sql += " AND e.session_id = ?"

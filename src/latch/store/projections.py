@@ -51,36 +51,64 @@ def _group_apply(db: sqlite3.Connection, stored: Any) -> None:
     e, seq = stored.event, stored.seq
     root = stored.session_id
     if isinstance(e, GroupTaskCreated):
-        db.execute("INSERT OR IGNORE INTO group_tasks(root_session_id, task_id, pos, title, brief, depends_on) "
-                   "VALUES (?, ?, ?, ?, ?, ?)", (root, e.task_id, seq, e.title, e.brief, json.dumps(list(e.depends_on))))
+        db.execute(
+            "INSERT OR IGNORE INTO group_tasks(root_session_id, task_id, pos, title, brief, depends_on) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (root, e.task_id, seq, e.title, e.brief, json.dumps(list(e.depends_on))),
+        )
     elif isinstance(e, GroupTaskClaimed):
-        db.execute("UPDATE group_tasks SET owner = ?, attempt = ?, lease_seconds = ?, alive_at = ? "
-                   "WHERE root_session_id = ? AND task_id = ? AND status IS NULL AND "
-                   "((owner IS NULL AND ? = 0) OR (owner IS NOT NULL AND ? = attempt + 1))",
-                   (e.agent, e.attempt, e.lease_seconds, e.at, root, e.task_id, e.attempt, e.attempt))
+        db.execute(
+            "UPDATE group_tasks SET owner = ?, attempt = ?, lease_seconds = ?, alive_at = ? "
+            "WHERE root_session_id = ? AND task_id = ? AND status IS NULL AND "
+            "((owner IS NULL AND ? = 0) OR (owner IS NOT NULL AND ? = attempt + 1))",
+            (e.agent, e.attempt, e.lease_seconds, e.at, root, e.task_id, e.attempt, e.attempt),
+        )
     elif isinstance(e, GroupTaskLeaseRenewed):
-        db.execute("UPDATE group_tasks SET alive_at = max(coalesce(alive_at, 0.0), ?) WHERE root_session_id = ? "
-                   "AND task_id = ? AND status IS NULL AND owner IS ? AND attempt = ?",
-                   (e.at, root, e.task_id, e.agent, e.attempt))
+        db.execute(
+            "UPDATE group_tasks SET alive_at = max(coalesce(alive_at, 0.0), ?) WHERE root_session_id = ? "
+            "AND task_id = ? AND status IS NULL AND owner IS ? AND attempt = ?",
+            (e.at, root, e.task_id, e.agent, e.attempt),
+        )
     elif isinstance(e, GroupTaskCompleted):
-        db.execute("UPDATE group_tasks SET status = ?, summary = ?, session_id = ? WHERE root_session_id = ? "
-                   "AND task_id = ? AND status IS NULL AND owner IS ?",
-                   (e.status, e.summary, e.session_id, root, e.task_id, e.agent))
+        db.execute(
+            "UPDATE group_tasks SET status = ?, summary = ?, session_id = ? WHERE root_session_id = ? "
+            "AND task_id = ? AND status IS NULL AND owner IS ?",
+            (e.status, e.summary, e.session_id, root, e.task_id, e.agent),
+        )
     elif isinstance(e, GroupMemberJoined):
-        db.execute("INSERT INTO group_members(root_session_id, agent, pos, session_id) VALUES (?, ?, ?, ?) "
-                   "ON CONFLICT(root_session_id, agent) DO UPDATE SET session_id = excluded.session_id "
-                   "WHERE group_members.session_id IS NULL", (root, e.agent, seq, e.session_id))
+        db.execute(
+            "INSERT INTO group_members(root_session_id, agent, pos, session_id) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(root_session_id, agent) DO UPDATE SET session_id = excluded.session_id "
+            "WHERE group_members.session_id IS NULL",
+            (root, e.agent, seq, e.session_id),
+        )
     elif isinstance(e, GroupMessageQueued):
-        db.execute("INSERT OR IGNORE INTO group_messages(root_session_id, message_id, pos, sender, recipient, text) "
-                   "VALUES (?, ?, ?, ?, ?, ?)", (root, e.message_id, seq, e.sender, e.recipient, e.text))
+        db.execute(
+            "INSERT OR IGNORE INTO group_messages(root_session_id, message_id, pos, sender, recipient, text) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (root, e.message_id, seq, e.sender, e.recipient, e.text),
+        )
     elif isinstance(e, GroupMessageDelivered):
-        db.execute("UPDATE group_messages SET delivered = 1 WHERE root_session_id = ? AND message_id = ?",
-                   (e.root_session_id, e.message_id))
+        db.execute(
+            "UPDATE group_messages SET delivered = 1 WHERE root_session_id = ? AND message_id = ?",
+            (e.root_session_id, e.message_id),
+        )
 
 
-PROJECTIONS: dict[str, Projection] = {"group": Projection(
-    name="group",
-    kinds=(GroupTaskCreated.KIND, GroupTaskClaimed.KIND, GroupTaskCompleted.KIND, GroupTaskLeaseRenewed.KIND,
-           GroupMemberJoined.KIND, GroupMessageQueued.KIND, GroupMessageDelivered.KIND),
-    tables=("group_tasks", "group_members", "group_messages"), apply=_group_apply)}
+PROJECTIONS: dict[str, Projection] = {
+    "group": Projection(
+        name="group",
+        kinds=(
+            GroupTaskCreated.KIND,
+            GroupTaskClaimed.KIND,
+            GroupTaskCompleted.KIND,
+            GroupTaskLeaseRenewed.KIND,
+            GroupMemberJoined.KIND,
+            GroupMessageQueued.KIND,
+            GroupMessageDelivered.KIND,
+        ),
+        tables=("group_tasks", "group_members", "group_messages"),
+        apply=_group_apply,
+    )
+}
 """The projections every store keeps, by name (a constant: no run-time registry)."""

@@ -125,8 +125,10 @@ class ReplayScratch:
                 with self._write() as db:
                     version = db.execute("PRAGMA user_version").fetchone()[0]
                     if version > SCHEMA_VERSION:
-                        raise StoreError(f"the replay scratch database {self.path} was written by a newer Latch "
-                                         f"(schema {version}); run `latch prune-replays` with that version")
+                        raise StoreError(
+                            f"the replay scratch database {self.path} was written by a newer Latch "
+                            f"(schema {version}); run `latch prune-replays` with that version"
+                        )
                     for sql in _SCHEMA:
                         db.execute(sql)
                     db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
@@ -148,11 +150,11 @@ class ReplayScratch:
 
     def _error(self, exc: BaseException) -> StoreError:
         if _busy(exc):
-            return StoreBusyError(f"the replay scratch database {self.path} is busy (locked by another process); "
-                                  "try again")
+            return StoreBusyError(
+                f"the replay scratch database {self.path} is busy (locked by another process); try again"
+            )
         if _damaged(exc):
-            return StoreError(f"the replay scratch database {self.path} is damaged ({exc}); "
-                              "run `latch prune-replays`")
+            return StoreError(f"the replay scratch database {self.path} is damaged ({exc}); run `latch prune-replays`")
         return StoreError(f"the replay scratch database {self.path} failed: {exc}")
 
     def _write(self) -> AbstractContextManager[sqlite3.Connection]:
@@ -177,8 +179,10 @@ class ReplayScratch:
     def start(self, session_id: str, stream: str) -> int:
         """Start a run of ``stream`` for ``session_id``; return its id (unfinished until :meth:`finish`)."""
         with self._write() as db:
-            cur = db.execute("INSERT INTO runs(session_id, stream, pid, host, started_at) VALUES (?, ?, ?, ?, ?)",
-                             (session_id, stream, os.getpid(), socket.gethostname(), _now()))
+            cur = db.execute(
+                "INSERT INTO runs(session_id, stream, pid, host, started_at) VALUES (?, ?, ?, ?, ?)",
+                (session_id, stream, os.getpid(), socket.gethostname(), _now()),
+            )
             return int(cur.lastrowid or 0)
 
     def _require(self, db: sqlite3.Connection, run_id: int) -> None:
@@ -192,13 +196,16 @@ class ReplayScratch:
             self._require(db, run_id)
             ids = []
             for kind, at_seq, payload in records:
-                cur = db.execute("INSERT INTO records(run_id, kind, at_seq, payload) VALUES (?, ?, ?, ?)",
-                                 (run_id, kind, at_seq, canonical_json(dict(payload))))
+                cur = db.execute(
+                    "INSERT INTO records(run_id, kind, at_seq, payload) VALUES (?, ?, ?, ?)",
+                    (run_id, kind, at_seq, canonical_json(dict(payload))),
+                )
                 ids.append(int(cur.lastrowid or 0))
         return ids
 
-    def records(self, run_id: int, *, kinds: Sequence[str] | None = None,
-                after_id: int = 0) -> list[tuple[int, str, int, dict[str, Any]]]:
+    def records(
+        self, run_id: int, *, kinds: Sequence[str] | None = None, after_id: int = 0
+    ) -> list[tuple[int, str, int, dict[str, Any]]]:
         """Records of run ``run_id`` as ``(id, kind, at_seq, payload)`` with ``id > after_id``, in append order."""
         sql = "SELECT id, kind, at_seq, payload FROM records WHERE run_id = ? AND id > ?"
         args: list[Any] = [run_id, after_id]
@@ -222,8 +229,10 @@ class ReplayScratch:
 
     def runs(self) -> list[ReplayRun]:
         """Every run in the scratch, oldest first (unfinished ones included: ``finished`` says which)."""
-        rows = self._rows("SELECT r.id, r.session_id, r.stream, r.pid, r.host, r.started_at, r.finished_at, "
-                          "(SELECT count(*) FROM records x WHERE x.run_id = r.id) FROM runs r ORDER BY r.id")
+        rows = self._rows(
+            "SELECT r.id, r.session_id, r.stream, r.pid, r.host, r.started_at, r.finished_at, "
+            "(SELECT count(*) FROM records x WHERE x.run_id = r.id) FROM runs r ORDER BY r.id"
+        )
         return [ReplayRun(*r) for r in rows]
 
     def discard(self, run_id: int) -> None:

@@ -22,8 +22,14 @@ from .raw_history import RawHistoryEngine
 from .sliding_window import SlidingWindowEngine
 from .summary import SummaryEngine, extractive_summary
 
-__all__ = ["BaselineEngine", "SlidingWindowEngine", "ObservationMaskingEngine", "SummaryEngine", "RawHistoryEngine",
-           "extractive_summary"]
+__all__ = [
+    "BaselineEngine",
+    "SlidingWindowEngine",
+    "ObservationMaskingEngine",
+    "SummaryEngine",
+    "RawHistoryEngine",
+    "extractive_summary",
+]
 
 
 @hookimpl

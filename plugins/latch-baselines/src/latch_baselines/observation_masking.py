@@ -29,8 +29,10 @@ class ObservationMaskingEngine(BaselineEngine):
     """Mask tool outputs older than the last ``keep_turns`` tool-call turns, then fit the budget."""
 
     PLUGIN_NAME: ClassVar[str] = "observation-masking"
-    DESCRIPTION: ClassVar[str] = ("Replaces tool outputs older than the last M turns (default 10) by a placeholder; "
-                                  "drops the oldest units if still over budget.")
+    DESCRIPTION: ClassVar[str] = (
+        "Replaces tool outputs older than the last M turns (default 10) by a placeholder; "
+        "drops the oldest units if still over budget."
+    )
     DEFAULTS: ClassVar[dict[str, Any]] = {"keep_turns": 10}
 
     def _check_options(self, options: dict[str, Any]) -> None:

@@ -21,12 +21,19 @@ class RawHistoryEngine(BaselineEngine):
     """Keep every unit; refuse (``ContextOverflow``) once they exceed the room."""
 
     PLUGIN_NAME: ClassVar[str] = "raw-history"
-    DESCRIPTION: ClassVar[str] = "Sends the whole conversation every request (no eviction); refuses once it no longer fits."
+    DESCRIPTION: ClassVar[str] = (
+        "Sends the whole conversation every request (no eviction); refuses once it no longer fits."
+    )
 
     def select(self, units: list[Unit], available: int) -> Selection:
         total = sum(self.cost(u) for u in units)
         if total > available:
-            raise ContextOverflow(f"{self.PLUGIN_NAME}: the whole conversation no longer fits the hard budget",
-                                  {"conversation_tokens": total, "available_tokens": available,
-                                   "hard_limit_tokens": self.budget.hard_limit_tokens})
+            raise ContextOverflow(
+                f"{self.PLUGIN_NAME}: the whole conversation no longer fits the hard budget",
+                {
+                    "conversation_tokens": total,
+                    "available_tokens": available,
+                    "hard_limit_tokens": self.budget.hard_limit_tokens,
+                },
+            )
         return Selection(units)

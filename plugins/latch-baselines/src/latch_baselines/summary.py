@@ -26,9 +26,9 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
+from latch.engine.units import Unit
 from latch.events import argument_paths, parse_arguments
 from latch.port import ViewMessage
-from latch.engine.units import Unit
 
 from .base import BaselineEngine, Selection
 
@@ -40,8 +40,10 @@ REQUEST_CHARS = 160
 ERROR_CHARS = 200
 ERRORS_KEPT = 3
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
-_EDIT_TOOLS = frozenset("""edit multiedit write write_file edit_file create create_file insert apply_patch
-str_replace replace notebookedit notebook_edit""".split())
+_EDIT_TOOLS = frozenset(
+    """edit multiedit write write_file edit_file create create_file insert apply_patch
+str_replace replace notebookedit notebook_edit""".split()
+)
 _EDITOR_WRITE = frozenset(("create", "str_replace", "insert", "write"))
 _PATCH_FILE = re.compile(r"\*\*\* (?:Update|Add|Delete) File: ([^\s\"\\]+)")
 
@@ -137,10 +139,16 @@ class SummaryEngine(BaselineEngine):
     """Fold history beyond ``threshold_tokens`` into one summary message; keep the newest units verbatim."""
 
     PLUGIN_NAME: ClassVar[str] = "summary"
-    DESCRIPTION: ClassVar[str] = ("Replaces history beyond a threshold with one summary message "
-                                  "(pluggable summarizer; default: deterministic extractive).")
-    DEFAULTS: ClassVar[dict[str, Any]] = {"threshold_tokens": None, "keep_tokens": None, "summary_tokens": 2000,
-                                          "summarizer": None}
+    DESCRIPTION: ClassVar[str] = (
+        "Replaces history beyond a threshold with one summary message "
+        "(pluggable summarizer; default: deterministic extractive)."
+    )
+    DEFAULTS: ClassVar[dict[str, Any]] = {
+        "threshold_tokens": None,
+        "keep_tokens": None,
+        "summary_tokens": 2000,
+        "summarizer": None,
+    }
 
     def _check_options(self, options: dict[str, Any]) -> None:
         for key in ("threshold_tokens", "keep_tokens"):
@@ -182,10 +190,16 @@ class SummaryEngine(BaselineEngine):
         key = (summarized[0].first_seq, summarized[-1].close_seq, budget_tokens)
         if self._summary is not None and self._summary[0] == key:
             return self._summary[1]
-        head = (f"[Summary of the earlier conversation: {len(summarized)} units, seq {key[0]}-{key[1]}, "
-                f"replaced by this summary; the originals stay in the session log.]\n")
+        head = (
+            f"[Summary of the earlier conversation: {len(summarized)} units, seq {key[0]}-{key[1]}, "
+            f"replaced by this summary; the originals stay in the session log.]\n"
+        )
         overhead = self._counter.message(ViewMessage(role="user", content=head, kind="summary"))
-        body = self._summarize(summarized, budget_tokens - overhead, self._counter.text) if budget_tokens > overhead else ""
+        body = (
+            self._summarize(summarized, budget_tokens - overhead, self._counter.text)
+            if budget_tokens > overhead
+            else ""
+        )
         while body and self._counter.message(ViewMessage(role="user", content=head + body)) > budget_tokens:
             body = body[: len(body) * 3 // 4]  # the summarizer overran its budget: cut it
         message = ViewMessage(role="user", content=head + body, kind="summary") if body else None
@@ -205,5 +219,11 @@ class SummaryEngine(BaselineEngine):
             message = self.summary_message(summarized, room)
             if message is not None:
                 prefix.append(message)
-        return Selection(kept, prefix, metrics={"summarized_units": len(summarized),
-                                                "summary_tokens": sum(self._counter.message(m) for m in prefix)})
+        return Selection(
+            kept,
+            prefix,
+            metrics={
+                "summarized_units": len(summarized),
+                "summary_tokens": sum(self._counter.message(m) for m in prefix),
+            },
+        )

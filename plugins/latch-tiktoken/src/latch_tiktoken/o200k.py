@@ -28,7 +28,14 @@ from latch.hookspecs import hookimpl
 if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command that makes none never imports it
     import numpy as np
 
-__all__ = ["O200kEstimator", "is_o200k_model", "ENCODING", "TIKTOKEN_O200K_SHA256", "vocabulary_sha256", "mergeable_ranks"]
+__all__ = [
+    "O200kEstimator",
+    "is_o200k_model",
+    "ENCODING",
+    "TIKTOKEN_O200K_SHA256",
+    "vocabulary_sha256",
+    "mergeable_ranks",
+]
 
 ENCODING = "o200k_base"
 TIKTOKEN_O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
@@ -45,8 +52,11 @@ def _encoding() -> Any:
 def mergeable_ranks() -> dict[bytes, int]:
     """quicktok's o200k vocabulary as tiktoken's ``mergeable_ranks`` (token bytes -> rank; no specials)."""
     enc = _encoding()
-    return {enc.decode_single_token_bytes(i): i for i in range(enc.n_vocab)
-            if not enc.is_special_token(i) and _has_token(enc, i)}
+    return {
+        enc.decode_single_token_bytes(i): i
+        for i in range(enc.n_vocab)
+        if not enc.is_special_token(i) and _has_token(enc, i)
+    }
 
 
 def _has_token(enc: Any, i: int) -> bool:
@@ -60,8 +70,10 @@ def _has_token(enc: Any, i: int) -> bool:
 def vocabulary_sha256() -> str:
     """SHA-256 of quicktok's o200k vocabulary written in tiktoken's file format (``base64(token) rank``
     per line, rank order): :data:`TIKTOKEN_O200K_SHA256` when it is OpenAI's vocabulary."""
-    lines = [base64.b64encode(b) + b" " + str(r).encode() + b"\n"
-             for b, r in sorted(mergeable_ranks().items(), key=lambda kv: kv[1])]
+    lines = [
+        base64.b64encode(b) + b" " + str(r).encode() + b"\n"
+        for b, r in sorted(mergeable_ranks().items(), key=lambda kv: kv[1])
+    ]
     return hashlib.sha256(b"".join(lines)).hexdigest()
 
 

@@ -33,13 +33,44 @@ from .processes import ProcessManager
 from .search_history import SearchHistory
 from .shell import ProcessOutput, Shell
 
-__all__ = ["Tool", "ToolContext", "ToolOutcome", "ToolError", "run_tool", "builtin_tools", "tool_schemas",
-           "check_arguments", "workspace_path", "bound_text", "OUTCOME_LIMIT_BYTES", "ProcessManager",
-           "ReadFile", "ReadArtifact", "WriteFile", "EditFile", "Shell", "ProcessOutput", "SearchHistory", "Compact", "KernelTool",
-           "BUILTIN_TOOL_CLASSES", "SpawnAgent", "agent_tools"]
+__all__ = [
+    "Tool",
+    "ToolContext",
+    "ToolOutcome",
+    "ToolError",
+    "run_tool",
+    "builtin_tools",
+    "tool_schemas",
+    "check_arguments",
+    "workspace_path",
+    "bound_text",
+    "OUTCOME_LIMIT_BYTES",
+    "ProcessManager",
+    "ReadFile",
+    "ReadArtifact",
+    "WriteFile",
+    "EditFile",
+    "Shell",
+    "ProcessOutput",
+    "SearchHistory",
+    "Compact",
+    "KernelTool",
+    "BUILTIN_TOOL_CLASSES",
+    "SpawnAgent",
+    "agent_tools",
+]
 
-BUILTIN_TOOL_CLASSES: tuple[type, ...] = (ReadFile, WriteFile, EditFile, Shell, ProcessOutput, SearchHistory,
-                                         Compact, ReadArtifact, *KERNEL_AGENT_TOOLS)
+BUILTIN_TOOL_CLASSES: tuple[type, ...] = (
+    ReadFile,
+    WriteFile,
+    EditFile,
+    Shell,
+    ProcessOutput,
+    SearchHistory,
+    Compact,
+    ReadArtifact,
+    *KERNEL_AGENT_TOOLS,
+)
 """The built-in tool classes in their fixed order."""
 
 _TOOLS: tuple[Tool, ...] = tuple(cls() for cls in BUILTIN_TOOL_CLASSES)

@@ -28,13 +28,22 @@ class SpawnAgent:
         "only your brief and the repository instructions (none of this conversation), so make the brief "
         "complete: the goal, the files involved, how to validate. Returns the child's report: status, "
         "summary, files touched and validations it ran (informational; re-check what matters).",
-        {"brief": {"type": "string", "minLength": 1, "description": "The complete task for the child."},
-         "tools": {"type": "array", "items": {"type": "string"},
-                   "description": "Tool names the child may use (default: yours, without spawn_agent)."},
-         "model": {"type": "string", "minLength": 1, "description": "Model id for the child (default: yours)."},
-         "background": {"type": "boolean", "description": "Return at once; the report arrives as a notification "
-                                                          "before a later request (default false)."}},
-        ["brief"])
+        {
+            "brief": {"type": "string", "minLength": 1, "description": "The complete task for the child."},
+            "tools": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Tool names the child may use (default: yours, without spawn_agent).",
+            },
+            "model": {"type": "string", "minLength": 1, "description": "Model id for the child (default: yours)."},
+            "background": {
+                "type": "boolean",
+                "description": "Return at once; the report arrives as a notification "
+                "before a later request (default false).",
+            },
+        },
+        ["brief"],
+    )
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         if ctx.spawner is None:

@@ -23,8 +23,19 @@ from ...store import EventStore
 if TYPE_CHECKING:  # the manager imports nothing from here at run time, but typing it would be a cycle
     from .processes import ProcessManager
 
-__all__ = ["ToolContext", "ToolOutcome", "Tool", "ToolError", "run_tool", "tool_schemas",
-           "check_arguments", "workspace_path", "bound_text", "OUTCOME_LIMIT_BYTES", "schema"]
+__all__ = [
+    "ToolContext",
+    "ToolOutcome",
+    "Tool",
+    "ToolError",
+    "run_tool",
+    "tool_schemas",
+    "check_arguments",
+    "workspace_path",
+    "bound_text",
+    "OUTCOME_LIMIT_BYTES",
+    "schema",
+]
 
 OUTCOME_LIMIT_BYTES = 32 * 1024
 """The most UTF-8 bytes of any outcome's content (a read_file page is 24 KiB plus its note)."""
@@ -82,13 +93,26 @@ class ToolError(Exception):
 
 def schema(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     """A constant schema in the neutral shape, keys in a fixed order (as :data:`KERNEL_TOOLS`)."""
-    return {"name": name, "description": description,
-            "input_schema": {"type": "object", "properties": properties, "required": required,
-                             "additionalProperties": False}}
+    return {
+        "name": name,
+        "description": description,
+        "input_schema": {
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": False,
+        },
+    }
 
 
-_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "number": (int, float),
-                                       "boolean": (bool,), "array": (list,), "object": (dict,)}
+_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+}
 
 
 def check_arguments(tool_schema: Mapping[str, Any], args: Any) -> dict[str, Any]:
@@ -112,8 +136,10 @@ def check_arguments(tool_schema: Mapping[str, Any], args: Any) -> dict[str, Any]
         if expected in ("integer", "number") and isinstance(value, bool):
             ok = False
         if not ok:
-            raise ToolError(f"{name}: field {field!r} must be {'an' if expected == 'integer' else 'a'} {expected}, "
-                            f"got {type(value).__name__}")
+            raise ToolError(
+                f"{name}: field {field!r} must be {'an' if expected == 'integer' else 'a'} {expected}, "
+                f"got {type(value).__name__}"
+            )
         if "minimum" in p and value < p["minimum"]:
             raise ToolError(f"{name}: field {field!r} must be at least {p['minimum']}, got {value}")
         if "maximum" in p and value > p["maximum"]:
@@ -171,11 +197,13 @@ def spill(text: str, store: Any, fits: Callable[[str], bool]) -> str:
     def cut(head: int) -> str:
         tail = head // 2
         start = len(text[:head].encode("utf-8", "surrogatepass"))
-        end = len(data) - len(text[len(text) - tail:].encode("utf-8", "surrogatepass")) if tail else len(data)
-        note = (f"\n[… {len(text) - head - tail:,} of {len(text):,} characters left out to fit the context; the "
-                f"whole output is stored: read_artifact(sha256=\"{sha}\", offset={start}) reads on from here "
-                f"(bytes {start:,}..{end:,} of {len(data):,} were left out)]\n")
-        return text[:head] + note + (text[len(text) - tail:] if tail else "")
+        end = len(data) - len(text[len(text) - tail :].encode("utf-8", "surrogatepass")) if tail else len(data)
+        note = (
+            f"\n[… {len(text) - head - tail:,} of {len(text):,} characters left out to fit the context; the "
+            f'whole output is stored: read_artifact(sha256="{sha}", offset={start}) reads on from here '
+            f"(bytes {start:,}..{end:,} of {len(data):,} were left out)]\n"
+        )
+        return text[:head] + note + (text[len(text) - tail :] if tail else "")
 
     lo, hi = 0, len(text) * 2 // 3
     while hi - lo > 1:

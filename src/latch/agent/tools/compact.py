@@ -34,12 +34,15 @@ class Compact:
         "the canonical state, its working set and search_history keep it). Write the handoff note your next "
         "context needs: what is done, what is next, what to watch out for.",
         {"note": {"type": "string", "minLength": 1, "description": "The handoff note, kept in the canonical state."}},
-        ["note"])
+        ["note"],
+    )
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         try:
             stored = apply_kernel_tool(ctx.store, ctx.session_id, "add_note", {"note": HANDOFF_PREFIX + args["note"]})
         except KernelToolError as exc:
             return ToolOutcome(str(exc), is_error=True)
-        return ToolOutcome(f"compact: handoff note recorded (#{stored.seq}); the next request starts a fresh context "
-                           "epoch with the canonical state, the working set and this note")
+        return ToolOutcome(
+            f"compact: handoff note recorded (#{stored.seq}); the next request starts a fresh context "
+            "epoch with the canonical state, the working set and this note"
+        )

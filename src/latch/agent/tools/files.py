@@ -59,19 +59,25 @@ def _expected(ctx: ToolContext, rel: str, absolute: Path) -> str | None:
     """The hash a guarded write of ``rel`` expects, or ``ToolError`` when the model must read it first."""
     seen = last_seen(ctx, rel)
     if isinstance(seen, tuple):
-        raise ToolError(f"{rel}: larger than 64 KiB and read in pages without a whole-file hash, so a write "
-                        "cannot be guarded; change it with the shell tool instead")
+        raise ToolError(
+            f"{rel}: larger than 64 KiB and read in pages without a whole-file hash, so a write "
+            "cannot be guarded; change it with the shell tool instead"
+        )
     if seen is _MISSING:
         if absolute.exists():
-            raise ToolError(f"{rel}: exists and was not read in this session; read it with read_file first "
-                            "(nothing was written)")
+            raise ToolError(
+                f"{rel}: exists and was not read in this session; read it with read_file first (nothing was written)"
+            )
         return None
     return seen
 
 
 def _stale(exc: StaleFileError) -> ToolOutcome:
-    return ToolOutcome(f"{exc.path}: changed outside the agent since you last read it; re-read it with "
-                       "read_file, then redo the change (nothing was written)", is_error=True)
+    return ToolOutcome(
+        f"{exc.path}: changed outside the agent since you last read it; re-read it with "
+        "read_file, then redo the change (nothing was written)",
+        is_error=True,
+    )
 
 
 def _page_tokens(ctx: ToolContext) -> int:
@@ -98,15 +104,24 @@ class ReadFile:
         "read_file",
         f"Read a text file of the workspace, one page at a time (at most {PAGE_LIMIT_BYTES // 1024} KiB and "
         f"{PAGE_LIMIT_TOKENS:,} tokens). A longer file ends with a note giving the offset to continue from.",
-        {"path": {"type": "string", "minLength": 1, "description": "The file, relative to the workspace root."},
-         "offset": {"type": "integer", "minimum": 0, "description": "Byte offset to start from (default 0)."}},
-        ["path"])
+        {
+            "path": {"type": "string", "minLength": 1, "description": "The file, relative to the workspace root."},
+            "offset": {"type": "integer", "minimum": 0, "description": "Byte offset to start from (default 0)."},
+        },
+        ["path"],
+    )
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         absolute, rel = _target(ctx, args["path"])
         try:
-            page = read_file(ctx.store, ctx.session_id, absolute, offset=args.get("offset", 0),
-                             estimate=ctx.estimate, limit_tokens=_page_tokens(ctx))
+            page = read_file(
+                ctx.store,
+                ctx.session_id,
+                absolute,
+                offset=args.get("offset", 0),
+                estimate=ctx.estimate,
+                limit_tokens=_page_tokens(ctx),
+            )
         except FileNotFoundError:
             raise ToolError(f"{rel}: no such file{_nearby(ctx, absolute)}") from None
         except (OSError, ValueError) as exc:
@@ -129,18 +144,26 @@ class ReadArtifact:
         "read_artifact",
         "Read a stored artifact (a tool output too large for the context, kept whole) one page at a time, from "
         "a byte offset. A page that does not reach the end ends with a note giving the offset to continue from.",
-        {"sha256": {"type": "string", "minLength": 64, "maxLength": 64,
-                    "description": "The artifact's SHA-256, as the cut output names it."},
-         "offset": {"type": "integer", "minimum": 0, "description": "Byte offset to start from (default 0)."}},
-        ["sha256"])
+        {
+            "sha256": {
+                "type": "string",
+                "minLength": 64,
+                "maxLength": 64,
+                "description": "The artifact's SHA-256, as the cut output names it.",
+            },
+            "offset": {"type": "integer", "minimum": 0, "description": "Byte offset to start from (default 0)."},
+        },
+        ["sha256"],
+    )
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         sha = str(args["sha256"]).strip().lower()
         if not _SHA256.fullmatch(sha):
             raise ToolError("sha256: must be the 64 hexadecimal digits the cut output names")
         try:
-            page = read_artifact(ctx.store, sha, offset=args.get("offset", 0), estimate=ctx.estimate,
-                                 limit_tokens=_page_tokens(ctx))
+            page = read_artifact(
+                ctx.store, sha, offset=args.get("offset", 0), estimate=ctx.estimate, limit_tokens=_page_tokens(ctx)
+            )
         except KeyError:
             raise ToolError(f"no artifact {sha[:12]}… in this store") from None
         except ValueError as exc:
@@ -157,9 +180,12 @@ class WriteFile:
         "write_file",
         "Create a file, or replace the whole content of one you have read in this session. Refused when the "
         "file changed since you read it: read it again first.",
-        {"path": {"type": "string", "minLength": 1, "description": "The file, relative to the workspace root."},
-         "content": {"type": "string", "description": "The complete new content."}},
-        ["path", "content"])
+        {
+            "path": {"type": "string", "minLength": 1, "description": "The file, relative to the workspace root."},
+            "content": {"type": "string", "description": "The complete new content."},
+        },
+        ["path", "content"],
+    )
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         absolute, rel = _target(ctx, args["path"])
@@ -184,11 +210,14 @@ class EditFile:
         "edit_file",
         "Replace an exact string in a file you have read in this session. old_string must occur exactly once "
         "(include enough context) unless replace_all is true. Refused when the file changed since you read it.",
-        {"path": {"type": "string", "minLength": 1, "description": "The file, relative to the workspace root."},
-         "old_string": {"type": "string", "minLength": 1, "description": "The exact text to replace."},
-         "new_string": {"type": "string", "description": "The replacement text."},
-         "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."}},
-        ["path", "old_string", "new_string"])
+        {
+            "path": {"type": "string", "minLength": 1, "description": "The file, relative to the workspace root."},
+            "old_string": {"type": "string", "minLength": 1, "description": "The exact text to replace."},
+            "new_string": {"type": "string", "description": "The replacement text."},
+            "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."},
+        },
+        ["path", "old_string", "new_string"],
+    )
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         absolute, rel = _target(ctx, args["path"])
@@ -217,8 +246,10 @@ class EditFile:
         if count == 0:
             raise ToolError(f"{rel}: old_string not found (the file is unchanged; re-read it for the exact text)")
         if count > 1 and not args.get("replace_all", False):
-            raise ToolError(f"{rel}: old_string occurs {count} times; add surrounding context to make it unique, "
-                            "or set replace_all (the file is unchanged)")
+            raise ToolError(
+                f"{rel}: old_string occurs {count} times; add surrounding context to make it unique, "
+                "or set replace_all (the file is unchanged)"
+            )
         updated = text.replace(old, new) if args.get("replace_all", False) else text.replace(old, new, 1)
         try:
             guarded_write(ctx.store, ctx.session_id, absolute, updated.encode("utf-8"), expected)
@@ -226,8 +257,10 @@ class EditFile:
             return _stale(exc)
         except OSError as exc:
             raise ToolError(f"{rel}: {exc.strerror or exc}") from None
-        return ToolOutcome(f"{rel}: replaced {count if args.get('replace_all', False) else 1} occurrence"
-                           f"{'s' if count > 1 and args.get('replace_all', False) else ''}")
+        return ToolOutcome(
+            f"{rel}: replaced {count if args.get('replace_all', False) else 1} occurrence"
+            f"{'s' if count > 1 and args.get('replace_all', False) else ''}"
+        )
 
 
 def _sha(data: bytes) -> str:

@@ -40,13 +40,21 @@ class _GroupTool:
 
 class CreateTask(_GroupTool):
     NAME = "create_task"
-    SCHEMA = schema("create_task", "Add a task to your agent group, optionally after other tasks.",
-                    {"task_id": {"type": "string", "minLength": 1, "description": "A unique id."},
-                     "title": {"type": "string", "minLength": 1, "description": "What the task is."},
-                     "brief": {"type": "string", "description": "The complete brief a worker starts from."},
-                     "depends_on": {"type": "array", "items": {"type": "string"},
-                                    "description": "Task ids that must complete first."}},
-                    ["task_id", "title"])
+    SCHEMA = schema(
+        "create_task",
+        "Add a task to your agent group, optionally after other tasks.",
+        {
+            "task_id": {"type": "string", "minLength": 1, "description": "A unique id."},
+            "title": {"type": "string", "minLength": 1, "description": "What the task is."},
+            "brief": {"type": "string", "description": "The complete brief a worker starts from."},
+            "depends_on": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Task ids that must complete first.",
+            },
+        },
+        ["task_id", "title"],
+    )
 
     def apply(self, group: Any, agent: str, args: Mapping[str, Any]) -> str:
         deps = args.get("depends_on") or []
@@ -58,9 +66,12 @@ class CreateTask(_GroupTool):
 
 class ClaimTask(_GroupTool):
     NAME = "claim_task"
-    SCHEMA = schema("claim_task", "Claim a ready task of your group; exactly one agent gets it.",
-                    {"task_id": {"type": "string", "minLength": 1, "description": "The task to claim."}},
-                    ["task_id"])
+    SCHEMA = schema(
+        "claim_task",
+        "Claim a ready task of your group; exactly one agent gets it.",
+        {"task_id": {"type": "string", "minLength": 1, "description": "The task to claim."}},
+        ["task_id"],
+    )
 
     def apply(self, group: Any, agent: str, args: Mapping[str, Any]) -> str:
         won = group.claim_task(args["task_id"], agent)
@@ -69,25 +80,36 @@ class ClaimTask(_GroupTool):
 
 class CompleteTask(_GroupTool):
     NAME = "complete_task"
-    SCHEMA = schema("complete_task", "Mark a task you own as completed (or failed) with a short summary.",
-                    {"task_id": {"type": "string", "minLength": 1, "description": "Your task."},
-                     "status": {"type": "string", "enum": ["completed", "failed"], "description": "Default completed."},
-                     "summary": {"type": "string", "description": "What was done."}},
-                    ["task_id"])
+    SCHEMA = schema(
+        "complete_task",
+        "Mark a task you own as completed (or failed) with a short summary.",
+        {
+            "task_id": {"type": "string", "minLength": 1, "description": "Your task."},
+            "status": {"type": "string", "enum": ["completed", "failed"], "description": "Default completed."},
+            "summary": {"type": "string", "description": "What was done."},
+        },
+        ["task_id"],
+    )
 
     def apply(self, group: Any, agent: str, args: Mapping[str, Any]) -> str:
-        group.complete_task(args["task_id"], agent, status=args.get("status", "completed"),
-                            summary=args.get("summary", ""))
+        group.complete_task(
+            args["task_id"], agent, status=args.get("status", "completed"), summary=args.get("summary", "")
+        )
         return f"task {args['task_id']}: {args.get('status', 'completed')}"
 
 
 class SendMessage(_GroupTool):
     NAME = "send_message"
-    SCHEMA = schema("send_message", "Send information to another agent of your group; it arrives at its next "
-                                    "request (it never wakes an idle agent).",
-                    {"recipient": {"type": "string", "minLength": 1, "description": "The agent's name."},
-                     "text": {"type": "string", "minLength": 1, "description": "The message."}},
-                    ["recipient", "text"])
+    SCHEMA = schema(
+        "send_message",
+        "Send information to another agent of your group; it arrives at its next "
+        "request (it never wakes an idle agent).",
+        {
+            "recipient": {"type": "string", "minLength": 1, "description": "The agent's name."},
+            "text": {"type": "string", "minLength": 1, "description": "The message."},
+        },
+        ["recipient", "text"],
+    )
 
     def apply(self, group: Any, agent: str, args: Mapping[str, Any]) -> str:
         mid = group.send_message(agent, args["recipient"], args["text"])

@@ -34,8 +34,17 @@ class KernelTool:
 def _tool_class(entry: Mapping[str, Any]) -> type[KernelTool]:
     name = str(entry["name"])
     cls_name = "".join(part.title() for part in name.split("_")) + "Tool"
-    return type(cls_name, (KernelTool,), {"NAME": name, "SCHEMA": entry, "MUTATES": False,
-                                          "__doc__": f"The ``{name}`` kernel tool.", "__module__": __name__})
+    return type(
+        cls_name,
+        (KernelTool,),
+        {
+            "NAME": name,
+            "SCHEMA": entry,
+            "MUTATES": False,
+            "__doc__": f"The ``{name}`` kernel tool.",
+            "__module__": __name__,
+        },
+    )
 
 
 KERNEL_AGENT_TOOLS: tuple[type[KernelTool], ...] = tuple(_tool_class(t) for t in KERNEL_TOOLS)

@@ -23,7 +23,7 @@ LOAD_TOOLS = "load_tools"
 def _first_sentence(text: str) -> str:
     line = " ".join(str(text).split())
     cut = line.find(". ")
-    return (line if cut < 0 else line[:cut + 1])[:160]
+    return (line if cut < 0 else line[: cut + 1])[:160]
 
 
 class LoadTools:
@@ -41,9 +41,16 @@ class LoadTools:
             LOAD_TOOLS,
             "Offer more tools from the next request on (left out so far to leave room in a small context window). "
             f"Available: {listed}",
-            {"names": {"type": "array", "minItems": 1, "items": {"type": "string", "enum": list(self._deferred)},
-                       "description": "The tools to offer."}},
-            ["names"])
+            {
+                "names": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {"type": "string", "enum": list(self._deferred)},
+                    "description": "The tools to offer.",
+                }
+            },
+            ["names"],
+        )
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         return ToolOutcome(self._load(list(dict.fromkeys(args["names"]))))

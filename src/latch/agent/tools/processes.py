@@ -50,9 +50,20 @@ from ...kernel.shell import classify_command
 from ..environment import tool_environment
 from ..sandbox import NO_SANDBOX, Sandbox
 
-__all__ = ["ProcessManager", "ManagedProcess", "RunResult", "Reconciled", "OUTPUT_LIMIT_BYTES", "OUTPUT_LIMIT_TOKENS",
-           "LOG_LIMIT_BYTES", "LOG_TAIL_BYTES", "KILL_GRACE_SECONDS", "LOG_DIR_PREFIX", "bounded_output",
-           "remove_stale_log_dirs"]
+__all__ = [
+    "ProcessManager",
+    "ManagedProcess",
+    "RunResult",
+    "Reconciled",
+    "OUTPUT_LIMIT_BYTES",
+    "OUTPUT_LIMIT_TOKENS",
+    "LOG_LIMIT_BYTES",
+    "LOG_TAIL_BYTES",
+    "KILL_GRACE_SECONDS",
+    "LOG_DIR_PREFIX",
+    "bounded_output",
+    "remove_stale_log_dirs",
+]
 
 OUTPUT_LIMIT_BYTES = 16 * 1024
 OUTPUT_LIMIT_TOKENS = 4000
@@ -66,8 +77,14 @@ _CHUNK = 65536
 _LOG_DIR = re.compile(re.escape(LOG_DIR_PREFIX) + r"(\d+)\.(\d+)-[A-Za-z0-9_]+$")
 
 
-def bounded_output(head: bytes, tail: bytes, total: int, estimate: Callable[[str], int],
-                   limit_bytes: int = OUTPUT_LIMIT_BYTES, limit_tokens: int = OUTPUT_LIMIT_TOKENS) -> str:
+def bounded_output(
+    head: bytes,
+    tail: bytes,
+    total: int,
+    estimate: Callable[[str], int],
+    limit_bytes: int = OUTPUT_LIMIT_BYTES,
+    limit_tokens: int = OUTPUT_LIMIT_TOKENS,
+) -> str:
     """The text of an output of ``total`` bytes whose first bytes are ``head`` and last bytes ``tail``
     (``tail`` empty when ``head`` holds everything): whole when it fits both limits, else a head, a marker
     ``[… N bytes of output omitted …]`` and a tail, the largest that fit (invalid UTF-8 replaced)."""
@@ -80,11 +97,12 @@ def bounded_output(head: bytes, tail: bytes, total: int, estimate: Callable[[str
     data_tail = tail if whole is None else whole
 
     def render(keep: int) -> str:
-        h = data_head[:keep // 2]
-        t = data_tail[len(data_tail) - (keep - keep // 2):] if keep - keep // 2 else b""
+        h = data_head[: keep // 2]
+        t = data_tail[len(data_tail) - (keep - keep // 2) :] if keep - keep // 2 else b""
         omitted = total - len(h) - len(t)
-        return (h.decode("utf-8", "ignore") + f"\n[… {omitted:,} bytes of output omitted …]\n"
-                + t.decode("utf-8", "ignore"))
+        return (
+            h.decode("utf-8", "ignore") + f"\n[… {omitted:,} bytes of output omitted …]\n" + t.decode("utf-8", "ignore")
+        )
 
     lo, hi = 0, min(limit_bytes, total)
     while lo < hi:
@@ -115,7 +133,7 @@ class _Capture:
         if chunk:
             self.tail += chunk
             if len(self.tail) > self.limit:
-                del self.tail[:len(self.tail) - self.limit]
+                del self.tail[: len(self.tail) - self.limit]
 
 
 @dataclass(frozen=True)
@@ -178,7 +196,7 @@ def _group_members(pgid: int, not_before: int | None) -> list[int]:
         try:
             with open(f"/proc/{entry}/stat", "rb") as f:
                 stat = f.read().decode("ascii", "replace")
-            fields = stat[stat.rindex(")") + 2:].split()
+            fields = stat[stat.rindex(")") + 2 :].split()
             state, pgrp, start = fields[0], int(fields[2]), int(fields[19])
         except (OSError, ValueError, IndexError):
             continue
@@ -250,8 +268,11 @@ def _validation_evidence(command: str, exit_code: int | None, signaled: bool, ta
     status = "passed" if exit_code == 0 else "failed" if exit_code is not None or signaled else "unknown"
     lines = [s.strip() for s in tail.splitlines() if s.strip()]
     summary = lines[-1][:200] if lines else ""
-    return [ValidationEvidence(command=command, status=status, requirements=validations, exit_code=exit_code,
-                               summary=summary)]
+    return [
+        ValidationEvidence(
+            command=command, status=status, requirements=validations, exit_code=exit_code, summary=summary
+        )
+    ]
 
 
 class ProcessManager:
@@ -265,9 +286,16 @@ class ProcessManager:
     (:class:`latch.agent.sandbox.Sandbox`: read-only system, no network, its own PID namespace).
     """
 
-    def __init__(self, store: Any, session_id: str, workspace: str | os.PathLike[str], *,
-                 log_dir: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None,
-                 sandbox: Sandbox | None = None):
+    def __init__(
+        self,
+        store: Any,
+        session_id: str,
+        workspace: str | os.PathLike[str],
+        *,
+        log_dir: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        sandbox: Sandbox | None = None,
+    ):
         self.store = store
         self.env = dict(env) if env is not None else tool_environment()  # secrets never reach a tool process
         self.sandbox = sandbox if sandbox is not None else NO_SANDBOX
@@ -275,8 +303,11 @@ class ProcessManager:
         self.workspace = Path(workspace).resolve()
         self.owns_log_dir = log_dir is None
         me = os.getpid()
-        self.log_dir = (Path(log_dir) if log_dir is not None else
-                        Path(tempfile.mkdtemp(prefix=f"{LOG_DIR_PREFIX}{me}.{process_start(me) or 0}-")))
+        self.log_dir = (
+            Path(log_dir)
+            if log_dir is not None
+            else Path(tempfile.mkdtemp(prefix=f"{LOG_DIR_PREFIX}{me}.{process_start(me) or 0}-"))
+        )
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._processes: dict[str, ManagedProcess] = {}
@@ -289,9 +320,15 @@ class ProcessManager:
     def _spawn(self, command: str, stdout: int | IO[bytes]) -> subprocess.Popen[bytes]:
         if self.closed:
             raise RuntimeError("the process manager is closed")
-        return subprocess.Popen(self.sandbox.command(["/bin/sh", "-c", command]), cwd=self.workspace,
-                                stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.STDOUT,
-                                start_new_session=True, env=self.sandbox.environment(self.env))
+        return subprocess.Popen(
+            self.sandbox.command(["/bin/sh", "-c", command]),
+            cwd=self.workspace,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=self.sandbox.environment(self.env),
+        )
 
     def run(self, command: str, *, timeout: float, estimate: Callable[[str], int]) -> RunResult:
         """Run ``command`` in the foreground for at most ``timeout`` seconds (see the module docstring).
@@ -355,17 +392,29 @@ class ProcessManager:
             self._processes[process_id] = mp
         try:
             me = os.getpid()
-            self.store.append(self.session_id, [ProcessStarted(
-                process_id=process_id, command=command, pgid=proc.pid, pgid_start=process_start(proc.pid),
-                owner_pid=me, owner_start=process_start(me), host=socket.gethostname())])
+            self.store.append(
+                self.session_id,
+                [
+                    ProcessStarted(
+                        process_id=process_id,
+                        command=command,
+                        pgid=proc.pid,
+                        pgid_start=process_start(proc.pid),
+                        owner_pid=me,
+                        owner_start=process_start(me),
+                        host=socket.gethostname(),
+                    )
+                ],
+            )
         except BaseException:
             _kill_group(proc, 0.2)
             os.close(read_end)
             with self._lock:
                 del self._processes[process_id]
             raise
-        watcher = threading.Thread(target=self._watch, args=(mp, read_end), name=f"latch-process-{process_id}",
-                                   daemon=True)
+        watcher = threading.Thread(
+            target=self._watch, args=(mp, read_end), name=f"latch-process-{process_id}", daemon=True
+        )
         with self._lock:
             self._watchers.append(watcher)
         watcher.start()
@@ -386,7 +435,7 @@ class ProcessManager:
                     tail += chunk
                     if len(tail) > LOG_TAIL_BYTES:
                         dropped += len(tail) - LOG_TAIL_BYTES
-                        del tail[:len(tail) - LOG_TAIL_BYTES]
+                        del tail[: len(tail) - LOG_TAIL_BYTES]
             code = mp.popen.wait()
             if tail:
                 if dropped:
@@ -466,13 +515,19 @@ class ProcessManager:
         if out:
             notes = []
             for r in out:
-                what = ("was still running and was killed" if r.running else "had already ended")
-                notes.append(f"managed process {r.process_id} ({' '.join(r.command.split())[:200]}) {what}; "
-                             f"its exit code is unknown and its output is gone")
-            text = ("[process notification] the previous run of this session ended without recording the exit of "
-                    "its background processes: " + "; ".join(notes) + ". Start a process again if you need it.")
-            self.store.append(self.session_id, [*(ProcessExited(r.process_id, None, unknown=True) for r in out),
-                                                UserMessage(text, is_meta=True)])
+                what = "was still running and was killed" if r.running else "had already ended"
+                notes.append(
+                    f"managed process {r.process_id} ({' '.join(r.command.split())[:200]}) {what}; "
+                    f"its exit code is unknown and its output is gone"
+                )
+            text = (
+                "[process notification] the previous run of this session ended without recording the exit of "
+                "its background processes: " + "; ".join(notes) + ". Start a process again if you need it."
+            )
+            self.store.append(
+                self.session_id,
+                [*(ProcessExited(r.process_id, None, unknown=True) for r in out), UserMessage(text, is_meta=True)],
+            )
         return out
 
     def close(self, timeout: float = 10.0) -> None:

@@ -16,8 +16,14 @@ from typing import Any, ClassVar
 from ...events import AssistantMessage
 from .base import ToolContext, ToolOutcome, schema
 
-__all__ = ["SearchHistory", "DEFAULT_LIMIT", "MAX_LIMIT", "HIT_LIMIT_CHARS", "SEARCH_LIMIT_BYTES",
-           "SEARCH_LIMIT_TOKENS"]
+__all__ = [
+    "SearchHistory",
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "HIT_LIMIT_CHARS",
+    "SEARCH_LIMIT_BYTES",
+    "SEARCH_LIMIT_TOKENS",
+]
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
@@ -52,10 +58,17 @@ class SearchHistory:
         "search_history",
         "Search this session's full history (messages, tool calls and results, recorded state) for exact "
         "words. Returns the newest matches, shown oldest first.",
-        {"query": {"type": "string", "minLength": 1, "description": "Words that must all occur."},
-         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
-                   "description": f"How many matches at most (default {DEFAULT_LIMIT})."}},
-        ["query"])
+        {
+            "query": {"type": "string", "minLength": 1, "description": "Words that must all occur."},
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_LIMIT,
+                "description": f"How many matches at most (default {DEFAULT_LIMIT}).",
+            },
+        },
+        ["query"],
+    )
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         limit = args.get("limit", DEFAULT_LIMIT)
@@ -76,5 +89,6 @@ class SearchHistory:
                 break
             kept.append(line)
         header = f"[{len(kept)} of the newest matches, oldest first" + (
-            f"; {len(lines) - len(kept)} older ones left out to stay short]" if len(kept) < len(lines) else "]")
+            f"; {len(lines) - len(kept)} older ones left out to stay short]" if len(kept) < len(lines) else "]"
+        )
         return ToolOutcome("\n".join([header] + kept[::-1]))

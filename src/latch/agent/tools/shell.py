@@ -38,12 +38,18 @@ class Shell:
         "output is cut to its head and tail when long. A foreground command is killed, with its process group, "
         "after timeout seconds. Set background to start a server or a long job: it returns at once with a "
         "process id; read its output with process_output. Its exit is recorded without polling.",
-        {"command": {"type": "string", "minLength": 1, "description": "The shell command line."},
-         "timeout": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_SECONDS,
-                     "description": f"Seconds before a foreground command is killed (default "
-                                    f"{DEFAULT_TIMEOUT_SECONDS})."},
-         "background": {"type": "boolean", "description": "Start a managed background process (default false)."}},
-        ["command"])
+        {
+            "command": {"type": "string", "minLength": 1, "description": "The shell command line."},
+            "timeout": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_TIMEOUT_SECONDS,
+                "description": f"Seconds before a foreground command is killed (default {DEFAULT_TIMEOUT_SECONDS}).",
+            },
+            "background": {"type": "boolean", "description": "Start a managed background process (default false)."},
+        },
+        ["command"],
+    )
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         command = args["command"]
@@ -56,9 +62,11 @@ class Shell:
                 mp = ctx.processes.start(command)
             except OSError as exc:
                 raise ToolError(f"shell: cannot start /bin/sh: {exc.strerror or exc}") from None
-            return ToolOutcome(f"Started background process {mp.process_id} (pid {mp.pid}). Read its output with "
-                               f"process_output(process_id=\"{mp.process_id}\"); its exit is recorded when it "
-                               "happens.")
+            return ToolOutcome(
+                f"Started background process {mp.process_id} (pid {mp.pid}). Read its output with "
+                f'process_output(process_id="{mp.process_id}"); its exit is recorded when it '
+                "happens."
+            )
         timeout = args.get("timeout", DEFAULT_TIMEOUT_SECONDS)
         try:
             res = ctx.processes.run(command, timeout=timeout, estimate=ctx.estimate)
@@ -70,8 +78,7 @@ class Shell:
         if res.signal is not None:
             return ToolOutcome(f"{body}[killed by signal {res.signal}]", is_error=True)
         assert res.exit_code is not None
-        return ToolOutcome(f"{body}Exit code: {res.exit_code}", is_error=res.exit_code != 0,
-                           exit_code=res.exit_code)
+        return ToolOutcome(f"{body}Exit code: {res.exit_code}", is_error=res.exit_code != 0, exit_code=res.exit_code)
 
 
 class ProcessOutput:
@@ -83,9 +90,12 @@ class ProcessOutput:
         "process_output",
         "Read the output of a background process started with shell(background=true), one page at a time, "
         "and whether it is still running.",
-        {"process_id": {"type": "string", "minLength": 1, "description": "The id shell returned (e.g. p1a2b3c)."},
-         "offset": {"type": "integer", "minimum": 0, "description": "Byte offset in its output (default 0)."}},
-        ["process_id"])
+        {
+            "process_id": {"type": "string", "minLength": 1, "description": "The id shell returned (e.g. p1a2b3c)."},
+            "offset": {"type": "integer", "minimum": 0, "description": "Byte offset in its output (default 0)."},
+        },
+        ["process_id"],
+    )
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         try:
@@ -101,5 +111,6 @@ class ProcessOutput:
             status = f"ended by signal {mp.signal}"
         else:
             status = f"exited with code {mp.exit_code}"
-        return ToolOutcome(f"[process {mp.process_id}: {status}; {page.total_bytes:,} bytes of output]\n"
-                           + page.content)
+        return ToolOutcome(
+            f"[process {mp.process_id}: {status}; {page.total_bytes:,} bytes of output]\n" + page.content
+        )

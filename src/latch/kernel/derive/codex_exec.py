@@ -53,8 +53,9 @@ class CodexExecRule(DerivationRule):
             facts += _session_ids(body, command, ctx)
         if not result.missing and not pid and not any(isinstance(f, (ToolFailure, ToolSuccess)) for f in facts):
             actions = (_one_line(code),)
-            facts.append(ToolFailure("exec", error_signature(body), actions, _excerpt(body)) if failed
-                         else ToolSuccess("exec", actions))
+            facts.append(
+                ToolFailure("exec", error_signature(body), actions, _excerpt(body))
+                if failed
+                else ToolSuccess("exec", actions)
+            )
         return facts
-
-

@@ -24,15 +24,21 @@ def call_arguments(call: ToolCall) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"input": str(value) if isinstance(value, RawArguments) else value}
 
 
-_HEADER_RE = re.compile(r"^(Script (completed|failed)|Wall time [\d.]+ seconds|Output:|Script error:|Chunk ID: \S+|"
-                        r"Process exited with code -?\d+|Original token count: \d+|Total output lines: \d+)$")
-_ERRORISH_RE = re.compile(r"error|fail|exception|not found|denied|invalid|cannot|can't|unable|refused|\btimed out\b|"
-                          r"no such|panic|fatal|abort|reject|does not exist|unexpected", re.I)
+_HEADER_RE = re.compile(
+    r"^(Script (completed|failed)|Wall time [\d.]+ seconds|Output:|Script error:|Chunk ID: \S+|"
+    r"Process exited with code -?\d+|Original token count: \d+|Total output lines: \d+)$"
+)
+_ERRORISH_RE = re.compile(
+    r"error|fail|exception|not found|denied|invalid|cannot|can't|unable|refused|\btimed out\b|"
+    r"no such|panic|fatal|abort|reject|does not exist|unexpected",
+    re.I,
+)
 
 
 _ANSI_RE = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|[()][A-Za-z0-9]|[@-Z\\-_])")
-_LEADING_ERROR_RE = re.compile(r"^(?:error|fatal|panic|exception|failed|fail\b|npm err|[\w.]*(?:Error|Exception)\b)",
-                               re.I)
+_LEADING_ERROR_RE = re.compile(
+    r"^(?:error|fatal|panic|exception|failed|fail\b|npm err|[\w.]*(?:Error|Exception)\b)", re.I
+)
 
 
 def strip_ansi(text: str) -> str:
@@ -92,8 +98,11 @@ def _one_line(text: str) -> str:
 
 
 _EXIT_RES = (
-    re.compile(r"^(?:Process exited with code|Command exited with code|Exit code:?|exit code:?|Exit Code:|"
-               r"Exit status:?|exit status:?)\s*(-?\d+)\b", re.M),
+    re.compile(
+        r"^(?:Process exited with code|Command exited with code|Exit code:?|exit code:?|Exit Code:|"
+        r"Exit status:?|exit status:?)\s*(-?\d+)\b",
+        re.M,
+    ),
     re.compile(r"executed with exit code (-?\d+)"),
     re.compile(r"<exit_code>(-?\d+)</exit_code>"),
     re.compile(r"<exited with exit code (-?\d+)>\s*$"),
@@ -101,10 +110,14 @@ _EXIT_RES = (
 _FAIL_RE = re.compile(
     r"test result: FAILED|^FAILED\b|\b[1-9]\d* (?:failed|failing|errors?)\b|^error(?:\[E\d+\])?:|^ERROR\b|"
     r"Traceback \(most recent call last\)|npm ERR!|^npm error\b|BUILD FAILURE|BUILD FAILED|^FAIL\b|^--- FAIL|make: \*\*\*|"
-    r"panicked at|Segmentation fault|^Diff in \S+|\berror TS\d+:", re.M)
+    r"panicked at|Segmentation fault|^Diff in \S+|\berror TS\d+:",
+    re.M,
+)
 _PASS_RE = re.compile(
     r"test result: ok|\b\d+ passed\b|^OK\b|^PASS\b|BUILD SUCCESS|All tests passed|no issues found|"
-    r"Compiled successfully|^\s*Finished\b|^ok\s|\bbuilt in [\d.]+m?s\b", re.M)
+    r"Compiled successfully|^\s*Finished\b|^ok\s|\bbuilt in [\d.]+m?s\b",
+    re.M,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +164,9 @@ def _summary(output: str) -> str:
     return line if len(line) <= 200 else line[:199] + "…"
 
 
-def shell_facts(tool: str, script: str, run: Run, ctx: DerivationContext, *, process_id: str | None = None) -> list[Any]:
+def shell_facts(
+    tool: str, script: str, run: Run, ctx: DerivationContext, *, process_id: str | None = None
+) -> list[Any]:
     """Facts of one shell command: mutations (in order around the validation set), the
     validation set (deferred to the exit when ``process_id`` is still running), reads,
     and the call's failure or success.
@@ -173,8 +188,15 @@ def shell_facts(tool: str, script: str, run: Run, ctx: DerivationContext, *, pro
             if process_id is not None:
                 ctx.running[process_id] = (tool, script, validations)
             else:
-                facts.append(ValidationEvidence(command=script, status=status, requirements=validations,
-                                                exit_code=code, summary=_summary(run.output)))
+                facts.append(
+                    ValidationEvidence(
+                        command=script,
+                        status=status,
+                        requirements=validations,
+                        exit_code=code,
+                        summary=_summary(run.output),
+                    )
+                )
         elif seg.kind == "read" and status != "failed" and not run.missing and process_id is None:
             facts.extend(FileObservation(path=ctx.path(p)) for p in seg.paths)
     if run.missing or process_id is not None:
@@ -189,8 +211,11 @@ def process_exit_facts(process_id: str, run: Run, ctx: DerivationContext) -> lis
     status, code = _status(run, ctx, bool(validations))
     facts: list[Any] = [ProcessExited(process_id=process_id, exit_code=code)]
     if validations:
-        facts.append(ValidationEvidence(command=command, status=status, requirements=validations, exit_code=code,
-                                        summary=_summary(run.output)))
+        facts.append(
+            ValidationEvidence(
+                command=command, status=status, requirements=validations, exit_code=code, summary=_summary(run.output)
+            )
+        )
         facts.append(_outcome(tool, command, validations, status, run.output))
     return facts
 

@@ -15,16 +15,20 @@ from .plans import PlanRule
 from .rules import KERNEL_RECORDS, DerivationContext, DerivationRule
 from .shell_rules import ProcessPollRule, ShellRule
 
-BUILTIN_RULES: tuple[type[DerivationRule], ...] = (FileToolRule, ApplyPatchRule, PlanRule, CodexExecRule,
-                                                   ProcessPollRule, ShellRule)
+BUILTIN_RULES: tuple[type[DerivationRule], ...] = (
+    FileToolRule,
+    ApplyPatchRule,
+    PlanRule,
+    CodexExecRule,
+    ProcessPollRule,
+    ShellRule,
+)
 """The built-in rule classes in the order they are tried (registered by :mod:`latch.default_plugins.derivation`)."""
 
 
 def builtin_rules() -> tuple[DerivationRule, ...]:
     """New instances of :data:`BUILTIN_RULES`, in order: the rules used when the caller passes none."""
     return tuple(cls() for cls in BUILTIN_RULES)
-
-
 
 
 class SessionDeriver:

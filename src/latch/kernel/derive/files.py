@@ -24,8 +24,9 @@ class ApplyPatchRule(DerivationRule):
     def derive(self, call: ToolCall, result: ToolResult, ctx: DerivationContext) -> list[Any]:
         args = call_arguments(call)
         patch = args.get("input", args.get("patch", ""))
-        return _patch_facts(patch if isinstance(patch, str) else "", result.content, result.is_error, result.missing,
-                            ctx)
+        return _patch_facts(
+            patch if isinstance(patch, str) else "", result.content, result.is_error, result.missing, ctx
+        )
 
 
 _PATCH_REJECTED_RE = re.compile(r"verification failed|Invalid patch", re.I)
@@ -42,13 +43,19 @@ def _patch_facts(patch: str, output: str, failed: bool, missing: bool, ctx: Deri
     if rejected:
         found = _PATCH_TARGET_RE.search(output)
         target = found.group(1) if found else None
-        return [ToolFailure("apply_patch", error_signature(output), (ctx.path(target),) if target else paths,
-                            _excerpt(output))]
+        return [
+            ToolFailure(
+                "apply_patch", error_signature(output), (ctx.path(target),) if target else paths, _excerpt(output)
+            )
+        ]
     return [Mutation(paths=paths, tool="apply_patch")]
 
 
-_EDIT_REJECTED_RE = re.compile(r"^(?:No replacement was performed|ERROR:|Error:|Invalid `path`|The path \S+ does not exist|"
-                               r"Your proposed edit has introduced new syntax error)", re.M)
+_EDIT_REJECTED_RE = re.compile(
+    r"^(?:No replacement was performed|ERROR:|Error:|Invalid `path`|The path \S+ does not exist|"
+    r"Your proposed edit has introduced new syntax error)",
+    re.M,
+)
 
 
 def _path_arg(args: dict[str, Any]) -> str | None:
@@ -90,8 +97,25 @@ class FileToolRule(DerivationRule):
 
     PLUGIN_NAME = "file_tools"
     READS = frozenset({"Read", "read", "read_file", "view_file", "open", "View", "view"})
-    WRITES = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit", "write", "write_file", "write_to_file", "create",
-                        "create_file", "edit", "edit_file", "insert", "replace_in_file", "apply_diff", "replace"})
+    WRITES = frozenset(
+        {
+            "Edit",
+            "MultiEdit",
+            "Write",
+            "NotebookEdit",
+            "write",
+            "write_file",
+            "write_to_file",
+            "create",
+            "create_file",
+            "edit",
+            "edit_file",
+            "insert",
+            "replace_in_file",
+            "apply_diff",
+            "replace",
+        }
+    )
     EDITORS = frozenset({"str_replace_editor", "developer__text_editor"})
     EDITOR_COMMANDS = frozenset({"view", "create", "write", "str_replace", "insert", "undo_edit"})
     tools = READS | WRITES | EDITORS
@@ -127,8 +151,9 @@ class FileToolRule(DerivationRule):
             if result.missing or raw is None or result.content.startswith("Here's the files and directories"):
                 return []
             if rejected:
-                return [ToolFailure(call.name, error_signature(result.content), (ctx.path(raw),),
-                                    _excerpt(result.content))]
+                return [
+                    ToolFailure(call.name, error_signature(result.content), (ctx.path(raw),), _excerpt(result.content))
+                ]
             if call.name == "open":
                 ctx.open_file = raw
             return [FileObservation(path=ctx.path(raw)), ToolSuccess(call.name, (ctx.path(raw),))]

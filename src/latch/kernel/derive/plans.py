@@ -11,8 +11,15 @@ from .facts import ActionChanged, ActionsReplaced
 from .rules import DerivationContext, DerivationRule
 from .shell_rules import process_id_text
 
-_STATUS_WORDS = {"completed": "done", "complete": "done", "done": "done", "in_progress": "in_progress",
-                 "pending": "pending", "cancelled": "cancelled", "canceled": "cancelled"}
+_STATUS_WORDS = {
+    "completed": "done",
+    "complete": "done",
+    "done": "done",
+    "in_progress": "in_progress",
+    "pending": "pending",
+    "cancelled": "cancelled",
+    "canceled": "cancelled",
+}
 
 
 _CHECKLIST_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[([ xX~>-])\]\s+(.+?)\s*$", re.M)
@@ -54,8 +61,9 @@ class PlanRule(DerivationRule):
     """
 
     PLUGIN_NAME = "plan"
-    tools = frozenset({"TodoWrite", "update_plan", "TaskCreate", "TaskUpdate", "write_todos", "todo__todo_write",
-                       "update_todo"})
+    tools = frozenset(
+        {"TodoWrite", "update_plan", "TaskCreate", "TaskUpdate", "write_todos", "todo__todo_write", "update_todo"}
+    )
 
     def derive(self, call: ToolCall, result: ToolResult, ctx: DerivationContext) -> list[Any]:
         if result.is_error or result.missing:

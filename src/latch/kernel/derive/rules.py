@@ -50,7 +50,7 @@ class DerivationContext:
             return p
         base = self.workspace or self.cwd
         if base and p.startswith(base + "/"):
-            p = p[len(base) + 1:]
+            p = p[len(base) + 1 :]
         elif base and p == base:
             return "."
         return posixpath.normpath(p)
@@ -102,16 +102,21 @@ def check_rules(rules: Sequence[DerivationRule]) -> tuple[DerivationRule, ...]:
             raise ValueError(f"derivation rule {type(rule).__qualname__} has no PLUGIN_NAME")
         prior = seen.get(rule.name)
         if prior is not None:
-            raise ValueError(f"derivation rule name {rule.name!r} is used twice: {type(prior).__qualname__} and "
-                             f"{type(rule).__qualname__}")
+            raise ValueError(
+                f"derivation rule name {rule.name!r} is used twice: {type(prior).__qualname__} and "
+                f"{type(rule).__qualname__}"
+            )
         seen[rule.name] = rule
     return tuple(rules)
 
 
 def _removed(name: str) -> Callable[..., Any]:
     def removed(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError(f"latch.kernel.derive.{name}() was removed: derivation rules are registered by a plugin "
-                           "through the latch_register_derivation_rules hook (docs/plugins.md)")
+        raise RuntimeError(
+            f"latch.kernel.derive.{name}() was removed: derivation rules are registered by a plugin "
+            "through the latch_register_derivation_rules hook (docs/plugins.md)"
+        )
+
     removed.__name__ = removed.__qualname__ = name
     removed.__doc__ = "Removed: raises ``RuntimeError`` (use the ``latch_register_derivation_rules`` hook)."
     return removed
@@ -121,5 +126,14 @@ register_rule = _removed("register_rule")
 unregister_rule = _removed("unregister_rule")
 
 
-KERNEL_RECORDS = (StateUpdate, FileObservation, Mutation, ExternalChange, ValidationEvidence, ProcessStarted,
-                  ProcessExited, WriterBlocker, Tombstone)
+KERNEL_RECORDS = (
+    StateUpdate,
+    FileObservation,
+    Mutation,
+    ExternalChange,
+    ValidationEvidence,
+    ProcessStarted,
+    ProcessExited,
+    WriterBlocker,
+    Tombstone,
+)

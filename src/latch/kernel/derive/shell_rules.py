@@ -29,6 +29,7 @@ def process_id_text(raw: str) -> str:
     """
     return raw.strip().rstrip(_ID_PUNCTUATION)
 
+
 _STILL_RUNNING_RE = re.compile(r"The command has no new output after \d+ seconds|command is still running")
 
 
@@ -45,8 +46,22 @@ class ShellRule(DerivationRule):
     """
 
     PLUGIN_NAME = "shell"
-    tools = frozenset({"Bash", "bash", "shell", "exec_command", "execute_bash", "run", "run_command",
-                       "execute_command", "terminal", "local_shell", "run_shell_command", "developer__shell"})
+    tools = frozenset(
+        {
+            "Bash",
+            "bash",
+            "shell",
+            "exec_command",
+            "execute_bash",
+            "run",
+            "run_command",
+            "execute_command",
+            "terminal",
+            "local_shell",
+            "run_shell_command",
+            "developer__shell",
+        }
+    )
 
     def may_mutate(self, call: ToolCall, ctx: DerivationContext) -> bool:
         args = call_arguments(call)
@@ -63,8 +78,12 @@ class ShellRule(DerivationRule):
             # appended by latch.agent.tools.processes when they happen; only its possible mutations derive here
             return [f for f in shell_facts(call.name, script, Run("", missing=True), ctx) if isinstance(f, Mutation)]
         run = _unwrap_output(result.content)
-        run = Run(run.output, result.exit_code if result.exit_code is not None else run.exit_code,
-                  result.is_error, result.missing)
+        run = Run(
+            run.output,
+            result.exit_code if result.exit_code is not None else run.exit_code,
+            result.is_error,
+            result.missing,
+        )
         facts: list[Any] = []
         if ctx.foreground is not None:
             ended = result.exit_code not in (None, -1)
@@ -79,12 +98,19 @@ class ShellRule(DerivationRule):
         process_id = None
         started = _BACKGROUND_RE.search(run.output)
         if started and not result.is_error:
-            process_id = (process_id_text(started.group(1)) or call.id if started.group(1) is not None
-                          else f"session:{started.group(2)}")
+            process_id = (
+                process_id_text(started.group(1)) or call.id
+                if started.group(1) is not None
+                else f"session:{started.group(2)}"
+            )
         elif args.get("run_in_background") is True and not result.is_error and not result.missing:
             process_id = call.id
-        elif args.get("mode") == "async" and not result.is_error and not result.missing and (
-                _EXITED_RE.search(run.output) is None):
+        elif (
+            args.get("mode") == "async"
+            and not result.is_error
+            and not result.missing
+            and (_EXITED_RE.search(run.output) is None)
+        ):
             # Copilot CLI bash mode "async": started detached; read_bash/stop_bash name it by shellId
             shell = args.get("shellId")
             process_id = process_id_text(shell) if isinstance(shell, str) and shell.strip() else call.id
@@ -143,7 +169,7 @@ def _copilot_poll(name: str, args: dict[str, Any], result: ToolResult, ctx: Deri
     m = _EXITED_RE.search(result.content)
     if m is None:
         return []
-    return process_exit_facts(pid, Run(result.content[:m.start()], int(m.group(1))), ctx)
+    return process_exit_facts(pid, Run(result.content[: m.start()], int(m.group(1))), ctx)
 
 
 def _tag_body(content: str, tag: str) -> str | None:
@@ -153,7 +179,7 @@ def _tag_body(content: str, tag: str) -> str | None:
         return None
     start += len(tag) + 2
     end = content.rfind(f"</{tag}>")
-    return content[start:end if end >= start else len(content)].strip("\n")
+    return content[start : end if end >= start else len(content)].strip("\n")
 
 
 def _poll_facts(pid: str, result: ToolResult, ctx: DerivationContext) -> list[Any]:
@@ -168,8 +194,9 @@ def _poll_facts(pid: str, result: ToolResult, ctx: DerivationContext) -> list[An
     code = re.search(r"<exit_code>(-?\d+)</exit_code>", content)
     parts = [body for body in (_tag_body(content, t) for t in ("output", "stdout", "stderr")) if body is not None]
     output = "\n".join(parts) if parts else content
-    return process_exit_facts(pid, Run(output, int(code.group(1)) if code else result.exit_code,
-                                       status == "failed"), ctx)
+    return process_exit_facts(
+        pid, Run(output, int(code.group(1)) if code else result.exit_code, status == "failed"), ctx
+    )
 
 
 def _cell_poll(pid: str, content: str, ctx: DerivationContext) -> list[Any]:
@@ -177,8 +204,9 @@ def _cell_poll(pid: str, content: str, ctx: DerivationContext) -> list[Any]:
         return []
     body = content.split("Output:\n", 1)[1] if "Output:\n" in content else content
     command = ctx.running[pid][1]
-    return (process_exit_facts(pid, Run(body, None, content.startswith("Script failed")), ctx)
-            + _session_ids(body, command, ctx))
+    return process_exit_facts(pid, Run(body, None, content.startswith("Script failed")), ctx) + _session_ids(
+        body, command, ctx
+    )
 
 
 def _session_ids(body: str, command: str, ctx: DerivationContext) -> list[Any]:
@@ -235,7 +263,7 @@ def _balanced_object(code: str, start: int) -> str | None:
         elif ch == "}":
             depth -= 1
             if depth == 0:
-                return code[start:i + 1]
+                return code[start : i + 1]
         i += 1
     return None
 

@@ -11,5 +11,10 @@ from __future__ import annotations
 from .messages import add_cache_breakpoints, to_anthropic_messages, validate_anthropic_messages
 from .sdk import AnthropicProvider, anthropic_request
 
-__all__ = ["to_anthropic_messages", "validate_anthropic_messages", "add_cache_breakpoints", "AnthropicProvider",
-           "anthropic_request"]
+__all__ = [
+    "to_anthropic_messages",
+    "validate_anthropic_messages",
+    "add_cache_breakpoints",
+    "AnthropicProvider",
+    "anthropic_request",
+]

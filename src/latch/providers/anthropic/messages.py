@@ -54,8 +54,14 @@ from .._wire import (
     wire_tools,
 )
 
-__all__ = ["to_anthropic_messages", "validate_anthropic_messages", "wire_tool_id", "add_cache_breakpoints",
-           "CONTINUATION_NOTE", "MAX_CACHE_BREAKPOINTS"]
+__all__ = [
+    "to_anthropic_messages",
+    "validate_anthropic_messages",
+    "wire_tool_id",
+    "add_cache_breakpoints",
+    "CONTINUATION_NOTE",
+    "MAX_CACHE_BREAKPOINTS",
+]
 
 CONTINUATION_NOTE = "(earlier conversation is not shown; it continues below)"
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
@@ -89,20 +95,33 @@ def _tool_input(arguments: str) -> dict[str, Any]:
 
 def _turn(turn: Turn, loader: ArtifactLoader | None) -> list[tuple[str, list[dict[str, Any]]]]:
     call: ViewMessage = turn.call
-    uses = [{"type": "tool_use", "id": wire_tool_id(c.id), "name": c.name, "input": _tool_input(c.arguments)}
-            for c in call.tool_calls]
+    uses = [
+        {"type": "tool_use", "id": wire_tool_id(c.id), "name": c.name, "input": _tool_input(c.arguments)}
+        for c in call.tool_calls
+    ]
     out = [("assistant", _blocks(call.content, (), loader) + uses)]
-    results = [{"type": "tool_result", "tool_use_id": wire_tool_id(r.tool_call_id or ""),
-                "content": _blocks(result_text(r), r.media, loader), "is_error": bool(r.is_error)}
-               for r in turn.results]
+    results = [
+        {
+            "type": "tool_result",
+            "tool_use_id": wire_tool_id(r.tool_call_id or ""),
+            "content": _blocks(result_text(r), r.media, loader),
+            "is_error": bool(r.is_error),
+        }
+        for r in turn.results
+    ]
     if results:
         out.append(("user", results))
     return out
 
 
-def to_anthropic_messages(view: ContextView, artifact_loader: ArtifactLoader | None = None, *,
-                          model: str | None = None, max_tokens: int | None = None,
-                          known_tools: Sequence[str] = ()) -> dict[str, Any]:
+def to_anthropic_messages(
+    view: ContextView,
+    artifact_loader: ArtifactLoader | None = None,
+    *,
+    model: str | None = None,
+    max_tokens: int | None = None,
+    known_tools: Sequence[str] = (),
+) -> dict[str, Any]:
     """The Messages API request body of ``view`` (see the module docstring for the shape).
 
     A view without tool schemas whose messages call tools declares minimal derived ones
@@ -120,8 +139,7 @@ def to_anthropic_messages(view: ContextView, artifact_loader: ArtifactLoader | N
         elif item.role == "tool":
             parts.append(("user", _blocks(orphan_note(item), item.media, artifact_loader)))
         else:
-            parts.append((item.role, _blocks(item.content, item.media if item.role == "user" else (),
-                                             artifact_loader)))
+            parts.append((item.role, _blocks(item.content, item.media if item.role == "user" else (), artifact_loader)))
     messages: list[dict[str, Any]] = []
     for role, blocks in parts:
         if not blocks:
@@ -221,11 +239,23 @@ def add_cache_breakpoints(body: Mapping[str, Any]) -> dict[str, Any]:
     targets: list[int] = []
     if messages:
         targets.append(len(messages) - 1)
-        last_assistant = next((i for i in range(len(messages) - 1, -1, -1)
-                               if isinstance(messages[i], Mapping) and messages[i].get("role") == "assistant"), None)
+        last_assistant = next(
+            (
+                i
+                for i in range(len(messages) - 1, -1, -1)
+                if isinstance(messages[i], Mapping) and messages[i].get("role") == "assistant"
+            ),
+            None,
+        )
         if last_assistant is not None:
-            prev_user = next((i for i in range(last_assistant - 1, -1, -1)
-                              if isinstance(messages[i], Mapping) and messages[i].get("role") == "user"), None)
+            prev_user = next(
+                (
+                    i
+                    for i in range(last_assistant - 1, -1, -1)
+                    if isinstance(messages[i], Mapping) and messages[i].get("role") == "user"
+                ),
+                None,
+            )
             if prev_user is not None and prev_user not in targets:
                 targets.append(prev_user)
     for i in targets:
@@ -339,8 +369,10 @@ def validate_anthropic_messages(body: Mapping[str, Any], *, require_model: bool 
             for j, b in results:
                 rid = b.get("tool_use_id")
                 if rid not in expected:
-                    out.append(f"messages[{i}].content[{j}]: tool_result for {rid!r} without its tool_use in the "
-                               "preceding assistant message (orphan)")
+                    out.append(
+                        f"messages[{i}].content[{j}]: tool_result for {rid!r} without its tool_use in the "
+                        "preceding assistant message (orphan)"
+                    )
                 elif rid in got:
                     out.append(f"messages[{i}].content[{j}]: second tool_result for {rid!r}")
                 else:
@@ -350,15 +382,18 @@ def validate_anthropic_messages(body: Mapping[str, Any], *, require_model: bool 
             for cid, name in pending:
                 if cid not in got:
                     out.append(f"messages[{i}]: tool_use {cid!r} ({name}) has no tool_result in this message")
-            first_other = next((j for j, b in enumerate(blocks)
-                                if not (isinstance(b, Mapping) and b.get("type") == "tool_result")), len(blocks))
+            first_other = next(
+                (j for j, b in enumerate(blocks) if not (isinstance(b, Mapping) and b.get("type") == "tool_result")),
+                len(blocks),
+            )
             if any(j > first_other for j, _ in results):
                 out.append(f"messages[{i}]: tool_result blocks must come before other content")
             pending = []
         else:
             if pending:
-                out.append(f"messages[{i}]: tool_use {[c for c, _ in pending]} not answered before this assistant "
-                           "message")
+                out.append(
+                    f"messages[{i}]: tool_use {[c for c, _ in pending]} not answered before this assistant message"
+                )
             pending = []
             for j, b in enumerate(blocks):
                 if isinstance(b, Mapping) and b.get("type") == "tool_use" and isinstance(b.get("id"), str):
@@ -367,11 +402,18 @@ def validate_anthropic_messages(body: Mapping[str, Any], *, require_model: bool 
                     seen_ids.add(b["id"])
                     pending.append((b["id"], str(b.get("name"))))
     if pending:
-        out.append(f"messages[{len(messages) - 1}]: tool_use {[c for c, _ in pending]} never answered "
-                   "(the request ends after the assistant message)")
+        out.append(
+            f"messages[{len(messages) - 1}]: tool_use {[c for c, _ in pending]} never answered "
+            "(the request ends after the assistant message)"
+        )
     out.extend(_tools_problems(body.get("tools")))
-    called = [str(b.get("name")) for m in messages if isinstance(m, Mapping) and isinstance(m.get("content"), list)
-              for b in m["content"] if isinstance(b, Mapping) and b.get("type") == "tool_use"]
+    called = [
+        str(b.get("name"))
+        for m in messages
+        if isinstance(m, Mapping) and isinstance(m.get("content"), list)
+        for b in m["content"]
+        if isinstance(b, Mapping) and b.get("type") == "tool_use"
+    ]
     out.extend(undeclared_calls(called, body.get("tools")))
     return out
 

@@ -26,8 +26,9 @@ DEFAULT_MAX_TOKENS = 8192
 """``max_tokens`` sent when the body has none (the Messages API requires it)."""
 
 
-def assemble_message(events: Iterable[Mapping[str, Any]], on_text: Callable[[str], None] | None = None,
-                     *, provider: str = "anthropic") -> dict[str, Any]:
+def assemble_message(
+    events: Iterable[Mapping[str, Any]], on_text: Callable[[str], None] | None = None, *, provider: str = "anthropic"
+) -> dict[str, Any]:
     """The non-streaming Messages ``message`` body of a stream of event dicts.
 
     Events: ``message_start`` (the message with empty content and the input usage), then per block
@@ -53,8 +54,7 @@ def assemble_message(events: Iterable[Mapping[str, Any]], on_text: Callable[[str
             message["content"] = []
             message["usage"] = dict(message.get("usage") or {})
         elif message is None:
-            raise ProviderError(f"{provider}: malformed stream: {kind!r} event before message_start",
-                                provider=provider)
+            raise ProviderError(f"{provider}: malformed stream: {kind!r} event before message_start", provider=provider)
         elif kind == "content_block_start":
             index = event.get("index", len(blocks))
             block = dict(event.get("content_block") or {})
@@ -86,8 +86,11 @@ def assemble_message(events: Iterable[Mapping[str, Any]], on_text: Callable[[str
                 try:
                     blocks[index]["input"] = json.loads(raw)
                 except json.JSONDecodeError as exc:
-                    raise ProviderError(f"{provider}: content block {index} ({blocks[index].get('name')}): tool input "
-                                        f"is not JSON: {exc}", provider=provider) from None
+                    raise ProviderError(
+                        f"{provider}: content block {index} ({blocks[index].get('name')}): tool input "
+                        f"is not JSON: {exc}",
+                        provider=provider,
+                    ) from None
         elif kind == "message_delta":
             delta = event.get("delta") or {}
             for k in ("stop_reason", "stop_sequence"):
@@ -99,22 +102,24 @@ def assemble_message(events: Iterable[Mapping[str, Any]], on_text: Callable[[str
         elif kind == "message_stop":
             stopped = True
     if message is None or not stopped:
-        raise ProviderError(f"{provider}: the stream ended before "
-                            f"{'message_start' if message is None else 'message_stop'}", provider=provider)
+        raise ProviderError(
+            f"{provider}: the stream ended before {'message_start' if message is None else 'message_stop'}",
+            provider=provider,
+        )
     for index, raw_parts in partial.items():  # a tool block whose stop never came
         raw = "".join(raw_parts)
         if raw.strip():
             try:
                 blocks[index]["input"] = json.loads(raw)
             except json.JSONDecodeError as exc:
-                raise ProviderError(f"{provider}: content block {index}: tool input is not JSON: {exc}",
-                                    provider=provider) from None
+                raise ProviderError(
+                    f"{provider}: content block {index}: tool input is not JSON: {exc}", provider=provider
+                ) from None
     message["content"] = [blocks[i] for i in sorted(blocks)]
     return message
 
 
-def anthropic_request(request_body: Mapping[str, Any], model: str, *,
-                      cache_breakpoints: bool = True) -> dict[str, Any]:
+def anthropic_request(request_body: Mapping[str, Any], model: str, *, cache_breakpoints: bool = True) -> dict[str, Any]:
     """The Messages body :class:`AnthropicProvider` sends for ``request_body`` (before ``stream``): a copy with
     ``cache_control`` breakpoints (:func:`latch.providers.add_cache_breakpoints`) unless ``cache_breakpoints`` is
     false, ``model`` (this one) and ``max_tokens`` (:data:`DEFAULT_MAX_TOKENS`) filled in when absent.
@@ -137,13 +142,22 @@ class AnthropicProvider(_sdk.SDKProvider):
     """
 
     PLUGIN_NAME: ClassVar[str] = "anthropic"
-    DESCRIPTION: ClassVar[str] = ("Anthropic Messages, streaming, with cache breakpoints, on the anthropic SDK "
-                                  "(key: ANTHROPIC_API_KEY).")
+    DESCRIPTION: ClassVar[str] = (
+        "Anthropic Messages, streaming, with cache breakpoints, on the anthropic SDK (key: ANTHROPIC_API_KEY)."
+    )
     KEY_ENV: ClassVar[str] = "ANTHROPIC_API_KEY"
     wire: str = "anthropic-messages"
 
-    def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str | None = None,
-                 timeout: float = 600.0, max_retries: int = 4, cache_breakpoints: bool = True):
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        timeout: float = 600.0,
+        max_retries: int = 4,
+        cache_breakpoints: bool = True,
+    ):
         self.name = self.PLUGIN_NAME
         _sdk.check_options(self.name, model, timeout, max_retries)
         self.model, self.base_url, self.timeout, self.max_retries = model, base_url, float(timeout), max_retries
@@ -154,17 +168,22 @@ class AnthropicProvider(_sdk.SDKProvider):
         import anthropic
 
         self._sdk = anthropic
-        self._client = anthropic.Anthropic(api_key=self._key.value, base_url=base_url, timeout=self.timeout,
-                                           max_retries=max_retries, http_client=anthropic.DefaultHttpxClient(
-                                           transport=self.limits.transport()))
+        self._client = anthropic.Anthropic(
+            api_key=self._key.value,
+            base_url=base_url,
+            timeout=self.timeout,
+            max_retries=max_retries,
+            http_client=anthropic.DefaultHttpxClient(transport=self.limits.transport()),
+        )
 
     def request(self, request_body: Mapping[str, Any]) -> dict[str, Any]:
         """The body as sent (before ``stream``): with cache breakpoints when enabled, ``model`` and
         ``max_tokens`` (:data:`DEFAULT_MAX_TOKENS`) filled in when absent."""
         return anthropic_request(request_body, self.model, cache_breakpoints=self.cache_breakpoints)
 
-    def complete(self, request_body: Mapping[str, Any], *,
-                 on_text: Callable[[str], None] | None = None) -> dict[str, Any]:
+    def complete(
+        self, request_body: Mapping[str, Any], *, on_text: Callable[[str], None] | None = None
+    ) -> dict[str, Any]:
         """Send ``request_body`` (a Messages body; see :meth:`request`) streaming; return the assembled
         ``message`` body (:func:`assemble_message`), calling ``on_text(delta)`` per text delta.
 

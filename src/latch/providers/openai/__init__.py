@@ -15,5 +15,12 @@ from .responses import to_responses, validate_responses
 from .responses_sdk import OpenAIResponsesProvider
 from .sdk import OpenAICompatibleProvider, OpenAIProvider
 
-__all__ = ["to_openai_chat", "validate_openai_chat", "to_responses", "validate_responses", "OpenAIProvider",
-           "OpenAICompatibleProvider", "OpenAIResponsesProvider"]
+__all__ = [
+    "to_openai_chat",
+    "validate_openai_chat",
+    "to_responses",
+    "validate_responses",
+    "OpenAIProvider",
+    "OpenAICompatibleProvider",
+    "OpenAIResponsesProvider",
+]

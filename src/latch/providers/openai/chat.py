@@ -62,8 +62,13 @@ def _user_content(text: str, media: tuple[MediaRef, ...], loader: ArtifactLoader
     return parts + [_media_part(ref, loader) for ref in media]
 
 
-def to_openai_chat(view: ContextView, artifact_loader: ArtifactLoader | None = None, *,
-                   model: str | None = None, known_tools: Sequence[str] = ()) -> dict[str, Any]:
+def to_openai_chat(
+    view: ContextView,
+    artifact_loader: ArtifactLoader | None = None,
+    *,
+    model: str | None = None,
+    known_tools: Sequence[str] = (),
+) -> dict[str, Any]:
     """The chat-completions request body of ``view`` (see the module docstring for the shape).
 
     A view without tool schemas whose messages call tools declares minimal derived ones
@@ -83,14 +88,20 @@ def to_openai_chat(view: ContextView, artifact_loader: ArtifactLoader | None = N
             images: list[tuple[str, MediaRef]] = []
             for r in item.results:
                 text = result_text(r) or "(image output)"
-                messages.append({"role": "tool", "tool_call_id": r.tool_call_id,
-                                 "content": f"[error] {text}" if r.is_error else text})
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": r.tool_call_id,
+                        "content": f"[error] {text}" if r.is_error else text,
+                    }
+                )
                 images.extend((r.tool_call_id or "", ref) for ref in r.media)
             if images:
                 ids = ", ".join(dict.fromkeys(cid for cid, _ in images))
                 parts = [{"type": "text", "text": f"[media returned by tool call {ids}]"}]
-                messages.append({"role": "user", "content": parts + [_media_part(ref, artifact_loader)
-                                                                      for _, ref in images]})
+                messages.append(
+                    {"role": "user", "content": parts + [_media_part(ref, artifact_loader) for _, ref in images]}
+                )
         elif item.role == "tool":
             messages.append({"role": "user", "content": _user_content(orphan_note(item), item.media, artifact_loader)})
         elif item.role == "user":
@@ -116,9 +127,14 @@ def to_openai_chat(view: ContextView, artifact_loader: ArtifactLoader | None = N
 
 
 def _assistant(m: ViewMessage) -> dict[str, Any]:
-    return {"role": "assistant", "content": m.content if nonempty(m.content) else None,
-            "tool_calls": [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                           for c in m.tool_calls]}
+    return {
+        "role": "assistant",
+        "content": m.content if nonempty(m.content) else None,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in m.tool_calls
+        ],
+    }
 
 
 # ------------------------------------------------------------------------------------------ validation
@@ -159,7 +175,7 @@ def validate_openai_chat(body: Mapping[str, Any], *, require_model: bool = False
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return [*out, "messages: must be a non-empty list"]
-    expected: list[str] = []   # call ids of the last assistant message, in call order
+    expected: list[str] = []  # call ids of the last assistant message, in call order
     names: dict[str, str] = {}
     answered: set[str] = set()
     owner = -1
@@ -167,8 +183,10 @@ def validate_openai_chat(body: Mapping[str, Any], *, require_model: bool = False
     def close(at: int) -> None:
         for cid in expected:
             if cid not in answered:
-                out.append(f"messages[{owner}]: tool call {cid!r} ({names[cid]}) is not answered by the tool "
-                           f"messages that follow it (next non-tool message: {at})")
+                out.append(
+                    f"messages[{owner}]: tool call {cid!r} ({names[cid]}) is not answered by the tool "
+                    f"messages that follow it (next non-tool message: {at})"
+                )
         expected.clear()
         answered.clear()
 
@@ -212,22 +230,31 @@ def validate_openai_chat(body: Mapping[str, Any], *, require_model: bool = False
             if not isinstance(m.get("content"), (str, list)):
                 out.append(f"messages[{i}] (tool): content must be a string")
             if cid not in expected:
-                out.append(f"messages[{i}] (tool): result for {cid!r} without its call in the preceding "
-                           "assistant message (orphan)")
+                out.append(
+                    f"messages[{i}] (tool): result for {cid!r} without its call in the preceding "
+                    "assistant message (orphan)"
+                )
             elif cid in answered:
                 out.append(f"messages[{i}] (tool): second result for call {cid!r}")
             else:
                 first_open = next(x for x in expected if x not in answered)
                 if cid != first_open:
-                    out.append(f"messages[{i}] (tool): result for {cid!r} before the result for {first_open!r} "
-                               "(parallel results must follow call order)")
+                    out.append(
+                        f"messages[{i}] (tool): result for {cid!r} before the result for {first_open!r} "
+                        "(parallel results must follow call order)"
+                    )
                 answered.add(cid)
         else:
             out.append(f"messages[{i}]: unknown role {role!r}")
     close(len(messages))
     out.extend(_tools_problems(body.get("tools")))
-    called = [str(c.get("function", {}).get("name")) for m in messages if isinstance(m, Mapping)
-              for c in (m.get("tool_calls") or []) if isinstance(c, Mapping) and isinstance(c.get("function"), Mapping)]
+    called = [
+        str(c.get("function", {}).get("name"))
+        for m in messages
+        if isinstance(m, Mapping)
+        for c in (m.get("tool_calls") or [])
+        if isinstance(c, Mapping) and isinstance(c.get("function"), Mapping)
+    ]
     out.extend(undeclared_calls(called, body.get("tools")))
     return out
 
@@ -238,5 +265,6 @@ def _function_schema(t: Any) -> tuple[str | None, Any]:
 
 
 def _tools_problems(tools: Any) -> list[str]:
-    return tools_problems(tools, _function_schema,
-                          "must be {'type': 'function', 'function': {'name': ...}}", "parameters")
+    return tools_problems(
+        tools, _function_schema, "must be {'type': 'function', 'function': {'name': ...}}", "parameters"
+    )

@@ -86,8 +86,13 @@ def _output(m: ViewMessage, loader: ArtifactLoader | None) -> str | list[dict[st
     return _content(text, m.media, loader)
 
 
-def to_responses(view: ContextView, artifact_loader: ArtifactLoader | None = None, *, model: str | None = None,
-                 known_tools: Sequence[str] = ()) -> dict[str, Any]:
+def to_responses(
+    view: ContextView,
+    artifact_loader: ArtifactLoader | None = None,
+    *,
+    model: str | None = None,
+    known_tools: Sequence[str] = (),
+) -> dict[str, Any]:
     """The Responses API request body of ``view`` (see the module docstring for the shape and rules).
 
     A view without tool schemas whose messages call tools declares minimal derived ones
@@ -101,10 +106,14 @@ def to_responses(view: ContextView, artifact_loader: ArtifactLoader | None = Non
         if isinstance(item, Turn):
             if nonempty(item.call.content):
                 items.append(_message("assistant", item.call.content))
-            items.extend({"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
-                         for c in item.call.tool_calls)
-            items.extend({"type": "function_call_output", "call_id": r.tool_call_id,
-                          "output": _output(r, artifact_loader)} for r in item.results)
+            items.extend(
+                {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
+                for c in item.call.tool_calls
+            )
+            items.extend(
+                {"type": "function_call_output", "call_id": r.tool_call_id, "output": _output(r, artifact_loader)}
+                for r in item.results
+            )
         elif item.role == "tool":
             items.append(_message("user", _content(orphan_note(item), item.media, artifact_loader)))
         elif item.role == "user":
@@ -151,7 +160,11 @@ def insert_reasoning(items: Sequence[Any], reasoning: Mapping[str, Sequence[Mapp
             done.add(id(found))
             at = len(out)
             prev = out[-1] if out else None
-            if isinstance(prev, Mapping) and prev.get("type", "message") == "message" and prev.get("role") == "assistant":
+            if (
+                isinstance(prev, Mapping)
+                and prev.get("type", "message") == "message"
+                and prev.get("role") == "assistant"
+            ):
                 at -= 1
             out[at:at] = [dict(r) for r in found]
         out.append(item)
@@ -167,8 +180,11 @@ def _part_problem(part: Any, role: str) -> str | None:
         return None if isinstance(part.get("text"), str) and part["text"].strip() else "empty text"
     if kind == "input_image":
         url = part.get("image_url")
-        if isinstance(url, str) and url.startswith(("data:", "http://", "https://")) or isinstance(
-                part.get("file_id"), str):
+        if (
+            isinstance(url, str)
+            and url.startswith(("data:", "http://", "https://"))
+            or isinstance(part.get("file_id"), str)
+        ):
             return None
         return "input_image needs a data: or http(s) image_url, or a file_id"
     if kind == "refusal" and role == "assistant":
@@ -212,7 +228,7 @@ def validate_responses(body: Mapping[str, Any]) -> list[str]:
     if not isinstance(items, list) or not items:
         return out + ["input: must be a non-empty list of items"]
     stateless = body.get("store") is False
-    calls: dict[str, str] = {}       # call id -> name
+    calls: dict[str, str] = {}  # call id -> name
     answered: set[str] = set()
     called: list[str] = []
     for i, item in enumerate(items):
@@ -247,8 +263,9 @@ def validate_responses(body: Mapping[str, Any]) -> list[str]:
             if not isinstance(item.get("output"), (str, list)):
                 out.append(f"input[{i}] (function_call_output): output must be a string or a list of parts")
             if cid not in calls:
-                out.append(f"input[{i}] (function_call_output): output for {cid!r} without an earlier "
-                           "function_call (orphan)")
+                out.append(
+                    f"input[{i}] (function_call_output): output for {cid!r} without an earlier function_call (orphan)"
+                )
             elif cid in answered:
                 out.append(f"input[{i}] (function_call_output): second output for call {cid!r}")
             else:
@@ -257,20 +274,26 @@ def validate_responses(body: Mapping[str, Any]) -> list[str]:
             if not isinstance(item.get("summary"), list):
                 out.append(f"input[{i}] (reasoning): summary must be a list")
             if stateless and not isinstance(item.get("encrypted_content"), str):
-                out.append(f"input[{i}] (reasoning): no encrypted_content, and store is false (the provider kept "
-                           "nothing this item could refer to)")
+                out.append(
+                    f"input[{i}] (reasoning): no encrypted_content, and store is false (the provider kept "
+                    "nothing this item could refer to)"
+                )
             nxt = items[i + 1] if i + 1 < len(items) else None
-            follows = (nxt.get("type", "message") if isinstance(nxt, Mapping) else None)
-            if nxt is None or (follows == "message" and nxt.get("role") != "assistant") or follows in (
-                    "function_call_output", None):
+            follows = nxt.get("type", "message") if isinstance(nxt, Mapping) else None
+            if (
+                nxt is None
+                or (follows == "message" and nxt.get("role") != "assistant")
+                or follows in ("function_call_output", None)
+            ):
                 out.append(f"input[{i}] (reasoning): not followed by the output item it led to")
         else:
             out.append(f"input[{i}]: unknown item type {kind!r}")
     for cid, name in calls.items():
         if cid not in answered:
             out.append(f"input: function_call {cid!r} ({name}) has no function_call_output")
-    out.extend(tools_problems(body.get("tools"), _function_schema,
-                              "must be {'type': 'function', 'name': ...}", "parameters"))
+    out.extend(
+        tools_problems(body.get("tools"), _function_schema, "must be {'type': 'function', 'name': ...}", "parameters")
+    )
     out.extend(undeclared_calls(called, body.get("tools")))
     return out
 

@@ -41,8 +41,12 @@ def _stream_error(provider: str, error: Mapping[str, Any]) -> ProviderError:
     return ProviderError(text, provider=provider)
 
 
-def assemble_response(events: Iterable[Mapping[str, Any]], on_text: Callable[[str], None] | None = None,
-                      *, provider: str = "openai-responses") -> dict[str, Any]:
+def assemble_response(
+    events: Iterable[Mapping[str, Any]],
+    on_text: Callable[[str], None] | None = None,
+    *,
+    provider: str = "openai-responses",
+) -> dict[str, Any]:
     """The non-streaming ``response`` object of a stream of Responses event dicts.
 
     Events: ``response.created`` (the response, ``status: "in_progress"``, empty ``output``), per output item
@@ -128,13 +132,22 @@ class OpenAIResponsesProvider(_sdk.SDKProvider):
     """
 
     PLUGIN_NAME: ClassVar[str] = "openai-responses"
-    DESCRIPTION: ClassVar[str] = ("OpenAI Responses API, streaming, stateless (store false, reasoning items sent "
-                                  "back encrypted), on the openai SDK (key: OPENAI_API_KEY).")
+    DESCRIPTION: ClassVar[str] = (
+        "OpenAI Responses API, streaming, stateless (store false, reasoning items sent "
+        "back encrypted), on the openai SDK (key: OPENAI_API_KEY)."
+    )
     KEY_ENV: ClassVar[str] = "OPENAI_API_KEY"
     wire: str = "openai-responses"
 
-    def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str | None = None,
-                 timeout: float = 600.0, max_retries: int = 4):
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        timeout: float = 600.0,
+        max_retries: int = 4,
+    ):
         self.name = self.PLUGIN_NAME
         _sdk.check_options(self.name, model, timeout, max_retries)
         self.model, self.base_url, self.timeout, self.max_retries = model, base_url, float(timeout), max_retries
@@ -145,9 +158,13 @@ class OpenAIResponsesProvider(_sdk.SDKProvider):
         import openai
 
         self._sdk = openai
-        self._client = openai.OpenAI(api_key=self._key.value, base_url=base_url, timeout=self.timeout,
-                                     max_retries=max_retries, http_client=openai.DefaultHttpxClient(
-                                        transport=self.limits.transport()))
+        self._client = openai.OpenAI(
+            api_key=self._key.value,
+            base_url=base_url,
+            timeout=self.timeout,
+            max_retries=max_retries,
+            http_client=openai.DefaultHttpxClient(transport=self.limits.transport()),
+        )
 
     def request(self, request_body: Mapping[str, Any]) -> dict[str, Any]:
         """The body as sent (before ``stream``): ``model`` filled in when absent, and the reasoning items this
@@ -169,8 +186,9 @@ class OpenAIResponsesProvider(_sdk.SDKProvider):
         if isinstance(output, list):
             self._reasoning.update(_reasoning_by_call(output))
 
-    def complete(self, request_body: Mapping[str, Any], *,
-                 on_text: Callable[[str], None] | None = None) -> dict[str, Any]:
+    def complete(
+        self, request_body: Mapping[str, Any], *, on_text: Callable[[str], None] | None = None
+    ) -> dict[str, Any]:
         """Send ``request_body`` (a Responses body; see :meth:`request`) streaming; return the assembled
         ``response`` object (:func:`assemble_response`), calling ``on_text(delta)`` per text delta.
 

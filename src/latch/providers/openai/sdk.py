@@ -29,8 +29,9 @@ __all__ = ["OpenAIProvider", "OpenAICompatibleProvider", "assemble_chat_completi
 NO_KEY = "sk-no-key-required"  # what the SDK sends when a compatible server needs no key (it insists on one)
 
 
-def assemble_chat_completion(chunks: Iterable[Mapping[str, Any]],
-                             on_text: Callable[[str], None] | None = None) -> dict[str, Any]:
+def assemble_chat_completion(
+    chunks: Iterable[Mapping[str, Any]], on_text: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     """The non-streaming ``chat.completion`` body of a stream of ``chat.completion.chunk`` dicts.
 
     Shape: ``{"id", "object": "chat.completion", "created", "model", "choices": [{"index": 0,
@@ -70,8 +71,9 @@ def assemble_chat_completion(chunks: Iterable[Mapping[str, Any]],
                 reasoning.append(thought)
             for pos, tc in enumerate(delta.get("tool_calls") or ()):
                 index = tc.get("index", pos) if isinstance(tc.get("index", pos), int) else pos
-                call = calls.setdefault(index, {"id": None, "type": "function",
-                                                "function": {"name": None, "arguments": ""}})
+                call = calls.setdefault(
+                    index, {"id": None, "type": "function", "function": {"name": None, "arguments": ""}}
+                )
                 if tc.get("id") and not call["id"]:
                     call["id"] = tc["id"]
                 fn = tc.get("function") or {}
@@ -86,9 +88,13 @@ def assemble_chat_completion(chunks: Iterable[Mapping[str, Any]],
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
     if reasoning:
         message["reasoning_content"] = "".join(reasoning)
-    body: dict[str, Any] = {"id": head.get("id"), "object": "chat.completion", "created": head.get("created"),
-                            "model": head.get("model"),
-                            "choices": [{"index": 0, "message": message, "finish_reason": finish}]}
+    body: dict[str, Any] = {
+        "id": head.get("id"),
+        "object": "chat.completion",
+        "created": head.get("created"),
+        "model": head.get("model"),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+    }
     if head.get("system_fingerprint") is not None:
         body["system_fingerprint"] = head["system_fingerprint"]
     if usage is not None:
@@ -116,26 +122,41 @@ class OpenAIProvider(_sdk.SDKProvider):
     STREAM_OPTIONS: ClassVar[Mapping[str, Any]] = {"include_usage": True}
     wire: str = "openai-chat"
 
-    def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str | None = None,
-                 timeout: float = 600.0, max_retries: int = 4, stream: bool = True):
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        timeout: float = 600.0,
+        max_retries: int = 4,
+        stream: bool = True,
+    ):
         self.name = self.PLUGIN_NAME
         self.stream = stream
         _sdk.check_options(self.name, model, timeout, max_retries)
         self.model, self.base_url, self.timeout, self.max_retries = model, base_url, float(timeout), max_retries
         self.api_key_env = api_key_env or self.KEY_ENV
-        self._key = (_sdk.api_key_from_env(self.name, self.api_key_env,
-                                           required=self.KEY_REQUIRED or api_key_env is not None)
-                     if self.api_key_env else _sdk.Secret(None))
+        self._key = (
+            _sdk.api_key_from_env(self.name, self.api_key_env, required=self.KEY_REQUIRED or api_key_env is not None)
+            if self.api_key_env
+            else _sdk.Secret(None)
+        )
         self.limits = _sdk.ResponseLimits()  # deadline and idle timeout of every response
         import openai
 
         self._sdk = openai
-        self._client = openai.OpenAI(api_key=self._key.value or NO_KEY, base_url=base_url, timeout=self.timeout,
-                                     max_retries=max_retries, http_client=openai.DefaultHttpxClient(
-                                        transport=self.limits.transport()))
+        self._client = openai.OpenAI(
+            api_key=self._key.value or NO_KEY,
+            base_url=base_url,
+            timeout=self.timeout,
+            max_retries=max_retries,
+            http_client=openai.DefaultHttpxClient(transport=self.limits.transport()),
+        )
 
-    def complete(self, request_body: Mapping[str, Any], *,
-                 on_text: Callable[[str], None] | None = None) -> dict[str, Any]:
+    def complete(
+        self, request_body: Mapping[str, Any], *, on_text: Callable[[str], None] | None = None
+    ) -> dict[str, Any]:
         """Send ``request_body`` (a chat-completions body) streaming; return the assembled
         ``chat.completion`` body (:func:`assemble_chat_completion`), calling ``on_text(delta)`` per text delta.
 
@@ -180,28 +201,46 @@ class OpenAICompatibleProvider(OpenAIProvider):
     such a server."""
 
     PLUGIN_NAME: ClassVar[str] = "openai-compatible"
-    DESCRIPTION: ClassVar[str] = ("Any OpenAI-compatible Chat Completions server (llama.cpp, Ollama, vLLM, LM Studio) "
-                                  "at --base-url; key only from --api-key-env.")
+    DESCRIPTION: ClassVar[str] = (
+        "Any OpenAI-compatible Chat Completions server (llama.cpp, Ollama, vLLM, LM Studio) "
+        "at --base-url; key only from --api-key-env."
+    )
     KEY_ENV: ClassVar[str | None] = None
     KEY_REQUIRED: ClassVar[bool] = False
 
-    def complete(self, request_body: Mapping[str, Any], *,
-                 on_text: Callable[[str], None] | None = None) -> dict[str, Any]:
+    def complete(
+        self, request_body: Mapping[str, Any], *, on_text: Callable[[str], None] | None = None
+    ) -> dict[str, Any]:
         """As :meth:`OpenAIProvider.complete`, except that an assistant message with ``content: null`` (a
         tool-call-only turn, valid for OpenAI) is sent with ``content: ""``: llama-cpp-python's server rejects
         null content with HTTP 500, and every compatible server accepts the empty string."""
         messages = request_body.get("messages")
-        if isinstance(messages, list) and any(isinstance(m, Mapping) and m.get("role") == "assistant"
-                                              and m.get("content") is None for m in messages):
-            fixed = [dict(m, content="") if isinstance(m, Mapping) and m.get("role") == "assistant"
-                     and m.get("content") is None else m for m in messages]
+        if isinstance(messages, list) and any(
+            isinstance(m, Mapping) and m.get("role") == "assistant" and m.get("content") is None for m in messages
+        ):
+            fixed = [
+                dict(m, content="")
+                if isinstance(m, Mapping) and m.get("role") == "assistant" and m.get("content") is None
+                else m
+                for m in messages
+            ]
             request_body = {**request_body, "messages": fixed}
         return super().complete(request_body, on_text=on_text)
 
-    def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str | None = None,
-                 timeout: float = 600.0, max_retries: int = 4, stream: bool = True):
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        timeout: float = 600.0,
+        max_retries: int = 4,
+        stream: bool = True,
+    ):
         if not isinstance(base_url, str) or not base_url.strip():
-            raise ProviderError(f"{self.PLUGIN_NAME}: a base_url is required (e.g. http://127.0.0.1:8080/v1)",
-                                provider=self.PLUGIN_NAME)
-        super().__init__(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, max_retries=max_retries,
-                         stream=stream)
+            raise ProviderError(
+                f"{self.PLUGIN_NAME}: a base_url is required (e.g. http://127.0.0.1:8080/v1)", provider=self.PLUGIN_NAME
+            )
+        super().__init__(
+            model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, max_retries=max_retries, stream=stream
+        )

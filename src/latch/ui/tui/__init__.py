@@ -15,5 +15,7 @@ class TerminalUI:
     """The terminal UI: sessions list; per session transcript, state/evidence, usage+cost, context, cache epochs."""
 
     PLUGIN_NAME = "tui"
-    DESCRIPTION = ("terminal UI over the event log (latch tui): sessions, live transcript, state, evidence, usage, "
-                   "context, cache epochs")
+    DESCRIPTION = (
+        "terminal UI over the event log (latch tui): sessions, live transcript, state, evidence, usage, "
+        "context, cache epochs"
+    )

@@ -62,14 +62,18 @@ from ...kernel.tombstones import forgotten_message, tombstoned_sessions
 from ...store import EventStore
 from ...textsafe import plural, safe
 
-__all__ = ["LatchTUI", "SessionScreen", "SessionsScreen", "ConfirmStop", "transcript_text", "receipts_text",
-           "PANELS"]
+__all__ = ["LatchTUI", "SessionScreen", "SessionsScreen", "ConfirmStop", "transcript_text", "receipts_text", "PANELS"]
 
 PANELS = ("transcript", "state", "usage", "context", "epochs")
 """The tab ids of a session screen, in order."""
 
-_ROLE_STYLE = {"user": "bold cyan", "assistant": "bold green", "tool": "bold yellow", "system": "bold magenta",
-               "compaction": "bold red"}
+_ROLE_STYLE = {
+    "user": "bold cyan",
+    "assistant": "bold green",
+    "tool": "bold yellow",
+    "system": "bold magenta",
+    "compaction": "bold red",
+}
 
 
 def _n(value: Any) -> str:
@@ -123,10 +127,15 @@ class ConfirmStop(ModalScreen[bool]):
     """``stop the running latch run of session ID? y/n``: dismissed with ``True`` for ``y``, ``False`` for ``n``
     or Escape."""
 
-    BINDINGS = [Binding("y", "answer(True)", "stop it"), Binding("n", "answer(False)", "keep running"),
-                Binding("escape", "answer(False)", "keep running")]
-    DEFAULT_CSS = "ConfirmStop { align: center middle; } ConfirmStop > Static { width: auto; border: thick $error;" \
-                  " padding: 1 2; background: $surface; }"
+    BINDINGS = [
+        Binding("y", "answer(True)", "stop it"),
+        Binding("n", "answer(False)", "keep running"),
+        Binding("escape", "answer(False)", "keep running"),
+    ]
+    DEFAULT_CSS = (
+        "ConfirmStop { align: center middle; } ConfirmStop > Static { width: auto; border: thick $error;"
+        " padding: 1 2; background: $surface; }"
+    )
 
     def __init__(self, session_id: str):
         super().__init__()
@@ -159,8 +168,10 @@ def _group_text(group: dict[str, Any] | None) -> Text:
         return out
     m = group["messages"]
     out.append("\ngroup\n", style="bold")
-    out.append(f"root {safe(group['root'])} · {plural(len(group['members']), 'member')} · {plural(len(group['tasks']), 'task')} · "
-               f"messages {m['delivered']}/{m['queued']} delivered\n")
+    out.append(
+        f"root {safe(group['root'])} · {plural(len(group['members']), 'member')} · {plural(len(group['tasks']), 'task')} · "
+        f"messages {m['delivered']}/{m['queued']} delivered\n"
+    )
     for member in group["members"]:
         out.append(f"  member {safe(member['agent'])}: session {safe(member['session'] or '-')}\n")
     for t in group["tasks"]:
@@ -183,16 +194,27 @@ def _state_text(view: dict[str, Any], group: dict[str, Any] | None = None) -> Te
         heading = not line.startswith(("- ", "  ")) and line.endswith(":")
         out.append(safe(line) + "\n", style="bold" if heading or line == "Canonical state" else "")
     out.append("\nactivity\n", style="bold")
-    out.append(f"reasoning reported: {'yes' if a['reasoning_reported'] else 'no'} · running {a['running']} · "
-               f"interrupted {a['interrupted']}\n")
+    out.append(
+        f"reasoning reported: {'yes' if a['reasoning_reported'] else 'no'} · running {a['running']} · "
+        f"interrupted {a['interrupted']}\n"
+    )
     for t in a["tools"]:
-        out.append(f"  tool {safe(t['name'])} ({safe(t['call_id'])}) at #{t['seq']}: {t['status']}\n",
-                   style="yellow" if t["status"] == "running" else "red")
+        out.append(
+            f"  tool {safe(t['name'])} ({safe(t['call_id'])}) at #{t['seq']}: {t['status']}\n",
+            style="yellow" if t["status"] == "running" else "red",
+        )
     lines = evidence_lines(c["evidence"])
     out.append("\n" + safe(lines[0]) + "\n", style="bold")
     for line in lines[1:]:
-        style = ("bold green" if line == CERTIFIED else "bold red" if line == NOT_CERTIFIED
-                 else "yellow" if line.endswith(")") and ", STALE (set " in line else "")
+        style = (
+            "bold green"
+            if line == CERTIFIED
+            else "bold red"
+            if line == NOT_CERTIFIED
+            else "yellow"
+            if line.endswith(")") and ", STALE (set " in line
+            else ""
+        )
         out.append(safe(line) + "\n", style=style)
     out.append_text(_group_text(group))
     return out
@@ -233,9 +255,17 @@ class SessionsScreen(Screen[None]):
         shorts = short_ids([s.id for s, _ in listed])
         for s, depth in listed:
             lead = "" if depth == 0 else "  " * (depth - 1) + "└ "
-            table.add_row(Text(lead + safe(shorts[s.id])), s.started_text(), Text(safe(s.harness or "?")),
-                          Text(safe(s.model or "no model")), f"{s.requests:,}", s.cost_text(), s.status,
-                          Text(_cut(safe(s.title) if s.title else "(no title)", TITLE_CELLS)), key=s.id)
+            table.add_row(
+                Text(lead + safe(shorts[s.id])),
+                s.started_text(),
+                Text(safe(s.harness or "?")),
+                Text(safe(s.model or "no model")),
+                f"{s.requests:,}",
+                s.cost_text(),
+                s.status,
+                Text(_cut(safe(s.title) if s.title else "(no title)", TITLE_CELLS)),
+                key=s.id,
+            )
 
     def on_data_table_row_selected(self, message: DataTable.RowSelected) -> None:
         if message.row_key.value is not None:
@@ -247,10 +277,17 @@ class SessionScreen(Screen[None]):
 
     AUTO_FOCUS = "Tabs"  # the panel tabs, never the (hidden) steering input
 
-    BINDINGS = [Binding("escape", "app.pop_screen", "sessions"), Binding("t", "show('transcript')", "transcript"),
-                Binding("s", "show('state')", "state"), Binding("u", "show('usage')", "usage"),
-                Binding("c", "show('context')", "context"), Binding("e", "show('epochs')", "epochs"),
-                Binding("i", "steer", "steer"), Binding("k", "compact", "compact"), Binding("x", "stop", "stop")]
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "sessions"),
+        Binding("t", "show('transcript')", "transcript"),
+        Binding("s", "show('state')", "state"),
+        Binding("u", "show('usage')", "usage"),
+        Binding("c", "show('context')", "context"),
+        Binding("e", "show('epochs')", "epochs"),
+        Binding("i", "steer", "steer"),
+        Binding("k", "compact", "compact"),
+        Binding("x", "stop", "stop"),
+    ]
 
     def __init__(self, session_id: str):
         super().__init__()
@@ -264,8 +301,9 @@ class SessionScreen(Screen[None]):
         yield Header()
         yield Static(id="title")
         yield Static(id="receipts")
-        yield SteerInput(placeholder="steering text for the running agent (Enter sends, Escape closes)",
-                         id="steer-text")
+        yield SteerInput(
+            placeholder="steering text for the running agent (Enter sends, Escape closes)", id="steer-text"
+        )
         with TabbedContent(initial="transcript"):
             with TabPane("transcript", id="transcript"):
                 yield VerticalScroll(Static(id="transcript-text"))
@@ -283,12 +321,23 @@ class SessionScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#usage-table", DataTable).add_columns(
-            "request", "seq", "model", "uncached", "cache read", "cache write", "output", "prompt", "usd")
+            "request", "seq", "model", "uncached", "cache read", "cache write", "output", "prompt", "usd"
+        )
         self.query_one("#context-table", DataTable).add_columns(
-            "request", "seq", "prompt", "cache read", "cache write", "uncached", "output", "user chars",
-            "assistant chars", "tool chars", "system chars", "items")
-        self.query_one("#epochs-table", DataTable).add_columns(
-            "request", "seq", "epoch", "cache", "reason")
+            "request",
+            "seq",
+            "prompt",
+            "cache read",
+            "cache write",
+            "uncached",
+            "output",
+            "user chars",
+            "assistant chars",
+            "tool chars",
+            "system chars",
+            "items",
+        )
+        self.query_one("#epochs-table", DataTable).add_columns("request", "seq", "epoch", "cache", "reason")
         self.poll()
         self.set_interval(self.app.poll_interval, self.poll)  # type: ignore[attr-defined]
 
@@ -358,38 +407,69 @@ class SessionScreen(Screen[None]):
     def render_view(self, view: dict[str, Any]) -> None:
         """Fill every panel from ``view`` (:func:`latch.host.reducers.session_view`)."""
         u, costs = view["usage"], view["costs"]
-        self.query_one("#title", Static).update(Text(
-            f"session {safe(self.session_id)} · last seq {view['last_seq']} · {len(view['transcript'])} items · "
-            f"{u['requests']} requests" + (" · live" if view["live"] else "") + _run_phase(self.run)))
+        self.query_one("#title", Static).update(
+            Text(
+                f"session {safe(self.session_id)} · last seq {view['last_seq']} · {len(view['transcript'])} items · "
+                f"{u['requests']} requests" + (" · live" if view["live"] else "") + _run_phase(self.run)
+            )
+        )
         self.query_one("#receipts", Static).update(receipts_text(R.commands(self.events)))
         self.query_one("#transcript-text", Static).update(transcript_text(view["transcript"]))
         group = group_view(self.app.store, self.session_id)  # type: ignore[attr-defined]
         self.query_one("#state-text", Static).update(_state_text(view, group))
         tot = costs["totals"]
-        self.query_one("#usage-total", Static).update(Text(
-            f"{u['requests']} requests · uncached {_n(u['input_tokens'])} · cache read {_n(u['cache_read_tokens'])} · "
-            f"cache write {_n(u['cache_write_tokens'])} · output {_n(u['output_tokens'])} tokens · "
-            f"cost {format_usd(tot['usd'])} ({tot['priced_requests']} priced)"))
+        self.query_one("#usage-total", Static).update(
+            Text(
+                f"{u['requests']} requests · uncached {_n(u['input_tokens'])} · cache read {_n(u['cache_read_tokens'])} · "
+                f"cache write {_n(u['cache_write_tokens'])} · output {_n(u['output_tokens'])} tokens · "
+                f"cost {format_usd(tot['usd'])} ({tot['priced_requests']} priced)"
+            )
+        )
         table = self.query_one("#usage-table", DataTable)
         table.clear()
         for i, (r, c) in enumerate(zip(view["requests"], costs["requests"], strict=False), 1):
-            table.add_row(str(i), str(r["seq"]), Text(safe(r["model"] or "")), _n(r["input_tokens"]),
-                          _n(r["cache_read_tokens"]), _n(r["cache_write_tokens"]), _n(r["output_tokens"]),
-                          _n(r["prompt_tokens"]), format_usd(c["usd"]))
+            table.add_row(
+                str(i),
+                str(r["seq"]),
+                Text(safe(r["model"] or "")),
+                _n(r["input_tokens"]),
+                _n(r["cache_read_tokens"]),
+                _n(r["cache_write_tokens"]),
+                _n(r["output_tokens"]),
+                _n(r["prompt_tokens"]),
+                format_usd(c["usd"]),
+            )
         table = self.query_one("#context-table", DataTable)
         table.clear()
         for r in view["context"]:
             ch = r["chars"]
-            table.add_row(str(r["request"]), str(r["seq"]), _n(r["prompt_tokens"]), _n(r["cache_read_tokens"]),
-                          _n(r["cache_write_tokens"]), _n(r["uncached_tokens"]), _n(r["output_tokens"]),
-                          _n(ch["user"]), _n(ch["assistant"]), _n(ch["tool"]), _n(ch["system"]), _n(r["items"]))
+            table.add_row(
+                str(r["request"]),
+                str(r["seq"]),
+                _n(r["prompt_tokens"]),
+                _n(r["cache_read_tokens"]),
+                _n(r["cache_write_tokens"]),
+                _n(r["uncached_tokens"]),
+                _n(r["output_tokens"]),
+                _n(ch["user"]),
+                _n(ch["assistant"]),
+                _n(ch["tool"]),
+                _n(ch["system"]),
+                _n(r["items"]),
+            )
         cache = view["cache"]
         lines = [f"{len(cache['epochs'])} cache epochs · {len(cache['breaks'])} cache breaks"]
-        lines += [f"epoch {e['epoch']}: requests {e['first_request']}-{e['last_request']} (seq {e['start_seq']}-"
-                  f"{e['end_seq']}) · cache read {_n(e['cache_read_tokens'])} · cache write "
-                  f"{_n(e['cache_write_tokens'])}" for e in cache["epochs"]]
-        lines += [f"break at request {b['request']} (seq {b['seq']}): {b['reason']} · read {_n(b['cache_read_tokens'])}"
-                  f" of {_n(b['previous_cached_tokens'])} cached" for b in cache["breaks"]]
+        lines += [
+            f"epoch {e['epoch']}: requests {e['first_request']}-{e['last_request']} (seq {e['start_seq']}-"
+            f"{e['end_seq']}) · cache read {_n(e['cache_read_tokens'])} · cache write "
+            f"{_n(e['cache_write_tokens'])}"
+            for e in cache["epochs"]
+        ]
+        lines += [
+            f"break at request {b['request']} (seq {b['seq']}): {b['reason']} · read {_n(b['cache_read_tokens'])}"
+            f" of {_n(b['previous_cached_tokens'])} cached"
+            for b in cache["breaks"]
+        ]
         self.query_one("#epochs-text", Static).update(Text("\n".join(lines)))
         table = self.query_one("#epochs-table", DataTable)
         table.clear()

@@ -72,8 +72,11 @@ from . import is_loopback
 __all__ = ["create_app", "snapshot", "session_rows", "serve", "listen", "ListenError", "check_bind", "group_view"]
 
 STATIC = resources.files("latch.ui.web") / "static"
-_STATIC_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
-                 ".html": "text/html; charset=utf-8"}
+_STATIC_TYPES = {
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".html": "text/html; charset=utf-8",
+}
 
 
 def _display(value: Any) -> Any:
@@ -92,8 +95,15 @@ def _dumps(value: Any) -> str:
 
 
 def _session_row(info: Any) -> dict[str, Any]:
-    return {"id": info.id, "parent_id": info.parent_id, "format": info.format, "title": info.title,
-            "source": info.source, "created_at": info.created_at, "events": info.events}
+    return {
+        "id": info.id,
+        "parent_id": info.parent_id,
+        "format": info.format,
+        "title": info.title,
+        "source": info.source,
+        "created_at": info.created_at,
+        "events": info.events,
+    }
 
 
 def session_rows(store: EventStore) -> list[dict[str, Any]]:
@@ -107,9 +117,18 @@ def session_rows(store: EventStore) -> list[dict[str, Any]]:
     out = []
     for s, depth in listed:
         info = store.session(s.id)
-        out.append({**s.as_dict(), "parent_id": s.parent_id, "short": shorts[s.id], "depth": depth,
-                    "started_text": s.started_text(), "cost_text": s.cost_text(), "format": info.format,
-                    "created_at": info.created_at})
+        out.append(
+            {
+                **s.as_dict(),
+                "parent_id": s.parent_id,
+                "short": shorts[s.id],
+                "depth": depth,
+                "started_text": s.started_text(),
+                "cost_text": s.cost_text(),
+                "format": info.format,
+                "created_at": info.created_at,
+            }
+        )
     return out
 
 
@@ -120,11 +139,20 @@ def _state(store: EventStore, sid: str) -> Any:
 def _status(store: EventStore, sid: str, events: list[Any], observed: bool) -> dict[str, Any]:
     state = _state(store, sid)
     live, run = session_liveness(events, observed=observed)
-    return {"last_seq": events[-1].seq if events else 0, "live": live, "activity": R.activity(events, live=live),
-            "usage": R.usage_totals(events), "state": R.state_summary(state), "costs": R.request_costs(events),
-            "context": R.context_breakdown(events), "cache": R.cache_epochs(events), "run": run,
-            "commands": R.commands(events), "group": group_view(store, sid),
-            "canonical": canonical_view(state)}
+    return {
+        "last_seq": events[-1].seq if events else 0,
+        "live": live,
+        "activity": R.activity(events, live=live),
+        "usage": R.usage_totals(events),
+        "state": R.state_summary(state),
+        "costs": R.request_costs(events),
+        "context": R.context_breakdown(events),
+        "cache": R.cache_epochs(events),
+        "run": run,
+        "commands": R.commands(events),
+        "group": group_view(store, sid),
+        "canonical": canonical_view(state),
+    }
 
 
 def snapshot(store: EventStore, session_id: str, *, live: bool = False) -> dict[str, Any]:
@@ -155,8 +183,7 @@ def check_bind(host: str, token: str | None) -> None:
         raise ValueError(f"binding {host} (not loopback) requires --token")
 
 
-def create_app(db: str | Path, *, token: str | None = None, poll_interval: float = 0.2,
-               retry_ms: int = 500) -> Any:
+def create_app(db: str | Path, *, token: str | None = None, poll_interval: float = 0.2, retry_ms: int = 500) -> Any:
     """The Starlette app over the store at ``db`` (a path; opened once; it writes only queued commands). ``token``: required on
     every request when set. ``poll_interval``: seconds between store polls of an open stream; ``retry_ms``:
     the reconnect delay the stream asks browsers for."""
@@ -236,8 +263,10 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
         if got is None:
             doc = await replay(request, replays.get)
             count = len(doc["requests"])
-            return error(404, f"request {raw!r} is out of range: session {doc['session']} has {count} "
-                              f"model request(s), 1..{count}")
+            return error(
+                404,
+                f"request {raw!r} is out of range: session {doc['session']} has {count} model request(s), 1..{count}",
+            )
         return json_response(got)
 
     async def events(request: Request) -> Response:
@@ -263,8 +292,11 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
             while True:
                 new = await asyncio.to_thread(read_after, seen)
                 for ev in new:
-                    yield {"id": str(ev.seq), "event": "event",
-                           "data": _dumps({"seq": ev.seq, "kind": ev.kind, "item": R.transcript_item(ev)})}
+                    yield {
+                        "id": str(ev.seq),
+                        "event": "event",
+                        "data": _dumps({"seq": ev.seq, "kind": ev.kind, "item": R.transcript_item(ev)}),
+                    }
                 if new:
                     seen = new[-1].seq
                     history.extend(new)
@@ -296,12 +328,16 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
         except (json.JSONDecodeError, UnicodeDecodeError):
             body = None
         if not isinstance(body, dict):
-            return error(400, f"the body must be a JSON object of at most {MAX_COMMAND_BYTES} bytes: "
-                              '{"command": "steer"|"stop"|"compact", "text": ..., "id": ...}')
+            return error(
+                400,
+                f"the body must be a JSON object of at most {MAX_COMMAND_BYTES} bytes: "
+                '{"command": "steer"|"stop"|"compact", "text": ..., "id": ...}',
+            )
         cmd, text, rid = body.get("command"), body.get("text"), body.get("id")
         try:
             receipt = await asyncio.to_thread(
-                lambda: RunCommands(store, info.id).send(cmd, text, receipt=rid, source="web"))
+                lambda: RunCommands(store, info.id).send(cmd, text, receipt=rid, source="web")
+            )
         except NoRunningRun as exc:
             return error(409, str(exc))
         except ValueError as exc:
@@ -317,14 +353,21 @@ def create_app(db: str | Path, *, token: str | None = None, poll_interval: float
             return error(404, f"no command {request.path_params['cid']!r} in session {info.id}")
         return json_response({"receipt": got})
 
-    app = Starlette(routes=[
-        Route("/", page), Route("/s/{sid}", page), Route("/s/{sid}/replay", page), Route("/static/{name}", static),
-        Route("/api/sessions", sessions), Route("/api/sessions/{sid}", session),
-        Route("/api/sessions/{sid}/events", events),
-        Route("/api/sessions/{sid}/replay", replay_table), Route("/api/sessions/{sid}/replay/{n}", replay_view),
-        Route("/api/sessions/{sid}/commands", command, methods=["POST"]),
-        Route("/api/sessions/{sid}/commands/{cid}", receipt),
-    ])
+    app = Starlette(
+        routes=[
+            Route("/", page),
+            Route("/s/{sid}", page),
+            Route("/s/{sid}/replay", page),
+            Route("/static/{name}", static),
+            Route("/api/sessions", sessions),
+            Route("/api/sessions/{sid}", session),
+            Route("/api/sessions/{sid}/events", events),
+            Route("/api/sessions/{sid}/replay", replay_table),
+            Route("/api/sessions/{sid}/replay/{n}", replay_view),
+            Route("/api/sessions/{sid}/commands", command, methods=["POST"]),
+            Route("/api/sessions/{sid}/commands/{cid}", receipt),
+        ]
+    )
     app.state.store = store
     app.state.replays = replays
     return _TokenGate(app, token) if token is not None else _LoopbackHostGate(app)
@@ -346,8 +389,10 @@ def _refuse_command(request: Any, token: str | None) -> tuple[int, str] | None:
     if ctype != "application/json":
         return 415, "a command is a JSON body (Content-Type: application/json)"
     sent = request.headers.get("x-latch-token")
-    if sent is None or (token is not None and not hmac.compare_digest(sent.encode("utf-8", "surrogatepass"),
-                                                                       token.encode("utf-8", "surrogatepass"))):
+    if sent is None or (
+        token is not None
+        and not hmac.compare_digest(sent.encode("utf-8", "surrogatepass"), token.encode("utf-8", "surrogatepass"))
+    ):
         return 401, "a command needs the X-Latch-Token header (the server's --token)"
     host = request.headers.get("host", "")
     origin = request.headers.get("origin")
@@ -362,7 +407,7 @@ def _loopback_host(header: str) -> bool:
     """Whether a ``Host`` header names this machine: ``localhost``, ``127.x.x.x`` or ``[::1]``, any port."""
     name = header.strip().lower()
     if name.startswith("["):
-        name = name[1:name.find("]")] if "]" in name else name
+        name = name[1 : name.find("]")] if "]" in name else name
     elif name.count(":") == 1:
         name = name.rsplit(":", 1)[0]
     return bool(name) and is_loopback(name)
@@ -382,9 +427,13 @@ class _LoopbackHostGate:
             if not _loopback_host(host):
                 from starlette.responses import JSONResponse
 
-                await JSONResponse({"error": "this server answers loopback Host names only (localhost, 127.0.0.1, "
-                                             "[::1]); serve another name with --host and --token"},
-                                   status_code=403)(scope, receive, send)
+                await JSONResponse(
+                    {
+                        "error": "this server answers loopback Host names only (localhost, 127.0.0.1, "
+                        "[::1]); serve another name with --host and --token"
+                    },
+                    status_code=403,
+                )(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
@@ -429,8 +478,9 @@ def listen(host: str, port: int) -> socket.socket:
     """A TCP socket bound to ``host``:``port`` and listening (``port`` 0: a free one; ``getsockname()`` says
     which). Raises :class:`ListenError` when the host does not resolve or the address is taken or refused."""
     try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
-                                                             flags=socket.AI_PASSIVE)[0]
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
     except (socket.gaierror, UnicodeError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
         raise ListenError(f"cannot listen on {safe(host)}:{port}: {reason.lower()}") from None
@@ -445,16 +495,23 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(db: str | Path, *, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
-          sock: socket.socket | None = None) -> None:
+def serve(
+    db: str | Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token: str | None = None,
+    sock: socket.socket | None = None,
+) -> None:
     """Run the server until interrupted, on ``sock`` (from :func:`listen`) or a socket it binds itself.
     Raises ``ValueError`` for a bind :func:`check_bind` refuses and :class:`ListenError` when it cannot listen."""
     import uvicorn
 
     check_bind(host, token)
     sock = sock or listen(host, port)
-    server = uvicorn.Server(uvicorn.Config(create_app(db, token=token), log_level="warning",
-                                           timeout_graceful_shutdown=2))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(db, token=token), log_level="warning", timeout_graceful_shutdown=2)
+    )
     try:
         server.run(sockets=[sock])
     finally:

@@ -45,8 +45,15 @@ def view_content(res: Any, *, total_requests: int, session: str, doc: Mapping[st
     exactly what ``latch view --format text`` prints for the request into a pipe (its rendering,
     :func:`latch.ui.render.render_view_text`). Strings are as stored (the server makes them inert)."""
     req = res.request
-    head = {"request": req.number, "total_requests": total_requests, "seq": req.seq, "session": session,
-            "engine": doc["engine"], "estimator": doc["estimator"], "model": doc["model"]}
+    head = {
+        "request": req.number,
+        "total_requests": total_requests,
+        "seq": req.seq,
+        "session": session,
+        "engine": doc["engine"],
+        "estimator": doc["estimator"],
+        "model": doc["model"],
+    }
     view = res.view
     if view is None:
         return {**head, "status": "overflow", "error": res.overflow}
@@ -57,23 +64,56 @@ def view_content(res: Any, *, total_requests: int, session: str, doc: Mapping[st
     rows = doc.get("requests") or []
     row = rows[req.number - 1] if 0 < req.number <= len(rows) else {}
     first_event = row.get("first_retained_event") if row.get("request") == req.number else None
-    render_view_text(con, res, total_requests=total_requests, session=session, engine=doc["engine"],
-                     estimator=doc["estimator"], model=doc["model"], window=where.removeprefix("window: "),
-                     first_retained_event=first_event)
-    messages = [{"index": i, "role": m.role, "kind": m.kind, "seq": m.seq, "tokens": res.line_tokens[2 + i],
-                 "content": m.content, "tool_call_id": m.tool_call_id, "is_error": m.is_error,
-                 "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls],
-                 "media": [{"media_type": r.media_type, "byte_size": r.byte_size, "sha256": r.sha256,
-                            "width": r.width, "height": r.height} for r in m.media]}
-                for i, m in enumerate(view.messages)]
-    return {**head, "status": view.status, "epoch": view.epoch,
-            "tokens": {**{c: getattr(tok, c) for c in COMPONENTS}, "total_tokens": tok.total_tokens},
-            "hard_limit_tokens": view.budget.hard_limit_tokens,
-            "context_window_tokens": view.budget.context_window_tokens, "reserve_tokens": view.budget.reserve_tokens,
-            "first_retained_seq": view.first_retained_seq, "first_retained_event": first_event,
-            "system": {"tokens": res.line_tokens[0], "text": view.system},
-            "tools": {"tokens": res.line_tokens[1], "items": [_tool(t) for t in view.tools]},
-            "messages": messages, "text": out.getvalue()}
+    render_view_text(
+        con,
+        res,
+        total_requests=total_requests,
+        session=session,
+        engine=doc["engine"],
+        estimator=doc["estimator"],
+        model=doc["model"],
+        window=where.removeprefix("window: "),
+        first_retained_event=first_event,
+    )
+    messages = [
+        {
+            "index": i,
+            "role": m.role,
+            "kind": m.kind,
+            "seq": m.seq,
+            "tokens": res.line_tokens[2 + i],
+            "content": m.content,
+            "tool_call_id": m.tool_call_id,
+            "is_error": m.is_error,
+            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls],
+            "media": [
+                {
+                    "media_type": r.media_type,
+                    "byte_size": r.byte_size,
+                    "sha256": r.sha256,
+                    "width": r.width,
+                    "height": r.height,
+                }
+                for r in m.media
+            ],
+        }
+        for i, m in enumerate(view.messages)
+    ]
+    return {
+        **head,
+        "status": view.status,
+        "epoch": view.epoch,
+        "tokens": {**{c: getattr(tok, c) for c in COMPONENTS}, "total_tokens": tok.total_tokens},
+        "hard_limit_tokens": view.budget.hard_limit_tokens,
+        "context_window_tokens": view.budget.context_window_tokens,
+        "reserve_tokens": view.budget.reserve_tokens,
+        "first_retained_seq": view.first_retained_seq,
+        "first_retained_event": first_event,
+        "system": {"tokens": res.line_tokens[0], "text": view.system},
+        "tools": {"tokens": res.line_tokens[1], "items": [_tool(t) for t in view.tools]},
+        "messages": messages,
+        "text": out.getvalue(),
+    }
 
 
 @dataclass(frozen=True)
@@ -106,8 +146,12 @@ class ReplayCache:
         if hit is not None and hit[0] == last:
             return hit
         seen: list[_Seen] = []
-        doc, _ = run_replay(self.store, session_id, config=self.config,
-                            on_result=lambda r: seen.append(_Seen(r.request, r.view, r.overflow, r.line_tokens)))
+        doc, _ = run_replay(
+            self.store,
+            session_id,
+            config=self.config,
+            on_result=lambda r: seen.append(_Seen(r.request, r.view, r.overflow, r.line_tokens)),
+        )
         doc["last_seq"] = last
         self.computed += 1
         entry = self._cache[session_id] = (last, doc, seen, {})
@@ -128,6 +172,5 @@ class ReplayCache:
             if not 1 <= number <= len(seen):
                 return None
             if number not in views:
-                views[number] = view_content(seen[number - 1], total_requests=len(seen), session=session_id,
-                                             doc=doc)
+                views[number] = view_content(seen[number - 1], total_requests=len(seen), session=session_id, doc=doc)
             return views[number]
