@@ -776,9 +776,9 @@ def _final_checks(
     if not cons or not decs:
         c["canonical_survival"].fail("final canonical state lost the constraint or the decision")
     elif c["canonical_survival"].ok:
-        c["canonical_survival"].detail = (
-            f"{cons[0]['id']} and {decs[0]['id']} active in every view and at revision {state.revision}"
-        )
+        c[
+            "canonical_survival"
+        ].detail = f"{cons[0]['id']} and {decs[0]['id']} active in every view and at revision {state.revision}"
     if not hyps or hyps[0]["status"] != "rejected":
         c["rejection_preserved"].fail(f"final canonical state: hypothesis is {hyps[0]['status'] if hyps else 'gone'}")
     elif c["rejection_preserved"].ok:
