@@ -177,11 +177,11 @@ def validate_config(data: Mapping[str, Any], source: str = "<config>") -> dict[s
         if reserve >= window:
             raise ConfigError(f"{where}: reserve_tokens ({reserve}) must be below context_window_tokens ({window})")
         if "reserve_tokens" in table and "context_window_tokens" not in table:
-            key, known = model_table_entry(str(name))  # the window this entry's models get from the table
+            entry_key, known = model_table_entry(str(name))  # the window this entry's models get from the table
             if known and reserve >= known["context_window_tokens"]:
                 raise ConfigError(
                     f"{where}: reserve_tokens ({reserve}) must be below the context window of "
-                    f"{name} ({known['context_window_tokens']}, Latch's model table entry {key}); "
+                    f"{name} ({known['context_window_tokens']}, Latch's model table entry {entry_key}); "
                     f"set context_window_tokens too"
                 )
     engine = out.get("engine", {})

@@ -61,6 +61,7 @@ from .textsafe import warn
 
 if TYPE_CHECKING:  # pragma: no cover
     import click
+    from pluggy import HookimplOpts
 
 from .port import ContextEngineFactory
 
@@ -181,7 +182,7 @@ class LatchPluginManager(pluggy.PluginManager):
         self.infos: dict[str, PluginInfo] = {}
         self._registries: dict[str, dict[str, Registration]] = {}
 
-    def parse_hookimpl_opts(self, plugin: Any, name: str):  # type: ignore[override]
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> HookimplOpts | None:
         """Marked functions, and also unmarked routines named ``latch_*`` (so a forgotten marker fails loudly)."""
         opts = super().parse_hookimpl_opts(plugin, name)
         if opts is None and name.startswith(PROJECT_NAME + "_"):
@@ -464,7 +465,9 @@ def get_engine_factory(name: str) -> ContextEngineFactory:
             f"{', '.join(sorted(engines)) or 'none'} (install the plugin that provides it, "
             f"or check LATCH_LOAD_PLUGINS / LATCH_DISABLE_PLUGINS)"
         )
-    return reg.cls.factory
+    engine_cls: Any = reg.cls  # an engine class: PLUGIN_NAME and a classmethod ``factory``
+    factory: ContextEngineFactory = engine_cls.factory
+    return factory
 
 
 def engine_name(cli_engine: str | None = None, config: Mapping[str, Any] | None = None) -> str:

@@ -33,7 +33,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 import click
 import rich.table
@@ -194,16 +194,19 @@ class PrintableStream:
         return getattr(stream, "rich_proxied_file", stream)
 
     def write(self, text: str) -> int:
-        return self.target.write(printable(text))
+        written: int = self.target.write(printable(text))
+        return written
 
     def flush(self) -> None:
         self.target.flush()
 
     def isatty(self) -> bool:
-        return self.target.isatty()
+        tty: bool = self.target.isatty()
+        return tty
 
     def fileno(self) -> int:
-        return self.target.fileno()
+        fd: int = self.target.fileno()
+        return fd
 
     @property
     def encoding(self) -> str:
@@ -226,7 +229,7 @@ def console(*, stderr: bool = False, **kwargs: Any) -> Console:
             piped = True
         if piped:
             kwargs.update(width=PIPE_WIDTH, soft_wrap=True)
-    return _Console(file=stream, **kwargs)
+    return _Console(file=cast(IO[str], stream), **kwargs)
 
 
 class _Console(Console):
@@ -273,8 +276,8 @@ class Table(rich.table.Table):
         try:
             yield from super().__rich_console__(console, options)
         finally:
-            for column, width in zip(self.columns, given, strict=False):
-                column.width = width
+            for column, original in zip(self.columns, given, strict=False):
+                column.width = original
 
     def _plain_lines(self, console: Console, options: ConsoleOptions) -> list[str] | None:
         """The table's lines as rich would print them, computed directly, when that is plain text: the console
@@ -352,13 +355,13 @@ class Table(rich.table.Table):
         lines = [box.get_top(widths)] if edge else []
         for i, row in enumerate(rows):
             if i == 0:
-                left, right, divider = box.head_left, box.head_right, box.head_vertical
+                box_left, box_right, divider = box.head_left, box.head_right, box.head_vertical
             elif i == len(rows) - 1:
-                left, right, divider = box.foot_left, box.foot_right, box.foot_vertical
+                box_left, box_right, divider = box.foot_left, box.foot_right, box.foot_vertical
             else:
-                left, right, divider = box.mid_left, box.mid_right, box.mid_vertical
+                box_left, box_right, divider = box.mid_left, box.mid_right, box.mid_vertical
             line = divider.join(row)
-            lines.append(f"{left}{line}{right}" if edge else line)
+            lines.append(f"{box_left}{line}{box_right}" if edge else line)
             if i == 0 and self.show_header:
                 lines.append(box.get_row(widths, "head", edge=edge))
         if edge:
@@ -433,7 +436,7 @@ def fitted_table(
         )
         for i in shown:
             c = columns[i]
-            t.add_column(c.header, justify=c.justify)  # type: ignore[arg-type]
+            t.add_column(c.header, justify=c.justify)
         for r in rows:
             t.add_row(*(r[i] for i in shown))
         natural = Measurement.get(con, con.options.update_width(PIPE_WIDTH), t).maximum

@@ -17,7 +17,7 @@ A child ends with an :class:`~latch.events.AgentReport` appended to its own sess
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from ..events import (
     AGENT_REPORT_STATUSES,
@@ -87,6 +87,7 @@ def create_child(store: Any, parent_session_id: str, profile: AgentProfile) -> s
     canonical_json(profile.config)  # ValueError for NaN / Infinity before anything is stored
     info = store.session(parent_session_id)
     key = child_key(parent_session_id, profile.call_id)
+    sid: str
     sid, _ = store.import_session(
         external_key=key,
         source=CHILD_SOURCE,
@@ -102,14 +103,14 @@ def create_child(store: Any, parent_session_id: str, profile: AgentProfile) -> s
 def child_profile(store: Any, session_id: str) -> AgentProfile | None:
     """The child's durable :class:`AgentProfile` (its first such event), or ``None`` for another session."""
     for s in store.events(session_id, kinds=[AgentProfile.KIND]):
-        return s.event
+        return cast(AgentProfile, s.event)
     return None
 
 
 def child_report(store: Any, session_id: str) -> AgentReport | None:
     """The child's :class:`AgentReport`, or ``None`` while it has not ended."""
     for s in store.events(session_id, kinds=[AgentReport.KIND]):
-        return s.event
+        return cast(AgentReport, s.event)
     return None
 
 

@@ -272,7 +272,8 @@ class Group:
         )
         if not seqs:
             raise GroupError(f"create_task: task {task_id!r} already exists")
-        return seqs[0]
+        seq: int = seqs[0]
+        return seq
 
     def join(self, agent: str, session_id: str | None = None) -> None:
         """Record ``agent`` as a member (once; a later join with its session fills it in)."""
@@ -425,7 +426,7 @@ class Group:
         due = self.state().pending_for(recipient)
         if not due:
             return []
-        return self.store.append(
+        seqs: list[int] = self.store.append(
             session_id,
             [
                 PendingEvent(
@@ -441,6 +442,7 @@ class Group:
                 for m in due
             ],
         )
+        return seqs
 
 
 def group_view(store: Any, session_id: str) -> dict[str, Any] | None:

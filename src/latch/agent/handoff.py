@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from ..events import (
     AgentLifecycle,
@@ -297,7 +297,11 @@ class ChildAgents:
         store.append(child_id, [report])
         store.append(
             self.loop.session_id,
-            [AgentLifecycle(child_id, child_profile(store, child_id).call_id, "completed", report.status)],
+            [
+                AgentLifecycle(
+                    child_id, cast(AgentProfile, child_profile(store, child_id)).call_id, "completed", report.status
+                )
+            ],
         )
         return report
 
@@ -342,11 +346,12 @@ class ChildAgents:
             AgentNotificationDelivered(
                 "[agent notification] " + render_report(r, c),
                 child_session_id=c,
-                call_id=child_profile(store, c).call_id,
+                call_id=cast(AgentProfile, child_profile(store, c)).call_id,
             )
             for c, r in due
         ]
-        return store.append(session_id, events)
+        seqs: list[int] = store.append(session_id, events)
+        return seqs
 
     def outstanding(self) -> bool:
         """Whether a background child has not reported yet, or its report was not delivered."""

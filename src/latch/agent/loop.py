@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from ..events import Event, HarnessPrompt, ToolCall, ToolResult, UserMessage, canonical_json
 from ..host.loop import EngineSetup, RequestLoop, RequestResult
@@ -105,7 +105,7 @@ class AgentLoop:
             raise ValueError("a group member needs its agent name (group_agent)")
         self.group, self.group_agent = group, group_agent
         if tool_context is not None and group is not None:
-            tool_context = replace(tool_context, group=(group, group_agent))
+            tool_context = replace(tool_context, group=(group, cast(str, group_agent)))  # checked above
         self._room: int | None = None  # tokens one tool result may take in the next view (from the latest view)
         if tool_context is not None and tool_context.room is None:
             tool_context = replace(tool_context, room=lambda: self._room)
@@ -132,7 +132,7 @@ class AgentLoop:
             on_load=self._tools_loaded,
         )
         if self.offer.loader is not None:
-            self.tools = (*self.tools, self.offer.loader)
+            self.tools = (*self.tools, cast(Tool, self.offer.loader))  # its SCHEMA is per instance
         self.calls = ToolCalls(self, secret_names)
         self.children = ChildAgents(self)
         self.requests = RequestLoop(
@@ -294,7 +294,8 @@ class AgentLoop:
         ``tool_choice`` when set (:func:`latch.providers.wire.render_request`)."""
 
         def loader(sha256: str) -> bytes:
-            return self.store.get_artifact(sha256)[1]
+            data: bytes = self.store.get_artifact(sha256)[1]
+            return data
 
         return render_request(
             view,
@@ -350,7 +351,9 @@ class AgentLoop:
         except ValueError as exc:
             raise ProviderError(f"{getattr(self.provider, 'name', 'provider')}: {exc}") from None
         message = self.calls.bound_arguments(message)
-        events: list[Event] = [message] + ([usage] if usage is not None else []) + self._harness_prompt()
+        events: list[Event] = (
+            [message] + ([usage] if usage is not None else []) + cast("list[Event]", self._harness_prompt())
+        )
         turn_seq = self.store.append(self.session_id, events)[0]  # committed before any tool runs
         self._harness_recorded = True
         self.turns = number
@@ -393,6 +396,7 @@ class AgentLoop:
     # ------------------------------------------------------------------ the session
     def say(self, text: str) -> int:
         """Append a user turn now (between turns the session is at a safe boundary); returns its seq."""
+        seq: int
         (seq,) = self.store.append(self.session_id, [UserMessage(text)])
         return seq
 

@@ -40,7 +40,8 @@ from typing import Any, ClassVar
 
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from ..events import McpToolEntry, McpToolsListed, Mutation, canonical_json
 from .tools.base import ToolContext, ToolOutcome
@@ -415,7 +416,8 @@ class McpHub:
             return list((await self._live(name)).tools.values())
 
         try:
-            return self._run(self._locked(go()), self.connect_timeout + PING_TIMEOUT_SECONDS + 5)
+            tools: list[Any] = self._run(self._locked(go()), self.connect_timeout + PING_TIMEOUT_SECONDS + 5)
+            return tools
         except McpUnavailable as exc:
             raise McpUnavailable(f"mcp server {name}: {exc}") from None
 
@@ -444,7 +446,10 @@ class McpHub:
             return _result_text(result), bool(result.is_error)
 
         try:
-            return self._run(self._locked(go()), cfg.timeout + self.connect_timeout + PING_TIMEOUT_SECONDS + 5)
+            outcome: tuple[str, bool] = self._run(
+                self._locked(go()), cfg.timeout + self.connect_timeout + PING_TIMEOUT_SECONDS + 5
+            )
+            return outcome
         except McpUnavailable as exc:
             return f"[MCP server {server}: {exc}; the call's outcome is unknown]", True
 

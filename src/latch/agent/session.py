@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .. import plugins
 from ..config import budget_for_model
@@ -196,7 +196,7 @@ def _resume(o: RunOptions, store: Any, prompt: bool) -> _Resumed:
     resume = o.resume
     if o.worker:
         try:
-            resume = resolve_group(store, o.group_name)
+            resume = resolve_group(store, cast(str, o.group_name))  # a worker names its group (checked)
         except KeyError as exc:
             raise SessionError(str(exc.args[0]), usage=False) from None
     try:
@@ -261,7 +261,7 @@ def _provider(o: RunOptions, section: Mapping[str, Any]) -> Any:
     if not model:
         raise SessionError("no model: pass --model (or set [provider] model in the config)")
     try:
-        provider_cls = plugins.get_provider(name)
+        provider_cls: Any = plugins.get_provider(name)  # a provider class: classmethod from_options
     except plugins.PluginError as exc:
         raise SessionError(str(exc)) from None
     try:
@@ -356,7 +356,7 @@ def _create(o: RunOptions, store: Any, chosen: Sequence[Any]) -> tuple[str, Path
 
 def _budget(o: RunOptions, setup: EngineSetup) -> ContextBudget:
     """The engine's default budget with ``--window``, ``--reserve`` and ``--recent`` applied."""
-    budget = setup.engine.default_budget()
+    budget: ContextBudget = setup.engine.default_budget()
     overrides = {
         k: v
         for k, v in (("context_window_tokens", o.window), ("reserve_tokens", o.reserve), ("recent_tokens", o.recent))
@@ -401,7 +401,8 @@ def open_session(
     prompt = on_terminal and not o.once and not o.worker  # the interactive prompt stays open after a task
     known, chosen = _chosen_tools(o)
     section = config.get("provider", {}) or {}
-    store = open_store(create=False) if o.resume is not None or o.worker else None  # a new run opens it once checked
+    # a new run opens the store once checked
+    store: Any = open_store(create=False) if o.resume is not None or o.worker else None
     resumed = _resume(o, store, prompt) if o.resume is not None or o.worker else None
     profile = resumed.profile if resumed is not None else {}
     if o.tool_names is None and profile.get("tools"):  # a resumed session keeps its tools, byte for byte
@@ -430,7 +431,7 @@ def open_session(
 
     # the session's skills and MCP tools are fixed when it starts (stored events; resume reads them back)
     skills, warnings = session_skills(store, session_id, lambda: discover_skills(workspace))
-    ctx_obj, more = session_context(workspace, o.mode, skills)
+    ctx_obj, more = session_context(workspace, cast(str, o.mode), skills)  # _with_profile set it
     warnings += more
     if sandbox_warning:
         warnings.append(sandbox_warning)
@@ -488,7 +489,7 @@ def open_session(
         tools=tools,
         tool_context=tool_ctx,
         session_context=ctx_obj,
-        policy=PermissionPolicy(mode=o.mode),
+        policy=PermissionPolicy(mode=cast(str, o.mode)),
         approve=approve(workspace),
         assume_yes=o.assume_yes,
         system_prompt=SYSTEM_PROMPT,

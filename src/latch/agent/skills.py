@@ -23,7 +23,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import yaml
 
@@ -201,9 +201,9 @@ def skills_section(skills: Sequence[SkillEntry]) -> str:
 
 
 def _entry(ctx: ToolContext, name: str) -> SkillEntry:
-    skills = ()
+    skills: tuple[SkillEntry, ...] = ()
     for s in ctx.store.events(ctx.session_id, kinds=[SkillsListed.KIND]):
-        skills = s.event.skills
+        skills = cast(SkillsListed, s.event).skills
         break
     for e in skills:
         if e.name == name:

@@ -12,6 +12,7 @@ and delivery is FIFO.
 from __future__ import annotations
 
 import uuid
+from typing import cast
 
 from ..events import AssistantMessage, SteeringDelivered, SteeringQueued, ToolResult, UserMessage
 from ..store import EventStore, PendingEvent
@@ -51,11 +52,14 @@ class SteeringInbox:
         return mid
 
     def pending(self) -> list[SteeringQueued]:
-        delivered = {e.event.message_id for e in self.store.events(self.session_id, kinds=("steering_delivered",))}
+        delivered = {
+            cast(SteeringDelivered, e.event).message_id
+            for e in self.store.events(self.session_id, kinds=("steering_delivered",))
+        }
         return [
-            e.event
+            cast(SteeringQueued, e.event)
             for e in self.store.events(self.session_id, kinds=("steering_queued",))
-            if e.event.message_id not in delivered
+            if cast(SteeringQueued, e.event).message_id not in delivered
         ]
 
     def at_safe_boundary(self) -> bool:

@@ -151,7 +151,8 @@ class ToolCalls:
         """The most tokens one tool result may hold: a quarter of the (corrected) hard limit, so a result
         always fits beside the state and the turn that asked for it (``read_file`` pages are 8,000 tokens at
         most anyway)."""
-        return max(64, self.loop.budget().hard_limit_tokens // 4)
+        cap: int = max(64, self.loop.budget().hard_limit_tokens // 4)
+        return cap
 
     def bound(self, content: str) -> str:
         """``content`` (already redacted) when it fits :meth:`cap_tokens` and

@@ -63,7 +63,8 @@ def response_text(event: Any) -> str:
     the context); any other event's searchable text."""
     calls = getattr(event, "tool_calls", None)
     if calls is None:
-        return event.searchable_text()
+        text: str = event.searchable_text()
+        return text
     parts = [event.text] if event.text else []
     for c in calls:
         value = c.args()

@@ -9,11 +9,14 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..textsafe import atomic_path
 from .runner import Budget
 from .summary import frontier_points
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.artist import Artist
 
 __all__ = ["FRONTIER_MARKERS", "engine_plot", "write_plot", "budget_plots", "pyplot"]
 
@@ -171,7 +174,7 @@ def engine_plot(results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget],
         ax.grid(axis="y", alpha=0.3)
     for b in budgets:
         axes[0].axhline(b.context_window_tokens - b.reserve_tokens, color=colors[b.name], linestyle="--", linewidth=1)
-    handles = [Patch(facecolor=colors[n], alpha=0.75, label=f"budget {n}") for n in names]
+    handles: list[Artist] = [Patch(facecolor=colors[n], alpha=0.75, label=f"budget {n}") for n in names]
     handles += [
         Line2D(
             [],

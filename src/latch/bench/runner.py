@@ -49,7 +49,7 @@ import resource
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .. import plugins
 from ..accounting import pricing
@@ -330,11 +330,12 @@ def run_job(
                 cache_write_tokens=max(0, sent - res.common_prefix_tokens),
             )
         )
+        until_seq = cast(int, res.until_seq)  # a replayed request's (ModelRequest.until_seq)
         text = view_text(view)  # once, for both probes
-        touched, named = working.score(view, res.until_seq, text=text)
+        touched, named = working.score(view, until_seq, text=text)
         touched_total, named_total = touched_total + touched, named_total + named
         if req is not None and req.seq in by_seq:
-            needed, present = probe.score(by_seq[req.seq], view, res.until_seq, text=text)
+            needed, present = probe.score(by_seq[req.seq], view, until_seq, text=text)
             needed_total, present_total = needed_total + needed, present_total + present
             coverage.append(_round(present / needed) if needed else None)
             counts.append([needed, present])
@@ -354,8 +355,8 @@ def run_job(
             invalid.append(f"{where}: {problems[0]}")
         if k in checkpoints_at:
             for n in needles:
-                if n.seq <= res.until_seq:
-                    survival[n.label].append(survives(engine, view, n, res.until_seq))
+                if n.seq <= until_seq:
+                    survival[n.label].append(survives(engine, view, n, until_seq))
     store.close()
     rewrites = pricing.cache_rewrites(view_caching)  # the views' own full-prefix rewrites, as a transcript's
     peak = None

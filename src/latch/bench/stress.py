@@ -54,7 +54,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 try:
     import fcntl
@@ -380,7 +380,8 @@ class _Appender:
                     f"{self._appended.value:,} of {self.cfg.events:,} events"
                 )
             time.sleep(0.002)
-        return self._appended.value
+        appended: int = self._appended.value
+        return appended
 
     def abort(self) -> None:
         """Stop the producer (after an error in this process)."""
@@ -430,7 +431,7 @@ class _Verifier:
     def view(self, res: RequestResult, where: str) -> None:
         """Check one result of the host's request loop: its budget and append-only verdicts, then every
         component recounted from the view's messages and the durable kernel records."""
-        v = res.view
+        v = cast(ContextView, res.view)  # a view: the caller has handled a refusal
         c, counter, t = self.c, self.counter, v.tokens
         total = t.total_tokens
         self.max_total = max(self.max_total, total)
@@ -679,7 +680,7 @@ def _run(
     def materialize(until: int | None, where: str) -> ContextView:
         res = loop.run(until, where=where)
         if res.view is None:
-            raise ContextOverflow(res.overflow or "refused")
+            raise ContextOverflow(res.overflow or "refused")  # type: ignore[call-arg]  # no breakdown: TypeError
         v = res.view
         rotated = bool(v.metrics.get("rotated"))
         report.materialize_seconds += res.seconds

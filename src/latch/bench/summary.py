@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["summarize", "frontier_points", "frontier_order"]
 
@@ -69,7 +69,7 @@ def summarize(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "tokens_per_request": round(statistics.fmean(toks)) if toks else None,
                 "tokens_total": sum(toks),
                 "cacheability_median": round(statistics.median(cache), 3) if cache else None,
-                "cacheability_p10": round(_pct(cache, 0.10), 3) if cache else None,
+                "cacheability_p10": round(cast(float, _pct(cache, 0.10)), 3) if cache else None,
                 "needle_survival": round(got / checked, 3) if checked else None,
                 "needle_checks": checked,
                 "coverage": round(needed_present[1] / needed_present[0], 3) if needed_present[0] else None,
@@ -87,8 +87,8 @@ def summarize(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "protocol_invalid": sum(len(r["protocol_invalid"]) for r in ok),
                 "budget_violations": sum(len(r["budget_violations"]) for r in ok),
                 "refused": sum(r["refused"] for r in ok),
-                "materialize_p50_ms": round(1000 * _pct(secs, 0.5), 2) if secs else None,
-                "materialize_p99_ms": round(1000 * _pct(secs, 0.99), 2) if secs else None,
+                "materialize_p50_ms": round(1000 * cast(float, _pct(secs, 0.5)), 2) if secs else None,
+                "materialize_p99_ms": round(1000 * cast(float, _pct(secs, 0.99)), 2) if secs else None,
                 "peak_mb": max(peaks) if peaks else None,
                 "cost_usd_total": round(usd_total, 6) if usd_total is not None else None,
                 "cost_usd_per_session": round(usd_total / len(paid), 6) if usd_total is not None else None,

@@ -23,7 +23,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from ...kernel.files import (
     PAGE_LIMIT_BYTES,
@@ -47,7 +47,7 @@ def last_seen(ctx: ToolContext, rel: str) -> Any:
     64 KiB (no whole-file hash); the module's ``_MISSING`` marker when it never saw the file."""
     seen: Any = _MISSING
     for s in ctx.store.events(ctx.session_id, kinds=["file_observation", "mutation"]):
-        e = s.event
+        e: Any = s.event  # a FileObservation or a Mutation
         if getattr(e, "path", None) == rel:
             seen = e.sha256 if e.sha256 is not None else ("large", e.size)
         elif rel in getattr(e, "paths", ()) and e.tool == "guarded_write":
@@ -69,7 +69,7 @@ def _expected(ctx: ToolContext, rel: str, absolute: Path) -> str | None:
                 f"{rel}: exists and was not read in this session; read it with read_file first (nothing was written)"
             )
         return None
-    return seen
+    return cast(str, seen)
 
 
 def _stale(exc: StaleFileError) -> ToolOutcome:

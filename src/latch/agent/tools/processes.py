@@ -40,7 +40,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:  # pragma: no cover
+    import io
 
 from ...events import ProcessExited, ProcessStarted, UserMessage, ValidationEvidence
 from ...host import reducers as R
@@ -340,7 +343,7 @@ class ProcessManager:
             self._foreground.add(proc)
         capture = _Capture(OUTPUT_LIMIT_BYTES)
         assert proc.stdout is not None
-        out = proc.stdout
+        out = cast("io.BufferedReader", proc.stdout)  # Popen's binary pipe (buffered: it has read1)
 
         def pump() -> None:
             for chunk in iter(lambda: out.read1(_CHUNK), b""):
