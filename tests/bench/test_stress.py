@@ -212,3 +212,13 @@ def test_parallel_producer_matches_inline_appends(tmp_path):
             rows.append([(e.seq, e.event.encode()) for e in s.events()])
     assert rows[0] == rows[1]
     assert stress_mod.PARALLEL_MIN_EVENTS == 50_000
+
+
+def test_a_budget_the_engine_refuses_raises_context_overflow_with_its_reason():
+    from latch.port import ContextBudget, ContextOverflow
+
+    budget = ContextBudget(context_window_tokens=3_000, reserve_tokens=500, recent_tokens=200)
+    with pytest.raises(ContextOverflow) as refused:
+        run_stress(StressConfig(events=100, every=50, batch=50, budget=budget))
+    assert refused.value.breakdown == {"hard_limit_tokens": budget.hard_limit_tokens} == {"hard_limit_tokens": 2_500}
+    assert refused.value.message and refused.value.message != "refused"

@@ -680,7 +680,7 @@ def _run(
     def materialize(until: int | None, where: str) -> ContextView:
         res = loop.run(until, where=where)
         if res.view is None:
-            raise ContextOverflow(res.overflow or "refused")  # type: ignore[call-arg]  # no breakdown: TypeError
+            raise ContextOverflow(res.overflow or "refused", {"hard_limit_tokens": budget.hard_limit_tokens})
         v = res.view
         rotated = bool(v.metrics.get("rotated"))
         report.materialize_seconds += res.seconds
