@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -36,6 +37,10 @@ def pytest_configure(config):
         os.environ.pop(name, None)
     os.environ["XDG_DATA_HOME"] = str(_HERMETIC_HOME / "data")
     os.environ["XDG_CONFIG_HOME"] = str(_HERMETIC_HOME / "config")
+    # a suite started in the background by a non-interactive shell (`cmd &`) inherits SIGINT ignored, and so would
+    # every `latch` process the tests start: the Ctrl-C tests need it delivered as a real terminal delivers it
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config, items):
