@@ -38,7 +38,7 @@ from typing import Any
 
 from ..events import Event, PendingEvent, canonical_json
 from ._sqlite import StoreBusyError, StoreError, _now
-from .event_store import EncodedBatch, EventStore, StoredEvent, data_dir
+from .event_store import EncodedBatch, EventStore, StoredEvent, _and, data_dir
 from .fts import build_match_query, build_phrase_query, index_keys, match_phrases, quoted_chunks, token_key
 from .fts_search import CandidateSearch
 from .leases import Fence
@@ -514,15 +514,8 @@ class PostgresEventStore(EventStore):
         match = build_match_query(query, mode=mode)
         if match is None or limit <= 0:
             return []
-        where, args = "", list[Any]()
-        for cond, val in (
-            (" AND e.session_id = ?", session_id),
-            (" AND f.seq < ?", before_seq),
-            (" AND f.seq <= ?", until_seq),
-        ):
-            if val is not None:
-                where += cond
-                args.append(val)
+        args: list[Any] = []
+        where = _and("", args, (("e.session_id = ?", session_id), ("f.seq < ?", before_seq), ("f.seq <= ?", until_seq)))
         excluded = sorted(set(exclude_sessions))
         if excluded:
             where += " AND NOT (e.session_id = ANY(?))"
@@ -554,13 +547,8 @@ class PostgresEventStore(EventStore):
         if match is None or limit <= 0:
             return []
         phrases = [p for chunk in quoted_chunks(query) for p in match_phrases(chunk)]
-        where, args = "", list[Any]()
-        if session_id is not None:
-            where += " AND e.session_id = ?"
-            args.append(session_id)
-        if kinds:
-            where += " AND e.kind = ANY(?)"
-            args.append(list(kinds))
+        args: list[Any] = []
+        where = _and("", args, (("e.session_id = ?", session_id), ("e.kind = ANY(?)", list(kinds) if kinds else None)))
         excluded = sorted(set(exclude_sessions))
         if excluded:
             where += " AND NOT (e.session_id = ANY(?))"
@@ -592,12 +580,7 @@ class PostgresEventStore(EventStore):
             "(e.kind = 'assistant_message' AND (e.payload::jsonb -> 'tool_calls') @> ?::jsonb))"
         )
         args: list[Any] = [call_id, json.dumps([{"id": call_id}])]
-        if session_id is not None:
-            sql += " AND e.session_id = ?"
-            args.append(session_id)
-        if kinds:
-            sql += " AND e.kind = ANY(?)"
-            args.append(list(kinds))
+        sql = _and(sql, args, (("e.session_id = ?", session_id), ("e.kind = ANY(?)", list(kinds) if kinds else None)))
         excluded = sorted(set(exclude_sessions))
         if excluded:
             sql += " AND NOT (e.session_id = ANY(?))"
