@@ -7,9 +7,16 @@ Every group fact is an ordinary event of the root session (:class:`~latch.events
 message is a :class:`~latch.events.GroupMessageDelivered` in the recipient's own session. Exactly-once
 is a property of the log: each such event carries a source ref (``group-task:<id>``,
 ``group-claim:<id>``, ``group-complete:<id>``, ``group-delivered:<message id>``) that the store keeps
-unique per session, so the one ``BEGIN IMMEDIATE`` transaction that appends a claim decides its owner
-(two processes racing for one task: exactly one gets a seq back) and a restarted deliverer adds nothing
-already delivered.
+unique per session, so the one write transaction that appends a claim decides its owner (two processes racing
+for one task: exactly one gets a seq back) and a restarted deliverer adds nothing already delivered. A claim is a
+conditional insert (:class:`~latch.store.ClaimFence`): the same transaction checks that the task is still
+unclaimed with its dependencies completed, or for a reclaim that the previous claim's lease has run out. The
+write transaction is SQLite's ``BEGIN IMMEDIATE`` or, on PostgreSQL, one under the store's advisory write lock, so
+workers on several hosts sharing one database coordinate exactly as processes on one host.
+
+A worker with nothing claimable waits for the group's task changes (:meth:`Group.wait_for_work`,
+:mod:`latch.store.wakeups`): ``LISTEN``/``NOTIFY`` on PostgreSQL, polling on SQLite, bounded by the first running
+lease's end. :func:`reconnecting` repeats a group call through a server restart.
 
 :meth:`GroupState.replay` is the reference reducer over those events (tasks, dependencies, claims,
 membership, pending and delivered messages). :meth:`Group.state` reads the same state from the SQLite group
@@ -26,9 +33,9 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ..events import (
     Event,
@@ -41,8 +48,9 @@ from ..events import (
     GroupTaskLeaseRenewed,
     PendingEvent,
 )
-from ..store import LeaseLost, TaskFence
+from ..store import ClaimFence, LeaseLost, StoreBusyError, StoreUnavailable, TaskFence
 from ..store.projections import PROJECTIONS
+from ..store.wakeups import Wakeups, group_wakeups
 from .steering import pending_tool_calls
 
 __all__ = [
@@ -55,7 +63,10 @@ __all__ = [
     "group_view",
     "resolve_group",
     "GROUP_PROJECTION",
+    "reconnecting",
 ]
+
+_T = TypeVar("_T")
 
 GROUP_KINDS = (
     GroupTaskCreated.KIND,
@@ -185,6 +196,21 @@ class GroupState:
         }
 
 
+def reconnecting(call: Callable[[], _T], *, seconds: float = 60.0, pause: float = 0.2) -> _T:
+    """``call()``, called again after ``pause`` seconds while the store is unreachable or busy
+    (:class:`~latch.store.StoreUnavailable`: a server restart, a dropped connection, which the store reopens on its
+    next call; :class:`~latch.store.StoreBusyError`), for at most ``seconds``; then that error propagates. Only
+    for calls that are safe to repeat: every group write is (its source ref or fence makes a repeat add nothing)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return call()
+        except (StoreUnavailable, StoreBusyError):
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(pause)
+
+
 GROUP_PROJECTION = PROJECTIONS["group"]
 """The SQLite group projection, built into the store (:mod:`latch.store.projections`)."""
 
@@ -252,6 +278,28 @@ class Group:
                 st.delivered.add(mid)
         return st
 
+    def done(self) -> bool:
+        """Whether the group has tasks and every one of them is completed or failed."""
+        tasks = self.state().tasks
+        return bool(tasks) and all(t.status is not None for t in tasks.values())
+
+    def wakeups(self) -> Wakeups:
+        """A waiter for this group's task changes (:mod:`latch.store.wakeups`: ``LISTEN``/``NOTIFY`` on
+        PostgreSQL, polling on SQLite). Open it before reading the state it is to wait on; close it after."""
+        return group_wakeups(self.store, self.root)
+
+    def wait_for_work(self, wakeups: Wakeups, *, max_wait: float = 5.0, now: float | None = None) -> bool:
+        """With nothing claimable: wait on ``wakeups`` until a task changes, the first running lease ends (a
+        reclaim may be due; no event says so) or ``max_wait`` seconds pass. ``True`` when woken by a change. A
+        queued message never wakes it (information only)."""
+        now = time.time() if now is None else now
+        ends = [
+            t.alive_at + t.lease_seconds - now
+            for t in self.state().tasks.values()
+            if t.owner is not None and t.status is None and t.lease_seconds is not None and t.alive_at is not None
+        ]
+        return wakeups.wait(max(0.0, min([max_wait, *(e + 0.01 for e in ends)])))
+
     def replayed_state(self) -> GroupState:
         """:meth:`GroupState.replay` of :meth:`events` (the reference the projection must equal; O(root log))."""
         return GroupState.replay(self.events())
@@ -294,12 +342,16 @@ class Group:
         if t.owner is None and t not in st.ready():
             raise GroupError(f"claim_task {task_id!r}: its dependencies have not completed")
         at = (time.time() if now is None else now) if lease_seconds is not None else None
-        return bool(
-            self.store.append(
-                self.root,
-                [PendingEvent(GroupTaskClaimed(task_id, agent, 0, lease_seconds, at), f"group-claim:{task_id}")],
+        try:  # a conditional insert: unclaimed with its dependencies completed, checked in the claim's transaction
+            return bool(
+                self.store.append(
+                    self.root,
+                    [PendingEvent(GroupTaskClaimed(task_id, agent, 0, lease_seconds, at), f"group-claim:{task_id}")],
+                    fence=ClaimFence(self.root, task_id, agent, 0),
+                )
             )
-        )
+        except LeaseLost:
+            return False
 
     def reclaim_task(self, task_id: str, agent: str, *, lease_seconds: float, now: float | None = None) -> bool:
         """Take over ``task_id`` whose owner's lease expired (a killed worker): claim attempt ``n + 1``, decided
@@ -312,12 +364,20 @@ class Group:
         if not t.lease_expired(now):
             return False
         n = t.attempt + 1
-        return bool(
-            self.store.append(
-                self.root,
-                [PendingEvent(GroupTaskClaimed(task_id, agent, n, lease_seconds, now), f"group-claim:{task_id}:{n}")],
+        try:  # the lease's end is checked again in the claim's own transaction (its owner may have renewed it)
+            return bool(
+                self.store.append(
+                    self.root,
+                    [
+                        PendingEvent(
+                            GroupTaskClaimed(task_id, agent, n, lease_seconds, now), f"group-claim:{task_id}:{n}"
+                        )
+                    ],
+                    fence=ClaimFence(self.root, task_id, agent, n, now),
+                )
             )
-        )
+        except LeaseLost:
+            return False
 
     def fence(self, task_id: str, agent: str) -> TaskFence:
         """The fence of ``agent``'s current claim of ``task_id`` (:class:`~latch.store.TaskFence`; its token is the

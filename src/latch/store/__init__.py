@@ -19,14 +19,14 @@ is busy (locked by another process); try again``), on open, every write and ever
 from __future__ import annotations
 
 from ..events import PendingEvent
-from ._sqlite import StoreBusyError, StoreError, non_folder_parent
+from ._sqlite import StoreBusyError, StoreError, StoreUnavailable, non_folder_parent
 from .event_store import EventStore, SessionInfo, StoredEvent, data_dir, default_db_path, read_only_reason
-from .leases import Fence, FencedStore, LeaseLost, RunFence, RunLease, TaskFence
+from .leases import ClaimFence, Fence, FencedStore, LeaseLost, RunFence, RunLease, TaskFence
 from .postgres import is_postgres_url, local_anchor, redact
 from .projections import Projection
 from .replays import ReplayRun, ReplayScratch, replay_scratch_path
 
-StoreError.__module__ = StoreBusyError.__module__ = __name__  # their public home
+StoreError.__module__ = StoreBusyError.__module__ = StoreUnavailable.__module__ = __name__  # their public home
 
 __all__ = [
     "EventStore",
@@ -40,6 +40,7 @@ __all__ = [
     "default_db_path",
     "StoreError",
     "StoreBusyError",
+    "StoreUnavailable",
     "non_folder_parent",
     "read_only_reason",
     "ReplayScratch",
@@ -47,6 +48,7 @@ __all__ = [
     "replay_scratch_path",
     "Projection",
     "TaskFence",
+    "ClaimFence",
     "RunFence",
     "Fence",
     "FencedStore",

@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-__all__ = ["StoreError", "StoreBusyError", "non_folder_parent", "write_transaction"]
+__all__ = ["StoreError", "StoreBusyError", "StoreUnavailable", "non_folder_parent", "write_transaction"]
 
 
 class StoreError(Exception):
@@ -20,6 +20,12 @@ class StoreError(Exception):
 
 class StoreBusyError(StoreError):
     """Another process held the database's lock past the busy timeout (a :class:`StoreError`)."""
+
+
+class StoreUnavailable(StoreError):
+    """The store's server could not be reached or dropped the connection (a restart); nothing of the failed call
+    was committed unless its transaction's COMMIT had been sent. The store reconnects on its next call (a
+    :class:`StoreError`)."""
 
 
 def _busy(exc: BaseException) -> bool:

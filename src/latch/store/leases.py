@@ -9,6 +9,10 @@ holds the write raises :class:`LeaseLost` and the store is unchanged. A check ma
   durability"). The fencing token is the claim's attempt number, one more per reclaim, so it only increases.
   It holds while the group projection (``group_tasks``, brought up to date in the same transaction) says the
   task is open and owned by ``agent`` at attempt ``token``.
+* :class:`ClaimFence`: the claim ``token`` of a group task itself, a conditional insert: it holds while the
+  task is open and, for the first claim (token 0), unclaimed with every dependency completed, or, for a reclaim
+  (token n), still at claim n - 1 with its lease run out at the claimer's ``now``. Two claimers racing: the
+  first transaction commits, the second finds the condition gone (or the claim's source ref taken).
 * :class:`RunFence`: a write of run ``run_id`` of a session. It holds while the session's run lease
   (``run_leases``) names that run.
 
@@ -23,6 +27,7 @@ lease (a group task's child loop, its engine's kernel writer, its tools and proc
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -33,7 +38,17 @@ from ._sqlite import StoreError
 if TYPE_CHECKING:
     from .event_store import EventStore
 
-__all__ = ["TaskFence", "RunFence", "Fence", "LeaseLost", "RunLease", "FencedStore", "check_fences", "fences_of"]
+__all__ = [
+    "TaskFence",
+    "ClaimFence",
+    "RunFence",
+    "Fence",
+    "LeaseLost",
+    "RunLease",
+    "FencedStore",
+    "check_fences",
+    "fences_of",
+]
 
 
 class LeaseLost(StoreError):
@@ -64,6 +79,46 @@ class TaskFence:
             raise LeaseLost(f"{where} was taken over by {owner!r} (token {attempt}); nothing written")
         if status is not None:
             raise LeaseLost(f"{where}: the task is {status} already; nothing written")
+
+
+@dataclass(frozen=True)
+class ClaimFence(TaskFence):
+    """The condition of claim ``token`` of task ``task_id`` by ``agent`` (see the module), checked in the claim's
+    own transaction; ``now`` (Unix seconds) is the claimer's clock for a reclaim's lease check."""
+
+    now: float = 0.0
+
+    def check(self, db: sqlite3.Connection) -> None:
+        row = db.execute(
+            "SELECT owner, attempt, status, lease_seconds, alive_at, depends_on FROM group_tasks "
+            "WHERE root_session_id = ? AND task_id = ?",
+            (self.root_session_id, self.task_id),
+        ).fetchone()
+        where = f"claim {self.token} of task {self.task_id!r} by {self.agent!r}"
+        if row is None:
+            raise LeaseLost(f"{where}: no such task in the group rooted in {self.root_session_id}; nothing written")
+        owner, attempt, status, lease, alive, deps = row
+        if status is not None:
+            raise LeaseLost(f"{where}: the task is {status} already; nothing written")
+        if self.token == 0:
+            if owner is not None:
+                raise LeaseLost(f"{where}: {owner!r} claimed it first; nothing written")
+            names = list(json.loads(deps))
+            open_deps = names and [
+                r[0]
+                for r in db.execute(
+                    f"SELECT task_id FROM group_tasks WHERE root_session_id = ? AND task_id IN ({','.join('?' * len(names))}) "
+                    "AND (status IS NULL OR status != 'completed') ORDER BY pos",
+                    (self.root_session_id, *names),
+                ).fetchall()
+            ]
+            if open_deps:
+                raise LeaseLost(f"{where}: its dependency {open_deps[0]!r} has not completed; nothing written")
+            return
+        if owner is None or attempt != self.token - 1:
+            raise LeaseLost(f"{where}: the task is at claim {attempt} by {owner!r}; nothing written")
+        if lease is None or alive is None or not self.now > alive + lease:
+            raise LeaseLost(f"{where}: the lease of {owner!r} (token {attempt}) is still running; nothing written")
 
 
 @dataclass(frozen=True)

@@ -37,13 +37,14 @@ from pathlib import Path
 from typing import Any
 
 from ..events import Event, PendingEvent, canonical_json
-from ._sqlite import StoreBusyError, StoreError, _now
+from ._sqlite import StoreBusyError, StoreError, StoreUnavailable, _now
 from .event_store import EncodedBatch, EventStore, StoredEvent, _and, data_dir
 from .fts import build_match_query, build_phrase_query, index_keys, match_phrases, quoted_chunks, token_key
 from .fts_search import CandidateSearch
 from .leases import Fence
 from .pg_migrations import PG_MIGRATIONS
 from .projections import PROJECTIONS
+from .wakeups import GROUP_CHANNEL, TASK_WAKE_KINDS, ListenWakeups
 
 __all__ = ["PostgresEventStore", "is_postgres_url", "redact", "local_anchor", "WRITE_LOCK", "MIGRATE_LOCK"]
 
@@ -183,7 +184,7 @@ class PostgresEventStore(EventStore):
             # are (a backward scan of the whole log instead of the GIN index: 20x slower measured)
             conn.prepare_threshold = None
         except psycopg.Error as exc:
-            raise StoreError(f"cannot open the Latch store at {self.url}: {self._reason(exc)}") from None
+            raise StoreUnavailable(f"cannot open the Latch store at {self.url}: {self._reason(exc)}") from None
         self._conn = _Connection(conn)  # type: ignore[assignment]
         conn.execute(f"SET lock_timeout = {int(self._busy_timeout_ms)}")
 
@@ -204,6 +205,8 @@ class PostgresEventStore(EventStore):
 
         if isinstance(exc, psycopg.errors.LockNotAvailable):
             return StoreBusyError(f"the store at {self.url} is busy (locked by another process); try again")
+        if self._lost(exc):
+            return StoreUnavailable(f"the Latch store at {self.url} lost its connection: {self._reason(exc)}")
         return StoreError(f"the Latch store at {self.url} failed: {self._reason(exc)}")
 
     @contextmanager
@@ -251,6 +254,42 @@ class PostgresEventStore(EventStore):
                 ) from None
             except psycopg.Error as exc:
                 raise self._error(exc) from None
+
+    def _lost(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is the connection's loss (a server restart, a dropped link), not a refusal."""
+        import psycopg
+
+        conn = getattr(self._conn, "conn", None)
+        return isinstance(exc, psycopg.OperationalError) and (conn is None or bool(conn.closed or conn.broken))
+
+    @contextmanager
+    def _read_errors(self) -> Iterator[None]:
+        """Around a read of the shared code: a database error becomes :class:`StoreError` (the connection's loss
+        :class:`StoreUnavailable`; the next call reconnects)."""
+        import psycopg
+
+        try:
+            yield
+        except psycopg.Error as exc:
+            raise self._error(exc) from None
+
+    def sync_projection(self, name: str) -> bool:
+        """:meth:`EventStore.sync_projection` on a live connection (reopened when the server dropped it)."""
+        with self._lock:
+            with self._read_errors():
+                self._live()
+            return super().sync_projection(name)
+
+    def listen_group(self, root: str) -> ListenWakeups:
+        """A waiter woken by the task changes of the group rooted in ``root`` (``LISTEN``, on a connection of its
+        own: :class:`latch.store.wakeups.ListenWakeups`). :class:`StoreUnavailable` when the server is down."""
+        return ListenWakeups(self._dsn, root, url=self.url, connect_timeout=max(1, self._busy_timeout_ms // 1000))
+
+    def _notify_locked(self, session_id: str, kinds: set[str]) -> None:
+        """Inside the append's transaction: wake the waiters of the group rooted in ``session_id`` when the batch
+        holds a task change (:data:`latch.store.wakeups.TASK_WAKE_KINDS`); the server sends it at COMMIT."""
+        if kinds.intersection(TASK_WAKE_KINDS):
+            self._db.execute("SELECT pg_notify(?, ?)", (GROUP_CHANNEL, session_id))
 
     def read_projection(self, name: str, queries: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Any]]:
         import psycopg
@@ -400,6 +439,7 @@ class PostgresEventStore(EventStore):
         for p in list(PROJECTIONS.values()):
             if kinds.intersection(p.kinds):
                 self._sync_projection_locked(p)
+        self._notify_locked(session_id, kinds)
         return [r[0] for r in rows]
 
     @staticmethod
