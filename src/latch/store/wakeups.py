@@ -22,6 +22,7 @@ import time
 from typing import Any, Protocol
 
 from ..events import GroupTaskClaimed, GroupTaskCompleted, GroupTaskCreated
+from ._sqlite import StoreUnavailable
 
 __all__ = ["TASK_WAKE_KINDS", "GROUP_CHANNEL", "Wakeups", "PollingWakeups", "ListenWakeups", "group_wakeups"]
 
@@ -86,8 +87,6 @@ class ListenWakeups:
         self.reconnects = 0
         self.notified = 0
         if not self._connect():
-            from ._sqlite import StoreUnavailable
-
             raise StoreUnavailable(f"cannot listen for the group's changes at {url}: the server cannot be reached")
 
     def _connect(self) -> bool:

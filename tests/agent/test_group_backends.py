@@ -1,0 +1,169 @@
+"""Agent groups on both backends (SQLite and a real PostgreSQL server, tests/pg_support.py): the same group
+outcomes from the same operations, claims decided by a condition checked in the claim's own transaction, and
+wake-ups of a waiting worker by the group's task changes only (LISTEN/NOTIFY on PostgreSQL, polling on SQLite),
+also across a server restart."""
+
+from __future__ import annotations
+
+import copy
+import time
+
+import pytest
+
+from latch.agent.group import Group, GroupError, GroupState, reconnecting
+from latch.events import AssistantMessage, ToolCall, ToolResult
+from latch.store import EventStore, LeaseLost, StoreError, TaskFence
+from latch.store.wakeups import ListenWakeups, PollingWakeups
+
+pytestmark = pytest.mark.slow  # a real server
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request, tmp_path):
+    """The ``--db`` of a new empty store on each backend."""
+    if request.param == "sqlite":
+        return str(tmp_path / "latch.db")
+    return request.getfixturevalue("pg_url")
+
+
+def _root(store: EventStore) -> str:
+    return store.create_session(workspace="/w", source="latch run", format="latch")
+
+
+def test_a_waiting_worker_is_woken_by_task_changes_and_never_by_a_message(db):
+    """Another process (its own store connection, as on another host) changes the group while this one waits."""
+    with EventStore(db) as here, EventStore(db) as there:
+        root = _root(here)
+        member = here.create_session(workspace="/w", source="latch run", format="latch", parent_id=root)
+        g, other = Group(here, root), Group(there, root)
+        with g.wakeups() as wake:
+            assert isinstance(wake, ListenWakeups if db.startswith("postgresql") else PollingWakeups)
+            other.send_message("lead", "w1", "a note for w1")
+            other.join("w2", member)
+            assert wake.wait(0.5) is False  # information alone wakes no one
+            other.create_task("t1", "parse the logs")
+            began = time.monotonic()
+            assert wake.wait(30) is True and time.monotonic() - began < 5
+            assert other.claim_task("t1", "w2", lease_seconds=60) is True
+            assert wake.wait(30) is True  # a claim: who holds what changed
+            assert other.renew_lease("t1", "w2") is True
+            other.deliver("w1", member)
+            assert wake.wait(0.5) is False  # a renewal and a delivery are no new work
+            assert other.complete_task("t1", "w2", summary="parsed") is True
+            assert wake.wait(30) is True  # a completion may make a dependent task claimable
+            assert wake.wait(0.3) is False
+            if isinstance(wake, ListenWakeups):
+                assert (wake.notified, wake.reconnects) == (3, 0)
+
+
+def test_wait_for_work_is_bounded_by_the_first_running_lease(db):
+    """A lease running out is no event: the waiter wakes (``False``: not by a change) when it ends, in time to
+    reclaim."""
+    with EventStore(db) as store:
+        g = Group(store, _root(store))
+        g.create_task("t1", "run")
+        assert g.claim_task("t1", "w1", lease_seconds=0.6) is True
+        with g.wakeups() as wake:
+            began = time.monotonic()
+            assert g.wait_for_work(wake, max_wait=30) is False
+            assert 0.3 < time.monotonic() - began < 10
+        assert g.claim_next("w2", lease_seconds=5).attempt == 1  # the reclaim it woke up for
+
+
+class _ReadBeforeTheRenewal(Group):
+    """A reclaimer whose read of the group was taken before the owner's last renewal."""
+
+    def __init__(self, store, root, stale):
+        super().__init__(store, root)
+        self._stale = stale
+
+    def state(self):
+        return copy.deepcopy(self._stale)
+
+
+def test_a_reclaim_is_decided_by_the_lease_inside_its_own_transaction(db):
+    with EventStore(db) as store:
+        root = _root(store)
+        g = Group(store, root)
+        g.create_task("a", "write the parser")
+        assert g.claim_task("a", "w1", lease_seconds=10, now=1000.0) is True
+        stale = g.state()  # says: alive at 1000, so expired after 1010
+        assert g.renew_lease("a", "w1", now=1008.0) is True  # alive until 1018
+        late = _ReadBeforeTheRenewal(store, root, stale)
+        assert late.reclaim_task("a", "w2", lease_seconds=10, now=1015.0) is False  # the renewal wins
+        st = g.state()
+        assert (st.tasks["a"].owner, st.tasks["a"].attempt) == ("w1", 0)
+        assert [e.event.attempt for e in store.events(root, kinds=["group_task_claimed"])] == [0]
+        assert late.reclaim_task("a", "w2", lease_seconds=10, now=1019.0) is True  # past 1018: taken over
+        with pytest.raises(LeaseLost, match="taken over by 'w2' \\(token 1\\)"):
+            store.append(root, [AssistantMessage("late")], fence=TaskFence(root, "a", "w1", 0))
+        assert GroupState.replay(g.events()) == g.state()
+
+
+def _script(g: Group, store: EventStore, member: str) -> None:
+    g.create_task("a", "write the parser")
+    g.create_task("b", "test the parser", depends_on=["a"])
+    g.create_task("c", "document it", brief="the README section")
+    g.join("w1", member)
+    g.join("w2")
+    with pytest.raises(GroupError, match="dependencies have not completed"):
+        g.claim_task("b", "w1")
+    assert g.claim_task("a", "w1", lease_seconds=10, now=100.0) is True
+    assert g.claim_task("a", "w2", lease_seconds=10, now=100.0) is False
+    assert g.claim_next("w2", lease_seconds=10, now=101.0).task_id == "c"
+    assert g.renew_lease("a", "w1", now=105.0) is True
+    assert g.reclaim_task("a", "w2", lease_seconds=10, now=114.0) is False
+    assert g.reclaim_task("a", "w2", lease_seconds=10, now=116.0) is True
+    with pytest.raises(GroupError, match="owned by .w2., not .w1."):
+        g.complete_task("a", "w1", token=0)
+    assert g.complete_task("a", "w2", summary="parsed", session_id=member) is True
+    assert g.complete_task("c", "w2", status="failed", summary="no README") is True
+    for i in range(4):
+        g.send_message("lead", "w1" if i % 2 == 0 else "w2", f"note {i}")
+    store.append(member, [AssistantMessage("", tool_calls=(ToolCall("k1", "shell", '{"command":"true"}'),))])
+    assert g.deliver("w1", member) == []  # not at a safe boundary
+    store.append(member, [ToolResult("k1", "ok", name="shell")])
+    assert len(g.deliver("w1", member)) == 2
+    assert g.deliver("w1", member) == []
+    assert g.claim_next("w1", lease_seconds=10, now=120.0).task_id == "b"
+
+
+def test_the_same_operations_give_the_same_group_on_both_backends(tmp_path, pg_url):
+    outcomes = []
+    for db in (str(tmp_path / "latch.db"), pg_url):
+        with EventStore(db) as store:
+            root = _root(store)
+            member = store.create_session(workspace="/w", source="latch run", format="latch", parent_id=root)
+            g = Group(store, root)
+            _script(g, store, member)
+            state = g.state()
+            assert GroupState.replay(g.events()) == state
+            ids = {m: f"m{i}" for i, m in enumerate(state.messages)}  # message ids are random: compare by order
+            events = [
+                (e.KIND, {k: ids.get(v, v) if k == "message_id" else v for k, v in e.to_payload().items()})
+                for e in g.events()
+            ]
+            events = [
+                (k, {x: y for x, y in p.items() if x not in ("session_id", "root_session_id")}) for k, p in events
+            ]
+            tasks = {t: (x.owner, x.status, x.attempt, x.summary, x.alive_at) for t, x in state.tasks.items()}
+            outcomes.append((events, tasks, list(state.members), sorted(ids[m] for m in state.delivered)))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][1]["a"] == ("w2", "completed", 1, "parsed", 116.0)
+
+
+def test_a_waiter_and_a_worker_reconnect_after_a_server_restart(pg_cluster):
+    url = pg_cluster.new_database()
+    with EventStore(url) as store:
+        g = Group(store, _root(store))
+        g.create_task("t1", "before the restart")
+        with g.wakeups() as wake:
+            pg_cluster.stop()
+            assert wake.wait(0.5) is False  # the server is down: nothing to read yet
+            pg_cluster.start()
+            assert wake.wait(30) is True and wake.reconnects == 1  # reopened: a change may have been missed
+            with pytest.raises(StoreError):  # the store's own connection went with the server: one clear error
+                g.create_task("t2", "lost")
+            assert reconnecting(lambda: g.create_task("t3", "after the restart")) > 0
+            assert wake.wait(30) is True and wake.notified == 1
+        assert [t.task_id for t in g.state().ready()] == ["t1", "t3"]
