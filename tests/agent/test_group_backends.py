@@ -6,9 +6,13 @@ also across a server restart."""
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
 import time
 
 import pytest
+from fake_providers import Reply, serve_openai
 
 from latch.agent.group import Group, GroupError, GroupState, reconnecting
 from latch.events import AssistantMessage, ToolCall, ToolResult
@@ -167,3 +171,58 @@ def test_a_waiter_and_a_worker_reconnect_after_a_server_restart(pg_cluster):
             assert reconnecting(lambda: g.create_task("t3", "after the restart")) > 0
             assert wake.wait(30) is True and wake.notified == 1
         assert [t.task_id for t in g.state().ready()] == ["t1", "t3"]
+
+
+def _answer(body):
+    brief = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
+    return Reply(f"done: {brief[:60]}")
+
+
+def test_waiting_workers_on_separate_homes_run_tasks_created_after_they_started(db, tmp_path):
+    """Two ``latch run --group g1 --worker --wait`` processes, each with its own LATCH_HOME (as on two hosts),
+    start before the group has a task: they wait, are woken by the lead's tasks, one waits again for a dependency
+    to complete, and both exit once every task is done."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with EventStore(db) as store:
+        root = store.create_session(
+            workspace=str(ws),
+            source="latch run",
+            format="latch",
+            meta={"group": "g1", "agent": {"provider": "openai-compatible", "model": "gpt-4.1"}},
+        )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LATCH_"))}
+    with serve_openai([_answer] * 10) as server:
+        procs = []
+        for host in ("a", "b"):
+            cmd = [sys.executable, "-m", "latch", "--db", db, "run", "--group", "g1", "--worker", "--wait"]
+            cmd += ["--yes", "--sandbox", "off", "--base-url", server.base_url, "--lease", "30"]
+            env_host = {**env, "LATCH_HOME": str(tmp_path / f"home-{host}"), "COLUMNS": "200"}
+            procs.append(
+                subprocess.Popen(cmd, cwd=ws, env=env_host, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            )
+        with EventStore(db) as store:
+            g = Group(store, root)
+            deadline = time.monotonic() + 120
+            while len(g.state().members) < 2:  # both joined, found nothing claimable, and wait
+                dead = [p.communicate()[0] + p.communicate()[1] for p in procs if p.poll() is not None]
+                assert time.monotonic() < deadline and not dead, f"a worker did not start: {dead}"
+                time.sleep(0.1)
+            time.sleep(1.0)
+            assert all(p.poll() is None for p in procs)  # an empty group: they wait instead of exiting
+            g.create_task("t1", "parse", brief="Parse the logs.")
+            g.create_task("t2", "report", brief="Report on the parsed logs.", depends_on=["t1"])
+            g.create_task("t3", "count", brief="Count the files.")
+            outs = [p.communicate(timeout=180) for p in procs]
+            for p, (out, err) in zip(procs, outs, strict=True):
+                assert p.returncode == 0, err + out
+                assert "every task is done" in out
+            st = g.state()
+            assert {t: (x.status, x.attempt) for t, x in st.tasks.items()} == {
+                "t1": ("completed", 0),
+                "t2": ("completed", 0),
+                "t3": ("completed", 0),
+            }
+            done = [e.event.task_id for e in store.events(root, kinds=["group_task_completed"])]
+            assert sorted(done) == ["t1", "t2", "t3"] and done.index("t1") < done.index("t2")
+            assert GroupState.replay(g.events()) == st

@@ -83,6 +83,7 @@ class RunOptions:
     group_name: str | None = None
     worker: bool = False
     lease_seconds: float | None = None
+    wait: bool = False
     sandbox_mode: str | None = None
     network: bool = False
     response_timeout: float | None = None
@@ -146,6 +147,8 @@ def check_options(o: RunOptions) -> None:
         raise SessionError("--worker takes no TASK and no --resume (it runs the group's tasks)")
     if o.lease_seconds is not None and not o.worker:
         raise SessionError("--lease applies to --worker only")
+    if o.wait and not o.worker:
+        raise SessionError("--wait applies to --worker only")
     if o.group_name is not None and not o.worker and (o.task is None or o.resume is not None):
         raise SessionError("--group NAME without --worker starts a group's lead: give a TASK (no --resume)")
     if o.group_name is not None and not o.group_name.strip():

@@ -34,13 +34,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ..events import AgentProfile, AgentReport
 from ..host.lease import LeaseGuard
 from ..store import LeaseLost, StoreError
 from .children import child_key, child_profile, child_report, create_child, find_child
-from .group import Group, GroupError, GroupTask
+from .group import Group, GroupError, GroupTask, reconnecting
 from .handoff import engine_name
 
 __all__ = ["DEFAULT_LEASE_SECONDS", "TaskRun", "task_call_id", "run_worker"]
@@ -109,8 +110,17 @@ def run_worker(
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
     on_task: Callable[[GroupTask], None] | None = None,
     on_done: Callable[[TaskRun], None] | None = None,
+    wait: bool = False,
+    max_wait: float = 5.0,
 ) -> list[TaskRun]:
     """Run group tasks as ``agent`` until nothing is claimable (see the module docstring); the runs in order.
+
+    With ``wait``, a worker with nothing claimable whose group has open tasks (or none yet) waits for the group's
+    task changes instead (:meth:`~latch.agent.group.Group.wait_for_work`: ``LISTEN``/``NOTIFY`` on PostgreSQL,
+    polling on SQLite, at most ``max_wait`` seconds at a time and never past the first running lease's end), and
+    returns once every task is done. The group's reads and its claims and completions are repeated through a
+    server restart (:func:`~latch.agent.group.reconnecting`); a claim whose reply the restart lost stays this
+    worker's until its lease runs out, and is then reclaimed.
 
     ``root_loop`` is the :class:`~latch.agent.loop.AgentLoop` of the group's root session, built with the
     supervisor (it is never run: it lends its provider, tools, policy and child policy to each task's
@@ -120,14 +130,37 @@ def run_worker(
     ``ValueError`` for a lease that is not positive."""
     if not lease_seconds > 0:
         raise ValueError(f"the lease must be a positive number of seconds, got {lease_seconds!r}")
-    store, root = group.store, group.root
+    root = group.root
     factory = root_loop.supervisor.require_child_factory(f"a task of the group rooted in {root}")  # before any write
-    group.join(agent)
+    reconnecting(lambda: group.join(agent))
+    wakeups = reconnecting(group.wakeups) if wait else None  # listening before the first read: nothing is missed
+    try:
+        return _work(group, agent, root_loop, factory, lease_seconds, on_task, on_done, wakeups, max_wait)
+    finally:
+        if wakeups is not None:
+            wakeups.close()
+
+
+def _work(
+    group: Group,
+    agent: str,
+    root_loop: Any,
+    factory: Any,
+    lease_seconds: float,
+    on_task: Callable[[GroupTask], None] | None,
+    on_done: Callable[[TaskRun], None] | None,
+    wakeups: Any,
+    max_wait: float,
+) -> list[TaskRun]:
+    store, root = group.store, group.root
     runs: list[TaskRun] = []
     while True:
-        task = group.claim_next(agent, lease_seconds=lease_seconds)
+        task = reconnecting(lambda: group.claim_next(agent, lease_seconds=lease_seconds))
         if task is None:
-            return runs
+            if wakeups is None or reconnecting(group.done):
+                return runs
+            reconnecting(lambda: group.wait_for_work(wakeups, max_wait=max_wait))
+            continue
         if on_task is not None:
             on_task(task)
         fence = group.fence(task.task_id, agent)  # every write for this task carries the claim's token
@@ -165,13 +198,16 @@ def run_worker(
         done = False
         if report is not None:
             try:
-                done = group.complete_task(
-                    task.task_id,
-                    agent,
-                    status="completed" if report.status == "completed" else "failed",
-                    summary=report.summary,
-                    session_id=child,
-                    token=fence.token,
+                done = reconnecting(
+                    partial(
+                        group.complete_task,
+                        task.task_id,
+                        agent,
+                        status="completed" if report.status == "completed" else "failed",
+                        summary=report.summary,
+                        session_id=child,
+                        token=fence.token,
+                    )
                 )
             except GroupError as exc:  # our lease ran out at the end and another worker took the task over
                 lost = str(exc)

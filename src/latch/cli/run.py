@@ -177,6 +177,13 @@ def register(cli: click.Group) -> None:
         f"it (default {DEFAULT_LEASE_SECONDS:g}).",
     )
     @click.option(
+        "--wait",
+        is_flag=True,
+        help="With --worker: while the group has open tasks but none is claimable, wait for its tasks to "
+        "change (LISTEN/NOTIFY on a PostgreSQL store, polling on SQLite) instead of exiting; exit once every "
+        "task is done.",
+    )
+    @click.option(
         "--sandbox",
         "sandbox_mode",
         type=click.Choice(SANDBOX_MODES),
@@ -229,6 +236,7 @@ def register(cli: click.Group) -> None:
         group_name,
         worker,
         lease_seconds,
+        wait,
         sandbox_mode,
         network,
         response_timeout,
@@ -259,6 +267,7 @@ def register(cli: click.Group) -> None:
             group_name=group_name,
             worker=worker,
             lease_seconds=lease_seconds,
+            wait=wait,
             sandbox_mode=sandbox_mode,
             network=network,
             response_timeout=response_timeout,
@@ -292,7 +301,7 @@ def _work_session(con: Any, session: AgentSession) -> int:
     """``latch run --group NAME --worker`` on its built session (:func:`_work`); its exit code."""
     lease = session.options.lease_seconds or DEFAULT_LEASE_SECONDS
     try:
-        code = _work(con, session.loop, session.store, session.session_id, lease)
+        code = _work(con, session.loop, session.store, session.session_id, lease, wait=session.options.wait)
     except _Terminated as exc:
         code = _terminated(exc, session.session_id)
     finally:
@@ -429,9 +438,10 @@ def _store_files(app: Any) -> list[Path]:
     return [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")]
 
 
-def _work(con: Any, loop: Any, store: Any, root: str, lease_seconds: float) -> int:
+def _work(con: Any, loop: Any, store: Any, root: str, lease_seconds: float, *, wait: bool = False) -> int:
     """The worker of ``latch run --group NAME --worker``: :func:`latch.agent.worker.run_worker` as a fresh
-    member (``worker-<pid>-<hex>``), a line per task claimed and done; exit 0 when nothing is claimable."""
+    member (``worker-<pid>-<hex>``), a line per task claimed and done; exit 0 when nothing is claimable (with
+    ``wait``: once every task is done)."""
     agent = f"worker-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     con.print(
         f"[dim]worker {agent} joined the group rooted in {root} · lease {lease_seconds:g} s[/dim]", highlight=False
@@ -456,11 +466,14 @@ def _work(con: Any, loop: Any, store: Any, root: str, lease_seconds: float) -> i
         )
 
     try:
-        runs = run_worker(Group(store, root), agent, loop, lease_seconds=lease_seconds, on_task=claimed, on_done=done)
+        runs = run_worker(
+            Group(store, root), agent, loop, lease_seconds=lease_seconds, on_task=claimed, on_done=done, wait=wait
+        )
     except ChildPolicyError as exc:
         error(str(exc))
         return 1
     con.print(
-        f"[dim]nothing claimable: {len(runs)} task{'s' if len(runs) != 1 else ''} run by {agent}[/dim]", highlight=False
+        f"[dim]{'every task is done' if wait else 'nothing claimable'}: {len(runs)} task{'s' if len(runs) != 1 else ''} run by {agent}[/dim]",
+        highlight=False,
     )
     return 0
