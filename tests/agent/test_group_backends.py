@@ -13,6 +13,9 @@ import time
 
 import pytest
 from fake_providers import Reply, serve_openai
+from test_group_fencing import (  # noqa: F401 - collected here, on PostgreSQL (the group fixture below)
+    test_a_write_fenced_by_a_taken_over_claim_is_refused_and_stores_nothing,
+)
 
 from latch.agent.group import Group, GroupError, GroupState, reconnecting
 from latch.events import AssistantMessage, ToolCall, ToolResult
@@ -28,6 +31,14 @@ def db(request, tmp_path):
     if request.param == "sqlite":
         return str(tmp_path / "latch.db")
     return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture
+def group(pg_url):
+    """A group on PostgreSQL, for the tests collected from the SQLite modules."""
+    store = EventStore(pg_url)
+    yield Group(store, store.create_session(workspace="/w", source="latch run", format="latch", meta={"group": "g"}))
+    store.close()
 
 
 def _root(store: EventStore) -> str:
@@ -226,3 +237,46 @@ def test_waiting_workers_on_separate_homes_run_tasks_created_after_they_started(
             done = [e.event.task_id for e in store.events(root, kinds=["group_task_completed"])]
             assert sorted(done) == ["t1", "t2", "t3"] and done.index("t1") < done.index("t2")
             assert GroupState.replay(g.events()) == st
+
+
+def test_a_worker_mid_task_survives_a_server_restart(pg_cluster, tmp_path):
+    """The server restarts while a ``--wait`` worker's task child waits for its model: the worker reconnects, the
+    child continues from its log, and the task completes once."""
+    url = pg_cluster.new_database()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with EventStore(url) as store:
+        root = store.create_session(
+            workspace=str(ws),
+            source="latch run",
+            format="latch",
+            meta={"group": "g1", "agent": {"provider": "openai-compatible", "model": "gpt-4.1"}},
+        )
+        Group(store, root).create_task("t1", "parse", brief="Parse the logs.")
+    asked = []
+
+    def slow(body):
+        asked.append(time.monotonic())
+        return Reply("parsed", delay=4.0 if len(asked) == 1 else 0.0)
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LATCH_"))}
+    env.update({"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200"})
+    with serve_openai([slow] * 4) as server:
+        cmd = [sys.executable, "-m", "latch", "--db", url, "run", "--group", "g1", "--worker", "--wait", "--yes"]
+        cmd += ["--sandbox", "off", "--base-url", server.base_url, "--lease", "60"]
+        proc = subprocess.Popen(cmd, cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while not asked:  # the child's first request is out, its answer delayed
+            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        pg_cluster.stop()
+        pg_cluster.start()
+        out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err + out
+    assert "task t1: completed" in out and "every task is done" in out
+    with EventStore(url) as store:
+        g = Group(store, root)
+        st = g.state()
+        assert (st.tasks["t1"].status, st.tasks["t1"].attempt) == ("completed", 0)
+        assert len(list(store.events(root, kinds=["group_task_completed"]))) == 1
+        assert GroupState.replay(g.events()) == st

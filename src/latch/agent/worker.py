@@ -141,6 +141,33 @@ def run_worker(
             wakeups.close()
 
 
+def _run_task(
+    store: Any, fenced: Any, root: str, task: GroupTask, root_loop: Any, factory: Any, guard: LeaseGuard
+) -> AgentReport | None:
+    """Run ``task``'s child to its report: created from a durable profile by its first claimer, continued from its
+    log by a reclaimer (or after a reconnect), not run again once it reported."""
+    call_id = task_call_id(task.task_id)
+    child = store.session_id_for(child_key(root, call_id))
+    found = find_child(store, root, call_id)
+    spawned = found is None
+    if found is None:
+        profile = AgentProfile(
+            parent_session_id=root,
+            call_id=call_id,
+            brief=task.brief or task.title,
+            model=root_loop.setup.model,
+            engine=engine_name(factory),
+            config=dict(root_loop.setup.config),
+            tools=tuple(t.NAME for t in root_loop.tools if t.NAME != "spawn_agent"),
+        )
+        found = create_child(fenced, root, profile)
+    assert found == child and child_profile(store, child)
+    report = child_report(store, child)
+    if report is None:  # a reclaimed child continues from its log; a reported one is not run again
+        report = root_loop.children.run_child(child, spawned, store=fenced, guard=guard)
+    return report
+
+
 def _work(
     group: Group,
     agent: str,
@@ -163,31 +190,14 @@ def _work(
             continue
         if on_task is not None:
             on_task(task)
-        fence = group.fence(task.task_id, agent)  # every write for this task carries the claim's token
+        fence = reconnecting(partial(group.fence, task.task_id, agent))  # every write for it carries the token
         fenced = store.fenced(fence)
         guard = LeaseGuard(f"the lease of task {task.task_id!r} (token {fence.token})")
         beat = _Heartbeat(group, task, agent, lease_seconds / 3, guard)
-        call_id = task_call_id(task.task_id)
-        child = store.session_id_for(child_key(root, call_id))
+        child = store.session_id_for(child_key(root, task_call_id(task.task_id)))
         report: AgentReport | None = None
-        try:
-            found = find_child(store, root, call_id)
-            spawned = found is None
-            if found is None:
-                profile = AgentProfile(
-                    parent_session_id=root,
-                    call_id=call_id,
-                    brief=task.brief or task.title,
-                    model=root_loop.setup.model,
-                    engine=engine_name(factory),
-                    config=dict(root_loop.setup.config),
-                    tools=tuple(t.NAME for t in root_loop.tools if t.NAME != "spawn_agent"),
-                )
-                found = create_child(fenced, root, profile)
-            assert found == child and child_profile(store, child)
-            report = child_report(store, child)
-            if report is None:  # a reclaimed child continues from its log; a reported one is not run again
-                report = root_loop.children.run_child(child, spawned, store=fenced, guard=guard)
+        try:  # a server restart mid-task: the child continues from its log once the store reconnects
+            report = reconnecting(partial(_run_task, store, fenced, root, task, root_loop, factory, guard))
         except LeaseLost as exc:  # taken over while it ran: nothing more was written for it
             guard.lose(str(exc))
             lost: str | None = str(exc)
