@@ -77,7 +77,7 @@ from ..host.replay import plan_replay as _plan_replay
 from ..host.replay import run_replay as _run_replay
 from ..importers.base import TranscriptError
 from ..kernel import canonical_state
-from ..store import ReplayScratch, StoreError, replay_scratch_path
+from ..store import EventLog, ReplayScratch, StoreError, replay_scratch_path
 from ..store.replays import scratch_bytes
 from ..textsafe import PIPE_WIDTH, Table, cell, console, dumps, markup, plural, safe, write_text
 from ..ui.render import window_line
@@ -468,7 +468,7 @@ def _stored_session(app: Any, target: str) -> str | None:
         return None
 
 
-def _replay_one(store: Any, sid: str, n_requests: int, options: Mapping[str, Any]) -> dict[str, Any]:
+def _replay_one(store: EventLog, sid: str, n_requests: int, options: Mapping[str, Any]) -> dict[str, Any]:
     """The replay document of session ``sid`` (:func:`run_replay` with ``options``), with a progress bar on a
     terminal for a long session."""
     err = console(stderr=True)
@@ -591,7 +591,7 @@ def replay_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-def plan_replay(store: Any, session_id: str, **options: Any) -> ReplayPlan:
+def plan_replay(store: EventLog, session_id: str, **options: Any) -> ReplayPlan:
     """:func:`latch.host.replay.plan_replay` for a command: an unknown engine names its option first, and a
     :class:`~latch.host.loop.HostError` is a ``click.UsageError`` (one line)."""
     resolve_engine_factory(options.get("engine"), options.get("config"))
@@ -601,7 +601,7 @@ def plan_replay(store: Any, session_id: str, **options: Any) -> ReplayPlan:
         raise click.UsageError(str(exc)) from None
 
 
-def run_replay(store: Any, session_id: str, **options: Any) -> tuple[dict[str, Any], list[Any]]:
+def run_replay(store: EventLog, session_id: str, **options: Any) -> tuple[dict[str, Any], list[Any]]:
     """:func:`latch.host.replay.run_replay` for a command: an unknown engine names its option first, and a
     :class:`~latch.host.loop.HostError` is a ``click.UsageError`` (one line)."""
     resolve_engine_factory(options.get("engine"), options.get("config"))

@@ -44,6 +44,7 @@ from ..accounting.pricing import format_usd, usd
 from ..host.ingest import SessionForgotten, imported_session_ids
 from ..host.loop import model_requests
 from ..kernel.tombstones import tombstoned_sessions
+from ..store import EventLog
 from ..textsafe import Column, console, dumps, fitted_table, markup, plural, safe
 from .main import pass_app
 
@@ -106,7 +107,7 @@ def _group_key(grouping: str, info: Any, name: str, at: datetime | None) -> str:
 
 
 def session_report(
-    store: Any,
+    store: EventLog,
     session_ids: list[str],
     *,
     group_by: str | None = None,
@@ -180,7 +181,7 @@ def session_report(
     }
 
 
-def _resolve(app: Any, store: Any, arg: str) -> list[str]:
+def _resolve(app: Any, store: EventLog, arg: str) -> list[str]:
     """The session ids ``arg`` names: every session of a transcript file (a Goose or OpenCode database
     or an Aider history holds several; forgotten ones are skipped, all forgotten is an error), or the one stored session."""
     if Path(arg).is_file():

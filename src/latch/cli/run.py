@@ -53,6 +53,7 @@ from ..agent.session import DEFAULT_MAX_TURNS, AgentSession, RunOptions, Session
 from ..agent.supervisor import ChildPolicyError
 from ..agent.worker import run_worker
 from ..config import MAX_TOKENS
+from ..store import EventLog
 from ..textsafe import console, error, markup, warn
 from .main import pass_app
 from .run_console import Approver, RunInfo, RunPrinter, call_line, fit_parts, result_summary
@@ -429,7 +430,7 @@ def _store_files(app: Any) -> list[Path]:
     return [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")]
 
 
-def _work(con: Any, loop: Any, store: Any, root: str, lease_seconds: float) -> int:
+def _work(con: Any, loop: Any, store: EventLog, root: str, lease_seconds: float) -> int:
     """The worker of ``latch run --group NAME --worker``: :func:`latch.agent.worker.run_worker` as a fresh
     member (``worker-<pid>-<hex>``), a line per task claimed and done; exit 0 when nothing is claimable."""
     agent = f"worker-{os.getpid()}-{uuid.uuid4().hex[:6]}"

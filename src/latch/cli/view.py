@@ -38,7 +38,6 @@ the replay's kernel records go to a fresh ``<engine>:replay-<id>`` stream.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.text import Text
@@ -48,6 +47,7 @@ from ..host.corrections import ReplayCorrections
 from ..host.ingest import SessionForgotten, imported_session_ids
 from ..host.loop import model_requests
 from ..providers import anthropic_request, to_anthropic_messages, to_openai_chat, to_responses
+from ..store import EventLog
 from ..textsafe import console, dumps, plural, safe
 from ..ui.render import header_components, render_changes_text, render_view_text, window_line
 from .main import pass_app
@@ -82,11 +82,11 @@ class SeveralSessions(click.ClickException):
     exit_code = 2
 
 
-def _request_count(store: Any, sid: str) -> int:
+def _request_count(store: EventLog, sid: str) -> int:
     return len(model_requests(store.events(sid, kinds=["assistant_message", "usage"])))
 
 
-def _pick_session(store: Any, file: str, sids: list[str], session: str | None) -> str:
+def _pick_session(store: EventLog, file: str, sids: list[str], session: str | None) -> str:
     """The session of ``file`` (imported as ``sids``) to view: the only one, or the one ``session`` (an id or a
     unique prefix) names. Raises :class:`SeveralSessions` (exit 2) listing the sessions and their request counts
     when the file holds several and ``session`` is ``None``, ``click.UsageError`` when ``session`` names none
