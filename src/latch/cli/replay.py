@@ -620,7 +620,7 @@ def budget_problem(*args: Any, **kwargs: Any) -> None:
 
 
 def check_replay_options(
-    app: Any,
+    app: AppContext,
     config: Mapping[str, Any],
     *,
     engine: str | None,
