@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 from ..events import ToolCall, ToolResult, argument_paths, parse_arguments
 from ..kernel.events import WriterBlocker
+from ..store import EventLog
 from .permissions import SHELL_TOOLS, WRITE_TOOLS
 
 __all__ = ["refused_write", "BlockerWatch", "BLOCKER_CHARS"]
@@ -81,7 +81,7 @@ class BlockerWatch:
     ``generation(until_seq)`` is the kernel workspace generation as of a seq (``None``: now).
     """
 
-    def __init__(self, store: Any, session_id: str, generation: Callable[[int | None], int]):
+    def __init__(self, store: EventLog, session_id: str, generation: Callable[[int | None], int]):
         self.store, self.session_id, self.generation = store, session_id, generation
         self._last: tuple[str, int] | None = None  # (key, generation) of the latest refusal
         self._seeded = False

@@ -27,6 +27,7 @@ from ..events import (
     AssistantMessage,
     Mutation,
     PendingEvent,
+    SubagentMarker,
     UserMessage,
     ValidationEvidence,
     canonical_json,
@@ -34,6 +35,7 @@ from ..events import (
 from ..host.ingest import subagent_call
 from ..host.kernel import kernel_cache
 from ..kernel.ledger import ledger_for
+from ..store import EventLog
 from .tools.base import bound_text
 
 __all__ = [
@@ -67,7 +69,7 @@ def child_key(parent_session_id: str, call_id: str) -> str:
     return f"latch-agent:{parent_session_id}:{call_id}"
 
 
-def find_child(store: Any, parent_session_id: str, call_id: str) -> str | None:
+def find_child(store: EventLog, parent_session_id: str, call_id: str) -> str | None:
     """The session id of the child of that call, or ``None`` when it was never created."""
     sid = store.session_id_for(child_key(parent_session_id, call_id))
     try:
@@ -76,7 +78,7 @@ def find_child(store: Any, parent_session_id: str, call_id: str) -> str | None:
         return None
 
 
-def create_child(store: Any, parent_session_id: str, profile: AgentProfile) -> str:
+def create_child(store: EventLog, parent_session_id: str, profile: AgentProfile) -> str:
     """Store the child session of ``profile`` (its profile and brief, one transaction); returns its id.
     Idempotent: a child that already exists for ``profile.call_id`` is returned unchanged.
     ``ValueError`` for an empty brief or a config that is not a JSON object (store unchanged)."""
@@ -100,21 +102,21 @@ def create_child(store: Any, parent_session_id: str, profile: AgentProfile) -> s
     return sid
 
 
-def child_profile(store: Any, session_id: str) -> AgentProfile | None:
+def child_profile(store: EventLog, session_id: str) -> AgentProfile | None:
     """The child's durable :class:`AgentProfile` (its first such event), or ``None`` for another session."""
     for s in store.events(session_id, kinds=[AgentProfile.KIND]):
         return cast(AgentProfile, s.event)
     return None
 
 
-def child_report(store: Any, session_id: str) -> AgentReport | None:
+def child_report(store: EventLog, session_id: str) -> AgentReport | None:
     """The child's :class:`AgentReport`, or ``None`` while it has not ended."""
     for s in store.events(session_id, kinds=[AgentReport.KIND]):
         return cast(AgentReport, s.event)
     return None
 
 
-def build_report(store: Any, session_id: str, status: str, *, error: str | None = None) -> AgentReport:
+def build_report(store: EventLog, session_id: str, status: str, *, error: str | None = None) -> AgentReport:
     """The report of child ``session_id`` from its own log: ``summary`` the last assistant text (or
     ``error``), files from its mutations, validations from its validation evidence, ``turns`` its assistant
     messages (across resumes). ``ValueError`` for a
@@ -126,7 +128,7 @@ def build_report(store: Any, session_id: str, status: str, *, error: str | None 
     last_text, turns = "", 0
     for s in store.events(session_id, kinds=[AssistantMessage.KIND]):
         turns += 1
-        if s.event.text.strip():
+        if isinstance(s.event, AssistantMessage) and s.event.text.strip():
             last_text = s.event.text.strip()
     # the kernel's facts of the child's own log: its stored and its derived mutations and validations
     for _, fact in ledger_for(store, kernel_cache()).session_facts(session_id):
@@ -180,7 +182,7 @@ def child_tools(parent_tools: Sequence[Any], wanted: Any) -> tuple[Any, ...]:
     return tuple(t for t in offered if t.NAME in wanted)
 
 
-def child_link(store: Any, session_id: str) -> AgentProfile | None:
+def child_link(store: EventLog, session_id: str) -> AgentProfile | None:
     """How child session ``session_id`` is linked to its parent's tool call, as an
     :class:`~latch.events.AgentProfile`: a ``spawn_agent`` child's own durable profile, or, for an imported
     sub-agent (meta ``agent_kind`` ``"subagent"``: a Claude Code ``subagents/agent-<id>.jsonl`` file, or a
@@ -201,14 +203,14 @@ def child_link(store: Any, session_id: str) -> AgentProfile | None:
     for s in store.events(session_id, kinds=[UserMessage.KIND, AssistantMessage.KIND]):
         if isinstance(s.event, AssistantMessage):
             model = model or s.event.model
-        elif not brief and s.event.text.strip():
+        elif isinstance(s.event, UserMessage) and not brief and s.event.text.strip():
             brief = s.event.text
         if brief and model:
             break
     kinds = {
         m.event.agent_type
-        for m in store.events(info.parent_id, kinds=["subagent_marker"])
-        if m.event.call_id == call and m.event.agent_type
+        for m in store.events(info.parent_id, kinds=[SubagentMarker.KIND])
+        if isinstance(m.event, SubagentMarker) and m.event.call_id == call and m.event.agent_type
     }
     return AgentProfile(
         parent_session_id=info.parent_id,
@@ -219,7 +221,7 @@ def child_link(store: Any, session_id: str) -> AgentProfile | None:
     )
 
 
-def child_result(store: Any, session_id: str) -> AgentReport | None:
+def child_result(store: EventLog, session_id: str) -> AgentReport | None:
     """The report of a child: a ``spawn_agent`` child's stored :class:`~latch.events.AgentReport` (``None``
     while it runs); for an imported sub-agent (:func:`child_link`), :func:`build_report` of its own log
     (derived, never stored): ``completed`` with its final assistant text as the summary when its last
@@ -230,7 +232,8 @@ def child_result(store: Any, session_id: str) -> AgentReport | None:
         return None
     last = None
     for s in store.events(session_id, kinds=[AssistantMessage.KIND]):
-        last = s.event
+        if isinstance(s.event, AssistantMessage):
+            last = s.event
     if last is not None and not last.tool_calls and last.text.strip():
         return build_report(store, session_id, "completed")
     return build_report(store, session_id, "failed", error="the transcript ends before a final answer")

@@ -48,7 +48,7 @@ from ..events import (
     GroupTaskLeaseRenewed,
     PendingEvent,
 )
-from ..store import ClaimFence, LeaseLost, StoreBusyError, StoreUnavailable, TaskFence
+from ..store import ClaimFence, EventLog, LeaseLost, StoreBusyError, StoreUnavailable, TaskFence
 from ..store.projections import PROJECTIONS
 from ..store.wakeups import Wakeups, group_wakeups
 from .steering import pending_tool_calls
@@ -215,7 +215,7 @@ GROUP_PROJECTION = PROJECTIONS["group"]
 """The SQLite group projection, built into the store (:mod:`latch.store.projections`)."""
 
 
-def resolve_group(store: Any, name: str, *, by_id: bool = True) -> str:
+def resolve_group(store: EventLog, name: str, *, by_id: bool = True) -> str:
     """The root session id of the group called ``name``: the newest session whose meta ``group`` is
     ``name`` (``latch run --group NAME TASK`` records it), else (``by_id``) the session of id or id prefix
     ``name``. ``KeyError`` (one line) when there is none."""
@@ -235,7 +235,7 @@ def resolve_group(store: Any, name: str, *, by_id: bool = True) -> str:
 class Group:
     """The group rooted in session ``root_session_id`` of ``store`` (see the module docstring)."""
 
-    def __init__(self, store: Any, root_session_id: str):
+    def __init__(self, store: EventLog, root_session_id: str):
         self.store, self.root = store, store.session(root_session_id).id
 
     # ----------------------------------------------------------------- reads
@@ -243,7 +243,9 @@ class Group:
         """The group's events in log order: the root's group kinds and every delivery of its messages."""
         rows = list(self.store.events(self.root, kinds=list(GROUP_KINDS)))
         rows += [
-            s for s in self.store.events(kinds=[GroupMessageDelivered.KIND]) if s.event.root_session_id == self.root
+            s
+            for s in self.store.events(kinds=[GroupMessageDelivered.KIND])
+            if isinstance(s.event, GroupMessageDelivered) and s.event.root_session_id == self.root
         ]
         return [s.event for s in sorted(rows, key=lambda s: s.seq)]
 
@@ -505,7 +507,7 @@ class Group:
         return seqs
 
 
-def group_view(store: Any, session_id: str) -> dict[str, Any] | None:
+def group_view(store: EventLog, session_id: str) -> dict[str, Any] | None:
     """The agent group a session belongs to, for the UI sidebar (``latch web``, ``latch tui``): ``{"root",
     "tasks": [{"id", "title", "depends_on", "owner", "status"}], "members": [{"agent", "session"}],
     "messages": {"queued", "delivered"}}`` (:meth:`GroupState.summary`, the reducer ``latch group`` prints), or

@@ -25,6 +25,7 @@ from ..events import (
 from ..host.loop import build_engine
 from ..port import SessionContext
 from ..providers import ProviderError
+from ..store import EventLog
 from .children import (
     CHILD_MAX_TURNS,
     build_report,
@@ -59,7 +60,7 @@ def engine_name(factory: Callable[..., Any]) -> str:
     return engine_stream(factory).rsplit(":", 1)[0]
 
 
-def open_spawn_calls(store: Any, session_id: str) -> list[ToolCall]:
+def open_spawn_calls(store: EventLog, session_id: str) -> list[ToolCall]:
     """The session's ``spawn_agent`` calls that started (a :class:`~latch.events.ToolStarted`) and have no
     result yet, in call order: children a killed process left running, which resume finishes."""
     calls: dict[str, ToolCall] = {}
@@ -89,7 +90,7 @@ def _same_child_policy(durable: AgentProfile | None, factory: Callable[..., Any]
 
 def from_supervisor(
     cls: Any,
-    store: Any,
+    store: EventLog,
     session_id: str,
     supervisor: Supervisor,
     provider: Any,
@@ -222,7 +223,7 @@ class ChildAgents:
                 return ToolOutcome(" ".join(str(exc).split()), is_error=True)
         return ToolOutcome(render_report(report, existing), is_error=report.status == "failed")
 
-    def child_loop(self, child_id: str, *, spawn: bool = False, store: Any = None) -> Any:
+    def child_loop(self, child_id: str, *, spawn: bool = False, store: EventLog | None = None) -> Any:
         """:meth:`latch.agent.loop.AgentLoop.child_loop`."""
         parent = self.loop
         assert parent.supervisor is not None
@@ -269,7 +270,7 @@ class ChildAgents:
             )
         return loop
 
-    def run_child(self, child_id: str, spawned: bool, *, store: Any = None, guard: Any = None) -> Any:
+    def run_child(self, child_id: str, spawned: bool, *, store: EventLog | None = None, guard: Any = None) -> Any:
         """Run child ``child_id`` to its report (appended to it, with the ``completed`` lifecycle in this session)
         and return the report. ``store`` (default: this loop's) is what every write for the child goes through
         and ``guard`` (a :class:`latch.host.lease.LeaseGuard`) the lease it runs under: once lost, the child's

@@ -7,14 +7,13 @@ result (``missing=True``, ``is_error=True``) that says the outcome is unknown: n
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..events import AssistantMessage, ToolCall, ToolResult, ToolStarted
+from ..store import EventLog
 
 __all__ = ["repair_interrupted"]
 
 
-def repair_interrupted(store: Any, session_id: str) -> list[ToolCall]:
+def repair_interrupted(store: EventLog, session_id: str) -> list[ToolCall]:
     """Close every tool call of the session that has no result: append a marked placeholder result per call
     (``missing=True``, ``is_error=True``; the text says whether the call had started and that its outcome is
     unknown). Returns the calls repaired, in order (empty when nothing was interrupted)."""

@@ -32,6 +32,7 @@ from ..host.runs import RunCommands
 from ..port import ContextBudget, ContextView, SessionContext
 from ..providers import ProviderError, ProviderOverflow
 from ..providers.wire import WIRE_FORMATS, parse_response, render_request
+from ..store import EventLog
 from .context import SYSTEM_PROMPT
 from .handoff import ChildAgents, from_supervisor
 from .observer import AgentError, Observer, RunOutcome, Step
@@ -65,7 +66,7 @@ class AgentLoop:
 
     def __init__(
         self,
-        store: Any,
+        store: EventLog,
         session_id: str,
         provider: Any,
         *,
@@ -150,7 +151,7 @@ class AgentLoop:
     @classmethod
     def from_supervisor(
         cls,
-        store: Any,
+        store: EventLog,
         session_id: str,
         supervisor: Supervisor,
         provider: Any,
@@ -223,7 +224,7 @@ class AgentLoop:
         with none, or without a supervisor, the outcome is a one-line error and nothing is stored."""
         return self.children.spawn_agent(call_id, args)
 
-    def child_loop(self, child_id: str, *, spawn: bool = False, store: Any = None) -> AgentLoop:
+    def child_loop(self, child_id: str, *, spawn: bool = False, store: EventLog | None = None) -> AgentLoop:
         """The loop of child ``child_id``, built from its durable profile through the supervisor (spawn:
         ``spawn=True``; worker reconstruction and resume: the same call with ``spawn=False``). It shares
         this loop's provider, wire, permission policy and approvals; its session context holds the workspace

@@ -44,6 +44,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from ..events import McpToolEntry, McpToolsListed, Mutation, canonical_json
+from ..store import EventLog
 from .tools.base import ToolContext, ToolOutcome
 
 __all__ = [
@@ -487,7 +488,9 @@ class McpHub:
         self.close()
 
 
-def session_mcp_tools(store: Any, session_id: str, hub: McpHub | None) -> tuple[tuple[McpToolEntry, ...], list[str]]:
+def session_mcp_tools(
+    store: EventLog, session_id: str, hub: McpHub | None
+) -> tuple[tuple[McpToolEntry, ...], list[str]]:
     """``(entries, warnings)``: the MCP tools of the session, fixed at its start.
 
     The session's first :class:`~latch.events.McpToolsListed` when it has one (resume, or any later call:
@@ -497,7 +500,8 @@ def session_mcp_tools(store: Any, session_id: str, hub: McpHub | None) -> tuple[
     offering none, so its tools never change mid-session.
     """
     for s in store.events(session_id, kinds=[McpToolsListed.KIND]):
-        return tuple(s.event.tools), []
+        if isinstance(s.event, McpToolsListed):
+            return tuple(s.event.tools), []
     started = any(True for _ in store.events(session_id, kinds=["assistant_message"]))
     entries: list[McpToolEntry] = []
     warnings: list[str] = []

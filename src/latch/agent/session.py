@@ -25,6 +25,7 @@ from ..host.runs import RunLeaseHeld, RunRecord
 from ..kernel.tombstones import tombstoned_sessions
 from ..port import ContextBudget
 from ..providers import ProviderError
+from ..store import EventLog
 from .context import SYSTEM_PROMPT, session_context
 from .environment import tool_environment
 from .group import Group, resolve_group
@@ -100,7 +101,7 @@ class AgentSession:
 
     options: RunOptions
     name: str
-    store: Any
+    store: EventLog
     session_id: str
     workspace: Path
     record: RunRecord
@@ -193,7 +194,7 @@ class _Resumed:
     lead: bool
 
 
-def _resume(o: RunOptions, store: Any, prompt: bool) -> _Resumed:
+def _resume(o: RunOptions, store: EventLog, prompt: bool) -> _Resumed:
     """The session ``--resume`` (or a worker's group) names, checked: it exists, is not forgotten, was started by
     ``latch run`` and has a task; a pipe's resume refuses a session waiting for the user."""
     resume = o.resume
@@ -202,6 +203,7 @@ def _resume(o: RunOptions, store: Any, prompt: bool) -> _Resumed:
             resume = resolve_group(store, cast(str, o.group_name))  # a worker names its group (checked)
         except KeyError as exc:
             raise SessionError(str(exc.args[0]), usage=False) from None
+    assert resume is not None  # called for a resume or a worker
     try:
         info = store.session(resume)
     except KeyError as exc:
@@ -320,7 +322,7 @@ def _check_choices(
     return sandbox, warning
 
 
-def _create(o: RunOptions, store: Any, chosen: Sequence[Any]) -> tuple[str, Path]:
+def _create(o: RunOptions, store: EventLog, chosen: Sequence[Any]) -> tuple[str, Path]:
     """A new session in the current workspace, its profile in its metadata (a group's lead: the group's name)."""
     if o.group_name is not None:
         try:
@@ -382,7 +384,7 @@ def open_session(
     o: RunOptions,
     config: Mapping[str, Any],
     *,
-    open_store: Callable[..., Any],
+    open_store: Callable[..., EventLog],
     on_terminal: bool,
     store_files: Callable[[], Sequence[Path]],
     warn: Callable[[str], None],
@@ -405,8 +407,8 @@ def open_session(
     known, chosen = _chosen_tools(o)
     section = config.get("provider", {}) or {}
     # a new run opens the store once checked
-    store: Any = open_store(create=False) if o.resume is not None or o.worker else None
-    resumed = _resume(o, store, prompt) if o.resume is not None or o.worker else None
+    store = open_store(create=False) if o.resume is not None or o.worker else None
+    resumed = _resume(o, store, prompt) if store is not None else None
     profile = resumed.profile if resumed is not None else {}
     if o.tool_names is None and profile.get("tools"):  # a resumed session keeps its tools, byte for byte
         chosen = tuple(t for t in known.values() if t.NAME in profile["tools"])
@@ -418,7 +420,7 @@ def open_session(
     sandbox, sandbox_warning = _check_choices(
         o, config, resumed.workspace if resumed is not None else Path(os.getcwd()), store_files
     )
-    if resumed is None:
+    if store is None or resumed is None:  # a new session (a resume has both)
         store = open_store()
         session_id, workspace = _create(o, store, chosen)
     else:

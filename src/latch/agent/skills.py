@@ -30,6 +30,7 @@ import yaml
 from ..config import config_path
 from ..events import SkillEntry, SkillsListed
 from ..kernel.files import PAGE_LIMIT_BYTES, PAGE_LIMIT_TOKENS, bounded_page
+from ..store import EventLog
 from .tools.base import ToolContext, ToolError, ToolOutcome, schema
 
 __all__ = [
@@ -156,7 +157,7 @@ def discover_skills(
 
 
 def session_skills(
-    store: Any, session_id: str, discover: Callable[[], tuple[Sequence[SkillEntry], Sequence[str]]] | None = None
+    store: EventLog, session_id: str, discover: Callable[[], tuple[Sequence[SkillEntry], Sequence[str]]] | None = None
 ) -> tuple[tuple[SkillEntry, ...], list[str]]:
     """``(skills, warnings)`` of the session, fixed at its start.
 
@@ -167,7 +168,8 @@ def session_skills(
     so its session context never changes mid-session.
     """
     for s in store.events(session_id, kinds=[SkillsListed.KIND]):
-        return tuple(s.event.skills), []
+        if isinstance(s.event, SkillsListed):
+            return tuple(s.event.skills), []
     started = any(True for _ in store.events(session_id, kinds=["assistant_message"]))
     skills: Sequence[SkillEntry] = ()
     warnings: list[str] = []

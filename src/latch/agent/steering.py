@@ -15,7 +15,7 @@ import uuid
 from typing import cast
 
 from ..events import AssistantMessage, SteeringDelivered, SteeringQueued, ToolResult, UserMessage
-from ..store import EventStore, PendingEvent
+from ..store import EventLog, PendingEvent
 
 __all__ = ["SteeringQueued", "SteeringDelivered", "SteeringInbox", "pending_tool_calls", "awaiting_user"]
 
@@ -23,7 +23,7 @@ __all__ = ["SteeringQueued", "SteeringDelivered", "SteeringInbox", "pending_tool
 # process decodes a stored steering event without importing the agent.
 
 
-def pending_tool_calls(store: EventStore, session_id: str) -> list[str]:
+def pending_tool_calls(store: EventLog, session_id: str) -> list[str]:
     """Ids of tool calls in the session that have no terminal result yet, in call order."""
     open_calls: dict[str, None] = {}
     for ev in store.events(session_id, kinds=("assistant_message", "tool_result")):
@@ -39,7 +39,7 @@ def pending_tool_calls(store: EventStore, session_id: str) -> list[str]:
 class SteeringInbox:
     """Durable FIFO of steering messages for one session."""
 
-    def __init__(self, store: EventStore, session_id: str):
+    def __init__(self, store: EventLog, session_id: str):
         self.store = store
         self.session_id = session_id
 
@@ -89,7 +89,7 @@ class SteeringInbox:
         return list(zip(seqs[0::2], texts, strict=False))
 
 
-def awaiting_user(store: EventStore, session_id: str) -> bool:
+def awaiting_user(store: EventLog, session_id: str) -> bool:
     """Whether the session's conversation waits for the user: its last user, assistant or tool-result event is an
     assistant answer without tool calls and no steering message is pending (a resume then has nothing to send)."""
     last = None

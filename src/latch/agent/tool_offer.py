@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..events import AssistantMessage, ToolResult
+from ..store import EventLog
 from .tools.load_tools import LOAD_TOOLS, LoadTools
 
 __all__ = ["DEFER_SHARE", "CORE_TOOLS", "ToolOffer"]
@@ -40,7 +42,7 @@ class ToolOffer:
 
     def __init__(
         self,
-        store: Any,
+        store: EventLog,
         session_id: str,
         schemas: Sequence[Mapping[str, Any]],
         *,
@@ -77,11 +79,13 @@ class ToolOffer:
     def loaded_before(self) -> set[str]:
         """The deferred tools earlier ``load_tools`` calls of this session loaded (a resumed run offers them)."""
         ok = {
-            s.event.call_id for s in self.store.events(self.session_id, kinds=["tool_result"]) if not s.event.is_error
+            s.event.call_id
+            for s in self.store.events(self.session_id, kinds=[ToolResult.KIND])
+            if isinstance(s.event, ToolResult) and not s.event.is_error
         }
         found: set[str] = set()
-        for s in self.store.events(self.session_id, kinds=["assistant_message"]):
-            for c in s.event.tool_calls:
+        for s in self.store.events(self.session_id, kinds=[AssistantMessage.KIND]):
+            for c in s.event.tool_calls if isinstance(s.event, AssistantMessage) else ():
                 args = c.args() if c.name == LOAD_TOOLS and c.id in ok else None
                 if isinstance(args, dict) and isinstance(args.get("names"), list):
                     found.update(n for n in args["names"] if n in self.deferred)

@@ -19,6 +19,7 @@ from ..events import EstimateCorrection, Usage
 from ..host.corrections import raises_ratio, rate_budget
 from ..host.loop import RequestResult
 from ..port import ContextBudget
+from ..store import EventLog
 
 __all__ = ["RequestBudget", "correction_ratio", "provider_prompt_tokens", "overflow_fix"]
 
@@ -30,14 +31,14 @@ def provider_prompt_tokens(usage: Usage | None) -> int | None:
     return usage.input_tokens + (usage.cache_read_tokens or 0) + (usage.cache_write_tokens or 0)
 
 
-def correction_ratio(store: Any, session_id: str, source: str | None = None) -> tuple[int, int] | None:
+def correction_ratio(store: EventLog, session_id: str, source: str | None = None) -> tuple[int, int] | None:
     """The largest ``(provider_tokens, estimated_tokens)`` ratio of the session's
     :class:`~latch.events.EstimateCorrection` events (of ``source`` only, ``"usage"`` or ``"overflow"``, when
     given), or ``None`` when there is none above 1."""
     best: tuple[int, int] | None = None
     for s in store.events(session_id, kinds=[EstimateCorrection.KIND]):
         e = s.event
-        if source is not None and e.source != source:
+        if not isinstance(e, EstimateCorrection) or (source is not None and e.source != source):
             continue
         if (
             e.estimated_tokens > 0
@@ -78,7 +79,7 @@ class RequestBudget:
     appended is passed to ``on_correction``. This is the session's only writer of corrections."""
 
     def __init__(
-        self, store: Any, session_id: str, base: ContextBudget, on_correction: Callable[[EstimateCorrection], None]
+        self, store: EventLog, session_id: str, base: ContextBudget, on_correction: Callable[[EstimateCorrection], None]
     ):
         self.store, self.session_id, self.base, self.on_correction = store, session_id, base, on_correction
         self.forecast = ProviderForecast()

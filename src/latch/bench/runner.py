@@ -208,7 +208,7 @@ def container_sessions(path: str | os.PathLike[str]) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------ one job
-def _load(store: Any, source: SessionSource) -> tuple[str, str | None, list[Needle]]:
+def _load(store: EventStore, source: SessionSource) -> tuple[str, str | None, list[Needle]]:
     """Import ``source`` into ``store``; return ``(session id, model, needles)``."""
     if source.path is not None:
         if source.session is None:

@@ -32,7 +32,7 @@ from ..bench.summary import summarize
 from ..bench.warm import plots_in_background
 from ..plugins import PluginError, registered_engines
 from ..textsafe import console, echo, markup, safe
-from .main import pass_app
+from .main import AppContext, pass_app
 from .outputs import folder_outputs, output_file
 from .params import Count
 from .progress import progress
@@ -118,8 +118,19 @@ def register(cli: click.Group) -> None:
     )
     @pass_app
     def bench_cmd(
-        app, engines, corpus, examples, scenario_events, budgets, out, jobs, scheduler, plot, estimator, config_path
-    ):
+        app: AppContext,
+        engines: str | None,
+        corpus: str | None,
+        examples: str | None,
+        scenario_events: int,
+        budgets: str,
+        out: str,
+        jobs: int,
+        scheduler: str | None,
+        plot: str | None,
+        estimator: str | None,
+        config_path: str | None,
+    ) -> None:
         """Run every engine over every session under every budget; write a table, JSON and plots."""
         try:
             import matplotlib  # noqa: F401
@@ -181,8 +192,8 @@ def register(cli: click.Group) -> None:
         grouped: dict[tuple[str, str], list[str]] = {}  # one line per (session, error): a bad file fails every job
         for r in failed:
             grouped.setdefault((r["session"], r["error"]), []).append(f"{r['engine']} ({r['budget']})")
-        for (session, error), jobs in grouped.items():
-            con.print(f"[red]✗[/red] {markup(f'{session}: {error}')} [dim]{markup('; '.join(jobs))}[/dim]")
+        for (session, error), runs in grouped.items():
+            con.print(f"[red]✗[/red] {markup(f'{session}: {error}')} [dim]{markup('; '.join(runs))}[/dim]")
         con.print(f"\n{len(results)} jobs in {seconds:,.0f} s → " + markup(", ".join(str(p) for p in paths.values())))
         if failed:
             err.print(f"[red]{len(failed)} of {len(results)} jobs failed[/red]")

@@ -32,14 +32,17 @@ the request it came from and where it is recorded (``null`` when none).
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 from rich.console import Console
 
 from ..engine.report import context_report
 from ..host.corrections import corrected_budget, session_correction, session_rate
 from ..host.harness import Harness
+from ..store import EventStore
 from ..textsafe import Table, console, dumps, markup
-from .main import pass_app
+from .main import AppContext, pass_app
 from .replay import event_position, harness_doc, harness_line, plan_replay, resolve_engine_factory, window_line
 
 __all__ = ["register", "next_view_report"]
@@ -55,13 +58,13 @@ _LABELS = (
 )
 
 
-def _n(v) -> str:
+def _n(v: int | None) -> str:
     return "–" if v is None else f"{v:,}"
 
 
 def _print(
     con: Console,
-    rep: dict,
+    rep: dict[str, Any],
     engine: str,
     estimator: str,
     model: str | None,
@@ -147,14 +150,14 @@ def _print(
 
 
 def next_view_report(
-    store,
+    store: EventStore,
     session_id: str,
     *,
     engine: str | None = None,
     model: str | None = None,
     estimator: str | None = None,
-    config: dict | None = None,
-) -> dict:
+    config: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The /context report (JSON-ready, the ``--json`` document) of ``session_id``'s next view, computed without
     writing to ``store`` (see the module docstring). Raises ``click.UsageError`` for an unknown engine or
     estimator or a bad budget, ``click.ClickException`` when the engine refuses the view (context overflow)."""
@@ -225,7 +228,15 @@ def register(cli: click.Group) -> None:
     )
     @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
     @pass_app
-    def context_cmd(app, session, engine, model, estimator, config_path, as_json):
+    def context_cmd(
+        app: AppContext,
+        session: str,
+        engine: str | None,
+        model: str | None,
+        estimator: str | None,
+        config_path: str | None,
+        as_json: bool,
+    ) -> None:
         """The /context report of SESSION's next view: token breakdown, retention, headroom, status."""
         config = app.config(config_path)
         store = app.store(create=False)

@@ -14,9 +14,10 @@ from ..agent.sandbox import bwrap_problem
 from ..estimators.cabi import default_library_path
 from ..store import StoreError, data_dir, default_db_path, is_postgres_url, redact, replay_scratch_path
 from ..store.migrations import MIGRATIONS
+from ..store.postgres import PostgresEventStore
 from ..store.replays import scratch_bytes
 from ..textsafe import console, dumps, markup
-from .main import pass_app
+from .main import AppContext, pass_app
 
 
 def _fts5_available() -> bool:
@@ -61,7 +62,7 @@ def diagnose(db: str | None = None) -> dict[str, Any]:
         lib = default_library_path()
         info["native_library"] = str(lib) if lib else None
     try:
-        from .. import _native  # type: ignore[attr-defined]  # the optional C++ extension
+        from .. import _native  # the optional C++ extension
     except ImportError:
         pass
     else:
@@ -74,7 +75,7 @@ def register(cli: click.Group) -> None:
     @cli.command("doctor")
     @click.option("--json", "as_json", is_flag=True, help="Print the facts as one JSON object.")
     @pass_app
-    def doctor_cmd(app, as_json):
+    def doctor_cmd(app: AppContext, as_json: bool) -> None:
         """Versions, SQLite and FTS5, the hot-path backend, the native library, the data folder and whether
         bubblewrap can sandbox the shell of ``latch run``.
 
@@ -89,7 +90,7 @@ def register(cli: click.Group) -> None:
         try:
             store = app.store(create=False)
             problems = store.quick_check()
-            if info["store_backend"] == "postgresql":
+            if isinstance(store, PostgresEventStore):
                 info["server_version"] = store.server_version()
                 scratch = store.replay_scratch_path
             applied = store.applied_migrations()

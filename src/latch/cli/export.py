@@ -31,7 +31,7 @@ from ..host.calls import call_results, call_summary, excerpt
 from ..host.summaries import SessionSummary, summarize
 from ..kernel.tombstones import forgotten_message, tombstoned_sessions
 from ..textsafe import dumps, safe, write_text
-from .main import pass_app
+from .main import AppContext, pass_app
 from .outputs import output_file
 
 __all__ = ["FORMATS", "render_markdown", "render_html", "render_jsonl", "register"]
@@ -215,7 +215,7 @@ def register(cli: click.Group) -> None:
         help="Write to this file instead of stdout.",
     )
     @pass_app
-    def export_cmd(app, session, fmt, out):
+    def export_cmd(app: AppContext, session: str, fmt: str, out: str | None) -> None:
         """Export SESSION (id or unique prefix) as Markdown, a self-contained HTML page or its stored events as
         JSON lines."""
         store = app.store(create=False)

@@ -14,7 +14,7 @@ import click
 
 from ..agent.group import GROUP_KINDS, Group, group_view, resolve_group
 from ..textsafe import Table, cell, console, dumps, plural, safe
-from .main import pass_app
+from .main import AppContext, pass_app
 
 __all__ = ["register"]
 
@@ -24,7 +24,7 @@ def register(cli: click.Group) -> None:
     @click.argument("root", required=False)
     @click.option("--json", "as_json", is_flag=True, help="Print the group as JSON.")
     @pass_app
-    def group_cmd(app, root, as_json):
+    def group_cmd(app: AppContext, root: str | None, as_json: bool) -> None:
         """Show the agent group rooted in ROOT (tasks, owners, members, messages)."""
         store = app.store(create=False)
         if root is None:

@@ -32,9 +32,9 @@ from rich.cells import cell_len, set_cell_size
 from ..agent.children import child_link, child_result
 from ..host.summaries import ID_CHARS, SessionSummary, session_tree, short_ids, summarize
 from ..kernel.tombstones import tombstoned_sessions
-from ..store import EventStore, StoreError, data_dir
+from ..store import EventLog, EventStore, StoreError, data_dir
 from ..textsafe import console, dumps, plural, safe
-from .main import pass_app
+from .main import AppContext, pass_app
 
 __all__ = ["register", "short_ids", "WIDTH"]
 
@@ -42,7 +42,7 @@ WIDTH = 80
 """Columns of every line ``latch sessions`` prints."""
 
 
-def child_doc(store, session_id: str) -> dict | None:
+def child_doc(store: EventLog, session_id: str) -> dict[str, Any] | None:
     """A child session's link and report for ``latch sessions``: ``{"call_id", "brief", "report": {"status",
     "summary"} | None}`` (:func:`latch.agent.children.child_link`), or ``None`` when no tool call links it."""
 
@@ -142,7 +142,14 @@ def register(cli: click.Group) -> None:
     )
     @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
     @pass_app
-    def sessions_cmd(app, harness, since, project, all_workspaces, as_json):
+    def sessions_cmd(
+        app: AppContext,
+        harness: str | None,
+        since: datetime | None,
+        project: str | None,
+        all_workspaces: bool,
+        as_json: bool,
+    ) -> None:
         """List sessions, newest first: title, start, harness, model, requests, cost and status; sub-agent
         sessions under their parent (tombstoned ones are omitted)."""
         con = console(highlight=False, soft_wrap=True)

@@ -140,7 +140,7 @@ class AppContext:
     def __init__(self, db: str | None, db_source: str = "--db"):
         self.db = db
         self.db_source = db_source
-        self._store = None
+        self._store: EventStore | None = None
         self._config: dict[str, Any] | None = None
         self.config_file: str | None = None
         self._new_store: list[Path] = []  # files and folders this invocation's new store created
@@ -237,7 +237,7 @@ class AppContext:
         except OSError:
             return True  # let the store report the problem
 
-    def store(self, *, create: bool = True):
+    def store(self, *, create: bool = True) -> EventStore:
         """The :class:`~latch.store.EventStore`, opened once; :class:`~latch.store.StoreError` when it cannot be.
 
         ``create=False`` is for read-only commands (``sessions``, ``show``, ``search``, ``state``, ``evidence``,
@@ -361,10 +361,11 @@ class LatchCommand(click.Command):
             if db is not None:
                 inputs += [("the Latch store", str(db.with_name(db.name + s))) for s in ("", "-wal", "-shm")]
                 scratch = replay_scratch_path(db)
-                inputs += [
-                    ("the replay scratch database", str(scratch.with_name(scratch.name + s)))
-                    for s in ("", "-wal", "-shm")
-                ]
+                if scratch is not None:
+                    inputs += [
+                        ("the replay scratch database", str(scratch.with_name(scratch.name + s)))
+                        for s in ("", "-wal", "-shm")
+                    ]
         seen: list[tuple[click.Parameter, str]] = []
         for param, path in outputs:
             for what, other in [*inputs, *((p.get_error_hint(ctx), v) for p, v in seen)]:
@@ -404,11 +405,11 @@ class LatchGroup(click.Group):
 
             register_plugin_commands(self)
 
-    def list_commands(self, ctx):
+    def list_commands(self, ctx: click.Context) -> list[str]:
         self.load_plugin_commands()
         return sorted({*BUILTIN_COMMANDS, *self.commands})
 
-    def get_command(self, ctx, cmd_name):
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands:
             if cmd_name in BUILTIN_COMMANDS:
                 self.load_builtin(cmd_name)
@@ -416,7 +417,7 @@ class LatchGroup(click.Group):
                 self.load_plugin_commands()
         return self.commands.get(cmd_name)
 
-    def format_commands(self, ctx, formatter):
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The commands section of ``latch --help``: built-ins not loaded yet are shown from the table."""
         rows = []
         names = self.list_commands(ctx)
@@ -432,7 +433,7 @@ class LatchGroup(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
-    def parse_args(self, ctx, args):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         """``--db PATH`` is accepted after the subcommand too (``latch sessions --db X``): it is moved in
         front of it, unless that subcommand has a ``--db`` of its own (``latch stress``). Given twice: a
         usage error. ``latch`` alone prints the help and exits 0 (asking for help is not a mistake)."""
@@ -441,7 +442,7 @@ class LatchGroup(click.Group):
             ctx.exit(0)
         return super().parse_args(ctx, self._hoist_db(ctx, list(args)))
 
-    def _hoist_db(self, ctx, args: list[str]) -> list[str]:
+    def _hoist_db(self, ctx: click.Context, args: list[str]) -> list[str]:
         i, given = 0, False
         while i < len(args) and args[i].startswith("-") and args[i] != "--":
             given = given or args[i] == "--db" or args[i].startswith("--db=")
@@ -466,7 +467,7 @@ class LatchGroup(click.Group):
                 return ["--db", value, *args[: i + 1], *rest[:j], *rest[j + k :]]
         return args
 
-    def invoke(self, ctx):
+    def invoke(self, ctx: click.Context) -> Any:
         failed = True
         try:
             rv = self._invoke(ctx)
@@ -482,7 +483,7 @@ class LatchGroup(click.Group):
             if isinstance(ctx.obj, AppContext):
                 ctx.obj.discard_created(failed)
 
-    def _invoke(self, ctx):
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except (TranscriptError, StoreError) as exc:
@@ -502,7 +503,8 @@ class LatchGroup(click.Group):
         except click.UsageError as exc:  # one line, not click's usage + hint + error
             raise OneLineUsageError(safe(exc.format_message(), multiline=True), exc.ctx) from None
         except click.ClickException as exc:
-            exc.message = safe(exc.message, multiline=True)
+            # click declares ``message`` Final; rewritten in place, the exception keeps its class and exit code
+            exc.message = safe(exc.message, multiline=True)  # type: ignore[misc]
             raise
         except Exception as exc:  # last: every clause above sees its own type first
             plugins = sys.modules.get("latch.plugins")  # a PluginError needs the plugin host, imported on first use

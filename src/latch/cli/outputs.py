@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -121,7 +122,7 @@ def output_folder(ctx: click.Context, param: click.Parameter, value: str | None)
     return value
 
 
-def folder_outputs(names: tuple[str, ...]):
+def folder_outputs(names: tuple[str, ...]) -> Callable[[click.Context, click.Parameter, str | None], str | None]:
     """A click callback like :func:`output_folder` that also refuses the folder when one of the files ``names``
     the command writes into it exists and is a transcript or a database (:func:`overwrite_problem`)."""
 

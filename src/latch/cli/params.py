@@ -10,6 +10,8 @@ overwrite an input or a transcript, fails at once, before any import or replay.
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 __all__ = ["MAX_COUNT", "MAX_SEED", "Count"]
@@ -29,7 +31,7 @@ class Count(click.IntRange):
     def __init__(self, min: int | None = None, max: int = MAX_COUNT):
         super().__init__(min=min, max=max)
 
-    def convert(self, value, param, ctx):  # noqa: D102 (click's signature)
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         number = click.INT.convert(value, param, ctx)
         if self.max is not None and number > self.max:
             self.fail(f"{number} is above the maximum of {self.max:,}", param, ctx)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ..plugins import PluginError, iter_plugins
 from ..textsafe import Table, cell, console, dumps, plural
 
 
-def plugins_report() -> list[dict]:
+def plugins_report() -> list[dict[str, Any]]:
     """JSON-ready rows, in load order: built-ins first, then entry points by name.
 
     Each row: ``name``, ``source`` (``"built-in"`` or ``"<distribution> <version>"``),

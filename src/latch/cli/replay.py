@@ -77,11 +77,11 @@ from ..host.replay import plan_replay as _plan_replay
 from ..host.replay import run_replay as _run_replay
 from ..importers.base import TranscriptError
 from ..kernel import canonical_state
-from ..store import ReplayScratch, StoreError, replay_scratch_path
+from ..store import EventStore, ReplayScratch, StoreError, replay_scratch_path
 from ..store.replays import scratch_bytes
 from ..textsafe import PIPE_WIDTH, Table, cell, console, dumps, markup, plural, safe, write_text
 from ..ui.render import window_line
-from .main import pass_app
+from .main import AppContext, pass_app
 from .outputs import output_file
 from .replay_html import render_html
 
@@ -110,7 +110,7 @@ PROGRESS_MIN_REQUESTS = 40
 
 def resolve_engine_factory(
     name: str | None, config: Mapping[str, Any] | None = None, config_file: str | None = None
-) -> tuple[str, Callable]:
+) -> tuple[str, Callable[..., Any]]:
     """``(engine name, ContextEngineFactory)`` through :func:`latch.plugins.get_engine_factory`.
 
     ``name`` ``None`` means ``[engine] name`` of the config (read from ``config_file``, named in
@@ -457,7 +457,7 @@ def _print(con: Console, doc: dict[str, Any], source: str) -> None:
         con.print(f"  … {len(v) - 20} more violations")
 
 
-def _stored_session(app: Any, target: str) -> str | None:
+def _stored_session(app: AppContext, target: str) -> str | None:
     """The id of the stored session ``target`` names (an id or a unique prefix) when ``target`` is no file and a
     store exists, else ``None`` (the import then reports the missing file)."""
     if Path(target).exists() or not app.store_exists():
@@ -468,7 +468,7 @@ def _stored_session(app: Any, target: str) -> str | None:
         return None
 
 
-def _replay_one(store: Any, sid: str, n_requests: int, options: Mapping[str, Any]) -> dict[str, Any]:
+def _replay_one(store: EventStore, sid: str, n_requests: int, options: Mapping[str, Any]) -> dict[str, Any]:
     """The replay document of session ``sid`` (:func:`run_replay` with ``options``), with a progress bar on a
     terminal for a long session."""
     err = console(stderr=True)
@@ -591,7 +591,7 @@ def replay_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-def plan_replay(store: Any, session_id: str, **options: Any) -> ReplayPlan:
+def plan_replay(store: EventStore, session_id: str, **options: Any) -> ReplayPlan:
     """:func:`latch.host.replay.plan_replay` for a command: an unknown engine names its option first, and a
     :class:`~latch.host.loop.HostError` is a ``click.UsageError`` (one line)."""
     resolve_engine_factory(options.get("engine"), options.get("config"))
@@ -601,7 +601,7 @@ def plan_replay(store: Any, session_id: str, **options: Any) -> ReplayPlan:
         raise click.UsageError(str(exc)) from None
 
 
-def run_replay(store: Any, session_id: str, **options: Any) -> tuple[dict[str, Any], list[Any]]:
+def run_replay(store: EventStore, session_id: str, **options: Any) -> tuple[dict[str, Any], list[Any]]:
     """:func:`latch.host.replay.run_replay` for a command: an unknown engine names its option first, and a
     :class:`~latch.host.loop.HostError` is a ``click.UsageError`` (one line)."""
     resolve_engine_factory(options.get("engine"), options.get("config"))
@@ -620,7 +620,7 @@ def budget_problem(*args: Any, **kwargs: Any) -> None:
 
 
 def check_replay_options(
-    app: Any,
+    app: AppContext,
     config: Mapping[str, Any],
     *,
     engine: str | None,
@@ -644,7 +644,7 @@ def check_replay_options(
         if window is not None and reserve is not None:
             budget_problem(window, reserve, window, reserve)
         return
-    if model is None:
+    if model is None and file is not None:
         try:
             model = transcript_model(parse_file(file, fmt).events)
         except (TranscriptError, OSError):
@@ -717,24 +717,24 @@ def register(cli: click.Group) -> None:
     )
     @pass_app
     def replay_cmd(
-        app,
-        file,
-        fmt,
-        model,
-        window,
-        reserve,
-        recent,
-        engine,
-        estimator,
-        config_path,
-        json_out,
-        json_file,
-        html_file,
-        live,
-        keep,
-        no_harness,
-        session,
-    ):
+        app: AppContext,
+        file: str,
+        fmt: str | None,
+        model: str | None,
+        window: int | None,
+        reserve: int | None,
+        recent: int | None,
+        engine: str | None,
+        estimator: str | None,
+        config_path: str | None,
+        json_out: str | None,
+        json_file: str | None,
+        html_file: str | None,
+        live: bool,
+        keep: bool,
+        no_harness: bool,
+        session: str | None,
+    ) -> None:
         """Replay FILE (or a stored SESSION): materialize the view before every model request and check the
         invariants.
 
@@ -844,7 +844,7 @@ def register(cli: click.Group) -> None:
 
     @cli.command("prune-replays")
     @pass_app
-    def prune_replays_cmd(app):
+    def prune_replays_cmd(app: AppContext) -> None:
         """Drop the kernel records of past replays (the scratch database beside the store) and say how many
         bytes that freed. Runs kept with `latch replay --keep` are in the store and stay; a replay still
         running is left alone; a killed one is dropped."""

@@ -44,8 +44,9 @@ from ..accounting.pricing import format_usd, usd
 from ..host.ingest import SessionForgotten, imported_session_ids
 from ..host.loop import model_requests
 from ..kernel.tombstones import tombstoned_sessions
+from ..store import EventLog, EventStore
 from ..textsafe import Column, console, dumps, fitted_table, markup, plural, safe
-from .main import pass_app
+from .main import AppContext, pass_app
 
 __all__ = ["register", "session_report"]
 
@@ -106,7 +107,7 @@ def _group_key(grouping: str, info: Any, name: str, at: datetime | None) -> str:
 
 
 def session_report(
-    store: Any,
+    store: EventLog,
     session_ids: list[str],
     *,
     group_by: str | None = None,
@@ -180,7 +181,7 @@ def session_report(
     }
 
 
-def _resolve(app: Any, store: Any, arg: str) -> list[str]:
+def _resolve(app: AppContext, store: EventStore, arg: str) -> list[str]:
     """The session ids ``arg`` names: every session of a transcript file (a Goose or OpenCode database
     or an Aider history holds several; forgotten ones are skipped, all forgotten is an error), or the one stored session."""
     if Path(arg).is_file():
@@ -316,7 +317,15 @@ def register(cli: click.Group) -> None:
     )
     @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
     @pass_app
-    def report_cmd(app, targets, period, by, since, until, as_json):
+    def report_cmd(
+        app: AppContext,
+        targets: tuple[str, ...],
+        period: str | None,
+        by: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        as_json: bool,
+    ) -> None:
         """What sessions cost: requests, tokens by kind, dollars and cache-read share, per model (like ccusage).
         SESSION_OR_FILE is a stored session (id or prefix) or a transcript file (imported first); none: every
         session of the store (forgotten ones left out)."""

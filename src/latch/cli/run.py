@@ -51,10 +51,11 @@ from ..agent.interrupted import repair_interrupted
 from ..agent.sandbox import MODES as SANDBOX_MODES
 from ..agent.session import DEFAULT_MAX_TURNS, AgentSession, RunOptions, SessionError, check_options, open_session
 from ..agent.supervisor import ChildPolicyError
-from ..agent.worker import run_worker
+from ..agent.worker import DEFAULT_LEASE_SECONDS, run_worker
 from ..config import MAX_TOKENS
+from ..store import EventLog
 from ..textsafe import console, error, markup, warn
-from .main import pass_app
+from .main import AppContext, pass_app
 from .run_console import Approver, RunInfo, RunPrinter, call_line, fit_parts, result_summary
 from .run_prompt import exit_summary, prompt_loop, run_task
 
@@ -62,7 +63,6 @@ __all__ = ["register"]
 
 DEFAULT_RESPONSE_TIMEOUT = 600.0  # latch.providers._sdk.DEFAULT_RESPONSE_TIMEOUT (not imported at CLI start)
 DEFAULT_IDLE_TIMEOUT = 120.0  # latch.providers._sdk.DEFAULT_IDLE_TIMEOUT
-DEFAULT_LEASE_SECONDS = 300.0  # latch.agent.worker.DEFAULT_LEASE_SECONDS (not imported at CLI start)
 
 
 def register(cli: click.Group) -> None:
@@ -213,36 +213,36 @@ def register(cli: click.Group) -> None:
     )
     @pass_app
     def run_cmd(
-        app,
-        task,
-        provider_name,
-        model,
-        base_url,
-        api_key_env,
-        max_turns,
-        assume_yes,
-        mode,
-        resume,
-        engine,
-        child_engine,
-        estimator,
-        window,
-        reserve,
-        recent,
-        tool_choice,
-        no_stream,
-        tool_names,
-        config_path,
-        group_name,
-        worker,
-        lease_seconds,
-        wait,
-        sandbox_mode,
-        network,
-        response_timeout,
-        idle_timeout,
-        once,
-    ):
+        app: AppContext,
+        task: str | None,
+        provider_name: str | None,
+        model: str | None,
+        base_url: str | None,
+        api_key_env: str | None,
+        max_turns: int | None,
+        assume_yes: bool,
+        mode: str | None,
+        resume: str | None,
+        engine: str | None,
+        child_engine: str | None,
+        estimator: str | None,
+        window: int | None,
+        reserve: int | None,
+        recent: int | None,
+        tool_choice: str | None,
+        no_stream: bool,
+        tool_names: str | None,
+        config_path: str | None,
+        group_name: str | None,
+        worker: bool,
+        lease_seconds: float | None,
+        wait: bool,
+        sandbox_mode: str | None,
+        network: bool,
+        response_timeout: float | None,
+        idle_timeout: float | None,
+        once: bool,
+    ) -> None:
         """Run an agent on TASK in the current workspace (or continue one with --resume, or work for an agent
         group with --group NAME --worker)."""
         options = RunOptions(
@@ -332,6 +332,9 @@ def _drive(con: Any, session: AgentSession, cli: click.Group, *, prompt: bool) -
     """Run the session: its task in a pipe (:func:`run_task`), else the interactive prompt (:func:`prompt_loop`);
     the run is recorded from start to end (``run_ended`` with its outcome); returns the exit code."""
     o, loop, budget, session_id = session.options, session.loop, session.budget, session.session_id
+    assert o.model is not None and o.mode is not None and o.max_turns is not None  # open_session resolved them
+    printer = loop.observer
+    assert isinstance(printer, RunPrinter)  # run_cmd's observer
     if session.resumed:
         _resume_notes(con, session)
     sandbox = session.sandbox.describe()
@@ -368,7 +371,7 @@ def _drive(con: Any, session: AgentSession, cli: click.Group, *, prompt: bool) -
                 o.max_turns,
                 cli,
                 info,
-                loop.observer,
+                printer,
                 loop.approve,
                 ended,
                 task=o.task,
@@ -394,7 +397,7 @@ def _drive(con: Any, session: AgentSession, cli: click.Group, *, prompt: bool) -
     if code == 130:  # Ctrl-C: how to go on, not click's bare "Aborted!"
         con.print()
         if prompt:
-            exit_summary(con, loop.observer, session_id)
+            exit_summary(con, printer, session_id)
         warn(
             f"interrupted (Ctrl-C): the run ended; its processes were stopped (continue with latch run "
             f"--resume {session_id})"
@@ -429,7 +432,7 @@ def _terminated(exc: _Terminated, session_id: str) -> int:
     return 128 + exc.signum
 
 
-def _store_files(app: Any) -> list[Path]:
+def _store_files(app: AppContext) -> list[Path]:
     """The store's database and its WAL and shared-memory files (kept read-only inside the sandbox when they lie
     in the workspace: a tool command cannot rewrite the session's history)."""
     if getattr(app, "db", None) == ":memory:":
@@ -438,7 +441,7 @@ def _store_files(app: Any) -> list[Path]:
     return [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")]
 
 
-def _work(con: Any, loop: Any, store: Any, root: str, lease_seconds: float, *, wait: bool = False) -> int:
+def _work(con: Any, loop: Any, store: EventLog, root: str, lease_seconds: float, *, wait: bool = False) -> int:
     """The worker of ``latch run --group NAME --worker``: :func:`latch.agent.worker.run_worker` as a fresh
     member (``worker-<pid>-<hex>``), a line per task claimed and done; exit 0 when nothing is claimable (with
     ``wait``: once every task is done)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -75,7 +76,7 @@ def child_name(session_id: str) -> str:
     return f"child {session_id[:8]}"
 
 
-def fit_parts(parts: list[tuple[str, int]] | list[tuple[str, int, str]], width: int, sep: str = " · ") -> str:
+def fit_parts(parts: Sequence[tuple[str, int] | tuple[str, int, str]], width: int, sep: str = " · ") -> str:
     """The ``parts`` (text, keep-priority, optionally a shorter text; a higher priority is kept longer) joined by
     ``sep``: until the line is at most ``width`` characters or one part is left, the lowest priority part (the
     last of equals) is shortened when it has a shorter text, else dropped."""

@@ -69,7 +69,7 @@ def exit_summary(con: Any, printer: RunPrinter, session_id: str) -> None:
 
 
 def _tools(con: Any, loop: Any, info: RunInfo, approve: Any) -> None:
-    always = getattr(approve, "always", set())
+    always: set[str] = getattr(approve, "always", set())
     for tool in loop.tools:
         name = tool.NAME
         decision = loop.policy.decide(name, "{}")
@@ -85,6 +85,13 @@ def _tools(con: Any, loop: Any, info: RunInfo, approve: Any) -> None:
         )
         con.print(f"  {markup(name)} · {how}", highlight=False)
     con.print(f"[dim]{plural(len(loop.tools), 'tool')} · permission mode {markup(info.mode)}[/dim]", highlight=False)
+
+
+def _builtin(cli: click.Group, ctx: click.Context, name: str) -> click.Command:
+    """The built-in command ``name`` (a slash command runs it)."""
+    command = cli.get_command(ctx, name)
+    assert command is not None, f"no built-in command {name!r}"
+    return command
 
 
 def _slash(
@@ -109,14 +116,14 @@ def _slash(
         con.print("[dim]compacted: the next request starts a new cache epoch (nothing is deleted)[/dim]")
     elif cmd == "/context":
         ctx.invoke(
-            cli.get_command(ctx, "context"),
+            _builtin(cli, ctx, "context"),
             session=session_id,
             engine=info.engine,
             model=info.model,
             estimator=info.estimator,
         )
     elif cmd in ("/state", "/evidence"):
-        ctx.invoke(cli.get_command(ctx, cmd[1:]), session=session_id)
+        ctx.invoke(_builtin(cli, ctx, cmd[1:]), session=session_id)
     elif cmd == "/search":
         if not arg.strip():
             con.print("usage: /search QUERY")

@@ -16,16 +16,20 @@ a pipe. ``--sort recent`` (default: newest first) or ``relevance`` (FTS5 bm25); 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from typing import TypedDict
 
 import click
 from rich.text import Text
 
+from ..events import AssistantMessage, ToolResult
 from ..kernel.tombstones import tombstoned_sessions
+from ..store import StoredEvent
 from ..store.fts import MAX_QUERY_CHARS, quoted_chunks
 from ..textsafe import console, dumps, plural, safe
 from .listing import short_ids
-from .main import pass_app
+from .main import AppContext, pass_app
 from .params import Count
 
 __all__ = ["register", "passage", "ROLES", "PASSAGE_CHARS"]
@@ -77,11 +81,11 @@ def passage(text: str, query: str, width: int = PASSAGE_CHARS) -> tuple[str, lis
     return shown, spans
 
 
-def _label(hit) -> str:
+def _label(hit: StoredEvent) -> str:
     e = hit.event
-    if hit.kind == "tool_result":
+    if isinstance(e, ToolResult):
         return f"tool_result({e.call_id})"
-    if hit.kind == "assistant_message" and e.tool_calls:
+    if isinstance(e, AssistantMessage) and e.tool_calls:
         return "assistant [calls: " + ", ".join(f"{c.name}({c.id})" for c in e.tool_calls) + "]"
     if hit.kind.endswith("_message"):
         return hit.kind[: -len("_message")]
@@ -100,6 +104,17 @@ def _marked(text: str, spans: list[tuple[int, int]], styled: bool) -> Text:
         pos = b
     out.append(safe(text[pos:]))
     return out
+
+
+class _Filters(TypedDict):
+    """The filters ``call_events`` and ``search_hits`` share."""
+
+    session_id: str | None
+    kinds: list[str] | None
+    tool: str | None
+    since: str | None
+    until: str | None
+    exclude_sessions: Iterable[str]
 
 
 def _day_bound(day: datetime | None, *, after: bool) -> str | None:
@@ -146,7 +161,19 @@ def register(cli: click.Group) -> None:
     )
     @click.option("--json", "as_json", is_flag=True)
     @pass_app
-    def search_cmd(app, query, sort, role, tool, session, since, until, limit, include_forgotten, as_json):
+    def search_cmd(
+        app: AppContext,
+        query: str,
+        sort: str,
+        role: tuple[str, ...],
+        tool: str | None,
+        session: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        limit: int,
+        include_forgotten: bool,
+        as_json: bool,
+    ) -> None:
         """Full-text search over every event: quoted phrases, the match shown and marked, newest first or by
         relevance.
 
@@ -170,7 +197,7 @@ def register(cli: click.Group) -> None:
                 raise click.ClickException(str(exc.args[0])) from None
         hidden = () if include_forgotten or sid else tombstoned_sessions(store)
         kinds = [k for r in role for k in ROLES[r]] or None
-        filters = {
+        filters: _Filters = {
             "session_id": sid,
             "kinds": kinds,
             "tool": tool,

@@ -4,12 +4,16 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
 
 import click
 from rich.console import Console
 
 from .. import importers  # MAX_TRANSCRIPT_BYTES read at use (tests lower it)
+from ..events import AssistantMessage, ToolResult, UserMessage
 from ..host import reducers as R
 from ..host.calls import call_summary, excerpt
 from ..host.discover import claimed_format, walk, with_companions
@@ -21,8 +25,9 @@ from ..importers.base import TranscriptError
 from ..kernel import canonical_state
 from ..kernel.events import Tombstone
 from ..kernel.tombstones import tombstoned_sessions
+from ..store import EventLog, SessionInfo, StoredEvent
 from ..textsafe import console, dumps, markup, plural, safe
-from .main import pass_app
+from .main import AppContext, pass_app
 from .params import Count
 
 
@@ -39,7 +44,7 @@ def _console() -> Console:
     return console(highlight=False, soft_wrap=False)
 
 
-def _progress(items: list, err: Console, threshold: int = 2):
+def _progress(items: list[T], err: Console, threshold: int = 2) -> Iterator[T]:
     """``items``, with a transient rich progress bar on ``err`` when it is a terminal and there are at
     least ``threshold`` of them (never in a pipe or a test)."""
     if len(items) < threshold or not err.is_terminal:
@@ -56,41 +61,43 @@ def _progress(items: list, err: Console, threshold: int = 2):
 
 _excerpt = excerpt
 
+T = TypeVar("T")
 
-def event_line(ev) -> str:
+
+def event_line(ev: StoredEvent) -> str:
     """One-line human rendering of an event (for ``show`` and ``search``), made :func:`~latch.textsafe.safe`."""
     return safe(_event_line(ev))
 
 
-def _event_line(ev) -> str:
+def _event_line(ev: StoredEvent) -> str:
     e = ev.event
     k = ev.kind
-    if k == "user_message":
+    if isinstance(e, UserMessage):
         return f"user: {_excerpt(e.text)}"
-    if k == "assistant_message":
+    if isinstance(e, AssistantMessage):
         calls = ", ".join(call_summary(c) for c in e.tool_calls)
         txt = _excerpt(e.text) if e.text else ""
         return f"assistant: {txt}" + (f" [calls: {calls}]" if calls else "")
-    if k == "tool_result":
+    if isinstance(e, ToolResult):
         flag = " ERROR" if e.is_error else ""
         flag += " ORPHAN" if e.orphan else ""
         flag += " MISSING" if e.missing else ""
         return f"tool_result({e.call_id}){flag}: {_excerpt(e.content)}"
-    text = e.searchable_text() if hasattr(e, "searchable_text") else ""
+    text = e.searchable_text()
     return f"{k}: {_excerpt(text)}" if text else k
 
 
-def _print_whole(ev) -> None:
+def _print_whole(ev: StoredEvent) -> None:
     """One event whole: a header line, then its text (and each tool call's arguments), made safe line by line."""
     e = ev.event
     con = _console()
     con.print(f"#{ev.seq} {ev.kind} {ev.ts or ''}".rstrip(), markup=False)
-    if ev.kind == "tool_result":
+    if isinstance(e, ToolResult):
         con.print(
             safe(f"call {e.call_id}" + (f" ({e.name})" if e.name else "") + (" ERROR" if e.is_error else "")),
             markup=False,
         )
-    text = e.searchable_text() if ev.kind != "assistant_message" else e.text
+    text = e.text if isinstance(e, AssistantMessage) else e.searchable_text()
     if text:
         con.print(safe(text, multiline=True), markup=False)
     for c in getattr(e, "tool_calls", ()):
@@ -100,7 +107,7 @@ def _print_whole(ev) -> None:
         )
 
 
-def _stdin_copy(app) -> Path:
+def _stdin_copy(app: AppContext) -> Path:
     """Read stdin (bytes, at most :data:`latch.importers.MAX_TRANSCRIPT_BYTES`) into ``stdin/<sha256[:16]>``
     beside the store (a temporary folder for an in-memory store) and return that path. Raises
     ``click.ClickException`` when stdin is a terminal, empty or over the limit (nothing is written then)."""
@@ -133,7 +140,7 @@ def _stdin_copy(app) -> Path:
     return path
 
 
-def _visible_sessions(store):
+def _visible_sessions(store: EventLog) -> list[SessionInfo]:
     dead = tombstoned_sessions(store)
     return [s for s in store.sessions() if s.id not in dead]
 
@@ -179,7 +186,17 @@ def register(cli: click.Group) -> None:
         "records differ) as its own session, instead of refusing it.",
     )
     @pass_app
-    def import_cmd(app, files, fmt, live, discover, since, project, dry_run, as_new):
+    def import_cmd(
+        app: AppContext,
+        files: tuple[str, ...],
+        fmt: str | None,
+        live: bool,
+        discover: bool,
+        since: datetime | None,
+        project: str | None,
+        dry_run: bool,
+        as_new: bool,
+    ) -> None:
         """Import transcript FILES into the store (idempotent; a forgotten session takes no new events).
 
         ``-`` reads one transcript from stdin (at most the transcript size limit,
@@ -334,7 +351,7 @@ def register(cli: click.Group) -> None:
         help="Print what the UIs show as JSON: transcript, usage, costs, context, cache epochs, state.",
     )
     @pass_app
-    def show_cmd(app, session, limit, event_seq, as_json):
+    def show_cmd(app: AppContext, session: str, limit: int | None, event_seq: int | None, as_json: bool) -> None:
         """Show the events of SESSION (id or unique prefix): each tool call with its command or path, each
         result's first line; --event SEQ prints one event whole."""
         store = app.store(create=False)

@@ -28,7 +28,7 @@ import click
 from ..agent.mcp import McpHub, McpUnavailable, mcp_servers, tool_entries
 from ..agent.skills import discover_skills
 from ..textsafe import Table, cell, console, dumps, safe, warn
-from .main import pass_app
+from .main import AppContext, pass_app
 
 __all__ = ["register", "skills_document", "mcp_document"]
 
@@ -86,7 +86,7 @@ def mcp_document(config: Any, *, connect: bool = False, cwd: str | os.PathLike[s
 def register(cli: click.Group) -> None:
     @cli.command("skills")
     @click.option("--json", "as_json", is_flag=True, help="Print the skills and warnings as JSON.")
-    def skills_cmd(as_json):
+    def skills_cmd(as_json: bool) -> None:
         """List the Agent Skills a new `latch run` session here would offer."""
         doc = skills_document(Path(os.getcwd()).resolve())
         if as_json:
@@ -106,7 +106,7 @@ def register(cli: click.Group) -> None:
         con.print(table)
 
     @cli.group("mcp")
-    def mcp_group():
+    def mcp_group() -> None:
         """MCP servers of the configuration ([mcp.servers.NAME])."""
 
     @mcp_group.command("list")
@@ -120,7 +120,7 @@ def register(cli: click.Group) -> None:
         help="Config TOML (default: $LATCH_HOME/config.toml or the user config folder).",
     )
     @pass_app
-    def mcp_list_cmd(app, as_json, connect, config_path):
+    def mcp_list_cmd(app: AppContext, as_json: bool, connect: bool, config_path: str | None) -> None:
         """List the configured MCP servers (name, transport, command or URL); --connect adds their tools."""
         doc = mcp_document(app.config(config_path), connect=connect, cwd=Path(os.getcwd()).resolve())
         if as_json:

@@ -9,19 +9,20 @@ from ..host.kernel import kernel_cache
 from ..host.state_report import evidence_lines, evidence_report, state_lines
 from ..kernel import StateOverflow, canonical_state
 from ..kernel.tombstones import forget_session, tombstoned_sessions
+from ..store import EventLog
 from ..textsafe import Table, cell, console, dumps, echo, plural, safe
-from .main import pass_app
+from .main import AppContext, pass_app
 from .params import Count
 
 
-def _session_id(store, session: str) -> str:
+def _session_id(store: EventLog, session: str) -> str:
     try:
         return store.session(session).id
     except KeyError as exc:
         raise click.ClickException(str(exc.args[0])) from None
 
 
-def _forget_target(store, session: str) -> str:
+def _forget_target(store: EventLog, session: str) -> str:
     """The session ``forget`` means: an exact id, else the one visible (not yet forgotten) session the
     prefix names, else the one forgotten session it names. ``ClickException`` when empty, none or ambiguous."""
     if not session.strip():
@@ -54,7 +55,7 @@ def register(cli: click.Group) -> None:
         help="Render within this many estimated tokens (default: everything).",
     )
     @pass_app
-    def state_cmd(app, session, as_json, until_seq, budget):
+    def state_cmd(app: AppContext, session: str, as_json: bool, until_seq: int | None, budget: int | None) -> None:
         """Show the canonical state (L1) of SESSION: derived files, mutations, generation, evidence, failures."""
         store = app.store(create=False)
         state = canonical_state(store, _session_id(store, session), until_seq, cache=kernel_cache())
@@ -73,7 +74,7 @@ def register(cli: click.Group) -> None:
     @click.argument("session")
     @click.option("--json", "as_json", is_flag=True, help="Print evidence and the verdict as JSON.")
     @pass_app
-    def evidence_cmd(app, session, as_json):
+    def evidence_cmd(app: AppContext, session: str, as_json: bool) -> None:
         """Show SESSION's validation evidence (current and stale) and the certification verdict."""
         store = app.store(create=False)
         state = canonical_state(store, _session_id(store, session), cache=kernel_cache())
@@ -116,7 +117,7 @@ def register(cli: click.Group) -> None:
     @click.argument("session")
     @click.option("--reason", default="", help="Why (kept in the tombstone).")
     @pass_app
-    def forget_cmd(app, session, reason):
+    def forget_cmd(app: AppContext, session: str, reason: str) -> None:
         """Tombstone SESSION: history and resume omit it; its events, children and artifacts stay."""
         store = app.store()
         sid, seq = forget_session(store, _forget_target(store, session), reason)

@@ -20,13 +20,13 @@ def _label(db: str) -> str:
 
 def register(cli: click.Group) -> None:
     @cli.group("store")
-    def store_group():
+    def store_group() -> None:
         """The event store: copy it between backends (an SQLite file, a PostgreSQL server)."""
 
     @store_group.command("copy")
     @click.argument("src")
     @click.argument("dst")
-    def copy_cmd(src, dst):
+    def copy_cmd(src: str, dst: str) -> None:
         """Copy the store SRC into DST, a new SQLite file or an empty postgresql://USER@HOST/DB database: every
         session, event (with its seq), artifact and kernel record; DST builds its own index and projections."""
         if not is_postgres_url(src) and not Path(src).is_file():

@@ -36,7 +36,7 @@ DEFAULT_EVENTS = 20_000
 """Events of ``latch stress`` without ``--events``: about 25 s on a busy two-core machine."""
 
 
-def print_report(con: Console, doc: dict) -> None:
+def print_report(con: Console, doc: dict[str, Any]) -> None:
     """The human-readable report of a :meth:`~latch.bench.stress.StressReport.to_json` document."""
     cfg = doc["config"]
     shards = f" in {cfg['shards']} shards" if "shards" in cfg else ""
@@ -209,7 +209,20 @@ def register(cli: click.Group) -> None:
         callback=output_file,
         help="Also write the report as JSON to this file ('-': stdout).",
     )
-    def stress_cmd(events, seed, every, burst, batch, inline, db, shards, jobs, scheduler, json_out, json_file):
+    def stress_cmd(
+        events: int,
+        seed: int,
+        every: int,
+        burst: int,
+        batch: int,
+        inline: bool | None,
+        db: str | None,
+        shards: int | None,
+        jobs: int,
+        scheduler: str | None,
+        json_out: str | None,
+        json_file: str | None,
+    ) -> None:
         """Plant early facts, push EVENTS realistic events, verify every stress guarantee."""
         cfg = StressConfig(
             events=events,

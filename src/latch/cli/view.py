@@ -38,19 +38,20 @@ the replay's kernel records go to a fresh ``<engine>:replay-<id>`` stream.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.text import Text
 
+from ..events import AssistantMessage
 from ..host.changes import request_changes
 from ..host.corrections import ReplayCorrections
 from ..host.ingest import SessionForgotten, imported_session_ids
 from ..host.loop import model_requests
 from ..providers import anthropic_request, to_anthropic_messages, to_openai_chat, to_responses
+from ..store import EventLog
 from ..textsafe import console, dumps, plural, safe
 from ..ui.render import header_components, render_changes_text, render_view_text, window_line
-from .main import pass_app
+from .main import AppContext, pass_app
 from .params import Count
 from .replay import check_replay_options, event_position, plan_replay, replay_options
 
@@ -82,16 +83,19 @@ class SeveralSessions(click.ClickException):
     exit_code = 2
 
 
-def _request_count(store: Any, sid: str) -> int:
+def _request_count(store: EventLog, sid: str) -> int:
     return len(model_requests(store.events(sid, kinds=["assistant_message", "usage"])))
 
 
-def _pick_session(store: Any, file: str, sids: list[str], session: str | None) -> str:
+def _pick_session(store: EventLog, file: str, sids: list[str], session: str | None) -> str:
     """The session of ``file`` (imported as ``sids``) to view: the only one, or the one ``session`` (an id or a
     unique prefix) names. Raises :class:`SeveralSessions` (exit 2) listing the sessions and their request counts
     when the file holds several and ``session`` is ``None``, ``click.UsageError`` when ``session`` names none
     or several of them, ``click.ClickException`` when the file holds no session."""
-    listed = lambda: ", ".join(f"{s} ({plural(_request_count(store, s), 'request')})" for s in sids)  # noqa: E731
+
+    def listed() -> str:
+        return ", ".join(f"{s} ({plural(_request_count(store, s), 'request')})" for s in sids)
+
     if session is not None:
         chosen = [s for s in sids if s == session] or [s for s in sids if s.startswith(session)]
         if len(chosen) != 1:
@@ -138,22 +142,22 @@ def register(cli: click.Group) -> None:
     @replay_options
     @pass_app
     def view_cmd(
-        app,
-        target,
-        number,
-        fmt,
-        diff,
-        transcript_format,
-        session,
-        model,
-        window,
-        reserve,
-        recent,
-        engine,
-        estimator,
-        config_path,
-        no_harness,
-    ):
+        app: AppContext,
+        target: str,
+        number: int,
+        fmt: str,
+        diff: bool,
+        transcript_format: str | None,
+        session: str | None,
+        model: str | None,
+        window: int | None,
+        reserve: int | None,
+        recent: int | None,
+        engine: str | None,
+        estimator: str | None,
+        config_path: str | None,
+        no_harness: bool,
+    ) -> None:
         """The exact request Latch would send at model request N of SESSION_OR_FILE (system, tools, messages)."""
         config = app.config(config_path)
         check_replay_options(
@@ -225,7 +229,12 @@ def register(cli: click.Group) -> None:
         loader = lambda sha256: store.get_artifact(sha256)[1]  # noqa: E731
         # a transcript without tool schemas: every request declares the session's whole tool vocabulary
         known = list(
-            dict.fromkeys(c.name for s in store.events(sid, kinds=["assistant_message"]) for c in s.event.tool_calls)
+            dict.fromkeys(
+                c.name
+                for s in store.events(sid, kinds=[AssistantMessage.KIND])
+                if isinstance(s.event, AssistantMessage)
+                for c in s.event.tool_calls
+            )
         )
         wire_model = setup.model or UNKNOWN_MODEL  # every body names a model (the providers require one)
         if fmt in ("openai", "anthropic", "responses") and not setup.model:

@@ -21,7 +21,7 @@ from ..events import Event, JSONNestingError, SubagentMarker, canonical_json, js
 from ..importers.base import Importer, ParsedSession, SessionForgotten, TranscriptError
 from ..kernel.tombstones import tombstoned_sessions
 from ..plugins import get_plugin_manager, registered_importers
-from ..store import EventStore, PendingEvent
+from ..store import EventLog, EventStore, PendingEvent
 
 __all__ = [
     "import_file",
@@ -340,7 +340,7 @@ def companion_files(path: str | Path) -> list[Path]:
     return sorted(q for q in folder.glob("agent-*.jsonl") if q.is_file())
 
 
-def subagent_call(store: EventStore, session_id: str) -> str | None:
+def subagent_call(store: EventLog, session_id: str) -> str | None:
     """The parent's tool call that spawned sub-agent session ``session_id``: the ``call_id`` of the parent's
     :class:`~latch.events.SubagentMarker` whose ``agent_id`` is the child's (``meta.agent_id``), else ``None``."""
     info = store.session(session_id)

@@ -39,7 +39,7 @@ from ..engine.units import TokenCounter, UnitBuilder, UnitSpan, header_lines, me
 from ..events import AssistantMessage, Usage
 from ..kernel.derive import instruction_text
 from ..port import ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile, SessionContext
-from ..store import EventStore
+from ..store import EventLog, EventStore
 from .sealed import seal_reader, seal_token_counts, seal_writer
 from .session import (
     OverlayKernelWriter,
@@ -170,7 +170,7 @@ class EngineSetup:
 
 
 def build_engine(
-    store: EventStore,
+    store: EventLog,
     session_id: str,
     *,
     stream: str | Callable[[str], str],
@@ -193,8 +193,8 @@ def build_engine(
     with ``overlay``, an in-memory overlay over the stream's records in the store
     (:class:`~latch.host.session.OverlayKernelWriter`, and exact counts kept in memory:
     :class:`~latch.host.session.OverlayTokenCounts`): the engine sees the stream as it is and writes nothing
-    (a read-only report); else the store's own kernel records. ``scratch`` and ``overlay`` together are a
-    ``ValueError``. Raises :class:`HostError` for an unknown
+    (a read-only report); else the store's own kernel records. ``scratch`` and ``overlay`` together, or
+    ``scratch`` on a fenced store (a replay never writes for a lease), are a ``ValueError``. Raises :class:`HostError` for an unknown
     engine or estimator (there is no fallback to another one). With an exact estimator the engine's profile
     carries the session's :class:`~latch.host.session.StoreTokenCounts` (``EngineSetup.token_counts``).
     ``estimator`` may also be an estimator instance (used as is). ``build`` (an agent's supervisor: the root
@@ -219,8 +219,14 @@ def build_engine(
         raise HostError(str(exc)) from None
     if scratch and overlay:
         raise ValueError("build_engine: scratch and overlay exclude each other")
-    writer_class = ReplayKernelWriter if scratch else OverlayKernelWriter if overlay else StoreKernelWriter
-    writer = writer_class(store, session_id, stream(name) if callable(stream) else stream)
+    writer: StoreKernelWriter
+    stream_name = stream(name) if callable(stream) else stream
+    if scratch:
+        if not isinstance(store, EventStore):
+            raise ValueError("build_engine: a replay's scratch belongs to an EventStore, not a fenced store")
+        writer = ReplayKernelWriter(store, session_id, stream_name)
+    else:
+        writer = (OverlayKernelWriter if overlay else StoreKernelWriter)(store, session_id, stream_name)
     counts_class = OverlayTokenCounts if overlay else StoreTokenCounts
     counts = counts_class(store, session_id) if TokenCounter(chosen).exact else None
     eng = factory(
@@ -301,7 +307,7 @@ class RequestLoop:
 
     def __init__(
         self,
-        store: EventStore,
+        store: EventLog,
         session_id: str,
         setup: EngineSetup,
         budget: ContextBudget,

@@ -47,7 +47,7 @@ from ..events import (
     RunStarted,
     SteeringQueued,
 )
-from ..store import EventStore, LeaseLost, RunFence, RunLease, StoreError
+from ..store import EventLog, LeaseLost, RunFence, RunLease, StoreError
 from . import reducers as R
 from .lease import LeaseGuard
 
@@ -137,7 +137,7 @@ class RunRecord:
     """The durable start and end of one ``latch run`` process in session ``session_id`` (see the module
     docstring). :meth:`acquire` first (before anything is appended), :meth:`start` once, then :meth:`end` once."""
 
-    def __init__(self, store: EventStore, session_id: str):
+    def __init__(self, store: EventLog, session_id: str):
         self.store, self.session_id = store, session_id
         self.run_id = uuid.uuid4().hex
         self.ended = False
@@ -261,7 +261,7 @@ class RunCommands:
     """The durable command inbox of one session (see the module docstring). :meth:`send` is what every UI calls
     (``latch web``'s command route, ``latch tui``'s key bindings)."""
 
-    def __init__(self, store: EventStore, session_id: str):
+    def __init__(self, store: EventLog, session_id: str):
         self.store, self.session_id = store, session_id
 
     def submit(

@@ -17,7 +17,7 @@ from ..events import MediaRef
 from ..kernel import canonical_state
 from ..kernel.ledger import KernelCache
 from ..port import CanonicalStateView
-from ..store import EventStore, StoredEvent
+from ..store import EventLog, EventStore, StoredEvent
 from .kernel import kernel_cache
 
 __all__ = [
@@ -49,7 +49,7 @@ class StoreSessionReader:
     with every plugin's derivation rules; resolved at the first :meth:`canonical_state`).
     """
 
-    def __init__(self, store: EventStore, session_id: str, *, cache: KernelCache | None = None):
+    def __init__(self, store: EventLog, session_id: str, *, cache: KernelCache | None = None):
         self._store = store
         self.session_id = session_id
         self._cache = cache
@@ -100,7 +100,7 @@ class StoreKernelWriter:
     :class:`ReplayKernelWriter` (the scratch database beside the store) instead.
     """
 
-    def __init__(self, store: EventStore, session_id: str, stream: str):
+    def __init__(self, store: EventLog, session_id: str, stream: str):
         self._store = store
         self.session_id = session_id
         self.stream = stream
@@ -131,6 +131,7 @@ class ReplayKernelWriter(StoreKernelWriter):
 
     def __init__(self, store: EventStore, session_id: str, stream: str):
         super().__init__(store, session_id, stream)
+        self._replays = store
         self._scratch = store.replay_scratch()
         self.run_id = self._scratch.start(session_id, stream)
         self.kept = False
@@ -149,7 +150,7 @@ class ReplayKernelWriter(StoreKernelWriter):
         """Mark the run finished; with ``keep``, move its records into the store's kernel records."""
         self._scratch.finish(self.run_id)
         if keep:
-            self._store.keep_replay(self.run_id)
+            self._replays.keep_replay(self.run_id)
             self.kept = True
 
 
@@ -163,7 +164,7 @@ class OverlayKernelWriter(StoreKernelWriter):
     ``stored`` how many records the stream had in the store when the writer was made.
     """
 
-    def __init__(self, store: EventStore, session_id: str, stream: str):
+    def __init__(self, store: EventLog, session_id: str, stream: str):
         super().__init__(store, session_id, stream)
         known = store.kernel_records(session_id, stream)
         self.stored = len(known)
@@ -204,7 +205,7 @@ class StoreTokenCounts:
     missed (were tokenized) and hit. ``StoreError`` from the store on a failed write.
     """
 
-    def __init__(self, store: EventStore, session_id: str, *, flush_every: int = 512):
+    def __init__(self, store: EventLog, session_id: str, *, flush_every: int = 512):
         self._store = store
         self.session_id = session_id
         self.flush_every = flush_every

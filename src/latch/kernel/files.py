@@ -43,7 +43,7 @@ from .. import hotpaths
 from .events import ExternalChange, FileObservation, Mutation
 
 if TYPE_CHECKING:
-    from ..store import EventStore
+    from ..store import EventLog
 
 __all__ = [
     "HASH_LIMIT_BYTES",
@@ -158,7 +158,7 @@ def _window_page(
     return text, (hi if hi < total else None), estimate(text)
 
 
-def _resolve(store: EventStore, session_id: str, path: str | os.PathLike[str]) -> tuple[Path, str]:
+def _resolve(store: EventLog, session_id: str, path: str | os.PathLike[str]) -> tuple[Path, str]:
     """``(root, rel)``: the session's workspace (resolved) and ``path`` resolved once, relative to it (POSIX).
     ``PermissionError`` when the resolved path is not inside the workspace."""
     info = store.session(session_id)
@@ -281,7 +281,7 @@ def _read_window(root: Path, rel: str, offset: int) -> tuple[bytes, int, str | N
         os.close(dir_fd)
 
 
-def current_bytes(store: EventStore, session_id: str, path: str | os.PathLike[str]) -> bytes:
+def current_bytes(store: EventLog, session_id: str, path: str | os.PathLike[str]) -> bytes:
     """The bytes of ``path`` (in the session's workspace) now, read as :func:`read_file` reads (no event).
 
     Raises ``FileNotFoundError``, ``PermissionError`` (outside the workspace), ``OSError`` (a symlink swapped in,
@@ -302,7 +302,7 @@ def _sha(data: bytes) -> str:
 
 
 def read_file(
-    store: EventStore,
+    store: EventLog,
     session_id: str,
     path: str | os.PathLike[str],
     *,
@@ -326,7 +326,7 @@ def read_file(
 
 
 def read_artifact(
-    store: EventStore,
+    store: EventLog,
     sha256: str,
     *,
     offset: int = 0,
@@ -341,7 +341,7 @@ def read_artifact(
 
 
 def guarded_write(
-    store: EventStore, session_id: str, path: str | os.PathLike[str], new_bytes: bytes, expected_sha256: str | None
+    store: EventLog, session_id: str, path: str | os.PathLike[str], new_bytes: bytes, expected_sha256: str | None
 ) -> WriteResult:
     """Write ``new_bytes`` to ``path`` only if its current bytes hash to ``expected_sha256``.
 

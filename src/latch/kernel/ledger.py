@@ -31,7 +31,7 @@ from .derive import DerivationContext, DerivationRule, SessionDeriver, builtin_r
 from .events import Mutation, StateUpdate
 
 if TYPE_CHECKING:
-    from ..store import EventStore, SessionInfo, StoredEvent
+    from ..store import EventLog, SessionInfo, StoredEvent
 
 __all__ = ["Ledger", "Disproof", "Workspace", "Pos", "KernelCache", "ledger_for", "clear_cache", "END"]
 
@@ -143,13 +143,13 @@ class Ledger:
         self.reducers: dict[str, Any] = {}
 
     # ----------------------------------------------------------------- sessions
-    def _session(self, store: EventStore, sid: str) -> SessionInfo:
+    def _session(self, store: EventLog, sid: str) -> SessionInfo:
         info = self.info.get(sid)
         if info is None:
             info = self.info[sid] = store.session(sid)
         return info
 
-    def workspace_key(self, store: EventStore, sid: str) -> str:
+    def workspace_key(self, store: EventLog, sid: str) -> str:
         key = self.workspace_of.get(sid)
         if key is None:
             info = self._session(store, sid)
@@ -162,14 +162,14 @@ class Ledger:
             self.workspace_of[sid] = key
         return key
 
-    def workspace(self, store: EventStore, sid: str) -> Workspace:
+    def workspace(self, store: EventLog, sid: str) -> Workspace:
         key = self.workspace_key(store, sid)
         ws = self.workspaces.get(key)
         if ws is None:
             ws = self.workspaces[key] = Workspace(key)
         return ws
 
-    def ancestors(self, store: EventStore, sid: str) -> list[str]:
+    def ancestors(self, store: EventLog, sid: str) -> list[str]:
         out: list[str] = []
         parent = self._session(store, sid).parent_id
         while parent and parent not in out:
@@ -178,7 +178,7 @@ class Ledger:
         return out
 
     # ------------------------------------------------------------------ refresh
-    def refresh(self, store: EventStore) -> None:
+    def refresh(self, store: EventLog) -> None:
         """Derive the events appended since the watermark (rebuild if the log was replaced)."""
         with self.lock:
             top = store.max_seq()
@@ -190,7 +190,7 @@ class Ledger:
                 self._derive(store, ev)
                 self.watermark, self.watermark_session = ev.seq, ev.session_id
 
-    def _same_log(self, store: EventStore) -> bool:
+    def _same_log(self, store: EventLog) -> bool:
         if not self.watermark:
             return True
         try:
@@ -198,7 +198,7 @@ class Ledger:
         except KeyError:
             return False
 
-    def _derive(self, store: EventStore, ev: StoredEvent) -> None:
+    def _derive(self, store: EventLog, ev: StoredEvent) -> None:
         sid = ev.session_id
         deriver = self.derivers.get(sid)
         if deriver is None:
@@ -239,26 +239,26 @@ class Ledger:
     def session_facts(self, sid: str) -> list[tuple[Pos, Any]]:
         return self.facts.get(sid, [])
 
-    def _visible(self, store: EventStore, sid: str) -> list[Workspace]:
+    def _visible(self, store: EventLog, sid: str) -> list[Workspace]:
         keys = {self.workspace_key(store, sid)} | {self.workspace_key(store, a) for a in self.ancestors(store, sid)}
         return [self.workspaces[k] for k in sorted(keys) if k in self.workspaces]
 
-    def isolated(self, store: EventStore, sid: str) -> bool:
+    def isolated(self, store: EventLog, sid: str) -> bool:
         """Whether ``sid`` is a spawned child agent (session meta ``agent_child``): it starts from its brief
         only, so it sees no other session's disproofs, and no other session sees its own (spec: "Every
         child agent has its own complete L0-L3 stack ... task state and evidence remain local")."""
         meta = self._session(store, sid).meta or {}
         return bool(meta.get("agent_child"))
 
-    def _isolation_matters(self, store: EventStore, sid: str, found: list[Disproof]) -> bool:
+    def _isolation_matters(self, store: EventLog, sid: str, found: list[Disproof]) -> bool:
         return self.isolated(store, sid) or any(self.isolated(store, d.session_id) for d in found)
 
-    def _filter_isolated(self, store: EventStore, sid: str, found: list[Disproof]) -> list[Disproof]:
+    def _filter_isolated(self, store: EventLog, sid: str, found: list[Disproof]) -> list[Disproof]:
         if self.isolated(store, sid):
             return [d for d in found if d.session_id == sid]
         return [d for d in found if not self.isolated(store, d.session_id)]
 
-    def visible_disproofs(self, store: EventStore, sid: str, until: int) -> list[Disproof]:
+    def visible_disproofs(self, store: EventLog, sid: str, until: int) -> list[Disproof]:
         """Disproofs recorded at or before ``until`` in ``sid``'s workspace or one of its ancestors';
         a spawned child agent (:meth:`isolated`) sees only its own, and nobody else sees a child's."""
         end = (until, END)
@@ -267,7 +267,7 @@ class Ledger:
             out = self._filter_isolated(store, sid, out)
         return sorted(out, key=_pos)
 
-    def disproof_counts(self, store: EventStore, sid: str, until: int) -> tuple[int, int]:
+    def disproof_counts(self, store: EventLog, sid: str, until: int) -> tuple[int, int]:
         """``(visible, stale)``: how many disproofs :meth:`visible_disproofs` returns and how many of them
         are stale as of ``until`` (O(log n) per workspace; a linear count when child agents take part)."""
         end = (until, END)
@@ -308,7 +308,7 @@ class KernelCache:
         self._lock = threading.Lock()
         _CACHES.add(self)
 
-    def ledger(self, store: EventStore) -> Ledger:
+    def ledger(self, store: EventLog) -> Ledger:
         """The ledger of ``store`` in this cache, refreshed to the store's newest event."""
         with self._lock:
             ledger = self._ledgers.get(store)
@@ -335,7 +335,7 @@ def default_cache() -> KernelCache:
     return _DEFAULT
 
 
-def ledger_for(store: EventStore, cache: KernelCache | None = None) -> Ledger:
+def ledger_for(store: EventLog, cache: KernelCache | None = None) -> Ledger:
     """The ledger of ``store`` in ``cache`` (default :func:`default_cache`), refreshed."""
     return (cache or default_cache()).ledger(store)
 

@@ -53,7 +53,7 @@ from .ledger import END, Disproof, KernelCache, Ledger, Pos, Workspace, ledger_f
 from .render import StateOverflow, current_passes, goal_line, render_state, update_key
 
 if TYPE_CHECKING:
-    from ..store import EventStore
+    from ..store import EventLog
 
 __all__ = [
     "CanonicalState",
@@ -619,7 +619,7 @@ class _Core:
     def __init__(
         self,
         ledger: Ledger,
-        store: EventStore,
+        store: EventLog,
         red: SessionReducer,
         ws: Workspace,
         until: int,
@@ -964,7 +964,7 @@ class CanonicalState:
 
 
 def canonical_state(
-    store: EventStore, session_id: str, until_seq: int | None = None, *, cache: KernelCache | None = None
+    store: EventLog, session_id: str, until_seq: int | None = None, *, cache: KernelCache | None = None
 ) -> CanonicalState:
     """The canonical state of ``session_id`` (id or unique prefix) as of global ``until_seq`` (``None``: now).
 
@@ -996,7 +996,7 @@ def canonical_state(
 
 
 def workspace_generation(
-    store: EventStore, session_id: str, until_seq: int | None = None, *, cache: KernelCache | None = None
+    store: EventLog, session_id: str, until_seq: int | None = None, *, cache: KernelCache | None = None
 ) -> int:
     """The workspace generation :func:`canonical_state` reports as of global ``until_seq`` (``None``: now),
     without reducing the session's state: an earlier ``until_seq`` rebuilds nothing. Raises ``KeyError`` for an

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 from .events import Tombstone
 
 if TYPE_CHECKING:
-    from ..store import EventStore
+    from ..store import EventLog, EventStore
 
 __all__ = ["forget_session", "tombstoned_sessions", "forgotten_message"]
 
 
-def tombstoned_sessions(store: EventStore) -> set[str]:
+def tombstoned_sessions(store: EventLog) -> set[str]:
     """Ids of tombstoned sessions and of all their descendants."""
     dead = {ev.session_id for ev in store.events(kinds=[Tombstone.KIND])}
     todo = list(dead)

@@ -23,7 +23,7 @@ from .ledger import KernelCache
 from .state import CanonicalState, canonical_state
 
 if TYPE_CHECKING:
-    from ..store import EventStore, StoredEvent
+    from ..store import EventLog, StoredEvent
 
 __all__ = ["KERNEL_TOOLS", "KernelToolError", "apply_kernel_tool", "openai_tools", "tool_schema"]
 
@@ -243,7 +243,7 @@ def _check_ids(name: str, args: dict[str, Any], state: CanonicalState) -> None:
 
 
 def apply_kernel_tool(
-    store: EventStore, session_id: str, name: str, arguments: Any, *, cache: KernelCache | None = None
+    store: EventLog, session_id: str, name: str, arguments: Any, *, cache: KernelCache | None = None
 ) -> StoredEvent:
     """Validate a kernel tool call and append its :class:`StateUpdate` to ``session_id``.
 

@@ -24,12 +24,14 @@ from .event_store import EventStore, SessionInfo, StoredEvent, data_dir, default
 from .leases import ClaimFence, Fence, FencedStore, LeaseLost, RunFence, RunLease, TaskFence
 from .postgres import is_postgres_url, local_anchor, redact
 from .projections import Projection
+from .protocol import EventLog
 from .replays import ReplayRun, ReplayScratch, replay_scratch_path
 
 StoreError.__module__ = StoreBusyError.__module__ = StoreUnavailable.__module__ = __name__  # their public home
 
 __all__ = [
     "EventStore",
+    "EventLog",
     "is_postgres_url",
     "local_anchor",
     "redact",

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ._sqlite import StoreError
 
 if TYPE_CHECKING:
+    from ..events import Event, PendingEvent
     from .event_store import EventStore
 
 __all__ = [
@@ -188,21 +189,30 @@ class FencedStore:
         return getattr(self._store, name)
 
     @property
-    def unfenced(self) -> Any:
+    def unfenced(self) -> EventStore:
         """The store underneath."""
         return self._store
 
     def fenced(self, fence: Fence | Sequence[Fence]) -> FencedStore:
         return FencedStore(self._store, self.fences + fences_of(fence))
 
-    def append(self, session_id: str, events: Any, *, fence: Any = None) -> list[int]:
+    def append(
+        self, session_id: str, events: Iterable[PendingEvent | Event], *, fence: Fence | Sequence[Fence] | None = None
+    ) -> list[int]:
         return list(self._store.append(session_id, events, fence=self.fences + fences_of(fence)))
 
-    def import_session(self, **kwargs: Any) -> Any:
+    def import_session(self, **kwargs: Any) -> tuple[str, list[int]]:
         extra = fences_of(kwargs.pop("fence", None))
         return self._store.import_session(**kwargs, fence=self.fences + extra)
 
-    def append_kernel_records(self, session_id: str, stream: str, records: Any, *, fence: Any = None) -> list[int]:
+    def append_kernel_records(
+        self,
+        session_id: str,
+        stream: str,
+        records: Sequence[tuple[str, int, dict[str, Any]]],
+        *,
+        fence: Fence | Sequence[Fence] | None = None,
+    ) -> list[int]:
         return list(
             self._store.append_kernel_records(session_id, stream, records, fence=self.fences + fences_of(fence))
         )

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ...events import RawArguments, ToolCall
-from ...store import EventStore
+from ...store import EventLog
 
 if TYPE_CHECKING:  # the manager imports nothing from here at run time, but typing it would be a cycle
     from .processes import ProcessManager
@@ -56,7 +56,7 @@ class ToolContext:
     :func:`run_tool` cuts it to :data:`OUTCOME_LIMIT_BYTES` (:func:`bound_text`)."""
 
     workspace: Path
-    store: EventStore
+    store: EventLog
     session_id: str
     processes: ProcessManager
     estimate: Callable[[str], int]
@@ -186,7 +186,7 @@ def bound_text(text: str, limit_bytes: int = OUTCOME_LIMIT_BYTES) -> str:
     return head + note.format(len(head.encode("utf-8", "surrogatepass")))
 
 
-def spill(text: str, store: Any, fits: Callable[[str], bool]) -> str:
+def spill(text: str, store: EventLog, fits: Callable[[str], bool]) -> str:
     """``text`` stored whole as an artifact of ``store`` (``text/plain``, content-addressed: nothing is lost) and
     cut to the longest head, with a tail half as long, for which ``fits(result)`` holds, joined by a note naming
     the artifact's SHA-256 and the byte offset ``read_artifact`` continues from. Units: characters for the cut,

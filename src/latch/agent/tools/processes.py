@@ -50,6 +50,7 @@ from ...host import reducers as R
 from ...host.runs import process_alive, process_start
 from ...kernel.files import Page, bounded_page
 from ...kernel.shell import classify_command
+from ...store import EventLog
 from ..environment import tool_environment
 from ..sandbox import NO_SANDBOX, Sandbox
 
@@ -291,7 +292,7 @@ class ProcessManager:
 
     def __init__(
         self,
-        store: Any,
+        store: EventLog,
         session_id: str,
         workspace: str | os.PathLike[str],
         *,
