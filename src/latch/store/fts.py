@@ -45,6 +45,7 @@ __all__ = [
     "quote_token",
     "quoted_chunks",
     "build_phrase_query",
+    "phrase_query_phrases",
     "is_cjk",
     "is_symbol",
     "MAX_QUERY_CHARS",
@@ -464,6 +465,12 @@ def build_phrase_query(query: str) -> str | None:
     tokens must occur next to each other in that order (``"Rust library"`` is ``"rust" + "library"``), where
     :func:`build_match_query` makes every word its own phrase. ``None`` when the query holds no token. The same
     bounds apply (:data:`MAX_PHRASES` chunks, :data:`MAX_PHRASE_TOKENS` tokens each)."""
+    phrases = phrase_query_phrases(query)
+    return " AND ".join(phrases) if phrases else None
+
+
+def phrase_query_phrases(query: str) -> list[str]:
+    """The phrases :func:`build_phrase_query` joins with ``AND``, in order, each once (``[]``: no token)."""
     phrases: list[str] = []
     for chunk in quoted_chunks(query)[:MAX_PHRASES]:
         if " " in chunk.strip():
@@ -473,7 +480,7 @@ def build_phrase_query(query: str) -> str | None:
             phrase = build_match_query(chunk) or ""
         if phrase and phrase not in phrases:
             phrases.append(phrase)
-    return " AND ".join(phrases) if phrases else None
+    return phrases
 
 
 def _chunk_tokens(word: str) -> list[str]:

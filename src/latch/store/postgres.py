@@ -30,19 +30,20 @@ import hashlib
 import re
 import threading
 import urllib.parse
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..events import Event, PendingEvent, canonical_json
+from ..events import Event, PendingEvent, canonical_json, decode_event
 from ._sqlite import StoreBusyError, StoreError, _now
 from .event_store import EncodedBatch, EventStore, StoredEvent, _and, data_dir
-from .fts import build_match_query, build_phrase_query, index_keys, match_phrases, quoted_chunks, token_key
+from .fts import build_match_query, index_keys, match_phrases, phrase_query_phrases, token_key
 from .fts_search import CandidateSearch
 from .leases import Fence
 from .pg_migrations import PG_MIGRATIONS
+from .pg_ranking import TOKENS, Bm25, JulianDay, phrase_tokens
 from .projections import PROJECTIONS
 
 __all__ = ["PostgresEventStore", "is_postgres_url", "redact", "local_anchor", "WRITE_LOCK", "MIGRATE_LOCK"]
@@ -147,6 +148,8 @@ class PostgresEventStore(EventStore):
         self._conn = None
         self._scratch = None
         self._candidates = CandidateSearch()
+        self._bm25 = Bm25()
+        self._days: JulianDay | None = None
         self._busy_timeout_ms = busy_timeout_ms
         self.read_only = read_only
         try:
@@ -307,6 +310,15 @@ class PostgresEventStore(EventStore):
                     with self._write() as w:
                         fn(w)
                         w.execute("INSERT INTO _latch_migrations(name, applied_at) VALUES (?, ?)", (name, _now()))
+                if (
+                    not self.read_only
+                    and not db.execute("SELECT 1 FROM latch_sequence WHERE name = ?", (TOKENS,)).fetchone()
+                ):
+                    with self._write() as w:  # a store written before the counter: count its index once
+                        w.execute(
+                            "INSERT INTO latch_sequence(name, seq) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+                            (TOKENS, self._count_all_tokens_locked()),
+                        )
             except psycopg.Error as exc:
                 raise self._error(exc) from None
             finally:
@@ -380,6 +392,7 @@ class PostgresEventStore(EventStore):
             }
         nxt = self._take_numbers(db, "events", len(batch))
         rows, indexed, kinds = [], [], set()
+        texts: list[tuple[int, str]] = []
         for i, (ev, ref, ts) in enumerate(batch):
             seq = nxt + i
             if ref is not None and (ref in known or ref in seen):
@@ -390,6 +403,7 @@ class PostgresEventStore(EventStore):
             text = ev.searchable_text()
             if text:
                 indexed.append((seq, index_keys(text)))
+                texts.append((seq, text))
             kinds.add(ev.KIND)
         if rows:
             db.executemany(
@@ -397,6 +411,7 @@ class PostgresEventStore(EventStore):
             )
         if indexed:
             db.executemany("INSERT INTO events_fts(seq, tokens) VALUES (?, ?)", indexed)
+            self._count_tokens_locked(texts)
         for p in list(PROJECTIONS.values()):
             if kinds.intersection(p.kinds):
                 self._sync_projection_locked(p)
@@ -430,6 +445,42 @@ class PostgresEventStore(EventStore):
         rows = [(seq, index_keys(text)) for seq, text in texts if text]
         if rows:
             self._db.executemany("INSERT INTO events_fts(seq, tokens) VALUES (?, ?)", rows)
+            self._count_tokens_locked(texts)
+
+    def _count_tokens_locked(self, texts: Sequence[tuple[int, str]]) -> None:
+        """Inside a write transaction: add the FTS5 token counts of the newly indexed ``texts`` to the index's
+        token total (:data:`~latch.store.pg_ranking.TOKENS`, what FTS5 keeps for ``bm25``)."""
+        with self._lock:
+            n = sum(self._bm25.sizes(texts).values())
+        self._db.execute(
+            "INSERT INTO latch_sequence(name, seq) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET "
+            "seq = latch_sequence.seq + excluded.seq",
+            (TOKENS, n),
+        )
+
+    def _count_all_tokens_locked(self) -> int:
+        """Inside a transaction: the FTS5 token total of every indexed event, counted from the log."""
+        total, after = 0, 0
+        while True:
+            batch = self._db.execute(
+                "SELECT e.seq, e.kind, e.payload FROM events_fts f JOIN events e ON e.seq = f.seq WHERE f.seq > ? "
+                "ORDER BY f.seq LIMIT 2000",
+                (after,),
+            ).fetchall()
+            if not batch:
+                return total
+            texts = [(r[0], decode_event(r[1], r[2]).searchable_text()) for r in batch]
+            with self._lock:
+                total += sum(self._bm25.sizes(texts).values())
+            after = batch[-1][0]
+
+    def _token_total(self) -> int:
+        """The index's FTS5 token total (counted from the log when the store has no counter yet, read-only)."""
+        rows = self._rows("SELECT seq FROM latch_sequence WHERE name = ?", (TOKENS,))
+        if rows:
+            return int(rows[0][0])
+        with self._lock:
+            return self._count_all_tokens_locked()
 
     def append_kernel_records(
         self,
@@ -467,7 +518,13 @@ class PostgresEventStore(EventStore):
 
     # ---------------------------------------------------------------- recall
     def _recall(
-        self, phrases: list[list[str]], match: str, mode: str, limit: int, where: str, args: list[Any]
+        self,
+        phrases: list[list[str]],
+        match: str,
+        mode: str,
+        limit: int,
+        where: str,
+        args: list[Any],
     ) -> list[StoredEvent]:
         """The newest ``limit`` events (newest first) whose text FTS5 matches ``match``, among the rows holding
         the token keys of every phrase (``mode="and"``) or of one phrase (``"or"``), with the filter ``where``."""
@@ -522,6 +579,39 @@ class PostgresEventStore(EventStore):
             args.append(excluded)
         return self._recall(match_phrases(query), match, mode, limit, where, args)
 
+    def _filters(
+        self,
+        session_id: str | None,
+        kinds: Sequence[str] | None,
+        tool: str | None,
+        since: str | None,
+        until: str | None,
+        exclude_sessions: Iterable[str],
+    ) -> tuple[str, list[Any], Callable[[StoredEvent], bool] | None]:
+        """The filters of :meth:`search_hits` over ``events e``: `` AND …`` SQL terms with their args, and the
+        ``since``/``until`` test (SQLite's ``julianday``, :class:`~latch.store.pg_ranking.JulianDay`) or ``None``."""
+        args: list[Any] = []
+        where = _and("", args, (("e.session_id = ?", session_id), ("e.kind = ANY(?)", list(kinds) if kinds else None)))
+        if tool is not None:
+            where += (
+                " AND ((e.kind = 'assistant_message' AND EXISTS (SELECT 1 FROM json_array_elements(e.payload::json "
+                "-> 'tool_calls') t WHERE (t ->> 'name') = ?)) OR (e.kind = 'tool_result' AND ((e.payload::json "
+                "->> 'name') = ? OR (e.payload::json ->> 'call_id') IN (SELECT c ->> 'id' FROM events a, "
+                "json_array_elements(a.payload::json -> 'tool_calls') c WHERE a.kind = 'assistant_message' AND "
+                "a.session_id = e.session_id AND (c ->> 'name') = ?))))"
+            )
+            args.extend([tool, tool, tool])
+        excluded = sorted(set(exclude_sessions))
+        if excluded:
+            where += " AND NOT (e.session_id = ANY(?))"
+            args.append(excluded)
+        if since is None and until is None:
+            return where, args, None
+        if self._days is None:
+            self._days = JulianDay()
+        days = self._days
+        return where, args, lambda e: days.within(e.ts, since, until)
+
     def search_hits(
         self,
         query: str,
@@ -535,25 +625,61 @@ class PostgresEventStore(EventStore):
         until: str | None = None,
         exclude_sessions: Iterable[str] = (),
     ) -> list[tuple[StoredEvent, float]]:
-        """:meth:`EventStore.search_hits` with ``order="recent"`` and the ``session_id``, ``kinds`` and
-        ``exclude_sessions`` filters (rank ``0.0``); :class:`StoreError` for the others on PostgreSQL."""
+        """:meth:`EventStore.search_hits`: the same hits in the same order with the same FTS5 ``bm25`` ranks
+        (:class:`~latch.store.pg_ranking.Bm25`). It reads every event holding the token keys of some phrase (the
+        rank's IDF counts each phrase's rows over the whole log), in either order."""
         if order not in ("recent", "relevance"):
             raise ValueError(f"order must be 'recent' or 'relevance', not {order!r}")
-        if order != "recent" or tool is not None or since is not None or until is not None:
-            raise StoreError(
-                f"the store at {self.url} (PostgreSQL) searches newest first without --tool, --since or --until for now"
-            )
-        match = build_phrase_query(query)
-        if match is None or limit <= 0:
+        chunks = phrase_query_phrases(query)
+        if not chunks or limit <= 0:
             return []
-        phrases = [p for chunk in quoted_chunks(query) for p in match_phrases(chunk)]
-        args: list[Any] = []
-        where = _and("", args, (("e.session_id = ?", session_id), ("e.kind = ANY(?)", list(kinds) if kinds else None)))
-        excluded = sorted(set(exclude_sessions))
-        if excluded:
-            where += " AND NOT (e.session_id = ANY(?))"
-            args.append(excluded)
-        return [(e, 0.0) for e in self._recall(phrases, match, "and", limit, where, args)]
+        match = " AND ".join(chunks)  # build_phrase_query's expression
+        phrases = match.split(" AND ")  # FTS5's phrases, in order (quoted tokens hold no space)
+        where, args, keep = self._filters(session_id, kinds, tool, since, until, exclude_sessions)
+        return self._ranked(phrases, where, args, keep, limit, order)
+
+    def _ranked(
+        self,
+        phrases: list[str],
+        where: str,
+        args: list[Any],
+        keep: Callable[[StoredEvent], bool] | None,
+        limit: int,
+        order: str,
+    ) -> list[tuple[StoredEvent, float]]:
+        """The ``limit`` events matching all ``phrases`` with the filters, ``[(event, bm25 rank)]``: the best
+        first (ties: newest first) for ``order="relevance"``, the newest first for ``"recent"``."""
+        tokens = [phrase_tokens(p) for p in phrases]
+        keyed = [sorted({token_key(t) for t in p}) for p in tokens]
+        every = sorted({k for p in keyed for k in p})
+        allowed = {
+            r[0]
+            for r in self._rows(
+                "SELECT e.seq FROM events_fts f JOIN events e ON e.seq = f.seq WHERE f.tokens @> ?::text[]" + where,
+                [every, *args],
+            )
+        }
+        if not allowed:
+            return []
+        cond = " OR ".join(["f.tokens @> ?::text[]"] * len(keyed))
+        rows = self._rows(
+            "SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts FROM events_fts f "
+            "JOIN events e ON e.seq = f.seq WHERE " + cond,
+            keyed,
+        )
+        decoded = {r[0]: self._decode_row(r) for r in rows}
+        n_rows = int(self._rows("SELECT count(*) FROM events_fts")[0][0])
+        avgdl = float(self._token_total()) / float(n_rows)
+        with self._lock:
+            sizes, freqs = self._bm25.counts(phrases, [(s, d.event.searchable_text()) for s, d in decoded.items()])
+        idfs = [Bm25.idf(n_rows, len(f)) for f in freqs]
+        ranked = []
+        for seq in allowed:
+            got = [f.get(seq, 0) for f in freqs]
+            if all(got) and (keep is None or keep(decoded[seq])):
+                ranked.append((Bm25.rank(idfs, got, sizes[seq], avgdl), seq))
+        ranked.sort(key=(lambda x: (x[0], -x[1])) if order == "relevance" else (lambda x: -x[1]))
+        return [(decoded[seq], rank) for rank, seq in ranked[:limit]]
 
     def call_events(
         self,
@@ -566,23 +692,15 @@ class PostgresEventStore(EventStore):
         until: str | None = None,
         exclude_sessions: Iterable[str] = (),
     ) -> list[StoredEvent]:
-        """:meth:`EventStore.call_events` (jsonb lookups), with the ``session_id``, ``kinds`` and
-        ``exclude_sessions`` filters; :class:`StoreError` for the others on PostgreSQL."""
-        import json
-
-        if tool is not None or since is not None or until is not None:
-            raise StoreError(
-                f"the store at {self.url} (PostgreSQL) searches without --tool, --since or --until for now"
-            )
+        """:meth:`EventStore.call_events` (json lookups), with the same filters."""
         sql = (
             "SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts FROM events e WHERE "
-            "((e.kind = 'tool_result' AND (e.payload::jsonb ->> 'call_id') = ?) OR "
-            "(e.kind = 'assistant_message' AND (e.payload::jsonb -> 'tool_calls') @> ?::jsonb))"
+            "((e.kind = 'tool_result' AND (e.payload::json ->> 'call_id') = ?) OR "
+            "(e.kind = 'assistant_message' AND EXISTS (SELECT 1 FROM json_array_elements(e.payload::json -> "
+            "'tool_calls') c WHERE (c ->> 'id') = ?)))"
         )
-        args: list[Any] = [call_id, json.dumps([{"id": call_id}])]
-        sql = _and(sql, args, (("e.session_id = ?", session_id), ("e.kind = ANY(?)", list(kinds) if kinds else None)))
-        excluded = sorted(set(exclude_sessions))
-        if excluded:
-            sql += " AND NOT (e.session_id = ANY(?))"
-            args.append(excluded)
-        return [self._decode_row(r) for r in self._rows(sql + " ORDER BY e.seq DESC", args)]
+        where, args, keep = self._filters(session_id, kinds, tool, since, until, exclude_sessions)
+        found = [
+            self._decode_row(r) for r in self._rows(sql + where + " ORDER BY e.seq DESC", [call_id, call_id, *args])
+        ]
+        return [e for e in found if keep is None or keep(e)]
