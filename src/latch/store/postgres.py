@@ -17,11 +17,16 @@ opens one. What it keeps from the SQLite store:
   with the index's tokenizer, decides each candidate (:meth:`latch.store.fts_search.CandidateSearch.verify`),
   newest first, until ``limit`` hits.
 
+People search (:meth:`search_hits`, ``latch search``) gives SQLite's hits in SQLite's order with the same
+``bm25`` ranks, every filter included (:mod:`latch.store.pg_ranking`). ``read_only=True`` opens as SQLite's
+read-only mode does (no migration, no cache rebuild; the session is ``default_transaction_read_only``, so a role
+that may only ``SELECT`` can read). A write transaction whose connection is lost (the backend terminated, the
+server killed or restarted) is rolled back by the server, whole; the store raises :class:`StoreError` (one line)
+and reconnects at its next call.
+
 The connection string's password is never stored or printed: :attr:`url` is the redacted string
 (:func:`redact`) and every error names it. The replay scratch database stays a local SQLite file under the data
-folder (``replays/pg-<digest>.replays.sqlite``). Not on PostgreSQL yet: ``search_hits`` ordered by
-``relevance`` (FTS5's bm25 needs the whole index) and the ``tool``/``since``/``until`` filters of ``search_hits`` and
-``call_events`` (:class:`StoreError`, one line).
+folder (``replays/pg-<digest>.replays.sqlite``).
 """
 
 from __future__ import annotations
@@ -162,7 +167,9 @@ class PostgresEventStore(EventStore):
         self._connect()
         try:
             self._migrate()
-            for name in list(PROJECTIONS):  # a cache behind the log is caught up at open, as in SQLite
+            for name in (
+                list(PROJECTIONS) if not read_only else ()
+            ):  # a cache behind the log is caught up at open, as in SQLite
                 try:
                     self.sync_projection(name)
                 except StoreError:  # busy or read-only: a cache must not refuse the open; the next read retries
@@ -189,6 +196,8 @@ class PostgresEventStore(EventStore):
             raise StoreError(f"cannot open the Latch store at {self.url}: {self._reason(exc)}") from None
         self._conn = _Connection(conn)  # type: ignore[assignment]
         conn.execute(f"SET lock_timeout = {int(self._busy_timeout_ms)}")
+        if self.read_only:  # the server refuses every write of this session too
+            conn.execute("SET default_transaction_read_only = on")
 
     def _reason(self, exc: BaseException) -> str:
         text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -292,6 +301,15 @@ class PostgresEventStore(EventStore):
                         f"cannot open the Latch store at {self.url}: the database holds tables of "
                         f"another program ({shown}); Latch leaves it unchanged"
                     )
+                if self.read_only:  # as SQLite's read-only open: no migration, no cache rebuild, nothing written
+                    done = {r[0] for r in db.execute("SELECT name FROM _latch_migrations")} if tables else set()
+                    pending = [n for n, _ in PG_MIGRATIONS if n not in done]
+                    if pending:
+                        raise StoreError(
+                            f"the store at {self.url} is read-only and needs a migration ({len(pending)} pending, "
+                            f"first {pending[0]}): run `latch` once with write access to it (e.g. `latch sessions`)"
+                        )
+                    return
                 db.execute(f"SELECT pg_advisory_lock({MIGRATE_LOCK})")
             except psycopg.Error as exc:
                 raise self._error(exc) from None
