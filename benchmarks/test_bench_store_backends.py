@@ -19,6 +19,7 @@ without PostgreSQL's server programs or psycopg; CI runs it once with --benchmar
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -48,7 +49,9 @@ QUERIES = [
 def _turn(i: int) -> list[Any]:
     return [
         UserMessage(f"please look at src/module_{i}.py and fix the failing test number {i}"),
-        AssistantMessage(f"Reading module {i}.", (ToolCall(f"c{i}", "Read", '{"file_path": "src/module_%d.py"}' % i),)),
+        AssistantMessage(
+            f"Reading module {i}.", (ToolCall(f"c{i}", "Read", json.dumps({"file_path": f"src/module_{i}.py"})),)
+        ),
         ToolResult(f"c{i}", f"def f{i}(x):\n    return x + 1\n" * 6 + f"# the test expects x + 2 in module {i}"),
     ]
 
