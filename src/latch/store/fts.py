@@ -36,6 +36,7 @@ __all__ = [
     "prepare_text",
     "token_key",
     "index_keys",
+    "prepared_keys",
     "MAX_KEY_CHARS",
     "dotted_terms",
     "MAX_DOTTED_PARTS",
@@ -389,7 +390,12 @@ def token_key(token: str) -> str:
 def index_keys(text: str) -> list[str]:
     """The distinct :func:`token_key` of every token of searchable ``text`` as indexed (:func:`prepare_text`),
     sorted: what a token-key index (the PostgreSQL store's ``events_fts.tokens``) holds for one event."""
-    return sorted({token_key(t) for t in _scan(prepare_text(text))})
+    return prepared_keys(prepare_text(text))
+
+
+def prepared_keys(prepared: str) -> list[str]:
+    """:func:`index_keys` of a text already prepared (:func:`prepare_text`)."""
+    return sorted({token_key(t) for t in _scan(prepared)})
 
 
 def _quote(token: str) -> str:

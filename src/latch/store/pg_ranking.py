@@ -69,13 +69,13 @@ class Bm25:
         db.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
         db.executemany(f"INSERT INTO {table}(rowid, text) VALUES (?, ?)", rows)
 
-    def sizes(self, texts: Sequence[tuple[int, str]]) -> dict[int, int]:
-        """FTS5's token count (``xColumnSize``) of each searchable text ``(seq, text)``, as the index gets it
+    def sizes(self, prepared: Sequence[tuple[int, str]]) -> dict[int, int]:
+        """FTS5's token count (``xColumnSize``) of each text ``(seq, prepared text)`` as the index gets it
         (:func:`~latch.store.fts.prepare_text`)."""
         db = self._conn()
         db.execute("BEGIN")
         try:
-            self._load("r", [(seq, prepare_text(t)) for seq, t in texts if t])
+            self._load("r", prepared)
             return {int(i): _varint(sz) for i, sz in db.execute("SELECT id, sz FROM r_docsize")}
         finally:
             db.execute("COMMIT")

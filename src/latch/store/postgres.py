@@ -43,8 +43,15 @@ from typing import Any
 
 from ..events import Event, PendingEvent, canonical_json, decode_event
 from ._sqlite import StoreBusyError, StoreError, _now
-from .event_store import EncodedBatch, EventStore, StoredEvent, _and, data_dir
-from .fts import build_match_query, index_keys, match_phrases, phrase_query_phrases, token_key
+from .event_store import EncodedBatch, EventStore, StoredEvent, _and, data_dir, encode_events
+from .fts import (
+    build_match_query,
+    match_phrases,
+    phrase_query_phrases,
+    prepare_text,
+    prepared_keys,
+    token_key,
+)
 from .fts_search import CandidateSearch
 from .leases import Fence
 from .pg_migrations import PG_MIGRATIONS
@@ -379,57 +386,47 @@ class PostgresEventStore(EventStore):
         return Path(str(self.path) + ".replays.sqlite")
 
     # ---------------------------------------------------------------- writes
-    def _encode(self, events: Iterable[PendingEvent | Event]) -> EncodedBatch | list[PendingEvent | Event]:
-        """The events as they are: this store encodes them in :meth:`_append_locked` (its index keeps token keys,
-        made from each event's searchable text)."""
-        return list(events)
+    @staticmethod
+    def _index_entry(text: str) -> tuple[list[str], str]:
+        """The index entry of a searchable ``text``, made outside the write lock: its token keys
+        (:func:`~latch.store.fts.prepared_keys`) and its prepared text (for its FTS5 token count)."""
+        prepared = prepare_text(text)
+        return prepared_keys(prepared), prepared
 
     def _append_locked(self, session_id: str, events: Iterable[PendingEvent | Event] | EncodedBatch) -> list[int]:
-        if isinstance(events, EncodedBatch):
-            raise TypeError("the PostgreSQL store takes events, not a batch encoded for SQLite")
-        db = self._db
-        batch: list[tuple[Event, str | None, str | None]] = []
-        refs: set[str] = set()
-        seen: set[str] = set()
-        for pe in events:
-            if isinstance(pe, Event):
-                pe = PendingEvent(pe)
-            if pe.source_ref is not None:
-                refs.add(pe.source_ref)
-            batch.append((pe.event, pe.source_ref, pe.ts))
-        if not batch:
+        batch = events if isinstance(events, EncodedBatch) else encode_events(events, self._index_entry)
+        if not batch.rows:
             return []
+        db = self._db
+        refs = sorted({r[2] for r in batch.rows if r[2] is not None})
         known: set[str] = set()
         if refs:
             known = {
                 r[0]
                 for r in db.execute(
-                    "SELECT source_ref FROM events WHERE session_id = ? AND source_ref = ANY(?)",
-                    (session_id, sorted(refs)),
+                    "SELECT source_ref FROM events WHERE session_id = ? AND source_ref = ANY(?)", (session_id, refs)
                 )
             }
-        nxt = self._take_numbers(db, "events", len(batch))
-        rows, indexed, kinds = [], [], set()
-        texts: list[tuple[int, str]] = []
-        for i, (ev, ref, ts) in enumerate(batch):
+        nxt = self._take_numbers(db, "events", len(batch.rows))
+        rows, indexed, prepared, kinds, seen = [], [], [], set(), set()
+        for i, (kind, payload, ref, ts, entry) in enumerate(batch.rows):
             seq = nxt + i
             if ref is not None and (ref in known or ref in seen):
                 continue  # already stored: its number stays used, as SQLite's AUTOINCREMENT does
             if ref is not None:
                 seen.add(ref)
-            rows.append((seq, session_id, ev.KIND, canonical_json(ev.to_payload()), ref, ts))
-            text = ev.searchable_text()
-            if text:
-                indexed.append((seq, index_keys(text)))
-                texts.append((seq, text))
-            kinds.add(ev.KIND)
+            rows.append((seq, session_id, kind, payload, ref, ts))
+            if entry is not None:
+                indexed.append((seq, entry[0]))
+                prepared.append((seq, entry[1]))
+            kinds.add(kind)
         if rows:
             db.executemany(
                 "INSERT INTO events(seq, session_id, kind, payload, source_ref, ts) VALUES (?, ?, ?, ?, ?, ?)", rows
             )
         if indexed:
             db.executemany("INSERT INTO events_fts(seq, tokens) VALUES (?, ?)", indexed)
-            self._count_tokens_locked(texts)
+            self._count_tokens_locked(prepared)
         for p in list(PROJECTIONS.values()):
             if kinds.intersection(p.kinds):
                 self._sync_projection_locked(p)
@@ -460,16 +457,17 @@ class PostgresEventStore(EventStore):
         )
 
     def _index_locked(self, texts: Sequence[tuple[int, str]]) -> None:
-        rows = [(seq, index_keys(text)) for seq, text in texts if text]
-        if rows:
-            self._db.executemany("INSERT INTO events_fts(seq, tokens) VALUES (?, ?)", rows)
-            self._count_tokens_locked(texts)
+        entries = [(seq, self._index_entry(text)) for seq, text in texts if text]
+        if entries:
+            self._db.executemany("INSERT INTO events_fts(seq, tokens) VALUES (?, ?)", [(s, e[0]) for s, e in entries])
+            self._count_tokens_locked([(s, e[1]) for s, e in entries])
 
-    def _count_tokens_locked(self, texts: Sequence[tuple[int, str]]) -> None:
-        """Inside a write transaction: add the FTS5 token counts of the newly indexed ``texts`` to the index's
-        token total (:data:`~latch.store.pg_ranking.TOKENS`, what FTS5 keeps for ``bm25``)."""
+    def _count_tokens_locked(self, prepared: Sequence[tuple[int, str]]) -> None:
+        """Inside a write transaction: add the FTS5 token counts of the newly indexed ``prepared`` texts
+        ``(seq, prepared text)`` to the index's token total (:data:`~latch.store.pg_ranking.TOKENS`, what FTS5
+        keeps for ``bm25``)."""
         with self._lock:
-            n = sum(self._bm25.sizes(texts).values())
+            n = sum(self._bm25.sizes(prepared).values())
         self._db.execute(
             "INSERT INTO latch_sequence(name, seq) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET "
             "seq = latch_sequence.seq + excluded.seq",
@@ -489,7 +487,7 @@ class PostgresEventStore(EventStore):
                 return total
             texts = [(r[0], decode_event(r[1], r[2]).searchable_text()) for r in batch]
             with self._lock:
-                total += sum(self._bm25.sizes(texts).values())
+                total += sum(self._bm25.sizes([(seq, prepare_text(t)) for seq, t in texts if t]).values())
             after = batch[-1][0]
 
     def _token_total(self) -> int:
