@@ -57,6 +57,7 @@ from .leases import Fence
 from .pg_migrations import PG_MIGRATIONS
 from .pg_ranking import TOKENS, Bm25, JulianDay, phrase_tokens
 from .projections import PROJECTIONS
+from .replays import ReplayScratch
 
 __all__ = ["PostgresEventStore", "is_postgres_url", "redact", "local_anchor", "WRITE_LOCK", "MIGRATE_LOCK"]
 
@@ -384,6 +385,18 @@ class PostgresEventStore(EventStore):
     @property
     def replay_scratch_path(self) -> Path | None:
         return Path(str(self.path) + ".replays.sqlite")
+
+    def replay_scratch(self) -> ReplayScratch:
+        """:meth:`EventStore.replay_scratch`, in this host's data folder (``replays/``, created when missing)."""
+        where = self.replay_scratch_path
+        if where is not None:
+            try:
+                where.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the replay scratch folder {where.parent}: {exc.strerror or exc}"
+                ) from None
+        return super().replay_scratch()
 
     # ---------------------------------------------------------------- writes
     @staticmethod
