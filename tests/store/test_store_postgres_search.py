@@ -144,6 +144,23 @@ def test_the_token_total_is_counted_when_missing_and_moves_with_appends(pg_url):
         sid = pg.sessions()[0].id
         pg.append(sid, [UserMessage("one two three"), UserMessage("")])
         assert pg._token_total() == counted + 3
+        seq = pg.max_seq() + 1
+    with psycopg.connect(pg_url, autocommit=True) as raw:  # a newer Latch's event, indexed; the counter lost again
+        raw.execute(
+            "INSERT INTO latch_sequence(name, seq) VALUES ('events', %s) ON CONFLICT (name) DO UPDATE SET seq = %s",
+            (seq, seq),
+        )
+        raw.execute(
+            "INSERT INTO events(seq, session_id, kind, payload) VALUES (%s, %s, 'later_kind', '{}')", (seq, sid)
+        )
+        raw.execute("INSERT INTO events_fts(seq, tokens) VALUES (%s, ARRAY['later'])", (seq,))
+        raw.execute("DELETE FROM latch_sequence WHERE name = %s", (TOKENS,))
+    with EventStore(pg_url) as pg:  # this Latch cannot count it: no counter, and its appends do not start one
+        pg.append(sid, [UserMessage("four five")])
+        with psycopg.connect(pg_url) as raw:
+            assert raw.execute("SELECT count(*) FROM latch_sequence WHERE name = %s", (TOKENS,)).fetchone() == (0,)
+        assert pg._token_total() == counted + 5  # counted at the query, the newer event as no tokens
+        assert [e.event.text for e, _ in pg.search_hits("four", order="relevance")] == ["four five"]
 
 
 def test_latch_search_on_a_real_session_is_the_same_on_both_backends(tmp_path, pg_url):

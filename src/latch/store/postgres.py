@@ -336,15 +336,14 @@ class PostgresEventStore(EventStore):
                     with self._write() as w:
                         fn(w)
                         w.execute("INSERT INTO _latch_migrations(name, applied_at) VALUES (?, ?)", (name, _now()))
-                if (
-                    not self.read_only
-                    and not db.execute("SELECT 1 FROM latch_sequence WHERE name = ?", (TOKENS,)).fetchone()
-                ):
+                if not db.execute("SELECT 1 FROM latch_sequence WHERE name = ?", (TOKENS,)).fetchone():
                     with self._write() as w:  # a store written before the counter: count its index once
-                        w.execute(
-                            "INSERT INTO latch_sequence(name, seq) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
-                            (TOKENS, self._count_all_tokens_locked()),
-                        )
+                        total = self._count_all_tokens_locked()
+                        if total is not None:
+                            w.execute(
+                                "INSERT INTO latch_sequence(name, seq) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+                                (TOKENS, total),
+                            )
             except psycopg.Error as exc:
                 raise self._error(exc) from None
             finally:
@@ -481,14 +480,13 @@ class PostgresEventStore(EventStore):
         keeps for ``bm25``)."""
         with self._lock:
             n = sum(self._bm25.sizes(prepared).values())
-        self._db.execute(
-            "INSERT INTO latch_sequence(name, seq) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET "
-            "seq = latch_sequence.seq + excluded.seq",
-            (TOKENS, n),
-        )
+        # only a counted total moves (one that covers the whole index: made at open, see _migrate)
+        self._db.execute("UPDATE latch_sequence SET seq = seq + ? WHERE name = ?", (n, TOKENS))
 
-    def _count_all_tokens_locked(self) -> int:
-        """Inside a transaction: the FTS5 token total of every indexed event, counted from the log."""
+    def _count_all_tokens_locked(self, *, skip_unknown: bool = False) -> int | None:
+        """Inside a transaction: the FTS5 token total of every indexed event, counted from the log. An event kind
+        this process cannot decode (a newer Latch's): ``None``, or with ``skip_unknown`` that event counted as
+        no tokens."""
         total, after = 0, 0
         while True:
             batch = self._db.execute(
@@ -498,18 +496,25 @@ class PostgresEventStore(EventStore):
             ).fetchall()
             if not batch:
                 return total
-            texts = [(r[0], decode_event(r[1], r[2]).searchable_text()) for r in batch]
+            texts = []
+            for seq, kind, payload in batch:
+                try:
+                    texts.append((seq, decode_event(kind, payload).searchable_text()))
+                except (KeyError, ValueError, TypeError):
+                    if not skip_unknown:
+                        return None
             with self._lock:
                 total += sum(self._bm25.sizes([(seq, prepare_text(t)) for seq, t in texts if t]).values())
             after = batch[-1][0]
 
     def _token_total(self) -> int:
-        """The index's FTS5 token total (counted from the log when the store has no counter yet, read-only)."""
+        """The index's FTS5 token total; counted from the log when the store has no counter (opened read-only
+        before any writer counted it, or holding a newer Latch's events, which then count as no tokens)."""
         rows = self._rows("SELECT seq FROM latch_sequence WHERE name = ?", (TOKENS,))
         if rows:
             return int(rows[0][0])
         with self._lock:
-            return self._count_all_tokens_locked()
+            return self._count_all_tokens_locked(skip_unknown=True) or 0
 
     def append_kernel_records(
         self,
