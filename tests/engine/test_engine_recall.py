@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from store_backends import BACKENDS, open_store
 
 from latch.engine.recall import RECALL_ROWS, RecallCache, query_terms, recall
 from latch.engine.units import TokenCounter
@@ -30,6 +31,14 @@ def recaller(store, sid):
         return recall(reader, cache, query_terms([query]), before_seq=store.max_seq(sid) + 1, limit_tokens=limit_tokens)
 
     return run
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request, tmp_path):
+    """These recall tests run on SQLite and on PostgreSQL (tests/store_backends.py)."""
+    s = open_store(request, tmp_path, request.param)
+    yield s
+    s.close()
 
 
 @pytest.fixture

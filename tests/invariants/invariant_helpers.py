@@ -7,7 +7,8 @@ Sessions are grown one model request at a time from :class:`latch.bench.scenario
 from __future__ import annotations
 
 import hashlib
-import sqlite3
+
+from store_backends import raw_connection
 
 from latch.bench.scenario import ScenarioModel
 from latch.engine import ContextBudget, ContextRequest, EngineProfile, SessionContext
@@ -82,8 +83,9 @@ def grow(
 
 
 def rows_digest(path) -> tuple[int, str]:
-    """``(rows, sha256)`` of the raw ``events`` table, read with a plain SQLite connection."""
-    db = sqlite3.connect(str(path))
+    """``(rows, sha256)`` of the raw ``events`` table, read with a plain connection (``path``: an SQLite file or a
+    store, on either backend)."""
+    db = raw_connection(path)
     try:
         h = hashlib.sha256()
         n = 0
@@ -96,8 +98,8 @@ def rows_digest(path) -> tuple[int, str]:
 
 
 def kernel_streams(path) -> set[tuple[str, str]]:
-    """Every ``(stream, kind)`` present in the ``kernel_records`` table."""
-    db = sqlite3.connect(str(path))
+    """Every ``(stream, kind)`` present in the ``kernel_records`` table (``path``: an SQLite file or a store)."""
+    db = raw_connection(path)
     try:
         return {(s, k) for s, k in db.execute("SELECT DISTINCT stream, kind FROM kernel_records")}
     finally:

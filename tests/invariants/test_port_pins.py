@@ -256,7 +256,7 @@ def test_no_default_engine_kernel_context_behind_a_replacement(store, no_continu
         loop.say(f"next {i}")
         loop.step()
     assert TailEngine.built == [("root", sid)]
-    assert kernel_streams(store.path) == set()  # the replacement wrote nothing and nobody wrote for it
+    assert kernel_streams(store) == set()  # the replacement wrote nothing and nobody wrote for it
     for body in provider.requests:
         assert "<kernel-context" not in json.dumps(body, ensure_ascii=False)
     kinds = {e.kind for e in store.events(sid)}
@@ -284,7 +284,7 @@ def test_replay_through_a_replacement_writes_only_its_own_stream(store, no_conti
         store.append(sid, model.request())
     doc, _ = run_replay(store, sid, engine="sliding-window", recent=4_000)
     assert doc["summary"]["violations"] == [] and latch_baselines.SlidingWindowEngine.PLUGIN_NAME == "sliding-window"
-    streams = kernel_streams(store.path)
+    streams = kernel_streams(store)
     assert all(s.startswith("sliding-window:") for s, _ in streams)
     assert not {k for _, k in streams} & set(RECORD_KINDS) - {"manual_compact"}
 
@@ -326,7 +326,7 @@ def test_a_default_root_governs_its_children_with_the_default_factory(store):
     child = loop.spawn_child("Brief: check the docs.", provider)
     assert type(loop.engine) is ContinuityEngine and type(child.engine) is ContinuityEngine
     child.step()
-    streams = kernel_streams(store.path)
+    streams = kernel_streams(store)
     assert streams and all(s == "continuity:main" for s, _ in streams)
 
 

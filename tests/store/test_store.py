@@ -8,6 +8,7 @@ import threading
 import unicodedata
 
 import pytest
+from store_backends import raw_connection, refused
 
 from latch.events import (
     AssistantMessage,
@@ -87,10 +88,10 @@ def test_append_assigns_monotonic_seq_across_sessions(store):
 def test_database_refuses_update_and_delete(store):
     sid = store.create_session(external_key="a")
     store.append(sid, [UserMessage("keep me")])
-    raw = sqlite3.connect(store.path)
-    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+    raw = raw_connection(store)
+    with pytest.raises(refused(store), match="append-only"):
         raw.execute("UPDATE events SET payload = '{}'")
-    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+    with pytest.raises(refused(store), match="append-only"):
         raw.execute("DELETE FROM events")
     raw.close()
     assert [e.event.text for e in store.events(sid)] == ["keep me"]

@@ -1,7 +1,7 @@
 """The event store on PostgreSQL (latch.store.postgres) against a real server (tests/pg_support.py).
 
-The store and recall tests that take a ``store`` run again here on a PostgreSQL store (the ``store`` fixture of
-this module); the parity tests write the same batches to both backends and compare every event and every
+The store, recall and invariant tests that take a ``store`` run on both backends (tests/store_backends.py); the
+parity tests write the same batches to both backends and compare every event and every
 recall hit; the rest pin what only the server has (the advisory-locked migrations, the triggers, the redacted
 password, a reconnect after a restart).
 """
@@ -12,25 +12,6 @@ import threading
 
 import psycopg
 import pytest
-from test_engine_recall import (  # noqa: F401 - collected here, on PostgreSQL
-    session,
-    test_a_query_of_words_only_finds_the_row_holding_all_of_them_first,
-    test_full_diagnostic_line_finds_the_early_event_under_thousands_of_common_word_hits,
-    test_identifier_hits_come_newest_first_within_the_token_bound,
-)
-from test_store import (  # noqa: F401 - collected here, on PostgreSQL
-    test_any_user_string_is_a_valid_query,
-    test_append_assigns_monotonic_seq_across_sessions,
-    test_artifacts_are_content_addressed,
-    test_emoji_and_symbols_are_searchable,
-    test_failed_batch_leaves_store_unchanged,
-    test_kernel_records_append_only,
-    test_query_battery_finds_what_it_should,
-    test_reasoning_text_is_not_indexed,
-    test_reimport_by_source_ref_adds_nothing,
-    test_search_newest_first_and_scoped,
-    test_session_prefix_lookup,
-)
 
 from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
 from latch.store import EventStore, PendingEvent, StoreError

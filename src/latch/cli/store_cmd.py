@@ -37,7 +37,7 @@ def register(cli: click.Group) -> None:
             raise click.UsageError(f"DST {dst}: folder {Path(dst).parent} does not exist")
         created = not is_postgres_url(dst)
         try:
-            with EventStore(src, read_only=not is_postgres_url(src)) as source, EventStore(dst) as target:
+            with EventStore(src, read_only=True) as source, EventStore(dst) as target:
                 report = copy_store(source, target)
         except StoreError as exc:
             if created:  # a new file this command made: removed again, with its journal files

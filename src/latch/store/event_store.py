@@ -135,14 +135,15 @@ def _and(sql: str, args: list[Any], terms: Iterable[tuple[str, Any]]) -> str:
 @dataclass(frozen=True, slots=True)
 class EncodedBatch:
     """A batch of events encoded for the store, outside its write lock: per event ``(kind, canonical JSON payload,
-    source_ref, ts, prepared FTS text or None)``."""
+    source_ref, ts, index entry of its searchable text or None)``; the entry is the store's (SQLite: the prepared
+    FTS5 text, :func:`~latch.store.fts.prepare_text`)."""
 
-    rows: list[tuple[str, str, str | None, str | None, str | None]]
+    rows: list[tuple[str, str, str | None, str | None, Any]]
 
 
-def encode_events(events: Iterable[PendingEvent | Event]) -> EncodedBatch:
-    """Encode ``events`` as the store keeps them (canonical JSON, prepared searchable text). Raises ``ValueError``
-    or ``TypeError`` for an event that cannot be encoded (NaN, an object JSON cannot hold)."""
+def encode_events(events: Iterable[PendingEvent | Event], index: Callable[[str], Any] = prepare_text) -> EncodedBatch:
+    """Encode ``events`` as the store keeps them (canonical JSON, ``index`` of the searchable text). Raises
+    ``ValueError`` or ``TypeError`` for an event that cannot be encoded (NaN, an object JSON cannot hold)."""
     rows = []
     for pe in events:
         if isinstance(pe, Event):
@@ -150,7 +151,7 @@ def encode_events(events: Iterable[PendingEvent | Event]) -> EncodedBatch:
         else:
             ev, ref, ts = pe.event, pe.source_ref, pe.ts
         text = ev.searchable_text()
-        rows.append((ev.KIND, canonical_json(ev.to_payload()), ref, ts, prepare_text(text) if text else None))
+        rows.append((ev.KIND, canonical_json(ev.to_payload()), ref, ts, index(text) if text else None))
     return EncodedBatch(rows)
 
 
@@ -525,7 +526,7 @@ class EventStore:
         here), its index rows and the projections it moves, with one statement per table. Returns the new seqs
         in batch order; an event whose ``(session, source_ref)`` is already stored, or repeated in the batch, is
         skipped."""
-        batch = events if isinstance(events, EncodedBatch) else encode_events(events)
+        batch = events if isinstance(events, EncodedBatch) else encode_events(events, self._index_entry)
         if not batch.rows:
             return []
         db = self._db
@@ -748,10 +749,16 @@ class EventStore:
             db.execute("DELETE FROM run_leases WHERE session_id = ? AND run_id = ?", (session_id, run_id))
         return seqs
 
-    def _encode(self, events: Iterable[PendingEvent | Event]) -> EncodedBatch | list[PendingEvent | Event]:
+    @staticmethod
+    def _index_entry(text: str) -> Any:
+        """What the index keeps of an event's searchable ``text``, made outside the write lock (the prepared FTS5
+        text)."""
+        return prepare_text(text)
+
+    def _encode(self, events: Iterable[PendingEvent | Event]) -> EncodedBatch:
         """A batch as :meth:`_append_locked` takes it, encoded here, outside the write lock
-        (:func:`encode_events`)."""
-        return encode_events(events)
+        (:func:`encode_events` with :meth:`_index_entry`)."""
+        return encode_events(events, self._index_entry)
 
     def append(
         self, session_id: str, events: Iterable[PendingEvent | Event], *, fence: Fence | Sequence[Fence] | None = None

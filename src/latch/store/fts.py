@@ -36,6 +36,7 @@ __all__ = [
     "prepare_text",
     "token_key",
     "index_keys",
+    "prepared_keys",
     "MAX_KEY_CHARS",
     "dotted_terms",
     "MAX_DOTTED_PARTS",
@@ -45,6 +46,7 @@ __all__ = [
     "quote_token",
     "quoted_chunks",
     "build_phrase_query",
+    "phrase_query_phrases",
     "is_cjk",
     "is_symbol",
     "MAX_QUERY_CHARS",
@@ -388,7 +390,12 @@ def token_key(token: str) -> str:
 def index_keys(text: str) -> list[str]:
     """The distinct :func:`token_key` of every token of searchable ``text`` as indexed (:func:`prepare_text`),
     sorted: what a token-key index (the PostgreSQL store's ``events_fts.tokens``) holds for one event."""
-    return sorted({token_key(t) for t in _scan(prepare_text(text))})
+    return prepared_keys(prepare_text(text))
+
+
+def prepared_keys(prepared: str) -> list[str]:
+    """:func:`index_keys` of a text already prepared (:func:`prepare_text`)."""
+    return sorted({token_key(t) for t in _scan(prepared)})
 
 
 def _quote(token: str) -> str:
@@ -464,6 +471,12 @@ def build_phrase_query(query: str) -> str | None:
     tokens must occur next to each other in that order (``"Rust library"`` is ``"rust" + "library"``), where
     :func:`build_match_query` makes every word its own phrase. ``None`` when the query holds no token. The same
     bounds apply (:data:`MAX_PHRASES` chunks, :data:`MAX_PHRASE_TOKENS` tokens each)."""
+    phrases = phrase_query_phrases(query)
+    return " AND ".join(phrases) if phrases else None
+
+
+def phrase_query_phrases(query: str) -> list[str]:
+    """The phrases :func:`build_phrase_query` joins with ``AND``, in order, each once (``[]``: no token)."""
     phrases: list[str] = []
     for chunk in quoted_chunks(query)[:MAX_PHRASES]:
         if " " in chunk.strip():
@@ -473,7 +486,7 @@ def build_phrase_query(query: str) -> str | None:
             phrase = build_match_query(chunk) or ""
         if phrase and phrase not in phrases:
             phrases.append(phrase)
-    return " AND ".join(phrases) if phrases else None
+    return phrases
 
 
 def _chunk_tokens(word: str) -> list[str]:

@@ -23,6 +23,7 @@ from typing import Any
 from ..events import EVENT_KINDS, decode_event
 from .fts import index_keys
 from .migrations import MIGRATIONS as SQLITE_MIGRATIONS
+from .pg_ranking import TOKENS
 
 PG_MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = []
 
@@ -138,6 +139,7 @@ def reindex(db: Any) -> None:
     if not kinds or not kinds <= set(EVENT_KINDS):
         return
     db.execute("DELETE FROM events_fts")
+    db.execute("DELETE FROM latch_sequence WHERE name = ?", (TOKENS,))  # counted again after the migrations
     after = 0
     while True:
         batch = db.execute(

@@ -17,11 +17,16 @@ opens one. What it keeps from the SQLite store:
   with the index's tokenizer, decides each candidate (:meth:`latch.store.fts_search.CandidateSearch.verify`),
   newest first, until ``limit`` hits.
 
+People search (:meth:`search_hits`, ``latch search``) gives SQLite's hits in SQLite's order with the same
+``bm25`` ranks, every filter included (:mod:`latch.store.pg_ranking`). ``read_only=True`` opens as SQLite's
+read-only mode does (no migration, no cache rebuild; the session is ``default_transaction_read_only``, so a role
+that may only ``SELECT`` can read). A write transaction whose connection is lost (the backend terminated, the
+server killed or restarted) is rolled back by the server, whole; the store raises :class:`StoreError` (one line)
+and reconnects at its next call.
+
 The connection string's password is never stored or printed: :attr:`url` is the redacted string
 (:func:`redact`) and every error names it. The replay scratch database stays a local SQLite file under the data
-folder (``replays/pg-<digest>.replays.sqlite``). Not on PostgreSQL yet: ``search_hits`` ordered by
-``relevance`` (FTS5's bm25 needs the whole index) and the ``tool``/``since``/``until`` filters of ``search_hits`` and
-``call_events`` (:class:`StoreError`, one line).
+folder (``replays/pg-<digest>.replays.sqlite``).
 """
 
 from __future__ import annotations
@@ -30,20 +35,29 @@ import hashlib
 import re
 import threading
 import urllib.parse
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..events import Event, PendingEvent, canonical_json
+from ..events import Event, PendingEvent, canonical_json, decode_event
 from ._sqlite import StoreBusyError, StoreError, StoreUnavailable, _now
-from .event_store import EncodedBatch, EventStore, StoredEvent, _and, data_dir
-from .fts import build_match_query, build_phrase_query, index_keys, match_phrases, quoted_chunks, token_key
+from .event_store import EncodedBatch, EventStore, StoredEvent, _and, data_dir, encode_events
+from .fts import (
+    build_match_query,
+    match_phrases,
+    phrase_query_phrases,
+    prepare_text,
+    prepared_keys,
+    token_key,
+)
 from .fts_search import CandidateSearch
 from .leases import Fence
 from .pg_migrations import PG_MIGRATIONS
+from .pg_ranking import TOKENS, Bm25, JulianDay, phrase_tokens
 from .projections import PROJECTIONS
+from .replays import ReplayScratch
 from .wakeups import GROUP_CHANNEL, TASK_WAKE_KINDS, ListenWakeups
 
 __all__ = ["PostgresEventStore", "is_postgres_url", "redact", "local_anchor", "WRITE_LOCK", "MIGRATE_LOCK"]
@@ -148,6 +162,8 @@ class PostgresEventStore(EventStore):
         self._conn = None
         self._scratch = None
         self._candidates = CandidateSearch()
+        self._bm25 = Bm25()
+        self._days: JulianDay | None = None
         self._busy_timeout_ms = busy_timeout_ms
         self.read_only = read_only
         try:
@@ -160,7 +176,9 @@ class PostgresEventStore(EventStore):
         self._connect()
         try:
             self._migrate()
-            for name in list(PROJECTIONS):  # a cache behind the log is caught up at open, as in SQLite
+            for name in (
+                list(PROJECTIONS) if not read_only else ()
+            ):  # a cache behind the log is caught up at open, as in SQLite
                 try:
                     self.sync_projection(name)
                 except StoreError:  # busy or read-only: a cache must not refuse the open; the next read retries
@@ -187,6 +205,8 @@ class PostgresEventStore(EventStore):
             raise StoreUnavailable(f"cannot open the Latch store at {self.url}: {self._reason(exc)}") from None
         self._conn = _Connection(conn)  # type: ignore[assignment]
         conn.execute(f"SET lock_timeout = {int(self._busy_timeout_ms)}")
+        if self.read_only:  # the server refuses every write of this session too
+            conn.execute("SET default_transaction_read_only = on")
 
     def _reason(self, exc: BaseException) -> str:
         text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -328,6 +348,15 @@ class PostgresEventStore(EventStore):
                         f"cannot open the Latch store at {self.url}: the database holds tables of "
                         f"another program ({shown}); Latch leaves it unchanged"
                     )
+                if self.read_only:  # as SQLite's read-only open: no migration, no cache rebuild, nothing written
+                    done = {r[0] for r in db.execute("SELECT name FROM _latch_migrations")} if tables else set()
+                    pending = [n for n, _ in PG_MIGRATIONS if n not in done]
+                    if pending:
+                        raise StoreError(
+                            f"the store at {self.url} is read-only and needs a migration ({len(pending)} pending, "
+                            f"first {pending[0]}): run `latch` once with write access to it (e.g. `latch sessions`)"
+                        )
+                    return
                 db.execute(f"SELECT pg_advisory_lock({MIGRATE_LOCK})")
             except psycopg.Error as exc:
                 raise self._error(exc) from None
@@ -346,6 +375,14 @@ class PostgresEventStore(EventStore):
                     with self._write() as w:
                         fn(w)
                         w.execute("INSERT INTO _latch_migrations(name, applied_at) VALUES (?, ?)", (name, _now()))
+                if not db.execute("SELECT 1 FROM latch_sequence WHERE name = ?", (TOKENS,)).fetchone():
+                    with self._write() as w:  # a store written before the counter: count its index once
+                        total = self._count_all_tokens_locked()
+                        if total is not None:
+                            w.execute(
+                                "INSERT INTO latch_sequence(name, seq) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+                                (TOKENS, total),
+                            )
             except psycopg.Error as exc:
                 raise self._error(exc) from None
             finally:
@@ -387,55 +424,60 @@ class PostgresEventStore(EventStore):
     def replay_scratch_path(self) -> Path | None:
         return Path(str(self.path) + ".replays.sqlite")
 
+    def replay_scratch(self) -> ReplayScratch:
+        """:meth:`EventStore.replay_scratch`, in this host's data folder (``replays/``, created when missing)."""
+        where = self.replay_scratch_path
+        if where is not None:
+            try:
+                where.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the replay scratch folder {where.parent}: {exc.strerror or exc}"
+                ) from None
+        return super().replay_scratch()
+
     # ---------------------------------------------------------------- writes
-    def _encode(self, events: Iterable[PendingEvent | Event]) -> EncodedBatch | list[PendingEvent | Event]:
-        """The events as they are: this store encodes them in :meth:`_append_locked` (its index keeps token keys,
-        made from each event's searchable text)."""
-        return list(events)
+    @staticmethod
+    def _index_entry(text: str) -> tuple[list[str], str]:
+        """The index entry of a searchable ``text``, made outside the write lock: its token keys
+        (:func:`~latch.store.fts.prepared_keys`) and its prepared text (for its FTS5 token count)."""
+        prepared = prepare_text(text)
+        return prepared_keys(prepared), prepared
 
     def _append_locked(self, session_id: str, events: Iterable[PendingEvent | Event] | EncodedBatch) -> list[int]:
-        if isinstance(events, EncodedBatch):
-            raise TypeError("the PostgreSQL store takes events, not a batch encoded for SQLite")
-        db = self._db
-        batch: list[tuple[Event, str | None, str | None]] = []
-        refs: set[str] = set()
-        seen: set[str] = set()
-        for pe in events:
-            if isinstance(pe, Event):
-                pe = PendingEvent(pe)
-            if pe.source_ref is not None:
-                refs.add(pe.source_ref)
-            batch.append((pe.event, pe.source_ref, pe.ts))
-        if not batch:
+        batch = events if isinstance(events, EncodedBatch) else encode_events(events, self._index_entry)
+        if not batch.rows:
             return []
+        db = self._db
+        refs = sorted({r[2] for r in batch.rows if r[2] is not None})
         known: set[str] = set()
         if refs:
             known = {
                 r[0]
                 for r in db.execute(
-                    "SELECT source_ref FROM events WHERE session_id = ? AND source_ref = ANY(?)",
-                    (session_id, sorted(refs)),
+                    "SELECT source_ref FROM events WHERE session_id = ? AND source_ref = ANY(?)", (session_id, refs)
                 )
             }
-        nxt = self._take_numbers(db, "events", len(batch))
-        rows, indexed, kinds = [], [], set()
-        for i, (ev, ref, ts) in enumerate(batch):
+        nxt = self._take_numbers(db, "events", len(batch.rows))
+        rows, indexed, prepared, kinds, seen = [], [], [], set(), set()
+        for i, (kind, payload, ref, ts, entry) in enumerate(batch.rows):
             seq = nxt + i
             if ref is not None and (ref in known or ref in seen):
                 continue  # already stored: its number stays used, as SQLite's AUTOINCREMENT does
             if ref is not None:
                 seen.add(ref)
-            rows.append((seq, session_id, ev.KIND, canonical_json(ev.to_payload()), ref, ts))
-            text = ev.searchable_text()
-            if text:
-                indexed.append((seq, index_keys(text)))
-            kinds.add(ev.KIND)
+            rows.append((seq, session_id, kind, payload, ref, ts))
+            if entry is not None:
+                indexed.append((seq, entry[0]))
+                prepared.append((seq, entry[1]))
+            kinds.add(kind)
         if rows:
             db.executemany(
                 "INSERT INTO events(seq, session_id, kind, payload, source_ref, ts) VALUES (?, ?, ?, ?, ?, ?)", rows
             )
         if indexed:
             db.executemany("INSERT INTO events_fts(seq, tokens) VALUES (?, ?)", indexed)
+            self._count_tokens_locked(prepared)
         for p in list(PROJECTIONS.values()):
             if kinds.intersection(p.kinds):
                 self._sync_projection_locked(p)
@@ -467,9 +509,52 @@ class PostgresEventStore(EventStore):
         )
 
     def _index_locked(self, texts: Sequence[tuple[int, str]]) -> None:
-        rows = [(seq, index_keys(text)) for seq, text in texts if text]
+        entries = [(seq, self._index_entry(text)) for seq, text in texts if text]
+        if entries:
+            self._db.executemany("INSERT INTO events_fts(seq, tokens) VALUES (?, ?)", [(s, e[0]) for s, e in entries])
+            self._count_tokens_locked([(s, e[1]) for s, e in entries])
+
+    def _count_tokens_locked(self, prepared: Sequence[tuple[int, str]]) -> None:
+        """Inside a write transaction: add the FTS5 token counts of the newly indexed ``prepared`` texts
+        ``(seq, prepared text)`` to the index's token total (:data:`~latch.store.pg_ranking.TOKENS`, what FTS5
+        keeps for ``bm25``)."""
+        with self._lock:
+            n = sum(self._bm25.sizes(prepared).values())
+        # only a counted total moves (one that covers the whole index: made at open, see _migrate)
+        self._db.execute("UPDATE latch_sequence SET seq = seq + ? WHERE name = ?", (n, TOKENS))
+
+    def _count_all_tokens_locked(self, *, skip_unknown: bool = False) -> int | None:
+        """Inside a transaction: the FTS5 token total of every indexed event, counted from the log. An event kind
+        this process cannot decode (a newer Latch's): ``None``, or with ``skip_unknown`` that event counted as
+        no tokens."""
+        total, after = 0, 0
+        while True:
+            batch = self._db.execute(
+                "SELECT e.seq, e.kind, e.payload FROM events_fts f JOIN events e ON e.seq = f.seq WHERE f.seq > ? "
+                "ORDER BY f.seq LIMIT 2000",
+                (after,),
+            ).fetchall()
+            if not batch:
+                return total
+            texts = []
+            for seq, kind, payload in batch:
+                try:
+                    texts.append((seq, decode_event(kind, payload).searchable_text()))
+                except (KeyError, ValueError, TypeError):
+                    if not skip_unknown:
+                        return None
+            with self._lock:
+                total += sum(self._bm25.sizes([(seq, prepare_text(t)) for seq, t in texts if t]).values())
+            after = batch[-1][0]
+
+    def _token_total(self) -> int:
+        """The index's FTS5 token total; counted from the log when the store has no counter (opened read-only
+        before any writer counted it, or holding a newer Latch's events, which then count as no tokens)."""
+        rows = self._rows("SELECT seq FROM latch_sequence WHERE name = ?", (TOKENS,))
         if rows:
-            self._db.executemany("INSERT INTO events_fts(seq, tokens) VALUES (?, ?)", rows)
+            return int(rows[0][0])
+        with self._lock:
+            return self._count_all_tokens_locked(skip_unknown=True) or 0
 
     def append_kernel_records(
         self,
@@ -507,7 +592,13 @@ class PostgresEventStore(EventStore):
 
     # ---------------------------------------------------------------- recall
     def _recall(
-        self, phrases: list[list[str]], match: str, mode: str, limit: int, where: str, args: list[Any]
+        self,
+        phrases: list[list[str]],
+        match: str,
+        mode: str,
+        limit: int,
+        where: str,
+        args: list[Any],
     ) -> list[StoredEvent]:
         """The newest ``limit`` events (newest first) whose text FTS5 matches ``match``, among the rows holding
         the token keys of every phrase (``mode="and"``) or of one phrase (``"or"``), with the filter ``where``."""
@@ -562,6 +653,39 @@ class PostgresEventStore(EventStore):
             args.append(excluded)
         return self._recall(match_phrases(query), match, mode, limit, where, args)
 
+    def _filters(
+        self,
+        session_id: str | None,
+        kinds: Sequence[str] | None,
+        tool: str | None,
+        since: str | None,
+        until: str | None,
+        exclude_sessions: Iterable[str],
+    ) -> tuple[str, list[Any], Callable[[StoredEvent], bool] | None]:
+        """The filters of :meth:`search_hits` over ``events e``: `` AND …`` SQL terms with their args, and the
+        ``since``/``until`` test (SQLite's ``julianday``, :class:`~latch.store.pg_ranking.JulianDay`) or ``None``."""
+        args: list[Any] = []
+        where = _and("", args, (("e.session_id = ?", session_id), ("e.kind = ANY(?)", list(kinds) if kinds else None)))
+        if tool is not None:
+            where += (
+                " AND ((e.kind = 'assistant_message' AND EXISTS (SELECT 1 FROM json_array_elements(e.payload::json "
+                "-> 'tool_calls') t WHERE (t ->> 'name') = ?)) OR (e.kind = 'tool_result' AND ((e.payload::json "
+                "->> 'name') = ? OR (e.payload::json ->> 'call_id') IN (SELECT c ->> 'id' FROM events a, "
+                "json_array_elements(a.payload::json -> 'tool_calls') c WHERE a.kind = 'assistant_message' AND "
+                "a.session_id = e.session_id AND (c ->> 'name') = ?))))"
+            )
+            args.extend([tool, tool, tool])
+        excluded = sorted(set(exclude_sessions))
+        if excluded:
+            where += " AND NOT (e.session_id = ANY(?))"
+            args.append(excluded)
+        if since is None and until is None:
+            return where, args, None
+        if self._days is None:
+            self._days = JulianDay()
+        days = self._days
+        return where, args, lambda e: days.within(e.ts, since, until)
+
     def search_hits(
         self,
         query: str,
@@ -575,25 +699,61 @@ class PostgresEventStore(EventStore):
         until: str | None = None,
         exclude_sessions: Iterable[str] = (),
     ) -> list[tuple[StoredEvent, float]]:
-        """:meth:`EventStore.search_hits` with ``order="recent"`` and the ``session_id``, ``kinds`` and
-        ``exclude_sessions`` filters (rank ``0.0``); :class:`StoreError` for the others on PostgreSQL."""
+        """:meth:`EventStore.search_hits`: the same hits in the same order with the same FTS5 ``bm25`` ranks
+        (:class:`~latch.store.pg_ranking.Bm25`). It reads every event holding the token keys of some phrase (the
+        rank's IDF counts each phrase's rows over the whole log), in either order."""
         if order not in ("recent", "relevance"):
             raise ValueError(f"order must be 'recent' or 'relevance', not {order!r}")
-        if order != "recent" or tool is not None or since is not None or until is not None:
-            raise StoreError(
-                f"the store at {self.url} (PostgreSQL) searches newest first without --tool, --since or --until for now"
-            )
-        match = build_phrase_query(query)
-        if match is None or limit <= 0:
+        chunks = phrase_query_phrases(query)
+        if not chunks or limit <= 0:
             return []
-        phrases = [p for chunk in quoted_chunks(query) for p in match_phrases(chunk)]
-        args: list[Any] = []
-        where = _and("", args, (("e.session_id = ?", session_id), ("e.kind = ANY(?)", list(kinds) if kinds else None)))
-        excluded = sorted(set(exclude_sessions))
-        if excluded:
-            where += " AND NOT (e.session_id = ANY(?))"
-            args.append(excluded)
-        return [(e, 0.0) for e in self._recall(phrases, match, "and", limit, where, args)]
+        match = " AND ".join(chunks)  # build_phrase_query's expression
+        phrases = match.split(" AND ")  # FTS5's phrases, in order (quoted tokens hold no space)
+        where, args, keep = self._filters(session_id, kinds, tool, since, until, exclude_sessions)
+        return self._ranked(phrases, where, args, keep, limit, order)
+
+    def _ranked(
+        self,
+        phrases: list[str],
+        where: str,
+        args: list[Any],
+        keep: Callable[[StoredEvent], bool] | None,
+        limit: int,
+        order: str,
+    ) -> list[tuple[StoredEvent, float]]:
+        """The ``limit`` events matching all ``phrases`` with the filters, ``[(event, bm25 rank)]``: the best
+        first (ties: newest first) for ``order="relevance"``, the newest first for ``"recent"``."""
+        tokens = [phrase_tokens(p) for p in phrases]
+        keyed = [sorted({token_key(t) for t in p}) for p in tokens]
+        every = sorted({k for p in keyed for k in p})
+        allowed = {
+            r[0]
+            for r in self._rows(
+                "SELECT e.seq FROM events_fts f JOIN events e ON e.seq = f.seq WHERE f.tokens @> ?::text[]" + where,
+                [every, *args],
+            )
+        }
+        if not allowed:
+            return []
+        cond = " OR ".join(["f.tokens @> ?::text[]"] * len(keyed))
+        rows = self._rows(
+            "SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts FROM events_fts f "
+            "JOIN events e ON e.seq = f.seq WHERE " + cond,
+            keyed,
+        )
+        decoded = {r[0]: self._decode_row(r) for r in rows}
+        n_rows = int(self._rows("SELECT count(*) FROM events_fts")[0][0])
+        avgdl = float(self._token_total()) / float(n_rows)
+        with self._lock:
+            sizes, freqs = self._bm25.counts(phrases, [(s, d.event.searchable_text()) for s, d in decoded.items()])
+        idfs = [Bm25.idf(n_rows, len(f)) for f in freqs]
+        ranked = []
+        for seq in allowed:
+            got = [f.get(seq, 0) for f in freqs]
+            if all(got) and (keep is None or keep(decoded[seq])):
+                ranked.append((Bm25.rank(idfs, got, sizes[seq], avgdl), seq))
+        ranked.sort(key=(lambda x: (x[0], -x[1])) if order == "relevance" else (lambda x: -x[1]))
+        return [(decoded[seq], rank) for rank, seq in ranked[:limit]]
 
     def call_events(
         self,
@@ -606,23 +766,15 @@ class PostgresEventStore(EventStore):
         until: str | None = None,
         exclude_sessions: Iterable[str] = (),
     ) -> list[StoredEvent]:
-        """:meth:`EventStore.call_events` (jsonb lookups), with the ``session_id``, ``kinds`` and
-        ``exclude_sessions`` filters; :class:`StoreError` for the others on PostgreSQL."""
-        import json
-
-        if tool is not None or since is not None or until is not None:
-            raise StoreError(
-                f"the store at {self.url} (PostgreSQL) searches without --tool, --since or --until for now"
-            )
+        """:meth:`EventStore.call_events` (json lookups), with the same filters."""
         sql = (
             "SELECT e.seq, e.session_id, e.kind, e.payload, e.source_ref, e.ts FROM events e WHERE "
-            "((e.kind = 'tool_result' AND (e.payload::jsonb ->> 'call_id') = ?) OR "
-            "(e.kind = 'assistant_message' AND (e.payload::jsonb -> 'tool_calls') @> ?::jsonb))"
+            "((e.kind = 'tool_result' AND (e.payload::json ->> 'call_id') = ?) OR "
+            "(e.kind = 'assistant_message' AND EXISTS (SELECT 1 FROM json_array_elements(e.payload::json -> "
+            "'tool_calls') c WHERE (c ->> 'id') = ?)))"
         )
-        args: list[Any] = [call_id, json.dumps([{"id": call_id}])]
-        sql = _and(sql, args, (("e.session_id = ?", session_id), ("e.kind = ANY(?)", list(kinds) if kinds else None)))
-        excluded = sorted(set(exclude_sessions))
-        if excluded:
-            sql += " AND NOT (e.session_id = ANY(?))"
-            args.append(excluded)
-        return [self._decode_row(r) for r in self._rows(sql + " ORDER BY e.seq DESC", args)]
+        where, args, keep = self._filters(session_id, kinds, tool, since, until, exclude_sessions)
+        found = [
+            self._decode_row(r) for r in self._rows(sql + where + " ORDER BY e.seq DESC", [call_id, call_id, *args])
+        ]
+        return [e for e in found if keep is None or keep(e)]
