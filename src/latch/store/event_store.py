@@ -537,10 +537,11 @@ class EventStore:
             "ON CONFLICT(session_id, source_ref) DO NOTHING",
             [(session_id, kind, payload, ref, ts) for kind, payload, ref, ts, _ in batch.rows],
         ).rowcount
-        stored = db.execute("SELECT seq, source_ref FROM events WHERE seq > ? ORDER BY seq", (newest,)).fetchall()
-        if inserted == len(batch.rows) == len(stored):
-            matched = list(zip((r[0] for r in stored), batch.rows, strict=True))
+        if inserted == len(batch.rows):  # none skipped: AUTOINCREMENT numbered them one after another
+            last = db.execute("SELECT last_insert_rowid()").fetchone()[0]
+            matched = list(zip(range(last - inserted + 1, last + 1), batch.rows, strict=True))
         else:  # some were skipped: a skipped event has a source_ref that no later inserted row repeats
+            stored = db.execute("SELECT seq, source_ref FROM events WHERE seq > ? ORDER BY seq", (newest,)).fetchall()
             matched, i = [], 0
             for row in batch.rows:
                 if i < len(stored) and stored[i][1] == row[2]:
