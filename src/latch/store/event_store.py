@@ -534,7 +534,7 @@ class EventStore:
         newest = db.execute("SELECT max(seq) FROM events").fetchone()[0] or 0
         inserted = db.executemany(
             "INSERT INTO events(session_id, kind, payload, source_ref, ts) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT(session_id, source_ref) DO NOTHING",
+            "ON CONFLICT(session_id, source_ref) WHERE source_ref IS NOT NULL DO NOTHING",
             [(session_id, kind, payload, ref, ts) for kind, payload, ref, ts, _ in batch.rows],
         ).rowcount
         if inserted == len(batch.rows):  # none skipped: AUTOINCREMENT numbered them one after another
