@@ -110,6 +110,8 @@ __all__ = [
 ]
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+"""The encoder of :func:`canonical_json`, made once (``json.dumps`` with options builds one per call)."""
 
 
 def canonical_json(obj: Any) -> str:
@@ -119,7 +121,7 @@ def canonical_json(obj: Any) -> str:
     surrogates escaped as ``\\uXXXX`` so that :func:`canonical_bytes` is always
     valid UTF-8. ``NaN``/``Infinity`` are rejected (``ValueError``).
     """
-    text = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = _CANONICAL.encode(obj)
     if not text.isascii() and _SURROGATE_RE.search(text):
         text = _SURROGATE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text

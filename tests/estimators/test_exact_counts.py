@@ -103,7 +103,7 @@ def test_the_token_counts_migration_is_applied_in_order(tmp_path):
     with EventStore(tmp_path / "s.db") as s:
         assert (
             s.applied_migrations() == [name for name, _ in MIGRATIONS]
-            and MIGRATIONS[-1][0] == "m011_events_kind_indexes"
+            and MIGRATIONS[-1][0] == "m012_events_source_ref_partial_index"
         )
         assert "m005_token_counts" in s.applied_migrations()
 

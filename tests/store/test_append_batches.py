@@ -1,5 +1,6 @@
 """EventStore appends as set-based statements: seqs, skipped duplicates and index rows of a batch, and the
-events table's indexes after migration ``m011_events_kind_indexes`` (each read's query plan)."""
+events table's indexes after migrations ``m011_events_kind_indexes`` (each read's query plan) and
+``m012_events_source_ref_partial_index`` (a store from before keeps every event, seq, counter and token count)."""
 
 from __future__ import annotations
 
@@ -76,8 +77,8 @@ def _indexes(db: sqlite3.Connection) -> list[str]:
 
 def test_the_kind_indexes_are_replaced_by_one_partial_index(tmp_path):
     with EventStore(tmp_path / "s.db") as s:
-        assert MIGRATIONS[-1][0] == "m011_events_kind_indexes"
-        assert _indexes(s._db) == ["events_projected_kind_seq", "events_session_seq", "sqlite_autoindex_events_1"]
+        assert "m011_events_kind_indexes" in [name for name, _ in MIGRATIONS]
+        assert _indexes(s._db) == ["events_projected_kind_seq", "events_session_seq", "events_session_source_ref"]
         sid = s.create_session(external_key="g")
         s.append(sid, [UserMessage("hello")] * 3 + [GroupMemberJoined("a1", None), GroupTaskCreated("t1", "T", "b")])
         # only the projected kinds' rows are in the partial index
@@ -132,7 +133,7 @@ def test_a_store_from_before_the_migration_is_migrated(tmp_path):
         db.execute("DELETE FROM _latch_migrations WHERE name = 'm011_events_kind_indexes'")
     with EventStore(path) as s:
         assert s.applied_migrations()[-1] == "m011_events_kind_indexes"
-        assert _indexes(s._db) == ["events_projected_kind_seq", "events_session_seq", "sqlite_autoindex_events_1"]
+        assert _indexes(s._db) == ["events_projected_kind_seq", "events_session_seq", "events_session_source_ref"]
         assert [e.event.text for e in s.events(sid, kinds=["user_message"])] == ["before"]
         assert not s.sync_projection("group")  # its mark is current: the freshness check reads the new index
 
@@ -143,3 +144,57 @@ def test_dots_that_end_sentences_add_no_terms_and_dotted_terms_still_do():
     assert prepare_text("Done. Next step: x + 2.") == "Done. Next step: x + 2." and dotted_terms("Done. Again.") == []
     assert dotted_terms("Done. Now see node.js. Then .NET.") == ["node\ue02ejs"]
     assert prepare_text("Then .NET.") == "Then  \ue02eNET .NET."
+
+
+def _store_as_m011_left_it(path) -> None:
+    """A store file that migrations m001..m011 made: events with and without source_ref, a duplicate skipped at the
+    end (AUTOINCREMENT's counter above the largest seq), their FTS rows and a token count."""
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA foreign_keys=ON")
+    db.execute("CREATE TABLE _latch_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    for name, fn in MIGRATIONS[: [n for n, _ in MIGRATIONS].index("m011_events_kind_indexes") + 1]:
+        fn(db)
+        db.execute("INSERT INTO _latch_migrations VALUES (?, '2026-12-01T00:00:00Z')", (name,))
+    db.execute("INSERT INTO sessions(id, created_at) VALUES ('s1', '2026-12-01T00:00:00Z')")
+    batch = [PendingEvent(UserMessage("first line"), source_ref="line:1"), UserMessage("no ref")]
+    batch += [PendingEvent(ToolResult("c1", "pytest passed"), source_ref="line:2")]
+    batch += [PendingEvent(UserMessage("again"), source_ref="line:1")]  # skipped: uses seq 4 up
+    for kind, payload, ref, ts, text in encode_events(batch).rows:
+        cur = db.execute(
+            "INSERT INTO events(session_id, kind, payload, source_ref, ts) VALUES ('s1', ?, ?, ?, ?) "
+            "ON CONFLICT(session_id, source_ref) DO NOTHING",
+            (kind, payload, ref, ts),
+        )
+        if cur.rowcount:
+            db.execute("INSERT INTO events_fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, text))
+    db.execute("INSERT INTO token_counts VALUES ('s1', 'cl100k', 3, 'd', 7)")
+    assert db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()[0] == 4
+    assert _indexes(db) == ["events_projected_kind_seq", "events_session_seq", "sqlite_autoindex_events_1"]
+    db.close()
+
+
+def test_a_store_from_before_the_partial_source_ref_index_keeps_everything(tmp_path):
+    path = tmp_path / "old.db"
+    _store_as_m011_left_it(path)
+    with EventStore(path) as s:
+        db = s._db
+        assert s.applied_migrations()[-1] == "m012_events_source_ref_partial_index"
+        assert _indexes(db) == ["events_projected_kind_seq", "events_session_seq", "events_session_source_ref"]
+        assert [(e.seq, e.source_ref) for e in s.events("s1")] == [(1, "line:1"), (2, None), (3, "line:2")]
+        assert [h.seq for h in s.search("pytest")] == [3] and [h.seq for h in s.search("line")] == [1]
+        assert s.token_counts("s1", "cl100k") == {(3, "d"): 7}
+        assert s._sequence("events") == 4  # the number the skipped duplicate used stays used
+        # the same rule: a stored source_ref is skipped, events without one never conflict
+        new = [PendingEvent(UserMessage("dup"), source_ref="line:2"), UserMessage("no ref"), UserMessage("no ref")]
+        assert s.append("s1", new) == [6, 7]
+        with pytest.raises(sqlite3.IntegrityError):
+            db.execute("INSERT INTO events(session_id, kind, payload, source_ref) VALUES ('s1', 'k', '{}', 'line:1')")
+        with pytest.raises(sqlite3.IntegrityError):  # foreign keys still hold
+            db.execute("INSERT INTO events(session_id, kind, payload) VALUES ('nobody', 'k', '{}')")
+        for sql in ("UPDATE events SET payload = '{}' WHERE seq = 1", "DELETE FROM events WHERE seq = 1"):
+            with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+                db.execute(sql)
+        assert "events_session_source_ref (session_id=? AND source_ref=?)" in _plan(
+            db, "SELECT seq FROM events WHERE session_id = ? AND source_ref = ?", ("s1", "line:1")
+        )
+        assert s.quick_check() == []

@@ -5,13 +5,16 @@ no dotted tokens: migration m006 applied, m007 not) upgrades when it opens."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from latch.events import ToolResult, UserMessage
 from latch.store import EventStore
-from latch.store.fts import _prepare_glued, build_match_query, dotted_terms
+from latch.store.fts import MAX_DOTTED_PARTS, _prepare_glued, build_match_query, dotted_terms, prepare_text
 from latch.store.migrations import MIGRATIONS
 
 TEXTS = [
@@ -88,3 +91,35 @@ def test_a_store_indexed_by_the_previous_release_upgrades(tmp_path):
     assert [h.event.content for h in store.search("18.2.0")] == ["npm i react@18.2.0 --save"]
     assert [h.event.text for h in store.search("C++")] == ["C++ and .NET"]
     store.close()
+
+
+def _dotted_by_definition(text: str) -> list[str]:
+    """dotted_terms spelled out: of each whitespace-separated chunk, every sub-run of two or more of the first
+    MAX_DOTTED_PARTS parts of each dotted run, each once, in order."""
+    extra: dict[str, None] = {}
+    for chunk in text.split():
+        for m in re.finditer(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)+(?![A-Za-z0-9])", chunk):
+            parts = m.group(0).split(".")[:MAX_DOTTED_PARTS]
+            for i in range(len(parts) - 1):
+                for j in range(i + 2, len(parts) + 1):
+                    extra.setdefault("\ue02e".join(parts[i:j]))
+    return list(extra)
+
+
+def _prepared_by_definition(text: str) -> str:
+    """prepare_text spelled out: the glued-term preparation of the whole text, then a line of its dotted terms."""
+    extra = _dotted_by_definition(text)
+    return _prepare_glued(text) + ("\n" + " ".join(extra) if extra else "")
+
+
+_PIECES = st.sampled_from(
+    ["C++", "c#", ".NET", ".env", "node.js", "v1.2.3.4.5.6.7.8.9", "os.path.join", "a..b", "x.", ". ", "main.py"]
+    + ["数据", "🔥", "fix🔥now", "é", "\udcff", " ", "\n", "\u3000", "\x1c", "++", "#", "a", "1", ".", "_", "ａ.ｂ"]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_PIECES | st.text(max_size=4), max_size=12).map("".join))
+def test_prepared_text_is_its_definition(text):
+    assert prepare_text(text) == _prepared_by_definition(text)
+    assert dotted_terms(text) == _dotted_by_definition(text)

@@ -535,26 +535,29 @@ class EventStore:
         newest = db.execute("SELECT max(seq) FROM events").fetchone()[0] or 0
         inserted = db.executemany(
             "INSERT INTO events(session_id, kind, payload, source_ref, ts) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT(session_id, source_ref) DO NOTHING",
+            "ON CONFLICT(session_id, source_ref) WHERE source_ref IS NOT NULL DO NOTHING",
             [(session_id, kind, payload, ref, ts) for kind, payload, ref, ts, _ in batch.rows],
         ).rowcount
-        stored = db.execute("SELECT seq, source_ref FROM events WHERE seq > ? ORDER BY seq", (newest,)).fetchall()
-        if inserted == len(batch.rows) == len(stored):
-            matched = list(zip((r[0] for r in stored), batch.rows, strict=True))
+        if inserted == len(batch.rows):  # none skipped: AUTOINCREMENT numbered them one after another
+            last = db.execute("SELECT last_insert_rowid()").fetchone()[0]
+            seqs = list(range(last - inserted + 1, last + 1))
+            rows = batch.rows
         else:  # some were skipped: a skipped event has a source_ref that no later inserted row repeats
-            matched, i = [], 0
+            stored = db.execute("SELECT seq, source_ref FROM events WHERE seq > ? ORDER BY seq", (newest,)).fetchall()
+            seqs, rows, i = [], [], 0
             for row in batch.rows:
                 if i < len(stored) and stored[i][1] == row[2]:
-                    matched.append((stored[i][0], row))
+                    seqs.append(stored[i][0])
+                    rows.append(row)
                     i += 1
-        indexed = [(seq, row[4]) for seq, row in matched if row[4]]
+        indexed = [(seq, row[4]) for seq, row in zip(seqs, rows, strict=True) if row[4]]
         if indexed:
             db.executemany("INSERT INTO events_fts(rowid, text) VALUES (?, ?)", indexed)
-        kinds = {row[0] for _, row in matched}
+        kinds = {row[0] for row in rows}
         for p in list(PROJECTIONS.values()):  # the projection moves in the transaction that appends its kinds
             if kinds.intersection(p.kinds):
                 self._sync_projection_locked(p)
-        return [seq for seq, _ in matched]
+        return seqs
 
     def _sequence(self, table: str) -> int:
         """The last number AUTOINCREMENT handed out for ``table`` (``events``: seq; ``kernel_records``: id); 0 when

@@ -274,10 +274,18 @@ def _glue(text: str, chunks: list[str] | None = None) -> str:
     if chunks is None:
         chunks = _dotted_chunks(text)
     if any(_DOT_RE.search(w) for w in chunks):
-        text = _DOT_RE.sub(lambda m: f" \ue02e{m.group(1)} .{m.group(1)}", text)
+        text = _DOT_RE.sub(_dot_glued, text)
     if "++" in text or "#" in text:  # _SUFFIX_RE needs one of them
-        text = _SUFFIX_RE.sub(lambda m: m.group(1) + "".join(_GLUE[c] for c in m.group(2)) + " " + m.group(0), text)
+        text = _SUFFIX_RE.sub(_suffix_glued, text)
     return text
+
+
+def _dot_glued(m: re.Match[str]) -> str:
+    return f" \ue02e{m.group(1)} .{m.group(1)}"
+
+
+def _suffix_glued(m: re.Match[str]) -> str:
+    return m.group(1) + "".join(_GLUE[c] for c in m.group(2)) + " " + m.group(0)
 
 
 # Dotted terms: a run of ASCII letters and digits joined by single dots (``node.js``, ``v1.2.3``,
@@ -299,12 +307,15 @@ def dotted_terms(text: str) -> list[str]:
 
 def _dotted_terms(chunks: list[str]) -> list[str]:
     out: dict[str, None] = {}
-    for chunk in chunks:
-        for m in _DOTTED_RE.finditer(chunk):
-            parts = m.group(0).split(".")[:MAX_DOTTED_PARTS]
-            for i in range(len(parts) - 1):
-                for j in range(i + 2, len(parts) + 1):
-                    out.setdefault("\ue02e".join(parts[i:j]))
+    # one scan over the chunks joined by spaces: a space is no letter or digit, so the matches are each chunk's
+    for term in _DOTTED_RE.findall(" ".join(chunks)):
+        if term.count(".") == 1:  # the common case (main.py, node.js): its one sub-run is the term itself
+            out[term.replace(".", "\ue02e")] = None
+            continue
+        parts = term.split(".")[:MAX_DOTTED_PARTS]
+        for i in range(len(parts) - 1):
+            for j in range(i + 2, len(parts) + 1):
+                out.setdefault("\ue02e".join(parts[i:j]))
     return list(out)
 
 
@@ -318,8 +329,16 @@ def prepare_text(text: str) -> str:
     """Text as stored in the FTS5 index: glued terms (``C++``, ``C#``, ``.NET``) get their own token, dotted terms
     (``node.js``) their tokens at the end (:func:`dotted_terms`), CJK characters and symbols are split apart, lone
     surrogates dropped. Deterministic; O(len(text))."""
+    # _prepare_glued(text, chunks) step by step, each step only when its pattern can match: a leading-dot term
+    # needs a dot followed by a letter (inside a chunk), a suffixed one "++" or "#"
     chunks = _dotted_chunks(text)
-    prepared = _prepare_glued(text, chunks)
+    prepared = text
+    if chunks and any(map(_DOT_RE.search, chunks)):
+        prepared = _DOT_RE.sub(_dot_glued, prepared)
+    if "++" in prepared or "#" in prepared:
+        prepared = _SUFFIX_RE.sub(_suffix_glued, prepared)
+    if not prepared.isascii():
+        prepared = _prepare_v1(prepared)
     if chunks:
         extra = _dotted_terms(chunks)
         if extra:

@@ -299,3 +299,58 @@ def m011_events_kind_indexes(db: sqlite3.Connection) -> None:
     db.execute("DROP INDEX IF EXISTS events_kind_seq")
     # the condition spelled out (this migration never changes); PROJECTED_KINDS_SQL repeats it for the queries
     db.execute("CREATE INDEX events_projected_kind_seq ON events(kind, seq) WHERE substr(kind, 1, 6) = 'group_'")
+
+
+@migration
+def m012_events_source_ref_partial_index(db: sqlite3.Connection) -> None:
+    # The (session_id, source_ref) uniqueness that makes an import idempotent was a table constraint, so every event
+    # had a row in its index, NULL source_ref included (what the agent appends: none of which can ever conflict,
+    # NULLs being distinct). A partial unique index over the rows that have one enforces exactly the same rule, and
+    # an appended event updates one index fewer. A constraint cannot be dropped in SQLite: the table is rebuilt under
+    # the same name, every row with its seq (the FTS index's rowid), its AUTOINCREMENT counter kept, its indexes and
+    # append-only triggers made again. token_counts rows point at events: they are set aside while the table is
+    # replaced (foreign keys stay on: every row is checked as it goes back).
+    """Make the events table's ``UNIQUE (session_id, source_ref)`` a partial unique index (rows with a source_ref)."""
+    counter = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
+    db.execute("CREATE TEMP TABLE m012_token_counts AS SELECT * FROM token_counts")
+    db.execute("DELETE FROM token_counts")
+    db.execute(
+        """
+        CREATE TABLE events_m012 (
+            seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            kind       TEXT NOT NULL,
+            payload    TEXT NOT NULL,
+            source_ref TEXT,
+            ts         TEXT
+        )
+        """
+    )
+    db.execute(
+        "INSERT INTO events_m012(seq, session_id, kind, payload, source_ref, ts) "
+        "SELECT seq, session_id, kind, payload, source_ref, ts FROM events ORDER BY seq"
+    )
+    db.execute("DROP TABLE events")  # its indexes and triggers with it (a drop fires no trigger)
+    db.execute("ALTER TABLE events_m012 RENAME TO events")
+    if counter is not None:  # numbers a skipped duplicate used up stay used
+        db.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'events'", (counter[0],))
+        db.execute(
+            "INSERT INTO sqlite_sequence(name, seq) SELECT 'events', ? "
+            "WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'events')",
+            (counter[0],),
+        )
+    db.execute(
+        "CREATE UNIQUE INDEX events_session_source_ref ON events(session_id, source_ref) WHERE source_ref IS NOT NULL"
+    )
+    db.execute("CREATE INDEX events_session_seq ON events(session_id, seq)")
+    db.execute("CREATE INDEX events_projected_kind_seq ON events(kind, seq) WHERE substr(kind, 1, 6) = 'group_'")
+    db.execute(
+        "CREATE TRIGGER events_no_update BEFORE UPDATE ON events "
+        "BEGIN SELECT RAISE(ABORT, 'events are append-only'); END"
+    )
+    db.execute(
+        "CREATE TRIGGER events_no_delete BEFORE DELETE ON events "
+        "BEGIN SELECT RAISE(ABORT, 'events are append-only'); END"
+    )
+    db.execute("INSERT INTO token_counts SELECT * FROM temp.m012_token_counts")
+    db.execute("DROP TABLE temp.m012_token_counts")

@@ -248,5 +248,16 @@ def m011_events_kind_indexes(db: Any) -> None:
     db.execute("CREATE INDEX events_projected_kind_seq ON events(kind, seq) WHERE substr(kind, 1, 6) = 'group_'")
 
 
+@_migration
+def m012_events_source_ref_partial_index(db: Any) -> None:
+    """Make the events table's ``UNIQUE (session_id, source_ref)`` a partial unique index over the rows that have a
+    source_ref (as SQLite's m012; PostgreSQL drops a constraint in place, no rebuild). NULLs are distinct in both,
+    so the rule is the same."""
+    db.execute("ALTER TABLE events DROP CONSTRAINT IF EXISTS events_session_id_source_ref_key")
+    db.execute(
+        "CREATE UNIQUE INDEX events_session_source_ref ON events(session_id, source_ref) WHERE source_ref IS NOT NULL"
+    )
+
+
 if [n for n, _ in PG_MIGRATIONS] != [n for n, _ in SQLITE_MIGRATIONS]:  # pragma: no cover - a developer's slip
     raise RuntimeError("the PostgreSQL migrations must be SQLite's, by name and in order")
