@@ -91,7 +91,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage, canonical_arguments
-from ._common import SessionBuilder, head_key, head_text
+from ._common import JSONObject, SessionBuilder, head_key, head_text
 from .base import Importer, ParsedSession, TranscriptError, decode_text
 
 __all__ = ["AiderImporter", "IMPORTERS"]
@@ -135,7 +135,7 @@ class _Block:
     """One edit block in an assistant reply (lines relative to the reply's text)."""
 
     path: str
-    args: dict
+    args: JSONObject
     first: int
     last: int
     line_no: int  # 1-based file line of the block's marker (call id)

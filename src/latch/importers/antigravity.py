@@ -38,7 +38,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..events import CompactionMarker, SubagentMarker, SystemNote, ToolCall, UserMessage
-from ._common import AssistantSlot, Loc, SessionBuilder, dump_json, head_jsonl, head_key
+from ._common import AssistantSlot, JSONObject, Loc, SessionBuilder, dump_json, head_jsonl, head_key
 from .base import Importer, JSONNestingError, ParsedSession, decode_text, iter_jsonl, json_loads
 
 __all__ = ["AntigravityImporter", "IMPORTERS"]
@@ -75,7 +75,7 @@ def _result_text(content: str) -> str:
     return "\n".join(lines)
 
 
-def _decode_args(args: dict) -> dict:
+def _decode_args(args: JSONObject) -> JSONObject:
     """``args`` with each JSON-encoded value decoded (a value that is not JSON text is kept)."""
     out = {}
     for key, value in args.items():
@@ -186,7 +186,7 @@ class AntigravityImporter(Importer):
                 is_error = status == "ERROR" or body.lstrip().startswith(_STEP_ERROR)
                 call_id = open_calls.pop(0) if open_calls else f"step:{index}"
                 b.result(call_id, body, ref, ts, is_error=is_error, name=None if b.is_open(call_id) else kind.lower())
-        meta: dict = {}
+        meta: JSONObject = {}
         if truncated:
             meta["truncated_steps"] = truncated
         if skipped:

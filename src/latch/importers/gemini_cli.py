@@ -63,6 +63,7 @@ from typing import Any
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage
 from ._common import (
+    JSONObject,
     Loc,
     SessionBuilder,
     count_field,
@@ -166,7 +167,7 @@ def _parts_text(loc: Loc, value: Any, label: str, media: list[_Media] | None) ->
     return "".join(texts)
 
 
-def _function_response(loc: Loc, part: dict, where: str, media: list[_Media] | None) -> str:
+def _function_response(loc: Loc, part: JSONObject, where: str, media: list[_Media] | None) -> str:
     fr = loc.obj(part, "functionResponse", where, required=True)
     prefix = f"{where}.functionResponse"
     response = loc.obj(fr, "response", prefix) or {}
@@ -184,11 +185,11 @@ def _function_response(loc: Loc, part: dict, where: str, media: list[_Media] | N
     return "\n".join(out)
 
 
-def _count(loc: Loc, obj: dict, key: str, prefix: str) -> int:
+def _count(loc: Loc, obj: JSONObject, key: str, prefix: str) -> int:
     return count_field(loc, obj, key, prefix) or 0  # an absent Gemini token count is 0
 
 
-def _usage(loc: Loc, msg: dict, prefix: str, model: str | None) -> Usage | None:
+def _usage(loc: Loc, msg: JSONObject, prefix: str, model: str | None) -> Usage | None:
     """The :class:`Usage` of a gemini message's ``tokens`` (module docstring), ``None`` when unrecorded."""
     tokens = loc.obj(msg, "tokens", prefix)
     if tokens is None:
@@ -209,7 +210,7 @@ def _usage(loc: Loc, msg: dict, prefix: str, model: str | None) -> Usage | None:
     )
 
 
-def _message(loc: Loc, msg: dict, prefix: str = "") -> _Message:
+def _message(loc: Loc, msg: JSONObject, prefix: str = "") -> _Message:
     """Validate one message record (``prefix``: its field path, ``"messages[3]"`` or ``""``)."""
 
     def lbl(key: str) -> str:
@@ -249,7 +250,7 @@ def _display_text(loc: Loc, value: Any, label: str) -> str:
     return "".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
 
 
-def _call(loc: Loc, tc: dict, prefix: str) -> _Call:
+def _call(loc: Loc, tc: JSONObject, prefix: str) -> _Call:
     cid = loc.str(tc, "id", prefix, required=True)
     name = loc.str(tc, "name", prefix, required=True)
     args = tc.get("args")
@@ -358,7 +359,7 @@ class _Chat:
         self.meta: dict[str, Any] = {}
         self.messages: dict[str, _Message] = {}  # insertion order = conversation order
 
-    def _meta(self, loc: Loc, record: dict, prefix: str) -> None:
+    def _meta(self, loc: Loc, record: JSONObject, prefix: str) -> None:
         for key in ("sessionId", "projectHash", "startTime", "lastUpdated", "summary", "kind"):
             if key in record and record[key] is not None:
                 self.meta[key] = loc.str(record, key, prefix)
@@ -371,7 +372,7 @@ class _Chat:
                     )
             self.meta["directories"] = list(dirs)
 
-    def document(self, doc: dict, text: str) -> ParsedSession:
+    def document(self, doc: JSONObject, text: str) -> ParsedSession:
         top = Loc(self.path, "top level")
         self._meta(top, doc, "")
         items = top.list(doc, "messages", required=True)

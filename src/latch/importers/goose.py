@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage
-from ._common import Loc, SessionBuilder, count_field, dump_json, json_type
+from ._common import JSONArray, JSONObject, Loc, SessionBuilder, count_field, dump_json, json_type
 from ._sqlite import (
     SqliteSessionsImporter,
     is_sqlite,
@@ -81,7 +81,7 @@ def _iso(ts: Any) -> str | None:
         return None
 
 
-def _usage(loc: Loc, meta: dict, model: str | None, request_id: str | None) -> Usage | None:
+def _usage(loc: Loc, meta: JSONObject, model: str | None, request_id: str | None) -> Usage | None:
     usage = loc.obj(meta, "usage", "metadata_json")
     if not usage:
         return None
@@ -104,7 +104,7 @@ def _usage(loc: Loc, meta: dict, model: str | None, request_id: str | None) -> U
     )
 
 
-def _image(loc: Loc, b: SessionBuilder, item: dict, label: str):
+def _image(loc: Loc, b: SessionBuilder, item: JSONObject, label: str):
     data = loc.str(item, "data", label, required=True)
     try:
         raw = base64.b64decode(data, validate=True)
@@ -113,7 +113,7 @@ def _image(loc: Loc, b: SessionBuilder, item: dict, label: str):
     return b.media(raw, loc.str(item, "mimeType", label))
 
 
-def _tool_result(loc: Loc, b: SessionBuilder, item: dict, label: str) -> tuple[str, bool, tuple]:
+def _tool_result(loc: Loc, b: SessionBuilder, item: JSONObject, label: str) -> tuple[str, bool, tuple]:
     """``(content, is_error, media)`` of a ``toolResponse`` item."""
     result = loc.obj(item, "toolResult", label, required=True)
     rp = f"{label}.toolResult"
@@ -141,7 +141,7 @@ def _tool_result(loc: Loc, b: SessionBuilder, item: dict, label: str) -> tuple[s
     return "\n".join(texts), loc.bool(value, "isError", vp), tuple(media)
 
 
-def _tool_call(loc: Loc, item: dict, label: str) -> ToolCall:
+def _tool_call(loc: Loc, item: JSONObject, label: str) -> ToolCall:
     call_id = loc.str(item, "id", label, required=True)
     call = loc.obj(item, "toolCall", label, required=True)
     cp = f"{label}.toolCall"
@@ -217,7 +217,7 @@ class GooseImporter(SqliteSessionsImporter):
         mcols = table_columns(db, "messages")
         meta_col = "metadata_json" if "metadata_json" in mcols else "NULL"
         msg_id = "message_id" if "message_id" in mcols else "NULL"
-        by_session: dict[str, list] = {}
+        by_session: dict[str, JSONArray] = {}
         for m in db.execute(
             f"SELECT id, session_id, role, content_json, created_timestamp, {meta_col}, {msg_id} "
             "FROM messages ORDER BY id"
@@ -241,7 +241,7 @@ class GooseImporter(SqliteSessionsImporter):
                 out.append(self._session(path, sid, where, info, by_session[sid]))
         return out
 
-    def _session(self, path: Path, sid: str, where: str, info: dict, rows: list) -> ParsedSession:
+    def _session(self, path: Path, sid: str, where: str, info: JSONObject, rows: JSONArray) -> ParsedSession:
         config = json_column(path, where, info.get("model_config_json"), "model_config_json", dict, required=False)
         model = config.get("model_name") if isinstance(config.get("model_name"), str) else None
         b = SessionBuilder(path, self.PLUGIN_NAME)
@@ -279,7 +279,7 @@ class GooseImporter(SqliteSessionsImporter):
         return b.finish(external_key=f"{self.PLUGIN_NAME}:{sid}", workspace=info.get("working_dir") or None, meta=smeta)
 
     @staticmethod
-    def _notes(b: SessionBuilder, loc: Loc, item: dict, kind: str, label: str, ref: str, ts: str | None) -> bool:
+    def _notes(b: SessionBuilder, loc: Loc, item: JSONObject, kind: str, label: str, ref: str, ts: str | None) -> bool:
         if kind == "systemNotification":
             ntype = loc.str(item, "notificationType", label) or "notification"
             b.add(SystemNote(text=loc.str(item, "msg", label) or "", subtype=f"goose_{ntype}"), f"{ref}#note", ts)
@@ -293,7 +293,7 @@ class GooseImporter(SqliteSessionsImporter):
             return True
         return False
 
-    def _user(self, b: SessionBuilder, loc: Loc, items: list, meta: dict, ref: str, ts: str | None) -> None:
+    def _user(self, b: SessionBuilder, loc: Loc, items: JSONArray, meta: JSONObject, ref: str, ts: str | None) -> None:
         texts, media = [], []
         for j in range(len(items)):
             label = f"content_json[{j}]"
@@ -318,8 +318,8 @@ class GooseImporter(SqliteSessionsImporter):
         self,
         b: SessionBuilder,
         loc: Loc,
-        items: list,
-        meta: dict,
+        items: JSONArray,
+        meta: JSONObject,
         ref: str,
         ts: str | None,
         model: str | None,

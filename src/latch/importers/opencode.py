@@ -41,7 +41,17 @@ from pathlib import Path
 from typing import Any
 
 from ..events import CompactionMarker, SystemNote, ToolCall, Usage, UserMessage
-from ._common import Loc, SessionBuilder, data_url_bytes, dump_json, head_text, json_type, peek_json
+from ._common import (
+    JSONArray,
+    JSONObject,
+    Loc,
+    SessionBuilder,
+    data_url_bytes,
+    dump_json,
+    head_text,
+    json_type,
+    peek_json,
+)
 from ._sqlite import (
     SqliteSessionsImporter,
     is_sqlite,
@@ -72,7 +82,7 @@ def _iso_ms(ms: Any) -> str | None:
         return None
 
 
-def _count(loc: Loc, obj: dict, key: str, prefix: str) -> int | None:
+def _count(loc: Loc, obj: JSONObject, key: str, prefix: str) -> int | None:
     value = obj.get(key)
     if value is None:
         return None
@@ -81,7 +91,7 @@ def _count(loc: Loc, obj: dict, key: str, prefix: str) -> int | None:
     return int(value)
 
 
-def _usage(loc: Loc, tokens: dict, prefix: str, model: str | None, request_id: str) -> Usage:
+def _usage(loc: Loc, tokens: JSONObject, prefix: str, model: str | None, request_id: str) -> Usage:
     cache = loc.obj(tokens, "cache", prefix) or {}
     return Usage(
         input_tokens=_count(loc, tokens, "input", prefix),
@@ -93,7 +103,7 @@ def _usage(loc: Loc, tokens: dict, prefix: str, model: str | None, request_id: s
     )
 
 
-def _media(loc: Loc, b: SessionBuilder, files: list, label: str) -> list:
+def _media(loc: Loc, b: SessionBuilder, files: JSONArray, label: str) -> JSONArray:
     out = []
     for j in range(len(files)):
         f = loc.item_obj(files, j, label)
@@ -276,7 +286,7 @@ class OpenCodeImporter(SqliteSessionsImporter):
                 info["parent_id"] = row_text(where, path, info["parent_id"], "parent_id")
             sessions.append((sid, where, info))
         known = {s[0] for s in sessions}
-        messages: dict[str, list] = {}
+        messages: dict[str, JSONArray] = {}
         owner: dict[str, str] = {}
         for m in db.execute("SELECT id, session_id, time_created, data FROM message ORDER BY time_created, id"):
             where = f"table message row id {m[0]!r}"
@@ -286,7 +296,7 @@ class OpenCodeImporter(SqliteSessionsImporter):
                 raise TranscriptError(path, where, f"session_id {sess!r} names no row of table session")
             messages.setdefault(sess, []).append(m)
             owner[mid] = sess
-        parts: dict[str, list] = {}
+        parts: dict[str, JSONArray] = {}
         for p in db.execute("SELECT id, message_id, data FROM part ORDER BY message_id, id"):
             where = f"table part row id {p[0]!r}"
             row_text(where, path, p[0], "id")
@@ -300,7 +310,9 @@ class OpenCodeImporter(SqliteSessionsImporter):
             if sid in messages
         ]
 
-    def _session(self, path: Path, sid: str, where: str, info: dict, rows: list, parts: dict) -> ParsedSession:
+    def _session(
+        self, path: Path, sid: str, where: str, info: JSONObject, rows: JSONArray, parts: JSONObject
+    ) -> ParsedSession:
         model_doc = json_column(path, where, info.pop("model", None), "model", required=False)
         messages = []
         for mid, _, created, data in rows:
@@ -318,7 +330,9 @@ class OpenCodeImporter(SqliteSessionsImporter):
             messages.append((Loc(path, mwhere), mid, created, doc, items))
         return self._build(path, sid, info, model_doc, messages)
 
-    def _build(self, path: Path, sid: str, info: dict, model_doc: dict, messages: list) -> ParsedSession:
+    def _build(
+        self, path: Path, sid: str, info: JSONObject, model_doc: JSONObject, messages: JSONArray
+    ) -> ParsedSession:
         """One session from ``messages``: ``(loc, message id, created (Unix ms), MessageV2.Info object,
         [(part loc, MessageV2.Part object)])`` in OpenCode's order; ``info`` the session's columns."""
         session_model = model_doc.get("id") if isinstance(model_doc.get("id"), str) else None
@@ -350,7 +364,7 @@ class OpenCodeImporter(SqliteSessionsImporter):
         return parsed
 
     @staticmethod
-    def _user(b: SessionBuilder, items: list, ref: str, ts: str | None) -> None:
+    def _user(b: SessionBuilder, items: JSONArray, ref: str, ts: str | None) -> None:
         texts, media, synthetic_only = [], [], True
         later = []
         for ploc, part, kind in items:
@@ -385,9 +399,17 @@ class OpenCodeImporter(SqliteSessionsImporter):
             b.add(ev, f"{ref}#{ev.KIND}:{n}", ts)
 
     def _assistant(
-        self, b: SessionBuilder, loc: Loc, doc: dict, items: list, mid: str, ref: str, ts: str | None, model: str | None
+        self,
+        b: SessionBuilder,
+        loc: Loc,
+        doc: JSONObject,
+        items: JSONArray,
+        mid: str,
+        ref: str,
+        ts: str | None,
+        model: str | None,
     ) -> None:
-        steps: list[dict] = [{"parts": [], "finish": None}]
+        steps: list[JSONObject] = [{"parts": [], "finish": None}]
         for item in items:
             kind = item[2]
             if kind == "step-start" and (steps[-1]["parts"] or steps[-1]["finish"] is not None):
@@ -414,7 +436,9 @@ class OpenCodeImporter(SqliteSessionsImporter):
             b.add(SystemNote(text=f"{name}: {msg}" if msg else name, subtype="api_error"), f"{ref}#error", ts)
 
     @staticmethod
-    def _step(b: SessionBuilder, step: dict, ref: str, ts: str | None, model: str | None, request_id: str) -> None:
+    def _step(
+        b: SessionBuilder, step: JSONObject, ref: str, ts: str | None, model: str | None, request_id: str
+    ) -> None:
         texts, calls, results, notes, reasoning = [], [], [], [], False
         for ploc, part, kind in step["parts"]:
             if kind == "text":

@@ -53,6 +53,7 @@ from typing import Any
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage
 from ._common import (
+    JSONObject,
     Loc,
     SessionBuilder,
     data_url_bytes,
@@ -71,7 +72,7 @@ _EXIT_RE = re.compile(r"""['"]exit_code['"]\s*:\s*(-?\d+)""")
 _TEXT_ACTIONS = ("message", "finish")
 
 
-def _usage(loc: Loc, response: dict) -> Usage | None:
+def _usage(loc: Loc, response: JSONObject) -> Usage | None:
     """Normalized usage of a LiteLLM ``model_response`` (see the module docstring)."""
     usage = loc.obj(response, "usage", "tool_call_metadata.model_response")
     if usage is None:
@@ -85,7 +86,7 @@ def _usage(loc: Loc, response: dict) -> Usage | None:
     )
 
 
-def _response_message(loc: Loc, response: dict) -> tuple[str | None, list[ToolCall], bool]:
+def _response_message(loc: Loc, response: JSONObject) -> tuple[str | None, list[ToolCall], bool]:
     """``(text, tool calls, reasoning reported)`` of ``choices[0].message`` of a LiteLLM response."""
     prefix = "tool_call_metadata.model_response"
     choices = loc.list(response, "choices", prefix) or []
@@ -239,13 +240,13 @@ class OpenHandsImporter(Importer):
     def _action(
         b: SessionBuilder,
         loc: Loc,
-        ev: dict,
+        ev: JSONObject,
         eid: int,
         ref: str,
         ts: str | None,
         source: str,
         action: str,
-        args: dict,
+        args: JSONObject,
         message: str,
         call_of_action: dict[int, str],
         responses: set[str],
@@ -323,7 +324,7 @@ class OpenHandsImporter(Importer):
         b.assistant(ref, ts, text=thought, calls=[ToolCall(id=call_id, name=action, arguments=arguments)])
 
 
-def _call_args(args: dict) -> dict:
+def _call_args(args: JSONObject) -> JSONObject:
     """An action's arguments without the bookkeeping fields OpenHands adds."""
     return {k: v for k, v in args.items() if k not in ("thought", "confirmation_state", "hidden", "impl_source")}
 
