@@ -47,6 +47,7 @@ __all__ = [
     "JSONArray",
     "Loc",
     "str_value",
+    "list_value",
     "SessionBuilder",
     "AssistantSlot",
     "image_size",
@@ -81,6 +82,12 @@ def str_value(obj: JSONObject, key: str) -> str | None:
     fields whose wrong type is not an error."""
     value = obj.get(key)
     return value if isinstance(value, str) else None
+
+
+def list_value(obj: JSONObject, key: str) -> JSONArray:
+    """``obj[key]`` when it is an array, else ``[]`` (absent, null or another JSON type)."""
+    value = obj.get(key)
+    return value if isinstance(value, list) else []
 
 
 def json_type(value: Any) -> str:

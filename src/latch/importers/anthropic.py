@@ -140,8 +140,9 @@ def _check_block(loc: Loc, block: JSONObject, label: str) -> None:
             inner = block.get("content")
             if inner is not None and not isinstance(inner, (str, list)):
                 raise loc.fail(f"field '{label}.content' must be a string or an array, got {json_type(inner)}")
-            for j in range(len(inner) if isinstance(inner, list) else 0):
-                _check_block(loc, loc.item_obj(inner, j, f"{label}.content"), f"{label}.content[{j}]")
+            if isinstance(inner, list):
+                for j in range(len(inner)):
+                    _check_block(loc, loc.item_obj(inner, j, f"{label}.content"), f"{label}.content[{j}]")
     elif kind == "image":
         source = loc.obj(block, "source", label, required=True)
         stype = loc.str(source, "type", f"{label}.source", required=True)

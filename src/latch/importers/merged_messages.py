@@ -35,11 +35,13 @@ from typing import Any
 from ..events import SubagentMarker, SystemNote, ToolCall, UserMessage
 from ._common import (
     AssistantSlot,
+    JSONArray,
     JSONObject,
     Loc,
     SessionBuilder,
     content_hash_key,
     json_type,
+    list_value,
     openai_usage,
     peek_json,
 )
@@ -85,12 +87,7 @@ class MergedMessagesImporter(Importer):
         msgs = [m for m in items if isinstance(m, dict)]
         if any(isinstance(m.get("role"), str) and m["role"].startswith(SUBAGENT_ROLE) for m in msgs):
             return 96
-        blocks = {
-            b.get("type")
-            for m in msgs
-            for b in (m.get("content") if isinstance(m.get("content"), list) else ())
-            if isinstance(b, dict)
-        }
+        blocks = {b.get("type") for m in msgs for b in list_value(m, "content") if isinstance(b, dict)}
         if msgs and all(isinstance(m.get("_metadata"), dict) for m in msgs) and blocks & {"tool_output", "tool_call"}:
             return 90
         return 0
@@ -204,7 +201,7 @@ class MergedMessagesImporter(Importer):
     def message(self, loc: Loc, thread: _Thread, role: str, msg: JSONObject, ref: str, ts: str | None) -> None:
         b = thread.b
         content = loc.text_or_list(msg, "content")
-        blocks: list = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
+        blocks: JSONArray = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
         texts: list[str] = []
         calls: list[ToolCall] = []
         for j in range(len(blocks)):
@@ -234,11 +231,11 @@ class MergedMessagesImporter(Importer):
             if not calls:
                 raw = loc.list(msg, "tool_calls") or []
                 for k in range(len(raw)):
-                    call = loc.item_obj(raw, k, "tool_calls")
-                    fn = loc.obj(call, "function", f"tool_calls[{k}]", required=True)
+                    entry = loc.item_obj(raw, k, "tool_calls")
+                    fn = loc.obj(entry, "function", f"tool_calls[{k}]", required=True)
                     calls.append(
                         ToolCall(
-                            id=loc.str(call, "id", f"tool_calls[{k}]", required=True),
+                            id=loc.str(entry, "id", f"tool_calls[{k}]", required=True),
                             name=loc.str(fn, "name", f"tool_calls[{k}].function", required=True),
                             arguments=loc.str(fn, "arguments", f"tool_calls[{k}].function") or "{}",
                         )

@@ -215,7 +215,7 @@ class _Trajectory:
         model = loc.str(response, "model", "extra.response") if response else None
         slot = self.b.assistant(ref, ts, text=text, calls=calls, reasoning=reasoning, model=model)
         usage = loc.obj(response, "usage", "extra.response") if response else None
-        if usage is not None:
+        if response is not None and usage is not None:
             self.b.set_usage(
                 slot,
                 litellm_usage(

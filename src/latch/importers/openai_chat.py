@@ -38,7 +38,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..events import CompactionMarker, MediaRef, SystemNote, ToolCall, UserMessage
+from ..events import CompactionMarker, MediaRef, SystemNote, ToolCall, Usage, UserMessage
 from ._common import (
     JSONObject,
     Loc,
@@ -245,7 +245,7 @@ def _arguments(loc: Loc, fn: JSONObject, label: str) -> str:
     raise loc.fail(f"field '{label}.arguments' must be a JSON string, got {json_type(args)}")
 
 
-def _usage(loc: Loc, usage: JSONObject, model: str | None, raw: JSONObject):
+def _usage(loc: Loc, usage: JSONObject, model: str | None, raw: JSONObject) -> Usage:
     for key in ("prompt_tokens", "completion_tokens"):
         value = usage.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):

@@ -128,9 +128,6 @@ def _exit_code(metadata: Any) -> int | None:
 _EVENT_KEYS = ("id", "source", "timestamp", "message", "action", "observation", "args", "extras", "cause")
 
 
-_EVENT_KEYS = ("id", "timestamp", "message", "action", "observation", "args", "extras", "cause")
-
-
 class OpenHandsImporter(Importer):
     """OpenHands V0 event-stream trajectory exports (JSON array of actions and observations)."""
 
@@ -281,7 +278,7 @@ class OpenHandsImporter(Importer):
             thought = loc.str(args, "content", "args") or message
         tcm = loc.obj(ev, "tool_call_metadata")
         response = loc.obj(tcm, "model_response", "tool_call_metadata") if tcm else None
-        if response is not None:
+        if tcm is not None and response is not None:
             call_id = loc.str(tcm, "tool_call_id", "tool_call_metadata")
             rid = loc.str(response, "id", "tool_call_metadata.model_response", required=True)
             if action not in _TEXT_ACTIONS and call_id is not None:
@@ -289,7 +286,7 @@ class OpenHandsImporter(Importer):
             if rid in responses:
                 return  # a further action of an already emitted response (parallel tool calls)
             responses.add(rid)
-            text, calls, reasoning = _response_message(loc, response)
+            reply, calls, reasoning = _response_message(loc, response)
             if action not in _TEXT_ACTIONS and call_id is not None and all(c.id != call_id for c in calls):
                 calls.append(
                     ToolCall(
@@ -299,13 +296,13 @@ class OpenHandsImporter(Importer):
                     )
                 )
             calls = [c for c in calls if c.name != "finish"]
-            if action == "finish" and thought and thought not in (text or ""):
-                text = f"{text}\n\n{thought}" if text else thought
+            if action == "finish" and thought and thought not in (reply or ""):
+                reply = f"{reply}\n\n{thought}" if reply else thought
             b.close_open("the next model request started first")
             slot = b.assistant(
                 ref,
                 ts,
-                text=text or thought,
+                text=reply or thought,
                 calls=calls,
                 reasoning=reasoning,
                 model=loc.str(response, "model", "tool_call_metadata.model_response"),
