@@ -22,7 +22,7 @@ import hashlib
 import json
 import re
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, overload
@@ -45,6 +45,7 @@ from .base import JSONNestingError, ParsedSession, TranscriptError, json_decode,
 __all__ = [
     "JSONObject",
     "JSONArray",
+    "JSONLines",
     "Loc",
     "str_value",
     "list_value",
@@ -75,6 +76,8 @@ JSONObject = dict[str, Any]
 """A JSON object as the transcript holds it: its values are whatever the JSON says (checked where read)."""
 JSONArray = list[Any]
 """A JSON array as the transcript holds it."""
+JSONLines = Iterable[tuple[int, JSONObject]]
+"""A JSONL transcript's objects with their line numbers, as :func:`~latch.importers.base.iter_jsonl` yields them."""
 
 
 def str_value(obj: JSONObject, key: str) -> str | None:

@@ -72,12 +72,14 @@ array, got object``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..events import CompactionMarker, MediaRef, SubagentMarker, SystemNote, ToolCall, Usage, UserMessage
 from ._common import (
     AssistantSlot,
+    JSONLines,
     JSONObject,
     Loc,
     SessionBuilder,
@@ -211,7 +213,7 @@ class _Log:
         self.subagents: set[str] = set()  # task call ids whose sub-agent started and has not finished
         self.assets: dict[str, tuple[str, str]] = {}  # assetId -> (base64 data, mime type)
 
-    def run(self, rows, text: str) -> ParsedSession:
+    def run(self, rows: JSONLines, text: str) -> ParsedSession:
         for n, obj in rows:
             loc = Loc(self.b.path, f"line {n}")
             kind = loc.str(obj, "type", required=True)
@@ -509,7 +511,7 @@ class _Log:
         self.reasoning = False
 
 
-def _note(subtype: str):
+def _note(subtype: str) -> _Handler:
     """The handler of a ``session.info``/``warning``/``error`` event: ``SystemNote(subtype)`` of ``data.message``."""
 
     def handler(log: _Log, loc: Loc, data: JSONObject, ref: str, ts: str | None) -> None:
@@ -525,7 +527,10 @@ def _tokens(loc: Loc, data: JSONObject, key: str) -> int | None:
     return value
 
 
-_HANDLERS = {
+_Handler = Callable[[_Log, Loc, JSONObject, str, str | None], None]
+"""What an event type's handler is called with: ``(log, location, the event's data, source_ref, timestamp)``."""
+
+_HANDLERS: dict[str, _Handler] = {
     "session.start": _Log.start,
     "session.resume": _Log.resume,
     "session.model_change": _Log.model_change,

@@ -63,6 +63,8 @@ from typing import Any
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage
 from ._common import (
+    AssistantSlot,
+    JSONLines,
     JSONObject,
     Loc,
     SessionBuilder,
@@ -363,8 +365,8 @@ class _Chat:
         for key in ("sessionId", "projectHash", "startTime", "lastUpdated", "summary", "kind"):
             if key in record and record[key] is not None:
                 self.meta[key] = loc.str(record, key, prefix)
-        if record.get("directories") is not None:
-            dirs = loc.list(record, "directories", prefix)
+        dirs = loc.list(record, "directories", prefix)
+        if dirs is not None:
             for i, d in enumerate(dirs):
                 if not isinstance(d, str):
                     raise loc.fail(
@@ -382,7 +384,7 @@ class _Chat:
             self.messages[msg.id] = msg
         return self.finish(text)
 
-    def lines(self, rows, text: str) -> ParsedSession:
+    def lines(self, rows: JSONLines, text: str) -> ParsedSession:
         for n, rec in rows:
             loc = Loc(self.path, f"line {n}")
             if "$rewindTo" in rec:
@@ -398,8 +400,8 @@ class _Chat:
                 self.messages[msg.id] = msg  # upsert: a known id keeps its place, with the newest content
             elif "$set" in rec:
                 update = loc.obj(rec, "$set", required=True)
-                if update.get("messages") is not None:
-                    items = loc.list(update, "messages", "$set")
+                items = loc.list(update, "messages", "$set")
+                if items is not None:
                     self.messages.clear()
                     for i in range(len(items)):
                         msg = _message(loc, loc.item_obj(items, i, "$set.messages"), f"$set.messages[{i}]")
@@ -408,8 +410,8 @@ class _Chat:
             elif "sessionId" in rec:
                 loc.str(rec, "sessionId", required=True)
                 self._meta(loc, rec, "")
-                if rec.get("messages") is not None:
-                    items = loc.list(rec, "messages")
+                items = loc.list(rec, "messages")
+                if items is not None:
                     for i in range(len(items)):
                         msg = _message(loc, loc.item_obj(items, i, "messages"), f"messages[{i}]")
                         self.messages[msg.id] = msg
@@ -481,7 +483,7 @@ class _Stream:
     def __init__(self, path: Path):
         self.path = path
         self.b = SessionBuilder(path, FORMAT)
-        self.slot = None  # the open request (assistant deltas and tool_use events)
+        self.slot: AssistantSlot | None = None  # the open request (assistant deltas and tool_use events)
         self.slot_text: list[str] = []
         self.model: str | None = None
 
@@ -490,7 +492,7 @@ class _Stream:
             self.b.extend(self.slot, text="".join(self.slot_text))
         self.slot, self.slot_text = None, []
 
-    def run(self, rows, text: str) -> ParsedSession:
+    def run(self, rows: JSONLines, text: str) -> ParsedSession:
         b = self.b
         session_id = None
         meta: dict[str, Any] = {"layout": "stream-json"}
@@ -563,9 +565,9 @@ class _Stream:
                 stats = loc.obj(ev, "stats")
                 if stats is not None:
                     meta["stats"] = stats
-                status = loc.str(ev, "status")
-                if status is not None:
-                    meta["status"] = status
+                outcome = loc.str(ev, "status")
+                if outcome is not None:
+                    meta["status"] = outcome
                 err = loc.obj(ev, "error")
                 if err is not None:
                     b.add(SystemNote(text=loc.str(err, "message", "error") or "", subtype="error"), ref, ts)
