@@ -49,6 +49,7 @@ __all__ = [
     "Loc",
     "str_value",
     "list_value",
+    "obj_value",
     "SessionBuilder",
     "AssistantSlot",
     "image_size",
@@ -80,11 +81,21 @@ JSONLines = Iterable[tuple[int, JSONObject]]
 """A JSONL transcript's objects with their line numbers, as :func:`~latch.importers.base.iter_jsonl` yields them."""
 
 
-def str_value(obj: JSONObject, key: str) -> str | None:
-    """``obj[key]`` when it is a string, else ``None`` (absent, null or another JSON type): for optional
+@overload
+def str_value(obj: JSONObject, key: str) -> str | None: ...
+@overload
+def str_value(obj: JSONObject, key: str, default: str) -> str: ...
+def str_value(obj: JSONObject, key: str, default: str | None = None) -> str | None:
+    """``obj[key]`` when it is a string, else ``default`` (absent, null or another JSON type): for optional
     fields whose wrong type is not an error."""
     value = obj.get(key)
-    return value if isinstance(value, str) else None
+    return value if isinstance(value, str) else default
+
+
+def obj_value(obj: JSONObject, key: str) -> JSONObject:
+    """``obj[key]`` when it is an object, else ``{}`` (absent, null or another JSON type)."""
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def list_value(obj: JSONObject, key: str) -> JSONArray:

@@ -393,7 +393,7 @@ def _emit(b: SessionBuilder, path: Path, lines: list[_Line]) -> dict[str, Assist
                 call_id=call_id,
                 agent_id=str_value(result, "agentId"),
                 agent_type=str_value(inp, "subagent_type") or str_value(result, "agentType"),
-                description=str_value(inp, "description") or "",
+                description=str_value(inp, "description", ""),
             ),
             f"{ref}#subagent",
             ts,
