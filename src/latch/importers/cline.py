@@ -280,10 +280,12 @@ class _Task:
     # -- ui_messages
     def ui_index(
         self, roo: bool
-    ) -> tuple[dict[int, tuple[Usage, str, str | None]], dict[int, list[tuple[list[int], str, str]]], float | None]:
+    ) -> tuple[
+        dict[int, tuple[Usage, str, str | None]], dict[int, list[tuple[list[int], str, str | None]]], float | None
+    ]:
         """``(usage by assistant index, truncations by the history index they follow, total cost)``."""
         usage: dict[int, tuple[Usage, str, str | None]] = {}
-        cuts: dict[int, list[tuple[list[int], str, str]]] = {}
+        cuts: dict[int, list[tuple[list[int], str, str | None]]] = {}
         cost: float | None = None
         # (Roo condenseId or truncationId -> (prevContextTokens, newContextTokens)), filled below
         if self.ui is None:
@@ -431,7 +433,7 @@ class _Task:
             key = f"{FORMAT}:sha256:{content_key(first.encode('utf-8', 'surrogatepass'))}"
         return b.finish(external_key=key, workspace=self.workspace, meta=meta, growing=True)
 
-    def add_cuts(self, items: list[tuple[list[int], str, str]]) -> None:
+    def add_cuts(self, items: list[tuple[list[int], str, str | None]]) -> None:
         for (start, end), ref, ts in items:
             self.b.add(
                 CompactionMarker(
@@ -519,7 +521,9 @@ class _Task:
             self.b.set_usage(slot, openai_usage(loc, prompt, cached, completion, model=model), f"{ref}#usage", ts)
 
     def user(self, loc: Loc, blocks: JSONArray, ref: str, ts: str | None) -> None:
-        said, meta, media = [], [], []
+        said: list[str] = []
+        meta: list[str] = []
+        media: list[MediaRef] = []
         results = 0
         for j in range(len(blocks)):
             block = loc.item_obj(blocks, j, "content")

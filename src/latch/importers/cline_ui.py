@@ -30,7 +30,17 @@ from pathlib import Path
 from typing import Any
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage, canonical_json
-from ._common import AssistantSlot, JSONArray, JSONObject, Loc, SessionBuilder, count_field, data_url_bytes, json_type
+from ._common import (
+    AssistantSlot,
+    JSONArray,
+    JSONObject,
+    Loc,
+    SessionBuilder,
+    count_field,
+    data_url_bytes,
+    json_type,
+    str_value,
+)
 from .base import JSONNestingError, ParsedSession, TranscriptError, content_key, json_loads
 
 __all__ = ["epoch_ms_iso", "is_ui_messages", "parse_ui_messages"]
@@ -135,7 +145,7 @@ class _Ui:
         elif (kind == "say" and sub in _ANSWER_SAY) or (kind == "ask" and sub in _ANSWER_ASK):
             if kind == "ask" and sub == "followup" and text.startswith("{"):
                 info = _json(loc, text)
-                text = info.get("question") if isinstance(info.get("question"), str) else text
+                text = str_value(info, "question", text)
             if text:
                 self.b.extend(self.answer(ref, ts), text=text)
         elif kind == "say" and sub == "reasoning":
