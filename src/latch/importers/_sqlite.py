@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, overload
 
-from ._common import json_type
+from ._common import JSONArray, JSONObject, json_type
 from .base import Importer, JSONNestingError, ParsedSession, TranscriptError, json_loads
 
 __all__ = [
@@ -126,7 +126,23 @@ def row_text(where: str, path: Path, value: Any, column: str, *, required: bool 
     return value
 
 
-def json_column(path: Path, where: str, value: Any, column: str, kind: type = dict, *, required: bool = True) -> Any:
+@overload
+def json_column(
+    path: Path, where: str, value: Any, column: str, kind: type[dict[Any, Any]] = dict, *, required: bool = True
+) -> JSONObject: ...
+@overload
+def json_column(
+    path: Path, where: str, value: Any, column: str, kind: type[list[Any]], *, required: bool = True
+) -> JSONArray: ...
+def json_column(
+    path: Path,
+    where: str,
+    value: Any,
+    column: str,
+    kind: type[dict[Any, Any]] | type[list[Any]] = dict,
+    *,
+    required: bool = True,
+) -> JSONObject | JSONArray:
     """``value`` of ``column`` (text holding a JSON ``kind``, ``dict`` or ``list``) parsed; an empty
     ``kind()`` for NULL or blank text unless ``required``. Raises :class:`TranscriptError` naming ``where``
     and the column for a non-text value, invalid or too deeply nested JSON, or JSON of another type."""

@@ -56,6 +56,7 @@ from typing import Any
 from ..events import ATTACHMENT_NOTE, CompactionMarker, MediaRef, SubagentMarker, SystemNote, ToolCall, UserMessage
 from ._common import (
     AssistantSlot,
+    JSONArray,
     JSONObject,
     Loc,
     SessionBuilder,
@@ -108,7 +109,7 @@ class _Line:
     logical_parent: str | None
     sidechain: bool
     ts: str | None
-    content: Any = None  # user/assistant message.content (validated)
+    content: str | JSONArray = ""  # user/assistant message.content (validated); "" on other lines
 
 
 _LINE_KEYS = ("type", "uuid", "parentUuid", "sessionId", "message")
@@ -401,7 +402,7 @@ def _emit(b: SessionBuilder, path: Path, lines: list[_Line]) -> dict[str, Assist
     return slots
 
 
-def _assistant_blocks(loc: Loc, content: Any) -> tuple[str, list[ToolCall], bool]:
+def _assistant_blocks(loc: Loc, content: str | JSONArray) -> tuple[str, list[ToolCall], bool]:
     if isinstance(content, str):
         return content, [], False
     texts: list[str] = []
@@ -421,7 +422,7 @@ def _assistant_blocks(loc: Loc, content: Any) -> tuple[str, list[ToolCall], bool
     return "\n".join(t for t in texts if t), calls, reasoning
 
 
-def _blocks_text(content: Any) -> str:
+def _blocks_text(content: str | JSONArray) -> str:
     if isinstance(content, str):
         return content
     return "\n".join(b["text"] for b in content if b["type"] == "text")
@@ -482,7 +483,9 @@ def _user_line(b: SessionBuilder, loc: Loc, ln: _Line, ref: str, agent_results: 
     b.add(UserMessage(text=text, media=tuple(media), is_meta=is_meta), ref, ln.ts)
 
 
-def _result_content(b: SessionBuilder, loc: Loc, content: Any, label: str) -> tuple[str, list[MediaRef]]:
+def _result_content(
+    b: SessionBuilder, loc: Loc, content: str | JSONArray | None, label: str
+) -> tuple[str, list[MediaRef]]:
     if content is None:
         return "", []
     if isinstance(content, str):
