@@ -154,3 +154,13 @@ def test_dry_run_of_a_file_prints_its_format(tmp_path):
         ("lantern_opencode.db", "opencode"),
     ]
     assert not db.exists()
+
+
+def test_openhands_event_without_its_action_reads_as_openhands(tmp_path):
+    # four of an event's keys, 'source' among them, but neither 'action' nor 'observation': the sniffer refuses it
+    doc = [{"id": 1, "source": "user", "timestamp": "2024-01-01T00:00:00", "message": "hi"}]
+    assert _reason(_write(tmp_path / "events.json", doc)) == (
+        "record 0 (event id 1)",
+        "an event must have exactly one of 'action' or 'observation' (a string) (read as openhands: the file "
+        "nearly has that format's shape)",
+    )

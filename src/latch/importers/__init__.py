@@ -26,7 +26,7 @@ import re
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import BinaryIO, TypeVar
 
 from .base import Importer, JSONNestingError, ParsedSession, SessionForgotten, TranscriptError
 
@@ -324,7 +324,7 @@ def _prepare(
     return p, data, imp, resembled
 
 
-def _rest_has_text(fh: Any, head: bytes) -> bool:
+def _rest_has_text(fh: BinaryIO, head: bytes) -> bool:
     """Whether the rest of the open file ``fh`` (after ``head``, which decoded to blanks) holds anything but
     blanks, read in :data:`SNIFF_BYTES` chunks (memory stays bounded). UTF-16 (by its BOM) is decoded as such."""
     utf16 = head.startswith((b"\xff\xfe", b"\xfe\xff"))

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import base64
 import binascii
+import builtins
 import hashlib
 import json
 import re
 import struct
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from ..events import (
     AssistantMessage,
@@ -41,7 +43,13 @@ from ..events import (
 from .base import JSONNestingError, ParsedSession, TranscriptError, json_decode, json_loads
 
 __all__ = [
+    "JSONObject",
+    "JSONArray",
+    "JSONLines",
     "Loc",
+    "str_value",
+    "list_value",
+    "obj_value",
     "SessionBuilder",
     "AssistantSlot",
     "image_size",
@@ -63,6 +71,37 @@ __all__ = [
     "TOOLS_SUBTYPE",
     "tool_schemas_note",
 ]
+
+
+JSONObject = dict[str, Any]
+"""A JSON object as the transcript holds it: its values are whatever the JSON says (checked where read)."""
+JSONArray = list[Any]
+"""A JSON array as the transcript holds it."""
+JSONLines = Iterable[tuple[int, JSONObject]]
+"""A JSONL transcript's objects with their line numbers, as :func:`~latch.importers.base.iter_jsonl` yields them."""
+
+
+@overload
+def str_value(obj: JSONObject, key: str) -> str | None: ...
+@overload
+def str_value(obj: JSONObject, key: str, default: str) -> str: ...
+def str_value(obj: JSONObject, key: str, default: str | None = None) -> str | None:
+    """``obj[key]`` when it is a string, else ``default`` (absent, null or another JSON type): for optional
+    fields whose wrong type is not an error."""
+    value = obj.get(key)
+    return value if isinstance(value, str) else default
+
+
+def obj_value(obj: JSONObject, key: str) -> JSONObject:
+    """``obj[key]`` when it is an object, else ``{}`` (absent, null or another JSON type)."""
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def list_value(obj: JSONObject, key: str) -> JSONArray:
+    """``obj[key]`` when it is an array, else ``[]`` (absent, null or another JSON type)."""
+    value = obj.get(key)
+    return value if isinstance(value, list) else []
 
 
 def json_type(value: Any) -> str:
@@ -99,7 +138,15 @@ class Loc:
     def fail(self, reason: str) -> TranscriptError:
         return TranscriptError(self.path, self.where, reason)
 
-    def _get(self, obj: dict, key: str, prefix: str, kinds: tuple[type, ...], expected: str, required: bool) -> Any:
+    def _get(
+        self,
+        obj: dict[builtins.str, Any],
+        key: builtins.str,
+        prefix: builtins.str,
+        kinds: tuple[type, ...],
+        expected: builtins.str,
+        required: builtins.bool,
+    ) -> Any:
         value = obj.get(key)
         if value is None:
             if required:
@@ -109,25 +156,84 @@ class Loc:
             raise self.fail(f"field {_dotted(prefix, key)!r} must be {expected}, got {json_type(value)}")
         return value
 
-    def str(self, obj: dict, key: str, prefix: str = "", required: bool = False) -> str | None:
-        return self._get(obj, key, prefix, (str,), "a string", required)
+    # Each getter returns the field's value, ``None`` when it is absent or null; with ``required=True`` a
+    # missing field is an error, so the value is never ``None`` (the overloads say so).
+    @overload
+    def str(
+        self, obj: JSONObject, key: builtins.str, prefix: builtins.str = "", *, required: Literal[True]
+    ) -> builtins.str: ...
+    @overload
+    def str(
+        self, obj: JSONObject, key: builtins.str, prefix: builtins.str = "", required: builtins.bool = False
+    ) -> builtins.str | None: ...
+    def str(
+        self, obj: JSONObject, key: builtins.str, prefix: builtins.str = "", required: builtins.bool = False
+    ) -> builtins.str | None:
+        value: builtins.str | None = self._get(obj, key, prefix, (str,), "a string", required)
+        return value
 
-    def int(self, obj: dict, key: str, prefix: str = "", required: bool = False) -> int | None:
-        return self._get(obj, key, prefix, (int,), "an integer", required)
+    @overload
+    def int(
+        self, obj: JSONObject, key: builtins.str, prefix: builtins.str = "", *, required: Literal[True]
+    ) -> builtins.int: ...
+    @overload
+    def int(
+        self, obj: JSONObject, key: builtins.str, prefix: builtins.str = "", required: builtins.bool = False
+    ) -> builtins.int | None: ...
+    def int(
+        self, obj: JSONObject, key: builtins.str, prefix: builtins.str = "", required: builtins.bool = False
+    ) -> builtins.int | None:
+        value: builtins.int | None = self._get(obj, key, prefix, (int,), "an integer", required)
+        return value
 
-    def bool(self, obj: dict, key: str, prefix: str = "") -> bool:
-        return bool(self._get(obj, key, prefix, (bool,), "a boolean", False))
+    def bool(self, obj: JSONObject, key: builtins.str, prefix: builtins.str = "") -> builtins.bool:
+        return builtins.bool(self._get(obj, key, prefix, (bool,), "a boolean", False))
 
-    def obj(self, obj: dict, key: str, prefix: str = "", required: bool = False) -> dict | None:
-        return self._get(obj, key, prefix, (dict,), "an object", required)
+    @overload
+    def obj(
+        self, obj: JSONObject, key: builtins.str, prefix: builtins.str = "", *, required: Literal[True]
+    ) -> JSONObject: ...
+    @overload
+    def obj(
+        self, obj: JSONObject, key: builtins.str, prefix: builtins.str = "", required: builtins.bool = False
+    ) -> JSONObject | None: ...
+    def obj(
+        self, obj: JSONObject, key: builtins.str, prefix: builtins.str = "", required: builtins.bool = False
+    ) -> JSONObject | None:
+        value: JSONObject | None = self._get(obj, key, prefix, (dict,), "an object", required)
+        return value
 
-    def list(self, obj: dict, key: str, prefix: str = "", required: bool = False) -> list | None:
-        return self._get(obj, key, prefix, (list,), "an array", required)
+    @overload
+    def list(
+        self, obj: JSONObject, key: builtins.str, prefix: builtins.str = "", *, required: Literal[True]
+    ) -> JSONArray: ...
+    @overload
+    def list(
+        self, obj: JSONObject, key: builtins.str, prefix: builtins.str = "", required: builtins.bool = False
+    ) -> JSONArray | None: ...
+    def list(
+        self, obj: JSONObject, key: builtins.str, prefix: builtins.str = "", required: builtins.bool = False
+    ) -> JSONArray | None:
+        value: JSONArray | None = self._get(obj, key, prefix, (list,), "an array", required)
+        return value
 
-    def text_or_list(self, obj: dict, key: str, prefix: str = "", required: bool = False) -> str | list | None:
-        return self._get(obj, key, prefix, (str, list), "a string or an array", required)
+    @overload
+    def text_or_list(
+        self, obj: JSONObject, key: builtins.str, prefix: builtins.str = "", *, required: Literal[True]
+    ) -> builtins.str | JSONArray: ...
+    @overload
+    def text_or_list(
+        self, obj: JSONObject, key: builtins.str, prefix: builtins.str = "", required: builtins.bool = False
+    ) -> builtins.str | JSONArray | None: ...
+    def text_or_list(
+        self, obj: JSONObject, key: builtins.str, prefix: builtins.str = "", required: builtins.bool = False
+    ) -> builtins.str | JSONArray | None:
+        value: builtins.str | JSONArray | None = self._get(
+            obj, key, prefix, (str, list), "a string or an array", required
+        )
+        return value
 
-    def item_obj(self, items: list, i: int, prefix: str) -> dict:
+    def item_obj(self, items: JSONArray, i: builtins.int, prefix: builtins.str) -> JSONObject:
         value = items[i]
         if not isinstance(value, dict):
             raise self.fail(f"field '{prefix}[{i}]' must be an object, got {json_type(value)}")
@@ -174,7 +280,7 @@ def _dotted(prefix: str, key: str) -> str:
 
 
 # ----------------------------------------------------------------------------- usage
-def count_field(loc: Loc, obj: dict, key: str, prefix: str) -> int | None:
+def count_field(loc: Loc, obj: JSONObject, key: str, prefix: str) -> int | None:
     """``obj[key]`` as a token/row count: ``None`` when absent, else a non-negative int; anything else is a
     ``TranscriptError`` at ``loc`` naming the field (``'prefix.key' must be a non-negative integer``)."""
     value = obj.get(key)
@@ -186,7 +292,7 @@ def count_field(loc: Loc, obj: dict, key: str, prefix: str) -> int | None:
 
 
 def anthropic_usage(
-    loc: Loc, usage: dict, prefix: str, *, model: str | None = None, request_id: str | None = None
+    loc: Loc, usage: JSONObject, prefix: str, *, model: str | None = None, request_id: str | None = None
 ) -> Usage:
     """Anthropic/Claude Code ``usage``: ``input_tokens`` is already uncached, cache fields disjoint."""
     return Usage(
@@ -226,7 +332,7 @@ def openai_usage(
 
 
 def litellm_usage(
-    loc: Loc, usage: dict, prefix: str, *, model: str | None = None, request_id: str | None = None
+    loc: Loc, usage: JSONObject, prefix: str, *, model: str | None = None, request_id: str | None = None
 ) -> Usage:
     """LiteLLM's normalized chat-completion ``usage`` (OpenHands' ``model_response``, mini-SWE-agent's
     ``extra.response``): ``prompt_tokens`` includes the cache reads (``prompt_tokens_details.cached_tokens``,
@@ -339,9 +445,9 @@ def head_text(head: bytes) -> str:
     return head.decode("utf-8", "ignore")
 
 
-def head_jsonl(head: bytes, limit: int = 8) -> list[dict]:
+def head_jsonl(head: bytes, limit: int = 8) -> list[JSONObject]:
     """The first complete JSONL objects in ``head`` (at most ``limit``; blank lines skipped)."""
-    out: list[dict] = []
+    out: list[JSONObject] = []
     lines = head_text(head).split("\n")
     for line in lines[:-1] if len(lines) > 1 else lines:
         s = line.strip()
@@ -374,7 +480,8 @@ def peek_json(head: bytes, list_key: str = "messages") -> tuple[str | None, dict
     text = head_text(head)
 
     def ws(i: int) -> int:
-        return _WS.match(text, i).end()
+        m = _WS.match(text, i)  # \s* matches (the empty string) at every index
+        return m.end() if m else i
 
     def array_items(i: int) -> list[Any]:
         items: list[Any] = []
@@ -485,7 +592,7 @@ class SessionBuilder:
         ts: str | None,
         *,
         text: str = "",
-        calls: list[ToolCall] | tuple = (),
+        calls: Sequence[ToolCall] = (),
         reasoning: bool = False,
         model: str | None = None,
     ) -> AssistantSlot:
@@ -496,7 +603,7 @@ class SessionBuilder:
         return slot
 
     def extend(
-        self, slot: AssistantSlot, *, text: str = "", calls: list[ToolCall] | tuple = (), reasoning: bool = False
+        self, slot: AssistantSlot, *, text: str = "", calls: Sequence[ToolCall] = (), reasoning: bool = False
     ) -> None:
         if text:
             slot.text_parts.append(text)

@@ -17,13 +17,14 @@ import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
-from ._common import json_type
+from ._common import JSONArray, JSONObject, json_type
 from .base import Importer, JSONNestingError, ParsedSession, TranscriptError, json_loads
 
 __all__ = [
     "SQLITE_MAGIC",
+    "Row",
     "is_sqlite",
     "schema_mentions",
     "open_bytes",
@@ -35,6 +36,9 @@ __all__ = [
 ]
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+
+Row = tuple[Any, ...]
+"""A row ``sqlite3`` returns: its columns' values (text, integer, real, blob or ``None``) in the query's order."""
 
 
 def is_sqlite(head: bytes) -> bool:
@@ -105,6 +109,10 @@ def table_columns(db: sqlite3.Connection, table: str) -> set[str]:
     return {r[1] for r in db.execute(f'PRAGMA table_info("{table}")')}
 
 
+@overload
+def row_text(where: str, path: Path, value: Any, column: str, *, required: Literal[True] = True) -> str: ...
+@overload
+def row_text(where: str, path: Path, value: Any, column: str, *, required: bool) -> str | None: ...
 def row_text(where: str, path: Path, value: Any, column: str, *, required: bool = True) -> str | None:
     """``value`` of ``column`` as text: ``None`` allowed unless ``required``; any other SQLite type
     (integer, real, blob) is a :class:`TranscriptError` naming ``where`` and the column."""
@@ -118,7 +126,23 @@ def row_text(where: str, path: Path, value: Any, column: str, *, required: bool 
     return value
 
 
-def json_column(path: Path, where: str, value: Any, column: str, kind: type = dict, *, required: bool = True) -> Any:
+@overload
+def json_column(
+    path: Path, where: str, value: Any, column: str, kind: type[dict[Any, Any]] = dict, *, required: bool = True
+) -> JSONObject: ...
+@overload
+def json_column(
+    path: Path, where: str, value: Any, column: str, kind: type[list[Any]], *, required: bool = True
+) -> JSONArray: ...
+def json_column(
+    path: Path,
+    where: str,
+    value: Any,
+    column: str,
+    kind: type[dict[Any, Any]] | type[list[Any]] = dict,
+    *,
+    required: bool = True,
+) -> JSONObject | JSONArray:
     """``value`` of ``column`` (text holding a JSON ``kind``, ``dict`` or ``list``) parsed; an empty
     ``kind()`` for NULL or blank text unless ``required``. Raises :class:`TranscriptError` naming ``where``
     and the column for a non-text value, invalid or too deeply nested JSON, or JSON of another type."""

@@ -91,7 +91,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage, canonical_arguments
-from ._common import SessionBuilder, head_key, head_text
+from ._common import JSONObject, SessionBuilder, head_key, head_text
 from .base import Importer, ParsedSession, TranscriptError, decode_text
 
 __all__ = ["AiderImporter", "IMPORTERS"]
@@ -135,7 +135,7 @@ class _Block:
     """One edit block in an assistant reply (lines relative to the reply's text)."""
 
     path: str
-    args: dict
+    args: JSONObject
     first: int
     last: int
     line_no: int  # 1-based file line of the block's marker (call id)
@@ -251,7 +251,7 @@ def _search_replace_blocks(rows: list[tuple[int, str]]) -> list[_Block]:
             continue
         div = next((j for j in range(i + 1, len(lines)) if _DIVIDER.match(lines[j])), None)
         end = None if div is None else next((j for j in range(div + 1, len(lines)) if _REPLACE.match(lines[j])), None)
-        if end is None:
+        if div is None or end is None:
             break
         first, name = i, None
         for back in (1, 2):
@@ -427,7 +427,9 @@ class AiderImporter(Importer):
         used: set[int] = set()
         slot = None
         if reply is not None or usage_lines:
-            text, calls, results = reply.text if reply else "", [], []
+            text = reply.text if reply else ""
+            calls: list[ToolCall] = []
+            results: list[tuple[str, str, bool, str]] = []
             if reply is not None:
                 text, calls, results, used = _edits(reply, outputs)
             b.close_open("the next model request started first")
@@ -537,8 +539,8 @@ def _edits(
         target = o.text[len(_APPLIED) :]
         if any(_same_file(target, blk.path) for blk in blocks):
             continue
-        blk = next((w for w in whole if _same_file(w.path, target)), None)
-        chosen.append((blk or _Block(target, {"path": target}, -1, -2, o.start + 1), o, False, o.text))
+        written = next((w for w in whole if _same_file(w.path, target)), None)
+        chosen.append((written or _Block(target, {"path": target}, -1, -2, o.start + 1), o, False, o.text))
     chosen.sort(key=lambda c: c[0].line_no)
     drop = {i for blk, *_ in chosen for i in range(blk.first, blk.last + 1)}
     kept = "\n".join(t for i, (_, t) in enumerate(reply.rows) if i not in drop)

@@ -34,6 +34,8 @@ from typing import Any
 
 from ..events import MediaRef, SystemNote, ToolCall, UserMessage
 from ._common import (
+    JSONArray,
+    JSONObject,
     Loc,
     SessionBuilder,
     anthropic_usage,
@@ -123,7 +125,7 @@ def _system_text(loc: Loc, system: Any) -> str:
     raise loc.fail(f"field 'system' must be a string or an array of text blocks, got {json_type(system)}")
 
 
-def _check_block(loc: Loc, block: dict, label: str) -> None:
+def _check_block(loc: Loc, block: JSONObject, label: str) -> None:
     kind = loc.str(block, "type", label, required=True)
     if kind == "text":
         loc.str(block, "text", label, required=True)
@@ -138,8 +140,9 @@ def _check_block(loc: Loc, block: dict, label: str) -> None:
             inner = block.get("content")
             if inner is not None and not isinstance(inner, (str, list)):
                 raise loc.fail(f"field '{label}.content' must be a string or an array, got {json_type(inner)}")
-            for j in range(len(inner) if isinstance(inner, list) else 0):
-                _check_block(loc, loc.item_obj(inner, j, f"{label}.content"), f"{label}.content[{j}]")
+            if isinstance(inner, list):
+                for j in range(len(inner)):
+                    _check_block(loc, loc.item_obj(inner, j, f"{label}.content"), f"{label}.content[{j}]")
     elif kind == "image":
         source = loc.obj(block, "source", label, required=True)
         stype = loc.str(source, "type", f"{label}.source", required=True)
@@ -150,14 +153,14 @@ def _check_block(loc: Loc, block: dict, label: str) -> None:
             loc.str(source, "url", f"{label}.source", required=True)
 
 
-def _image(b: SessionBuilder, loc: Loc, block: dict, label: str) -> MediaRef | str:
+def _image(b: SessionBuilder, loc: Loc, block: JSONObject, label: str) -> MediaRef | str:
     source = block["source"]
     if source["type"] == "base64":
         return b.media(decode_base64(loc, source["data"], f"{label}.source.data"), source.get("media_type"))
     return f"[image: {source.get('url') or source['type']}]"
 
 
-def _assistant(b: SessionBuilder, loc: Loc, msg: dict, blocks: list, ref: str, model: str | None) -> None:
+def _assistant(b: SessionBuilder, loc: Loc, msg: JSONObject, blocks: JSONArray, ref: str, model: str | None) -> None:
     texts: list[str] = []
     calls: list[ToolCall] = []
     inline_results: list[tuple[str, str, bool]] = []
@@ -197,7 +200,7 @@ def _assistant(b: SessionBuilder, loc: Loc, msg: dict, blocks: list, ref: str, m
         b.result(call_id, content, ref, None, is_error=is_error)
 
 
-def _user(b: SessionBuilder, loc: Loc, blocks: list, ref: str) -> None:
+def _user(b: SessionBuilder, loc: Loc, blocks: JSONArray, ref: str) -> None:
     texts: list[str] = []
     media: list[MediaRef] = []
     for j, block in enumerate(blocks):

@@ -38,7 +38,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..events import CompactionMarker, SubagentMarker, SystemNote, ToolCall, UserMessage
-from ._common import AssistantSlot, Loc, SessionBuilder, dump_json, head_jsonl, head_key
+from ._common import AssistantSlot, JSONObject, Loc, SessionBuilder, dump_json, head_jsonl, head_key
 from .base import Importer, JSONNestingError, ParsedSession, decode_text, iter_jsonl, json_loads
 
 __all__ = ["AntigravityImporter", "IMPORTERS"]
@@ -75,7 +75,7 @@ def _result_text(content: str) -> str:
     return "\n".join(lines)
 
 
-def _decode_args(args: dict) -> dict:
+def _decode_args(args: JSONObject) -> JSONObject:
     """``args`` with each JSON-encoded value decoded (a value that is not JSON text is kept)."""
     out = {}
     for key, value in args.items():
@@ -114,7 +114,8 @@ class AntigravityImporter(Importer):
         slot: AssistantSlot | None = None
         truncated = 0
         skipped: dict[str, int] = {}
-        unlinked: list[tuple[AssistantSlot, int]] = []  # sub-agent markers no report has named yet
+        # sub-agent markers no report has named yet: (the response, the marker's index in its ``after``, the marker)
+        unlinked: list[tuple[AssistantSlot, int, SubagentMarker]] = []
         for n, obj in iter_jsonl(path, text, live=self.live):
             loc = Loc(path, f"line {n}")
             index = loc.int(obj, "step_index", required=True)
@@ -139,10 +140,10 @@ class AntigravityImporter(Importer):
                 calls: list[ToolCall] = []
                 raw_calls = loc.list(obj, "tool_calls") or []
                 for k in range(len(raw_calls)):
-                    call = loc.item_obj(raw_calls, k, "tool_calls")
+                    entry = loc.item_obj(raw_calls, k, "tool_calls")
                     label = f"tool_calls[{k}]"
-                    name = loc.str(call, "name", label, required=True)
-                    args = loc.obj(call, "args", label) or {}
+                    name = loc.str(entry, "name", label, required=True)
+                    args = loc.obj(entry, "args", label) or {}
                     calls.append(
                         ToolCall(
                             id=f"step:{index}:{k}",
@@ -157,13 +158,9 @@ class AntigravityImporter(Importer):
                     if call.name == "invoke_subagent":
                         args = json.loads(call.arguments)
                         prompt = next((v for v in args.values() if isinstance(v, str)), "")
-                        b.after_results(
-                            slot,
-                            SubagentMarker(call_id=call.id, description=prompt[:200]),
-                            f"{ref}#subagent:{call.id}",
-                            ts,
-                        )
-                        unlinked.append((slot, len(slot.after) - 1))
+                        marker = SubagentMarker(call_id=call.id, description=prompt[:200])
+                        b.after_results(slot, marker, f"{ref}#subagent:{call.id}", ts)
+                        unlinked.append((slot, len(slot.after) - 1, marker))
             elif kind == "CHECKPOINT":
                 b.close_open("the conversation was compacted before the tool returned", ts)
                 open_calls, slot = [], None
@@ -172,9 +169,8 @@ class AntigravityImporter(Importer):
                 b.result(open_calls.pop(0), loc.str(obj, "error") or content, ref, ts, is_error=True)
             elif kind == "SYSTEM_MESSAGE" and (sender := _SENDER.match(content)):
                 if unlinked:
-                    owner, k = unlinked.pop(0)
-                    marker = owner.after[k]
-                    owner.after[k] = replace(marker, event=replace(marker.event, agent_id=sender.group(1)))
+                    owner, k, named = unlinked.pop(0)
+                    owner.after[k] = replace(owner.after[k], event=replace(named, agent_id=sender.group(1)))
                 b.add(UserMessage(text=content, is_meta=True), ref, ts)
             elif kind in _NOTES:
                 body = (loc.str(obj, "error") or content) if kind == "ERROR_MESSAGE" else content
@@ -186,7 +182,7 @@ class AntigravityImporter(Importer):
                 is_error = status == "ERROR" or body.lstrip().startswith(_STEP_ERROR)
                 call_id = open_calls.pop(0) if open_calls else f"step:{index}"
                 b.result(call_id, body, ref, ts, is_error=is_error, name=None if b.is_open(call_id) else kind.lower())
-        meta: dict = {}
+        meta: JSONObject = {}
         if truncated:
             meta["truncated_steps"] = truncated
         if skipped:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -47,7 +48,8 @@ class TranscriptError(Exception):
         where = f"{self.path}:{location}" if location else self.path
         super().__init__(f"{where}: {reason}")
 
-    def __reduce__(self):  # picklable across process pools (bench workers)
+    def __reduce__(self) -> tuple[Callable[..., TranscriptError], tuple[str | None, ...], dict[str, Any]]:
+        # picklable across process pools (bench workers)
         return type(self), (self.path, self.location, self.reason), self.__dict__
 
 
@@ -182,7 +184,7 @@ def load_json(path: str | Path, text: str) -> Any:
         raise TranscriptError(path, None, str(exc)) from None
 
 
-def iter_jsonl(path: str | Path, text: str, *, live: bool = False):
+def iter_jsonl(path: str | Path, text: str, *, live: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each non-blank JSONL line.
 
     Errors name the line like :func:`load_json`: ``FILE:line N column C: invalid JSON: MSG``,
@@ -218,5 +220,5 @@ class SessionForgotten(TranscriptError):
             path, None, f"session {session_id} is forgotten (tombstoned by `latch forget`); nothing imported"
         )
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[..., TranscriptError], tuple[str | None, ...], dict[str, Any]]:
         return type(self), (self.path, self.session_id), self.__dict__

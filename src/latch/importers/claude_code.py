@@ -56,6 +56,8 @@ from typing import Any
 from ..events import ATTACHMENT_NOTE, CompactionMarker, MediaRef, SubagentMarker, SystemNote, ToolCall, UserMessage
 from ._common import (
     AssistantSlot,
+    JSONArray,
+    JSONObject,
     Loc,
     SessionBuilder,
     anthropic_usage,
@@ -65,6 +67,7 @@ from ._common import (
     head_jsonl,
     head_key,
     head_text,
+    str_value,
 )
 from .base import Importer, ParsedSession, TranscriptError, decode_text, iter_jsonl
 
@@ -100,13 +103,13 @@ _PARTIAL_LINE = (re.compile(r'"sessionId"\s*:\s*"'), re.compile(r'"(parentUuid|u
 class _Line:
     n: int
     type: str
-    obj: dict
+    obj: JSONObject
     uuid: str | None
     parent: str | None
     logical_parent: str | None
     sidechain: bool
     ts: str | None
-    content: Any = None  # user/assistant message.content (validated)
+    content: str | JSONArray = ""  # user/assistant message.content (validated); "" on other lines
 
 
 _LINE_KEYS = ("type", "uuid", "parentUuid", "sessionId", "message")
@@ -191,11 +194,11 @@ class ClaudeCodeImporter(Importer):
         if last.type == "assistant":
             # nothing after the last response yet: its next block may follow, whatever its stop_reason
             # (2.1.109+ repeats the final stop_reason and usage on every line of a response)
-            slot = slots.get(last.obj["message"].get("id") or last.uuid)
+            slot = slots.get(_response_key(last))
             if slot is not None:
                 builder.hold(slot)
         skipped = sum(ln.type in _CONVERSATION for ln in lines) - sum(ln.type in _CONVERSATION for ln in chosen)
-        meta = {
+        meta: dict[str, str | int] = {
             k: v
             for k, v in (("session_id", session_id), ("version", version), ("git_branch", branch), ("agent_id", agent))
             if isinstance(v, str)
@@ -214,7 +217,7 @@ class ClaudeCodeImporter(Importer):
         return parsed
 
 
-def _read_line(loc: Loc, n: int, obj: dict) -> _Line:
+def _read_line(loc: Loc, n: int, obj: JSONObject) -> _Line:
     """Validate the envelope and the message fields the importer reads."""
     typ = loc.str(obj, "type", required=True)
     line = _Line(
@@ -255,7 +258,7 @@ def _read_line(loc: Loc, n: int, obj: dict) -> _Line:
     return line
 
 
-def _check_block(loc: Loc, block: dict, label: str) -> None:
+def _check_block(loc: Loc, block: JSONObject, label: str) -> None:
     kind = loc.str(block, "type", label, required=True)
     if kind == "text":
         loc.str(block, "text", label, required=True)
@@ -277,12 +280,21 @@ def _check_block(loc: Loc, block: dict, label: str) -> None:
             loc.str(source, "media_type", f"{label}.source")
 
 
+def _response_key(ln: _Line) -> str:
+    """The key of the response an assistant line is a block of: its ``message.id``, else the line's ``uuid``
+    (every line of the tree has one; the line number stands in for a line without)."""
+    msg_id = ln.obj["message"].get("id")
+    if isinstance(msg_id, str) and msg_id:
+        return msg_id
+    return ln.uuid or f"line:{ln.n}"
+
+
 def _active_branch(lines: list[_Line]) -> list[_Line]:
     """Lines of the active branch in file order, plus off-branch results of calls made on it."""
     by_uuid = {ln.uuid: ln for ln in lines}
     position = {ln.uuid: i for i, ln in enumerate(lines)}
     leaf = next(ln for ln in reversed(lines) if ln.type in _CONVERSATION)
-    on: set[str] = set()
+    on: set[str | None] = set()  # uuids: every line of the tree has one
     cur: _Line | None = leaf
     while cur is not None and cur.uuid not in on:
         on.add(cur.uuid)
@@ -329,8 +341,8 @@ def _active_branch(lines: list[_Line]) -> list[_Line]:
 def _emit(b: SessionBuilder, path: Path, lines: list[_Line]) -> dict[str, AssistantSlot]:
     """Emit the chosen lines; returns the response slots by ``message.id`` (else line uuid)."""
     slots: dict[str, AssistantSlot] = {}
-    subagents: dict[str, tuple[AssistantSlot, dict, str, str | None]] = {}
-    agent_results: dict[str, dict] = {}
+    subagents: dict[str, tuple[AssistantSlot, JSONObject, str, str | None]] = {}
+    agent_results: dict[str, JSONObject] = {}
     boundaries = {ln.uuid for ln in lines if ln.type == "system" and ln.obj.get("subtype") == "compact_boundary"}
     summaries = {
         ln.parent: ln
@@ -349,7 +361,7 @@ def _emit(b: SessionBuilder, path: Path, lines: list[_Line]) -> dict[str, Assist
                 b.add(SystemNote(text=_blocks_text(ln.content), subtype=subtype), ref, ln.ts)
                 continue
             text, calls, reasoning = _assistant_blocks(loc, ln.content)
-            key = msg.get("id") or ln.uuid
+            key = _response_key(ln)
             slot = slots.get(key)
             if slot is None:
                 slot = slots[key] = b.assistant(ref, ln.ts, text=text, calls=calls, reasoning=reasoning, model=model)
@@ -376,15 +388,13 @@ def _emit(b: SessionBuilder, path: Path, lines: list[_Line]) -> dict[str, Assist
             _attachment(b, ln, ref)
     for call_id, (slot, inp, ref, ts) in subagents.items():
         result = agent_results.get(call_id, {})
-        agent_type = inp.get("subagent_type") if isinstance(inp.get("subagent_type"), str) else None
         b.after_results(
             slot,
             SubagentMarker(
                 call_id=call_id,
-                agent_id=result.get("agentId") if isinstance(result.get("agentId"), str) else None,
-                agent_type=agent_type
-                or (result.get("agentType") if isinstance(result.get("agentType"), str) else None),
-                description=inp.get("description") if isinstance(inp.get("description"), str) else "",
+                agent_id=str_value(result, "agentId"),
+                agent_type=str_value(inp, "subagent_type") or str_value(result, "agentType"),
+                description=str_value(inp, "description", ""),
             ),
             f"{ref}#subagent",
             ts,
@@ -392,7 +402,7 @@ def _emit(b: SessionBuilder, path: Path, lines: list[_Line]) -> dict[str, Assist
     return slots
 
 
-def _assistant_blocks(loc: Loc, content: Any) -> tuple[str, list[ToolCall], bool]:
+def _assistant_blocks(loc: Loc, content: str | JSONArray) -> tuple[str, list[ToolCall], bool]:
     if isinstance(content, str):
         return content, [], False
     texts: list[str] = []
@@ -412,20 +422,20 @@ def _assistant_blocks(loc: Loc, content: Any) -> tuple[str, list[ToolCall], bool
     return "\n".join(t for t in texts if t), calls, reasoning
 
 
-def _blocks_text(content: Any) -> str:
+def _blocks_text(content: str | JSONArray) -> str:
     if isinstance(content, str):
         return content
     return "\n".join(b["text"] for b in content if b["type"] == "text")
 
 
-def _media(b: SessionBuilder, loc: Loc, block: dict, label: str) -> MediaRef | None:
+def _media(b: SessionBuilder, loc: Loc, block: JSONObject, label: str) -> MediaRef | None:
     source = block["source"]
     if source.get("type") != "base64":
         return None
     return b.media(decode_base64(loc, source["data"], f"{label}.source.data"), source.get("media_type"))
 
 
-def _user_line(b: SessionBuilder, loc: Loc, ln: _Line, ref: str, agent_results: dict[str, dict]) -> None:
+def _user_line(b: SessionBuilder, loc: Loc, ln: _Line, ref: str, agent_results: dict[str, JSONObject]) -> None:
     obj = ln.obj
     content = ln.content
     texts: list[str] = []
@@ -473,7 +483,9 @@ def _user_line(b: SessionBuilder, loc: Loc, ln: _Line, ref: str, agent_results: 
     b.add(UserMessage(text=text, media=tuple(media), is_meta=is_meta), ref, ln.ts)
 
 
-def _result_content(b: SessionBuilder, loc: Loc, content: Any, label: str) -> tuple[str, list[MediaRef]]:
+def _result_content(
+    b: SessionBuilder, loc: Loc, content: str | JSONArray | None, label: str
+) -> tuple[str, list[MediaRef]]:
     if content is None:
         return "", []
     if isinstance(content, str):
@@ -562,7 +574,7 @@ def _strings(value: Any) -> list[str]:
     return out
 
 
-def _listing_text(kind: str, att: dict) -> str:
+def _listing_text(kind: str, att: JSONObject) -> str:
     """The searchable text of a listing attachment: what it adds (its rendered lines or blocks where it has
     them, else the names), then what it removes and the MCP servers it names, one labelled line each; ``""``
     when it holds no text. Fields of another type than these are left out (no error: nothing the model saw

@@ -55,6 +55,8 @@ from typing import Any
 from ..events import CompactionMarker, MediaRef, ToolCall, Usage, UserMessage, canonical_json
 from ._common import (
     AssistantSlot,
+    JSONArray,
+    JSONObject,
     Loc,
     SessionBuilder,
     count_field,
@@ -161,7 +163,7 @@ class ClineImporter(Importer):
         return _Task(path, doc, ui, ui_path).run()
 
 
-def _ui_like(rows: list) -> bool:
+def _ui_like(rows: JSONArray) -> bool:
     """Whether most of ``rows`` (a document's first elements) carry ``ts`` with ``say``/``ask`` and none a
     ``role``: ``ui_messages.json`` rows, one of which may be malformed (the ui reader names it)."""
     found = [r for r in rows if isinstance(r, dict)]
@@ -176,7 +178,7 @@ def _read_bytes(path: Path) -> bytes:
         raise TranscriptError(path, None, f"cannot read: {exc.strerror or exc}") from None
 
 
-def _read_ui(path: Path) -> list[dict]:
+def _read_ui(path: Path) -> list[JSONObject]:
     raw = _read_bytes(path)
     doc = load_json(path, decode_text(path, raw))
     if not isinstance(doc, list):
@@ -202,7 +204,7 @@ class _UiMarker:
 class _Task:
     """One pass over the API history, with the ui rows' usage and deleted ranges keyed by history index."""
 
-    def __init__(self, path: Path, messages: list, ui: list[dict] | None, ui_path: Path):
+    def __init__(self, path: Path, messages: JSONArray, ui: list[JSONObject] | None, ui_path: Path):
         self.path = path
         self.messages = messages
         self.ui = ui
@@ -215,7 +217,7 @@ class _Task:
         self.ui_markers: list[_UiMarker] = []  # Roo condense/truncation rows, in file order
         self.standalone: list[_UiMarker] = []  # compactions only ui_messages records, placed by ts
 
-    def cline_compaction(self, loc: Loc, row: dict, ts_ms: int | float | None, i: int) -> None:
+    def cline_compaction(self, loc: Loc, row: JSONObject, ts_ms: int | float | None, i: int) -> None:
         """A Cline ``say: "compaction"`` divider (``ClineCompactionInfo``); only a ``completed`` one compacted."""
         info = load_json_field(loc, loc.str(row, "text") or "", "text")
         if info.get("status") != "completed":
@@ -278,10 +280,12 @@ class _Task:
     # -- ui_messages
     def ui_index(
         self, roo: bool
-    ) -> tuple[dict[int, tuple[Usage, str, str | None]], dict[int, list[tuple[list[int], str, str]]], float | None]:
+    ) -> tuple[
+        dict[int, tuple[Usage, str, str | None]], dict[int, list[tuple[list[int], str, str | None]]], float | None
+    ]:
         """``(usage by assistant index, truncations by the history index they follow, total cost)``."""
         usage: dict[int, tuple[Usage, str, str | None]] = {}
-        cuts: dict[int, list[tuple[list[int], str, str]]] = {}
+        cuts: dict[int, list[tuple[list[int], str, str | None]]] = {}
         cost: float | None = None
         # (Roo condenseId or truncationId -> (prevContextTokens, newContextTokens)), filled below
         if self.ui is None:
@@ -429,7 +433,7 @@ class _Task:
             key = f"{FORMAT}:sha256:{content_key(first.encode('utf-8', 'surrogatepass'))}"
         return b.finish(external_key=key, workspace=self.workspace, meta=meta, growing=True)
 
-    def add_cuts(self, items: list[tuple[list[int], str, str]]) -> None:
+    def add_cuts(self, items: list[tuple[list[int], str, str | None]]) -> None:
         for (start, end), ref, ts in items:
             self.b.add(
                 CompactionMarker(
@@ -440,7 +444,7 @@ class _Task:
                 ts,
             )
 
-    def texts(self, loc: Loc, blocks: list) -> tuple[str, tuple[MediaRef, ...]]:
+    def texts(self, loc: Loc, blocks: JSONArray) -> tuple[str, tuple[MediaRef, ...]]:
         texts, media = [], []
         for j in range(len(blocks)):
             block = loc.item_obj(blocks, j, "content")
@@ -451,7 +455,7 @@ class _Task:
                 media.append(self.image(loc, block, f"content[{j}]"))
         return "\n".join(texts), tuple(media)
 
-    def image(self, loc: Loc, block: dict, label: str) -> MediaRef:
+    def image(self, loc: Loc, block: JSONObject, label: str) -> MediaRef:
         source = loc.obj(block, "source", label, required=True)
         if source.get("type") != "base64":
             raise loc.fail(f"field '{label}.source.type' must be 'base64', got {source.get('type')!r}")
@@ -459,7 +463,13 @@ class _Task:
         return self.b.media(data, loc.str(source, "media_type", f"{label}.source"))
 
     def assistant(
-        self, loc: Loc, msg: dict, blocks: list, ref: str, ts: str | None, usage: tuple[Usage, str, str | None] | None
+        self,
+        loc: Loc,
+        msg: JSONObject,
+        blocks: JSONArray,
+        ref: str,
+        ts: str | None,
+        usage: tuple[Usage, str, str | None] | None,
     ) -> None:
         self.b.close_open("the next request was sent before the tool returned", ts)
         self.open_calls = []
@@ -510,8 +520,10 @@ class _Task:
             )
             self.b.set_usage(slot, openai_usage(loc, prompt, cached, completion, model=model), f"{ref}#usage", ts)
 
-    def user(self, loc: Loc, blocks: list, ref: str, ts: str | None) -> None:
-        said, meta, media = [], [], []
+    def user(self, loc: Loc, blocks: JSONArray, ref: str, ts: str | None) -> None:
+        said: list[str] = []
+        meta: list[str] = []
+        media: list[MediaRef] = []
         results = 0
         for j in range(len(blocks)):
             block = loc.item_obj(blocks, j, "content")
@@ -577,7 +589,7 @@ class _Task:
         self.b.result(call_id, text, ref, ts, is_error=is_error, name=name, media=media, exit_code=exit_code)
 
 
-def load_json_field(loc: Loc, text: str, label: str) -> dict:
+def load_json_field(loc: Loc, text: str, label: str) -> JSONObject:
     """A field holding a JSON object as text (``api_req_started.text``); a ``TranscriptError`` at ``loc`` else."""
     try:
         value = json_loads(text)

@@ -30,7 +30,17 @@ from pathlib import Path
 from typing import Any
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage, canonical_json
-from ._common import AssistantSlot, Loc, SessionBuilder, count_field, data_url_bytes, json_type
+from ._common import (
+    AssistantSlot,
+    JSONArray,
+    JSONObject,
+    Loc,
+    SessionBuilder,
+    count_field,
+    data_url_bytes,
+    json_type,
+    str_value,
+)
 from .base import JSONNestingError, ParsedSession, TranscriptError, content_key, json_loads
 
 __all__ = ["epoch_ms_iso", "is_ui_messages", "parse_ui_messages"]
@@ -61,19 +71,19 @@ def epoch_ms_iso(ms: int | float) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def is_ui_messages(items: list) -> bool:
+def is_ui_messages(items: JSONArray) -> bool:
     """Whether ``items`` (a document's first elements) are ``ClineMessage`` rows: ``ts`` and ``type`` say/ask."""
     return bool(items) and all(isinstance(r, dict) and r.get("type") in ("say", "ask") and "ts" in r for r in items)
 
 
-def parse_ui_messages(path: Path, rows: list, *, roo: bool, task_id: str | None, fmt: str) -> ParsedSession:
+def parse_ui_messages(path: Path, rows: JSONArray, *, roo: bool, task_id: str | None, fmt: str) -> ParsedSession:
     """The session ``rows`` (the parsed ``ui_messages.json`` at ``path``) show. ``TranscriptError`` names
     ``ui_messages[i]`` and the field of the first problem."""
     return _Ui(path, rows, roo).run(task_id, fmt)
 
 
 class _Ui:
-    def __init__(self, path: Path, rows: list, roo: bool):
+    def __init__(self, path: Path, rows: JSONArray, roo: bool):
         self.path, self.rows, self.roo = path, rows, roo
         self.b = SessionBuilder(path, "cline")
         self.slot: AssistantSlot | None = None
@@ -119,7 +129,7 @@ class _Ui:
             key = f"{fmt}:sha256:{content_key(first.encode('utf-8', 'surrogatepass'))}"
         return self.b.finish(external_key=key, meta=meta, growing=True)
 
-    def row(self, loc: Loc, ref: str, ts: str, kind: str, sub: str, row: dict) -> None:
+    def row(self, loc: Loc, ref: str, ts: str, kind: str, sub: str, row: JSONObject) -> None:
         text = loc.str(row, "text") or ""
         if kind == "say" and sub in ("task", "user_feedback"):
             self.end_request("the user spoke before the tool result", ts)
@@ -135,7 +145,7 @@ class _Ui:
         elif (kind == "say" and sub in _ANSWER_SAY) or (kind == "ask" and sub in _ANSWER_ASK):
             if kind == "ask" and sub == "followup" and text.startswith("{"):
                 info = _json(loc, text)
-                text = info.get("question") if isinstance(info.get("question"), str) else text
+                text = str_value(info, "question", text)
             if text:
                 self.b.extend(self.answer(ref, ts), text=text)
         elif kind == "say" and sub == "reasoning":
@@ -200,7 +210,7 @@ class _Ui:
         self.slot = None
 
 
-def _json(loc: Loc, text: str) -> dict:
+def _json(loc: Loc, text: str) -> JSONObject:
     try:
         value = json_loads(text)
     except (ValueError, JSONNestingError):

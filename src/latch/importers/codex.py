@@ -53,6 +53,8 @@ from pathlib import Path
 from ..events import CompactionMarker, MediaRef, SystemNote, ToolCall, UserMessage
 from ._common import (
     AssistantSlot,
+    JSONArray,
+    JSONObject,
     Loc,
     SessionBuilder,
     data_url_bytes,
@@ -110,7 +112,7 @@ class CodexImporter(Importer):
     def parse(self, path: Path, data: bytes) -> ParsedSession:
         """Parse the whole file; ``TranscriptError`` names the line and field of the first problem."""
         text = decode_text(path, data)
-        rows = []
+        rows: list[_Row] = []
         failed_calls: set[str] = set()
         exit_codes: dict[str, int] = {}
         for n, obj in iter_jsonl(path, text, live=self.live):
@@ -126,6 +128,10 @@ class CodexImporter(Importer):
         return _Rollout(path, failed_calls, exit_codes).run(rows, text)
 
 
+_Row = tuple[int, Loc, str, str | None, JSONObject, str | None]
+"""A rollout line read by the first pass: ``(line number, location, type, payload.type, payload, timestamp)``."""
+
+
 class _Rollout:
     """One pass over the rollout lines, holding the open response and turn state."""
 
@@ -134,7 +140,7 @@ class _Rollout:
         self.failed_calls = failed_calls
         self.exit_codes = exit_codes
         self.model: str | None = None
-        self.group: list[tuple[int, Loc, dict, str | None]] = []  # output items of the open response
+        self.group: list[tuple[int, Loc, JSONObject, str | None]] = []  # output items of the open response
         self.carry_reasoning = False
         self.last_slot: AssistantSlot | None = None  # the last response, while a token_count may still be its usage
         self.last_info: object = None
@@ -144,10 +150,10 @@ class _Rollout:
         self.after_compacted = False  # the last compaction row was a `compacted` item, nothing since but bookkeeping
         self.pending_compaction: tuple[str, str | None] | None = None  # a context_compacted not yet placed
 
-    def run(self, rows, text: str) -> ParsedSession:
+    def run(self, rows: list[_Row], text: str) -> ParsedSession:
         b = self.b
         session_id = cwd = None
-        meta: dict = {}
+        meta: JSONObject = {}
         for n, loc, kind, ptype, payload, ts in rows:
             ref = f"line:{n}"
             if self.pending_compaction is not None and kind != "compacted" and ptype != "token_count":
@@ -183,7 +189,7 @@ class _Rollout:
         if self.group:
             before = self.last_slot
             self.close_group()
-            if self.last_slot is not before:
+            if self.last_slot is not None and self.last_slot is not before:
                 b.hold(self.last_slot, "message")  # more items of this response may follow
         elif self.last_slot is not None and self.last_slot.usage is None:
             b.hold(self.last_slot, "usage")  # its token_count may follow
@@ -195,7 +201,7 @@ class _Rollout:
         return b.finish(external_key=key, workspace=cwd, meta=meta, growing=True)
 
     # -- response items
-    def response_item(self, n: int, loc: Loc, ptype: str, payload: dict, ts: str | None) -> None:
+    def response_item(self, n: int, loc: Loc, ptype: str | None, payload: JSONObject, ts: str | None) -> None:
         b = self.b
         ref = f"line:{n}"
         role = loc.str(payload, "role", "payload", required=True) if ptype == "message" else None
@@ -218,7 +224,7 @@ class _Rollout:
             call_id = loc.str(payload, "call_id", "payload", required=True)
             self.result(loc, call_id, payload, ref, ts)
 
-    def check_output_item(self, loc: Loc, ptype: str, payload: dict) -> None:
+    def check_output_item(self, loc: Loc, ptype: str | None, payload: JSONObject) -> None:
         if ptype == "message":
             self.content(loc, payload)
         elif ptype == "function_call":
@@ -235,13 +241,13 @@ class _Rollout:
         elif ptype == "web_search_call":
             loc.obj(payload, "action", "payload")
 
-    def content(self, loc: Loc, payload: dict) -> tuple[str, tuple[MediaRef, ...]]:
+    def content(self, loc: Loc, payload: JSONObject) -> tuple[str, tuple[MediaRef, ...]]:
         parts = loc.text_or_list(payload, "content", "payload", required=True)
         if isinstance(parts, str):
             return parts, ()
         return self.parts(loc, parts, "payload.content")
 
-    def parts(self, loc: Loc, parts: list, label: str) -> tuple[str, tuple[MediaRef, ...]]:
+    def parts(self, loc: Loc, parts: JSONArray, label: str) -> tuple[str, tuple[MediaRef, ...]]:
         texts: list[str] = []
         media: list[MediaRef] = []
         for i in range(len(parts)):
@@ -262,7 +268,7 @@ class _Rollout:
                 texts.append(f"[{kind}]")
         return "\n".join(texts), tuple(media)
 
-    def close_group(self, usage: tuple[int, dict, str | None, Loc] | None = None) -> None:
+    def close_group(self, usage: tuple[int, JSONObject, str | None, Loc] | None = None) -> None:
         """Turn the open response's output items into one AssistantMessage (+ its Usage)."""
         if not self.group:
             return
@@ -311,7 +317,7 @@ class _Rollout:
         call_id = self.searches.pop(0)
         self.b.result(call_id, f"web search completed: {query}" if query else "web search completed", ref, ts)
 
-    def attach_usage(self, slot: AssistantSlot, n: int, last: dict, ts: str | None, loc: Loc) -> None:
+    def attach_usage(self, slot: AssistantSlot, n: int, last: JSONObject, ts: str | None, loc: Loc) -> None:
         prefix = "payload.info.last_token_usage"
         for key in ("input_tokens", "cached_input_tokens", "output_tokens"):
             value = last.get(key)
@@ -323,7 +329,7 @@ class _Rollout:
         self.b.set_usage(slot, usage, f"line:{n}", ts)
 
     # -- results
-    def result(self, loc: Loc, call_id: str, payload: dict, ref: str, ts: str | None) -> None:
+    def result(self, loc: Loc, call_id: str, payload: JSONObject, ref: str, ts: str | None) -> None:
         output = loc.text_or_list(payload, "output", "payload", required=True)
         media: tuple[MediaRef, ...] = ()
         exit_code = self.exit_codes.get(call_id)
@@ -348,7 +354,7 @@ class _Rollout:
         self.b.result(call_id, text, ref, ts, is_error=is_error, media=media, exit_code=exit_code)
 
     # -- events
-    def event(self, n: int, loc: Loc, ptype: str, payload: dict, ts: str | None) -> None:
+    def event(self, n: int, loc: Loc, ptype: str | None, payload: JSONObject, ts: str | None) -> None:
         ref = f"line:{n}"
         if ptype == "token_count":
             info = payload.get("info")

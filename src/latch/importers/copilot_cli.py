@@ -72,12 +72,15 @@ array, got object``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..events import CompactionMarker, MediaRef, SubagentMarker, SystemNote, ToolCall, Usage, UserMessage
 from ._common import (
     AssistantSlot,
+    JSONLines,
+    JSONObject,
     Loc,
     SessionBuilder,
     decode_base64,
@@ -170,7 +173,7 @@ class CopilotCliImporter(Importer):
         return _Log(path).run(iter_jsonl(path, text, live=self.live), text)
 
 
-def _envelope_parts(obj: dict) -> int:
+def _envelope_parts(obj: JSONObject) -> int:
     kind = obj.get("type")
     return (
         (isinstance(kind, str) and "." in kind and kind.split(".", 1)[0] in _NAMESPACES)
@@ -180,7 +183,7 @@ def _envelope_parts(obj: dict) -> int:
     )
 
 
-def _envelope(obj: dict) -> bool:
+def _envelope(obj: JSONObject) -> bool:
     kind = obj.get("type")
     return (
         isinstance(kind, str)
@@ -210,7 +213,7 @@ class _Log:
         self.subagents: set[str] = set()  # task call ids whose sub-agent started and has not finished
         self.assets: dict[str, tuple[str, str]] = {}  # assetId -> (base64 data, mime type)
 
-    def run(self, rows, text: str) -> ParsedSession:
+    def run(self, rows: JSONLines, text: str) -> ParsedSession:
         for n, obj in rows:
             loc = Loc(self.b.path, f"line {n}")
             kind = loc.str(obj, "type", required=True)
@@ -237,7 +240,7 @@ class _Log:
         return self.b.finish(external_key=key, workspace=self.workspace, meta=meta, growing=True)
 
     # -- session lifecycle
-    def start(self, loc: Loc, data: dict, ref: str, ts: str | None, *, resume: bool = False) -> None:
+    def start(self, loc: Loc, data: JSONObject, ref: str, ts: str | None, *, resume: bool = False) -> None:
         if resume:
             self.close_turn("the session was resumed before the tool returned", ts)
         session_id = loc.str(data, "sessionId", "data")
@@ -258,16 +261,16 @@ class _Log:
         if resume:
             self.meta["resumes"] = self.meta.get("resumes", 0) + 1
 
-    def resume(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
+    def resume(self, loc: Loc, data: JSONObject, ref: str, ts: str | None) -> None:
         self.start(loc, data, ref, ts, resume=True)
 
-    def model_change(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
+    def model_change(self, loc: Loc, data: JSONObject, ref: str, ts: str | None) -> None:
         self.model = loc.str(data, "newModel", "data", required=True)
         self.meta.setdefault("models", [])
         if self.model not in self.meta["models"]:
             self.meta["models"].append(self.model)
 
-    def shutdown(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
+    def shutdown(self, loc: Loc, data: JSONObject, ref: str, ts: str | None) -> None:
         self.close_turn("the session shut down before the tool returned", ts)
         kind = loc.str(data, "shutdownType", "data")
         summary: dict[str, Any] = {"shutdown_type": kind}
@@ -311,12 +314,12 @@ class _Log:
             self.b.add(SystemNote(text=reason, subtype="error"), ref, ts)
 
     # -- messages
-    def system_message(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
+    def system_message(self, loc: Loc, data: JSONObject, ref: str, ts: str | None) -> None:
         content = loc.str(data, "content", "data", required=True)
         role = loc.str(data, "role", "data")
         self.b.add(SystemNote(text=content, subtype="developer" if role == "developer" else "system_prompt"), ref, ts)
 
-    def user_message(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
+    def user_message(self, loc: Loc, data: JSONObject, ref: str, ts: str | None) -> None:
         content = loc.str(data, "content", "data", required=True)
         delivery = loc.str(data, "delivery", "data")
         source = loc.str(data, "source", "data")
@@ -341,11 +344,11 @@ class _Log:
         is_meta = (source not in (None, "user")) or loc.bool(data, "isAutopilotContinuation", "data")
         self.b.add(UserMessage(text="\n".join(texts), media=tuple(media), is_meta=is_meta), ref, ts)
 
-    def reasoning_event(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
+    def reasoning_event(self, loc: Loc, data: JSONObject, ref: str, ts: str | None) -> None:
         loc.str(data, "content", "data")
         self.reasoning = True
 
-    def assistant_message(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
+    def assistant_message(self, loc: Loc, data: JSONObject, ref: str, ts: str | None) -> None:
         content = loc.str(data, "content", "data") or ""
         requests = loc.list(data, "toolRequests", "data") or []
         calls: list[ToolCall] = []
@@ -389,11 +392,11 @@ class _Log:
             self.b.set_usage(slot, Usage(output_tokens=output, model=model, request_id=api_call), f"{ref}#usage", ts)
 
     # -- tools
-    def tool_start(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
+    def tool_start(self, loc: Loc, data: JSONObject, ref: str, ts: str | None) -> None:
         loc.str(data, "toolCallId", "data", required=True)
         loc.str(data, "toolName", "data", required=True)
 
-    def tool_complete(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
+    def tool_complete(self, loc: Loc, data: JSONObject, ref: str, ts: str | None) -> None:
         call_id = loc.str(data, "toolCallId", "data", required=True)
         success = data.get("success")
         if not isinstance(success, bool):
@@ -422,7 +425,7 @@ class _Log:
         is_error = not success or exit_code not in (None, 0)
         self.b.result(call_id, content, ref, ts, is_error=is_error, media=tuple(media), exit_code=exit_code)
 
-    def binary(self, loc: Loc, item: dict, label: str) -> MediaRef | None:
+    def binary(self, loc: Loc, item: JSONObject, label: str) -> MediaRef | None:
         """The media of a blob/binary item: its base64 ``data``, or the ``assetId`` of an earlier
         ``session.binary_asset``; ``None`` when the log has no bytes for it."""
         mime = loc.str(item, "mimeType", label)
@@ -434,11 +437,11 @@ class _Log:
             data, mime = self.assets[asset][0], mime or self.assets[asset][1]
         return self.b.media(decode_base64(loc, data, f"{label}.data"), mime)
 
-    def binary_asset(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
+    def binary_asset(self, loc: Loc, data: JSONObject, ref: str, ts: str | None) -> None:
         asset = loc.str(data, "assetId", "data", required=True)
         self.assets[asset] = (loc.str(data, "data", "data", required=True), loc.str(data, "mimeType", "data") or "")
 
-    def subagent_started(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
+    def subagent_started(self, loc: Loc, data: JSONObject, ref: str, ts: str | None) -> None:
         call_id = loc.str(data, "toolCallId", "data", required=True)
         marker = SubagentMarker(
             call_id=call_id,
@@ -453,25 +456,25 @@ class _Log:
         else:
             self.b.add(marker, ref, ts)
 
-    def subagent_finished(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
+    def subagent_finished(self, loc: Loc, data: JSONObject, ref: str, ts: str | None) -> None:
         self.subagents.discard(loc.str(data, "toolCallId", "data", required=True))
 
     # -- notes and markers
-    def notification(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
+    def notification(self, loc: Loc, data: JSONObject, ref: str, ts: str | None) -> None:
         self.b.add(SystemNote(text=loc.str(data, "content", "data", required=True), subtype="notification"), ref, ts)
 
-    def abort(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
+    def abort(self, loc: Loc, data: JSONObject, ref: str, ts: str | None) -> None:
         reason = loc.str(data, "reason", "data") or "aborted"
         self.b.add(SystemNote(text=f"aborted ({reason})", subtype="abort"), ref, ts)
         self.close_turn(f"the turn was aborted ({reason})", ts)
 
-    def turn_end(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
+    def turn_end(self, loc: Loc, data: JSONObject, ref: str, ts: str | None) -> None:
         # the schema gives turns no parentToolCallId: while a sub-agent runs (or one of its calls is open) the
         # turn that ends may be the sub-agent's, so its calls are left open for a later close
         if not self.subagents and not any(self.open_calls.values()):
             self.close_turn("the turn ended without it", ts)
 
-    def compaction(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
+    def compaction(self, loc: Loc, data: JSONObject, ref: str, ts: str | None) -> None:
         success = data.get("success")
         if not isinstance(success, bool):
             raise loc.fail(f"field 'data.success' must be a boolean, got {json_type(success)}")
@@ -489,7 +492,7 @@ class _Log:
             ts,
         )
 
-    def truncation(self, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
+    def truncation(self, loc: Loc, data: JSONObject, ref: str, ts: str | None) -> None:
         self.b.add(
             CompactionMarker(
                 trigger="truncation",
@@ -508,23 +511,26 @@ class _Log:
         self.reasoning = False
 
 
-def _note(subtype: str):
+def _note(subtype: str) -> _Handler:
     """The handler of a ``session.info``/``warning``/``error`` event: ``SystemNote(subtype)`` of ``data.message``."""
 
-    def handler(log: _Log, loc: Loc, data: dict, ref: str, ts: str | None) -> None:
+    def handler(log: _Log, loc: Loc, data: JSONObject, ref: str, ts: str | None) -> None:
         log.b.add(SystemNote(text=loc.str(data, "message", "data", required=True), subtype=subtype), ref, ts)
 
     return handler
 
 
-def _tokens(loc: Loc, data: dict, key: str) -> int | None:
+def _tokens(loc: Loc, data: JSONObject, key: str) -> int | None:
     value = loc.int(data, key, "data")
     if value is not None and value < 0:
         raise loc.fail(f"field 'data.{key}' must be a non-negative integer, got {value}")
     return value
 
 
-_HANDLERS = {
+_Handler = Callable[[_Log, Loc, JSONObject, str, str | None], None]
+"""What an event type's handler is called with: ``(log, location, the event's data, source_ref, timestamp)``."""
+
+_HANDLERS: dict[str, _Handler] = {
     "session.start": _Log.start,
     "session.resume": _Log.resume,
     "session.model_change": _Log.model_change,

@@ -63,6 +63,9 @@ from typing import Any
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage
 from ._common import (
+    AssistantSlot,
+    JSONLines,
+    JSONObject,
     Loc,
     SessionBuilder,
     count_field,
@@ -166,7 +169,7 @@ def _parts_text(loc: Loc, value: Any, label: str, media: list[_Media] | None) ->
     return "".join(texts)
 
 
-def _function_response(loc: Loc, part: dict, where: str, media: list[_Media] | None) -> str:
+def _function_response(loc: Loc, part: JSONObject, where: str, media: list[_Media] | None) -> str:
     fr = loc.obj(part, "functionResponse", where, required=True)
     prefix = f"{where}.functionResponse"
     response = loc.obj(fr, "response", prefix) or {}
@@ -184,11 +187,11 @@ def _function_response(loc: Loc, part: dict, where: str, media: list[_Media] | N
     return "\n".join(out)
 
 
-def _count(loc: Loc, obj: dict, key: str, prefix: str) -> int:
+def _count(loc: Loc, obj: JSONObject, key: str, prefix: str) -> int:
     return count_field(loc, obj, key, prefix) or 0  # an absent Gemini token count is 0
 
 
-def _usage(loc: Loc, msg: dict, prefix: str, model: str | None) -> Usage | None:
+def _usage(loc: Loc, msg: JSONObject, prefix: str, model: str | None) -> Usage | None:
     """The :class:`Usage` of a gemini message's ``tokens`` (module docstring), ``None`` when unrecorded."""
     tokens = loc.obj(msg, "tokens", prefix)
     if tokens is None:
@@ -209,7 +212,7 @@ def _usage(loc: Loc, msg: dict, prefix: str, model: str | None) -> Usage | None:
     )
 
 
-def _message(loc: Loc, msg: dict, prefix: str = "") -> _Message:
+def _message(loc: Loc, msg: JSONObject, prefix: str = "") -> _Message:
     """Validate one message record (``prefix``: its field path, ``"messages[3]"`` or ``""``)."""
 
     def lbl(key: str) -> str:
@@ -249,7 +252,7 @@ def _display_text(loc: Loc, value: Any, label: str) -> str:
     return "".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
 
 
-def _call(loc: Loc, tc: dict, prefix: str) -> _Call:
+def _call(loc: Loc, tc: JSONObject, prefix: str) -> _Call:
     cid = loc.str(tc, "id", prefix, required=True)
     name = loc.str(tc, "name", prefix, required=True)
     args = tc.get("args")
@@ -358,12 +361,12 @@ class _Chat:
         self.meta: dict[str, Any] = {}
         self.messages: dict[str, _Message] = {}  # insertion order = conversation order
 
-    def _meta(self, loc: Loc, record: dict, prefix: str) -> None:
+    def _meta(self, loc: Loc, record: JSONObject, prefix: str) -> None:
         for key in ("sessionId", "projectHash", "startTime", "lastUpdated", "summary", "kind"):
             if key in record and record[key] is not None:
                 self.meta[key] = loc.str(record, key, prefix)
-        if record.get("directories") is not None:
-            dirs = loc.list(record, "directories", prefix)
+        dirs = loc.list(record, "directories", prefix)
+        if dirs is not None:
             for i, d in enumerate(dirs):
                 if not isinstance(d, str):
                     raise loc.fail(
@@ -371,7 +374,7 @@ class _Chat:
                     )
             self.meta["directories"] = list(dirs)
 
-    def document(self, doc: dict, text: str) -> ParsedSession:
+    def document(self, doc: JSONObject, text: str) -> ParsedSession:
         top = Loc(self.path, "top level")
         self._meta(top, doc, "")
         items = top.list(doc, "messages", required=True)
@@ -381,7 +384,7 @@ class _Chat:
             self.messages[msg.id] = msg
         return self.finish(text)
 
-    def lines(self, rows, text: str) -> ParsedSession:
+    def lines(self, rows: JSONLines, text: str) -> ParsedSession:
         for n, rec in rows:
             loc = Loc(self.path, f"line {n}")
             if "$rewindTo" in rec:
@@ -397,8 +400,8 @@ class _Chat:
                 self.messages[msg.id] = msg  # upsert: a known id keeps its place, with the newest content
             elif "$set" in rec:
                 update = loc.obj(rec, "$set", required=True)
-                if update.get("messages") is not None:
-                    items = loc.list(update, "messages", "$set")
+                items = loc.list(update, "messages", "$set")
+                if items is not None:
                     self.messages.clear()
                     for i in range(len(items)):
                         msg = _message(loc, loc.item_obj(items, i, "$set.messages"), f"$set.messages[{i}]")
@@ -407,8 +410,8 @@ class _Chat:
             elif "sessionId" in rec:
                 loc.str(rec, "sessionId", required=True)
                 self._meta(loc, rec, "")
-                if rec.get("messages") is not None:
-                    items = loc.list(rec, "messages")
+                items = loc.list(rec, "messages")
+                if items is not None:
                     for i in range(len(items)):
                         msg = _message(loc, loc.item_obj(items, i, "messages"), f"messages[{i}]")
                         self.messages[msg.id] = msg
@@ -480,7 +483,7 @@ class _Stream:
     def __init__(self, path: Path):
         self.path = path
         self.b = SessionBuilder(path, FORMAT)
-        self.slot = None  # the open request (assistant deltas and tool_use events)
+        self.slot: AssistantSlot | None = None  # the open request (assistant deltas and tool_use events)
         self.slot_text: list[str] = []
         self.model: str | None = None
 
@@ -489,7 +492,7 @@ class _Stream:
             self.b.extend(self.slot, text="".join(self.slot_text))
         self.slot, self.slot_text = None, []
 
-    def run(self, rows, text: str) -> ParsedSession:
+    def run(self, rows: JSONLines, text: str) -> ParsedSession:
         b = self.b
         session_id = None
         meta: dict[str, Any] = {"layout": "stream-json"}
@@ -562,9 +565,9 @@ class _Stream:
                 stats = loc.obj(ev, "stats")
                 if stats is not None:
                     meta["stats"] = stats
-                status = loc.str(ev, "status")
-                if status is not None:
-                    meta["status"] = status
+                outcome = loc.str(ev, "status")
+                if outcome is not None:
+                    meta["status"] = outcome
                 err = loc.obj(ev, "error")
                 if err is not None:
                     b.add(SystemNote(text=loc.str(err, "message", "error") or "", subtype="error"), ref, ts)

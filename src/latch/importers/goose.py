@@ -52,9 +52,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..events import SystemNote, ToolCall, Usage, UserMessage
-from ._common import Loc, SessionBuilder, count_field, dump_json, json_type
+from ..events import MediaRef, SystemNote, ToolCall, Usage, UserMessage
+from ._common import JSONArray, JSONObject, Loc, SessionBuilder, count_field, dump_json, json_type
 from ._sqlite import (
+    Row,
     SqliteSessionsImporter,
     is_sqlite,
     json_column,
@@ -81,7 +82,7 @@ def _iso(ts: Any) -> str | None:
         return None
 
 
-def _usage(loc: Loc, meta: dict, model: str | None, request_id: str | None) -> Usage | None:
+def _usage(loc: Loc, meta: JSONObject, model: str | None, request_id: str | None) -> Usage | None:
     usage = loc.obj(meta, "usage", "metadata_json")
     if not usage:
         return None
@@ -104,7 +105,7 @@ def _usage(loc: Loc, meta: dict, model: str | None, request_id: str | None) -> U
     )
 
 
-def _image(loc: Loc, b: SessionBuilder, item: dict, label: str):
+def _image(loc: Loc, b: SessionBuilder, item: JSONObject, label: str) -> MediaRef:
     data = loc.str(item, "data", label, required=True)
     try:
         raw = base64.b64decode(data, validate=True)
@@ -113,7 +114,7 @@ def _image(loc: Loc, b: SessionBuilder, item: dict, label: str):
     return b.media(raw, loc.str(item, "mimeType", label))
 
 
-def _tool_result(loc: Loc, b: SessionBuilder, item: dict, label: str) -> tuple[str, bool, tuple]:
+def _tool_result(loc: Loc, b: SessionBuilder, item: JSONObject, label: str) -> tuple[str, bool, tuple[MediaRef, ...]]:
     """``(content, is_error, media)`` of a ``toolResponse`` item."""
     result = loc.obj(item, "toolResult", label, required=True)
     rp = f"{label}.toolResult"
@@ -124,7 +125,8 @@ def _tool_result(loc: Loc, b: SessionBuilder, item: dict, label: str) -> tuple[s
         raise loc.fail(f"field '{rp}.status' must be 'success' or 'error', got {status!r}")
     value = loc.obj(result, "value", rp, required=True)
     vp = f"{rp}.value"
-    texts, media = [], []
+    texts: list[str] = []
+    media: list[MediaRef] = []
     content = loc.list(value, "content", vp) or []
     for j in range(len(content)):
         part = loc.item_obj(content, j, f"{vp}.content")
@@ -135,13 +137,14 @@ def _tool_result(loc: Loc, b: SessionBuilder, item: dict, label: str) -> tuple[s
             media.append(_image(loc, b, part, f"{vp}.content[{j}]"))
         elif kind == "resource":
             res = loc.obj(part, "resource", f"{vp}.content[{j}]") or {}
-            texts.append(res.get("text") if isinstance(res.get("text"), str) else f"[resource: {res.get('uri')}]")
+            text = res.get("text")
+            texts.append(text if isinstance(text, str) else f"[resource: {res.get('uri')}]")
         else:
             texts.append(f"[{kind} content]")
     return "\n".join(texts), loc.bool(value, "isError", vp), tuple(media)
 
 
-def _tool_call(loc: Loc, item: dict, label: str) -> ToolCall:
+def _tool_call(loc: Loc, item: JSONObject, label: str) -> ToolCall:
     call_id = loc.str(item, "id", label, required=True)
     call = loc.obj(item, "toolCall", label, required=True)
     cp = f"{label}.toolCall"
@@ -207,7 +210,7 @@ class GooseImporter(SqliteSessionsImporter):
         )
         order = "created_at, id" if "created_at" in opt else "rowid"
         rows = db.execute(f"SELECT id, working_dir, {', '.join(opt) or 'NULL'} FROM sessions ORDER BY {order}")
-        sessions = []
+        sessions: list[tuple[str, str, dict[str, Any]]] = []
         for r in rows.fetchall():
             where = f"table sessions row id {r[0]!r}"
             sid = row_text(where, path, r[0], "id")
@@ -217,7 +220,7 @@ class GooseImporter(SqliteSessionsImporter):
         mcols = table_columns(db, "messages")
         meta_col = "metadata_json" if "metadata_json" in mcols else "NULL"
         msg_id = "message_id" if "message_id" in mcols else "NULL"
-        by_session: dict[str, list] = {}
+        by_session: dict[str, list[Row]] = {}
         for m in db.execute(
             f"SELECT id, session_id, role, content_json, created_timestamp, {meta_col}, {msg_id} "
             "FROM messages ORDER BY id"
@@ -235,13 +238,13 @@ class GooseImporter(SqliteSessionsImporter):
             raise TranscriptError(
                 path, f"table messages row id {stray[0]}", f"session_id {stray[1]!r} names no row of table sessions"
             )
-        out = []
+        out: list[ParsedSession] = []
         for sid, where, info in sessions:
             if sid in by_session:
                 out.append(self._session(path, sid, where, info, by_session[sid]))
         return out
 
-    def _session(self, path: Path, sid: str, where: str, info: dict, rows: list) -> ParsedSession:
+    def _session(self, path: Path, sid: str, where: str, info: dict[str, Any], rows: list[Row]) -> ParsedSession:
         config = json_column(path, where, info.get("model_config_json"), "model_config_json", dict, required=False)
         model = config.get("model_name") if isinstance(config.get("model_name"), str) else None
         b = SessionBuilder(path, self.PLUGIN_NAME)
@@ -279,7 +282,7 @@ class GooseImporter(SqliteSessionsImporter):
         return b.finish(external_key=f"{self.PLUGIN_NAME}:{sid}", workspace=info.get("working_dir") or None, meta=smeta)
 
     @staticmethod
-    def _notes(b: SessionBuilder, loc: Loc, item: dict, kind: str, label: str, ref: str, ts: str | None) -> bool:
+    def _notes(b: SessionBuilder, loc: Loc, item: JSONObject, kind: str, label: str, ref: str, ts: str | None) -> bool:
         if kind == "systemNotification":
             ntype = loc.str(item, "notificationType", label) or "notification"
             b.add(SystemNote(text=loc.str(item, "msg", label) or "", subtype=f"goose_{ntype}"), f"{ref}#note", ts)
@@ -293,7 +296,7 @@ class GooseImporter(SqliteSessionsImporter):
             return True
         return False
 
-    def _user(self, b: SessionBuilder, loc: Loc, items: list, meta: dict, ref: str, ts: str | None) -> None:
+    def _user(self, b: SessionBuilder, loc: Loc, items: JSONArray, meta: JSONObject, ref: str, ts: str | None) -> None:
         texts, media = [], []
         for j in range(len(items)):
             label = f"content_json[{j}]"
@@ -318,8 +321,8 @@ class GooseImporter(SqliteSessionsImporter):
         self,
         b: SessionBuilder,
         loc: Loc,
-        items: list,
-        meta: dict,
+        items: JSONArray,
+        meta: JSONObject,
         ref: str,
         ts: str | None,
         model: str | None,

@@ -33,7 +33,18 @@ from pathlib import Path
 from typing import Any
 
 from ..events import SubagentMarker, SystemNote, ToolCall, UserMessage
-from ._common import AssistantSlot, Loc, SessionBuilder, content_hash_key, json_type, openai_usage, peek_json
+from ._common import (
+    AssistantSlot,
+    JSONArray,
+    JSONObject,
+    Loc,
+    SessionBuilder,
+    content_hash_key,
+    json_type,
+    list_value,
+    openai_usage,
+    peek_json,
+)
 from .base import Importer, JSONNestingError, ParsedSession, TranscriptError, decode_text, load_json
 
 __all__ = ["MergedMessagesImporter", "IMPORTERS"]
@@ -76,12 +87,7 @@ class MergedMessagesImporter(Importer):
         msgs = [m for m in items if isinstance(m, dict)]
         if any(isinstance(m.get("role"), str) and m["role"].startswith(SUBAGENT_ROLE) for m in msgs):
             return 96
-        blocks = {
-            b.get("type")
-            for m in msgs
-            for b in (m.get("content") if isinstance(m.get("content"), list) else ())
-            if isinstance(b, dict)
-        }
+        blocks = {b.get("type") for m in msgs for b in list_value(m, "content") if isinstance(b, dict)}
         if msgs and all(isinstance(m.get("_metadata"), dict) for m in msgs) and blocks & {"tool_output", "tool_call"}:
             return 90
         return 0
@@ -134,7 +140,7 @@ class MergedMessagesImporter(Importer):
             unattached = len(counts)
         key = f"{FORMAT}:{session_id}" if session_id else content_hash_key(FORMAT, doc)
         subagents = mloc.list(meta_in, "subagents", "meta") or []
-        info_by_agent: dict[str, dict] = {}
+        info_by_agent: dict[str, JSONObject] = {}
         where_by_agent: dict[str, str] = {}
         for k in range(len(subagents)):
             sub = mloc.item_obj(subagents, k, "meta.subagents")
@@ -192,10 +198,10 @@ class MergedMessagesImporter(Importer):
             out.append(child)
         return out
 
-    def message(self, loc: Loc, thread: _Thread, role: str, msg: dict, ref: str, ts: str | None) -> None:
+    def message(self, loc: Loc, thread: _Thread, role: str, msg: JSONObject, ref: str, ts: str | None) -> None:
         b = thread.b
         content = loc.text_or_list(msg, "content")
-        blocks: list = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
+        blocks: JSONArray = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
         texts: list[str] = []
         calls: list[ToolCall] = []
         for j in range(len(blocks)):
@@ -225,11 +231,11 @@ class MergedMessagesImporter(Importer):
             if not calls:
                 raw = loc.list(msg, "tool_calls") or []
                 for k in range(len(raw)):
-                    call = loc.item_obj(raw, k, "tool_calls")
-                    fn = loc.obj(call, "function", f"tool_calls[{k}]", required=True)
+                    entry = loc.item_obj(raw, k, "tool_calls")
+                    fn = loc.obj(entry, "function", f"tool_calls[{k}]", required=True)
                     calls.append(
                         ToolCall(
-                            id=loc.str(call, "id", f"tool_calls[{k}]", required=True),
+                            id=loc.str(entry, "id", f"tool_calls[{k}]", required=True),
                             name=loc.str(fn, "name", f"tool_calls[{k}].function", required=True),
                             arguments=loc.str(fn, "arguments", f"tool_calls[{k}].function") or "{}",
                         )
@@ -267,7 +273,7 @@ def _call_input(call: ToolCall) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _spawning_calls(main: _Thread, agents: dict[str, _Thread], info: dict[str, dict]) -> dict[str, str]:
+def _spawning_calls(main: _Thread, agents: dict[str, _Thread], info: dict[str, JSONObject]) -> dict[str, str]:
     """agent id -> the main session's call that spawned it: ``meta.subagents[].mapped_tool_use_id`` when it
     names a main call, else the first unused ``Agent``/``Task`` call whose ``prompt`` argument is the
     sub-agent's ``subagent_prompt`` or its first user message (a sub-agent the converter did not map, or one
@@ -298,7 +304,7 @@ def _spawning_calls(main: _Thread, agents: dict[str, _Thread], info: dict[str, d
     return out
 
 
-def _count(loc: Loc, obj: dict, key: str) -> int | None:
+def _count(loc: Loc, obj: JSONObject, key: str) -> int | None:
     value = obj.get(key)
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
         raise loc.fail(f"field 'info.last_token_usage.{key}' must be a non-negative integer, got {json_type(value)}")

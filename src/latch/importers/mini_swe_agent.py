@@ -50,6 +50,8 @@ from typing import Any
 
 from ..events import SystemNote, ToolCall, UserMessage, canonical_arguments
 from ._common import (
+    JSONArray,
+    JSONObject,
     Loc,
     SessionBuilder,
     count_field,
@@ -147,7 +149,7 @@ class _Trajectory:
         self.exited = False
 
     # -- the pass
-    def run(self, messages: list) -> None:
+    def run(self, messages: JSONArray) -> None:
         for i in range(len(messages)):
             loc, ref = Loc(self.path, f"messages[{i}]"), f"messages[{i}]"
             m = loc.item_obj(messages, i, "messages")
@@ -182,12 +184,12 @@ class _Trajectory:
             else:
                 self._user(loc, ref, m, extra)
 
-    def _assistant(self, loc: Loc, ref: str, m: dict, extra: dict) -> None:
+    def _assistant(self, loc: Loc, ref: str, m: JSONObject, extra: JSONObject) -> None:
         response = loc.obj(extra, "response", "extra")
         self._model_call(loc, ref, m, response, _iso(extra.get("timestamp")))
 
     def _model_call(
-        self, loc: Loc, ref: str, msg: dict, response: dict | None, ts: str | None, rejected: bool = False
+        self, loc: Loc, ref: str, msg: JSONObject, response: JSONObject | None, ts: str | None, rejected: bool = False
     ) -> None:
         """One model call: the message ``msg`` (an assistant message, or the first choice of a rejected
         ``response``) with its calls and the usage of ``response``."""
@@ -213,7 +215,7 @@ class _Trajectory:
         model = loc.str(response, "model", "extra.response") if response else None
         slot = self.b.assistant(ref, ts, text=text, calls=calls, reasoning=reasoning, model=model)
         usage = loc.obj(response, "usage", "extra.response") if response else None
-        if usage is not None:
+        if response is not None and usage is not None:
             self.b.set_usage(
                 slot,
                 litellm_usage(
@@ -228,7 +230,7 @@ class _Trajectory:
             )
         self.calls += 1
 
-    def _tool_calls(self, loc: Loc, msg: dict) -> list[ToolCall]:
+    def _tool_calls(self, loc: Loc, msg: JSONObject) -> list[ToolCall]:
         out = []
         tool_calls = loc.list(msg, "tool_calls") or []
         for j in range(len(tool_calls)):
@@ -253,7 +255,7 @@ class _Trajectory:
             )
         return out
 
-    def _response_api(self, loc: Loc, ref: str, m: dict, extra: dict) -> None:
+    def _response_api(self, loc: Loc, ref: str, m: JSONObject, extra: JSONObject) -> None:
         """A Responses-API response object (``LitellmResponseModel.query``): its output items, its usage."""
         self.started = True
         self.b.close_open("the next model request started first")
@@ -301,7 +303,7 @@ class _Trajectory:
             )
         self.calls += 1
 
-    def _result(self, loc: Loc, ref: str, extra: dict, call_id: str, text: str) -> None:
+    def _result(self, loc: Loc, ref: str, extra: JSONObject, call_id: str, text: str) -> None:
         code = extra.get("returncode")
         code = code if isinstance(code, int) and not isinstance(code, bool) else None
         failed = bool(loc.str(extra, "exception_info", "extra"))
@@ -309,7 +311,7 @@ class _Trajectory:
             call_id, text, ref, _iso(extra.get("timestamp")), is_error=failed or code not in (None, 0), exit_code=code
         )
 
-    def _user(self, loc: Loc, ref: str, m: dict, extra: dict) -> None:
+    def _user(self, loc: Loc, ref: str, m: JSONObject, extra: JSONObject) -> None:
         response = extra.get("response")
         if extra.get("interrupt_type") == "FormatError" and isinstance(response, dict):
             choice = _first_choice(loc, response)
@@ -325,7 +327,7 @@ class _Trajectory:
         self.positional.clear()
         self.b.add(UserMessage(text=text, media=media), ref, _iso(extra.get("timestamp")))
 
-    def _exit(self, loc: Loc, ref: str, m: dict, extra: dict) -> None:
+    def _exit(self, loc: Loc, ref: str, m: JSONObject, extra: JSONObject) -> None:
         status = loc.str(extra, "exit_status", "extra") or ""
         text = message_content(self.b, loc, m)[0]
         if status == "Submitted":
@@ -346,7 +348,7 @@ class _Trajectory:
         self.b.add(SystemNote(text=f"mini-SWE-agent run ended: exit_status={status}", subtype="exit_status"), ref, None)
 
     # -- the end
-    def finish(self, doc: dict, data: bytes, messages: list, info: dict) -> ParsedSession:
+    def finish(self, doc: JSONObject, data: bytes, messages: JSONArray, info: JSONObject) -> ParsedSession:
         self.run(messages)
         top = Loc(self.path, "info")
         status = info.get("exit_status")
@@ -374,7 +376,7 @@ class _Trajectory:
         )
 
 
-def _first_choice(loc: Loc, response: dict) -> dict | None:
+def _first_choice(loc: Loc, response: JSONObject) -> JSONObject | None:
     """The message of a chat completion's first choice (``None`` for another response shape)."""
     choices = response.get("choices")
     if not isinstance(choices, list) or not choices:
@@ -383,7 +385,7 @@ def _first_choice(loc: Loc, response: dict) -> dict | None:
     return loc.obj(choice, "message", "extra.response.choices[0]")
 
 
-def _output_text(loc: Loc, item: dict, label: str = "") -> str:
+def _output_text(loc: Loc, item: JSONObject, label: str = "") -> str:
     """The text of a Responses-API ``message`` item (its ``output_text``/``input_text`` parts) or of a
     ``function_call_output`` (its ``output`` string)."""
     if "output" in item and not isinstance(item.get("content"), list):

@@ -38,8 +38,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..events import CompactionMarker, MediaRef, SystemNote, ToolCall, UserMessage
+from ..events import CompactionMarker, MediaRef, SystemNote, ToolCall, Usage, UserMessage
 from ._common import (
+    JSONObject,
     Loc,
     SessionBuilder,
     chat_features,
@@ -92,7 +93,7 @@ class OpenAIChatImporter(Importer):
         legacy: dict[str, str] = {}  # function name -> open legacy call id
         started = False
         slot = None  # the response the next assistant message continues (no user, tool or system turn since)
-        slot_usage: dict | None = None
+        slot_usage: JSONObject | None = None
         for i, raw in enumerate(messages):
             loc = Loc(path, f"messages[{i}]")
             ref = f"messages[{i}]"
@@ -151,7 +152,7 @@ class OpenAIChatImporter(Importer):
         return b.finish(external_key=content_hash_key(FORMAT, doc), meta=meta)
 
 
-def _unwrap(loc: Loc, raw: dict) -> tuple[dict, dict | None]:
+def _unwrap(loc: Loc, raw: JSONObject) -> tuple[JSONObject, JSONObject | None]:
     """A message and its usage; a ``chat.completion`` object yields its first choice's message."""
     if "choices" in raw:
         choices = loc.list(raw, "choices", required=True)
@@ -162,7 +163,7 @@ def _unwrap(loc: Loc, raw: dict) -> tuple[dict, dict | None]:
     return raw, loc.obj(raw, "usage")
 
 
-def message_content(b: SessionBuilder, loc: Loc, msg: dict) -> tuple[str, tuple[MediaRef, ...]]:
+def message_content(b: SessionBuilder, loc: Loc, msg: JSONObject) -> tuple[str, tuple[MediaRef, ...]]:
     """``(text, images)`` of an OpenAI chat message's ``content``: a string, null, or a list of ``text`` /
     ``input_text`` / ``output_text`` / ``refusal`` / ``image_url`` parts (data URLs stored through ``b``, other
     URLs kept as text); another part type is a ``[type]`` marker, an Anthropic block a one-line error at ``loc``."""
@@ -211,7 +212,7 @@ def message_content(b: SessionBuilder, loc: Loc, msg: dict) -> tuple[str, tuple[
     return "\n".join(texts), tuple(media)
 
 
-def _calls(loc: Loc, msg: dict, i: int, legacy: dict[str, str]) -> list[ToolCall]:
+def _calls(loc: Loc, msg: JSONObject, i: int, legacy: dict[str, str]) -> list[ToolCall]:
     calls: list[ToolCall] = []
     for j, tc in enumerate(loc.list(msg, "tool_calls") or ()):
         label = f"tool_calls[{j}]"
@@ -233,7 +234,7 @@ def _calls(loc: Loc, msg: dict, i: int, legacy: dict[str, str]) -> list[ToolCall
     return calls
 
 
-def _arguments(loc: Loc, fn: dict, label: str) -> str:
+def _arguments(loc: Loc, fn: JSONObject, label: str) -> str:
     args: Any = fn.get("arguments")
     if args is None:
         return "{}"
@@ -244,7 +245,7 @@ def _arguments(loc: Loc, fn: dict, label: str) -> str:
     raise loc.fail(f"field '{label}.arguments' must be a JSON string, got {json_type(args)}")
 
 
-def _usage(loc: Loc, usage: dict, model: str | None, raw: dict):
+def _usage(loc: Loc, usage: JSONObject, model: str | None, raw: JSONObject) -> Usage:
     for key in ("prompt_tokens", "completion_tokens"):
         value = usage.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):

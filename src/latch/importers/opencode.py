@@ -36,13 +36,27 @@ order, as OpenCode itself loads them; ``source_ref`` ``"message:<id>"``, ``ts`` 
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from ..events import CompactionMarker, SystemNote, ToolCall, Usage, UserMessage
-from ._common import Loc, SessionBuilder, data_url_bytes, dump_json, head_text, json_type, peek_json
+from ..events import CompactionMarker, MediaRef, SystemNote, ToolCall, Usage, UserMessage
+from ._common import (
+    JSONArray,
+    JSONObject,
+    Loc,
+    SessionBuilder,
+    data_url_bytes,
+    dump_json,
+    head_text,
+    json_type,
+    obj_value,
+    peek_json,
+    str_value,
+)
 from ._sqlite import (
+    Row,
     SqliteSessionsImporter,
     is_sqlite,
     json_column,
@@ -72,7 +86,7 @@ def _iso_ms(ms: Any) -> str | None:
         return None
 
 
-def _count(loc: Loc, obj: dict, key: str, prefix: str) -> int | None:
+def _count(loc: Loc, obj: JSONObject, key: str, prefix: str) -> int | None:
     value = obj.get(key)
     if value is None:
         return None
@@ -81,7 +95,7 @@ def _count(loc: Loc, obj: dict, key: str, prefix: str) -> int | None:
     return int(value)
 
 
-def _usage(loc: Loc, tokens: dict, prefix: str, model: str | None, request_id: str) -> Usage:
+def _usage(loc: Loc, tokens: JSONObject, prefix: str, model: str | None, request_id: str) -> Usage:
     cache = loc.obj(tokens, "cache", prefix) or {}
     return Usage(
         input_tokens=_count(loc, tokens, "input", prefix),
@@ -93,7 +107,7 @@ def _usage(loc: Loc, tokens: dict, prefix: str, model: str | None, request_id: s
     )
 
 
-def _media(loc: Loc, b: SessionBuilder, files: list, label: str) -> list:
+def _media(loc: Loc, b: SessionBuilder, files: JSONArray, label: str) -> list[MediaRef]:
     out = []
     for j in range(len(files)):
         f = loc.item_obj(files, j, label)
@@ -122,6 +136,32 @@ def _schema_tables(path: Path) -> dict[str, set[str]]:
 def _json_object(data: bytes) -> bool:
     """``data`` starts a JSON object (an ``opencode export`` document), not a database or other bytes."""
     return head_text(data[:4096]).lstrip(" \t\r\n").startswith("{")
+
+
+class _Message(NamedTuple):
+    """One message as :meth:`OpenCodeImporter._build` reads it, from a database row or an export document."""
+
+    loc: Loc
+    id: str
+    created: int | float
+    """Unix milliseconds."""
+    doc: JSONObject
+    """The ``MessageV2.Info`` object."""
+    parts: list[tuple[Loc, JSONObject]]
+    """Each ``MessageV2.Part`` object with its location, in OpenCode's order."""
+
+
+_Part = tuple[Loc, JSONObject, str]
+"""A part with its location and its ``type``."""
+
+
+@dataclass
+class _Step:
+    """One model request of an assistant message: its parts and the part that finished it (a ``step-finish``,
+    or the message's own ``tokens`` as a ``message-tokens`` part), ``None`` while it runs."""
+
+    parts: list[_Part] = field(default_factory=list)
+    finish: _Part | None = None
 
 
 def _looks_exported(head: bytes) -> bool:
@@ -208,7 +248,7 @@ class OpenCodeImporter(SqliteSessionsImporter):
         info = top.obj(doc, "info", required=True)
         sid = top.str(info, "id", "info", required=True)
         rows = top.list(doc, "messages", required=True)
-        messages = []
+        messages: list[_Message] = []
         for i in range(len(rows)):
             m = top.item_obj(rows, i, "messages")
             loc = Loc(path, f"messages[{i}].info")
@@ -218,12 +258,12 @@ class OpenCodeImporter(SqliteSessionsImporter):
             if isinstance(created, bool) or not isinstance(created, (int, float)):
                 raise loc.fail(f"field 'time.created' must be a number of milliseconds, got {json_type(created)}")
             parts = Loc(path, f"messages[{i}]").list(m, "parts") or []
-            items = []
+            items: list[tuple[Loc, JSONObject]] = []
             for j in range(len(parts)):
                 items.append(
                     (Loc(path, f"messages[{i}].parts[{j}]"), Loc(path, f"messages[{i}]").item_obj(parts, j, "parts"))
                 )
-            messages.append((loc, mid, created, minfo, items))
+            messages.append(_Message(loc, mid, created, minfo, items))
         if not messages:
             raise top.fail("field 'messages' is empty: the exported session has no message")
         times = top.obj(info, "time", "info") or {}
@@ -263,7 +303,7 @@ class OpenCodeImporter(SqliteSessionsImporter):
             ),
         )
         order = "time_created, id" if "time_created" in opt else "rowid"
-        sessions = []
+        sessions: list[tuple[str, str, dict[str, Any]]] = []
         for r in db.execute(
             f"SELECT id, directory, slug, {', '.join(opt) or 'NULL'} FROM session ORDER BY {order}"
         ).fetchall():
@@ -276,7 +316,7 @@ class OpenCodeImporter(SqliteSessionsImporter):
                 info["parent_id"] = row_text(where, path, info["parent_id"], "parent_id")
             sessions.append((sid, where, info))
         known = {s[0] for s in sessions}
-        messages: dict[str, list] = {}
+        messages: dict[str, list[Row]] = {}
         owner: dict[str, str] = {}
         for m in db.execute("SELECT id, session_id, time_created, data FROM message ORDER BY time_created, id"):
             where = f"table message row id {m[0]!r}"
@@ -286,7 +326,7 @@ class OpenCodeImporter(SqliteSessionsImporter):
                 raise TranscriptError(path, where, f"session_id {sess!r} names no row of table session")
             messages.setdefault(sess, []).append(m)
             owner[mid] = sess
-        parts: dict[str, list] = {}
+        parts: dict[str, list[Row]] = {}
         for p in db.execute("SELECT id, message_id, data FROM part ORDER BY message_id, id"):
             where = f"table part row id {p[0]!r}"
             row_text(where, path, p[0], "id")
@@ -300,9 +340,11 @@ class OpenCodeImporter(SqliteSessionsImporter):
             if sid in messages
         ]
 
-    def _session(self, path: Path, sid: str, where: str, info: dict, rows: list, parts: dict) -> ParsedSession:
+    def _session(
+        self, path: Path, sid: str, where: str, info: dict[str, Any], rows: list[Row], parts: dict[str, list[Row]]
+    ) -> ParsedSession:
         model_doc = json_column(path, where, info.pop("model", None), "model", required=False)
-        messages = []
+        messages: list[_Message] = []
         for mid, _, created, data in rows:
             mwhere = f"table message row id {mid!r}"
             doc = json_column(path, mwhere, data, "data")
@@ -311,19 +353,21 @@ class OpenCodeImporter(SqliteSessionsImporter):
                     "column 'time_created' must be an integer, got "
                     f"{'NULL' if created is None else type(created).__name__}"
                 )
-            items = []
+            items: list[tuple[Loc, JSONObject]] = []
             for pid, _, pdata in parts.get(mid, []):
                 pwhere = f"table part row id {pid!r}"
                 items.append((Loc(path, pwhere), json_column(path, pwhere, pdata, "data")))
-            messages.append((Loc(path, mwhere), mid, created, doc, items))
+            messages.append(_Message(Loc(path, mwhere), mid, created, doc, items))
         return self._build(path, sid, info, model_doc, messages)
 
-    def _build(self, path: Path, sid: str, info: dict, model_doc: dict, messages: list) -> ParsedSession:
+    def _build(
+        self, path: Path, sid: str, info: dict[str, Any], model_doc: JSONObject, messages: list[_Message]
+    ) -> ParsedSession:
         """One session from ``messages``: ``(loc, message id, created (Unix ms), MessageV2.Info object,
         [(part loc, MessageV2.Part object)])`` in OpenCode's order; ``info`` the session's columns."""
         session_model = model_doc.get("id") if isinstance(model_doc.get("id"), str) else None
         b = SessionBuilder(path, self.PLUGIN_NAME)
-        models = []
+        models: list[str] = []
         for loc, mid, created, doc, parts in messages:
             items = [(ploc, part, ploc.str(part, "type", "data", required=True)) for ploc, part in parts]
             role = loc.str(doc, "role", "data", required=True)
@@ -338,7 +382,9 @@ class OpenCodeImporter(SqliteSessionsImporter):
             else:
                 raise loc.fail(f"field 'data.role' must be 'user' or 'assistant', got {role!r}")
         parent = info.get("parent_id")
-        meta = {k: v for k, v in info.items() if k not in ("directory", "parent_id", "time_created") and v is not None}
+        meta: dict[str, Any] = {
+            k: v for k, v in info.items() if k not in ("directory", "parent_id", "time_created") and v is not None
+        }
         meta.update(
             opencode_session_id=sid, model=session_model or (models[0] if models else None), messages=len(messages)
         )
@@ -350,9 +396,11 @@ class OpenCodeImporter(SqliteSessionsImporter):
         return parsed
 
     @staticmethod
-    def _user(b: SessionBuilder, items: list, ref: str, ts: str | None) -> None:
-        texts, media, synthetic_only = [], [], True
-        later = []
+    def _user(b: SessionBuilder, items: list[_Part], ref: str, ts: str | None) -> None:
+        texts: list[str] = []
+        media: list[MediaRef] = []
+        synthetic_only = True
+        later: list[CompactionMarker | SystemNote] = []
         for ploc, part, kind in items:
             if kind == "text":
                 if ploc.bool(part, "ignored", "data"):
@@ -385,38 +433,50 @@ class OpenCodeImporter(SqliteSessionsImporter):
             b.add(ev, f"{ref}#{ev.KIND}:{n}", ts)
 
     def _assistant(
-        self, b: SessionBuilder, loc: Loc, doc: dict, items: list, mid: str, ref: str, ts: str | None, model: str | None
+        self,
+        b: SessionBuilder,
+        loc: Loc,
+        doc: JSONObject,
+        items: list[_Part],
+        mid: str,
+        ref: str,
+        ts: str | None,
+        model: str | None,
     ) -> None:
-        steps: list[dict] = [{"parts": [], "finish": None}]
+        steps = [_Step()]
         for item in items:
             kind = item[2]
-            if kind == "step-start" and (steps[-1]["parts"] or steps[-1]["finish"] is not None):
-                steps.append({"parts": [], "finish": None})
+            if kind == "step-start" and (steps[-1].parts or steps[-1].finish is not None):
+                steps.append(_Step())
             elif kind == "step-finish":
-                steps[-1]["finish"] = item
+                steps[-1].finish = item
             elif kind != "step-start":
-                if steps[-1]["finish"] is not None and kind in ("text", "reasoning", "tool"):
-                    steps.append({"parts": [], "finish": None})  # content after a step-finish: a new step
-                steps[-1]["parts"].append(item)  # a patch follows its step's step-finish
-        if not any(s["finish"] for s in steps):
+                if steps[-1].finish is not None and kind in ("text", "reasoning", "tool"):
+                    steps.append(_Step())  # content after a step-finish: a new step
+                steps[-1].parts.append(item)  # a patch follows its step's step-finish
+        if not any(s.finish for s in steps):
             tokens = loc.obj(doc, "tokens", "data")
             done = (loc.obj(doc, "time", "data") or {}).get("completed") is not None
             if tokens and done:  # an unfinished message's tokens are still OpenCode's zeros
-                steps[-1]["finish"] = (loc, {"tokens": tokens}, "message-tokens")
+                steps[-1].finish = (loc, {"tokens": tokens}, "message-tokens")
         for k, step in enumerate(steps):
             sref = ref if k == 0 else f"{ref}#step:{k}"
             self._step(b, step, sref, ts, model, mid if k == 0 else f"{mid}#{k}")
         error = loc.obj(doc, "error", "data")
         if error:
-            name = error.get("name") if isinstance(error.get("name"), str) else "error"
-            data = error.get("data") if isinstance(error.get("data"), dict) else {}
-            msg = data.get("message") if isinstance(data.get("message"), str) else ""
+            name = str_value(error, "name", "error")
+            msg = str_value(obj_value(error, "data"), "message", "")
             b.add(SystemNote(text=f"{name}: {msg}" if msg else name, subtype="api_error"), f"{ref}#error", ts)
 
     @staticmethod
-    def _step(b: SessionBuilder, step: dict, ref: str, ts: str | None, model: str | None, request_id: str) -> None:
-        texts, calls, results, notes, reasoning = [], [], [], [], False
-        for ploc, part, kind in step["parts"]:
+    def _step(b: SessionBuilder, step: _Step, ref: str, ts: str | None, model: str | None, request_id: str) -> None:
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        # (call id, content, is_error, media, timestamp) of each result, in the step's order
+        results: list[tuple[str, str, bool, tuple[MediaRef, ...], str | None]] = []
+        notes: list[SystemNote] = []
+        reasoning = False
+        for ploc, part, kind in step.parts:
             if kind == "text":
                 if not ploc.bool(part, "ignored", "data"):
                     texts.append(ploc.str(part, "text", "data") or "")
@@ -460,10 +520,9 @@ class OpenCodeImporter(SqliteSessionsImporter):
                 notes.append(SystemNote(text="files changed: " + ", ".join(names), subtype="opencode_patch"))
             elif kind == "retry":
                 err = ploc.obj(part, "error", "data") or {}
-                data = err.get("data") if isinstance(err.get("data"), dict) else {}
-                msg = data.get("message") if isinstance(data.get("message"), str) else ""
+                msg = str_value(obj_value(err, "data"), "message", "")
                 notes.append(SystemNote(text=f"retry {part.get('attempt')}: {msg}".rstrip(": "), subtype="api_error"))
-        finish = step["finish"]
+        finish = step.finish
         if texts or calls or reasoning:
             slot = b.assistant(ref, ts, text="\n".join(texts), calls=calls, reasoning=reasoning, model=model)
             if finish is not None:
@@ -471,8 +530,8 @@ class OpenCodeImporter(SqliteSessionsImporter):
                 prefix = "data.tokens"
                 tokens = floc.obj(fpart, "tokens", "data", required=True)
                 b.set_usage(slot, _usage(floc, tokens, prefix, model, request_id), f"{ref}#usage", ts)
-            for call_id, content, is_error, media, rts in results:
-                b.result(call_id, content, f"{ref}#result:{call_id}", rts, is_error=is_error, media=media)
+            for call_id, content, is_error, result_media, rts in results:
+                b.result(call_id, content, f"{ref}#result:{call_id}", rts, is_error=is_error, media=result_media)
         for n, note in enumerate(notes):
             b.add(note, f"{ref}#note:{n}", ts)
 

@@ -53,6 +53,7 @@ from typing import Any
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage
 from ._common import (
+    JSONObject,
     Loc,
     SessionBuilder,
     data_url_bytes,
@@ -71,7 +72,7 @@ _EXIT_RE = re.compile(r"""['"]exit_code['"]\s*:\s*(-?\d+)""")
 _TEXT_ACTIONS = ("message", "finish")
 
 
-def _usage(loc: Loc, response: dict) -> Usage | None:
+def _usage(loc: Loc, response: JSONObject) -> Usage | None:
     """Normalized usage of a LiteLLM ``model_response`` (see the module docstring)."""
     usage = loc.obj(response, "usage", "tool_call_metadata.model_response")
     if usage is None:
@@ -85,7 +86,7 @@ def _usage(loc: Loc, response: dict) -> Usage | None:
     )
 
 
-def _response_message(loc: Loc, response: dict) -> tuple[str | None, list[ToolCall], bool]:
+def _response_message(loc: Loc, response: JSONObject) -> tuple[str | None, list[ToolCall], bool]:
     """``(text, tool calls, reasoning reported)`` of ``choices[0].message`` of a LiteLLM response."""
     prefix = "tool_call_metadata.model_response"
     choices = loc.list(response, "choices", prefix) or []
@@ -125,9 +126,6 @@ def _exit_code(metadata: Any) -> int | None:
 
 
 _EVENT_KEYS = ("id", "source", "timestamp", "message", "action", "observation", "args", "extras", "cause")
-
-
-_EVENT_KEYS = ("id", "timestamp", "message", "action", "observation", "args", "extras", "cause")
 
 
 class OpenHandsImporter(Importer):
@@ -239,13 +237,13 @@ class OpenHandsImporter(Importer):
     def _action(
         b: SessionBuilder,
         loc: Loc,
-        ev: dict,
+        ev: JSONObject,
         eid: int,
         ref: str,
         ts: str | None,
         source: str,
         action: str,
-        args: dict,
+        args: JSONObject,
         message: str,
         call_of_action: dict[int, str],
         responses: set[str],
@@ -280,7 +278,7 @@ class OpenHandsImporter(Importer):
             thought = loc.str(args, "content", "args") or message
         tcm = loc.obj(ev, "tool_call_metadata")
         response = loc.obj(tcm, "model_response", "tool_call_metadata") if tcm else None
-        if response is not None:
+        if tcm is not None and response is not None:
             call_id = loc.str(tcm, "tool_call_id", "tool_call_metadata")
             rid = loc.str(response, "id", "tool_call_metadata.model_response", required=True)
             if action not in _TEXT_ACTIONS and call_id is not None:
@@ -288,7 +286,7 @@ class OpenHandsImporter(Importer):
             if rid in responses:
                 return  # a further action of an already emitted response (parallel tool calls)
             responses.add(rid)
-            text, calls, reasoning = _response_message(loc, response)
+            reply, calls, reasoning = _response_message(loc, response)
             if action not in _TEXT_ACTIONS and call_id is not None and all(c.id != call_id for c in calls):
                 calls.append(
                     ToolCall(
@@ -298,13 +296,13 @@ class OpenHandsImporter(Importer):
                     )
                 )
             calls = [c for c in calls if c.name != "finish"]
-            if action == "finish" and thought and thought not in (text or ""):
-                text = f"{text}\n\n{thought}" if text else thought
+            if action == "finish" and thought and thought not in (reply or ""):
+                reply = f"{reply}\n\n{thought}" if reply else thought
             b.close_open("the next model request started first")
             slot = b.assistant(
                 ref,
                 ts,
-                text=text or thought,
+                text=reply or thought,
                 calls=calls,
                 reasoning=reasoning,
                 model=loc.str(response, "model", "tool_call_metadata.model_response"),
@@ -323,7 +321,7 @@ class OpenHandsImporter(Importer):
         b.assistant(ref, ts, text=thought, calls=[ToolCall(id=call_id, name=action, arguments=arguments)])
 
 
-def _call_args(args: dict) -> dict:
+def _call_args(args: JSONObject) -> JSONObject:
     """An action's arguments without the bookkeeping fields OpenHands adds."""
     return {k: v for k, v in args.items() if k not in ("thought", "confirmation_state", "hidden", "impl_source")}
 

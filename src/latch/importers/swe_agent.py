@@ -39,7 +39,7 @@ import re
 from pathlib import Path
 
 from ..events import SystemNote, ToolCall, UserMessage, canonical_arguments
-from ._common import Loc, SessionBuilder, dump_json, head_text, json_type
+from ._common import JSONObject, Loc, SessionBuilder, dump_json, head_text, json_type
 from ._pyrepr import literal_mapping
 from .base import Importer, ParsedSession, content_key, decode_text, load_json
 
@@ -49,7 +49,7 @@ _COMMAND_RE = re.compile(r"(?m)^(\w+):\n  docstring:")
 _ROLES = ("system", "user", "assistant", "tool")
 
 
-def _text(loc: Loc, m: dict) -> str:
+def _text(loc: Loc, m: JSONObject) -> str:
     """``content`` as text: a string, or a list of ``{type, text}`` parts (other parts become a marker)."""
     content = loc.text_or_list(m, "content") or ""
     if isinstance(content, str):
@@ -64,7 +64,7 @@ def _text(loc: Loc, m: dict) -> str:
     return "\n".join(parts)
 
 
-def _calls(loc: Loc, m: dict) -> list[tuple[str, str, str]]:
+def _calls(loc: Loc, m: JSONObject) -> list[tuple[str, str, str]]:
     """``(native id, name, arguments JSON)`` of a v1.x assistant message's ``tool_calls``."""
     out = []
     tool_calls = loc.list(m, "tool_calls", required=True)
