@@ -12,7 +12,11 @@ events does), at :data:`SIZES` events (``LATCH_BENCH_FULL=1``: :data:`FULL_SIZES
 
 Always asserted (no timing): both runs pass every check of ``latch stress``.
 
-Measured on the shared 2-core machine (see the project notes for the before and after).
+Measured on this shared 2-core machine (heavily loaded), the two commits back to back at 20,000 and 60,000 events:
+before, peak 94.9 MB and 122.5 MB, 69.0 MB per 10^5 events; after (the request loop's line cache holds the last
+view's messages only, its unit map only units of several events), 92.9 MB and 117.4 MB, 61.2 MB per 10^5 events. The
+rest grows with the engine's episode index (closed episodes' term ids), the kernel ledger's facts and the canonical
+state's command table, and the recall cache up to its 16,384 rendered originals.
 
 Run: ``python -m pytest benchmarks/test_bench_stress_memory.py --benchmark-only``
 """
@@ -28,6 +32,8 @@ from pathlib import Path
 FULL = os.environ.get("LATCH_BENCH_FULL", "") not in ("", "0")
 SIZES = (20_000, 60_000)
 FULL_SIZES = (100_000, 300_000)
+SMOKE_SIZES = (2_000, 6_000)
+"""With ``--benchmark-disable`` (CI runs every benchmark once): the same command and checks, small."""
 PEAK_GOAL_MB = 500
 """Peak RSS of ``latch stress --events 1000000`` the issue asks for (reported against, not asserted)."""
 
@@ -44,12 +50,13 @@ def _stress(events: int, out: Path) -> dict:
     return doc
 
 
-def _runs(tmp: Path) -> dict[int, dict]:
-    return {n: _stress(n, tmp / f"stress-{n}.json") for n in (FULL_SIZES if FULL else SIZES)}
+def _runs(tmp: Path, sizes: tuple[int, int]) -> dict[int, dict]:
+    return {n: _stress(n, tmp / f"stress-{n}.json") for n in sizes}
 
 
 def test_stress_memory_growth(benchmark, tmp_path):
-    docs = benchmark.pedantic(_runs, args=(tmp_path,), rounds=1, iterations=1)
+    sizes = FULL_SIZES if FULL else SMOKE_SIZES if benchmark.disabled else SIZES
+    docs = benchmark.pedantic(_runs, args=(tmp_path, sizes), rounds=1, iterations=1)
     (small, a), (large, b) = sorted(docs.items())
     growth = (b["peak_rss_mb"] - a["peak_rss_mb"]) * 100_000 / (large - small)
     benchmark.extra_info.update(
