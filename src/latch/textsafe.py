@@ -282,57 +282,19 @@ class Table(rich.table.Table):
     def _plain_lines(self, console: Console, options: ConsoleOptions) -> list[str] | None:
         """The table's lines as rich would print them, computed directly, when that is plain text: the console
         emits no styles (``color_system`` ``None``: a pipe, a file, ``NO_COLOR`` terminals excepted), the natural
-        widths fit, every cell is a one-line ``str`` (rich markup, parsed as rich does) or ``Text`` without
-        control characters, and the table uses none of the options this path leaves to rich (title, caption,
-        footer, row styles or lines, vertical padding, collapsed padding, fixed or ratio widths, ``expand``,
-        ``center``/``full`` justification). ``None`` otherwise: rich renders (and measures) it, which costs
-        tens of microseconds per cell (a long ``latch replay`` table: tenths of a second)."""
-        if (
-            console.color_system is not None
-            or console.record
-            or not self.columns
-            or self.expand
-            or self.width is not None
-            or self.min_width is not None
-            or self.show_footer
-            or self.show_lines
-            or self.leading
-            or self.row_styles
-            or self.collapse_padding
-            or self.padding[0]
-            or self.padding[2]
-            or self.title
-            or self.caption
-            or any(row.end_section for row in self.rows)
-        ):
+        widths fit and the table is plain (:meth:`_plain_cells`). ``None`` otherwise: rich renders (and measures)
+        it, which costs tens of microseconds per cell (a long ``latch replay`` table: tenths of a second)."""
+        if console.color_system is not None or console.record:
+            return None
+        texts = self._plain_cells(console)
+        if texts is None:
             return None
         columns = self.columns
-        if any(
-            c.width is not None
-            or c.min_width is not None
-            or c.max_width is not None
-            or c.ratio is not None
-            or c.justify not in ("left", "right")
-            for c in columns
-        ):
-            return None
-        _, right_pad, _, left_pad = self.padding
-        last = len(columns) - 1
-        texts: list[list[str]] = []
-        pads: list[tuple[int, int]] = []
-        widths: list[int] = []
-        for index, column in enumerate(columns):
-            plain: list[str] = []
-            for c in (*([column.header] if self.show_header else ()), *column.cells):
-                text = console.render_str(c, highlight=False) if isinstance(c, str) else c
-                if not isinstance(text, Text) or text.justify is not None or _CONTROL.search(text.plain):
-                    return None
-                plain.append(text.plain)
-            left = 0 if index == 0 and not self.pad_edge else left_pad
-            right = 0 if index == last and not self.pad_edge else right_pad
-            texts.append(plain)
-            pads.append((left, right))
-            widths.append((max(map(cell_len, plain), default=0) + left + right) or 1)
+        pads = [self._edge_padding(index) for index in range(len(columns))]
+        widths = [
+            (max(map(cell_len, plain), default=0) + left + right) or 1
+            for plain, (left, right) in zip(texts, pads, strict=False)
+        ]
         if sum(widths) > options.max_width - self._extra_width:
             return None
         grid: list[list[str]] = []
@@ -367,6 +329,81 @@ class Table(rich.table.Table):
         if edge:
             lines.append(box.get_bottom(widths))
         return lines
+
+    def _plain_cells(self, console: Console, markup: bool | None = None) -> list[list[str]] | None:
+        """Each column's cells (header first) as plain text, when the table is plain: every cell is a one-line
+        ``str`` (rich markup, parsed as rich does, ``markup`` as rich's ``render_str`` takes it) or ``Text``
+        without control characters, and the table uses none of the options the plain paths leave to rich (title,
+        caption, footer, row styles or lines, vertical padding, collapsed padding, fixed, minimum or ratio widths,
+        ``expand``, ``center``/``full`` justification). ``None`` otherwise."""
+        if (
+            not self.columns
+            or self.expand
+            or self.width is not None
+            or self.min_width is not None
+            or self.show_footer
+            or self.show_lines
+            or self.leading
+            or self.row_styles
+            or self.collapse_padding
+            or self.padding[0]
+            or self.padding[2]
+            or self.title
+            or self.caption
+            or any(row.end_section for row in self.rows)
+        ):
+            return None
+        if any(
+            c.width is not None
+            or c.min_width is not None
+            or c.max_width is not None
+            or c.ratio is not None
+            or c.justify not in ("left", "right")
+            for c in self.columns
+        ):
+            return None
+        texts: list[list[str]] = []
+        for column in self.columns:
+            plain: list[str] = []
+            for c in (*([column.header] if self.show_header else ()), *column.cells):
+                text = console.render_str(c, markup=markup, highlight=False) if isinstance(c, str) else c
+                if not isinstance(text, Text) or text.justify is not None or _CONTROL.search(text.plain):
+                    return None
+                plain.append(text.plain)
+            texts.append(plain)
+        return texts
+
+    def _edge_padding(self, index: int) -> tuple[int, int]:
+        """``(left, right)`` padding of column ``index``'s cells in a plain table (:meth:`_plain_cells`)."""
+        _, right, _, left = self.padding
+        last = len(self.columns) - 1
+        return (0 if index == 0 and not self.pad_edge else left, 0 if index == last and not self.pad_edge else right)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        """rich's measurement (the narrowest and the natural width), computed from the plain cells when the table
+        is plain (:meth:`_plain_cells`) and its natural widths fit ``options``; rich measures it otherwise (tens of
+        microseconds per cell). Both give the same numbers (``tests/cli/test_cli_output.py``)."""
+        texts = self._plain_cells(console, options.markup) if options.max_width >= 1 else None
+        if texts is None:
+            return super().__rich_measure__(console, options)
+        lows: list[int] = []
+        highs: list[int] = []
+        for index, plain in enumerate(texts):
+            pad = sum(self._edge_padding(index))
+            low = high = 0
+            for t in plain:  # Measurement.get of Padding(Text): a text narrower than 1 measures (0, 0)
+                widest = cell_len(t)
+                words = t.split()
+                narrowest = min(max(map(cell_len, words)), widest) if words else widest
+                if widest < 1:
+                    narrowest = widest = 0
+                low, high = max(low, narrowest + pad), max(high, widest + pad)
+            lows.append(low)
+            highs.append(high)
+        extra = self._extra_width
+        if not all(texts) or sum(highs) > options.max_width - extra:
+            return super().__rich_measure__(console, options)  # rich shrinks the columns: its own numbers
+        return Measurement(sum(lows) + extra, sum(highs) + extra)
 
     def _cell_padding(self, index: int, *, fixed: bool = False) -> int:
         """Columns of padding rich adds around column ``index``'s cells (its ``padding``, ``pad_edge`` and

@@ -14,6 +14,7 @@ import pytest
 from cli_support import invoke
 from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.text import Text
 
 from latch.cli import _load_commands
@@ -154,6 +155,23 @@ def test_plain_table_lines_are_what_rich_prints(name, stream, monkeypatch):
     assert fast == slow
     if stream == "ascii":
         assert not any(ch in fast for ch in "─━│┃╭┌")  # the ASCII box, as rich substitutes it
+
+
+@pytest.mark.parametrize("name", sorted(TABLES))
+@pytest.mark.parametrize("width", [200, 40, 12, 1])
+@pytest.mark.parametrize("padding", [None, (0, 0, 0, 0), (0, 2, 0, 3)])
+def test_plain_table_measures_what_rich_measures(name, width, padding, monkeypatch):
+    """Table measures a plain table from its plain cells, without rich's per-cell measurement: the same numbers
+    (what `latch replay` asks to choose its columns), wide or narrow, whatever the padding."""
+    style, columns, rows = TABLES[name]
+    style = style if padding is None else {**style, "padding": padding}
+    con = Console(file=io.StringIO(), width=200, color_system=None, highlight=False)
+    options = con.options.update_width(width)
+    fast = Measurement.get(con, options, _table(style, columns, rows))
+    with monkeypatch.context() as m:
+        m.setattr(Table, "_plain_cells", lambda self, console, markup=None: None)
+        slow = Measurement.get(con, options, _table(style, columns, rows))
+    assert fast == slow
 
 
 def test_plain_table_path_only_where_nothing_else_shows():

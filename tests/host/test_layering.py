@@ -192,9 +192,11 @@ LOCAL_IMPORTS_ALLOWED = {
     "plugin host) loads when `latch web` starts its server, not with every "
     "command's plugin host (`latch --help` lists `web`)",
     ("hotpaths/__init__.py", "latch._native"): "the optional C++ extension, chosen at first use",
+    ("hotpaths/__init__.py", "latch.hotpaths._py"): "the reference builds its class table at import: only when "
+    "it serves (LATCH_IMPL=python or no extension)",
     ("estimators/cabi.py", "latch._native"): "the optional C++ extension",
 }
-LOCAL_IMPORTS_MAX = 10
+LOCAL_IMPORTS_MAX = 11
 
 
 def _local_latch_imports() -> list[tuple[str, int, str]]:

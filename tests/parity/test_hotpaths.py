@@ -45,6 +45,19 @@ def test_latch_impl_native_loads_the_module_or_fails_loudly():
         assert "LATCH_IMPL=native but the native module latch._native is not built" in out.stderr
 
 
+@pytest.mark.skipif(not NATIVE_BUILT, reason="the native module is not built")
+def test_native_backend_leaves_the_reference_unimported():
+    """The reference builds its tables at import: a process the native module serves never imports it."""
+    code = (
+        "import sys; from latch import hotpaths, plugins; hotpaths.estimate_tokens('x'); "
+        "plugins.get_plugin_manager(); print(hotpaths.BACKEND, 'latch.hotpaths._py' in sys.modules)"
+    )
+    env = {**os.environ, "LATCH_IMPL": "native"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["native", "False"]
+
+
 def test_auto_prefers_native_when_built():
     out = _backend_under("auto")
     assert out.stdout.split()[0] == ("native" if NATIVE_BUILT else "python")

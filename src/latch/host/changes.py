@@ -113,7 +113,8 @@ def request_changes(
     prev: RequestResult | None, cur: RequestResult, units: Mapping[int, Unit | UnitSpan], cache: Parsed | None = None
 ) -> dict[str, Any]:
     """The changes from ``prev`` (the previous sent request, ``None`` for the first) to ``cur`` (see the module
-    docstring for the shape). ``units`` maps a seq to its conversation unit (:attr:`RequestLoop.units`);
+    docstring for the shape). ``units`` maps a seq to its conversation unit (:attr:`RequestLoop.units`; a seq it lacks is a unit
+    of that one event);
     ``cache`` (:data:`Parsed`, owned by the caller and passed to every call of one replay) saves parsing the
     same KernelContext messages again. Raises ``ValueError`` when ``cur`` (or ``prev``) was refused (no view)."""
     cache = {} if cache is None else cache

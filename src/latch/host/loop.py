@@ -328,14 +328,20 @@ class RequestLoop:
         self.system_prompt, self.tools = system_prompt, tuple(tools)
         self.counter = setup.counter
         self._builder = UnitBuilder()
-        self.units: dict[int, UnitSpan] = {}  # seq -> its conversation unit's seqs, over the session
+        # seq -> its conversation unit's seqs, over the session, for units of several events: a one-event unit is
+        # never split and is named by its one seq, so a seq missing here reads the same to view_violations and
+        # request_changes (and a session of 10^6 events keeps no entry for its plain messages)
+        self.units: dict[int, UnitSpan] = {}
         self.history_tokens = 0
         self._fed_seq = 0
         self._events = 0
         self.latest_instruction: tuple[int, str] | None = None  # (seq, text) of the newest user instruction fed
         self._prev: tuple[int, list[bytes], list[int]] | None = None  # epoch, lines, line tokens of the last sent
-        self._seen: dict[int, tuple[Any, bytes, int]] = {}  # id(message) -> (message, line, tokens)
-        self._collapsed: dict[int, tuple[Any, str]] = {}  # id(message) -> (message, whitespace-collapsed content)
+        # id(message) -> (message, line, tokens) and (message, whitespace-collapsed content), for the messages of
+        # the last view: the next view of its epoch shares them (it extends that view), and nothing older is kept
+        # alive (a long run's rotated epochs would otherwise stay in memory through their messages and lines)
+        self._seen: dict[int, tuple[Any, bytes, int]] = {}
+        self._collapsed: dict[int, tuple[Any, str]] = {}
         self.requests = self.rotations = self.prefix_breaks = self.overflows = self.max_total_tokens = 0
 
     def set_budget(self, budget: ContextBudget) -> None:
@@ -362,9 +368,10 @@ class RequestLoop:
         for ev in self.store.events(self.session_id, after_seq=self._fed_seq, until_seq=until):
             for u in self._builder.feed(ev):
                 self.history_tokens += u.cost(self.counter)
-                span = UnitSpan(u)  # the unit's seqs only: its text is not kept for the whole session
-                for s in u.seqs:
-                    self.units[s] = span
+                if len(u.seqs) > 1:
+                    span = UnitSpan(u)  # the unit's seqs only: its text is not kept for the whole session
+                    for s in u.seqs:
+                        self.units[s] = span
             found = instruction_text(ev.event)
             if found is not None:
                 self.latest_instruction = (ev.seq, found[0])
@@ -374,16 +381,12 @@ class RequestLoop:
     def _line(self, m: Any) -> tuple[bytes, int]:
         got = self._seen.get(id(m))
         if got is None or got[0] is not m:  # views of one epoch share message objects: line and tokens once
-            if len(self._seen) > 65_536:
-                self._seen.clear()
             got = self._seen[id(m)] = (m, message_line(m), self.counter.message(m))
         return got[1], got[2]
 
     def _collapse(self, m: Any) -> str:
         got = self._collapsed.get(id(m))
         if got is None or got[0] is not m:  # like _line: a message shared by many views is collapsed once
-            if len(self._collapsed) > 65_536:
-                self._collapsed.clear()
             got = self._collapsed[id(m)] = (m, collapse_whitespace(m.content))
         return got[1]
 
@@ -461,6 +464,9 @@ class RequestLoop:
             res.instruction_violations.append(
                 f"{where}: the latest user instruction (seq {latest[0]}) is not in the view"
             )
+        shown = {id(m) for m in view.messages}  # keep what the next view can share: this view's messages
+        self._seen = {k: v for k, v in self._seen.items() if k in shown}
+        self._collapsed = {k: v for k, v in self._collapsed.items() if k in shown}
         prev = self._prev
         if prev is not None:
             p_epoch, p_lines, p_tokens = prev

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from . import _py
+from . import _tables
 
 __all__ = [
     "BACKEND",
@@ -42,8 +42,9 @@ __all__ = [
 
 IMPL = os.environ.get("LATCH_IMPL", "auto").strip().lower() or "auto"
 ALLOWED = ("auto", "native", "python")
-PROFILES = _py.PROFILES
-MARKER_BITS = _py.MARKER_BITS
+PROFILES = tuple(_tables.PROFILE_TABLES)
+MARKER_BITS = ("validation_passed", "validation_failed", "reground", "mutation", "evidence", "failure")
+"""Episode structural markers, bit ``i`` of a marker mask being ``MARKER_BITS[i]`` (both backends)."""
 
 # Resolved on first use by __getattr__, then bound as plain module globals (no per-call cost).
 _DISPATCHED = ("estimate_tokens", "estimate_tokens_batch", "suffix_start", "score_episodes")
@@ -67,7 +68,7 @@ def _resolve() -> None:
     if IMPL not in ALLOWED:
         _error = f"LATCH_IMPL must be auto, native or python, not {IMPL!r}"
         return
-    impl: Any = _py
+    impl: Any = None
     backend = "python"
     if IMPL in ("auto", "native"):
         try:
@@ -78,6 +79,8 @@ def _resolve() -> None:
                 return
         else:
             impl, backend = _native, "native"
+    if impl is None:  # the reference builds its class table at import (milliseconds): only when it serves
+        from . import _py as impl
     g = globals()
     for name in _DISPATCHED:
         g[name] = getattr(impl, name)

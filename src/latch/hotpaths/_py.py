@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Union
 if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command that makes none never imports it
     import numpy as np
 
+from . import MARKER_BITS  # noqa: F401 (the package defines it for both backends; the reference names it too)
 from . import _tables as T
 
 PROFILES = tuple(T.PROFILE_TABLES)
@@ -223,7 +224,6 @@ def suffix_start(prefix_sums: Sequence[int], budget: int) -> int:
 W_TERM = 1000
 W_FILE = 2500
 W_RECENCY = 1000
-MARKER_BITS = ("validation_passed", "validation_failed", "reground", "mutation", "evidence", "failure")
 MARKER_WEIGHTS = (300, 800, 600, 400, 500, 700)
 
 
