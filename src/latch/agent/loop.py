@@ -31,7 +31,8 @@ from ..host.loop import EngineSetup, RequestLoop, RequestResult
 from ..host.runs import RunCommands
 from ..port import ContextBudget, ContextView, SessionContext
 from ..providers import ProviderError, ProviderOverflow
-from ..providers.wire import WIRE_FORMATS, parse_response, render_request
+from ..providers.parse import parse_response
+from ..providers.render import WIRE_FORMATS, render_request
 from .context import SYSTEM_PROMPT
 from .handoff import ChildAgents, from_supervisor
 from .observer import AgentError, Observer, RunOutcome, Step
@@ -291,7 +292,7 @@ class AgentLoop:
 
     def render(self, view: ContextView) -> dict[str, Any]:
         """The wire body of ``view`` (images inlined from the store's artifacts), with the output cap and
-        ``tool_choice`` when set (:func:`latch.providers.wire.render_request`)."""
+        ``tool_choice`` when set (:func:`latch.providers.render.render_request`)."""
 
         def loader(sha256: str) -> bytes:
             data: bytes = self.store.get_artifact(sha256)[1]
