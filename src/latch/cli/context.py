@@ -35,7 +35,7 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
-from ..engine.report import context_report
+from ..engine.context_report import context_report
 from ..host.corrections import corrected_budget, session_correction, session_rate
 from ..host.harness import Harness
 from ..textsafe import Table, console, dumps, markup
