@@ -183,6 +183,7 @@ def _family(db: Path) -> tuple[str, list[str], list[str | None]]:
         store.close()
 
 
+@pytest.mark.slow  # left out of the fast tier: three replays of a corpus session (157 requests) and its sub-agents
 def test_a_claude_code_session_is_replayed_with_its_sub_agent_files(claude_code, tmp_path):
     path, run = claude_code
     res = run("replay", str(path), "--json")
