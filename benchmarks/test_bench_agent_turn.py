@@ -4,7 +4,7 @@ One turn, as ``latch run``'s agent loop does it (:meth:`latch.agent.loop.AgentLo
 and the tools: the response (an assistant message with one tool call, and its usage) appended, the tool's
 result appended, the next view materialized by the default engine through the host's request loop (the kernel
 state derived from the new events, the view checked: budget, protocol, latest instruction, cache prefix), and
-the view rendered as an OpenAI Chat Completions body (:func:`latch.providers.wire.render_request`). Measured
+the view rendered as an OpenAI Chat Completions body (:func:`latch.providers.render.render_request`). Measured
 on a session of 10^3 events (``LATCH_BENCH_FULL=1`` adds 10^4 and 10^5), each warm (the session's first view
 is not timed). Goal: flat, and p50 at most 5 ms at 10^5 events: ``extra_info["p50_ms"]`` and, on the largest
 size, ``extra_info["ratio_to_1e3"]`` (p50 over p50 at 10^3). Reported, never asserted: the machine is shared.
@@ -24,7 +24,7 @@ import pytest
 from latch.events import AssistantMessage, ToolCall, ToolResult, Usage, UserMessage
 from latch.host.loop import RequestLoop, build_engine
 from latch.port import ContextBudget
-from latch.providers.wire import render_request
+from latch.providers.render import render_request
 from latch.store import EventStore
 
 FULL = os.environ.get("LATCH_BENCH_FULL", "") not in ("", "0")

@@ -69,7 +69,7 @@ def test_usable_share_of_the_real_window(benchmark, tmp_path):
     store.close()
     by_profile: dict[str, dict[str, list[float]]] = {}
     above = 0
-    for name, before, after in results:
+    for _name, before, after in results:
         hard = after["budget"]["context_window_tokens"] - after["budget"]["reserve_tokens"]
         above += sum(
             1

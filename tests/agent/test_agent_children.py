@@ -417,7 +417,7 @@ def test_two_background_children_report_once_each_at_safe_boundaries_append_only
     p1, p2 = r.results()
     assert p1.content.startswith("[agent started in the background: child session")
     c1, c2 = (c.id for c in r.store.children(r.sid))
-    for n, (cid, brief) in enumerate([(c1, "Child one: list the files."), (c2, "Child two: count the lines.")], 1):
+    for n, (_cid, brief) in enumerate([(c1, "Child one: list the files."), (c2, "Child two: count the lines.")], 1):
         body = r.provider.requests[n]
         users = [m["content"] for m in body["messages"] if m["role"] == "user"]
         assert "Child rule: keep notes short." in users[0] and users[-1] == brief  # between: its own kernel context
@@ -536,7 +536,7 @@ def test_latch_run_two_children_through_the_fake_openai_server(tmp_path):
     assert len(kids) == 2
     store = EventStore(db)
     try:
-        for n, (cid, brief) in enumerate(zip(kids, briefs), 1):
+        for n, (cid, brief) in enumerate(zip(kids, briefs, strict=False), 1):
             body = bodies[n]
             text = json.dumps(body)
             for parent_only in ("PARENTSECRET", "PARENTDISPROOF", "fan out", "spawn_agent"):
@@ -551,7 +551,7 @@ def test_latch_run_two_children_through_the_fake_openai_server(tmp_path):
             assert child_profile(store, cid).brief == brief
         # the parent: one epoch, each request's messages a prefix-extension of the previous one
         parent = [bodies[0], bodies[3], bodies[4]]
-        for before, after in zip(parent, parent[1:]):
+        for before, after in zip(parent, parent[1:], strict=False):
             assert after["messages"][: len(before["messages"])] == before["messages"]
         tail = bodies[3]["messages"][len(bodies[0]["messages"]) :]
         # the notifications come after the fan-out's every result (a safe boundary), once each, in spawn order

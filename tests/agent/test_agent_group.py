@@ -142,7 +142,7 @@ def test_workers_killed_at_random_claim_each_task_once_and_deliver_each_message_
             procs[a].wait()
             kills += 1
         procs[a] = start(a)
-    for a, p in procs.items():
+    for p in procs.values():
         p.wait(timeout=max(10, deadline - time.monotonic()))
         assert p.returncode == 0, p.stderr.read()
     assert kills >= 20
@@ -326,7 +326,7 @@ def test_leased_workers_killed_at_random_reclaim_and_complete_each_task_once(tmp
             procs[s].wait()
             kills += 1
         procs[s] = start(s)
-    for s, p in procs.items():
+    for p in procs.values():
         p.wait(timeout=max(10, deadline - time.monotonic()))
         assert p.returncode == 0, p.stderr.read()
     assert kills >= 20

@@ -93,7 +93,7 @@ def test_thirty_turns_of_latch_run_never_overflow_a_real_local_model(tmp_path, l
     assert views == server  # the server's tokenizer agrees with every view, request by request
     assert max(server) <= hard  # never above window - reserve, so never refused for length
     epochs = [int(e) for *_, e, _ in rows]
-    rotations = sum(1 for a, b in zip(epochs, epochs[1:]) if b != a)
+    rotations = sum(1 for a, b in zip(epochs, epochs[1:], strict=False) if b != a)
     with sqlite3.connect(tmp_path / "latch.db") as db:
         kinds = [k for (k,) in db.execute("SELECT kind FROM events ORDER BY seq")]
         results = [p for (p,) in db.execute("SELECT payload FROM events WHERE kind = 'tool_result'")]

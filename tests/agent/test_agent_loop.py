@@ -46,8 +46,11 @@ def oa(text: str = "", calls=(), usage=None) -> dict:
     return body
 
 
+AGENT_BUDGET = ContextBudget(64_000, 4_000, 16_000)
+
+
 class Agent:
-    def __init__(self, tmp_path: Path, responses, *, budget=ContextBudget(64_000, 4_000, 16_000), name="ws", **kw):
+    def __init__(self, tmp_path: Path, responses, *, budget=AGENT_BUDGET, name="ws", **kw):
         self.ws = tmp_path / name
         self.ws.mkdir(exist_ok=True)
         self.store = EventStore(tmp_path / f"{name}.db")

@@ -267,7 +267,7 @@ def test_a_loaded_skill_body_stays_in_every_view_through_rotation_and_resume(tmp
     )
     small = ContextBudget(16_000, 2_000, 3_000)
     filler = [
-        oa("Working through the invoices, step %d: " % i + "the totals add up line by line. " * 60) for i in range(12)
+        oa(f"Working through the invoices, step {i}: " + "the totals add up line by line. " * 60) for i in range(12)
     ]
     a = Agent(tmp_path, ws, user, [oa(calls=[("c1", "load_skill", {"name": "ledger"})]), *filler], budget=small)
     a.loop.say("reconcile the books")

@@ -101,6 +101,7 @@ def test_one_job_on_the_example_session():
     assert markdown_table([row]).splitlines()[2].startswith("| continuity | 32k:4k:8k | yes | 1 | 28 |")
 
 
+@pytest.mark.slow  # left out of the fast tier: the bench's task processes (--jobs 2) and its plots
 def test_latch_bench_writes_table_json_and_plots(tmp_path):
     _load_commands()
     out = tmp_path / "out"

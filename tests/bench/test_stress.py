@@ -52,7 +52,7 @@ def test_corpus_shape_constants_match_a_fresh_measurement():
     files = [corpus / name for name in CORPUS_SHAPE_FILES]
     changed = [
         n
-        for n, f in zip(CORPUS_SHAPE_FILES, files)
+        for n, f in zip(CORPUS_SHAPE_FILES, files, strict=False)
         if not f.is_file() or hashlib.sha256(f.read_bytes()).hexdigest()[:16] != CORPUS_SHAPE_FILES[n]
     ]
     assert not changed, f"corpus files changed or gone (remeasure with python -m latch.bench.scenario): {changed}"

@@ -219,7 +219,7 @@ def test_report_tables_keep_every_number_and_id_whole(tmp_path, columns):
     lines = res.output.splitlines()
     assert max(len(line) for line in lines) <= int(columns)
     left_out = "cache-read share left out (too narrow)" in res.output
-    for name, rows in (("model", doc["models"]), ("session", doc["by_session"])):
+    for _name, rows in (("model", doc["models"]), ("session", doc["by_session"])):
         for key, row in rows.items():
             cells = _cells(row)
             if left_out:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from corpus_support import REPO, load_tool
 
 
@@ -15,6 +16,7 @@ def _generator():
     return load_tool("gen_cli_docs")
 
 
+@pytest.mark.slow  # left out of the fast tier: a fresh process renders every command's help
 def test_docs_cli_md_is_the_help_of_every_builtin_command():
     # a fresh process: click caches each command's help option from the first context that asks (see the tool)
     env = {**os.environ, "LATCH_LOAD_PLUGINS": ""}  # built-in plugins only, as the page documents

@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 
+import pytest
 from click.testing import CliRunner
 
 import latch
@@ -75,6 +76,7 @@ def _latch_with_bad_impl(tmp_path, *args):
     return subprocess.run([*LATCH, *args], env=env, capture_output=True, text=True, cwd=tmp_path)
 
 
+@pytest.mark.slow  # left out of the fast tier: latch processes
 def test_doctor_exits_1_when_the_backend_cannot_load(tmp_path):
     out = _latch_with_bad_impl(tmp_path, "doctor")
     assert out.returncode == 1
@@ -85,6 +87,7 @@ def test_doctor_exits_1_when_the_backend_cannot_load(tmp_path):
     assert out.returncode == 1 and json.loads(out.stdout)["backend_error"] == BAD_IMPL
 
 
+@pytest.mark.slow  # left out of the fast tier: latch processes
 def test_every_other_command_stops_with_one_line_when_the_backend_cannot_load(tmp_path):
     transcript = tmp_path / "chat.json"
     transcript.write_text('{"messages": [{"role": "user", "content": "hi"}]}', encoding="utf-8")

@@ -1,5 +1,6 @@
-"""``ruff check src``, ``ruff format --check`` and ``mypy`` (strict on the packages ``[tool.mypy]`` lists) pass
-with the project's configuration in pyproject.toml; all are in the test extra and ``.ci/run`` runs them too."""
+"""``ruff check`` and ``ruff format --check`` (on src, tests, benchmarks and plugins) and ``mypy`` (strict on the
+packages ``[tool.mypy]`` lists) pass with the project's configuration in pyproject.toml; all are in the test extra
+and ``.ci/run`` runs them too."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is not installed (it is in the test extra)")
-def test_ruff_check_src_passes():
-    out = subprocess.run(["ruff", "check", "--no-cache", "src"], cwd=ROOT, capture_output=True, text=True)
+def test_ruff_check_passes():
+    folders = ["src", "tests", "benchmarks", "plugins"]
+    out = subprocess.run(["ruff", "check", "--no-cache", *folders], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
 
 

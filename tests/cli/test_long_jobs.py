@@ -63,7 +63,7 @@ def test_bench_prints_a_narrow_table_and_a_verdict_per_budget_with_progress_in_a
         for line in lines[2:6]
     ), lines[2:6]
     assert lines[6] == f"every column: {out / 'report.md'}"
-    for line, budget in zip(lines[7:9], ("32k:4k:8k", "8k:1k:2k")):
+    for line, budget in zip(lines[7:9], ("32k:4k:8k", "8k:1k:2k"), strict=False):
         assert re.fullmatch(
             rf"verdict {budget}: continuity covers [\d.]+% of the needed context [≥<] sliding-window's "
             r"[\d.]+% \(the best baseline\) at \d+% of its dollars; (on|not on) the cost/coverage "

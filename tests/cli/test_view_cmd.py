@@ -104,7 +104,7 @@ def test_diff_shows_the_rotation_of_a_rotating_replay(run):
     doc = json.loads(run("replay", str(EXAMPLE), *SMALL, "--json", "-").output)
     rows = doc["requests"]
     rotated = [r["request"] for r in rows if r["changes"]["cache"] == "rotated"]
-    epochs = [r["request"] for a, r in zip(rows, rows[1:]) if r["epoch"] != a["epoch"]]
+    epochs = [r["request"] for a, r in zip(rows, rows[1:], strict=False) if r["epoch"] != a["epoch"]]
     assert rotated == epochs == [8, 13, 15, 21]  # 4 rotations, each where the epoch changes
     assert {r["changes"]["cache"] for r in rows} == {"first", "kept", "rotated"}
     n = rotated[0]

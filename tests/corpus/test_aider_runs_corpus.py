@@ -46,7 +46,7 @@ def test_each_run_is_a_session_with_its_own_requests(runs):
 @pytest.mark.parametrize("recent", [300, None])
 def test_every_answered_run_replays_with_every_check_passing(runs, recent):
     name, store, sids = runs
-    answered = [sid for sid, n in zip(sids, ANSWERED[name]) if n]
+    answered = [sid for sid, n in zip(sids, ANSWERED[name], strict=False) if n]
     for sid in answered:
         assert canonical_state(store, sid).goal_source == "user", (name, sid)
         doc, views = run_replay(store, sid, window=32_000, reserve=4_000, recent=recent, keep_views=True)
@@ -61,7 +61,7 @@ def test_every_answered_run_replays_with_every_check_passing(runs, recent):
 
 def test_a_run_without_a_request_says_so(runs):
     name, store, sids = runs
-    empty = [sid for sid, n in zip(sids, ANSWERED[name]) if not n]
+    empty = [sid for sid, n in zip(sids, ANSWERED[name], strict=False) if not n]
     assert empty
     for sid in empty:
         doc, views = run_replay(store, sid, window=32_000, reserve=4_000, recent=None, keep_views=True)

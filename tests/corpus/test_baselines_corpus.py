@@ -96,7 +96,7 @@ def test_baseline_replays_within_budget_and_valid(item, engine, budget, corpus_d
         )  # shown once the fit is stable
         assert summary["max_total_tokens"] <= max(r["budget_hard_limit_tokens"] for r in sent)
         loader = lambda sha256: store.get_artifact(sha256)[1]  # noqa: E731
-        for n, (view, row) in enumerate(zip(views, sent), 1):
+        for n, (view, row) in enumerate(zip(views, sent, strict=False), 1):
             where = f"{path.name} {engine} view {n}"
             assert view.tokens.total_tokens <= row["budget_hard_limit_tokens"], where
             assert validate_openai_chat(to_openai_chat(view, loader)) == [], where

@@ -67,7 +67,7 @@ def test_replay_holds_every_invariant(corpus_session, budget_name):
     if share is not None:
         assert share["min"] >= 0.9, share
     prev_bytes = None
-    for prev, view in zip([None, *views], views):
+    for prev, view in zip([None, *views], views, strict=False):
         rows = [line_and_tokens(m) for m in view.messages]
         conv = sum(t for m, _, t in rows if m.kind == "conversation")
         assert view.tokens.recent_tokens == conv  # exact: conversation is counted once, nowhere else

@@ -243,7 +243,7 @@ def test_incremental_state_equals_a_rebuild(item, corpus_dir, tmp_path):
         seqs = [ev.seq for ev in store.events(sid)]
         sample = sorted(set(seqs[:: max(1, len(seqs) // 12)] + [seqs[-1]]))
         forward = [canonical_state(store, sid, seq).to_json() for seq in sample]
-        for seq, expected in zip(sample, forward):
+        for seq, expected in zip(sample, forward, strict=False):
             clear_cache()
             assert canonical_state(store, sid, seq).to_json() == expected, f"{path.name} at seq {seq}"
     finally:

@@ -202,7 +202,7 @@ def test_recall_reaches_only_the_archival_region_and_follows_call_result_links(s
     assert v.metrics["recalled_events"] == 0
     got = eng.recall("which port did ZX-4471 use?")
     assert [r.seq for r in got] == [fact[1], fact[2]]  # the result pulls its call, chronological
-    assert got[1].text.startswith("[seq %d · tool result k1] listen 0.0.0.0:8472" % fact[2])
+    assert got[1].text.startswith(f"[seq {fact[2]} · tool result k1] listen 0.0.0.0:8472")
     ask = sess.add(UserMessage("which port did ZX-4471 use?"))[0]
     v = eng.materialize(sess.request(ask, budget))
     delta = v.messages[-1]
@@ -389,7 +389,7 @@ def _script(sess):
     for i in range(30):
         seqs += sess.add(
             UserMessage(f"task {i}: " + FILL[:60]),
-            AssistantMessage("", (ToolCall(f"r{i}", "Read", '{"path": "src/m%d.py"}' % i),)),
+            AssistantMessage("", (ToolCall(f"r{i}", "Read", f'{{"path": "src/m{i}.py"}}'),)),
             ToolResult(f"r{i}", f"def f{i}(): pass  # " + "." * 80),
             AssistantMessage(f"read m{i}"),
         )

@@ -293,7 +293,7 @@ def test_a_kernel_message_is_counted_whole_where_its_parts_merge():
 def test_context_report_of_an_exact_view_is_not_approximate(tmp_path):
     """``latch context`` / ``context_report``: no ``≈`` when the engine counted with an exact tokenizer."""
     pytest.importorskip("latch_tiktoken")
-    from latch.engine.report import context_report
+    from latch.engine.context_report import context_report
 
     with EventStore(tmp_path / "c.db") as store:
         sid = store.create_session(external_key="ctx")

@@ -393,6 +393,7 @@ def test_a_request_that_lost_the_cached_prefix_is_a_rewrite():
     assert pricing.cache_rewrites([_u(100, None), None]).share is None
 
 
+@pytest.mark.slow  # left out of the fast tier: two replays and two reports of an 89-request corpus session
 def test_replay_and_report_show_the_transcripts_rewrites(run, tmp_path):
     corpus = require_corpus()
     f = corpus / "claude-code" / "entire-image_session.jsonl"

@@ -171,7 +171,7 @@ def test_replay_sends_the_recorded_system_prompt_and_tools_priced_in_the_budget(
             "residuals": [],
         }
         session = counter.message(render_session_context(SessionContext(workspace=None)))
-        for v, r in zip(views, doc["requests"]):
+        for v, r in zip(views, doc["requests"], strict=False):
             assert v.system == SYSTEM and [dict(t) for t in v.tools] == TOOLS
             assert r["instructions_tokens"] == counter.system(SYSTEM) + session
             assert r["tools_tokens"] == counter.tools(TOOLS) and r["harness_tokens"] == 0
@@ -214,11 +214,11 @@ def test_inferred_harness_is_the_median_residual_and_counts_in_every_view(tmp_pa
         base = counter.message(render_session_context(SessionContext(workspace=None)))
         prompts = [r["provider_prompt_tokens"] for r in rows]
         assert prompts == [5_400, 45_900, 6_300, 6_800]
-        assert h["residuals"] == [p - r["history_tokens"] - base for p, r in zip(prompts, rows)]
+        assert h["residuals"] == [p - r["history_tokens"] - base for p, r in zip(prompts, rows, strict=False)]
         assert h["inferred_tokens"] == round(statistics.median(h["residuals"])) and h["inferred"] is True
         assert h["source"] == "inferred" and h["inferred_from"] == [1, 2, 3, 4]
         assert 4_000 < h["inferred_tokens"] < 6_000  # the outlier does not move the median
-        for v, r in zip(views, rows):
+        for v, r in zip(views, rows, strict=False):
             assert v.tokens.harness_tokens == r["harness_tokens"] == h["inferred_tokens"]
             assert r["total_tokens"] == sum(
                 r[k]

@@ -205,26 +205,36 @@ def _local_latch_imports() -> list[tuple[str, int, str]]:
     for name, path in MODULES.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        for fn in ast.walk(tree):
-            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            for node in ast.walk(fn):
-                targets: list[str] = []
-                if isinstance(node, ast.Import):
-                    targets = [a.name for a in node.names]
-                elif isinstance(node, ast.ImportFrom):
-                    if node.level:
-                        base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                        module = ".".join(base + ([node.module] if node.module else []))
-                    else:
-                        module = node.module or ""
-                    targets = [
-                        f"{module}.{a.name}" if f"{module}.{a.name}" in MODULES or module == "latch" else module
-                        for a in node.names
-                    ]
-                rel = str(path.relative_to(SRC))
-                found.update((rel, node.lineno, t) for t in targets if t == "latch" or t.startswith("latch."))
+        for node in _imports_inside_functions(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    module = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    module = node.module or ""
+                targets = [
+                    f"{module}.{a.name}" if f"{module}.{a.name}" in MODULES or module == "latch" else module
+                    for a in node.names
+                ]
+            rel = str(path.relative_to(SRC))
+            found.update((rel, node.lineno, t) for t in targets if t == "latch" or t.startswith("latch."))
     return sorted(found)
+
+
+def _imports_inside_functions(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """The import statements of ``tree`` inside a function (at any depth), each once, in one walk of the tree."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    todo: list[tuple[ast.AST, bool]] = [(tree, False)]
+    while todo:
+        node, inside = todo.pop()
+        if inside and isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        inside = inside or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        todo.extend((child, inside) for child in ast.iter_child_nodes(node))
+    return found
 
 
 def test_function_local_latch_imports_are_few_and_each_has_its_reason():

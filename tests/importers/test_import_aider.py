@@ -125,7 +125,7 @@ def test_one_session_per_run(aider_dir, name):
     ] == [(f"line:{n}", SystemNote, "session_start", text.removeprefix(HEADER)) for n, text in headers]
     # no session holds another run's lines: each one's refs lie between its header and the next
     bounds = [n for n, _ in headers] + [10**9]
-    for s, lo, hi in zip(sessions, bounds, bounds[1:]):
+    for s, lo, hi in zip(sessions, bounds, bounds[1:], strict=False):
         lines = [
             int(pe.source_ref.split(":")[-1].split("#")[0])
             for pe in s.events

@@ -26,7 +26,7 @@ def test_cacheability_is_common_prefix_over_request_tokens(store):
     views = grow(store, sid, engine, 30)
     assert views[0].metrics["common_prefix_tokens"] == 0  # nothing was sent before
     same = rotated = 0
-    for prev, cur in zip(views, views[1:]):
+    for prev, cur in zip(views, views[1:], strict=False):
         m = cur.metrics
         assert m["request_tokens"] == cur.tokens.total_tokens
         assert m["cacheability"] == m["common_prefix_tokens"] / m["request_tokens"]

@@ -37,7 +37,7 @@ def test_each_request_extends_the_previous_one_within_an_epoch(store):
 
     views = grow(store, sid, engine, 60, between=decide)
     appends = rotations = 0
-    for prev, cur in zip(views, views[1:]):
+    for prev, cur in zip(views, views[1:], strict=False):
         if cur.epoch == prev.epoch:
             assert wire(cur).startswith(wire(prev)), f"epoch {cur.epoch} rewrote its prefix"
             assert cur.messages[: len(prev.messages)] == prev.messages
@@ -63,7 +63,7 @@ def test_a_rotation_starts_a_fresh_snapshot_and_keeps_the_newest_whole_units(sto
     sid = new_session(store)
     engine = continuity(store, sid)
     views = grow(store, sid, engine, 40, model=ScenarioModel(5, workspace="/work/shop"))
-    rotated = [v for p, v in zip(views, views[1:]) if v.epoch != p.epoch]
+    rotated = [v for p, v in zip(views, views[1:], strict=False) if v.epoch != p.epoch]
     assert rotated
     for v in rotated:
         assert v.messages[0].kind == "session_context" and v.messages[1].kind == "kernel_context"

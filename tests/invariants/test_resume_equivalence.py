@@ -48,8 +48,8 @@ def _run(path, resume_at: int | None, compact_at: int | None):
 def test_a_new_engine_on_the_same_store_produces_byte_identical_views(tmp_path, resume_at, compact_at):
     straight, straight_records = _run(tmp_path / "a.db", None, compact_at)
     resumed, resumed_records = _run(tmp_path / "b.db", resume_at, compact_at)
-    rotations = sum(not b.startswith(a) for a, b in zip(straight, straight[1:]))
+    rotations = sum(not b.startswith(a) for a, b in zip(straight, straight[1:], strict=False))
     assert rotations >= 2, "the run should cross cache epochs"
-    for i, (a, b) in enumerate(zip(straight, resumed)):
+    for i, (a, b) in enumerate(zip(straight, resumed, strict=False)):
         assert a == b, f"request {i} differs after resuming at {resume_at}"
     assert straight_records == resumed_records

@@ -201,6 +201,6 @@ def test_task_actions_incremental_equals_a_rebuild(store):
     seqs.append(turn(store, sid, "TaskOutput", {"task_id": "b9"}, _task_output("b9", "completed", "3 passed", 0)))
     seqs.append(turn(store, sid, "TaskUpdate", {"taskId": "2", "status": "deleted"}, "Updated task #2 deleted"))
     forward = [state(store, sid, seq).to_json() for seq in seqs]
-    for seq, expected in zip(seqs, forward):
+    for seq, expected in zip(seqs, forward, strict=False):
         clear_cache()
         assert state(store, sid, seq).to_json() == expected

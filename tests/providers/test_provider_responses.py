@@ -29,7 +29,7 @@ from latch.providers import (
 from latch.providers._wire import DERIVED_TOOL_DESCRIPTION
 from latch.providers.openai.responses import insert_reasoning
 from latch.providers.openai.responses_sdk import assemble_response
-from latch.providers.wire import parse_response
+from latch.providers.parse import parse_response
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 

@@ -45,7 +45,7 @@ from latch.providers import (
 from latch.providers._sdk import overflow_numbers
 from latch.providers.anthropic.sdk import assemble_message
 from latch.providers.openai.sdk import assemble_chat_completion
-from latch.providers.wire import parse_response
+from latch.providers.parse import parse_response
 
 pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: real processes, servers or browsers
 

@@ -14,6 +14,8 @@ import json
 import multiprocessing as mp
 from pathlib import Path
 
+import pytest
+
 TRIALS = 20
 
 
@@ -43,6 +45,7 @@ def _worker(barrier, dbs: list[str], transcript: str, out) -> None:
     out.put(results)
 
 
+@pytest.mark.slow  # left out of the fast tier: two processes, 20 trials
 def test_two_processes_create_and_import_at_once(tmp_path):
     ctx = mp.get_context("spawn")
     dbs = [str(tmp_path / f"trial{i}" / "latch.db") for i in range(TRIALS)]

@@ -60,6 +60,7 @@ def test_the_store_refuses_a_foreign_database_directly(tmp_path):
     assert EventStore(tmp_path / "new.db").sessions() == []  # a new file is still a new store
 
 
+@pytest.mark.slow  # left out of the fast tier: three latch processes
 def test_read_only_commands_leave_an_empty_file_empty(tmp_path):
     empty = tmp_path / "empty.db"
     empty.write_bytes(b"")

@@ -9,7 +9,7 @@ from latch.accounting.pricing import price_usage
 from latch.events import AssistantMessage, CompactionMarker, ToolResult, Usage, UserMessage
 from latch.host import reducers as R
 from latch.host.kernel import kernel_cache
-from latch.host.state_report import evidence_report, summary_line
+from latch.host.state_text import evidence_status, summary_line
 from latch.kernel import canonical_state
 from latch.store import EventStore
 
@@ -112,6 +112,6 @@ def test_session_view_keys_and_state_summary_of_json(events):
         "canonical",
     }
     assert view["canonical"]["lines"][:2] == [f"session {sid} · revision {state.revision:,}", summary_line(state)]
-    assert view["canonical"]["evidence"] == evidence_report(state)
+    assert view["canonical"]["evidence"] == evidence_status(state)
     assert R.state_summary(state.to_json()) == R.state_summary(state) == view["state"]
     assert view["usage"]["requests"] == len(view["context"]) == 5

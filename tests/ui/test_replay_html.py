@@ -70,6 +70,7 @@ def test_report_is_self_contained_and_escaped(report):
     assert "Content-Security-Policy" in text and "default-src 'none'" in text
 
 
+@pytest.mark.slow  # left out of the fast tier: a browser
 def test_report_in_chromium(browser, report, tmp_path):
     context = browser.new_context(viewport={"width": 1100, "height": 900})
     page = context.new_page()

@@ -45,6 +45,7 @@ def test_group_view_of_the_root_and_of_a_member_is_the_group_summary(db):
         assert snapshot(store, worker)["session"]["group"] == expected
 
 
+@pytest.mark.slow  # left out of the fast tier: a browser on a real server
 def test_the_session_page_shows_members_tasks_and_a_claim_live(db, browser):  # noqa: F811
     store = EventStore(db)
     root, worker, g = _group(store)

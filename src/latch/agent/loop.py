@@ -23,7 +23,6 @@ offered are :class:`latch.agent.tool_offer.ToolOffer`'s; calls a killed process 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any, cast
 
 from ..events import Event, HarnessPrompt, ToolCall, ToolResult, UserMessage, canonical_json
@@ -31,7 +30,8 @@ from ..host.loop import EngineSetup, RequestLoop, RequestResult
 from ..host.runs import RunCommands
 from ..port import ContextBudget, ContextView, SessionContext
 from ..providers import ProviderError, ProviderOverflow
-from ..providers.wire import WIRE_FORMATS, parse_response, render_request
+from ..providers.parse import parse_response
+from ..providers.render import WIRE_FORMATS, render_request
 from ..store import EventLog
 from .context import SYSTEM_PROMPT
 from .handoff import ChildAgents, from_supervisor
@@ -39,7 +39,7 @@ from .observer import AgentError, Observer, RunOutcome, Step
 from .permissions import Decision, PermissionPolicy
 from .steering import SteeringInbox, pending_tool_calls
 from .supervisor import Supervisor
-from .tool_calls import ToolCalls, result_room
+from .tool_calls import ToolCalls, loop_tool_context, result_room
 from .tool_offer import ToolOffer
 from .tools import Tool, ToolContext, ToolOutcome
 from .tools.compact import Compact
@@ -100,19 +100,17 @@ class AgentLoop:
         self.setup = setup
         self.request_budget = RequestBudget(store, session_id, budget, lambda ev: self.observer.on_correction(ev))
         self.tools = tuple(t for t in tools if not isinstance(t, Mapping))
-        if tool_context is not None and tool_context.spawner is None:
-            tool_context = replace(tool_context, spawner=self.spawn_agent)
         if group is not None and not group_agent:
             raise ValueError("a group member needs its agent name (group_agent)")
         self.group, self.group_agent = group, group_agent
-        if tool_context is not None and group is not None:
-            tool_context = replace(tool_context, group=(group, cast(str, group_agent)))  # checked above
         self._room: int | None = None  # tokens one tool result may take in the next view (from the latest view)
-        if tool_context is not None and tool_context.room is None:
-            tool_context = replace(tool_context, room=lambda: self._room)
-        if tool_context is not None and not tool_context.keep_whole:
-            tool_context = replace(tool_context, keep_whole=True)  # ToolCalls.bound cuts each result, after redaction
-        self.tool_context, self.tool_runner, self.supervisor = tool_context, tool_runner, supervisor
+        self.tool_context = loop_tool_context(
+            tool_context,
+            spawner=self.spawn_agent,
+            group=(group, cast(str, group_agent)) if group is not None else None,  # checked above
+            room=lambda: self._room,
+        )
+        self.tool_runner, self.supervisor = tool_runner, supervisor
         self.system_prompt = system_prompt
         self.policy = policy or PermissionPolicy()
         self.approve, self.assume_yes = approve, assume_yes
@@ -292,7 +290,7 @@ class AgentLoop:
 
     def render(self, view: ContextView) -> dict[str, Any]:
         """The wire body of ``view`` (images inlined from the store's artifacts), with the output cap and
-        ``tool_choice`` when set (:func:`latch.providers.wire.render_request`)."""
+        ``tool_choice`` when set (:func:`latch.providers.render.render_request`)."""
 
         def loader(sha256: str) -> bytes:
             data: bytes = self.store.get_artifact(sha256)[1]

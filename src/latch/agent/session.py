@@ -8,11 +8,17 @@ processes, and returns an :class:`AgentSession` around its :class:`latch.agent.l
 unset come from the session's profile (a resume needs no flags), then from the config's ``[provider]`` table. The
 profile (provider, model, engine, estimator, base URL, mode; never a key) is stored in the session's metadata.
 A mistake raises :class:`SessionError` (one line); nothing here prints or exits.
+
+:meth:`AgentSession.run` drives a run from ``run_started`` to ``run_ended`` (SIGTERM and SIGHUP end it as Ctrl-C
+does, once :func:`end_on_signals` armed them), :meth:`AgentSession.repair` what a killed run left for a resume, and
+:meth:`AgentSession.work` a group worker; the front end renders what they return.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,6 +26,7 @@ from typing import Any, cast
 
 from .. import plugins
 from ..config import budget_for_model
+from ..events import ToolCall, ToolResult
 from ..host.loop import EngineSetup, HostError, build_engine
 from ..host.runs import RunLeaseHeld, RunRecord
 from ..kernel.tombstones import tombstoned_sessions
@@ -28,7 +35,8 @@ from ..providers import ProviderError
 from ..store import EventLog
 from .context import SYSTEM_PROMPT, session_context
 from .environment import tool_environment
-from .group import Group, resolve_group
+from .group import Group, GroupTask, resolve_group
+from .interrupted import repair_interrupted
 from .loop import AgentLoop
 from .mcp import McpHub, mcp_servers, mcp_tools, session_mcp_tools
 from .observer import Observer
@@ -40,9 +48,22 @@ from .steering import awaiting_user
 from .supervisor import Supervisor
 from .tools import ToolContext, agent_tools
 from .tools.group import GROUP_TOOLS
-from .tools.processes import ProcessManager, remove_stale_log_dirs
+from .tools.processes import ProcessManager, Reconciled, remove_stale_log_dirs
+from .worker import DEFAULT_LEASE_SECONDS, TaskRun, run_worker
 
-__all__ = ["DEFAULT_MAX_TURNS", "AgentSession", "RunOptions", "SessionError", "check_options", "open_session"]
+__all__ = [
+    "DEFAULT_MAX_TURNS",
+    "AgentSession",
+    "Repairs",
+    "RunEnd",
+    "RunOptions",
+    "SessionError",
+    "Terminated",
+    "check_options",
+    "end_on_signals",
+    "open_session",
+    "worker_name",
+]
 
 DEFAULT_MAX_TURNS = 50
 """Most model requests of a run when neither ``--max-turns`` nor ``[provider] max_turns`` says."""
@@ -92,6 +113,52 @@ class RunOptions:
     once: bool = False
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived (``signum``): the run ends as on Ctrl-C (every ``KeyboardInterrupt`` cleanup
+    runs), then exits ``128 + signum``."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # the run is ending: a second signal must not cut the cleanup
+        signal.signal(sig, signal.SIG_IGN)
+    raise Terminated(signum)
+
+
+def end_on_signals() -> None:
+    """SIGTERM and SIGHUP raise :class:`Terminated` in the main thread (where a run runs): ``open_session``'s
+    ``arm``."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _on_signal)
+
+
+def worker_name() -> str:
+    """A fresh group member's name: ``worker-<pid>-<hex>``."""
+    return f"worker-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+@dataclass(frozen=True)
+class Repairs:
+    """What resuming a session repaired, in this order: the ``children`` a killed run left mid-way (rebuilt and
+    finished: their results), its ``interrupted`` calls left without a result (closed), and its background
+    ``processes`` whose watcher died with it (killed or already ended)."""
+
+    children: list[ToolResult]
+    interrupted: list[ToolCall]
+    processes: list[Reconciled]
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """How a run ended: its exit ``code`` and, when SIGTERM or SIGHUP ended it, that ``signum``."""
+
+    code: int
+    signum: int | None = None
+
+
 @dataclass
 class AgentSession:
     """A started session: its ``loop`` (with its ``store``, fenced by the run lease unless a worker), the run
@@ -138,6 +205,67 @@ class AgentSession:
         if self.hub is not None:
             self.hub.close()
         self.processes.close()
+
+    def repair(self) -> Repairs:
+        """A resumed session: finish the children a killed run left mid-way, close its calls left without a result
+        and its background processes (see :class:`Repairs`)."""
+        children = self.loop.resume_children()
+        interrupted = repair_interrupted(self.store, self.session_id)
+        return Repairs(children, interrupted, self.processes.reconcile())
+
+    def run(self, body: Callable[[dict[str, str]], int]) -> RunEnd:
+        """The run from start to end: :meth:`start`, then ``body(ended)`` (the exit code; it may set ``ended``'s
+        ``"outcome"`` and ``"detail"``), then :meth:`end` with the outcome whatever happened. :class:`Terminated`
+        ends it ``interrupted`` with code ``128 + signum``, Ctrl-C ``interrupted`` with 130; any other exception
+        ends it ``error`` (code 1) and propagates."""
+        code = 0
+        signum = None
+        self.start()  # the lease taken over: no further request or tool call, processes stopped
+        ended: dict[str, str] = {"outcome": "done", "detail": ""}
+        try:
+            code = body(ended)
+        except Terminated as exc:
+            ended.update(outcome="interrupted", detail=f"terminated by {signal.Signals(exc.signum).name}")
+            code, signum = 128 + exc.signum, exc.signum
+        except KeyboardInterrupt:
+            code = 130
+            ended.update(outcome="interrupted", detail="keyboard interrupt")
+        except Exception as exc:  # an unexpected failure still ends the run durably, then propagates
+            code = 1
+            ended.update(outcome="error", detail=f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            self.end(ended["outcome"], code, ended["detail"])  # processes first, then run_ended releases the lease
+        return RunEnd(code, signum)
+
+    def work(
+        self,
+        agent: str,
+        *,
+        on_task: Callable[[GroupTask], None],
+        on_done: Callable[[TaskRun], None],
+    ) -> list[TaskRun]:
+        """``latch run --group NAME --worker``: :func:`latch.agent.worker.run_worker` as member ``agent`` of the
+        group rooted in this session, under :attr:`lease_seconds`, until nothing is claimable (with ``--wait``: until
+        every task is done); then :meth:`close` (also when it raises: :class:`Terminated`,
+        :class:`~latch.agent.supervisor.ChildPolicyError`)."""
+        try:
+            return run_worker(
+                Group(self.store, self.session_id),
+                agent,
+                self.loop,
+                lease_seconds=self.lease_seconds,
+                on_task=on_task,
+                on_done=on_done,
+                wait=self.options.wait,
+            )
+        finally:
+            self.close()
+
+    @property
+    def lease_seconds(self) -> float:
+        """A worker's task lease in seconds: ``--lease-seconds``, else the default."""
+        return self.options.lease_seconds or DEFAULT_LEASE_SECONDS
 
 
 def check_options(o: RunOptions) -> None:

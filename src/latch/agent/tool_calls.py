@@ -10,6 +10,7 @@ the cap is stored whole as an artifact and answered with an error, never run.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -20,13 +21,36 @@ from ..port import ContextView
 from .blockers import BlockerWatch
 from .environment import redact, secret_values
 from .permissions import Decision
-from .tools import ToolOutcome, run_tool
+from .tools import ToolContext, ToolOutcome, run_tool
 from .tools.base import OUTCOME_LIMIT_BYTES, spill
 
-__all__ = ["MIN_RESULT_TOKENS", "ToolCalls", "result_room"]
+__all__ = ["MIN_RESULT_TOKENS", "ToolCalls", "loop_tool_context", "result_room"]
 
 MIN_RESULT_TOKENS = 256
 """The smallest page a tool result is cut to, however small the window."""
+
+
+def loop_tool_context(
+    ctx: ToolContext | None,
+    *,
+    spawner: Callable[[str, Mapping[str, Any]], ToolOutcome],
+    group: tuple[Any, str] | None,
+    room: Callable[[], int | None],
+) -> ToolContext | None:
+    """``ctx`` as an agent loop's tools use it (``None`` stays ``None``): the loop's ``spawner`` and ``room`` unless
+    ``ctx`` has its own, the loop's ``group`` membership (``(Group, agent name)``) when it has one, and
+    ``keep_whole`` (:meth:`ToolCalls.bound` cuts each result, after redaction)."""
+    if ctx is None:
+        return None
+    if ctx.spawner is None:
+        ctx = replace(ctx, spawner=spawner)
+    if group is not None:
+        ctx = replace(ctx, group=group)
+    if ctx.room is None:
+        ctx = replace(ctx, room=room)
+    if not ctx.keep_whole:
+        ctx = replace(ctx, keep_whole=True)
+    return ctx
 
 
 def result_room(view: ContextView) -> int:

@@ -37,7 +37,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from ..engine.report import context_report
+from ..engine.context_report import context_report
 from ..host.corrections import corrected_budget, session_correction, session_rate
 from ..host.harness import Harness
 from ..store import EventStore

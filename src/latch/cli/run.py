@@ -37,23 +37,29 @@ API keys are read from the environment only (``OPENAI_API_KEY``, ``ANTHROPIC_API
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
 import click
 
-from ..agent.group import Group
-from ..agent.interrupted import repair_interrupted
 from ..agent.sandbox import MODES as SANDBOX_MODES
-from ..agent.session import DEFAULT_MAX_TURNS, AgentSession, RunOptions, SessionError, check_options, open_session
+from ..agent.session import (
+    DEFAULT_MAX_TURNS,
+    AgentSession,
+    Repairs,
+    RunOptions,
+    SessionError,
+    Terminated,
+    check_options,
+    end_on_signals,
+    open_session,
+    worker_name,
+)
 from ..agent.supervisor import ChildPolicyError
-from ..agent.worker import DEFAULT_LEASE_SECONDS, run_worker
+from ..agent.worker import DEFAULT_LEASE_SECONDS
 from ..config import MAX_TOKENS
-from ..store import EventLog
 from ..textsafe import console, error, markup, warn
 from .main import AppContext, pass_app
 from .run_console import Approver, RunInfo, RunPrinter, call_line, fit_parts, result_summary
@@ -288,7 +294,7 @@ def register(cli: click.Group) -> None:
                 defer=click.get_current_context().call_on_close,
                 observer=lambda name, model, setup: RunPrinter(con, model, name, setup.counter.exact),
                 approve=lambda workspace: Approver(con, workspace) if on_terminal else None,
-                arm=_end_on_signals,
+                arm=end_on_signals,
             )  # SIGTERM and SIGHUP end the run like Ctrl-C: recorded, processes stopped
         except SessionError as exc:
             raise (click.UsageError if exc.usage else click.ClickException)(str(exc)) from None
@@ -298,156 +304,12 @@ def register(cli: click.Group) -> None:
 
 
 def _work_session(con: Any, session: AgentSession) -> int:
-    """``latch run --group NAME --worker`` on its built session (:func:`_work`); its exit code."""
-    lease = session.options.lease_seconds or DEFAULT_LEASE_SECONDS
-    try:
-        code = _work(con, session.loop, session.store, session.session_id, lease, wait=session.options.wait)
-    except _Terminated as exc:
-        code = _terminated(exc, session.session_id)
-    finally:
-        session.close()
-    return code
-
-
-def _resume_notes(con: Any, session: AgentSession) -> None:
-    """A resumed session: finish the children a killed run left mid-way, close its calls left without a result and
-    its background processes, a line each."""
-    for res in session.loop.resume_children():  # children a killed run left mid-way: rebuilt, finished
-        con.print(
-            f"[yellow]resumed child agent: {markup(result_summary(res.content, res.is_error))}[/yellow]",
-            highlight=False,
-        )
-    for call in repair_interrupted(session.store, session.session_id):
-        con.print(f"[yellow]interrupted: {markup(call_line(call))} (no result was recorded)[/yellow]")
-    for gone in session.processes.reconcile():  # background processes whose watcher died with the last run
-        what = "killed" if gone.running else "already ended"
-        con.print(
-            f"[yellow]background process {gone.process_id} of the last run: {what}, exit code "
-            f"unknown: {markup(' '.join(gone.command.split())[:100])}[/yellow]",
-            highlight=False,
-        )
-
-
-def _drive(con: Any, session: AgentSession, cli: click.Group, *, prompt: bool) -> int:
-    """Run the session: its task in a pipe (:func:`run_task`), else the interactive prompt (:func:`prompt_loop`);
-    the run is recorded from start to end (``run_ended`` with its outcome); returns the exit code."""
-    o, loop, budget, session_id = session.options, session.loop, session.budget, session.session_id
-    assert o.model is not None and o.mode is not None and o.max_turns is not None  # open_session resolved them
-    printer = loop.observer
-    assert isinstance(printer, RunPrinter)  # run_cmd's observer
-    if session.resumed:
-        _resume_notes(con, session)
-    sandbox = session.sandbox.describe()
-    header = fit_parts(
-        [
-            (f"session {session_id}", 9),
-            (f"{session.name} {o.model}", 8),
-            (f"engine {session.setup.engine_name}", 5),
-            (f"window {budget.context_window_tokens:,}", 6),
-            (f"reserve {budget.reserve_tokens:,}", 4),
-            (sandbox, 7, sandbox.split(" (")[0]),
-        ],
-        con.width,
-    )
-    con.print(f"[dim]{markup(header)}[/dim]", highlight=False)
-    code = 0
-    session.start()  # the lease taken over: no further request or tool call, processes stopped
-    ended: dict[str, str] = {"outcome": "done", "detail": ""}
-    try:
-        if prompt:
-            info = RunInfo(
-                session.name,
-                o.model,
-                session.setup.engine_name,
-                budget.context_window_tokens,
-                budget.reserve_tokens,
-                o.mode,
-                [t.NAME for t in loop.tools],
-                o.estimator,
-            )
-            code = prompt_loop(
-                con,
-                loop,
-                o.max_turns,
-                cli,
-                info,
-                printer,
-                loop.approve,
-                ended,
-                task=o.task,
-                resumed=session.resumed,
-                waiting=session.waiting,
-            )
-        else:
-            if o.task is not None:
-                loop.say(o.task)
-            code = run_task(con, loop, o.max_turns, ended)
-    except _Terminated as exc:
-        ended.update(outcome="interrupted", detail=f"terminated by {signal.Signals(exc.signum).name}")
-        code = _terminated(exc, session_id)
-    except KeyboardInterrupt:
-        code = 130
-        ended.update(outcome="interrupted", detail="keyboard interrupt")
-    except Exception as exc:  # an unexpected failure still ends the run durably, then propagates
-        code = 1
-        ended.update(outcome="error", detail=f"{type(exc).__name__}: {exc}")
-        raise
-    finally:
-        session.end(ended["outcome"], code, ended["detail"])  # processes first, then run_ended releases the lease
-    if code == 130:  # Ctrl-C: how to go on, not click's bare "Aborted!"
-        con.print()
-        if prompt:
-            exit_summary(con, printer, session_id)
-        warn(
-            f"interrupted (Ctrl-C): the run ended; its processes were stopped (continue with latch run "
-            f"--resume {session_id})"
-        )
-    return code
-
-
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP arrived (``signum``): the run ends as on Ctrl-C (every ``KeyboardInterrupt`` cleanup
-    runs), then exits ``128 + signum``."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _on_signal(signum: int, frame: Any) -> None:
-    for sig in (signal.SIGTERM, signal.SIGHUP):  # the run is ending: a second signal must not cut the cleanup
-        signal.signal(sig, signal.SIG_IGN)
-    raise _Terminated(signum)
-
-
-def _end_on_signals() -> None:
-    """SIGTERM and SIGHUP raise :class:`_Terminated` in the main thread (where ``latch run`` runs)."""
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _on_signal)
-
-
-def _terminated(exc: _Terminated, session_id: str) -> int:
-    name = signal.Signals(exc.signum).name
-    warn(f"{name}: the run ended; its processes were stopped (continue with latch run --resume {session_id})")
-    return 128 + exc.signum
-
-
-def _store_files(app: AppContext) -> list[Path]:
-    """The store's database and its WAL and shared-memory files (kept read-only inside the sandbox when they lie
-    in the workspace: a tool command cannot rewrite the session's history)."""
-    if getattr(app, "db", None) == ":memory:":
-        return []
-    db = Path(app.db_path())
-    return [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")]
-
-
-def _work(con: Any, loop: Any, store: EventLog, root: str, lease_seconds: float, *, wait: bool = False) -> int:
-    """The worker of ``latch run --group NAME --worker``: :func:`latch.agent.worker.run_worker` as a fresh
-    member (``worker-<pid>-<hex>``), a line per task claimed and done; exit 0 when nothing is claimable (with
-    ``wait``: once every task is done)."""
-    agent = f"worker-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    """``latch run --group NAME --worker`` on its built session (:meth:`AgentSession.work`), a line per task claimed
+    and done; its exit code (0 when nothing is left claimable)."""
+    agent = worker_name()
     con.print(
-        f"[dim]worker {agent} joined the group rooted in {root} · lease {lease_seconds:g} s[/dim]", highlight=False
+        f"[dim]worker {agent} joined the group rooted in {session.session_id} · lease {session.lease_seconds:g} s[/dim]",
+        highlight=False,
     )
 
     def claimed(task: Any) -> None:
@@ -469,14 +331,114 @@ def _work(con: Any, loop: Any, store: EventLog, root: str, lease_seconds: float,
         )
 
     try:
-        runs = run_worker(
-            Group(store, root), agent, loop, lease_seconds=lease_seconds, on_task=claimed, on_done=done, wait=wait
-        )
+        runs = session.work(agent, on_task=claimed, on_done=done)
+    except Terminated as exc:
+        return _terminated(exc.signum, session.session_id)
     except ChildPolicyError as exc:
         error(str(exc))
         return 1
     con.print(
-        f"[dim]{'every task is done' if wait else 'nothing claimable'}: {len(runs)} task{'s' if len(runs) != 1 else ''} run by {agent}[/dim]",
+        f"[dim]{'every task is done' if session.options.wait else 'nothing claimable'}: {len(runs)} task{'s' if len(runs) != 1 else ''} run by {agent}[/dim]",
         highlight=False,
     )
     return 0
+
+
+def _resume_notes(con: Any, repairs: Repairs) -> None:
+    """What resuming repaired (:meth:`AgentSession.repair`), a line each."""
+    for res in repairs.children:  # children a killed run left mid-way: rebuilt, finished
+        con.print(
+            f"[yellow]resumed child agent: {markup(result_summary(res.content, res.is_error))}[/yellow]",
+            highlight=False,
+        )
+    for call in repairs.interrupted:
+        con.print(f"[yellow]interrupted: {markup(call_line(call))} (no result was recorded)[/yellow]")
+    for gone in repairs.processes:  # background processes whose watcher died with the last run
+        what = "killed" if gone.running else "already ended"
+        con.print(
+            f"[yellow]background process {gone.process_id} of the last run: {what}, exit code "
+            f"unknown: {markup(' '.join(gone.command.split())[:100])}[/yellow]",
+            highlight=False,
+        )
+
+
+def _drive(con: Any, session: AgentSession, cli: click.Group, *, prompt: bool) -> int:
+    """Run the session (:meth:`AgentSession.run`, recorded from start to end): its task in a pipe
+    (:func:`run_task`), else the interactive prompt (:func:`prompt_loop`); returns the exit code."""
+    o, loop, budget, session_id = session.options, session.loop, session.budget, session.session_id
+    model, mode, max_turns = o.model, o.mode, o.max_turns
+    assert model is not None and mode is not None and max_turns is not None  # open_session resolved them
+    printer = loop.observer
+    assert isinstance(printer, RunPrinter)  # run_cmd's observer
+    if session.resumed:
+        _resume_notes(con, session.repair())
+    sandbox = session.sandbox.describe()
+    header = fit_parts(
+        [
+            (f"session {session_id}", 9),
+            (f"{session.name} {o.model}", 8),
+            (f"engine {session.setup.engine_name}", 5),
+            (f"window {budget.context_window_tokens:,}", 6),
+            (f"reserve {budget.reserve_tokens:,}", 4),
+            (sandbox, 7, sandbox.split(" (")[0]),
+        ],
+        con.width,
+    )
+    con.print(f"[dim]{markup(header)}[/dim]", highlight=False)
+
+    def body(ended: dict[str, str]) -> int:
+        if prompt:
+            info = RunInfo(
+                session.name,
+                model,
+                session.setup.engine_name,
+                budget.context_window_tokens,
+                budget.reserve_tokens,
+                mode,
+                [t.NAME for t in loop.tools],
+                o.estimator,
+            )
+            return prompt_loop(
+                con,
+                loop,
+                max_turns,
+                cli,
+                info,
+                printer,
+                loop.approve,
+                ended,
+                task=o.task,
+                resumed=session.resumed,
+                waiting=session.waiting,
+            )
+        if o.task is not None:
+            loop.say(o.task)
+        return run_task(con, loop, max_turns, ended)
+
+    end = session.run(body)
+    if end.signum is not None:
+        return _terminated(end.signum, session_id)
+    if end.code == 130:  # Ctrl-C: how to go on, not click's bare "Aborted!"
+        con.print()
+        if prompt:
+            exit_summary(con, printer, session_id)
+        warn(
+            f"interrupted (Ctrl-C): the run ended; its processes were stopped (continue with latch run "
+            f"--resume {session_id})"
+        )
+    return end.code
+
+
+def _terminated(signum: int, session_id: str) -> int:
+    name = signal.Signals(signum).name
+    warn(f"{name}: the run ended; its processes were stopped (continue with latch run --resume {session_id})")
+    return 128 + signum
+
+
+def _store_files(app: AppContext) -> list[Path]:
+    """The store's database and its WAL and shared-memory files (kept read-only inside the sandbox when they lie
+    in the workspace: a tool command cannot rewrite the session's history)."""
+    if getattr(app, "db", None) == ":memory:":
+        return []
+    db = Path(app.db_path())
+    return [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")]

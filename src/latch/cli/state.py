@@ -6,7 +6,7 @@ import click
 
 from ..config import MAX_TOKENS
 from ..host.kernel import kernel_cache
-from ..host.state_report import evidence_lines, evidence_report, state_lines
+from ..host.state_text import evidence_lines, evidence_status, state_lines
 from ..kernel import StateOverflow, canonical_state
 from ..kernel.tombstones import forget_session, tombstoned_sessions
 from ..store import EventLog
@@ -92,7 +92,7 @@ def register(cli: click.Group) -> None:
             )
             return
         con = console(highlight=False, soft_wrap=True)
-        report = evidence_report(state)
+        report = evidence_status(state)
         t = Table(
             "requirement",
             "status",

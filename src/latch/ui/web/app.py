@@ -61,7 +61,7 @@ from ...host import reducers as R
 from ...host.kernel import kernel_cache
 from ...host.loop import HostError
 from ...host.runs import NoRunningRun, RunCommands, session_liveness
-from ...host.state_report import canonical_view
+from ...host.state_text import canonical_view
 from ...host.summaries import listed_sessions, short_ids
 from ...kernel import canonical_state
 from ...kernel.tombstones import forgotten_message, tombstoned_sessions

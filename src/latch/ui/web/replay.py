@@ -18,7 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from ...engine.report import COMPONENTS
+from ...engine.context_report import COMPONENTS
 from ...host.replay import run_replay
 from ...store import EventStore
 from ...textsafe import PIPE_WIDTH

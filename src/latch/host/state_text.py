@@ -5,7 +5,7 @@ CLI, the TUI and the web alike (spec: "Sessions & continuity").
 * :func:`summary_line`: the state's counts on one line, numbers with thousands separators;
 * :func:`state_lines`: what ``latch state SESSION`` prints: a head line, the counts, then the rendered state
   (:meth:`latch.kernel.state.CanonicalState.render`: goal, evidence, certification, failures, working set);
-* :func:`evidence_report` / :func:`evidence_lines`: what ``latch evidence SESSION`` prints: each requirement
+* :func:`evidence_status` / :func:`evidence_lines`: what ``latch evidence SESSION`` prints: each requirement
   (newest set first) with its status, generation, current or STALE and the set (the seq of the run that proved
   it), the command of each set, the managed processes still running, and the verdict (``CERTIFIED`` or ``NOT
   CERTIFIED`` with its reasons).
@@ -25,7 +25,7 @@ __all__ = [
     "state_summary",
     "summary_line",
     "state_lines",
-    "evidence_report",
+    "evidence_status",
     "evidence_lines",
     "CERTIFIED",
     "NOT_CERTIFIED",
@@ -92,7 +92,7 @@ def state_lines(state: Any, budget: int | None = None) -> list[str]:
     return [head, summary_line(state), *(text.splitlines() if text.strip() else ["(empty state)"])]
 
 
-def evidence_report(state: Any) -> dict[str, Any]:
+def evidence_status(state: Any) -> dict[str, Any]:
     """``latch evidence``'s content: ``{"generation", "requirements": [{"requirement", "status", "generation",
     "current", "set"}] (newest first), "sets": [{"seq", "command"}] (by seq; the command's whitespace collapsed),
     "running": [{"process_id", "started_seq", "command"}], "certified", "verdict", "reasons"}``."""
@@ -126,7 +126,7 @@ def evidence_report(state: Any) -> dict[str, Any]:
 
 
 def evidence_lines(report: dict[str, Any]) -> list[str]:
-    """:func:`evidence_report` as plain lines (the requirements one a line, not ``latch evidence``'s table):
+    """:func:`evidence_status` as plain lines (the requirements one a line, not ``latch evidence``'s table):
     ``evidence · workspace generation N``, ``- REQUIREMENT: STATUS at generation G, current|STALE (set S)``, or
     ``(no validation recorded)``, then ``set S proved by: COMMAND``, the running processes, the verdict and its
     reasons."""
@@ -150,5 +150,5 @@ def evidence_lines(report: dict[str, Any]) -> list[str]:
 
 def canonical_view(state: Any) -> dict[str, Any]:
     """What the TUI and the web show of the canonical state: ``{"lines": state_lines(state), "evidence":
-    evidence_report(state)}`` (:func:`latch.host.reducers.session_view`'s ``canonical``)."""
-    return {"lines": state_lines(state), "evidence": evidence_report(state)}
+    evidence_status(state)}`` (:func:`latch.host.reducers.session_view`'s ``canonical``)."""
+    return {"lines": state_lines(state), "evidence": evidence_status(state)}

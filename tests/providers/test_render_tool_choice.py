@@ -1,10 +1,10 @@
-"""``tool_choice`` as each wire spells it (latch.providers.wire): OpenAI chat, Responses and Anthropic Messages."""
+"""``tool_choice`` as each wire spells it (latch.providers.render): OpenAI chat, Responses and Anthropic Messages."""
 
 from __future__ import annotations
 
 import pytest
 
-from latch.providers.wire import WIRE_FORMATS, tool_choice_body
+from latch.providers.render import WIRE_FORMATS, tool_choice_body
 
 
 @pytest.mark.parametrize(
