@@ -81,48 +81,31 @@ def _specific(tok: str) -> bool:
     return has_digit and (has_alpha or len(core) >= 3)
 
 
-_TEXT_TERMS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
-_TEXT_TERMS_MAX = 1024  # texts whose terms are kept (a request's query texts mostly repeat the previous one's)
-
-
-def _text_terms(text: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    """``(specific, words, cjk)`` terms of one text, in order, with repeats."""
-    cjk: list[str] = []
-    for run in _CJK_RUN.findall(text):
-        cjk.extend(run[i : i + 2] for i in range(len(run) - 1))
-    plain = _CJK_RUN.sub(" ", text)
-    specific = tuple(tok for tok in (t.strip(".:-#") for t in _TOKEN.findall(plain)) if _specific(tok))
-    words = tuple(w for w in _WORD.findall(plain) if w.lower() not in _STOP)
-    return specific, words, tuple(cjk)
-
-
 def query_terms(texts: Iterable[str], max_terms: int = MAX_TERMS) -> list[str]:
     """Search terms from ``texts`` (in priority order), deduplicated case-insensitively, at most ``max_terms``."""
-    specific: list[str] = []
-    words: list[str] = []
-    cjk: list[str] = []
+    plain: list[str] = []
+    runs: list[list[str]] = []
     for text in texts:
-        if not text:
-            continue
-        text = text[:8192]
-        got = _TEXT_TERMS.get(text)
-        if got is None:
-            got = _text_terms(text)
-            if len(_TEXT_TERMS) >= _TEXT_TERMS_MAX:
-                _TEXT_TERMS.clear()
-            _TEXT_TERMS[text] = got
-        specific.extend(got[0])
-        words.extend(got[1])
-        cjk.extend(got[2])
+        if text:
+            text = text[:8192]
+            runs.append(_CJK_RUN.findall(text))
+            plain.append(_CJK_RUN.sub(" ", text) if runs[-1] else text)
     out: list[str] = []
     seen: set[str] = set()
-    for t in (*specific, *words, *cjk):
-        k = t.lower()
-        if k not in seen:
-            seen.add(k)
-            out.append(t)
-            if len(out) >= max_terms:
-                break
+    # every text's identifiers, then every text's words, then CJK bigrams; each read only while terms are missing
+    groups: tuple[Iterable[str], ...] = (
+        (tok for p in plain for tok in (m.group().strip(".:-#") for m in _TOKEN.finditer(p)) if _specific(tok)),
+        (w for p in plain for w in _WORD.findall(p) if w.lower() not in _STOP),
+        (run[i : i + 2] for rs in runs for run in rs for i in range(len(run) - 1)),
+    )
+    for group in groups:
+        for t in group:
+            k = t.lower()
+            if k not in seen:
+                seen.add(k)
+                out.append(t)
+                if len(out) >= max_terms:
+                    return out
     return out
 
 
