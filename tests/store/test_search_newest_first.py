@@ -78,6 +78,10 @@ def _queries(rng: random.Random) -> list[str]:
         "nothing-like-this zzz",
     ]
     qs += [f"src/pkg{rng.randrange(30)}/mod{rng.randrange(8)}.py word{rng.randrange(400)}" for _ in range(12)]
+    qs += [  # two phrases with candidates: the second runs above the rows the first one found
+        f"src/pkg{rng.randrange(30)}/mod{rng.randrange(8)}.py src/pkg{rng.randrange(30)}/mod{rng.randrange(8)}.py"
+        for _ in range(6)
+    ]
     return qs
 
 
@@ -95,6 +99,8 @@ def test_generated_store_same_rows(tmp_path, mode):
             {"session_id": sid, "before_seq": rng.randrange(2, top)},
             {"before_seq": top - 50, "until_seq": top - 400},
             {"limit": 3},
+            {"limit": 1},
+            {"session_id": sid, "limit": 7},
         ):
             got = [s.seq for s in store.search(q, mode=mode, **kw)]
             assert got == _exact(store, q, mode, **kw), (q, mode, kw)

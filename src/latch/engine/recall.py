@@ -21,17 +21,19 @@ are never recalled. No embeddings; the same store and query always give the same
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..events import AssistantMessage, ToolResult
 from ..port import RecalledEvent, SessionReader
+from .recall_search import SEARCH_PAGE, SEARCH_ROWS, SearchCache, newest_hits
 
 __all__ = [
     "MAX_TERMS",
     "SEARCH_ROWS",
     "RECALL_ROWS",
     "PARTNER_WINDOW",
+    "SEARCH_PAGE",
     "RecallCache",
     "query_terms",
     "render_recalled",
@@ -41,8 +43,6 @@ __all__ = [
 
 MAX_TERMS = 24
 """Search terms per query (each an FTS phrase)."""
-SEARCH_ROWS = 64
-"""FTS rows fetched per search, newest first (a recall runs up to three searches)."""
 RECALL_ROWS = 12
 """Matching rows recalled at most per recall (their call/result partners come on top)."""
 PARTNER_WINDOW = 512
@@ -83,30 +83,29 @@ def _specific(tok: str) -> bool:
 
 def query_terms(texts: Iterable[str], max_terms: int = MAX_TERMS) -> list[str]:
     """Search terms from ``texts`` (in priority order), deduplicated case-insensitively, at most ``max_terms``."""
-    specific: list[str] = []
-    words: list[str] = []
-    cjk: list[str] = []
+    plain: list[str] = []
+    runs: list[list[str]] = []
     for text in texts:
-        if not text:
-            continue
-        text = text[:8192]
-        for run in _CJK_RUN.findall(text):
-            cjk.extend(run[i : i + 2] for i in range(len(run) - 1))
-        plain = _CJK_RUN.sub(" ", text)
-        for tok in _TOKEN.findall(plain):
-            tok = tok.strip(".:-#")
-            if _specific(tok):
-                specific.append(tok)
-        words.extend(w for w in _WORD.findall(plain) if w.lower() not in _STOP)
+        if text:
+            text = text[:8192]
+            runs.append(_CJK_RUN.findall(text))
+            plain.append(_CJK_RUN.sub(" ", text) if runs[-1] else text)
     out: list[str] = []
     seen: set[str] = set()
-    for t in (*specific, *words, *cjk):
-        k = t.lower()
-        if k not in seen:
-            seen.add(k)
-            out.append(t)
-            if len(out) >= max_terms:
-                break
+    # every text's identifiers, then every text's words, then CJK bigrams; each read only while terms are missing
+    groups: tuple[Iterable[str], ...] = (
+        (tok for p in plain for tok in (m.group().strip(".:-#") for m in _TOKEN.finditer(p)) if _specific(tok)),
+        (w for p in plain for w in _WORD.findall(p) if w.lower() not in _STOP),
+        (run[i : i + 2] for rs in runs for run in rs for i in range(len(run) - 1)),
+    )
+    for group in groups:
+        for t in group:
+            k = t.lower()
+            if k not in seen:
+                seen.add(k)
+                out.append(t)
+                if len(out) >= max_terms:
+                    return out
     return out
 
 
@@ -174,12 +173,15 @@ def _linked(reader: SessionReader, stored: Any, lo: int, hi: int) -> list[Any]:
 
 class RecallCache:
     """Rendered originals and call ↔ result links by seq, so an archival event is rendered,
-    estimated and linked once per engine (events never change). Cleared past :data:`MAX` entries."""
+    estimated and linked once per engine (events never change), cleared past :data:`MAX` entries; and
+    recall's searches (:class:`~latch.engine.recall_search.SearchCache`), kept across requests.
+    ``keep_searches=False`` searches the store afresh on every recall (the same rows, slower)."""
 
     MAX = 16_384
 
-    def __init__(self, counter: Any):
+    def __init__(self, counter: Any, *, keep_searches: bool = True):
         self.counter = counter
+        self.searches = SearchCache() if keep_searches else None
         self._items: dict[int, RecalledEvent] = {}
         self._links: dict[tuple[int, int], list[Any]] = {}
 
@@ -228,23 +230,6 @@ def _recallable(stored: Any) -> bool:
     return True
 
 
-SEARCH_PAGE = 16
-"""Rows read per store search: a recall that is done early never decodes the rest of :data:`SEARCH_ROWS`."""
-
-
-def _newest_hits(reader: SessionReader, query: str, mode: str, before_seq: int, until_seq: int | None) -> Iterator[Any]:
-    """The newest :data:`SEARCH_ROWS` rows of ``reader.search(query)`` below ``before_seq``, newest first, read in
-    pages of :data:`SEARCH_PAGE` (each page continues below the last row of the one before)."""
-    left, below = SEARCH_ROWS, before_seq
-    while left > 0:
-        page = reader.search(query, limit=min(SEARCH_PAGE, left), before_seq=below, until_seq=until_seq, mode=mode)
-        yield from page
-        if len(page) < min(SEARCH_PAGE, left):
-            return
-        left -= len(page)
-        below = page[-1].seq
-
-
 def recall(
     reader: SessionReader,
     cache: RecallCache,
@@ -280,7 +265,12 @@ def recall(
     for group_terms, mode in searches:
         if rows >= RECALL_ROWS:
             break
-        for hit in _newest_hits(reader, " ".join(group_terms), mode, before_seq, until_seq):
+        hits = (
+            newest_hits(reader, " ".join(group_terms), mode, before_seq, until_seq)
+            if cache.searches is None
+            else cache.searches.newest(reader, group_terms, mode, before_seq, until_seq)
+        )
+        for hit in hits:
             if rows >= RECALL_ROWS:
                 break
             if hit.seq in judged or hit.seq in taken or hit.seq in skip:

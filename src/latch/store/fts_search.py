@@ -11,7 +11,7 @@ phrase that matches 32 rows. A query with only rare tokens costs little.
    than :data:`DENSE_SPAN` rows back; measured once per token and kept): for ``mode="and"`` the AND of the
    rare tokens of every phrase, for ``mode="or"`` the OR over phrases of each phrase's rare tokens. Every row
    matching the exact query holds those tokens, so the candidates are a superset, listed newest first.
-2. *Verification*: each chunk of :data:`CHUNK` candidates has its prepared text (:func:`~latch.store.fts.
+2. *Verification*: each chunk of candidates (twice ``limit`` first, doubling up to :data:`CHUNK`) has its prepared text (:func:`~latch.store.fts.
    prepare_text` of the event's searchable text, the text the index got) put in an in-memory FTS5 table of the
    same tokenizer, and the exact query runs there: FTS5's own matching, on a few rows.
 
@@ -36,7 +36,10 @@ from .fts import TOKENIZE, match_phrases, prepare_text, quote_token
 __all__ = ["CandidateSearch", "CHUNK", "MAX_CANDIDATES", "DENSE_SPAN", "PROBE_ROWS"]
 
 CHUNK = 128
-"""Candidates verified per step (rows)."""
+"""Candidates verified per step at most (rows)."""
+FIRST_CHUNK = 8
+"""Candidates verified by the first step at least (it verifies twice the ``limit`` up to :data:`CHUNK`; each
+later step twice the one before)."""
 MAX_CANDIDATES = 1024
 """Candidates verified at most before the exact query takes over for the older rows."""
 PROBE_ROWS = 256
@@ -127,7 +130,7 @@ class CandidateSearch:
         caller's filters) with ``above < rowid < below`` (``None``: unbounded); ``texts(rowids)``: their
         searchable texts."""
         out: set[int] = set()
-        floor: int | None = None  # for OR: rows at or below the limit-th exact hit cannot make the result
+        floor: int | None = None  # for OR: rows at or below the limit-th hit so far cannot make the result
         if exact:
             got = rowids(" OR ".join(exact), None, None, limit)
             out.update(got)
@@ -137,20 +140,24 @@ class CandidateSearch:
             below: int | None = None
             scanned = 0
             found = 0
+            size = min(CHUNK, max(FIRST_CHUNK, 2 * limit))  # a small first page: most searches stop in it
             while True:
                 if scanned >= MAX_CANDIDATES:  # bounded: the exact query takes the older rows
                     out.update(rowids(match, below, floor, limit - found))
                     break
-                page = rowids(expr, below, floor, CHUNK)
+                page = rowids(expr, below, floor, size)
                 if not page:
                     break
                 ok = self.verify(match, sorted(texts(page).items()))
                 found += len(ok)
                 out.update(ok)
-                if found >= limit or len(page) < CHUNK:
+                if found >= limit or len(page) < size:
                     break
                 below = page[-1]
                 scanned += len(page)
+                size = min(CHUNK, size * 2)
+            if len(out) >= limit:  # rows at or below the limit-th hit so far cannot make the result
+                floor = max(floor or 0, sorted(out, reverse=True)[limit - 1])
         return sorted(out, reverse=True)[:limit]
 
     # ---------------------------------------------------------------- verify

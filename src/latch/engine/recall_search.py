@@ -1,0 +1,163 @@
+"""Recall's searches, kept across requests: newest-first FTS rows below a seq bound, fetched once.
+
+The archival region a recall searches (``seq < before_seq``) only ever gains rows at its top: the log is
+append-only and seqs grow, so the rows of a search below a bound never change, and when the bound moves up (a new
+cache epoch) only the rows between the old and the new bound are new. :class:`SearchCache` keeps, per search,
+the newest rows fetched so far (a complete newest-first prefix of the matches below its bound) and fetches more
+only when a recall reads past them, or the rows above the old bound when the bound moved.
+
+An OR search of several terms is the union of each term's rows (each whitespace-free term is one FTS phrase,
+:func:`~latch.store.fts.match_phrases`), so :meth:`SearchCache.newest` merges per-term rows: a request whose query
+gains one term (a new file path, a new error) searches that term alone, not the whole query again. An AND
+search is kept whole, and skipped when one of its terms has no row at all. The result
+is the same rows, in the same order, as paging ``reader.search(" ".join(terms), mode=mode)`` (the parity tests
+pin it).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ..port import SessionReader
+
+__all__ = ["SearchCache", "newest_hits", "SEARCH_ROWS", "SEARCH_PAGE", "MAX_SEARCHES"]
+
+SEARCH_ROWS = 64
+"""FTS rows listed per search, newest first (a recall runs up to three searches)."""
+SEARCH_PAGE = 16
+"""Rows read per store search: a recall that is done early never decodes the rest of :data:`SEARCH_ROWS`."""
+FIRST_PAGE = 4
+"""Rows read by a term's first store search (most terms are merged past after a few rows)."""
+MAX_SEARCHES = 512
+"""Searches kept per cache (the least recently used one is dropped past it)."""
+_SPLIT_CHARS = 4096  # a joined query longer than this is cut by the store: search it whole
+_SPLIT_TERMS = 64  # the store keeps this many phrases of a query
+
+
+def newest_hits(reader: SessionReader, query: str, mode: str, before_seq: int, until_seq: int | None) -> Iterator[Any]:
+    """The newest :data:`SEARCH_ROWS` rows of ``reader.search(query)`` below ``before_seq`` (and at most
+    ``until_seq``), newest first, read in pages of :data:`SEARCH_PAGE` (each page continues below the last row
+    of the one before). The straightforward plan, searched afresh on every call."""
+    left, below = SEARCH_ROWS, before_seq
+    while left > 0:
+        page = reader.search(query, limit=min(SEARCH_PAGE, left), before_seq=below, until_seq=until_seq, mode=mode)
+        yield from page
+        if len(page) < min(SEARCH_PAGE, left):
+            return
+        left -= len(page)
+        below = page[-1].seq
+
+
+class _Rows:
+    """The newest rows of one search below ``bound``, as far as fetched: ``rows`` is every match in
+    ``[rows[-1].seq, bound)``, newest first, and every match below ``bound`` when ``done``."""
+
+    __slots__ = ("bound", "rows", "done")
+
+    def __init__(self, bound: int):
+        self.bound = bound
+        self.rows: list[Any] = []
+        self.done = False
+
+
+class SearchCache:
+    """Recall's store searches by query and mode, kept across requests of one reader (see the module)."""
+
+    def __init__(self, max_searches: int = MAX_SEARCHES):
+        self.max_searches = max_searches
+        self._reader: SessionReader | None = None
+        self._searches: OrderedDict[tuple[str, str], _Rows] = OrderedDict()
+        self.fetches = 0
+        """Store searches run so far (for tests and benchmarks)."""
+
+    def newest(
+        self, reader: SessionReader, terms: Sequence[str], mode: str, before_seq: int, until_seq: int | None
+    ) -> Iterator[Any]:
+        """The rows of :func:`newest_hits` for ``" ".join(terms)``, from kept searches where they cover them."""
+        bound = before_seq if until_seq is None else min(before_seq, until_seq + 1)
+        if reader is not self._reader:
+            self._reader = reader
+            self._searches.clear()
+        query = " ".join(terms)
+        if len(terms) < 2 or len(query) > _SPLIT_CHARS or len(terms) > _SPLIT_TERMS:
+            yield from self._iter(reader, query, mode, bound, SEARCH_ROWS)
+            return
+        if mode == "and":
+            # a term with a letter or digit is at least one token, so when no row below the bound holds it,
+            # no row holds every term (a term without one is left out of the store's AND and proves nothing)
+            for t in dict.fromkeys(terms):
+                if any(c.isalnum() for c in t) and next(self._iter(reader, t, "or", bound, 1), None) is None:
+                    return
+            yield from self._iter(reader, query, mode, bound, SEARCH_ROWS)
+            return
+        its = [self._iter(reader, t, "or", bound, SEARCH_ROWS) for t in dict.fromkeys(terms)]
+        heads: list[tuple[int, int, Any]] = []
+        for i, it in enumerate(its):
+            first = next(it, None)
+            if first is not None:
+                heads.append((-first.seq, i, first))
+        heapq.heapify(heads)
+        last = None
+        left = SEARCH_ROWS
+        while heads and left > 0:
+            _, i, row = heads[0]
+            nxt = next(its[i], None)
+            if nxt is None:
+                heapq.heappop(heads)
+            else:
+                heapq.heapreplace(heads, (-nxt.seq, i, nxt))
+            if row.seq != last:  # a row holding several terms is listed once
+                last = row.seq
+                left -= 1
+                yield row
+
+    def _entry(self, reader: SessionReader, query: str, mode: str, bound: int) -> _Rows:
+        key = (mode, query)
+        got = self._searches.get(key)
+        if got is None:
+            got = self._searches[key] = _Rows(bound)
+            if len(self._searches) > self.max_searches:
+                self._searches.popitem(last=False)
+        else:
+            self._searches.move_to_end(key)
+        if bound > got.bound:  # the archive grew: the rows between the old bound and the new one come first
+            fresh: list[Any] = []
+            below, n = bound, FIRST_PAGE
+            while len(fresh) < SEARCH_ROWS:
+                page = self._fetch(reader, query, mode, below, n)
+                fresh.extend(r for r in page if r.seq >= got.bound)
+                if len(page) < n or page[-1].seq < got.bound:
+                    break
+                below, n = page[-1].seq, SEARCH_PAGE
+            if len(fresh) >= SEARCH_ROWS:
+                got.rows, got.done = fresh, False
+            else:
+                got.rows = fresh + got.rows
+        elif bound < got.bound:  # an older bound (a past request): the kept rows below it are still a prefix
+            got.rows = [r for r in got.rows if r.seq < bound]
+        got.bound = bound
+        return got
+
+    def _iter(self, reader: SessionReader, query: str, mode: str, bound: int, most: int) -> Iterator[Any]:
+        got = self._entry(reader, query, mode, bound)
+        i = 0
+        while i < most:
+            if i < len(got.rows):
+                yield got.rows[i]
+                i += 1
+                continue
+            if got.done:
+                return
+            below = got.rows[-1].seq if got.rows else got.bound
+            n = min(FIRST_PAGE if not got.rows else SEARCH_PAGE, most - i)
+            page = self._fetch(reader, query, mode, below, n)
+            got.rows.extend(page)
+            if len(page) < n:
+                got.done = True
+
+    def _fetch(self, reader: SessionReader, query: str, mode: str, below: int, n: int) -> list[Any]:
+        self.fetches += 1
+        return list(reader.search(query, limit=n, before_seq=below, mode=mode))

@@ -1,0 +1,135 @@
+"""Recall's searches kept across requests (latch.engine.recall_search) list the same rows as searching the store
+afresh, and recall takes the same originals (spec: "Summaries are indexes, not truth": deterministic, the newest
+matching rows first, presented chronologically): on generated histories that grow between recalls, with the
+archive's bound moving forward and back, ``until_seq`` below it, AND and OR searches, terms without a token, terms
+with no row and terms in most rows."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from latch.engine.recall import RecallCache, query_terms, recall
+from latch.engine.recall_search import SearchCache, newest_hits
+from latch.engine.units import TokenCounter
+from latch.events import AssistantMessage, ToolCall, ToolResult, UserMessage
+from latch.host.session import StoreSessionReader
+from latch.store import EventStore
+
+_VOCAB = [
+    "src/pkg1/mod1.py",
+    "src/pkg2/mod1.py",
+    "src/pkg1/mod2.py",
+    "ValueError",
+    "E0425",
+    "1043.36",
+    "node.js",
+    "C++",
+    "ROUND_HALF_EVEN",
+    "invoice",
+    "ledger",
+    "rounding",
+    "totals",
+    "pytest",
+    "failed",
+    "请求失败",
+    "___",
+    "src",
+    "py",
+]
+
+
+class CharEstimator:
+    def estimate(self, text: str) -> int:
+        return len(text)
+
+    def image_tokens(self, width, height) -> int:
+        return 1000
+
+
+def _events(picks: list[list[int]], start: int) -> list:
+    out: list = []
+    for n, pick in enumerate(picks, start):
+        text = " ".join(_VOCAB[i] for i in pick)
+        if n % 3 == 0:
+            out.append(UserMessage(f"turn {n}: {text}"))
+        elif n % 3 == 1:
+            out.append(
+                AssistantMessage(f"checking {text}", (ToolCall(f"c{n}", "Bash", json.dumps({"command": text})),))
+            )
+        else:
+            out.append(ToolResult(f"c{n - 1}", f"{text}\n1 failed", is_error=True))
+    return out
+
+
+_batch = st.lists(st.lists(st.integers(0, len(_VOCAB) - 1), min_size=1, max_size=5), min_size=1, max_size=40)
+_query = st.lists(st.integers(0, len(_VOCAB) - 1), min_size=1, max_size=6)
+_step = st.tuples(_batch, _query, st.integers(0, 60), st.booleans(), st.integers(0, 40))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(_step, min_size=1, max_size=8))
+def test_kept_searches_list_the_same_rows_and_recall_the_same_originals(steps):
+    with tempfile.TemporaryDirectory() as tmp:
+        store = EventStore(Path(tmp) / "latch.db")
+        try:
+            sid = store.create_session()
+            other = store.create_session()
+            reader = StoreSessionReader(store, sid)
+            counter = TokenCounter(CharEstimator())
+            kept = RecallCache(counter)  # one cache across every request, as an engine keeps it
+            searches = SearchCache()
+            appended = 0
+            for batch, query, back, cap, limit_k in steps:
+                store.append(sid, _events(batch, appended))
+                store.append(other, _events(batch[:3], appended))  # another session's rows interleave
+                appended += len(batch)
+                top = store.max_seq(sid)
+                before = max(1, top + 1 - back)  # usually forward, sometimes back
+                until = max(0, before - 1 - back // 2) if cap else None
+                terms = query_terms([" ".join(_VOCAB[i] for i in query)])
+                for mode in ("and", "or"):
+                    got = [s.seq for s in searches.newest(reader, terms, mode, before, until)]
+                    want = [s.seq for s in newest_hits(reader, " ".join(terms), mode, before, until)]
+                    assert got == want, (terms, mode, before, until)
+                limit = 50 + 40 * limit_k
+                fresh = RecallCache(counter, keep_searches=False)
+                want_items = recall(reader, fresh, terms, before_seq=before, limit_tokens=limit, until_seq=until)
+                got_items = recall(reader, kept, terms, before_seq=before, limit_tokens=limit, until_seq=until)
+                assert [r.seq for r in got_items] == [r.seq for r in want_items], (terms, before, until)
+                assert [r.text for r in got_items] == [r.text for r in want_items]
+        finally:
+            store.close()
+
+
+class _Logged(StoreSessionReader):
+    def __init__(self, store, sid):
+        super().__init__(store, sid)
+        self.queries: list[str] = []
+
+    def search(self, query, **kw):
+        self.queries.append(query)
+        return super().search(query, **kw)
+
+
+def test_a_new_term_searches_that_term_alone(store):
+    """A request whose query gains one term (a new path) searches the store for that term only; the same query
+    again searches nothing."""
+    sid = store.create_session()
+    store.append(sid, _events([[0, 9], [3, 10], [1, 11], [2, 12]] * 40, 0))
+    reader = _Logged(store, sid)
+    searches = SearchCache()
+    before = store.max_seq(sid) + 1
+    first = ["src/pkg1/mod1.py", "ValueError", "invoice"]
+    rows = [s.seq for s in searches.newest(reader, first, "or", before, None)]
+    assert len(rows) == 64 and set(reader.queries) == set(first)
+    reader.queries.clear()
+    assert [s.seq for s in searches.newest(reader, first, "or", before, None)] == rows
+    assert reader.queries == []  # the same query again: no store search
+    again = [s.seq for s in searches.newest(reader, [*first, "src/pkg2/mod1.py"], "or", before, None)]
+    assert set(reader.queries) == {"src/pkg2/mod1.py"} and again != rows
+    assert again == [s.seq for s in newest_hits(reader, " ".join([*first, "src/pkg2/mod1.py"]), "or", before, None)]
