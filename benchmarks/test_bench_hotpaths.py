@@ -110,6 +110,21 @@ def test_estimate_snippets_native_batch(benchmark, snippets):
     )
 
 
+def test_estimate_snippets_native_batch_one_thread(benchmark, snippets):
+    """The batch on one thread: 1,500 snippets (450 KB), under the size from which a batch is shared out
+    across threads, so this row is the per-core cost of a snippet (the kernel's fixed cost per text shows
+    here: bulk/native_one_thread over this row)."""
+    few = snippets[:1500]
+    benchmark(native.estimate_tokens_batch, few)
+    _record(
+        benchmark,
+        "snippets/native_batch_one_thread",
+        sum(map(len, few)),
+        ref="snippets/reference",
+        peer="snippets/tiktoken",
+    )
+
+
 # ---- episode scoring ------------------------------------------------------------------------------
 
 SCORE_SIZES = (10**3, 10**4, 10**5)

@@ -239,13 +239,54 @@ std::int64_t estimate_view(const TextView& text, Profile profile) noexcept {
     return detail::tokens_from_units(units_of(text, tables::PROFILE_WEIGHTS[static_cast<int>(profile)]), profile);
 }
 
-void estimate_batch(const TextView* texts, std::size_t n, Profile profile, std::int64_t* out) noexcept {
-    const int* w = tables::PROFILE_WEIGHTS[static_cast<int>(profile)];
-    auto run = [&](std::size_t lo, std::size_t hi) {
-        for (std::size_t i = lo; i < hi; ++i) {
-            out[i] = detail::tokens_from_units(units_serial(texts[i], w), profile);
+namespace {
+
+// tokens_from_units for a profile known at compile time: the divisor is a constant, so the
+// common case is a multiply and a shift instead of a 64-bit division.
+template <int P>
+std::int64_t tokens_of_profile(std::int64_t units) noexcept {
+    constexpr long long num = tables::PROFILE_SCALE[P][0];
+    constexpr long long den = tables::PROFILE_SCALE[P][1] * tables::UNIT;
+    long long x64;
+    if (units >= 0 && !__builtin_mul_overflow(units, num, &x64)) {
+        return x64 / den + (x64 % den != 0 ? 1 : 0);
+    }
+    return detail::tokens_from_units(units, static_cast<Profile>(P));
+}
+
+// Texts [lo, hi) of a batch, each on the calling thread: the profile's weights, kernel table and
+// token scale are looked up once, not per text.
+template <int P>
+void batch_range(const TextView* texts, std::size_t lo, std::size_t hi, std::int64_t* out) noexcept {
+    const int* w = tables::PROFILE_WEIGHTS[P];
+    const void* kernel = detail::ascii_kernel_for(w);
+    for (std::size_t i = lo; i < hi; ++i) {
+        const TextView& t = texts[i];
+        std::int64_t u;
+        switch (t.width) {
+            case 1: u = detail::units_latin1(static_cast<const std::uint8_t*>(t.data), t.len, w, kernel); break;
+            case 2: u = detail::units_wide(static_cast<const std::uint16_t*>(t.data), t.len, w); break;
+            default: u = detail::units_wide(static_cast<const std::uint32_t*>(t.data), t.len, w); break;
         }
-    };
+        out[i] = tokens_of_profile<P>(u);
+    }
+}
+
+void batch_range_any(const TextView* texts, std::size_t lo, std::size_t hi, Profile profile,
+                     std::int64_t* out) noexcept {
+    static_assert(kProfileCount == 4, "one case per profile");
+    switch (static_cast<int>(profile)) {
+        case 0: batch_range<0>(texts, lo, hi, out); break;
+        case 1: batch_range<1>(texts, lo, hi, out); break;
+        case 2: batch_range<2>(texts, lo, hi, out); break;
+        default: batch_range<3>(texts, lo, hi, out); break;
+    }
+}
+
+}  // namespace
+
+void estimate_batch(const TextView* texts, std::size_t n, Profile profile, std::int64_t* out) noexcept {
+    auto run = [&](std::size_t lo, std::size_t hi) { batch_range_any(texts, lo, hi, profile, out); };
     std::size_t total = 0;
     for (std::size_t i = 0; i < n; ++i) {
         total += texts[i].len;

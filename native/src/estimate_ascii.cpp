@@ -11,8 +11,9 @@ namespace detail {
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 bool avx512_kernel_supported() noexcept;
-bool avx512_kernel_usable(const int* w) noexcept;  // the profile's piece prices fit the kernel's int16 table
-std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size_t len, std::size_t from, const int* w,
+// The kernel's table for `w` when the profile's piece prices fit its int16 table, else null.
+const void* avx512_kernel_weights(const int* w) noexcept;
+std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size_t len, std::size_t from, const void* kernel,
                                 std::size_t* stop);
 #define LATCH_HAVE_KERNEL 1
 #endif
@@ -33,15 +34,28 @@ bool ascii_kernel_active() noexcept {
 #endif
 }
 
-std::int64_t units_latin1(const std::uint8_t* text, std::size_t len, const int* w) noexcept {
+const void* ascii_kernel_for(const int* w) noexcept {
 #ifdef LATCH_HAVE_KERNEL
-    if (kKernel && avx512_kernel_usable(w)) {
+    return kKernel ? avx512_kernel_weights(w) : nullptr;
+#else
+    (void)w;
+    return nullptr;
+#endif
+}
+
+std::int64_t units_latin1(const std::uint8_t* text, std::size_t len, const int* w) noexcept {
+    return units_latin1(text, len, w, ascii_kernel_for(w));
+}
+
+std::int64_t units_latin1(const std::uint8_t* text, std::size_t len, const int* w, const void* kernel) noexcept {
+#ifdef LATCH_HAVE_KERNEL
+    if (kernel != nullptr) {
         std::int64_t units = 0;
         std::size_t pos = 0;
         while (pos < len) {
             std::size_t run = pos;
             if (text[pos] < 0x80) {
-                units += units_ascii_avx512(text, len, pos, w, &run);  // stops at a run start
+                units += units_ascii_avx512(text, len, pos, kernel, &run);  // stops at a run start
                 if (run == len) {
                     break;
                 }
@@ -50,6 +64,8 @@ std::int64_t units_latin1(const std::uint8_t* text, std::size_t len, const int* 
         }
         return units;
     }
+#else
+    (void)kernel;
 #endif
     return units_latin1_scalar(text, len, 0, len, w, nullptr);
 }
@@ -83,7 +99,7 @@ std::uint8_t stand_in(std::uint32_t cp) {
 }
 
 template <class CharT>
-std::int64_t units_wide_kernel(const CharT* text, std::size_t len, const int* w) {
+std::int64_t units_wide_kernel(const CharT* text, std::size_t len, const int* w, const void* kernel) {
     const Walker<WideText<CharT>> walker{{text}, len, w};
     // text[lo, hi) as bytes: the ASCII stretch that ends at `end`, and its neighbours.
     std::vector<std::uint8_t> narrow;
@@ -110,7 +126,7 @@ std::int64_t units_wide_kernel(const CharT* text, std::size_t len, const int* w)
                 }
             }
             std::size_t stop = 0;
-            units += units_ascii_avx512(narrow.data(), narrow.size(), pos - lo, w, &stop);
+            units += units_ascii_avx512(narrow.data(), narrow.size(), pos - lo, kernel, &stop);
             run = lo + stop;
             if (run == len) {
                 break;
@@ -123,9 +139,9 @@ std::int64_t units_wide_kernel(const CharT* text, std::size_t len, const int* w)
 
 template <class CharT>
 std::int64_t units_wide_any(const CharT* text, std::size_t len, const int* w) noexcept {
-    if (kKernel && avx512_kernel_usable(w)) {
+    if (const void* kernel = ascii_kernel_for(w)) {
         try {
-            return units_wide_kernel(text, len, w);
+            return units_wide_kernel(text, len, w, kernel);
         } catch (const std::bad_alloc&) {  // no scratch memory: the walker needs none
         }
     }

@@ -27,6 +27,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <initializer_list>
 
 #include "estimate_impl.hpp"
 
@@ -52,6 +53,7 @@ struct KernelWeights {
     alignas(64) std::uint8_t f_hi[192];  // of a piece of n <= 16 characters
     std::uint16_t f[192];
     std::int64_t bigram[4];
+    alignas(64) std::int64_t bigram_step[4];  // bigram[0] and bigram[c] - bigram[0] (c = 1..3), in int32
     alignas(64) std::uint8_t bigram_plane[2][128];  // bit planes of BIGRAM: byte a*4 + b/8, bit b%8
     const int* w;
     bool usable;  // every f fits 0..65535
@@ -91,6 +93,11 @@ void build_weights(KernelWeights* kw, const int* w) {
     }
     for (int i = 0; i < 4; ++i) {
         kw->bigram[i] = w[OFF_BIGRAM + i];
+    }
+    for (int i = 0; i < 4; ++i) {
+        const std::int64_t step = i == 0 ? kw->bigram[0] : kw->bigram[i] - kw->bigram[0];
+        kw->usable = kw->usable && step >= INT32_MIN && step <= INT32_MAX;  // a VPMULDQ operand
+        kw->bigram_step[i] = step;
     }
     for (int a = 0; a < 26; ++a) {
         for (int b = 0; b < 26; ++b) {
@@ -311,7 +318,10 @@ LATCH_AVX512 inline __m512i pieces8(ChunkMasks& m, int j, __m512i nl_before, std
 
 }  // namespace
 
-bool avx512_kernel_usable(const int* w) noexcept { return weights_for(w).usable; }
+const void* avx512_kernel_weights(const int* w) noexcept {
+    const KernelWeights& kw = weights_for(w);
+    return kw.usable ? &kw : nullptr;
+}
 
 // Each step is its own function so that each gets the whole register file for its constants.
 #define LATCH_STEP LATCH_AVX512 __attribute__((noinline))
@@ -323,13 +333,16 @@ LATCH_STEP void classify_chunk(ChunkMasks& m, const KernelWeights& kw, const std
         const std::size_t at = base + 64 * static_cast<std::size_t>(j - 1);
         if (at + 64 <= end) {
             classify_block<true>(m, j, kw, text, len, at, ~0ull);
-        } else {
-            classify_block<false>(m, j, kw, text, len, at < end ? at : base, at < end ? valid_bits(end - at) : 0);
+        } else if (at < end) {
+            classify_block<false>(m, j, kw, text, len, at, valid_bits(end - at));
+        } else {  // the lookahead block past the stretch's end: no characters
+            m.L[j] = m.U[j] = m.D[j] = m.P[j] = m.S[j] = m.N[j] = m.SP[j] = m.C[j] = m.EQ[j] = 0;
         }
         m.LA[j] = la_word && at <= end && end - at < 64 ? 1ull << (end - at) : 0;
     }
-    for (int j = nb + 2; j < nb + 10; ++j) {
-        m.L[j] = m.U[j] = m.D[j] = m.P[j] = m.S[j] = m.N[j] = m.SP[j] = m.C[j] = m.EQ[j] = m.LA[j] = 0;
+    // Step 2 reads blocks up to 8 past the first block of its last step of 8: at most nb + 8.
+    for (std::uint64_t* arr : {m.L, m.U, m.D, m.P, m.S, m.N, m.SP, m.C, m.EQ, m.LA}) {
+        _mm512_storeu_si512(arr + nb + 2, _mm512_setzero_si512());
     }
 }
 
@@ -348,8 +361,7 @@ LATCH_STEP std::uint64_t pieces_chunk(ChunkMasks& m, int nb, std::uint64_t* nl_b
 struct PriceState {
     std::size_t open_start;  // the piece still open at the block boundary
     int open_type;
-    std::int64_t units;
-    std::int64_t pairs, classed[3];  // letter pairs in sub-words, and those of bigram class 1..3
+    std::int64_t units;  // bigram charges included
 };
 
 // Steps 3 and 4 for blocks 1..last of the chunk at `base`.
@@ -438,11 +450,14 @@ LATCH_STEP void price_chunk(const ChunkMasks& m, const KernelWeights& kw, const 
     }
     st.open_start = open_start;
     st.open_type = open_type;
-    st.units += units + _mm512_reduce_add_epi64(sum_lo) + 256 * _mm512_reduce_add_epi64(sum_hi);
-    st.pairs += _mm512_reduce_add_epi64(n_pairs);
-    st.classed[0] += _mm512_reduce_add_epi64(n1);
-    st.classed[1] += _mm512_reduce_add_epi64(n2);
-    st.classed[2] += _mm512_reduce_add_epi64(n3);
+    // Every pair is charged bigram[0], a pair of class c >= 1 bigram[c] - bigram[0] more (the counts
+    // per lane are at most 64 per step, so the products are exact); one reduction for all.
+    __m512i total = _mm512_add_epi64(sum_lo, _mm512_slli_epi64(sum_hi, 8));
+    total = _mm512_add_epi64(total, _mm512_mul_epi32(n_pairs, _mm512_set1_epi64(kw.bigram_step[0])));
+    total = _mm512_add_epi64(total, _mm512_mul_epi32(n1, _mm512_set1_epi64(kw.bigram_step[1])));
+    total = _mm512_add_epi64(total, _mm512_mul_epi32(n2, _mm512_set1_epi64(kw.bigram_step[2])));
+    total = _mm512_add_epi64(total, _mm512_mul_epi32(n3, _mm512_set1_epi64(kw.bigram_step[3])));
+    st.units += units + _mm512_reduce_add_epi64(total);
 }
 
 // First byte >= 0x80 in [from, to), or `to`.
@@ -462,8 +477,8 @@ LATCH_AVX512 inline std::size_t ascii_end(const std::uint8_t* text, std::size_t 
 // non-ASCII byte or at `len`. Sets *stop to where it stopped: the stretch's end, or the start
 // of a whitespace or PUNCT run longer than 64 characters (the caller walks that run).
 LATCH_AVX512 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size_t len, std::size_t from,
-                                             const int* w, std::size_t* stop) {
-    const KernelWeights& kw = weights_for(w);
+                                             const void* kernel, std::size_t* stop) {
+    const KernelWeights& kw = *static_cast<const KernelWeights*>(kernel);
     std::size_t end = len;  // the stretch's end once found; until then len
     bool la_word = false;   // the stretch's successor is a LETTER (it joins a PUNCT or space)
     ChunkMasks m;  // every entry is written before it is read
@@ -477,7 +492,7 @@ LATCH_AVX512 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size
     m.S[0] = k_before == SPACE ? top : 0;
     m.N[0] = k_before == NEWLINE ? top : 0;
     std::uint64_t nl_before = 0;  // NEWLINE-part mask of the block before the chunk
-    PriceState st{from, T_ABSORBED, 0, 0, {0, 0, 0}};  // a zero-length placeholder piece first
+    PriceState st{from, T_ABSORBED, 0};  // a zero-length placeholder piece first
 
     std::size_t base = from;  // first byte of the chunk
     *stop = len;
@@ -521,11 +536,7 @@ LATCH_AVX512 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size
     if (*stop == end) {  // the last piece closes at the end of the stretch
         st.units += price(kw, st.open_type, end - st.open_start, text[st.open_start]);
     }
-    std::int64_t units = st.units + (st.pairs - st.classed[0] - st.classed[1] - st.classed[2]) * kw.bigram[0];
-    for (int c = 1; c <= 3; ++c) {
-        units += st.classed[c - 1] * kw.bigram[c];
-    }
-    return units;
+    return st.units;
 }
 
 bool avx512_kernel_supported() noexcept {

@@ -193,6 +193,12 @@ std::int64_t units_latin1_scalar(const std::uint8_t* text, std::size_t len, std:
 
 // Units of a whole latin-1 text (AVX-512 kernel over ASCII stretches when the CPU has it).
 std::int64_t units_latin1(const std::uint8_t* text, std::size_t len, const int* w) noexcept;
+// The same with `kernel` = ascii_kernel_for(w), looked up once for many texts.
+std::int64_t units_latin1(const std::uint8_t* text, std::size_t len, const int* w, const void* kernel) noexcept;
+
+// The AVX-512 kernel's table for the weights `w` (one of PROFILE_WEIGHTS), or null when this CPU
+// has no kernel or the weights do not fit it.
+const void* ascii_kernel_for(const int* w) noexcept;
 
 // Units of a whole UCS-2 / UCS-4 text (long ASCII stretches narrowed into bytes for the
 // kernel when the CPU has it). Scratch memory; std::bad_alloc falls back to the walker.
