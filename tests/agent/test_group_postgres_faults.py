@@ -20,7 +20,7 @@ import psycopg
 import pytest
 from pg_support import PostgresCluster, require_postgres
 
-from latch.agent.group import GROUP_PROJECTION, Group, GroupState, reconnecting
+from latch.agent.group import GROUP_PROJECTION, Group, GroupState, new_message_id, reconnecting
 from latch.store import EventStore
 
 pytestmark = pytest.mark.slow  # real processes and a real server
@@ -122,7 +122,10 @@ def _run(cluster, url, tmp_path, ntasks, nmessages, nkills, nrestarts, started) 
         nonlocal queued
         while queued < upto:
             to = slots[queued % len(slots)]
-            sent[to].append(reconnecting(lambda to=to, n=queued: g.send_message("lead", to, f"m{n}")))
+            mid = new_message_id()  # fixed before the first try: a repeat after a lost reply queues nothing more
+            sent[to].append(
+                reconnecting(lambda to=to, n=queued, mid=mid: g.send_message("lead", to, f"m{n}", message_id=mid))
+            )
             queued += 1
 
     create(ntasks * 3 // 5)  # the rest arrive while the workers run (a waiting worker is woken by them)
