@@ -43,16 +43,14 @@ wake = reconnecting(g.wakeups)  # LISTEN before the first read: no change is mis
 reconnecting(lambda: g.join(agent, member))
 
 def step():
-    st = g.state()
-    mine = [t for t in st.tasks.values() if t.owner == agent and t.status is None]  # a claim whose reply was lost
     g.deliver(slot, member)  # between tasks: the member's safe boundary
-    t = mine[0] if mine else g.claim_next(agent, lease_seconds=lease)
+    t = g.claim_next(agent, lease_seconds=lease)  # a claim whose reply was lost comes back as this worker's own
     if t is None:
         st = g.state()
         if len(st.tasks) == ntasks and all(x.status for x in st.tasks.values()) and not st.pending_for(slot):
             return "exit"
         return "wait"
-    if t.attempt > 0 and not mine:
+    if t.attempt > 0:
         note(f"reclaimed {t.task_id} {t.attempt}")
     time.sleep(0.003)  # the work
     try:
