@@ -17,9 +17,9 @@ from test_group_fencing import (  # noqa: F401 - collected here, on PostgreSQL (
     test_a_write_fenced_by_a_taken_over_claim_is_refused_and_stores_nothing,
 )
 
-from latch.agent.group import Group, GroupError, GroupState, reconnecting
-from latch.events import AssistantMessage, ToolCall, ToolResult
-from latch.store import EventStore, LeaseLost, StoreError, TaskFence
+from latch.agent.group import Group, GroupError, GroupState, new_message_id, reconnecting
+from latch.events import AssistantMessage, GroupMessageDelivered, GroupMessageQueued, ToolCall, ToolResult
+from latch.store import EventStore, LeaseLost, StoreError, StoreUnavailable, TaskFence
 from latch.store.wakeups import ListenWakeups, PollingWakeups
 
 pytestmark = pytest.mark.slow  # a real server
@@ -182,6 +182,92 @@ def test_a_waiter_and_a_worker_reconnect_after_a_server_restart(pg_cluster):
             assert reconnecting(lambda: g.create_task("t3", "after the restart")) > 0
             assert wake.wait(30) is True and wake.notified == 1
         assert [t.task_id for t in g.state().ready()] == ["t1", "t3"]
+
+
+class _LosesOneReply:
+    """``store``, except that its first append of a ``kind`` event commits and then loses its reply: on PostgreSQL
+    the server restarts (the store's connection goes with it) and the call raises
+    :class:`~latch.store.StoreUnavailable` as a dropped connection does; on SQLite it only raises."""
+
+    def __init__(self, store, kind, cluster=None):
+        self._store, self._kind, self._cluster, self.lost = store, kind, cluster, 0
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    def append(self, session_id, events, **kwargs):
+        events = list(events)
+        seqs = self._store.append(session_id, events, **kwargs)
+        if not self.lost and any(getattr(e, "event", e).KIND == self._kind for e in events):
+            self.lost += 1
+            if self._cluster is not None:
+                self._cluster.stop()
+                self._cluster.start()
+            raise StoreUnavailable("the server restarted after the commit, before its reply")
+        return seqs
+
+
+def _cluster_of(db, request):
+    return request.getfixturevalue("pg_cluster") if db.startswith("postgresql") else None
+
+
+def test_a_claim_repeated_after_its_reply_was_lost_returns_the_same_claim(db, request):
+    with EventStore(db) as store:
+        root = _root(store)
+        Group(store, root).create_task("a", "write the parser")
+        Group(store, root).create_task("b", "document it")
+        lossy = _LosesOneReply(store, "group_task_claimed", _cluster_of(db, request))
+        g = Group(lossy, root)
+        t = reconnecting(lambda: g.claim_next("w1", lease_seconds=60), pause=0.05)
+        assert lossy.lost == 1
+        assert (t.task_id, t.owner, t.attempt) == ("a", "w1", 0)  # its own claim, not a second task
+        assert g.claim_task("a", "w1", lease_seconds=60) is True  # a repeated claim_task: the same claim
+        assert g.fence("a", "w1").token == 0
+        assert g.claim_task("a", "w2", lease_seconds=60) is False
+        claims = [
+            (s.event.task_id, s.event.agent, s.event.attempt) for s in store.events(root, kinds=["group_task_claimed"])
+        ]
+        assert claims == [("a", "w1", 0)]
+        assert [x.task_id for x in g.state().ready()] == ["b"]
+        # a reclaim whose reply is lost: repeated, it is the same reclaim
+        assert g.complete_task("a", "w1") is True
+        assert g.claim_task("b", "w1", lease_seconds=10, now=1000.0) is True
+        lossy = _LosesOneReply(store, "group_task_claimed")
+        g = Group(lossy, root)
+        t = reconnecting(lambda: g.claim_next("w2", lease_seconds=10, now=1011.0), pause=0.05)
+        assert lossy.lost == 1 and (t.task_id, t.owner, t.attempt) == ("b", "w2", 1)
+        assert g.reclaim_task("b", "w2", lease_seconds=10, now=1012.0) is True
+        assert g.reclaim_task("b", "w3", lease_seconds=10, now=1012.0) is False
+        claims = [
+            (s.event.task_id, s.event.agent, s.event.attempt) for s in store.events(root, kinds=["group_task_claimed"])
+        ]
+        assert claims == [("a", "w1", 0), ("b", "w1", 0), ("b", "w2", 1)]
+        assert GroupState.replay(g.events()) == g.state()
+
+
+def test_a_message_sent_again_with_its_id_is_queued_and_delivered_once_in_order(db, request):
+    with EventStore(db) as store:
+        root = _root(store)
+        member = store.create_session(workspace="/w", source="latch run", format="latch", parent_id=root)
+        lossy = _LosesOneReply(store, "group_message_queued", _cluster_of(db, request))
+        g = Group(lossy, root)
+        mids = [new_message_id() for _ in range(3)]
+        for i, mid in enumerate(mids):  # the first send's reply is lost after its commit: it is sent again
+            sent = reconnecting(
+                lambda i=i, mid=mid: g.send_message("lead", "w1", f"note {i}", message_id=mid), pause=0.05
+            )
+            assert sent == mid
+        assert lossy.lost == 1
+        assert g.send_message("lead", "w1", "note 1", message_id=mids[1]) == mids[1]  # a plain repeat: nothing more
+        queued = [(e.message_id, e.text) for e in g.events() if isinstance(e, GroupMessageQueued)]
+        assert queued == [(mids[0], "note 0"), (mids[1], "note 1"), (mids[2], "note 2")]
+        with pytest.raises(GroupError, match="already queued for another message"):
+            g.send_message("lead", "w1", "another text", message_id=mids[0])
+        assert len(g.deliver("w1", member)) == 3
+        assert g.deliver("w1", member) == []
+        got = [(s.event.message_id, s.event.text) for s in store.events(member, kinds=[GroupMessageDelivered.KIND])]
+        assert got == [(m, f"[message from lead] note {i}") for i, m in enumerate(mids)]
+        assert GroupState.replay(g.events()) == g.state()
 
 
 def _answer(body):

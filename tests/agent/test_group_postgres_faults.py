@@ -20,7 +20,7 @@ import psycopg
 import pytest
 from pg_support import PostgresCluster, require_postgres
 
-from latch.agent.group import GROUP_PROJECTION, Group, GroupState, reconnecting
+from latch.agent.group import GROUP_PROJECTION, Group, GroupState, new_message_id, reconnecting
 from latch.store import EventStore
 
 pytestmark = pytest.mark.slow  # real processes and a real server
@@ -43,16 +43,14 @@ wake = reconnecting(g.wakeups)  # LISTEN before the first read: no change is mis
 reconnecting(lambda: g.join(agent, member))
 
 def step():
-    st = g.state()
-    mine = [t for t in st.tasks.values() if t.owner == agent and t.status is None]  # a claim whose reply was lost
     g.deliver(slot, member)  # between tasks: the member's safe boundary
-    t = mine[0] if mine else g.claim_next(agent, lease_seconds=lease)
+    t = g.claim_next(agent, lease_seconds=lease)  # a claim whose reply was lost comes back as this worker's own
     if t is None:
         st = g.state()
         if len(st.tasks) == ntasks and all(x.status for x in st.tasks.values()) and not st.pending_for(slot):
             return "exit"
         return "wait"
-    if t.attempt > 0 and not mine:
+    if t.attempt > 0:
         note(f"reclaimed {t.task_id} {t.attempt}")
     time.sleep(0.003)  # the work
     try:
@@ -122,7 +120,10 @@ def _run(cluster, url, tmp_path, ntasks, nmessages, nkills, nrestarts, started) 
         nonlocal queued
         while queued < upto:
             to = slots[queued % len(slots)]
-            sent[to].append(reconnecting(lambda to=to, n=queued: g.send_message("lead", to, f"m{n}")))
+            mid = new_message_id()  # fixed before the first try: a repeat after a lost reply queues nothing more
+            sent[to].append(
+                reconnecting(lambda to=to, n=queued, mid=mid: g.send_message("lead", to, f"m{n}", message_id=mid))
+            )
             queued += 1
 
     create(ntasks * 3 // 5)  # the rest arrive while the workers run (a waiting worker is woken by them)

@@ -64,6 +64,7 @@ __all__ = [
     "resolve_group",
     "GROUP_PROJECTION",
     "reconnecting",
+    "new_message_id",
 ]
 
 _T = TypeVar("_T")
@@ -211,6 +212,16 @@ def reconnecting(call: Callable[[], _T], *, seconds: float = 60.0, pause: float 
             time.sleep(pause)
 
 
+def new_message_id() -> str:
+    """A fresh random message id (32 hex digits), to fix before the first try of :meth:`Group.send_message`."""
+    return uuid.uuid4().hex
+
+
+def _holds(t: GroupTask, agent: str, now: float) -> bool:
+    """Whether ``agent`` holds the open task ``t`` with its lease running at ``now`` (Unix seconds)."""
+    return t.owner == agent and t.status is None and not t.lease_expired(now)
+
+
 GROUP_PROJECTION = PROJECTIONS["group"]
 """The SQLite group projection, built into the store (:mod:`latch.store.projections`)."""
 
@@ -333,14 +344,17 @@ class Group:
     def claim_task(
         self, task_id: str, agent: str, *, lease_seconds: float | None = None, now: float | None = None
     ) -> bool:
-        """Try to own ``task_id``: ``True`` when this call's transaction appended the claim, ``False`` when
-        another agent had it. With ``lease_seconds`` the claim expires that long after ``now`` (Unix seconds,
-        default the clock) or its last :meth:`renew_lease`. :class:`GroupError` for an unknown task or one
-        whose dependencies are open."""
+        """Try to own ``task_id``: ``True`` when this call's transaction appended the claim, or when ``agent``
+        already holds the open task with its lease running (its own claim, committed by an earlier try whose reply
+        a server restart lost: a repeat is idempotent and appends nothing); ``False`` when another agent had it.
+        With ``lease_seconds`` the claim expires that long after ``now`` (Unix seconds, default the clock) or its
+        last :meth:`renew_lease`. :class:`GroupError` for an unknown task or one whose dependencies are open."""
         st = self.state()
         t = st.tasks.get(task_id)
         if t is None:
             raise GroupError(f"claim_task: no task {task_id!r}")
+        if _holds(t, agent, time.time() if now is None else now):
+            return True
         if t.owner is None and t not in st.ready():
             raise GroupError(f"claim_task {task_id!r}: its dependencies have not completed")
         at = (time.time() if now is None else now) if lease_seconds is not None else None
@@ -358,11 +372,15 @@ class Group:
     def reclaim_task(self, task_id: str, agent: str, *, lease_seconds: float, now: float | None = None) -> bool:
         """Take over ``task_id`` whose owner's lease expired (a killed worker): claim attempt ``n + 1``, decided
         like a first claim by the transaction that appends ``group-claim:<task_id>:<n + 1>`` (two reclaimers:
-        one owner). ``False`` when the task is done, its lease is still running, or another agent won."""
+        one owner). ``True`` also when ``agent`` already holds the open task with its lease running (its own
+        reclaim, repeated after a lost reply: nothing appended). ``False`` when the task is done, another agent's
+        lease is still running, or another agent won."""
         now = time.time() if now is None else now
         t = self.state().tasks.get(task_id)
         if t is None:
             raise GroupError(f"claim_task: no task {task_id!r}")
+        if _holds(t, agent, now):
+            return True
         if not t.lease_expired(now):
             return False
         n = t.attempt + 1
@@ -411,10 +429,15 @@ class Group:
     def claim_next(
         self, agent: str, *, lease_seconds: float | None = None, now: float | None = None
     ) -> GroupTask | None:
-        """Claim the first ready task another agent does not win first, else (with ``lease_seconds``) reclaim
-        the first task whose lease expired; ``None`` when nothing is claimable."""
+        """The first open task ``agent`` already holds with its lease running (its own claim, when a server
+        restart lost the reply to the call that made it: a repeat returns that claim and appends nothing), else
+        claim the first ready task another agent does not win first, else (with ``lease_seconds``) reclaim the
+        first task whose lease expired; ``None`` when nothing is claimable."""
         while True:
             st = self.state()
+            held = [t for t in st.tasks.values() if _holds(t, agent, time.time() if now is None else now)]
+            if held:
+                return held[0]
             ready = st.ready()
             expired = st.reclaimable(time.time() if now is None else now) if lease_seconds is not None else []
             if not ready and not expired:
@@ -468,14 +491,23 @@ class Group:
                 return False  # completed meanwhile by this very claim (a retry)
             raise GroupError(f"complete_task {task_id!r}: {exc}") from None
 
-    def send_message(self, sender: str, recipient: str, text: str) -> str:
-        """Queue ``text`` for ``recipient``; returns its message id. :class:`GroupError` for empty text."""
+    def send_message(self, sender: str, recipient: str, text: str, *, message_id: str | None = None) -> str:
+        """Queue ``text`` for ``recipient``; returns its message id: ``message_id``, or a new random one when
+        ``None``. A message id is queued at most once (its source ref ``group-message:<id>``): a repeat of the same
+        message after a lost reply appends nothing and returns the id, so a caller that fixes the id before the
+        first try (:func:`new_message_id`) can repeat the call through a server restart (:func:`reconnecting`) and
+        the recipient still gets it once, in send order. :class:`GroupError` for empty text, an empty id, or an id
+        already queued with another sender, recipient or text."""
         if not text.strip():
             raise GroupError("send_message: the text is empty")
-        mid = uuid.uuid4().hex
-        self.store.append(
-            self.root, [PendingEvent(GroupMessageQueued(mid, sender, recipient, text), f"group-message:{mid}")]
-        )
+        mid = new_message_id() if message_id is None else message_id
+        if not mid.strip():
+            raise GroupError("send_message: the message id is empty")
+        sent = GroupMessageQueued(mid, sender, recipient, text)
+        if not self.store.append(self.root, [PendingEvent(sent, f"group-message:{mid}")]):
+            queued = self.state().messages.get(mid)
+            if queued is None or (queued.sender, queued.recipient, queued.text) != (sender, recipient, text):
+                raise GroupError(f"send_message: message id {mid!r} is already queued for another message")
         return mid
 
     def deliver(self, recipient: str, session_id: str) -> list[int]:

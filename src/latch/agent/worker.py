@@ -119,8 +119,8 @@ def run_worker(
     task changes instead (:meth:`~latch.agent.group.Group.wait_for_work`: ``LISTEN``/``NOTIFY`` on PostgreSQL,
     polling on SQLite, at most ``max_wait`` seconds at a time and never past the first running lease's end), and
     returns once every task is done. The group's reads and its claims and completions are repeated through a
-    server restart (:func:`~latch.agent.group.reconnecting`); a claim whose reply the restart lost stays this
-    worker's until its lease runs out, and is then reclaimed.
+    server restart (:func:`~latch.agent.group.reconnecting`); a claim whose reply the restart lost is found again
+    as this worker's own by the repeated call, which runs the task under that claim (no second claim).
 
     ``root_loop`` is the :class:`~latch.agent.loop.AgentLoop` of the group's root session, built with the
     supervisor (it is never run: it lends its provider, tools, policy and child policy to each task's

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ..group import GroupError
+from ..group import GroupError, new_message_id, reconnecting
 from .base import ToolContext, ToolError, ToolOutcome, schema
 
 __all__ = ["CreateTask", "ClaimTask", "CompleteTask", "SendMessage", "GROUP_TOOLS"]
@@ -112,7 +112,8 @@ class SendMessage(_GroupTool):
     )
 
     def apply(self, group: Any, agent: str, args: Mapping[str, Any]) -> str:
-        mid = group.send_message(agent, args["recipient"], args["text"])
+        mid = new_message_id()  # fixed before the first try: a repeat after a lost reply queues nothing more
+        reconnecting(lambda: group.send_message(agent, args["recipient"], args["text"], message_id=mid))
         return f"message {mid[:8]} queued for {args['recipient']}"
 
 
