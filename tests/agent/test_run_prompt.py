@@ -149,6 +149,19 @@ def test_the_prompt_stays_open_after_a_task_and_sums_up_at_exit(tmp_path, ws):
     assert requests == 2
 
 
+def test_ctrl_d_at_the_prompt_ends_the_run(tmp_path, ws):
+    with serve_openai([Reply("Hi.", usage=_usage(900))]) as server:
+        t = Terminal(tmp_path, [*RUN, server.base_url, "hello"], ws)
+        t.expect("latch> ")
+        os.write(t.master, b"\x04")  # end of input on a terminal
+        code, rest = t.finish()
+    assert code == 0, rest
+    assert (
+        f"this run: 1 request · 900 prompt tokens (0 cache read) · 12 output tokens · $0.001896 · continue with latch run --resume {_sid(tmp_path)}\n"
+        in rest
+    )
+
+
 def test_once_ends_after_the_task_on_a_terminal(tmp_path, ws):
     with serve_openai([Reply("Only this.", usage=_usage(900))]) as server:
         t = Terminal(tmp_path, [*RUN, server.base_url, "greet me", "--once"], ws)
