@@ -36,12 +36,19 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
 class Terminal:
     """``latch ARGS`` on a pseudo-terminal: :meth:`expect` reads until a text appears, :meth:`send` types a line."""
 
-    def __init__(self, tmp_path: Path, args: list[str], cwd: Path, env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        tmp_path: Path,
+        args: list[str],
+        cwd: Path,
+        env: dict[str, str] | None = None,
+        python: tuple[str, ...] = ("-m", "latch"),
+    ):
         import pty
 
         self.master, slave = pty.openpty()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "latch", "--db", str(tmp_path / "latch.db"), *args],
+            [sys.executable, *python, "--db", str(tmp_path / "latch.db"), *args],
             cwd=cwd,
             env=env or _env(tmp_path),
             stdin=slave,
@@ -140,6 +147,19 @@ def test_the_prompt_stays_open_after_a_task_and_sums_up_at_exit(tmp_path, ws):
         f"continue with latch run --resume {sid}\n"
     ) in rest
     assert requests == 2
+
+
+def test_ctrl_d_at_the_prompt_ends_the_run(tmp_path, ws):
+    with serve_openai([Reply("Hi.", usage=_usage(900))]) as server:
+        t = Terminal(tmp_path, [*RUN, server.base_url, "hello"], ws)
+        t.expect("latch> ")
+        os.write(t.master, b"\x04")  # end of input on a terminal
+        code, rest = t.finish()
+    assert code == 0, rest
+    assert (
+        f"this run: 1 request · 900 prompt tokens (0 cache read) · 12 output tokens · $0.001896 · continue with latch run --resume {_sid(tmp_path)}\n"
+        in rest
+    )
 
 
 def test_once_ends_after_the_task_on_a_terminal(tmp_path, ws):
@@ -275,6 +295,56 @@ def test_ctrl_c_prints_the_resume_command(tmp_path, ws):
         f"--resume {sid})"
     ) in rest
     assert "this run: 1 request · 900 prompt tokens" in rest
+
+
+# ``latch`` with SIGINT and SIGTERM blocked in its main thread (so in every thread it starts) but for one bystander
+# thread started first: a signal is handled while the main thread's read of the terminal goes on, uninterrupted,
+# as when it arrives between the prompt's write and its read
+BYSTANDER = (
+    "-c",
+    "import signal, threading\n"
+    "threading.Thread(target=threading.Event().wait, daemon=True).start()\n"
+    "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})\n"
+    "from latch.cli import main\n"
+    "main()\n",
+)
+
+
+def _ends(t: Terminal, sig: signal.Signals) -> tuple[int, str]:
+    """Send ``sig`` to the terminal's process group; the exit code and the output (the group killed on a hang)."""
+    os.killpg(t.proc.pid, sig)
+    try:
+        return t.finish(timeout=20)
+    finally:
+        if t.proc.poll() is None:
+            os.killpg(t.proc.pid, signal.SIGKILL)
+            t.proc.wait(10)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_handled_outside_the_prompts_read_ends_the_run(tmp_path, ws, sig):
+    with serve_openai([Reply("Hi.", usage=_usage(900))]) as server:
+        t = Terminal(tmp_path, [*RUN, server.base_url, "hello"], ws, python=BYSTANDER)
+        t.expect("latch> ")
+        sid = _sid(tmp_path)
+        code, rest = _ends(t, sig)
+    assert code == 128 + sig, rest
+    what = "interrupted (Ctrl-C)" if sig == signal.SIGINT else "SIGTERM"
+    assert (
+        f"warning: {what}: the run ended; its processes were stopped (continue with latch run --resume {sid})" in rest
+    )
+
+
+def test_ctrl_c_handled_outside_the_approvals_read_ends_the_run(tmp_path, ws):
+    script = [Reply(tool_calls=(ToolUse("c1", "shell", json.dumps({"command": "echo one"})),))]
+    with serve_openai(script) as server:
+        t = Terminal(tmp_path, [*RUN, server.base_url, "run it", "--sandbox", "off"], ws, python=BYSTANDER)
+        t.expect("[y/N/a] ")
+        sid = _sid(tmp_path)
+        code, rest = _ends(t, signal.SIGINT)
+    assert code == 130, rest
+    assert "Aborted!" not in rest and "Traceback" not in rest
+    assert f"(Ctrl-C): the run ended; its processes were stopped (continue with latch run --resume {sid})" in rest
 
 
 def _run(tmp_path: Path, ws: Path, *args: str, **env: str) -> subprocess.CompletedProcess:

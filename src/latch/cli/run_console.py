@@ -28,6 +28,7 @@ from ..accounting.pricing import format_usd, price_usage
 from ..agent.observer import Observer
 from ..agent.usage import provider_prompt_tokens
 from ..textsafe import markup, plural, safe
+from .line_input import read_line
 
 __all__ = [
     "RunPrinter",
@@ -287,7 +288,7 @@ class Approver:
     and asks ``[y/N/a]``; ``y``/``yes`` allows this call, ``a``/``always`` this tool for the rest of the
     process (:attr:`always`), anything else (Enter, EOF) declines."""
 
-    def __init__(self, con: Any, workspace: Path, read: Any = input):
+    def __init__(self, con: Any, workspace: Path, read: Any = read_line):
         self.con, self.workspace, self.read = con, workspace, read
         self.always: set[str] = set()
 

@@ -17,6 +17,7 @@ from ..agent.observer import AgentError
 from ..providers import ProviderError
 from ..store import LeaseLost
 from ..textsafe import error, markup, plural, safe
+from .line_input import read_line
 from .run_console import RunInfo, RunPrinter
 
 __all__ = ["prompt_loop", "run_task", "exit_summary", "SLASH_COMMANDS"]
@@ -184,7 +185,7 @@ def prompt_loop(
             code = 1
             break
         try:
-            line = input("latch> ")
+            line = read_line("latch> ")  # Ctrl-C ends the read whenever it comes
         except EOFError:
             con.print()
             break
