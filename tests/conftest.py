@@ -13,6 +13,7 @@ import pytest
 from corpus_support import CORPUS, REPO, corpus_available, corpus_files, require_corpus  # noqa: F401
 from llama_support import llama_server, llama_server_factory  # noqa: F401 (session fixtures)
 from pg_support import pg_cluster, pg_url  # noqa: F401 (session fixtures: a temporary PostgreSQL cluster)
+from store_backends import backend_store  # noqa: F401 (a store on SQLite, and on PostgreSQL marked slow)
 
 _HERMETIC_HOME = Path(tempfile.mkdtemp(prefix="latch-tests-"))
 _USER_SETTINGS = (

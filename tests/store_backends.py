@@ -1,11 +1,13 @@
 """The store, recall and invariant tiers on both backends: the ``store`` fixture of tests/store, tests/invariants and
 the recall tests yields an empty store on SQLite (a file under ``tmp_path``) and, as a second case, on PostgreSQL (a
 new schema of the session's one cluster, tests/pg_support.py), so the same events and the same recall hits are
-checked on each. The PostgreSQL case is marked ``slow``: the fast tier stays on SQLite, CI runs both.
+checked on each. The PostgreSQL case is marked ``slow``: the fast tier stays on SQLite, CI runs both. Elsewhere (the
+group tests) the same fixture is ``backend_store`` (tests/conftest.py).
 
 ``raw_connection(store)`` opens the database under a store without Latch (``sqlite3`` or psycopg), ``refused(store)``
-is the exception its append-only triggers raise, and ``sqlite_only(store)`` skips the PostgreSQL case of a test that
-needs the SQLite file itself, with the reason.
+is the exception its append-only triggers raise, ``db_of(store)`` is its ``--db`` (a path or a URL), ``reopen(store)``
+a second store on the same database (a restart, another process), and ``sqlite_only(store)`` skips the PostgreSQL
+case of a test that needs the SQLite file itself, with the reason.
 """
 
 from __future__ import annotations
@@ -42,10 +44,21 @@ def sqlite_only(store: EventStore, why: str = "it reads the SQLite file itself")
         pytest.skip(f"SQLite only: {why}")
 
 
+def db_of(store: EventStore) -> str:
+    """The ``--db`` of ``store``: its PostgreSQL URL, or its SQLite file's path."""
+    dsn = getattr(store, "_dsn", None)
+    return str(dsn) if dsn is not None else str(store.path)
+
+
+def reopen(store: EventStore) -> EventStore:
+    """A new store on the same database as ``store`` (its own connection), on either backend."""
+    return EventStore(db_of(store))
+
+
 def raw_connection(store: EventStore | str | Path) -> Any:
     """A plain connection to the database under ``store`` (a store, or an SQLite path), without Latch: ``sqlite3``
     for a file, psycopg (autocommit) for a PostgreSQL store. Its ``execute`` returns rows to iterate on both."""
-    dsn = getattr(store, "_dsn", None)
+    dsn = getattr(store, "_dsn", None) or (store if str(store).startswith("postgresql") else None)
     if dsn is not None:
         import psycopg
 

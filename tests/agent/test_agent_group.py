@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from group_projection_support import assert_projection_is_the_replay
+from store_backends import db_of, reopen
 
 from latch.agent.group import Group, GroupError, GroupState
 from latch.events import AssistantMessage, GroupMessageDelivered, ToolCall, ToolResult
@@ -25,11 +26,10 @@ pytestmark = pytest.mark.slow  # the fast tier (-m "not slow") leaves it out: re
 
 
 @pytest.fixture
-def group(tmp_path):
-    store = EventStore(tmp_path / "latch.db")
+def group(backend_store, tmp_path):
+    store = backend_store
     root = store.create_session(workspace=str(tmp_path), source="latch run", format="latch")
-    yield Group(store, root)
-    store.close()
+    return Group(store, root)
 
 
 def test_tasks_claims_dependencies_and_replay(group):
@@ -53,7 +53,7 @@ def test_tasks_claims_dependencies_and_replay(group):
     assert {k: (t.owner, t.status) for k, t in st.tasks.items()} == {"a": ("w1", "completed"), "b": (None, None)}
     assert st.members == {"w1": None}
     # a fresh replay of the stored events (a restart) equals the live state
-    fresh = Group(EventStore(group.store.path), group.root).state()
+    fresh = Group(reopen(group.store), group.root).state()
     assert fresh == st and fresh.summary()["tasks"][1]["status"] == "ready"
 
 
@@ -72,7 +72,7 @@ def test_messages_wait_for_a_safe_boundary_and_arrive_fifo_once(group):
     ]
     assert all(isinstance(e, GroupMessageDelivered) for e in got)
     assert group.deliver("w1", member) == []
-    assert Group(EventStore(store.path), group.root).deliver("w1", member) == []  # a restart: nothing twice
+    assert Group(reopen(store), group.root).deliver("w1", member) == []  # a restart: nothing twice
     st = group.state()
     assert st.delivered == set(ids) and [m.text for m in st.pending_for("w2")] == ["not for w1"]
 
@@ -104,6 +104,7 @@ while True:
 """
 
 
+# SQLite only: PostgreSQL has its own SIGKILL-and-restart run (test_group_postgres_faults.py), and this one reads the file
 def test_workers_killed_at_random_claim_each_task_once_and_deliver_each_message_once(tmp_path):
     store = EventStore(tmp_path / "latch.db")
     root = store.create_session(workspace=str(tmp_path), source="latch run", format="latch")
@@ -182,7 +183,7 @@ def test_latch_group_prints_the_view_and_json_from_the_same_reducer(group):
     group.claim_task("a", "w1")
     group.send_message("lead", "w1", "hello")
     runner = CliRunner()
-    r = runner.invoke(cli, ["--db", str(group.store.path), "group", group.root, "--json"])
+    r = runner.invoke(cli, ["--db", db_of(group.store), "group", group.root, "--json"])
     assert r.exit_code == 0, r.output
     doc = _json.loads(r.output)
     assert doc["tasks"] == [
@@ -190,12 +191,13 @@ def test_latch_group_prints_the_view_and_json_from_the_same_reducer(group):
         {"id": "b", "title": "test the parser", "depends_on": ["a"], "owner": None, "status": "blocked"},
     ]
     assert doc["members"] == [{"agent": "w1", "session": "s-w1"}] and doc["messages"] == {"queued": 1, "delivered": 0}
-    r = runner.invoke(cli, ["--db", str(group.store.path), "group"])
+    r = runner.invoke(cli, ["--db", db_of(group.store), "group"])
     assert r.exit_code == 0 and "2 tasks · 1 member · messages 0/1 delivered" in r.output
     assert "write the parser" in r.output and "blocked" in r.output
 
 
-def test_group_tools_and_delivery_in_the_agent_loop(tmp_path):
+def test_group_tools_and_delivery_in_the_agent_loop(backend_store, tmp_path):
+    store = backend_store
     import json as _json
 
     from latch.agent.context import session_context
@@ -215,7 +217,6 @@ def test_group_tools_and_delivery_in_the_agent_loop(tmp_path):
             ]
         return {"id": "r", "model": "gpt-4.1", "choices": [{"index": 0, "message": msg}]}
 
-    store = EventStore(tmp_path / "latch.db")
     root = store.create_session(workspace=str(tmp_path), source="latch run", format="latch")
     g = Group(store, root)
     provider = ScriptedProvider(
@@ -262,7 +263,6 @@ def test_group_tools_and_delivery_in_the_agent_loop(tmp_path):
     assert second.count("[message from boss] PLEASE START") == 1  # delivered once, kept in the epoch
     assert st.pending_for("lead") == []
     processes.close()
-    store.close()
 
 
 LEASED_WORKER = r"""
@@ -290,6 +290,7 @@ while True:
 """
 
 
+# SQLite only: PostgreSQL has its own SIGKILL-and-restart run (test_group_postgres_faults.py), and this one reads the file
 def test_leased_workers_killed_at_random_reclaim_and_complete_each_task_once(tmp_path):
     store = EventStore(tmp_path / "latch.db")
     root = store.create_session(workspace=str(tmp_path), source="latch run", format="latch")
@@ -365,7 +366,7 @@ def test_latch_group_of_a_member_shows_its_group_and_of_a_lone_session_is_one_er
     group.create_task("a", "write the parser")
     group.join("w1", member)
     runner = CliRunner()
-    db = str(group.store.path)
+    db = db_of(group.store)
     shown = json.loads(runner.invoke(cli, ["--db", db, "group", member, "--json"]).output)
     assert shown["root"] == group.root and shown["members"] == [{"agent": "w1", "session": member}]
     r = runner.invoke(cli, ["--db", db, "group", lone])
@@ -391,19 +392,19 @@ for r in range(int(rounds)):
 """
 
 
-def test_two_processes_delivering_at_once_deliver_each_message_once(tmp_path):
+def test_two_processes_delivering_at_once_deliver_each_message_once(backend_store, tmp_path):
     """Real processes race :meth:`Group.deliver` for the same recipient, released together each round: the
     delivery markers make each message arrive exactly once (spec: "exactly-once across restarts are properties
     of the log, not of process memory")."""
-    db = tmp_path / "latch.db"
-    store = EventStore(db)
+    store = backend_store
+    db = db_of(store)
     root = store.create_session(workspace="/w", source="latch run", format="latch")
     member = store.create_session(workspace="/w", source="latch run", format="latch", parent_id=root)
     g = Group(store, root)
     g.join("w1", member)
     barrier, rounds, racers = tmp_path / "barrier", 12, 4
     procs = [
-        subprocess.Popen([sys.executable, "-c", RACER, str(db), root, member, str(barrier), str(rounds)])
+        subprocess.Popen([sys.executable, "-c", RACER, db, root, member, str(barrier), str(rounds)])
         for _ in range(racers)
     ]
     sent: list[str] = []
@@ -421,20 +422,19 @@ def test_two_processes_delivering_at_once_deliver_each_message_once(tmp_path):
     delivered = [s.event.message_id for s in store.events(member, kinds=[GroupMessageDelivered.KIND])]
     assert sorted(delivered) == sorted(sent)  # each message once: none lost, none twice
     assert delivered == sent  # and FIFO
-    store.close()
 
 
-def test_an_idle_member_is_not_woken_by_a_message_alone(tmp_path):
+def test_an_idle_member_is_not_woken_by_a_message_alone(backend_store, tmp_path):
     """A message queued while the member answers without a tool call does not start another request: the run
     ends ``done`` and the message waits, pending, for the member's next turn (spec: "an idle agent is never
     woken by information alone")."""
+    store = backend_store
     from latch.agent.context import session_context
     from latch.agent.loop import AgentLoop
     from latch.agent.supervisor import Supervisor
     from latch.plugins import get_engine_factory
     from latch.providers import ScriptedProvider
 
-    store = EventStore(tmp_path / "latch.db")
     root = store.create_session(workspace=str(tmp_path), source="latch run", format="latch")
     g = Group(store, root)
 
@@ -475,7 +475,6 @@ def test_an_idle_member_is_not_woken_by_a_message_alone(tmp_path):
     users = [m["content"] for m in provider.requests[1]["messages"] if m["role"] == "user"]
     assert users.count("[message from lead] FYI: the build is green") == 1
     assert g.state().pending_for("w1") == []
-    store.close()
 
 
 def test_latch_group_escapes_member_names_and_sessions(group):
@@ -488,7 +487,7 @@ def test_latch_group_escapes_member_names_and_sessions(group):
         _load_commands()
     group.create_task("a", "write the parser")
     group.join("w1\x1b]0;pwned\x07\u202e", "s-\x1b[2J")
-    r = CliRunner().invoke(cli, ["--db", str(group.store.path), "group", group.root])
+    r = CliRunner().invoke(cli, ["--db", db_of(group.store), "group", group.root])
     assert r.exit_code == 0, r.output
     assert "\x1b" not in r.output and "\x07" not in r.output and "\u202e" not in r.output
     assert "member w1\\x1b]0;pwned\\x07\\u202e: session s-\\x1b[2J" in r.output.splitlines()

@@ -13,9 +13,6 @@ import time
 
 import pytest
 from fake_providers import Reply, serve_openai
-from test_group_fencing import (  # noqa: F401 - collected here, on PostgreSQL (the group fixture below)
-    test_a_write_fenced_by_a_taken_over_claim_is_refused_and_stores_nothing,
-)
 
 from latch.agent.group import Group, GroupError, GroupState, new_message_id, reconnecting
 from latch.events import AssistantMessage, GroupMessageDelivered, GroupMessageQueued, ToolCall, ToolResult
@@ -31,14 +28,6 @@ def db(request, tmp_path):
     if request.param == "sqlite":
         return str(tmp_path / "latch.db")
     return request.getfixturevalue("pg_url")
-
-
-@pytest.fixture
-def group(pg_url):
-    """A group on PostgreSQL, for the tests collected from the SQLite modules."""
-    store = EventStore(pg_url)
-    yield Group(store, store.create_session(workspace="/w", source="latch run", format="latch", meta={"group": "g"}))
-    store.close()
 
 
 def _root(store: EventStore) -> str:

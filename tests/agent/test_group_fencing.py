@@ -16,6 +16,7 @@ import time
 import pytest
 from fake_providers import Reply, ToolUse, serve_openai
 from group_projection_support import assert_projection_is_the_replay
+from store_backends import db_of, reopen
 
 from latch.agent.children import child_key
 from latch.agent.group import Group, GroupError
@@ -29,11 +30,10 @@ MODEL = "gpt-4.1"
 
 
 @pytest.fixture
-def group(tmp_path):
-    store = EventStore(tmp_path / "latch.db")
+def group(backend_store, tmp_path):
+    store = backend_store
     root = store.create_session(workspace=str(tmp_path), source="latch run", format="latch", meta={"group": "g"})
-    yield Group(store, root)
-    store.close()
+    return Group(store, root)
 
 
 def test_a_write_fenced_by_a_taken_over_claim_is_refused_and_stores_nothing(group):
@@ -86,7 +86,7 @@ def test_the_fence_is_checked_inside_the_write_transaction(group):
     group.create_task("a", "parse")
     assert group.claim_task("a", "w1", lease_seconds=1, now=1000.0)
     stale = group.state()  # w1 reads its claim ...
-    other = EventStore(store.path)
+    other = reopen(store)
     try:
         assert Group(other, group.root).reclaim_task("a", "w2", lease_seconds=60, now=1002.0)  # ... w2 takes it
         slow = _ReadBeforeTheReclaim(store, group.root, stale)
@@ -103,48 +103,45 @@ def test_the_fence_is_checked_inside_the_write_transaction(group):
     assert [s.event.agent for s in store.events(group.root, kinds=["group_task_lease_renewed"])] == []
 
 
-def test_a_run_fence_refuses_writes_once_the_run_lease_is_taken_over(tmp_path):
-    store = EventStore(tmp_path / "latch.db")
-    try:
-        sid = store.create_session()
-        assert (
-            store.acquire_run_lease(
-                sid,
-                "run-a",
-                pid=1,
-                host="h",
-                process_start=None,
-                lease_seconds=5,
-                now=100.0,
-                holder_live=lambda row: True,
-            )
-            is None
+def test_a_run_fence_refuses_writes_once_the_run_lease_is_taken_over(backend_store):
+    store = backend_store
+    sid = store.create_session()
+    assert (
+        store.acquire_run_lease(
+            sid,
+            "run-a",
+            pid=1,
+            host="h",
+            process_start=None,
+            lease_seconds=5,
+            now=100.0,
+            holder_live=lambda row: True,
         )
-        assert store.append(sid, [UserMessage("a")], fence=RunFence(sid, "run-a"))
-        held = store.acquire_run_lease(
-            sid, "run-b", pid=2, host="h", process_start=None, lease_seconds=5, now=101.0, holder_live=lambda row: True
+        is None
+    )
+    assert store.append(sid, [UserMessage("a")], fence=RunFence(sid, "run-a"))
+    held = store.acquire_run_lease(
+        sid, "run-b", pid=2, host="h", process_start=None, lease_seconds=5, now=101.0, holder_live=lambda row: True
+    )
+    assert held is not None and (held.run_id, held.pid) == ("run-a", 1)  # refused: a is live
+    assert (
+        store.acquire_run_lease(
+            sid,
+            "run-b",
+            pid=2,
+            host="h",
+            process_start=None,
+            lease_seconds=5,
+            now=102.0,
+            holder_live=lambda row: False,
         )
-        assert held is not None and (held.run_id, held.pid) == ("run-a", 1)  # refused: a is live
-        assert (
-            store.acquire_run_lease(
-                sid,
-                "run-b",
-                pid=2,
-                host="h",
-                process_start=None,
-                lease_seconds=5,
-                now=102.0,
-                holder_live=lambda row: False,
-            )
-            is None
-        )  # a is dead: taken over
-        with pytest.raises(LeaseLost, match="run-a"):
-            store.append(sid, [UserMessage("late a")], fence=RunFence(sid, "run-a"))
-        assert store.renew_run_lease(sid, "run-a", now=103.0) is False
-        assert store.renew_run_lease(sid, "run-b", now=103.0) is True
-        assert [s.event.text for s in store.events(sid)] == ["a"]
-    finally:
-        store.close()
+        is None
+    )  # a is dead: taken over
+    with pytest.raises(LeaseLost, match="run-a"):
+        store.append(sid, [UserMessage("late a")], fence=RunFence(sid, "run-a"))
+    assert store.renew_run_lease(sid, "run-a", now=103.0) is False
+    assert store.renew_run_lease(sid, "run-b", now=103.0) is True
+    assert [s.event.text for s in store.events(sid)] == ["a"]
 
 
 def _responder(counter: dict[str, int], marker: str):
@@ -172,12 +169,15 @@ def _wait(cond, timeout: float, what: str) -> None:
         time.sleep(0.02)
 
 
-def test_a_worker_paused_past_its_lease_writes_nothing_after_another_worker_reclaimed_its_task(tmp_path):
+def test_a_worker_paused_past_its_lease_writes_nothing_after_another_worker_reclaimed_its_task(
+    backend_store,
+    tmp_path,
+):
+    store = backend_store
     ws = tmp_path / "ws"
     ws.mkdir()
-    db = tmp_path / "latch.db"
+    db = db_of(store)
     marker = ws / "ran.txt"
-    store = EventStore(db)
     root = store.create_session(
         workspace=str(ws),
         source="latch run",
@@ -196,7 +196,7 @@ def test_a_worker_paused_past_its_lease_writes_nothing_after_another_worker_recl
             "-m",
             "latch",
             "--db",
-            str(db),
+            db,
             "run",
             "--group",
             "g1",
@@ -229,7 +229,6 @@ def test_a_worker_paused_past_its_lease_writes_nothing_after_another_worker_recl
     child = store.session_id_for(child_key(root, task_call_id("t1")))
     kinds = [s.kind for s in store.events(child)]
     st = assert_projection_is_the_replay(db, root)
-    store.close()
     assert lines == ["ran"]  # the command ran once, by the worker that owns the task
     assert kinds.count("agent_report") == 1 and kinds.count("tool_started") == 1 and kinds.count("tool_result") == 1
     t = st.tasks["t1"]
@@ -237,22 +236,23 @@ def test_a_worker_paused_past_its_lease_writes_nothing_after_another_worker_recl
     assert len(bodies) == 3  # the paused request, then the reclaimer's two; the paused worker asked nothing more
 
 
-def test_a_worker_paused_in_a_command_kills_it_when_its_renewal_fails(tmp_path):
+def test_a_worker_paused_in_a_command_kills_it_when_its_renewal_fails(backend_store, tmp_path):
     """Paused (SIGSTOP) while its child's shell command runs (the command, in its own session, runs on), reclaimed
     by another worker, then continued: its heartbeat finds the claim taken over and kills the command at once,
     instead of waiting for it to end and then finding its result refused."""
+    store = backend_store
     ws = tmp_path / "ws"
     ws.mkdir()
-    db = tmp_path / "latch.db"
+    db = db_of(store)
     marker = ws / "steps.txt"
-    with EventStore(db) as store:
-        root = store.create_session(
+    with reopen(store) as lead:
+        root = lead.create_session(
             workspace=str(ws),
             source="latch run",
             format="latch",
             meta={"group": "g1", "agent": {"provider": "openai-compatible", "model": MODEL}},
         )
-        Group(store, root).create_task("t1", "slow", brief="Run the slow step.")
+        Group(lead, root).create_task("t1", "slow", brief="Run the slow step.")
 
     def respond(body):
         if any(m["role"] == "tool" for m in body["messages"]):
@@ -269,7 +269,7 @@ def test_a_worker_paused_in_a_command_kills_it_when_its_renewal_fails(tmp_path):
             "-m",
             "latch",
             "--db",
-            str(db),
+            db,
             "run",
             "--group",
             "g1",
@@ -286,8 +286,8 @@ def test_a_worker_paused_in_a_command_kills_it_when_its_renewal_fails(tmp_path):
         try:
             _wait(marker.exists, 60, "the slow command's start")
             os.kill(first.pid, signal.SIGSTOP)
-            with EventStore(db) as store:
-                alive_at = Group(store, root).state().tasks["t1"].alive_at
+            with EventStore(db) as reader:
+                alive_at = Group(reader, root).state().tasks["t1"].alive_at
             time.sleep(max(0.0, alive_at + lease + 0.3 - time.time()))
             second = subprocess.run(cmd, cwd=ws, env=env, capture_output=True, text=True, timeout=120)
             assert second.returncode == 0, second.stderr + second.stdout
@@ -301,10 +301,10 @@ def test_a_worker_paused_in_a_command_kills_it_when_its_renewal_fails(tmp_path):
     assert waited < 15, f"the paused worker took {waited:.1f} s after SIGCONT: it waited for its command"
     time.sleep(0.5)
     assert marker.read_text().splitlines() == ["start"]  # killed: the command never reached its end
-    with EventStore(db) as store:
-        child = store.session_id_for(child_key(root, task_call_id("t1")))
-        kinds = [s.kind for s in store.events(child)]
-        t = Group(store, root).state().tasks["t1"]
+    with EventStore(db) as reader:
+        child = reader.session_id_for(child_key(root, task_call_id("t1")))
+        kinds = [s.kind for s in reader.events(child)]
+        t = Group(reader, root).state().tasks["t1"]
     assert (t.status, t.attempt) == ("completed", 1)
     assert kinds.count("tool_started") == 1 and kinds.count("agent_report") == 1
     assert kinds.count("tool_result") == 1  # the reclaimer's "interrupted", never the paused worker's result

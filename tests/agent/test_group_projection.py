@@ -1,4 +1,4 @@
-"""The SQLite group projection: a cache of the group events, moved in the transaction that
+"""The group projection (on SQLite and on PostgreSQL): a cache of the group events, moved in the transaction that
 appends each one and rebuilt from the log at open or read when it is missing or behind; it always equals
 the reference reducer ``GroupState.replay``."""
 
@@ -9,6 +9,7 @@ from contextlib import closing
 
 import pytest
 from group_projection_support import assert_projection_is_the_replay
+from store_backends import db_of, raw_connection
 
 from latch.agent.group import GROUP_PROJECTION, Group
 from latch.events import (
@@ -26,10 +27,18 @@ from latch.events import (
 from latch.store import EventStore, migrations, projections
 
 
-def _mark(path):
-    with closing(sqlite3.connect(str(path))) as db:
+def _mark(store):
+    with closing(raw_connection(store)) as db:
         row = db.execute("SELECT last_seq FROM projection_marks WHERE name = 'group'").fetchone()
     return None if row is None else row[0]
+
+
+def _delete(store, *tables):
+    """Empty ``tables`` under the store, without Latch."""
+    with closing(raw_connection(store)) as db:
+        for table in tables:
+            db.execute(f"DELETE FROM {table}")
+        db.commit()
 
 
 def _operate(store: EventStore, root: str, member: str, other_root: str) -> list:
@@ -78,13 +87,12 @@ def _operate(store: EventStore, root: str, member: str, other_root: str) -> list
 
 
 @pytest.fixture
-def groups(tmp_path):
-    store = EventStore(tmp_path / "latch.db")
+def groups(backend_store):
+    store = backend_store
     root = store.create_session(workspace="/w", source="latch run", format="latch")
     other = store.create_session(workspace="/w", source="latch run", format="latch")
     member = store.create_session(workspace="/w", source="latch run", format="latch", parent_id=root)
-    yield store, root, member, other
-    store.close()
+    return store, root, member, other
 
 
 def test_the_projection_equals_the_replay_after_each_operation_and_a_reopen(groups):
@@ -99,37 +107,34 @@ def test_the_projection_equals_the_replay_after_each_operation_and_a_reopen(grou
     assert last.members == {"w1": "s1", "w2": "s2"} and len(last.messages) == 6 and len(last.delivered) == 3
     assert Group(store, other).state().tasks["a"].owner == "x"
     seq = store.append(root, [PendingEvent(GroupMessageQueued("m9", "lead", "w2", "late"), "group-message:m9")])[0]
-    assert _mark(store.path) == seq  # the append's own transaction moved it: no read in between
+    assert _mark(store) == seq  # the append's own transaction moved it: no read in between
     last.messages["m9"] = GroupMessageQueued("m9", "lead", "w2", "late")
+    db = db_of(store)
     store.close()
-    assert assert_projection_is_the_replay(store.path, root) == last  # moved in each append's own transaction
-    with EventStore(store.path) as again:
+    assert assert_projection_is_the_replay(db, root) == last  # moved in each append's own transaction
+    with EventStore(db) as again:
         assert Group(again, root).state() == last
 
 
 def test_deleted_projection_rows_are_rebuilt_from_the_log_at_open_and_at_read(groups):
     store, root, member, other = groups
     last = _operate(store, root, member, other)[-1]
-    with closing(sqlite3.connect(str(store.path))) as db:
-        db.executescript(
-            "DELETE FROM group_tasks; DELETE FROM group_members; DELETE FROM group_messages; "
-            "DELETE FROM projection_marks;"
-        )
-    assert _mark(store.path) is None
+    _delete(store, "group_tasks", "group_members", "group_messages", "projection_marks")
+    assert _mark(store) is None
     assert Group(store, root).state() == last  # at read: the missing mark rebuilds it
-    with closing(sqlite3.connect(str(store.path))) as db:
-        db.executescript("DELETE FROM group_tasks; DELETE FROM projection_marks;")
+    _delete(store, "group_tasks", "projection_marks")
+    db = db_of(store)
     store.close()
-    with EventStore(store.path):  # at open
-        assert _mark(store.path) is not None
-    assert assert_projection_is_the_replay(store.path, root) == last
+    with EventStore(db) as again:  # at open
+        assert _mark(again) is not None
+    assert assert_projection_is_the_replay(db, root) == last
 
 
 def test_a_projection_behind_the_log_catches_up_at_read(groups, monkeypatch):
     store, root, member, other = groups
     g = Group(store, root)
     g.create_task("a", "parse")
-    before = _mark(store.path)
+    before = _mark(store)
     with monkeypatch.context() as m:  # a process that appends group events without the projection registered
         m.delitem(projections.PROJECTIONS, GROUP_PROJECTION.name)
         store.append(
@@ -140,12 +145,13 @@ def test_a_projection_behind_the_log_catches_up_at_read(groups, monkeypatch):
                 PendingEvent(GroupMessageQueued("m1", "lead", "w1", "hi"), "group-message:m1"),
             ],
         )
-    assert _mark(store.path) == before  # behind
+    assert _mark(store) == before  # behind
     st = g.state()
     assert list(st.tasks) == ["a", "b"] and st.tasks["a"].owner == "w1" and len(st.messages) == 1
-    assert st == g.replayed_state() and _mark(store.path) > before
+    assert st == g.replayed_state() and _mark(store) > before
 
 
+# SQLite only: it opens a file with SQLite's migration list cut short (PostgreSQL's has its own, pg_migrations)
 def test_a_store_written_by_main_before_the_projection_opens_and_rebuilds_it(tmp_path, monkeypatch):
     path = tmp_path / "old.db"
     with monkeypatch.context() as m:  # today's main: no m008 tables, no projection

@@ -17,6 +17,7 @@ import pytest
 from fake_providers import Reply, ToolUse, serve_openai
 from group_projection_support import assert_projection_is_the_replay
 from sandbox_support import end_shell_group
+from store_backends import db_of, reopen
 
 from latch.agent.children import child_key, child_profile, child_report
 from latch.agent.group import Group, GroupError, GroupState, resolve_group
@@ -29,11 +30,10 @@ MODEL = "gpt-4.1"
 
 
 @pytest.fixture
-def group(tmp_path):
-    store = EventStore(tmp_path / "latch.db")
+def group(backend_store, tmp_path):
+    store = backend_store
     root = store.create_session(workspace=str(tmp_path), source="latch run", format="latch", meta={"group": "g1"})
-    yield Group(store, root)
-    store.close()
+    return Group(store, root)
 
 
 def test_a_lease_lets_a_second_agent_reclaim_only_after_it_ran_out(group):
@@ -59,7 +59,7 @@ def test_a_lease_lets_a_second_agent_reclaim_only_after_it_ran_out(group):
         for s in group.store.events(group.root, kinds=["group_task_claimed"])
     ]
     assert claims == [("w1", 0, "group-claim:a"), ("w2", 1, "group-claim:a:1")]
-    assert GroupState.replay(Group(EventStore(group.store.path), group.root).events()) == st
+    assert GroupState.replay(Group(reopen(group.store), group.root).events()) == st
     # a claim without a lease never expires (an agent restarted under its own name finishes it)
     group.create_task("b", "lint")
     assert group.claim_task("b", "w1")
@@ -89,13 +89,13 @@ def _responder(body):
     return Reply(f"done: {brief}")
 
 
-def test_workers_claim_run_and_reclaim_after_sigkill(tmp_path):
+def test_workers_claim_run_and_reclaim_after_sigkill(backend_store, tmp_path):
+    store = backend_store
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "AGENTS.md").write_text("Worker rule: be brief.\n")
-    db = tmp_path / "latch.db"
+    db = db_of(store)
     marker = ws / "started.txt"
-    store = EventStore(db)
     root = store.create_session(
         workspace=str(ws),
         source="latch run",
@@ -115,7 +115,7 @@ def test_workers_claim_run_and_reclaim_after_sigkill(tmp_path):
             "-m",
             "latch",
             "--db",
-            str(db),
+            db,
             "run",
             "--group",
             "g1",
@@ -194,16 +194,16 @@ def test_workers_claim_run_and_reclaim_after_sigkill(tmp_path):
         assert GroupState.replay(Group(fresh, root).events()) == st
     finally:
         fresh.close()
-        store.close()
 
 
-def test_a_lead_creates_tasks_and_a_worker_runs_them_in_dependency_order(tmp_path):
+def test_a_lead_creates_tasks_and_a_worker_runs_them_in_dependency_order(backend_store, tmp_path):
+    store = backend_store
     ws = tmp_path / "ws"
     ws.mkdir()
-    db = tmp_path / "latch.db"
+    db = db_of(store)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LATCH_"))}
     env.update({"LATCH_HOME": str(tmp_path / "home"), "COLUMNS": "200"})
-    base = [sys.executable, "-m", "latch", "--db", str(db), "run"]
+    base = [sys.executable, "-m", "latch", "--db", db, "run"]
     create = [
         ToolUse("c1", "create_task", json.dumps({"task_id": "parse", "title": "parse", "brief": "Parse it."})),
         ToolUse(
@@ -277,8 +277,8 @@ def test_a_lead_creates_tasks_and_a_worker_runs_them_in_dependency_order(tmp_pat
         "Test it.",
     ]
     assert all("split the work" not in json.dumps(b) for b in bodies)  # never the lead's conversation
-    with EventStore(db) as store:
-        st = Group(store, resolve_group(store, "rev")).state()
+    with EventStore(db) as again:
+        st = Group(again, resolve_group(again, "rev")).state()
         assert [(t.task_id, t.status, t.summary) for t in st.tasks.values()] == [
             ("parse", "completed", "done: Parse it."),
             ("test", "completed", "done: Test it."),
