@@ -23,6 +23,10 @@ Threading: the watcher appends through the session's own :class:`~latch.store.Ev
 connection is opened with ``check_same_thread=False`` and every read and write transaction runs under the
 store's lock, so an append from the watcher is one atomic transaction between the loop's own.
 :meth:`ProcessManager.close` kills what still runs and waits for the watchers to commit their exits.
+
+Signals: a ``KeyboardInterrupt`` (Ctrl-C) or a run's ``Terminated`` (SIGTERM, SIGHUP) that arrives while a shell
+starts is raised only once its process group is registered, and that group is then killed: no exception lands
+between the fork and the registration, so no shell outlives its run.
 """
 
 from __future__ import annotations
