@@ -23,6 +23,10 @@ Threading: the watcher appends through the session's own :class:`~latch.store.Ev
 connection is opened with ``check_same_thread=False`` and every read and write transaction runs under the
 store's lock, so an append from the watcher is one atomic transaction between the loop's own.
 :meth:`ProcessManager.close` kills what still runs and waits for the watchers to commit their exits.
+
+Signals: a ``KeyboardInterrupt`` (Ctrl-C) or a run's ``Terminated`` (SIGTERM, SIGHUP) that arrives while a shell
+starts is raised only once its process group is registered, and that group is then killed: no exception lands
+between the fork and the registration, so no shell outlives its run.
 """
 
 from __future__ import annotations
@@ -37,7 +41,8 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -185,6 +190,57 @@ def _kill_group(proc: subprocess.Popen[bytes], grace: float = KILL_GRACE_SECONDS
         pass
 
 
+def _kill_now(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL to the process group of ``proc``, then reap it and close its output pipe (if any)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+_HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """In the main thread, the Python-level handlers of SIGINT, SIGTERM and SIGHUP (``KeyboardInterrupt``, a run's
+    ``Terminated``) wait until the block ends, then run in the order the signals arrived: their exception cannot land
+    between the fork of a child and its registration. Elsewhere a no-op (Python runs handlers in the main thread
+    only). The child's signal mask and dispositions are untouched."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+
+    def hold(signum: int, frame: Any) -> None:
+        if signum not in arrived:
+            arrived.append(signum)
+
+    saved: dict[int, Any] = {}
+    try:
+        for sig in _HELD_SIGNALS:
+            handler = signal.getsignal(sig)
+            if callable(handler):
+                saved[sig] = signal.signal(sig, hold)
+        yield
+    finally:
+        raised: BaseException | None = None
+        for signum, handler in saved.items():
+            while True:  # signal.signal first runs pending handlers: one already restored may raise
+                try:
+                    signal.signal(signum, handler)
+                    break
+                except BaseException as exc:
+                    raised = raised or exc
+        if raised is not None:
+            raise raised
+        for signum in arrived:
+            signal.raise_signal(signum)
+
+
 def _group_members(pgid: int, not_before: int | None) -> list[int]:
     """The live processes of process group ``pgid`` started at or after ``not_before`` (clock ticks after boot;
     ``None``: any), read from Linux ``/proc`` (``[]`` where there is none): a group id reused by an unrelated
@@ -321,27 +377,47 @@ class ProcessManager:
         self.closed = False
 
     # ------------------------------------------------------------------ spawning
-    def _spawn(self, command: str, stdout: int | IO[bytes]) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, command: str, stdout: int | IO[bytes], register: Callable[[subprocess.Popen[bytes]], None]
+    ) -> subprocess.Popen[bytes]:
+        """Start the shell of ``command`` and ``register`` it for cleanup before a signal's exception
+        (``KeyboardInterrupt``, a run's ``Terminated``) can land (:func:`_signals_held`): one arriving meanwhile
+        is raised after ``register`` returned, so :meth:`close` ends the process group whatever happens."""
         if self.closed:
             raise RuntimeError("the process manager is closed")
-        return subprocess.Popen(
-            self.sandbox.command(["/bin/sh", "-c", command]),
-            cwd=self.workspace,
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=self.sandbox.environment(self.env),
-        )
+        with _signals_held():
+            proc = subprocess.Popen(
+                self.sandbox.command(["/bin/sh", "-c", command]),
+                cwd=self.workspace,
+                stdin=subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=self.sandbox.environment(self.env),
+            )
+            register(proc)
+        return proc
 
     def run(self, command: str, *, timeout: float, estimate: Callable[[str], int]) -> RunResult:
         """Run ``command`` in the foreground for at most ``timeout`` seconds (see the module docstring).
 
         Raises ``OSError`` when the shell cannot be started, ``RuntimeError`` after :meth:`close`."""
         start = time.monotonic()
-        proc = self._spawn(command, subprocess.PIPE)
-        with self._lock:
-            self._foreground.add(proc)
+        spawned: list[subprocess.Popen[bytes]] = []
+
+        def register(proc: subprocess.Popen[bytes]) -> None:
+            spawned.append(proc)
+            with self._lock:
+                self._foreground.add(proc)
+
+        try:
+            proc = self._spawn(command, subprocess.PIPE, register)
+        except BaseException:
+            for proc in spawned:  # registered, then a signal's exception: end it here, not only at close
+                _kill_now(proc)
+                with self._lock:
+                    self._foreground.discard(proc)
+            raise
         capture = _Capture(OUTPUT_LIMIT_BYTES)
         assert proc.stdout is not None
         out = cast("io.BufferedReader", proc.stdout)  # Popen's binary pipe (buffered: it has read1)
@@ -351,9 +427,9 @@ class ProcessManager:
                 capture.add(chunk)
 
         reader = threading.Thread(target=pump, name="latch-shell-output", daemon=True)
-        reader.start()
         timed_out = False
         try:
+            reader.start()
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
@@ -364,7 +440,8 @@ class ProcessManager:
                 os.killpg(proc.pid, signal.SIGKILL)  # what the shell left behind in its group
             except (ProcessLookupError, PermissionError):
                 pass
-            reader.join(KILL_GRACE_SECONDS)
+            if reader.ident is not None:
+                reader.join(KILL_GRACE_SECONDS)
             if not reader.is_alive():
                 out.close()
             with self._lock:
@@ -384,16 +461,25 @@ class ProcessManager:
                 process_id = "p" + secrets.token_hex(3)
         log = self.log_dir / f"{process_id}.log"
         read_end, write_end = os.pipe()
+        spawned: list[ManagedProcess] = []
+
+        def register(proc: subprocess.Popen[bytes]) -> None:
+            spawned.append(ManagedProcess(process_id, command, log, proc.pid, proc))
+            with self._lock:
+                self._processes[process_id] = spawned[0]
+
         try:
-            proc = self._spawn(command, write_end)
+            proc = self._spawn(command, write_end, register)
         except BaseException:
             os.close(read_end)
+            for mp in spawned:  # registered, then a signal's exception: nothing was appended, nothing runs
+                _kill_now(mp.popen)
+                with self._lock:
+                    del self._processes[process_id]
             raise
         finally:
             os.close(write_end)
-        mp = ManagedProcess(process_id, command, log, proc.pid, proc)
-        with self._lock:
-            self._processes[process_id] = mp
+        mp = spawned[0]
         try:
             me = os.getpid()
             self.store.append(
