@@ -10,6 +10,7 @@ import signal
 import subprocess
 
 import pytest
+from process_support import alive
 
 from latch import hotpaths
 from latch.agent.session import Terminated, end_on_signals
@@ -17,15 +18,6 @@ from latch.agent.tools import processes
 from latch.agent.tools.processes import ProcessManager
 from latch.events import ProcessStarted
 from latch.store import EventStore
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            state = f.read().decode().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
 
 
 @pytest.fixture
@@ -79,11 +71,11 @@ def test_a_signal_as_a_shell_starts_never_leaves_it_running(manager, handlers, s
             manager.start("sleep 300; true")
     assert isinstance(raised.value, Terminated) == (sig == signal.SIGTERM)
     (pid,) = pids
-    assert not _alive(pid), "the shell outlived the interrupted start"
+    assert not alive(pid), "the shell outlived the interrupted start"
     assert manager.processes() == [] and not manager._foreground
     assert [e for e in manager.store.events(manager.session_id) if isinstance(e.event, ProcessStarted)] == []
     manager.close()
-    assert not _alive(pid)
+    assert not alive(pid)
 
 
 def test_starting_a_shell_leaves_the_signal_handlers_as_they_were(manager, handlers):

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from fake_providers import Reply, ToolUse, serve_openai
+from process_support import alive
 from test_agent_run import _env, session_id
 
 from latch.agent.tools.processes import LOG_DIR_PREFIX, remove_stale_log_dirs
@@ -33,15 +34,6 @@ def ws(tmp_path):
     return w
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            state = f.read().decode().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
-
-
 def _wait_for(path: Path, seconds: float = 60) -> int:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -54,9 +46,9 @@ def _wait_for(path: Path, seconds: float = 60) -> int:
 
 def _gone(pid: int, seconds: float = 10) -> bool:
     deadline = time.monotonic() + seconds
-    while _alive(pid) and time.monotonic() < deadline:
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return not _alive(pid)
+    return not alive(pid)
 
 
 def _start(tmp_path: Path, ws: Path, server, *args: str) -> subprocess.Popen:
@@ -153,7 +145,7 @@ def test_a_resumed_run_reconciles_the_processes_a_killed_run_left(tmp_path, ws):
                 proc.kill()
                 proc.wait(10)
     try:
-        assert _alive(bg), "a SIGKILLed run's background process is an orphan until something reconciles it"
+        assert alive(bg), "a SIGKILLed run's background process is an orphan until something reconciles it"
         stale = _log_dirs(tmp_path)
         assert len(stale) == 1 and stale[0].startswith(f"{LOG_DIR_PREFIX}{proc.pid}.")
         blocked = subprocess.run(
@@ -211,7 +203,7 @@ def test_a_resumed_run_reconciles_the_processes_a_killed_run_left(tmp_path, ws):
         assert after.returncode == 0 and f"managed process {started.process_id} is running" in blocked.stdout
         assert "managed process" not in after.stdout, after.stdout  # certification is no longer blocked
     finally:
-        if _alive(bg):
+        if alive(bg):
             os.killpg(bg, signal.SIGKILL)
 
 
