@@ -254,7 +254,6 @@ def _standalone(ch: str) -> bool:
 _GLUE = {"+": "\ue02b", "#": "\ue023", ".": "\ue02e"}
 _SUFFIX_RE = re.compile(r"(?<![A-Za-z0-9])([A-Za-z][A-Za-z0-9]*)(\+\+|#)(?![A-Za-z0-9+#])")
 _DOT_RE = re.compile(r"(?<![A-Za-z0-9.])\.([A-Za-z][A-Za-z0-9]*)(?![A-Za-z0-9])")
-_GLUE_CHARS = frozenset("+#.")
 
 
 _DOT_ALNUM_RE = re.compile(r"\.[A-Za-z0-9]")
@@ -320,25 +319,16 @@ def _dotted_terms(chunks: list[str]) -> list[str]:
 
 
 def _prepare_glued(text: str, chunks: list[str] | None = None) -> str:
-    if not _GLUE_CHARS.isdisjoint(text):
-        text = _glue(text, chunks)
-    return _prepare_v1(text)
+    # each step of _glue runs only when its pattern can match (cheap substring checks, no scan per character)
+    return _prepare_v1(_glue(text, chunks))
 
 
 def prepare_text(text: str) -> str:
     """Text as stored in the FTS5 index: glued terms (``C++``, ``C#``, ``.NET``) get their own token, dotted terms
     (``node.js``) their tokens at the end (:func:`dotted_terms`), CJK characters and symbols are split apart, lone
     surrogates dropped. Deterministic; O(len(text))."""
-    # _prepare_glued(text, chunks) step by step, each step only when its pattern can match: a leading-dot term
-    # needs a dot followed by a letter (inside a chunk), a suffixed one "++" or "#"
     chunks = _dotted_chunks(text)
-    prepared = text
-    if chunks and any(map(_DOT_RE.search, chunks)):
-        prepared = _DOT_RE.sub(_dot_glued, prepared)
-    if "++" in prepared or "#" in prepared:
-        prepared = _SUFFIX_RE.sub(_suffix_glued, prepared)
-    if not prepared.isascii():
-        prepared = _prepare_v1(prepared)
+    prepared = _prepare_glued(text, chunks)
     if chunks:
         extra = _dotted_terms(chunks)
         if extra:
