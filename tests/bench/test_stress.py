@@ -150,6 +150,16 @@ def test_a_short_run_passes_every_check_with_the_diagnostic_still_in_the_window(
     )
 
 
+@pytest.mark.parametrize(("events", "every"), [(17, 7), (60, 1)])
+def test_bursts_from_the_start_of_the_log_pass_every_check(events, every):
+    """Views in the log's first events check the newest unit like any other (none lacks its opening event)."""
+    report = run_stress(StressConfig(events=events, every=every, burst=2, parallel=False))
+    doc = report.to_json()
+    assert report.ok, {k: v for k, v in doc["checks"].items() if not v["ok"]}
+    assert report.materializations >= 3
+    assert min(events for events, _, _ in report.timings) < 20  # a view before the log's 20th event
+
+
 def test_a_short_run_fails_when_the_window_loses_the_diagnostic(monkeypatch):
     checks = stress_mod._final_checks
     monkeypatch.setattr(stress_mod, "_final_checks", lambda *a, **kw: checks(*a, **{**kw, "final_view": None}))

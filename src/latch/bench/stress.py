@@ -510,10 +510,12 @@ class _Verifier:
 
 def _last_unit_lines(store: EventStore, sid: str, until: int) -> list[bytes] | None:
     """The provider-visible lines of the newest unit complete as of ``until``, segmented independently
-    from the raw log's last 400 events (units starting in the first 20 may lack their opening event)."""
+    from the raw log's last 400 events (when the log is longer, units starting in its first 20 may lack their
+    opening event)."""
     lo = max(0, until - 400)
     units = UnitBuilder().feed_all(store.events(sid, after_seq=lo, until_seq=until))
-    units = [u for u in units if u.first_seq > lo + 20]
+    if lo > 0:
+        units = [u for u in units if u.first_seq > lo + 20]
     return [message_line(m) for m in units[-1].messages] if units else None
 
 
