@@ -59,13 +59,14 @@ def pytest_unconfigure(config):
 
 @pytest.fixture(autouse=True)
 def _no_kept_token_counts():
-    """A CLI command run in this process keeps exact token counts in its LATCH_HOME
-    (``latch.count_cache``): the next test starts without them."""
+    """A CLI command run in this process keeps exact token counts and what is installed in its LATCH_HOME
+    (``latch.count_cache``, ``latch.installed``): the next test starts without them."""
     yield
-    from latch import count_cache
+    from latch import count_cache, installed
 
     count_cache.use_count_cache(None)
     count_cache._fresh.clear()
+    installed.use_installed_cache(None)
 
 
 @pytest.fixture

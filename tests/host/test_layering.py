@@ -275,6 +275,8 @@ LAYERS = [
             "latch.textsafe",
             "latch.extras",
             "latch.count_cache",
+            "latch.installed",
+            "latch.classcode",
         ),
     ),
 ]
