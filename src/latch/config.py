@@ -57,7 +57,6 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -354,7 +353,9 @@ def model_table() -> dict[str, dict[str, int]]:
     (a broken table raises :class:`ConfigError` naming the file: a packaging bug, never user input).
     """
     source = f"latch/data/{MODEL_TABLE}"
-    data = tomllib.loads((resources.files("latch") / "data" / MODEL_TABLE).read_text(encoding="utf-8"))
+    # the package's own folder, not importlib.resources (its import costs a command about 5 ms): latch is never
+    # installed zipped (its native module is a shared library)
+    data = tomllib.loads((Path(__file__).with_name("data") / MODEL_TABLE).read_text(encoding="utf-8"))
     table = validate_config({"models": data.get("models", {})}, source)["models"]
     out: dict[str, dict[str, int]] = {}
     for key, entry in table.items():
