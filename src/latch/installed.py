@@ -22,10 +22,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["InstalledEntryPoint", "entry_points", "version", "fingerprint", "use_installed_cache"]
+__all__ = ["INSTALLATIONS", "InstalledEntryPoint", "entry_points", "version", "fingerprint", "use_installed_cache"]
+
+INSTALLATIONS = 8
+"""The most installations (fingerprints) the cache file keeps answers for."""
 
 _cache_file: Path | None = None
 _doc: dict[str, Any] | None = None  # the file's answers for the current fingerprint
+_key = ""  # that fingerprint
 
 
 class InstalledEntryPoint:
@@ -93,20 +97,26 @@ def use_installed_cache(path: str | os.PathLike[str] | None) -> None:
     _cache_file, _doc = (Path(path) if path is not None else None), None
 
 
+def _read_file() -> dict[str, Any]:
+    """``{fingerprint: answers}`` as the cache file holds them (``{}`` when it is absent or damaged)."""
+    assert _cache_file is not None
+    try:
+        doc = json.loads(_cache_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    found = doc.get("installations") if isinstance(doc, dict) else None
+    return {k: v for k, v in found.items() if isinstance(v, dict)} if isinstance(found, dict) else {}
+
+
 def _answers() -> dict[str, Any] | None:
     """The cache file's answers for the installation as it is now (an empty set when the file is absent, damaged
-    or of another installation); ``None`` without a cache file."""
-    global _doc
+    or knows only other installations); ``None`` without a cache file."""
+    global _doc, _key
     if _cache_file is None:
         return None
     if _doc is None:
-        key = fingerprint()
-        try:
-            doc = json.loads(_cache_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            doc = None
-        if not isinstance(doc, dict) or doc.get("fingerprint") != key:
-            doc = {"fingerprint": key}
+        _key = fingerprint()
+        doc = _read_file().get(_key, {})
         for table in ("groups", "versions"):
             if not isinstance(doc.get(table), dict):
                 doc[table] = {}
@@ -115,12 +125,18 @@ def _answers() -> dict[str, Any] | None:
 
 
 def _save() -> None:
+    """Write this installation's answers into the file, beside those of the other installations it knows (at most
+    :data:`INSTALLATIONS`, the newest: ``python -m latch`` and the ``latch`` script see different paths)."""
     if _cache_file is None or _doc is None:
         return
+    known = _read_file()
+    known.pop(_key, None)
+    known[_key] = _doc
+    doc = {"installations": dict(list(known.items())[-INSTALLATIONS:])}
     tmp = _cache_file.with_name(f"{_cache_file.name}.{os.getpid()}.tmp")
     try:
         _cache_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(_doc, sort_keys=True), encoding="utf-8")
+        tmp.write_text(json.dumps(doc), encoding="utf-8")
         os.replace(tmp, _cache_file)  # a reader sees the old file or the new one, never half of one
     except OSError:
         tmp.unlink(missing_ok=True)

@@ -54,7 +54,7 @@ def test_answers_are_kept_and_served_without_reading_metadata(site, monkeypatch)
     _dist(root, "latch-kept", "1.0", "[latch.test]\nkept = json:dumps\n")
     assert _names("latch.test") == {"kept": "json:dumps"}
     assert installed.version("latch-kept") == "1.0"
-    doc = json.loads(cache.read_text(encoding="utf-8"))
+    [doc] = json.loads(cache.read_text(encoding="utf-8"))["installations"].values()
     assert doc["groups"]["latch.test"][0]["name"] == "kept" and doc["versions"] == {"latch-kept": "1.0"}
 
     def unread(*args, **kwargs):
@@ -95,7 +95,7 @@ def test_install_upgrade_edit_and_removal_are_seen(site):
     assert _names("latch.test") == {} and installed.version("latch-moving") is None
 
 
-def test_another_path_is_another_installation(site, tmp_path, monkeypatch):
+def test_another_path_is_another_installation_and_both_are_kept(site, tmp_path, monkeypatch):
     root, cache = site
     assert _names("latch.test") == {}
     other = tmp_path / "other-site"
@@ -103,9 +103,20 @@ def test_another_path_is_another_installation(site, tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(other))
     _new_process(cache)
     assert _names("latch.test") == {"elsewhere": "json:dumps"}
+    with_other = list(sys.path)
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(other)])
     _new_process(cache)
     assert _names("latch.test") == {}
+    assert len(json.loads(cache.read_text(encoding="utf-8"))["installations"]) == 2
+
+    def unread(*args, **kwargs):
+        raise AssertionError("both installations are kept")
+
+    monkeypatch.setattr(metadata, "entry_points", unread)
+    for path, expected in ((with_other, {"elsewhere": "json:dumps"}), ([p for p in with_other if p != str(other)], {})):
+        monkeypatch.setattr(sys, "path", path)
+        _new_process(cache)
+        assert _names("latch.test") == expected
 
 
 def test_a_damaged_file_is_ignored_and_replaced(site):
@@ -115,7 +126,8 @@ def test_a_damaged_file_is_ignored_and_replaced(site):
     cache.write_text("{not json", encoding="utf-8")
     _new_process(cache)
     assert _names("latch.test") == {"kept": "json:dumps"}
-    assert json.loads(cache.read_text(encoding="utf-8"))["groups"]["latch.test"][0]["value"] == "json:dumps"
+    [doc] = json.loads(cache.read_text(encoding="utf-8"))["installations"].values()
+    assert doc["groups"]["latch.test"][0]["value"] == "json:dumps"
 
 
 PLUGIN = """
