@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .lazyre import lazy_compile
 from .port import ContextBudget
 
 __all__ = [
@@ -214,8 +215,8 @@ MCP_STDIO_KEYS = ("command", "args", "env", "timeout")
 MCP_HTTP_KEYS = ("url", "bearer_token_env_var", "env_http_headers", "timeout")
 MCP_SERVER_KEYS = ("command", "args", "env", "url", "bearer_token_env_var", "env_http_headers", "timeout")
 _SERVER_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_ENV_NAME_RE = lazy_compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HEADER_NAME_RE = lazy_compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 
 def _validate_mcp(mcp: Any, source: str) -> None:

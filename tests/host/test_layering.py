@@ -277,6 +277,7 @@ LAYERS = [
             "latch.count_cache",
             "latch.installed",
             "latch.classcode",
+            "latch.lazyre",
         ),
     ),
 ]
