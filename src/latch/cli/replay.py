@@ -808,16 +808,9 @@ def register(cli: click.Group) -> None:
         if json_file not in (None, "-"):
             write_text(json_file, dumps(out, indent=2) + "\n")
         if html_file:
-            from ..host import reducers as R  # lazy: only --html reads the session's view and renders the page
-            from ..host.kernel import kernel_cache
-            from ..kernel import canonical_state
-            from .replay_html import render_html
+            from .replay_html import write_html  # lazy: the page's modules (session view, state) load for --html
 
-            doc = docs[0]
-            view = R.session_view(
-                store.events(doc["session"]), canonical_state(store, doc["session"], cache=kernel_cache())
-            )
-            write_text(html_file, render_html(doc, view, file))
+            write_html(html_file, store, docs[0], file)
         if "-" in (json_out, json_file):
             click.echo(dumps(out, indent=2))
         else:
