@@ -6,8 +6,8 @@ metadata. The ``latch`` command passes ``cache/installed.json`` under the Latch 
 :func:`use_installed_cache`: a later process whose installation has not changed then reads the answers from that
 file, without importing :mod:`importlib.metadata` or scanning the distributions. The file is keyed by a fingerprint of
 the installation (:func:`fingerprint`): ``sys.path`` in order and, for each folder on it, every ``*.dist-info`` /
-``*.egg-info`` in it with its modification time and those of its ``entry_points.txt`` and ``METADATA`` /
-``PKG-INFO``. Installing, upgrading or removing a distribution (a plugin too) adds or removes such a folder, and
+``*.egg-info`` in it with its modification time and that of its ``entry_points.txt`` (and an egg-info's
+``PKG-INFO``). Installing, upgrading or removing a distribution (a plugin too) adds or removes such a folder, and
 editing one changes its times, so the next process reads the metadata again. A file that cannot be read or written is ignored.
 """
 
@@ -61,7 +61,7 @@ class InstalledEntryPoint:
 def fingerprint() -> str:
     """A digest of what decides the installed distributions: ``sys.path`` and, for each folder on it, its
     ``*.dist-info`` / ``*.egg-info`` entries (name, modification time and size, and those of their
-    ``entry_points.txt`` and ``METADATA`` / ``PKG-INFO``). A zip file on the path counts by its own time and size."""
+    ``entry_points.txt`` and an egg-info's ``PKG-INFO``: a new version is a new dist-info folder). A zip file on the path counts by its own time and size."""
     h = hashlib.sha256(sys.version.encode())
     for entry in sys.path:
         h.update(b"\0path\0" + os.fsencode(entry or "."))
@@ -81,7 +81,8 @@ def fingerprint() -> str:
                 continue
             h.update(b"\0dist\0" + os.fsencode(name))
             folder = os.path.join(entry or ".", name)
-            for sub in ("", "entry_points.txt", "METADATA", "PKG-INFO"):
+            # a new version is a new dist-info folder; an egg-info folder keeps its name, its PKG-INFO changes
+            for sub in ("", "entry_points.txt", "PKG-INFO")[: 3 if name.endswith(".egg-info") else 2]:
                 try:
                     s = os.stat(os.path.join(folder, sub) if sub else folder)
                 except OSError:

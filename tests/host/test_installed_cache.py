@@ -95,6 +95,17 @@ def test_install_upgrade_edit_and_removal_are_seen(site):
     assert _names("latch.test") == {} and installed.version("latch-moving") is None
 
 
+def test_an_egg_info_upgraded_in_place_is_seen(site):
+    root, cache = site
+    egg = root / "latch_egg.egg-info"  # a develop install: the folder keeps its name across versions
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: latch-egg\nVersion: 1.0\n", encoding="utf-8")
+    assert installed.version("latch-egg") == "1.0"
+    (egg / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: latch-egg\nVersion: 1.10\n", encoding="utf-8")
+    _new_process(cache)
+    assert installed.version("latch-egg") == "1.10"
+
+
 def test_another_path_is_another_installation_and_both_are_kept(site, tmp_path, monkeypatch):
     root, cache = site
     assert _names("latch.test") == {}
