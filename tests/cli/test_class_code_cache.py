@@ -109,3 +109,14 @@ def test_the_command_keeps_the_file_in_its_data_folder(tmp_path):
     assert kept.is_file() and kept.read_bytes().startswith(importlib.util.MAGIC_NUMBER)
     second = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
     assert second.stdout == first.stdout and second.stderr == first.stderr == ""
+
+
+def test_the_file_keeps_at_most_its_bound_the_newest(cache, monkeypatch):
+    monkeypatch.setattr(classcode, "CLASS_CODE_ENTRIES", 3)
+    _define(POINT)
+    classcode.save_class_code_cache()
+    _define(POINT_3D)
+    newest = set(classcode._fresh)  # the sources the 3-D class alone has
+    classcode.save_class_code_cache()
+    table = marshal.loads(cache.read_bytes()[len(importlib.util.MAGIC_NUMBER) :])
+    assert len(table) == 3 and set(table) <= newest
