@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import contextlib
 import dataclasses
 import importlib.util
 import marshal
@@ -54,7 +55,7 @@ def default_cache_path() -> Path:
 def _read(path: Path) -> dict[str, CodeType]:
     try:
         data = path.read_bytes()
-    except OSError:
+    except (OSError, ValueError):
         return {}
     if data[: len(_MAGIC)] != _MAGIC:
         return {}
@@ -115,7 +116,8 @@ def save_class_code_cache() -> None:
         _cache_file.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_bytes(_MAGIC + marshal.dumps(table))
         os.replace(tmp, _cache_file)  # a reader sees the old file or the new one, never half of one
-    except (OSError, ValueError):
-        tmp.unlink(missing_ok=True)
+    except (OSError, ValueError):  # a folder that cannot be written (or a path no file system takes)
+        with contextlib.suppress(OSError, ValueError):
+            tmp.unlink(missing_ok=True)
         return
     _fresh.clear()

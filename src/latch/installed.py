@@ -13,6 +13,7 @@ editing one changes its times, so the next process reads the metadata again. A f
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
@@ -139,8 +140,9 @@ def _save() -> None:
         _cache_file.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(json.dumps(doc), encoding="utf-8")
         os.replace(tmp, _cache_file)  # a reader sees the old file or the new one, never half of one
-    except OSError:
-        tmp.unlink(missing_ok=True)
+    except (OSError, ValueError):  # a folder that cannot be written (or a path no file system takes)
+        with contextlib.suppress(OSError, ValueError):
+            tmp.unlink(missing_ok=True)
 
 
 def _scan_group(group: str) -> list[InstalledEntryPoint]:
