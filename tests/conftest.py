@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sys
 import tempfile
 from pathlib import Path
 
@@ -54,18 +55,26 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_unconfigure(config):
+    """The CLI's caches that a process writes at exit (dataclass code, prices) are not written into the folder
+    removed here."""
+    classcode, pricing = sys.modules.get("latch.classcode"), sys.modules.get("latch.accounting.pricing")
+    if classcode is not None:
+        classcode.use_class_code_cache(None)
+    if pricing is not None:
+        pricing.use_price_cache(None)
     shutil.rmtree(_HERMETIC_HOME, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
 def _no_kept_token_counts():
-    """A CLI command run in this process keeps exact token counts in its LATCH_HOME
-    (``latch.count_cache``): the next test starts without them."""
+    """A CLI command run in this process keeps exact token counts and what is installed in its LATCH_HOME
+    (``latch.count_cache``, ``latch.installed``): the next test starts without them."""
     yield
-    from latch import count_cache
+    from latch import count_cache, installed
 
     count_cache.use_count_cache(None)
     count_cache._fresh.clear()
+    installed.use_installed_cache(None)
 
 
 @pytest.fixture

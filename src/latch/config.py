@@ -57,10 +57,10 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .lazyre import lazy_compile
 from .port import ContextBudget
 
 __all__ = [
@@ -215,8 +215,8 @@ MCP_STDIO_KEYS = ("command", "args", "env", "timeout")
 MCP_HTTP_KEYS = ("url", "bearer_token_env_var", "env_http_headers", "timeout")
 MCP_SERVER_KEYS = ("command", "args", "env", "url", "bearer_token_env_var", "env_http_headers", "timeout")
 _SERVER_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_ENV_NAME_RE = lazy_compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HEADER_NAME_RE = lazy_compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 
 def _validate_mcp(mcp: Any, source: str) -> None:
@@ -354,7 +354,9 @@ def model_table() -> dict[str, dict[str, int]]:
     (a broken table raises :class:`ConfigError` naming the file: a packaging bug, never user input).
     """
     source = f"latch/data/{MODEL_TABLE}"
-    data = tomllib.loads((resources.files("latch") / "data" / MODEL_TABLE).read_text(encoding="utf-8"))
+    # the package's own folder, not importlib.resources (its import costs a command about 5 ms): latch is never
+    # installed zipped (its native module is a shared library)
+    data = tomllib.loads((Path(__file__).with_name("data") / MODEL_TABLE).read_text(encoding="utf-8"))
     table = validate_config({"models": data.get("models", {})}, source)["models"]
     out: dict[str, dict[str, int]] = {}
     for key, entry in table.items():

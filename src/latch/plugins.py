@@ -48,12 +48,11 @@ import os
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from . import hookspecs
+from . import hookspecs, installed
 from .config import load_config
 from .estimators import estimator_for_model
 from .hookspecs import PROJECT_NAME
@@ -287,7 +286,7 @@ def _build(environ: Mapping[str, str]) -> LatchPluginManager:
         pm.trace.root.setwriter(sys.stderr.write)
         pm.enable_tracing()
     blocked = set(_names(environ.get("LATCH_DISABLE_PLUGINS")))
-    eps = sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+    eps = sorted(installed.entry_points(ENTRY_POINT_GROUP), key=lambda ep: ep.name)
     _warn_unknown_disabled(blocked, [*DEFAULT_PLUGINS, *(ep.name for ep in eps)])
     for module_name in DEFAULT_PLUGINS:
         if module_name in blocked:
@@ -304,23 +303,22 @@ def _build(environ: Mapping[str, str]) -> LatchPluginManager:
         allowed = set(_names(allow_raw))
         unknown = sorted(allowed - {ep.name for ep in eps})
         if unknown:
-            installed = ", ".join(sorted({ep.name for ep in eps})) or "none"
+            names = ", ".join(sorted({ep.name for ep in eps})) or "none"
             raise PluginError(
                 f"LATCH_LOAD_PLUGINS names {', '.join(map(repr, unknown))}, which no installed "
                 f"distribution provides in the entry-point group {ENTRY_POINT_GROUP!r} "
-                f"(installed: {installed})"
+                f"(installed: {names})"
             )
         eps = [ep for ep in eps if ep.name in allowed]
     for ep in eps:
         if ep.name in blocked:
             continue
-        dist = getattr(ep, "dist", None)
         info = PluginInfo(
             name=ep.name,
             module=ep.module,
             builtin=False,
-            distribution=dist.name if dist else None,
-            version=dist.version if dist else None,
+            distribution=ep.dist,
+            version=ep.version,
             entry_point=f"{ep.name} = {ep.value}",
         )
         try:

@@ -29,7 +29,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -153,6 +152,8 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     is left as it was (a new file gets the permissions ``open(path, "w")`` gives, an existing one keeps its own).
     A reader never sees a half-written file, and a failed write destroys nothing."""
     target = Path(path)
+    import tempfile  # lazy: most commands write no file (its import, with shutil and random: about 3 ms)
+
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=target.parent or ".")
     os.close(fd)
     try:

@@ -65,10 +65,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from .. import installed
 from ..events import Usage
 
 __all__ = [
@@ -212,10 +212,7 @@ def use_price_cache(path: str | os.PathLike[str] | None) -> None:
 
 @cache
 def _prices_version() -> str:
-    try:
-        return metadata.version("genai-prices")
-    except metadata.PackageNotFoundError:  # pragma: no cover - a dependency of latch
-        return "unknown"
+    return installed.version("genai-prices") or "unknown"  # a dependency of latch: always installed
 
 
 def _read_cache_file() -> dict[str, dict[str, Any]]:

@@ -6,7 +6,12 @@ command (``latch.cli.replay``, ``latch.cli.run``, ...; each exposes ``register(c
 
 from __future__ import annotations
 
-from .main import (
+from .. import classcode
+
+# before the rest of Latch is imported: its dataclasses' methods come compiled from the data folder's cache
+classcode.use_class_code_cache(classcode.default_cache_path())
+
+from .main import (  # noqa: E402 (after the class-code cache)
     BUILTIN_COMMANDS,
     OUTPUTS_KEY,
     AppContext,
@@ -17,7 +22,7 @@ from .main import (
     main,
     pass_app,
 )
-from .main import _load_commands as _load_commands
+from .main import _load_commands as _load_commands  # noqa: E402
 
 __all__ = [
     "main",

@@ -32,7 +32,7 @@ from typing import Any
 
 import click
 
-from .. import __version__, count_cache
+from .. import __version__, count_cache, installed
 from ..accounting import pricing
 from ..config import ConfigError, config_path, load_config, unknown_keys
 from ..extras import missing_extra
@@ -539,6 +539,8 @@ def cli(ctx: click.Context, db: str | None) -> None:
         where = f"LATCH_DB={db}" if from_env else f"--db {db}"
         raise click.UsageError(f"{where} is a directory; give a database file path")
     ctx.obj = AppContext(db, "LATCH_DB" if from_env else "--db")
+    # what is installed (the plugins' entry points, genai-prices' version), kept while the installation is unchanged
+    installed.use_installed_cache(data_dir() / "cache" / "installed.json")
     # prices found once are kept (per genai-prices version) for the next command: see latch.accounting.pricing
     pricing.use_price_cache(data_dir() / "cache" / "genai-prices.json")
     # exact token counts of texts, likewise (a replay of a known session never loads the tokenizer's vocabulary)

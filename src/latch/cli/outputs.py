@@ -19,7 +19,6 @@ Not a command module (no ``register``): the helpers the commands with file outpu
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -115,6 +114,8 @@ def output_folder(ctx: click.Context, param: click.Parameter, value: str | None)
     if not existing.is_dir():
         raise click.BadParameter(f"cannot write into {safe(value)}: {safe(existing)} is not a folder", ctx, param)
     try:
+        import tempfile  # lazy: only an output option asks
+
         tempfile.TemporaryFile(dir=existing).close()
     except OSError as exc:
         raise click.BadParameter(f"cannot write into {safe(value)}: {exc.strerror or exc}", ctx, param) from None

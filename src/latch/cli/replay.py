@@ -59,9 +59,7 @@ from rich.measure import Measurement
 from .. import plugins
 from ..accounting.pricing import format_usd
 from ..config import MAX_TOKENS, model_window
-from ..host import reducers as R
 from ..host.ingest import SessionForgotten, imported_session_ids, parse_file
-from ..host.kernel import kernel_cache
 from ..host.loop import HostError, model_requests, transcript_model
 from ..host.replay import (
     RATIO_BAND,
@@ -76,14 +74,12 @@ from ..host.replay import budget_problem as _budget_problem
 from ..host.replay import plan_replay as _plan_replay
 from ..host.replay import run_replay as _run_replay
 from ..importers.base import TranscriptError
-from ..kernel import canonical_state
 from ..store import EventStore, ReplayScratch, StoreError, replay_scratch_path
 from ..store.replays import scratch_bytes
 from ..textsafe import PIPE_WIDTH, Table, cell, console, dumps, markup, plural, safe, write_text
 from ..ui.render import window_line
 from .main import AppContext, pass_app
 from .outputs import output_file
-from .replay_html import render_html
 
 __all__ = [
     "resolve_engine_factory",
@@ -812,11 +808,9 @@ def register(cli: click.Group) -> None:
         if json_file not in (None, "-"):
             write_text(json_file, dumps(out, indent=2) + "\n")
         if html_file:
-            doc = docs[0]
-            view = R.session_view(
-                store.events(doc["session"]), canonical_state(store, doc["session"], cache=kernel_cache())
-            )
-            write_text(html_file, render_html(doc, view, file))
+            from .replay_html import write_html  # lazy: the page's modules (session view, state) load for --html
+
+            write_html(html_file, store, docs[0], file)
         if "-" in (json_out, json_file):
             click.echo(dumps(out, indent=2))
         else:

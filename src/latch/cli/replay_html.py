@@ -26,9 +26,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..accounting.pricing import format_usd
-from ..textsafe import safe
+from ..host import reducers as R
+from ..host.kernel import kernel_cache
+from ..kernel import canonical_state
+from ..store import EventStore
+from ..textsafe import safe, write_text
 
-__all__ = ["render_html", "CSP"]
+__all__ = ["render_html", "write_html", "CSP"]
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 """The page's Content-Security-Policy: no script, no fetch, inline styles only."""
@@ -250,3 +254,10 @@ def render_html(doc: Mapping[str, Any], view: Mapping[str, Any], source: str) ->
         )
     out.append("</div></body></html>\n")
     return "".join(out)
+
+
+def write_html(path: str, store: EventStore, doc: Mapping[str, Any], source: str) -> None:
+    """Write the page of the replay document ``doc`` (one session of ``store``, replayed from ``source``) to
+    ``path`` (:func:`latch.textsafe.write_text`): :func:`render_html` of ``doc`` and the session's view."""
+    view = R.session_view(store.events(doc["session"]), canonical_state(store, doc["session"], cache=kernel_cache()))
+    write_text(path, render_html(doc, view, source))

@@ -35,12 +35,13 @@ from typing import Any
 
 from ..engine.recall import recalled_seqs
 from ..engine.units import Unit, UnitSpan
+from ..lazyre import lazy_compile
 from .loop import RequestResult
 
 __all__ = ["Parsed", "request_changes", "seq_ranges"]
 
-_KERNEL_HEAD = re.compile(r'<kernel-context type="([\w-]+)" generation="\d+" revision="(\d+)"')
-_SECTION = re.compile(r"^<([a-z][a-z0-9-]*)[ >]", re.M)
+_KERNEL_HEAD = lazy_compile(r'<kernel-context type="([\w-]+)" generation="\d+" revision="(\d+)"')
+_SECTION = lazy_compile(r"^<([a-z][a-z0-9-]*)[ >]", re.M)
 HEADER_LINES = 2
 """Canonical lines before the messages: the system field and the tools."""
 

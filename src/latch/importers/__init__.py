@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
+from ..lazyre import lazy_compile
 from .base import Importer, JSONNestingError, ParsedSession, SessionForgotten, TranscriptError
 
 __all__ = [
@@ -226,7 +226,7 @@ def _read(
         raise _live_hints(error, p, data, importers, imp.PLUGIN_NAME) from None
 
 
-_HINT = re.compile(r" \(import with --format ([\w.-]+)\)")
+_HINT = lazy_compile(r" \(import with --format ([\w.-]+)\)")
 """An importer's suggestion of another format in its error's reason (``content[0] is an Anthropic 'text' block,
 not an OpenAI part (import with --format anthropic-messages)``); :func:`_live_hints` checks each."""
 

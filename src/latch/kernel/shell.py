@@ -21,12 +21,14 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from ..lazyre import lazy_compile
+
 __all__ = ["Segment", "command_text", "split_segments", "classify_command"]
 
 _SEPARATORS = {"&&", "||", ";", "|", "\n", "&", "(", ")", ";;", "|&", ";&"}
 _WRITE_REDIRECTS = {">", ">>", "&>", "&>>", ">|"}
 _OTHER_REDIRECTS = {"<", "<<", "<<<", ">&", "<&", "<>"}
-_HEREDOC_RE = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1([^\n]*)\n.*?\n[ \t]*\2[ \t]*(?=\n|$)", re.S)
+_HEREDOC_RE = lazy_compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1([^\n]*)\n.*?\n[ \t]*\2[ \t]*(?=\n|$)", re.S)
 _WRAPPERS = {"sudo", "time", "env", "nohup", "command", "exec", "nice", "stdbuf", "xargs"}
 _RUNNERS = {
     ("uv", "run"),

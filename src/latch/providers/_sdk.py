@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Self
 
+from ..lazyre import lazy_compile
 from .base import ProviderError, ProviderOverflow
 
 __all__ = [
@@ -271,20 +272,20 @@ RETRYABLE = frozenset({408, 409, 429})  # and every status >= 500: what the SDKs
 _INT = r"(\d[\d,]*)"
 _OVERFLOW_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # Anthropic: "prompt is too long: 208310 tokens > 200000 maximum"
-    (re.compile(rf"prompt is too long:\s*{_INT}\s*tokens\s*>\s*{_INT}", re.I), "pl"),
+    (lazy_compile(rf"prompt is too long:\s*{_INT}\s*tokens\s*>\s*{_INT}", re.I), "pl"),
     # Anthropic: "input length and `max_tokens` exceed context limit: 197626 + 21333 > 200000"
-    (re.compile(rf"exceed context limit:\s*{_INT}\s*\+\s*{_INT}\s*>\s*{_INT}", re.I), "p_l"),
+    (lazy_compile(rf"exceed context limit:\s*{_INT}\s*\+\s*{_INT}\s*>\s*{_INT}", re.I), "p_l"),
     # llama.cpp server: "request (4476 tokens) exceeds the available context size (4096 tokens)"
-    (re.compile(rf"request \({_INT} tokens\) exceeds the available context size \({_INT} tokens\)", re.I), "pl"),
+    (lazy_compile(rf"request \({_INT} tokens\) exceeds the available context size \({_INT} tokens\)", re.I), "pl"),
 )
-_LIMIT = re.compile(rf"maximum context length is {_INT} tokens", re.I)
+_LIMIT = lazy_compile(rf"maximum context length is {_INT} tokens", re.I)
 _PROMPT = (  # OpenAI and llama-cpp-python wordings after "maximum context length is N tokens"
-    re.compile(rf"resulted in {_INT} tokens", re.I),
-    re.compile(rf"{_INT} in the messages", re.I),
-    re.compile(rf"{_INT} in your prompt", re.I),
-    re.compile(rf"requested {_INT} tokens", re.I),
+    lazy_compile(rf"resulted in {_INT} tokens", re.I),
+    lazy_compile(rf"{_INT} in the messages", re.I),
+    lazy_compile(rf"{_INT} in your prompt", re.I),
+    lazy_compile(rf"requested {_INT} tokens", re.I),
 )
-_OVERFLOW_WORDS = re.compile(
+_OVERFLOW_WORDS = lazy_compile(
     r"context[_ ]length[_ ]exceeded|exceeds? the (available )?context (size|window)|"
     r"maximum context length|prompt is too long|exceed context limit|"
     r"context window exceeded|input exceeds the context window",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...events import RawArguments, ToolCall
+from ...lazyre import lazy_compile
 from ..events import FileObservation, Mutation, ProcessExited, ValidationEvidence
 from ..shell import classify_command, command_text
 from .facts import ToolFailure, ToolSuccess
@@ -24,19 +25,19 @@ def call_arguments(call: ToolCall) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"input": str(value) if isinstance(value, RawArguments) else value}
 
 
-_HEADER_RE = re.compile(
+_HEADER_RE = lazy_compile(
     r"^(Script (completed|failed)|Wall time [\d.]+ seconds|Output:|Script error:|Chunk ID: \S+|"
     r"Process exited with code -?\d+|Original token count: \d+|Total output lines: \d+)$"
 )
-_ERRORISH_RE = re.compile(
+_ERRORISH_RE = lazy_compile(
     r"error|fail|exception|not found|denied|invalid|cannot|can't|unable|refused|\btimed out\b|"
     r"no such|panic|fatal|abort|reject|does not exist|unexpected",
     re.I,
 )
 
 
-_ANSI_RE = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|[()][A-Za-z0-9]|[@-Z\\-_])")
-_LEADING_ERROR_RE = re.compile(
+_ANSI_RE = lazy_compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|[()][A-Za-z0-9]|[@-Z\\-_])")
+_LEADING_ERROR_RE = lazy_compile(
     r"^(?:error|fatal|panic|exception|failed|fail\b|npm err|[\w.]*(?:Error|Exception)\b)", re.I
 )
 
@@ -98,22 +99,22 @@ def _one_line(text: str) -> str:
 
 
 _EXIT_RES = (
-    re.compile(
+    lazy_compile(
         r"^(?:Process exited with code|Command exited with code|Exit code:?|exit code:?|Exit Code:|"
         r"Exit status:?|exit status:?)\s*(-?\d+)\b",
         re.M,
     ),
-    re.compile(r"executed with exit code (-?\d+)"),
-    re.compile(r"<exit_code>(-?\d+)</exit_code>"),
-    re.compile(r"<exited with exit code (-?\d+)>\s*$"),
+    lazy_compile(r"executed with exit code (-?\d+)"),
+    lazy_compile(r"<exit_code>(-?\d+)</exit_code>"),
+    lazy_compile(r"<exited with exit code (-?\d+)>\s*$"),
 )
-_FAIL_RE = re.compile(
+_FAIL_RE = lazy_compile(
     r"test result: FAILED|^FAILED\b|\b[1-9]\d* (?:failed|failing|errors?)\b|^error(?:\[E\d+\])?:|^ERROR\b|"
     r"Traceback \(most recent call last\)|npm ERR!|^npm error\b|BUILD FAILURE|BUILD FAILED|^FAIL\b|^--- FAIL|make: \*\*\*|"
     r"panicked at|Segmentation fault|^Diff in \S+|\berror TS\d+:",
     re.M,
 )
-_PASS_RE = re.compile(
+_PASS_RE = lazy_compile(
     r"test result: ok|\b\d+ passed\b|^OK\b|^PASS\b|BUILD SUCCESS|All tests passed|no issues found|"
     r"Compiled successfully|^\s*Finished\b|^ok\s|\bbuilt in [\d.]+m?s\b",
     re.M,
@@ -230,7 +231,7 @@ def _outcome(tool: str, script: str, validations: tuple[str, ...], status: str, 
     return ToolSuccess(tool, actions + (families if status == "passed" else ()))
 
 
-_PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M)
+_PATCH_FILE_RE = lazy_compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M)
 
 
 def patch_paths(patch: str) -> tuple[str, ...]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...events import UserMessage
+from ...lazyre import lazy_compile
 
 
 # ----------------------------------------------------------------------------- derived-only facts
@@ -85,8 +86,8 @@ _HARNESS_PREFIXES = (
 )
 """Harness-injected user turns an importer may not have marked ``is_meta`` (a leading
 ``<system-reminder>`` block is cut out instead: real text may follow it)."""
-_REMINDER_RE = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.S)
-_COMMAND_RE = re.compile(r"<command-(name|args|message)>(.*?)</command-\1>", re.S)
+_REMINDER_RE = lazy_compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.S)
+_COMMAND_RE = lazy_compile(r"<command-(name|args|message)>(.*?)</command-\1>", re.S)
 _ACKS = frozenset(
     {
         "hi",

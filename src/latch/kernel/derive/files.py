@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from ...events import ToolCall, ToolResult, argument_paths
+from ...lazyre import lazy_compile
 from ..events import FileObservation, Mutation
 from .common import _excerpt, call_arguments, error_signature, patch_paths
 from .facts import AGENT_EXPLICIT_TOOLS, AGENT_FORMAT, ToolFailure, ToolSuccess
@@ -29,8 +30,8 @@ class ApplyPatchRule(DerivationRule):
         )
 
 
-_PATCH_REJECTED_RE = re.compile(r"verification failed|Invalid patch", re.I)
-_PATCH_TARGET_RE = re.compile(r"Failed to find expected lines in (\S+?):?$", re.M)
+_PATCH_REJECTED_RE = lazy_compile(r"verification failed|Invalid patch", re.I)
+_PATCH_TARGET_RE = lazy_compile(r"Failed to find expected lines in (\S+?):?$", re.M)
 
 
 def _patch_facts(patch: str, output: str, failed: bool, missing: bool, ctx: DerivationContext) -> list[Any]:
@@ -51,7 +52,7 @@ def _patch_facts(patch: str, output: str, failed: bool, missing: bool, ctx: Deri
     return [Mutation(paths=paths, tool="apply_patch")]
 
 
-_EDIT_REJECTED_RE = re.compile(
+_EDIT_REJECTED_RE = lazy_compile(
     r"^(?:No replacement was performed|ERROR:|Error:|Invalid `path`|The path \S+ does not exist|"
     r"Your proposed edit has introduced new syntax error)",
     re.M,

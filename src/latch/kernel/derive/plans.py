@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from ...events import ToolCall, ToolResult
+from ...lazyre import lazy_compile
 from .common import call_arguments
 from .facts import ActionChanged, ActionsReplaced
 from .rules import DerivationContext, DerivationRule
@@ -22,7 +23,7 @@ _STATUS_WORDS = {
 }
 
 
-_CHECKLIST_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[([ xX~>-])\]\s+(.+?)\s*$", re.M)
+_CHECKLIST_RE = lazy_compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[([ xX~>-])\]\s+(.+?)\s*$", re.M)
 _CHECK_MARKS = {" ": "pending", "x": "done", "X": "done", "-": "in_progress", "~": "in_progress", ">": "in_progress"}
 
 
@@ -78,7 +79,7 @@ class PlanRule(DerivationRule):
 
 TASK_SOURCE = "TaskCreate"
 """The ``source`` of the actions Claude Code's ``TaskCreate``/``TaskUpdate`` maintain."""
-_TASK_CREATED_RE = re.compile(r"\bTask #?([A-Za-z0-9][\w-]*) created\b")
+_TASK_CREATED_RE = lazy_compile(r"\bTask #?([A-Za-z0-9][\w-]*) created\b")
 
 
 def _task_key(value: Any) -> str:

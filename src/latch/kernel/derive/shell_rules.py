@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from ...events import ToolCall, ToolResult
+from ...lazyre import lazy_compile
 from ..events import Mutation, ProcessStarted
 from ..shell import classify_command, command_text
 from .common import Run, _one_line, _unwrap_output, call_arguments, process_exit_facts, shell_facts
@@ -18,9 +19,9 @@ _KEYS = {"", "C-c", "C-d", "C-z"}
 _KILL_TOOLS = frozenset({"KillShell", "KillBash", "TaskStop"})
 _ENDED_STATUSES = frozenset({"completed", "failed"})
 _STOPPED_STATUSES = frozenset({"killed", "stopped", "cancelled", "canceled"})  # ended with an unknown outcome
-_BACKGROUND_RE = re.compile(r"Command running in background with ID: (\S+)|Process running with session ID (\d+)")
+_BACKGROUND_RE = lazy_compile(r"Command running in background with ID: (\S+)|Process running with session ID (\d+)")
 _ID_PUNCTUATION = ".,;:!?)]}>'\"`"
-_EXITED_RE = re.compile(r"<exited with exit code (-?\d+)>\s*$")  # Copilot CLI: a shell's command ended
+_EXITED_RE = lazy_compile(r"<exited with exit code (-?\d+)>\s*$")  # Copilot CLI: a shell's command ended
 
 
 def process_id_text(raw: str) -> str:
@@ -30,7 +31,7 @@ def process_id_text(raw: str) -> str:
     return raw.strip().rstrip(_ID_PUNCTUATION)
 
 
-_STILL_RUNNING_RE = re.compile(r"The command has no new output after \d+ seconds|command is still running")
+_STILL_RUNNING_RE = lazy_compile(r"The command has no new output after \d+ seconds|command is still running")
 
 
 class ShellRule(DerivationRule):
@@ -243,7 +244,7 @@ def _stdin_facts(args: dict[str, Any], body: str, code: str, ctx: DerivationCont
     return []
 
 
-_NESTED_RE = re.compile(r"tools\.(\w+)\(\s*")
+_NESTED_RE = lazy_compile(r"tools\.(\w+)\(\s*")
 _CONST_RE = r"(?:const|let|var)\s+{}\s*=\s*(\"(?:[^\"\\]|\\.)*\")"
 
 
