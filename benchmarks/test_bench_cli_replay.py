@@ -30,8 +30,8 @@ Measured on this shared 2-core machine (medians of 7 runs of the command, ``.pyc
 fresh 1.91 s and second 1.76 s (2.72 s and 2.41 s with ``PYTHONDONTWRITEBYTECODE=1`` and no ``.pyc``); after, fresh
 1.26 s (1.58 s with no kept prices) and second 0.73 s (1.64 s and 1.06 s without ``.pyc``).
 
-What is installed (the plugins' entry points, genai-prices' version: ``latch.installed``) and the dataclass
-methods' code (``latch.classcode``) are kept in ``LATCH_HOME/cache`` too, and the patterns a replay does not use are
+What is installed (the plugins' entry points, genai-prices' version: ``latch.installed``) is kept in
+``LATCH_HOME/cache`` too, and the patterns a replay does not use are
 compiled at first use (``latch.lazyre``): main and this change back to back on a heavily loaded 2-core box (load
 about 10), two rounds each: ``second_cpu_seconds`` 0.470 and 0.486 -> 0.366 and 0.413, ``overhead_ratio_cpu`` 2.05
 and 2.02 -> 1.72 and 1.81 (the wall times were stretched 5x by the load; a separate alternating run of 7 commands

@@ -55,11 +55,8 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_unconfigure(config):
-    """The CLI's caches that a process writes at exit (dataclass code, prices) are not written into the folder
-    removed here."""
-    classcode, pricing = sys.modules.get("latch.classcode"), sys.modules.get("latch.accounting.pricing")
-    if classcode is not None:
-        classcode.use_class_code_cache(None)
+    """The CLI's cache that a process writes at exit (prices) is not written into the folder removed here."""
+    pricing = sys.modules.get("latch.accounting.pricing")
     if pricing is not None:
         pricing.use_price_cache(None)
     shutil.rmtree(_HERMETIC_HOME, ignore_errors=True)

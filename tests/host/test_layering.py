@@ -278,7 +278,6 @@ LAYERS = [
             "latch.extras",
             "latch.count_cache",
             "latch.installed",
-            "latch.classcode",
             "latch.lazyre",
         ),
     ),

@@ -6,12 +6,7 @@ command (``latch.cli.replay``, ``latch.cli.run``, ...; each exposes ``register(c
 
 from __future__ import annotations
 
-from .. import classcode
-
-# before the rest of Latch is imported: its dataclasses' methods come compiled from the data folder's cache
-classcode.use_class_code_cache(classcode.default_cache_path())
-
-from .main import (  # noqa: E402 (after the class-code cache)
+from .main import (
     BUILTIN_COMMANDS,
     OUTPUTS_KEY,
     AppContext,
