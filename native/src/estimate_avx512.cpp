@@ -55,6 +55,7 @@ struct KernelWeights {
     std::int64_t bigram[4];
     alignas(64) std::int64_t bigram_step[4];  // bigram[0] and bigram[c] - bigram[0] (c = 1..3), in int32
     alignas(64) std::uint8_t bigram_plane[2][128];  // bit planes of BIGRAM: byte a*4 + b/8, bit b%8
+    alignas(64) std::uint8_t flags[128];  // class bits of each ASCII byte (bit c = class c of ChunkMasks)
     const int* w;
     bool usable;  // every f fits 0..65535
 };
@@ -99,6 +100,12 @@ void build_weights(KernelWeights* kw, const int* w) {
         kw->usable = kw->usable && step >= INT32_MIN && step <= INT32_MAX;  // a VPMULDQ operand
         kw->bigram_step[i] = step;
     }
+    for (int x = 0; x < 128; ++x) {
+        const int k = latin1_classes()[x];
+        kw->flags[x] = static_cast<std::uint8_t>((k == LOWER) << 0 | (k == UPPER) << 1 | (k == DIGIT) << 2 |
+                                                 (k == PUNCT) << 3 | (k == SPACE || k == NEWLINE) << 4 |
+                                                 (k == NEWLINE) << 5 | (x == ' ') << 6 | (k == CTRL) << 7);
+    }
     for (int a = 0; a < 26; ++a) {
         for (int b = 0; b < 26; ++b) {
             const int cls = BIGRAM[a * 26 + b];
@@ -141,12 +148,16 @@ constexpr int kArr = kChunk + 16;    // [0] previous block, [1..nb] chunk, [nb+1
 
 // Per-block masks of one chunk, one array per class (index = block, see kArr).
 struct ChunkMasks {
-    alignas(64) std::uint64_t L[kArr], U[kArr], D[kArr], P[kArr], S[kArr], N[kArr], SP[kArr], C[kArr];
+    // Class masks in kFlag order: L a-z, U A-Z, D 0-9, P PUNCT, WS SPACE or NEWLINE, N NEWLINE,
+    // SP the space character, C CTRL.
+    alignas(64) std::uint64_t L[kArr], U[kArr], D[kArr], P[kArr], WS[kArr], N[kArr], SP[kArr], C[kArr];
+    alignas(64) std::uint64_t rec[kArr][8];  // step 1's class masks per block (qword c = class c), before the transpose
     alignas(64) std::uint64_t EQ[kArr];  // byte equals the byte before it
     alignas(64) std::uint64_t LA[kArr];  // the stretch's successor when it is a LETTER (one bit)
     alignas(64) std::uint64_t BG0[kArr], BG1[kArr];  // bigram class bits of (byte i-1, byte i)
     // Outputs of step 2.
-    alignas(64) std::uint64_t B[kArr], plane[4][kArr], pairs[kArr], NL[kArr];
+    alignas(64) std::uint64_t B[kArr], pairs[kArr], NL[kArr];
+    alignas(64) std::uint64_t plane[kArr][4];  // the four bit planes of the piece types of each block
 };
 
 LATCH_AVX512 inline __mmask64 in_range(__m512i x, char lo, char hi) {
@@ -172,24 +183,18 @@ LATCH_AVX512 inline void classify_block(ChunkMasks& m, int j, const KernelWeight
                                                        46, 45, 44, 43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31,
                                                        30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15,
                                                        14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0), x);
-    const std::uint64_t ctl_ws = _cvtmask64_u64(in_range(x, 9, 13));  // \t \n \v \f \r
-    const std::uint64_t L = _cvtmask64_u64(in_range(x, 'a', 'z')) & valid;
-    const std::uint64_t U = _cvtmask64_u64(in_range(x, 'A', 'Z')) & valid;
-    const std::uint64_t D = _cvtmask64_u64(in_range(x, '0', '9')) & valid;
-    const std::uint64_t SP = _cvtmask64_u64(_mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(' '))) & valid;
-    const std::uint64_t N = (_cvtmask64_u64(_mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('\n'))) |
-                             _cvtmask64_u64(_mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('\r')))) & valid;
-    const std::uint64_t S = (SP | ctl_ws) & ~N & valid;
-    const std::uint64_t C = ((_cvtmask64_u64(_mm512_cmplt_epu8_mask(x, _mm512_set1_epi8(0x20))) & ~ctl_ws) |
-                             _cvtmask64_u64(_mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(0x7F)))) & valid;
-    m.L[j] = L;
-    m.U[j] = U;
-    m.D[j] = D;
-    m.SP[j] = SP;
-    m.N[j] = N;
-    m.S[j] = S;
-    m.C[j] = C;
-    m.P[j] = valid & ~(L | U | D | S | N | C);
+    // The class masks: a byte of class bits per character (kw.flags), each 8x8 bit matrix
+    // (8 characters x 8 classes) transposed by GFNI, then byte c of every qword gathered into qword c.
+    const __m512i rev = _mm512_broadcast_i32x4(_mm_set_epi8(8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
+    const __m512i xr = _mm512_shuffle_epi8(x, rev);  // characters in reverse order within each qword
+    const __m512i flags = _mm512_permutex2var_epi8(_mm512_load_si512(kw.flags), xr, _mm512_load_si512(kw.flags + 64));
+    const __m512i t = _mm512_gf2p8affine_epi64_epi8(_mm512_set1_epi64(0x8040201008040201LL), flags, 0);
+    const __m512i gather = _mm512_set_epi8(63, 55, 47, 39, 31, 23, 15, 7, 62, 54, 46, 38, 30, 22, 14, 6,
+                                           61, 53, 45, 37, 29, 21, 13, 5, 60, 52, 44, 36, 28, 20, 12, 4,
+                                           59, 51, 43, 35, 27, 19, 11, 3, 58, 50, 42, 34, 26, 18, 10, 2,
+                                           57, 49, 41, 33, 25, 17, 9, 1, 56, 48, 40, 32, 24, 16, 8, 0);
+    const __m512i rec = _mm512_permutexvar_epi8(gather, t);
+    _mm512_store_si512(m.rec[j], Full ? rec : _mm512_and_si512(rec, _mm512_set1_epi64(static_cast<long long>(valid))));
     m.EQ[j] = _cvtmask64_u64(_mm512_cmpeq_epi8_mask(x, prev_byte)) & valid;
 
     // Bigram class of every (previous byte, byte) as if both were letters (step 2 keeps the
@@ -247,9 +252,7 @@ LATCH_AVX512 inline __m512i pieces8(ChunkMasks& m, int j, __m512i nl_before, std
     const __m512i U = ld(m.U + j), Up = ld(m.U + j - 1), Un = ld(m.U + j + 1);
     const __m512i D = ld(m.D + j), Dp = ld(m.D + j - 1);
     const __m512i P = ld(m.P + j), Pp = ld(m.P + j - 1), Pn = ld(m.P + j + 1), Pnn_prev = P;
-    const __m512i WS = _mm512_or_si512(ld(m.S + j), ld(m.N + j));
-    const __m512i WSp = _mm512_or_si512(ld(m.S + j - 1), ld(m.N + j - 1));
-    const __m512i WSn = _mm512_or_si512(ld(m.S + j + 1), ld(m.N + j + 1));
+    const __m512i WS = ld(m.WS + j), WSp = ld(m.WS + j - 1), WSn = ld(m.WS + j + 1);
     const __m512i N = ld(m.N + j), Nn = ld(m.N + j + 1);
     const __m512i LA = ld(m.LA + j), LAn = ld(m.LA + j + 1);
     const __m512i A = _mm512_or_si512(L, U), Ap = _mm512_or_si512(Lp, Up), An = _mm512_or_si512(Ln, Un);
@@ -302,15 +305,23 @@ LATCH_AVX512 inline __m512i pieces8(ChunkMasks& m, int j, __m512i nl_before, std
         _mm512_or_si512(_mm512_or_si512(_mm512_or_si512(s_space, s_join), _mm512_or_si512(s_absorbed, s_caps)),
                         _mm512_or_si512(_mm512_or_si512(s_digit, s_nlpunct), _mm512_or_si512(C, s_same)))));
     // Bit planes of the type (see PieceType).
-    _mm512_storeu_si512(m.plane[0] + j, _mm512_or_si512(_mm512_or_si512(_mm512_or_si512(s_capital, s_newline),
-                                                                        _mm512_or_si512(s_join, s_caps)),
-                                                        _mm512_or_si512(s_nlpunct, s_same)));
-    _mm512_storeu_si512(m.plane[1] + j, _mm512_or_si512(_mm512_or_si512(_mm512_or_si512(s_punct, s_newline),
-                                                                        _mm512_or_si512(s_absorbed, s_caps)),
-                                                        _mm512_or_si512(C, s_same)));
-    _mm512_storeu_si512(m.plane[2] + j, _mm512_or_si512(_mm512_or_si512(s_space, s_join),
-                                                        _mm512_or_si512(s_absorbed, s_caps)));
-    _mm512_storeu_si512(m.plane[3] + j, _mm512_or_si512(_mm512_or_si512(s_digit, s_nlpunct), _mm512_or_si512(C, s_same)));
+    const __m512i p0 = _mm512_or_si512(_mm512_or_si512(_mm512_or_si512(s_capital, s_newline), _mm512_or_si512(s_join, s_caps)),
+                                       _mm512_or_si512(s_nlpunct, s_same));
+    const __m512i p1 = _mm512_or_si512(_mm512_or_si512(_mm512_or_si512(s_punct, s_newline), _mm512_or_si512(s_absorbed, s_caps)),
+                                       _mm512_or_si512(C, s_same));
+    const __m512i p2 = _mm512_or_si512(_mm512_or_si512(s_space, s_join), _mm512_or_si512(s_absorbed, s_caps));
+    const __m512i p3 = _mm512_or_si512(_mm512_or_si512(s_digit, s_nlpunct), _mm512_or_si512(C, s_same));
+    // Per block: its four planes side by side (a 4x8 transpose of qwords).
+    const __m512i a01 = _mm512_unpacklo_epi64(p0, p1), b01 = _mm512_unpackhi_epi64(p0, p1);
+    const __m512i a23 = _mm512_unpacklo_epi64(p2, p3), b23 = _mm512_unpackhi_epi64(p2, p3);
+    const __m512i e = _mm512_shuffle_i64x2(a01, a23, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i f = _mm512_shuffle_i64x2(b01, b23, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i g = _mm512_shuffle_i64x2(a01, a23, _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512i h = _mm512_shuffle_i64x2(b01, b23, _MM_SHUFFLE(3, 2, 3, 2));
+    _mm512_storeu_si512(m.plane[j], _mm512_shuffle_i64x2(e, f, _MM_SHUFFLE(2, 0, 2, 0)));
+    _mm512_storeu_si512(m.plane[j + 2], _mm512_shuffle_i64x2(e, f, _MM_SHUFFLE(3, 1, 3, 1)));
+    _mm512_storeu_si512(m.plane[j + 4], _mm512_shuffle_i64x2(g, h, _MM_SHUFFLE(2, 0, 2, 0)));
+    _mm512_storeu_si512(m.plane[j + 6], _mm512_shuffle_i64x2(g, h, _MM_SHUFFLE(3, 1, 3, 1)));
     _mm512_storeu_si512(m.pairs + j, _mm512_andnot_si512(_mm512_or_si512(_mm512_or_si512(s_capital, s_caps), s_lower),
                                                          _mm512_and_si512(A, prev_a)));
     return nl;
@@ -321,6 +332,29 @@ LATCH_AVX512 inline __m512i pieces8(ChunkMasks& m, int j, __m512i nl_before, std
 const void* avx512_kernel_weights(const int* w) noexcept {
     const KernelWeights& kw = weights_for(w);
     return kw.usable ? &kw : nullptr;
+}
+
+// out[c][j + b] = rec[b][c] for b, c = 0..7.
+LATCH_AVX512 inline void transpose8(const std::uint64_t (*rec)[8], std::uint64_t* const* out, int j) {
+    __m512i r[8], t[8], u[8];
+    for (int b = 0; b < 8; ++b) {
+        r[b] = _mm512_load_si512(rec[b]);
+    }
+    for (int b = 0; b < 8; b += 2) {
+        t[b] = _mm512_unpacklo_epi64(r[b], r[b + 1]);      // (b.0 b+1.0) (b.2 b+1.2) ...
+        t[b + 1] = _mm512_unpackhi_epi64(r[b], r[b + 1]);  // (b.1 b+1.1) (b.3 b+1.3) ...
+    }
+    const __m512i even = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0), odd = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+    for (int h = 0; h < 8; h += 4) {
+        for (int q = 0; q < 2; ++q) {
+            u[h + q] = _mm512_permutex2var_epi64(t[h + q], even, t[h + q + 2]);      // classes q, q + 4
+            u[h + q + 2] = _mm512_permutex2var_epi64(t[h + q], odd, t[h + q + 2]);  // classes q + 2, q + 6
+        }
+    }
+    for (int c = 0; c < 4; ++c) {
+        _mm512_storeu_si512(out[c] + j, _mm512_shuffle_i64x2(u[c], u[c + 4], _MM_SHUFFLE(1, 0, 1, 0)));
+        _mm512_storeu_si512(out[c + 4] + j, _mm512_shuffle_i64x2(u[c], u[c + 4], _MM_SHUFFLE(3, 2, 3, 2)));
+    }
 }
 
 // Each step is its own function so that each gets the whole register file for its constants.
@@ -336,12 +370,21 @@ LATCH_STEP void classify_chunk(ChunkMasks& m, const KernelWeights& kw, const std
         } else if (at < end) {
             classify_block<false>(m, j, kw, text, len, at, valid_bits(end - at));
         } else {  // the lookahead block past the stretch's end: no characters
-            m.L[j] = m.U[j] = m.D[j] = m.P[j] = m.S[j] = m.N[j] = m.SP[j] = m.C[j] = m.EQ[j] = 0;
+            std::memset(m.rec[j], 0, sizeof(m.rec[j]));
+            m.EQ[j] = 0;
         }
         m.LA[j] = la_word && at <= end && end - at < 64 ? 1ull << (end - at) : 0;
     }
+    // The class masks of 8 blocks at a time into the class arrays (an 8x8 transpose of qwords).
+    for (int j = nb + 2; j < ((nb + 1 + 7) & ~7) + 1; ++j) {
+        std::memset(m.rec[j], 0, sizeof(m.rec[j]));
+    }
+    std::uint64_t* const out[8] = {m.L, m.U, m.D, m.P, m.WS, m.N, m.SP, m.C};
+    for (int j = 1; j <= nb + 1; j += 8) {
+        transpose8(m.rec + j, out, j);
+    }
     // Step 2 reads blocks up to 8 past the first block of its last step of 8: at most nb + 8.
-    for (std::uint64_t* arr : {m.L, m.U, m.D, m.P, m.S, m.N, m.SP, m.C, m.EQ, m.LA}) {
+    for (std::uint64_t* arr : {m.L, m.U, m.D, m.P, m.WS, m.N, m.SP, m.C, m.EQ, m.LA}) {
         _mm512_storeu_si512(arr + nb + 2, _mm512_setzero_si512());
     }
 }
@@ -375,6 +418,9 @@ LATCH_STEP void price_chunk(const ChunkMasks& m, const KernelWeights& kw, const 
                                         43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25,
                                         24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4,
                                         3, 2, 1, 0, 0);
+    const __m512i arrange = _mm512_set_epi8(0, 0, 0, 0, 7, 15, 23, 31, 0, 0, 0, 0, 6, 14, 22, 30, 0, 0, 0, 0, 5, 13, 21, 29,
+                                            0, 0, 0, 0, 4, 12, 20, 28, 0, 0, 0, 0, 3, 11, 19, 27, 0, 0, 0, 0, 2, 10, 18, 26,
+                                            0, 0, 0, 0, 1, 9, 17, 25, 0, 0, 0, 0, 0, 8, 16, 24);
     const __m512i flo_a = _mm512_load_si512(kw.f_lo), flo_b = _mm512_load_si512(kw.f_lo + 64),
                   flo_c = _mm512_load_si512(kw.f_lo + 128);
     const __m512i fhi_a = _mm512_load_si512(kw.f_hi), fhi_b = _mm512_load_si512(kw.f_hi + 64),
@@ -395,19 +441,16 @@ LATCH_STEP void price_chunk(const ChunkMasks& m, const KernelWeights& kw, const 
             units += price(kw, open_type, at + first - open_start, text[open_start]);
         }
         const unsigned count = static_cast<unsigned>(_mm_popcnt_u64(B));
-        // Types of the pieces in start order (the planes' bits at the starts, packed), times 16.
-        __m512i types = _mm512_maskz_mov_epi8(static_cast<__mmask64>(_pext_u64(m.plane[0][j], B)),
-                                              _mm512_set1_epi8(1 << 4));
-        types = _mm512_mask_add_epi8(types, static_cast<__mmask64>(_pext_u64(m.plane[1][j], B)), types,
-                                     _mm512_set1_epi8(2 << 4));
-        types = _mm512_mask_add_epi8(types, static_cast<__mmask64>(_pext_u64(m.plane[2][j], B)), types,
-                                     _mm512_set1_epi8(4 << 4));
-        types = _mm512_mask_add_epi8(types, static_cast<__mmask64>(_pext_u64(m.plane[3][j], B)), types,
-                                     _mm512_set1_epi8(static_cast<char>(8 << 4)));
+        // The type of the piece starting at each character, times 16: the block's four planes,
+        // byte g of plane p at byte 3 - p of qword g, transposed by GFNI into bits 4 + p.
+        const __m512i planes = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(m.plane[j])));
+        const __m512i types = _mm512_gf2p8affine_epi64_epi8(
+            _mm512_set1_epi64(0x8040201008040201LL), _mm512_maskz_permutexvar_epi8(0x0F0F0F0F0F0F0F0Full, arrange, planes), 0);
         const __m512i starts = _mm512_maskz_compress_epi8(static_cast<__mmask64>(B), iota);
         // Lane i >= 1: the piece from start i-1 to start i.
-        const __m512i length = _mm512_sub_epi8(starts, _mm512_permutexvar_epi8(up1, starts));
-        const __m512i ptypes = _mm512_permutexvar_epi8(up1, types);
+        const __m512i prev = _mm512_permutexvar_epi8(up1, starts);
+        const __m512i length = _mm512_sub_epi8(starts, prev);
+        const __m512i ptypes = _mm512_permutexvar_epi8(prev, types);
         const __m512i idx = _mm512_add_epi8(
             ptypes, _mm512_sub_epi8(_mm512_min_epu8(length, _mm512_set1_epi8(16)), _mm512_set1_epi8(1)));
         const std::uint64_t closed = (count >= 64 ? ~0ull : (1ull << count) - 1) & ~1ull;
@@ -434,8 +477,8 @@ LATCH_STEP void price_chunk(const ChunkMasks& m, const KernelWeights& kw, const 
         }
         const unsigned top = 63 - static_cast<unsigned>(_lzcnt_u64(B));
         open_start = at + top;
-        open_type = static_cast<int>(((m.plane[0][j] >> top) & 1) | ((m.plane[1][j] >> top) & 1) << 1 |
-                                     ((m.plane[2][j] >> top) & 1) << 2 | ((m.plane[3][j] >> top) & 1) << 3);
+        open_type = static_cast<int>(((m.plane[j][0] >> top) & 1) | ((m.plane[j][1] >> top) & 1) << 1 |
+                                     ((m.plane[j][2] >> top) & 1) << 2 | ((m.plane[j][3] >> top) & 1) << 3);
     }
     // Bigrams of the pairs inside sub-words, 8 blocks per step.
     __m512i n_pairs = zero, n1 = zero, n2 = zero, n3 = zero;
@@ -489,7 +532,7 @@ LATCH_AVX512 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size
     m.U[0] = k_before == UPPER ? top : 0;
     m.D[0] = k_before == DIGIT ? top : 0;
     m.P[0] = k_before == PUNCT ? top : 0;
-    m.S[0] = k_before == SPACE ? top : 0;
+    m.WS[0] = k_before == SPACE || k_before == NEWLINE ? top : 0;
     m.N[0] = k_before == NEWLINE ? top : 0;
     std::uint64_t nl_before = 0;  // NEWLINE-part mask of the block before the chunk
     PriceState st{from, T_ABSORBED, 0};  // a zero-length placeholder piece first
@@ -515,7 +558,7 @@ LATCH_AVX512 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size
         if (long_runs) {  // stop at the long run's start; the scalar walker prices it
             const int j = 1 + static_cast<int>(_tzcnt_u64(long_runs));
             const std::size_t at = base + 64 * static_cast<std::size_t>(j - 1);
-            const std::uint64_t ws = m.S[j] | m.N[j];
+            const std::uint64_t ws = m.WS[j];
             const std::uint64_t other = ~((ws >> 63) ? ws : m.P[j]) & valid_bits(end - at);
             const unsigned s = other ? 64 - static_cast<unsigned>(_lzcnt_u64(other)) : 0;
             const std::uint64_t below = valid_bits(s);
@@ -530,7 +573,7 @@ LATCH_AVX512 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size
         }
         // The chunk's last block becomes block 0 of the next chunk.
         m.L[0] = m.L[nb], m.U[0] = m.U[nb], m.D[0] = m.D[nb], m.P[0] = m.P[nb];
-        m.S[0] = m.S[nb], m.N[0] = m.N[nb], m.SP[0] = m.SP[nb], m.C[0] = m.C[nb];
+        m.WS[0] = m.WS[nb], m.N[0] = m.N[nb], m.SP[0] = m.SP[nb], m.C[0] = m.C[nb];
         base += 64 * static_cast<std::size_t>(nb);
     }
     if (*stop == end) {  // the last piece closes at the end of the stretch
