@@ -54,7 +54,7 @@ struct KernelWeights {
     std::uint16_t f[192];
     std::int64_t bigram[4];
     alignas(64) std::int64_t bigram_step[4];  // bigram[0] and bigram[c] - bigram[0] (c = 1..3), in int32
-    alignas(64) std::uint8_t bigram_plane[2][128];  // bit planes of BIGRAM: byte a*4 + b/8, bit b%8
+    alignas(64) std::uint8_t bigram_plane[2][128];  // bit planes of BIGRAM: byte (a+1)*4 + (b+1)/8, bit (b+1)%8
     alignas(64) std::uint8_t flags[128];  // class bits of each ASCII byte (bit c = class c of ChunkMasks)
     const int* w;
     bool usable;  // every f fits 0..65535
@@ -111,7 +111,7 @@ void build_weights(KernelWeights* kw, const int* w) {
             const int cls = BIGRAM[a * 26 + b];
             for (int plane = 0; plane < 2; ++plane) {
                 if ((cls >> plane) & 1) {
-                    kw->bigram_plane[plane][a * 4 + b / 8] |= static_cast<std::uint8_t>(1u << (b % 8));
+                    kw->bigram_plane[plane][(a + 1) * 4 + (b + 1) / 8] |= static_cast<std::uint8_t>(1u << ((b + 1) % 8));
                 }
             }
         }
@@ -170,11 +170,12 @@ inline std::uint64_t valid_bits(std::size_t avail) { return avail >= 64 ? ~0ull 
 // the stretch) take a specialized path: a constant `valid` keeps the masks out of k-registers.
 template <bool Full>
 LATCH_AVX512 inline void classify_block(ChunkMasks& m, int j, const KernelWeights& kw, const std::uint8_t* text,
-                                        std::size_t len, std::size_t at, std::uint64_t valid_in) {
+                                        std::size_t len, std::size_t at, std::uint64_t valid_in, __m512i& seen) {
     const std::uint64_t valid = Full ? ~0ull : valid_in;
     const bool whole = Full || at + 64 <= len;  // plain loads: much cheaper than masked ones
     const __m512i x = whole ? _mm512_loadu_si512(text + at)
                             : _mm512_maskz_loadu_epi8(static_cast<__mmask64>(valid), text + at);
+    seen = _mm512_or_si512(seen, x);
     const __m512i prev_byte = at > 0 ? (whole ? _mm512_loadu_si512(text + at - 1)
                                               : _mm512_maskz_loadu_epi8(static_cast<__mmask64>(valid << 1 | 1),
                                                                         text + at - 1))
@@ -198,16 +199,13 @@ LATCH_AVX512 inline void classify_block(ChunkMasks& m, int j, const KernelWeight
     m.EQ[j] = _cvtmask64_u64(_mm512_cmpeq_epi8_mask(x, prev_byte)) & valid;
 
     // Bigram class of every (previous byte, byte) as if both were letters (step 2 keeps the
-    // pairs inside sub-words): BIGRAM plane bits at byte a*4 + b/8, bit b%8.
-    const __m512i case_bit = _mm512_set1_epi8(0x20);
-    const __m512i a = _mm512_sub_epi8(_mm512_or_si512(prev_byte, case_bit), _mm512_set1_epi8('a'));
-    const __m512i b = _mm512_sub_epi8(_mm512_or_si512(x, case_bit), _mm512_set1_epi8('a'));
-    const __m512i a2 = _mm512_add_epi8(a, a);
-    const __m512i idx =
-        _mm512_add_epi8(_mm512_add_epi8(a2, a2), _mm512_and_si512(_mm512_srli_epi16(b, 3), _mm512_set1_epi8(0x1F)));
+    // pairs inside sub-words): a letter's low five bits are its place in the alphabet plus one
+    // (either case), so the BIGRAM plane byte is (prev & 31) * 4 + (byte & 31) / 8, its bit byte % 8
+    // (bits shifted in from the neighbouring byte land in bits 0-1 or 7, masked or ignored).
+    const __m512i idx = _mm512_ternarylogic_epi64(_mm512_slli_epi16(prev_byte, 2), _mm512_srli_epi16(x, 3),
+                                                  _mm512_set1_epi8(0x7C), 0xE4);
     const __m512i bit = _mm512_shuffle_epi8(
-        _mm512_broadcast_i32x4(_mm_set_epi8(0, 0, 0, 0, 0, 0, 0, 0, -128, 64, 32, 16, 8, 4, 2, 1)),
-        _mm512_and_si512(b, _mm512_set1_epi8(7)));
+        _mm512_broadcast_i32x4(_mm_set_epi8(-128, 64, 32, 16, 8, 4, 2, 1, -128, 64, 32, 16, 8, 4, 2, 1)), x);
     m.BG0[j] = _cvtmask64_u64(_mm512_test_epi8_mask(
         _mm512_permutex2var_epi8(_mm512_load_si512(kw.bigram_plane[0]), idx, _mm512_load_si512(kw.bigram_plane[0] + 64)),
         bit));
@@ -360,15 +358,17 @@ LATCH_AVX512 inline void transpose8(const std::uint64_t (*rec)[8], std::uint64_t
 // Each step is its own function so that each gets the whole register file for its constants.
 #define LATCH_STEP LATCH_AVX512 __attribute__((noinline))
 
-// Step 1: classify blocks 1..nb of the chunk at `base` and the lookahead block nb+1.
-LATCH_STEP void classify_chunk(ChunkMasks& m, const KernelWeights& kw, const std::uint8_t* text, std::size_t len,
+// Step 1: classify blocks 1..nb of the chunk at `base` and the lookahead block nb+1. Returns
+// whether any of those bytes is not ASCII (then `end` was not the stretch's end: classify again).
+LATCH_STEP bool classify_chunk(ChunkMasks& m, const KernelWeights& kw, const std::uint8_t* text, std::size_t len,
                                std::size_t base, std::size_t end, int nb, bool la_word) {
+    __m512i seen = _mm512_setzero_si512();
     for (int j = 1; j <= nb + 1; ++j) {
         const std::size_t at = base + 64 * static_cast<std::size_t>(j - 1);
         if (at + 64 <= end) {
-            classify_block<true>(m, j, kw, text, len, at, ~0ull);
+            classify_block<true>(m, j, kw, text, len, at, ~0ull, seen);
         } else if (at < end) {
-            classify_block<false>(m, j, kw, text, len, at, valid_bits(end - at));
+            classify_block<false>(m, j, kw, text, len, at, valid_bits(end - at), seen);
         } else {  // the lookahead block past the stretch's end: no characters
             std::memset(m.rec[j], 0, sizeof(m.rec[j]));
             m.EQ[j] = 0;
@@ -387,6 +387,7 @@ LATCH_STEP void classify_chunk(ChunkMasks& m, const KernelWeights& kw, const std
     for (std::uint64_t* arr : {m.L, m.U, m.D, m.P, m.WS, m.N, m.SP, m.C, m.EQ, m.LA}) {
         _mm512_storeu_si512(arr + nb + 2, _mm512_setzero_si512());
     }
+    return _mm512_movepi8_mask(seen) != 0;
 }
 
 // Step 2 for blocks 1..nb; returns the blocks that end inside a run longer than 64 (bit j-1).
@@ -540,19 +541,19 @@ LATCH_AVX512 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size
     std::size_t base = from;  // first byte of the chunk
     *stop = len;
     while (base < end) {
-        // Look for the stretch's end in this chunk's window (it also brings the window into L1).
-        const std::size_t window = base + 64 * (kChunk + 1) < len ? base + 64 * (kChunk + 1) : len;
-        if (end == len) {
+        // Classify as if the stretch went on to `len`; when the chunk's window (its blocks and the
+        // lookahead block) holds a non-ASCII byte, the stretch ends there: classify again.
+        int nb = static_cast<int>((end - base + 63) / 64 < kChunk ? (end - base + 63) / 64 : kChunk);
+        if (classify_chunk(m, kw, text, len, base, end, nb, la_word)) {
+            const std::size_t window = base + 64 * (kChunk + 1) < len ? base + 64 * (kChunk + 1) : len;
             end = ascii_end(text, base, window);
-            if (end == window) {
-                end = len;
-            } else {
-                la_word = is_letter(class_of(text[end]));
+            la_word = is_letter(class_of(text[end]));
+            nb = static_cast<int>((end - base + 63) / 64 < kChunk ? (end - base + 63) / 64 : kChunk);
+            if (nb > 0) {
+                classify_chunk(m, kw, text, len, base, end, nb, la_word);
             }
         }
         *stop = end;
-        const int nb = static_cast<int>((end - base + 63) / 64 < kChunk ? (end - base + 63) / 64 : kChunk);
-        classify_chunk(m, kw, text, len, base, end, nb, la_word);
         const std::uint64_t long_runs = pieces_chunk(m, nb, &nl_before);
         int last = nb;
         if (long_runs) {  // stop at the long run's start; the scalar walker prices it
