@@ -1,4 +1,4 @@
-// AVX-512 kernel for pure-ASCII stretches of the token estimator (x86-64 with AVX-512 BW,
+// AVX-512 kernel for pure-ASCII stretches of the token estimator (x86-64 with AVX-512 BW, CD,
 // VBMI, VBMI2, VPOPCNTDQ and GFNI, e.g. Ice Lake and later, Zen 4; chosen at run time, see
 // estimate_ascii.cpp; every other CPU uses the scalar walker).
 //
@@ -31,7 +31,7 @@
 
 #include "estimate_impl.hpp"
 
-#define LATCH_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx512vpopcntdq,gfni,bmi,bmi2,popcnt,lzcnt")))
+#define LATCH_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512cd,avx512vbmi,avx512vbmi2,avx512vpopcntdq,gfni,bmi,bmi2,popcnt,lzcnt")))
 
 namespace latch {
 namespace detail {
@@ -157,6 +157,8 @@ struct ChunkMasks {
     alignas(64) std::uint64_t BG0[kArr], BG1[kArr];  // bigram class bits of (byte i-1, byte i)
     // Outputs of step 2.
     alignas(64) std::uint64_t B[kArr], pairs[kArr], NL[kArr];
+    alignas(64) std::uint64_t last_type[kArr];  // type of the block's last piece (the one still open at its end)
+    std::uint64_t long_pieces;  // bit j - 1: block j may hold a piece over 16 characters between two starts
     alignas(64) std::uint64_t plane[kArr][4];  // the four bit planes of the piece types of each block
 };
 
@@ -298,10 +300,21 @@ LATCH_AVX512 inline __m512i pieces8(ChunkMasks& m, int j, __m512i nl_before, std
     const __m512i C = ld(m.C + j);
 
     _mm512_storeu_si512(m.NL + j, nl);
-    _mm512_storeu_si512(m.B + j, _mm512_or_si512(
+    const __m512i B = _mm512_or_si512(
         _mm512_or_si512(_mm512_or_si512(s_lower, s_capital), _mm512_or_si512(s_punct, s_newline)),
         _mm512_or_si512(_mm512_or_si512(_mm512_or_si512(s_space, s_join), _mm512_or_si512(s_absorbed, s_caps)),
-                        _mm512_or_si512(_mm512_or_si512(s_digit, s_nlpunct), _mm512_or_si512(C, s_same)))));
+                        _mm512_or_si512(_mm512_or_si512(s_digit, s_nlpunct), _mm512_or_si512(C, s_same))));
+    _mm512_storeu_si512(m.B + j, B);
+    // Blocks with 16 characters in a row and no start (s16: a start among the 16 characters up to
+    // here) after their first start and before their last: a piece over 16 characters may close there.
+    const __m512i s2 = _mm512_or_si512(B, _mm512_slli_epi64(B, 1));
+    const __m512i s4 = _mm512_or_si512(s2, _mm512_slli_epi64(s2, 2));
+    const __m512i s8 = _mm512_or_si512(s4, _mm512_slli_epi64(s4, 4));
+    const __m512i s16 = _mm512_or_si512(s8, _mm512_slli_epi64(s8, 8));
+    const __m512i after_first = _mm512_andnot_si512(_mm512_xor_si512(B, _mm512_sub_epi64(B, _mm512_set1_epi64(1))), ones);
+    const __m512i before_last = _mm512_srlv_epi64(ones, _mm512_add_epi64(_mm512_lzcnt_epi64(B), _mm512_set1_epi64(1)));
+    const __mmask8 gap = _mm512_test_epi64_mask(_mm512_andnot_si512(s16, after_first), before_last);
+    m.long_pieces |= static_cast<std::uint64_t>(gap) << (j - 1);
     // Bit planes of the type (see PieceType).
     const __m512i p0 = _mm512_or_si512(_mm512_or_si512(_mm512_or_si512(s_capital, s_newline), _mm512_or_si512(s_join, s_caps)),
                                        _mm512_or_si512(s_nlpunct, s_same));
@@ -309,6 +322,15 @@ LATCH_AVX512 inline __m512i pieces8(ChunkMasks& m, int j, __m512i nl_before, std
                                        _mm512_or_si512(C, s_same));
     const __m512i p2 = _mm512_or_si512(_mm512_or_si512(s_space, s_join), _mm512_or_si512(s_absorbed, s_caps));
     const __m512i p3 = _mm512_or_si512(_mm512_or_si512(s_digit, s_nlpunct), _mm512_or_si512(C, s_same));
+    const __m512i last = _mm512_sub_epi64(_mm512_set1_epi64(63), _mm512_lzcnt_epi64(B));  // no start: all ones
+    const __m512i one = _mm512_set1_epi64(1);
+    _mm512_storeu_si512(
+        m.last_type + j,
+        _mm512_or_si512(
+            _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi64(p0, last), one),
+                            _mm512_slli_epi64(_mm512_and_si512(_mm512_srlv_epi64(p1, last), one), 1)),
+            _mm512_or_si512(_mm512_slli_epi64(_mm512_and_si512(_mm512_srlv_epi64(p2, last), one), 2),
+                            _mm512_slli_epi64(_mm512_and_si512(_mm512_srlv_epi64(p3, last), one), 3))));
     // Per block: its four planes side by side (a 4x8 transpose of qwords).
     const __m512i a01 = _mm512_unpacklo_epi64(p0, p1), b01 = _mm512_unpackhi_epi64(p0, p1);
     const __m512i a23 = _mm512_unpacklo_epi64(p2, p3), b23 = _mm512_unpackhi_epi64(p2, p3);
@@ -393,6 +415,7 @@ LATCH_STEP bool classify_chunk(ChunkMasks& m, const KernelWeights& kw, const std
 // Step 2 for blocks 1..nb; returns the blocks that end inside a run longer than 64 (bit j-1).
 LATCH_STEP std::uint64_t pieces_chunk(ChunkMasks& m, int nb, std::uint64_t* nl_before) {
     std::uint64_t long_runs = 0;
+    m.long_pieces = 0;
     __m512i nl = _mm512_set1_epi64(static_cast<long long>(*nl_before));
     for (int j = 1; j <= nb; j += 8) {
         nl = pieces8(m, j, nl, &long_runs);
@@ -454,7 +477,7 @@ LATCH_STEP void price_chunk(const ChunkMasks& m, const KernelWeights& kw, const 
         const __m512i ptypes = _mm512_permutexvar_epi8(prev, types);
         const __m512i idx = _mm512_add_epi8(
             ptypes, _mm512_sub_epi8(_mm512_min_epu8(length, _mm512_set1_epi8(16)), _mm512_set1_epi8(1)));
-        const std::uint64_t closed = (count >= 64 ? ~0ull : (1ull << count) - 1) & ~1ull;
+        const std::uint64_t closed = _bzhi_u64(~1ull, count);
         const __mmask64 high = _mm512_movepi8_mask(idx);  // idx >= 128
         const __m512i lo = _mm512_mask_blend_epi8(high, _mm512_permutex2var_epi8(flo_a, idx, flo_b),
                                                   _mm512_permutexvar_epi8(idx, flo_c));
@@ -464,7 +487,9 @@ LATCH_STEP void price_chunk(const ChunkMasks& m, const KernelWeights& kw, const 
         sum_hi = _mm512_add_epi64(sum_hi, _mm512_sad_epu8(_mm512_maskz_mov_epi8(closed, hi), zero));
         // Pieces over 16 characters (length 17..63 here): the table priced 16 of them.
         const std::uint64_t longer =
-            _cvtmask64_u64(_mm512_movepi8_mask(_mm512_add_epi8(length, _mm512_set1_epi8(111)))) & closed;
+            (m.long_pieces >> (j - 1)) & 1
+                ? _cvtmask64_u64(_mm512_movepi8_mask(_mm512_add_epi8(length, _mm512_set1_epi8(111)))) & closed
+                : 0;
         if (longer) {
             alignas(64) std::uint8_t ls[64], ts[64], ss[64];
             _mm512_store_si512(ls, length);
@@ -478,8 +503,7 @@ LATCH_STEP void price_chunk(const ChunkMasks& m, const KernelWeights& kw, const 
         }
         const unsigned top = 63 - static_cast<unsigned>(_lzcnt_u64(B));
         open_start = at + top;
-        open_type = static_cast<int>(((m.plane[j][0] >> top) & 1) | ((m.plane[j][1] >> top) & 1) << 1 |
-                                     ((m.plane[j][2] >> top) & 1) << 2 | ((m.plane[j][3] >> top) & 1) << 3);
+        open_type = static_cast<int>(m.last_type[j]);
     }
     // Bigrams of the pairs inside sub-words, 8 blocks per step.
     __m512i n_pairs = zero, n1 = zero, n2 = zero, n3 = zero;
@@ -565,6 +589,7 @@ LATCH_AVX512 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size
             const std::uint64_t below = valid_bits(s);
             m.B[j] = (m.B[j] & below) | (below + 1);  // the long run's start closes the piece before
             m.pairs[j] &= below;
+            m.long_pieces |= 1ull << (j - 1);
             *stop = at + s;
             last = j;
         }
@@ -585,7 +610,7 @@ LATCH_AVX512 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size
 
 bool avx512_kernel_supported() noexcept {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512cd") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
            __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("avx512vpopcntdq") &&
            __builtin_cpu_supports("gfni") &&
