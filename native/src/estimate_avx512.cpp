@@ -55,7 +55,7 @@ struct KernelWeights {
     std::int64_t bigram[4];
     alignas(64) std::int64_t bigram_step[4];  // bigram[0] and bigram[c] - bigram[0] (c = 1..3), in int32
     alignas(64) std::uint8_t bigram_plane[2][128];  // bit planes of BIGRAM: byte (a+1)*4 + (b+1)/8, bit (b+1)%8
-    alignas(64) std::uint8_t flags[128];  // class bits of each ASCII byte (bit c = class c of ChunkMasks)
+    alignas(64) std::uint8_t flags[128];  // class bits 0-6 of each ASCII byte (bit c = class c of ChunkMasks)
     const int* w;
     bool usable;  // every f fits 0..65535
 };
@@ -104,7 +104,7 @@ void build_weights(KernelWeights* kw, const int* w) {
         const int k = latin1_classes()[x];
         kw->flags[x] = static_cast<std::uint8_t>((k == LOWER) << 0 | (k == UPPER) << 1 | (k == DIGIT) << 2 |
                                                  (k == PUNCT) << 3 | (k == SPACE || k == NEWLINE) << 4 |
-                                                 (k == NEWLINE) << 5 | (x == ' ') << 6 | (k == CTRL) << 7);
+                                                 (k == NEWLINE) << 5 | (x == ' ') << 6);
     }
     for (int a = 0; a < 26; ++a) {
         for (int b = 0; b < 26; ++b) {
@@ -148,12 +148,12 @@ constexpr int kArr = kChunk + 16;    // [0] previous block, [1..nb] chunk, [nb+1
 
 // Per-block masks of one chunk, one array per class (index = block, see kArr).
 struct ChunkMasks {
-    // Class masks in kFlag order: L a-z, U A-Z, D 0-9, P PUNCT, WS SPACE or NEWLINE, N NEWLINE,
-    // SP the space character, C CTRL.
-    alignas(64) std::uint64_t L[kArr], U[kArr], D[kArr], P[kArr], WS[kArr], N[kArr], SP[kArr], C[kArr];
+    // Class masks in the order of step 1's class bits: L a-z, U A-Z, D 0-9, P PUNCT, WS SPACE or
+    // NEWLINE, N NEWLINE, SP the space character, EQ the byte equals the byte before it. Step 2
+    // reads every block's masks from where step 1 stored them (whole 64-byte stores), so a short
+    // text's loads take their data straight from those stores.
+    alignas(64) std::uint64_t L[kArr], U[kArr], D[kArr], P[kArr], WS[kArr], N[kArr], SP[kArr], EQ[kArr];
     alignas(64) std::uint64_t rec[kArr][8];  // step 1's class masks per block (qword c = class c), before the transpose
-    alignas(64) std::uint64_t EQ[kArr];  // byte equals the byte before it
-    alignas(64) std::uint64_t LA[kArr];  // the stretch's successor when it is a LETTER (one bit)
     alignas(64) std::uint64_t BG0[kArr], BG1[kArr];  // bigram class bits of (byte i-1, byte i)
     // Outputs of step 2.
     alignas(64) std::uint64_t B[kArr], pairs[kArr], NL[kArr];
@@ -190,7 +190,9 @@ LATCH_AVX512 inline void classify_block(ChunkMasks& m, int j, const KernelWeight
     // (8 characters x 8 classes) transposed by GFNI, then byte c of every qword gathered into qword c.
     const __m512i rev = _mm512_broadcast_i32x4(_mm_set_epi8(8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
     const __m512i xr = _mm512_shuffle_epi8(x, rev);  // characters in reverse order within each qword
-    const __m512i flags = _mm512_permutex2var_epi8(_mm512_load_si512(kw.flags), xr, _mm512_load_si512(kw.flags + 64));
+    const __m512i classes = _mm512_permutex2var_epi8(_mm512_load_si512(kw.flags), xr, _mm512_load_si512(kw.flags + 64));
+    const __m512i flags = _mm512_mask_add_epi8(classes, _mm512_cmpeq_epi8_mask(xr, _mm512_shuffle_epi8(prev_byte, rev)),
+                                               classes, _mm512_set1_epi8(static_cast<char>(0x80)));
     const __m512i t = _mm512_gf2p8affine_epi64_epi8(_mm512_set1_epi64(0x8040201008040201LL), flags, 0);
     const __m512i gather = _mm512_set_epi8(63, 55, 47, 39, 31, 23, 15, 7, 62, 54, 46, 38, 30, 22, 14, 6,
                                            61, 53, 45, 37, 29, 21, 13, 5, 60, 52, 44, 36, 28, 20, 12, 4,
@@ -198,7 +200,6 @@ LATCH_AVX512 inline void classify_block(ChunkMasks& m, int j, const KernelWeight
                                            57, 49, 41, 33, 25, 17, 9, 1, 56, 48, 40, 32, 24, 16, 8, 0);
     const __m512i rec = _mm512_permutexvar_epi8(gather, t);
     _mm512_store_si512(m.rec[j], Full ? rec : _mm512_and_si512(rec, _mm512_set1_epi64(static_cast<long long>(valid))));
-    m.EQ[j] = _cvtmask64_u64(_mm512_cmpeq_epi8_mask(x, prev_byte)) & valid;
 
     // Bigram class of every (previous byte, byte) as if both were letters (step 2 keeps the
     // pairs inside sub-words): a letter's low five bits are its place in the alphabet plus one
@@ -244,17 +245,47 @@ LATCH_AVX512 inline __m512i shr1(__m512i x, __m512i xn) {  // next character's b
     return _mm512_or_si512(_mm512_srli_epi64(x, 1), _mm512_slli_epi64(xn, 63));
 }
 
+// What step 2 needs to know of the chunk besides its masks.
+struct ChunkEnds {
+    std::int64_t end;  // the stretch's end, relative to the chunk's first byte
+    std::int64_t la_block;  // the block holding the stretch's successor when it is a LETTER, else -1
+    std::uint64_t la_bit;   // and its bit there
+};
+
+// Blocks j..j+7 of a class array (a) and the same one block back (p) and forward (n). Every load
+// is of a whole 64-byte store of step 1 (block 0 is one qword).
+struct Lanes {
+    __m512i a, p, n;
+};
+LATCH_AVX512 inline Lanes lanes(const std::uint64_t* arr, int j) {
+    const __m512i a = ld(arr + j);
+    const __m512i before = j == 1 ? _mm512_set1_epi64(static_cast<long long>(arr[0])) : ld(arr + j - 8);
+    return {a, _mm512_alignr_epi64(a, before, 7), _mm512_alignr_epi64(ld(arr + j + 8), a, 1)};
+}
+
 // Step 2 for blocks j..j+7 (lanes); `nl_before` holds the NEWLINE-part mask of block j-1 in lane 7.
 // Sets bit k of *long_runs when block j+k ends inside a whitespace or PUNCT run that also
 // fills block j+k+1 (longer than 64 characters).
-LATCH_AVX512 inline __m512i pieces8(ChunkMasks& m, int j, __m512i nl_before, std::uint64_t* long_runs) {
-    const __m512i L = ld(m.L + j), Lp = ld(m.L + j - 1), Ln = ld(m.L + j + 1);
-    const __m512i U = ld(m.U + j), Up = ld(m.U + j - 1), Un = ld(m.U + j + 1);
-    const __m512i D = ld(m.D + j), Dp = ld(m.D + j - 1);
-    const __m512i P = ld(m.P + j), Pp = ld(m.P + j - 1), Pn = ld(m.P + j + 1), Pnn_prev = P;
-    const __m512i WS = ld(m.WS + j), WSp = ld(m.WS + j - 1), WSn = ld(m.WS + j + 1);
-    const __m512i N = ld(m.N + j), Nn = ld(m.N + j + 1);
-    const __m512i LA = ld(m.LA + j), LAn = ld(m.LA + j + 1);
+LATCH_AVX512 inline __m512i pieces8(ChunkMasks& m, int j, __m512i nl_before, std::uint64_t* long_runs,
+                                    const ChunkEnds& ce) {
+    const Lanes l = lanes(m.L, j), u = lanes(m.U, j), d = lanes(m.D, j), p = lanes(m.P, j), ws = lanes(m.WS, j);
+    const Lanes nn = lanes(m.N, j), eq = lanes(m.EQ, j);
+    const __m512i L = l.a, Lp = l.p, Ln = l.n;
+    const __m512i U = u.a, Up = u.p, Un = u.n;
+    const __m512i D = d.a, Dp = d.p;
+    const __m512i P = p.a, Pp = p.p, Pn = p.n, Pnn_prev = P;
+    const __m512i WS = ws.a, WSp = ws.p, WSn = ws.n;
+    const __m512i N = nn.a, Nn = nn.n;
+    const __m512i block = _mm512_add_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(j));
+    const __m512i la_block = _mm512_set1_epi64(ce.la_block), la_bit = _mm512_set1_epi64(static_cast<long long>(ce.la_bit));
+    const __m512i LA = _mm512_maskz_mov_epi64(_mm512_cmpeq_epi64_mask(block, la_block), la_bit);
+    const __m512i LAn =
+        _mm512_maskz_mov_epi64(_mm512_cmpeq_epi64_mask(_mm512_add_epi64(block, _mm512_set1_epi64(1)), la_block), la_bit);
+    // The characters of each block (all but the last block's tail): CTRL is every other one.
+    const __m512i avail = _mm512_min_epi64(
+        _mm512_max_epi64(_mm512_sub_epi64(_mm512_set1_epi64(ce.end + 64), _mm512_slli_epi64(block, 6)), _mm512_setzero_si512()),
+        _mm512_set1_epi64(64));
+    const __m512i valid = _mm512_srlv_epi64(_mm512_set1_epi64(-1), _mm512_sub_epi64(_mm512_set1_epi64(64), avail));
     const __m512i A = _mm512_or_si512(L, U), Ap = _mm512_or_si512(Lp, Up), An = _mm512_or_si512(Ln, Un);
     const __m512i ones = _mm512_set1_epi64(-1);
     const __mmask8 long_run =
@@ -279,8 +310,8 @@ LATCH_AVX512 inline __m512i pieces8(ChunkMasks& m, int j, __m512i nl_before, std
     const __m512i p_start = _mm512_andnot_si512(prev_p, P);
     const __m512i p_end = _mm512_andnot_si512(shr1(P, Pn), P);
     const __m512i s_join = _mm512_and_si512(_mm512_and_si512(p_start, p_end), next_wa);
-    const __m512i neq = _mm512_andnot_si512(ld(m.EQ + j), _mm512_and_si512(P, prev_p));
-    const __m512i neq_n = _mm512_andnot_si512(ld(m.EQ + j + 1), _mm512_and_si512(Pn, shl1(Pn, Pnn_prev)));
+    const __m512i neq = _mm512_andnot_si512(eq.a, _mm512_and_si512(P, prev_p));
+    const __m512i neq_n = _mm512_andnot_si512(eq.n, _mm512_and_si512(Pn, shl1(Pn, Pnn_prev)));
     const __m512i mixed = seed_at_or_after(P, neq, Pn, neq_n);
     const __m512i s_same = _mm512_andnot_si512(_mm512_or_si512(p_end, mixed), p_start);
     const __m512i s_punct = _mm512_andnot_si512(_mm512_or_si512(s_join, s_same), p_start);
@@ -297,7 +328,7 @@ LATCH_AVX512 inline __m512i pieces8(ChunkMasks& m, int j, __m512i nl_before, std
     const __m512i nl_start = _mm512_and_si512(ws_start, nl);
     const __m512i s_newline = _mm512_andnot_si512(prev_p, nl_start);
     const __m512i s_nlpunct = _mm512_and_si512(prev_p, nl_start);
-    const __m512i C = ld(m.C + j);
+    const __m512i C = _mm512_andnot_si512(_mm512_or_si512(_mm512_or_si512(A, D), _mm512_or_si512(P, WS)), valid);
 
     _mm512_storeu_si512(m.NL + j, nl);
     const __m512i B = _mm512_or_si512(
@@ -383,7 +414,7 @@ LATCH_AVX512 inline void transpose8(const std::uint64_t (*rec)[8], std::uint64_t
 // Step 1: classify blocks 1..nb of the chunk at `base` and the lookahead block nb+1. Returns
 // whether any of those bytes is not ASCII (then `end` was not the stretch's end: classify again).
 LATCH_STEP bool classify_chunk(ChunkMasks& m, const KernelWeights& kw, const std::uint8_t* text, std::size_t len,
-                               std::size_t base, std::size_t end, int nb, bool la_word) {
+                               std::size_t base, std::size_t end, int nb) {
     __m512i seen = _mm512_setzero_si512();
     for (int j = 1; j <= nb + 1; ++j) {
         const std::size_t at = base + 64 * static_cast<std::size_t>(j - 1);
@@ -392,33 +423,34 @@ LATCH_STEP bool classify_chunk(ChunkMasks& m, const KernelWeights& kw, const std
         } else if (at < end) {
             classify_block<false>(m, j, kw, text, len, at, valid_bits(end - at), seen);
         } else {  // the lookahead block past the stretch's end: no characters
-            std::memset(m.rec[j], 0, sizeof(m.rec[j]));
-            m.EQ[j] = 0;
+            _mm512_store_si512(m.rec[j], _mm512_setzero_si512());
         }
-        m.LA[j] = la_word && at <= end && end - at < 64 ? 1ull << (end - at) : 0;
     }
     // The class masks of 8 blocks at a time into the class arrays (an 8x8 transpose of qwords).
     for (int j = nb + 2; j < ((nb + 1 + 7) & ~7) + 1; ++j) {
-        std::memset(m.rec[j], 0, sizeof(m.rec[j]));
+        _mm512_store_si512(m.rec[j], _mm512_setzero_si512());
     }
-    std::uint64_t* const out[8] = {m.L, m.U, m.D, m.P, m.WS, m.N, m.SP, m.C};
+    std::uint64_t* const out[8] = {m.L, m.U, m.D, m.P, m.WS, m.N, m.SP, m.EQ};
     for (int j = 1; j <= nb + 1; j += 8) {
         transpose8(m.rec + j, out, j);
     }
-    // Step 2 reads blocks up to 8 past the first block of its last step of 8: at most nb + 8.
-    for (std::uint64_t* arr : {m.L, m.U, m.D, m.P, m.WS, m.N, m.SP, m.C, m.EQ, m.LA}) {
-        _mm512_storeu_si512(arr + nb + 2, _mm512_setzero_si512());
+    // Step 2's last step of 8 (blocks jl..jl+7) also reads blocks jl+8..jl+15: none when not transposed.
+    const int jl = 1 + 8 * ((nb - 1) / 8);
+    if (jl + 8 > nb + 1) {
+        for (std::uint64_t* arr : out) {
+            _mm512_storeu_si512(arr + jl + 8, _mm512_setzero_si512());
+        }
     }
     return _mm512_movepi8_mask(seen) != 0;
 }
 
 // Step 2 for blocks 1..nb; returns the blocks that end inside a run longer than 64 (bit j-1).
-LATCH_STEP std::uint64_t pieces_chunk(ChunkMasks& m, int nb, std::uint64_t* nl_before) {
+LATCH_STEP std::uint64_t pieces_chunk(ChunkMasks& m, int nb, std::uint64_t* nl_before, const ChunkEnds& ce) {
     std::uint64_t long_runs = 0;
     m.long_pieces = 0;
     __m512i nl = _mm512_set1_epi64(static_cast<long long>(*nl_before));
     for (int j = 1; j <= nb; j += 8) {
-        nl = pieces8(m, j, nl, &long_runs);
+        nl = pieces8(m, j, nl, &long_runs, ce);
     }
     *nl_before = m.NL[nb];
     return long_runs & (nb >= 64 ? ~0ull : (1ull << nb) - 1);
@@ -568,17 +600,21 @@ LATCH_AVX512 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size
         // Classify as if the stretch went on to `len`; when the chunk's window (its blocks and the
         // lookahead block) holds a non-ASCII byte, the stretch ends there: classify again.
         int nb = static_cast<int>((end - base + 63) / 64 < kChunk ? (end - base + 63) / 64 : kChunk);
-        if (classify_chunk(m, kw, text, len, base, end, nb, la_word)) {
+        if (classify_chunk(m, kw, text, len, base, end, nb)) {
             const std::size_t window = base + 64 * (kChunk + 1) < len ? base + 64 * (kChunk + 1) : len;
             end = ascii_end(text, base, window);
             la_word = is_letter(class_of(text[end]));
             nb = static_cast<int>((end - base + 63) / 64 < kChunk ? (end - base + 63) / 64 : kChunk);
             if (nb > 0) {
-                classify_chunk(m, kw, text, len, base, end, nb, la_word);
+                classify_chunk(m, kw, text, len, base, end, nb);
             }
         }
         *stop = end;
-        const std::uint64_t long_runs = pieces_chunk(m, nb, &nl_before);
+        const std::size_t la = end - base;  // where the successor is, relative to the chunk
+        const ChunkEnds ce{static_cast<std::int64_t>(end - base),
+                           la_word && la / 64 <= static_cast<std::size_t>(nb) ? static_cast<std::int64_t>(la / 64 + 1) : -1,
+                           1ull << (la % 64)};
+        const std::uint64_t long_runs = pieces_chunk(m, nb, &nl_before, ce);
         int last = nb;
         if (long_runs) {  // stop at the long run's start; the scalar walker prices it
             const int j = 1 + static_cast<int>(_tzcnt_u64(long_runs));
@@ -599,7 +635,7 @@ LATCH_AVX512 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size
         }
         // The chunk's last block becomes block 0 of the next chunk.
         m.L[0] = m.L[nb], m.U[0] = m.U[nb], m.D[0] = m.D[nb], m.P[0] = m.P[nb];
-        m.WS[0] = m.WS[nb], m.N[0] = m.N[nb], m.SP[0] = m.SP[nb], m.C[0] = m.C[nb];
+        m.WS[0] = m.WS[nb], m.N[0] = m.N[nb], m.SP[0] = m.SP[nb];
         base += 64 * static_cast<std::size_t>(nb);
     }
     if (*stop == end) {  // the last piece closes at the end of the stretch
