@@ -386,7 +386,7 @@ const void* avx512_kernel_weights(const int* w) noexcept {
 }
 
 // out[c][j + b] = rec[b][c] for b, c = 0..7.
-LATCH_AVX512 inline void transpose8(const std::uint64_t (*rec)[8], std::uint64_t* const* out, int j) {
+LATCH_AVX512 __attribute__((always_inline)) inline void transpose8(const std::uint64_t (*rec)[8], std::uint64_t* const* out, int j) {
     __m512i r[8], t[8], u[8];
     for (int b = 0; b < 8; ++b) {
         r[b] = _mm512_load_si512(rec[b]);
