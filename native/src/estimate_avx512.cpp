@@ -486,56 +486,77 @@ LATCH_STEP void price_chunk(const ChunkMasks& m, const KernelWeights& kw, const 
     std::size_t open_start = st.open_start;
     int open_type = st.open_type;
     std::int64_t units = 0;
-    for (int j = 1; j <= last; ++j) {
-        const std::size_t at = base + 64 * static_cast<std::size_t>(j - 1);
-        const std::uint64_t B = m.B[j];
-        if (!B) {
-            continue;
+    // Two blocks per step, their vector work interleaved (independent chains side by side); a block
+    // past `last` has no starts and adds nothing. Then each block's scalar part, in order.
+    constexpr int kStep = 2;
+    for (int j = 1; j <= last; j += kStep) {
+        std::uint64_t B[kStep], closed[kStep];
+        __m512i types[kStep], starts[kStep], prev[kStep], length[kStep], ptypes[kStep], idx[kStep];
+        for (int k = 0; k < kStep; ++k) {
+            B[k] = j + k <= last ? m.B[j + k] : 0;
+            closed[k] = _bzhi_u64(~1ull, static_cast<unsigned>(_mm_popcnt_u64(B[k])));
         }
-        const unsigned first = static_cast<unsigned>(_tzcnt_u64(B));
-        if (at + first > open_start) {  // the piece open since an earlier block closes here
-            units += price(kw, open_type, at + first - open_start, text[open_start]);
-        }
-        const unsigned count = static_cast<unsigned>(_mm_popcnt_u64(B));
         // The type of the piece starting at each character, times 16: the block's four planes,
         // byte g of plane p at byte 3 - p of qword g, transposed by GFNI into bits 4 + p.
-        const __m512i planes = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(m.plane[j])));
-        const __m512i types = _mm512_gf2p8affine_epi64_epi8(
-            _mm512_set1_epi64(0x8040201008040201LL), _mm512_maskz_permutexvar_epi8(0x0F0F0F0F0F0F0F0Full, arrange, planes), 0);
-        const __m512i starts = _mm512_maskz_compress_epi8(static_cast<__mmask64>(B), iota);
-        // Lane i >= 1: the piece from start i-1 to start i.
-        const __m512i prev = _mm512_permutexvar_epi8(up1, starts);
-        const __m512i length = _mm512_sub_epi8(starts, prev);
-        const __m512i ptypes = _mm512_permutexvar_epi8(prev, types);
-        const __m512i idx = _mm512_add_epi8(
-            ptypes, _mm512_sub_epi8(_mm512_min_epu8(length, _mm512_set1_epi8(16)), _mm512_set1_epi8(1)));
-        const std::uint64_t closed = _bzhi_u64(~1ull, count);
-        const __mmask64 high = _mm512_movepi8_mask(idx);  // idx >= 128
-        const __m512i lo = _mm512_mask_blend_epi8(high, _mm512_permutex2var_epi8(flo_a, idx, flo_b),
-                                                  _mm512_permutexvar_epi8(idx, flo_c));
-        const __m512i hi = _mm512_mask_blend_epi8(high, _mm512_permutex2var_epi8(fhi_a, idx, fhi_b),
-                                                  _mm512_permutexvar_epi8(idx, fhi_c));
-        sum_lo = _mm512_add_epi64(sum_lo, _mm512_sad_epu8(_mm512_maskz_mov_epi8(closed, lo), zero));
-        sum_hi = _mm512_add_epi64(sum_hi, _mm512_sad_epu8(_mm512_maskz_mov_epi8(closed, hi), zero));
-        // Pieces over 16 characters (length 17..63 here): the table priced 16 of them.
-        const std::uint64_t longer =
-            (m.long_pieces >> (j - 1)) & 1
-                ? _cvtmask64_u64(_mm512_movepi8_mask(_mm512_add_epi8(length, _mm512_set1_epi8(111)))) & closed
-                : 0;
-        if (longer) {
-            alignas(64) std::uint8_t ls[64], ts[64], ss[64];
-            _mm512_store_si512(ls, length);
-            _mm512_store_si512(ts, ptypes);
-            _mm512_store_si512(ss, starts);
-            for (std::uint64_t k = longer; k; k &= k - 1) {
-                const unsigned i = static_cast<unsigned>(_tzcnt_u64(k));  // >= 1: the piece starts at ss[i - 1]
-                const int t = ts[i] >> 4;
-                units += piece_cost(kw.w, t, ls[i], text[at + ss[i - 1]]) - piece_cost(kw.w, t, 16);
-            }
+        for (int k = 0; k < kStep; ++k) {
+            const __m512i planes =
+                _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(m.plane[j + k])));
+            types[k] = _mm512_gf2p8affine_epi64_epi8(_mm512_set1_epi64(0x8040201008040201LL),
+                                                     _mm512_maskz_permutexvar_epi8(0x0F0F0F0F0F0F0F0Full, arrange, planes), 0);
         }
-        const unsigned top = 63 - static_cast<unsigned>(_lzcnt_u64(B));
-        open_start = at + top;
-        open_type = static_cast<int>(m.last_type[j]);
+        for (int k = 0; k < kStep; ++k) {
+            starts[k] = _mm512_maskz_compress_epi8(static_cast<__mmask64>(B[k]), iota);
+        }
+        // Lane i >= 1: the piece from start i-1 to start i.
+        for (int k = 0; k < kStep; ++k) {
+            prev[k] = _mm512_permutexvar_epi8(up1, starts[k]);
+        }
+        for (int k = 0; k < kStep; ++k) {
+            length[k] = _mm512_sub_epi8(starts[k], prev[k]);
+            ptypes[k] = _mm512_permutexvar_epi8(prev[k], types[k]);
+        }
+        for (int k = 0; k < kStep; ++k) {
+            idx[k] = _mm512_add_epi8(ptypes[k],
+                                     _mm512_sub_epi8(_mm512_min_epu8(length[k], _mm512_set1_epi8(16)), _mm512_set1_epi8(1)));
+        }
+        for (int k = 0; k < kStep; ++k) {
+            const __mmask64 high = _mm512_movepi8_mask(idx[k]);  // idx >= 128
+            const __m512i lo = _mm512_mask_blend_epi8(high, _mm512_permutex2var_epi8(flo_a, idx[k], flo_b),
+                                                      _mm512_permutexvar_epi8(idx[k], flo_c));
+            const __m512i hi = _mm512_mask_blend_epi8(high, _mm512_permutex2var_epi8(fhi_a, idx[k], fhi_b),
+                                                      _mm512_permutexvar_epi8(idx[k], fhi_c));
+            sum_lo = _mm512_add_epi64(sum_lo, _mm512_sad_epu8(_mm512_maskz_mov_epi8(closed[k], lo), zero));
+            sum_hi = _mm512_add_epi64(sum_hi, _mm512_sad_epu8(_mm512_maskz_mov_epi8(closed[k], hi), zero));
+        }
+        for (int k = 0; k < kStep; ++k) {
+            if (!B[k]) {
+                continue;
+            }
+            const std::size_t at = base + 64 * static_cast<std::size_t>(j + k - 1);
+            const unsigned first = static_cast<unsigned>(_tzcnt_u64(B[k]));
+            if (at + first > open_start) {  // the piece open since an earlier block closes here
+                units += price(kw, open_type, at + first - open_start, text[open_start]);
+            }
+            // Pieces over 16 characters (length 17..63 here): the table priced 16 of them.
+            const std::uint64_t longer =
+                (m.long_pieces >> (j + k - 1)) & 1
+                    ? _cvtmask64_u64(_mm512_movepi8_mask(_mm512_add_epi8(length[k], _mm512_set1_epi8(111)))) & closed[k]
+                    : 0;
+            if (longer) {
+                alignas(64) std::uint8_t ls[64], ts[64], ss[64];
+                _mm512_store_si512(ls, length[k]);
+                _mm512_store_si512(ts, ptypes[k]);
+                _mm512_store_si512(ss, starts[k]);
+                for (std::uint64_t q = longer; q; q &= q - 1) {
+                    const unsigned i = static_cast<unsigned>(_tzcnt_u64(q));  // >= 1: the piece starts at ss[i - 1]
+                    const int t = ts[i] >> 4;
+                    units += piece_cost(kw.w, t, ls[i], text[at + ss[i - 1]]) - piece_cost(kw.w, t, 16);
+                }
+            }
+            const unsigned top = 63 - static_cast<unsigned>(_lzcnt_u64(B[k]));
+            open_start = at + top;
+            open_type = static_cast<int>(m.last_type[j + k]);
+        }
     }
     // Bigrams of the pairs inside sub-words, 8 blocks per step.
     __m512i n_pairs = zero, n1 = zero, n2 = zero, n3 = zero;
