@@ -7,21 +7,24 @@
 // one piece (an absorbed space, a joined PUNCT and a CTRL character are pieces of their own),
 // so a piece's length is the distance from its start to the next start.
 //
-//   1. classify: one mask per character class for each block of a chunk (up to 32 blocks);
+//   1. classify: one mask per character class for each block of a chunk (up to 32 blocks): a
+//      byte of class bits per character (one VPERMI2B), each 8x8 bit matrix transposed by
+//      GFNI, then 8 blocks' masks transposed into one array per class;
 //   2. pieces: the starts of all pieces (B) and four bit planes of each piece's type, for 8
 //      blocks at once (one block per 64-bit lane; the neighbouring blocks' masks, for "previous
-//      character" and "next character", are the same arrays loaded one element off). Facts
+//      character" and "next character", are the same arrays one lane off, by VALIGNQ). Facts
 //      that depend on what follows ("a NEWLINE follows in this whitespace run", "a different
 //      character follows in this PUNCT run") use carry propagation (r + s clears the ones of a
 //      run above each seed) on bit-reversed masks of a block and the next one;
-//   3. prices: per block, VPCOMPRESSB packs the start offsets and types of its pieces, and
-//      VPERMI2B looks up f[type][min(length, 16)] (two byte tables: low and high byte).
+//   3. prices: per block, VPCOMPRESSB packs the start offsets of its pieces, VPERMB picks their
+//      types (a byte per character, from the block's four planes by GFNI), and VPERMI2B looks up
+//      f[type][min(length, 16)] (two byte tables: low and high byte); two blocks per step.
 //   4. bigrams: the class of every adjacent byte pair (two bit planes of the BIGRAM table,
 //      VPERMI2B, in step 1), counted with VPOPCNTQ over the pairs inside sub-words (step 2).
 //
 // Exact scalar paths cover the rare cases: pieces longer than 16 characters (the table prices
-// 16, the rest is added), and whitespace or PUNCT runs longer than 64, which are handed back
-// to the scalar walker.
+// 16, the rest is added; looked for only in the blocks step 2 flags), and whitespace or PUNCT
+// runs longer than 64, which are handed back to the scalar walker.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
 #include <immintrin.h>
