@@ -1,4 +1,4 @@
-// AVX-512 kernel for pure-ASCII stretches of the token estimator (x86-64 with AVX-512 BW,
+// AVX-512 kernel for pure-ASCII stretches of the token estimator (x86-64 with AVX-512 BW, CD,
 // VBMI, VBMI2, VPOPCNTDQ and GFNI, e.g. Ice Lake and later, Zen 4; chosen at run time, see
 // estimate_ascii.cpp; every other CPU uses the scalar walker).
 //
@@ -7,21 +7,24 @@
 // one piece (an absorbed space, a joined PUNCT and a CTRL character are pieces of their own),
 // so a piece's length is the distance from its start to the next start.
 //
-//   1. classify: one mask per character class for each block of a chunk (up to 32 blocks);
+//   1. classify: one mask per character class for each block of a chunk (up to 32 blocks): a
+//      byte of class bits per character (one VPERMI2B), each 8x8 bit matrix transposed by
+//      GFNI, then 8 blocks' masks transposed into one array per class;
 //   2. pieces: the starts of all pieces (B) and four bit planes of each piece's type, for 8
 //      blocks at once (one block per 64-bit lane; the neighbouring blocks' masks, for "previous
-//      character" and "next character", are the same arrays loaded one element off). Facts
+//      character" and "next character", are the same arrays one lane off, by VALIGNQ). Facts
 //      that depend on what follows ("a NEWLINE follows in this whitespace run", "a different
 //      character follows in this PUNCT run") use carry propagation (r + s clears the ones of a
 //      run above each seed) on bit-reversed masks of a block and the next one;
-//   3. prices: per block, VPCOMPRESSB packs the start offsets and types of its pieces, and
-//      VPERMI2B looks up f[type][min(length, 16)] (two byte tables: low and high byte).
+//   3. prices: per block, VPCOMPRESSB packs the start offsets of its pieces, VPERMB picks their
+//      types (a byte per character, from the block's four planes by GFNI), and VPERMI2B looks up
+//      f[type][min(length, 16)] (two byte tables: low and high byte); two blocks per step.
 //   4. bigrams: the class of every adjacent byte pair (two bit planes of the BIGRAM table,
 //      VPERMI2B, in step 1), counted with VPOPCNTQ over the pairs inside sub-words (step 2).
 //
 // Exact scalar paths cover the rare cases: pieces longer than 16 characters (the table prices
-// 16, the rest is added), and whitespace or PUNCT runs longer than 64, which are handed back
-// to the scalar walker.
+// 16, the rest is added; looked for only in the blocks step 2 flags), and whitespace or PUNCT
+// runs longer than 64, which are handed back to the scalar walker.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
 #include <immintrin.h>
@@ -31,7 +34,7 @@
 
 #include "estimate_impl.hpp"
 
-#define LATCH_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx512vpopcntdq,gfni,bmi,bmi2,popcnt,lzcnt")))
+#define LATCH_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512cd,avx512vbmi,avx512vbmi2,avx512vpopcntdq,gfni,bmi,bmi2,popcnt,lzcnt")))
 
 namespace latch {
 namespace detail {
@@ -54,7 +57,8 @@ struct KernelWeights {
     std::uint16_t f[192];
     std::int64_t bigram[4];
     alignas(64) std::int64_t bigram_step[4];  // bigram[0] and bigram[c] - bigram[0] (c = 1..3), in int32
-    alignas(64) std::uint8_t bigram_plane[2][128];  // bit planes of BIGRAM: byte a*4 + b/8, bit b%8
+    alignas(64) std::uint8_t bigram_plane[2][128];  // bit planes of BIGRAM: byte (a+1)*4 + (b+1)/8, bit (b+1)%8
+    alignas(64) std::uint8_t flags[128];  // class bits 0-6 of each ASCII byte (bit c = class c of ChunkMasks)
     const int* w;
     bool usable;  // every f fits 0..65535
 };
@@ -99,12 +103,18 @@ void build_weights(KernelWeights* kw, const int* w) {
         kw->usable = kw->usable && step >= INT32_MIN && step <= INT32_MAX;  // a VPMULDQ operand
         kw->bigram_step[i] = step;
     }
+    for (int x = 0; x < 128; ++x) {
+        const int k = latin1_classes()[x];
+        kw->flags[x] = static_cast<std::uint8_t>((k == LOWER) << 0 | (k == UPPER) << 1 | (k == DIGIT) << 2 |
+                                                 (k == PUNCT) << 3 | (k == SPACE || k == NEWLINE) << 4 |
+                                                 (k == NEWLINE) << 5 | (x == ' ') << 6);
+    }
     for (int a = 0; a < 26; ++a) {
         for (int b = 0; b < 26; ++b) {
             const int cls = BIGRAM[a * 26 + b];
             for (int plane = 0; plane < 2; ++plane) {
                 if ((cls >> plane) & 1) {
-                    kw->bigram_plane[plane][a * 4 + b / 8] |= static_cast<std::uint8_t>(1u << (b % 8));
+                    kw->bigram_plane[plane][(a + 1) * 4 + (b + 1) / 8] |= static_cast<std::uint8_t>(1u << ((b + 1) % 8));
                 }
             }
         }
@@ -141,12 +151,18 @@ constexpr int kArr = kChunk + 16;    // [0] previous block, [1..nb] chunk, [nb+1
 
 // Per-block masks of one chunk, one array per class (index = block, see kArr).
 struct ChunkMasks {
-    alignas(64) std::uint64_t L[kArr], U[kArr], D[kArr], P[kArr], S[kArr], N[kArr], SP[kArr], C[kArr];
-    alignas(64) std::uint64_t EQ[kArr];  // byte equals the byte before it
-    alignas(64) std::uint64_t LA[kArr];  // the stretch's successor when it is a LETTER (one bit)
+    // Class masks in the order of step 1's class bits: L a-z, U A-Z, D 0-9, P PUNCT, WS SPACE or
+    // NEWLINE, N NEWLINE, SP the space character, EQ the byte equals the byte before it. Step 2
+    // reads every block's masks from where step 1 stored them (whole 64-byte stores), so a short
+    // text's loads take their data straight from those stores.
+    alignas(64) std::uint64_t L[kArr], U[kArr], D[kArr], P[kArr], WS[kArr], N[kArr], SP[kArr], EQ[kArr];
+    alignas(64) std::uint64_t rec[kArr][8];  // step 1's class masks per block (qword c = class c), before the transpose
     alignas(64) std::uint64_t BG0[kArr], BG1[kArr];  // bigram class bits of (byte i-1, byte i)
     // Outputs of step 2.
-    alignas(64) std::uint64_t B[kArr], plane[4][kArr], pairs[kArr], NL[kArr];
+    alignas(64) std::uint64_t B[kArr], pairs[kArr], NL[kArr];
+    alignas(64) std::uint64_t last_type[kArr];  // type of the block's last piece (the one still open at its end)
+    std::uint64_t long_pieces;  // bit j - 1: block j may hold a piece over 16 characters between two starts
+    alignas(64) std::uint64_t plane[kArr][4];  // the four bit planes of the piece types of each block
 };
 
 LATCH_AVX512 inline __mmask64 in_range(__m512i x, char lo, char hi) {
@@ -159,11 +175,12 @@ inline std::uint64_t valid_bits(std::size_t avail) { return avail >= 64 ? ~0ull 
 // the stretch) take a specialized path: a constant `valid` keeps the masks out of k-registers.
 template <bool Full>
 LATCH_AVX512 inline void classify_block(ChunkMasks& m, int j, const KernelWeights& kw, const std::uint8_t* text,
-                                        std::size_t len, std::size_t at, std::uint64_t valid_in) {
+                                        std::size_t len, std::size_t at, std::uint64_t valid_in, __m512i& seen) {
     const std::uint64_t valid = Full ? ~0ull : valid_in;
     const bool whole = Full || at + 64 <= len;  // plain loads: much cheaper than masked ones
     const __m512i x = whole ? _mm512_loadu_si512(text + at)
                             : _mm512_maskz_loadu_epi8(static_cast<__mmask64>(valid), text + at);
+    seen = _mm512_or_si512(seen, x);
     const __m512i prev_byte = at > 0 ? (whole ? _mm512_loadu_si512(text + at - 1)
                                               : _mm512_maskz_loadu_epi8(static_cast<__mmask64>(valid << 1 | 1),
                                                                         text + at - 1))
@@ -172,37 +189,29 @@ LATCH_AVX512 inline void classify_block(ChunkMasks& m, int j, const KernelWeight
                                                        46, 45, 44, 43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31,
                                                        30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15,
                                                        14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0), x);
-    const std::uint64_t ctl_ws = _cvtmask64_u64(in_range(x, 9, 13));  // \t \n \v \f \r
-    const std::uint64_t L = _cvtmask64_u64(in_range(x, 'a', 'z')) & valid;
-    const std::uint64_t U = _cvtmask64_u64(in_range(x, 'A', 'Z')) & valid;
-    const std::uint64_t D = _cvtmask64_u64(in_range(x, '0', '9')) & valid;
-    const std::uint64_t SP = _cvtmask64_u64(_mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(' '))) & valid;
-    const std::uint64_t N = (_cvtmask64_u64(_mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('\n'))) |
-                             _cvtmask64_u64(_mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('\r')))) & valid;
-    const std::uint64_t S = (SP | ctl_ws) & ~N & valid;
-    const std::uint64_t C = ((_cvtmask64_u64(_mm512_cmplt_epu8_mask(x, _mm512_set1_epi8(0x20))) & ~ctl_ws) |
-                             _cvtmask64_u64(_mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(0x7F)))) & valid;
-    m.L[j] = L;
-    m.U[j] = U;
-    m.D[j] = D;
-    m.SP[j] = SP;
-    m.N[j] = N;
-    m.S[j] = S;
-    m.C[j] = C;
-    m.P[j] = valid & ~(L | U | D | S | N | C);
-    m.EQ[j] = _cvtmask64_u64(_mm512_cmpeq_epi8_mask(x, prev_byte)) & valid;
+    // The class masks: a byte of class bits per character (kw.flags), each 8x8 bit matrix
+    // (8 characters x 8 classes) transposed by GFNI, then byte c of every qword gathered into qword c.
+    const __m512i rev = _mm512_broadcast_i32x4(_mm_set_epi8(8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
+    const __m512i xr = _mm512_shuffle_epi8(x, rev);  // characters in reverse order within each qword
+    const __m512i classes = _mm512_permutex2var_epi8(_mm512_load_si512(kw.flags), xr, _mm512_load_si512(kw.flags + 64));
+    const __m512i flags = _mm512_mask_add_epi8(classes, _mm512_cmpeq_epi8_mask(xr, _mm512_shuffle_epi8(prev_byte, rev)),
+                                               classes, _mm512_set1_epi8(static_cast<char>(0x80)));
+    const __m512i t = _mm512_gf2p8affine_epi64_epi8(_mm512_set1_epi64(0x8040201008040201LL), flags, 0);
+    const __m512i gather = _mm512_set_epi8(63, 55, 47, 39, 31, 23, 15, 7, 62, 54, 46, 38, 30, 22, 14, 6,
+                                           61, 53, 45, 37, 29, 21, 13, 5, 60, 52, 44, 36, 28, 20, 12, 4,
+                                           59, 51, 43, 35, 27, 19, 11, 3, 58, 50, 42, 34, 26, 18, 10, 2,
+                                           57, 49, 41, 33, 25, 17, 9, 1, 56, 48, 40, 32, 24, 16, 8, 0);
+    const __m512i rec = _mm512_permutexvar_epi8(gather, t);
+    _mm512_store_si512(m.rec[j], Full ? rec : _mm512_and_si512(rec, _mm512_set1_epi64(static_cast<long long>(valid))));
 
     // Bigram class of every (previous byte, byte) as if both were letters (step 2 keeps the
-    // pairs inside sub-words): BIGRAM plane bits at byte a*4 + b/8, bit b%8.
-    const __m512i case_bit = _mm512_set1_epi8(0x20);
-    const __m512i a = _mm512_sub_epi8(_mm512_or_si512(prev_byte, case_bit), _mm512_set1_epi8('a'));
-    const __m512i b = _mm512_sub_epi8(_mm512_or_si512(x, case_bit), _mm512_set1_epi8('a'));
-    const __m512i a2 = _mm512_add_epi8(a, a);
-    const __m512i idx =
-        _mm512_add_epi8(_mm512_add_epi8(a2, a2), _mm512_and_si512(_mm512_srli_epi16(b, 3), _mm512_set1_epi8(0x1F)));
+    // pairs inside sub-words): a letter's low five bits are its place in the alphabet plus one
+    // (either case), so the BIGRAM plane byte is (prev & 31) * 4 + (byte & 31) / 8, its bit byte % 8
+    // (bits shifted in from the neighbouring byte land in bits 0-1 or 7, masked or ignored).
+    const __m512i idx = _mm512_ternarylogic_epi64(_mm512_slli_epi16(prev_byte, 2), _mm512_srli_epi16(x, 3),
+                                                  _mm512_set1_epi8(0x7C), 0xE4);
     const __m512i bit = _mm512_shuffle_epi8(
-        _mm512_broadcast_i32x4(_mm_set_epi8(0, 0, 0, 0, 0, 0, 0, 0, -128, 64, 32, 16, 8, 4, 2, 1)),
-        _mm512_and_si512(b, _mm512_set1_epi8(7)));
+        _mm512_broadcast_i32x4(_mm_set_epi8(-128, 64, 32, 16, 8, 4, 2, 1, -128, 64, 32, 16, 8, 4, 2, 1)), x);
     m.BG0[j] = _cvtmask64_u64(_mm512_test_epi8_mask(
         _mm512_permutex2var_epi8(_mm512_load_si512(kw.bigram_plane[0]), idx, _mm512_load_si512(kw.bigram_plane[0] + 64)),
         bit));
@@ -239,19 +248,47 @@ LATCH_AVX512 inline __m512i shr1(__m512i x, __m512i xn) {  // next character's b
     return _mm512_or_si512(_mm512_srli_epi64(x, 1), _mm512_slli_epi64(xn, 63));
 }
 
+// What step 2 needs to know of the chunk besides its masks.
+struct ChunkEnds {
+    std::int64_t end;  // the stretch's end, relative to the chunk's first byte
+    std::int64_t la_block;  // the block holding the stretch's successor when it is a LETTER, else -1
+    std::uint64_t la_bit;   // and its bit there
+};
+
+// Blocks j..j+7 of a class array (a) and the same one block back (p) and forward (n). Every load
+// is of a whole 64-byte store of step 1 (block 0 is one qword).
+struct Lanes {
+    __m512i a, p, n;
+};
+LATCH_AVX512 inline Lanes lanes(const std::uint64_t* arr, int j) {
+    const __m512i a = ld(arr + j);
+    const __m512i before = j == 1 ? _mm512_set1_epi64(static_cast<long long>(arr[0])) : ld(arr + j - 8);
+    return {a, _mm512_alignr_epi64(a, before, 7), _mm512_alignr_epi64(ld(arr + j + 8), a, 1)};
+}
+
 // Step 2 for blocks j..j+7 (lanes); `nl_before` holds the NEWLINE-part mask of block j-1 in lane 7.
 // Sets bit k of *long_runs when block j+k ends inside a whitespace or PUNCT run that also
 // fills block j+k+1 (longer than 64 characters).
-LATCH_AVX512 inline __m512i pieces8(ChunkMasks& m, int j, __m512i nl_before, std::uint64_t* long_runs) {
-    const __m512i L = ld(m.L + j), Lp = ld(m.L + j - 1), Ln = ld(m.L + j + 1);
-    const __m512i U = ld(m.U + j), Up = ld(m.U + j - 1), Un = ld(m.U + j + 1);
-    const __m512i D = ld(m.D + j), Dp = ld(m.D + j - 1);
-    const __m512i P = ld(m.P + j), Pp = ld(m.P + j - 1), Pn = ld(m.P + j + 1), Pnn_prev = P;
-    const __m512i WS = _mm512_or_si512(ld(m.S + j), ld(m.N + j));
-    const __m512i WSp = _mm512_or_si512(ld(m.S + j - 1), ld(m.N + j - 1));
-    const __m512i WSn = _mm512_or_si512(ld(m.S + j + 1), ld(m.N + j + 1));
-    const __m512i N = ld(m.N + j), Nn = ld(m.N + j + 1);
-    const __m512i LA = ld(m.LA + j), LAn = ld(m.LA + j + 1);
+LATCH_AVX512 inline __m512i pieces8(ChunkMasks& m, int j, __m512i nl_before, std::uint64_t* long_runs,
+                                    const ChunkEnds& ce) {
+    const Lanes l = lanes(m.L, j), u = lanes(m.U, j), d = lanes(m.D, j), p = lanes(m.P, j), ws = lanes(m.WS, j);
+    const Lanes nn = lanes(m.N, j), eq = lanes(m.EQ, j);
+    const __m512i L = l.a, Lp = l.p, Ln = l.n;
+    const __m512i U = u.a, Up = u.p, Un = u.n;
+    const __m512i D = d.a, Dp = d.p;
+    const __m512i P = p.a, Pp = p.p, Pn = p.n, Pnn_prev = P;
+    const __m512i WS = ws.a, WSp = ws.p, WSn = ws.n;
+    const __m512i N = nn.a, Nn = nn.n;
+    const __m512i block = _mm512_add_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(j));
+    const __m512i la_block = _mm512_set1_epi64(ce.la_block), la_bit = _mm512_set1_epi64(static_cast<long long>(ce.la_bit));
+    const __m512i LA = _mm512_maskz_mov_epi64(_mm512_cmpeq_epi64_mask(block, la_block), la_bit);
+    const __m512i LAn =
+        _mm512_maskz_mov_epi64(_mm512_cmpeq_epi64_mask(_mm512_add_epi64(block, _mm512_set1_epi64(1)), la_block), la_bit);
+    // The characters of each block (all but the last block's tail): CTRL is every other one.
+    const __m512i avail = _mm512_min_epi64(
+        _mm512_max_epi64(_mm512_sub_epi64(_mm512_set1_epi64(ce.end + 64), _mm512_slli_epi64(block, 6)), _mm512_setzero_si512()),
+        _mm512_set1_epi64(64));
+    const __m512i valid = _mm512_srlv_epi64(_mm512_set1_epi64(-1), _mm512_sub_epi64(_mm512_set1_epi64(64), avail));
     const __m512i A = _mm512_or_si512(L, U), Ap = _mm512_or_si512(Lp, Up), An = _mm512_or_si512(Ln, Un);
     const __m512i ones = _mm512_set1_epi64(-1);
     const __mmask8 long_run =
@@ -276,8 +313,8 @@ LATCH_AVX512 inline __m512i pieces8(ChunkMasks& m, int j, __m512i nl_before, std
     const __m512i p_start = _mm512_andnot_si512(prev_p, P);
     const __m512i p_end = _mm512_andnot_si512(shr1(P, Pn), P);
     const __m512i s_join = _mm512_and_si512(_mm512_and_si512(p_start, p_end), next_wa);
-    const __m512i neq = _mm512_andnot_si512(ld(m.EQ + j), _mm512_and_si512(P, prev_p));
-    const __m512i neq_n = _mm512_andnot_si512(ld(m.EQ + j + 1), _mm512_and_si512(Pn, shl1(Pn, Pnn_prev)));
+    const __m512i neq = _mm512_andnot_si512(eq.a, _mm512_and_si512(P, prev_p));
+    const __m512i neq_n = _mm512_andnot_si512(eq.n, _mm512_and_si512(Pn, shl1(Pn, Pnn_prev)));
     const __m512i mixed = seed_at_or_after(P, neq, Pn, neq_n);
     const __m512i s_same = _mm512_andnot_si512(_mm512_or_si512(p_end, mixed), p_start);
     const __m512i s_punct = _mm512_andnot_si512(_mm512_or_si512(s_join, s_same), p_start);
@@ -294,23 +331,51 @@ LATCH_AVX512 inline __m512i pieces8(ChunkMasks& m, int j, __m512i nl_before, std
     const __m512i nl_start = _mm512_and_si512(ws_start, nl);
     const __m512i s_newline = _mm512_andnot_si512(prev_p, nl_start);
     const __m512i s_nlpunct = _mm512_and_si512(prev_p, nl_start);
-    const __m512i C = ld(m.C + j);
+    const __m512i C = _mm512_andnot_si512(_mm512_or_si512(_mm512_or_si512(A, D), _mm512_or_si512(P, WS)), valid);
 
     _mm512_storeu_si512(m.NL + j, nl);
-    _mm512_storeu_si512(m.B + j, _mm512_or_si512(
+    const __m512i B = _mm512_or_si512(
         _mm512_or_si512(_mm512_or_si512(s_lower, s_capital), _mm512_or_si512(s_punct, s_newline)),
         _mm512_or_si512(_mm512_or_si512(_mm512_or_si512(s_space, s_join), _mm512_or_si512(s_absorbed, s_caps)),
-                        _mm512_or_si512(_mm512_or_si512(s_digit, s_nlpunct), _mm512_or_si512(C, s_same)))));
+                        _mm512_or_si512(_mm512_or_si512(s_digit, s_nlpunct), _mm512_or_si512(C, s_same))));
+    _mm512_storeu_si512(m.B + j, B);
+    // Blocks with 16 characters in a row and no start (s16: a start among the 16 characters up to
+    // here) after their first start and before their last: a piece over 16 characters may close there.
+    const __m512i s2 = _mm512_or_si512(B, _mm512_slli_epi64(B, 1));
+    const __m512i s4 = _mm512_or_si512(s2, _mm512_slli_epi64(s2, 2));
+    const __m512i s8 = _mm512_or_si512(s4, _mm512_slli_epi64(s4, 4));
+    const __m512i s16 = _mm512_or_si512(s8, _mm512_slli_epi64(s8, 8));
+    const __m512i after_first = _mm512_andnot_si512(_mm512_xor_si512(B, _mm512_sub_epi64(B, _mm512_set1_epi64(1))), ones);
+    const __m512i before_last = _mm512_srlv_epi64(ones, _mm512_add_epi64(_mm512_lzcnt_epi64(B), _mm512_set1_epi64(1)));
+    const __mmask8 gap = _mm512_test_epi64_mask(_mm512_andnot_si512(s16, after_first), before_last);
+    m.long_pieces |= static_cast<std::uint64_t>(gap) << (j - 1);
     // Bit planes of the type (see PieceType).
-    _mm512_storeu_si512(m.plane[0] + j, _mm512_or_si512(_mm512_or_si512(_mm512_or_si512(s_capital, s_newline),
-                                                                        _mm512_or_si512(s_join, s_caps)),
-                                                        _mm512_or_si512(s_nlpunct, s_same)));
-    _mm512_storeu_si512(m.plane[1] + j, _mm512_or_si512(_mm512_or_si512(_mm512_or_si512(s_punct, s_newline),
-                                                                        _mm512_or_si512(s_absorbed, s_caps)),
-                                                        _mm512_or_si512(C, s_same)));
-    _mm512_storeu_si512(m.plane[2] + j, _mm512_or_si512(_mm512_or_si512(s_space, s_join),
-                                                        _mm512_or_si512(s_absorbed, s_caps)));
-    _mm512_storeu_si512(m.plane[3] + j, _mm512_or_si512(_mm512_or_si512(s_digit, s_nlpunct), _mm512_or_si512(C, s_same)));
+    const __m512i p0 = _mm512_or_si512(_mm512_or_si512(_mm512_or_si512(s_capital, s_newline), _mm512_or_si512(s_join, s_caps)),
+                                       _mm512_or_si512(s_nlpunct, s_same));
+    const __m512i p1 = _mm512_or_si512(_mm512_or_si512(_mm512_or_si512(s_punct, s_newline), _mm512_or_si512(s_absorbed, s_caps)),
+                                       _mm512_or_si512(C, s_same));
+    const __m512i p2 = _mm512_or_si512(_mm512_or_si512(s_space, s_join), _mm512_or_si512(s_absorbed, s_caps));
+    const __m512i p3 = _mm512_or_si512(_mm512_or_si512(s_digit, s_nlpunct), _mm512_or_si512(C, s_same));
+    const __m512i last = _mm512_sub_epi64(_mm512_set1_epi64(63), _mm512_lzcnt_epi64(B));  // no start: all ones
+    const __m512i one = _mm512_set1_epi64(1);
+    _mm512_storeu_si512(
+        m.last_type + j,
+        _mm512_or_si512(
+            _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi64(p0, last), one),
+                            _mm512_slli_epi64(_mm512_and_si512(_mm512_srlv_epi64(p1, last), one), 1)),
+            _mm512_or_si512(_mm512_slli_epi64(_mm512_and_si512(_mm512_srlv_epi64(p2, last), one), 2),
+                            _mm512_slli_epi64(_mm512_and_si512(_mm512_srlv_epi64(p3, last), one), 3))));
+    // Per block: its four planes side by side (a 4x8 transpose of qwords).
+    const __m512i a01 = _mm512_unpacklo_epi64(p0, p1), b01 = _mm512_unpackhi_epi64(p0, p1);
+    const __m512i a23 = _mm512_unpacklo_epi64(p2, p3), b23 = _mm512_unpackhi_epi64(p2, p3);
+    const __m512i e = _mm512_shuffle_i64x2(a01, a23, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i f = _mm512_shuffle_i64x2(b01, b23, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i g = _mm512_shuffle_i64x2(a01, a23, _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512i h = _mm512_shuffle_i64x2(b01, b23, _MM_SHUFFLE(3, 2, 3, 2));
+    _mm512_storeu_si512(m.plane[j], _mm512_shuffle_i64x2(e, f, _MM_SHUFFLE(2, 0, 2, 0)));
+    _mm512_storeu_si512(m.plane[j + 2], _mm512_shuffle_i64x2(e, f, _MM_SHUFFLE(3, 1, 3, 1)));
+    _mm512_storeu_si512(m.plane[j + 4], _mm512_shuffle_i64x2(g, h, _MM_SHUFFLE(2, 0, 2, 0)));
+    _mm512_storeu_si512(m.plane[j + 6], _mm512_shuffle_i64x2(g, h, _MM_SHUFFLE(3, 1, 3, 1)));
     _mm512_storeu_si512(m.pairs + j, _mm512_andnot_si512(_mm512_or_si512(_mm512_or_si512(s_capital, s_caps), s_lower),
                                                          _mm512_and_si512(A, prev_a)));
     return nl;
@@ -323,35 +388,72 @@ const void* avx512_kernel_weights(const int* w) noexcept {
     return kw.usable ? &kw : nullptr;
 }
 
-// Each step is its own function so that each gets the whole register file for its constants.
-#define LATCH_STEP LATCH_AVX512 __attribute__((noinline))
-
-// Step 1: classify blocks 1..nb of the chunk at `base` and the lookahead block nb+1.
-LATCH_STEP void classify_chunk(ChunkMasks& m, const KernelWeights& kw, const std::uint8_t* text, std::size_t len,
-                               std::size_t base, std::size_t end, int nb, bool la_word) {
-    for (int j = 1; j <= nb + 1; ++j) {
-        const std::size_t at = base + 64 * static_cast<std::size_t>(j - 1);
-        if (at + 64 <= end) {
-            classify_block<true>(m, j, kw, text, len, at, ~0ull);
-        } else if (at < end) {
-            classify_block<false>(m, j, kw, text, len, at, valid_bits(end - at));
-        } else {  // the lookahead block past the stretch's end: no characters
-            m.L[j] = m.U[j] = m.D[j] = m.P[j] = m.S[j] = m.N[j] = m.SP[j] = m.C[j] = m.EQ[j] = 0;
-        }
-        m.LA[j] = la_word && at <= end && end - at < 64 ? 1ull << (end - at) : 0;
+// out[c][j + b] = rec[b][c] for b, c = 0..7.
+LATCH_AVX512 __attribute__((always_inline)) inline void transpose8(const std::uint64_t (*rec)[8], std::uint64_t* const* out, int j) {
+    __m512i r[8], t[8], u[8];
+    for (int b = 0; b < 8; ++b) {
+        r[b] = _mm512_load_si512(rec[b]);
     }
-    // Step 2 reads blocks up to 8 past the first block of its last step of 8: at most nb + 8.
-    for (std::uint64_t* arr : {m.L, m.U, m.D, m.P, m.S, m.N, m.SP, m.C, m.EQ, m.LA}) {
-        _mm512_storeu_si512(arr + nb + 2, _mm512_setzero_si512());
+    for (int b = 0; b < 8; b += 2) {
+        t[b] = _mm512_unpacklo_epi64(r[b], r[b + 1]);      // (b.0 b+1.0) (b.2 b+1.2) ...
+        t[b + 1] = _mm512_unpackhi_epi64(r[b], r[b + 1]);  // (b.1 b+1.1) (b.3 b+1.3) ...
+    }
+    const __m512i even = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0), odd = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+    for (int h = 0; h < 8; h += 4) {
+        for (int q = 0; q < 2; ++q) {
+            u[h + q] = _mm512_permutex2var_epi64(t[h + q], even, t[h + q + 2]);      // classes q, q + 4
+            u[h + q + 2] = _mm512_permutex2var_epi64(t[h + q], odd, t[h + q + 2]);  // classes q + 2, q + 6
+        }
+    }
+    for (int c = 0; c < 4; ++c) {
+        _mm512_storeu_si512(out[c] + j, _mm512_shuffle_i64x2(u[c], u[c + 4], _MM_SHUFFLE(1, 0, 1, 0)));
+        _mm512_storeu_si512(out[c + 4] + j, _mm512_shuffle_i64x2(u[c], u[c + 4], _MM_SHUFFLE(3, 2, 3, 2)));
     }
 }
 
+// Each step is its own function so that each gets the whole register file for its constants.
+#define LATCH_STEP LATCH_AVX512 __attribute__((noinline))
+
+// Step 1: classify blocks 1..nb of the chunk at `base` and the lookahead block nb+1. Returns
+// whether any of those bytes is not ASCII (then `end` was not the stretch's end: classify again).
+LATCH_STEP bool classify_chunk(ChunkMasks& m, const KernelWeights& kw, const std::uint8_t* text, std::size_t len,
+                               std::size_t base, std::size_t end, int nb) {
+    __m512i seen = _mm512_setzero_si512();
+    for (int j = 1; j <= nb + 1; ++j) {
+        const std::size_t at = base + 64 * static_cast<std::size_t>(j - 1);
+        if (at + 64 <= end) {
+            classify_block<true>(m, j, kw, text, len, at, ~0ull, seen);
+        } else if (at < end) {
+            classify_block<false>(m, j, kw, text, len, at, valid_bits(end - at), seen);
+        } else {  // the lookahead block past the stretch's end: no characters
+            _mm512_store_si512(m.rec[j], _mm512_setzero_si512());
+        }
+    }
+    // The class masks of 8 blocks at a time into the class arrays (an 8x8 transpose of qwords).
+    for (int j = nb + 2; j < ((nb + 1 + 7) & ~7) + 1; ++j) {
+        _mm512_store_si512(m.rec[j], _mm512_setzero_si512());
+    }
+    std::uint64_t* const out[8] = {m.L, m.U, m.D, m.P, m.WS, m.N, m.SP, m.EQ};
+    for (int j = 1; j <= nb + 1; j += 8) {
+        transpose8(m.rec + j, out, j);
+    }
+    // Step 2's last step of 8 (blocks jl..jl+7) also reads blocks jl+8..jl+15: none when not transposed.
+    const int jl = 1 + 8 * ((nb - 1) / 8);
+    if (jl + 8 > nb + 1) {
+        for (std::uint64_t* arr : out) {
+            _mm512_storeu_si512(arr + jl + 8, _mm512_setzero_si512());
+        }
+    }
+    return _mm512_movepi8_mask(seen) != 0;
+}
+
 // Step 2 for blocks 1..nb; returns the blocks that end inside a run longer than 64 (bit j-1).
-LATCH_STEP std::uint64_t pieces_chunk(ChunkMasks& m, int nb, std::uint64_t* nl_before) {
+LATCH_STEP std::uint64_t pieces_chunk(ChunkMasks& m, int nb, std::uint64_t* nl_before, const ChunkEnds& ce) {
     std::uint64_t long_runs = 0;
+    m.long_pieces = 0;
     __m512i nl = _mm512_set1_epi64(static_cast<long long>(*nl_before));
     for (int j = 1; j <= nb; j += 8) {
-        nl = pieces8(m, j, nl, &long_runs);
+        nl = pieces8(m, j, nl, &long_runs, ce);
     }
     *nl_before = m.NL[nb];
     return long_runs & (nb >= 64 ? ~0ull : (1ull << nb) - 1);
@@ -375,6 +477,9 @@ LATCH_STEP void price_chunk(const ChunkMasks& m, const KernelWeights& kw, const 
                                         43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25,
                                         24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4,
                                         3, 2, 1, 0, 0);
+    const __m512i arrange = _mm512_set_epi8(0, 0, 0, 0, 7, 15, 23, 31, 0, 0, 0, 0, 6, 14, 22, 30, 0, 0, 0, 0, 5, 13, 21, 29,
+                                            0, 0, 0, 0, 4, 12, 20, 28, 0, 0, 0, 0, 3, 11, 19, 27, 0, 0, 0, 0, 2, 10, 18, 26,
+                                            0, 0, 0, 0, 1, 9, 17, 25, 0, 0, 0, 0, 0, 8, 16, 24);
     const __m512i flo_a = _mm512_load_si512(kw.f_lo), flo_b = _mm512_load_si512(kw.f_lo + 64),
                   flo_c = _mm512_load_si512(kw.f_lo + 128);
     const __m512i fhi_a = _mm512_load_si512(kw.f_hi), fhi_b = _mm512_load_si512(kw.f_hi + 64),
@@ -384,58 +489,77 @@ LATCH_STEP void price_chunk(const ChunkMasks& m, const KernelWeights& kw, const 
     std::size_t open_start = st.open_start;
     int open_type = st.open_type;
     std::int64_t units = 0;
-    for (int j = 1; j <= last; ++j) {
-        const std::size_t at = base + 64 * static_cast<std::size_t>(j - 1);
-        const std::uint64_t B = m.B[j];
-        if (!B) {
-            continue;
+    // Two blocks per step, their vector work interleaved (independent chains side by side); a block
+    // past `last` has no starts and adds nothing. Then each block's scalar part, in order.
+    constexpr int kStep = 2;
+    for (int j = 1; j <= last; j += kStep) {
+        std::uint64_t B[kStep], closed[kStep];
+        __m512i types[kStep], starts[kStep], prev[kStep], length[kStep], ptypes[kStep], idx[kStep];
+        for (int k = 0; k < kStep; ++k) {
+            B[k] = j + k <= last ? m.B[j + k] : 0;
+            closed[k] = _bzhi_u64(~1ull, static_cast<unsigned>(_mm_popcnt_u64(B[k])));
         }
-        const unsigned first = static_cast<unsigned>(_tzcnt_u64(B));
-        if (at + first > open_start) {  // the piece open since an earlier block closes here
-            units += price(kw, open_type, at + first - open_start, text[open_start]);
+        // The type of the piece starting at each character, times 16: the block's four planes,
+        // byte g of plane p at byte 3 - p of qword g, transposed by GFNI into bits 4 + p.
+        for (int k = 0; k < kStep; ++k) {
+            const __m512i planes =
+                _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(m.plane[j + k])));
+            types[k] = _mm512_gf2p8affine_epi64_epi8(_mm512_set1_epi64(0x8040201008040201LL),
+                                                     _mm512_maskz_permutexvar_epi8(0x0F0F0F0F0F0F0F0Full, arrange, planes), 0);
         }
-        const unsigned count = static_cast<unsigned>(_mm_popcnt_u64(B));
-        // Types of the pieces in start order (the planes' bits at the starts, packed), times 16.
-        __m512i types = _mm512_maskz_mov_epi8(static_cast<__mmask64>(_pext_u64(m.plane[0][j], B)),
-                                              _mm512_set1_epi8(1 << 4));
-        types = _mm512_mask_add_epi8(types, static_cast<__mmask64>(_pext_u64(m.plane[1][j], B)), types,
-                                     _mm512_set1_epi8(2 << 4));
-        types = _mm512_mask_add_epi8(types, static_cast<__mmask64>(_pext_u64(m.plane[2][j], B)), types,
-                                     _mm512_set1_epi8(4 << 4));
-        types = _mm512_mask_add_epi8(types, static_cast<__mmask64>(_pext_u64(m.plane[3][j], B)), types,
-                                     _mm512_set1_epi8(static_cast<char>(8 << 4)));
-        const __m512i starts = _mm512_maskz_compress_epi8(static_cast<__mmask64>(B), iota);
+        for (int k = 0; k < kStep; ++k) {
+            starts[k] = _mm512_maskz_compress_epi8(static_cast<__mmask64>(B[k]), iota);
+        }
         // Lane i >= 1: the piece from start i-1 to start i.
-        const __m512i length = _mm512_sub_epi8(starts, _mm512_permutexvar_epi8(up1, starts));
-        const __m512i ptypes = _mm512_permutexvar_epi8(up1, types);
-        const __m512i idx = _mm512_add_epi8(
-            ptypes, _mm512_sub_epi8(_mm512_min_epu8(length, _mm512_set1_epi8(16)), _mm512_set1_epi8(1)));
-        const std::uint64_t closed = (count >= 64 ? ~0ull : (1ull << count) - 1) & ~1ull;
-        const __mmask64 high = _mm512_movepi8_mask(idx);  // idx >= 128
-        const __m512i lo = _mm512_mask_blend_epi8(high, _mm512_permutex2var_epi8(flo_a, idx, flo_b),
-                                                  _mm512_permutexvar_epi8(idx, flo_c));
-        const __m512i hi = _mm512_mask_blend_epi8(high, _mm512_permutex2var_epi8(fhi_a, idx, fhi_b),
-                                                  _mm512_permutexvar_epi8(idx, fhi_c));
-        sum_lo = _mm512_add_epi64(sum_lo, _mm512_sad_epu8(_mm512_maskz_mov_epi8(closed, lo), zero));
-        sum_hi = _mm512_add_epi64(sum_hi, _mm512_sad_epu8(_mm512_maskz_mov_epi8(closed, hi), zero));
-        // Pieces over 16 characters (length 17..63 here): the table priced 16 of them.
-        const std::uint64_t longer =
-            _cvtmask64_u64(_mm512_movepi8_mask(_mm512_add_epi8(length, _mm512_set1_epi8(111)))) & closed;
-        if (longer) {
-            alignas(64) std::uint8_t ls[64], ts[64], ss[64];
-            _mm512_store_si512(ls, length);
-            _mm512_store_si512(ts, ptypes);
-            _mm512_store_si512(ss, starts);
-            for (std::uint64_t k = longer; k; k &= k - 1) {
-                const unsigned i = static_cast<unsigned>(_tzcnt_u64(k));  // >= 1: the piece starts at ss[i - 1]
-                const int t = ts[i] >> 4;
-                units += piece_cost(kw.w, t, ls[i], text[at + ss[i - 1]]) - piece_cost(kw.w, t, 16);
-            }
+        for (int k = 0; k < kStep; ++k) {
+            prev[k] = _mm512_permutexvar_epi8(up1, starts[k]);
         }
-        const unsigned top = 63 - static_cast<unsigned>(_lzcnt_u64(B));
-        open_start = at + top;
-        open_type = static_cast<int>(((m.plane[0][j] >> top) & 1) | ((m.plane[1][j] >> top) & 1) << 1 |
-                                     ((m.plane[2][j] >> top) & 1) << 2 | ((m.plane[3][j] >> top) & 1) << 3);
+        for (int k = 0; k < kStep; ++k) {
+            length[k] = _mm512_sub_epi8(starts[k], prev[k]);
+            ptypes[k] = _mm512_permutexvar_epi8(prev[k], types[k]);
+        }
+        for (int k = 0; k < kStep; ++k) {
+            idx[k] = _mm512_add_epi8(ptypes[k],
+                                     _mm512_sub_epi8(_mm512_min_epu8(length[k], _mm512_set1_epi8(16)), _mm512_set1_epi8(1)));
+        }
+        for (int k = 0; k < kStep; ++k) {
+            const __mmask64 high = _mm512_movepi8_mask(idx[k]);  // idx >= 128
+            const __m512i lo = _mm512_mask_blend_epi8(high, _mm512_permutex2var_epi8(flo_a, idx[k], flo_b),
+                                                      _mm512_permutexvar_epi8(idx[k], flo_c));
+            const __m512i hi = _mm512_mask_blend_epi8(high, _mm512_permutex2var_epi8(fhi_a, idx[k], fhi_b),
+                                                      _mm512_permutexvar_epi8(idx[k], fhi_c));
+            sum_lo = _mm512_add_epi64(sum_lo, _mm512_sad_epu8(_mm512_maskz_mov_epi8(closed[k], lo), zero));
+            sum_hi = _mm512_add_epi64(sum_hi, _mm512_sad_epu8(_mm512_maskz_mov_epi8(closed[k], hi), zero));
+        }
+        for (int k = 0; k < kStep; ++k) {
+            if (!B[k]) {
+                continue;
+            }
+            const std::size_t at = base + 64 * static_cast<std::size_t>(j + k - 1);
+            const unsigned first = static_cast<unsigned>(_tzcnt_u64(B[k]));
+            if (at + first > open_start) {  // the piece open since an earlier block closes here
+                units += price(kw, open_type, at + first - open_start, text[open_start]);
+            }
+            // Pieces over 16 characters (length 17..63 here): the table priced 16 of them.
+            const std::uint64_t longer =
+                (m.long_pieces >> (j + k - 1)) & 1
+                    ? _cvtmask64_u64(_mm512_movepi8_mask(_mm512_add_epi8(length[k], _mm512_set1_epi8(111)))) & closed[k]
+                    : 0;
+            if (longer) {
+                alignas(64) std::uint8_t ls[64], ts[64], ss[64];
+                _mm512_store_si512(ls, length[k]);
+                _mm512_store_si512(ts, ptypes[k]);
+                _mm512_store_si512(ss, starts[k]);
+                for (std::uint64_t q = longer; q; q &= q - 1) {
+                    const unsigned i = static_cast<unsigned>(_tzcnt_u64(q));  // >= 1: the piece starts at ss[i - 1]
+                    const int t = ts[i] >> 4;
+                    units += piece_cost(kw.w, t, ls[i], text[at + ss[i - 1]]) - piece_cost(kw.w, t, 16);
+                }
+            }
+            const unsigned top = 63 - static_cast<unsigned>(_lzcnt_u64(B[k]));
+            open_start = at + top;
+            open_type = static_cast<int>(m.last_type[j + k]);
+        }
     }
     // Bigrams of the pairs inside sub-words, 8 blocks per step.
     __m512i n_pairs = zero, n1 = zero, n2 = zero, n3 = zero;
@@ -489,7 +613,7 @@ LATCH_AVX512 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size
     m.U[0] = k_before == UPPER ? top : 0;
     m.D[0] = k_before == DIGIT ? top : 0;
     m.P[0] = k_before == PUNCT ? top : 0;
-    m.S[0] = k_before == SPACE ? top : 0;
+    m.WS[0] = k_before == SPACE || k_before == NEWLINE ? top : 0;
     m.N[0] = k_before == NEWLINE ? top : 0;
     std::uint64_t nl_before = 0;  // NEWLINE-part mask of the block before the chunk
     PriceState st{from, T_ABSORBED, 0};  // a zero-length placeholder piece first
@@ -497,30 +621,35 @@ LATCH_AVX512 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size
     std::size_t base = from;  // first byte of the chunk
     *stop = len;
     while (base < end) {
-        // Look for the stretch's end in this chunk's window (it also brings the window into L1).
-        const std::size_t window = base + 64 * (kChunk + 1) < len ? base + 64 * (kChunk + 1) : len;
-        if (end == len) {
+        // Classify as if the stretch went on to `len`; when the chunk's window (its blocks and the
+        // lookahead block) holds a non-ASCII byte, the stretch ends there: classify again.
+        int nb = static_cast<int>((end - base + 63) / 64 < kChunk ? (end - base + 63) / 64 : kChunk);
+        if (classify_chunk(m, kw, text, len, base, end, nb)) {
+            const std::size_t window = base + 64 * (kChunk + 1) < len ? base + 64 * (kChunk + 1) : len;
             end = ascii_end(text, base, window);
-            if (end == window) {
-                end = len;
-            } else {
-                la_word = is_letter(class_of(text[end]));
+            la_word = is_letter(class_of(text[end]));
+            nb = static_cast<int>((end - base + 63) / 64 < kChunk ? (end - base + 63) / 64 : kChunk);
+            if (nb > 0) {
+                classify_chunk(m, kw, text, len, base, end, nb);
             }
         }
         *stop = end;
-        const int nb = static_cast<int>((end - base + 63) / 64 < kChunk ? (end - base + 63) / 64 : kChunk);
-        classify_chunk(m, kw, text, len, base, end, nb, la_word);
-        const std::uint64_t long_runs = pieces_chunk(m, nb, &nl_before);
+        const std::size_t la = end - base;  // where the successor is, relative to the chunk
+        const ChunkEnds ce{static_cast<std::int64_t>(end - base),
+                           la_word && la / 64 <= static_cast<std::size_t>(nb) ? static_cast<std::int64_t>(la / 64 + 1) : -1,
+                           1ull << (la % 64)};
+        const std::uint64_t long_runs = pieces_chunk(m, nb, &nl_before, ce);
         int last = nb;
         if (long_runs) {  // stop at the long run's start; the scalar walker prices it
             const int j = 1 + static_cast<int>(_tzcnt_u64(long_runs));
             const std::size_t at = base + 64 * static_cast<std::size_t>(j - 1);
-            const std::uint64_t ws = m.S[j] | m.N[j];
+            const std::uint64_t ws = m.WS[j];
             const std::uint64_t other = ~((ws >> 63) ? ws : m.P[j]) & valid_bits(end - at);
             const unsigned s = other ? 64 - static_cast<unsigned>(_lzcnt_u64(other)) : 0;
             const std::uint64_t below = valid_bits(s);
             m.B[j] = (m.B[j] & below) | (below + 1);  // the long run's start closes the piece before
             m.pairs[j] &= below;
+            m.long_pieces |= 1ull << (j - 1);
             *stop = at + s;
             last = j;
         }
@@ -530,7 +659,7 @@ LATCH_AVX512 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size
         }
         // The chunk's last block becomes block 0 of the next chunk.
         m.L[0] = m.L[nb], m.U[0] = m.U[nb], m.D[0] = m.D[nb], m.P[0] = m.P[nb];
-        m.S[0] = m.S[nb], m.N[0] = m.N[nb], m.SP[0] = m.SP[nb], m.C[0] = m.C[nb];
+        m.WS[0] = m.WS[nb], m.N[0] = m.N[nb], m.SP[0] = m.SP[nb];
         base += 64 * static_cast<std::size_t>(nb);
     }
     if (*stop == end) {  // the last piece closes at the end of the stretch
@@ -541,7 +670,7 @@ LATCH_AVX512 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size
 
 bool avx512_kernel_supported() noexcept {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512cd") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
            __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("avx512vpopcntdq") &&
            __builtin_cpu_supports("gfni") &&
