@@ -20,6 +20,7 @@ are never recalled. No embeddings; the same store and query always give the same
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -67,15 +68,16 @@ _WORD = re.compile(r"[^\W\d_]{4,32}")
 _CAMEL = re.compile(r"[a-z][A-Z]")  # CamelCase: "ValueError", "EventStore", "iOS"
 
 
+@functools.lru_cache(maxsize=8192)
 def _specific(tok: str) -> bool:
     """Identifier-like: a path, a dotted, dashed or snake_case name, CamelCase, an error code or a number of
     3+ digits (``src/a.py``, ``billing.tax``, ``read-only``, ``ROUND_HALF_EVEN``, ``ValueError``,
-    ``E0425``, ``7f3a9c1e``, ``1043.36``)."""
+    ``E0425``, ``7f3a9c1e``, ``1043.36``). (Kept per token: a turn's texts repeat most of the last one's.)"""
     core = tok.strip(".:-/#")
     if len(core) < 3 or len(core) > 120:
         return False
-    has_digit = any(c.isdigit() for c in core)
-    has_alpha = any(c.isalpha() for c in core)
+    has_digit = any(map(str.isdigit, core))
+    has_alpha = any(map(str.isalpha, core))
     if "/" in core or "_" in core or ("." in core and has_alpha) or ("-" in core and has_alpha):
         return True
     if _CAMEL.search(core):
