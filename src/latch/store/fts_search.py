@@ -15,7 +15,9 @@ phrase that matches 32 rows. A query with only rare tokens costs little.
    prepare_text` of the event's searchable text, the text the index got) put in an in-memory FTS5 table of the
    same tokenizer, and the exact query runs there: FTS5's own matching, on a few rows.
 
-The scan stops at ``limit`` matches. It is bounded: after :data:`MAX_CANDIDATES` candidates without
+The scan stops at ``limit`` matches; the matches a verified chunk held beyond them are kept
+(:meth:`CandidateSearch.keep`), so the same search continued below its last hit (the next page) starts from them.
+It is bounded: after :data:`MAX_CANDIDATES` candidates without
 ``limit`` matches, the exact query runs on the rows older than the last candidate (the old plan, on what is
 left). A query whose phrases are single tokens that are all kept, or that has no rare token, runs as the
 exact query directly (FTS5 is fast there).
