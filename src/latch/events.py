@@ -288,14 +288,19 @@ def _to_plain(obj: Any) -> Any:
     return obj
 
 
+_FIELDS: dict[type, tuple[tuple[str, type | None], ...]] = {}
+"""Per dataclass: its fields' names and nested dataclass (``None``: plain), in order (emptied by register_nested)."""
+
+
 def _from_plain(cls: type, data: Mapping[str, Any]) -> Any:
     kwargs = {}
-    hints = {f.name: f for f in dataclasses.fields(cls)}
-    for name in hints:
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        fields = _FIELDS[cls] = tuple((f.name, _NESTED.get((cls.__name__, f.name))) for f in dataclasses.fields(cls))
+    for name, sub in fields:
         if name not in data:
             continue
         value = data[name]
-        sub = _NESTED.get((cls.__name__, name))
         if sub is not None and value is not None:
             if isinstance(value, list):
                 value = tuple(_from_plain(sub, v) for v in value)
@@ -1119,6 +1124,7 @@ def decode_event(kind: str, payload: Mapping[str, Any] | str | bytes) -> Event:
 def register_nested(owner: str, field_name: str, cls: type) -> None:
     """Declare that ``owner.field_name`` holds dataclass(es) of ``cls`` (for decoding)."""
     _NESTED[(owner, field_name)] = cls
+    _FIELDS.clear()
 
 
 def same_event(a: Event, b: Event) -> bool:

@@ -160,3 +160,58 @@ def test_corpus_same_rows(tmp_path):
                         checked += 1
     assert checked > 500
     store.close()
+
+
+def _pages(store: EventStore, q: str, mode: str, sizes: list[int], **kw) -> list[int]:
+    """Rows of ``q`` read page after page, each page continuing below the last row of the one before."""
+    rows: list[int] = []
+    below = kw.pop("before_seq", None)
+    for n in sizes:
+        page = [s.seq for s in store.search(q, mode=mode, limit=n, before_seq=below, **kw)]
+        rows += page
+        if len(page) < n:
+            break
+        below = page[-1]
+    return rows
+
+
+@pytest.mark.parametrize("small", [False, True])
+def test_pages_continued_below_the_last_row_list_the_exact_rows(tmp_path, monkeypatch, small):
+    """A search continued below its last row (the next page, as recall reads it) starts from the matches the page
+    before verified beyond its limit: the pages list the exact query's rows, in small and large pages, with other
+    searches and appends in between, and with the bounded scan's fallback."""
+    store, sid = _generated(tmp_path / "g.db", 1_500)
+    if small:
+        monkeypatch.setattr(fts_search, "CHUNK", 4)
+        monkeypatch.setattr(fts_search, "MAX_CANDIDATES", 8)
+        monkeypatch.setattr(fts_search, "DENSE_SPAN", 1)
+        store._candidates = fts_search.CandidateSearch()
+    rng = random.Random(5)
+    top = store.max_seq()
+    resumed = 0
+    real_resume = store._candidates.resume
+
+    def counting(key, before):
+        nonlocal resumed
+        got = real_resume(key, before)
+        resumed += got is not None
+        return got
+
+    monkeypatch.setattr(store._candidates, "resume", counting)
+    for q in _queries(rng):
+        for mode in ("and", "or"):
+            for sizes, kw in (
+                ([4, 16, 16, 16], {}),
+                ([1, 1, 2, 3, 5, 8], {"session_id": sid}),
+                ([2, 40], {"before_seq": top - 300, "session_id": sid}),
+            ):
+                got = _pages(store, q, mode, sizes, **kw)
+                store.search("word5 src/pkg1/mod1.py", mode="or", limit=3)  # another search in between
+                assert got == _exact(store, q, mode, limit=sum(sizes), **kw)[: len(got)], (q, mode, sizes, kw)
+                assert len(got) == min(sum(sizes), len(_exact(store, q, mode, limit=10**6, **kw))), (q, mode)
+    store.append(sid, [UserMessage("src/pkg3/mod1.py word7 appended above every bound")])
+    assert _pages(store, "src/pkg3/mod1.py", "or", [4, 16], before_seq=top) == _exact(
+        store, "src/pkg3/mod1.py", "or", limit=20, before_seq=top
+    )
+    assert resumed > 20, "pages continued from the matches kept by the page before"
+    store.close()

@@ -20,6 +20,7 @@ are never recalled. No embeddings; the same store and query always give the same
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -47,6 +48,8 @@ RECALL_ROWS = 12
 """Matching rows recalled at most per recall (their call/result partners come on top)."""
 PARTNER_WINDOW = 512
 """How far (in seq) a call and its result may lie apart and still be linked."""
+PROBE = True
+"""Look a partner up in the few seqs next to its event first (the same partners, fewer events read)."""
 
 _STOP = frozenset(
     """
@@ -65,15 +68,16 @@ _WORD = re.compile(r"[^\W\d_]{4,32}")
 _CAMEL = re.compile(r"[a-z][A-Z]")  # CamelCase: "ValueError", "EventStore", "iOS"
 
 
+@functools.lru_cache(maxsize=8192)
 def _specific(tok: str) -> bool:
     """Identifier-like: a path, a dotted, dashed or snake_case name, CamelCase, an error code or a number of
     3+ digits (``src/a.py``, ``billing.tax``, ``read-only``, ``ROUND_HALF_EVEN``, ``ValueError``,
-    ``E0425``, ``7f3a9c1e``, ``1043.36``)."""
+    ``E0425``, ``7f3a9c1e``, ``1043.36``). (Kept per token: a turn's texts repeat most of the last one's.)"""
     core = tok.strip(".:-/#")
     if len(core) < 3 or len(core) > 120:
         return False
-    has_digit = any(c.isdigit() for c in core)
-    has_alpha = any(c.isalpha() for c in core)
+    has_digit = any(map(str.isdigit, core))
+    has_alpha = any(map(str.isalpha, core))
     if "/" in core or "_" in core or ("." in core and has_alpha) or ("-" in core and has_alpha):
         return True
     if _CAMEL.search(core):
@@ -201,20 +205,26 @@ class RecallCache:
         looked up in a short window first, then up to :data:`PARTNER_WINDOW` seqs away."""
         e, seq = stored.event, stored.seq
         if isinstance(e, AssistantMessage) and e.tool_calls:
-            windows = [(seq, min(seq + w, before_seq - 1)) for w in (16, PARTNER_WINDOW)]
             want = len({c.id for c in e.tool_calls})
+            windows = [(seq, min(seq + w, before_seq - 1)) for w in (16, PARTNER_WINDOW)]
+            # the results mostly follow the call at once: when a window's first few seqs hold one result of
+            # every call, those are the first of each in the whole window (the lookup reads less)
+            probe = (seq, min(seq + want + 2, windows[0][1]))
         elif isinstance(e, ToolResult) and not e.orphan:
-            windows = [(max(0, seq - w - 1), seq - 1) for w in (16, PARTNER_WINDOW)]
             want = 1
+            windows = [(max(0, seq - w - 1), seq - 1) for w in (16, PARTNER_WINDOW)]
+            # the call mostly comes just before: a call in the window's last seqs is the newest one in the window
+            probe = (max(windows[0][0], seq - 4), seq - 1)
         else:
             return []
         found: list[Any] = []
-        for lo, hi in windows:
+        for n, (lo, hi) in enumerate(windows):
             key = (seq, hi)
             if key not in self._links:
                 if len(self._links) >= self.MAX:
                     self._links.clear()
-                self._links[key] = _linked(reader, stored, lo, hi)
+                near = _linked(reader, stored, *probe) if PROBE and n == 0 and probe != (lo, hi) else []
+                self._links[key] = near if len(near) >= want else _linked(reader, stored, lo, hi)
             found = self._links[key]
             if len(found) >= want:
                 break

@@ -16,7 +16,6 @@ pin it).
 
 from __future__ import annotations
 
-import heapq
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -93,26 +92,41 @@ class SearchCache:
                     return
             yield from self._iter(reader, query, mode, bound, SEARCH_ROWS)
             return
-        its = [self._iter(reader, t, "or", bound, SEARCH_ROWS) for t in dict.fromkeys(terms)]
-        heads: list[tuple[int, int, Any]] = []
-        for i, it in enumerate(its):
-            first = next(it, None)
-            if first is not None:
-                heads.append((-first.seq, i, first))
-        heapq.heapify(heads)
-        last = None
+        queries = list(dict.fromkeys(terms))
+        kept = [self._entry(reader, t, "or", bound) for t in queries]
+        for i, got in enumerate(kept):
+            self._fill(reader, queries[i], "or", got, 0, SEARCH_ROWS)
+        yield from self._merge(reader, queries, kept)
+
+    def _merge(self, reader: SessionReader, queries: list[str], kept: list[_Rows]) -> Iterator[Any]:
+        """The union of the searches' first :data:`SEARCH_ROWS` rows, newest first, each row once, at most
+        :data:`SEARCH_ROWS`: a block at a time. A search with rows left to fetch has none above its last fetched
+        row, so every row at or above the newest such last row (the threshold) is final: those are listed, then
+        the searches whose last row is the threshold fetch their next page."""
+        pos = [0] * len(kept)
         left = SEARCH_ROWS
-        while heads and left > 0:
-            _, i, row = heads[0]
-            nxt = next(its[i], None)
-            if nxt is None:
-                heapq.heappop(heads)
-            else:
-                heapq.heapreplace(heads, (-nxt.seq, i, nxt))
-            if row.seq != last:  # a row holding several terms is listed once
-                last = row.seq
+        while left > 0:
+            open_ = [i for i, got in enumerate(kept) if not got.done and len(got.rows) < SEARCH_ROWS]
+            threshold = max((kept[i].rows[-1].seq for i in open_), default=None)
+            block: dict[int, Any] = {}
+            for i, got in enumerate(kept):
+                rows, p = got.rows, pos[i]
+                end = min(len(rows), SEARCH_ROWS)
+                while p < end and (threshold is None or rows[p].seq >= threshold):
+                    block.setdefault(rows[p].seq, rows[p])
+                    p += 1
+                pos[i] = p
+            for seq in sorted(block, reverse=True):
+                yield block[seq]
                 left -= 1
-                yield row
+                if left <= 0:
+                    return
+            if threshold is None:
+                return
+            for i in open_:
+                got = kept[i]
+                if got.rows[-1].seq == threshold:
+                    self._fill(reader, queries[i], "or", got, len(got.rows), SEARCH_ROWS)
 
     def _entry(self, reader: SessionReader, query: str, mode: str, bound: int) -> _Rows:
         key = (mode, query)
@@ -141,22 +155,27 @@ class SearchCache:
         got.bound = bound
         return got
 
-    def _iter(self, reader: SessionReader, query: str, mode: str, bound: int, most: int) -> Iterator[Any]:
-        got = self._entry(reader, query, mode, bound)
-        i = 0
+    def _fill(self, reader: SessionReader, query: str, mode: str, got: _Rows, i: int, most: int) -> bool:
+        """Whether the search has a row at position ``i < most`` (fetching pages of it until it has or is done)."""
         while i < most:
             if i < len(got.rows):
-                yield got.rows[i]
-                i += 1
-                continue
+                return True
             if got.done:
-                return
+                return False
             below = got.rows[-1].seq if got.rows else got.bound
-            n = min(FIRST_PAGE if not got.rows else SEARCH_PAGE, most - i)
+            n = min(FIRST_PAGE if not got.rows else SEARCH_PAGE, most - len(got.rows))
             page = self._fetch(reader, query, mode, below, n)
             got.rows.extend(page)
             if len(page) < n:
                 got.done = True
+        return False
+
+    def _iter(self, reader: SessionReader, query: str, mode: str, bound: int, most: int) -> Iterator[Any]:
+        got = self._entry(reader, query, mode, bound)
+        i = 0
+        while self._fill(reader, query, mode, got, i, most):
+            yield got.rows[i]
+            i += 1
 
     def _fetch(self, reader: SessionReader, query: str, mode: str, below: int, n: int) -> list[Any]:
         self.fetches += 1

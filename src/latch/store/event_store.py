@@ -988,6 +988,7 @@ class EventStore:
             "JOIN events e ON e.seq = f.rowid WHERE events_fts MATCH ?"
         )
         sql, args = self._hit_filters(sql, [], session_id, exclude_sessions=exclude_sessions)
+        key = (match, sql, tuple(args), until_seq)  # the search, apart from its bound
         sql = _and(sql, args, (("f.rowid < ?", before_seq), ("f.rowid <= ?", until_seq)))
         with self._lock:
             with self._read_errors():
@@ -1017,7 +1018,12 @@ class EventStore:
                 decoded.update(fetched)
                 return {s: decoded[s].event.searchable_text() for s in seqs}
 
-            hits = self._candidates.search(rowids, texts, match, *plan, limit)
+            resumed = self._candidates.resume(key, before_seq)  # the next page of a search: its kept matches
+            if resumed is not None:
+                decoded.update(resumed[1])
+            hits = self._candidates.search(rowids, texts, match, *plan, limit, resumed[0] if resumed else None)
+            if not self._db.in_transaction:  # (rows of an open transaction could still roll back)
+                self._candidates.keep(key, hits, limit, decoded)
             missing = self._events_by_seq([s for s in hits if s not in decoded])
             return [decoded.get(s) or missing[s] for s in hits]
 

@@ -15,7 +15,9 @@ phrase that matches 32 rows. A query with only rare tokens costs little.
    prepare_text` of the event's searchable text, the text the index got) put in an in-memory FTS5 table of the
    same tokenizer, and the exact query runs there: FTS5's own matching, on a few rows.
 
-The scan stops at ``limit`` matches. It is bounded: after :data:`MAX_CANDIDATES` candidates without
+The scan stops at ``limit`` matches; the matches a verified chunk held beyond them are kept
+(:meth:`CandidateSearch.keep`), so the same search continued below its last hit (the next page) starts from them.
+It is bounded: after :data:`MAX_CANDIDATES` candidates without
 ``limit`` matches, the exact query runs on the rows older than the last candidate (the old plan, on what is
 left). A query whose phrases are single tokens that are all kept, or that has no rare token, runs as the
 exact query directly (FTS5 is fast there).
@@ -28,12 +30,13 @@ and dotted terms.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .fts import TOKENIZE, match_phrases, prepare_text, quote_token
 
-__all__ = ["CandidateSearch", "CHUNK", "MAX_CANDIDATES", "DENSE_SPAN", "PROBE_ROWS"]
+__all__ = ["CandidateSearch", "CHUNK", "MAX_CANDIDATES", "DENSE_SPAN", "PROBE_ROWS", "MAX_RESUMES"]
 
 CHUNK = 128
 """Candidates verified per step at most (rows)."""
@@ -50,6 +53,8 @@ MAX_KEPT = 4096
 """Token densities kept per store (the table is emptied past it)."""
 RARE_PER_PHRASE = 3
 """Rare tokens of one phrase that go into the candidate query at most (the rarest)."""
+MAX_RESUMES = 32
+"""Searches whose verified matches beyond their limit are kept for their next page (the oldest dropped past it)."""
 
 Rows = Callable[[str, Sequence[Any]], list[Any]]
 
@@ -61,6 +66,13 @@ class CandidateSearch:
     def __init__(self) -> None:
         self._span: dict[str, int | None] = {}  # token -> seqs spanned by its newest PROBE_ROWS rows (None: fewer)
         self._check: sqlite3.Connection | None = None
+        self.known_to: int | None = None
+        """After a :meth:`search` of one candidate expression and no ``exact``: every match at or above this
+        rowid (and below the search's bounds) is one the search found (0: every match); else ``None``."""
+        self.surplus: list[int] = []
+        """With :attr:`known_to`: the matches that search found beyond its ``limit``, newest first."""
+        # (caller's key, the last hit returned) -> ((surplus, known_to), the caller's rows of the surplus)
+        self._resumes: OrderedDict[tuple[Any, int], tuple[tuple[list[int], int], dict[int, Any]]] = OrderedDict()
 
     # ------------------------------------------------------------------ plan
     def _token_span(self, db: sqlite3.Connection, token: str) -> int | None:
@@ -123,42 +135,80 @@ class CandidateSearch:
         exact: list[str],
         candidates: list[str],
         limit: int,
+        start: tuple[list[int], int] | None = None,
     ) -> list[int]:
         """The newest ``limit`` rowids matching ``match`` (newest first), from a :meth:`plan`.
 
         ``rowids(expr, below, above, n)``: the newest ``n`` rowids matching FTS expression ``expr`` (with the
         caller's filters) with ``above < rowid < below`` (``None``: unbounded); ``texts(rowids)``: their
-        searchable texts."""
-        out: set[int] = set()
+        searchable texts. ``start`` (one candidate expression, no ``exact``): ``(matches, below)``, every match
+        at or above rowid ``below`` already known (an earlier search's :attr:`known_to`): the scan starts below
+        it (``below`` 0: nothing is left to scan). Sets :attr:`known_to`."""
+        single = not exact and len(candidates) == 1
+        self.known_to, self.surplus = None, []
+        if start is not None and single:
+            known_rows, lowest = start
+            if len(known_rows) >= limit or lowest == 0:
+                ranked = sorted(known_rows, reverse=True)
+                self.known_to, self.surplus = lowest, ranked[limit:]
+                return ranked[:limit]
+        else:
+            start = None
+        out: set[int] = set(start[0]) if start is not None else set()
         floor: int | None = None  # for OR: rows at or below the limit-th hit so far cannot make the result
         if exact:
             got = rowids(" OR ".join(exact), None, None, limit)
             out.update(got)
             if len(got) >= limit:
                 floor = got[-1]
+        known = 0
         for expr in candidates:
-            below: int | None = None
+            below: int | None = start[1] if start is not None else None
             scanned = 0
-            found = 0
-            size = min(CHUNK, max(FIRST_CHUNK, 2 * limit))  # a small first page: most searches stop in it
+            found = len(start[0]) if start is not None else 0  # (only a single expression has a start)
+            size = min(CHUNK, max(FIRST_CHUNK, 2 * (limit - found)))  # a small first page: most searches stop in it
             while True:
                 if scanned >= MAX_CANDIDATES:  # bounded: the exact query takes the older rows
-                    out.update(rowids(match, below, floor, limit - found))
+                    tail = rowids(match, below, floor, limit - found)
+                    out.update(tail)
+                    known = tail[-1] if len(tail) >= limit - found else 0
                     break
                 page = rowids(expr, below, floor, size)
                 if not page:
+                    known = 0
                     break
                 ok = self.verify(match, sorted(texts(page).items()))
                 found += len(ok)
                 out.update(ok)
                 if found >= limit or len(page) < size:
+                    known = page[-1] if len(page) >= size else 0
                     break
                 below = page[-1]
                 scanned += len(page)
                 size = min(CHUNK, size * 2)
             if len(out) >= limit:  # rows at or below the limit-th hit so far cannot make the result
                 floor = max(floor or 0, sorted(out, reverse=True)[limit - 1])
-        return sorted(out, reverse=True)[:limit]
+        ranked = sorted(out, reverse=True)
+        if single:
+            self.known_to, self.surplus = known, ranked[limit:]
+        return ranked[:limit]
+
+    # ---------------------------------------------------------------- resume
+    def resume(self, key: Any, before: int | None) -> tuple[tuple[list[int], int], dict[int, Any]] | None:
+        """What :meth:`keep` kept for the search ``key`` continued below its last hit ``before``: ``(start, rows)``,
+        ``start`` for :meth:`search` and ``rows`` the caller's rows of its matches; ``None`` when nothing was kept.
+        (Rows below a bound never change in an append-only log whose seqs grow.)"""
+        return None if before is None else self._resumes.pop((key, before), None)
+
+    def keep(self, key: Any, hits: Sequence[int], limit: int, rows: Mapping[int, Any]) -> None:
+        """Keep the matches the last :meth:`search` (of the search ``key``: query and filters, not the bound)
+        found beyond its ``limit`` hits, with the caller's ``rows`` of them, so that search continued below its
+        last hit starts from them (:meth:`resume`) instead of verifying them again; at most :data:`MAX_RESUMES`."""
+        if self.known_to is None or len(hits) < limit or any(r not in rows for r in self.surplus):
+            return
+        self._resumes[key, hits[-1]] = ((self.surplus, self.known_to), {r: rows[r] for r in self.surplus})
+        if len(self._resumes) > MAX_RESUMES:
+            self._resumes.popitem(last=False)
 
     # ---------------------------------------------------------------- verify
     def verify(self, match: str, texts: Sequence[tuple[int, str]]) -> set[int]:
