@@ -71,3 +71,27 @@ def test_partners_found_near_first_are_the_partners_of_the_whole_window(steps, c
         finally:
             recall_mod.PROBE = True
             store.close()
+
+
+def test_a_partner_beyond_the_short_window_is_found_within_the_partner_window(tmp_path):
+    """A call 40 seqs before its result (and a result 40 seqs after its call) is still its partner: the short
+    window misses it, the PARTNER_WINDOW lookup finds it."""
+    store = EventStore(tmp_path / "latch.db")
+    try:
+        sid = store.create_session()
+        gap = [UserMessage(f"user {n}") for n in range(40)]
+        call_seq, *_, result_seq, after = store.append(
+            sid,
+            [
+                AssistantMessage("run it", (ToolCall("far", "Bash", "{}"),)),
+                *gap,
+                ToolResult("far", "done"),
+                UserMessage("next"),
+            ],
+        )
+        reader = StoreSessionReader(store, sid)
+        cache = RecallCache(TokenCounter(CharEstimator()))
+        assert [s.seq for s in cache.partners(reader, store.get(result_seq), after + 1)] == [call_seq]
+        assert [s.seq for s in cache.partners(reader, store.get(call_seq), after + 1)] == [result_seq]
+    finally:
+        store.close()

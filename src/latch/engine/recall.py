@@ -187,7 +187,7 @@ class RecallCache:
         self.counter = counter
         self.searches = SearchCache() if keep_searches else None
         self._items: dict[int, RecalledEvent] = {}
-        self._links: dict[tuple[int, int], list[Any]] = {}
+        self._links: dict[tuple[int, int, int], list[Any]] = {}
 
     def item(self, stored: Any) -> RecalledEvent:
         got = self._items.get(stored.seq)
@@ -219,7 +219,7 @@ class RecallCache:
             return []
         found: list[Any] = []
         for n, (lo, hi) in enumerate(windows):
-            key = (seq, hi)
+            key = (seq, lo, hi)
             if key not in self._links:
                 if len(self._links) >= self.MAX:
                     self._links.clear()
