@@ -9,6 +9,7 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "latch/estimate.hpp"
 #include "latch/latch.h"
 #include "latch/scoring.hpp"
+#include "latch/terms.hpp"
 
 namespace py = pybind11;
 
@@ -206,6 +208,80 @@ py::list score_episodes(const py::handle& term_indptr_h, const py::handle& term_
     return out;
 }
 
+// The terms of an ASCII str as a list of str. No GIL release: the scan is one pass over a text the
+// caller bounds (episode fields, at most 16,384 characters) and each term becomes a Python str. A term
+// seen before in the same text is the same str object again (about half of them in agent transcripts):
+// no allocation, and its hash, once computed by a dict, stays cached for the next lookup.
+py::list ascii_terms(const py::handle& text) {
+    PyObject* s = text.ptr();
+    if (!PyUnicode_Check(s)) {
+        throw py::type_error(std::string("ascii_terms: text must be str, not ") + Py_TYPE(s)->tp_name);
+    }
+    if (!PyUnicode_IS_ASCII(s)) {
+        throw py::value_error("ascii_terms: text must be ASCII (str.isascii())");
+    }
+    py::list out(0);
+    // Open addressing over the terms made so far (load <= 1/2), keyed by their bytes.
+    std::vector<PyObject*> slots(64, nullptr);
+    std::size_t used = 0;
+    latch::for_each_ascii_term(
+        static_cast<const unsigned char*>(PyUnicode_DATA(s)), static_cast<std::size_t>(PyUnicode_GET_LENGTH(s)),
+        [&](const char* w, std::size_t n) {
+            std::uint64_t h = 1469598103934665603ULL;  // FNV-1a
+            for (std::size_t j = 0; j < n; ++j) {
+                h = (h ^ static_cast<unsigned char>(w[j])) * 1099511628211ULL;
+            }
+            std::size_t mask = slots.size() - 1;
+            std::size_t i = static_cast<std::size_t>(h ^ (h >> 29)) & mask;
+            PyObject* term = nullptr;
+            while (slots[i] != nullptr) {
+                PyObject* t = slots[i];
+                if (static_cast<std::size_t>(PyUnicode_GET_LENGTH(t)) == n && std::memcmp(PyUnicode_DATA(t), w, n) == 0) {
+                    term = t;
+                    break;
+                }
+                i = (i + 1) & mask;
+            }
+            if (term == nullptr) {
+                term = PyUnicode_New(static_cast<Py_ssize_t>(n), 127);
+                if (term == nullptr) {
+                    throw py::error_already_set();
+                }
+                std::memcpy(PyUnicode_DATA(term), w, n);
+                if (PyList_Append(out.ptr(), term) != 0) {
+                    Py_DECREF(term);
+                    throw py::error_already_set();
+                }
+                Py_DECREF(term);  // the list holds it while the table points at it
+                slots[i] = term;
+                if (2 * ++used > slots.size()) {
+                    std::vector<PyObject*> grown(2 * slots.size(), nullptr);
+                    mask = grown.size() - 1;
+                    for (PyObject* t : slots) {
+                        if (t != nullptr) {
+                            const auto* d = static_cast<const unsigned char*>(PyUnicode_DATA(t));
+                            std::uint64_t g = 1469598103934665603ULL;
+                            for (Py_ssize_t j = 0; j < PyUnicode_GET_LENGTH(t); ++j) {
+                                g = (g ^ d[j]) * 1099511628211ULL;
+                            }
+                            std::size_t k = static_cast<std::size_t>(g ^ (g >> 29)) & mask;
+                            while (grown[k] != nullptr) {
+                                k = (k + 1) & mask;
+                            }
+                            grown[k] = t;
+                        }
+                    }
+                    slots.swap(grown);
+                }
+                return;
+            }
+            if (PyList_Append(out.ptr(), term) != 0) {
+                throw py::error_already_set();
+            }
+        });
+    return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
@@ -216,6 +292,11 @@ PYBIND11_MODULE(_native, m) {
         profiles[i] = py::str(latch::kProfileNames[i]);
     }
     m.attr("PROFILES") = profiles;
+    py::tuple stop_words(latch::kStopWordCount);
+    for (std::size_t i = 0; i < latch::kStopWordCount; ++i) {
+        stop_words[i] = py::str(latch::kStopWords[i]);
+    }
+    m.attr("STOP_WORDS") = stop_words;
     m.def("estimate_tokens", &estimate_tokens, py::arg("text"), py::arg("profile") = "openai",
           "Conservative token estimate of ``text`` (tokens). ValueError on unknown profile.");
     m.def("estimate_tokens_batch", &estimate_tokens_batch, py::arg("texts"), py::arg("profile") = "openai",
@@ -226,4 +307,6 @@ PYBIND11_MODULE(_native, m) {
           py::arg("file_ids"), py::arg("markers"), py::arg("last_seq"), py::arg("query_terms"),
           py::arg("current_files"), py::arg("now_seq"), py::arg("k"),
           "Indices of the k best episodes, best first (see latch.hotpaths._py.score_episodes).");
+    m.def("ascii_terms", &ascii_terms, py::arg("text"),
+          "Lexical terms of an ASCII str, in text order (see latch.hotpaths._py.ascii_terms).");
 }

@@ -156,14 +156,7 @@ class Episode:
 
 
 # --------------------------------------------------------------------------- text features
-_STOP = frozenset(
-    """
-the and for with this that you are was were from have has had not but can will what all any its our out use
-into then than some just also been there their they them which when where would should could about after before
-more most other such only over very your yours let lets here how why who whom does did done doing get got make
-made need needs want like one two now new yes okay please thanks thank i'm it's don't can't we're you're
-""".split()
-)
+_STOP = hotpaths.STOP_WORDS
 _CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _EXTS = (
     "py|pyi|ipynb|rs|go|c|h|cc|cpp|cxx|hpp|hh|cs|java|kt|kts|scala|swift|m|mm|rb|php|pl|lua|r|jl|dart|ex|exs|erl|"
@@ -204,7 +197,10 @@ def extract_terms(text: str) -> list[str]:
     with a letter, minus stop words (longer words are skipped). Only the first
     :data:`SCAN_CHARS` characters are read.
     """
-    text = text[:SCAN_CHARS].lower()
+    text = text[:SCAN_CHARS]
+    if text.isascii():
+        return hotpaths.ascii_terms(text)  # the ASCII scanner's words, minus stop words, in one native pass
+    text = text.lower()
     out: list[str] = []
     if not text.isascii() and _CJK_RE.search(text):
         for run in _CJK_RE.findall(text):
