@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace latch {
@@ -20,39 +21,49 @@ const std::size_t kStopWordCount = sizeof(kStopWords) / sizeof(kStopWords[0]);
 
 namespace {
 
-// A word of at most 8 characters packed into 8 bytes (zero padded); every stop word that a term can
-// equal (letters only) fits, so a term longer than 8 characters is never a stop word.
+// A word of at most 8 characters packed into 8 bytes (zero padded).
 std::uint64_t pack(const char* word, std::size_t n) {
     std::uint64_t v = 0;
     std::memcpy(&v, word, n);
     return v;
 }
 
-std::vector<std::uint64_t> packed_stop_words() {
-    std::vector<std::uint64_t> out;
-    for (std::size_t i = 0; i < kStopWordCount; ++i) {
-        const std::size_t n = std::strlen(kStopWords[i]);
-        if (n <= 8) {
-            out.push_back(pack(kStopWords[i], n));
+// The stop words of at most 8 characters packed and sorted (all of them today), and the longer ones.
+struct StopSet {
+    std::vector<std::uint64_t> packed;
+    std::vector<std::string> longer;
+
+    StopSet() {
+        for (std::size_t i = 0; i < kStopWordCount; ++i) {
+            const std::size_t n = std::strlen(kStopWords[i]);
+            if (n <= 8) {
+                packed.push_back(pack(kStopWords[i], n));
+            } else {
+                longer.emplace_back(kStopWords[i], n);
+            }
         }
+        std::sort(packed.begin(), packed.end());
     }
-    std::sort(out.begin(), out.end());
-    return out;
+};
+
+const StopSet& stop_set() {
+    static const StopSet set;
+    return set;
 }
 
 }  // namespace
 
 bool is_stop_word(const char* word, std::size_t n) {
-    if (n > 8) {
-        for (std::size_t i = 0; i < kStopWordCount; ++i) {  // none today: kept exact if one is added
-            if (std::strlen(kStopWords[i]) == n && std::memcmp(kStopWords[i], word, n) == 0) {
-                return true;
-            }
-        }
-        return false;
+    const StopSet& set = stop_set();
+    if (n <= 8) {
+        return std::binary_search(set.packed.begin(), set.packed.end(), pack(word, n));
     }
-    static const std::vector<std::uint64_t> packed = packed_stop_words();
-    return std::binary_search(packed.begin(), packed.end(), pack(word, n));
+    for (const std::string& w : set.longer) {
+        if (w.size() == n && std::memcmp(w.data(), word, n) == 0) {
+            return true;
+        }
+    }
+    return false;
 }
 
 }  // namespace latch

@@ -804,10 +804,8 @@ class EpisodeIndex:
         counts.update(op.uncounted)
         op.uncounted = []
         if len(counts) > known:  # a term new to the index is new to its episode: ids in first-sighting order
-            ids = self._terms
-            fresh = [t for t in islice(counts, known, None) if t not in ids]
-            if fresh:
-                ids.update(zip(fresh, count(len(ids))))
+            ids = self._terms  # (the new keys are distinct, so testing each just before it is added is exact)
+            ids.update(zip(filterfalse(ids.__contains__, islice(counts, known, None)), count(len(ids))))
 
     def _file_id(self, path: str) -> int:
         fid = self._files.get(path)
