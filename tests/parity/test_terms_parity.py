@@ -67,3 +67,14 @@ def test_extract_terms_same_on_both_backends(text):
     with pytest.MonkeyPatch.context() as m:
         m.setattr(hotpaths, "ascii_terms", _py.ascii_terms)
         assert extract_terms(text) == native_terms
+
+
+def test_ascii_terms_past_the_native_term_table_bound():
+    """More distinct terms than the native module keeps between calls (2**16): the table starts over and every
+    term is still right, in this call and the next."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = [f"w{letters[i // 676 % 26]}{letters[i // 26 % 26]}{letters[i % 26]}{i // 17576}x" for i in range(140_000)]
+    text = " ".join(words)
+    assert len(set(words)) == 140_000
+    assert native.ascii_terms(text) == _py.ascii_terms(text) == words
+    assert native.ascii_terms(text[:5000]) == _py.ascii_terms(text[:5000])
