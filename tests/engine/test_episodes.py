@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -335,6 +336,31 @@ def test_select_open_segment_does_not_disturb_the_committed_arrays():
     picked = idx.select("benchmarks", [], now_seq=10, before_seq=10)
     assert picked[0].first_seq == 7 and picked[0].closed
     assert len(idx.episodes) == 4
+
+
+def test_closing_keeps_what_the_open_segment_showed():
+    """Every field but ``closed`` stays when the next intent closes a segment, also when read from a select."""
+    idx = EpisodeIndex()
+    for i, ev in enumerate(stored([*SESSION, UserMessage("thanks")]), 1):
+        shown = idx.episodes
+        idx.extend([ev])
+        now = idx.episodes
+        for before, after in zip(shown, now[: len(shown)], strict=True):
+            if after.closed:  # closed now or before: as it was shown
+                assert replace(before, closed=True) == after, i
+    assert sum(e.closed for e in idx.episodes) == 3
+    assert idx.episodes[2].tools == ("Bash", "Edit")
+    seg = idx.episodes[1]  # "Fix the parser crash" (3-7), closed
+    assert (seg.first_seq, seg.last_seq, seg.closed, seg.files) == (
+        3,
+        7,
+        True,
+        ("/repo/src/parser.py", "src/parser.py"),
+    )
+    words = [t for t, tid in idx._terms.items() if tid in seg.term_ids]
+    assert {"fix", "parser", "crash", "reading", "token"} <= set(words)
+    picked = idx.select("parser crash", [], now_seq=16, before_seq=8)
+    assert picked[0] == seg
 
 
 def ep(number, first, last, topic, files=(), tools=(), markers=0, part=1):

@@ -63,6 +63,7 @@ Incremental building
 from __future__ import annotations
 
 import re
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -664,6 +665,12 @@ class _Growable:
         self.stage(values)
         self.size += len(values)
 
+    def append(self, value: int) -> None:
+        if self.size == len(self.data):
+            self.reserve(1)
+        self.data[self.size] = value
+        self.size += 1
+
     def stage(self, values: Sequence[int]) -> None:
         """Write ``values`` right after the committed entries without committing them."""
         self.reserve(len(values))
@@ -677,10 +684,14 @@ class _Growable:
 class EpisodeIndex:
     """The incremental episode builder and selector of one session.
 
-    State: closed episodes, the open trailing segment, the seq watermark (the
-    last accepted seq), term and file dictionaries (string → id, first sighting
-    order) and CSR arrays (numpy int64) over the closed episodes for
-    :func:`latch.hotpaths.score_episodes`.
+    State: the open trailing segment, the seq watermark (the last accepted
+    seq), term and file dictionaries (string → id, first sighting order) and the
+    closed episodes as columns: CSR arrays (numpy int64) of their term and file
+    ids, markers and last seqs for :func:`latch.hotpaths.score_episodes`, plus
+    first seqs, parts, event counts, topics and tool lists. A closed
+    :class:`Episode` is made from them when read (:attr:`episodes`, a
+    :meth:`select` pick), so each term id is held once, 8 bytes, whatever the
+    history's length.
     """
 
     def __init__(self) -> None:
@@ -689,7 +700,7 @@ class EpisodeIndex:
     def _reset(self) -> None:
         self.session_id: str | None = None
         self.watermark = 0
-        self._closed: list[Episode] = []
+        self._closed = 0  # closed episodes: columns below (an Episode is made only when one is read)
         self._open: _Open | None = None
         self._terms: dict[str, int] = {}
         self._files: dict[str, int] = {}
@@ -704,6 +715,12 @@ class EpisodeIndex:
         self._file_ids = _Growable()
         self._markers = _Growable()
         self._last_seq = _Growable()
+        self._first_seq = array("q")
+        self._parts = array("q")
+        self._event_counts = array("q")
+        self._topics: list[str] = []  # the parts of one intent share its topic str
+        self._tools: list[tuple[str, ...]] = []
+        self._tool_lists: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per distinct tool list
 
     # ------------------------------------------------------------ building
     def extend(self, stored_events: Iterable[Any]) -> int:
@@ -745,12 +762,12 @@ class EpisodeIndex:
         if f.intent is not None:
             if op is not None:
                 self._close()
-            op = self._open = _Open(len(self._closed) + 1, 1, f.intent, seq)
+            op = self._open = _Open(self._closed + 1, 1, f.intent, seq)
         elif op is None:
-            op = self._open = _Open(len(self._closed) + 1, 1, "(session start)", seq)
+            op = self._open = _Open(self._closed + 1, 1, "(session start)", seq)
         elif f.unit_start and op.full():
             self._close()
-            op = self._open = _Open(len(self._closed) + 1, op.part + 1, op.topic, seq)
+            op = self._open = _Open(self._closed + 1, op.part + 1, op.topic, seq)
         op.last_seq = seq
         op.events += 1
         op.chars += f.chars
@@ -815,7 +832,8 @@ class EpisodeIndex:
             self._by_basename.setdefault(path.rsplit("/", 1)[-1], []).append(fid)
         return fid
 
-    def _snapshot(self, op: _Open, closed: bool) -> Episode:
+    def _chosen(self, op: _Open) -> tuple[list[int], list[int]]:
+        """The term ids and file ids the segment ``op`` keeps (see "Terms and files" above)."""
         if op is self._open:
             self._count()
         terms = list(dict.fromkeys(op.topic_terms))[:TERMS_PER_EPISODE]
@@ -827,11 +845,15 @@ class EpisodeIndex:
                 t for t in sorted(counts, key=counts.__getitem__, reverse=True)[:TERMS_PER_EPISODE] if t not in chosen
             ]  # the TERMS_PER_EPISODE most frequent hold every term still picked
             terms.extend(ranked[: TERMS_PER_EPISODE - len(terms)])
-        term_ids = tuple(map(self._terms.__getitem__, terms))
         files = list(op.call_files)[:FILES_PER_EPISODE]
         if len(files) < FILES_PER_EPISODE:
             seen = set(files)
             files.extend([x for x in op.text_files if x not in seen][: FILES_PER_EPISODE - len(files)])
+        return list(map(self._terms.__getitem__, terms)), files
+
+    def _snapshot(self, op: _Open) -> Episode:
+        """The open segment as an :class:`Episode` (``closed=False``)."""
+        term_ids, files = self._chosen(op)
         return Episode(
             number=op.number,
             part=op.part,
@@ -842,34 +864,56 @@ class EpisodeIndex:
             files=tuple(self._file_names[i] for i in files),
             tools=tuple(op.tools),
             markers=op.markers,
-            term_ids=term_ids,
-            closed=closed,
+            term_ids=tuple(term_ids),
+            closed=False,
         )
 
     def _close(self) -> None:
         op = self._open
         assert op is not None
-        ep = self._snapshot(op, closed=True)
-        self._closed.append(ep)
+        term_ids, file_ids = self._chosen(op)
         self._open = None
-        self._term_ids.extend(ep.term_ids)
-        self._term_indptr.extend([self._term_ids.size])
-        file_ids = [self._files[p] for p in ep.files]
+        self._closed += 1
+        self._term_ids.extend(term_ids)
+        self._term_indptr.append(self._term_ids.size)
         self._file_ids.extend(file_ids)
-        self._file_indptr.extend([self._file_ids.size])
-        self._markers.extend([ep.markers])
-        self._last_seq.extend([ep.last_seq])
+        self._file_indptr.append(self._file_ids.size)
+        self._markers.append(op.markers)
+        self._last_seq.append(op.last_seq)
+        self._first_seq.append(op.first_seq)
+        self._parts.append(op.part)
+        self._event_counts.append(op.events)
+        self._topics.append(op.topic)
+        tools = tuple(op.tools)
+        self._tools.append(self._tool_lists.setdefault(tools, tools))
+
+    def _closed_episode(self, i: int) -> Episode:
+        """Closed episode ``i`` (0-based) as an :class:`Episode`, made from the columns."""
+        t0, t1 = self._term_indptr.data[i : i + 2].tolist()
+        f0, f1 = self._file_indptr.data[i : i + 2].tolist()
+        return Episode(
+            number=i + 1,
+            part=self._parts[i],
+            first_seq=self._first_seq[i],
+            last_seq=int(self._last_seq.data[i]),
+            events=self._event_counts[i],
+            topic=self._topics[i],
+            files=tuple(self._file_names[f] for f in self._file_ids.data[f0:f1].tolist()),
+            tools=self._tools[i],
+            markers=int(self._markers.data[i]),
+            term_ids=tuple(self._term_ids.data[t0:t1].tolist()),
+            closed=True,
+        )
 
     # ------------------------------------------------------------ reading
     @property
     def episodes(self) -> list[Episode]:
         """Closed episodes then the open trailing segment (if any), in seq order."""
-        if self._open is None:
-            return list(self._closed)
-        return [*self._closed, self._snapshot(self._open, closed=False)]
+        closed = [self._closed_episode(i) for i in range(self._closed)]
+        return closed if self._open is None else [*closed, self._snapshot(self._open)]
 
     def __len__(self) -> int:
-        return len(self._closed) + (self._open is not None)
+        return self._closed + (self._open is not None)
 
     def term_id(self, term: str) -> int | None:
         """The dictionary id of ``term`` (``None`` when no episode has seen it)."""
@@ -906,19 +950,19 @@ class EpisodeIndex:
             return []
         import numpy as np
 
-        n = len(self._closed) if before_seq is None else int(np.searchsorted(self._last_seq.view(), before_seq))
-        if before_seq is not None and n < len(self._closed) and self._closed[n].first_seq < before_seq:
+        n = self._closed if before_seq is None else int(np.searchsorted(self._last_seq.view(), before_seq))
+        if before_seq is not None and n < self._closed and self._first_seq[n] < before_seq:
             n += 1  # the closed episode the epoch start cut
         op = self._open
         snap = None
-        if op is not None and n == len(self._closed) and (before_seq is None or op.first_seq < before_seq):
-            snap = self._snapshot(op, closed=False)
+        if op is not None and n == self._closed and (before_seq is None or op.first_seq < before_seq):
+            snap = self._snapshot(op)
         if n == 0 and snap is None:
             return []
         arrays = (self._term_indptr, self._term_ids, self._file_indptr, self._file_ids, self._markers, self._last_seq)
         lengths = [n + 1, int(self._term_indptr.data[n]), n + 1, int(self._file_indptr.data[n]), n, n]
         if snap is not None:
-            # scored as episode n; then every closed episode is a candidate, so n == len(self._closed)
+            # scored as episode n; then every closed episode is a candidate, so n == self._closed
             # and staging past each array's committed size appends without committing
             file_ids = [self._files[p] for p in snap.files]
             staged = (
@@ -949,7 +993,7 @@ class EpisodeIndex:
             int(now_seq),
             int(k),
         )
-        found = [snap if (snap is not None and i == n) else self._closed[i] for i in map(int, picked)]
+        found = [snap if (snap is not None and i == n) else self._closed_episode(i) for i in map(int, picked)]
         if before_seq is None:
             return found
         return [e if e.last_seq < before_seq else replace(e, last_seq=before_seq - 1) for e in found]
