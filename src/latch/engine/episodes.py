@@ -582,6 +582,11 @@ def _argument_text(call: ToolCall) -> str:
     value = call.args()
     if isinstance(value, RawArguments):
         return call.arguments[:SCAN_CHARS]
+    if isinstance(value, dict):
+        try:  # an object of strings only (most calls): what walk gives, without the walk
+            return "\n".join([x for key, x in value.items() if key not in _LOCATION_KEYS])[:SCAN_CHARS]
+        except TypeError:  # a value that is not a str: walk it
+            pass
     parts: list[str] = []
 
     def walk(v: Any) -> None:
@@ -770,6 +775,8 @@ class EpisodeIndex:
             op = self._open = _Open(self._closed + 1, op.part + 1, op.topic, seq)
         op.last_seq = seq
         op.events += 1
+        if f is _NOTHING:  # usage, attachment notes: nothing more to add
+            return
         op.chars += f.chars
         if f.intent is not None:
             op.topic_terms = f.terms
