@@ -258,6 +258,43 @@ def test_hint_search_finds_what_the_plain_alternation_finds(text):
         assert [m.span() for m in E._hints(sc, text)] == [m.span() for m in plain.finditer(text)]
 
 
+_COMMAND_PIECES = [
+    *E._TEST_WORDS,
+    *E._READ_WORDS,
+    *sorted(set(re.findall(r"[a-z0-9]+", E._TEST_CMD + E._READ_CMD))),  # the plain patterns' own words
+    *"py test go cargo npm run gradlew make sed -n -i x X 9 _ é ² . / - ; & | ( \" ' \n \t \x1c \x1f \u3000 \u2028".split(
+        " "
+    ),
+    " ",
+    "  ",
+]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(_COMMAND_PIECES), max_size=12).map("".join))
+def test_command_searches_find_what_the_plain_patterns_find(text):
+    for flags, sc in ((0, E._UNICODE), (re.ASCII, E._ASCII)):  # either may read a call's command text
+        read = E._READ_CMD.replace(r"\s", E._ASCII_SPACE) if flags else E._READ_CMD
+        assert sc.test_cmd(text) == bool(re.search(E._TEST_CMD, text, flags)), flags
+        assert sc.read_cmd(text) == bool(re.search(read, text, flags)), flags
+
+
+def test_command_searches_agree_on_every_phrase_of_the_plain_patterns_words():
+    """Every one-, two- and three-word phrase of the words in the plain patterns, in a few contexts: the literal
+    lists miss no command and add none."""
+    source = (E._TEST_CMD + E._READ_CMD).replace("\\.", ".")
+    words = sorted(set(re.findall(r"[a-z0-9]+(?:\.[a-z]+)?|-n", source)))
+    phrases = [*words, *(f"{a} {b}" for a in words for b in words)]
+    phrases += [f"{a} {m} {b}" for a in words for m in ("run", "build") for b in words]
+    for flags, sc in ((0, E._UNICODE), (re.ASCII, E._ASCII)):
+        read = re.compile(E._READ_CMD.replace(r"\s", E._ASCII_SPACE) if flags else E._READ_CMD, flags)
+        test = re.compile(E._TEST_CMD, flags)
+        for phrase in phrases:
+            for text in (phrase, f"x {phrase} x", f"({phrase}\n", f"a{phrase} "):
+                assert sc.test_cmd(text) == bool(test.search(text)), text
+                assert sc.read_cmd(text) == bool(read.search(text)), text
+
+
 def test_call_classes_agree_on_ascii_control_whitespace():
     assert E._classify_call("Bash", "\x1ccat notes.txt") == E._READ  # U+001C is whitespace to Unicode patterns
     assert E._classify_call("Bash", "concat notes.txt") == E._OTHER

@@ -298,6 +298,23 @@ _TEST_CMD = (
     r"dotnet test|swift test|zig build test)\b"
 )
 _READ_CMD = r'(?:^|["\s;&|(])(?:cat|head|tail|sed -n|rg|grep|ls|find|nl|wc|less|tree)[\s]'
+_TEST_WORDS = [
+    *"pytest py.test unittest tox nox jest vitest mocha ctest phpunit rspec mypy pyright ruff flake8 pylint".split(),
+    *"eslint tsc".split(),
+    *(f"cargo {w}" for w in ("test", "check", "clippy", "build", "nextest")),
+    *(f"go {w}" for w in ("test", "vet", "build")),
+    *(
+        f"{t} {r}{w}"
+        for t in ("npm", "yarn", "pnpm", "bun")
+        for r in ("", "run ")
+        for w in ("test", "lint", "typecheck", "build")
+    ),
+    *"make test|make check|mvn test|mvn verify|gradle test|gradle check|gradlew test|gradlew check".split("|"),
+    *"dotnet test|swift test|zig build test".split("|"),
+]
+"""The alternatives of :data:`_TEST_CMD`, spelled out (a test pins that they match the same texts)."""
+_READ_WORDS = ["cat", "head", "tail", "sed -n", "rg", "grep", "ls", "find", "nl", "wc", "less", "tree"]
+"""The command words of :data:`_READ_CMD`."""
 _ASCII_SPACE = r"\t-\r\x1c-\x20"
 """The ASCII characters Unicode whitespace holds (``re.ASCII`` whitespace leaves out 0x1C-0x1F)."""
 
@@ -320,7 +337,18 @@ class _Scanner:
     calls (:func:`_classify_call`).
     """
 
-    __slots__ = ("word", "path", "run", "hint", "ext_hint", "ascii", "test_cmd", "read_cmd")
+    __slots__ = (
+        "word",
+        "path",
+        "run",
+        "hint",
+        "ext_hint",
+        "ascii",
+        "test_start",
+        "test_inner",
+        "read_start",
+        "read_inner",
+    )
 
     def __init__(self, flags: int):
         self.word = re.compile(r"\b[^\W\d_]\w{2,31}\b", flags)
@@ -330,8 +358,24 @@ class _Scanner:
         self.ascii = bool(flags & re.ASCII)
         # The dot and extension of a hint; ASCII text is lower-cased first (exactly IGNORECASE there).
         self.ext_hint = re.compile(r"\.(?:" + _EXT_TRIE + r")(?![\w/])", flags | (0 if self.ascii else re.IGNORECASE))
-        self.test_cmd = re.compile(_TEST_CMD, flags)
-        self.read_cmd = re.compile(_READ_CMD.replace(r"\s", _ASCII_SPACE) if flags & re.ASCII else _READ_CMD, flags)
+        # _TEST_CMD and _READ_CMD as two searches each: a command word at the text's start (match), or one
+        # after a character that can precede it. That second form starts with a character class, so the regex
+        # engine skips to those characters in C instead of trying the alternation at every position, and the
+        # alternation is a trie of literals. Same verdicts (tests pin it); about twice as fast on commands.
+        space = _ASCII_SPACE if flags & re.ASCII else r"\s"
+        tests, reads = _trie(_TEST_WORDS), _trie(_READ_WORDS)
+        self.test_start = re.compile(tests + r"\b", flags)
+        self.test_inner = re.compile(r"\W" + tests + r"\b", flags)
+        self.read_start = re.compile(reads + f"[{space}]", flags)
+        self.read_inner = re.compile(f'["{space};&|(]' + reads + f"[{space}]", flags)
+
+    def test_cmd(self, text: str) -> bool:
+        """Whether :data:`_TEST_CMD` finds a match in ``text``."""
+        return bool(self.test_start.match(text) or self.test_inner.search(text))
+
+    def read_cmd(self, text: str) -> bool:
+        """Whether :data:`_READ_CMD` finds a match in ``text``."""
+        return bool(self.read_start.match(text) or self.read_inner.search(text))
 
 
 _UNICODE = _Scanner(0)
@@ -368,9 +412,9 @@ def _classify_call(name: str, arguments: str, parsed: Callable[[], Any] | None =
     ):
         return _MUTATE
     sc = _scanner(args)
-    if sc.test_cmd.search(args) and sc.test_cmd.search(command_text()):
+    if sc.test_cmd(args) and sc.test_cmd(command_text()):
         return _VALIDATE
-    if lname in _READ_TOOLS or sc.read_cmd.search(args) and sc.read_cmd.search(command_text()):
+    if lname in _READ_TOOLS or sc.read_cmd(args) and sc.read_cmd(command_text()):
         return _READ
     return _OTHER
 
