@@ -255,6 +255,8 @@ def _hints(sc: _Scanner, text: str) -> Iterator[re.Match[str]]:
 
 def _paths(text: str) -> list[str]:
     text = text[:SCAN_CHARS]
+    if "/" not in text and "." not in text:  # every hint starts at one of them (_hints)
+        return []
     sc = _scanner(text)
     found: list[str] = []
     backwards = ""  # the text reversed, to find where the run around a hint starts
@@ -476,9 +478,9 @@ class _Features(NamedTuple):
     intent: str | None  # topic of a new user intent (non-meta UserMessage), else None
     unit_start: bool  # a volume-cap split may happen before this event
     chars: int  # text volume
-    terms: tuple[str, ...]  # in order of occurrence
-    call_files: tuple[str, ...]
-    text_files: tuple[str, ...]
+    terms: Sequence[str]  # in order of occurrence (lists as made: a feature is read once, never kept)
+    call_files: Sequence[str]
+    text_files: Sequence[str]
     tools: tuple[str, ...]
     calls: tuple[tuple[str, int, tuple[str, str] | None], ...]  # (call id, call class, _shell_link)
     result: tuple[str, bool, int | None, bool] | None  # (call id, is_error, exit_code, missing)
@@ -514,9 +516,9 @@ def _features(event: Event) -> _Features:
             _topic(text),
             True,
             len(event.text),
-            tuple(extract_terms(event.text)),
+            extract_terms(event.text),
             none,
-            tuple(_paths(event.text)),
+            _paths(event.text),
             none,
             none,
             None,
@@ -537,9 +539,9 @@ def _features(event: Event) -> _Features:
             None,
             True,
             chars,
-            tuple(terms),
-            tuple(call_files),
-            tuple(_paths(event.text)),
+            terms,
+            call_files,
+            _paths(event.text),
             tuple(c.name for c in event.tool_calls),
             tuple(calls),
             None,
@@ -547,14 +549,14 @@ def _features(event: Event) -> _Features:
         )
     if isinstance(event, ToolResult):
         markers = FAILURE if event.is_error else 0
-        result_terms = tuple(extract_terms(event.content[:RESULT_TERM_CHARS]))
+        result_terms = extract_terms(event.content[:RESULT_TERM_CHARS])
         return _Features(
             None,
             False,
             len(event.content),
             result_terms,
             none,
-            tuple(_paths(event.content)),
+            _paths(event.content),
             none,
             none,
             (event.call_id, event.is_error, event.exit_code, event.missing),
@@ -575,9 +577,9 @@ def _features(event: Event) -> _Features:
             None,
             True,
             len(event.text),
-            tuple(extract_terms(event.text[:RESULT_TERM_CHARS])),
+            extract_terms(event.text[:RESULT_TERM_CHARS]),
             none,
-            tuple(_paths(event.text)),
+            _paths(event.text),
             none,
             none,
             None,
@@ -588,9 +590,9 @@ def _features(event: Event) -> _Features:
             None,
             True,
             len(event.summary),
-            tuple(extract_terms(event.summary)),
+            extract_terms(event.summary),
             none,
-            tuple(_paths(event.summary)),
+            _paths(event.summary),
             none,
             none,
             None,
@@ -601,9 +603,9 @@ def _features(event: Event) -> _Features:
             None,
             True,
             len(event.description),
-            tuple(extract_terms(event.description)),
+            extract_terms(event.description),
             none,
-            tuple(_paths(event.description)),
+            _paths(event.description),
             none,
             none,
             None,
@@ -612,9 +614,7 @@ def _features(event: Event) -> _Features:
     kind = event.KIND.lower()
     text = event.searchable_text()
     markers = (REGROUND if ("compact" in kind or "reground" in kind) else 0) | (EVIDENCE if "evidence" in kind else 0)
-    return _Features(
-        None, True, len(text), tuple(extract_terms(text)), none, tuple(_paths(text)), none, none, None, markers
-    )
+    return _Features(None, True, len(text), extract_terms(text), none, _paths(text), none, none, None, markers)
 
 
 _LOCATION_KEYS = frozenset(("workdir", "cwd", "working_dir", "working_directory"))
@@ -677,7 +677,7 @@ class _Open:
         self.last_seq = seq
         self.events = 0
         self.chars = 0
-        self.topic_terms: tuple[str, ...] = ()
+        self.topic_terms: Sequence[str] = ()
         self.term_counts: Counter[str] = Counter()  # first-sighting order, like the term dictionary
         self.uncounted: list[str] = []  # terms of the events since term_counts was last brought up to date
         self.call_files: dict[int, None] = {}
