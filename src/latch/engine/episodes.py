@@ -478,7 +478,7 @@ class _Features(NamedTuple):
     intent: str | None  # topic of a new user intent (non-meta UserMessage), else None
     unit_start: bool  # a volume-cap split may happen before this event
     chars: int  # text volume
-    terms: Sequence[str]  # in order of occurrence (lists as made: a feature is read once, never kept)
+    terms: Sequence[str]  # in order of occurrence (the lists as made, not copied: nothing changes them later)
     call_files: Sequence[str]
     text_files: Sequence[str]
     tools: tuple[str, ...]
