@@ -2,13 +2,14 @@
 // points straight from PEP 393 storage, so lone surrogates need no special case;
 // int64 arrays through the buffer protocol), allocates every output, then
 // releases the GIL around each loop and touches no Python object until it takes
-// the GIL back. One exception: suffix_start on a list or tuple bisects the items
+// the GIL back. Two exceptions: suffix_start on a list or tuple bisects the items
 // in place (O(log n) reads of Python ints, which need the GIL) instead of
-// copying the whole list.
+// copying the whole list; and ascii_terms makes its str objects as it scans.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "latch/estimate.hpp"
 #include "latch/latch.h"
 #include "latch/scoring.hpp"
+#include "latch/terms.hpp"
 
 namespace py = pybind11;
 
@@ -206,6 +208,112 @@ py::list score_episodes(const py::handle& term_indptr_h, const py::handle& term_
     return out;
 }
 
+// The str objects ascii_terms returned, by their bytes (strong references; open addressing at a load
+// <= 1/2). A term met again, in this text or a later one, is the same str object: no allocation, no
+// deallocation when the caller drops it, and its hash, once a dict computed it, stays cached. The
+// vocabulary of agent transcripts is small next to their volume, so most terms are hits. Bounded: at
+// kMaxTerms entries it starts empty again. Used with the GIL held only.
+class TermTable {
+public:
+    static constexpr std::size_t kMaxTerms = std::size_t{1} << 16;
+
+    // The str for the `n` bytes at `w` (a new reference), or nullptr with a Python error set.
+    PyObject* get(const char* w, std::size_t n) {
+        const std::uint64_t h = hash(reinterpret_cast<const unsigned char*>(w), n);
+        std::size_t mask = slots_.size() - 1;
+        std::size_t i = static_cast<std::size_t>(h) & mask;
+        for (PyObject* t = slots_[i]; t != nullptr; t = slots_[i]) {
+            if (static_cast<std::size_t>(PyUnicode_GET_LENGTH(t)) == n && std::memcmp(PyUnicode_DATA(t), w, n) == 0) {
+                Py_INCREF(t);
+                return t;
+            }
+            i = (i + 1) & mask;
+        }
+        PyObject* term = PyUnicode_New(static_cast<Py_ssize_t>(n), 127);
+        if (term == nullptr) {
+            return nullptr;
+        }
+        std::memcpy(PyUnicode_DATA(term), w, n);
+        if (used_ == kMaxTerms) {
+            clear();
+            mask = slots_.size() - 1;
+            i = static_cast<std::size_t>(h) & mask;
+        } else if (2 * (used_ + 1) > slots_.size()) {
+            grow();
+            mask = slots_.size() - 1;
+            i = static_cast<std::size_t>(h) & mask;
+            while (slots_[i] != nullptr) {
+                i = (i + 1) & mask;
+            }
+        }
+        Py_INCREF(term);
+        slots_[i] = term;
+        ++used_;
+        return term;
+    }
+
+private:
+    static std::uint64_t hash(const unsigned char* w, std::size_t n) {
+        std::uint64_t h = 1469598103934665603ULL;  // FNV-1a, folded
+        for (std::size_t j = 0; j < n; ++j) {
+            h = (h ^ w[j]) * 1099511628211ULL;
+        }
+        return h ^ (h >> 29);
+    }
+
+    void clear() {
+        for (PyObject*& t : slots_) {
+            Py_XDECREF(t);
+            t = nullptr;
+        }
+        used_ = 0;
+    }
+
+    void grow() {
+        std::vector<PyObject*> grown(2 * slots_.size(), nullptr);
+        const std::size_t mask = grown.size() - 1;
+        for (PyObject* t : slots_) {
+            if (t != nullptr) {
+                std::size_t k = static_cast<std::size_t>(hash(static_cast<const unsigned char*>(PyUnicode_DATA(t)),
+                                                              static_cast<std::size_t>(PyUnicode_GET_LENGTH(t)))) &
+                                mask;
+                while (grown[k] != nullptr) {
+                    k = (k + 1) & mask;
+                }
+                grown[k] = t;
+            }
+        }
+        slots_.swap(grown);
+    }
+
+    std::vector<PyObject*> slots_ = std::vector<PyObject*>(1024, nullptr);
+    std::size_t used_ = 0;
+};
+
+// The terms of an ASCII str as a list of str (see TermTable). No GIL release: the scan is one pass over
+// a text the caller bounds (episode fields, at most 16,384 characters) and each term is a Python str.
+py::list ascii_terms(const py::handle& text) {
+    static TermTable* table = new TermTable();  // never destroyed: it may outlive the interpreter's objects
+    PyObject* s = text.ptr();
+    if (!PyUnicode_Check(s)) {
+        throw py::type_error(std::string("ascii_terms: text must be str, not ") + Py_TYPE(s)->tp_name);
+    }
+    if (!PyUnicode_IS_ASCII(s)) {
+        throw py::value_error("ascii_terms: text must be ASCII (str.isascii())");
+    }
+    py::list out(0);
+    latch::for_each_ascii_term(static_cast<const unsigned char*>(PyUnicode_DATA(s)),
+                               static_cast<std::size_t>(PyUnicode_GET_LENGTH(s)), [&](const char* w, std::size_t n) {
+                                   PyObject* term = table->get(w, n);
+                                   if (term == nullptr || PyList_Append(out.ptr(), term) != 0) {
+                                       Py_XDECREF(term);
+                                       throw py::error_already_set();
+                                   }
+                                   Py_DECREF(term);
+                               });
+    return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
@@ -216,6 +324,11 @@ PYBIND11_MODULE(_native, m) {
         profiles[i] = py::str(latch::kProfileNames[i]);
     }
     m.attr("PROFILES") = profiles;
+    py::tuple stop_words(latch::kStopWordCount);
+    for (std::size_t i = 0; i < latch::kStopWordCount; ++i) {
+        stop_words[i] = py::str(latch::kStopWords[i]);
+    }
+    m.attr("STOP_WORDS") = stop_words;
     m.def("estimate_tokens", &estimate_tokens, py::arg("text"), py::arg("profile") = "openai",
           "Conservative token estimate of ``text`` (tokens). ValueError on unknown profile.");
     m.def("estimate_tokens_batch", &estimate_tokens_batch, py::arg("texts"), py::arg("profile") = "openai",
@@ -226,4 +339,6 @@ PYBIND11_MODULE(_native, m) {
           py::arg("file_ids"), py::arg("markers"), py::arg("last_seq"), py::arg("query_terms"),
           py::arg("current_files"), py::arg("now_seq"), py::arg("k"),
           "Indices of the k best episodes, best first (see latch.hotpaths._py.score_episodes).");
+    m.def("ascii_terms", &ascii_terms, py::arg("text"),
+          "Lexical terms of an ASCII str, in text order (see latch.hotpaths._py.ascii_terms).");
 }

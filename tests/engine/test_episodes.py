@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -257,6 +258,43 @@ def test_hint_search_finds_what_the_plain_alternation_finds(text):
         assert [m.span() for m in E._hints(sc, text)] == [m.span() for m in plain.finditer(text)]
 
 
+_COMMAND_PIECES = [
+    *E._TEST_WORDS,
+    *E._READ_WORDS,
+    *sorted(set(re.findall(r"[a-z0-9]+", E._TEST_CMD + E._READ_CMD))),  # the plain patterns' own words
+    *"py test go cargo npm run gradlew make sed -n -i x X 9 _ é ² . / - ; & | ( \" ' \n \t \x1c \x1f \u3000 \u2028".split(
+        " "
+    ),
+    " ",
+    "  ",
+]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(_COMMAND_PIECES), max_size=12).map("".join))
+def test_command_searches_find_what_the_plain_patterns_find(text):
+    for flags, sc in ((0, E._UNICODE), (re.ASCII, E._ASCII)):  # either may read a call's command text
+        read = E._READ_CMD.replace(r"\s", E._ASCII_SPACE) if flags else E._READ_CMD
+        assert sc.test_cmd(text) == bool(re.search(E._TEST_CMD, text, flags)), flags
+        assert sc.read_cmd(text) == bool(re.search(read, text, flags)), flags
+
+
+def test_command_searches_agree_on_every_phrase_of_the_plain_patterns_words():
+    """Every one-, two- and three-word phrase of the words in the plain patterns, in a few contexts: the literal
+    lists miss no command and add none."""
+    source = (E._TEST_CMD + E._READ_CMD).replace("\\.", ".")
+    words = sorted(set(re.findall(r"[a-z0-9]+(?:\.[a-z]+)?|-n", source)))
+    phrases = [*words, *(f"{a} {b}" for a in words for b in words)]
+    phrases += [f"{a} {m} {b}" for a in words for m in ("run", "build") for b in words]
+    for flags, sc in ((0, E._UNICODE), (re.ASCII, E._ASCII)):
+        read = re.compile(E._READ_CMD.replace(r"\s", E._ASCII_SPACE) if flags else E._READ_CMD, flags)
+        test = re.compile(E._TEST_CMD, flags)
+        for phrase in phrases:
+            for text in (phrase, f"x {phrase} x", f"({phrase}\n", f"a{phrase} "):
+                assert sc.test_cmd(text) == bool(test.search(text)), text
+                assert sc.read_cmd(text) == bool(read.search(text)), text
+
+
 def test_call_classes_agree_on_ascii_control_whitespace():
     assert E._classify_call("Bash", "\x1ccat notes.txt") == E._READ  # U+001C is whitespace to Unicode patterns
     assert E._classify_call("Bash", "concat notes.txt") == E._OTHER
@@ -335,6 +373,31 @@ def test_select_open_segment_does_not_disturb_the_committed_arrays():
     picked = idx.select("benchmarks", [], now_seq=10, before_seq=10)
     assert picked[0].first_seq == 7 and picked[0].closed
     assert len(idx.episodes) == 4
+
+
+def test_closing_keeps_what_the_open_segment_showed():
+    """Every field but ``closed`` stays when the next intent closes a segment, also when read from a select."""
+    idx = EpisodeIndex()
+    for i, ev in enumerate(stored([*SESSION, UserMessage("thanks")]), 1):
+        shown = idx.episodes
+        idx.extend([ev])
+        now = idx.episodes
+        for before, after in zip(shown, now[: len(shown)], strict=True):
+            if after.closed:  # closed now or before: as it was shown
+                assert replace(before, closed=True) == after, i
+    assert sum(e.closed for e in idx.episodes) == 3
+    assert idx.episodes[2].tools == ("Bash", "Edit")
+    seg = idx.episodes[1]  # "Fix the parser crash" (3-7), closed
+    assert (seg.first_seq, seg.last_seq, seg.closed, seg.files) == (
+        3,
+        7,
+        True,
+        ("/repo/src/parser.py", "src/parser.py"),
+    )
+    words = [t for t, tid in idx._terms.items() if tid in seg.term_ids]
+    assert {"fix", "parser", "crash", "reading", "token"} <= set(words)
+    picked = idx.select("parser crash", [], now_seq=16, before_seq=8)
+    assert picked[0] == seg
 
 
 def ep(number, first, last, topic, files=(), tools=(), markers=0, part=1):

@@ -15,6 +15,8 @@ Public entries (identical answers on both backends; ``tests/parity/test_parity.p
 * :func:`estimate_tokens_batch` ``(texts: Iterable[str], profile: str = "openai") -> numpy int64 array``
 * :func:`suffix_start` ``(prefix_sums, budget_tokens) -> int`` start index of the fitting suffix
 * :func:`score_episodes` ``(CSR arrays..., now_seq, k) -> list[int]`` top-k episode indices
+* :func:`ascii_terms` ``(text: str) -> list[str]`` the episode index's lexical terms of an ASCII text
+  (``ValueError`` when ``text`` is not ASCII, ``TypeError`` when it is not a str)
 
 Array arguments accept numpy int64 arrays or sequences of ``int``. The C ABI
 over the same kernels is :mod:`latch.estimators.cabi`.
@@ -37,7 +39,9 @@ __all__ = [
     "estimate_tokens_batch",
     "suffix_start",
     "score_episodes",
+    "ascii_terms",
     "MARKER_BITS",
+    "STOP_WORDS",
 ]
 
 IMPL = os.environ.get("LATCH_IMPL", "auto").strip().lower() or "auto"
@@ -45,13 +49,22 @@ ALLOWED = ("auto", "native", "python")
 PROFILES = tuple(_tables.PROFILE_TABLES)
 MARKER_BITS = ("validation_passed", "validation_failed", "reground", "mutation", "evidence", "failure")
 """Episode structural markers, bit ``i`` of a marker mask being ``MARKER_BITS[i]`` (both backends)."""
+STOP_WORDS = frozenset(
+    """
+the and for with this that you are was were from have has had not but can will what all any its our out use
+into then than some just also been there their they them which when where would should could about after before
+more most other such only over very your yours let lets here how why who whom does did done doing get got make
+made need needs want like one two now new yes okay please thanks thank i'm it's don't can't we're you're
+""".split()
+)
+"""Words that are never episode terms (both backends; the native module holds the same list)."""
 
 # Resolved on first use by __getattr__, then bound as plain module globals (no per-call cost).
-_DISPATCHED = ("estimate_tokens", "estimate_tokens_batch", "suffix_start", "score_episodes")
+_DISPATCHED = ("estimate_tokens", "estimate_tokens_batch", "suffix_start", "score_episodes", "ascii_terms")
 _error: str | None = None
 
 if TYPE_CHECKING:  # what __getattr__ binds (same signatures on both backends)
-    from ._py import estimate_tokens, estimate_tokens_batch, score_episodes, suffix_start
+    from ._py import ascii_terms, estimate_tokens, estimate_tokens_batch, score_episodes, suffix_start
 
     BACKEND: str
 
