@@ -126,13 +126,14 @@ def _own_pool() -> cf.ProcessPoolExecutor:
         return _OWN_POOL
 
 
-def _drop_own_pool() -> None:
-    """Forget a broken :func:`_own_pool` (its task's process died); the next task starts a new one."""
+def _drop_own_pool(wait: bool = False) -> None:
+    """Forget this worker's :func:`_own_pool` (its task's process died, or the worker's cluster closes: ``wait``
+    until its waiting process has ended, so the worker exits at once); the next task starts a new one."""
     global _OWN_POOL
     with _OWN_LOCK:
         pool, _OWN_POOL = _OWN_POOL, None
     if pool is not None:
-        pool.shutdown(wait=False, cancel_futures=True)
+        pool.shutdown(wait=wait, cancel_futures=True)
 
 
 def connect(scheduler: str) -> tuple[Any, Any]:
@@ -198,6 +199,11 @@ class Backend:
             client, cluster = self.connection()
         except Exception:  # noqa: BLE001 - never connected: nothing to close
             return
+        if cluster is not None:  # our own workers: their pools' waiting processes end first, or they exit late
+            try:
+                client.run(_drop_own_pool, True)
+            except Exception:  # noqa: BLE001 - a worker already gone: the cluster's close ends it anyway
+                pass
         if client is not None:
             client.close()
         if cluster is not None:

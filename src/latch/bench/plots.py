@@ -24,7 +24,16 @@ from .summary import frontier_points
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.artist import Artist
 
-__all__ = ["FRONTIER_MARKERS", "Plotter", "engine_plot", "write_plot", "budget_plots", "budget_plot_files", "pyplot"]
+__all__ = [
+    "FRONTIER_MARKERS",
+    "Plotter",
+    "engine_plot",
+    "write_plot",
+    "budget_plots",
+    "budget_plot_files",
+    "draw_budget_figure",
+    "pyplot",
+]
 
 FRONTIER_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 """The frontier panel's marker shape of the i-th budget (cycled)."""
@@ -58,7 +67,7 @@ def budget_plot_files(
     return files
 
 
-def _draw_budget_figure(
+def draw_budget_figure(
     kind: str, budget: str, path: Path, rs: Sequence[Mapping[str, Any]], engines: Sequence[str]
 ) -> Path:
     """One figure of :func:`budget_plots` (``kind`` ``"tokens"`` or ``"cacheability"``) saved at ``path``."""
@@ -73,7 +82,7 @@ def budget_plots(folder: Path, results: Sequence[Mapping[str, Any]], engines: Se
     ``cacheability_SLUG.png``); return ``{"tokens BUDGET": path, "cacheability BUDGET": path, ...}`` in budget
     order. In this process; :meth:`Plotter.budget_plots` draws the same files in worker processes."""
     return {
-        key: _draw_budget_figure(kind, budget, path, rs, engines)
+        key: draw_budget_figure(kind, budget, path, rs, engines)
         for key, (kind, budget, path, rs) in budget_plot_files(folder, results).items()
     }
 
@@ -109,7 +118,7 @@ class Plotter:
     ) -> dict[str, cf.Future[Path]]:
         """:func:`budget_plots` in the workers: ``{"tokens BUDGET": future of the path, ...}`` in budget order."""
         return {
-            key: self._pool.submit(_draw_budget_figure, kind, budget, path, rs, list(engines))
+            key: self._pool.submit(draw_budget_figure, kind, budget, path, rs, list(engines))
             for key, (kind, budget, path, rs) in budget_plot_files(folder, results).items()
         }
 
