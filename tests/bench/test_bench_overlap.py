@@ -89,3 +89,17 @@ def test_the_report_and_its_plots_are_written_without_pyplot_in_the_caller(tmp_p
     )
     for name in ("tokens_32k-4k-8k.png", "cacheability_32k-4k-8k.png"):
         assert (tmp_path / "out" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_workers_for_a_dask_run_are_spawned_without_a_task_server_here(tmp_path):
+    from latch.bench.plots import Plotter
+    from latch.bench.runner import discover_sessions, parse_budgets, run_job
+
+    session = discover_sessions(None, EXAMPLES, scenario_events=0)[0]
+    budgets = parse_budgets("32k:4k:8k")
+    results = [run_job("continuity", session, budgets[0])]
+    server = forkserver._forkserver._forkserver_pid
+    with Plotter(1, spawn=True) as plotter:
+        path = plotter.write_plot(tmp_path / "plot.png", results, budgets).result()
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert forkserver._forkserver._forkserver_pid == server  # no task server started for the plots

@@ -103,13 +103,17 @@ class Plotter:
     """Draws ``latch bench``'s figures in ``workers`` processes, each figure in its own task, so they draw at once and
     while the caller writes the report. The workers are forked from the bench's task server
     (:func:`latch.bench.executor.mp_context`) and start at once, importing pyplot (about half a second) while the
-    caller runs its jobs. The methods return futures of the paths; :meth:`close` (or leaving a ``with`` block)
+    caller runs its jobs. With ``spawn`` (the jobs run elsewhere, on Dask) the workers are fresh interpreters
+    instead, so this process starts no task server of its own. The methods return futures of the paths; :meth:`close` (or leaving a ``with`` block)
     waits for the figures and ends the workers. A figure's exception comes back through its future."""
 
-    def __init__(self, workers: int = 2) -> None:
+    def __init__(self, workers: int = 2, *, spawn: bool = False) -> None:
+        import multiprocessing as mp
+
         from .executor import mp_context
 
-        self._pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp_context(), initializer=_import_pyplot)
+        context = mp.get_context("spawn") if spawn else mp_context()
+        self._pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_import_pyplot)
         for _ in range(workers):
             self._pool.submit(_started)
 

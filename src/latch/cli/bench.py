@@ -213,7 +213,7 @@ def _run(
         if not sessions:
             raise click.UsageError("no session to bench: pass --corpus, --examples or --scenario-events")
         figures = len(chosen_budgets) * 2 + (1 if plot else 0)
-        with Plotter(max(1, min(figures, os.cpu_count() or 1))) as plotter:  # pyplot loads while the jobs run
+        with Plotter(max(1, min(figures, os.cpu_count() or 1)), spawn=scheduler is not None) as plotter:
             start = time.perf_counter()
             try:
                 with progress("bench", "jobs", len(names) * len(sessions) * len(chosen_budgets)) as update:
