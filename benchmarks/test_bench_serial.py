@@ -12,11 +12,10 @@ measured here; what is measured here, in one run, is ``S`` and ``P`` (seconds, i
 * ``server_seconds``: the task server's start and warm-up until its first task has run (a fresh server);
   ``server_and_discovery_seconds``: the same with the server started first (:class:`~latch.bench.executor.Backend`)
   and the sessions discovered while it warms up, as ``latch bench`` does;
-* ``per_job_fixed_seconds``: per task, a trivial task through :func:`~latch.bench.executor.run_tasks` on one local
-  worker (its fresh process, its arguments and result); ``dask_per_task_seconds`` beside
-  ``dask_fresh_pool_per_task_seconds``: the same on a one-worker local Dask cluster, through
-  :func:`~latch.bench.executor.in_own_process` (the worker's pool kept) and through a new one-process pool per task
-  (what each Dask task paid before); ``dask_start_seconds``/``dask_close_seconds``: the cluster's start and close;
+* ``per_job_fixed_seconds``: per task, a trivial task (``dict()``, nothing to import) through :func:`~latch.bench.executor.run_tasks` on one local
+  worker (its fresh process, its arguments and result); ``dask_per_task_seconds``: the same on a one-worker local Dask
+  cluster (:func:`~latch.bench.executor.in_own_process`); ``dask_start_seconds``/``dask_close_seconds``: the
+  cluster's start and close;
 * ``jobs_seconds``: the jobs of the subset run one at a time (:func:`~latch.bench.runner.run_bench`, one worker);
 * ``report_seconds``: :func:`~latch.bench.report.write_report` without its figures; each figure drawn alone in
   this process: ``plots_sum_seconds`` their sum (the plots' serial time when one process draws them all) and
@@ -73,16 +72,6 @@ class _NoPlots:
         return done
 
 
-def _trivial(i: int) -> dict:
-    return {"i": i}
-
-
-def _fresh_pool_task(label: dict, i: int) -> dict:
-    """A Dask task as it ran before: a new one-process pool for the task, shut down after it."""
-    with cf.ProcessPoolExecutor(max_workers=1, mp_context=executor.mp_context()) as pool:
-        return pool.submit(executor.guarded, _trivial, label, i).result()
-
-
 def _per_task(run) -> float:
     run(1)
     start = time.perf_counter()
@@ -95,31 +84,24 @@ def _stop_server() -> None:
 
 
 def _first_task() -> None:
-    rows = executor.run_tasks(_trivial, [({"t": 0}, (0,))], jobs=1)
-    assert "error" not in rows[0], rows
+    rows = executor.run_tasks(dict, [({"t": 0}, ())], jobs=1)
+    assert rows == [{}], rows
 
 
 def _dask_costs() -> dict[str, float]:
     pytest.importorskip("distributed", reason="pip install '.[cluster]' in the Latch checkout")
     start = time.perf_counter()
     backend = executor.Backend(1, "local:1")
-    client, _ = backend.connection()
+    backend.connection()
     started = time.perf_counter() - start
-    tasks = [({"t": i}, (i,)) for i in range(TRIVIAL_TASKS)]
-    kept = _per_task(lambda k: executor.run_tasks(_trivial, tasks[:k], backend=backend))
-    pool = client.get_executor(pure=False)
-
-    def fresh(k: int) -> None:
-        assert all("error" not in f.result() for f in [pool.submit(_fresh_pool_task, {"t": i}, i) for i in range(k)])
-
-    fresh_pool = _per_task(fresh)
+    tasks = [({"t": i}, ()) for i in range(TRIVIAL_TASKS)]
+    per_task = _per_task(lambda k: executor.run_tasks(dict, tasks[:k], backend=backend))
     start = time.perf_counter()
     backend.close()
     return {
         "dask_start_seconds": started,
         "dask_close_seconds": time.perf_counter() - start,
-        "dask_per_task_seconds": kept,
-        "dask_fresh_pool_per_task_seconds": fresh_pool,
+        "dask_per_task_seconds": per_task,
     }
 
 
@@ -154,7 +136,7 @@ def _measure(tmp: Path) -> dict[str, float]:
     figures["server_and_discovery_seconds"] = time.perf_counter() - start
 
     figures["per_job_fixed_seconds"] = _per_task(
-        lambda k: executor.run_tasks(_trivial, [({"t": i}, (i,)) for i in range(k)], jobs=1)
+        lambda k: executor.run_tasks(dict, [({"t": i}, ()) for i in range(k)], jobs=1)
     )
     figures.update(_dask_costs())
 
@@ -220,9 +202,6 @@ def test_serial_part_and_fixed_cost_per_job(benchmark, tmp_path):
         serial_fraction_one_process=round(before / (before + work), 3),
         serial_fraction=round(after / (after + work), 3),
         per_job_fixed_over_job=round(figures["per_job_fixed_seconds"] / (work / figures["jobs"]), 3),
-        dask_fresh_pool_over_kept=round(
-            figures["dask_fresh_pool_per_task_seconds"] / figures["dask_per_task_seconds"], 2
-        ),
         projection="Amdahl's law from the measured serial seconds and job work; not a measurement",
         projected_efficiency_8_one_process=round(_amdahl(before, work, 8), 3),
         projected_efficiency_16_one_process=round(_amdahl(before, work, 16), 3),

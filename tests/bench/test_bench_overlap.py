@@ -1,6 +1,5 @@
 """What ``latch bench`` pays once per command overlaps other work: the task server starts before the plan is known,
-a Dask worker keeps one pool for its tasks' fresh processes, and the plots draw in worker processes, not the
-caller's."""
+and the plots draw in worker processes, not the caller's."""
 
 from __future__ import annotations
 
@@ -25,10 +24,6 @@ def _pids() -> dict:
     return {"pid": os.getpid(), "parent": os.getppid()}
 
 
-def _dies() -> dict:
-    os._exit(3)
-
-
 def test_the_backend_starts_the_task_server_before_any_task_and_the_tasks_fork_from_it():
     with executor.Backend(1) as backend:
         server = forkserver._forkserver._forkserver_pid
@@ -42,22 +37,6 @@ def test_the_backend_starts_the_task_server_before_any_task_and_the_tasks_fork_f
 def test_a_bad_scheduler_is_a_scheduler_error_when_the_backend_is_used():
     with executor.Backend(1, "nowhere") as backend, pytest.raises(executor.SchedulerError, match="expected tcp://"):
         executor.run_tasks(_pids, [({"t": 0}, ())], backend=backend)
-
-
-def test_a_dask_worker_keeps_one_pool_and_still_runs_each_task_in_a_fresh_process():
-    try:
-        first = executor.in_own_process(_pids, {"t": 0})
-        pool = executor._own_pool()
-        second = executor.in_own_process(_pids, {"t": 1})
-        assert executor._own_pool() is pool  # kept: a task pays a fork, not a pool's start and shutdown
-        assert len({first["pid"], second["pid"], os.getpid()}) == 3
-
-        died = executor.in_own_process(_dies, {"t": 2})
-        assert died["t"] == 2 and "error" in died  # the task's process died: its row says so
-        after = executor.in_own_process(_pids, {"t": 3})
-        assert "error" not in after and executor._own_pool() is not pool  # a broken pool is replaced
-    finally:
-        executor._drop_own_pool(True)
 
 
 def test_the_report_and_its_plots_are_written_without_pyplot_in_the_caller(tmp_path):

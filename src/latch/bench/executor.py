@@ -13,8 +13,7 @@ every task once, each in its own fresh process, so a task's peak memory (``ru_ma
 * with ``scheduler`` (``tcp://HOST:PORT`` of a running ``dask scheduler``, or ``local:N`` for a local Dask
   cluster of N single-threaded workers): Dask tasks through ``Client.get_executor()``, each running the
   function in a fresh child process of its worker (:func:`in_own_process`; the worker must not be daemonic,
-  ``distributed.worker.daemon: False``, :data:`DAEMON_HINT`), forked from that worker's own task server through
-  one pool the worker keeps for every task it runs. A task whose worker is lost mid-run is re-run
+  ``distributed.worker.daemon: False``, :data:`DAEMON_HINT`). A task whose worker is lost mid-run is re-run
   by the scheduler on another worker; its result is stored by its place in the plan, so each task is counted
   once.
 
@@ -105,35 +104,10 @@ def in_own_process(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], 
     if mp.current_process().daemon:
         return {**label, "error": DAEMON_HINT}
     try:
-        return _own_pool().submit(guarded, fn, label, *args).result()
+        with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp_context()) as pool:
+            return pool.submit(guarded, fn, label, *args).result()
     except Exception as exc:  # noqa: BLE001 - the task's process died (BrokenProcessPool)
-        _drop_own_pool()
         return _error(label, exc)
-
-
-_OWN_POOL: cf.ProcessPoolExecutor | None = None
-_OWN_LOCK = threading.Lock()
-
-
-def _own_pool() -> cf.ProcessPoolExecutor:
-    """This worker's pool for :func:`in_own_process`: one process at a time, a fresh one per task
-    (``max_tasks_per_child=1``, the next forked while the worker waits for its next task), kept for the worker's
-    life so a task pays a fork, not a pool's start and shutdown."""
-    global _OWN_POOL
-    with _OWN_LOCK:
-        if _OWN_POOL is None:
-            _OWN_POOL = cf.ProcessPoolExecutor(max_workers=1, mp_context=mp_context(), max_tasks_per_child=1)
-        return _OWN_POOL
-
-
-def _drop_own_pool(wait: bool = False) -> None:
-    """Forget this worker's :func:`_own_pool` (its task's process died, or the worker's cluster closes: ``wait``
-    until its waiting process has ended, so the worker exits at once); the next task starts a new one."""
-    global _OWN_POOL
-    with _OWN_LOCK:
-        pool, _OWN_POOL = _OWN_POOL, None
-    if pool is not None:
-        pool.shutdown(wait=wait, cancel_futures=True)
 
 
 def connect(scheduler: str) -> tuple[Any, Any]:
@@ -199,11 +173,6 @@ class Backend:
             client, cluster = self.connection()
         except Exception:  # noqa: BLE001 - never connected: nothing to close
             return
-        if cluster is not None:  # our own workers: their pools' waiting processes end first, or they exit late
-            try:
-                client.run(_drop_own_pool, True)
-            except Exception:  # noqa: BLE001 - a worker already gone: the cluster's close ends it anyway
-                pass
         if client is not None:
             client.close()
         if cluster is not None:

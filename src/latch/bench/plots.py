@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import math
+import multiprocessing as mp
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..textsafe import atomic_path
+from .executor import mp_context
 from .runner import Budget
 from .summary import frontier_points
 
@@ -108,10 +110,6 @@ class Plotter:
     waits for the figures and ends the workers. A figure's exception comes back through its future."""
 
     def __init__(self, workers: int = 2, *, spawn: bool = False) -> None:
-        import multiprocessing as mp
-
-        from .executor import mp_context
-
         context = mp.get_context("spawn") if spawn else mp_context()
         self._pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_import_pyplot)
         for _ in range(workers):
