@@ -17,6 +17,11 @@ every task once, each in its own fresh process, so a task's peak memory (``ru_ma
   by the scheduler on another worker; its result is stored by its place in the plan, so each task is counted
   once.
 
+What a command pays once, whatever its tasks (the task server's warm-up, a Dask cluster's start and close), need not
+wait for the plan: :class:`Backend` starts it in the background while the caller finds its tasks (``latch bench``'s
+discovery), runs the tasks (:func:`run_tasks` with ``backend=``) and closes in the background while the caller
+writes its report.
+
 A task that raises, or whose process dies, comes back as ``{**label, "error": "Type: message"}``; the other
 tasks still count.
 """
@@ -26,10 +31,12 @@ from __future__ import annotations
 import concurrent.futures as cf
 import multiprocessing as mp
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
+    "Backend",
     "SchedulerError",
     "DAEMON_HINT",
     "SCHEDULER_RE",
@@ -38,6 +45,7 @@ __all__ = [
     "guarded",
     "in_own_process",
     "run_tasks",
+    "start_task_server",
 ]
 
 PRELOAD = ["latch.bench._preload"]
@@ -65,6 +73,16 @@ def mp_context() -> Any:
         ctx.set_forkserver_preload(PRELOAD)
         return ctx
     return mp.get_context("spawn")  # pragma: no cover - Windows
+
+
+def start_task_server() -> None:
+    """Start the local task server (:func:`mp_context`) now and return at once: its warm-up (about a second of
+    imports and one small job, :mod:`latch.bench.warm`) then runs while this process does something else, and the
+    first task process forks from a ready server. Nothing to do where there is no forkserver."""
+    if mp_context().get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
 
 
 def _error(label: Mapping[str, Any], exc: BaseException) -> dict[str, Any]:
@@ -123,6 +141,62 @@ def connect(scheduler: str) -> tuple[Any, Any]:
         raise SchedulerError(f"--scheduler {scheduler}: cannot connect ({reason})") from None
 
 
+class Backend:
+    """Where :func:`run_tasks` runs its tasks, started before the tasks are known and closed in the background.
+
+    ``Backend(jobs, scheduler)`` starts at once, without blocking: locally the task server
+    (:func:`start_task_server`), with ``scheduler`` the Dask connection (:func:`connect`, in a thread: a ``local:N``
+    cluster takes about two seconds to start its workers). :meth:`connection` waits for it (and raises
+    :class:`SchedulerError` as :func:`connect` does); :meth:`close_in_background` starts closing the client and the
+    cluster it started in a thread, :meth:`close` closes and waits. A context manager: ``with Backend(...)`` closes
+    (and waits) on exit."""
+
+    def __init__(self, jobs: int = 2, scheduler: str | None = None) -> None:
+        self.jobs = jobs
+        self.scheduler = scheduler
+        self._connecting: cf.Future[tuple[Any, Any]] | None = None
+        self._closing: threading.Thread | None = None
+        if scheduler is None:
+            start_task_server()
+        else:
+            starter = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="latch-dask-connect")
+            self._connecting = starter.submit(connect, scheduler)
+            starter.shutdown(wait=False)
+
+    def connection(self) -> tuple[Any, Any]:
+        """``(client, cluster or None)`` once connected (``(None, None)`` locally); :class:`SchedulerError` for an
+        unusable scheduler."""
+        return self._connecting.result() if self._connecting is not None else (None, None)
+
+    def _close(self) -> None:
+        try:
+            client, cluster = self.connection()
+        except Exception:  # noqa: BLE001 - never connected: nothing to close
+            return
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+
+    def close_in_background(self) -> None:
+        """Start closing the Dask client and the local cluster (a no-op locally, or when already closing)."""
+        if self._closing is None:
+            self._closing = threading.Thread(target=self._close, name="latch-dask-close")
+            self._closing.start()
+
+    def close(self) -> None:
+        """Close (:meth:`close_in_background`) and wait until closed."""
+        self.close_in_background()
+        assert self._closing is not None
+        self._closing.join()
+
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def run_tasks(
     fn: Callable[..., dict[str, Any]],
     tasks: Sequence[tuple[Mapping[str, Any], tuple[Any, ...]]],
@@ -131,47 +205,47 @@ def run_tasks(
     scheduler: str | None = None,
     order: Sequence[int] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    backend: Backend | None = None,
 ) -> list[dict[str, Any]]:
     """``fn(*args)`` for every ``(label, args)`` of ``tasks``, each once in a fresh process (see the module
     docstring); the results in the order of ``tasks``.
 
     ``order``: the indices of ``tasks`` in submission order (default: as given; e.g. the biggest first).
     ``progress(done, total)`` after each task. A failed task's result is ``{**label, "error": ...}``.
+    ``backend``: an open :class:`Backend` to run on (its ``jobs`` and ``scheduler`` replace these; the caller
+    closes it); without it one is opened for these tasks and closed before returning.
     :class:`SchedulerError` for an unusable ``scheduler``, before anything runs."""
+    if backend is None:
+        with Backend(jobs, scheduler) as own:
+            return run_tasks(fn, tasks, order=order, progress=progress, backend=own)
     results: list[dict[str, Any] | None] = [None] * len(tasks)
-    client = cluster = None
-    if scheduler is None:
-        pool: Any = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=mp_context(), max_tasks_per_child=1)
+    local = backend.scheduler is None
+    if local:
+        pool: Any = cf.ProcessPoolExecutor(max_workers=backend.jobs, mp_context=mp_context(), max_tasks_per_child=1)
         runner: Callable[..., dict[str, Any]] = guarded
     else:
-        client, cluster = connect(scheduler)
+        client, _ = backend.connection()
         pool, runner = client.get_executor(pure=False), in_own_process
     done = 0
-    try:
-        with pool:
-            try:
-                futures = {
-                    pool.submit(runner, fn, dict(tasks[i][0]), *tasks[i][1]): i
-                    for i in (order if order is not None else range(len(tasks)))
-                }
-                for fut in cf.as_completed(futures):
-                    i = futures[fut]
-                    try:
-                        results[i] = fut.result()
-                    except Exception as exc:  # noqa: BLE001 - a crashed worker (BrokenProcessPool, KilledWorker)
-                        results[i] = _error(tasks[i][0], exc)
-                    done += 1
-                    if progress:
-                        progress(done, len(tasks))
-            except BaseException:  # Ctrl-C, SIGTERM's SystemExit: end the local task processes, not wait for them
-                procs = list((pool._processes or {}).values()) if scheduler is None else []
-                pool.shutdown(wait=False, cancel_futures=True)  # forgets its processes: listed first
-                for proc in procs:
-                    proc.terminate()
-                raise
-    finally:
-        if client is not None:
-            client.close()
-        if cluster is not None:
-            cluster.close()
+    with pool:
+        try:
+            futures = {
+                pool.submit(runner, fn, dict(tasks[i][0]), *tasks[i][1]): i
+                for i in (order if order is not None else range(len(tasks)))
+            }
+            for fut in cf.as_completed(futures):
+                i = futures[fut]
+                try:
+                    results[i] = fut.result()
+                except Exception as exc:  # noqa: BLE001 - a crashed worker (BrokenProcessPool, KilledWorker)
+                    results[i] = _error(tasks[i][0], exc)
+                done += 1
+                if progress:
+                    progress(done, len(tasks))
+        except BaseException:  # Ctrl-C, SIGTERM's SystemExit: end the local task processes, not wait for them
+            procs = list((pool._processes or {}).values()) if local else []
+            pool.shutdown(wait=False, cancel_futures=True)  # forgets its processes: listed first
+            for proc in procs:
+                proc.terminate()
+            raise
     return [r for r in results if r is not None]

@@ -1,10 +1,17 @@
 """``latch bench``'s plots: tokens and cacheability per budget beside ``report.md``, and the one PNG comparing
 the engines (``--plot``) with its cost-vs-coverage frontier panel. matplotlib is the bench extra.
+
+:class:`Plotter` draws them in worker processes, each figure in its own (the files are those of
+:func:`budget_plots` and :func:`write_plot`): the figures draw at once and while the caller writes the report, and
+the workers import pyplot while the bench's jobs run. A tokens figure of many sessions is the slow one (about 8 s
+for 80 sessions on a busy 2-core box, most of it matplotlib's layout and rendering).
 """
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import math
+import multiprocessing as mp
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -12,13 +19,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..textsafe import atomic_path
+from .executor import mp_context
 from .runner import Budget
 from .summary import frontier_points
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.artist import Artist
 
-__all__ = ["FRONTIER_MARKERS", "engine_plot", "write_plot", "budget_plots", "pyplot"]
+__all__ = [
+    "FRONTIER_MARKERS",
+    "Plotter",
+    "engine_plot",
+    "write_plot",
+    "budget_plots",
+    "budget_plot_files",
+    "draw_budget_figure",
+    "pyplot",
+]
 
 FRONTIER_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 """The frontier panel's marker shape of the i-th budget (cycled)."""
@@ -35,24 +52,93 @@ def pyplot() -> Any:
     return plt
 
 
-def budget_plots(folder: Path, results: Sequence[Mapping[str, Any]], engines: Sequence[str]) -> dict[str, Path]:
-    """Per budget of the successful ``results``, two PNGs into ``folder``: tokens per request along each session
-    (one line per engine; ``tokens_SLUG.png``) and cacheability per request (one box per engine;
-    ``cacheability_SLUG.png``); return ``{"tokens BUDGET": path, "cacheability BUDGET": path, ...}`` in budget
-    order."""
-    plt = pyplot()
-    paths: dict[str, Path] = {}
+def budget_plot_files(
+    folder: Path, results: Sequence[Mapping[str, Any]]
+) -> dict[str, tuple[str, str, Path, list[Mapping[str, Any]]]]:
+    """The figures :func:`budget_plots` draws: ``{"tokens BUDGET": ("tokens", BUDGET, folder/tokens_SLUG.png, that
+    budget's successful results), "cacheability BUDGET": ("cacheability", ...), ...}`` in budget order."""
     by_budget: dict[str, list[Mapping[str, Any]]] = {}
     for r in results:
         if "error" not in r:
             by_budget.setdefault(r["budget"], []).append(r)
+    files: dict[str, tuple[str, str, Path, list[Mapping[str, Any]]]] = {}
     for budget, rs in by_budget.items():
         slug = re.sub(r"[^A-Za-z0-9]+", "-", budget).strip("-")
-        paths[f"tokens {budget}"] = _save(plt, _tokens_figure(plt, budget, rs), folder / f"tokens_{slug}.png")
-        paths[f"cacheability {budget}"] = _save(
-            plt, _cacheability_figure(plt, budget, rs, engines), folder / f"cacheability_{slug}.png"
-        )
-    return paths
+        for kind in ("tokens", "cacheability"):
+            files[f"{kind} {budget}"] = (kind, budget, folder / f"{kind}_{slug}.png", rs)
+    return files
+
+
+def draw_budget_figure(
+    kind: str, budget: str, path: Path, rs: Sequence[Mapping[str, Any]], engines: Sequence[str]
+) -> Path:
+    """One figure of :func:`budget_plots` (``kind`` ``"tokens"`` or ``"cacheability"``) saved at ``path``."""
+    plt = pyplot()
+    fig = _tokens_figure(plt, budget, rs) if kind == "tokens" else _cacheability_figure(plt, budget, rs, engines)
+    return _save(plt, fig, path)
+
+
+def budget_plots(folder: Path, results: Sequence[Mapping[str, Any]], engines: Sequence[str]) -> dict[str, Path]:
+    """Per budget of the successful ``results``, two PNGs into ``folder``: tokens per request along each session
+    (one line per engine; ``tokens_SLUG.png``) and cacheability per request (one box per engine;
+    ``cacheability_SLUG.png``); return ``{"tokens BUDGET": path, "cacheability BUDGET": path, ...}`` in budget
+    order. In this process; :meth:`Plotter.budget_plots` draws the same files in worker processes."""
+    return {
+        key: draw_budget_figure(kind, budget, path, rs, engines)
+        for key, (kind, budget, path, rs) in budget_plot_files(folder, results).items()
+    }
+
+
+def _import_pyplot() -> None:
+    """A :class:`Plotter` worker's initializer: pyplot loaded before its first figure."""
+    try:
+        pyplot()
+    except ImportError:  # the figure's own import says what is wrong
+        pass
+
+
+def _started() -> None:
+    """A task that only makes the pool start a worker."""
+
+
+class Plotter:
+    """Draws ``latch bench``'s figures in ``workers`` processes, each figure in its own task, so they draw at once and
+    while the caller writes the report. The workers are forked from the bench's task server
+    (:func:`latch.bench.executor.mp_context`) and start at once, importing pyplot (about half a second) while the
+    caller runs its jobs. With ``spawn`` (the jobs run elsewhere, on Dask) the workers are fresh interpreters
+    instead, so this process starts no task server of its own. The methods return futures of the paths; :meth:`close` (or leaving a ``with`` block)
+    waits for the figures and ends the workers. A figure's exception comes back through its future."""
+
+    def __init__(self, workers: int = 2, *, spawn: bool = False) -> None:
+        context = mp.get_context("spawn") if spawn else mp_context()
+        self._pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_import_pyplot)
+        for _ in range(workers):
+            self._pool.submit(_started)
+
+    def budget_plots(
+        self, folder: Path, results: Sequence[Mapping[str, Any]], engines: Sequence[str]
+    ) -> dict[str, cf.Future[Path]]:
+        """:func:`budget_plots` in the workers: ``{"tokens BUDGET": future of the path, ...}`` in budget order."""
+        return {
+            key: self._pool.submit(draw_budget_figure, kind, budget, path, rs, list(engines))
+            for key, (kind, budget, path, rs) in budget_plot_files(folder, results).items()
+        }
+
+    def write_plot(
+        self, path: str | os.PathLike[str], results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget]
+    ) -> cf.Future[Path]:
+        """:func:`write_plot` in a worker."""
+        return self._pool.submit(write_plot, path, list(results), list(budgets))
+
+    def close(self) -> None:
+        """Wait for the figures asked for, then end the workers."""
+        self._pool.shutdown(wait=True)
+
+    def __enter__(self) -> Plotter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _save(plt: Any, fig: Any, path: Path) -> Path:

@@ -6,6 +6,7 @@ The rows come from :func:`latch.bench.summary.summarize`; the plots beside ``rep
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
@@ -14,7 +15,7 @@ from typing import Any
 
 from ..accounting import pricing
 from ..textsafe import dumps, write_text
-from .plots import budget_plots, pyplot
+from .plots import Plotter, budget_plot_files
 from .runner import Budget, SessionSource
 from .summary import summarize
 
@@ -185,12 +186,23 @@ def write_report(
     sessions: Sequence[SessionSource],
     budgets: Sequence[Budget],
     seconds: float,
+    plotter: Plotter | None = None,
 ) -> dict[str, Path]:
-    """Write ``report.md``, ``report.json`` and the PNG plots into ``out``; return their paths."""
-    pyplot()  # the bench extra: missing, nothing is written
+    """Write ``report.md``, ``report.json`` and the PNG plots (:func:`latch.bench.plots.budget_plots`) into ``out``;
+    return their paths. The plots draw in ``plotter``'s worker processes while the report is written (without
+    one, in a :class:`~latch.bench.plots.Plotter` of two workers for this call); returns once every file is
+    written. ``ImportError`` (nothing written) without matplotlib, the bench extra."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise ImportError("No module named 'matplotlib'", name="matplotlib")
+    if plotter is None:
+        with Plotter(2) as own:
+            return write_report(
+                out, results, engines=engines, sessions=sessions, budgets=budgets, seconds=seconds, plotter=own
+            )
 
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
+    drawing = plotter.budget_plots(folder, results, engines)
     rows = summarize(results)
     doc = {
         "engines": list(engines),
@@ -226,7 +238,8 @@ def write_report(
     md += [*cost_table(results), ""]
     if notes:
         md += ["Failed jobs:", *notes, ""]
-    paths.update(budget_plots(folder, results, engines))
-    md += ["Plots: " + ", ".join(f"[{p.name}]({p.name})" for k, p in paths.items() if p.suffix == ".png"), ""]
+    pngs = [path.name for _, _, path, _ in budget_plot_files(folder, results).values()]
+    md += ["Plots: " + ", ".join(f"[{name}]({name})" for name in pngs), ""]
     write_text(paths["markdown"], "\n".join(md))
+    paths.update({key: figure.result() for key, figure in drawing.items()})
     return paths

@@ -70,7 +70,7 @@ from ..providers import (
 )
 from ..store import EventStore
 from .coverage import CoverageProbe, WorkingSetProbe, view_text
-from .executor import run_tasks
+from .executor import Backend, run_tasks
 from .needles import Needle, checkpoints, corpus_needles, survives
 from .scenario import ScenarioModel
 from .stress import CONSTRAINT, DECISION, DIAGNOSTIC, MODEL, SYSTEM_PROMPT, TOOLS, WORKSPACE, _plant, _screenshots
@@ -82,6 +82,7 @@ __all__ = [
     "discover_sessions",
     "container_sessions",
     "run_job",
+    "check_plugins",
     "run_bench",
     "DEFAULT_BUDGETS",
     "SCENARIO_EVENTS",
@@ -404,6 +405,14 @@ def _round(v: float | None, digits: int = 4) -> float | None:
 
 
 # ------------------------------------------------------------------------------------------ all jobs
+def check_plugins(engines: Sequence[str], estimator: str | None = None) -> None:
+    """:class:`latch.plugins.PluginError` for an unknown engine of ``engines`` or an unknown ``estimator``."""
+    for name in engines:
+        get_engine_factory(name)
+    if estimator is not None:
+        plugins.get_estimator(estimator)
+
+
 def run_bench(
     engines: Sequence[str],
     sessions: Sequence[SessionSource],
@@ -414,6 +423,7 @@ def run_bench(
     estimator: str | None = None,
     config: Mapping[str, Any] | None = None,
     scheduler: str | None = None,
+    backend: Backend | None = None,
 ) -> list[dict[str, Any]]:
     """Every (engine, session, budget) job, each in a fresh process; results in (engine, session, budget) order.
 
@@ -427,15 +437,13 @@ def run_bench(
     estimator of every job, else each session's model picks it through the ``latch_select_estimator`` hook;
     ``config`` is Latch's configuration for every engine. Unknown engines or estimators raise
     :class:`latch.plugins.PluginError` before anything runs; an unusable scheduler raises
-    :class:`~latch.bench.executor.SchedulerError`."""
-    for name in engines:
-        get_engine_factory(name)
-    if estimator is not None:
-        plugins.get_estimator(estimator)
+    :class:`~latch.bench.executor.SchedulerError`. ``backend``: an open :class:`~latch.bench.executor.Backend` to
+    run on instead (its workers and scheduler; the caller closes it)."""
+    check_plugins(engines, estimator)
     plan = [(e, s, b) for e in engines for s in sessions for b in budgets]
     tasks = [
         ({"engine": e, "session": s.name, "budget": b.name}, (e, s, b, estimator, dict(config or {})))
         for e, s, b in plan
     ]
     order = sorted(range(len(plan)), key=lambda i: -plan[i][1].weight)
-    return run_tasks(run_job, tasks, jobs=jobs, scheduler=scheduler, order=order, progress=progress)
+    return run_tasks(run_job, tasks, jobs=jobs, scheduler=scheduler, order=order, progress=progress, backend=backend)

@@ -19,13 +19,12 @@ plugin leaves no manager behind, so each task reports it as it would have withou
 from __future__ import annotations
 
 import importlib
-import threading
 
 from .. import plugins
 from ..accounting import pricing
 from .runner import Budget, SessionSource, run_job
 
-__all__ = ["WARM_MODULES", "WARM_JOB_EVENTS", "warm_up", "plots_in_background"]
+__all__ = ["WARM_MODULES", "WARM_JOB_EVENTS", "warm_up"]
 
 WARM_MODULES = (
     "numpy",
@@ -74,22 +73,3 @@ def warm_up() -> list[str]:
     except Exception as exc:  # noqa: BLE001 - the jobs then take their first views cold
         failed.append(f"job: {type(exc).__name__}: {exc}")
     return failed
-
-
-def _import_pyplot() -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")  # as the report sets it: files only, no display
-        import matplotlib.pyplot  # noqa: F401
-    except Exception:  # noqa: BLE001 - the report imports it again and says what is wrong
-        pass
-
-
-def plots_in_background() -> threading.Thread:
-    """Start importing matplotlib's pyplot (backend ``Agg``, about half a second) in a daemon thread, e.g. while
-    the bench's jobs run in their own processes; ``join()`` it before drawing. A failed import is left for the
-    drawing code to report."""
-    thread = threading.Thread(target=_import_pyplot, name="latch-bench-plots", daemon=True)
-    thread.start()
-    return thread

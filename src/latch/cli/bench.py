@@ -15,21 +15,29 @@ Stdout gets a narrow table (:data:`latch.bench.report.NARROW_COLUMNS`: engine, b
 tokens/request, coverage, refused, dollars; every column is in ``report.md``) and one ``verdict BUDGET: ...`` line
 per budget (:func:`latch.bench.report.budget_verdicts`). Progress goes to stderr: a bar on a terminal, one line now
 and then in a pipe (:mod:`latch.cli.progress`).
+
+What runs once per command overlaps other work: the task server or the Dask cluster starts while the sessions are
+discovered (:class:`latch.bench.executor.Backend`), the plot workers import matplotlib while the jobs run, and the
+figures draw in those workers while the report is written (:class:`latch.bench.plots.Plotter`) and the Dask
+cluster closes.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
-from ..bench.executor import SchedulerError
-from ..bench.plots import write_plot
+from ..bench.executor import Backend, SchedulerError
+from ..bench.plots import Plotter
 from ..bench.report import NARROW_COLUMNS, budget_verdicts, markdown_table, write_report
-from ..bench.runner import discover_sessions, parse_budgets, run_bench
+from ..bench.runner import Budget, SessionSource, check_plugins, discover_sessions, parse_budgets, run_bench
 from ..bench.summary import summarize
-from ..bench.warm import plots_in_background
 from ..plugins import PluginError, registered_engines
 from ..textsafe import console, echo, markup, safe
 from .main import AppContext, pass_app
@@ -132,13 +140,11 @@ def register(cli: click.Group) -> None:
         config_path: str | None,
     ) -> None:
         """Run every engine over every session under every budget; write a table, JSON and plots."""
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
+        if importlib.util.find_spec("matplotlib") is None:
             raise click.ClickException(
                 "latch bench draws its plots with matplotlib, which is not installed; "
                 "install it with: pip install '.[bench]' in the Latch checkout"
-            ) from None
+            )
         config = app.config(config_path)
         try:
             chosen_budgets = parse_budgets(budgets)
@@ -148,40 +154,23 @@ def register(cli: click.Group) -> None:
         if not names:
             raise click.BadParameter("no engine named", param_hint="--engines")
         try:
-            sessions = discover_sessions(
-                corpus, examples if examples is not None else _default_examples(), scenario_events=scenario_events
-            )
-        except ValueError as exc:
-            raise click.UsageError(str(exc)) from None
-        if not sessions:
-            raise click.UsageError("no session to bench: pass --corpus, --examples or --scenario-events")
-        err = console(stderr=True)
-        start = time.perf_counter()
-        plotting = plots_in_background()  # while the jobs run in their own processes
-        try:
-            with progress("bench", "jobs", len(names) * len(sessions) * len(chosen_budgets)) as update:
-                results = run_bench(
-                    names,
-                    sessions,
-                    chosen_budgets,
-                    jobs=jobs,
-                    estimator=estimator,
-                    config=config,
-                    scheduler=scheduler,
-                    progress=update,
-                )
+            check_plugins(names, estimator)
         except PluginError as exc:
             raise click.UsageError(str(exc)) from None
-        except SchedulerError as exc:
-            raise click.ClickException(str(exc)) from None
-        seconds = time.perf_counter() - start
-        plotting.join()
-        paths = write_report(out, results, engines=names, sessions=sessions, budgets=chosen_budgets, seconds=seconds)
-        if plot:
-            try:
-                paths["plot"] = write_plot(plot, results, chosen_budgets)
-            except (OSError, ValueError) as exc:
-                raise click.ClickException(f"--plot {plot}: {exc}") from None
+        err = console(stderr=True)
+        sessions, results, paths, seconds = _run(
+            names,
+            chosen_budgets,
+            corpus=corpus,
+            examples=examples if examples is not None else _default_examples(),
+            scenario_events=scenario_events,
+            out=out,
+            jobs=jobs,
+            scheduler=scheduler,
+            plot=plot,
+            estimator=estimator,
+            config=config,
+        )
         rows = summarize(results)
         echo(safe(markdown_table(rows, NARROW_COLUMNS), multiline=True))
         con = console(highlight=False)
@@ -198,3 +187,64 @@ def register(cli: click.Group) -> None:
         if failed:
             err.print(f"[red]{len(failed)} of {len(results)} jobs failed[/red]")
             raise SystemExit(1)
+
+
+def _run(
+    names: list[str],
+    chosen_budgets: list[Budget],
+    *,
+    corpus: str | None,
+    examples: str | os.PathLike[str] | None,
+    scenario_events: int,
+    out: str,
+    jobs: int,
+    scheduler: str | None,
+    plot: str | None,
+    estimator: str | None,
+    config: Mapping[str, Any],
+) -> tuple[list[SessionSource], list[dict[str, Any]], dict[str, Path], float]:
+    """Discover the sessions, run the jobs, write the report and the plots: ``(sessions, results, paths, seconds of
+    the jobs)``. Click errors for a bad folder, plugin or scheduler."""
+    with Backend(jobs, scheduler) as backend:  # starts while the sessions are discovered
+        try:
+            sessions = discover_sessions(corpus, examples, scenario_events=scenario_events)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+        if not sessions:
+            raise click.UsageError("no session to bench: pass --corpus, --examples or --scenario-events")
+        figures = len(chosen_budgets) * 2 + (1 if plot else 0)
+        with Plotter(max(1, min(figures, os.cpu_count() or 1)), spawn=scheduler is not None) as plotter:
+            start = time.perf_counter()
+            try:
+                with progress("bench", "jobs", len(names) * len(sessions) * len(chosen_budgets)) as update:
+                    results = run_bench(
+                        names,
+                        sessions,
+                        chosen_budgets,
+                        estimator=estimator,
+                        config=config,
+                        backend=backend,
+                        progress=update,
+                    )
+            except PluginError as exc:
+                raise click.UsageError(str(exc)) from None
+            except SchedulerError as exc:
+                raise click.ClickException(str(exc)) from None
+            seconds = time.perf_counter() - start
+            backend.close_in_background()
+            drawing = plotter.write_plot(plot, results, chosen_budgets) if plot else None
+            paths = write_report(
+                out,
+                results,
+                engines=names,
+                sessions=sessions,
+                budgets=chosen_budgets,
+                seconds=seconds,
+                plotter=plotter,
+            )
+            if drawing is not None:
+                try:
+                    paths["plot"] = drawing.result()
+                except (OSError, ValueError) as exc:
+                    raise click.ClickException(f"--plot {plot}: {exc}") from None
+    return sessions, results, paths, seconds

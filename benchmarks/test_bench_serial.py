@@ -1,0 +1,210 @@
+"""The serial part of ``latch bench`` and its fixed cost per job: what decides how far it scales with workers.
+
+By Amdahl's law a run of serial seconds ``S`` (start-up, discovery, the task server's warm-up, report, plots) and
+job work ``P`` (the jobs' own seconds plus each job's fixed cost) takes ``S + P / N`` on ``N`` workers; its
+efficiency is ``(S + P) / (N * (S + P / N))``. This box has two cores, so efficiency at 8 or 16 workers cannot be
+measured here; what is measured here, in one run, is ``S`` and ``P`` (seconds, in ``extra_info``), over
+:data:`SUBSET` (two engines, budget ``32k:4k:8k``; ``LATCH_BENCH_FULL=1``: every corpus session, two budgets):
+
+* ``startup_seconds``: a fresh interpreter importing ``latch bench``'s command (``latch.cli.main``,
+  ``latch.cli.bench``);
+* ``discovery_seconds``: :func:`~latch.bench.runner.discover_sessions`;
+* ``server_seconds``: the task server's start and warm-up until its first task has run (a fresh server);
+  ``server_and_discovery_seconds``: the same with the server started first (:class:`~latch.bench.executor.Backend`)
+  and the sessions discovered while it warms up, as ``latch bench`` does;
+* ``per_job_fixed_seconds``: per task, a trivial task (``dict()``, nothing to import) through :func:`~latch.bench.executor.run_tasks` on one local
+  worker (its fresh process, its arguments and result); ``dask_per_task_seconds``: the same on a one-worker local Dask
+  cluster (:func:`~latch.bench.executor.in_own_process`); ``dask_start_seconds``/``dask_close_seconds``: the
+  cluster's start and close;
+* ``jobs_seconds``: the jobs of the subset run one at a time (:func:`~latch.bench.runner.run_bench`, one worker);
+* ``report_seconds``: :func:`~latch.bench.report.write_report` without its figures; each figure drawn alone in
+  this process: ``plots_sum_seconds`` their sum (the plots' serial time when one process draws them all) and
+  ``plots_critical_seconds`` the longest (their serial time once each figure has a worker of its own,
+  :class:`~latch.bench.plots.Plotter`); ``report_and_plots_in_workers_seconds``: the report and every figure as
+  ``latch bench`` writes them now (a warm :class:`~latch.bench.plots.Plotter`; on this box's two cores).
+
+Then ``serial_seconds_one_process`` (start-up, discovery and server one after the other, report, every figure in
+turn) and ``serial_seconds`` (server beside discovery, figures beside each other), the serial fraction of each, and
+``projected_efficiency_8``/``_16`` from them: **projections from the measured serial and per-job costs by Amdahl's
+law, not measurements** (the jobs assumed to divide evenly, the figures to have free cores).
+
+Run: ``python -m pytest benchmarks/test_bench_serial.py --benchmark-only``
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import shutil
+import subprocess
+import sys
+import time
+from multiprocessing import forkserver
+from pathlib import Path
+
+import pytest
+
+from latch.bench import executor
+from latch.bench.plots import Plotter, budget_plot_files, draw_budget_figure, write_plot
+from latch.bench.report import write_report
+from latch.bench.runner import discover_sessions, parse_budgets, run_bench
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+SUBSET = [
+    "claude-code/claude-reliability_python-to-rust-port.jsonl",
+    "swe-agent/ctf_i_got_id_demo.traj",
+    "gemini-cli/entire_session.json",
+    "openhands/basic_gui_mode.json",
+]
+FULL = os.environ.get("LATCH_BENCH_FULL") == "1"
+ENGINES = ["continuity", "sliding-window"]
+TRIVIAL_TASKS = 8
+
+
+class _NoPlots:
+    """A :class:`~latch.bench.plots.Plotter` that draws nothing: the report's own work alone."""
+
+    def budget_plots(self, folder, results, engines):
+        done = {}
+        for key, (_, _, path, _) in budget_plot_files(folder, results).items():
+            done[key] = cf.Future()
+            done[key].set_result(path)
+        return done
+
+
+def _per_task(run) -> float:
+    run(1)
+    start = time.perf_counter()
+    run(TRIVIAL_TASKS)
+    return (time.perf_counter() - start) / TRIVIAL_TASKS
+
+
+def _stop_server() -> None:
+    forkserver._forkserver._stop()  # a fresh server next time: its warm-up is what is measured
+
+
+def _first_task() -> None:
+    rows = executor.run_tasks(dict, [({"t": 0}, ())], jobs=1)
+    assert rows == [{}], rows
+
+
+def _dask_costs() -> dict[str, float]:
+    pytest.importorskip("distributed", reason="pip install '.[cluster]' in the Latch checkout")
+    start = time.perf_counter()
+    backend = executor.Backend(1, "local:1")
+    backend.connection()
+    started = time.perf_counter() - start
+    tasks = [({"t": i}, ()) for i in range(TRIVIAL_TASKS)]
+    per_task = _per_task(lambda k: executor.run_tasks(dict, tasks[:k], backend=backend))
+    start = time.perf_counter()
+    backend.close()
+    return {
+        "dask_start_seconds": started,
+        "dask_close_seconds": time.perf_counter() - start,
+        "dask_per_task_seconds": per_task,
+    }
+
+
+def _measure(tmp: Path) -> dict[str, float]:
+    figures: dict[str, float] = {}
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import latch.cli.main, latch.cli.bench"], check=True)
+    figures["startup_seconds"] = time.perf_counter() - start
+
+    if FULL:
+        corpus = CORPUS
+        budgets = parse_budgets("256k:32k:64k,32k:4k:8k")
+    else:
+        corpus = tmp / "corpus"
+        for rel in SUBSET:
+            (corpus / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(CORPUS / rel, corpus / rel)
+        budgets = parse_budgets("32k:4k:8k")
+    start = time.perf_counter()
+    sessions = discover_sessions(corpus, None, scenario_events=0)
+    figures["discovery_seconds"] = time.perf_counter() - start
+
+    _stop_server()
+    start = time.perf_counter()
+    _first_task()
+    figures["server_seconds"] = time.perf_counter() - start
+    _stop_server()
+    start = time.perf_counter()
+    executor.start_task_server()
+    discover_sessions(corpus, None, scenario_events=0)
+    _first_task()
+    figures["server_and_discovery_seconds"] = time.perf_counter() - start
+
+    figures["per_job_fixed_seconds"] = _per_task(
+        lambda k: executor.run_tasks(dict, [({"t": i}, ()) for i in range(k)], jobs=1)
+    )
+    figures.update(_dask_costs())
+
+    start = time.perf_counter()
+    results = run_bench(ENGINES, sessions, budgets, jobs=1)
+    figures["jobs_seconds"] = time.perf_counter() - start
+    assert results and not any("error" in r for r in results)
+    figures["jobs"] = len(results)
+
+    per_figure = []
+    (tmp / "figures").mkdir()
+    for kind, budget, path, rs in budget_plot_files(tmp / "figures", results).values():
+        start = time.perf_counter()
+        draw_budget_figure(kind, budget, path, rs, ENGINES)
+        per_figure.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    write_plot(tmp / "plot.png", results, budgets)
+    per_figure.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    write_report(
+        tmp / "out", results, engines=ENGINES, sessions=sessions, budgets=budgets, seconds=1.0, plotter=_NoPlots()
+    )
+    figures["report_seconds"] = time.perf_counter() - start
+    with Plotter(min(len(per_figure), os.cpu_count() or 1)) as plotter:
+        plotter.write_plot(tmp / "warm.png", results[:1], budgets).result()  # its workers started and warm
+        start = time.perf_counter()
+        drawing = plotter.write_plot(tmp / "plot2.png", results, budgets)
+        write_report(
+            tmp / "out2", results, engines=ENGINES, sessions=sessions, budgets=budgets, seconds=1.0, plotter=plotter
+        )
+        drawing.result()
+        figures["report_and_plots_in_workers_seconds"] = time.perf_counter() - start
+    figures["plots_sum_seconds"] = sum(per_figure)
+    figures["plots_critical_seconds"] = max(per_figure)
+    return figures
+
+
+def _amdahl(serial: float, work: float, n: int) -> float:
+    return (serial + work) / (n * (serial + work / n))
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"no corpus at {CORPUS}")
+def test_serial_part_and_fixed_cost_per_job(benchmark, tmp_path):
+    figures = benchmark.pedantic(_measure, args=(tmp_path,), rounds=1, iterations=1)
+    before = (
+        figures["startup_seconds"]
+        + figures["discovery_seconds"]
+        + figures["server_seconds"]
+        + figures["report_seconds"]
+        + figures["plots_sum_seconds"]
+    )
+    after = (
+        figures["startup_seconds"]
+        + figures["server_and_discovery_seconds"]
+        + figures["report_seconds"]
+        + figures["plots_critical_seconds"]
+    )
+    work = figures["jobs_seconds"]
+    benchmark.extra_info.update({k: round(v, 4) for k, v in figures.items()})
+    benchmark.extra_info.update(
+        serial_seconds_one_process=round(before, 3),
+        serial_seconds=round(after, 3),
+        serial_fraction_one_process=round(before / (before + work), 3),
+        serial_fraction=round(after / (after + work), 3),
+        per_job_fixed_over_job=round(figures["per_job_fixed_seconds"] / (work / figures["jobs"]), 3),
+        projection="Amdahl's law from the measured serial seconds and job work; not a measurement",
+        projected_efficiency_8_one_process=round(_amdahl(before, work, 8), 3),
+        projected_efficiency_16_one_process=round(_amdahl(before, work, 16), 3),
+        projected_efficiency_8=round(_amdahl(after, work, 8), 3),
+        projected_efficiency_16=round(_amdahl(after, work, 16), 3),
+    )

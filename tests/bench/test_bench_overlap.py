@@ -1,0 +1,84 @@
+"""What ``latch bench`` pays once per command overlaps other work: the task server starts before the plan is known,
+and the plots draw in worker processes, not the caller's."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from multiprocessing import forkserver
+
+import pytest
+from corpus_support import REPO
+
+from latch.bench import executor
+
+pytestmark = pytest.mark.slow  # task servers, worker processes and a subprocess
+
+EXAMPLES = REPO / "examples"
+
+
+def _pids() -> dict:
+    return {"pid": os.getpid(), "parent": os.getppid()}
+
+
+def test_the_backend_starts_the_task_server_before_any_task_and_the_tasks_fork_from_it():
+    with executor.Backend(1) as backend:
+        server = forkserver._forkserver._forkserver_pid
+        assert server is not None
+        os.kill(server, 0)  # running, before any task was asked for
+        rows = executor.run_tasks(_pids, [({"t": i}, ()) for i in range(2)], backend=backend)
+    assert [r["parent"] for r in rows] == [server, server]
+    assert rows[0]["pid"] != rows[1]["pid"] != os.getpid()
+
+
+def test_a_bad_scheduler_is_a_scheduler_error_when_the_backend_is_used():
+    with executor.Backend(1, "nowhere") as backend, pytest.raises(executor.SchedulerError, match="expected tcp://"):
+        executor.run_tasks(_pids, [({"t": 0}, ())], backend=backend)
+
+
+def test_the_report_and_its_plots_are_written_without_pyplot_in_the_caller(tmp_path):
+    script = textwrap.dedent(
+        f"""
+        import json, sys
+        from latch.bench.report import write_report
+        from latch.bench.runner import SessionSource, discover_sessions, parse_budgets, run_job
+
+        if __name__ == "__main__":
+            sessions = discover_sessions(None, {str(EXAMPLES)!r}, scenario_events=0)[:1]
+            budgets = parse_budgets("32k:4k:8k")
+            results = [run_job("continuity", s, b) for s in sessions for b in budgets]
+            paths = write_report({str(tmp_path / "out")!r}, results, engines=["continuity"], sessions=sessions,
+                                 budgets=budgets, seconds=1.0)
+            print(json.dumps({{"pyplot": "matplotlib.pyplot" in sys.modules,
+                              "paths": {{k: str(p) for k, p in paths.items()}}}}))
+        """
+    )
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = json.loads(res.stdout.splitlines()[-1])
+    assert got["pyplot"] is False  # drawn by the plot workers
+    assert list(got["paths"]) == ["json", "markdown", "tokens 32k:4k:8k", "cacheability 32k:4k:8k"]
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert md.endswith(
+        "Plots: [tokens_32k-4k-8k.png](tokens_32k-4k-8k.png), "
+        "[cacheability_32k-4k-8k.png](cacheability_32k-4k-8k.png)\n"
+    )
+    for name in ("tokens_32k-4k-8k.png", "cacheability_32k-4k-8k.png"):
+        assert (tmp_path / "out" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_workers_for_a_dask_run_are_spawned_without_a_task_server_here(tmp_path):
+    from latch.bench.plots import Plotter
+    from latch.bench.runner import discover_sessions, parse_budgets, run_job
+
+    session = discover_sessions(None, EXAMPLES, scenario_events=0)[0]
+    budgets = parse_budgets("32k:4k:8k")
+    results = [run_job("continuity", session, budgets[0])]
+    server = forkserver._forkserver._forkserver_pid
+    with Plotter(1, spawn=True) as plotter:
+        path = plotter.write_plot(tmp_path / "plot.png", results, budgets).result()
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert forkserver._forkserver._forkserver_pid == server  # no task server started for the plots
