@@ -23,6 +23,9 @@ def test_identical_row_reuses_the_decoded_value_and_a_changed_row_decodes_again(
     changed = cache.get((7, "s1", "user_message", '{"text":"b"}', None, None), decode)
     assert changed is not first and len(calls) == 2
     assert cache.get((7, "s2", "user_message", '{"text":"b"}', None, None), decode) is not changed
+    long = '{"text":"' + "x" * 400 + '"}'
+    kept = cache.get((8, "s1", "user_message", long, None, None), decode)
+    assert cache.get((8, "s1", "user_message", long[:-3] + 'y"}', None, None), decode) is not kept
 
 
 def test_capacity_bounds_the_cache():
