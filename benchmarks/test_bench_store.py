@@ -6,6 +6,9 @@ Run: ``python -m pytest benchmarks/test_bench_store.py --benchmark-only``; the r
 ``test_append_interleaved`` runs the two loops in turn, 9 rounds each, and keeps each one's fastest round by
 CPU time (``ratio_to_raw_cpu``) and by wall time (``ratio_to_raw``): on a shared machine the CPU-time ratio is the
 one that does not move with the load. The goal is a ratio <= 1.18 (85% of the raw ceiling).
+``test_prepare_text_scenario`` times the FTS5 preparation of ``latch stress``'s scenario texts against the same
+preparation with the plain patterns (``ratio_to_plain``; 0.70 on this shared machine: 67 against 96 µs per text,
+the per-event work that dominated the stress producer's appends).
 """
 
 from __future__ import annotations
