@@ -278,9 +278,23 @@ class PendingEvent:
     ts: str | None = None
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
+"""Per class: its dataclass field names in order (``None``: not a dataclass); read once, for every event."""
+
+
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    names = _FIELD_NAMES.get(cls, ())
+    if names == ():
+        names = _FIELD_NAMES[cls] = (
+            tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else None
+        )
+    return names
+
+
 def _to_plain(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    names = _field_names(type(obj))  # a class itself is no instance: its type is not a dataclass
+    if names is not None:
+        return {name: _to_plain(getattr(obj, name)) for name in names}
     if isinstance(obj, (list, tuple)):
         return [_to_plain(x) for x in obj]
     if isinstance(obj, dict):

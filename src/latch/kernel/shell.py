@@ -17,6 +17,7 @@ Everything here is pure string analysis; nothing is executed.
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from dataclasses import dataclass
@@ -356,8 +357,19 @@ def _clean_paths(paths: list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+CLASSIFIED_SCRIPTS = 1024
+"""Scripts whose classification is kept (the newest used): a shell call is classified when it is made and again
+when its result arrives, and agents rerun the same commands."""
+
+
 def classify_command(script: str) -> list[Segment]:
-    """Classify every simple command of ``script`` (see the module docstring), in order."""
+    """Classify every simple command of ``script`` (see the module docstring), in order (a new list; the
+    segments are frozen)."""
+    return list(_classified(script))
+
+
+@functools.lru_cache(maxsize=CLASSIFIED_SCRIPTS)
+def _classified(script: str) -> tuple[Segment, ...]:
     out: list[Segment] = []
     for words, targets in split_segments(script):
         words = _strip_wrappers(words)
@@ -378,4 +390,4 @@ def classify_command(script: str) -> list[Segment]:
             continue
         reads = _read_paths(prog, args)
         out.append(Segment("read", text, _clean_paths(reads)) if reads else Segment("other", text))
-    return out
+    return tuple(out)

@@ -27,6 +27,7 @@ from ._sqlite import (
     non_folder_parent,
     write_transaction,
 )
+from .decoded import DecodedEvents
 from .fts import build_match_query, build_phrase_query, prepare_text
 from .fts_search import CandidateSearch
 from .leases import Fence, FencedStore, RunFence, RunLease, TaskFence, check_fences, fences_of
@@ -153,6 +154,10 @@ def encode_events(events: Iterable[PendingEvent | Event], index: Callable[[str],
         text = ev.searchable_text()
         rows.append((ev.KIND, canonical_json(ev.to_payload()), ref, ts, index(text) if text else None))
     return EncodedBatch(rows)
+
+
+def _decode_stored(r: Sequence[Any]) -> StoredEvent:
+    return StoredEvent(seq=r[0], session_id=r[1], kind=r[2], event=decode_event(r[2], r[3]), source_ref=r[4], ts=r[5])
 
 
 def _encodable(text: str) -> bool:
@@ -898,10 +903,13 @@ class EventStore:
             )
 
     # ------------------------------------------------------------------- reads
+    _decoded: DecodedEvents[StoredEvent] | None = None  # this object's newest decoded rows, made on first read
+
     def _decode_row(self, r: Sequence[Any]) -> StoredEvent:
-        return StoredEvent(
-            seq=r[0], session_id=r[1], kind=r[2], event=decode_event(r[2], r[3]), source_ref=r[4], ts=r[5]
-        )
+        cache = self._decoded
+        if cache is None:
+            cache = self._decoded = DecodedEvents()
+        return cache.get(r, _decode_stored)
 
     def events(
         self,

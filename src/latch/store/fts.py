@@ -252,8 +252,13 @@ def _standalone(ch: str) -> bool:
 # while ``c`` still finds every c (C++ included). A dot inside a word separates, as before: ``node.js`` is the
 # phrase ``"node" + "js"``, those two tokens next to each other (``node.js``; not ``node and js``).
 _GLUE = {"+": "\ue02b", "#": "\ue023", ".": "\ue02e"}
-_SUFFIX_RE = re.compile(r"(?<![A-Za-z0-9])([A-Za-z][A-Za-z0-9]*)(\+\+|#)(?![A-Za-z0-9+#])")
-_DOT_RE = re.compile(r"(?<![A-Za-z0-9.])\.([A-Za-z][A-Za-z0-9]*)(?![A-Za-z0-9])")
+# The patterns are written for Python's matcher: a word's run is possessive (``*+``: a shorter run can never be
+# followed by ``++``, ``#`` or ``.``, so backtracking through it only costs time), and ``_DOT_RE`` opens with its
+# literal dot (its lookbehind then checks the character before it), so the matcher jumps from dot to dot.
+_SUFFIX_RE = re.compile(r"(?<![A-Za-z0-9])([A-Za-z][A-Za-z0-9]*+)(\+\+|#)(?![A-Za-z0-9+#])")
+_SUFFIX_HINT_RE = re.compile(r"#(?<=[A-Za-z0-9]#)|\+\+(?<=[A-Za-z0-9]\+\+)")
+"""A ``#`` or ``++`` right after an ASCII letter or digit: every match of ``_SUFFIX_RE`` holds one."""
+_DOT_RE = re.compile(r"\.(?<![A-Za-z0-9.]\.)([A-Za-z][A-Za-z0-9]*+)(?![A-Za-z0-9])")
 
 
 _DOT_ALNUM_RE = re.compile(r"\.[A-Za-z0-9]")
@@ -274,7 +279,7 @@ def _glue(text: str, chunks: list[str] | None = None) -> str:
         chunks = _dotted_chunks(text)
     if any(_DOT_RE.search(w) for w in chunks):
         text = _DOT_RE.sub(_dot_glued, text)
-    if "++" in text or "#" in text:  # _SUFFIX_RE needs one of them
+    if ("++" in text or "#" in text) and _SUFFIX_HINT_RE.search(text):  # _SUFFIX_RE needs one of them
         text = _SUFFIX_RE.sub(_suffix_glued, text)
     return text
 
@@ -292,7 +297,7 @@ def _suffix_glued(m: re.Match[str]) -> str:
 # the prepared text ends with one extra token per contiguous sub-run of two or more parts, dots spelled as
 # U+E02E (``node\ue02ejs``; ``os.path.join`` gives ``os\ue02epath``, ``path\ue02ejoin``, ``os\ue02epath\ue02ejoin``).
 # A query chunk that is one dotted term is that single token, so it finds the term only.
-_DOTTED_RE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)+(?![A-Za-z0-9])")
+_DOTTED_RE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]++(?:\.[A-Za-z0-9]++)++(?![A-Za-z0-9])")
 _DOTTED_QUERY_RE = re.compile(r"[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)+")
 _QUERY_TRIM = "\"'`()[]{}<>,;:!?."
 MAX_DOTTED_PARTS = 8

@@ -1,0 +1,51 @@
+"""The newest decoded events of one store object, shared by everything that reads them.
+
+A host reads each new event several times before a model request (the request loop's units, the engine's
+episodes and query context, the kernel ledger's facts), each in its own ``events()`` call: decoding the JSON
+payload into an event is most of a read's cost. Events are append-only and immutable (frozen dataclasses), so a
+row read again decodes to an equal event; :class:`DecodedEvents` keeps the last :data:`DECODED_EVENTS` rows with
+their decoded :class:`~latch.store.event_store.StoredEvent` and hands the same object back when the row read is
+the same (same seq, session, kind, source_ref and ts, and a payload of the same length and hash: a store replaced
+under an open object decodes afresh). Memory is bounded by the count, not the history.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
+
+__all__ = ["DECODED_EVENTS", "DecodedEvents"]
+
+DECODED_EVENTS = 8192
+"""Decoded events a store object keeps (the newest read; about 3 KB each for a typical tool turn)."""
+
+T = TypeVar("T")
+_SHORT = 256
+"""A longer string of a row (the payload) is kept as its length and hash, not its text: the cache holds decoded
+events, not a second copy of their JSON."""
+
+
+class DecodedEvents(Generic[T]):
+    """Rows (``seq`` first) and their decoded value, the newest ``capacity`` inserted (FIFO). Thread-safe."""
+
+    def __init__(self, capacity: int = DECODED_EVENTS):
+        self.capacity = capacity
+        self._by_seq: dict[Any, tuple[tuple[Any, ...], T]] = {}  # seq -> (row fingerprint, value)
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._by_seq)
+
+    def get(self, row: Sequence[Any], decode: Callable[[Sequence[Any]], T]) -> T:
+        """The value of ``row``: the one kept for an identical row, else ``decode(row)`` (then kept)."""
+        key = tuple(x if not isinstance(x, str) or len(x) <= _SHORT else (len(x), hash(x)) for x in row)
+        hit = self._by_seq.get(key[0])
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        value = decode(row)
+        with self._lock:
+            self._by_seq[key[0]] = (key, value)
+            while len(self._by_seq) > self.capacity:
+                del self._by_seq[next(iter(self._by_seq))]
+        return value
