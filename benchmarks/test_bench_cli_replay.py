@@ -31,11 +31,11 @@ fresh 1.91 s and second 1.76 s (2.72 s and 2.41 s with ``PYTHONDONTWRITEBYTECODE
 1.26 s (1.58 s with no kept prices) and second 0.73 s (1.64 s and 1.06 s without ``.pyc``).
 
 What is installed (the plugins' entry points, genai-prices' version: ``latch.installed``) is kept in
-``LATCH_HOME/cache`` too, and the patterns a replay does not use are
-compiled at first use (``latch.lazyre``): main and this change back to back on a heavily loaded 2-core box (load
-about 10), two rounds each: ``second_cpu_seconds`` 0.470 and 0.486 -> 0.366 and 0.413, ``overhead_ratio_cpu`` 2.05
-and 2.02 -> 1.72 and 1.81 (the wall times were stretched 5x by the load; a separate alternating run of 7 commands
-each: CPU median 0.487 -> 0.406 s).
+``LATCH_HOME/cache`` too, and the patterns a replay does not use are compiled at first use (``latch.lazyre``). The
+code before and after, back to back on a quiet 2-core box, two rounds each: ``second_seconds`` 0.391 and 0.379 ->
+0.381 and 0.344; the in-process replay got faster too (event decoding, recall: 0.165 and 0.188 -> 0.138 and
+0.141 s), so ``overhead_ratio`` did not fall (2.37 and 2.02 -> 2.76 and 2.44). What is left is about 0.15 s of
+imports that registering the built-in plugins needs (the engine, the derivation rules, every provider class).
 
 The commands here run with ``COLUMNS=200``, as on a terminal: ``latch replay`` then measures its table to choose its
 columns. A plain table is measured from its plain cells (``latch.textsafe.Table``), not cell by cell by rich: the
