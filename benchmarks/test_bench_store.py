@@ -105,29 +105,10 @@ def test_prepare_text_scenario(benchmark):
     """The FTS5 preparation of ``latch stress``'s scenario texts (tool output, code, paths), against the same
     preparation with the plain patterns (``tests/store/test_fts_prepare_patterns.py``, identical output), in
     one run: ``ratio_to_plain`` (CPU time, best of 5) and microseconds per text."""
-    import re
+    from fts_reference import plain_prepare_text as plain
 
     from latch.bench.scenario import ScenarioModel
     from latch.store import fts
-
-    suffix = re.compile(r"(?<![A-Za-z0-9])([A-Za-z][A-Za-z0-9]*)(\+\+|#)(?![A-Za-z0-9+#])")
-    dot = re.compile(r"(?<![A-Za-z0-9.])\.([A-Za-z][A-Za-z0-9]*)(?![A-Za-z0-9])")
-    dotted = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)+(?![A-Za-z0-9])")
-
-    def plain(text: str) -> str:
-        chunks = fts._dotted_chunks(text)
-        if any(dot.search(w) for w in chunks):
-            text = dot.sub(fts._dot_glued, text)
-        if "++" in text or "#" in text:
-            text = suffix.sub(fts._suffix_glued, text)
-        prepared = fts._prepare_v1(text)
-        extra: dict[str, None] = {}
-        for term in dotted.findall(" ".join(chunks)):
-            parts = term.split(".")[: fts.MAX_DOTTED_PARTS]
-            for i in range(len(parts) - 1):
-                for j in range(i + 2, len(parts) + 1):
-                    extra.setdefault("\ue02e".join(parts[i:j]))
-        return prepared + "\n" + " ".join(extra) if extra else prepared
 
     gen = ScenarioModel(0, workspace="/work/shop").events()
     texts = [t for t in (next(gen).searchable_text() for _ in range(4000)) if t]

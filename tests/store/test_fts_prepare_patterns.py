@@ -1,37 +1,19 @@
 """The FTS5 text preparation's fast patterns give the index exactly what the plain patterns give.
 
 ``_SUFFIX_RE`` and ``_DOTTED_RE`` use possessive runs, ``_DOT_RE`` opens with its literal dot and the suffix step
-runs only after ``_SUFFIX_HINT_RE`` finds a ``#`` or ``++`` after a letter or digit: the reference below is the
+runs only after ``_SUFFIX_HINT_RE`` finds a ``#`` or ``++`` after a letter or digit: the reference is the
 preparation written with the plain patterns, and both must agree byte for byte on texts built from the characters
-every step looks at (an index written before must stay the index written now)."""
+every step looks at (an index written before must stay the index written now). The reference is in
+``fts_reference.py``."""
 
 from __future__ import annotations
 
 import random
-import re
 
 import pytest
+from fts_reference import plain_prepare_text as _reference
 
 from latch.store import fts
-
-_SUFFIX = re.compile(r"(?<![A-Za-z0-9])([A-Za-z][A-Za-z0-9]*)(\+\+|#)(?![A-Za-z0-9+#])")
-_DOT = re.compile(r"(?<![A-Za-z0-9.])\.([A-Za-z][A-Za-z0-9]*)(?![A-Za-z0-9])")
-_DOTTED = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)+(?![A-Za-z0-9])")
-
-
-def _reference(text: str) -> str:
-    chunks = [w for w in dict.fromkeys(text.split()) if "." in w]
-    glued = _DOT.sub(fts._dot_glued, text)
-    glued = _SUFFIX.sub(fts._suffix_glued, glued)
-    prepared = fts._prepare_v1(glued)
-    extra: dict[str, None] = {}
-    for term in _DOTTED.findall(" ".join(chunks)):
-        parts = term.split(".")[: fts.MAX_DOTTED_PARTS]
-        for i in range(len(parts) - 1):
-            for j in range(i + 2, len(parts) + 1):
-                extra.setdefault("\ue02e".join(parts[i:j]))
-    return prepared + "\n" + " ".join(extra) if extra else prepared
-
 
 _PIECES = [
     *"aZq09._+#-/ \n\t(",
