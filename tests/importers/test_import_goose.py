@@ -17,7 +17,7 @@ from pathlib import Path
 
 from _importer_checks import assert_all_rejected, snapshot, sqlite_mutated, tiny_png
 from click.testing import CliRunner
-from corpus_support import CORPUS, corpus_files, corpus_format, corpus_name
+from corpus_support import CORPUS, corpus_files, corpus_format, corpus_name, require_corpus
 
 from latch.cli import _load_commands, cli
 from latch.events import AssistantMessage, SystemNote, ToolResult, Usage, UserMessage
@@ -53,6 +53,8 @@ def _copy(tmp_path: Path, name: str = "sessions.db") -> Path:
 
 
 def _schema() -> list[str]:
+    """The corpus database's table definitions (the synthetic shapes are built on them; skipped without it)."""
+    require_corpus()
     with _ro(DB) as db:
         return [
             r[0]

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from _importer_checks import assert_all_rejected, snapshot, sqlite_mutated, tiny_png
 from click.testing import CliRunner
-from corpus_support import CORPUS, NO_IMPORTER_YET, corpus_files, corpus_format, corpus_name
+from corpus_support import CORPUS, NO_IMPORTER_YET, corpus_files, corpus_format, corpus_name, require_corpus
 
 from latch.cli import _load_commands, cli
 from latch.events import AssistantMessage, CompactionMarker, SystemNote, ToolResult, Usage, UserMessage
@@ -265,6 +265,8 @@ def test_malformed_databases_are_rejected_and_change_nothing(corpus_dir, tmp_pat
 
 # ----------------------------------------------------------------------------- synthetic shapes
 def _schema() -> list[str]:
+    """The corpus database's table definitions (the synthetic shapes are built on them; skipped without it)."""
+    require_corpus()
     with _ro(DB) as db:
         return [
             r[0]
