@@ -1021,15 +1021,10 @@ class EventStore:
                     )
                 ]
 
-            def texts(seqs: list[int]) -> dict[int, str]:
-                fetched = self._events_by_seq([s for s in seqs if s not in decoded])
-                decoded.update(fetched)
-                return {s: decoded[s].event.searchable_text() for s in seqs}
-
             resumed = self._candidates.resume(key, before_seq)  # the next page of a search: its kept matches
             if resumed is not None:
                 decoded.update(resumed[1])
-            hits = self._candidates.search(rowids, texts, match, *plan, limit, resumed[0] if resumed else None)
+            hits = self._candidates.search(rowids, match, *plan, limit, resumed[0] if resumed else None)
             if not self._db.in_transaction:  # (rows of an open transaction could still roll back)
                 self._candidates.keep(key, hits, limit, decoded)
             missing = self._events_by_seq([s for s in hits if s not in decoded])

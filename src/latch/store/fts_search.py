@@ -11,9 +11,10 @@ phrase that matches 32 rows. A query with only rare tokens costs little.
    than :data:`DENSE_SPAN` rows back; measured once per token and kept): for ``mode="and"`` the AND of the
    rare tokens of every phrase, for ``mode="or"`` the OR over phrases of each phrase's rare tokens. Every row
    matching the exact query holds those tokens, so the candidates are a superset, listed newest first.
-2. *Verification*: each chunk of candidates (twice ``limit`` first, doubling up to :data:`CHUNK`) has its prepared text (:func:`~latch.store.fts.
-   prepare_text` of the event's searchable text, the text the index got) put in an in-memory FTS5 table of the
-   same tokenizer, and the exact query runs there: FTS5's own matching, on a few rows.
+2. *Verification*: each chunk of candidates (twice ``limit`` first, doubling up to :data:`CHUNK`) is checked by
+   the exact query itself, bounded to the chunk's rowid span (FTS5 seeks each doclist to the span: a few rows):
+   the chunk's rows it returns are the matches. (:meth:`CandidateSearch.verify` decides rows by their text in an
+   in-memory FTS5 table of the same tokenizer, for a store without this index.)
 
 The scan stops at ``limit`` matches; the matches a verified chunk held beyond them are kept
 (:meth:`CandidateSearch.keep`), so the same search continued below its last hit (the next page) starts from them.
@@ -21,10 +22,6 @@ It is bounded: after :data:`MAX_CANDIDATES` candidates without
 ``limit`` matches, the exact query runs on the rows older than the last candidate (the old plan, on what is
 left). A query whose phrases are single tokens that are all kept, or that has no rare token, runs as the
 exact query directly (FTS5 is fast there).
-
-A store written before migration ``m006_fts_glued_terms`` that kept its old index (it holds an event kind
-this process cannot decode) is verified against today's preparation; its old text differs only for glued
-and dotted terms.
 """
 
 from __future__ import annotations
@@ -130,7 +127,6 @@ class CandidateSearch:
     def search(
         self,
         rowids: Callable[[str, int | None, int | None, int], list[int]],
-        texts: Callable[[list[int]], dict[int, str]],
         match: str,
         exact: list[str],
         candidates: list[str],
@@ -140,8 +136,7 @@ class CandidateSearch:
         """The newest ``limit`` rowids matching ``match`` (newest first), from a :meth:`plan`.
 
         ``rowids(expr, below, above, n)``: the newest ``n`` rowids matching FTS expression ``expr`` (with the
-        caller's filters) with ``above < rowid < below`` (``None``: unbounded); ``texts(rowids)``: their
-        searchable texts. ``start`` (one candidate expression, no ``exact``): ``(matches, below)``, every match
+        caller's filters) with ``above < rowid < below`` (``None``: unbounded). ``start`` (one candidate expression, no ``exact``): ``(matches, below)``, every match
         at or above rowid ``below`` already known (an earlier search's :attr:`known_to`): the scan starts below
         it (``below`` 0: nothing is left to scan). Sets :attr:`known_to`."""
         single = not exact and len(candidates) == 1
@@ -177,7 +172,8 @@ class CandidateSearch:
                 if not page:
                     known = 0
                     break
-                ok = self.verify(match, sorted(texts(page).items()))
+                # the page's rows that match ``match``: the index answers the full query over the page's span
+                ok = set(page).intersection(rowids(match, page[0] + 1, page[-1] - 1, page[0] - page[-1] + 1))
                 found += len(ok)
                 out.update(ok)
                 if found >= limit or len(page) < size:
@@ -202,11 +198,12 @@ class CandidateSearch:
 
     def keep(self, key: Any, hits: Sequence[int], limit: int, rows: Mapping[int, Any]) -> None:
         """Keep the matches the last :meth:`search` (of the search ``key``: query and filters, not the bound)
-        found beyond its ``limit`` hits, with the caller's ``rows`` of them, so that search continued below its
-        last hit starts from them (:meth:`resume`) instead of verifying them again; at most :data:`MAX_RESUMES`."""
-        if self.known_to is None or len(hits) < limit or any(r not in rows for r in self.surplus):
+                found beyond its ``limit`` hits, with the caller's ``rows`` of them, so that search continued below its
+                last hit starts from them (:meth:`resume`) instead of finding them again (``rows``: those the caller has
+        already read); at most :data:`MAX_RESUMES`."""
+        if self.known_to is None or len(hits) < limit:
             return
-        self._resumes[key, hits[-1]] = ((self.surplus, self.known_to), {r: rows[r] for r in self.surplus})
+        self._resumes[key, hits[-1]] = ((self.surplus, self.known_to), {r: rows[r] for r in self.surplus if r in rows})
         if len(self._resumes) > MAX_RESUMES:
             self._resumes.popitem(last=False)
 
