@@ -1006,7 +1006,6 @@ class EventStore:
                     self._decode_row(r)
                     for r in self._rows(sql + " ORDER BY f.rowid DESC LIMIT ?", [match, *args, limit])
                 ]
-            decoded: dict[int, StoredEvent] = {}
 
             def rowids(expr: str, below: int | None, above: int | None, n: int) -> list[int]:
                 bounds = "".join(
@@ -1021,14 +1020,12 @@ class EventStore:
                     )
                 ]
 
-            resumed = self._candidates.resume(key, before_seq)  # the next page of a search: its kept matches
-            if resumed is not None:
-                decoded.update(resumed[1])
-            hits = self._candidates.search(rowids, match, *plan, limit, resumed[0] if resumed else None)
+            start = self._candidates.resume(key, before_seq)  # the next page of a search: its kept matches
+            hits = self._candidates.search(rowids, match, *plan, limit, start)
             if not self._db.in_transaction:  # (rows of an open transaction could still roll back)
-                self._candidates.keep(key, hits, limit, decoded)
-            missing = self._events_by_seq([s for s in hits if s not in decoded])
-            return [decoded.get(s) or missing[s] for s in hits]
+                self._candidates.keep(key, hits, limit)
+            found = self._events_by_seq(hits)
+            return [found[s] for s in hits]
 
     def _events_by_seq(self, seqs: Sequence[int]) -> dict[int, StoredEvent]:
         """The stored events of ``seqs`` by seq (read in chunks of 500)."""

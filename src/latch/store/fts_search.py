@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .fts import TOKENIZE, match_phrases, prepare_text, quote_token
@@ -69,7 +69,7 @@ class CandidateSearch:
         self.surplus: list[int] = []
         """With :attr:`known_to`: the matches that search found beyond its ``limit``, newest first."""
         # (caller's key, the last hit returned) -> ((surplus, known_to), the caller's rows of the surplus)
-        self._resumes: OrderedDict[tuple[Any, int], tuple[tuple[list[int], int], dict[int, Any]]] = OrderedDict()
+        self._resumes: OrderedDict[tuple[Any, int], tuple[list[int], int]] = OrderedDict()
 
     # ------------------------------------------------------------------ plan
     def _token_span(self, db: sqlite3.Connection, token: str) -> int | None:
@@ -190,20 +190,19 @@ class CandidateSearch:
         return ranked[:limit]
 
     # ---------------------------------------------------------------- resume
-    def resume(self, key: Any, before: int | None) -> tuple[tuple[list[int], int], dict[int, Any]] | None:
-        """What :meth:`keep` kept for the search ``key`` continued below its last hit ``before``: ``(start, rows)``,
-        ``start`` for :meth:`search` and ``rows`` the caller's rows of its matches; ``None`` when nothing was kept.
-        (Rows below a bound never change in an append-only log whose seqs grow.)"""
+    def resume(self, key: Any, before: int | None) -> tuple[list[int], int] | None:
+        """What :meth:`keep` kept for the search ``key`` continued below its last hit ``before``: the ``start`` for
+        :meth:`search`; ``None`` when nothing was kept. (Rows below a bound never change in an append-only log whose
+        seqs grow.)"""
         return None if before is None else self._resumes.pop((key, before), None)
 
-    def keep(self, key: Any, hits: Sequence[int], limit: int, rows: Mapping[int, Any]) -> None:
-        """Keep the matches the last :meth:`search` (of the search ``key``: query and filters, not the bound)
-                found beyond its ``limit`` hits, with the caller's ``rows`` of them, so that search continued below its
-                last hit starts from them (:meth:`resume`) instead of finding them again (``rows``: those the caller has
-        already read); at most :data:`MAX_RESUMES`."""
+    def keep(self, key: Any, hits: Sequence[int], limit: int) -> None:
+        """Keep the matches the last :meth:`search` (of the search ``key``: query and filters, not the bound) found
+        beyond its ``limit`` hits, so that search continued below its last hit starts from them (:meth:`resume`)
+        instead of finding them again; at most :data:`MAX_RESUMES`."""
         if self.known_to is None or len(hits) < limit:
             return
-        self._resumes[key, hits[-1]] = ((self.surplus, self.known_to), {r: rows[r] for r in self.surplus if r in rows})
+        self._resumes[key, hits[-1]] = (self.surplus, self.known_to)
         if len(self._resumes) > MAX_RESUMES:
             self._resumes.popitem(last=False)
 
