@@ -278,23 +278,27 @@ class PendingEvent:
     ts: str | None = None
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
-"""Per class: its dataclass field names in order (``None``: not a dataclass); read once, for every event."""
+_FIELDS: dict[type, tuple[tuple[str, type | None], ...] | None] = {}
+"""Per class: its dataclass fields' names and nested dataclass (``None``: plain), in order, or ``None`` when the
+class is no dataclass; read once per class (emptied by register_nested)."""
 
 
-def _field_names(cls: type) -> tuple[str, ...] | None:
-    names = _FIELD_NAMES.get(cls, ())
-    if names == ():
-        names = _FIELD_NAMES[cls] = (
-            tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else None
+def _fields(cls: type) -> tuple[tuple[str, type | None], ...] | None:
+    try:
+        return _FIELDS[cls]
+    except KeyError:
+        got = _FIELDS[cls] = (
+            tuple((f.name, _NESTED.get((cls.__name__, f.name))) for f in dataclasses.fields(cls))
+            if dataclasses.is_dataclass(cls)
+            else None
         )
-    return names
+        return got
 
 
 def _to_plain(obj: Any) -> Any:
-    names = _field_names(type(obj))  # a class itself is no instance: its type is not a dataclass
-    if names is not None:
-        return {name: _to_plain(getattr(obj, name)) for name in names}
+    fields = _fields(type(obj))  # a class itself is no instance: its type is not a dataclass
+    if fields is not None:
+        return {name: _to_plain(getattr(obj, name)) for name, _ in fields}
     if isinstance(obj, (list, tuple)):
         return [_to_plain(x) for x in obj]
     if isinstance(obj, dict):
@@ -302,15 +306,11 @@ def _to_plain(obj: Any) -> Any:
     return obj
 
 
-_FIELDS: dict[type, tuple[tuple[str, type | None], ...]] = {}
-"""Per dataclass: its fields' names and nested dataclass (``None``: plain), in order (emptied by register_nested)."""
-
-
 def _from_plain(cls: type, data: Mapping[str, Any]) -> Any:
-    kwargs = {}
-    fields = _FIELDS.get(cls)
+    fields = _fields(cls)
     if fields is None:
-        fields = _FIELDS[cls] = tuple((f.name, _NESTED.get((cls.__name__, f.name))) for f in dataclasses.fields(cls))
+        raise TypeError(f"cannot decode into {cls.__name__}: not a dataclass")
+    kwargs = {}
     for name, sub in fields:
         if name not in data:
             continue
