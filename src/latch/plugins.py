@@ -30,7 +30,9 @@ The ``latch_register_*`` hooks are collected per kind into ``{PLUGIN_NAME: class
 (:func:`registered_engines`, :func:`registered_estimators`,
 :func:`registered_importers`, :func:`registered_providers`,
 :func:`registered_uis`, :func:`registered_derivation_rules`); a name registered twice in one kind is a
-:class:`PluginError` naming both plugins. Providers: :func:`get_provider` (by ``PLUGIN_NAME``,
+:class:`PluginError` naming both plugins. An entry given as a :class:`~latch.hookspecs.LazyClass` registers its
+name at once and its class at first use (:attr:`Registration.cls`): a command imports the engine it runs, not
+every registered class. Providers: :func:`get_provider` (by ``PLUGIN_NAME``,
 ``--provider``) and :func:`provider_names`. Engines are built only through
 :func:`get_engine_factory`, which never substitutes the default engine for an
 unknown one (spec: "Port boundary"). Estimators: :func:`select_estimator`
