@@ -83,7 +83,8 @@ def to_openai_chat(view: ContextView) -> dict[str, Any]:
     the plugin registers (a command that counts nothing with this plugin never imports them)."""
     from latch.providers import to_openai_chat as wire
 
-    return wire(view)
+    body: dict[str, Any] = wire(view)
+    return body
 
 
 def _view(messages: Sequence[ViewMessage] = (), tools: Sequence[Mapping[str, Any]] = ()) -> ContextView:
