@@ -8,7 +8,10 @@ through these same hooks. ``docs/plugins.md`` has one section per hook.
 The ``latch_register_*`` hooks return a list of *classes*, each carrying a
 ``PLUGIN_NAME`` (a non-empty ``str``) unique within its kind; a duplicate name
 is a :class:`latch.plugins.PluginError` naming both plugins. What a class must
-provide besides ``PLUGIN_NAME`` depends on the kind (see each hook).
+provide besides ``PLUGIN_NAME`` depends on the kind (see each hook). An entry may
+also be a :class:`LazyClass` (the name and the class's import path): the class is
+then imported when it is first used, not when the plugin registers (Latch's
+built-in engine and providers register so).
 
 Example::
 
@@ -32,12 +35,51 @@ import pluggy
 if TYPE_CHECKING:  # pragma: no cover
     import click
 
-__all__ = ["PROJECT_NAME", "hookspec", "hookimpl"]
+__all__ = ["PROJECT_NAME", "hookspec", "hookimpl", "LazyClass"]
 
 PROJECT_NAME = "latch"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+class LazyClass:
+    """A class a ``latch_register_*`` hook registers by name, imported on first use.
+
+    ``name`` is the class's ``PLUGIN_NAME``; ``target`` is where the class lives, ``"module:QualName"`` (the form
+    of an entry point's object reference). The host registers ``name`` at once (a duplicate is an error then) and
+    imports ``target`` only when the class itself is needed: the engine a command runs, ``latch plugins``. It then
+    checks what an eagerly registered class is checked for, plus that its ``PLUGIN_NAME`` is ``name``; a failure
+    is a :class:`latch.plugins.PluginError` naming the plugin. Example::
+
+        @hookimpl
+        def latch_register_engines():
+            return [LazyClass("my-engine", "my_engine.engine:MyEngine")]
+    """
+
+    __slots__ = ("name", "target")
+
+    def __init__(self, name: str, target: str) -> None:
+        self.name = name
+        self.target = target
+
+    @property
+    def qualname(self) -> str:
+        """``module.QualName`` of the class, without importing it."""
+        return self.target.replace(":", ".", 1)
+
+    def load(self) -> Any:
+        """The object ``target`` names (its module imported); errors propagate (``ImportError``, ``AttributeError``)."""
+        import importlib
+
+        module, _, attr = self.target.partition(":")
+        obj: Any = importlib.import_module(module)
+        for part in filter(None, attr.split(".")):
+            obj = getattr(obj, part)
+        return obj
+
+    def __repr__(self) -> str:
+        return f"LazyClass({self.name!r}, {self.target!r})"
 
 
 @hookspec

@@ -30,7 +30,9 @@ The ``latch_register_*`` hooks are collected per kind into ``{PLUGIN_NAME: class
 (:func:`registered_engines`, :func:`registered_estimators`,
 :func:`registered_importers`, :func:`registered_providers`,
 :func:`registered_uis`, :func:`registered_derivation_rules`); a name registered twice in one kind is a
-:class:`PluginError` naming both plugins. Providers: :func:`get_provider` (by ``PLUGIN_NAME``,
+:class:`PluginError` naming both plugins. An entry given as a :class:`~latch.hookspecs.LazyClass` registers its
+name at once and its class at first use (:attr:`Registration.cls`): a command imports the engine it runs, not
+every registered class. Providers: :func:`get_provider` (by ``PLUGIN_NAME``,
 ``--provider``) and :func:`provider_names`. Engines are built only through
 :func:`get_engine_factory`, which never substitutes the default engine for an
 unknown one (spec: "Port boundary"). Estimators: :func:`select_estimator`
@@ -55,7 +57,7 @@ import pluggy
 from . import hookspecs, installed
 from .config import load_config
 from .estimators import estimator_for_model
-from .hookspecs import PROJECT_NAME
+from .hookspecs import PROJECT_NAME, LazyClass
 from .textsafe import warn
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -141,14 +143,41 @@ class PluginInfo:
         return f"{self.distribution} {self.version}" if self.distribution else self.module
 
 
-@dataclass(frozen=True)
 class Registration:
-    """A class registered under ``name`` in ``kind`` by the plugin ``plugin``."""
+    """A class registered under ``name`` in ``kind`` by the plugin ``plugin``.
 
-    kind: str
-    name: str
-    cls: type
-    plugin: PluginInfo
+    ``cls`` is the class. One registered as a :class:`~latch.hookspecs.LazyClass` is imported at the first read
+    of ``cls`` (``loaded`` says whether it is yet), and checked then: a :class:`PluginError` naming the plugin
+    when it cannot be imported, is not a class, has another ``PLUGIN_NAME`` or lacks what its kind requires.
+    """
+
+    __slots__ = ("kind", "name", "plugin", "_cls", "_lazy")
+
+    def __init__(self, kind: str, name: str, cls: type | LazyClass, plugin: PluginInfo) -> None:
+        self.kind, self.name, self.plugin = kind, name, plugin
+        self._lazy = cls if isinstance(cls, LazyClass) else None
+        self._cls: type | None = None if isinstance(cls, LazyClass) else cls
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the class is imported (always, unless it was registered as a :class:`~latch.hookspecs.LazyClass`)."""
+        return self._cls is not None
+
+    @property
+    def qualname(self) -> str:
+        """``module.QualName`` of the class, without importing it."""
+        return _qualname(self._lazy if self._cls is None else self._cls)
+
+    @property
+    def cls(self) -> type:
+        """The registered class (imported now when it was registered lazily)."""
+        if self._cls is None:
+            assert self._lazy is not None
+            self._cls = _load_lazy(self.kind, self._lazy, self.plugin)
+        return self._cls
+
+    def __repr__(self) -> str:
+        return f"Registration({self.kind!r}, {self.name!r}, {self.qualname}, plugin={self.plugin.name!r})"
 
 
 def _close_matches(word: str, known: list[str]) -> list[str]:
@@ -253,7 +282,7 @@ class LatchPluginManager(pluggy.PluginManager):
                     if prior is not None:
                         raise PluginError(
                             f"{kind[:-1]} name {reg.name!r} is registered twice: by {_describe(prior.plugin)} "
-                            f"({_qualname(prior.cls)}) and by {_describe(info)} ({_qualname(cls)})"
+                            f"({prior.qualname}) and by {_describe(info)} ({_qualname(cls)})"
                         )
                     found[reg.name] = reg
         return found
@@ -265,19 +294,48 @@ class LatchPluginManager(pluggy.PluginManager):
 
 
 def _qualname(cls: Any) -> str:
+    if isinstance(cls, LazyClass):
+        return cls.qualname
     return f"{getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', repr(cls))}"
 
 
 def _registration(kind: str, cls: Any, info: PluginInfo, hook_name: str) -> Registration:
+    if isinstance(cls, LazyClass):  # the name now, the class at first use (_load_lazy)
+        module, _, attr = cls.target.partition(":") if isinstance(cls.target, str) else ("", "", "")
+        if not isinstance(cls.name, str) or not cls.name.strip() or not module or not attr:
+            raise PluginError(
+                f"{_describe(info)}: {hook_name}() returned {cls!r}; a LazyClass needs a non-empty name and a "
+                "target 'module:QualName'"
+            )
+        return Registration(kind, cls.name, cls, info)
     if not isinstance(cls, type):
         raise PluginError(f"{_describe(info)}: {hook_name}() returned {cls!r}, which is not a class")
     name = getattr(cls, "PLUGIN_NAME", None)
     if not isinstance(name, str) or not name.strip():
         raise PluginError(f"{_describe(info)}: {_qualname(cls)} from {hook_name}() has no PLUGIN_NAME string")
+    _check_required(kind, name, cls, info)
+    return Registration(kind, name, cls, info)
+
+
+def _check_required(kind: str, name: str, cls: type, info: PluginInfo) -> None:
     missing = [a for a in _REQUIRED_ATTRS[kind] if not callable(getattr(cls, a, None))]
     if missing:
         raise PluginError(f"{_describe(info)}: {kind[:-1]} {name!r} ({_qualname(cls)}) lacks {', '.join(missing)}")
-    return Registration(kind, name, cls, info)
+
+
+def _load_lazy(kind: str, ref: LazyClass, info: PluginInfo) -> type:
+    """The class ``ref`` names, imported and checked as :func:`_registration` checks a class given directly."""
+    what = f"{_describe(info)}: {kind[:-1]} {ref.name!r} ({ref.target})"
+    try:
+        cls = ref.load()
+    except Exception as exc:  # a broken plugin must name itself, whatever it raised
+        raise PluginError(f"{what} cannot be imported: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(cls, type):
+        raise PluginError(f"{what} is {cls!r}, which is not a class")
+    if getattr(cls, "PLUGIN_NAME", None) != ref.name:
+        raise PluginError(f"{what} has PLUGIN_NAME {getattr(cls, 'PLUGIN_NAME', None)!r}, not {ref.name!r}")
+    _check_required(kind, ref.name, cls, info)
+    return cls
 
 
 def _build(environ: Mapping[str, str]) -> LatchPluginManager:

@@ -164,7 +164,11 @@ def test_trace_writes_hook_calls_to_stderr(capsys):
     err = capsys.readouterr().err
     assert "latch_register_engines from plugin 'latch.default_plugins.engines' [pluginmanage]\n" in err
     assert "latch_register_engines [hook]" in err
-    assert "finish latch_register_engines --> [[<class" in err
+    # the built-in engine is registered by name: the result is its LazyClass
+    assert (
+        "finish latch_register_engines --> [[LazyClass('continuity', 'latch.engine.continuity:ContinuityEngine')]]"
+        in err
+    )
     pm = get_plugin_manager({**BUILTINS_ONLY, "LATCH_TRACE_PLUGINS": "0"})
     pm.registry("engines")
     assert capsys.readouterr().err == ""

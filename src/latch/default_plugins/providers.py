@@ -8,17 +8,26 @@
 * ``openai-responses``: :class:`latch.providers.OpenAIResponsesProvider` (the Responses API, stateless,
   reasoning items sent back encrypted, ``OPENAI_API_KEY``).
 
-The SDKs are imported when a provider is built, not when this plugin registers.
+They are registered by name (:class:`~latch.hookspecs.LazyClass`): :mod:`latch.providers` is imported when a
+provider class is first needed, and the SDKs when a provider is built, so a command that calls no model imports
+neither.
 """
 
 from __future__ import annotations
 
-from ..hookspecs import hookimpl
-from ..providers import AnthropicProvider, OpenAICompatibleProvider, OpenAIProvider, OpenAIResponsesProvider
+from ..hookspecs import LazyClass, hookimpl
+
+PROVIDERS = {
+    "openai": "OpenAIProvider",
+    "openai-compatible": "OpenAICompatibleProvider",
+    "anthropic": "AnthropicProvider",
+    "openai-responses": "OpenAIResponsesProvider",
+}
+"""``{PLUGIN_NAME: class name in latch.providers}`` of the built-in providers, in registration order."""
 
 
 @hookimpl
-def latch_register_providers() -> list[type]:
+def latch_register_providers() -> list[LazyClass]:
     """Register the built-in ``openai``, ``openai-compatible``, ``anthropic`` and ``openai-responses`` providers
     through the same hook as plugins."""
-    return [OpenAIProvider, OpenAICompatibleProvider, AnthropicProvider, OpenAIResponsesProvider]
+    return [LazyClass(name, f"latch.providers:{cls}") for name, cls in PROVIDERS.items()]

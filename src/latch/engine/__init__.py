@@ -3,10 +3,13 @@
 :func:`continuity_context_engine_factory` is the default
 :data:`~latch.port.ContextEngineFactory`; it is exactly ``ContinuityEngine.for_model(...)``
 (spec: "Port boundary"). Hosts obtain factories through :func:`latch.plugins.get_engine_factory`
-and never construct an engine themselves.
+and never construct an engine themselves. :class:`ContinuityEngine` is imported at its first use (a module
+``__getattr__``): importing a submodule such as :mod:`.units` does not import the continuity engine.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from ..port import (
     ComponentTokens,
@@ -26,7 +29,9 @@ from ..port import (
     ViewMessage,
     ViewToolCall,
 )
-from .continuity import ContinuityEngine
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .continuity import ContinuityEngine
 
 __all__ = [
     "ContinuityEngine",
@@ -50,9 +55,21 @@ __all__ = [
 ]
 
 
+def _continuity_engine() -> type[ContinuityEngine]:
+    from .continuity import ContinuityEngine
+
+    return ContinuityEngine
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ContinuityEngine":
+        return _continuity_engine()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def continuity_context_engine_factory(profile: EngineProfile) -> ContinuityEngine:
     """The default factory: exactly ``ContinuityEngine.for_model(profile.model, reader=..., writer=...,
     config=..., estimator=...)`` from the session's durable profile."""
-    return ContinuityEngine.for_model(
+    return _continuity_engine().for_model(
         profile.model, reader=profile.reader, writer=profile.writer, config=profile.config, estimator=profile.estimator
     )

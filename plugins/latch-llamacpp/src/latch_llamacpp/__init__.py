@@ -48,7 +48,6 @@ if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command 
 
 from latch.hookspecs import hookimpl
 from latch.port import ComponentTokens, ContextBudget, ContextView, ViewMessage, ViewToolCall
-from latch.providers import to_openai_chat
 
 __all__ = ["LlamaCppEstimator", "MODEL_ENV", "default_model_path", "smollm2_gguf", "estimator_for_path"]
 
@@ -77,6 +76,15 @@ def default_model_path() -> Path | None:
     """``$LATCH_LLAMACPP_MODEL`` when set, else :func:`smollm2_gguf`."""
     env = os.environ.get(MODEL_ENV)
     return Path(env) if env else smollm2_gguf()
+
+
+def to_openai_chat(view: ContextView) -> dict[str, Any]:
+    """:func:`latch.providers.to_openai_chat` of ``view``; the providers load when an estimator counts, not when
+    the plugin registers (a command that counts nothing with this plugin never imports them)."""
+    from latch.providers import to_openai_chat as wire
+
+    body: dict[str, Any] = wire(view)
+    return body
 
 
 def _view(messages: Sequence[ViewMessage] = (), tools: Sequence[Mapping[str, Any]] = ()) -> ContextView:
