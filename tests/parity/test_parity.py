@@ -144,6 +144,35 @@ def test_estimate_script_letters_and_long_runs_of_one_punct_character():
             assert native.estimate_tokens(text, profile) == _py.estimate_tokens(text, profile), (text, profile)
 
 
+# Pieces of every kind the vectorized path prices, and ones that end in the middle of a run of pieces.
+_PIECES = ("lowercase", "Capital", "HTTPCAPS", "0123456789", "=", "([{", " ", "\n", ".\n", "\t", "\x01", "-x")
+
+
+def test_estimate_pieces_across_pairs_of_blocks():
+    # The vectorized path prices two 64-byte blocks at a time when their pieces fit one vector (64),
+    # else one block at a time: pieces of 1..130 characters that start at every offset around the
+    # 64- and 128-byte boundaries, between text with few pieces per block and text with one per byte.
+    sparse, dense = "aaaaaaaa bbbbbbbb ", "a,b;c.d(e)f"
+    for lead in [*range(44, 70), *range(108, 134)]:
+        for piece in _PIECES:
+            for n in (1, 16, 17, 63, 65, 100, 127):
+                body = (piece * (n // len(piece) + 1))[:n]
+                for fill in (sparse, dense):
+                    head = (fill * (lead // len(fill) + 1))[:lead]
+                    text = head + body + "z" + fill * 14
+                    assert native.estimate_tokens(text) == _py.estimate_tokens(text), (lead, piece, n, fill)
+
+
+def test_estimate_blocks_alternating_few_and_many_pieces():
+    # Pairs of blocks with more than 64 pieces between pairs with few, at random lengths and offsets.
+    rng = random.Random(7)
+    parts = ["a,b;c.d(e)f" * 6, "x y z 1 2 ", "w" * 70, "Word " * 12, "=" * 30, "\n\n  ", "\x02\x03" * 40]
+    for _ in range(200):
+        text = "".join(rng.choice(parts)[: rng.randrange(1, 90)] for _ in range(rng.randrange(2, 20)))
+        for profile in PROFILES:
+            assert native.estimate_tokens(text, profile) == _py.estimate_tokens(text, profile), (text, profile)
+
+
 def test_estimate_large_batch_split_across_threads():
     # Over 2 MiB characters in total: the batch may be shared out across threads, in order.
     rng = random.Random(4)
