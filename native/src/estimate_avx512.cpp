@@ -160,7 +160,8 @@ constexpr int kArr = kChunk + 16;    // [0] previous block, [1..nb] chunk, [nb+1
 // Per-block masks of one chunk, one array per class (index = block, see kArr).
 struct ChunkMasks {
     // Class masks in the order of step 1's class bits: L a-z, U A-Z, D 0-9, P PUNCT, WS SPACE or
-    // NEWLINE, N NEWLINE, SP the space character, EQ the byte equals the byte before it. Step 2
+    // NEWLINE, N NEWLINE, SP the space character; then EQ, the byte equals the byte before it (a
+    // compare's mask, stored as it is). Step 2
     // reads every block's masks from where step 1 stored them (whole 64-byte stores), so a short
     // text's loads take their data straight from those stores.
     alignas(64) std::uint64_t L[kArr], U[kArr], D[kArr], P[kArr], WS[kArr], N[kArr], SP[kArr], EQ[kArr];
@@ -201,15 +202,14 @@ LATCH_AVX512 inline void classify_block(ChunkMasks& m, int j, const KernelWeight
     const __m512i rev = _mm512_broadcast_i32x4(_mm_set_epi8(8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
     const __m512i xr = _mm512_shuffle_epi8(x, rev);  // characters in reverse order within each qword
     const __m512i classes = _mm512_permutex2var_epi8(_mm512_load_si512(kw.flags), xr, _mm512_load_si512(kw.flags + 64));
-    const __m512i flags = _mm512_mask_add_epi8(classes, _mm512_cmpeq_epi8_mask(xr, _mm512_shuffle_epi8(prev_byte, rev)),
-                                               classes, _mm512_set1_epi8(static_cast<char>(0x80)));
-    const __m512i t = _mm512_gf2p8affine_epi64_epi8(_mm512_set1_epi64(0x8040201008040201LL), flags, 0);
+    const __m512i t = _mm512_gf2p8affine_epi64_epi8(_mm512_set1_epi64(0x8040201008040201LL), classes, 0);
     const __m512i gather = _mm512_set_epi8(63, 55, 47, 39, 31, 23, 15, 7, 62, 54, 46, 38, 30, 22, 14, 6,
                                            61, 53, 45, 37, 29, 21, 13, 5, 60, 52, 44, 36, 28, 20, 12, 4,
                                            59, 51, 43, 35, 27, 19, 11, 3, 58, 50, 42, 34, 26, 18, 10, 2,
                                            57, 49, 41, 33, 25, 17, 9, 1, 56, 48, 40, 32, 24, 16, 8, 0);
     const __m512i rec = _mm512_permutexvar_epi8(gather, t);
     _mm512_store_si512(m.rec[j], Full ? rec : _mm512_and_si512(rec, _mm512_set1_epi64(static_cast<long long>(valid))));
+    m.EQ[j] = _cvtmask64_u64(_mm512_mask_cmpeq_epi8_mask(static_cast<__mmask64>(valid), x, prev_byte));
 
     // Bigram class of every (previous byte, byte) as if both were letters (step 2 keeps the
     // pairs inside sub-words): a letter's low five bits are its place in the alphabet plus one
@@ -385,7 +385,7 @@ const void* avx512_kernel_weights(const int* w) noexcept {
     return kw.usable ? &kw : nullptr;
 }
 
-// out[c][j + b] = rec[b][c] for b, c = 0..7.
+// out[c][j + b] = rec[b][c] for b = 0..7, c = 0..6 (class 7 is always zero: not stored).
 LATCH_AVX512 __attribute__((always_inline)) inline void transpose8(const std::uint64_t (*rec)[8], std::uint64_t* const* out, int j) {
     __m512i r[8], t[8], u[8];
     for (int b = 0; b < 8; ++b) {
@@ -404,7 +404,9 @@ LATCH_AVX512 __attribute__((always_inline)) inline void transpose8(const std::ui
     }
     for (int c = 0; c < 4; ++c) {
         _mm512_storeu_si512(out[c] + j, _mm512_shuffle_i64x2(u[c], u[c + 4], _MM_SHUFFLE(1, 0, 1, 0)));
-        _mm512_storeu_si512(out[c + 4] + j, _mm512_shuffle_i64x2(u[c], u[c + 4], _MM_SHUFFLE(3, 2, 3, 2)));
+        if (c + 4 < 7) {
+            _mm512_storeu_si512(out[c + 4] + j, _mm512_shuffle_i64x2(u[c], u[c + 4], _MM_SHUFFLE(3, 2, 3, 2)));
+        }
     }
 }
 
@@ -424,11 +426,13 @@ LATCH_STEP bool classify_chunk(ChunkMasks& m, const KernelWeights& kw, const std
             classify_block<false>(m, j, kw, text, len, at, valid_bits(end - at), seen);
         } else {  // the lookahead block past the stretch's end: no characters
             _mm512_store_si512(m.rec[j], _mm512_setzero_si512());
+            m.EQ[j] = 0;
         }
     }
     // The class masks of 8 blocks at a time into the class arrays (an 8x8 transpose of qwords).
     for (int j = nb + 2; j < ((nb + 1 + 7) & ~7) + 1; ++j) {
         _mm512_store_si512(m.rec[j], _mm512_setzero_si512());
+        m.EQ[j] = 0;
     }
     std::uint64_t* const out[8] = {m.L, m.U, m.D, m.P, m.WS, m.N, m.SP, m.EQ};
     for (int j = 1; j <= nb + 1; j += 8) {
