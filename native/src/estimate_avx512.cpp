@@ -7,7 +7,7 @@
 // one piece (an absorbed space, a joined PUNCT and a CTRL character are pieces of their own),
 // so a piece's length is the distance from its start to the next start.
 //
-//   1. classify: one mask per character class for each block of a chunk (up to 32 blocks): a
+//   1. classify: one mask per character class for each block of a chunk (up to 64 blocks): a
 //      byte of class bits per character (one VPERMI2B), each 8x8 bit matrix transposed by
 //      GFNI, then 8 blocks' masks transposed into one array per class;
 //   2. pieces: the starts of all pieces (B) and four bit planes of each piece's type, for 8
@@ -154,7 +154,7 @@ std::int64_t price(const KernelWeights& kw, int t, std::size_t n, std::uint8_t f
     return n <= 16 ? kw.f[slot(t, n)] : piece_cost(kw.w, t, n, first);
 }
 
-constexpr int kChunk = 32;           // blocks per chunk
+constexpr int kChunk = 64;           // blocks per chunk (long_runs has a bit per block)
 constexpr int kArr = kChunk + 16;    // [0] previous block, [1..nb] chunk, [nb+1] lookahead, zero padding
 
 // Per-block masks of one chunk, one array per class (index = block, see kArr).
