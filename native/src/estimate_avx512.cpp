@@ -476,16 +476,16 @@ struct PriceAcc {
 };
 
 // The pieces that close in blocks j and j + 1 (starts B0, B1; 64 at most together): one vector
-// holds the start offsets of both blocks (plus one: 1..128 from block j's first byte), so the piece
+// holds the start offsets of both blocks (0..127 from block j's first byte), so the piece
 // from block j's last start to block j + 1's first is priced in the vector too.
 LATCH_AVX512 __attribute__((always_inline)) inline void price_two(const ChunkMasks& m, const KernelWeights& kw,
                                                                   const std::uint8_t* text, std::size_t at, int j,
                                                                   std::uint64_t B0, std::uint64_t B1,
                                                                   const __m512i (&f)[6], PriceAcc& acc) {
-    const __m512i iota1 = _mm512_set_epi8(64, 63, 62, 61, 60, 59, 58, 57, 56, 55, 54, 53, 52, 51, 50, 49, 48, 47, 46,
-                                          45, 44, 43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27,
-                                          26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7,
-                                          6, 5, 4, 3, 2, 1);
+    const __m512i iota = _mm512_set_epi8(63, 62, 61, 60, 59, 58, 57, 56, 55, 54, 53, 52, 51, 50, 49, 48, 47, 46, 45,
+                                         44, 43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26,
+                                         25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6,
+                                         5, 4, 3, 2, 1, 0);
     const __m512i up1 = _mm512_set_epi8(62, 61, 60, 59, 58, 57, 56, 55, 54, 53, 52, 51, 50, 49, 48, 47, 46, 45, 44,
                                         43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25,
                                         24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4,
@@ -499,12 +499,11 @@ LATCH_AVX512 __attribute__((always_inline)) inline void price_two(const ChunkMas
     const __m512i transpose = _mm512_set1_epi64(0x8040201008040201LL);
     const __m512i zero = _mm512_setzero_si512();
     // Block j's starts in lanes 0..a-1, then block j + 1's; zero in every lane after the last start.
-    const __m512i s0 = _mm512_maskz_compress_epi8(static_cast<__mmask64>(B0), iota1);
-    const __m512i s1 = _mm512_maskz_compress_epi8(static_cast<__mmask64>(B1),
-                                                  _mm512_add_epi8(iota1, _mm512_set1_epi8(64)));
+    const __m512i s0 = _mm512_maskz_compress_epi8(static_cast<__mmask64>(B0), iota);
+    const __m512i s1 = _mm512_maskz_compress_epi8(static_cast<__mmask64>(B1), _mm512_add_epi8(iota, _mm512_set1_epi8(64)));
     // s1 moved up by a lanes: lanes below a read s1's lanes 64 - a and up, which are zero (a + b <= 64).
     const __m512i starts = _mm512_or_si512(
-        s0, _mm512_permutexvar_epi8(_mm512_sub_epi8(iota1, _mm512_set1_epi8(static_cast<char>(_mm_popcnt_u64(B0) + 1))), s1));
+        s0, _mm512_permutexvar_epi8(_mm512_sub_epi8(iota, _mm512_set1_epi8(static_cast<char>(_mm_popcnt_u64(B0)))), s1));
     // Lane i >= 1: the piece from start i-1 to start i, of 1..127 characters. Lane 0 and the lanes
     // from the last start on have a length <= 0 (as a signed byte): no piece.
     const __m512i prev = _mm512_permutexvar_epi8(up1, starts);
@@ -517,7 +516,7 @@ LATCH_AVX512 __attribute__((always_inline)) inline void price_two(const ChunkMas
         _mm512_gf2p8affine_epi64_epi8(transpose, _mm512_maskz_permutexvar_epi8(qbytes, arrange0, planes), 0);
     const __m512i types1 =
         _mm512_gf2p8affine_epi64_epi8(transpose, _mm512_maskz_permutexvar_epi8(qbytes, arrange1, planes), 0);
-    const __m512i ptypes = _mm512_permutex2var_epi8(types0, _mm512_sub_epi8(prev, _mm512_set1_epi8(1)), types1);
+    const __m512i ptypes = _mm512_permutex2var_epi8(types0, prev, types1);
     // The table index of each closed piece; every other lane reads an absorbed space's entry (0).
     const __m512i idx = _mm512_mask_mov_epi8(_mm512_set1_epi8(slot(T_ABSORBED, 1)), closed,
                                              _mm512_xor_si512(ptypes, _mm512_min_epu8(length, _mm512_set1_epi8(16))));
@@ -541,9 +540,9 @@ LATCH_AVX512 __attribute__((always_inline)) inline void price_two(const ChunkMas
         _mm512_store_si512(ts, ptypes);
         _mm512_store_si512(ss, starts);
         for (std::uint64_t q = _cvtmask64_u64(longer); q; q &= q - 1) {
-            const unsigned i = static_cast<unsigned>(_tzcnt_u64(q));  // >= 1: the piece starts at ss[i - 1] - 1
+            const unsigned i = static_cast<unsigned>(_tzcnt_u64(q));  // >= 1: the piece starts at ss[i - 1]
             const int t = ts[i] >> 4;
-            acc.units += piece_cost(kw.w, t, ls[i], text[at + ss[i - 1] - 1]) - piece_cost(kw.w, t, 16);
+            acc.units += piece_cost(kw.w, t, ls[i], text[at + ss[i - 1]]) - piece_cost(kw.w, t, 16);
         }
     }
     acc.open_start = B1 ? at + 127 - static_cast<unsigned>(_lzcnt_u64(B1)) : at + 63 - static_cast<unsigned>(_lzcnt_u64(B0));
