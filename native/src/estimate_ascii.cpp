@@ -1,6 +1,8 @@
 // Drivers: pure-ASCII stretches go to the AVX-512 kernel when the CPU has it; every other run
 // (non-ASCII characters, and runs the kernel hands back) goes to the scalar walker. Each call
 // starts at a run boundary, so the pieces the two see never overlap.
+#include <cstdlib>
+#include <cstring>
 #include <new>
 #include <vector>
 
@@ -21,7 +23,14 @@ std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size_t len, std::
 namespace {
 
 #ifdef LATCH_HAVE_KERNEL
-const bool kKernel = avx512_kernel_supported();
+// LATCH_NATIVE_KERNEL=scalar: the scalar walker even where the CPU could run the kernel (it is what
+// every other CPU runs; the parity tests run it this way).
+bool scalar_forced() noexcept {
+    const char* v = std::getenv("LATCH_NATIVE_KERNEL");
+    return v != nullptr && std::strcmp(v, "scalar") == 0;
+}
+
+const bool kKernel = !scalar_forced() && avx512_kernel_supported();
 #endif
 
 }  // namespace
@@ -33,6 +42,12 @@ bool ascii_kernel_active() noexcept {
     return false;
 #endif
 }
+
+}  // namespace detail
+
+const char* estimator_kernel() noexcept { return detail::ascii_kernel_active() ? "avx512" : "scalar"; }
+
+namespace detail {
 
 const void* ascii_kernel_for(const int* w) noexcept {
 #ifdef LATCH_HAVE_KERNEL

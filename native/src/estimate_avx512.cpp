@@ -7,7 +7,7 @@
 // one piece (an absorbed space, a joined PUNCT and a CTRL character are pieces of their own),
 // so a piece's length is the distance from its start to the next start.
 //
-//   1. classify: one mask per character class for each block of a chunk (up to 32 blocks): a
+//   1. classify: one mask per character class for each block of a chunk (up to 64 blocks): a
 //      byte of class bits per character (one VPERMI2B), each 8x8 bit matrix transposed by
 //      GFNI, then 8 blocks' masks transposed into one array per class;
 //   2. pieces: the starts of all pieces (B) and four bit planes of each piece's type, for 8
@@ -16,15 +16,18 @@
 //      that depend on what follows ("a NEWLINE follows in this whitespace run", "a different
 //      character follows in this PUNCT run") use carry propagation (r + s clears the ones of a
 //      run above each seed) on bit-reversed masks of a block and the next one;
-//   3. prices: per block, VPCOMPRESSB packs the start offsets of its pieces, VPERMB picks their
-//      types (a byte per character, from the block's four planes by GFNI), and VPERMI2B looks up
-//      f[type][min(length, 16)] (two byte tables: low and high byte); two blocks per step.
+//   3. prices: per two blocks (when their pieces fit one vector, else one block at a time),
+//      VPCOMPRESSB packs the start offsets of each block's pieces and VPERMB moves the second
+//      block's up behind the first's (VPEXPANDB would do it in one instruction but costs several
+//      times as much on Zen 4), VPERMI2B picks their types (a byte per character, from the
+//      blocks' four planes by GFNI), and VPERMI2B looks up f[type][min(length, 16)] (two byte
+//      tables: low and high byte);
 //   4. bigrams: the class of every adjacent byte pair (two bit planes of the BIGRAM table,
 //      VPERMI2B, in step 1), counted with VPOPCNTQ over the pairs inside sub-words (step 2).
 //
 // Exact scalar paths cover the rare cases: pieces longer than 16 characters (the table prices
-// 16, the rest is added; looked for only in the blocks step 2 flags), and whitespace or PUNCT
-// runs longer than 64, which are handed back to the scalar walker.
+// 16, the rest is added), and whitespace or PUNCT runs longer than 64, which are handed back to
+// the scalar walker.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
 #include <immintrin.h>
@@ -47,8 +50,13 @@ enum PieceType {
     T_LOWER, T_CAPITAL, T_PUNCT, T_NEWLINE, T_SPACE, T_JOIN, T_ABSORBED, T_CAPS, T_DIGIT, T_NLPUNCT, T_CTRL, T_SAME,
     N_TYPES
 };
-constexpr int kSlots = 16;  // f[type * 16 + n - 1] for n = 1..16
-static_assert(N_TYPES <= 12, "a table index type * 16 + n - 1 must stay below 192 (three 64-byte tables)");
+constexpr int kSlots = 16;
+// Where f[type][n] (n = 1..16) is in the kernel's table: type * 16 + n for n < 16, and slot 0 of the
+// type's partner (type ^ 1) for n = 16 (no piece is empty). So the index is type * 16 XOR n, one
+// operation from the type (times 16) and the length capped at 16.
+constexpr int slot(int t, int n) { return (t * kSlots) ^ n; }
+static_assert(N_TYPES % 2 == 0 && N_TYPES * kSlots <= 192,
+              "an index type * 16 ^ n must stay below 192 (three 64-byte tables) and in the type's pair of rows");
 
 // Per-profile weights laid out for the kernel (built once per profile).
 struct KernelWeights {
@@ -89,7 +97,7 @@ void build_weights(KernelWeights* kw, const int* w) {
         for (int n = 1; n <= kSlots; ++n) {
             const std::int64_t v = piece_cost(w, t, static_cast<std::size_t>(n));
             kw->usable = kw->usable && v >= 0 && v <= 65535;
-            const int i = t * kSlots + n - 1;
+            const int i = slot(t, n);
             kw->f[i] = static_cast<std::uint16_t>(v);
             kw->f_lo[i] = static_cast<std::uint8_t>(v & 0xFF);
             kw->f_hi[i] = static_cast<std::uint8_t>((v >> 8) & 0xFF);
@@ -143,16 +151,17 @@ const KernelWeights& weights_for(const int* w) {
 // Units of a piece of kernel type t and n >= 1 characters starting with byte `first`, from the
 // table when n <= 16.
 std::int64_t price(const KernelWeights& kw, int t, std::size_t n, std::uint8_t first) {
-    return n <= 16 ? kw.f[t * kSlots + n - 1] : piece_cost(kw.w, t, n, first);
+    return n <= 16 ? kw.f[slot(t, n)] : piece_cost(kw.w, t, n, first);
 }
 
-constexpr int kChunk = 32;           // blocks per chunk
+constexpr int kChunk = 64;           // blocks per chunk (long_runs has a bit per block)
 constexpr int kArr = kChunk + 16;    // [0] previous block, [1..nb] chunk, [nb+1] lookahead, zero padding
 
 // Per-block masks of one chunk, one array per class (index = block, see kArr).
 struct ChunkMasks {
     // Class masks in the order of step 1's class bits: L a-z, U A-Z, D 0-9, P PUNCT, WS SPACE or
-    // NEWLINE, N NEWLINE, SP the space character, EQ the byte equals the byte before it. Step 2
+    // NEWLINE, N NEWLINE, SP the space character; then EQ, the byte equals the byte before it (a
+    // compare's mask, stored as it is). Step 2
     // reads every block's masks from where step 1 stored them (whole 64-byte stores), so a short
     // text's loads take their data straight from those stores.
     alignas(64) std::uint64_t L[kArr], U[kArr], D[kArr], P[kArr], WS[kArr], N[kArr], SP[kArr], EQ[kArr];
@@ -161,7 +170,6 @@ struct ChunkMasks {
     // Outputs of step 2.
     alignas(64) std::uint64_t B[kArr], pairs[kArr], NL[kArr];
     alignas(64) std::uint64_t last_type[kArr];  // type of the block's last piece (the one still open at its end)
-    std::uint64_t long_pieces;  // bit j - 1: block j may hold a piece over 16 characters between two starts
     alignas(64) std::uint64_t plane[kArr][4];  // the four bit planes of the piece types of each block
 };
 
@@ -194,15 +202,14 @@ LATCH_AVX512 inline void classify_block(ChunkMasks& m, int j, const KernelWeight
     const __m512i rev = _mm512_broadcast_i32x4(_mm_set_epi8(8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
     const __m512i xr = _mm512_shuffle_epi8(x, rev);  // characters in reverse order within each qword
     const __m512i classes = _mm512_permutex2var_epi8(_mm512_load_si512(kw.flags), xr, _mm512_load_si512(kw.flags + 64));
-    const __m512i flags = _mm512_mask_add_epi8(classes, _mm512_cmpeq_epi8_mask(xr, _mm512_shuffle_epi8(prev_byte, rev)),
-                                               classes, _mm512_set1_epi8(static_cast<char>(0x80)));
-    const __m512i t = _mm512_gf2p8affine_epi64_epi8(_mm512_set1_epi64(0x8040201008040201LL), flags, 0);
+    const __m512i t = _mm512_gf2p8affine_epi64_epi8(_mm512_set1_epi64(0x8040201008040201LL), classes, 0);
     const __m512i gather = _mm512_set_epi8(63, 55, 47, 39, 31, 23, 15, 7, 62, 54, 46, 38, 30, 22, 14, 6,
                                            61, 53, 45, 37, 29, 21, 13, 5, 60, 52, 44, 36, 28, 20, 12, 4,
                                            59, 51, 43, 35, 27, 19, 11, 3, 58, 50, 42, 34, 26, 18, 10, 2,
                                            57, 49, 41, 33, 25, 17, 9, 1, 56, 48, 40, 32, 24, 16, 8, 0);
     const __m512i rec = _mm512_permutexvar_epi8(gather, t);
     _mm512_store_si512(m.rec[j], Full ? rec : _mm512_and_si512(rec, _mm512_set1_epi64(static_cast<long long>(valid))));
+    m.EQ[j] = _cvtmask64_u64(_mm512_mask_cmpeq_epi8_mask(static_cast<__mmask64>(valid), x, prev_byte));
 
     // Bigram class of every (previous byte, byte) as if both were letters (step 2 keeps the
     // pairs inside sub-words): a letter's low five bits are its place in the alphabet plus one
@@ -339,16 +346,6 @@ LATCH_AVX512 inline __m512i pieces8(ChunkMasks& m, int j, __m512i nl_before, std
         _mm512_or_si512(_mm512_or_si512(_mm512_or_si512(s_space, s_join), _mm512_or_si512(s_absorbed, s_caps)),
                         _mm512_or_si512(_mm512_or_si512(s_digit, s_nlpunct), _mm512_or_si512(C, s_same))));
     _mm512_storeu_si512(m.B + j, B);
-    // Blocks with 16 characters in a row and no start (s16: a start among the 16 characters up to
-    // here) after their first start and before their last: a piece over 16 characters may close there.
-    const __m512i s2 = _mm512_or_si512(B, _mm512_slli_epi64(B, 1));
-    const __m512i s4 = _mm512_or_si512(s2, _mm512_slli_epi64(s2, 2));
-    const __m512i s8 = _mm512_or_si512(s4, _mm512_slli_epi64(s4, 4));
-    const __m512i s16 = _mm512_or_si512(s8, _mm512_slli_epi64(s8, 8));
-    const __m512i after_first = _mm512_andnot_si512(_mm512_xor_si512(B, _mm512_sub_epi64(B, _mm512_set1_epi64(1))), ones);
-    const __m512i before_last = _mm512_srlv_epi64(ones, _mm512_add_epi64(_mm512_lzcnt_epi64(B), _mm512_set1_epi64(1)));
-    const __mmask8 gap = _mm512_test_epi64_mask(_mm512_andnot_si512(s16, after_first), before_last);
-    m.long_pieces |= static_cast<std::uint64_t>(gap) << (j - 1);
     // Bit planes of the type (see PieceType).
     const __m512i p0 = _mm512_or_si512(_mm512_or_si512(_mm512_or_si512(s_capital, s_newline), _mm512_or_si512(s_join, s_caps)),
                                        _mm512_or_si512(s_nlpunct, s_same));
@@ -388,7 +385,7 @@ const void* avx512_kernel_weights(const int* w) noexcept {
     return kw.usable ? &kw : nullptr;
 }
 
-// out[c][j + b] = rec[b][c] for b, c = 0..7.
+// out[c][j + b] = rec[b][c] for b = 0..7, c = 0..6 (class 7 is always zero: not stored).
 LATCH_AVX512 __attribute__((always_inline)) inline void transpose8(const std::uint64_t (*rec)[8], std::uint64_t* const* out, int j) {
     __m512i r[8], t[8], u[8];
     for (int b = 0; b < 8; ++b) {
@@ -407,7 +404,9 @@ LATCH_AVX512 __attribute__((always_inline)) inline void transpose8(const std::ui
     }
     for (int c = 0; c < 4; ++c) {
         _mm512_storeu_si512(out[c] + j, _mm512_shuffle_i64x2(u[c], u[c + 4], _MM_SHUFFLE(1, 0, 1, 0)));
-        _mm512_storeu_si512(out[c + 4] + j, _mm512_shuffle_i64x2(u[c], u[c + 4], _MM_SHUFFLE(3, 2, 3, 2)));
+        if (c + 4 < 7) {
+            _mm512_storeu_si512(out[c + 4] + j, _mm512_shuffle_i64x2(u[c], u[c + 4], _MM_SHUFFLE(3, 2, 3, 2)));
+        }
     }
 }
 
@@ -427,11 +426,13 @@ LATCH_STEP bool classify_chunk(ChunkMasks& m, const KernelWeights& kw, const std
             classify_block<false>(m, j, kw, text, len, at, valid_bits(end - at), seen);
         } else {  // the lookahead block past the stretch's end: no characters
             _mm512_store_si512(m.rec[j], _mm512_setzero_si512());
+            m.EQ[j] = 0;
         }
     }
     // The class masks of 8 blocks at a time into the class arrays (an 8x8 transpose of qwords).
     for (int j = nb + 2; j < ((nb + 1 + 7) & ~7) + 1; ++j) {
         _mm512_store_si512(m.rec[j], _mm512_setzero_si512());
+        m.EQ[j] = 0;
     }
     std::uint64_t* const out[8] = {m.L, m.U, m.D, m.P, m.WS, m.N, m.SP, m.EQ};
     for (int j = 1; j <= nb + 1; j += 8) {
@@ -450,7 +451,6 @@ LATCH_STEP bool classify_chunk(ChunkMasks& m, const KernelWeights& kw, const std
 // Step 2 for blocks 1..nb; returns the blocks that end inside a run longer than 64 (bit j-1).
 LATCH_STEP std::uint64_t pieces_chunk(ChunkMasks& m, int nb, std::uint64_t* nl_before, const ChunkEnds& ce) {
     std::uint64_t long_runs = 0;
-    m.long_pieces = 0;
     __m512i nl = _mm512_set1_epi64(static_cast<long long>(*nl_before));
     for (int j = 1; j <= nb; j += 8) {
         nl = pieces8(m, j, nl, &long_runs, ce);
@@ -466,9 +466,22 @@ struct PriceState {
     std::int64_t units;  // bigram charges included
 };
 
-// Steps 3 and 4 for blocks 1..last of the chunk at `base`.
-LATCH_STEP void price_chunk(const ChunkMasks& m, const KernelWeights& kw, const std::uint8_t* text, std::size_t base,
-                            int last, PriceState& st) {
+// Step 3's state within a chunk: the open piece, the units of pieces over 16 characters and of
+// pieces closed at a step's first start, and the table's sums (low and high bytes, per qword).
+struct PriceAcc {
+    std::size_t open_start;
+    int open_type;
+    std::int64_t units;
+    __m512i sum_lo, sum_hi;
+};
+
+// The pieces that close in blocks j and j + 1 (starts B0, B1; 64 at most together): one vector
+// holds the start offsets of both blocks (0..127 from block j's first byte), so the piece
+// from block j's last start to block j + 1's first is priced in the vector too.
+LATCH_AVX512 __attribute__((always_inline)) inline void price_two(const ChunkMasks& m, const KernelWeights& kw,
+                                                                  const std::uint8_t* text, std::size_t at, int j,
+                                                                  std::uint64_t B0, std::uint64_t B1,
+                                                                  const __m512i (&f)[6], PriceAcc& acc) {
     const __m512i iota = _mm512_set_epi8(63, 62, 61, 60, 59, 58, 57, 56, 55, 54, 53, 52, 51, 50, 49, 48, 47, 46, 45,
                                          44, 43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26,
                                          25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6,
@@ -477,88 +490,81 @@ LATCH_STEP void price_chunk(const ChunkMasks& m, const KernelWeights& kw, const 
                                         43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25,
                                         24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4,
                                         3, 2, 1, 0, 0);
-    const __m512i arrange = _mm512_set_epi8(0, 0, 0, 0, 7, 15, 23, 31, 0, 0, 0, 0, 6, 14, 22, 30, 0, 0, 0, 0, 5, 13, 21, 29,
-                                            0, 0, 0, 0, 4, 12, 20, 28, 0, 0, 0, 0, 3, 11, 19, 27, 0, 0, 0, 0, 2, 10, 18, 26,
-                                            0, 0, 0, 0, 1, 9, 17, 25, 0, 0, 0, 0, 0, 8, 16, 24);
-    const __m512i flo_a = _mm512_load_si512(kw.f_lo), flo_b = _mm512_load_si512(kw.f_lo + 64),
-                  flo_c = _mm512_load_si512(kw.f_lo + 128);
-    const __m512i fhi_a = _mm512_load_si512(kw.f_hi), fhi_b = _mm512_load_si512(kw.f_hi + 64),
-                  fhi_c = _mm512_load_si512(kw.f_hi + 128);
+    // Byte g of plane p (block j: bytes 0..31 of the two blocks' planes, block j + 1: 32..63) to
+    // byte 3 - p of qword g, for GFNI's transpose into bits 4 + p.
+    const __m512i arrange0 = _mm512_set_epi8(0, 0, 0, 0, 7, 15, 23, 31, 0, 0, 0, 0, 6, 14, 22, 30, 0, 0, 0, 0, 5, 13, 21,
+                                             29, 0, 0, 0, 0, 4, 12, 20, 28, 0, 0, 0, 0, 3, 11, 19, 27, 0, 0, 0, 0, 2, 10,
+                                             18, 26, 0, 0, 0, 0, 1, 9, 17, 25, 0, 0, 0, 0, 0, 8, 16, 24);
+    const __m512i arrange1 = _mm512_add_epi8(arrange0, _mm512_set1_epi8(32));
+    const __m512i transpose = _mm512_set1_epi64(0x8040201008040201LL);
     const __m512i zero = _mm512_setzero_si512();
-    __m512i sum_lo = zero, sum_hi = zero;
-    std::size_t open_start = st.open_start;
-    int open_type = st.open_type;
-    std::int64_t units = 0;
-    // Two blocks per step, their vector work interleaved (independent chains side by side); a block
-    // past `last` has no starts and adds nothing. Then each block's scalar part, in order.
-    constexpr int kStep = 2;
-    for (int j = 1; j <= last; j += kStep) {
-        std::uint64_t B[kStep], closed[kStep];
-        __m512i types[kStep], starts[kStep], prev[kStep], length[kStep], ptypes[kStep], idx[kStep];
-        for (int k = 0; k < kStep; ++k) {
-            B[k] = j + k <= last ? m.B[j + k] : 0;
-            closed[k] = _bzhi_u64(~1ull, static_cast<unsigned>(_mm_popcnt_u64(B[k])));
+    // Block j's starts in lanes 0..a-1, then block j + 1's; zero in every lane after the last start.
+    const __m512i s0 = _mm512_maskz_compress_epi8(static_cast<__mmask64>(B0), iota);
+    const __m512i s1 = _mm512_maskz_compress_epi8(static_cast<__mmask64>(B1), _mm512_add_epi8(iota, _mm512_set1_epi8(64)));
+    // s1 moved up by a lanes: lanes below a read s1's lanes 64 - a and up, which are zero (a + b <= 64).
+    const __m512i starts = _mm512_or_si512(
+        s0, _mm512_permutexvar_epi8(_mm512_sub_epi8(iota, _mm512_set1_epi8(static_cast<char>(_mm_popcnt_u64(B0)))), s1));
+    // Lane i >= 1: the piece from start i-1 to start i, of 1..127 characters. Lane 0 and the lanes
+    // from the last start on have a length <= 0 (as a signed byte): no piece.
+    const __m512i prev = _mm512_permutexvar_epi8(up1, starts);
+    const __m512i length = _mm512_sub_epi8(starts, prev);
+    const __mmask64 closed = _mm512_cmpgt_epi8_mask(length, zero);
+    // The type of the piece starting at each character of the two blocks, times 16.
+    const __m512i planes = _mm512_loadu_si512(m.plane[j]);
+    const __mmask64 qbytes = 0x0F0F0F0F0F0F0F0Full;
+    const __m512i types0 =
+        _mm512_gf2p8affine_epi64_epi8(transpose, _mm512_maskz_permutexvar_epi8(qbytes, arrange0, planes), 0);
+    const __m512i types1 =
+        _mm512_gf2p8affine_epi64_epi8(transpose, _mm512_maskz_permutexvar_epi8(qbytes, arrange1, planes), 0);
+    const __m512i ptypes = _mm512_permutex2var_epi8(types0, prev, types1);
+    // The table index of each closed piece; every other lane reads an absorbed space's entry (0).
+    const __m512i idx = _mm512_mask_mov_epi8(_mm512_set1_epi8(slot(T_ABSORBED, 1)), closed,
+                                             _mm512_xor_si512(ptypes, _mm512_min_epu8(length, _mm512_set1_epi8(16))));
+    const __mmask64 high = _mm512_movepi8_mask(idx);  // idx >= 128
+    const __m512i lo = _mm512_mask_blend_epi8(high, _mm512_permutex2var_epi8(f[0], idx, f[1]), _mm512_permutexvar_epi8(idx, f[2]));
+    const __m512i hi = _mm512_mask_blend_epi8(high, _mm512_permutex2var_epi8(f[3], idx, f[4]), _mm512_permutexvar_epi8(idx, f[5]));
+    acc.sum_lo = _mm512_add_epi64(acc.sum_lo, _mm512_sad_epu8(lo, zero));
+    acc.sum_hi = _mm512_add_epi64(acc.sum_hi, _mm512_sad_epu8(hi, zero));
+    if ((B0 | B1) == 0) {
+        return;
+    }
+    const unsigned first = B0 ? static_cast<unsigned>(_tzcnt_u64(B0)) : 64 + static_cast<unsigned>(_tzcnt_u64(B1));
+    if (at + first > acc.open_start) {  // the piece open since an earlier step closes here
+        acc.units += price(kw, acc.open_type, at + first - acc.open_start, text[acc.open_start]);
+    }
+    // Pieces over 16 characters (17..127 here): the table priced 16 of them.
+    const __mmask64 longer = _mm512_cmpgt_epi8_mask(length, _mm512_set1_epi8(16));
+    if (!_kortestz_mask64_u8(longer, longer)) {
+        alignas(64) std::uint8_t ls[64], ts[64], ss[64];
+        _mm512_store_si512(ls, length);
+        _mm512_store_si512(ts, ptypes);
+        _mm512_store_si512(ss, starts);
+        for (std::uint64_t q = _cvtmask64_u64(longer); q; q &= q - 1) {
+            const unsigned i = static_cast<unsigned>(_tzcnt_u64(q));  // >= 1: the piece starts at ss[i - 1]
+            const int t = ts[i] >> 4;
+            acc.units += piece_cost(kw.w, t, ls[i], text[at + ss[i - 1]]) - piece_cost(kw.w, t, 16);
         }
-        // The type of the piece starting at each character, times 16: the block's four planes,
-        // byte g of plane p at byte 3 - p of qword g, transposed by GFNI into bits 4 + p.
-        for (int k = 0; k < kStep; ++k) {
-            const __m512i planes =
-                _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(m.plane[j + k])));
-            types[k] = _mm512_gf2p8affine_epi64_epi8(_mm512_set1_epi64(0x8040201008040201LL),
-                                                     _mm512_maskz_permutexvar_epi8(0x0F0F0F0F0F0F0F0Full, arrange, planes), 0);
-        }
-        for (int k = 0; k < kStep; ++k) {
-            starts[k] = _mm512_maskz_compress_epi8(static_cast<__mmask64>(B[k]), iota);
-        }
-        // Lane i >= 1: the piece from start i-1 to start i.
-        for (int k = 0; k < kStep; ++k) {
-            prev[k] = _mm512_permutexvar_epi8(up1, starts[k]);
-        }
-        for (int k = 0; k < kStep; ++k) {
-            length[k] = _mm512_sub_epi8(starts[k], prev[k]);
-            ptypes[k] = _mm512_permutexvar_epi8(prev[k], types[k]);
-        }
-        for (int k = 0; k < kStep; ++k) {
-            idx[k] = _mm512_add_epi8(ptypes[k],
-                                     _mm512_sub_epi8(_mm512_min_epu8(length[k], _mm512_set1_epi8(16)), _mm512_set1_epi8(1)));
-        }
-        for (int k = 0; k < kStep; ++k) {
-            const __mmask64 high = _mm512_movepi8_mask(idx[k]);  // idx >= 128
-            const __m512i lo = _mm512_mask_blend_epi8(high, _mm512_permutex2var_epi8(flo_a, idx[k], flo_b),
-                                                      _mm512_permutexvar_epi8(idx[k], flo_c));
-            const __m512i hi = _mm512_mask_blend_epi8(high, _mm512_permutex2var_epi8(fhi_a, idx[k], fhi_b),
-                                                      _mm512_permutexvar_epi8(idx[k], fhi_c));
-            sum_lo = _mm512_add_epi64(sum_lo, _mm512_sad_epu8(_mm512_maskz_mov_epi8(closed[k], lo), zero));
-            sum_hi = _mm512_add_epi64(sum_hi, _mm512_sad_epu8(_mm512_maskz_mov_epi8(closed[k], hi), zero));
-        }
-        for (int k = 0; k < kStep; ++k) {
-            if (!B[k]) {
-                continue;
-            }
-            const std::size_t at = base + 64 * static_cast<std::size_t>(j + k - 1);
-            const unsigned first = static_cast<unsigned>(_tzcnt_u64(B[k]));
-            if (at + first > open_start) {  // the piece open since an earlier block closes here
-                units += price(kw, open_type, at + first - open_start, text[open_start]);
-            }
-            // Pieces over 16 characters (length 17..63 here): the table priced 16 of them.
-            const std::uint64_t longer =
-                (m.long_pieces >> (j + k - 1)) & 1
-                    ? _cvtmask64_u64(_mm512_movepi8_mask(_mm512_add_epi8(length[k], _mm512_set1_epi8(111)))) & closed[k]
-                    : 0;
-            if (longer) {
-                alignas(64) std::uint8_t ls[64], ts[64], ss[64];
-                _mm512_store_si512(ls, length[k]);
-                _mm512_store_si512(ts, ptypes[k]);
-                _mm512_store_si512(ss, starts[k]);
-                for (std::uint64_t q = longer; q; q &= q - 1) {
-                    const unsigned i = static_cast<unsigned>(_tzcnt_u64(q));  // >= 1: the piece starts at ss[i - 1]
-                    const int t = ts[i] >> 4;
-                    units += piece_cost(kw.w, t, ls[i], text[at + ss[i - 1]]) - piece_cost(kw.w, t, 16);
-                }
-            }
-            const unsigned top = 63 - static_cast<unsigned>(_lzcnt_u64(B[k]));
-            open_start = at + top;
-            open_type = static_cast<int>(m.last_type[j + k]);
+    }
+    acc.open_start = B1 ? at + 127 - static_cast<unsigned>(_lzcnt_u64(B1)) : at + 63 - static_cast<unsigned>(_lzcnt_u64(B0));
+    acc.open_type = static_cast<int>(m.last_type[B1 ? j + 1 : j]);
+}
+
+// Steps 3 and 4 for blocks 1..last of the chunk at `base`.
+LATCH_STEP void price_chunk(const ChunkMasks& m, const KernelWeights& kw, const std::uint8_t* text, std::size_t base,
+                            int last, PriceState& st) {
+    const __m512i f[6] = {_mm512_load_si512(kw.f_lo), _mm512_load_si512(kw.f_lo + 64), _mm512_load_si512(kw.f_lo + 128),
+                          _mm512_load_si512(kw.f_hi), _mm512_load_si512(kw.f_hi + 64), _mm512_load_si512(kw.f_hi + 128)};
+    const __m512i zero = _mm512_setzero_si512();
+    PriceAcc acc{st.open_start, st.open_type, 0, zero, zero};
+    // Two blocks per step when their starts fit one vector (64 at most), else one by one.
+    for (int j = 1; j <= last; j += 2) {
+        const std::size_t at = base + 64 * static_cast<std::size_t>(j - 1);
+        const std::uint64_t B0 = m.B[j], B1 = j + 1 <= last ? m.B[j + 1] : 0;
+        if (_mm_popcnt_u64(B0) + _mm_popcnt_u64(B1) <= 64) {
+            price_two(m, kw, text, at, j, B0, B1, f, acc);
+        } else {
+            price_two(m, kw, text, at, j, B0, 0, f, acc);
+            price_two(m, kw, text, at + 64, j + 1, B1, 0, f, acc);
         }
     }
     // Bigrams of the pairs inside sub-words, 8 blocks per step.
@@ -572,16 +578,16 @@ LATCH_STEP void price_chunk(const ChunkMasks& m, const KernelWeights& kw, const 
         n2 = _mm512_add_epi64(n2, _mm512_popcnt_epi64(_mm512_and_si512(pr, _mm512_andnot_si512(k0, k1))));
         n3 = _mm512_add_epi64(n3, _mm512_popcnt_epi64(_mm512_and_si512(pr, _mm512_and_si512(k0, k1))));
     }
-    st.open_start = open_start;
-    st.open_type = open_type;
+    st.open_start = acc.open_start;
+    st.open_type = acc.open_type;
     // Every pair is charged bigram[0], a pair of class c >= 1 bigram[c] - bigram[0] more (the counts
     // per lane are at most 64 per step, so the products are exact); one reduction for all.
-    __m512i total = _mm512_add_epi64(sum_lo, _mm512_slli_epi64(sum_hi, 8));
+    __m512i total = _mm512_add_epi64(acc.sum_lo, _mm512_slli_epi64(acc.sum_hi, 8));
     total = _mm512_add_epi64(total, _mm512_mul_epi32(n_pairs, _mm512_set1_epi64(kw.bigram_step[0])));
     total = _mm512_add_epi64(total, _mm512_mul_epi32(n1, _mm512_set1_epi64(kw.bigram_step[1])));
     total = _mm512_add_epi64(total, _mm512_mul_epi32(n2, _mm512_set1_epi64(kw.bigram_step[2])));
     total = _mm512_add_epi64(total, _mm512_mul_epi32(n3, _mm512_set1_epi64(kw.bigram_step[3])));
-    st.units += units + _mm512_reduce_add_epi64(total);
+    st.units += acc.units + _mm512_reduce_add_epi64(total);
 }
 
 // First byte >= 0x80 in [from, to), or `to`.
@@ -649,7 +655,6 @@ LATCH_AVX512 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size
             const std::uint64_t below = valid_bits(s);
             m.B[j] = (m.B[j] & below) | (below + 1);  // the long run's start closes the piece before
             m.pairs[j] &= below;
-            m.long_pieces |= 1ull << (j - 1);
             *stop = at + s;
             last = j;
         }

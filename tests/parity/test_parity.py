@@ -7,7 +7,12 @@ native module is not built (a ``LATCH_PURE_BUILD=1`` install).
 from __future__ import annotations
 
 import itertools
+import os
+import platform
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -142,6 +147,79 @@ def test_estimate_script_letters_and_long_runs_of_one_punct_character():
         )
         for profile in PROFILES:
             assert native.estimate_tokens(text, profile) == _py.estimate_tokens(text, profile), (text, profile)
+
+
+# Pieces of every kind the vectorized path prices, and ones that end in the middle of a run of pieces.
+_PIECES = ("lowercase", "Capital", "HTTPCAPS", "0123456789", "=", "([{", " ", "\n", ".\n", "\t", "\x01", "-x")
+
+
+def test_estimate_pieces_across_pairs_of_blocks():
+    # The vectorized path prices two 64-byte blocks at a time when their pieces fit one vector (64),
+    # else one block at a time: pieces of 1..130 characters that start at every offset around the
+    # 64- and 128-byte boundaries, between text with few pieces per block and text with one per byte.
+    sparse, dense = "aaaaaaaa bbbbbbbb ", "a,b;c.d(e)f"
+    for lead in [*range(44, 70), *range(108, 134)]:
+        for piece in _PIECES:
+            for n in (1, 16, 17, 63, 65, 100, 127):
+                body = (piece * (n // len(piece) + 1))[:n]
+                for fill in (sparse, dense):
+                    head = (fill * (lead // len(fill) + 1))[:lead]
+                    text = head + body + "z" + fill * 14
+                    assert native.estimate_tokens(text) == _py.estimate_tokens(text), (lead, piece, n, fill)
+
+
+def test_estimate_blocks_alternating_few_and_many_pieces():
+    # Pairs of blocks with more than 64 pieces between pairs with few, at random lengths and offsets.
+    rng = random.Random(7)
+    parts = ["a,b;c.d(e)f" * 6, "x y z 1 2 ", "w" * 70, "Word " * 12, "=" * 30, "\n\n  ", "\x02\x03" * 40]
+    for _ in range(200):
+        text = "".join(rng.choice(parts)[: rng.randrange(1, 90)] for _ in range(rng.randrange(2, 20)))
+        for profile in PROFILES:
+            assert native.estimate_tokens(text, profile) == _py.estimate_tokens(text, profile), (text, profile)
+
+
+# What the AVX-512 kernel needs of the CPU (Linux's names in /proc/cpuinfo).
+_KERNEL_FLAGS = {"avx512f", "avx512bw", "avx512cd", "avx512vl", "avx512vbmi", "avx512_vbmi2", "avx512_vpopcntdq"}
+_KERNEL_FLAGS |= {"gfni", "bmi2", "popcnt"}
+
+
+def _cpu_flags() -> set[str] | None:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    return next((set(line.split(":", 1)[1].split()) for line in text.splitlines() if line.startswith("flags")), None)
+
+
+def test_estimator_kernel_runs_where_the_cpu_has_it():
+    flags = _cpu_flags()
+    if flags is None or platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("no x86-64 CPU flags to compare with")
+    assert native.ESTIMATOR_KERNEL == ("avx512" if _KERNEL_FLAGS <= flags else "scalar")
+
+
+_SCALAR_CHECK = """
+import random
+from latch import _native as native
+from latch.hotpaths import _py
+assert native.ESTIMATOR_KERNEL == "scalar", native.ESTIMATOR_KERNEL
+rng = random.Random(9)
+words = ["alpha", "Beta", "HTTPServer", "x1", "4096", "--", "==", "a.b", "\\n\\n  ", "\\t", "\\x01", "(", "é", "漢"]
+texts = [" ".join(rng.choice(words) for _ in range(rng.randrange(0, 200))) for _ in range(300)]
+texts += ["a,b;c.d(e)f" * 30, "=" * 200, " " * 130 + "x", "Word " * 100, "z" * 40 + "\\n" * 70]
+texts.append(" ".join(rng.choice(words) for _ in range(150_000)))  # over 512 Ki: shared out across threads
+for profile in _py.PROFILES:
+    for t in texts:
+        assert native.estimate_tokens(t, profile) == _py.estimate_tokens(t, profile), (t[:80], profile)
+    assert native.estimate_tokens_batch(texts, profile).tolist() == _py.estimate_tokens_batch(texts, profile).tolist()
+"""
+
+
+def test_estimate_scalar_walker_matches_reference():
+    # LATCH_NATIVE_KERNEL=scalar: the path of every CPU without the kernel's instruction sets.
+    env = {**os.environ, "LATCH_NATIVE_KERNEL": "scalar"}
+    res = subprocess.run([sys.executable, "-c", _SCALAR_CHECK], env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
 
 
 def test_estimate_large_batch_split_across_threads():

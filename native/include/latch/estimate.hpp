@@ -37,6 +37,11 @@ struct TextView {
 std::int64_t estimate_view(const TextView& text, Profile profile) noexcept;
 void estimate_batch(const TextView* texts, std::size_t n, Profile profile, std::int64_t* out) noexcept;
 
+// How this process estimates pure-ASCII stretches: "avx512" (the vectorized kernel; the CPU has
+// every instruction set it uses) or "scalar" (the reference's piece walk; any other CPU, or
+// LATCH_NATIVE_KERNEL=scalar in the environment when the library loaded). Same counts either way.
+const char* estimator_kernel() noexcept;
+
 // Tokens of UTF-8 bytes. Encoded surrogates (ED A0 80..ED BF BF, as Python's
 // "surrogatepass" writes them) count as those code points. Returns false and
 // sets `*error_offset` to the first bad byte on any other malformed sequence.
