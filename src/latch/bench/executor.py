@@ -7,9 +7,10 @@ A *task* is a module-level function ``fn`` (picklable by reference), its argumen
 dict naming the task, e.g. ``{"shard": 1}``); the function returns a JSON-ready dict. :func:`run_tasks` runs
 every task once, each in its own fresh process, so a task's peak memory (``ru_maxrss``) is its own:
 
-* locally (``scheduler=None``): a process pool of ``jobs`` workers, one task per worker process
-  (``max_tasks_per_child=1``), forked from a server that loaded what every job needs (:func:`mp_context`,
-  :mod:`latch.bench.warm`): a job's fixed cost is a fork, not an interpreter start;
+* locally (``scheduler=None``): a process pool of ``jobs`` long-lived workers forked from a server that loaded what
+  every job needs (:func:`mp_context`, :mod:`latch.bench.warm`); each worker forks each of its tasks a process of
+  its own (:func:`forked`): a task's fixed cost is one fork of a warm, idle worker, made by that worker beside the
+  others (not a new pool process started, one after another, by the pool's single manager thread);
 * with ``scheduler`` (``tcp://HOST:PORT`` of a running ``dask scheduler``, or ``local:N`` for a local Dask
   cluster of N single-threaded workers): Dask tasks through ``Client.get_executor()``, each running the
   function in a fresh child process of its worker (:func:`in_own_process`; the worker must not be daemonic,
@@ -29,11 +30,16 @@ tasks still count.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import ctypes
 import multiprocessing as mp
+import os
+import pickle
 import re
+import signal
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 __all__ = [
     "Backend",
@@ -42,6 +48,7 @@ __all__ = [
     "SCHEDULER_RE",
     "mp_context",
     "connect",
+    "forked",
     "guarded",
     "in_own_process",
     "run_tasks",
@@ -96,6 +103,56 @@ def guarded(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: 
         return fn(*args)
     except Exception as exc:  # noqa: BLE001 - one broken task is reported, the others still count
         return _error(label, exc)
+
+
+def _die_with_parent(parent: int) -> None:
+    """In a task's process: ask Linux to SIGKILL it when the worker that forked it ends (a worker ended on
+    Ctrl-C leaves no task running behind it); nothing elsewhere."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # pragma: no cover - no prctl
+            pass
+    if os.getppid() != parent:  # the worker ended before prctl
+        os._exit(1)
+
+
+def forked(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: Any) -> dict[str, Any]:
+    """One task in a process of its own, forked from this (warm, idle) process: :func:`guarded` in the child, its
+    result back through a pipe, so the task's peak memory (``ru_maxrss``) is its own. A child that dies before
+    its result is complete (a signal, ``os._exit``, a result that does not pickle) comes back as
+    ``{**label, "error": ...}`` naming how it ended. POSIX (``os.fork``); the local pool's workers run it."""
+    parent = os.getpid()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the task's process: never returns
+        code = 1
+        try:
+            os.close(read)
+            _die_with_parent(parent)
+            data = pickle.dumps(guarded(fn, label, *args), protocol=pickle.HIGHEST_PROTOCOL)
+            with open(write, "wb") as out:
+                out.write(data)
+            code = 0
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except Exception:  # noqa: BLE001, S110 - a closed stream: nothing to flush
+                    pass
+            os._exit(code)
+    os.close(write)
+    with open(read, "rb") as inp:
+        data = inp.read()
+    _, status = os.waitpid(pid, 0)
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and data:
+        return cast(dict[str, Any], pickle.loads(data))
+    how = (
+        f"killed by signal {os.WTERMSIG(status)} ({signal.Signals(os.WTERMSIG(status)).name})"
+        if os.WIFSIGNALED(status)
+        else f"exit status {os.waitstatus_to_exitcode(status)}"
+    )
+    return {**label, "error": f"TaskProcessDied: the task's process ended before its result ({how})"}
 
 
 def in_own_process(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: Any) -> dict[str, Any]:
@@ -221,8 +278,12 @@ def run_tasks(
     results: list[dict[str, Any] | None] = [None] * len(tasks)
     local = backend.scheduler is None
     if local:
-        pool: Any = cf.ProcessPoolExecutor(max_workers=backend.jobs, mp_context=mp_context(), max_tasks_per_child=1)
-        runner: Callable[..., dict[str, Any]] = guarded
+        if hasattr(os, "fork"):  # long-lived workers, each forking its tasks' processes
+            pool: Any = cf.ProcessPoolExecutor(max_workers=backend.jobs, mp_context=mp_context())
+            runner: Callable[..., dict[str, Any]] = forked
+        else:  # pragma: no cover - Windows: a new pool process per task
+            pool = cf.ProcessPoolExecutor(max_workers=backend.jobs, mp_context=mp_context(), max_tasks_per_child=1)
+            runner = guarded
     else:
         client, _ = backend.connection()
         pool, runner = client.get_executor(pure=False), in_own_process
