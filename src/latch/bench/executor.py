@@ -106,15 +106,27 @@ def guarded(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: 
 
 
 def _die_with_parent(parent: int) -> None:
-    """In a task's process: ask Linux to SIGKILL it when the worker that forked it ends (a worker ended on
-    Ctrl-C leaves no task running behind it); nothing elsewhere."""
+    """In a task's process: ask Linux to send it SIGTERM when the worker that forked it ends however it ends (a
+    killed worker leaves no task running behind it; a stress shard still removes its temporary store); nothing
+    elsewhere."""
     if sys.platform.startswith("linux"):
         try:
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
         except (OSError, AttributeError):  # pragma: no cover - no prctl
             pass
     if os.getppid() != parent:  # the worker ended before prctl
         os._exit(1)
+
+
+def _end_with(pid: int, signum: int) -> None:
+    """In a worker: send ``signum`` to its task's process ``pid``, wait until it has ended (a stress shard removes
+    its temporary store), then end as the signal would have ended the worker."""
+    try:
+        os.kill(pid, signum)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+    os._exit(128 + signum)
 
 
 def forked(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: Any) -> dict[str, Any]:
@@ -142,9 +154,16 @@ def forked(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: A
                     pass
             os._exit(code)
     os.close(write)
-    with open(read, "rb") as inp:
-        data = inp.read()
-    _, status = os.waitpid(pid, 0)
+    forwarding = threading.current_thread() is threading.main_thread()
+    if forwarding:  # SIGTERM to this worker (the caller ending its pool) ends the task first, and waits for it
+        previous = signal.signal(signal.SIGTERM, lambda signum, frame: _end_with(pid, signum))
+    try:
+        with open(read, "rb") as inp:
+            data = inp.read()
+        _, status = os.waitpid(pid, 0)
+    finally:
+        if forwarding:
+            signal.signal(signal.SIGTERM, previous)
     if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and data:
         return cast(dict[str, Any], pickle.loads(data))
     how = (
@@ -155,15 +174,43 @@ def forked(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: A
     return {**label, "error": f"TaskProcessDied: the task's process ended before its result ({how})"}
 
 
+_launcher: cf.ProcessPoolExecutor | None = None
+_launcher_lock = threading.Lock()
+
+
+def _launch(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: Any) -> dict[str, Any]:
+    """:func:`forked` in this process's launcher: a pool of long-lived processes forked from the task server, kept
+    from task to task (a new one after a launcher process died)."""
+    global _launcher
+    with _launcher_lock:
+        if _launcher is None:
+            _launcher = cf.ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=mp_context())
+        pool = _launcher
+    try:
+        return pool.submit(forked, fn, label, *args).result()
+    except cf.process.BrokenProcessPool:
+        with _launcher_lock:
+            if _launcher is pool:
+                _launcher = None
+        raise
+
+
 def in_own_process(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: Any) -> dict[str, Any]:
-    """One task as a Dask task: :func:`guarded` in a fresh child process of the worker, so the task's peak
-    memory is its own as in a local run (the worker must not be daemonic: :data:`DAEMON_HINT`)."""
+    """One task as a Dask task: :func:`guarded` in a fresh process of its own, forked by a long-lived launcher
+    process of the worker (:func:`forked`; the launchers start from the worker's task server and are kept from task
+    to task), so the task's peak memory is its own as in a local run (the worker must not be daemonic:
+    :data:`DAEMON_HINT`)."""
     if mp.current_process().daemon:
         return {**label, "error": DAEMON_HINT}
+    if not hasattr(os, "fork"):  # pragma: no cover - Windows: a new pool per task
+        try:
+            with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp_context()) as pool:
+                return pool.submit(guarded, fn, label, *args).result()
+        except Exception as exc:  # noqa: BLE001 - the task's process died (BrokenProcessPool)
+            return _error(label, exc)
     try:
-        with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp_context()) as pool:
-            return pool.submit(guarded, fn, label, *args).result()
-    except Exception as exc:  # noqa: BLE001 - the task's process died (BrokenProcessPool)
+        return _launch(fn, label, *args)
+    except Exception as exc:  # noqa: BLE001 - the launcher died (BrokenProcessPool)
         return _error(label, exc)
 
 
@@ -198,12 +245,24 @@ def connect(scheduler: str) -> tuple[Any, Any]:
         raise SchedulerError(f"--scheduler {scheduler}: cannot connect ({reason})") from None
 
 
+def _connect_and_warm(scheduler: str) -> tuple[Any, Any]:
+    """:func:`connect`, then start every worker's task server (:func:`start_task_server`), so its warm-up runs
+    while the caller finds its tasks, not before each worker's first task. A worker that cannot start it only
+    starts its tasks colder."""
+    client, cluster = connect(scheduler)
+    try:
+        client.run(start_task_server)
+    except Exception:  # noqa: BLE001, S110 - the first task starts the server instead
+        pass
+    return client, cluster
+
+
 class Backend:
     """Where :func:`run_tasks` runs its tasks, started before the tasks are known and closed in the background.
 
     ``Backend(jobs, scheduler)`` starts at once, without blocking: locally the task server
     (:func:`start_task_server`), with ``scheduler`` the Dask connection (:func:`connect`, in a thread: a ``local:N``
-    cluster takes about two seconds to start its workers). :meth:`connection` waits for it (and raises
+    cluster takes about two seconds to start its workers) and then every worker's task server. :meth:`connection` waits for it (and raises
     :class:`SchedulerError` as :func:`connect` does); :meth:`close_in_background` starts closing the client and the
     cluster it started in a thread, :meth:`close` closes and waits. A context manager: ``with Backend(...)`` closes
     (and waits) on exit."""
@@ -217,7 +276,7 @@ class Backend:
             start_task_server()
         else:
             starter = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="latch-dask-connect")
-            self._connecting = starter.submit(connect, scheduler)
+            self._connecting = starter.submit(_connect_and_warm, scheduler)
             starter.shutdown(wait=False)
 
     def connection(self) -> tuple[Any, Any]:
