@@ -48,6 +48,7 @@ __all__ = [
     "SCHEDULER_RE",
     "mp_context",
     "connect",
+    "end_launcher",
     "forked",
     "guarded",
     "in_own_process",
@@ -195,6 +196,16 @@ def _launch(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: 
         raise
 
 
+def end_launcher() -> None:
+    """End this process's launcher (:func:`in_own_process`), if any, and wait for it: run on every Dask worker
+    before the client closes (:class:`Backend`), so a closing worker has no pool left to wait for."""
+    global _launcher
+    with _launcher_lock:
+        pool, _launcher = _launcher, None
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def in_own_process(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: Any) -> dict[str, Any]:
     """One task as a Dask task: :func:`guarded` in a fresh process of its own, forked by a long-lived launcher
     process of the worker (:func:`forked`; the launchers start from the worker's task server and are kept from task
@@ -290,6 +301,10 @@ class Backend:
         except Exception:  # noqa: BLE001 - never connected: nothing to close
             return
         if client is not None:
+            try:
+                client.run(end_launcher)
+            except Exception:  # noqa: BLE001, S110 - a lost worker: nothing of it to end
+                pass
             client.close()
         if cluster is not None:
             cluster.close()
