@@ -8,11 +8,16 @@ on the corpus's OpenHands session ``basic_gui_mode.json``, 5 requests, budget ``
 (seconds, medians of :data:`ROUNDS`):
 
 * ``cold_seconds``: per job, :func:`~latch.bench.executor.run_tasks` of :data:`ROUNDS` copies of the job with one
-  worker (each in its own process forked from the task server, the job, its result back), once the task server
-  runs (started before, untimed: ``server_start_seconds``); ``single_run_seconds``: ``run_tasks`` of the one job
-  (a new pool too);
+  worker (each in its own process, forked by the pool's worker, itself forked from the task server; the job, its
+  result back), once the task server runs (started before, untimed: ``server_start_seconds``);
+  ``single_run_seconds``: ``run_tasks`` of the one job (a new pool too);
 * ``warm_seconds``: :func:`latch.bench.runner.run_job` again in this process (everything loaded);
-* ``cold_over_warm`` = ``cold_seconds / warm_seconds``; goal at most :data:`COLD_TARGET`.
+* ``cold_over_warm`` = ``cold_seconds / warm_seconds``; goal at most :data:`COLD_TARGET`;
+* a job for one session of a file of many (:data:`MANY`, the corpus's Aider history of 34 sessions), warm in this
+  process: ``one_of_many_whole_file_seconds`` importing the whole file as each job did
+  (:func:`~latch.bench.runner.run_job` without ``part``), ``one_of_many_parsed_once_seconds`` given the session
+  parsed once at discovery (``part``, :func:`~latch.bench.runner.session_part`), and their ratio
+  ``one_of_many_speedup``.
 
 Always asserted (no timing): the cold job's row equals the warm one's (timings and memory aside).
 
@@ -28,13 +33,14 @@ from pathlib import Path
 import pytest
 
 from latch.bench.executor import run_tasks
-from latch.bench.runner import SessionSource, parse_budgets, run_job
+from latch.bench.runner import SessionSource, discover_sessions, parse_budgets, run_job, session_part
 
 COLD_TARGET = 2.0
 """A job in a fresh task process may take at most this many times the same job in a warm process."""
 ROUNDS = 5
 SESSION = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "openhands" / "basic_gui_mode.json"
 ENGINE = "continuity"
+MANY = SESSION.parents[1] / "aider" / "opencoder.aider.chat.history.md"
 
 
 def _stable(row: dict) -> dict:
@@ -71,11 +77,34 @@ def _measure() -> dict[str, float]:
         warm.append(time.perf_counter() - start)
     assert _stable(row) == _stable(local)
     return {
+        **_one_of_many(),
         "server_start_seconds": server,
         "cold_seconds": cold,
         "single_run_seconds": statistics.median(single),
         "warm_seconds": statistics.median(warm),
     }
+
+
+def _one_of_many() -> dict[str, float]:
+    if not MANY.is_file():
+        return {}
+    many = [s for s in discover_sessions(MANY.parent, None, scenario_events=0) if s.path == str(MANY)]
+    source = many[len(many) // 2]
+    part = session_part(source)
+    budget = parse_budgets("32k:4k:8k")[0]
+    figures = {}
+    for key, given in (("one_of_many_whole_file_seconds", None), ("one_of_many_parsed_once_seconds", part)):
+        run_job(ENGINE, source, budget, part=given)
+        times = []
+        for _ in range(ROUNDS):
+            start = time.perf_counter()
+            run_job(ENGINE, source, budget, part=given)
+            times.append(time.perf_counter() - start)
+        figures[key] = statistics.median(times)
+    figures["one_of_many_speedup"] = (
+        figures["one_of_many_whole_file_seconds"] / figures["one_of_many_parsed_once_seconds"]
+    )
+    return figures
 
 
 @pytest.mark.skipif(not SESSION.is_file(), reason=f"no corpus session {SESSION}")

@@ -12,8 +12,9 @@ measured here; what is measured here, in one run, is ``S`` and ``P`` (seconds, i
 * ``server_seconds``: the task server's start and warm-up until its first task has run (a fresh server);
   ``server_and_discovery_seconds``: the same with the server started first (:class:`~latch.bench.executor.Backend`)
   and the sessions discovered while it warms up, as ``latch bench`` does;
-* ``per_job_fixed_seconds``: per task, a trivial task (``dict()``, nothing to import) through :func:`~latch.bench.executor.run_tasks` on one local
-  worker (its fresh process, its arguments and result); ``dask_per_task_seconds``: the same on a one-worker local Dask
+* ``per_job_fixed_seconds``: per task, a trivial task (``dict()``, nothing to import) through
+  :func:`~latch.bench.executor.run_tasks` on one local worker (its own process forked by the worker, its arguments
+  and result); ``dask_per_task_seconds``: the same on a one-worker local Dask
   cluster (:func:`~latch.bench.executor.in_own_process`); ``dask_start_seconds``/``dask_close_seconds``: the
   cluster's start and close;
 * ``jobs_seconds``: the jobs of the subset run one at a time (:func:`~latch.bench.runner.run_bench`, one worker);

@@ -7,9 +7,10 @@ A *task* is a module-level function ``fn`` (picklable by reference), its argumen
 dict naming the task, e.g. ``{"shard": 1}``); the function returns a JSON-ready dict. :func:`run_tasks` runs
 every task once, each in its own fresh process, so a task's peak memory (``ru_maxrss``) is its own:
 
-* locally (``scheduler=None``): a process pool of ``jobs`` workers, one task per worker process
-  (``max_tasks_per_child=1``), forked from a server that loaded what every job needs (:func:`mp_context`,
-  :mod:`latch.bench.warm`): a job's fixed cost is a fork, not an interpreter start;
+* locally (``scheduler=None``): a process pool of ``jobs`` long-lived workers forked from a server that loaded what
+  every job needs (:func:`mp_context`, :mod:`latch.bench.warm`); each worker forks each of its tasks a process of
+  its own (:func:`forked`): a task's fixed cost is one fork of a warm, idle worker, made by that worker beside the
+  others (not a new pool process started, one after another, by the pool's single manager thread);
 * with ``scheduler`` (``tcp://HOST:PORT`` of a running ``dask scheduler``, or ``local:N`` for a local Dask
   cluster of N single-threaded workers): Dask tasks through ``Client.get_executor()``, each running the
   function in a fresh child process of its worker (:func:`in_own_process`; the worker must not be daemonic,
@@ -29,11 +30,16 @@ tasks still count.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import ctypes
 import multiprocessing as mp
+import os
+import pickle
 import re
+import signal
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 __all__ = [
     "Backend",
@@ -42,6 +48,8 @@ __all__ = [
     "SCHEDULER_RE",
     "mp_context",
     "connect",
+    "end_launcher",
+    "forked",
     "guarded",
     "in_own_process",
     "run_tasks",
@@ -98,15 +106,122 @@ def guarded(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: 
         return _error(label, exc)
 
 
+def _die_with_parent(parent: int) -> None:
+    """In a task's process: ask Linux to send it SIGTERM when the worker that forked it ends however it ends (a
+    killed worker leaves no task running behind it; a stress shard still removes its temporary store); nothing
+    elsewhere."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # pragma: no cover - no prctl
+            pass
+    if os.getppid() != parent:  # the worker ended before prctl
+        os._exit(1)
+
+
+def _end_with(pid: int, signum: int) -> None:
+    """In a worker: send ``signum`` to its task's process ``pid``, wait until it has ended (a stress shard removes
+    its temporary store), then end as the signal would have ended the worker."""
+    try:
+        os.kill(pid, signum)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+    os._exit(128 + signum)
+
+
+def forked(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: Any) -> dict[str, Any]:
+    """One task in a process of its own, forked from this (warm, idle) process: :func:`guarded` in the child, its
+    result back through a pipe, so the task's peak memory (``ru_maxrss``) is its own. A child that dies before
+    its result is complete (a signal, ``os._exit``, a result that does not pickle) comes back as
+    ``{**label, "error": ...}`` naming how it ended. POSIX (``os.fork``); the local pool's workers run it."""
+    parent = os.getpid()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the task's process: never returns
+        code = 1
+        try:
+            os.close(read)
+            _die_with_parent(parent)
+            data = pickle.dumps(guarded(fn, label, *args), protocol=pickle.HIGHEST_PROTOCOL)
+            with open(write, "wb") as out:
+                out.write(data)
+            code = 0
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except Exception:  # noqa: BLE001, S110 - a closed stream: nothing to flush
+                    pass
+            os._exit(code)
+    os.close(write)
+    forwarding = threading.current_thread() is threading.main_thread()
+    if forwarding:  # SIGTERM to this worker (the caller ending its pool) ends the task first, and waits for it
+        previous = signal.signal(signal.SIGTERM, lambda signum, frame: _end_with(pid, signum))
+    try:
+        with open(read, "rb") as inp:
+            data = inp.read()
+        _, status = os.waitpid(pid, 0)
+    finally:
+        if forwarding:
+            signal.signal(signal.SIGTERM, previous)
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and data:
+        return cast(dict[str, Any], pickle.loads(data))
+    how = (
+        f"killed by signal {os.WTERMSIG(status)} ({signal.Signals(os.WTERMSIG(status)).name})"
+        if os.WIFSIGNALED(status)
+        else f"exit status {os.waitstatus_to_exitcode(status)}"
+    )
+    return {**label, "error": f"TaskProcessDied: the task's process ended before its result ({how})"}
+
+
+_launcher: cf.ProcessPoolExecutor | None = None
+_launcher_lock = threading.Lock()
+
+
+def _launch(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: Any) -> dict[str, Any]:
+    """:func:`forked` in this process's launcher: a pool of long-lived processes forked from the task server, kept
+    from task to task (a new one after a launcher process died)."""
+    global _launcher
+    with _launcher_lock:
+        if _launcher is None:
+            _launcher = cf.ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=mp_context())
+        pool = _launcher
+    try:
+        return pool.submit(forked, fn, label, *args).result()
+    except cf.process.BrokenProcessPool:
+        with _launcher_lock:
+            if _launcher is pool:
+                _launcher = None
+        raise
+
+
+def end_launcher() -> None:
+    """End this process's launcher (:func:`in_own_process`), if any, and wait for it: run on every Dask worker
+    before the client closes (:class:`Backend`), so a closing worker has no pool left to wait for."""
+    global _launcher
+    with _launcher_lock:
+        pool, _launcher = _launcher, None
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def in_own_process(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: Any) -> dict[str, Any]:
-    """One task as a Dask task: :func:`guarded` in a fresh child process of the worker, so the task's peak
-    memory is its own as in a local run (the worker must not be daemonic: :data:`DAEMON_HINT`)."""
+    """One task as a Dask task: :func:`guarded` in a fresh process of its own, forked by a long-lived launcher
+    process of the worker (:func:`forked`; the launchers start from the worker's task server and are kept from task
+    to task), so the task's peak memory is its own as in a local run (the worker must not be daemonic:
+    :data:`DAEMON_HINT`)."""
     if mp.current_process().daemon:
         return {**label, "error": DAEMON_HINT}
+    if not hasattr(os, "fork"):  # pragma: no cover - Windows: a new pool per task
+        try:
+            with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp_context()) as pool:
+                return pool.submit(guarded, fn, label, *args).result()
+        except Exception as exc:  # noqa: BLE001 - the task's process died (BrokenProcessPool)
+            return _error(label, exc)
     try:
-        with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp_context()) as pool:
-            return pool.submit(guarded, fn, label, *args).result()
-    except Exception as exc:  # noqa: BLE001 - the task's process died (BrokenProcessPool)
+        return _launch(fn, label, *args)
+    except Exception as exc:  # noqa: BLE001 - the launcher died (BrokenProcessPool)
         return _error(label, exc)
 
 
@@ -141,12 +256,24 @@ def connect(scheduler: str) -> tuple[Any, Any]:
         raise SchedulerError(f"--scheduler {scheduler}: cannot connect ({reason})") from None
 
 
+def _connect_and_warm(scheduler: str) -> tuple[Any, Any]:
+    """:func:`connect`, then start every worker's task server (:func:`start_task_server`), so its warm-up runs
+    while the caller finds its tasks, not before each worker's first task. A worker that cannot start it only
+    starts its tasks colder."""
+    client, cluster = connect(scheduler)
+    try:
+        client.run(start_task_server)
+    except Exception:  # noqa: BLE001, S110 - the first task starts the server instead
+        pass
+    return client, cluster
+
+
 class Backend:
     """Where :func:`run_tasks` runs its tasks, started before the tasks are known and closed in the background.
 
     ``Backend(jobs, scheduler)`` starts at once, without blocking: locally the task server
     (:func:`start_task_server`), with ``scheduler`` the Dask connection (:func:`connect`, in a thread: a ``local:N``
-    cluster takes about two seconds to start its workers). :meth:`connection` waits for it (and raises
+    cluster takes about two seconds to start its workers) and then every worker's task server. :meth:`connection` waits for it (and raises
     :class:`SchedulerError` as :func:`connect` does); :meth:`close_in_background` starts closing the client and the
     cluster it started in a thread, :meth:`close` closes and waits. A context manager: ``with Backend(...)`` closes
     (and waits) on exit."""
@@ -160,7 +287,7 @@ class Backend:
             start_task_server()
         else:
             starter = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="latch-dask-connect")
-            self._connecting = starter.submit(connect, scheduler)
+            self._connecting = starter.submit(_connect_and_warm, scheduler)
             starter.shutdown(wait=False)
 
     def connection(self) -> tuple[Any, Any]:
@@ -174,6 +301,10 @@ class Backend:
         except Exception:  # noqa: BLE001 - never connected: nothing to close
             return
         if client is not None:
+            try:
+                client.run(end_launcher)
+            except Exception:  # noqa: BLE001, S110 - a lost worker: nothing of it to end
+                pass
             client.close()
         if cluster is not None:
             cluster.close()
@@ -221,8 +352,12 @@ def run_tasks(
     results: list[dict[str, Any] | None] = [None] * len(tasks)
     local = backend.scheduler is None
     if local:
-        pool: Any = cf.ProcessPoolExecutor(max_workers=backend.jobs, mp_context=mp_context(), max_tasks_per_child=1)
-        runner: Callable[..., dict[str, Any]] = guarded
+        if hasattr(os, "fork"):  # long-lived workers, each forking its tasks' processes
+            pool: Any = cf.ProcessPoolExecutor(max_workers=backend.jobs, mp_context=mp_context())
+            runner: Callable[..., dict[str, Any]] = forked
+        else:  # pragma: no cover - Windows: a new pool process per task
+            pool = cf.ProcessPoolExecutor(max_workers=backend.jobs, mp_context=mp_context(), max_tasks_per_child=1)
+            runner = guarded
     else:
         client, _ = backend.connection()
         pool, runner = client.get_executor(pure=False), in_own_process

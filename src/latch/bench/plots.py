@@ -142,9 +142,11 @@ class Plotter:
 
 
 def _save(plt: Any, fig: Any, path: Path) -> Path:
-    """Write ``fig`` as a PNG at ``path`` (110 dpi, atomically), close it; return ``path``."""
+    """Write ``fig`` as a PNG at ``path`` (110 dpi, zlib level 3, atomically), close it; return ``path``."""
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
+        # zlib level 3, not 6: half the encoding time of a tall figure (about 0.8 s saved on 78 panels) for a file
+        # about 8% larger
+        fig.savefig(tmp, dpi=110, format="png", pil_kwargs={"compress_level": 3})
     plt.close(fig)
     return path
 
@@ -171,8 +173,13 @@ def _tokens_figure(plt: Any, budget: str, rs: Sequence[Mapping[str, Any]]) -> An
     for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)
-    fig.suptitle(f"tokens per request along each session · budget {budget}", fontsize=10)
-    fig.tight_layout()
+    # margins in inches, the same for every panel (their labels are alike): what tight_layout would find, without
+    # measuring every label of every panel (seconds for a corpus of many sessions); the title above the first row
+    width, height = fig.get_size_inches()
+    fig.subplots_adjust(
+        left=0.75 / width, right=1 - 0.2 / width, bottom=0.5 / height, top=1 - 0.75 / height, wspace=0.2, hspace=0.42
+    )
+    fig.suptitle(f"tokens per request along each session · budget {budget}", fontsize=10, y=1 - 0.2 / height)
     return fig
 
 

@@ -47,17 +47,17 @@ import os
 import re
 import resource
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from .. import plugins
 from ..accounting import pricing
 from ..events import Usage
-from ..host.ingest import available_importers, import_all, import_file
+from ..host.ingest import available_importers, import_all, import_file, import_parsed
 from ..host.loop import RequestLoop, build_engine, model_requests
 from ..importers import TranscriptError, detect, parse_all_file
-from ..importers.base import Importer
+from ..importers.base import Importer, ParsedSession
 from ..plugins import get_engine_factory
 from ..port import ContextBudget, SessionContext
 from ..providers import (
@@ -81,6 +81,8 @@ __all__ = [
     "parse_budgets",
     "discover_sessions",
     "container_sessions",
+    "file_sessions",
+    "SessionPart",
     "run_job",
     "check_plugins",
     "run_bench",
@@ -202,18 +204,64 @@ def container_sessions(path: str | os.PathLike[str]) -> list[str]:
     if type(importer).parse_all is Importer.parse_all:
         return []
     try:
-        keys = [s.external_key for s in parse_all_file(p, importer.PLUGIN_NAME, importers)]
-    except TranscriptError:
+        keys = [s.external_key for s in file_sessions(p)]  # the importer detect() picked again
+    except (OSError, TranscriptError, RecursionError):
         return []
     return keys if len(keys) > 1 else []
 
 
+_PARSED: dict[tuple[str, str, int, int], list[ParsedSession]] = {}
+
+
+def file_sessions(path: str | os.PathLike[str], format: str | None = None) -> list[ParsedSession]:
+    """Every session of ``path`` as :func:`~latch.host.ingest.import_all` with ``final`` parses them (``format``:
+    the importer's name, ``None``: detected), parsed once per process: kept while the file keeps its modification
+    time and size. Raises :class:`~latch.importers.TranscriptError` like the parse; ``OSError`` for a file that
+    cannot be read. The list and its sessions are shared: copy before changing them."""
+    st = os.stat(path)
+    key = (os.path.abspath(path), format or "", st.st_mtime_ns, st.st_size)
+    if key not in _PARSED:
+        _PARSED[key] = parse_all_file(Path(path), format, available_importers())
+    return _PARSED[key]
+
+
+class SessionPart(NamedTuple):
+    """One session of a file of several, parsed by the caller (:func:`file_sessions`): the job imports only it.
+    ``seqs_before``: the events of the file's sessions before it, whose seqs an import of the whole file gives
+    first (the job's needles report their seqs as in that import)."""
+
+    parsed: ParsedSession
+    seqs_before: int
+
+
+def session_part(source: SessionSource) -> SessionPart | None:
+    """``source``'s session parsed from its file (:func:`file_sessions`, parsed once per process) with the events
+    before it; ``None`` for a file of one session, a generated scenario, or a file that no longer parses or holds
+    the session (the job then imports the whole file and reports why)."""
+    if source.path is None or source.session is None:
+        return None
+    try:
+        sessions = file_sessions(source.path)
+    except (OSError, TranscriptError, RecursionError):
+        return None
+    before = 0
+    for parsed in sessions:
+        if parsed.external_key == source.session:
+            return SessionPart(replace(parsed), before)
+        before += len(parsed.events)
+    return None
+
+
 # ------------------------------------------------------------------------------------------ one job
-def _load(store: EventStore, source: SessionSource) -> tuple[str, str | None, list[Needle]]:
-    """Import ``source`` into ``store``; return ``(session id, model, needles)``."""
+def _load(
+    store: EventStore, source: SessionSource, part: SessionPart | None = None
+) -> tuple[str, str | None, list[Needle]]:
+    """Import ``source`` into ``store`` (only ``part`` when given); return ``(session id, model, needles)``."""
     if source.path is not None:
         if source.session is None:
             sid, _, _ = import_file(store, source.path, final=True)
+        elif part is not None:
+            sid, _ = import_parsed(store, source.path, replace(part.parsed), final=True)
         else:
             found = [
                 s
@@ -252,8 +300,12 @@ def run_job(
     budget: Budget,
     estimator: str | None = None,
     config: Mapping[str, Any] | None = None,
+    part: SessionPart | None = None,
 ) -> dict[str, Any]:
     """Run one job (see the module docstring); a JSON-ready result with per-request series.
+
+    ``part``: for a session of a file of several, that session already parsed (:func:`session_part`): the job
+    imports it alone instead of parsing and importing every session of the file; the row is the same.
 
     The engine, the estimator (``estimator`` forces a registered one; else the ``latch_select_estimator``
     hook's choice for the session's model) and ``config`` go through the host exactly as in ``latch
@@ -264,7 +316,7 @@ def run_job(
     except OSError:  # pragma: no cover - not Linux
         rss0 = None
     store = EventStore(":memory:")
-    sid, model, needles = _load(store, source)
+    sid, model, needles = _load(store, source, part)
     events = list(store.events(sid))
     setup = build_engine(
         store, sid, stream=f"{engine_name}:bench", engine=engine_name, model=model, estimator=estimator, config=config
@@ -378,7 +430,7 @@ def run_job(
         "protocol_invalid": invalid,
         "budget_violations": over,
         "refused": loop.overflows,
-        "needles": [asdict(n) for n in needles],
+        "needles": [asdict(replace(n, seq=n.seq + part.seqs_before)) if part else asdict(n) for n in needles],
         "survival": {label: [sum(v), len(v)] for label, v in survival.items()},
         "final_view_messages": len(last_view.messages) if last_view is not None else 0,
         "coverage": coverage,
@@ -441,8 +493,9 @@ def run_bench(
     run on instead (its workers and scheduler; the caller closes it)."""
     check_plugins(engines, estimator)
     plan = [(e, s, b) for e in engines for s in sessions for b in budgets]
+    parts = {s.name: session_part(s) for s in sessions}  # a file of several sessions parsed once, not per job
     tasks = [
-        ({"engine": e, "session": s.name, "budget": b.name}, (e, s, b, estimator, dict(config or {})))
+        ({"engine": e, "session": s.name, "budget": b.name}, (e, s, b, estimator, dict(config or {}), parts[s.name]))
         for e, s, b in plan
     ]
     order = sorted(range(len(plan)), key=lambda i: -plan[i][1].weight)

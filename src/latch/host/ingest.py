@@ -27,6 +27,7 @@ __all__ = [
     "import_file",
     "import_all",
     "import_group",
+    "import_parsed",
     "parse_file",
     "parse_all_file",
     "available_importers",
@@ -104,6 +105,19 @@ def import_file(
         return store.session_id_for(parsed.external_key), parsed, []  # nothing settled yet: no empty session
     sid, seqs = store.import_session(**plan)
     return sid, parsed, seqs
+
+
+def import_parsed(
+    store: EventStore, path: str | Path, parsed: ParsedSession, *, final: bool = False, as_new: bool = False
+) -> tuple[str, list[int]]:
+    """Append ``parsed``, one session :func:`parse_all_file` read from ``path``, as :func:`import_file` appends the
+    session it parses itself (identity, ``final``, ``as_new``, re-imports append only new events): for a file of
+    several sessions parsed once, one of them without parsing the file again. Returns ``(session_id, new_seqs)``;
+    raises like :func:`import_file`, the store unchanged."""
+    plan = _plan(store, Path(path), parsed, final, as_new)
+    if plan is None:
+        return store.session_id_for(parsed.external_key), []
+    return store.import_session(**plan)
 
 
 def import_all(
