@@ -27,9 +27,10 @@ holds no token: the caller then returns no rows, never an SQL error.
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 __all__ = [
     "TOKENIZE",
@@ -331,7 +332,34 @@ def _prepare_glued(text: str, chunks: list[str] | None = None) -> str:
 def prepare_text(text: str) -> str:
     """Text as stored in the FTS5 index: glued terms (``C++``, ``C#``, ``.NET``) get their own token, dotted terms
     (``node.js``) their tokens at the end (:func:`dotted_terms`), CJK characters and symbols are split apart, lone
-    surrogates dropped. Deterministic; O(len(text))."""
+    surrogates dropped. Deterministic; O(len(text)). The native module's ``fts_prepare_text`` when it is built
+    (``LATCH_IMPL=python``: never), else :func:`_prepare_text_py`: the same text either way."""
+    try:
+        return _prepare(text)
+    except UnicodeEncodeError:  # a lone surrogate (no UTF-8): the reference replaces it
+        return _prepare_text_py(text)
+
+
+def _resolve_prepare(text: str) -> str:
+    """The first call of :func:`prepare_text`: bind ``_prepare`` to the backend, then prepare ``text``."""
+    global _prepare
+    impl: Callable[[str], str] = _prepare_text_py
+    if os.environ.get("LATCH_IMPL", "auto").strip().lower() != "python":
+        try:
+            from .. import _native  # the optional C++ extension
+        except ImportError:  # pragma: no cover - depends on build
+            pass
+        else:
+            impl = getattr(_native, "fts_prepare_text", _prepare_text_py)
+    _prepare = impl
+    return impl(text)
+
+
+_prepare: Callable[[str], str] = _resolve_prepare
+
+
+def _prepare_text_py(text: str) -> str:
+    """The reference of :func:`prepare_text` (pure Python)."""
     chunks = _dotted_chunks(text)
     prepared = _prepare_glued(text, chunks)
     if chunks:
