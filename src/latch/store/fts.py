@@ -32,6 +32,11 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 
+try:
+    from .. import _native  # the optional C++ extension (no Python layer): the FTS5 preparation
+except ImportError:  # pragma: no cover - depends on build
+    _native = None
+
 __all__ = [
     "TOKENIZE",
     "prepare_text",
@@ -340,26 +345,16 @@ def prepare_text(text: str) -> str:
         return _prepare_text_py(text)
 
 
-def _resolve_prepare(text: str) -> str:
-    """The first call of :func:`prepare_text`: bind ``_prepare`` to the backend, then prepare ``text``."""
-    global _prepare
-    impl: Callable[[str], str] = _prepare_text_py
-    if os.environ.get("LATCH_IMPL", "auto").strip().lower() != "python":
-        try:
-            from .. import _native  # the optional C++ extension
-        except ImportError:  # pragma: no cover - depends on build
-            pass
-        else:
-            impl = getattr(_native, "fts_prepare_text", _prepare_text_py)
-    _prepare = impl
-    return impl(text)
-
-
-_prepare: Callable[[str], str] = _resolve_prepare
+def _backend() -> Callable[[str], str]:
+    """The native preparation, unless ``LATCH_IMPL=python`` or the extension is not built: the reference."""
+    if _native is None or os.environ.get("LATCH_IMPL", "auto").strip().lower() == "python":
+        return _prepare_text_py
+    prepare: Callable[[str], str] = getattr(_native, "fts_prepare_text", _prepare_text_py)
+    return prepare
 
 
 def _prepare_text_py(text: str) -> str:
-    """The reference of :func:`prepare_text` (pure Python)."""
+    """The reference of :func:`prepare_text` (pure Python; ``tests/parity/test_fts_prepare_parity.py``)."""
     chunks = _dotted_chunks(text)
     prepared = _prepare_glued(text, chunks)
     if chunks:
@@ -367,6 +362,9 @@ def _prepare_text_py(text: str) -> str:
         if extra:
             prepared = prepared + "\n" + " ".join(extra)
     return prepared
+
+
+_prepare: Callable[[str], str] = _backend()
 
 
 def _prepare_v1(text: str) -> str:
