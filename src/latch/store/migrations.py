@@ -287,7 +287,10 @@ at 10^5 events. It bounds memory only: what is indexed, and when it is durable (
 
 
 def fts_settings_behind(db: sqlite3.Connection) -> bool:
-    """Whether the index's stored FTS5 settings (:data:`FTS_HASHSIZE`) differ from this version's."""
+    """Whether the index's stored FTS5 settings (:data:`FTS_HASHSIZE`) differ from this version's. Never with an
+    SQLite older than 3.40 (its FTS5 may not know the setting: no write at every open to find out)."""
+    if sqlite3.sqlite_version_info < (3, 40, 0):  # pragma: no cover - depends on the SQLite Python links
+        return False
     row = db.execute("SELECT v FROM events_fts_config WHERE k = 'hashsize'").fetchone()
     return row is None or row[0] != FTS_HASHSIZE
 
