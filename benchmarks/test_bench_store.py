@@ -7,8 +7,9 @@ Run: ``python -m pytest benchmarks/test_bench_store.py --benchmark-only``; the r
 CPU time (``ratio_to_raw_cpu``) and by wall time (``ratio_to_raw``): on a shared machine the CPU-time ratio is the
 one that does not move with the load. The goal is a ratio <= 1.18 (85% of the raw ceiling).
 ``test_prepare_text_scenario`` times the FTS5 preparation of ``latch stress``'s scenario texts against the same
-preparation with the plain patterns (``ratio_to_plain``; 0.70 on this shared machine: 67 against 96 µs per text,
-the per-event work that dominated the stress producer's appends).
+preparation with the plain patterns (``ratio_to_plain``) and with the pure-Python reference (``ratio_to_py``: the
+native preparation's share of it; 0.09 on this shared machine: 5 against 60 µs per text, the per-event work that
+dominated the stress producer's appends).
 """
 
 from __future__ import annotations
@@ -103,8 +104,9 @@ def test_append_interleaved(benchmark, tmp_path):
 
 def test_prepare_text_scenario(benchmark):
     """The FTS5 preparation of ``latch stress``'s scenario texts (tool output, code, paths), against the same
-    preparation with the plain patterns (``tests/store/test_fts_prepare_patterns.py``, identical output), in
-    one run: ``ratio_to_plain`` (CPU time, best of 5) and microseconds per text."""
+    preparation with the plain patterns (``tests/store/test_fts_prepare_patterns.py``, identical output) and the
+    pure-Python reference, in one run: ``ratio_to_plain``, ``ratio_to_py`` (CPU time, best of 5) and microseconds
+    per text."""
     from fts_reference import plain_prepare_text as plain
 
     from latch.bench.scenario import ScenarioModel
@@ -112,7 +114,7 @@ def test_prepare_text_scenario(benchmark):
 
     gen = ScenarioModel(0, workspace="/work/shop").events()
     texts = [t for t in (next(gen).searchable_text() for _ in range(4000)) if t]
-    assert [fts.prepare_text(t) for t in texts] == [plain(t) for t in texts]
+    assert [fts.prepare_text(t) for t in texts] == [plain(t) for t in texts] == [fts._prepare_text_py(t) for t in texts]
 
     def best(f) -> float:
         runs = []
@@ -123,11 +125,13 @@ def test_prepare_text_scenario(benchmark):
             runs.append(time.process_time() - c)
         return min(runs)
 
-    fast, slow = best(fts.prepare_text), best(plain)
+    fast, slow, py = best(fts.prepare_text), best(plain), best(fts._prepare_text_py)
     benchmark.extra_info.update(
         texts=len(texts),
         us_per_text=round(1e6 * fast / len(texts), 1),
         plain_us_per_text=round(1e6 * slow / len(texts), 1),
+        py_us_per_text=round(1e6 * py / len(texts), 1),
         ratio_to_plain=round(fast / slow, 3),
+        ratio_to_py=round(fast / py, 3),
     )
     benchmark.pedantic(lambda: [fts.prepare_text(t) for t in texts], rounds=1, iterations=1)

@@ -15,6 +15,7 @@
 
 #include "latch/budget.hpp"
 #include "latch/estimate.hpp"
+#include "latch/fts_prepare.hpp"
 #include "latch/latch.h"
 #include "latch/scoring.hpp"
 #include "latch/terms.hpp"
@@ -314,6 +315,29 @@ py::list ascii_terms(const py::handle& text) {
     return out;
 }
 
+// The FTS5 preparation of a str (see latch/fts_prepare.hpp): the str itself when nothing changes.
+// UnicodeEncodeError for a str that is not valid UTF-8 (a lone surrogate): the caller falls back to the reference.
+py::object fts_prepare_text(const py::handle& text) {
+    PyObject* s = text.ptr();
+    if (!PyUnicode_Check(s)) {
+        throw py::type_error(std::string("fts_prepare_text: text must be str, not ") + Py_TYPE(s)->tp_name);
+    }
+    Py_ssize_t n = 0;
+    const char* data = PyUnicode_AsUTF8AndSize(s, &n);
+    if (data == nullptr) {
+        throw py::error_already_set();
+    }
+    std::string out;
+    if (!latch::fts_prepare(reinterpret_cast<const unsigned char*>(data), static_cast<std::size_t>(n), out)) {
+        return py::reinterpret_borrow<py::object>(s);
+    }
+    PyObject* r = PyUnicode_DecodeUTF8(out.data(), static_cast<Py_ssize_t>(out.size()), "strict");
+    if (r == nullptr) {
+        throw py::error_already_set();
+    }
+    return py::reinterpret_steal<py::object>(r);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
@@ -342,4 +366,7 @@ PYBIND11_MODULE(_native, m) {
           "Indices of the k best episodes, best first (see latch.hotpaths._py.score_episodes).");
     m.def("ascii_terms", &ascii_terms, py::arg("text"),
           "Lexical terms of an ASCII str, in text order (see latch.hotpaths._py.ascii_terms).");
+    m.def("fts_prepare_text", &fts_prepare_text, py::arg("text"),
+          "The FTS5 index text of a str (see latch.store.fts._prepare_text_py); UnicodeEncodeError for a lone "
+          "surrogate.");
 }

@@ -31,7 +31,7 @@ from .decoded import DecodedEvents
 from .fts import build_match_query, build_phrase_query, prepare_text
 from .fts_search import CandidateSearch
 from .leases import Fence, FencedStore, RunFence, RunLease, TaskFence, check_fences, fences_of
-from .migrations import MIGRATIONS, PROJECTED_KINDS_SQL
+from .migrations import MIGRATIONS, PROJECTED_KINDS_SQL, apply_fts_settings, fts_settings_behind
 from .projections import PROJECTIONS, Projection
 from .replays import ReplayScratch, replay_scratch_path
 
@@ -399,6 +399,10 @@ class EventStore:
                     continue  # another process applied it while we waited for the lock
                 fn(db)
                 db.execute("INSERT INTO _latch_migrations(name, applied_at) VALUES (?, ?)", (name, _now()))
+        if fts_settings_behind(db):  # set at open, like journal_mode: a store made before gets them too
+            with self._write():
+                if fts_settings_behind(db):
+                    apply_fts_settings(db)
 
     def applied_migrations(self) -> list[str]:
         return [r[0] for r in self._rows("SELECT name FROM _latch_migrations ORDER BY rowid")]

@@ -27,9 +27,15 @@ holds no token: the caller then returns no rows, never an SQL error.
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+try:
+    from .. import _native  # the optional C++ extension (no Python layer): the FTS5 preparation
+except ImportError:  # pragma: no cover - depends on build
+    _native = None
 
 __all__ = [
     "TOKENIZE",
@@ -331,7 +337,24 @@ def _prepare_glued(text: str, chunks: list[str] | None = None) -> str:
 def prepare_text(text: str) -> str:
     """Text as stored in the FTS5 index: glued terms (``C++``, ``C#``, ``.NET``) get their own token, dotted terms
     (``node.js``) their tokens at the end (:func:`dotted_terms`), CJK characters and symbols are split apart, lone
-    surrogates dropped. Deterministic; O(len(text))."""
+    surrogates dropped. Deterministic; O(len(text)). The native module's ``fts_prepare_text`` when it is built
+    (``LATCH_IMPL=python``: never), else :func:`_prepare_text_py`: the same text either way."""
+    try:
+        return _prepare(text)
+    except UnicodeEncodeError:  # a lone surrogate (no UTF-8): the reference replaces it
+        return _prepare_text_py(text)
+
+
+def _backend() -> Callable[[str], str]:
+    """The native preparation, unless ``LATCH_IMPL=python`` or the extension is not built: the reference."""
+    if _native is None or os.environ.get("LATCH_IMPL", "auto").strip().lower() == "python":
+        return _prepare_text_py
+    prepare: Callable[[str], str] = getattr(_native, "fts_prepare_text", _prepare_text_py)
+    return prepare
+
+
+def _prepare_text_py(text: str) -> str:
+    """The reference of :func:`prepare_text` (pure Python; ``tests/parity/test_fts_prepare_parity.py``)."""
     chunks = _dotted_chunks(text)
     prepared = _prepare_glued(text, chunks)
     if chunks:
@@ -339,6 +362,9 @@ def prepare_text(text: str) -> str:
         if extra:
             prepared = prepared + "\n" + " ".join(extra)
     return prepared
+
+
+_prepare: Callable[[str], str] = _backend()
 
 
 def _prepare_v1(text: str) -> str:
