@@ -178,15 +178,18 @@ class Ledger:
         return out
 
     # ------------------------------------------------------------------ refresh
-    def refresh(self, store: EventLog) -> None:
-        """Derive the events appended since the watermark (rebuild if the log was replaced)."""
+    def refresh(self, store: EventLog, until: int | None = None) -> None:
+        """Derive the events appended since the watermark, through global seq ``until`` (``None``: the newest
+        event), and no further: a view as of ``until`` derives only what it shows (rebuild if the log was
+        replaced)."""
         with self.lock:
             top = store.max_seq()
             if top < self.watermark or not self._same_log(store):
                 self._reset()
-            if top == self.watermark:
+            end = top if until is None else min(top, until)
+            if end <= self.watermark:
                 return
-            for ev in store.events(after_seq=self.watermark, until_seq=top):
+            for ev in store.events(after_seq=self.watermark, until_seq=end):
                 self._derive(store, ev)
                 self.watermark, self.watermark_session = ev.seq, ev.session_id
 
@@ -308,13 +311,14 @@ class KernelCache:
         self._lock = threading.Lock()
         _CACHES.add(self)
 
-    def ledger(self, store: EventLog) -> Ledger:
-        """The ledger of ``store`` in this cache, refreshed to the store's newest event."""
+    def ledger(self, store: EventLog, until: int | None = None) -> Ledger:
+        """The ledger of ``store`` in this cache, refreshed to the store's newest event (``until``: at least
+        through global seq ``until``, see :meth:`Ledger.refresh`)."""
         with self._lock:
             ledger = self._ledgers.get(store)
             if ledger is None:
                 ledger = self._ledgers[store] = Ledger(self.rules)
-        ledger.refresh(store)
+        ledger.refresh(store, until)
         return ledger
 
     def clear(self) -> None:
@@ -335,9 +339,10 @@ def default_cache() -> KernelCache:
     return _DEFAULT
 
 
-def ledger_for(store: EventLog, cache: KernelCache | None = None) -> Ledger:
-    """The ledger of ``store`` in ``cache`` (default :func:`default_cache`), refreshed."""
-    return (cache or default_cache()).ledger(store)
+def ledger_for(store: EventLog, cache: KernelCache | None = None, until: int | None = None) -> Ledger:
+    """The ledger of ``store`` in ``cache`` (default :func:`default_cache`), refreshed (through global seq
+    ``until`` at least; ``None``: to the newest event)."""
+    return (cache or default_cache()).ledger(store, until)
 
 
 def clear_cache() -> None:

@@ -977,7 +977,7 @@ def canonical_state(
     visible and the stale disproofs, all as of ``until_seq``; states of equal
     revision share one :class:`_Core`. Raises ``KeyError`` for an unknown session.
     """
-    ledger = ledger_for(store, cache)
+    ledger = ledger_for(store, cache, until_seq)
     sid = session_id if session_id in ledger.info else store.session(session_id).id
     with ledger.lock:
         until = ledger.watermark if until_seq is None else until_seq
@@ -1001,7 +1001,7 @@ def workspace_generation(
     """The workspace generation :func:`canonical_state` reports as of global ``until_seq`` (``None``: now),
     without reducing the session's state: an earlier ``until_seq`` rebuilds nothing. Raises ``KeyError`` for an
     unknown session."""
-    ledger = ledger_for(store, cache)
+    ledger = ledger_for(store, cache, until_seq)
     sid = session_id if session_id in ledger.info else store.session(session_id).id
     with ledger.lock:
         until = ledger.watermark if until_seq is None else until_seq
