@@ -159,14 +159,15 @@ def test_ledger_refresh_per_view_against_history(benchmark, tmp_path, n):
 
     store = EventStore(tmp_path / "ledger.db")
     sid = store.create_session(workspace="/work/shop", format="claude-code")
-    events = ScenarioModel(3, workspace="/work/shop").events()
+    history = ScenarioModel(3, workspace="/work/shop").events()
     for _ in range(0, n, 5_000):
-        store.append(sid, list(itertools.islice(events, min(5_000, n))))
+        store.append(sid, list(itertools.islice(history, min(5_000, n))))
     cache = KernelCache()
     canonical_state(store, sid, cache=cache)
+    views = ScenarioModel(11, workspace="/work/shop").events()  # the same view events at every size
 
     def setup():
-        store.append(sid, list(itertools.islice(events, VIEW_EVENTS)))
+        store.append(sid, list(itertools.islice(views, VIEW_EVENTS)))
         return (store.max_seq(),), {}
 
     def view(until):
