@@ -9,6 +9,12 @@ events (``LATCH_BENCH_FULL=1`` adds 10^5) where every turn also runs a new faili
 evidence grows with the history; the goal is ``extra_info["ratio_to_1e3"]`` <= 1.5 (the per-request
 cost does not grow with history: only new facts are reduced and only the lines that fit are rendered).
 
+``test_ledger_refresh_per_view_against_history`` times the kernel ledger's work per view (derive the events
+appended since the last view, through the view's seq, and reduce them) on the stress scenario's events after
+2x10^3 and 2x10^4 events (``LATCH_BENCH_FULL=1`` adds 2x10^5): ``extra_info["ratio_to_first"]`` (goal: about 1)
+and ``facts_held`` (bounded, not growing with the history). ``test_shell_reading_plain_vs_lexer`` reports the
+plain-script shell reader against :mod:`shlex` on the same commands (``ratio_to_lexer``).
+
 Run: ``python -m pytest benchmarks/test_bench_kernel.py --benchmark-only``.
 """
 
@@ -134,3 +140,76 @@ def test_state_per_request_against_history(benchmark, tmp_path, n):
         if n != SIZES[0] and SIZES[0] in _P50:
             benchmark.extra_info["ratio_to_1e3"] = round(_P50[n] / _P50[SIZES[0]], 3)
     store.close()
+
+
+# ------------------------------------------------------------------------------------ ledger per view
+LEDGER_SIZES = [2_000, 20_000] + ([200_000] if FULL else [])
+VIEW_EVENTS = 50
+_LEDGER_P50: dict[int, float] = {}
+
+
+@pytest.mark.parametrize("n", LEDGER_SIZES)
+def test_ledger_refresh_per_view_against_history(benchmark, tmp_path, n):
+    """The kernel ledger's cost per view (derive the ``VIEW_EVENTS`` scenario events appended since the last
+    view, through the view's seq) after ``n`` events of the stress scenario: ``extra_info["ratio_to_first"]``
+    is the p50 at ``n`` over the p50 at the smallest size (flat: about 1), ``facts_held`` what the ledger
+    keeps."""
+    from latch.bench.scenario import ScenarioModel
+    from latch.kernel.ledger import KernelCache
+
+    store = EventStore(tmp_path / "ledger.db")
+    sid = store.create_session(workspace="/work/shop", format="claude-code")
+    history = ScenarioModel(3, workspace="/work/shop").events()
+    for _ in range(0, n, 5_000):
+        store.append(sid, list(itertools.islice(history, min(5_000, n))))
+    cache = KernelCache()
+    canonical_state(store, sid, cache=cache)
+    views = ScenarioModel(11, workspace="/work/shop").events()  # the same view events at every size
+
+    def setup():
+        store.append(sid, list(itertools.islice(views, VIEW_EVENTS)))
+        return (store.max_seq(),), {}
+
+    def view(until):
+        return canonical_state(store, sid, until, cache=cache)
+
+    benchmark.pedantic(view, setup=setup, rounds=40, iterations=1, warmup_rounds=3)
+    ledger = cache.ledger(store, 0)
+    benchmark.extra_info.update(events=store.count_events(sid), facts_held=sum(map(len, ledger.facts.values())))
+    if benchmark.stats is not None:
+        _LEDGER_P50[n] = statistics.median(benchmark.stats.stats.data)
+        if n != LEDGER_SIZES[0] and LEDGER_SIZES[0] in _LEDGER_P50:
+            benchmark.extra_info["ratio_to_first"] = round(_LEDGER_P50[n] / _LEDGER_P50[LEDGER_SIZES[0]], 3)
+    store.close()
+
+
+def test_shell_reading_plain_vs_lexer(benchmark):
+    """Reading the stress scenario's shell commands (and the kernel's own examples): the plain-script reader
+    against :mod:`shlex`, both returning the same tokens; ``extra_info["ratio_to_lexer"]`` = plain / lexer."""
+    from latch.kernel import shell
+
+    scripts = [
+        "python -m pytest -q tests/test_billing_rounding.py",
+        "git status --short",
+        "git log --oneline -8",
+        "python -m pip list --format=freeze",
+        "env | sort",
+        "python3 - << EOF",
+        "cargo test --workspace && cargo clippy -- -D warnings",
+        "cd src && ls -la | head -20",
+    ] * 50
+    assert [shell._tokens(s) for s in scripts] == [shell._shlex_tokens(s) for s in scripts]
+
+    def lexer_time():
+        t = time.perf_counter()
+        for s in scripts:
+            shell._shlex_tokens(s)
+        return time.perf_counter() - t
+
+    def plain():
+        return [shell._tokens(s) for s in scripts]
+
+    lexer = statistics.median(lexer_time() for _ in range(5))
+    benchmark(plain)
+    if benchmark.stats is not None:
+        benchmark.extra_info["ratio_to_lexer"] = round(statistics.median(benchmark.stats.stats.data) / lexer, 4)

@@ -131,7 +131,7 @@ def build_report(store: EventLog, session_id: str, status: str, *, error: str | 
         if isinstance(s.event, AssistantMessage) and s.event.text.strip():
             last_text = s.event.text.strip()
     # the kernel's facts of the child's own log: its stored and its derived mutations and validations
-    for _, fact in ledger_for(store, kernel_cache()).session_facts(session_id):
+    for _, fact in ledger_for(store, kernel_cache()).session_facts(session_id, store):
         if isinstance(fact, Mutation):
             for p in fact.paths:
                 files.setdefault(p, None)

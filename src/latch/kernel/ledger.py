@@ -6,9 +6,12 @@ object its owner passes to :func:`ledger_for` and
 :func:`~latch.kernel.state.canonical_state` (the host keeps one per plugin
 manager, :func:`latch.host.kernel.kernel_cache`); a cache keys ledgers by store object,
 never by database path, so two stores opened on one path, or a store deleted and
-recreated at the same path, never share derived state. For each session it
-keeps the facts derived from its events (see :mod:`latch.kernel.derive`) at
-their position ``(seq, n)`` (``n`` orders several facts of one event). For each
+recreated at the same path, never share derived state. A view as of seq ``N``
+derives the log only through ``N``. For each session it keeps the facts derived
+from its events (see :mod:`latch.kernel.derive`) at their position ``(seq, n)``
+(``n`` orders several facts of one event) until the session's reducer has applied
+them (:meth:`Ledger.applied`; derived again from the log when an earlier view
+needs them), so what it holds does not grow with the history. For each
 *workspace* (sessions sharing ``sessions.workspace``; a session without one
 belongs to its parent's, else to itself) it keeps the mutations, which define
 the workspace generation, and the disproofs, which every session of the
@@ -33,12 +36,15 @@ from .events import Mutation, StateUpdate
 if TYPE_CHECKING:
     from ..store import EventLog, SessionInfo, StoredEvent
 
-__all__ = ["Ledger", "Disproof", "Workspace", "Pos", "KernelCache", "ledger_for", "clear_cache", "END"]
+__all__ = ["Ledger", "Disproof", "Workspace", "Pos", "KernelCache", "ledger_for", "clear_cache", "END", "APPLIED_HELD"]
 
 END = 1 << 62
 """Sub-position after every fact of an event: ``(seq, END)`` is "after everything at ``seq``"."""
 
 Pos = tuple[int, int]
+
+APPLIED_HELD = 1024
+"""Facts a session's reducer has applied that the ledger holds before letting them go (:meth:`Ledger.applied`)."""
 
 
 @dataclass
@@ -141,6 +147,7 @@ class Ledger:
         self.workspaces: dict[str, Workspace] = {}
         self.derivers: dict[str, SessionDeriver] = {}
         self.reducers: dict[str, Any] = {}
+        self.dropped: dict[str, int] = {}  # per session: facts its reducer applied and the ledger let go
 
     # ----------------------------------------------------------------- sessions
     def _session(self, store: EventLog, sid: str) -> SessionInfo:
@@ -178,15 +185,18 @@ class Ledger:
         return out
 
     # ------------------------------------------------------------------ refresh
-    def refresh(self, store: EventLog) -> None:
-        """Derive the events appended since the watermark (rebuild if the log was replaced)."""
+    def refresh(self, store: EventLog, until: int | None = None) -> None:
+        """Derive the events appended since the watermark, through global seq ``until`` (``None``: the newest
+        event), and no further: a view as of ``until`` derives only what it shows (rebuild if the log was
+        replaced)."""
         with self.lock:
             top = store.max_seq()
             if top < self.watermark or not self._same_log(store):
                 self._reset()
-            if top == self.watermark:
+            end = top if until is None else min(top, until)
+            if end <= self.watermark:
                 return
-            for ev in store.events(after_seq=self.watermark, until_seq=top):
+            for ev in store.events(after_seq=self.watermark, until_seq=end):
                 self._derive(store, ev)
                 self.watermark, self.watermark_session = ev.seq, ev.session_id
 
@@ -198,14 +208,17 @@ class Ledger:
         except KeyError:
             return False
 
+    def _new_deriver(self, store: EventLog, sid: str) -> SessionDeriver:
+        info = self._session(store, sid)
+        ws_key = self.workspace_key(store, sid)
+        workspace = info.workspace or (ws_key[3:] if ws_key.startswith("ws:") else None)
+        return SessionDeriver(DerivationContext(sid, info.format, workspace), self.rules)
+
     def _derive(self, store: EventLog, ev: StoredEvent) -> None:
         sid = ev.session_id
         deriver = self.derivers.get(sid)
         if deriver is None:
-            info = self._session(store, sid)
-            ws_key = self.workspace_key(store, sid)
-            workspace = info.workspace or (ws_key[3:] if ws_key.startswith("ws:") else None)
-            deriver = self.derivers[sid] = SessionDeriver(DerivationContext(sid, info.format, workspace), self.rules)
+            deriver = self.derivers[sid] = self._new_deriver(store, sid)
         facts = deriver.feed(ev.event)
         if deriver.opened or deriver.closed:
             pws = self.workspace(store, sid)
@@ -236,8 +249,46 @@ class Ledger:
                 )
 
     # -------------------------------------------------------------------- reads
-    def session_facts(self, sid: str) -> list[tuple[Pos, Any]]:
-        return self.facts.get(sid, [])
+    def session_facts(self, sid: str, store: EventLog | None = None) -> list[tuple[Pos, Any]]:
+        """Every fact of ``sid`` through the watermark, ``((seq, n), fact)`` in log order.
+
+        Facts the session's reducer has applied are let go (:meth:`applied`); when some were, they are derived
+        again from ``store``'s log (the same facts: derivation is a pure function of the session's events).
+        ``ValueError`` when some were let go and no ``store`` is given."""
+        with self.lock:
+            if self.dropped.get(sid):
+                if store is None:
+                    raise ValueError(f"session {sid}: applied facts were let go; pass the store to derive them again")
+                self.restore(store, sid)
+            return self.facts.get(sid, [])
+
+    def held_facts(self, sid: str) -> tuple[int, list[tuple[Pos, Any]]]:
+        """``(first, facts)``: the facts of ``sid`` held in memory, ``first`` the number of facts before them
+        (let go after its reducer applied them)."""
+        return self.dropped.get(sid, 0), self.facts.get(sid, [])
+
+    def applied(self, sid: str, count: int) -> None:
+        """The reducer of ``sid`` has applied its first ``count`` facts: once :data:`APPLIED_HELD` or more are held,
+        let them go, so what the ledger holds per session is bounded by what its views have not applied yet, not by
+        the history (a reducer rebuilt for an earlier seq derives them again, :meth:`restore`)."""
+        first = self.dropped.get(sid, 0)
+        done = count - first
+        if done >= APPLIED_HELD:
+            del self.facts[sid][:done]
+            self.dropped[sid] = count
+
+    def restore(self, store: EventLog, sid: str) -> None:
+        """Derive every fact of ``sid`` through the watermark again from the log and hold them all (after
+        :meth:`applied` let some go). O(the session's history): a view earlier than the reducer's is rebuilt."""
+        with self.lock:
+            if not self.dropped.get(sid):
+                return
+            deriver = self._new_deriver(store, sid)
+            facts: list[tuple[Pos, Any]] = []
+            for ev in store.events(sid, until_seq=self.watermark):
+                facts.extend(((ev.seq, n), fact) for n, fact in enumerate(deriver.feed(ev.event)))
+            self.facts[sid] = facts
+            self.dropped[sid] = 0
 
     def _visible(self, store: EventLog, sid: str) -> list[Workspace]:
         keys = {self.workspace_key(store, sid)} | {self.workspace_key(store, a) for a in self.ancestors(store, sid)}
@@ -308,13 +359,14 @@ class KernelCache:
         self._lock = threading.Lock()
         _CACHES.add(self)
 
-    def ledger(self, store: EventLog) -> Ledger:
-        """The ledger of ``store`` in this cache, refreshed to the store's newest event."""
+    def ledger(self, store: EventLog, until: int | None = None) -> Ledger:
+        """The ledger of ``store`` in this cache, refreshed to the store's newest event (``until``: at least
+        through global seq ``until``, see :meth:`Ledger.refresh`)."""
         with self._lock:
             ledger = self._ledgers.get(store)
             if ledger is None:
                 ledger = self._ledgers[store] = Ledger(self.rules)
-        ledger.refresh(store)
+        ledger.refresh(store, until)
         return ledger
 
     def clear(self) -> None:
@@ -335,9 +387,10 @@ def default_cache() -> KernelCache:
     return _DEFAULT
 
 
-def ledger_for(store: EventLog, cache: KernelCache | None = None) -> Ledger:
-    """The ledger of ``store`` in ``cache`` (default :func:`default_cache`), refreshed."""
-    return (cache or default_cache()).ledger(store)
+def ledger_for(store: EventLog, cache: KernelCache | None = None, until: int | None = None) -> Ledger:
+    """The ledger of ``store`` in ``cache`` (default :func:`default_cache`), refreshed (through global seq
+    ``until`` at least; ``None``: to the newest event)."""
+    return (cache or default_cache()).ledger(store, until)
 
 
 def clear_cache() -> None:

@@ -171,14 +171,36 @@ def command_text(command: object) -> str | None:
     return None
 
 
+_PYTHON_RE = lazy_compile(r"python[0-9.]*")
+_ASSIGNMENT_RE = lazy_compile(r"[A-Za-z_][A-Za-z0-9_]*=.*")
+_DURATION_RE = lazy_compile(r"[0-9.]+[smhd]?")
+
+
 def _basename(word: str) -> str:
     name = word.rsplit("/", 1)[-1]
-    if re.fullmatch(r"python[0-9.]*", name):
+    if name.startswith("python") and _PYTHON_RE.fullmatch(name):
         return "python"
     return name
 
 
+_WORD_CHARS = "A-Za-z0-9_~\\-./*?=\\[\\]{}:,+@%^!"
+_PLAIN_SCRIPT_RE = lazy_compile(f"[{_WORD_CHARS}();<>|& \\t\\r\\n]*")
+_PLAIN_TOKEN_RE = lazy_compile(f"[{_WORD_CHARS}]+|[();<>|&]+|\\n")
+
+
 def _tokens(script: str) -> list[str] | None:
+    """The words and operators of ``script`` as :func:`_shlex_tokens` reads them (``None``: unbalanced quotes).
+
+    A script of plain characters only (ASCII word characters, the operators ``();<>|&``, spaces, tabs and
+    newlines: no quote, escape, comment or expansion) is read without the lexer: a run of word characters is a
+    word, a run of operator characters one operator, each newline its own token, exactly as the lexer does."""
+    if _PLAIN_SCRIPT_RE.fullmatch(script):
+        return _PLAIN_TOKEN_RE.findall(script)
+    return _shlex_tokens(script)
+
+
+def _shlex_tokens(script: str) -> list[str] | None:
+    """``script`` read by :class:`shlex.shlex` (POSIX, operators apart, newlines kept as tokens)."""
     lex = shlex.shlex(script, posix=True, punctuation_chars=True)
     lex.whitespace = " \t\r"
     lex.wordchars += "[]{}:,+@%^!"
@@ -223,11 +245,11 @@ def _strip_wrappers(words: list[str]) -> list[str]:
     i = 0
     while i < len(words):
         w = words[i]
-        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w) or _basename(w) in _WRAPPERS:
+        if _ASSIGNMENT_RE.fullmatch(w) or _basename(w) in _WRAPPERS:
             i += 1
         elif _basename(w) == "timeout":
             i += 1
-            while i < len(words) and (words[i].startswith("-") or re.fullmatch(r"[0-9.]+[smhd]?", words[i])):
+            while i < len(words) and (words[i].startswith("-") or _DURATION_RE.fullmatch(words[i])):
                 i += 1
         elif i + 1 < len(words) and (_basename(w), words[i + 1]) in _RUNNERS:
             i += 2

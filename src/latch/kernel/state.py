@@ -151,15 +151,18 @@ class SessionReducer:
         self.counters[prefix] = self.counters.get(prefix, 0) + 1
         return f"{prefix}{self.counters[prefix]}"
 
-    def advance(self, facts: list[tuple[Pos, Any]], ws: Workspace, until: int) -> None:
-        """Apply the facts with ``seq <= until`` not applied yet."""
-        if self.index < len(facts) and facts[self.index][0][0] <= until:
+    def advance(self, facts: list[tuple[Pos, Any]], ws: Workspace, until: int, *, first: int = 0) -> None:
+        """Apply the facts with ``seq <= until`` not applied yet (``facts[0]`` is the session's fact number
+        ``first``; :attr:`index` counts the facts applied)."""
+        i = self.index - first
+        if i < len(facts) and facts[i][0][0] <= until:
             self._detach()
-            while self.index < len(facts) and facts[self.index][0][0] <= until:
-                pos, fact = facts[self.index]
+            while i < len(facts) and facts[i][0][0] <= until:
+                pos, fact = facts[i]
                 if self._apply(pos, fact, ws):
                     self.changes += 1
-                self.index += 1
+                i += 1
+            self.index = i + first
         self.until = max(self.until, until)
 
     def issue(self, core: _Core) -> _Core:
@@ -977,15 +980,18 @@ def canonical_state(
     visible and the stale disproofs, all as of ``until_seq``; states of equal
     revision share one :class:`_Core`. Raises ``KeyError`` for an unknown session.
     """
-    ledger = ledger_for(store, cache)
+    ledger = ledger_for(store, cache, until_seq)
     sid = session_id if session_id in ledger.info else store.session(session_id).id
     with ledger.lock:
         until = ledger.watermark if until_seq is None else until_seq
         red = ledger.reducers.get(sid)
         if red is None or until < red.until:
             red = ledger.reducers[sid] = SessionReducer(sid)
+            ledger.restore(store, sid)  # the facts an earlier reducer applied, derived again
         ws = ledger.workspace(store, sid)
-        red.advance(ledger.session_facts(sid), ws, until)
+        first, facts = ledger.held_facts(sid)
+        red.advance(facts, ws, until, first=first)
+        ledger.applied(sid, red.index)
         generation = ws.generation((until, END)) + ws.pending(until)
         visible, stale = ledger.disproof_counts(store, sid, until)
         revision = red.changes + generation + visible + stale
@@ -1001,7 +1007,7 @@ def workspace_generation(
     """The workspace generation :func:`canonical_state` reports as of global ``until_seq`` (``None``: now),
     without reducing the session's state: an earlier ``until_seq`` rebuilds nothing. Raises ``KeyError`` for an
     unknown session."""
-    ledger = ledger_for(store, cache)
+    ledger = ledger_for(store, cache, until_seq)
     sid = session_id if session_id in ledger.info else store.session(session_id).id
     with ledger.lock:
         until = ledger.watermark if until_seq is None else until_seq

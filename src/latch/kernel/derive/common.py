@@ -68,9 +68,11 @@ def error_signature(text: str) -> str:
     strings, paths, hex and numbers replaced by placeholders, at most 160 characters.
     """
     lines = _meaningful_lines(text)
-    if not lines:
-        return "(no output)"
-    line = _error_line(lines)
+    return _line_signature(_error_line(lines)) if lines else "(no output)"
+
+
+def _line_signature(line: str) -> str:
+    """The signature of one error line (see :func:`error_signature`)."""
     sig = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", "<q>", line)
     sig = re.sub(r"(?:[A-Za-z]:)?(?:[\w.\-~]*/)+[\w.\-]*", "<path>", sig)
     sig = re.sub(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8,}\b", "<hex>", sig)
@@ -80,7 +82,17 @@ def error_signature(text: str) -> str:
 
 
 def _excerpt(text: str, width: int = 200) -> str:
-    line = _error_line(_meaningful_lines(text))
+    return _cut(_error_line(_meaningful_lines(text)), width)
+
+
+def _signature_and_excerpt(text: str) -> tuple[str, str]:
+    """``(error_signature(text), _excerpt(text))``, the text's lines split once."""
+    lines = _meaningful_lines(text)
+    line = _error_line(lines)
+    return (_line_signature(line) if lines else "(no output)"), _cut(line)
+
+
+def _cut(line: str, width: int = 200) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
@@ -160,9 +172,9 @@ def _status(run: Run, ctx: DerivationContext, validation: bool) -> tuple[str, in
 
 def _summary(output: str) -> str:
     lines = _meaningful_lines(output)
-    marked = [s for s in lines if _FAIL_RE.search(s) or _PASS_RE.search(s)]
-    line = (marked or lines or [""])[-1]
-    return line if len(line) <= 200 else line[:199] + "…"
+    # the last line marked as a failure or a pass, else the last line: searched from the end
+    line = next((s for s in reversed(lines) if _FAIL_RE.search(s) or _PASS_RE.search(s)), lines[-1] if lines else "")
+    return _cut(line)
 
 
 def shell_facts(
@@ -227,7 +239,8 @@ def _outcome(tool: str, script: str, validations: tuple[str, ...], status: str, 
     families = tuple(dict.fromkeys(f"validation:{v.split()[0]}" for v in validations))
     actions = tuple(dict.fromkeys((_one_line(script),) + validations))
     if status == "failed":
-        return ToolFailure(tool, error_signature(output), actions + families, _excerpt(output))
+        signature, excerpt = _signature_and_excerpt(output)
+        return ToolFailure(tool, signature, actions + families, excerpt)
     return ToolSuccess(tool, actions + (families if status == "passed" else ()))
 
 

@@ -97,7 +97,7 @@ class ShellRule(DerivationRule):
                 facts = process_exit_facts(ctx.foreground, Run("", missing=True), ctx)
                 ctx.foreground = None
         process_id = None
-        started = _BACKGROUND_RE.search(run.output)
+        started = _BACKGROUND_RE.search(run.output) if "running" in run.output else None  # both forms say it
         if started and not result.is_error:
             process_id = (
                 process_id_text(started.group(1)) or call.id

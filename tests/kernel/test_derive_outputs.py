@@ -1,0 +1,53 @@
+"""A run's summary, error signature and excerpt read from one split of its output equal the readings of the
+whole list of lines: the last marked line (else the last line) and the best error line."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from latch.kernel.derive import common
+
+_LINES = [
+    "",
+    "   ",
+    "FAILED tests/test_tax.py::test_round - AssertionError: assert 1 == 2",
+    "1 failed, 12 passed in 0.31s",
+    "12 passed in 0.20s",
+    "error: could not compile `shop`",
+    "Traceback (most recent call last):",
+    "KeyError: 'currency'",
+    "npm ERR! code ELIFECYCLE",
+    "\x1b[31mFAIL\x1b[0m src/a.test.ts",
+    "Process exited with code 1",
+    "Output:",
+    "Wall time 0.2 seconds",
+    "collected 14 items",
+    "ok   shop/billing 0.012s",
+    "warning: unused variable",
+    "permission denied: /var/log/app.log",
+    "x" * 250,
+    "plain text line",
+]
+
+_outputs = st.lists(st.sampled_from(_LINES), max_size=30).map("\n".join)
+
+
+def _summary_of_every_line(output: str) -> str:
+    """The reading over the whole list: every marked line collected, the last one (else the last line) kept."""
+    lines = common._meaningful_lines(output)
+    marked = [s for s in lines if common._FAIL_RE.search(s) or common._PASS_RE.search(s)]
+    line = (marked or lines or [""])[-1]
+    return line if len(line) <= 200 else line[:199] + "…"
+
+
+@given(_outputs)
+@settings(max_examples=1_000, deadline=None)
+def test_summary_is_the_last_marked_line(output):
+    assert common._summary(output) == _summary_of_every_line(output)
+
+
+@given(_outputs)
+@settings(max_examples=1_000, deadline=None)
+def test_signature_and_excerpt_read_once_equal_each_read_alone(output):
+    assert common._signature_and_excerpt(output) == (common.error_signature(output), common._excerpt(output))

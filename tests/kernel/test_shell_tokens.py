@@ -1,0 +1,101 @@
+"""Shell command reading without the lexer: the plain-script tokens equal :mod:`shlex`'s, on the corpus's
+commands and on generated ones, and so does every classification built on them."""
+
+from __future__ import annotations
+
+import shlex
+from unittest import mock
+
+from corpus_support import importable_corpus_files, require_corpus
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from latch.events import AssistantMessage
+from latch.importers import TranscriptError, parse_all_file
+from latch.kernel import shell
+from latch.kernel.derive import call_arguments
+from latch.kernel.shell import classify_command, command_text
+
+
+def _lexer_tokens(script: str) -> list[str] | None:
+    """The reference reading: :class:`shlex.shlex` as the kernel configures it (before any shortcut)."""
+    lex = shlex.shlex(script, posix=True, punctuation_chars=True)
+    lex.whitespace = " \t\r"
+    lex.wordchars += "[]{}:,+@%^!"
+    try:
+        return list(lex)
+    except ValueError:
+        return None
+
+
+def _lexer_classification(script: str) -> list[shell.Segment]:
+    """``classify_command(script)`` with every script read by the lexer (no cache)."""
+    with mock.patch.object(shell, "_tokens", _lexer_tokens):
+        return list(shell._classified.__wrapped__(script))
+
+
+# every character class the lexer treats apart: word characters, operators, blanks, newlines, quotes,
+# escapes, comments, expansions, Latin-1 word characters and other scripts
+_ALPHABET = "ab yz09_~-./*?=[]{}:,+@%^!();<>|&\t\r\n'\"\\#$`éÿ漢\f\v"
+_PLAIN = "abz09_~-./*?=[]{}:,+@%^!();<>|& \t\r\n"
+
+_scripts = st.one_of(
+    st.text(alphabet=_ALPHABET, max_size=40),
+    st.text(alphabet=_PLAIN, max_size=60),
+    st.lists(
+        st.sampled_from(
+            ["pytest", "-q", "tests/x.py", "&&", "||", ";", "|", ">", ">>", "2>&1", "<<", "EOF", "\n", "sed", "-i"]
+            + ["'a b'", '"c d"', "rm", "-rf", "build", "cat", "f.txt", "#", "$X", "make", "fmt", "(", ")", "&"]
+        ),
+        max_size=12,
+    ).map(" ".join),
+)
+
+
+@given(_scripts)
+@example("python -m pytest -q tests/test_billing_rounding.py")
+@example("git status --short\n\ngit log --oneline -8 | head")
+@example("a;b&&c||d|e&f>g>>h<i 2>&1 ;; |& ;&")
+@example("echo a#b")
+@example("cat naïve.txt")
+@settings(max_examples=2_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_tokens_equal_the_lexers(script):
+    assert shell._tokens(script) == _lexer_tokens(script)
+
+
+@given(_scripts)
+@settings(max_examples=500, deadline=None)
+def test_classification_equals_the_lexers(script):
+    assert classify_command(script) == _lexer_classification(script)
+
+
+def _corpus_scripts() -> list[str]:
+    scripts: dict[str, None] = {}
+    for path in importable_corpus_files():
+        try:
+            parsed = parse_all_file(path)
+        except TranscriptError:
+            continue
+        for session in parsed:
+            for pe in session.events:
+                if not isinstance(pe.event, AssistantMessage):
+                    continue
+                for call in pe.event.tool_calls:
+                    args = call_arguments(call)
+                    script = command_text(args.get("command", args.get("cmd")))
+                    if script:
+                        scripts[script] = None
+    return list(scripts)
+
+
+def test_corpus_commands_read_and_classify_as_the_lexer_does():
+    require_corpus()
+    scripts = _corpus_scripts()
+    assert len(scripts) > 100  # the corpus's shell commands, every format
+    plain = 0
+    for script in scripts:
+        heredocs_gone = shell._HEREDOC_RE.sub(lambda m: "<< " + m.group(2) + m.group(3), script)
+        plain += bool(shell._PLAIN_SCRIPT_RE.fullmatch(heredocs_gone))
+        assert shell._tokens(heredocs_gone) == _lexer_tokens(heredocs_gone), script
+        assert classify_command(script) == _lexer_classification(script), script
+    assert plain > len(scripts) // 4  # the shortcut reads a good share of real commands
