@@ -9,7 +9,8 @@ one that does not move with the load. The goal is a ratio <= 1.18 (85% of the ra
 ``test_prepare_text_scenario`` times the FTS5 preparation of ``latch stress``'s scenario texts against the same
 preparation with the plain patterns (``ratio_to_plain``) and with the pure-Python reference (``ratio_to_py``: the
 native preparation's share of it; 0.09 on this shared machine: 5 against 60 µs per text, the per-event work that
-dominated the stress producer's appends).
+dominated the stress producer's appends). ``test_decoded_cache_insert_when_full``: a new row in the store object's
+full decoded-event cache against one in a cache with room (``ratio_to_room``).
 """
 
 from __future__ import annotations
@@ -135,3 +136,34 @@ def test_prepare_text_scenario(benchmark):
         ratio_to_py=round(fast / py, 3),
     )
     benchmark.pedantic(lambda: [fts.prepare_text(t) for t in texts], rounds=1, iterations=1)
+
+
+def test_decoded_cache_insert_when_full(benchmark):
+    """A store object's decoded-event cache (:class:`~latch.store.decoded.DecodedEvents`, 8,192 events) takes a
+    new row while full, dropping its oldest, as every read past the newest 8,192 events does: microseconds per new
+    row when full against the same inserts while it has room (``ratio_to_room``, CPU time, best of 5; about 1
+    when dropping the oldest costs nothing, about 20 when it scans the slots deleted before it)."""
+    from latch.store.decoded import DECODED_EVENTS, DecodedEvents
+
+    rows = [(seq, "s", "tool_result") for seq in range(4 * DECODED_EVENTS)]
+
+    def best(full: bool) -> float:
+        runs = []
+        for _ in range(5):
+            cache: DecodedEvents[int] = DecodedEvents(DECODED_EVENTS if full else len(rows))
+            c = time.process_time()
+            for row in rows:
+                cache.get(row, len)
+            runs.append(time.process_time() - c)
+            assert len(cache) == (DECODED_EVENTS if full else len(rows))
+        return min(runs)
+
+    full, room = best(True), best(False)
+    benchmark.extra_info.update(
+        rows=len(rows),
+        us_per_row_full=round(1e6 * full / len(rows), 3),
+        us_per_row_room=round(1e6 * room / len(rows), 3),
+        ratio_to_room=round(full / room, 2),
+    )
+    cache: DecodedEvents[int] = DecodedEvents()
+    benchmark.pedantic(lambda: [cache.get(row, len) for row in rows], rounds=1, iterations=1)

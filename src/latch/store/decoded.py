@@ -12,6 +12,7 @@ under an open object decodes afresh). Memory is bounded by the count, not the hi
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -31,7 +32,9 @@ class DecodedEvents(Generic[T]):
 
     def __init__(self, capacity: int = DECODED_EVENTS):
         self.capacity = capacity
-        self._by_seq: dict[Any, tuple[tuple[Any, ...], T]] = {}  # seq -> (row fingerprint, value)
+        # seq -> (row fingerprint, value), oldest first. An OrderedDict drops its oldest entry in O(1); a dict's
+        # first entry is found by skipping every deleted slot before it (about 20x slower per insert when full).
+        self._by_seq: OrderedDict[Any, tuple[tuple[Any, ...], T]] = OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -47,5 +50,5 @@ class DecodedEvents(Generic[T]):
         with self._lock:
             self._by_seq[key[0]] = (key, value)
             while len(self._by_seq) > self.capacity:
-                del self._by_seq[next(iter(self._by_seq))]
+                self._by_seq.popitem(last=False)
         return value
