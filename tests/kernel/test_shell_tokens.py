@@ -3,7 +3,6 @@ commands and on generated ones, and so does every classification built on them."
 
 from __future__ import annotations
 
-import shlex
 from unittest import mock
 
 from corpus_support import importable_corpus_files, require_corpus
@@ -16,16 +15,9 @@ from latch.kernel import shell
 from latch.kernel.derive import call_arguments
 from latch.kernel.shell import classify_command, command_text
 
-
-def _lexer_tokens(script: str) -> list[str] | None:
-    """The reference reading: :class:`shlex.shlex` as the kernel configures it (before any shortcut)."""
-    lex = shlex.shlex(script, posix=True, punctuation_chars=True)
-    lex.whitespace = " \t\r"
-    lex.wordchars += "[]{}:,+@%^!"
-    try:
-        return list(lex)
-    except ValueError:
-        return None
+_lexer_tokens = shell._shlex_tokens
+"""The reference reading: :class:`shlex.shlex` as the kernel configures it (what every script took before the
+plain reader, and what a script that is not plain still takes)."""
 
 
 def _lexer_classification(script: str) -> list[shell.Segment]:

@@ -8,6 +8,25 @@ import re
 
 from latch.store import fts
 
+PIECES = [
+    *"aZq09._+#-/ \n\t(",
+    "++",
+    "C#",
+    "c++",
+    ".NET",
+    "x.y",
+    "v1.2.3",
+    "é",
+    "数据",
+    "🔥",
+    "\u00a0",
+    "\x1c",
+    "_",
+    "..",
+]
+"""The characters and terms every step of the preparation looks at (letters, digits, '.', '+', '#', glued and
+dotted terms, a CJK word, an emoji, a no-break space): texts for the tests that pin a preparation to another."""
+
 _SUFFIX = re.compile(r"(?<![A-Za-z0-9])([A-Za-z][A-Za-z0-9]*)(\+\+|#)(?![A-Za-z0-9+#])")
 _DOT = re.compile(r"(?<![A-Za-z0-9.])\.([A-Za-z][A-Za-z0-9]*)(?![A-Za-z0-9])")
 _DOTTED = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)+(?![A-Za-z0-9])")
