@@ -267,8 +267,9 @@ class Unit:
             self.tokens = sum(self.msg_tokens)
             n = t = 0
             for m in self.messages:
-                c, k = counter.image_tokens(m)
-                n, t = n + c, t + k
+                if m.media:  # most messages carry none
+                    c, k = counter.image_tokens(m)
+                    n, t = n + c, t + k
             self.images = (n, t)
         return self.tokens
 
