@@ -13,6 +13,11 @@ The garbage collector's part (``gc.callbacks`` around the timed turns): ``gc_pau
 over the turns' time), ``gc_full_collections`` and ``gc_full_max_ms`` (the oldest generation: a full collection
 traverses every tracked object the session keeps, so its pause grows with what grows with the history).
 ``LATCH_BENCH_FULL=1`` times :data:`FULL_ROUNDS` turns per size, enough for the full collections to show.
+Measured on the shared, loaded 2-core machine, the two commits back to back (twice), at 10^5 events: before (the
+request loop's unit map held a ``UnitSpan`` per tool turn), 1 full collection per 400 turns of 344 and 214 ms, GC
+share 8.8% and 6.4%; after (:class:`latch.engine.units.UnitSpans`: int arrays), none, GC share 0.45% and 0.33%.
+What the collector still traverses per event is the kernel's facts (``ToolFailure``, ``ValidationEvidence``,
+``UserInstruction``, each in a tuple): p50 itself is dominated by recall's FTS queries, which grow with the history.
 
 Run: ``LATCH_BENCH_FULL=1 python -m pytest benchmarks/test_bench_agent_turn.py --benchmark-only``
 (CI runs it once with --benchmark-disable).
