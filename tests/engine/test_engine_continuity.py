@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from latch.engine import ContinuityEngine, continuity_context_engine_factory
 from latch.engine.port import ContextBudget, ContextOverflow, ContextRequest, EngineProfile
@@ -469,3 +471,38 @@ def test_set_estimator_reestimates_from_durable_records(sess):
     s = sess.add(UserMessage("efgh"))[0]
     v = eng.materialize(sess.request(s, budget))
     assert v.epoch == 1 and v.tokens.recent_tokens == 2 * (4 + 8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.lists(st.sampled_from(["a.py", "b.py", "src/c.py", "d.md", "e/f.rs", "g.txt", "h.go"]), max_size=3)
+        ),
+        max_size=12,
+    ),
+    st.integers(1, 9),
+    st.integers(0, 4),
+)
+def test_recent_paths_read_lazily_equal_the_paths_moved_to_the_end_as_each_call_arrives(turns, n, wait):
+    import json
+    from collections import deque
+
+    from latch.engine import continuity
+
+    recent, eager = continuity._RecentPaths(n, wait), deque(maxlen=n)
+    for k, turn in enumerate(turns):
+        keys = ("file_path", "path", "target_file")  # a call naming up to three paths
+        calls = [
+            ToolCall(f"c{k}.{i}", "Edit", json.dumps(dict(zip(keys, ps, strict=False)))) for i, ps in enumerate(turn)
+        ]
+        recent.add(calls)
+        for c in calls:
+            for p in c.paths():
+                if p in eager:
+                    eager.remove(p)
+                eager.append(p)
+        if k % 3 == 1:  # read now and then, as requests do
+            assert recent.paths() == list(eager)
+    assert recent.paths() == list(eager)
+    assert eager or not any(any(turn) for turn in turns)

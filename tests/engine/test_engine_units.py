@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from types import SimpleNamespace
 
 import pytest
@@ -216,3 +217,57 @@ def test_suffix_fit_from_scratch_agrees_with_prefix_sums(costs, budget):
         assert start == 0
     assert sum(costs[start:]) <= budget or start == len(costs)
     assert len(asked) == min(len(costs), len(costs) - start + 1)  # the kept items and the one that did not fit
+
+
+def _spans_stream(turns: int) -> list[SimpleNamespace]:
+    """Tool turns (one or two calls, a user message absorbed, one closed by the next response before its
+    result), plain messages and orphan results, as stored events with seqs from 1."""
+    events: list = []
+    for i in range(turns):
+        calls = tuple(ToolCall(f"c{i}.{j}", "bash", "{}") for j in range(1 + i % 2))
+        events.append(AssistantMessage(f"turn {i}", calls))
+        if i % 5 == 3:
+            events.append(UserMessage(f"meanwhile {i}"))
+        if i % 7 != 6:
+            events.extend(ToolResult(c.id, f"out {c.id}") for c in calls)
+        events.append(Usage(input_tokens=10, output_tokens=1))
+        if i % 3 == 0:
+            events.append(UserMessage(f"next {i}"))
+            events.append(ToolResult(f"gone{i}", "late", orphan=True))
+    events.append(AssistantMessage("done"))
+    return [SimpleNamespace(seq=s, event=e) for s, e in enumerate(events, start=1)]
+
+
+def test_unit_spans_read_like_a_map_of_every_unit_of_several_events_and_hold_no_object_per_unit():
+    import gc
+
+    from latch.engine.units import UnitSpan, UnitSpans
+
+    units = UnitBuilder().feed_all(_spans_stream(300))
+    spans = UnitSpans()
+    every: dict[int, UnitSpan] = {}
+    for u in units:
+        assert spans.add(u) == (len(u.seqs) > 1)
+        if len(u.seqs) > 1:
+            span = UnitSpan(u)
+            every.update(dict.fromkeys(u.seqs, span))
+    assert spans.unit_count == len({id(v) for v in every.values()}) > 250
+    assert list(spans) == sorted(every) and len(spans) == len(every)
+    for seq, want in every.items():
+        got = spans[seq]
+        assert (got.first_seq, got.close_seq, got.seqs) == (want.first_seq, want.close_seq, want.seqs)
+        assert seq in spans and spans.get(seq) is not None
+    singles = [u.seqs[0] for u in units if len(u.seqs) == 1]
+    assert singles and all(s not in spans and spans.get(s) is None for s in singles)
+    assert 0 not in spans and "1" not in spans and spans.get(10**9) is None
+    # a view missing one seq of a unit: the same violations through either map
+    by_seq = {m.seq: m for u in units for m in u.messages if m.seq is not None}
+    split = next(u for u in units if len(u.seqs) > 2)
+    view = [by_seq[s] for s in split.seqs[:-1]]
+    assert view_violations(view, spans) == view_violations(view, every) != []
+    # what a full garbage collection traverses: the map and its three arrays, whatever the history's length
+    held = [x for x in gc.get_referents(spans) if x is not UnitSpans]
+    assert [type(x) for x in held] == [array] * 3
+    assert not any(gc.is_tracked(y) for x in held for y in gc.get_referents(x) if not isinstance(y, type))
+    with pytest.raises(ValueError, match="do not ascend"):
+        spans.add(units[0] if len(units[0].seqs) > 1 else next(u for u in units if len(u.seqs) > 1))

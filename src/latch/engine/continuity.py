@@ -135,6 +135,44 @@ def _arg_paths(call: ToolCall) -> list[str]:
     return [p for p in call.paths() if len(p) < 300]
 
 
+_PATH_CALLS = 64
+"""Tool calls :class:`_RecentPaths` lets wait before it reads them (bounded memory between requests)."""
+
+
+class _RecentPaths:
+    """The newest distinct file paths tool calls named (at most ``n``, the oldest mention first), read lazily.
+
+    Equal to a ``deque(maxlen=n)`` that each path of each call, in order, moves to its end; but a call's arguments
+    are parsed for paths only when :meth:`paths` is read (or more than ``wait`` calls wait), and then from the
+    newest call back until ``n`` distinct paths are found: an older call cannot change the answer.
+    """
+
+    __slots__ = ("n", "wait", "_known", "_calls")
+
+    def __init__(self, n: int = 8, wait: int = _PATH_CALLS):
+        self.n, self.wait = n, wait
+        self._known: list[str] = []  # the answer as of the calls before _calls
+        self._calls: list[ToolCall] = []  # calls since, oldest first
+
+    def add(self, calls: Sequence[ToolCall]) -> None:
+        self._calls.extend(calls)
+        if len(self._calls) > self.wait:
+            self.paths()
+
+    def paths(self) -> list[str]:
+        if self._calls:
+            newest: dict[str, None] = {}  # newest mention first
+            for c in reversed(self._calls):
+                for p in reversed(_arg_paths(c)):
+                    newest.setdefault(p)
+                if len(newest) >= self.n:
+                    break
+            merged = [*(p for p in self._known if p not in newest), *reversed(newest)]
+            self._known = merged[-self.n :]
+            self._calls.clear()
+        return list(self._known)
+
+
 def _section(tag: str, body: str, attrs: str = "") -> str:
     return f"<{tag}{attrs}>\n{body}\n</{tag}>\n"
 
@@ -538,7 +576,7 @@ class ContinuityEngine:
         self._episodes = _episode_index()
         self._last_user: tuple[int, str] = (0, "")
         self._errors: deque[str] = deque(maxlen=3)
-        self._paths: deque[str] = deque(maxlen=8)
+        self._paths = _RecentPaths(8)
         self._work: deque[Any] = deque(maxlen=WORK_TEXTS)  # the latest assistant turn and its tool results
         self._work_seq = 0  # seq of the latest assistant turn
         self._skill_calls: dict[str, str] = {}  # load_skill call id → skill name, until its result
@@ -637,10 +675,8 @@ class ContinuityEngine:
                 for c in ev.tool_calls:
                     if c.name in SKILL_TOOLS:
                         self._skill_calls[c.id] = _skill_name(c)
-                    for p in _arg_paths(c):
-                        if p in self._paths:
-                            self._paths.remove(p)
-                        self._paths.append(p)
+                if ev.tool_calls:
+                    self._paths.add(ev.tool_calls)  # parsed for paths only when a request falls back on them
             elif isinstance(ev, Usage):
                 self._attribute_usage(s.seq, ev)
             elif isinstance(ev, SystemNote) and ev.subtype == "api_error":
@@ -683,7 +719,7 @@ class ContinuityEngine:
         entries = recent(8) if callable(recent) else (getattr(state, "files", None) or ())
         found = [f.get("path") if isinstance(f, Mapping) else f for f in entries]
         files = [f for f in found if isinstance(f, str) and f]
-        return files[-8:] or list(self._paths)
+        return files[-8:] or self._paths.paths()
 
     def _kernel_parts(
         self, type_: str, generation: int, revision: int, at_seq: int, sections: Sequence[tuple[str, str]]

@@ -36,7 +36,9 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from array import array
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..count_cache import cached_counter
@@ -53,6 +55,8 @@ __all__ = [
     "render_session_context",
     "Unit",
     "UnitBuilder",
+    "UnitSpan",
+    "UnitSpans",
     "message_line",
     "line_digest",
     "request_lines",
@@ -263,8 +267,9 @@ class Unit:
             self.tokens = sum(self.msg_tokens)
             n = t = 0
             for m in self.messages:
-                c, k = counter.image_tokens(m)
-                n, t = n + c, t + k
+                if m.media:  # most messages carry none
+                    c, k = counter.image_tokens(m)
+                    n, t = n + c, t + k
             self.images = (n, t)
         return self.tokens
 
@@ -282,8 +287,76 @@ class UnitSpan:
     def __init__(self, unit: Unit):
         self.first_seq, self.close_seq, self.seqs = unit.first_seq, unit.close_seq, unit.seqs
 
+    @classmethod
+    def of(cls, first_seq: int, close_seq: int, seqs: tuple[int, ...]) -> UnitSpan:
+        """The span with these seqs (``first_seq`` is ``seqs[0]``)."""
+        span = cls.__new__(cls)
+        span.first_seq, span.close_seq, span.seqs = first_seq, close_seq, seqs
+        return span
+
     def __repr__(self) -> str:
         return f"UnitSpan(seqs={self.seqs}, close_seq={self.close_seq})"
+
+
+class UnitSpans(Mapping[int, UnitSpan]):
+    """``{seq: UnitSpan}`` over the units of several events a session has completed, held as three int64
+    arrays: every such unit's seqs in one sorted array, where each unit's seqs start, and each unit's
+    ``close_seq``. About 8 bytes per seq and 16 per unit, and no Python object per unit, so a long session adds
+    nothing for the garbage collector to traverse (a full collection's pause stays flat as the history grows).
+
+    :meth:`add` takes units in the order :class:`UnitBuilder` completes them (their seqs ascend and never
+    interleave); a lookup is a binary search, O(log n), and returns a fresh :class:`UnitSpan` equal to
+    ``UnitSpan(unit)``. Iteration yields the seqs in ascending order. A one-event unit is not kept (it can
+    never be split, and its one seq names it).
+    """
+
+    __slots__ = ("_seqs", "_starts", "_closes")
+
+    def __init__(self) -> None:
+        self._seqs = array("q")  # every kept unit's seqs, ascending
+        self._starts = array("q", [0])  # unit i's seqs are _seqs[_starts[i]:_starts[i + 1]]
+        self._closes = array("q")
+
+    def add(self, unit: Unit | UnitSpan) -> bool:
+        """Keep ``unit`` when it has several seqs (returns whether it was kept). Raises ``ValueError`` for a unit
+        whose seqs do not ascend past every kept seq."""
+        seqs = unit.seqs
+        if len(seqs) < 2:
+            return False
+        last = self._seqs[-1] if self._seqs else None
+        if (last is not None and seqs[0] <= last) or any(a >= b for a, b in zip(seqs, seqs[1:], strict=False)):
+            raise ValueError(f"unit seqs {seqs} do not ascend past the last kept seq {last}")
+        self._seqs.extend(seqs)
+        self._starts.append(len(self._seqs))
+        self._closes.append(unit.close_seq)
+        return True
+
+    def _index(self, seq: int) -> int:
+        """Position of ``seq`` in ``_seqs`` (-1 when absent)."""
+        i = bisect_right(self._seqs, seq) - 1
+        return i if i >= 0 and self._seqs[i] == seq else -1
+
+    def __getitem__(self, seq: int) -> UnitSpan:
+        i = self._index(seq) if isinstance(seq, int) else -1
+        if i < 0:
+            raise KeyError(seq)
+        u = bisect_right(self._starts, i) - 1
+        lo, hi = self._starts[u], self._starts[u + 1]
+        return UnitSpan.of(self._seqs[lo], self._closes[u], tuple(self._seqs[lo:hi]))
+
+    def __contains__(self, seq: object) -> bool:
+        return isinstance(seq, int) and self._index(seq) >= 0
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._seqs)
+
+    def __len__(self) -> int:
+        return len(self._seqs)
+
+    @property
+    def unit_count(self) -> int:
+        """Units kept."""
+        return len(self._closes)
 
 
 def _orphan_message(seq: int, r: ToolResult) -> ViewMessage:
@@ -499,12 +572,14 @@ def view_violations(messages: Sequence[ViewMessage], units: Mapping[int, Unit | 
             continue
         i += 1
     if units is not None:
-        present: dict[int, tuple[Unit | UnitSpan, set[int]]] = {}  # the view's units only: O(view), not O(session)
+        # the view's units only: O(view), not O(session); keyed by first seq (units are disjoint), so a mapping
+        # that makes its spans when asked (UnitSpans) groups the same way as one that holds them
+        present: dict[int, tuple[Unit | UnitSpan, set[int]]] = {}
         for m in messages:
             if m.kind == "conversation" and m.seq is not None:
                 u = units.get(m.seq)
                 if u is not None:
-                    present.setdefault(id(u), (u, set()))[1].add(m.seq)
+                    present.setdefault(u.first_seq, (u, set()))[1].add(m.seq)
         for u, seen in present.values():
             missing = [s for s in u.seqs if s not in seen]
             if missing:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import plugins
-from ..engine.units import TokenCounter, UnitBuilder, UnitSpan, header_lines, message_line, view_violations
+from ..engine.units import TokenCounter, UnitBuilder, UnitSpans, header_lines, message_line, view_violations
 from ..events import AssistantMessage, Usage
 from ..kernel.derive import instruction_text
 from ..port import ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile, SessionContext
@@ -330,8 +330,9 @@ class RequestLoop:
         self._builder = UnitBuilder()
         # seq -> its conversation unit's seqs, over the session, for units of several events: a one-event unit is
         # never split and is named by its one seq, so a seq missing here reads the same to view_violations and
-        # request_changes (and a session of 10^6 events keeps no entry for its plain messages)
-        self.units: dict[int, UnitSpan] = {}
+        # request_changes (and a session of 10^6 events keeps no entry for its plain messages); held as int arrays,
+        # so the garbage collector has nothing per unit to traverse
+        self.units = UnitSpans()
         self.history_tokens = 0
         self._fed_seq = 0
         self._events = 0
@@ -368,10 +369,7 @@ class RequestLoop:
         for ev in self.store.events(self.session_id, after_seq=self._fed_seq, until_seq=until):
             for u in self._builder.feed(ev):
                 self.history_tokens += u.cost(self.counter)
-                if len(u.seqs) > 1:
-                    span = UnitSpan(u)  # the unit's seqs only: its text is not kept for the whole session
-                    for s in u.seqs:
-                        self.units[s] = span
+                self.units.add(u)  # the unit's seqs only (several): its text is not kept for the whole session
             found = instruction_text(ev.event)
             if found is not None:
                 self.latest_instruction = (ev.seq, found[0])
