@@ -39,7 +39,7 @@ import hashlib
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from ..count_cache import cached_counter
 from ..estimators import ChatFraming, estimator_for_model
@@ -298,6 +298,11 @@ class UnitSpan:
         return f"UnitSpan(seqs={self.seqs}, close_seq={self.close_seq})"
 
 
+SPANS_KEPT = 512
+"""Spans a :class:`UnitSpans` keeps of those read lately (a view's units of several events, read request after
+request)."""
+
+
 class UnitSpans(Mapping[int, UnitSpan]):
     """``{seq: UnitSpan}`` over the units of several events a session has completed, held as three int64
     arrays: every such unit's seqs in one sorted array, where each unit's seqs start, and each unit's
@@ -305,17 +310,22 @@ class UnitSpans(Mapping[int, UnitSpan]):
     nothing for the garbage collector to traverse (a full collection's pause stays flat as the history grows).
 
     :meth:`add` takes units in the order :class:`UnitBuilder` completes them (their seqs ascend and never
-    interleave); a lookup is a binary search, O(log n), and returns a fresh :class:`UnitSpan` equal to
-    ``UnitSpan(unit)``. Iteration yields the seqs in ascending order. A one-event unit is not kept (it can
+    interleave); a lookup is a binary search, O(log n), and returns a :class:`UnitSpan` equal to
+    ``UnitSpan(unit)`` (the one returned before while it is among the :data:`SPANS_KEPT` read lately). Iteration yields the seqs in ascending order. A one-event unit is not kept (it can
     never be split, and its one seq names it).
     """
 
-    __slots__ = ("_seqs", "_starts", "_closes")
+    __slots__ = ("_seqs", "_starts", "_closes", "_spans", "_read")
 
     def __init__(self) -> None:
         self._seqs = array("q")  # every kept unit's seqs, ascending
         self._starts = array("q", [0])  # unit i's seqs are _seqs[_starts[i]:_starts[i + 1]]
         self._closes = array("q")
+        # the spans read lately, by unit index, and the seqs read lately: a view reads the same recent seqs request
+        # after request. At most SPANS_KEPT and 8 * SPANS_KEPT (each emptied when full): what a collection
+        # traverses stays bounded.
+        self._spans: dict[int, UnitSpan] = {}
+        self._read: dict[object, UnitSpan | None] = {}  # seqs read lately: their span, None for no kept unit
 
     def add(self, unit: Unit | UnitSpan) -> bool:
         """Keep ``unit`` when it has several seqs (returns whether it was kept). Raises ``ValueError`` for a unit
@@ -336,13 +346,34 @@ class UnitSpans(Mapping[int, UnitSpan]):
         i = bisect_right(self._seqs, seq) - 1
         return i if i >= 0 and self._seqs[i] == seq else -1
 
+    def get(self, seq: int, default: Any = None) -> Any:
+        """The unit of several events holding ``seq``, else ``default`` (most seqs of a view are one-event units:
+        no ``KeyError`` raised and caught for them, as ``Mapping.get`` would)."""
+        known = self._read.get(seq, self)
+        if known is not self:
+            return default if known is None else known
+        if not isinstance(seq, int) or not self._seqs or seq > self._seqs[-1]:
+            return default  # past every kept seq: a unit added later may hold it, so nothing is remembered
+        i = self._index(seq)
+        span = None
+        if i >= 0:
+            u = bisect_right(self._starts, i) - 1
+            span = self._spans.get(u)
+            if span is None:
+                if len(self._spans) >= SPANS_KEPT:
+                    self._spans.clear()
+                lo, hi = self._starts[u], self._starts[u + 1]
+                span = self._spans[u] = UnitSpan.of(self._seqs[lo], self._closes[u], tuple(self._seqs[lo:hi]))
+        if len(self._read) >= 8 * SPANS_KEPT:
+            self._read.clear()
+        self._read[seq] = span  # at or before the last kept seq: no unit added later can hold it
+        return default if span is None else span
+
     def __getitem__(self, seq: int) -> UnitSpan:
-        i = self._index(seq) if isinstance(seq, int) else -1
-        if i < 0:
+        span = self.get(seq)
+        if span is None:
             raise KeyError(seq)
-        u = bisect_right(self._starts, i) - 1
-        lo, hi = self._starts[u], self._starts[u + 1]
-        return UnitSpan.of(self._seqs[lo], self._closes[u], tuple(self._seqs[lo:hi]))
+        return cast(UnitSpan, span)
 
     def __contains__(self, seq: object) -> bool:
         return isinstance(seq, int) and self._index(seq) >= 0
