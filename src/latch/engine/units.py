@@ -39,7 +39,7 @@ import hashlib
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from ..count_cache import cached_counter
 from ..estimators import ChatFraming, estimator_for_model
@@ -298,9 +298,9 @@ class UnitSpan:
         return f"UnitSpan(seqs={self.seqs}, close_seq={self.close_seq})"
 
 
-SPANS_KEPT = 512
-"""Spans a :class:`UnitSpans` keeps of those read lately (a view's units of several events, read request after
-request)."""
+SPANS_KEPT = 4096
+"""Seqs a :class:`UnitSpans` remembers of those read lately, with their spans (a view reads the same recent seqs
+request after request)."""
 
 
 class UnitSpans(Mapping[int, UnitSpan]):
@@ -311,21 +311,19 @@ class UnitSpans(Mapping[int, UnitSpan]):
 
     :meth:`add` takes units in the order :class:`UnitBuilder` completes them (their seqs ascend and never
     interleave); a lookup is a binary search, O(log n), and returns a :class:`UnitSpan` equal to
-    ``UnitSpan(unit)`` (the one returned before while it is among the :data:`SPANS_KEPT` read lately). Iteration yields the seqs in ascending order. A one-event unit is not kept (it can
-    never be split, and its one seq names it).
+    ``UnitSpan(unit)``; the last :data:`SPANS_KEPT` seqs read are remembered with their answer. Iteration yields
+    the seqs in ascending order. A one-event unit is not kept (it can never be split, and its one seq names it).
     """
 
-    __slots__ = ("_seqs", "_starts", "_closes", "_spans", "_read")
+    __slots__ = ("_seqs", "_starts", "_closes", "_read")
 
     def __init__(self) -> None:
         self._seqs = array("q")  # every kept unit's seqs, ascending
         self._starts = array("q", [0])  # unit i's seqs are _seqs[_starts[i]:_starts[i + 1]]
         self._closes = array("q")
-        # the spans read lately, by unit index, and the seqs read lately: a view reads the same recent seqs request
-        # after request. At most SPANS_KEPT and 8 * SPANS_KEPT (each emptied when full): what a collection
-        # traverses stays bounded.
-        self._spans: dict[int, UnitSpan] = {}
-        self._read: dict[object, UnitSpan | None] = {}  # seqs read lately: their span, None for no kept unit
+        # seqs read lately: their span, None for no kept unit; at most SPANS_KEPT (emptied when full), so what a
+        # collection traverses stays bounded
+        self._read: dict[object, UnitSpan | None] = {}
 
     def add(self, unit: Unit | UnitSpan) -> bool:
         """Keep ``unit`` when it has several seqs (returns whether it was kept). Raises ``ValueError`` for a unit
@@ -358,22 +356,18 @@ class UnitSpans(Mapping[int, UnitSpan]):
         span = None
         if i >= 0:
             u = bisect_right(self._starts, i) - 1
-            span = self._spans.get(u)
-            if span is None:
-                if len(self._spans) >= SPANS_KEPT:
-                    self._spans.clear()
-                lo, hi = self._starts[u], self._starts[u + 1]
-                span = self._spans[u] = UnitSpan.of(self._seqs[lo], self._closes[u], tuple(self._seqs[lo:hi]))
-        if len(self._read) >= 8 * SPANS_KEPT:
+            lo, hi = self._starts[u], self._starts[u + 1]
+            span = UnitSpan.of(self._seqs[lo], self._closes[u], tuple(self._seqs[lo:hi]))
+        if len(self._read) >= SPANS_KEPT:
             self._read.clear()
         self._read[seq] = span  # at or before the last kept seq: no unit added later can hold it
         return default if span is None else span
 
     def __getitem__(self, seq: int) -> UnitSpan:
-        span = self.get(seq)
+        span: UnitSpan | None = self.get(seq)
         if span is None:
             raise KeyError(seq)
-        return cast(UnitSpan, span)
+        return span
 
     def __contains__(self, seq: object) -> bool:
         return isinstance(seq, int) and self._index(seq) >= 0

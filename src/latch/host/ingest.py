@@ -100,10 +100,7 @@ def import_file(
     importer's ``parse`` returns; :func:`import_all` imports every one.
     """
     parsed = parse_file(path, format, importers, live=not final)
-    plan = _plan(store, Path(path), parsed, final, as_new)
-    if plan is None:
-        return store.session_id_for(parsed.external_key), parsed, []  # nothing settled yet: no empty session
-    sid, seqs = store.import_session(**plan)
+    sid, seqs = import_parsed(store, path, parsed, final=final, as_new=as_new)
     return sid, parsed, seqs
 
 
@@ -116,7 +113,7 @@ def import_parsed(
     raises like :func:`import_file`, the store unchanged."""
     plan = _plan(store, Path(path), parsed, final, as_new)
     if plan is None:
-        return store.session_id_for(parsed.external_key), []
+        return store.session_id_for(parsed.external_key), []  # nothing settled yet: no empty session
     return store.import_session(**plan)
 
 
