@@ -21,12 +21,20 @@ measured here; what is measured here, in one run, is ``S`` and ``P`` (seconds, i
 * ``report_seconds``: :func:`~latch.bench.report.write_report` without its figures; each figure drawn alone in
   this process: ``plots_sum_seconds`` their sum (the plots' serial time when one process draws them all) and
   ``plots_critical_seconds`` the longest (their serial time once each figure has a worker of its own,
-  :class:`~latch.bench.plots.Plotter`); ``report_and_plots_in_workers_seconds``: the report and every figure as
-  ``latch bench`` writes them now (a warm :class:`~latch.bench.plots.Plotter`; on this box's two cores).
+  :class:`~latch.bench.plots.Plotter`);
+* a tokens figure's panels (:mod:`latch.bench.panels`) draw in the plot workers as each session's jobs finish
+  (:meth:`~latch.bench.plots.Plotter.watch`): ``panels_seconds``, every such panel drawn here one after another, is
+  work beside the jobs (counted with them); what is left once the jobs are done, each figure alone here:
+  ``plots_after_jobs_critical_seconds`` the longest (a tokens figure: its first panel, with the legend, and the
+  assembly; the other figures whole);
+* ``report_and_plots_in_workers_seconds``: the report and every figure as ``latch bench`` writes them once its jobs
+  are done, every tokens panel drawn beside them (a warm :class:`~latch.bench.plots.Plotter` that watched the rows;
+  on this box's two cores).
 
 Then ``serial_seconds_one_process`` (start-up, discovery and server one after the other, report, every figure in
-turn) and ``serial_seconds`` (server beside discovery, figures beside each other), the serial fraction of each, and
-``projected_efficiency_8``/``_16`` from them: **projections from the measured serial and per-job costs by Amdahl's
+turn) and ``serial_seconds`` (server beside discovery, panels beside the jobs, figures beside each other), the
+serial fraction of each, and ``projected_efficiency_8``/``_16`` from them, with the job work ``jobs_seconds`` (plus
+``panels_seconds`` for ``serial_seconds``): **projections from the measured serial and per-job costs by Amdahl's
 law, not measurements** (the jobs assumed to divide evenly, the figures to have free cores).
 
 Run: ``python -m pytest benchmarks/test_bench_serial.py --benchmark-only``
@@ -46,6 +54,7 @@ from pathlib import Path
 import pytest
 
 from latch.bench import executor
+from latch.bench.panels import assemble, draw_panel, panel_lines, panel_order
 from latch.bench.plots import Plotter, budget_plot_files, draw_budget_figure, write_plot
 from latch.bench.report import write_report
 from latch.bench.runner import discover_sessions, parse_budgets, run_bench
@@ -156,6 +165,23 @@ def _measure(tmp: Path) -> dict[str, float]:
     start = time.perf_counter()
     write_plot(tmp / "plot.png", results, budgets)
     per_figure.append(time.perf_counter() - start)
+    tails = [per_figure[-1]]
+    panels_work = 0.0
+    (tmp / "tails").mkdir()
+    for kind, budget, path, rs in budget_plot_files(tmp / "tails", results).values():
+        if kind != "tokens":
+            start = time.perf_counter()
+            draw_budget_figure(kind, budget, path, rs, ENGINES)
+            tails.append(time.perf_counter() - start)
+            continue
+        names = panel_order(rs)
+        start = time.perf_counter()
+        tiles = {name: draw_panel(name, panel_lines(rs, name)) for name in names}
+        panels_work += time.perf_counter() - start
+        start = time.perf_counter()
+        tiles[names[0]] = draw_panel(names[0], panel_lines(rs, names[0]), legend=True)
+        assemble(path, budget, names, tiles)
+        tails.append(time.perf_counter() - start)
     start = time.perf_counter()
     write_report(
         tmp / "out", results, engines=ENGINES, sessions=sessions, budgets=budgets, seconds=1.0, plotter=_NoPlots()
@@ -163,6 +189,11 @@ def _measure(tmp: Path) -> dict[str, float]:
     figures["report_seconds"] = time.perf_counter() - start
     with Plotter(min(len(per_figure), os.cpu_count() or 1)) as plotter:
         plotter.write_plot(tmp / "warm.png", results[:1], budgets).result()  # its workers started and warm
+        watch = plotter.watch(ENGINES)
+        for row in results:
+            watch(row)
+        for figure in plotter.budget_plots(tmp / "beside-jobs", results, ENGINES).values():
+            figure.result()  # the panels, drawn beside the jobs in a run
         start = time.perf_counter()
         drawing = plotter.write_plot(tmp / "plot2.png", results, budgets)
         write_report(
@@ -172,6 +203,8 @@ def _measure(tmp: Path) -> dict[str, float]:
         figures["report_and_plots_in_workers_seconds"] = time.perf_counter() - start
     figures["plots_sum_seconds"] = sum(per_figure)
     figures["plots_critical_seconds"] = max(per_figure)
+    figures["panels_seconds"] = panels_work
+    figures["plots_after_jobs_critical_seconds"] = max(tails)
     return figures
 
 
@@ -193,19 +226,20 @@ def test_serial_part_and_fixed_cost_per_job(benchmark, tmp_path):
         figures["startup_seconds"]
         + figures["server_and_discovery_seconds"]
         + figures["report_seconds"]
-        + figures["plots_critical_seconds"]
+        + figures["plots_after_jobs_critical_seconds"]
     )
-    work = figures["jobs_seconds"]
+    work_one = figures["jobs_seconds"]
+    work = figures["jobs_seconds"] + figures["panels_seconds"]
     benchmark.extra_info.update({k: round(v, 4) for k, v in figures.items()})
     benchmark.extra_info.update(
         serial_seconds_one_process=round(before, 3),
         serial_seconds=round(after, 3),
-        serial_fraction_one_process=round(before / (before + work), 3),
+        serial_fraction_one_process=round(before / (before + work_one), 3),
         serial_fraction=round(after / (after + work), 3),
-        per_job_fixed_over_job=round(figures["per_job_fixed_seconds"] / (work / figures["jobs"]), 3),
+        per_job_fixed_over_job=round(figures["per_job_fixed_seconds"] / (work_one / figures["jobs"]), 3),
         projection="Amdahl's law from the measured serial seconds and job work; not a measurement",
-        projected_efficiency_8_one_process=round(_amdahl(before, work, 8), 3),
-        projected_efficiency_16_one_process=round(_amdahl(before, work, 16), 3),
+        projected_efficiency_8_one_process=round(_amdahl(before, work_one, 8), 3),
+        projected_efficiency_16_one_process=round(_amdahl(before, work_one, 16), 3),
         projected_efficiency_8=round(_amdahl(after, work, 8), 3),
         projected_efficiency_16=round(_amdahl(after, work, 16), 3),
     )

@@ -337,18 +337,20 @@ def run_tasks(
     order: Sequence[int] | None = None,
     progress: Callable[[int, int], None] | None = None,
     backend: Backend | None = None,
+    on_result: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """``fn(*args)`` for every ``(label, args)`` of ``tasks``, each once in a fresh process (see the module
     docstring); the results in the order of ``tasks``.
 
     ``order``: the indices of ``tasks`` in submission order (default: as given; e.g. the biggest first).
-    ``progress(done, total)`` after each task. A failed task's result is ``{**label, "error": ...}``.
+    ``progress(done, total)`` after each task; ``on_result(i, result)`` as task ``i``'s result comes in (in this
+    thread, before ``progress``). A failed task's result is ``{**label, "error": ...}``.
     ``backend``: an open :class:`Backend` to run on (its ``jobs`` and ``scheduler`` replace these; the caller
     closes it); without it one is opened for these tasks and closed before returning.
     :class:`SchedulerError` for an unusable ``scheduler``, before anything runs."""
     if backend is None:
         with Backend(jobs, scheduler) as own:
-            return run_tasks(fn, tasks, order=order, progress=progress, backend=own)
+            return run_tasks(fn, tasks, order=order, progress=progress, backend=own, on_result=on_result)
     results: list[dict[str, Any] | None] = [None] * len(tasks)
     local = backend.scheduler is None
     if local:
@@ -374,6 +376,8 @@ def run_tasks(
                     results[i] = fut.result()
                 except Exception as exc:  # noqa: BLE001 - a crashed worker (BrokenProcessPool, KilledWorker)
                     results[i] = _error(tasks[i][0], exc)
+                if on_result:
+                    on_result(i, cast(dict[str, Any], results[i]))
                 done += 1
                 if progress:
                     progress(done, len(tasks))

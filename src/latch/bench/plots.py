@@ -2,24 +2,26 @@
 the engines (``--plot``) with its cost-vs-coverage frontier panel. matplotlib is the bench extra.
 
 :class:`Plotter` draws them in worker processes, each figure in its own (the files are those of
-:func:`budget_plots` and :func:`write_plot`): the figures draw at once and while the caller writes the report, and
-the workers import pyplot while the bench's jobs run. A tokens figure of many sessions is the slow one (about 8 s
-for 80 sessions on a busy 2-core box, most of it matplotlib's layout and rendering).
+:func:`budget_plots` and :func:`write_plot`): the figures draw at once and while the caller writes the report, the
+workers import pyplot while the bench's jobs run, and a tokens figure's panels (:mod:`latch.bench.panels`) draw as
+their sessions' jobs finish. A tokens figure drawn in one process is the slow one (about 8 s for 80 sessions on a
+busy 2-core box); drawn panel by panel beside the jobs, what is left after them is pasting the panels together.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
-import math
 import multiprocessing as mp
 import os
 import re
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..textsafe import atomic_path
 from .executor import mp_context
+from .panels import assemble, draw_panel, panel_lines, panel_order, pyplot, write_tokens_figure
 from .runner import Budget
 from .summary import frontier_points
 
@@ -39,17 +41,6 @@ __all__ = [
 
 FRONTIER_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 """The frontier panel's marker shape of the i-th budget (cycled)."""
-
-
-def pyplot() -> Any:
-    """``matplotlib.pyplot`` on the non-interactive Agg backend; ``ImportError`` without the bench extra (the
-    command checks it is installed)."""
-    import matplotlib  # optional dependency (the bench extra)
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def budget_plot_files(
@@ -73,9 +64,10 @@ def draw_budget_figure(
     kind: str, budget: str, path: Path, rs: Sequence[Mapping[str, Any]], engines: Sequence[str]
 ) -> Path:
     """One figure of :func:`budget_plots` (``kind`` ``"tokens"`` or ``"cacheability"``) saved at ``path``."""
+    if kind == "tokens":
+        return write_tokens_figure(path, budget, rs)
     plt = pyplot()
-    fig = _tokens_figure(plt, budget, rs) if kind == "tokens" else _cacheability_figure(plt, budget, rs, engines)
-    return _save(plt, fig, path)
+    return _save(plt, _cacheability_figure(plt, budget, rs, engines), path)
 
 
 def budget_plots(folder: Path, results: Sequence[Mapping[str, Any]], engines: Sequence[str]) -> dict[str, Path]:
@@ -102,25 +94,82 @@ def _started() -> None:
 
 
 class Plotter:
-    """Draws ``latch bench``'s figures in ``workers`` processes, each figure in its own task, so they draw at once and
-    while the caller writes the report. The workers are forked from the bench's task server
-    (:func:`latch.bench.executor.mp_context`) and start at once, importing pyplot (about half a second) while the
-    caller runs its jobs. With ``spawn`` (the jobs run elsewhere, on Dask) the workers are fresh interpreters
-    instead, so this process starts no task server of its own. The methods return futures of the paths; :meth:`close` (or leaving a ``with`` block)
-    waits for the figures and ends the workers. A figure's exception comes back through its future."""
+    """Draws ``latch bench``'s figures in ``workers`` processes, so they draw at once, while the caller writes the
+    report, and (the tokens figures' panels) while the jobs still run. The workers are forked from the bench's task
+    server (:func:`latch.bench.executor.mp_context`) and start at once, importing pyplot (about half a second) while
+    the caller runs its jobs. With ``spawn`` (the jobs run elsewhere, on Dask) the workers are fresh interpreters
+    instead, so this process starts no task server of its own.
+
+    A tokens figure is one panel per session (:mod:`latch.bench.panels`): each panel is a task of its own, drawn as
+    soon as its session's rows are known (:meth:`watch`, fed each job's row as it finishes) or else when the figure
+    is asked for, and the figure is assembled from its panels in a worker. The methods return futures of the
+    paths; :meth:`close` (or leaving a ``with`` block) waits for the figures and ends the workers. A figure's
+    exception comes back through its future."""
 
     def __init__(self, workers: int = 2, *, spawn: bool = False) -> None:
         context = mp.get_context("spawn") if spawn else mp_context()
         self._pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_import_pyplot)
         for _ in range(workers):
             self._pool.submit(_started)
+        self._assembling = cf.ThreadPoolExecutor(max_workers=2, thread_name_prefix="latch-plot-assemble")
+        self._lock = threading.Lock()
+        self._panels: dict[tuple[str, str], tuple[Any, cf.Future[bytes]]] = {}
+        self._seen: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+
+    @property
+    def panels_asked(self) -> set[tuple[str, str]]:
+        """The ``(budget, session)`` of every tokens panel asked of the workers so far (drawn, drawing or queued)."""
+        with self._lock:
+            return set(self._panels)
+
+    def _panel(self, budget: str, session: str, lines: Any) -> cf.Future[bytes]:
+        """The panel of ``session`` at ``budget`` with ``lines``: the one already drawn or drawing for the same
+        lines, else a new task."""
+        with self._lock:
+            known = self._panels.get((budget, session))
+            if known is not None and known[0] == lines:
+                return known[1]
+            future = self._pool.submit(draw_panel, session, lines)
+            self._panels[(budget, session)] = (lines, future)
+            return future
+
+    def watch(self, engines: Sequence[str]) -> Callable[[Mapping[str, Any]], None]:
+        """A callback for each job's row as it finishes (``run_bench(on_row=...)``): once the rows of every one of
+        ``engines`` for a (session, budget) are in, that session's tokens panel starts drawing in a worker."""
+        expected = len(engines)
+
+        def row_done(row: Mapping[str, Any]) -> None:
+            key = (row["budget"], row["session"])
+            with self._lock:
+                rows = self._seen.setdefault(key, [])
+                rows.append(row)
+                if len(rows) != expected:
+                    return
+            ok = [r for r in rows if "error" not in r]
+            if ok:
+                self._panel(key[0], key[1], panel_lines(ok, key[1]))
+
+        return row_done
+
+    def _tokens_figure(self, path: Path, budget: str, rs: Sequence[Mapping[str, Any]]) -> cf.Future[Path]:
+        names = panel_order(rs)
+        first = self._pool.submit(draw_panel, names[0], panel_lines(rs, names[0]), legend=True)
+        panels = {name: self._panel(budget, name, panel_lines(rs, name)) for name in names[1:]}
+
+        def assembled() -> Path:
+            tiles = {names[0]: first.result(), **{name: f.result() for name, f in panels.items()}}
+            return self._pool.submit(assemble, path, budget, names, tiles).result()
+
+        return self._assembling.submit(assembled)
 
     def budget_plots(
         self, folder: Path, results: Sequence[Mapping[str, Any]], engines: Sequence[str]
     ) -> dict[str, cf.Future[Path]]:
         """:func:`budget_plots` in the workers: ``{"tokens BUDGET": future of the path, ...}`` in budget order."""
         return {
-            key: self._pool.submit(draw_budget_figure, kind, budget, path, rs, list(engines))
+            key: self._tokens_figure(path, budget, rs)
+            if kind == "tokens"
+            else self._pool.submit(draw_budget_figure, kind, budget, path, rs, list(engines))
             for key, (kind, budget, path, rs) in budget_plot_files(folder, results).items()
         }
 
@@ -132,6 +181,7 @@ class Plotter:
 
     def close(self) -> None:
         """Wait for the figures asked for, then end the workers."""
+        self._assembling.shutdown(wait=True)
         self._pool.shutdown(wait=True)
 
     def __enter__(self) -> Plotter:
@@ -149,38 +199,6 @@ def _save(plt: Any, fig: Any, path: Path) -> Path:
         fig.savefig(tmp, dpi=110, format="png", pil_kwargs={"compress_level": 3})
     plt.close(fig)
     return path
-
-
-def _tokens_figure(plt: Any, budget: str, rs: Sequence[Mapping[str, Any]]) -> Any:
-    """Tokens sent per request along each session of ``rs`` (one panel per session, longest first; one line per
-    engine)."""
-    names = sorted({r["session"] for r in rs}, key=lambda n: -max(x["requests"] for x in rs if x["session"] == n))
-    cols = min(3, len(names))
-    nrows = math.ceil(len(names) / cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(5.2 * cols, 3.2 * nrows), squeeze=False)
-    for ax, name in zip(axes.flat, names, strict=False):
-        for r in sorted((x for x in rs if x["session"] == name), key=lambda x: x["engine"]):
-            ax.plot(
-                range(1, len(r["tokens"]) + 1),
-                [t if t is not None else float("nan") for t in r["tokens"]],
-                label=r["engine"],
-                linewidth=1,
-            )
-        ax.set_title(name, fontsize=8)
-        ax.set_xlabel("request", fontsize=7)
-        ax.set_ylabel("tokens sent", fontsize=7)
-        ax.tick_params(labelsize=6)
-    for ax in list(axes.flat)[len(names) :]:
-        ax.axis("off")
-    axes.flat[0].legend(fontsize=7)
-    # margins in inches, the same for every panel (their labels are alike): what tight_layout would find, without
-    # measuring every label of every panel (seconds for a corpus of many sessions); the title above the first row
-    width, height = fig.get_size_inches()
-    fig.subplots_adjust(
-        left=0.75 / width, right=1 - 0.2 / width, bottom=0.5 / height, top=1 - 0.75 / height, wspace=0.2, hspace=0.42
-    )
-    fig.suptitle(f"tokens per request along each session · budget {budget}", fontsize=10, y=1 - 0.2 / height)
-    return fig
 
 
 def _cacheability_figure(plt: Any, budget: str, rs: Sequence[Mapping[str, Any]], engines: Sequence[str]) -> Any:

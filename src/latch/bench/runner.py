@@ -476,6 +476,7 @@ def run_bench(
     config: Mapping[str, Any] | None = None,
     scheduler: str | None = None,
     backend: Backend | None = None,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Every (engine, session, budget) job, each in a fresh process; results in (engine, session, budget) order.
 
@@ -490,7 +491,8 @@ def run_bench(
     ``config`` is Latch's configuration for every engine. Unknown engines or estimators raise
     :class:`latch.plugins.PluginError` before anything runs; an unusable scheduler raises
     :class:`~latch.bench.executor.SchedulerError`. ``backend``: an open :class:`~latch.bench.executor.Backend` to
-    run on instead (its workers and scheduler; the caller closes it)."""
+    run on instead (its workers and scheduler; the caller closes it). ``on_row(row)``: each job's row as it
+    finishes (e.g. :meth:`latch.bench.plots.Plotter.watch`, drawing a session's panel once its jobs are done)."""
     check_plugins(engines, estimator)
     plan = [(e, s, b) for e in engines for s in sessions for b in budgets]
     parts = {s.name: session_part(s) for s in sessions}  # a file of several sessions parsed once, not per job
@@ -499,4 +501,13 @@ def run_bench(
         for e, s, b in plan
     ]
     order = sorted(range(len(plan)), key=lambda i: -plan[i][1].weight)
-    return run_tasks(run_job, tasks, jobs=jobs, scheduler=scheduler, order=order, progress=progress, backend=backend)
+    return run_tasks(
+        run_job,
+        tasks,
+        jobs=jobs,
+        scheduler=scheduler,
+        order=order,
+        progress=progress,
+        backend=backend,
+        on_result=(lambda _, row: on_row(row)) if on_row is not None else None,
+    )

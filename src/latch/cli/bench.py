@@ -17,8 +17,8 @@ per budget (:func:`latch.bench.report.budget_verdicts`). Progress goes to stderr
 and then in a pipe (:mod:`latch.cli.progress`).
 
 What runs once per command overlaps other work: the task server or the Dask cluster starts while the sessions are
-discovered (:class:`latch.bench.executor.Backend`), the plot workers import matplotlib while the jobs run, and the
-figures draw in those workers while the report is written (:class:`latch.bench.plots.Plotter`) and the Dask
+discovered (:class:`latch.bench.executor.Backend`), the plot workers import matplotlib while the jobs run and draw
+each session's tokens panel once its jobs are done, and the figures draw in those workers while the report is written (:class:`latch.bench.plots.Plotter`) and the Dask
 cluster closes.
 """
 
@@ -225,6 +225,7 @@ def _run(
                         config=config,
                         backend=backend,
                         progress=update,
+                        on_row=plotter.watch(names),
                     )
             except PluginError as exc:
                 raise click.UsageError(str(exc)) from None

@@ -1,0 +1,168 @@
+"""``latch bench``'s tokens figure, drawn panel by panel: tokens sent per request along each session, one panel
+per session (longest first), one line per engine, in a grid of :data:`COLUMNS` columns under a title.
+
+Every panel is a tile of the same size (:data:`TILE_INCHES` at :data:`DPI`, margins set in inches), so a panel
+draws alone, in any process and as soon as its session's jobs are done, and the figure is the tiles pasted in
+order under a title strip (:func:`assemble`): the same pixels whether the panels were drawn one after another
+here (:func:`write_tokens_figure`) or in :class:`~latch.bench.plots.Plotter`'s workers while the other jobs ran.
+The legend (the engines) is on the first panel, drawn once the order is known. A panel is returned as its
+RGBA pixels, zlib-compressed (mostly white: a few tens of KB).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..textsafe import atomic_path
+
+__all__ = [
+    "COLUMNS",
+    "DPI",
+    "HEADER_INCHES",
+    "TILE_INCHES",
+    "Lines",
+    "assemble",
+    "draw_panel",
+    "panel_figure",
+    "panel_lines",
+    "panel_order",
+    "pyplot",
+    "write_tokens_figure",
+]
+
+COLUMNS = 3
+"""Panels per row (fewer when there are fewer sessions)."""
+TILE_INCHES = (5.2, 3.2)
+"""A panel's tile, width and height in inches (its axes inside, margins :data:`_MARGINS`)."""
+HEADER_INCHES = 0.6
+"""The title strip above the panels, inches."""
+DPI = 110
+"""Pixels per inch: a tile is 572 × 352 pixels, the title strip 66 pixels high."""
+_MARGINS = (0.62, 0.5, 0.12, 0.3)
+"""Left, bottom, right, top margins of a panel's axes in its tile, inches (tick labels, axis labels, title)."""
+
+Lines = list[tuple[str, list[float | None]]]
+"""A panel's lines: ``(engine, tokens per request)`` sorted by engine (``None``: a refused request)."""
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the non-interactive Agg backend; ``ImportError`` without the bench extra (the
+    command checks it is installed)."""
+    import matplotlib  # optional dependency (the bench extra)
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def panel_order(rs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The sessions of the successful rows ``rs`` in panel order: most requests (over the engines) first, then by
+    name."""
+    most: dict[str, int] = {}
+    for r in rs:
+        most[r["session"]] = max(most.get(r["session"], 0), r["requests"])
+    return sorted(most, key=lambda n: (-most[n], n))
+
+
+def panel_lines(rs: Sequence[Mapping[str, Any]], session: str) -> Lines:
+    """``session``'s lines (:data:`Lines`) from the successful rows ``rs``."""
+    return [(r["engine"], list(r["tokens"])) for r in sorted(rs, key=lambda x: x["engine"]) if r["session"] == session]
+
+
+def _pixels(width: float, height: float) -> tuple[int, int]:
+    return round(width * DPI), round(height * DPI)
+
+
+def panel_figure(session: str, lines: Lines, *, legend: bool = False) -> Any:
+    """One session's panel as a matplotlib ``Figure`` of one tile (:data:`TILE_INCHES`, :data:`DPI`): one line per
+    engine of ``lines`` (tokens against the request's number from 1; a refused request is a gap), titled
+    ``session``, the engines' legend with ``legend``. The caller closes it."""
+    width, height = TILE_INCHES
+    left, bottom, right, top = _MARGINS
+    fig = pyplot().figure(figsize=(width, height), dpi=DPI)
+    ax = fig.add_axes((left / width, bottom / height, 1 - (left + right) / width, 1 - (bottom + top) / height))
+    for engine, tokens in lines:
+        ax.plot(
+            range(1, len(tokens) + 1),
+            [t if t is not None else float("nan") for t in tokens],
+            label=engine,
+            linewidth=1,
+        )
+    ax.set_title(session, fontsize=8)
+    ax.set_xlabel("request", fontsize=7)
+    ax.set_ylabel("tokens sent", fontsize=7)
+    ax.tick_params(labelsize=6)
+    if legend:
+        ax.legend(fontsize=7)
+    return fig
+
+
+def draw_panel(session: str, lines: Lines, *, legend: bool = False) -> bytes:
+    """:func:`panel_figure` rendered: its RGBA pixels (height × width × 4, row-major), zlib-compressed."""
+    fig = panel_figure(session, lines, legend=legend)
+    try:
+        fig.canvas.draw()
+        return zlib.compress(bytes(fig.canvas.buffer_rgba()), 1)
+    finally:
+        pyplot().close(fig)
+
+
+def _title(budget: str, width_px: int) -> Any:
+    """The title strip's RGBA pixels (a numpy array, :data:`HEADER_INCHES` high)."""
+    import numpy as np
+
+    plt = pyplot()
+    fig = plt.figure(figsize=(width_px / DPI, HEADER_INCHES), dpi=DPI)
+    try:
+        fig.text(
+            0.5,
+            1 - 0.2 / HEADER_INCHES,
+            f"tokens per request along each session · budget {budget}",
+            fontsize=10,
+            ha="center",
+            va="top",
+        )
+        fig.canvas.draw()
+        return np.asarray(fig.canvas.buffer_rgba()).copy()
+    finally:
+        plt.close(fig)
+
+
+def assemble(path: Path, budget: str, names: Sequence[str], tiles: Mapping[str, bytes]) -> Path:
+    """The tokens figure of ``budget`` at ``path`` (PNG, :data:`DPI`, zlib level 3, written atomically): the title
+    strip, then the tile of each of ``names`` (in that order, :data:`COLUMNS` a row, blank cells after the last);
+    ``tiles`` maps each name to :func:`draw_panel`'s bytes. Returns ``path``."""
+    import matplotlib  # optional dependency (the bench extra), with Pillow and numpy
+    import numpy as np
+    from PIL import Image
+    from PIL.PngImagePlugin import PngInfo
+
+    tile_w, tile_h = _pixels(*TILE_INCHES)
+    cols = min(COLUMNS, len(names))
+    rows = -(-len(names) // cols)
+    header = _title(budget, cols * tile_w)
+    canvas = np.full((header.shape[0] + rows * tile_h, cols * tile_w, 4), 255, dtype=np.uint8)
+    canvas[: header.shape[0]] = header
+    for k, name in enumerate(names):
+        y = header.shape[0] + (k // cols) * tile_h
+        x = (k % cols) * tile_w
+        tile = np.frombuffer(zlib.decompress(tiles[name]), dtype=np.uint8).reshape(tile_h, tile_w, 4)
+        canvas[y : y + tile_h, x : x + tile_w] = tile
+    info = PngInfo()
+    info.add_text("Software", f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/")
+    with atomic_path(path) as tmp:
+        # zlib level 3, as every other figure of the bench (matplotlib's own PNG writer is this one, Pillow)
+        Image.fromarray(canvas, "RGBA").save(tmp, format="png", compress_level=3, dpi=(DPI, DPI), pnginfo=info)
+    return path
+
+
+def write_tokens_figure(path: Path, budget: str, rs: Sequence[Mapping[str, Any]]) -> Path:
+    """The tokens figure of the successful rows ``rs`` at ``budget``, every panel drawn here, one after another
+    (:func:`draw_panel`, :func:`assemble`). Returns ``path``."""
+    names = panel_order(rs)
+    tiles = {name: draw_panel(name, panel_lines(rs, name), legend=k == 0) for k, name in enumerate(names)}
+    return assemble(path, budget, names, tiles)

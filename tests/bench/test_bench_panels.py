@@ -1,0 +1,114 @@
+"""The tokens figure panel by panel: each session's panel holds its engines' tokens per request, panels come in a
+fixed order, a session's panel starts drawing once every engine's row of it is in, and the figure drawn in worker
+processes as the rows come in is the same image as the one drawn here in one go."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+import matplotlib.image as mpimg  # noqa: E402
+import numpy as np  # noqa: E402
+
+from latch.bench import panels  # noqa: E402
+from latch.bench.plots import Plotter, budget_plot_files  # noqa: E402
+
+pytestmark = pytest.mark.slow  # worker processes
+
+ENGINES = ["continuity", "sliding-window"]
+
+
+def _row(engine: str, session: str, budget: str, tokens: list[int | None]) -> dict:
+    return {
+        "engine": engine,
+        "session": session,
+        "budget": budget,
+        "requests": len(tokens),
+        "tokens": tokens,
+        "cacheability": [0.5 for _ in tokens],
+    }
+
+
+def _results(sessions: int = 5) -> list[dict]:
+    rng = random.Random(7)
+    rows = []
+    for budget in ("32k:4k:8k", "256k:32k:64k"):
+        for s in range(sessions):
+            n = (9, 4, 12, 4, 7)[s % 5]  # s1 and s3 of equal length: the order falls back to the name
+            for engine in ENGINES:
+                tokens: list[int | None] = [rng.randrange(1_000, 30_000) for _ in range(n)]
+                tokens[n // 2] = None  # a refused request
+                rows.append(_row(engine, f"s{s}.jsonl", budget, tokens))
+    return rows
+
+
+def test_each_panel_plots_its_engines_tokens_per_request_with_gaps_for_refusals():
+    rows = [r for r in _results() if r["budget"] == "32k:4k:8k"]
+    fig = panels.panel_figure("s3.jsonl", panels.panel_lines(rows, "s3.jsonl"), legend=True)
+    try:
+        (ax,) = fig.axes
+        assert ax.get_title() == "s3.jsonl"
+        plotted = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in ax.get_lines()}
+        assert list(plotted) == ENGINES
+        for r in (r for r in rows if r["session"] == "s3.jsonl"):
+            xs, ys = plotted[r["engine"]]
+            assert xs == list(range(1, r["requests"] + 1))
+            assert [None if math.isnan(y) else y for y in ys] == r["tokens"]
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == ENGINES
+    finally:
+        panels.pyplot().close(fig)
+
+
+def test_panels_go_longest_session_first_then_by_name():
+    rows = [_row("a", name, "b", [1] * n) for name, n in (("z", 3), ("y", 9), ("x", 3), ("w", 5), ("v", 3))]
+    rows.append(_row("b", "x", "b", [1] * 12))  # the longest over the engines counts
+    assert panels.panel_order(rows) == ["x", "y", "w", "v", "z"]
+
+
+def test_a_sessions_panel_is_asked_for_once_every_engines_row_of_it_is_in():
+    rows = _results(3)
+    with Plotter(1) as plotter:
+        done = plotter.watch(ENGINES)
+        first, second = (r for r in rows if r["session"] == "s0.jsonl" and r["budget"] == "32k:4k:8k")
+        done(first)
+        assert plotter.panels_asked == set()
+        done(second)
+        assert plotter.panels_asked == {("32k:4k:8k", "s0.jsonl")}
+        failed = {"engine": "continuity", "session": "s1.jsonl", "budget": "32k:4k:8k", "error": "ValueError: x"}
+        done(failed)  # a failed job's row counts as in; its panel has the other engine's line
+        done(next(r for r in rows if r["engine"] == "sliding-window" and r["session"] == "s1.jsonl"))
+        assert plotter.panels_asked == {("32k:4k:8k", "s0.jsonl"), ("32k:4k:8k", "s1.jsonl")}
+
+
+def test_the_figure_drawn_in_workers_as_rows_come_in_is_the_one_drawn_here(tmp_path):
+    rows = _results()
+    here = tmp_path / "here"
+    here.mkdir()
+    files = budget_plot_files(here, rows)
+    for kind, budget, path, rs in files.values():
+        if kind == "tokens":
+            panels.write_tokens_figure(path, budget, rs)
+    workers = tmp_path / "workers"
+    workers.mkdir()
+    with Plotter(2) as plotter:
+        done = plotter.watch(ENGINES)
+        for row in random.Random(3).sample(rows, len(rows)):  # in the order jobs finish, not the plan's
+            done(row)
+        asked = plotter.panels_asked
+        figures = plotter.budget_plots(workers, rows, ENGINES)
+        paths = {key: f.result() for key, f in figures.items()}
+    assert asked == {(r["budget"], r["session"]) for r in rows}
+    for key, (kind, _, path, rs) in files.items():
+        if kind != "tokens":
+            continue
+        mine, theirs = mpimg.imread(path), mpimg.imread(paths[key])
+        names = panels.panel_order(rs)
+        tile_w, tile_h = (round(v * panels.DPI) for v in panels.TILE_INCHES)
+        assert mine.shape == (round(panels.HEADER_INCHES * panels.DPI) + 2 * tile_h, 3 * tile_w, 4)
+        assert len(names) == 5
+        assert np.array_equal(mine, theirs)
