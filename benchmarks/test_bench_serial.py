@@ -189,6 +189,7 @@ def _measure(tmp: Path) -> dict[str, float]:
     figures["report_seconds"] = time.perf_counter() - start
     with Plotter(min(len(per_figure), os.cpu_count() or 1)) as plotter:
         plotter.write_plot(tmp / "warm.png", results[:1], budgets).result()  # its workers started and warm
+        (tmp / "beside-jobs").mkdir()
         watch = plotter.watch(ENGINES)
         for row in results:
             watch(row)

@@ -92,7 +92,7 @@ def panel_figure(session: str, lines: Lines, *, legend: bool = False) -> Any:
             label=engine,
             linewidth=1,
         )
-    ax.set_title(session, fontsize=8)
+    ax.set_title(session, fontsize=8, y=1.0)  # placed, not searched for: nothing above the axes
     ax.set_xlabel("request", fontsize=7)
     ax.set_ylabel("tokens sent", fontsize=7)
     ax.tick_params(labelsize=6)
