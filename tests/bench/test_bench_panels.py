@@ -85,6 +85,15 @@ def test_a_sessions_panel_is_asked_for_once_every_engines_row_of_it_is_in():
         assert plotter.panels_asked == {("32k:4k:8k", "s0.jsonl"), ("32k:4k:8k", "s1.jsonl")}
 
 
+def test_a_panel_that_cannot_be_asked_for_never_stops_the_jobs():
+    plotter = Plotter(1)
+    plotter.close()  # its workers gone: nothing can be submitted
+    done = plotter.watch(["continuity"])
+    done(_row("continuity", "s0.jsonl", "32k:4k:8k", [1, 2]))  # no exception into the jobs' loop
+    done({"engine": "continuity"})  # nor for a row it cannot read
+    assert plotter.panels_asked == set()
+
+
 def test_the_figure_drawn_in_workers_as_rows_come_in_is_the_one_drawn_here(tmp_path):
     rows = _results()
     here = tmp_path / "here"

@@ -135,19 +135,24 @@ class Plotter:
 
     def watch(self, engines: Sequence[str]) -> Callable[[Mapping[str, Any]], None]:
         """A callback for each job's row as it finishes (``run_bench(on_row=...)``): once the rows of every one of
-        ``engines`` for a (session, budget) are in, that session's tokens panel starts drawing in a worker."""
+        ``engines`` for a (session, budget) are in, that session's tokens panel starts drawing in a worker. It never
+        raises: a panel it could not ask for (the workers gone, a row it cannot read) is drawn when its figure is
+        asked for, and the jobs go on."""
         expected = len(engines)
 
         def row_done(row: Mapping[str, Any]) -> None:
-            key = (row["budget"], row["session"])
-            with self._lock:
-                rows = self._seen.setdefault(key, [])
-                rows.append(row)
-                if len(rows) != expected:
-                    return
-            ok = [r for r in rows if "error" not in r]
-            if ok:
-                self._panel(key[0], key[1], panel_lines(ok, key[1]))
+            try:
+                key = (row["budget"], row["session"])
+                with self._lock:
+                    rows = self._seen.setdefault(key, [])
+                    rows.append(row)
+                    if len(rows) != expected:
+                        return
+                ok = [r for r in rows if "error" not in r]
+                if ok:
+                    self._panel(key[0], key[1], panel_lines(ok, key[1]))
+            except Exception:  # noqa: BLE001, S110 - an early panel only saves time; its figure draws it anyway
+                pass
 
         return row_done
 
