@@ -248,11 +248,12 @@ LATCH_AVX512 inline __m512i seed_at_or_after(__m512i run, __m512i seeds, __m512i
 }
 
 LATCH_AVX512 inline __m512i ld(const std::uint64_t* p) { return _mm512_loadu_si512(p); }
+// One VPSHLDQ / VPSHRDQ each (a shift of the 128-bit pair of a block and its neighbour).
 LATCH_AVX512 inline __m512i shl1(__m512i x, __m512i xp) {  // previous character's bit, across blocks
-    return _mm512_or_si512(_mm512_slli_epi64(x, 1), _mm512_srli_epi64(xp, 63));
+    return _mm512_shldi_epi64(x, xp, 1);
 }
 LATCH_AVX512 inline __m512i shr1(__m512i x, __m512i xn) {  // next character's bit, across blocks
-    return _mm512_or_si512(_mm512_srli_epi64(x, 1), _mm512_slli_epi64(xn, 63));
+    return _mm512_shrdi_epi64(x, xn, 1);
 }
 
 // What step 2 needs to know of the chunk besides its masks.

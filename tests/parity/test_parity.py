@@ -102,8 +102,8 @@ def test_estimate_large_text_split_across_threads(wide):
 
 @pytest.mark.parametrize("chars", [600_000, 1_100_000])
 def test_estimate_mid_size_text_split_into_parts(chars):
-    # From 512 Ki characters the native side cuts a text into parts of about 256 Ki that the calling
-    # thread and its helpers claim in turn (two parts, then four); the sum must equal the single walk.
+    # From 512 Ki characters the native side cuts a text into parts of about 64 Ki that the calling
+    # thread and its helpers claim in turn (9 parts, then 16); the sum must equal the single walk.
     rng = random.Random(chars)
     words = ["alpha", "Beta", "HTTPServer", "x1", "4096", "--", "a.b", "\n\n  ", "\t", "é", "(", ")"]
     text = " ".join(rng.choice(words) for _ in range(chars // 4))
