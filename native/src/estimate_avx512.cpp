@@ -277,6 +277,7 @@ LATCH_AVX512 inline Lanes lanes(const std::uint64_t* arr, int j) {
 // Step 2 for blocks j..j+7 (lanes); `nl_before` holds the NEWLINE-part mask of block j-1 in lane 7.
 // Sets bit k of *long_runs when block j+k ends inside a whitespace or PUNCT run that also
 // fills block j+k+1 (longer than 64 characters).
+template <bool Inside>
 LATCH_AVX512 inline __m512i pieces8(ChunkMasks& m, int j, __m512i nl_before, std::uint64_t* long_runs,
                                     const ChunkEnds& ce) {
     const Lanes l = lanes(m.L, j), u = lanes(m.U, j), d = lanes(m.D, j), p = lanes(m.P, j), ws = lanes(m.WS, j);
@@ -288,15 +289,19 @@ LATCH_AVX512 inline __m512i pieces8(ChunkMasks& m, int j, __m512i nl_before, std
     const __m512i WS = ws.a, WSp = ws.p, WSn = ws.n;
     const __m512i N = nn.a, Nn = nn.n;
     const __m512i block = _mm512_add_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(j));
+    // Inside (see pieces_chunk): no block here holds the successor, and every character is valid.
     const __m512i la_block = _mm512_set1_epi64(ce.la_block), la_bit = _mm512_set1_epi64(static_cast<long long>(ce.la_bit));
-    const __m512i LA = _mm512_maskz_mov_epi64(_mm512_cmpeq_epi64_mask(block, la_block), la_bit);
-    const __m512i LAn =
-        _mm512_maskz_mov_epi64(_mm512_cmpeq_epi64_mask(_mm512_add_epi64(block, _mm512_set1_epi64(1)), la_block), la_bit);
+    const __m512i LA = Inside ? _mm512_setzero_si512()
+                              : _mm512_maskz_mov_epi64(_mm512_cmpeq_epi64_mask(block, la_block), la_bit);
+    const __m512i LAn = Inside ? _mm512_setzero_si512()
+                               : _mm512_maskz_mov_epi64(
+                                     _mm512_cmpeq_epi64_mask(_mm512_add_epi64(block, _mm512_set1_epi64(1)), la_block), la_bit);
     // The characters of each block (all but the last block's tail): CTRL is every other one.
     const __m512i avail = _mm512_min_epi64(
         _mm512_max_epi64(_mm512_sub_epi64(_mm512_set1_epi64(ce.end + 64), _mm512_slli_epi64(block, 6)), _mm512_setzero_si512()),
         _mm512_set1_epi64(64));
-    const __m512i valid = _mm512_srlv_epi64(_mm512_set1_epi64(-1), _mm512_sub_epi64(_mm512_set1_epi64(64), avail));
+    const __m512i valid = Inside ? _mm512_set1_epi64(-1)
+                                 : _mm512_srlv_epi64(_mm512_set1_epi64(-1), _mm512_sub_epi64(_mm512_set1_epi64(64), avail));
     const __m512i A = _mm512_or_si512(L, U), Ap = _mm512_or_si512(Lp, Up), An = _mm512_or_si512(Ln, Un);
     const __m512i ones = _mm512_set1_epi64(-1);
     const __mmask8 long_run =
@@ -453,8 +458,11 @@ LATCH_STEP bool classify_chunk(ChunkMasks& m, const KernelWeights& kw, const std
 LATCH_STEP std::uint64_t pieces_chunk(ChunkMasks& m, int nb, std::uint64_t* nl_before, const ChunkEnds& ce) {
     std::uint64_t long_runs = 0;
     __m512i nl = _mm512_set1_epi64(static_cast<long long>(*nl_before));
+    // Inside a long stretch: the chunk's 64 blocks and the lookahead block are full, so the stretch's
+    // successor is past them (no LA bit, every character valid).
+    const bool inside = nb == kChunk && ce.end >= 64 * static_cast<std::int64_t>(nb + 1);
     for (int j = 1; j <= nb; j += 8) {
-        nl = pieces8(m, j, nl, &long_runs, ce);
+        nl = inside ? pieces8<true>(m, j, nl, &long_runs, ce) : pieces8<false>(m, j, nl, &long_runs, ce);
     }
     *nl_before = m.NL[nb];
     return long_runs & (nb >= 64 ? ~0ull : (1ull << nb) - 1);

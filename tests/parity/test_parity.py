@@ -128,6 +128,18 @@ def test_estimate_wide_text_with_long_ascii_stretches():
             assert native.estimate_tokens(text, profile) == _py.estimate_tokens(text, profile), (text, profile)
 
 
+def test_estimate_letter_right_after_a_long_ascii_stretch():
+    # The vectorized path reads a long ASCII stretch in chunks of 64 blocks (4 Ki characters) and the
+    # block after each; the LETTER that ends the stretch changes the piece before it (a joined PUNCT,
+    # an absorbed space) at every offset around the end of a chunk and of the block after it.
+    fill = "alpha Beta x1 4096 == (a.b) \n"
+    for n in [*range(4096 - 70, 4096 + 70), *range(8192 - 2, 8192 + 3)]:
+        for before in " .":
+            for end in ("é", "éx", "д", "дx"):
+                text = (fill * (n // len(fill) + 1))[: n - 1] + before + end
+                assert native.estimate_tokens(text) == _py.estimate_tokens(text), (n, before, end)
+
+
 def test_estimate_script_letters_and_long_runs_of_one_punct_character():
     # Narrow letters of different scripts side by side (each script has its own run table), and runs
     # of one PUNCT character past 16 (a per-code-point slope: the vectorized path prices it from the
