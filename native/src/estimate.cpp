@@ -191,8 +191,8 @@ struct HelpersOwner {
 };
 const HelpersOwner helpers_owner;
 
-// part(i) for every i < n, on the calling thread and up to `helpers` helper threads (none when no
-// thread can be started: the caller runs every part).
+// part(i) for every i < n, on the calling thread and the helper threads (started until `helpers` run;
+// none when no thread can be started: the caller runs every part).
 void run_parts(std::size_t n, unsigned helpers, const std::function<void(std::size_t)>& part) noexcept {
     std::shared_ptr<PartQueue> q;
     try {
