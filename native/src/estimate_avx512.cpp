@@ -181,8 +181,13 @@ inline std::uint64_t valid_bits(std::size_t avail) { return avail >= 64 ? ~0ull 
 
 // Step 1 for block j of the chunk: the 64 bytes at `at`. Full blocks (all 64 bytes belong to
 // the stretch) take a specialized path: a constant `valid` keeps the masks out of k-registers.
+// Step 1's tables and constants, loaded once per chunk.
+struct Step1Tables {
+    __m512i flags_lo, flags_hi, bg0_lo, bg0_hi, bg1_lo, bg1_hi, idx_mask;
+};
+
 template <bool Full>
-LATCH_AVX512 inline void classify_block(ChunkMasks& m, int j, const KernelWeights& kw, const std::uint8_t* text,
+LATCH_AVX512 inline void classify_block(ChunkMasks& m, int j, const Step1Tables& tb, const std::uint8_t* text,
                                         std::size_t len, std::size_t at, std::uint64_t valid_in, __m512i& seen) {
     const std::uint64_t valid = Full ? ~0ull : valid_in;
     const bool whole = Full || at + 64 <= len;  // plain loads: much cheaper than masked ones
@@ -201,7 +206,7 @@ LATCH_AVX512 inline void classify_block(ChunkMasks& m, int j, const KernelWeight
     // (8 characters x 8 classes) transposed by GFNI, then byte c of every qword gathered into qword c.
     const __m512i rev = _mm512_broadcast_i32x4(_mm_set_epi8(8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
     const __m512i xr = _mm512_shuffle_epi8(x, rev);  // characters in reverse order within each qword
-    const __m512i classes = _mm512_permutex2var_epi8(_mm512_load_si512(kw.flags), xr, _mm512_load_si512(kw.flags + 64));
+    const __m512i classes = _mm512_permutex2var_epi8(tb.flags_lo, xr, tb.flags_hi);
     const __m512i t = _mm512_gf2p8affine_epi64_epi8(_mm512_set1_epi64(0x8040201008040201LL), classes, 0);
     const __m512i gather = _mm512_set_epi8(63, 55, 47, 39, 31, 23, 15, 7, 62, 54, 46, 38, 30, 22, 14, 6,
                                            61, 53, 45, 37, 29, 21, 13, 5, 60, 52, 44, 36, 28, 20, 12, 4,
@@ -216,14 +221,14 @@ LATCH_AVX512 inline void classify_block(ChunkMasks& m, int j, const KernelWeight
     // (either case), so the BIGRAM plane byte is (prev & 31) * 4 + (byte & 31) / 8, its bit byte % 8
     // (bits shifted in from the neighbouring byte land in bits 0-1 or 7, masked or ignored).
     const __m512i idx = _mm512_ternarylogic_epi64(_mm512_slli_epi16(prev_byte, 2), _mm512_srli_epi16(x, 3),
-                                                  _mm512_set1_epi8(0x7C), 0xE4);
+                                                  tb.idx_mask, 0xE4);
     const __m512i bit = _mm512_shuffle_epi8(
         _mm512_broadcast_i32x4(_mm_set_epi8(-128, 64, 32, 16, 8, 4, 2, 1, -128, 64, 32, 16, 8, 4, 2, 1)), x);
     m.BG0[j] = _cvtmask64_u64(_mm512_test_epi8_mask(
-        _mm512_permutex2var_epi8(_mm512_load_si512(kw.bigram_plane[0]), idx, _mm512_load_si512(kw.bigram_plane[0] + 64)),
+        _mm512_permutex2var_epi8(tb.bg0_lo, idx, tb.bg0_hi),
         bit));
     m.BG1[j] = _cvtmask64_u64(_mm512_test_epi8_mask(
-        _mm512_permutex2var_epi8(_mm512_load_si512(kw.bigram_plane[1]), idx, _mm512_load_si512(kw.bigram_plane[1] + 64)),
+        _mm512_permutex2var_epi8(tb.bg1_lo, idx, tb.bg1_hi),
         bit));
 }
 
@@ -423,13 +428,17 @@ LATCH_AVX512 __attribute__((always_inline)) inline void transpose8(const std::ui
 // whether any of those bytes is not ASCII (then `end` was not the stretch's end: classify again).
 LATCH_STEP bool classify_chunk(ChunkMasks& m, const KernelWeights& kw, const std::uint8_t* text, std::size_t len,
                                std::size_t base, std::size_t end, int nb) {
+    const Step1Tables tb{_mm512_load_si512(kw.flags), _mm512_load_si512(kw.flags + 64),
+                         _mm512_load_si512(kw.bigram_plane[0]), _mm512_load_si512(kw.bigram_plane[0] + 64),
+                         _mm512_load_si512(kw.bigram_plane[1]), _mm512_load_si512(kw.bigram_plane[1] + 64),
+                         _mm512_set1_epi8(0x7C)};
     __m512i seen = _mm512_setzero_si512();
     for (int j = 1; j <= nb + 1; ++j) {
         const std::size_t at = base + 64 * static_cast<std::size_t>(j - 1);
         if (at + 64 <= end) {
-            classify_block<true>(m, j, kw, text, len, at, ~0ull, seen);
+            classify_block<true>(m, j, tb, text, len, at, ~0ull, seen);
         } else if (at < end) {
-            classify_block<false>(m, j, kw, text, len, at, valid_bits(end - at), seen);
+            classify_block<false>(m, j, tb, text, len, at, valid_bits(end - at), seen);
         } else {  // the lookahead block past the stretch's end: no characters
             _mm512_store_si512(m.rec[j], _mm512_setzero_si512());
             m.EQ[j] = 0;
