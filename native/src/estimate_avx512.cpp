@@ -428,10 +428,12 @@ LATCH_AVX512 __attribute__((always_inline)) inline void transpose8(const std::ui
 // whether any of those bytes is not ASCII (then `end` was not the stretch's end: classify again).
 LATCH_STEP bool classify_chunk(ChunkMasks& m, const KernelWeights& kw, const std::uint8_t* text, std::size_t len,
                                std::size_t base, std::size_t end, int nb) {
+    __m512i idx_mask = _mm512_set1_epi8(0x7C);
+    __asm__("" : "+v"(idx_mask));  // a value the compiler cannot rebuild for every block (it did: two instructions)
     const Step1Tables tb{_mm512_load_si512(kw.flags), _mm512_load_si512(kw.flags + 64),
                          _mm512_load_si512(kw.bigram_plane[0]), _mm512_load_si512(kw.bigram_plane[0] + 64),
                          _mm512_load_si512(kw.bigram_plane[1]), _mm512_load_si512(kw.bigram_plane[1] + 64),
-                         _mm512_set1_epi8(0x7C)};
+                         idx_mask};
     __m512i seen = _mm512_setzero_si512();
     for (int j = 1; j <= nb + 1; ++j) {
         const std::size_t at = base + 64 * static_cast<std::size_t>(j - 1);
