@@ -85,6 +85,12 @@ def test_estimate_bulk_native_one_thread(benchmark, bulk_ascii):
     text = bulk_ascii[:REF_BULK_BYTES]
     benchmark(native.estimate_tokens, text)
     _record(benchmark, "bulk/native_one_thread", len(text), ref="bulk/reference", peer="bulk/tiktoken")
+    if benchmark.stats is not None and "bulk/native" in _per_unit:
+        # The speed-up the other cores add (at most cpus): what sharing a text out across threads costs.
+        benchmark.extra_info["bulk_speedup_over_one_thread"] = round(
+            _per_unit["bulk/native_one_thread"] / _per_unit["bulk/native"], 2
+        )
+        benchmark.extra_info["cpus"] = os.cpu_count()
 
 
 # ---- estimator: 300-byte snippets -----------------------------------------------------------------

@@ -6,14 +6,18 @@
 // for every input width; latin-1 text takes the AVX-512 kernel over its pure-ASCII stretches
 // when the CPU has it (estimate_ascii.cpp, estimate_avx512.cpp), which reports the same units.
 // Texts of 512 Ki characters or more (and batches as large) are cut at exact boundaries into
-// parts that the calling thread and helper threads claim in turn (units_parallel, run_parts below).
+// parts that the calling thread and helper threads claim in turn (units_parallel, run_parts below;
+// the helpers stay between calls, see Helpers).
 #include "latch/estimate.hpp"
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <pthread.h>
 #include <thread>
 #include <type_traits>
@@ -77,8 +81,9 @@ struct Latin1Text {
 // or digit and text[c] is whitespace: no piece rule looks across that boundary (a word or digit
 // run ends at c-1 whatever follows, and a whitespace run only asks whether the character before
 // it is PUNCT), so units(text) = units(text[:c]) + units(text[c:]).
-constexpr std::size_t kPartChars = std::size_t{1} << 18;  // characters per part (texts, or text ranges)
-constexpr std::size_t kParallelMin = 2 * kPartChars;       // less than this: the calling thread alone
+// Parts of 64 Ki characters (about 12 us on one core), so the threads finish at most that far apart.
+constexpr std::size_t kPartChars = std::size_t{1} << 16;    // characters per part (texts, or text ranges)
+constexpr std::size_t kParallelMin = std::size_t{1} << 19;  // less than this: the calling thread alone
 constexpr unsigned kMaxThreads = 8;
 
 unsigned hardware_threads() {
@@ -89,6 +94,8 @@ unsigned hardware_threads() {
 // What the calling thread and its helpers share: parts are claimed in order from `next`, and the
 // caller returns once `done` counts every part. A helper the OS schedules late finds nothing left,
 // so a busy machine costs at most the parts a helper holds, never a wait for a helper to start.
+// A helper that takes the queue after the caller returned claims nothing (every part was claimed),
+// so it never calls `part`.
 struct PartQueue {
     std::size_t n;
     std::atomic<std::size_t> next{0};
@@ -106,40 +113,96 @@ struct PartQueue {
     }
 };
 
-// Helper threads still running (claiming nothing more, or about to exit). The library waits for
-// them when it is unloaded or the process exits, so no helper is left running code of an unloaded
-// library (past the counter, a helper runs only its thread's last few instructions). A forked child
-// has none of its parent's threads: it starts from zero.
-std::atomic<int> live_helpers{0};
-
-struct HelpersDrained {
-    HelpersDrained() { pthread_atfork(nullptr, nullptr, [] { live_helpers.store(0); }); }
-    ~HelpersDrained() {
-        while (live_helpers.load(std::memory_order_acquire) > 0) {
-            std::this_thread::yield();
+// Helper threads that stay between calls: waking one costs a few microseconds; starting one costs
+// the caller several times that, and it runs later still. Each takes every queue offered (the
+// newest one) and sleeps in between: a helper that spun would lose its share of a busy machine's
+// CPU. A helper idle for kIdle ends, so a process that forks later mostly has no threads of ours.
+class Helpers {
+public:
+    // Offers `q` to the helpers, starting helpers until `count` are running.
+    void offer(const std::shared_ptr<PartQueue>& q, unsigned count) {
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            job_ = q;
+            ++gen_;
+            while (alive_ < count) {
+                std::thread([this, seen = gen_ - 1] { loop(seen); }).detach();  // std::system_error: caught
+                ++alive_;
+            }
         }
+        wake_.notify_all();
+    }
+
+    // Stops the helpers and waits until none runs code of this object (when the library is unloaded
+    // or the process exits; past the count, a helper runs only its thread's last few instructions).
+    ~Helpers() {
+        std::unique_lock<std::mutex> lock(mu_);
+        stop_ = true;
+        ++gen_;
+        wake_.notify_all();
+        ended_.wait(lock, [&] { return alive_ == 0; });
+    }
+
+private:
+    static constexpr std::chrono::milliseconds kIdle{100};
+
+    void loop(std::uint64_t seen) {
+        std::unique_lock<std::mutex> lock(mu_);
+        while (wake_.wait_for(lock, kIdle, [&] { return gen_ != seen; }) && !stop_) {
+            seen = gen_;
+            std::shared_ptr<PartQueue> q = job_;
+            lock.unlock();
+            q->work();
+            q.reset();
+            lock.lock();
+        }
+        --alive_;
+        ended_.notify_all();
+    }
+
+    std::mutex mu_;  // guards everything below
+    std::condition_variable wake_, ended_;
+    std::shared_ptr<PartQueue> job_;  // the newest queue
+    std::uint64_t gen_ = 0;           // queues offered so far
+    unsigned alive_ = 0;
+    bool stop_ = false;
+};
+
+// The process's helpers (created on first use). The lock is held across fork (pthread_atfork), so a
+// child finds it free; the child forgets its parent's helpers (their threads are not in it).
+std::mutex helpers_mu;
+Helpers* helpers_now = nullptr;
+bool helpers_closed = false;  // the library is being unloaded: no new helpers
+
+struct HelpersOwner {
+    HelpersOwner() {
+        pthread_atfork([] { helpers_mu.lock(); }, [] { helpers_mu.unlock(); },
+                       [] {
+                           helpers_now = nullptr;
+                           helpers_mu.unlock();
+                       });
+    }
+    ~HelpersOwner() {
+        std::lock_guard<std::mutex> lock(helpers_mu);
+        delete helpers_now;
+        helpers_now = nullptr;
+        helpers_closed = true;
     }
 };
-const HelpersDrained drain_on_unload;
+const HelpersOwner helpers_owner;
 
-// part(i) for every i < n, on the calling thread and up to `helpers` detached helper threads
-// (none when no thread can be started: the caller runs every part).
+// part(i) for every i < n, on the calling thread and the helper threads (started until `helpers` run;
+// none when no thread can be started: the caller runs every part).
 void run_parts(std::size_t n, unsigned helpers, const std::function<void(std::size_t)>& part) noexcept {
     std::shared_ptr<PartQueue> q;
     try {
         q = std::make_shared<PartQueue>(n, &part);
-        for (unsigned h = 0; h < helpers; ++h) {
-            live_helpers.fetch_add(1, std::memory_order_relaxed);
-            try {
-                std::thread([q]() mutable {
-                    q->work();
-                    q.reset();
-                    live_helpers.fetch_sub(1, std::memory_order_release);
-                }).detach();
-            } catch (...) {
-                live_helpers.fetch_sub(1, std::memory_order_relaxed);
-                throw;
-            }
+        std::lock_guard<std::mutex> lock(helpers_mu);
+        if (helpers_now == nullptr && !helpers_closed) {
+            helpers_now = new Helpers;
+        }
+        if (helpers_now != nullptr) {
+            helpers_now->offer(q, helpers);
         }
     } catch (...) {  // no memory or no thread: what was started helps, the rest runs here
         if (!q) {

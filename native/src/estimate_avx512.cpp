@@ -181,8 +181,13 @@ inline std::uint64_t valid_bits(std::size_t avail) { return avail >= 64 ? ~0ull 
 
 // Step 1 for block j of the chunk: the 64 bytes at `at`. Full blocks (all 64 bytes belong to
 // the stretch) take a specialized path: a constant `valid` keeps the masks out of k-registers.
+// Step 1's tables and constants, loaded once per chunk.
+struct Step1Tables {
+    __m512i flags_lo, flags_hi, bg0_lo, bg0_hi, bg1_lo, bg1_hi, idx_mask;
+};
+
 template <bool Full>
-LATCH_AVX512 inline void classify_block(ChunkMasks& m, int j, const KernelWeights& kw, const std::uint8_t* text,
+LATCH_AVX512 inline void classify_block(ChunkMasks& m, int j, const Step1Tables& tb, const std::uint8_t* text,
                                         std::size_t len, std::size_t at, std::uint64_t valid_in, __m512i& seen) {
     const std::uint64_t valid = Full ? ~0ull : valid_in;
     const bool whole = Full || at + 64 <= len;  // plain loads: much cheaper than masked ones
@@ -201,7 +206,7 @@ LATCH_AVX512 inline void classify_block(ChunkMasks& m, int j, const KernelWeight
     // (8 characters x 8 classes) transposed by GFNI, then byte c of every qword gathered into qword c.
     const __m512i rev = _mm512_broadcast_i32x4(_mm_set_epi8(8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
     const __m512i xr = _mm512_shuffle_epi8(x, rev);  // characters in reverse order within each qword
-    const __m512i classes = _mm512_permutex2var_epi8(_mm512_load_si512(kw.flags), xr, _mm512_load_si512(kw.flags + 64));
+    const __m512i classes = _mm512_permutex2var_epi8(tb.flags_lo, xr, tb.flags_hi);
     const __m512i t = _mm512_gf2p8affine_epi64_epi8(_mm512_set1_epi64(0x8040201008040201LL), classes, 0);
     const __m512i gather = _mm512_set_epi8(63, 55, 47, 39, 31, 23, 15, 7, 62, 54, 46, 38, 30, 22, 14, 6,
                                            61, 53, 45, 37, 29, 21, 13, 5, 60, 52, 44, 36, 28, 20, 12, 4,
@@ -216,14 +221,14 @@ LATCH_AVX512 inline void classify_block(ChunkMasks& m, int j, const KernelWeight
     // (either case), so the BIGRAM plane byte is (prev & 31) * 4 + (byte & 31) / 8, its bit byte % 8
     // (bits shifted in from the neighbouring byte land in bits 0-1 or 7, masked or ignored).
     const __m512i idx = _mm512_ternarylogic_epi64(_mm512_slli_epi16(prev_byte, 2), _mm512_srli_epi16(x, 3),
-                                                  _mm512_set1_epi8(0x7C), 0xE4);
+                                                  tb.idx_mask, 0xE4);
     const __m512i bit = _mm512_shuffle_epi8(
         _mm512_broadcast_i32x4(_mm_set_epi8(-128, 64, 32, 16, 8, 4, 2, 1, -128, 64, 32, 16, 8, 4, 2, 1)), x);
     m.BG0[j] = _cvtmask64_u64(_mm512_test_epi8_mask(
-        _mm512_permutex2var_epi8(_mm512_load_si512(kw.bigram_plane[0]), idx, _mm512_load_si512(kw.bigram_plane[0] + 64)),
+        _mm512_permutex2var_epi8(tb.bg0_lo, idx, tb.bg0_hi),
         bit));
     m.BG1[j] = _cvtmask64_u64(_mm512_test_epi8_mask(
-        _mm512_permutex2var_epi8(_mm512_load_si512(kw.bigram_plane[1]), idx, _mm512_load_si512(kw.bigram_plane[1] + 64)),
+        _mm512_permutex2var_epi8(tb.bg1_lo, idx, tb.bg1_hi),
         bit));
 }
 
@@ -248,11 +253,12 @@ LATCH_AVX512 inline __m512i seed_at_or_after(__m512i run, __m512i seeds, __m512i
 }
 
 LATCH_AVX512 inline __m512i ld(const std::uint64_t* p) { return _mm512_loadu_si512(p); }
+// One VPSHLDQ / VPSHRDQ each (a shift of the 128-bit pair of a block and its neighbour).
 LATCH_AVX512 inline __m512i shl1(__m512i x, __m512i xp) {  // previous character's bit, across blocks
-    return _mm512_or_si512(_mm512_slli_epi64(x, 1), _mm512_srli_epi64(xp, 63));
+    return _mm512_shldi_epi64(x, xp, 1);
 }
 LATCH_AVX512 inline __m512i shr1(__m512i x, __m512i xn) {  // next character's bit, across blocks
-    return _mm512_or_si512(_mm512_srli_epi64(x, 1), _mm512_slli_epi64(xn, 63));
+    return _mm512_shrdi_epi64(x, xn, 1);
 }
 
 // What step 2 needs to know of the chunk besides its masks.
@@ -276,6 +282,7 @@ LATCH_AVX512 inline Lanes lanes(const std::uint64_t* arr, int j) {
 // Step 2 for blocks j..j+7 (lanes); `nl_before` holds the NEWLINE-part mask of block j-1 in lane 7.
 // Sets bit k of *long_runs when block j+k ends inside a whitespace or PUNCT run that also
 // fills block j+k+1 (longer than 64 characters).
+template <bool Inside>
 LATCH_AVX512 inline __m512i pieces8(ChunkMasks& m, int j, __m512i nl_before, std::uint64_t* long_runs,
                                     const ChunkEnds& ce) {
     const Lanes l = lanes(m.L, j), u = lanes(m.U, j), d = lanes(m.D, j), p = lanes(m.P, j), ws = lanes(m.WS, j);
@@ -287,15 +294,19 @@ LATCH_AVX512 inline __m512i pieces8(ChunkMasks& m, int j, __m512i nl_before, std
     const __m512i WS = ws.a, WSp = ws.p, WSn = ws.n;
     const __m512i N = nn.a, Nn = nn.n;
     const __m512i block = _mm512_add_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(j));
+    // Inside (see pieces_chunk): no block here holds the successor, and every character is valid.
     const __m512i la_block = _mm512_set1_epi64(ce.la_block), la_bit = _mm512_set1_epi64(static_cast<long long>(ce.la_bit));
-    const __m512i LA = _mm512_maskz_mov_epi64(_mm512_cmpeq_epi64_mask(block, la_block), la_bit);
-    const __m512i LAn =
-        _mm512_maskz_mov_epi64(_mm512_cmpeq_epi64_mask(_mm512_add_epi64(block, _mm512_set1_epi64(1)), la_block), la_bit);
+    const __m512i LA = Inside ? _mm512_setzero_si512()
+                              : _mm512_maskz_mov_epi64(_mm512_cmpeq_epi64_mask(block, la_block), la_bit);
+    const __m512i LAn = Inside ? _mm512_setzero_si512()
+                               : _mm512_maskz_mov_epi64(
+                                     _mm512_cmpeq_epi64_mask(_mm512_add_epi64(block, _mm512_set1_epi64(1)), la_block), la_bit);
     // The characters of each block (all but the last block's tail): CTRL is every other one.
     const __m512i avail = _mm512_min_epi64(
         _mm512_max_epi64(_mm512_sub_epi64(_mm512_set1_epi64(ce.end + 64), _mm512_slli_epi64(block, 6)), _mm512_setzero_si512()),
         _mm512_set1_epi64(64));
-    const __m512i valid = _mm512_srlv_epi64(_mm512_set1_epi64(-1), _mm512_sub_epi64(_mm512_set1_epi64(64), avail));
+    const __m512i valid = Inside ? _mm512_set1_epi64(-1)
+                                 : _mm512_srlv_epi64(_mm512_set1_epi64(-1), _mm512_sub_epi64(_mm512_set1_epi64(64), avail));
     const __m512i A = _mm512_or_si512(L, U), Ap = _mm512_or_si512(Lp, Up), An = _mm512_or_si512(Ln, Un);
     const __m512i ones = _mm512_set1_epi64(-1);
     const __mmask8 long_run =
@@ -417,13 +428,19 @@ LATCH_AVX512 __attribute__((always_inline)) inline void transpose8(const std::ui
 // whether any of those bytes is not ASCII (then `end` was not the stretch's end: classify again).
 LATCH_STEP bool classify_chunk(ChunkMasks& m, const KernelWeights& kw, const std::uint8_t* text, std::size_t len,
                                std::size_t base, std::size_t end, int nb) {
+    __m512i idx_mask = _mm512_set1_epi8(0x7C);
+    __asm__("" : "+v"(idx_mask));  // a value the compiler cannot rebuild for every block (it did: two instructions)
+    const Step1Tables tb{_mm512_load_si512(kw.flags), _mm512_load_si512(kw.flags + 64),
+                         _mm512_load_si512(kw.bigram_plane[0]), _mm512_load_si512(kw.bigram_plane[0] + 64),
+                         _mm512_load_si512(kw.bigram_plane[1]), _mm512_load_si512(kw.bigram_plane[1] + 64),
+                         idx_mask};
     __m512i seen = _mm512_setzero_si512();
     for (int j = 1; j <= nb + 1; ++j) {
         const std::size_t at = base + 64 * static_cast<std::size_t>(j - 1);
         if (at + 64 <= end) {
-            classify_block<true>(m, j, kw, text, len, at, ~0ull, seen);
+            classify_block<true>(m, j, tb, text, len, at, ~0ull, seen);
         } else if (at < end) {
-            classify_block<false>(m, j, kw, text, len, at, valid_bits(end - at), seen);
+            classify_block<false>(m, j, tb, text, len, at, valid_bits(end - at), seen);
         } else {  // the lookahead block past the stretch's end: no characters
             _mm512_store_si512(m.rec[j], _mm512_setzero_si512());
             m.EQ[j] = 0;
@@ -452,8 +469,11 @@ LATCH_STEP bool classify_chunk(ChunkMasks& m, const KernelWeights& kw, const std
 LATCH_STEP std::uint64_t pieces_chunk(ChunkMasks& m, int nb, std::uint64_t* nl_before, const ChunkEnds& ce) {
     std::uint64_t long_runs = 0;
     __m512i nl = _mm512_set1_epi64(static_cast<long long>(*nl_before));
+    // Inside a long stretch: the chunk's 64 blocks and the lookahead block are full, so the stretch's
+    // successor is past them (no LA bit, every character valid).
+    const bool inside = nb == kChunk && ce.end >= 64 * static_cast<std::int64_t>(nb + 1);
     for (int j = 1; j <= nb; j += 8) {
-        nl = pieces8(m, j, nl, &long_runs, ce);
+        nl = inside ? pieces8<true>(m, j, nl, &long_runs, ce) : pieces8<false>(m, j, nl, &long_runs, ce);
     }
     *nl_before = m.NL[nb];
     return long_runs & (nb >= 64 ? ~0ull : (1ull << nb) - 1);

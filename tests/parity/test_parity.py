@@ -102,8 +102,8 @@ def test_estimate_large_text_split_across_threads(wide):
 
 @pytest.mark.parametrize("chars", [600_000, 1_100_000])
 def test_estimate_mid_size_text_split_into_parts(chars):
-    # From 512 Ki characters the native side cuts a text into parts of about 256 Ki that the calling
-    # thread and its helpers claim in turn (two parts, then four); the sum must equal the single walk.
+    # From 512 Ki characters the native side cuts a text into parts of about 64 Ki that the calling
+    # thread and its helpers claim in turn (9 parts, then 16); the sum must equal the single walk.
     rng = random.Random(chars)
     words = ["alpha", "Beta", "HTTPServer", "x1", "4096", "--", "a.b", "\n\n  ", "\t", "é", "(", ")"]
     text = " ".join(rng.choice(words) for _ in range(chars // 4))
@@ -126,6 +126,18 @@ def test_estimate_wide_text_with_long_ascii_stretches():
         )
         for profile in PROFILES:
             assert native.estimate_tokens(text, profile) == _py.estimate_tokens(text, profile), (text, profile)
+
+
+def test_estimate_letter_right_after_a_long_ascii_stretch():
+    # The vectorized path reads a long ASCII stretch in chunks of 64 blocks (4 Ki characters) and the
+    # block after each; the LETTER that ends the stretch changes the piece before it (a joined PUNCT,
+    # an absorbed space) at every offset around the end of a chunk and of the block after it.
+    fill = "alpha Beta x1 4096 == (a.b) \n"
+    for n in [*range(4096 - 70, 4096 + 70), *range(8192 - 2, 8192 + 3)]:
+        for before in " .":
+            for end in ("é", "éx", "д", "дx"):
+                text = (fill * (n // len(fill) + 1))[: n - 1] + before + end
+                assert native.estimate_tokens(text) == _py.estimate_tokens(text), (n, before, end)
 
 
 def test_estimate_script_letters_and_long_runs_of_one_punct_character():
