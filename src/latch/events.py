@@ -38,7 +38,7 @@ import dataclasses
 import json
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -76,6 +76,7 @@ __all__ = [
     "canonical_json",
     "canonical_bytes",
     "canonical_arguments",
+    "canonical_payload",
     "json_loads",
     "JSONNestingError",
     "RawArguments",
@@ -326,6 +327,108 @@ def _from_plain(cls: type, data: Mapping[str, Any]) -> Any:
     return cls(**kwargs)
 
 
+# ------------------------------------------------------------------ fast canonical text and decoding of events
+# The store encodes every appended event and decodes every event it reads. canonical_payload writes the text of
+# ``canonical_json(event.to_payload())`` from a per-class table made on first use, and a stored payload is parsed
+# by the JSON scanner directly (tests/invariants/test_event_codec_parity.py holds both to the generic path;
+# benchmarks/test_bench_event_codec.py times the two).
+
+_quote_str = json.encoder.encode_basestring
+"""A JSON string literal as :func:`canonical_json` writes it (non-ASCII kept): the C function when built."""
+_WRITERS: dict[type, tuple[tuple[str, str], ...] | None] = {}
+"""Per dataclass: ``(key text, field name)`` in sorted key order, each key text the ``{"name":`` or ``,"name":``
+that precedes the field's value; ``None`` for a class that is no dataclass. Emptied by register_nested."""
+
+
+def _writer(cls: type) -> tuple[tuple[str, str], ...] | None:
+    try:
+        return _WRITERS[cls]
+    except KeyError:
+        fields = _fields(cls)
+        names = sorted(name for name, _ in fields) if fields is not None else None
+        got = _WRITERS[cls] = (
+            tuple((("{" if i == 0 else ",") + _quote_str(name) + ":", name) for i, name in enumerate(names))
+            if names is not None
+            else None
+        )
+        return got
+
+
+def _fields_json(obj: Any, writer: tuple[tuple[str, str], ...], parts: list[str]) -> None:
+    """Append to ``parts`` the canonical JSON text of dataclass ``obj``'s fields (``_to_plain(obj)``): plain
+    strings, numbers, booleans, ``None`` and tuples of strings or dataclasses written here, any other value
+    (a dict, a subclass of ``str``) by :data:`_CANONICAL` from its ``_to_plain``."""
+    add = parts.append
+    for key, name in writer:
+        add(key)
+        value = getattr(obj, name)
+        kind = type(value)
+        if kind is str:
+            add(_quote_str(value))
+        elif value is None:
+            add("null")
+        elif kind is bool:
+            add("true" if value else "false")
+        elif kind is int:
+            add(int.__repr__(value))
+        elif (kind is tuple or kind is list) and not value:
+            add("[]")
+        elif kind is tuple or kind is list:
+            first = True
+            for item in value:
+                add("[" if first else ",")
+                first = False
+                if type(item) is str:
+                    add(_quote_str(item))
+                elif (item_writer := _writer(type(item))) is not None:
+                    _fields_json(item, item_writer, parts)
+                else:
+                    add(_CANONICAL.encode(_to_plain(item)))
+            add("]")
+        else:  # floats (NaN is refused there), dicts, subclasses of str or int: the generic encoder
+            add(_CANONICAL.encode(_to_plain(value)))
+    if not writer:
+        add("{")
+    add("}")
+
+
+def _surrogates_escaped(text: str) -> str:
+    if not text.isascii() and _SURROGATE_RE.search(text):
+        text = _SURROGATE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text
+
+
+def canonical_payload(event: Event) -> str:
+    """The canonical JSON text of ``event``'s payload: ``canonical_json(event.to_payload())``, the same text,
+    written from the event's fields without building the payload (a class that overrides
+    :meth:`Event.to_payload` goes through it). What the store keeps of an event. Raises ``ValueError`` for NaN
+    or Infinity and ``TypeError`` for a value JSON cannot hold, as :func:`canonical_json` does."""
+    cls = type(event)
+    writer = _writer(cls) if cls.to_payload is Event.to_payload else None
+    if writer is None:
+        return canonical_json(event.to_payload())
+    parts: list[str] = []
+    _fields_json(event, writer, parts)
+    return _surrogates_escaped("".join(parts))
+
+
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]
+"""The JSON scanner of ``json.loads`` (the C one when built), called without ``loads``' wrappers."""
+
+
+def _loads_object(text: str | bytes) -> Any:
+    """``json.loads(text)``: the same value and the same errors, the scanner called directly when ``text`` is
+    a ``str`` that starts with ``{`` (a stored payload)."""
+    if type(text) is str and text[:1] == "{":
+        try:
+            value, end = _SCAN(text, 0)
+        except (StopIteration, ValueError, RecursionError):
+            return json.loads(text)  # raises as json.loads does
+        if end == len(text):
+            return value
+    return json.loads(text)
+
+
 @dataclass(frozen=True, slots=True)
 class MediaRef:
     """A reference to a content-addressed artifact (bytes live in the store).
@@ -416,9 +519,13 @@ def _readable_arguments(call: ToolCall) -> str:
     if isinstance(value, RawArguments):
         return call.arguments
     try:
-        return json.dumps(value, ensure_ascii=False)
+        return _READABLE.encode(value)
     except (ValueError, RecursionError):
         return call.arguments
+
+
+_READABLE = json.JSONEncoder(ensure_ascii=False)
+"""``json.dumps(value, ensure_ascii=False)``'s encoder, made once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -1128,17 +1235,22 @@ def decode_event(kind: str, payload: Mapping[str, Any] | str | bytes) -> Event:
 
     Raises ``KeyError`` naming the known kinds for a kind not in :data:`EVENT_KINDS`.
     """
-    data: Mapping[str, Any] = json.loads(payload) if isinstance(payload, (str, bytes)) else payload
+    if isinstance(payload, (str, bytes)):
+        data = _loads_object(payload)  # a new dict: "kind" is taken out of it only when there
+        copy = type(data) is not dict or "kind" in data
+    else:
+        data, copy = payload, True
     cls = EVENT_KINDS.get(kind)
     if cls is None:
         raise KeyError(f"unknown event kind {kind!r}; known: {', '.join(sorted(EVENT_KINDS))}")
-    return cls.from_payload({k: v for k, v in data.items() if k != "kind"})
+    return cls.from_payload({k: v for k, v in data.items() if k != "kind"} if copy else data)
 
 
 def register_nested(owner: str, field_name: str, cls: type) -> None:
     """Declare that ``owner.field_name`` holds dataclass(es) of ``cls`` (for decoding)."""
     _NESTED[(owner, field_name)] = cls
     _FIELDS.clear()
+    _WRITERS.clear()
 
 
 def same_event(a: Event, b: Event) -> bool:

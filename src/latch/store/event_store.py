@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..events import Event, MediaRef, PendingEvent, canonical_json, decode_event
+from ..events import Event, MediaRef, PendingEvent, canonical_json, canonical_payload, decode_event
 from ._sqlite import (
     StoreBusyError,
     StoreError,
@@ -152,12 +152,12 @@ def encode_events(events: Iterable[PendingEvent | Event], index: Callable[[str],
         else:
             ev, ref, ts = pe.event, pe.source_ref, pe.ts
         text = ev.searchable_text()
-        rows.append((ev.KIND, canonical_json(ev.to_payload()), ref, ts, index(text) if text else None))
+        rows.append((ev.KIND, canonical_payload(ev), ref, ts, index(text) if text else None))
     return EncodedBatch(rows)
 
 
 def _decode_stored(r: Sequence[Any]) -> StoredEvent:
-    return StoredEvent(seq=r[0], session_id=r[1], kind=r[2], event=decode_event(r[2], r[3]), source_ref=r[4], ts=r[5])
+    return StoredEvent(r[0], r[1], r[2], decode_event(r[2], r[3]), r[4], r[5])  # seq, session_id, kind, ..., ts
 
 
 def _encodable(text: str) -> bool:
@@ -938,8 +938,13 @@ class EventStore:
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
-        for r in self._rows(sql, args):
-            yield self._decode_row(r)
+        rows = self._rows(sql, args)
+        cache = self._decoded
+        if cache is None:
+            cache = self._decoded = DecodedEvents()
+        decoded = cache.get
+        for r in rows:
+            yield decoded(r, _decode_stored)
 
     def get(self, seq: int) -> StoredEvent:
         rows = self._rows("SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq = ?", (seq,))
