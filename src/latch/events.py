@@ -35,9 +35,11 @@ agent (and this module imports nothing from ``latch``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import sys
+import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -308,6 +310,18 @@ def _to_plain(obj: Any) -> Any:
 
 
 def _from_plain(cls: type, data: Mapping[str, Any]) -> Any:
+    """``cls`` rebuilt from its plain ``data`` (:func:`_from_plain_generic`), by the class's made decoder."""
+    try:
+        decode = _DECODERS[cls]
+    except KeyError:
+        decode = _DECODERS[cls] = _decoder(cls)
+    return decode(data)
+
+
+def _from_plain_generic(cls: type, data: Mapping[str, Any]) -> Any:
+    """``cls(**fields)`` from the fields ``data`` holds (others ignored): lists become tuples, and a nested
+    dataclass field's dicts its instances. Raises ``TypeError`` when ``cls`` is no dataclass or a field without
+    a default is missing."""
     fields = _fields(cls)
     if fields is None:
         raise TypeError(f"cannot decode into {cls.__name__}: not a dataclass")
@@ -325,6 +339,62 @@ def _from_plain(cls: type, data: Mapping[str, Any]) -> Any:
             value = tuple(value)
         kwargs[name] = value
     return cls(**kwargs)
+
+
+_DECODERS: dict[type, Callable[[Mapping[str, Any]], Any]] = {}
+"""Per class: the function :func:`_from_plain` calls (emptied by register_nested)."""
+
+
+def _field_setter(cls: type, name: str) -> Callable[[Any, Any], None] | None:
+    """The ``__set__`` of the slot that holds field ``name`` (it sets a frozen instance's field), or ``None``."""
+    for klass in cls.__mro__:
+        found = klass.__dict__.get(name)
+        if found is not None:
+            return found.__set__ if isinstance(found, types.MemberDescriptorType) else None
+    return None
+
+
+def _decoder(cls: type) -> Callable[[Mapping[str, Any]], Any]:
+    """A function doing what :func:`_from_plain_generic` does for ``cls``, made for the class: for a frozen
+    dataclass with slots whose ``__init__`` is the one ``dataclasses`` makes (no ``__post_init__``), one that
+    fills a new instance's slots straight from a ``dict``, falling back to the generic path for anything else
+    (another mapping, a missing field, which then raises as ``cls(...)`` does). Same instances either way
+    (tests/invariants/test_event_codec_parity.py)."""
+    generic = functools.partial(_from_plain_generic, cls)
+    fields = _fields(cls)
+    init = getattr(getattr(cls, "__init__", None), "__code__", None)
+    if fields is None or hasattr(cls, "__post_init__") or init is None or init.co_filename != "<string>":
+        return generic
+    env: dict[str, Any] = {"new": object.__new__, "cls": cls, "M": dataclasses.MISSING, "generic": generic}
+    lines = ["def decode(data):", "    if type(data) is not dict:", "        return generic(data)"]
+    lines += ["    get = data.get", "    obj = new(cls)"]
+    for i, (f, (name, sub)) in enumerate(zip(dataclasses.fields(cls), fields, strict=True)):
+        setter = _field_setter(cls, name)
+        if setter is None or not f.init or f.name != name:
+            return generic
+        env[f"set{i}"] = setter
+        lines += [f"    v = get({name!r}, M)", "    if v is M:"]
+        if f.default is not dataclasses.MISSING:
+            env[f"default{i}"] = f.default
+            lines.append(f"        v = default{i}")
+        elif f.default_factory is not dataclasses.MISSING:
+            env[f"factory{i}"] = f.default_factory
+            lines.append(f"        v = factory{i}()")
+        else:
+            lines.append("        return generic(data)")
+        if sub is None:
+            lines += ["    elif isinstance(v, list):", "        v = tuple(v)"]
+        else:
+            env[f"sub{i}"] = functools.partial(_from_plain, sub)
+            lines += [
+                "    elif v is not None:",
+                f"        v = tuple(map(sub{i}, v)) if isinstance(v, list) else sub{i}(v)",
+            ]
+        lines.append(f"    set{i}(obj, v)")
+    lines.append("    return obj")
+    exec("\n".join(lines), env)  # noqa: S102 - the text is made here from the class's field names
+    made: Callable[[Mapping[str, Any]], Any] = env["decode"]
+    return made
 
 
 # ------------------------------------------------------------------ fast canonical text and decoding of events
@@ -1251,6 +1321,7 @@ def register_nested(owner: str, field_name: str, cls: type) -> None:
     _NESTED[(owner, field_name)] = cls
     _FIELDS.clear()
     _WRITERS.clear()
+    _DECODERS.clear()
 
 
 def same_event(a: Event, b: Event) -> bool:
