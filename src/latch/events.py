@@ -365,7 +365,7 @@ def _decoder(cls: type) -> Callable[[Mapping[str, Any]], Any]:
     init = getattr(getattr(cls, "__init__", None), "__code__", None)
     if fields is None or hasattr(cls, "__post_init__") or init is None or init.co_filename != "<string>":
         return generic
-    if cls.__new__ is not object.__new__:
+    if getattr(cls, "__new__", None) is not object.__new__:
         return generic
     env: dict[str, Any] = {"new": object.__new__, "cls": cls, "M": dataclasses.MISSING, "generic": generic}
     lines = ["def decode(data):", "    if type(data) is not dict:", "        return generic(data)"]
