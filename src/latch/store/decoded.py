@@ -23,8 +23,9 @@ DECODED_EVENTS = 8192
 
 T = TypeVar("T")
 _SHORT = 256
-"""A longer string of a row (the payload) is kept as its length and hash, not its text: the cache holds decoded
-events, not a second copy of their JSON."""
+"""A longer string of a row is kept as its length and hash, not its text: the cache holds decoded events, not a
+second copy of their JSON. A store's row ``(seq, session_id, kind, payload, source_ref, ts)`` keeps its payload so
+whatever its length."""
 
 
 class DecodedEvents(Generic[T]):

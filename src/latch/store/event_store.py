@@ -938,13 +938,8 @@ class EventStore:
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
-        rows = self._rows(sql, args)
-        cache = self._decoded
-        if cache is None:
-            cache = self._decoded = DecodedEvents()
-        decoded = cache.get
-        for r in rows:
-            yield decoded(r, _decode_stored)
+        for r in self._rows(sql, args):
+            yield self._decode_row(r)
 
     def get(self, seq: int) -> StoredEvent:
         rows = self._rows("SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq = ?", (seq,))
