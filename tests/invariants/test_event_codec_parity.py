@@ -140,7 +140,7 @@ def _dataclass(cls: type, *, odd: bool) -> st.SearchStrategy[Any]:
 _events = st.sampled_from(BUILTIN_KINDS).flatmap(lambda cls: _dataclass(cls, odd=False) | _dataclass(cls, odd=True))
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(event=_events)
 def test_canonical_payload_equals_the_generic_encoding(event):
     got = outcome(lambda: canonical_payload(event))
@@ -154,7 +154,7 @@ def test_canonical_payload_equals_the_generic_encoding(event):
 
 
 @pytest.mark.parametrize("cls", BUILTIN_KINDS, ids=lambda c: c.KIND)
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_every_kind_round_trips_as_before(cls, data):
     event = data.draw(_dataclass(cls, odd=False).filter(lambda e: outcome(lambda: reference_payload(e))[0] == "ok"))
@@ -171,7 +171,7 @@ def _payloads(cls):
     return st.dictionaries(keys, _json | st.lists(st.dictionaries(st.sampled_from(["sha256", "id", "x"]), _json)))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(data=st.data(), cls=st.sampled_from(BUILTIN_KINDS))
 def test_any_payload_decodes_as_before(data, cls):
     """Missing fields, unknown keys, values of any type, nested fields that hold no objects: the same event or
