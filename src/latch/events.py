@@ -35,10 +35,12 @@ agent (and this module imports nothing from ``latch``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import sys
-from collections.abc import Mapping
+import types
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -76,6 +78,7 @@ __all__ = [
     "canonical_json",
     "canonical_bytes",
     "canonical_arguments",
+    "canonical_payload",
     "json_loads",
     "JSONNestingError",
     "RawArguments",
@@ -307,6 +310,18 @@ def _to_plain(obj: Any) -> Any:
 
 
 def _from_plain(cls: type, data: Mapping[str, Any]) -> Any:
+    """``cls`` rebuilt from its plain ``data`` (:func:`_from_plain_generic`), by the class's made decoder."""
+    try:
+        decode = _DECODERS[cls]
+    except KeyError:
+        decode = _DECODERS[cls] = _decoder(cls)
+    return decode(data)
+
+
+def _from_plain_generic(cls: type, data: Mapping[str, Any]) -> Any:
+    """``cls(**fields)`` from the fields ``data`` holds (others ignored): lists become tuples, and a nested
+    dataclass field's dicts its instances. Raises ``TypeError`` when ``cls`` is no dataclass or a field without
+    a default is missing."""
     fields = _fields(cls)
     if fields is None:
         raise TypeError(f"cannot decode into {cls.__name__}: not a dataclass")
@@ -324,6 +339,166 @@ def _from_plain(cls: type, data: Mapping[str, Any]) -> Any:
             value = tuple(value)
         kwargs[name] = value
     return cls(**kwargs)
+
+
+_DECODERS: dict[type, Callable[[Mapping[str, Any]], Any]] = {}
+"""Per class: the function :func:`_from_plain` calls (emptied by register_nested)."""
+
+
+def _field_setter(cls: type, name: str) -> Callable[[Any, Any], None] | None:
+    """The ``__set__`` of the slot that holds field ``name`` (it sets a frozen instance's field), or ``None``."""
+    for klass in cls.__mro__:
+        found = klass.__dict__.get(name)
+        if found is not None:
+            return found.__set__ if isinstance(found, types.MemberDescriptorType) else None
+    return None
+
+
+def _decoder(cls: type) -> Callable[[Mapping[str, Any]], Any]:
+    """A function doing what :func:`_from_plain_generic` does for ``cls``, made for the class: for a frozen
+    dataclass with slots whose ``__init__`` is the one ``dataclasses`` makes (no ``__post_init__``), one that
+    fills a new instance's slots straight from a ``dict``, falling back to the generic path for anything else
+    (another mapping, a missing field, which then raises as ``cls(...)`` does). Same instances either way
+    (tests/invariants/test_event_codec_parity.py)."""
+    generic = functools.partial(_from_plain_generic, cls)
+    fields = _fields(cls)
+    init = getattr(getattr(cls, "__init__", None), "__code__", None)
+    if fields is None or hasattr(cls, "__post_init__") or init is None or init.co_filename != "<string>":
+        return generic
+    if getattr(cls, "__new__", None) is not object.__new__:
+        return generic
+    env: dict[str, Any] = {"new": object.__new__, "cls": cls, "M": dataclasses.MISSING, "generic": generic}
+    lines = ["def decode(data):", "    if type(data) is not dict:", "        return generic(data)"]
+    lines += ["    get = data.get", "    obj = new(cls)"]
+    for i, (f, (name, sub)) in enumerate(zip(dataclasses.fields(cls), fields, strict=True)):
+        setter = _field_setter(cls, name)
+        if setter is None or not f.init or f.name != name:
+            return generic
+        env[f"set{i}"] = setter
+        lines += [f"    v = get({name!r}, M)", "    if v is M:"]
+        if f.default is not dataclasses.MISSING:
+            env[f"default{i}"] = f.default
+            lines.append(f"        v = default{i}")
+        elif f.default_factory is not dataclasses.MISSING:
+            env[f"factory{i}"] = f.default_factory
+            lines.append(f"        v = factory{i}()")
+        else:
+            lines.append("        return generic(data)")
+        if sub is None:
+            lines += ["    elif isinstance(v, list):", "        v = tuple(v)"]
+        else:
+            env[f"sub{i}"] = functools.partial(_from_plain, sub)
+            lines += [
+                "    elif v is not None:",
+                f"        v = tuple(map(sub{i}, v)) if isinstance(v, list) else sub{i}(v)",
+            ]
+        lines.append(f"    set{i}(obj, v)")
+    lines.append("    return obj")
+    exec("\n".join(lines), env)  # noqa: S102 - the text is made here from the class's field names
+    made: Callable[[Mapping[str, Any]], Any] = env["decode"]
+    return made
+
+
+# ------------------------------------------------------------------ fast canonical text and decoding of events
+# The store encodes every appended event and decodes every event it reads. canonical_payload writes the text of
+# ``canonical_json(event.to_payload())`` from a per-class table made on first use, and a stored payload is parsed
+# by the JSON scanner directly (tests/invariants/test_event_codec_parity.py holds both to the generic path;
+# benchmarks/test_bench_event_codec.py times the two).
+
+_quote_str = json.encoder.encode_basestring
+"""A JSON string literal as :func:`canonical_json` writes it (non-ASCII kept): the C function when built."""
+_WRITERS: dict[type, tuple[tuple[str, str], ...] | None] = {}
+"""Per dataclass: ``(key text, field name)`` in sorted key order, each key text the ``{"name":`` or ``,"name":``
+that precedes the field's value; ``None`` for a class that is no dataclass. Emptied by register_nested."""
+
+
+def _writer(cls: type) -> tuple[tuple[str, str], ...] | None:
+    try:
+        return _WRITERS[cls]
+    except KeyError:
+        fields = _fields(cls)
+        names = sorted(name for name, _ in fields) if fields is not None else None
+        got = _WRITERS[cls] = (
+            tuple((("{" if i == 0 else ",") + _quote_str(name) + ":", name) for i, name in enumerate(names))
+            if names is not None
+            else None
+        )
+        return got
+
+
+def _fields_json(obj: Any, writer: tuple[tuple[str, str], ...], parts: list[str]) -> None:
+    """Append to ``parts`` the canonical JSON text of dataclass ``obj``'s fields (``_to_plain(obj)``): plain
+    strings, numbers, booleans, ``None`` and tuples of strings or dataclasses written here, any other value
+    (a dict, a subclass of ``str``) by :data:`_CANONICAL` from its ``_to_plain``."""
+    add = parts.append
+    for key, name in writer:
+        add(key)
+        value = getattr(obj, name)
+        kind = type(value)
+        if kind is str:
+            add(_quote_str(value))
+        elif value is None:
+            add("null")
+        elif kind is bool:
+            add("true" if value else "false")
+        elif kind is int:
+            add(int.__repr__(value))
+        elif (kind is tuple or kind is list) and not value:
+            add("[]")
+        elif kind is tuple or kind is list:
+            first = True
+            for item in value:
+                add("[" if first else ",")
+                first = False
+                if type(item) is str:
+                    add(_quote_str(item))
+                elif (item_writer := _writer(type(item))) is not None:
+                    _fields_json(item, item_writer, parts)
+                else:
+                    add(_CANONICAL.encode(_to_plain(item)))
+            add("]")
+        else:  # floats (NaN is refused there), dicts, subclasses of str or int: the generic encoder
+            add(_CANONICAL.encode(_to_plain(value)))
+    if not writer:
+        add("{")
+    add("}")
+
+
+def _surrogates_escaped(text: str) -> str:
+    if not text.isascii() and _SURROGATE_RE.search(text):
+        text = _SURROGATE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text
+
+
+def canonical_payload(event: Event) -> str:
+    """The canonical JSON text of ``event``'s payload: ``canonical_json(event.to_payload())``, the same text,
+    written from the event's fields without building the payload (a class that overrides
+    :meth:`Event.to_payload` goes through it). What the store keeps of an event. Raises ``ValueError`` for NaN
+    or Infinity and ``TypeError`` for a value JSON cannot hold, as :func:`canonical_json` does."""
+    cls = type(event)
+    writer = _writer(cls) if cls.to_payload is Event.to_payload else None
+    if writer is None:
+        return canonical_json(event.to_payload())
+    parts: list[str] = []
+    _fields_json(event, writer, parts)
+    return _surrogates_escaped("".join(parts))
+
+
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]
+"""The JSON scanner of ``json.loads`` (the C one when built), called without ``loads``' wrappers."""
+
+
+def _loads_object(text: str | bytes) -> Any:
+    """``json.loads(text)``: the same value and the same errors, the scanner called directly when ``text`` is
+    a ``str`` that starts with ``{`` (a stored payload)."""
+    if type(text) is str and text[:1] == "{":
+        try:
+            value, end = _SCAN(text, 0)
+        except (StopIteration, ValueError, RecursionError):
+            return json.loads(text)  # raises as json.loads does
+        if end == len(text):
+            return value
+    return json.loads(text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,9 +591,13 @@ def _readable_arguments(call: ToolCall) -> str:
     if isinstance(value, RawArguments):
         return call.arguments
     try:
-        return json.dumps(value, ensure_ascii=False)
+        return _READABLE.encode(value)
     except (ValueError, RecursionError):
         return call.arguments
+
+
+_READABLE = json.JSONEncoder(ensure_ascii=False)
+"""``json.dumps(value, ensure_ascii=False)``'s encoder, made once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -1128,17 +1307,23 @@ def decode_event(kind: str, payload: Mapping[str, Any] | str | bytes) -> Event:
 
     Raises ``KeyError`` naming the known kinds for a kind not in :data:`EVENT_KINDS`.
     """
-    data: Mapping[str, Any] = json.loads(payload) if isinstance(payload, (str, bytes)) else payload
+    if isinstance(payload, (str, bytes)):
+        data = _loads_object(payload)  # a new dict: "kind" is taken out of it only when there
+        copy = type(data) is not dict or "kind" in data
+    else:
+        data, copy = payload, True
     cls = EVENT_KINDS.get(kind)
     if cls is None:
         raise KeyError(f"unknown event kind {kind!r}; known: {', '.join(sorted(EVENT_KINDS))}")
-    return cls.from_payload({k: v for k, v in data.items() if k != "kind"})
+    return cls.from_payload({k: v for k, v in data.items() if k != "kind"} if copy else data)
 
 
 def register_nested(owner: str, field_name: str, cls: type) -> None:
     """Declare that ``owner.field_name`` holds dataclass(es) of ``cls`` (for decoding)."""
     _NESTED[(owner, field_name)] = cls
     _FIELDS.clear()
+    _WRITERS.clear()
+    _DECODERS.clear()
 
 
 def same_event(a: Event, b: Event) -> bool:

@@ -23,8 +23,9 @@ DECODED_EVENTS = 8192
 
 T = TypeVar("T")
 _SHORT = 256
-"""A longer string of a row (the payload) is kept as its length and hash, not its text: the cache holds decoded
-events, not a second copy of their JSON."""
+"""A longer string of a row is kept as its length and hash, not its text: the cache holds decoded events, not a
+second copy of their JSON. A store's row ``(seq, session_id, kind, payload, source_ref, ts)`` keeps its payload so
+whatever its length."""
 
 
 class DecodedEvents(Generic[T]):
@@ -42,7 +43,10 @@ class DecodedEvents(Generic[T]):
 
     def get(self, row: Sequence[Any], decode: Callable[[Sequence[Any]], T]) -> T:
         """The value of ``row``: the one kept for an identical row, else ``decode(row)`` (then kept)."""
-        key = tuple(x if not isinstance(x, str) or len(x) <= _SHORT else (len(x), hash(x)) for x in row)
+        if len(row) == 6 and type(payload := row[3]) is str:  # a store's row: only its payload is long
+            key: tuple[Any, ...] = (row[0], row[1], row[2], len(payload), hash(payload), row[4], row[5])
+        else:
+            key = tuple(x if not isinstance(x, str) or len(x) <= _SHORT else (len(x), hash(x)) for x in row)
         hit = self._by_seq.get(key[0])
         if hit is not None and hit[0] == key:
             return hit[1]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..events import Event, MediaRef, PendingEvent, canonical_json, decode_event
+from ..events import Event, MediaRef, PendingEvent, canonical_json, canonical_payload, decode_event
 from ._sqlite import (
     StoreBusyError,
     StoreError,
@@ -152,12 +152,12 @@ def encode_events(events: Iterable[PendingEvent | Event], index: Callable[[str],
         else:
             ev, ref, ts = pe.event, pe.source_ref, pe.ts
         text = ev.searchable_text()
-        rows.append((ev.KIND, canonical_json(ev.to_payload()), ref, ts, index(text) if text else None))
+        rows.append((ev.KIND, canonical_payload(ev), ref, ts, index(text) if text else None))
     return EncodedBatch(rows)
 
 
 def _decode_stored(r: Sequence[Any]) -> StoredEvent:
-    return StoredEvent(seq=r[0], session_id=r[1], kind=r[2], event=decode_event(r[2], r[3]), source_ref=r[4], ts=r[5])
+    return StoredEvent(r[0], r[1], r[2], decode_event(r[2], r[3]), r[4], r[5])  # seq, session_id, kind, ..., ts
 
 
 def _encodable(text: str) -> bool:
