@@ -38,6 +38,19 @@ def test_selected_for_cl100k_models_only():
     assert latch_select_estimator("gpt-4o") is None
 
 
+def test_no_model_latch_prices_as_o200k_is_cl100k_for_tiktoken():
+    # is_cl100k_model answers such a model without importing tiktoken (a replay of a Codex session never does)
+    from tiktoken.model import MODEL_PREFIX_TO_ENCODING, MODEL_TO_ENCODING, encoding_name_for_model
+
+    from latch.estimators import profile_for_model
+
+    names = [*MODEL_TO_ENCODING, *(prefix + "x" for prefix in MODEL_PREFIX_TO_ENCODING)]
+    assert [n for n in names if profile_for_model(n) == "o200k" and encoding_name_for_model(n) == "cl100k_base"] == []
+    code = "import sys; from latch_tiktoken import is_cl100k_model as f; print(f('gpt-5.1-codex'), 'tiktoken' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+
+
 def test_through_the_plugin_host(monkeypatch):
     from latch import plugins
 
