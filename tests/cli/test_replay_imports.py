@@ -35,6 +35,7 @@ NEVER = (
     "httpx",
     "pydantic",
     "socket",  # the replay scratch's host name comes from os.uname
+    "latch.store.postgres",  # an SQLite store: the --db value is checked by latch.store.pg_url
 )
 """Modules no second replay of a stored session imports (nor any module under them)."""
 
