@@ -60,9 +60,9 @@ The imports themselves then got cheaper (``latch.records``, ``latch.lazyre``). E
 (about 90 on a replay's path: the event kinds, the port's records, the kernel's facts) was made by
 ``dataclasses.dataclass``, which compiles each class's ``__init__``, ``__repr__``, ``__eq__``, ``__hash__`` and frozen
 ``__setattr__``/``__delattr__`` from source text when the module is imported (``latch.events`` alone took 23 ms of
-CPU). :func:`latch.records.dataclass` makes the same classes (``tests/parity/test_records_parity.py``) with shared
-methods and an ``__init__`` compiled when the class is first constructed (a replay of the example compiles 7 of
-the 38 event kinds': ``tests/cli/test_replay_imports.py``). The FTS5 preparation's, recall's and the PostgreSQL store's patterns compile
+CPU). :func:`latch.records.dataclass` makes the same classes (``tests/parity/test_records_parity.py``) and compiles
+each method the first time it is used (a replay of the example constructs 7 of the 38 event kinds:
+``tests/cli/test_replay_imports.py``). The FTS5 preparation's, recall's and the PostgreSQL store's patterns compile
 at first use; an SQLite command no longer imports the PostgreSQL store (``latch.store.pg_url``), nor ``socket`` (the
 replay scratch's host name is ``os.uname``'s); ``latch-tiktoken`` imports tiktoken only to count or to read its model
 table, which a model Latch prices as o200k never needs. The two commits back to back, alternated, 11 processes each,

@@ -10,9 +10,10 @@ event kinds, the port's records, the kernel's facts) and constructs a dozen of t
 :func:`dataclasses.is_dataclass` work on them), ``__dataclass_params__``, ``__match_args__``, ``__slots__``,
 ``__doc__``, the same equality, hash, ``repr``, frozen assignment errors (:class:`dataclasses.FrozenInstanceError`),
 pickling and ``__init__`` signature (``__post_init__`` is called). The difference is when the code is made:
-``__repr__``, ``__eq__``, ``__hash__`` and the frozen ``__setattr__``/``__delattr__`` are shared functions that read
-the class's field names (no code compiled); ``__init__``, which must take each field as a parameter, is compiled the
-first time the class is constructed or its ``__init__`` is looked up (``inspect.signature``), once per class.
+``__init__``, ``__repr__``, ``__eq__`` and ``__hash__`` are compiled from the source dataclasses writes for them the
+first time each is used (the class constructed, compared, hashed, printed, or its ``__init__`` read, as
+``inspect.signature`` does), once per class, and then run as fast as dataclasses' own; the frozen
+``__setattr__``/``__delattr__``, which run only to raise, are shared functions.
 
 The options this module does not implement itself (``order``, ``unsafe_hash``, ``kw_only``, ``init=False``,
 ``repr=False``, ``eq=False``, an ``InitVar`` or ``KW_ONLY`` field) fall back to :func:`dataclasses.dataclass`.
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import operator
 import typing
 from collections.abc import Callable
 from typing import Any, TypeVar, dataclass_transform, overload
@@ -151,14 +151,14 @@ def _process(cls: type[_T], *, frozen: bool, match_args: bool, slots: bool) -> t
     if match_args and "__match_args__" not in cls.__dict__:
         attributes["__match_args__"] = tuple(f.name for f in every if f.init)
     if "__init__" not in defined:
-        attributes["__init__"] = _LazyInit(cls, every, frozen)
+        attributes["__init__"] = _Lazy(cls, "__init__", lambda: _init_source(cls, every, frozen))
     if "__repr__" not in defined:
-        attributes["__repr__"] = _repr_function(tuple(f.name for f in every if f.repr))
+        attributes["__repr__"] = _Lazy(cls, "__repr__", lambda: _repr_source(tuple(f.name for f in every if f.repr)))
     if "__eq__" not in defined:
-        attributes["__eq__"] = _eq_function(_values(tuple(f.name for f in every if f.compare)))
+        attributes["__eq__"] = _Lazy(cls, "__eq__", lambda: _eq_source(tuple(f.name for f in every if f.compare)))
     if not explicit_hash:
         hashed = tuple(f.name for f in every if (f.compare if f.hash is None else f.hash))
-        attributes["__hash__"] = _hash_function(_values(hashed)) if frozen else None
+        attributes["__hash__"] = _Lazy(cls, "__hash__", lambda: _hash_source(hashed)) if frozen else None
     if frozen:
         attributes["__setattr__"] = _frozen_setattr(cls, frozenset(fields))
         attributes["__delattr__"] = _frozen_delattr(cls, frozenset(fields))
@@ -254,52 +254,6 @@ def _doc_param(f: dataclasses.Field[Any]) -> str:
     return f"{text} = <factory>" if f.default_factory is not _MISSING else text
 
 
-def _values(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
-    """A function giving an instance's values of ``names`` as a tuple (what dataclasses compares and hashes)."""
-    if len(names) >= 2:
-        return operator.attrgetter(*names)
-    if len(names) == 1:
-        get = operator.attrgetter(names[0])
-        return lambda obj: (get(obj),)
-    return lambda obj: ()
-
-
-def _eq_function(values: Callable[[Any], tuple[Any, ...]]) -> Callable[[Any, Any], Any]:
-    def __eq__(self: Any, other: Any) -> Any:
-        if other.__class__ is self.__class__:
-            return values(self) == values(other)
-        return NotImplemented
-
-    return __eq__
-
-
-def _hash_function(values: Callable[[Any], tuple[Any, ...]]) -> Callable[[Any], int]:
-    def __hash__(self: Any) -> int:
-        return hash(values(self))
-
-    return __hash__
-
-
-_REPR_RUNNING: set[tuple[int, int]] = set()
-
-
-def _repr_function(names: tuple[str, ...]) -> Callable[[Any], str]:
-    from _thread import get_ident
-
-    def __repr__(self: Any) -> str:
-        key = (id(self), get_ident())
-        if key in _REPR_RUNNING:
-            return "..."
-        _REPR_RUNNING.add(key)
-        try:
-            inner = ", ".join([f"{name}={getattr(self, name)!r}" for name in names])
-        finally:
-            _REPR_RUNNING.discard(key)
-        return f"{self.__class__.__qualname__}({inner})"
-
-    return __repr__
-
-
 def _frozen_setattr(cls: Any, names: frozenset[str]) -> Callable[[Any, str, Any], None]:
     def __setattr__(self: Any, name: str, value: Any) -> None:
         if type(self) is cls or name in names:
@@ -327,24 +281,73 @@ def _setstate(self: Any, state: list[Any]) -> None:
         object.__setattr__(self, f.name, value)
 
 
-class _LazyInit:
-    """A class's ``__init__`` until first looked up: then compiled (as dataclasses writes it), put on the class in
-    its place, and returned (bound to the instance being made)."""
+class _Lazy:
+    """One of a class's methods (``__init__``, ``__repr__``, ``__eq__``, ``__hash__``) until first looked up: then
+    compiled from the source dataclasses writes for it, put on the class in its place, and returned (bound to the
+    instance at hand). Looked up means called through the class's slot (``cls(...)``, ``==``, ``hash``, ``repr``)
+    or read (``cls.__init__``, ``inspect.signature``)."""
 
-    __slots__ = ("cls", "fields", "frozen")
+    __slots__ = ("cls", "name", "source")
 
-    def __init__(self, cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool) -> None:
-        self.cls, self.fields, self.frozen = cls, fields, frozen
+    def __init__(self, cls: type, name: str, source: Callable[[], tuple[str, dict[str, Any]]]) -> None:
+        self.cls, self.name, self.source = cls, name, source
 
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
-        init = self.cls.__dict__.get("__init__")
-        if init is self:
-            init = _compile_init(self.cls, self.fields, self.frozen)
-            type.__setattr__(self.cls, "__init__", init)
-        return init if obj is None else init.__get__(obj, owner)  # type: ignore[union-attr]
+        method = self.cls.__dict__.get(self.name)
+        if method is self:
+            text, names = self.source()
+            namespace: dict[str, Any] = {}
+            exec(text, names, namespace)  # noqa: S102 (the text is made here from the field names)
+            method = namespace[self.name]
+            method.__qualname__ = f"{self.cls.__qualname__}.{self.name}"
+            method.__module__ = self.cls.__module__
+            if self.name == "__init__":  # the annotations dataclasses gives it (inspect.signature shows them)
+                fields = getattr(self.cls, "__dataclass_fields__").values()  # noqa: B009 (typed as type)
+                method.__annotations__ = {f.name: f.type for f in fields if f.init} | {"return": None}
+            type.__setattr__(self.cls, self.name, method)
+        return method if obj is None else method.__get__(obj, owner)  # type: ignore[union-attr]
 
 
-def _compile_init(cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool) -> Callable[..., None]:
+def _tuple(obj: str, names: tuple[str, ...]) -> str:
+    return "(" + "".join(f"{obj}.{name}," for name in names) + ")"
+
+
+def _eq_source(names: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+    return (
+        "def __eq__(self, other):\n"
+        "    if other.__class__ is self.__class__:\n"
+        f"        return {_tuple('self', names)} == {_tuple('other', names)}\n"
+        "    return NotImplemented\n",
+        {},
+    )
+
+
+def _hash_source(names: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+    return f"def __hash__(self):\n    return hash({_tuple('self', names)})\n", {}
+
+
+_REPR_RUNNING: set[tuple[int, int]] = set()  # (instance, thread) whose repr is being made: a cycle shows as ...
+
+
+def _repr_source(names: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+    from _thread import get_ident
+
+    inner = ", ".join(f"{name}={{self.{name}!r}}" for name in names)
+    return (
+        "def __repr__(self):\n"
+        "    key = (id(self), __get_ident())\n"
+        "    if key in __running:\n"
+        "        return '...'\n"
+        "    __running.add(key)\n"
+        "    try:\n"
+        f'        return self.__class__.__qualname__ + f"({inner})"\n'
+        "    finally:\n"
+        "        __running.discard(key)\n",
+        {"__get_ident": get_ident, "__running": _REPR_RUNNING},
+    )
+
+
+def _init_source(cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool) -> tuple[str, dict[str, Any]]:
     names: dict[str, Any] = {"__object_setattr": object.__setattr__, "__factory": _FACTORY}
     params, body = ["self"], []
     for f in fields:
@@ -372,10 +375,4 @@ def _compile_init(cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen:
     if hasattr(cls, "__post_init__"):
         body.append("self.__post_init__()")
     source = f"def __init__({', '.join(params)}) -> None:\n" + "".join(f"    {line}\n" for line in body or ["pass"])
-    namespace: dict[str, Any] = {}
-    exec(source, names, namespace)  # noqa: S102 (the text is made here from the field names)
-    init: Callable[..., None] = namespace["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__module__ = cls.__module__
-    init.__annotations__ = {f.name: f.type for f in fields if f.init} | {"return": None}
-    return init
+    return source, names

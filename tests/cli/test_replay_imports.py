@@ -44,7 +44,7 @@ NEVER = (
 COMPILED = (
     "import atexit, json, sys; atexit.register(lambda: sys.stderr.write('\\nimported: ' + json.dumps(sorted("
     "c.__name__ for c in sys.modules['latch.events'].BUILTIN_KINDS if not isinstance(c.__dict__['__init__'], "
-    "sys.modules['latch.records']._LazyInit))) + '\\n')); from latch.cli import main; main()"
+    "sys.modules['latch.records']._Lazy))) + '\\n')); from latch.cli import main; main()"
 )
 
 
