@@ -56,12 +56,12 @@ import os
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .lazyre import lazy_compile
 from .port import ContextBudget
+from .records import dataclass
 
 __all__ = [
     "ConfigError",

@@ -29,7 +29,7 @@ re-exported by :mod:`latch.kernel.events`) and the agent's steering markers
 used by :mod:`latch.agent.children`) are declared here too, so :data:`EVENT_KINDS` is one
 explicit table of every kind Latch writes, complete as soon as this module is
 imported: a process decodes any stored event without importing the kernel or the
-agent (and this module imports nothing from ``latch``).
+agent (and this module imports nothing from ``latch`` but :mod:`latch.records`, which declares its classes).
 """
 
 from __future__ import annotations
@@ -41,8 +41,9 @@ import re
 import sys
 import types
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from .records import dataclass
 
 __all__ = [
     "PendingEvent",

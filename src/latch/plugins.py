@@ -49,7 +49,6 @@ import inspect
 import os
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -58,6 +57,7 @@ from . import hookspecs, installed
 from .config import load_config
 from .estimators import estimator_for_model
 from .hookspecs import PROJECT_NAME, LazyClass
+from .records import dataclass
 from .textsafe import warn
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -22,10 +22,11 @@ Units: every ``*_tokens`` field is in estimated tokens.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .events import MediaRef
+from .records import dataclass
 
 if TYPE_CHECKING:  # numpy loads when an estimator makes an array, not with the port
     import numpy as np

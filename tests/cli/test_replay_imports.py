@@ -34,14 +34,24 @@ NEVER = (
     "anthropic",
     "httpx",
     "pydantic",
+    "socket",  # the replay scratch's host name comes from os.uname
+    "latch.store.postgres",  # an SQLite store: the --db value is checked by latch.store.pg_url
 )
 """Modules no second replay of a stored session imports (nor any module under them)."""
 
 
-def _replay(tmp_path: Path, *args: str, plugins: str) -> set[str]:
+# the command, then (at exit, on stderr) the event kinds whose __init__ was compiled (latch.records), as one JSON line
+COMPILED = (
+    "import atexit, json, sys; atexit.register(lambda: sys.stderr.write('\\nimported: ' + json.dumps(sorted("
+    "c.__name__ for c in sys.modules['latch.events'].BUILTIN_KINDS if not isinstance(c.__dict__['__init__'], "
+    "sys.modules['latch.records']._Lazy))) + '\\n')); from latch.cli import main; main()"
+)
+
+
+def _replay(tmp_path: Path, *args: str, plugins: str, main: str = MAIN) -> set[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LATCH_")}
     env.update(LATCH_HOME=str(tmp_path / "home"), COLUMNS="200", LATCH_LOAD_PLUGINS=plugins)
-    cmd = [sys.executable, "-c", MAIN, "replay", str(EXAMPLE), "--db", str(tmp_path / "latch.db"), *args]
+    cmd = [sys.executable, "-c", main, "replay", str(EXAMPLE), "--db", str(tmp_path / "latch.db"), *args]
     for _ in range(2):  # the second finds the file's fingerprint and every price kept
         res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
         assert res.returncode == 0, res.stderr
@@ -68,3 +78,12 @@ def test_a_replay_with_a_plugin_engine_does_not_import_the_continuity_engine(tmp
     assert "latch_example" in modules
     unused = ("latch.engine.continuity", "latch.engine.episodes", "numpy")  # the continuity engine's
     assert _under(modules, (*unused, *NEVER)) == []
+
+
+def test_a_replay_compiles_the_init_of_the_event_kinds_it_decodes_only(tmp_path):
+    """Declaring the event kinds compiles no code (:mod:`latch.records`); a replay compiles the ``__init__`` of the
+    kinds it decodes and derives, not of the agent's, the groups' or the runs' kinds."""
+    compiled = _replay(tmp_path, plugins="", main=COMPILED)
+    assert {"UserMessage", "AssistantMessage", "ToolResult"} <= compiled
+    assert not compiled & {"RunStarted", "RunEnded", "GroupTaskCreated", "AgentProfile", "AgentReport", "SkillsListed"}
+    assert len(compiled) < 12

@@ -66,9 +66,10 @@ FORBIDDEN = [
 ]
 # (layer, the only latch layers it may import)
 ONLY = [
-    ("latch.port", ("latch.events",)),
-    ("latch.events", ()),
-    ("latch.store", ("latch.events",)),
+    ("latch.port", ("latch.events", "latch.records")),
+    ("latch.events", ("latch.records",)),
+    ("latch.store", ("latch.events", "latch.records", "latch.lazyre")),
+    ("latch.records", ()),  # the data class decorator every layer declares its records with
 ]
 # only these may import the plugin manager: the CLI and its commands, the host (and the host-like
 # agent loop and bench runners, which run on the one host request loop), the
@@ -117,9 +118,13 @@ def test_every_listed_exception_still_happens():
     assert stale == [], f"fixed: delete these from EXCEPTIONS: {stale}"
 
 
-@pytest.mark.parametrize("module", ["latch.port", "latch.events"])
+@pytest.mark.parametrize("module", ["latch.port", "latch.events", "latch.records"])
 def test_leaf_modules(module):
-    allowed = {"latch.port": {"latch.events"}, "latch.events": set()}[module]
+    allowed = {
+        "latch.port": {"latch.events", "latch.records"},
+        "latch.events": {"latch.records"},
+        "latch.records": set(),
+    }[module]
     assert IMPORTS[module] <= allowed
 
 
@@ -281,6 +286,7 @@ LAYERS = [
             "latch.count_cache",
             "latch.installed",
             "latch.lazyre",
+            "latch.records",
         ),
     ),
 ]

@@ -38,6 +38,24 @@ def test_selected_for_cl100k_models_only():
     assert latch_select_estimator("gpt-4o") is None
 
 
+def test_no_model_latch_prices_as_o200k_is_cl100k_for_tiktoken():
+    # is_cl100k_model answers such a model without importing tiktoken (a replay of a Codex session never does), and
+    # selecting the o200k estimator imports no tokenizer
+    from tiktoken.model import MODEL_PREFIX_TO_ENCODING, MODEL_TO_ENCODING, encoding_name_for_model
+
+    from latch.estimators import profile_for_model
+
+    names = [*MODEL_TO_ENCODING, *(prefix + "x" for prefix in MODEL_PREFIX_TO_ENCODING)]
+    assert [n for n in names if profile_for_model(n) == "o200k" and encoding_name_for_model(n) == "cl100k_base"] == []
+    code = (
+        "import sys; from latch_tiktoken import is_cl100k_model as f; from latch_tiktoken.o200k import "
+        "latch_select_estimator as o200k; print(f('gpt-5.1-codex'), o200k('gpt-5.1-codex').name, "
+        "'tiktoken' in sys.modules, 'quicktok' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "o200k", "False", "False"]  # quicktok loads at the first count
+
+
 def test_through_the_plugin_host(monkeypatch):
     from latch import plugins
 

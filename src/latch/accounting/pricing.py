@@ -61,7 +61,7 @@ import atexit
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cache
@@ -70,6 +70,7 @@ from typing import Any
 
 from .. import installed
 from ..events import Usage
+from ..records import dataclass
 
 __all__ = [
     "RequestCost",

@@ -34,7 +34,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, TypeVar
 
 from ..events import (
@@ -48,6 +48,7 @@ from ..events import (
     GroupTaskLeaseRenewed,
     PendingEvent,
 )
+from ..records import dataclass
 from ..store import ClaimFence, EventLog, LeaseLost, StoreBusyError, StoreUnavailable, TaskFence
 from ..store.projections import PROJECTIONS
 from ..store.wakeups import Wakeups, group_wakeups

@@ -34,7 +34,7 @@ import re
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -44,6 +44,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from ..events import McpToolEntry, McpToolsListed, Mutation, canonical_json
+from ..records import dataclass
 from ..store import EventLog
 from .tools.base import ToolContext, ToolOutcome
 

@@ -5,12 +5,13 @@ how a run ended (:class:`RunOutcome`) and the one-line :class:`AgentError` a tur
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..events import AssistantMessage, EstimateCorrection, ToolCall, ToolResult, Usage
 from ..host.loop import RequestResult
 from ..port import ContextView
+from ..records import dataclass
 from .permissions import Decision
 from .tools import ToolOutcome
 

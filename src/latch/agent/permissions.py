@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ..events import RawArguments, parse_arguments
+from ..records import dataclass
 
 __all__ = [
     "Rule",

@@ -36,8 +36,9 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+from ..records import dataclass
 
 __all__ = [
     "MODES",

@@ -20,7 +20,7 @@ import os
 import signal
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -32,6 +32,7 @@ from ..host.runs import RunLeaseHeld, RunRecord
 from ..kernel.tombstones import tombstoned_sessions
 from ..port import ContextBudget
 from ..providers import ProviderError
+from ..records import dataclass
 from ..store import EventLog
 from .context import SYSTEM_PROMPT, session_context
 from .environment import tool_environment

@@ -33,12 +33,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from ..events import AgentProfile, AgentReport
 from ..host.lease import LeaseGuard
+from ..records import dataclass
 from ..store import LeaseLost, StoreError
 from .children import child_key, child_profile, child_report, create_child, find_child
 from .group import Group, GroupError, GroupTask, reconnecting

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ..events import AssistantMessage, ToolCall, ToolResult, UserMessage
+from ..records import dataclass
 
 __all__ = ["Needle", "corpus_needles", "checkpoints", "survives", "CHECKPOINTS"]
 

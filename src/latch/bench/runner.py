@@ -47,7 +47,7 @@ import os
 import re
 import resource
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
@@ -68,6 +68,7 @@ from ..providers import (
     validate_openai_chat,
     validate_responses,
 )
+from ..records import dataclass
 from ..store import EventStore
 from .coverage import CoverageProbe, WorkingSetProbe, view_text
 from .executor import Backend, run_tasks

@@ -36,7 +36,7 @@ import random
 import statistics
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,7 @@ from ..events import (
 from ..importers import TranscriptError, detect, parse_all_file
 from ..kernel.derive import DerivationContext, SessionDeriver
 from ..kernel.events import FileObservation, Mutation, ValidationEvidence
+from ..records import dataclass
 
 __all__ = [
     "KINDS",

@@ -52,9 +52,11 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, cast
+
+from ..records import dataclass
 
 try:
     import fcntl

@@ -19,7 +19,7 @@ import difflib
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from typing import Any
 from ..accounting.pricing import format_usd, price_usage
 from ..agent.observer import Observer
 from ..agent.usage import provider_prompt_tokens
+from ..records import dataclass
 from ..textsafe import markup, plural, safe
 from .line_input import read_line
 

@@ -64,7 +64,6 @@ import json
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from .. import hotpaths
@@ -86,6 +85,7 @@ from ..port import (
     TokenCountCache,
     ViewMessage,
 )
+from ..records import dataclass
 from . import recall as recall_mod
 from .episodes import EpisodeIndex
 from .units import (

@@ -66,9 +66,11 @@ import re
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from itertools import count, filterfalse, islice
 from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ..records import dataclass
 
 if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command that makes none never imports it
     import numpy as np

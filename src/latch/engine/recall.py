@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..events import AssistantMessage, ToolResult
+from ..lazyre import lazy_compile
 from ..port import RecalledEvent, SessionReader
 from .recall_search import SEARCH_PAGE, SEARCH_ROWS, SearchCache, newest_hits
 
@@ -62,10 +63,10 @@ made need needs like look looks using used file files code line lines work works
 """.split()
 )
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_CJK_RUN = re.compile(f"[{_CJK}]+")
-_TOKEN = re.compile(r"[^\s\"'`()\[\]{}<>,;!?|=*]+")
-_WORD = re.compile(r"[^\W\d_]{4,32}")
-_CAMEL = re.compile(r"[a-z][A-Z]")  # CamelCase: "ValueError", "EventStore", "iOS"
+_CJK_RUN = lazy_compile(f"[{_CJK}]+")
+_TOKEN = lazy_compile(r"[^\s\"'`()\[\]{}<>,;!?|=*]+")
+_WORD = lazy_compile(r"[^\W\d_]{4,32}")
+_CAMEL = lazy_compile(r"[a-z][A-Z]")  # CamelCase: "ValueError", "EventStore", "iOS"
 
 
 @functools.lru_cache(maxsize=8192)
@@ -139,8 +140,8 @@ def render_recalled(stored: Any) -> str:
     return f"[seq {seq} · {head}] {body}"
 
 
-_RECALLED_LINE = re.compile(r"^\[seq (\d+) · ", re.M)
-_RECALL_SECTION = re.compile(r"<(recalled-originals|loaded-skills)[^>\n]*>\n(.*?)\n</\1>", re.S)
+_RECALLED_LINE = lazy_compile(r"^\[seq (\d+) · ", re.M)
+_RECALL_SECTION = lazy_compile(r"<(recalled-originals|loaded-skills)[^>\n]*>\n(.*?)\n</\1>", re.S)
 
 
 def recalled_seqs(text: str) -> list[int]:

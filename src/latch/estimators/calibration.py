@@ -19,8 +19,9 @@ import json
 import random
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
+
+from ..records import dataclass
 
 WINDOW_SIZES = (64, 256, 1024, 4096)
 WINDOWS_PER_SIZE = {64: 300, 256: 200, 1024: 80, 4096: 30}

@@ -28,12 +28,13 @@ Units: tokens.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from ..accounting.forecast import ProviderForecast
 from ..events import AssistantMessage, EstimateCorrection
 from ..port import ContextBudget
+from ..records import dataclass
 from ..store import EventStore
 
 __all__ = [

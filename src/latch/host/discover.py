@@ -44,12 +44,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from ..importers import detect
 from ..importers.base import Importer, TranscriptError
+from ..records import dataclass
 from .ingest import available_importers, companion_files
 
 __all__ = ["Found", "Location", "walk", "default_locations", "discover", "claimed_format", "with_companions"]

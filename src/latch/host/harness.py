@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ..engine.units import TokenCounter, UnitBuilder, render_session_context
 from ..events import AssistantMessage, HarnessPrompt, JSONNestingError, SystemNote, json_loads
 from ..port import SessionContext
+from ..records import dataclass
 
 __all__ = [
     "HARNESS_SUBTYPES",

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from .. import plugins
@@ -39,6 +39,7 @@ from ..engine.units import TokenCounter, UnitBuilder, UnitSpans, header_lines, m
 from ..events import AssistantMessage, Usage
 from ..kernel.derive import instruction_text
 from ..port import ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile, SessionContext
+from ..records import dataclass
 from ..store import EventLog, EventStore
 from .sealed import seal_reader, seal_token_counts, seal_writer
 from .session import (

@@ -11,7 +11,7 @@ import os
 import statistics
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from ..config import model_window
 from ..engine.context_report import COMPONENTS
 from ..events import Usage
 from ..port import SessionContext
+from ..records import dataclass
 from ..store import EventStore
 from . import corrections as corrections_mod
 from .changes import request_changes

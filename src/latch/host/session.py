@@ -10,13 +10,13 @@ store or an SQLite handle.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ..events import MediaRef
 from ..kernel import canonical_state
 from ..kernel.ledger import KernelCache
 from ..port import CanonicalStateView
+from ..records import dataclass
 from ..store import EventLog, EventStore, StoredEvent
 from .kernel import kernel_cache
 

@@ -23,7 +23,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -31,6 +30,7 @@ from typing import Any
 from ..accounting import pricing
 from ..events import AssistantMessage, ToolResult, UserMessage
 from ..kernel.tombstones import tombstoned_sessions
+from ..records import dataclass
 from ..store import EventStore
 from .loop import model_requests
 from .runs import session_liveness

@@ -23,7 +23,7 @@ import json
 import re
 import struct
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -40,6 +40,7 @@ from ..events import (
     canonical_arguments,
     canonical_json,
 )
+from ..records import dataclass
 from .base import JSONNestingError, ParsedSession, TranscriptError, json_decode, json_loads
 
 __all__ = [

@@ -87,10 +87,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage, canonical_arguments
+from ..records import dataclass
 from ._common import JSONObject, SessionBuilder, head_key, head_text
 from .base import Importer, ParsedSession, TranscriptError, decode_text
 

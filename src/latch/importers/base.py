@@ -18,11 +18,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from ..events import JSONNestingError, PendingEvent, _integer_too_long, json_loads
+from ..records import dataclass
 
 __all__ = [
     "TranscriptError",

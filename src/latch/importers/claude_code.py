@@ -49,11 +49,11 @@ response, so only a later line proves the response complete). ``external_key`` i
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..events import ATTACHMENT_NOTE, CompactionMarker, MediaRef, SubagentMarker, SystemNote, ToolCall, UserMessage
+from ..records import dataclass
 from ._common import (
     AssistantSlot,
     JSONArray,

@@ -48,11 +48,11 @@ rows' ``cost``), ``ui_messages`` (that file's path, when read).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..events import CompactionMarker, MediaRef, ToolCall, Usage, UserMessage, canonical_json
+from ..records import dataclass
 from ._common import (
     AssistantSlot,
     JSONArray,

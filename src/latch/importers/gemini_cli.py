@@ -57,11 +57,12 @@ Errors raise :class:`TranscriptError` naming the file, ``line N`` or ``messages[
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from ..events import SystemNote, ToolCall, Usage, UserMessage
+from ..records import dataclass
 from ._common import (
     AssistantSlot,
     JSONLines,

@@ -36,12 +36,13 @@ order, as OpenCode itself loads them; ``source_ref`` ``"message:<id>"``, ``ts`` 
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..events import CompactionMarker, MediaRef, SystemNote, ToolCall, Usage, UserMessage
+from ..records import dataclass
 from ._common import (
     JSONArray,
     JSONObject,

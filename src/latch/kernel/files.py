@@ -35,11 +35,11 @@ import os
 import secrets
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import hotpaths
+from ..records import dataclass
 from .events import ExternalChange, FileObservation, Mutation
 
 if TYPE_CHECKING:

@@ -27,9 +27,10 @@ import threading
 import weakref
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from ..records import dataclass
 from .derive import DerivationContext, DerivationRule, SessionDeriver, builtin_rules, check_rules
 from .events import Mutation, StateUpdate
 

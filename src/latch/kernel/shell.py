@@ -20,9 +20,9 @@ from __future__ import annotations
 import functools
 import re
 import shlex
-from dataclasses import dataclass
 
 from ..lazyre import lazy_compile
+from ..records import dataclass
 
 __all__ = ["Segment", "command_text", "split_segments", "classify_command"]
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ..events import MediaRef
 from ..port import ContextView, ViewMessage
+from ..records import dataclass
 
 ArtifactLoader = Callable[[str], bytes]
 """``artifact_loader(sha256) -> bytes`` of a content-addressed artifact (e.g. ``store.get_artifact(h)[1]``)."""

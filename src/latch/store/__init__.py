@@ -22,7 +22,7 @@ from ..events import PendingEvent
 from ._sqlite import StoreBusyError, StoreError, StoreUnavailable, non_folder_parent
 from .event_store import EventStore, SessionInfo, StoredEvent, data_dir, default_db_path, read_only_reason
 from .leases import ClaimFence, Fence, FencedStore, LeaseLost, RunFence, RunLease, TaskFence
-from .postgres import is_postgres_url, local_anchor, redact
+from .pg_url import is_postgres_url, local_anchor, redact
 from .projections import Projection
 from .protocol import EventLog
 from .replays import ReplayRun, ReplayScratch, replay_scratch_path

@@ -10,10 +10,10 @@ on any error, nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ..events import decode_event
+from ..records import dataclass
 from ._sqlite import StoreError
 from .event_store import EventStore
 from .projections import PROJECTIONS

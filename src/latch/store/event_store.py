@@ -12,11 +12,11 @@ import urllib.parse
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..events import Event, MediaRef, PendingEvent, canonical_json, canonical_payload, decode_event
+from ..records import dataclass
 from ._sqlite import (
     StoreBusyError,
     StoreError,

@@ -32,6 +32,8 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 
+from ..lazyre import lazy_compile
+
 try:
     from .. import _native  # the optional C++ extension (no Python layer): the FTS5 preparation
 except ImportError:  # pragma: no cover - depends on build
@@ -220,14 +222,14 @@ _SYMBOL_RANGES = (
 _STANDALONE = sorted(_CJK_RANGES + _SYMBOL_RANGES)
 # Two classes: re tests a character class's astral ranges one by one, so the astral class runs only on
 # text that holds an astral character at all (emoji), keeping plain text at the BMP class's speed.
-_BMP_RE = re.compile("([" + "".join(f"{chr(a)}-{chr(min(b, 0xFFFF))}" for a, b in _STANDALONE if a <= 0xFFFF) + "])")
-_ASTRAL_RE = re.compile(
+_BMP_RE = lazy_compile("([" + "".join(f"{chr(a)}-{chr(min(b, 0xFFFF))}" for a, b in _STANDALONE if a <= 0xFFFF) + "])")
+_ASTRAL_RE = lazy_compile(
     "(?=[\U00010000-\U0010ffff])(["
     + "".join(f"{chr(max(a, 0x10000))}-{chr(b)}" for a, b in _STANDALONE if b > 0xFFFF)
     + "])"
 )
-_ANY_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
-_SURROGATES = re.compile("[\ud800-\udfff]")
+_ANY_ASTRAL = lazy_compile("[\U00010000-\U0010ffff]")
+_SURROGATES = lazy_compile("[\ud800-\udfff]")
 
 
 def _in(ch: str, ranges: Sequence[tuple[int, int]]) -> bool:
@@ -261,13 +263,13 @@ _GLUE = {"+": "\ue02b", "#": "\ue023", ".": "\ue02e"}
 # The patterns are written for Python's matcher: a word's run is possessive (``*+``: a shorter run can never be
 # followed by ``++``, ``#`` or ``.``, so backtracking through it only costs time), and ``_DOT_RE`` opens with its
 # literal dot (its lookbehind then checks the character before it), so the matcher jumps from dot to dot.
-_SUFFIX_RE = re.compile(r"(?<![A-Za-z0-9])([A-Za-z][A-Za-z0-9]*+)(\+\+|#)(?![A-Za-z0-9+#])")
-_SUFFIX_HINT_RE = re.compile(r"#(?<=[A-Za-z0-9]#)|\+\+(?<=[A-Za-z0-9]\+\+)")
+_SUFFIX_RE = lazy_compile(r"(?<![A-Za-z0-9])([A-Za-z][A-Za-z0-9]*+)(\+\+|#)(?![A-Za-z0-9+#])")
+_SUFFIX_HINT_RE = lazy_compile(r"#(?<=[A-Za-z0-9]#)|\+\+(?<=[A-Za-z0-9]\+\+)")
 """A ``#`` or ``++`` right after an ASCII letter or digit: every match of ``_SUFFIX_RE`` holds one."""
-_DOT_RE = re.compile(r"\.(?<![A-Za-z0-9.]\.)([A-Za-z][A-Za-z0-9]*+)(?![A-Za-z0-9])")
+_DOT_RE = lazy_compile(r"\.(?<![A-Za-z0-9.]\.)([A-Za-z][A-Za-z0-9]*+)(?![A-Za-z0-9])")
 
 
-_DOT_ALNUM_RE = re.compile(r"\.[A-Za-z0-9]")
+_DOT_ALNUM_RE = lazy_compile(r"\.[A-Za-z0-9]")
 
 
 def _dotted_chunks(text: str) -> list[str]:
@@ -303,8 +305,8 @@ def _suffix_glued(m: re.Match[str]) -> str:
 # the prepared text ends with one extra token per contiguous sub-run of two or more parts, dots spelled as
 # U+E02E (``node\ue02ejs``; ``os.path.join`` gives ``os\ue02epath``, ``path\ue02ejoin``, ``os\ue02epath\ue02ejoin``).
 # A query chunk that is one dotted term is that single token, so it finds the term only.
-_DOTTED_RE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]++(?:\.[A-Za-z0-9]++)++(?![A-Za-z0-9])")
-_DOTTED_QUERY_RE = re.compile(r"[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)+")
+_DOTTED_RE = lazy_compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]++(?:\.[A-Za-z0-9]++)++(?![A-Za-z0-9])")
+_DOTTED_QUERY_RE = lazy_compile(r"[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)+")
 _QUERY_TRIM = "\"'`()[]{}<>,;:!?."
 MAX_DOTTED_PARTS = 8
 """Parts of a dotted term that get sub-run tokens (a longer run: its first ones), bounding the extra tokens."""
@@ -387,7 +389,7 @@ def query_tokens(chunk: str) -> list[str]:
     return _scan(_prepare_glued(chunk))
 
 
-_ASCII_TOKEN_RE = re.compile(r"[A-Za-z0-9]+")
+_ASCII_TOKEN_RE = lazy_compile(r"[A-Za-z0-9]+")
 
 
 def _scan(prepared: str) -> list[str]:

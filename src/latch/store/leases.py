@@ -30,9 +30,9 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..records import dataclass
 from ._sqlite import StoreError
 
 if TYPE_CHECKING:

@@ -31,10 +31,8 @@ folder (``replays/pg-<digest>.replays.sqlite``).
 
 from __future__ import annotations
 
-import hashlib
 import re
 import threading
-import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
@@ -42,8 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from ..events import Event, PendingEvent, canonical_json, decode_event
+from ..lazyre import lazy_compile
 from ._sqlite import StoreBusyError, StoreError, StoreUnavailable, _now
-from .event_store import EncodedBatch, EventStore, StoredEvent, _and, data_dir, encode_events
+from .event_store import EncodedBatch, EventStore, StoredEvent, _and, encode_events
 from .fts import (
     build_match_query,
     match_phrases,
@@ -56,6 +55,7 @@ from .fts_search import CandidateSearch
 from .leases import Fence
 from .pg_migrations import PG_MIGRATIONS
 from .pg_ranking import TOKENS, Bm25, JulianDay, phrase_tokens
+from .pg_url import is_postgres_url, local_anchor, redact
 from .projections import PROJECTIONS
 from .replays import ReplayScratch
 from .wakeups import GROUP_CHANNEL, TASK_WAKE_KINDS, ListenWakeups
@@ -70,34 +70,9 @@ PAGE = 256
 """Candidate rows recall verifies per step at most (the first step reads about twice ``limit``)."""
 
 
-def is_postgres_url(db: object) -> bool:
-    """Whether ``db`` (a ``--db`` value) names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
-    return isinstance(db, str) and db.split("://", 1)[0].lower() in ("postgresql", "postgres") and "://" in db
-
-
-def redact(url: str) -> str:
-    """``url`` without its password (``postgresql://user:***@host/db``; a ``password=`` query parameter is
-    dropped). Safe to print and to store."""
-    parts = urllib.parse.urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        if ":" in userinfo:
-            userinfo = userinfo.split(":", 1)[0] + ":***"
-        netloc = userinfo + "@" + host
-    query = "&".join(p for p in parts.query.split("&") if p and not p.lower().startswith("password="))
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-def local_anchor(url: str) -> Path:
-    """This host's local path for the server database ``url`` (``DATA/replays/pg-<digest>``, the digest of the
-    redacted URL): its replay scratch is ``<anchor>.replays.sqlite``. Nothing else is kept locally."""
-    return data_dir() / "replays" / f"pg-{hashlib.sha256(redact(url).encode()).hexdigest()[:12]}"
-
-
-_GREATEST = re.compile(r"\bmax\((coalesce\([^()]*\)|\w+), ")
-_JSON_FIELD = re.compile(r"json_extract\((\w+(?:\.\w+)?), '\$\.(\w+)'\)")
-_IGNORE = re.compile(r"^\s*INSERT OR IGNORE INTO", re.I)
+_GREATEST = lazy_compile(r"\bmax\((coalesce\([^()]*\)|\w+), ")
+_JSON_FIELD = lazy_compile(r"json_extract\((\w+(?:\.\w+)?), '\$\.(\w+)'\)")
+_IGNORE = lazy_compile(r"^\s*INSERT OR IGNORE INTO", re.I)
 
 
 @lru_cache(maxsize=512)

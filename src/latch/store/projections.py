@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from ..events import (
@@ -29,6 +28,7 @@ from ..events import (
     GroupTaskCreated,
     GroupTaskLeaseRenewed,
 )
+from ..records import dataclass
 
 __all__ = ["Projection", "PROJECTIONS"]
 

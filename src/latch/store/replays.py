@@ -17,17 +17,16 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
 import threading
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..events import canonical_json
+from ..records import dataclass
 from ._sqlite import StoreBusyError, StoreError, _busy, _damaged, _now, _until_not_busy, write_transaction
 
 __all__ = ["ReplayScratch", "ReplayRun", "replay_scratch_path", "SCRATCH_SUFFIX"]
@@ -67,9 +66,20 @@ def scratch_bytes(path: Path | None) -> int:
     return sum(p.stat().st_size for p in _files(path) if p.is_file())
 
 
+def _hostname() -> str:
+    """This host's name, as ``socket.gethostname()`` gives it (the kernel's node name; the ``socket`` module, about
+    2 ms to import, only where ``os.uname`` is missing)."""
+    uname = getattr(os, "uname", None)
+    if uname is not None:
+        return str(uname().nodename)
+    import socket
+
+    return socket.gethostname()
+
+
 def _alive(pid: int, host: str) -> bool:
     """Whether the process that started a run may still be writing it (another host's runs count as alive)."""
-    if host != socket.gethostname():
+    if host != _hostname():
         return True
     if pid == os.getpid():
         return True
@@ -181,7 +191,7 @@ class ReplayScratch:
         with self._write() as db:
             cur = db.execute(
                 "INSERT INTO runs(session_id, stream, pid, host, started_at) VALUES (?, ?, ?, ?, ?)",
-                (session_id, stream, os.getpid(), socket.gethostname(), _now()),
+                (session_id, stream, os.getpid(), _hostname(), _now()),
             )
             return int(cur.lastrowid or 0)
 

@@ -18,13 +18,11 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-import tiktoken
-from tiktoken.model import encoding_name_for_model
-
 from latch.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command that makes none never imports it
     import numpy as np
+    import tiktoken  # imported when a count or the model table is first needed: registering imports none of it
 
 __all__ = ["TiktokenEstimator", "ENCODING", "is_cl100k_model"]
 
@@ -35,6 +33,8 @@ _LONG_RUN_RE = re.compile(rf"\S{{{LONG_RUN + 1},}}")
 
 @lru_cache(maxsize=1)
 def _encoding() -> tiktoken.Encoding:
+    import tiktoken
+
     return tiktoken.get_encoding(ENCODING)
 
 
@@ -99,7 +99,13 @@ def is_cl100k_model(model: str | None) -> bool:
     """Whether tiktoken maps ``model`` (``openai/`` prefix allowed) to ``cl100k_base``."""
     if not model:
         return False
+    from latch.estimators import profile_for_model
+
     name = model.removeprefix("openai/")
+    if profile_for_model(name) == "o200k":  # tiktoken maps none of Latch's o200k models to cl100k_base (tested)
+        return False
+    from tiktoken.model import encoding_name_for_model
+
     try:
         return encoding_name_for_model(name) == "cl100k_base"
     except KeyError:

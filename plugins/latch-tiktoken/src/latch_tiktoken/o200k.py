@@ -21,8 +21,6 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-import quicktok
-
 from latch.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command that makes none never imports it
@@ -46,6 +44,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 @lru_cache(maxsize=1)
 def _encoding() -> Any:
+    import quicktok  # at the first count: a command whose counts are all kept never imports it
+
     return quicktok.get_encoding(ENCODING)
 
 
@@ -121,6 +121,8 @@ class O200kEstimator:
         items = [_clean(t) for t in texts]
         if not items:
             return np.zeros(0, dtype=np.int64)
+        import quicktok
+
         return np.asarray(quicktok.count_batch(self.encoding, items), dtype=np.int64)
 
     def image_tokens(self, width: int | None, height: int | None) -> int:

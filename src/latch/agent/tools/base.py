@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ...events import RawArguments, ToolCall
+from ...records import dataclass
 from ...store import EventLog
 
 if TYPE_CHECKING:  # the manager imports nothing from here at run time, but typing it would be a cycle

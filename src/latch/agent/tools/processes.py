@@ -43,9 +43,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
+
+from ...records import dataclass
 
 if TYPE_CHECKING:  # pragma: no cover
     import io

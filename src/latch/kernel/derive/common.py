@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from ...events import RawArguments, ToolCall
 from ...lazyre import lazy_compile
+from ...records import dataclass
 from ..events import FileObservation, Mutation, ProcessExited, ValidationEvidence
 from ..shell import classify_command, command_text
 from .facts import ToolFailure, ToolSuccess

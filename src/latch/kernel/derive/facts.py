@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from ...events import UserMessage
 from ...lazyre import lazy_compile
+from ...records import dataclass
 
 
 # ----------------------------------------------------------------------------- derived-only facts

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from io import StringIO
 from typing import Any
 
@@ -20,6 +19,7 @@ from rich.text import Text
 
 from ...engine.context_report import COMPONENTS
 from ...host.replay import run_replay
+from ...records import dataclass
 from ...store import EventStore
 from ...textsafe import PIPE_WIDTH
 from ..render import render_view_text, window_line
