@@ -190,6 +190,21 @@ def import_item(store, item: CorpusItem, importers=None) -> str:
     raise AssertionError(f"{item_name(item)}: the file no longer holds this session")
 
 
+def store_parsed(store, parsed) -> str:
+    """Store ``parsed`` (a :class:`~latch.importers.ParsedSession`) in ``store`` as one session, as the importer
+    would, and return its session id."""
+    sid, _ = store.import_session(
+        external_key=parsed.external_key,
+        source=parsed.source,
+        format=parsed.format,
+        workspace=parsed.workspace,
+        events=parsed.events,
+        meta=parsed.meta,
+        artifacts=parsed.artifacts,
+    )
+    return sid
+
+
 def parse_item(item: CorpusItem, importers=None):
     """The :class:`~latch.importers.ParsedSession` of ``item`` (skips a format without an importer)."""
     from latch.importers import builtin_importers, parse_all_file, parse_file

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from corpus_support import corpus_items, item_id, parse_item
+from corpus_support import corpus_items, item_id, parse_item, store_parsed
 
 from latch.engine.episodes import EpisodeIndex
 from latch.events import canonical_bytes
@@ -19,15 +19,7 @@ def corpus_events(item):
     in-memory store; skips formats without an importer yet."""
     parsed = parse_item(item)
     store = EventStore(":memory:")
-    sid, _ = store.import_session(
-        external_key=parsed.external_key,
-        source=parsed.source,
-        format=parsed.format,
-        workspace=parsed.workspace,
-        events=parsed.events,
-        meta=parsed.meta,
-        artifacts=parsed.artifacts,
-    )
+    sid = store_parsed(store, parsed)
     events = list(store.events(sid))
     store.close()
     return events

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from corpus_support import corpus_items, item_id, parse_item
+from corpus_support import corpus_items, item_id, parse_item, store_parsed
 
 from latch.events import EVENT_KINDS, canonical_json, canonical_payload, decode_event
 from latch.store import EventStore
@@ -25,15 +25,7 @@ def test_corpus_events_encode_and_decode_as_the_generic_path(item, corpus_dir):
         reference = EVENT_KINDS[event.KIND].from_payload({k: v for k, v in data.items() if k != "kind"})
         assert decode_event(event.KIND, text) == reference
     with EventStore(":memory:") as store:
-        sid, _ = store.import_session(
-            external_key=parsed.external_key,
-            source=parsed.source,
-            format=parsed.format,
-            workspace=parsed.workspace,
-            events=parsed.events,
-            meta=parsed.meta,
-            artifacts=parsed.artifacts,
-        )
+        sid = store_parsed(store, parsed)
         stored = list(store.events(sid))
         payloads = store._rows("SELECT payload FROM events WHERE session_id = ? ORDER BY seq", (sid,))
     assert [s.event for s in stored] == [decode_event(s.kind, p[0]) for s, p in zip(stored, payloads, strict=True)]
