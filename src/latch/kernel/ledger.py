@@ -290,6 +290,19 @@ class Ledger:
             self.facts[sid] = facts
             self.dropped[sid] = 0
 
+    def derived(self, store: EventLog, sid: str, until: int) -> list[tuple[Pos, Any]]:
+        """Every fact of ``sid`` with ``seq <= until`` (at most the watermark), ``((seq, n), fact)`` in log order,
+        holding nothing new: the held ones when none were let go, else derived again from ``store``'s log
+        (O(the session's history))."""
+        with self.lock:
+            if not self.dropped.get(sid):
+                return [f for f in self.facts.get(sid, []) if f[0][0] <= until]
+            deriver = self._new_deriver(store, sid)
+            facts: list[tuple[Pos, Any]] = []
+            for ev in store.events(sid, until_seq=min(until, self.watermark)):
+                facts.extend(((ev.seq, n), fact) for n, fact in enumerate(deriver.feed(ev.event)))
+            return facts
+
     def _visible(self, store: EventLog, sid: str) -> list[Workspace]:
         keys = {self.workspace_key(store, sid)} | {self.workspace_key(store, a) for a in self.ancestors(store, sid)}
         return [self.workspaces[k] for k in sorted(keys) if k in self.workspaces]
