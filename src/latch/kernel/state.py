@@ -39,6 +39,7 @@ text, no mutation since) is a failed certification attempt whatever its command 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import weakref
 from bisect import bisect_right
@@ -111,6 +112,21 @@ def _read_range(seen: tuple[int, int | None] | None, fact: FileObservation) -> t
 def requirement_key(text: str) -> str:
     """The exact-requirement key of a command or requirement text (whitespace collapsed)."""
     return " ".join(text.split())
+
+
+_LOGS: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+"""The logs states derive let-go entries from, by the number a state keeps instead of the log itself (a state
+handed to an engine leads to no store: spec "Port boundary")."""
+_LOG_NUMBERS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+_log_numbers = itertools.count(1)
+
+
+def _log_number(store: EventLog) -> int:
+    number = _LOG_NUMBERS.get(store)
+    if number is None:
+        number = _LOG_NUMBERS[store] = next(_log_numbers)
+        _LOGS[number] = store
+    return number
 
 
 def _digest(command: str) -> bytes:
@@ -287,8 +303,8 @@ class SessionReducer:
                 if lin["tool"] == fact.tool and any(a in lin["actions"] for a in fact.actions)
             ]
             for k in closed:
-                lin = self.active_failures.pop(k)
-                lin["active"], lin["closed_seq"] = False, pos[0]
+                lin = self.active_failures.pop(k)  # closed: it never changes again (states share it)
+                lin["active"], lin["closed_seq"], lin["actions"] = False, pos[0], list(lin["actions"])
             return bool(closed) or fact.tool in SHELL_TOOLS
         if isinstance(fact, ActionsReplaced):
             for aid in self.plan_sources.pop(fact.source, ()):
@@ -689,7 +705,7 @@ class _Core:
     ):
         self.lock = ledger.lock
         self.red: SessionReducer | None = red
-        self._ledger, self._store = ledger, store
+        self._ledger, self._log = ledger, _log_number(store)
         self.command_count = red.command_count
         self._partial = bool(red.command_runs or red.failures_dropped)  # the reducer let some go
         self._held: dict[str, _Rows] | None = None  # a frozen state's copy of what the reducer held
@@ -781,8 +797,11 @@ class _Core:
         """``(commands, failure streaks)`` as of this revision, all of them, oldest first: derived again from the log
         (O(the session's history), once per revision; call under ``lock``)."""
         if self._older is None:
+            store = _LOGS.get(self._log)
+            if store is None:
+                raise ValueError(f"session {self.session_id}: its store is gone; its older commands cannot be derived")
             red = SessionReducer(self.session_id, bounded=False)
-            for pos, fact in self._ledger.derived(self._store, self.session_id, self.end[0]):
+            for pos, fact in self._ledger.derived(store, self.session_id, self.end[0]):
                 red._apply(pos, fact, self.ws)
             self._older = list(red.commands.values()), red.failures
         return self._older
@@ -796,7 +815,8 @@ class _Core:
         yield from reversed(commands[: len(commands) - held])
 
     def _failures(self, failures: list[dict[str, Any]]) -> _Rows:
-        rows = [dict(lin, actions=list(lin["actions"])) for lin in failures]
+        """JSON-ready streaks: an open one copied, a closed one (never changed again) shared."""
+        rows = [dict(lin, actions=list(lin["actions"])) if lin["active"] else lin for lin in failures]
         if self.blocker_lineage is not None:
             rows.append(dict(self.blocker_lineage, actions=list(self.blocker_lineage["actions"])))
         return tuple(rows)
@@ -839,11 +859,11 @@ class _Core:
                 "actions",
                 "criteria",
                 "requirements",
-                "commands",
             )
         }
         return {
             **copies,
+            "commands": tuple(red.commands.values()),  # shared: a command's entry is replaced, never changed
             "files": tuple(files),
             "processes": tuple(processes),
             "evidence": tuple(dict(_strip(o), current=o["generation"] == g) for o in red.observations.values()),
