@@ -86,7 +86,7 @@ COMMANDS_HELD = 4096
 digest (so the count of commands and a command's ``runs`` stay exact); a state derives the let-go ones again from
 the log when asked for them (:meth:`_Core.section`, :meth:`_Core.collections`)."""
 
-FAILURES_HELD = 1024
+FAILURES_HELD = 256
 """Closed failure streaks a session's reducer holds besides the open ones (the oldest closed are let go and
 counted; a state derives them again from the log when asked for them)."""
 
