@@ -772,9 +772,23 @@ class _Core:
     def freeze(self) -> None:
         """Copy what the reducer holds out of it (called before it changes): O(what it holds), not the history."""
         with self.lock:
-            if self.red is not None and self._held is None:
-                self._held = self._data if self._data is not None else self._realize()
+            self._base()
             self.red = None
+
+    def _base(self) -> dict[str, _Rows]:
+        """The collections as the reducer holds them at this revision (the let-go commands and failure streaks left
+        out): copied out once, O(what it holds)."""
+        if self._held is None:
+            with self.lock:
+                if self._held is None:
+                    self._held = self._realize()
+        return self._held
+
+    def collection(self, name: str) -> _Rows:
+        """One collection, complete (see :meth:`collections`; only ``commands`` and ``failures`` can need the log)."""
+        if self._partial and name in ("commands", "failures"):
+            return self.collections()[name]
+        return self._base()[name]
 
     def collections(self) -> dict[str, _Rows]:
         """Every collection as a tuple of JSON-ready dicts (O(state), once per revision; when the reducer let
@@ -782,7 +796,7 @@ class _Core:
         if self._data is None:
             with self.lock:
                 if self._data is None:
-                    data = self._held if self._held is not None else self._realize()
+                    data = self._base()
                     if self._partial:
                         commands, failures = self._let_go()
                         data = {
@@ -882,7 +896,7 @@ class _Core:
         elif self.red is not None:
             items = _LIVE[name](self.red)
         else:
-            data = self._frozen()
+            data = self._base()
             items = _FROZEN[name](data) if name in _FROZEN else data[name]
         if name == "commands":  # the held ones, then (only when a render reaches past them) the ones let go
             return self.command_count, chain(reversed(items), self._older_commands(len(items)))
@@ -890,16 +904,12 @@ class _Core:
             return len(items) + 1, chain((self.blocker_lineage,), reversed(items))
         return len(items), reversed(items)
 
-    def _frozen(self) -> dict[str, _Rows]:
-        """A frozen state's collections: all of them when built, else what the reducer held."""
-        return self._data if self._data is not None else self._held if self._held is not None else self.collections()
-
     def recent_files(self, n: int) -> list[str]:
         """The ``n`` newest file paths (first-seen order), oldest first: O(n)."""
         with self.lock:
             if self.red is not None:
                 return list(islice(reversed(self.red.files), n))[::-1]
-            return [f["path"] for f in self._frozen()["files"][-n:]] if n > 0 else []
+            return [f["path"] for f in self._base()["files"][-n:]] if n > 0 else []
 
     def update_key(self) -> str:
         if self._update_key is None:
@@ -927,7 +937,7 @@ class _Core:
 
 def _collection(name: str) -> property:
     return property(
-        lambda self: self._core.collections()[name],
+        lambda self: self._core.collection(name),
         doc=f"``{name}``: a tuple of JSON-ready dicts (built on first access, O(state)).",
     )
 
