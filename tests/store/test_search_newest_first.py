@@ -108,6 +108,34 @@ def test_generated_store_same_rows(tmp_path, mode):
     store.close()
 
 
+def test_candidates_are_decided_by_their_text(tmp_path):
+    """A chunk of candidates is decided by its rows' text (the exact query on an in-memory table of the chunk,
+    O(the chunk)), never by the exact query on the index, which FTS5 does not stop at the chunk's span; the rows
+    are the exact query's."""
+    store, sid = _generated(tmp_path / "g.db", 1_500)
+    decided: list[int] = []
+    verify = store._candidates.verify
+
+    def counted(match, texts):
+        decided.append(len(texts))
+        return verify(match, texts)
+
+    store._candidates.verify = counted
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    for q in ("src/pkg3/mod1.py word7", "pytest src/pkg1/mod2.py", "src/pkg2/mod5.py src/pkg4/mod1.py"):
+        for mode in ("and", "or"):
+            assert store._candidates.plan(store._db, q, mode) is not None
+            match = build_match_query(q, mode=mode)
+            statements.clear()
+            got = [s.seq for s in store.search(q, mode=mode, session_id=sid, limit=5)]
+            asked = [x for x in statements if match.replace("'", "''") in x]
+            assert got == _exact(store, q, mode, session_id=sid, limit=5), (q, mode)
+            assert not asked, (q, mode)
+    assert decided and max(decided) <= fts_search.CHUNK
+    store.close()
+
+
 def test_bounded_scan_falls_back_to_the_exact_query(tmp_path, monkeypatch):
     """Past MAX_CANDIDATES candidates without enough matches, the older rows come from the exact query."""
     store, sid = _generated(tmp_path / "g.db", 1_500)

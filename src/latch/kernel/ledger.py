@@ -26,7 +26,7 @@ from __future__ import annotations
 import threading
 import weakref
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +46,9 @@ Pos = tuple[int, int]
 
 APPLIED_HELD = 1024
 """Facts a session's reducer has applied that the ledger holds before letting them go (:meth:`Ledger.applied`)."""
+
+DERIVE_PAGE = 4096
+"""Events :meth:`Ledger.derived` reads at a time."""
 
 
 @dataclass
@@ -290,6 +293,24 @@ class Ledger:
                 facts.extend(((ev.seq, n), fact) for n, fact in enumerate(deriver.feed(ev.event)))
             self.facts[sid] = facts
             self.dropped[sid] = 0
+
+    def derived(self, store: EventLog, sid: str, until: int) -> Iterator[tuple[Pos, Any]]:
+        """Every fact of ``sid`` with ``seq <= until`` (at most the watermark), ``((seq, n), fact)`` in log order,
+        holding nothing new: the held ones when none were let go, else derived again from ``store``'s log as they
+        are read (O(the session's history) time; call under :attr:`lock`)."""
+        if not self.dropped.get(sid):
+            yield from [f for f in self.facts.get(sid, []) if f[0][0] <= until]
+            return
+        deriver = self._new_deriver(store, sid)
+        after, end = 0, min(until, self.watermark)
+        while True:  # in pages: the session's events are never all in memory at once
+            page = list(store.events(sid, after_seq=after, until_seq=end, limit=DERIVE_PAGE))
+            for ev in page:
+                for n, fact in enumerate(deriver.feed(ev.event)):
+                    yield (ev.seq, n), fact
+            if len(page) < DERIVE_PAGE:
+                return
+            after = page[-1].seq
 
     def _visible(self, store: EventLog, sid: str) -> list[Workspace]:
         keys = {self.workspace_key(store, sid)} | {self.workspace_key(store, a) for a in self.ancestors(store, sid)}

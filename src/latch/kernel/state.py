@@ -17,8 +17,17 @@ costs O(1) to take: its JSON collections are built on first access (O(state),
 for ``latch state``) and :meth:`CanonicalState.render` reads only the newest
 lines that fit its budget. One state object is shared per revision and caches
 its renderings per (budget, estimator). A state reads its reducer lazily: before
-the reducer changes, every state still referenced is frozen (its collections
-are copied out), so an older state never shows newer facts.
+the reducer changes, every state still referenced is frozen (what the reducer
+holds is copied out), so an older state never shows newer facts.
+
+What a reducer holds is bounded by what a view can show, not by the history: the
+newest :data:`COMMANDS_HELD` shell commands (a let-go command's run count is kept
+by its digest) and the open failure streaks plus the newest :data:`FAILURES_HELD`
+closed ones (the rest counted). Counts stay exact (``N older omitted``, ``×runs``,
+the number of streaks), and what was let go is derived again from the log (the
+durable source) only when asked for: a render whose budget reaches past the held
+commands, or the ``commands``/``failures`` collections (``to_json``): then
+O(the session's history), once per revision.
 
 Certification (spec: "Sessions & continuity", "Port boundary"): only a Passed
 observation at the *current* workspace generation certifies a requirement;
@@ -29,10 +38,12 @@ text, no mutation since) is a failed certification attempt whatever its command 
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import re
 import weakref
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, islice
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -63,10 +74,21 @@ __all__ = [
     "workspace_generation",
     "requirement_key",
     "GOAL_REVISIONS",
+    "COMMANDS_HELD",
+    "FAILURES_HELD",
 ]
 
 GOAL_REVISIONS = 8
 """The most goal revisions (later user instructions) a state keeps, newest last."""
+
+COMMANDS_HELD = 4096
+"""Shell commands a session's reducer holds, newest last: an older one is let go, its run count kept by its
+digest (so the count of commands and a command's ``runs`` stay exact); a state derives the let-go ones again from
+the log when asked for them (:meth:`_Core.section`, :meth:`_Core.collections`)."""
+
+FAILURES_HELD = 256
+"""Closed failure streaks a session's reducer holds besides the open ones (the oldest closed are let go and
+counted; a state derives them again from the log when asked for them)."""
 
 SHELL_TOOLS = frozenset({*ShellRule.tools, "exec"})
 """Tools whose success or failure is a shell command run (its text the fact's first action): the working set's
@@ -92,6 +114,25 @@ def requirement_key(text: str) -> str:
     return " ".join(text.split())
 
 
+_LOGS: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+"""The logs states derive let-go entries from, by the number a state keeps instead of the log itself (a state
+handed to an engine leads to no store: spec "Port boundary")."""
+_LOG_NUMBERS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+_log_numbers = itertools.count(1)
+
+
+def _log_number(store: EventLog) -> int:
+    number = _LOG_NUMBERS.get(store)
+    if number is None:
+        number = _LOG_NUMBERS[store] = next(_log_numbers)
+        _LOGS[number] = store
+    return number
+
+
+def _digest(command: str) -> bytes:
+    return hashlib.blake2b(command.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 def _sig(text: str) -> str:
     return re.sub(r"\s+", " ", text.strip().lower())
 
@@ -105,8 +146,9 @@ class SessionReducer:
     latest run, so the current ones are its newest suffix.
     """
 
-    def __init__(self, session_id: str):
+    def __init__(self, session_id: str, *, bounded: bool = True):
         self.session_id = session_id
+        self.bounded = bounded  # hold at most COMMANDS_HELD commands and FAILURES_HELD closed streaks
         self.index = 0
         self.until = 0
         self.changes = 0
@@ -132,12 +174,14 @@ class SessionReducer:
         self.files: dict[str, dict[str, Any]] = {}
         self.touched: dict[str, None] = {}  # file paths, the one read or changed last at the end
         self.commands: dict[str, dict[str, Any]] = {}  # shell command text → its latest outcome, newest last
+        self.command_runs: dict[bytes, int] = {}  # a let-go command's digest → its runs
         self.external: dict[str, Pos] = {}  # paths changed outside the agent and not re-read since
         self.observations: dict[str, dict[str, Any]] = {}
         self.last_set_keys: tuple[str, ...] = ()
         self.validation_runs = 0
         self.mutations = 0
-        self.failures: list[dict[str, Any]] = []  # every streak, in the order it started
+        self.failures: list[dict[str, Any]] = []  # the streaks held (every open one), in the order they started
+        self.failures_dropped = 0  # closed streaks let go
         self.active_failures: dict[tuple[str, str], dict[str, Any]] = {}  # (tool, signature) → its open streak
         self.processes: dict[str, dict[str, Any]] = {}
         self.running: dict[str, dict[str, Any]] = {}
@@ -245,6 +289,8 @@ class SessionReducer:
                     "active": True,
                 }
                 self.failures.append(lin)
+                if self.bounded and len(self.failures) > 2 * FAILURES_HELD:
+                    self._let_go_failures()
             lin["count"] += 1
             lin["last_seq"] = pos[0]
             lin["excerpt"] = fact.excerpt
@@ -257,8 +303,8 @@ class SessionReducer:
                 if lin["tool"] == fact.tool and any(a in lin["actions"] for a in fact.actions)
             ]
             for k in closed:
-                lin = self.active_failures.pop(k)
-                lin["active"], lin["closed_seq"] = False, pos[0]
+                lin = self.active_failures.pop(k)  # closed: it never changes again (states share it)
+                lin["active"], lin["closed_seq"], lin["actions"] = False, pos[0], list(lin["actions"])
             return bool(closed) or fact.tool in SHELL_TOOLS
         if isinstance(fact, ActionsReplaced):
             for aid in self.plan_sources.pop(fact.source, ()):
@@ -311,6 +357,28 @@ class SessionReducer:
             self.tombstoned = True
             return True
         return False
+
+    def _let_go_failures(self) -> None:
+        """Let the oldest closed streaks go until :data:`FAILURES_HELD` are held (or only open ones are left)."""
+        excess = len(self.failures) - FAILURES_HELD
+        kept = []
+        for lin in self.failures:
+            if excess > 0 and not lin["active"]:
+                excess -= 1
+                self.failures_dropped += 1
+            else:
+                kept.append(lin)
+        self.failures = kept
+
+    @property
+    def command_count(self) -> int:
+        """Distinct shell commands run (held or let go)."""
+        return len(self.commands) + len(self.command_runs)
+
+    @property
+    def failure_count(self) -> int:
+        """Failure streaks started (held or let go)."""
+        return len(self.failures) + self.failures_dropped
 
     def _instruction(self, pos: Pos, fact: UserInstruction) -> bool:
         """The first instruction is the derived goal; a later one that differs from the latest is a revision."""
@@ -382,14 +450,18 @@ class SessionReducer:
         """A shell command's outcome (its text is the fact's first action): the command moves to the newest end."""
         text = fact.actions[0]
         prev = self.commands.pop(text, None)
+        runs = prev["runs"] if prev else self.command_runs.pop(_digest(text), 0) if self.command_runs else 0
         failed = isinstance(fact, ToolFailure)
         self.commands[text] = {
             "command": text,
             "status": "failed" if failed else "ok",
             "excerpt": fact.excerpt if failed else "",
-            "runs": (prev["runs"] if prev else 0) + 1,
+            "runs": runs + 1,
             "seq": pos[0],
         }
+        if self.bounded and len(self.commands) > COMMANDS_HELD:
+            oldest = next(iter(self.commands))
+            self.command_runs[_digest(oldest)] = self.commands.pop(oldest)["runs"]
 
     def _tool(self, pos: Pos, tool: str, args: dict[str, Any]) -> bool:
         seq = pos[0]
@@ -615,8 +687,10 @@ class _Core:
     """What one revision of a session's state shows (shared by every :class:`CanonicalState` of it).
 
     Scalars, the certification and the disproofs are taken at creation; the
-    collections are read from the reducer when first needed, or copied out by
-    :meth:`freeze` before the reducer changes.
+    collections are read from the reducer when first needed, or what the reducer
+    holds is copied out by :meth:`freeze` before it changes (O(what it holds)).
+    The commands and failure streaks the reducer let go are derived again from
+    the log only when asked for (:meth:`_let_go`).
     """
 
     def __init__(
@@ -631,6 +705,11 @@ class _Core:
     ):
         self.lock = ledger.lock
         self.red: SessionReducer | None = red
+        self._ledger, self._log = ledger, _log_number(store)
+        self.command_count = red.command_count
+        self._partial = bool(red.command_runs or red.failures_dropped)  # the reducer let some go
+        self._held: dict[str, _Rows] | None = None  # a frozen state's copy of what the reducer held
+        self._older: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
         self.ws = ws
         self.session_id = red.session_id
         self.revision = revision
@@ -691,20 +770,73 @@ class _Core:
         self._passes: frozenset[str] | None = None
 
     def freeze(self) -> None:
-        """Copy the collections out of the reducer (called before it changes)."""
+        """Copy what the reducer holds out of it (called before it changes): O(what it holds), not the history."""
         with self.lock:
-            self.collections()
+            self._base()
             self.red = None
 
+    def _base(self) -> dict[str, _Rows]:
+        """The collections as the reducer holds them at this revision (the let-go commands and failure streaks left
+        out): copied out once, O(what it holds)."""
+        if self._held is None:
+            with self.lock:
+                if self._held is None:
+                    self._held = self._realize()
+        return self._held
+
+    def collection(self, name: str) -> _Rows:
+        """One collection, complete (see :meth:`collections`; only ``commands`` and ``failures`` can need the log)."""
+        if self._partial and name in ("commands", "failures"):
+            return self.collections()[name]
+        return self._base()[name]
+
     def collections(self) -> dict[str, _Rows]:
-        """Every collection as a tuple of JSON-ready dicts (O(state), once per revision)."""
+        """Every collection as a tuple of JSON-ready dicts (O(state), once per revision; when the reducer let
+        commands or failure streaks go, O(the session's history): they are derived again from the log)."""
         if self._data is None:
             with self.lock:
                 if self._data is None:
-                    self._data = self._realize()
+                    data = self._base()
+                    if self._partial:
+                        commands, failures = self._let_go()
+                        data = {
+                            **data,
+                            "commands": tuple(dict(c) for c in commands),
+                            "failures": self._failures(failures),
+                        }
+                    self._data = data
         return self._data
 
+    def _let_go(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """``(commands, failure streaks)`` as of this revision, all of them, oldest first: derived again from the log
+        (O(the session's history), once per revision; call under ``lock``)."""
+        if self._older is None:
+            store = _LOGS.get(self._log)
+            if store is None:
+                raise ValueError(f"session {self.session_id}: its store is gone; its older commands cannot be derived")
+            red = SessionReducer(self.session_id, bounded=False)
+            for pos, fact in self._ledger.derived(store, self.session_id, self.end[0]):
+                red._apply(pos, fact, self.ws)
+            self._older = list(red.commands.values()), red.failures
+        return self._older
+
+    def _older_commands(self, held: int) -> Iterator[dict[str, Any]]:
+        """The commands older than the newest ``held``, newest first (derived again from the log when first
+        pulled; call under ``lock``)."""
+        if held >= self.command_count:
+            return
+        commands = self._let_go()[0]
+        yield from reversed(commands[: len(commands) - held])
+
+    def _failures(self, failures: list[dict[str, Any]]) -> _Rows:
+        """JSON-ready streaks: an open one copied, a closed one (never changed again) shared."""
+        rows = [dict(lin, actions=list(lin["actions"])) if lin["active"] else lin for lin in failures]
+        if self.blocker_lineage is not None:
+            rows.append(dict(self.blocker_lineage, actions=list(self.blocker_lineage["actions"])))
+        return tuple(rows)
+
     def _realize(self) -> dict[str, _Rows]:
+        """What the reducer holds as JSON-ready collections (the commands and failure streaks it let go left out)."""
         red, ws, end, g = self.red, self.ws, self.end, self.generation
         assert red is not None, "a frozen state has its collections"
         files = []
@@ -719,9 +851,6 @@ class _Core:
             entry["external_change"] = "external_change" in f
             entry["touched"] = touched[f["path"]]
             files.append(entry)
-        failures = [dict(lin, actions=list(lin["actions"])) for lin in red.failures]
-        if self.blocker_lineage is not None:
-            failures.append(dict(self.blocker_lineage, actions=list(self.blocker_lineage["actions"])))
         processes = [
             {
                 "process_id": p["process_id"],
@@ -744,15 +873,15 @@ class _Core:
                 "actions",
                 "criteria",
                 "requirements",
-                "commands",
             )
         }
         return {
             **copies,
+            "commands": tuple(red.commands.values()),  # shared: a command's entry is replaced, never changed
             "files": tuple(files),
             "processes": tuple(processes),
             "evidence": tuple(dict(_strip(o), current=o["generation"] == g) for o in red.observations.values()),
-            "failures": tuple(failures),
+            "failures": self._failures(red.failures),
             "blockers": tuple(dict(b) for b in red.blockers),
             "disproofs": tuple(dict(d) for d in self.disproofs),
         }
@@ -767,8 +896,10 @@ class _Core:
         elif self.red is not None:
             items = _LIVE[name](self.red)
         else:
-            data = self.collections()
+            data = self._base()
             items = _FROZEN[name](data) if name in _FROZEN else data[name]
+        if name == "commands":  # the held ones, then (only when a render reaches past them) the ones let go
+            return self.command_count, chain(reversed(items), self._older_commands(len(items)))
         if name == "failures" and self.red is not None and self.blocker_lineage is not None:
             return len(items) + 1, chain((self.blocker_lineage,), reversed(items))
         return len(items), reversed(items)
@@ -778,7 +909,7 @@ class _Core:
         with self.lock:
             if self.red is not None:
                 return list(islice(reversed(self.red.files), n))[::-1]
-            return [f["path"] for f in self.collections()["files"][-n:]] if n > 0 else []
+            return [f["path"] for f in self._base()["files"][-n:]] if n > 0 else []
 
     def update_key(self) -> str:
         if self._update_key is None:
@@ -806,7 +937,7 @@ class _Core:
 
 def _collection(name: str) -> property:
     return property(
-        lambda self: self._core.collections()[name],
+        lambda self: self._core.collection(name),
         doc=f"``{name}``: a tuple of JSON-ready dicts (built on first access, O(state)).",
     )
 
@@ -822,7 +953,10 @@ class CanonicalState:
     ``failures``, ``processes``, ``blockers``, ``disproofs``) are tuples of
     JSON-ready dicts in first-seen order (``evidence`` by latest run, stale
     first); :meth:`to_json` returns everything, :meth:`render` the
-    deterministic text of the canonical core.
+    deterministic text of the canonical core. Every collection is complete: the
+    commands and closed failure streaks the reducer let go (past :data:`COMMANDS_HELD`
+    and :data:`FAILURES_HELD`) are derived again from the log on first access, O(the
+    session's history) once per revision.
     """
 
     __slots__ = ("_core", "until_seq")

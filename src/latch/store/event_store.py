@@ -1024,15 +1024,23 @@ class EventStore:
                     )
                 ]
 
+            read: dict[int, StoredEvent] = {}
+
+            def check(expr: str, page: list[int]) -> set[int]:  # a chunk decided by its text: O(the chunk)
+                got = self._events_by_seq(page, cache=False)  # (archival rows: the newest decoded ones stay kept)
+                read.update(got)
+                return self._candidates.verify(expr, [(s, e.event.searchable_text()) for s, e in got.items()])
+
             start = self._candidates.resume(key, before_seq)  # the next page of a search: its kept matches
-            hits = self._candidates.search(rowids, match, *plan, limit, start)
+            hits = self._candidates.search(rowids, match, *plan, limit, start, check)
             if not self._db.in_transaction:  # (rows of an open transaction could still roll back)
                 self._candidates.keep(key, hits, limit)
-            found = self._events_by_seq(hits)
-            return [found[s] for s in hits]
+            found = self._events_by_seq([s for s in hits if s not in read])
+            return [read.get(s) or found[s] for s in hits]
 
-    def _events_by_seq(self, seqs: Sequence[int]) -> dict[int, StoredEvent]:
-        """The stored events of ``seqs`` by seq (read in chunks of 500)."""
+    def _events_by_seq(self, seqs: Sequence[int], *, cache: bool = True) -> dict[int, StoredEvent]:
+        """The stored events of ``seqs`` by seq (read in chunks of 500; ``cache``: through the decoded rows kept)."""
+        decode = self._decode_row if cache else _decode_stored
         out: dict[int, StoredEvent] = {}
         for i in range(0, len(seqs), 500):
             part = seqs[i : i + 500]
@@ -1041,7 +1049,7 @@ class EventStore:
                 f"({','.join('?' * len(part))})",
                 part,
             ):
-                out[r[0]] = self._decode_row(r)
+                out[r[0]] = decode(r)
         return out
 
     def search_hits(

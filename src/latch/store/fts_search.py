@@ -11,10 +11,11 @@ phrase that matches 32 rows. A query with only rare tokens costs little.
    than :data:`DENSE_SPAN` rows back; measured once per token and kept): for ``mode="and"`` the AND of the
    rare tokens of every phrase, for ``mode="or"`` the OR over phrases of each phrase's rare tokens. Every row
    matching the exact query holds those tokens, so the candidates are a superset, listed newest first.
-2. *Verification*: each chunk of candidates (twice ``limit`` first, doubling up to :data:`CHUNK`) is checked by
-   the exact query itself, bounded to the chunk's rowid span (FTS5 seeks each doclist to the span: a few rows):
-   the chunk's rows it returns are the matches. (:meth:`CandidateSearch.verify` decides rows by their text in an
-   in-memory FTS5 table of the same tokenizer, for a store without this index.)
+2. *Verification*: each chunk of candidates (twice ``limit`` first, doubling up to :data:`CHUNK`) is decided by
+   its rows' text (:meth:`CandidateSearch.verify`: the exact query on an in-memory FTS5 table of the same
+   tokenizer holding the chunk alone), O(the chunk) whatever the history. (Without the texts, the exact query
+   bounded to the chunk's rowid span decides it; FTS5 does not stop an AND at the span's lower bound: with no
+   match near below, it moves every doclist down to the next match, O(the history).)
 
 The scan stops at ``limit`` matches; the matches a verified chunk held beyond them are kept
 (:meth:`CandidateSearch.keep`), so the same search continued below its last hit (the next page) starts from them.
@@ -132,8 +133,14 @@ class CandidateSearch:
         candidates: list[str],
         limit: int,
         start: tuple[list[int], int] | None = None,
+        check: Callable[[str, list[int]], set[int]] | None = None,
     ) -> list[int]:
         """The newest ``limit`` rowids matching ``match`` (newest first), from a :meth:`plan`.
+
+        ``check(match, rows)``: the ``rows`` (a page of candidates, newest first) that match ``match``, decided
+        from their text (:meth:`verify`): O(the page). Without it a page is verified by the exact query bounded to
+        the page's span, which FTS5 answers in O(the page) only when a match lies near below the span: an AND
+        with no match there moves its doclists down to the next match or the end of the history.
 
         ``rowids(expr, below, above, n)``: the newest ``n`` rowids matching FTS expression ``expr`` (with the
         caller's filters) with ``above < rowid < below`` (``None``: unbounded). ``start`` (one candidate expression, no ``exact``): ``(matches, below)``, every match
@@ -173,7 +180,10 @@ class CandidateSearch:
                     known = 0
                     break
                 # the page's rows that match ``match``: the index answers the full query over the page's span
-                ok = set(page).intersection(rowids(match, page[0] + 1, page[-1] - 1, page[0] - page[-1] + 1))
+                if check is not None:
+                    ok = check(match, page)
+                else:
+                    ok = set(page).intersection(rowids(match, page[0] + 1, page[-1] - 1, page[0] - page[-1] + 1))
                 found += len(ok)
                 out.update(ok)
                 if found >= limit or len(page) < size:
