@@ -121,10 +121,16 @@ class FileToolRule(DerivationRule):
     EDITOR_COMMANDS = frozenset({"view", "create", "write", "str_replace", "insert", "undo_edit"})
     tools = READS | WRITES | EDITORS
 
+    def _editor_command(self, args: dict[str, Any]) -> str | None:
+        """The editor's ``command`` when it is one of :attr:`EDITOR_COMMANDS` (anything else, a list or a number
+        included, is ``None``)."""
+        command = args.get("command")
+        return command if isinstance(command, str) and command in self.EDITOR_COMMANDS else None
+
     def may_mutate(self, call: ToolCall, ctx: DerivationContext) -> bool:
         if call.name in self.EDITORS:
-            command = call_arguments(call).get("command")
-            return command in self.EDITOR_COMMANDS and command != "view"
+            command = self._editor_command(call_arguments(call))
+            return command is not None and command != "view"
         return call.name in self.WRITES
 
     def derive(self, call: ToolCall, result: ToolResult, ctx: DerivationContext) -> list[Any]:
@@ -139,8 +145,8 @@ class FileToolRule(DerivationRule):
         raw = _path_arg(args)
         writes = call.name in self.WRITES
         if call.name in self.EDITORS:
-            command = args.get("command")
-            if command not in self.EDITOR_COMMANDS:
+            command = self._editor_command(args)
+            if command is None:
                 return []
             writes = command != "view"
         elif raw is None:
