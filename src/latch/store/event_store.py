@@ -28,7 +28,7 @@ from ._sqlite import (
     write_transaction,
 )
 from .decoded import DecodedEvents
-from .fts import build_match_query, build_phrase_query, prepare_text
+from .fts import build_match_query, build_phrase_query, match_phrases, prepare_text
 from .fts_search import CandidateSearch
 from .leases import Fence, FencedStore, RunFence, RunLease, TaskFence, check_fences, fences_of
 from .migrations import MIGRATIONS, PROJECTED_KINDS_SQL, apply_fts_settings, fts_settings_behind
@@ -1025,11 +1025,13 @@ class EventStore:
                 ]
 
             read: dict[int, StoredEvent] = {}
+            phrases = (mode, match_phrases(query))  # (their match expression is ``match``)
 
             def check(expr: str, page: list[int]) -> set[int]:  # a chunk decided by its text: O(the chunk)
                 got = self._events_by_seq(page, cache=False)  # (archival rows: the newest decoded ones stay kept)
                 read.update(got)
-                return self._candidates.verify(expr, [(s, e.event.searchable_text()) for s, e in got.items()])
+                texts = [(s, e.event.searchable_text()) for s, e in got.items()]
+                return self._candidates.verify(expr, texts, phrases if expr == match else None)
 
             start = self._candidates.resume(key, before_seq)  # the next page of a search: its kept matches
             hits = self._candidates.search(rowids, match, *plan, limit, start, check)

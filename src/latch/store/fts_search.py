@@ -27,6 +27,7 @@ exact query directly (FTS5 is fast there).
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -55,6 +56,38 @@ MAX_RESUMES = 32
 """Searches whose verified matches beyond their limit are kept for their next page (the oldest dropped past it)."""
 
 Rows = Callable[[str, Sequence[Any]], list[Any]]
+
+# The prepared text of an ASCII text holds ASCII and the glue characters of ``prepare_text`` (private use: token
+# characters) alone; ``unicode61`` tokenizes it into the runs of these characters, folded by ASCII lower-casing, and
+# everything else in it separates tokens. Its phrase matches are decided by a pattern, the same as FTS5 decides them.
+_TOKEN_CHARS = "a-z0-9\ue02b\ue023\ue02e"
+_PLAIN_TOKEN = re.compile("[A-Za-z0-9\ue02b\ue023\ue02e]+")
+
+
+def phrase_patterns(phrases: Sequence[Sequence[str]]) -> list[re.Pattern[str]] | None:
+    """One pattern per phrase (its tokens, unquoted, as :func:`~latch.store.fts.match_phrases` gives them) that
+    finds the phrase in the prepared text of an ASCII text (see :func:`plain_matches`); ``None`` when a token holds
+    another character (such a query is left to FTS5)."""
+    out = []
+    for toks in phrases:
+        if not toks or not all(_PLAIN_TOKEN.fullmatch(t) for t in toks):
+            return None
+        body = f"[^{_TOKEN_CHARS}]+".join(re.escape(t) for t in toks)
+        # the first token's literal leads (a fast scan); the character before it must not be a token character
+        first = f"(?<![{_TOKEN_CHARS}][\\s\\S]{{{len(toks[0])}}})"
+        head, _, tail = body.partition(f"[^{_TOKEN_CHARS}]+")
+        pattern = head + first + (f"[^{_TOKEN_CHARS}]+" + tail if tail else "") + f"(?![{_TOKEN_CHARS}])"
+        out.append(re.compile(pattern, re.IGNORECASE | re.ASCII))
+    return out
+
+
+def plain_matches(patterns: Sequence[re.Pattern[str]], mode: str, prepared: str) -> bool:
+    """Whether ``prepared``, the prepared text (:func:`~latch.store.fts.prepare_text`) of an ASCII text, matches
+    the phrases of ``patterns`` (``mode="and"``: every phrase, ``"or"``: any), as FTS5 with
+    :data:`~latch.store.fts.TOKENIZE` decides it. (Other letters are folded by FTS5's own tables: FTS5 decides
+    those texts.)"""
+    hit = (p.search(prepared) is not None for p in patterns)
+    return all(hit) if mode == "and" else any(hit)
 
 
 class CandidateSearch:
@@ -217,8 +250,34 @@ class CandidateSearch:
             self._resumes.popitem(last=False)
 
     # ---------------------------------------------------------------- verify
-    def verify(self, match: str, texts: Sequence[tuple[int, str]]) -> set[int]:
-        """The rowids of ``texts`` (``(rowid, searchable text)``) whose prepared text matches ``match``."""
+    def verify(
+        self,
+        match: str,
+        texts: Sequence[tuple[int, str]],
+        phrases: tuple[str, Sequence[Sequence[str]]] | None = None,
+    ) -> set[int]:
+        """The rowids of ``texts`` (``(rowid, searchable text)``) whose prepared text matches ``match``.
+
+        ``phrases``: ``(mode, phrases)`` of :func:`~latch.store.fts.match_phrases` whose
+        :func:`~latch.store.fts.build_match_query` is ``match``: a text of ASCII and glue characters is then decided
+        by :func:`plain_matches` (no FTS5 table); the others by FTS5."""
+        patterns = phrase_patterns(phrases[1]) if phrases is not None else None
+        out: set[int] = set()
+        rest: list[tuple[int, str]] = []
+        for r, t in texts:
+            if not t:
+                continue
+            prepared = prepare_text(t)
+            if patterns is None or phrases is None or not t.isascii():
+                rest.append((r, prepared))
+            elif plain_matches(patterns, phrases[0], prepared):
+                out.add(r)
+        if rest:
+            out |= self._fts_verify(match, rest)
+        return out
+
+    def _fts_verify(self, match: str, prepared: Sequence[tuple[int, str]]) -> set[int]:
+        """The rowids of ``prepared`` (``(rowid, prepared text)``) that match ``match`` in an FTS5 table."""
         if self._check is None:
             self._check = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
             self._check.execute(f"CREATE VIRTUAL TABLE c USING fts5(text, content='', tokenize=\"{TOKENIZE}\")")
@@ -226,7 +285,7 @@ class CandidateSearch:
         db.execute("BEGIN")
         try:
             db.execute("INSERT INTO c(c) VALUES ('delete-all')")
-            db.executemany("INSERT INTO c(rowid, text) VALUES (?, ?)", [(r, prepare_text(t)) for r, t in texts if t])
+            db.executemany("INSERT INTO c(rowid, text) VALUES (?, ?)", prepared)
             return {r[0] for r in db.execute("SELECT rowid FROM c WHERE c MATCH ?", (match,))}
         finally:
             db.execute("COMMIT")
