@@ -116,9 +116,9 @@ def test_candidates_are_decided_by_their_text(tmp_path):
     decided: list[int] = []
     verify = store._candidates.verify
 
-    def counted(match, texts):
+    def counted(match, texts, phrases=None):
         decided.append(len(texts))
-        return verify(match, texts)
+        return verify(match, texts, phrases)
 
     store._candidates.verify = counted
     statements: list[str] = []

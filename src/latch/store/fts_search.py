@@ -59,12 +59,14 @@ Rows = Callable[[str, Sequence[Any]], list[Any]]
 
 # The prepared text of an ASCII text holds ASCII and the glue characters of ``prepare_text`` (private use: token
 # characters) alone; ``unicode61`` tokenizes it into the runs of these characters, folded by ASCII lower-casing, and
-# everything else in it separates tokens. Its phrase matches are decided by a pattern, the same as FTS5 decides them.
-_TOKEN_CHARS = "a-z0-9\ue02b\ue023\ue02e"
+# everything else in it separates tokens. Its phrase matches are decided by a pattern, the same as FTS5 decides them,
+# on its UTF-8 bytes lower-cased: there a byte of 0x80 or more is a byte of a glue character.
 _PLAIN_TOKEN = re.compile("[A-Za-z0-9\ue02b\ue023\ue02e]+")
+_TOKEN_BYTE = b"[a-z0-9\x80-\xff]"
+_SEPARATORS = b"[^a-z0-9\x80-\xff]+"
 
 
-def phrase_patterns(phrases: Sequence[Sequence[str]]) -> list[re.Pattern[str]] | None:
+def phrase_patterns(phrases: Sequence[Sequence[str]]) -> list[re.Pattern[bytes]] | None:
     """One pattern per phrase (its tokens, unquoted, as :func:`~latch.store.fts.match_phrases` gives them) that
     finds the phrase in the prepared text of an ASCII text (see :func:`plain_matches`); ``None`` when a token holds
     another character (such a query is left to FTS5)."""
@@ -72,21 +74,21 @@ def phrase_patterns(phrases: Sequence[Sequence[str]]) -> list[re.Pattern[str]] |
     for toks in phrases:
         if not toks or not all(_PLAIN_TOKEN.fullmatch(t) for t in toks):
             return None
-        body = f"[^{_TOKEN_CHARS}]+".join(re.escape(t) for t in toks)
-        # the first token's literal leads (a fast scan); the character before it must not be a token character
-        first = f"(?<![{_TOKEN_CHARS}][\\s\\S]{{{len(toks[0])}}})"
-        head, _, tail = body.partition(f"[^{_TOKEN_CHARS}]+")
-        pattern = head + first + (f"[^{_TOKEN_CHARS}]+" + tail if tail else "") + f"(?![{_TOKEN_CHARS}])"
-        out.append(re.compile(pattern, re.IGNORECASE | re.ASCII))
+        parts = [t.lower().encode() for t in toks]
+        # the first token's literal leads (a fast scan); the byte before it must not be a token's
+        head = re.escape(parts[0]) + b"(?<!" + _TOKEN_BYTE + b"[\\s\\S]{%d})" % len(parts[0])
+        body = b"".join(_SEPARATORS + re.escape(x) for x in parts[1:])
+        out.append(re.compile(head + body + b"(?!" + _TOKEN_BYTE + b")"))
     return out
 
 
-def plain_matches(patterns: Sequence[re.Pattern[str]], mode: str, prepared: str) -> bool:
+def plain_matches(patterns: Sequence[re.Pattern[bytes]], mode: str, prepared: str) -> bool:
     """Whether ``prepared``, the prepared text (:func:`~latch.store.fts.prepare_text`) of an ASCII text, matches
     the phrases of ``patterns`` (``mode="and"``: every phrase, ``"or"``: any), as FTS5 with
     :data:`~latch.store.fts.TOKENIZE` decides it. (Other letters are folded by FTS5's own tables: FTS5 decides
     those texts.)"""
-    hit = (p.search(prepared) is not None for p in patterns)
+    low = prepared.encode().lower()
+    hit = (p.search(low) is not None for p in patterns)
     return all(hit) if mode == "and" else any(hit)
 
 
