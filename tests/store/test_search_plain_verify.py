@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import string
 
 from fts_reference import PIECES
 from hypothesis import given, settings
@@ -65,7 +66,8 @@ def test_scenario_texts_same_rows_as_fts5():
     check.close()
 
 
-_TEXT_PIECES = [p for p in PIECES if p.isascii()] + ["Src", "src", "py", "tax", "C++", "node.js", "a#", "_x"]
+_TEXT_PIECES = [p for p in PIECES if p.isascii()] + [*string.printable, "\x00", "\x7f", "Src", "src", "py", "tax"]
+_TEXT_PIECES += ["C++", "node.js", "a#", "_x"]
 
 
 @settings(max_examples=300, deadline=None)

@@ -13,7 +13,8 @@ phrase that matches 32 rows. A query with only rare tokens costs little.
    matching the exact query holds those tokens, so the candidates are a superset, listed newest first.
 2. *Verification*: each chunk of candidates (twice ``limit`` first, doubling up to :data:`CHUNK`) is decided by
    its rows' text (:meth:`CandidateSearch.verify`: the exact query on an in-memory FTS5 table of the same
-   tokenizer holding the chunk alone), O(the chunk) whatever the history. (Without the texts, the exact query
+   tokenizer holding the chunk alone; an ASCII text by a pattern with the same answer, :func:`plain_matches`),
+   O(the chunk) whatever the history. (Without the texts, the exact query
    bounded to the chunk's rowid span decides it; FTS5 does not stop an AND at the span's lower bound: with no
    match near below, it moves every doclist down to the next match, O(the history).)
 
@@ -261,8 +262,8 @@ class CandidateSearch:
         """The rowids of ``texts`` (``(rowid, searchable text)``) whose prepared text matches ``match``.
 
         ``phrases``: ``(mode, phrases)`` of :func:`~latch.store.fts.match_phrases` whose
-        :func:`~latch.store.fts.build_match_query` is ``match``: a text of ASCII and glue characters is then decided
-        by :func:`plain_matches` (no FTS5 table); the others by FTS5."""
+        :func:`~latch.store.fts.build_match_query` is ``match``: an ASCII text is then decided by
+        :func:`plain_matches` (no FTS5 table), the others by FTS5."""
         patterns = phrase_patterns(phrases[1]) if phrases is not None else None
         out: set[int] = set()
         rest: list[tuple[int, str]] = []
