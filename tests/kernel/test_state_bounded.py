@@ -5,6 +5,8 @@ log when a render or a collection reaches it (spec: "Bounded materialization")."
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from kernel_support import session, turn
 
@@ -99,4 +101,30 @@ def test_a_frozen_state_shows_its_own_revision(tmp_path, bounded, monkeypatch):
     assert early._core.red is None
     assert len(early._core._held["commands"]) <= HELD
     assert _shown(early) == _unbounded(store, sid, marks[2], monkeypatch)
+    store.close()
+
+
+def test_to_json_gives_copies_a_caller_may_change(tmp_path):
+    """The command entries and closed streaks a frozen state shares with its session's reducer reach a caller of
+    ``to_json`` as copies: changing them changes neither that state nor a later one."""
+    store = EventStore(tmp_path / "s.db")
+    sid = session(store, fmt="claude-code")
+    turn(store, sid, "Bash", {"command": "make lint"}, "error: line too long", is_error=True)
+    turn(store, sid, "Bash", {"command": "make lint"}, "ok")
+    cache = KernelCache()
+    early = canonical_state(store, sid, store.max_seq(), cache=cache)
+    turn(store, sid, "Bash", {"command": "make test"}, "ok")
+    canonical_state(store, sid, store.max_seq(), cache=cache)  # the reducer moves on: ``early`` is frozen
+    assert early._core.red is None
+    shown = (early.render(10**9, estimate_tokens), json.dumps(early.to_json()))
+    data = early.to_json()
+    data["commands"][0]["runs"] = 99
+    data["failures"][0]["actions"].append("rm -rf /")
+    data["failures"][0]["count"] = 99
+    assert (early.render(10**9, estimate_tokens), json.dumps(early.to_json())) == shown
+    assert "×2" in shown[0] and "×99" not in shown[0]
+    turn(store, sid, "Bash", {"command": "make docs"}, "ok")
+    later = canonical_state(store, sid, store.max_seq(), cache=cache).to_json()
+    assert later["commands"][0] == json.loads(shown[1])["commands"][0]
+    assert later["failures"] == json.loads(shown[1])["failures"]
     store.close()

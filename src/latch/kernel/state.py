@@ -1039,7 +1039,8 @@ class CanonicalState:
         return self._core.recent_files(n)
 
     def to_json(self) -> dict[str, Any]:
-        """Everything as JSON-ready data (keys include revision, generation, files, evidence, failures, ...)."""
+        """Everything as JSON-ready data (keys include revision, generation, files, evidence, failures, ...), its
+        commands and failure streaks copied: the caller may change them."""
         data = self._core.collections()
         return {
             "session_id": self.session_id,
@@ -1053,6 +1054,9 @@ class CanonicalState:
             "latest_instruction": dict(self.latest_instruction) if self.latest_instruction else None,
             "instructions": self._core.instructions,
             **{name: list(data[name]) for name in _COLLECTIONS},
+            # the state shares its command entries and closed streaks between revisions: the caller gets copies
+            "commands": [dict(c) for c in data["commands"]],
+            "failures": [dict(f, actions=list(f["actions"])) for f in data["failures"]],
             "certification": dict(self.certification),
             "mutations": self.mutations,
             "validation_runs": self.validation_runs,
