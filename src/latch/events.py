@@ -118,6 +118,13 @@ _CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",
 """The encoder of :func:`canonical_json`, made once (``json.dumps`` with options builds one per call)."""
 
 
+def _surrogates_escaped(text: str) -> str:
+    """``text`` with each lone surrogate written as ``\\uXXXX`` (so its UTF-8 encoding is valid)."""
+    if not text.isascii() and _SURROGATE_RE.search(text):
+        text = _SURROGATE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text
+
+
 def canonical_json(obj: Any) -> str:
     """Return the canonical JSON text of ``obj``.
 
@@ -125,10 +132,7 @@ def canonical_json(obj: Any) -> str:
     surrogates escaped as ``\\uXXXX`` so that :func:`canonical_bytes` is always
     valid UTF-8. ``NaN``/``Infinity`` are rejected (``ValueError``).
     """
-    text = _CANONICAL.encode(obj)
-    if not text.isascii() and _SURROGATE_RE.search(text):
-        text = _SURROGATE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-    return text
+    return _surrogates_escaped(_CANONICAL.encode(obj))
 
 
 def canonical_bytes(obj: Any) -> bytes:
@@ -463,12 +467,6 @@ def _fields_json(obj: Any, writer: tuple[tuple[str, str], ...], parts: list[str]
     if not writer:
         add("{")
     add("}")
-
-
-def _surrogates_escaped(text: str) -> str:
-    if not text.isascii() and _SURROGATE_RE.search(text):
-        text = _SURROGATE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-    return text
 
 
 def canonical_payload(event: Event) -> str:

@@ -14,10 +14,8 @@ from hypothesis import strategies as st
 
 from latch.bench.scenario import ScenarioModel
 from latch.engine.recall import query_terms
-from latch.store.fts import build_match_query, match_phrases, prepare_text
+from latch.store.fts import GLUE, build_match_query, match_phrases, prepare_text
 from latch.store.fts_search import _PLAIN_TOKEN, CandidateSearch
-
-_GLUE = "\ue02b\ue023\ue02e"
 
 
 def _both(check: CandidateSearch, query: str, mode: str, texts: list[tuple[int, str]]) -> tuple[set[int], set[int]]:
@@ -38,7 +36,7 @@ def test_prepared_ascii_text_holds_ascii_and_glue_only():
     ascii_pieces = [p for p in PIECES if p.isascii()]
     for _ in range(2_000):
         text = "".join(rng.choice(ascii_pieces) for _ in range(rng.randrange(1, 40)))
-        assert all(c.isascii() or c in _GLUE for c in prepare_text(text)), text
+        assert all(c.isascii() or c in GLUE.values() for c in prepare_text(text)), text
 
 
 def test_scenario_texts_same_rows_as_fts5():

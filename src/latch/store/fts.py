@@ -41,6 +41,7 @@ except ImportError:  # pragma: no cover - depends on build
 
 __all__ = [
     "TOKENIZE",
+    "GLUE",
     "prepare_text",
     "token_key",
     "index_keys",
@@ -259,7 +260,8 @@ def _standalone(ch: str) -> bool:
 # goes through the same preparation, so ``C++`` is the phrase ``"c\ue02b\ue02b" + "c"`` and finds C++ only,
 # while ``c`` still finds every c (C++ included). A dot inside a word separates, as before: ``node.js`` is the
 # phrase ``"node" + "js"``, those two tokens next to each other (``node.js``; not ``node and js``).
-_GLUE = {"+": "\ue02b", "#": "\ue023", ".": "\ue02e"}
+GLUE = {"+": "\ue02b", "#": "\ue023", ".": "\ue02e"}
+"""The private-use character each of ``+``, ``#`` and ``.`` becomes where it glues a token (a token character)."""
 # The patterns are written for Python's matcher: a word's run is possessive (``*+``: a shorter run can never be
 # followed by ``++``, ``#`` or ``.``, so backtracking through it only costs time), and ``_DOT_RE`` opens with its
 # literal dot (its lookbehind then checks the character before it), so the matcher jumps from dot to dot.
@@ -297,7 +299,7 @@ def _dot_glued(m: re.Match[str]) -> str:
 
 
 def _suffix_glued(m: re.Match[str]) -> str:
-    return m.group(1) + "".join(_GLUE[c] for c in m.group(2)) + " " + m.group(0)
+    return m.group(1) + "".join(GLUE[c] for c in m.group(2)) + " " + m.group(0)
 
 
 # Dotted terms: a run of ASCII letters and digits joined by single dots (``node.js``, ``v1.2.3``,

@@ -34,7 +34,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .fts import TOKENIZE, match_phrases, prepare_text, quote_token
+from .fts import GLUE, TOKENIZE, match_phrases, prepare_text, quote_token
 
 __all__ = ["CandidateSearch", "CHUNK", "MAX_CANDIDATES", "DENSE_SPAN", "PROBE_ROWS", "MAX_RESUMES"]
 
@@ -62,7 +62,7 @@ Rows = Callable[[str, Sequence[Any]], list[Any]]
 # characters) alone; ``unicode61`` tokenizes it into the runs of these characters, folded by ASCII lower-casing, and
 # everything else in it separates tokens. Its phrase matches are decided by a pattern, the same as FTS5 decides them,
 # on its UTF-8 bytes lower-cased: there a byte of 0x80 or more is a byte of a glue character.
-_PLAIN_TOKEN = re.compile("[A-Za-z0-9\ue02b\ue023\ue02e]+")
+_PLAIN_TOKEN = re.compile("[A-Za-z0-9" + "".join(GLUE.values()) + "]+")
 _TOKEN_BYTE = b"[a-z0-9\x80-\xff]"
 _SEPARATORS = b"[^a-z0-9\x80-\xff]+"
 
