@@ -26,6 +26,22 @@ namespace {
 
 using Int64Array = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
 
+// The GIL released for one scope, like py::gil_scoped_release, except that taking it back may end the
+// thread: when the interpreter is shutting down, CPython ends a daemon thread that asks for the GIL with
+// pthread_exit, a forced unwind through this destructor. A noexcept destructor (pybind11's) turns that
+// into std::terminate and aborts the whole process; this one lets the unwind pass (pybind11's dispatcher
+// rethrows abi::__forced_unwind), so the daemon thread just ends.
+class GilReleased {
+public:
+    GilReleased() : state_(PyEval_SaveThread()) {}
+    ~GilReleased() noexcept(false) { PyEval_RestoreThread(state_); }
+    GilReleased(const GilReleased&) = delete;
+    GilReleased& operator=(const GilReleased&) = delete;
+
+private:
+    PyThreadState* state_;
+};
+
 // A str's PEP 393 storage (valid while the str is alive). `what` names the argument
 // in the TypeError; `item` >= 0 adds its index.
 latch::TextView text_of(PyObject* s, const char* what, Py_ssize_t item = -1) {
@@ -63,7 +79,7 @@ latch::Profile profile_of(const py::handle& profile) {
 std::int64_t estimate_tokens(const py::handle& text, const py::handle& profile) {
     const latch::Profile p = profile_of(profile);
     const latch::TextView t = text_of(text.ptr(), "estimate_tokens: text");
-    py::gil_scoped_release release;
+    const GilReleased released;
     return latch::estimate_view(t, p);
 }
 
@@ -85,7 +101,7 @@ py::array_t<std::int64_t> estimate_tokens_batch(const py::handle& texts, const p
     py::array_t<std::int64_t> out(n);
     std::int64_t* dst = out.mutable_data();
     {
-        py::gil_scoped_release release;
+        const GilReleased released;
         latch::estimate_batch(views.data(), views.size(), p, dst);
     }
     return out;
@@ -141,7 +157,7 @@ std::int64_t suffix_start(const py::handle& prefix_sums, const py::handle& budge
             const auto len = static_cast<std::size_t>(view.shape[0]);
             std::int64_t i;
             {
-                py::gil_scoped_release release;
+                const GilReleased released;
                 i = latch::suffix_start(data, len, budget);
             }
             PyBuffer_Release(&view);
@@ -156,7 +172,7 @@ std::int64_t suffix_start(const py::handle& prefix_sums, const py::handle& budge
     }
     const std::int64_t* data = arr.data();
     const auto len = static_cast<std::size_t>(arr.size());
-    py::gil_scoped_release release;
+    const GilReleased released;
     return latch::suffix_start(data, len, budget);
 }
 
@@ -193,7 +209,7 @@ py::list score_episodes(const py::handle& term_indptr_h, const py::handle& term_
     std::size_t count = 0;
     latch::ScoreStatus st;
     {
-        py::gil_scoped_release release;
+        const GilReleased released;
         st = latch::score_episodes(eps, query.data(), static_cast<std::size_t>(query.size()), files.data(),
                                    static_cast<std::size_t>(files.size()), now_seq, want, top.data(), &count);
     }
