@@ -36,6 +36,7 @@ NEVER = (
     "pydantic",
     "socket",  # the replay scratch's host name comes from os.uname
     "latch.store.postgres",  # an SQLite store: the --db value is checked by latch.store.pg_url
+    "tomllib",  # no config file; Latch's model table is kept parsed (latch.config.use_model_table_cache)
 )
 """Modules no second replay of a stored session imports (nor any module under them)."""
 
