@@ -82,6 +82,18 @@ finds in the store's decoded-event cache. With the in-process work at 0.13 s, 1.
 ``second_*`` and ``in_process_*`` are now medians of :data:`REPEATS` runs each (one run of each moved
 ``overhead_ratio_cpu`` between 1.43 and 2.16 on the same commit at load average 6).
 
+Then Latch's model table (``latch/data/models.toml``) was kept parsed in ``LATCH_HOME/cache/models.json`` under the
+file's digest (a replay without a config file no longer imports ``tomllib``), ``latch-baselines`` registered its
+engines by name, the plugin host stopped looking up a module plugin's classes and constants as hooks (pluggy's
+``inspect.getattr_static``, about 300 names), and ``latch.textsafe`` compiled its message and JSON escapes at first
+use. The two commits back to back on a 2-core box at load average 6, 25 alternated processes of each: the second
+replay 282.3 -> 276.6 ms of CPU (0.980; a second run 296.9 -> 291.5, 0.982), ``import latch.cli.main`` 103.7 ->
+101.9 ms. This benchmark, four rounds of each commit alternated, twice: ``overhead_ratio_cpu`` medians 1.78 -> 1.70
+and 1.75 -> 1.78 (one round's ratio ranges 1.41-1.92 on the same commit: a 2 % change is below what it resolves).
+``libraries_cpu_seconds`` was 0.074-0.081 s against an in-process replay of 0.166-0.180 s: ``libraries_ratio_cpu``
+1.44-1.46, so :data:`OVERHEAD_GOAL` (1.3) is below what the interpreter, click, rich and pluggy alone take to start,
+before Latch imports anything of its own.
+
 The commands here run with ``COLUMNS=200``, as on a terminal: ``latch replay`` then measures its table to choose its
 columns. A plain table is measured from its plain cells (``latch.textsafe.Table``), not cell by cell by rich: the
 report's printing went from 0.36-0.59 s to 0.13-0.20 s (the two commits back to back, a heavily loaded box), and the
