@@ -87,7 +87,7 @@ file's digest (a replay without a config file no longer imports ``tomllib``), ``
 engines by name, the plugin host stopped looking up a module plugin's classes and constants as hooks (pluggy's
 ``inspect.getattr_static``, about 300 names), and ``latch.textsafe`` compiled its message and JSON escapes at first
 use. The two commits back to back on a 2-core box at load average 6, 25 alternated processes of each: the second
-replay 282.3 -> 276.6 ms of CPU (0.980; a second run 296.9 -> 291.5, 0.982), ``import latch.cli.main`` 103.7 ->
+replay 282.3 -> 276.6 ms of CPU (0.980; before the escapes, 296.9 -> 291.5, 0.982), ``import latch.cli.main`` 103.7 ->
 101.9 ms. This benchmark, four rounds of each commit alternated, twice: ``overhead_ratio_cpu`` medians 1.78 -> 1.70
 and 1.75 -> 1.78 (one round's ratio ranges 1.41-1.92 on the same commit: a 2 % change is below what it resolves).
 ``libraries_cpu_seconds`` was 0.074-0.081 s against an in-process replay of 0.166-0.180 s: ``libraries_ratio_cpu``
