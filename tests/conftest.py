@@ -64,14 +64,15 @@ def pytest_unconfigure(config):
 
 @pytest.fixture(autouse=True)
 def _no_kept_token_counts():
-    """A CLI command run in this process keeps exact token counts and what is installed in its LATCH_HOME
-    (``latch.count_cache``, ``latch.installed``): the next test starts without them."""
+    """A CLI command run in this process keeps exact token counts, what is installed and the parsed model table in
+    its LATCH_HOME (``latch.count_cache``, ``latch.installed``, ``latch.config``): the next test starts without them."""
     yield
-    from latch import count_cache, installed
+    from latch import config, count_cache, installed
 
     count_cache.use_count_cache(None)
     count_cache._fresh.clear()
     installed.use_installed_cache(None)
+    config.use_model_table_cache(None)
 
 
 @pytest.fixture

@@ -51,10 +51,12 @@ the hard budget lowers the effective value (spec: "Bounded materialization").
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
+import json
 import os
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -77,6 +79,7 @@ __all__ = [
     "model_settings",
     "ModelWindow",
     "model_table",
+    "use_model_table_cache",
     "model_table_entry",
     "model_window",
     "budget_for_model",
@@ -134,6 +137,8 @@ def load_config(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         return {}
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    import tomllib  # only when there is a file: a command without one never imports the TOML parser
+
     try:
         parsed = tomllib.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
@@ -346,23 +351,91 @@ MODEL_TABLE = "models.toml"
 """Latch's model table, package data of ``latch/data`` (see the file's header for its rules)."""
 
 
+MODEL_TABLE_CACHE_ENTRIES = 8
+"""The most model tables (distinct contents of :data:`MODEL_TABLE`: other installations) the cache file keeps."""
+
+_model_table_cache: Path | None = None
+
+
+def use_model_table_cache(path: str | os.PathLike[str] | None) -> None:
+    """Keep the parsed :func:`model_table` in the JSON file ``path`` (``None``: nothing kept, the default).
+
+    The file maps a digest of :data:`MODEL_TABLE`'s bytes (BLAKE2b, 128 bits) to the validated table, so a later
+    process whose table file is unchanged reads it without importing :mod:`tomllib`; a changed file is parsed and
+    validated again. At most :data:`MODEL_TABLE_CACHE_ENTRIES` tables are kept. A cache file that cannot be read,
+    holds something else or cannot be written is ignored.
+    """
+    global _model_table_cache
+    _model_table_cache = Path(path) if path is not None else None
+    model_table.cache_clear()
+
+
+def _kept_tables() -> dict[str, Any]:
+    if _model_table_cache is None:
+        return {}
+    try:
+        doc = json.loads(_model_table_cache.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    tables = doc.get("tables") if isinstance(doc, dict) else None
+    return tables if isinstance(tables, dict) else {}
+
+
+def _kept_table(kept: Any) -> dict[str, dict[str, int]] | None:
+    """``kept`` as a model table when it has the shape :func:`model_table` returns, else ``None``."""
+    if not isinstance(kept, dict):
+        return None
+    for key, entry in kept.items():
+        if not (isinstance(entry, dict) and set(entry) == set(MODEL_KEYS) and key == key.lower()):
+            return None
+        if not all(type(v) is int and v >= 0 for v in entry.values()):
+            return None
+    return kept
+
+
+def _keep_table(digest: str, table: dict[str, dict[str, int]]) -> None:
+    if _model_table_cache is None:
+        return
+    tables = _kept_tables()
+    tables.pop(digest, None)
+    tables[digest] = table
+    tables = dict(list(tables.items())[-MODEL_TABLE_CACHE_ENTRIES:])
+    tmp = _model_table_cache.with_name(f"{_model_table_cache.name}.{os.getpid()}.tmp")
+    try:
+        _model_table_cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps({"tables": tables}, separators=(",", ":")), encoding="utf-8")
+        os.replace(tmp, _model_table_cache)  # a reader sees the old file or the new one, never half of one
+    except OSError:
+        with contextlib.suppress(OSError):  # (the folder may not exist, or be a file)
+            tmp.unlink(missing_ok=True)
+
+
 @functools.lru_cache(maxsize=1)
 def model_table() -> dict[str, dict[str, int]]:
     """Latch's model table: ``{key: {"context_window_tokens": int, "reserve_tokens": int}}``, keys lower case.
 
     Read once from the package data file :data:`MODEL_TABLE` and validated like a config's ``[models]``
-    (a broken table raises :class:`ConfigError` naming the file: a packaging bug, never user input).
+    (a broken table raises :class:`ConfigError` naming the file: a packaging bug, never user input); with
+    :func:`use_model_table_cache`, the parsed table of unchanged file contents is read from that cache instead.
     """
     source = f"latch/data/{MODEL_TABLE}"
     # the package's own folder, not importlib.resources (its import costs a command about 5 ms): latch is never
     # installed zipped (its native module is a shared library)
-    data = tomllib.loads((Path(__file__).with_name("data") / MODEL_TABLE).read_text(encoding="utf-8"))
+    raw = (Path(__file__).with_name("data") / MODEL_TABLE).read_bytes()
+    digest = hashlib.blake2b(raw, digest_size=16).hexdigest()
+    kept = _kept_table(_kept_tables().get(digest)) if _model_table_cache is not None else None
+    if kept is not None:
+        return kept
+    import tomllib
+
+    data = tomllib.loads(raw.decode("utf-8"))
     table = validate_config({"models": data.get("models", {})}, source)["models"]
     out: dict[str, dict[str, int]] = {}
     for key, entry in table.items():
         if set(entry) != set(MODEL_KEYS):
             raise ConfigError(f"{source}: models.{key} must set exactly {', '.join(MODEL_KEYS)}")
         out[key.lower()] = {k: int(entry[k]) for k in MODEL_KEYS}
+    _keep_table(digest, out)
     return out
 
 

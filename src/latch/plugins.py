@@ -48,6 +48,7 @@ import importlib
 import inspect
 import os
 import sys
+import types
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -201,6 +202,11 @@ def _describe(plugin: PluginInfo) -> str:
     return f"plugin {plugin.name!r} ({plugin.module}, {origin})"
 
 
+_ABSENT = object()
+_HOOKABLE = (types.FunctionType, types.MethodType, staticmethod, classmethod)
+"""What pluggy takes a hook from: functions, bound methods, static and class methods."""
+
+
 class LatchPluginManager(pluggy.PluginManager):
     """pluggy's manager plus Latch's plugin metadata and per-kind registries."""
 
@@ -211,7 +217,15 @@ class LatchPluginManager(pluggy.PluginManager):
         self._registries: dict[str, dict[str, Registration]] = {}
 
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> HookimplOpts | None:
-        """Marked functions, and also unmarked routines named ``latch_*`` (so a forgotten marker fails loudly)."""
+        """Marked functions, and also unmarked routines named ``latch_*`` (so a forgotten marker fails loudly).
+
+        A module plugin's global that pluggy could not hook (a class, a submodule, a constant: most of what a module
+        imports) is skipped without pluggy's descriptor-safe lookup (``inspect.getattr_static``, about 5 µs a name:
+        a replay registers a dozen modules with about 300 names); pluggy decides every other name."""
+        if isinstance(plugin, types.ModuleType) and not name.startswith(PROJECT_NAME + "_"):
+            value = vars(plugin).get(name, _ABSENT)
+            if value is not _ABSENT and not isinstance(value, _HOOKABLE):
+                return None
         opts = super().parse_hookimpl_opts(plugin, name)
         if opts is None and name.startswith(PROJECT_NAME + "_"):
             if inspect.isroutine(getattr(plugin, name)):

@@ -44,6 +44,8 @@ from rich.measure import Measurement
 from rich.segment import Segment
 from rich.text import Text
 
+from .lazyre import lazy_compile
+
 __all__ = [
     "printable",
     "safe",
@@ -65,7 +67,7 @@ __all__ = [
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # C0 controls but \n and \t, DEL, C1 controls, ALM, LRM/RLM, LRE..RLO, LRI..PDI
-_UNSAFE_BODY = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_BODY = lazy_compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # messages
 _UNSAFE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # what rich lays out itself (newlines, tabs) or strips
@@ -127,7 +129,7 @@ def error(message: str) -> None:
     click.echo(f"Error: {safe(message)}", err=True)
 
 
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_JSON_UNSAFE = lazy_compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def dumps(value: Any, **kwargs: Any) -> str:

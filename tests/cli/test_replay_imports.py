@@ -36,6 +36,7 @@ NEVER = (
     "pydantic",
     "socket",  # the replay scratch's host name comes from os.uname
     "latch.store.postgres",  # an SQLite store: the --db value is checked by latch.store.pg_url
+    "tomllib",  # no config file; Latch's model table is kept parsed (latch.config.use_model_table_cache)
 )
 """Modules no second replay of a stored session imports (nor any module under them)."""
 
@@ -78,6 +79,20 @@ def test_a_replay_with_a_plugin_engine_does_not_import_the_continuity_engine(tmp
     assert "latch_example" in modules
     unused = ("latch.engine.continuity", "latch.engine.episodes", "numpy")  # the continuity engine's
     assert _under(modules, (*unused, *NEVER)) == []
+
+
+def test_the_baselines_register_their_engines_by_name_and_a_replay_imports_the_one_it_runs(tmp_path):
+    pytest.importorskip("latch_example", reason="pip install ./plugins/latch-example")
+    pytest.importorskip("latch_baselines", reason="pip install ./plugins/latch-baselines")
+    modules = _replay(tmp_path, "--engine", "keep-last-units", plugins="example,baselines")
+    assert {"latch_example", "latch_baselines"} <= modules  # the plugin is registered
+    assert _under(modules, ("latch_baselines",)) == ["latch_baselines"]  # none of its engines imported
+    modules = _replay(tmp_path, "--engine", "sliding-window", plugins="example,baselines")
+    assert _under(modules, ("latch_baselines",)) == [
+        "latch_baselines",
+        "latch_baselines.base",
+        "latch_baselines.sliding_window",
+    ]
 
 
 def test_a_replay_compiles_the_init_of_the_event_kinds_it_decodes_only(tmp_path):

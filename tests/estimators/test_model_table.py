@@ -18,6 +18,7 @@ from latch.config import (
     model_table,
     model_table_entry,
     model_window,
+    use_model_table_cache,
     validate_config,
 )
 
@@ -82,6 +83,72 @@ def test_the_table_is_a_data_file_with_every_family():
     ):
         assert family in keys
     assert all(e["reserve_tokens"] < e["context_window_tokens"] for e in model_table().values())
+
+
+def _kept(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))["tables"]
+
+
+def test_the_parsed_table_is_kept_and_read_back_while_the_file_is_unchanged(tmp_path):
+    cache = tmp_path / "cache" / "models.json"
+    parsed = dict(model_table())
+    try:
+        use_model_table_cache(cache)
+        assert model_table() == parsed  # parsed (nothing kept yet) and kept under the file's digest
+        ((digest, kept),) = _kept(cache).items()
+        assert kept == parsed and len(digest) == 32
+        # a later process reads the kept table: what the cache holds for this digest is what model_table returns
+        kept["gpt-5"] = {"context_window_tokens": 123_456, "reserve_tokens": 1_000}
+        cache.write_text(json.dumps({"tables": {digest: kept}}), encoding="utf-8")
+        use_model_table_cache(cache)
+        assert model_table()["gpt-5"] == {"context_window_tokens": 123_456, "reserve_tokens": 1_000}
+        assert model_window({}, "gpt-5.6-sol").context_window_tokens == 123_456
+        # another installation's table (another digest) is kept beside it, not read
+        cache.write_text(json.dumps({"tables": {"0" * 32: kept}}), encoding="utf-8")
+        use_model_table_cache(cache)
+        assert model_table() == parsed
+        assert list(_kept(cache)) == ["0" * 32, digest]
+    finally:
+        use_model_table_cache(None)
+    assert model_table() == parsed
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "{not json",
+        '{"tables": []}',
+        '{"tables": {"DIGEST": {"gpt-5": {"context_window_tokens": 1}}}}',  # a key missing
+        '{"tables": {"DIGEST": {"gpt-5": {"context_window_tokens": "1", "reserve_tokens": 1}}}}',
+        '{"tables": {"DIGEST": {"gpt-5": {"context_window_tokens": true, "reserve_tokens": 1}}}}',
+        '{"tables": {"DIGEST": {"GPT-5": {"context_window_tokens": 1, "reserve_tokens": 1}}}}',
+        '{"tables": {"DIGEST": ["gpt-5"]}}',
+    ],
+)
+def test_a_damaged_kept_table_is_parsed_again(tmp_path, content):
+    cache = tmp_path / "models.json"
+    parsed = dict(model_table())
+    try:
+        use_model_table_cache(cache)
+        model_table()
+        (digest,) = _kept(cache)
+        cache.write_text(content.replace("DIGEST", digest), encoding="utf-8")
+        use_model_table_cache(cache)
+        assert model_table() == parsed
+        assert _kept(cache)[digest] == parsed  # and kept again
+    finally:
+        use_model_table_cache(None)
+
+
+def test_a_cache_that_cannot_be_written_is_ignored(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("", encoding="utf-8")
+    parsed = dict(model_table())
+    try:
+        use_model_table_cache(blocker / "cache" / "models.json")  # its folder cannot be made
+        assert model_table() == parsed
+    finally:
+        use_model_table_cache(None)
 
 
 def test_pyproject_ships_the_package_folder_whole():

@@ -34,7 +34,7 @@ import click
 
 from .. import __version__, count_cache, installed
 from ..accounting import pricing
-from ..config import ConfigError, config_path, load_config, unknown_keys
+from ..config import ConfigError, config_path, load_config, unknown_keys, use_model_table_cache
 from ..extras import missing_extra
 from ..importers import transcript_limit_problem
 from ..importers.base import TranscriptError
@@ -545,6 +545,8 @@ def cli(ctx: click.Context, db: str | None) -> None:
     pricing.use_price_cache(data_dir() / "cache" / "genai-prices.json")
     # exact token counts of texts, likewise (a replay of a known session never loads the tokenizer's vocabulary)
     count_cache.use_count_cache(data_dir() / "cache" / "token-counts.json")
+    # Latch's model table (latch/data/models.toml) as parsed, kept while the file is unchanged (no TOML parser)
+    use_model_table_cache(data_dir() / "cache" / "models.json")
 
 
 def _load_commands() -> None:

@@ -9,18 +9,23 @@
   longer fits (the no-eviction reference row of ``latch bench``).
 
 The first three may lose facts; ``raw-history`` loses none but refuses requests; none ever produces a protocol-invalid or over-budget request. Select one
-with ``latch replay --engine NAME`` or ``[engine] name = "NAME"``.
+with ``latch replay --engine NAME`` or ``[engine] name = "NAME"``. The engines are registered by name
+(:class:`latch.hookspecs.LazyClass`) and each module is imported when its engine (or name here) is first used.
 """
 
 from __future__ import annotations
 
-from latch.hookspecs import hookimpl
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from .base import BaselineEngine
-from .observation_masking import ObservationMaskingEngine
-from .raw_history import RawHistoryEngine
-from .sliding_window import SlidingWindowEngine
-from .summary import SummaryEngine, extractive_summary
+from latch.hookspecs import LazyClass, hookimpl
+
+if TYPE_CHECKING:
+    from .base import BaselineEngine
+    from .observation_masking import ObservationMaskingEngine
+    from .raw_history import RawHistoryEngine
+    from .sliding_window import SlidingWindowEngine
+    from .summary import SummaryEngine, extractive_summary
 
 __all__ = [
     "BaselineEngine",
@@ -31,7 +36,37 @@ __all__ = [
     "extractive_summary",
 ]
 
+# each public name -> its module; the engines are registered by name and imported at first use (a command that runs
+# another engine never imports these)
+_MODULES = {
+    "BaselineEngine": "base",
+    "SlidingWindowEngine": "sliding_window",
+    "ObservationMaskingEngine": "observation_masking",
+    "SummaryEngine": "summary",
+    "RawHistoryEngine": "raw_history",
+    "extractive_summary": "summary",
+}
+_ENGINES = {
+    "sliding-window": "SlidingWindowEngine",
+    "observation-masking": "ObservationMaskingEngine",
+    "summary": "SummaryEngine",
+    "raw-history": "RawHistoryEngine",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 @hookimpl
-def latch_register_engines() -> list[type]:
-    return [SlidingWindowEngine, ObservationMaskingEngine, SummaryEngine, RawHistoryEngine]
+def latch_register_engines() -> list[LazyClass]:
+    return [LazyClass(name, f"{__name__}.{_MODULES[cls]}:{cls}") for name, cls in _ENGINES.items()]
