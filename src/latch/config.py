@@ -51,7 +51,6 @@ the hard budget lowers the effective value (spec: "Bounded materialization").
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
@@ -61,6 +60,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .cache_files import write_cache_file
 from .lazyre import lazy_compile
 from .port import ContextBudget
 from .records import dataclass
@@ -400,14 +400,7 @@ def _keep_table(digest: str, table: dict[str, dict[str, int]]) -> None:
     tables.pop(digest, None)
     tables[digest] = table
     tables = dict(list(tables.items())[-MODEL_TABLE_CACHE_ENTRIES:])
-    tmp = _model_table_cache.with_name(f"{_model_table_cache.name}.{os.getpid()}.tmp")
-    try:
-        _model_table_cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps({"tables": tables}, separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, _model_table_cache)  # a reader sees the old file or the new one, never half of one
-    except OSError:
-        with contextlib.suppress(OSError):  # (the folder may not exist, or be a file)
-            tmp.unlink(missing_ok=True)
+    write_cache_file(_model_table_cache, json.dumps({"tables": tables}, separators=(",", ":")))
 
 
 @functools.lru_cache(maxsize=1)

@@ -24,6 +24,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from .cache_files import write_cache_file
+
 __all__ = ["COUNT_CACHE_ENTRIES", "use_count_cache", "cached_counter", "save_count_cache"]
 
 COUNT_CACHE_ENTRIES = 20_000
@@ -100,12 +102,5 @@ def save_count_cache() -> None:
     counts.update(_fresh)
     if len(counts) > COUNT_CACHE_ENTRIES:
         counts = dict(list(counts.items())[-COUNT_CACHE_ENTRIES:])
-    tmp = _file.with_name(f"{_file.name}.{os.getpid()}.tmp")
-    try:
-        _file.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps({"counts": counts}, separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, _file)  # a reader sees the old file or the new one, never half of one
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        return
-    _fresh.clear()
+    if write_cache_file(_file, json.dumps({"counts": counts}, separators=(",", ":"))):
+        _fresh.clear()

@@ -13,7 +13,6 @@ editing one changes its times, so the next process reads the metadata again. A f
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib
 import json
@@ -22,6 +21,8 @@ import stat
 import sys
 from pathlib import Path
 from typing import Any
+
+from .cache_files import write_cache_file
 
 __all__ = ["INSTALLATIONS", "InstalledEntryPoint", "entry_points", "version", "fingerprint", "use_installed_cache"]
 
@@ -135,14 +136,7 @@ def _save() -> None:
     known.pop(_key, None)
     known[_key] = _doc
     doc = {"installations": dict(list(known.items())[-INSTALLATIONS:])}
-    tmp = _cache_file.with_name(f"{_cache_file.name}.{os.getpid()}.tmp")
-    try:
-        _cache_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(doc), encoding="utf-8")
-        os.replace(tmp, _cache_file)  # a reader sees the old file or the new one, never half of one
-    except (OSError, ValueError):  # a folder that cannot be written (or a path no file system takes)
-        with contextlib.suppress(OSError, ValueError):
-            tmp.unlink(missing_ok=True)
+    write_cache_file(_cache_file, json.dumps(doc))
 
 
 def _scan_group(group: str) -> list[InstalledEntryPoint]:

@@ -108,3 +108,14 @@ def test_the_file_keeps_the_newest_counts_only(cache_file, monkeypatch):
     for i in range(5):
         counter.text(f"text {i}")
     assert exact.asked == ["text 0", "text 1"]  # the oldest were dropped
+
+
+def test_a_cache_whose_folder_is_a_file_is_not_written_and_raises_nothing(tmp_path, cache_file):
+    blocker = tmp_path / "file"
+    blocker.write_text("", encoding="utf-8")
+    _new_process(blocker / "cache" / "token-counts.json")
+    counter = TokenCounter(CountingExact())
+    assert counter.text("one two three") == 3
+    count_cache.save_count_cache()  # NotADirectoryError, not caught, before the counts were kept by one helper
+    assert blocker.read_text(encoding="utf-8") == "" and sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+    assert count_cache._fresh  # not kept: the next save tries again

@@ -284,6 +284,7 @@ LAYERS = [
             "latch.textsafe",
             "latch.extras",
             "latch.count_cache",
+            "latch.cache_files",
             "latch.installed",
             "latch.lazyre",
             "latch.records",

@@ -69,6 +69,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import installed
+from ..cache_files import write_cache_file
 from ..events import Usage
 from ..records import dataclass
 
@@ -259,16 +260,9 @@ def save_price_cache() -> None:
     prices = doc["prices"]
     if len(prices) > PRICE_CACHE_ENTRIES:
         doc["prices"] = dict(list(prices.items())[-PRICE_CACHE_ENTRIES:])
-    tmp = _cache_file.with_name(f"{_cache_file.name}.{os.getpid()}.tmp")
-    try:
-        _cache_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps({"genai_prices": _prices_version(), **doc}), encoding="utf-8")
-        os.replace(tmp, _cache_file)  # a reader sees the old file or the new one, never half of one
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        return
-    for kind in ("models", "prices"):
-        _fresh[kind].clear()
+    if write_cache_file(_cache_file, json.dumps({"genai_prices": _prices_version(), **doc})):
+        for kind in ("models", "prices"):
+            _fresh[kind].clear()
 
 
 def _time_dependence(info: Any) -> str:
