@@ -5,8 +5,9 @@ episodes and query context, the kernel ledger's facts), each in its own ``events
 payload into an event is most of a read's cost. Events are append-only and immutable (frozen dataclasses), so a
 row read again decodes to an equal event; :class:`DecodedEvents` keeps the :data:`DECODED_EVENTS` rows read last with
 their decoded :class:`~latch.store.event_store.StoredEvent` and hands the same object back when the row read is
-the same (same seq, session, kind, source_ref and ts, and a payload of the same length and hash: a store replaced
-under an open object decodes afresh). Memory is bounded by the count, not the history.
+the same (same seq, session, kind, source_ref and ts, and a payload of the same length, beginning and end: a store
+replaced under an open object decodes afresh, and the payload is never hashed, which costs about as much as decoding
+it). Memory is bounded by the count, not the history.
 
 A seq names at most one row, and a row never changes once committed (the log is append-only: the database's
 triggers refuse UPDATE and DELETE, spec: "L3 raw store"). So when every seq of ``after+1 .. k`` is kept, those kept
@@ -30,8 +31,10 @@ DECODED_EVENTS = 8192
 T = TypeVar("T")
 _SHORT = 256
 """A longer string of a row is kept as its length and hash, not its text: the cache holds decoded events, not a
-second copy of their JSON. A store's row ``(seq, session_id, kind, payload, source_ref, ts)`` keeps its payload so
-whatever its length."""
+second copy of their JSON. A store's row ``(seq, session_id, kind, payload, source_ref, ts)`` keeps a longer payload
+as its length and its first and last :data:`_EDGE` characters (a seq names one row that never changes: the payload
+only tells a store replaced under an open object)."""
+_EDGE = 32
 
 
 class DecodedEvents(Generic[T]):
@@ -52,7 +55,8 @@ class DecodedEvents(Generic[T]):
     def get(self, row: Sequence[Any], decode: Callable[[Sequence[Any]], T]) -> T:
         """The value of ``row``: the one kept for an identical row, else ``decode(row)`` (then kept)."""
         if len(row) == 6 and type(payload := row[3]) is str:  # a store's row: only its payload is long
-            key: tuple[Any, ...] = (row[0], row[1], row[2], len(payload), hash(payload), row[4], row[5])
+            p = payload if len(payload) <= _SHORT else (len(payload), payload[:_EDGE], payload[-_EDGE:])
+            key: tuple[Any, ...] = (row[0], row[1], row[2], p, row[4], row[5])
         else:
             key = tuple(x if not isinstance(x, str) or len(x) <= _SHORT else (len(x), hash(x)) for x in row)
         hit = self._by_seq.get(key[0])
