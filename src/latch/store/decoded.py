@@ -6,8 +6,8 @@ payload into an event is most of a read's cost. Events are append-only and immut
 row read again decodes to an equal event; :class:`DecodedEvents` keeps the :data:`DECODED_EVENTS` rows read last with
 their decoded :class:`~latch.store.event_store.StoredEvent` and hands the same object back when the row read is
 the same (same seq, session, kind, source_ref and ts, and a payload of the same length, beginning and end: a store
-replaced under an open object decodes afresh, and the payload is never hashed, which costs about as much as decoding
-it). Memory is bounded by the count, not the history.
+replaced under an open object decodes afresh; the payload is not hashed, which costs a good part of decoding it).
+Memory is bounded by the count, not the history.
 
 A seq names at most one row, and a row never changes once committed (the log is append-only: the database's
 triggers refuse UPDATE and DELETE, spec: "L3 raw store"). So when every seq of ``after+1 .. k`` is kept, those kept
@@ -73,9 +73,13 @@ class DecodedEvents(Generic[T]):
         return value
 
     def kept(self, seq: int) -> T | None:
-        """The value kept for the row of ``seq``, else ``None``."""
-        hit = self._by_seq.get(seq)
-        return None if hit is None else hit[1]
+        """The value kept for the row of ``seq`` (now the one read last), else ``None``."""
+        with self._lock:
+            hit = self._by_seq.get(seq)
+            if hit is None:
+                return None
+            self._by_seq.move_to_end(seq)
+            return hit[1]
 
     def run(self, after: int, until: int | None = None) -> list[T]:
         """The kept values of seqs ``after+1, after+2, ...`` (through ``until`` at most), up to the first seq not kept:
