@@ -35,6 +35,9 @@ def test_capacity_bounds_the_cache():
     assert len(cache) == 3
     assert cache.get((9, "p"), lambda r: -1) == 9  # the newest are kept
     assert cache.get((0, "p"), lambda r: -1) == -1  # the oldest went
+    cache.get((8, "p"), lambda r: -1)  # read again: now the newest read
+    cache.get((10, "p"), lambda r: r[0])
+    assert cache.get((8, "p"), lambda r: -1) == 8 and cache.get((9, "p"), lambda r: -1) == -1
 
 
 def test_store_reads_share_decoded_events_and_stay_exact(tmp_path):
@@ -52,4 +55,65 @@ def test_store_reads_share_decoded_events_and_stay_exact(tmp_path):
     other = EventStore(tmp_path / "s.db")  # another object decodes its own
     assert next(other.events(sid)) is not a[0] and next(other.events(sid)) == a[0]
     other.close()
+    store.close()
+
+
+def test_reads_served_from_the_decoded_stretch_equal_the_database_reads(tmp_path):
+    """A stretch of seqs all kept decoded is the log there: every read of it (any session, kinds, limit, open or
+    closed end) gives what a store object that read nothing before reads from the database."""
+    path = tmp_path / "s.db"
+    store = EventStore(path)
+    a = store.create_session(workspace="/a")
+    b = store.create_session(workspace="/b")
+    for i in range(12):  # two sessions interleaved, runs of different lengths and kinds
+        store.append(a, [UserMessage(f"a{i}"), ToolResult(f"c{i}", f"out {i}", is_error=i % 3 == 0)])
+        store.append(b, [UserMessage(f"b{i}")] * (i % 3))
+    top = store.max_seq()
+    list(store.events(a, after_seq=5, until_seq=30))  # part of session a: a stretch with b's events missing
+    list(store.events(after_seq=12, until_seq=25))  # a stretch of the whole log
+    fresh = EventStore(path)
+    fresh._decoded = DecodedEvents(capacity=0)  # reads everything from the database
+    served = 0
+    for sid in (None, a, b):
+        for after in (0, 4, 12, 13, 20, 24, top):
+            for until in (None, 14, 25, 26, top, top + 5):
+                for kinds in (None, ("tool_result",), ("user_message", "tool_result")):
+                    for limit in (None, 0, 1, 3):
+                        kept = store._decoded.run(after, until)
+                        served += bool(kept)
+                        got = list(store.events(sid, after_seq=after, until_seq=until, kinds=kinds, limit=limit))
+                        want = list(fresh.events(sid, after_seq=after, until_seq=until, kinds=kinds, limit=limit))
+                        assert got == want, (sid, after, until, kinds, limit)
+    assert served > 100  # the stretch was really served from memory
+    assert all(store.get(s) == fresh.get(s) for s in range(1, top + 1))
+    fresh.close()
+    store.close()
+
+
+def test_a_kept_stretch_is_read_once_and_a_stretch_read_again_stays_kept():
+    """Reading a stretch again keeps it (least recently read go first): the reads after the first one of each view
+    never reach the database, even when the next view's new events fill the cache."""
+    store = EventStore(":memory:")
+    sid = store.create_session(workspace="/w")
+    store._decoded = DecodedEvents(capacity=8)
+    store.append(sid, [UserMessage(f"m{i}") for i in range(20)])
+    reads: list[str] = []
+    rows = store._rows
+
+    def counted(sql, args=()):
+        reads.append(sql)
+        return rows(sql, args)
+
+    store._rows = counted  # type: ignore[method-assign]
+    assert [s.seq for s in store.events(sid, until_seq=6)] == list(range(1, 7))
+    assert [s.seq for s in store.events(sid, after_seq=14, until_seq=16)] == [15, 16]  # read after 1..6
+    assert len(reads) == 2
+    assert [s.seq for s in store.events(sid, after_seq=2, until_seq=6)] == [3, 4, 5, 6]
+    assert [s.seq for s in store.events(after_seq=4, until_seq=6, limit=1)] == [5]
+    assert store.get(6).seq == 6
+    assert len(reads) == 2  # the stretch 1..6 was kept: no read
+    assert [s.seq for s in store.events(sid, after_seq=4, until_seq=12)] == list(range(5, 13))
+    assert len(reads) == 3  # 5 and 6 from memory, then 7..12 read: the six read least recently went, not 5 and 6
+    assert [s.seq for s in store.events(sid, after_seq=4, until_seq=12)] == list(range(5, 13))
+    assert len(reads) == 3
     store.close()

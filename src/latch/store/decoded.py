@@ -1,12 +1,19 @@
-"""The newest decoded events of one store object, shared by everything that reads them.
+"""The decoded events one store object read last, shared by everything that reads them.
 
 A host reads each new event several times before a model request (the request loop's units, the engine's
 episodes and query context, the kernel ledger's facts), each in its own ``events()`` call: decoding the JSON
 payload into an event is most of a read's cost. Events are append-only and immutable (frozen dataclasses), so a
-row read again decodes to an equal event; :class:`DecodedEvents` keeps the last :data:`DECODED_EVENTS` rows with
+row read again decodes to an equal event; :class:`DecodedEvents` keeps the :data:`DECODED_EVENTS` rows read last with
 their decoded :class:`~latch.store.event_store.StoredEvent` and hands the same object back when the row read is
-the same (same seq, session, kind, source_ref and ts, and a payload of the same length and hash: a store replaced
-under an open object decodes afresh). Memory is bounded by the count, not the history.
+the same (same seq, session, kind, source_ref and ts, and a payload of the same length, beginning and end: a store
+replaced under an open object decodes afresh; the payload is not hashed, which costs a good part of decoding it).
+Memory is bounded by the count, not the history.
+
+A seq names at most one row, and a row never changes once committed (the log is append-only: the database's
+triggers refuse UPDATE and DELETE, spec: "L3 raw store"). So when every seq of ``after+1 .. k`` is kept, those kept
+rows *are* the log between ``after`` and ``k``, whatever session or kind a reader asks for: :meth:`DecodedEvents.run`
+hands them out without reading the database again. The request loop, the engine's ingest and the kernel ledger read
+the same new events before each view; only the first of them reads and decodes them.
 """
 
 from __future__ import annotations
@@ -19,22 +26,26 @@ from typing import Any, Generic, TypeVar
 __all__ = ["DECODED_EVENTS", "DecodedEvents"]
 
 DECODED_EVENTS = 8192
-"""Decoded events a store object keeps (the newest read; about 3 KB each for a typical tool turn)."""
+"""Decoded events a store object keeps (the ones read last; about 3 KB each for a typical tool turn)."""
 
 T = TypeVar("T")
 _SHORT = 256
 """A longer string of a row is kept as its length and hash, not its text: the cache holds decoded events, not a
-second copy of their JSON. A store's row ``(seq, session_id, kind, payload, source_ref, ts)`` keeps its payload so
-whatever its length."""
+second copy of their JSON. A store's row ``(seq, session_id, kind, payload, source_ref, ts)`` keeps a longer payload
+as its length and its first and last :data:`_EDGE` characters (a seq names one row that never changes: the payload
+only tells a store replaced under an open object)."""
+_EDGE = 32
 
 
 class DecodedEvents(Generic[T]):
-    """Rows (``seq`` first) and their decoded value, the newest ``capacity`` inserted (FIFO). Thread-safe."""
+    """Rows (``seq`` first) and their decoded value, the ``capacity`` read last (least recently read go first).
+    Thread-safe."""
 
     def __init__(self, capacity: int = DECODED_EVENTS):
         self.capacity = capacity
-        # seq -> (row fingerprint, value), oldest first. An OrderedDict drops its oldest entry in O(1); a dict's
-        # first entry is found by skipping every deleted slot before it (about 20x slower per insert when full).
+        # seq -> (row fingerprint, value), least recently read first. An OrderedDict drops its oldest entry and
+        # moves a read one to the end in O(1); a dict's first entry is found by skipping every deleted slot before
+        # it (about 20x slower per insert when full).
         self._by_seq: OrderedDict[Any, tuple[tuple[Any, ...], T]] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -44,11 +55,15 @@ class DecodedEvents(Generic[T]):
     def get(self, row: Sequence[Any], decode: Callable[[Sequence[Any]], T]) -> T:
         """The value of ``row``: the one kept for an identical row, else ``decode(row)`` (then kept)."""
         if len(row) == 6 and type(payload := row[3]) is str:  # a store's row: only its payload is long
-            key: tuple[Any, ...] = (row[0], row[1], row[2], len(payload), hash(payload), row[4], row[5])
+            p = payload if len(payload) <= _SHORT else (len(payload), payload[:_EDGE], payload[-_EDGE:])
+            key: tuple[Any, ...] = (row[0], row[1], row[2], p, row[4], row[5])
         else:
             key = tuple(x if not isinstance(x, str) or len(x) <= _SHORT else (len(x), hash(x)) for x in row)
         hit = self._by_seq.get(key[0])
         if hit is not None and hit[0] == key:
+            with self._lock:
+                if key[0] in self._by_seq:
+                    self._by_seq.move_to_end(key[0])
             return hit[1]
         value = decode(row)
         with self._lock:
@@ -56,3 +71,28 @@ class DecodedEvents(Generic[T]):
             while len(self._by_seq) > self.capacity:
                 self._by_seq.popitem(last=False)
         return value
+
+    def kept(self, seq: int) -> T | None:
+        """The value kept for the row of ``seq`` (now the one read last), else ``None``."""
+        with self._lock:
+            hit = self._by_seq.get(seq)
+            if hit is None:
+                return None
+            self._by_seq.move_to_end(seq)
+            return hit[1]
+
+    def run(self, after: int, until: int | None = None) -> list[T]:
+        """The kept values of seqs ``after+1, after+2, ...`` (through ``until`` at most), up to the first seq not kept:
+        the log's rows of that stretch, all of them, in seq order (see the module docstring). ``[]`` when
+        ``after+1`` is not kept."""
+        out: list[T] = []
+        by_seq = self._by_seq
+        end = len(by_seq) if until is None else min(len(by_seq), until - after)
+        with self._lock:
+            for seq in range(after + 1, after + 1 + end):
+                hit = by_seq.get(seq)
+                if hit is None:
+                    break
+                by_seq.move_to_end(seq)
+                out.append(hit[1])
+        return out

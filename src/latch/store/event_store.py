@@ -924,7 +924,20 @@ class EventStore:
         kinds: Sequence[str] | None = None,
         limit: int | None = None,
     ) -> Iterator[StoredEvent]:
-        """Events in ``seq`` order: ``after_seq < seq <= until_seq``, optionally of ``kinds``."""
+        """Events in ``seq`` order: ``after_seq < seq <= until_seq``, optionally of ``kinds``. The stretch right
+        after ``after_seq`` that this object holds decoded is not read again (:meth:`DecodedEvents.run`)."""
+        kept = self._decoded.run(after_seq, until_seq) if self._decoded is not None else []
+        for s in kept:
+            if limit is not None and limit <= 0:
+                return
+            if (session_id is None or s.session_id == session_id) and (not kinds or s.kind in kinds):
+                yield s
+                if limit is not None:
+                    limit -= 1
+        if kept:
+            after_seq = kept[-1].seq
+            if limit is not None and limit <= 0 or until_seq is not None and after_seq >= until_seq:
+                return
         args: list[Any] = [after_seq]
         sql = _and(
             "SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq > ?",
@@ -942,6 +955,8 @@ class EventStore:
             yield self._decode_row(r)
 
     def get(self, seq: int) -> StoredEvent:
+        if self._decoded is not None and (kept := self._decoded.kept(seq)) is not None:
+            return kept
         rows = self._rows("SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq = ?", (seq,))
         if not rows:
             raise KeyError(seq)
