@@ -117,3 +117,37 @@ def test_a_kept_stretch_is_read_once_and_a_stretch_read_again_stays_kept():
     assert [s.seq for s in store.events(sid, after_seq=4, until_seq=12)] == list(range(5, 13))
     assert len(reads) == 3
     store.close()
+
+
+def test_rows_of_a_rolled_back_append_are_never_served(tmp_path, monkeypatch):
+    # The append's transaction decodes its own new rows (a projection folds them) and then fails: those rows
+    # never existed, and AUTOINCREMENT hands their seqs to the next append.
+    import dataclasses
+
+    from latch.events import GroupTaskCreated
+    from latch.store import projections
+
+    store = EventStore(tmp_path / "s.db")
+    sid = store.create_session(workspace="/w")
+    (first,) = store.append(sid, [UserMessage("start")])
+    assert [s.seq for s in store.events(sid)] == [first]
+    group = projections.PROJECTIONS["group"]
+
+    def failing(db, stored):
+        group.apply(db, stored)
+        raise RuntimeError("projection failed")
+
+    monkeypatch.setitem(projections.PROJECTIONS, "group", dataclasses.replace(group, apply=failing))
+    try:
+        store.append(sid, [GroupTaskCreated("t1", "never stored")])
+    except RuntimeError:
+        pass
+    else:
+        raise AssertionError("the failing projection did not fail the append")
+    monkeypatch.setitem(projections.PROJECTIONS, "group", group)
+    assert [s.event for s in store.events(sid)] == [UserMessage("start")]  # no phantom event
+    (second,) = store.append(sid, [UserMessage("stored instead")])
+    assert second == first + 1  # the rolled-back seq, handed out again
+    assert [s.event for s in store.events(sid, after_seq=first)] == [UserMessage("stored instead")]
+    assert store.get(second).event == UserMessage("stored instead")
+    store.close()

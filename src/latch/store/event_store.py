@@ -910,6 +910,8 @@ class EventStore:
     _decoded: DecodedEvents[StoredEvent] | None = None  # this object's newest decoded rows, made on first read
 
     def _decode_row(self, r: Sequence[Any]) -> StoredEvent:
+        if self._db.in_transaction:  # a row read inside a write transaction may yet be rolled back: never kept
+            return _decode_stored(r)
         cache = self._decoded
         if cache is None:
             cache = self._decoded = DecodedEvents()
