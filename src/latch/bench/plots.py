@@ -82,11 +82,31 @@ def budget_plots(folder: Path, results: Sequence[Mapping[str, Any]], engines: Se
 
 
 def _import_pyplot() -> None:
-    """A :class:`Plotter` worker's initializer: pyplot loaded before its first figure."""
+    """A :class:`Plotter` worker's initializer: pyplot loaded and a small figure drawn (:func:`_warm_figure`) before
+    its first figure."""
     try:
-        pyplot()
-    except ImportError:  # the figure's own import says what is wrong
+        _warm_figure(pyplot())
+    except Exception:  # noqa: BLE001, S110 - only a warm-up: the figure's own drawing says what is wrong
         pass
+
+
+def _warm_figure(plt: Any) -> None:
+    """Draw and encode a small figure with what the figures left after the jobs use (a logarithmic axis and its
+    mathtext tick labels, boxes, a legend outside the axes, a title, constrained layout, a PNG), so a plot worker
+    builds its fonts, mathtext parser and caches while the jobs run, not in the figures drawn after them."""
+    import io
+
+    fig = plt.figure(figsize=(3.0, 2.0), layout="constrained")
+    ax = fig.subplots()
+    ax.boxplot([[1.0, 10.0, 100.0, 1_000.0]], whis=(5, 95), showfliers=False, patch_artist=True)
+    ax.set_yscale("log")
+    ax.text(1, 1.01, "n=4", transform=ax.get_xaxis_transform(), fontsize=6, rotation=90)
+    ax.set_title("warm-up", fontsize=8)
+    ax.plot([1, 2], [10.0, 100.0], linestyle="--", label="line")
+    fig.legend(loc="outside right upper", fontsize=7, title="title", title_fontsize=7)
+    fig.suptitle("warm-up", fontsize=9)
+    fig.savefig(io.BytesIO(), dpi=110, format="png", pil_kwargs={"compress_level": 3})
+    plt.close(fig)
 
 
 def _started() -> None:
