@@ -31,7 +31,8 @@ measured here; what is measured here, in one run, is ``S`` and ``P`` (seconds, i
   (:meth:`~latch.bench.plots.Plotter.watch`): ``panels_seconds``, every such panel drawn here one after another, is
   work beside the jobs (counted with them); what is left once the jobs are done, each figure alone here:
   ``plots_after_jobs_critical_seconds`` the longest (a tokens figure: its first panel, with the legend, and the
-  assembly; the other figures whole);
+  assembly; the engine plot, ``engine_plot_after_jobs_seconds``: its longest part and their stacking, where it is
+  drawn in parts, else whole, ``engine_plot_seconds``; the other figures whole);
 * ``report_and_plots_in_workers_seconds``: the report and every figure as ``latch bench`` writes them once its jobs
   are done, every tokens panel drawn beside them (a :class:`~latch.bench.plots.Plotter` as the command has it: its
   workers started, warmed up by their initializer and having watched the rows; on this box's two cores).
@@ -72,7 +73,7 @@ from pathlib import Path
 
 import pytest
 
-from latch.bench import executor
+from latch.bench import executor, plots
 from latch.bench.panels import assemble, draw_panel, panel_lines, panel_order
 from latch.bench.plots import Plotter, budget_plot_files, draw_budget_figure, write_plot
 from latch.bench.report import write_report
@@ -227,7 +228,9 @@ def _measure(tmp: Path) -> dict[str, float]:
     start = time.perf_counter()
     write_plot(tmp / "plot.png", results, budgets)
     per_figure.append(time.perf_counter() - start)
-    tails = [per_figure[-1]]
+    figures["engine_plot_seconds"] = per_figure[-1]
+    figures["engine_plot_after_jobs_seconds"] = _engine_plot_tail(tmp, results, budgets)
+    tails = [figures["engine_plot_after_jobs_seconds"]]
     panels_work = 0.0
     panel_seconds: dict[tuple[str, str], float] = {}
     (tmp / "tails").mkdir()
@@ -274,6 +277,24 @@ def _measure(tmp: Path) -> dict[str, float]:
     for n in (8, 16):
         figures[f"jobs_makespan_{n}_seconds"] = _makespan(job_seconds, panel_seconds, n)
     return figures
+
+
+def _engine_plot_tail(tmp: Path, results: list, budgets: list) -> float:
+    """The engine plot's seconds after the jobs, a core free for each of its parts: its longest part and their
+    stacking (:func:`~latch.bench.plots.engine_tile`, :func:`~latch.bench.plots.stack_tiles`); the whole figure
+    where it is drawn in one piece."""
+    if not hasattr(plots, "engine_tile"):
+        start = time.perf_counter()
+        write_plot(tmp / "whole.png", results, budgets)
+        return time.perf_counter() - start
+    tiles, seconds = [], []
+    for part in plots.ENGINE_TILES:
+        start = time.perf_counter()
+        tiles.append(plots.engine_tile(part, results, budgets))
+        seconds.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    plots.stack_tiles(tmp / "stacked.png", tiles, plots.engine_pixels_width(results, budgets))
+    return max(seconds) + time.perf_counter() - start
 
 
 def _makespan(jobs: list[tuple[float, tuple[str, str]]], panels: dict[tuple[str, str], float], workers: int) -> float:
