@@ -222,8 +222,13 @@ class EventStore:
                 if self.path.exists() and not self.path.is_file():
                     raise StoreError(f"cannot open the Latch store at {self.path}: not a regular file")
             self._conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
-            if template is not None and str(self.path) == ":memory:":
-                self._conn.deserialize(template)  # a copy of a migrated store: the migrations find nothing to do
+            if template is not None and str(self.path) == ":memory:":  # a copy: the migrations find nothing to do
+                source = sqlite3.connect(":memory:")
+                try:  # copied page by page into this plain in-memory database, not kept a second time beside it
+                    source.deserialize(template)
+                    source.backup(self._conn)
+                finally:
+                    source.close()
             self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             self._refuse_foreign()
             deadline = time.monotonic() + busy_timeout_ms / 1000
