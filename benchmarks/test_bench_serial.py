@@ -12,6 +12,11 @@ measured here; what is measured here, in one run, is ``S`` and ``P`` (seconds, i
 * ``server_seconds``: the task server's start and warm-up until its first task has run (a fresh server);
   ``server_and_discovery_seconds``: the same with the server started first (:class:`~latch.bench.executor.Backend`)
   and the sessions discovered while it warms up, as ``latch bench`` does;
+* ``until_first_task_server_first_seconds``: a fresh interpreter from importing the command to its first task's
+  result, as ``latch bench`` runs: the task server started first, then the configuration and the plugins loaded
+  (``app.config``, the engines checked) and the sessions discovered while it warms up, then one trivial task;
+  ``until_first_task_server_after_plugins_seconds``: the same with the server started after the configuration and
+  plugins (the command's order before), side by side in the same run;
 * ``per_job_fixed_seconds``: per task, a trivial task (``dict()``, nothing to import) through
   :func:`~latch.bench.executor.run_tasks` on one local worker (its own process forked by the worker, its arguments
   and result); ``dask_per_task_seconds``: the same on a one-worker local Dask
@@ -24,18 +29,32 @@ measured here; what is measured here, in one run, is ``S`` and ``P`` (seconds, i
   :class:`~latch.bench.plots.Plotter`);
 * a tokens figure's panels (:mod:`latch.bench.panels`) draw in the plot workers as each session's jobs finish
   (:meth:`~latch.bench.plots.Plotter.watch`): ``panels_seconds``, every such panel drawn here one after another, is
-  work beside the jobs (counted with them); what is left once the jobs are done, each figure alone here:
+  work beside the jobs (taking cores in the N-worker schedule below); what is left once the jobs are done, each figure alone here:
   ``plots_after_jobs_critical_seconds`` the longest (a tokens figure: its first panel, with the legend, and the
-  assembly; the other figures whole);
+  assembly; the engine plot, ``engine_plot_after_jobs_seconds``: its longest part and their stacking, where it is
+  drawn in parts, else whole, ``engine_plot_seconds``; the other figures whole);
 * ``report_and_plots_in_workers_seconds``: the report and every figure as ``latch bench`` writes them once its jobs
-  are done, every tokens panel drawn beside them (a warm :class:`~latch.bench.plots.Plotter` that watched the rows;
-  on this box's two cores).
+  are done, every tokens panel drawn beside them (a :class:`~latch.bench.plots.Plotter` as the command has it: its
+  workers started, warmed up by their initializer and having watched the rows; on this box's two cores).
 
 Then ``serial_seconds_one_process`` (start-up, discovery and server one after the other, report, every figure in
-turn) and ``serial_seconds`` (server beside discovery, panels beside the jobs, figures beside each other), the
-serial fraction of each, and ``projected_efficiency_8``/``_16`` from them, with the job work ``jobs_seconds`` (plus
-``panels_seconds`` for ``serial_seconds``): **projections from the measured serial and per-job costs by Amdahl's
-law, not measurements** (the jobs assumed to divide evenly, the figures to have free cores).
+turn) and ``serial_seconds`` (``until_first_task_server_first_seconds``, the report, and the figures' tail after the
+jobs: panels beside the jobs, figures beside each other; ``serial_seconds_server_after_plugins`` with the other
+order), the serial fraction of each, and the efficiency at 8 and 16 workers they project: **projections from measured seconds,
+not measurements**, since this box has two cores.
+
+* ``amdahl_efficiency_8``/``_16`` (and ``projected_efficiency_8_one_process``/``_16_one_process``): Amdahl's law,
+  the job work ``jobs_seconds`` assumed to divide evenly over the workers. It does not: one job can be a large share
+  of the work (``longest_job_seconds``, ``longest_job_share``), and no number of workers finishes before it.
+* ``projected_efficiency_8``/``_16``: each job's own seconds (measured in the one-worker run: the time between one
+  job's row and the next, its fork included) replayed on ``N`` cores in the order :func:`~latch.bench.runner.run_bench`
+  submits them, each core taking the next job once free, and each tokens panel taking a core once its session's
+  jobs are done (the plot workers share the cores with the jobs): ``jobs_makespan_N_seconds``. Efficiency is
+  ``T1 / (N * TN)`` with ``TN = serial_seconds + jobs_makespan_N_seconds`` and ``T1 = serial_seconds +
+  jobs_seconds``: the panels cost the N-worker run cores but are no work of the one-worker run's (its plot workers
+  draw them on other cores), so they never raise the efficiency. The jobs are timed without plot workers beside
+  them (they would stretch the jobs on this box's two cores and so inflate the work); the figures after the jobs
+  are assumed to find free cores (at 8 or 16 workers, once the jobs are done, they do).
 
 Run: ``python -m pytest benchmarks/test_bench_serial.py --benchmark-only``
 """
@@ -43,6 +62,7 @@ Run: ``python -m pytest benchmarks/test_bench_serial.py --benchmark-only``
 from __future__ import annotations
 
 import concurrent.futures as cf
+import heapq
 import os
 import shutil
 import subprocess
@@ -53,7 +73,7 @@ from pathlib import Path
 
 import pytest
 
-from latch.bench import executor
+from latch.bench import executor, plots
 from latch.bench.panels import assemble, draw_panel, panel_lines, panel_order
 from latch.bench.plots import Plotter, budget_plot_files, draw_budget_figure, write_plot
 from latch.bench.report import write_report
@@ -80,6 +100,37 @@ class _NoPlots:
             done[key] = cf.Future()
             done[key].set_result(path)
         return done
+
+
+_UNTIL_FIRST_TASK = """
+import sys, time
+start = time.perf_counter()
+import latch.cli.main, latch.cli.bench
+from latch.bench import executor
+from latch.bench.runner import discover_sessions
+if sys.argv[1] == "server-first":
+    executor.start_task_server()
+from latch import plugins
+from latch.config import load_config
+from latch.bench.runner import check_plugins
+plugins.configure(load_config(None))
+check_plugins(sorted(plugins.registered_engines()))
+backend = executor.Backend(1)
+discover_sessions(sys.argv[2], None, scenario_events=0)
+assert executor.run_tasks(dict, [({"t": 0}, ())], backend=backend) == [{}]
+print(time.perf_counter() - start)
+"""
+"""A fresh interpreter, from importing ``latch bench``'s command to its first task: the configuration and the plugins
+(``app.config``, the engines checked), the task server started, the sessions discovered, one trivial task run;
+``server-first`` starts the server before the configuration and plugins, as the command does."""
+
+
+def _until_first_task(order: str, corpus: Path) -> float:
+    subprocess.run([sys.executable, "-c", "import latch.cli.main, latch.cli.bench"], check=True)  # warm file cache
+    out = subprocess.run(
+        [sys.executable, "-c", _UNTIL_FIRST_TASK, order, str(corpus)], check=True, capture_output=True, text=True
+    )
+    return float(out.stdout.strip())
 
 
 def _per_task(run) -> float:
@@ -144,17 +195,29 @@ def _measure(tmp: Path) -> dict[str, float]:
     discover_sessions(corpus, None, scenario_events=0)
     _first_task()
     figures["server_and_discovery_seconds"] = time.perf_counter() - start
+    for order in ("server-after-plugins", "server-first"):
+        figures[f"until_first_task_{order.replace('-', '_')}_seconds"] = _until_first_task(order, corpus)
 
     figures["per_job_fixed_seconds"] = _per_task(
         lambda k: executor.run_tasks(dict, [({"t": i}, ()) for i in range(k)], jobs=1)
     )
     figures.update(_dask_costs())
 
+    stamps: list[tuple[float, tuple[str, str]]] = []
     start = time.perf_counter()
-    results = run_bench(ENGINES, sessions, budgets, jobs=1)
+    results = run_bench(
+        ENGINES,
+        sessions,
+        budgets,
+        jobs=1,
+        on_row=lambda row: stamps.append((time.perf_counter(), (row["budget"], row["session"]))),
+    )
     figures["jobs_seconds"] = time.perf_counter() - start
     assert results and not any("error" in r for r in results)
     figures["jobs"] = len(results)
+    ends = [start] + [at for at, _ in stamps]  # one worker: each job's own seconds, in the order they were submitted
+    job_seconds = [(ends[k + 1] - ends[k], key) for k, (_, key) in enumerate(stamps)]
+    figures["longest_job_seconds"] = max(s for s, _ in job_seconds)
 
     per_figure = []
     (tmp / "figures").mkdir()
@@ -165,8 +228,11 @@ def _measure(tmp: Path) -> dict[str, float]:
     start = time.perf_counter()
     write_plot(tmp / "plot.png", results, budgets)
     per_figure.append(time.perf_counter() - start)
-    tails = [per_figure[-1]]
+    figures["engine_plot_seconds"] = per_figure[-1]
+    figures["engine_plot_after_jobs_seconds"] = _engine_plot_tail(tmp, results, budgets)
+    tails = [figures["engine_plot_after_jobs_seconds"]]
     panels_work = 0.0
+    panel_seconds: dict[tuple[str, str], float] = {}
     (tmp / "tails").mkdir()
     for kind, budget, path, rs in budget_plot_files(tmp / "tails", results).values():
         if kind != "tokens":
@@ -175,9 +241,12 @@ def _measure(tmp: Path) -> dict[str, float]:
             tails.append(time.perf_counter() - start)
             continue
         names = panel_order(rs)
-        start = time.perf_counter()
-        tiles = {name: draw_panel(name, panel_lines(rs, name)) for name in names}
-        panels_work += time.perf_counter() - start
+        tiles = {}
+        for name in names:
+            start = time.perf_counter()
+            tiles[name] = draw_panel(name, panel_lines(rs, name))
+            panel_seconds[(budget, name)] = time.perf_counter() - start
+            panels_work += panel_seconds[(budget, name)]
         start = time.perf_counter()
         tiles[names[0]] = draw_panel(names[0], panel_lines(rs, names[0]), legend=True)
         assemble(path, budget, names, tiles)
@@ -188,7 +257,6 @@ def _measure(tmp: Path) -> dict[str, float]:
     )
     figures["report_seconds"] = time.perf_counter() - start
     with Plotter(min(len(per_figure), os.cpu_count() or 1)) as plotter:
-        plotter.write_plot(tmp / "warm.png", results[:1], budgets).result()  # its workers started and warm
         (tmp / "beside-jobs").mkdir()
         watch = plotter.watch(ENGINES)
         for row in results:
@@ -206,7 +274,54 @@ def _measure(tmp: Path) -> dict[str, float]:
     figures["plots_critical_seconds"] = max(per_figure)
     figures["panels_seconds"] = panels_work
     figures["plots_after_jobs_critical_seconds"] = max(tails)
+    for n in (8, 16):
+        figures[f"jobs_makespan_{n}_seconds"] = _makespan(job_seconds, panel_seconds, n)
     return figures
+
+
+def _engine_plot_tail(tmp: Path, results: list, budgets: list) -> float:
+    """The engine plot's seconds after the jobs, a core free for each of its parts: its longest part and their
+    stacking (:func:`~latch.bench.plots.engine_tile`, :func:`~latch.bench.plots.stack_tiles`); the whole figure
+    where it is drawn in one piece."""
+    if not hasattr(plots, "engine_tile"):
+        start = time.perf_counter()
+        write_plot(tmp / "whole.png", results, budgets)
+        return time.perf_counter() - start
+    tiles, seconds = [], []
+    for part in plots.ENGINE_TILES:
+        start = time.perf_counter()
+        tiles.append(plots.engine_tile(part, results, budgets))
+        seconds.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    plots.stack_tiles(tmp / "stacked.png", tiles, plots.engine_pixels_width(results, budgets))
+    return max(seconds) + time.perf_counter() - start
+
+
+def _makespan(jobs: list[tuple[float, tuple[str, str]]], panels: dict[tuple[str, str], float], workers: int) -> float:
+    """Seconds until the last of ``jobs`` (``(seconds, (budget, session))`` in submission order) and ``panels``
+    (seconds per ``(budget, session)``) is done on ``workers`` cores, as the pool runs them: each core, once free,
+    takes a panel whose session's jobs are all done (the plot workers share the cores), else the next job."""
+    left: dict[tuple[str, str], int] = {}
+    for _, key in jobs:
+        left[key] = left.get(key, 0) + 1
+    queue = list(reversed(jobs))
+    free = [0.0] * workers
+    ready: list[tuple[float, float]] = []  # (when its session's jobs are done, its seconds)
+    end = 0.0
+    while queue or ready:
+        at = heapq.heappop(free)
+        if queue and not (ready and ready[0][0] <= at):
+            seconds, key = queue.pop()
+            done = at + seconds
+            left[key] -= 1
+            if not left[key] and key in panels:
+                heapq.heappush(ready, (done, panels[key]))
+        else:
+            since, seconds = heapq.heappop(ready)
+            done = max(at, since) + seconds
+        heapq.heappush(free, done)
+        end = max(end, done)
+    return end
 
 
 def _amdahl(serial: float, work: float, n: int) -> float:
@@ -224,23 +339,34 @@ def test_serial_part_and_fixed_cost_per_job(benchmark, tmp_path):
         + figures["plots_sum_seconds"]
     )
     after = (
-        figures["startup_seconds"]
-        + figures["server_and_discovery_seconds"]
+        figures["until_first_task_server_first_seconds"]
         + figures["report_seconds"]
         + figures["plots_after_jobs_critical_seconds"]
     )
-    work_one = figures["jobs_seconds"]
-    work = figures["jobs_seconds"] + figures["panels_seconds"]
+    after_server_after_plugins = after + (
+        figures["until_first_task_server_after_plugins_seconds"] - figures["until_first_task_server_first_seconds"]
+    )
+    work_one = work = figures["jobs_seconds"]  # the panels are no work of the jobs' (see the module docstring)
+
+    def scheduled(n: int, serial: float = after) -> float:
+        return (serial + work) / (n * (serial + figures[f"jobs_makespan_{n}_seconds"]))
+
     benchmark.extra_info.update({k: round(v, 4) for k, v in figures.items()})
     benchmark.extra_info.update(
         serial_seconds_one_process=round(before, 3),
         serial_seconds=round(after, 3),
+        serial_seconds_server_after_plugins=round(after_server_after_plugins, 3),
         serial_fraction_one_process=round(before / (before + work_one), 3),
         serial_fraction=round(after / (after + work), 3),
+        longest_job_share=round(figures["longest_job_seconds"] / work_one, 3),
         per_job_fixed_over_job=round(figures["per_job_fixed_seconds"] / (work_one / figures["jobs"]), 3),
-        projection="Amdahl's law from the measured serial seconds and job work; not a measurement",
+        projection="from the measured serial seconds and each job's measured seconds; not a measurement",
         projected_efficiency_8_one_process=round(_amdahl(before, work_one, 8), 3),
         projected_efficiency_16_one_process=round(_amdahl(before, work_one, 16), 3),
-        projected_efficiency_8=round(_amdahl(after, work, 8), 3),
-        projected_efficiency_16=round(_amdahl(after, work, 16), 3),
+        amdahl_efficiency_8=round(_amdahl(after, work, 8), 3),
+        amdahl_efficiency_16=round(_amdahl(after, work, 16), 3),
+        projected_efficiency_8=round(scheduled(8), 3),
+        projected_efficiency_16=round(scheduled(16), 3),
+        projected_efficiency_8_server_after_plugins=round(scheduled(8, after_server_after_plugins), 3),
+        projected_efficiency_16_server_after_plugins=round(scheduled(16, after_server_after_plugins), 3),
     )

@@ -11,6 +11,7 @@ import textwrap
 from multiprocessing import forkserver
 
 import pytest
+from click.testing import CliRunner
 from corpus_support import REPO
 
 from latch.bench import executor
@@ -84,3 +85,38 @@ def test_plot_workers_for_a_dask_run_are_spawned_without_a_task_server_here(tmp_
         path = plotter.write_plot(tmp_path / "plot.png", results, budgets).result()
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert forkserver._forkserver._forkserver_pid == server  # no task server started for the plots
+
+
+def test_the_task_server_starts_before_the_configuration_and_plugins_load(tmp_path):
+    """Its warm-up overlaps the command's own loading: a command refused for its configuration file has already
+    started it."""
+    from latch.cli import _load_commands, cli
+
+    _load_commands()
+    forkserver._forkserver._stop()  # none running before the command
+    bad = tmp_path / "config.toml"
+    bad.write_text("[engine\n", encoding="utf-8")
+    res = CliRunner().invoke(cli, ["bench", "--config", str(bad), "--scenario-events", "50", "--out", str(tmp_path)])
+    assert res.exit_code == 2, res.output
+    assert "config.toml" in res.output and "Traceback" not in res.output
+    server = forkserver._forkserver._forkserver_pid
+    assert server is not None
+    os.kill(server, 0)
+
+
+def test_a_plot_worker_builds_what_the_last_figures_need_before_its_first_figure():
+    """A plot worker's initializer draws a small figure with a logarithmic axis, so the mathtext parser its tick
+    labels need is built while the jobs run (in a fresh interpreter: nothing built before)."""
+    script = textwrap.dedent(
+        """
+        from matplotlib import mathtext
+        from latch.bench import plots
+
+        before = mathtext.MathTextParser._parser is not None
+        plots._import_pyplot()
+        print(before, mathtext.MathTextParser._parser is not None)
+        """
+    )
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.split() == ["False", "True"]

@@ -239,3 +239,23 @@ def test_the_table_is_sorted_by_the_frontier_and_a_refusing_engine_is_never_on_i
     table = markdown_table(rows).splitlines()
     assert "| cost/coverage frontier |" in table[0]
     assert table[2].startswith("| observation-masking | 32k:4k:8k | yes |") and "| refuses |" in table[5]
+
+
+def test_the_engine_plot_is_its_boxes_over_its_frontier_the_same_pixels_drawn_here_or_in_workers(tmp_path):
+    from latch.bench.plots import Plotter, write_plot
+
+    results = [
+        _priced("continuity", "32k:4k:8k", 0.40, 10, 9),
+        _priced("sliding-window", "32k:4k:8k", 0.90, 20, 10),
+        _priced("continuity", "256k:32k:64k", 1.50, 20, 20),
+        _priced("sliding-window", "256k:32k:64k", 0.70, 20, 12),
+    ]
+    here = mpimg.imread(write_plot(tmp_path / "here.png", results, BUDGETS))
+    with Plotter(2) as plotter:
+        there = mpimg.imread(plotter.write_plot(tmp_path / "there.png", results, BUDGETS).result())
+    assert here.shape == (round(7.6 * 110) + round(3.4 * 110), 8 * 110, 4)  # the boxes' 7.6 inches, the frontier's 3.4
+    assert np.array_equal(here, there)
+    boxes = engine_plot(results, BUDGETS)
+    boxes.set_dpi(110)
+    boxes.canvas.draw()
+    assert np.array_equal((here[: round(7.6 * 110)] * 255).round(), np.asarray(boxes.canvas.buffer_rgba()))

@@ -23,8 +23,10 @@ def _loaded_in_task() -> dict:
     """Run in a task process: what it found loaded before doing anything."""
     from latch import plugins
     from latch.accounting import pricing
+    from latch.bench import runner
 
     return {
+        "store_template": runner._store_template is not None,
         "numpy": "numpy" in sys.modules,
         "genai_prices": "genai_prices.data" in sys.modules,
         "prices": pricing._snapshot.cache_info().currsize == 1,
@@ -36,7 +38,7 @@ def _loaded_in_task() -> dict:
 def test_task_processes_start_with_numpy_prices_and_plugins_loaded():
     rows = executor.run_tasks(_loaded_in_task, [({"task": i}, ()) for i in range(2)], jobs=1)
     assert [{k: v for k, v in r.items() if k != "pid"} for r in rows] == [
-        {"numpy": True, "genai_prices": True, "prices": True, "plugins": True}
+        {"store_template": True, "numpy": True, "genai_prices": True, "prices": True, "plugins": True}
     ] * 2
     assert rows[0]["pid"] != rows[1]["pid"] != os.getpid()  # still a fresh process per task
 
@@ -109,3 +111,33 @@ def test_latch_bench_runs_without_httpx2(tmp_path, without_httpx2):
     doc = json.loads((out / "report.json").read_text())
     assert doc["jobs"] and not any("error" in j for j in doc["jobs"])
     assert all(j["cost_usd"] is not None and j["cost_usd"] > 0 for j in doc["jobs"])
+
+
+def test_a_store_from_a_template_is_a_copy_and_a_jobs_row_is_the_same_with_it(monkeypatch):
+    """A job's in-memory store is a copy of a migrated empty one (its migrations not run again): what the template
+    holds is there, and a job's row is the same as on a store migrated afresh (timings and memory aside)."""
+    from latch.bench import runner
+    from latch.bench.runner import SessionSource, parse_budgets, run_job
+    from latch.store import EventStore
+
+    fresh = EventStore(":memory:")
+    fresh._db.execute("CREATE TABLE copied_marker (x)")
+    template = fresh.serialize()
+    copy = EventStore(":memory:", template=template)
+    assert copy.applied_migrations() == fresh.applied_migrations()
+    assert copy._db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'copied_marker'").fetchone() == (1,)
+    assert {r[0] for r in copy._db.execute("SELECT sql FROM sqlite_master")} == {
+        r[0] for r in fresh._db.execute("SELECT sql FROM sqlite_master")
+    }
+    copy.close()
+    fresh.close()
+
+    def stable(row: dict) -> dict:
+        return {k: v for k, v in row.items() if not k.endswith(("_ms", "_mb", "seconds")) and "rss" not in k}
+
+    source = SessionSource(name="invoice", path=str(EXAMPLES / "invoice-rounding.claude.jsonl"))
+    budget = parse_budgets("32k:4k:8k")[0]
+    monkeypatch.setattr(runner, "_store_template", None)
+    migrated = run_job("continuity", source, budget)  # makes the template, on a store migrated afresh
+    assert runner._store_template is not None
+    assert stable(run_job("continuity", source, budget)) == stable(migrated)  # on a copy of the template

@@ -2,7 +2,8 @@
 the engines (``--plot``) with its cost-vs-coverage frontier panel. matplotlib is the bench extra.
 
 :class:`Plotter` draws them in worker processes, each figure in its own (the files are those of
-:func:`budget_plots` and :func:`write_plot`): the figures draw at once and while the caller writes the report, the
+:func:`budget_plots` and :func:`write_plot`; the engine plot's boxes and its frontier panel in one each, then
+stacked): the figures draw at once and while the caller writes the report, the
 workers import pyplot while the bench's jobs run, and a tokens figure's panels (:mod:`latch.bench.panels`) draw as
 their sessions' jobs finish. A tokens figure drawn in one process is the slow one (about 8 s for 80 sessions on a
 busy 2-core box); drawn panel by panel beside the jobs, what is left after them is pasting the panels together.
@@ -15,13 +16,14 @@ import multiprocessing as mp
 import os
 import re
 import threading
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..textsafe import atomic_path
 from .executor import mp_context
-from .panels import assemble, draw_panel, panel_lines, panel_order, pyplot, write_tokens_figure
+from .panels import DPI, assemble, draw_panel, panel_lines, panel_order, pyplot, write_tokens_figure
 from .runner import Budget
 from .summary import frontier_points
 
@@ -29,8 +31,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.artist import Artist
 
 __all__ = [
+    "ENGINE_TILES",
+    "FRONTIER_INCHES",
     "FRONTIER_MARKERS",
     "Plotter",
+    "engine_pixels_width",
+    "engine_tile",
+    "stack_tiles",
     "engine_plot",
     "write_plot",
     "budget_plots",
@@ -82,11 +89,31 @@ def budget_plots(folder: Path, results: Sequence[Mapping[str, Any]], engines: Se
 
 
 def _import_pyplot() -> None:
-    """A :class:`Plotter` worker's initializer: pyplot loaded before its first figure."""
+    """A :class:`Plotter` worker's initializer: pyplot loaded and a small figure drawn (:func:`_warm_figure`) before
+    its first figure."""
     try:
-        pyplot()
-    except ImportError:  # the figure's own import says what is wrong
+        _warm_figure(pyplot())
+    except Exception:  # noqa: BLE001, S110 - only a warm-up: the figure's own drawing says what is wrong
         pass
+
+
+def _warm_figure(plt: Any) -> None:
+    """Draw and encode a small figure with what the figures left after the jobs use (a logarithmic axis and its
+    mathtext tick labels, boxes, a legend outside the axes, a title, constrained layout, a PNG), so a plot worker
+    builds its fonts, mathtext parser and caches while the jobs run, not in the figures drawn after them."""
+    import io
+
+    fig = plt.figure(figsize=(3.0, 2.0), layout="constrained")
+    ax = fig.subplots()
+    ax.boxplot([[1.0, 10.0, 100.0, 1_000.0]], whis=(5, 95), showfliers=False, patch_artist=True)
+    ax.set_yscale("log")
+    ax.text(1, 1.01, "n=4", transform=ax.get_xaxis_transform(), fontsize=6, rotation=90)
+    ax.set_title("warm-up", fontsize=8)
+    ax.plot([1, 2], [10.0, 100.0], linestyle="--", label="line")
+    fig.legend(loc="outside right upper", fontsize=7, title="title", title_fontsize=7)
+    fig.suptitle("warm-up", fontsize=9)
+    fig.savefig(io.BytesIO(), dpi=110, format="png", pil_kwargs={"compress_level": 3})
+    plt.close(fig)
 
 
 def _started() -> None:
@@ -111,7 +138,7 @@ class Plotter:
         self._pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_import_pyplot)
         for _ in range(workers):
             self._pool.submit(_started)
-        self._assembling = cf.ThreadPoolExecutor(max_workers=2, thread_name_prefix="latch-plot-assemble")
+        self._assembling = cf.ThreadPoolExecutor(max_workers=8, thread_name_prefix="latch-plot-assemble")
         self._lock = threading.Lock()
         self._panels: dict[tuple[str, str], tuple[Any, cf.Future[bytes]]] = {}
         self._seen: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
@@ -181,8 +208,15 @@ class Plotter:
     def write_plot(
         self, path: str | os.PathLike[str], results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget]
     ) -> cf.Future[Path]:
-        """:func:`write_plot` in a worker."""
-        return self._pool.submit(write_plot, path, list(results), list(budgets))
+        """:func:`write_plot` in the workers: each of its parts in one (:func:`engine_tile`), then stacked."""
+        results, budgets = list(results), list(budgets)
+        tiles = [self._pool.submit(engine_tile, part, results, budgets) for part in ENGINE_TILES]
+        width = engine_pixels_width(results, budgets)
+
+        def stacked() -> Path:
+            return self._pool.submit(stack_tiles, path, [t.result() for t in tiles], width).result()
+
+        return self._assembling.submit(stacked)
 
     def close(self) -> None:
         """Wait for the figures asked for, then end the workers."""
@@ -238,9 +272,7 @@ def engine_plot(results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget],
     engines = sorted({r["engine"] for r in ok})
     names = [b.name for b in budgets]
     colors = {b: plt.get_cmap("tab10")(i % 10) for i, b in enumerate(names)}
-    fig = plt.figure(
-        figsize=(max(8.0, 3.0 + 0.9 * len(engines) * len(names)), 11.0 if frontier else 7.6), layout="constrained"
-    )
+    fig = plt.figure(figsize=(_engine_width(results, budgets), 11.0 if frontier else 7.6), layout="constrained")
     axes = fig.subplots(3 if frontier else 2, 1)
     axes[1].sharex(axes[0])
     width = 0.8 / max(1, len(names))
@@ -384,10 +416,64 @@ def _frontier_panel(
         )
 
 
-def write_plot(path: str | os.PathLike[str], results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget]) -> Path:
-    """Save :func:`engine_plot` as a PNG at ``path`` (110 dpi); return the path."""
-    import matplotlib.pyplot as plt  # optional dependency (the bench extra)
+ENGINE_TILES = ("boxes", "frontier")
+"""The parts of the PNG :func:`write_plot` writes, top to bottom, each drawn alone (:func:`engine_tile`)."""
+FRONTIER_INCHES = 3.4
+"""The frontier tile's height, inches (the boxes' tile is :func:`engine_plot`'s figure without the frontier)."""
 
+
+def _engine_width(results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget]) -> float:
+    engines = {r["engine"] for r in results if "error" not in r}
+    return max(8.0, 3.0 + 0.9 * len(engines) * len(budgets))
+
+
+def engine_tile(part: str, results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget]) -> bytes:
+    """One part (:data:`ENGINE_TILES`) of :func:`write_plot`'s PNG rendered at :data:`~latch.bench.panels.DPI`:
+    ``"boxes"`` is :func:`engine_plot` without its frontier panel, ``"frontier"`` that panel (:func:`frontier_points`)
+    alone, :data:`FRONTIER_INCHES` high; both as wide as :func:`engine_plot`. Returns the height in pixels (4 bytes,
+    big-endian) then the RGBA pixels (row-major), zlib-compressed."""
+    plt = pyplot()
+    if part == "boxes":
+        fig = engine_plot(results, budgets)
+    else:
+        fig = plt.figure(figsize=(_engine_width(results, budgets), FRONTIER_INCHES), layout="constrained")
+        ok = [r for r in results if "error" not in r]
+        _frontier_panel(fig.subplots(), results, [b.name for b in budgets], sorted({r["engine"] for r in ok}))
+    try:
+        fig.set_dpi(DPI)
+        fig.canvas.draw()
+        height = int(fig.canvas.buffer_rgba().shape[0])
+        return zlib.compress(height.to_bytes(4, "big") + bytes(fig.canvas.buffer_rgba()), 1)
+    finally:
+        plt.close(fig)
+
+
+def stack_tiles(path: str | os.PathLike[str], tiles: Sequence[bytes], width: int) -> Path:
+    """Write the tiles of :func:`engine_tile` (each ``width`` pixels wide), one under the other, as a PNG at
+    ``path`` (:data:`~latch.bench.panels.DPI`, zlib level 3, atomically); return the path."""
+    import numpy as np
+    from PIL import Image
+
+    parts = []
+    for tile in tiles:
+        raw = zlib.decompress(tile)
+        height = int.from_bytes(raw[:4], "big")
+        parts.append(np.frombuffer(raw, dtype=np.uint8, offset=4).reshape(height, width, 4))
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    return _save(plt, engine_plot(results, budgets, frontier=True), out)
+    with atomic_path(out) as tmp:
+        Image.fromarray(np.concatenate(parts), "RGBA").save(tmp, format="png", compress_level=3, dpi=(DPI, DPI))
+    return out
+
+
+def engine_pixels_width(results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget]) -> int:
+    """The width in pixels of :func:`engine_tile`'s tiles."""
+    return round(_engine_width(results, budgets) * DPI)
+
+
+def write_plot(path: str | os.PathLike[str], results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget]) -> Path:
+    """The PNG comparing the engines at ``path``: :func:`engine_plot`'s panels, the frontier's below the boxes, each
+    part drawn here (:func:`engine_tile`, :func:`stack_tiles`; :meth:`Plotter.write_plot` draws the parts at once in
+    its workers); return the path."""
+    tiles = [engine_tile(part, results, budgets) for part in ENGINE_TILES]
+    return stack_tiles(path, tiles, engine_pixels_width(results, budgets))

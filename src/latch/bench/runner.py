@@ -2,8 +2,8 @@
 
 A *job* is one (engine, session, budget). It runs in a worker process (a fresh one per job, so its
 peak memory is its own: a local process pool, or a child process of a Dask worker with ``--scheduler``,
-see :func:`run_bench`) on an in-memory store: the session is imported (a transcript through
-Latch's importers, or a generated scenario), then, like ``latch replay``, the engine materializes
+see :func:`run_bench`) on an in-memory store (a copy of a migrated empty one, made once per process): the
+session is imported (a transcript through Latch's importers, or a generated scenario), then, like ``latch replay``, the engine materializes
 the view before every model request (every :class:`~latch.events.AssistantMessage`; ``until_seq``
 = the event before it) through its registered factory. Per request it records:
 
@@ -290,6 +290,21 @@ def _load(
     return sid, MODEL, needles
 
 
+_store_template: bytes | None = None
+
+
+def _memory_store() -> EventStore:
+    """A job's in-memory store, a copy of a migrated empty one (:meth:`~latch.store.EventStore.serialize`) made once
+    per process: the task server makes it in its warm-up job, so a job's store skips the migrations."""
+    global _store_template
+    if _store_template is None:
+        fresh = EventStore(":memory:")
+        _store_template = fresh.serialize()
+        fresh.close()
+        return EventStore(":memory:")
+    return EventStore(":memory:", template=_store_template)
+
+
 def _rss_now_mb() -> float:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
@@ -316,7 +331,7 @@ def run_job(
         rss0 = _rss_now_mb()
     except OSError:  # pragma: no cover - not Linux
         rss0 = None
-    store = EventStore(":memory:")
+    store = _memory_store()
     sid, model, needles = _load(store, source, part)
     events = list(store.events(sid))
     setup = build_engine(

@@ -16,7 +16,8 @@ tokens/request, coverage, refused, dollars; every column is in ``report.md``) an
 per budget (:func:`latch.bench.report.budget_verdicts`). Progress goes to stderr: a bar on a terminal, one line now
 and then in a pipe (:mod:`latch.cli.progress`).
 
-What runs once per command overlaps other work: the task server or the Dask cluster starts while the sessions are
+What runs once per command overlaps other work: the local task server starts first, warming up while the
+configuration and the plugins load and the sessions are discovered, and a Dask cluster while the sessions are
 discovered (:class:`latch.bench.executor.Backend`), the plot workers import matplotlib while the jobs run and draw
 each session's tokens panel once its jobs are done, and the figures draw in those workers while the report is written (:class:`latch.bench.plots.Plotter`) and the Dask
 cluster closes.
@@ -33,7 +34,7 @@ from typing import Any
 
 import click
 
-from ..bench.executor import Backend, SchedulerError
+from ..bench.executor import Backend, SchedulerError, start_task_server
 from ..bench.plots import Plotter
 from ..bench.report import NARROW_COLUMNS, budget_verdicts, markdown_table, write_report
 from ..bench.runner import Budget, SessionSource, check_plugins, discover_sessions, parse_budgets, run_bench
@@ -145,6 +146,8 @@ def register(cli: click.Group) -> None:
                 "latch bench draws its plots with matplotlib, which is not installed; "
                 "install it with: pip install '.[bench]' in the Latch checkout"
             )
+        if scheduler is None:  # the task server warms up while the config, plugins and sessions load
+            start_task_server()
         config = app.config(config_path)
         try:
             chosen_budgets = parse_budgets(budgets)

@@ -175,7 +175,8 @@ class EventStore:
     Thread safety: one connection per store object, guarded by a lock; open
     another ``EventStore`` on the same path for another process or thread.
     ``busy_timeout_ms`` is how long an operation waits for another process's lock
-    before raising the "busy" :class:`StoreError`.
+    before raising the "busy" :class:`StoreError`. ``template`` (``:memory:`` only): start from a copy of those
+    bytes (:meth:`serialize` of a migrated in-memory store) instead of an empty database.
 
     Raises :class:`StoreError` when ``path`` cannot hold a Latch database (not a
     regular file, not a database, an unwritable folder or file system) or is busy.
@@ -201,6 +202,7 @@ class EventStore:
         workspace: str | None = None,
         busy_timeout_ms: int = 10_000,
         read_only: bool = False,
+        template: bytes | None = None,
     ):
         if path is None:
             path = default_db_path(workspace)
@@ -220,6 +222,13 @@ class EventStore:
                 if self.path.exists() and not self.path.is_file():
                     raise StoreError(f"cannot open the Latch store at {self.path}: not a regular file")
             self._conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+            if template is not None and str(self.path) == ":memory:":  # a copy: the migrations find nothing to do
+                source = sqlite3.connect(":memory:")
+                try:  # copied page by page into this plain in-memory database, not kept a second time beside it
+                    source.deserialize(template)
+                    source.backup(self._conn)
+                finally:
+                    source.close()
             self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             self._refuse_foreign()
             deadline = time.monotonic() + busy_timeout_ms / 1000
@@ -403,6 +412,11 @@ class EventStore:
             with self._write():
                 if fts_settings_behind(db):
                     apply_fts_settings(db)
+
+    def serialize(self) -> bytes:
+        """This database's bytes (SQLite ``serialize``): for an in-memory store just opened, a ``template`` that
+        opens the next one (``EventStore(":memory:", template=...)``) without running the migrations again."""
+        return self._db.serialize()
 
     def applied_migrations(self) -> list[str]:
         return [r[0] for r in self._rows("SELECT name FROM _latch_migrations ORDER BY rowid")]
