@@ -58,6 +58,8 @@ MAX_KEPT = 4096
 """Token densities kept per store (the table is emptied past it)."""
 RARE_PER_PHRASE = 3
 """Rare tokens of one phrase that go into the candidate query at most (the rarest)."""
+ONE_RARE_ON_FTS5 = True
+"""An OR whose phrases hold one rare token each runs as the exact query (see the module); ``False``: by candidates."""
 MAX_RESUMES = 32
 """Searches whose verified matches beyond their limit are kept for their next page (the oldest dropped past it)."""
 
@@ -225,7 +227,7 @@ class CandidateSearch:
                     return None
                 narrowed = narrowed or len(rare) > 1
                 candidates.append(" AND ".join(quote_token(t) for t in rare))
-        if not narrowed:  # FTS5 walks the same rows, deciding each without reading it
+        if not narrowed and ONE_RARE_ON_FTS5:  # FTS5 walks the same rows, deciding each without reading it
             return None
         return exact, candidates
 
