@@ -12,11 +12,12 @@ ending :data:`WINDOW` events below the view), recorded once; the rounds replay t
 candidate search in either plan (an AND of several terms, or an OR holding a phrase of several tokens). All three return the same events (asserted). ``extra_info``: ``search_ms`` (a search, median round),
 ``ratio_to_fts5`` and ``ratio_to_text``, ``ratio_to_smaller`` on the larger size.
 
-Under load on the 2-core box (one run, five jobs sharing it): a search at 10^5 events 2.27 ms (``fts5``), 14.06 ms
-(``text``), 0.69 ms (``payload``): 0.30 of the FTS5 query, 0.049 of the text check; at 2x10^4 1.45, 4.82, 0.70 ms;
-growth from 2x10^4 to 10^5 1.56 (``fts5``), 2.92 (``text``), 0.98 (``payload``). The recall searches of a real
-``latch stress --events 200000`` (the store's ``search`` timed in process CPU, the old and the new commit back to back,
-twice): 4.62 and 5.08 s -> 3.63 and 3.73 s, a search's p99 9.5 and 9.4 ms -> 5.4 and 5.6 ms.
+Under load on the 2-core box (one run, five jobs sharing it): a search at 10^5 events 2.42 ms (``fts5``), 7.77 ms
+(``text``), 0.40 ms (``payload``): 0.17 of the FTS5 query, 0.052 of the text check; at 2x10^4 1.60, 3.65, 0.18 ms.
+(``text`` shares the phrase patterns compiled once; the commit before compiled them on every chunk.) The recall
+searches of a real ``latch stress --events 200000`` (the store's ``search`` timed in process CPU, the commit before
+and this one back to back, three pairs): 4.62, 5.08, 5.01 s -> 3.63, 3.73, 3.77 s; a search's p99 9.5, 9.4, 9.1 ms
+-> 5.4, 5.6, 5.5 ms; the slowest (wall) 154, 255, 407 ms -> 79, 69, 86 ms.
 
 Run: ``python -m pytest benchmarks/test_bench_recall_candidates.py --benchmark-only``
 """

@@ -1026,11 +1026,11 @@ class EventStore:
 
             read: dict[int, StoredEvent] = {}
             phrases = (mode, match_phrases(query))  # (their match expression is ``match``)
+            payloads = PayloadCheck(*phrases)
 
             def check(expr: str, page: list[int]) -> set[int]:  # a chunk decided by its text: O(the chunk)
                 # (archival rows: the newest decoded ones stay kept; rows whose payload cannot match: not decoded)
-                where = PayloadCheck(*phrases).may_match if expr == match else None
-                got = self._events_by_seq(page, cache=False, where=where)
+                got = self._events_by_seq(page, cache=False, where=payloads.may_match if expr == match else None)
                 read.update(got)
                 texts = [(s, e.event.searchable_text()) for s, e in got.items()]
                 return self._candidates.verify(expr, texts, phrases if expr == match else None)

@@ -140,11 +140,15 @@ class PayloadCheck:
         if not payload.isascii() or "\\u" in payload:
             return True
         low = payload.encode().lower()
-        found = (
-            p is None or (p.search(low) is not None if isinstance(p, re.Pattern) else all(t in low for t in p))
-            for p in self._phrases
-        )
-        return all(found) if self.mode == "and" else any(found)
+        want = self.mode == "and"  # and: the first phrase absent decides; or: the first one found
+        for i, p in enumerate(self._phrases):
+            if want != (
+                p is None or (p.search(low) is not None if isinstance(p, re.Pattern) else all(t in low for t in p))
+            ):
+                if i:  # the deciding phrase is tried first on the next row (rows of one search tend to agree)
+                    self._phrases.insert(0, self._phrases.pop(i))
+                return not want
+        return want
 
 
 @functools.lru_cache(maxsize=4096)
