@@ -85,13 +85,25 @@ def _queries(rng: random.Random) -> list[str]:
     return qs
 
 
+def _word_pairs(store: EventStore, rng: random.Random) -> list[str]:
+    """Phrases of two rare tokens cut from the stored turns (``word12-word7``), alone and with a path: an OR of
+    them goes through the candidate search (an OR whose phrases hold one rare token each is FTS5's own)."""
+    texts = [e.event.text for e in store.events() if isinstance(e.event, UserMessage)]
+    out = []
+    for t in rng.sample(texts, 8):
+        words = [w for w in t.split() if w.startswith("word")]
+        i = rng.randrange(len(words) - 1)
+        out.append(f"{words[i]}-{words[i + 1]}")
+    return out + [f"{q} src/pkg{rng.randrange(30)}/mod{rng.randrange(8)}.py" for q in out[:4]]
+
+
 @pytest.mark.parametrize("mode", ["and", "or"])
 def test_generated_store_same_rows(tmp_path, mode):
     store, sid = _generated(tmp_path / "g.db", 1_500)
     rng = random.Random(9)
     top = store.max_seq()
     planned = 0
-    for q in _queries(rng):
+    for q in _queries(rng) + _word_pairs(store, rng):
         planned += store._candidates.plan(store._db, q, mode) is not None
         for kw in (
             {},
@@ -123,8 +135,10 @@ def test_candidates_are_decided_by_their_text(tmp_path):
     store._candidates.verify = counted
     statements: list[str] = []
     store._db.set_trace_callback(statements.append)
-    for q in ("src/pkg3/mod1.py word7", "pytest src/pkg1/mod2.py", "src/pkg2/mod5.py src/pkg4/mod1.py"):
+    for path_query in ("src/pkg3/mod1.py word7", "pytest src/pkg1/mod2.py", "src/pkg2/mod5.py src/pkg4/mod1.py"):
         for mode in ("and", "or"):
+            # (an OR whose phrases hold one rare token each is FTS5's own: the OR gets a phrase of two rare tokens)
+            q = path_query if mode == "and" else f"{path_query} word3-word4"
             assert store._candidates.plan(store._db, q, mode) is not None
             match = build_match_query(q, mode=mode)
             statements.clear()
@@ -155,6 +169,9 @@ def test_plan_keeps_single_tokens_and_dense_phrases_on_fts5(tmp_path):
     store, _ = _generated(tmp_path / "g.db", 600)
     assert store._candidates.plan(store._db, "word3 word4", "or") is None  # single tokens: FTS5 stops early
     assert store._candidates.plan(store._db, "src/py", "or") is None  # dense tokens only
+    # phrases of one rare token each: the candidates would be the token's rows, the ones FTS5 walks itself
+    assert store._candidates.plan(store._db, "src/pkg3/py src/word7", "or") is None
+    assert store._candidates.plan(store._db, "src/pkg3/py src/word7", "and") is not None
     exact, candidates = store._candidates.plan(store._db, "src/pkg3/mod1.py word7", "or")
     assert exact == ['"word7"'] and candidates == ['"pkg3" AND "mod1"']
     store.close()

@@ -29,7 +29,7 @@ from ._sqlite import (
 )
 from .decoded import DecodedEvents
 from .fts import build_match_query, build_phrase_query, match_phrases, prepare_text
-from .fts_search import CandidateSearch
+from .fts_search import CandidateSearch, PayloadCheck
 from .leases import Fence, FencedStore, RunFence, RunLease, TaskFence, check_fences, fences_of
 from .migrations import MIGRATIONS, PROJECTED_KINDS_SQL, apply_fts_settings, fts_settings_behind
 from .projections import PROJECTIONS, Projection
@@ -1057,9 +1057,11 @@ class EventStore:
 
             read: dict[int, StoredEvent] = {}
             phrases = (mode, match_phrases(query))  # (their match expression is ``match``)
+            payloads = PayloadCheck(*phrases)
 
             def check(expr: str, page: list[int]) -> set[int]:  # a chunk decided by its text: O(the chunk)
-                got = self._events_by_seq(page, cache=False)  # (archival rows: the newest decoded ones stay kept)
+                # (archival rows: the newest decoded ones stay kept; rows whose payload cannot match: not decoded)
+                got = self._events_by_seq(page, cache=False, where=payloads.may_match if expr == match else None)
                 read.update(got)
                 texts = [(s, e.event.searchable_text()) for s, e in got.items()]
                 return self._candidates.verify(expr, texts, phrases if expr == match else None)
@@ -1071,8 +1073,11 @@ class EventStore:
             found = self._events_by_seq([s for s in hits if s not in read])
             return [read.get(s) or found[s] for s in hits]
 
-    def _events_by_seq(self, seqs: Sequence[int], *, cache: bool = True) -> dict[int, StoredEvent]:
-        """The stored events of ``seqs`` by seq (read in chunks of 500; ``cache``: through the decoded rows kept)."""
+    def _events_by_seq(
+        self, seqs: Sequence[int], *, cache: bool = True, where: Callable[[str, Any], bool] | None = None
+    ) -> dict[int, StoredEvent]:
+        """The stored events of ``seqs`` by seq (read in chunks of 500; ``cache``: through the decoded rows kept;
+        ``where(kind, payload)``: only the rows it keeps, the others never decoded)."""
         decode = self._decode_row if cache else _decode_stored
         out: dict[int, StoredEvent] = {}
         for i in range(0, len(seqs), 500):
@@ -1082,7 +1087,8 @@ class EventStore:
                 f"({','.join('?' * len(part))})",
                 part,
             ):
-                out[r[0]] = decode(r)
+                if where is None or where(r[2], r[3]):
+                    out[r[0]] = decode(r)
         return out
 
     def search_hits(

@@ -14,7 +14,9 @@ phrase that matches 32 rows. A query with only rare tokens costs little.
 2. *Verification*: each chunk of candidates (twice ``limit`` first, doubling up to :data:`CHUNK`) is decided by
    its rows' text (:meth:`CandidateSearch.verify`: the exact query on an in-memory FTS5 table of the same
    tokenizer holding the chunk alone; an ASCII text by a pattern with the same answer, :func:`plain_matches`),
-   O(the chunk) whatever the history. (Without the texts, the exact query
+   O(the chunk) whatever the history. A row whose stored payload already shows that its text cannot match (an
+   ASCII payload of an event whose searchable text is one field, :class:`PayloadCheck`) is decided without being
+   decoded or prepared. (Without the texts, the exact query
    bounded to the chunk's rowid span decides it; FTS5 does not stop an AND at the span's lower bound: with no
    match near below, it moves every doclist down to the next match, O(the history).)
 
@@ -23,11 +25,14 @@ The scan stops at ``limit`` matches; the matches a verified chunk held beyond th
 It is bounded: after :data:`MAX_CANDIDATES` candidates without
 ``limit`` matches, the exact query runs on the rows older than the last candidate (the old plan, on what is
 left). A query whose phrases are single tokens that are all kept, or that has no rare token, runs as the
-exact query directly (FTS5 is fast there).
+exact query directly (FTS5 is fast there). So does an OR whose every phrase holds exactly one rare token: its
+candidates would be every row of that token, the rows FTS5 walks itself for the phrase, each decided there by a
+seek in the other tokens' doclists (microseconds) instead of a read of the row (tens of microseconds).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 from collections import OrderedDict
@@ -36,7 +41,7 @@ from typing import Any
 
 from .fts import GLUE, TOKENIZE, match_phrases, prepare_text, quote_token
 
-__all__ = ["CandidateSearch", "CHUNK", "MAX_CANDIDATES", "DENSE_SPAN", "PROBE_ROWS", "MAX_RESUMES"]
+__all__ = ["CandidateSearch", "PayloadCheck", "CHUNK", "MAX_CANDIDATES", "DENSE_SPAN", "PROBE_ROWS", "MAX_RESUMES"]
 
 CHUNK = 128
 """Candidates verified per step at most (rows)."""
@@ -53,6 +58,8 @@ MAX_KEPT = 4096
 """Token densities kept per store (the table is emptied past it)."""
 RARE_PER_PHRASE = 3
 """Rare tokens of one phrase that go into the candidate query at most (the rarest)."""
+ONE_RARE_ON_FTS5 = True
+"""An OR whose phrases hold one rare token each runs as the exact query (see the module); ``False``: by candidates."""
 MAX_RESUMES = 32
 """Searches whose verified matches beyond their limit are kept for their next page (the oldest dropped past it)."""
 
@@ -75,12 +82,17 @@ def phrase_patterns(phrases: Sequence[Sequence[str]]) -> list[re.Pattern[bytes]]
     for toks in phrases:
         if not toks or not all(_PLAIN_TOKEN.fullmatch(t) for t in toks):
             return None
-        parts = [t.lower().encode() for t in toks]
-        # the first token's literal leads (a fast scan); the byte before it must not be a token's
-        head = re.escape(parts[0]) + b"(?<!" + _TOKEN_BYTE + b"[\\s\\S]{%d})" % len(parts[0])
-        body = b"".join(_SEPARATORS + re.escape(x) for x in parts[1:])
-        out.append(re.compile(head + body + b"(?!" + _TOKEN_BYTE + b")"))
+        out.append(_phrase_pattern(tuple(toks)))
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _phrase_pattern(toks: tuple[str, ...]) -> re.Pattern[bytes]:
+    parts = [t.lower().encode() for t in toks]
+    # the first token's literal leads (a fast scan); the byte before it must not be a token's
+    head = re.escape(parts[0]) + b"(?<!" + _TOKEN_BYTE + b"[\\s\\S]{%d})" % len(parts[0])
+    body = b"".join(_SEPARATORS + re.escape(x) for x in parts[1:])
+    return re.compile(head + body + b"(?!" + _TOKEN_BYTE + b")")
 
 
 def plain_matches(patterns: Sequence[re.Pattern[bytes]], mode: str, prepared: str) -> bool:
@@ -91,6 +103,64 @@ def plain_matches(patterns: Sequence[re.Pattern[bytes]], mode: str, prepared: st
     low = prepared.encode().lower()
     hit = (p.search(low) is not None for p in patterns)
     return all(hit) if mode == "and" else any(hit)
+
+
+# A JSON string of an ASCII text holds each letter and digit as it is; every other character is itself or an escape
+# (``\\n``, ``\\"``, ``\\\\``, ``\\u001b``): a run of separators between two tokens is a run of these.
+_JSON_SEPARATORS = b"(?:[^a-z0-9\\\\]|\\\\(?:u[0-9a-f]{4}|[^u]))+"
+_UNGLUE = {v: k for k, v in GLUE.items()}
+SINGLE_TEXT = frozenset({"tool_result", "user_message", "system_note"})
+"""Event kinds whose searchable text is one string field of their payload, as it is."""
+_NO_CALLS = '"tool_calls":[]}'
+
+
+class PayloadCheck:
+    """Whether a stored row *may* match the phrases of a query, read from its canonical JSON payload alone (no
+    decoding, no preparation): ``False`` only when its searchable text cannot match (``mode="and"``: some phrase,
+    ``"or"``: every phrase is absent).
+
+    It decides rows of the :data:`SINGLE_TEXT` kinds and ``assistant_message`` rows without tool calls whose
+    payload is ASCII with no ``\\u`` escape: their searchable text is one ASCII string field, held in the payload
+    as a JSON string. A phrase of letters and digits alone found by FTS5 in the prepared text lies in the text as
+    those tokens joined by separators (the preparation of an ASCII text only inserts glued tokens and appends
+    dotted ones, :func:`~latch.store.fts.prepare_text`), so in the payload as the tokens joined by runs of
+    separators or escapes; a glued or dotted token lies in the text (and the payload) as its characters with the
+    glue spelled ``+``, ``#`` or ``.``. Every other row: ``True`` (decided from its text)."""
+
+    def __init__(self, mode: str, phrases: Sequence[Sequence[str]]):
+        self.mode = mode
+        self._phrases = [_payload_phrase(tuple(toks)) for toks in phrases]
+
+    def may_match(self, kind: str, payload: Any) -> bool:
+        """Whether the row of ``kind`` and ``payload`` (its stored canonical JSON) may match (see the class)."""
+        if not isinstance(payload, str) or not (
+            kind in SINGLE_TEXT or kind == "assistant_message" and payload.endswith(_NO_CALLS)
+        ):
+            return True
+        if not payload.isascii() or "\\u" in payload:
+            return True
+        low = payload.encode().lower()
+        want = self.mode == "and"  # and: the first phrase absent decides; or: the first one found
+        for i, p in enumerate(self._phrases):
+            if want != (
+                p is None or (p.search(low) is not None if isinstance(p, re.Pattern) else all(t in low for t in p))
+            ):
+                if i:  # the deciding phrase is tried first on the next row (rows of one search tend to agree)
+                    self._phrases.insert(0, self._phrases.pop(i))
+                return not want
+        return want
+
+
+@functools.lru_cache(maxsize=4096)
+def _payload_phrase(toks: tuple[str, ...]) -> re.Pattern[bytes] | tuple[bytes, ...] | None:
+    """A phrase's pattern over a lower-cased payload (its tokens are letters and digits), or its tokens as they
+    are spelled in the text (a glued or dotted one), or ``None`` (another character: not decided from a payload)."""
+    if not toks or not all(_PLAIN_TOKEN.fullmatch(t) for t in toks):
+        return None
+    raw = ["".join(_UNGLUE.get(c, c) for c in t).lower() for t in toks]
+    if all(t.isalnum() for t in raw):
+        return re.compile(_JSON_SEPARATORS.join(re.escape(t.encode()) for t in raw))
+    return tuple(t.encode() for t in raw)
 
 
 class CandidateSearch:
@@ -153,12 +223,16 @@ class CandidateSearch:
             return [], [" AND ".join(quote_token(t) for t in chosen)]
         exact = [quote_token(p[0]) for p in phrases if len(p) == 1]
         candidates = []
+        narrowed = False  # a phrase whose candidates are fewer than its rarest token's rows
         for p in phrases:
             if len(p) > 1:
                 rare = [t for _, t in self._rare(db, p)][:RARE_PER_PHRASE]
                 if not rare:  # a phrase of dense tokens only: its candidates would be most of the log
                     return None
+                narrowed = narrowed or len(rare) > 1
                 candidates.append(" AND ".join(quote_token(t) for t in rare))
+        if not narrowed and ONE_RARE_ON_FTS5:  # FTS5 walks the same rows, deciding each without reading it
+            return None
         return exact, candidates
 
     def search(
