@@ -18,6 +18,12 @@ from latch.store.fts import build_match_query
 _WORDS = [f"word{i}" for i in range(400)] + ["parse", "cache", "token", "store", "index", "route"]
 
 
+@pytest.fixture(autouse=True)
+def candidates_on_any_log(monkeypatch):
+    """The generated and corpus stores here are short: plan them by candidates as a long log is."""
+    monkeypatch.setattr(fts_search, "SMALL_LOG", 0)
+
+
 def _exact(
     store: EventStore,
     query: str,
@@ -174,6 +180,22 @@ def test_plan_keeps_single_tokens_and_dense_phrases_on_fts5(tmp_path):
     assert store._candidates.plan(store._db, "src/pkg3/py src/word7", "and") is not None
     exact, candidates = store._candidates.plan(store._db, "src/pkg3/mod1.py word7", "or")
     assert exact == ['"word7"'] and candidates == ['"pkg3" AND "mod1"']
+    store.close()
+
+
+def test_a_short_log_is_searched_by_the_exact_query(tmp_path, monkeypatch):
+    store, sid = _generated(tmp_path / "g.db", 600)
+    rows = store._db.execute("SELECT count(*) FROM events").fetchone()[0]
+    queries = ["src/pkg3/mod1.py word7", "fix word3 in src/pkg2", "src/pkg3/py src/word7"]
+    assert all(store._candidates.plan(store._db, q, "and") is not None for q in queries)  # (SMALL_LOG = 0 here)
+    monkeypatch.setattr(fts_search, "SMALL_LOG", rows)
+    for q in queries:
+        for mode in ("and", "or"):
+            assert store._candidates.plan(store._db, q, mode) is None
+            got = [s.seq for s in store.search(q, mode=mode, session_id=sid)]
+            assert got == _exact(store, q, mode, session_id=sid), (q, mode)
+    monkeypatch.setattr(fts_search, "SMALL_LOG", rows - 1)  # one row more than the bound: candidates again
+    assert store._candidates.plan(store._db, queries[0], "and") is not None
     store.close()
 
 

@@ -25,7 +25,9 @@ The scan stops at ``limit`` matches; the matches a verified chunk held beyond th
 It is bounded: after :data:`MAX_CANDIDATES` candidates without
 ``limit`` matches, the exact query runs on the rows older than the last candidate (the old plan, on what is
 left). A query whose phrases are single tokens that are all kept, or that has no rare token, runs as the
-exact query directly (FTS5 is fast there). So does an OR whose every phrase holds exactly one rare token: its
+exact query directly (FTS5 is fast there). So does every query on a log of at most :data:`SMALL_LOG` rows: no
+doclist is longer than the log, so the exact query walks a few thousand rows at most (well under a millisecond),
+while a verified chunk costs a read and a preparation of each candidate's text. So does an OR whose every phrase holds exactly one rare token: its
 candidates would be every row of that token, the rows FTS5 walks itself for the phrase, each decided there by a
 seek in the other tokens' doclists (microseconds) instead of a read of the row (tens of microseconds).
 """
@@ -60,6 +62,8 @@ RARE_PER_PHRASE = 3
 """Rare tokens of one phrase that go into the candidate query at most (the rarest)."""
 ONE_RARE_ON_FTS5 = True
 """An OR whose phrases hold one rare token each runs as the exact query (see the module); ``False``: by candidates."""
+SMALL_LOG = 4096
+"""A log of at most this many rows (every session's) is searched by the exact query alone (see the module)."""
 MAX_RESUMES = 32
 """Searches whose verified matches beyond their limit are kept for their next page (the oldest dropped past it)."""
 
@@ -213,6 +217,8 @@ class CandidateSearch:
         the AND of the rare tokens. ``mode="or"``: ``exact`` holds the single-token phrases (their rows are
         matches as they are) and ``candidates`` one expression per longer phrase (the AND of its rare tokens)."""
         phrases = match_phrases(query)
+        if (db.execute("SELECT max(seq) FROM events").fetchone()[0] or 0) <= SMALL_LOG:
+            return None  # a short log: the exact query walks all of it faster than candidates are read
         if not phrases or all(len(p) == 1 for p in phrases) and (mode != "and" or len(phrases) == 1):
             return None  # single tokens joined by OR, or one token: FTS5 stops at the newest rows by itself
         if mode == "and":
