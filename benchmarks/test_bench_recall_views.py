@@ -21,13 +21,12 @@ Run: ``python -m pytest benchmarks/test_bench_recall_views.py --benchmark-only``
 
 from __future__ import annotations
 
-import itertools
 import statistics
 
 import pytest
+from scenario_stores import scenario_store
 
 from latch import hotpaths
-from latch.bench.scenario import ScenarioModel
 from latch.engine.recall import RecallCache, query_terms, recall
 from latch.engine.units import TokenCounter, resolve_estimator
 from latch.events import AssistantMessage, ToolResult, UserMessage
@@ -47,11 +46,7 @@ def histories(tmp_path_factory):
 
     def get(n: int):
         if n not in built:
-            store = EventStore(str(tmp_path_factory.mktemp("recall-views") / "s.db"))
-            sid = store.create_session(workspace="/work/shop", format="claude-code")
-            gen = iter(ScenarioModel(0, workspace="/work/shop").events())
-            for _ in range(0, n, 5_000):
-                store.append(sid, list(itertools.islice(gen, 5_000)))
+            store, sid = scenario_store(tmp_path_factory.mktemp("recall-views") / "s.db", n)
             built[n] = (store, sid, _views(store, sid))
         return built[n]
 
