@@ -214,6 +214,9 @@ def test_parallel_producer_matches_inline_appends(tmp_path):
     b = run_stress(StressConfig(events=1_500, every=500, burst=2, parallel=True, db=str(tmp_path / "b.db")))
     assert a.ok and b.ok
     assert b.producer_peak_rss_mb is not None and a.producer_peak_rss_mb is None
+    # the producer run reads events while it waits: its views are the same views (same seqs, rotations, totals)
+    assert [(h, r) for h, _, r in a.timings] == [(h, r) for h, _, r in b.timings] and len(a.timings) == 5
+    assert (a.max_total_tokens, a.rotations) == (b.max_total_tokens, b.rotations)
     from latch.store import EventStore
 
     rows = []
@@ -232,3 +235,25 @@ def test_a_budget_the_engine_refuses_raises_context_overflow_with_its_reason():
         run_stress(StressConfig(events=100, every=50, batch=50, budget=budget))
     assert refused.value.breakdown == {"hard_limit_tokens": budget.hard_limit_tokens} == {"hard_limit_tokens": 2_500}
     assert refused.value.message and refused.value.message != "refused"
+
+
+def test_reading_ahead_stops_at_the_first_view_of_the_burst(tmp_path):
+    # what the run does while it waits for its producer: read the stored events, never past the burst's first view
+    import itertools
+
+    from latch.bench.scenario import ScenarioModel
+    from latch.host.loop import RequestLoop, build_engine
+    from latch.store import EventStore
+
+    with EventStore(tmp_path / "s.db") as store:
+        sid = store.create_session(workspace="/w", source="test", format="latch")
+        store.append(sid, list(itertools.islice(ScenarioModel(0, workspace="/w").events(), 900)))
+        setup = build_engine(store, sid, stream="continuity:t", engine="continuity", model="claude-sonnet-4-5")
+        loop = RequestLoop(store, sid, setup, setup.engine.default_budget())
+        read = stress_mod._read_ahead(loop, 10 + 500, 10)  # 10 events before the scenario's, a burst at 500
+        assert read(0) is True and loop.fed_seq == 10  # the events stored before the scenario's
+        assert read(0) is False and loop.fed_seq == 10
+        assert read(300) is True and loop.fed_seq == 310
+        assert read(300) is False and loop.fed_seq == 310
+        assert read(890) is True and loop.fed_seq == 510  # stored past the burst: read up to its first view only
+        assert read(890) is False and loop.fed_seq == 510

@@ -362,9 +362,11 @@ class _Appender:
     def appended(self) -> int:
         return self._appended.value if self._proc is not None else self._count
 
-    def ensure(self, n: int, ahead: int = 0) -> int:
+    def ensure(self, n: int, ahead: int = 0, idle: Callable[[int], bool] | None = None) -> int:
         """Block until at least ``min(n, events)`` scenario events are stored (a producer may then
-        go on to ``n + ahead`` while the caller works); return how many are stored."""
+        go on to ``n + ahead`` while the caller works); return how many are stored. While it waits for a
+        producer, ``idle(events stored so far)`` may do the caller's work on them (it returns whether it did
+        any: else the wait sleeps a moment before asking again)."""
         n = min(n, self.cfg.events)
         if self._proc is None:
             while self._count < n:
@@ -381,7 +383,8 @@ class _Appender:
                     f"stress producer exited with code {self._proc.exitcode} after "
                     f"{self._appended.value:,} of {self.cfg.events:,} events"
                 )
-            time.sleep(0.002)
+            if idle is None or not idle(self._appended.value):
+                time.sleep(0.002)
         appended: int = self._appended.value
         return appended
 
@@ -657,6 +660,21 @@ def sweep_orphaned_scratch(parent: str | None = None) -> list[str]:
     return removed
 
 
+def _read_ahead(loop: RequestLoop, upto: int, base: int) -> Callable[[int], bool]:
+    """The wait's work before a burst whose views are all as of ``upto`` or later: the loop reads and segments
+    the events stored through ``upto`` (``base`` + the scenario events stored) while the producer appends the
+    rest, so the views find them read (and come out the same)."""
+
+    def read(stored: int) -> bool:
+        seq = min(base + stored, upto)
+        if seq <= loop.fed_seq:
+            return False
+        loop.advance(seq)
+        return True
+
+    return read
+
+
 def _run(
     store: EventStore,
     cfg: StressConfig,
@@ -698,7 +716,7 @@ def _run(
     try:
         last_until = 0
         for target in range(cfg.every, cfg.events + 1, cfg.every):
-            appender.ensure(target + 200, ahead=cfg.every)
+            appender.ensure(target + 200, ahead=cfg.every, idle=_read_ahead(loop, base + target, base))
             nexts = list(store.events(sid, after_seq=base + target, kinds=("assistant_message",), limit=cfg.burst))
             for k, a in enumerate(nexts):
                 until = a.seq - 1
