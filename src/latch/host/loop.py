@@ -36,7 +36,7 @@ from typing import Any
 
 from .. import plugins
 from ..engine.units import TokenCounter, UnitBuilder, UnitSpans, header_lines, message_line, view_violations
-from ..events import AssistantMessage, Usage, UserMessage
+from ..events import AssistantMessage, Usage
 from ..kernel.derive import instruction_text
 from ..port import ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile, SessionContext
 from ..records import dataclass
@@ -377,35 +377,17 @@ class RequestLoop:
         self._feed(until_seq)
 
     def _feed(self, until: int | None) -> None:
-        """Segment the session's events after the last fed one through ``until`` into units: their tokens into
-        ``history_tokens`` (each unit's messages priced as :meth:`Unit.cost` prices them; the units themselves are
-        not kept, so nothing is cached on them), their seqs into ``units``, the newest user instruction into
-        ``latest_instruction``. Per event only the segmentation and a type test run; a unit is priced when it
-        completes. The counters advance with every event read, also when reading raises part way."""
         if until is not None and until <= self._fed_seq:
             return
-        feed, keep, price = self._builder.feed, self.units.add, self.counter.message
-        tokens, events, fed, latest = 0, 0, self._fed_seq, self.latest_instruction
-        try:
-            for ev in self.store.events(self.session_id, after_seq=fed, until_seq=until):
-                done = feed(ev)
-                if done:
-                    for u in done:
-                        msgs = u.messages
-                        tokens += price(msgs[0]) if len(msgs) == 1 else sum(map(price, msgs))
-                        if len(u.seqs) > 1:  # a one-event unit is never kept (UnitSpans.add)
-                            keep(u)  # the unit's seqs only: its text is not kept for the whole session
-                e = ev.event
-                if isinstance(e, UserMessage):  # instruction_text is None for every other event
-                    found = instruction_text(e)
-                    if found is not None:
-                        latest = (ev.seq, found[0])
-                fed = ev.seq
-                events += 1
-        finally:
-            self.history_tokens += tokens
-            self._events += events
-            self._fed_seq, self.latest_instruction = fed, latest
+        for ev in self.store.events(self.session_id, after_seq=self._fed_seq, until_seq=until):
+            for u in self._builder.feed(ev):
+                self.history_tokens += u.cost(self.counter)
+                self.units.add(u)  # the unit's seqs only (several): its text is not kept for the whole session
+            found = instruction_text(ev.event)
+            if found is not None:
+                self.latest_instruction = (ev.seq, found[0])
+            self._fed_seq = ev.seq
+            self._events += 1
 
     def _line(self, m: Any) -> tuple[bytes, int]:
         got = self._seen.get(id(m))
