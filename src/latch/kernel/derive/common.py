@@ -210,7 +210,7 @@ def _status(run: Run, ctx: DerivationContext, validation: bool) -> tuple[str, in
 def _summary(output: str) -> str:
     lines = _meaningful_lines(output)
     # the last line marked as a failure or a pass, else the last line: searched from the end
-    line = next((s for s in reversed(lines) if _FAIL_RE.search(s) or _PASS_RE.search(s)), lines[-1] if lines else "")
+    line = next((s for s in reversed(lines) if _fail_search(s) or _PASS_RE.search(s)), lines[-1] if lines else "")
     return _cut(line)
 
 
