@@ -213,3 +213,46 @@ def test_shell_reading_plain_vs_lexer(benchmark):
     benchmark(plain)
     if benchmark.stats is not None:
         benchmark.extra_info["ratio_to_lexer"] = round(statistics.median(benchmark.stats.stats.data) / lexer, 4)
+
+
+def test_error_line_against_the_plain_patterns(benchmark):
+    """The error line of the stress scenario's tool outputs (the first 20,000 events: code, logs, test runs),
+    found by the literal-led failure search and the lower-cased error-ish search, against each pattern tried
+    line by line as written; both return the same lines. ``extra_info["ratio_to_plain"]`` = new / plain (CPU time,
+    steadier under load); ``failure_search_ratio_to_plain`` the same for the failure search over whole outputs
+    (a validation's status reads it)."""
+    import re
+
+    from latch.bench.scenario import ScenarioModel
+    from latch.kernel.derive import common
+
+    outputs = [e.content for e in itertools.islice(ScenarioModel(0).events(), 20_000) if isinstance(e, ToolResult)]
+    split = [common._meaningful_lines(o) for o in outputs]
+    plain_fail = re.compile(common._FAIL_RE.pattern, re.M)
+    plain_errorish = re.compile(common._ERRORISH, re.I)
+    picks = (common._LEADING_ERROR_RE.match, plain_fail.search, plain_errorish.search)
+
+    def plain_line(lines: list[str]) -> str:
+        found = (line for pick in picks for line in lines if pick(line))
+        return next(found, lines[0] if lines else "")
+
+    assert [common._error_line(lines) for lines in split] == [plain_line(lines) for lines in split]
+
+    def cpu(fn) -> float:
+        times = []
+        for _ in range(3):
+            t = time.process_time()
+            fn()
+            times.append(time.process_time() - t)
+        return min(times)
+
+    plain = cpu(lambda: [plain_line(lines) for lines in split])
+    new = cpu(lambda: [common._error_line(lines) for lines in split])
+    plain_search = cpu(lambda: [plain_fail.search(o) for o in outputs])
+    new_search = cpu(lambda: [common._fail_search(o) for o in outputs])
+    benchmark.extra_info.update(
+        outputs=len(outputs),
+        ratio_to_plain=round(new / plain, 3),
+        failure_search_ratio_to_plain=round(new_search / plain_search, 3),
+    )
+    benchmark.pedantic(lambda: [common._error_line(lines) for lines in split], rounds=3, iterations=1)

@@ -258,6 +258,41 @@ def test_hint_search_finds_what_the_plain_alternation_finds(text):
         assert [m.span() for m in E._hints(sc, text)] == [m.span() for m in plain.finditer(text)]
 
 
+def _plain_paths(text: str) -> list[str]:
+    """The file entities of ``text`` by the path pattern tried at every position (what the hints narrow down)."""
+    text = text[: E.SCAN_CHARS]
+    found = []
+    for m in E._scanner(text).path.finditer(text):
+        p = E.normalize_path(m.group(1))
+        if not p or len(p) > 240 or "//" in p:
+            continue
+        name = p.rsplit("/", 1)[-1]
+        if "/" in p and not E._EXT_RE.search(name) and not p.startswith(("/", "~/", "../")):
+            continue
+        if any(ch.isalpha() for ch in name):
+            found.append(p)
+    return found
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([*_HINT_PIECES, "b" * 70, "c/" * 40, "9", "²", "1.py", "²/x.py", " d/e.md", "/"]), max_size=60
+    ).map("".join)
+)
+def test_paths_equal_the_path_pattern_tried_everywhere(text):
+    assert E._paths(text) == _plain_paths(text)
+
+
+def test_paths_find_runs_longer_than_the_backward_window_and_after_many_hints():
+    long_dir = "/".join(["segment" + str(i) for i in range(12)])  # a run far longer than the window
+    text = " ".join([f"f{i}.py" for i in range(40)] + [f"{long_dir}/x.py", f"{long_dir}/y.py"])
+    assert E._paths(text)[-2:] == [f"{long_dir}/x.py", f"{long_dir}/y.py"]
+    assert E._paths(text) == _plain_paths(text)
+    assert E._paths(f"{long_dir}/z.py and a.py") == [f"{long_dir}/z.py", "a.py"]  # its run fills the window
+    assert E._paths("/etc/9 /etc/x9 /srv/1.2") == ["/etc/x9"]  # a name needs a letter
+
+
 _COMMAND_PIECES = [
     *E._TEST_WORDS,
     *E._READ_WORDS,

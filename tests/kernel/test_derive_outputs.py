@@ -3,6 +3,8 @@ whole list of lines: the last marked line (else the last line) and the best erro
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -51,3 +53,43 @@ def test_summary_is_the_last_marked_line(output):
 @settings(max_examples=1_000, deadline=None)
 def test_signature_and_excerpt_read_once_equal_each_read_alone(output):
     assert common._signature_and_excerpt(output) == (common.error_signature(output), common._excerpt(output))
+
+
+_PIECES = [
+    *_LINES,
+    *"FAIL fail error ERR Traceback make: *** panicked at Segmentation fault Diff in BUILD npm test result:".split(" "),
+    *"FAILED ERROR errors 0 3 12 x _ é - [E12]: TS7: ! ( ) ok".split(" "),
+    *"Diff in a.rs|test result: FAILED|BUILD FAILED|--- FAIL|npm error|error TS12:|1 failed|timed out".split("|"),
+    " ",
+    "\n",
+    "\t",
+    "\r\n",
+]
+_texts = st.lists(st.sampled_from(_PIECES), max_size=24).map("".join)
+_PLAIN_FAIL = re.compile(common._FAIL_RE.pattern, re.M)
+_PLAIN_ERRORISH = re.compile(common._ERRORISH, re.I)
+
+
+@given(_texts)
+@settings(max_examples=2_000, deadline=None)
+def test_failure_search_finds_what_the_plain_pattern_finds(text):
+    plain, found = _PLAIN_FAIL.search(text), common._fail_search(text)
+    assert (found and found.span()) == (plain and plain.span())
+    plain, found = _PLAIN_ERRORISH.search(text), common._errorish_search(text)
+    assert (found and found.span()) == (plain and plain.span())
+
+
+@given(_texts)
+@settings(max_examples=1_000, deadline=None)
+def test_error_line_is_the_first_line_each_pattern_matches_in_turn(text):
+    lines = common._meaningful_lines(text)
+    expected = next(
+        (
+            line
+            for pick in (common._LEADING_ERROR_RE.match, _PLAIN_FAIL.search, _PLAIN_ERRORISH.search)
+            for line in lines
+            if pick(line)
+        ),
+        lines[0] if lines else "",
+    )
+    assert common._error_line(lines) == expected

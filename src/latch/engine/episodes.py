@@ -174,6 +174,8 @@ _PATH = (
     r"(?![\w/])"
 )
 _EXT_RE = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,9}$")
+_ASCII_LETTER = re.compile("[A-Za-z]").search
+"""On ASCII text, whether a name holds a letter (``str.isalpha`` holds for exactly these ASCII characters)."""
 
 
 def _trie(words: Iterable[str]) -> str:
@@ -255,19 +257,35 @@ def _hints(sc: _Scanner, text: str) -> Iterator[re.Match[str]]:
             dot = m.start() if m else n
 
 
+_RUN_WINDOW = 64
+"""Characters before a hint reversed to find where its run starts (a longer run reverses up to the hint)."""
+_WINDOWED_HINTS = 16
+"""Hints of one text whose run is found in a window; past them the whole text is reversed once."""
+
+
 def _paths(text: str) -> list[str]:
     text = text[:SCAN_CHARS]
     if "/" not in text and "." not in text:  # every hint starts at one of them (_hints)
         return []
     sc = _scanner(text)
     found: list[str] = []
-    backwards = ""  # the text reversed, to find where the run around a hint starts
-    for hint in _hints(sc, text):
-        if not backwards:
-            backwards = text[::-1]
-        j = len(text) - 1 - hint.start()  # the hint's first character, counted from the end
-        run = sc.run.match(backwards, j)
-        start = hint.start() + 1 - ((run.end() if run else j) - j)
+    backwards = ""  # the text reversed, to find where the run around a hint starts (once many hints need it)
+    for n, hint in enumerate(_hints(sc, text)):
+        at = hint.start()
+        if n < _WINDOWED_HINTS:  # the run read backwards in a short reversed window, then in full if it fills it
+            w0 = at - _RUN_WINDOW if at > _RUN_WINDOW else 0
+            run = sc.run.match(text[w0 : at + 1][::-1])
+            back = run.end() if run else 0
+            if w0 and back == at + 1 - w0:
+                run = sc.run.match(text[: at + 1][::-1])
+                back = run.end() if run else 0
+        else:
+            if not backwards:
+                backwards = text[::-1]
+            j = len(text) - 1 - at  # the hint's first character, counted from the end
+            run = sc.run.match(backwards, j)
+            back = (run.end() if run else j) - j
+        start = at + 1 - back
         for m in sc.path.finditer(text, start, hint.end()):  # one run: the hint ends where the run does
             p = normalize_path(m.group(1))
             if not p or len(p) > 240 or "//" in p:
@@ -275,7 +293,7 @@ def _paths(text: str) -> list[str]:
             name = p.rsplit("/", 1)[-1]
             if "/" in p and not _EXT_RE.search(name) and not p.startswith(("/", "~/", "../")):
                 continue  # "and/or", "input/output": a relative path needs an extension
-            if not any(ch.isalpha() for ch in name):
+            if not (_ASCII_LETTER(name) if sc.ascii else any(ch.isalpha() for ch in name)):
                 continue
             found.append(p)
     return found
@@ -509,6 +527,8 @@ def _topic(text: str) -> str:
 def _features(event: Event) -> _Features:
     """Features of one event, a pure function of its value. Not cached: each event is read once per index, and a
     cache over a long session misses on every event (a rebuild reads the whole log in order)."""
+    if type(event) is Usage:  # the most frequent kind after messages and results: nothing to read
+        return _NOTHING
     none: tuple[Any, ...] = ()
     if isinstance(event, UserMessage):
         if event.is_meta:

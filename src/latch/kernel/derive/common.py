@@ -29,11 +29,11 @@ _HEADER_RE = lazy_compile(
     r"^(Script (completed|failed)|Wall time [\d.]+ seconds|Output:|Script error:|Chunk ID: \S+|"
     r"Process exited with code -?\d+|Original token count: \d+|Total output lines: \d+)$"
 )
-_ERRORISH_RE = lazy_compile(
+_ERRORISH = (
     r"error|fail|exception|not found|denied|invalid|cannot|can't|unable|refused|\btimed out\b|"
-    r"no such|panic|fatal|abort|reject|does not exist|unexpected",
-    re.I,
+    r"no such|panic|fatal|abort|reject|does not exist|unexpected"
 )
+_ERRORISH_RE = lazy_compile(_ERRORISH, re.I)
 
 
 _ANSI_RE = lazy_compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|[()][A-Za-z0-9]|[@-Z\\-_])")
@@ -53,12 +53,20 @@ def _meaningful_lines(text: str) -> list[str]:
 
 def _error_line(lines: list[str]) -> str:
     """The line that best names the error: one starting like an error, else a test/build failure
-    marker, else one mentioning an error, else the first."""
-    for pick in (_LEADING_ERROR_RE.match, _FAIL_RE.search, _ERRORISH_RE.search):
-        line = next((s for s in lines if pick(s)), None)
-        if line is not None:
-            return line
-    return lines[0] if lines else ""
+    marker, else one mentioning an error, else the first.
+
+    ``lines`` hold no ``\n`` (:func:`_meaningful_lines`) and neither search pattern matches across one, so
+    each searches the lines joined by ``\n`` once: its first match lies in the first line it matches
+    (``\b`` and multi-line ``^`` see ``\n`` as they see a text's edge)."""
+    line = next((s for s in lines if _LEADING_ERROR_RE.match(s)), None)
+    if line is not None or not lines:
+        return line or ""
+    joined = "\n".join(lines)
+    for search in (_fail_search, _errorish_search):
+        m = search(joined)
+        if m is not None:
+            return lines[joined.count("\n", 0, m.start())]
+    return lines[0]
 
 
 def error_signature(text: str) -> str:
@@ -126,6 +134,35 @@ _FAIL_RE = lazy_compile(
     r"panicked at|Segmentation fault|^Diff in \S+|\berror TS\d+:",
     re.M,
 )
+_FAIL_WORD_RE = lazy_compile(r"FAIL|fail|error|ERR|Traceback|make: \*\*\*|panicked at|Segmentation fault|Diff in ")
+"""A literal that each alternative of :data:`_FAIL_RE` holds (a match holds one, on its own line)."""
+_ERRORISH_LOWER_RE = lazy_compile(_ERRORISH)
+""":data:`_ERRORISH_RE` for lower-cased ASCII text (there ``re.I`` matches exactly the lower-cased letters)."""
+
+
+def _fail_search(text: str) -> re.Match[str] | None:
+    """``_FAIL_RE.search(text)``, the same match, searched only in the lines that hold one of its literals
+    (:data:`_FAIL_WORD_RE`). No alternative matches across a ``\n``, so the first match lies in such a line;
+    searched between that line's edges, ``^`` and ``\b`` see what they see in the whole text (a ``\n`` or
+    the text's edge). The regex tries every alternative at every position; the literals are found in C."""
+    pos = 0
+    while (word := _FAIL_WORD_RE.search(text, pos)) is not None:
+        start = text.rfind("\n", 0, word.start()) + 1
+        end = text.find("\n", word.end())
+        if end < 0:
+            end = len(text)
+        found = _FAIL_RE.search(text, start, end)
+        if found is not None:
+            return found
+        pos = end + 1
+    return None
+
+
+def _errorish_search(text: str) -> re.Match[str] | None:
+    """``_ERRORISH_RE.search(text)`` (same span): on ASCII text, the case-sensitive form over the lower-cased copy."""
+    return _ERRORISH_LOWER_RE.search(text.lower()) if text.isascii() else _ERRORISH_RE.search(text)
+
+
 _PASS_RE = lazy_compile(
     r"test result: ok|\b\d+ passed\b|^OK\b|^PASS\b|BUILD SUCCESS|All tests passed|no issues found|"
     r"Compiled successfully|^\s*Finished\b|^ok\s|\bbuilt in [\d.]+m?s\b",
@@ -159,7 +196,7 @@ def _status(run: Run, ctx: DerivationContext, validation: bool) -> tuple[str, in
     code = run.exit_code if run.exit_code is not None else _exit_code(output)
     if code is not None:
         return ("passed" if code == 0 else "failed"), code
-    if validation and _FAIL_RE.search(output):
+    if validation and _fail_search(output):
         return "failed", None
     if run.is_error:
         return "failed", None
@@ -173,7 +210,7 @@ def _status(run: Run, ctx: DerivationContext, validation: bool) -> tuple[str, in
 def _summary(output: str) -> str:
     lines = _meaningful_lines(output)
     # the last line marked as a failure or a pass, else the last line: searched from the end
-    line = next((s for s in reversed(lines) if _FAIL_RE.search(s) or _PASS_RE.search(s)), lines[-1] if lines else "")
+    line = next((s for s in reversed(lines) if _fail_search(s) or _PASS_RE.search(s)), lines[-1] if lines else "")
     return _cut(line)
 
 
