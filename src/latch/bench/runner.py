@@ -297,11 +297,10 @@ def _memory_store() -> EventStore:
     """A job's in-memory store, a copy of a migrated empty one (:meth:`~latch.store.EventStore.serialize`) made once
     per process: the task server makes it in its warm-up job, so a job's store skips the migrations."""
     global _store_template
-    if _store_template is None:
-        fresh = EventStore(":memory:")
-        _store_template = fresh.serialize()
-        fresh.close()
-        return EventStore(":memory:")
+    if _store_template is None:  # this process's first job: its own new store, migrated once, is the template
+        store = EventStore(":memory:")
+        _store_template = store.serialize()
+        return store
     return EventStore(":memory:", template=_store_template)
 
 
