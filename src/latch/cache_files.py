@@ -4,10 +4,22 @@ one step, and a cache that cannot be written never fails the command that wanted
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from pathlib import Path
+from typing import Any
 
-__all__ = ["write_cache_file"]
+__all__ = ["read_cache_file", "write_cache_file"]
+
+
+def read_cache_file(path: Path) -> dict[str, Any]:
+    """The JSON object the file ``path`` holds; ``{}`` when it is absent, unreadable, not JSON or not an object
+    (a damaged cache is one that was never written). Never raises."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
 
 def write_cache_file(path: Path, text: str) -> bool:

@@ -60,7 +60,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .cache_files import write_cache_file
+from .cache_files import read_cache_file, write_cache_file
 from .lazyre import lazy_compile
 from .port import ContextBudget
 from .records import dataclass
@@ -373,11 +373,7 @@ def use_model_table_cache(path: str | os.PathLike[str] | None) -> None:
 def _kept_tables() -> dict[str, Any]:
     if _model_table_cache is None:
         return {}
-    try:
-        doc = json.loads(_model_table_cache.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    tables = doc.get("tables") if isinstance(doc, dict) else None
+    tables = read_cache_file(_model_table_cache).get("tables")
     return tables if isinstance(tables, dict) else {}
 
 

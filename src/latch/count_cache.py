@@ -24,7 +24,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from .cache_files import write_cache_file
+from .cache_files import read_cache_file, write_cache_file
 
 __all__ = ["COUNT_CACHE_ENTRIES", "use_count_cache", "cached_counter", "save_count_cache"]
 
@@ -49,11 +49,7 @@ def use_count_cache(path: str | os.PathLike[str] | None) -> None:
 def _read() -> dict[str, int]:
     if _file is None:
         return {}
-    try:
-        doc = json.loads(_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    counts = doc.get("counts") if isinstance(doc, dict) else None
+    counts = read_cache_file(_file).get("counts")
     if not isinstance(counts, dict):
         return {}
     return {k: v for k, v in counts.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 0}

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .cache_files import write_cache_file
+from .cache_files import read_cache_file, write_cache_file
 
 __all__ = ["INSTALLATIONS", "InstalledEntryPoint", "entry_points", "version", "fingerprint", "use_installed_cache"]
 
@@ -103,11 +103,7 @@ def use_installed_cache(path: str | os.PathLike[str] | None) -> None:
 def _read_file() -> dict[str, Any]:
     """``{fingerprint: answers}`` as the cache file holds them (``{}`` when it is absent or damaged)."""
     assert _cache_file is not None
-    try:
-        doc = json.loads(_cache_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    found = doc.get("installations") if isinstance(doc, dict) else None
+    found = read_cache_file(_cache_file).get("installations")
     return {k: v for k, v in found.items() if isinstance(v, dict)} if isinstance(found, dict) else {}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from latch.cache_files import write_cache_file
+from latch.cache_files import read_cache_file, write_cache_file
 
 
 def test_the_file_is_replaced_whole_and_its_folder_made(tmp_path):
@@ -25,3 +25,14 @@ def test_a_refusing_file_system_gives_false_and_leaves_nothing(tmp_path):
     folder.mkdir()
     assert write_cache_file(folder, "{}") is False  # the file is a folder: its temporary file is removed again
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "folder.json"] and blocker.read_text() == "x"
+
+
+def test_a_cache_file_reads_as_its_object_or_as_empty(tmp_path):
+    path = tmp_path / "kept.json"
+    assert read_cache_file(path) == {}  # absent
+    for damaged in ("", "{", "[1, 2]", '"text"', "\udcff"):
+        path.write_text(damaged, encoding="utf-8", errors="surrogateescape")
+        assert read_cache_file(path) == {}, damaged
+    path.write_text('{"counts": {"a": 1}}', encoding="utf-8")
+    assert read_cache_file(path) == {"counts": {"a": 1}}
+    assert read_cache_file(tmp_path) == {}  # a folder

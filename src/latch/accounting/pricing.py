@@ -69,7 +69,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import installed
-from ..cache_files import write_cache_file
+from ..cache_files import read_cache_file, write_cache_file
 from ..events import Usage
 from ..records import dataclass
 
@@ -221,11 +221,8 @@ def _read_cache_file() -> dict[str, dict[str, Any]]:
     empty: dict[str, dict[str, Any]] = {"models": {}, "prices": {}}
     if _cache_file is None:
         return empty
-    try:
-        doc = json.loads(_cache_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return empty
-    if not isinstance(doc, dict) or doc.get("genai_prices") != _prices_version():
+    doc = read_cache_file(_cache_file)
+    if doc.get("genai_prices") != _prices_version():
         return empty
     models, prices = doc.get("models"), doc.get("prices")
     return {"models": models, "prices": prices} if isinstance(models, dict) and isinstance(prices, dict) else empty
