@@ -27,9 +27,10 @@ It is bounded: after :data:`MAX_CANDIDATES` candidates without
 left). A query whose phrases are single tokens that are all kept, or that has no rare token, runs as the
 exact query directly (FTS5 is fast there). So does every query on a log of at most :data:`SMALL_LOG` rows: no
 doclist is longer than the log, so the exact query walks a few thousand rows at most (well under a millisecond),
-while a verified chunk costs a read and a preparation of each candidate's text. So does an OR whose every phrase holds exactly one rare token: its
-candidates would be every row of that token, the rows FTS5 walks itself for the phrase, each decided there by a
-seek in the other tokens' doclists (microseconds) instead of a read of the row (tens of microseconds).
+while a verified chunk costs a read and a preparation of each candidate's text. So does an OR whose every phrase
+holds exactly one rare token: its candidates would be every row of that token, the rows FTS5 walks itself for the
+phrase, each decided there by a seek in the other tokens' doclists (microseconds) instead of a read of the row
+(tens of microseconds).
 """
 
 from __future__ import annotations
@@ -43,7 +44,16 @@ from typing import Any
 
 from .fts import GLUE, TOKENIZE, match_phrases, prepare_text, quote_token
 
-__all__ = ["CandidateSearch", "PayloadCheck", "CHUNK", "MAX_CANDIDATES", "DENSE_SPAN", "PROBE_ROWS", "MAX_RESUMES"]
+__all__ = [
+    "CandidateSearch",
+    "PayloadCheck",
+    "CHUNK",
+    "MAX_CANDIDATES",
+    "DENSE_SPAN",
+    "PROBE_ROWS",
+    "MAX_RESUMES",
+    "SMALL_LOG",
+]
 
 CHUNK = 128
 """Candidates verified per step at most (rows)."""
