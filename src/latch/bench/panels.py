@@ -30,6 +30,9 @@ __all__ = [
     "panel_lines",
     "panel_order",
     "pyplot",
+    "rendered",
+    "save_png",
+    "tile_pixels",
     "write_tokens_figure",
 ]
 
@@ -101,14 +104,43 @@ def panel_figure(session: str, lines: Lines, *, legend: bool = False) -> Any:
     return fig
 
 
-def draw_panel(session: str, lines: Lines, *, legend: bool = False) -> bytes:
-    """:func:`panel_figure` rendered: its RGBA pixels (height × width × 4, row-major), zlib-compressed."""
-    fig = panel_figure(session, lines, legend=legend)
+def rendered(fig: Any) -> bytes:
+    """``fig`` drawn, then closed: its height in pixels (4 bytes, big-endian) and its RGBA pixels (height × width × 4,
+    row-major), zlib-compressed (a tile that any process can draw and :func:`tile_pixels` reads back)."""
     try:
         fig.canvas.draw()
-        return zlib.compress(bytes(fig.canvas.buffer_rgba()), 1)
+        pixels = fig.canvas.buffer_rgba()
+        return zlib.compress(int(pixels.shape[0]).to_bytes(4, "big") + bytes(pixels), 1)
     finally:
         pyplot().close(fig)
+
+
+def tile_pixels(tile: bytes, width: int) -> Any:
+    """A :func:`rendered` tile ``width`` pixels wide as a numpy ``uint8`` array, height × width × 4."""
+    import numpy as np
+
+    raw = zlib.decompress(tile)
+    return np.frombuffer(raw, dtype=np.uint8, offset=4).reshape(int.from_bytes(raw[:4], "big"), width, 4)
+
+
+def save_png(path: Path, canvas: Any) -> Path:
+    """The RGBA array ``canvas`` as a PNG at ``path`` (:data:`DPI`, zlib level 3, as every other figure of the bench:
+    matplotlib's own PNG writer is this one, Pillow), written atomically. Returns ``path``."""
+    import matplotlib  # optional dependency (the bench extra), with Pillow and numpy
+    from PIL import Image
+    from PIL.PngImagePlugin import PngInfo
+
+    info = PngInfo()
+    info.add_text("Software", f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        Image.fromarray(canvas, "RGBA").save(tmp, format="png", compress_level=3, dpi=(DPI, DPI), pnginfo=info)
+    return path
+
+
+def draw_panel(session: str, lines: Lines, *, legend: bool = False) -> bytes:
+    """:func:`panel_figure` :func:`rendered`."""
+    return rendered(panel_figure(session, lines, legend=legend))
 
 
 def _title(budget: str, width_px: int) -> Any:
@@ -136,10 +168,7 @@ def assemble(path: Path, budget: str, names: Sequence[str], tiles: Mapping[str, 
     """The tokens figure of ``budget`` at ``path`` (PNG, :data:`DPI`, zlib level 3, written atomically): the title
     strip, then the tile of each of ``names`` (in that order, :data:`COLUMNS` a row, blank cells after the last);
     ``tiles`` maps each name to :func:`draw_panel`'s bytes. Returns ``path``."""
-    import matplotlib  # optional dependency (the bench extra), with Pillow and numpy
     import numpy as np
-    from PIL import Image
-    from PIL.PngImagePlugin import PngInfo
 
     tile_w, tile_h = _pixels(*TILE_INCHES)
     cols = min(COLUMNS, len(names))
@@ -150,14 +179,8 @@ def assemble(path: Path, budget: str, names: Sequence[str], tiles: Mapping[str, 
     for k, name in enumerate(names):
         y = header.shape[0] + (k // cols) * tile_h
         x = (k % cols) * tile_w
-        tile = np.frombuffer(zlib.decompress(tiles[name]), dtype=np.uint8).reshape(tile_h, tile_w, 4)
-        canvas[y : y + tile_h, x : x + tile_w] = tile
-    info = PngInfo()
-    info.add_text("Software", f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/")
-    with atomic_path(path) as tmp:
-        # zlib level 3, as every other figure of the bench (matplotlib's own PNG writer is this one, Pillow)
-        Image.fromarray(canvas, "RGBA").save(tmp, format="png", compress_level=3, dpi=(DPI, DPI), pnginfo=info)
-    return path
+        canvas[y : y + tile_h, x : x + tile_w] = tile_pixels(tiles[name], tile_w)
+    return save_png(path, canvas)
 
 
 def write_tokens_figure(path: Path, budget: str, rs: Sequence[Mapping[str, Any]]) -> Path:

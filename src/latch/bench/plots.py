@@ -16,14 +16,24 @@ import multiprocessing as mp
 import os
 import re
 import threading
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..textsafe import atomic_path
 from .executor import mp_context
-from .panels import DPI, assemble, draw_panel, panel_lines, panel_order, pyplot, write_tokens_figure
+from .panels import (
+    DPI,
+    assemble,
+    draw_panel,
+    panel_lines,
+    panel_order,
+    pyplot,
+    rendered,
+    save_png,
+    tile_pixels,
+    write_tokens_figure,
+)
 from .runner import Budget
 from .summary import frontier_points
 
@@ -430,40 +440,24 @@ def _engine_width(results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget
 def engine_tile(part: str, results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget]) -> bytes:
     """One part (:data:`ENGINE_TILES`) of :func:`write_plot`'s PNG rendered at :data:`~latch.bench.panels.DPI`:
     ``"boxes"`` is :func:`engine_plot` without its frontier panel, ``"frontier"`` that panel (:func:`frontier_points`)
-    alone, :data:`FRONTIER_INCHES` high; both as wide as :func:`engine_plot`. Returns the height in pixels (4 bytes,
-    big-endian) then the RGBA pixels (row-major), zlib-compressed."""
-    plt = pyplot()
+    alone, :data:`FRONTIER_INCHES` high; both as wide as :func:`engine_plot`. Returns the tile
+    (:func:`~latch.bench.panels.rendered`)."""
     if part == "boxes":
         fig = engine_plot(results, budgets)
     else:
-        fig = plt.figure(figsize=(_engine_width(results, budgets), FRONTIER_INCHES), layout="constrained")
+        fig = pyplot().figure(figsize=(_engine_width(results, budgets), FRONTIER_INCHES), layout="constrained")
         ok = [r for r in results if "error" not in r]
         _frontier_panel(fig.subplots(), results, [b.name for b in budgets], sorted({r["engine"] for r in ok}))
-    try:
-        fig.set_dpi(DPI)
-        fig.canvas.draw()
-        height = int(fig.canvas.buffer_rgba().shape[0])
-        return zlib.compress(height.to_bytes(4, "big") + bytes(fig.canvas.buffer_rgba()), 1)
-    finally:
-        plt.close(fig)
+    fig.set_dpi(DPI)
+    return rendered(fig)
 
 
 def stack_tiles(path: str | os.PathLike[str], tiles: Sequence[bytes], width: int) -> Path:
     """Write the tiles of :func:`engine_tile` (each ``width`` pixels wide), one under the other, as a PNG at
     ``path`` (:data:`~latch.bench.panels.DPI`, zlib level 3, atomically); return the path."""
     import numpy as np
-    from PIL import Image
 
-    parts = []
-    for tile in tiles:
-        raw = zlib.decompress(tile)
-        height = int.from_bytes(raw[:4], "big")
-        parts.append(np.frombuffer(raw, dtype=np.uint8, offset=4).reshape(height, width, 4))
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out) as tmp:
-        Image.fromarray(np.concatenate(parts), "RGBA").save(tmp, format="png", compress_level=3, dpi=(DPI, DPI))
-    return out
+    return save_png(Path(path), np.concatenate([tile_pixels(tile, width) for tile in tiles]))
 
 
 def engine_pixels_width(results: Sequence[Mapping[str, Any]], budgets: Sequence[Budget]) -> int:
