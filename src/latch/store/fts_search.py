@@ -42,6 +42,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..events import AssistantMessage, SystemNote, ToolResult, UserMessage
 from .fts import GLUE, TOKENIZE, match_phrases, prepare_text, quote_token
 
 __all__ = [
@@ -123,7 +124,7 @@ def plain_matches(patterns: Sequence[re.Pattern[bytes]], mode: str, prepared: st
 # (``\\n``, ``\\"``, ``\\\\``, ``\\u001b``): a run of separators between two tokens is a run of these.
 _JSON_SEPARATORS = b"(?:[^a-z0-9\\\\]|\\\\(?:u[0-9a-f]{4}|[^u]))+"
 _UNGLUE = {v: k for k, v in GLUE.items()}
-SINGLE_TEXT = frozenset({"tool_result", "user_message", "system_note"})
+SINGLE_TEXT = frozenset({ToolResult.KIND, UserMessage.KIND, SystemNote.KIND})
 """Event kinds whose searchable text is one string field of their payload, as it is."""
 _NO_CALLS = '"tool_calls":[]}'
 
@@ -148,7 +149,7 @@ class PayloadCheck:
     def may_match(self, kind: str, payload: Any) -> bool:
         """Whether the row of ``kind`` and ``payload`` (its stored canonical JSON) may match (see the class)."""
         if not isinstance(payload, str) or not (
-            kind in SINGLE_TEXT or kind == "assistant_message" and payload.endswith(_NO_CALLS)
+            kind in SINGLE_TEXT or kind == AssistantMessage.KIND and payload.endswith(_NO_CALLS)
         ):
             return True
         if not payload.isascii() or "\\u" in payload:
