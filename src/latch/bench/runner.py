@@ -3,9 +3,10 @@
 A *job* is one (engine, session, budget). It runs in a worker process (a fresh one per job, so its
 peak memory is its own: a local process pool, or a child process of a Dask worker with ``--scheduler``,
 see :func:`run_bench`) on an in-memory store (a copy of a migrated empty one, made once per process): the
-session is imported (a transcript through Latch's importers, or a generated scenario), then, like ``latch replay``, the engine materializes
-the view before every model request (every :class:`~latch.events.AssistantMessage`; ``until_seq``
-= the event before it) through its registered factory. Per request it records:
+session is imported (a transcript through Latch's importers, or a generated scenario), then, like
+``latch replay``, the engine materializes the view before every model request (every
+:class:`~latch.events.AssistantMessage`; ``until_seq`` = the event before it) through its registered factory. Per
+request it records:
 
 * tokens sent: the view's total (the cost proxy) and a recount with the session's estimator;
 * estimated cacheability: the tokens of the longest common line prefix with the previous request
