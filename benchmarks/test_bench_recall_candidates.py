@@ -28,7 +28,7 @@ import statistics
 from typing import Any
 
 import pytest
-from scenario_stores import scenario_store
+from scenario_stores import scenario_histories
 
 from latch import hotpaths
 from latch.engine.recall import RecallCache, query_terms, recall
@@ -59,17 +59,7 @@ class _Recording(StoreSessionReader):
 
 @pytest.fixture(scope="module")
 def histories(tmp_path_factory):
-    built: dict[int, tuple[EventStore, str, list[tuple[str, dict[str, Any]]]]] = {}
-
-    def get(n: int):
-        if n not in built:
-            store, sid = scenario_store(tmp_path_factory.mktemp("recall-candidates") / "s.db", n)
-            built[n] = (store, sid, _searches(store, sid))
-        return built[n]
-
-    yield get
-    for store, _, _ in built.values():
-        store.close()
+    yield from scenario_histories(tmp_path_factory, "recall-candidates", _searches)
 
 
 def _searches(store: EventStore, sid: str) -> list[tuple[str, dict[str, Any]]]:

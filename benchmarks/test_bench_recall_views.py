@@ -24,7 +24,7 @@ from __future__ import annotations
 import statistics
 
 import pytest
-from scenario_stores import scenario_store
+from scenario_stores import scenario_histories
 
 from latch import hotpaths
 from latch.engine.recall import RecallCache, query_terms, recall
@@ -42,17 +42,7 @@ _MEDIAN: dict[tuple[str, int], float] = {}
 
 @pytest.fixture(scope="module")
 def histories(tmp_path_factory):
-    built: dict[int, tuple[EventStore, str, list[tuple[list[str], int]]]] = {}
-
-    def get(n: int):
-        if n not in built:
-            store, sid = scenario_store(tmp_path_factory.mktemp("recall-views") / "s.db", n)
-            built[n] = (store, sid, _views(store, sid))
-        return built[n]
-
-    yield get
-    for store, _, _ in built.values():
-        store.close()
+    yield from scenario_histories(tmp_path_factory, "recall-views", _views)
 
 
 def _views(store: EventStore, sid: str) -> list[tuple[list[str], int]]:
