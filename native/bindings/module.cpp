@@ -1,4 +1,4 @@
-// latch._native: the only file that sees Python. It reads arguments (str code
+// latch._native: with term_counts.cpp, the only files that see Python. It reads arguments (str code
 // points straight from PEP 393 storage, so lone surrogates need no special case;
 // int64 arrays through the buffer protocol), allocates every output, then
 // releases the GIL around each loop and touches no Python object until it takes
@@ -21,6 +21,8 @@
 #include "latch/terms.hpp"
 
 namespace py = pybind11;
+
+void bind_term_counts(py::module_& m);  // term_counts.cpp
 
 namespace {
 
@@ -385,4 +387,5 @@ PYBIND11_MODULE(_native, m) {
     m.def("fts_prepare_text", &fts_prepare_text, py::arg("text"),
           "The FTS5 index text of a str (see latch.store.fts._prepare_text_py); UnicodeEncodeError for a lone "
           "surrogate.");
+    bind_term_counts(m);
 }

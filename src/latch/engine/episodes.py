@@ -64,10 +64,9 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
-from itertools import count, filterfalse, islice
+from itertools import filterfalse
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..records import dataclass
@@ -498,7 +497,9 @@ class _Features(NamedTuple):
     intent: str | None  # topic of a new user intent (non-meta UserMessage), else None
     unit_start: bool  # a volume-cap split may happen before this event
     chars: int  # text volume
-    terms: Sequence[str]  # in order of occurrence (the lists as made, not copied: nothing changes them later)
+    terms: Sequence[str]  # an intent's terms, in order of occurrence (the list as made: nothing changes it later)
+    texts: tuple[str, ...]  # the texts whose terms the event contributes (after ``terms``), in order
+    term_chars: int  # characters of each of ``texts`` read for terms
     call_files: Sequence[str]
     text_files: Sequence[str]
     tools: tuple[str, ...]
@@ -507,7 +508,7 @@ class _Features(NamedTuple):
     markers: int
 
 
-_NOTHING = _Features(None, False, 0, (), (), (), (), (), None, 0)
+_NOTHING = _Features(None, False, 0, (), (), SCAN_CHARS, (), (), (), (), None, 0)
 """The features of an event that contributes nothing (usage, an attachment note)."""
 
 
@@ -532,13 +533,15 @@ def _features(event: Event) -> _Features:
     none: tuple[Any, ...] = ()
     if isinstance(event, UserMessage):
         if event.is_meta:
-            return _Features(None, True, len(event.text), none, none, none, none, none, None, 0)
+            return _Features(None, True, len(event.text), none, none, SCAN_CHARS, none, none, none, none, None, 0)
         text = event.text if event.text.strip() or not event.media else "(image)"
         return _Features(
             _topic(text),
             True,
             len(event.text),
             extract_terms(event.text),
+            none,
+            SCAN_CHARS,
             none,
             _paths(event.text),
             none,
@@ -547,21 +550,23 @@ def _features(event: Event) -> _Features:
             0,
         )
     if isinstance(event, AssistantMessage):
-        terms = extract_terms(event.text)
+        texts = [event.text]
         call_files: list[str] = []
         calls = []
         chars = len(event.text)
         for c in event.tool_calls:
             chars += len(c.arguments)
             args = _argument_text(c)
-            terms.extend(extract_terms(f"{c.name} {args}"))
+            texts.append(f"{c.name} {args}")
             call_files.extend(_paths(args))
             calls.append((c.id, _classify_call(c.name, c.arguments, c.args), _shell_link(c)))
         return _Features(
             None,
             True,
             chars,
-            terms,
+            none,
+            tuple(texts),
+            SCAN_CHARS,
             call_files,
             _paths(event.text),
             tuple(c.name for c in event.tool_calls),
@@ -571,12 +576,13 @@ def _features(event: Event) -> _Features:
         )
     if isinstance(event, ToolResult):
         markers = FAILURE if event.is_error else 0
-        result_terms = extract_terms(event.content[:RESULT_TERM_CHARS])
         return _Features(
             None,
             False,
             len(event.content),
-            result_terms,
+            none,
+            (event.content,),
+            RESULT_TERM_CHARS,
             none,
             _paths(event.content),
             none,
@@ -599,7 +605,9 @@ def _features(event: Event) -> _Features:
             None,
             True,
             len(event.text),
-            extract_terms(event.text[:RESULT_TERM_CHARS]),
+            none,
+            (event.text,),
+            RESULT_TERM_CHARS,
             none,
             _paths(event.text),
             none,
@@ -612,7 +620,9 @@ def _features(event: Event) -> _Features:
             None,
             True,
             len(event.summary),
-            extract_terms(event.summary),
+            none,
+            (event.summary,),
+            SCAN_CHARS,
             none,
             _paths(event.summary),
             none,
@@ -625,7 +635,9 @@ def _features(event: Event) -> _Features:
             None,
             True,
             len(event.description),
-            extract_terms(event.description),
+            none,
+            (event.description,),
+            SCAN_CHARS,
             none,
             _paths(event.description),
             none,
@@ -636,7 +648,7 @@ def _features(event: Event) -> _Features:
     kind = event.KIND.lower()
     text = event.searchable_text()
     markers = (REGROUND if ("compact" in kind or "reground" in kind) else 0) | (EVIDENCE if "evidence" in kind else 0)
-    return _Features(None, True, len(text), extract_terms(text), none, _paths(text), none, none, None, markers)
+    return _Features(None, True, len(text), none, (text,), SCAN_CHARS, none, _paths(text), none, none, None, markers)
 
 
 _LOCATION_KEYS = frozenset(("workdir", "cwd", "working_dir", "working_directory"))
@@ -683,8 +695,6 @@ class _Open:
         "events",
         "chars",
         "topic_terms",
-        "term_counts",
-        "uncounted",
         "call_files",
         "text_files",
         "tools",
@@ -700,8 +710,6 @@ class _Open:
         self.events = 0
         self.chars = 0
         self.topic_terms: Sequence[str] = ()
-        self.term_counts: Counter[str] = Counter()  # first-sighting order, like the term dictionary
-        self.uncounted: list[str] = []  # terms of the events since term_counts was last brought up to date
         self.call_files: dict[int, None] = {}
         self.text_files: dict[int, None] = {}
         self.tools: dict[str, None] = {}
@@ -773,7 +781,7 @@ class EpisodeIndex:
         self.watermark = 0
         self._closed = 0  # closed episodes: columns below (an Episode is made only when one is read)
         self._open: _Open | None = None
-        self._terms: dict[str, int] = {}
+        self._term_counts = hotpaths.TermCounts()  # the term dictionary and the open segment's term counts
         self._files: dict[str, int] = {}
         self._file_names: list[str] = []
         self._by_basename: dict[str, list[int]] = {}
@@ -833,20 +841,24 @@ class EpisodeIndex:
         if f.intent is not None:
             if op is not None:
                 self._close()
-            op = self._open = _Open(self._closed + 1, 1, f.intent, seq)
+            op = self._start(_Open(self._closed + 1, 1, f.intent, seq))
         elif op is None:
-            op = self._open = _Open(self._closed + 1, 1, "(session start)", seq)
+            op = self._start(_Open(self._closed + 1, 1, "(session start)", seq))
         elif f.unit_start and op.full():
             self._close()
-            op = self._open = _Open(self._closed + 1, op.part + 1, op.topic, seq)
+            op = self._start(_Open(self._closed + 1, op.part + 1, op.topic, seq))
         op.last_seq = seq
         op.events += 1
         if f is _NOTHING:  # usage, attachment notes: nothing more to add
             return
         op.chars += f.chars
+        counts = self._term_counts
         if f.intent is not None:
             op.topic_terms = f.terms
-        op.uncounted += f.terms  # counted when read (_count): one count per episode, not per event
+            counts.add(f.terms)
+        for text in f.texts:  # an ASCII text's terms are counted in one native pass, never made into a list
+            if not counts.add_text(text, f.term_chars):
+                counts.add(extract_terms(text[: f.term_chars]))
         for p in f.call_files:
             op.call_files[self._file_id(p)] = None
         for p in f.text_files:
@@ -882,20 +894,16 @@ class EpisodeIndex:
                 markers |= EVIDENCE
         op.markers |= markers
 
-    def _count(self) -> None:
-        """Bring the open segment's term counts and the term dictionary up to date with its events. Counting a
-        batch of events' terms at once gives the same counts and the same ids (in first-sighting order) as
-        counting each event's terms in turn."""
-        op = self._open
-        if op is None or not op.uncounted:
-            return
-        counts = op.term_counts
-        known = len(counts)
-        counts.update(op.uncounted)
-        op.uncounted = []
-        if len(counts) > known:  # a term new to the index is new to its episode: ids in first-sighting order
-            ids = self._terms  # (the new keys are distinct, so testing each just before it is added is exact)
-            ids.update(zip(filterfalse(ids.__contains__, islice(counts, known, None)), count(len(ids))))
+    def _start(self, op: _Open) -> _Open:
+        """Open the segment ``op`` (the previous one is closed): its terms count from zero."""
+        self._term_counts.new_episode()
+        self._open = op
+        return op
+
+    @property
+    def _terms(self) -> dict[str, int]:
+        """The term dictionary (term -> id, first-sighting order), as a new dict."""
+        return self._term_counts.ids()
 
     def _file_id(self, path: str) -> int:
         fid = self._files.get(path)
@@ -906,23 +914,13 @@ class EpisodeIndex:
         return fid
 
     def _chosen(self, op: _Open) -> tuple[list[int], list[int]]:
-        """The term ids and file ids the segment ``op`` keeps (see "Terms and files" above)."""
-        if op is self._open:
-            self._count()
-        terms = list(dict.fromkeys(op.topic_terms))[:TERMS_PER_EPISODE]
-        if len(terms) < TERMS_PER_EPISODE:
-            chosen = set(terms)
-            counts = op.term_counts
-            # most frequent first, ties in first-sighting order (the counter keeps it; a reverse sort is stable)
-            ranked = [
-                t for t in sorted(counts, key=counts.__getitem__, reverse=True)[:TERMS_PER_EPISODE] if t not in chosen
-            ]  # the TERMS_PER_EPISODE most frequent hold every term still picked
-            terms.extend(ranked[: TERMS_PER_EPISODE - len(terms)])
+        """The term ids and file ids the open segment ``op`` keeps (see "Terms and files" above)."""
+        terms = self._term_counts.chosen(op.topic_terms, TERMS_PER_EPISODE)
         files = list(op.call_files)[:FILES_PER_EPISODE]
         if len(files) < FILES_PER_EPISODE:
             seen = set(files)
             files.extend([x for x in op.text_files if x not in seen][: FILES_PER_EPISODE - len(files)])
-        return list(map(self._terms.__getitem__, terms)), files
+        return terms, files
 
     def _snapshot(self, op: _Open) -> Episode:
         """The open segment as an :class:`Episode` (``closed=False``)."""
@@ -990,8 +988,7 @@ class EpisodeIndex:
 
     def term_id(self, term: str) -> int | None:
         """The dictionary id of ``term`` (``None`` when no episode has seen it)."""
-        self._count()
-        return self._terms.get(term)
+        return self._term_counts.term_id(term)
 
     def _current_file_ids(self, current_files: Sequence[str]) -> list[int]:
         """Ids of known files naming the same file as ``current_files`` (equal, or one a path
@@ -1049,8 +1046,8 @@ class EpisodeIndex:
             for i, (arr, values) in enumerate(zip(arrays, staged, strict=False)):
                 arr.stage(values)
                 lengths[i] += len(values)
-        self._count()
-        query_terms = sorted({tid for t in extract_terms(query_text) if (tid := self._terms.get(t)) is not None})
+        term_id = self._term_counts.term_id
+        query_terms = sorted({tid for t in extract_terms(query_text) if (tid := term_id(t)) is not None})
         a_terms_at, a_terms, a_files_at, a_files, a_markers, a_last = (
             arr.data[:m] for arr, m in zip(arrays, lengths, strict=False)
         )

@@ -17,6 +17,8 @@ Public entries (identical answers on both backends; ``tests/parity/test_parity.p
 * :func:`score_episodes` ``(CSR arrays..., now_seq, k) -> list[int]`` top-k episode indices
 * :func:`ascii_terms` ``(text: str) -> list[str]`` the episode index's lexical terms of an ASCII text
   (``ValueError`` when ``text`` is not ASCII, ``TypeError`` when it is not a str)
+* :class:`TermCounts` ``()`` the episode index's term dictionary and the open episode's term counts
+  (``add``, ``add_text``, ``chosen``, ``new_episode``, ``term_id``, ``ids``; see ``_py.TermCounts``)
 
 Array arguments accept numpy int64 arrays or sequences of ``int``. The C ABI
 over the same kernels is :mod:`latch.estimators.cabi`.
@@ -40,6 +42,7 @@ __all__ = [
     "suffix_start",
     "score_episodes",
     "ascii_terms",
+    "TermCounts",
     "MARKER_BITS",
     "STOP_WORDS",
 ]
@@ -60,11 +63,18 @@ made need needs want like one two now new yes okay please thanks thank i'm it's 
 """Words that are never episode terms (both backends; the native module holds the same list)."""
 
 # Resolved on first use by __getattr__, then bound as plain module globals (no per-call cost).
-_DISPATCHED = ("estimate_tokens", "estimate_tokens_batch", "suffix_start", "score_episodes", "ascii_terms")
+_DISPATCHED = (
+    "estimate_tokens",
+    "estimate_tokens_batch",
+    "suffix_start",
+    "score_episodes",
+    "ascii_terms",
+    "TermCounts",
+)
 _error: str | None = None
 
 if TYPE_CHECKING:  # what __getattr__ binds (same signatures on both backends)
-    from ._py import ascii_terms, estimate_tokens, estimate_tokens_batch, score_episodes, suffix_start
+    from ._py import TermCounts, ascii_terms, estimate_tokens, estimate_tokens_batch, score_episodes, suffix_start
 
     BACKEND: str
 

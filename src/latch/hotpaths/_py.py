@@ -44,7 +44,9 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import count, filterfalse, islice
 from typing import TYPE_CHECKING, Union
 
 if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command that makes none never imports it
@@ -290,3 +292,90 @@ def ascii_terms(text: str) -> list[str]:
     if not text.isascii():
         raise ValueError("ascii_terms: text must be ASCII (str.isascii())")
     return [w for w in _ASCII_WORD.findall(text.lower()) if w not in STOP_WORDS]
+
+
+class TermCounts:
+    """The episode index's term dictionary and the open episode's term counts (spec: "Episodes", "Terms and files").
+
+    The dictionary gives each term an id (0, 1, 2, ...) in order of first sighting over everything counted;
+    the open episode counts its terms, keeping them in their first-sighting order within it. Terms are strs
+    compared by code points (lone surrogates included). Counting is deferred to the next read: counting a batch
+    of terms at once gives the same counts and ids as counting each in turn.
+
+    * ``add(terms)``: count each str of ``terms`` (an iterable of str), in order.
+    * ``add_text(text, limit) -> bool``: when ``text`` is ASCII (``str.isascii()``), count
+      :func:`ascii_terms` of ``text[:limit]`` and return ``True``; else count nothing and return ``False``
+      (the caller extracts the terms itself). ``TypeError`` when ``text`` is not a str, ``ValueError`` when
+      ``limit < 0``.
+    * ``chosen(topic, k) -> list[int]``: the ids the open episode keeps, at most ``k``: the distinct terms of
+      ``topic`` first (in order; each must have been counted in this episode, else ``ValueError``), then the
+      most counted terms (ties: first sighting in the episode). ``ValueError`` when ``k < 0``.
+    * ``new_episode()``: the next terms count for a new open episode.
+    * ``term_id(term) -> int | None``; ``ids() -> dict[str, int]`` (id order); ``len()`` terms known.
+    """
+
+    __slots__ = ("_ids", "_counts", "_pending")
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+        self._counts: Counter[str] = Counter()  # the open episode's; first-sighting order, like the dictionary
+        self._pending: list[str] = []
+
+    def add(self, terms: Iterable[str]) -> None:
+        self._pending += terms
+
+    def add_text(self, text: str, limit: int) -> bool:
+        if not isinstance(text, str):
+            raise TypeError(f"TermCounts.add_text: text must be str, not {type(text).__name__}")
+        if limit < 0:
+            raise ValueError("TermCounts.add_text: limit must be >= 0")
+        if not text.isascii():
+            return False
+        self._pending += ascii_terms(text[:limit])
+        return True
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        counts = self._counts
+        known = len(counts)
+        counts.update(self._pending)
+        self._pending = []
+        if len(counts) > known:  # a term new to the dictionary is new to the episode: ids in first-sighting order
+            ids = self._ids  # (the new keys are distinct, so testing each just before it is added is exact)
+            ids.update(zip(filterfalse(ids.__contains__, islice(counts, known, None)), count(len(ids))))
+
+    def chosen(self, topic: Iterable[str], k: int) -> list[int]:
+        if k < 0:
+            raise ValueError("TermCounts.chosen: k must be >= 0")
+        self._flush()
+        counts = self._counts
+        topic = list(topic)
+        terms = list(dict.fromkeys(topic))[:k]
+        for t in terms:
+            if t not in counts:
+                raise ValueError(
+                    f"TermCounts.chosen: topic term {topic.index(t)} (of {len(topic)}) was not counted in this episode"
+                )
+        if len(terms) < k:
+            picked = set(terms)
+            # most counted first, ties in first-sighting order (the counter keeps it; a reverse sort is stable)
+            ranked = [t for t in sorted(counts, key=counts.__getitem__, reverse=True)[:k] if t not in picked]
+            terms.extend(ranked[: k - len(terms)])  # the k most counted hold every term still picked
+        return list(map(self._ids.__getitem__, terms))
+
+    def new_episode(self) -> None:
+        self._flush()
+        self._counts = Counter()
+
+    def term_id(self, term: str) -> int | None:
+        self._flush()
+        return self._ids.get(term)
+
+    def ids(self) -> dict[str, int]:
+        self._flush()
+        return dict(self._ids)
+
+    def __len__(self) -> int:
+        self._flush()
+        return len(self._ids)
