@@ -154,3 +154,50 @@ def test_extend_stress_events(benchmark):
         ratio_to_word_scan_cpu=round(min(build_cpu) / min(scan_cpu), 2),  # steadier than wall time under load
     )
     benchmark.pedantic(build, rounds=3, iterations=1)
+
+
+class _ListCounts(_py.TermCounts):
+    """The term counting as plain Python: every text's terms made into a list (``extract_terms``), counted in a
+    ``Counter`` per episode, ids in a dict (the reference counter, never taking a text in one pass)."""
+
+    __slots__ = ()
+
+    def add_text(self, text: str, limit: int) -> bool:
+        return False
+
+
+def test_extend_term_counts_native_vs_lists(benchmark, monkeypatch):
+    """The index built over 5,000 stress-scenario events with the native term counter (each ASCII text's terms
+    counted in one pass, no list of terms made) and with the same counting in plain Python, interleaved.
+    ``extra_info["ratio_lists_to_native_cpu"]`` is the plain build's CPU time over the native one's (> 1: the
+    native counter is faster); ``us_per_event_native`` / ``us_per_event_lists`` the best wall times."""
+    events = [
+        StoredEvent(seq=i, session_id="stress", kind=e.KIND, event=e, source_ref=None, ts=None)
+        for i, e in enumerate(itertools.islice(ScenarioModel(1).events(), 5_000), 1)
+    ]
+    native_counts = hotpaths.TermCounts
+
+    def build(counts) -> EpisodeIndex:
+        monkeypatch.setattr(hotpaths, "TermCounts", counts)
+        idx = EpisodeIndex()
+        idx.extend(events)
+        idx.episodes  # noqa: B018 (the open segment's terms chosen too)
+        return idx
+
+    walls: dict[str, list[float]] = {"native": [], "lists": []}
+    cpus: dict[str, list[float]] = {"native": [], "lists": []}
+    for _ in range(3):  # interleaved, so both see the same machine state
+        for name, counts in (("native", native_counts), ("lists", _ListCounts)):
+            c, t = time.process_time(), time.perf_counter()
+            build(counts)
+            walls[name].append(time.perf_counter() - t)
+            cpus[name].append(time.process_time() - c)
+    assert build(native_counts).episodes == build(_ListCounts).episodes
+    benchmark.extra_info.update(
+        events=len(events),
+        backend=hotpaths.BACKEND,
+        us_per_event_native=round(min(walls["native"]) / len(events) * 1e6, 2),
+        us_per_event_lists=round(min(walls["lists"]) / len(events) * 1e6, 2),
+        ratio_lists_to_native_cpu=round(min(cpus["lists"]) / min(cpus["native"]), 2),
+    )
+    benchmark.pedantic(build, args=(native_counts,), rounds=3, iterations=1)
