@@ -23,6 +23,7 @@
 namespace py = pybind11;
 
 void bind_term_counts(py::module_& m);  // term_counts.cpp
+PyObject* ascii_term_str(const char* w, std::size_t n);
 
 namespace {
 
@@ -309,10 +310,15 @@ private:
     std::size_t used_ = 0;
 };
 
+TermTable& term_table() {
+    static TermTable* table = new TermTable();  // never destroyed: it may outlive the interpreter's objects
+    return *table;
+}
+
 // The terms of an ASCII str as a list of str (see TermTable). No GIL release: the scan is one pass over
 // a text the caller bounds (episode fields, at most 16,384 characters) and each term is a Python str.
 py::list ascii_terms(const py::handle& text) {
-    static TermTable* table = new TermTable();  // never destroyed: it may outlive the interpreter's objects
+    TermTable* table = &term_table();
     PyObject* s = text.ptr();
     if (!PyUnicode_Check(s)) {
         throw py::type_error(std::string("ascii_terms: text must be str, not ") + Py_TYPE(s)->tp_name);
@@ -357,6 +363,10 @@ py::object fts_prepare_text(const py::handle& text) {
 }
 
 }  // namespace
+
+// The str of the ASCII term at `w` (`n` bytes), the one ascii_terms returns (a new reference), or nullptr
+// with a Python error set. With the GIL held.
+PyObject* ascii_term_str(const char* w, std::size_t n) { return term_table().get(w, n); }
 
 PYBIND11_MODULE(_native, m) {
     m.doc() = "Latch hot paths in C++ (same answers as latch.hotpaths._py; see latch.hotpaths).";

@@ -18,6 +18,8 @@
 
 namespace py = pybind11;
 
+PyObject* ascii_term_str(const char* w, std::size_t n);  // module.cpp: the str ascii_terms gives the term
+
 namespace {
 
 struct Key {
@@ -198,7 +200,7 @@ private:
     }
 
     // The id of the term `k` (hash `h`), a new one in first-sighting order when it is new: `obj` is its str
-    // (or nullptr: a 1-byte ASCII key, for which a str is made).
+    // (or nullptr: an ASCII term scanned from a text, whose str comes from ascii_term_str).
     std::int32_t intern(const Key& k, std::uint64_t h, PyObject* obj) {
         std::size_t mask = slots_.size() - 1;
         std::size_t i = static_cast<std::size_t>(h) & mask;
@@ -208,12 +210,11 @@ private:
             }
             i = (i + 1) & mask;
         }
-        if (obj == nullptr) {
-            obj = PyUnicode_New(static_cast<Py_ssize_t>(k.length), 127);
+        if (obj == nullptr) {  // the str ascii_terms hands out for it: one object for both
+            obj = ascii_term_str(static_cast<const char*>(k.data), k.length);
             if (obj == nullptr) {
                 throw py::error_already_set();
             }
-            std::memcpy(PyUnicode_DATA(obj), k.data, k.length);
         } else {
             Py_INCREF(obj);
         }

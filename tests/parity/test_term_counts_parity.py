@@ -219,3 +219,10 @@ def test_episode_terms_same_on_both_backends_and_as_plain_counting(events):
     assert [dataclasses.astuple(e) for e in built.episodes] == [dataclasses.astuple(e) for e in reference.episodes]
     assert built._terms == reference._terms
     assert [e.term_ids for e in built.episodes] == _plain_term_ids(events, built)
+
+
+def test_native_terms_scanned_from_text_are_the_strs_ascii_terms_gives():
+    """One str object per ASCII term, whichever way it was read (the dictionary holds no copies)."""
+    tc = native.TermCounts()
+    tc.add_text("Parser cache", SCAN_CHARS)
+    assert [t is u for t, u in zip(tc.ids(), native.ascii_terms("parser cache"), strict=True)] == [True, True]
