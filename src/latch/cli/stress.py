@@ -4,7 +4,8 @@ the spec's stress guarantees at volume.
 Runs :func:`latch.bench.stress.run_stress` in a fresh temporary store (or ``--db``), shows a
 progress bar, then the report: every check with its evidence, throughput (events/s,
 materializations/s), materialize p50/p99 by history size, peak memory. Exit status 1 when a check
-fails.
+fails. The run materializes in this process with the garbage collector set for a long run
+(:func:`run_collector`, :data:`RUN_GC_THRESHOLDS`), given back as it was afterwards.
 
 With ``--shards K`` (K > 1, or any K with ``--scheduler``) the run is K independent shards, each its own
 temporary store and session (:mod:`latch.bench.shards`: the event split, the seed rule, the aggregate), on
