@@ -45,16 +45,21 @@ not measurements**, since this box has two cores.
 
 * ``amdahl_efficiency_8``/``_16`` (and ``projected_efficiency_8_one_process``/``_16_one_process``): Amdahl's law,
   the job work ``jobs_seconds`` assumed to divide evenly over the workers. It does not: one job can be a large share
-  of the work (``longest_job_seconds``, ``longest_job_share``), and no number of workers finishes before it.
+  of the work (``longest_job_seconds``, ``longest_job_share``; ``longest_job``: its engine, session and budget), and no number of workers finishes before it.
 * ``projected_efficiency_8``/``_16``: each job's own seconds (measured in the one-worker run: the time between one
   job's row and the next, its fork included) replayed on ``N`` cores in the order :func:`~latch.bench.runner.run_bench`
-  submits them, each core taking the next job once free, and each tokens panel taking a core once its session's
+  submits them (:func:`~latch.bench.runner.submission_order`: the costliest first by an estimate made before
+  running), each core taking the next job once free, and each tokens panel taking a core once its session's
   jobs are done (the plot workers share the cores with the jobs): ``jobs_makespan_N_seconds``. Efficiency is
   ``T1 / (N * TN)`` with ``TN = serial_seconds + jobs_makespan_N_seconds`` and ``T1 = serial_seconds +
   jobs_seconds``: the panels cost the N-worker run cores but are no work of the one-worker run's (its plot workers
   draw them on other cores), so they never raise the efficiency. The jobs are timed without plot workers beside
   them (they would stretch the jobs on this box's two cores and so inflate the work); the figures after the jobs
-  are assumed to find free cores (at 8 or 16 workers, once the jobs are done, they do).
+  are assumed to find free cores (at 8 or 16 workers, once the jobs are done, they do). Beside it, the same
+  replay in two other orders: ``jobs_makespan_N_seconds_by_size`` the biggest sessions first (their file size
+  alone, engine and budget aside), ``jobs_makespan_N_seconds_by_measured`` the longest first by the measured
+  seconds (what no estimate made before running can beat by ordering), and their efficiencies
+  ``projected_efficiency_N_by_size``/``_by_measured``.
 
 Run: ``python -m pytest benchmarks/test_bench_serial.py --benchmark-only``
 """
@@ -77,7 +82,7 @@ from latch.bench import executor, plots
 from latch.bench.panels import assemble, draw_panel, panel_lines, panel_order
 from latch.bench.plots import Plotter, budget_plot_files, draw_budget_figure, write_plot
 from latch.bench.report import write_report
-from latch.bench.runner import discover_sessions, parse_budgets, run_bench
+from latch.bench.runner import discover_sessions, parse_budgets, run_bench, submission_order
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 SUBSET = [
@@ -203,21 +208,27 @@ def _measure(tmp: Path) -> dict[str, float]:
     )
     figures.update(_dask_costs())
 
-    stamps: list[tuple[float, tuple[str, str]]] = []
+    stamps: list[tuple[float, tuple[str, str, str]]] = []
     start = time.perf_counter()
     results = run_bench(
         ENGINES,
         sessions,
         budgets,
         jobs=1,
-        on_row=lambda row: stamps.append((time.perf_counter(), (row["budget"], row["session"]))),
+        on_row=lambda row: stamps.append((time.perf_counter(), (row["engine"], row["session"], row["budget"]))),
     )
     figures["jobs_seconds"] = time.perf_counter() - start
     assert results and not any("error" in r for r in results)
     figures["jobs"] = len(results)
-    ends = [start] + [at for at, _ in stamps]  # one worker: each job's own seconds, in the order they were submitted
-    job_seconds = [(ends[k + 1] - ends[k], key) for k, (_, key) in enumerate(stamps)]
-    figures["longest_job_seconds"] = max(s for s, _ in job_seconds)
+    ends = [start] + [at for at, _ in stamps]  # one worker: each job's own seconds, its row the one after the last
+    seconds_of = {key: ends[k + 1] - ends[k] for k, (_, key) in enumerate(stamps)}
+    figures["longest_job_seconds"] = max(seconds_of.values())
+    figures["longest_job"] = " ".join(max(seconds_of, key=lambda k: seconds_of[k]))  # type: ignore[assignment]
+    plan = [(e, s, b) for e in ENGINES for s in sessions for b in budgets]  # run_bench's plan, in its order
+    keys = [(e, s.name, b.name) for e, s, b in plan]
+    submitted = [keys[i] for i in submission_order(plan)]
+    by_size = [keys[i] for i in sorted(range(len(plan)), key=lambda i: -plan[i][1].weight)]
+    by_measured = sorted(keys, key=lambda k: -seconds_of[k])
 
     per_figure = []
     (tmp / "figures").mkdir()
@@ -275,7 +286,9 @@ def _measure(tmp: Path) -> dict[str, float]:
     figures["panels_seconds"] = panels_work
     figures["plots_after_jobs_critical_seconds"] = max(tails)
     for n in (8, 16):
-        figures[f"jobs_makespan_{n}_seconds"] = _makespan(job_seconds, panel_seconds, n)
+        for name, order in (("", submitted), ("_by_size", by_size), ("_by_measured", by_measured)):
+            jobs = [(seconds_of[k], (k[2], k[1])) for k in order]
+            figures[f"jobs_makespan_{n}_seconds{name}"] = _makespan(jobs, panel_seconds, n)
     return figures
 
 
@@ -348,10 +361,10 @@ def test_serial_part_and_fixed_cost_per_job(benchmark, tmp_path):
     )
     work_one = work = figures["jobs_seconds"]  # the panels are no work of the jobs' (see the module docstring)
 
-    def scheduled(n: int, serial: float = after) -> float:
-        return (serial + work) / (n * (serial + figures[f"jobs_makespan_{n}_seconds"]))
+    def scheduled(n: int, serial: float = after, order: str = "") -> float:
+        return (serial + work) / (n * (serial + figures[f"jobs_makespan_{n}_seconds{order}"]))
 
-    benchmark.extra_info.update({k: round(v, 4) for k, v in figures.items()})
+    benchmark.extra_info.update({k: round(v, 4) if isinstance(v, float) else v for k, v in figures.items()})
     benchmark.extra_info.update(
         serial_seconds_one_process=round(before, 3),
         serial_seconds=round(after, 3),
@@ -367,6 +380,10 @@ def test_serial_part_and_fixed_cost_per_job(benchmark, tmp_path):
         amdahl_efficiency_16=round(_amdahl(after, work, 16), 3),
         projected_efficiency_8=round(scheduled(8), 3),
         projected_efficiency_16=round(scheduled(16), 3),
+        projected_efficiency_8_by_size=round(scheduled(8, order="_by_size"), 3),
+        projected_efficiency_16_by_size=round(scheduled(16, order="_by_size"), 3),
+        projected_efficiency_8_by_measured=round(scheduled(8, order="_by_measured"), 3),
+        projected_efficiency_16_by_measured=round(scheduled(16, order="_by_measured"), 3),
         projected_efficiency_8_server_after_plugins=round(scheduled(8, after_server_after_plugins), 3),
         projected_efficiency_16_server_after_plugins=round(scheduled(16, after_server_after_plugins), 3),
     )
