@@ -121,3 +121,16 @@ def test_the_figure_drawn_in_workers_as_rows_come_in_is_the_one_drawn_here(tmp_p
         assert mine.shape == (round(panels.HEADER_INCHES * panels.DPI) + 2 * tile_h, 3 * tile_w, 4)
         assert len(names) == 5
         assert np.array_equal(mine, theirs)
+
+
+def test_a_panel_drawn_on_the_kept_figure_is_the_same_bytes_as_on_a_new_one():
+    rng = random.Random(11)
+    cases = []
+    for k in range(24):
+        n = (0, 1, 3, 40, 0, 300)[k % 6]  # an empty session after a full one: no limits kept from it
+        top = (1e3, 3e4, 2e5)[k % 3]
+        lines = [(e, [None if rng.random() < 0.05 else rng.random() * top for _ in range(n)]) for e in ENGINES]
+        cases.append((f"s{k}" + "-long-name" * (k % 4), lines, k % 5 == 0))
+    for session, lines, legend in cases:
+        kept = panels.draw_panel(session, lines, legend=legend)
+        assert kept == panels.rendered(panels.panel_figure(session, lines, legend=legend)), session
