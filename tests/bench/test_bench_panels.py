@@ -134,3 +134,20 @@ def test_a_panel_drawn_on_the_kept_figure_is_the_same_bytes_as_on_a_new_one():
     for session, lines, legend in cases:
         kept = panels.draw_panel(session, lines, legend=legend)
         assert kept == panels.rendered(panels.panel_figure(session, lines, legend=legend)), session
+
+
+def test_a_saved_png_reads_back_as_the_same_pixels_at_the_bench_dpi(tmp_path):
+    from PIL import Image
+
+    rng = np.random.default_rng(5)
+    canvas = np.full((2 * panels.STRIP_ROWS + 37, 61, 4), 255, dtype=np.uint8)  # three strips, the last a short one
+    canvas[::7] = rng.integers(0, 256, size=canvas[::7].shape, dtype=np.uint8)  # noise rows between white ones
+    path = panels.save_png(tmp_path / "sub" / "figure.png", canvas)
+    with Image.open(path) as image:
+        assert image.mode == "RGBA" and image.size == (61, canvas.shape[0])
+        assert np.array_equal(np.asarray(image), canvas)
+        assert tuple(round(d) for d in image.info["dpi"]) == (panels.DPI, panels.DPI)
+        assert image.info["Software"].startswith("Matplotlib version")
+    assert np.array_equal((mpimg.imread(path) * 255).round().astype(np.uint8), canvas)
+    again = panels.save_png(tmp_path / "again.png", canvas)
+    assert again.read_bytes() == path.read_bytes()

@@ -11,6 +11,7 @@ RGBA pixels, zlib-compressed (mostly white: a few tens of KB).
 
 from __future__ import annotations
 
+import os
 import threading
 import zlib
 from collections.abc import Mapping, Sequence
@@ -23,6 +24,7 @@ __all__ = [
     "COLUMNS",
     "DPI",
     "HEADER_INCHES",
+    "STRIP_ROWS",
     "TILE_INCHES",
     "Lines",
     "assemble",
@@ -139,18 +141,52 @@ def tile_pixels(tile: bytes, width: int) -> Any:
     return np.frombuffer(raw, dtype=np.uint8, offset=4).reshape(int.from_bytes(raw[:4], "big"), width, 4)
 
 
-def save_png(path: Path, canvas: Any) -> Path:
-    """The RGBA array ``canvas`` as a PNG at ``path`` (:data:`DPI`, zlib level 3, as every other figure of the bench:
-    matplotlib's own PNG writer is this one, Pillow), written atomically. Returns ``path``."""
-    import matplotlib  # optional dependency (the bench extra), with Pillow and numpy
-    from PIL import Image
-    from PIL.PngImagePlugin import PngInfo
+STRIP_ROWS = 256
+"""Image rows per compressed strip of :func:`save_png` (each strip compressed on its own, at once on the cores)."""
 
-    info = PngInfo()
-    info.add_text("Software", f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/")
+
+def save_png(path: Path, canvas: Any) -> Path:
+    """The RGBA array ``canvas`` (height × width × 4, ``uint8``) as a PNG at ``path``, written atomically: 8-bit RGBA,
+    :data:`DPI` (``pHYs``), the same ``Software`` text as matplotlib's figures, each row unfiltered and the image
+    zlib-compressed at level 3 in strips of :data:`STRIP_ROWS` rows, the strips on a thread each (zlib runs beside
+    the others): the bytes do not depend on the cores, and a tall tokens figure encodes in about a third of
+    Pillow's time (its per-row filter choice) at a few percent more bytes. Returns ``path``."""
+    import struct
+    from concurrent.futures import ThreadPoolExecutor
+
+    import matplotlib  # optional dependency (the bench extra), with numpy
+    import numpy as np
+
+    height, width, _ = canvas.shape
+    rows = np.empty((height, 1 + width * 4), dtype=np.uint8)
+    rows[:, 0] = 0  # filter type None
+    rows[:, 1:] = canvas.reshape(height, width * 4)
+    data = memoryview(rows.reshape(-1))
+    step = STRIP_ROWS * rows.shape[1]
+    strips = [data[i : i + step] for i in range(0, len(data), step)]
+
+    def deflate(k: int) -> bytes:
+        z = zlib.compressobj(3, zlib.DEFLATED, -15)  # raw deflate: the strips join into one zlib stream
+        return z.compress(strips[k]) + z.flush(zlib.Z_FINISH if k == len(strips) - 1 else zlib.Z_FULL_FLUSH)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(strips), os.cpu_count() or 1))) as pool:
+        parts = list(pool.map(deflate, range(len(strips))))
+    parts[0] = b"\x78\x5e" + parts[0]  # the zlib header: deflate, 32K window, level 3's flag
+    parts[-1] += struct.pack(">I", zlib.adler32(data))
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    per_metre = round(DPI / 0.0254)
+    software = f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/"
     path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
-        Image.fromarray(canvas, "RGBA").save(tmp, format="png", compress_level=3, dpi=(DPI, DPI), pnginfo=info)
+    with atomic_path(path) as tmp, open(tmp, "wb") as out:
+        out.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)))
+        out.write(chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1)))
+        out.write(chunk(b"tEXt", b"Software\0" + software.encode("latin-1")))
+        for part in parts:
+            out.write(chunk(b"IDAT", part))
+        out.write(chunk(b"IEND", b""))
     return path
 
 
