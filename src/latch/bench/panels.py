@@ -161,7 +161,7 @@ def save_png(path: Path, canvas: Any) -> Path:
     rows = np.empty((height, 1 + width * 4), dtype=np.uint8)
     rows[:, 0] = 0  # filter type None
     rows[:, 1:] = canvas.reshape(height, width * 4)
-    data = memoryview(rows.reshape(-1))
+    data = memoryview(rows.reshape(-1).data)
     step = STRIP_ROWS * rows.shape[1]
     strips = [data[i : i + step] for i in range(0, len(data), step)]
 
