@@ -32,6 +32,7 @@ __all__ = [
     "panel_figure",
     "panel_lines",
     "panel_order",
+    "png_canvas",
     "pyplot",
     "rendered",
     "save_png",
@@ -141,6 +142,27 @@ def tile_pixels(tile: bytes, width: int) -> Any:
     return np.frombuffer(raw, dtype=np.uint8, offset=4).reshape(int.from_bytes(raw[:4], "big"), width, 4)
 
 
+def png_canvas(height: int, width: int) -> Any:
+    """A white RGBA canvas (a numpy ``uint8`` array, height × width × 4) that :func:`save_png` writes without
+    copying it: a view of the PNG's rows (each row after its filter byte)."""
+    import numpy as np
+
+    rows = np.full((height, 1 + width * 4), 255, dtype=np.uint8)
+    rows[:, 0] = 0  # filter type None
+    return rows[:, 1:].reshape(height, width, 4)
+
+
+def _png_rows(canvas: Any) -> Any:
+    """The PNG rows ``canvas`` is a view of (:func:`png_canvas`), else ``None``."""
+    rows = canvas.base
+    height, width, _ = canvas.shape
+    if rows is None or rows.shape != (height, 1 + width * 4) or not rows.flags.c_contiguous:
+        return None
+    if canvas.__array_interface__["data"][0] != rows.__array_interface__["data"][0] + 1:
+        return None
+    return rows
+
+
 STRIP_ROWS = 256
 """Image rows per compressed strip of :func:`save_png` (each strip compressed on its own, at once on the cores)."""
 
@@ -155,12 +177,15 @@ def save_png(path: Path, canvas: Any) -> Path:
     from concurrent.futures import ThreadPoolExecutor
 
     import matplotlib  # optional dependency (the bench extra), with numpy
-    import numpy as np
 
     height, width, _ = canvas.shape
-    rows = np.empty((height, 1 + width * 4), dtype=np.uint8)
-    rows[:, 0] = 0  # filter type None
-    rows[:, 1:] = canvas.reshape(height, width * 4)
+    rows = _png_rows(canvas)
+    if rows is None:  # a canvas of its own: copied into rows
+        import numpy as np
+
+        rows = np.empty((height, 1 + width * 4), dtype=np.uint8)
+        rows[:, 0] = 0  # filter type None
+        rows[:, 1:] = canvas.reshape(height, width * 4)
     data = memoryview(rows.reshape(-1).data)
     step = STRIP_ROWS * rows.shape[1]
     strips = [data[i : i + step] for i in range(0, len(data), step)]
@@ -246,18 +271,22 @@ def assemble(path: Path, budget: str, names: Sequence[str], tiles: Mapping[str, 
     """The tokens figure of ``budget`` at ``path`` (PNG, :data:`DPI`, zlib level 3, written atomically): the title
     strip, then the tile of each of ``names`` (in that order, :data:`COLUMNS` a row, blank cells after the last);
     ``tiles`` maps each name to :func:`draw_panel`'s bytes. Returns ``path``."""
-    import numpy as np
+    from concurrent.futures import ThreadPoolExecutor
 
     tile_w, tile_h = _pixels(*TILE_INCHES)
     cols = min(COLUMNS, len(names))
     rows = -(-len(names) // cols)
     header = _title(budget, cols * tile_w)
-    canvas = np.full((header.shape[0] + rows * tile_h, cols * tile_w, 4), 255, dtype=np.uint8)
+    canvas = png_canvas(header.shape[0] + rows * tile_h, cols * tile_w)
     canvas[: header.shape[0]] = header
-    for k, name in enumerate(names):
+
+    def paste(k: int) -> None:  # each tile decompressed into its own cell, the tiles at once (zlib beside the GIL)
         y = header.shape[0] + (k // cols) * tile_h
         x = (k % cols) * tile_w
-        canvas[y : y + tile_h, x : x + tile_w] = tile_pixels(tiles[name], tile_w)
+        canvas[y : y + tile_h, x : x + tile_w] = tile_pixels(tiles[names[k]], tile_w)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(names), os.cpu_count() or 1))) as pool:
+        list(pool.map(paste, range(len(names))))
     return save_png(path, canvas)
 
 
