@@ -37,8 +37,8 @@ def _loaded_in_task() -> dict:
 
 
 def _deferred_left() -> list[str]:
-    """The module-level regular expressions and data class methods of the loaded ``latch`` modules still left to
-    their first use."""
+    """The module-level regular expressions and data class ``__init__`` methods of the loaded ``latch`` modules still
+    left to their first use."""
     from latch.lazyre import _LazyPattern
     from latch.records import _Lazy
 
@@ -53,7 +53,7 @@ def _deferred_left() -> list[str]:
                 except AttributeError:
                     left.append(f"{name}.{key}")
             elif isinstance(value, type) and value.__module__ == name:
-                left += [f"{name}.{key}.{a}" for a, m in vars(value).items() if isinstance(m, _Lazy)]
+                left += [f"{name}.{key}.__init__"] if isinstance(vars(value).get("__init__"), _Lazy) else []
     return left
 
 
