@@ -80,11 +80,10 @@ from pathlib import Path
 
 import pytest
 
-from latch.bench import executor, plots
+from latch.bench import executor, plots, runner
 from latch.bench.panels import assemble, draw_panel, panel_lines, panel_order
 from latch.bench.plots import Plotter, budget_plot_files, draw_budget_figure, write_plot
 from latch.bench.report import write_report
-from latch.bench import runner
 from latch.bench.runner import discover_sessions, parse_budgets, run_bench
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
