@@ -2,9 +2,10 @@
 per session (longest first), one line per engine, in a grid of :data:`COLUMNS` columns under a title.
 
 Every panel is a tile of the same size (:data:`TILE_INCHES` at :data:`DPI`, margins set in inches), so a panel
-draws alone, in any process (each process on one figure of its own, :func:`draw_panel`) and as soon as its session's
-jobs are done, and the figure is the tiles pasted in order under a title strip (:func:`assemble`): the same pixels whether the panels were drawn one after another
-here (:func:`write_tokens_figure`) or in :class:`~latch.bench.plots.Plotter`'s workers while the other jobs ran.
+draws alone, in any process (each process on one figure of its own, :func:`draw_panel`) and as soon as its
+session's jobs are done, and the figure is the tiles pasted in order under a title strip (:func:`assemble`): the
+same pixels whether the panels were drawn one after another here (:func:`write_tokens_figure`) or in
+:class:`~latch.bench.plots.Plotter`'s workers while the other jobs ran.
 The legend (the engines) is on the first panel, drawn once the order is known. A panel is returned as its
 RGBA pixels, zlib-compressed (mostly white: a few tens of KB).
 """

@@ -91,6 +91,9 @@ __all__ = [
     "job_cost",
     "submission_order",
     "ENGINE_COST",
+    "BYTES_PER_TOKEN",
+    "VIEW_FREE_SHARE",
+    "SCENARIO_EVENT_BYTES",
     "DEFAULT_BUDGETS",
     "SCENARIO_EVENTS",
 ]
@@ -98,8 +101,9 @@ __all__ = [
 DEFAULT_BUDGETS = "256k:32k:64k,32k:4k:8k"
 SCENARIO_EVENTS = 3_000
 SCENARIO_EVENT_BYTES = 4_000
-"""A generated event's weight in transcript bytes for :func:`job_cost`: a scenario job costs about what a
-transcript of that size costs (its events are dense: a tool call or result every event, one request in three)."""
+"""A generated event's weight in transcript bytes for :func:`job_cost`: about a corpus event's (2 to 6 KB in the
+corpus's long sessions; the scenario is shaped on the corpus), so the 3,000-event scenario's jobs, the longest of a
+default run, go first."""
 ENGINE_COST = {"continuity": 2.0}
 """Each engine's cost per job relative to an engine that only trims the history (1.0, also any engine not
 listed): a ``continuity`` job also derives state, segments episodes and searches the archive (about twice a
