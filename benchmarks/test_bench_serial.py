@@ -4,7 +4,9 @@ By Amdahl's law a run of serial seconds ``S`` (start-up, discovery, the task ser
 job work ``P`` (the jobs' own seconds plus each job's fixed cost) takes ``S + P / N`` on ``N`` workers; its
 efficiency is ``(S + P) / (N * (S + P / N))``. This box has two cores, so efficiency at 8 or 16 workers cannot be
 measured here; what is measured here, in one run, is ``S`` and ``P`` (seconds, in ``extra_info``), over
-:data:`SUBSET` (two engines, budget ``32k:4k:8k``; ``LATCH_BENCH_FULL=1``: every corpus session, two budgets):
+:data:`SUBSET` (two engines, budget ``32k:4k:8k``; ``LATCH_BENCH_FULL=1``: every corpus session, two budgets;
+``LATCH_BENCH_SCENARIO_EVENTS=N``: also the generated scenario of ``N`` events that ``latch bench`` adds by default,
+``3000``, whose jobs are the longest; default ``0``, none):
 
 * ``startup_seconds``: a fresh interpreter importing ``latch bench``'s command (``latch.cli.main``,
   ``latch.cli.bench``);
@@ -45,16 +47,21 @@ not measurements**, since this box has two cores.
 
 * ``amdahl_efficiency_8``/``_16`` (and ``projected_efficiency_8_one_process``/``_16_one_process``): Amdahl's law,
   the job work ``jobs_seconds`` assumed to divide evenly over the workers. It does not: one job can be a large share
-  of the work (``longest_job_seconds``, ``longest_job_share``), and no number of workers finishes before it.
+  of the work (``longest_job_seconds``, ``longest_job_share``; ``longest_job``: its engine, session and budget), and no number of workers finishes before it.
 * ``projected_efficiency_8``/``_16``: each job's own seconds (measured in the one-worker run: the time between one
   job's row and the next, its fork included) replayed on ``N`` cores in the order :func:`~latch.bench.runner.run_bench`
-  submits them, each core taking the next job once free, and each tokens panel taking a core once its session's
+  submits them (:func:`~latch.bench.runner.submission_order`: the costliest first by an estimate made before
+  running), each core taking the next job once free, and each tokens panel taking a core once its session's
   jobs are done (the plot workers share the cores with the jobs): ``jobs_makespan_N_seconds``. Efficiency is
   ``T1 / (N * TN)`` with ``TN = serial_seconds + jobs_makespan_N_seconds`` and ``T1 = serial_seconds +
   jobs_seconds``: the panels cost the N-worker run cores but are no work of the one-worker run's (its plot workers
   draw them on other cores), so they never raise the efficiency. The jobs are timed without plot workers beside
   them (they would stretch the jobs on this box's two cores and so inflate the work); the figures after the jobs
-  are assumed to find free cores (at 8 or 16 workers, once the jobs are done, they do).
+  are assumed to find free cores (at 8 or 16 workers, once the jobs are done, they do). Beside it, the same
+  replay in two other orders: ``jobs_makespan_N_seconds_by_size`` the biggest sessions first (their file size
+  alone, engine and budget aside), ``jobs_makespan_N_seconds_by_measured`` the longest first by the measured
+  seconds (what no estimate made before running can beat by ordering), and their efficiencies
+  ``projected_efficiency_N_by_size``/``_by_measured``.
 
 Run: ``python -m pytest benchmarks/test_bench_serial.py --benchmark-only``
 """
@@ -73,7 +80,7 @@ from pathlib import Path
 
 import pytest
 
-from latch.bench import executor, plots
+from latch.bench import executor, plots, runner
 from latch.bench.panels import assemble, draw_panel, panel_lines, panel_order
 from latch.bench.plots import Plotter, budget_plot_files, draw_budget_figure, write_plot
 from latch.bench.report import write_report
@@ -87,6 +94,7 @@ SUBSET = [
     "openhands/basic_gui_mode.json",
 ]
 FULL = os.environ.get("LATCH_BENCH_FULL") == "1"
+SCENARIO_EVENTS = int(os.environ.get("LATCH_BENCH_SCENARIO_EVENTS", "0"))
 ENGINES = ["continuity", "sliding-window"]
 TRIVIAL_TASKS = 8
 
@@ -116,7 +124,7 @@ from latch.bench.runner import check_plugins
 plugins.configure(load_config(None))
 check_plugins(sorted(plugins.registered_engines()))
 backend = executor.Backend(1)
-discover_sessions(sys.argv[2], None, scenario_events=0)
+discover_sessions(sys.argv[2], None, scenario_events=int(sys.argv[3]))
 assert executor.run_tasks(dict, [({"t": 0}, ())], backend=backend) == [{}]
 print(time.perf_counter() - start)
 """
@@ -128,7 +136,10 @@ print(time.perf_counter() - start)
 def _until_first_task(order: str, corpus: Path) -> float:
     subprocess.run([sys.executable, "-c", "import latch.cli.main, latch.cli.bench"], check=True)  # warm file cache
     out = subprocess.run(
-        [sys.executable, "-c", _UNTIL_FIRST_TASK, order, str(corpus)], check=True, capture_output=True, text=True
+        [sys.executable, "-c", _UNTIL_FIRST_TASK, order, str(corpus), str(SCENARIO_EVENTS)],
+        check=True,
+        capture_output=True,
+        text=True,
     )
     return float(out.stdout.strip())
 
@@ -182,7 +193,7 @@ def _measure(tmp: Path) -> dict[str, float]:
             shutil.copy(CORPUS / rel, corpus / rel)
         budgets = parse_budgets("32k:4k:8k")
     start = time.perf_counter()
-    sessions = discover_sessions(corpus, None, scenario_events=0)
+    sessions = discover_sessions(corpus, None, scenario_events=SCENARIO_EVENTS)
     figures["discovery_seconds"] = time.perf_counter() - start
 
     _stop_server()
@@ -192,7 +203,7 @@ def _measure(tmp: Path) -> dict[str, float]:
     _stop_server()
     start = time.perf_counter()
     executor.start_task_server()
-    discover_sessions(corpus, None, scenario_events=0)
+    discover_sessions(corpus, None, scenario_events=SCENARIO_EVENTS)
     _first_task()
     figures["server_and_discovery_seconds"] = time.perf_counter() - start
     for order in ("server-after-plugins", "server-first"):
@@ -203,21 +214,28 @@ def _measure(tmp: Path) -> dict[str, float]:
     )
     figures.update(_dask_costs())
 
-    stamps: list[tuple[float, tuple[str, str]]] = []
+    stamps: list[tuple[float, tuple[str, str, str]]] = []
     start = time.perf_counter()
     results = run_bench(
         ENGINES,
         sessions,
         budgets,
         jobs=1,
-        on_row=lambda row: stamps.append((time.perf_counter(), (row["budget"], row["session"]))),
+        on_row=lambda row: stamps.append((time.perf_counter(), (row["engine"], row["session"], row["budget"]))),
     )
     figures["jobs_seconds"] = time.perf_counter() - start
     assert results and not any("error" in r for r in results)
     figures["jobs"] = len(results)
-    ends = [start] + [at for at, _ in stamps]  # one worker: each job's own seconds, in the order they were submitted
-    job_seconds = [(ends[k + 1] - ends[k], key) for k, (_, key) in enumerate(stamps)]
-    figures["longest_job_seconds"] = max(s for s, _ in job_seconds)
+    ends = [start] + [at for at, _ in stamps]  # one worker: each job's own seconds, its row the one after the last
+    seconds_of = {key: ends[k + 1] - ends[k] for k, (_, key) in enumerate(stamps)}
+    figures["longest_job_seconds"] = max(seconds_of.values())
+    figures["longest_job"] = " ".join(max(seconds_of, key=lambda k: seconds_of[k]))  # type: ignore[assignment]
+    plan = [(e, s, b) for e in ENGINES for s in sessions for b in budgets]  # run_bench's plan, in its order
+    keys = [(e, s.name, b.name) for e, s, b in plan]
+    by_size = [keys[i] for i in sorted(range(len(plan)), key=lambda i: -plan[i][1].weight)]
+    # the runner's order (a runner that orders by session size alone has no submission_order)
+    submitted = [keys[i] for i in runner.submission_order(plan)] if hasattr(runner, "submission_order") else by_size
+    by_measured = sorted(keys, key=lambda k: -seconds_of[k])
 
     per_figure = []
     (tmp / "figures").mkdir()
@@ -275,7 +293,9 @@ def _measure(tmp: Path) -> dict[str, float]:
     figures["panels_seconds"] = panels_work
     figures["plots_after_jobs_critical_seconds"] = max(tails)
     for n in (8, 16):
-        figures[f"jobs_makespan_{n}_seconds"] = _makespan(job_seconds, panel_seconds, n)
+        for name, order in (("", submitted), ("_by_size", by_size), ("_by_measured", by_measured)):
+            jobs = [(seconds_of[k], (k[2], k[1])) for k in order]
+            figures[f"jobs_makespan_{n}_seconds{name}"] = _makespan(jobs, panel_seconds, n)
     return figures
 
 
@@ -348,10 +368,10 @@ def test_serial_part_and_fixed_cost_per_job(benchmark, tmp_path):
     )
     work_one = work = figures["jobs_seconds"]  # the panels are no work of the jobs' (see the module docstring)
 
-    def scheduled(n: int, serial: float = after) -> float:
-        return (serial + work) / (n * (serial + figures[f"jobs_makespan_{n}_seconds"]))
+    def scheduled(n: int, serial: float = after, order: str = "") -> float:
+        return (serial + work) / (n * (serial + figures[f"jobs_makespan_{n}_seconds{order}"]))
 
-    benchmark.extra_info.update({k: round(v, 4) for k, v in figures.items()})
+    benchmark.extra_info.update({k: round(v, 4) if isinstance(v, float) else v for k, v in figures.items()})
     benchmark.extra_info.update(
         serial_seconds_one_process=round(before, 3),
         serial_seconds=round(after, 3),
@@ -367,6 +387,10 @@ def test_serial_part_and_fixed_cost_per_job(benchmark, tmp_path):
         amdahl_efficiency_16=round(_amdahl(after, work, 16), 3),
         projected_efficiency_8=round(scheduled(8), 3),
         projected_efficiency_16=round(scheduled(16), 3),
+        projected_efficiency_8_by_size=round(scheduled(8, order="_by_size"), 3),
+        projected_efficiency_16_by_size=round(scheduled(16, order="_by_size"), 3),
+        projected_efficiency_8_by_measured=round(scheduled(8, order="_by_measured"), 3),
+        projected_efficiency_16_by_measured=round(scheduled(16, order="_by_measured"), 3),
         projected_efficiency_8_server_after_plugins=round(scheduled(8, after_server_after_plugins), 3),
         projected_efficiency_16_server_after_plugins=round(scheduled(16, after_server_after_plugins), 3),
     )

@@ -6,7 +6,7 @@ import json
 
 from corpus_support import REPO
 
-from latch.bench.coverage import CoverageProbe, WorkingSetProbe, identifiers
+from latch.bench.coverage import CoverageProbe, WorkingSetProbe, _tail, identifiers, view_text
 from latch.bench.report import markdown_table, verdicts
 from latch.bench.runner import Budget, SessionSource, run_job
 from latch.bench.summary import summarize
@@ -144,3 +144,75 @@ def test_the_verdict_compares_with_the_best_baseline_that_refused_no_more():
         "- **32k**: continuity covers 80.0% of the needed context < sliding-window's 85.0% "
         "(the best baseline) at 33% of its dollars; on the cost/coverage frontier."
     ]
+
+
+class _WholeText:
+    """The working-set rule read literally: every path touched so far searched in the view's whole text."""
+
+    def __init__(self, events):
+        self._events, self._paths = list(events), {}
+
+    def score(self, view, until_seq, *, text=None):
+        for stored in self._events:
+            if stored.seq <= until_seq:
+                for call in getattr(stored.event, "tool_calls", ()) or ():
+                    self._paths.update((p, None) for p in call.paths() if 0 < len(p) < 300)
+        if not self._paths:
+            return 0, 0
+        text = view_text(view) if text is None else text
+        return len(self._paths), sum(1 for p in self._paths if p in text or _tail(p) in text)
+
+
+def _read(seq, path):
+    return _Stored(seq, AssistantMessage("", (ToolCall(f"c{seq}", "Read", json.dumps({"file_path": path})),)))
+
+
+def test_the_working_set_is_the_whole_texts_when_a_path_spans_two_strings_or_a_string_comes_back():
+    events = [_read(1, "/r/src/app.py"), _read(2, "/r/odd\nname.py"), _read(3, "/r/lib/util.py")]
+    both = "src/app.py, then lib/util.py"
+    views = [  # (until_seq, the view's messages)
+        (1, (ViewMessage("user", both), ViewMessage("user", "nothing"))),
+        (2, (ViewMessage("user", both), ViewMessage("user", "/r/odd"), ViewMessage("user", "name.py"))),
+        (3, (ViewMessage("user", both),)),  # util.py is touched now: the kept string is searched for it
+        (3, (ViewMessage("user", "nothing"),)),  # every string of the view before gone
+        (3, (ViewMessage("user", "src/app.py"), ViewMessage("user", "src/app.py"))),
+    ]
+    probe, literal = WorkingSetProbe(events), _WholeText(events)
+    scores = []
+    for until, messages in views:
+        view = type("V", (), {"messages": messages})
+        scores.append(probe.score(view, until))
+        assert scores[-1] == literal.score(view, until), until
+    assert scores == [(1, 1), (2, 2), (3, 2), (3, 0), (3, 1)]  # (2, 2): the line break between two strings
+
+
+def test_a_jobs_working_set_counts_are_the_whole_texts_at_every_request(monkeypatch):
+    from latch.bench import runner
+
+    checked = []
+
+    class Both(WorkingSetProbe):
+        def __init__(self, events):
+            events = list(events)
+            super().__init__(events)
+            self.literal = _WholeText(events)
+
+        def score(self, view, until_seq, *, text=None):
+            got = super().score(view, until_seq, text=text)
+            checked.append(got)
+            assert got == self.literal.score(view, until_seq, text=text)
+            return got
+
+    monkeypatch.setattr(runner, "WorkingSetProbe", Both)
+    rows = []
+    source = SessionSource(name="invoice", path=str(REPO / "examples" / "invoice-rounding.claude.jsonl"))
+    scenario = SessionSource(name="scenario", seed=0, events=400)
+    for engine, src, budget in (
+        ("continuity", source, Budget("32k:4k:8k", 32_000, 4_000, 8_000)),
+        ("sliding-window", scenario, Budget("32k:4k:8k", 32_000, 4_000, 8_000)),
+        ("continuity", scenario, Budget("16k:2k:4k", 16_000, 2_000, 4_000)),
+    ):
+        rows.append(run_job(engine, src, budget))
+    assert not any("error" in row for row in rows)
+    assert any(row["working_set_named"] < row["working_set_touched"] for row in rows)  # some paths left the views
+    assert len(checked) > 100 and len({named for _, named in checked}) > 10

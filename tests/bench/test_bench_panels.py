@@ -121,3 +121,44 @@ def test_the_figure_drawn_in_workers_as_rows_come_in_is_the_one_drawn_here(tmp_p
         assert mine.shape == (round(panels.HEADER_INCHES * panels.DPI) + 2 * tile_h, 3 * tile_w, 4)
         assert len(names) == 5
         assert np.array_equal(mine, theirs)
+
+
+def test_a_panel_drawn_on_the_kept_figure_is_the_same_bytes_as_on_a_new_one():
+    rng = random.Random(11)
+    cases = []
+    for k in range(24):
+        n = (0, 1, 3, 40, 0, 300)[k % 6]  # an empty session after a full one: no limits kept from it
+        top = (1e3, 3e4, 2e5)[k % 3]
+        lines = [(e, [None if rng.random() < 0.05 else rng.random() * top for _ in range(n)]) for e in ENGINES]
+        cases.append((f"s{k}" + "-long-name" * (k % 4), lines, k % 5 == 0))
+    for session, lines, legend in cases:
+        kept = panels.draw_panel(session, lines, legend=legend)
+        assert kept == panels.rendered(panels.panel_figure(session, lines, legend=legend)), session
+
+
+def test_a_saved_png_reads_back_as_the_same_pixels_at_the_bench_dpi(tmp_path):
+    from PIL import Image
+
+    rng = np.random.default_rng(5)
+    canvas = np.full((2 * panels.STRIP_ROWS + 37, 61, 4), 255, dtype=np.uint8)  # three strips, the last a short one
+    canvas[::7] = rng.integers(0, 256, size=canvas[::7].shape, dtype=np.uint8)  # noise rows between white ones
+    path = panels.save_png(tmp_path / "sub" / "figure.png", canvas)
+    with Image.open(path) as image:
+        assert image.mode == "RGBA" and image.size == (61, canvas.shape[0])
+        assert np.array_equal(np.asarray(image), canvas)
+        assert tuple(round(d) for d in image.info["dpi"]) == (panels.DPI, panels.DPI)
+        assert image.info["Software"].startswith("Matplotlib version")
+    assert np.array_equal((mpimg.imread(path) * 255).round().astype(np.uint8), canvas)
+    again = panels.save_png(tmp_path / "again.png", canvas)
+    assert again.read_bytes() == path.read_bytes()
+    in_place = panels.png_canvas(*canvas.shape[:2])
+    in_place[:] = canvas
+    assert panels.save_png(tmp_path / "in-place.png", in_place).read_bytes() == path.read_bytes()
+
+
+def test_a_png_canvas_is_saved_as_it_is_and_any_other_array_the_same():
+    canvas = panels.png_canvas(300, 40)
+    assert canvas.shape == (300, 40, 4) and (canvas == 255).all()
+    canvas[10:20, 5:9] = (1, 2, 3, 4)
+    assert panels._png_rows(canvas) is not None and panels._png_rows(canvas.copy()) is None
+    assert panels._png_rows(canvas[1:]) is None  # a view of a view: its rows are not the PNG's

@@ -31,14 +31,36 @@ def _loaded_in_task() -> dict:
         "genai_prices": "genai_prices.data" in sys.modules,
         "prices": pricing._snapshot.cache_info().currsize == 1,
         "plugins": plugins._MANAGER is not None,
+        "deferred": _deferred_left(),
         "pid": os.getpid(),
     }
 
 
-def test_task_processes_start_with_numpy_prices_and_plugins_loaded():
+def _deferred_left() -> list[str]:
+    """The module-level regular expressions and data class ``__init__`` methods of the loaded ``latch`` modules still
+    left to their first use."""
+    from latch.lazyre import _LazyPattern
+    from latch.records import _Lazy
+
+    left = []
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("latch") or module is None:
+            continue
+        for key, value in list(vars(module).items()):
+            if isinstance(value, _LazyPattern):
+                try:
+                    object.__getattribute__(value, "search")
+                except AttributeError:
+                    left.append(f"{name}.{key}")
+            elif isinstance(value, type) and value.__module__ == name:
+                left += [f"{name}.{key}.__init__"] if isinstance(vars(value).get("__init__"), _Lazy) else []
+    return left
+
+
+def test_task_processes_start_with_numpy_prices_plugins_and_compiled_patterns_loaded():
     rows = executor.run_tasks(_loaded_in_task, [({"task": i}, ()) for i in range(2)], jobs=1)
     assert [{k: v for k, v in r.items() if k != "pid"} for r in rows] == [
-        {"store_template": True, "numpy": True, "genai_prices": True, "prices": True, "plugins": True}
+        {"store_template": True, "numpy": True, "genai_prices": True, "prices": True, "plugins": True, "deferred": []}
     ] * 2
     assert rows[0]["pid"] != rows[1]["pid"] != os.getpid()  # still a fresh process per task
 

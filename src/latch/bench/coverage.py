@@ -131,20 +131,57 @@ class WorkingSetProbe:
     """Working-set coverage: of the files the session's tool calls had named up to a request (their path
     arguments, :meth:`latch.events.ToolCall.paths`, each under 300 characters), how many the view names
     (the path, or its last two components, verbatim anywhere in it). :meth:`score` ``(view, until_seq)`` gives
-    ``(touched, named)``; the history is read once, in seq order."""
+    ``(touched, named)``; the history is read once, in seq order.
+
+    A path without a line break is in the view's text exactly when it is in one of the strings the text joins with
+    line breaks (:func:`view_text`), and a view shares most of those strings with the view before it, so a string
+    the last view held is searched only for the paths named since (what it held is kept, the rest forgotten), not
+    for every path in the whole text at every request."""
 
     def __init__(self, events: Iterable[Any]):
         self._history = _History(events)
         self._paths: dict[str, None] = {}
+        self._needles: list[tuple[str, str]] = []  # each path and its tail, in the order first named
+        self._spanning: list[int] = []  # the paths whose needles hold a line break: searched in the whole text
+        self._in: dict[str, tuple[int, frozenset[int]]] = {}  # the last view's strings: needles searched, found
 
     def score(self, view: Any, until_seq: int, *, text: str | None = None) -> tuple[int, int]:
         for stored in self._history.until(until_seq):
             for call in getattr(stored.event, "tool_calls", ()) or ():
-                self._paths.update((p, None) for p in call.paths() if 0 < len(p) < 300)
+                for p in call.paths():
+                    if 0 < len(p) < 300 and p not in self._paths:
+                        self._paths[p] = None
+                        if "\n" in p:
+                            self._spanning.append(len(self._needles))
+                        self._needles.append((p, _tail(p)))
         if not self._paths:
             return 0, 0
-        text = view_text(view) if text is None else text
-        return len(self._paths), sum(1 for p in self._paths if p in text or _tail(p) in text)
+        needles, n = self._needles, len(self._needles)
+        found: set[int] = set()
+        kept: dict[str, tuple[int, frozenset[int]]] = {}  # this view's strings only: no more than the view holds
+        for part in _view_parts(view):
+            searched, hits = kept.get(part) or self._in.get(part) or (0, _NONE)
+            if searched < n:
+                new = [i for i in range(searched, n) if needles[i][0] in part or needles[i][1] in part]
+                hits = hits.union(new) if new else hits
+            kept[part] = (n, hits)
+            found.update(hits)
+        self._in = kept
+        if self._spanning:
+            text = view_text(view) if text is None else text
+            found.update(i for i in self._spanning if needles[i][0] in text or needles[i][1] in text)
+        return n, len(found)
+
+
+_NONE: frozenset[int] = frozenset()
+
+
+def _view_parts(view: Any) -> Iterator[str]:
+    """The strings :func:`view_text` joins, in its order."""
+    for m in view.messages:
+        yield m.content
+        for c in m.tool_calls:
+            yield c.arguments
 
 
 def _tail(path: str) -> str:

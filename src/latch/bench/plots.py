@@ -99,10 +99,11 @@ def budget_plots(folder: Path, results: Sequence[Mapping[str, Any]], engines: Se
 
 
 def _import_pyplot() -> None:
-    """A :class:`Plotter` worker's initializer: pyplot loaded and a small figure drawn (:func:`_warm_figure`) before
-    its first figure."""
+    """A :class:`Plotter` worker's initializer: pyplot loaded, a small figure drawn (:func:`_warm_figure`) and the
+    worker's panel figure built (:func:`~latch.bench.panels.draw_panel`) before its first figure."""
     try:
         _warm_figure(pyplot())
+        draw_panel("warm-up", [("warm-up", [1.0, 10.0])], legend=True)
     except Exception:  # noqa: BLE001, S110 - only a warm-up: the figure's own drawing says what is wrong
         pass
 

@@ -88,12 +88,31 @@ __all__ = [
     "run_job",
     "check_plugins",
     "run_bench",
+    "job_cost",
+    "submission_order",
+    "ENGINE_COST",
+    "BYTES_PER_TOKEN",
+    "VIEW_FREE_SHARE",
+    "SCENARIO_EVENT_BYTES",
     "DEFAULT_BUDGETS",
     "SCENARIO_EVENTS",
 ]
 
 DEFAULT_BUDGETS = "256k:32k:64k,32k:4k:8k"
 SCENARIO_EVENTS = 3_000
+SCENARIO_EVENT_BYTES = 4_000
+"""A generated event's weight in transcript bytes for :func:`job_cost`: about a corpus event's (2 to 6 KB in the
+corpus's long sessions; the scenario is shaped on the corpus), so the 3,000-event scenario's jobs, the longest of a
+default run, go first."""
+ENGINE_COST = {"continuity": 2.0}
+"""Each engine's cost per job relative to an engine that only trims the history (1.0, also any engine not
+listed): a ``continuity`` job also derives state, segments episodes and searches the archive (about twice a
+``sliding-window`` job over the corpus at either default budget)."""
+BYTES_PER_TOKEN = 4
+"""Transcript bytes per token for :func:`job_cost` (JSON and tool output: about 4)."""
+VIEW_FREE_SHARE = 0.25
+"""The part of a job's cost that does not grow with its views (import, state, probes) in :func:`job_cost`, as a
+share of its session's tokens."""
 
 
 @dataclass(frozen=True)
@@ -151,8 +170,9 @@ class SessionSource:
 
     @property
     def weight(self) -> int:
-        """Rough cost, to start the biggest jobs first."""
-        return os.path.getsize(self.path) // self.sessions_in_file if self.path else self.events * 1000
+        """The session's size in bytes: its file's share (a file of several sessions split evenly), or
+        :data:`SCENARIO_EVENT_BYTES` per generated event (:func:`job_cost`)."""
+        return os.path.getsize(self.path) // self.sessions_in_file if self.path else self.events * SCENARIO_EVENT_BYTES
 
 
 def discover_sessions(
@@ -473,6 +493,28 @@ def _round(v: float | None, digits: int = 4) -> float | None:
 
 
 # ------------------------------------------------------------------------------------------ all jobs
+def job_cost(engine: str, source: SessionSource, budget: Budget) -> float:
+    """A job's estimated cost before it runs (arbitrary units; only the order of two jobs' costs means anything):
+    its session's size in bytes (:attr:`SessionSource.weight`) × the engine's relative cost (:data:`ENGINE_COST`)
+    × ``VIEW_FREE_SHARE + v / T``, where ``T`` is the session's tokens (its bytes over :data:`BYTES_PER_TOKEN`)
+    and ``v`` the mean view a request sends while the history grows evenly to ``T``, capped at the budget's hard
+    limit ``h``: ``h - h² / 2T`` when ``h < T``, else ``T / 2`` (a bigger window sends more of a long session
+    per request)."""
+    size = source.weight
+    total = max(1.0, size / BYTES_PER_TOKEN)
+    hard = budget.budget().hard_limit_tokens
+    mean_view = hard - hard * hard / (2 * total) if hard < total else total / 2
+    return size * ENGINE_COST.get(engine, 1.0) * (VIEW_FREE_SHARE + mean_view / total)
+
+
+def submission_order(plan: Sequence[tuple[str, SessionSource, Budget]]) -> list[int]:
+    """The indices of ``plan``'s ``(engine, session, budget)`` jobs in the order :func:`run_bench` submits them:
+    the costliest first by :func:`job_cost` (longest-processing-time first: no long job starts last, when the
+    other workers are idle), ties in plan order."""
+    costs = [job_cost(e, s, b) for e, s, b in plan]
+    return sorted(range(len(plan)), key=lambda i: -costs[i])
+
+
 def check_plugins(engines: Sequence[str], estimator: str | None = None) -> None:
     """:class:`latch.plugins.PluginError` for an unknown engine of ``engines`` or an unknown ``estimator``."""
     for name in engines:
@@ -496,7 +538,8 @@ def run_bench(
 ) -> list[dict[str, Any]]:
     """Every (engine, session, budget) job, each in a fresh process; results in (engine, session, budget) order.
 
-    The jobs run through :func:`latch.bench.executor.run_tasks`, the biggest sessions first: locally
+    The jobs run through :func:`latch.bench.executor.run_tasks`, the costliest first (:func:`submission_order`;
+    the rows keep the plan's order whatever the order they finish in): locally
     (``scheduler=None``) in a process pool of ``jobs`` workers; with ``scheduler`` (``tcp://HOST:PORT`` of a
     running ``dask scheduler``, or ``local:N`` for a local Dask cluster of N workers) as Dask tasks through
     ``Client.get_executor()``, each in its own child process of the worker: the rows are the same as a local
@@ -516,13 +559,12 @@ def run_bench(
         ({"engine": e, "session": s.name, "budget": b.name}, (e, s, b, estimator, dict(config or {}), parts[s.name]))
         for e, s, b in plan
     ]
-    order = sorted(range(len(plan)), key=lambda i: -plan[i][1].weight)
     return run_tasks(
         run_job,
         tasks,
         jobs=jobs,
         scheduler=scheduler,
-        order=order,
+        order=submission_order(plan),
         progress=progress,
         backend=backend,
         on_result=(lambda _, row: on_row(row)) if on_row is not None else None,
