@@ -12,9 +12,10 @@ methods are called.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any, cast
 
-__all__ = ["lazy_compile"]
+__all__ = ["compile_pending", "lazy_compile", "pending"]
 
 _KEPT = (
     "search",
@@ -53,3 +54,27 @@ def lazy_compile(pattern: str, flags: int = 0) -> re.Pattern[str]:
     """``re.compile(pattern, flags)``, done when the pattern is first used (raises :class:`re.error` then, not
     here, for a bad pattern)."""
     return cast("re.Pattern[str]", _LazyPattern(pattern, flags))
+
+
+def _is_pending(value: object) -> bool:
+    if not isinstance(value, _LazyPattern):
+        return False
+    try:
+        object.__getattribute__(value, "search")  # kept once compiled
+    except AttributeError:
+        return True
+    return False
+
+
+def pending(namespace: Mapping[str, object]) -> list[str]:
+    """The names in ``namespace`` (a module's ``vars``) bound to a :func:`lazy_compile` pattern not compiled yet."""
+    return [name for name, value in list(namespace.items()) if _is_pending(value)]
+
+
+def compile_pending(namespace: Mapping[str, object]) -> int:
+    """Compile now each :func:`lazy_compile` pattern of ``namespace`` (a module's ``vars``) not compiled yet, as its
+    first use would (raises :class:`re.error` for a bad pattern). Returns how many were compiled."""
+    names = pending(namespace)
+    for name in names:
+        getattr(namespace[name], "pattern")  # noqa: B009 - the first lookup compiles it
+    return len(names)

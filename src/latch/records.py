@@ -26,10 +26,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, dataclass_transform, overload
 
-__all__ = ["dataclass"]
+__all__ = ["compile_pending_inits", "dataclass", "pending_inits"]
 
 _T = TypeVar("_T")
 
@@ -376,3 +376,22 @@ def _init_source(cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: 
         body.append("self.__post_init__()")
     source = f"def __init__({', '.join(params)}) -> None:\n" + "".join(f"    {line}\n" for line in body or ["pass"])
     return source, names
+
+
+def pending_inits(namespace: Mapping[str, object], module: str) -> list[str]:
+    """The names in ``namespace`` (``module``'s ``vars``) of the classes :func:`dataclass` made in ``module`` whose
+    ``__init__`` is not compiled yet (it is at the first construction)."""
+    return [
+        name
+        for name, value in list(namespace.items())
+        if isinstance(value, type) and value.__module__ == module and isinstance(vars(value).get("__init__"), _Lazy)
+    ]
+
+
+def compile_pending_inits(namespace: Mapping[str, object], module: str) -> int:
+    """Compile now the ``__init__`` of each class of :func:`pending_inits` (``__repr__``, ``__eq__`` and
+    ``__hash__`` stay to their first use). Returns how many were compiled."""
+    names = pending_inits(namespace, module)
+    for name in names:
+        getattr(namespace[name], "__init__")  # noqa: B009 - the first lookup compiles it
+    return len(names)

@@ -39,21 +39,14 @@ def _loaded_in_task() -> dict:
 def _deferred_left() -> list[str]:
     """The module-level regular expressions and data class ``__init__`` methods of the loaded ``latch`` modules still
     left to their first use."""
-    from latch.lazyre import _LazyPattern
-    from latch.records import _Lazy
+    from latch import lazyre, records
 
     left = []
     for name, module in list(sys.modules.items()):
-        if not name.startswith("latch") or module is None:
-            continue
-        for key, value in list(vars(module).items()):
-            if isinstance(value, _LazyPattern):
-                try:
-                    object.__getattribute__(value, "search")
-                except AttributeError:
-                    left.append(f"{name}.{key}")
-            elif isinstance(value, type) and value.__module__ == name:
-                left += [f"{name}.{key}.__init__"] if isinstance(vars(value).get("__init__"), _Lazy) else []
+        if name.startswith("latch") and module is not None:
+            namespace = vars(module)
+            left += [f"{name}.{key}" for key in lazyre.pending(namespace)]
+            left += [f"{name}.{key}.__init__" for key in records.pending_inits(namespace, name)]
     return left
 
 

@@ -51,3 +51,17 @@ def test_the_derivation_rules_compile_nothing_at_import():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_pending_patterns_are_named_and_compiled_on_demand(monkeypatch):
+    from latch import lazyre
+
+    compiled: list[str] = []
+    real = re.compile
+    monkeypatch.setattr(re, "compile", lambda pattern, flags=0: compiled.append(pattern) or real(pattern, flags))
+    namespace = {"A": lazy_compile("a+"), "B": lazy_compile("b+"), "C": real("c+"), "n": 3}
+    namespace["A"].search("aa")  # used: compiled already
+    assert lazyre.pending(namespace) == ["B"]
+    assert lazyre.compile_pending(namespace) == 1 and compiled == ["a+", "b+"]
+    assert lazyre.pending(namespace) == [] and lazyre.compile_pending(namespace) == 0
+    assert namespace["B"].fullmatch("bbb") and compiled == ["a+", "b+"]  # nothing compiled again

@@ -238,3 +238,23 @@ def test_every_latch_record_has_the_signature_dataclasses_gives_it():
         assert str(inspect.signature(cls)) == str(inspect.signature(twin)), cls
         assert cls.__match_args__ == twin.__match_args__, cls
         assert (cls.__hash__ is None) == (twin.__hash__ is None), cls
+
+
+def test_pending_inits_are_named_and_compiled_on_demand():
+    from latch import records
+
+    @records.dataclass(frozen=True)
+    class First:
+        a: int
+
+    @records.dataclass(frozen=True)
+    class Second:
+        b: str = "x"
+
+    namespace = {"First": First, "Second": Second, "int": int}
+    First(1)  # constructed once: its __init__ is compiled
+    assert records.pending_inits(namespace, __name__) == ["Second"]
+    assert records.pending_inits(namespace, "elsewhere") == []  # only the classes made in that module
+    assert records.compile_pending_inits(namespace, __name__) == 1
+    assert records.pending_inits(namespace, __name__) == [] and Second().b == "x"
+    assert isinstance(vars(Second)["__repr__"], records._Lazy)  # the other methods stay to their first use

@@ -25,7 +25,6 @@ __all__ = [
     "COLUMNS",
     "DPI",
     "HEADER_INCHES",
-    "STRIP_ROWS",
     "TILE_INCHES",
     "Lines",
     "assemble",
@@ -33,7 +32,6 @@ __all__ = [
     "panel_figure",
     "panel_lines",
     "panel_order",
-    "png_canvas",
     "pyplot",
     "rendered",
     "save_png",
@@ -143,76 +141,18 @@ def tile_pixels(tile: bytes, width: int) -> Any:
     return np.frombuffer(raw, dtype=np.uint8, offset=4).reshape(int.from_bytes(raw[:4], "big"), width, 4)
 
 
-def png_canvas(height: int, width: int) -> Any:
-    """A white RGBA canvas (a numpy ``uint8`` array, height × width × 4) that :func:`save_png` writes without
-    copying it: a view of the PNG's rows (each row after its filter byte)."""
-    import numpy as np
-
-    rows = np.full((height, 1 + width * 4), 255, dtype=np.uint8)
-    rows[:, 0] = 0  # filter type None
-    return rows[:, 1:].reshape(height, width, 4)
-
-
-def _png_rows(canvas: Any) -> Any:
-    """The PNG rows ``canvas`` is a view of (:func:`png_canvas`), else ``None``."""
-    rows = canvas.base
-    height, width, _ = canvas.shape
-    if rows is None or rows.shape != (height, 1 + width * 4) or not rows.flags.c_contiguous:
-        return None
-    if canvas.__array_interface__["data"][0] != rows.__array_interface__["data"][0] + 1:
-        return None
-    return rows
-
-
-STRIP_ROWS = 256
-"""Image rows per compressed strip of :func:`save_png` (each strip compressed on its own, at once on the cores)."""
-
-
 def save_png(path: Path, canvas: Any) -> Path:
-    """The RGBA array ``canvas`` (height × width × 4, ``uint8``) as a PNG at ``path``, written atomically: 8-bit RGBA,
-    :data:`DPI` (``pHYs``), the same ``Software`` text as matplotlib's figures, each row unfiltered and the image
-    zlib-compressed at level 3 in strips of :data:`STRIP_ROWS` rows, the strips on a thread each (zlib runs beside
-    the others): the bytes do not depend on the cores, and a tall tokens figure encodes in about a third of
-    Pillow's time (its per-row filter choice) at a few percent more bytes. Returns ``path``."""
-    import struct
-    from concurrent.futures import ThreadPoolExecutor
+    """The RGBA array ``canvas`` as a PNG at ``path`` (:data:`DPI`, zlib level 3, as every other figure of the bench:
+    matplotlib's own PNG writer is this one, Pillow), written atomically. Returns ``path``."""
+    import matplotlib  # optional dependency (the bench extra), with Pillow and numpy
+    from PIL import Image
+    from PIL.PngImagePlugin import PngInfo
 
-    import matplotlib  # optional dependency (the bench extra), with numpy
-
-    height, width, _ = canvas.shape
-    rows = _png_rows(canvas)
-    if rows is None:  # a canvas of its own: copied into rows
-        import numpy as np
-
-        rows = np.empty((height, 1 + width * 4), dtype=np.uint8)
-        rows[:, 0] = 0  # filter type None
-        rows[:, 1:] = canvas.reshape(height, width * 4)
-    data = memoryview(rows.reshape(-1).data)
-    step = STRIP_ROWS * rows.shape[1]
-    strips = [data[i : i + step] for i in range(0, len(data), step)]
-
-    def deflate(k: int) -> bytes:
-        z = zlib.compressobj(3, zlib.DEFLATED, -15)  # raw deflate: the strips join into one zlib stream
-        return z.compress(strips[k]) + z.flush(zlib.Z_FINISH if k == len(strips) - 1 else zlib.Z_FULL_FLUSH)
-
-    with ThreadPoolExecutor(max_workers=max(1, min(len(strips), os.cpu_count() or 1))) as pool:
-        parts = list(pool.map(deflate, range(len(strips))))
-    parts[0] = b"\x78\x5e" + parts[0]  # the zlib header: deflate, 32K window, level 3's flag
-    parts[-1] += struct.pack(">I", zlib.adler32(data))
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-
-    per_metre = round(DPI / 0.0254)
-    software = f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/"
+    info = PngInfo()
+    info.add_text("Software", f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/")
     path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp, open(tmp, "wb") as out:
-        out.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)))
-        out.write(chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1)))
-        out.write(chunk(b"tEXt", b"Software\0" + software.encode("latin-1")))
-        for part in parts:
-            out.write(chunk(b"IDAT", part))
-        out.write(chunk(b"IEND", b""))
+    with atomic_path(path) as tmp:
+        Image.fromarray(canvas, "RGBA").save(tmp, format="png", compress_level=3, dpi=(DPI, DPI), pnginfo=info)
     return path
 
 
@@ -274,11 +214,13 @@ def assemble(path: Path, budget: str, names: Sequence[str], tiles: Mapping[str, 
     ``tiles`` maps each name to :func:`draw_panel`'s bytes. Returns ``path``."""
     from concurrent.futures import ThreadPoolExecutor
 
+    import numpy as np
+
     tile_w, tile_h = _pixels(*TILE_INCHES)
     cols = min(COLUMNS, len(names))
     rows = -(-len(names) // cols)
     header = _title(budget, cols * tile_w)
-    canvas = png_canvas(header.shape[0] + rows * tile_h, cols * tile_w)
+    canvas = np.full((header.shape[0] + rows * tile_h, cols * tile_w, 4), 255, dtype=np.uint8)
     canvas[: header.shape[0]] = header
 
     def paste(k: int) -> None:  # each tile decompressed into its own cell, the tiles at once (zlib beside the GIL)

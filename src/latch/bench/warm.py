@@ -28,10 +28,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .. import plugins
+from .. import lazyre, plugins, records
 from ..accounting import pricing
-from ..lazyre import _LazyPattern
-from ..records import _Lazy
 from .runner import Budget, SessionSource, run_job
 from .stress import MODEL, WORKSPACE
 
@@ -137,18 +135,7 @@ def compile_deferred() -> int:
     process otherwise; all of them take about 15 ms here). Returns how many were compiled."""
     done = 0
     for name, module in list(sys.modules.items()):
-        if not name.startswith("latch") or module is None:
-            continue
-        for value in list(vars(module).values()):
-            if isinstance(value, _LazyPattern):
-                try:
-                    object.__getattribute__(value, "search")  # kept once compiled
-                except AttributeError:
-                    value.search  # noqa: B018 - the first lookup compiles it
-                    done += 1
-            elif (
-                isinstance(value, type) and value.__module__ == name and isinstance(vars(value).get("__init__"), _Lazy)
-            ):
-                getattr(value, "__init__")  # noqa: B009 - the first lookup compiles it
-                done += 1
+        if name.startswith("latch") and module is not None:
+            namespace = vars(module)
+            done += lazyre.compile_pending(namespace) + records.compile_pending_inits(namespace, name)
     return done
