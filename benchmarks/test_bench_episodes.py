@@ -216,7 +216,8 @@ def test_extend_term_counts_native_vs_lists(benchmark, monkeypatch):
 
 
 def _paths_without_kept_runs(text: str) -> list[str]:
-    """File entities as the index found them before it kept runs: every run's matches checked again."""
+    """File entities as the index found them before it kept runs (its code then): every run's matches found by the
+    path pattern and checked again."""
     text = text[: E.SCAN_CHARS]
     if "/" not in text and "." not in text:
         return []
@@ -238,7 +239,16 @@ def _paths_without_kept_runs(text: str) -> list[str]:
             j = len(text) - 1 - at
             run = sc.run.match(backwards, j)
             back = (run.end() if run else j) - j
-        found.extend(E._run_paths(sc, text, at + 1 - back, hint.end()))
+        for m in sc.path.finditer(text, at + 1 - back, hint.end()):
+            p = E.normalize_path(m.group(1))
+            if not p or len(p) > 240 or "//" in p:
+                continue
+            name = p.rsplit("/", 1)[-1]
+            if "/" in p and not E._EXT_RE.search(name) and not p.startswith(("/", "~/", "../")):
+                continue
+            if not (E._ASCII_LETTER(name) if sc.ascii else any(ch.isalpha() for ch in name)):
+                continue
+            found.append(p)
     return found
 
 
