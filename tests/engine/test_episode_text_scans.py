@@ -92,6 +92,7 @@ _RUN_PIECES = [
     "~/",
     "é.py",
     "\t",
+    "d/" * 130,  # a run longer than the longest kept
 ]
 
 

@@ -264,6 +264,8 @@ _WINDOWED_HINTS = 16
 
 RUN_PATHS_KEPT = 4096
 """Runs whose file entities are kept (cleared when full): agents name the same files again and again."""
+RUN_KEPT_CHARS = 256
+"""Longest run kept (a longer one is scanned each time), so the kept runs hold at most about 1 MB."""
 _RUN_PATHS: dict[tuple[bool, bool, str], tuple[str, ...]] = {}
 """The file entities of a run, by ``(scanner is ASCII, run at the text's start, the character before the run and
 the run)``: the path pattern reads nothing else (its look-behind is one character wide, and the run's end is the
@@ -293,10 +295,14 @@ def _paths(text: str) -> list[str]:
             run = sc.run.match(backwards, j)
             back = (run.end() if run else j) - j
         start = at + 1 - back
-        key = (sc.ascii, start == 0, text[start - 1 if start else 0 : hint.end()])
+        end = hint.end()
+        if end - start > RUN_KEPT_CHARS:
+            found.extend(_run_paths(sc, text, start, end))
+            continue
+        key = (sc.ascii, start == 0, text[start - 1 if start else 0 : end])
         known = _RUN_PATHS.get(key)
         if known is None:
-            known = _run_paths(sc, text, start, hint.end())
+            known = _run_paths(sc, text, start, end)
             if len(_RUN_PATHS) >= RUN_PATHS_KEPT:
                 _RUN_PATHS.clear()
             _RUN_PATHS[key] = known
