@@ -18,6 +18,12 @@ side by side on the loaded 2-core machine: CPU ratio 2.53-2.78 -> 1.32-1.52, bes
 (:class:`latch.hotpaths.TermCounts`: an ASCII text's terms counted in one pass, no list of terms made) and
 with the counting in plain Python (each text's terms as a list, a ``Counter`` per episode), interleaved;
 ``extra_info["ratio_lists_to_native_cpu"]`` is the plain build's CPU time over the native one's.
+
+``test_paths_kept_runs_vs_plain`` finds the file entities of 20,000 stress-scenario events' texts with the runs
+kept (a run met again: its entities looked up) and as before (every run's matches found by the path pattern and
+checked again), interleaved, each timing from an empty store of runs: ``ratio_paths_cpu`` (the entities of every
+text) and ``ratio_build_cpu`` (the whole index build), each the old CPU time over the new (> 1: the new is
+faster).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import pytest
 
 from latch import hotpaths
 from latch.bench.scenario import ScenarioModel
+from latch.engine import episodes as E
 from latch.engine.episodes import RESULT_TERM_CHARS, EpisodeIndex
 from latch.events import AssistantMessage, SystemNote, ToolCall, ToolResult, UserMessage
 from latch.hotpaths import _py
@@ -206,3 +213,96 @@ def test_extend_term_counts_native_vs_lists(benchmark, monkeypatch):
         ratio_lists_to_native_cpu=round(min(cpus["lists"]) / min(cpus["native"]), 2),
     )
     benchmark.pedantic(build, args=(native_counts,), rounds=3, iterations=1)
+
+
+def _paths_without_kept_runs(text: str) -> list[str]:
+    """File entities as the index found them before it kept runs (its code then): every run's matches found by the
+    path pattern and checked again."""
+    text = text[: E.SCAN_CHARS]
+    if "/" not in text and "." not in text:
+        return []
+    sc = E._scanner(text)
+    found: list[str] = []
+    backwards = ""
+    for n, hint in enumerate(E._hints(sc, text)):
+        at = hint.start()
+        if n < E._WINDOWED_HINTS:
+            w0 = at - E._RUN_WINDOW if at > E._RUN_WINDOW else 0
+            run = sc.run.match(text[w0 : at + 1][::-1])
+            back = run.end() if run else 0
+            if w0 and back == at + 1 - w0:
+                run = sc.run.match(text[: at + 1][::-1])
+                back = run.end() if run else 0
+        else:
+            if not backwards:
+                backwards = text[::-1]
+            j = len(text) - 1 - at
+            run = sc.run.match(backwards, j)
+            back = (run.end() if run else j) - j
+        for m in sc.path.finditer(text, at + 1 - back, hint.end()):
+            p = E.normalize_path(m.group(1))
+            if not p or len(p) > 240 or "//" in p:
+                continue
+            name = p.rsplit("/", 1)[-1]
+            if "/" in p and not E._EXT_RE.search(name) and not p.startswith(("/", "~/", "../")):
+                continue
+            if not (E._ASCII_LETTER(name) if sc.ascii else any(ch.isalpha() for ch in name)):
+                continue
+            found.append(p)
+    return found
+
+
+def test_paths_kept_runs_vs_plain(benchmark, monkeypatch):
+    events = [
+        StoredEvent(seq=i, session_id="stress", kind=e.KIND, event=e, source_ref=None, ts=None)
+        for i, e in enumerate(itertools.islice(ScenarioModel(1).events(), 20_000), 1)
+    ]
+    texts: list[str] = []
+    for stored in events:
+        e = stored.event
+        if isinstance(e, AssistantMessage):
+            texts.append(e.text)
+            texts.extend(E._argument_text(c) for c in e.tool_calls)
+        elif isinstance(e, ToolResult):
+            texts.append(e.content)
+        elif isinstance(e, (UserMessage, SystemNote)):
+            texts.append(e.text)
+    variants = {"new": E._paths, "old": _paths_without_kept_runs}
+
+    def use(name: str) -> None:
+        E._RUN_PATHS.clear()  # each timing starts with no kept run, as a fresh process does
+        monkeypatch.setattr(E, "_paths", variants[name])
+
+    def scan_paths(name: str):
+        return [E._paths(t) for t in texts]
+
+    def build(name: str):
+        idx = EpisodeIndex()
+        idx.extend(events)
+        return idx.episodes
+
+    cpu: dict[tuple[str, str], list[float]] = {}
+    results: dict[tuple[str, str], object] = {}
+    for _ in range(3):  # interleaved, so old and new see the same machine state
+        for fn in (scan_paths, build):
+            for name in ("old", "new"):
+                use(name)
+                c = time.process_time()
+                results[fn.__name__, name] = fn(name)
+                cpu.setdefault((fn.__name__, name), []).append(time.process_time() - c)
+    for fn in (scan_paths, build):
+        assert results[fn.__name__, "old"] == results[fn.__name__, "new"]
+
+    def ratio(fn: str) -> float:
+        return round(min(cpu[fn, "old"]) / min(cpu[fn, "new"]), 3)
+
+    benchmark.extra_info.update(
+        events=len(events),
+        texts=len(texts),
+        ratio_paths_cpu=ratio("scan_paths"),
+        ratio_build_cpu=ratio("build"),
+        us_per_event_build_old=round(min(cpu["build", "old"]) / len(events) * 1e6, 2),
+        us_per_event_build_new=round(min(cpu["build", "new"]) / len(events) * 1e6, 2),
+    )
+    use("new")
+    benchmark.pedantic(build, args=("new",), rounds=3, iterations=1)

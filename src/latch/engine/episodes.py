@@ -262,6 +262,16 @@ _WINDOWED_HINTS = 16
 """Hints of one text whose run is found in a window; past them the whole text is reversed once."""
 
 
+RUN_PATHS_KEPT = 4096
+"""Runs whose file entities are kept (cleared when full): agents name the same files again and again."""
+RUN_KEPT_CHARS = 256
+"""Longest run kept (a longer one is scanned each time), so the kept runs hold at most about 1 MB."""
+_RUN_PATHS: dict[tuple[bool, bool, str], tuple[str, ...]] = {}
+"""The file entities of a run, by ``(scanner is ASCII, run at the text's start, the character before the run and
+the run)``: the path pattern reads nothing else (its look-behind is one character wide, and the run's end is the
+search's end), so a run met again gives the same entities without the pattern and the checks."""
+
+
 def _paths(text: str) -> list[str]:
     text = text[:SCAN_CHARS]
     if "/" not in text and "." not in text:  # every hint starts at one of them (_hints)
@@ -285,17 +295,35 @@ def _paths(text: str) -> list[str]:
             run = sc.run.match(backwards, j)
             back = (run.end() if run else j) - j
         start = at + 1 - back
-        for m in sc.path.finditer(text, start, hint.end()):  # one run: the hint ends where the run does
-            p = normalize_path(m.group(1))
-            if not p or len(p) > 240 or "//" in p:
-                continue
-            name = p.rsplit("/", 1)[-1]
-            if "/" in p and not _EXT_RE.search(name) and not p.startswith(("/", "~/", "../")):
-                continue  # "and/or", "input/output": a relative path needs an extension
-            if not (_ASCII_LETTER(name) if sc.ascii else any(ch.isalpha() for ch in name)):
-                continue
-            found.append(p)
+        end = hint.end()
+        if end - start > RUN_KEPT_CHARS:
+            found.extend(_run_paths(sc, text, start, end))
+            continue
+        key = (sc.ascii, start == 0, text[start - 1 if start else 0 : end])
+        known = _RUN_PATHS.get(key)
+        if known is None:
+            known = _run_paths(sc, text, start, end)
+            if len(_RUN_PATHS) >= RUN_PATHS_KEPT:
+                _RUN_PATHS.clear()
+            _RUN_PATHS[key] = known
+        found.extend(known)
     return found
+
+
+def _run_paths(sc: _Scanner, text: str, start: int, end: int) -> tuple[str, ...]:
+    """The file entities of one run, ``text[start:end]`` (the hint ends where the run does)."""
+    found: list[str] = []
+    for m in sc.path.finditer(text, start, end):
+        p = normalize_path(m.group(1))
+        if not p or len(p) > 240 or "//" in p:
+            continue
+        name = p.rsplit("/", 1)[-1]
+        if "/" in p and not _EXT_RE.search(name) and not p.startswith(("/", "~/", "../")):
+            continue  # "and/or", "input/output": a relative path needs an extension
+        if not (_ASCII_LETTER(name) if sc.ascii else any(ch.isalpha() for ch in name)):
+            continue
+        found.append(p)
+    return tuple(found)
 
 
 # Call classes, by precedence: a mutating call, a validation (test-like) command, a read/search.
