@@ -194,10 +194,16 @@ class SearchCache:
             n = min(FIRST_PAGE if not got.rows else SEARCH_PAGE, most - len(got.rows))
             page = self._fetch(reader, query, mode, below, n)
             if got.older is not None and (len(page) < n or page[-1].seq < got.older_bound):
-                # the fetched rows reached the rows kept below the old bound: those continue them
-                got.rows.extend(r for r in page if r.seq >= got.older_bound)
-                got.rows.extend(got.older)
-                got.done = got.older_done or len(page) < n
+                # the fetched rows reached the old bound: below it, the page and the kept rows are both the newest
+                # matches (the page all of them when it is short): the longer of the two continues the rows
+                below_old = [r for r in page if r.seq < got.older_bound]
+                if len(page) < n or len(below_old) >= len(got.older):
+                    got.rows.extend(page)
+                    got.done = len(page) < n
+                else:
+                    got.rows.extend(page[: len(page) - len(below_old)])
+                    got.rows.extend(got.older)
+                    got.done = got.older_done
                 got.older = None
                 if len(got.rows) > SEARCH_ROWS:  # (kept bounded: a recall reads the newest SEARCH_ROWS)
                     del got.rows[SEARCH_ROWS:]
