@@ -1,8 +1,9 @@
 """Recall across the requests of a long session, one engine's recall cache kept throughout (as ``latch stress``'s
 viewer runs it), with the kept searches as they run (``plan="as_read"``: after the archive's bound moved up, a
 search's rows between the old and the new bound fetched as recall reads them, and an AND's term check reading a
-term's first page) against the plan before (``plan="at_once"``: up to ``SEARCH_ROWS`` of those rows fetched when
-the search is first read at the new bound, and the term check reading one row), in one run.
+term's first page; the store's candidate check deciding an ASCII text whose phrases cannot match from the text,
+unprepared) against the plan before (``plan="at_once"``: up to ``SEARCH_ROWS`` of those rows fetched when the search
+is first read at the new bound, the term check reading one row, every candidate text prepared), in one run.
 
 The store holds the events of :class:`latch.bench.scenario.ScenarioModel` (the ``latch stress`` producer's model).
 Every :data:`EVERY` events a burst of :data:`BURST` requests recalls from the archival region below the burst's epoch
@@ -34,7 +35,7 @@ from latch.engine.recall import RecallCache, query_terms, recall
 from latch.engine.units import TokenCounter, resolve_estimator
 from latch.events import AssistantMessage, ToolResult, UserMessage
 from latch.host.session import StoreSessionReader
-from latch.store import EventStore
+from latch.store import EventStore, fts_search
 
 FULL = os.environ.get("LATCH_BENCH_FULL", "") not in ("", "0")
 SIZES = [30_000, 100_000] if FULL else [30_000]
@@ -80,9 +81,10 @@ def _run(store: EventStore, sid: str, requests, counter) -> tuple[list[list[int]
 
 
 def _set_plan(plan: str) -> None:
-    recall_search.GAP_AS_READ, recall_search.CHECK_ROWS = (
-        (True, recall_search.SEARCH_ROWS) if plan == "as_read" else (False, 1)
-    )
+    new = plan == "as_read"
+    recall_search.GAP_AS_READ = new
+    recall_search.CHECK_ROWS = recall_search.SEARCH_ROWS if new else 1
+    fts_search.TEXT_FIRST = new
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -93,6 +95,7 @@ def test_recall_across_requests(benchmark, histories, n, monkeypatch):
     counter = TokenCounter(resolve_estimator("claude-sonnet-4-5", None))
     monkeypatch.setattr(recall_search, "GAP_AS_READ", recall_search.GAP_AS_READ)
     monkeypatch.setattr(recall_search, "CHECK_ROWS", recall_search.CHECK_ROWS)
+    monkeypatch.setattr(fts_search, "TEXT_FIRST", fts_search.TEXT_FIRST)
     seconds: dict[str, list[float]] = {"at_once": [], "as_read": []}
     fetches: dict[str, int] = {}
     results: dict[str, list[list[int]]] = {}
