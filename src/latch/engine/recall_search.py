@@ -4,7 +4,8 @@ The archival region a recall searches (``seq < before_seq``) only ever gains row
 append-only and seqs grow, so the rows of a search below a bound never change, and when the bound moves up (a new
 cache epoch) only the rows between the old and the new bound are new. :class:`SearchCache` keeps, per search,
 the newest rows fetched so far (a complete newest-first prefix of the matches below its bound) and fetches more
-only when a recall reads past them, or the rows above the old bound when the bound moved.
+only when a recall reads past them; when the bound moved, the rows above the old bound come first, fetched as a
+recall reads them (a recall that is done early never fetches the rest).
 
 An OR search of several terms is the union of each term's rows (each whitespace-free term is one FTS phrase,
 :func:`~latch.store.fts.match_phrases`), so :meth:`SearchCache.newest` merges per-term rows: a request whose query

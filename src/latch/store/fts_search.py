@@ -16,7 +16,8 @@ phrase that matches 32 rows. A query with only rare tokens costs little.
    tokenizer holding the chunk alone; an ASCII text by a pattern with the same answer, :func:`plain_matches`),
    O(the chunk) whatever the history. A row whose stored payload already shows that its text cannot match (an
    ASCII payload of an event whose searchable text is one field, :class:`PayloadCheck`) is decided without being
-   decoded or prepared. (Without the texts, the exact query
+   decoded or prepared; an ASCII text whose phrases are not in it as their tokens joined by other characters, without
+   being prepared. (Without the texts, the exact query
    bounded to the chunk's rowid span decides it; FTS5 does not stop an AND at the span's lower bound: with no
    match near below, it moves every doclist down to the next match, O(the history).)
 
