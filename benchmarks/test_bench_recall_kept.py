@@ -13,9 +13,10 @@ already (the stress viewer's recorded calls have this shape). Both plans recall 
 The plans alternate, :data:`ROUNDS` rounds each, in one test. ``extra_info``: ``view_ms_*`` (a request's
 recall, median round), ``fetches_*`` (store searches per request), ``ratio_to_at_once`` (as_read over at_once).
 
-On this 2-core box shared with two other jobs (load 3.1; one run, ``LATCH_BENCH_FULL=1``): a request's recall
-10.4 -> 7.7 ms at 3x10^4 events (ratio 0.74; store searches per request 24.4 -> 18.7), 21.2 -> 17.0 ms at 10^5
-(0.80; 26.3 -> 18.7).
+On this 2-core box shared with other work (load 1.6; one run, ``LATCH_BENCH_FULL=1``): a request's recall
+10.4 -> 7.3 ms at 3x10^4 events (ratio 0.70; store searches per request 24.4 -> 18.7), 16.5 -> 13.0 ms at 10^5
+(0.79; 26.3 -> 18.7). The stress viewer's recorded recall calls replayed on its store, both plans alternating:
+71 calls at 10^5 events 2.48 -> 1.50 s (0.61), 220 calls at 3x10^5 8.56 -> 6.12 s (0.72).
 
 Run: ``python -m pytest benchmarks/test_bench_recall_kept.py --benchmark-only`` (``LATCH_BENCH_FULL=1`` adds 10^5)
 """
