@@ -6,6 +6,7 @@ with no row and terms in most rows."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import tempfile
 from pathlib import Path
@@ -133,3 +134,33 @@ def test_a_new_term_searches_that_term_alone(store):
     again = [s.seq for s in searches.newest(reader, [*first, "src/pkg2/mod1.py"], "or", before, None)]
     assert set(reader.queries) == {"src/pkg2/mod1.py"} and again != rows
     assert again == [s.seq for s in newest_hits(reader, " ".join([*first, "src/pkg2/mod1.py"]), "or", before, None)]
+
+
+_partial_step = st.tuples(_batch, _query, st.integers(0, 60), st.booleans(), st.integers(0, 70))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(_partial_step, min_size=2, max_size=10))
+def test_searches_read_in_part_list_the_same_rows_as_the_store(steps):
+    """Searches read only in part (as a recall that is done early reads them) while the archive's bound moves
+    forward and back keep listing the rows of the plain newest-first FTS5 query: the rows between an old bound and
+    a new one are fetched as they are read, and the rows kept below the old bound continue them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = EventStore(Path(tmp) / "latch.db")
+        try:
+            sid = store.create_session()
+            reader = StoreSessionReader(store, sid)
+            searches = SearchCache()
+            appended = 0
+            for batch, query, back, cap, read in steps:
+                store.append(sid, _events(batch * 3, appended))
+                appended += 3 * len(batch)
+                before = max(1, store.max_seq(sid) + 1 - back)
+                until = max(0, before - 1 - back // 2) if cap else None
+                terms = query_terms([" ".join(_VOCAB[i] for i in query)])
+                for mode in ("and", "or"):
+                    want = [s.seq for s in newest_hits(reader, " ".join(terms), mode, before, until)]
+                    got = [s.seq for s in itertools.islice(searches.newest(reader, terms, mode, before, until), read)]
+                    assert got == want[:read], (terms, mode, before, until, read)
+        finally:
+            store.close()

@@ -4,7 +4,8 @@ The archival region a recall searches (``seq < before_seq``) only ever gains row
 append-only and seqs grow, so the rows of a search below a bound never change, and when the bound moves up (a new
 cache epoch) only the rows between the old and the new bound are new. :class:`SearchCache` keeps, per search,
 the newest rows fetched so far (a complete newest-first prefix of the matches below its bound) and fetches more
-only when a recall reads past them, or the rows above the old bound when the bound moved.
+only when a recall reads past them; when the bound moved, the rows above the old bound come first, fetched as a
+recall reads them (a recall that is done early never fetches the rest).
 
 An OR search of several terms is the union of each term's rows (each whitespace-free term is one FTS phrase,
 :func:`~latch.store.fts.match_phrases`), so :meth:`SearchCache.newest` merges per-term rows: a request whose query
@@ -30,6 +31,12 @@ SEARCH_PAGE = 16
 """Rows read per store search: a recall that is done early never decodes the rest of :data:`SEARCH_ROWS`."""
 FIRST_PAGE = 4
 """Rows read by a term's first store search (most terms are merged past after a few rows)."""
+GAP_AS_READ = True
+"""After the bound moved up, fetch a search's rows between the old and the new bound as a recall reads them
+(``False``: up to :data:`SEARCH_ROWS` of them at once, when the search is first read at the new bound)."""
+CHECK_ROWS = SEARCH_ROWS
+"""An AND's check that each of its terms has a row reads a term's first page of up to this many rows (1: one
+row; the OR search of the same terms reads that page next)."""
 MAX_SEARCHES = 512
 """Searches kept per cache (the least recently used one is dropped past it)."""
 _SPLIT_CHARS = 4096  # a joined query longer than this is cut by the store: search it whole
@@ -52,14 +59,22 @@ def newest_hits(reader: SessionReader, query: str, mode: str, before_seq: int, u
 
 class _Rows:
     """The newest rows of one search below ``bound``, as far as fetched: ``rows`` is every match in
-    ``[rows[-1].seq, bound)``, newest first, and every match below ``bound`` when ``done``."""
+    ``[rows[-1].seq, bound)``, newest first, and every match below ``bound`` when ``done``.
 
-    __slots__ = ("bound", "rows", "done")
+    After the bound moved up, the rows kept below the old bound wait in ``older`` (every match in
+    ``[older[-1].seq, older_bound)``, and every match below ``older_bound`` when ``older_done``) until the rows
+    fetched from the new bound reach ``older_bound``: the rows between the bounds are fetched as a recall reads
+    them, not all at once."""
+
+    __slots__ = ("bound", "rows", "done", "older", "older_bound", "older_done")
 
     def __init__(self, bound: int):
         self.bound = bound
         self.rows: list[Any] = []
         self.done = False
+        self.older: list[Any] | None = None
+        self.older_bound = 0
+        self.older_done = False
 
 
 class SearchCache:
@@ -88,7 +103,10 @@ class SearchCache:
             # a term with a letter or digit is at least one token, so when no row below the bound holds it,
             # no row holds every term (a term without one is left out of the store's AND and proves nothing)
             for t in dict.fromkeys(terms):
-                if any(c.isalnum() for c in t) and next(self._iter(reader, t, "or", bound, 1), None) is None:
+                # (a first page of the term, not one row: the OR search of the same terms reads it next)
+                if any(c.isalnum() for c in t) and not self._fill(
+                    reader, t, "or", self._entry(reader, t, "or", bound), 0, CHECK_ROWS
+                ):
                     return
             yield from self._iter(reader, query, mode, bound, SEARCH_ROWS)
             return
@@ -138,22 +156,33 @@ class SearchCache:
         else:
             self._searches.move_to_end(key)
         if bound > got.bound:  # the archive grew: the rows between the old bound and the new one come first
-            fresh: list[Any] = []
-            below, n = bound, FIRST_PAGE
-            while len(fresh) < SEARCH_ROWS:
-                page = self._fetch(reader, query, mode, below, n)
-                fresh.extend(r for r in page if r.seq >= got.bound)
-                if len(page) < n or page[-1].seq < got.bound:
-                    break
-                below, n = page[-1].seq, SEARCH_PAGE
-            if len(fresh) >= SEARCH_ROWS:
-                got.rows, got.done = fresh, False
+            if not GAP_AS_READ:
+                self._fetch_gap(reader, query, mode, got, bound)
             else:
-                got.rows = fresh + got.rows
+                if got.older is None:  # (those are fetched as they are read, then the kept rows follow them)
+                    got.older, got.older_bound, got.older_done = got.rows, got.bound, got.done
+                got.rows, got.done = [], False  # (a second move before the first gap was read: the gap is dropped)
         elif bound < got.bound:  # an older bound (a past request): the kept rows below it are still a prefix
+            if got.older is not None and bound <= got.older_bound:
+                got.rows, got.done, got.older = got.older, got.older_done, None
             got.rows = [r for r in got.rows if r.seq < bound]
         got.bound = bound
         return got
+
+    def _fetch_gap(self, reader: SessionReader, query: str, mode: str, got: _Rows, bound: int) -> None:
+        """The rows between ``got.bound`` and ``bound`` fetched at once (up to :data:`SEARCH_ROWS`), before them."""
+        fresh: list[Any] = []
+        below, n = bound, FIRST_PAGE
+        while len(fresh) < SEARCH_ROWS:
+            page = self._fetch(reader, query, mode, below, n)
+            fresh.extend(r for r in page if r.seq >= got.bound)
+            if len(page) < n or page[-1].seq < got.bound:
+                break
+            below, n = page[-1].seq, SEARCH_PAGE
+        if len(fresh) >= SEARCH_ROWS:
+            got.rows, got.done = fresh, False
+        else:
+            got.rows = fresh + got.rows
 
     def _fill(self, reader: SessionReader, query: str, mode: str, got: _Rows, i: int, most: int) -> bool:
         """Whether the search has a row at position ``i < most`` (fetching pages of it until it has or is done)."""
@@ -165,6 +194,22 @@ class SearchCache:
             below = got.rows[-1].seq if got.rows else got.bound
             n = min(FIRST_PAGE if not got.rows else SEARCH_PAGE, most - len(got.rows))
             page = self._fetch(reader, query, mode, below, n)
+            if got.older is not None and (len(page) < n or page[-1].seq < got.older_bound):
+                # the fetched rows reached the old bound: below it, the page and the kept rows are both the newest
+                # matches (the page all of them when it is short): the longer of the two continues the rows
+                below_old = [r for r in page if r.seq < got.older_bound]
+                if len(page) < n or len(below_old) >= len(got.older):
+                    got.rows.extend(page)
+                    got.done = len(page) < n
+                else:
+                    got.rows.extend(page[: len(page) - len(below_old)])
+                    got.rows.extend(got.older)
+                    got.done = got.older_done
+                got.older = None
+                if len(got.rows) > SEARCH_ROWS:  # (kept bounded: a recall reads the newest SEARCH_ROWS)
+                    del got.rows[SEARCH_ROWS:]
+                    got.done = False
+                continue
             got.rows.extend(page)
             if len(page) < n:
                 got.done = True

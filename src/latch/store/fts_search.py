@@ -16,7 +16,8 @@ phrase that matches 32 rows. A query with only rare tokens costs little.
    tokenizer holding the chunk alone; an ASCII text by a pattern with the same answer, :func:`plain_matches`),
    O(the chunk) whatever the history. A row whose stored payload already shows that its text cannot match (an
    ASCII payload of an event whose searchable text is one field, :class:`PayloadCheck`) is decided without being
-   decoded or prepared. (Without the texts, the exact query
+   decoded or prepared; an ASCII text whose phrases are not in it as their tokens joined by other characters, without
+   being prepared. (Without the texts, the exact query
    bounded to the chunk's rowid span decides it; FTS5 does not stop an AND at the span's lower bound: with no
    match near below, it moves every doclist down to the next match, O(the history).)
 
@@ -176,6 +177,35 @@ def _payload_phrase(toks: tuple[str, ...]) -> re.Pattern[bytes] | tuple[bytes, .
     if all(t.isalnum() for t in raw):
         return re.compile(_JSON_SEPARATORS.join(re.escape(t.encode()) for t in raw))
     return tuple(t.encode() for t in raw)
+
+
+TEXT_FIRST = True
+""":meth:`CandidateSearch.verify` decides an ASCII text whose phrases cannot match from the text itself, before
+preparing it (``False``: every text prepared)."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _text_phrase(toks: tuple[str, ...]) -> re.Pattern[bytes] | tuple[bytes, ...] | None:
+    """:func:`_payload_phrase` over an ASCII text lower-cased rather than its JSON string: a phrase of letters and
+    digits lies in it as its tokens joined by runs of other characters (see :class:`PayloadCheck`)."""
+    if not toks or not all(_PLAIN_TOKEN.fullmatch(t) for t in toks):
+        return None
+    raw = ["".join(_UNGLUE.get(c, c) for c in t).lower() for t in toks]
+    if all(t.isalnum() for t in raw):
+        return re.compile(b"[^a-z0-9]+".join(re.escape(t.encode()) for t in raw))
+    return tuple(t.encode() for t in raw)
+
+
+def _text_may_match(phrases: Sequence[re.Pattern[bytes] | tuple[bytes, ...] | None], mode: str, text: str) -> bool:
+    """Whether the ASCII ``text`` may match (``False`` only when, by :func:`_text_phrase`, some phrase (``mode="and"``)
+    or every phrase (``"or"``) is absent from it)."""
+    low = text.encode().lower()
+    want = mode == "and"
+    for p in phrases:
+        found = p is None or (p.search(low) is not None if isinstance(p, re.Pattern) else all(t in low for t in p))
+        if found != want:
+            return not want
+    return want
 
 
 class CandidateSearch:
@@ -356,15 +386,17 @@ class CandidateSearch:
         :func:`~latch.store.fts.build_match_query` is ``match``: an ASCII text is then decided by
         :func:`plain_matches` (no FTS5 table), the others by FTS5."""
         patterns = phrase_patterns(phrases[1]) if phrases is not None else None
+        in_text = [_text_phrase(tuple(p)) for p in phrases[1]] if phrases is not None and TEXT_FIRST else None
         out: set[int] = set()
         rest: list[tuple[int, str]] = []
         for r, t in texts:
             if not t:
                 continue
-            prepared = prepare_text(t)
             if patterns is None or phrases is None or not t.isascii():
-                rest.append((r, prepared))
-            elif plain_matches(patterns, phrases[0], prepared):
+                rest.append((r, prepare_text(t)))
+            elif in_text is not None and not _text_may_match(in_text, phrases[0], t):
+                continue  # a phrase's tokens are not in the text as they would be if it matched: not prepared
+            elif plain_matches(patterns, phrases[0], prepare_text(t)):
                 out.add(r)
         if rest:
             out |= self._fts_verify(match, rest)
