@@ -215,43 +215,6 @@ def test_extend_term_counts_native_vs_lists(benchmark, monkeypatch):
     benchmark.pedantic(build, args=(native_counts,), rounds=3, iterations=1)
 
 
-def _paths_without_kept_runs(text: str) -> list[str]:
-    """File entities as the index found them before it kept runs (its code then): every run's matches found by the
-    path pattern and checked again."""
-    text = text[: E.SCAN_CHARS]
-    if "/" not in text and "." not in text:
-        return []
-    sc = E._scanner(text)
-    found: list[str] = []
-    backwards = ""
-    for n, hint in enumerate(E._hints(sc, text)):
-        at = hint.start()
-        if n < E._WINDOWED_HINTS:
-            w0 = at - E._RUN_WINDOW if at > E._RUN_WINDOW else 0
-            run = sc.run.match(text[w0 : at + 1][::-1])
-            back = run.end() if run else 0
-            if w0 and back == at + 1 - w0:
-                run = sc.run.match(text[: at + 1][::-1])
-                back = run.end() if run else 0
-        else:
-            if not backwards:
-                backwards = text[::-1]
-            j = len(text) - 1 - at
-            run = sc.run.match(backwards, j)
-            back = (run.end() if run else j) - j
-        for m in sc.path.finditer(text, at + 1 - back, hint.end()):
-            p = E.normalize_path(m.group(1))
-            if not p or len(p) > 240 or "//" in p:
-                continue
-            name = p.rsplit("/", 1)[-1]
-            if "/" in p and not E._EXT_RE.search(name) and not p.startswith(("/", "~/", "../")):
-                continue
-            if not (E._ASCII_LETTER(name) if sc.ascii else any(ch.isalpha() for ch in name)):
-                continue
-            found.append(p)
-    return found
-
-
 def test_paths_kept_runs_vs_plain(benchmark, monkeypatch):
     events = [
         StoredEvent(seq=i, session_id="stress", kind=e.KIND, event=e, source_ref=None, ts=None)
@@ -267,11 +230,11 @@ def test_paths_kept_runs_vs_plain(benchmark, monkeypatch):
             texts.append(e.content)
         elif isinstance(e, (UserMessage, SystemNote)):
             texts.append(e.text)
-    variants = {"new": E._paths, "old": _paths_without_kept_runs}
+    kept_chars = {"new": E.RUN_KEPT_CHARS, "old": -1}  # old: no run kept, each found by the path pattern
 
     def use(name: str) -> None:
         E._RUN_PATHS.clear()  # each timing starts with no kept run, as a fresh process does
-        monkeypatch.setattr(E, "_paths", variants[name])
+        monkeypatch.setattr(E, "RUN_KEPT_CHARS", kept_chars[name])
 
     def scan_paths(name: str):
         return [E._paths(t) for t in texts]

@@ -10,24 +10,9 @@ import re
 from corpus_support import corpus_files, require_corpus
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_episodes import _plain_paths
 
 from latch.engine import episodes as E
-
-
-def _plain_paths(text: str) -> list[str]:
-    """The file entities of ``text`` by the path pattern tried at every position, each checked as the index does."""
-    text = text[: E.SCAN_CHARS]
-    found = []
-    for m in E._scanner(text).path.finditer(text):
-        p = E.normalize_path(m.group(1))
-        if not p or len(p) > 240 or "//" in p:
-            continue
-        name = p.rsplit("/", 1)[-1]
-        if "/" in p and not E._EXT_RE.search(name) and not p.startswith(("/", "~/", "../")):
-            continue
-        if any(ch.isalpha() for ch in name):
-            found.append(p)
-    return found
 
 
 def _strings(value, out: list[str]) -> None:
