@@ -352,7 +352,7 @@ def test_incremental_equals_rebuild_at_every_prefix_and_batch_split():
     batched.extend(events[3:9])  # overlap: seq <= watermark is skipped
     batched.extend(events[9:])
     assert digest(batched.episodes) == digest(inc.episodes)
-    assert batched._terms == inc._terms and batched._files == inc._files
+    assert batched._term_counts.ids() == inc._term_counts.ids() and batched._files == inc._files
 
 
 def test_other_session_needs_rebuild():
@@ -429,7 +429,7 @@ def test_closing_keeps_what_the_open_segment_showed():
         True,
         ("/repo/src/parser.py", "src/parser.py"),
     )
-    words = [t for t, tid in idx._terms.items() if tid in seg.term_ids]
+    words = [t for t, tid in idx._term_counts.ids().items() if tid in seg.term_ids]
     assert {"fix", "parser", "crash", "reading", "token"} <= set(words)
     picked = idx.select("parser crash", [], now_seq=16, before_seq=8)
     assert picked[0] == seg

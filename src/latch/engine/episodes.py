@@ -928,11 +928,6 @@ class EpisodeIndex:
         self._open = op
         return op
 
-    @property
-    def _terms(self) -> dict[str, int]:
-        """The term dictionary (term -> id, first-sighting order), as a new dict."""
-        return self._term_counts.ids()
-
     def _file_id(self, path: str) -> int:
         fid = self._files.get(path)
         if fid is None:

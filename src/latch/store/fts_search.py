@@ -155,57 +155,56 @@ class PayloadCheck:
             return True
         if not payload.isascii() or "\\u" in payload:
             return True
-        low = payload.encode().lower()
-        want = self.mode == "and"  # and: the first phrase absent decides; or: the first one found
-        for i, p in enumerate(self._phrases):
-            if want != (
-                p is None or (p.search(low) is not None if isinstance(p, re.Pattern) else all(t in low for t in p))
-            ):
-                if i:  # the deciding phrase is tried first on the next row (rows of one search tend to agree)
-                    self._phrases.insert(0, self._phrases.pop(i))
-                return not want
-        return want
+        decided, i = _phrases_decide(self._phrases, self.mode, payload.encode().lower())
+        if i > 0:  # the deciding phrase is tried first on the next row (rows of one search tend to agree)
+            self._phrases.insert(0, self._phrases.pop(i))
+        return decided
+
+
+_PhraseCheck = re.Pattern[bytes] | tuple[bytes, ...] | None
 
 
 @functools.lru_cache(maxsize=4096)
-def _payload_phrase(toks: tuple[str, ...]) -> re.Pattern[bytes] | tuple[bytes, ...] | None:
-    """A phrase's pattern over a lower-cased payload (its tokens are letters and digits), or its tokens as they
-    are spelled in the text (a glued or dotted one), or ``None`` (another character: not decided from a payload)."""
+def _spelled_phrase(toks: tuple[str, ...], separators: bytes) -> _PhraseCheck:
+    """A phrase's pattern over a lower-cased text, its tokens joined by runs of ``separators`` (its tokens are
+    letters and digits), or its tokens as they are spelled in the text (a glued or dotted one), or ``None`` (another
+    character: not decided without preparing the text)."""
     if not toks or not all(_PLAIN_TOKEN.fullmatch(t) for t in toks):
         return None
     raw = ["".join(_UNGLUE.get(c, c) for c in t).lower() for t in toks]
     if all(t.isalnum() for t in raw):
-        return re.compile(_JSON_SEPARATORS.join(re.escape(t.encode()) for t in raw))
+        return re.compile(separators.join(re.escape(t.encode()) for t in raw))
     return tuple(t.encode() for t in raw)
+
+
+def _payload_phrase(toks: tuple[str, ...]) -> _PhraseCheck:
+    """:func:`_spelled_phrase` over a payload: an ASCII text's JSON string, its separators possibly escaped."""
+    return _spelled_phrase(toks, _JSON_SEPARATORS)
+
+
+_TEXT_SEPARATORS = b"[^a-z0-9]+"
+
+
+def _text_phrase(toks: tuple[str, ...]) -> _PhraseCheck:
+    """:func:`_spelled_phrase` over an ASCII text itself (see :class:`PayloadCheck`)."""
+    return _spelled_phrase(toks, _TEXT_SEPARATORS)
+
+
+def _phrases_decide(phrases: Sequence[_PhraseCheck], mode: str, low: bytes) -> tuple[bool, int]:
+    """Whether the lower-cased ``low`` may match ``phrases`` (``False`` only when some phrase (``mode="and"``) or
+    every phrase (``"or"``) is absent from it), and the index of the phrase that decided it (-1: none did)."""
+    want = mode == "and"  # and: the first phrase absent decides; or: the first one found
+    for i, p in enumerate(phrases):
+        if want != (
+            p is None or (p.search(low) is not None if isinstance(p, re.Pattern) else all(t in low for t in p))
+        ):
+            return not want, i
+    return want, -1
 
 
 TEXT_FIRST = True
 """:meth:`CandidateSearch.verify` decides an ASCII text whose phrases cannot match from the text itself, before
 preparing it (``False``: every text prepared)."""
-
-
-@functools.lru_cache(maxsize=4096)
-def _text_phrase(toks: tuple[str, ...]) -> re.Pattern[bytes] | tuple[bytes, ...] | None:
-    """:func:`_payload_phrase` over an ASCII text lower-cased rather than its JSON string: a phrase of letters and
-    digits lies in it as its tokens joined by runs of other characters (see :class:`PayloadCheck`)."""
-    if not toks or not all(_PLAIN_TOKEN.fullmatch(t) for t in toks):
-        return None
-    raw = ["".join(_UNGLUE.get(c, c) for c in t).lower() for t in toks]
-    if all(t.isalnum() for t in raw):
-        return re.compile(b"[^a-z0-9]+".join(re.escape(t.encode()) for t in raw))
-    return tuple(t.encode() for t in raw)
-
-
-def _text_may_match(phrases: Sequence[re.Pattern[bytes] | tuple[bytes, ...] | None], mode: str, text: str) -> bool:
-    """Whether the ASCII ``text`` may match (``False`` only when, by :func:`_text_phrase`, some phrase (``mode="and"``)
-    or every phrase (``"or"``) is absent from it)."""
-    low = text.encode().lower()
-    want = mode == "and"
-    for p in phrases:
-        found = p is None or (p.search(low) is not None if isinstance(p, re.Pattern) else all(t in low for t in p))
-        if found != want:
-            return not want
-    return want
 
 
 class CandidateSearch:
@@ -394,7 +393,7 @@ class CandidateSearch:
                 continue
             if patterns is None or phrases is None or not t.isascii():
                 rest.append((r, prepare_text(t)))
-            elif in_text is not None and not _text_may_match(in_text, phrases[0], t):
+            elif in_text is not None and not _phrases_decide(in_text, phrases[0], t.encode().lower())[0]:
                 continue  # a phrase's tokens are not in the text as they would be if it matched: not prepared
             elif plain_matches(patterns, phrases[0], prepare_text(t)):
                 out.add(r)
