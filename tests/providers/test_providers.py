@@ -20,7 +20,7 @@ from latch.providers import (
     validate_anthropic_messages,
     validate_openai_chat,
 )
-from latch.providers._wire import DERIVED_TOOL_DESCRIPTION
+from latch.providers._wire import DERIVED_TOOL_DESCRIPTION, _plain, tool_schema, wire_tools
 from latch.providers.anthropic.messages import CONTINUATION_NOTE, wire_tool_id
 
 
@@ -307,6 +307,53 @@ def test_tool_schemas_from_every_shape():
         to_openai_chat(view(U("x"), tools=[tools[0], {"description": "nameless"}]))
     with pytest.raises(ValueError, match="view message 0: unknown role 'system'"):
         to_anthropic_messages(view(ViewMessage("system", "x")))
+
+
+def test_each_body_gets_its_own_copy_of_the_tool_schemas():
+    params = {"type": "object", "properties": {"path": {"type": "string", "enum": ["a", "b"]}}, "required": ["path"]}
+    tools = ({"name": "read", "description": "Read", "input_schema": params},)
+    for _ in range(2):  # the list's first body, then one from its kept schemas, each changed by its caller
+        body = to_anthropic_messages(view(U("x"), tools=tools))
+        body["tools"][0]["input_schema"]["properties"]["path"]["enum"].append("c")
+        body["tools"][0]["input_schema"]["required"].clear()
+    for body in (to_anthropic_messages(view(U("x"), tools=tools)), to_openai_chat(view(U("y"), tools=tools))):
+        got = body["tools"][0].get("input_schema") or body["tools"][0]["function"]["parameters"]
+        assert got == params and got is not params
+    assert params["properties"]["path"]["enum"] == ["a", "b"] and params["required"] == ["path"]
+    params["properties"]["path"]["enum"].append("d")  # the caller's schema changed in place: the next body shows it
+    assert to_anthropic_messages(view(U("z"), tools=tools))["tools"][0]["input_schema"]["properties"]["path"][
+        "enum"
+    ] == ["a", "b", "d"]
+
+
+class _Str(str):
+    pass
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 1.5, "default": None}}},
+        {"type": "object", "properties": {"f": {"enum": [True, False, 1, 0, -0.0, "1"]}}, "x": ("a", ("b",))},
+        {1: {"2": [3, (4, {5: 6})]}},  # non-string keys and tuples: made str and lists
+        {"type": "object", "items": {"a", "b"}},  # a set leaf (not JSON): as it is
+        {"type": "object", "description": _Str("kept as its own type")},
+        {"type": "object", "default": b"bytes", "other": bytearray(b"bytes")},
+    ],
+)
+def test_wire_tools_match_a_plain_copy_of_each_schema(params):
+    tools = ({"name": "t", "description": "d", "parameters": params}, {"type": "function", "function": {"name": "u"}})
+    for _ in range(3):  # the first call and the kept ones
+        got = wire_tools(view(U("x"), tools=tools))
+        assert (
+            got
+            == [tool_schema(s, i) for i, s in enumerate(tools)]
+            == [
+                ("t", "d", _plain(params)),
+                ("u", "", {"type": "object", "properties": {}}),
+            ]
+        )
+        assert [type(v) for v in got[0][2].values()] == [type(v) for v in _plain(params).values()]
 
 
 def test_unanswered_call_is_rendered_faithfully_and_caught():

@@ -5,8 +5,9 @@ those adapters (they import this)."""
 from __future__ import annotations
 
 import base64
+import marshal
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from ..events import MediaRef
 from ..port import ContextView, ViewMessage
@@ -98,9 +99,47 @@ def wire_tools(view: Any, known_tools: Sequence[str] = ()) -> list[tuple[str, st
     other name its messages call. Providers reject tool blocks without tools (Anthropic: "Requests which include tool_use or
     tool_result blocks must define tools")."""
     if view.tools:
-        return [tool_schema(s, i) for i, s in enumerate(view.tools)]
+        return _declared_tools(view.tools)
     called = [c.name for m in view.messages for c in m.tool_calls]
     return [(name, DERIVED_TOOL_DESCRIPTION, {"type": "object"}) for name in dict.fromkeys([*known_tools, *called])]
+
+
+_KEPT_TOOLS: dict[bytes, tuple[list[tuple[str, str]], bytes]] = {}
+MAX_KEPT_TOOLS = 64
+"""Tool lists whose schemas are kept in their marshalled form (emptied past it)."""
+_JSON_LEAVES = (str, int, float, bool, type(None))
+
+
+def _declared_tools(tools: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, dict[str, Any]]]:
+    """``[tool_schema(s, i) for i, s in enumerate(tools)]``, each schema a fresh copy. A list of plain dicts,
+    lists and JSON values (the same every request of a session) is converted once: its schemas are kept
+    marshalled, keyed by the list's own marshalled bytes (its content, so a list changed in place is a new key),
+    and each call unmarshals a copy (no container shared between two calls' results)."""
+    try:
+        key = marshal.dumps(cast(Any, tools), 2)  # (version 2: no back-references, the same bytes for the same content;
+        # dict subclasses, mapping proxies, str or int subclasses: ValueError)
+    except ValueError:
+        key = None
+    kept = _KEPT_TOOLS.get(key) if key is not None else None
+    if kept is None:
+        declared = [tool_schema(s, i) for i, s in enumerate(tools)]
+        if key is None or not all(_json_ready(p) for _, _, p in declared):
+            return declared  # (a bytes-like leaf marshals as bytes: such a list is never kept)
+        if len(_KEPT_TOOLS) >= MAX_KEPT_TOOLS:
+            _KEPT_TOOLS.clear()
+        _KEPT_TOOLS[key] = ([(n, d) for n, d, _ in declared], marshal.dumps([p for _, _, p in declared], 2))
+        return declared
+    names, frozen = kept
+    return [(n, d, p) for (n, d), p in zip(names, marshal.loads(frozen), strict=True)]
+
+
+def _json_ready(obj: Any) -> bool:
+    """Whether ``obj`` is dicts, lists and JSON scalars alone (exact types; what :func:`_plain` makes of JSON)."""
+    if type(obj) is dict:
+        return all(type(k) is str and _json_ready(v) for k, v in obj.items())
+    if type(obj) is list:
+        return all(_json_ready(v) for v in obj)
+    return type(obj) in _JSON_LEAVES
 
 
 def undeclared_calls(called: list[str], tools: Any) -> list[str]:
