@@ -29,13 +29,14 @@ script the corpus shows (Cyrillic).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import math
 import random
 import statistics
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
 from typing import Any
@@ -357,47 +358,89 @@ _MODULES = tuple(
 )
 
 
-def _pool(rng: random.Random, size: int, line: Any) -> str:
+def _pool(draw: Callable[[], str], size: int) -> str:
     parts: list[str] = []
     total = 0
     while total < size:
-        s = line(rng)
+        s = draw()
         parts.append(s)
         total += len(s)
     return "".join(parts)
 
 
-def _prose_line(rng: random.Random) -> str:
-    n = rng.randrange(6, 22)
-    return " ".join(rng.choice(_WORDS) for _ in range(n)).capitalize() + ". " + ("\n" if rng.random() < 0.2 else "")
+# The pools' lines. Each draws from ``rng`` exactly what ``rng.choice``/``rng.randrange``/``rng.random`` would, in the
+# same order (``choice(seq)`` is ``seq[_randbelow(len(seq))]``, ``randrange(a, b)`` is ``a + _randbelow(b - a)``),
+# and formats only the text it keeps: the same pools, drawn faster (tests/bench pins them against those calls).
+def _prose_line(rng: random.Random) -> Callable[[], str]:
+    below, rand, words, nw = rng._randbelow, rng.random, _WORDS, len(_WORDS)  # type: ignore[attr-defined]
+
+    def line() -> str:
+        n = 6 + below(16)
+        text = " ".join([words[below(nw)] for _ in range(n)]).capitalize()
+        return text + (". \n" if rand() < 0.2 else ". ")
+
+    return line
 
 
-def _code_line(rng: random.Random) -> str:
-    w, v, i = rng.choice(_WORDS), rng.choice(_WORDS), rng.choice(_IDENTS)
-    return rng.choice(
-        (
-            f"def {w}_{i}(self, {v}_{rng.randrange(9)}):\n",
-            f"    return self.{i}.{w}({v}, {rng.randrange(1000)})\n",
-            f'    if {v} is None:\n        raise ValueError("{w} {v} missing")\n',
-            f"class {i.capitalize()}{w.capitalize()}:\n",
-            f'    {v}_{w} = Decimal("{rng.randrange(100)}.{rng.randrange(100):02d}")\n',
-            f"# {w} {v} {i}\n",
-            f"from .{w} import {i}_{v}\n",
-            "\n",
-        )
-    )
+def _code_line(rng: random.Random) -> Callable[[], str]:
+    below, words, idents, nw, ni = rng._randbelow, _WORDS, _IDENTS, len(_WORDS), len(_IDENTS)  # type: ignore[attr-defined]
+
+    def line() -> str:
+        w, v, i = words[below(nw)], words[below(nw)], idents[below(ni)]
+        a, b, c, d = below(9), below(1000), below(100), below(100)
+        k = below(8)
+        if k == 0:
+            return f"def {w}_{i}(self, {v}_{a}):\n"
+        if k == 1:
+            return f"    return self.{i}.{w}({v}, {b})\n"
+        if k == 2:
+            return f'    if {v} is None:\n        raise ValueError("{w} {v} missing")\n'
+        if k == 3:
+            return f"class {i.capitalize()}{w.capitalize()}:\n"
+        if k == 4:
+            return f'    {v}_{w} = Decimal("{c}.{d:02d}")\n'
+        if k == 5:
+            return f"# {w} {v} {i}\n"
+        if k == 6:
+            return f"from .{w} import {i}_{v}\n"
+        return "\n"
+
+    return line
 
 
-def _log_line(rng: random.Random) -> str:
-    return (
-        f"2025-03-{rng.randrange(1, 29):02d} 10:{rng.randrange(60):02d}:{rng.randrange(60):02d} "
-        f"{rng.choice(('INFO', 'DEBUG', 'WARN'))} {rng.choice(_IDENTS)}: {rng.choice(_WORDS)} "
-        f"{rng.choice(_WORDS)} in {rng.randrange(999)}ms\n"
-    )
+_LEVELS = ("INFO", "DEBUG", "WARN")
 
 
-def _cjk_line(rng: random.Random) -> str:
-    return "，".join(rng.choice(_CJK_PHRASES) for _ in range(rng.randrange(2, 6))) + "。"
+def _log_line(rng: random.Random) -> Callable[[], str]:
+    below, words, idents, nw, ni = rng._randbelow, _WORDS, _IDENTS, len(_WORDS), len(_IDENTS)  # type: ignore[attr-defined]
+
+    def line() -> str:
+        day, minute, second = 1 + below(28), below(60), below(60)
+        level, ident, w, v = _LEVELS[below(3)], idents[below(ni)], words[below(nw)], words[below(nw)]
+        return f"2025-03-{day:02d} 10:{minute:02d}:{second:02d} {level} {ident}: {w} {v} in {below(999)}ms\n"
+
+    return line
+
+
+def _cjk_line(rng: random.Random) -> Callable[[], str]:
+    below, phrases, n = rng._randbelow, _CJK_PHRASES, len(_CJK_PHRASES)  # type: ignore[attr-defined]
+
+    def line() -> str:
+        return "，".join([phrases[below(n)] for _ in range(2 + below(4))]) + "。"
+
+    return line
+
+
+@functools.lru_cache(maxsize=4)
+def scenario_pools(seed: int, chars: int) -> tuple[str, str, str, str]:
+    """The text pools of :class:`ScenarioModel` of ``seed`` (prose and code of ``chars`` characters, logs of a
+    quarter, CJK prose of an eighth), made once per process and seed (they are the same every time)."""
+    pools = random.Random(f"pools:{seed}")
+    prose = _pool(_prose_line(pools), chars)
+    code = _pool(_code_line(pools), chars)
+    logs = _pool(_log_line(pools), chars // 4)
+    cjk = _pool(_cjk_line(pools), chars // 8)
+    return prose, code, logs, cjk
 
 
 def png_bytes(width: int, height: int, rgb: tuple[int, int, int] = (40, 90, 160)) -> bytes:
@@ -436,11 +479,7 @@ class ScenarioModel:
         self.workspace = workspace.rstrip("/")
         self.images = tuple(images)
         self._rng = random.Random(seed)
-        pools = random.Random(f"pools:{seed}")
-        self._prose = _pool(pools, self.POOL_CHARS, _prose_line)
-        self._code = _pool(pools, self.POOL_CHARS, _code_line)
-        self._logs = _pool(pools, self.POOL_CHARS // 4, _log_line)
-        self._cjk = _pool(pools, self.POOL_CHARS // 8, _cjk_line)
+        self._prose, self._code, self._logs, self._cjk = scenario_pools(seed, self.POOL_CHARS)
         self._kinds = list(shape.kinds)
         self._weights = list(itertools.accumulate(shape.kinds[k].share for k in self._kinds))
         self._ids = itertools.count(1)
