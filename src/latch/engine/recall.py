@@ -183,12 +183,29 @@ class RecallCache:
     ``keep_searches=False`` searches the store afresh on every recall (the same rows, slower)."""
 
     MAX = 16_384
+    TEXT_CHARS = 1 << 23
+    """Characters of the rows' lower-cased searchable texts kept (:meth:`text`; emptied past it)."""
 
     def __init__(self, counter: Any, *, keep_searches: bool = True):
         self.counter = counter
         self.searches = SearchCache() if keep_searches else None
         self._items: dict[int, RecalledEvent] = {}
         self._links: dict[tuple[int, int, int], list[Any]] = {}
+        self._texts: dict[int, str] = {}
+        self._text_chars = 0
+
+    def text(self, stored: Any) -> str:
+        """``stored.event.searchable_text().lower()``, kept by seq (a row a search lists again is not rendered
+        again: an assistant turn's text re-encodes its calls' arguments)."""
+        got = self._texts.get(stored.seq)
+        if got is None:
+            got = stored.event.searchable_text().lower()
+            if self._text_chars + len(got) > self.TEXT_CHARS:
+                self._texts.clear()
+                self._text_chars = 0
+            self._texts[stored.seq] = got
+            self._text_chars += len(got)
+        return got
 
     def item(self, stored: Any) -> RecalledEvent:
         got = self._items.get(stored.seq)
@@ -289,7 +306,7 @@ def recall(
             judged.add(hit.seq)
             if not _recallable(hit):
                 continue
-            text = hit.event.searchable_text().lower()
+            text = cache.text(hit)
             if not any(t in text for t in specific) and (not need or sum(w in text for w in words) < need):
                 continue
             partners = cache.partners(reader, hit, before_seq)

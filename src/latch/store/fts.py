@@ -27,6 +27,7 @@ holds no token: the caller then returns no rows, never an SQL error.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import unicodedata
@@ -454,6 +455,7 @@ MAX_PHRASE_TOKENS = 64
 """Tokens of one phrase that count (its first ones): a phrase is never expanded without bound."""
 
 
+@functools.lru_cache(maxsize=4096)  # (a pure function of its arguments: recall asks for the same terms again)
 def build_match_query(query: str, mode: str = "and") -> str | None:
     """An FTS5 MATCH expression for an arbitrary user string, or ``None`` if it has no token.
 

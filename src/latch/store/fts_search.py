@@ -202,6 +202,13 @@ def _phrases_decide(phrases: Sequence[_PhraseCheck], mode: str, low: bytes) -> t
     return want, -1
 
 
+@functools.lru_cache(maxsize=4096)
+def _phrases(query: str) -> tuple[tuple[str, ...], ...]:
+    """:func:`~latch.store.fts.match_phrases` of ``query``, kept per query (a recall searches the same terms again
+    at every new bound)."""
+    return tuple(tuple(p) for p in match_phrases(query))
+
+
 TEXT_FIRST = True
 """:meth:`CandidateSearch.verify` decides an ASCII text whose phrases cannot match from the text itself, before
 preparing it (``False``: every text prepared)."""
@@ -256,11 +263,11 @@ class CandidateSearch:
         query should run directly. ``mode="and"``: ``exact`` is empty and ``candidates`` holds one expression,
         the AND of the rare tokens. ``mode="or"``: ``exact`` holds the single-token phrases (their rows are
         matches as they are) and ``candidates`` one expression per longer phrase (the AND of its rare tokens)."""
-        phrases = match_phrases(query)
-        if (db.execute("SELECT max(seq) FROM events").fetchone()[0] or 0) <= SMALL_LOG:
-            return None  # a short log: the exact query walks all of it faster than candidates are read
+        phrases = _phrases(query)
         if not phrases or all(len(p) == 1 for p in phrases) and (mode != "and" or len(phrases) == 1):
             return None  # single tokens joined by OR, or one token: FTS5 stops at the newest rows by itself
+        if (db.execute("SELECT max(seq) FROM events").fetchone()[0] or 0) <= SMALL_LOG:
+            return None  # a short log: the exact query walks all of it faster than candidates are read
         if mode == "and":
             rare_of = [[t for _, t in self._rare(db, p)][:RARE_PER_PHRASE] for p in phrases]
             chosen = list(dict.fromkeys(t for r in rare_of for t in r))
