@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 
 from corpus_support import REPO
+from hypothesis import given
+from hypothesis import strategies as st
 
 from latch.bench.coverage import CoverageProbe, WorkingSetProbe, _tail, identifiers, view_text
 from latch.bench.report import markdown_table, verdicts
@@ -20,6 +23,26 @@ def test_the_identifier_rule():
         "and call_8Hq2x9 (error E42, 2024 rows, 12345). The word version and README stay out."
     )
     assert identifiers(text) == ["src/app/export.py", "export_rows", "pandas.read_csv", "3f9a2c71d", "call_8Hq2x9"]
+
+
+def _identifiers_by_the_rule(text):
+    out = {}
+    for m in re.finditer(r"[A-Za-z0-9_./\-]{4,}", text):
+        tok = m.group(0).strip("./-")
+        if len(tok) < 4 or tok in out:
+            continue
+        digits = len(re.findall("[0-9]", tok))
+        if "/" in tok or "_" in tok or re.search(r"\.[A-Za-z]", tok) or (re.search("[A-Za-z]", tok) and digits >= 4):
+            out[tok] = None
+    return list(out)
+
+
+_PIECES = ["a", "Zk", "word", "0", "42", "2024", "_", ".", "./", "/", "-", " ", "\n", "é", "字", "v1", "x.Y"]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=24).map("".join))
+def test_the_identifiers_are_the_rules_on_any_text(text):
+    assert identifiers(text) == _identifiers_by_the_rule(text)
 
 
 class _Stored:

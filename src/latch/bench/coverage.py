@@ -39,9 +39,9 @@ MIN_CHARS = 4
 def identifiers(text: str) -> list[str]:
     """The identifiers of ``text`` under the module's rule, in first-seen order, each once."""
     out: dict[str, None] = {}
-    for m in _RUN.finditer(text):
-        tok = m.group(0).strip("./-")
-        if len(tok) < MIN_CHARS or tok in out:
+    for run in _RUN.findall(text):
+        tok = run.strip("./-")
+        if len(tok) < MIN_CHARS or tok in out or tok.isalpha():  # (letters alone: a word of prose)
             continue
         if "/" in tok or "_" in tok or _DOTTED.search(tok) or (_LETTER.search(tok) and len(_DIGITS.findall(tok)) >= 4):
             out[tok] = None
