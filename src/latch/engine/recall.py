@@ -49,6 +49,9 @@ RECALL_ROWS = 12
 """Matching rows recalled at most per recall (their call/result partners come on top)."""
 PARTNER_WINDOW = 512
 """How far (in seq) a call and its result may lie apart and still be linked."""
+KEEP_ROWS = True
+""":class:`RecallCache` keeps each listed row's lower-cased text and its partners per bound (``False``: both made
+again at every recall, the same values)."""
 PROBE = True
 """Look a partner up in the few seqs next to its event first (the same partners, fewer events read)."""
 
@@ -192,12 +195,13 @@ class RecallCache:
         self._items: dict[int, RecalledEvent] = {}
         self._links: dict[tuple[int, int, int], list[Any]] = {}
         self._texts: dict[int, str] = {}
+        self._partners: dict[tuple[int, int], list[Any]] = {}
         self._text_chars = 0
 
     def text(self, stored: Any) -> str:
         """``stored.event.searchable_text().lower()``, kept by seq (a row a search lists again is not rendered
         again: an assistant turn's text re-encodes its calls' arguments)."""
-        got = self._texts.get(stored.seq)
+        got = self._texts.get(stored.seq) if KEEP_ROWS else None
         if got is None:
             got = stored.event.searchable_text().lower()
             if self._text_chars + len(got) > self.TEXT_CHARS:
@@ -220,7 +224,16 @@ class RecallCache:
 
     def partners(self, reader: SessionReader, stored: Any, before_seq: int) -> list[Any]:
         """The linked events of ``stored`` inside the archival region (a call's results, a result's call),
-        looked up in a short window first, then up to :data:`PARTNER_WINDOW` seqs away."""
+        looked up in a short window first, then up to :data:`PARTNER_WINDOW` seqs away (kept by seq and bound)."""
+        got = self._partners.get((stored.seq, before_seq)) if KEEP_ROWS else None
+        if got is None:
+            got = self._partners_of(reader, stored, before_seq)
+            if len(self._partners) >= self.MAX:
+                self._partners.clear()
+            self._partners[stored.seq, before_seq] = got
+        return got
+
+    def _partners_of(self, reader: SessionReader, stored: Any, before_seq: int) -> list[Any]:
         e, seq = stored.event, stored.seq
         if isinstance(e, AssistantMessage) and e.tool_calls:
             want = len({c.id for c in e.tool_calls})

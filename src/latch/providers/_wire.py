@@ -106,6 +106,9 @@ def wire_tools(view: Any, known_tools: Sequence[str] = ()) -> list[tuple[str, st
 
 _KEPT_TOOLS: dict[bytes, tuple[list[tuple[str, str]], bytes]] = {}
 MAX_KEPT_TOOLS = 64
+KEEP_TOOLS = True
+"""Keep a tool list's schemas marshalled (``False``: every request's schemas copied by :func:`_plain`, the same
+values)."""
 """Tool lists whose schemas are kept in their marshalled form (emptied past it)."""
 _JSON_LEAVES = (str, int, float, bool, type(None))
 
@@ -115,6 +118,8 @@ def _declared_tools(tools: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, 
     lists and JSON values (the same every request of a session) is converted once: its schemas are kept
     marshalled, keyed by the list's own marshalled bytes (its content, so a list changed in place is a new key),
     and each call unmarshals a copy (no container shared between two calls' results)."""
+    if not KEEP_TOOLS:
+        return [tool_schema(s, i) for i, s in enumerate(tools)]
     try:
         key = marshal.dumps(cast(Any, tools), 2)  # (version 2: no back-references, the same bytes for the same content;
         # dict subclasses, mapping proxies, str or int subclasses: ValueError)
