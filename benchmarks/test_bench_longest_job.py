@@ -74,6 +74,9 @@ def test_longest_job_per_request(benchmark, session, budget, monkeypatch):
     source = _source(session)
     monkeypatch.setattr(_wire, "KEEP_TOOLS", _wire.KEEP_TOOLS)
     monkeypatch.setattr(recall, "KEEP_ROWS", recall.KEEP_ROWS)
+    # the benchmark's row first: it loads what a job loads once per process (an exact estimator's vocabulary)
+    _set_path("kept")
+    benchmark.pedantic(_job, args=(source, budget), rounds=1, iterations=1)
     seconds: dict[str, list[float]] = {"per_request": [], "kept": []}
     rows: dict[str, dict[str, Any]] = {}
     for _ in range(ROUNDS):
@@ -88,8 +91,6 @@ def test_longest_job_per_request(benchmark, session, budget, monkeypatch):
         t = time.process_time()
         scenario.scenario_pools.__wrapped__(source.seed, scenario.ScenarioModel.POOL_CHARS)
         pools = time.process_time() - t
-    _set_path("kept")
-    benchmark.pedantic(_job, args=(source, budget), rounds=1, iterations=1)
     ms = {path: round(statistics.median(s) / requests * 1e3, 3) for path, s in seconds.items()}
     benchmark.extra_info.update(
         session=source.name,
