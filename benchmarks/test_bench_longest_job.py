@@ -2,8 +2,10 @@
 job that bounds a run's makespan at 16 workers) and on the Codex corpus session at ``256k:32k:64k``, with the kept
 rows and schemas a job now uses (``path="kept"``: each request body's tool schemas unmarshalled from the form kept per
 tool list, :data:`latch.providers._wire.KEEP_TOOLS`; recall's listed rows' lower-cased texts and call/result partners
-kept per engine, :data:`latch.engine.recall.KEEP_ROWS`) against the path before (``path="per_request"``: every
-body's schemas copied by ``_plain``, every row's text and partners made again at every recall), in one run.
+kept per engine, :data:`latch.engine.recall.KEEP_ROWS`; an AND whose terms' fully fetched rows share none answered
+without its store search, :data:`latch.engine.recall_search.AND_FROM_KEPT`) against the path before
+(``path="per_request"``: every body's schemas copied by ``_plain``, every row's text and partners made again at every
+recall, every such AND searched), in one run.
 
 Both paths give the same row (every field but the timings and peak memory: asserted), and both rebuild the scenario's
 text pools per job (:func:`latch.bench.scenario.scenario_pools` emptied first, as in a fresh job process);
@@ -34,7 +36,7 @@ import pytest
 from latch import hotpaths
 from latch.bench import scenario
 from latch.bench.runner import SessionSource, parse_budgets, run_job
-from latch.engine import recall
+from latch.engine import recall, recall_search
 from latch.providers import _wire
 
 FULL = os.environ.get("LATCH_BENCH_FULL", "") not in ("", "0")
@@ -57,6 +59,7 @@ def _set_path(path: str) -> None:
     kept = path == "kept"
     _wire.KEEP_TOOLS = kept
     recall.KEEP_ROWS = kept
+    recall_search.AND_FROM_KEPT = kept
 
 
 def _job(source: SessionSource, budget: str) -> tuple[dict[str, Any], float]:
@@ -74,6 +77,7 @@ def test_longest_job_per_request(benchmark, session, budget, monkeypatch):
     source = _source(session)
     monkeypatch.setattr(_wire, "KEEP_TOOLS", _wire.KEEP_TOOLS)
     monkeypatch.setattr(recall, "KEEP_ROWS", recall.KEEP_ROWS)
+    monkeypatch.setattr(recall_search, "AND_FROM_KEPT", recall_search.AND_FROM_KEPT)
     # the benchmark's row first: it loads what a job loads once per process (an exact estimator's vocabulary)
     _set_path("kept")
     benchmark.pedantic(_job, args=(source, budget), rounds=1, iterations=1)

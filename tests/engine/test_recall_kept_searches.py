@@ -136,6 +136,24 @@ def test_a_new_term_searches_that_term_alone(store):
     assert again == [s.seq for s in newest_hits(reader, " ".join([*first, "src/pkg2/mod1.py"]), "or", before, None)]
 
 
+def test_an_and_whose_terms_share_no_row_is_answered_from_their_rows(store):
+    """An AND whose terms each have every row below the bound fetched (few rows) and no row in common lists nothing
+    without its own store search; terms with a row in common are searched, and find it."""
+    sid = store.create_session()
+    # E0425 in rows 1-2, node.js in rows 3-4, both in row 5; invoice and ledger everywhere else
+    store.append(sid, _events([[4], [4], [6], [6], [4, 6]] + [[9, 10]] * 20, 0))
+    reader = _Logged(store, sid)
+    searches = SearchCache()
+    apart = ["E0425", "node.js"]
+    assert [s.seq for s in searches.newest(reader, apart, "and", 5, None)] == []  # below row 5: no row holds both
+    assert sorted(reader.queries) == sorted(apart)  # each term's first page, no AND search
+    assert [s.seq for s in newest_hits(reader, " ".join(apart), "and", 5, None)] == []
+    reader.queries.clear()
+    together = [s.seq for s in searches.newest(reader, apart, "and", store.max_seq(sid) + 1, None)]
+    assert together == [5] == [s.seq for s in newest_hits(reader, " ".join(apart), "and", store.max_seq(sid) + 1, None)]
+    assert "E0425 node.js" in reader.queries
+
+
 _partial_step = st.tuples(_batch, _query, st.integers(0, 60), st.booleans(), st.integers(0, 70))
 
 

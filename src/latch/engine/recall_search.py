@@ -10,7 +10,8 @@ recall reads them (a recall that is done early never fetches the rest).
 An OR search of several terms is the union of each term's rows (each whitespace-free term is one FTS phrase,
 :func:`~latch.store.fts.match_phrases`), so :meth:`SearchCache.newest` merges per-term rows: a request whose query
 gains one term (a new file path, a new error) searches that term alone, not the whole query again. An AND
-search is kept whole, and skipped when one of its terms has no row at all. The result
+search is kept whole, and skipped when one of its terms has no row at all, or when the terms whose every row is
+fetched have no row in common. The result
 is the same rows, in the same order, as paging ``reader.search(" ".join(terms), mode=mode)`` (the parity tests
 pin it).
 """
@@ -37,6 +38,9 @@ GAP_AS_READ = True
 CHECK_ROWS = SEARCH_ROWS
 """An AND's check that each of its terms has a row reads a term's first page of up to this many rows (1: one
 row; the OR search of the same terms reads that page next)."""
+AND_FROM_KEPT = True
+"""An AND whose terms' kept rows (every row of a term below the bound, for the terms whose rows are all fetched) have
+no row in common is empty without its store search (``False``: searched)."""
 MAX_SEARCHES = 512
 """Searches kept per cache (the least recently used one is dropped past it)."""
 _SPLIT_CHARS = 4096  # a joined query longer than this is cut by the store: search it whole
@@ -102,12 +106,20 @@ class SearchCache:
         if mode == "and":
             # a term with a letter or digit is at least one token, so when no row below the bound holds it,
             # no row holds every term (a term without one is left out of the store's AND and proves nothing)
+            common: set[int] | None = None  # the rows every term whose rows below the bound are all kept holds
+            one_chunk_each = len(query.split()) == len(terms)  # (each term is one phrase of the AND, none left out)
             for t in dict.fromkeys(terms):
+                if not any(c.isalnum() for c in t):
+                    continue
+                got = self._entry(reader, t, "or", bound)
                 # (a first page of the term, not one row: the OR search of the same terms reads it next)
-                if any(c.isalnum() for c in t) and not self._fill(
-                    reader, t, "or", self._entry(reader, t, "or", bound), 0, CHECK_ROWS
-                ):
+                if not self._fill(reader, t, "or", got, 0, CHECK_ROWS):
                     return
+                if AND_FROM_KEPT and one_chunk_each and got.done and got.older is None:
+                    seqs = {r.seq for r in got.rows}
+                    common = seqs if common is None else common & seqs
+            if common is not None and not common:  # a row holding every term is among each such term's rows
+                return
             yield from self._iter(reader, query, mode, bound, SEARCH_ROWS)
             return
         queries = list(dict.fromkeys(terms))
