@@ -431,10 +431,11 @@ def _cjk_line(rng: random.Random) -> Callable[[], str]:
     return line
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=2)
 def scenario_pools(seed: int, chars: int) -> tuple[str, str, str, str]:
     """The text pools of :class:`ScenarioModel` of ``seed`` (prose and code of ``chars`` characters, logs of a
-    quarter, CJK prose of an eighth), made once per process and seed (they are the same every time)."""
+    quarter, CJK prose of an eighth: about 2.6 MB at the default size), made once per process and seed (they are the
+    same every time; the last two seeds' are kept)."""
     pools = random.Random(f"pools:{seed}")
     prose = _pool(_prose_line(pools), chars)
     code = _pool(_code_line(pools), chars)

@@ -186,7 +186,7 @@ class RecallCache:
     ``keep_searches=False`` searches the store afresh on every recall (the same rows, slower)."""
 
     MAX = 16_384
-    TEXT_CHARS = 1 << 23
+    TEXT_CHARS = 1 << 22
     """Characters of the rows' lower-cased searchable texts kept (:meth:`text`; emptied past it)."""
 
     def __init__(self, counter: Any, *, keep_searches: bool = True):
