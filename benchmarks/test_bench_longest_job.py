@@ -13,11 +13,15 @@ text pools per job (:func:`latch.bench.scenario.scenario_pools` emptied first, a
 ``request_ms_*`` (a job's CPU seconds over its requests, median round), ``ratio_to_per_request`` (kept over
 per_request), ``requests``.
 
+On this 2-core box shared with other work (load 1.6-2.7; one run, ``LATCH_BENCH_FULL=1``): the scenario at
+``32k:4k:8k`` 6.79 -> 5.74 ms per request (ratio 0.845, 896 requests), Codex at ``256k:32k:64k`` 8.71 -> 8.06 ms
+(0.926, 174 requests); the pools 0.10 s (drawn by the ``random.Random`` calls one line at a time: 0.18 s).
+
 What the flags cannot switch off (the store's kept match expressions and phrases, the plan's order of checks, the
-coverage probe's word skip, the pools' faster drawing) is measured against the base commit in a separate install:
-the job's CPU seconds, base 79795a5 then this branch back to back on this 2-core box shared with other work: scenario
-``32k:4k:8k`` 8.64 -> 7.51 s, the same scenario at ``256k:32k:64k`` 7.73 -> 7.21 s, Codex ``256k:32k:64k`` 2.99 ->
-2.61 s, Codex ``32k:4k:8k`` 2.09 -> 1.85 s, every row identical.
+coverage probe's word skip, the pools' drawing) is in a comparison with the base commit 79795a5 in its own install:
+the job's CPU seconds (``run_job`` in a fresh interpreter), base then this branch, three rounds back to back, median:
+the scenario at ``32k:4k:8k`` 6.82 -> 5.92 s (0.87), Codex at ``256k:32k:64k`` 2.42 -> 1.97 s (0.81, each including
+the 0.5 s load of the o200k vocabulary), every row identical (all fields but the timings and peak memory).
 
 Run: ``python -m pytest benchmarks/test_bench_longest_job.py --benchmark-only`` (``LATCH_BENCH_FULL=1``: the
 scenario's 3,000 events and the Codex session; else a 600-event scenario)
