@@ -16,6 +16,10 @@ on the corpus's OpenHands session ``basic_gui_mode.json``, 5 requests, budget ``
   ``cold_marginal_over_warm``;
 * ``warm_seconds``: :func:`latch.bench.runner.run_job` again in this process (everything loaded);
 * ``cold_over_warm`` = ``cold_seconds / warm_seconds``; goal at most :data:`COLD_TARGET`;
+* page faults (minor: a page first written after the fork, copied from the warm process's or new), medians of
+  :data:`ROUNDS`: ``cold_task_minor_faults``, a task process's own from its fork to the end of its job (the fork's
+  copy-on-write of what the job touches; ``getrusage`` in the task), against ``warm_job_minor_faults``, one warm job's
+  in this process;
 * a job for one session of a file of many (:data:`MANY`, the corpus's Aider history of 34 sessions), warm in this
   process: ``one_of_many_whole_file_seconds`` importing the whole file as each job did
   (:func:`~latch.bench.runner.run_job` without ``part``), ``one_of_many_parsed_once_seconds`` given the session
@@ -29,6 +33,7 @@ Run: ``python -m pytest benchmarks/test_bench_job_start.py --benchmark-only``
 
 from __future__ import annotations
 
+import resource
 import statistics
 import time
 from pathlib import Path
@@ -57,6 +62,26 @@ def _task() -> tuple[dict, tuple]:
     return {"engine": ENGINE, "session": source.name, "budget": budget.name}, (ENGINE, source, budget, None, {})
 
 
+def _job_and_faults(*args: object) -> dict:
+    """:func:`run_job` in a task process; its row with the process's minor page faults since its fork."""
+    row = run_job(*args)  # type: ignore[arg-type]
+    return {**row, "minor_faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt}
+
+
+def _faults(label: dict, args: tuple) -> dict[str, float]:
+    rows = run_tasks(_job_and_faults, [(label, args)] * ROUNDS, jobs=1)
+    assert all("error" not in r for r in rows), rows
+    warm = []
+    for _ in range(ROUNDS):
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        run_job(*args)
+        warm.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+    return {
+        "cold_task_minor_faults": statistics.median(r["minor_faults"] for r in rows),
+        "warm_job_minor_faults": statistics.median(warm),
+    }
+
+
 def _measure() -> dict[str, float]:
     label, args = _task()
     start = time.perf_counter()
@@ -83,6 +108,7 @@ def _measure() -> dict[str, float]:
         warm.append(time.perf_counter() - start)
     assert _stable(row) == _stable(local)
     return {
+        **_faults(label, args),
         **_one_of_many(),
         "server_start_seconds": server,
         "cold_seconds": cold,

@@ -1,11 +1,13 @@
 """Each local task runs in a process of its own, forked from a long-lived warm worker: its peak memory is its own,
-and a task whose process is killed is an error row while the others still count."""
+and a task whose process is killed is an error row while the others still count. The worker forks each task's
+process while the previous task runs; one killed while it waits for its task is replaced."""
 
 from __future__ import annotations
 
 import os
 import resource
 import signal
+import time
 
 import pytest
 
@@ -42,3 +44,36 @@ def test_a_task_whose_process_is_killed_is_an_error_row_and_the_others_count():
     rows = executor.run_tasks(_killed, [({"t": n}, (n,)) for n in range(3)], jobs=1)
     assert rows[0] == {"n": 0} and rows[2] == {"n": 2}
     assert rows[1]["t"] == 1 and "killed by signal 9 (SIGKILL)" in rows[1]["error"]
+
+
+def _siblings() -> list[int]:
+    """The other processes this process's parent forked."""
+    worker, found = os.getppid(), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):  # ended meanwhile
+                continue
+            if ppid == worker:
+                found.append(int(entry))
+    return found
+
+
+def _kill_the_waiting_one(n: int) -> dict:
+    """Task 0 SIGKILLs the process its worker forked for the next task, once there is one."""
+    killed: list[int] = []
+    deadline = time.monotonic() + 10
+    while n == 0 and not killed and time.monotonic() < deadline:
+        for pid in _siblings():
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        time.sleep(0.01)
+    return {"n": n, "pid": os.getpid(), "killed": killed}
+
+
+def test_a_task_process_killed_while_it_waits_for_its_task_is_replaced():
+    rows = executor.run_tasks(_kill_the_waiting_one, [({"t": n}, (n,)) for n in range(3)], jobs=1)
+    assert [r.get("n") for r in rows] == [0, 1, 2], rows  # no error row: task 1 ran in a new process
+    assert len(rows[0]["killed"]) == 1 and rows[1]["pid"] not in rows[0]["killed"]
