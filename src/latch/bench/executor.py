@@ -229,7 +229,8 @@ def forked(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: A
     process, _standby = _standby, None
     if process is None or not _hand(process, task):
         process = _fork_task_process()
-        _hand(process, task)
+        if not _hand(process, task):  # pragma: no cover - it died at once
+            return {**label, "error": "TaskProcessDied: the task's process ended before its task"}
     pid, _, read = process
     forwarding = threading.current_thread() is threading.main_thread()
     if forwarding:  # SIGTERM to this worker (the caller ending its pool) ends the task first, and waits for it
