@@ -145,10 +145,6 @@ _ending: list[int] = []
 """This process's task processes whose result came back whole and that were not waited for: ending (the kernel
 unmapping the warm process's memory they shared takes a few milliseconds), each reaped by a later :func:`forked`."""
 
-_standby: tuple[int, int, int] | None = None
-"""The task process this process forked for its next task, waiting for it: ``(pid, the pipe the task goes to, the
-pipe its result comes back through)``; forked while a task runs (:func:`forked`)."""
-
 
 def _reap_ended() -> None:
     """Reap every task process of :data:`_ending` that has ended (never waits)."""
@@ -161,29 +157,25 @@ def _reap_ended() -> None:
             _ending.remove(pid)
 
 
-def _fork_task_process() -> tuple[int, int, int]:
-    """Fork a task process that waits for its task (a pickled ``(fn, label, args)``, up to the end of its pipe), runs
-    it (:func:`guarded`) and writes its pickled result back; it exits without running anything when the pipe ends
-    with no task (this process ended). ``(pid, task pipe, result pipe)`` (this process's ends)."""
+def forked(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: Any) -> dict[str, Any]:
+    """One task in a process of its own, forked from this (warm, idle) process: :func:`guarded` in the child, its
+    result back through a pipe, so the task's peak memory (``ru_maxrss``) is its own. A child that dies before
+    its result is complete (a signal, ``os._exit``, a result that does not pickle) comes back as
+    ``{**label, "error": ...}`` naming how it ended; one whose result came back whole is not waited for while it
+    ends (:data:`_ending`). POSIX (``os.fork``); the local pool's workers run it."""
+    _reap_ended()
     parent = os.getpid()
     _prctl()  # looked up here, once, not in each task process
-    task_read, task_write = os.pipe()
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the task's process: never returns
         code = 1
         try:
-            os.close(task_write)
             os.close(read)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the worker's forwarding, if it was forked with it
             _die_with_parent(parent)
-            with open(task_read, "rb") as inp:
-                task = inp.read()
-            if task:
-                fn, label, args = pickle.loads(task)
-                data = pickle.dumps(guarded(fn, label, *args), protocol=pickle.HIGHEST_PROTOCOL)
-                with open(write, "wb") as out:
-                    out.write(data)
+            data = pickle.dumps(guarded(fn, label, *args), protocol=pickle.HIGHEST_PROTOCOL)
+            with open(write, "wb") as out:
+                out.write(data)
             code = 0
         finally:
             for stream in (sys.stdout, sys.stderr):
@@ -192,51 +184,11 @@ def _fork_task_process() -> tuple[int, int, int]:
                 except Exception:  # noqa: BLE001, S110 - a closed stream: nothing to flush
                     pass
             os._exit(code)
-    os.close(task_read)
     os.close(write)
-    return pid, task_write, read
-
-
-def _hand(process: tuple[int, int, int], task: bytes) -> bool:
-    """Write ``task`` to ``process``'s task pipe and close it; False (its pipes closed, the process reaped) when the
-    process has ended (a waiting task process killed)."""
-    pid, task_write, read = process
-    try:
-        with open(task_write, "wb") as out:
-            out.write(task)
-    except BrokenPipeError:
-        os.close(read)
-        try:
-            os.waitpid(pid, 0)
-        except ChildProcessError:  # pragma: no cover - reaped already
-            pass
-        return False
-    return True
-
-
-def forked(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: Any) -> dict[str, Any]:
-    """One task in a process of its own, forked from this (warm, idle) process: :func:`guarded` in the child, its
-    result back through a pipe, so the task's peak memory (``ru_maxrss``) is its own. A child that dies before
-    its result is complete (a signal, ``os._exit``, a result that does not pickle) comes back as
-    ``{**label, "error": ...}`` naming how it ended. POSIX (``os.fork``); the local pool's workers run it.
-
-    The fork is not on the task's way: each task process is forked while the previous task runs (:data:`_standby`;
-    the first one here), and gets its task (pickled) through a pipe; a task process whose result came back whole is
-    not waited for while it ends (:data:`_ending`)."""
-    global _standby
-    _reap_ended()
-    task = pickle.dumps((fn, dict(label), args), protocol=pickle.HIGHEST_PROTOCOL)
-    process, _standby = _standby, None
-    if process is None or not _hand(process, task):
-        process = _fork_task_process()
-        if not _hand(process, task):  # pragma: no cover - it died at once
-            return {**label, "error": "TaskProcessDied: the task's process ended before its task"}
-    pid, _, read = process
     forwarding = threading.current_thread() is threading.main_thread()
     if forwarding:  # SIGTERM to this worker (the caller ending its pool) ends the task first, and waits for it
         previous = signal.signal(signal.SIGTERM, lambda signum, frame: _end_with(pid, signum))
     try:
-        _standby = _fork_task_process()  # the next task's process, forked while this one runs
         with open(read, "rb") as inp:
             data = inp.read()
         try:  # the whole result (a cut one does not load): the child only flushes its streams and exits after it
