@@ -16,6 +16,11 @@ on the corpus's OpenHands session ``basic_gui_mode.json``, 5 requests, budget ``
   ``cold_marginal_over_warm``;
 * ``warm_seconds``: :func:`latch.bench.runner.run_job` again in this process (everything loaded);
 * ``cold_over_warm`` = ``cold_seconds / warm_seconds``; goal at most :data:`COLD_TARGET`;
+* page faults (minor: a page first written after the fork, copied from the warm process's or new) and CPU seconds
+  (user and system), medians of :data:`ROUNDS`: ``cold_task_minor_faults`` and ``cold_task_cpu_seconds``, a task
+  process's own from its fork to the end of its job (``getrusage`` in the task: the fork's copy-on-write of what the
+  job touches, not the fork in the worker nor the task process's end), against ``warm_job_minor_faults`` and
+  ``warm_job_cpu_seconds``, one warm job's in this process;
 * a job for one session of a file of many (:data:`MANY`, the corpus's Aider history of 34 sessions), warm in this
   process: ``one_of_many_whole_file_seconds`` importing the whole file as each job did
   (:func:`~latch.bench.runner.run_job` without ``part``), ``one_of_many_parsed_once_seconds`` given the session
@@ -29,6 +34,7 @@ Run: ``python -m pytest benchmarks/test_bench_job_start.py --benchmark-only``
 
 from __future__ import annotations
 
+import resource
 import statistics
 import time
 from pathlib import Path
@@ -57,6 +63,31 @@ def _task() -> tuple[dict, tuple]:
     return {"engine": ENGINE, "session": source.name, "budget": budget.name}, (ENGINE, source, budget, None, {})
 
 
+def _job_and_faults(*args: object) -> dict:
+    """:func:`run_job` in a task process; its row with the process's minor page faults since its fork."""
+    row = run_job(*args)  # type: ignore[arg-type]
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    return {**row, "minor_faults": used.ru_minflt, "cpu_seconds": used.ru_utime + used.ru_stime}
+
+
+def _faults(label: dict, args: tuple) -> dict[str, float]:
+    rows = run_tasks(_job_and_faults, [(label, args)] * ROUNDS, jobs=1)
+    assert all("error" not in r for r in rows), rows
+    faults, cpu = [], []
+    for _ in range(ROUNDS):
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        run_job(*args)
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        faults.append(after.ru_minflt - before.ru_minflt)
+        cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return {
+        "cold_task_minor_faults": statistics.median(r["minor_faults"] for r in rows),
+        "warm_job_minor_faults": statistics.median(faults),
+        "cold_task_cpu_seconds": statistics.median(r["cpu_seconds"] for r in rows),
+        "warm_job_cpu_seconds": statistics.median(cpu),
+    }
+
+
 def _measure() -> dict[str, float]:
     label, args = _task()
     start = time.perf_counter()
@@ -83,6 +114,7 @@ def _measure() -> dict[str, float]:
         warm.append(time.perf_counter() - start)
     assert _stable(row) == _stable(local)
     return {
+        **_faults(label, args),
         **_one_of_many(),
         "server_start_seconds": server,
         "cold_seconds": cold,

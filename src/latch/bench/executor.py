@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import ctypes
+import functools
 import multiprocessing as mp
 import os
 import pickle
@@ -106,15 +107,25 @@ def guarded(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: 
         return _error(label, exc)
 
 
+@functools.cache
+def _prctl() -> Any:
+    """libc's ``prctl`` (Linux; None elsewhere or without it), looked up once per process: a task process forked
+    after the lookup calls it without loading libc's symbols (and touching their pages) again."""
+    if sys.platform.startswith("linux"):
+        try:
+            return ctypes.CDLL(None, use_errno=True).prctl
+        except (OSError, AttributeError):  # pragma: no cover - no prctl
+            return None
+    return None  # pragma: no cover - not Linux
+
+
 def _die_with_parent(parent: int) -> None:
     """In a task's process: ask Linux to send it SIGTERM when the worker that forked it ends however it ends (a
     killed worker leaves no task running behind it; a stress shard still removes its temporary store); nothing
     elsewhere."""
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):  # pragma: no cover - no prctl
-            pass
+    prctl = _prctl()
+    if prctl is not None:
+        prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     if os.getppid() != parent:  # the worker ended before prctl
         os._exit(1)
 
@@ -130,12 +141,31 @@ def _end_with(pid: int, signum: int) -> None:
     os._exit(128 + signum)
 
 
+_ending: list[int] = []
+"""This process's task processes whose result came back whole and that were not waited for: ending (the kernel
+unmapping the warm process's memory they shared takes a few milliseconds), each reaped by a later :func:`forked`."""
+
+
+def _reap_ended() -> None:
+    """Reap every task process of :data:`_ending` that has ended (never waits)."""
+    for pid in list(_ending):
+        try:
+            ended = os.waitpid(pid, os.WNOHANG)[0] == pid
+        except ChildProcessError:  # reaped already
+            ended = True
+        if ended:
+            _ending.remove(pid)
+
+
 def forked(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: Any) -> dict[str, Any]:
     """One task in a process of its own, forked from this (warm, idle) process: :func:`guarded` in the child, its
     result back through a pipe, so the task's peak memory (``ru_maxrss``) is its own. A child that dies before
     its result is complete (a signal, ``os._exit``, a result that does not pickle) comes back as
-    ``{**label, "error": ...}`` naming how it ended. POSIX (``os.fork``); the local pool's workers run it."""
+    ``{**label, "error": ...}`` naming how it ended; one whose result came back whole is not waited for while it
+    ends (:data:`_ending`). POSIX (``os.fork``); the local pool's workers run it."""
+    _reap_ended()
     parent = os.getpid()
+    _prctl()  # looked up here, once, not in each task process
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the task's process: never returns
@@ -161,12 +191,18 @@ def forked(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: A
     try:
         with open(read, "rb") as inp:
             data = inp.read()
-        _, status = os.waitpid(pid, 0)
+        try:  # the whole result (a cut one does not load): the child only flushes its streams and exits after it
+            result = cast(dict[str, Any], pickle.loads(data))
+        except Exception:  # noqa: BLE001 - none or cut: the child died before its result was complete
+            _, status = os.waitpid(pid, 0)
+            if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and data:
+                raise  # whole, but it does not load here
+        else:
+            _ending.append(pid)
+            return result
     finally:
         if forwarding:
             signal.signal(signal.SIGTERM, previous)
-    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and data:
-        return cast(dict[str, Any], pickle.loads(data))
     how = (
         f"killed by signal {os.WTERMSIG(status)} ({signal.Signals(os.WTERMSIG(status)).name})"
         if os.WIFSIGNALED(status)
