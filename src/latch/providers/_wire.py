@@ -106,10 +106,10 @@ def wire_tools(view: Any, known_tools: Sequence[str] = ()) -> list[tuple[str, st
 
 _KEPT_TOOLS: dict[bytes, tuple[list[tuple[str, str]], bytes]] = {}
 MAX_KEPT_TOOLS = 64
+"""Tool lists whose schemas are kept in their marshalled form (emptied past it)."""
 KEEP_TOOLS = True
 """Keep a tool list's schemas marshalled (``False``: every request's schemas copied by :func:`_plain`, the same
 values)."""
-"""Tool lists whose schemas are kept in their marshalled form (emptied past it)."""
 _JSON_LEAVES = (str, int, float, bool, type(None))
 
 
