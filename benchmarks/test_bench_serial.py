@@ -14,11 +14,13 @@ measured here; what is measured here, in one run, is ``S`` and ``P`` (seconds, i
 * ``server_seconds``: the task server's start and warm-up until its first task has run (a fresh server);
   ``server_and_discovery_seconds``: the same with the server started first (:class:`~latch.bench.executor.Backend`)
   and the sessions discovered while it warms up, as ``latch bench`` does;
-* ``until_first_task_server_first_seconds``: a fresh interpreter from importing the command to its first task's
-  result, as ``latch bench`` runs: the task server started first, then the configuration and the plugins loaded
-  (``app.config``, the engines checked) and the sessions discovered while it warms up, then one trivial task;
-  ``until_first_task_server_after_plugins_seconds``: the same with the server started after the configuration and
-  plugins (the command's order before), side by side in the same run;
+* ``until_first_task_server_at_launch_seconds``: a fresh interpreter from importing the command to its first
+  task's result, as ``latch bench`` runs: the task server started first, before the command's modules load
+  (:func:`latch.__main__.run`), then the configuration and the plugins loaded (``app.config``, the engines checked)
+  and the sessions discovered while it warms up, then one trivial task;
+  ``until_first_task_server_first_seconds``: the same with the server started once the command's modules are
+  loaded, and ``until_first_task_server_after_plugins_seconds`` after the configuration and plugins (the command's
+  orders before), side by side in the same run;
 * ``per_job_fixed_seconds``: per task, a trivial task (``dict()``, nothing to import) through
   :func:`~latch.bench.executor.run_tasks` on one local worker (its own process forked by the worker, its arguments
   and result); ``dask_per_task_seconds``: the same on a one-worker local Dask
@@ -40,9 +42,9 @@ measured here; what is measured here, in one run, is ``S`` and ``P`` (seconds, i
   workers started, warmed up by their initializer and having watched the rows; on this box's two cores).
 
 Then ``serial_seconds_one_process`` (start-up, discovery and server one after the other, report, every figure in
-turn) and ``serial_seconds`` (``until_first_task_server_first_seconds``, the report, and the figures' tail after the
-jobs: panels beside the jobs, figures beside each other; ``serial_seconds_server_after_plugins`` with the other
-order), the serial fraction of each, and the efficiency at 8 and 16 workers they project: **projections from measured seconds,
+turn) and ``serial_seconds`` (``until_first_task_server_at_launch_seconds``, the report, and the figures' tail after
+the jobs: panels beside the jobs, figures beside each other; ``serial_seconds_server_first`` and
+``serial_seconds_server_after_plugins`` with the other orders), the serial fraction of each, and the efficiency at 8 and 16 workers they project: **projections from measured seconds,
 not measurements**, since this box has two cores.
 
 * ``amdahl_efficiency_8``/``_16`` (and ``projected_efficiency_8_one_process``/``_16_one_process``): Amdahl's law,
@@ -113,6 +115,9 @@ class _NoPlots:
 _UNTIL_FIRST_TASK = """
 import sys, time
 start = time.perf_counter()
+if sys.argv[1] == "server-at-launch":
+    from latch.bench import executor
+    executor.start_task_server()
 import latch.cli.main, latch.cli.bench
 from latch.bench import executor
 from latch.bench.runner import discover_sessions
@@ -130,7 +135,9 @@ print(time.perf_counter() - start)
 """
 """A fresh interpreter, from importing ``latch bench``'s command to its first task: the configuration and the plugins
 (``app.config``, the engines checked), the task server started, the sessions discovered, one trivial task run;
-``server-first`` starts the server before the configuration and plugins, as the command does."""
+``server-at-launch`` starts the server before the command's modules load, as the ``latch`` command does
+(:func:`latch.__main__.run`); ``server-first`` once they are loaded, before the configuration and plugins;
+``server-after-plugins`` after them."""
 
 
 def _until_first_task(order: str, corpus: Path) -> float:
@@ -206,7 +213,7 @@ def _measure(tmp: Path) -> dict[str, float]:
     discover_sessions(corpus, None, scenario_events=SCENARIO_EVENTS)
     _first_task()
     figures["server_and_discovery_seconds"] = time.perf_counter() - start
-    for order in ("server-after-plugins", "server-first"):
+    for order in ("server-after-plugins", "server-first", "server-at-launch"):
         figures[f"until_first_task_{order.replace('-', '_')}_seconds"] = _until_first_task(order, corpus)
 
     figures["per_job_fixed_seconds"] = _per_task(
@@ -359,12 +366,15 @@ def test_serial_part_and_fixed_cost_per_job(benchmark, tmp_path):
         + figures["plots_sum_seconds"]
     )
     after = (
-        figures["until_first_task_server_first_seconds"]
+        figures["until_first_task_server_at_launch_seconds"]
         + figures["report_seconds"]
         + figures["plots_after_jobs_critical_seconds"]
     )
     after_server_after_plugins = after + (
-        figures["until_first_task_server_after_plugins_seconds"] - figures["until_first_task_server_first_seconds"]
+        figures["until_first_task_server_after_plugins_seconds"] - figures["until_first_task_server_at_launch_seconds"]
+    )
+    after_server_first = after + (
+        figures["until_first_task_server_first_seconds"] - figures["until_first_task_server_at_launch_seconds"]
     )
     work_one = work = figures["jobs_seconds"]  # the panels are no work of the jobs' (see the module docstring)
 
@@ -376,6 +386,7 @@ def test_serial_part_and_fixed_cost_per_job(benchmark, tmp_path):
         serial_seconds_one_process=round(before, 3),
         serial_seconds=round(after, 3),
         serial_seconds_server_after_plugins=round(after_server_after_plugins, 3),
+        serial_seconds_server_first=round(after_server_first, 3),
         serial_fraction_one_process=round(before / (before + work_one), 3),
         serial_fraction=round(after / (after + work), 3),
         longest_job_share=round(figures["longest_job_seconds"] / work_one, 3),
@@ -393,4 +404,6 @@ def test_serial_part_and_fixed_cost_per_job(benchmark, tmp_path):
         projected_efficiency_16_by_measured=round(scheduled(16, order="_by_measured"), 3),
         projected_efficiency_8_server_after_plugins=round(scheduled(8, after_server_after_plugins), 3),
         projected_efficiency_16_server_after_plugins=round(scheduled(16, after_server_after_plugins), 3),
+        projected_efficiency_8_server_first=round(scheduled(8, after_server_first), 3),
+        projected_efficiency_16_server_first=round(scheduled(16, after_server_first), 3),
     )
