@@ -27,7 +27,9 @@ measured here; what is measured here, in one run, is ``S`` and ``P`` (seconds, i
   cluster (:func:`~latch.bench.executor.in_own_process`); ``dask_start_seconds``/``dask_close_seconds``: the
   cluster's start and close;
 * ``jobs_seconds``: the jobs of the subset run one at a time (:func:`~latch.bench.runner.run_bench`, one worker);
-* ``report_seconds``: :func:`~latch.bench.report.write_report` without its figures; each figure drawn alone in
+* ``report_seconds``: :func:`~latch.bench.report.write_report` without its figures, each job's entry of
+  ``report.json`` written before as the command writes it while the jobs run (:class:`~latch.bench.report.JobsJson`;
+  that work beside the jobs, in the command's own process: ``report_beside_jobs_seconds``); each figure drawn alone in
   this process: ``plots_sum_seconds`` their sum (the plots' serial time when one process draws them all) and
   ``plots_critical_seconds`` the longest (their serial time once each figure has a worker of its own,
   :class:`~latch.bench.plots.Plotter`);
@@ -85,7 +87,7 @@ import pytest
 from latch.bench import executor, plots, runner
 from latch.bench.panels import assemble, draw_panel, panel_lines, panel_order
 from latch.bench.plots import Plotter, budget_plot_files, draw_budget_figure, write_plot
-from latch.bench.report import write_report
+from latch.bench.report import JobsJson, write_report
 from latch.bench.runner import discover_sessions, parse_budgets, run_bench
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
@@ -276,9 +278,21 @@ def _measure(tmp: Path) -> dict[str, float]:
         tiles[names[0]] = draw_panel(names[0], panel_lines(rs, names[0]), legend=True)
         assemble(path, budget, names, tiles)
         tails.append(time.perf_counter() - start)
+    jobs_json = JobsJson()  # the command writes each job's entry of report.json as its row comes in
+    start = time.perf_counter()
+    for row in results:
+        jobs_json(row)
+    figures["report_beside_jobs_seconds"] = time.perf_counter() - start
     start = time.perf_counter()
     write_report(
-        tmp / "out", results, engines=ENGINES, sessions=sessions, budgets=budgets, seconds=1.0, plotter=_NoPlots()
+        tmp / "out",
+        results,
+        engines=ENGINES,
+        sessions=sessions,
+        budgets=budgets,
+        seconds=1.0,
+        plotter=_NoPlots(),
+        jobs=jobs_json,
     )
     figures["report_seconds"] = time.perf_counter() - start
     with Plotter(min(len(per_figure), os.cpu_count() or 1)) as plotter:
@@ -291,7 +305,14 @@ def _measure(tmp: Path) -> dict[str, float]:
         start = time.perf_counter()
         drawing = plotter.write_plot(tmp / "plot2.png", results, budgets)
         write_report(
-            tmp / "out2", results, engines=ENGINES, sessions=sessions, budgets=budgets, seconds=1.0, plotter=plotter
+            tmp / "out2",
+            results,
+            engines=ENGINES,
+            sessions=sessions,
+            budgets=budgets,
+            seconds=1.0,
+            plotter=plotter,
+            jobs=jobs_json,
         )
         drawing.result()
         figures["report_and_plots_in_workers_seconds"] = time.perf_counter() - start
