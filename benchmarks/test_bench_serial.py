@@ -38,7 +38,8 @@ measured here; what is measured here, in one run, is ``S`` and ``P`` (seconds, i
   work beside the jobs (taking cores in the N-worker schedule below); what is left once the jobs are done, each figure alone here:
   ``plots_after_jobs_critical_seconds`` the longest (a tokens figure: its first panel, with the legend, and the
   assembly; the engine plot, ``engine_plot_after_jobs_seconds``: its longest part and their stacking, where it is
-  drawn in parts, else whole, ``engine_plot_seconds``; the other figures whole);
+  drawn in parts, else whole, ``engine_plot_seconds``; the other figures whole;
+  ``plots_after_jobs_critical_seconds_without_plot`` the same without the engine plot, which only ``--plot`` draws);
 * ``report_and_plots_in_workers_seconds``: the report and every figure as ``latch bench`` writes them once its jobs
   are done, every tokens panel drawn beside them (a :class:`~latch.bench.plots.Plotter` as the command has it: its
   workers started, warmed up by their initializer and having watched the rows; on this box's two cores).
@@ -46,7 +47,8 @@ measured here; what is measured here, in one run, is ``S`` and ``P`` (seconds, i
 Then ``serial_seconds_one_process`` (start-up, discovery and server one after the other, report, every figure in
 turn) and ``serial_seconds`` (``until_first_task_server_at_launch_seconds``, the report, and the figures' tail after
 the jobs: panels beside the jobs, figures beside each other; ``serial_seconds_server_first`` and
-``serial_seconds_server_after_plugins`` with the other orders), the serial fraction of each, and the efficiency at 8 and 16 workers they project: **projections from measured seconds,
+``serial_seconds_server_after_plugins`` with the other orders; ``serial_seconds_without_plot`` without ``--plot``),
+the serial fraction of each, and the efficiency at 8 and 16 workers they project: **projections from measured seconds,
 not measurements**, since this box has two cores.
 
 * ``amdahl_efficiency_8``/``_16`` (and ``projected_efficiency_8_one_process``/``_16_one_process``): Amdahl's law,
@@ -328,6 +330,7 @@ def _measure(tmp: Path) -> dict[str, float]:
     figures["plots_critical_seconds"] = max(per_figure)
     figures["panels_seconds"] = panels_work
     figures["plots_after_jobs_critical_seconds"] = max(tails)
+    figures["plots_after_jobs_critical_seconds_without_plot"] = max(tails[1:])  # no --plot: latch bench's default
     for n in (8, 16):
         for name, order in (("", submitted), ("_by_size", by_size), ("_by_measured", by_measured)):
             jobs = [(seconds_of[k], (k[2], k[1])) for k in order]
@@ -402,6 +405,9 @@ def test_serial_part_and_fixed_cost_per_job(benchmark, tmp_path):
     after_server_after_plugins = after + (
         figures["until_first_task_server_after_plugins_seconds"] - figures["until_first_task_server_at_launch_seconds"]
     )
+    without_plot = after - (
+        figures["plots_after_jobs_critical_seconds"] - figures["plots_after_jobs_critical_seconds_without_plot"]
+    )
     after_server_first = after + (
         figures["until_first_task_server_first_seconds"] - figures["until_first_task_server_at_launch_seconds"]
     )
@@ -416,6 +422,7 @@ def test_serial_part_and_fixed_cost_per_job(benchmark, tmp_path):
         serial_seconds=round(after, 3),
         serial_seconds_server_after_plugins=round(after_server_after_plugins, 3),
         serial_seconds_server_first=round(after_server_first, 3),
+        serial_seconds_without_plot=round(without_plot, 3),
         serial_fraction_one_process=round(before / (before + work_one), 3),
         serial_fraction=round(after / (after + work), 3),
         longest_job_share=round(figures["longest_job_seconds"] / work_one, 3),
@@ -433,6 +440,8 @@ def test_serial_part_and_fixed_cost_per_job(benchmark, tmp_path):
         projected_efficiency_16_by_measured=round(scheduled(16, order="_by_measured"), 3),
         projected_efficiency_8_server_after_plugins=round(scheduled(8, after_server_after_plugins), 3),
         projected_efficiency_16_server_after_plugins=round(scheduled(16, after_server_after_plugins), 3),
+        projected_efficiency_8_without_plot=round(scheduled(8, without_plot), 3),
+        projected_efficiency_16_without_plot=round(scheduled(16, without_plot), 3),
         projected_efficiency_8_server_first=round(scheduled(8, after_server_first), 3),
         projected_efficiency_16_server_first=round(scheduled(16, after_server_first), 3),
     )
