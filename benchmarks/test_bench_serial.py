@@ -14,18 +14,22 @@ measured here; what is measured here, in one run, is ``S`` and ``P`` (seconds, i
 * ``server_seconds``: the task server's start and warm-up until its first task has run (a fresh server);
   ``server_and_discovery_seconds``: the same with the server started first (:class:`~latch.bench.executor.Backend`)
   and the sessions discovered while it warms up, as ``latch bench`` does;
-* ``until_first_task_server_first_seconds``: a fresh interpreter from importing the command to its first task's
-  result, as ``latch bench`` runs: the task server started first, then the configuration and the plugins loaded
-  (``app.config``, the engines checked) and the sessions discovered while it warms up, then one trivial task;
-  ``until_first_task_server_after_plugins_seconds``: the same with the server started after the configuration and
-  plugins (the command's order before), side by side in the same run;
+* ``until_first_task_server_at_launch_seconds``: a fresh interpreter from importing the command to its first
+  task's result, as ``latch bench`` runs: the task server started first, before the command's modules load
+  (:func:`latch.__main__.run`), then the configuration and the plugins loaded (``app.config``, the engines checked)
+  and the sessions discovered while it warms up, then one trivial task;
+  ``until_first_task_server_first_seconds``: the same with the server started once the command's modules are
+  loaded, and ``until_first_task_server_after_plugins_seconds`` after the configuration and plugins (the command's
+  orders before), side by side in the same run (each the median of :data:`FIRST_TASK_ROUNDS`, the orders in turn);
 * ``per_job_fixed_seconds``: per task, a trivial task (``dict()``, nothing to import) through
   :func:`~latch.bench.executor.run_tasks` on one local worker (its own process forked by the worker, its arguments
   and result); ``dask_per_task_seconds``: the same on a one-worker local Dask
   cluster (:func:`~latch.bench.executor.in_own_process`); ``dask_start_seconds``/``dask_close_seconds``: the
   cluster's start and close;
 * ``jobs_seconds``: the jobs of the subset run one at a time (:func:`~latch.bench.runner.run_bench`, one worker);
-* ``report_seconds``: :func:`~latch.bench.report.write_report` without its figures; each figure drawn alone in
+* ``report_seconds``: :func:`~latch.bench.report.write_report` without its figures, each job's entry of
+  ``report.json`` written before as the command writes it while the jobs run (:class:`~latch.bench.report.JobsJson`;
+  that work beside the jobs, in the command's own process: ``report_beside_jobs_seconds``); each figure drawn alone in
   this process: ``plots_sum_seconds`` their sum (the plots' serial time when one process draws them all) and
   ``plots_critical_seconds`` the longest (their serial time once each figure has a worker of its own,
   :class:`~latch.bench.plots.Plotter`);
@@ -34,15 +38,17 @@ measured here; what is measured here, in one run, is ``S`` and ``P`` (seconds, i
   work beside the jobs (taking cores in the N-worker schedule below); what is left once the jobs are done, each figure alone here:
   ``plots_after_jobs_critical_seconds`` the longest (a tokens figure: its first panel, with the legend, and the
   assembly; the engine plot, ``engine_plot_after_jobs_seconds``: its longest part and their stacking, where it is
-  drawn in parts, else whole, ``engine_plot_seconds``; the other figures whole);
+  drawn in parts, else whole, ``engine_plot_seconds``; the other figures whole;
+  ``plots_after_jobs_critical_seconds_without_plot`` the same without the engine plot, which only ``--plot`` draws);
 * ``report_and_plots_in_workers_seconds``: the report and every figure as ``latch bench`` writes them once its jobs
   are done, every tokens panel drawn beside them (a :class:`~latch.bench.plots.Plotter` as the command has it: its
   workers started, warmed up by their initializer and having watched the rows; on this box's two cores).
 
 Then ``serial_seconds_one_process`` (start-up, discovery and server one after the other, report, every figure in
-turn) and ``serial_seconds`` (``until_first_task_server_first_seconds``, the report, and the figures' tail after the
-jobs: panels beside the jobs, figures beside each other; ``serial_seconds_server_after_plugins`` with the other
-order), the serial fraction of each, and the efficiency at 8 and 16 workers they project: **projections from measured seconds,
+turn) and ``serial_seconds`` (``until_first_task_server_at_launch_seconds``, the report, and the figures' tail after
+the jobs: panels beside the jobs, figures beside each other; ``serial_seconds_server_first`` and
+``serial_seconds_server_after_plugins`` with the other orders; ``serial_seconds_without_plot`` without ``--plot``),
+the serial fraction of each, and the efficiency at 8 and 16 workers they project: **projections from measured seconds,
 not measurements**, since this box has two cores.
 
 * ``amdahl_efficiency_8``/``_16`` (and ``projected_efficiency_8_one_process``/``_16_one_process``): Amdahl's law,
@@ -72,6 +78,7 @@ import concurrent.futures as cf
 import heapq
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -83,7 +90,7 @@ import pytest
 from latch.bench import executor, plots, runner
 from latch.bench.panels import assemble, draw_panel, panel_lines, panel_order
 from latch.bench.plots import Plotter, budget_plot_files, draw_budget_figure, write_plot
-from latch.bench.report import write_report
+from latch.bench.report import JobsJson, write_report
 from latch.bench.runner import discover_sessions, parse_budgets, run_bench
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
@@ -97,6 +104,8 @@ FULL = os.environ.get("LATCH_BENCH_FULL") == "1"
 SCENARIO_EVENTS = int(os.environ.get("LATCH_BENCH_SCENARIO_EVENTS", "0"))
 ENGINES = ["continuity", "sliding-window"]
 TRIVIAL_TASKS = 8
+FIRST_TASK_ROUNDS = 3
+"""Fresh interpreters timed per order of :data:`_UNTIL_FIRST_TASK` (the median is kept)."""
 
 
 class _NoPlots:
@@ -113,6 +122,9 @@ class _NoPlots:
 _UNTIL_FIRST_TASK = """
 import sys, time
 start = time.perf_counter()
+if sys.argv[1] == "server-at-launch":
+    from latch.bench import executor
+    executor.start_task_server()
 import latch.cli.main, latch.cli.bench
 from latch.bench import executor
 from latch.bench.runner import discover_sessions
@@ -130,7 +142,9 @@ print(time.perf_counter() - start)
 """
 """A fresh interpreter, from importing ``latch bench``'s command to its first task: the configuration and the plugins
 (``app.config``, the engines checked), the task server started, the sessions discovered, one trivial task run;
-``server-first`` starts the server before the configuration and plugins, as the command does."""
+``server-at-launch`` starts the server before the command's modules load, as the ``latch`` command does
+(:func:`latch.__main__.run`); ``server-first`` once they are loaded, before the configuration and plugins;
+``server-after-plugins`` after them."""
 
 
 def _until_first_task(order: str, corpus: Path) -> float:
@@ -206,8 +220,13 @@ def _measure(tmp: Path) -> dict[str, float]:
     discover_sessions(corpus, None, scenario_events=SCENARIO_EVENTS)
     _first_task()
     figures["server_and_discovery_seconds"] = time.perf_counter() - start
-    for order in ("server-after-plugins", "server-first"):
-        figures[f"until_first_task_{order.replace('-', '_')}_seconds"] = _until_first_task(order, corpus)
+    orders = ("server-after-plugins", "server-first", "server-at-launch")
+    firsts: dict[str, list[float]] = {order: [] for order in orders}
+    for _ in range(FIRST_TASK_ROUNDS):  # the orders in turn, each round: the box's load shared alike
+        for order in orders:
+            firsts[order].append(_until_first_task(order, corpus))
+    for order in orders:
+        figures[f"until_first_task_{order.replace('-', '_')}_seconds"] = statistics.median(firsts[order])
 
     figures["per_job_fixed_seconds"] = _per_task(
         lambda k: executor.run_tasks(dict, [({"t": i}, ()) for i in range(k)], jobs=1)
@@ -269,9 +288,21 @@ def _measure(tmp: Path) -> dict[str, float]:
         tiles[names[0]] = draw_panel(names[0], panel_lines(rs, names[0]), legend=True)
         assemble(path, budget, names, tiles)
         tails.append(time.perf_counter() - start)
+    jobs_json = JobsJson()  # the command writes each job's entry of report.json as its row comes in
+    start = time.perf_counter()
+    for row in results:
+        jobs_json(row)
+    figures["report_beside_jobs_seconds"] = time.perf_counter() - start
     start = time.perf_counter()
     write_report(
-        tmp / "out", results, engines=ENGINES, sessions=sessions, budgets=budgets, seconds=1.0, plotter=_NoPlots()
+        tmp / "out",
+        results,
+        engines=ENGINES,
+        sessions=sessions,
+        budgets=budgets,
+        seconds=1.0,
+        plotter=_NoPlots(),
+        jobs=jobs_json,
     )
     figures["report_seconds"] = time.perf_counter() - start
     with Plotter(min(len(per_figure), os.cpu_count() or 1)) as plotter:
@@ -284,7 +315,14 @@ def _measure(tmp: Path) -> dict[str, float]:
         start = time.perf_counter()
         drawing = plotter.write_plot(tmp / "plot2.png", results, budgets)
         write_report(
-            tmp / "out2", results, engines=ENGINES, sessions=sessions, budgets=budgets, seconds=1.0, plotter=plotter
+            tmp / "out2",
+            results,
+            engines=ENGINES,
+            sessions=sessions,
+            budgets=budgets,
+            seconds=1.0,
+            plotter=plotter,
+            jobs=jobs_json,
         )
         drawing.result()
         figures["report_and_plots_in_workers_seconds"] = time.perf_counter() - start
@@ -292,6 +330,7 @@ def _measure(tmp: Path) -> dict[str, float]:
     figures["plots_critical_seconds"] = max(per_figure)
     figures["panels_seconds"] = panels_work
     figures["plots_after_jobs_critical_seconds"] = max(tails)
+    figures["plots_after_jobs_critical_seconds_without_plot"] = max(tails[1:])  # no --plot: latch bench's default
     for n in (8, 16):
         for name, order in (("", submitted), ("_by_size", by_size), ("_by_measured", by_measured)):
             jobs = [(seconds_of[k], (k[2], k[1])) for k in order]
@@ -359,12 +398,18 @@ def test_serial_part_and_fixed_cost_per_job(benchmark, tmp_path):
         + figures["plots_sum_seconds"]
     )
     after = (
-        figures["until_first_task_server_first_seconds"]
+        figures["until_first_task_server_at_launch_seconds"]
         + figures["report_seconds"]
         + figures["plots_after_jobs_critical_seconds"]
     )
     after_server_after_plugins = after + (
-        figures["until_first_task_server_after_plugins_seconds"] - figures["until_first_task_server_first_seconds"]
+        figures["until_first_task_server_after_plugins_seconds"] - figures["until_first_task_server_at_launch_seconds"]
+    )
+    without_plot = after - (
+        figures["plots_after_jobs_critical_seconds"] - figures["plots_after_jobs_critical_seconds_without_plot"]
+    )
+    after_server_first = after + (
+        figures["until_first_task_server_first_seconds"] - figures["until_first_task_server_at_launch_seconds"]
     )
     work_one = work = figures["jobs_seconds"]  # the panels are no work of the jobs' (see the module docstring)
 
@@ -376,6 +421,8 @@ def test_serial_part_and_fixed_cost_per_job(benchmark, tmp_path):
         serial_seconds_one_process=round(before, 3),
         serial_seconds=round(after, 3),
         serial_seconds_server_after_plugins=round(after_server_after_plugins, 3),
+        serial_seconds_server_first=round(after_server_first, 3),
+        serial_seconds_without_plot=round(without_plot, 3),
         serial_fraction_one_process=round(before / (before + work_one), 3),
         serial_fraction=round(after / (after + work), 3),
         longest_job_share=round(figures["longest_job_seconds"] / work_one, 3),
@@ -393,4 +440,8 @@ def test_serial_part_and_fixed_cost_per_job(benchmark, tmp_path):
         projected_efficiency_16_by_measured=round(scheduled(16, order="_by_measured"), 3),
         projected_efficiency_8_server_after_plugins=round(scheduled(8, after_server_after_plugins), 3),
         projected_efficiency_16_server_after_plugins=round(scheduled(16, after_server_after_plugins), 3),
+        projected_efficiency_8_without_plot=round(scheduled(8, without_plot), 3),
+        projected_efficiency_16_without_plot=round(scheduled(16, without_plot), 3),
+        projected_efficiency_8_server_first=round(scheduled(8, after_server_first), 3),
+        projected_efficiency_16_server_first=round(scheduled(16, after_server_first), 3),
     )

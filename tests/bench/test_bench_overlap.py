@@ -104,6 +104,40 @@ def test_the_task_server_starts_before_the_configuration_and_plugins_load(tmp_pa
     os.kill(server, 0)
 
 
+@pytest.mark.parametrize(
+    ("argv", "started"),
+    [
+        (["bench", "--budgets", "bad"], [False, True]),  # first before the command's modules, again (running) by it
+        (["--db", "x.db", "bench", "--budgets", "bad"], [False, True]),
+        (["bench", "--scheduler", "local:1", "--budgets", "bad"], []),  # the jobs run on Dask
+        (["bench", "--help"], []),
+        (["replay", "--help"], []),
+    ],
+)
+def test_the_latch_command_starts_a_local_benchs_task_server_before_loading_its_own_modules(argv, started):
+    """``latch bench`` starts the task server before ``latch.cli`` loads (whether it was loaded, each time the server
+    is started); no other command, and no bench on Dask, starts it."""
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from latch.bench import executor
+
+        seen = []
+        executor.start_task_server = lambda: seen.append("latch.cli.main" in sys.modules)
+        sys.argv = ["latch", *{argv!r}]
+        from latch.__main__ import run
+
+        try:
+            run()
+        except SystemExit:
+            pass
+        print(seen, file=sys.stderr)
+        """
+    )
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert res.stderr.strip().splitlines()[-1] == repr(started), res.stderr[-2000:]
+
+
 def test_a_plot_worker_builds_what_the_last_figures_need_before_its_first_figure():
     """A plot worker's initializer draws a small figure with a logarithmic axis, so the mathtext parser its tick
     labels need is built while the jobs run (in a fresh interpreter: nothing built before)."""

@@ -4,14 +4,16 @@ submission changes nothing else: the rows come back in the plan's order and the 
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
 from corpus_support import require_corpus
 
 from latch.bench import runner
-from latch.bench.report import write_report
+from latch.bench.report import JobsJson, write_report
 from latch.bench.runner import SessionSource, discover_sessions, job_cost, parse_budgets, run_bench, submission_order
+from latch.textsafe import dumps
 
 FILES = [
     "openhands/basic_gui_mode.json",
@@ -87,3 +89,24 @@ def test_the_rows_and_the_report_are_the_same_whatever_the_submission_order(corp
         )
         written.append({key: paths[key].read_bytes() for key in ("json", "markdown")})
     assert written[0] == written[1]
+
+
+def test_report_json_written_as_the_rows_came_in_is_the_one_written_after_the_jobs(corpus, tmp_path):
+    pytest.importorskip("matplotlib", reason="the bench extra draws the plots")
+    sessions = discover_sessions(corpus, None, scenario_events=0)
+    rows = _timeless(run_bench(ENGINES, sessions, BUDGETS[:1], jobs=2))
+    rows[1]["note"] = "two\nlines, \u202eright to left\x7f, a lone \ud800"  # escaped whole or in pieces alike
+    written = []
+    for k, order in enumerate((None, rows[::-1], rows[1::2] + rows)):  # none given; in another order; some twice
+        jobs = None
+        if order is not None:
+            jobs = JobsJson()
+            for row in order:
+                jobs(row)
+        paths = write_report(
+            tmp_path / f"out{k}", rows, engines=ENGINES, sessions=sessions, budgets=BUDGETS[:1], seconds=1.0, jobs=jobs
+        )
+        written.append(paths["json"].read_bytes())
+    assert written[1] == written[0] == written[2]
+    assert written[0].decode() == dumps(json.loads(written[0]), indent=1) + "\n"  # as the whole document is written
+    assert json.loads(written[0])["jobs"][1]["note"] == "two\nlines, \u202eright to left\x7f, a lone \ufffd"

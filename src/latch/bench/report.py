@@ -19,7 +19,7 @@ from .plots import Plotter, budget_plot_files
 from .runner import Budget, SessionSource
 from .summary import summarize
 
-__all__ = ["markdown_table", "verdicts", "budget_verdicts", "cost_table", "write_report", "NARROW_COLUMNS"]
+__all__ = ["JobsJson", "markdown_table", "verdicts", "budget_verdicts", "cost_table", "write_report", "NARROW_COLUMNS"]
 
 
 _COLUMNS = (
@@ -178,6 +178,45 @@ def cost_table(results: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+_NESTED = "\n  "
+"""What starts each line of a job's JSON inside ``report.json`` (its ``"jobs"`` list is two levels deep, one space
+a level)."""
+
+
+class JobsJson:
+    """Each job's entry of ``report.json`` written as its row comes in: called with each row (a
+    ``run_bench(on_row=...)`` callback, while the other jobs run), so :func:`write_report` given it only joins the
+    entries after the jobs: the same bytes as writing every row then. A row must not change after it was given
+    (one given again, or a row never given, is written by :meth:`entry`)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[Mapping[str, Any], str]] = {}
+
+    def __call__(self, row: Mapping[str, Any]) -> None:
+        try:
+            self._entries[id(row)] = (row, _entry(row))
+        except Exception:  # noqa: BLE001, S110 - an entry written early only saves time; write_report writes it anyway
+            pass
+
+    def entry(self, row: Mapping[str, Any]) -> str:
+        """``row``'s entry in the ``"jobs"`` list of ``report.json``: the one written when it came in, else now."""
+        known = self._entries.get(id(row))
+        return known[1] if known is not None and known[0] is row else _entry(row)
+
+
+def _entry(row: Mapping[str, Any]) -> str:
+    return dumps(row, indent=1).replace("\n", _NESTED)  # JSON escapes a string's newlines: each is a line's end
+
+
+def _report_json(doc: Mapping[str, Any], results: Sequence[Mapping[str, Any]], jobs: JobsJson) -> str:
+    """``dumps({**doc, "jobs": list(results)}, indent=1)``, each job's entry from ``jobs``."""
+    head = dumps({**doc, "jobs": []}, indent=1)
+    if not results:
+        return head
+    assert head.endswith("[]\n}"), head[-20:]
+    return head[: -len("[]\n}")] + "[" + _NESTED + ("," + _NESTED).join(jobs.entry(r) for r in results) + "\n ]\n}"
+
+
 def write_report(
     out: str | os.PathLike[str],
     results: Sequence[Mapping[str, Any]],
@@ -187,17 +226,26 @@ def write_report(
     budgets: Sequence[Budget],
     seconds: float,
     plotter: Plotter | None = None,
+    jobs: JobsJson | None = None,
 ) -> dict[str, Path]:
     """Write ``report.md``, ``report.json`` and the PNG plots (:func:`latch.bench.plots.budget_plots`) into ``out``;
     return their paths. The plots draw in ``plotter``'s worker processes while the report is written (without
-    one, in a :class:`~latch.bench.plots.Plotter` of two workers for this call); returns once every file is
-    written. ``ImportError`` (nothing written) without matplotlib, the bench extra."""
+    one, in a :class:`~latch.bench.plots.Plotter` of two workers for this call); ``jobs``: the jobs' entries of
+    ``report.json`` written as their rows came in (:class:`JobsJson`; without it, written here). Returns once every
+    file is written. ``ImportError`` (nothing written) without matplotlib, the bench extra."""
     if importlib.util.find_spec("matplotlib") is None:
         raise ImportError("No module named 'matplotlib'", name="matplotlib")
     if plotter is None:
         with Plotter(2) as own:
             return write_report(
-                out, results, engines=engines, sessions=sessions, budgets=budgets, seconds=seconds, plotter=own
+                out,
+                results,
+                engines=engines,
+                sessions=sessions,
+                budgets=budgets,
+                seconds=seconds,
+                plotter=own,
+                jobs=jobs,
             )
 
     folder = Path(out)
@@ -210,10 +258,9 @@ def write_report(
         "sessions": [asdict(s) for s in sessions],
         "seconds": round(seconds, 1),
         "summary": rows,
-        "jobs": list(results),
     }
     paths = {"json": folder / "report.json", "markdown": folder / "report.md"}
-    write_text(paths["json"], dumps(doc, indent=1) + "\n")
+    write_text(paths["json"], _report_json(doc, results, jobs or JobsJson()) + "\n")
 
     errors = [r for r in results if "error" in r]
     notes = [f"- {r['engine']} on {r['session']} ({r['budget']}): {r['error']}" for r in errors]

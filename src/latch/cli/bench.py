@@ -16,11 +16,13 @@ tokens/request, coverage, refused, dollars; every column is in ``report.md``) an
 per budget (:func:`latch.bench.report.budget_verdicts`). Progress goes to stderr: a bar on a terminal, one line now
 and then in a pipe (:mod:`latch.cli.progress`).
 
-What runs once per command overlaps other work: the local task server starts first, warming up while the
-configuration and the plugins load and the sessions are discovered, and a Dask cluster while the sessions are
-discovered (:class:`latch.bench.executor.Backend`), the plot workers import matplotlib while the jobs run and draw
-each session's tokens panel once its jobs are done, and the figures draw in those workers while the report is written (:class:`latch.bench.plots.Plotter`) and the Dask
-cluster closes.
+What runs once per command overlaps other work: the local task server starts first (before this module loads:
+:func:`latch.__main__.run`; here again, a no-op then, for a caller of :func:`latch.cli.main.main`), warming up while
+the command's modules, the configuration and the plugins load and the sessions are discovered, and a Dask cluster
+while the sessions are discovered (:class:`latch.bench.executor.Backend`), the plot workers import matplotlib while
+the jobs run and draw each session's tokens panel once its jobs are done, each job's entry of ``report.json`` is
+written as its row comes in (:class:`latch.bench.report.JobsJson`), and the figures draw in those workers while the
+report is written (:class:`latch.bench.plots.Plotter`) and the Dask cluster closes.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import click
 
 from ..bench.executor import Backend, SchedulerError, start_task_server
 from ..bench.plots import Plotter
-from ..bench.report import NARROW_COLUMNS, budget_verdicts, markdown_table, write_report
+from ..bench.report import NARROW_COLUMNS, JobsJson, budget_verdicts, markdown_table, write_report
 from ..bench.runner import Budget, SessionSource, check_plugins, discover_sessions, parse_budgets, run_bench
 from ..bench.summary import summarize
 from ..plugins import PluginError, registered_engines
@@ -217,6 +219,13 @@ def _run(
             raise click.UsageError("no session to bench: pass --corpus, --examples or --scenario-events")
         figures = len(chosen_budgets) * 2 + (1 if plot else 0)
         with Plotter(max(1, min(figures, os.cpu_count() or 1)), spawn=scheduler is not None) as plotter:
+            jobs_json = JobsJson()  # report.json's entries, written as the rows come in
+            watch = plotter.watch(names)
+
+            def on_row(row: dict[str, Any]) -> None:
+                watch(row)
+                jobs_json(row)
+
             start = time.perf_counter()
             try:
                 with progress("bench", "jobs", len(names) * len(sessions) * len(chosen_budgets)) as update:
@@ -228,7 +237,7 @@ def _run(
                         config=config,
                         backend=backend,
                         progress=update,
-                        on_row=plotter.watch(names),
+                        on_row=on_row,
                     )
             except PluginError as exc:
                 raise click.UsageError(str(exc)) from None
@@ -245,6 +254,7 @@ def _run(
                 budgets=chosen_budgets,
                 seconds=seconds,
                 plotter=plotter,
+                jobs=jobs_json,
             )
             if drawing is not None:
                 try:
