@@ -149,24 +149,3 @@ def test_a_saved_png_reads_back_as_the_same_pixels_at_the_bench_dpi(tmp_path):
         assert tuple(round(d) for d in image.info["dpi"]) == (panels.DPI, panels.DPI)
         assert image.info["Software"].startswith("Matplotlib version")
     assert np.array_equal((mpimg.imread(path) * 255).round().astype(np.uint8), canvas)
-
-
-def test_bands_deflated_apart_join_into_one_checked_stream_of_the_canvas_rows(tmp_path):
-    import struct
-    import zlib
-
-    rng = np.random.default_rng(9)
-    canvas = rng.integers(0, 256, size=(2 * panels.BAND_ROWS + 5, 13, 4), dtype=np.uint8)
-    data = panels.save_png(tmp_path / "bands.png", canvas).read_bytes()
-    chunks, at = {}, 8
-    while at < len(data):
-        (size,) = struct.unpack(">I", data[at : at + 4])
-        kind = data[at + 4 : at + 8]
-        chunks[kind] = data[at + 8 : at + 8 + size]
-        assert zlib.crc32(kind + chunks[kind]) == struct.unpack(">I", data[at + 8 + size : at + 12 + size])[0]
-        at += 12 + size
-    raw = zlib.decompress(chunks[b"IDAT"])  # zlib checks the stream's Adler-32 against the joined bands' rows
-    rows = np.frombuffer(raw, dtype=np.uint8).reshape(canvas.shape[0], 1 + 13 * 4)
-    assert not rows[:, 0].any()  # filter byte 0 on every row
-    assert np.array_equal(rows[:, 1:].reshape(canvas.shape), canvas)
-    assert list(chunks) == [b"IHDR", b"pHYs", b"tEXt", b"IDAT", b"IEND"]

@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 import threading
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..textsafe import atomic_path
 
@@ -27,13 +27,8 @@ __all__ = [
     "HEADER_INCHES",
     "TILE_INCHES",
     "Lines",
-    "BAND_ROWS",
-    "Band",
     "assemble",
-    "deflate_band",
-    "deflate_bands",
     "draw_panel",
-    "figure_bands",
     "panel_figure",
     "panel_lines",
     "panel_order",
@@ -41,7 +36,6 @@ __all__ = [
     "rendered",
     "save_png",
     "tile_pixels",
-    "write_png",
     "write_tokens_figure",
 ]
 
@@ -147,104 +141,19 @@ def tile_pixels(tile: bytes, width: int) -> Any:
     return np.frombuffer(raw, dtype=np.uint8, offset=4).reshape(int.from_bytes(raw[:4], "big"), width, 4)
 
 
-BAND_ROWS = 352
-"""Pixel rows per band of :func:`save_png` (a tile's height: a tokens figure's row of panels is one band)."""
-_ZLIB_LEVEL = 3
-_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+def save_png(path: Path, canvas: Any) -> Path:
+    """The RGBA array ``canvas`` as a PNG at ``path`` (:data:`DPI`, zlib level 3, as every other figure of the bench:
+    matplotlib's own PNG writer is this one, Pillow), written atomically. Returns ``path``."""
+    import matplotlib  # optional dependency (the bench extra), with Pillow and numpy
+    from PIL import Image
+    from PIL.PngImagePlugin import PngInfo
 
-
-class Band(NamedTuple):
-    """A run of a PNG's pixel rows deflated on its own (:func:`deflate_band`): the raw deflate ``data`` (ending on a
-    byte boundary, a full stream's end when it is the last band), the Adler-32 and the byte count of the filtered
-    rows it holds."""
-
-    data: bytes
-    adler: int
-    size: int
-
-
-def deflate_band(pixels: Any, *, last: bool) -> Band:
-    """The RGBA rows ``pixels`` (a numpy ``uint8`` array, rows × width × 4) as a :class:`Band` of a PNG: each row
-    behind filter byte 0 (none), deflated at zlib level 3, flushed to a byte boundary (``last``: the stream's end),
-    so bands deflated apart, in any thread or process, join into one stream (:func:`write_png`)."""
-    import numpy as np
-
-    rows = pixels.shape[0]
-    raw = np.zeros((rows, 1 + pixels.shape[1] * 4), dtype=np.uint8)
-    raw[:, 1:] = pixels.reshape(rows, -1)
-    rows_bytes = raw.data.cast("B")
-    deflate = zlib.compressobj(_ZLIB_LEVEL, zlib.DEFLATED, -15)
-    data = deflate.compress(rows_bytes) + deflate.flush(zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH)
-    return Band(data, zlib.adler32(rows_bytes), raw.nbytes)
-
-
-def _adler_combine(first: int, second: int, second_size: int) -> int:
-    """The Adler-32 of two byte strings joined, from each one's and the second's length (zlib's adler32_combine)."""
-    base = 65521
-    rem = second_size % base
-    low = ((first & 0xFFFF) + (second & 0xFFFF) + base - 1) % base
-    high = (rem * (first & 0xFFFF) + (first >> 16) + (second >> 16) + base - rem) % base
-    return low | (high << 16)
-
-
-def _chunk(kind: bytes, data: bytes) -> bytes:
-    return len(data).to_bytes(4, "big") + kind + data + zlib.crc32(kind + data).to_bytes(4, "big")
-
-
-def write_png(path: Path, width: int, bands: Sequence[Band]) -> Path:
-    """The PNG of ``bands`` (:func:`deflate_band`, top to bottom, the last one ``last``) ``width`` pixels wide at
-    ``path``: 8-bit RGBA, :data:`DPI`, the ``Software`` text matplotlib's PNGs carry, written atomically. Returns
-    ``path``."""
-    import matplotlib  # optional dependency (the bench extra)
-
-    rows = sum(band.size for band in bands) // (1 + 4 * width)
-    adler = 1
-    for band in bands:
-        adler = _adler_combine(adler, band.adler, band.size)
-    stream = b"\x78\x5e" + b"".join(band.data for band in bands) + adler.to_bytes(4, "big")
-    per_metre = int(DPI / 0.0254 + 0.5).to_bytes(4, "big")
-    software = f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/".encode("latin-1")
-    png = b"".join(
-        (
-            _PNG_SIGNATURE,
-            _chunk(b"IHDR", width.to_bytes(4, "big") + rows.to_bytes(4, "big") + bytes((8, 6, 0, 0, 0))),
-            _chunk(b"pHYs", per_metre + per_metre + b"\x01"),
-            _chunk(b"tEXt", b"Software\x00" + software),
-            _chunk(b"IDAT", stream),
-            _chunk(b"IEND", b""),
-        )
-    )
+    info = PngInfo()
+    info.add_text("Software", f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/")
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
-        Path(tmp).write_bytes(png)
+        Image.fromarray(canvas, "RGBA").save(tmp, format="png", compress_level=3, dpi=(DPI, DPI), pnginfo=info)
     return path
-
-
-def _threads(tasks: int) -> int:
-    return max(1, min(tasks, os.cpu_count() or 1))
-
-
-def deflate_bands(makers: Sequence[Callable[[], Any]]) -> list[Band]:
-    """Each of ``makers``' pixel rows (a call returning a :func:`deflate_band` array) deflated, the bands at once in
-    threads (numpy's copies and zlib run beside the GIL), the last one ending the stream."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    def band(k: int) -> Band:
-        return deflate_band(makers[k](), last=k == len(makers) - 1)
-
-    with ThreadPoolExecutor(max_workers=_threads(len(makers))) as pool:
-        return list(pool.map(band, range(len(makers))))
-
-
-def save_png(path: Path, canvas: Any) -> Path:
-    """The RGBA array ``canvas`` as a PNG at ``path`` (:data:`DPI`, zlib level 3, as every other figure of the bench;
-    the ``Software`` text of matplotlib's), written atomically (:func:`write_png`, its bands of :data:`BAND_ROWS`
-    rows deflated at once). Returns ``path``."""
-
-    def rows(y: int) -> Callable[[], Any]:
-        return lambda: canvas[y : y + BAND_ROWS]
-
-    return write_png(path, canvas.shape[1], deflate_bands([rows(y) for y in range(0, canvas.shape[0], BAND_ROWS)]))
 
 
 _tile: Any = None
@@ -299,35 +208,29 @@ def _title(budget: str, width_px: int) -> Any:
         plt.close(fig)
 
 
-def figure_bands(budget: str, names: Sequence[str], tiles: Mapping[str, bytes]) -> tuple[int, list[Callable[[], Any]]]:
-    """The tokens figure of ``budget`` as bands of its PNG: ``(width in pixels, makers)``, each maker a call returning
-    a band's RGBA rows (:func:`deflate_band`): the title strip, then each row of :data:`COLUMNS` tiles of ``names``
-    (in that order, blank cells after the last; ``tiles`` maps each name to :func:`draw_panel`'s bytes)."""
+def assemble(path: Path, budget: str, names: Sequence[str], tiles: Mapping[str, bytes]) -> Path:
+    """The tokens figure of ``budget`` at ``path`` (PNG, :data:`DPI`, zlib level 3, written atomically): the title
+    strip, then the tile of each of ``names`` (in that order, :data:`COLUMNS` a row, blank cells after the last);
+    ``tiles`` maps each name to :func:`draw_panel`'s bytes. Returns ``path``."""
+    from concurrent.futures import ThreadPoolExecutor
+
     import numpy as np
 
     tile_w, tile_h = _pixels(*TILE_INCHES)
     cols = min(COLUMNS, len(names))
-    width = cols * tile_w
+    rows = -(-len(names) // cols)
+    header = _title(budget, cols * tile_w)
+    canvas = np.full((header.shape[0] + rows * tile_h, cols * tile_w, 4), 255, dtype=np.uint8)
+    canvas[: header.shape[0]] = header
 
-    def title() -> Any:
-        return _title(budget, width)
+    def paste(k: int) -> None:  # each tile decompressed into its own cell, the tiles at once (zlib beside the GIL)
+        y = header.shape[0] + (k // cols) * tile_h
+        x = (k % cols) * tile_w
+        canvas[y : y + tile_h, x : x + tile_w] = tile_pixels(tiles[names[k]], tile_w)
 
-    def row(first: int) -> Any:
-        band = np.full((tile_h, width, 4), 255, dtype=np.uint8)
-        for k, name in enumerate(names[first : first + cols]):
-            band[:, k * tile_w : (k + 1) * tile_w] = tile_pixels(tiles[name], tile_w)
-        return band
-
-    return width, [title, *(lambda first=first: row(first) for first in range(0, len(names), cols))]
-
-
-def assemble(path: Path, budget: str, names: Sequence[str], tiles: Mapping[str, bytes]) -> Path:
-    """The tokens figure of ``budget`` at ``path`` (PNG, :data:`DPI`, zlib level 3, written atomically): the title
-    strip, then the tile of each of ``names`` (in that order, :data:`COLUMNS` a row, blank cells after the last);
-    ``tiles`` maps each name to :func:`draw_panel`'s bytes. Each row of tiles is pasted and deflated on its own, the
-    rows at once (:func:`figure_bands`, :func:`deflate_bands`). Returns ``path``."""
-    width, makers = figure_bands(budget, names, tiles)
-    return write_png(path, width, deflate_bands(makers))
+    with ThreadPoolExecutor(max_workers=max(1, min(len(names), os.cpu_count() or 1))) as pool:
+        list(pool.map(paste, range(len(names))))
+    return save_png(path, canvas)
 
 
 def write_tokens_figure(path: Path, budget: str, rs: Sequence[Mapping[str, Any]]) -> Path:
