@@ -88,7 +88,6 @@ from ..port import (
 from ..records import dataclass
 from . import recall as recall_mod
 from .episodes import EpisodeIndex
-from .shared_units import shared_units
 from .units import (
     MESSAGE_OVERHEAD_TOKENS,
     TokenCounter,
@@ -570,7 +569,7 @@ class ContinuityEngine:
 
     # ------------------------------------------------------------ loading (resume)
     def _reset(self) -> None:
-        self._builder = UnitBuilder(shared_units(self._counter.estimator))  # the host loop's units
+        self._builder = UnitBuilder()
         self._epoch = _Epoch(0, 1, "", 0, "")
         self._watermark = 0
         self._events = 0

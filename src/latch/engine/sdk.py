@@ -56,7 +56,6 @@ from ..port import (
     RecalledEvent,
     ViewMessage,
 )
-from .shared_units import shared_units
 from .units import (
     TokenCounter,
     Unit,
@@ -167,7 +166,7 @@ class PolicyEngine:
 
     # ------------------------------------------------------------------ units
     def _reset_units(self) -> None:
-        self._builder = UnitBuilder(shared_units(self._counter.estimator))
+        self._builder = UnitBuilder()
         self._units: list[Unit] = []
         self._fed_seq = 0
         self._compact_id = 0

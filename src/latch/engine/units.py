@@ -45,7 +45,6 @@ from ..count_cache import cached_counter
 from ..estimators import ChatFraming, estimator_for_model
 from ..events import AssistantMessage, MediaRef, ToolResult, UserMessage, canonical_bytes
 from ..port import ContextView, Estimator, SessionContext, TokenCountCache, ViewMessage, ViewToolCall
-from .shared_units import SharedUnits
 
 __all__ = [
     "MESSAGE_OVERHEAD_TOKENS",
@@ -412,16 +411,15 @@ def _user_message(seq: int, u: UserMessage) -> ViewMessage:
 class _Turn:
     """An assistant tool-call turn waiting for its results."""
 
-    __slots__ = ("seq", "msg", "results", "waiting", "absorbed", "seqs", "stored")
+    __slots__ = ("seq", "msg", "results", "waiting", "absorbed", "seqs")
 
-    def __init__(self, stored: Any, msg: AssistantMessage):
-        self.seq = stored.seq
+    def __init__(self, seq: int, msg: AssistantMessage):
+        self.seq = seq
         self.msg = msg
         self.results: dict[str, tuple[int, ToolResult]] = {}
         self.waiting = {c.id for c in msg.tool_calls}
         self.absorbed: list[ViewMessage] = []
-        self.seqs = [stored.seq]
-        self.stored = [stored]  # the stored events the turn is made of, in feed order
+        self.seqs = [seq]
 
     def close(self, close_seq: int) -> Unit:
         m = self.msg
@@ -446,20 +444,10 @@ class UnitBuilder:
     :meth:`feed` takes events in seq order and returns the units they complete. The state at a
     unit boundary is empty, so segmenting from any unit's first seq gives the same units as
     segmenting from the start (resume loads only the current cache epoch).
-
-    With ``shared`` (:func:`latch.engine.shared_units.shared_units` of the estimator that prices the units), a unit
-    made of the very stored-event objects another builder of the same ``shared`` completed is that builder's
-    :class:`Unit` (the same units, built and priced once: :mod:`latch.engine.shared_units`).
     """
 
-    def __init__(self, shared: SharedUnits[Unit] | None = None) -> None:
+    def __init__(self) -> None:
         self._turn: _Turn | None = None
-        self._shared = shared
-
-    def _unit(self, close: Any, stored: Sequence[Any], make: Callable[[], Unit]) -> Unit:
-        """``make()``, or the unit another builder sharing ``shared`` made of the same stored events."""
-        shared = self._shared
-        return make() if shared is None else shared.unit(close, stored, make)
 
     @property
     def pending_seq(self) -> int | None:
@@ -473,19 +461,12 @@ class UnitBuilder:
         if isinstance(ev, AssistantMessage):
             out: list[Unit] = []
             if turn is not None:  # the next response came before every result: close with placeholders
-                out.append(self._unit(stored, turn.stored, lambda: turn.close(seq)))
+                out.append(turn.close(seq))
                 self._turn = None
             if ev.tool_calls:
-                self._turn = _Turn(stored, ev)
+                self._turn = _Turn(seq, ev)
             elif ev.text:
-                text = ev.text
-                out.append(
-                    self._unit(
-                        stored,
-                        (stored,),
-                        lambda: Unit(seq, seq, (seq,), (ViewMessage(role="assistant", content=text, seq=seq),)),
-                    )
-                )
+                out.append(Unit(seq, seq, (seq,), (ViewMessage(role="assistant", content=ev.text, seq=seq),)))
             return out
         if isinstance(ev, ToolResult):
             if ev.eof_placeholder:
@@ -494,32 +475,21 @@ class UnitBuilder:
                 turn.waiting.discard(ev.call_id)
                 turn.results[ev.call_id] = (seq, ev)
                 turn.seqs.append(seq)
-                turn.stored.append(stored)
                 if not turn.waiting:
                     self._turn = None
-                    return [self._unit(stored, turn.stored, lambda: turn.close(seq))]
+                    return [turn.close(seq)]
                 return []
             if turn is not None:
                 turn.absorbed.append(_orphan_message(seq, ev))
                 turn.seqs.append(seq)
-                turn.stored.append(stored)
                 return []
-            result = ev
-            return [self._unit(stored, (stored,), lambda: Unit(seq, seq, (seq,), (_orphan_message(seq, result),)))]
+            return [Unit(seq, seq, (seq,), (_orphan_message(seq, ev),))]
         if isinstance(ev, UserMessage):
             if turn is not None:
                 turn.absorbed.append(_user_message(seq, ev))
                 turn.seqs.append(seq)
-                turn.stored.append(stored)
                 return []
-            user = ev
-            return [
-                self._unit(
-                    stored,
-                    (stored,),
-                    lambda: Unit(seq, seq, (seq,), (_user_message(seq, user),), user_turn=not user.is_meta),
-                )
-            ]
+            return [Unit(seq, seq, (seq,), (_user_message(seq, ev),), user_turn=not ev.is_meta)]
         return []
 
     def feed_all(self, stored_events: Iterable[Any]) -> list[Unit]:

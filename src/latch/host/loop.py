@@ -35,7 +35,6 @@ from dataclasses import field, replace
 from typing import Any
 
 from .. import plugins
-from ..engine.shared_units import shared_units
 from ..engine.units import TokenCounter, UnitBuilder, UnitSpans, header_lines, message_line, view_violations
 from ..events import AssistantMessage, Usage
 from ..kernel.derive import instruction_text
@@ -329,7 +328,7 @@ class RequestLoop:
         self.session_context = session_context
         self.system_prompt, self.tools = system_prompt, tuple(tools)
         self.counter = setup.counter
-        self._builder = UnitBuilder(shared_units(self.counter.estimator))  # the engine's units, when it shares them
+        self._builder = UnitBuilder()
         # seq -> its conversation unit's seqs, over the session, for units of several events: a one-event unit is
         # never split and is named by its one seq, so a seq missing here reads the same to view_violations and
         # request_changes (and a session of 10^6 events keeps no entry for its plain messages); held as int arrays,
