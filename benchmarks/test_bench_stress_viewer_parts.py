@@ -38,8 +38,11 @@ other               3.3     1.6
 viewing CPU        79     108
 =================  ======  ======
 
-Recall is the part that grows with the history (about 18 ms of CPU per view at 10^5 events, 40 ms at 10^6: its FTS
-searches); the per-event parts grow by 10-25% (a larger database and decoded working set). The request loop's and the
+Recall is the part that grows with the history (about 18 ms of CPU per view at 10^5 events, 40 ms at 10^6). In a
+4 x 10^5 run its kept searches fetch the same ~27 times per view with ~7 rows each at every size, but one fetch took
+0.63 ms of CPU below 10^5 events and 1.17 ms at 3-4 x 10^5: the store's search itself grows. Not the FTS5 segments:
+merged from 11 into 1 (``optimize``), a fresh search at 4 x 10^5 went from 3.52 to 3.29 ms only. The per-event parts
+grow by 10-25% (a larger database and decoded working set). The request loop's and the
 engine's segmentation and pricing of the same events (inside ``loop_feed`` and ``engine_observe``) cost about 2.7 µs
 (segmentation) and 1.5 µs (pricing) per event each, measured apart.
 
