@@ -20,8 +20,8 @@ Where a store search's cost grows with the log (``test_view_recall_searches_by_f
 ``test_view_recall_searches_by_segments``; ``latch stress --events 400000`` with every ``EventStore.search`` of its
 viewer timed, by the search's bound): a search took 0.58 ms of CPU below 10^5 events and 0.97 ms at 3-4 x 10^5
 (about 2,100 searches per 10^5 events at every size). Of the 0.39 ms it gained, 0.21 ms is the FTS statement of the
-exact query, 0.06 ms the candidate queries, 0.04 ms the rows read, the rest the candidates' checks; the plan
-(density probes) stays at 0.07 ms. Two parts of the FTS statement grow:
+exact query, 0.06 ms the candidate queries, 0.04 ms the rows read, 0.1 ms Python outside the SQL (candidate
+checks, decoding); the plan with its density probes stays at 0.06-0.08 ms. Two parts of the FTS statement grow:
 
 * the searches that fill their ``limit`` (98% of them): 0.25 -> 0.43 ms per statement. FTS5 opens every token of the
   query in every segment of its index, and a newest-first scan below a bound walks a segment lying wholly above the
