@@ -141,29 +141,13 @@ def _end_with(pid: int, signum: int) -> None:
     os._exit(128 + signum)
 
 
-_ending: list[int] = []
-"""This process's task processes whose result came back whole and that were not waited for: ending (the kernel
-unmapping the warm process's memory they shared takes a few milliseconds), each reaped by a later :func:`forked`."""
-
-
-def _reap_ended() -> None:
-    """Reap every task process of :data:`_ending` that has ended (never waits)."""
-    for pid in list(_ending):
-        try:
-            ended = os.waitpid(pid, os.WNOHANG)[0] == pid
-        except ChildProcessError:  # reaped already
-            ended = True
-        if ended:
-            _ending.remove(pid)
-
-
 def forked(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: Any) -> dict[str, Any]:
     """One task in a process of its own, forked from this (warm, idle) process: :func:`guarded` in the child, its
     result back through a pipe, so the task's peak memory (``ru_maxrss``) is its own. A child that dies before
     its result is complete (a signal, ``os._exit``, a result that does not pickle) comes back as
-    ``{**label, "error": ...}`` naming how it ended; one whose result came back whole is not waited for while it
-    ends (:data:`_ending`). POSIX (``os.fork``); the local pool's workers run it."""
-    _reap_ended()
+    ``{**label, "error": ...}`` naming how it ended. It is waited for even once its result came back: what it does
+    after (a stress shard removing its temporary store as it unwinds) ends before the worker takes another task or
+    ends. POSIX (``os.fork``); the local pool's workers run it."""
     parent = os.getpid()
     _prctl()  # looked up here, once, not in each task process
     read, write = os.pipe()
@@ -191,18 +175,12 @@ def forked(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: A
     try:
         with open(read, "rb") as inp:
             data = inp.read()
-        try:  # the whole result (a cut one does not load): the child only flushes its streams and exits after it
-            result = cast(dict[str, Any], pickle.loads(data))
-        except Exception:  # noqa: BLE001 - none or cut: the child died before its result was complete
-            _, status = os.waitpid(pid, 0)
-            if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and data:
-                raise  # whole, but it does not load here
-        else:
-            _ending.append(pid)
-            return result
+        _, status = os.waitpid(pid, 0)
     finally:
         if forwarding:
             signal.signal(signal.SIGTERM, previous)
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and data:
+        return cast(dict[str, Any], pickle.loads(data))
     how = (
         f"killed by signal {os.WTERMSIG(status)} ({signal.Signals(os.WTERMSIG(status)).name})"
         if os.WIFSIGNALED(status)
