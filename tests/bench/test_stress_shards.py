@@ -136,7 +136,8 @@ def test_a_bad_scheduler_is_one_line_naming_it(tmp_path):
         assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
-def test_sigterm_ends_local_shards_and_removes_their_temporary_stores(tmp_path):
+@pytest.mark.parametrize("signals", [1, 3])
+def test_sigterm_ends_local_shards_and_removes_their_temporary_stores(tmp_path, signals):
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     proc = subprocess.Popen(
@@ -151,7 +152,9 @@ def test_sigterm_ends_local_shards_and_removes_their_temporary_stores(tmp_path):
         assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
         time.sleep(0.1)
     time.sleep(1.0)  # both shards well into their runs
-    proc.send_signal(signal.SIGTERM)
+    for _ in range(signals):  # a second SIGTERM while the shards unwind does not cut their cleanup short
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.02)
     out, err = proc.communicate(timeout=60)  # not the hours the shards would take
     assert proc.returncode == 143, (proc.returncode, err[-500:])
     assert "Traceback" not in err

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import ctypes
-import functools
 import multiprocessing as mp
 import os
 import pickle
@@ -107,32 +106,24 @@ def guarded(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: 
         return _error(label, exc)
 
 
-@functools.cache
-def _prctl() -> Any:
-    """libc's ``prctl`` (Linux; None elsewhere or without it), looked up once per process: a task process forked
-    after the lookup calls it without loading libc's symbols (and touching their pages) again."""
-    if sys.platform.startswith("linux"):
-        try:
-            return ctypes.CDLL(None, use_errno=True).prctl
-        except (OSError, AttributeError):  # pragma: no cover - no prctl
-            return None
-    return None  # pragma: no cover - not Linux
-
-
 def _die_with_parent(parent: int) -> None:
     """In a task's process: ask Linux to send it SIGTERM when the worker that forked it ends however it ends (a
     killed worker leaves no task running behind it; a stress shard still removes its temporary store); nothing
     elsewhere."""
-    prctl = _prctl()
-    if prctl is not None:
-        prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # pragma: no cover - no prctl
+            pass
     if os.getppid() != parent:  # the worker ended before prctl
         os._exit(1)
 
 
 def _end_with(pid: int, signum: int) -> None:
     """In a worker: send ``signum`` to its task's process ``pid``, wait until it has ended (a stress shard removes
-    its temporary store), then end as the signal would have ended the worker."""
+    its temporary store), then end as the signal would have ended the worker. A second ``signum`` meanwhile (the pool
+    ending its workers again as the caller exits) is ignored: passed on, it would cut the task's cleanup short."""
+    signal.signal(signum, signal.SIG_IGN)
     try:
         os.kill(pid, signum)
         os.waitpid(pid, 0)
@@ -145,11 +136,8 @@ def forked(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: A
     """One task in a process of its own, forked from this (warm, idle) process: :func:`guarded` in the child, its
     result back through a pipe, so the task's peak memory (``ru_maxrss``) is its own. A child that dies before
     its result is complete (a signal, ``os._exit``, a result that does not pickle) comes back as
-    ``{**label, "error": ...}`` naming how it ended. It is waited for even once its result came back: what it does
-    after (a stress shard removing its temporary store as it unwinds) ends before the worker takes another task or
-    ends. POSIX (``os.fork``); the local pool's workers run it."""
+    ``{**label, "error": ...}`` naming how it ended. POSIX (``os.fork``); the local pool's workers run it."""
     parent = os.getpid()
-    _prctl()  # looked up here, once, not in each task process
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the task's process: never returns

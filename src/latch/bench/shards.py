@@ -91,6 +91,8 @@ def plan_shards(cfg: StressConfig, shards: int) -> list[StressConfig]:
 
 
 def _terminated(signum: int, frame: object) -> None:
+    """End the shard (its cleanup runs); a second ``signum`` while it unwinds is ignored, not raised in its cleanup."""
+    signal.signal(signum, signal.SIG_IGN)
     raise SystemExit(128 + signum)
 
 
@@ -104,7 +106,7 @@ def run_shard(index: int, cfg: StressConfig) -> dict[str, Any]:
     try:
         report = run_stress(cfg)
     finally:
-        if main:
+        if main and signal.getsignal(signal.SIGTERM) is _terminated:  # (ended: further SIGTERMs still ignored)
             signal.signal(signal.SIGTERM, previous)
     return {
         "shard": index,

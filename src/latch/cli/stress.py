@@ -144,7 +144,9 @@ def _print_shards(con: Console, rows: list[dict[str, Any]]) -> None:
 
 
 def _terminated(signum: int, frame: object) -> None:
-    """SIGTERM handler of ``latch stress``: unwind (cleanup runs) and exit 143, the shell's 128 + SIGTERM."""
+    """SIGTERM handler of ``latch stress``: unwind (cleanup runs) and exit 143, the shell's 128 + SIGTERM; a second
+    SIGTERM while it unwinds is ignored, not raised in its cleanup."""
+    signal.signal(signum, signal.SIG_IGN)
     raise SystemExit(128 + signum)
 
 
@@ -281,7 +283,7 @@ def register(cli: click.Group) -> None:
         except SchedulerError as exc:
             raise click.ClickException(str(exc)) from None
         finally:
-            if previous is not None:
+            if previous is not None and signal.getsignal(signal.SIGTERM) is _terminated:  # (ended: still ignored)
                 signal.signal(signal.SIGTERM, previous)
         if json_out not in (None, "-"):  # `--json FILE`: the alias of --json-out FILE
             json_out, json_file = None, json_file or json_out
