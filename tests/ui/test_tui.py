@@ -285,7 +285,8 @@ def test_follows_new_events_and_never_parses_markup(imported, tmp_path):
                 "[bold red]not bold[/bold red] [link=http://x.test]y[/link] \\x1b[2J done\n"
             )
             assert not [s for s in content.spans if s.start < at + len(evil) and s.end > at]  # no style on it
-            assert "[bold red]not bold[/bold red] [link=http://x.test]y[/link] \\x1b[2J done" in lines(text)
+            shown = "[bold red]not bold[/bold red] [link=http://x.test]y[/link] \\x1b[2J done"
+            await until(pilot, lambda: shown in lines(text))  # (drawn at the widget's next refresh)
             state = str(screen.query_one("#state-text", Static).content)
             assert "running 1" in state and f"tool Bash (c9) at #{seqs[-1]}: running" in state
             assert screen.query_one("#usage-table", DataTable).row_count == 90
