@@ -50,7 +50,7 @@ from typing import Any
 from .executor import run_tasks
 from .stress import CHECKS, PARALLEL_MIN_EVENTS, Check, StressConfig, StressReport, run_stress
 
-__all__ = ["shard_events", "shard_seed", "plan_shards", "run_shard", "aggregate", "run_sharded"]
+__all__ = ["shard_events", "shard_seed", "plan_shards", "run_shard", "aggregate", "run_sharded", "terminated"]
 
 _SEED_MASK = 2**63 - 1
 
@@ -90,8 +90,10 @@ def plan_shards(cfg: StressConfig, shards: int) -> list[StressConfig]:
     return [replace(cfg, events=n, seed=shard_seed(cfg.seed, i), parallel=parallel) for i, n in enumerate(counts)]
 
 
-def _terminated(signum: int, frame: object) -> None:
-    """End the shard (its cleanup runs); a second ``signum`` while it unwinds is ignored, not raised in its cleanup."""
+def terminated(signum: int, frame: object) -> None:
+    """A SIGTERM handler for a stress run (a shard, ``latch stress``): unwind (its cleanup runs, its temporary store
+    removed) with ``SystemExit(128 + signum)``, 143 for SIGTERM; a second ``signum`` while it unwinds is ignored,
+    not raised in its cleanup."""
     signal.signal(signum, signal.SIG_IGN)
     raise SystemExit(128 + signum)
 
@@ -102,11 +104,11 @@ def run_shard(index: int, cfg: StressConfig) -> dict[str, Any]:
     percentiles; :func:`aggregate` moves them out of the row). SIGTERM ends it through run_stress's cleanup
     (its temporary store removed)."""
     main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _terminated) if main else None
+    previous = signal.signal(signal.SIGTERM, terminated) if main else None
     try:
         report = run_stress(cfg)
     finally:
-        if main and signal.getsignal(signal.SIGTERM) is _terminated:  # (ended: further SIGTERMs still ignored)
+        if main and signal.getsignal(signal.SIGTERM) is terminated:  # (ended: further SIGTERMs still ignored)
             signal.signal(signal.SIGTERM, previous)
     return {
         "shard": index,

@@ -27,7 +27,7 @@ import click
 from rich.console import Console
 
 from ..bench.executor import SchedulerError
-from ..bench.shards import run_sharded
+from ..bench.shards import run_sharded, terminated
 from ..bench.stress import StressConfig, run_stress
 from ..textsafe import Table, console, dumps, write_text
 from .outputs import output_file
@@ -141,13 +141,6 @@ def _print_shards(con: Console, rows: list[dict[str, Any]]) -> None:
             f"{r['host']} pid {r['pid']}",
         )
     con.print(t)
-
-
-def _terminated(signum: int, frame: object) -> None:
-    """SIGTERM handler of ``latch stress``: unwind (cleanup runs) and exit 143, the shell's 128 + SIGTERM; a second
-    SIGTERM while it unwinds is ignored, not raised in its cleanup."""
-    signal.signal(signum, signal.SIG_IGN)
-    raise SystemExit(128 + signum)
 
 
 def register(cli: click.Group) -> None:
@@ -266,9 +259,7 @@ def register(cli: click.Group) -> None:
         sharded = scheduler is not None or (shards or 1) > 1
         # SIGTERM ends the run as Ctrl-C does: through run_stress's cleanup (its temporary database removed)
         previous = (
-            signal.signal(signal.SIGTERM, _terminated)
-            if threading.current_thread() is threading.main_thread()
-            else None
+            signal.signal(signal.SIGTERM, terminated) if threading.current_thread() is threading.main_thread() else None
         )
         try:
             unit = "shards" if sharded else "events"
@@ -283,7 +274,7 @@ def register(cli: click.Group) -> None:
         except SchedulerError as exc:
             raise click.ClickException(str(exc)) from None
         finally:
-            if previous is not None and signal.getsignal(signal.SIGTERM) is _terminated:  # (ended: still ignored)
+            if previous is not None and signal.getsignal(signal.SIGTERM) is terminated:  # (ended: still ignored)
                 signal.signal(signal.SIGTERM, previous)
         if json_out not in (None, "-"):  # `--json FILE`: the alias of --json-out FILE
             json_out, json_file = None, json_file or json_out
