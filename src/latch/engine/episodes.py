@@ -69,6 +69,7 @@ from dataclasses import replace
 from itertools import filterfalse
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..lazyre import lazy_compile
 from ..records import dataclass
 
 if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command that makes none never imports it
@@ -159,7 +160,7 @@ class Episode:
 
 # --------------------------------------------------------------------------- text features
 _STOP = hotpaths.STOP_WORDS
-_CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+_CJK_RE = lazy_compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _EXTS = (
     "py|pyi|ipynb|rs|go|c|h|cc|cpp|cxx|hpp|hh|cs|java|kt|kts|scala|swift|m|mm|rb|php|pl|lua|r|jl|dart|ex|exs|erl|"
     "hs|ml|clj|js|mjs|cjs|jsx|ts|tsx|vue|svelte|css|scss|sass|less|html|htm|xml|svg|json|jsonl|yaml|yml|toml|"
@@ -172,7 +173,7 @@ _PATH = (
     r"|[\w+-][\w.@+-]*\.(?:" + _EXTS + r"))"
     r"(?![\w/])"
 )
-_EXT_RE = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,9}$")
+_EXT_RE = lazy_compile(r"\.[A-Za-z][A-Za-z0-9]{0,9}$")
 _ASCII_LETTER = re.compile("[A-Za-z]").search
 """On ASCII text, whether a name holds a letter (``str.isalpha`` holds for exactly these ASCII characters)."""
 
@@ -338,8 +339,8 @@ list list_files list_dir webfetch web_fetch websearch web_search""".split()
 )
 _MUTATING_CMDS = ("*** Begin Patch", "apply_patch", "sed -i", "git apply")
 """Literals of :data:`_MUTATING_CMD_RE`, one in each alternative: a substring test rules most calls out."""
-_MUTATING_CMD_RE = re.compile(r"\*\*\* Begin Patch|\bapply_patch\b|\bsed -i\b|\bgit apply\b")
-_EDITOR_CMD_RE = re.compile(r'"command"\s*:\s*"(create|str_replace|insert|undo_edit|write|view)"')
+_MUTATING_CMD_RE = lazy_compile(r"\*\*\* Begin Patch|\bapply_patch\b|\bsed -i\b|\bgit apply\b")
+_EDITOR_CMD_RE = lazy_compile(r'"command"\s*:\s*"(create|str_replace|insert|undo_edit|write|view)"')
 _TEST_CMD = (
     r"\b(?:pytest|py\.test|unittest|tox|nox|jest|vitest|mocha|ctest|phpunit|rspec|mypy|pyright|ruff|flake8|pylint|"
     r"eslint|tsc|cargo (?:test|check|clippy|build|nextest)|go (?:test|vet|build)|(?:npm|yarn|pnpm|bun) (?:run )?"
@@ -364,6 +365,8 @@ _TEST_WORDS = [
 """The alternatives of :data:`_TEST_CMD`, spelled out (a test pins that they match the same texts)."""
 _READ_WORDS = ["cat", "head", "tail", "sed -n", "rg", "grep", "ls", "find", "nl", "wc", "less", "tree"]
 """The command words of :data:`_READ_CMD`."""
+_TEST_TRIE = _trie(_TEST_WORDS)
+_READ_TRIE = _trie(_READ_WORDS)
 _ASCII_SPACE = r"\t-\r\x1c-\x20"
 """The ASCII characters Unicode whitespace holds (``re.ASCII`` whitespace leaves out 0x1C-0x1F)."""
 
@@ -400,23 +403,26 @@ class _Scanner:
     )
 
     def __init__(self, flags: int):
-        self.word = re.compile(r"\b[^\W\d_]\w{2,31}\b", flags)
-        self.path = re.compile(_PATH, flags | re.IGNORECASE)
-        self.run = re.compile(r"[\w.@+~/-]+", flags | re.IGNORECASE)
-        self.hint = re.compile(r"(?:/|\.(?:" + _EXT_TRIE + r")(?![\w/]))[\w.@+~/-]*", flags | re.IGNORECASE)
+        # each pattern compiles at its first use (latch.lazyre): a process uses few of the twenty (the native
+        # backend finds ASCII words itself; only a non-ASCII text needs the Unicode scanner)
+        self.word = lazy_compile(r"\b[^\W\d_]\w{2,31}\b", flags)
+        self.path = lazy_compile(_PATH, flags | re.IGNORECASE)
+        self.run = lazy_compile(r"[\w.@+~/-]+", flags | re.IGNORECASE)
+        self.hint = lazy_compile(r"(?:/|\.(?:" + _EXT_TRIE + r")(?![\w/]))[\w.@+~/-]*", flags | re.IGNORECASE)
         self.ascii = bool(flags & re.ASCII)
         # The dot and extension of a hint; ASCII text is lower-cased first (exactly IGNORECASE there).
-        self.ext_hint = re.compile(r"\.(?:" + _EXT_TRIE + r")(?![\w/])", flags | (0 if self.ascii else re.IGNORECASE))
+        self.ext_hint = lazy_compile(
+            r"\.(?:" + _EXT_TRIE + r")(?![\w/])", flags | (0 if self.ascii else re.IGNORECASE)
+        )
         # _TEST_CMD and _READ_CMD as two searches each: a command word at the text's start (match), or one
         # after a character that can precede it. That second form starts with a character class, so the regex
         # engine skips to those characters in C instead of trying the alternation at every position, and the
         # alternation is a trie of literals. Same verdicts (tests pin it); about twice as fast on commands.
         space = _ASCII_SPACE if flags & re.ASCII else r"\s"
-        tests, reads = _trie(_TEST_WORDS), _trie(_READ_WORDS)
-        self.test_start = re.compile(tests + r"\b", flags)
-        self.test_inner = re.compile(r"\W" + tests + r"\b", flags)
-        self.read_start = re.compile(reads + f"[{space}]", flags)
-        self.read_inner = re.compile(f'["{space};&|(]' + reads + f"[{space}]", flags)
+        self.test_start = lazy_compile(_TEST_TRIE + r"\b", flags)
+        self.test_inner = lazy_compile(r"\W" + _TEST_TRIE + r"\b", flags)
+        self.read_start = lazy_compile(_READ_TRIE + f"[{space}]", flags)
+        self.read_inner = lazy_compile(f'["{space};&|(]' + _READ_TRIE + f"[{space}]", flags)
 
     def test_cmd(self, text: str) -> bool:
         """Whether :data:`_TEST_CMD` finds a match in ``text``."""
