@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -179,42 +180,76 @@ std::int64_t suffix_start(const py::handle& prefix_sums, const py::handle& budge
     return latch::suffix_start(data, len, budget);
 }
 
-Int64Array int64_array(const py::handle& h, const char* name) {
-    Int64Array arr = Int64Array::ensure(h);
-    if (!arr || arr.ndim() != 1) {
-        throw py::type_error(std::string("score_episodes: ") + name + " must be a 1-D sequence of int64");
+// One 1-D int64 argument of score_episodes: a C-contiguous buffer of int64 (format 'q' or 'l': an
+// array('q'), a memoryview of one, a numpy int64 array) is read in place, so a caller needs no numpy;
+// anything else is converted as a numpy int64 array (a copy). Valid while the argument is alive.
+class Int64Arg {
+public:
+    Int64Arg(const py::handle& h, const char* name) {
+        PyObject* obj = h.ptr();
+        if (PyObject_CheckBuffer(obj) && PyObject_GetBuffer(obj, &view_, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) == 0) {
+            if (is_int64_buffer(view_)) {
+                held_ = true;
+                data_ = static_cast<const std::int64_t*>(view_.buf);
+                size_ = static_cast<std::size_t>(view_.shape[0]);
+                return;
+            }
+            PyBuffer_Release(&view_);
+        }
+        PyErr_Clear();
+        arr_ = Int64Array::ensure(h);  // imports numpy
+        if (!*arr_ || arr_->ndim() != 1) {
+            throw py::type_error(std::string("score_episodes: ") + name + " must be a 1-D sequence of int64");
+        }
+        data_ = arr_->data();
+        size_ = static_cast<std::size_t>(arr_->size());
     }
-    return arr;
-}
+    ~Int64Arg() {
+        if (held_) {
+            PyBuffer_Release(&view_);
+        }
+    }
+    Int64Arg(const Int64Arg&) = delete;
+    Int64Arg& operator=(const Int64Arg&) = delete;
+
+    const std::int64_t* data() const { return data_; }
+    std::size_t size() const { return size_; }
+
+private:
+    Py_buffer view_{};
+    bool held_ = false;
+    std::optional<Int64Array> arr_;  // only when converted: an empty array_t would import numpy
+    const std::int64_t* data_ = nullptr;
+    std::size_t size_ = 0;
+};
 
 py::list score_episodes(const py::handle& term_indptr_h, const py::handle& term_ids_h, const py::handle& file_indptr_h,
                         const py::handle& file_ids_h, const py::handle& markers_h, const py::handle& last_seq_h,
                         const py::handle& query_terms_h, const py::handle& current_files_h, std::int64_t now_seq,
                         std::int64_t k) {
-    const Int64Array term_indptr = int64_array(term_indptr_h, "term_indptr");
-    const Int64Array term_ids = int64_array(term_ids_h, "term_ids");
-    const Int64Array file_indptr = int64_array(file_indptr_h, "file_indptr");
-    const Int64Array file_ids = int64_array(file_ids_h, "file_ids");
-    const Int64Array markers = int64_array(markers_h, "markers");
-    const Int64Array last_seq = int64_array(last_seq_h, "last_seq");
-    const Int64Array query = int64_array(query_terms_h, "query_terms");
-    const Int64Array files = int64_array(current_files_h, "current_files");
-    const auto n = static_cast<std::size_t>(markers.size());
-    if (static_cast<std::size_t>(term_indptr.size()) != n + 1 || static_cast<std::size_t>(file_indptr.size()) != n + 1 ||
-        static_cast<std::size_t>(last_seq.size()) != n) {
+    const Int64Arg term_indptr(term_indptr_h, "term_indptr");
+    const Int64Arg term_ids(term_ids_h, "term_ids");
+    const Int64Arg file_indptr(file_indptr_h, "file_indptr");
+    const Int64Arg file_ids(file_ids_h, "file_ids");
+    const Int64Arg markers(markers_h, "markers");
+    const Int64Arg last_seq(last_seq_h, "last_seq");
+    const Int64Arg query(query_terms_h, "query_terms");
+    const Int64Arg files(current_files_h, "current_files");
+    const std::size_t n = markers.size();
+    if (term_indptr.size() != n + 1 || file_indptr.size() != n + 1 || last_seq.size() != n) {
         throw py::value_error("score_episodes: term_indptr/file_indptr need n+1 entries and last_seq n entries");
     }
-    const latch::Episodes eps{term_indptr.data(), term_ids.data(), static_cast<std::size_t>(term_ids.size()),
-                              file_indptr.data(), file_ids.data(), static_cast<std::size_t>(file_ids.size()),
-                              markers.data(),     last_seq.data(), n};
+    const latch::Episodes eps{term_indptr.data(), term_ids.data(), term_ids.size(), file_indptr.data(),
+                              file_ids.data(),    file_ids.size(), markers.data(),  last_seq.data(),
+                              n};
     const std::size_t want = k > 0 ? static_cast<std::size_t>(k) : 0;
     std::vector<std::int64_t> top(want < n ? want : n);
     std::size_t count = 0;
     latch::ScoreStatus st;
     {
         const GilReleased released;
-        st = latch::score_episodes(eps, query.data(), static_cast<std::size_t>(query.size()), files.data(),
-                                   static_cast<std::size_t>(files.size()), now_seq, want, top.data(), &count);
+        st = latch::score_episodes(eps, query.data(), query.size(), files.data(), files.size(), now_seq, want,
+                                   top.data(), &count);
     }
     if (st != latch::ScoreStatus::ok) {
         const char* which = st == latch::ScoreStatus::term_indptr_out_of_range ? "term" : "file";

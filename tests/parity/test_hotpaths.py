@@ -7,6 +7,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+from array import array
 
 import numpy as np
 import pytest
@@ -140,6 +141,15 @@ def test_score_episodes_by_hand():
     assert hotpaths.score_episodes(**{**case, "k": -1}) == []
     arrays = {k: np.asarray(v, dtype=np.int64) if isinstance(v, list) else v for k, v in case.items()}
     assert hotpaths.score_episodes(**arrays) == [0, 2]
+    # int64 buffers are read in place (the episode index's array("q") columns and views of them): same answer
+    buffers = {k: array("q", v) if isinstance(v, list) else v for k, v in case.items()}
+    assert hotpaths.score_episodes(**buffers) == [0, 2]
+    padded = {k: memoryview(array("q", [*v, 7, 7]))[: len(v)] if isinstance(v, list) else v for k, v in case.items()}
+    assert hotpaths.score_episodes(**{**padded, "k": 10}) == [0, 2, 1]
+    # another item type (int32) is converted, as a list is
+    assert hotpaths.score_episodes(**{**buffers, "term_ids": array("i", case["term_ids"])}) == [0, 2]
+    with pytest.raises(ValueError):  # the lengths of a view, not of the array under it, are checked
+        hotpaths.score_episodes(**{**buffers, "markers": memoryview(array("q", [0, 0, 0, 0]))[:2]})
 
 
 def test_score_episodes_negative_recency_floors():

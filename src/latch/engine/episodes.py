@@ -64,16 +64,11 @@ from __future__ import annotations
 
 import re
 from array import array
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from itertools import filterfalse
-from typing import TYPE_CHECKING, Any, NamedTuple
-
-from ..lazyre import lazy_compile
-from ..records import dataclass
-
-if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command that makes none never imports it
-    import numpy as np
+from typing import Any, NamedTuple
 
 from .. import hotpaths
 from ..events import (
@@ -90,6 +85,8 @@ from ..events import (
     UserMessage,
     parse_arguments,
 )
+from ..lazyre import lazy_compile
+from ..records import dataclass
 
 __all__ = [
     "Episode",
@@ -411,9 +408,7 @@ class _Scanner:
         self.hint = lazy_compile(r"(?:/|\.(?:" + _EXT_TRIE + r")(?![\w/]))[\w.@+~/-]*", flags | re.IGNORECASE)
         self.ascii = bool(flags & re.ASCII)
         # The dot and extension of a hint; ASCII text is lower-cased first (exactly IGNORECASE there).
-        self.ext_hint = lazy_compile(
-            r"\.(?:" + _EXT_TRIE + r")(?![\w/])", flags | (0 if self.ascii else re.IGNORECASE)
-        )
+        self.ext_hint = lazy_compile(r"\.(?:" + _EXT_TRIE + r")(?![\w/])", flags | (0 if self.ascii else re.IGNORECASE))
         # _TEST_CMD and _READ_CMD as two searches each: a command word at the text's start (match), or one
         # after a character that can precede it. That second form starts with a character class, so the regex
         # engine skips to those characters in C instead of trying the alternation at every position, and the
@@ -754,25 +749,20 @@ class _Open:
 
 
 class _Growable:
-    """An int64 array with amortized O(1) append (numpy, capacity doubling)."""
+    """An int64 array (``array("q")``) with amortized O(1) append (capacity doubling): ``data`` holds the
+    committed entries, then spare room (:meth:`stage` writes there)."""
 
     __slots__ = ("data", "size")
 
     def __init__(self, initial: Sequence[int] = ()):
-        import numpy as np
-
-        self.data = np.zeros(max(16, 2 * len(initial)), dtype=np.int64)
-        self.data[: len(initial)] = initial
+        self.data = array("q", initial)
+        self.data.extend(array("q", bytes(8 * (max(16, 2 * len(initial)) - len(initial)))))
         self.size = len(initial)
 
     def reserve(self, extra: int) -> None:
         need = self.size + extra
         if need > len(self.data):
-            import numpy as np
-
-            grown = np.zeros(max(need, 2 * len(self.data)), dtype=np.int64)
-            grown[: self.size] = self.data[: self.size]
-            self.data = grown
+            self.data.extend(array("q", bytes(8 * (max(need, 2 * len(self.data)) - len(self.data)))))
 
     def extend(self, values: Sequence[int]) -> None:
         self.stage(values)
@@ -787,11 +777,12 @@ class _Growable:
     def stage(self, values: Sequence[int]) -> None:
         """Write ``values`` right after the committed entries without committing them."""
         self.reserve(len(values))
-        self.data[self.size : self.size + len(values)] = values
+        self.data[self.size : self.size + len(values)] = array("q", values)
 
-    def view(self) -> np.ndarray:
-        """The committed entries."""
-        return self.data[: self.size]
+    def head(self, n: int) -> memoryview:
+        """The first ``n`` entries (committed and staged), read in place: a view to drop before the next write
+        that grows ``data`` (an array cannot resize while a view of it exists)."""
+        return memoryview(self.data)[:n]
 
 
 class EpisodeIndex:
@@ -799,7 +790,7 @@ class EpisodeIndex:
 
     State: the open trailing segment, the seq watermark (the last accepted
     seq), term and file dictionaries (string → id, first sighting order) and the
-    closed episodes as columns: CSR arrays (numpy int64) of their term and file
+    closed episodes as columns: CSR arrays (``array("q")``, int64) of their term and file
     ids, markers and last seqs for :func:`latch.hotpaths.score_episodes`, plus
     first seqs, parts, event counts, topics and tool lists. A closed
     :class:`Episode` is made from them when read (:attr:`episodes`, a
@@ -1047,9 +1038,7 @@ class EpisodeIndex:
         """
         if k <= 0:
             return []
-        import numpy as np
-
-        n = self._closed if before_seq is None else int(np.searchsorted(self._last_seq.view(), before_seq))
+        n = self._closed if before_seq is None else bisect_left(self._last_seq.data, before_seq, 0, self._last_seq.size)
         if before_seq is not None and n < self._closed and self._first_seq[n] < before_seq:
             n += 1  # the closed episode the epoch start cut
         op = self._open
@@ -1078,20 +1067,24 @@ class EpisodeIndex:
         term_id = self._term_counts.term_id
         query_terms = sorted({tid for t in extract_terms(query_text) if (tid := term_id(t)) is not None})
         a_terms_at, a_terms, a_files_at, a_files, a_markers, a_last = (
-            arr.data[:m] for arr, m in zip(arrays, lengths, strict=False)
+            arr.head(m) for arr, m in zip(arrays, lengths, strict=False)
         )
-        picked = hotpaths.score_episodes(
-            a_terms_at,
-            a_terms,
-            a_files_at,
-            a_files,
-            a_markers,
-            a_last,
-            np.asarray(query_terms, dtype=np.int64),
-            np.asarray(self._current_file_ids(current_files), dtype=np.int64),
-            int(now_seq),
-            int(k),
-        )
+        try:
+            picked = hotpaths.score_episodes(
+                a_terms_at,
+                a_terms,
+                a_files_at,
+                a_files,
+                a_markers,
+                a_last,
+                array("q", query_terms),
+                array("q", self._current_file_ids(current_files)),
+                int(now_seq),
+                int(k),
+            )
+        finally:
+            for view in (a_terms_at, a_terms, a_files_at, a_files, a_markers, a_last):
+                view.release()  # the arrays may grow again
         found = [snap if (snap is not None and i == n) else self._closed_episode(i) for i in map(int, picked)]
         if before_seq is None:
             return found
