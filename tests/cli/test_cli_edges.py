@@ -41,6 +41,28 @@ def test_reserve_alone_names_the_reserve(tmp_path):
     assert "--reserve (300,000) must be below the window of 200,000 tokens for model claude-sonnet-4-5" in res.output
 
 
+def test_window_and_reserve_given_the_options_are_checked_without_parsing_the_transcript(tmp_path, monkeypatch):
+    import latch.cli.replay as replay_cli
+
+    calls = []
+    parse = replay_cli.parse_file
+    monkeypatch.setattr(replay_cli, "parse_file", lambda *a, **k: calls.append(a) or parse(*a, **k))
+    db = tmp_path / "s.db"
+    res = _run(tmp_path, "--db", str(db), "replay", str(EXAMPLE), "--window", "16000", "--reserve", "2000")
+    assert res.exit_code == 0, res.output
+    assert calls == [] and "window 16,000 · reserve 2,000" in res.output
+    res = _run(tmp_path, "--db", str(tmp_path / "t.db"), "replay", str(EXAMPLE), "--window", "900", "--reserve", "900")
+    assert res.exit_code == 2 and "--reserve (900) must be below --window (900)" in res.output
+    assert calls == [] and not (tmp_path / "t.db").exists()  # refused before the import
+    # with a [models] entry, the transcript's model is read first (its entry is checked before the import)
+    config = tmp_path / "config.toml"
+    config.write_text("[models.claude-sonnet-4-5]\nreserve_tokens = 3000\n", encoding="utf-8")
+    args = ("replay", str(EXAMPLE), "--window", "16000", "--reserve", "2000", "--config", str(config))
+    res = _run(tmp_path, "--db", str(db), *args)
+    assert res.exit_code == 0, res.output
+    assert [str(a[0]) for a in calls] == [str(EXAMPLE)]
+
+
 def test_a_transcript_without_model_request_says_so_and_exits_1(tmp_path):
     path = tmp_path / "no-request.jsonl"
     path.write_text(FIRST_USER_LINE + "\n", encoding="utf-8")

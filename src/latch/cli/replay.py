@@ -640,6 +640,12 @@ def check_replay_options(
         if window is not None and reserve is not None:
             budget_problem(window, reserve, window, reserve)
         return
+    if model is None and window is not None and reserve is not None and not config.get("models"):
+        # both options given: the model's defaults are not used, and without a [models] entry its window cannot
+        # fail either (:func:`latch.config.model_window` raises only for a configured reserve; every model-table
+        # entry has its reserve below its window, tested), so the transcript is not parsed for its model
+        budget_problem(window, reserve, window, reserve)
+        return
     if model is None and file is not None:
         try:
             model = transcript_model(parse_file(file, fmt).events)
