@@ -20,7 +20,8 @@ Public entries (identical answers on both backends; ``tests/parity/test_parity.p
 * :class:`TermCounts` ``()`` the episode index's term dictionary and the open episode's term counts
   (``add``, ``add_text``, ``chosen``, ``new_episode``, ``term_id``, ``ids``; see ``_py.TermCounts``)
 
-Array arguments accept numpy int64 arrays or sequences of ``int``. The C ABI
+Array arguments accept int64 buffers (numpy int64 arrays, ``array("q")`` and memoryviews of one, read in place
+without importing numpy) or sequences of ``int``. The C ABI
 over the same kernels is :mod:`latch.estimators.cabi`.
 """
 
