@@ -101,17 +101,12 @@ process no longer imports the hot paths' pure-Python reference when the native m
 
 ``test_cli_replay_readme_process_overhead`` reports the same figures for the README's first command (the example,
 the default engine ``continuity``, ``--window 16000 --reserve 2000 --recent 3000``). Its 28 requests take about
-0.035 s of CPU in process, so there the process is nearly the whole command: the ratio (6-11 on a loaded box) says
-what the start costs, not the replay. That command used to import numpy (the episode index's columns and the native
-scorer's arguments, about 0.1 s of CPU), compile the episode scanners' twenty patterns when the engine loaded (about
-14 ms; most compile at first use now, :mod:`latch.lazyre`), import tiktoken to learn that ``claude-sonnet-4-5`` is
-not a cl100k model (``latch_tiktoken.CL100K_LEADS``) and parse the transcript a second time for its model's default
-window although ``--window`` and ``--reserve`` were both given (about 17 ms). The index's columns are now
-``array("q")``, which the native scorer reads in place. Back to back on a 2-core box at load average 9-11 (CPU times;
-wall times are two to three times them), 15 alternated processes of each commit, medians: the README's command
-400 -> 274 ms of CPU (wall 1.13 -> 0.77 s), the same output bytes; the Codex replay with ``keep-last-units`` (none of
-this is on its path) 371 and 391 ms, unchanged. This benchmark, three rounds of each commit alternated:
-``second_cpu_seconds`` of the README's command 0.385 / 0.406 / 0.487 -> 0.246 / 0.343 / 0.399.
+0.035 s of CPU in process, so there the process is nearly the whole command: the ratio says what the start costs,
+not the replay. What keeps that start small: the continuity engine imports no numpy (the episode index's columns are
+``array("q")``, which the native scorer reads in place), the episode scanners' patterns compile at first use
+(:mod:`latch.lazyre`), ``latch_tiktoken`` answers a model that no cl100k name starts like without importing tiktoken
+(``latch_tiktoken.CL100K_LEADS``), and with both ``--window`` and ``--reserve`` given and no ``[models]`` entry the
+transcript is not parsed a second time for its model's default window.
 
 Run: ``python -m pytest benchmarks/test_bench_cli_replay.py --benchmark-only``
 """
