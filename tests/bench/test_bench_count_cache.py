@@ -59,3 +59,22 @@ def test_run_bench_passes_the_count_cache_to_each_job_process(tmp_path):
     assert len(_kept(path)) > 10  # written by the task processes
     alone = run_job("continuity", EXAMPLE, BUDGET, "o200k")
     assert _timeless(rows[0]) == _timeless(alone)
+
+
+def test_latch_bench_keeps_its_jobs_counts_in_its_data_folder(tmp_path, monkeypatch):
+    pytest.importorskip("latch_tiktoken.o200k")
+    from click.testing import CliRunner
+
+    from latch.cli import _load_commands, cli
+
+    _load_commands()
+    monkeypatch.setenv("LATCH_HOME", str(tmp_path / "home"))
+    examples = tmp_path / "examples"
+    examples.mkdir()
+    examples.joinpath("invoice.jsonl").write_bytes(open(EXAMPLE.path, "rb").read())
+    args = ["bench", "--engines", "continuity", "--examples", str(examples), "--scenario-events", "0"]
+    args += ["--budgets", "32k:4k:8k", "--estimator", "o200k", "--jobs", "1", "--out", str(tmp_path / "out")]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    kept = _kept(tmp_path / "home" / "cache" / "token-counts.json")
+    assert len(kept) > 10 and all(k.startswith("quicktok:o200k_base\x00") for k in kept)
