@@ -10,6 +10,9 @@ command that replays what it replayed before should not need it. With :func:`use
 written at exit (:func:`save_count_cache`), merged with what other processes wrote meanwhile, at most
 :data:`COUNT_CACHE_ENTRIES` counts (the newest). A file that cannot be read or written is ignored. Without
 :func:`use_count_cache` (the default, e.g. a library host) nothing is kept and the counter is the estimator's.
+``latch bench`` passes its file to each job process (:func:`counts_kept_in` around the job, saved at its end:
+a task process ends without running ``atexit``), so a job whose texts an earlier run counted (about 3,000 of them
+for the Codex corpus session's jobs) never loads the vocabulary.
 
 The ``TOKENIZER`` name is the cache's key: an estimator that changes its counts must change its name
 (``latch_tiktoken``'s names its long-run rule).
