@@ -23,14 +23,35 @@ the job's CPU seconds (``run_job`` in a fresh interpreter), base then this branc
 the scenario at ``32k:4k:8k`` 6.82 -> 5.92 s (0.87), Codex at ``256k:32k:64k`` 2.42 -> 1.97 s (0.81, each including
 the 0.5 s load of the o200k vocabulary), every row identical (all fields but the timings and peak memory).
 
+``test_longest_job_count_cache``: the longest job (``LATCH_BENCH_FULL=1``: continuity on the Codex session at
+``256k:32k:64k``, whose model gets the exact o200k estimator; else the example session at ``32k:4k:8k`` with
+``o200k`` forced), each run in a fresh interpreter as a job process starts (``run_job``'s CPU seconds, the process's
+imports aside), three ways in turn (the order reversed every other round), :data:`CACHE_ROUNDS` rounds: ``none`` without a count-cache file (what a job
+did before ``latch bench`` passed its own); ``cold`` with an empty file (a first ``latch bench``: every text
+counted, the vocabulary loaded, the counts written at the end); ``warm`` with the file ``cold`` wrote (a later
+``latch bench``: no text counted, no vocabulary loaded; the file written by the benchmark's own run, a cold one). ``extra_info``: ``cpu_seconds_*`` (median), ``ratio_warm``
+and ``ratio_cold`` (over ``none``), ``vocabulary_loaded_*`` (whether quicktok was imported), ``kept_counts``; every
+row is asserted the same (all fields but the timings and peak memory).
+
+Before and after (main e1e9bf3 against this code, each in its own install; a 2-core box at load average 9-13, so
+CPU seconds, medians of 6 alternated rounds; every row hashed the same on both sides): continuity on the Codex
+session, ``run_job`` in a fresh interpreter, at ``256k:32k:64k`` 3.48 s (main) -> 3.43 s (no counts kept yet) ->
+2.46 s (counts kept: 0.71 of main); at ``32k:4k:8k`` 3.53 -> 3.22 -> 2.35 s (0.67). As a bench task process runs
+it (forked from a process that ran :func:`latch.bench.warm.warm_up`): 2.97 -> 2.26 s (0.76) and 2.53 -> 1.77 s
+(0.70). The generated scenario's job (3,000 events, ``32k:4k:8k``; heuristic estimator, no counts to keep) is
+unchanged: 9.80 and 8.82 s, the same row.
+
 Run: ``python -m pytest benchmarks/test_bench_longest_job.py --benchmark-only`` (``LATCH_BENCH_FULL=1``: the
 scenario's 3,000 events and the Codex session; else a 600-event scenario)
 """
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -109,4 +130,59 @@ def test_longest_job_per_request(benchmark, session, budget, monkeypatch):
         request_ms_kept=ms["kept"],
         ratio_to_per_request=round(statistics.median(seconds["kept"]) / statistics.median(seconds["per_request"]), 3),
         pools_seconds=round(pools, 3),
+    )
+
+
+CACHE_ROUNDS = 3 if FULL else 1
+_JOB_PROCESS = """
+import hashlib, json, sys, time
+from latch.bench.runner import SessionSource, parse_budgets, run_job
+spec = json.loads(sys.argv[1])
+kwargs = {"count_cache": spec["count_cache"]} if spec["count_cache"] else {}
+t = time.process_time()
+row = run_job("continuity", SessionSource(**spec["source"]), parse_budgets(spec["budget"])[0], spec["estimator"], **kwargs)
+cpu = time.process_time() - t
+row.pop("seconds"); row.pop("peak_mb")
+digest = hashlib.sha256(json.dumps(row, sort_keys=True).encode()).hexdigest()
+print(json.dumps({"cpu": cpu, "row": digest, "loaded": "quicktok" in sys.modules, "estimator": row["estimator"]}))
+"""
+
+
+def _fresh_job(spec: dict[str, Any]) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-c", _JOB_PROCESS, json.dumps(spec)], capture_output=True, text=True, check=True
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_longest_job_count_cache(benchmark, tmp_path):
+    pytest.importorskip("latch_tiktoken.o200k")
+    if FULL:
+        source, budget, estimator = _source("codex"), "256k:32k:64k", None
+    else:
+        example = Path(__file__).resolve().parents[1] / "examples" / "invoice-rounding.claude.jsonl"
+        source, budget, estimator = SessionSource(name="invoice", path=str(example)), "32k:4k:8k", "o200k"
+    spec = {"source": {"name": source.name, "path": source.path}, "budget": budget, "estimator": estimator}
+    warm = tmp_path / "warm.json"
+    # the benchmark's own run: a cold job writing the file the warm ones read
+    benchmark.pedantic(_fresh_job, args=({**spec, "count_cache": str(warm)},), rounds=1, iterations=1)
+    cpu: dict[str, list[float]] = {"none": [], "cold": [], "warm": []}
+    seen: dict[str, dict[str, Any]] = {}
+    for k in range(CACHE_ROUNDS):
+        for way in ("none", "cold", "warm") if k % 2 == 0 else ("warm", "cold", "none"):
+            path = {"none": None, "cold": str(tmp_path / f"cold-{k}.json"), "warm": str(warm)}[way]
+            seen[way] = _fresh_job({**spec, "count_cache": path})
+            cpu[way].append(seen[way]["cpu"])
+    assert seen["none"]["estimator"] == "o200k"
+    assert seen["none"]["row"] == seen["cold"]["row"] == seen["warm"]["row"]
+    assert seen["cold"]["loaded"] and not seen["warm"]["loaded"]
+    med = {way: statistics.median(s) for way, s in cpu.items()}
+    benchmark.extra_info.update(
+        session=source.name,
+        budget=budget,
+        **{f"cpu_seconds_{way}": round(v, 3) for way, v in med.items()},
+        **{f"vocabulary_loaded_{way}": seen[way]["loaded"] for way in cpu},
+        ratio_warm=round(med["warm"] / med["none"], 3),
+        ratio_cold=round(med["cold"] / med["none"], 3),
+        kept_counts=len(json.loads(warm.read_text(encoding="utf-8"))["counts"]),
     )

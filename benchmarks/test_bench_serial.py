@@ -26,7 +26,9 @@ measured here; what is measured here, in one run, is ``S`` and ``P`` (seconds, i
   and result); ``dask_per_task_seconds``: the same on a one-worker local Dask
   cluster (:func:`~latch.bench.executor.in_own_process`); ``dask_start_seconds``/``dask_close_seconds``: the
   cluster's start and close;
-* ``jobs_seconds``: the jobs of the subset run one at a time (:func:`~latch.bench.runner.run_bench`, one worker);
+* ``jobs_seconds``: the jobs of the subset run one at a time (:func:`~latch.bench.runner.run_bench`, one worker;
+  ``LATCH_BENCH_COUNTS_KEPT=1``: with a count-cache file a first run of the same jobs filled, as a later ``latch
+  bench`` runs them, :data:`COUNTS_KEPT`);
 * ``report_seconds``: :func:`~latch.bench.report.write_report` without its figures, each job's entry of
   ``report.json`` written before as the command writes it while the jobs run (:class:`~latch.bench.report.JobsJson`;
   that work beside the jobs, in the command's own process: ``report_beside_jobs_seconds``); each figure drawn alone in
@@ -69,6 +71,12 @@ not measurements**, since this box has two cores.
   seconds (what no estimate made before running can beat by ordering), and their efficiencies
   ``projected_efficiency_N_by_size``/``_by_measured``.
 
+With ``LATCH_BENCH_COUNTS_KEPT=1`` the Codex session's jobs find every count and load no o200k vocabulary. One run
+each on a 2-core box at load average 8-11 (wall times, so inflated and noisy: read them as a direction only),
+``LATCH_BENCH_FULL=1``, 312 jobs: main e1e9bf3 without kept counts, jobs 146.2 s, longest job 20.5 s (continuity,
+Codex, ``32k:4k:8k``), projected 0.604 / 0.330 at 8 / 16 workers; this code with kept counts, jobs 100.7 s, longest
+9.0 s (continuity, Codex, ``256k:32k:64k``), projected 0.581 / 0.397.
+
 Run: ``python -m pytest benchmarks/test_bench_serial.py --benchmark-only``
 """
 
@@ -101,6 +109,9 @@ SUBSET = [
     "openhands/basic_gui_mode.json",
 ]
 FULL = os.environ.get("LATCH_BENCH_FULL") == "1"
+COUNTS_KEPT = os.environ.get("LATCH_BENCH_COUNTS_KEPT") == "1"
+"""The timed jobs read a count-cache file that a first run of the same jobs filled (:func:`run_bench`'s
+``count_cache``, as ``latch bench`` passes its data folder's): no exact estimator loads its vocabulary."""
 SCENARIO_EVENTS = int(os.environ.get("LATCH_BENCH_SCENARIO_EVENTS", "0"))
 ENGINES = ["continuity", "sliding-window"]
 TRIVIAL_TASKS = 8
@@ -191,6 +202,16 @@ def _dask_costs() -> dict[str, float]:
     }
 
 
+def _kept_counts(tmp: Path, sessions, budgets) -> Path | None:
+    """With :data:`COUNTS_KEPT`, a count-cache file filled by a first run of the jobs (not timed), as a later
+    ``latch bench`` has its data folder's; else ``None``."""
+    if not COUNTS_KEPT:
+        return None
+    counts = tmp / "token-counts.json"
+    run_bench(ENGINES, sessions, budgets, jobs=2, count_cache=counts)
+    return counts
+
+
 def _measure(tmp: Path) -> dict[str, float]:
     figures: dict[str, float] = {}
     start = time.perf_counter()
@@ -233,6 +254,7 @@ def _measure(tmp: Path) -> dict[str, float]:
     )
     figures.update(_dask_costs())
 
+    counts = _kept_counts(tmp, sessions, budgets)
     stamps: list[tuple[float, tuple[str, str, str]]] = []
     start = time.perf_counter()
     results = run_bench(
@@ -241,6 +263,7 @@ def _measure(tmp: Path) -> dict[str, float]:
         budgets,
         jobs=1,
         on_row=lambda row: stamps.append((time.perf_counter(), (row["engine"], row["session"], row["budget"]))),
+        count_cache=counts,
     )
     figures["jobs_seconds"] = time.perf_counter() - start
     assert results and not any("error" in r for r in results)
@@ -418,6 +441,7 @@ def test_serial_part_and_fixed_cost_per_job(benchmark, tmp_path):
 
     benchmark.extra_info.update({k: round(v, 4) if isinstance(v, float) else v for k, v in figures.items()})
     benchmark.extra_info.update(
+        counts_kept=COUNTS_KEPT,
         serial_seconds_one_process=round(before, 3),
         serial_seconds=round(after, 3),
         serial_seconds_server_after_plugins=round(after_server_after_plugins, 3),

@@ -10,6 +10,9 @@ command that replays what it replayed before should not need it. With :func:`use
 written at exit (:func:`save_count_cache`), merged with what other processes wrote meanwhile, at most
 :data:`COUNT_CACHE_ENTRIES` counts (the newest). A file that cannot be read or written is ignored. Without
 :func:`use_count_cache` (the default, e.g. a library host) nothing is kept and the counter is the estimator's.
+``latch bench`` passes its file to each job process (:func:`counts_kept_in` around the job, saved at its end:
+a task process ends without running ``atexit``), so a job whose texts an earlier run counted (about 3,000 of them
+for the Codex corpus session's jobs) never loads the vocabulary.
 
 The ``TOKENIZER`` name is the cache's key: an estimator that changes its counts must change its name
 (``latch_tiktoken``'s names its long-run rule).
@@ -21,12 +24,20 @@ import atexit
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .cache_files import read_cache_file, write_cache_file
 
-__all__ = ["COUNT_CACHE_ENTRIES", "use_count_cache", "cached_counter", "save_count_cache"]
+__all__ = [
+    "COUNT_CACHE_ENTRIES",
+    "use_count_cache",
+    "count_cache_file",
+    "counts_kept_in",
+    "cached_counter",
+    "save_count_cache",
+]
 
 COUNT_CACHE_ENTRIES = 20_000
 """The most counts the file keeps (the oldest go first): about 1.4 MB, read at the first count."""
@@ -44,6 +55,26 @@ def use_count_cache(path: str | os.PathLike[str] | None) -> None:
     if _file is not None and not _exit_hook:
         atexit.register(save_count_cache)
         _exit_hook = True
+
+
+def count_cache_file() -> Path | None:
+    """The file :func:`use_count_cache` set (``None``: nothing kept)."""
+    return _file
+
+
+@contextmanager
+def counts_kept_in(path: str | os.PathLike[str] | None) -> Iterator[None]:
+    """Within the block, counts kept in ``path`` (:func:`use_count_cache`; ``None``: nothing kept) and saved to it
+    at the block's end (:func:`save_count_cache`), then the file in use before again. The counts this process had
+    not saved yet are saved to that earlier file first."""
+    before = _file
+    save_count_cache()
+    use_count_cache(path)
+    try:
+        yield
+    finally:
+        save_count_cache()
+        use_count_cache(before)
 
 
 def _read() -> dict[str, int]:

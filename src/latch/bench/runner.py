@@ -54,6 +54,7 @@ from typing import Any, NamedTuple, cast
 
 from .. import plugins
 from ..accounting import pricing
+from ..count_cache import counts_kept_in
 from ..events import Usage
 from ..host.ingest import available_importers, import_all, import_file, import_parsed
 from ..host.loop import RequestLoop, build_engine, model_requests
@@ -337,16 +338,24 @@ def run_job(
     estimator: str | None = None,
     config: Mapping[str, Any] | None = None,
     part: SessionPart | None = None,
+    count_cache: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Run one job (see the module docstring); a JSON-ready result with per-request series.
 
     ``part``: for a session of a file of several, that session already parsed (:func:`session_part`): the job
     imports it alone instead of parsing and importing every session of the file; the row is the same.
+    ``count_cache``: a file of exact token counts (:func:`latch.count_cache.counts_kept_in`): an exact estimator's
+    counts are looked up there first and the job's new ones added to it at its end, so a job whose texts were all
+    counted before (by an earlier job, bench or command) never loads the tokenizer's vocabulary; the row is the
+    same (``None``: the counts in use in this process, none in a task process).
 
     The engine, the estimator (``estimator`` forces a registered one; else the ``latch_select_estimator``
     hook's choice for the session's model) and ``config`` go through the host exactly as in ``latch
     replay`` (:func:`latch.host.loop.build_engine`), and every view through its request loop; the bench
     adds the wire-format validation and the needle probes."""
+    if count_cache is not None:
+        with counts_kept_in(count_cache):
+            return run_job(engine_name, source, budget, estimator, config, part)
     try:
         rss0 = _rss_now_mb()
     except OSError:  # pragma: no cover - not Linux
@@ -535,6 +544,7 @@ def run_bench(
     scheduler: str | None = None,
     backend: Backend | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
+    count_cache: str | os.PathLike[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Every (engine, session, budget) job, each in a fresh process; results in (engine, session, budget) order.
 
@@ -551,12 +561,18 @@ def run_bench(
     :class:`latch.plugins.PluginError` before anything runs; an unusable scheduler raises
     :class:`~latch.bench.executor.SchedulerError`. ``backend``: an open :class:`~latch.bench.executor.Backend` to
     run on instead (its workers and scheduler; the caller closes it). ``on_row(row)``: each job's row as it
-    finishes (e.g. :meth:`latch.bench.plots.Plotter.watch`, drawing a session's panel once its jobs are done)."""
+    finishes (e.g. :meth:`latch.bench.plots.Plotter.watch`, drawing a session's panel once its jobs are done).
+    ``count_cache``: the file of exact token counts every job reads and adds to (:func:`run_job`; a path the
+    workers reach: ``latch bench`` passes its own for a local run), ``None`` for none."""
     check_plugins(engines, estimator)
     plan = [(e, s, b) for e in engines for s in sessions for b in budgets]
     parts = {s.name: session_part(s) for s in sessions}  # a file of several sessions parsed once, not per job
+    counts = os.fspath(count_cache) if count_cache is not None else None
     tasks = [
-        ({"engine": e, "session": s.name, "budget": b.name}, (e, s, b, estimator, dict(config or {}), parts[s.name]))
+        (
+            {"engine": e, "session": s.name, "budget": b.name},
+            (e, s, b, estimator, dict(config or {}), parts[s.name], counts),
+        )
         for e, s, b in plan
     ]
     return run_tasks(

@@ -12,7 +12,7 @@ use (:func:`compile_deferred`) (the server's resident memory: about 75 MB). With
 task process spent about 0.5 s importing genai-prices, 0.2 s numpy and 0.25 s the plugins' modules before a job
 whose own work takes a few hundredths of a second. Exact estimators' vocabularies are not loaded (o200k's alone
 is about 78 MB, which every task process, a stress shard too, would count in its resident memory): a job that
-needs one loads it.
+needs one loads it, unless every text it counts is in the command's count cache (:mod:`latch.count_cache`).
 
 The plugin manager is built from the server's environment (``LATCH_DISABLE_PLUGINS``, ...), which is the
 environment every task process forked from it has anyway (a forkserver's children inherit the server's, not

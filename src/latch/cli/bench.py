@@ -41,6 +41,7 @@ from ..bench.plots import Plotter
 from ..bench.report import NARROW_COLUMNS, JobsJson, budget_verdicts, markdown_table, write_report
 from ..bench.runner import Budget, SessionSource, check_plugins, discover_sessions, parse_budgets, run_bench
 from ..bench.summary import summarize
+from ..count_cache import count_cache_file
 from ..plugins import PluginError, registered_engines
 from ..textsafe import console, echo, markup, safe
 from .main import AppContext, pass_app
@@ -194,6 +195,11 @@ def register(cli: click.Group) -> None:
             raise SystemExit(1)
 
 
+def _local(scheduler: str | None) -> bool:
+    """Whether the jobs run on this machine: no scheduler, or a local Dask cluster (``local:N``)."""
+    return scheduler is None or scheduler.strip().startswith("local:")
+
+
 def _run(
     names: list[str],
     chosen_budgets: list[Budget],
@@ -238,6 +244,9 @@ def _run(
                         backend=backend,
                         progress=update,
                         on_row=on_row,
+                        # this command's exact token counts (its data folder's): a job whose texts were counted
+                        # before loads no tokenizer vocabulary; not for a remote scheduler's workers
+                        count_cache=count_cache_file() if _local(scheduler) else None,
                     )
             except PluginError as exc:
                 raise click.UsageError(str(exc)) from None
