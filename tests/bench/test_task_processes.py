@@ -7,7 +7,10 @@ from __future__ import annotations
 import os
 import resource
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -69,3 +72,62 @@ def test_task_processes_that_ended_are_reaped():
     rows = executor.run_tasks(_ended_siblings, [({"t": n}, (n,)) for n in range(LAST + 1)], jobs=1)
     assert [r.get("n") for r in rows] == list(range(LAST + 1)), rows
     assert rows[-1]["zombies"] == 0
+
+
+def _descendants(root: int) -> dict[int, int]:
+    """Every live process below ``root`` (pid: depth), from /proc's parent links."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z":
+                parents[int(entry)] = int(fields[1])
+    depth = {root: 0}
+    changed = True
+    while changed:
+        changed = False
+        for pid, parent in parents.items():
+            if parent in depth and pid not in depth:
+                depth[pid] = depth[parent] + 1
+                changed = True
+    del depth[root]
+    return depth
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("signals", [1, 3])
+def test_sigterm_ends_latch_bench_and_every_process_it_started(tmp_path, signals):
+    empty = tmp_path / "no-examples"
+    empty.mkdir()
+    command = [str(Path(sys.executable).parent / "latch"), "bench", "--scenario-events", "40000"]
+    command += ["--engines", "continuity", "--budgets", "32k:4k:8k,64k:8k:16k", "--examples", str(empty)]
+    command += ["--out", str(tmp_path / "out"), "--jobs", "2"]
+    env = {**os.environ, "LATCH_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 120
+    # the command, its task server, the server's workers, their task processes: running jobs
+    while max(_descendants(proc.pid).values(), default=0) < 3:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
+        time.sleep(0.1)
+    started = _descendants(proc.pid)
+    for _ in range(signals):  # a second SIGTERM while it unwinds does not cut its cleanup short
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.02)
+    out, err = proc.communicate(timeout=60)  # not the minutes the jobs would take
+    assert proc.returncode == 143, (proc.returncode, err[-500:])
+    assert "Traceback" not in err
+    deadline = time.monotonic() + 30
+    while (left := [pid for pid in started if _alive(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert left == [], [open(f"/proc/{pid}/cmdline").read()[:120] for pid in left if _alive(pid)]

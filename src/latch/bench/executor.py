@@ -38,7 +38,8 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, cast
 
 __all__ = [
@@ -53,7 +54,9 @@ __all__ = [
     "guarded",
     "in_own_process",
     "run_tasks",
+    "sigterm_unwinds",
     "start_task_server",
+    "terminated",
 ]
 
 PRELOAD = ["latch.bench._preload"]
@@ -104,6 +107,29 @@ def guarded(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: 
         return fn(*args)
     except Exception as exc:  # noqa: BLE001 - one broken task is reported, the others still count
         return _error(label, exc)
+
+
+def terminated(signum: int, frame: object) -> None:
+    """A SIGTERM handler that unwinds (every ``finally`` and ``with`` runs: a run's workers and task processes ended,
+    a stress run's temporary store removed) with ``SystemExit(128 + signum)``, 143 for SIGTERM; a second ``signum``
+    while it unwinds is ignored, not raised in its cleanup."""
+    signal.signal(signum, signal.SIG_IGN)
+    raise SystemExit(128 + signum)
+
+
+@contextmanager
+def sigterm_unwinds() -> Iterator[None]:
+    """Within the block, SIGTERM ends the process as Ctrl-C does, through its cleanup (:func:`terminated`): a
+    ``latch bench`` or ``latch stress`` command and a stress shard's task. Off the main thread (where Python cannot
+    set a handler) it changes nothing. After a SIGTERM the handler is left ignoring further ones while the process
+    unwinds; else the one before is put back."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, terminated) if main else None
+    try:
+        yield
+    finally:
+        if main and signal.getsignal(signal.SIGTERM) is terminated:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _die_with_parent(parent: int) -> None:

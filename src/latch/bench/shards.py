@@ -39,18 +39,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-import signal
 import socket
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from .executor import run_tasks
+from .executor import run_tasks, sigterm_unwinds
 from .stress import CHECKS, PARALLEL_MIN_EVENTS, Check, StressConfig, StressReport, run_stress
 
-__all__ = ["shard_events", "shard_seed", "plan_shards", "run_shard", "aggregate", "run_sharded", "terminated"]
+__all__ = ["shard_events", "shard_seed", "plan_shards", "run_shard", "aggregate", "run_sharded"]
 
 _SEED_MASK = 2**63 - 1
 
@@ -90,26 +88,13 @@ def plan_shards(cfg: StressConfig, shards: int) -> list[StressConfig]:
     return [replace(cfg, events=n, seed=shard_seed(cfg.seed, i), parallel=parallel) for i, n in enumerate(counts)]
 
 
-def terminated(signum: int, frame: object) -> None:
-    """A SIGTERM handler for a stress run (a shard, ``latch stress``): unwind (its cleanup runs, its temporary store
-    removed) with ``SystemExit(128 + signum)``, 143 for SIGTERM; a second ``signum`` while it unwinds is ignored,
-    not raised in its cleanup."""
-    signal.signal(signum, signal.SIG_IGN)
-    raise SystemExit(128 + signum)
-
-
 def run_shard(index: int, cfg: StressConfig) -> dict[str, Any]:
     """Run shard ``index`` of plan entry ``cfg`` (a task, in its own process): its report's JSON document plus
     ``shard``, ``seed``, ``host``, ``pid`` and ``timings`` (``[history events, seconds, rotated]`` per view, for the aggregate's
     percentiles; :func:`aggregate` moves them out of the row). SIGTERM ends it through run_stress's cleanup
     (its temporary store removed)."""
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, terminated) if main else None
-    try:
+    with sigterm_unwinds():
         report = run_stress(cfg)
-    finally:
-        if main and signal.getsignal(signal.SIGTERM) is terminated:  # (ended: further SIGTERMs still ignored)
-            signal.signal(signal.SIGTERM, previous)
     return {
         "shard": index,
         "seed": cfg.seed,

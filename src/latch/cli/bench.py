@@ -36,7 +36,7 @@ from typing import Any
 
 import click
 
-from ..bench.executor import Backend, SchedulerError, start_task_server
+from ..bench.executor import Backend, SchedulerError, sigterm_unwinds, start_task_server
 from ..bench.plots import Plotter
 from ..bench.report import NARROW_COLUMNS, JobsJson, budget_verdicts, markdown_table, write_report
 from ..bench.runner import Budget, SessionSource, check_plugins, discover_sessions, parse_budgets, run_bench
@@ -216,7 +216,8 @@ def _run(
 ) -> tuple[list[SessionSource], list[dict[str, Any]], dict[str, Path], float]:
     """Discover the sessions, run the jobs, write the report and the plots: ``(sessions, results, paths, seconds of
     the jobs)``. Click errors for a bad folder, plugin or scheduler."""
-    with Backend(jobs, scheduler) as backend:  # starts while the sessions are discovered
+    # SIGTERM ends the command as Ctrl-C does: its workers, task processes and plot workers ended, none left running
+    with sigterm_unwinds(), Backend(jobs, scheduler) as backend:  # starts while the sessions are discovered
         try:
             sessions = discover_sessions(corpus, examples, scenario_events=scenario_events)
         except ValueError as exc:

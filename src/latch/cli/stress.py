@@ -17,17 +17,15 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import signal
 import sys
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import click
 from rich.console import Console
 
-from ..bench.executor import SchedulerError
-from ..bench.shards import run_sharded, terminated
+from ..bench.executor import SchedulerError, sigterm_unwinds
+from ..bench.shards import run_sharded
 from ..bench.stress import StressConfig, run_stress
 from ..textsafe import Table, console, dumps, write_text
 from .outputs import output_file
@@ -257,13 +255,10 @@ def register(cli: click.Group) -> None:
             parallel=None if inline is None else not inline,
         )
         sharded = scheduler is not None or (shards or 1) > 1
-        # SIGTERM ends the run as Ctrl-C does: through run_stress's cleanup (its temporary database removed)
-        previous = (
-            signal.signal(signal.SIGTERM, terminated) if threading.current_thread() is threading.main_thread() else None
-        )
         try:
             unit = "shards" if sharded else "events"
-            with progress("stress", unit, (shards or 1) if sharded else events) as advance:
+            # SIGTERM ends the run as Ctrl-C does: through run_stress's cleanup (its temporary database removed)
+            with sigterm_unwinds(), progress("stress", unit, (shards or 1) if sharded else events) as advance:
                 if sharded:
                     doc = run_sharded(cfg, shards or 1, jobs=jobs, scheduler=scheduler, progress=advance)
                 else:
@@ -273,9 +268,6 @@ def register(cli: click.Group) -> None:
             raise click.UsageError(str(exc)) from None
         except SchedulerError as exc:
             raise click.ClickException(str(exc)) from None
-        finally:
-            if previous is not None and signal.getsignal(signal.SIGTERM) is terminated:  # (ended: still ignored)
-                signal.signal(signal.SIGTERM, previous)
         if json_out not in (None, "-"):  # `--json FILE`: the alias of --json-out FILE
             json_out, json_file = None, json_file or json_out
         # the file first: a reader that stops reading stdout (`| head -1`) ends the command at the next print
