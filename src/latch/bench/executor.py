@@ -165,9 +165,9 @@ def hold_free_heap() -> int:
     # their chunks as in use: at most 7 of each size up to 1,032 bytes, under 256 KiB)
     budget = max(0, info.fordblks - info.keepcost) + TCACHE_MOST
     taken = 0
-    # the biggest requests first (each takes a free chunk of at least its size), then every small size, which
-    # empties the per-size caches (tcache, fast bins) and whatever small chunks the big requests left
-    for size in [(1 << k) - 8 for k in range(20, 10, -1)] + list(range(1032, 0, -8)):
+    # the biggest requests first (each takes a free chunk of at least its size), then every small chunk size (16 bytes
+    # apart), which empties the per-size caches (tcache, fast bins) and whatever small chunks the big requests left
+    for size in [(1 << k) - 8 for k in range(20, 10, -1)] + list(range(1032, 0, -16)):
         while taken + size <= budget:
             chunk = malloc(size)
             if not chunk or chunk >= top:  # from the top chunk (or a mapping of its own): no free chunk this size
