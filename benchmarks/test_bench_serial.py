@@ -21,6 +21,12 @@ measured here; what is measured here, in one run, is ``S`` and ``P`` (seconds, i
   ``until_first_task_server_first_seconds``: the same with the server started once the command's modules are
   loaded, and ``until_first_task_server_after_plugins_seconds`` after the configuration and plugins (the command's
   orders before), side by side in the same run (each the median of :data:`FIRST_TASK_ROUNDS`, the orders in turn);
+* ``server_warm_up_cpu_seconds``: the CPU seconds (user and system) of a fresh interpreter doing what the task server
+  does before its first fork (``import latch.bench._preload``: :func:`latch.bench.warm.warm_up`), and
+  ``command_until_jobs_cpu_seconds`` those of a fresh interpreter doing the command's side before its first task
+  (importing the command, the configuration and the plugins, the sessions discovered): the two run side by side from
+  the launch, so the larger one bounds the time to the first task; CPU seconds, unlike the wall times above, hardly
+  move with the load of a shared box (each the median of :data:`FIRST_TASK_ROUNDS`, the two in turn);
 * ``per_job_fixed_seconds``: per task, a trivial task (``dict()``, nothing to import) through
   :func:`~latch.bench.executor.run_tasks` on one local worker (its own process forked by the worker, its arguments
   and result); ``dask_per_task_seconds``: the same on a one-worker local Dask
@@ -85,6 +91,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import heapq
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -156,6 +163,39 @@ print(time.perf_counter() - start)
 ``server-at-launch`` starts the server before the command's modules load, as the ``latch`` command does
 (:func:`latch.__main__.run`); ``server-first`` once they are loaded, before the configuration and plugins;
 ``server-after-plugins`` after them."""
+
+
+_COMMAND_UNTIL_JOBS = """
+import sys
+import latch.cli.main, latch.cli.bench
+from latch import plugins
+from latch.config import load_config
+from latch.bench.runner import check_plugins, discover_sessions
+plugins.configure(load_config(None))
+check_plugins(sorted(plugins.registered_engines()))
+discover_sessions(sys.argv[1], None, scenario_events=int(sys.argv[2]))
+"""
+"""The command's side of :data:`_UNTIL_FIRST_TASK` without the task server: what runs beside the server's warm-up."""
+
+
+def _cpu_of(code: str, *args: str) -> float:
+    """CPU seconds (user and system) of a fresh interpreter running ``code`` with ``args``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, "-c", code, *args], check=True, stdout=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def _start_cpu(corpus: Path) -> dict[str, float]:
+    """``server_warm_up_cpu_seconds`` and ``command_until_jobs_cpu_seconds`` (see the module docstring)."""
+    server, command = [], []
+    for _ in range(FIRST_TASK_ROUNDS):  # the two in turn, each round
+        server.append(_cpu_of("import latch.bench._preload"))
+        command.append(_cpu_of(_COMMAND_UNTIL_JOBS, str(corpus), str(SCENARIO_EVENTS)))
+    return {
+        "server_warm_up_cpu_seconds": statistics.median(server),
+        "command_until_jobs_cpu_seconds": statistics.median(command),
+    }
 
 
 def _until_first_task(order: str, corpus: Path) -> float:
@@ -248,6 +288,7 @@ def _measure(tmp: Path) -> dict[str, float]:
             firsts[order].append(_until_first_task(order, corpus))
     for order in orders:
         figures[f"until_first_task_{order.replace('-', '_')}_seconds"] = statistics.median(firsts[order])
+    figures.update(_start_cpu(corpus))
 
     figures["per_job_fixed_seconds"] = _per_task(
         lambda k: executor.run_tasks(dict, [({"t": i}, ()) for i in range(k)], jobs=1)

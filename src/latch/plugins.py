@@ -59,7 +59,6 @@ from .config import load_config
 from .estimators import estimator_for_model
 from .hookspecs import PROJECT_NAME, LazyClass
 from .records import dataclass
-from .textsafe import warn
 
 if TYPE_CHECKING:  # pragma: no cover
     import click
@@ -407,6 +406,14 @@ def _build(environ: Mapping[str, str]) -> LatchPluginManager:
 _WARNED_DISABLED: set[str] = set()
 
 
+def _warn(message: str) -> None:
+    """:func:`latch.textsafe.warn` (``warning: MESSAGE`` on stderr), loaded when there is something to say: a process
+    that builds the plugin host and prints nothing (the bench's task server) does not load rich."""
+    from .textsafe import warn
+
+    warn(message)
+
+
 def _warn_unknown_disabled(blocked: set[str], known: list[str]) -> None:
     """One stderr line per process for LATCH_DISABLE_PLUGINS names that match no plugin."""
     unknown = sorted(blocked - set(known) - _WARNED_DISABLED)
@@ -418,7 +425,7 @@ def _warn_unknown_disabled(blocked: set[str], known: list[str]) -> None:
         for name in unknown
     ]
     verb = "matches" if len(unknown) == 1 else "match"
-    warn(f"LATCH_DISABLE_PLUGINS names {', '.join(hints)}, which {verb} no plugin; known plugins: {', '.join(known)}")
+    _warn(f"LATCH_DISABLE_PLUGINS names {', '.join(hints)}, which {verb} no plugin; known plugins: {', '.join(known)}")
 
 
 _MANAGER: LatchPluginManager | None = None
@@ -612,7 +619,7 @@ def register_plugin_commands(cli: click.Group) -> None:
     try:
         get_plugin_manager().hook.latch_register_commands(cli=cli)
     except PluginError as exc:
-        warn(f"plugin commands unavailable: {exc}")
+        _warn(f"plugin commands unavailable: {exc}")
 
 
 def iter_plugins(

@@ -96,6 +96,37 @@ def test_prices_load_without_httpx2(without_httpx2):
     assert res.stdout.split() == ["no-httpx2", "True"]
 
 
+def test_prices_load_without_the_network_updater_and_the_package_stays_whole():
+    code = textwrap.dedent("""
+        import sys
+        from decimal import Decimal
+        from latch.accounting import pricing
+        pricing.warm_up()
+        print(pricing.price(model="gpt-4.1", uncached=1_000_000).usd == Decimal("2"))
+        print(sorted(m for m in ("httpx2", "asyncio", "genai_prices.update_prices") if m in sys.modules))
+        import genai_prices
+        from genai_prices import UpdatePrices, Usage, calc_price
+        print(genai_prices.__version__ == pricing.installed.version("genai-prices"), UpdatePrices.__name__)
+        print(calc_price(Usage(input_tokens=1_000_000), "gpt-4.1").total_price == Decimal("2"))
+        print(hasattr(genai_prices, "no_such_name"))
+    """)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == ["True", "[]", "True UpdatePrices", "True", "False"]
+
+
+def test_prices_after_the_whole_package_was_imported():
+    code = textwrap.dedent("""
+        from decimal import Decimal
+        import genai_prices
+        from latch.accounting import pricing
+        print(pricing.price(model="gpt-4.1", uncached=1_000_000).usd == Decimal("2"), callable(genai_prices.calc_price))
+    """)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["True", "True"]
+
+
 def test_latch_bench_runs_without_httpx2(tmp_path, without_httpx2):
     out = tmp_path / "out"
     res = subprocess.run(

@@ -90,14 +90,14 @@ def test_errors_are_values_not_crashes(lib):
     with pytest.raises(ValueError, match="unknown estimator profile 'gpt'"):
         lib.estimate("x", "gpt")
     # Raw calls: malformed UTF-8 reports the offset of the first bad sequence; NULL is refused.
-    out = cabi._ffi.new("int64_t *")
+    out = cabi.ffi().new("int64_t *")
     assert lib._lib.latch_estimate_utf8(b"ok \xff", 4, b"openai", out) == cabi.LATCH_E_ENCODING
     assert out[0] == 3
-    assert lib._lib.latch_estimate_utf8(cabi._ffi.NULL, 5, b"openai", out) == -1
-    assert lib._lib.latch_estimate_utf8(cabi._ffi.NULL, 0, b"openai", out) == 0 and out[0] == 0
+    assert lib._lib.latch_estimate_utf8(cabi.ffi().NULL, 5, b"openai", out) == -1
+    assert lib._lib.latch_estimate_utf8(cabi.ffi().NULL, 0, b"openai", out) == 0 and out[0] == 0
     too_big = np.array([0x110000], dtype=np.uint32)
-    assert lib._lib.latch_estimate_utf32(cabi._ffi.from_buffer("uint32_t[]", too_big), 1, b"openai", out) == -3
-    assert cabi._ffi.string(lib._lib.latch_strerror(-2)) == b"unknown estimator profile"
+    assert lib._lib.latch_estimate_utf32(cabi.ffi().from_buffer("uint32_t[]", too_big), 1, b"openai", out) == -3
+    assert cabi.ffi().string(lib._lib.latch_strerror(-2)) == b"unknown estimator profile"
 
 
 @pytest.mark.skipif(native is not None, reason="the native library is installed")

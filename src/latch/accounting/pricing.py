@@ -123,24 +123,39 @@ class RequestCost:
 
 
 def _offline_package() -> None:
-    """Make ``genai_prices`` importable without ``httpx2``: its ``__init__`` imports the network updater
-    (``genai_prices.update_prices``, the only user of ``httpx2``), which Latch never starts. Without ``httpx2`` the
-    package is registered without running its ``__init__``, so its data, types and snapshot modules (all this
-    module uses) import as usual."""
+    """Register ``genai_prices`` without running its ``__init__`` (unless something imported it already): its data,
+    types and snapshot modules (all this module uses) then import as usual, without the network updater that
+    ``__init__`` imports (``genai_prices.update_prices``: ``httpx2`` and ``asyncio``, about a third of the package's
+    import time, and the package's only use of ``httpx2``, which Latch never starts). The first name looked up on the
+    package that it does not have yet (``calc_price``, ``__version__``, ...) runs ``__init__`` then, so another user
+    of ``genai_prices`` in the same process finds the whole package; without ``httpx2`` that lookup raises
+    ``AttributeError``."""
     import importlib.util
     import sys
 
-    try:
-        import genai_prices  # noqa: F401
-
+    if "genai_prices" in sys.modules:
         return
-    except ImportError as exc:
-        if not (exc.name or "").startswith("httpx2"):
-            raise
     spec = importlib.util.find_spec("genai_prices")
-    if spec is None:  # pragma: no cover - a dependency of latch
+    if spec is None or spec.loader is None:  # pragma: no cover - a dependency of latch
         raise ModuleNotFoundError("genai-prices is not installed", name="genai_prices")
-    sys.modules["genai_prices"] = importlib.util.module_from_spec(spec)  # its submodules, not its __init__
+    package = importlib.util.module_from_spec(spec)
+    loader = spec.loader
+    initialized = False
+
+    def whole_package(name: str) -> Any:
+        nonlocal initialized
+        if not initialized:
+            initialized = True
+            try:
+                loader.exec_module(package)
+            except ImportError:  # no httpx2: the package stays as Latch uses it
+                pass
+            if name in vars(package):
+                return vars(package)[name]
+        raise AttributeError(f"module 'genai_prices' has no attribute {name!r}")
+
+    package.__getattr__ = whole_package  # type: ignore[method-assign]
+    sys.modules["genai_prices"] = package
 
 
 @cache
