@@ -23,7 +23,14 @@ searches that fill their limit, 97% of them, cost about 35 us per search per seg
 batch by batch: the default (automerge 4) 15.8 s of CPU, 7.2 segments on average and 11 at the end; ``usermerge`` 2
 merged after every commit 21.4 s (+5.6 s), 3.0 on average and 5 at the end; ``automerge`` 2 19.7 s, 5.3 and 5. The
 run's searches took 6.5 s of the viewer's 38 s of CPU, so the segments the merge removes save about 1 s of viewer CPU
-for 5.6 s more of the producer's: merging does not pay at this batch size.
+for 5.6 s more of the producer's: merging does not pay at this batch size. Whole ``latch stress --events 300000`` runs
+with the producer running ``merge`` (``usermerge`` 2, 100 pages a step) while it waits for the viewer, alternated
+with plain runs: searches 6.18 / 6.70 s of CPU plain against 6.28 / 6.67 s merged (11 segments at the end against
+6), viewer 36.4 / 37.9 s against 38.5 / 41.3 s, producer 26.1 / 27.4 s against 32.1 / 36.2 s.
+
+This run's ``extra_info`` at 10^5 events (506 searches): 10 segments 0.77 ms a search; ``usermerge2`` 2 segments
+0.54 ms (0.70), its merge 0.48 s of CPU (4.2 replays of the searches to pay for itself); ``optimized`` 0.46 ms (0.59),
+0.71 s (4.5 replays).
 
 Run: ``python -m pytest benchmarks/test_bench_fts_segments.py --benchmark-only`` (``LATCH_BENCH_FULL=1``: 3x10^5
 events; else 10^5; with ``--benchmark-disable``, as CI runs it, 10^4).
