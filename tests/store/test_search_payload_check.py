@@ -159,3 +159,23 @@ def test_store_search_same_rows_as_the_exact_query(tmp_path):
         PayloadCheck.may_match = may_match  # type: ignore[method-assign]
         store.close()
     assert decided.count(False) > 100
+
+
+def test_tokens_inside_longer_tokens_turned_away():
+    """A phrase's first and last tokens are whole tokens: ``05:28`` is not in ``105:289`` nor ``src/tax.py`` in
+    ``xsrc/tax.pyc``, while an escape (``\\n``) right before the first token is a separator."""
+    cases = [
+        ("05:28", "at 105:289 and 05:281", False),
+        ("05:28", "at 10:05:28.", True),
+        ("src/tax.py", "see xsrc/tax.py and src/tax.pyc", False),
+        ("src/tax.py", "line\nsrc/tax.py:12", True),
+        ("src/tax.py", "tab\tsrc\\tax.py", True),
+        ("ms 2025", "took 12ms 2025x and 2025ms", False),
+    ]
+    for query, text, want in cases:
+        for mode in ("and", "or"):
+            check = PayloadCheck(mode, match_phrases(query))
+            for event in _events(text)[:4]:  # (the kinds decided from their payload)
+                assert check.may_match(event.KIND, canonical_payload(event)) is want, (query, text, mode)
+            wrong, matched, _ = _disagreements([text], query, mode)
+            assert not wrong and bool(matched) is want, (query, text, mode)

@@ -140,7 +140,8 @@ class PayloadCheck:
     as a JSON string. A phrase of letters and digits alone found by FTS5 in the prepared text lies in the text as
     those tokens joined by separators (the preparation of an ASCII text only inserts glued tokens and appends
     dotted ones, :func:`~latch.store.fts.prepare_text`), so in the payload as the tokens joined by runs of
-    separators or escapes; a glued or dotted token lies in the text (and the payload) as its characters with the
+    separators or escapes, the first and the last a whole run of letters and digits (or the first right after an
+    escape); a glued or dotted token lies in the text (and the payload) as its characters with the
     glue spelled ``+``, ``#`` or ``.``. Every other row: ``True`` (decided from its text)."""
 
     def __init__(self, mode: str, phrases: Sequence[Sequence[str]]):
@@ -164,22 +165,37 @@ class PayloadCheck:
 _PhraseCheck = re.Pattern[bytes] | tuple[bytes, ...] | None
 
 
+# In an ASCII text a token is a whole run of letters and digits: a phrase's first token is not right after another
+# letter or digit, its last one not right before one. In a JSON string a letter before the first token can also be
+# the letter of an escape (``\\n``: a separator in the text); a ``\\u`` escape never occurs in a payload checked.
+_NO_TOKEN_BEFORE = b"(?<![a-z0-9][\\s\\S]{%d})"
+_ESCAPE_BEFORE = b"(?<=\\\\[bfnrt][\\s\\S]{%d})"
+_NO_TOKEN_AFTER = b"(?![a-z0-9])"
+
+
 @functools.lru_cache(maxsize=4096)
-def _spelled_phrase(toks: tuple[str, ...], separators: bytes) -> _PhraseCheck:
-    """A phrase's pattern over a lower-cased text, its tokens joined by runs of ``separators`` (its tokens are
-    letters and digits), or its tokens as they are spelled in the text (a glued or dotted one), or ``None`` (another
-    character: not decided without preparing the text)."""
+def _spelled_phrase(toks: tuple[str, ...], separators: bytes, escaped: bool = False) -> _PhraseCheck:
+    """A phrase's pattern over a lower-cased text, its tokens (letters and digits) joined by runs of ``separators``,
+    the first and the last one whole (``escaped``: a JSON string, where an escape may stand right before the first),
+    or its tokens as they are spelled in the text (a glued or dotted one), or ``None`` (another character: not
+    decided without preparing the text)."""
     if not toks or not all(_PLAIN_TOKEN.fullmatch(t) for t in toks):
         return None
     raw = ["".join(_UNGLUE.get(c, c) for c in t).lower() for t in toks]
     if all(t.isalnum() for t in raw):
-        return re.compile(separators.join(re.escape(t.encode()) for t in raw))
+        # the first token's literal leads (a fast scan); the bytes before it are checked from its end
+        head = re.escape(raw[0].encode())
+        before = _NO_TOKEN_BEFORE % len(raw[0])
+        if escaped:
+            before = b"(?:" + before + b"|" + _ESCAPE_BEFORE % len(raw[0]) + b")"
+        body = b"".join(separators + re.escape(t.encode()) for t in raw[1:])
+        return re.compile(head + before + body + _NO_TOKEN_AFTER)
     return tuple(t.encode() for t in raw)
 
 
 def _payload_phrase(toks: tuple[str, ...]) -> _PhraseCheck:
     """:func:`_spelled_phrase` over a payload: an ASCII text's JSON string, its separators possibly escaped."""
-    return _spelled_phrase(toks, _JSON_SEPARATORS)
+    return _spelled_phrase(toks, _JSON_SEPARATORS, True)
 
 
 _TEXT_SEPARATORS = b"[^a-z0-9]+"
