@@ -143,11 +143,12 @@ def test_a_plot_worker_builds_what_the_last_figures_need_before_its_first_figure
     labels need is built while the jobs run (in a fresh interpreter: nothing built before)."""
     script = textwrap.dedent(
         """
+        import os
         from matplotlib import mathtext
         from latch.bench import plots
 
         before = mathtext.MathTextParser._parser is not None
-        plots._import_pyplot()
+        plots._import_pyplot(os.getpid())
         print(before, mathtext.MathTextParser._parser is not None)
         """
     )

@@ -36,6 +36,7 @@ import multiprocessing as mp
 import os
 import pickle
 import re
+import select
 import signal
 import sys
 import threading
@@ -51,10 +52,12 @@ __all__ = [
     "mp_context",
     "connect",
     "end_launcher",
+    "end_with",
     "forked",
     "guarded",
     "hold_free_heap",
     "in_own_process",
+    "pool_worker",
     "run_tasks",
     "sigterm_unwinds",
     "start_task_server",
@@ -217,6 +220,35 @@ def hold_free_heap() -> int:
     return len(_held)
 
 
+def end_with(command: int) -> None:
+    """In a pool's worker (forked by the task server, not by the process that made the pool): end this worker with
+    SIGTERM once process ``command`` (the pool's maker: ``latch bench``, ``latch stress``, a Dask worker) has ended
+    however it ended, SIGKILL too, so a worker and its running task (:func:`_end_with`) are not left behind for
+    good: the task server keeps a worker alive, and a worker waits for work from a pool nobody holds any more.
+    A daemon thread waits on a pidfd of ``command`` (Linux 5.3 or later; elsewhere nothing is watched). If
+    ``command`` has already ended, the worker ends at once."""
+    try:
+        pidfd = os.pidfd_open(command)
+    except ProcessLookupError:
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    except (AttributeError, OSError):  # pragma: no cover - not Linux, or a kernel before 5.3
+        return
+
+    def wait() -> None:
+        select.select([pidfd], [], [])  # readable once ``command`` has ended
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=wait, name="latch-end-with", daemon=True).start()
+
+
+def pool_worker(command: int) -> None:
+    """The local pool's worker initializer: :func:`end_with` the pool's maker ``command``, then
+    :func:`hold_free_heap`."""
+    end_with(command)
+    hold_free_heap()
+
+
 def _die_with_parent(parent: int) -> None:
     """In a task's process: ask Linux to send it SIGTERM when the worker that forked it ends however it ends (a
     killed worker leaves no task running behind it; a stress shard still removes its temporary store); nothing
@@ -296,7 +328,10 @@ def _launch(fn: Callable[..., dict[str, Any]], label: Mapping[str, Any], *args: 
     with _launcher_lock:
         if _launcher is None:
             _launcher = cf.ProcessPoolExecutor(
-                max_workers=os.cpu_count() or 1, mp_context=mp_context(), initializer=hold_free_heap
+                max_workers=os.cpu_count() or 1,
+                mp_context=mp_context(),
+                initializer=pool_worker,
+                initargs=(os.getpid(),),
             )
         pool = _launcher
     try:
@@ -468,7 +503,7 @@ def run_tasks(
     if local:
         if hasattr(os, "fork"):  # long-lived workers, each forking its tasks' processes
             pool: Any = cf.ProcessPoolExecutor(
-                max_workers=backend.jobs, mp_context=mp_context(), initializer=hold_free_heap
+                max_workers=backend.jobs, mp_context=mp_context(), initializer=pool_worker, initargs=(os.getpid(),)
             )
             runner: Callable[..., dict[str, Any]] = forked
         else:  # pragma: no cover - Windows: a new pool process per task

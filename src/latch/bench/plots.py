@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..textsafe import atomic_path
-from .executor import mp_context
+from .executor import end_with, mp_context
 from .panels import (
     DPI,
     assemble,
@@ -98,9 +98,11 @@ def budget_plots(folder: Path, results: Sequence[Mapping[str, Any]], engines: Se
     }
 
 
-def _import_pyplot() -> None:
-    """A :class:`Plotter` worker's initializer: pyplot loaded, a small figure drawn (:func:`_warm_figure`) and the
+def _import_pyplot(command: int) -> None:
+    """A :class:`Plotter` worker's initializer: ended once the process ``command`` that made the pool has ended
+    (:func:`~latch.bench.executor.end_with`), pyplot loaded, a small figure drawn (:func:`_warm_figure`) and the
     worker's panel figure built (:func:`~latch.bench.panels.draw_panel`) before its first figure."""
+    end_with(command)
     try:
         _warm_figure(pyplot())
         draw_panel("warm-up", [("warm-up", [1.0, 10.0])], legend=True)
@@ -146,7 +148,9 @@ class Plotter:
 
     def __init__(self, workers: int = 2, *, spawn: bool = False) -> None:
         context = mp.get_context("spawn") if spawn else mp_context()
-        self._pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_import_pyplot)
+        self._pool = cf.ProcessPoolExecutor(
+            max_workers=workers, mp_context=context, initializer=_import_pyplot, initargs=(os.getpid(),)
+        )
         for _ in range(workers):
             self._pool.submit(_started)
         self._assembling = cf.ThreadPoolExecutor(max_workers=8, thread_name_prefix="latch-plot-assemble")
