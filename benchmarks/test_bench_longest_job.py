@@ -33,14 +33,6 @@ counted, the vocabulary loaded, the counts written at the end); ``warm`` with th
 and ``ratio_cold`` (over ``none``), ``vocabulary_loaded_*`` (whether quicktok was imported), ``kept_counts``; every
 row is asserted the same (all fields but the timings and peak memory).
 
-Before and after (main e1e9bf3 against this code, each in its own install; a 2-core box at load average 9-13, so
-CPU seconds, medians of 6 alternated rounds; every row hashed the same on both sides): continuity on the Codex
-session, ``run_job`` in a fresh interpreter, at ``256k:32k:64k`` 3.48 s (main) -> 3.43 s (no counts kept yet) ->
-2.46 s (counts kept: 0.71 of main); at ``32k:4k:8k`` 3.53 -> 3.22 -> 2.35 s (0.67). As a bench task process runs
-it (forked from a process that ran :func:`latch.bench.warm.warm_up`): 2.97 -> 2.26 s (0.76) and 2.53 -> 1.77 s
-(0.70). The generated scenario's job (3,000 events, ``32k:4k:8k``; heuristic estimator, no counts to keep) is
-unchanged: 9.80 and 8.82 s, the same row.
-
 Run: ``python -m pytest benchmarks/test_bench_longest_job.py --benchmark-only`` (``LATCH_BENCH_FULL=1``: the
 scenario's 3,000 events and the Codex session; else a 600-event scenario)
 """

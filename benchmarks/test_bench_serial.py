@@ -77,11 +77,7 @@ not measurements**, since this box has two cores.
   seconds (what no estimate made before running can beat by ordering), and their efficiencies
   ``projected_efficiency_N_by_size``/``_by_measured``.
 
-With ``LATCH_BENCH_COUNTS_KEPT=1`` the Codex session's jobs find every count and load no o200k vocabulary. One run
-each on a 2-core box at load average 8-11 (wall times, so inflated and noisy: read them as a direction only),
-``LATCH_BENCH_FULL=1``, 312 jobs: main e1e9bf3 without kept counts, jobs 146.2 s, longest job 20.5 s (continuity,
-Codex, ``32k:4k:8k``), projected 0.604 / 0.330 at 8 / 16 workers; this code with kept counts, jobs 100.7 s, longest
-9.0 s (continuity, Codex, ``256k:32k:64k``), projected 0.581 / 0.397.
+With ``LATCH_BENCH_COUNTS_KEPT=1`` the Codex session's jobs find every count and load no o200k vocabulary.
 
 Run: ``python -m pytest benchmarks/test_bench_serial.py --benchmark-only``
 """
