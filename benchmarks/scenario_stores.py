@@ -8,6 +8,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from latch.bench.scenario import ScenarioModel
+from latch.engine.recall import RecallCache, query_terms, recall
+from latch.engine.units import TokenCounter, resolve_estimator
+from latch.events import AssistantMessage, ToolResult, UserMessage
+from latch.host.session import StoreSessionReader
 from latch.store import EventStore
 
 T = TypeVar("T")
@@ -39,3 +43,41 @@ def scenario_histories(
     yield get
     for store, _, _ in built.values():
         store.close()
+
+
+class _Recording(StoreSessionReader):
+    """A session reader that keeps the arguments of every store search."""
+
+    def __init__(self, store: EventStore, sid: str):
+        super().__init__(store, sid)
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def search(self, query: str, **kw: Any) -> Any:
+        kw.setdefault("mode", "or")  # (the reader's default)
+        self.calls.append((query, {**kw, "session_id": self.session_id}))
+        return super().search(query, **kw)
+
+
+def recorded_searches(
+    store: EventStore, sid: str, newest: int, views: int, window: int = 3_000
+) -> list[tuple[str, dict[str, Any]]]:
+    """Every store search recall makes in ``views`` views spread over the session's newest ``newest`` events, as
+    ``(query, keyword arguments of EventStore.search)``: each view's query from its last 200 events (the last user
+    message, the last three assistant turns, the last four errors), recalled from before its newest ``window``
+    events, at most 8,000 tokens."""
+    counter = TokenCounter(resolve_estimator("claude-sonnet-4-5", None))
+    reader = _Recording(store, sid)
+    top = store.max_seq(sid)
+    for until in range(top - newest, top, newest // views):
+        recent = list(store.events(sid, after_seq=until - 200, until_seq=until))
+        user = [e.event.text for e in recent if isinstance(e.event, UserMessage)][-1:]
+        work = [e.event.searchable_text()[:2_000] for e in recent if isinstance(e.event, AssistantMessage)][-3:]
+        errors = [e.event.content[:2_000] for e in recent if isinstance(e.event, ToolResult) and e.event.is_error]
+        recall(
+            reader,
+            RecallCache(counter),
+            query_terms([*user, *work, *errors[-4:]]),
+            before_seq=until - window,
+            limit_tokens=8_000,
+        )
+    return reader.calls

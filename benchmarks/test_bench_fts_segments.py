@@ -43,12 +43,8 @@ import shutil
 import time
 from typing import Any
 
-from scenario_stores import scenario_store
+from scenario_stores import recorded_searches, scenario_store
 
-from latch.engine.recall import RecallCache, query_terms, recall
-from latch.engine.units import TokenCounter, resolve_estimator
-from latch.events import AssistantMessage, ToolResult, UserMessage
-from latch.host.session import StoreSessionReader
 from latch.store import EventStore
 
 FULL = os.environ.get("LATCH_BENCH_FULL", "") not in ("", "0")
@@ -59,37 +55,9 @@ WINDOW = 3_000
 ROUNDS = 3
 
 
-class _Recording(StoreSessionReader):
-    """A session reader that keeps the arguments of every store search."""
-
-    def __init__(self, store: EventStore, sid: str):
-        super().__init__(store, sid)
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-
-    def search(self, query: str, **kw: Any) -> Any:
-        kw.setdefault("mode", "or")  # (the reader's default)
-        self.calls.append((query, {**kw, "session_id": self.session_id}))
-        return super().search(query, **kw)
-
-
 def _searches(store: EventStore, sid: str) -> list[tuple[str, dict[str, Any]]]:
     """Every store search of :data:`VIEWS` views' recall over the newest 4,000 events."""
-    counter = TokenCounter(resolve_estimator("claude-sonnet-4-5", None))
-    reader = _Recording(store, sid)
-    top = store.max_seq(sid)
-    for until in range(top - 4_000, top, 4_000 // VIEWS):
-        recent = list(store.events(sid, after_seq=until - 200, until_seq=until))
-        user = [e.event.text for e in recent if isinstance(e.event, UserMessage)][-1:]
-        work = [e.event.searchable_text()[:2_000] for e in recent if isinstance(e.event, AssistantMessage)][-3:]
-        errors = [e.event.content[:2_000] for e in recent if isinstance(e.event, ToolResult) and e.event.is_error]
-        recall(
-            reader,
-            RecallCache(counter),
-            query_terms([*user, *work, *errors[-4:]]),
-            before_seq=until - WINDOW,
-            limit_tokens=8_000,
-        )
-    return reader.calls
+    return recorded_searches(store, sid, 4_000, VIEWS, WINDOW)
 
 
 def _segments(store: EventStore) -> int:

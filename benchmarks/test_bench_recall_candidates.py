@@ -28,13 +28,9 @@ import statistics
 from typing import Any
 
 import pytest
-from scenario_stores import scenario_histories
+from scenario_stores import recorded_searches, scenario_histories
 
 from latch import hotpaths
-from latch.engine.recall import RecallCache, query_terms, recall
-from latch.engine.units import TokenCounter, resolve_estimator
-from latch.events import AssistantMessage, ToolResult, UserMessage
-from latch.host.session import StoreSessionReader
 from latch.store import EventStore, fts_search
 
 SIZES = [20_000, 100_000]
@@ -44,19 +40,6 @@ WINDOW = 3_000
 _MEDIAN: dict[tuple[str, int], float] = {}
 
 
-class _Recording(StoreSessionReader):
-    """A session reader that keeps the arguments of every store search."""
-
-    def __init__(self, store: EventStore, sid: str):
-        super().__init__(store, sid)
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-
-    def search(self, query: str, **kw: Any) -> Any:
-        kw.setdefault("mode", "or")  # (the reader's default)
-        self.calls.append((query, kw))
-        return super().search(query, **kw)
-
-
 @pytest.fixture(scope="module")
 def histories(tmp_path_factory):
     yield from scenario_histories(tmp_path_factory, "recall-candidates", _searches)
@@ -64,28 +47,13 @@ def histories(tmp_path_factory):
 
 def _searches(store: EventStore, sid: str) -> list[tuple[str, dict[str, Any]]]:
     """The candidate searches of :data:`VIEWS` views' recall in the newest 2,000 events."""
-    counter = TokenCounter(resolve_estimator("claude-sonnet-4-5", None))
-    reader = _Recording(store, sid)
-    top = store.max_seq(sid)
-    for until in range(top - 2_000, top, 2_000 // VIEWS):
-        recent = list(store.events(sid, after_seq=until - 200, until_seq=until))
-        user = [e.event.text for e in recent if isinstance(e.event, UserMessage)][-1:]
-        work = [e.event.searchable_text()[:2_000] for e in recent if isinstance(e.event, AssistantMessage)][-3:]
-        errors = [e.event.content[:2_000] for e in recent if isinstance(e.event, ToolResult) and e.event.is_error]
-        recall(
-            reader,
-            RecallCache(counter),
-            query_terms([*user, *work, *errors[-4:]]),
-            before_seq=until - WINDOW,
-            limit_tokens=8_000,
-        )
+    calls = recorded_searches(store, sid, 2_000, VIEWS, WINDOW)
     plan, one_rare = fts_search.CandidateSearch(), fts_search.ONE_RARE_ON_FTS5
     fts_search.ONE_RARE_ON_FTS5 = False  # (the searches either plan answers by candidates)
     try:
-        out = [(q, kw) for q, kw in reader.calls if plan.plan(store._db, q, kw["mode"]) is not None]
+        return [(q, kw) for q, kw in calls if plan.plan(store._db, q, kw["mode"]) is not None]
     finally:
         fts_search.ONE_RARE_ON_FTS5 = one_rare
-    return [(q, {**kw, "session_id": sid}) for q, kw in out]
 
 
 def _round(store: EventStore, searches) -> list[list[int]]:
