@@ -11,7 +11,9 @@ every task once, each in its own fresh process, so a task's peak memory (``ru_ma
   every job needs (:func:`mp_context`, :mod:`latch.bench.warm`); each worker forks each of its tasks a process of
   its own (:func:`forked`): a task's fixed cost is one fork of a warm, idle worker, made by that worker beside the
   others (not a new pool process started, one after another, by the pool's single manager thread); each worker first
-  keeps its C heap's free chunks (:func:`hold_free_heap`), so a task's process writes fewer of the worker's pages;
+  keeps its C heap's free chunks (:func:`hold_free_heap`), so a task's process writes fewer of the worker's pages,
+  and ends itself (its running task first) once the process that made the pool has ended, SIGKILL too
+  (:func:`end_with`);
 * with ``scheduler`` (``tcp://HOST:PORT`` of a running ``dask scheduler``, or ``local:N`` for a local Dask
   cluster of N single-threaded workers): Dask tasks through ``Client.get_executor()``, each running the
   function in a fresh child process of its worker (:func:`in_own_process`; the worker must not be daemonic,
