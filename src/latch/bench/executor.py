@@ -13,7 +13,7 @@ every task once, each in its own fresh process, so a task's peak memory (``ru_ma
   others (not a new pool process started, one after another, by the pool's single manager thread); each worker first
   keeps its C heap's free chunks (:func:`hold_free_heap`), so a task's process writes fewer of the worker's pages,
   and ends itself (its running task first) once the process that made the pool has ended, SIGKILL too
-  (:func:`end_with`);
+  (:func:`die_with`);
 * with ``scheduler`` (``tcp://HOST:PORT`` of a running ``dask scheduler``, or ``local:N`` for a local Dask
   cluster of N single-threaded workers): Dask tasks through ``Client.get_executor()``, each running the
   function in a fresh child process of its worker (:func:`in_own_process`; the worker must not be daemonic,
@@ -54,7 +54,7 @@ __all__ = [
     "mp_context",
     "connect",
     "end_launcher",
-    "end_with",
+    "die_with",
     "forked",
     "guarded",
     "hold_free_heap",
@@ -222,7 +222,7 @@ def hold_free_heap() -> int:
     return len(_held)
 
 
-def end_with(command: int) -> None:
+def die_with(command: int) -> None:
     """In a pool's worker (forked by the task server, not by the process that made the pool): end this worker with
     SIGTERM once process ``command`` (the pool's maker: ``latch bench``, ``latch stress``, a Dask worker) has ended
     however it ended, SIGKILL too, so a worker and its running task (:func:`_end_with`) are not left behind for
@@ -241,13 +241,13 @@ def end_with(command: int) -> None:
         select.select([pidfd], [], [])  # readable once ``command`` has ended
         os.kill(os.getpid(), signal.SIGTERM)
 
-    threading.Thread(target=wait, name="latch-end-with", daemon=True).start()
+    threading.Thread(target=wait, name="latch-die-with", daemon=True).start()
 
 
 def pool_worker(command: int) -> None:
-    """The local pool's worker initializer: :func:`end_with` the pool's maker ``command``, then
+    """The local pool's worker initializer: :func:`die_with` the pool's maker ``command``, then
     :func:`hold_free_heap`."""
-    end_with(command)
+    die_with(command)
     hold_free_heap()
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..textsafe import atomic_path
-from .executor import end_with, mp_context
+from .executor import die_with, mp_context
 from .panels import (
     DPI,
     assemble,
@@ -100,9 +100,9 @@ def budget_plots(folder: Path, results: Sequence[Mapping[str, Any]], engines: Se
 
 def _import_pyplot(command: int) -> None:
     """A :class:`Plotter` worker's initializer: ended once the process ``command`` that made the pool has ended
-    (:func:`~latch.bench.executor.end_with`), pyplot loaded, a small figure drawn (:func:`_warm_figure`) and the
+    (:func:`~latch.bench.executor.die_with`), pyplot loaded, a small figure drawn (:func:`_warm_figure`) and the
     worker's panel figure built (:func:`~latch.bench.panels.draw_panel`) before its first figure."""
-    end_with(command)
+    die_with(command)
     try:
         _warm_figure(pyplot())
         draw_panel("warm-up", [("warm-up", [1.0, 10.0])], legend=True)
