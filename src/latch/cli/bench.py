@@ -36,7 +36,7 @@ from typing import Any
 
 import click
 
-from ..bench.executor import Backend, SchedulerError, sigterm_unwinds, start_task_server
+from ..bench.executor import SCHEDULER_RE, Backend, SchedulerError, sigterm_unwinds, start_task_server
 from ..bench.plots import Plotter
 from ..bench.report import NARROW_COLUMNS, JobsJson, budget_verdicts, markdown_table, write_report
 from ..bench.runner import Budget, SessionSource, check_plugins, discover_sessions, parse_budgets, run_bench
@@ -196,8 +196,8 @@ def register(cli: click.Group) -> None:
 
 
 def _local(scheduler: str | None) -> bool:
-    """Whether the jobs run on this machine: no scheduler, or a local Dask cluster (``local:N``)."""
-    return scheduler is None or scheduler.strip().startswith("local:")
+    """Whether the jobs run on this machine: no scheduler, or a local Dask cluster (``local:N``, :data:`SCHEDULER_RE`)."""
+    return scheduler is None or ((m := SCHEDULER_RE.match(scheduler.strip())) is not None and m["local"] is not None)
 
 
 def _run(
