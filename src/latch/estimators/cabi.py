@@ -14,9 +14,9 @@ for an unknown profile or text the library rejects.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
-import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -56,22 +56,14 @@ LATCH_OK = 0
 LATCH_E_PROFILE = -2
 LATCH_E_ENCODING = -3
 
-_ffi: cffi.FFI | None = None
-_ffi_lock = threading.Lock()
 
-
+@functools.cache
 def ffi() -> cffi.FFI:
     """The ``cffi.FFI`` that declares :data:`CDEF`, built on first use: parsing the declarations imports pycparser
     (about 40 ms), which a process that registers the plugin without opening a library never pays."""
-    global _ffi
-    if _ffi is not None:
-        return _ffi
-    with _ffi_lock:
-        if _ffi is None:
-            built = cffi.FFI()
-            built.cdef(CDEF)
-            _ffi = built
-        return _ffi
+    built = cffi.FFI()
+    built.cdef(CDEF)
+    return built
 
 
 class CabiError(OSError):
@@ -113,7 +105,8 @@ class AbiLibrary:
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         try:
-            self._lib = ffi().dlopen(str(self.path))
+            self._ffi = ffi()
+            self._lib = self._ffi.dlopen(str(self.path))
         except OSError as exc:
             raise CabiError(f"{self.path}: cannot load shared library: {exc}") from None
         for required in ("latch_abi_version", "latch_estimate_utf8"):
@@ -124,7 +117,7 @@ class AbiLibrary:
             raise CabiError(
                 f"{self.path}: speaks Latch C ABI version {self.abi_version}; this Latch needs version {ABI_VERSION}"
             )
-        profiles = ffi().string(self._lib.latch_profiles()).decode() if self.has("latch_profiles") else ""
+        profiles = self._ffi.string(self._lib.latch_profiles()).decode() if self.has("latch_profiles") else ""
         self.profiles: tuple[str, ...] = tuple(p for p in profiles.split(",") if p)
 
     def __repr__(self) -> str:
@@ -144,21 +137,21 @@ class AbiLibrary:
         if rc == LATCH_E_PROFILE:
             known = ", ".join(self.profiles) or "see the library's documentation"
             raise ValueError(f"unknown estimator profile {profile!r} for {self.path.name}; known: {known}")
-        msg = ffi().string(self._lib.latch_strerror(rc)).decode() if self.has("latch_strerror") else f"error {rc}"
+        msg = self._ffi.string(self._lib.latch_strerror(rc)).decode() if self.has("latch_strerror") else f"error {rc}"
         raise ValueError(f"{self.path.name}: {what} failed: {msg} (code {rc})")
 
     def estimate(self, text: str, profile: str = "openai") -> int:
         """Tokens of ``text`` under ``profile`` (UTF-8 with lone surrogates passed through)."""
         data = text.encode("utf-8", "surrogatepass")
-        out = ffi().new("int64_t *")
+        out = self._ffi.new("int64_t *")
         self._check(self._lib.latch_estimate_utf8(data, len(data), profile.encode(), out), "estimate", profile)
         return int(out[0])
 
     def estimate_utf32(self, text: str, profile: str = "openai") -> int:
         """Tokens of ``text`` passed as UTF-32 code points (requires ``latch_estimate_utf32``)."""
         data = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        out = ffi().new("int64_t *")
-        ptr = ffi().from_buffer("uint32_t[]", data)
+        out = self._ffi.new("int64_t *")
+        ptr = self._ffi.from_buffer("uint32_t[]", data)
         self._check(self._lib.latch_estimate_utf32(ptr, len(data), profile.encode(), out), "estimate", profile)
         return int(out[0])
 
@@ -167,7 +160,7 @@ class AbiLibrary:
         encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
         if not self.has("latch_estimate_utf8_batch"):
             out = np.empty(len(encoded), dtype=np.int64)
-            one = ffi().new("int64_t *")
+            one = self._ffi.new("int64_t *")
             for i, data in enumerate(encoded):
                 self._check(self._lib.latch_estimate_utf8(data, len(data), profile.encode(), one), "estimate", profile)
                 out[i] = one[0]
@@ -177,10 +170,10 @@ class AbiLibrary:
         out = np.empty(len(encoded), dtype=np.int64)
         rc = self._lib.latch_estimate_utf8_batch(
             b"".join(encoded),
-            ffi().from_buffer("int64_t[]", offsets),
+            self._ffi.from_buffer("int64_t[]", offsets),
             len(encoded),
             profile.encode(),
-            ffi().from_buffer("int64_t[]", out),
+            self._ffi.from_buffer("int64_t[]", out),
         )
         self._check(rc, "estimate_batch", profile)
         return out
@@ -188,9 +181,9 @@ class AbiLibrary:
     def suffix_start(self, prefix_sums: Sequence[int], budget: int) -> int:
         """As :func:`latch.hotpaths.suffix_start` (``budget`` must fit int64)."""
         arr = _int64(prefix_sums)
-        out = ffi().new("int64_t *")
+        out = self._ffi.new("int64_t *")
         self._check(
-            self._lib.latch_suffix_start(ffi().from_buffer("int64_t[]", arr), len(arr), budget, out), "suffix_start"
+            self._lib.latch_suffix_start(self._ffi.from_buffer("int64_t[]", arr), len(arr), budget, out), "suffix_start"
         )
         return int(out[0])
 
@@ -218,8 +211,8 @@ class AbiLibrary:
             raise ValueError("score_episodes: term_indptr/file_indptr need n+1 entries and last_seq n entries")
         take = min(max(k, 0), n)
         out = np.empty(max(take, 1), dtype=np.int64)
-        count = ffi().new("size_t *")
-        buf = [ffi().from_buffer("int64_t[]", a) for a in arrs]
+        count = self._ffi.new("size_t *")
+        buf = [self._ffi.from_buffer("int64_t[]", a) for a in arrs]
         rc = self._lib.latch_score_episodes(
             buf[0],
             buf[1],
@@ -236,7 +229,7 @@ class AbiLibrary:
             len(cf),
             now_seq,
             take,
-            ffi().from_buffer("int64_t[]", out),
+            self._ffi.from_buffer("int64_t[]", out),
             count,
         )
         self._check(rc, "score_episodes")
