@@ -1,7 +1,8 @@
 """``latch run`` on a real local model: llama-cpp-python's server on SmolLM2-135M-Instruct
 with ``n_ctx 2048``, 30 requests with the model forced to call ``read_file`` (``--tool-choice``), whose results
-are large (a 1.6 KB module, or for a missing path the 160-name workspace listing; cut to a quarter of the
-window), under ``--window 2048 --reserve 256``. The server's own tokenizer is the judge: it never refuses a
+are large when the sampled path is in the workspace (a 1.6 KB module, or for a missing path the 160-name
+workspace listing; cut to a quarter of the window; a run whose every path was refused is made again, at most
+three), under ``--window 2048 --reserve 256``. The server's own tokenizer is the judge: it never refuses a
 request for length, and with the ``llamacpp`` estimator (picked for the GGUF path as model id) every view Latch
 reports equals the server's ``prompt_tokens``. The 135M model's text is nonsense; this is a protocol and budget
 test."""
@@ -30,26 +31,24 @@ def _n(text: str) -> int:
     return int(text.replace(",", ""))
 
 
-def test_thirty_turns_of_latch_run_never_overflow_a_real_local_model(tmp_path, llama_server, capsys):
-    gguf = require_llama()
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    # Every result is large whatever path the model picks: a module is ~1.6 KB, a missing path lists the
-    # 160-name workspace. (With 40-byte modules, a run whose sampled paths all existed had no large result.)
-    doc = "".join(f"    # step {k}: validate the request, look up the handler, log the outcome\n" for k in range(20))
-    for i in range(160):
-        (ws / f"module_{i}_request_handlers_and_helpers.py").write_text(
-            f"def handler_{i}(request):\n{doc}    return {i}\n"
-        )
+ATTEMPTS = 3
+"""Runs of the 30 turns at most: the model samples its paths, and a run whose paths were all refused (absolute
+paths outside the workspace, bad offsets: short errors) never met a large result; another run is made then."""
+
+
+def _thirty_turns(tmp_path, llama_server, gguf, ws, attempt: int) -> tuple[list[tuple[str, ...]], list[str]]:
+    """One ``latch run`` of :data:`TURNS` forced ``read_file`` requests in its own store; every budget property is
+    asserted on it. Returns the status rows and the stored ``tool_result`` payloads."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "LATCH_"))}
     env.update(LATCH_HOME=str(tmp_path / "home"), COLUMNS="240")
+    db_path = tmp_path / f"latch-{attempt}.db"
     r = subprocess.run(
         [
             sys.executable,
             "-m",
             "latch",
             "--db",
-            str(tmp_path / "latch.db"),
+            str(db_path),
             "run",
             "Read module_0_request_handlers_and_helpers.py, then the next module, one file per turn.",
             "--provider",
@@ -94,17 +93,39 @@ def test_thirty_turns_of_latch_run_never_overflow_a_real_local_model(tmp_path, l
     assert max(server) <= hard  # never above window - reserve, so never refused for length
     epochs = [int(e) for *_, e, _ in rows]
     rotations = sum(1 for a, b in zip(epochs, epochs[1:], strict=False) if b != a)
-    with sqlite3.connect(tmp_path / "latch.db") as db:
+    with sqlite3.connect(db_path) as db:
         kinds = [k for (k,) in db.execute("SELECT kind FROM events ORDER BY seq")]
         results = [p for (p,) in db.execute("SELECT payload FROM events WHERE kind = 'tool_result'")]
     assert kinds.count("assistant_message") == TURNS and kinds.count("tool_result") == TURNS
     assert "estimate_correction" not in kinds  # exact counts: nothing for the provider to correct
-    assert max(len(p) for p in results) > 1_000  # the tools really returned large outputs
     assert rotations >= 2  # the window forced the engine to rotate epochs, not to overflow
+    return rows, results
+
+
+def test_thirty_turns_of_latch_run_never_overflow_a_real_local_model(tmp_path, llama_server, capsys):
+    gguf = require_llama()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    # Every result is large whatever workspace path the model picks: a module is ~1.6 KB, a missing path lists
+    # the 160-name workspace. (With 40-byte modules, a run whose sampled paths all existed had no large result.)
+    doc = "".join(f"    # step {k}: validate the request, look up the handler, log the outcome\n" for k in range(20))
+    for i in range(160):
+        (ws / f"module_{i}_request_handlers_and_helpers.py").write_text(
+            f"def handler_{i}(request):\n{doc}    return {i}\n"
+        )
+    largest: list[int] = []
+    for attempt in range(ATTEMPTS):
+        rows, results = _thirty_turns(tmp_path, llama_server, gguf, ws, attempt)
+        largest.append(max(len(p) for p in results))
+        if largest[-1] > 1_000:
+            break
+    assert largest[-1] > 1_000, largest  # the tools really returned large outputs in one of the runs
+    server = [_n(p) for *_, p in rows]
     with capsys.disabled():
         print(
-            f"\nlatch run, {TURNS} requests on SmolLM2 (n_ctx {N_CTX}, hard limit {hard}): rotations {rotations}, "
-            f"largest request {max(server)} server tokens, views == server counts on every request"
+            f"\nlatch run, {TURNS} requests on SmolLM2 (n_ctx {N_CTX}, hard limit {N_CTX - RESERVE}), run "
+            f"{len(largest)} of {ATTEMPTS}: largest result {largest[-1]:,} bytes, largest request {max(server)} "
+            "server tokens, views == server counts on every request"
         )
 
 
