@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import weakref
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -50,6 +51,9 @@ __all__ = [
     "MESSAGE_OVERHEAD_TOKENS",
     "TOOL_CALL_OVERHEAD_TOKENS",
     "TokenCounter",
+    "MessageCosts",
+    "message_costs",
+    "MESSAGE_COSTS_KEPT",
     "resolve_estimator",
     "suffix_fit",
     "render_session_context",
@@ -101,6 +105,70 @@ def render_session_context(ctx: SessionContext) -> ViewMessage:
     return ViewMessage(role="user", content="\n".join(lines), kind="session_context")
 
 
+MESSAGE_COSTS_KEPT = 8192
+"""Messages a :class:`MessageCosts` remembers per generation (it keeps two: the newest ``2 x`` this many at most)."""
+
+
+class MessageCosts:
+    """The token costs of the messages priced lately by the :class:`TokenCounter` s of one estimator.
+
+    A host's request loop and its engine each segment and price the same new events, into message objects of their
+    own that hold the same text objects (the events' decoded strings). A message's cost is a function of its
+    ``content``, its tool calls' ``id``, ``name`` and ``arguments``, its ``tool_call_id`` and its ``media``, so an
+    entry answers for a message only when each of those strings is the very object priced (``is``) and the media
+    are equal: an equal price, never a stale one. Entries are keyed by the message's ``seq`` and the identity of its
+    ``content`` (an entry holds its texts, so that identity names no other object while it is kept); two
+    generations of at most :data:`MESSAGE_COSTS_KEPT` entries each, the older dropped whole when the newer fills.
+    Not locked: a lookup racing a write may miss, never answer wrongly."""
+
+    __slots__ = ("_new", "_old", "__weakref__")
+
+    def __init__(self) -> None:
+        self._new: dict[tuple[Any, int], tuple[Any, ...]] = {}
+        self._old: dict[tuple[Any, int], tuple[Any, ...]] = {}
+
+    def __len__(self) -> int:
+        return len(self._new) + len(self._old)
+
+    def get(self, m: ViewMessage) -> int | None:
+        """The tokens kept for a message with the same texts as ``m``, else ``None``."""
+        key = (m.seq, id(m.content))
+        got = self._new.get(key) or self._old.get(key)
+        if got is None or got[0] is not m.content or got[1] is not m.tool_call_id:
+            return None
+        calls, media = got[2], got[3]
+        if calls is not m.tool_calls:
+            if len(calls) != len(m.tool_calls) or not all(
+                a.id is b.id and a.name is b.name and a.arguments is b.arguments
+                for a, b in zip(calls, m.tool_calls, strict=True)
+            ):
+                return None
+        if media is not m.media and media != m.media:
+            return None
+        tokens: int = got[4]
+        return tokens
+
+    def put(self, m: ViewMessage, tokens: int) -> None:
+        """Keep ``tokens`` as the cost of ``m``'s texts."""
+        if len(self._new) >= MESSAGE_COSTS_KEPT:
+            self._old, self._new = self._new, {}
+        self._new[(m.seq, id(m.content))] = (m.content, m.tool_call_id, m.tool_calls, m.media, tokens)
+
+
+_MESSAGE_COSTS: weakref.WeakValueDictionary[int, MessageCosts] = weakref.WeakValueDictionary()
+"""id(estimator) -> the :class:`MessageCosts` its live counters share (a counter holds its estimator, so the id
+names that estimator while the entry lives)."""
+
+
+def message_costs(estimator: Any) -> MessageCosts:
+    """The :class:`MessageCosts` shared by every live :class:`TokenCounter` of ``estimator`` (a new one when none
+    lives)."""
+    got = _MESSAGE_COSTS.get(id(estimator))
+    if got is None:
+        got = _MESSAGE_COSTS[id(estimator)] = MessageCosts()
+    return got
+
+
 class TokenCounter:
     """Uniform token costs over an estimator (tokens everywhere).
 
@@ -117,6 +185,8 @@ class TokenCounter:
     missing: an event is tokenized once per tokenizer, at first use, not once per request.
     ``counts`` is ignored for a heuristic estimator. Every other text an exact estimator counts goes through
     :func:`latch.count_cache.cached_counter` (counts kept between processes when the host asked for it).
+    Every counter of one estimator object shares its message prices (:func:`message_costs`): a message the host's
+    request loop has priced costs the engine a lookup, not an estimate.
 
     An estimator that also follows :class:`latch.estimators.ChatFraming` (it knows its model's chat
     template, e.g. ``latch-llamacpp``) prices whole messages, the system prompt and the tools itself
@@ -140,6 +210,7 @@ class TokenCounter:
             cached_counter(self.tokenizer, estimator.estimate) if self.tokenizer is not None else estimator.estimate
         )
         self.counts = counts if self.exact else None
+        self._costs = message_costs(estimator)
         self._system_memo: dict[str, int] = {}
         self.framing: ChatFraming | None = estimator if isinstance(estimator, ChatFraming) else None
         self.overhead: int = (
@@ -193,6 +264,9 @@ class TokenCounter:
     def _message(self, m: ViewMessage) -> int:
         if self.framing is not None:
             return int(self.framing.message_tokens(m))
+        kept = self._costs.get(m)
+        if kept is not None:
+            return kept
         t = MESSAGE_OVERHEAD_TOKENS + self.text(m.content)
         for c in m.tool_calls:
             t += TOOL_CALL_OVERHEAD_TOKENS + self.text(c.id) + self.text(c.name) + self.text(c.arguments)
@@ -200,6 +274,7 @@ class TokenCounter:
             t += TOOL_CALL_OVERHEAD_TOKENS + self.text(m.tool_call_id)
         for ref in m.media:
             t += self.media(ref)
+        self._costs.put(m, t)
         return t
 
     def image_tokens(self, m: ViewMessage) -> tuple[int, int]:
