@@ -132,27 +132,49 @@ class MessageCosts:
 
     def get(self, m: ViewMessage) -> int | None:
         """The tokens kept for a message with the same texts as ``m``, else ``None``."""
-        key = (m.seq, id(m.content))
-        got = self._new.get(key) or self._old.get(key)
-        if got is None or got[0] is not m.content or got[1] is not m.tool_call_id:
-            return None
-        calls, media = got[2], got[3]
-        if calls is not m.tool_calls:
-            if len(calls) != len(m.tool_calls) or not all(
-                a.id is b.id and a.name is b.name and a.arguments is b.arguments
-                for a, b in zip(calls, m.tool_calls, strict=True)
-            ):
-                return None
-        if media is not m.media and media != m.media:
-            return None
-        tokens: int = got[4]
-        return tokens
+        got = self._new.get((m.seq, id(m.content)))
+        if got is None:
+            got = self._old.get((m.seq, id(m.content)))
+        return _kept(got, m)
 
     def put(self, m: ViewMessage, tokens: int) -> None:
         """Keep ``tokens`` as the cost of ``m``'s texts."""
         if len(self._new) >= MESSAGE_COSTS_KEPT:
             self._old, self._new = self._new, {}
         self._new[(m.seq, id(m.content))] = (m.content, m.tool_call_id, m.tool_calls, m.media, tokens)
+
+    def price(self, m: ViewMessage, cost: Callable[[ViewMessage], int]) -> int:
+        """The tokens kept for ``m``'s texts, else ``cost(m)`` (then kept): :meth:`get` and :meth:`put` in one."""
+        key = (m.seq, id(m.content))
+        new = self._new
+        got = new.get(key)
+        if got is None:
+            got = self._old.get(key)
+        kept = _kept(got, m)
+        if kept is not None:
+            return kept
+        tokens = cost(m)
+        if len(new) >= MESSAGE_COSTS_KEPT:
+            self._old, self._new = new, {}
+        self._new[key] = (m.content, m.tool_call_id, m.tool_calls, m.media, tokens)
+        return tokens
+
+
+def _kept(got: tuple[Any, ...] | None, m: ViewMessage) -> int | None:
+    """The tokens of the entry ``got`` when it holds ``m``'s very texts (and equal media), else ``None``."""
+    if got is None or got[0] is not m.content or got[1] is not m.tool_call_id:
+        return None
+    calls, media = got[2], got[3]
+    if calls is not m.tool_calls:
+        if len(calls) != len(m.tool_calls) or not all(
+            a.id is b.id and a.name is b.name and a.arguments is b.arguments
+            for a, b in zip(calls, m.tool_calls, strict=True)
+        ):
+            return None
+    if media is not m.media and media != m.media:
+        return None
+    tokens: int = got[4]
+    return tokens
 
 
 _MESSAGE_COSTS: weakref.WeakValueDictionary[int, MessageCosts] = weakref.WeakValueDictionary()
@@ -264,9 +286,9 @@ class TokenCounter:
     def _message(self, m: ViewMessage) -> int:
         if self.framing is not None:
             return int(self.framing.message_tokens(m))
-        kept = self._costs.get(m)
-        if kept is not None:
-            return kept
+        return self._costs.price(m, self._estimate)
+
+    def _estimate(self, m: ViewMessage) -> int:
         t = MESSAGE_OVERHEAD_TOKENS + self.text(m.content)
         for c in m.tool_calls:
             t += TOOL_CALL_OVERHEAD_TOKENS + self.text(c.id) + self.text(c.name) + self.text(c.arguments)
@@ -274,7 +296,6 @@ class TokenCounter:
             t += TOOL_CALL_OVERHEAD_TOKENS + self.text(m.tool_call_id)
         for ref in m.media:
             t += self.media(ref)
-        self._costs.put(m, t)
         return t
 
     def image_tokens(self, m: ViewMessage) -> tuple[int, int]:
