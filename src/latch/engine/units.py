@@ -105,7 +105,7 @@ def render_session_context(ctx: SessionContext) -> ViewMessage:
     return ViewMessage(role="user", content="\n".join(lines), kind="session_context")
 
 
-MESSAGE_COSTS_KEPT = 8192
+MESSAGE_COSTS_KEPT = 4096
 """Messages a :class:`MessageCosts` remembers per generation (it keeps two: the newest ``2 x`` this many at most)."""
 
 
@@ -132,49 +132,50 @@ class MessageCosts:
 
     def get(self, m: ViewMessage) -> int | None:
         """The tokens kept for a message with the same texts as ``m``, else ``None``."""
-        got = self._new.get((m.seq, id(m.content)))
-        if got is None:
-            got = self._old.get((m.seq, id(m.content)))
-        return _kept(got, m)
+        key = (m.seq, id(m.content))
+        got = self._new.get(key) or self._old.get(key)
+        if got is not None and got[0] is m.content and got[1] is m.tool_call_id:
+            if (got[2] is m.tool_calls or _same_calls(got[2], m.tool_calls)) and (
+                got[3] is m.media or got[3] == m.media
+            ):
+                tokens: int = got[4]
+                return tokens
+        return None
 
     def put(self, m: ViewMessage, tokens: int) -> None:
         """Keep ``tokens`` as the cost of ``m``'s texts."""
-        if len(self._new) >= MESSAGE_COSTS_KEPT:
-            self._old, self._new = self._new, {}
-        self._new[(m.seq, id(m.content))] = (m.content, m.tool_call_id, m.tool_calls, m.media, tokens)
+        new = self._new
+        if len(new) >= MESSAGE_COSTS_KEPT:
+            self._old, new = new, {}
+            self._new = new
+        new[(m.seq, id(m.content))] = (m.content, m.tool_call_id, m.tool_calls, m.media, tokens)
 
     def price(self, m: ViewMessage, cost: Callable[[ViewMessage], int]) -> int:
-        """The tokens kept for ``m``'s texts, else ``cost(m)`` (then kept): :meth:`get` and :meth:`put` in one."""
-        key = (m.seq, id(m.content))
-        new = self._new
-        got = new.get(key)
-        if got is None:
-            got = self._old.get(key)
-        kept = _kept(got, m)
-        if kept is not None:
-            return kept
+        """The tokens kept for ``m``'s texts, else ``cost(m)`` (then kept): :meth:`get` and :meth:`put` in one
+        (inlined: a request loop prices every new message through it)."""
+        content = m.content
+        key = (m.seq, id(content))
+        got = self._new.get(key) or self._old.get(key)
+        if got is not None and got[0] is content and got[1] is m.tool_call_id:
+            if (got[2] is m.tool_calls or _same_calls(got[2], m.tool_calls)) and (
+                got[3] is m.media or got[3] == m.media
+            ):
+                kept: int = got[4]
+                return kept
         tokens = cost(m)
+        new = self._new
         if len(new) >= MESSAGE_COSTS_KEPT:
-            self._old, self._new = new, {}
-        self._new[key] = (m.content, m.tool_call_id, m.tool_calls, m.media, tokens)
+            self._old, new = new, {}
+            self._new = new
+        new[key] = (content, m.tool_call_id, m.tool_calls, m.media, tokens)
         return tokens
 
 
-def _kept(got: tuple[Any, ...] | None, m: ViewMessage) -> int | None:
-    """The tokens of the entry ``got`` when it holds ``m``'s very texts (and equal media), else ``None``."""
-    if got is None or got[0] is not m.content or got[1] is not m.tool_call_id:
-        return None
-    calls, media = got[2], got[3]
-    if calls is not m.tool_calls:
-        if len(calls) != len(m.tool_calls) or not all(
-            a.id is b.id and a.name is b.name and a.arguments is b.arguments
-            for a, b in zip(calls, m.tool_calls, strict=True)
-        ):
-            return None
-    if media is not m.media and media != m.media:
-        return None
-    tokens: int = got[4]
-    return tokens
+def _same_calls(a: Sequence[ViewToolCall], b: Sequence[ViewToolCall]) -> bool:
+    """Whether two messages' tool calls hold the very same ``id``, ``name`` and ``arguments`` strings."""
+    return len(a) == len(b) and all(
+        x.id is y.id and x.name is y.name and x.arguments is y.arguments for x, y in zip(a, b, strict=True)
+    )
 
 
 _MESSAGE_COSTS: weakref.WeakValueDictionary[int, MessageCosts] = weakref.WeakValueDictionary()
