@@ -18,6 +18,7 @@ from latch.engine.units import (
     MessageCosts,
     TokenCounter,
     UnitBuilder,
+    message_costs,
     message_line,
     suffix_fit,
     view_violations,
@@ -194,6 +195,17 @@ def test_a_kept_price_answers_only_for_the_same_texts_calls_and_media():
     n = len(est.texts)
     assert c.message(result) == MESSAGE_OVERHEAD_TOKENS + len(text) + TOOL_CALL_OVERHEAD_TOKENS + len(cid)
     assert len(est.texts) == n  # the last one kept
+
+
+def test_one_estimator_object_has_one_message_costs_while_its_counters_live():
+    a, b = CharEstimator(), CharEstimator()
+    shared = message_costs(a)
+    assert message_costs(a) is shared and shared.estimator is a
+    assert message_costs(b) is not shared and message_costs(b).estimator is b
+    counter = TokenCounter(a)
+    m = ViewMessage(role="user", content=fresh("hello"), seq=1)
+    assert counter.message(m) == MESSAGE_OVERHEAD_TOKENS + 5
+    assert shared.get(m) == MESSAGE_OVERHEAD_TOKENS + 5  # what the counter priced is in the shared prices
 
 
 def test_message_costs_keep_two_generations_at_most():

@@ -119,11 +119,13 @@ class MessageCosts:
     are equal: an equal price, never a stale one. Entries are keyed by the message's ``seq`` and the identity of its
     ``content`` (an entry holds its texts, so that identity names no other object while it is kept); two
     generations of at most :data:`MESSAGE_COSTS_KEPT` entries each, the older dropped whole when the newer fills.
-    Not locked: a lookup racing a write may miss, never answer wrongly."""
+    ``estimator`` is the estimator whose prices they are (held, so :func:`message_costs` never hands them to an
+    estimator made later at the same address). Not locked: a lookup racing a write may miss, never answer wrongly."""
 
-    __slots__ = ("_new", "_old", "__weakref__")
+    __slots__ = ("estimator", "_new", "_old", "__weakref__")
 
-    def __init__(self) -> None:
+    def __init__(self, estimator: Any = None) -> None:
+        self.estimator = estimator  # whose prices these are (held: its id names no other object meanwhile)
         self._new: dict[tuple[Any, int], tuple[Any, ...]] = {}
         self._old: dict[tuple[Any, int], tuple[Any, ...]] = {}
 
@@ -179,16 +181,16 @@ def _same_calls(a: Sequence[ViewToolCall], b: Sequence[ViewToolCall]) -> bool:
 
 
 _MESSAGE_COSTS: weakref.WeakValueDictionary[int, MessageCosts] = weakref.WeakValueDictionary()
-"""id(estimator) -> the :class:`MessageCosts` its live counters share (a counter holds its estimator, so the id
-names that estimator while the entry lives)."""
+"""id(estimator) -> the :class:`MessageCosts` its live counters share (an entry holds its estimator, so the id names
+that estimator while the entry lives)."""
 
 
 def message_costs(estimator: Any) -> MessageCosts:
     """The :class:`MessageCosts` shared by every live :class:`TokenCounter` of ``estimator`` (a new one when none
     lives)."""
     got = _MESSAGE_COSTS.get(id(estimator))
-    if got is None:
-        got = _MESSAGE_COSTS[id(estimator)] = MessageCosts()
+    if got is None or got.estimator is not estimator:
+        got = _MESSAGE_COSTS[id(estimator)] = MessageCosts(estimator)
     return got
 
 
