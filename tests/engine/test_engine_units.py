@@ -12,10 +12,13 @@ from hypothesis import strategies as st
 from latch import hotpaths
 from latch.engine.port import ViewMessage, ViewToolCall
 from latch.engine.units import (
+    MESSAGE_COSTS_KEPT,
     MESSAGE_OVERHEAD_TOKENS,
     TOOL_CALL_OVERHEAD_TOKENS,
+    MessageCosts,
     TokenCounter,
     UnitBuilder,
+    message_costs,
     message_line,
     suffix_fit,
     view_violations,
@@ -121,6 +124,99 @@ def test_costs_count_text_calls_ids_and_images():
     result_t = MESSAGE_OVERHEAD_TOKENS + 4 + TOOL_CALL_OVERHEAD_TOKENS + 3
     assert u1.cost(c) == call_t + result_t
     assert u1.msg_tokens == (call_t, result_t)
+
+
+class CountingEstimator(CharEstimator):
+    """:class:`CharEstimator` that records every text it estimates."""
+
+    def __init__(self):
+        self.texts = []
+
+    def estimate(self, text: str) -> int:
+        self.texts.append(text)
+        return len(text)
+
+
+def fresh(text: str) -> str:
+    """An equal str that is another object."""
+    return "".join(list(text))
+
+
+def tool_turn(seq_text="Running it.", args='{"command": "pytest -q"}', result="1 failed\n" * 40):
+    return [
+        UserMessage(fresh("fix the rounding")),
+        AssistantMessage(fresh(seq_text), (ToolCall(fresh("toolu_1"), fresh("Bash"), fresh(args)),)),
+        ToolResult(fresh("toolu_1"), fresh(result), is_error=True),
+        AssistantMessage(fresh("Fixed.")),
+    ]
+
+
+def test_counters_of_one_estimator_price_the_same_texts_once_and_equal_copies_again():
+    est = CountingEstimator()
+    loop_side, engine_side = TokenCounter(est), TokenCounter(est)  # a request loop and its engine
+    events = [stored(i, e) for i, e in enumerate(tool_turn(), 1)]
+    loop_units = UnitBuilder().feed_all(events)
+    costs = [u.cost(loop_side) for u in loop_units]
+    priced = len(est.texts)
+    assert priced == 1 + (1 + 3) + (1 + 1) + 1  # user; call message: text, id, name, arguments; result: text, id
+    engine_units = UnitBuilder().feed_all(events)  # the same events: other messages holding the same texts
+    assert [u.cost(engine_side) for u in engine_units] == costs
+    assert [u.msg_tokens for u in engine_units] == [u.msg_tokens for u in loop_units]
+    assert len(est.texts) == priced  # nothing estimated again
+    # the same events decoded again (equal texts, other objects) are priced again, to the same tokens
+    again = [stored(i, e) for i, e in enumerate(tool_turn(), 1)]
+    assert [u.cost(engine_side) for u in UnitBuilder().feed_all(again)] == costs
+    assert len(est.texts) == 2 * priced
+    # another estimator object shares nothing
+    other = CountingEstimator()
+    assert [u.cost(TokenCounter(other)) for u in UnitBuilder().feed_all(events)] == costs
+    assert len(other.texts) == priced
+
+
+def test_a_kept_price_answers_only_for_the_same_texts_calls_and_media():
+    est = CountingEstimator()
+    c = TokenCounter(est)
+    text, cid, args = fresh("Reading it."), fresh("toolu_9"), fresh('{"path": "a.py"}')
+    m = ViewMessage(role="assistant", content=text, seq=4, tool_calls=(ViewToolCall(cid, fresh("Read"), args),))
+    want = MESSAGE_OVERHEAD_TOKENS + len(text) + TOOL_CALL_OVERHEAD_TOKENS + len(cid) + 4 + len(args)
+    assert c.message(m) == want
+    longer = fresh('{"path": "src/billing/rounding.py"}')
+    other_args = ViewMessage(
+        role="assistant", content=text, seq=4, tool_calls=(ViewToolCall(cid, fresh("Read"), longer),)
+    )
+    assert c.message(other_args) == want - len(args) + len(longer)  # same seq and text object, other arguments
+    no_calls = ViewMessage(role="assistant", content=text, seq=4)
+    assert c.message(no_calls) == MESSAGE_OVERHEAD_TOKENS + len(text)
+    img = MediaRef("cd" * 32, "image/png", 10, width=1000, height=1000)
+    with_image = ViewMessage(role="user", content=text, seq=4, media=(img,))
+    assert c.message(with_image) == MESSAGE_OVERHEAD_TOKENS + len(text) + 1000
+    result = ViewMessage(role="tool", content=text, seq=4, tool_call_id=cid)
+    assert c.message(result) == MESSAGE_OVERHEAD_TOKENS + len(text) + TOOL_CALL_OVERHEAD_TOKENS + len(cid)
+    n = len(est.texts)
+    assert c.message(result) == MESSAGE_OVERHEAD_TOKENS + len(text) + TOOL_CALL_OVERHEAD_TOKENS + len(cid)
+    assert len(est.texts) == n  # the last one kept
+
+
+def test_one_estimator_object_has_one_message_costs_while_its_counters_live():
+    a, b = CharEstimator(), CharEstimator()
+    shared = message_costs(a)
+    assert message_costs(a) is shared and shared.estimator is a
+    assert message_costs(b) is not shared and message_costs(b).estimator is b
+    counter = TokenCounter(a)
+    m = ViewMessage(role="user", content=fresh("hello"), seq=1)
+    assert counter.message(m) == MESSAGE_OVERHEAD_TOKENS + 5
+    assert shared.get(m) == MESSAGE_OVERHEAD_TOKENS + 5  # what the counter priced is in the shared prices
+
+
+def test_message_costs_keep_two_generations_at_most():
+    costs = MessageCosts()
+    texts = [fresh(f"message {i}") for i in range(2 * MESSAGE_COSTS_KEPT + 5)]
+    for i, t in enumerate(texts):
+        costs.put(ViewMessage(role="user", content=t, seq=i), i)
+    assert MESSAGE_COSTS_KEPT < len(costs) <= 2 * MESSAGE_COSTS_KEPT
+    assert costs.get(ViewMessage(role="user", content=texts[-1], seq=len(texts) - 1)) == len(texts) - 1
+    assert costs.get(ViewMessage(role="user", content=texts[0], seq=0)) is None  # dropped with its generation
+    assert costs.get(ViewMessage(role="user", content=fresh(texts[-1]), seq=len(texts) - 1)) is None
 
 
 def test_counter_needs_the_estimator_interface_and_prices_documents():

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import weakref
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -50,6 +51,9 @@ __all__ = [
     "MESSAGE_OVERHEAD_TOKENS",
     "TOOL_CALL_OVERHEAD_TOKENS",
     "TokenCounter",
+    "MessageCosts",
+    "message_costs",
+    "MESSAGE_COSTS_KEPT",
     "resolve_estimator",
     "suffix_fit",
     "render_session_context",
@@ -101,6 +105,95 @@ def render_session_context(ctx: SessionContext) -> ViewMessage:
     return ViewMessage(role="user", content="\n".join(lines), kind="session_context")
 
 
+MESSAGE_COSTS_KEPT = 4096
+"""Messages a :class:`MessageCosts` remembers per generation (it keeps two: the newest ``2 x`` this many at most)."""
+
+
+class MessageCosts:
+    """The token costs of the messages priced lately by the :class:`TokenCounter` s of one estimator.
+
+    A host's request loop and its engine each segment and price the same new events, into message objects of their
+    own that hold the same text objects (the events' decoded strings). A message's cost is a function of its
+    ``content``, its tool calls' ``id``, ``name`` and ``arguments``, its ``tool_call_id`` and its ``media``, so an
+    entry answers for a message only when each of those strings is the very object priced (``is``) and the media
+    are equal: an equal price, never a stale one. Entries are keyed by the message's ``seq`` and the identity of its
+    ``content`` (an entry holds its texts, so that identity names no other object while it is kept); two
+    generations of at most :data:`MESSAGE_COSTS_KEPT` entries each, the older dropped whole when the newer fills.
+    ``estimator`` is the estimator whose prices they are (held, so :func:`message_costs` never hands them to an
+    estimator made later at the same address). Not locked: a lookup racing a write may miss, never answer wrongly."""
+
+    __slots__ = ("estimator", "_new", "_old", "__weakref__")
+
+    def __init__(self, estimator: Any = None) -> None:
+        self.estimator = estimator  # whose prices these are (held: its id names no other object meanwhile)
+        self._new: dict[tuple[Any, int], tuple[Any, ...]] = {}
+        self._old: dict[tuple[Any, int], tuple[Any, ...]] = {}
+
+    def __len__(self) -> int:
+        return len(self._new) + len(self._old)
+
+    def get(self, m: ViewMessage) -> int | None:
+        """The tokens kept for a message with the same texts as ``m``, else ``None``."""
+        key = (m.seq, id(m.content))
+        got = self._new.get(key) or self._old.get(key)
+        if got is not None and got[0] is m.content and got[1] is m.tool_call_id:
+            if (got[2] is m.tool_calls or _same_calls(got[2], m.tool_calls)) and (
+                got[3] is m.media or got[3] == m.media
+            ):
+                tokens: int = got[4]
+                return tokens
+        return None
+
+    def put(self, m: ViewMessage, tokens: int) -> None:
+        """Keep ``tokens`` as the cost of ``m``'s texts."""
+        new = self._new
+        if len(new) >= MESSAGE_COSTS_KEPT:
+            self._old, new = new, {}
+            self._new = new
+        new[(m.seq, id(m.content))] = (m.content, m.tool_call_id, m.tool_calls, m.media, tokens)
+
+    def price(self, m: ViewMessage, cost: Callable[[ViewMessage], int]) -> int:
+        """The tokens kept for ``m``'s texts, else ``cost(m)`` (then kept): :meth:`get` and :meth:`put` in one
+        (inlined: a request loop prices every new message through it)."""
+        content = m.content
+        key = (m.seq, id(content))
+        got = self._new.get(key) or self._old.get(key)
+        if got is not None and got[0] is content and got[1] is m.tool_call_id:
+            if (got[2] is m.tool_calls or _same_calls(got[2], m.tool_calls)) and (
+                got[3] is m.media or got[3] == m.media
+            ):
+                kept: int = got[4]
+                return kept
+        tokens = cost(m)
+        new = self._new
+        if len(new) >= MESSAGE_COSTS_KEPT:
+            self._old, new = new, {}
+            self._new = new
+        new[key] = (content, m.tool_call_id, m.tool_calls, m.media, tokens)
+        return tokens
+
+
+def _same_calls(a: Sequence[ViewToolCall], b: Sequence[ViewToolCall]) -> bool:
+    """Whether two messages' tool calls hold the very same ``id``, ``name`` and ``arguments`` strings."""
+    return len(a) == len(b) and all(
+        x.id is y.id and x.name is y.name and x.arguments is y.arguments for x, y in zip(a, b, strict=True)
+    )
+
+
+_MESSAGE_COSTS: weakref.WeakValueDictionary[int, MessageCosts] = weakref.WeakValueDictionary()
+"""id(estimator) -> the :class:`MessageCosts` its live counters share (an entry holds its estimator, so the id names
+that estimator while the entry lives)."""
+
+
+def message_costs(estimator: Any) -> MessageCosts:
+    """The :class:`MessageCosts` shared by every live :class:`TokenCounter` of ``estimator`` (a new one when none
+    lives)."""
+    got = _MESSAGE_COSTS.get(id(estimator))
+    if got is None or got.estimator is not estimator:
+        got = _MESSAGE_COSTS[id(estimator)] = MessageCosts(estimator)
+    return got
+
+
 class TokenCounter:
     """Uniform token costs over an estimator (tokens everywhere).
 
@@ -117,6 +210,8 @@ class TokenCounter:
     missing: an event is tokenized once per tokenizer, at first use, not once per request.
     ``counts`` is ignored for a heuristic estimator. Every other text an exact estimator counts goes through
     :func:`latch.count_cache.cached_counter` (counts kept between processes when the host asked for it).
+    Every counter of one estimator object shares its message prices (:func:`message_costs`): a message the host's
+    request loop has priced costs the engine a lookup, not an estimate.
 
     An estimator that also follows :class:`latch.estimators.ChatFraming` (it knows its model's chat
     template, e.g. ``latch-llamacpp``) prices whole messages, the system prompt and the tools itself
@@ -140,6 +235,7 @@ class TokenCounter:
             cached_counter(self.tokenizer, estimator.estimate) if self.tokenizer is not None else estimator.estimate
         )
         self.counts = counts if self.exact else None
+        self._costs = message_costs(estimator)
         self._system_memo: dict[str, int] = {}
         self.framing: ChatFraming | None = estimator if isinstance(estimator, ChatFraming) else None
         self.overhead: int = (
@@ -193,6 +289,9 @@ class TokenCounter:
     def _message(self, m: ViewMessage) -> int:
         if self.framing is not None:
             return int(self.framing.message_tokens(m))
+        return self._costs.price(m, self._estimate)
+
+    def _estimate(self, m: ViewMessage) -> int:
         t = MESSAGE_OVERHEAD_TOKENS + self.text(m.content)
         for c in m.tool_calls:
             t += TOOL_CALL_OVERHEAD_TOKENS + self.text(c.id) + self.text(c.name) + self.text(c.arguments)
