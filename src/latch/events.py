@@ -132,7 +132,23 @@ def canonical_json(obj: Any) -> str:
     surrogates escaped as ``\\uXXXX`` so that :func:`canonical_bytes` is always
     valid UTF-8. ``NaN``/``Infinity`` are rejected (``ValueError``).
     """
+    items = _str_items(obj)
+    if items is not None:  # the common argument object: written here, the same text as the encoder's
+        items.sort()
+        return _surrogates_escaped("{" + ",".join([_quote_str(k) + ":" + _quote_str(v) for k, v in items]) + "}")
     return _surrogates_escaped(_CANONICAL.encode(obj))
+
+
+def _str_items(obj: Any) -> list[tuple[str, str]] | None:
+    """The items of ``obj`` when it is a ``dict`` whose keys and values are all exactly ``str`` (no subclass), in
+    insertion order; else ``None``."""
+    if type(obj) is not dict:
+        return None
+    items = list(obj.items())
+    for key, value in items:
+        if type(key) is not str or type(value) is not str:
+            return None
+    return items
 
 
 def canonical_bytes(obj: Any) -> bytes:
@@ -589,6 +605,9 @@ def _readable_arguments(call: ToolCall) -> str:
     value = call.args()
     if isinstance(value, RawArguments):
         return call.arguments
+    items = _str_items(value)
+    if items is not None:  # the common arguments: written here, the same text as the encoder's
+        return "{" + ", ".join([_quote_str(k) + ": " + _quote_str(v) for k, v in items]) + "}"
     try:
         return _READABLE.encode(value)
     except (ValueError, RecursionError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import re
 import types
 import typing
 from typing import Any
@@ -218,3 +219,38 @@ def test_the_store_keeps_the_generic_text(tmp_path):
         rows = store._rows("SELECT kind, payload FROM events ORDER BY seq")
         assert [r[1] for r in rows] == [reference_payload(e) for e in events]
         assert [s.event for s in store.events(sid)] == [reference_decode(k, p) for k, p in rows]
+
+
+def _generic_json(obj: Any, **options: Any) -> str:
+    return re.sub(
+        "[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", json.dumps(obj, ensure_ascii=False, **options)
+    )
+
+
+_str_dicts = st.dictionaries(_text | st.text(min_size=48), _text | st.text(max_size=300), max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(obj=_str_dicts | st.dictionaries(_text, _json, max_size=4))
+def test_canonical_json_of_an_object_is_the_encoders_text(obj):
+    generic = outcome(lambda: _generic_json(obj, sort_keys=True, separators=(",", ":")))
+    assert outcome(lambda: canonical_json(obj)) == generic
+
+
+@settings(max_examples=300, deadline=None)
+@given(obj=_str_dicts | st.dictionaries(_text, _json, max_size=4), name=st.sampled_from(["Bash", "Edit"]))
+def test_the_indexed_text_of_a_call_is_its_arguments_as_the_json_module_writes_them(obj, name):
+    for arguments in (outcome(lambda: canonical_json(obj))[1], json.dumps(obj, default=str)):
+        if not isinstance(arguments, str):
+            continue  # keys that do not sort
+        readable = json.dumps(json.loads(arguments), ensure_ascii=False)  # lone surrogates back as they were
+        assert AssistantMessage("", (ToolCall("c1", name, arguments),)).searchable_text() == f"{name} {readable}"
+
+
+def test_an_object_with_a_value_that_is_not_a_plain_str_is_written_by_the_encoder():
+    class Name(str):
+        pass
+
+    for obj in ({"b": "x", "a": 1}, {"a": Name("n")}, {"a": "x", "b": None}, {"k": ["v"]}, {}):
+        assert canonical_json(obj) == _generic_json(obj, sort_keys=True, separators=(",", ":"))
+    assert canonical_json({"b": "\ud800", "a": "é" * 60}) == '{"a":"' + "é" * 60 + '","b":"\\ud800"}'
