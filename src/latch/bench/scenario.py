@@ -480,6 +480,9 @@ class ScenarioModel:
         self.workspace = workspace.rstrip("/")
         self.images = tuple(images)
         self._rng = random.Random(seed)
+        # rng.randrange(a, b) is a + below(b - a) and rng.choice(seq) is seq[below(len(seq))]: the same draws as
+        # those calls (as the pools' lines draw them), without their argument checks on every event
+        self._below = self._rng._randbelow  # type: ignore[attr-defined]
         self._prose, self._code, self._logs, self._cjk = scenario_pools(seed, self.POOL_CHARS)
         self._kinds = list(shape.kinds)
         self._weights = list(itertools.accumulate(shape.kinds[k].share for k in self._kinds))
@@ -487,11 +490,11 @@ class ScenarioModel:
 
     def _slice(self, pool: str, n: int) -> str:
         n = min(n, len(pool) - 1)
-        start = self._rng.randrange(len(pool) - n)
+        start = self._below(len(pool) - n)
         return pool[start : start + n]
 
     def _path(self) -> str:
-        return f"src/{self._rng.choice(_MODULES)}.py"
+        return f"src/{_MODULES[self._below(len(_MODULES))]}.py"
 
     def events(self) -> Iterator[Event]:
         """The endless event stream (one model request after another)."""
@@ -507,7 +510,9 @@ class ScenarioModel:
             cjk = rng.random() < shape.non_latin_user_share
             n = shape.user_text_chars.sample(rng)
             text = self._slice(self._cjk, max(4, n // 2)) if cjk else self._slice(self._prose, n)
-            media = (rng.choice(self.images),) if self.images and rng.random() < SCREENSHOT_SHARE else ()
+            media = (
+                (self.images[self._below(len(self.images))],) if self.images and rng.random() < SCREENSHOT_SHARE else ()
+            )
             out.append(UserMessage(text=text, media=media))
         pool = self._cjk if cjk else self._prose
         if rng.random() < shape.text_only_share:
@@ -531,24 +536,22 @@ class ScenarioModel:
         return self._tail(out, calls)
 
     def _tail(self, out: list[Event], calls: list[tuple[ToolCall, ToolResult]]) -> list[Event]:
-        rng = self._rng
+        rng, below = self._rng, self._below
         if rng.random() < self.shape.usage_per_request:
-            cached = rng.randrange(2_000, 90_000)
+            cached = 2_000 + below(88_000)
             out.append(
                 Usage(
-                    input_tokens=rng.randrange(50, 4_000),
-                    output_tokens=rng.randrange(20, 1_500),
+                    input_tokens=50 + below(3_950),
+                    output_tokens=20 + below(1_480),
                     cache_read_tokens=cached,
-                    cache_write_tokens=rng.randrange(0, 3_000),
+                    cache_write_tokens=below(3_000),
                     model="claude-sonnet-4-5",
                 )
             )
         out.extend(r for _, r in calls)
         if rng.random() < self.shape.notes_per_request:
             out.append(
-                SystemNote(
-                    text=f"Tokens: {rng.randrange(2, 90)}k sent, {rng.randrange(1, 30) / 10}k received.", subtype="cost"
-                )
+                SystemNote(text=f"Tokens: {2 + below(88)}k sent, {(1 + below(29)) / 10}k received.", subtype="cost")
             )
         return out
 
