@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import marshal
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, Generic, Protocol, Self, TypeVar, cast
 
 from ..events import MediaRef
 from ..port import ContextView, ViewMessage
@@ -147,7 +147,7 @@ def _json_ready(obj: Any) -> bool:
     return type(obj) in _JSON_LEAVES
 
 
-def undeclared_calls(called: list[str], tools: Any) -> list[str]:
+def undeclared_calls(called: bool, tools: Any) -> list[str]:
     """The violation of a body whose messages call tools (``called``) but whose ``tools`` declare none."""
     if called and not (isinstance(tools, list) and tools):
         return [
@@ -215,3 +215,61 @@ def tools_problems(
             if not isinstance(schema, Mapping):
                 out.append(f"tools[{i}]: {schema_field} must be a JSON schema object")
     return out
+
+
+class Scan(Protocol):
+    """A validator's state part way through a body's list of messages (or input items): :meth:`step` checks the
+    next one, its violations appended to ``out``; :meth:`copy` is an independent copy (the state before the rest)."""
+
+    out: list[str]
+
+    def step(self, i: int, m: Any) -> None: ...
+
+    def copy(self) -> Self: ...
+
+
+S = TypeVar("S", bound=Scan)
+
+KEPT_STATES = 8
+"""How many of the last scanned positions :class:`ScanResume` keeps the state at (besides the start)."""
+
+
+class ScanResume(Generic[S]):
+    """A validator's scan kept from one body to the next: the messages that are the same objects, at the same
+    positions, as the leading messages of the previous body scanned are not checked again; the scan resumes from
+    its state after them (kept for the start and the last :data:`KEPT_STATES` positions; from the nearest kept
+    position before, when the bodies part earlier).
+
+    Sound only for message objects never changed in place between two scans (as
+    :class:`latch.providers.WireCheck` renders its own): an object's identity stands for its content.
+    ``start(key)`` makes the state at the start of a body; ``key`` (of :meth:`scan`) is whatever else the scan
+    depends on (a body field), a different one starting over."""
+
+    def __init__(self, start: Callable[[Any], S]) -> None:
+        self._start = start
+        self._key: Any = self
+        self._seen: list[Any] = []
+        self._after: dict[int, S] = {}  # position -> the state after that many messages of _seen
+
+    def scan(self, messages: Sequence[Any], key: Any = None) -> S:
+        """The state after every message of ``messages`` (a copy the caller may change)."""
+        if key != self._key or not self._after:
+            self._key, self._seen, self._after = key, [], {0: self._start(key)}
+        seen, n = self._seen, min(len(messages), len(self._seen))
+        j = 0
+        while j < n and messages[j] is seen[j]:
+            j += 1
+        j = max(k for k in self._after if k <= j)
+        del seen[j:]
+        for k in [k for k in self._after if k > j]:
+            del self._after[k]
+        state = self._after[j].copy()
+        keep_from = len(messages) - KEPT_STATES
+        for i in range(j, len(messages)):
+            state.step(i, messages[i])
+            seen.append(messages[i])
+            if i + 1 >= keep_from:
+                self._after[i + 1] = state.copy()
+        for k in [k for k in self._after if 0 < k < keep_from]:
+            del self._after[k]
+        return state
