@@ -31,7 +31,6 @@ from .anthropic import (
 )
 from .base import Provider, ProviderError, ProviderOverflow, ScriptedProvider
 from .canonical import canonical_request_bytes, common_prefix_bytes, common_prefix_tokens
-from .wire_check import WireCheck
 from .openai import (
     OpenAICompatibleProvider,
     OpenAIProvider,
@@ -41,6 +40,7 @@ from .openai import (
     validate_openai_chat,
     validate_responses,
 )
+from .wire_check import WireCheck
 
 __all__ = [
     "Provider",

@@ -120,7 +120,9 @@ def render_item(item: ViewMessage | Turn, artifact_loader: ArtifactLoader | None
         if images:
             ids = ", ".join(dict.fromkeys(cid for cid, _ in images))
             parts = [{"type": "text", "text": f"[media returned by tool call {ids}]"}]
-            messages.append({"role": "user", "content": parts + [_media_part(ref, artifact_loader) for _, ref in images]})
+            messages.append(
+                {"role": "user", "content": parts + [_media_part(ref, artifact_loader) for _, ref in images]}
+            )
         return messages
     if item.role == "tool":
         return [{"role": "user", "content": _user_content(orphan_note(item), item.media, artifact_loader)}]
