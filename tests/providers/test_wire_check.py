@@ -139,6 +139,21 @@ def test_the_same_text_under_another_role_is_checked_as_that_role():
     assert any("'c5'" in p for p in out[1])
 
 
+def test_a_result_that_comes_after_a_kept_turn_joins_it():
+    ask, turn = U("go"), A("", C("c1"), C("c2"))
+    out = run(
+        [
+            view([ask, turn]),  # both calls open
+            view([ask, turn, U("wait")]),  # still open, a user message after them
+            view([ask, turn, T("c1")]),  # the message after the turn is now its result: one call open
+            view([ask, turn, T("c1"), T("c2")]),
+            view([ask, turn, T("c2")]),
+        ]
+    )
+    assert out[3] == [] and all(out[k] for k in (0, 1, 2, 4))
+    assert not any("orphan" in p or "without" in p for p in out[2])
+
+
 def test_a_call_id_repeated_after_the_kept_prefix_is_caught():
     msgs = epoch()
     again = [*msgs, A("", C("c1")), T("c1", "again")]  # c1 was answered in the prefix; Messages wants unique ids
@@ -160,9 +175,25 @@ def test_an_epoch_restart_and_a_changed_system_prompt_are_checked_whole():
     assert out[1] == whole(view(msgs[4:]))
 
 
+def test_a_tool_schema_changed_in_place_is_checked_again():
+    schema = {"name": "Bash", "input_schema": {"type": "object"}}
+    tools = (schema,)
+    msgs = epoch()
+    check = WireCheck(model="m", max_tokens=100)
+    assert check.problems(view(msgs, tools=tools)) == []
+    schema["input_schema"] = "not a schema"  # the same tuple and dict, changed
+    assert check.problems(view(msgs, tools=tools)) == whole(view(msgs, tools=tools)) != []
+    schema["input_schema"] = {"type": "object"}
+    assert check.problems(view(msgs, tools=tools)) == []
+
+
 def test_unknown_roles_and_nameless_tools_raise_as_the_renderers_do():
-    with pytest.raises(ValueError, match="unknown role"):
-        WireCheck().problems(view([U(), ViewMessage("system", "x")]))
+    check = WireCheck(model="m", max_tokens=100)
+    msgs = epoch()
+    assert check.problems(view(msgs)) == []
+    with pytest.raises(ValueError, match="view message 8: unknown role"):
+        check.problems(view([*msgs, ViewMessage("system", "x")]))
+    assert check.problems(view(msgs)) == []  # (the check goes on after the error)
     with pytest.raises(ValueError, match="name"):
         WireCheck().problems(view([U()], tools=({"description": "no name"},)))
 
@@ -268,10 +299,11 @@ def runs(draw):
             current = draw(st.lists(st.sampled_from(pool), max_size=8))
         views.append(list(current))
     tools = draw(st.sampled_from([TOOLS, ()]))
-    return [view(m, tools=tools) for m in views]
+    systems = st.sampled_from(["You are Latch.", "", "  ", "other"])
+    return [view(m, tools=draw(st.sampled_from([tools, tools, ()])), system=draw(systems)) for m in views]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(runs())
 def test_every_view_of_a_run_gets_the_whole_checks_violations(views):
     run(views)

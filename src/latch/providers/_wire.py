@@ -38,29 +38,38 @@ def group(view: ContextView) -> list[ViewMessage | Turn]:
     after the turn it interrupted. Calls left unanswered stay unanswered (the
     validators report them). ``ValueError`` names a message with an unknown role.
     """
-    msgs = view.messages
-    out: list[ViewMessage | Turn] = []
-    i = 0
-    while i < len(msgs):
-        m = msgs[i]
+    return [item for _, item in grouped(view.messages)]
+
+
+def grouped(messages: Sequence[ViewMessage], start: int = 0) -> list[tuple[int, ViewMessage | Turn]]:
+    """:func:`group`'s items of ``messages`` from index ``start`` on, each with the index of the message its step
+    began at (a turn's orphans share the turn's). ``start`` must be such an index of the whole list (``0``, or one
+    this gave): the items from a step on depend on the messages from that index on alone, and those before it on
+    the messages before it and the one at it (a turn takes the ``tool`` messages that follow it up to the next
+    message of another role)."""
+    out: list[tuple[int, ViewMessage | Turn]] = []
+    i, n = start, len(messages)
+    while i < n:
+        m = messages[i]
         if m.role not in ROLES:
             raise ValueError(f"view message {i}: unknown role {m.role!r} (expected one of {', '.join(ROLES)})")
+        at = i
         i += 1
         if m.role != "assistant" or not m.tool_calls:
-            out.append(m)
+            out.append((at, m))
             continue
         ids = [c.id for c in m.tool_calls]
         answered: dict[str, ViewMessage] = {}
         orphans: list[ViewMessage] = []
-        while i < len(msgs) and msgs[i].role == "tool":
-            t = msgs[i]
+        while i < n and messages[i].role == "tool":
+            t = messages[i]
             if t.tool_call_id in ids and t.tool_call_id not in answered:
                 answered[t.tool_call_id] = t
             else:
                 orphans.append(t)
             i += 1
-        out.append(Turn(m, tuple(answered[c] for c in ids if c in answered)))
-        out.extend(orphans)
+        out.append((at, Turn(m, tuple(answered[c] for c in ids if c in answered))))
+        out.extend((at, o) for o in orphans)
     return out
 
 
@@ -250,6 +259,15 @@ class ScanResume(Generic[S]):
         self._key: Any = self
         self._seen: list[Any] = []
         self._after: dict[int, S] = {}  # position -> the state after that many messages of _seen
+        self._field: tuple[Any, list[str]] | None = None
+
+    def field(self, value: Any, check: Callable[[Any], list[str]]) -> list[str]:
+        """``check(value)`` (a copy), kept while ``value`` is the same object as at the last call (a body field
+        never changed in place, such as :class:`latch.providers.WireCheck`'s ``tools``)."""
+        kept = self._field
+        if kept is None or kept[0] is not value:
+            kept = self._field = (value, check(value))
+        return list(kept[1])
 
     def scan(self, messages: Sequence[Any], key: Any = None) -> S:
         """The state after every message of ``messages`` (a copy the caller may change)."""

@@ -371,7 +371,8 @@ def validate_anthropic_messages(
             f"messages[{len(messages) - 1}]: tool_use {[c for c, _ in scan.pending]} never answered "
             "(the request ends after the assistant message)"
         )
-    out.extend(_tools_problems(body.get("tools")))
+    tools = body.get("tools")
+    out.extend(_tools_problems(tools) if resume is None else resume.field(tools, _tools_problems))
     out.extend(undeclared_calls(scan.called, body.get("tools")))
     return out
 

@@ -205,7 +205,8 @@ def validate_openai_chat(
     else:
         scan = resume.scan(messages)
     out += scan.close(len(messages))
-    out.extend(_tools_problems(body.get("tools")))
+    tools = body.get("tools")
+    out.extend(_tools_problems(tools) if resume is None else resume.field(tools, _tools_problems))
     out.extend(undeclared_calls(scan.called, body.get("tools")))
     return out
 

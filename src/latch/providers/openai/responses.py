@@ -250,9 +250,8 @@ def validate_responses(body: Mapping[str, Any], *, resume: ScanResume[ResponsesS
     else:
         scan = resume.scan(items, key=stateless)
     out += scan.end()
-    out.extend(
-        tools_problems(body.get("tools"), _function_schema, "must be {'type': 'function', 'name': ...}", "parameters")
-    )
+    tools = body.get("tools")
+    out.extend(_tools_problems(tools) if resume is None else resume.field(tools, _tools_problems))
     out.extend(undeclared_calls(bool(scan.calls), body.get("tools")))
     return out
 
@@ -350,6 +349,10 @@ class ResponsesScan:
             self.reasoning_at = i
         else:
             out.append(f"input[{i}]: unknown item type {kind!r}")
+
+
+def _tools_problems(tools: Any) -> list[str]:
+    return tools_problems(tools, _function_schema, "must be {'type': 'function', 'name': ...}", "parameters")
 
 
 def _function_schema(t: Any) -> tuple[str | None, Any]:
