@@ -1,6 +1,6 @@
 """Shared pieces of the per-vendor wire adapters (openai/chat.py, openai/responses.py, anthropic/messages.py):
-message grouping, tool schemas, images, the validators' tools check. Not part of :mod:`.render`, which imports
-those adapters (they import this)."""
+message grouping, tool schemas, images, the validators' tools check and their scans resumed from body to body
+(:class:`ScanResume`). Not part of :mod:`.render`, which imports those adapters (they import this)."""
 
 from __future__ import annotations
 
