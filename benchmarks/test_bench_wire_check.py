@@ -10,7 +10,8 @@ ways check them in turn, :data:`ROUNDS` rounds each, CPU seconds (``time.process
 ``views``, ``messages`` (over all views), ``seconds_whole`` / ``seconds_resumed`` (median round, all views),
 ``ratio_resumed`` (resumed over whole).
 
-On the shared 2-core box (load 7-9), ``LATCH_BENCH_FULL=1``: 174 views, 17,521 messages, 0.37 -> 0.085 s.
+On the shared 2-core box (load 7-9), ``LATCH_BENCH_FULL=1``: 174 views, 17,521 messages, 0.437 -> 0.045 s
+(ratio 0.104).
 
 Run: ``python -m pytest benchmarks/test_bench_wire_check.py --benchmark-only``
 """
