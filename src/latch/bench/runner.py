@@ -14,7 +14,8 @@ request it records:
   the same measure for every engine (spec: "Context metrics");
 * protocol validity: :func:`latch.engine.units.view_violations` plus the wire validators
   (:func:`latch.providers.validate_openai_chat`, :func:`latch.providers.validate_anthropic_messages`,
-  :func:`latch.providers.validate_responses`);
+  :func:`latch.providers.validate_responses`, each view's bodies checked as far as they are new by
+  :class:`latch.providers.WireCheck`);
 * budget violations (total or recount above ``window - reserve``) and refusals
   (:class:`~latch.port.ContextOverflow`, never an over-budget request);
 * materialize latency;
@@ -62,14 +63,7 @@ from ..importers import TranscriptError, detect, parse_all_file
 from ..importers.base import Importer, ParsedSession
 from ..plugins import get_engine_factory
 from ..port import ContextBudget, SessionContext
-from ..providers import (
-    to_anthropic_messages,
-    to_openai_chat,
-    to_responses,
-    validate_anthropic_messages,
-    validate_openai_chat,
-    validate_responses,
-)
+from ..providers import WireCheck
 from ..records import dataclass
 from ..store import EventStore
 from .coverage import CoverageProbe, WorkingSetProbe, view_text
@@ -398,6 +392,7 @@ def run_job(
     touched_total = named_total = 0
     view_caching: list[Usage] = []  # each view's cache read (its common prefix) and cache write (the rest)
     last_view = None
+    wire = WireCheck(model=model or "unknown", max_tokens=max(1, b.reserve_tokens))
     for k, res in enumerate(loop.replay(requests)):
         seconds.append(res.seconds)
         view = res.view
@@ -446,9 +441,7 @@ def run_job(
         if res.budget_violations:
             over.append(f"{where}: {max(view.tokens.total_tokens, res.recounted_tokens or 0)} > {hard}")
         problems = [v.split(": ", 1)[1] for v in res.protocol_violations]
-        problems += validate_openai_chat(to_openai_chat(view))
-        problems += validate_anthropic_messages(to_anthropic_messages(view, max_tokens=max(1, b.reserve_tokens)))
-        problems += validate_responses(to_responses(view, model=model or "unknown"))
+        problems += wire.problems(view)
         if problems:
             invalid.append(f"{where}: {problems[0]}")
         if k in checkpoints_at:

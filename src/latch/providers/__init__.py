@@ -9,6 +9,8 @@
 * :mod:`.anthropic`: :class:`AnthropicProvider` on the official SDK (with :func:`anthropic_request`: the body
   it sends), :func:`to_anthropic_messages` / :func:`validate_anthropic_messages` and
   :func:`add_cache_breakpoints` for the Messages API;
+* :class:`WireCheck`: the three bodies' violations for each view of a run, checked as far as they are new
+  (:mod:`.wire_check`);
 * :mod:`.render`: a view as any wire format's request body (with ``tool_choice``); :mod:`.parse`: any wire's
   response body as an assistant message and its usage;
 * :func:`canonical_request_bytes` / :func:`common_prefix_tokens`: the
@@ -38,6 +40,7 @@ from .openai import (
     validate_openai_chat,
     validate_responses,
 )
+from .wire_check import WireCheck
 
 __all__ = [
     "Provider",
@@ -56,6 +59,7 @@ __all__ = [
     "validate_anthropic_messages",
     "to_responses",
     "validate_responses",
+    "WireCheck",
     "canonical_request_bytes",
     "common_prefix_bytes",
     "common_prefix_tokens",

@@ -1,13 +1,13 @@
 """Shared pieces of the per-vendor wire adapters (openai/chat.py, openai/responses.py, anthropic/messages.py):
-message grouping, tool schemas, images, the validators' tools check. Not part of :mod:`.render`, which imports
-those adapters (they import this)."""
+message grouping, tool schemas, images, the validators' tools check and their scans resumed from body to body
+(:class:`ScanResume`). Not part of :mod:`.render`, which imports those adapters (they import this)."""
 
 from __future__ import annotations
 
 import base64
 import marshal
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, Generic, Protocol, Self, TypeVar, cast
 
 from ..events import MediaRef
 from ..port import ContextView, ViewMessage
@@ -38,29 +38,38 @@ def group(view: ContextView) -> list[ViewMessage | Turn]:
     after the turn it interrupted. Calls left unanswered stay unanswered (the
     validators report them). ``ValueError`` names a message with an unknown role.
     """
-    msgs = view.messages
-    out: list[ViewMessage | Turn] = []
-    i = 0
-    while i < len(msgs):
-        m = msgs[i]
+    return [item for _, item in grouped(view.messages)]
+
+
+def grouped(messages: Sequence[ViewMessage], start: int = 0) -> list[tuple[int, ViewMessage | Turn]]:
+    """:func:`group`'s items of ``messages`` from index ``start`` on, each with the index of the message its step
+    began at (a turn's orphans share the turn's). ``start`` must be such an index of the whole list (``0``, or one
+    this gave): the items from a step on depend on the messages from that index on alone, and those before it on
+    the messages before it and the one at it (a turn takes the ``tool`` messages that follow it up to the next
+    message of another role)."""
+    out: list[tuple[int, ViewMessage | Turn]] = []
+    i, n = start, len(messages)
+    while i < n:
+        m = messages[i]
         if m.role not in ROLES:
             raise ValueError(f"view message {i}: unknown role {m.role!r} (expected one of {', '.join(ROLES)})")
+        at = i
         i += 1
         if m.role != "assistant" or not m.tool_calls:
-            out.append(m)
+            out.append((at, m))
             continue
         ids = [c.id for c in m.tool_calls]
         answered: dict[str, ViewMessage] = {}
         orphans: list[ViewMessage] = []
-        while i < len(msgs) and msgs[i].role == "tool":
-            t = msgs[i]
+        while i < n and messages[i].role == "tool":
+            t = messages[i]
             if t.tool_call_id in ids and t.tool_call_id not in answered:
                 answered[t.tool_call_id] = t
             else:
                 orphans.append(t)
             i += 1
-        out.append(Turn(m, tuple(answered[c] for c in ids if c in answered)))
-        out.extend(orphans)
+        out.append((at, Turn(m, tuple(answered[c] for c in ids if c in answered))))
+        out.extend((at, o) for o in orphans)
     return out
 
 
@@ -147,7 +156,7 @@ def _json_ready(obj: Any) -> bool:
     return type(obj) in _JSON_LEAVES
 
 
-def undeclared_calls(called: list[str], tools: Any) -> list[str]:
+def undeclared_calls(called: bool, tools: Any) -> list[str]:
     """The violation of a body whose messages call tools (``called``) but whose ``tools`` declare none."""
     if called and not (isinstance(tools, list) and tools):
         return [
@@ -215,3 +224,70 @@ def tools_problems(
             if not isinstance(schema, Mapping):
                 out.append(f"tools[{i}]: {schema_field} must be a JSON schema object")
     return out
+
+
+class Scan(Protocol):
+    """A validator's state part way through a body's list of messages (or input items): :meth:`step` checks the
+    next one, its violations appended to ``out``; :meth:`copy` is an independent copy (the state before the rest)."""
+
+    out: list[str]
+
+    def step(self, i: int, m: Any) -> None: ...
+
+    def copy(self) -> Self: ...
+
+
+S = TypeVar("S", bound=Scan)
+
+KEPT_STATES = 8
+"""How many of the last scanned positions :class:`ScanResume` keeps the state at (besides the start)."""
+
+
+class ScanResume(Generic[S]):
+    """A validator's scan kept from one body to the next: the messages that are the same objects, at the same
+    positions, as the leading messages of the previous body scanned are not checked again; the scan resumes from
+    its state after them (kept for the start and the last :data:`KEPT_STATES` positions; from the nearest kept
+    position before, when the bodies part earlier).
+
+    Sound only for message objects never changed in place between two scans (as
+    :class:`latch.providers.WireCheck` renders its own): an object's identity stands for its content.
+    ``start(key)`` makes the state at the start of a body; ``key`` (of :meth:`scan`) is whatever else the scan
+    depends on (a body field), a different one starting over."""
+
+    def __init__(self, start: Callable[[Any], S]) -> None:
+        self._start = start
+        self._key: Any = self
+        self._seen: list[Any] = []
+        self._after: dict[int, S] = {}  # position -> the state after that many messages of _seen
+        self._field: tuple[Any, list[str]] | None = None
+
+    def field(self, value: Any, check: Callable[[Any], list[str]]) -> list[str]:
+        """``check(value)`` (a copy), kept while ``value`` is the same object as at the last call (a body field
+        never changed in place, such as :class:`latch.providers.WireCheck`'s ``tools``)."""
+        kept = self._field
+        if kept is None or kept[0] is not value:
+            kept = self._field = (value, check(value))
+        return list(kept[1])
+
+    def scan(self, messages: Sequence[Any], key: Any = None) -> S:
+        """The state after every message of ``messages`` (a copy the caller may change)."""
+        if key != self._key or not self._after:
+            self._key, self._seen, self._after = key, [], {0: self._start(key)}
+        seen, n = self._seen, min(len(messages), len(self._seen))
+        j = 0
+        while j < n and messages[j] is seen[j]:
+            j += 1
+        j = max(k for k in self._after if k <= j)
+        del seen[j:]
+        for k in [k for k in self._after if k > j]:
+            del self._after[k]
+        state = self._after[j].copy()
+        keep_from = len(messages) - KEPT_STATES
+        for i in range(j, len(messages)):
+            state.step(i, messages[i])
+            seen.append(messages[i])
+            if i + 1 >= keep_from:
+                self._after[i + 1] = state.copy()
+        for k in [k for k in self._after if 0 < k < keep_from]:
+            del self._after[k]
+        return state

@@ -41,6 +41,7 @@ from ...events import MediaRef, parse_arguments
 from ...port import ContextView, ViewMessage
 from .._wire import (
     ArtifactLoader,
+    ScanResume,
     Turn,
     group,
     image_data,
@@ -134,12 +135,7 @@ def to_anthropic_messages(
     """
     parts: list[tuple[str, list[dict[str, Any]]]] = []
     for item in group(view):
-        if isinstance(item, Turn):
-            parts.extend(_turn(item, artifact_loader))
-        elif item.role == "tool":
-            parts.append(("user", _blocks(orphan_note(item), item.media, artifact_loader)))
-        else:
-            parts.append((item.role, _blocks(item.content, item.media if item.role == "user" else (), artifact_loader)))
+        parts.extend(item_parts(item, artifact_loader))
     messages: list[dict[str, Any]] = []
     for role, blocks in parts:
         if not blocks:
@@ -149,7 +145,7 @@ def to_anthropic_messages(
         else:
             messages.append({"role": role, "content": blocks})
     if messages and messages[0]["role"] == "assistant":
-        messages.insert(0, {"role": "user", "content": [{"type": "text", "text": CONTINUATION_NOTE}]})
+        messages.insert(0, continuation_message())
     body: dict[str, Any] = {}
     if model is not None:
         body["model"] = model
@@ -160,15 +156,39 @@ def to_anthropic_messages(
     body["messages"] = messages
     declared = wire_tools(view, known_tools)
     if declared:
-        tools = []
-        for name, description, params in declared:
-            tool: dict[str, Any] = {"name": name}
-            if description:
-                tool["description"] = description
-            tool["input_schema"] = params
-            tools.append(tool)
-        body["tools"] = tools
+        body["tools"] = tool_entries(declared)
     return body
+
+
+def item_parts(
+    item: ViewMessage | Turn, artifact_loader: ArtifactLoader | None = None
+) -> list[tuple[str, list[dict[str, Any]]]]:
+    """``(role, blocks)`` of one item of :func:`latch.providers._wire.group`, fresh lists, the same whatever comes
+    before or after it: a tool-call turn's assistant blocks then its results' user blocks, a message's blocks
+    (``[]`` blocks: nothing visible). :func:`to_anthropic_messages` merges the parts of consecutive items of one
+    role into one message and leaves out empty ones."""
+    if isinstance(item, Turn):
+        return _turn(item, artifact_loader)
+    if item.role == "tool":
+        return [("user", _blocks(orphan_note(item), item.media, artifact_loader))]
+    return [(item.role, _blocks(item.content, item.media if item.role == "user" else (), artifact_loader))]
+
+
+def continuation_message() -> dict[str, Any]:
+    """The user message put first when a view would start with the assistant (:data:`CONTINUATION_NOTE`)."""
+    return {"role": "user", "content": [{"type": "text", "text": CONTINUATION_NOTE}]}
+
+
+def tool_entries(declared: Sequence[tuple[str, str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The body's ``tools`` of :func:`latch.providers._wire.wire_tools`'s ``(name, description, schema)``."""
+    tools = []
+    for name, description, params in declared:
+        tool: dict[str, Any] = {"name": name}
+        if description:
+            tool["description"] = description
+        tool["input_schema"] = params
+        tools.append(tool)
+    return tools
 
 
 # ------------------------------------------------------------------------------------------ prompt caching
@@ -312,7 +332,9 @@ def _block_problem(b: Any, role: str, where: str) -> str | None:
     return None
 
 
-def validate_anthropic_messages(body: Mapping[str, Any], *, require_model: bool = False) -> list[str]:
+def validate_anthropic_messages(
+    body: Mapping[str, Any], *, require_model: bool = False, resume: ScanResume[MessagesScan] | None = None
+) -> list[str]:
     """Violations of Messages API rules in ``body`` (``[]`` when valid).
 
     Checked: ``messages`` is a non-empty list starting with a user message;
@@ -325,6 +347,8 @@ def validate_anthropic_messages(body: Mapping[str, Any], *, require_model: bool 
     preceding assistant message; ``system`` is a string or text blocks; ``tools``
     entries are unique names with an ``input_schema`` object.
     With ``require_model``, ``model`` must be a non-empty string (what the provider needs to accept the body).
+    ``resume``: a ``ScanResume(MessagesScan)`` kept from body to body, for bodies whose message objects are never
+    changed in place (:class:`latch.providers._wire.ScanResume`): the same list of violations.
     """
     out: list[str] = []
     if require_model and not (isinstance(body.get("model"), str) and body["model"]):
@@ -335,19 +359,64 @@ def validate_anthropic_messages(body: Mapping[str, Any], *, require_model: bool 
     system = body.get("system")
     if system is not None and not isinstance(system, (str, list)):
         out.append("system: must be a string or a list of text blocks")
-    seen_ids: set[str] = set()
-    pending: list[tuple[str, str]] = []  # (id, name) of the previous assistant message's tool_use blocks
-    prev_role = None
-    for i, m in enumerate(messages):
+    if resume is None:
+        scan = MessagesScan()
+        for i, m in enumerate(messages):
+            scan.step(i, m)
+    else:
+        scan = resume.scan(messages)
+    out += scan.out
+    if scan.pending:
+        out.append(
+            f"messages[{len(messages) - 1}]: tool_use {[c for c, _ in scan.pending]} never answered "
+            "(the request ends after the assistant message)"
+        )
+    tools = body.get("tools")
+    out.extend(_tools_problems(tools) if resume is None else resume.field(tools, _tools_problems))
+    out.extend(undeclared_calls(scan.called, body.get("tools")))
+    return out
+
+
+class MessagesScan:
+    """:func:`validate_anthropic_messages`'s state part way through a body's ``messages``
+    (:class:`latch.providers._wire.Scan`): the violations so far, the tool ids seen, the last assistant
+    message's open ``tool_use`` blocks, the last role, whether any message has a ``tool_use`` block."""
+
+    __slots__ = ("out", "seen_ids", "pending", "prev_role", "called")
+
+    def __init__(self, key: object = None) -> None:
+        """``key``: unused (a :class:`latch.providers._wire.ScanResume`'s; no body field changes this scan)."""
+        self.out: list[str] = []
+        self.seen_ids: set[str] = set()
+        self.pending: list[tuple[str, str]] = []  # (id, name) of the previous assistant message's tool_use blocks
+        self.prev_role: str | None = None
+        self.called = False
+
+    def copy(self) -> MessagesScan:
+        new = MessagesScan()
+        new.out, new.seen_ids, new.pending = self.out.copy(), self.seen_ids.copy(), self.pending.copy()
+        new.prev_role, new.called = self.prev_role, self.called
+        return new
+
+    def step(self, i: int, m: Any) -> None:
+        """Check message ``i`` (``m``)."""
+        out = self.out
+        if (
+            not self.called
+            and isinstance(m, Mapping)
+            and isinstance(m.get("content"), list)
+            and any(isinstance(b, Mapping) and b.get("type") == "tool_use" for b in m["content"])
+        ):
+            self.called = True
         role = m.get("role") if isinstance(m, Mapping) else None
         if role not in ("user", "assistant"):
             out.append(f"messages[{i}]: role must be user or assistant, not {role!r}")
-            continue
+            return
         if i == 0 and role != "user":
             out.append("messages[0]: the first message must be a user message")
-        if role == prev_role:
+        if role == self.prev_role:
             out.append(f"messages[{i}]: two {role} messages in a row (roles must alternate)")
-        prev_role = role
+        self.prev_role = role
         content = m.get("content")
         if isinstance(content, str):
             blocks: list[Any] = []
@@ -363,6 +432,7 @@ def validate_anthropic_messages(body: Mapping[str, Any], *, require_model: bool 
             if problem:
                 out.append(problem)
         results = [(j, b) for j, b in enumerate(blocks) if isinstance(b, Mapping) and b.get("type") == "tool_result"]
+        pending = self.pending
         if role == "user":
             expected = [cid for cid, _ in pending]
             got: list[str] = []
@@ -388,34 +458,19 @@ def validate_anthropic_messages(body: Mapping[str, Any], *, require_model: bool 
             )
             if any(j > first_other for j, _ in results):
                 out.append(f"messages[{i}]: tool_result blocks must come before other content")
-            pending = []
+            self.pending = []
         else:
             if pending:
                 out.append(
                     f"messages[{i}]: tool_use {[c for c, _ in pending]} not answered before this assistant message"
                 )
-            pending = []
+            pending = self.pending = []
             for j, b in enumerate(blocks):
                 if isinstance(b, Mapping) and b.get("type") == "tool_use" and isinstance(b.get("id"), str):
-                    if b["id"] in seen_ids:
+                    if b["id"] in self.seen_ids:
                         out.append(f"messages[{i}].content[{j}]: duplicate tool_use id {b['id']!r}")
-                    seen_ids.add(b["id"])
+                    self.seen_ids.add(b["id"])
                     pending.append((b["id"], str(b.get("name"))))
-    if pending:
-        out.append(
-            f"messages[{len(messages) - 1}]: tool_use {[c for c, _ in pending]} never answered "
-            "(the request ends after the assistant message)"
-        )
-    out.extend(_tools_problems(body.get("tools")))
-    called = [
-        str(b.get("name"))
-        for m in messages
-        if isinstance(m, Mapping) and isinstance(m.get("content"), list)
-        for b in m["content"]
-        if isinstance(b, Mapping) and b.get("type") == "tool_use"
-    ]
-    out.extend(undeclared_calls(called, body.get("tools")))
-    return out
 
 
 def _tool_schema(t: Any) -> tuple[str | None, Any]:

@@ -32,6 +32,7 @@ from ...events import MediaRef
 from ...port import ContextView, ViewMessage
 from .._wire import (
     ArtifactLoader,
+    ScanResume,
     Turn,
     group,
     image_data,
@@ -81,49 +82,67 @@ def to_openai_chat(
     """
     messages: list[dict[str, Any]] = []
     if nonempty(view.system):
-        messages.append({"role": "system", "content": view.system})
+        messages.append(system_message(view.system))
     for item in group(view):
-        if isinstance(item, Turn):
-            messages.append(_assistant(item.call))
-            images: list[tuple[str, MediaRef]] = []
-            for r in item.results:
-                text = result_text(r) or "(image output)"
-                messages.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": r.tool_call_id,
-                        "content": f"[error] {text}" if r.is_error else text,
-                    }
-                )
-                images.extend((r.tool_call_id or "", ref) for ref in r.media)
-            if images:
-                ids = ", ".join(dict.fromkeys(cid for cid, _ in images))
-                parts = [{"type": "text", "text": f"[media returned by tool call {ids}]"}]
-                messages.append(
-                    {"role": "user", "content": parts + [_media_part(ref, artifact_loader) for _, ref in images]}
-                )
-        elif item.role == "tool":
-            messages.append({"role": "user", "content": _user_content(orphan_note(item), item.media, artifact_loader)})
-        elif item.role == "user":
-            if nonempty(item.content) or item.media:
-                messages.append({"role": "user", "content": _user_content(item.content, item.media, artifact_loader)})
-        elif nonempty(item.content):
-            messages.append({"role": "assistant", "content": item.content})
+        messages.extend(render_item(item, artifact_loader))
     body: dict[str, Any] = {}
     if model is not None:
         body["model"] = model
     body["messages"] = messages
     declared = wire_tools(view, known_tools)
     if declared:
-        tools = []
-        for name, description, params in declared:
-            fn: dict[str, Any] = {"name": name}
-            if description:
-                fn["description"] = description
-            fn["parameters"] = params
-            tools.append({"type": "function", "function": fn})
-        body["tools"] = tools
+        body["tools"] = tool_entries(declared)
     return body
+
+
+def system_message(system: str) -> dict[str, Any]:
+    """The ``system`` message of a view's system text."""
+    return {"role": "system", "content": system}
+
+
+def render_item(item: ViewMessage | Turn, artifact_loader: ArtifactLoader | None = None) -> list[dict[str, Any]]:
+    """The chat messages of one item of :func:`latch.providers._wire.group` (a tool-call turn: its assistant
+    message, its tool messages and a user message of their images; a message: ``[]`` when it has nothing
+    visible), fresh dicts, the same whatever comes before or after it."""
+    if isinstance(item, Turn):
+        messages = [_assistant(item.call)]
+        images: list[tuple[str, MediaRef]] = []
+        for r in item.results:
+            text = result_text(r) or "(image output)"
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": r.tool_call_id,
+                    "content": f"[error] {text}" if r.is_error else text,
+                }
+            )
+            images.extend((r.tool_call_id or "", ref) for ref in r.media)
+        if images:
+            ids = ", ".join(dict.fromkeys(cid for cid, _ in images))
+            parts = [{"type": "text", "text": f"[media returned by tool call {ids}]"}]
+            messages.append(
+                {"role": "user", "content": parts + [_media_part(ref, artifact_loader) for _, ref in images]}
+            )
+        return messages
+    if item.role == "tool":
+        return [{"role": "user", "content": _user_content(orphan_note(item), item.media, artifact_loader)}]
+    if item.role == "user":
+        if nonempty(item.content) or item.media:
+            return [{"role": "user", "content": _user_content(item.content, item.media, artifact_loader)}]
+        return []
+    return [{"role": "assistant", "content": item.content}] if nonempty(item.content) else []
+
+
+def tool_entries(declared: Sequence[tuple[str, str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The body's ``tools`` of :func:`latch.providers._wire.wire_tools`'s ``(name, description, schema)``."""
+    tools = []
+    for name, description, params in declared:
+        fn: dict[str, Any] = {"name": name}
+        if description:
+            fn["description"] = description
+        fn["parameters"] = params
+        tools.append({"type": "function", "function": fn})
+    return tools
 
 
 def _assistant(m: ViewMessage) -> dict[str, Any]:
@@ -157,7 +176,9 @@ def _content_problem(content: Any) -> str | None:
     return None
 
 
-def validate_openai_chat(body: Mapping[str, Any], *, require_model: bool = False) -> list[str]:
+def validate_openai_chat(
+    body: Mapping[str, Any], *, require_model: bool = False, resume: ScanResume[ChatScan] | None = None
+) -> list[str]:
     """Violations of chat-completions rules in ``body`` (``[]`` when valid).
 
     Checked: ``messages`` is a non-empty list; roles are system/developer/user/
@@ -168,6 +189,8 @@ def validate_openai_chat(body: Mapping[str, Any], *, require_model: bool = False
     once and in call order; no ``tool`` message without its call; tool messages
     have string content; ``tools`` entries are unique named functions.
     With ``require_model``, ``model`` must be a non-empty string (what the provider needs to accept the body).
+    ``resume``: a ``ScanResume(ChatScan)`` kept from body to body, for bodies whose message objects are never
+    changed in place (:class:`latch.providers._wire.ScanResume`): the same list of violations.
     """
     out: list[str] = []
     if require_model and not (isinstance(body.get("model"), str) and body["model"]):
@@ -175,28 +198,64 @@ def validate_openai_chat(body: Mapping[str, Any], *, require_model: bool = False
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return [*out, "messages: must be a non-empty list"]
-    expected: list[str] = []  # call ids of the last assistant message, in call order
-    names: dict[str, str] = {}
-    answered: set[str] = set()
-    owner = -1
+    if resume is None:
+        scan = ChatScan()
+        for i, m in enumerate(messages):
+            scan.step(i, m)
+    else:
+        scan = resume.scan(messages)
+    out += scan.close(len(messages))
+    tools = body.get("tools")
+    out.extend(_tools_problems(tools) if resume is None else resume.field(tools, _tools_problems))
+    out.extend(undeclared_calls(scan.called, body.get("tools")))
+    return out
 
-    def close(at: int) -> None:
-        for cid in expected:
-            if cid not in answered:
-                out.append(
-                    f"messages[{owner}]: tool call {cid!r} ({names[cid]}) is not answered by the tool "
+
+class ChatScan:
+    """:func:`validate_openai_chat`'s state part way through a body's ``messages``
+    (:class:`latch.providers._wire.Scan`): the violations so far, the open tool calls of the last assistant
+    message, whether any message calls a function."""
+
+    __slots__ = ("out", "expected", "answered", "owner", "called")
+
+    def __init__(self, key: object = None) -> None:
+        """``key``: unused (a :class:`latch.providers._wire.ScanResume`'s; no body field changes this scan)."""
+        self.out: list[str] = []
+        self.expected: dict[str, str] = {}  # call id -> function name, of the last assistant message, in call order
+        self.answered: set[str] = set()
+        self.owner = -1
+        self.called = False
+
+    def copy(self) -> ChatScan:
+        new = ChatScan()
+        new.out, new.expected, new.answered = self.out.copy(), self.expected.copy(), self.answered.copy()
+        new.owner, new.called = self.owner, self.called
+        return new
+
+    def close(self, at: int) -> list[str]:
+        """The violations so far once the tool messages after the last assistant message end at ``at`` (the
+        next non-tool message's index, or the body's length)."""
+        for cid, name in self.expected.items():
+            if cid not in self.answered:
+                self.out.append(
+                    f"messages[{self.owner}]: tool call {cid!r} ({name}) is not answered by the tool "
                     f"messages that follow it (next non-tool message: {at})"
                 )
-        expected.clear()
-        answered.clear()
+        self.expected.clear()
+        self.answered.clear()
+        return self.out
 
-    for i, m in enumerate(messages):
+    def step(self, i: int, m: Any) -> None:
+        """Check message ``i`` (``m``)."""
+        out = self.out
         if not isinstance(m, Mapping):
             out.append(f"messages[{i}]: not an object")
-            continue
+            return
+        if any(isinstance(c, Mapping) and isinstance(c.get("function"), Mapping) for c in (m.get("tool_calls") or [])):
+            self.called = True
         role = m.get("role")
         if role != "tool":
-            close(i)
+            self.close(i)
         if role in ("system", "developer", "user"):
             problem = _content_problem(m.get("content"))
             if problem:
@@ -206,6 +265,7 @@ def validate_openai_chat(body: Mapping[str, Any], *, require_model: bool = False
             content = m.get("content")
             if not calls and (content is None or _content_problem(content)):
                 out.append(f"messages[{i}] (assistant): neither content nor tool_calls")
+            expected = self.expected
             for j, c in enumerate(calls):
                 fn = c.get("function") if isinstance(c, Mapping) else None
                 cid = c.get("id") if isinstance(c, Mapping) else None
@@ -222,41 +282,29 @@ def validate_openai_chat(body: Mapping[str, Any], *, require_model: bool = False
                 if cid in expected:
                     out.append(f"messages[{i}].tool_calls[{j}]: duplicate call id {cid!r}")
                     continue
-                expected.append(cid)
-                names[cid] = str(fn.get("name"))
-            owner = i
+                expected[cid] = str(fn.get("name"))
+            self.owner = i
         elif role == "tool":
             cid = m.get("tool_call_id")
             if not isinstance(m.get("content"), (str, list)):
                 out.append(f"messages[{i}] (tool): content must be a string")
-            if cid not in expected:
+            if cid not in self.expected:
                 out.append(
                     f"messages[{i}] (tool): result for {cid!r} without its call in the preceding "
                     "assistant message (orphan)"
                 )
-            elif cid in answered:
+            elif cid in self.answered:
                 out.append(f"messages[{i}] (tool): second result for call {cid!r}")
             else:
-                first_open = next(x for x in expected if x not in answered)
+                first_open = next(x for x in self.expected if x not in self.answered)
                 if cid != first_open:
                     out.append(
                         f"messages[{i}] (tool): result for {cid!r} before the result for {first_open!r} "
                         "(parallel results must follow call order)"
                     )
-                answered.add(cid)
+                self.answered.add(cid)
         else:
             out.append(f"messages[{i}]: unknown role {role!r}")
-    close(len(messages))
-    out.extend(_tools_problems(body.get("tools")))
-    called = [
-        str(c.get("function", {}).get("name"))
-        for m in messages
-        if isinstance(m, Mapping)
-        for c in (m.get("tool_calls") or [])
-        if isinstance(c, Mapping) and isinstance(c.get("function"), Mapping)
-    ]
-    out.extend(undeclared_calls(called, body.get("tools")))
-    return out
 
 
 def _function_schema(t: Any) -> tuple[str | None, Any]:

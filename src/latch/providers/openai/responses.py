@@ -42,6 +42,7 @@ from ...events import MediaRef
 from ...port import ContextView, ViewMessage
 from .._wire import (
     ArtifactLoader,
+    ScanResume,
     Turn,
     group,
     image_data,
@@ -103,24 +104,7 @@ def to_responses(
     """
     items: list[dict[str, Any]] = []
     for item in group(view):
-        if isinstance(item, Turn):
-            if nonempty(item.call.content):
-                items.append(_message("assistant", item.call.content))
-            items.extend(
-                {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
-                for c in item.call.tool_calls
-            )
-            items.extend(
-                {"type": "function_call_output", "call_id": r.tool_call_id, "output": _output(r, artifact_loader)}
-                for r in item.results
-            )
-        elif item.role == "tool":
-            items.append(_message("user", _content(orphan_note(item), item.media, artifact_loader)))
-        elif item.role == "user":
-            if nonempty(item.content) or item.media:
-                items.append(_message("user", _content(item.content, item.media, artifact_loader)))
-        elif nonempty(item.content):
-            items.append(_message("assistant", item.content))
+        items.extend(render_item(item, artifact_loader))
     body: dict[str, Any] = {}
     if model is not None:
         body["model"] = model
@@ -129,18 +113,47 @@ def to_responses(
     body["input"] = items
     declared = wire_tools(view, known_tools)
     if declared:
-        tools = []
-        for name, description, params in declared:
-            tool: dict[str, Any] = {"type": "function", "name": name}
-            if description:
-                tool["description"] = description
-            tool["parameters"] = params
-            tool["strict"] = False
-            tools.append(tool)
-        body["tools"] = tools
+        body["tools"] = tool_entries(declared)
     body["store"] = False
     body["include"] = [ENCRYPTED_REASONING]
     return body
+
+
+def render_item(item: ViewMessage | Turn, artifact_loader: ArtifactLoader | None = None) -> list[dict[str, Any]]:
+    """The input items of one item of :func:`latch.providers._wire.group` (a tool-call turn: its text, its
+    ``function_call`` items, its ``function_call_output`` items; a message: ``[]`` when it has nothing visible),
+    fresh dicts, the same whatever comes before or after it."""
+    if isinstance(item, Turn):
+        items = [_message("assistant", item.call.content)] if nonempty(item.call.content) else []
+        items.extend(
+            {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
+            for c in item.call.tool_calls
+        )
+        items.extend(
+            {"type": "function_call_output", "call_id": r.tool_call_id, "output": _output(r, artifact_loader)}
+            for r in item.results
+        )
+        return items
+    if item.role == "tool":
+        return [_message("user", _content(orphan_note(item), item.media, artifact_loader))]
+    if item.role == "user":
+        if nonempty(item.content) or item.media:
+            return [_message("user", _content(item.content, item.media, artifact_loader))]
+        return []
+    return [_message("assistant", item.content)] if nonempty(item.content) else []
+
+
+def tool_entries(declared: Sequence[tuple[str, str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The body's ``tools`` of :func:`latch.providers._wire.wire_tools`'s ``(name, description, schema)``."""
+    tools = []
+    for name, description, params in declared:
+        tool: dict[str, Any] = {"type": "function", "name": name}
+        if description:
+            tool["description"] = description
+        tool["parameters"] = params
+        tool["strict"] = False
+        tools.append(tool)
+    return tools
 
 
 def insert_reasoning(items: Sequence[Any], reasoning: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[Any]:
@@ -204,7 +217,7 @@ def _content_problem(content: Any, role: str) -> str | None:
     return None
 
 
-def validate_responses(body: Mapping[str, Any]) -> list[str]:
+def validate_responses(body: Mapping[str, Any], *, resume: ScanResume[ResponsesScan] | None = None) -> list[str]:
     """Violations of the Responses API's rules in ``body`` (``[]`` when valid).
 
     Checked: ``model`` is a non-empty string; ``input`` is a non-empty list of items; message items have a role
@@ -215,6 +228,8 @@ def validate_responses(body: Mapping[str, Any]) -> list[str]:
     message), and carries ``encrypted_content`` when ``store`` is false (the provider kept nothing to refer to);
     no ``previous_response_id`` (Latch sends the whole context); ``tools`` entries are unique named functions
     with a JSON schema, and are declared when the input calls functions.
+    ``resume``: a ``ScanResume(ResponsesScan)`` kept from body to body, for bodies whose item objects are never
+    changed in place (:class:`latch.providers._wire.ScanResume`): the same list of violations.
     """
     out: list[str] = []
     model = body.get("model")
@@ -228,19 +243,73 @@ def validate_responses(body: Mapping[str, Any]) -> list[str]:
     if not isinstance(items, list) or not items:
         return out + ["input: must be a non-empty list of items"]
     stateless = body.get("store") is False
-    calls: dict[str, str] = {}  # call id -> name
-    answered: set[str] = set()
-    called: list[str] = []
-    for i, item in enumerate(items):
+    if resume is None:
+        scan = ResponsesScan(stateless)
+        for i, item in enumerate(items):
+            scan.step(i, item)
+    else:
+        scan = resume.scan(items, key=stateless)
+    out += scan.end()
+    tools = body.get("tools")
+    out.extend(_tools_problems(tools) if resume is None else resume.field(tools, _tools_problems))
+    out.extend(undeclared_calls(bool(scan.calls), body.get("tools")))
+    return out
+
+
+class ResponsesScan:
+    """:func:`validate_responses`'s state part way through a body's ``input``
+    (:class:`latch.providers._wire.Scan`): the violations so far, the calls and the calls answered, a
+    ``reasoning`` item whose next item is not seen yet. ``stateless``: the body's ``store`` is false."""
+
+    __slots__ = ("out", "stateless", "calls", "answered", "reasoning_at")
+
+    def __init__(self, stateless: bool) -> None:
+        self.out: list[str] = []
+        self.stateless = stateless
+        self.calls: dict[str, str] = {}  # call id -> name
+        self.answered: set[str] = set()
+        self.reasoning_at: int | None = None
+
+    def copy(self) -> ResponsesScan:
+        new = ResponsesScan(self.stateless)
+        new.out, new.calls, new.answered = self.out.copy(), self.calls.copy(), self.answered.copy()
+        new.reasoning_at = self.reasoning_at
+        return new
+
+    def _followed(self, nxt: Any) -> None:
+        """Check the ``reasoning`` item before ``nxt`` (``None``: the input ends), if any."""
+        if self.reasoning_at is None:
+            return
+        follows = nxt.get("type", "message") if isinstance(nxt, Mapping) else None
+        if (
+            nxt is None
+            or (follows == "message" and nxt.get("role") != "assistant")
+            or follows in ("function_call_output", None)
+        ):
+            self.out.append(f"input[{self.reasoning_at}] (reasoning): not followed by the output item it led to")
+        self.reasoning_at = None
+
+    def end(self) -> list[str]:
+        """The violations once the input ends here."""
+        self._followed(None)
+        for cid, name in self.calls.items():
+            if cid not in self.answered:
+                self.out.append(f"input: function_call {cid!r} ({name}) has no function_call_output")
+        return self.out
+
+    def step(self, i: int, item: Any) -> None:
+        """Check input item ``i`` (``item``)."""
+        self._followed(item)
+        out = self.out
         if not isinstance(item, Mapping):
             out.append(f"input[{i}]: not an object")
-            continue
+            return
         kind = item.get("type", "message" if "role" in item else None)
         if kind == "message":
             role = item.get("role")
             if role not in ("user", "assistant", "system", "developer"):
                 out.append(f"input[{i}]: unknown role {role!r}")
-                continue
+                return
             problem = _content_problem(item.get("content"), str(role))
             if problem:
                 out.append(f"input[{i}] ({role}): {problem}")
@@ -248,54 +317,42 @@ def validate_responses(body: Mapping[str, Any]) -> list[str]:
             cid, name = item.get("call_id"), item.get("name")
             if not isinstance(cid, str) or not cid:
                 out.append(f"input[{i}] (function_call): missing call_id")
-                continue
+                return
             if not isinstance(name, str) or not name:
                 out.append(f"input[{i}] (function_call): missing name")
             if not isinstance(item.get("arguments"), str):
                 out.append(f"input[{i}] (function_call): arguments must be a JSON string")
-            if cid in calls:
+            if cid in self.calls:
                 out.append(f"input[{i}] (function_call): duplicate call_id {cid!r}")
-                continue
-            calls[cid] = str(name)
-            called.append(str(name))
+                return
+            self.calls[cid] = str(name)
         elif kind == "function_call_output":
             cid = item.get("call_id")
             if not isinstance(item.get("output"), (str, list)):
                 out.append(f"input[{i}] (function_call_output): output must be a string or a list of parts")
-            if cid not in calls:
+            if cid not in self.calls:
                 out.append(
                     f"input[{i}] (function_call_output): output for {cid!r} without an earlier function_call (orphan)"
                 )
-            elif cid in answered:
+            elif cid in self.answered:
                 out.append(f"input[{i}] (function_call_output): second output for call {cid!r}")
             else:
-                answered.add(cid)
+                self.answered.add(cid)
         elif kind == "reasoning":
             if not isinstance(item.get("summary"), list):
                 out.append(f"input[{i}] (reasoning): summary must be a list")
-            if stateless and not isinstance(item.get("encrypted_content"), str):
+            if self.stateless and not isinstance(item.get("encrypted_content"), str):
                 out.append(
                     f"input[{i}] (reasoning): no encrypted_content, and store is false (the provider kept "
                     "nothing this item could refer to)"
                 )
-            nxt = items[i + 1] if i + 1 < len(items) else None
-            follows = nxt.get("type", "message") if isinstance(nxt, Mapping) else None
-            if (
-                nxt is None
-                or (follows == "message" and nxt.get("role") != "assistant")
-                or follows in ("function_call_output", None)
-            ):
-                out.append(f"input[{i}] (reasoning): not followed by the output item it led to")
+            self.reasoning_at = i
         else:
             out.append(f"input[{i}]: unknown item type {kind!r}")
-    for cid, name in calls.items():
-        if cid not in answered:
-            out.append(f"input: function_call {cid!r} ({name}) has no function_call_output")
-    out.extend(
-        tools_problems(body.get("tools"), _function_schema, "must be {'type': 'function', 'name': ...}", "parameters")
-    )
-    out.extend(undeclared_calls(called, body.get("tools")))
-    return out
+
+
+def _tools_problems(tools: Any) -> list[str]:
+    return tools_problems(tools, _function_schema, "must be {'type': 'function', 'name': ...}", "parameters")
 
 
 def _function_schema(t: Any) -> tuple[str | None, Any]:
