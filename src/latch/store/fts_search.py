@@ -49,6 +49,7 @@ from .fts import GLUE, TOKENIZE, match_phrases, prepare_text, quote_token
 __all__ = [
     "CandidateSearch",
     "PayloadCheck",
+    "PhrasePattern",
     "CHUNK",
     "MAX_CANDIDATES",
     "DENSE_SPAN",
@@ -90,7 +91,29 @@ _TOKEN_BYTE = b"[a-z0-9\x80-\xff]"
 _SEPARATORS = b"[^a-z0-9\x80-\xff]+"
 
 
-def phrase_patterns(phrases: Sequence[Sequence[str]]) -> list[re.Pattern[bytes]] | None:
+class PhrasePattern:
+    """A phrase's pattern over a lower-cased UTF-8 text, compiled at its first use: most phrases of a query are
+    decided on every row by a token missing from it (compiling a pattern costs more than searching a row). Every
+    match holds each of ``literals`` as it is, so a text lacking one is decided without the pattern."""
+
+    __slots__ = ("literals", "_source", "_pattern")
+
+    def __init__(self, literals: Sequence[bytes], source: bytes):
+        self.literals = tuple(sorted(set(literals), key=len, reverse=True))  # (the longest, most telling, first)
+        self._source = source
+        self._pattern: re.Pattern[bytes] | None = None
+
+    def found(self, low: bytes) -> bool:
+        """Whether the pattern finds the phrase in ``low``."""
+        for t in self.literals:
+            if t not in low:
+                return False
+        if self._pattern is None:
+            self._pattern = re.compile(self._source)
+        return self._pattern.search(low) is not None
+
+
+def phrase_patterns(phrases: Sequence[Sequence[str]]) -> list[PhrasePattern] | None:
     """One pattern per phrase (its tokens, unquoted, as :func:`~latch.store.fts.match_phrases` gives them) that
     finds the phrase in the prepared text of an ASCII text (see :func:`plain_matches`); ``None`` when a token holds
     another character (such a query is left to FTS5)."""
@@ -103,21 +126,21 @@ def phrase_patterns(phrases: Sequence[Sequence[str]]) -> list[re.Pattern[bytes]]
 
 
 @functools.lru_cache(maxsize=4096)
-def _phrase_pattern(toks: tuple[str, ...]) -> re.Pattern[bytes]:
+def _phrase_pattern(toks: tuple[str, ...]) -> PhrasePattern:
     parts = [t.lower().encode() for t in toks]
     # the first token's literal leads (a fast scan); the byte before it must not be a token's
     head = re.escape(parts[0]) + b"(?<!" + _TOKEN_BYTE + b"[\\s\\S]{%d})" % len(parts[0])
     body = b"".join(_SEPARATORS + re.escape(x) for x in parts[1:])
-    return re.compile(head + body + b"(?!" + _TOKEN_BYTE + b")")
+    return PhrasePattern(parts, head + body + b"(?!" + _TOKEN_BYTE + b")")
 
 
-def plain_matches(patterns: Sequence[re.Pattern[bytes]], mode: str, prepared: str) -> bool:
+def plain_matches(patterns: Sequence[PhrasePattern], mode: str, prepared: str) -> bool:
     """Whether ``prepared``, the prepared text (:func:`~latch.store.fts.prepare_text`) of an ASCII text, matches
     the phrases of ``patterns`` (``mode="and"``: every phrase, ``"or"``: any), as FTS5 with
     :data:`~latch.store.fts.TOKENIZE` decides it. (Other letters are folded by FTS5's own tables: FTS5 decides
     those texts.)"""
     low = prepared.encode().lower()
-    hit = (p.search(low) is not None for p in patterns)
+    hit = (p.found(low) for p in patterns)
     return all(hit) if mode == "and" else any(hit)
 
 
@@ -162,7 +185,7 @@ class PayloadCheck:
         return decided
 
 
-_PhraseCheck = re.Pattern[bytes] | tuple[bytes, ...] | None
+_PhraseCheck = PhrasePattern | tuple[bytes, ...] | None
 
 
 # In an ASCII text a token is a whole run of letters and digits: a phrase's first token is not right after another
@@ -189,7 +212,7 @@ def _spelled_phrase(toks: tuple[str, ...], separators: bytes, escaped: bool = Fa
         if escaped:
             before = b"(?:" + before + b"|" + _ESCAPE_BEFORE % len(raw[0]) + b")"
         body = b"".join(separators + re.escape(t.encode()) for t in raw[1:])
-        return re.compile(head + before + body + _NO_TOKEN_AFTER)
+        return PhrasePattern([t.encode() for t in raw], head + before + body + _NO_TOKEN_AFTER)
     return tuple(t.encode() for t in raw)
 
 
@@ -211,9 +234,7 @@ def _phrases_decide(phrases: Sequence[_PhraseCheck], mode: str, low: bytes) -> t
     every phrase (``"or"``) is absent from it), and the index of the phrase that decided it (-1: none did)."""
     want = mode == "and"  # and: the first phrase absent decides; or: the first one found
     for i, p in enumerate(phrases):
-        if want != (
-            p is None or (p.search(low) is not None if isinstance(p, re.Pattern) else all(t in low for t in p))
-        ):
+        if want != (p is None or (p.found(low) if isinstance(p, PhrasePattern) else all(t in low for t in p))):
             return not want, i
     return want, -1
 
