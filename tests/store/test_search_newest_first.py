@@ -162,6 +162,7 @@ def test_bounded_scan_falls_back_to_the_exact_query(tmp_path, monkeypatch):
     monkeypatch.setattr(fts_search, "CHUNK", 4)
     monkeypatch.setattr(fts_search, "MAX_CANDIDATES", 8)
     monkeypatch.setattr(fts_search, "DENSE_SPAN", 1)  # every token counts as rare: many candidates, few matches
+    monkeypatch.setattr(fts_search, "AND_DENSE_SPAN", 1)
     store._candidates = fts_search.CandidateSearch()
     for q in ("src/pkg3/mod1.py word7", "fix word3 in src/pkg2", "src/pkg2/mod5.py"):
         for mode in ("and", "or"):
@@ -252,6 +253,7 @@ def test_pages_continued_below_the_last_row_list_the_exact_rows(tmp_path, monkey
         monkeypatch.setattr(fts_search, "CHUNK", 4)
         monkeypatch.setattr(fts_search, "MAX_CANDIDATES", 8)
         monkeypatch.setattr(fts_search, "DENSE_SPAN", 1)
+        monkeypatch.setattr(fts_search, "AND_DENSE_SPAN", 1)
         store._candidates = fts_search.CandidateSearch()
     rng = random.Random(5)
     top = store.max_seq()

@@ -8,9 +8,10 @@ phrase that matches 32 rows. A query with only rare tokens costs little.
 :class:`CandidateSearch` therefore runs two steps, with the same hits as the exact query:
 
 1. *Candidates*: an FTS5 query over the rare tokens alone (a token is rare when its 256th newest row lies more
-   than :data:`DENSE_SPAN` rows back; measured once per token and kept): for ``mode="and"`` the AND of the
-   rare tokens of every phrase, for ``mode="or"`` the OR over phrases of each phrase's rare tokens. Every row
-   matching the exact query holds those tokens, so the candidates are a superset, listed newest first.
+   than :data:`DENSE_SPAN` rows back, :data:`AND_DENSE_SPAN` for an AND; measured once per token and kept): for
+   ``mode="and"`` the AND of the rare tokens of every phrase, for ``mode="or"`` the OR over phrases of each
+   phrase's rare tokens. Every row matching the exact query holds those tokens, so the candidates are a superset,
+   listed newest first.
 2. *Verification*: each chunk of candidates (twice ``limit`` first, doubling up to :data:`CHUNK`) is decided by
    its rows' text (:meth:`CandidateSearch.verify`: the exact query on an in-memory FTS5 table of the same
    tokenizer holding the chunk alone; an ASCII text by a pattern with the same answer, :func:`plain_matches`),
@@ -53,6 +54,7 @@ __all__ = [
     "CHUNK",
     "MAX_CANDIDATES",
     "DENSE_SPAN",
+    "AND_DENSE_SPAN",
     "PROBE_ROWS",
     "MAX_RESUMES",
     "SMALL_LOG",
@@ -69,6 +71,10 @@ PROBE_ROWS = 256
 """A token's density is measured over its newest this many rows."""
 DENSE_SPAN = 64 * PROBE_ROWS
 """A token whose newest :data:`PROBE_ROWS` rows span fewer seqs than this is dense (in more than 1 row of 64)."""
+AND_DENSE_SPAN = 16 * PROBE_ROWS
+"""The same bound for the candidate query of ``mode="and"`` (dense: in more than 1 row of 16). That query is one AND of
+every phrase's rare tokens, and a search that finds fewer matches than its limit reads and checks every candidate
+(a row read each): a token in 1 row of 16 to 64 still cuts the candidates, for a seek in its doclist per candidate."""
 MAX_KEPT = 4096
 """Token densities kept per store (the table is emptied past it)."""
 RARE_PER_PHRASE = 3
@@ -283,14 +289,19 @@ class CandidateSearch:
                 self._span[token] = max(0, int(newest) - int(rows[0][0]))
         return self._span[token]
 
-    def _rare(self, db: sqlite3.Connection, tokens: Sequence[str]) -> list[tuple[int, str]]:
-        """``(rank, token)`` of the rare ``tokens``, rarest first (rank 0: fewer than PROBE_ROWS rows)."""
+    def _rare(
+        self, db: sqlite3.Connection, tokens: Sequence[str], dense_span: int | None = None
+    ) -> list[tuple[int, str]]:
+        """``(rank, token)`` of the rare ``tokens`` (their newest PROBE_ROWS rows span ``dense_span`` seqs or more),
+        rarest first (rank 0: fewer than PROBE_ROWS rows). ``dense_span``: :data:`DENSE_SPAN` when ``None``."""
+        if dense_span is None:
+            dense_span = DENSE_SPAN
         out: list[tuple[int, str]] = []
         for t in dict.fromkeys(tokens):
             span = self._token_span(db, t)
             if span is None:
                 out.append((0, t))
-            elif span >= DENSE_SPAN:
+            elif span >= dense_span:
                 out.append((-span, t))  # the wider the span, the rarer
         out.sort(key=lambda x: (x[0] != 0, x[0]))
         return out
@@ -306,7 +317,7 @@ class CandidateSearch:
         if (db.execute("SELECT max(seq) FROM events").fetchone()[0] or 0) <= SMALL_LOG:
             return None  # a short log: the exact query walks all of it faster than candidates are read
         if mode == "and":
-            rare_of = [[t for _, t in self._rare(db, p)][:RARE_PER_PHRASE] for p in phrases]
+            rare_of = [[t for _, t in self._rare(db, p, AND_DENSE_SPAN)][:RARE_PER_PHRASE] for p in phrases]
             chosen = list(dict.fromkeys(t for r in rare_of for t in r))
             if not chosen or (all(len(p) == 1 for p in phrases) and len(chosen) == len(phrases)):
                 return None
