@@ -25,8 +25,8 @@ AND compiled up front and its candidates the AND of tokens in fewer than 1 row o
 only for a row holding its tokens (:class:`latch.store.fts_search.PhrasePattern`) and an AND's candidate tokens taken
 below 1 row of 16 (:data:`latch.store.fts_search.AND_DENSE_SPAN`); the same hits for every search. Their 701 AND
 searches alone: 19.9 -> 12.5 s (the bound alone, 1 of 16 against 1 of 64 with the patterns compiled late: 12.2-13.6
-against 16.7-22.3 s over two pairs; 1 of 8 gave 13.1 s, 1 of 4 and 1 of 2 were 2-4x slower: a dense token's doclist is
-moved at every candidate).
+against 16.7-22.3 s over two pairs; 1 of 32 gave 13.1 s; on the 3 x 10^5 run's 182 ANDs 1 of 8, 1 of 4 and every token
+were 1.8-4x slower than 1 of 16: a dense token's doclist is moved at every candidate).
 
 Run: ``python -m pytest benchmarks/test_bench_recall_candidates.py --benchmark-only``
 """
