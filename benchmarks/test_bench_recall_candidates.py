@@ -19,6 +19,15 @@ searches of a real ``latch stress --events 200000`` (the store's ``search`` time
 and this one back to back, three pairs): 4.62, 5.08, 5.01 s -> 3.63, 3.73, 3.77 s; a search's p99 9.5, 9.4, 9.1 ms
 -> 5.4, 5.6, 5.5 ms; the slowest (wall) 154, 255, 407 ms -> 79, 69, 86 ms.
 
+The store searches of a whole ``latch stress --events 1000000`` viewer (21,907, recorded with their bounds and hits,
+replayed on that run's kept store in process CPU, loaded box, one run each): 66.8 s with every phrase pattern of an
+AND compiled up front and its candidates the AND of tokens in fewer than 1 row of 64, 47.4 s with a pattern compiled
+only for a row holding its tokens (:class:`latch.store.fts_search.PhrasePattern`) and an AND's candidate tokens taken
+below 1 row of 16 (:data:`latch.store.fts_search.AND_DENSE_SPAN`); the same hits for every search. Their 701 AND
+searches alone: 19.9 -> 12.5 s (the bound alone, 1 of 16 against 1 of 64 with the patterns compiled late: 12.2-13.6
+against 16.7-22.3 s over two pairs; 1 of 32 gave 13.1 s; on the 3 x 10^5 run's 182 ANDs 1 of 8, 1 of 4 and every token
+were 1.8-4x slower than 1 of 16: a dense token's doclist is moved at every candidate).
+
 Run: ``python -m pytest benchmarks/test_bench_recall_candidates.py --benchmark-only``
 """
 

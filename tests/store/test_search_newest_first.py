@@ -162,6 +162,7 @@ def test_bounded_scan_falls_back_to_the_exact_query(tmp_path, monkeypatch):
     monkeypatch.setattr(fts_search, "CHUNK", 4)
     monkeypatch.setattr(fts_search, "MAX_CANDIDATES", 8)
     monkeypatch.setattr(fts_search, "DENSE_SPAN", 1)  # every token counts as rare: many candidates, few matches
+    monkeypatch.setattr(fts_search, "AND_DENSE_SPAN", 1)
     store._candidates = fts_search.CandidateSearch()
     for q in ("src/pkg3/mod1.py word7", "fix word3 in src/pkg2", "src/pkg2/mod5.py"):
         for mode in ("and", "or"):
@@ -252,6 +253,7 @@ def test_pages_continued_below_the_last_row_list_the_exact_rows(tmp_path, monkey
         monkeypatch.setattr(fts_search, "CHUNK", 4)
         monkeypatch.setattr(fts_search, "MAX_CANDIDATES", 8)
         monkeypatch.setattr(fts_search, "DENSE_SPAN", 1)
+        monkeypatch.setattr(fts_search, "AND_DENSE_SPAN", 1)
         store._candidates = fts_search.CandidateSearch()
     rng = random.Random(5)
     top = store.max_seq()
@@ -281,4 +283,38 @@ def test_pages_continued_below_the_last_row_list_the_exact_rows(tmp_path, monkey
         store, "src/pkg3/mod1.py", "or", limit=20, before_seq=top
     )
     assert resumed > 20, "pages continued from the matches kept by the page before"
+    store.close()
+
+
+@pytest.mark.parametrize("and_span", [64, 512, 4096])
+def test_scenario_recall_searches_same_rows(tmp_path, monkeypatch, and_span):
+    """The searches a view's recall makes on the stress scenario's history (its query terms joined by AND, the first
+    eight of them, and each term alone, newest 4 and 16 below the view's epoch) list the exact query's rows, with an
+    AND's candidate tokens chosen at several density bounds."""
+    from itertools import islice
+
+    from latch.bench.scenario import ScenarioModel
+
+    monkeypatch.setattr(fts_search, "DENSE_SPAN", 1024)
+    monkeypatch.setattr(fts_search, "AND_DENSE_SPAN", and_span)
+    store = EventStore(tmp_path / "s.db")
+    sid = store.create_session(workspace="/work/shop", format="claude-code")
+    events = list(islice(ScenarioModel(0, workspace="/work/shop").events(), 6_000))
+    store.append(sid, events)
+    planned = short = 0
+    for until in range(2_000, 6_000, 400):
+        recent = events[until - 200 : until]
+        texts = [e.text for e in recent if isinstance(e, UserMessage)][-1:]
+        texts += [e.searchable_text()[:2_000] for e in recent if isinstance(e, AssistantMessage)][-3:]
+        texts += [e.content[:2_000] for e in recent if isinstance(e, ToolResult) and e.is_error][-4:]
+        terms = query_terms(texts)
+        searches = [(" ".join(terms), "and"), (" ".join(terms[:8]), "and")] + [(t, "or") for t in terms]
+        for q, mode in searches:
+            for limit in (4, 16):
+                got = [s.seq for s in store.search(q, mode=mode, session_id=sid, before_seq=until - 1_000, limit=limit)]
+                assert got == _exact(store, q, mode, session_id=sid, before_seq=until - 1_000, limit=limit), (q, mode)
+                if store._candidates.plan(store._db, q, mode) is not None:
+                    planned += 1
+                    short += mode == "and" and len(got) < limit
+    assert planned > 50 and short > 5
     store.close()

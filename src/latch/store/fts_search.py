@@ -8,9 +8,10 @@ phrase that matches 32 rows. A query with only rare tokens costs little.
 :class:`CandidateSearch` therefore runs two steps, with the same hits as the exact query:
 
 1. *Candidates*: an FTS5 query over the rare tokens alone (a token is rare when its 256th newest row lies more
-   than :data:`DENSE_SPAN` rows back; measured once per token and kept): for ``mode="and"`` the AND of the
-   rare tokens of every phrase, for ``mode="or"`` the OR over phrases of each phrase's rare tokens. Every row
-   matching the exact query holds those tokens, so the candidates are a superset, listed newest first.
+   than :data:`DENSE_SPAN` rows back, :data:`AND_DENSE_SPAN` for an AND; measured once per token and kept): for
+   ``mode="and"`` the AND of the rare tokens of every phrase, for ``mode="or"`` the OR over phrases of each
+   phrase's rare tokens. Every row matching the exact query holds those tokens, so the candidates are a superset,
+   listed newest first.
 2. *Verification*: each chunk of candidates (twice ``limit`` first, doubling up to :data:`CHUNK`) is decided by
    its rows' text (:meth:`CandidateSearch.verify`: the exact query on an in-memory FTS5 table of the same
    tokenizer holding the chunk alone; an ASCII text by a pattern with the same answer, :func:`plain_matches`),
@@ -49,9 +50,11 @@ from .fts import GLUE, TOKENIZE, match_phrases, prepare_text, quote_token
 __all__ = [
     "CandidateSearch",
     "PayloadCheck",
+    "PhrasePattern",
     "CHUNK",
     "MAX_CANDIDATES",
     "DENSE_SPAN",
+    "AND_DENSE_SPAN",
     "PROBE_ROWS",
     "MAX_RESUMES",
     "SMALL_LOG",
@@ -68,6 +71,10 @@ PROBE_ROWS = 256
 """A token's density is measured over its newest this many rows."""
 DENSE_SPAN = 64 * PROBE_ROWS
 """A token whose newest :data:`PROBE_ROWS` rows span fewer seqs than this is dense (in more than 1 row of 64)."""
+AND_DENSE_SPAN = 16 * PROBE_ROWS
+"""The same bound for the candidate query of ``mode="and"`` (dense: in more than 1 row of 16). That query is one AND of
+every phrase's rare tokens, and a search that finds fewer matches than its limit reads and checks every candidate
+(a row read each): a token in 1 row of 16 to 64 still cuts the candidates, for a seek in its doclist per candidate."""
 MAX_KEPT = 4096
 """Token densities kept per store (the table is emptied past it)."""
 RARE_PER_PHRASE = 3
@@ -90,7 +97,29 @@ _TOKEN_BYTE = b"[a-z0-9\x80-\xff]"
 _SEPARATORS = b"[^a-z0-9\x80-\xff]+"
 
 
-def phrase_patterns(phrases: Sequence[Sequence[str]]) -> list[re.Pattern[bytes]] | None:
+class PhrasePattern:
+    """A phrase's pattern over a lower-cased UTF-8 text, compiled at its first use: most phrases of a query are
+    decided on every row by a token missing from it (compiling a pattern costs more than searching a row). Every
+    match holds each of ``literals`` as it is, so a text lacking one is decided without the pattern."""
+
+    __slots__ = ("literals", "_source", "_pattern")
+
+    def __init__(self, literals: Sequence[bytes], source: bytes):
+        self.literals = tuple(sorted(set(literals), key=len, reverse=True))  # (the longest, most telling, first)
+        self._source = source
+        self._pattern: re.Pattern[bytes] | None = None
+
+    def found(self, low: bytes) -> bool:
+        """Whether the pattern finds the phrase in ``low``."""
+        for t in self.literals:
+            if t not in low:
+                return False
+        if self._pattern is None:
+            self._pattern = re.compile(self._source)
+        return self._pattern.search(low) is not None
+
+
+def phrase_patterns(phrases: Sequence[Sequence[str]]) -> list[PhrasePattern] | None:
     """One pattern per phrase (its tokens, unquoted, as :func:`~latch.store.fts.match_phrases` gives them) that
     finds the phrase in the prepared text of an ASCII text (see :func:`plain_matches`); ``None`` when a token holds
     another character (such a query is left to FTS5)."""
@@ -103,21 +132,21 @@ def phrase_patterns(phrases: Sequence[Sequence[str]]) -> list[re.Pattern[bytes]]
 
 
 @functools.lru_cache(maxsize=4096)
-def _phrase_pattern(toks: tuple[str, ...]) -> re.Pattern[bytes]:
+def _phrase_pattern(toks: tuple[str, ...]) -> PhrasePattern:
     parts = [t.lower().encode() for t in toks]
     # the first token's literal leads (a fast scan); the byte before it must not be a token's
     head = re.escape(parts[0]) + b"(?<!" + _TOKEN_BYTE + b"[\\s\\S]{%d})" % len(parts[0])
     body = b"".join(_SEPARATORS + re.escape(x) for x in parts[1:])
-    return re.compile(head + body + b"(?!" + _TOKEN_BYTE + b")")
+    return PhrasePattern(parts, head + body + b"(?!" + _TOKEN_BYTE + b")")
 
 
-def plain_matches(patterns: Sequence[re.Pattern[bytes]], mode: str, prepared: str) -> bool:
+def plain_matches(patterns: Sequence[PhrasePattern], mode: str, prepared: str) -> bool:
     """Whether ``prepared``, the prepared text (:func:`~latch.store.fts.prepare_text`) of an ASCII text, matches
     the phrases of ``patterns`` (``mode="and"``: every phrase, ``"or"``: any), as FTS5 with
     :data:`~latch.store.fts.TOKENIZE` decides it. (Other letters are folded by FTS5's own tables: FTS5 decides
     those texts.)"""
     low = prepared.encode().lower()
-    hit = (p.search(low) is not None for p in patterns)
+    hit = (p.found(low) for p in patterns)
     return all(hit) if mode == "and" else any(hit)
 
 
@@ -162,7 +191,7 @@ class PayloadCheck:
         return decided
 
 
-_PhraseCheck = re.Pattern[bytes] | tuple[bytes, ...] | None
+_PhraseCheck = PhrasePattern | tuple[bytes, ...] | None
 
 
 # In an ASCII text a token is a whole run of letters and digits: a phrase's first token is not right after another
@@ -189,7 +218,7 @@ def _spelled_phrase(toks: tuple[str, ...], separators: bytes, escaped: bool = Fa
         if escaped:
             before = b"(?:" + before + b"|" + _ESCAPE_BEFORE % len(raw[0]) + b")"
         body = b"".join(separators + re.escape(t.encode()) for t in raw[1:])
-        return re.compile(head + before + body + _NO_TOKEN_AFTER)
+        return PhrasePattern([t.encode() for t in raw], head + before + body + _NO_TOKEN_AFTER)
     return tuple(t.encode() for t in raw)
 
 
@@ -211,9 +240,7 @@ def _phrases_decide(phrases: Sequence[_PhraseCheck], mode: str, low: bytes) -> t
     every phrase (``"or"``) is absent from it), and the index of the phrase that decided it (-1: none did)."""
     want = mode == "and"  # and: the first phrase absent decides; or: the first one found
     for i, p in enumerate(phrases):
-        if want != (
-            p is None or (p.search(low) is not None if isinstance(p, re.Pattern) else all(t in low for t in p))
-        ):
+        if want != (p is None or (p.found(low) if isinstance(p, PhrasePattern) else all(t in low for t in p))):
             return not want, i
     return want, -1
 
@@ -262,14 +289,19 @@ class CandidateSearch:
                 self._span[token] = max(0, int(newest) - int(rows[0][0]))
         return self._span[token]
 
-    def _rare(self, db: sqlite3.Connection, tokens: Sequence[str]) -> list[tuple[int, str]]:
-        """``(rank, token)`` of the rare ``tokens``, rarest first (rank 0: fewer than PROBE_ROWS rows)."""
+    def _rare(
+        self, db: sqlite3.Connection, tokens: Sequence[str], dense_span: int | None = None
+    ) -> list[tuple[int, str]]:
+        """``(rank, token)`` of the rare ``tokens`` (their newest PROBE_ROWS rows span ``dense_span`` seqs or more),
+        rarest first (rank 0: fewer than PROBE_ROWS rows). ``dense_span``: :data:`DENSE_SPAN` when ``None``."""
+        if dense_span is None:
+            dense_span = DENSE_SPAN
         out: list[tuple[int, str]] = []
         for t in dict.fromkeys(tokens):
             span = self._token_span(db, t)
             if span is None:
                 out.append((0, t))
-            elif span >= DENSE_SPAN:
+            elif span >= dense_span:
                 out.append((-span, t))  # the wider the span, the rarer
         out.sort(key=lambda x: (x[0] != 0, x[0]))
         return out
@@ -285,7 +317,7 @@ class CandidateSearch:
         if (db.execute("SELECT max(seq) FROM events").fetchone()[0] or 0) <= SMALL_LOG:
             return None  # a short log: the exact query walks all of it faster than candidates are read
         if mode == "and":
-            rare_of = [[t for _, t in self._rare(db, p)][:RARE_PER_PHRASE] for p in phrases]
+            rare_of = [[t for _, t in self._rare(db, p, AND_DENSE_SPAN)][:RARE_PER_PHRASE] for p in phrases]
             chosen = list(dict.fromkeys(t for r in rare_of for t in r))
             if not chosen or (all(len(p) == 1 for p in phrases) and len(chosen) == len(phrases)):
                 return None
