@@ -67,15 +67,6 @@ std::int64_t tokens_from_units(std::int64_t units, Profile p) noexcept {
 
 namespace {
 
-using detail::Walker;
-
-struct Latin1Text {
-    const std::uint8_t* text;
-    const std::uint8_t* table;
-    int cls(std::size_t i) const { return table[text[i]]; }
-    std::uint32_t cp(std::size_t i) const { return text[i]; }
-};
-
 
 // Large texts are split across threads. A cut at c is exact when text[c-1] is an ASCII letter
 // or digit and text[c] is whitespace: no piece rule looks across that boundary (a word or digit

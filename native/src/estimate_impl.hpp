@@ -61,10 +61,14 @@ struct Walker {
             const int k = cls(i);
             std::size_t j = i + 1;
             if (is_word(k)) {
-                while (j < n && is_word(cls(j))) {
-                    ++j;
+                if constexpr (Src::kBytes) {
+                    u += byte_word_run(i, &j);
+                } else {
+                    while (j < n && is_word(cls(j))) {
+                        ++j;
+                    }
+                    u += word_run(i, j);
                 }
-                u += word_run(i, j);
             } else if (k == DIGIT) {
                 while (j < n && cls(j) == DIGIT) {
                     ++j;
@@ -167,6 +171,87 @@ struct Walker {
         return u;
     }
 
+    // word_run over the whole word run starting at i, in one pass over its characters (texts of one
+    // byte per character: `src.text` and `src.table`); `*end` receives where the run ended.
+    std::int64_t byte_word_run(std::size_t i, std::size_t* end) const {
+        using namespace tables;
+        const std::uint8_t* s = src.text;
+        const std::uint8_t* t = src.table;
+        std::int64_t u = 0;
+        std::size_t p = i;
+        int k = t[s[p]];
+        for (;;) {
+            if (k == LOWER || k == UPPER) {
+                u += byte_ascii_part(p, &p);
+            } else {  // a narrow letter: the run of its class
+                std::size_t q = p + 1;
+                while (q < n && t[s[q]] == k) {
+                    ++q;
+                }
+                u += run_cost(w, narrow_run(k), q - p);
+                p = q;
+            }
+            if (p >= n) {
+                break;
+            }
+            k = t[s[p]];
+            if (!is_word(k)) {
+                break;
+            }
+        }
+        *end = p;
+        return u;
+    }
+
+    // ascii_subwords over the ASCII letter part starting at p (LOWER or UPPER), its sub-words
+    // found and their bigrams charged in one pass; `*end` receives where the part ended.
+    std::int64_t byte_ascii_part(std::size_t p, std::size_t* end) const {
+        using namespace tables;
+        const std::uint8_t* s = src.text;
+        const std::uint8_t* t = src.table;
+        std::int64_t u = 0;
+        for (;;) {  // p starts a sub-word
+            std::size_t r = p + 1;
+            std::int64_t bg = 0;
+            int off = OFF_WORD_LOWER;
+            if (t[s[p]] == UPPER) {
+                while (r < n && t[s[r]] == UPPER) {
+                    bg += pair(s[r - 1], s[r]);
+                    ++r;
+                }
+                const bool lower_next = r < n && t[s[r]] == LOWER;
+                if (!lower_next) {  // capitals to the end of the part
+                    u += run_cost(w, OFF_WORD_CAPS, r - p) + bg;
+                    p = r;
+                    break;
+                }
+                if (r - p >= 2) {  // the last capital starts the next sub-word ("HTTP|Server")
+                    --r;
+                    u += run_cost(w, OFF_WORD_CAPS, r - p) + bg - pair(s[r - 1], s[r]);
+                    p = r;
+                    continue;
+                }
+                off = OFF_WORD_CAPITAL;
+            }
+            while (r < n && t[s[r]] == LOWER) {
+                bg += pair(s[r - 1], s[r]);
+                ++r;
+            }
+            u += run_cost(w, off, r - p) + bg;
+            p = r;
+            if (r >= n || t[s[r]] != UPPER) {
+                break;
+            }
+        }
+        *end = p;
+        return u;
+    }
+
+    // The bigram charge of the ASCII letters x then y.
+    std::int64_t pair(std::uint32_t x, std::uint32_t y) const {
+        return w[tables::OFF_BIGRAM + tables::BIGRAM[((x | 32) - 97) * 26 + ((y | 32) - 97)]];
+    }
+
     // Bigram charges of the adjacent letter pairs inside the ASCII sub-word [a, b).
     std::int64_t bigrams(std::size_t a, std::size_t b) const {
         std::int64_t u = 0;
@@ -179,8 +264,18 @@ struct Walker {
     }
 };
 
+// Latin-1 text: one byte per character, classes from latin1_classes().
+struct Latin1Text {
+    static constexpr bool kBytes = true;
+    const std::uint8_t* text;
+    const std::uint8_t* table;
+    int cls(std::size_t i) const { return table[text[i]]; }
+    std::uint32_t cp(std::size_t i) const { return text[i]; }
+};
+
 template <class CharT>
 struct WideText {
+    static constexpr bool kBytes = false;
     const CharT* text;
     int cls(std::size_t i) const { return class_of(text[i]); }
     std::uint32_t cp(std::size_t i) const { return text[i]; }

@@ -227,6 +227,27 @@ for profile in _py.PROFILES:
 """
 
 
+# Word runs of latin-1 text: lowercase and capital runs (across the 16-letter run tables), capitals
+# before a lowercase letter ("HTTPServer"), latin-1 letters inside ASCII words, and the characters
+# a word run can meet (digits, punctuation, a space before the next word, the end of the text).
+_WORD_PART = st.builds(
+    lambda alpha, n, seed: "".join(alpha[(seed + i * 5) % len(alpha)] for i in range(n)),
+    st.sampled_from(("qzjxe", "QZJXE", "éÀßÿ", "µªº", "0189", " ", ".-'", "_(", "\n")),
+    st.sampled_from([1, 1, 2, 3, 15, 16, 17, 18, 33]),
+    st.integers(0, 100),
+)
+LATIN1_WORDS = st.lists(_WORD_PART | st.sampled_from(["HTTPServer", "aBc", "XMLHttp", "I", "iOS"]), max_size=16).map(
+    "".join
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=LATIN1_WORDS, profile=st.sampled_from(PROFILES))
+def test_estimate_latin1_word_runs_match_reference(text, profile):
+    assert native.estimate_tokens(text, profile) == _py.estimate_tokens(text, profile)
+    assert native.estimate_tokens(text + "\u0100", profile) == _py.estimate_tokens(text + "\u0100", profile)
+
+
 def test_estimate_scalar_walker_matches_reference():
     # LATCH_NATIVE_KERNEL=scalar: the path of every CPU without the kernel's instruction sets.
     env = {**os.environ, "LATCH_NATIVE_KERNEL": "scalar"}
