@@ -134,7 +134,24 @@ class MessageCosts:
 
     def get(self, m: ViewMessage) -> int | None:
         """The tokens kept for a message with the same texts as ``m``, else ``None``."""
+        return self._kept(m, (m.seq, id(m.content)))
+
+    def put(self, m: ViewMessage, tokens: int) -> None:
+        """Keep ``tokens`` as the cost of ``m``'s texts."""
+        self._keep(m, (m.seq, id(m.content)), tokens)
+
+    def price(self, m: ViewMessage, cost: Callable[[ViewMessage], int]) -> int:
+        """The tokens kept for ``m``'s texts, else ``cost(m)`` (then kept): :meth:`get` and :meth:`put` in one, the
+        key made once (a request loop prices every new message through it)."""
         key = (m.seq, id(m.content))
+        kept = self._kept(m, key)
+        if kept is not None:
+            return kept
+        tokens = cost(m)
+        self._keep(m, key, tokens)
+        return tokens
+
+    def _kept(self, m: ViewMessage, key: tuple[Any, int]) -> int | None:
         got = self._new.get(key) or self._old.get(key)
         if got is not None and got[0] is m.content and got[1] is m.tool_call_id:
             if (got[2] is m.tool_calls or _same_calls(got[2], m.tool_calls)) and (
@@ -144,33 +161,12 @@ class MessageCosts:
                 return tokens
         return None
 
-    def put(self, m: ViewMessage, tokens: int) -> None:
-        """Keep ``tokens`` as the cost of ``m``'s texts."""
+    def _keep(self, m: ViewMessage, key: tuple[Any, int], tokens: int) -> None:
         new = self._new
         if len(new) >= MESSAGE_COSTS_KEPT:
             self._old, new = new, {}
             self._new = new
-        new[(m.seq, id(m.content))] = (m.content, m.tool_call_id, m.tool_calls, m.media, tokens)
-
-    def price(self, m: ViewMessage, cost: Callable[[ViewMessage], int]) -> int:
-        """The tokens kept for ``m``'s texts, else ``cost(m)`` (then kept): :meth:`get` and :meth:`put` in one
-        (inlined: a request loop prices every new message through it)."""
-        content = m.content
-        key = (m.seq, id(content))
-        got = self._new.get(key) or self._old.get(key)
-        if got is not None and got[0] is content and got[1] is m.tool_call_id:
-            if (got[2] is m.tool_calls or _same_calls(got[2], m.tool_calls)) and (
-                got[3] is m.media or got[3] == m.media
-            ):
-                kept: int = got[4]
-                return kept
-        tokens = cost(m)
-        new = self._new
-        if len(new) >= MESSAGE_COSTS_KEPT:
-            self._old, new = new, {}
-            self._new = new
-        new[key] = (content, m.tool_call_id, m.tool_calls, m.media, tokens)
-        return tokens
+        new[key] = (m.content, m.tool_call_id, m.tool_calls, m.media, tokens)
 
 
 def _same_calls(a: Sequence[ViewToolCall], b: Sequence[ViewToolCall]) -> bool:
