@@ -182,3 +182,62 @@ def test_searches_read_in_part_list_the_same_rows_as_the_store(steps):
                     assert got == want[:read], (terms, mode, before, until, read)
         finally:
             store.close()
+
+
+_writer_step = st.tuples(_batch, _query, st.integers(0, 60), st.booleans(), st.integers(0, 70), _batch)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(_writer_step, min_size=2, max_size=8))
+def test_kept_searches_stay_exact_while_another_connection_appends(steps):
+    """A reader's kept searches (its own store connection, as the stress viewer's) while a writer's connection
+    appends between requests and in the middle of a search being read: every search lists the rows of the same
+    search on a connection opened afresh (no kept rows), and recall takes the same originals as without kept
+    searches. The archive's bound moves up with the appended rows and sometimes back."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "latch.db"
+        writer = EventStore(path)
+        reader_store = EventStore(path)
+        try:
+            sid = writer.create_session()
+            reader = StoreSessionReader(reader_store, sid)
+            counter = TokenCounter(CharEstimator())
+            kept = RecallCache(counter)
+            searches = SearchCache()
+            appended = 0
+            for batch, query, back, cap, read, during in steps:
+                writer.append(sid, _events(batch * 3, appended))
+                appended += 3 * len(batch)
+                top = reader_store.max_seq(sid)
+                before = max(1, top + 1 - back)
+                until = max(0, before - 1 - back // 2) if cap else None
+                terms = query_terms([" ".join(_VOCAB[i] for i in query)])
+                for mode in ("and", "or"):
+                    listed = searches.newest(reader, terms, mode, before, until)
+                    got = [s.seq for s in itertools.islice(listed, read // 2)]
+                    writer.append(sid, _events(during, appended))  # (above the bound: no row of this search)
+                    appended += len(during)
+                    got += [s.seq for s in itertools.islice(listed, read - read // 2)]
+                    fresh = EventStore(path)
+                    try:
+                        want = [
+                            s.seq
+                            for s in newest_hits(StoreSessionReader(fresh, sid), " ".join(terms), mode, before, until)
+                        ]
+                    finally:
+                        fresh.close()
+                    assert got == want[:read], (terms, mode, before, until, read)
+                limit = 60 + 30 * (read % 5)
+                want_items = recall(
+                    reader,
+                    RecallCache(counter, keep_searches=False),
+                    terms,
+                    before_seq=before,
+                    limit_tokens=limit,
+                    until_seq=until,
+                )
+                got_items = recall(reader, kept, terms, before_seq=before, limit_tokens=limit, until_seq=until)
+                assert [(r.seq, r.text) for r in got_items] == [(r.seq, r.text) for r in want_items], (terms, before)
+        finally:
+            reader_store.close()
+            writer.close()
