@@ -81,3 +81,24 @@ def recorded_searches(
             limit_tokens=8_000,
         )
     return reader.calls
+
+
+VIEWER_BUDGETS = (6_000, 5_000, 2_500, 1_200)
+"""Token budgets of a burst's requests (the stress viewer's recall shares shrink as an epoch recalls)."""
+
+
+def viewer_requests(store: EventStore, sid: str, every: int, burst: int = 4) -> list[tuple[list[str], int, int, int]]:
+    """``(terms, before_seq, until_seq, limit_tokens)`` of the stress viewer's recalls, bursts in order: every
+    ``every`` events a burst of ``burst`` requests recalls from below the burst's epoch start, each with the query a
+    continuity view builds from its newest user turn, the agent's newest work and the errors seen lately, within a
+    shrinking budget (:data:`VIEWER_BUDGETS`)."""
+    out = []
+    for start in range(every, store.max_seq(sid) - 4 * burst, every):
+        for k, budget in enumerate(VIEWER_BUDGETS[:burst]):
+            until = start + 4 * k + 16
+            recent = list(store.events(sid, after_seq=until - 200, until_seq=until))
+            user = [e.event.text for e in recent if isinstance(e.event, UserMessage)][-1:]
+            work = [e.event.searchable_text()[:2_000] for e in recent if isinstance(e.event, AssistantMessage)][-3:]
+            errors = [e.event.content[:2_000] for e in recent if isinstance(e.event, ToolResult) and e.event.is_error]
+            out.append((query_terms([*user, *work, *errors[-4:]]), start, until, budget))
+    return out

@@ -28,13 +28,12 @@ import statistics
 import time
 
 import pytest
-from scenario_stores import scenario_histories
+from scenario_stores import scenario_histories, viewer_requests
 
 from latch import hotpaths
 from latch.engine import recall_search
-from latch.engine.recall import RecallCache, query_terms, recall
+from latch.engine.recall import RecallCache, recall
 from latch.engine.units import TokenCounter, resolve_estimator
-from latch.events import AssistantMessage, ToolResult, UserMessage
 from latch.host.session import StoreSessionReader
 from latch.store import EventStore, fts_search
 
@@ -42,8 +41,6 @@ FULL = os.environ.get("LATCH_BENCH_FULL", "") not in ("", "0")
 SIZES = [30_000, 100_000] if FULL else [30_000]
 EVERY = 2_500
 BURST = 4
-BUDGETS = (6_000, 5_000, 2_500, 1_200)
-"""Token budgets of a burst's requests (the stress viewer's recall shares shrink as an epoch recalls)."""
 ROUNDS = 3
 
 
@@ -54,16 +51,7 @@ def histories(tmp_path_factory):
 
 def _requests(store: EventStore, sid: str) -> list[tuple[list[str], int, int, int]]:
     """``(terms, before_seq, until_seq, limit_tokens)`` of every request, bursts in order."""
-    out = []
-    for start in range(EVERY, store.max_seq(sid) - 4 * BURST, EVERY):
-        for k, budget in enumerate(BUDGETS[:BURST]):
-            until = start + 4 * k + 16
-            recent = list(store.events(sid, after_seq=until - 200, until_seq=until))
-            user = [e.event.text for e in recent if isinstance(e.event, UserMessage)][-1:]
-            work = [e.event.searchable_text()[:2_000] for e in recent if isinstance(e.event, AssistantMessage)][-3:]
-            errors = [e.event.content[:2_000] for e in recent if isinstance(e.event, ToolResult) and e.event.is_error]
-            out.append((query_terms([*user, *work, *errors[-4:]]), start, until, budget))
-    return out
+    return viewer_requests(store, sid, EVERY, BURST)
 
 
 def _run(store: EventStore, sid: str, requests, counter) -> tuple[list[list[int]], int]:
