@@ -39,23 +39,37 @@ namespace {
 
 using namespace tables;
 
-constexpr int kRow = 32;  // f[type * kRow + n]: n = 0..16 (n = 0, no piece: 0 units)
+// Where f[type][n] (n = 1..16) is in the kernel's byte tables: type * 16 XOR n, as in the AVX-512
+// kernel (n = 16 is slot 0 of the partner row type ^ 1; no piece is empty), so below 192.
+constexpr int slot(int t, int n) { return (t * 16) ^ n; }
 
 // Per-profile weights laid out for the kernel (built once per profile).
 struct Avx2Weights {
-    std::int64_t f[N_TYPES * kRow];  // units of a piece of n <= 16 characters
-    std::int64_t bigram_step[4];     // bigram[0] and bigram[c] - bigram[0] (c = 1..3)
-    // BIGRAM's two bit planes (fill_bigram_planes) in 16-byte slices, each twice (both 128-bit lanes).
+    // Low and high byte of f at slot(type, n), in 16-byte slices, each twice (both 128-bit lanes).
+    alignas(32) std::uint8_t f_lo[12][32];
+    alignas(32) std::uint8_t f_hi[12][32];
+    std::int64_t f[192];
+    std::int64_t bigram_step[4];  // bigram[0] and bigram[c] - bigram[0] (c = 1..3)
+    // BIGRAM's two bit planes (fill_bigram_planes) in 16-byte slices, each twice.
     alignas(32) std::uint8_t plane[2][8][32];
+    std::uint64_t positions[256];  // the offsets of the set bits of a byte, one byte each, lowest first
     const int* w;
+    bool usable;  // every f fits 0..65535
 };
 
 void build_weights(Avx2Weights* kw, const int* w) {
+    static_assert(N_TYPES * 16 <= 192, "slot() must stay below 192 (12 slices)");
     std::memset(kw, 0, sizeof(*kw));
     kw->w = w;
+    kw->usable = true;
     for (int t = 0; t < N_TYPES; ++t) {
         for (int n = 1; n <= 16; ++n) {
-            kw->f[t * kRow + n] = piece_cost(w, t, static_cast<std::size_t>(n));
+            const std::int64_t v = piece_cost(w, t, static_cast<std::size_t>(n));
+            kw->usable = kw->usable && v >= 0 && v <= 65535;
+            const int i = slot(t, n);
+            kw->f[i] = v;
+            kw->f_lo[i / 16][i % 16] = kw->f_lo[i / 16][i % 16 + 16] = static_cast<std::uint8_t>(v & 0xFF);
+            kw->f_hi[i / 16][i % 16] = kw->f_hi[i / 16][i % 16 + 16] = static_cast<std::uint8_t>((v >> 8) & 0xFF);
         }
     }
     for (int i = 0; i < 4; ++i) {
@@ -67,6 +81,14 @@ void build_weights(Avx2Weights* kw, const int* w) {
         for (int k = 0; k < 8; ++k) {
             std::memcpy(kw->plane[c][k], planes[c] + 16 * k, 16);
             std::memcpy(kw->plane[c][k] + 16, planes[c] + 16 * k, 16);
+        }
+    }
+    for (int byte = 0; byte < 256; ++byte) {
+        int k = 0;
+        for (int bit = 0; bit < 8; ++bit) {
+            if ((byte >> bit) & 1) {
+                kw->positions[byte] |= static_cast<std::uint64_t>(bit) << (8 * k++);
+            }
         }
     }
 }
@@ -179,6 +201,20 @@ inline void keep(Block& b, std::uint64_t valid) {
 inline std::uint64_t shl1(std::uint64_t x, std::uint64_t xp) { return x << 1 | xp >> 63; }  // previous character's bit
 inline std::uint64_t shr1(std::uint64_t x, std::uint64_t xn) { return x >> 1 | xn << 63; }  // next character's bit
 
+// The bits of each qword in reverse order: bytes by VPSHUFB, then the bits of each byte (two
+// VPSHUFB of reversed nibbles).
+LATCH_AVX2 inline __m256i reverse_bits(__m256i x) {
+    const __m256i bytes = _mm256_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0,
+                                           15, 14, 13, 12, 11, 10, 9, 8);
+    const __m256i rev = _mm256_setr_epi8(0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15, 0, 8, 4, 12, 2, 10, 6,
+                                         14, 1, 9, 5, 13, 3, 11, 7, 15);
+    const __m256i rev_hi = _mm256_slli_epi16(rev, 4);  // each byte < 16: no bits cross into the next byte
+    x = _mm256_shuffle_epi8(x, bytes);
+    const __m256i lo = _mm256_and_si256(x, _mm256_set1_epi8(0x0F));
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), _mm256_set1_epi8(0x0F));
+    return _mm256_or_si256(_mm256_shuffle_epi8(rev_hi, lo), _mm256_shuffle_epi8(rev, hi));
+}
+
 inline std::uint64_t reverse64(std::uint64_t x) {
     x = __builtin_bswap64(x);
     x = (x >> 4 & 0x0F0F0F0F0F0F0F0Full) | (x & 0x0F0F0F0F0F0F0F0Full) << 4;
@@ -190,15 +226,20 @@ inline std::uint64_t reverse64(std::uint64_t x) {
 // looking into the next block (rn, sn). Seeds lie in runs. Reversed, the block and the next one
 // are a 128-bit number with the next block in the low half, and a carry from each seed clears the
 // run before it.
-inline std::uint64_t seed_at_or_after(std::uint64_t r, std::uint64_t s, std::uint64_t rn, std::uint64_t sn) {
+LATCH_AVX2 inline std::uint64_t seed_at_or_after(std::uint64_t r, std::uint64_t s, std::uint64_t rn, std::uint64_t sn) {
     if ((s | sn) == 0) {
         return 0;
     }
+    const __m256i v = reverse_bits(_mm256_setr_epi64x(static_cast<long long>(r), static_cast<long long>(s),
+                                                      static_cast<long long>(rn), static_cast<long long>(sn)));
+    const __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
     using u128 = unsigned __int128;
-    const u128 rr = static_cast<u128>(reverse64(r)) << 64 | reverse64(rn);
-    const u128 ss = static_cast<u128>(reverse64(s)) << 64 | reverse64(sn);
-    const std::uint64_t hi = static_cast<std::uint64_t>((rr + ss) >> 64);
-    return (r & ~reverse64(hi)) | s;
+    const u128 rr = static_cast<u128>(static_cast<std::uint64_t>(_mm_cvtsi128_si64(lo))) << 64 |
+                    static_cast<std::uint64_t>(_mm_cvtsi128_si64(hi));
+    const u128 ss = static_cast<u128>(static_cast<std::uint64_t>(_mm_extract_epi64(lo, 1))) << 64 |
+                    static_cast<std::uint64_t>(_mm_extract_epi64(hi, 1));
+    const std::uint64_t sum_hi = static_cast<std::uint64_t>((rr + ss) >> 64);
+    return (r & ~reverse64(sum_hi)) | s;
 }
 
 // Step 2's inputs besides the masks: the block's characters, and the stretch's successor's bit
@@ -214,7 +255,7 @@ struct Pieces {
 };
 
 // Step 2 for block a (p the block before, n the one after, nl_before p's NEWLINE-part mask).
-inline Pieces pieces(const Block& p, const Block& a, const Block& n, std::uint64_t nl_before, const Ends& e) {
+LATCH_AVX2 inline Pieces pieces(const Block& p, const Block& a, const Block& n, std::uint64_t nl_before, const Ends& e) {
     Pieces o;
     o.long_run = ((a.WS >> 63) != 0 && n.WS == ~0ull) || ((a.P >> 63) != 0 && n.P == ~0ull);
     const std::uint64_t A = a.L | a.U, Ap = p.L | p.U, An = n.L | n.U;
@@ -265,38 +306,145 @@ inline Pieces pieces(const Block& p, const Block& a, const Block& n, std::uint64
     return o;
 }
 
-// 0xFF in byte i where bit i of m is set (i = 0..31).
-LATCH_AVX2 inline __m256i spread(std::uint64_t m) {
-    const __m256i bytes = _mm256_shuffle_epi8(
-        _mm256_set1_epi32(static_cast<int>(static_cast<std::uint32_t>(m))),
-        _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-    const __m256i bit = _mm256_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32,
-                                         64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
-    return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
+LATCH_AVX2 inline __m256i slice16(const std::uint8_t (*t)[32], int k, __m256i lo4) {
+    return _mm256_shuffle_epi8(_mm256_load_si256(reinterpret_cast<const __m256i*>(t[k])), lo4);
 }
 
-// The type of the piece starting at each character of the block, times 16 (a byte each).
-LATCH_AVX2 inline void types_of(const Pieces& o, std::uint8_t* out) {
-    for (int h = 0; h < 2; ++h) {
-        const int s = 32 * h;
-        const __m256i t = _mm256_or_si256(
-            _mm256_or_si256(_mm256_and_si256(spread(o.plane[0] >> s), _mm256_set1_epi8(16)),
-                            _mm256_and_si256(spread(o.plane[1] >> s), _mm256_set1_epi8(32))),
-            _mm256_or_si256(_mm256_and_si256(spread(o.plane[2] >> s), _mm256_set1_epi8(64)),
-                            _mm256_and_si256(spread(o.plane[3] >> s), _mm256_set1_epi8(-128))));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(out + s), t);
+// Byte idx (0..191) of the 192-byte table whose 16-byte slices are t[0..11].
+LATCH_AVX2 inline __m256i lookup192(const std::uint8_t (*t)[32], __m256i idx) {
+    const __m256i lo4 = _mm256_and_si256(idx, _mm256_set1_epi8(0x0F));
+    const __m256i b4 = _mm256_slli_epi16(idx, 3), b5 = _mm256_slli_epi16(idx, 2), b6 = _mm256_slli_epi16(idx, 1);
+    const __m256i r01 = _mm256_blendv_epi8(slice16(t, 0, lo4), slice16(t, 1, lo4), b4);
+    const __m256i r23 = _mm256_blendv_epi8(slice16(t, 2, lo4), slice16(t, 3, lo4), b4);
+    const __m256i r45 = _mm256_blendv_epi8(slice16(t, 4, lo4), slice16(t, 5, lo4), b4);
+    const __m256i r67 = _mm256_blendv_epi8(slice16(t, 6, lo4), slice16(t, 7, lo4), b4);
+    const __m256i r89 = _mm256_blendv_epi8(slice16(t, 8, lo4), slice16(t, 9, lo4), b4);
+    const __m256i rab = _mm256_blendv_epi8(slice16(t, 10, lo4), slice16(t, 11, lo4), b4);
+    const __m256i r0_7 = _mm256_blendv_epi8(_mm256_blendv_epi8(r01, r23, b5), _mm256_blendv_epi8(r45, r67, b5), b6);
+    return _mm256_blendv_epi8(r0_7, _mm256_blendv_epi8(r89, rab, b5), idx);  // bit 7
+}
+
+// The type (times 16) of the piece starting at each of 32 offsets `at` (0..63) of the block, from its planes.
+LATCH_AVX2 inline __m256i types_at(const Pieces& o, __m256i at) {
+    const __m256i byte = _mm256_and_si256(_mm256_srli_epi16(at, 3), _mm256_set1_epi8(0x07));
+    const __m256i bit = _mm256_shuffle_epi8(
+        _mm256_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128, 1, 2,
+                         4, 8, 16, 32, 64, -128),
+        _mm256_and_si256(at, _mm256_set1_epi8(0x07)));
+    __m256i t = _mm256_setzero_si256();
+    for (int j = 0; j < 4; ++j) {
+        const __m256i pb = _mm256_shuffle_epi8(_mm256_set1_epi64x(static_cast<long long>(o.plane[j])), byte);
+        t = _mm256_or_si256(t, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(pb, bit), bit),
+                                                _mm256_set1_epi8(static_cast<char>(16 << j))));
     }
+    return t;
 }
 
-// Units of a piece of more than 16 characters over what the table priced (its first 16).
-__attribute__((noinline, cold)) std::int64_t long_piece(const Avx2Weights& kw, unsigned t16, std::size_t n,
-                                                        std::uint8_t first) {
-    return piece_cost(kw.w, static_cast<int>(t16 >> 4), n, first) - kw.f[t16 * 2 + 16];
+// The kernel type of the piece starting at offset i of the block.
+inline unsigned type_at(const Pieces& o, unsigned i) {
+    return static_cast<unsigned>((o.plane[0] >> i & 1) | (o.plane[1] >> i & 1) << 1 | (o.plane[2] >> i & 1) << 2 |
+                                 (o.plane[3] >> i & 1) << 3);
+}
+
+// Units of a piece of type t and n >= 1 characters starting with byte `first`.
+inline std::int64_t price(const Avx2Weights& kw, unsigned t, std::size_t n, std::uint8_t first) {
+    return n <= 16 ? kw.f[slot(static_cast<int>(t), static_cast<int>(n))]
+                   : piece_cost(kw.w, static_cast<int>(t), n, first);
+}
+
+// What step 3 carries from block to block and adds up.
+struct PriceAcc {
+    std::size_t open_start;  // the piece still open at the block boundary
+    unsigned open_type;
+    std::int64_t units;      // pieces priced one by one
+    __m256i sum_lo, sum_hi;  // the table's low and high bytes, per qword
+    alignas(32) std::uint8_t starts[128];  // the block's start offsets (scratch)
+};
+
+// Step 3 for the block at `at`: the piece open before it closes at its first start, then every
+// piece between two of its starts (32 per step, from the table), and its last piece stays open.
+// The offsets of B's bits into acc.starts, lowest first; returns how many.
+LATCH_AVX2 inline unsigned list_starts(const Avx2Weights& kw, std::uint64_t B, PriceAcc& acc) {
+    unsigned cnt = 0;
+    for (int k = 0; k < 8; ++k) {
+        const unsigned byte = static_cast<unsigned>(B >> (8 * k)) & 0xFF;
+        const std::uint64_t offs = kw.positions[byte] + 0x0808080808080808ull * static_cast<unsigned>(k);
+        std::memcpy(acc.starts + cnt, &offs, 8);
+        cnt += static_cast<unsigned>(_mm_popcnt_u32(byte));
+    }
+    return cnt;
+}
+
+// (list_starts wrote acc.starts a while before: its 8-byte stores cannot forward to the 32-byte loads.)
+LATCH_AVX2 inline void price_block(const Avx2Weights& kw, const std::uint8_t* text, std::size_t at, const Pieces& o,
+                                   unsigned cnt, PriceAcc& acc) {
+    if (cnt == 0) {
+        return;
+    }
+    const std::size_t first = at + acc.starts[0];
+    if (first > acc.open_start) {
+        acc.units += price(kw, acc.open_type, first - acc.open_start, text[acc.open_start]);
+    }
+    const __m256i iota = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+                                          22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
+    const __m256i zero = _mm256_setzero_si256();
+    for (unsigned base = 0; base + 1 < cnt; base += 32) {
+        const __m256i s0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc.starts + base));
+        const __m256i s1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc.starts + base + 1));
+        const __m256i length = _mm256_sub_epi8(s1, s0);  // 1..63 in the pieces' lanes
+        const __m256i closed = _mm256_cmpgt_epi8(_mm256_set1_epi8(static_cast<char>(cnt - 1 - base)), iota);
+        const __m256i types = types_at(o, s0);
+        // The table index of each closed piece; every other lane reads an absorbed space's entry (0).
+        const __m256i idx = _mm256_blendv_epi8(_mm256_set1_epi8(static_cast<char>(slot(T_ABSORBED, 1))),
+                                               _mm256_xor_si256(types, _mm256_min_epu8(length, _mm256_set1_epi8(16))),
+                                               closed);
+        acc.sum_lo = _mm256_add_epi64(acc.sum_lo, _mm256_sad_epu8(lookup192(kw.f_lo, idx), zero));
+        acc.sum_hi = _mm256_add_epi64(acc.sum_hi, _mm256_sad_epu8(lookup192(kw.f_hi, idx), zero));
+        // Pieces over 16 characters: the table priced 16 of them.
+        const unsigned longer = static_cast<unsigned>(
+            _mm256_movemask_epi8(_mm256_and_si256(closed, _mm256_cmpgt_epi8(length, _mm256_set1_epi8(16)))));
+        if (__builtin_expect(longer != 0, 0)) {
+            alignas(32) std::uint8_t ts[32];
+            _mm256_store_si256(reinterpret_cast<__m256i*>(ts), types);
+            for (unsigned q = longer; q != 0; q &= q - 1) {
+                const unsigned i = static_cast<unsigned>(__builtin_ctz(q));
+                const unsigned t = ts[i] >> 4;
+                const std::size_t n = static_cast<std::size_t>(acc.starts[base + i + 1] - acc.starts[base + i]);
+                acc.units += piece_cost(kw.w, static_cast<int>(t), n, text[at + acc.starts[base + i]]) - kw.f[slot(static_cast<int>(t), 16)];
+            }
+        }
+    }
+    const unsigned last = acc.starts[cnt - 1];
+    acc.open_start = at + last;
+    acc.open_type = type_at(o, last);
 }
 
 }  // namespace
 
-const void* avx2_kernel_weights(const int* w) noexcept { return &weights_for(w); }
+const void* avx2_kernel_weights(const int* w) noexcept {
+    const Avx2Weights& kw = weights_for(w);
+    return kw.usable ? &kw : nullptr;
+}
+
+// The stretch being priced: its text, and its end once a byte >= 0x80 was seen.
+struct Stretch {
+    const std::uint8_t* text;
+    std::size_t len;
+    std::size_t end;  // until then len
+    bool la_word;     // the stretch's successor is a LETTER (it joins a PUNCT or space)
+};
+
+// Step 1 for the block at `at` (< st.end), its masks cut at the stretch's end.
+LATCH_AVX2 inline void load_block(const Avx2Weights& kw, Stretch& st, std::size_t at, Block& b) {
+    const std::uint64_t high = classify(kw, st.text, st.len, at, b);
+    if (high != 0) {
+        st.end = at + static_cast<std::size_t>(__builtin_ctzll(high));
+        st.la_word = is_letter(latin1_classes()[st.text[st.end]]);
+    }
+    if (st.end - at < 64) {
+        keep(b, valid_bits(st.end - at));  // bytes past the end (or zero padding) are not characters
+    }
+}
 
 // Units of the pure-ASCII stretch that starts at `from` (a run start) and ends at the first
 // non-ASCII byte or at `len`. Sets *stop to where it stopped: the stretch's end, or the start
@@ -304,18 +452,9 @@ const void* avx2_kernel_weights(const int* w) noexcept { return &weights_for(w);
 LATCH_AVX2 std::int64_t units_ascii_avx2(const std::uint8_t* text, std::size_t len, std::size_t from,
                                          const void* kernel, std::size_t* stop) {
     const Avx2Weights& kw = *static_cast<const Avx2Weights*>(kernel);
-    std::size_t end = len;  // the stretch's end once found; until then len
-    bool la_word = false;   // the stretch's successor is a LETTER (it joins a PUNCT or space)
-    // A block's bytes >= 0x80 end the stretch: its masks keep the characters before.
-    auto settle = [&](std::size_t at, std::uint64_t high, Block& b) {
-        if (high != 0) {
-            end = at + static_cast<std::size_t>(__builtin_ctzll(high));
-            la_word = is_letter(latin1_classes()[text[end]]);
-            keep(b, valid_bits(end - at));
-        }
-    };
+    Stretch st{text, len, len, false};
     // p: the block before (only the character before `from`, as its bit 63), a: this one, n: the next.
-    Block p{}, a, n;
+    Block p{}, a, n{};
     const int k_before = from > 0 && text[from - 1] < 0x80 ? latin1_classes()[text[from - 1]] : -1;
     const std::uint64_t top = 1ull << 63;
     p.L = k_before == LOWER ? top : 0;
@@ -324,77 +463,66 @@ LATCH_AVX2 std::int64_t units_ascii_avx2(const std::uint8_t* text, std::size_t l
     p.P = k_before == PUNCT ? top : 0;
     p.WS = k_before == SPACE || k_before == NEWLINE ? top : 0;
     std::size_t at = from;
-    settle(at, classify(kw, text, len, at, a), a);
-    if (end - at < 64) {
-        keep(a, valid_bits(end - at));  // bytes past len (zero) are not characters
+    load_block(kw, st, at, a);
+    if (at + 64 < st.end) {
+        load_block(kw, st, at + 64, n);
     }
     std::uint64_t nl_before = 0;  // the NEWLINE-part mask of block p
-    std::size_t open_start = from;  // the piece still open (a zero-length placeholder first)
-    unsigned open_t16 = 0;
-    std::int64_t units = 0;
+    PriceAcc acc;
+    acc.open_start = from;  // a zero-length placeholder piece first
+    acc.open_type = T_ABSORBED;
+    acc.units = 0;
+    acc.sum_lo = acc.sum_hi = _mm256_setzero_si256();
+    std::memset(acc.starts, 0, sizeof(acc.starts));
     std::int64_t n_pairs = 0, n1 = 0, n2 = 0, n3 = 0;
-    alignas(32) std::uint8_t types[64];
-    *stop = len;
     for (;;) {
         const std::size_t next = at + 64;
-        if (next < end) {
-            settle(next, classify(kw, text, len, next, n), n);
-            if (end - next < 64) {
-                keep(n, valid_bits(end - next));
-            }
-        } else {
-            n = Block{};
-        }
-        const std::size_t rel = end - at;  // >= 1
-        const Ends e{valid_bits(rel), la_word && rel < 64 ? 1ull << rel : 0,
-                     la_word && rel >= 64 && rel < 128 ? 1ull << (rel - 64) : 0};
+        const std::size_t rel = st.end - at;  // >= 1; the end is known when it lies in block a or n
+        const Ends e{valid_bits(rel), st.la_word && rel < 64 ? 1ull << rel : 0,
+                     st.la_word && rel >= 64 && rel < 128 ? 1ull << (rel - 64) : 0};
         Pieces o = pieces(p, a, n, nl_before, e);
-        std::size_t stop_at = end;
+        std::size_t long_at = 0;  // where a long run starts (0: none)
         if (o.long_run) {  // stop at the long run's start; the scalar walker prices it
             const std::uint64_t other = ~((a.WS >> 63) ? a.WS : a.P) & e.valid;
             const unsigned s = other ? 64 - static_cast<unsigned>(__builtin_clzll(other)) : 0;
             const std::uint64_t below = valid_bits(s);
             o.B = (o.B & below) | (below + 1);  // the long run's start closes the piece before
             o.pairs &= below;
-            stop_at = at + s;
+            long_at = at + s + 1;
         }
-        types_of(o, types);
-        for (std::uint64_t b = o.B; b != 0; b = _blsr_u64(b)) {
-            const unsigned i = static_cast<unsigned>(_tzcnt_u64(b));
-            const std::size_t n_chars = at + i - open_start;
-            units += kw.f[open_t16 * 2 + (n_chars < 16 ? n_chars : 16)];
-            if (__builtin_expect(n_chars > 16, 0)) {
-                units += long_piece(kw, open_t16, n_chars, text[open_start]);
-            }
-            open_start = at + i;
-            open_t16 = types[i];
+        const unsigned cnt = list_starts(kw, o.B, acc);
+        // The block after n, before pricing block a (see price_block).
+        Block nn{};
+        if (long_at == 0 && next + 64 < st.end) {
+            load_block(kw, st, next + 64, nn);
         }
+        price_block(kw, text, at, o, cnt, acc);
         n_pairs += _mm_popcnt_u64(o.pairs);
         n1 += _mm_popcnt_u64(o.pairs & a.BG0 & ~a.BG1);
         n2 += _mm_popcnt_u64(o.pairs & ~a.BG0 & a.BG1);
         n3 += _mm_popcnt_u64(o.pairs & a.BG0 & a.BG1);
-        if (stop_at != end) {
-            *stop = stop_at;
+        if (long_at != 0) {
+            *stop = long_at - 1;
             break;
         }
-        if (next >= end) {
-            *stop = end;
+        if (next >= st.end) {
+            *stop = st.end;
             // The last piece closes at the end of the stretch.
-            const std::size_t n_chars = end - open_start;
-            units += kw.f[open_t16 * 2 + (n_chars < 16 ? n_chars : 16)];
-            if (n_chars > 16) {
-                units += long_piece(kw, open_t16, n_chars, text[open_start]);
-            }
+            acc.units += price(kw, acc.open_type, st.end - acc.open_start, text[acc.open_start]);
             break;
         }
         nl_before = o.nl;
         p = a;
         a = n;
+        n = nn;
         at = next;
     }
     // Every pair is charged bigram[0], a pair of class c >= 1 bigram[c] - bigram[0] more.
-    return units + n_pairs * kw.bigram_step[0] + n1 * kw.bigram_step[1] + n2 * kw.bigram_step[2] +
-           n3 * kw.bigram_step[3];
+    const __m256i sum = _mm256_add_epi64(acc.sum_lo, _mm256_slli_epi64(acc.sum_hi, 8));
+    alignas(32) std::int64_t lanes[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), sum);
+    return acc.units + lanes[0] + lanes[1] + lanes[2] + lanes[3] + n_pairs * kw.bigram_step[0] +
+           n1 * kw.bigram_step[1] + n2 * kw.bigram_step[2] + n3 * kw.bigram_step[3];
 }
 
 bool avx2_kernel_supported() noexcept {
