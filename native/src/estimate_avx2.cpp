@@ -11,12 +11,15 @@
 //   2. pieces: the starts of all pieces (B) and four bit planes of their types, in plain 64-bit
 //      integer logic from the block and its neighbours (one block back and one ahead, classified
 //      one block early). "A NEWLINE follows in this whitespace run" and "a different character
-//      follows in this PUNCT run" propagate a carry over the bit-reversed block and next block
-//      (only when the two blocks hold such a seed at all);
-//   3. prices: the type planes spread into a byte per character (VPSHUFB, VPCMPEQB), then one
-//      step per piece: TZCNT and BLSR walk the starts, a piece's length is the distance from its
-//      start to the next, and f[type][min(length, 16)] comes from a table (exact units past 16 on
-//      a rare path);
+//      follows in this PUNCT run" spread back from each seed through its run by doubling shifts
+//      (and from the next block's first run), only when the two blocks hold such a seed at all
+//      (the AVX-512 kernel adds bit-reversed masks instead: without GFNI a reversal costs more);
+//   3. prices: the offsets of the block's starts in order (a table of the set bits of each byte
+//      of B), then 32 pieces per step: a piece's length is the distance from its start to the
+//      next, its type (times 16) comes from the four planes (VPSHUFB of the planes' bytes, a bit
+//      test), and f[type][min(length, 16)] from two 192-byte tables, low and high byte (twelve
+//      VPSHUFB and a VPBLENDVB tree each), summed by VPSADBW; pieces over 16 characters and the
+//      piece open across a block boundary are priced exactly on a scalar path;
 //   4. bigrams: POPCNT of the pairs inside sub-words, per bigram class.
 //
 // No PEXT or PDEP: Zen 1 and Zen 2 run them in microcode. Runs that fill a whole block after the
@@ -201,45 +204,25 @@ inline void keep(Block& b, std::uint64_t valid) {
 inline std::uint64_t shl1(std::uint64_t x, std::uint64_t xp) { return x << 1 | xp >> 63; }  // previous character's bit
 inline std::uint64_t shr1(std::uint64_t x, std::uint64_t xn) { return x >> 1 | xn << 63; }  // next character's bit
 
-// The bits of each qword in reverse order: bytes by VPSHUFB, then the bits of each byte (two
-// VPSHUFB of reversed nibbles).
-LATCH_AVX2 inline __m256i reverse_bits(__m256i x) {
-    const __m256i bytes = _mm256_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0,
-                                           15, 14, 13, 12, 11, 10, 9, 8);
-    const __m256i rev = _mm256_setr_epi8(0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15, 0, 8, 4, 12, 2, 10, 6,
-                                         14, 1, 9, 5, 13, 3, 11, 7, 15);
-    const __m256i rev_hi = _mm256_slli_epi16(rev, 4);  // each byte < 16: no bits cross into the next byte
-    x = _mm256_shuffle_epi8(x, bytes);
-    const __m256i lo = _mm256_and_si256(x, _mm256_set1_epi8(0x0F));
-    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), _mm256_set1_epi8(0x0F));
-    return _mm256_or_si256(_mm256_shuffle_epi8(rev_hi, lo), _mm256_shuffle_epi8(rev, hi));
-}
-
-inline std::uint64_t reverse64(std::uint64_t x) {
-    x = __builtin_bswap64(x);
-    x = (x >> 4 & 0x0F0F0F0F0F0F0F0Full) | (x & 0x0F0F0F0F0F0F0F0Full) << 4;
-    x = (x >> 2 & 0x3333333333333333ull) | (x & 0x3333333333333333ull) << 2;
-    return (x >> 1 & 0x5555555555555555ull) | (x & 0x5555555555555555ull) << 1;
-}
-
 // The characters of each `run` of a block that have a seed at or after them in the same run,
-// looking into the next block (rn, sn). Seeds lie in runs. Reversed, the block and the next one
-// are a 128-bit number with the next block in the low half, and a carry from each seed clears the
-// run before it.
-LATCH_AVX2 inline std::uint64_t seed_at_or_after(std::uint64_t r, std::uint64_t s, std::uint64_t rn, std::uint64_t sn) {
+// looking into the next block (rn, sn). Seeds lie in runs. Doubling: x[i] says a seed lies in
+// [i, i + 2^k) with the run unbroken up to it, m[i] that [i, i + 2^k) lies in one run; a run that
+// reaches the block's end also takes a seed from the next block's first run.
+inline std::uint64_t seed_at_or_after(std::uint64_t r, std::uint64_t s, std::uint64_t rn, std::uint64_t sn) {
     if ((s | sn) == 0) {
         return 0;
     }
-    const __m256i v = reverse_bits(_mm256_setr_epi64x(static_cast<long long>(r), static_cast<long long>(s),
-                                                      static_cast<long long>(rn), static_cast<long long>(sn)));
-    const __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
-    using u128 = unsigned __int128;
-    const u128 rr = static_cast<u128>(static_cast<std::uint64_t>(_mm_cvtsi128_si64(lo))) << 64 |
-                    static_cast<std::uint64_t>(_mm_cvtsi128_si64(hi));
-    const u128 ss = static_cast<u128>(static_cast<std::uint64_t>(_mm_extract_epi64(lo, 1))) << 64 |
-                    static_cast<std::uint64_t>(_mm_extract_epi64(hi, 1));
-    const std::uint64_t sum_hi = static_cast<std::uint64_t>((rr + ss) >> 64);
-    return (r & ~reverse64(sum_hi)) | s;
+    std::uint64_t x = s, m = r;
+    for (int k = 1; k < 64 && m != 0 && x != r; k *= 2) {
+        x |= m & (x >> k);
+        m &= m >> k;
+    }
+    const std::uint64_t lead = rn & ~(rn + 1);  // the next block's first run (from its bit 0)
+    if ((sn & lead) != 0 && (r >> 63) != 0) {
+        const std::uint64_t gaps = ~r;  // the run that ends the block: above the last gap
+        x |= gaps == 0 ? r : ~0ull << (64 - __builtin_clzll(gaps));
+    }
+    return x;
 }
 
 // Step 2's inputs besides the masks: the block's characters, and the stretch's successor's bit
