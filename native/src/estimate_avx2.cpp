@@ -213,7 +213,8 @@ inline std::uint64_t seed_at_or_after(std::uint64_t r, std::uint64_t s, std::uin
         return 0;
     }
     std::uint64_t x = s, m = r;
-    for (int k = 1; k < 64 && m != 0 && x != r; k *= 2) {
+#pragma GCC unroll 6
+    for (int k = 1; k < 64; k *= 2) {
         x |= m & (x >> k);
         m &= m >> k;
     }
