@@ -239,7 +239,8 @@ struct Pieces {
 };
 
 // Step 2 for block a (p the block before, n the one after, nl_before p's NEWLINE-part mask).
-LATCH_AVX2 inline Pieces pieces(const Block& p, const Block& a, const Block& n, std::uint64_t nl_before, const Ends& e) {
+LATCH_AVX2 inline Pieces pieces(const Block& p, const Block& a, const Block& n, std::uint64_t nl_before,
+                                const Ends& e) {
     Pieces o;
     o.long_run = ((a.WS >> 63) != 0 && n.WS == ~0ull) || ((a.P >> 63) != 0 && n.P == ~0ull);
     const std::uint64_t A = a.L | a.U, Ap = p.L | p.U, An = n.L | n.U;
@@ -345,8 +346,6 @@ struct PriceAcc {
     alignas(32) std::uint8_t starts[128];  // the block's start offsets (scratch)
 };
 
-// Step 3 for the block at `at`: the piece open before it closes at its first start, then every
-// piece between two of its starts (32 per step, from the table), and its last piece stays open.
 // The offsets of B's bits into acc.starts, lowest first; returns how many.
 LATCH_AVX2 inline unsigned list_starts(const Avx2Weights& kw, std::uint64_t B, PriceAcc& acc) {
     unsigned cnt = 0;
@@ -359,7 +358,10 @@ LATCH_AVX2 inline unsigned list_starts(const Avx2Weights& kw, std::uint64_t B, P
     return cnt;
 }
 
-// (list_starts wrote acc.starts a while before: its 8-byte stores cannot forward to the 32-byte loads.)
+// Step 3 for the block at `at`, from its `cnt` starts in acc.starts: the piece open before it closes
+// at its first start, then every piece between two of its starts (32 per step, from the tables),
+// and its last piece stays open. (list_starts wrote acc.starts a while before: its 8-byte stores
+// cannot forward to the 32-byte loads here.)
 LATCH_AVX2 inline void price_block(const Avx2Weights& kw, const std::uint8_t* text, std::size_t at, const Pieces& o,
                                    unsigned cnt, PriceAcc& acc) {
     if (cnt == 0) {
@@ -392,22 +394,15 @@ LATCH_AVX2 inline void price_block(const Avx2Weights& kw, const std::uint8_t* te
             _mm256_store_si256(reinterpret_cast<__m256i*>(ts), types);
             for (unsigned q = longer; q != 0; q &= q - 1) {
                 const unsigned i = static_cast<unsigned>(__builtin_ctz(q));
-                const unsigned t = ts[i] >> 4;
+                const int t = ts[i] >> 4;
                 const std::size_t n = static_cast<std::size_t>(acc.starts[base + i + 1] - acc.starts[base + i]);
-                acc.units += piece_cost(kw.w, static_cast<int>(t), n, text[at + acc.starts[base + i]]) - kw.f[slot(static_cast<int>(t), 16)];
+                acc.units += piece_cost(kw.w, t, n, text[at + acc.starts[base + i]]) - kw.f[slot(t, 16)];
             }
         }
     }
     const unsigned last = acc.starts[cnt - 1];
     acc.open_start = at + last;
     acc.open_type = type_at(o, last);
-}
-
-}  // namespace
-
-const void* avx2_kernel_weights(const int* w) noexcept {
-    const Avx2Weights& kw = weights_for(w);
-    return kw.usable ? &kw : nullptr;
 }
 
 // The stretch being priced: its text, and its end once a byte >= 0x80 was seen.
@@ -428,6 +423,13 @@ LATCH_AVX2 inline void load_block(const Avx2Weights& kw, Stretch& st, std::size_
     if (st.end - at < 64) {
         keep(b, valid_bits(st.end - at));  // bytes past the end (or zero padding) are not characters
     }
+}
+
+}  // namespace
+
+const void* avx2_kernel_weights(const int* w) noexcept {
+    const Avx2Weights& kw = weights_for(w);
+    return kw.usable ? &kw : nullptr;
 }
 
 // Units of the pure-ASCII stretch that starts at `from` (a run start) and ends at the first

@@ -69,13 +69,13 @@ def test_kernel_block_boundaries_match_reference():
                 assert native.estimate_tokens(text) == _py.estimate_tokens(text), (lead, body[:8], tail)
 
 
-_FORCED_CHECK = """
+_FORCED_CHECK = f"""
 import random, sys
 from latch import _native as native
 from latch.hotpaths import _py
 assert native.ESTIMATOR_KERNEL == sys.argv[1], native.ESTIMATOR_KERNEL
 rng = random.Random(11)
-run_chars, words, singles, glue = {run_chars!r}, {words!r}, {singles!r}, {glue!r}
+run_chars, words, singles, glue = {_RUN_CHARS!r}, {_WORDS!r}, {_SINGLES!r}, {_GLUE!r}
 def segment():
     k = rng.randrange(5)
     if k == 0:
@@ -94,7 +94,7 @@ for profile in _py.PROFILES:
     for t in texts[::4]:
         assert native.estimate_tokens(t, profile) == _py.estimate_tokens(t, profile), (t[:80], profile)
     assert native.estimate_tokens_batch(texts, profile).tolist() == _py.estimate_tokens_batch(texts, profile).tolist()
-""".format(run_chars=_RUN_CHARS, words=_WORDS, singles=_SINGLES, glue=_GLUE)
+"""
 
 
 def _cpu_flags() -> set[str]:
@@ -114,4 +114,3 @@ def test_forced_kernel_edges_match_reference(kernel):
         [sys.executable, "-c", _FORCED_CHECK, kernel], env=env, capture_output=True, text=True, timeout=600
     )
     assert res.returncode == 0, res.stderr[-2000:]
-
