@@ -4,7 +4,8 @@ estimator), measured in the same run.
 Run: ``python -m pytest benchmarks/test_bench_hotpaths.py --benchmark-only``. Each native row's
 ``extra_info`` holds its throughput and ``ratio_to_reference`` (reference time / native time per
 byte or per call; the reference rows run first); the bulk and snippet rows also hold
-``ratio_to_tiktoken``. Targets: bulk ASCII >= 10 GB/s, >= 200x the reference, >= 400x
+``ratio_to_tiktoken`` and ``estimator_kernel`` (which ASCII path ran: ``LATCH_NATIVE_KERNEL=scalar`` or
+``=avx2`` picks one). Targets: bulk ASCII >= 10 GB/s, >= 200x the reference, >= 400x
 tiktoken; 300-byte snippets batched >= 3 GB/s (``goal_GB_per_s`` and ``ratio_to_goal`` in those rows). CI runs this file once with ``--benchmark-disable`` as a smoke test (every row also
 checks that native and reference agree).
 """
@@ -50,6 +51,8 @@ def _record(
         benchmark.extra_info["GB_per_s"] = round(1 / per / 1e9, 3)
     else:
         benchmark.extra_info[f"us_per_{unit}"] = round(per * 1e6, 4)
+    if row.startswith(("bulk/native", "snippets/native")):
+        benchmark.extra_info["estimator_kernel"] = native.ESTIMATOR_KERNEL  # "avx512", "avx2" or "scalar"
     if ref in _per_unit:
         benchmark.extra_info["ratio_to_reference"] = round(_per_unit[ref] / per, 1)
     if peer in _per_unit:

@@ -416,7 +416,7 @@ PYBIND11_MODULE(_native, m) {
         stop_words[i] = py::str(latch::kStopWords[i]);
     }
     m.attr("STOP_WORDS") = stop_words;
-    m.attr("ESTIMATOR_KERNEL") = latch::estimator_kernel();  // "avx512" or "scalar" (see estimate.hpp)
+    m.attr("ESTIMATOR_KERNEL") = latch::estimator_kernel();  // "avx512", "avx2" or "scalar" (see estimate.hpp)
     m.def("estimate_tokens", &estimate_tokens, py::arg("text"), py::arg("profile") = "openai",
           "Conservative token estimate of ``text`` (tokens). ValueError on unknown profile.");
     m.def("estimate_tokens_batch", &estimate_tokens_batch, py::arg("texts"), py::arg("profile") = "openai",

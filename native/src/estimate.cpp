@@ -3,8 +3,9 @@
 // with the Python tables, so both backends price every piece with the same weights.
 //
 // One scalar piece walker (`Walker`, estimate_impl.hpp) mirrors the reference step by step
-// for every input width; latin-1 text takes the AVX-512 kernel over its pure-ASCII stretches
-// when the CPU has it (estimate_ascii.cpp, estimate_avx512.cpp), which reports the same units.
+// for every input width; latin-1 text takes a vectorized kernel over its pure-ASCII stretches
+// when the CPU has one (estimate_ascii.cpp; estimate_avx512.cpp, else estimate_avx2.cpp), which
+// reports the same units.
 // Texts of 512 Ki characters or more (and batches as large) are cut at exact boundaries into
 // parts that the calling thread and helper threads claim in turn (units_parallel, run_parts below;
 // the helpers stay between calls, see Helpers).

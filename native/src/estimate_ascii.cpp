@@ -1,6 +1,6 @@
-// Drivers: pure-ASCII stretches go to the AVX-512 kernel when the CPU has it; every other run
-// (non-ASCII characters, and runs the kernel hands back) goes to the scalar walker. Each call
-// starts at a run boundary, so the pieces the two see never overlap.
+// Drivers: pure-ASCII stretches go to a vectorized kernel when the CPU has one (AVX-512 first,
+// else AVX2); every other run (non-ASCII characters, and runs the kernel hands back) goes to the
+// scalar walker. Each call starts at a run boundary, so the pieces the two see never overlap.
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -17,41 +17,67 @@ bool avx512_kernel_supported() noexcept;
 const void* avx512_kernel_weights(const int* w) noexcept;
 std::int64_t units_ascii_avx512(const std::uint8_t* text, std::size_t len, std::size_t from, const void* kernel,
                                 std::size_t* stop);
+bool avx2_kernel_supported() noexcept;
+const void* avx2_kernel_weights(const int* w) noexcept;
+std::int64_t units_ascii_avx2(const std::uint8_t* text, std::size_t len, std::size_t from, const void* kernel,
+                              std::size_t* stop);
 #define LATCH_HAVE_KERNEL 1
 #endif
 
 namespace {
 
+enum class Kernel { scalar, avx2, avx512 };
+
 #ifdef LATCH_HAVE_KERNEL
-// LATCH_NATIVE_KERNEL=scalar: the scalar walker even where the CPU could run the kernel (it is what
-// every other CPU runs; the parity tests run it this way).
-bool scalar_forced() noexcept {
+// LATCH_NATIVE_KERNEL=scalar: the scalar walker even where the CPU could run a kernel (it is what
+// every other CPU runs; the parity tests run it this way). LATCH_NATIVE_KERNEL=avx2: the AVX2 kernel
+// even where the CPU has the AVX-512 one (so one machine tests both).
+Kernel choose_kernel() noexcept {
     const char* v = std::getenv("LATCH_NATIVE_KERNEL");
-    return v != nullptr && std::strcmp(v, "scalar") == 0;
+    if (v != nullptr && std::strcmp(v, "scalar") == 0) {
+        return Kernel::scalar;
+    }
+    if ((v == nullptr || std::strcmp(v, "avx2") != 0) && avx512_kernel_supported()) {
+        return Kernel::avx512;
+    }
+    return avx2_kernel_supported() ? Kernel::avx2 : Kernel::scalar;
 }
 
-const bool kKernel = !scalar_forced() && avx512_kernel_supported();
+const Kernel kKernel = choose_kernel();
+
+// The kernel's units of the ASCII stretch at `from` (see units_ascii_avx512).
+std::int64_t units_ascii(const std::uint8_t* text, std::size_t len, std::size_t from, const void* kernel,
+                         std::size_t* stop) {
+    return kKernel == Kernel::avx512 ? units_ascii_avx512(text, len, from, kernel, stop)
+                                     : units_ascii_avx2(text, len, from, kernel, stop);
+}
+#else
+const Kernel kKernel = Kernel::scalar;
 #endif
 
 }  // namespace
 
-bool ascii_kernel_active() noexcept {
-#ifdef LATCH_HAVE_KERNEL
-    return kKernel;
-#else
-    return false;
-#endif
-}
+bool ascii_kernel_active() noexcept { return kKernel != Kernel::scalar; }
 
 }  // namespace detail
 
-const char* estimator_kernel() noexcept { return detail::ascii_kernel_active() ? "avx512" : "scalar"; }
+const char* estimator_kernel() noexcept {
+    switch (detail::kKernel) {
+        case detail::Kernel::avx512: return "avx512";
+        case detail::Kernel::avx2: return "avx2";
+        default: return "scalar";
+    }
+}
 
 namespace detail {
 
 const void* ascii_kernel_for(const int* w) noexcept {
 #ifdef LATCH_HAVE_KERNEL
-    return kKernel ? avx512_kernel_weights(w) : nullptr;
+    switch (kKernel) {
+        case Kernel::avx512: return avx512_kernel_weights(w);
+        case Kernel::avx2: return avx2_kernel_weights(w);
+        default: return nullptr;
+    }
 #else
     (void)w;
     return nullptr;
@@ -70,7 +96,7 @@ std::int64_t units_latin1(const std::uint8_t* text, std::size_t len, const int* 
         while (pos < len) {
             std::size_t run = pos;
             if (text[pos] < 0x80) {
-                units += units_ascii_avx512(text, len, pos, kernel, &run);  // stops at a run start
+                units += units_ascii(text, len, pos, kernel, &run);  // stops at a run start
                 if (run == len) {
                     break;
                 }
@@ -141,7 +167,7 @@ std::int64_t units_wide_kernel(const CharT* text, std::size_t len, const int* w,
                 }
             }
             std::size_t stop = 0;
-            units += units_ascii_avx512(narrow.data(), narrow.size(), pos - lo, kernel, &stop);
+            units += units_ascii(narrow.data(), narrow.size(), pos - lo, kernel, &stop);
             run = lo + stop;
             if (run == len) {
                 break;

@@ -1,6 +1,7 @@
 // AVX-512 kernel for pure-ASCII stretches of the token estimator (x86-64 with AVX-512 BW, CD,
 // VBMI, VBMI2, VPOPCNTDQ and GFNI, e.g. Ice Lake and later, Zen 4; chosen at run time, see
-// estimate_ascii.cpp; every other CPU uses the scalar walker).
+// estimate_ascii.cpp; CPUs with AVX2 and BMI2 only take estimate_avx2.cpp, every other the scalar
+// walker).
 //
 // The reference walks pieces one by one (_py._pieces). Here text is cut into 64-byte blocks
 // and every block becomes 64-bit masks (bit i = byte i). Every character belongs to exactly
@@ -35,7 +36,7 @@
 #include <cstring>
 #include <initializer_list>
 
-#include "estimate_impl.hpp"
+#include "estimate_kernel.hpp"
 
 #define LATCH_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512cd,avx512vbmi,avx512vbmi2,avx512vpopcntdq,gfni,bmi,bmi2,popcnt,lzcnt")))
 
@@ -45,11 +46,6 @@ namespace {
 
 using namespace tables;
 
-// Piece types as the kernel numbers them (at most 12: four bit planes, 16 table slots each).
-enum PieceType {
-    T_LOWER, T_CAPITAL, T_PUNCT, T_NEWLINE, T_SPACE, T_JOIN, T_ABSORBED, T_CAPS, T_DIGIT, T_NLPUNCT, T_CTRL, T_SAME,
-    N_TYPES
-};
 constexpr int kSlots = 16;
 // Where f[type][n] (n = 1..16) is in the kernel's table: type * 16 + n for n < 16, and slot 0 of the
 // type's partner (type ^ 1) for n = 16 (no piece is empty). So the index is type * 16 XOR n, one
@@ -70,24 +66,6 @@ struct KernelWeights {
     const int* w;
     bool usable;  // every f fits 0..65535
 };
-
-// Exact units of a piece of `n` characters (any n) of kernel type `t` whose first byte is `first`.
-std::int64_t piece_cost(const int* w, int t, std::size_t n, std::uint8_t first = 0) {
-    switch (t) {
-        case T_LOWER: return run_cost(w, OFF_WORD_LOWER, n);
-        case T_CAPITAL: return run_cost(w, OFF_WORD_CAPITAL, n);
-        case T_CAPS: return run_cost(w, OFF_WORD_CAPS, n);
-        case T_PUNCT: return run_cost(w, OFF_PUNCT, n);
-        case T_SAME: return n <= 16 ? run_cost(w, OFF_PUNCT_SAME, n) : same_run_cost(w, n, first);
-        case T_NEWLINE: return run_cost(w, OFF_NEWLINE, n);
-        case T_NLPUNCT: return run_cost(w, OFF_NEWLINE_PUNCT, n);
-        case T_SPACE: return run_cost(w, OFF_SPACE, n);
-        case T_DIGIT: return static_cast<std::int64_t>(w[OFF_DIGIT]) * static_cast<std::int64_t>((n + 2) / 3);
-        case T_JOIN: return static_cast<std::int64_t>(w[OFF_PUNCT_JOIN]) * static_cast<std::int64_t>(n);
-        case T_CTRL: return static_cast<std::int64_t>(w[OFF_CHAR + CTRL]) * static_cast<std::int64_t>(n);
-        default: return 0;  // T_ABSORBED
-    }
-}
 
 void build_weights(KernelWeights* kw, const int* w) {
     std::memset(kw, 0, sizeof(*kw));
@@ -117,16 +95,7 @@ void build_weights(KernelWeights* kw, const int* w) {
                                                  (k == PUNCT) << 3 | (k == SPACE || k == NEWLINE) << 4 |
                                                  (k == NEWLINE) << 5 | (x == ' ') << 6);
     }
-    for (int a = 0; a < 26; ++a) {
-        for (int b = 0; b < 26; ++b) {
-            const int cls = BIGRAM[a * 26 + b];
-            for (int plane = 0; plane < 2; ++plane) {
-                if ((cls >> plane) & 1) {
-                    kw->bigram_plane[plane][(a + 1) * 4 + (b + 1) / 8] |= static_cast<std::uint8_t>(1u << ((b + 1) % 8));
-                }
-            }
-        }
-    }
+    fill_bigram_planes(kw->bigram_plane);
 }
 
 const KernelWeights& weights_for(const int* w) {

@@ -1,5 +1,6 @@
-// Internals of the token estimator shared by estimate.cpp, estimate_ascii.cpp and
-// estimate_avx512.cpp: the generated tables, the reference's piece walk, the kernel's entry.
+// Internals of the token estimator shared by estimate.cpp, estimate_ascii.cpp and the kernels
+// (estimate_avx512.cpp, estimate_avx2.cpp): the generated tables, the reference's piece walk, the
+// kernels' entry.
 #pragma once
 
 #include <cstddef>
@@ -286,12 +287,12 @@ struct WideText {
 std::int64_t units_latin1_scalar(const std::uint8_t* text, std::size_t len, std::size_t from, std::size_t to,
                                  const int* w, std::size_t* end) noexcept;
 
-// Units of a whole latin-1 text (AVX-512 kernel over ASCII stretches when the CPU has it).
+// Units of a whole latin-1 text (a vectorized kernel over ASCII stretches when the CPU has one).
 std::int64_t units_latin1(const std::uint8_t* text, std::size_t len, const int* w) noexcept;
 // The same with `kernel` = ascii_kernel_for(w), looked up once for many texts.
 std::int64_t units_latin1(const std::uint8_t* text, std::size_t len, const int* w, const void* kernel) noexcept;
 
-// The AVX-512 kernel's table for the weights `w` (one of PROFILE_WEIGHTS), or null when this CPU
+// The active kernel's table for the weights `w` (one of PROFILE_WEIGHTS), or null when this CPU
 // has no kernel or the weights do not fit it.
 const void* ascii_kernel_for(const int* w) noexcept;
 
@@ -300,7 +301,7 @@ const void* ascii_kernel_for(const int* w) noexcept;
 std::int64_t units_wide(const std::uint16_t* text, std::size_t len, const int* w) noexcept;
 std::int64_t units_wide(const std::uint32_t* text, std::size_t len, const int* w) noexcept;
 
-// Whether units_latin1 uses the AVX-512 kernel on this CPU.
+// Whether units_latin1 uses a vectorized kernel (AVX-512 or AVX2) on this CPU.
 bool ascii_kernel_active() noexcept;
 
 }  // namespace detail

@@ -44,7 +44,7 @@ def test_doctor_json_reports_this_installation(tmp_path):
 
         assert info["native_module"] == _native.__file__
         assert info["abi_version"] == 1
-        assert info["estimator_kernel"] == _native.ESTIMATOR_KERNEL in ("avx512", "scalar")
+        assert info["estimator_kernel"] == _native.ESTIMATOR_KERNEL in ("avx512", "avx2", "scalar")
 
 
 def test_doctor_db_option_and_table(tmp_path):

@@ -37,8 +37,9 @@ struct TextView {
 std::int64_t estimate_view(const TextView& text, Profile profile) noexcept;
 void estimate_batch(const TextView* texts, std::size_t n, Profile profile, std::int64_t* out) noexcept;
 
-// How this process estimates pure-ASCII stretches: "avx512" (the vectorized kernel; the CPU has
-// every instruction set it uses) or "scalar" (the reference's piece walk; any other CPU, or
+// How this process estimates pure-ASCII stretches: "avx512" (the AVX-512 kernel; the CPU has every
+// instruction set it uses), "avx2" (the AVX2 kernel: a CPU with AVX2 and BMI2 but not the AVX-512
+// set, or LATCH_NATIVE_KERNEL=avx2) or "scalar" (the reference's piece walk; any other CPU, or
 // LATCH_NATIVE_KERNEL=scalar in the environment when the library loaded). Same counts either way.
 const char* estimator_kernel() noexcept;
 

@@ -68,7 +68,7 @@ def diagnose(db: str | None = None) -> dict[str, Any]:
     else:
         info["native_module"] = _native.__file__
         info["abi_version"] = _native.ABI_VERSION
-        info["estimator_kernel"] = _native.ESTIMATOR_KERNEL  # "avx512" or "scalar": how ASCII text is estimated
+        info["estimator_kernel"] = _native.ESTIMATOR_KERNEL  # "avx512", "avx2" or "scalar": how ASCII text is estimated
     return info
 
 

@@ -1,0 +1,523 @@
+// AVX2 kernel for pure-ASCII stretches of the token estimator (x86-64 with AVX2, BMI1, BMI2 and
+// POPCNT, e.g. Haswell and later, Zen 1 and later; chosen at run time when the CPU lacks the
+// AVX-512 kernel's sets, see estimate_ascii.cpp).
+//
+// The same piece algebra as the AVX-512 kernel (read its header first), one 64-byte block at a
+// time: bit i of a block's masks is byte i.
+//
+//   1. classify: AVX2 compares give the class masks of 32 bytes at a time (VPMOVMSKB), two halves
+//      to a block; the bigram class of every adjacent byte pair is a 128-byte table lookup (eight
+//      VPSHUFB of 16-byte slices, chosen by a VPBLENDVB tree on the index's high bits);
+//   2. pieces: the starts of all pieces (B) and four bit planes of their types, in plain 64-bit
+//      integer logic from the block and its neighbours (one block back and one ahead, classified
+//      one block early). "A NEWLINE follows in this whitespace run" and "a different character
+//      follows in this PUNCT run" spread back from each seed through its run by doubling shifts
+//      (and from the next block's first run), only when the two blocks hold such a seed at all
+//      (the AVX-512 kernel adds bit-reversed masks instead: without GFNI a reversal costs more);
+//   3. prices: the offsets of the block's starts in order (a table of the set bits of each byte
+//      of B), then 32 pieces per step: a piece's length is the distance from its start to the
+//      next, its type (times 16) comes from the four planes (VPSHUFB of the planes' bytes, a bit
+//      test), and f[type][min(length, 16)] from two 192-byte tables, low and high byte (twelve
+//      VPSHUFB and a VPBLENDVB tree each), summed by VPSADBW; pieces over 16 characters and the
+//      piece open across a block boundary are priced exactly on a scalar path;
+//   4. bigrams: POPCNT of the pairs inside sub-words, per bigram class.
+//
+// No PEXT or PDEP: Zen 1 and Zen 2 run them in microcode. Runs that fill a whole block after the
+// one they end in (whitespace or PUNCT runs of more than 64 characters) are handed back to the
+// scalar walker, as the AVX-512 kernel does.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+
+#include <immintrin.h>
+
+#include <cstring>
+#include <initializer_list>
+
+#include "estimate_kernel.hpp"
+
+#define LATCH_AVX2 __attribute__((target("avx2,bmi,bmi2,popcnt")))
+
+namespace latch {
+namespace detail {
+namespace {
+
+using namespace tables;
+
+// Where f[type][n] (n = 1..16) is in the kernel's byte tables: type * 16 XOR n, as in the AVX-512
+// kernel (n = 16 is slot 0 of the partner row type ^ 1; no piece is empty), so below 192.
+constexpr int slot(int t, int n) { return (t * 16) ^ n; }
+
+// Per-profile weights laid out for the kernel (built once per profile).
+struct Avx2Weights {
+    // Low and high byte of f at slot(type, n), in 16-byte slices, each twice (both 128-bit lanes).
+    alignas(32) std::uint8_t f_lo[12][32];
+    alignas(32) std::uint8_t f_hi[12][32];
+    std::int64_t f[192];
+    std::int64_t bigram_step[4];  // bigram[0] and bigram[c] - bigram[0] (c = 1..3)
+    // BIGRAM's two bit planes (fill_bigram_planes) in 16-byte slices, each twice.
+    alignas(32) std::uint8_t plane[2][8][32];
+    std::uint64_t positions[256];  // the offsets of the set bits of a byte, one byte each, lowest first
+    const int* w;
+    bool usable;  // every f fits 0..65535
+};
+
+void build_weights(Avx2Weights* kw, const int* w) {
+    static_assert(N_TYPES * 16 <= 192, "slot() must stay below 192 (12 slices)");
+    std::memset(kw, 0, sizeof(*kw));
+    kw->w = w;
+    kw->usable = true;
+    for (int t = 0; t < N_TYPES; ++t) {
+        for (int n = 1; n <= 16; ++n) {
+            const std::int64_t v = piece_cost(w, t, static_cast<std::size_t>(n));
+            kw->usable = kw->usable && v >= 0 && v <= 65535;
+            const int i = slot(t, n);
+            kw->f[i] = v;
+            kw->f_lo[i / 16][i % 16] = kw->f_lo[i / 16][i % 16 + 16] = static_cast<std::uint8_t>(v & 0xFF);
+            kw->f_hi[i / 16][i % 16] = kw->f_hi[i / 16][i % 16 + 16] = static_cast<std::uint8_t>((v >> 8) & 0xFF);
+        }
+    }
+    for (int i = 0; i < 4; ++i) {
+        kw->bigram_step[i] = i == 0 ? w[OFF_BIGRAM] : static_cast<std::int64_t>(w[OFF_BIGRAM + i]) - w[OFF_BIGRAM];
+    }
+    std::uint8_t planes[2][128] = {};
+    fill_bigram_planes(planes);
+    for (int c = 0; c < 2; ++c) {
+        for (int k = 0; k < 8; ++k) {
+            std::memcpy(kw->plane[c][k], planes[c] + 16 * k, 16);
+            std::memcpy(kw->plane[c][k] + 16, planes[c] + 16 * k, 16);
+        }
+    }
+    for (int byte = 0; byte < 256; ++byte) {
+        int k = 0;
+        for (int bit = 0; bit < 8; ++bit) {
+            if ((byte >> bit) & 1) {
+                kw->positions[byte] |= static_cast<std::uint64_t>(bit) << (8 * k++);
+            }
+        }
+    }
+}
+
+const Avx2Weights& weights_for(const int* w) {
+    struct All {
+        Avx2Weights kw[N_PROFILES];
+        All() {
+            for (int p = 0; p < N_PROFILES; ++p) {
+                build_weights(&kw[p], PROFILE_WEIGHTS[p]);
+            }
+        }
+    };
+    static const All all;  // thread-safe static init
+    for (int p = 0; p < N_PROFILES; ++p) {
+        if (all.kw[p].w == w) {
+            return all.kw[p];
+        }
+    }
+    return all.kw[0];  // unreachable: w always comes from PROFILE_WEIGHTS
+}
+
+// The class masks of one block (bit i = byte i): L a-z, U A-Z, D 0-9, P PUNCT, WS SPACE or NEWLINE,
+// N NEWLINE, SP the space character, EQ the byte equals the one before it, BG0 and BG1 the bigram
+// class bits of (byte i - 1, byte i) as if both were letters.
+struct Block {
+    std::uint64_t L, U, D, P, WS, N, SP, EQ, BG0, BG1;
+};
+
+LATCH_AVX2 inline __m256i in_range(__m256i x, char lo, char hi) {
+    const __m256i d = _mm256_sub_epi8(x, _mm256_set1_epi8(lo));
+    return _mm256_cmpeq_epi8(_mm256_min_epu8(d, _mm256_set1_epi8(static_cast<char>(hi - lo))), d);
+}
+
+LATCH_AVX2 inline std::uint64_t bits(__m256i m) {
+    return static_cast<std::uint32_t>(_mm256_movemask_epi8(m));
+}
+
+LATCH_AVX2 inline __m256i slice(const std::uint8_t* t, __m256i idx) {
+    return _mm256_shuffle_epi8(_mm256_load_si256(reinterpret_cast<const __m256i*>(t)), idx);
+}
+
+// Byte idx (0..127) of the 128-byte table whose 16-byte slices are t[0..7].
+LATCH_AVX2 inline __m256i lookup128(const std::uint8_t (*t)[32], __m256i idx, __m256i b4, __m256i b5, __m256i b6) {
+    const __m256i r01 = _mm256_blendv_epi8(slice(t[0], idx), slice(t[1], idx), b4);
+    const __m256i r23 = _mm256_blendv_epi8(slice(t[2], idx), slice(t[3], idx), b4);
+    const __m256i r45 = _mm256_blendv_epi8(slice(t[4], idx), slice(t[5], idx), b4);
+    const __m256i r67 = _mm256_blendv_epi8(slice(t[6], idx), slice(t[7], idx), b4);
+    return _mm256_blendv_epi8(_mm256_blendv_epi8(r01, r23, b5), _mm256_blendv_epi8(r45, r67, b5), b6);
+}
+
+// Step 1 for the 32 bytes at x (xp = x - 1): the masks as bits `shift`..`shift` + 31 of b; returns
+// the bytes >= 0x80.
+LATCH_AVX2 inline std::uint64_t classify32(const Avx2Weights& kw, const std::uint8_t* x, const std::uint8_t* xp,
+                                           Block& b, int shift) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
+    const __m256i vp = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp));
+    const __m256i L = in_range(v, 'a', 'z'), U = in_range(v, 'A', 'Z'), D = in_range(v, '0', '9');
+    const __m256i printable = in_range(v, '!', '~');
+    const __m256i sp = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(' '));
+    const __m256i ws = _mm256_or_si256(sp, in_range(v, '\t', '\r'));  // \t \n \v \f \r
+    const __m256i nl = _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('\n')),
+                                       _mm256_cmpeq_epi8(v, _mm256_set1_epi8('\r')));
+    const __m256i punct = _mm256_andnot_si256(_mm256_or_si256(_mm256_or_si256(L, U), D), printable);
+    b.L |= bits(L) << shift;
+    b.U |= bits(U) << shift;
+    b.D |= bits(D) << shift;
+    b.P |= bits(punct) << shift;
+    b.WS |= bits(ws) << shift;
+    b.N |= bits(nl) << shift;
+    b.SP |= bits(sp) << shift;
+    b.EQ |= bits(_mm256_cmpeq_epi8(v, vp)) << shift;
+    // Bigram class bits: byte (prev & 31) * 4 + (byte & 31) / 8 of the planes, bit byte % 8.
+    const __m256i idx = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi16(vp, 2), _mm256_set1_epi8(0x7C)),
+                                        _mm256_and_si256(_mm256_srli_epi16(v, 3), _mm256_set1_epi8(0x03)));
+    const __m256i b4 = _mm256_slli_epi16(idx, 3), b5 = _mm256_slli_epi16(idx, 2), b6 = _mm256_slli_epi16(idx, 1);
+    const __m256i bit = _mm256_shuffle_epi8(
+        _mm256_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128, 1, 2,
+                         4, 8, 16, 32, 64, -128),
+        v);
+    const __m256i c0 = lookup128(kw.plane[0], idx, b4, b5, b6), c1 = lookup128(kw.plane[1], idx, b4, b5, b6);
+    b.BG0 |= bits(_mm256_cmpeq_epi8(_mm256_and_si256(c0, bit), bit)) << shift;
+    b.BG1 |= bits(_mm256_cmpeq_epi8(_mm256_and_si256(c1, bit), bit)) << shift;
+    return bits(v) << shift;
+}
+
+inline std::uint64_t valid_bits(std::size_t avail) { return avail >= 64 ? ~0ull : (1ull << avail) - 1; }
+
+// Step 1 for the block at `at` (bytes past len are zero); returns its bytes >= 0x80.
+LATCH_AVX2 inline std::uint64_t classify(const Avx2Weights& kw, const std::uint8_t* text, std::size_t len,
+                                         std::size_t at, Block& b) {
+    b = Block{};
+    if (at > 0 && at + 64 <= len) {
+        return classify32(kw, text + at, text + at - 1, b, 0) | classify32(kw, text + at + 32, text + at + 31, b, 32);
+    }
+    alignas(32) std::uint8_t buf[96] = {};  // buf[31] the byte before the block, buf[32..] the block
+    if (at > 0) {
+        buf[31] = text[at - 1];
+    }
+    std::memcpy(buf + 32, text + at, len - at < 64 ? len - at : 64);
+    return classify32(kw, buf + 32, buf + 31, b, 0) | classify32(kw, buf + 64, buf + 63, b, 32);
+}
+
+inline void keep(Block& b, std::uint64_t valid) {
+    for (std::uint64_t* m : {&b.L, &b.U, &b.D, &b.P, &b.WS, &b.N, &b.SP, &b.EQ, &b.BG0, &b.BG1}) {
+        *m &= valid;
+    }
+}
+
+inline std::uint64_t shl1(std::uint64_t x, std::uint64_t xp) { return x << 1 | xp >> 63; }  // previous character's bit
+inline std::uint64_t shr1(std::uint64_t x, std::uint64_t xn) { return x >> 1 | xn << 63; }  // next character's bit
+
+// The characters of each `run` of a block that have a seed at or after them in the same run,
+// looking into the next block (rn, sn). Seeds lie in runs. Doubling: x[i] says a seed lies in
+// [i, i + 2^k) with the run unbroken up to it, m[i] that [i, i + 2^k) lies in one run; a run that
+// reaches the block's end also takes a seed from the next block's first run.
+inline std::uint64_t seed_at_or_after(std::uint64_t r, std::uint64_t s, std::uint64_t rn, std::uint64_t sn) {
+    if ((s | sn) == 0) {
+        return 0;
+    }
+    std::uint64_t x = s, m = r;
+#pragma GCC unroll 6
+    for (int k = 1; k < 64; k *= 2) {
+        x |= m & (x >> k);
+        m &= m >> k;
+    }
+    const std::uint64_t lead = rn & ~(rn + 1);  // the next block's first run (from its bit 0)
+    if ((sn & lead) != 0 && (r >> 63) != 0) {
+        const std::uint64_t gaps = ~r;  // the run that ends the block: above the last gap
+        x |= gaps == 0 ? r : ~0ull << (64 - __builtin_clzll(gaps));
+    }
+    return x;
+}
+
+// Step 2's inputs besides the masks: the block's characters, and the stretch's successor's bit
+// (when it is a LETTER) in this block and in the next.
+struct Ends {
+    std::uint64_t valid, LA, LAn;
+};
+
+struct Pieces {
+    std::uint64_t B, pairs, nl;
+    std::uint64_t plane[4];  // the bit planes of the piece types (see PieceType)
+    bool long_run;           // the block ends in a whitespace or PUNCT run that fills the next block
+};
+
+// Step 2 for block a (p the block before, n the one after, nl_before p's NEWLINE-part mask).
+LATCH_AVX2 inline Pieces pieces(const Block& p, const Block& a, const Block& n, std::uint64_t nl_before,
+                                const Ends& e) {
+    Pieces o;
+    o.long_run = ((a.WS >> 63) != 0 && n.WS == ~0ull) || ((a.P >> 63) != 0 && n.P == ~0ull);
+    const std::uint64_t A = a.L | a.U, Ap = p.L | p.U, An = n.L | n.U;
+    const std::uint64_t next_wa = shr1(A | e.LA, An | e.LAn);
+    const std::uint64_t next_j = next_wa | shr1(a.P, n.P);
+
+    // Words: sub-word starts; the type is decided at the start.
+    const std::uint64_t prev_a = shl1(A, Ap);
+    const std::uint64_t part_start = A & ~prev_a;
+    const std::uint64_t next_l = shr1(a.L, n.L);
+    const std::uint64_t s_capital = a.U & next_l;
+    const std::uint64_t s_caps = a.U & ~next_l & (part_start | shl1(a.L, p.L));
+    const std::uint64_t s_lower = a.L & part_start;
+
+    // Digits and punctuation.
+    const std::uint64_t s_digit = a.D & ~shl1(a.D, p.D);
+    const std::uint64_t prev_p = shl1(a.P, p.P);
+    const std::uint64_t p_start = a.P & ~prev_p;
+    const std::uint64_t p_end = a.P & ~shr1(a.P, n.P);
+    const std::uint64_t s_join = p_start & p_end & next_wa;
+    const std::uint64_t neq = a.P & prev_p & ~a.EQ;
+    const std::uint64_t neq_n = n.P & shl1(n.P, a.P) & ~n.EQ;
+    const std::uint64_t mixed = seed_at_or_after(a.P, neq, n.P, neq_n);
+    const std::uint64_t s_same = p_start & ~(p_end | mixed);
+    const std::uint64_t s_punct = p_start & ~(s_join | s_same);
+
+    // Whitespace: the NEWLINE part (a NEWLINE at or after, in the run), then the space part.
+    const std::uint64_t nl = seed_at_or_after(a.WS, a.N, n.WS, n.N);
+    const std::uint64_t nl_prev = shl1(nl, nl_before);
+    const std::uint64_t ws_start = a.WS & ~shl1(a.WS, p.WS);
+    const std::uint64_t ws_end = a.WS & ~shr1(a.WS, n.WS);
+    const std::uint64_t s_absorbed = ws_end & a.SP & next_j;
+    const std::uint64_t sp_part = a.WS & ~nl;
+    const std::uint64_t s_space = ~s_absorbed & ((ws_start & sp_part) | (sp_part & nl_prev));
+    const std::uint64_t nl_start = ws_start & nl;
+    const std::uint64_t s_newline = nl_start & ~prev_p;
+    const std::uint64_t s_nlpunct = nl_start & prev_p;
+    const std::uint64_t C = e.valid & ~(A | a.D | a.P | a.WS);
+
+    o.nl = nl;
+    o.B = s_lower | s_capital | s_punct | s_newline | s_space | s_join | s_absorbed | s_caps | s_digit | s_nlpunct | C |
+          s_same;
+    o.plane[0] = s_capital | s_newline | s_join | s_caps | s_nlpunct | s_same;
+    o.plane[1] = s_punct | s_newline | s_absorbed | s_caps | C | s_same;
+    o.plane[2] = s_space | s_join | s_absorbed | s_caps;
+    o.plane[3] = s_digit | s_nlpunct | C | s_same;
+    o.pairs = A & prev_a & ~(s_capital | s_caps | s_lower);
+    return o;
+}
+
+LATCH_AVX2 inline __m256i slice16(const std::uint8_t (*t)[32], int k, __m256i lo4) {
+    return _mm256_shuffle_epi8(_mm256_load_si256(reinterpret_cast<const __m256i*>(t[k])), lo4);
+}
+
+// Byte idx (0..191) of the 192-byte table whose 16-byte slices are t[0..11].
+LATCH_AVX2 inline __m256i lookup192(const std::uint8_t (*t)[32], __m256i idx) {
+    const __m256i lo4 = _mm256_and_si256(idx, _mm256_set1_epi8(0x0F));
+    const __m256i b4 = _mm256_slli_epi16(idx, 3), b5 = _mm256_slli_epi16(idx, 2), b6 = _mm256_slli_epi16(idx, 1);
+    const __m256i r01 = _mm256_blendv_epi8(slice16(t, 0, lo4), slice16(t, 1, lo4), b4);
+    const __m256i r23 = _mm256_blendv_epi8(slice16(t, 2, lo4), slice16(t, 3, lo4), b4);
+    const __m256i r45 = _mm256_blendv_epi8(slice16(t, 4, lo4), slice16(t, 5, lo4), b4);
+    const __m256i r67 = _mm256_blendv_epi8(slice16(t, 6, lo4), slice16(t, 7, lo4), b4);
+    const __m256i r89 = _mm256_blendv_epi8(slice16(t, 8, lo4), slice16(t, 9, lo4), b4);
+    const __m256i rab = _mm256_blendv_epi8(slice16(t, 10, lo4), slice16(t, 11, lo4), b4);
+    const __m256i r0_7 = _mm256_blendv_epi8(_mm256_blendv_epi8(r01, r23, b5), _mm256_blendv_epi8(r45, r67, b5), b6);
+    return _mm256_blendv_epi8(r0_7, _mm256_blendv_epi8(r89, rab, b5), idx);  // bit 7
+}
+
+// The type (times 16) of the piece starting at each of 32 offsets `at` (0..63) of the block, from its planes.
+LATCH_AVX2 inline __m256i types_at(const Pieces& o, __m256i at) {
+    const __m256i byte = _mm256_and_si256(_mm256_srli_epi16(at, 3), _mm256_set1_epi8(0x07));
+    const __m256i bit = _mm256_shuffle_epi8(
+        _mm256_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128, 1, 2,
+                         4, 8, 16, 32, 64, -128),
+        _mm256_and_si256(at, _mm256_set1_epi8(0x07)));
+    __m256i t = _mm256_setzero_si256();
+    for (int j = 0; j < 4; ++j) {
+        const __m256i pb = _mm256_shuffle_epi8(_mm256_set1_epi64x(static_cast<long long>(o.plane[j])), byte);
+        t = _mm256_or_si256(t, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(pb, bit), bit),
+                                                _mm256_set1_epi8(static_cast<char>(16 << j))));
+    }
+    return t;
+}
+
+// The kernel type of the piece starting at offset i of the block.
+inline unsigned type_at(const Pieces& o, unsigned i) {
+    return static_cast<unsigned>((o.plane[0] >> i & 1) | (o.plane[1] >> i & 1) << 1 | (o.plane[2] >> i & 1) << 2 |
+                                 (o.plane[3] >> i & 1) << 3);
+}
+
+// Units of a piece of type t and n >= 1 characters starting with byte `first`.
+inline std::int64_t price(const Avx2Weights& kw, unsigned t, std::size_t n, std::uint8_t first) {
+    return n <= 16 ? kw.f[slot(static_cast<int>(t), static_cast<int>(n))]
+                   : piece_cost(kw.w, static_cast<int>(t), n, first);
+}
+
+// What step 3 carries from block to block and adds up.
+struct PriceAcc {
+    std::size_t open_start;  // the piece still open at the block boundary
+    unsigned open_type;
+    std::int64_t units;      // pieces priced one by one
+    __m256i sum_lo, sum_hi;  // the table's low and high bytes, per qword
+    alignas(32) std::uint8_t starts[128];  // the block's start offsets (scratch)
+};
+
+// The offsets of B's bits into acc.starts, lowest first; returns how many.
+LATCH_AVX2 inline unsigned list_starts(const Avx2Weights& kw, std::uint64_t B, PriceAcc& acc) {
+    unsigned cnt = 0;
+    for (int k = 0; k < 8; ++k) {
+        const unsigned byte = static_cast<unsigned>(B >> (8 * k)) & 0xFF;
+        const std::uint64_t offs = kw.positions[byte] + 0x0808080808080808ull * static_cast<unsigned>(k);
+        std::memcpy(acc.starts + cnt, &offs, 8);
+        cnt += static_cast<unsigned>(_mm_popcnt_u32(byte));
+    }
+    return cnt;
+}
+
+// Step 3 for the block at `at`, from its `cnt` starts in acc.starts: the piece open before it closes
+// at its first start, then every piece between two of its starts (32 per step, from the tables),
+// and its last piece stays open. (list_starts wrote acc.starts a while before: its 8-byte stores
+// cannot forward to the 32-byte loads here.)
+LATCH_AVX2 inline void price_block(const Avx2Weights& kw, const std::uint8_t* text, std::size_t at, const Pieces& o,
+                                   unsigned cnt, PriceAcc& acc) {
+    if (cnt == 0) {
+        return;
+    }
+    const std::size_t first = at + acc.starts[0];
+    if (first > acc.open_start) {
+        acc.units += price(kw, acc.open_type, first - acc.open_start, text[acc.open_start]);
+    }
+    const __m256i iota = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+                                          22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
+    const __m256i zero = _mm256_setzero_si256();
+    for (unsigned base = 0; base + 1 < cnt; base += 32) {
+        const __m256i s0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc.starts + base));
+        const __m256i s1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc.starts + base + 1));
+        const __m256i length = _mm256_sub_epi8(s1, s0);  // 1..63 in the pieces' lanes
+        const __m256i closed = _mm256_cmpgt_epi8(_mm256_set1_epi8(static_cast<char>(cnt - 1 - base)), iota);
+        const __m256i types = types_at(o, s0);
+        // The table index of each closed piece; every other lane reads an absorbed space's entry (0).
+        const __m256i idx = _mm256_blendv_epi8(_mm256_set1_epi8(static_cast<char>(slot(T_ABSORBED, 1))),
+                                               _mm256_xor_si256(types, _mm256_min_epu8(length, _mm256_set1_epi8(16))),
+                                               closed);
+        acc.sum_lo = _mm256_add_epi64(acc.sum_lo, _mm256_sad_epu8(lookup192(kw.f_lo, idx), zero));
+        acc.sum_hi = _mm256_add_epi64(acc.sum_hi, _mm256_sad_epu8(lookup192(kw.f_hi, idx), zero));
+        // Pieces over 16 characters: the table priced 16 of them.
+        const unsigned longer = static_cast<unsigned>(
+            _mm256_movemask_epi8(_mm256_and_si256(closed, _mm256_cmpgt_epi8(length, _mm256_set1_epi8(16)))));
+        if (__builtin_expect(longer != 0, 0)) {
+            alignas(32) std::uint8_t ts[32];
+            _mm256_store_si256(reinterpret_cast<__m256i*>(ts), types);
+            for (unsigned q = longer; q != 0; q &= q - 1) {
+                const unsigned i = static_cast<unsigned>(__builtin_ctz(q));
+                const int t = ts[i] >> 4;
+                const std::size_t n = static_cast<std::size_t>(acc.starts[base + i + 1] - acc.starts[base + i]);
+                acc.units += piece_cost(kw.w, t, n, text[at + acc.starts[base + i]]) - kw.f[slot(t, 16)];
+            }
+        }
+    }
+    const unsigned last = acc.starts[cnt - 1];
+    acc.open_start = at + last;
+    acc.open_type = type_at(o, last);
+}
+
+// The stretch being priced: its text, and its end once a byte >= 0x80 was seen.
+struct Stretch {
+    const std::uint8_t* text;
+    std::size_t len;
+    std::size_t end;  // until then len
+    bool la_word;     // the stretch's successor is a LETTER (it joins a PUNCT or space)
+};
+
+// Step 1 for the block at `at` (< st.end), its masks cut at the stretch's end.
+LATCH_AVX2 inline void load_block(const Avx2Weights& kw, Stretch& st, std::size_t at, Block& b) {
+    const std::uint64_t high = classify(kw, st.text, st.len, at, b);
+    if (high != 0) {
+        st.end = at + static_cast<std::size_t>(__builtin_ctzll(high));
+        st.la_word = is_letter(latin1_classes()[st.text[st.end]]);
+    }
+    if (st.end - at < 64) {
+        keep(b, valid_bits(st.end - at));  // bytes past the end (or zero padding) are not characters
+    }
+}
+
+}  // namespace
+
+const void* avx2_kernel_weights(const int* w) noexcept {
+    const Avx2Weights& kw = weights_for(w);
+    return kw.usable ? &kw : nullptr;
+}
+
+// Units of the pure-ASCII stretch that starts at `from` (a run start) and ends at the first
+// non-ASCII byte or at `len`. Sets *stop to where it stopped: the stretch's end, or the start
+// of a whitespace or PUNCT run longer than 64 characters (the caller walks that run).
+LATCH_AVX2 std::int64_t units_ascii_avx2(const std::uint8_t* text, std::size_t len, std::size_t from,
+                                         const void* kernel, std::size_t* stop) {
+    const Avx2Weights& kw = *static_cast<const Avx2Weights*>(kernel);
+    Stretch st{text, len, len, false};
+    // p: the block before (only the character before `from`, as its bit 63), a: this one, n: the next.
+    Block p{}, a, n{};
+    const int k_before = from > 0 && text[from - 1] < 0x80 ? latin1_classes()[text[from - 1]] : -1;
+    const std::uint64_t top = 1ull << 63;
+    p.L = k_before == LOWER ? top : 0;
+    p.U = k_before == UPPER ? top : 0;
+    p.D = k_before == DIGIT ? top : 0;
+    p.P = k_before == PUNCT ? top : 0;
+    p.WS = k_before == SPACE || k_before == NEWLINE ? top : 0;
+    std::size_t at = from;
+    load_block(kw, st, at, a);
+    if (at + 64 < st.end) {
+        load_block(kw, st, at + 64, n);
+    }
+    std::uint64_t nl_before = 0;  // the NEWLINE-part mask of block p
+    PriceAcc acc;
+    acc.open_start = from;  // a zero-length placeholder piece first
+    acc.open_type = T_ABSORBED;
+    acc.units = 0;
+    acc.sum_lo = acc.sum_hi = _mm256_setzero_si256();
+    std::memset(acc.starts, 0, sizeof(acc.starts));
+    std::int64_t n_pairs = 0, n1 = 0, n2 = 0, n3 = 0;
+    for (;;) {
+        const std::size_t next = at + 64;
+        const std::size_t rel = st.end - at;  // >= 1; the end is known when it lies in block a or n
+        const Ends e{valid_bits(rel), st.la_word && rel < 64 ? 1ull << rel : 0,
+                     st.la_word && rel >= 64 && rel < 128 ? 1ull << (rel - 64) : 0};
+        Pieces o = pieces(p, a, n, nl_before, e);
+        std::size_t long_at = 0;  // where a long run starts (0: none)
+        if (o.long_run) {  // stop at the long run's start; the scalar walker prices it
+            const std::uint64_t other = ~((a.WS >> 63) ? a.WS : a.P) & e.valid;
+            const unsigned s = other ? 64 - static_cast<unsigned>(__builtin_clzll(other)) : 0;
+            const std::uint64_t below = valid_bits(s);
+            o.B = (o.B & below) | (below + 1);  // the long run's start closes the piece before
+            o.pairs &= below;
+            long_at = at + s + 1;
+        }
+        const unsigned cnt = list_starts(kw, o.B, acc);
+        // The block after n, before pricing block a (see price_block).
+        Block nn{};
+        if (long_at == 0 && next + 64 < st.end) {
+            load_block(kw, st, next + 64, nn);
+        }
+        price_block(kw, text, at, o, cnt, acc);
+        n_pairs += _mm_popcnt_u64(o.pairs);
+        n1 += _mm_popcnt_u64(o.pairs & a.BG0 & ~a.BG1);
+        n2 += _mm_popcnt_u64(o.pairs & ~a.BG0 & a.BG1);
+        n3 += _mm_popcnt_u64(o.pairs & a.BG0 & a.BG1);
+        if (long_at != 0) {
+            *stop = long_at - 1;
+            break;
+        }
+        if (next >= st.end) {
+            *stop = st.end;
+            // The last piece closes at the end of the stretch.
+            acc.units += price(kw, acc.open_type, st.end - acc.open_start, text[acc.open_start]);
+            break;
+        }
+        nl_before = o.nl;
+        p = a;
+        a = n;
+        n = nn;
+        at = next;
+    }
+    // Every pair is charged bigram[0], a pair of class c >= 1 bigram[c] - bigram[0] more.
+    const __m256i sum = _mm256_add_epi64(acc.sum_lo, _mm256_slli_epi64(acc.sum_hi, 8));
+    alignas(32) std::int64_t lanes[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), sum);
+    return acc.units + lanes[0] + lanes[1] + lanes[2] + lanes[3] + n_pairs * kw.bigram_step[0] +
+           n1 * kw.bigram_step[1] + n2 * kw.bigram_step[2] + n3 * kw.bigram_step[3];
+}
+
+bool avx2_kernel_supported() noexcept {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
+           __builtin_cpu_supports("popcnt");
+}
+
+}  // namespace detail
+}  // namespace latch
+
+#endif
