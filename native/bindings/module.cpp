@@ -24,6 +24,7 @@
 namespace py = pybind11;
 
 void bind_term_counts(py::module_& m);  // term_counts.cpp
+void bind_canonical_fields(py::module_& m);  // canonical_json.cpp
 PyObject* ascii_term_str(const char* w, std::size_t n);
 
 namespace {
@@ -433,4 +434,5 @@ PYBIND11_MODULE(_native, m) {
           "The FTS5 index text of a str (see latch.store.fts._prepare_text_py); UnicodeEncodeError for a lone "
           "surrogate.");
     bind_term_counts(m);
+    bind_canonical_fields(m);
 }
