@@ -152,6 +152,7 @@ def test_a_missing_field_fails_as_getattr_does():
 
 
 def test_the_store_uses_the_native_writer_unless_told_otherwise(monkeypatch):
+    monkeypatch.delenv("LATCH_IMPL", raising=False)
     assert isinstance(events._fields_backend(), native.CanonicalFields)
     monkeypatch.setenv("LATCH_IMPL", "python")
     assert events._fields_backend() is events._fields_text_py
