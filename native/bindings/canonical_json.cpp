@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <utility>
+#include <vector>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -360,9 +362,229 @@ private:
     py::object generic_;
 };
 
+// ---- the indexed text of a tool call's arguments when they are a flat JSON object of strings
+
+int hex_digit(std::uint32_t c) {
+    if (c >= '0' && c <= '9') {
+        return static_cast<int>(c - '0');
+    }
+    if (c >= 'a' && c <= 'f') {
+        return static_cast<int>(c - 'a' + 10);
+    }
+    if (c >= 'A' && c <= 'F') {
+        return static_cast<int>(c - 'A' + 10);
+    }
+    return -1;
+}
+
+// A reader of the code units of one str that gives up (false) on anything json.loads would not read the
+// same way as a flat object of strings: the caller then takes the reference path.
+template <typename Unit>
+class FlatObjectReader {
+public:
+    FlatObjectReader(const Unit* s, std::size_t n) : s_(s), n_(n) {}
+
+    // The object's members, each (key, value) as [start, end) ranges of `text`, in order; false when the
+    // text is not one JSON object of string members (or repeats a key, which json.loads would fold).
+    bool read(std::vector<std::uint32_t>& text, std::vector<std::pair<std::size_t, std::size_t>>& ranges) {
+        skip_ws();
+        if (!take('{')) {
+            return false;
+        }
+        skip_ws();
+        if (!take('}')) {
+            for (;;) {
+                if (!string(text, ranges) || (skip_ws(), !take(':')) || (skip_ws(), !string(text, ranges))) {
+                    return false;
+                }
+                skip_ws();
+                if (take('}')) {
+                    break;
+                }
+                if (!take(',')) {
+                    return false;
+                }
+                skip_ws();
+            }
+        }
+        skip_ws();
+        if (i_ != n_) {
+            return false;
+        }
+        // a repeated key: json.loads keeps one member (the first place, the last value)
+        for (std::size_t a = 0; a < ranges.size(); a += 2) {
+            for (std::size_t b = a + 2; b < ranges.size(); b += 2) {
+                const auto& x = ranges[a];
+                const auto& y = ranges[b];
+                if (x.second - x.first == y.second - y.first &&
+                    std::equal(text.begin() + static_cast<std::ptrdiff_t>(x.first),
+                               text.begin() + static_cast<std::ptrdiff_t>(x.second),
+                               text.begin() + static_cast<std::ptrdiff_t>(y.first))) {
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+
+private:
+    void skip_ws() {
+        while (i_ < n_ && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) {
+            ++i_;
+        }
+    }
+    bool take(std::uint32_t c) {
+        if (i_ < n_ && s_[i_] == c) {
+            ++i_;
+            return true;
+        }
+        return false;
+    }
+    bool hex4(std::size_t at, std::uint32_t& v) const {
+        v = 0;
+        for (std::size_t k = at; k < at + 4; ++k) {
+            const int d = hex_digit(s_[k]);
+            if (d < 0) {
+                return false;
+            }
+            v = (v << 4) | static_cast<std::uint32_t>(d);
+        }
+        return true;
+    }
+    // A JSON string (json's strict scanner: no raw control character), decoded onto `text`.
+    bool string(std::vector<std::uint32_t>& text, std::vector<std::pair<std::size_t, std::size_t>>& ranges) {
+        if (!take('"')) {
+            return false;
+        }
+        const std::size_t start = text.size();
+        for (;;) {
+            if (i_ >= n_) {
+                return false;
+            }
+            const std::uint32_t c = s_[i_++];
+            if (c == '"') {
+                break;
+            }
+            if (c < 0x20) {
+                return false;
+            }
+            if (c != '\\') {
+                text.push_back(c);
+                continue;
+            }
+            if (i_ >= n_) {
+                return false;
+            }
+            const std::uint32_t e = s_[i_++];
+            switch (e) {
+                case '"': text.push_back('"'); continue;
+                case '\\': text.push_back('\\'); continue;
+                case '/': text.push_back('/'); continue;
+                case 'b': text.push_back('\b'); continue;
+                case 'f': text.push_back('\f'); continue;
+                case 'n': text.push_back('\n'); continue;
+                case 'r': text.push_back('\r'); continue;
+                case 't': text.push_back('\t'); continue;
+                case 'u': break;
+                default: return false;
+            }
+            std::uint32_t u;
+            if (i_ + 4 > n_ || !hex4(i_, u)) {
+                return false;
+            }
+            i_ += 4;
+            // json's scanner: a high surrogate followed by "\\u" and four characters (with one more after them)
+            // joins a low surrogate; four that are not hex digits are an error
+            if (u >= 0xD800 && u <= 0xDBFF && i_ + 6 < n_ && s_[i_] == '\\' && s_[i_ + 1] == 'u') {
+                std::uint32_t low;
+                if (!hex4(i_ + 2, low)) {
+                    return false;
+                }
+                if (low >= 0xDC00 && low <= 0xDFFF) {
+                    u = 0x10000 + (((u - 0xD800) << 10) | (low - 0xDC00));
+                    i_ += 6;
+                }
+            }
+            text.push_back(u);
+        }
+        ranges.emplace_back(start, text.size());
+        return true;
+    }
+
+    const Unit* s_;
+    std::size_t n_;
+    std::size_t i_ = 0;
+};
+
+// `c` as json.encoder.encode_basestring writes it (non-ASCII, DEL and lone surrogates kept).
+void put_readable(std::vector<std::uint32_t>& o, std::uint32_t c) {
+    if (c >= 0x20 && c != '"' && c != '\\') {
+        o.push_back(c);
+        return;
+    }
+    char buf[6];
+    const char* end = put_escape(buf, c);
+    for (const char* p = buf; p != end; ++p) {
+        o.push_back(static_cast<unsigned char>(*p));
+    }
+}
+
+template <typename Unit>
+py::object readable_units(const Unit* s, std::size_t n) {
+    std::vector<std::uint32_t> text;
+    std::vector<std::pair<std::size_t, std::size_t>> ranges;
+    text.reserve(n);
+    if (!FlatObjectReader<Unit>(s, n).read(text, ranges)) {
+        return py::none();
+    }
+    std::vector<std::uint32_t> out;
+    out.reserve(n + 2 * ranges.size() + 2);
+    out.push_back('{');
+    for (std::size_t r = 0; r < ranges.size(); ++r) {
+        if (r != 0) {
+            out.push_back(r % 2 == 1 ? ':' : ',');
+            out.push_back(' ');
+        }
+        out.push_back('"');
+        for (std::size_t k = ranges[r].first; k < ranges[r].second; ++k) {
+            put_readable(out, text[k]);
+        }
+        out.push_back('"');
+    }
+    out.push_back('}');
+    PyObject* r = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out.data(), static_cast<Py_ssize_t>(out.size()));
+    if (r == nullptr) {
+        throw py::error_already_set();
+    }
+    return py::reinterpret_steal<py::object>(r);
+}
+
+// json.dumps(json.loads(arguments), ensure_ascii=False) for arguments that are one JSON object whose values are
+// all strings (no key repeated); None for any other text.
+py::object readable_str_object(const py::handle& arguments) {
+    PyObject* s = arguments.ptr();
+    if (!PyUnicode_Check(s)) {
+        return py::none();
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(s) != 0) {
+        throw py::error_already_set();
+    }
+#endif
+    const std::size_t n = static_cast<std::size_t>(PyUnicode_GET_LENGTH(s));
+    switch (PyUnicode_KIND(s)) {
+        case PyUnicode_1BYTE_KIND: return readable_units(PyUnicode_1BYTE_DATA(s), n);
+        case PyUnicode_2BYTE_KIND: return readable_units(PyUnicode_2BYTE_DATA(s), n);
+        default: return readable_units(PyUnicode_4BYTE_DATA(s), n);
+    }
+}
+
 }  // namespace
 
 void bind_canonical_fields(py::module_& m) {
+    m.def("readable_str_object", &readable_str_object, py::arg("arguments"),
+          "json.dumps(json.loads(arguments), ensure_ascii=False) when ``arguments`` is one JSON object of string "
+          "values (no repeated key); None for anything else (see latch.events._readable_arguments).");
     py::class_<CanonicalFields>(m, "CanonicalFields",
                                 "The canonical JSON text of a dataclass's fields (see latch.events._fields_text_py).")
         .def(py::init<py::dict, py::object, py::object>(), py::arg("writers"), py::arg("writer_of"),

@@ -636,6 +636,10 @@ class AssistantMessage(Event):
 def _readable_arguments(call: ToolCall) -> str:
     """Tool-call ``arguments`` as FTS5 should see them: JSON re-serialized with its ``\\u`` escapes
     decoded (``"\\u8fde\\u63a5"`` indexes as ``"连接"``); text that is not JSON stays as it is."""
+    if _readable_flat is not None:  # a flat object of strings, the common arguments: written without parsing
+        text = _readable_flat(call.arguments)
+        if text is not None:
+            return text
     value = call.args()
     if isinstance(value, RawArguments):
         return call.arguments
@@ -650,6 +654,14 @@ def _readable_arguments(call: ToolCall) -> str:
 
 _READABLE = json.JSONEncoder(ensure_ascii=False)
 """``json.dumps(value, ensure_ascii=False)``'s encoder, made once."""
+_readable_flat: Callable[[str], str | None] | None = (
+    None
+    if _native is None or os.environ.get("LATCH_IMPL", "auto").strip().lower() == "python"
+    else getattr(_native, "readable_str_object", None)
+)
+"""The native text of :func:`_readable_arguments` for arguments that are one JSON object of strings (``None``
+for other arguments; ``tests/parity/test_canonical_fields_parity.py``), unless ``LATCH_IMPL=python`` or the
+extension is not built."""
 
 
 @dataclass(frozen=True, slots=True)
