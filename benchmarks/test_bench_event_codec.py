@@ -15,6 +15,9 @@ The events are ``latch stress``'s scenario (5,000 events, screenshots attached t
   the same rows decoded and cached the generic way.
 
 Each pair runs in turn, 7 rounds, and the ratio is of the best CPU times (``ratio_to_generic``: below 1 is faster).
+Measured on the loaded 2-core box: the payload 1.68 us per event natively against 6.5 for the reference writer
+(0.26), the FTS5 preparation 3.0 against 58.4 (0.05); the whole row 7.5 us per event (14.9 with the reference payload
+writer and the json module's parse of a call's arguments, the run before, same box).
 Run: ``python -m pytest benchmarks/test_bench_event_codec.py --benchmark-only``.
 """
 
