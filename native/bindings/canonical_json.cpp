@@ -7,6 +7,7 @@
 // (floats, dicts, subclasses of str or int, ...) are handed to the same Python function here.
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <cstdlib>
@@ -412,16 +413,36 @@ public:
             return false;
         }
         // a repeated key: json.loads keeps one member (the first place, the last value)
-        for (std::size_t a = 0; a < ranges.size(); a += 2) {
-            for (std::size_t b = a + 2; b < ranges.size(); b += 2) {
-                const auto& x = ranges[a];
-                const auto& y = ranges[b];
-                if (x.second - x.first == y.second - y.first &&
-                    std::equal(text.begin() + static_cast<std::ptrdiff_t>(x.first),
-                               text.begin() + static_cast<std::ptrdiff_t>(x.second),
-                               text.begin() + static_cast<std::ptrdiff_t>(y.first))) {
-                    return false;
+        auto key = [&](std::size_t r) {
+            return std::make_pair(text.begin() + static_cast<std::ptrdiff_t>(ranges[r].first),
+                                  text.begin() + static_cast<std::ptrdiff_t>(ranges[r].second));
+        };
+        auto same = [&](std::size_t a, std::size_t b) {
+            const auto x = key(a), y = key(b);
+            return x.second - x.first == y.second - y.first && std::equal(x.first, x.second, y.first);
+        };
+        const std::size_t members = ranges.size() / 2;
+        if (members <= 16) {
+            for (std::size_t a = 0; a < ranges.size(); a += 2) {
+                for (std::size_t b = a + 2; b < ranges.size(); b += 2) {
+                    if (same(a, b)) {
+                        return false;
+                    }
                 }
+            }
+            return true;
+        }
+        std::vector<std::size_t> order(members);  // many members: the keys sorted, then neighbours compared
+        for (std::size_t m = 0; m < members; ++m) {
+            order[m] = 2 * m;
+        }
+        std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+            const auto x = key(a), y = key(b);
+            return std::lexicographical_compare(x.first, x.second, y.first, y.second);
+        });
+        for (std::size_t m = 1; m < members; ++m) {
+            if (same(order[m - 1], order[m])) {
+                return false;
             }
         }
         return true;

@@ -234,6 +234,17 @@ def test_indexed_text_of_a_call_is_the_same_either_way(text, name):
         events._readable_flat = saved
 
 
+def test_readable_arguments_of_many_members_decline_only_a_repeated_key():
+    members = {f"k{i}": f"v{i}" for i in range(200)}
+    text = json.dumps(members)
+    assert native.readable_str_object(text) == json.dumps(members, ensure_ascii=False)
+    for at in (0, 17, 199):
+        assert native.readable_str_object(text[:-1] + f', "k{at}": "again"}}') is None
+    assert native.readable_str_object(text[:-1] + ', "k200": "new"}') == json.dumps(
+        {**members, "k200": "new"}, ensure_ascii=False
+    )
+
+
 @pytest.mark.parametrize(
     "text",
     [
