@@ -24,8 +24,8 @@ With the payload text, a call's indexed arguments and the FTS5 preparation in th
 loaded box, alternated with the pure-Python-encoding code before it (same benchmark, two runs each): ``encode``
 19.6 / 18.9 -> 8.5 / 8.1 us per event, ``append`` 62.4 / 61.2 -> 50.4 / 49.0 (``sql`` 42.8 / 42.3 -> 41.9 / 40.9,
 unchanged). ``latch stress --events 1000000`` on a quiet box, every check passing with the same evidence, after then
-before: appends 63.1 -> 74.0 s, CPU (user + system) 177.8 -> 188.9 s, wall 109.4 -> 109.3 s (the views, 75 s on
-both, pace the run).
+before (native / before): appends 63.1 / 74.0 s, CPU (user + system) 177.8 / 188.9 s, wall 109.4 / 109.3 s (the
+views, 75 s on both, pace the run).
 
 Run: ``python -m pytest benchmarks/test_bench_stress_producer.py --benchmark-only`` (``LATCH_BENCH_FULL=1``: 3x10^5
 events; else 10^5; with ``--benchmark-disable``, as CI runs it, 10^4).
