@@ -24,6 +24,7 @@
 namespace py = pybind11;
 
 void bind_term_counts(py::module_& m);  // term_counts.cpp
+void bind_canonical_fields(py::module_& m);  // canonical_json.cpp
 PyObject* ascii_term_str(const char* w, std::size_t n);
 
 namespace {
@@ -374,6 +375,40 @@ py::list ascii_terms(const py::handle& text) {
     return out;
 }
 
+// The str of the prepared text of an ASCII text: ASCII and the glue characters (U+E02E, U+E02B, U+E023: three
+// bytes each, EE 80 xx), widened here to UCS-2 without a general UTF-8 decoder. A new reference, or nullptr with
+// a Python error set (nullptr with none: the text holds another byte, decode it as UTF-8).
+PyObject* ascii_prepared_str(const std::string& out) {
+    const auto* b = reinterpret_cast<const unsigned char*>(out.data());
+    const std::size_t n = out.size();
+    std::size_t glue = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        glue += b[i] == 0xEE;
+    }
+    if (glue == 0) {
+        return nullptr;  // all ASCII (the decoder's fast path)
+    }
+    PyObject* r = PyUnicode_New(static_cast<Py_ssize_t>(n - 2 * glue), 0xFFFF);
+    if (r == nullptr) {
+        return nullptr;
+    }
+    Py_UCS2* w = PyUnicode_2BYTE_DATA(r);
+    for (std::size_t i = 0; i < n;) {
+        const unsigned char c = b[i];
+        if (c < 0x80) {
+            *w++ = c;
+            ++i;
+        } else if (c == 0xEE && i + 2 < n && b[i + 1] == 0x80 && (b[i + 2] & 0xC0) == 0x80) {
+            *w++ = static_cast<Py_UCS2>(0xE000 | (b[i + 2] & 0x3F));
+            i += 3;
+        } else {
+            Py_DECREF(r);
+            return nullptr;
+        }
+    }
+    return r;
+}
+
 // The FTS5 preparation of a str (see latch/fts_prepare.hpp): the str itself when nothing changes.
 // UnicodeEncodeError for a str that is not valid UTF-8 (a lone surrogate): the caller falls back to the reference.
 py::object fts_prepare_text(const py::handle& text) {
@@ -386,11 +421,21 @@ py::object fts_prepare_text(const py::handle& text) {
     if (data == nullptr) {
         throw py::error_already_set();
     }
-    std::string out;
+    thread_local std::string out;  // kept between calls (let go when it grew past 1 MiB)
+    struct Trim {
+        ~Trim() {
+            if (out.capacity() > (std::size_t{1} << 20)) {
+                std::string().swap(out);
+            }
+        }
+    } trim;
     if (!latch::fts_prepare(reinterpret_cast<const unsigned char*>(data), static_cast<std::size_t>(n), out)) {
         return py::reinterpret_borrow<py::object>(s);
     }
-    PyObject* r = PyUnicode_DecodeUTF8(out.data(), static_cast<Py_ssize_t>(out.size()), "strict");
+    PyObject* r = PyUnicode_IS_ASCII(s) ? ascii_prepared_str(out) : nullptr;
+    if (r == nullptr && !PyErr_Occurred()) {
+        r = PyUnicode_DecodeUTF8(out.data(), static_cast<Py_ssize_t>(out.size()), "strict");
+    }
     if (r == nullptr) {
         throw py::error_already_set();
     }
@@ -433,4 +478,5 @@ PYBIND11_MODULE(_native, m) {
           "The FTS5 index text of a str (see latch.store.fts._prepare_text_py); UnicodeEncodeError for a lone "
           "surrogate.");
     bind_term_counts(m);
+    bind_canonical_fields(m);
 }

@@ -112,9 +112,27 @@ bool glue_suffixes(const unsigned char* s, std::size_t n, std::string& out) {
     bool changed = false;
     std::size_t copied = 0;
     std::size_t j = 0;
+    std::size_t next_plus = 0;  // the first '+' at or after j (n: none), kept until j passes it
+    std::size_t next_hash = 0;
+    auto find = [s, n](std::size_t from, unsigned char mark) {
+        const void* p = from < n ? std::memchr(s + from, mark, n - from) : nullptr;
+        return p == nullptr ? n : static_cast<std::size_t>(static_cast<const unsigned char*>(p) - s);
+    };
+    next_plus = find(0, '+');
+    next_hash = find(0, '#');
     while (j < n) {
+        if (next_plus < j) {
+            next_plus = find(j, '+');
+        }
+        if (next_hash < j) {
+            next_hash = find(j, '#');
+        }
+        j = std::min(next_plus, next_hash);
+        if (j >= n) {
+            break;
+        }
         const unsigned char c = s[j];
-        if ((c != '#' && c != '+') || j == 0 || !is_alnum(s[j - 1])) {
+        if (j == 0 || !is_alnum(s[j - 1])) {
             ++j;
             continue;
         }
@@ -199,34 +217,96 @@ bool split_standalone(const unsigned char* s, std::size_t n, std::string& out) {
     return changed;
 }
 
+// The terms already written to a dotted-terms text, by their place in it: open addressing over (offset, length)
+// pairs (length 0: an empty slot), so adding a term allocates nothing once the table has grown.
+class SeenTerms {
+public:
+    void reset() {
+        if (count_ != 0 || slots_.size() != kFirst) {
+            slots_.assign(kFirst, Slot{});
+            count_ = 0;
+        }
+    }
+
+    // Records the term at text[off, off + len) unless an equal one is there; whether it was new.
+    bool insert(const std::string& text, std::size_t off, std::size_t len) {
+        if ((count_ + 1) * 2 > slots_.size()) {
+            grow(text);
+        }
+        const char* t = text.data() + off;
+        const std::size_t mask = slots_.size() - 1;
+        for (std::size_t h = hash(t, len) & mask;; h = (h + 1) & mask) {
+            Slot& slot = slots_[h];
+            if (slot.len == 0) {
+                slot = Slot{off, len};
+                ++count_;
+                return true;
+            }
+            if (slot.len == len && std::memcmp(text.data() + slot.off, t, len) == 0) {
+                return false;
+            }
+        }
+    }
+
+private:
+    struct Slot {
+        std::size_t off = 0, len = 0;
+    };
+    static constexpr std::size_t kFirst = 64;
+
+    static std::size_t hash(const char* t, std::size_t len) {
+        std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+        for (std::size_t i = 0; i < len; ++i) {
+            h = (h ^ static_cast<unsigned char>(t[i])) * 1099511628211ull;
+        }
+        return static_cast<std::size_t>(h ^ (h >> 29));
+    }
+
+    void grow(const std::string& text) {
+        std::vector<Slot> old(slots_.size() * 2);
+        old.swap(slots_);
+        const std::size_t mask = slots_.size() - 1;
+        for (const Slot& slot : old) {
+            if (slot.len != 0) {
+                std::size_t h = hash(text.data() + slot.off, slot.len) & mask;
+                while (slots_[h].len != 0) {
+                    h = (h + 1) & mask;
+                }
+                slots_[h] = slot;
+            }
+        }
+    }
+
+    std::vector<Slot> slots_ = std::vector<Slot>(kFirst);
+    std::size_t count_ = 0;
+};
+
 constexpr std::size_t kMaxDottedParts = 8;  // fts.py MAX_DOTTED_PARTS
 
 // Pass 4 (fts.py _DOTTED_RE, _dotted_terms): runs of letters and digits joined by single dots, after and
 // before no letter or digit; each term's sub-runs of two or more parts (of its first 8), dots as U+E02E.
-void dotted_terms(const unsigned char* s, std::size_t n, std::string& extra) {
-    std::unordered_set<std::string> seen;
-    std::vector<std::pair<std::size_t, std::size_t>> parts;
-    std::string term;
-    auto add = [&](std::string&& t) {
-        if (seen.insert(t).second) {
-            if (!extra.empty()) {
-                extra += ' ';
-            }
-            extra += t;
-        }
-    };
+void dotted_terms(const unsigned char* s, std::size_t n, std::string& extra, SeenTerms& seen) {
+    seen.reset();
+    std::pair<std::size_t, std::size_t> parts[kMaxDottedParts];
+    std::size_t used = 0;
+    // each sub-run written at the end of `extra` (after a space), and taken back when it is there already
     auto emit_terms = [&]() {
-        const std::size_t used = std::min(parts.size(), kMaxDottedParts);
         for (std::size_t a = 0; a + 1 < used; ++a) {
             for (std::size_t b = a + 2; b <= used; ++b) {
-                term.clear();
+                const std::size_t mark = extra.size();
+                if (mark != 0) {
+                    extra += ' ';
+                }
+                const std::size_t off = extra.size();
                 for (std::size_t q = a; q < b; ++q) {
                     if (q > a) {
-                        term += kGlueDot;
+                        extra += kGlueDot;
                     }
-                    term.append(reinterpret_cast<const char*>(s) + parts[q].first, parts[q].second - parts[q].first);
+                    extra.append(reinterpret_cast<const char*>(s) + parts[q].first, parts[q].second - parts[q].first);
                 }
-                add(std::string(term));
+                if (!seen.insert(extra, off, extra.size() - off)) {
+                    extra.resize(mark);
+                }
             }
         }
     };
@@ -241,10 +321,13 @@ void dotted_terms(const unsigned char* s, std::size_t n, std::string& extra) {
                 --start;
             }
             std::size_t k = d;
-            parts.assign(1, {start, d});
+            parts[0] = {start, d};
+            used = 1;
             while (k + 1 < n && s[k] == '.' && is_alnum(s[k + 1])) {
                 const std::size_t e = alnum_run(s, k + 1, n);
-                parts.emplace_back(k + 1, e);
+                if (used < kMaxDottedParts) {
+                    parts[used++] = {k + 1, e};
+                }
                 k = e;
             }
             done = next = k;
@@ -253,6 +336,21 @@ void dotted_terms(const unsigned char* s, std::size_t n, std::string& extra) {
         p = next < n ? std::memchr(s + next, '.', n - next) : nullptr;
     }
 }
+
+// Working strings of one thread's preparations, kept between calls (one that grew past 1 MiB is let go).
+struct Scratch {
+    std::string a, b, split, extra;
+    SeenTerms seen;
+
+    void trim() {
+        for (std::string* t : {&a, &b, &split, &extra}) {
+            t->clear();
+            if (t->capacity() > (std::size_t{1} << 20)) {
+                std::string().swap(*t);
+            }
+        }
+    }
+};
 
 }  // namespace
 
@@ -267,8 +365,14 @@ bool fts_standalone(std::uint32_t cp) {
 
 bool fts_prepare(const unsigned char* text, std::size_t n, std::string& out) {
     out.clear();
+    thread_local Scratch scratch;
+    struct Trim {
+        Scratch& s;
+        ~Trim() { s.trim(); }
+    } trim{scratch};
     const bool has_dot = std::memchr(text, '.', n) != nullptr;
-    std::string a, b;
+    std::string& a = scratch.a;
+    std::string& b = scratch.b;
     const unsigned char* cur = text;
     std::size_t len = n;
     if (has_dot && glue_dots(cur, len, a)) {
@@ -286,15 +390,15 @@ bool fts_prepare(const unsigned char* text, std::size_t n, std::string& out) {
         high |= text[i];
     }
     const bool ascii = high < 0x80;
-    std::string split;
+    std::string& split = scratch.split;
     if (!ascii && split_standalone(cur, len, split)) {
         out.swap(split);
     } else if (cur != text) {
         out.assign(reinterpret_cast<const char*>(cur), len);
     }
-    std::string extra;
+    std::string& extra = scratch.extra;
     if (has_dot) {
-        dotted_terms(text, n, extra);
+        dotted_terms(text, n, extra, scratch.seen);
     }
     if (extra.empty()) {
         return !out.empty() || cur != text;

@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import re
 import sys
 import types
@@ -44,6 +45,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from .records import dataclass
+
+try:
+    from . import _native  # the optional C++ extension (no Python layer): the canonical text of an event's fields
+except ImportError:  # pragma: no cover - depends on build
+    _native = None
 
 __all__ = [
     "PendingEvent",
@@ -476,27 +482,55 @@ def _fields_json(obj: Any, writer: tuple[tuple[str, str], ...], parts: list[str]
                 elif (item_writer := _writer(type(item))) is not None:
                     _fields_json(item, item_writer, parts)
                 else:
-                    add(_CANONICAL.encode(_to_plain(item)))
+                    add(_generic_text(item))
             add("]")
         else:  # floats (NaN is refused there), dicts, subclasses of str or int: the generic encoder
-            add(_CANONICAL.encode(_to_plain(value)))
+            add(_generic_text(value))
     if not writer:
         add("{")
     add("}")
 
 
+def _generic_text(value: Any) -> str:
+    """The text :func:`_fields_json` writes for a value it does not write itself: the json module's."""
+    return _CANONICAL.encode(_to_plain(value))
+
+
+def _fields_text_py(obj: Any, writer: tuple[tuple[str, str], ...]) -> str:
+    """The canonical JSON text of dataclass ``obj``'s fields as ``writer`` (:func:`_writer`) lists them, lone
+    surrogates escaped: the reference of the native ``CanonicalFields``
+    (``tests/parity/test_canonical_fields_parity.py``)."""
+    parts: list[str] = []
+    _fields_json(obj, writer, parts)
+    return _surrogates_escaped("".join(parts))
+
+
+def _fields_backend() -> Callable[[Any, tuple[tuple[str, str], ...]], str]:
+    """The native writer of :func:`_fields_text_py`'s text, unless ``LATCH_IMPL=python`` or the extension is not
+    built: the reference."""
+    if _native is None or os.environ.get("LATCH_IMPL", "auto").strip().lower() == "python":
+        return _fields_text_py
+    make = getattr(_native, "CanonicalFields", None)
+    if make is None:
+        return _fields_text_py
+    native: Callable[[Any, tuple[tuple[str, str], ...]], str] = make(_WRITERS, _writer, _generic_text)
+    return native
+
+
+_fields_text = _fields_backend()
+
+
 def canonical_payload(event: Event) -> str:
     """The canonical JSON text of ``event``'s payload: ``canonical_json(event.to_payload())``, the same text,
     written from the event's fields without building the payload (a class that overrides
-    :meth:`Event.to_payload` goes through it). What the store keeps of an event. Raises ``ValueError`` for NaN
-    or Infinity and ``TypeError`` for a value JSON cannot hold, as :func:`canonical_json` does."""
+    :meth:`Event.to_payload` goes through it), by the native module when it is built. What the store keeps of an
+    event. Raises ``ValueError`` for NaN or Infinity and ``TypeError`` for a value JSON cannot hold, as
+    :func:`canonical_json` does."""
     cls = type(event)
     writer = _writer(cls) if cls.to_payload is Event.to_payload else None
     if writer is None:
         return canonical_json(event.to_payload())
-    parts: list[str] = []
-    _fields_json(event, writer, parts)
-    return _surrogates_escaped("".join(parts))
+    return _fields_text(event, writer)
 
 
 _SCAN: Callable[[str, int], tuple[Any, int]] = json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]
@@ -602,6 +636,10 @@ class AssistantMessage(Event):
 def _readable_arguments(call: ToolCall) -> str:
     """Tool-call ``arguments`` as FTS5 should see them: JSON re-serialized with its ``\\u`` escapes
     decoded (``"\\u8fde\\u63a5"`` indexes as ``"连接"``); text that is not JSON stays as it is."""
+    if _readable_flat is not None:  # a flat object of strings, the common arguments: written without parsing
+        text = _readable_flat(call.arguments)
+        if text is not None:
+            return text
     value = call.args()
     if isinstance(value, RawArguments):
         return call.arguments
@@ -616,6 +654,14 @@ def _readable_arguments(call: ToolCall) -> str:
 
 _READABLE = json.JSONEncoder(ensure_ascii=False)
 """``json.dumps(value, ensure_ascii=False)``'s encoder, made once."""
+_readable_flat: Callable[[str], str | None] | None = (
+    None
+    if _native is None or os.environ.get("LATCH_IMPL", "auto").strip().lower() == "python"
+    else getattr(_native, "readable_str_object", None)
+)
+"""The native text of :func:`_readable_arguments` for arguments that are one JSON object of strings (``None``
+for other arguments; ``tests/parity/test_canonical_fields_parity.py``), unless ``LATCH_IMPL=python`` or the
+extension is not built."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,3 +83,24 @@ def test_lone_surrogate_falls_back_to_the_reference():
 def test_not_a_str():
     with pytest.raises(TypeError, match="fts_prepare_text: text must be str, not bytes"):
         native.fts_prepare_text(b"bytes")
+
+
+def _dotted(i: int) -> str:
+    """The ``i``-th of many distinct dotted terms (two to nine parts)."""
+    return ".".join(f"p{i}x{k}" for k in range(2 + i % 8))
+
+
+@pytest.mark.parametrize("count", [1, 5, 40, 300])
+def test_many_dotted_terms_each_once_in_order(count):
+    # enough distinct terms to grow the table of terms already written, each repeated, in ASCII and beside CJK
+    terms = [_dotted(i) for i in range(count)]
+    for text in (" ".join(terms + terms[::-1]), "数 " + " and ".join(terms) + " C++ .NET", "x.y " * count):
+        assert native.fts_prepare_text(text) == fts._prepare_text_py(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(_PIECES | st.builds(_dotted, st.integers(0, 60)), min_size=30, max_size=300))
+def test_long_texts_match_reference(pieces):
+    for sep in (" ", "", "\n"):
+        text = sep.join(pieces)
+        assert native.fts_prepare_text(text) == fts._prepare_text_py(text)
