@@ -102,3 +102,17 @@ def viewer_requests(store: EventStore, sid: str, every: int, burst: int = 4) -> 
             errors = [e.event.content[:2_000] for e in recent if isinstance(e.event, ToolResult) and e.event.is_error]
             out.append((query_terms([*user, *work, *errors[-4:]]), start, until, budget))
     return out
+
+
+def viewer_recalls(reader: StoreSessionReader, cache: RecallCache, requests) -> list[list[int]]:
+    """The recalled seqs of each of :func:`viewer_requests`' ``requests``, in order, through one ``cache``: within a
+    burst (the same ``before_seq``) an event recalled once is excluded from the later requests, as the viewer does."""
+    got: list[list[int]] = []
+    epoch, recalled = -1, set()
+    for terms, before, until, budget in requests:
+        if before != epoch:
+            epoch, recalled = before, set()
+        items = recall(reader, cache, terms, before_seq=before, limit_tokens=budget, until_seq=until, exclude=recalled)
+        recalled.update(r.seq for r in items)
+        got.append([r.seq for r in items])
+    return got

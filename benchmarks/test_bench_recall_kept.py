@@ -28,11 +28,11 @@ import statistics
 import time
 
 import pytest
-from scenario_stores import scenario_histories, viewer_requests
+from scenario_stores import scenario_histories, viewer_recalls, viewer_requests
 
 from latch import hotpaths
 from latch.engine import recall_search
-from latch.engine.recall import RecallCache, recall
+from latch.engine.recall import RecallCache
 from latch.engine.units import TokenCounter, resolve_estimator
 from latch.host.session import StoreSessionReader
 from latch.store import EventStore, fts_search
@@ -57,14 +57,7 @@ def _requests(store: EventStore, sid: str) -> list[tuple[list[str], int, int, in
 def _run(store: EventStore, sid: str, requests, counter) -> tuple[list[list[int]], int]:
     reader = StoreSessionReader(store, sid)
     cache = RecallCache(counter)
-    got: list[list[int]] = []
-    epoch, recalled = -1, set()
-    for terms, before, until, budget in requests:
-        if before != epoch:
-            epoch, recalled = before, set()
-        items = recall(reader, cache, terms, before_seq=before, limit_tokens=budget, until_seq=until, exclude=recalled)
-        recalled.update(r.seq for r in items)
-        got.append([r.seq for r in items])
+    got = viewer_recalls(reader, cache, requests)
     assert cache.searches is not None
     return got, cache.searches.fetches
 

@@ -30,10 +30,10 @@ import time
 from typing import Any
 
 import pytest
-from scenario_stores import scenario_histories, viewer_requests
+from scenario_stores import scenario_histories, viewer_recalls, viewer_requests
 
 from latch import hotpaths
-from latch.engine.recall import RecallCache, recall
+from latch.engine.recall import RecallCache
 from latch.engine.units import TokenCounter, resolve_estimator
 from latch.host.session import StoreSessionReader
 from latch.store import EventStore
@@ -70,15 +70,8 @@ class _Counting(StoreSessionReader):
 
 def _run(reader: StoreSessionReader, requests, counter, keep: bool) -> tuple[list[list[int]], float]:
     cache = RecallCache(counter, keep_searches=keep)
-    got: list[list[int]] = []
-    epoch, recalled = -1, set()
     t = time.process_time()
-    for terms, before, until, budget in requests:
-        if before != epoch:
-            epoch, recalled = before, set()
-        items = recall(reader, cache, terms, before_seq=before, limit_tokens=budget, until_seq=until, exclude=recalled)
-        recalled.update(r.seq for r in items)
-        got.append([r.seq for r in items])
+    got = viewer_recalls(reader, cache, requests)
     return got, time.process_time() - t
 
 
