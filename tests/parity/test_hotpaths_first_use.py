@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 LATCH = [sys.executable, "-c", "from latch.cli import main; main()"]
 BAD = "LATCH_IMPL must be auto, native or python, not 'fast'"
@@ -77,3 +79,36 @@ def test_latch_replay_stops_with_one_line_on_a_bad_latch_impl(tmp_path):
     assert out.returncode == 1
     assert out.stderr == f"Error: the hot-path backend cannot load: {BAD} (see `latch doctor`)\n"
     assert "Traceback" not in out.stdout and out.stdout == ""
+
+
+def _kernel_run(kernel: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "LATCH_IMPL": "auto", "LATCH_NATIVE_KERNEL": kernel}
+    code = "import latch.hotpaths as h; print(h.backend_error()); print(h.estimate_tokens('hello world'))"
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+
+
+def test_an_unknown_native_kernel_is_refused_in_one_line():
+    pytest.importorskip("latch._native", reason="latch._native is not built (pure-Python install)")
+    out = _kernel_run("Scalar")
+    assert out.returncode != 0
+    assert out.stdout.splitlines()[0] == "LATCH_NATIVE_KERNEL must be scalar or avx2 (or unset), not 'Scalar'"
+    assert out.stderr.strip().splitlines()[-1] == (
+        "latch.hotpaths.BackendError: LATCH_NATIVE_KERNEL must be scalar or avx2 (or unset), not 'Scalar'"
+    )
+
+
+def test_a_known_native_kernel_runs_or_is_refused_when_the_cpu_lacks_it():
+    native = pytest.importorskip("latch._native", reason="latch._native is not built (pure-Python install)")
+    if os.environ.get("LATCH_NATIVE_KERNEL"):
+        pytest.skip("LATCH_NATIVE_KERNEL chose this process's kernel, so it does not tell what the CPU runs")
+    scalar = _kernel_run("scalar")
+    assert scalar.returncode == 0, scalar.stderr
+    assert scalar.stdout.split()[0] == "None"
+    avx2 = _kernel_run("avx2")
+    if native.ESTIMATOR_KERNEL in ("avx2", "avx512"):
+        assert avx2.returncode == 0, avx2.stderr
+        assert avx2.stdout.split() == scalar.stdout.split()
+    else:
+        assert avx2.stdout.splitlines()[0] == (
+            "LATCH_NATIVE_KERNEL=avx2 but this CPU cannot run it (the estimator runs scalar): unset it"
+        )

@@ -6,7 +6,9 @@ is chosen at first use, not at import: importing this module never fails. The
 first use of a dispatched entry (or of :data:`BACKEND`) with an invalid
 ``LATCH_IMPL``, or with ``LATCH_IMPL=native`` and no extension, raises
 :class:`BackendError` (a ``ValueError`` and an ``ImportError``) with a one-line
-message; every later use raises it again. :func:`backend_error` returns that
+message; every later use raises it again. So does a ``LATCH_NATIVE_KERNEL`` (the native estimator's
+ASCII path: ``scalar`` or ``avx2``, see :data:`KERNELS`) that is unknown or that this CPU cannot run, when
+the native backend is chosen. :func:`backend_error` returns that
 message without raising. :data:`BACKEND` names the backend actually loaded.
 
 Public entries (identical answers on both backends; ``tests/parity/test_parity.py``):
@@ -103,12 +105,31 @@ def _resolve() -> None:
                 return
         else:
             impl, backend = _native, "native"
+            _error = _kernel_error(_native.ESTIMATOR_KERNEL)
+            if _error is not None:
+                return
     if impl is None:  # the reference builds its class table at import (milliseconds): only when it serves
         from . import _py as impl
     g = globals()
     for name in _DISPATCHED:
         g[name] = getattr(impl, name)
     g["BACKEND"] = backend
+
+
+KERNELS = ("scalar", "avx2")
+"""The values ``LATCH_NATIVE_KERNEL`` may take (unset: the fastest kernel the CPU runs)."""
+
+
+def _kernel_error(running: str) -> str | None:
+    """Why ``LATCH_NATIVE_KERNEL`` cannot be honoured (one line), given the kernel the module ``running``, or ``None``."""
+    wanted = os.environ.get("LATCH_NATIVE_KERNEL")
+    if wanted is None or wanted == "":
+        return None
+    if wanted not in KERNELS:
+        return f"LATCH_NATIVE_KERNEL must be scalar or avx2 (or unset), not {wanted!r}"
+    if running != wanted:
+        return f"LATCH_NATIVE_KERNEL={wanted} but this CPU cannot run it (the estimator runs {running}): unset it"
+    return None
 
 
 def backend_error() -> str | None:
