@@ -505,12 +505,17 @@ def _fields_text_py(obj: Any, writer: tuple[tuple[str, str], ...]) -> str:
     return _surrogates_escaped("".join(parts))
 
 
+def _native_entry(name: str) -> Any:
+    """The native module's ``name``, or ``None`` when ``LATCH_IMPL=python``, the extension is not built or lacks it."""
+    if _native is None or os.environ.get("LATCH_IMPL", "auto").strip().lower() == "python":
+        return None
+    return getattr(_native, name, None)
+
+
 def _fields_backend() -> Callable[[Any, tuple[tuple[str, str], ...]], str]:
     """The native writer of :func:`_fields_text_py`'s text, unless ``LATCH_IMPL=python`` or the extension is not
     built: the reference."""
-    if _native is None or os.environ.get("LATCH_IMPL", "auto").strip().lower() == "python":
-        return _fields_text_py
-    make = getattr(_native, "CanonicalFields", None)
+    make = _native_entry("CanonicalFields")
     if make is None:
         return _fields_text_py
     native: Callable[[Any, tuple[tuple[str, str], ...]], str] = make(_WRITERS, _writer, _generic_text)
@@ -654,11 +659,7 @@ def _readable_arguments(call: ToolCall) -> str:
 
 _READABLE = json.JSONEncoder(ensure_ascii=False)
 """``json.dumps(value, ensure_ascii=False)``'s encoder, made once."""
-_readable_flat: Callable[[str], str | None] | None = (
-    None
-    if _native is None or os.environ.get("LATCH_IMPL", "auto").strip().lower() == "python"
-    else getattr(_native, "readable_str_object", None)
-)
+_readable_flat: Callable[[str], str | None] | None = _native_entry("readable_str_object")
 """The native text of :func:`_readable_arguments` for arguments that are one JSON object of strings (``None``
 for other arguments; ``tests/parity/test_canonical_fields_parity.py``), unless ``LATCH_IMPL=python`` or the
 extension is not built."""
