@@ -375,6 +375,33 @@ py::list ascii_terms(const py::handle& text) {
     return out;
 }
 
+// The path runs of an ASCII str as a flat list [start, end, start, end, ...] (see latch::for_each_ascii_path_run).
+// No GIL release: one pass over a text the caller bounds (at most 16,384 characters), few runs.
+py::list ascii_path_runs(const py::handle& text) {
+    PyObject* s = text.ptr();
+    if (!PyUnicode_Check(s)) {
+        throw py::type_error(std::string("ascii_path_runs: text must be str, not ") + Py_TYPE(s)->tp_name);
+    }
+    if (!PyUnicode_IS_ASCII(s)) {
+        throw py::value_error("ascii_path_runs: text must be ASCII (str.isascii())");
+    }
+    py::list out(0);
+    latch::for_each_ascii_path_run(static_cast<const unsigned char*>(PyUnicode_DATA(s)),
+                                   static_cast<std::size_t>(PyUnicode_GET_LENGTH(s)),
+                                   [&](std::size_t start, std::size_t end) {
+                                       const std::size_t at[2] = {start, end};
+                                       for (const std::size_t i : at) {
+                                           PyObject* v = PyLong_FromSize_t(i);
+                                           if (v == nullptr || PyList_Append(out.ptr(), v) != 0) {
+                                               Py_XDECREF(v);
+                                               throw py::error_already_set();
+                                           }
+                                           Py_DECREF(v);
+                                       }
+                                   });
+    return out;
+}
+
 // The str of the prepared text of an ASCII text: ASCII and the glue characters (U+E02E, U+E02B, U+E023: three
 // bytes each, EE 80 xx), widened here to UCS-2 without a general UTF-8 decoder. A new reference, or nullptr with
 // a Python error set (nullptr with none: the text holds another byte, decode it as UTF-8).
@@ -461,6 +488,11 @@ PYBIND11_MODULE(_native, m) {
         stop_words[i] = py::str(latch::kStopWords[i]);
     }
     m.attr("STOP_WORDS") = stop_words;
+    py::tuple extensions(latch::kPathExtensionCount);
+    for (std::size_t i = 0; i < latch::kPathExtensionCount; ++i) {
+        extensions[i] = py::str(latch::kPathExtensions[i]);
+    }
+    m.attr("PATH_EXTENSIONS") = extensions;
     m.attr("ESTIMATOR_KERNEL") = latch::estimator_kernel();  // "avx512", "avx2" or "scalar" (see estimate.hpp)
     m.def("estimate_tokens", &estimate_tokens, py::arg("text"), py::arg("profile") = "openai",
           "Conservative token estimate of ``text`` (tokens). ValueError on unknown profile.");
@@ -474,6 +506,9 @@ PYBIND11_MODULE(_native, m) {
           "Indices of the k best episodes, best first (see latch.hotpaths._py.score_episodes).");
     m.def("ascii_terms", &ascii_terms, py::arg("text"),
           "Lexical terms of an ASCII str, in text order (see latch.hotpaths._py.ascii_terms).");
+    m.def("ascii_path_runs", &ascii_path_runs, py::arg("text"),
+          "Maximal path-character runs of an ASCII str holding a path hint, as [start, end, ...] (see "
+          "latch.hotpaths._py.ascii_path_runs).");
     m.def("fts_prepare_text", &fts_prepare_text, py::arg("text"),
           "The FTS5 index text of a str (see latch.store.fts._prepare_text_py); UnicodeEncodeError for a lone "
           "surrogate.");

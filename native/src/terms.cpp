@@ -19,6 +19,17 @@ const char* const kStopWords[] = {
 };
 const std::size_t kStopWordCount = sizeof(kStopWords) / sizeof(kStopWords[0]);
 
+// latch.hotpaths.PATH_EXTENSIONS in its source order (tests/parity/test_path_runs_parity.py compares them).
+const char* const kPathExtensions[] = {
+    "py", "pyi", "ipynb", "rs", "go", "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "cs", "java", "kt", "kts", "scala",
+    "swift", "m", "mm", "rb", "php", "pl", "lua", "r", "jl", "dart", "ex", "exs", "erl", "hs", "ml", "clj", "js",
+    "mjs", "cjs", "jsx", "ts", "tsx", "vue", "svelte", "css", "scss", "sass", "less", "html", "htm", "xml", "svg",
+    "json", "jsonl", "yaml", "yml", "toml", "ini", "cfg", "conf", "env", "lock", "md", "rst", "txt", "csv", "tsv",
+    "sql", "sh", "bash", "zsh", "fish", "ps1", "bat", "gradle", "cmake", "mk", "proto", "graphql", "tf", "nix",
+    "dockerfile", "patch", "diff", "log", "traj", "pem", "wasm", "sol", "zig", "nim", "v", "sv", "vhd",
+};
+const std::size_t kPathExtensionCount = sizeof(kPathExtensions) / sizeof(kPathExtensions[0]);
+
 namespace {
 
 // A word of at most 8 characters packed into 8 bytes (zero padded).
@@ -58,6 +69,34 @@ struct StopSet {
 
 const StopSet kStopSet;
 
+// The path extensions, packed like the stop words (every one is at most 8 characters but `dockerfile`), and the
+// longer ones.
+struct ExtensionSet {
+    static constexpr std::size_t kSlots = 512;
+    std::uint64_t packed[kSlots] = {};
+    std::vector<std::string> longer;
+    std::size_t max_length = 0;
+
+    ExtensionSet() {
+        for (std::size_t i = 0; i < kPathExtensionCount; ++i) {
+            const std::size_t n = std::strlen(kPathExtensions[i]);
+            max_length = std::max(max_length, n);
+            if (n <= 8) {
+                const std::uint64_t v = pack(kPathExtensions[i], n);
+                std::size_t j = StopSet::slot(v);
+                while (packed[j] != 0 && packed[j] != v) {
+                    j = (j + 1) & (kSlots - 1);
+                }
+                packed[j] = v;
+            } else {
+                longer.emplace_back(kPathExtensions[i], n);
+            }
+        }
+    }
+};
+
+const ExtensionSet kExtensionSet;
+
 }  // namespace
 
 bool is_stop_word(const char* word, std::size_t n) {
@@ -76,6 +115,34 @@ bool is_stop_word(const char* word, std::size_t n) {
     }
     for (const std::string& w : set.longer) {
         if (w.size() == n && std::memcmp(w.data(), word, n) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+
+bool is_path_extension(const unsigned char* word, std::size_t n) {
+    const ExtensionSet& set = kExtensionSet;
+    if (n == 0 || n > set.max_length) {
+        return false;
+    }
+    char lower[16];
+    for (std::size_t j = 0; j < n; ++j) {
+        const unsigned char c = word[j];
+        lower[j] = static_cast<char>(c >= 'A' && c <= 'Z' ? c | 32 : c);
+    }
+    if (n <= 8) {
+        const std::uint64_t v = pack(lower, n);
+        for (std::size_t j = StopSet::slot(v); set.packed[j] != 0; j = (j + 1) & (ExtensionSet::kSlots - 1)) {
+            if (set.packed[j] == v) {
+                return true;
+            }
+        }
+        return false;
+    }
+    for (const std::string& w : set.longer) {
+        if (w.size() == n && std::memcmp(w.data(), lower, n) == 0) {
             return true;
         }
     }

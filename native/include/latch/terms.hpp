@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace latch {
 
@@ -62,6 +63,78 @@ void for_each_ascii_term(const unsigned char* text, std::size_t n, Emit&& emit) 
         if (!is_stop_word(lower, len)) {
             emit(lower, len);
         }
+    }
+}
+
+// The file extensions a path hint ends a name with (lower case), the same list as
+// latch.hotpaths.PATH_EXTENSIONS.
+extern const char* const kPathExtensions[];
+extern const std::size_t kPathExtensionCount;
+
+// Whether the `n` ASCII letters/digits/underscores at `word`, lower-cased, are a path extension.
+bool is_path_extension(const unsigned char* word, std::size_t n);
+
+constexpr ByteTable ascii_path_run_chars() {
+    ByteTable t = ascii_word_chars();
+    t.v[static_cast<unsigned char>('.')] = true;
+    t.v[static_cast<unsigned char>('@')] = true;
+    t.v[static_cast<unsigned char>('+')] = true;
+    t.v[static_cast<unsigned char>('~')] = true;
+    t.v[static_cast<unsigned char>('/')] = true;
+    t.v[static_cast<unsigned char>('-')] = true;
+    return t;
+}
+
+// The characters a path can hold: [A-Za-z0-9_.@+~/-], by byte.
+inline constexpr ByteTable kAsciiPathRunChar = ascii_path_run_chars();
+
+// Calls emit(start, end) for each maximal run of path characters in the ASCII text `text[0:n]` that holds a
+// path hint, in text order: a `/`, or a `.` followed by a path extension (any case) that the run's next
+// character (a word character or `/`) does not continue. (Reference: latch/hotpaths/_py.py
+// `ascii_path_runs`.) After a `.`, the maximal run of word characters is the only extension candidate: an
+// extension is word characters and must not be followed by one; one followed by `/` leaves a `/` in the run.
+// Only `/` and `.` can start a hint, so the scan steps from one to the next (memchr) and reads a run's other
+// characters only around a hint.
+template <class Emit>
+void for_each_ascii_path_run(const unsigned char* text, std::size_t n, Emit&& emit) {
+    const auto next = [&](unsigned char c, std::size_t from) -> std::size_t {
+        const void* at = from < n ? std::memchr(text + from, c, n - from) : nullptr;
+        return at == nullptr ? n : static_cast<std::size_t>(static_cast<const unsigned char*>(at) - text);
+    };
+    std::size_t slash = next('/', 0);
+    std::size_t dot = next('.', 0);
+    std::size_t p = 0;
+    while (true) {
+        if (slash < p) {
+            slash = next('/', p);
+        }
+        if (dot < p) {
+            dot = next('.', p);
+        }
+        p = slash < dot ? slash : dot;
+        if (p >= n) {
+            return;
+        }
+        if (text[p] == '.') {
+            std::size_t j = p + 1;
+            while (j < n && kAsciiWordChar.v[text[j]]) {
+                ++j;
+            }
+            if (j == p + 1 || !is_path_extension(text + p + 1, j - p - 1)) {
+                p = j;  // no hint here; the characters up to j are word characters (no hint starts there)
+                continue;
+            }
+        }
+        std::size_t start = p;
+        while (start > 0 && kAsciiPathRunChar.v[text[start - 1]]) {
+            --start;
+        }
+        std::size_t end = p + 1;
+        while (end < n && kAsciiPathRunChar.v[text[end]]) {
+            ++end;
+        }
+        emit(start, end);
+        p = end;
     }
 }
 

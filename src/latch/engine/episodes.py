@@ -158,12 +158,7 @@ class Episode:
 # --------------------------------------------------------------------------- text features
 _STOP = hotpaths.STOP_WORDS
 _CJK_RE = lazy_compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
-_EXTS = (
-    "py|pyi|ipynb|rs|go|c|h|cc|cpp|cxx|hpp|hh|cs|java|kt|kts|scala|swift|m|mm|rb|php|pl|lua|r|jl|dart|ex|exs|erl|"
-    "hs|ml|clj|js|mjs|cjs|jsx|ts|tsx|vue|svelte|css|scss|sass|less|html|htm|xml|svg|json|jsonl|yaml|yml|toml|"
-    "ini|cfg|conf|env|lock|md|rst|txt|csv|tsv|sql|sh|bash|zsh|fish|ps1|bat|gradle|cmake|mk|proto|graphql|"
-    "tf|nix|dockerfile|patch|diff|log|traj|pem|wasm|sol|zig|nim|v|sv|vhd"
-)
+_EXTS = "|".join(hotpaths.PATH_EXTENSIONS)
 _PATH = (
     r"(?<![\w:/.\\@-])"
     r"((?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]+"
@@ -272,10 +267,18 @@ search's end), so a run met again gives the same entities without the pattern an
 
 def _paths(text: str) -> list[str]:
     text = text[:SCAN_CHARS]
+    if text.isascii():  # the runs that hold a hint, found in one native pass
+        runs = hotpaths.ascii_path_runs(text)
+        if not runs:
+            return []
+        found: list[str] = []
+        for i in range(0, len(runs), 2):
+            found.extend(_kept_run_paths(_ASCII, text, runs[i], runs[i + 1]))
+        return found
     if "/" not in text and "." not in text:  # every hint starts at one of them (_hints)
         return []
-    sc = _scanner(text)
-    found: list[str] = []
+    sc = _UNICODE
+    found = []
     backwards = ""  # the text reversed, to find where the run around a hint starts (once many hints need it)
     for n, hint in enumerate(_hints(sc, text)):
         at = hint.start()
@@ -292,20 +295,23 @@ def _paths(text: str) -> list[str]:
             j = len(text) - 1 - at  # the hint's first character, counted from the end
             run = sc.run.match(backwards, j)
             back = (run.end() if run else j) - j
-        start = at + 1 - back
-        end = hint.end()
-        if end - start > RUN_KEPT_CHARS:
-            found.extend(_run_paths(sc, text, start, end))
-            continue
-        key = (sc.ascii, start == 0, text[start - 1 if start else 0 : end])
-        known = _RUN_PATHS.get(key)
-        if known is None:
-            known = _run_paths(sc, text, start, end)
-            if len(_RUN_PATHS) >= RUN_PATHS_KEPT:
-                _RUN_PATHS.clear()
-            _RUN_PATHS[key] = known
-        found.extend(known)
+        found.extend(_kept_run_paths(sc, text, at + 1 - back, hint.end()))
     return found
+
+
+def _kept_run_paths(sc: _Scanner, text: str, start: int, end: int) -> tuple[str, ...]:
+    """The file entities of the run ``text[start:end]``, kept in :data:`_RUN_PATHS` (unless longer than
+    :data:`RUN_KEPT_CHARS`)."""
+    if end - start > RUN_KEPT_CHARS:
+        return _run_paths(sc, text, start, end)
+    key = (sc.ascii, start == 0, text[start - 1 if start else 0 : end])
+    known = _RUN_PATHS.get(key)
+    if known is None:
+        known = _run_paths(sc, text, start, end)
+        if len(_RUN_PATHS) >= RUN_PATHS_KEPT:
+            _RUN_PATHS.clear()
+        _RUN_PATHS[key] = known
+    return known
 
 
 def _run_paths(sc: _Scanner, text: str, start: int, end: int) -> tuple[str, ...]:

@@ -19,6 +19,8 @@ Public entries (identical answers on both backends; ``tests/parity/test_parity.p
 * :func:`score_episodes` ``(CSR arrays..., now_seq, k) -> list[int]`` top-k episode indices
 * :func:`ascii_terms` ``(text: str) -> list[str]`` the episode index's lexical terms of an ASCII text
   (``ValueError`` when ``text`` is not ASCII, ``TypeError`` when it is not a str)
+* :func:`ascii_path_runs` ``(text: str) -> list[int]`` where an ASCII text may name files: ``[start, end, ...]``
+  of the path-character runs holding a path hint (errors as ``ascii_terms``)
 * :class:`TermCounts` ``()`` the episode index's term dictionary and the open episode's term counts
   (``add``, ``add_text``, ``chosen``, ``new_episode``, ``term_id``, ``ids``; see ``_py.TermCounts``)
 
@@ -45,9 +47,11 @@ __all__ = [
     "suffix_start",
     "score_episodes",
     "ascii_terms",
+    "ascii_path_runs",
     "TermCounts",
     "MARKER_BITS",
     "STOP_WORDS",
+    "PATH_EXTENSIONS",
 ]
 
 IMPL = os.environ.get("LATCH_IMPL", "auto").strip().lower() or "auto"
@@ -64,6 +68,16 @@ made need needs want like one two now new yes okay please thanks thank i'm it's 
 """.split()
 )
 """Words that are never episode terms (both backends; the native module holds the same list)."""
+PATH_EXTENSIONS = tuple(
+    """
+py pyi ipynb rs go c h cc cpp cxx hpp hh cs java kt kts scala swift m mm rb php pl lua r jl dart ex exs erl hs ml clj
+js mjs cjs jsx ts tsx vue svelte css scss sass less html htm xml svg json jsonl yaml yml toml ini cfg conf env lock md
+rst txt csv tsv sql sh bash zsh fish ps1 bat gradle cmake mk proto graphql tf nix dockerfile patch diff log traj pem
+wasm sol zig nim v sv vhd
+""".split()
+)
+"""File extensions that mark a file entity (lower case, matched in any case; both backends: the native module holds
+the same list)."""
 
 # Resolved on first use by __getattr__, then bound as plain module globals (no per-call cost).
 _DISPATCHED = (
@@ -72,12 +86,21 @@ _DISPATCHED = (
     "suffix_start",
     "score_episodes",
     "ascii_terms",
+    "ascii_path_runs",
     "TermCounts",
 )
 _error: str | None = None
 
 if TYPE_CHECKING:  # what __getattr__ binds (same signatures on both backends)
-    from ._py import TermCounts, ascii_terms, estimate_tokens, estimate_tokens_batch, score_episodes, suffix_start
+    from ._py import (
+        TermCounts,
+        ascii_path_runs,
+        ascii_terms,
+        estimate_tokens,
+        estimate_tokens_batch,
+        score_episodes,
+        suffix_start,
+    )
 
     BACKEND: str
 

@@ -54,6 +54,7 @@ if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command 
 
 from . import (
     MARKER_BITS,  # noqa: F401 (the package defines it for both backends; the reference names it too)
+    PATH_EXTENSIONS,
     STOP_WORDS,
 )
 from . import _tables as T
@@ -292,6 +293,29 @@ def ascii_terms(text: str) -> list[str]:
     if not text.isascii():
         raise ValueError("ascii_terms: text must be ASCII (str.isascii())")
     return [w for w in _ASCII_WORD.findall(text.lower()) if w not in STOP_WORDS]
+
+
+_PATH_RUN = re.compile(r"[\w.@+~/-]+", re.ASCII)
+_DOT_WORD = re.compile(r"\.(\w+)", re.ASCII)
+_EXTENSIONS = frozenset(PATH_EXTENSIONS)
+
+
+def ascii_path_runs(text: str) -> list[int]:
+    """Where an ASCII ``text`` may name files (spec: "Episodes", "Terms and files"): the maximal runs of path
+    characters (``[A-Za-z0-9_.@+~/-]``) that hold a ``/`` or a ``.`` followed by one of :data:`PATH_EXTENSIONS`
+    (any case) that no word character continues, in text order, as one flat list ``[start, end, start, end, ...]``
+    (``text[start:end]`` is a run). ``TypeError`` when ``text`` is not a str, ``ValueError`` when it is not ASCII
+    (``str.isascii()``)."""
+    if not isinstance(text, str):
+        raise TypeError(f"ascii_path_runs: text must be str, not {type(text).__name__}")
+    if not text.isascii():
+        raise ValueError("ascii_path_runs: text must be ASCII (str.isascii())")
+    out: list[int] = []
+    for m in _PATH_RUN.finditer(text):
+        run = m.group()
+        if "/" in run or any(w.lower() in _EXTENSIONS for w in _DOT_WORD.findall(run)):
+            out.extend(m.span())
+    return out
 
 
 class TermCounts:
