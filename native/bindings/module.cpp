@@ -402,6 +402,27 @@ py::list ascii_path_runs(const py::handle& text) {
     return out;
 }
 
+// The command words of an ASCII str as bits (see latch::ascii_command_classes).
+unsigned ascii_command_classes(const py::handle& text) {
+    PyObject* s = text.ptr();
+    if (!PyUnicode_Check(s)) {
+        throw py::type_error(std::string("ascii_command_classes: text must be str, not ") + Py_TYPE(s)->tp_name);
+    }
+    if (!PyUnicode_IS_ASCII(s)) {
+        throw py::value_error("ascii_command_classes: text must be ASCII (str.isascii())");
+    }
+    return latch::ascii_command_classes(static_cast<const unsigned char*>(PyUnicode_DATA(s)),
+                                        static_cast<std::size_t>(PyUnicode_GET_LENGTH(s)));
+}
+
+py::tuple str_tuple(const char* const* items, std::size_t n) {
+    py::tuple out(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        out[i] = py::str(items[i]);
+    }
+    return out;
+}
+
 // The str of the prepared text of an ASCII text: ASCII and the glue characters (U+E02E, U+E02B, U+E023: three
 // bytes each, EE 80 xx), widened here to UCS-2 without a general UTF-8 decoder. A new reference, or nullptr with
 // a Python error set (nullptr with none: the text holds another byte, decode it as UTF-8).
@@ -488,11 +509,10 @@ PYBIND11_MODULE(_native, m) {
         stop_words[i] = py::str(latch::kStopWords[i]);
     }
     m.attr("STOP_WORDS") = stop_words;
-    py::tuple extensions(latch::kPathExtensionCount);
-    for (std::size_t i = 0; i < latch::kPathExtensionCount; ++i) {
-        extensions[i] = py::str(latch::kPathExtensions[i]);
-    }
-    m.attr("PATH_EXTENSIONS") = extensions;
+    m.attr("PATH_EXTENSIONS") = str_tuple(latch::kPathExtensions, latch::kPathExtensionCount);
+    m.attr("MUTATING_COMMANDS") = str_tuple(latch::kMutatingCommands, latch::kMutatingCommandCount);
+    m.attr("TEST_COMMANDS") = str_tuple(latch::kTestCommands, latch::kTestCommandCount);
+    m.attr("READ_COMMANDS") = str_tuple(latch::kReadCommands, latch::kReadCommandCount);
     m.attr("ESTIMATOR_KERNEL") = latch::estimator_kernel();  // "avx512", "avx2" or "scalar" (see estimate.hpp)
     m.def("estimate_tokens", &estimate_tokens, py::arg("text"), py::arg("profile") = "openai",
           "Conservative token estimate of ``text`` (tokens). ValueError on unknown profile.");
@@ -509,6 +529,9 @@ PYBIND11_MODULE(_native, m) {
     m.def("ascii_path_runs", &ascii_path_runs, py::arg("text"),
           "Maximal path-character runs of an ASCII str holding a path hint, as [start, end, ...] (see "
           "latch.hotpaths._py.ascii_path_runs).");
+    m.def("ascii_command_classes", &ascii_command_classes, py::arg("text"),
+          "The command words an ASCII str holds, as bits: 1 mutating, 2 test, 4 read (see "
+          "latch.hotpaths._py.ascii_command_classes).");
     m.def("fts_prepare_text", &fts_prepare_text, py::arg("text"),
           "The FTS5 index text of a str (see latch.store.fts._prepare_text_py); UnicodeEncodeError for a lone "
           "surrogate.");

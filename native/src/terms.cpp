@@ -30,6 +30,27 @@ const char* const kPathExtensions[] = {
 };
 const std::size_t kPathExtensionCount = sizeof(kPathExtensions) / sizeof(kPathExtensions[0]);
 
+// latch.hotpaths.MUTATING_COMMANDS, TEST_COMMANDS and READ_COMMANDS in their source order
+// (tests/parity/test_command_classes_parity.py compares them).
+const char* const kMutatingCommands[] = {"*** Begin Patch", "apply_patch", "sed -i", "git apply"};
+const std::size_t kMutatingCommandCount = sizeof(kMutatingCommands) / sizeof(kMutatingCommands[0]);
+const char* const kTestCommands[] = {
+    "pytest", "py.test", "unittest", "tox", "nox", "jest", "vitest", "mocha", "ctest", "phpunit", "rspec", "mypy",
+    "pyright", "ruff", "flake8", "pylint", "eslint", "tsc", "cargo test", "cargo check", "cargo clippy",
+    "cargo build", "cargo nextest", "go test", "go vet", "go build", "npm test", "npm lint", "npm typecheck",
+    "npm build", "npm run test", "npm run lint", "npm run typecheck", "npm run build", "yarn test", "yarn lint",
+    "yarn typecheck", "yarn build", "yarn run test", "yarn run lint", "yarn run typecheck", "yarn run build",
+    "pnpm test", "pnpm lint", "pnpm typecheck", "pnpm build", "pnpm run test", "pnpm run lint",
+    "pnpm run typecheck", "pnpm run build", "bun test", "bun lint", "bun typecheck", "bun build", "bun run test",
+    "bun run lint", "bun run typecheck", "bun run build", "make test", "make check", "mvn test", "mvn verify",
+    "gradle test", "gradle check", "gradlew test", "gradlew check", "dotnet test", "swift test", "zig build test",
+};
+const std::size_t kTestCommandCount = sizeof(kTestCommands) / sizeof(kTestCommands[0]);
+const char* const kReadCommands[] = {
+    "cat", "head", "tail", "sed -n", "rg", "grep", "ls", "find", "nl", "wc", "less", "tree",
+};
+const std::size_t kReadCommandCount = sizeof(kReadCommands) / sizeof(kReadCommands[0]);
+
 namespace {
 
 // A word of at most 8 characters packed into 8 bytes (zero padded).
@@ -97,7 +118,89 @@ struct ExtensionSet {
 
 const ExtensionSet kExtensionSet;
 
+// The ASCII characters Unicode whitespace holds (\t-\r, 0x1C-0x20), by byte.
+constexpr ByteTable ascii_space_chars() {
+    ByteTable t{};
+    for (int c = 0; c < 256; ++c) {
+        t.v[c] = (c >= '\t' && c <= '\r') || (c >= 0x1C && c <= 0x20);
+    }
+    return t;
+}
+constexpr ByteTable kAsciiSpace = ascii_space_chars();
+
+// What may come right before a read word: `"`, whitespace, `;`, `&`, `|`, `(`.
+constexpr ByteTable read_prefix_chars() {
+    ByteTable t = ascii_space_chars();
+    t.v[static_cast<unsigned char>('"')] = true;
+    t.v[static_cast<unsigned char>(';')] = true;
+    t.v[static_cast<unsigned char>('&')] = true;
+    t.v[static_cast<unsigned char>('|')] = true;
+    t.v[static_cast<unsigned char>('(')] = true;
+    return t;
+}
+constexpr ByteTable kReadPrefix = read_prefix_chars();
+
+// One command word and where it may stand.
+struct CommandWord {
+    std::string text;
+    unsigned bit;
+    bool word_before;   // a word boundary before it (else: the read prefix, or nothing for `*** Begin Patch`)
+    bool read_before;   // the text's start or a read prefix character before it
+    bool space_after;   // whitespace right after it (else a word boundary, or nothing for `*** Begin Patch`)
+    bool word_after;
+};
+
+// The command words by first byte.
+struct CommandWords {
+    std::vector<CommandWord> by_first[256];
+
+    void add(const char* w, unsigned bit, bool word_before, bool read_before, bool space_after, bool word_after) {
+        by_first[static_cast<unsigned char>(w[0])].push_back(
+            CommandWord{w, bit, word_before, read_before, space_after, word_after});
+    }
+
+    CommandWords() {
+        for (std::size_t i = 0; i < kMutatingCommandCount; ++i) {
+            const bool bounded = kMutatingCommands[i][0] != '*';  // `*** Begin Patch` stands anywhere
+            add(kMutatingCommands[i], kCommandMutating, bounded, false, false, bounded);
+        }
+        for (std::size_t i = 0; i < kTestCommandCount; ++i) {
+            add(kTestCommands[i], kCommandTest, true, false, false, true);
+        }
+        for (std::size_t i = 0; i < kReadCommandCount; ++i) {
+            add(kReadCommands[i], kCommandRead, false, true, true, false);
+        }
+    }
+};
+
+const CommandWords kCommandWords;
+
 }  // namespace
+
+unsigned ascii_command_classes(const unsigned char* text, std::size_t n) {
+    constexpr unsigned kAll = kCommandMutating | kCommandTest | kCommandRead;
+    unsigned found = 0;
+    for (std::size_t i = 0; i < n && found != kAll; ++i) {
+        const std::vector<CommandWord>& words = kCommandWords.by_first[text[i]];
+        if (words.empty()) {
+            continue;
+        }
+        const bool word_before = i == 0 || !kAsciiWordChar.v[text[i - 1]];
+        const bool read_before = i == 0 || kReadPrefix.v[text[i - 1]];
+        for (const CommandWord& w : words) {
+            const std::size_t end = i + w.text.size();
+            if ((found & w.bit) || end > n || (w.word_before && !word_before) || (w.read_before && !read_before) ||
+                std::memcmp(text + i, w.text.data(), w.text.size()) != 0) {
+                continue;
+            }
+            if (w.space_after ? end < n && kAsciiSpace.v[text[end]]
+                              : !w.word_after || end == n || !kAsciiWordChar.v[text[end]]) {
+                found |= w.bit;
+            }
+        }
+    }
+    return found;
+}
 
 bool is_stop_word(const char* word, std::size_t n) {
     const StopSet& set = kStopSet;

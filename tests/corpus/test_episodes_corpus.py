@@ -62,3 +62,25 @@ def test_incremental_equals_rebuild_at_every_prefix(item, corpus_dir):
     assert all(a.last_seq < b.first_seq for a, b in zip(episodes, episodes[1:], strict=False))
     assert sum(e.events for e in episodes) == len(events)
     assert [e.number for e in episodes] == list(range(1, len(episodes) + 1))
+
+
+@pytest.mark.parametrize("item", corpus_items(), ids=item_id)
+def test_native_text_scans_build_the_reference_episodes(item, corpus_dir):
+    """The index over a corpus session is the same with the native text scans (path runs, command words, term
+    counts) and with their pure-Python references (the plain patterns)."""
+    from latch import hotpaths
+    from latch.engine import episodes as E
+    from latch.hotpaths import _py
+
+    events = corpus_events(item)
+    E._RUN_PATHS.clear()
+    native = EpisodeIndex()
+    native.extend(events)
+    with pytest.MonkeyPatch.context() as m:
+        for name in ("ascii_path_runs", "ascii_command_classes", "TermCounts"):
+            m.setattr(hotpaths, name, getattr(_py, name))
+        E._RUN_PATHS.clear()
+        reference = EpisodeIndex()
+        reference.extend(events)
+    assert episodes_digest(native) == episodes_digest(reference)
+    assert native._files == reference._files

@@ -138,4 +138,24 @@ void for_each_ascii_path_run(const unsigned char* text, std::size_t n, Emit&& em
     }
 }
 
+// The command words a tool call's text is searched for (spec: "Episodes", "Markers"), the same lists as
+// latch.hotpaths.MUTATING_COMMANDS, TEST_COMMANDS and READ_COMMANDS.
+extern const char* const kMutatingCommands[];
+extern const std::size_t kMutatingCommandCount;
+extern const char* const kTestCommands[];
+extern const std::size_t kTestCommandCount;
+extern const char* const kReadCommands[];
+extern const std::size_t kReadCommandCount;
+
+// Bits of ascii_command_classes.
+constexpr unsigned kCommandMutating = 1;
+constexpr unsigned kCommandTest = 2;
+constexpr unsigned kCommandRead = 4;
+
+// Which command words the ASCII text `text[0:n]` holds, as kCommand* bits (reference: latch/hotpaths/_py.py
+// `ascii_command_classes`): a mutating word (`*** Begin Patch` anywhere, the others between word boundaries),
+// a test word between word boundaries, a read word at the start or after `"`, whitespace, `;`, `&`, `|` or `(`,
+// followed by whitespace (the ASCII characters Unicode whitespace holds: \t-\r and 0x1C-0x20).
+unsigned ascii_command_classes(const unsigned char* text, std::size_t n);
+
 }  // namespace latch

@@ -340,7 +340,7 @@ _READ_TOOLS = frozenset(
     """read read_file view open cat grep glob search search_file search_dir find find_file ls
 list list_files list_dir webfetch web_fetch websearch web_search""".split()
 )
-_MUTATING_CMDS = ("*** Begin Patch", "apply_patch", "sed -i", "git apply")
+_MUTATING_CMDS = hotpaths.MUTATING_COMMANDS
 """Literals of :data:`_MUTATING_CMD_RE`, one in each alternative: a substring test rules most calls out."""
 _MUTATING_CMD_RE = lazy_compile(r"\*\*\* Begin Patch|\bapply_patch\b|\bsed -i\b|\bgit apply\b")
 _EDITOR_CMD_RE = lazy_compile(r'"command"\s*:\s*"(create|str_replace|insert|undo_edit|write|view)"')
@@ -351,22 +351,9 @@ _TEST_CMD = (
     r"dotnet test|swift test|zig build test)\b"
 )
 _READ_CMD = r'(?:^|["\s;&|(])(?:cat|head|tail|sed -n|rg|grep|ls|find|nl|wc|less|tree)[\s]'
-_TEST_WORDS = [
-    *"pytest py.test unittest tox nox jest vitest mocha ctest phpunit rspec mypy pyright ruff flake8 pylint".split(),
-    *"eslint tsc".split(),
-    *(f"cargo {w}" for w in ("test", "check", "clippy", "build", "nextest")),
-    *(f"go {w}" for w in ("test", "vet", "build")),
-    *(
-        f"{t} {r}{w}"
-        for t in ("npm", "yarn", "pnpm", "bun")
-        for r in ("", "run ")
-        for w in ("test", "lint", "typecheck", "build")
-    ),
-    *"make test|make check|mvn test|mvn verify|gradle test|gradle check|gradlew test|gradlew check".split("|"),
-    *"dotnet test|swift test|zig build test".split("|"),
-]
+_TEST_WORDS = hotpaths.TEST_COMMANDS
 """The alternatives of :data:`_TEST_CMD`, spelled out (a test pins that they match the same texts)."""
-_READ_WORDS = ["cat", "head", "tail", "sed -n", "rg", "grep", "ls", "find", "nl", "wc", "less", "tree"]
+_READ_WORDS = hotpaths.READ_COMMANDS
 """The command words of :data:`_READ_CMD`."""
 _TEST_TRIE = _trie(_TEST_WORDS)
 _READ_TRIE = _trie(_READ_WORDS)
@@ -461,18 +448,34 @@ def _classify_call(name: str, arguments: str, parsed: Callable[[], Any] | None =
             command.append(_command_text(arguments, value)[:SCAN_CHARS])
         return command[0]
 
-    if (
-        any(cmd in args for cmd in _MUTATING_CMDS)
-        and _MUTATING_CMD_RE.search(args)
-        and _MUTATING_CMD_RE.search(command_text())
-    ):
-        return _MUTATE
     sc = _scanner(args)
-    if sc.test_cmd(args) and sc.test_cmd(command_text()):
-        return _VALIDATE
-    if lname in _READ_TOOLS or sc.read_cmd(args) and sc.read_cmd(command_text()):
-        return _READ
-    return _OTHER
+    found = _command_classes(sc, args)
+    if found & (_COMMAND_MUTATING | _COMMAND_TEST) or (found and lname not in _READ_TOOLS):
+        found &= _command_classes(sc, command_text())  # a command word counts when a command holds it
+        if found & _COMMAND_MUTATING:
+            return _MUTATE
+        if found & _COMMAND_TEST:
+            return _VALIDATE
+        if found & _COMMAND_READ:
+            return _READ
+    return _READ if lname in _READ_TOOLS else _OTHER
+
+
+_COMMAND_MUTATING, _COMMAND_TEST, _COMMAND_READ = 1, 2, 4
+"""The bits of :func:`latch.hotpaths.ascii_command_classes`."""
+
+
+def _command_classes(sc: _Scanner, text: str) -> int:
+    """The command words ``text`` holds as :func:`latch.hotpaths.ascii_command_classes` bits: a mutating command
+    (:data:`_MUTATING_CMD_RE`), a test (``sc.test_cmd``), a read (``sc.read_cmd``). ``sc`` is the scanner the
+    call's raw arguments picked; under the ASCII one an ASCII text is read in one native pass (same verdicts)."""
+    if sc.ascii and text.isascii():
+        return hotpaths.ascii_command_classes(text)
+    return (
+        (_COMMAND_MUTATING if any(cmd in text for cmd in _MUTATING_CMDS) and _MUTATING_CMD_RE.search(text) else 0)
+        | (_COMMAND_TEST if sc.test_cmd(text) else 0)
+        | (_COMMAND_READ if sc.read_cmd(text) else 0)
+    )
 
 
 _COMMAND_KEYS = frozenset({"command", "cmd", "script", "code", "input", "argv"})

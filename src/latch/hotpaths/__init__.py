@@ -21,6 +21,8 @@ Public entries (identical answers on both backends; ``tests/parity/test_parity.p
   (``ValueError`` when ``text`` is not ASCII, ``TypeError`` when it is not a str)
 * :func:`ascii_path_runs` ``(text: str) -> list[int]`` where an ASCII text may name files: ``[start, end, ...]``
   of the path-character runs holding a path hint (errors as ``ascii_terms``)
+* :func:`ascii_command_classes` ``(text: str) -> int`` the command words an ASCII text holds, as bits
+  (1 :data:`MUTATING_COMMANDS`, 2 :data:`TEST_COMMANDS`, 4 :data:`READ_COMMANDS`; errors as ``ascii_terms``)
 * :class:`TermCounts` ``()`` the episode index's term dictionary and the open episode's term counts
   (``add``, ``add_text``, ``chosen``, ``new_episode``, ``term_id``, ``ids``; see ``_py.TermCounts``)
 
@@ -48,10 +50,14 @@ __all__ = [
     "score_episodes",
     "ascii_terms",
     "ascii_path_runs",
+    "ascii_command_classes",
     "TermCounts",
     "MARKER_BITS",
     "STOP_WORDS",
     "PATH_EXTENSIONS",
+    "MUTATING_COMMANDS",
+    "TEST_COMMANDS",
+    "READ_COMMANDS",
 ]
 
 IMPL = os.environ.get("LATCH_IMPL", "auto").strip().lower() or "auto"
@@ -78,6 +84,25 @@ wasm sol zig nim v sv vhd
 )
 """File extensions that mark a file entity (lower case, matched in any case; both backends: the native module holds
 the same list)."""
+MUTATING_COMMANDS = ("*** Begin Patch", "apply_patch", "sed -i", "git apply")
+"""Command words of a call that changes files (``*** Begin Patch`` anywhere, the others between word boundaries)."""
+TEST_COMMANDS = (
+    *"pytest py.test unittest tox nox jest vitest mocha ctest phpunit rspec mypy pyright ruff flake8 pylint".split(),
+    *"eslint tsc".split(),
+    *(f"cargo {w}" for w in ("test", "check", "clippy", "build", "nextest")),
+    *(f"go {w}" for w in ("test", "vet", "build")),
+    *(
+        f"{t} {r}{w}"
+        for t in ("npm", "yarn", "pnpm", "bun")
+        for r in ("", "run ")
+        for w in ("test", "lint", "typecheck", "build")
+    ),
+    *"make test|make check|mvn test|mvn verify|gradle test|gradle check|gradlew test|gradlew check".split("|"),
+    *"dotnet test|swift test|zig build test".split("|"),
+)
+"""Command words of a test-like call (between word boundaries)."""
+READ_COMMANDS = ("cat", "head", "tail", "sed -n", "rg", "grep", "ls", "find", "nl", "wc", "less", "tree")
+"""Command words of a read/search call (at a command's start, followed by whitespace)."""
 
 # Resolved on first use by __getattr__, then bound as plain module globals (no per-call cost).
 _DISPATCHED = (
@@ -87,6 +112,7 @@ _DISPATCHED = (
     "score_episodes",
     "ascii_terms",
     "ascii_path_runs",
+    "ascii_command_classes",
     "TermCounts",
 )
 _error: str | None = None
@@ -94,6 +120,7 @@ _error: str | None = None
 if TYPE_CHECKING:  # what __getattr__ binds (same signatures on both backends)
     from ._py import (
         TermCounts,
+        ascii_command_classes,
         ascii_path_runs,
         ascii_terms,
         estimate_tokens,

@@ -54,8 +54,11 @@ if TYPE_CHECKING:  # numpy loads when an array is made (about 0.2 s): a command 
 
 from . import (
     MARKER_BITS,  # noqa: F401 (the package defines it for both backends; the reference names it too)
+    MUTATING_COMMANDS,
     PATH_EXTENSIONS,
+    READ_COMMANDS,
     STOP_WORDS,
+    TEST_COMMANDS,
 )
 from . import _tables as T
 
@@ -403,3 +406,32 @@ class TermCounts:
     def __len__(self) -> int:
         self._flush()
         return len(self._ids)
+
+
+def _words(words: tuple[str, ...]) -> str:
+    return "(?:" + "|".join(map(re.escape, words)) + ")"
+
+
+_SPACE = r"[\t-\r\x1c-\x20]"  # the ASCII characters Unicode whitespace holds
+_MUTATING_COMMAND = re.compile(
+    re.escape(MUTATING_COMMANDS[0]) + r"|\b" + _words(MUTATING_COMMANDS[1:]) + r"\b", re.ASCII
+)
+_TEST_COMMAND = re.compile(r"\b" + _words(TEST_COMMANDS) + r"\b", re.ASCII)
+_READ_COMMAND = re.compile(r'(?:^|["\t-\r\x1c-\x20;&|(])' + _words(READ_COMMANDS) + _SPACE, re.ASCII)
+
+
+def ascii_command_classes(text: str) -> int:
+    """The command words an ASCII ``text`` holds (spec: "Episodes", "Markers"), as bits: 1 when it holds one of
+    :data:`MUTATING_COMMANDS` (``*** Begin Patch`` anywhere, the others between word boundaries), 2 one of
+    :data:`TEST_COMMANDS` between word boundaries, 4 one of :data:`READ_COMMANDS` at the start or after ``"``,
+    whitespace, ``;``, ``&``, ``|`` or ``(``, and followed by whitespace (the ASCII characters Unicode
+    whitespace holds). ``TypeError`` when ``text`` is not a str, ``ValueError`` when it is not ASCII."""
+    if not isinstance(text, str):
+        raise TypeError(f"ascii_command_classes: text must be str, not {type(text).__name__}")
+    if not text.isascii():
+        raise ValueError("ascii_command_classes: text must be ASCII (str.isascii())")
+    return (
+        (1 if _MUTATING_COMMAND.search(text) else 0)
+        | (2 if _TEST_COMMAND.search(text) else 0)
+        | (4 if _READ_COMMAND.search(text) else 0)
+    )
