@@ -181,11 +181,14 @@ unsigned ascii_command_classes(const unsigned char* text, std::size_t n) {
     constexpr unsigned kAll = kCommandMutating | kCommandTest | kCommandRead;
     unsigned found = 0;
     for (std::size_t i = 0; i < n && found != kAll; ++i) {
+        const bool word_before = i == 0 || !kAsciiWordChar.v[text[i - 1]];
+        if (!word_before && text[i] != '*') {
+            continue;  // inside a word: only `*** Begin Patch` may start here (every other word needs a boundary)
+        }
         const std::vector<CommandWord>& words = kCommandWords.by_first[text[i]];
         if (words.empty()) {
             continue;
         }
-        const bool word_before = i == 0 || !kAsciiWordChar.v[text[i - 1]];
         const bool read_before = i == 0 || kReadPrefix.v[text[i - 1]];
         for (const CommandWord& w : words) {
             const std::size_t end = i + w.text.size();
