@@ -13,6 +13,11 @@ moves far less. The goal is a ratio <= 2.0. ASCII text gets its terms from one n
 (:func:`latch.hotpaths.ascii_terms`, which hands back the same str for a term met again), command
 classes from class-led searches over tries, and a closed episode is kept as columns (measured
 side by side on the loaded 2-core machine: CPU ratio 2.53-2.78 -> 1.32-1.52, best 40 -> 18 µs per event).
+An ASCII text's path runs (:func:`latch.hotpaths.ascii_path_runs`) and a call's command words
+(:func:`latch.hotpaths.ascii_command_classes`) are each found in one native pass: CPU ratio 1.09, 0.95 -> 0.65,
+0.63 (before, after, after, before), and the stress viewer's ``episodes`` part at 10^5 events
+(``test_bench_stress_viewer_parts.py``) 24.1, 22.7 -> 17.1, 16.3 µs of CPU per event (its viewing CPU 11.1, 10.8
+-> 9.9, 9.7 s), on the 2-core machine at load average 5 to 6.
 
 ``test_extend_term_counts_native_vs_lists`` builds the same index with the native term counter
 (:class:`latch.hotpaths.TermCounts`: an ASCII text's terms counted in one pass, no list of terms made) and

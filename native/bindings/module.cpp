@@ -2,9 +2,10 @@
 // points straight from PEP 393 storage, so lone surrogates need no special case;
 // int64 arrays through the buffer protocol), allocates every output, then
 // releases the GIL around each loop and touches no Python object until it takes
-// the GIL back. Two exceptions: suffix_start on a list or tuple bisects the items
+// the GIL back. Exceptions: suffix_start on a list or tuple bisects the items
 // in place (O(log n) reads of Python ints, which need the GIL) instead of
-// copying the whole list; and ascii_terms makes its str objects as it scans.
+// copying the whole list; ascii_terms and ascii_path_runs make their objects as
+// they scan; ascii_command_classes keeps the GIL for one short, bounded scan.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
