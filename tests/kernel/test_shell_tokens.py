@@ -23,7 +23,7 @@ plain reader, and what a script that is not plain still takes)."""
 def _lexer_classification(script: str) -> list[shell.Segment]:
     """``classify_command(script)`` with every script read by the lexer (no cache)."""
     with mock.patch.object(shell, "_tokens", _lexer_tokens):
-        return list(shell._classified.__wrapped__(script))
+        return list(shell._classified_plain.__wrapped__(shell._without_heredocs(script)))
 
 
 # every character class the lexer treats apart: word characters, operators, blanks, newlines, quotes,

@@ -61,6 +61,24 @@ def _error_line(lines: list[str]) -> str:
     line = next((s for s in lines if _LEADING_ERROR_RE.match(s)), None)
     if line is not None or not lines:
         return line or ""
+    return _marked_line(lines)
+
+
+def _text_error_line(text: str) -> str | None:
+    """``_error_line(_meaningful_lines(text))``, ``None`` when ``text`` has no meaningful line: the lines are
+    taken one at a time and the first that starts like an error ends the reading."""
+    lines: list[str] = []
+    for raw in strip_ansi(text).splitlines():
+        s = raw.strip()
+        if s and not _HEADER_RE.match(s):
+            if _LEADING_ERROR_RE.match(s):
+                return s
+            lines.append(s)
+    return _marked_line(lines) if lines else None
+
+
+def _marked_line(lines: list[str]) -> str:
+    """:func:`_error_line` of ``lines`` (not empty) where no line starts like an error."""
     joined = "\n".join(lines)
     for search in (_fail_search, _errorish_search):
         m = search(joined)
@@ -75,8 +93,8 @@ def error_signature(text: str) -> str:
     The first line that looks like an error (else the first line), with quoted
     strings, paths, hex and numbers replaced by placeholders, at most 160 characters.
     """
-    lines = _meaningful_lines(text)
-    return _line_signature(_error_line(lines)) if lines else "(no output)"
+    line = _text_error_line(text)
+    return _line_signature(line) if line is not None else "(no output)"
 
 
 def _line_signature(line: str) -> str:
@@ -90,14 +108,13 @@ def _line_signature(line: str) -> str:
 
 
 def _excerpt(text: str, width: int = 200) -> str:
-    return _cut(_error_line(_meaningful_lines(text)), width)
+    return _cut(_text_error_line(text) or "", width)
 
 
 def _signature_and_excerpt(text: str) -> tuple[str, str]:
-    """``(error_signature(text), _excerpt(text))``, the text's lines split once."""
-    lines = _meaningful_lines(text)
-    line = _error_line(lines)
-    return (_line_signature(line) if lines else "(no output)"), _cut(line)
+    """``(error_signature(text), _excerpt(text))``, the text's lines read once."""
+    line = _text_error_line(text)
+    return (_line_signature(line) if line is not None else "(no output)"), _cut(line or "")
 
 
 def _cut(line: str, width: int = 200) -> str:
@@ -114,8 +131,18 @@ def _action(call: ToolCall, args: dict[str, Any]) -> tuple[str, ...]:
     return (call.arguments[:300],)
 
 
+ONE_LINE_CHARS = 300
+"""The most characters of a command or path a failure lineage's action keeps (whitespace runs made one space)."""
+
+
 def _one_line(text: str) -> str:
-    return " ".join(text.split())[:300]
+    """``" ".join(text.split())[:ONE_LINE_CHARS]``, from a prefix of ``text`` when that gives as many characters:
+    collapsing whitespace maps a prefix of a text to a prefix of the text's collapsed form."""
+    if len(text) > 4 * ONE_LINE_CHARS:
+        head = " ".join(text[: 4 * ONE_LINE_CHARS].split())
+        if len(head) >= ONE_LINE_CHARS:
+            return head[:ONE_LINE_CHARS]
+    return " ".join(text.split())[:ONE_LINE_CHARS]
 
 
 _EXIT_RES = (
@@ -208,10 +235,18 @@ def _status(run: Run, ctx: DerivationContext, validation: bool) -> tuple[str, in
 
 
 def _summary(output: str) -> str:
-    lines = _meaningful_lines(output)
-    # the last line marked as a failure or a pass, else the last line: searched from the end
-    line = next((s for s in reversed(lines) if _fail_search(s) or _PASS_RE.search(s)), lines[-1] if lines else "")
-    return _cut(line)
+    """The last meaningful line (:func:`_meaningful_lines`) marked as a failure or a pass, else the last one
+    (``""`` when none), cut to 200 characters: the lines are read from the end, up to the first marked one."""
+    last = None
+    for raw in reversed(strip_ansi(output).splitlines()):
+        s = raw.strip()
+        if not s or _HEADER_RE.match(s):
+            continue
+        if _fail_search(s) or _PASS_RE.search(s):
+            return _cut(s)
+        if last is None:
+            last = s
+    return _cut(last or "")
 
 
 def shell_facts(
