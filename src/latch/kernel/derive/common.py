@@ -97,13 +97,20 @@ def error_signature(text: str) -> str:
     return _line_signature(line) if line is not None else "(no output)"
 
 
+_QUOTED_RE = lazy_compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`")
+_PATH_RE = lazy_compile(r"(?:[A-Za-z]:)?(?:[\w.\-~]*/)+[\w.\-]*")
+_HEX_RE = lazy_compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8,}\b")
+_DIGITS_RE = lazy_compile(r"\d+")
+_SPACES_RE = lazy_compile(r"\s+")
+
+
 def _line_signature(line: str) -> str:
     """The signature of one error line (see :func:`error_signature`)."""
-    sig = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", "<q>", line)
-    sig = re.sub(r"(?:[A-Za-z]:)?(?:[\w.\-~]*/)+[\w.\-]*", "<path>", sig)
-    sig = re.sub(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8,}\b", "<hex>", sig)
-    sig = re.sub(r"\d+", "<n>", sig)
-    sig = re.sub(r"\s+", " ", sig).strip()
+    sig = _QUOTED_RE.sub("<q>", line)
+    sig = _PATH_RE.sub("<path>", sig)
+    sig = _HEX_RE.sub("<hex>", sig)
+    sig = _DIGITS_RE.sub("<n>", sig)
+    sig = _SPACES_RE.sub(" ", sig).strip()
     return sig[:160]
 
 
@@ -308,8 +315,11 @@ def process_exit_facts(process_id: str, run: Run, ctx: DerivationContext) -> lis
 def _outcome(tool: str, script: str, validations: tuple[str, ...], status: str, output: str) -> Any:
     """The failure or success of a command: its text and validation segments are the lineage actions;
     a passing validation of a program (cargo, npm, pytest...) also closes that program's validation failures."""
-    families = tuple(dict.fromkeys(f"validation:{v.split()[0]}" for v in validations))
-    actions = tuple(dict.fromkeys((_one_line(script),) + validations))
+    if validations:
+        families = tuple(dict.fromkeys(f"validation:{v.split()[0]}" for v in validations))
+        actions = tuple(dict.fromkeys((_one_line(script),) + validations))
+    else:
+        families, actions = (), (_one_line(script),)
     if status == "failed":
         signature, excerpt = _signature_and_excerpt(output)
         return ToolFailure(tool, signature, actions + families, excerpt)
