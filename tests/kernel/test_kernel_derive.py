@@ -440,3 +440,13 @@ def test_a_deriver_takes_subclassed_events_by_their_base_and_a_repeated_call_id_
     assert d.feed(UserMessage(text="fix the tests")) == [UserInstruction("fix the tests", False)]
     seen = Seen(path="a.py")
     assert d.feed(seen) == [seen]
+
+
+def test_a_contexts_paths_follow_its_current_folder():
+    ctx = DerivationContext("s", "swe-agent", None)
+    ctx.cwd = "/repo"
+    assert ctx.path("/repo/a.py") == "a.py" and ctx.path(" /repo/src/../b.py ") == "b.py"
+    ctx.cwd = "/other"  # SWE-agent changed folder: the same raw path is no longer inside it
+    assert ctx.path("/repo/a.py") == "/repo/a.py" and ctx.path("/other/c.py") == "c.py"
+    ctx.cwd = "/repo"
+    assert ctx.path("/repo/a.py") == "a.py"

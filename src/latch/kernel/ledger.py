@@ -158,6 +158,7 @@ class Ledger:
         self.info: dict[str, SessionInfo] = {}
         self.workspace_of: dict[str, str] = {}
         self.workspaces: dict[str, Workspace] = {}
+        self.workspaces_of: dict[str, Workspace] = {}  # session id -> its workspace (:meth:`workspace`), kept
         self.derivers: dict[str, SessionDeriver] = {}
         self.reducers: dict[str, Any] = {}
         self.dropped: dict[str, int] = {}  # per session: facts its reducer applied and the ledger let go
@@ -246,7 +247,9 @@ class Ledger:
         if not facts:
             return
         bucket = self.facts.setdefault(sid, [])
-        ws = self.workspace(store, sid)
+        ws = self.workspaces_of.get(sid)
+        if ws is None:
+            ws = self.workspaces_of[sid] = self.workspace(store, sid)
         seq = ev.seq
         for n, fact in enumerate(facts):
             pos = (seq, n)
