@@ -88,7 +88,8 @@ class DerivationRule:
         return type(self).PLUGIN_NAME
 
     def matches(self, call: ToolCall) -> bool:
-        """Whether this rule derives ``call`` (default: ``call.name`` is in ``tools``)."""
+        """Whether this rule derives ``call`` (default: ``call.name`` is in ``tools``): a function of the call, asked
+        once per call, when the call is registered (:class:`~latch.kernel.derive.SessionDeriver`)."""
         return call.name in self.tools
 
     def derive(self, call: ToolCall, result: ToolResult, ctx: DerivationContext) -> list[Any]:  # pragma: no cover
