@@ -9,6 +9,12 @@ events (``LATCH_BENCH_FULL=1`` adds 10^5) where every turn also runs a new faili
 evidence grows with the history; the goal is ``extra_info["ratio_to_1e3"]`` <= 1.5 (the per-request
 cost does not grow with history: only new facts are reduced and only the lines that fit are rendered).
 
+``test_ledger_derivation_per_event`` times the ledger's derivation alone (every fact of every event, no database)
+and the session reducer over those facts, on the stress scenario's events (20,000; ``LATCH_BENCH_FULL=1``: 10^5; 2,000
+under ``--benchmark-disable``), each event decoded fresh and its calls' arguments parsed first (as the stress
+viewer's episode index has parsed them before the ledger reads them): ``extra_info["us_per_event_derive"]`` and
+``["us_per_event_reduce"]`` (CPU, the best of 3 rounds).
+
 ``test_ledger_refresh_per_view_against_history`` times the kernel ledger's work per view (derive the events
 appended since the last view, through the view's seq, and reduce them) on the stress scenario's events after
 2x10^3 and 2x10^4 events (``LATCH_BENCH_FULL=1`` adds 2x10^5): ``extra_info["ratio_to_first"]`` (goal: about 1)
@@ -256,3 +262,69 @@ def test_error_line_against_the_plain_patterns(benchmark):
         failure_search_ratio_to_plain=round(new_search / plain_search, 3),
     )
     benchmark.pedantic(lambda: [common._error_line(lines) for lines in split], rounds=3, iterations=1)
+
+
+DERIVE_EVENTS = 100_000 if FULL else 20_000
+
+
+def test_ledger_derivation_per_event(benchmark):
+    from latch.bench.scenario import ScenarioModel
+    from latch.events import decode_event
+    from latch.kernel.ledger import Ledger
+    from latch.kernel.state import SessionReducer
+
+    n = 2_000 if benchmark.disabled else DERIVE_EVENTS
+    encoded = [(e.KIND, e.encode()) for e in itertools.islice(ScenarioModel(0, workspace="/work/shop").events(), n)]
+
+    class Info:
+        workspace, parent_id, format, meta = "/work/shop", None, "claude-code", None
+
+    class Log:  # what the ledger asks of a store while it derives
+        def session(self, sid):
+            return Info()
+
+    class Stored:
+        __slots__ = ("seq", "session_id", "event")
+
+        def __init__(self, seq, event):
+            self.seq, self.session_id, self.event = seq, "s", event
+
+    def events():
+        out = [Stored(i, decode_event(kind, payload)) for i, (kind, payload) in enumerate(encoded, 1)]
+        for ev in out:
+            for call in getattr(ev.event, "tool_calls", ()):
+                call.args()
+        return out
+
+    def cpu(fn, *args):
+        t = time.process_time()
+        result = fn(*args)
+        return time.process_time() - t, result
+
+    def derive(stored):
+        ledger = Ledger()
+        for ev in stored:
+            ledger._derive(Log(), ev)
+        return ledger
+
+    def reduce(ledger):
+        red = SessionReducer("s")
+        ws = ledger.workspace(Log(), "s")
+        for until in range(5_000, n + 5_000, 5_000):
+            red.advance(ledger.facts["s"], ws, until)
+        return red
+
+    derive_s, reduce_s = [], []
+    for _ in range(3):
+        took, ledger = cpu(derive, events())
+        derive_s.append(took)
+        reduce_s.append(cpu(reduce, ledger)[0])
+    assert ledger.facts["s"] and ledger.workspace(Log(), "s").mutations and reduce(ledger).files
+    benchmark.extra_info.update(
+        events=n,
+        facts=len(ledger.facts["s"]),
+        us_per_event_derive=round(1e6 * min(derive_s) / n, 2),
+        us_per_event_reduce=round(1e6 * min(reduce_s) / n, 2),
+    )
+    stored = events()
+    benchmark.pedantic(derive, args=(stored[: min(n, 2_000)],), rounds=1, iterations=1)

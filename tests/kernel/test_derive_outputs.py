@@ -93,3 +93,35 @@ def test_error_line_is_the_first_line_each_pattern_matches_in_turn(text):
         lines[0] if lines else "",
     )
     assert common._error_line(lines) == expected
+
+
+@given(st.one_of(_texts, _outputs))
+@settings(max_examples=1_000, deadline=None)
+def test_error_line_read_line_by_line_equals_the_reading_of_every_line(text):
+    lines = common._meaningful_lines(text)
+    assert common._text_error_line(text) == (common._error_line(lines) if lines else None)
+
+
+_SPACES = [" ", "  ", "\t", "\n", "\r\n", "\x0b", "\x1c", "\x85", "\u2028", "\u3000"]
+_long_texts = st.lists(
+    st.one_of(st.sampled_from(_SPACES), st.text(alphabet="ab\u00e9\u6f22-_", min_size=1, max_size=12)),
+    max_size=700,
+).map("".join)
+
+
+@given(_long_texts)
+@settings(max_examples=500, deadline=None)
+def test_one_line_from_a_prefix_equals_the_whole_texts_collapsed_start(text):
+    assert common._one_line(text) == " ".join(text.split())[: common.ONE_LINE_CHARS]
+    padded = " \n" * 700 + text  # whitespace beyond the prefix read first
+    assert common._one_line(padded) == " ".join(padded.split())[: common.ONE_LINE_CHARS]
+
+
+def test_one_line_where_the_prefix_collapses_to_about_the_limit():
+    """Words and whitespace runs of every width, so the prefix read first collapses to just under, at and just
+    over :data:`~latch.kernel.derive.common.ONE_LINE_CHARS` characters."""
+    for word in range(1, 9):
+        for gap in range(1, 40):
+            for shift in range(0, 3):
+                text = "\t" * shift + ("w" * word + " " * gap) * (3_000 // (word + gap) + 1)
+                assert common._one_line(text) == " ".join(text.split())[: common.ONE_LINE_CHARS], (word, gap, shift)

@@ -411,3 +411,42 @@ def test_rules_see_context_paths():
         Mutation(paths=("w.txt",), tool="Write"),
         ToolSuccess("Write", ("w.txt",)),
     ]
+
+
+def test_a_deriver_takes_subclassed_events_by_their_base_and_a_repeated_call_id_by_its_newest_call():
+    from latch.events import AssistantMessage, SystemNote, Usage, UserMessage
+    from latch.kernel.derive import SessionDeriver, UserInstruction
+    from latch.kernel.events import FileObservation
+
+    class Reply(AssistantMessage):
+        pass
+
+    class Said(UserMessage):  # another kind is never the user's instruction (instruction_text)
+        KIND = "said_message"
+
+    class Seen(FileObservation):
+        pass
+
+    d = SessionDeriver(DerivationContext("s", "claude-code", "/ws"))
+    edit = ToolCall("c1", "Edit", json.dumps({"file_path": "/ws/a.py", "old_string": "1", "new_string": "2"}))
+    rm = ToolCall("c1", "Bash", json.dumps({"command": "rm b.py"}))
+    assert d.feed(Reply(tool_calls=(edit,))) == [] and d.opened == 1
+    assert d.feed(AssistantMessage(tool_calls=(rm,))) == [] and d.opened == 0  # the same id, still pending
+    assert d.feed(Usage(input_tokens=1, output_tokens=1)) == [] and d.feed(SystemNote(text="x")) == []
+    facts = d.feed(ToolResult("c1", "", name="Bash", exit_code=0))
+    assert d.closed == 1
+    assert facts == [Mutation(paths=("b.py",), tool="Bash"), ToolSuccess("Bash", ("rm b.py",))]
+    assert d.feed(Said(text="fix the tests")) == []
+    assert d.feed(UserMessage(text="fix the tests")) == [UserInstruction("fix the tests", False)]
+    seen = Seen(path="a.py")
+    assert d.feed(seen) == [seen]
+
+
+def test_a_contexts_paths_follow_its_current_folder():
+    ctx = DerivationContext("s", "swe-agent", None)
+    ctx.cwd = "/repo"
+    assert ctx.path("/repo/a.py") == "a.py" and ctx.path(" /repo/src/../b.py ") == "b.py"
+    ctx.cwd = "/other"  # SWE-agent changed folder: the same raw path is no longer inside it
+    assert ctx.path("/repo/a.py") == "/repo/a.py" and ctx.path("/other/c.py") == "c.py"
+    ctx.cwd = "/repo"
+    assert ctx.path("/repo/a.py") == "a.py"

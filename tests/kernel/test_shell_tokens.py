@@ -3,6 +3,7 @@ commands and on generated ones, and so does every classification built on them."
 
 from __future__ import annotations
 
+import re
 from unittest import mock
 
 from corpus_support import importable_corpus_files, require_corpus
@@ -13,7 +14,7 @@ from latch.events import AssistantMessage
 from latch.importers import TranscriptError, parse_all_file
 from latch.kernel import shell
 from latch.kernel.derive import call_arguments
-from latch.kernel.shell import classify_command, command_text
+from latch.kernel.shell import classify_command, command_text, split_segments
 
 _lexer_tokens = shell._shlex_tokens
 """The reference reading: :class:`shlex.shlex` as the kernel configures it (what every script took before the
@@ -23,7 +24,7 @@ plain reader, and what a script that is not plain still takes)."""
 def _lexer_classification(script: str) -> list[shell.Segment]:
     """``classify_command(script)`` with every script read by the lexer (no cache)."""
     with mock.patch.object(shell, "_tokens", _lexer_tokens):
-        return list(shell._classified.__wrapped__(script))
+        return list(shell._classified_plain.__wrapped__(shell._without_heredocs(script)))
 
 
 # every character class the lexer treats apart: word characters, operators, blanks, newlines, quotes,
@@ -91,3 +92,38 @@ def test_corpus_commands_read_and_classify_as_the_lexer_does():
         assert shell._tokens(heredocs_gone) == _lexer_tokens(heredocs_gone), script
         assert classify_command(script) == _lexer_classification(script), script
     assert plain > len(scripts) // 4  # the shortcut reads a good share of real commands
+
+
+_CHARACTER_AT_A_TIME_HEREDOC = re.compile(
+    r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1([^\n]*)\n.*?\n[ \t]*\2[ \t]*(?=\n|$)", re.S
+)
+"""A heredoc as the shell reads it: its body taken a character at a time (the line-at-a-time pattern must agree)."""
+
+_heredoc_scripts = st.lists(
+    st.sampled_from(
+        ["<<", "<<-", "<< ", "'EOF'", '"EOF"', "EOF", "EO", "E", "X1", "\n", " ", "\t", "cat", "python3 -", "x = 1"]
+        + ["EOF\n", "\nEOF", " EOF ", "\tEOF", "&&", "|", ";", "'", '"', "<<EOF\nbody\nEOF\n", "a\nb", "-"]
+    ),
+    max_size=24,
+).map("".join)
+
+
+@given(_heredoc_scripts)
+@example("python3 - <<'EOF'\nprint(1)\nEOF")
+@example("cat <<EOF\n\nEOF\necho done")
+@example("cat <<EOF\nEOF")
+@example("cat <<EOF\na\nE\nEOF")
+@example("cat <<-'END' > out.txt\n\tline\n\tEND\nls")
+@settings(max_examples=2_000, deadline=None)
+def test_heredoc_bodies_go_as_the_character_at_a_time_pattern_drops_them(script):
+    want = _CHARACTER_AT_A_TIME_HEREDOC.sub(lambda m: "<< " + m.group(2) + m.group(3), script)
+    assert shell._without_heredocs(script) == want
+    assert split_segments(script) == shell._split_plain(want)
+
+
+def test_scripts_that_differ_only_in_their_heredoc_bodies_classify_alike_and_as_each_alone():
+    scripts = [f"python3 - <<'EOF'\nprint({i})\nEOF" for i in range(3)] + ["rm -rf build <<EOF\nx\nEOF\n"]
+    for script in scripts:
+        assert classify_command(script) == _lexer_classification(script)
+    assert classify_command(scripts[0]) == classify_command(scripts[1])
+    assert [s.kind for s in classify_command(scripts[3])] == ["mutate"]

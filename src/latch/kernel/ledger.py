@@ -31,8 +31,17 @@ from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from ..records import dataclass
-from .derive import DerivationContext, DerivationRule, SessionDeriver, builtin_rules, check_rules
-from .events import Mutation, StateUpdate
+from .derive import (
+    DerivationContext,
+    DerivationRule,
+    SessionDeriver,
+    ToolFailure,
+    ToolSuccess,
+    UserInstruction,
+    builtin_rules,
+    check_rules,
+)
+from .events import FileObservation, Mutation, StateUpdate, ValidationEvidence
 
 if TYPE_CHECKING:
     from ..store import EventLog, SessionInfo, StoredEvent
@@ -149,6 +158,7 @@ class Ledger:
         self.info: dict[str, SessionInfo] = {}
         self.workspace_of: dict[str, str] = {}
         self.workspaces: dict[str, Workspace] = {}
+        self.workspaces_of: dict[str, Workspace] = {}  # session id -> its workspace (:meth:`workspace`), kept
         self.derivers: dict[str, SessionDeriver] = {}
         self.reducers: dict[str, Any] = {}
         self.dropped: dict[str, int] = {}  # per session: facts its reducer applied and the ledger let go
@@ -200,9 +210,14 @@ class Ledger:
             end = top if until is None else min(top, until)
             if end <= self.watermark:
                 return
-            for ev in store.events(after_seq=self.watermark, until_seq=end):
-                self._derive(store, ev)
-                self.watermark, self.watermark_session = ev.seq, ev.session_id
+            last = None
+            try:
+                for ev in store.events(after_seq=self.watermark, until_seq=end):
+                    self._derive(store, ev)
+                    last = ev
+            finally:  # through the last event derived
+                if last is not None:
+                    self.watermark, self.watermark_session = last.seq, last.session_id
 
     def _same_log(self, store: EventLog) -> bool:
         if not self.watermark:
@@ -232,10 +247,16 @@ class Ledger:
         if not facts:
             return
         bucket = self.facts.setdefault(sid, [])
-        ws = self.workspace(store, sid)
+        ws = self.workspaces_of.get(sid)
+        if ws is None:
+            ws = self.workspaces_of[sid] = self.workspace(store, sid)
+        seq = ev.seq
         for n, fact in enumerate(facts):
-            pos = (ev.seq, n)
+            pos = (seq, n)
             bucket.append((pos, fact))
+            kind = type(fact)
+            if kind in _PLAIN_FACTS:
+                continue
             if isinstance(fact, Mutation):
                 ws.add_mutation(pos, fact)
             elif isinstance(fact, StateUpdate) and fact.tool == "record_disproof":
@@ -360,6 +381,11 @@ class Ledger:
     def _stale_by(ws: Workspace, d: Disproof, end: Pos) -> bool:
         """Whether disproof ``d`` went stale at or before ``end``."""
         return d.stale_pos is not None and d.stale_pos <= end
+
+
+_PLAIN_FACTS = frozenset({ToolSuccess, ToolFailure, FileObservation, ValidationEvidence, UserInstruction})
+"""Fact types that are neither a :class:`Mutation` nor a :class:`StateUpdate` (the workspace records nothing of
+them)."""
 
 
 def _pos(d: Disproof) -> Pos:

@@ -29,7 +29,9 @@ __all__ = ["Segment", "command_text", "split_segments", "classify_command"]
 _SEPARATORS = {"&&", "||", ";", "|", "\n", "&", "(", ")", ";;", "|&", ";&"}
 _WRITE_REDIRECTS = {">", ">>", "&>", "&>>", ">|"}
 _OTHER_REDIRECTS = {"<", "<<", "<<<", ">&", "<&", "<>"}
-_HEREDOC_RE = lazy_compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1([^\n]*)\n.*?\n[ \t]*\2[ \t]*(?=\n|$)", re.S)
+_HEREDOC_RE = lazy_compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1([^\n]*)\n(?:[^\n]*\n)+?[ \t]*\2[ \t]*(?=\n|$)")
+"""A heredoc: its opening line, then its body line by line (as few lines as reach a line that is the delimiter).
+The body is read a line at a time (a character run, then its newline), never a character at a time."""
 _WRAPPERS = {"sudo", "time", "env", "nohup", "command", "exec", "nice", "stdbuf", "xargs"}
 _RUNNERS = {
     ("uv", "run"),
@@ -210,9 +212,20 @@ def _shlex_tokens(script: str) -> list[str] | None:
         return None
 
 
+def _without_heredocs(script: str) -> str:
+    """``script`` with each heredoc's body dropped (its opening line kept as ``<< DELIMITER`` and the rest of it)."""
+    if "<<" not in script:
+        return script
+    return _HEREDOC_RE.sub(lambda m: "<< " + m.group(2) + m.group(3), script)
+
+
 def split_segments(script: str) -> list[tuple[list[str], list[str]]]:
     """Split ``script`` into simple commands: ``(words, write_redirect_targets)`` each."""
-    script = _HEREDOC_RE.sub(lambda m: "<< " + m.group(2) + m.group(3), script)
+    return _split_plain(_without_heredocs(script))
+
+
+def _split_plain(script: str) -> list[tuple[list[str], list[str]]]:
+    """:func:`split_segments` of a script without heredoc bodies (:func:`_without_heredocs`)."""
     tokens = _tokens(script)
     if tokens is None:
         return [(part.split(), []) for part in re.split(r"&&|\|\||[;|&\n]", script) if part.split()]
@@ -392,8 +405,15 @@ def classify_command(script: str) -> list[Segment]:
 
 @functools.lru_cache(maxsize=CLASSIFIED_SCRIPTS)
 def _classified(script: str) -> tuple[Segment, ...]:
+    return _classified_plain(_without_heredocs(script))
+
+
+@functools.lru_cache(maxsize=CLASSIFIED_SCRIPTS)
+def _classified_plain(script: str) -> tuple[Segment, ...]:
+    """:func:`_classified` of a script without heredoc bodies: kept apart, so scripts that differ only in their
+    heredocs' bodies (``python3 - <<'EOF' ... EOF``) are classified once."""
     out: list[Segment] = []
-    for words, targets in split_segments(script):
+    for words, targets in _split_plain(script):
         words = _strip_wrappers(words)
         text = shlex.join(words)
         if not words:

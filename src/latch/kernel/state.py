@@ -183,6 +183,7 @@ class SessionReducer:
         self.failures: list[dict[str, Any]] = []  # the streaks held (every open one), in the order they started
         self.failures_dropped = 0  # closed streaks let go
         self.active_failures: dict[tuple[str, str], dict[str, Any]] = {}  # (tool, signature) → its open streak
+        self.failing: dict[tuple[str, str], set[tuple[str, str]]] = {}  # (tool, action) → open streaks holding it
         self.processes: dict[str, dict[str, Any]] = {}
         self.running: dict[str, dict[str, Any]] = {}
         self.exits: list[tuple[Pos, str]] = []  # (exit position, process id), in log order
@@ -226,6 +227,11 @@ class SessionReducer:
 
     # ------------------------------------------------------------------- apply
     def _apply(self, pos: Pos, fact: Any, ws: Workspace) -> bool:
+        kind = type(fact)  # the most frequent facts first (a type is none of the other fact classes)
+        if kind is ToolSuccess:
+            return self._success(pos, fact)
+        if kind is ToolFailure:
+            return self._failure(pos, fact)
         if isinstance(fact, UserInstruction):
             return self._instruction(pos, fact)
         if isinstance(fact, StateUpdate):
@@ -274,38 +280,10 @@ class SessionReducer:
                 }
             self.last_set_keys = tuple(dict.fromkeys(keys))
             return True
-        if isinstance(fact, (ToolFailure, ToolSuccess)) and fact.tool in SHELL_TOOLS and fact.actions:
-            self._command(pos, fact)
         if isinstance(fact, ToolFailure):
-            lineage = (fact.tool, fact.signature)
-            lin = self.active_failures.get(lineage)
-            if lin is None:
-                lin = self.active_failures[lineage] = {
-                    "tool": fact.tool,
-                    "signature": fact.signature,
-                    "count": 0,
-                    "first_seq": pos[0],
-                    "actions": {},
-                    "active": True,
-                }
-                self.failures.append(lin)
-                if self.bounded and len(self.failures) > 2 * FAILURES_HELD:
-                    self._let_go_failures()
-            lin["count"] += 1
-            lin["last_seq"] = pos[0]
-            lin["excerpt"] = fact.excerpt
-            lin["actions"].update(dict.fromkeys(fact.actions))  # an ordered set
-            return True
+            return self._failure(pos, fact)
         if isinstance(fact, ToolSuccess):
-            closed = [
-                k
-                for k, lin in self.active_failures.items()
-                if lin["tool"] == fact.tool and any(a in lin["actions"] for a in fact.actions)
-            ]
-            for k in closed:
-                lin = self.active_failures.pop(k)  # closed: it never changes again (states share it)
-                lin["active"], lin["closed_seq"], lin["actions"] = False, pos[0], list(lin["actions"])
-            return bool(closed) or fact.tool in SHELL_TOOLS
+            return self._success(pos, fact)
         if isinstance(fact, ActionsReplaced):
             for aid in self.plan_sources.pop(fact.source, ()):
                 del self.actions[aid]
@@ -357,6 +335,55 @@ class SessionReducer:
             self.tombstoned = True
             return True
         return False
+
+    def _failure(self, pos: Pos, fact: ToolFailure) -> bool:
+        """A failed call: a shell command's outcome, and one more failure of its lineage (opened if new)."""
+        if fact.tool in SHELL_TOOLS and fact.actions:
+            self._command(pos, fact)
+        lineage = (fact.tool, fact.signature)
+        lin = self.active_failures.get(lineage)
+        if lin is None:
+            lin = self.active_failures[lineage] = {
+                "tool": fact.tool,
+                "signature": fact.signature,
+                "count": 0,
+                "first_seq": pos[0],
+                "actions": {},
+                "active": True,
+            }
+            self.failures.append(lin)
+            if self.bounded and len(self.failures) > 2 * FAILURES_HELD:
+                self._let_go_failures()
+        lin["count"] += 1
+        lin["last_seq"] = pos[0]
+        lin["excerpt"] = fact.excerpt
+        lin["actions"].update(dict.fromkeys(fact.actions))  # an ordered set
+        for action in fact.actions:
+            self.failing.setdefault((fact.tool, action), set()).add(lineage)
+        return True
+
+    def _success(self, pos: Pos, fact: ToolSuccess) -> bool:
+        """A successful call: a shell command's outcome; it closes the open lineages of its tool that failed on
+        one of its actions."""
+        shell = fact.tool in SHELL_TOOLS
+        if shell and fact.actions:
+            self._command(pos, fact)
+        if not self.active_failures:
+            return shell
+        closed: set[tuple[str, str]] = set()  # the open streaks of its tool holding one of its actions
+        for action in fact.actions:
+            keys = self.failing.get((fact.tool, action))
+            if keys:
+                closed |= keys
+        for k in closed:
+            lin = self.active_failures.pop(k)  # closed: it never changes again (states share it)
+            for action in lin["actions"]:
+                keys = self.failing[(lin["tool"], action)]
+                keys.discard(k)
+                if not keys:
+                    del self.failing[(lin["tool"], action)]
+            lin["active"], lin["closed_seq"], lin["actions"] = False, pos[0], list(lin["actions"])
+        return bool(closed) or shell
 
     def _let_go_failures(self) -> None:
         """Let the oldest closed streaks go until :data:`FAILURES_HELD` are held (or only open ones are left)."""

@@ -61,6 +61,24 @@ def _error_line(lines: list[str]) -> str:
     line = next((s for s in lines if _LEADING_ERROR_RE.match(s)), None)
     if line is not None or not lines:
         return line or ""
+    return _marked_line(lines)
+
+
+def _text_error_line(text: str) -> str | None:
+    """``_error_line(_meaningful_lines(text))``, ``None`` when ``text`` has no meaningful line: the lines are
+    taken one at a time and the first that starts like an error ends the reading."""
+    lines: list[str] = []
+    for raw in strip_ansi(text).splitlines():
+        s = raw.strip()
+        if s and not _HEADER_RE.match(s):
+            if _LEADING_ERROR_RE.match(s):
+                return s
+            lines.append(s)
+    return _marked_line(lines) if lines else None
+
+
+def _marked_line(lines: list[str]) -> str:
+    """:func:`_error_line` of ``lines`` (not empty) where no line starts like an error."""
     joined = "\n".join(lines)
     for search in (_fail_search, _errorish_search):
         m = search(joined)
@@ -75,29 +93,35 @@ def error_signature(text: str) -> str:
     The first line that looks like an error (else the first line), with quoted
     strings, paths, hex and numbers replaced by placeholders, at most 160 characters.
     """
-    lines = _meaningful_lines(text)
-    return _line_signature(_error_line(lines)) if lines else "(no output)"
+    line = _text_error_line(text)
+    return _line_signature(line) if line is not None else "(no output)"
+
+
+_QUOTED_RE = lazy_compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`")
+_PATH_RE = lazy_compile(r"(?:[A-Za-z]:)?(?:[\w.\-~]*/)+[\w.\-]*")
+_HEX_RE = lazy_compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8,}\b")
+_DIGITS_RE = lazy_compile(r"\d+")
+_SPACES_RE = lazy_compile(r"\s+")
 
 
 def _line_signature(line: str) -> str:
     """The signature of one error line (see :func:`error_signature`)."""
-    sig = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", "<q>", line)
-    sig = re.sub(r"(?:[A-Za-z]:)?(?:[\w.\-~]*/)+[\w.\-]*", "<path>", sig)
-    sig = re.sub(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8,}\b", "<hex>", sig)
-    sig = re.sub(r"\d+", "<n>", sig)
-    sig = re.sub(r"\s+", " ", sig).strip()
+    sig = _QUOTED_RE.sub("<q>", line)
+    sig = _PATH_RE.sub("<path>", sig)
+    sig = _HEX_RE.sub("<hex>", sig)
+    sig = _DIGITS_RE.sub("<n>", sig)
+    sig = _SPACES_RE.sub(" ", sig).strip()
     return sig[:160]
 
 
 def _excerpt(text: str, width: int = 200) -> str:
-    return _cut(_error_line(_meaningful_lines(text)), width)
+    return _cut(_text_error_line(text) or "", width)
 
 
 def _signature_and_excerpt(text: str) -> tuple[str, str]:
-    """``(error_signature(text), _excerpt(text))``, the text's lines split once."""
-    lines = _meaningful_lines(text)
-    line = _error_line(lines)
-    return (_line_signature(line) if lines else "(no output)"), _cut(line)
+    """``(error_signature(text), _excerpt(text))``, the text's lines read once."""
+    line = _text_error_line(text)
+    return (_line_signature(line) if line is not None else "(no output)"), _cut(line or "")
 
 
 def _cut(line: str, width: int = 200) -> str:
@@ -114,8 +138,18 @@ def _action(call: ToolCall, args: dict[str, Any]) -> tuple[str, ...]:
     return (call.arguments[:300],)
 
 
+ONE_LINE_CHARS = 300
+"""The most characters of a command or path a failure lineage's action keeps (whitespace runs made one space)."""
+
+
 def _one_line(text: str) -> str:
-    return " ".join(text.split())[:300]
+    """``" ".join(text.split())[:ONE_LINE_CHARS]``, from a prefix of ``text`` when that gives as many characters:
+    collapsing whitespace maps a prefix of a text to a prefix of the text's collapsed form."""
+    if len(text) > 4 * ONE_LINE_CHARS:
+        head = " ".join(text[: 4 * ONE_LINE_CHARS].split())
+        if len(head) >= ONE_LINE_CHARS:
+            return head[:ONE_LINE_CHARS]
+    return " ".join(text.split())[:ONE_LINE_CHARS]
 
 
 _EXIT_RES = (
@@ -208,10 +242,18 @@ def _status(run: Run, ctx: DerivationContext, validation: bool) -> tuple[str, in
 
 
 def _summary(output: str) -> str:
-    lines = _meaningful_lines(output)
-    # the last line marked as a failure or a pass, else the last line: searched from the end
-    line = next((s for s in reversed(lines) if _fail_search(s) or _PASS_RE.search(s)), lines[-1] if lines else "")
-    return _cut(line)
+    """The last meaningful line (:func:`_meaningful_lines`) marked as a failure or a pass, else the last one
+    (``""`` when none), cut to 200 characters: the lines are read from the end, up to the first marked one."""
+    last = None
+    for raw in reversed(strip_ansi(output).splitlines()):
+        s = raw.strip()
+        if not s or _HEADER_RE.match(s):
+            continue
+        if _fail_search(s) or _PASS_RE.search(s):
+            return _cut(s)
+        if last is None:
+            last = s
+    return _cut(last or "")
 
 
 def shell_facts(
@@ -273,8 +315,11 @@ def process_exit_facts(process_id: str, run: Run, ctx: DerivationContext) -> lis
 def _outcome(tool: str, script: str, validations: tuple[str, ...], status: str, output: str) -> Any:
     """The failure or success of a command: its text and validation segments are the lineage actions;
     a passing validation of a program (cargo, npm, pytest...) also closes that program's validation failures."""
-    families = tuple(dict.fromkeys(f"validation:{v.split()[0]}" for v in validations))
-    actions = tuple(dict.fromkeys((_one_line(script),) + validations))
+    if validations:
+        families = tuple(dict.fromkeys(f"validation:{v.split()[0]}" for v in validations))
+        actions = tuple(dict.fromkeys((_one_line(script),) + validations))
+    else:
+        families, actions = (), (_one_line(script),)
     if status == "failed":
         signature, excerpt = _signature_and_excerpt(output)
         return ToolFailure(tool, signature, actions + families, excerpt)

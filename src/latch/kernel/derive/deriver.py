@@ -31,6 +31,30 @@ def builtin_rules() -> tuple[DerivationRule, ...]:
     return tuple(cls() for cls in BUILTIN_RULES)
 
 
+_CALLS, _RESULT, _USER, _RECORD, _NOTHING = range(5)
+"""What :meth:`SessionDeriver.feed` does with an event, by its type (:func:`_branch`)."""
+_BRANCHES: dict[type, int] = {}
+
+
+def _branch(kind: type) -> int:
+    """The branch of :meth:`SessionDeriver.feed` for events of type ``kind``: the first of its ``isinstance`` tests
+    that holds, in their order (kept per type)."""
+    branch = _BRANCHES.get(kind)
+    if branch is None:
+        if issubclass(kind, AssistantMessage):
+            branch = _CALLS
+        elif issubclass(kind, ToolResult):
+            branch = _RESULT
+        elif issubclass(kind, UserMessage):
+            branch = _USER
+        elif issubclass(kind, KERNEL_RECORDS):
+            branch = _RECORD
+        else:
+            branch = _NOTHING
+        _BRANCHES[kind] = branch
+    return branch
+
+
 class SessionDeriver:
     """Feeds one session's events in ``seq`` order and returns the facts each produces.
 
@@ -39,63 +63,69 @@ class SessionDeriver:
     :class:`~latch.events.ToolResult` runs the first matching rule of ``rules`` (a sequence of
     :class:`DerivationRule` instances, tried in order; default :func:`builtin_rules`) on its call; a
     :class:`~latch.events.UserMessage` holding a real instruction is a :class:`UserInstruction`.
+    A rule's :meth:`~DerivationRule.matches` is asked once per call, when the call is registered (it is a
+    function of the call).
     """
 
     def __init__(self, ctx: DerivationContext, rules: Sequence[DerivationRule] | None = None):
         self.ctx = ctx
         self.rules = builtin_rules() if rules is None else tuple(rules)
-        self._pending: dict[str, ToolCall] = {}
+        self._pending: dict[str, tuple[ToolCall, DerivationRule | None]] = {}  # call id -> (call, its rule)
         self._possible: set[str] = set()  # pending calls that may mutate (rule.may_mutate)
         self.opened = 0  # of the last feed: calls that may mutate and have no result yet
         self.closed = 0  # of the last feed: such calls whose result came
 
     def _rule(self, call: ToolCall) -> DerivationRule | None:
-        return next((rule for rule in self.rules if rule.matches(call)), None)
+        for rule in self.rules:
+            if rule.matches(call):
+                return rule
+        return None
 
     def feed(self, event: Event) -> list[Any]:
         """The facts of ``event``; afterwards :attr:`opened`/:attr:`closed` count the possibly-mutating calls
         it registered (no result yet) and resolved."""
         self.opened = self.closed = 0
-        if isinstance(event, AssistantMessage):
-            for call in event.tool_calls:
-                self._pending[call.id] = call
+        branch = _BRANCHES.get(type(event))
+        if branch is None:
+            branch = _branch(type(event))
+        if branch == _NOTHING:
+            return []
+        if branch == _CALLS:
+            for call in event.tool_calls:  # type: ignore[attr-defined]
+                rule = self._rule(call)
+                self._pending[call.id] = (call, rule)
                 if call.id in self._possible:
                     continue  # a repeated call id still pending: counted once
-                rule = self._rule(call)
                 if rule is not None and rule.may_mutate(call, self.ctx):
                     self._possible.add(call.id)
                     self.opened += 1
             return []
-        if isinstance(event, ToolResult):
-            return self._result(event)
-        if isinstance(event, UserMessage):
+        if branch == _RESULT:
+            return self._result(event)  # type: ignore[arg-type]
+        if branch == _USER:
             found = instruction_text(event)
             return [UserInstruction(*found)] if found else []
-        if isinstance(event, KERNEL_RECORDS):
-            return [event]
-        return []
+        return [event]
 
     def _result(self, result: ToolResult) -> list[Any]:
         if result.eof_placeholder:
             return []  # a legacy "no result yet": the call stays pending for its real result
-        call = self._pending.pop(result.call_id, None)
-        if call is not None and call.id in self._possible:
-            self._possible.discard(call.id)
-            self.closed += 1
-        if call is None:
+        pending = self._pending.pop(result.call_id, None)
+        if pending is None:
             if result.is_error and not result.missing:
                 tool = result.name or "unknown"
                 return [ToolFailure(tool, error_signature(result.content), (tool,), _excerpt(result.content))]
             return []
-        facts: list[Any] = []
-        for rule in self.rules:
-            if rule.matches(call):
-                facts = list(rule.derive(call, result, self.ctx))
-                break
-        if result.missing or any(isinstance(f, (ToolFailure, ToolSuccess)) for f in facts):
+        call, rule = pending
+        if call.id in self._possible:
+            self._possible.discard(call.id)
+            self.closed += 1
+        facts: list[Any] = [] if rule is None else list(rule.derive(call, result, self.ctx))
+        if result.missing:
             return facts
-        if any(isinstance(f, ProcessStarted) for f in facts):
-            return facts
+        for f in facts:
+            if isinstance(f, (ToolFailure, ToolSuccess, ProcessStarted)):
+                return facts
         actions = _action(call, call_arguments(call))
         if result.is_error:
             facts.append(ToolFailure(call.name, error_signature(result.content), actions, _excerpt(result.content)))

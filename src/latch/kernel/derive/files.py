@@ -66,13 +66,19 @@ def _path_arg(args: dict[str, Any]) -> str | None:
 
 def _swe_trailer(content: str, ctx: DerivationContext) -> str | None:
     """SWE-agent appends ``(Open file: X)`` and ``(Current directory: D)``; update ``ctx``."""
-    cwd = re.findall(r"\(Current directory: ([^)\n]+)\)", content)
-    if cwd and ctx.workspace is None:
-        ctx.cwd = cwd[-1].strip().rstrip("/")
-    opened = re.findall(r"\(Open file: ([^)\n]+)\)", content)
-    if opened and opened[-1].strip() not in ("n/a", ""):
-        ctx.open_file = opened[-1].strip()
+    if "(Current directory: " in content:
+        cwd = _CWD_RE.findall(content)
+        if cwd and ctx.workspace is None:
+            ctx.cwd = cwd[-1].strip().rstrip("/")
+    if "(Open file: " in content:
+        opened = _OPEN_FILE_RE.findall(content)
+        if opened and opened[-1].strip() not in ("n/a", ""):
+            ctx.open_file = opened[-1].strip()
     return ctx.open_file
+
+
+_CWD_RE = lazy_compile(r"\(Current directory: ([^)\n]+)\)")
+_OPEN_FILE_RE = lazy_compile(r"\(Open file: ([^)\n]+)\)")
 
 
 def _legacy_path(call: ToolCall, args: dict[str, Any]) -> str | None:
@@ -154,21 +160,21 @@ class FileToolRule(DerivationRule):
             if raw is None and call.name in ("edit", "insert", "create", "open"):
                 raw = open_file
         rejected = result.is_error or bool(_EDIT_REJECTED_RE.search(result.content[:500]))
+        path = ctx.path(raw) if raw is not None else None  # ctx's folders do not change below
         if not writes:
-            if result.missing or raw is None or result.content.startswith("Here's the files and directories"):
+            if result.missing or path is None or result.content.startswith("Here's the files and directories"):
                 return []
             if rejected:
-                return [
-                    ToolFailure(call.name, error_signature(result.content), (ctx.path(raw),), _excerpt(result.content))
-                ]
+                return [ToolFailure(call.name, error_signature(result.content), (path,), _excerpt(result.content))]
             if call.name == "open":
                 ctx.open_file = raw
-            return [FileObservation(path=ctx.path(raw)), ToolSuccess(call.name, (ctx.path(raw),))]
+            return [FileObservation(path=path), ToolSuccess(call.name, (path,))]
         if call.name == "create" and raw and not rejected:
             ctx.open_file = raw
+        paths = (path,) if raw and path is not None else ()
         if result.missing:
-            return [Mutation(paths=(ctx.path(raw),) if raw else (), tool=call.name)]
-        actions = (ctx.path(raw) if raw else call.name,)
+            return [Mutation(paths=paths, tool=call.name)]
+        actions = paths or (call.name,)
         if rejected:
             return [ToolFailure(call.name, error_signature(result.content), actions, _excerpt(result.content))]
-        return [Mutation(paths=(ctx.path(raw),) if raw else (), tool=call.name), ToolSuccess(call.name, actions)]
+        return [Mutation(paths=paths, tool=call.name), ToolSuccess(call.name, actions)]

@@ -20,6 +20,9 @@ from ..events import (
 )
 from .facts import ERROR_FLAG_FORMATS
 
+PATHS_KEPT = 4096
+"""Normalized paths a :class:`DerivationContext` keeps (the same files are read and edited again and again)."""
+
 
 class DerivationContext:
     """What rules may know about the session being derived, and update as they go.
@@ -38,6 +41,8 @@ class DerivationContext:
         self.open_file: str | None = None
         self.running: dict[str, tuple[str, str, tuple[str, ...]]] = {}
         self.foreground: str | None = None  # OpenHands: the command still holding the shell
+        self._paths: dict[str, str] = {}  # raw -> path, while the folders below are the ones it was made with
+        self._paths_base: tuple[str | None, str | None] = (self.workspace, self.cwd)
 
     @property
     def error_flag_reliable(self) -> bool:
@@ -45,6 +50,17 @@ class DerivationContext:
 
     def path(self, raw: str) -> str:
         """``raw`` normalized: workspace-relative when inside the workspace (or SWE-agent's cwd)."""
+        base = (self.workspace, self.cwd)
+        if base != self._paths_base:
+            self._paths, self._paths_base = {}, base
+        p = self._paths.get(raw)
+        if p is None:
+            if len(self._paths) >= PATHS_KEPT:
+                self._paths.clear()
+            p = self._paths[raw] = self._normalized(raw)
+        return p
+
+    def _normalized(self, raw: str) -> str:
         p = raw.strip()
         if not p:
             return p
@@ -72,7 +88,8 @@ class DerivationRule:
         return type(self).PLUGIN_NAME
 
     def matches(self, call: ToolCall) -> bool:
-        """Whether this rule derives ``call`` (default: ``call.name`` is in ``tools``)."""
+        """Whether this rule derives ``call`` (default: ``call.name`` is in ``tools``): a function of the call, asked
+        once per call, when the call is registered (:class:`~latch.kernel.derive.SessionDeriver`)."""
         return call.name in self.tools
 
     def derive(self, call: ToolCall, result: ToolResult, ctx: DerivationContext) -> list[Any]:  # pragma: no cover
