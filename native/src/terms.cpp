@@ -60,63 +60,58 @@ std::uint64_t pack(const char* word, std::size_t n) {
     return v;
 }
 
-// The stop words of at most 8 characters packed (all of them today) in an open-addressing set, and the
-// longer ones. A word longer than every stop word (most identifiers) is ruled out by its length alone.
-struct StopSet {
-    static constexpr std::size_t kSlots = 512;  // a power of two, far above twice the stop words
-    std::uint64_t packed[kSlots] = {};         // 0: empty (no stop word packs to 0)
+// A set of words: those of at most 8 characters packed in an open-addressing table, the longer ones in a list. A
+// word longer than every word of the set (most identifiers, against the stop words) is ruled out by its length alone.
+struct WordSet {
+    static constexpr std::size_t kSlots = 512;  // a power of two, far above twice the words of either set below
+    std::uint64_t packed[kSlots] = {};         // 0: empty (no word packs to 0)
     std::vector<std::string> longer;
     std::size_t max_length = 0;
 
     static std::size_t slot(std::uint64_t v) { return static_cast<std::size_t>((v * 0x9E3779B97F4A7C15ULL) >> 55); }
 
-    StopSet() {
-        for (std::size_t i = 0; i < kStopWordCount; ++i) {
-            const std::size_t n = std::strlen(kStopWords[i]);
+    WordSet(const char* const* words, std::size_t count) {
+        for (std::size_t i = 0; i < count; ++i) {
+            const std::size_t n = std::strlen(words[i]);
             max_length = std::max(max_length, n);
             if (n <= 8) {
-                const std::uint64_t v = pack(kStopWords[i], n);
+                const std::uint64_t v = pack(words[i], n);
                 std::size_t j = slot(v);
                 while (packed[j] != 0 && packed[j] != v) {
                     j = (j + 1) & (kSlots - 1);
                 }
                 packed[j] = v;
             } else {
-                longer.emplace_back(kStopWords[i], n);
+                longer.emplace_back(words[i], n);
             }
         }
     }
-};
 
-const StopSet kStopSet;
-
-// The path extensions, packed like the stop words (every one is at most 8 characters but `dockerfile`), and the
-// longer ones.
-struct ExtensionSet {
-    static constexpr std::size_t kSlots = 512;
-    std::uint64_t packed[kSlots] = {};
-    std::vector<std::string> longer;
-    std::size_t max_length = 0;
-
-    ExtensionSet() {
-        for (std::size_t i = 0; i < kPathExtensionCount; ++i) {
-            const std::size_t n = std::strlen(kPathExtensions[i]);
-            max_length = std::max(max_length, n);
-            if (n <= 8) {
-                const std::uint64_t v = pack(kPathExtensions[i], n);
-                std::size_t j = StopSet::slot(v);
-                while (packed[j] != 0 && packed[j] != v) {
-                    j = (j + 1) & (kSlots - 1);
+    bool contains(const char* word, std::size_t n) const {
+        if (n > max_length) {
+            return false;
+        }
+        if (n <= 8) {
+            const std::uint64_t v = pack(word, n);
+            for (std::size_t j = slot(v); packed[j] != 0; j = (j + 1) & (kSlots - 1)) {
+                if (packed[j] == v) {
+                    return true;
                 }
-                packed[j] = v;
-            } else {
-                longer.emplace_back(kPathExtensions[i], n);
+            }
+            return false;
+        }
+        for (const std::string& w : longer) {
+            if (w.size() == n && std::memcmp(w.data(), word, n) == 0) {
+                return true;
             }
         }
+        return false;
     }
 };
 
-const ExtensionSet kExtensionSet;
+const WordSet kStopSet(kStopWords, kStopWordCount);
+// The path extensions (every one at most 8 characters but `dockerfile`).
+const WordSet kExtensionSet(kPathExtensions, kPathExtensionCount);
 
 // The ASCII characters Unicode whitespace holds (\t-\r, 0x1C-0x20), by byte.
 constexpr ByteTable ascii_space_chars() {
@@ -205,32 +200,11 @@ unsigned ascii_command_classes(const unsigned char* text, std::size_t n) {
     return found;
 }
 
-bool is_stop_word(const char* word, std::size_t n) {
-    const StopSet& set = kStopSet;
-    if (n > set.max_length) {
-        return false;
-    }
-    if (n <= 8) {
-        const std::uint64_t v = pack(word, n);
-        for (std::size_t j = StopSet::slot(v); set.packed[j] != 0; j = (j + 1) & (StopSet::kSlots - 1)) {
-            if (set.packed[j] == v) {
-                return true;
-            }
-        }
-        return false;
-    }
-    for (const std::string& w : set.longer) {
-        if (w.size() == n && std::memcmp(w.data(), word, n) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
+bool is_stop_word(const char* word, std::size_t n) { return kStopSet.contains(word, n); }
 
 
 bool is_path_extension(const unsigned char* word, std::size_t n) {
-    const ExtensionSet& set = kExtensionSet;
-    if (n == 0 || n > set.max_length) {
+    if (n == 0 || n > kExtensionSet.max_length) {
         return false;
     }
     char lower[16];
@@ -238,21 +212,7 @@ bool is_path_extension(const unsigned char* word, std::size_t n) {
         const unsigned char c = word[j];
         lower[j] = static_cast<char>(c >= 'A' && c <= 'Z' ? c | 32 : c);
     }
-    if (n <= 8) {
-        const std::uint64_t v = pack(lower, n);
-        for (std::size_t j = StopSet::slot(v); set.packed[j] != 0; j = (j + 1) & (ExtensionSet::kSlots - 1)) {
-            if (set.packed[j] == v) {
-                return true;
-            }
-        }
-        return false;
-    }
-    for (const std::string& w : set.longer) {
-        if (w.size() == n && std::memcmp(w.data(), lower, n) == 0) {
-            return true;
-        }
-    }
-    return false;
+    return kExtensionSet.contains(lower, n);
 }
 
 }  // namespace latch
