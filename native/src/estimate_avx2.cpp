@@ -368,10 +368,45 @@ LATCH_AVX2 inline unsigned list_starts(const Avx2Weights& kw, std::uint64_t B, P
     return cnt;
 }
 
+// Step 3 for the pieces between starts base .. base + 32 of the block at `at` (acc.starts, `cnt` in
+// all): each from the tables, pieces over 16 characters exactly.
+LATCH_AVX2 __attribute__((always_inline)) inline void price32(const Avx2Weights& kw, const std::uint8_t* text,
+                                                              std::size_t at, const Pieces& o, unsigned cnt,
+                                                              unsigned base, PriceAcc& acc) {
+    const __m256i iota = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+                                          22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i s0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc.starts + base));
+    const __m256i s1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc.starts + base + 1));
+    const __m256i length = _mm256_sub_epi8(s1, s0);  // 1..63 in the pieces' lanes
+    const __m256i closed = _mm256_cmpgt_epi8(_mm256_set1_epi8(static_cast<char>(cnt - 1 - base)), iota);
+    const __m256i types = types_at(o, s0);
+    // The table index of each closed piece; every other lane reads an absorbed space's entry (0).
+    const __m256i idx = _mm256_blendv_epi8(_mm256_set1_epi8(static_cast<char>(slot(T_ABSORBED, 1))),
+                                           _mm256_xor_si256(types, _mm256_min_epu8(length, _mm256_set1_epi8(16))),
+                                           closed);
+    acc.sum_lo = _mm256_add_epi64(acc.sum_lo, _mm256_sad_epu8(lookup192(kw.f_lo, idx), zero));
+    acc.sum_hi = _mm256_add_epi64(acc.sum_hi, _mm256_sad_epu8(lookup192(kw.f_hi, idx), zero));
+    // Pieces over 16 characters: the table priced 16 of them.
+    const unsigned longer = static_cast<unsigned>(
+        _mm256_movemask_epi8(_mm256_and_si256(closed, _mm256_cmpgt_epi8(length, _mm256_set1_epi8(16)))));
+    if (__builtin_expect(longer != 0, 0)) {
+        alignas(32) std::uint8_t ts[32];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(ts), types);
+        for (unsigned q = longer; q != 0; q &= q - 1) {
+            const unsigned i = static_cast<unsigned>(__builtin_ctz(q));
+            const int t = ts[i] >> 4;
+            const std::size_t n = static_cast<std::size_t>(acc.starts[base + i + 1] - acc.starts[base + i]);
+            acc.units += piece_cost(kw.w, t, n, text[at + acc.starts[base + i]]) - kw.f[slot(t, 16)];
+        }
+    }
+}
+
 // Step 3 for the block at `at`, from its `cnt` starts in acc.starts: the piece open before it closes
-// at its first start, then every piece between two of its starts (32 per step, from the tables),
-// and its last piece stays open. (list_starts wrote acc.starts a while before: its 8-byte stores
-// cannot forward to the 32-byte loads here.)
+// at its first start, then every piece between two of its starts (at most 63: two steps of 32, not a
+// loop, so the compiler keeps the tables where they are), and its last piece stays open.
+// (list_starts wrote acc.starts a while before: its 8-byte stores cannot forward to the 32-byte loads
+// here.)
 LATCH_AVX2 inline void price_block(const Avx2Weights& kw, const std::uint8_t* text, std::size_t at, const Pieces& o,
                                    unsigned cnt, PriceAcc& acc) {
     if (cnt == 0) {
@@ -381,33 +416,10 @@ LATCH_AVX2 inline void price_block(const Avx2Weights& kw, const std::uint8_t* te
     if (first > acc.open_start) {
         acc.units += price(kw, acc.open_type, first - acc.open_start, text[acc.open_start]);
     }
-    const __m256i iota = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
-                                          22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
-    const __m256i zero = _mm256_setzero_si256();
-    for (unsigned base = 0; base + 1 < cnt; base += 32) {
-        const __m256i s0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc.starts + base));
-        const __m256i s1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc.starts + base + 1));
-        const __m256i length = _mm256_sub_epi8(s1, s0);  // 1..63 in the pieces' lanes
-        const __m256i closed = _mm256_cmpgt_epi8(_mm256_set1_epi8(static_cast<char>(cnt - 1 - base)), iota);
-        const __m256i types = types_at(o, s0);
-        // The table index of each closed piece; every other lane reads an absorbed space's entry (0).
-        const __m256i idx = _mm256_blendv_epi8(_mm256_set1_epi8(static_cast<char>(slot(T_ABSORBED, 1))),
-                                               _mm256_xor_si256(types, _mm256_min_epu8(length, _mm256_set1_epi8(16))),
-                                               closed);
-        acc.sum_lo = _mm256_add_epi64(acc.sum_lo, _mm256_sad_epu8(lookup192(kw.f_lo, idx), zero));
-        acc.sum_hi = _mm256_add_epi64(acc.sum_hi, _mm256_sad_epu8(lookup192(kw.f_hi, idx), zero));
-        // Pieces over 16 characters: the table priced 16 of them.
-        const unsigned longer = static_cast<unsigned>(
-            _mm256_movemask_epi8(_mm256_and_si256(closed, _mm256_cmpgt_epi8(length, _mm256_set1_epi8(16)))));
-        if (__builtin_expect(longer != 0, 0)) {
-            alignas(32) std::uint8_t ts[32];
-            _mm256_store_si256(reinterpret_cast<__m256i*>(ts), types);
-            for (unsigned q = longer; q != 0; q &= q - 1) {
-                const unsigned i = static_cast<unsigned>(__builtin_ctz(q));
-                const int t = ts[i] >> 4;
-                const std::size_t n = static_cast<std::size_t>(acc.starts[base + i + 1] - acc.starts[base + i]);
-                acc.units += piece_cost(kw.w, t, n, text[at + acc.starts[base + i]]) - kw.f[slot(t, 16)];
-            }
+    if (cnt > 1) {
+        price32(kw, text, at, o, cnt, 0, acc);
+        if (__builtin_expect(cnt > 33, 0)) {
+            price32(kw, text, at, o, cnt, 32, acc);
         }
     }
     const unsigned last = acc.starts[cnt - 1];
