@@ -46,6 +46,11 @@ using namespace tables;
 // kernel (n = 16 is slot 0 of the partner row type ^ 1; no piece is empty), so below 192.
 constexpr int slot(int t, int n) { return (t * 16) ^ n; }
 
+// Step 1's constants: range starts and widths (in_range), single characters, bit masks, and the
+// bit of each byte value % 8.
+enum Konst { K_LOWER, K_UPPER, K_DIGIT, K_PRINT, K_TAB, K_W25, K_W9, K_W93, K_W4, K_SPACE, K_LF, K_CR, K_7C, K_03,
+             K_BIT, N_K };
+
 // Per-profile weights laid out for the kernel (built once per profile).
 struct Avx2Weights {
     // Low and high byte of f at slot(type, n), in 16-byte slices, each twice (both 128-bit lanes).
@@ -55,6 +60,8 @@ struct Avx2Weights {
     std::int64_t bigram_step[4];  // bigram[0] and bigram[c] - bigram[0] (c = 1..3)
     // BIGRAM's two bit planes (fill_bigram_planes) in 16-byte slices, each twice.
     alignas(32) std::uint8_t plane[2][8][32];
+    // Step 1's byte constants, read from memory (as immediates the compiler rebuilt them for every block).
+    alignas(32) std::uint8_t k[N_K][32];
     std::uint64_t positions[256];  // the offsets of the set bits of a byte, one byte each, lowest first
     const int* w;
     bool usable;  // every f fits 0..65535
@@ -84,6 +91,12 @@ void build_weights(Avx2Weights* kw, const int* w) {
         for (int k = 0; k < 8; ++k) {
             std::memcpy(kw->plane[c][k], planes[c] + 16 * k, 16);
             std::memcpy(kw->plane[c][k] + 16, planes[c] + 16 * k, 16);
+        }
+    }
+    const std::uint8_t konst[N_K] = {'a', 'A', '0', '!', '\t', 25, 9, '~' - '!', '\r' - '\t', ' ', '\n', '\r', 0x7C, 0x03, 0};
+    for (int i = 0; i < N_K; ++i) {
+        for (int j = 0; j < 32; ++j) {
+            kw->k[i][j] = i == K_BIT ? static_cast<std::uint8_t>(1u << (j % 8)) : konst[i];
         }
     }
     for (int byte = 0; byte < 256; ++byte) {
@@ -121,9 +134,14 @@ struct Block {
     std::uint64_t L, U, D, P, WS, N, SP, EQ, BG0, BG1, C;
 };
 
-LATCH_AVX2 inline __m256i in_range(__m256i x, char lo, char hi) {
-    const __m256i d = _mm256_sub_epi8(x, _mm256_set1_epi8(lo));
-    return _mm256_cmpeq_epi8(_mm256_min_epu8(d, _mm256_set1_epi8(static_cast<char>(hi - lo))), d);
+LATCH_AVX2 inline __m256i konst(const Avx2Weights& kw, Konst i) {
+    return _mm256_load_si256(reinterpret_cast<const __m256i*>(kw.k[i]));
+}
+
+// The bytes of x in lo .. lo + width.
+LATCH_AVX2 inline __m256i in_range(const Avx2Weights& kw, __m256i x, Konst lo, Konst width) {
+    const __m256i d = _mm256_sub_epi8(x, konst(kw, lo));
+    return _mm256_cmpeq_epi8(_mm256_min_epu8(d, konst(kw, width)), d);
 }
 
 LATCH_AVX2 inline std::uint64_t bits(__m256i m) {
@@ -149,12 +167,12 @@ LATCH_AVX2 inline std::uint64_t classify32(const Avx2Weights& kw, const std::uin
                                            Block& b, int shift) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
     const __m256i vp = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp));
-    const __m256i L = in_range(v, 'a', 'z'), U = in_range(v, 'A', 'Z'), D = in_range(v, '0', '9');
-    const __m256i printable = in_range(v, '!', '~');
-    const __m256i sp = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(' '));
-    const __m256i ws = _mm256_or_si256(sp, in_range(v, '\t', '\r'));  // \t \n \v \f \r
-    const __m256i nl = _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('\n')),
-                                       _mm256_cmpeq_epi8(v, _mm256_set1_epi8('\r')));
+    const __m256i L = in_range(kw, v, K_LOWER, K_W25), U = in_range(kw, v, K_UPPER, K_W25);
+    const __m256i D = in_range(kw, v, K_DIGIT, K_W9);
+    const __m256i printable = in_range(kw, v, K_PRINT, K_W93);
+    const __m256i sp = _mm256_cmpeq_epi8(v, konst(kw, K_SPACE));
+    const __m256i ws = _mm256_or_si256(sp, in_range(kw, v, K_TAB, K_W4));  // \t \n \v \f \r
+    const __m256i nl = _mm256_or_si256(_mm256_cmpeq_epi8(v, konst(kw, K_LF)), _mm256_cmpeq_epi8(v, konst(kw, K_CR)));
     const __m256i punct = _mm256_andnot_si256(_mm256_or_si256(_mm256_or_si256(L, U), D), printable);
     b.L |= bits(L) << shift;
     b.U |= bits(U) << shift;
@@ -166,13 +184,10 @@ LATCH_AVX2 inline std::uint64_t classify32(const Avx2Weights& kw, const std::uin
     b.C |= (~bits(_mm256_or_si256(printable, ws)) & 0xFFFFFFFFull) << shift;
     b.EQ |= bits(_mm256_cmpeq_epi8(v, vp)) << shift;
     // Bigram class bits: byte (prev & 31) * 4 + (byte & 31) / 8 of the planes, bit byte % 8.
-    const __m256i idx = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi16(vp, 2), _mm256_set1_epi8(0x7C)),
-                                        _mm256_and_si256(_mm256_srli_epi16(v, 3), _mm256_set1_epi8(0x03)));
+    const __m256i idx = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi16(vp, 2), konst(kw, K_7C)),
+                                        _mm256_and_si256(_mm256_srli_epi16(v, 3), konst(kw, K_03)));
     const __m256i b4 = _mm256_slli_epi16(idx, 3), b5 = _mm256_slli_epi16(idx, 2), b6 = _mm256_slli_epi16(idx, 1);
-    const __m256i bit = _mm256_shuffle_epi8(
-        _mm256_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128, 1, 2,
-                         4, 8, 16, 32, 64, -128),
-        v);
+    const __m256i bit = _mm256_shuffle_epi8(konst(kw, K_BIT), v);
     const __m256i c0 = lookup128(kw.plane[0], idx, b4, b5, b6), c1 = lookup128(kw.plane[1], idx, b4, b5, b6);
     b.BG0 |= bits(_mm256_cmpeq_epi8(_mm256_and_si256(c0, bit), bit)) << shift;
     b.BG1 |= bits(_mm256_cmpeq_epi8(_mm256_and_si256(c1, bit), bit)) << shift;
