@@ -152,13 +152,13 @@ LATCH_AVX2 inline __m256i slice(const std::uint8_t* t, __m256i idx) {
     return _mm256_shuffle_epi8(_mm256_load_si256(reinterpret_cast<const __m256i*>(t)), idx);
 }
 
-// Byte idx (0..127) of the 128-byte table whose 16-byte slices are t[0..7].
-LATCH_AVX2 inline __m256i lookup128(const std::uint8_t (*t)[32], __m256i idx, __m256i b4, __m256i b5, __m256i b6) {
+// Byte idx (0..111) of the 128-byte table whose 16-byte slices are t[0..7] (slice 7, idx 112..127,
+// holds the rows of no letter: those lanes read slice 6 instead).
+LATCH_AVX2 inline __m256i lookup112(const std::uint8_t (*t)[32], __m256i idx, __m256i b4, __m256i b5, __m256i b6) {
     const __m256i r01 = _mm256_blendv_epi8(slice(t[0], idx), slice(t[1], idx), b4);
     const __m256i r23 = _mm256_blendv_epi8(slice(t[2], idx), slice(t[3], idx), b4);
     const __m256i r45 = _mm256_blendv_epi8(slice(t[4], idx), slice(t[5], idx), b4);
-    const __m256i r67 = _mm256_blendv_epi8(slice(t[6], idx), slice(t[7], idx), b4);
-    return _mm256_blendv_epi8(_mm256_blendv_epi8(r01, r23, b5), _mm256_blendv_epi8(r45, r67, b5), b6);
+    return _mm256_blendv_epi8(_mm256_blendv_epi8(r01, r23, b5), _mm256_blendv_epi8(r45, slice(t[6], idx), b5), b6);
 }
 
 // Step 1 for the 32 bytes at x (xp = x - 1): the masks as bits `shift`..`shift` + 31 of b; returns
@@ -188,7 +188,8 @@ LATCH_AVX2 inline std::uint64_t classify32(const Avx2Weights& kw, const std::uin
                                         _mm256_and_si256(_mm256_srli_epi16(v, 3), konst(kw, K_03)));
     const __m256i b4 = _mm256_slli_epi16(idx, 3), b5 = _mm256_slli_epi16(idx, 2), b6 = _mm256_slli_epi16(idx, 1);
     const __m256i bit = _mm256_shuffle_epi8(konst(kw, K_BIT), v);
-    const __m256i c0 = lookup128(kw.plane[0], idx, b4, b5, b6), c1 = lookup128(kw.plane[1], idx, b4, b5, b6);
+    // Only pairs of letters (idx 4..107) count: lookup112 is enough.
+    const __m256i c0 = lookup112(kw.plane[0], idx, b4, b5, b6), c1 = lookup112(kw.plane[1], idx, b4, b5, b6);
     b.BG0 |= bits(_mm256_cmpeq_epi8(_mm256_and_si256(c0, bit), bit)) << shift;
     b.BG1 |= bits(_mm256_cmpeq_epi8(_mm256_and_si256(c1, bit), bit)) << shift;
     return bits(v) << shift;
