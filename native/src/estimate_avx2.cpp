@@ -407,31 +407,31 @@ struct PriceAcc {
     unsigned open_type;
     std::int64_t units;      // pieces priced one by one
     __m256i sum_lo, sum_hi;  // the table's low and high bytes, per qword
-    alignas(32) std::uint8_t starts[128];  // the block's start offsets (scratch)
 };
 
-// The offsets of B's bits into acc.starts, lowest first; returns how many.
-LATCH_AVX2 inline unsigned list_starts(const Avx2Weights& kw, std::uint64_t B, PriceAcc& acc) {
+// The offsets of B's bits into starts (at least 72 bytes), lowest first; returns how many.
+LATCH_AVX2 inline unsigned list_starts(const Avx2Weights& kw, std::uint64_t B, std::uint8_t* starts) {
     unsigned cnt = 0;
     for (int k = 0; k < 8; ++k) {
         const unsigned byte = static_cast<unsigned>(B >> (8 * k)) & 0xFF;
         const std::uint64_t offs = kw.positions[byte] + 0x0808080808080808ull * static_cast<unsigned>(k);
-        std::memcpy(acc.starts + cnt, &offs, 8);
+        std::memcpy(starts + cnt, &offs, 8);
         cnt += static_cast<unsigned>(_mm_popcnt_u32(byte));
     }
     return cnt;
 }
 
-// Step 3 for the pieces between starts base .. base + 32 of the block at `at` (acc.starts, `cnt` in
-// all): each from the tables, pieces over 16 characters exactly.
+// Step 3 for the pieces between starts base .. base + 32 of the block at `at` (`cnt` in all; the
+// bytes after them are read but not used): each from the tables, pieces over 16 characters exactly.
 LATCH_AVX2 __attribute__((always_inline)) inline void price32(const Avx2Weights& kw, const std::uint8_t* text,
-                                                              std::size_t at, const Pieces& o, unsigned cnt,
+                                                              std::size_t at, const Pieces& o,
+                                                              const std::uint8_t* starts, unsigned cnt,
                                                               unsigned base, PriceAcc& acc) {
     const __m256i iota = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
                                           22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
     const __m256i zero = _mm256_setzero_si256();
-    const __m256i s0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc.starts + base));
-    const __m256i s1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc.starts + base + 1));
+    const __m256i s0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(starts + base));
+    const __m256i s1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(starts + base + 1));
     const __m256i length = _mm256_sub_epi8(s1, s0);  // 1..63 in the pieces' lanes
     const __m256i closed = _mm256_cmpgt_epi8(_mm256_set1_epi8(static_cast<char>(cnt - 1 - base)), iota);
     const __m256i types = types_at(o, s0);
@@ -450,33 +450,33 @@ LATCH_AVX2 __attribute__((always_inline)) inline void price32(const Avx2Weights&
         for (unsigned q = longer; q != 0; q &= q - 1) {
             const unsigned i = static_cast<unsigned>(__builtin_ctz(q));
             const int t = ts[i] >> 4;
-            const std::size_t n = static_cast<std::size_t>(acc.starts[base + i + 1] - acc.starts[base + i]);
-            acc.units += piece_cost(kw.w, t, n, text[at + acc.starts[base + i]]) - kw.f[slot(t, 16)];
+            const std::size_t n = static_cast<std::size_t>(starts[base + i + 1] - starts[base + i]);
+            acc.units += piece_cost(kw.w, t, n, text[at + starts[base + i]]) - kw.f[slot(t, 16)];
         }
     }
 }
 
-// Step 3 for the block at `at`, from its `cnt` starts in acc.starts: the piece open before it closes
+// Step 3 for the block at `at`, from its `cnt` starts: the piece open before it closes
 // at its first start, then every piece between two of its starts (at most 63: two steps of 32, not a
-// loop, so the compiler keeps the tables where they are), and its last piece stays open.
-// (list_starts wrote acc.starts a while before: its 8-byte stores cannot forward to the 32-byte loads
-// here.)
+// loop, so the compiler keeps the tables where they are), and its last piece stays open. (The chunk's
+// starts are listed in a loop of their own before pricing: list_starts' 8-byte stores cannot forward to
+// the 32-byte loads here, and the two loops apart keep their values in registers.)
 LATCH_AVX2 inline void price_block(const Avx2Weights& kw, const std::uint8_t* text, std::size_t at, const Pieces& o,
-                                   unsigned cnt, PriceAcc& acc) {
+                                   const std::uint8_t* starts, unsigned cnt, PriceAcc& acc) {
     if (cnt == 0) {
         return;
     }
-    const std::size_t first = at + acc.starts[0];
+    const std::size_t first = at + starts[0];
     if (first > acc.open_start) {
         acc.units += price(kw, acc.open_type, first - acc.open_start, text[acc.open_start]);
     }
     if (cnt > 1) {
-        price32(kw, text, at, o, cnt, 0, acc);
+        price32(kw, text, at, o, starts, cnt, 0, acc);
         if (__builtin_expect(cnt > 33, 0)) {
-            price32(kw, text, at, o, cnt, 32, acc);
+            price32(kw, text, at, o, starts, cnt, 32, acc);
         }
     }
-    const unsigned last = acc.starts[cnt - 1];
+    const unsigned last = starts[cnt - 1];
     acc.open_start = at + last;
     acc.open_type = type_at(o, last);
 }
@@ -565,7 +565,8 @@ LATCH_AVX2 std::int64_t units_ascii_avx2(const std::uint8_t* text, std::size_t l
     acc.open_type = T_ABSORBED;
     acc.units = 0;
     acc.sum_lo = acc.sum_hi = _mm256_setzero_si256();
-    std::memset(acc.starts, 0, sizeof(acc.starts));
+    alignas(32) std::uint8_t starts[kChunk + 1][96];  // each block's start offsets (list_starts)
+    unsigned counts[kChunk + 1];
     std::int64_t n_pairs = 0, n1 = 0, n2 = 0, n3 = 0;
     std::size_t at0 = from;
     int first = 1;
@@ -574,6 +575,9 @@ LATCH_AVX2 std::int64_t units_ascii_avx2(const std::uint8_t* text, std::size_t l
         unsigned long_runs = 0;
         for (int j = 1; j <= nb; j += 4) {
             long_runs |= pieces4(m, out, j, nl_carry) << j;
+        }
+        for (int j = 1; j <= nb; ++j) {
+            counts[j] = list_starts(kw, out[O_B][j], starts[j]);
         }
         for (int j = 1; j <= nb; ++j) {
             const std::size_t at = at0 + 64 * static_cast<std::size_t>(j - 1);
@@ -591,9 +595,9 @@ LATCH_AVX2 std::int64_t units_ascii_avx2(const std::uint8_t* text, std::size_t l
                 q2 &= below;
                 q3 &= below;
                 long_at = at + s + 1;
+                counts[j] = list_starts(kw, o.B, starts[j]);
             }
-            const unsigned cnt = list_starts(kw, o.B, acc);
-            price_block(kw, text, at, o, cnt, acc);
+            price_block(kw, text, at, o, starts[j], counts[j], acc);
             n_pairs += _mm_popcnt_u64(q0);
             n1 += _mm_popcnt_u64(q1);
             n2 += _mm_popcnt_u64(q2);
