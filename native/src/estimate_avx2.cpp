@@ -270,6 +270,7 @@ enum Out { O_B, O_T0, O_T1, O_T2, O_T3, O_Q0, O_Q1, O_Q2, O_Q3, N_OUTS };
 
 // Blocks per chunk: classified first, then step 2 four at a time, then priced one by one.
 constexpr int kChunk = 16;
+static_assert(kChunk % 4 == 0 && kChunk + 4 <= 32, "step 2 takes four blocks at a time; long runs are bits of an unsigned");
 // Entry j of a per-block array is the chunk's block j - 1 (entry 0: the block before the chunk);
 // step 2 reads up to entry kChunk + 4.
 constexpr int kEntries = kChunk + 5;
