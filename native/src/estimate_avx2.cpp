@@ -93,7 +93,8 @@ void build_weights(Avx2Weights* kw, const int* w) {
             std::memcpy(kw->plane[c][k] + 16, planes[c] + 16 * k, 16);
         }
     }
-    const std::uint8_t konst[N_K] = {'a', 'A', '0', '!', '\t', 25, 9, '~' - '!', '\r' - '\t', ' ', '\n', '\r', 0x7C, 0x03, 0};
+    const std::uint8_t konst[N_K] = {
+        'a', 'A', '0', '!', '\t', 25, 9, '~' - '!', '\r' - '\t', ' ', '\n', '\r', 0x7C, 0x03, 0};
     for (int i = 0; i < N_K; ++i) {
         for (int j = 0; j < 32; ++j) {
             kw->k[i][j] = i == K_BIT ? static_cast<std::uint8_t>(1u << (j % 8)) : konst[i];
@@ -270,7 +271,7 @@ enum Out { O_B, O_T0, O_T1, O_T2, O_T3, O_Q0, O_Q1, O_Q2, O_Q3, N_OUTS };
 
 // Blocks per chunk: classified first, then step 2 four at a time, then priced one by one.
 constexpr int kChunk = 16;
-static_assert(kChunk % 4 == 0 && kChunk + 4 <= 32, "step 2 takes four blocks at a time; long runs are bits of an unsigned");
+static_assert(kChunk % 4 == 0 && kChunk + 4 <= 32, "four blocks per step; long-run flags are bits of an unsigned");
 // Entry j of a per-block array is the chunk's block j - 1 (entry 0: the block before the chunk);
 // step 2 reads up to entry kChunk + 4.
 constexpr int kEntries = kChunk + 5;
@@ -290,9 +291,12 @@ LATCH_AVX2 inline void store4(std::uint64_t (*out)[kEntries], int o, int j, V v)
 // run that fills the next block.
 LATCH_AVX2 inline unsigned pieces4(const std::uint64_t (*m)[kEntries], std::uint64_t (*out)[kEntries], int j,
                                    V& nl_carry) {
-    const V aL = load4(m, M_L, j), aU = load4(m, M_U, j), aD = load4(m, M_D, j), aP = load4(m, M_P, j), aWS = load4(m, M_WS, j);
-    const V pL = load4(m, M_L, j - 1), pU = load4(m, M_U, j - 1), pD = load4(m, M_D, j - 1), pP = load4(m, M_P, j - 1), pWS = load4(m, M_WS, j - 1);
-    const V nL = load4(m, M_L, j + 1), nU = load4(m, M_U, j + 1), nP = load4(m, M_P, j + 1), nWS = load4(m, M_WS, j + 1);
+    const V aL = load4(m, M_L, j), aU = load4(m, M_U, j), aD = load4(m, M_D, j);
+    const V aP = load4(m, M_P, j), aWS = load4(m, M_WS, j);
+    const V pL = load4(m, M_L, j - 1), pU = load4(m, M_U, j - 1), pD = load4(m, M_D, j - 1);
+    const V pP = load4(m, M_P, j - 1), pWS = load4(m, M_WS, j - 1);
+    const V nL = load4(m, M_L, j + 1), nU = load4(m, M_U, j + 1), nP = load4(m, M_P, j + 1);
+    const V nWS = load4(m, M_WS, j + 1);
     const V ones = _mm256_set1_epi64x(-1), zero = _mm256_setzero_si256();
     const V long_run = vor(vand(_mm256_cmpgt_epi64(zero, aWS), _mm256_cmpeq_epi64(nWS, ones)),
                            vand(_mm256_cmpgt_epi64(zero, aP), _mm256_cmpeq_epi64(nP, ones)));
@@ -335,8 +339,10 @@ LATCH_AVX2 inline unsigned pieces4(const std::uint64_t (*m)[kEntries], std::uint
     const V s_nlpunct = vand(nl_start, prev_p);
     const V C = load4(m, M_C, j);
 
-    store4(out, O_B, j, vor(vor(vor(vor(s_lower, s_capital), vor(s_punct, s_newline)), vor(vor(s_space, s_join), s_absorbed)),
-                 vor(vor(vor(s_caps, s_digit), vor(s_nlpunct, C)), s_same)));
+    const V starts_a =
+        vor(vor(vor(s_lower, s_capital), vor(s_punct, s_newline)), vor(vor(s_space, s_join), s_absorbed));
+    const V starts_b = vor(vor(vor(s_caps, s_digit), vor(s_nlpunct, C)), s_same);
+    store4(out, O_B, j, vor(starts_a, starts_b));
     store4(out, O_T0, j, vor(vor(vor(s_capital, s_newline), vor(s_join, s_caps)), vor(s_nlpunct, s_same)));
     store4(out, O_T1, j, vor(vor(vor(s_punct, s_newline), vor(s_absorbed, s_caps)), vor(C, s_same)));
     store4(out, O_T2, j, vor(vor(s_space, s_join), vor(s_absorbed, s_caps)));
