@@ -2,24 +2,28 @@
 // POPCNT, e.g. Haswell and later, Zen 1 and later; chosen at run time when the CPU lacks the
 // AVX-512 kernel's sets, see estimate_ascii.cpp).
 //
-// The same piece algebra as the AVX-512 kernel (read its header first), one 64-byte block at a
-// time: bit i of a block's masks is byte i.
+// The same piece algebra as the AVX-512 kernel (read its header first), over 64-byte blocks (bit i
+// of a block's masks is byte i), in chunks of 16 blocks: each step runs over the whole chunk before
+// the next starts, its results in small per-block arrays (entry 0: the block before the chunk).
 //
 //   1. classify: AVX2 compares give the class masks of 32 bytes at a time (VPMOVMSKB), two halves
-//      to a block; the bigram class of every adjacent byte pair is a 128-byte table lookup (eight
-//      VPSHUFB of 16-byte slices, chosen by a VPBLENDVB tree on the index's high bits);
-//   2. pieces: the starts of all pieces (B) and four bit planes of their types, in plain 64-bit
-//      integer logic from the block and its neighbours (one block back and one ahead, classified
-//      one block early). "A NEWLINE follows in this whitespace run" and "a different character
-//      follows in this PUNCT run" spread back from each seed through its run by doubling shifts
-//      (and from the next block's first run), only when the two blocks hold such a seed at all
-//      (the AVX-512 kernel adds bit-reversed masks instead: without GFNI a reversal costs more);
-//   3. prices: the offsets of the block's starts in order (a table of the set bits of each byte
-//      of B), then 32 pieces per step: a piece's length is the distance from its start to the
-//      next, its type (times 16) comes from the four planes (VPSHUFB of the planes' bytes, a bit
-//      test), and f[type][min(length, 16)] from two 192-byte tables, low and high byte (twelve
-//      VPSHUFB and a VPBLENDVB tree each), summed by VPSADBW; pieces over 16 characters and the
-//      piece open across a block boundary are priced exactly on a scalar path;
+//      to a block; the bigram class of every adjacent byte pair is a table lookup (seven VPSHUFB
+//      of 16-byte slices, chosen by a VPBLENDVB tree on the index's high bits). The chunk's blocks
+//      and the one after it;
+//   2. pieces: the starts of all pieces (B) and four bit planes of their types, from the block and
+//      its neighbours, four blocks at a time: lane k of a 256-bit vector is block j + k's 64-bit
+//      mask, loaded from the arrays at entry j (the neighbours: at j - 1 and j + 1), so one
+//      instruction serves four blocks. "A NEWLINE follows in this whitespace run" and "a different
+//      character follows in this PUNCT run" spread back from each seed through its run by six
+//      doubling shifts (a run reaching the block's end takes a seed from the next block's first run
+//      as its bit 63; the AVX-512 kernel adds bit-reversed masks instead: without GFNI a reversal
+//      costs more);
+//   3. prices: the offsets of each block's starts in order (a table of the set bits of each byte
+//      of B; a loop of its own), then block by block, 32 pieces per step: a piece's length is the
+//      distance from its start to the next, its type (times 16) comes from the four planes (VPSHUFB
+//      of the planes' bytes, a bit test), and f[type][min(length, 16)] from two 192-byte tables, low
+//      and high byte (twelve VPSHUFB and a VPBLENDVB tree each), summed by VPSADBW; pieces over 16
+//      characters and the piece open across a block boundary are priced exactly on a scalar path;
 //   4. bigrams: POPCNT of the pairs inside sub-words, per bigram class.
 //
 // No PEXT or PDEP: Zen 1 and Zen 2 run them in microcode. Runs that fill a whole block after the
