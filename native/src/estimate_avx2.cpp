@@ -6,10 +6,10 @@
 // of a block's masks is byte i), in chunks of 16 blocks: each step runs over the whole chunk before
 // the next starts, its results in small per-block arrays (entry 0: the block before the chunk).
 //
-//   1. classify: AVX2 compares give the class masks of 32 bytes at a time (VPMOVMSKB), two halves
-//      to a block; the bigram class of every adjacent byte pair is a table lookup (seven VPSHUFB
-//      of 16-byte slices, chosen by a VPBLENDVB tree on the index's high bits). The chunk's blocks
-//      and the one after it;
+//   1. classify (the chunk's blocks and the one after it): AVX2 compares give the class masks of
+//      32 bytes at a time (VPMOVMSKB), two halves to a block; the bigram class of every adjacent
+//      byte pair is a table lookup (seven VPSHUFB of 16-byte slices, chosen by a VPBLENDVB tree on
+//      the index's high bits);
 //   2. pieces: the starts of all pieces (B) and four bit planes of their types, from the block and
 //      its neighbours, four blocks at a time: lane k of a 256-bit vector is block j + k's 64-bit
 //      mask, loaded from the arrays at entry j (the neighbours: at j - 1 and j + 1), so one
