@@ -2,24 +2,28 @@
 // POPCNT, e.g. Haswell and later, Zen 1 and later; chosen at run time when the CPU lacks the
 // AVX-512 kernel's sets, see estimate_ascii.cpp).
 //
-// The same piece algebra as the AVX-512 kernel (read its header first), one 64-byte block at a
-// time: bit i of a block's masks is byte i.
+// The same piece algebra as the AVX-512 kernel (read its header first), over 64-byte blocks (bit i
+// of a block's masks is byte i), in chunks of 16 blocks: each step runs over the whole chunk before
+// the next starts, its results in small per-block arrays (entry 0: the block before the chunk).
 //
-//   1. classify: AVX2 compares give the class masks of 32 bytes at a time (VPMOVMSKB), two halves
-//      to a block; the bigram class of every adjacent byte pair is a 128-byte table lookup (eight
-//      VPSHUFB of 16-byte slices, chosen by a VPBLENDVB tree on the index's high bits);
-//   2. pieces: the starts of all pieces (B) and four bit planes of their types, in plain 64-bit
-//      integer logic from the block and its neighbours (one block back and one ahead, classified
-//      one block early). "A NEWLINE follows in this whitespace run" and "a different character
-//      follows in this PUNCT run" spread back from each seed through its run by doubling shifts
-//      (and from the next block's first run), only when the two blocks hold such a seed at all
-//      (the AVX-512 kernel adds bit-reversed masks instead: without GFNI a reversal costs more);
-//   3. prices: the offsets of the block's starts in order (a table of the set bits of each byte
-//      of B), then 32 pieces per step: a piece's length is the distance from its start to the
-//      next, its type (times 16) comes from the four planes (VPSHUFB of the planes' bytes, a bit
-//      test), and f[type][min(length, 16)] from two 192-byte tables, low and high byte (twelve
-//      VPSHUFB and a VPBLENDVB tree each), summed by VPSADBW; pieces over 16 characters and the
-//      piece open across a block boundary are priced exactly on a scalar path;
+//   1. classify (the chunk's blocks and the one after it): AVX2 compares give the class masks of
+//      32 bytes at a time (VPMOVMSKB), two halves to a block; the bigram class of every adjacent
+//      byte pair is a table lookup (seven VPSHUFB of 16-byte slices, chosen by a VPBLENDVB tree on
+//      the index's high bits);
+//   2. pieces: the starts of all pieces (B) and four bit planes of their types, from the block and
+//      its neighbours, four blocks at a time: lane k of a 256-bit vector is block j + k's 64-bit
+//      mask, loaded from the arrays at entry j (the neighbours: at j - 1 and j + 1), so one
+//      instruction serves four blocks. "A NEWLINE follows in this whitespace run" and "a different
+//      character follows in this PUNCT run" spread back from each seed through its run by six
+//      doubling shifts (a run reaching the block's end takes a seed from the next block's first run
+//      as its bit 63; the AVX-512 kernel adds bit-reversed masks instead: without GFNI a reversal
+//      costs more);
+//   3. prices: the offsets of each block's starts in order (a table of the set bits of each byte
+//      of B; a loop of its own), then block by block, 32 pieces per step: a piece's length is the
+//      distance from its start to the next, its type (times 16) comes from the four planes (VPSHUFB
+//      of the planes' bytes, a bit test), and f[type][min(length, 16)] from two 192-byte tables, low
+//      and high byte (twelve VPSHUFB and a VPBLENDVB tree each), summed by VPSADBW; pieces over 16
+//      characters and the piece open across a block boundary are priced exactly on a scalar path;
 //   4. bigrams: POPCNT of the pairs inside sub-words, per bigram class.
 //
 // No PEXT or PDEP: Zen 1 and Zen 2 run them in microcode. Runs that fill a whole block after the
@@ -46,6 +50,11 @@ using namespace tables;
 // kernel (n = 16 is slot 0 of the partner row type ^ 1; no piece is empty), so below 192.
 constexpr int slot(int t, int n) { return (t * 16) ^ n; }
 
+// Step 1's constants: range starts and widths (in_range), single characters, bit masks, and the
+// bit of each byte value % 8.
+enum Konst { K_LOWER, K_UPPER, K_DIGIT, K_PRINT, K_TAB, K_W25, K_W9, K_W93, K_W4, K_SPACE, K_LF, K_CR, K_7C, K_03,
+             K_BIT, N_K };
+
 // Per-profile weights laid out for the kernel (built once per profile).
 struct Avx2Weights {
     // Low and high byte of f at slot(type, n), in 16-byte slices, each twice (both 128-bit lanes).
@@ -55,6 +64,8 @@ struct Avx2Weights {
     std::int64_t bigram_step[4];  // bigram[0] and bigram[c] - bigram[0] (c = 1..3)
     // BIGRAM's two bit planes (fill_bigram_planes) in 16-byte slices, each twice.
     alignas(32) std::uint8_t plane[2][8][32];
+    // Step 1's byte constants, read from memory (as immediates the compiler rebuilt them for every block).
+    alignas(32) std::uint8_t k[N_K][32];
     std::uint64_t positions[256];  // the offsets of the set bits of a byte, one byte each, lowest first
     const int* w;
     bool usable;  // every f fits 0..65535
@@ -84,6 +95,13 @@ void build_weights(Avx2Weights* kw, const int* w) {
         for (int k = 0; k < 8; ++k) {
             std::memcpy(kw->plane[c][k], planes[c] + 16 * k, 16);
             std::memcpy(kw->plane[c][k] + 16, planes[c] + 16 * k, 16);
+        }
+    }
+    const std::uint8_t konst[N_K] = {
+        'a', 'A', '0', '!', '\t', 25, 9, '~' - '!', '\r' - '\t', ' ', '\n', '\r', 0x7C, 0x03, 0};
+    for (int i = 0; i < N_K; ++i) {
+        for (int j = 0; j < 32; ++j) {
+            kw->k[i][j] = i == K_BIT ? static_cast<std::uint8_t>(1u << (j % 8)) : konst[i];
         }
     }
     for (int byte = 0; byte < 256; ++byte) {
@@ -116,14 +134,19 @@ const Avx2Weights& weights_for(const int* w) {
 
 // The class masks of one block (bit i = byte i): L a-z, U A-Z, D 0-9, P PUNCT, WS SPACE or NEWLINE,
 // N NEWLINE, SP the space character, EQ the byte equals the one before it, BG0 and BG1 the bigram
-// class bits of (byte i - 1, byte i) as if both were letters.
+// class bits of (byte i - 1, byte i) as if both were letters, C any other character (CTRL, DEL).
 struct Block {
-    std::uint64_t L, U, D, P, WS, N, SP, EQ, BG0, BG1;
+    std::uint64_t L, U, D, P, WS, N, SP, EQ, BG0, BG1, C;
 };
 
-LATCH_AVX2 inline __m256i in_range(__m256i x, char lo, char hi) {
-    const __m256i d = _mm256_sub_epi8(x, _mm256_set1_epi8(lo));
-    return _mm256_cmpeq_epi8(_mm256_min_epu8(d, _mm256_set1_epi8(static_cast<char>(hi - lo))), d);
+LATCH_AVX2 inline __m256i konst(const Avx2Weights& kw, Konst i) {
+    return _mm256_load_si256(reinterpret_cast<const __m256i*>(kw.k[i]));
+}
+
+// The bytes of x in lo .. lo + width.
+LATCH_AVX2 inline __m256i in_range(const Avx2Weights& kw, __m256i x, Konst lo, Konst width) {
+    const __m256i d = _mm256_sub_epi8(x, konst(kw, lo));
+    return _mm256_cmpeq_epi8(_mm256_min_epu8(d, konst(kw, width)), d);
 }
 
 LATCH_AVX2 inline std::uint64_t bits(__m256i m) {
@@ -134,13 +157,13 @@ LATCH_AVX2 inline __m256i slice(const std::uint8_t* t, __m256i idx) {
     return _mm256_shuffle_epi8(_mm256_load_si256(reinterpret_cast<const __m256i*>(t)), idx);
 }
 
-// Byte idx (0..127) of the 128-byte table whose 16-byte slices are t[0..7].
-LATCH_AVX2 inline __m256i lookup128(const std::uint8_t (*t)[32], __m256i idx, __m256i b4, __m256i b5, __m256i b6) {
+// Byte idx (0..111) of the 128-byte table whose 16-byte slices are t[0..7] (slice 7, idx 112..127,
+// holds the rows of no letter: those lanes read slice 6 instead).
+LATCH_AVX2 inline __m256i lookup112(const std::uint8_t (*t)[32], __m256i idx, __m256i b4, __m256i b5, __m256i b6) {
     const __m256i r01 = _mm256_blendv_epi8(slice(t[0], idx), slice(t[1], idx), b4);
     const __m256i r23 = _mm256_blendv_epi8(slice(t[2], idx), slice(t[3], idx), b4);
     const __m256i r45 = _mm256_blendv_epi8(slice(t[4], idx), slice(t[5], idx), b4);
-    const __m256i r67 = _mm256_blendv_epi8(slice(t[6], idx), slice(t[7], idx), b4);
-    return _mm256_blendv_epi8(_mm256_blendv_epi8(r01, r23, b5), _mm256_blendv_epi8(r45, r67, b5), b6);
+    return _mm256_blendv_epi8(_mm256_blendv_epi8(r01, r23, b5), _mm256_blendv_epi8(r45, slice(t[6], idx), b5), b6);
 }
 
 // Step 1 for the 32 bytes at x (xp = x - 1): the masks as bits `shift`..`shift` + 31 of b; returns
@@ -149,12 +172,12 @@ LATCH_AVX2 inline std::uint64_t classify32(const Avx2Weights& kw, const std::uin
                                            Block& b, int shift) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
     const __m256i vp = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp));
-    const __m256i L = in_range(v, 'a', 'z'), U = in_range(v, 'A', 'Z'), D = in_range(v, '0', '9');
-    const __m256i printable = in_range(v, '!', '~');
-    const __m256i sp = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(' '));
-    const __m256i ws = _mm256_or_si256(sp, in_range(v, '\t', '\r'));  // \t \n \v \f \r
-    const __m256i nl = _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('\n')),
-                                       _mm256_cmpeq_epi8(v, _mm256_set1_epi8('\r')));
+    const __m256i L = in_range(kw, v, K_LOWER, K_W25), U = in_range(kw, v, K_UPPER, K_W25);
+    const __m256i D = in_range(kw, v, K_DIGIT, K_W9);
+    const __m256i printable = in_range(kw, v, K_PRINT, K_W93);
+    const __m256i sp = _mm256_cmpeq_epi8(v, konst(kw, K_SPACE));
+    const __m256i ws = _mm256_or_si256(sp, in_range(kw, v, K_TAB, K_W4));  // \t \n \v \f \r
+    const __m256i nl = _mm256_or_si256(_mm256_cmpeq_epi8(v, konst(kw, K_LF)), _mm256_cmpeq_epi8(v, konst(kw, K_CR)));
     const __m256i punct = _mm256_andnot_si256(_mm256_or_si256(_mm256_or_si256(L, U), D), printable);
     b.L |= bits(L) << shift;
     b.U |= bits(U) << shift;
@@ -163,16 +186,15 @@ LATCH_AVX2 inline std::uint64_t classify32(const Avx2Weights& kw, const std::uin
     b.WS |= bits(ws) << shift;
     b.N |= bits(nl) << shift;
     b.SP |= bits(sp) << shift;
+    b.C |= (~bits(_mm256_or_si256(printable, ws)) & 0xFFFFFFFFull) << shift;
     b.EQ |= bits(_mm256_cmpeq_epi8(v, vp)) << shift;
     // Bigram class bits: byte (prev & 31) * 4 + (byte & 31) / 8 of the planes, bit byte % 8.
-    const __m256i idx = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi16(vp, 2), _mm256_set1_epi8(0x7C)),
-                                        _mm256_and_si256(_mm256_srli_epi16(v, 3), _mm256_set1_epi8(0x03)));
+    const __m256i idx = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi16(vp, 2), konst(kw, K_7C)),
+                                        _mm256_and_si256(_mm256_srli_epi16(v, 3), konst(kw, K_03)));
     const __m256i b4 = _mm256_slli_epi16(idx, 3), b5 = _mm256_slli_epi16(idx, 2), b6 = _mm256_slli_epi16(idx, 1);
-    const __m256i bit = _mm256_shuffle_epi8(
-        _mm256_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128, 1, 2,
-                         4, 8, 16, 32, 64, -128),
-        v);
-    const __m256i c0 = lookup128(kw.plane[0], idx, b4, b5, b6), c1 = lookup128(kw.plane[1], idx, b4, b5, b6);
+    const __m256i bit = _mm256_shuffle_epi8(konst(kw, K_BIT), v);
+    // Only pairs of letters (idx 4..107) count: lookup112 is enough.
+    const __m256i c0 = lookup112(kw.plane[0], idx, b4, b5, b6), c1 = lookup112(kw.plane[1], idx, b4, b5, b6);
     b.BG0 |= bits(_mm256_cmpeq_epi8(_mm256_and_si256(c0, bit), bit)) << shift;
     b.BG1 |= bits(_mm256_cmpeq_epi8(_mm256_and_si256(c1, bit), bit)) << shift;
     return bits(v) << shift;
@@ -206,100 +228,143 @@ LATCH_AVX2 inline std::uint64_t classify(const Avx2Weights& kw, const std::uint8
 }
 
 inline void keep(Block& b, std::uint64_t valid) {
-    for (std::uint64_t* m : {&b.L, &b.U, &b.D, &b.P, &b.WS, &b.N, &b.SP, &b.EQ, &b.BG0, &b.BG1}) {
+    for (std::uint64_t* m : {&b.L, &b.U, &b.D, &b.P, &b.WS, &b.N, &b.SP, &b.EQ, &b.BG0, &b.BG1, &b.C}) {
         *m &= valid;
     }
 }
 
-inline std::uint64_t shl1(std::uint64_t x, std::uint64_t xp) { return x << 1 | xp >> 63; }  // previous character's bit
-inline std::uint64_t shr1(std::uint64_t x, std::uint64_t xn) { return x >> 1 | xn << 63; }  // next character's bit
+// Step 2 runs on four blocks at once: lane k of a vector is block j + k's 64-bit mask, loaded from
+// per-class arrays of consecutive blocks, so the block before (j - 1 + k) and after (j + 1 + k) are
+// the same arrays one entry off.
+enum Mask { M_L, M_U, M_D, M_P, M_WS, M_N, M_SP, M_EQ, M_BG0, M_BG1, M_C, M_LA, N_MASKS };
+
+using V = __m256i;
+
+LATCH_AVX2 inline V vand(V a, V b) { return _mm256_and_si256(a, b); }
+LATCH_AVX2 inline V vor(V a, V b) { return _mm256_or_si256(a, b); }
+LATCH_AVX2 inline V vandn(V a, V b) { return _mm256_andnot_si256(b, a); }  // a & ~b
+// The previous character's bit (xp: the block before) and the next character's (xn: the block after).
+LATCH_AVX2 inline V shl1(V x, V xp) { return vor(_mm256_slli_epi64(x, 1), _mm256_srli_epi64(xp, 63)); }
+LATCH_AVX2 inline V shr1(V x, V xn) { return vor(_mm256_srli_epi64(x, 1), _mm256_slli_epi64(xn, 63)); }
 
 // The characters of each `run` of a block that have a seed at or after them in the same run,
-// looking into the next block (rn, sn). Seeds lie in runs. Doubling: x[i] says a seed lies in
-// [i, i + 2^k) with the run unbroken up to it, m[i] that [i, i + 2^k) lies in one run; a run that
-// reaches the block's end also takes a seed from the next block's first run.
-inline std::uint64_t seed_at_or_after(std::uint64_t r, std::uint64_t s, std::uint64_t rn, std::uint64_t sn) {
-    if ((s | sn) == 0) {
-        return 0;
-    }
-    std::uint64_t x = s, m = r;
-#pragma GCC unroll 6
-    for (int k = 1; k < 64; k *= 2) {
-        x |= m & (x >> k);
-        m &= m >> k;
-    }
-    const std::uint64_t lead = rn & ~(rn + 1);  // the next block's first run (from its bit 0)
-    if ((sn & lead) != 0 && (r >> 63) != 0) {
-        const std::uint64_t gaps = ~r;  // the run that ends the block: above the last gap
-        x |= gaps == 0 ? r : ~0ull << (64 - __builtin_clzll(gaps));
-    }
-    return x;
+// looking into the next block (rn, sn). Seeds lie in runs. A run that reaches the block's end takes
+// a seed from the next block's first run as a seed at bit 63. Doubling: x[i] says a seed lies in
+// [i, i + 2^k) with the run unbroken up to it, m[i] that [i, i + 2^k) lies in one run.
+LATCH_AVX2 inline V seed_at_or_after(V r, V s, V rn, V sn) {
+    const V lead = vandn(rn, _mm256_add_epi64(rn, _mm256_set1_epi64x(1)));  // the next block's first run
+    const V no_seed = _mm256_cmpeq_epi64(vand(sn, lead), _mm256_setzero_si256());
+    V x = vor(s, vandn(vand(r, _mm256_set1_epi64x(static_cast<long long>(1ull << 63))), no_seed));
+    V m = r;
+    x = vor(x, vand(m, _mm256_srli_epi64(x, 1)));
+    m = vand(m, _mm256_srli_epi64(m, 1));
+    x = vor(x, vand(m, _mm256_srli_epi64(x, 2)));
+    m = vand(m, _mm256_srli_epi64(m, 2));
+    x = vor(x, vand(m, _mm256_srli_epi64(x, 4)));
+    m = vand(m, _mm256_srli_epi64(m, 4));
+    x = vor(x, vand(m, _mm256_srli_epi64(x, 8)));
+    m = vand(m, _mm256_srli_epi64(m, 8));
+    x = vor(x, vand(m, _mm256_srli_epi64(x, 16)));
+    m = vand(m, _mm256_srli_epi64(m, 16));
+    return vor(x, vand(m, _mm256_srli_epi64(x, 32)));
 }
 
-// Step 2's inputs besides the masks: the block's characters, and the stretch's successor's bit
-// (when it is a LETTER) in this block and in the next.
-struct Ends {
-    std::uint64_t valid, LA, LAn;
-};
+// Step 2's results per block: the starts of all pieces (B), four bit planes of their types (see
+// PieceType), the letter pairs inside sub-words (Q0) and those of bigram class 1, 2, 3 (Q1..Q3).
+enum Out { O_B, O_T0, O_T1, O_T2, O_T3, O_Q0, O_Q1, O_Q2, O_Q3, N_OUTS };
 
-struct Pieces {
-    std::uint64_t B, pairs, nl;
-    std::uint64_t plane[4];  // the bit planes of the piece types (see PieceType)
-    bool long_run;           // the block ends in a whitespace or PUNCT run that fills the next block
-};
+// Blocks per chunk: classified first, then step 2 four at a time, then priced one by one.
+constexpr int kChunk = 16;
+static_assert(kChunk % 4 == 0 && kChunk + 4 <= 32, "four blocks per step; long-run flags are bits of an unsigned");
+// Entry j of a per-block array is the chunk's block j - 1 (entry 0: the block before the chunk);
+// step 2 reads up to entry kChunk + 4.
+constexpr int kEntries = kChunk + 5;
 
-// Step 2 for block a (p the block before, n the one after, nl_before p's NEWLINE-part mask).
-LATCH_AVX2 inline Pieces pieces(const Block& p, const Block& a, const Block& n, std::uint64_t nl_before,
-                                const Ends& e) {
-    Pieces o;
-    o.long_run = ((a.WS >> 63) != 0 && n.WS == ~0ull) || ((a.P >> 63) != 0 && n.P == ~0ull);
-    const std::uint64_t A = a.L | a.U, Ap = p.L | p.U, An = n.L | n.U;
-    const std::uint64_t next_wa = shr1(A | e.LA, An | e.LAn);
-    const std::uint64_t next_j = next_wa | shr1(a.P, n.P);
+// Entries j .. j + 3 of mask c.
+LATCH_AVX2 inline V load4(const std::uint64_t (*m)[kEntries], int c, int j) {
+    return _mm256_loadu_si256(reinterpret_cast<const V*>(&m[c][j]));
+}
+
+LATCH_AVX2 inline void store4(std::uint64_t (*out)[kEntries], int o, int j, V v) {
+    _mm256_storeu_si256(reinterpret_cast<V*>(&out[o][j]), v);
+}
+
+// Step 2 for the chunk's blocks j .. j + 3 (array entries): the masks in m[class][entry] (M_LA: the
+// stretch's successor's bit, when it is a LETTER), nl_carry lane 0 the NEWLINE-part mask of block j - 1
+// (updated to that of block j + 3). Returns bit k set when block j + k ends in a whitespace or PUNCT
+// run that fills the next block.
+LATCH_AVX2 inline unsigned pieces4(const std::uint64_t (*m)[kEntries], std::uint64_t (*out)[kEntries], int j,
+                                   V& nl_carry) {
+    const V aL = load4(m, M_L, j), aU = load4(m, M_U, j), aD = load4(m, M_D, j);
+    const V aP = load4(m, M_P, j), aWS = load4(m, M_WS, j);
+    const V pL = load4(m, M_L, j - 1), pU = load4(m, M_U, j - 1), pD = load4(m, M_D, j - 1);
+    const V pP = load4(m, M_P, j - 1), pWS = load4(m, M_WS, j - 1);
+    const V nL = load4(m, M_L, j + 1), nU = load4(m, M_U, j + 1), nP = load4(m, M_P, j + 1);
+    const V nWS = load4(m, M_WS, j + 1);
+    const V ones = _mm256_set1_epi64x(-1), zero = _mm256_setzero_si256();
+    const V long_run = vor(vand(_mm256_cmpgt_epi64(zero, aWS), _mm256_cmpeq_epi64(nWS, ones)),
+                           vand(_mm256_cmpgt_epi64(zero, aP), _mm256_cmpeq_epi64(nP, ones)));
+    const V A = vor(aL, aU), Ap = vor(pL, pU), An = vor(nL, nU);
+    const V next_wa = shr1(vor(A, load4(m, M_LA, j)), vor(An, load4(m, M_LA, j + 1)));
+    const V next_j = vor(next_wa, shr1(aP, nP));
 
     // Words: sub-word starts; the type is decided at the start.
-    const std::uint64_t prev_a = shl1(A, Ap);
-    const std::uint64_t part_start = A & ~prev_a;
-    const std::uint64_t next_l = shr1(a.L, n.L);
-    const std::uint64_t s_capital = a.U & next_l;
-    const std::uint64_t s_caps = a.U & ~next_l & (part_start | shl1(a.L, p.L));
-    const std::uint64_t s_lower = a.L & part_start;
+    const V prev_a = shl1(A, Ap);
+    const V part_start = vandn(A, prev_a);
+    const V next_l = shr1(aL, nL);
+    const V s_capital = vand(aU, next_l);
+    const V s_caps = vand(vandn(aU, next_l), vor(part_start, shl1(aL, pL)));
+    const V s_lower = vand(aL, part_start);
 
     // Digits and punctuation.
-    const std::uint64_t s_digit = a.D & ~shl1(a.D, p.D);
-    const std::uint64_t prev_p = shl1(a.P, p.P);
-    const std::uint64_t p_start = a.P & ~prev_p;
-    const std::uint64_t p_end = a.P & ~shr1(a.P, n.P);
-    const std::uint64_t s_join = p_start & p_end & next_wa;
-    const std::uint64_t neq = a.P & prev_p & ~a.EQ;
-    const std::uint64_t neq_n = n.P & shl1(n.P, a.P) & ~n.EQ;
-    const std::uint64_t mixed = seed_at_or_after(a.P, neq, n.P, neq_n);
-    const std::uint64_t s_same = p_start & ~(p_end | mixed);
-    const std::uint64_t s_punct = p_start & ~(s_join | s_same);
+    const V s_digit = vandn(aD, shl1(aD, pD));
+    const V prev_p = shl1(aP, pP);
+    const V p_start = vandn(aP, prev_p);
+    const V p_end = vandn(aP, shr1(aP, nP));
+    const V s_join = vand(vand(p_start, p_end), next_wa);
+    const V neq = vandn(vand(aP, prev_p), load4(m, M_EQ, j));
+    const V neq_n = vandn(vand(nP, shl1(nP, aP)), load4(m, M_EQ, j + 1));
+    const V mixed = seed_at_or_after(aP, neq, nP, neq_n);
+    const V s_same = vandn(p_start, vor(p_end, mixed));
+    const V s_punct = vandn(p_start, vor(s_join, s_same));
 
     // Whitespace: the NEWLINE part (a NEWLINE at or after, in the run), then the space part.
-    const std::uint64_t nl = seed_at_or_after(a.WS, a.N, n.WS, n.N);
-    const std::uint64_t nl_prev = shl1(nl, nl_before);
-    const std::uint64_t ws_start = a.WS & ~shl1(a.WS, p.WS);
-    const std::uint64_t ws_end = a.WS & ~shr1(a.WS, n.WS);
-    const std::uint64_t s_absorbed = ws_end & a.SP & next_j;
-    const std::uint64_t sp_part = a.WS & ~nl;
-    const std::uint64_t s_space = ~s_absorbed & ((ws_start & sp_part) | (sp_part & nl_prev));
-    const std::uint64_t nl_start = ws_start & nl;
-    const std::uint64_t s_newline = nl_start & ~prev_p;
-    const std::uint64_t s_nlpunct = nl_start & prev_p;
-    const std::uint64_t C = e.valid & ~(A | a.D | a.P | a.WS);
+    const V nl = seed_at_or_after(aWS, load4(m, M_N, j), nWS, load4(m, M_N, j + 1));
+    const V nl_rot = _mm256_permute4x64_epi64(nl, 0x93);  // lanes 3, 0, 1, 2
+    const V nl_prev = shl1(nl, _mm256_blend_epi32(nl_rot, nl_carry, 0x03));
+    nl_carry = nl_rot;
+    const V ws_start = vandn(aWS, shl1(aWS, pWS));
+    const V ws_end = vandn(aWS, shr1(aWS, nWS));
+    const V s_absorbed = vand(vand(ws_end, load4(m, M_SP, j)), next_j);
+    const V sp_part = vandn(aWS, nl);
+    const V s_space = vandn(vor(vand(ws_start, sp_part), vand(sp_part, nl_prev)), s_absorbed);
+    const V nl_start = vand(ws_start, nl);
+    const V s_newline = vandn(nl_start, prev_p);
+    const V s_nlpunct = vand(nl_start, prev_p);
+    const V C = load4(m, M_C, j);
 
-    o.nl = nl;
-    o.B = s_lower | s_capital | s_punct | s_newline | s_space | s_join | s_absorbed | s_caps | s_digit | s_nlpunct | C |
-          s_same;
-    o.plane[0] = s_capital | s_newline | s_join | s_caps | s_nlpunct | s_same;
-    o.plane[1] = s_punct | s_newline | s_absorbed | s_caps | C | s_same;
-    o.plane[2] = s_space | s_join | s_absorbed | s_caps;
-    o.plane[3] = s_digit | s_nlpunct | C | s_same;
-    o.pairs = A & prev_a & ~(s_capital | s_caps | s_lower);
-    return o;
+    const V starts_a =
+        vor(vor(vor(s_lower, s_capital), vor(s_punct, s_newline)), vor(vor(s_space, s_join), s_absorbed));
+    const V starts_b = vor(vor(vor(s_caps, s_digit), vor(s_nlpunct, C)), s_same);
+    store4(out, O_B, j, vor(starts_a, starts_b));
+    store4(out, O_T0, j, vor(vor(vor(s_capital, s_newline), vor(s_join, s_caps)), vor(s_nlpunct, s_same)));
+    store4(out, O_T1, j, vor(vor(vor(s_punct, s_newline), vor(s_absorbed, s_caps)), vor(C, s_same)));
+    store4(out, O_T2, j, vor(vor(s_space, s_join), vor(s_absorbed, s_caps)));
+    store4(out, O_T3, j, vor(vor(s_digit, s_nlpunct), vor(C, s_same)));
+    const V pairs = vandn(vand(A, prev_a), vor(vor(s_capital, s_caps), s_lower));
+    const V bg0 = load4(m, M_BG0, j), bg1 = load4(m, M_BG1, j);
+    store4(out, O_Q0, j, pairs);
+    store4(out, O_Q1, j, vandn(vand(pairs, bg0), bg1));
+    store4(out, O_Q2, j, vandn(vand(pairs, bg1), bg0));
+    store4(out, O_Q3, j, vand(vand(pairs, bg0), bg1));
+    return static_cast<unsigned>(_mm256_movemask_pd(_mm256_castsi256_pd(long_run)));
 }
+
+// A block's pieces for step 3.
+struct Pieces {
+    std::uint64_t B;
+    std::uint64_t plane[4];  // the bit planes of the piece types (see PieceType)
+};
 
 LATCH_AVX2 inline __m256i slice16(const std::uint8_t (*t)[32], int k, __m256i lo4) {
     return _mm256_shuffle_epi8(_mm256_load_si256(reinterpret_cast<const __m256i*>(t[k])), lo4);
@@ -353,64 +418,76 @@ struct PriceAcc {
     unsigned open_type;
     std::int64_t units;      // pieces priced one by one
     __m256i sum_lo, sum_hi;  // the table's low and high bytes, per qword
-    alignas(32) std::uint8_t starts[128];  // the block's start offsets (scratch)
 };
 
-// The offsets of B's bits into acc.starts, lowest first; returns how many.
-LATCH_AVX2 inline unsigned list_starts(const Avx2Weights& kw, std::uint64_t B, PriceAcc& acc) {
+// The offsets of B's bits into starts (at least 72 bytes), lowest first; returns how many.
+LATCH_AVX2 inline unsigned list_starts(const Avx2Weights& kw, std::uint64_t B, std::uint8_t* starts) {
     unsigned cnt = 0;
     for (int k = 0; k < 8; ++k) {
         const unsigned byte = static_cast<unsigned>(B >> (8 * k)) & 0xFF;
         const std::uint64_t offs = kw.positions[byte] + 0x0808080808080808ull * static_cast<unsigned>(k);
-        std::memcpy(acc.starts + cnt, &offs, 8);
+        std::memcpy(starts + cnt, &offs, 8);
         cnt += static_cast<unsigned>(_mm_popcnt_u32(byte));
     }
     return cnt;
 }
 
-// Step 3 for the block at `at`, from its `cnt` starts in acc.starts: the piece open before it closes
-// at its first start, then every piece between two of its starts (32 per step, from the tables),
-// and its last piece stays open. (list_starts wrote acc.starts a while before: its 8-byte stores
-// cannot forward to the 32-byte loads here.)
-LATCH_AVX2 inline void price_block(const Avx2Weights& kw, const std::uint8_t* text, std::size_t at, const Pieces& o,
-                                   unsigned cnt, PriceAcc& acc) {
-    if (cnt == 0) {
-        return;
-    }
-    const std::size_t first = at + acc.starts[0];
-    if (first > acc.open_start) {
-        acc.units += price(kw, acc.open_type, first - acc.open_start, text[acc.open_start]);
-    }
+// Step 3 for the pieces between starts base .. base + 32 of the block at `at` (`cnt` in all; the
+// bytes after them are read but not used): each from the tables, pieces over 16 characters exactly.
+LATCH_AVX2 __attribute__((always_inline)) inline void price32(const Avx2Weights& kw, const std::uint8_t* text,
+                                                              std::size_t at, const Pieces& o,
+                                                              const std::uint8_t* starts, unsigned cnt,
+                                                              unsigned base, PriceAcc& acc) {
     const __m256i iota = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
                                           22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
     const __m256i zero = _mm256_setzero_si256();
-    for (unsigned base = 0; base + 1 < cnt; base += 32) {
-        const __m256i s0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc.starts + base));
-        const __m256i s1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc.starts + base + 1));
-        const __m256i length = _mm256_sub_epi8(s1, s0);  // 1..63 in the pieces' lanes
-        const __m256i closed = _mm256_cmpgt_epi8(_mm256_set1_epi8(static_cast<char>(cnt - 1 - base)), iota);
-        const __m256i types = types_at(o, s0);
-        // The table index of each closed piece; every other lane reads an absorbed space's entry (0).
-        const __m256i idx = _mm256_blendv_epi8(_mm256_set1_epi8(static_cast<char>(slot(T_ABSORBED, 1))),
-                                               _mm256_xor_si256(types, _mm256_min_epu8(length, _mm256_set1_epi8(16))),
-                                               closed);
-        acc.sum_lo = _mm256_add_epi64(acc.sum_lo, _mm256_sad_epu8(lookup192(kw.f_lo, idx), zero));
-        acc.sum_hi = _mm256_add_epi64(acc.sum_hi, _mm256_sad_epu8(lookup192(kw.f_hi, idx), zero));
-        // Pieces over 16 characters: the table priced 16 of them.
-        const unsigned longer = static_cast<unsigned>(
-            _mm256_movemask_epi8(_mm256_and_si256(closed, _mm256_cmpgt_epi8(length, _mm256_set1_epi8(16)))));
-        if (__builtin_expect(longer != 0, 0)) {
-            alignas(32) std::uint8_t ts[32];
-            _mm256_store_si256(reinterpret_cast<__m256i*>(ts), types);
-            for (unsigned q = longer; q != 0; q &= q - 1) {
-                const unsigned i = static_cast<unsigned>(__builtin_ctz(q));
-                const int t = ts[i] >> 4;
-                const std::size_t n = static_cast<std::size_t>(acc.starts[base + i + 1] - acc.starts[base + i]);
-                acc.units += piece_cost(kw.w, t, n, text[at + acc.starts[base + i]]) - kw.f[slot(t, 16)];
-            }
+    const __m256i s0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(starts + base));
+    const __m256i s1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(starts + base + 1));
+    const __m256i length = _mm256_sub_epi8(s1, s0);  // 1..63 in the pieces' lanes
+    const __m256i closed = _mm256_cmpgt_epi8(_mm256_set1_epi8(static_cast<char>(cnt - 1 - base)), iota);
+    const __m256i types = types_at(o, s0);
+    // The table index of each closed piece; every other lane reads an absorbed space's entry (0).
+    const __m256i idx = _mm256_blendv_epi8(_mm256_set1_epi8(static_cast<char>(slot(T_ABSORBED, 1))),
+                                           _mm256_xor_si256(types, _mm256_min_epu8(length, _mm256_set1_epi8(16))),
+                                           closed);
+    acc.sum_lo = _mm256_add_epi64(acc.sum_lo, _mm256_sad_epu8(lookup192(kw.f_lo, idx), zero));
+    acc.sum_hi = _mm256_add_epi64(acc.sum_hi, _mm256_sad_epu8(lookup192(kw.f_hi, idx), zero));
+    // Pieces over 16 characters: the table priced 16 of them.
+    const unsigned longer = static_cast<unsigned>(
+        _mm256_movemask_epi8(_mm256_and_si256(closed, _mm256_cmpgt_epi8(length, _mm256_set1_epi8(16)))));
+    if (__builtin_expect(longer != 0, 0)) {
+        alignas(32) std::uint8_t ts[32];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(ts), types);
+        for (unsigned q = longer; q != 0; q &= q - 1) {
+            const unsigned i = static_cast<unsigned>(__builtin_ctz(q));
+            const int t = ts[i] >> 4;
+            const std::size_t n = static_cast<std::size_t>(starts[base + i + 1] - starts[base + i]);
+            acc.units += piece_cost(kw.w, t, n, text[at + starts[base + i]]) - kw.f[slot(t, 16)];
         }
     }
-    const unsigned last = acc.starts[cnt - 1];
+}
+
+// Step 3 for the block at `at`, from its `cnt` starts: the piece open before it closes
+// at its first start, then every piece between two of its starts (at most 63: two steps of 32, not a
+// loop, so the compiler keeps the tables where they are), and its last piece stays open. (The chunk's
+// starts are listed in a loop of their own before pricing: list_starts' 8-byte stores cannot forward to
+// the 32-byte loads here, and the two loops apart keep their values in registers.)
+LATCH_AVX2 inline void price_block(const Avx2Weights& kw, const std::uint8_t* text, std::size_t at, const Pieces& o,
+                                   const std::uint8_t* starts, unsigned cnt, PriceAcc& acc) {
+    if (cnt == 0) {
+        return;
+    }
+    const std::size_t first = at + starts[0];
+    if (first > acc.open_start) {
+        acc.units += price(kw, acc.open_type, first - acc.open_start, text[acc.open_start]);
+    }
+    if (cnt > 1) {
+        price32(kw, text, at, o, starts, cnt, 0, acc);
+        if (__builtin_expect(cnt > 33, 0)) {
+            price32(kw, text, at, o, starts, cnt, 32, acc);
+        }
+    }
+    const unsigned last = starts[cnt - 1];
     acc.open_start = at + last;
     acc.open_type = type_at(o, last);
 }
@@ -423,9 +500,7 @@ struct Stretch {
     bool la_word;     // the stretch's successor is a LETTER (it joins a PUNCT or space)
 };
 
-// Step 1 for the block at `at` (< st.end), its masks cut at the stretch's end. Inlined into the loop
-// (the first two blocks of a stretch go through load_first, out of line: inlined there too, the loop
-// ran about 10% slower on Zen 3).
+// Step 1 for the block at `at` (< st.end), its masks cut at the stretch's end.
 LATCH_AVX2 __attribute__((always_inline)) inline void load_block(const Avx2Weights& kw, Stretch& st, std::size_t at,
                                                                  Block& b) {
     const std::uint64_t high = classify(kw, st.text, st.len, at, b);
@@ -438,9 +513,33 @@ LATCH_AVX2 __attribute__((always_inline)) inline void load_block(const Avx2Weigh
     }
 }
 
-// load_block for the first two blocks of a stretch, kept out of line.
-LATCH_AVX2 __attribute__((noinline)) void load_first(const Avx2Weights& kw, Stretch& st, std::size_t at, Block& b) {
-    load_block(kw, st, at, b);
+// Step 1 for the chunk whose block 0 is at `at0`: array entries `first` .. kChunk + 1 (entry j is the
+// block at at0 + 64 (j - 1)). Blocks at or past the stretch's end are zero, and so are the entries
+// step 2 reads past them. Returns how many of the chunk's blocks start before the end.
+LATCH_AVX2 int classify_chunk(const Avx2Weights& kw, Stretch& st, std::size_t at0, int first,
+                              std::uint64_t (*m)[kEntries]) {
+    for (int j = first; j <= kChunk + 1; ++j) {
+        const std::size_t at = at0 + 64 * static_cast<std::size_t>(j - 1);
+        if (at >= st.end) {
+            for (int z = j; z < kEntries && z <= j + 4; ++z) {
+                for (int c = 0; c < N_MASKS; ++c) {
+                    m[c][z] = 0;
+                }
+            }
+            break;
+        }
+        Block b;
+        load_block(kw, st, at, b);
+        const std::uint64_t masks[N_MASKS] = {b.L, b.U, b.D, b.P, b.WS, b.N, b.SP, b.EQ, b.BG0, b.BG1, b.C, 0};
+        for (int c = 0; c < N_MASKS; ++c) {
+            m[c][j] = masks[c];
+        }
+    }
+    const std::size_t to_end = st.end - at0;  // >= 1
+    if (st.la_word && to_end < 64 * static_cast<std::size_t>(kChunk + 1)) {
+        m[M_LA][to_end / 64 + 1] |= 1ull << (to_end % 64);
+    }
+    return to_end >= 64 * static_cast<std::size_t>(kChunk) ? kChunk : static_cast<int>((to_end + 63) / 64);
 }
 
 }  // namespace
@@ -457,70 +556,83 @@ LATCH_AVX2 std::int64_t units_ascii_avx2(const std::uint8_t* text, std::size_t l
                                          const void* kernel, std::size_t* stop) {
     const Avx2Weights& kw = *static_cast<const Avx2Weights*>(kernel);
     Stretch st{text, len, len, false};
-    // p: the block before (only the character before `from`, as its bit 63), a: this one, n: the next.
-    Block p{}, a, n{};
+    // Per-block masks (entry 0: the block before the chunk; before the first chunk only the character
+    // before `from`, as its bit 63) and step 2's results.
+    alignas(32) std::uint64_t m[N_MASKS][kEntries];
+    alignas(32) std::uint64_t out[N_OUTS][kEntries];
+    for (int c = 0; c < N_MASKS; ++c) {
+        m[c][0] = 0;
+    }
     const int k_before = from > 0 && text[from - 1] < 0x80 ? latin1_classes()[text[from - 1]] : -1;
     const std::uint64_t top = 1ull << 63;
-    p.L = k_before == LOWER ? top : 0;
-    p.U = k_before == UPPER ? top : 0;
-    p.D = k_before == DIGIT ? top : 0;
-    p.P = k_before == PUNCT ? top : 0;
-    p.WS = k_before == SPACE || k_before == NEWLINE ? top : 0;
-    std::size_t at = from;
-    load_first(kw, st, at, a);
-    if (at + 64 < st.end) {
-        load_first(kw, st, at + 64, n);
-    }
-    std::uint64_t nl_before = 0;  // the NEWLINE-part mask of block p
+    m[M_L][0] = k_before == LOWER ? top : 0;
+    m[M_U][0] = k_before == UPPER ? top : 0;
+    m[M_D][0] = k_before == DIGIT ? top : 0;
+    m[M_P][0] = k_before == PUNCT ? top : 0;
+    m[M_WS][0] = k_before == SPACE || k_before == NEWLINE ? top : 0;
+    V nl_carry = _mm256_setzero_si256();  // lane 0: the NEWLINE-part mask of the block before
     PriceAcc acc;
     acc.open_start = from;  // a zero-length placeholder piece first
     acc.open_type = T_ABSORBED;
     acc.units = 0;
     acc.sum_lo = acc.sum_hi = _mm256_setzero_si256();
-    std::memset(acc.starts, 0, sizeof(acc.starts));
+    alignas(32) std::uint8_t starts[kChunk + 1][96];  // each block's start offsets (list_starts)
+    unsigned counts[kChunk + 1];
     std::int64_t n_pairs = 0, n1 = 0, n2 = 0, n3 = 0;
+    std::size_t at0 = from;
+    int first = 1;
     for (;;) {
-        const std::size_t next = at + 64;
-        const std::size_t rel = st.end - at;  // >= 1; the end is known when it lies in block a or n
-        const Ends e{valid_bits(rel), st.la_word && rel < 64 ? 1ull << rel : 0,
-                     st.la_word && rel >= 64 && rel < 128 ? 1ull << (rel - 64) : 0};
-        Pieces o = pieces(p, a, n, nl_before, e);
-        std::size_t long_at = 0;  // where a long run starts (0: none)
-        if (o.long_run) {  // stop at the long run's start; the scalar walker prices it
-            const std::uint64_t other = ~((a.WS >> 63) ? a.WS : a.P) & e.valid;
-            const unsigned s = other ? 64 - static_cast<unsigned>(__builtin_clzll(other)) : 0;
-            const std::uint64_t below = valid_bits(s);
-            o.B = (o.B & below) | (below + 1);  // the long run's start closes the piece before
-            o.pairs &= below;
-            long_at = at + s + 1;
+        const int nb = classify_chunk(kw, st, at0, first, m);
+        unsigned long_runs = 0;
+        for (int j = 1; j <= nb; j += 4) {
+            long_runs |= pieces4(m, out, j, nl_carry) << j;
         }
-        const unsigned cnt = list_starts(kw, o.B, acc);
-        // The block after n, before pricing block a (see price_block).
-        Block nn{};
-        if (long_at == 0 && next + 64 < st.end) {
-            load_block(kw, st, next + 64, nn);
+        for (int j = 1; j <= nb; ++j) {
+            counts[j] = list_starts(kw, out[O_B][j], starts[j]);
         }
-        price_block(kw, text, at, o, cnt, acc);
-        n_pairs += _mm_popcnt_u64(o.pairs);
-        n1 += _mm_popcnt_u64(o.pairs & a.BG0 & ~a.BG1);
-        n2 += _mm_popcnt_u64(o.pairs & ~a.BG0 & a.BG1);
-        n3 += _mm_popcnt_u64(o.pairs & a.BG0 & a.BG1);
-        if (long_at != 0) {
-            *stop = long_at - 1;
-            break;
+        for (int j = 1; j <= nb; ++j) {
+            const std::size_t at = at0 + 64 * static_cast<std::size_t>(j - 1);
+            Pieces o{out[O_B][j], {out[O_T0][j], out[O_T1][j], out[O_T2][j], out[O_T3][j]}};
+            std::uint64_t q0 = out[O_Q0][j], q1 = out[O_Q1][j], q2 = out[O_Q2][j], q3 = out[O_Q3][j];
+            std::size_t long_at = 0;  // where a long run starts (0: none)
+            if ((long_runs >> j) & 1) {  // stop at the long run's start; the scalar walker prices it
+                const std::uint64_t ws = m[M_WS][j];
+                const std::uint64_t other = ~((ws >> 63) ? ws : m[M_P][j]) & valid_bits(st.end - at);
+                const unsigned s = other ? 64 - static_cast<unsigned>(__builtin_clzll(other)) : 0;
+                const std::uint64_t below = valid_bits(s);
+                o.B = (o.B & below) | (below + 1);  // the long run's start closes the piece before
+                q0 &= below;
+                q1 &= below;
+                q2 &= below;
+                q3 &= below;
+                long_at = at + s + 1;
+                counts[j] = list_starts(kw, o.B, starts[j]);
+            }
+            price_block(kw, text, at, o, starts[j], counts[j], acc);
+            n_pairs += _mm_popcnt_u64(q0);
+            n1 += _mm_popcnt_u64(q1);
+            n2 += _mm_popcnt_u64(q2);
+            n3 += _mm_popcnt_u64(q3);
+            if (long_at != 0) {
+                *stop = long_at - 1;
+                goto done;
+            }
+            if (at + 64 >= st.end) {
+                *stop = st.end;
+                // The last piece closes at the end of the stretch.
+                acc.units += price(kw, acc.open_type, st.end - acc.open_start, text[acc.open_start]);
+                goto done;
+            }
         }
-        if (next >= st.end) {
-            *stop = st.end;
-            // The last piece closes at the end of the stretch.
-            acc.units += price(kw, acc.open_type, st.end - acc.open_start, text[acc.open_start]);
-            break;
+        // The chunk's last block and the one after become entries 0 and 1 of the next chunk.
+        for (int c = 0; c < N_MASKS; ++c) {
+            m[c][0] = m[c][kChunk];
+            m[c][1] = m[c][kChunk + 1];
         }
-        nl_before = o.nl;
-        p = a;
-        a = n;
-        n = nn;
-        at = next;
+        at0 += 64 * static_cast<std::size_t>(kChunk);
+        first = 2;
     }
+done:
     // Every pair is charged bigram[0], a pair of class c >= 1 bigram[c] - bigram[0] more.
     const __m256i sum = _mm256_add_epi64(acc.sum_lo, _mm256_slli_epi64(acc.sum_hi, 8));
     alignas(32) std::int64_t lanes[4];
