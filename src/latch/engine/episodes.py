@@ -767,16 +767,20 @@ class EpisodeIndex:
 
     def _read_assistant(self, seq: int, event: AssistantMessage) -> None:
         op = self._segment(seq, True)
+        counts = self._term_counts
         text = event.text
         chars = len(text)
-        self._count_terms(text, SCAN_CHARS)
+        if not counts.add_text(text, SCAN_CHARS):  # an ASCII text's terms: counted in one native pass
+            counts.add(extract_terms(text[:SCAN_CHARS]))
         if event.tool_calls:
             call_files = op.call_files
             file_id = self._file_id
             for c in event.tool_calls:
                 chars += len(c.arguments)
                 args = _argument_text(c)
-                self._count_terms(f"{c.name} {args}", SCAN_CHARS)
+                call_text = f"{c.name} {args}"
+                if not counts.add_text(call_text, SCAN_CHARS):
+                    counts.add(extract_terms(call_text[:SCAN_CHARS]))
                 for p in _paths(args):
                     call_files[file_id(p)] = None
                 op.tools[c.name] = None
@@ -785,14 +789,19 @@ class EpisodeIndex:
                 if link is not None:
                     self._links[c.id] = link
         op.chars += chars
-        self._text_files(op, _paths(text))  # after the calls' files: those take their ids first
+        files = _paths(text)  # after the calls' files: those take their ids first
+        if files:
+            self._text_files(op, files)
 
     def _read_result(self, seq: int, event: ToolResult) -> None:
         op = self._segment(seq, False)
         content = event.content
         op.chars += len(content)
-        self._count_terms(content, RESULT_TERM_CHARS)
-        self._text_files(op, _paths(content))
+        if not self._term_counts.add_text(content, RESULT_TERM_CHARS):
+            self._term_counts.add(extract_terms(content[:RESULT_TERM_CHARS]))
+        files = _paths(content)
+        if files:
+            self._text_files(op, files)
         is_error, exit_code, missing = event.is_error, event.exit_code, event.missing
         markers = FAILURE if is_error else 0
         cls = self._pending.pop(event.call_id, _OTHER)
@@ -811,7 +820,8 @@ class EpisodeIndex:
             markers |= MUTATION
         elif cls == _READ and not is_error:
             markers |= EVIDENCE
-        op.markers |= markers
+        if markers:
+            op.markers |= markers
 
     def _read_note(self, seq: int, event: SystemNote) -> None:
         if event.subtype.startswith(
